@@ -1,0 +1,46 @@
+# Tamga -- thin wrapper over CMake.  `make run` and `make test` install what
+# is missing first (scripts/install-deps.sh).
+JOBS ?= $(shell nproc)
+PORT ?= 27017
+DBPATH ?= ./data
+
+.PHONY: all build deps run test test-unit bench conformance fuzz install clean demo
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTAMGA_TESTS=OFF >/dev/null
+	@cmake --build build -j $(JOBS)
+
+run: build
+	@mkdir -p $(DBPATH)
+	./build/tamgad --dbpath $(DBPATH) --port $(PORT) --bind_ip 127.0.0.1
+
+# Every test, built with AddressSanitizer and UndefinedBehaviorSanitizer.
+test: deps
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTAMGA_SANITIZE=ON >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS) --timeout 900
+
+bench: deps
+	@cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DTAMGA_TESTS=OFF -DTAMGA_BENCH=ON >/dev/null
+	@cmake --build build-bench -j $(JOBS)
+	@bench/run.sh build-bench
+
+conformance: build
+	@tests/conformance/run.sh build
+
+fuzz: deps
+	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DTAMGA_FUZZ=ON -DTAMGA_TESTS=OFF >/dev/null
+	@cmake --build build-fuzz -j $(JOBS)
+
+install: build
+	cmake --install build
+
+clean:
+	rm -rf build build-asan build-bench build-fuzz

@@ -1,0 +1,56 @@
+/*
+ * keystring.h -- order-preserving binary keys (MongoDB's KeyString idea).
+ *
+ * keystring_append_value() encodes a BSON value so that memcmp() order of the
+ * encodings equals bv_compare() order of the values (and equal values, e.g.
+ * int32 1 and double 1.0, encode to identical bytes).  A compound key is the
+ * concatenation of its parts; a descending part is encoded with every byte
+ * inverted.  WiredTiger tables keyed with these bytes (key_format=u) therefore
+ * iterate in MongoDB's order.  A RecordId may be appended for non-unique
+ * indexes (keystring_append_recid) and read back from the end of a key.
+ *
+ * The encoding is not meant to be decoded back to BSON except where covered
+ * queries need it (keystring_decode_value); it is stable on disk: changing it
+ * is a format change.
+ */
+#ifndef TAMGA_BSON_KEYSTRING_H
+#define TAMGA_BSON_KEYSTRING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <bson/bson.h>
+
+typedef struct keystring {
+	uint8_t *buf;   /* owned; grows as needed */
+	size_t len;
+	size_t cap;
+	uint8_t inline_buf[128];
+} keystring_t;
+
+void keystring_init(keystring_t *ks);
+void keystring_reset(keystring_t *ks);      /* len = 0, keeps memory */
+void keystring_destroy(keystring_t *ks);
+
+/* Append one value; descending inverts its bytes. */
+void keystring_append_value(keystring_t *ks, const bson_value_t *v, bool descending);
+/* Append a RecordId (int64, order-preserving, fixed 8 bytes big-endian with sign flipped). */
+void keystring_append_recid(keystring_t *ks, int64_t recid);
+/* Read the RecordId appended last to key of len bytes. */
+int64_t keystring_read_recid(const uint8_t *key, size_t len);
+
+/* Bounds helpers for range scans: the smallest/largest key that starts with
+ * a given prefix: appending these sorts before/after every value. */
+void keystring_append_min(keystring_t *ks);
+void keystring_append_max(keystring_t *ks);
+
+/*
+ * Decode the nparts values at the start of key back into BSON (appended to
+ * out under keys "0","1",...; descending flags as encoded).  Numbers decode
+ * to the type they were written as when that is recoverable, otherwise to
+ * double/decimal of equal value.  Returns false on a malformed key.
+ */
+bool keystring_decode_values(const uint8_t *key, size_t len, int nparts,
+                             const bool *descending, bson_t *out);
+
+#endif

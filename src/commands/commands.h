@@ -1,0 +1,124 @@
+/*
+ * commands.h -- the command layer: request BSON in, reply BSON out.
+ *
+ * Both front ends go through here and nowhere else: the embedded API
+ * (tamga_run_command) and the wire protocol server (tamgad).  That is what
+ * keeps them from ever disagreeing.
+ *
+ * An engine_t is one open data folder plus what lives beside it: the cursor
+ * registry, counters for serverStatus, the start time.  A client_t is one
+ * caller: a server connection, or a temporary one per embedded call.  It
+ * carries the authenticated user, connection metadata and a storage session.
+ */
+#ifndef TAMGA_COMMANDS_COMMANDS_H
+#define TAMGA_COMMANDS_COMMANDS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <bson/bson.h>
+
+#include "common/error.h"
+#include "storage/storage.h"
+
+typedef struct engine engine_t;
+typedef struct client client_t;
+typedef struct cursor_registry cursor_registry_t;
+
+typedef struct engine_options {
+	storage_options_t storage;
+	bool auth;                  /* --auth: every command checks privileges */
+} engine_options_t;
+
+/* Open the data folder.  *out is owned by the caller until engine_close. */
+int engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr_t *err);
+void engine_close(engine_t *e);
+storage_t *engine_storage(engine_t *e);
+
+/* Set by the server when `shutdown` arrives; the server polls it. */
+bool engine_shutdown_requested(engine_t *e);
+
+/* Counters for serverStatus; the server bumps the network ones. */
+typedef struct engine_counters {
+	int64_t insert, query, update, delete_, getmore, command;
+	int64_t connections_current, connections_total;
+	int64_t bytes_in, bytes_out, requests;
+} engine_counters_t;
+engine_counters_t *engine_counters(engine_t *e);
+
+/*
+ * A caller.  The server creates one per connection (client_new with the
+ * remote address); the embedded API one per call.  The client takes a
+ * storage session from the engine's pool lazily and returns it on free.
+ */
+typedef struct client_info {
+	int64_t connection_id;     /* 0 for embedded */
+	const char *remote;        /* "127.0.0.1:53124" or NULL */
+	bool is_local;             /* loopback: the localhost exception applies */
+} client_info_t;
+
+client_t *client_new(engine_t *e, const client_info_t *info);
+void client_free(client_t *c);
+/* The session for this client's commands (taken from the pool on first use). */
+storage_session_t *client_session(client_t *c, terr_t *err);
+int64_t client_connection_id(const client_t *c);
+/* The client's `hello.client` metadata, kept for currentOp/logs (steals). */
+void client_set_metadata_steal(client_t *c, bson_t *meta);
+const bson_t *client_metadata(const client_t *c);
+
+/*
+ * Run one command.  cmd is the command document as the driver sent it, with
+ * OP_MSG kind-1 sequences already folded in as arrays; dbname is `$db`.
+ * reply must be uninitialised: this call bson_init()s it and fills it with
+ * either the command's reply plus ok: 1, or {ok: 0, errmsg, code, codeName
+ * [, errInfo]}.  Returns 0 for ok: 1, the error code otherwise (err filled
+ * when not NULL).
+ */
+int engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *cmd,
+                       bson_t *reply, terr_t *err);
+
+/* ---- for command implementations --------------------------------------- */
+
+/* Everything a handler needs for one command. */
+typedef struct cmd {
+	engine_t *engine;
+	client_t *client;
+	const char *db;            /* target database ($db) */
+	const bson_t *body;        /* the whole command document */
+	const char *name;          /* the command name as sent (first key) */
+	bson_iter_t first;         /* iterator on the first element (the command's argument) */
+	int64_t deadline_us;       /* absolute monotonic deadline from maxTimeMS, 0 = none */
+	bson_t *reply;             /* handler appends its fields; ok is added by the dispatcher */
+} cmd_t;
+
+typedef int (*cmd_handler_fn)(cmd_t *c, terr_t *err);
+
+enum {
+	CMDF_NONE = 0,
+	CMDF_ADMIN_ONLY = 1 << 0,     /* must run against the admin database */
+	CMDF_NO_AUTH = 1 << 1,        /* allowed before authentication (hello, saslStart, ...) */
+	CMDF_WRITE = 1 << 2,          /* counts as a write for opcounters */
+	CMDF_MAXTIME = 1 << 3,        /* honours maxTimeMS */
+};
+
+/* One row of the command table (commands/command_table.c). */
+typedef struct cmd_def {
+	const char *name;
+	const char *alias;          /* e.g. "isMaster" for "hello", or NULL */
+	cmd_handler_fn handler;
+	unsigned flags;
+	const char *help;
+} cmd_def_t;
+
+/* The table and a lookup (case-sensitive, then the lowercase alias rule
+ * mongod applies to a few legacy names). */
+const cmd_def_t *cmd_lookup(const char *name);
+const cmd_def_t *cmd_table(int *n);
+
+/* True once the deadline has passed; sets 50 MaxTimeMSExpired
+ * ("operation exceeded time limit") in err. */
+bool cmd_check_deadline(const cmd_t *c, terr_t *err);
+
+/* Monotonic clock in microseconds. */
+int64_t cmd_now_us(void);
+
+#endif

@@ -1,0 +1,163 @@
+/*
+ * log.c -- mongod-format JSON log lines, an in-memory ring for getLog.
+ */
+#include "common/log.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static FILE *log_out;
+static bool log_quiet;
+static bool log_in_startup = true;
+static char *ring[TLOG_RING];
+static int ring_next, ring_count;
+static char *warn_ring[64];
+static int warn_count;
+static __thread char log_ctx[64] = "main";
+
+int
+tlog_open(const char *path, bool append, bool quiet)
+{
+	FILE *f;
+
+	pthread_mutex_lock(&log_lock);
+	log_quiet = quiet;
+	if (log_out != NULL && log_out != stdout)
+		fclose(log_out);
+	log_out = NULL;
+	if (path == NULL || strcmp(path, "-") == 0) {
+		log_out = stdout;
+	} else if (path[0] != '\0') {
+		f = fopen(path, append ? "a" : "w");
+		if (f == NULL) {
+			pthread_mutex_unlock(&log_lock);
+			return -1;
+		}
+		setvbuf(f, NULL, _IOLBF, 0);
+		log_out = f;
+	}
+	pthread_mutex_unlock(&log_lock);
+	return 0;
+}
+
+void
+tlog_close(void)
+{
+	int i;
+
+	pthread_mutex_lock(&log_lock);
+	if (log_out != NULL && log_out != stdout)
+		fclose(log_out);
+	log_out = NULL;
+	for (i = 0; i < TLOG_RING; i++) {
+		bson_free(ring[i]);
+		ring[i] = NULL;
+	}
+	for (i = 0; i < warn_count; i++)
+		bson_free(warn_ring[i]);
+	ring_next = ring_count = warn_count = 0;
+	pthread_mutex_unlock(&log_lock);
+}
+
+void
+tlog_set_ctx(const char *ctx)
+{
+	bson_strncpy(log_ctx, ctx, sizeof(log_ctx));
+}
+
+void
+tlog_startup_done(void)
+{
+	pthread_mutex_lock(&log_lock);
+	log_in_startup = false;
+	pthread_mutex_unlock(&log_lock);
+}
+
+/* JSON string escaping for the few free-text fields we print ourselves. */
+static void
+append_json_str(bson_string_t *s, const char *v)
+{
+	char *esc = bson_utf8_escape_for_json(v, -1);
+
+	bson_string_append_c(s, '"');
+	bson_string_append(s, esc ? esc : "");
+	bson_string_append_c(s, '"');
+	bson_free(esc);
+}
+
+void
+tlog(char sev, const char *component, int id, const char *msg, const bson_t *attr)
+{
+	struct timeval tv;
+	struct tm tm;
+	char ts[64];
+	bson_string_t *s;
+	char *line;
+
+	if (log_quiet && sev == 'D')
+		return;
+	gettimeofday(&tv, NULL);
+	gmtime_r(&tv.tv_sec, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+	s = bson_string_new("{\"t\":{\"$date\":\"");
+	bson_string_append_printf(s, "%s.%03d+00:00\"},\"s\":\"%c\",\"c\":", ts,
+	    (int)(tv.tv_usec / 1000), sev);
+	append_json_str(s, component);
+	bson_string_append_printf(s, ",\"id\":%d,\"ctx\":", id);
+	append_json_str(s, log_ctx);
+	bson_string_append(s, ",\"msg\":");
+	append_json_str(s, msg);
+	if (attr != NULL && !bson_empty(attr)) {
+		size_t len;
+		char *j = bson_as_relaxed_extended_json(attr, &len);
+		if (j != NULL) {
+			bson_string_append(s, ",\"attr\":");
+			bson_string_append(s, j);
+			bson_free(j);
+		}
+	}
+	bson_string_append_c(s, '}');
+	line = bson_string_free(s, false);
+
+	pthread_mutex_lock(&log_lock);
+	if (log_out != NULL) {
+		fputs(line, log_out);
+		fputc('\n', log_out);
+		fflush(log_out);
+	}
+	if (sev == 'W' && log_in_startup && warn_count < 64)
+		warn_ring[warn_count++] = bson_strdup(line);
+	bson_free(ring[ring_next]);
+	ring[ring_next] = line;
+	ring_next = (ring_next + 1) % TLOG_RING;
+	if (ring_count < TLOG_RING)
+		ring_count++;
+	pthread_mutex_unlock(&log_lock);
+}
+
+int
+tlog_get(const char *which, bson_t *arr)
+{
+	char key[16];
+	const char *k;
+	int i, n = 0;
+
+	pthread_mutex_lock(&log_lock);
+	if (strcmp(which, "startupWarnings") == 0) {
+		for (i = 0; i < warn_count; i++, n++) {
+			bson_uint32_to_string((uint32_t)n, &k, key, sizeof(key));
+			bson_append_utf8(arr, k, -1, warn_ring[i], -1);
+		}
+	} else {
+		int start = (ring_next - ring_count + TLOG_RING) % TLOG_RING;
+		for (i = 0; i < ring_count; i++, n++) {
+			bson_uint32_to_string((uint32_t)n, &k, key, sizeof(key));
+			bson_append_utf8(arr, k, -1, ring[(start + i) % TLOG_RING], -1);
+		}
+	}
+	pthread_mutex_unlock(&log_lock);
+	return n;
+}

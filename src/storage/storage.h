@@ -1,0 +1,198 @@
+/*
+ * storage.h -- Tamga's storage layer on WiredTiger.
+ *
+ * What it owns: the WiredTiger connection of one data folder, the catalog
+ * (databases, collections with UUID and options, index specs), one record
+ * table per collection (key: int64 RecordId, value: the document's BSON
+ * bytes), one table per index (key: KeyString bytes, see bson/keystring.h),
+ * transactions with write-conflict retry, and durability (journal; j:true
+ * syncs it; otherwise a background flush every ~100 ms; clean close
+ * checkpoints).
+ *
+ * What it does not do: parse commands, match filters, validate documents.
+ * Those are higher layers; they call in here inside a transaction.
+ *
+ * Threads: a storage_t is shared; a storage_session_t belongs to one thread at
+ * a time.  Catalog reads return immutable, reference-counted descriptors
+ * (storage_coll_t); catalog changes publish new descriptors, so a reader keeps
+ * a consistent view for as long as it holds its reference.
+ */
+#ifndef TAMGA_STORAGE_STORAGE_H
+#define TAMGA_STORAGE_STORAGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <bson/bson.h>
+
+#include "common/error.h"
+
+typedef struct storage storage_t;
+typedef struct storage_session storage_session_t;
+typedef struct storage_cursor storage_cursor_t;
+typedef int64_t recid_t;
+
+/* ---- open / close ------------------------------------------------------- */
+
+typedef struct storage_options {
+	bool create;               /* create the folder if missing */
+	bool in_memory;            /* WiredTiger in_memory=true (tests) */
+	const char *cache_size;    /* e.g. "256M"; NULL = default */
+} storage_options_t;
+
+/* Open the folder (running recovery).  Errors: 29 NonExistentPath, 98
+ * DBPathInUse ("Unable to lock the lock file: <path>/WiredTiger.lock ...
+ * Another tamgad instance is already running on the dbpath"), 1 InternalError
+ * for other WiredTiger failures (message includes wiredtiger_strerror). */
+int storage_open(const char *path, const storage_options_t *opts, storage_t **out, terr_t *err);
+/* Checkpoint and close; every session must be closed first. */
+void storage_close(storage_t *st);
+
+/* Sessions: a WT_SESSION plus cached cursors.  Cheap to reuse, not to open:
+ * callers keep one per thread (the server per connection) or take one from
+ * the pool. */
+int storage_session_open(storage_t *st, storage_session_t **out, terr_t *err);
+void storage_session_close(storage_session_t *s);
+storage_session_t *storage_session_pool_get(storage_t *st, terr_t *err);
+void storage_session_pool_put(storage_t *st, storage_session_t *s);
+
+/* ---- transactions ------------------------------------------------------- */
+
+/* Snapshot isolation.  begin fails if one is open.  commit with sync=true
+ * returns only after the journal is on disk (j: true).  A failed operation
+ * inside a transaction leaves it usable only for rollback. */
+int storage_txn_begin(storage_session_t *s, terr_t *err);
+int storage_txn_commit(storage_session_t *s, bool sync, terr_t *err);
+void storage_txn_rollback(storage_session_t *s);
+bool storage_txn_active(const storage_session_t *s);
+
+/*
+ * Run fn inside one transaction and commit; when WiredTiger reports a write
+ * conflict (WT_ROLLBACK) anywhere inside, roll back and run fn again (with a
+ * short backoff), so conflicts never reach the client.  fn returns 0 to
+ * commit, non-zero to roll back (its err is returned).  fn must be safe to
+ * run more than once (no side effects outside the transaction, or undo them
+ * at its start).
+ */
+typedef int (*storage_txn_fn)(storage_session_t *s, void *arg, terr_t *err);
+int storage_txn_run(storage_session_t *s, storage_txn_fn fn, void *arg, bool sync, terr_t *err);
+
+/* True when err carries the internal write-conflict marker (code 112
+ * WriteConflict) that storage_txn_run retries on. */
+bool storage_is_write_conflict(const terr_t *err);
+
+/* ---- catalog ------------------------------------------------------------ */
+
+typedef struct storage_index {
+	char *name;        /* "_id_", "a_1_b_-1" */
+	bson_t *spec;      /* the full spec as listIndexes shows it: {v: 2, key: {...}, name: ..., unique: ...} */
+	bson_t *key;       /* the key pattern (borrowed view into spec's storage; owned by the descriptor) */
+	char *ident;       /* WiredTiger table name, "table:index-<n>" */
+	bool unique;
+	bool is_id;
+	bool multikey;     /* set once any document produced >1 key */
+	void *impl;        /* storage-private */
+} storage_index_t;
+
+typedef struct storage_coll {
+	char *db;          /* "bookstore" */
+	char *name;        /* "reviews" */
+	char *ns;          /* "bookstore.reviews" */
+	uint8_t uuid[16];
+	bson_t *options;   /* create options as listCollections shows them: validator, validationLevel, validationAction, capped, ... */
+	char *ident;       /* "table:collection-<n>" */
+	storage_index_t *indexes;
+	int nindexes;
+	uint64_t version;  /* bumped on every catalog change to this collection */
+	/* A slot higher layers may use to cache derived state (a compiled
+	 * validator) for the life of this descriptor: set once with
+	 * storage_coll_cache_set; freed with free_fn when the descriptor dies. */
+	void *cache;
+	void (*cache_free)(void *);
+	void *impl;        /* storage-private (refcount, recid counter...) */
+} storage_coll_t;
+
+/* Look up a collection.  Returns 0 and a reference in *out (release it with
+ * storage_coll_release), or TERR_NAMESPACE_NOT_FOUND (26) without setting
+ * err's message when it does not exist (callers decide what to say). */
+int storage_coll_get(storage_t *st, const char *db, const char *name, storage_coll_t **out, terr_t *err);
+void storage_coll_release(storage_coll_t *c);
+/* Atomically install a cache value if none is set; returns the one that won
+ * (free the loser yourself when it is not yours). */
+void *storage_coll_cache_set(storage_coll_t *c, void *value, void (*free_fn)(void *));
+
+/* Create a collection (and its _id_ index).  options is stored as given
+ * (the caller has validated it).  Errors: 48 NamespaceExists
+ * ("Collection <ns> already exists."), 73 InvalidNamespace.  Implicit
+ * creation by a first insert uses the same call with options NULL. */
+int storage_coll_create(storage_t *st, storage_session_t *s, const char *db, const char *name,
+                        const bson_t *options, terr_t *err);
+/* Replace a collection's options document (collMod). */
+int storage_coll_set_options(storage_t *st, storage_session_t *s, const char *db, const char *name,
+                             const bson_t *options, terr_t *err);
+int storage_coll_drop(storage_t *st, storage_session_t *s, const char *db, const char *name, terr_t *err);
+int storage_coll_rename(storage_t *st, storage_session_t *s, const char *db, const char *from,
+                        const char *to_db, const char *to, bool drop_target, terr_t *err);
+int storage_db_drop(storage_t *st, storage_session_t *s, const char *db, terr_t *err);
+
+/* Snapshots of the catalog: names of databases (sorted), and collection
+ * descriptors of one database (each referenced; release each, free array
+ * with bson_free). */
+int storage_list_dbs(storage_t *st, char ***names, int *n, terr_t *err);
+int storage_list_colls(storage_t *st, const char *db, storage_coll_t ***colls, int *n, terr_t *err);
+void storage_free_names(char **names, int n);
+
+/* Sizes for stats: record count (fast, maintained), data bytes, storage bytes. */
+int storage_coll_stats(storage_t *st, storage_session_t *s, storage_coll_t *c,
+                       int64_t *count, int64_t *data_size, int64_t *storage_size, terr_t *err);
+
+/* ---- documents ---------------------------------------------------------- */
+/* All of these must run inside a transaction (storage_txn_begin/run). */
+
+/* Insert doc (already has _id first; the caller generated it) into the
+ * record table and every index.  Duplicate key -> 11000 with mongod's
+ * message "E11000 duplicate key error collection: <ns> index: <name> dup
+ * key: { <field>: <value> }" and extra fields keyPattern/keyValue. Sets
+ * *recid when not NULL. */
+int storage_doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc,
+                       recid_t *recid, terr_t *err);
+/* Replace the document at recid (old is its current content, for index
+ * maintenance) with new_doc. */
+int storage_doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid,
+                       const bson_t *old_doc, const bson_t *new_doc, terr_t *err);
+int storage_doc_delete(storage_session_t *s, storage_coll_t *c, recid_t recid,
+                       const bson_t *old_doc, terr_t *err);
+
+/* Read one document.  *doc is a read-only view (bson_init_static) valid
+ * until the next storage call on this session; copy it to keep it.  Returns
+ * 0, or 1 when not found. */
+int storage_doc_get(storage_session_t *s, storage_coll_t *c, recid_t recid, bson_t *doc, terr_t *err);
+/* Find by _id through the _id_ index: 0 found (recid, doc view as above),
+ * 1 not found. */
+int storage_doc_find_id(storage_session_t *s, storage_coll_t *c, const bson_value_t *id,
+                        recid_t *recid, bson_t *doc, terr_t *err);
+
+/* ---- cursors ------------------------------------------------------------ */
+
+/* Full scan in RecordId order (forward or backward = $natural: -1). */
+int storage_scan_open(storage_session_t *s, storage_coll_t *c, bool backward,
+                      storage_cursor_t **out, terr_t *err);
+/* Index scan over [lo, hi] KeyString bounds (NULL = unbounded), inclusive
+ * flags, direction. */
+int storage_index_scan_open(storage_session_t *s, storage_coll_t *c, const storage_index_t *idx,
+                            const uint8_t *lo, size_t lo_len, bool lo_incl,
+                            const uint8_t *hi, size_t hi_len, bool hi_incl,
+                            bool backward, storage_cursor_t **out, terr_t *err);
+/*
+ * Advance.  Returns 1 with *recid (and for scans the document view in *doc,
+ * valid until the next call; for index scans the key bytes in *key/*key_len
+ * and doc untouched), 0 at the end, -1 with err on failure.
+ */
+int storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
+                        const uint8_t **key, size_t *key_len, terr_t *err);
+/* Remember the position, release WiredTiger resources (between getMore
+ * batches, so no snapshot is held), and come back to it. */
+int storage_cursor_save(storage_cursor_t *cur, terr_t *err);
+int storage_cursor_restore(storage_cursor_t *cur, storage_session_t *s, terr_t *err);
+void storage_cursor_close(storage_cursor_t *cur);
+
+#endif
