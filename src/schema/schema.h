@@ -1,0 +1,60 @@
+/*
+ * schema.h -- MongoDB's $jsonSchema: compile a schema once, then validate
+ * documents against it and explain failures the way mongod does.
+ *
+ * A schema is JSON Schema draft 4 with MongoDB's changes: `bsonType` added,
+ * `type: "integer"`, `$ref`, `definitions`, `format`, `default`, `id` and the
+ * other unsupported draft-4 keywords rejected, encryption keywords rejected
+ * outside encrypted collections.  Keywords only constrain values of the type
+ * they talk about (minimum ignores strings, properties ignores arrays...), and
+ * the top level of the schema applies to the whole document.
+ *
+ * This module does not decide validation levels or actions, does not build
+ * the outer errInfo ({failingDocumentId, details}) and does not parse query
+ * validators ({rating: {$gte: 1}}): those live in commands/ and query/.
+ */
+#ifndef TAMGA_SCHEMA_SCHEMA_H
+#define TAMGA_SCHEMA_SCHEMA_H
+
+#include <stdbool.h>
+#include <bson/bson.h>
+#include "common/error.h"
+
+typedef struct schema schema_t;
+
+/* Compile json_schema (the value of a $jsonSchema operator, a document) into
+ * *out.  On success returns 0 and the caller owns *out (schema_free).  On a
+ * malformed schema returns -1, sets err with mongod's code and message (e.g.
+ * 2 BadValue "Unknown $jsonSchema keyword: foo", 9 FailedToParse for
+ * unsupported keywords, 51054/... for pattern errors) and leaves *out NULL.
+ * json_schema is only read; the compiled schema does not borrow from it. */
+int schema_compile(const bson_t *json_schema, schema_t **out, terr_t *err);
+
+/* Free a compiled schema; NULL is allowed. */
+void schema_free(schema_t *s);
+
+/* true when doc satisfies the schema.  Does not allocate on the path where
+ * the document passes (it may allocate to fail a uniqueItems check on huge
+ * arrays only if the fixed scratch is too small).  Thread-safe: a compiled
+ * schema is read-only and may be shared between threads. */
+bool schema_matches(const schema_t *s, const bson_t *doc);
+
+/* Same answer as schema_matches.  When doc fails (returns false) appends to
+ * details, which must be an empty document being built by the caller, the
+ * fields of mongod's explanation, in mongod's order:
+ *   operatorName: "$jsonSchema", title?: <title>, schemaRulesNotSatisfied: [...]
+ * The caller wraps details into {failingDocumentId, details}.  On success
+ * details is left untouched. */
+bool schema_explain(const schema_t *s, const bson_t *doc, bson_t *details);
+
+/* For a $jsonSchema nested in a larger validator ({$and: [{$jsonSchema: S},
+ * ...]}): when doc fails, appends to parent, under key, the same object
+ * schema_explain builds ({operatorName: "$jsonSchema", title?,
+ * schemaRulesNotSatisfied}).  Returns the same as schema_matches. */
+bool schema_explain_append(const schema_t *s, const bson_t *doc,
+			   bson_t *parent, const char *key);
+
+/* The title of the top-level schema, or NULL; borrowed, lives as long as s. */
+const char *schema_title(const schema_t *s);
+
+#endif
