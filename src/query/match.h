@@ -1,0 +1,125 @@
+/*
+ * match.h -- query filters ("match expressions"): compile once, evaluate
+ * against many documents.
+ *
+ * One matcher serves find, count, distinct, delete, update, $match and the
+ * validator's query form.  match_compile() parses a filter document with
+ * MongoDB's rules and error codes/messages (expression_parser.cpp) into a
+ * read-only tree; match_eval() walks it over one document without allocating.
+ * A compiled match_t is immutable: many threads may evaluate it at once.
+ *
+ * This module does not plan, does not use indexes and does not project; it
+ * answers "does this document match", with the array position the positional
+ * $ operator needs, and lets the planner/upsert code read the top-level
+ * predicates.
+ */
+#ifndef TAMGA_QUERY_MATCH_H
+#define TAMGA_QUERY_MATCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <bson/bson.h>
+
+#include "common/error.h"
+
+typedef struct match match_t;
+
+/* Features a context may forbid (MongoDB's AllowedFeatures).  0 = everything
+ * find allows.  A forbidden operator fails compilation with MongoDB's error
+ * for that context. */
+enum {
+	MATCH_DISALLOW_EXPR = 1u << 0,         /* $expr */
+	MATCH_DISALLOW_JSON_SCHEMA = 1u << 1,  /* $jsonSchema */
+	MATCH_DISALLOW_TEXT = 1u << 2,         /* $text (never supported yet) */
+	MATCH_DISALLOW_WHERE = 1u << 3,        /* $where (never supported yet) */
+	MATCH_DISALLOW_GEO_NEAR = 1u << 4,     /* $near, $nearSphere */
+};
+
+typedef struct match_options {
+	unsigned disallow;      /* MATCH_DISALLOW_* bits */
+	/* Variables for $expr ($$name), the command's `let` document, already
+	 * evaluated to constants.  Borrowed during match_compile only (copied). */
+	const bson_t *let;
+	/* Collation: only the simple collation exists; callers reject others
+	 * before compiling. */
+} match_options_t;
+
+/*
+ * Parse filter into *out.  opts may be NULL (find defaults).  Returns 0 and
+ * sets *out (caller frees with match_free), or -1 with err set to MongoDB's
+ * code and message ("unknown operator: $foo", 2 BadValue; "$in needs an
+ * array"; 51091 for a bad regex; 238 NotImplemented for $where/$text/geo ...).
+ * The filter is copied: it need not outlive the match_t.
+ */
+int match_compile(const bson_t *filter, const match_options_t *opts, match_t **out,
+                  terr_t *err);
+
+void match_free(match_t *m);
+
+/*
+ * Evaluate.  Returns 1 when doc matches, 0 when not, -1 on a runtime error
+ * (only $expr and $jsonSchema-with-expressions can fail at run time, e.g.
+ * "$divide by zero"; err gets MongoDB's code).  When array_pos is not NULL it
+ * receives the position, in the first array met along the path of the leaf
+ * that decided the match, of the element that matched (the positional $
+ * operator of updates and projections), or -1 when no array was involved.
+ * Never allocates for filters without $expr; doc is only read.
+ */
+int match_exec(const match_t *m, const bson_t *doc, int *array_pos, terr_t *err);
+
+/* Convenience forms of match_exec: a runtime error counts as "no match".
+ * Use match_exec wherever an error must reach the client (find, update). */
+bool match_eval(const match_t *m, const bson_t *doc);
+bool match_eval_pos(const match_t *m, const bson_t *doc, int *array_pos);
+
+/* True when evaluation may fail at run time (the filter contains $expr);
+ * callers that can't report errors may then prefer match_exec. */
+bool match_can_fail(const match_t *m);
+
+/* True when the filter matches every document ({} or only $comment /
+ * $alwaysTrue), so scans may skip evaluation. */
+bool match_is_trivially_true(const match_t *m);
+
+/*
+ * {_id: <value>} or {_id: {$eq: <value>}} with a value that is not an array,
+ * regex, or operator document, and nothing else in the filter: the id point
+ * lookup.  On true, *id borrows from the match_t (valid until match_free).
+ */
+bool match_is_id_point(const match_t *m, const bson_value_t **id);
+
+/*
+ * Top-level equality predicates, as upsert seeds its new document and the
+ * planner uses for point bounds: `{a: v}`, `{a: {$eq: v}}`, `{a: {$in: [v]}}`
+ * (one element, not a regex), and the same inside top-level `$and` (nested)
+ * and single-clause `$or`/`$and`; never inside `$or` with several clauses,
+ * `$nor`, `$not` or `$elemMatch`.  fn is called for each (path, value) in
+ * filter order; both borrow from the match_t.  Return false from fn to stop.
+ * Paths can repeat ({$and: [{a: 1}, {a: 2}]}); the caller decides.
+ * Returns false when fn stopped the enumeration.
+ */
+typedef bool (*match_eq_fn)(const char *path, const bson_value_t *value, void *ctx);
+bool match_equalities(const match_t *m, match_eq_fn fn, void *ctx);
+
+/*
+ * Top-level conjunctive leaf predicates for index bounds: every leaf reached
+ * from the root through $and only.  op is one of MATCH_PRED_*; value is the
+ * operand ($in: the array; $exists: the boolean; regex: the regex value).
+ * Borrowed from the match_t.  Leaves under $or/$nor/$not/$elemMatch and
+ * $expr are not reported (the planner must still evaluate the whole filter).
+ */
+typedef enum {
+	MATCH_PRED_EQ,
+	MATCH_PRED_LT,
+	MATCH_PRED_LTE,
+	MATCH_PRED_GT,
+	MATCH_PRED_GTE,
+	MATCH_PRED_IN,
+	MATCH_PRED_EXISTS,
+	MATCH_PRED_REGEX,
+	MATCH_PRED_OTHER,       /* any other leaf ($ne, $type, $size, ...) */
+} match_pred_t;
+typedef bool (*match_pred_fn)(const char *path, match_pred_t op, const bson_value_t *value,
+                              void *ctx);
+bool match_predicates(const match_t *m, match_pred_fn fn, void *ctx);
+
+#endif
