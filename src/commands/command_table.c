@@ -1,0 +1,72 @@
+/*
+ * command_table.c -- every command Tamga answers, one row each.
+ *
+ * Adding a command is one row here and one handler in the family file named
+ * in the comment.  Lookup is by exact name (mongod's names are
+ * case-sensitive), then by alias.  Rows are kept sorted by name within each
+ * family for reading, not for lookup.
+ */
+#include "commands/commands_private.h"
+
+#include <string.h>
+
+/* cmd_catalog.c */
+CMD_HANDLER(cmd_create);
+CMD_HANDLER(cmd_drop);
+CMD_HANDLER(cmd_drop_database);
+CMD_HANDLER(cmd_list_collections);
+CMD_HANDLER(cmd_list_databases);
+CMD_HANDLER(cmd_rename_collection);
+CMD_HANDLER(cmd_db_stats);
+CMD_HANDLER(cmd_coll_stats);
+/* cmd_crud.c */
+CMD_HANDLER(cmd_insert);
+CMD_HANDLER(cmd_find);
+CMD_HANDLER(cmd_get_more);
+CMD_HANDLER(cmd_kill_cursors);
+CMD_HANDLER(cmd_delete);
+CMD_HANDLER(cmd_count);
+CMD_HANDLER(cmd_distinct);
+
+static const cmd_def_t commands[] = {
+	/* catalog: cmd_catalog.c */
+	{"collStats", NULL, cmd_coll_stats, CMDF_NONE, "storage statistics of a collection"},
+	{"create", NULL, cmd_create, CMDF_WRITE, "create a collection"},
+	{"dbStats", NULL, cmd_db_stats, CMDF_NONE, "storage statistics of a database"},
+	{"drop", NULL, cmd_drop, CMDF_WRITE, "drop a collection"},
+	{"dropDatabase", NULL, cmd_drop_database, CMDF_WRITE, "drop a database"},
+	{"listCollections", NULL, cmd_list_collections, CMDF_NONE, "list collections"},
+	{"listDatabases", NULL, cmd_list_databases, CMDF_ADMIN_ONLY, "list databases"},
+	{"renameCollection", NULL, cmd_rename_collection, CMDF_ADMIN_ONLY | CMDF_WRITE, "rename a collection"},
+	/* documents: cmd_crud.c */
+	{"count", NULL, cmd_count, CMDF_MAXTIME, "count documents"},
+	{"delete", NULL, cmd_delete, CMDF_WRITE, "delete documents"},
+	{"distinct", NULL, cmd_distinct, CMDF_MAXTIME, "distinct values of a field"},
+	{"find", NULL, cmd_find, CMDF_MAXTIME, "query documents"},
+	{"getMore", NULL, cmd_get_more, CMDF_MAXTIME, "next batch of a cursor"},
+	{"insert", NULL, cmd_insert, CMDF_WRITE, "insert documents"},
+	{"killCursors", NULL, cmd_kill_cursors, CMDF_NONE, "close cursors"},
+};
+
+static const size_t ncommands = sizeof(commands) / sizeof(commands[0]);
+
+const cmd_def_t *
+cmd_lookup(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ncommands; i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	for (i = 0; i < ncommands; i++)
+		if (commands[i].alias != NULL && strcmp(commands[i].alias, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+const cmd_def_t *
+cmd_table(int *n)
+{
+	*n = (int)ncommands;
+	return commands;
+}

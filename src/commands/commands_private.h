@@ -1,0 +1,63 @@
+/*
+ * commands_private.h -- what the command files share and nobody else sees:
+ * the engine and client structs, the handlers listed in command_table.c, and
+ * small helpers for reading command arguments the way mongod's IDL does.
+ */
+#ifndef TAMGA_COMMANDS_PRIVATE_H
+#define TAMGA_COMMANDS_PRIVATE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "commands/commands.h"
+#include "commands/cursor.h"
+
+struct engine {
+	storage_t *st;
+	engine_options_t opts;
+	cursor_registry_t *cursors;
+	engine_counters_t counters;
+	int64_t start_wall_ms;           /* for uptime / localTime */
+	int64_t start_mono_us;
+	atomic_bool shutdown;
+	atomic_llong next_connection_id;
+};
+
+struct client {
+	engine_t *engine;
+	storage_session_t *session;      /* from the pool, returned by client_free */
+	int64_t connection_id;
+	char *remote;
+	bool is_local;
+	bson_t *metadata;
+};
+
+/* ---- argument helpers (mongod IDL messages) ------------------------------ */
+
+/* The collection name of a command whose first element is the collection
+ * ({find: "c"}).  Errors as mongod: "collection name has invalid type <t>"
+ * (code 2), "Invalid namespace specified '<db>.'" (73). */
+int cmd_collection_arg(cmd_t *c, const char **name, terr_t *err);
+
+/* Type check for an optional field: returns 0 with *found false when absent,
+ * code 14 TypeMismatch "BSON field '<cmd>.<field>' is the wrong type '<t>',
+ * expected type '<want>'" when present with another type. */
+int cmd_get_bool(cmd_t *c, const char *field, bool *out, bool *found, terr_t *err);
+int cmd_get_int64(cmd_t *c, const char *field, int64_t *out, bool *found, terr_t *err);
+int cmd_get_doc(cmd_t *c, const char *field, bson_t *out_view, bool *found, terr_t *err);
+int cmd_get_array(cmd_t *c, const char *field, bson_t *out_view, bool *found, terr_t *err);
+int cmd_get_string(cmd_t *c, const char *field, const char **out, bool *found, terr_t *err);
+
+/* Reject fields the command does not know: "BSON field '<cmd>.<f>' is an
+ * unknown field." code 40415.  known is NULL-terminated; the generic fields
+ * every command accepts ($db, lsid, $clusterTime, comment, ...) are always
+ * allowed. */
+int cmd_check_fields(cmd_t *c, const char *const *known, terr_t *err);
+
+/* ns "db.coll" into buf. */
+void cmd_ns(char *buf, size_t len, const char *db, const char *coll);
+
+/* ---- handlers (one family per file) ------------------------------------- */
+#define CMD_HANDLER(fn) int fn(cmd_t *c, terr_t *err)
+
+#endif

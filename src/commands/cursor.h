@@ -1,0 +1,79 @@
+/*
+ * cursor.h -- the cursor registry and batch building shared by find,
+ * aggregate, listCollections, listIndexes and getMore.
+ *
+ * A cursor is a source of documents (a producer with next/save/restore/free
+ * callbacks) plus its identity: id, namespace, owner, last use.  The registry
+ * is engine-wide, because drivers send a getMore on whichever pooled
+ * connection is free.  Idle cursors are reaped after 10 minutes unless
+ * noCursorTimeout.  Between batches a cursor holds no storage resources
+ * (save/restore), so it pins no WiredTiger snapshot.
+ */
+#ifndef TAMGA_COMMANDS_CURSOR_H
+#define TAMGA_COMMANDS_CURSOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <bson/bson.h>
+
+#include "common/error.h"
+#include "storage/storage.h"
+
+typedef struct cursor_registry cursor_registry_t;
+
+/* The producer behind a cursor.  next returns 1 with a document in *doc (a
+ * view valid until the next call), 0 at the end, -1 with err.  save releases
+ * storage resources; restore re-acquires them on the given session. free
+ * releases everything (after save or at any time). */
+typedef struct cursor_source {
+	void *state;
+	int (*next)(void *state, storage_session_t *s, bson_t *doc, terr_t *err);
+	int (*save)(void *state, terr_t *err);
+	int (*restore)(void *state, storage_session_t *s, terr_t *err);
+	void (*free)(void *state);
+} cursor_source_t;
+
+cursor_registry_t *cursor_registry_new(void);
+void cursor_registry_free(cursor_registry_t *r);
+
+/*
+ * Fill `firstBatch` (or nextBatch) from src and finish the reply's cursor
+ * sub-document: {cursor: {firstBatch|nextBatch: [...], id, ns}}.
+ *   batch_size: 0 = the default (101 for a first batch, unlimited for
+ *               getMore), always capped at 16 MiB of documents.
+ *   single_batch: close after this batch.
+ *   limit: total documents the cursor may return (0 = none), counted across
+ *          batches.
+ * When src is not exhausted and not single_batch, the cursor is registered
+ * (taking ownership of src) and its id written; otherwise src is freed and
+ * the id is 0.  On error src is freed and err set.
+ */
+typedef struct cursor_opts {
+	int64_t batch_size;
+	bool single_batch;
+	int64_t limit;
+	bool no_timeout;
+	bool tailable;
+	int64_t connection_id;
+	const char *owner;     /* authenticated user name or NULL */
+} cursor_opts_t;
+
+int cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
+                       cursor_source_t *src, const cursor_opts_t *opts,
+                       bson_t *reply, terr_t *err);
+
+/* getMore: continue cursor id on namespace ns.  Errors: 43 CursorNotFound
+ * "cursor id <id> not found", 13 Unauthorized when ns does not match
+ * ("Requested getMore on namespace '<ns>', but cursor belongs to a different
+ * namespace <ns2>"). */
+int cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const char *ns,
+                    int64_t batch_size, int64_t deadline_us, bson_t *reply, terr_t *err);
+
+/* killCursors: appends cursorsKilled/NotFound/Alive/Unknown arrays. */
+void cursor_kill(cursor_registry_t *r, const char *ns, const int64_t *ids, int n, bson_t *reply);
+
+/* Reap cursors idle longer than timeout_ms (called periodically). */
+int cursor_reap(cursor_registry_t *r, int64_t timeout_ms);
+int cursor_count(cursor_registry_t *r);
+
+#endif

@@ -1,0 +1,262 @@
+/*
+ * engine.c -- the engine (one open data folder), clients, and the command
+ * dispatcher every front end calls: engine_run_command.
+ *
+ * The dispatcher owns the parts that are the same for every command: finding
+ * the handler in the command table, the generic fields (maxTimeMS, comment,
+ * $db...), counting, and turning a terr_t into mongod's error reply.
+ */
+#include "commands/commands_private.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/version.h"
+
+int64_t
+cmd_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int
+engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr_t *err)
+{
+	engine_t *e;
+
+	*out = NULL;
+	e = bson_malloc0(sizeof(*e));
+	if (opts != NULL)
+		e->opts = *opts;
+	if (storage_open(path, &e->opts.storage, &e->st, err) != 0) {
+		bson_free(e);
+		return -1;
+	}
+	e->cursors = cursor_registry_new();
+	e->start_wall_ms = wall_ms();
+	e->start_mono_us = cmd_now_us();
+	atomic_init(&e->shutdown, false);
+	atomic_init(&e->next_connection_id, 1);
+	*out = e;
+	return 0;
+}
+
+void
+engine_close(engine_t *e)
+{
+	if (e == NULL)
+		return;
+	cursor_registry_free(e->cursors);
+	storage_close(e->st);
+	bson_free(e);
+}
+
+storage_t *
+engine_storage(engine_t *e)
+{
+	return e->st;
+}
+
+bool
+engine_shutdown_requested(engine_t *e)
+{
+	return atomic_load(&e->shutdown);
+}
+
+engine_counters_t *
+engine_counters(engine_t *e)
+{
+	return &e->counters;
+}
+
+client_t *
+client_new(engine_t *e, const client_info_t *info)
+{
+	client_t *c = bson_malloc0(sizeof(*c));
+
+	c->engine = e;
+	if (info != NULL) {
+		c->connection_id = info->connection_id;
+		c->remote = info->remote ? bson_strdup(info->remote) : NULL;
+		c->is_local = info->is_local;
+	} else {
+		c->is_local = true;
+	}
+	return c;
+}
+
+void
+client_free(client_t *c)
+{
+	if (c == NULL)
+		return;
+	if (c->session != NULL)
+		storage_session_pool_put(c->engine->st, c->session);
+	bson_free(c->remote);
+	if (c->metadata != NULL)
+		bson_destroy(c->metadata);
+	bson_free(c);
+}
+
+storage_session_t *
+client_session(client_t *c, terr_t *err)
+{
+	if (c->session == NULL)
+		c->session = storage_session_pool_get(c->engine->st, err);
+	return c->session;
+}
+
+int64_t
+client_connection_id(const client_t *c)
+{
+	return c->connection_id;
+}
+
+void
+client_set_metadata_steal(client_t *c, bson_t *meta)
+{
+	if (c->metadata != NULL)
+		bson_destroy(c->metadata);
+	c->metadata = meta;
+}
+
+const bson_t *
+client_metadata(const client_t *c)
+{
+	return c->metadata;
+}
+
+bool
+cmd_check_deadline(const cmd_t *c, terr_t *err)
+{
+	if (c->deadline_us != 0 && cmd_now_us() > c->deadline_us) {
+		terr_set(err, TERR_MAX_TIME_MS_EXPIRED, "operation exceeded time limit");
+		return true;
+	}
+	return false;
+}
+
+/* maxTimeMS: a non-negative integral number; mongod's messages. */
+static int
+parse_max_time(cmd_t *c, terr_t *err)
+{
+	bson_iter_t it;
+	int64_t ms;
+
+	if (!bson_iter_init_find(&it, c->body, "maxTimeMS"))
+		return 0;
+	if (BSON_ITER_HOLDS_INT32(&it))
+		ms = bson_iter_int32(&it);
+	else if (BSON_ITER_HOLDS_INT64(&it))
+		ms = bson_iter_int64(&it);
+	else if (BSON_ITER_HOLDS_DOUBLE(&it)) {
+		double d = bson_iter_double(&it);
+		if (d != (double)(int64_t)d)
+			return terr_set(err, TERR_BAD_VALUE, "maxTimeMS has non-integral value");
+		ms = (int64_t)d;
+	} else if (BSON_ITER_HOLDS_NULL(&it)) {
+		return 0;
+	} else {
+		return terr_set(err, TERR_BAD_VALUE, "maxTimeMS must be a number");
+	}
+	if (ms < 0)
+		return terr_set(err, TERR_BAD_VALUE, "%lld value for maxTimeMS is out of range [0, 2147483647]",
+		    (long long)ms);
+	if (ms > INT32_MAX)
+		return terr_set(err, TERR_BAD_VALUE, "%lld value for maxTimeMS is out of range [0, 2147483647]",
+		    (long long)ms);
+	if (ms > 0)
+		c->deadline_us = cmd_now_us() + ms * 1000;
+	return 0;
+}
+
+/* Build mongod's error reply from err into reply (already initialised). */
+static void
+error_reply(bson_t *reply, const terr_t *err)
+{
+	char buf[32];
+	bson_iter_t it;
+
+	bson_reinit(reply);
+	BSON_APPEND_DOUBLE(reply, "ok", 0.0);
+	BSON_APPEND_UTF8(reply, "errmsg", err->msg ? err->msg : "");
+	BSON_APPEND_INT32(reply, "code", err->code);
+	BSON_APPEND_UTF8(reply, "codeName", terr_code_name(err->code, buf));
+	if (err->extra != NULL && bson_iter_init(&it, err->extra)) {
+		while (bson_iter_next(&it))
+			bson_append_iter(reply, bson_iter_key(&it), -1, &it);
+	}
+	if (err->info != NULL)
+		BSON_APPEND_DOCUMENT(reply, "errInfo", err->info);
+}
+
+int
+engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *body,
+                   bson_t *reply, terr_t *err)
+{
+	terr_t local = TERR_INIT;
+	terr_t *er = err ? err : &local;
+	const cmd_def_t *def;
+	cmd_t c;
+	int rc;
+
+	bson_init(reply);
+	terr_clear(er);
+	memset(&c, 0, sizeof(c));
+	c.engine = e;
+	c.client = cl;
+	c.db = dbname;
+	c.body = body;
+	c.reply = reply;
+
+	if (!bson_iter_init(&c.first, body) || !bson_iter_next(&c.first)) {
+		terr_set(er, TERR_FAILED_TO_PARSE, "Failed to parse: command document is empty");
+		goto fail;
+	}
+	c.name = bson_iter_key(&c.first);
+	def = cmd_lookup(c.name);
+	if (def == NULL) {
+		terr_set(er, TERR_COMMAND_NOT_FOUND, "no such command: '%s'", c.name);
+		goto fail;
+	}
+	if (dbname == NULL || dbname[0] == '\0') {
+		terr_set(er, TERR_INVALID_NAMESPACE, "Invalid database name: ''");
+		goto fail;
+	}
+	if ((def->flags & CMDF_ADMIN_ONLY) && strcmp(dbname, "admin") != 0) {
+		terr_set(er, TERR_UNAUTHORIZED, "%s may only be run against the admin database.", c.name);
+		goto fail;
+	}
+	if (parse_max_time(&c, er) != 0)
+		goto fail;
+	__atomic_fetch_add(&e->counters.command, 1, __ATOMIC_RELAXED);
+
+	rc = def->handler(&c, er);
+	if (rc != 0) {
+		if (!terr_is_set(er))
+			terr_set(er, TERR_INTERNAL_ERROR, "command %s failed without a reason", c.name);
+		goto fail;
+	}
+	BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+	terr_clear(&local);
+	return 0;
+
+fail:
+	error_reply(reply, er);
+	rc = er->code;
+	terr_clear(&local);
+	return rc;
+}
