@@ -1,0 +1,131 @@
+/*
+ * update.h -- the document-transformation engine behind update,
+ * findAndModify and upserts: given an update specification and a document,
+ * produce the new document (or MongoDB's error).
+ *
+ * Three kinds of update, as in MongoDB:
+ *   - operators:   {$set: {...}, $inc: {...}, $push: {...}, ...}
+ *   - replacement: a plain document {a: 1, b: 2} (keeps the old _id)
+ *   - pipeline:    [{$set: ...}, {$unset: ...}, {$project: ...},
+ *                   {$replaceWith: ...}, ...] evaluated with expr/
+ * update_compile() parses once (all parse-time errors, with mongod's codes
+ * and messages); update_apply() runs it over any number of documents.  A
+ * compiled update_t is immutable and may be applied from several threads.
+ *
+ * This module does not read or write storage, does not match the query,
+ * does not validate against a collection's schema and does not maintain
+ * indexes: the command layer does those around these calls.
+ */
+#ifndef TAMGA_UPDATE_UPDATE_H
+#define TAMGA_UPDATE_UPDATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <bson/bson.h>
+
+#include "common/error.h"
+
+typedef struct update update_t;
+
+typedef enum {
+	UPDATE_KIND_OPERATORS,
+	UPDATE_KIND_REPLACEMENT,
+	UPDATE_KIND_PIPELINE,
+} update_kind_t;
+
+typedef struct update_options {
+	/* The command's arrayFilters: an array (as a BSON document with keys
+	 * "0", "1", ...) of filter documents, or NULL.  Borrowed during
+	 * update_compile only (compiled and copied).  Every filter must be used
+	 * by some $[<identifier>] and every identifier must have a filter, as
+	 * mongod requires. */
+	const bson_t *array_filters;
+	/* Variables for pipeline updates ($$name): the command's `let` / `c`
+	 * document, already evaluated to constants.  Borrowed during
+	 * update_compile only (copied).  Ignored by operator and replacement
+	 * updates. */
+	const bson_t *let;
+} update_options_t;
+
+/*
+ * Parse an update.  u is a document (operators or replacement) or an array
+ * (pipeline).  opts may be NULL.  Returns 0 with *out set (free with
+ * update_free), or -1 with err set, e.g.
+ *   9  "Unknown modifier: $foo. Expected a valid update modifier or
+ *       pipeline-style update specified as an array"
+ *   9  "'$set' is empty. You must specify a field like so: ..."
+ *   40 "Updating the path 'a.b' would create a conflict at 'a'"
+ *   2  "No array filter found for identifier 'x' in path 'a.$[x]'"
+ * Any other type of u fails with 9 / 14 as mongod ("Update argument must
+ * be either an object or an array").
+ */
+int update_compile(const bson_value_t *u, const update_options_t *opts, update_t **out,
+                   terr_t *err);
+
+void update_free(update_t *u);
+
+update_kind_t update_kind(const update_t *u);
+bool update_is_replacement(const update_t *u);
+
+/* True when the update uses the positional $ operator, so the caller must
+ * pass the matched array position (match_exec's array_pos) in the ctx. */
+bool update_uses_positional(const update_t *u);
+
+typedef struct update_apply_ctx {
+	/* Position the query matched in the first array along the path
+	 * (match_exec's array_pos), for the positional $ operator; -1 when
+	 * none.  Using $ without a position fails with 2 BadValue "The
+	 * positional operator did not find the match needed from the query." */
+	int matched_pos;
+	/* The document is being inserted by an upsert: $setOnInsert applies. */
+	bool is_insert;
+	/* $$NOW and $currentDate's date, in ms since the epoch; 0 = now.
+	 * Callers updating many documents in one command pass one value so
+	 * that every document gets the same time, as mongod does. */
+	int64_t now_ms;
+	/* $currentDate {$type: "timestamp"} and $$CLUSTER_TIME; 0/0 = derived
+	 * from now_ms (seconds, increment 1). */
+	uint32_t ts_t, ts_i;
+} update_apply_ctx_t;
+
+/* Default ctx: matched_pos -1, not an insert, now. */
+#define UPDATE_APPLY_CTX_INIT {-1, false, 0, 0, 0}
+
+/*
+ * Apply u to doc.  ctx may be NULL (defaults above).  On success returns 0,
+ * *out_new_doc is initialised by this call (bson_init semantics: the caller
+ * bson_destroy()s it) to the new document, and *modified says whether it
+ * differs from doc (false when every operator was a no-op, e.g. $set to the
+ * same value of the same type; *out_new_doc is then a copy of doc).  On
+ * error returns -1, err is set (mongod's code and message), *out_new_doc is
+ * left uninitialised and nothing needs freeing.
+ * Errors include 66 (changing _id), 14 ($inc on a non-number), 28 (path not
+ * viable), 17419 (result larger than 16 MiB), and each operator's own.
+ * doc is only read.
+ */
+int update_apply(const update_t *u, const bson_t *doc, const update_apply_ctx_t *ctx,
+                 bson_t *out_new_doc, bool *modified, terr_t *err);
+
+/*
+ * The document an upsert inserts when nothing matched, in one call: the seed
+ * from filter's equalities (update_build_upsert_seed), then u applied with
+ * is_insert (operators, pipelines) or u itself with the query's _id
+ * (replacement).  _id is always the first field; when neither the filter
+ * nor the update gives one, a new ObjectId is generated.  *out is
+ * initialised by this call on success only (caller bson_destroy()s).
+ * ctx may be NULL; its is_insert is forced true and matched_pos to -1.
+ */
+int update_build_upsert_doc(const update_t *u, const bson_t *filter,
+                            const update_apply_ctx_t *ctx, bson_t *out, terr_t *err);
+
+/*
+ * The seed of an upsert: the filter's equality fields ({a: 1}, {a: {$eq: 1}},
+ * {"a.b": 1} -> {a: {b: 1}}, $and of those; not $or with several clauses),
+ * _id first when present.  Errors as mongod: 54 NotSingleValueField
+ * ("cannot infer query fields to set, path 'a' is matched twice", "...
+ * both paths 'a' and 'a.b' are matched"), and the filter's own parse
+ * errors.  *out is initialised by this call on success only.
+ */
+int update_build_upsert_seed(const bson_t *filter, bson_t *out, terr_t *err);
+
+#endif
