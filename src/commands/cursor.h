@@ -39,8 +39,9 @@ void cursor_registry_free(cursor_registry_t *r);
 /*
  * Fill `firstBatch` (or nextBatch) from src and finish the reply's cursor
  * sub-document: {cursor: {firstBatch|nextBatch: [...], id, ns}}.
- *   batch_size: 0 = the default (101 for a first batch, unlimited for
- *               getMore), always capped at 16 MiB of documents.
+ *   batch_size: -1 = the default (101 for a first batch), 0 = an empty
+ *               first batch, n = up to n; always capped at 16 MiB.  For
+ *               getMore, <= 0 means no count limit.
  *   single_batch: close after this batch.
  *   limit: total documents the cursor may return (0 = none), counted across
  *          batches.

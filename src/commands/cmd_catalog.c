@@ -1,0 +1,502 @@
+/*
+ * cmd_catalog.c -- commands that read or change the catalog: create, drop,
+ * dropDatabase, renameCollection, listCollections, listDatabases, dbStats,
+ * collStats.  Validation options are checked by validation.c; index
+ * commands live in cmd_index.c.
+ */
+#include "commands/commands_private.h"
+
+#include <string.h>
+#include <sys/statvfs.h>
+
+#include "bson/value.h"
+#include "commands/validation.h"
+#include "query/match.h"
+
+/* Options `create` accepts and stores; anything else is 40415 unknown. */
+static const char *const create_fields[] = {
+	"capped", "size", "max", "validator", "validationLevel", "validationAction",
+	"collation", "storageEngine", "indexOptionDefaults", "viewOn", "pipeline",
+	"timeseries", "clusteredIndex", "expireAfterSeconds", "changeStreamPreAndPostImages",
+	"encryptedFields", "autoIndexId", "idIndex", "flags", "temp", "recordIdsReplicated",
+	NULL,
+};
+
+/* Features Tamga does not have yet: refuse clearly instead of ignoring. */
+static int
+refuse_unsupported_create(cmd_t *c, terr_t *err)
+{
+	static const char *const unsupported[] = {
+		"viewOn", "pipeline", "timeseries", "clusteredIndex", "encryptedFields",
+		"capped", "changeStreamPreAndPostImages", NULL,
+	};
+	bson_iter_t it;
+	int i;
+
+	for (i = 0; unsupported[i] != NULL; i++) {
+		if (!bson_iter_init_find(&it, c->body, unsupported[i]))
+			continue;
+		if (strcmp(unsupported[i], "capped") == 0 && !bson_iter_as_bool(&it))
+			continue;
+		return terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "create option '%s' is not supported by Tamga yet", unsupported[i]);
+	}
+	if (bson_iter_init_find(&it, c->body, "collation")) {
+		bson_iter_t sub;
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &sub) ||
+		    !bson_iter_find(&sub, "locale") || !BSON_ITER_HOLDS_UTF8(&sub) ||
+		    strcmp(bson_iter_utf8(&sub, NULL), "simple") != 0)
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "collations other than {locale: \"simple\"} are not supported by Tamga yet");
+	}
+	return 0;
+}
+
+CMD_HANDLER(cmd_create)
+{
+	const char *name;
+	bson_t options = BSON_INITIALIZER;
+	storage_session_t *s;
+	storage_coll_t *existing = NULL;
+	bson_iter_t it;
+	bool first = true;
+	int ret = -1;
+
+	ERR(cmd_collection_arg(c, &name, err));
+	ERR(cmd_check_fields(c, create_fields, err));
+	ERR(refuse_unsupported_create(c, err));
+	/* The stored options are the request minus the command name and the
+	 * generic fields, in the order given, as listCollections shows them. */
+	bson_iter_init(&it, c->body);
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		bool known = false;
+		int i;
+		if (first) {
+			first = false;
+			continue;
+		}
+		for (i = 0; create_fields[i] != NULL; i++)
+			if (strcmp(create_fields[i], k) == 0)
+				known = true;
+		if (known)
+			bson_append_iter(&options, k, -1, &it);
+	}
+	ERR(validation_check_options(&options, true, err));
+	if ((s = client_session(c->client, err)) == NULL)
+		goto err;
+	ret = storage_coll_create(c->engine->st, s, c->db, name, &options, err);
+	if (ret != 0 && err->code == TERR_NAMESPACE_EXISTS &&
+	    storage_coll_get(c->engine->st, c->db, name, &existing, NULL) == 0) {
+		/* Creating what already exists with the same options succeeds. */
+		if (existing->options != NULL && bson_equal(existing->options, &options)) {
+			terr_clear(err);
+			ret = 0;
+		} else {
+			char *o = bv_doc_to_mongo_string(existing->options ? existing->options : &options);
+			terr_set(err, TERR_NAMESPACE_EXISTS,
+			    "namespace %s already exists, but with different options: %s", existing->ns, o);
+			bson_free(o);
+		}
+		storage_coll_release(existing);
+	}
+err:
+	bson_destroy(&options);
+	return ret;
+}
+
+CMD_HANDLER(cmd_drop)
+{
+	const char *name;
+	storage_session_t *s;
+	storage_coll_t *coll = NULL;
+	char ns[512];
+	int nindexes, ret = -1;
+
+	ERR(cmd_collection_arg(c, &name, err));
+	cmd_ns(ns, sizeof(ns), c->db, name);
+	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0) {
+		/* Dropping a missing collection succeeds (MongoDB 7.0+). */
+		return 0;
+	}
+	nindexes = coll->nindexes;
+	storage_coll_release(coll);
+	if ((s = client_session(c->client, err)) == NULL)
+		goto err;
+	ret = storage_coll_drop(c->engine->st, s, c->db, name, err);
+	if (ret != 0 && err->code == TERR_NAMESPACE_NOT_FOUND) {
+		terr_clear(err);
+		return 0;
+	}
+	if (ret == 0) {
+		BSON_APPEND_INT32(c->reply, "nIndexesWas", nindexes);
+		BSON_APPEND_UTF8(c->reply, "ns", ns);
+	}
+err:
+	return ret;
+}
+
+CMD_HANDLER(cmd_drop_database)
+{
+	storage_session_t *s;
+
+	if ((s = client_session(c->client, err)) == NULL)
+		return -1;
+	RET(storage_db_drop(c->engine->st, s, c->db, err));
+	BSON_APPEND_UTF8(c->reply, "dropped", c->db);
+	return 0;
+}
+
+/* Split "db.coll" at the first dot. */
+static int
+split_ns(const char *field, const char *ns, char *db, size_t dblen, const char **coll, terr_t *err)
+{
+	const char *dot = strchr(ns, '.');
+
+	if (dot == NULL || dot == ns || dot[1] == '\0' || (size_t)(dot - ns) >= dblen)
+		return terr_set(err, TERR_INVALID_NAMESPACE, "Invalid %s namespace: %s", field, ns);
+	memcpy(db, ns, (size_t)(dot - ns));
+	db[dot - ns] = '\0';
+	*coll = dot + 1;
+	return 0;
+}
+
+CMD_HANDLER(cmd_rename_collection)
+{
+	static const char *const fields[] = {"to", "dropTarget", "stayTemp", "collectionUUID", NULL};
+	char from_db[256], to_db[256];
+	const char *from_coll, *to_ns, *to_coll;
+	bool drop_target = false, found;
+	storage_session_t *s;
+
+	if (!BSON_ITER_HOLDS_UTF8(&c->first))
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field 'renameCollection.renameCollection' is the wrong type '%s', expected type 'string'",
+		    bv_type_name(bson_iter_type(&c->first)));
+	RET(cmd_check_fields(c, fields, err));
+	RET(split_ns("source", bson_iter_utf8(&c->first, NULL), from_db, sizeof(from_db), &from_coll, err));
+	RET(cmd_get_string(c, "to", &to_ns, &found, err));
+	if (!found)
+		return terr_set(err, 40414, "BSON field 'renameCollection.to' is missing but a required field");
+	RET(split_ns("target", to_ns, to_db, sizeof(to_db), &to_coll, err));
+	RET(cmd_get_bool(c, "dropTarget", &drop_target, &found, err));
+	if ((s = client_session(c->client, err)) == NULL)
+		return -1;
+	return storage_coll_rename(c->engine->st, s, from_db, from_coll, to_db, to_coll, drop_target, err);
+}
+
+/* The listCollections entry of one collection, as mongod shows it. */
+static void
+append_coll_info(bson_t *out, const storage_coll_t *coll, bool name_only)
+{
+	bson_t opts, info, id;
+	bson_iter_t it;
+
+	BSON_APPEND_UTF8(out, "name", coll->name);
+	BSON_APPEND_UTF8(out, "type", "collection");
+	if (name_only)
+		return;
+	bson_append_document_begin(out, "options", -1, &opts);
+	if (coll->options != NULL && bson_iter_init(&it, coll->options))
+		while (bson_iter_next(&it))
+			bson_append_iter(&opts, bson_iter_key(&it), -1, &it);
+	bson_append_document_end(out, &opts);
+	bson_append_document_begin(out, "info", -1, &info);
+	BSON_APPEND_BOOL(&info, "readOnly", false);
+	bson_append_binary(&info, "uuid", -1, BSON_SUBTYPE_UUID, coll->uuid, 16);
+	bson_append_document_end(out, &info);
+	bson_append_document_begin(out, "idIndex", -1, &id);
+	BSON_APPEND_INT32(&id, "v", 2);
+	{
+		bson_t key;
+		bson_append_document_begin(&id, "key", -1, &key);
+		BSON_APPEND_INT32(&key, "_id", 1);
+		bson_append_document_end(&id, &key);
+	}
+	BSON_APPEND_UTF8(&id, "name", "_id_");
+	bson_append_document_end(out, &id);
+}
+
+/* A cursor source over an array of documents built in memory. */
+typedef struct array_src {
+	bson_t *docs;      /* owned: {"0": {...}, "1": {...}} */
+	bson_iter_t it;
+} array_src_t;
+
+static int
+array_src_next(void *state, storage_session_t *s, bson_t *doc, terr_t *err)
+{
+	array_src_t *a = state;
+	const uint8_t *data;
+	uint32_t len;
+
+	if (!bson_iter_next(&a->it))
+		return 0;
+	bson_iter_document(&a->it, &len, &data);
+	bson_init_static(doc, data, len);
+	return 1;
+}
+
+static void
+array_src_free(void *state)
+{
+	array_src_t *a = state;
+
+	bson_destroy(a->docs);
+	bson_free(a);
+}
+
+void
+cmd_array_source(bson_t *docs_steal, cursor_source_t *src)
+{
+	array_src_t *a = bson_malloc0(sizeof(*a));
+
+	a->docs = docs_steal;
+	bson_iter_init(&a->it, a->docs);
+	memset(src, 0, sizeof(*src));
+	src->state = a;
+	src->next = array_src_next;
+	src->free = array_src_free;
+}
+
+int
+cmd_cursor_options(cmd_t *c, cursor_opts_t *o, terr_t *err)
+{
+	bson_t cur;
+	bool found;
+	bson_iter_t it;
+
+	memset(o, 0, sizeof(*o));
+	o->batch_size = -1;
+	o->connection_id = c->client->connection_id;
+	RET(cmd_get_doc(c, "cursor", &cur, &found, err));
+	if (found && bson_iter_init_find(&it, &cur, "batchSize")) {
+		bson_value_t v = *bson_iter_value(&it);
+		int64_t bs;
+		if (!bv_is_number(&v))
+			return terr_set(err, TERR_TYPE_MISMATCH,
+			    "BSON field '%s.cursor.batchSize' is the wrong type '%s', expected types '[long, int, decimal, double]'",
+			    c->name, bv_type_name(v.value_type));
+		bs = bv_as_int64_exact(&v, &bs) ? bs : (int64_t)bv_as_double(&v);
+		if (bs < 0)
+			return terr_set(err, 51024,
+			    "BSON field 'batchSize' value must be >= 0, actual value '%lld'", (long long)bs);
+		o->batch_size = bs;
+	}
+	return 0;
+}
+
+CMD_HANDLER(cmd_list_collections)
+{
+	static const char *const fields[] = {"filter", "nameOnly", "authorizedCollections", "cursor", NULL};
+	storage_coll_t **colls = NULL;
+	bson_t filter, *docs;
+	match_t *m = NULL;
+	bool name_only = false, found_filter, found;
+	int n = 0, i, nout = 0, ret = -1;
+	cursor_source_t src;
+	cursor_opts_t copts;
+	char ns[300], key[16];
+	const char *k;
+
+	ERR(cmd_check_fields(c, fields, err));
+	ERR(cmd_get_bool(c, "nameOnly", &name_only, &found, err));
+	ERR(cmd_get_doc(c, "filter", &filter, &found_filter, err));
+	ERR(cmd_cursor_options(c, &copts, err));
+	if (found_filter)
+		ERR(match_compile(&filter, NULL, &m, err));
+	ERR(storage_list_colls(c->engine->st, c->db, &colls, &n, err));
+	docs = bson_new();
+	for (i = 0; i < n; i++) {
+		bson_t entry = BSON_INITIALIZER;
+		append_coll_info(&entry, colls[i], false);
+		if (m == NULL || match_eval(m, &entry)) {
+			bson_uint32_to_string((uint32_t)nout++, &k, key, sizeof(key));
+			if (name_only) {
+				bson_t small = BSON_INITIALIZER;
+				append_coll_info(&small, colls[i], true);
+				bson_append_document(docs, k, -1, &small);
+				bson_destroy(&small);
+			} else {
+				bson_append_document(docs, k, -1, &entry);
+			}
+		}
+		bson_destroy(&entry);
+	}
+	cmd_array_source(docs, &src);
+	cmd_ns(ns, sizeof(ns), c->db, "$cmd.listCollections");
+	ret = cursor_first_batch(c->engine->cursors, NULL, ns, &src, &copts, c->reply, err);
+err:
+	for (i = 0; i < n; i++)
+		storage_coll_release(colls[i]);
+	bson_free(colls);
+	match_free(m);
+	return ret;
+}
+
+/* Sizes of a database: sum over its collections. */
+static int
+db_sizes(cmd_t *c, const char *db, int64_t *colls_out, int64_t *objects, int64_t *data,
+    int64_t *storage, int64_t *indexes, terr_t *err)
+{
+	storage_coll_t **colls = NULL;
+	storage_session_t *s;
+	int n = 0, i, ret = 0;
+
+	*objects = *data = *storage = *indexes = 0;
+	if ((s = client_session(c->client, err)) == NULL)
+		return -1;
+	RET(storage_list_colls(c->engine->st, db, &colls, &n, err));
+	for (i = 0; i < n; i++) {
+		int64_t cnt = 0, ds = 0, ss = 0;
+		if (ret == 0)
+			ret = storage_coll_stats(c->engine->st, s, colls[i], &cnt, &ds, &ss, err);
+		*objects += cnt;
+		*data += ds;
+		*storage += ss;
+		*indexes += colls[i]->nindexes;
+		storage_coll_release(colls[i]);
+	}
+	bson_free(colls);
+	*colls_out = n;
+	return ret;
+}
+
+CMD_HANDLER(cmd_list_databases)
+{
+	static const char *const fields[] = {"filter", "nameOnly", "authorizedDatabases", NULL};
+	char **names = NULL;
+	int n = 0, i, nout = 0, ret = -1;
+	bool name_only = false, found, found_filter;
+	bson_t filter, arr = BSON_INITIALIZER;
+	match_t *m = NULL;
+	int64_t total = 0;
+	char key[16];
+	const char *k;
+
+	ERR(cmd_check_fields(c, fields, err));
+	ERR(cmd_get_bool(c, "nameOnly", &name_only, &found, err));
+	ERR(cmd_get_doc(c, "filter", &filter, &found_filter, err));
+	if (found_filter)
+		ERR(match_compile(&filter, NULL, &m, err));
+	ERR(storage_list_dbs(c->engine->st, &names, &n, err));
+	for (i = 0; i < n; i++) {
+		bson_t entry = BSON_INITIALIZER;
+		int64_t ncoll, objects, data, stor, nidx;
+		ret = db_sizes(c, names[i], &ncoll, &objects, &data, &stor, &nidx, err);
+		if (ret != 0) {
+			bson_destroy(&entry);
+			goto err;
+		}
+		BSON_APPEND_UTF8(&entry, "name", names[i]);
+		if (!name_only) {
+			BSON_APPEND_INT64(&entry, "sizeOnDisk", stor);
+			BSON_APPEND_BOOL(&entry, "empty", objects == 0);
+		}
+		if (m == NULL || match_eval(m, &entry)) {
+			bson_uint32_to_string((uint32_t)nout++, &k, key, sizeof(key));
+			bson_append_document(&arr, k, -1, &entry);
+			total += stor;
+		}
+		bson_destroy(&entry);
+	}
+	bson_append_array(c->reply, "databases", -1, &arr);
+	if (!name_only) {
+		BSON_APPEND_INT64(c->reply, "totalSize", total);
+		BSON_APPEND_INT64(c->reply, "totalSizeMb", total / (1024 * 1024));
+	}
+	ret = 0;
+err:
+	storage_free_names(names, n);
+	bson_destroy(&arr);
+	match_free(m);
+	return ret;
+}
+
+static double
+scale_arg(cmd_t *c, terr_t *err, bool *bad)
+{
+	bson_iter_t it;
+	double scale = 1;
+
+	*bad = false;
+	if (bson_iter_init_find(&it, c->body, "scale")) {
+		bson_value_t v = *bson_iter_value(&it);
+		if (!bv_is_number(&v)) {
+			*bad = true;
+			terr_set(err, TERR_TYPE_MISMATCH, "scale has to be a number");
+			return 0;
+		}
+		scale = bv_as_double(&v);
+		if (scale < 1) {
+			*bad = true;
+			terr_set(err, TERR_BAD_VALUE, "scale has to be > 0");
+			return 0;
+		}
+		scale = (double)(int64_t)scale;
+	}
+	return scale;
+}
+
+CMD_HANDLER(cmd_db_stats)
+{
+	int64_t ncoll, objects, data, stor, nidx;
+	struct statvfs fs;
+	bool bad;
+	double scale = scale_arg(c, err, &bad);
+
+	if (bad)
+		return -1;
+	RET(db_sizes(c, c->db, &ncoll, &objects, &data, &stor, &nidx, err));
+	BSON_APPEND_UTF8(c->reply, "db", c->db);
+	BSON_APPEND_INT64(c->reply, "collections", ncoll);
+	BSON_APPEND_INT64(c->reply, "views", 0);
+	BSON_APPEND_INT64(c->reply, "objects", objects);
+	BSON_APPEND_DOUBLE(c->reply, "avgObjSize", objects ? (double)data / (double)objects : 0);
+	BSON_APPEND_DOUBLE(c->reply, "dataSize", (double)data / scale);
+	BSON_APPEND_DOUBLE(c->reply, "storageSize", (double)stor / scale);
+	BSON_APPEND_INT64(c->reply, "indexes", nidx);
+	BSON_APPEND_DOUBLE(c->reply, "totalSize", (double)stor / scale);
+	BSON_APPEND_DOUBLE(c->reply, "scaleFactor", scale);
+	if (statvfs(".", &fs) == 0) {
+		BSON_APPEND_DOUBLE(c->reply, "fsUsedSize",
+		    (double)((fs.f_blocks - fs.f_bfree) * fs.f_frsize) / scale);
+		BSON_APPEND_DOUBLE(c->reply, "fsTotalSize", (double)(fs.f_blocks * fs.f_frsize) / scale);
+	}
+	return 0;
+}
+
+CMD_HANDLER(cmd_coll_stats)
+{
+	const char *name;
+	storage_coll_t *coll = NULL;
+	storage_session_t *s;
+	int64_t cnt = 0, data = 0, stor = 0;
+	bool bad;
+	double scale = scale_arg(c, err, &bad);
+	int ret = -1;
+
+	if (bad)
+		return -1;
+	RET(cmd_collection_arg(c, &name, err));
+	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0)
+		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "Collection [%s.%s] not found.", c->db, name);
+	if ((s = client_session(c->client, err)) == NULL)
+		goto err;
+	ERR(storage_coll_stats(c->engine->st, s, coll, &cnt, &data, &stor, err));
+	BSON_APPEND_UTF8(c->reply, "ns", coll->ns);
+	BSON_APPEND_DOUBLE(c->reply, "size", (double)data / scale);
+	BSON_APPEND_INT64(c->reply, "count", cnt);
+	if (cnt > 0)
+		BSON_APPEND_INT64(c->reply, "avgObjSize", data / cnt);
+	BSON_APPEND_DOUBLE(c->reply, "storageSize", (double)stor / scale);
+	BSON_APPEND_INT64(c->reply, "freeStorageSize", 0);
+	BSON_APPEND_BOOL(c->reply, "capped", false);
+	BSON_APPEND_INT32(c->reply, "nindexes", coll->nindexes);
+	BSON_APPEND_DOUBLE(c->reply, "totalSize", (double)stor / scale);
+	BSON_APPEND_DOUBLE(c->reply, "scaleFactor", scale);
+	ret = 0;
+err:
+	storage_coll_release(coll);
+	return ret;
+}

@@ -1,0 +1,793 @@
+/*
+ * cmd_crud.c -- insert, find, getMore, killCursors, delete, count, distinct.
+ * (update and findAndModify are in cmd_update.c, aggregate in
+ * cmd_aggregate.c.)
+ */
+#include "commands/commands_private.h"
+
+#include <string.h>
+
+#include "bson/path.h"
+#include "bson/value.h"
+#include "commands/validation.h"
+#include "commands/write.h"
+#include "query/plan.h"
+
+/* cmd_catalog.c */
+int cmd_cursor_options(cmd_t *c, cursor_opts_t *o, terr_t *err);
+void cmd_array_source(bson_t *docs_steal, cursor_source_t *src);
+
+/* ---- insert ------------------------------------------------------------- */
+
+typedef struct insert_batch {
+	storage_coll_t *coll;
+	bson_t *docs;        /* prepared documents, _id first */
+	int from, to;        /* [from, to) of docs to insert in this transaction */
+	bool bypass;
+	int failed_at;       /* index of the document that failed */
+} insert_batch_t;
+
+static int
+insert_txn(storage_session_t *s, void *arg, terr_t *err)
+{
+	insert_batch_t *b = arg;
+	validation_result_t vr;
+	int i;
+
+	for (i = b->from; i < b->to; i++) {
+		b->failed_at = i;
+		if (validation_check_write(b->coll, &b->docs[i], NULL, b->bypass, &vr, err) != 0)
+			return -1;
+		if (storage_doc_insert(s, b->coll, &b->docs[i], NULL, err) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static const char *const insert_fields[] = {
+	"documents", "ordered", "bypassDocumentValidation", "let", "collectionUUID", NULL,
+};
+
+CMD_HANDLER(cmd_insert)
+{
+	const char *name;
+	bson_t docs_arr, write_errors = BSON_INITIALIZER;
+	bson_iter_t it;
+	bool found, ordered, bypass, sync;
+	storage_coll_t *coll = NULL;
+	storage_session_t *s;
+	bson_t *docs = NULL;
+	int ndocs = 0, nprep = 0, i, nerr = 0, n = 0, ret = -1;
+	int *orig_index = NULL;
+	insert_batch_t b;
+	terr_t e = TERR_INIT;
+
+	ERR(cmd_collection_arg(c, &name, err));
+	ERR(cmd_check_fields(c, insert_fields, err));
+	ERR(cmd_get_array(c, "documents", &docs_arr, &found, err));
+	if (!found) {
+		terr_set(err, 40414, "BSON field 'insert.documents' is missing but a required field");
+		goto err;
+	}
+	ERR(write_common_flags(c, &ordered, &bypass, err));
+	ndocs = (int)bson_count_keys(&docs_arr);
+	ERR(write_check_batch_size(ndocs, err));
+	sync = write_concern_sync(c);
+	ERR(write_get_or_create_coll(c, name, &coll, err));
+	if (bypass && validation_is_constraint(coll)) {
+		/* 9.0: bypass is refused at level constraint, as a write error */
+		terr_set(&e, TERR_BAD_VALUE,
+		    "bypassDocumentValidation is not permitted with 'constraint' validationLevel");
+		for (i = 0; i < (ordered ? 1 : ndocs); i++)
+			write_error_append(&write_errors, nerr++, i, &e);
+		goto reply;
+	}
+	if ((s = client_session(c->client, err)) == NULL)
+		goto err;
+
+	/* Prepare every document first; a malformed one is a write error at
+	 * its index, and in an ordered batch nothing after it is attempted. */
+	docs = bson_malloc0(sizeof(bson_t) * (size_t)ndocs);
+	orig_index = bson_malloc0(sizeof(int) * (size_t)ndocs);
+	bson_iter_init(&it, &docs_arr);
+	for (i = 0; bson_iter_next(&it); i++) {
+		const uint8_t *data;
+		uint32_t len;
+		bson_t d;
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			terr_set(err, TERR_TYPE_MISMATCH,
+			    "BSON field 'insert.documents.%d' is the wrong type '%s', expected type 'object'",
+			    i, bv_type_name(bson_iter_type(&it)));
+			goto err;
+		}
+		bson_iter_document(&it, &len, &data);
+		bson_init_static(&d, data, len);
+		bson_init(&docs[nprep]);
+		if (write_prepare_doc(&d, &docs[nprep], &e) != 0) {
+			bson_destroy(&docs[nprep]);
+			write_error_append(&write_errors, nerr++, i, &e);
+			terr_clear(&e);
+			if (ordered)
+				break;
+			continue;
+		}
+		orig_index[nprep++] = i;
+	}
+
+	/* Insert in transactions of up to 256 documents; when one fails, redo
+	 * that group one document per transaction so the others still land
+	 * and the failure gets its own index. */
+	memset(&b, 0, sizeof(b));
+	b.coll = coll;
+	b.docs = docs;
+	b.bypass = bypass;
+	for (i = 0; i < nprep;) {
+		int group = nprep - i < 256 ? nprep - i : 256;
+		b.from = i;
+		b.to = i + group;
+		if (storage_txn_run(s, insert_txn, &b, sync, &e) == 0) {
+			n += group;
+			i += group;
+			continue;
+		}
+		terr_clear(&e);
+		for (; i < b.to; i++) {
+			b.from = i;
+			b.to = i + 1;
+			if (storage_txn_run(s, insert_txn, &b, sync, &e) == 0) {
+				n++;
+				continue;
+			}
+			write_error_append(&write_errors, nerr++, orig_index[i], &e);
+			terr_clear(&e);
+			if (ordered) {
+				i = nprep;
+				break;
+			}
+		}
+		b.to = i;
+	}
+	__atomic_fetch_add(&c->engine->counters.insert, n, __ATOMIC_RELAXED);
+	/* an ordered batch stopped by a preparation error still reports it after
+	 * the inserted ones: write errors are sorted by index */
+reply:
+	BSON_APPEND_INT32(c->reply, "n", n);
+	if (nerr > 0)
+		BSON_APPEND_ARRAY(c->reply, "writeErrors", &write_errors);
+	ret = 0;
+err:
+	if (docs != NULL) {
+		for (i = 0; i < nprep; i++)
+			bson_destroy(&docs[i]);
+		bson_free(docs);
+	}
+	bson_free(orig_index);
+	bson_destroy(&write_errors);
+	terr_clear(&e);
+	if (coll != NULL)
+		storage_coll_release(coll);
+	return ret;
+}
+
+/* ---- find / getMore / killCursors --------------------------------------- */
+
+typedef struct plan_src {
+	plan_exec_t *x;
+} plan_src_t;
+
+static int
+plan_src_next(void *state, storage_session_t *s, bson_t *doc, terr_t *err)
+{
+	return plan_exec_next(((plan_src_t *)state)->x, s, doc, err);
+}
+
+static int
+plan_src_save(void *state, terr_t *err)
+{
+	return plan_exec_save(((plan_src_t *)state)->x, err);
+}
+
+static int
+plan_src_restore(void *state, storage_session_t *s, terr_t *err)
+{
+	return plan_exec_restore(((plan_src_t *)state)->x, s, err);
+}
+
+static void
+plan_src_free(void *state)
+{
+	plan_src_t *p = state;
+
+	plan_exec_free(p->x);
+	bson_free(p);
+}
+
+static void
+plan_source(plan_exec_t *x, cursor_source_t *src)
+{
+	plan_src_t *p = bson_malloc0(sizeof(*p));
+
+	p->x = x;
+	src->state = p;
+	src->next = plan_src_next;
+	src->save = plan_src_save;
+	src->restore = plan_src_restore;
+	src->free = plan_src_free;
+}
+
+/* Refuse what Tamga does not implement yet with a clear error. */
+static int
+check_collation(cmd_t *c, const bson_t *holder, terr_t *err)
+{
+	bson_iter_t it, sub;
+
+	if (!bson_iter_init_find(&it, holder, "collation"))
+		return 0;
+	if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field '%s.collation' is the wrong type '%s', expected type 'object'", c->name,
+		    bv_type_name(bson_iter_type(&it)));
+	if (bson_iter_recurse(&it, &sub) && bson_iter_find(&sub, "locale") && BSON_ITER_HOLDS_UTF8(&sub) &&
+	    strcmp(bson_iter_utf8(&sub, NULL), "simple") == 0)
+		return 0;
+	return terr_set(err, TERR_NOT_IMPLEMENTED,
+	    "collations other than {locale: \"simple\"} are not supported by Tamga yet");
+}
+
+/* hint: only what can be honoured today: the _id index or $natural. */
+static int
+check_hint(cmd_t *c, const bson_t *holder, storage_coll_t *coll, terr_t *err)
+{
+	bson_iter_t it;
+	int i;
+
+	if (!bson_iter_init_find(&it, holder, "hint"))
+		return 0;
+	if (BSON_ITER_HOLDS_UTF8(&it)) {
+		const char *name = bson_iter_utf8(&it, NULL);
+		if (coll == NULL)
+			return 0;
+		for (i = 0; i < coll->nindexes; i++)
+			if (strcmp(coll->indexes[i].name, name) == 0)
+				return 0;
+	} else if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+		const uint8_t *data;
+		uint32_t len;
+		bson_t h;
+		bson_iter_document(&it, &len, &data);
+		bson_init_static(&h, data, len);
+		if (bson_empty(&h))
+			return 0;
+		if (bson_has_field(&h, "$natural") || coll == NULL)
+			return 0;
+		for (i = 0; i < coll->nindexes; i++)
+			if (bson_equal(coll->indexes[i].key, &h))
+				return 0;
+	} else {
+		return terr_set(err, TERR_FAILED_TO_PARSE, "hint must be a string or an object");
+	}
+	return terr_set(err, TERR_BAD_VALUE,
+	    "error processing query: ns=%s planner returned error :: caused by :: hint provided does not correspond to an existing index",
+	    coll->ns);
+}
+
+static const char *const find_fields[] = {
+	"filter", "projection", "sort", "skip", "limit", "batchSize", "singleBatch", "hint",
+	"min", "max", "let", "allowDiskUse", "collation", "noCursorTimeout", "tailable",
+	"awaitData", "returnKey", "showRecordId", "allowPartialResults", "oplogReplay",
+	"readOnce", "term", "collectionUUID", "requestResumeToken", "resumeAfter", "maxScan",
+	"snapshot", "includeQueryStatsMetrics", NULL,
+};
+
+static int
+nonneg(cmd_t *c, const char *field, int64_t *out, terr_t *err)
+{
+	bool found;
+
+	*out = 0;
+	RET(cmd_get_int64(c, field, out, &found, err));
+	if (found && *out < 0)
+		return terr_set(err, 51024, "BSON field '%s' value must be >= 0, actual value '%lld'",
+		    field, (long long)*out);
+	return 0;
+}
+
+CMD_HANDLER(cmd_find)
+{
+	const char *name;
+	bson_t filter, sort, proj, let;
+	bool has_filter, has_sort, has_proj, has_let, found, single_batch = false, no_timeout = false;
+	bool allow_disk = false, tailable = false;
+	plan_request_t req;
+	plan_exec_t *x = NULL;
+	match_options_t mo = {0};
+	cursor_opts_t copts;
+	cursor_source_t src;
+	storage_session_t *s;
+	char ns[512];
+	int ret = -1;
+
+	memset(&req, 0, sizeof(req));
+	ERR(cmd_collection_arg(c, &name, err));
+	ERR(cmd_check_fields(c, find_fields, err));
+	ERR(cmd_get_doc(c, "filter", &filter, &has_filter, err));
+	ERR(cmd_get_doc(c, "sort", &sort, &has_sort, err));
+	ERR(cmd_get_doc(c, "projection", &proj, &has_proj, err));
+	ERR(cmd_get_doc(c, "let", &let, &has_let, err));
+	ERR(nonneg(c, "skip", &req.skip, err));
+	ERR(nonneg(c, "limit", &req.limit, err));
+	ERR(cmd_get_bool(c, "singleBatch", &single_batch, &found, err));
+	ERR(cmd_get_bool(c, "noCursorTimeout", &no_timeout, &found, err));
+	ERR(cmd_get_bool(c, "allowDiskUse", &allow_disk, &found, err));
+	ERR(cmd_get_bool(c, "tailable", &tailable, &found, err));
+	ERR(check_collation(c, c->body, err));
+	memset(&copts, 0, sizeof(copts));
+	copts.batch_size = -1;
+	{
+		int64_t bs;
+		ERR(cmd_get_int64(c, "batchSize", &bs, &found, err));
+		if (found) {
+			if (bs < 0) {
+				terr_set(err, 51024, "BSON field 'batchSize' value must be >= 0, actual value '%lld'",
+				    (long long)bs);
+				goto err;
+			}
+			copts.batch_size = bs;
+		}
+	}
+	if (bson_has_field(c->body, "min") || bson_has_field(c->body, "max")) {
+		terr_set(err, TERR_NOT_IMPLEMENTED, "find with min/max is not supported by Tamga yet");
+		goto err;
+	}
+	cmd_ns(ns, sizeof(ns), c->db, name);
+	storage_coll_get(c->engine->st, c->db, name, &req.coll, NULL);
+	if (tailable) {
+		terr_set(err, TERR_BAD_VALUE,
+		    "error processing query: ns=%s planner returned error :: caused by :: tailable cursor requested on non capped collection",
+		    ns);
+		goto err;
+	}
+	ERR(check_hint(c, c->body, req.coll, err));
+	if (has_let)
+		mo.let = &let;
+	if (has_filter)
+		ERR(match_compile(&filter, &mo, &req.match, err));
+	req.sort = has_sort ? &sort : NULL;
+	req.projection = has_proj ? &proj : NULL;
+	req.allow_disk_use = allow_disk;
+	req.let = has_let ? &let : NULL;
+	ret = plan_exec_new(&req, &x, err);
+	req.coll = NULL;
+	req.match = NULL;
+	if (ret != 0)
+		goto err;
+	plan_exec_set_deadline(x, c->deadline_us);
+	if ((s = client_session(c->client, err)) == NULL) {
+		ret = -1;
+		goto err;
+	}
+	plan_source(x, &src);
+	x = NULL;
+	copts.single_batch = single_batch;
+	copts.no_timeout = no_timeout;
+	copts.connection_id = c->client->connection_id;
+	__atomic_fetch_add(&c->engine->counters.query, 1, __ATOMIC_RELAXED);
+	ret = cursor_first_batch(c->engine->cursors, s, ns, &src, &copts, c->reply, err);
+err:
+	if (req.coll != NULL)
+		storage_coll_release(req.coll);
+	match_free(req.match);
+	plan_exec_free(x);
+	return ret;
+}
+
+CMD_HANDLER(cmd_get_more)
+{
+	static const char *const fields[] = {"collection", "batchSize", "term", "lastKnownCommittedOpTime",
+		"includeQueryStatsMetrics", NULL};
+	const char *coll;
+	int64_t id, bs = 0;
+	bool found;
+	storage_session_t *s;
+	char ns[512];
+
+	if (!BSON_ITER_HOLDS_INT64(&c->first))
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field 'getMore.getMore' is the wrong type '%s', expected type 'long'",
+		    bv_type_name(bson_iter_type(&c->first)));
+	id = bson_iter_int64(&c->first);
+	RET(cmd_check_fields(c, fields, err));
+	RET(cmd_get_string(c, "collection", &coll, &found, err));
+	if (!found)
+		return terr_set(err, 40414, "BSON field 'getMore.collection' is missing but a required field");
+	RET(cmd_get_int64(c, "batchSize", &bs, &found, err));
+	if (found && bs < 0)
+		return terr_set(err, 51024, "BSON field 'batchSize' value must be >= 0, actual value '%lld'",
+		    (long long)bs);
+	if ((s = client_session(c->client, err)) == NULL)
+		return -1;
+	cmd_ns(ns, sizeof(ns), c->db, coll);
+	__atomic_fetch_add(&c->engine->counters.getmore, 1, __ATOMIC_RELAXED);
+	return cursor_get_more(c->engine->cursors, s, id, ns, bs, c->deadline_us, c->reply, err);
+}
+
+CMD_HANDLER(cmd_kill_cursors)
+{
+	static const char *const fields[] = {"cursors", NULL};
+	const char *coll;
+	bson_t arr;
+	bson_iter_t it;
+	bool found;
+	int64_t *ids;
+	int n = 0;
+	char ns[512];
+
+	RET(cmd_collection_arg(c, &coll, err));
+	RET(cmd_check_fields(c, fields, err));
+	RET(cmd_get_array(c, "cursors", &arr, &found, err));
+	if (!found)
+		return terr_set(err, 40414, "BSON field 'killCursors.cursors' is missing but a required field");
+	ids = bson_malloc0(sizeof(int64_t) * (bson_count_keys(&arr) + 1));
+	bson_iter_init(&it, &arr);
+	while (bson_iter_next(&it)) {
+		if (!BSON_ITER_HOLDS_INT64(&it)) {
+			bson_free(ids);
+			return terr_set(err, TERR_TYPE_MISMATCH,
+			    "BSON field 'killCursors.cursors.%d' is the wrong type '%s', expected type 'long'",
+			    n, bv_type_name(bson_iter_type(&it)));
+		}
+		ids[n++] = bson_iter_int64(&it);
+	}
+	cmd_ns(ns, sizeof(ns), c->db, coll);
+	cursor_kill(c->engine->cursors, ns, ids, n, c->reply);
+	bson_free(ids);
+	return 0;
+}
+
+/* ---- delete ------------------------------------------------------------- */
+
+typedef struct delete_op {
+	storage_coll_t *coll;
+	match_t *match;         /* borrowed */
+	bool just_one;
+	int64_t n;
+	int64_t deadline_us;
+} delete_op_t;
+
+static int
+delete_txn(storage_session_t *s, void *arg, terr_t *err)
+{
+	delete_op_t *d = arg;
+	plan_request_t req;
+	plan_exec_t *x = NULL;
+	recid_t recid;
+	bson_t doc;
+	int rc;
+
+	d->n = 0;
+	memset(&req, 0, sizeof(req));
+	req.coll = d->coll;
+	req.match = d->match;
+	req.borrow = true;
+	RET(plan_exec_new(&req, &x, err));
+	plan_exec_set_deadline(x, d->deadline_us);
+	while ((rc = plan_exec_next_record(x, s, &recid, &doc, err)) == 1) {
+		if (storage_doc_delete(s, d->coll, recid, &doc, err) != 0) {
+			rc = -1;
+			break;
+		}
+		d->n++;
+		if (d->just_one)
+			break;
+	}
+	plan_exec_free(x);
+	return rc < 0 ? -1 : 0;
+}
+
+static const char *const delete_fields[] = {"deletes", "ordered", "let", "collectionUUID", NULL};
+
+CMD_HANDLER(cmd_delete)
+{
+	const char *name;
+	bson_t deletes, write_errors = BSON_INITIALIZER, let;
+	bson_iter_t it;
+	bool found, ordered, bypass, sync, has_let;
+	storage_coll_t *coll = NULL;
+	storage_session_t *s;
+	int64_t n = 0;
+	int i = 0, nerr = 0, ret = -1, nops;
+	terr_t e = TERR_INIT;
+	match_options_t mo = {0};
+
+	ERR(cmd_collection_arg(c, &name, err));
+	ERR(cmd_check_fields(c, delete_fields, err));
+	ERR(cmd_get_array(c, "deletes", &deletes, &found, err));
+	if (!found) {
+		terr_set(err, 40414, "BSON field 'delete.deletes' is missing but a required field");
+		goto err;
+	}
+	ERR(cmd_get_doc(c, "let", &let, &has_let, err));
+	if (has_let)
+		mo.let = &let;
+	ERR(write_common_flags(c, &ordered, &bypass, err));
+	nops = (int)bson_count_keys(&deletes);
+	ERR(write_check_batch_size(nops, err));
+	sync = write_concern_sync(c);
+	storage_coll_get(c->engine->st, c->db, name, &coll, NULL);
+	if ((s = client_session(c->client, err)) == NULL)
+		goto err;
+	bson_iter_init(&it, &deletes);
+	for (i = 0; bson_iter_next(&it); i++) {
+		bson_t op, q;
+		bson_iter_t f;
+		const uint8_t *data;
+		uint32_t len;
+		int64_t limit = 0;
+		delete_op_t d;
+		match_t *m = NULL;
+		bool has_q = false;
+
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			terr_set(err, TERR_TYPE_MISMATCH,
+			    "BSON field 'delete.deletes.%d' is the wrong type '%s', expected type 'object'", i,
+			    bv_type_name(bson_iter_type(&it)));
+			goto err;
+		}
+		bson_iter_document(&it, &len, &data);
+		bson_init_static(&op, data, len);
+		bson_iter_init(&f, &op);
+		while (bson_iter_next(&f)) {
+			const char *k = bson_iter_key(&f);
+			if (strcmp(k, "q") == 0) {
+				if (!BSON_ITER_HOLDS_DOCUMENT(&f)) {
+					terr_set(err, TERR_TYPE_MISMATCH,
+					    "BSON field 'delete.deletes.q' is the wrong type '%s', expected type 'object'",
+					    bv_type_name(bson_iter_type(&f)));
+					goto err;
+				}
+				bson_iter_document(&f, &len, &data);
+				bson_init_static(&q, data, len);
+				has_q = true;
+			} else if (strcmp(k, "limit") == 0) {
+				bson_value_t v = *bson_iter_value(&f);
+				if (!bv_is_number(&v)) {
+					terr_set(err, TERR_TYPE_MISMATCH,
+					    "BSON field 'delete.deletes.limit' is the wrong type '%s', expected types '[long, int, decimal, double]'",
+					    bv_type_name(v.value_type));
+					goto err;
+				}
+				limit = (int64_t)bv_as_double(&v);
+				if (limit != 0 && limit != 1) {
+					terr_set(err, TERR_FAILED_TO_PARSE,
+					    "The limit field in delete objects must be 0 or 1. Got %lld", (long long)limit);
+					goto err;
+				}
+			} else if (strcmp(k, "collation") == 0) {
+				ERR(check_collation(c, &op, err));
+			} else if (strcmp(k, "hint") == 0) {
+				ERR(check_hint(c, &op, coll, err));
+			} else if (strcmp(k, "comment") != 0) {
+				terr_set(err, 40415, "BSON field 'delete.deletes.%s' is an unknown field.", k);
+				goto err;
+			}
+		}
+		if (!has_q) {
+			terr_set(err, 40414, "BSON field 'delete.deletes.q' is missing but a required field");
+			goto err;
+		}
+		if (match_compile(&q, &mo, &m, &e) != 0) {
+			write_error_append(&write_errors, nerr++, i, &e);
+			terr_clear(&e);
+			if (ordered)
+				break;
+			continue;
+		}
+		if (coll == NULL) {
+			match_free(m);
+			continue;
+		}
+		memset(&d, 0, sizeof(d));
+		d.coll = coll;
+		d.match = m;
+		d.just_one = limit == 1;
+		d.deadline_us = c->deadline_us;
+		if (storage_txn_run(s, delete_txn, &d, sync, &e) != 0) {
+			match_free(m);
+			write_error_append(&write_errors, nerr++, i, &e);
+			terr_clear(&e);
+			if (ordered)
+				break;
+			continue;
+		}
+		match_free(m);
+		n += d.n;
+	}
+	__atomic_fetch_add(&c->engine->counters.delete_, n, __ATOMIC_RELAXED);
+	BSON_APPEND_INT32(c->reply, "n", (int32_t)n);
+	if (nerr > 0)
+		BSON_APPEND_ARRAY(c->reply, "writeErrors", &write_errors);
+	ret = 0;
+err:
+	bson_destroy(&write_errors);
+	terr_clear(&e);
+	if (coll != NULL)
+		storage_coll_release(coll);
+	return ret;
+}
+
+/* ---- count / distinct --------------------------------------------------- */
+
+CMD_HANDLER(cmd_count)
+{
+	static const char *const fields[] = {"query", "limit", "skip", "hint", "collation", "fields",
+		"let", "collectionUUID", NULL};
+	const char *name;
+	bson_t query;
+	bool has_query;
+	plan_request_t req;
+	plan_exec_t *x = NULL;
+	storage_session_t *s;
+	int64_t n = 0, skip = 0, limit = 0;
+	bson_t doc;
+	int rc, ret = -1;
+	bool found;
+
+	memset(&req, 0, sizeof(req));
+	ERR(cmd_collection_arg(c, &name, err));
+	ERR(cmd_check_fields(c, fields, err));
+	ERR(cmd_get_doc(c, "query", &query, &has_query, err));
+	ERR(cmd_get_int64(c, "skip", &skip, &found, err));
+	if (skip < 0) {
+		terr_set(err, TERR_BAD_VALUE, "skip value is negative in count query");
+		goto err;
+	}
+	ERR(cmd_get_int64(c, "limit", &limit, &found, err));
+	if (limit < 0)
+		limit = -limit;   /* a negative limit counts like a positive one */
+	ERR(check_collation(c, c->body, err));
+	storage_coll_get(c->engine->st, c->db, name, &req.coll, NULL);
+	ERR(check_hint(c, c->body, req.coll, err));
+	if ((s = client_session(c->client, err)) == NULL)
+		goto err;
+	if (has_query && !bson_empty(&query))
+		ERR(match_compile(&query, NULL, &req.match, err));
+	if (req.coll != NULL && req.match == NULL) {
+		/* the fast path: the maintained record count */
+		int64_t count = 0, ds, ss;
+		ERR(storage_coll_stats(c->engine->st, s, req.coll, &count, &ds, &ss, err));
+		n = count - skip;
+		if (n < 0)
+			n = 0;
+		if (limit > 0 && n > limit)
+			n = limit;
+	} else {
+		req.skip = skip;
+		req.limit = limit;
+		ret = plan_exec_new(&req, &x, err);
+		req.coll = NULL;
+		req.match = NULL;
+		if (ret != 0)
+			goto err;
+		ret = -1;
+		plan_exec_set_deadline(x, c->deadline_us);
+		while ((rc = plan_exec_next(x, s, &doc, err)) == 1)
+			n++;
+		if (rc < 0)
+			goto err;
+	}
+	BSON_APPEND_INT32(c->reply, "n", (int32_t)n);
+	ret = 0;
+err:
+	if (req.coll != NULL)
+		storage_coll_release(req.coll);
+	match_free(req.match);
+	plan_exec_free(x);
+	return ret;
+}
+
+/* distinct collects values in a sorted array for dedup by MongoDB equality. */
+typedef struct distinct_set {
+	bson_value_t *vals;
+	int n, cap;
+	size_t bytes;
+} distinct_set_t;
+
+static bool
+distinct_add(const bpath_hit_t *hit, void *ctx)
+{
+	distinct_set_t *d = ctx;
+	const bson_value_t *v = &hit->value;
+	int lo = 0, hi = d->n;
+
+	if (v->value_type == BSON_TYPE_ARRAY || v->value_type == BSON_TYPE_EOD)
+		return true;	/* arrays are unwound: their elements are visited */
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		int c = bv_compare(&d->vals[mid], v);
+		if (c == 0)
+			return true;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (d->n == d->cap) {
+		d->cap = d->cap ? d->cap * 2 : 64;
+		d->vals = bson_realloc(d->vals, sizeof(bson_value_t) * (size_t)d->cap);
+	}
+	memmove(&d->vals[lo + 1], &d->vals[lo], sizeof(bson_value_t) * (size_t)(d->n - lo));
+	bson_value_copy(v, &d->vals[lo]);
+	d->n++;
+	d->bytes += 16;
+	return true;
+}
+
+CMD_HANDLER(cmd_distinct)
+{
+	static const char *const fields[] = {"key", "query", "collation", "hint", "collectionUUID",
+		"let", NULL};
+	const char *name, *key;
+	bson_t query, arr = BSON_INITIALIZER;
+	bool has_query, found;
+	plan_request_t req;
+	plan_exec_t *x = NULL;
+	storage_session_t *s;
+	distinct_set_t d = {0};
+	bson_t doc;
+	int rc, i, ret = -1;
+
+	memset(&req, 0, sizeof(req));
+	ERR(cmd_collection_arg(c, &name, err));
+	ERR(cmd_check_fields(c, fields, err));
+	ERR(cmd_get_string(c, "key", &key, &found, err));
+	if (!found) {
+		terr_set(err, 40414, "BSON field 'distinct.key' is missing but a required field");
+		goto err;
+	}
+	ERR(cmd_get_doc(c, "query", &query, &has_query, err));
+	ERR(check_collation(c, c->body, err));
+	storage_coll_get(c->engine->st, c->db, name, &req.coll, NULL);
+	ERR(check_hint(c, c->body, req.coll, err));
+	if ((s = client_session(c->client, err)) == NULL)
+		goto err;
+	if (has_query && !bson_empty(&query))
+		ERR(match_compile(&query, NULL, &req.match, err));
+	ret = plan_exec_new(&req, &x, err);
+	req.coll = NULL;
+	req.match = NULL;
+	if (ret != 0)
+		goto err;
+	ret = -1;
+	plan_exec_set_deadline(x, c->deadline_us);
+	while ((rc = plan_exec_next(x, s, &doc, err)) == 1) {
+		bpath_walk(&doc, key, true, distinct_add, &d);
+		if (d.bytes > 16 * 1024 * 1024) {
+			terr_set(err, 17217, "distinct too big, 16mb cap");
+			goto err;
+		}
+	}
+	if (rc < 0)
+		goto err;
+	for (i = 0; i < d.n; i++) {
+		char k[16];
+		const char *kp;
+		bson_uint32_to_string((uint32_t)i, &kp, k, sizeof(k));
+		bv_append(&arr, kp, -1, &d.vals[i]);
+	}
+	if (arr.len > 16 * 1024 * 1024) {
+		terr_set(err, 17217, "distinct too big, 16mb cap");
+		goto err;
+	}
+	BSON_APPEND_ARRAY(c->reply, "values", &arr);
+	ret = 0;
+err:
+	for (i = 0; i < d.n; i++)
+		bson_value_destroy(&d.vals[i]);
+	bson_free(d.vals);
+	bson_destroy(&arr);
+	if (req.coll != NULL)
+		storage_coll_release(req.coll);
+	match_free(req.match);
+	plan_exec_free(x);
+	return ret;
+}

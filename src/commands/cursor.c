@@ -1,0 +1,389 @@
+/*
+ * cursor.c -- the engine-wide cursor registry and batch building.
+ *
+ * Cursors are kept in a small open-addressing-free linked table under one
+ * mutex; a cursor being used by a getMore is marked busy so a concurrent
+ * getMore or killCursors on the same id cannot free it underneath.
+ */
+#include "commands/cursor.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <sys/random.h>
+
+#include "bson/value.h"
+#include "common/version.h"
+
+typedef struct cursor {
+	int64_t id;
+	char *ns;
+	char *owner;
+	cursor_source_t src;
+	int64_t limit;         /* remaining documents allowed, -1 = unlimited */
+	bool no_timeout;
+	bool busy;
+	int64_t last_used_ms;
+	bson_t *pending;       /* a document read ahead that did not fit the last batch */
+	struct cursor *next;
+} cursor_t;
+
+struct cursor_registry {
+	pthread_mutex_t lock;
+	cursor_t *head;
+	int count;
+};
+
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+cursor_registry_t *
+cursor_registry_new(void)
+{
+	cursor_registry_t *r = bson_malloc0(sizeof(*r));
+
+	pthread_mutex_init(&r->lock, NULL);
+	return r;
+}
+
+static void
+cursor_destroy(cursor_t *c)
+{
+	if (c->src.free != NULL)
+		c->src.free(c->src.state);
+	if (c->pending != NULL)
+		bson_destroy(c->pending);
+	bson_free(c->ns);
+	bson_free(c->owner);
+	bson_free(c);
+}
+
+void
+cursor_registry_free(cursor_registry_t *r)
+{
+	cursor_t *c, *n;
+
+	if (r == NULL)
+		return;
+	for (c = r->head; c != NULL; c = n) {
+		n = c->next;
+		cursor_destroy(c);
+	}
+	pthread_mutex_destroy(&r->lock);
+	bson_free(r);
+}
+
+/* Cursor ids are random positive int64s, as mongod's, never 0. */
+static int64_t
+new_id(cursor_registry_t *r)
+{
+	int64_t id;
+	cursor_t *c;
+
+again:
+	if (getrandom(&id, sizeof(id), 0) != sizeof(id))
+		id = mono_ms() ^ (int64_t)(uintptr_t)&id;
+	id &= INT64_MAX;
+	if (id == 0)
+		goto again;
+	for (c = r->head; c != NULL; c = c->next)
+		if (c->id == id)
+			goto again;
+	return id;
+}
+
+/*
+ * Append up to batch_size documents (-1 = no count limit) to arr, stopping
+ * before the batch would pass 16 MiB.  Sources cannot "unread", so the
+ * document that did not fit is copied into *pending and starts the next
+ * batch.  Sets *exhausted when the source ended or the limit is reached.
+ */
+static int
+fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batch_size,
+    int64_t *limit, bson_t **pending, bool *exhausted, int64_t deadline_us, terr_t *err)
+{
+	int64_t n = 0;
+	size_t bytes = 0;
+	char key[16];
+	const char *k;
+	bson_t doc;
+	int rc;
+
+	*exhausted = false;
+	while (batch_size < 0 || n < batch_size) {
+		if (*limit == 0) {
+			*exhausted = true;
+			break;
+		}
+		if (*pending != NULL) {
+			doc = **pending;
+			rc = 1;
+		} else {
+			rc = src->next(src->state, s, &doc, err);
+			if (rc < 0)
+				return -1;
+			if (rc == 0) {
+				*exhausted = true;
+				break;
+			}
+		}
+		if (n > 0 && bytes + doc.len > (size_t)TAMGA_MAX_BSON_SIZE) {
+			if (*pending == NULL)
+				*pending = bson_copy(&doc);
+			break;
+		}
+		bson_uint32_to_string((uint32_t)n, &k, key, sizeof(key));
+		bson_append_document(arr, k, -1, &doc);
+		if (*pending != NULL) {
+			bson_destroy(*pending);
+			*pending = NULL;
+		}
+		bytes += doc.len;
+		n++;
+		if (*limit > 0)
+			(*limit)--;
+		if (deadline_us != 0 && (n & 63) == 0) {
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			if ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 > deadline_us)
+				return terr_set(err, TERR_MAX_TIME_MS_EXPIRED, "operation exceeded time limit");
+		}
+	}
+	if (*limit == 0)
+		*exhausted = true;
+	return 0;
+}
+
+static void
+append_cursor_doc(bson_t *reply, const char *batch_name, bson_t *arr, int64_t id, const char *ns)
+{
+	bson_t cur;
+
+	bson_append_document_begin(reply, "cursor", -1, &cur);
+	bson_append_array(&cur, batch_name, -1, arr);
+	BSON_APPEND_INT64(&cur, "id", id);
+	BSON_APPEND_UTF8(&cur, "ns", ns);
+	bson_append_document_end(reply, &cur);
+}
+
+int
+cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
+                   cursor_source_t *src, const cursor_opts_t *opts,
+                   bson_t *reply, terr_t *err)
+{
+	bson_t arr = BSON_INITIALIZER;
+	bson_t *pending = NULL;
+	bool exhausted;
+	int64_t limit = opts->limit > 0 ? opts->limit : -1;
+	int64_t bs = opts->batch_size >= 0 ? opts->batch_size : 101;
+	int64_t id = 0;
+	cursor_t *c;
+
+	if (opts->batch_size < 0 && opts->single_batch)
+		bs = -1;	/* singleBatch without batchSize: everything up to 16 MiB */
+	if (limit > 0 && (bs < 0 || bs > limit))
+		bs = limit;
+	if (fill_batch(src, s, &arr, bs, &limit, &pending, &exhausted, 0, err) != 0) {
+		bson_destroy(&arr);
+		if (pending)
+			bson_destroy(pending);
+		src->free(src->state);
+		return -1;
+	}
+	if (exhausted || opts->single_batch) {
+		src->free(src->state);
+		if (pending)
+			bson_destroy(pending);
+	} else {
+		if (src->save != NULL && src->save(src->state, err) != 0) {
+			bson_destroy(&arr);
+			if (pending)
+				bson_destroy(pending);
+			src->free(src->state);
+			return -1;
+		}
+		c = bson_malloc0(sizeof(*c));
+		c->ns = bson_strdup(ns);
+		c->owner = opts->owner ? bson_strdup(opts->owner) : NULL;
+		c->src = *src;
+		c->limit = limit;
+		c->no_timeout = opts->no_timeout;
+		c->last_used_ms = mono_ms();
+		c->pending = pending;
+		pthread_mutex_lock(&r->lock);
+		id = new_id(r);
+		c->id = id;
+		c->next = r->head;
+		r->head = c;
+		r->count++;
+		pthread_mutex_unlock(&r->lock);
+	}
+	append_cursor_doc(reply, "firstBatch", &arr, id, ns);
+	bson_destroy(&arr);
+	return 0;
+}
+
+static cursor_t *
+take(cursor_registry_t *r, int64_t id, bool remove)
+{
+	cursor_t **pp, *c;
+
+	for (pp = &r->head; (c = *pp) != NULL; pp = &c->next) {
+		if (c->id == id) {
+			if (remove) {
+				*pp = c->next;
+				r->count--;
+			}
+			return c;
+		}
+	}
+	return NULL;
+}
+
+int
+cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const char *ns,
+                int64_t batch_size, int64_t deadline_us, bson_t *reply, terr_t *err)
+{
+	cursor_t *c;
+	cursor_source_t *src;
+	bson_t arr = BSON_INITIALIZER;
+	bool exhausted = false;
+	int rc = 0;
+
+	pthread_mutex_lock(&r->lock);
+	c = take(r, id, false);
+	if (c == NULL) {
+		pthread_mutex_unlock(&r->lock);
+		bson_destroy(&arr);
+		return terr_set(err, TERR_CURSOR_NOT_FOUND, "cursor id %lld not found", (long long)id);
+	}
+	if (strcmp(c->ns, ns) != 0) {
+		pthread_mutex_unlock(&r->lock);
+		bson_destroy(&arr);
+		return terr_set(err, TERR_UNAUTHORIZED,
+		    "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s",
+		    ns, c->ns);
+	}
+	if (c->busy) {
+		pthread_mutex_unlock(&r->lock);
+		bson_destroy(&arr);
+		return terr_set(err, 20 /* IllegalOperation? mongod: CursorInUse */,
+		    "Cursor already in use (namespace: '%s', id: %lld).", ns, (long long)id);
+	}
+	c->busy = true;
+	pthread_mutex_unlock(&r->lock);
+
+	src = &c->src;
+	if (src->restore != NULL && src->restore(src->state, s, err) != 0) {
+		rc = -1;
+	} else {
+		rc = fill_batch(src, s, &arr, batch_size > 0 ? batch_size : -1, &c->limit, &c->pending,
+		    &exhausted, deadline_us, err);
+		if (rc == 0 && !exhausted && src->save != NULL)
+			rc = src->save(src->state, err);
+	}
+
+	pthread_mutex_lock(&r->lock);
+	c->busy = false;
+	c->last_used_ms = mono_ms();
+	if (rc != 0 || exhausted)
+		take(r, id, true);
+	pthread_mutex_unlock(&r->lock);
+
+	if (rc != 0) {
+		cursor_destroy(c);
+		bson_destroy(&arr);
+		return -1;
+	}
+	append_cursor_doc(reply, "nextBatch", &arr, exhausted ? 0 : id, ns);
+	bson_destroy(&arr);
+	if (exhausted)
+		cursor_destroy(c);
+	return 0;
+}
+
+void
+cursor_kill(cursor_registry_t *r, const char *ns, const int64_t *ids, int n, bson_t *reply)
+{
+	bson_t killed = BSON_INITIALIZER, not_found = BSON_INITIALIZER, alive = BSON_INITIALIZER;
+	int nk = 0, nn = 0, na = 0, i;
+	char key[16];
+	const char *k;
+
+	for (i = 0; i < n; i++) {
+		cursor_t *c;
+		pthread_mutex_lock(&r->lock);
+		c = take(r, ids[i], false);
+		if (c != NULL && strcmp(c->ns, ns) == 0 && !c->busy) {
+			take(r, ids[i], true);
+			pthread_mutex_unlock(&r->lock);
+			cursor_destroy(c);
+			bson_uint32_to_string((uint32_t)nk++, &k, key, sizeof(key));
+			bson_append_int64(&killed, k, -1, ids[i]);
+		} else if (c != NULL && strcmp(c->ns, ns) == 0) {
+			pthread_mutex_unlock(&r->lock);
+			bson_uint32_to_string((uint32_t)na++, &k, key, sizeof(key));
+			bson_append_int64(&alive, k, -1, ids[i]);
+		} else {
+			pthread_mutex_unlock(&r->lock);
+			bson_uint32_to_string((uint32_t)nn++, &k, key, sizeof(key));
+			bson_append_int64(&not_found, k, -1, ids[i]);
+		}
+	}
+	bson_append_array(reply, "cursorsKilled", -1, &killed);
+	bson_append_array(reply, "cursorsNotFound", -1, &not_found);
+	bson_append_array(reply, "cursorsAlive", -1, &alive);
+	{
+		bson_t unknown = BSON_INITIALIZER;
+		bson_append_array(reply, "cursorsUnknown", -1, &unknown);
+		bson_destroy(&unknown);
+	}
+	bson_destroy(&killed);
+	bson_destroy(&not_found);
+	bson_destroy(&alive);
+}
+
+int
+cursor_reap(cursor_registry_t *r, int64_t timeout_ms)
+{
+	cursor_t **pp, *c, *dead = NULL;
+	int64_t now = mono_ms();
+	int n = 0;
+
+	pthread_mutex_lock(&r->lock);
+	for (pp = &r->head; (c = *pp) != NULL;) {
+		if (!c->busy && !c->no_timeout && now - c->last_used_ms > timeout_ms) {
+			*pp = c->next;
+			r->count--;
+			c->next = dead;
+			dead = c;
+			n++;
+		} else {
+			pp = &c->next;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	while (dead != NULL) {
+		c = dead->next;
+		cursor_destroy(dead);
+		dead = c;
+	}
+	return n;
+}
+
+int
+cursor_count(cursor_registry_t *r)
+{
+	int n;
+
+	pthread_mutex_lock(&r->lock);
+	n = r->count;
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}

@@ -1,0 +1,197 @@
+/*
+ * write.c -- shared pieces of the write commands (see write.h).
+ */
+#include "commands/write.h"
+
+#include <string.h>
+
+#include "bson/value.h"
+#include "common/version.h"
+
+int
+write_get_or_create_coll(cmd_t *c, const char *name, storage_coll_t **out, terr_t *err)
+{
+	storage_session_t *s;
+	int tries;
+
+	for (tries = 0; tries < 3; tries++) {
+		if (storage_coll_get(c->engine->st, c->db, name, out, NULL) == 0)
+			return 0;
+		if ((s = client_session(c->client, err)) == NULL)
+			return -1;
+		if (storage_coll_create(c->engine->st, s, c->db, name, NULL, err) != 0) {
+			if (err->code != TERR_NAMESPACE_EXISTS)
+				return -1;
+			terr_clear(err);   /* created concurrently: look it up again */
+		}
+	}
+	return storage_coll_get(c->engine->st, c->db, name, out, err) == 0 ? 0 :
+	    terr_set(err, TERR_INTERNAL_ERROR, "could not create collection %s.%s", c->db, name);
+}
+
+/* Depth of nested documents/arrays, stopping once past limit. */
+static int
+depth_of(const bson_t *doc, int depth, int limit)
+{
+	bson_iter_t it;
+	int max = depth;
+
+	if (depth > limit || !bson_iter_init(&it, doc))
+		return depth;
+	while (bson_iter_next(&it)) {
+		if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
+			const uint8_t *data;
+			uint32_t len;
+			bson_t sub;
+			int d;
+			if (BSON_ITER_HOLDS_DOCUMENT(&it))
+				bson_iter_document(&it, &len, &data);
+			else
+				bson_iter_array(&it, &len, &data);
+			if (!bson_init_static(&sub, data, len))
+				continue;
+			d = depth_of(&sub, depth + 1, limit);
+			if (d > max)
+				max = d;
+			if (max > limit)
+				break;
+		}
+	}
+	return max;
+}
+
+static int
+check_id(const bson_iter_t *id, terr_t *err)
+{
+	switch (bson_iter_type(id)) {
+	case BSON_TYPE_ARRAY:
+		return terr_set(err, TERR_INVALID_ID_FIELD, "The '_id' value cannot be of type array");
+	case BSON_TYPE_REGEX:
+		return terr_set(err, TERR_INVALID_ID_FIELD, "can't use a regex for _id");
+	case BSON_TYPE_UNDEFINED:
+		return terr_set(err, TERR_INVALID_ID_FIELD, "can't use a undefined for _id");
+	default:
+		return 0;
+	}
+}
+
+int
+write_check_stored_doc(const bson_t *doc, terr_t *err)
+{
+	bson_iter_t it;
+
+	if (doc->len > TAMGA_MAX_BSON_SIZE)
+		return terr_set(err, TERR_BSON_OBJECT_TOO_LARGE,
+		    "object to insert too large. size in bytes: %u, max size: %d", doc->len,
+		    TAMGA_MAX_BSON_SIZE);
+	if (bson_iter_init_find(&it, doc, "_id"))
+		RET(check_id(&it, err));
+	if (depth_of(doc, 0, TAMGA_MAX_NESTING) > TAMGA_MAX_NESTING)
+		return terr_set(err, TERR_OVERFLOW, "Document exceeds maximum nesting depth of %d",
+		    TAMGA_MAX_NESTING);
+	return 0;
+}
+
+int
+write_prepare_doc(const bson_t *doc, bson_t *out, terr_t *err)
+{
+	bson_iter_t it;
+	bool has_id = false, id_first = false, first = true;
+
+	if (!bson_iter_init(&it, doc))
+		return terr_set(err, TERR_INVALID_BSON, "invalid BSON document");
+	while (bson_iter_next(&it)) {
+		if (strcmp(bson_iter_key(&it), "_id") == 0) {
+			if (has_id)
+				return terr_set(err, TERR_BAD_VALUE, "can't have multiple _id fields in one document");
+			has_id = true;
+			id_first = first;
+			RET(check_id(&it, err));
+		}
+		first = false;
+	}
+	if (has_id && id_first) {
+		bson_concat(out, doc);
+	} else {
+		if (has_id) {
+			bson_iter_init_find(&it, doc, "_id");
+			bson_append_iter(out, "_id", 3, &it);
+		} else {
+			bson_oid_t oid;
+			bson_oid_init(&oid, NULL);
+			BSON_APPEND_OID(out, "_id", &oid);
+		}
+		bson_iter_init(&it, doc);
+		while (bson_iter_next(&it))
+			if (strcmp(bson_iter_key(&it), "_id") != 0)
+				bson_append_iter(out, bson_iter_key(&it), -1, &it);
+	}
+	return write_check_stored_doc(out, err);
+}
+
+bool
+write_concern_sync(const cmd_t *c)
+{
+	bson_iter_t it, wc;
+
+	if (!bson_iter_init_find(&it, c->body, "writeConcern") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
+	    !bson_iter_recurse(&it, &wc))
+		return false;
+	while (bson_iter_next(&wc)) {
+		const char *k = bson_iter_key(&wc);
+		if ((strcmp(k, "j") == 0 || strcmp(k, "fsync") == 0) && bson_iter_as_bool(&wc))
+			return true;
+		/* w: "majority" implies the journal, as on mongod */
+		if (strcmp(k, "w") == 0 && BSON_ITER_HOLDS_UTF8(&wc) &&
+		    strcmp(bson_iter_utf8(&wc, NULL), "majority") == 0)
+			return true;
+	}
+	return false;
+}
+
+int
+write_common_flags(cmd_t *c, bool *ordered, bool *bypass, terr_t *err)
+{
+	bool found;
+
+	*ordered = true;
+	*bypass = false;
+	RET(cmd_get_bool(c, "ordered", ordered, &found, err));
+	if (!found)
+		*ordered = true;
+	RET(cmd_get_bool(c, "bypassDocumentValidation", bypass, &found, err));
+	if (!found)
+		*bypass = false;
+	return 0;
+}
+
+void
+write_error_append(bson_t *write_errors, int pos, int index, const terr_t *err)
+{
+	char key[16];
+	const char *k;
+	bson_t we;
+	bson_iter_t it;
+
+	bson_uint32_to_string((uint32_t)pos, &k, key, sizeof(key));
+	bson_append_document_begin(write_errors, k, -1, &we);
+	BSON_APPEND_INT32(&we, "index", index);
+	BSON_APPEND_INT32(&we, "code", err->code);
+	if (err->extra != NULL && bson_iter_init(&it, err->extra))
+		while (bson_iter_next(&it))
+			bson_append_iter(&we, bson_iter_key(&it), -1, &it);
+	if (err->info != NULL)
+		BSON_APPEND_DOCUMENT(&we, "errInfo", err->info);
+	BSON_APPEND_UTF8(&we, "errmsg", err->msg ? err->msg : "");
+	bson_append_document_end(write_errors, &we);
+}
+
+int
+write_check_batch_size(int n, terr_t *err)
+{
+	if (n < 1 || n > TAMGA_MAX_WRITE_BATCH)
+		return terr_set(err, TERR_INVALID_LENGTH,
+		    "Write batch sizes must be between 1 and %d. Got %d operations.",
+		    TAMGA_MAX_WRITE_BATCH, n);
+	return 0;
+}

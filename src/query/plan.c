@@ -1,0 +1,209 @@
+/*
+ * plan.c -- the find executor: access path (EXPRESS _id lookup or COLLSCAN),
+ * then filter, sort, skip, limit and projection.
+ *
+ * The pipeline is fixed rather than a tree of stage objects because find has
+ * exactly this shape; the index planner will add access paths, not stages.
+ */
+#include "query/plan.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "bson/value.h"
+
+typedef enum { ACCESS_ID, ACCESS_SCAN } access_t;
+
+struct plan_exec {
+	storage_coll_t *coll;          /* owned reference (NULL: no such collection) */
+	match_t *match;                /* owned */
+	bson_t *sort_spec;             /* owned copy or NULL */
+	bson_t *proj_spec;             /* owned copy or NULL */
+	int64_t skip, limit;
+	int64_t skipped, produced;
+	int64_t deadline_us;
+	bool backward;
+	bool borrowed;                 /* coll and match are not ours to free */
+	access_t access;
+	const bson_value_t *id;        /* ACCESS_ID: borrowed from match */
+	bool id_done;
+	storage_cursor_t *cur;         /* ACCESS_SCAN */
+	bool scan_done;
+	plan_stats_t stats;
+};
+
+static int64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static bool
+spec_empty(const bson_t *b)
+{
+	return b == NULL || bson_empty(b);
+}
+
+/* {$natural: 1|-1} alone is a scan direction, not a sort. */
+static bool
+natural_sort(const bson_t *sort, bool *backward)
+{
+	bson_iter_t it;
+
+	if (sort == NULL || bson_count_keys(sort) != 1 || !bson_iter_init_find(&it, sort, "$natural"))
+		return false;
+	*backward = bson_iter_as_int64(&it) < 0;
+	return true;
+}
+
+int
+plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
+{
+	plan_exec_t *x = bson_malloc0(sizeof(*x));
+	bool backward = req->natural_backward;
+
+	*out = NULL;
+	x->match = req->match;
+	x->skip = req->skip;
+	x->limit = req->limit;
+	x->coll = req->coll;
+	x->borrowed = req->borrow;
+	if (!spec_empty(req->sort) && !natural_sort(req->sort, &backward)) {
+		plan_exec_free(x);
+		return terr_set(err, TERR_NOT_IMPLEMENTED, "sort is not supported by Tamga yet");
+	}
+	if (!spec_empty(req->projection)) {
+		plan_exec_free(x);
+		return terr_set(err, TERR_NOT_IMPLEMENTED, "projection is not supported by Tamga yet");
+	}
+	x->backward = backward;
+	if (x->match != NULL && !backward && match_is_id_point(x->match, &x->id)) {
+		x->access = ACCESS_ID;
+		x->stats.stage = "EXPRESS_IXSCAN";
+	} else {
+		x->access = ACCESS_SCAN;
+		x->stats.stage = "COLLSCAN";
+	}
+	*out = x;
+	return 0;
+}
+
+void
+plan_exec_set_deadline(plan_exec_t *x, int64_t deadline_us)
+{
+	x->deadline_us = deadline_us;
+}
+
+const plan_stats_t *
+plan_exec_stats(const plan_exec_t *x)
+{
+	return &x->stats;
+}
+
+/* The next stored document that passes the filter. */
+int
+plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc,
+                      terr_t *err)
+{
+	int rc;
+
+	if (x->coll == NULL)
+		return 0;
+	if (x->access == ACCESS_ID) {
+		if (x->id_done)
+			return 0;
+		x->id_done = true;
+		x->stats.keys_examined++;
+		rc = storage_doc_find_id(s, x->coll, x->id, recid, doc, err);
+		if (rc < 0)
+			return -1;
+		if (rc == 1)
+			return 0;
+		x->stats.docs_examined++;
+		rc = match_exec(x->match, doc, NULL, err);
+		return rc;
+	}
+	if (x->scan_done)
+		return 0;
+	if (x->cur == NULL && storage_scan_open(s, x->coll, x->backward, &x->cur, err) != 0)
+		return -1;
+	for (;;) {
+		rc = storage_cursor_next(x->cur, recid, doc, NULL, NULL, err);
+		if (rc <= 0) {
+			if (rc == 0) {
+				x->scan_done = true;
+				storage_cursor_close(x->cur);
+				x->cur = NULL;
+			}
+			return rc;
+		}
+		x->stats.docs_examined++;
+		if ((x->stats.docs_examined & 1023) == 0 && x->deadline_us != 0 &&
+		    now_us() > x->deadline_us)
+			return terr_set(err, TERR_MAX_TIME_MS_EXPIRED, "operation exceeded time limit");
+		if (x->match == NULL)
+			return 1;
+		rc = match_exec(x->match, doc, NULL, err);
+		if (rc != 0)
+			return rc;
+	}
+}
+
+int
+plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
+{
+	recid_t recid;
+	int rc;
+
+	for (;;) {
+		if (x->limit > 0 && x->produced >= x->limit)
+			return 0;
+		rc = plan_exec_next_record(x, s, &recid, doc, err);
+		if (rc <= 0)
+			return rc;
+		if (x->skipped < x->skip) {
+			x->skipped++;
+			continue;
+		}
+		x->produced++;
+		x->stats.returned++;
+		return 1;
+	}
+}
+
+int
+plan_exec_save(plan_exec_t *x, terr_t *err)
+{
+	if (x->cur != NULL)
+		return storage_cursor_save(x->cur, err);
+	return 0;
+}
+
+int
+plan_exec_restore(plan_exec_t *x, storage_session_t *s, terr_t *err)
+{
+	if (x->cur != NULL)
+		return storage_cursor_restore(x->cur, s, err);
+	return 0;
+}
+
+void
+plan_exec_free(plan_exec_t *x)
+{
+	if (x == NULL)
+		return;
+	if (x->cur != NULL)
+		storage_cursor_close(x->cur);
+	if (!x->borrowed)
+		match_free(x->match);
+	if (x->sort_spec)
+		bson_destroy(x->sort_spec);
+	if (x->proj_spec)
+		bson_destroy(x->proj_spec);
+	if (x->coll != NULL && !x->borrowed)
+		storage_coll_release(x->coll);
+	bson_free(x);
+}

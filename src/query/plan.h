@@ -1,0 +1,76 @@
+/*
+ * plan.h -- executing a find: choose an access path, then filter, sort,
+ * skip, limit and project, one document at a time.
+ *
+ * A plan_exec_t is the runtime of one query.  It is built from a parsed
+ * request (plan_request_t), owns everything it needs (a reference on the
+ * collection descriptor, the compiled filter, sort and projection), and can
+ * be suspended between getMore batches (plan_exec_save/restore) without
+ * holding storage resources.  Access paths today: the _id point lookup
+ * (EXPRESS) and the collection scan (COLLSCAN, forward or $natural: -1).
+ * Secondary-index scans come with the index planner.
+ *
+ * This module does not parse commands; commands/ builds the request.
+ */
+#ifndef TAMGA_QUERY_PLAN_H
+#define TAMGA_QUERY_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <bson/bson.h>
+
+#include "common/error.h"
+#include "query/match.h"
+#include "storage/storage.h"
+
+typedef struct plan_exec plan_exec_t;
+
+typedef struct plan_request {
+	storage_coll_t *coll;        /* stolen reference (released by the exec, even on error); NULL = no such collection: no results */
+	match_t *match;              /* stolen (may be NULL = match everything) */
+	const bson_t *sort;          /* borrowed, copied; NULL or {} = none */
+	const bson_t *projection;    /* borrowed, copied; NULL or {} = none */
+	int64_t skip;                /* >= 0 */
+	int64_t limit;               /* 0 = none; the exec stops after this many */
+	bool natural_backward;       /* sort {$natural: -1} */
+	bool allow_disk_use;
+	const bson_t *let;           /* borrowed during plan_exec_new */
+	/* When true, coll and match are borrowed instead of stolen: they must
+	 * outlive the exec (a write re-running its scan inside a retried
+	 * transaction). */
+	bool borrow;
+} plan_request_t;
+
+/* Build the runtime.  Errors come from compiling sort/projection (MongoDB's
+ * codes).  On success *out is owned by the caller (plan_exec_free). */
+int plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err);
+
+/* Next result: 1 with *doc (a view valid until the next call on this exec),
+ * 0 at the end, -1 with err (e.g. 50 MaxTimeMSExpired, 292 sort memory). */
+int plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err);
+
+/* Next matching stored document with its RecordId, ignoring sort, skip,
+ * limit and projection: what delete and update iterate over. */
+int plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc,
+                          terr_t *err);
+
+/* Suspend / resume between batches (no storage resources held while saved).
+ * restore may be on another session. */
+int plan_exec_save(plan_exec_t *x, terr_t *err);
+int plan_exec_restore(plan_exec_t *x, storage_session_t *s, terr_t *err);
+
+/* Deadline for maxTimeMS (absolute, cmd_now_us scale; 0 = none). */
+void plan_exec_set_deadline(plan_exec_t *x, int64_t deadline_us);
+
+/* Counters for explain and serverStatus. */
+typedef struct plan_stats {
+	int64_t docs_examined;
+	int64_t keys_examined;
+	int64_t returned;
+	const char *stage;           /* "EXPRESS_IXSCAN", "COLLSCAN", ... */
+} plan_stats_t;
+const plan_stats_t *plan_exec_stats(const plan_exec_t *x);
+
+void plan_exec_free(plan_exec_t *x);
+
+#endif
