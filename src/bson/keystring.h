@@ -39,16 +39,22 @@ void keystring_append_recid(keystring_t *ks, int64_t recid);
 /* Read the RecordId appended last to key of len bytes. */
 int64_t keystring_read_recid(const uint8_t *key, size_t len);
 
-/* Bounds helpers for range scans: the smallest/largest key that starts with
- * a given prefix: appending these sorts before/after every value. */
+/* Bounds helpers for range scans: one byte (0x00 / 0xFF) that sorts before /
+ * after every encoded value, ascending or descending, in the same position;
+ * so prefix+min <= prefix+value+... <= prefix+max. */
 void keystring_append_min(keystring_t *ks);
 void keystring_append_max(keystring_t *ks);
 
 /*
  * Decode the nparts values at the start of key back into BSON (appended to
- * out under keys "0","1",...; descending flags as encoded).  Numbers decode
- * to the type they were written as when that is recoverable, otherwise to
- * double/decimal of equal value.  Returns false on a malformed key.
+ * out under keys "0","1",...; descending flags as encoded).  Every type
+ * decodes; the result compares equal (bv_compare) to what was encoded and
+ * re-encodes to the same bytes.  Numbers lose their BSON type (equal numbers
+ * share one encoding): a value a double holds exactly decodes as a double,
+ * other integers in int64 range as int64, the rest as Decimal128 (with
+ * trailing zeros dropped: 1.50 -> 1.5).  Symbols decode as strings.  Code
+ * or regex strings containing NUL bytes cannot be decoded.  Returns false on
+ * a malformed key (out may then hold a partial result).
  */
 bool keystring_decode_values(const uint8_t *key, size_t len, int nparts,
                              const bool *descending, bson_t *out);
