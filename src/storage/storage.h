@@ -39,12 +39,16 @@ typedef struct storage_options {
 	const char *cache_size;    /* e.g. "256M"; NULL = default */
 } storage_options_t;
 
-/* Open the folder (running recovery).  Errors: 29 NonExistentPath, 98
- * DBPathInUse ("Unable to lock the lock file: <path>/WiredTiger.lock ...
- * Another tamgad instance is already running on the dbpath"), 1 InternalError
- * for other WiredTiger failures (message includes wiredtiger_strerror). */
+/* Open the folder (running recovery).  Errors: 29 NonExistentPath ("Data
+ * directory <path> not found."; with opts->create the folder is made
+ * instead), 98 DBPathInUse ("Unable to lock the lock file:
+ * <path>/WiredTiger.lock (Resource temporarily unavailable). Another mongod
+ * instance is already running on the <path> directory", mongod's words),
+ * 1 InternalError for other WiredTiger failures (message includes
+ * wiredtiger_strerror).  opts may be NULL (defaults). */
 int storage_open(const char *path, const storage_options_t *opts, storage_t **out, terr_t *err);
-/* Checkpoint and close; every session must be closed first. */
+/* Stop the journal flusher, checkpoint and close; every session and cursor
+ * must be closed (pooled sessions are closed here). */
 void storage_close(storage_t *st);
 
 /* Sessions: a WT_SESSION plus cached cursors.  Cheap to reuse, not to open:
@@ -115,10 +119,31 @@ typedef struct storage_coll {
  * storage_coll_release), or TERR_NAMESPACE_NOT_FOUND (26) without setting
  * err's message when it does not exist (callers decide what to say). */
 int storage_coll_get(storage_t *st, const char *db, const char *name, storage_coll_t **out, terr_t *err);
+/* Take one more reference / drop one (the last frees the descriptor and its
+ * cache slot).  NULL is ignored by release. */
+void storage_coll_ref(storage_coll_t *c);
 void storage_coll_release(storage_coll_t *c);
 /* Atomically install a cache value if none is set; returns the one that won
  * (free the loser yourself when it is not yours). */
 void *storage_coll_cache_set(storage_coll_t *c, void *value, void (*free_fn)(void *));
+
+/* MongoDB's rules for a namespace a user may create (userAllowedCreateNS):
+ * 73 InvalidNamespace "Invalid namespace: <ns>" (empty or bad db name: /\.
+ * space " $, over 63 bytes; empty collection name), "Invalid collection
+ * name: <coll>" ($ or a leading dot), "Invalid system namespace: <ns>",
+ * "Fully qualified namespace is too long. Namespace: <ns> Max: 255"; 2
+ * BadValue for ".system." inside a collection name.  Returns 0 when fine. */
+int storage_ns_check(const char *db, const char *coll, terr_t *err);
+
+/*
+ * Catalog changes (create, set_options, drop, rename, db_drop, index
+ * create/drop) are serialised, committed durably (journal synced) in their
+ * own WiredTiger transaction on an internal session before they return, and
+ * then visible to every storage_coll_get.  They are not part of a
+ * transaction open on s (s may be NULL; it is not used).  Readers holding
+ * an older descriptor keep it; a dropped table is removed once nobody has
+ * a cursor open on it.
+ */
 
 /* Create a collection (and its _id_ index).  options is stored as given
  * (the caller has validated it).  Errors: 48 NamespaceExists
@@ -132,7 +157,26 @@ int storage_coll_set_options(storage_t *st, storage_session_t *s, const char *db
 int storage_coll_drop(storage_t *st, storage_session_t *s, const char *db, const char *name, terr_t *err);
 int storage_coll_rename(storage_t *st, storage_session_t *s, const char *db, const char *from,
                         const char *to_db, const char *to, bool drop_target, terr_t *err);
+/* drop: 26 NamespaceNotFound "ns not found" when missing.  rename: 26
+ * "Source collection <ns> does not exist", 48 "target namespace exists"
+ * (unless drop_target), 20 "Can't rename a collection to itself", 73 for a
+ * bad target name; the table and UUID are kept.  db_drop: every collection
+ * of db; a missing db is not an error. */
 int storage_db_drop(storage_t *st, storage_session_t *s, const char *db, terr_t *err);
+
+/*
+ * Add an index to a collection's catalog entry with an empty table (spec
+ * as listIndexes shows it: {v, key, name, unique...}, validated by the
+ * caller).  Errors: 26, 68 IndexAlreadyExists (same name), 238 when the
+ * collection has documents (building over existing documents is not done
+ * yet).  Until secondary-key generation exists, writes to a collection with
+ * a non-_id index fail with 238 NotImplemented.
+ */
+int storage_index_create(storage_t *st, storage_session_t *s, const char *db, const char *name,
+                         const bson_t *spec, terr_t *err);
+/* Remove an index (27 IndexNotFound; 72 for _id_). */
+int storage_index_drop(storage_t *st, storage_session_t *s, const char *db, const char *name,
+                       const char *index_name, terr_t *err);
 
 /* Snapshots of the catalog: names of databases (sorted), and collection
  * descriptors of one database (each referenced; release each, free array
@@ -184,7 +228,7 @@ int storage_index_scan_open(storage_session_t *s, storage_coll_t *c, const stora
                             bool backward, storage_cursor_t **out, terr_t *err);
 /*
  * Advance.  Returns 1 with *recid (and for scans the document view in *doc,
- * valid until the next call; for index scans the key bytes in *key/*key_len
+ * valid until the next call; for index scans the key bytes in *key and *key_len
  * and doc untouched), 0 at the end, -1 with err on failure.
  */
 int storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,

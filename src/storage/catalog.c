@@ -1,0 +1,1069 @@
+/*
+ * catalog.c -- the catalog: which collections exist, their UUIDs, options,
+ * tables and index specs.
+ *
+ * On disk: the WiredTiger table "table:_catalog", key = ns string, value =
+ * BSON {ns, uuid, ident, options, indexes: [{spec, ident, multikey}]}, plus
+ * one row "$meta" {nextIdent} (no namespace can be spelled "$meta").  In
+ * memory: a sorted array of immutable, reference-counted storage_coll_t
+ * descriptors; every change builds new descriptors and swaps pointers under
+ * the write lock, so a reader holding a reference never sees a change.
+ *
+ * WiredTiger 3.2's create/drop are not transactional, so changes are ordered
+ * to survive a crash anywhere: tables are created before the catalog row
+ * that names them is committed, and dropped only after the row is gone;
+ * storage_catalog_load drops tables no row names.
+ *
+ * Not here: reading or writing documents (record.c).
+ */
+#include "storage/storage_private.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "common/log.h"
+
+/* ---- runtime counters and descriptors ------------------------------------ */
+
+static coll_rt_t *
+coll_rt_new(void)
+{
+	coll_rt_t *rt = bson_malloc0(sizeof(*rt));
+
+	atomic_init(&rt->refs, 1);
+	return rt;
+}
+
+void
+coll_rt_ref(coll_rt_t *rt)
+{
+	atomic_fetch_add(&rt->refs, 1);
+}
+
+void
+coll_rt_release(coll_rt_t *rt)
+{
+	if (rt != NULL && atomic_fetch_sub(&rt->refs, 1) == 1)
+		bson_free(rt);
+}
+
+static void
+coll_free(storage_coll_t *c)
+{
+	coll_impl_t *impl = c->impl;
+
+	if (c->cache != NULL && c->cache_free != NULL)
+		c->cache_free(c->cache);
+	for (int i = 0; i < c->nindexes; i++) {
+		bson_free(c->indexes[i].name);
+		bson_destroy(c->indexes[i].spec);
+		bson_destroy(c->indexes[i].key);
+		bson_free(c->indexes[i].ident);
+	}
+	bson_free(c->indexes);
+	bson_free(c->db);
+	bson_free(c->name);
+	bson_free(c->ns);
+	if (c->options != NULL)
+		bson_destroy(c->options);
+	bson_free(c->ident);
+	if (impl != NULL) {
+		coll_rt_release(impl->rt);
+		bson_free(impl);
+	}
+	bson_free(c);
+}
+
+void
+storage_coll_ref(storage_coll_t *c)
+{
+	atomic_fetch_add(&((coll_impl_t *)c->impl)->refs, 1);
+}
+
+void
+storage_coll_release(storage_coll_t *c)
+{
+	if (c != NULL && atomic_fetch_sub(&((coll_impl_t *)c->impl)->refs, 1) == 1)
+		coll_free(c);
+}
+
+void *
+storage_coll_cache_set(storage_coll_t *c, void *value, void (*free_fn)(void *))
+{
+	void *expected = NULL;
+
+	if (__atomic_compare_exchange_n(&c->cache, &expected, value, false, __ATOMIC_ACQ_REL,
+	        __ATOMIC_ACQUIRE)) {
+		c->cache_free = free_fn;
+		return value;
+	}
+	return expected;
+}
+
+/* Build a descriptor from a catalog row.  rt: the table's counters (a
+ * reference is taken), or NULL for new ones. */
+static int
+coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_coll_t **out, terr_t *err)
+{
+	storage_coll_t *c = bson_malloc0(sizeof(*c));
+	coll_impl_t *impl = bson_malloc0(sizeof(*impl));
+	bson_iter_t it, arr, sub;
+	const char *dot;
+	int ret = 0;
+
+	atomic_init(&impl->refs, 1);
+	if (rt != NULL)
+		coll_rt_ref(rt);
+	impl->rt = rt != NULL ? rt : coll_rt_new();
+	c->impl = impl;
+	c->version = version;
+	if (!bson_iter_init(&it, entry)) {
+		ret = terr_set(err, TERR_INTERNAL_ERROR, "corrupt catalog entry");
+		goto err;
+	}
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		if (strcmp(k, "ns") == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
+			c->ns = bson_strdup(bson_iter_utf8(&it, NULL));
+		} else if (strcmp(k, "ident") == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
+			c->ident = bson_strdup(bson_iter_utf8(&it, NULL));
+		} else if (strcmp(k, "uuid") == 0 && BSON_ITER_HOLDS_BINARY(&it)) {
+			bson_subtype_t st;
+			uint32_t len;
+			const uint8_t *data;
+			bson_iter_binary(&it, &st, &len, &data);
+			if (len == 16)
+				memcpy(c->uuid, data, 16);
+		} else if (strcmp(k, "options") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			uint32_t len;
+			const uint8_t *data;
+			bson_iter_document(&it, &len, &data);
+			c->options = bson_new_from_data(data, len);
+		} else if (strcmp(k, "indexes") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
+			int n = 0;
+			bson_iter_recurse(&it, &arr);
+			while (bson_iter_next(&arr))
+				n++;
+			c->indexes = bson_malloc0((n ? n : 1) * sizeof(*c->indexes));
+			bson_iter_recurse(&it, &arr);
+			while (bson_iter_next(&arr)) {
+				storage_index_t *ix = &c->indexes[c->nindexes];
+				if (!BSON_ITER_HOLDS_DOCUMENT(&arr) || !bson_iter_recurse(&arr, &sub))
+					continue;
+				while (bson_iter_next(&sub)) {
+					const char *sk = bson_iter_key(&sub);
+					if (strcmp(sk, "spec") == 0 && BSON_ITER_HOLDS_DOCUMENT(&sub)) {
+						uint32_t len;
+						const uint8_t *data;
+						bson_iter_document(&sub, &len, &data);
+						ix->spec = bson_new_from_data(data, len);
+					} else if (strcmp(sk, "ident") == 0 && BSON_ITER_HOLDS_UTF8(&sub)) {
+						ix->ident = bson_strdup(bson_iter_utf8(&sub, NULL));
+					} else if (strcmp(sk, "multikey") == 0) {
+						ix->multikey = bson_iter_as_bool(&sub);
+					}
+				}
+				if (ix->spec == NULL || ix->ident == NULL) {
+					bson_free(ix->ident);
+					if (ix->spec)
+						bson_destroy(ix->spec);
+					memset(ix, 0, sizeof(*ix));
+					ret = terr_set(err, TERR_INTERNAL_ERROR, "corrupt index entry in catalog");
+					goto err;
+				}
+				c->nindexes++;
+				if (bson_iter_init_find(&sub, ix->spec, "name") && BSON_ITER_HOLDS_UTF8(&sub))
+					ix->name = bson_strdup(bson_iter_utf8(&sub, NULL));
+				else
+					ix->name = bson_strdup("");
+				if (bson_iter_init_find(&sub, ix->spec, "key") && BSON_ITER_HOLDS_DOCUMENT(&sub)) {
+					uint32_t len;
+					const uint8_t *data;
+					bson_iter_document(&sub, &len, &data);
+					ix->key = bson_new_from_data(data, len);
+				} else {
+					ix->key = bson_new();
+				}
+				ix->is_id = strcmp(ix->name, "_id_") == 0;
+				ix->unique = ix->is_id;
+				if (bson_iter_init_find(&sub, ix->spec, "unique"))
+					ix->unique = ix->unique || bson_iter_as_bool(&sub);
+			}
+		}
+	}
+	if (c->ns == NULL || c->ident == NULL || (dot = strchr(c->ns, '.')) == NULL) {
+		ret = terr_set(err, TERR_INTERNAL_ERROR, "corrupt catalog entry");
+		goto err;
+	}
+	if (c->options == NULL)
+		c->options = bson_new();
+	if (c->indexes == NULL)
+		c->indexes = bson_malloc0(sizeof(*c->indexes));
+	c->db = bson_strndup(c->ns, (size_t)(dot - c->ns));
+	c->name = bson_strdup(dot + 1);
+	*out = c;
+	return 0;
+err:
+	coll_free(c);
+	return ret;
+}
+
+/*
+ * Write a catalog row.  indexes come from src (NULL: only _id_ with
+ * id_ident), minus the one named skip, plus add_spec/add_ident.
+ */
+static void
+entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ident,
+            const bson_t *options, const storage_coll_t *src, const char *id_ident,
+            const char *skip, const bson_t *add_spec, const char *add_ident)
+{
+	bson_t arr, ix, tmp;
+	char key[16];
+	int n = 0;
+
+	bson_init(out);
+	BSON_APPEND_UTF8(out, "ns", ns);
+	BSON_APPEND_BINARY(out, "uuid", BSON_SUBTYPE_UUID, uuid, 16);
+	BSON_APPEND_UTF8(out, "ident", ident);
+	if (options != NULL) {
+		BSON_APPEND_DOCUMENT(out, "options", options);
+	} else {
+		bson_init(&tmp);
+		BSON_APPEND_DOCUMENT(out, "options", &tmp);
+		bson_destroy(&tmp);
+	}
+	BSON_APPEND_ARRAY_BEGIN(out, "indexes", &arr);
+	if (src == NULL) {
+		bson_t spec, k;
+		bson_init(&spec);
+		BSON_APPEND_INT32(&spec, "v", 2);
+		BSON_APPEND_DOCUMENT_BEGIN(&spec, "key", &k);
+		BSON_APPEND_INT32(&k, "_id", 1);
+		bson_append_document_end(&spec, &k);
+		BSON_APPEND_UTF8(&spec, "name", "_id_");
+		bson_snprintf(key, sizeof(key), "%d", n++);
+		bson_append_document_begin(&arr, key, -1, &ix);
+		BSON_APPEND_DOCUMENT(&ix, "spec", &spec);
+		BSON_APPEND_UTF8(&ix, "ident", id_ident);
+		BSON_APPEND_BOOL(&ix, "multikey", false);
+		bson_append_document_end(&arr, &ix);
+		bson_destroy(&spec);
+	} else {
+		for (int i = 0; i < src->nindexes; i++) {
+			if (skip != NULL && strcmp(src->indexes[i].name, skip) == 0)
+				continue;
+			bson_snprintf(key, sizeof(key), "%d", n++);
+			bson_append_document_begin(&arr, key, -1, &ix);
+			BSON_APPEND_DOCUMENT(&ix, "spec", src->indexes[i].spec);
+			BSON_APPEND_UTF8(&ix, "ident", src->indexes[i].ident);
+			BSON_APPEND_BOOL(&ix, "multikey", src->indexes[i].multikey);
+			bson_append_document_end(&arr, &ix);
+		}
+	}
+	if (add_spec != NULL) {
+		bson_snprintf(key, sizeof(key), "%d", n++);
+		bson_append_document_begin(&arr, key, -1, &ix);
+		BSON_APPEND_DOCUMENT(&ix, "spec", add_spec);
+		BSON_APPEND_UTF8(&ix, "ident", add_ident);
+		BSON_APPEND_BOOL(&ix, "multikey", false);
+		bson_append_document_end(&arr, &ix);
+	}
+	bson_append_array_end(out, &arr);
+}
+
+/* ---- the in-memory array (callers hold cat_lock as needed) -------------- */
+
+/* Index of ns, or -(insertion point)-1. */
+static int
+cat_find(storage_t *st, const char *ns)
+{
+	int lo = 0, hi = st->ncolls;
+
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		int c = strcmp(st->colls[mid]->ns, ns);
+		if (c == 0)
+			return mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -lo - 1;
+}
+
+/* Insert (the array takes the caller's reference). */
+static void
+cat_insert(storage_t *st, storage_coll_t *c)
+{
+	int pos = cat_find(st, c->ns);
+
+	if (pos >= 0) {
+		storage_coll_release(st->colls[pos]);
+		st->colls[pos] = c;
+		return;
+	}
+	pos = -pos - 1;
+	if (st->ncolls == st->colls_cap) {
+		st->colls_cap = st->colls_cap ? st->colls_cap * 2 : 16;
+		st->colls = bson_realloc(st->colls, st->colls_cap * sizeof(*st->colls));
+	}
+	memmove(&st->colls[pos + 1], &st->colls[pos], (st->ncolls - pos) * sizeof(*st->colls));
+	st->colls[pos] = c;
+	st->ncolls++;
+}
+
+static void
+cat_remove(storage_t *st, const char *ns)
+{
+	int pos = cat_find(st, ns);
+
+	if (pos < 0)
+		return;
+	storage_coll_release(st->colls[pos]);
+	memmove(&st->colls[pos], &st->colls[pos + 1], (st->ncolls - pos - 1) * sizeof(*st->colls));
+	st->ncolls--;
+}
+
+void
+storage_catalog_free(storage_t *st)
+{
+	for (int i = 0; i < st->ncolls; i++)
+		storage_coll_release(st->colls[i]);
+	bson_free(st->colls);
+	st->colls = NULL;
+	st->ncolls = st->colls_cap = 0;
+}
+
+/* Look up by ns under the caller's lock; returns a new reference or NULL. */
+static storage_coll_t *
+cat_get_locked(storage_t *st, const char *ns)
+{
+	int pos = cat_find(st, ns);
+
+	if (pos < 0)
+		return NULL;
+	storage_coll_ref(st->colls[pos]);
+	return st->colls[pos];
+}
+
+/* ---- namespace rules (mongod's userAllowedCreateNS) ----------------------- */
+
+static bool
+db_name_valid(const char *db)
+{
+	size_t n = strlen(db);
+
+	if (n == 0 || n > STORAGE_MAX_DB_LEN)
+		return false;
+	return strcspn(db, "/\\. \"$") == n;
+}
+
+static bool
+system_name_legal(const char *db, const char *coll)
+{
+	static const char *const anydb[] = {"system.users", "system.js", "system.views", "system.profile"};
+	static const char *const admin[] = {"system.roles", "system.version", "system.keys",
+	                                    "system.backup_users", "system.new_users"};
+	static const char *const config[] = {"system.sessions", "system.indexBuilds"};
+	static const char *const local[] = {"system.replset", "system.healthlog"};
+
+	for (size_t i = 0; i < sizeof(anydb) / sizeof(anydb[0]); i++)
+		if (strcmp(coll, anydb[i]) == 0)
+			return true;
+	if (strncmp(coll, "system.buckets.", 15) == 0 && coll[15] != '\0')
+		return true;
+	if (strcmp(db, "admin") == 0) {
+		for (size_t i = 0; i < sizeof(admin) / sizeof(admin[0]); i++)
+			if (strcmp(coll, admin[i]) == 0)
+				return true;
+	} else if (strcmp(db, "config") == 0) {
+		for (size_t i = 0; i < sizeof(config) / sizeof(config[0]); i++)
+			if (strcmp(coll, config[i]) == 0)
+				return true;
+	} else if (strcmp(db, "local") == 0) {
+		for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++)
+			if (strcmp(coll, local[i]) == 0)
+				return true;
+	}
+	return false;
+}
+
+int
+storage_ns_check(const char *db, const char *coll, terr_t *err)
+{
+	size_t len;
+
+	if (db == NULL || coll == NULL || !db_name_valid(db) || coll[0] == '\0')
+		return terr_set(err, TERR_INVALID_NAMESPACE, "Invalid namespace: %s.%s",
+		    db ? db : "", coll ? coll : "");
+	if (coll[0] == '.' || strchr(coll, '$') != NULL)
+		return terr_set(err, TERR_INVALID_NAMESPACE, "Invalid collection name: %s", coll);
+	if (strncmp(coll, "system.", 7) == 0 && !system_name_legal(db, coll))
+		return terr_set(err, TERR_INVALID_NAMESPACE, "Invalid system namespace: %s.%s", db, coll);
+	len = strlen(db) + 1 + strlen(coll);
+	if (len > STORAGE_MAX_NS_LEN)
+		return terr_set(err, TERR_INVALID_NAMESPACE,
+		    "Fully qualified namespace is too long. Namespace: %s.%s Max: %d", db, coll,
+		    STORAGE_MAX_NS_LEN);
+	if (strstr(coll, ".system.") != NULL)
+		return terr_set(err, TERR_BAD_VALUE, "Invalid namespace: %s.%s", db, coll);
+	return 0;
+}
+
+/* ---- catalog table writes (ddl session, under ddl_lock) -------------------- */
+
+static int
+ddl_put(storage_t *st, const char *key, const bson_t *val, terr_t *err)
+{
+	WT_CURSOR *cur;
+	WT_ITEM item;
+	int ret;
+
+	if ((ret = st->ddl_ws->open_cursor(st->ddl_ws, STORAGE_CATALOG_URI, NULL, NULL, &cur)) != 0)
+		return storage_wt_err(ret, "open catalog", err);
+	item.data = bson_get_data(val);
+	item.size = val->len;
+	cur->set_key(cur, key);
+	cur->set_value(cur, &item);
+	ret = cur->insert(cur);
+	cur->close(cur);
+	if (ret != 0)
+		return storage_wt_err(ret, "write catalog", err);
+	return 0;
+}
+
+static int
+ddl_remove(storage_t *st, const char *key, terr_t *err)
+{
+	WT_CURSOR *cur;
+	int ret;
+
+	if ((ret = st->ddl_ws->open_cursor(st->ddl_ws, STORAGE_CATALOG_URI, NULL, NULL, &cur)) != 0)
+		return storage_wt_err(ret, "open catalog", err);
+	cur->set_key(cur, key);
+	ret = cur->remove(cur);
+	cur->close(cur);
+	if (ret != 0 && ret != WT_NOTFOUND)
+		return storage_wt_err(ret, "write catalog", err);
+	return 0;
+}
+
+static int
+ddl_put_meta(storage_t *st, terr_t *err)
+{
+	bson_t meta = BSON_INITIALIZER;
+	int ret;
+
+	BSON_APPEND_INT64(&meta, "nextIdent", st->next_ident);
+	ret = ddl_put(st, STORAGE_META_KEY, &meta, err);
+	bson_destroy(&meta);
+	return ret;
+}
+
+static int
+ddl_begin(storage_t *st, terr_t *err)
+{
+	int ret = st->ddl_ws->begin_transaction(st->ddl_ws, NULL);
+
+	return ret ? storage_wt_err(ret, "begin catalog transaction", err) : 0;
+}
+
+static int
+ddl_commit(storage_t *st, terr_t *err)
+{
+	int ret = st->ddl_ws->commit_transaction(st->ddl_ws, st->in_memory ? NULL : "sync=on");
+
+	return ret ? storage_wt_err(ret, "commit catalog transaction", err) : 0;
+}
+
+static void
+ddl_rollback(storage_t *st)
+{
+	st->ddl_ws->rollback_transaction(st->ddl_ws, NULL);
+}
+
+static char *
+new_ident(storage_t *st, const char *kind)
+{
+	return bson_strdup_printf("table:%s-%" PRId64, kind, st->next_ident++);
+}
+
+static void
+new_uuid(uint8_t uuid[16])
+{
+	size_t got = 0;
+
+	while (got < 16) {
+		ssize_t n = getrandom(uuid + got, 16 - got, 0);
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			/* Never expected; fall back to something unique enough. */
+			for (; got < 16; got++)
+				uuid[got] = (uint8_t)(rand() ^ (got * 131));
+			break;
+		}
+		got += (size_t)n;
+	}
+	uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x40);
+	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
+}
+
+static int
+table_create(storage_t *st, const char *ident, const char *config, terr_t *err)
+{
+	int ret = st->ddl_ws->create(st->ddl_ws, ident, config);
+
+	return ret ? storage_wt_err(ret, "create table", err) : 0;
+}
+
+#define RECORD_TABLE_CONFIG "key_format=q,value_format=u,exclusive=true"
+#define UNIQUE_INDEX_CONFIG "key_format=u,value_format=q,exclusive=true"
+#define INDEX_TABLE_CONFIG "key_format=u,value_format=u,exclusive=true"
+
+/* ---- public catalog operations ------------------------------------------- */
+
+int
+storage_coll_get(storage_t *st, const char *db, const char *name, storage_coll_t **out, terr_t *err)
+{
+	char buf[STORAGE_MAX_NS_LEN + 2];
+	char *ns = buf;
+	size_t dl = strlen(db), nl = strlen(name);
+
+	*out = NULL;
+	if (dl + 1 + nl + 1 > sizeof(buf))
+		ns = bson_malloc(dl + nl + 2);
+	memcpy(ns, db, dl);
+	ns[dl] = '.';
+	memcpy(ns + dl + 1, name, nl + 1);
+	pthread_rwlock_rdlock(&st->cat_lock);
+	*out = cat_get_locked(st, ns);
+	pthread_rwlock_unlock(&st->cat_lock);
+	if (ns != buf)
+		bson_free(ns);
+	return *out != NULL ? 0 : TERR_NAMESPACE_NOT_FOUND;
+}
+
+int
+storage_coll_create(storage_t *st, storage_session_t *s, const char *db, const char *name,
+                    const bson_t *options, terr_t *err)
+{
+	storage_coll_t *c = NULL;
+	char *ns = NULL, *ident = NULL, *id_ident = NULL;
+	uint8_t uuid[16];
+	bson_t entry;
+	bool have_entry = false, tables = false;
+	int ret = 0;
+
+	RET(storage_ns_check(db, name, err));
+	ns = bson_strdup_printf("%s.%s", db, name);
+	pthread_mutex_lock(&st->ddl_lock);
+	pthread_rwlock_rdlock(&st->cat_lock);
+	ret = cat_find(st, ns) >= 0;
+	pthread_rwlock_unlock(&st->cat_lock);
+	if (ret) {
+		ret = terr_set(err, TERR_NAMESPACE_EXISTS, "Collection %s already exists.", ns);
+		goto err;
+	}
+	ident = new_ident(st, "collection");
+	id_ident = new_ident(st, "index");
+	new_uuid(uuid);
+	tables = true;
+	ERR(table_create(st, ident, RECORD_TABLE_CONFIG, err));
+	ERR(table_create(st, id_ident, UNIQUE_INDEX_CONFIG, err));
+	entry_build(&entry, ns, uuid, ident, options, NULL, id_ident, NULL, NULL, NULL);
+	have_entry = true;
+	ERR(coll_from_entry(&entry, NULL, 1, &c, err));
+	ERR(ddl_begin(st, err));
+	if ((ret = ddl_put(st, ns, &entry, err)) != 0 || (ret = ddl_put_meta(st, err)) != 0) {
+		ddl_rollback(st);
+		goto err;
+	}
+	ERR(ddl_commit(st, err));
+	tables = false;
+	pthread_rwlock_wrlock(&st->cat_lock);
+	cat_insert(st, c);
+	c = NULL;
+	pthread_rwlock_unlock(&st->cat_lock);
+err:
+	if (tables && ident != NULL) {
+		storage_ident_drop(st, st->ddl_ws, ident);
+		storage_ident_drop(st, st->ddl_ws, id_ident);
+	}
+	pthread_mutex_unlock(&st->ddl_lock);
+	if (c != NULL)
+		storage_coll_release(c);
+	if (have_entry)
+		bson_destroy(&entry);
+	bson_free(ns);
+	bson_free(ident);
+	bson_free(id_ident);
+	return ret;
+}
+
+/* Replace the descriptor of old with one built from entry (same table). */
+static int
+republish(storage_t *st, storage_coll_t *old, const bson_t *entry, const char *old_ns, terr_t *err)
+{
+	storage_coll_t *c;
+
+	RET(coll_from_entry(entry, storage_coll_rt(old), old->version + 1, &c, err));
+	pthread_rwlock_wrlock(&st->cat_lock);
+	if (old_ns != NULL && strcmp(old_ns, c->ns) != 0)
+		cat_remove(st, old_ns);
+	cat_insert(st, c);
+	pthread_rwlock_unlock(&st->cat_lock);
+	return 0;
+}
+
+/* Under ddl_lock: a reference to the current descriptor, or 26 with err. */
+static int
+ddl_get(storage_t *st, const char *db, const char *name, storage_coll_t **out, terr_t *err)
+{
+	if (storage_coll_get(st, db, name, out, err) != 0)
+		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns not found");
+	return 0;
+}
+
+int
+storage_coll_set_options(storage_t *st, storage_session_t *s, const char *db, const char *name,
+                         const bson_t *options, terr_t *err)
+{
+	storage_coll_t *c = NULL;
+	bson_t entry;
+	bool have_entry = false;
+	int ret = 0;
+
+	pthread_mutex_lock(&st->ddl_lock);
+	ERR(ddl_get(st, db, name, &c, err));
+	entry_build(&entry, c->ns, c->uuid, c->ident, options, c, NULL, NULL, NULL, NULL);
+	have_entry = true;
+	ERR(ddl_begin(st, err));
+	if ((ret = ddl_put(st, c->ns, &entry, err)) != 0) {
+		ddl_rollback(st);
+		goto err;
+	}
+	ERR(ddl_commit(st, err));
+	ERR(republish(st, c, &entry, NULL, err));
+err:
+	pthread_mutex_unlock(&st->ddl_lock);
+	if (have_entry)
+		bson_destroy(&entry);
+	storage_coll_release(c);
+	return ret;
+}
+
+static void
+drop_tables_of(storage_t *st, const storage_coll_t *c)
+{
+	storage_ident_drop(st, st->ddl_ws, c->ident);
+	for (int i = 0; i < c->nindexes; i++)
+		storage_ident_drop(st, st->ddl_ws, c->indexes[i].ident);
+}
+
+int
+storage_coll_drop(storage_t *st, storage_session_t *s, const char *db, const char *name, terr_t *err)
+{
+	storage_coll_t *c = NULL;
+	int ret = 0;
+
+	pthread_mutex_lock(&st->ddl_lock);
+	ERR(ddl_get(st, db, name, &c, err));
+	ERR(ddl_begin(st, err));
+	if ((ret = ddl_remove(st, c->ns, err)) != 0) {
+		ddl_rollback(st);
+		goto err;
+	}
+	ERR(ddl_commit(st, err));
+	pthread_rwlock_wrlock(&st->cat_lock);
+	cat_remove(st, c->ns);
+	pthread_rwlock_unlock(&st->cat_lock);
+	drop_tables_of(st, c);
+err:
+	pthread_mutex_unlock(&st->ddl_lock);
+	storage_coll_release(c);
+	return ret;
+}
+
+int
+storage_coll_rename(storage_t *st, storage_session_t *s, const char *db, const char *from,
+                    const char *to_db, const char *to, bool drop_target, terr_t *err)
+{
+	storage_coll_t *c = NULL, *target = NULL;
+	char *from_ns = NULL, *to_ns = NULL;
+	bson_t entry;
+	bool have_entry = false;
+	int ret = 0;
+
+	RET(storage_ns_check(to_db, to, err));
+	pthread_mutex_lock(&st->ddl_lock);
+	if (storage_coll_get(st, db, from, &c, err) != 0) {
+		ret = terr_set(err, TERR_NAMESPACE_NOT_FOUND, "Source collection %s.%s does not exist", db, from);
+		goto err;
+	}
+	from_ns = bson_strdup(c->ns);
+	to_ns = bson_strdup_printf("%s.%s", to_db, to);
+	if (strcmp(from_ns, to_ns) == 0) {
+		ret = terr_set(err, TERR_ILLEGAL_OPERATION, "Can't rename a collection to itself");
+		goto err;
+	}
+	if (storage_coll_get(st, to_db, to, &target, err) == 0 && !drop_target) {
+		ret = terr_set(err, TERR_NAMESPACE_EXISTS, "target namespace exists");
+		goto err;
+	}
+	entry_build(&entry, to_ns, c->uuid, c->ident, c->options, c, NULL, NULL, NULL, NULL);
+	have_entry = true;
+	ERR(ddl_begin(st, err));
+	if ((ret = ddl_remove(st, from_ns, err)) != 0 || (ret = ddl_put(st, to_ns, &entry, err)) != 0) {
+		ddl_rollback(st);
+		goto err;
+	}
+	ERR(ddl_commit(st, err));
+	if (target != NULL) {
+		pthread_rwlock_wrlock(&st->cat_lock);
+		cat_remove(st, to_ns);
+		pthread_rwlock_unlock(&st->cat_lock);
+	}
+	ERR(republish(st, c, &entry, from_ns, err));
+	if (target != NULL)
+		drop_tables_of(st, target);
+err:
+	pthread_mutex_unlock(&st->ddl_lock);
+	if (have_entry)
+		bson_destroy(&entry);
+	storage_coll_release(c);
+	storage_coll_release(target);
+	bson_free(from_ns);
+	bson_free(to_ns);
+	return ret;
+}
+
+int
+storage_db_drop(storage_t *st, storage_session_t *s, const char *db, terr_t *err)
+{
+	storage_coll_t **colls = NULL;
+	int n = 0, ret = 0;
+
+	pthread_mutex_lock(&st->ddl_lock);
+	ERR(storage_list_colls(st, db, &colls, &n, err));
+	if (n == 0)
+		goto err;
+	ERR(ddl_begin(st, err));
+	for (int i = 0; i < n; i++) {
+		if ((ret = ddl_remove(st, colls[i]->ns, err)) != 0) {
+			ddl_rollback(st);
+			goto err;
+		}
+	}
+	ERR(ddl_commit(st, err));
+	pthread_rwlock_wrlock(&st->cat_lock);
+	for (int i = 0; i < n; i++)
+		cat_remove(st, colls[i]->ns);
+	pthread_rwlock_unlock(&st->cat_lock);
+	for (int i = 0; i < n; i++)
+		drop_tables_of(st, colls[i]);
+err:
+	pthread_mutex_unlock(&st->ddl_lock);
+	for (int i = 0; i < n; i++)
+		storage_coll_release(colls[i]);
+	bson_free(colls);
+	return ret;
+}
+
+/* ---- indexes in the catalog ------------------------------------------------ */
+
+int
+storage_index_create(storage_t *st, storage_session_t *s, const char *db, const char *name,
+                     const bson_t *spec, terr_t *err)
+{
+	storage_coll_t *c = NULL;
+	const char *ixname;
+	char *ident = NULL;
+	bson_iter_t it;
+	bson_t entry;
+	bool have_entry = false, table = false, unique = false;
+	int ret = 0;
+
+	if (!bson_iter_init_find(&it, spec, "name") || !BSON_ITER_HOLDS_UTF8(&it))
+		return terr_set(err, TERR_CANNOT_CREATE_INDEX, "index spec has no name");
+	ixname = bson_iter_utf8(&it, NULL);
+	if (!bson_iter_init_find(&it, spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+		return terr_set(err, TERR_CANNOT_CREATE_INDEX, "index spec has no key pattern");
+	if (bson_iter_init_find(&it, spec, "unique"))
+		unique = bson_iter_as_bool(&it);
+	pthread_mutex_lock(&st->ddl_lock);
+	ERR(ddl_get(st, db, name, &c, err));
+	for (int i = 0; i < c->nindexes; i++) {
+		if (strcmp(c->indexes[i].name, ixname) == 0) {
+			ret = terr_set(err, TERR_INDEX_ALREADY_EXISTS, "index with name %s already exists", ixname);
+			goto err;
+		}
+	}
+	if (atomic_load(&storage_coll_rt(c)->count) != 0) {
+		ret = terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "building an index over existing documents is not implemented yet");
+		goto err;
+	}
+	ident = new_ident(st, "index");
+	table = true;
+	ERR(table_create(st, ident, unique ? UNIQUE_INDEX_CONFIG : INDEX_TABLE_CONFIG, err));
+	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, spec, ident);
+	have_entry = true;
+	ERR(ddl_begin(st, err));
+	if ((ret = ddl_put(st, c->ns, &entry, err)) != 0 || (ret = ddl_put_meta(st, err)) != 0) {
+		ddl_rollback(st);
+		goto err;
+	}
+	ERR(ddl_commit(st, err));
+	table = false;
+	ERR(republish(st, c, &entry, NULL, err));
+err:
+	if (table)
+		storage_ident_drop(st, st->ddl_ws, ident);
+	pthread_mutex_unlock(&st->ddl_lock);
+	if (have_entry)
+		bson_destroy(&entry);
+	storage_coll_release(c);
+	bson_free(ident);
+	return ret;
+}
+
+int
+storage_index_drop(storage_t *st, storage_session_t *s, const char *db, const char *name,
+                   const char *index_name, terr_t *err)
+{
+	storage_coll_t *c = NULL;
+	const char *ident = NULL;
+	bson_t entry;
+	bool have_entry = false;
+	int ret = 0;
+
+	pthread_mutex_lock(&st->ddl_lock);
+	ERR(ddl_get(st, db, name, &c, err));
+	for (int i = 0; i < c->nindexes; i++)
+		if (strcmp(c->indexes[i].name, index_name) == 0)
+			ident = c->indexes[i].ident;
+	if (ident == NULL) {
+		ret = terr_set(err, TERR_INDEX_NOT_FOUND, "index not found with name [%s]", index_name);
+		goto err;
+	}
+	if (strcmp(index_name, "_id_") == 0) {
+		ret = terr_set(err, TERR_INVALID_OPTIONS, "cannot drop _id index");
+		goto err;
+	}
+	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, index_name, NULL, NULL);
+	have_entry = true;
+	ERR(ddl_begin(st, err));
+	if ((ret = ddl_put(st, c->ns, &entry, err)) != 0) {
+		ddl_rollback(st);
+		goto err;
+	}
+	ERR(ddl_commit(st, err));
+	ERR(republish(st, c, &entry, NULL, err));
+	storage_ident_drop(st, st->ddl_ws, ident);
+err:
+	pthread_mutex_unlock(&st->ddl_lock);
+	if (have_entry)
+		bson_destroy(&entry);
+	storage_coll_release(c);
+	return ret;
+}
+
+/* ---- listing ------------------------------------------------------------- */
+
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int
+storage_list_dbs(storage_t *st, char ***names, int *n, terr_t *err)
+{
+	char **out = NULL;
+	int cnt = 0;
+
+	pthread_rwlock_rdlock(&st->cat_lock);
+	out = bson_malloc0((st->ncolls + 1) * sizeof(*out));
+	for (int i = 0; i < st->ncolls; i++) {
+		const char *db = st->colls[i]->db;
+		bool seen = false;
+		for (int j = 0; j < cnt && !seen; j++)
+			seen = strcmp(out[j], db) == 0;
+		if (!seen)
+			out[cnt++] = bson_strdup(db);
+	}
+	pthread_rwlock_unlock(&st->cat_lock);
+	qsort(out, cnt, sizeof(*out), cmp_str);
+	*names = out;
+	*n = cnt;
+	return 0;
+}
+
+int
+storage_list_colls(storage_t *st, const char *db, storage_coll_t ***colls, int *n, terr_t *err)
+{
+	storage_coll_t **out;
+	int cnt = 0;
+
+	pthread_rwlock_rdlock(&st->cat_lock);
+	out = bson_malloc0((st->ncolls + 1) * sizeof(*out));
+	for (int i = 0; i < st->ncolls; i++) {
+		if (strcmp(st->colls[i]->db, db) == 0) {
+			storage_coll_ref(st->colls[i]);
+			out[cnt++] = st->colls[i];
+		}
+	}
+	pthread_rwlock_unlock(&st->cat_lock);
+	*colls = out;
+	*n = cnt;
+	return 0;
+}
+
+void
+storage_free_names(char **names, int n)
+{
+	for (int i = 0; i < n; i++)
+		bson_free(names[i]);
+	bson_free(names);
+}
+
+/* ---- load at open ------------------------------------------------------- */
+
+/* Counters of one record table: largest RecordId, count, bytes. */
+static int
+rt_init(storage_t *st, storage_coll_t *c, terr_t *err)
+{
+	coll_rt_t *rt = storage_coll_rt(c);
+	WT_SESSION *ws = st->ddl_ws;
+	WT_CURSOR *cur;
+	WT_ITEM v;
+	int64_t count = 0, size = 0, key;
+	int ret;
+
+	if ((ret = ws->open_cursor(ws, c->ident, NULL, NULL, &cur)) != 0)
+		return storage_wt_err(ret, "open record table", err);
+	if ((ret = cur->prev(cur)) == 0) {
+		cur->get_key(cur, &key);
+		atomic_store(&rt->next_recid, key);
+	}
+	cur->reset(cur);
+	while (ret == 0 && (ret = cur->next(cur)) == 0) {
+		if ((ret = cur->get_value(cur, &v)) != 0)
+			break;
+		count++;
+		size += (int64_t)v.size;
+	}
+	cur->close(cur);
+	if (ret != 0 && ret != WT_NOTFOUND)
+		return storage_wt_err(ret, "count records", err);
+	atomic_store(&rt->count, count);
+	atomic_store(&rt->data_size, size);
+	return 0;
+}
+
+static int64_t
+ident_number(const char *uri)
+{
+	const char *dash = strrchr(uri, '-');
+
+	return dash != NULL ? strtoll(dash + 1, NULL, 10) : -1;
+}
+
+static bool
+ident_referenced(storage_t *st, const char *uri)
+{
+	for (int i = 0; i < st->ncolls; i++) {
+		storage_coll_t *c = st->colls[i];
+		if (strcmp(c->ident, uri) == 0)
+			return true;
+		for (int j = 0; j < c->nindexes; j++)
+			if (strcmp(c->indexes[j].ident, uri) == 0)
+				return true;
+	}
+	return false;
+}
+
+int
+storage_catalog_load(storage_t *st, terr_t *err)
+{
+	WT_SESSION *ws = st->ddl_ws;
+	WT_CURSOR *cur = NULL;
+	char **orphans = NULL;
+	int norphans = 0, ret = 0, wret;
+	int64_t next = 1;
+
+	if ((wret = ws->open_cursor(ws, STORAGE_CATALOG_URI, NULL, NULL, &cur)) != 0)
+		return storage_wt_err(wret, "open catalog", err);
+	while ((wret = cur->next(cur)) == 0) {
+		const char *key;
+		WT_ITEM v;
+		bson_t entry;
+		storage_coll_t *c;
+
+		cur->get_key(cur, &key);
+		cur->get_value(cur, &v);
+		if (!bson_init_static(&entry, v.data, v.size)) {
+			ret = terr_set(err, TERR_INTERNAL_ERROR, "corrupt catalog entry %s", key);
+			goto err;
+		}
+		if (strcmp(key, STORAGE_META_KEY) == 0) {
+			bson_iter_t it;
+			if (bson_iter_init_find(&it, &entry, "nextIdent") && BSON_ITER_HOLDS_NUMBER(&it))
+				next = bson_iter_as_int64(&it);
+			continue;
+		}
+		ERR(coll_from_entry(&entry, NULL, 1, &c, err));
+		cat_insert(st, c);
+	}
+	if (wret != WT_NOTFOUND) {
+		ret = storage_wt_err(wret, "read catalog", err);
+		goto err;
+	}
+	cur->close(cur);
+	cur = NULL;
+
+	/* Tables nobody names: a crash between create and catalog commit, or
+	 * a drop that was still pending. */
+	if ((wret = ws->open_cursor(ws, "metadata:", NULL, NULL, &cur)) != 0) {
+		ret = storage_wt_err(wret, "open metadata", err);
+		goto err;
+	}
+	while ((wret = cur->next(cur)) == 0) {
+		const char *key;
+		int64_t num;
+
+		cur->get_key(cur, &key);
+		if (strncmp(key, "table:collection-", 17) != 0 && strncmp(key, "table:index-", 12) != 0)
+			continue;
+		num = ident_number(key);
+		if (num >= next)
+			next = num + 1;
+		if (!ident_referenced(st, key)) {
+			orphans = bson_realloc(orphans, (norphans + 1) * sizeof(*orphans));
+			orphans[norphans++] = bson_strdup(key);
+		}
+	}
+	cur->close(cur);
+	cur = NULL;
+	st->next_ident = next;
+	for (int i = 0; i < norphans; i++) {
+		bson_t attr = BSON_INITIALIZER;
+		BSON_APPEND_UTF8(&attr, "ident", orphans[i]);
+		tlog('I', "STORAGE", 22251, "Dropping unknown ident", &attr);
+		bson_destroy(&attr);
+		storage_ident_drop(st, ws, orphans[i]);
+	}
+	for (int i = 0; i < st->ncolls; i++)
+		ERR(rt_init(st, st->colls[i], err));
+err:
+	if (cur != NULL)
+		cur->close(cur);
+	for (int i = 0; i < norphans; i++)
+		bson_free(orphans[i]);
+	bson_free(orphans);
+	return ret;
+}

@@ -1,0 +1,368 @@
+/*
+ * cursor.c -- collection scans (RecordId order, either direction) and index
+ * scans (KeyString order between two bounds), with save/restore so a cursor
+ * can stop between getMore batches, hold no WiredTiger resources, and
+ * continue later on another session.
+ *
+ * A saved cursor remembers the last RecordId (scan) or last full index key
+ * (index scan) it returned; restore repositions with search_near on the new
+ * session, so entries deleted in between are skipped and entries inserted
+ * after the position are seen.  A restore after the collection (or the
+ * index) was dropped fails with 175 QueryPlanKilled.
+ *
+ * Not here: filtering, sorting, fetching documents for index entries (the
+ * caller uses storage_doc_get).
+ */
+#include "storage/storage_private.h"
+
+#include <errno.h>
+#include <string.h>
+
+enum cur_state {
+	CUR_START,        /* nothing returned yet */
+	CUR_POSITIONED,   /* the WT cursor sits on the last returned entry */
+	CUR_REPOSITION,   /* restored: seek to the last returned entry first */
+	CUR_EOF,
+};
+
+typedef struct bytes {
+	uint8_t *data;
+	size_t len, cap;
+} bytes_t;
+
+struct storage_cursor {
+	storage_session_t *s;          /* NULL while saved */
+	storage_coll_t *c;             /* referenced */
+	const storage_index_t *ix;     /* NULL for collection scans; points into c */
+	WT_CURSOR *wc;
+	bool backward;
+	enum cur_state state;
+	recid_t last_recid;
+	bytes_t last_key;              /* index scans: the last full key returned */
+	bytes_t doc;                   /* collection scans: the last document returned */
+	bytes_t lo, hi, seek;
+	bool has_lo, has_hi, lo_incl, hi_incl;
+};
+
+static void
+bytes_set(bytes_t *b, const void *data, size_t len)
+{
+	if (len > b->cap) {
+		b->cap = len < 64 ? 64 : len * 2;
+		b->data = bson_realloc(b->data, b->cap);
+	}
+	if (len > 0)
+		memcpy(b->data, data, len);
+	b->len = len;
+}
+
+static void
+bytes_append(bytes_t *b, const void *data, size_t len)
+{
+	size_t old = b->len;
+
+	if (old + len > b->cap) {
+		b->cap = (old + len) * 2;
+		b->data = bson_realloc(b->data, b->cap);
+	}
+	memcpy(b->data + old, data, len);
+	b->len = old + len;
+}
+
+/* Byte order, shorter first on a common prefix: WiredTiger's order for u keys. */
+static int
+key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	if (c != 0)
+		return c;
+	return alen < blen ? -1 : alen > blen ? 1 : 0;
+}
+
+static int
+cursor_attach(storage_cursor_t *cur, storage_session_t *s, terr_t *err)
+{
+	const char *uri = cur->ix != NULL ? cur->ix->ident : cur->c->ident;
+	int ret = s->ws->open_cursor(s->ws, uri, NULL, NULL, &cur->wc);
+
+	if (ret == ENOENT)
+		return terr_set(err, STORAGE_CODE_QUERY_PLAN_KILLED, "collection dropped");
+	if (ret != 0)
+		return storage_wt_err(ret, "open cursor", err);
+	cur->s = s;
+	return 0;
+}
+
+static storage_cursor_t *
+cursor_new(storage_coll_t *c, const storage_index_t *ix, bool backward)
+{
+	storage_cursor_t *cur = bson_malloc0(sizeof(*cur));
+
+	storage_coll_ref(c);
+	cur->c = c;
+	cur->ix = ix;
+	cur->backward = backward;
+	cur->state = CUR_START;
+	return cur;
+}
+
+int
+storage_scan_open(storage_session_t *s, storage_coll_t *c, bool backward,
+                  storage_cursor_t **out, terr_t *err)
+{
+	storage_cursor_t *cur = cursor_new(c, NULL, backward);
+
+	*out = NULL;
+	if (cursor_attach(cur, s, err) != 0) {
+		storage_cursor_close(cur);
+		return -1;
+	}
+	*out = cur;
+	return 0;
+}
+
+int
+storage_index_scan_open(storage_session_t *s, storage_coll_t *c, const storage_index_t *idx,
+                        const uint8_t *lo, size_t lo_len, bool lo_incl,
+                        const uint8_t *hi, size_t hi_len, bool hi_incl,
+                        bool backward, storage_cursor_t **out, terr_t *err)
+{
+	storage_cursor_t *cur;
+	bool ours = false;
+
+	*out = NULL;
+	for (int i = 0; i < c->nindexes; i++)
+		ours = ours || idx == &c->indexes[i];
+	if (!ours)
+		return terr_set(err, TERR_INTERNAL_ERROR, "index does not belong to collection %s", c->ns);
+	cur = cursor_new(c, idx, backward);
+	if (lo != NULL) {
+		cur->has_lo = true;
+		cur->lo_incl = lo_incl;
+		bytes_set(&cur->lo, lo, lo_len);
+	}
+	if (hi != NULL) {
+		cur->has_hi = true;
+		cur->hi_incl = hi_incl;
+		bytes_set(&cur->hi, hi, hi_len);
+	}
+	if (cursor_attach(cur, s, err) != 0) {
+		storage_cursor_close(cur);
+		return -1;
+	}
+	*out = cur;
+	return 0;
+}
+
+static int
+wc_move(storage_cursor_t *cur)
+{
+	return cur->backward ? cur->wc->prev(cur->wc) : cur->wc->next(cur->wc);
+}
+
+/* Seek to key (set with set_key by the caller) so the cursor sits on the
+ * first entry at or after it in scan direction; strict skips an exact hit. */
+static int
+wc_seek(storage_cursor_t *cur, bool strict)
+{
+	int exact = 0, ret;
+
+	if ((ret = cur->wc->search_near(cur->wc, &exact)) != 0)
+		return ret;
+	if (cur->backward ? (exact > 0 || (strict && exact == 0)) : (exact < 0 || (strict && exact == 0)))
+		return wc_move(cur);
+	return 0;
+}
+
+/* The value part of an index key (without the RecordId of non-unique keys). */
+static size_t
+key_value_len(const storage_cursor_t *cur, size_t len)
+{
+	return cur->ix->unique || len < 8 ? len : len - 8;
+}
+
+/* Position an index scan at its first entry. */
+static int
+index_start(storage_cursor_t *cur)
+{
+	static const uint8_t ff[9] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+	WT_ITEM k;
+	bool has = cur->backward ? cur->has_hi : cur->has_lo;
+	bool incl = cur->backward ? cur->hi_incl : cur->lo_incl;
+	const bytes_t *bound = cur->backward ? &cur->hi : &cur->lo;
+
+	if (!has)
+		return wc_move(cur);
+	bytes_set(&cur->seek, bound->data, bound->len);
+	/* Non-unique keys carry a RecordId after the value: to pass every
+	 * entry equal to the bound, seek past bound + the largest suffix. */
+	if (!cur->ix->unique && (cur->backward ? incl : !incl))
+		bytes_append(&cur->seek, ff, sizeof(ff));
+	k.data = cur->seek.data;
+	k.size = cur->seek.len;
+	cur->wc->set_key(cur->wc, &k);
+	return wc_seek(cur, false);
+}
+
+/* -1 before the scan's start bound, 1 past its end bound, 0 inside. */
+static int
+index_bounds(const storage_cursor_t *cur, const uint8_t *key, size_t len)
+{
+	size_t vlen = key_value_len(cur, len);
+	int c;
+
+	if (cur->has_lo) {
+		c = key_cmp(key, vlen, cur->lo.data, cur->lo.len);
+		if (c < 0 || (c == 0 && !cur->lo_incl))
+			return cur->backward ? 1 : -1;
+	}
+	if (cur->has_hi) {
+		c = key_cmp(key, vlen, cur->hi.data, cur->hi.len);
+		if (c > 0 || (c == 0 && !cur->hi_incl))
+			return cur->backward ? -1 : 1;
+	}
+	return 0;
+}
+
+int
+storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
+                    const uint8_t **key, size_t *key_len, terr_t *err)
+{
+	WT_CURSOR *wc = cur->wc;
+	WT_ITEM k, v;
+	int ret = 0;
+
+	if (cur->state == CUR_EOF)
+		return 0;
+	if (cur->s == NULL || wc == NULL)
+		return terr_set(err, TERR_INTERNAL_ERROR, "storage cursor used while saved");
+
+	switch (cur->state) {
+	case CUR_START:
+		ret = cur->ix != NULL ? index_start(cur) : wc_move(cur);
+		break;
+	case CUR_REPOSITION:
+		if (cur->ix != NULL) {
+			k.data = cur->last_key.data;
+			k.size = cur->last_key.len;
+			wc->set_key(wc, &k);
+		} else {
+			wc->set_key(wc, (int64_t)cur->last_recid);
+		}
+		ret = wc_seek(cur, true);
+		break;
+	default:
+		ret = wc_move(cur);
+		break;
+	}
+	for (;;) {
+		if (ret == WT_NOTFOUND) {
+			cur->state = CUR_EOF;
+			return 0;
+		}
+		if (ret != 0)
+			return storage_wt_err(ret, "scan", err);
+		cur->state = CUR_POSITIONED;
+		if (cur->ix == NULL) {
+			int64_t rid;
+			if ((ret = wc->get_key(wc, &rid)) != 0 || (ret = wc->get_value(wc, &v)) != 0)
+				return storage_wt_err(ret, "scan", err);
+			cur->last_recid = rid;
+			bytes_set(&cur->doc, v.data, v.size);
+			if (recid != NULL)
+				*recid = rid;
+			if (doc != NULL && !bson_init_static(doc, cur->doc.data, cur->doc.len))
+				return terr_set(err, TERR_INTERNAL_ERROR, "corrupt record %" PRId64 " in %s",
+				    rid, cur->c->ns);
+			return 1;
+		}
+		if ((ret = wc->get_key(wc, &k)) != 0)
+			return storage_wt_err(ret, "index scan", err);
+		int where = index_bounds(cur, k.data, k.size);
+		if (where < 0) {
+			ret = wc_move(cur);
+			continue;
+		}
+		if (where > 0) {
+			cur->state = CUR_EOF;
+			return 0;
+		}
+		bytes_set(&cur->last_key, k.data, k.size);
+		if (cur->ix->unique) {
+			int64_t rid;
+			if ((ret = wc->get_value(wc, &rid)) != 0)
+				return storage_wt_err(ret, "index scan", err);
+			cur->last_recid = rid;
+		} else {
+			cur->last_recid = k.size >= 8 ? keystring_read_recid(k.data, k.size) : 0;
+		}
+		if (recid != NULL)
+			*recid = cur->last_recid;
+		if (key != NULL)
+			*key = cur->last_key.data;
+		if (key_len != NULL)
+			*key_len = cur->last_key.len;
+		return 1;
+	}
+}
+
+int
+storage_cursor_save(storage_cursor_t *cur, terr_t *err)
+{
+	if (cur->wc != NULL) {
+		cur->wc->close(cur->wc);
+		cur->wc = NULL;
+	}
+	cur->s = NULL;
+	if (cur->state == CUR_POSITIONED)
+		cur->state = CUR_REPOSITION;
+	return 0;
+}
+
+int
+storage_cursor_restore(storage_cursor_t *cur, storage_session_t *s, terr_t *err)
+{
+	storage_coll_t *now = NULL;
+	bool same;
+
+	if (cur->wc != NULL)
+		return terr_set(err, TERR_INTERNAL_ERROR, "storage cursor restored twice");
+	/* The collection (or index) may have been dropped, or dropped and
+	 * created again, while we were saved. */
+	if (storage_coll_get(s->st, cur->c->db, cur->c->name, &now, NULL) != 0) {
+		same = false;   /* dropped or renamed: mongod kills the cursor too */
+	} else {
+		same = strcmp(now->ident, cur->c->ident) == 0;
+		if (same && cur->ix != NULL) {
+			same = false;
+			for (int i = 0; i < now->nindexes; i++)
+				same = same || strcmp(now->indexes[i].ident, cur->ix->ident) == 0;
+			storage_coll_release(now);
+			if (!same)
+				return terr_set(err, STORAGE_CODE_QUERY_PLAN_KILLED, "index '%s' dropped",
+				    cur->ix->name);
+		} else {
+			storage_coll_release(now);
+		}
+	}
+	if (!same)
+		return terr_set(err, STORAGE_CODE_QUERY_PLAN_KILLED, "collection dropped");
+	return cursor_attach(cur, s, err);
+}
+
+void
+storage_cursor_close(storage_cursor_t *cur)
+{
+	if (cur == NULL)
+		return;
+	if (cur->wc != NULL)
+		cur->wc->close(cur->wc);
+	storage_coll_release(cur->c);
+	bson_free(cur->last_key.data);
+	bson_free(cur->doc.data);
+	bson_free(cur->lo.data);
+	bson_free(cur->hi.data);
+	bson_free(cur->seek.data);
+	bson_free(cur);
+}

@@ -1,0 +1,561 @@
+/*
+ * engine.c -- the WiredTiger connection of one data folder: open (with
+ * mongod's errors for a missing or locked folder), close (checkpoint), the
+ * session pool, transactions with write-conflict retry, and group commit
+ * (a thread that syncs the journal every ~100 ms).
+ *
+ * Not here: the catalog (catalog.c), documents and indexes (record.c),
+ * cursors (cursor.c).
+ */
+#include "storage/storage_private.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+#define FLUSH_INTERVAL_MS 100
+#define PENDING_DROP_EVERY 10      /* flusher ticks between drop retries */
+#define POOL_MAX 256
+#define TXN_RETRY_MAX 100000
+#define SESSION_MAX "2000"         /* ~1000 connections + pool + WT's threads */
+
+/* ---- errors ------------------------------------------------------------- */
+
+int
+storage_wt_err(int ret, const char *what, terr_t *err)
+{
+	if (ret == WT_ROLLBACK)
+		return terr_set(err, TERR_WRITE_CONFLICT,
+		    "WriteConflict error: this operation conflicted with another operation. "
+		    "Please retry your operation or multi-document transaction.");
+	if (ret == ENOENT)
+		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "collection dropped (%s)", what);
+	return terr_set(err, TERR_INTERNAL_ERROR, "WiredTiger error (%s): %s", what,
+	    wiredtiger_strerror(ret));
+}
+
+bool
+storage_is_write_conflict(const terr_t *err)
+{
+	return err != NULL && err->code == TERR_WRITE_CONFLICT;
+}
+
+/* WiredTiger's own messages go to our log, not stderr.  Errors we expect
+ * and handle (a busy lock file, a busy table on drop, a dropped table) are
+ * debug lines. */
+static int
+on_wt_error(WT_EVENT_HANDLER *h, WT_SESSION *ws, int error, const char *message)
+{
+	bson_t attr = BSON_INITIALIZER;
+	bool expected = error == EBUSY || error == ENOENT || error == WT_ROLLBACK;
+
+	BSON_APPEND_INT32(&attr, "error", error);
+	BSON_APPEND_UTF8(&attr, "message", message);
+	tlog(expected ? 'D' : 'E', "STORAGE", 22435, "WiredTiger error message", &attr);
+	bson_destroy(&attr);
+	return 0;
+}
+
+static int
+on_wt_message(WT_EVENT_HANDLER *h, WT_SESSION *ws, const char *message)
+{
+	bson_t attr = BSON_INITIALIZER;
+
+	BSON_APPEND_UTF8(&attr, "message", message);
+	tlog('D', "STORAGE", 22430, "WiredTiger message", &attr);
+	bson_destroy(&attr);
+	return 0;
+}
+
+/* ---- open / close ------------------------------------------------------- */
+
+static int
+mkdir_p(const char *path)
+{
+	char *p = bson_strdup(path);
+	int ret = 0;
+
+	for (char *q = p + 1; ; q++) {
+		if (*q == '/' || *q == '\0') {
+			char c = *q;
+			*q = '\0';
+			if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+				ret = -1;
+				break;
+			}
+			*q = c;
+			if (c == '\0')
+				break;
+		}
+	}
+	bson_free(p);
+	return ret;
+}
+
+static void *flusher_main(void *arg);
+
+int
+storage_open(const char *path, const storage_options_t *opts, storage_t **out, terr_t *err)
+{
+	storage_options_t defaults = {0};
+	storage_t *st = NULL;
+	struct stat sb;
+	char *config = NULL;
+	int ret = 0, wret;
+
+	*out = NULL;
+	if (opts == NULL)
+		opts = &defaults;
+	if (path == NULL || path[0] == '\0')
+		return terr_set(err, TERR_BAD_VALUE, "dbpath is empty");
+	if (stat(path, &sb) != 0) {
+		if (!opts->create)
+			return terr_set(err, TERR_NON_EXISTENT_PATH, "Data directory %s not found.", path);
+		if (mkdir_p(path) != 0)
+			return terr_set(err, TERR_NON_EXISTENT_PATH,
+			    "Data directory %s not found. Create it failed: %s", path, strerror(errno));
+	} else if (!S_ISDIR(sb.st_mode)) {
+		return terr_set(err, TERR_NON_EXISTENT_PATH, "Data directory %s not found.", path);
+	}
+
+	st = bson_malloc0(sizeof(*st));
+	st->path = bson_strdup(path);
+	st->in_memory = opts->in_memory;
+	st->events.handle_error = on_wt_error;
+	st->events.handle_message = on_wt_message;
+	pthread_rwlock_init(&st->cat_lock, NULL);
+	pthread_mutex_init(&st->ddl_lock, NULL);
+	pthread_mutex_init(&st->pool_lock, NULL);
+	pthread_mutex_init(&st->flush_lock, NULL);
+	pthread_cond_init(&st->flush_cond, NULL);
+
+	if (opts->in_memory)
+		config = bson_strdup_printf("create,in_memory=true,cache_size=%s,session_max=" SESSION_MAX,
+		    opts->cache_size ? opts->cache_size : "256M");
+	else
+		config = bson_strdup_printf("create,cache_size=%s,session_max=" SESSION_MAX
+		    ",log=(enabled=true,archive=true),checkpoint=(wait=60)"
+		    ",transaction_sync=(enabled=false),file_manager=(close_idle_time=600)",
+		    opts->cache_size ? opts->cache_size : "256M");
+
+	wret = wiredtiger_open(path, &st->events, config, &st->conn);
+	if (wret == EBUSY) {
+		terr_set(err, TERR_DB_PATH_IN_USE,
+		    "Unable to lock the lock file: %s/WiredTiger.lock (Resource temporarily unavailable)."
+		    " Another mongod instance is already running on the %s directory", path, path);
+		ret = -1;
+		goto err;
+	}
+	if (wret != 0) {
+		storage_wt_err(wret, "wiredtiger_open", err);
+		ret = -1;
+		goto err;
+	}
+	if ((wret = st->conn->open_session(st->conn, NULL, "isolation=snapshot", &st->ddl_ws)) != 0) {
+		storage_wt_err(wret, "open_session", err);
+		ret = -1;
+		goto err;
+	}
+	if ((wret = st->ddl_ws->create(st->ddl_ws, STORAGE_CATALOG_URI, "key_format=S,value_format=u")) != 0) {
+		storage_wt_err(wret, "create catalog", err);
+		ret = -1;
+		goto err;
+	}
+	ERR(storage_catalog_load(st, err));
+	if (!st->in_memory) {
+		if (pthread_create(&st->flusher, NULL, flusher_main, st) != 0) {
+			terr_set(err, TERR_INTERNAL_ERROR, "could not start the journal flush thread");
+			ret = -1;
+			goto err;
+		}
+		st->flusher_running = true;
+	}
+	bson_free(config);
+	*out = st;
+	return 0;
+err:
+	bson_free(config);
+	if (st->conn != NULL)
+		st->conn->close(st->conn, NULL);
+	storage_catalog_free(st);
+	pthread_rwlock_destroy(&st->cat_lock);
+	pthread_mutex_destroy(&st->ddl_lock);
+	pthread_mutex_destroy(&st->pool_lock);
+	pthread_mutex_destroy(&st->flush_lock);
+	pthread_cond_destroy(&st->flush_cond);
+	bson_free(st->path);
+	bson_free(st);
+	return ret;
+}
+
+static void
+retry_pending_drops(storage_t *st, WT_SESSION *ws)
+{
+	pending_drop_t *list, *p, *next;
+
+	pthread_mutex_lock(&st->flush_lock);
+	list = st->pending;
+	st->pending = NULL;
+	pthread_mutex_unlock(&st->flush_lock);
+	for (p = list; p != NULL; p = next) {
+		next = p->next;
+		storage_ident_drop(st, ws, p->ident);
+		bson_free(p->ident);
+		bson_free(p);
+	}
+}
+
+static void *
+flusher_main(void *arg)
+{
+	storage_t *st = arg;
+	WT_SESSION *ws = NULL;
+	struct timespec ts;
+	int tick = 0;
+
+	tlog_set_ctx("JournalFlusher");
+	if (st->conn->open_session(st->conn, NULL, NULL, &ws) != 0)
+		return NULL;
+	pthread_mutex_lock(&st->flush_lock);
+	while (!st->stopping) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += FLUSH_INTERVAL_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&st->flush_cond, &st->flush_lock, &ts);
+		if (st->stopping)
+			break;
+		pthread_mutex_unlock(&st->flush_lock);
+		if (atomic_exchange(&st->dirty, false))
+			ws->log_flush(ws, "sync=on");
+		if (++tick % PENDING_DROP_EVERY == 0)
+			retry_pending_drops(st, ws);
+		pthread_mutex_lock(&st->flush_lock);
+	}
+	pthread_mutex_unlock(&st->flush_lock);
+	if (atomic_exchange(&st->dirty, false))
+		ws->log_flush(ws, "sync=on");
+	ws->close(ws, NULL);
+	return NULL;
+}
+
+void
+storage_close(storage_t *st)
+{
+	storage_session_t *s, *next;
+
+	if (st == NULL)
+		return;
+	if (st->flusher_running) {
+		pthread_mutex_lock(&st->flush_lock);
+		st->stopping = true;
+		pthread_cond_signal(&st->flush_cond);
+		pthread_mutex_unlock(&st->flush_lock);
+		pthread_join(st->flusher, NULL);
+	}
+	for (s = st->pool; s != NULL; s = next) {
+		next = s->pool_next;
+		storage_session_close(s);
+	}
+	st->pool = NULL;
+	retry_pending_drops(st, st->ddl_ws);
+	if (!st->in_memory)
+		st->ddl_ws->checkpoint(st->ddl_ws, NULL);
+	st->conn->close(st->conn, NULL);
+	/* Idents still pending are orphans now; the next open drops them. */
+	while (st->pending != NULL) {
+		pending_drop_t *p = st->pending;
+		st->pending = p->next;
+		bson_free(p->ident);
+		bson_free(p);
+	}
+	storage_catalog_free(st);
+	pthread_rwlock_destroy(&st->cat_lock);
+	pthread_mutex_destroy(&st->ddl_lock);
+	pthread_mutex_destroy(&st->pool_lock);
+	pthread_mutex_destroy(&st->flush_lock);
+	pthread_cond_destroy(&st->flush_cond);
+	bson_free(st->path);
+	bson_free(st);
+}
+
+/* ---- drops -------------------------------------------------------------- */
+
+void
+storage_pending_drop_add(storage_t *st, const char *ident)
+{
+	pending_drop_t *p = bson_malloc0(sizeof(*p));
+
+	p->ident = bson_strdup(ident);
+	pthread_mutex_lock(&st->flush_lock);
+	p->next = st->pending;
+	st->pending = p;
+	pthread_mutex_unlock(&st->flush_lock);
+}
+
+void
+storage_ident_drop(storage_t *st, WT_SESSION *ws, const char *ident)
+{
+	int ret = ws->drop(ws, ident, "force=true");
+
+	if (ret == EBUSY)
+		storage_pending_drop_add(st, ident);
+}
+
+/* ---- sessions ----------------------------------------------------------- */
+
+int
+storage_session_open(storage_t *st, storage_session_t **out, terr_t *err)
+{
+	storage_session_t *s;
+	int ret;
+
+	*out = NULL;
+	s = bson_malloc0(sizeof(*s));
+	s->st = st;
+	if ((ret = st->conn->open_session(st->conn, NULL, "isolation=snapshot", &s->ws)) != 0) {
+		bson_free(s);
+		return storage_wt_err(ret, "open_session", err);
+	}
+	keystring_init(&s->ks);
+	keystring_init(&s->ks2);
+	*out = s;
+	return 0;
+}
+
+void
+storage_session_close(storage_session_t *s)
+{
+	if (s == NULL)
+		return;
+	if (s->in_txn)
+		storage_txn_rollback(s);
+	s->ws->close(s->ws, NULL);
+	keystring_destroy(&s->ks);
+	keystring_destroy(&s->ks2);
+	bson_free(s->deltas);
+	bson_free(s->buf);
+	bson_free(s);
+}
+
+storage_session_t *
+storage_session_pool_get(storage_t *st, terr_t *err)
+{
+	storage_session_t *s;
+
+	pthread_mutex_lock(&st->pool_lock);
+	s = st->pool;
+	if (s != NULL) {
+		st->pool = s->pool_next;
+		st->pool_size--;
+	}
+	pthread_mutex_unlock(&st->pool_lock);
+	if (s != NULL) {
+		s->pool_next = NULL;
+		return s;
+	}
+	if (storage_session_open(st, &s, err) != 0)
+		return NULL;
+	return s;
+}
+
+void
+storage_session_pool_put(storage_t *st, storage_session_t *s)
+{
+	if (s == NULL)
+		return;
+	if (s->in_txn)
+		storage_txn_rollback(s);
+	s->ws->reset(s->ws);
+	pthread_mutex_lock(&st->pool_lock);
+	if (st->pool_size < POOL_MAX) {
+		s->pool_next = st->pool;
+		st->pool = s;
+		st->pool_size++;
+		s = NULL;
+	}
+	pthread_mutex_unlock(&st->pool_lock);
+	if (s != NULL)
+		storage_session_close(s);
+}
+
+uint8_t *
+storage_session_buf(storage_session_t *s, size_t n)
+{
+	if (n > s->buf_cap) {
+		size_t cap = s->buf_cap ? s->buf_cap : 4096;
+		while (cap < n)
+			cap *= 2;
+		s->buf = bson_realloc(s->buf, cap);
+		s->buf_cap = cap;
+	}
+	return s->buf;
+}
+
+/* ---- transactions ------------------------------------------------------- */
+
+static void
+deltas_clear(storage_session_t *s)
+{
+	for (int i = 0; i < s->ndeltas; i++)
+		coll_rt_release(s->deltas[i].rt);
+	s->ndeltas = 0;
+}
+
+int
+storage_txn_begin(storage_session_t *s, terr_t *err)
+{
+	int ret;
+
+	if (s->in_txn)
+		return terr_set(err, TERR_ILLEGAL_OPERATION, "a storage transaction is already open on this session");
+	if ((ret = s->ws->begin_transaction(s->ws, NULL)) != 0)
+		return storage_wt_err(ret, "begin_transaction", err);
+	s->in_txn = true;
+	s->txn_failed = false;
+	return 0;
+}
+
+int
+storage_txn_commit(storage_session_t *s, bool sync, terr_t *err)
+{
+	int ret;
+
+	if (!s->in_txn)
+		return terr_set(err, TERR_ILLEGAL_OPERATION, "no storage transaction is open on this session");
+	if (s->txn_failed) {
+		storage_txn_rollback(s);
+		return terr_set(err, TERR_INTERNAL_ERROR,
+		    "storage transaction failed earlier and was rolled back");
+	}
+	ret = s->ws->commit_transaction(s->ws, sync && !s->st->in_memory ? "sync=on" : NULL);
+	s->in_txn = false;
+	if (ret != 0) {
+		/* A failed commit is a rollback in WiredTiger. */
+		deltas_clear(s);
+		return storage_wt_err(ret, "commit_transaction", err);
+	}
+	for (int i = 0; i < s->ndeltas; i++) {
+		atomic_fetch_add(&s->deltas[i].rt->count, s->deltas[i].dcount);
+		atomic_fetch_add(&s->deltas[i].rt->data_size, s->deltas[i].dsize);
+	}
+	if (!sync)
+		atomic_store(&s->st->dirty, true);
+	deltas_clear(s);
+	return 0;
+}
+
+void
+storage_txn_rollback(storage_session_t *s)
+{
+	if (!s->in_txn)
+		return;
+	s->ws->rollback_transaction(s->ws, NULL);
+	s->in_txn = false;
+	s->txn_failed = false;
+	deltas_clear(s);
+}
+
+bool
+storage_txn_active(const storage_session_t *s)
+{
+	return s->in_txn;
+}
+
+int
+storage_require_txn(storage_session_t *s, terr_t *err)
+{
+	if (!s->in_txn)
+		return terr_set(err, TERR_INTERNAL_ERROR, "storage operation outside a transaction");
+	if (s->txn_failed)
+		return terr_set(err, TERR_INTERNAL_ERROR,
+		    "storage transaction failed earlier; only rollback is allowed");
+	return 0;
+}
+
+int
+storage_txn_fail(storage_session_t *s, int rc)
+{
+	if (rc != 0 && s->in_txn)
+		s->txn_failed = true;
+	return rc;
+}
+
+int
+storage_txn_delta(storage_session_t *s, coll_rt_t *rt, int64_t dcount, int64_t dsize, terr_t *err)
+{
+	for (int i = 0; i < s->ndeltas; i++) {
+		if (s->deltas[i].rt == rt) {
+			s->deltas[i].dcount += dcount;
+			s->deltas[i].dsize += dsize;
+			return 0;
+		}
+	}
+	if (s->ndeltas == s->deltas_cap) {
+		s->deltas_cap = s->deltas_cap ? s->deltas_cap * 2 : 4;
+		s->deltas = bson_realloc(s->deltas, s->deltas_cap * sizeof(*s->deltas));
+	}
+	coll_rt_ref(rt);
+	s->deltas[s->ndeltas].rt = rt;
+	s->deltas[s->ndeltas].dcount = dcount;
+	s->deltas[s->ndeltas].dsize = dsize;
+	s->ndeltas++;
+	return 0;
+}
+
+/* Back off after a write conflict: yield first, then sleep with jitter
+ * growing to ~10 ms, so two writers that keep colliding spread out. */
+static void
+conflict_backoff(int attempt, unsigned *seed)
+{
+	long us;
+
+	if (attempt < 3) {
+		sched_yield();
+		return;
+	}
+	us = 50L << (attempt < 11 ? attempt - 3 : 8);
+	if (us > 10000)
+		us = 10000;
+	usleep((useconds_t)(us / 2 + rand_r(seed) % (us / 2 + 1)));
+}
+
+int
+storage_txn_run(storage_session_t *s, storage_txn_fn fn, void *arg, bool sync, terr_t *err)
+{
+	terr_t local = TERR_INIT;
+	unsigned seed = (unsigned)(uintptr_t)s ^ (unsigned)time(NULL);
+	int rc = 0;
+
+	if (s->in_txn)
+		return storage_txn_fail(s, fn(s, arg, err));
+	for (int attempt = 0; ; attempt++) {
+		terr_clear(&local);
+		if ((rc = storage_txn_begin(s, &local)) != 0)
+			break;
+		rc = fn(s, arg, &local);
+		if (rc == 0) {
+			if ((rc = storage_txn_commit(s, sync, &local)) == 0)
+				break;
+		} else {
+			storage_txn_rollback(s);
+			if (!terr_is_set(&local))
+				terr_set(&local, TERR_INTERNAL_ERROR, "transaction function failed");
+		}
+		if (!storage_is_write_conflict(&local) || attempt >= TXN_RETRY_MAX)
+			break;
+		conflict_backoff(attempt, &seed);
+	}
+	if (rc != 0 && err != NULL)
+		terr_move(err, &local);
+	terr_clear(&local);
+	return rc;
+}

@@ -1,0 +1,407 @@
+/*
+ * record.c -- documents: the record table of a collection (RecordId ->
+ * BSON) and the index tables kept in step with it, inside the caller's
+ * transaction; and collection sizes for stats.
+ *
+ * Every document write goes through index_apply(), which knows each
+ * index's keys for a document.  Today only the _id_ index's keys can be
+ * generated; a collection whose catalog entry has any other index refuses
+ * writes with 238 NotImplemented rather than leave that index stale.
+ *
+ * Not here: opening scans (cursor.c), catalog changes (catalog.c).
+ */
+#include "storage/storage_private.h"
+
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bson/value.h"
+
+/* ---- index keys ---------------------------------------------------------- */
+
+/* The _id element of doc (it must be the first field). */
+static bool
+doc_id(const bson_t *doc, bson_iter_t *it)
+{
+	return bson_iter_init(it, doc) && bson_iter_next(it) && strcmp(bson_iter_key(it), "_id") == 0;
+}
+
+/* Build into ks the one key doc has in ix (the _id_ index only, for now).
+ * Returns 0, or 238 with err for indexes whose keys cannot be generated. */
+static int
+index_doc_key(const storage_index_t *ix, const bson_t *doc, keystring_t *ks, terr_t *err)
+{
+	bson_iter_t it;
+	bson_value_t null_v;
+
+	if (!ix->is_id)
+		return terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "writing to a collection with secondary index %s is not implemented yet", ix->name);
+	keystring_reset(ks);
+	if (bson_iter_init_find(&it, doc, "_id")) {
+		keystring_append_value(ks, bson_iter_value(&it), false);
+	} else {
+		null_v.value_type = BSON_TYPE_NULL;
+		keystring_append_value(ks, &null_v, false);
+	}
+	return 0;
+}
+
+/* Fail before writing anything when an index cannot be maintained. */
+static int
+indexes_supported(const storage_coll_t *c, terr_t *err)
+{
+	for (int i = 0; i < c->nindexes; i++)
+		if (!c->indexes[i].is_id)
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "writing to a collection with secondary index %s is not implemented yet",
+			    c->indexes[i].name);
+	return 0;
+}
+
+/* E11000 with mongod's message and keyPattern/keyValue extra fields. */
+static int
+dup_key_error(const storage_coll_t *c, const storage_index_t *ix, const bson_t *doc, terr_t *err)
+{
+	bson_t *extra = bson_new(), kv = BSON_INITIALIZER, kp;
+	bson_string_t *msg = bson_string_new(NULL);
+	bson_iter_t pit, vit;
+	bool first = true;
+
+	bson_string_append_printf(msg, "E11000 duplicate key error collection: %s index: %s dup key: { ",
+	    c->ns, ix->name);
+	if (bson_iter_init(&pit, ix->key)) {
+		while (bson_iter_next(&pit)) {
+			const char *field = bson_iter_key(&pit);
+			bson_value_t null_v = {.value_type = BSON_TYPE_NULL};
+			const bson_value_t *v = &null_v;
+			char *rendered;
+
+			if (bson_iter_init(&vit, doc) && bson_iter_find_descendant(&vit, field, &vit))
+				v = bson_iter_value(&vit);
+			rendered = bv_to_mongo_string(v);
+			bson_string_append_printf(msg, "%s%s: %s", first ? "" : ", ", field, rendered);
+			bson_free(rendered);
+			bv_append(&kv, field, -1, v);
+			first = false;
+		}
+	}
+	bson_string_append(msg, first ? "}" : " }");
+	terr_set(err, TERR_DUPLICATE_KEY, "%s", msg->str);
+	bson_string_free(msg, true);
+	bson_init_static(&kp, bson_get_data(ix->key), ix->key->len);
+	BSON_APPEND_DOCUMENT(extra, "keyPattern", &kp);
+	BSON_APPEND_DOCUMENT(extra, "keyValue", &kv);
+	bson_destroy(&kv);
+	terr_set_extra_steal(err, extra);
+	return -1;
+}
+
+static int
+open_cursor(storage_session_t *s, const char *uri, const char *config, WT_CURSOR **out, terr_t *err)
+{
+	int ret = s->ws->open_cursor(s->ws, uri, NULL, config, out);
+
+	return ret ? storage_wt_err(ret, "open cursor", err) : 0;
+}
+
+/* Add (add=true) or remove the entry key -> recid in ix. */
+static int
+index_entry(storage_session_t *s, const storage_coll_t *c, const storage_index_t *ix,
+            keystring_t *key, recid_t recid, bool add, const bson_t *doc, terr_t *err)
+{
+	WT_CURSOR *cur = NULL;
+	WT_ITEM k, v;
+	int ret = 0, wret;
+
+	ERR(open_cursor(s, ix->ident, "overwrite=false", &cur, err));
+	if (ix->unique) {
+		k.data = key->buf;
+		k.size = key->len;
+		cur->set_key(cur, &k);
+		if (add) {
+			cur->set_value(cur, (int64_t)recid);
+			wret = cur->insert(cur);
+		} else {
+			wret = cur->remove(cur);
+		}
+	} else {
+		/* Non-unique: the key ends with the RecordId, the value is empty. */
+		size_t len = key->len;
+		keystring_append_recid(key, recid);
+		k.data = key->buf;
+		k.size = key->len;
+		cur->set_key(cur, &k);
+		if (add) {
+			v.data = "";
+			v.size = 0;
+			cur->set_value(cur, &v);
+			wret = cur->insert(cur);
+		} else {
+			wret = cur->remove(cur);
+		}
+		key->len = len;
+	}
+	if (wret == WT_DUPLICATE_KEY) {
+		ret = dup_key_error(c, ix, doc, err);
+		goto err;
+	}
+	if (wret == WT_NOTFOUND && !add) {
+		ret = terr_set(err, TERR_INTERNAL_ERROR, "index %s of %s has no entry for a stored document",
+		    ix->name, c->ns);
+		goto err;
+	}
+	if (wret != 0) {
+		ret = storage_wt_err(wret, "write index", err);
+		goto err;
+	}
+err:
+	if (cur != NULL)
+		cur->close(cur);
+	return ret;
+}
+
+/*
+ * Keep every index of c in step with one document change: old_doc's keys
+ * removed (old_doc NULL for an insert), new_doc's keys added (new_doc NULL
+ * for a delete); unchanged keys are left alone.
+ */
+static int
+index_apply(storage_session_t *s, const storage_coll_t *c, recid_t recid,
+            const bson_t *old_doc, const bson_t *new_doc, terr_t *err)
+{
+	keystring_t oldk, newk;
+	int ret = 0;
+
+	keystring_init(&oldk);
+	keystring_init(&newk);
+	for (int i = 0; i < c->nindexes; i++) {
+		const storage_index_t *ix = &c->indexes[i];
+		bool have_old = false, have_new = false;
+
+		if (old_doc != NULL) {
+			ERR(index_doc_key(ix, old_doc, &oldk, err));
+			have_old = true;
+		}
+		if (new_doc != NULL) {
+			ERR(index_doc_key(ix, new_doc, &newk, err));
+			have_new = true;
+		}
+		if (have_old && have_new && oldk.len == newk.len && memcmp(oldk.buf, newk.buf, oldk.len) == 0)
+			continue;
+		if (have_old)
+			ERR(index_entry(s, c, ix, &oldk, recid, false, old_doc, err));
+		if (have_new)
+			ERR(index_entry(s, c, ix, &newk, recid, true, new_doc, err));
+	}
+err:
+	keystring_destroy(&oldk);
+	keystring_destroy(&newk);
+	return ret;
+}
+
+/* ---- documents ------------------------------------------------------------ */
+
+int
+storage_doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc,
+                   recid_t *recid, terr_t *err)
+{
+	coll_rt_t *rt = storage_coll_rt(c);
+	WT_CURSOR *cur = NULL;
+	WT_ITEM v;
+	bson_iter_t it;
+	recid_t id;
+	int ret = 0, wret;
+
+	RET(storage_require_txn(s, err));
+	if (doc->len > STORAGE_MAX_BSON)
+		return terr_set(err, TERR_BSON_OBJECT_TOO_LARGE,
+		    "object to insert too large. size in bytes: %u, max size: %d", doc->len, STORAGE_MAX_BSON);
+	if (!doc_id(doc, &it))
+		return terr_set(err, TERR_BAD_VALUE, "document to insert must have _id as its first field");
+	RET(indexes_supported(c, err));
+	id = atomic_fetch_add(&rt->next_recid, 1) + 1;
+	ERR(index_apply(s, c, id, NULL, doc, err));
+	ERR(open_cursor(s, c->ident, "overwrite=false", &cur, err));
+	v.data = bson_get_data(doc);
+	v.size = doc->len;
+	cur->set_key(cur, (int64_t)id);
+	cur->set_value(cur, &v);
+	if ((wret = cur->insert(cur)) != 0) {
+		ret = storage_wt_err(wret, "insert record", err);
+		goto err;
+	}
+	ERR(storage_txn_delta(s, rt, 1, doc->len, err));
+	if (recid != NULL)
+		*recid = id;
+err:
+	if (cur != NULL)
+		cur->close(cur);
+	return storage_txn_fail(s, ret);
+}
+
+int
+storage_doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid,
+                   const bson_t *old_doc, const bson_t *new_doc, terr_t *err)
+{
+	WT_CURSOR *cur = NULL;
+	WT_ITEM v;
+	bson_iter_t it;
+	int ret = 0, wret;
+
+	RET(storage_require_txn(s, err));
+	if (new_doc->len > STORAGE_MAX_BSON)
+		return terr_set(err, STORAGE_CODE_UPDATE_TOO_LARGE,
+		    "Resulting document after update is larger than %d", STORAGE_MAX_BSON);
+	if (!doc_id(new_doc, &it))
+		return terr_set(err, TERR_BAD_VALUE, "document must have _id as its first field");
+	RET(indexes_supported(c, err));
+	ERR(index_apply(s, c, recid, old_doc, new_doc, err));
+	ERR(open_cursor(s, c->ident, "overwrite=false", &cur, err));
+	v.data = bson_get_data(new_doc);
+	v.size = new_doc->len;
+	cur->set_key(cur, (int64_t)recid);
+	cur->set_value(cur, &v);
+	if ((wret = cur->update(cur)) != 0) {
+		ret = wret == WT_NOTFOUND
+		    ? terr_set(err, TERR_INTERNAL_ERROR, "update of a missing record in %s", c->ns)
+		    : storage_wt_err(wret, "update record", err);
+		goto err;
+	}
+	ERR(storage_txn_delta(s, storage_coll_rt(c), 0, (int64_t)new_doc->len - (int64_t)old_doc->len, err));
+err:
+	if (cur != NULL)
+		cur->close(cur);
+	return storage_txn_fail(s, ret);
+}
+
+int
+storage_doc_delete(storage_session_t *s, storage_coll_t *c, recid_t recid,
+                   const bson_t *old_doc, terr_t *err)
+{
+	WT_CURSOR *cur = NULL;
+	int ret = 0, wret;
+
+	RET(storage_require_txn(s, err));
+	RET(indexes_supported(c, err));
+	ERR(index_apply(s, c, recid, old_doc, NULL, err));
+	ERR(open_cursor(s, c->ident, "overwrite=false", &cur, err));
+	cur->set_key(cur, (int64_t)recid);
+	if ((wret = cur->remove(cur)) != 0) {
+		ret = wret == WT_NOTFOUND
+		    ? terr_set(err, TERR_INTERNAL_ERROR, "delete of a missing record in %s", c->ns)
+		    : storage_wt_err(wret, "delete record", err);
+		goto err;
+	}
+	ERR(storage_txn_delta(s, storage_coll_rt(c), -1, -(int64_t)old_doc->len, err));
+err:
+	if (cur != NULL)
+		cur->close(cur);
+	return storage_txn_fail(s, ret);
+}
+
+/* Read the record recid into the session buffer; 0, 1 not found, -1. */
+static int
+record_read(storage_session_t *s, const storage_coll_t *c, recid_t recid, bson_t *doc, terr_t *err)
+{
+	WT_CURSOR *cur = NULL;
+	WT_ITEM v;
+	uint8_t *buf;
+	int ret = 0, wret;
+
+	ERR(open_cursor(s, c->ident, NULL, &cur, err));
+	cur->set_key(cur, (int64_t)recid);
+	wret = cur->search(cur);
+	if (wret == WT_NOTFOUND) {
+		ret = 1;
+		goto err;
+	}
+	if (wret != 0 || (wret = cur->get_value(cur, &v)) != 0) {
+		ret = storage_wt_err(wret, "read record", err);
+		goto err;
+	}
+	buf = storage_session_buf(s, v.size);
+	memcpy(buf, v.data, v.size);
+	if (!bson_init_static(doc, buf, v.size)) {
+		ret = terr_set(err, TERR_INTERNAL_ERROR, "corrupt record %" PRId64 " in %s", recid, c->ns);
+		goto err;
+	}
+err:
+	if (cur != NULL)
+		cur->close(cur);
+	return ret;
+}
+
+int
+storage_doc_get(storage_session_t *s, storage_coll_t *c, recid_t recid, bson_t *doc, terr_t *err)
+{
+	return record_read(s, c, recid, doc, err);
+}
+
+int
+storage_doc_find_id(storage_session_t *s, storage_coll_t *c, const bson_value_t *id,
+                    recid_t *recid, bson_t *doc, terr_t *err)
+{
+	const storage_index_t *ix = NULL;
+	WT_CURSOR *cur = NULL;
+	WT_ITEM k;
+	int64_t rid = 0;
+	int ret = 0, wret;
+
+	for (int i = 0; i < c->nindexes && ix == NULL; i++)
+		if (c->indexes[i].is_id)
+			ix = &c->indexes[i];
+	if (ix == NULL)
+		return terr_set(err, TERR_INTERNAL_ERROR, "collection %s has no _id index", c->ns);
+	keystring_reset(&s->ks);
+	keystring_append_value(&s->ks, id, false);
+	ERR(open_cursor(s, ix->ident, NULL, &cur, err));
+	k.data = s->ks.buf;
+	k.size = s->ks.len;
+	cur->set_key(cur, &k);
+	wret = cur->search(cur);
+	if (wret == WT_NOTFOUND) {
+		ret = 1;
+		goto err;
+	}
+	if (wret != 0 || (wret = cur->get_value(cur, &rid)) != 0) {
+		ret = storage_wt_err(wret, "read _id index", err);
+		goto err;
+	}
+	cur->close(cur);
+	cur = NULL;
+	ret = record_read(s, c, rid, doc, err);
+	if (ret == 0 && recid != NULL)
+		*recid = rid;
+err:
+	if (cur != NULL)
+		cur->close(cur);
+	return ret;
+}
+
+/* ---- stats ----------------------------------------------------------------- */
+
+int
+storage_coll_stats(storage_t *st, storage_session_t *s, storage_coll_t *c,
+                   int64_t *count, int64_t *data_size, int64_t *storage_size, terr_t *err)
+{
+	coll_rt_t *rt = storage_coll_rt(c);
+
+	if (count != NULL)
+		*count = atomic_load(&rt->count);
+	if (data_size != NULL)
+		*data_size = atomic_load(&rt->data_size);
+	if (storage_size != NULL) {
+		const char *name = strchr(c->ident, ':');
+		char *file = bson_strdup_printf("%s/%s.wt", st->path, name ? name + 1 : c->ident);
+		struct stat sb;
+
+		*storage_size = 0;
+		if (!st->in_memory && stat(file, &sb) == 0)
+			*storage_size = (int64_t)sb.st_size;
+		else if (st->in_memory)
+			*storage_size = atomic_load(&rt->data_size);
+		bson_free(file);
+	}
+	return 0;
+}

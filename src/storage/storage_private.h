@@ -1,0 +1,144 @@
+/*
+ * storage_private.h -- what the files of src/storage/ share and nobody else
+ * sees: the connection, session and cursor structures, the per-collection
+ * runtime counters, and the helpers that turn WiredTiger return codes into
+ * terr_t errors.
+ *
+ * Not a public contract: other layers use storage.h only.
+ */
+#ifndef TAMGA_STORAGE_STORAGE_PRIVATE_H
+#define TAMGA_STORAGE_STORAGE_PRIVATE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <wiredtiger.h>
+
+#include "storage/storage.h"
+#include "bson/keystring.h"
+
+#define STORAGE_CATALOG_URI "table:_catalog"
+#define STORAGE_META_KEY "$meta"          /* catalog row with the ident counter */
+#define STORAGE_MAX_BSON (16 * 1024 * 1024)
+#define STORAGE_MAX_NS_LEN 255
+#define STORAGE_MAX_DB_LEN 63
+#define STORAGE_CODE_QUERY_PLAN_KILLED 175
+#define STORAGE_CODE_UPDATE_TOO_LARGE 17419
+#define STORAGE_CODE_OP_NOT_IN_TXN 263
+
+/*
+ * Runtime state of one collection table, shared by every descriptor version
+ * of that table (a rename or collMod publishes a new descriptor but the same
+ * table keeps counting).  count and data_size are committed values: a
+ * transaction accumulates deltas in its session and applies them at commit.
+ */
+typedef struct coll_rt {
+	atomic_int refs;
+	atomic_llong next_recid;   /* last RecordId handed out */
+	atomic_llong count;
+	atomic_llong data_size;
+} coll_rt_t;
+
+/* storage_coll_t.impl */
+typedef struct coll_impl {
+	atomic_int refs;
+	coll_rt_t *rt;
+} coll_impl_t;
+
+/* Count/size changes of the open transaction, applied at commit. */
+typedef struct txn_delta {
+	coll_rt_t *rt;             /* referenced while listed */
+	int64_t dcount;
+	int64_t dsize;
+} txn_delta_t;
+
+struct storage_session {
+	storage_t *st;
+	WT_SESSION *ws;
+	bool in_txn;
+	bool txn_failed;           /* an operation failed: only rollback is allowed */
+	uint8_t *buf;              /* document views returned by doc_get/find_id */
+	size_t buf_cap;
+	txn_delta_t *deltas;
+	int ndeltas, deltas_cap;
+	keystring_t ks;            /* scratch key */
+	keystring_t ks2;
+	storage_session_t *pool_next;
+};
+
+/* An ident whose drop failed (EBUSY: a cursor still open somewhere); the
+ * flush thread retries, and open drops whatever the catalog no longer names. */
+typedef struct pending_drop {
+	char *ident;
+	struct pending_drop *next;
+} pending_drop_t;
+
+struct storage {
+	WT_CONNECTION *conn;
+	char *path;
+	bool in_memory;
+	WT_EVENT_HANDLER events;
+
+	/* In-memory catalog: descriptors sorted by ns; the array holds one
+	 * reference to each.  Readers take cat_lock shared and a reference;
+	 * changes (under ddl_lock, then cat_lock exclusive) replace pointers. */
+	pthread_rwlock_t cat_lock;
+	storage_coll_t **colls;
+	int ncolls, colls_cap;
+
+	/* Catalog changes are serialised; they use their own session. */
+	pthread_mutex_t ddl_lock;
+	WT_SESSION *ddl_ws;
+	int64_t next_ident;
+
+	/* Session pool. */
+	pthread_mutex_t pool_lock;
+	storage_session_t *pool;
+	int pool_size;
+
+	/* Group commit: the flusher syncs the journal every ~100 ms when
+	 * something was committed without sync, and retries pending drops. */
+	pthread_t flusher;
+	bool flusher_running;
+	pthread_mutex_t flush_lock;
+	pthread_cond_t flush_cond;
+	bool stopping;
+	atomic_bool dirty;
+	pending_drop_t *pending;   /* under flush_lock */
+};
+
+/* ---- engine.c ---- */
+/* Set err from a WiredTiger error: WT_ROLLBACK -> 112 WriteConflict, ENOENT
+ * (a table dropped under us) -> 26, others -> 1 with wiredtiger_strerror and
+ * what we were doing.  Returns -1. */
+int storage_wt_err(int ret, const char *what, terr_t *err);
+/* Fail unless s has an open, usable transaction. */
+int storage_require_txn(storage_session_t *s, terr_t *err);
+/* Mark the transaction failed after an error inside it. */
+int storage_txn_fail(storage_session_t *s, int rc);
+/* Record a count/size change for the open transaction. */
+int storage_txn_delta(storage_session_t *s, coll_rt_t *rt, int64_t dcount, int64_t dsize, terr_t *err);
+/* Queue an ident for a later drop (after EBUSY). */
+void storage_pending_drop_add(storage_t *st, const char *ident);
+/* Drop an ident now, or queue it when busy. */
+void storage_ident_drop(storage_t *st, WT_SESSION *ws, const char *ident);
+/* Make the buffer of s hold at least n bytes. */
+uint8_t *storage_session_buf(storage_session_t *s, size_t n);
+
+/* ---- catalog.c ---- */
+/* Load the catalog table into memory, drop unreferenced idents, initialise
+ * counters.  Called once by storage_open. */
+int storage_catalog_load(storage_t *st, terr_t *err);
+/* Release every descriptor of the in-memory catalog (at close). */
+void storage_catalog_free(storage_t *st);
+void coll_rt_release(coll_rt_t *rt);
+void coll_rt_ref(coll_rt_t *rt);
+
+/* ---- record.c ---- */
+/* The collection's runtime counters. */
+static inline coll_rt_t *
+storage_coll_rt(const storage_coll_t *c)
+{
+	return ((coll_impl_t *)c->impl)->rt;
+}
+
+#endif

@@ -1,0 +1,859 @@
+/*
+ * test_storage.c -- the storage layer in one process: catalog (create, drop,
+ * rename, list, namespace rules), documents (insert, get, find by _id,
+ * update, delete, sizes), the duplicate-_id error, scans and index scans
+ * with save/restore across sessions, write-conflict retry on two threads,
+ * and reopening a folder.
+ *
+ * Crash and multi-process behaviour is in test_storage_durability.c.
+ */
+#include <pthread.h>
+
+#include "tt.h"
+#include "storage/storage.h"
+#include "bson/keystring.h"
+
+static char *dir;
+
+static storage_t *
+open_fresh(const char *tag)
+{
+	storage_options_t o = {.create = true, .cache_size = "64M"};
+	terr_t err = TERR_INIT;
+	storage_t *st = NULL;
+
+	dir = tt_tmpdir(tag);
+	if (storage_open(dir, &o, &st, &err) != 0) {
+		fprintf(stderr, "open failed: %s\n", err.msg);
+		abort();
+	}
+	return st;
+}
+
+static void
+close_and_clean(storage_t *st)
+{
+	storage_close(st);
+	tt_rmdir(dir);
+	bson_free(dir);
+	dir = NULL;
+}
+
+/* Insert one JSON document in its own transaction; returns the rc. */
+static int
+insert_json(storage_session_t *s, storage_coll_t *c, const char *json, recid_t *rid, terr_t *err)
+{
+	bson_t *doc = tt_json(json);
+	int rc = storage_txn_begin(s, err);
+
+	if (rc == 0)
+		rc = storage_doc_insert(s, c, doc, rid, err);
+	if (rc == 0)
+		rc = storage_txn_commit(s, false, err);
+	else
+		storage_txn_rollback(s);
+	bson_destroy(doc);
+	return rc;
+}
+
+static void
+test_open_missing_folder(void)
+{
+	storage_options_t o = {0};
+	terr_t err = TERR_INIT;
+	storage_t *st = NULL;
+	char *base = tt_tmpdir("missing");
+	char *path = bson_strdup_printf("%s/a/b", base);
+	char *want = bson_strdup_printf("Data directory %s not found.", path);
+
+	TT_ASSERT(storage_open(path, &o, &st, &err) != 0);
+	TT_EQ_INT(err.code, 29);
+	TT_EQ_STR(err.msg, want);
+	TT_ASSERT(st == NULL);
+	terr_clear(&err);
+	o.create = true;
+	TT_EQ_INT(storage_open(path, &o, &st, &err), 0);
+	TT_ASSERT(st != NULL);
+	storage_close(st);
+	tt_rmdir(base);
+	bson_free(want);
+	bson_free(path);
+	bson_free(base);
+}
+
+static void
+test_catalog(void)
+{
+	storage_t *st = open_fresh("catalog");
+	terr_t err = TERR_INIT;
+	storage_coll_t *c = NULL, **colls = NULL;
+	char **names = NULL;
+	int n = 0;
+	bson_t *opts = tt_json("{\"validator\": {\"a\": {\"$type\": \"int\"}}, \"validationLevel\": \"strict\"}");
+
+	TT_EQ_INT(storage_coll_create(st, NULL, "db1", "a", opts, &err), 0);
+	TT_EQ_INT(storage_coll_create(st, NULL, "db1", "b", NULL, &err), 0);
+	TT_EQ_INT(storage_coll_create(st, NULL, "db2", "c", NULL, &err), 0);
+	TT_ASSERT(storage_coll_create(st, NULL, "db1", "a", NULL, &err) != 0);
+	TT_EQ_INT(err.code, 48);
+	TT_EQ_STR(err.msg, "Collection db1.a already exists.");
+	terr_clear(&err);
+
+	/* namespace rules */
+	TT_ASSERT(storage_coll_create(st, NULL, "db1", "a$b", NULL, &err) != 0);
+	TT_EQ_INT(err.code, 73);
+	TT_EQ_STR(err.msg, "Invalid collection name: a$b");
+	TT_ASSERT(storage_coll_create(st, NULL, "bad db", "x", NULL, &err) != 0);
+	TT_EQ_INT(err.code, 73);
+	TT_EQ_STR(err.msg, "Invalid namespace: bad db.x");
+	TT_ASSERT(storage_coll_create(st, NULL, "a.b", "x", NULL, &err) != 0);
+	TT_EQ_INT(err.code, 73);
+	TT_ASSERT(storage_coll_create(st, NULL, "db1", "", NULL, &err) != 0);
+	TT_EQ_INT(err.code, 73);
+	TT_ASSERT(storage_coll_create(st, NULL, "", "x", NULL, &err) != 0);
+	TT_EQ_INT(err.code, 73);
+	TT_ASSERT(storage_coll_create(st, NULL, "db1", "system.foo", NULL, &err) != 0);
+	TT_EQ_INT(err.code, 73);
+	TT_EQ_STR(err.msg, "Invalid system namespace: db1.system.foo");
+	TT_EQ_INT(storage_ns_check("db1", "system.views", &err), 0);
+	{
+		char longname[300];
+		memset(longname, 'x', 260);
+		longname[260] = '\0';
+		TT_ASSERT(storage_coll_create(st, NULL, "db1", longname, NULL, &err) != 0);
+		TT_EQ_INT(err.code, 73);
+		TT_ASSERT(strncmp(err.msg, "Fully qualified namespace is too long. Namespace: db1.xxx", 56) == 0);
+		TT_ASSERT(strstr(err.msg, " Max: 255") != NULL);
+	}
+	terr_clear(&err);
+
+	/* get, options, _id index */
+	TT_EQ_INT(storage_coll_get(st, "db1", "a", &c, &err), 0);
+	TT_EQ_STR(c->ns, "db1.a");
+	TT_EQ_STR(c->db, "db1");
+	TT_EQ_STR(c->name, "a");
+	TT_EQ_JSON(c->options, "{ \"validator\" : { \"a\" : { \"$type\" : \"int\" } }, \"validationLevel\" : \"strict\" }");
+	TT_EQ_INT(c->nindexes, 1);
+	TT_EQ_STR(c->indexes[0].name, "_id_");
+	TT_ASSERT(c->indexes[0].is_id && c->indexes[0].unique);
+	TT_EQ_JSON(c->indexes[0].spec, "{ \"v\" : 2, \"key\" : { \"_id\" : 1 }, \"name\" : \"_id_\" }");
+	TT_EQ_JSON(c->indexes[0].key, "{ \"_id\" : 1 }");
+	TT_ASSERT(strncmp(c->ident, "table:collection-", 17) == 0);
+	TT_ASSERT(strncmp(c->indexes[0].ident, "table:index-", 12) == 0);
+	TT_EQ_INT(c->uuid[6] >> 4, 4);
+	storage_coll_release(c);
+	TT_EQ_INT(storage_coll_get(st, "db1", "zz", &c, &err), 26);
+
+	/* set_options publishes a new descriptor; the old one stays intact */
+	{
+		storage_coll_t *c2 = NULL;
+		bson_t *o2 = tt_json("{\"validationLevel\": \"moderate\"}");
+		TT_EQ_INT(storage_coll_get(st, "db1", "a", &c, &err), 0);
+		TT_EQ_INT(storage_coll_set_options(st, NULL, "db1", "a", o2, &err), 0);
+		TT_EQ_INT(storage_coll_get(st, "db1", "a", &c2, &err), 0);
+		TT_EQ_JSON(c2->options, "{ \"validationLevel\" : \"moderate\" }");
+		TT_EQ_JSON(c->options, "{ \"validator\" : { \"a\" : { \"$type\" : \"int\" } }, \"validationLevel\" : \"strict\" }");
+		TT_ASSERT(c2->version > c->version);
+		TT_ASSERT(memcmp(c2->uuid, c->uuid, 16) == 0);
+		storage_coll_release(c2);
+		storage_coll_release(c);
+		bson_destroy(o2);
+	}
+
+	/* listing */
+	TT_EQ_INT(storage_list_dbs(st, &names, &n, &err), 0);
+	TT_EQ_INT(n, 2);
+	if (n == 2) {
+		TT_EQ_STR(names[0], "db1");
+		TT_EQ_STR(names[1], "db2");
+	}
+	storage_free_names(names, n);
+	TT_EQ_INT(storage_list_colls(st, "db1", &colls, &n, &err), 0);
+	TT_EQ_INT(n, 2);
+	if (n == 2) {
+		TT_EQ_STR(colls[0]->name, "a");
+		TT_EQ_STR(colls[1]->name, "b");
+	}
+	for (int i = 0; i < n; i++)
+		storage_coll_release(colls[i]);
+	bson_free(colls);
+
+	/* drop */
+	TT_EQ_INT(storage_coll_drop(st, NULL, "db1", "b", &err), 0);
+	TT_ASSERT(storage_coll_get(st, "db1", "b", &c, &err) == 26);
+	TT_ASSERT(storage_coll_drop(st, NULL, "db1", "b", &err) != 0);
+	TT_EQ_INT(err.code, 26);
+	terr_clear(&err);
+
+	/* rename */
+	TT_ASSERT(storage_coll_rename(st, NULL, "db1", "a", "db2", "c", false, &err) != 0);
+	TT_EQ_INT(err.code, 48);
+	TT_EQ_STR(err.msg, "target namespace exists");
+	TT_ASSERT(storage_coll_rename(st, NULL, "db1", "nope", "db2", "q", false, &err) != 0);
+	TT_EQ_INT(err.code, 26);
+	TT_EQ_INT(storage_coll_rename(st, NULL, "db1", "a", "db2", "c", true, &err), 0);
+	TT_ASSERT(storage_coll_get(st, "db1", "a", &c, &err) == 26);
+	TT_EQ_INT(storage_coll_get(st, "db2", "c", &c, &err), 0);
+	TT_EQ_JSON(c->options, "{ \"validationLevel\" : \"moderate\" }");
+	storage_coll_release(c);
+	TT_EQ_INT(storage_list_dbs(st, &names, &n, &err), 0);
+	TT_EQ_INT(n, 1);
+	storage_free_names(names, n);
+
+	/* db drop */
+	TT_EQ_INT(storage_coll_create(st, NULL, "db2", "d", NULL, &err), 0);
+	TT_EQ_INT(storage_db_drop(st, NULL, "db2", &err), 0);
+	TT_EQ_INT(storage_list_dbs(st, &names, &n, &err), 0);
+	TT_EQ_INT(n, 0);
+	storage_free_names(names, n);
+	TT_EQ_INT(storage_db_drop(st, NULL, "nothing", &err), 0);
+
+	bson_destroy(opts);
+	terr_clear(&err);
+	close_and_clean(st);
+}
+
+static int cache_frees;
+static void
+count_free(void *p)
+{
+	cache_frees++;
+	bson_free(p);
+}
+
+static void
+test_cache_slot(void)
+{
+	storage_t *st = open_fresh("cache");
+	terr_t err = TERR_INIT;
+	storage_coll_t *c = NULL;
+	void *a = bson_malloc(8), *b = bson_malloc(8);
+
+	TT_EQ_INT(storage_coll_create(st, NULL, "d", "c", NULL, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "d", "c", &c, &err), 0);
+	TT_ASSERT(storage_coll_cache_set(c, a, count_free) == a);
+	TT_ASSERT(storage_coll_cache_set(c, b, count_free) == a);
+	bson_free(b);
+	storage_coll_release(c);
+	TT_EQ_INT(cache_frees, 0);                   /* the catalog still holds it */
+	TT_EQ_INT(storage_coll_drop(st, NULL, "d", "c", &err), 0);
+	TT_EQ_INT(cache_frees, 1);
+	close_and_clean(st);
+}
+
+static void
+test_documents(void)
+{
+	storage_t *st = open_fresh("docs");
+	storage_session_t *s = NULL;
+	terr_t err = TERR_INIT;
+	storage_coll_t *c = NULL;
+	recid_t r1 = 0, r2 = 0, rid = 0;
+	bson_t doc;
+	bson_value_t idv;
+	int64_t count, size, ssize;
+
+	TT_EQ_INT(storage_session_open(st, &s, &err), 0);
+	TT_EQ_INT(storage_coll_create(st, s, "d", "c", NULL, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "d", "c", &c, &err), 0);
+
+	/* outside a transaction: refused */
+	{
+		bson_t *d = tt_json("{\"_id\": 0}");
+		TT_ASSERT(storage_doc_insert(s, c, d, NULL, &err) != 0);
+		terr_clear(&err);
+		bson_destroy(d);
+	}
+	TT_EQ_INT(insert_json(s, c, "{\"_id\": 1, \"x\": \"one\"}", &r1, &err), 0);
+	TT_EQ_INT(insert_json(s, c, "{\"_id\": \"two\", \"x\": 2}", &r2, &err), 0);
+	TT_ASSERT(r2 > r1);
+
+	TT_EQ_INT(storage_txn_begin(s, &err), 0);
+	TT_EQ_INT(storage_doc_get(s, c, r1, &doc, &err), 0);
+	TT_EQ_JSON(&doc, "{ \"_id\" : 1, \"x\" : \"one\" }");
+	TT_EQ_INT(storage_doc_get(s, c, 9999, &doc, &err), 1);
+	idv.value_type = BSON_TYPE_DOUBLE;   /* 1.0 finds _id 1 */
+	idv.value.v_double = 1.0;
+	TT_EQ_INT(storage_doc_find_id(s, c, &idv, &rid, &doc, &err), 0);
+	TT_EQ_INT(rid, r1);
+	idv.value_type = BSON_TYPE_UTF8;
+	idv.value.v_utf8.str = "two";
+	idv.value.v_utf8.len = 3;
+	TT_EQ_INT(storage_doc_find_id(s, c, &idv, &rid, &doc, &err), 0);
+	TT_EQ_INT(rid, r2);
+	TT_EQ_JSON(&doc, "{ \"_id\" : \"two\", \"x\" : 2 }");
+	idv.value.v_utf8.str = "three";
+	idv.value.v_utf8.len = 5;
+	TT_EQ_INT(storage_doc_find_id(s, c, &idv, &rid, &doc, &err), 1);
+	TT_EQ_INT(storage_txn_commit(s, false, &err), 0);
+
+	TT_EQ_INT(storage_coll_stats(st, s, c, &count, &size, &ssize, &err), 0);
+	TT_EQ_INT(count, 2);
+	{
+		bson_t *a = tt_json("{\"_id\": 1, \"x\": \"one\"}"), *b = tt_json("{\"_id\": \"two\", \"x\": 2}");
+		TT_EQ_INT(size, a->len + b->len);
+		bson_destroy(a);
+		bson_destroy(b);
+	}
+
+	/* update (same _id), then an update that changes _id moves the index entry */
+	{
+		bson_t *old = tt_json("{\"_id\": 1, \"x\": \"one\"}");
+		bson_t *new1 = tt_json("{\"_id\": 1, \"x\": \"uno\", \"y\": [1, 2, 3]}");
+		TT_EQ_INT(storage_txn_begin(s, &err), 0);
+		TT_EQ_INT(storage_doc_update(s, c, r1, old, new1, &err), 0);
+		TT_EQ_INT(storage_txn_commit(s, true, &err), 0);
+		TT_EQ_INT(storage_txn_begin(s, &err), 0);
+		TT_EQ_INT(storage_doc_get(s, c, r1, &doc, &err), 0);
+		TT_EQ_JSON(&doc, "{ \"_id\" : 1, \"x\" : \"uno\", \"y\" : [ 1, 2, 3 ] }");
+		storage_txn_rollback(s);
+		TT_EQ_INT(storage_coll_stats(st, s, c, &count, &size, NULL, &err), 0);
+		TT_EQ_INT(count, 2);
+		bson_destroy(old);
+
+		/* delete */
+		TT_EQ_INT(storage_txn_begin(s, &err), 0);
+		TT_EQ_INT(storage_doc_delete(s, c, r1, new1, &err), 0);
+		TT_EQ_INT(storage_txn_commit(s, false, &err), 0);
+		TT_EQ_INT(storage_txn_begin(s, &err), 0);
+		TT_EQ_INT(storage_doc_get(s, c, r1, &doc, &err), 1);
+		idv.value_type = BSON_TYPE_INT32;
+		idv.value.v_int32 = 1;
+		TT_EQ_INT(storage_doc_find_id(s, c, &idv, &rid, &doc, &err), 1);
+		storage_txn_rollback(s);
+		bson_destroy(new1);
+	}
+	TT_EQ_INT(storage_coll_stats(st, s, c, &count, &size, NULL, &err), 0);
+	TT_EQ_INT(count, 1);
+
+	/* rollback leaves nothing behind, counts included */
+	{
+		bson_t *d = tt_json("{\"_id\": 42}");
+		TT_EQ_INT(storage_txn_begin(s, &err), 0);
+		TT_EQ_INT(storage_doc_insert(s, c, d, &rid, &err), 0);
+		storage_txn_rollback(s);
+		TT_EQ_INT(storage_coll_stats(st, s, c, &count, NULL, NULL, &err), 0);
+		TT_EQ_INT(count, 1);
+		idv.value.v_int32 = 42;
+		TT_EQ_INT(storage_txn_begin(s, &err), 0);
+		TT_EQ_INT(storage_doc_find_id(s, c, &idv, &rid, &doc, &err), 1);
+		storage_txn_rollback(s);
+		/* the _id is free again */
+		TT_EQ_INT(insert_json(s, c, "{\"_id\": 42}", NULL, &err), 0);
+		bson_destroy(d);
+	}
+
+	/* _id must come first */
+	{
+		bson_t *d = tt_json("{\"a\": 1, \"_id\": 5}");
+		TT_EQ_INT(storage_txn_begin(s, &err), 0);
+		TT_ASSERT(storage_doc_insert(s, c, d, NULL, &err) != 0);
+		TT_EQ_INT(err.code, 2);
+		storage_txn_rollback(s);
+		terr_clear(&err);
+		bson_destroy(d);
+	}
+
+	/* 16 MiB limit */
+	{
+		bson_t big = BSON_INITIALIZER;
+		size_t n = 16 * 1024 * 1024;
+		char *pad = bson_malloc(n + 1);
+		char want[128];
+		memset(pad, 'p', n);
+		pad[n] = '\0';
+		BSON_APPEND_INT32(&big, "_id", 7);
+		BSON_APPEND_UTF8(&big, "pad", pad);
+		TT_EQ_INT(storage_txn_begin(s, &err), 0);
+		TT_ASSERT(storage_doc_insert(s, c, &big, NULL, &err) != 0);
+		TT_EQ_INT(err.code, 10334);
+		snprintf(want, sizeof(want), "object to insert too large. size in bytes: %u, max size: 16777216", big.len);
+		TT_EQ_STR(err.msg, want);
+		storage_txn_rollback(s);
+		terr_clear(&err);
+		bson_free(pad);
+		bson_destroy(&big);
+	}
+	storage_coll_release(c);
+	storage_session_close(s);
+	close_and_clean(st);
+}
+
+static void
+test_duplicate_id(void)
+{
+	storage_t *st = open_fresh("dup");
+	storage_session_t *s = storage_session_pool_get(st, NULL);
+	terr_t err = TERR_INIT;
+	storage_coll_t *c = NULL;
+	int64_t count;
+
+	TT_EQ_INT(storage_coll_create(st, s, "shop", "items", NULL, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "shop", "items", &c, &err), 0);
+	TT_EQ_INT(insert_json(s, c, "{\"_id\": 1, \"a\": 1}", NULL, &err), 0);
+	TT_ASSERT(insert_json(s, c, "{\"_id\": 1, \"a\": 2}", NULL, &err) != 0);
+	TT_EQ_INT(err.code, 11000);
+	TT_EQ_STR(err.msg, "E11000 duplicate key error collection: shop.items index: _id_ dup key: { _id: 1 }");
+	TT_ASSERT(err.extra != NULL);
+	if (err.extra != NULL)
+		TT_EQ_JSON(err.extra, "{ \"keyPattern\" : { \"_id\" : 1 }, \"keyValue\" : { \"_id\" : 1 } }");
+	terr_clear(&err);
+	/* numbers of another type collide too */
+	TT_ASSERT(insert_json(s, c, "{\"_id\": 1.0}", NULL, &err) != 0);
+	TT_EQ_INT(err.code, 11000);
+	TT_EQ_STR(err.msg, "E11000 duplicate key error collection: shop.items index: _id_ dup key: { _id: 1.0 }");
+	terr_clear(&err);
+	TT_EQ_INT(insert_json(s, c, "{\"_id\": \"k\"}", NULL, &err), 0);
+	TT_ASSERT(insert_json(s, c, "{\"_id\": \"k\"}", NULL, &err) != 0);
+	TT_EQ_STR(err.msg, "E11000 duplicate key error collection: shop.items index: _id_ dup key: { _id: \"k\" }");
+	terr_clear(&err);
+	TT_EQ_INT(insert_json(s, c, "{\"_id\": {\"a\": 1, \"b\": \"x\"}}", NULL, &err), 0);
+	TT_ASSERT(insert_json(s, c, "{\"_id\": {\"a\": 1, \"b\": \"x\"}}", NULL, &err) != 0);
+	TT_EQ_STR(err.msg, "E11000 duplicate key error collection: shop.items index: _id_ dup key: { _id: { a: 1, b: \"x\" } }");
+	terr_clear(&err);
+	TT_EQ_INT(storage_coll_stats(st, s, c, &count, NULL, NULL, &err), 0);
+	TT_EQ_INT(count, 3);
+	storage_coll_release(c);
+	storage_session_pool_put(st, s);
+	close_and_clean(st);
+}
+
+static void
+test_secondary_index_refused(void)
+{
+	storage_t *st = open_fresh("ix");
+	storage_session_t *s = storage_session_pool_get(st, NULL);
+	terr_t err = TERR_INIT;
+	storage_coll_t *c = NULL;
+	bson_t *spec = tt_json("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}");
+
+	TT_EQ_INT(storage_coll_create(st, s, "d", "c", NULL, &err), 0);
+	TT_EQ_INT(storage_index_create(st, s, "d", "c", spec, &err), 0);
+	TT_ASSERT(storage_index_create(st, s, "d", "c", spec, &err) != 0);
+	TT_EQ_INT(err.code, 68);
+	terr_clear(&err);
+	TT_EQ_INT(storage_coll_get(st, "d", "c", &c, &err), 0);
+	TT_EQ_INT(c->nindexes, 2);
+	TT_EQ_STR(c->indexes[1].name, "a_1");
+	TT_ASSERT(!c->indexes[1].unique && !c->indexes[1].is_id);
+	TT_ASSERT(insert_json(s, c, "{\"_id\": 1, \"a\": 1}", NULL, &err) != 0);
+	TT_EQ_INT(err.code, 238);
+	terr_clear(&err);
+	storage_coll_release(c);
+	TT_ASSERT(storage_index_drop(st, s, "d", "c", "_id_", &err) != 0);
+	terr_clear(&err);
+	TT_EQ_INT(storage_index_drop(st, s, "d", "c", "a_1", &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "d", "c", &c, &err), 0);
+	TT_EQ_INT(c->nindexes, 1);
+	TT_EQ_INT(insert_json(s, c, "{\"_id\": 1, \"a\": 1}", NULL, &err), 0);
+	TT_ASSERT(storage_index_create(st, s, "d", "c", spec, &err) != 0);
+	TT_EQ_INT(err.code, 238);       /* not empty: no index build yet */
+	terr_clear(&err);
+	storage_coll_release(c);
+	bson_destroy(spec);
+	storage_session_pool_put(st, s);
+	close_and_clean(st);
+}
+
+/* Insert _id 1..n (ints) with field i. */
+static void
+fill(storage_session_t *s, storage_coll_t *c, int n)
+{
+	terr_t err = TERR_INIT;
+
+	TT_EQ_INT(storage_txn_begin(s, &err), 0);
+	for (int i = 1; i <= n; i++) {
+		bson_t d = BSON_INITIALIZER;
+		BSON_APPEND_INT32(&d, "_id", i);
+		BSON_APPEND_INT32(&d, "i", i);
+		TT_EQ_INT(storage_doc_insert(s, c, &d, NULL, &err), 0);
+		bson_destroy(&d);
+	}
+	TT_EQ_INT(storage_txn_commit(s, false, &err), 0);
+}
+
+static int
+doc_i(const bson_t *doc)
+{
+	bson_iter_t it;
+
+	return bson_iter_init_find(&it, doc, "i") ? bson_iter_int32(&it) : -1;
+}
+
+static void
+delete_ids(storage_session_t *s, storage_coll_t *c, int from, int to)
+{
+	terr_t err = TERR_INIT;
+
+	TT_EQ_INT(storage_txn_begin(s, &err), 0);
+	for (int i = from; i <= to; i++) {
+		bson_value_t v = {.value_type = BSON_TYPE_INT32, .value.v_int32 = i};
+		recid_t rid;
+		bson_t doc, copy;
+		TT_EQ_INT(storage_doc_find_id(s, c, &v, &rid, &doc, &err), 0);
+		bson_copy_to(&doc, &copy);
+		TT_EQ_INT(storage_doc_delete(s, c, rid, &copy, &err), 0);
+		bson_destroy(&copy);
+	}
+	TT_EQ_INT(storage_txn_commit(s, false, &err), 0);
+}
+
+static void
+test_scans_save_restore(void)
+{
+	storage_t *st = open_fresh("scan");
+	storage_session_t *s1 = NULL, *s2 = NULL;
+	terr_t err = TERR_INIT;
+	storage_coll_t *c = NULL;
+	storage_cursor_t *cur = NULL;
+	recid_t rid;
+	bson_t doc;
+	int n, last;
+
+	TT_EQ_INT(storage_session_open(st, &s1, &err), 0);
+	TT_EQ_INT(storage_session_open(st, &s2, &err), 0);
+	TT_EQ_INT(storage_coll_create(st, s1, "d", "c", NULL, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "d", "c", &c, &err), 0);
+	fill(s1, c, 100);
+
+	/* forward, whole */
+	TT_EQ_INT(storage_scan_open(s1, c, false, &cur, &err), 0);
+	n = 0;
+	last = 0;
+	while (storage_cursor_next(cur, &rid, &doc, NULL, NULL, &err) == 1) {
+		TT_ASSERT(doc_i(&doc) == last + 1);
+		last = doc_i(&doc);
+		n++;
+	}
+	TT_EQ_INT(n, 100);
+	TT_EQ_INT(storage_cursor_next(cur, &rid, &doc, NULL, NULL, &err), 0);
+	storage_cursor_close(cur);
+
+	/* backward */
+	TT_EQ_INT(storage_scan_open(s1, c, true, &cur, &err), 0);
+	n = 0;
+	last = 101;
+	while (storage_cursor_next(cur, &rid, &doc, NULL, NULL, &err) == 1) {
+		TT_ASSERT(doc_i(&doc) == last - 1);
+		last = doc_i(&doc);
+		n++;
+	}
+	TT_EQ_INT(n, 100);
+	storage_cursor_close(cur);
+
+	/* forward: 10, save, another session deletes 10..20 and 50, restore on
+	 * that other session: continues at 21, skips 50 */
+	TT_EQ_INT(storage_scan_open(s1, c, false, &cur, &err), 0);
+	for (int i = 0; i < 10; i++)
+		TT_EQ_INT(storage_cursor_next(cur, &rid, &doc, NULL, NULL, &err), 1);
+	TT_EQ_INT(doc_i(&doc), 10);
+	TT_EQ_INT(storage_cursor_save(cur, &err), 0);
+	TT_EQ_INT(doc_i(&doc), 10);      /* the view outlives save */
+	delete_ids(s2, c, 10, 20);
+	delete_ids(s2, c, 50, 50);
+	TT_EQ_INT(storage_cursor_restore(cur, s2, &err), 0);
+	TT_EQ_INT(storage_cursor_next(cur, &rid, &doc, NULL, NULL, &err), 1);
+	TT_EQ_INT(doc_i(&doc), 21);
+	n = 1;
+	while (storage_cursor_next(cur, &rid, &doc, NULL, NULL, &err) == 1) {
+		TT_ASSERT(doc_i(&doc) != 50);
+		n++;
+		if (n % 7 == 0) {      /* save/restore mid-way, alternating sessions */
+			TT_EQ_INT(storage_cursor_save(cur, &err), 0);
+			TT_EQ_INT(storage_cursor_restore(cur, n % 2 ? s1 : s2, &err), 0);
+		}
+	}
+	TT_EQ_INT(n, 79);               /* 21..100 minus 50 */
+	storage_cursor_close(cur);
+
+	/* backward with save/restore and a delete of the next one */
+	TT_EQ_INT(storage_scan_open(s1, c, true, &cur, &err), 0);
+	TT_EQ_INT(storage_cursor_next(cur, &rid, &doc, NULL, NULL, &err), 1);
+	TT_EQ_INT(doc_i(&doc), 100);
+	TT_EQ_INT(storage_cursor_save(cur, &err), 0);
+	delete_ids(s2, c, 99, 99);
+	TT_EQ_INT(storage_cursor_restore(cur, s2, &err), 0);
+	TT_EQ_INT(storage_cursor_next(cur, &rid, &doc, NULL, NULL, &err), 1);
+	TT_EQ_INT(doc_i(&doc), 98);
+	storage_cursor_close(cur);
+
+	/* index scans on _id_: [30, 40) forward, (30, 40] backward */
+	{
+		keystring_t lo, hi;
+		bson_value_t v = {.value_type = BSON_TYPE_INT32};
+		const uint8_t *key;
+		size_t key_len;
+
+		keystring_init(&lo);
+		keystring_init(&hi);
+		v.value.v_int32 = 30;
+		keystring_append_value(&lo, &v, false);
+		v.value.v_int32 = 40;
+		keystring_append_value(&hi, &v, false);
+		TT_EQ_INT(storage_index_scan_open(s1, c, &c->indexes[0], lo.buf, lo.len, true, hi.buf, hi.len,
+		    false, false, &cur, &err), 0);
+		n = 0;
+		while (storage_cursor_next(cur, &rid, NULL, &key, &key_len, &err) == 1) {
+			TT_EQ_INT(storage_doc_get(s1, c, rid, &doc, &err), 0);
+			TT_EQ_INT(doc_i(&doc), 30 + n);
+			n++;
+			if (n == 3) {
+				TT_EQ_INT(storage_cursor_save(cur, &err), 0);
+				delete_ids(s2, c, 33, 34);
+				TT_EQ_INT(storage_cursor_restore(cur, s2, &err), 0);
+				n += 2;
+			}
+		}
+		TT_EQ_INT(n, 10);
+		storage_cursor_close(cur);
+
+		TT_EQ_INT(storage_index_scan_open(s1, c, &c->indexes[0], lo.buf, lo.len, false, hi.buf, hi.len,
+		    true, true, &cur, &err), 0);
+		n = 0;
+		last = 41;
+		while (storage_cursor_next(cur, &rid, NULL, &key, &key_len, &err) == 1) {
+			TT_EQ_INT(storage_doc_get(s1, c, rid, &doc, &err), 0);
+			TT_ASSERT(doc_i(&doc) < last && doc_i(&doc) > 30);
+			last = doc_i(&doc);
+			n++;
+		}
+		TT_EQ_INT(n, 8);                /* 31..40 minus 33, 34 */
+		TT_EQ_INT(last, 31);
+		storage_cursor_close(cur);
+
+		/* unbounded index scan sees everything in _id order */
+		TT_EQ_INT(storage_index_scan_open(s1, c, &c->indexes[0], NULL, 0, false, NULL, 0, false,
+		    false, &cur, &err), 0);
+		n = 0;
+		while (storage_cursor_next(cur, &rid, NULL, &key, &key_len, &err) == 1)
+			n++;
+		TT_EQ_INT(n, 100 - 11 - 1 - 1 - 2);
+		storage_cursor_close(cur);
+		keystring_destroy(&lo);
+		keystring_destroy(&hi);
+	}
+
+	/* a saved cursor on a dropped collection cannot come back */
+	TT_EQ_INT(storage_scan_open(s1, c, false, &cur, &err), 0);
+	TT_EQ_INT(storage_cursor_next(cur, &rid, &doc, NULL, NULL, &err), 1);
+	TT_EQ_INT(storage_cursor_save(cur, &err), 0);
+	TT_EQ_INT(storage_coll_drop(st, s2, "d", "c", &err), 0);
+	TT_ASSERT(storage_cursor_restore(cur, s2, &err) != 0);
+	TT_EQ_INT(err.code, 175);
+	terr_clear(&err);
+	storage_cursor_close(cur);
+
+	storage_coll_release(c);
+	storage_session_close(s1);
+	storage_session_close(s2);
+	close_and_clean(st);
+}
+
+/* Two threads: each inserts its own documents and increments one shared
+ * counter document; every increment conflicts with the other thread's
+ * sometimes, and storage_txn_run retries. */
+typedef struct worker {
+	storage_t *st;
+	int base, n, failures;
+} worker_t;
+
+typedef struct incr_arg {
+	storage_coll_t *c;
+	int id;
+} incr_arg_t;
+
+static int
+incr_fn(storage_session_t *s, void *arg, terr_t *err)
+{
+	incr_arg_t *a = arg;
+	bson_value_t v = {.value_type = BSON_TYPE_INT32, .value.v_int32 = 0};
+	bson_t doc, old, new_doc = BSON_INITIALIZER, mine = BSON_INITIALIZER;
+	bson_iter_t it;
+	recid_t rid;
+	int rc;
+
+	if ((rc = storage_doc_find_id(s, a->c, &v, &rid, &doc, err)) != 0)
+		return rc < 0 ? rc : terr_set(err, TERR_INTERNAL_ERROR, "counter missing");
+	bson_copy_to(&doc, &old);
+	bson_iter_init_find(&it, &old, "n");
+	BSON_APPEND_INT32(&new_doc, "_id", 0);
+	BSON_APPEND_INT32(&new_doc, "n", bson_iter_int32(&it) + 1);
+	rc = storage_doc_update(s, a->c, rid, &old, &new_doc, err);
+	if (rc == 0) {
+		BSON_APPEND_INT32(&mine, "_id", a->id);
+		rc = storage_doc_insert(s, a->c, &mine, NULL, err);
+	}
+	bson_destroy(&old);
+	bson_destroy(&new_doc);
+	bson_destroy(&mine);
+	return rc;
+}
+
+static void *
+worker_main(void *p)
+{
+	worker_t *w = p;
+	storage_session_t *s = storage_session_pool_get(w->st, NULL);
+	storage_coll_t *c = NULL;
+	terr_t err = TERR_INIT;
+
+	if (s == NULL || storage_coll_get(w->st, "d", "c", &c, &err) != 0) {
+		w->failures++;
+		return NULL;
+	}
+	for (int i = 0; i < w->n; i++) {
+		incr_arg_t a = {c, w->base + i};
+		if (storage_txn_run(s, incr_fn, &a, false, &err) != 0) {
+			fprintf(stderr, "worker: %s\n", err.msg);
+			terr_clear(&err);
+			w->failures++;
+		}
+	}
+	storage_coll_release(c);
+	storage_session_pool_put(w->st, s);
+	return NULL;
+}
+
+static void
+test_concurrent_writers(void)
+{
+	storage_t *st = open_fresh("conc");
+	storage_session_t *s = storage_session_pool_get(st, NULL);
+	terr_t err = TERR_INIT;
+	storage_coll_t *c = NULL;
+	worker_t w[2] = {{st, 1000, 300, 0}, {st, 2000, 300, 0}};
+	pthread_t t[2];
+	bson_value_t v = {.value_type = BSON_TYPE_INT32, .value.v_int32 = 0};
+	recid_t rid;
+	bson_t doc;
+	bson_iter_t it;
+	int64_t count;
+
+	TT_EQ_INT(storage_coll_create(st, s, "d", "c", NULL, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "d", "c", &c, &err), 0);
+	TT_EQ_INT(insert_json(s, c, "{\"_id\": 0, \"n\": 0}", NULL, &err), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, worker_main, &w[i]);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	TT_EQ_INT(w[0].failures + w[1].failures, 0);
+	TT_EQ_INT(storage_txn_begin(s, &err), 0);
+	TT_EQ_INT(storage_doc_find_id(s, c, &v, &rid, &doc, &err), 0);
+	TT_ASSERT(bson_iter_init_find(&it, &doc, "n"));
+	TT_EQ_INT(bson_iter_int32(&it), 600);
+	storage_txn_rollback(s);
+	TT_EQ_INT(storage_coll_stats(st, s, c, &count, NULL, NULL, &err), 0);
+	TT_EQ_INT(count, 601);
+	storage_coll_release(c);
+	storage_session_pool_put(st, s);
+	close_and_clean(st);
+}
+
+static void
+test_reopen(void)
+{
+	storage_t *st = open_fresh("reopen");
+	storage_options_t o = {0};
+	storage_session_t *s = NULL;
+	terr_t err = TERR_INIT;
+	storage_coll_t *c = NULL;
+	uint8_t uuid[16];
+	recid_t rid, rid2;
+	int64_t count, size, count2, size2;
+	bson_t doc;
+	bson_value_t v = {.value_type = BSON_TYPE_INT32, .value.v_int32 = 7};
+	bson_t *opts = tt_json("{\"validationAction\": \"warn\"}");
+
+	TT_EQ_INT(storage_session_open(st, &s, &err), 0);
+	TT_EQ_INT(storage_coll_create(st, s, "keep", "me", opts, &err), 0);
+	TT_EQ_INT(storage_coll_create(st, s, "keep", "gone", NULL, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "keep", "me", &c, &err), 0);
+	memcpy(uuid, c->uuid, 16);
+	fill(s, c, 50);
+	delete_ids(s, c, 1, 5);
+	TT_EQ_INT(insert_json(s, c, "{\"_id\": \"last\"}", &rid, &err), 0);
+	TT_EQ_INT(storage_coll_stats(st, s, c, &count, &size, NULL, &err), 0);
+	storage_coll_release(c);
+	TT_EQ_INT(storage_coll_drop(st, s, "keep", "gone", &err), 0);
+	storage_session_close(s);
+	storage_close(st);
+
+	TT_EQ_INT(storage_open(dir, &o, &st, &err), 0);
+	TT_EQ_INT(storage_session_open(st, &s, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "keep", "me", &c, &err), 0);
+	{
+		storage_coll_t *g = NULL;
+		TT_ASSERT(storage_coll_get(st, "keep", "gone", &g, &err) == 26);
+	}
+	TT_ASSERT(memcmp(uuid, c->uuid, 16) == 0);
+	TT_EQ_JSON(c->options, "{ \"validationAction\" : \"warn\" }");
+	TT_EQ_INT(storage_coll_stats(st, s, c, &count2, &size2, NULL, &err), 0);
+	TT_EQ_INT(count2, count);
+	TT_EQ_INT(size2, size);
+	TT_EQ_INT(count2, 46);
+	TT_EQ_INT(storage_txn_begin(s, &err), 0);
+	TT_EQ_INT(storage_doc_find_id(s, c, &v, &rid2, &doc, &err), 0);
+	TT_EQ_INT(doc_i(&doc), 7);
+	storage_txn_rollback(s);
+	/* RecordIds are not reused */
+	TT_EQ_INT(insert_json(s, c, "{\"_id\": \"after\"}", &rid2, &err), 0);
+	TT_ASSERT(rid2 > rid);
+	/* new idents do not collide with the old ones */
+	TT_EQ_INT(storage_coll_create(st, s, "keep", "new", NULL, &err), 0);
+	{
+		storage_coll_t *n2 = NULL;
+		TT_EQ_INT(storage_coll_get(st, "keep", "new", &n2, &err), 0);
+		TT_ASSERT(strcmp(n2->ident, c->ident) != 0);
+		TT_ASSERT(strcmp(n2->indexes[0].ident, c->indexes[0].ident) != 0);
+		storage_coll_release(n2);
+	}
+	storage_coll_release(c);
+	storage_session_close(s);
+	bson_destroy(opts);
+	close_and_clean(st);
+}
+
+static void
+test_in_memory(void)
+{
+	storage_options_t o = {.in_memory = true, .create = true};
+	storage_t *st = NULL;
+	storage_session_t *s = NULL;
+	terr_t err = TERR_INIT;
+	storage_coll_t *c = NULL;
+	char *d = tt_tmpdir("inmem");
+	int64_t count;
+
+	TT_EQ_INT(storage_open(d, &o, &st, &err), 0);
+	if (st == NULL) {
+		fprintf(stderr, "%s\n", err.msg);
+		return;
+	}
+	TT_EQ_INT(storage_session_open(st, &s, &err), 0);
+	TT_EQ_INT(storage_coll_create(st, s, "m", "c", NULL, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "m", "c", &c, &err), 0);
+	TT_EQ_INT(insert_json(s, c, "{\"_id\": 1}", NULL, &err), 0);
+	TT_EQ_INT(storage_coll_stats(st, s, c, &count, NULL, NULL, &err), 0);
+	TT_EQ_INT(count, 1);
+	storage_coll_release(c);
+	storage_session_close(s);
+	storage_close(st);
+	tt_rmdir(d);
+	bson_free(d);
+}
+
+int
+main(void)
+{
+	TT_RUN(test_open_missing_folder);
+	TT_RUN(test_catalog);
+	TT_RUN(test_cache_slot);
+	TT_RUN(test_documents);
+	TT_RUN(test_duplicate_id);
+	TT_RUN(test_secondary_index_refused);
+	TT_RUN(test_scans_save_restore);
+	TT_RUN(test_concurrent_writers);
+	TT_RUN(test_reopen);
+	TT_RUN(test_in_memory);
+	return tt_finish();
+}
