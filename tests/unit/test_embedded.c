@@ -1,0 +1,300 @@
+/*
+ * test_embedded.c -- the embedded API end to end: open a folder, run the
+ * commands a driver sends, read mongod-shaped replies, reopen.
+ */
+#include "tt.h"
+
+#include <sys/wait.h>
+
+#include "tamga/tamga.h"
+
+static tamga_t *db;
+static char *dir;
+
+/* Run a command given as relaxed extended JSON; returns the reply (caller
+ * destroys) and the return code in *rc. */
+static bson_t *
+run(const char *dbname, const char *json, int *rc)
+{
+	bson_t *cmd = tt_json(json);
+	bson_t *reply = bson_malloc0(sizeof(bson_t));
+	tamga_error_t e;
+
+	*rc = tamga_run_command(db, dbname, cmd, reply, &e);
+	bson_destroy(cmd);
+	return reply;
+}
+
+static void
+free_reply(bson_t *r)
+{
+	bson_destroy(r);
+	bson_free(r);
+}
+
+static int64_t
+get_i64(const bson_t *doc, const char *path)
+{
+	bson_iter_t it, f;
+
+	if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &f))
+		return bson_iter_as_int64(&f);
+	return -999;
+}
+
+static const char *
+get_str(const bson_t *doc, const char *path)
+{
+	bson_iter_t it, f;
+
+	if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &f) && BSON_ITER_HOLDS_UTF8(&f))
+		return bson_iter_utf8(&f, NULL);
+	return "";
+}
+
+static void
+test_open_errors(void)
+{
+	tamga_t *t = NULL;
+	tamga_error_t e;
+	char *missing = bson_strdup_printf("%s/does-not-exist", dir);
+
+	TT_ASSERT(tamga_open(missing, NULL, &t, &e) != 0);
+	TT_EQ_INT(e.code, 29);
+	TT_ASSERT(t == NULL);
+	TT_ASSERT(tamga_open(dir, "bogus_option", &t, &e) != 0);
+	TT_EQ_INT(e.code, 2);
+	bson_free(missing);
+}
+
+static void
+test_insert_find(void)
+{
+	int rc, i;
+	bson_t *r;
+	bson_t *cmd = bson_new(), docs;
+	bson_t reply;
+	tamga_error_t e;
+	int64_t id;
+
+	r = run("shop", "{\"insert\": \"items\", \"documents\": [{\"_id\": 1, \"a\": 1}, {\"_id\": 2, \"a\": 2}]}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_JSON(r, "{ \"n\" : 2, \"ok\" : 1.0 }");
+	free_reply(r);
+
+	/* duplicate _id: a write error with mongod's message, n counts the rest */
+	r = run("shop", "{\"insert\": \"items\", \"documents\": [{\"_id\": 3}, {\"_id\": 1}, {\"_id\": 4}], \"ordered\": true}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(get_i64(r, "n"), 1);
+	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 11000);
+	TT_EQ_INT(get_i64(r, "writeErrors.0.index"), 1);
+	TT_EQ_STR(get_str(r, "writeErrors.0.errmsg"),
+	    "E11000 duplicate key error collection: shop.items index: _id_ dup key: { _id: 1 }");
+	free_reply(r);
+
+	r = run("shop", "{\"insert\": \"items\", \"documents\": [{\"_id\": 1}, {\"_id\": 5}], \"ordered\": false}", &rc);
+	TT_EQ_INT(get_i64(r, "n"), 1);
+	free_reply(r);
+
+	/* _id generated and put first */
+	r = run("shop", "{\"insert\": \"gen\", \"documents\": [{\"x\": 1, \"_id\": 7}, {\"y\": 2}]}", &rc);
+	TT_EQ_INT(get_i64(r, "n"), 2);
+	free_reply(r);
+	r = run("shop", "{\"find\": \"gen\", \"filter\": {\"_id\": 7}}", &rc);
+	TT_EQ_JSON(r, "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : 7, \"x\" : 1 } ], \"id\" : 0, \"ns\" : \"shop.gen\" }, \"ok\" : 1.0 }");
+	free_reply(r);
+
+	/* 250 documents: a first batch of 101 then getMore */
+	bson_append_utf8(cmd, "insert", -1, "many", -1);
+	bson_append_array_begin(cmd, "documents", -1, &docs);
+	for (i = 0; i < 250; i++) {
+		char k[16];
+		bson_t d;
+		snprintf(k, sizeof(k), "%d", i);
+		bson_append_document_begin(&docs, k, -1, &d);
+		BSON_APPEND_INT32(&d, "_id", i);
+		BSON_APPEND_INT32(&d, "v", i % 7);
+		bson_append_document_end(&docs, &d);
+	}
+	bson_append_array_end(cmd, &docs);
+	TT_EQ_INT(tamga_run_command(db, "shop", cmd, &reply, &e), 0);
+	TT_EQ_INT(get_i64(&reply, "n"), 250);
+	bson_destroy(&reply);
+	bson_destroy(cmd);
+
+	r = run("shop", "{\"find\": \"many\"}", &rc);
+	id = get_i64(r, "cursor.id");
+	TT_ASSERT(id != 0);
+	TT_EQ_INT(get_i64(r, "cursor.firstBatch.100._id"), 100);
+	TT_EQ_INT(get_i64(r, "cursor.firstBatch.101._id"), -999);
+	free_reply(r);
+	{
+		char *gm = bson_strdup_printf("{\"getMore\": {\"$numberLong\": \"%lld\"}, \"collection\": \"many\", \"batchSize\": 100}", (long long)id);
+		r = run("shop", gm, &rc);
+		TT_EQ_INT(rc, 0);
+		TT_EQ_INT(get_i64(r, "cursor.nextBatch.0._id"), 101);
+		TT_EQ_INT(get_i64(r, "cursor.id"), id);
+		free_reply(r);
+		r = run("shop", gm, &rc);
+		TT_EQ_INT(get_i64(r, "cursor.nextBatch.48._id"), 249);
+		TT_EQ_INT(get_i64(r, "cursor.id"), 0);
+		free_reply(r);
+		/* exhausted cursor is gone */
+		r = run("shop", gm, &rc);
+		TT_ASSERT(rc != 0);
+		TT_EQ_INT(get_i64(r, "code"), 43);
+		free_reply(r);
+		bson_free(gm);
+	}
+
+	r = run("shop", "{\"find\": \"many\", \"filter\": {\"v\": 3}, \"skip\": 2, \"limit\": 5}", &rc);
+	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0._id"), 17);
+	TT_EQ_INT(get_i64(r, "cursor.firstBatch.4._id"), 45);
+	TT_EQ_INT(get_i64(r, "cursor.firstBatch.5._id"), -999);
+	TT_EQ_INT(get_i64(r, "cursor.id"), 0);
+	free_reply(r);
+
+	r = run("shop", "{\"count\": \"many\", \"query\": {\"v\": {\"$lt\": 2}}}", &rc);
+	TT_EQ_INT(get_i64(r, "n"), 72);
+	free_reply(r);
+	r = run("shop", "{\"count\": \"many\"}", &rc);
+	TT_EQ_INT(get_i64(r, "n"), 250);
+	free_reply(r);
+	r = run("shop", "{\"distinct\": \"many\", \"key\": \"v\", \"query\": {\"_id\": {\"$lt\": 10}}}", &rc);
+	TT_EQ_JSON(r, "{ \"values\" : [ 0, 1, 2, 3, 4, 5, 6 ], \"ok\" : 1.0 }");
+	free_reply(r);
+
+	r = run("shop", "{\"delete\": \"many\", \"deletes\": [{\"q\": {\"v\": 0}, \"limit\": 1}, {\"q\": {\"v\": 1}, \"limit\": 0}]}", &rc);
+	TT_EQ_INT(get_i64(r, "n"), 1 + 36);
+	free_reply(r);
+	r = run("shop", "{\"count\": \"many\"}", &rc);
+	TT_EQ_INT(get_i64(r, "n"), 250 - 37);
+	free_reply(r);
+}
+
+static void
+test_errors(void)
+{
+	int rc;
+	bson_t *r;
+
+	r = run("shop", "{\"frobnicate\": 1}", &rc);
+	TT_ASSERT(rc != 0);
+	TT_EQ_JSON(r, "{ \"ok\" : 0.0, \"errmsg\" : \"no such command: 'frobnicate'\", \"code\" : 59, \"codeName\" : \"CommandNotFound\" }");
+	free_reply(r);
+	r = run("shop", "{\"find\": \"items\", \"filter\": {\"a\": {\"$foo\": 1}}}", &rc);
+	TT_EQ_INT(get_i64(r, "code"), 2);
+	TT_EQ_STR(get_str(r, "errmsg"), "unknown operator: $foo");
+	free_reply(r);
+	r = run("shop", "{\"insert\": \"items\", \"documents\": [{\"_id\": [1]}]}", &rc);
+	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 53);
+	free_reply(r);
+	r = run("shop", "{\"find\": \"nothere\"}", &rc);
+	TT_EQ_JSON(r, "{ \"cursor\" : { \"firstBatch\" : [  ], \"id\" : 0, \"ns\" : \"shop.nothere\" }, \"ok\" : 1.0 }");
+	free_reply(r);
+	r = run("shop", "{\"find\": \"items\", \"bogus\": 1}", &rc);
+	TT_EQ_INT(get_i64(r, "code"), 40415);
+	free_reply(r);
+}
+
+static void
+test_catalog(void)
+{
+	int rc;
+	bson_t *r;
+
+	r = run("cat", "{\"create\": \"a\"}", &rc);
+	TT_EQ_INT(rc, 0);
+	free_reply(r);
+	r = run("cat", "{\"create\": \"a\"}", &rc);
+	TT_EQ_INT(rc, 0);   /* same options: ok */
+	free_reply(r);
+	r = run("cat", "{\"create\": \"a\", \"validator\": {\"x\": 1}}", &rc);
+	TT_EQ_INT(get_i64(r, "code"), 48);
+	free_reply(r);
+	r = run("cat", "{\"create\": \"v\", \"validator\": {\"$jsonSchema\": {\"required\": [\"x\"]}}, \"validationLevel\": \"strict\"}", &rc);
+	TT_EQ_INT(rc, 0);
+	free_reply(r);
+	r = run("cat", "{\"listCollections\": 1, \"filter\": {\"name\": \"v\"}}", &rc);
+	TT_EQ_STR(get_str(r, "cursor.firstBatch.0.name"), "v");
+	TT_EQ_STR(get_str(r, "cursor.firstBatch.0.options.validationLevel"), "strict");
+	TT_EQ_STR(get_str(r, "cursor.firstBatch.0.idIndex.name"), "_id_");
+	free_reply(r);
+	/* validation on insert: 121 with errInfo */
+	r = run("cat", "{\"insert\": \"v\", \"documents\": [{\"_id\": 1, \"y\": 1}]}", &rc);
+	TT_EQ_INT(get_i64(r, "n"), 0);
+	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 121);
+	TT_EQ_STR(get_str(r, "writeErrors.0.errmsg"), "Document failed validation");
+	TT_EQ_INT(get_i64(r, "writeErrors.0.errInfo.failingDocumentId"), 1);
+	TT_EQ_STR(get_str(r, "writeErrors.0.errInfo.details.operatorName"), "$jsonSchema");
+	free_reply(r);
+	r = run("cat", "{\"insert\": \"v\", \"documents\": [{\"_id\": 1, \"y\": 1}], \"bypassDocumentValidation\": true}", &rc);
+	TT_EQ_INT(get_i64(r, "n"), 1);
+	free_reply(r);
+	r = run("cat", "{\"renameCollection\": \"cat.a\", \"to\": \"cat.b\"}", &rc);
+	TT_EQ_INT(get_i64(r, "code"), 13);   /* admin only */
+	free_reply(r);
+	r = run("admin", "{\"renameCollection\": \"cat.a\", \"to\": \"cat.b\"}", &rc);
+	TT_EQ_INT(rc, 0);
+	free_reply(r);
+	r = run("admin", "{\"listDatabases\": 1, \"nameOnly\": true}", &rc);
+	TT_EQ_INT(rc, 0);
+	free_reply(r);
+	r = run("cat", "{\"drop\": \"b\"}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_STR(get_str(r, "ns"), "cat.b");
+	free_reply(r);
+	r = run("cat", "{\"drop\": \"b\"}", &rc);
+	TT_EQ_INT(rc, 0);   /* dropping what is gone succeeds */
+	free_reply(r);
+	r = run("cat", "{\"dropDatabase\": 1}", &rc);
+	TT_EQ_INT(rc, 0);
+	free_reply(r);
+}
+
+static void
+test_reopen_and_lock(void)
+{
+	tamga_error_t e;
+	int rc, status;
+	bson_t *r;
+	pid_t pid;
+
+	/* another process may not open the folder while we hold it */
+	pid = fork();
+	if (pid == 0) {
+		tamga_t *t2 = NULL;
+		int code = tamga_open(dir, NULL, &t2, &e) == 0 ? 0 : e.code;
+		_exit(code == 98 ? 0 : 1);
+	}
+	waitpid(pid, &status, 0);
+	TT_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	tamga_close(db);
+	db = NULL;
+	TT_EQ_INT(tamga_open(dir, NULL, &db, &e), 0);
+	r = run("shop", "{\"count\": \"items\"}", &rc);
+	TT_EQ_INT(get_i64(r, "n"), 4);
+	free_reply(r);
+}
+
+int
+main(void)
+{
+	tamga_error_t e;
+
+	dir = tt_tmpdir("embedded");
+	TT_RUN(test_open_errors);
+	if (tamga_open(dir, "create", &db, &e) != 0) {
+		fprintf(stderr, "tamga_open: %d %s\n", e.code, e.message);
+		return 1;
+	}
+	TT_RUN(test_insert_find);
+	TT_RUN(test_errors);
+	TT_RUN(test_catalog);
+	TT_RUN(test_reopen_and_lock);
+	tamga_close(db);
+	tt_rmdir(dir);
+	bson_free(dir);
+	return tt_finish();
+}
