@@ -30,6 +30,23 @@ typedef struct schema schema_t;
  * json_schema is only read; the compiled schema does not borrow from it. */
 int schema_compile(const bson_t *json_schema, schema_t **out, terr_t *err);
 
+/* Flags for schema_compile_flags. */
+enum {
+	/* Accept the encryption keywords (encrypt, encryptMetadata).  mongod
+	 * allows them only in validators with validationLevel strict and
+	 * validationAction error; elsewhere they fail with 224
+	 * QueryFeatureNotAllowed. */
+	SCHEMA_ALLOW_ENCRYPT = 1u << 0,
+};
+
+/* schema_compile with flags (schema_compile passes 0). */
+int schema_compile_flags(const bson_t *json_schema, unsigned flags, schema_t **out,
+			 terr_t *err);
+
+/* true when the schema uses encrypt/encryptMetadata anywhere (collMod must
+ * then refuse validationAction warn / validationLevel moderate with 224). */
+bool schema_uses_encrypt(const schema_t *s);
+
 /* Free a compiled schema; NULL is allowed. */
 void schema_free(schema_t *s);
 
@@ -53,6 +70,13 @@ bool schema_explain(const schema_t *s, const bson_t *doc, bson_t *details);
  * schemaRulesNotSatisfied}).  Returns the same as schema_matches. */
 bool schema_explain_append(const schema_t *s, const bson_t *doc,
 			   bson_t *parent, const char *key);
+
+/* For a $jsonSchema under a negation ($nor / $not) in a validator, when doc
+ * MATCHES the schema (so the validator fails): appends under key in parent
+ * mongod's inverted explanation {operatorName: "$jsonSchema", reason:
+ * "schema matched"}.  Returns schema_matches(s, doc). */
+bool schema_explain_inverted_append(const schema_t *s, const bson_t *doc,
+				    bson_t *parent, const char *key);
 
 /* The title of the top-level schema, or NULL; borrowed, lives as long as s. */
 const char *schema_title(const schema_t *s);

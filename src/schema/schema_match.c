@@ -1,0 +1,718 @@
+/*
+ * schema_match.c -- evaluates a compiled $jsonSchema against a value.
+ *
+ * The fast path: no allocation when a document passes (regex match data is
+ * per thread; uniqueItems on arrays longer than 64 items uses a heap set).
+ * Restriction keywords only look at values of their own type, as in mongod.
+ * This file does not build errInfo (schema_explain.c does).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bson/value.h"
+#include "schema/schema_private.h"
+
+uint32_t
+sch_type_bit(bson_type_t t)
+{
+	if (t == BSON_TYPE_MINKEY)
+		return 1u << SCH_BIT_MINKEY;
+	if (t == BSON_TYPE_MAXKEY)
+		return 1u << SCH_BIT_MAXKEY;
+	if ((int)t >= 1 && (int)t <= 0x13)
+		return 1u << t;
+	return 0;
+}
+
+static bool
+is_num(bson_type_t t)
+{
+	return (sch_type_bit(t) & SCH_NUMBER_MASK) != 0;
+}
+
+static void
+iter_of(const bson_value_t *v, bson_iter_t *it)
+{
+	bson_iter_init_from_data(it, v->value.v_doc.data, v->value.v_doc.data_len);
+}
+
+static bool
+doc_find(const bson_value_t *doc, const char *name, uint32_t len, bson_iter_t *out)
+{
+	bson_iter_t it;
+
+	iter_of(doc, &it);
+	while (bson_iter_next(&it)) {
+		if (bson_iter_key_len(&it) == len && memcmp(bson_iter_key(&it), name, len) == 0) {
+			*out = it;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* ---- regex ---------------------------------------------------------- */
+
+static _Thread_local pcre2_match_data *tl_md;
+
+bool
+sch_regex_search(const pcre2_code *re, const char *s, uint32_t len)
+{
+	int rc;
+
+	if (tl_md == NULL) {
+		tl_md = pcre2_match_data_create(1, NULL);
+		if (tl_md == NULL)
+			return false;
+	}
+	rc = pcre2_match(re, (PCRE2_SPTR)s, len, 0, 0, tl_md, NULL);
+	return rc >= 0;
+}
+
+/* ---- equality with unordered fields (enum, uniqueItems) -------------- */
+
+static uint32_t
+count_fields(const bson_value_t *v)
+{
+	bson_iter_t it;
+	uint32_t n = 0;
+
+	iter_of(v, &it);
+	while (bson_iter_next(&it))
+		n++;
+	return n;
+}
+
+bool
+sch_val_equal(const bson_value_t *a, const bson_value_t *b)
+{
+	bson_type_t ta = a->value_type, tb = b->value_type;
+
+	if (ta == BSON_TYPE_DOCUMENT || tb == BSON_TYPE_DOCUMENT) {
+		bson_iter_t ia, ib;
+		if (ta != tb || count_fields(a) != count_fields(b))
+			return false;
+		iter_of(a, &ia);
+		while (bson_iter_next(&ia)) {
+			bson_value_t va, vb;
+			if (!doc_find(b, bson_iter_key(&ia), bson_iter_key_len(&ia), &ib))
+				return false;
+			va = *bson_iter_value(&ia);
+			vb = *bson_iter_value(&ib);
+			if (!sch_val_equal(&va, &vb))
+				return false;
+		}
+		return true;
+	}
+	if (ta == BSON_TYPE_ARRAY || tb == BSON_TYPE_ARRAY) {
+		bson_iter_t ia, ib;
+		if (ta != tb)
+			return false;
+		iter_of(a, &ia);
+		iter_of(b, &ib);
+		for (;;) {
+			bool na = bson_iter_next(&ia), nb = bson_iter_next(&ib);
+			bson_value_t va, vb;
+			if (na != nb)
+				return false;
+			if (!na)
+				return true;
+			va = *bson_iter_value(&ia);
+			vb = *bson_iter_value(&ib);
+			if (!sch_val_equal(&va, &vb))
+				return false;
+		}
+	}
+	return bv_compare(a, b) == 0;
+}
+
+static uint64_t
+fnv(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+static uint64_t
+mix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return h;
+}
+
+/* A hash that agrees with sch_val_equal: equal values hash alike. */
+uint64_t
+sch_val_hash(const bson_value_t *v)
+{
+	uint64_t h = 1469598103934665603ull;
+	bson_type_t t = v->value_type;
+
+	if (is_num(t)) {
+		double d = bv_as_double(v);
+		if (isnan(d))
+			return 0x9e3779b97f4a7c15ull;
+		if (d == 0)
+			return 0x51ed27ull;
+		return mix(fnv(h, &d, sizeof d));
+	}
+	switch ((int)t) {
+	case BSON_TYPE_UTF8:
+		return fnv(fnv(h, "s", 1), v->value.v_utf8.str, v->value.v_utf8.len);
+	case BSON_TYPE_SYMBOL:
+		return fnv(fnv(h, "s", 1), v->value.v_symbol.symbol, v->value.v_symbol.len);
+	case BSON_TYPE_DOCUMENT: {
+		bson_iter_t it;
+		uint64_t sum = 0x0b;
+		iter_of(v, &it);
+		while (bson_iter_next(&it)) {
+			bson_value_t e = *bson_iter_value(&it);
+			uint64_t kh = fnv(h, bson_iter_key(&it), bson_iter_key_len(&it));
+			sum += mix(kh * 31 + sch_val_hash(&e));
+		}
+		return mix(sum);
+	}
+	case BSON_TYPE_ARRAY: {
+		bson_iter_t it;
+		uint64_t acc = 0x0a;
+		iter_of(v, &it);
+		while (bson_iter_next(&it)) {
+			bson_value_t e = *bson_iter_value(&it);
+			acc = mix(acc * 1000003 + sch_val_hash(&e));
+		}
+		return acc;
+	}
+	case BSON_TYPE_BINARY:
+		h = fnv(h, &v->value.v_binary.subtype, 1);
+		return fnv(h, v->value.v_binary.data, v->value.v_binary.data_len);
+	case BSON_TYPE_OID:
+		return fnv(h, v->value.v_oid.bytes, 12);
+	case BSON_TYPE_BOOL:
+		return v->value.v_bool ? 0xb1 : 0xb0;
+	case BSON_TYPE_DATE_TIME:
+		return mix((uint64_t)v->value.v_datetime ^ 0xda7e);
+	case BSON_TYPE_TIMESTAMP:
+		return mix(((uint64_t)v->value.v_timestamp.timestamp << 32 |
+			    v->value.v_timestamp.increment) ^ 0x7157);
+	case BSON_TYPE_REGEX:
+		return fnv(h, v->value.v_regex.regex, strlen(v->value.v_regex.regex));
+	case BSON_TYPE_CODE:
+		return fnv(h, v->value.v_code.code, v->value.v_code.code_len);
+	default:
+		/* null, undefined, minKey, maxKey, dbPointer, code with scope */
+		return 0x1000 + (uint64_t)(t == BSON_TYPE_UNDEFINED ? BSON_TYPE_NULL : t);
+	}
+}
+
+int64_t
+sch_find_duplicate(const bson_value_t *arr, bson_value_t *dup)
+{
+	bson_value_t small[64];
+	uint32_t n = 0;
+	bson_iter_t it;
+	int64_t found = -1;
+
+	iter_of(arr, &it);
+	while (bson_iter_next(&it)) {
+		bson_value_t e = *bson_iter_value(&it);
+		if (n < 64) {
+			for (uint32_t j = 0; j < n; j++)
+				if (sch_val_equal(&small[j], &e)) {
+					if (dup)
+						*dup = e;
+					return n;
+				}
+			small[n++] = e;
+			continue;
+		}
+		/* Long array: hash set on the heap. */
+		{
+			uint32_t total = n + 1, cap = 128, i = 0;
+			bson_iter_t c = it;
+			while (bson_iter_next(&c))
+				total++;
+			while (cap < total * 2)
+				cap *= 2;
+			uint64_t *hs = bson_malloc(cap * sizeof *hs);
+			uint32_t *ix = bson_malloc(cap * sizeof *ix);
+			bson_value_t *vals = bson_malloc(total * sizeof *vals);
+			memset(ix, 0xff, cap * sizeof *ix);
+			iter_of(arr, &c);
+			while (bson_iter_next(&c)) {
+				bson_value_t x = *bson_iter_value(&c);
+				uint64_t h = sch_val_hash(&x);
+				uint32_t p = (uint32_t)h & (cap - 1);
+				bool is_dup = false;
+				while (ix[p] != UINT32_MAX) {
+					if (hs[p] == h && sch_val_equal(&vals[ix[p]], &x)) {
+						is_dup = true;
+						break;
+					}
+					p = (p + 1) & (cap - 1);
+				}
+				if (is_dup) {
+					if (dup)
+						*dup = x;
+					found = i;
+					break;
+				}
+				hs[p] = h;
+				ix[p] = i;
+				vals[i++] = x;
+			}
+			bson_free(hs);
+			bson_free(ix);
+			bson_free(vals);
+			return found;
+		}
+	}
+	return -1;
+}
+
+/* ---- numbers -------------------------------------------------------- */
+
+static void
+strip_zeros(sch_dec_t *d)
+{
+	if (d->kind != 0 || d->mant == 0)
+		return;
+	while (d->mant % 10 == 0) {
+		d->mant /= 10;
+		d->exp++;
+	}
+}
+
+static bool
+parse_decimal_string(const char *s, sch_dec_t *d)
+{
+	int frac = 0, e = 0;
+	bool dot = false;
+
+	memset(d, 0, sizeof *d);
+	if (*s == '-') {
+		d->neg = true;
+		s++;
+	} else if (*s == '+') {
+		s++;
+	}
+	if (strncmp(s, "Inf", 3) == 0) {
+		d->kind = 1;
+		return true;
+	}
+	if (strncmp(s, "NaN", 3) == 0) {
+		d->kind = 2;
+		return true;
+	}
+	for (; *s && *s != 'E' && *s != 'e'; s++) {
+		if (*s == '.') {
+			dot = true;
+			continue;
+		}
+		if (*s < '0' || *s > '9')
+			return false;
+		d->mant = d->mant * 10 + (unsigned)(*s - '0');
+		if (dot)
+			frac++;
+	}
+	if (*s == 'E' || *s == 'e')
+		e = atoi(s + 1);
+	d->exp = e - frac;
+	strip_zeros(d);
+	return true;
+}
+
+/* A number as mongod's Decimal128 sees it (doubles rounded to 15 digits). */
+bool
+sch_dec_from_value(const bson_value_t *v, sch_dec_t *d)
+{
+	char buf[64];
+
+	memset(d, 0, sizeof *d);
+	switch ((int)v->value_type) {
+	case BSON_TYPE_INT32:
+	case BSON_TYPE_INT64: {
+		int64_t i = v->value_type == BSON_TYPE_INT32 ? v->value.v_int32 : v->value.v_int64;
+		d->neg = i < 0;
+		d->mant = i < 0 ? (unsigned __int128)(-(i + 1)) + 1 : (unsigned __int128)i;
+		strip_zeros(d);
+		return true;
+	}
+	case BSON_TYPE_DOUBLE: {
+		double x = v->value.v_double;
+		if (isnan(x)) {
+			d->kind = 2;
+			return true;
+		}
+		if (isinf(x)) {
+			d->kind = 1;
+			d->neg = x < 0;
+			return true;
+		}
+		snprintf(buf, sizeof buf, "%.14e", x);
+		return parse_decimal_string(buf, d);
+	}
+	case BSON_TYPE_DECIMAL128: {
+		char s[BSON_DECIMAL128_STRING];
+		bson_decimal128_to_string(&v->value.v_decimal128, s);
+		return parse_decimal_string(s, d);
+	}
+	default:
+		return false;
+	}
+}
+
+static unsigned __int128
+mulmod(unsigned __int128 a, unsigned __int128 b, unsigned __int128 m)
+{
+	unsigned __int128 r = 0;
+
+	a %= m;
+	b %= m;
+	if ((a >> 62) == 0 && (b >> 62) == 0)
+		return (a * b) % m;
+	while (b) {
+		if (b & 1) {
+			r += a;
+			if (r >= m)
+				r -= m;
+		}
+		a += a;
+		if (a >= m)
+			a -= m;
+		b >>= 1;
+	}
+	return r;
+}
+
+static unsigned __int128
+pow10mod(uint32_t k, unsigned __int128 m)
+{
+	unsigned __int128 r = 1 % m, base = 10 % m;
+
+	while (k) {
+		if (k & 1)
+			r = mulmod(r, base, m);
+		base = mulmod(base, base, m);
+		k >>= 1;
+	}
+	return r;
+}
+
+static bool
+is_multiple(const bson_value_t *v, const sch_dec_t *div)
+{
+	sch_dec_t x;
+
+	if (!sch_dec_from_value(v, &x) || x.kind != 0 || div->kind == 2)
+		return false;
+	if (x.mant == 0)
+		return true;
+	if (div->kind == 1)
+		return false;
+	if (x.exp >= div->exp) {
+		uint32_t k = (uint32_t)(x.exp - div->exp);
+		return mulmod(x.mant, pow10mod(k, div->mant), div->mant) == 0;
+	} else {
+		uint32_t k = (uint32_t)(div->exp - x.exp);
+		unsigned __int128 m = div->mant;
+		for (uint32_t i = 0; i < k; i++) {
+			if (m > x.mant)
+				return false;
+			m *= 10;
+		}
+		return x.mant % m == 0;
+	}
+}
+
+/* ComparisonMatchExpression on numbers: NaN only equals NaN. */
+static bool
+cmp_ok(const bson_value_t *v, const bson_value_t *bound, bool is_max, bool exclusive)
+{
+	bool vn = bv_is_nan(v), bn = bv_is_nan(bound);
+	int c;
+
+	if (vn || bn)
+		return vn && bn && !exclusive;
+	c = bv_compare(v, bound);
+	if (is_max)
+		return exclusive ? c < 0 : c <= 0;
+	return exclusive ? c > 0 : c >= 0;
+}
+
+static int64_t
+utf8_len(const char *s, uint32_t len)
+{
+	int64_t n = 0;
+	for (uint32_t i = 0; i < len; i++)
+		if (((unsigned char)s[i] & 0xC0) != 0x80)
+			n++;
+	return n;
+}
+
+/* ---- the matcher ---------------------------------------------------- */
+
+static bool
+match_string(const snode_t *n, const bson_value_t *v)
+{
+	const char *s = v->value.v_utf8.str;
+	uint32_t len = v->value.v_utf8.len;
+
+	if (n->pattern && !sch_regex_search(n->pattern, s, len))
+		return false;
+	if (n->min_len >= 0 || n->max_len >= 0) {
+		int64_t cp = utf8_len(s, len);
+		if (n->max_len >= 0 && cp > n->max_len)
+			return false;
+		if (n->min_len >= 0 && cp < n->min_len)
+			return false;
+	}
+	return true;
+}
+
+static bool
+match_number(const snode_t *n, const bson_value_t *v)
+{
+	if (n->has_multiple_of && !is_multiple(v, &n->multiple_of))
+		return false;
+	if (n->has_max && !cmp_ok(v, &n->maximum, true, n->excl_max))
+		return false;
+	if (n->has_min && !cmp_ok(v, &n->minimum, false, n->excl_min))
+		return false;
+	return true;
+}
+
+static bool
+match_array(const snode_t *n, const bson_value_t *v)
+{
+	bson_iter_t it;
+	uint32_t i = 0;
+
+	if (n->min_items >= 0 || n->max_items >= 0) {
+		int64_t c = count_fields(v);
+		if (n->min_items >= 0 && c < n->min_items)
+			return false;
+		if (n->max_items >= 0 && c > n->max_items)
+			return false;
+	}
+	if (n->unique_items && sch_find_duplicate(v, NULL) >= 0)
+		return false;
+	if (n->items_kind == SCH_ITEMS_NONE)
+		return true;
+	iter_of(v, &it);
+	while (bson_iter_next(&it)) {
+		bson_value_t e = *bson_iter_value(&it);
+		const snode_t *sub;
+		if (n->items_kind == SCH_ITEMS_SCHEMA) {
+			sub = n->items;
+		} else if (i < n->nitems) {
+			sub = n->items_arr[i];
+		} else if (n->addl_items_kind == SCH_ADDL_FALSE) {
+			return false;
+		} else if (n->addl_items_kind == SCH_ADDL_SCHEMA) {
+			sub = n->addl_items;
+		} else {
+			break;
+		}
+		if (!sch_node_match(sub, &e))
+			return false;
+		i++;
+	}
+	return true;
+}
+
+static const sch_prop_t *
+find_prop(const snode_t *n, const char *name, uint32_t len)
+{
+	for (uint32_t i = 0; i < n->nprops; i++)
+		if (n->props[i].len == len && memcmp(n->props[i].name, name, len) == 0)
+			return &n->props[i];
+	return NULL;
+}
+
+bool
+sch_field_is_additional(const snode_t *n, const char *name, uint32_t len)
+{
+	if (find_prop(n, name, len))
+		return false;
+	for (uint32_t p = 0; p < n->npats; p++)
+		if (sch_regex_search(n->pats[p].re, name, len))
+			return false;
+	return true;
+}
+
+static bool
+match_object(const snode_t *n, const bson_value_t *v)
+{
+	bson_iter_t it;
+	int64_t nfields = 0;
+
+	iter_of(v, &it);
+	while (bson_iter_next(&it)) {
+		const char *key = bson_iter_key(&it);
+		uint32_t klen = bson_iter_key_len(&it);
+		const sch_prop_t *p = n->nprops ? find_prop(n, key, klen) : NULL;
+		bson_value_t e;
+
+		nfields++;
+		if (p == NULL && !n->has_allowed)
+			continue;
+		e = *bson_iter_value(&it);
+		if (p && !sch_node_match(p->schema, &e))
+			return false;
+		if (n->has_allowed) {
+			bool other = p == NULL;
+			for (uint32_t i = 0; i < n->npats; i++) {
+				if (!sch_regex_search(n->pats[i].re, key, klen))
+					continue;
+				other = false;
+				if (!sch_node_match(n->pats[i].schema, &e))
+					return false;
+			}
+			if (other) {
+				if (n->addl_props_kind == SCH_ADDL_FALSE)
+					return false;
+				if (n->addl_props_kind == SCH_ADDL_SCHEMA &&
+				    !sch_node_match(n->addl_props, &e))
+					return false;
+			}
+		}
+	}
+	for (uint32_t i = 0; i < n->nrequired; i++) {
+		bson_iter_t f;
+		if (!doc_find(v, n->required[i], (uint32_t)strlen(n->required[i]), &f))
+			return false;
+	}
+	if (n->min_props >= 0 && nfields < n->min_props)
+		return false;
+	if (n->max_props >= 0 && nfields > n->max_props)
+		return false;
+	return true;
+}
+
+static bool
+match_deps(const snode_t *n, const bson_value_t *v)
+{
+	for (uint32_t i = 0; i < n->ndeps; i++) {
+		const sch_dep_t *d = &n->deps[i];
+		bson_iter_t f;
+		if (!doc_find(v, d->name, (uint32_t)strlen(d->name), &f))
+			continue;
+		if (d->schema) {
+			if (!sch_node_match(d->schema, v))
+				return false;
+		} else {
+			for (uint32_t j = 0; j < d->nprops; j++)
+				if (!doc_find(v, d->props[j], (uint32_t)strlen(d->props[j]), &f))
+					return false;
+		}
+	}
+	return true;
+}
+
+static bool
+match_encrypt(const snode_t *n, const bson_value_t *v)
+{
+	if (v->value_type != BSON_TYPE_BINARY || v->value.v_binary.subtype != BSON_SUBTYPE_ENCRYPTED)
+		return false;
+	if (n->encrypt_type_mask) {
+		/* FLE1 payload: blob subtype (1 or 2) ... original BSON type at 17 */
+		const uint8_t *d = v->value.v_binary.data;
+		uint32_t len = v->value.v_binary.data_len;
+		if (len < 18 || (d[0] != 1 && d[0] != 2))
+			return false;
+		if (!(n->encrypt_type_mask & sch_type_bit((bson_type_t)d[17])))
+			return false;
+	}
+	return true;
+}
+
+bool
+sch_enum_contains(const snode_t *n, const bson_value_t *v)
+{
+	bson_iter_t it;
+
+	bson_iter_init(&it, n->enum_arr);
+	while (bson_iter_next(&it)) {
+		bson_value_t e = *bson_iter_value(&it);
+		if (sch_val_equal(v, &e))
+			return true;
+	}
+	return false;
+}
+
+bool
+sch_node_match(const snode_t *n, const bson_value_t *v)
+{
+	bson_type_t t = v->value_type;
+
+	if (n->always_false)
+		return false;
+	if (n->has_type && !(n->type_mask & sch_type_bit(t)))
+		return false;
+	if (t == BSON_TYPE_UTF8) {
+		if (!n->off_string && !match_string(n, v))
+			return false;
+	} else if (is_num(t)) {
+		if (!n->off_number && !match_number(n, v))
+			return false;
+	} else if (t == BSON_TYPE_ARRAY) {
+		if (!n->off_array && !match_array(n, v))
+			return false;
+	} else if (t == BSON_TYPE_DOCUMENT) {
+		if (!n->off_object && !match_object(n, v))
+			return false;
+		if (n->has_deps && !match_deps(n, v))
+			return false;
+	}
+	if (n->encrypt && !match_encrypt(n, v))
+		return false;
+	for (uint32_t i = 0; i < n->nall_of; i++)
+		if (!sch_node_match(n->all_of[i], v))
+			return false;
+	if (n->nany_of) {
+		uint32_t i;
+		for (i = 0; i < n->nany_of; i++)
+			if (sch_node_match(n->any_of[i], v))
+				break;
+		if (i == n->nany_of)
+			return false;
+	}
+	if (n->none_of) {
+		uint32_t hits = 0;
+		for (uint32_t i = 0; i < n->none_of && hits < 2; i++)
+			if (sch_node_match(n->one_of[i], v))
+				hits++;
+		if (hits != 1)
+			return false;
+	}
+	if (n->not_ && sch_node_match(n->not_, v))
+		return false;
+	if (n->enum_arr && (n->enum_always_false || !sch_enum_contains(n, v)))
+		return false;
+	return true;
+}
+
+static void
+doc_value(const bson_t *doc, bson_value_t *v)
+{
+	memset(v, 0, sizeof *v);
+	v->value_type = BSON_TYPE_DOCUMENT;
+	v->value.v_doc.data = (uint8_t *)bson_get_data(doc);
+	v->value.v_doc.data_len = doc->len;
+}
+
+bool
+schema_matches(const schema_t *s, const bson_t *doc)
+{
+	bson_value_t v;
+
+	doc_value(doc, &v);
+	return sch_node_match(s->root, &v);
+}

@@ -1,0 +1,137 @@
+/*
+ * schema_private.h -- the compiled form of a $jsonSchema, shared by the
+ * compiler (schema_compile.c), the matcher (schema_match.c) and the error
+ * explainer (schema_explain.c).  Nothing outside src/schema/ includes this.
+ *
+ * One snode_t per (sub)schema.  Keywords are decoded once into typed fields
+ * so that matching reads no BSON from the schema; the subschema's own BSON is
+ * kept (raw) only for the slow path that writes errInfo ("specifiedAs").
+ */
+#ifndef TAMGA_SCHEMA_PRIVATE_H
+#define TAMGA_SCHEMA_PRIVATE_H
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <stdint.h>
+#include "schema/schema.h"
+
+typedef struct snode snode_t;
+
+/* Type bits: bit (bson type code) for 0x01..0x13, MinKey and MaxKey below. */
+#define SCH_BIT_MINKEY 30
+#define SCH_BIT_MAXKEY 31
+#define SCH_NUMBER_MASK ((1u << BSON_TYPE_INT32) | (1u << BSON_TYPE_INT64) | \
+			 (1u << BSON_TYPE_DOUBLE) | (1u << BSON_TYPE_DECIMAL128))
+
+enum { SCH_ITEMS_NONE, SCH_ITEMS_SCHEMA, SCH_ITEMS_ARRAY };
+enum { SCH_ADDL_NONE, SCH_ADDL_TRUE, SCH_ADDL_FALSE, SCH_ADDL_SCHEMA };
+
+/* A number decomposed as sign * mant * 10^exp for exact multipleOf. */
+typedef struct {
+	int kind;               /* 0 finite, 1 infinity, 2 NaN */
+	bool neg;
+	unsigned __int128 mant;
+	int32_t exp;
+} sch_dec_t;
+
+typedef struct {
+	char *name;
+	uint32_t len;
+	snode_t *schema;
+} sch_prop_t;
+
+typedef struct {
+	char *src;
+	pcre2_code *re;
+	snode_t *schema;
+} sch_pat_t;
+
+typedef struct {
+	char *name;
+	snode_t *schema;        /* schema dependency, or NULL */
+	char **props;           /* property dependency, in the given order */
+	uint32_t nprops;
+} sch_dep_t;
+
+struct snode {
+	bson_t *raw;            /* owned copy of this subschema */
+	bool top;               /* compiled at mongod's empty path */
+	bool always_false;      /* top-level type that excludes "object" */
+	char *title, *description;
+
+	/* type / bsonType */
+	bool has_type;
+	bool type_is_json;      /* keyword was "type" (else "bsonType") */
+	uint32_t type_mask;
+	/* A single stated type turns restriction keywords of other types off. */
+	bool off_string, off_number, off_array, off_object;
+
+	/* strings */
+	pcre2_code *pattern;
+	int64_t min_len, max_len;       /* -1 = absent */
+
+	/* numbers */
+	bool has_multiple_of;
+	sch_dec_t multiple_of;
+	bool has_min, has_max, excl_min, excl_max;
+	bson_value_t minimum, maximum;  /* numeric scalars, no heap */
+
+	/* arrays */
+	int64_t min_items, max_items;
+	bool unique_items;
+	int items_kind;
+	snode_t *items;
+	snode_t **items_arr;
+	uint32_t nitems;
+	int addl_items_kind;
+	snode_t *addl_items;
+
+	/* objects */
+	sch_prop_t *props;
+	uint32_t nprops;
+	char **required;                /* sorted bytewise */
+	uint32_t nrequired;
+	bool has_allowed;               /* patternProperties or additionalProperties */
+	sch_pat_t *pats;
+	uint32_t npats;
+	int addl_props_kind;
+	snode_t *addl_props;
+	int64_t min_props, max_props;
+	sch_dep_t *deps;
+	uint32_t ndeps;
+	bool has_deps;
+
+	/* logic */
+	snode_t **all_of, **any_of, **one_of;
+	uint32_t nall_of, nany_of, none_of;
+	snode_t *not_;
+	bson_t *enum_arr;               /* owned {"0": v0, ...} or NULL */
+	uint32_t nenum;
+	bool enum_always_false;         /* top-level enum without objects */
+
+	/* encryption */
+	bool encrypt;
+	uint32_t encrypt_type_mask;     /* 0 = any */
+};
+
+struct schema {
+	snode_t *root;
+	bool uses_encrypt;
+};
+
+/* schema_match.c */
+bool sch_node_match(const snode_t *n, const bson_value_t *v);
+bool sch_val_equal(const bson_value_t *a, const bson_value_t *b);
+uint64_t sch_val_hash(const bson_value_t *v);
+bool sch_regex_search(const pcre2_code *re, const char *s, uint32_t len);
+bool sch_dec_from_value(const bson_value_t *v, sch_dec_t *out);
+uint32_t sch_type_bit(bson_type_t t);
+/* Index of the first later element equal to an earlier one, or -1. */
+int64_t sch_find_duplicate(const bson_value_t *arr, bson_value_t *dup);
+bool sch_field_is_additional(const snode_t *n, const char *name, uint32_t len);
+bool sch_enum_contains(const snode_t *n, const bson_value_t *v);
+
+/* schema_compile.c */
+void sch_node_free(snode_t *n);
+
+#endif
