@@ -37,6 +37,7 @@ struct storage_cursor {
 	WT_CURSOR *wc;
 	bool backward;
 	enum cur_state state;
+	uint64_t epoch;                /* s->txn_epoch when last positioned */
 	recid_t last_recid;
 	bytes_t last_key;              /* index scans: the last full key returned */
 	bytes_t doc;                   /* collection scans: the last document returned */
@@ -237,6 +238,11 @@ storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
 		return 0;
 	if (cur->s == NULL || wc == NULL)
 		return terr_set(err, TERR_INTERNAL_ERROR, "storage cursor used while saved");
+	/* A commit or rollback on the session resets its WiredTiger cursors:
+	 * find our place again instead of starting over. */
+	if (cur->state == CUR_POSITIONED && cur->epoch != cur->s->txn_epoch)
+		cur->state = CUR_REPOSITION;
+	cur->epoch = cur->s->txn_epoch;
 
 	switch (cur->state) {
 	case CUR_START:

@@ -438,6 +438,7 @@ storage_txn_commit(storage_session_t *s, bool sync, terr_t *err)
 	}
 	ret = s->ws->commit_transaction(s->ws, sync && !s->st->in_memory ? "sync=on" : NULL);
 	s->in_txn = false;
+	s->txn_epoch++;
 	if (ret != 0) {
 		/* A failed commit is a rollback in WiredTiger. */
 		deltas_clear(s);
@@ -460,6 +461,7 @@ storage_txn_rollback(storage_session_t *s)
 		return;
 	s->ws->rollback_transaction(s->ws, NULL);
 	s->in_txn = false;
+	s->txn_epoch++;
 	s->txn_failed = false;
 	deltas_clear(s);
 }

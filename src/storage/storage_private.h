@@ -56,6 +56,7 @@ struct storage_session {
 	WT_SESSION *ws;
 	bool in_txn;
 	bool txn_failed;           /* an operation failed: only rollback is allowed */
+	uint64_t txn_epoch;        /* bumped when a commit/rollback resets WT cursors */
 	uint8_t *buf;              /* document views returned by doc_get/find_id */
 	size_t buf_cap;
 	txn_delta_t *deltas;

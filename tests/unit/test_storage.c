@@ -633,6 +633,29 @@ test_scans_save_restore(void)
 		keystring_destroy(&hi);
 	}
 
+	/* a scan keeps its place across commits on its own session (WiredTiger
+	 * resets a session's cursors at commit/rollback) */
+	{
+		storage_coll_t *other = NULL;
+		TT_EQ_INT(storage_coll_create(st, s1, "d", "other", NULL, &err), 0);
+		TT_EQ_INT(storage_coll_get(st, "d", "other", &other, &err), 0);
+		TT_EQ_INT(storage_scan_open(s1, c, false, &cur, &err), 0);
+		n = 0;
+		last = 0;
+		while (storage_cursor_next(cur, &rid, &doc, NULL, NULL, &err) == 1) {
+			char json[64];
+			TT_ASSERT(doc_i(&doc) > last);
+			last = doc_i(&doc);
+			snprintf(json, sizeof(json), "{\"_id\": %d}", last);
+			TT_EQ_INT(insert_json(s1, other, json, NULL, &err), 0);
+			if (++n > 200)
+				break;
+		}
+		TT_EQ_INT(n, 100 - 11 - 1 - 1 - 2);
+		storage_cursor_close(cur);
+		storage_coll_release(other);
+	}
+
 	/* a saved cursor on a dropped collection cannot come back */
 	TT_EQ_INT(storage_scan_open(s1, c, false, &cur, &err), 0);
 	TT_EQ_INT(storage_cursor_next(cur, &rid, &doc, NULL, NULL, &err), 1);
