@@ -1,0 +1,1240 @@
+/*
+ * match.c -- the filter parser, the operator table and the public match_*
+ * API.  Parsing follows mongod's expression_parser.cpp: a filter document is
+ * an implicit $and of its fields; `{path: {$op: ...}}` operator documents
+ * become path leaves; `{path: value}` is equality; `$`-prefixed fields at
+ * the top are pathless operators ($and, $or, $expr, ...).  Evaluation is the
+ * table's job (eval_doc / eval_value per node kind); operator families live
+ * in match_compare.c, match_regex.c, match_array.c and match_logical.c.
+ *
+ * Not here: planning, index bounds, projection.
+ */
+#include "query/match_private.h"
+
+#include <string.h>
+
+#include "bson/value.h"
+
+#define MATCH_MAX_DEPTH 100
+#define TERR_QUERY_FEATURE_NOT_ALLOWED 224
+
+typedef enum { LVL_PREDICATE_TOP, LVL_USER_TOP, LVL_USER_SUB } plevel_t;
+
+typedef struct pctx {
+	const match_options_t *opts;
+	match_t *m;
+	terr_t *err;
+} pctx_t;
+
+static int parse_filter(pctx_t *p, const uint8_t *data, uint32_t len, int depth, plevel_t lvl,
+                        mnode_t **out);
+static int parse_sub(pctx_t *p, const char *path, const bson_value_t *sub, mnode_t *root,
+                     int depth, plevel_t lvl);
+
+/* ---- nodes ---------------------------------------------------------------- */
+
+mnode_t *
+match_node_new(mkind_t kind)
+{
+	mnode_t *n = bson_malloc0(sizeof *n);
+
+	n->kind = kind;
+	return n;
+}
+
+void
+match_node_add(mnode_t *parent, mnode_t *kid)
+{
+	parent->kids = bson_realloc(parent->kids, sizeof(mnode_t *) * (parent->nkids + 1));
+	parent->kids[parent->nkids++] = kid;
+}
+
+void
+match_node_free(mnode_t *n)
+{
+	if (n == NULL)
+		return;
+	for (uint32_t i = 0; i < n->nkids; i++)
+		match_node_free(n->kids[i]);
+	bson_free(n->kids);
+	if (n->has_path)
+		bpath_destroy(&n->path);
+	switch (n->kind) {
+	case MK_IN:
+		bson_free(n->u.in.sorted);
+		for (uint32_t i = 0; i < n->u.in.nre; i++)
+			match_regex_free(&n->u.in.re[i]);
+		bson_free(n->u.in.re);
+		break;
+	case MK_REGEX:
+		match_regex_free(&n->u.re);
+		break;
+	case MK_BITS_ALL_SET: case MK_BITS_ANY_SET: case MK_BITS_ALL_CLEAR: case MK_BITS_ANY_CLEAR:
+		bson_free(n->u.bits.mask);
+		break;
+	case MK_EXPR:
+		match_expr_free(n);
+		break;
+	case MK_SCHEMA:
+		match_schema_free(n);
+		break;
+	default:
+		break;
+	}
+	bson_free(n);
+}
+
+static mnode_t *
+leaf_new(mkind_t kind, const char *path, const bson_value_t *val)
+{
+	mnode_t *n = match_node_new(kind);
+
+	if (path != NULL) {
+		n->has_path = true;
+		bpath_init(&n->path, path);
+	}
+	if (val != NULL)
+		n->val = *val;
+	return n;
+}
+
+char *
+match_value_str(const bson_value_t *v)
+{
+	return bv_to_mongo_string(v);
+}
+
+/* ---- evaluation ---------------------------------------------------------- */
+
+typedef struct leafwalk {
+	const mnode_t *n;
+	bool (*fn)(const mnode_t *, const bson_value_t *);
+	bool matched;
+	int pos;
+} leafwalk_t;
+
+static bool
+leaf_visit(const bpath_hit_t *h, void *ctx)
+{
+	leafwalk_t *w = ctx;
+
+	if (w->fn(w->n, &h->value)) {
+		w->matched = true;
+		w->pos = h->array_pos;
+		return false;
+	}
+	return true;
+}
+
+static bool
+eval_leaf_doc(const mnode_t *n, const uint8_t *data, uint32_t len, int *pos, mctx_t *c)
+{
+	const mop_t *op = &match_ops[n->kind];
+	leafwalk_t w = {n, op->eval_value, false, -1};
+
+	bpath_walk_data(data, len, &n->path, op->expand_leaf, leaf_visit, &w);
+	if (w.matched && w.pos >= 0 && pos != NULL)
+		*pos = w.pos;
+	return w.matched;
+}
+
+static bool
+eval_and_doc(const mnode_t *n, const uint8_t *data, uint32_t len, int *pos, mctx_t *c)
+{
+	for (uint32_t i = 0; i < n->nkids; i++)
+		if (!match_node_eval(n->kids[i], data, len, pos, c))
+			return false;
+	return true;
+}
+
+static bool
+eval_or_doc(const mnode_t *n, const uint8_t *data, uint32_t len, int *pos, mctx_t *c)
+{
+	for (uint32_t i = 0; i < n->nkids; i++)
+		if (match_node_eval(n->kids[i], data, len, pos, c))
+			return true;
+	return false;
+}
+
+static bool
+eval_nor_doc(const mnode_t *n, const uint8_t *data, uint32_t len, int *pos, mctx_t *c)
+{
+	for (uint32_t i = 0; i < n->nkids; i++)
+		if (match_node_eval(n->kids[i], data, len, NULL, c))
+			return false;
+	return true;
+}
+
+static bool
+eval_not_doc(const mnode_t *n, const uint8_t *data, uint32_t len, int *pos, mctx_t *c)
+{
+	return !match_node_eval(n->kids[0], data, len, NULL, c);
+}
+
+static bool
+eval_true_doc(const mnode_t *n, const uint8_t *data, uint32_t len, int *pos, mctx_t *c)
+{
+	return true;
+}
+
+static bool
+eval_false_doc(const mnode_t *n, const uint8_t *data, uint32_t len, int *pos, mctx_t *c)
+{
+	return false;
+}
+
+static bool
+eval_expr_doc(const mnode_t *n, const uint8_t *data, uint32_t len, int *pos, mctx_t *c)
+{
+	return match_expr_eval(n, c);
+}
+
+static bool
+eval_schema_doc(const mnode_t *n, const uint8_t *data, uint32_t len, int *pos, mctx_t *c)
+{
+	return match_schema_eval(n, data, len);
+}
+
+typedef struct elemwalk {
+	const mnode_t *n;
+	mctx_t *c;
+	bool matched;
+	int pos;
+} elemwalk_t;
+
+static bool
+elem_visit(const bpath_hit_t *h, void *ctx)
+{
+	elemwalk_t *w = ctx;
+	int inner = -1;
+	bool ok;
+
+	if (h->value.value_type != BSON_TYPE_ARRAY)
+		return true;
+	if (w->n->kind == MK_ELEM_OBJ)
+		ok = match_elem_obj_array(w->n, &h->value, &inner, w->c);
+	else
+		ok = match_elem_val_array(w->n, &h->value, &inner);
+	if (!ok)
+		return true;
+	w->matched = true;
+	w->pos = h->array_pos >= 0 ? h->array_pos : inner;
+	return false;
+}
+
+static bool
+eval_elem_doc(const mnode_t *n, const uint8_t *data, uint32_t len, int *pos, mctx_t *c)
+{
+	elemwalk_t w = {n, c, false, -1};
+
+	bpath_walk_data(data, len, &n->path, false, elem_visit, &w);
+	if (w.matched && w.pos >= 0 && pos != NULL)
+		*pos = w.pos;
+	return w.matched;
+}
+
+static bool
+eval_and_value(const mnode_t *n, const bson_value_t *v)
+{
+	for (uint32_t i = 0; i < n->nkids; i++)
+		if (!match_node_eval_value(n->kids[i], v))
+			return false;
+	return true;
+}
+
+static bool
+eval_or_value(const mnode_t *n, const bson_value_t *v)
+{
+	for (uint32_t i = 0; i < n->nkids; i++)
+		if (match_node_eval_value(n->kids[i], v))
+			return true;
+	return false;
+}
+
+static bool
+eval_nor_value(const mnode_t *n, const bson_value_t *v)
+{
+	return !eval_or_value(n, v);
+}
+
+static bool
+eval_not_value(const mnode_t *n, const bson_value_t *v)
+{
+	return !match_node_eval_value(n->kids[0], v);
+}
+
+static bool
+eval_true_value(const mnode_t *n, const bson_value_t *v)
+{
+	return true;
+}
+
+static bool
+eval_false_value(const mnode_t *n, const bson_value_t *v)
+{
+	return false;
+}
+
+/* The operator table: one row per node kind. */
+const mop_t match_ops[MK__COUNT] = {
+	[MK_AND] = {"$and", MK_AND, false, eval_and_doc, eval_and_value},
+	[MK_OR] = {"$or", MK_OR, false, eval_or_doc, eval_or_value},
+	[MK_NOR] = {"$nor", MK_NOR, false, eval_nor_doc, eval_nor_value},
+	[MK_NOT] = {"$not", MK_NOT, false, eval_not_doc, eval_not_value},
+	[MK_TRUE] = {"$alwaysTrue", MK_TRUE, false, eval_true_doc, eval_true_value},
+	[MK_FALSE] = {"$alwaysFalse", MK_FALSE, false, eval_false_doc, eval_false_value},
+	[MK_EXPR] = {"$expr", MK_EXPR, false, eval_expr_doc, NULL},
+	[MK_SCHEMA] = {"$jsonSchema", MK_SCHEMA, false, eval_schema_doc, NULL},
+	[MK_EQ] = {"$eq", MK_EQ, true, eval_leaf_doc, match_cmp_value},
+	[MK_LT] = {"$lt", MK_LT, true, eval_leaf_doc, match_cmp_value},
+	[MK_LTE] = {"$lte", MK_LTE, true, eval_leaf_doc, match_cmp_value},
+	[MK_GT] = {"$gt", MK_GT, true, eval_leaf_doc, match_cmp_value},
+	[MK_GTE] = {"$gte", MK_GTE, true, eval_leaf_doc, match_cmp_value},
+	[MK_IN] = {"$in", MK_IN, true, eval_leaf_doc, match_in_value},
+	[MK_EXISTS] = {"$exists", MK_EXISTS, true, eval_leaf_doc, match_exists_value},
+	[MK_TYPE] = {"$type", MK_TYPE, true, eval_leaf_doc, match_type_value},
+	[MK_MOD] = {"$mod", MK_MOD, true, eval_leaf_doc, match_mod_value},
+	[MK_REGEX] = {"$regex", MK_REGEX, true, eval_leaf_doc, match_regex_value},
+	[MK_SIZE] = {"$size", MK_SIZE, false, eval_leaf_doc, match_size_value},
+	[MK_ELEM_OBJ] = {"$elemMatch", MK_ELEM_OBJ, false, eval_elem_doc, match_elem_value},
+	[MK_ELEM_VAL] = {"$elemMatch", MK_ELEM_VAL, false, eval_elem_doc, match_elem_value},
+	[MK_BITS_ALL_SET] = {"$bitsAllSet", MK_BITS_ALL_SET, true, eval_leaf_doc, match_bits_value},
+	[MK_BITS_ANY_SET] = {"$bitsAnySet", MK_BITS_ANY_SET, true, eval_leaf_doc, match_bits_value},
+	[MK_BITS_ALL_CLEAR] = {"$bitsAllClear", MK_BITS_ALL_CLEAR, true, eval_leaf_doc,
+	                       match_bits_value},
+	[MK_BITS_ANY_CLEAR] = {"$bitsAnyClear", MK_BITS_ANY_CLEAR, true, eval_leaf_doc,
+	                       match_bits_value},
+};
+
+bool
+match_node_eval(const mnode_t *n, const uint8_t *data, uint32_t len, int *pos, mctx_t *c)
+{
+	return match_ops[n->kind].eval_doc(n, data, len, pos, c);
+}
+
+bool
+match_node_eval_value(const mnode_t *n, const bson_value_t *v)
+{
+	const mop_t *op = &match_ops[n->kind];
+
+	return op->eval_value != NULL ? op->eval_value(n, v) : false;
+}
+
+/* ---- parsing: helpers ------------------------------------------------------ */
+
+static bool
+is_operator_doc(const bson_value_t *v, bool allow_incomplete_dbref)
+{
+	bson_iter_t it;
+	bool has_ref = false, has_id = false, has_db = false, first = true, dollar = false;
+
+	if (v->value_type != BSON_TYPE_DOCUMENT)
+		return false;
+	if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+		return false;
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+
+		if (first) {
+			dollar = (k[0] == '$');
+			first = false;
+		}
+		if (strcmp(k, "$ref") == 0)
+			has_ref = true;
+		else if (strcmp(k, "$id") == 0)
+			has_id = true;
+		else if (strcmp(k, "$db") == 0)
+			has_db = true;
+	}
+	if (first || !dollar)
+		return false;
+	if (allow_incomplete_dbref ? (has_ref || has_id || has_db) : (has_ref && has_id))
+		return false;
+	return true;
+}
+
+static int
+depth_error(pctx_t *p, const uint8_t *data, uint32_t len)
+{
+	bson_t b;
+	char *s = NULL;
+
+	if (bson_init_static(&b, data, len))
+		s = bv_doc_to_mongo_string(&b);
+	terr_set(p->err, TERR_BAD_VALUE, "exceeded maximum query tree depth of %d at %s",
+	         MATCH_MAX_DEPTH, s ? s : "{}");
+	bson_free(s);
+	return -1;
+}
+
+static int
+cmp_leaf(pctx_t *p, mkind_t kind, const char *path, const bson_value_t *v, mnode_t **out)
+{
+	if (kind != MK_EQ && v->value_type == BSON_TYPE_REGEX)
+		return terr_set(p->err, TERR_BAD_VALUE,
+		                "Can't have RegEx as arg to predicate over field '%s'.", path);
+	if (v->value_type == BSON_TYPE_UNDEFINED)
+		return terr_set(p->err, TERR_BAD_VALUE, "cannot compare to undefined");
+	*out = leaf_new(kind, path, v);
+	return 0;
+}
+
+static int
+regex_leaf(pctx_t *p, const char *path, const char *pattern, uint32_t plen, const char *flags,
+           const bson_value_t *val, mnode_t **out)
+{
+	mnode_t *n = leaf_new(MK_REGEX, path, val);
+
+	if (match_regex_compile(&n->u.re, pattern, plen, flags, p->err) != 0) {
+		match_node_free(n);
+		return -1;
+	}
+	*out = n;
+	return 0;
+}
+
+static int
+regex_from_value(pctx_t *p, const char *path, const bson_value_t *v, mnode_t **out)
+{
+	const char *pat = v->value.v_regex.regex;
+
+	return regex_leaf(p, path, pat, (uint32_t)strlen(pat), v->value.v_regex.options, v, out);
+}
+
+/* Wrap kid in NOT, or return the error. */
+static mnode_t *
+not_of(mnode_t *kid)
+{
+	mnode_t *n = match_node_new(MK_NOT);
+
+	match_node_add(n, kid);
+	return n;
+}
+
+/* Collapse a one-kid AND into its kid. */
+static mnode_t *
+simplify_and(mnode_t *and)
+{
+	mnode_t *kid;
+
+	if (and->kind != MK_AND || and->nkids != 1)
+		return and;
+	kid = and->kids[0];
+	and->nkids = 0;
+	match_node_free(and);
+	return kid;
+}
+
+/* ---- parsing: path operators ------------------------------------------------ */
+
+typedef int (*path_parse_fn)(pctx_t *p, const char *path, const char *opname,
+                             const bson_value_t *arg, const bson_value_t *sub, mnode_t *root,
+                             int depth, plevel_t lvl);
+
+static int
+p_cmp(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
+      const bson_value_t *sub, mnode_t *root, int depth, plevel_t lvl)
+{
+	static const struct { const char *name; mkind_t kind; } rows[] = {
+		{"$eq", MK_EQ}, {"$lt", MK_LT}, {"$lte", MK_LTE}, {"$gt", MK_GT}, {"$gte", MK_GTE},
+	};
+	mnode_t *n;
+
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		if (strcmp(rows[i].name, opname) != 0)
+			continue;
+		RET(cmp_leaf(p, rows[i].kind, path, arg, &n));
+		match_node_add(root, n);
+		return 0;
+	}
+	return terr_set(p->err, TERR_INTERNAL_ERROR, "no comparison %s", opname);
+}
+
+static int
+p_ne(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
+     const bson_value_t *sub, mnode_t *root, int depth, plevel_t lvl)
+{
+	mnode_t *n;
+
+	if (arg->value_type == BSON_TYPE_REGEX)
+		return terr_set(p->err, TERR_BAD_VALUE, "Can't have regex as arg to $ne.");
+	RET(cmp_leaf(p, MK_EQ, path, arg, &n));
+	match_node_add(root, not_of(n));
+	return 0;
+}
+
+static int
+parse_in(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
+         mnode_t **out)
+{
+	mnode_t *n;
+	bson_iter_t it;
+
+	if (arg->value_type != BSON_TYPE_ARRAY)
+		return terr_set(p->err, TERR_BAD_VALUE, "%s needs an array", opname);
+	n = leaf_new(MK_IN, path, arg);
+	if (!bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len)) {
+		match_node_free(n);
+		return terr_set(p->err, TERR_INVALID_BSON, "invalid BSON in %s", opname);
+	}
+	while (bson_iter_next(&it)) {
+		const bson_value_t *e = bson_iter_value(&it);
+
+		if (is_operator_doc(e, false)) {
+			match_node_free(n);
+			return terr_set(p->err, TERR_BAD_VALUE, "cannot nest $ under %s", opname);
+		}
+		if (e->value_type == BSON_TYPE_UNDEFINED) {
+			match_node_free(n);
+			return terr_set(p->err, TERR_BAD_VALUE,
+			                "InMatchExpression equality cannot be undefined");
+		}
+	}
+	if (match_in_prepare(n, p->err) != 0) {
+		match_node_free(n);
+		return -1;
+	}
+	*out = n;
+	return 0;
+}
+
+static int
+p_in(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
+     const bson_value_t *sub, mnode_t *root, int depth, plevel_t lvl)
+{
+	mnode_t *n;
+
+	RET(parse_in(p, path, opname, arg, &n));
+	match_node_add(root, strcmp(opname, "$nin") == 0 ? not_of(n) : n);
+	return 0;
+}
+
+static int
+p_exists(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
+         const bson_value_t *sub, mnode_t *root, int depth, plevel_t lvl)
+{
+	mnode_t *n = leaf_new(MK_EXISTS, path, arg);
+	bson_iter_t it;
+	bson_t tmp = BSON_INITIALIZER;
+
+	/* trueValue(): a one-field document lets libbson decide truthiness */
+	bson_append_value(&tmp, "v", 1, arg);
+	n->u.exists = bson_iter_init_find(&it, &tmp, "v") && bson_iter_as_bool(&it);
+	if (arg->value_type == BSON_TYPE_DECIMAL128) {
+		bson_decimal128_t z = {0, 0};
+		n->u.exists = bv_decimal_compare(&arg->value.v_decimal128, &z) != 0;
+	}
+	bson_destroy(&tmp);
+	if (n->u.exists) {
+		match_node_add(root, n);
+	} else {
+		n->u.exists = true;
+		match_node_add(root, not_of(n));
+	}
+	return 0;
+}
+
+static int
+p_type(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
+       const bson_value_t *sub, mnode_t *root, int depth, plevel_t lvl)
+{
+	mnode_t *n = leaf_new(MK_TYPE, path, arg);
+
+	if (match_type_parse(n, arg, opname, p->err) != 0) {
+		match_node_free(n);
+		return -1;
+	}
+	match_node_add(root, n);
+	return 0;
+}
+
+static int
+p_mod(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
+      const bson_value_t *sub, mnode_t *root, int depth, plevel_t lvl)
+{
+	mnode_t *n = leaf_new(MK_MOD, path, arg);
+
+	if (match_mod_parse(n, arg, p->err) != 0) {
+		match_node_free(n);
+		return -1;
+	}
+	match_node_add(root, n);
+	return 0;
+}
+
+static int
+p_size(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
+       const bson_value_t *sub, mnode_t *root, int depth, plevel_t lvl)
+{
+	mnode_t *n = leaf_new(MK_SIZE, path, arg);
+
+	if (match_size_parse(n, arg, p->err) != 0) {
+		match_node_free(n);
+		return -1;
+	}
+	match_node_add(root, n);
+	return 0;
+}
+
+static int
+p_bits(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
+       const bson_value_t *sub, mnode_t *root, int depth, plevel_t lvl)
+{
+	static const struct { const char *name; mkind_t kind; } rows[] = {
+		{"$bitsAllSet", MK_BITS_ALL_SET}, {"$bitsAnySet", MK_BITS_ANY_SET},
+		{"$bitsAllClear", MK_BITS_ALL_CLEAR}, {"$bitsAnyClear", MK_BITS_ANY_CLEAR},
+	};
+	mnode_t *n = NULL;
+
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+		if (strcmp(rows[i].name, opname) == 0)
+			n = leaf_new(rows[i].kind, path, arg);
+	if (n == NULL)
+		return terr_set(p->err, TERR_INTERNAL_ERROR, "no bit test %s", opname);
+	if (match_bits_parse(n, opname, arg, p->err) != 0) {
+		match_node_free(n);
+		return -1;
+	}
+	match_node_add(root, n);
+	return 0;
+}
+
+/* $regex and $options together, found anywhere in the operator document. */
+static int
+p_regex(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
+        const bson_value_t *sub, mnode_t *root, int depth, plevel_t lvl)
+{
+	bson_iter_t it;
+	const char *pattern = NULL, *options = NULL;
+	uint32_t plen = 0;
+	const bson_value_t *re_val = NULL;
+	char *flags;
+	mnode_t *n;
+	int ret;
+
+	if (strcmp(opname, "$options") == 0) {
+		/* handled with $regex; alone it is an error */
+		bson_iter_init_from_data(&it, sub->value.v_doc.data, sub->value.v_doc.data_len);
+		while (bson_iter_next(&it))
+			if (strcmp(bson_iter_key(&it), "$regex") == 0)
+				return 0;
+		return terr_set(p->err, TERR_BAD_VALUE, "$options needs a $regex");
+	}
+	bson_iter_init_from_data(&it, sub->value.v_doc.data, sub->value.v_doc.data_len);
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		const bson_value_t *e = bson_iter_value(&it);
+
+		if (strcmp(k, "$regex") == 0) {
+			if (e->value_type == BSON_TYPE_UTF8) {
+				pattern = e->value.v_utf8.str;
+				plen = e->value.v_utf8.len;
+			} else if (e->value_type == BSON_TYPE_REGEX) {
+				pattern = e->value.v_regex.regex;
+				plen = (uint32_t)strlen(pattern);
+				re_val = e;
+				if (e->value.v_regex.options[0] != '\0') {
+					if (options != NULL)
+						return terr_set(p->err, 51074,
+						                "options set in both $regex and $options");
+					options = e->value.v_regex.options;
+				}
+			} else {
+				return terr_set(p->err, TERR_BAD_VALUE, "$regex has to be a string");
+			}
+		} else if (strcmp(k, "$options") == 0) {
+			if (e->value_type != BSON_TYPE_UTF8)
+				return terr_set(p->err, TERR_BAD_VALUE, "$options has to be a string");
+			if (options != NULL)
+				return terr_set(p->err, 51075, "options set in both $regex and $options");
+			options = e->value.v_utf8.str;
+			if (strlen(options) != e->value.v_utf8.len)
+				return terr_set(p->err, 51110,
+				                "Regular expression options string cannot contain an "
+				                "embedded null byte");
+		}
+	}
+	flags = bson_strdup(options ? options : "");
+	ret = regex_leaf(p, path, pattern, plen, flags, re_val, &n);
+	bson_free(flags);
+	if (ret != 0)
+		return ret;
+	if (re_val == NULL) {
+		/* remember the pattern as a value for introspection */
+		n->val.value_type = BSON_TYPE_UTF8;
+		n->val.value.v_utf8.str = (char *)pattern;
+		n->val.value.v_utf8.len = plen;
+	}
+	match_node_add(root, n);
+	return 0;
+}
+
+static int
+p_not(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
+      const bson_value_t *sub, mnode_t *root, int depth, plevel_t lvl)
+{
+	mnode_t *and, *n;
+	bson_iter_t it;
+
+	if (arg->value_type == BSON_TYPE_REGEX) {
+		RET(regex_from_value(p, path, arg, &n));
+		match_node_add(root, not_of(n));
+		return 0;
+	}
+	if (arg->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(p->err, TERR_BAD_VALUE, "$not needs a regex or a document");
+	if (!bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len) ||
+	    !bson_iter_next(&it))
+		return terr_set(p->err, TERR_BAD_VALUE, "$not cannot be empty");
+	and = match_node_new(MK_AND);
+	if (parse_sub(p, path, arg, and, depth + 1, lvl) != 0) {
+		match_node_free(and);
+		return -1;
+	}
+	match_node_add(root, not_of(simplify_and(and)));
+	return 0;
+}
+
+static bool is_pathless_operator(const char *name);
+
+static int
+parse_elem_match(pctx_t *p, const char *path, const bson_value_t *arg, int depth,
+                 mnode_t **out)
+{
+	bson_iter_t it;
+	mnode_t *n, *kid = NULL;
+	bool value_form = false;
+
+	if (arg->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(p->err, TERR_BAD_VALUE, "$elemMatch needs an Object");
+	if (is_operator_doc(arg, true) &&
+	    bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len) &&
+	    bson_iter_next(&it))
+		value_form = !is_pathless_operator(bson_iter_key(&it));
+	if (value_form) {
+		n = leaf_new(MK_ELEM_VAL, path, arg);
+		if (parse_sub(p, "", arg, n, depth + 1, LVL_USER_SUB) != 0) {
+			match_node_free(n);
+			return -1;
+		}
+		*out = n;
+		return 0;
+	}
+	if (parse_filter(p, arg->value.v_doc.data, arg->value.v_doc.data_len, depth + 1,
+	                 LVL_USER_SUB, &kid) != 0)
+		return -1;
+	n = leaf_new(MK_ELEM_OBJ, path, arg);
+	match_node_add(n, kid);
+	*out = n;
+	return 0;
+}
+
+static int
+p_elem_match(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
+             const bson_value_t *sub, mnode_t *root, int depth, plevel_t lvl)
+{
+	mnode_t *n;
+
+	RET(parse_elem_match(p, path, arg, depth, &n));
+	match_node_add(root, n);
+	return 0;
+}
+
+static int
+p_all(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
+      const bson_value_t *sub, mnode_t *root, int depth, plevel_t lvl)
+{
+	bson_iter_t it;
+	bool first = true, elem_form = false;
+	mnode_t *n;
+
+	if (arg->value_type != BSON_TYPE_ARRAY)
+		return terr_set(p->err, TERR_BAD_VALUE, "$all needs an array");
+	bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+	while (bson_iter_next(&it)) {
+		const bson_value_t *e = bson_iter_value(&it);
+		bson_iter_t sit;
+		bool is_elem = false;
+		const bson_value_t *inner = NULL;
+
+		if (e->value_type == BSON_TYPE_DOCUMENT &&
+		    bson_iter_init_from_data(&sit, e->value.v_doc.data, e->value.v_doc.data_len) &&
+		    bson_iter_next(&sit) && strcmp(bson_iter_key(&sit), "$elemMatch") == 0) {
+			is_elem = true;
+			inner = bson_iter_value(&sit);
+		}
+		if (first) {
+			elem_form = is_elem;
+			first = false;
+		}
+		if (elem_form) {
+			if (!is_elem)
+				return terr_set(p->err, TERR_BAD_VALUE,
+				                "$all/$elemMatch has to be consistent");
+			RET(parse_elem_match(p, path, inner, depth, &n));
+		} else if (e->value_type == BSON_TYPE_REGEX) {
+			RET(regex_from_value(p, path, e, &n));
+		} else if (is_operator_doc(e, false)) {
+			return terr_set(p->err, TERR_BAD_VALUE, "no $ expressions in $all");
+		} else {
+			RET(cmp_leaf(p, MK_EQ, path, e, &n));
+		}
+		match_node_add(root, n);
+	}
+	if (first)
+		match_node_add(root, match_node_new(MK_FALSE));
+	return 0;
+}
+
+static int
+p_geo(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
+      const bson_value_t *sub, mnode_t *root, int depth, plevel_t lvl)
+{
+	bool near = strcmp(opname, "$near") == 0 || strcmp(opname, "$nearSphere") == 0;
+
+	if (near && p->opts != NULL && (p->opts->disallow & MATCH_DISALLOW_GEO_NEAR))
+		return terr_set(p->err, TERR_BAD_VALUE,
+		                "$geoNear, $near, and $nearSphere are not allowed in this context");
+	return terr_set(p->err, TERR_NOT_IMPLEMENTED, "%s is not supported yet", opname);
+}
+
+static const struct {
+	const char *name;
+	path_parse_fn fn;
+} path_ops[] = {
+	{"$eq", p_cmp}, {"$lt", p_cmp}, {"$lte", p_cmp}, {"$gt", p_cmp}, {"$gte", p_cmp},
+	{"$ne", p_ne}, {"$in", p_in}, {"$nin", p_in}, {"$exists", p_exists}, {"$type", p_type},
+	{"$mod", p_mod}, {"$regex", p_regex}, {"$options", p_regex}, {"$size", p_size},
+	{"$all", p_all}, {"$elemMatch", p_elem_match}, {"$not", p_not},
+	{"$bitsAllSet", p_bits}, {"$bitsAnySet", p_bits}, {"$bitsAllClear", p_bits},
+	{"$bitsAnyClear", p_bits},
+	{"$near", p_geo}, {"$nearSphere", p_geo}, {"$geoWithin", p_geo}, {"$within", p_geo},
+	{"$geoIntersects", p_geo},
+};
+
+static int
+parse_sub(pctx_t *p, const char *path, const bson_value_t *sub, mnode_t *root, int depth,
+          plevel_t lvl)
+{
+	bson_iter_t it;
+	bool regex_done = false;
+
+	if (depth > MATCH_MAX_DEPTH)
+		return depth_error(p, sub->value.v_doc.data, sub->value.v_doc.data_len);
+	if (!bson_iter_init_from_data(&it, sub->value.v_doc.data, sub->value.v_doc.data_len))
+		return terr_set(p->err, TERR_INVALID_BSON, "invalid BSON in filter");
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		size_t i;
+
+		for (i = 0; i < sizeof path_ops / sizeof path_ops[0]; i++)
+			if (strcmp(path_ops[i].name, k) == 0)
+				break;
+		if (i == sizeof path_ops / sizeof path_ops[0])
+			return terr_set(p->err, TERR_BAD_VALUE, "unknown operator: %s", k);
+		if (path_ops[i].fn == p_regex) {
+			if (regex_done)
+				continue;
+			if (strcmp(k, "$regex") == 0)
+				regex_done = true;
+		}
+		RET(path_ops[i].fn(p, path, k, bson_iter_value(&it), sub, root, depth, lvl));
+	}
+	return 0;
+}
+
+/* ---- parsing: pathless (top-level) operators ------------------------------- */
+
+typedef int (*top_parse_fn)(pctx_t *p, const char *name, const bson_value_t *arg, int depth,
+                            plevel_t lvl, mnode_t **out);
+
+static int
+t_tree(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel_t lvl,
+       mnode_t **out)
+{
+	mkind_t kind = strcmp(name, "$and") == 0 ? MK_AND : strcmp(name, "$or") == 0 ? MK_OR : MK_NOR;
+	bson_iter_t it;
+	mnode_t *n;
+	bool any = false;
+
+	if (arg->value_type != BSON_TYPE_ARRAY)
+		return terr_set(p->err, TERR_BAD_VALUE, "%s must be an array", name);
+	n = match_node_new(kind);
+	bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+	while (bson_iter_next(&it)) {
+		const bson_value_t *e = bson_iter_value(&it);
+		mnode_t *kid;
+
+		any = true;
+		if (e->value_type != BSON_TYPE_DOCUMENT) {
+			match_node_free(n);
+			return terr_set(p->err, TERR_BAD_VALUE,
+			                "$or/$and/$nor entries need to be full objects");
+		}
+		if (parse_filter(p, e->value.v_doc.data, e->value.v_doc.data_len, depth + 1, lvl,
+		                 &kid) != 0) {
+			match_node_free(n);
+			return -1;
+		}
+		match_node_add(n, kid);
+	}
+	if (!any) {
+		match_node_free(n);
+		return terr_set(p->err, TERR_BAD_VALUE, "$and/$or/$nor must be a nonempty array");
+	}
+	*out = n;
+	return 0;
+}
+
+static int
+t_comment(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel_t lvl,
+          mnode_t **out)
+{
+	*out = NULL;
+	return 0;
+}
+
+static int
+t_always(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel_t lvl,
+         mnode_t **out)
+{
+	int64_t v;
+	char *why = NULL;
+
+	if (match_parse_integer(arg, &v, &why) != 0) {
+		char *s = match_value_str(arg);
+		terr_set(p->err, TERR_FAILED_TO_PARSE, "%s in: %s: %s", why, name, s);
+		bson_free(s);
+		bson_free(why);
+		return -1;
+	}
+	if (v != 1)
+		return terr_set(p->err, TERR_FAILED_TO_PARSE, "%s must be an integer value of 1",
+		                name);
+	*out = match_node_new(strcmp(name, "$alwaysTrue") == 0 ? MK_TRUE : MK_FALSE);
+	return 0;
+}
+
+static int
+t_expr(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel_t lvl,
+       mnode_t **out)
+{
+	mnode_t *n;
+
+	if (lvl == LVL_USER_SUB)
+		return terr_set(p->err, TERR_BAD_VALUE,
+		                "$expr can only be applied to the top-level document");
+	if (p->opts != NULL && (p->opts->disallow & MATCH_DISALLOW_EXPR))
+		return terr_set(p->err, TERR_QUERY_FEATURE_NOT_ALLOWED,
+		                "$expr is not allowed in this context");
+	n = match_node_new(MK_EXPR);
+	if (match_expr_compile(n, arg, p->opts, p->err) != 0) {
+		match_node_free(n);
+		return -1;
+	}
+	p->m->can_fail = true;
+	*out = n;
+	return 0;
+}
+
+static int
+t_schema(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel_t lvl,
+         mnode_t **out)
+{
+	mnode_t *n;
+
+	if (p->opts != NULL && (p->opts->disallow & MATCH_DISALLOW_JSON_SCHEMA))
+		return terr_set(p->err, TERR_QUERY_FEATURE_NOT_ALLOWED,
+		                "$jsonSchema is not allowed in this context");
+	if (arg->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(p->err, TERR_TYPE_MISMATCH, "$jsonSchema must be an object");
+	n = match_node_new(MK_SCHEMA);
+	if (match_schema_compile(n, arg, p->err) != 0) {
+		match_node_free(n);
+		return -1;
+	}
+	*out = n;
+	return 0;
+}
+
+static int
+t_where(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel_t lvl,
+        mnode_t **out)
+{
+	if (p->opts != NULL && (p->opts->disallow & MATCH_DISALLOW_WHERE))
+		return terr_set(p->err, TERR_BAD_VALUE, "$where is not allowed in this context");
+	return terr_set(p->err, TERR_NOT_IMPLEMENTED,
+	                "$where is not supported: server-side JavaScript is not available");
+}
+
+static int
+t_text(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel_t lvl,
+       mnode_t **out)
+{
+	if (lvl == LVL_USER_SUB)
+		return terr_set(p->err, TERR_BAD_VALUE,
+		                "$text can only be applied to the top-level document");
+	if (p->opts != NULL && (p->opts->disallow & MATCH_DISALLOW_TEXT))
+		return terr_set(p->err, TERR_BAD_VALUE, "$text is not allowed in this context");
+	return terr_set(p->err, TERR_NOT_IMPLEMENTED, "$text is not supported yet");
+}
+
+static int
+t_unsupported(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel_t lvl,
+              mnode_t **out)
+{
+	return terr_set(p->err, TERR_NOT_IMPLEMENTED, "%s is not supported yet", name);
+}
+
+static const struct {
+	const char *name;
+	top_parse_fn fn;
+} top_ops[] = {
+	{"$and", t_tree}, {"$or", t_tree}, {"$nor", t_tree}, {"$comment", t_comment},
+	{"$alwaysTrue", t_always}, {"$alwaysFalse", t_always}, {"$expr", t_expr},
+	{"$jsonSchema", t_schema}, {"$where", t_where}, {"$text", t_text},
+	{"$sampleRate", t_unsupported},
+};
+
+static top_parse_fn
+top_lookup(const char *name)
+{
+	for (size_t i = 0; i < sizeof top_ops / sizeof top_ops[0]; i++)
+		if (strcmp(top_ops[i].name, name) == 0)
+			return top_ops[i].fn;
+	return NULL;
+}
+
+static bool
+is_pathless_operator(const char *name)
+{
+	return top_lookup(name) != NULL;
+}
+
+static int
+parse_filter(pctx_t *p, const uint8_t *data, uint32_t len, int depth, plevel_t lvl,
+             mnode_t **out)
+{
+	bson_iter_t it;
+	mnode_t *root, *n;
+	plevel_t next = lvl == LVL_PREDICATE_TOP ? LVL_USER_TOP : lvl;
+	int ret = 0;
+
+	if (depth > MATCH_MAX_DEPTH)
+		return depth_error(p, data, len);
+	if (!bson_iter_init_from_data(&it, data, len))
+		return terr_set(p->err, TERR_INVALID_BSON, "invalid BSON in filter");
+	root = match_node_new(MK_AND);
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		const bson_value_t *e = bson_iter_value(&it);
+
+		n = NULL;
+		if (k[0] == '$') {
+			top_parse_fn fn = top_lookup(k);
+
+			if (fn == NULL) {
+				ERR(terr_set(p->err, TERR_BAD_VALUE,
+				             "unknown top level operator: %s. If you have a field name "
+				             "that starts with a '$' symbol, consider using $getField "
+				             "or $setField.", k));
+			}
+			ERR(fn(p, k, e, depth, lvl, &n));
+			if (n != NULL)
+				match_node_add(root, n);
+			continue;
+		}
+		if (is_operator_doc(e, false)) {
+			ERR(parse_sub(p, k, e, root, depth + 1, next));
+			continue;
+		}
+		if (e->value_type == BSON_TYPE_REGEX)
+			ERR(regex_from_value(p, k, e, &n));
+		else
+			ERR(cmp_leaf(p, MK_EQ, k, e, &n));
+		match_node_add(root, n);
+	}
+	*out = simplify_and(root);
+	return 0;
+err:
+	match_node_free(root);
+	return ret;
+}
+
+/* ---- public API ------------------------------------------------------------ */
+
+int
+match_compile(const bson_t *filter, const match_options_t *opts, match_t **out, terr_t *err)
+{
+	match_t *m = bson_malloc0(sizeof *m);
+	pctx_t p = {opts, m, err};
+	int ret = 0;
+
+	*out = NULL;
+	m->filter = bson_copy(filter);
+	ERR(parse_filter(&p, bson_get_data(m->filter), m->filter->len, 0, LVL_PREDICATE_TOP,
+	                 &m->root));
+	*out = m;
+	return 0;
+err:
+	match_free(m);
+	return ret;
+}
+
+void
+match_free(match_t *m)
+{
+	if (m == NULL)
+		return;
+	match_node_free(m->root);
+	if (m->filter != NULL)
+		bson_destroy(m->filter);
+	if (m->scope_vars != NULL)
+		bson_destroy(m->scope_vars);
+	bson_free(m);
+}
+
+int
+match_exec(const match_t *m, const bson_t *doc, int *array_pos, terr_t *err)
+{
+	mctx_t c;
+	int pos = -1;
+	bool r;
+
+	c.m = m;
+	c.root_data = bson_get_data(doc);
+	c.root_len = doc->len;
+	c.err = err;
+	c.failed = false;
+	r = match_node_eval(m->root, c.root_data, c.root_len, &pos, &c);
+	if (array_pos != NULL)
+		*array_pos = r ? pos : -1;
+	if (c.failed)
+		return -1;
+	return r ? 1 : 0;
+}
+
+bool
+match_eval(const match_t *m, const bson_t *doc)
+{
+	terr_t e = TERR_INIT;
+	int r = match_exec(m, doc, NULL, m->can_fail ? &e : NULL);
+
+	terr_clear(&e);
+	return r == 1;
+}
+
+bool
+match_eval_pos(const match_t *m, const bson_t *doc, int *array_pos)
+{
+	terr_t e = TERR_INIT;
+	int r = match_exec(m, doc, array_pos, m->can_fail ? &e : NULL);
+
+	terr_clear(&e);
+	return r == 1;
+}
+
+bool
+match_can_fail(const match_t *m)
+{
+	return m->can_fail;
+}
+
+bool
+match_is_trivially_true(const match_t *m)
+{
+	const mnode_t *r = m->root;
+
+	if (r->kind == MK_TRUE)
+		return true;
+	if (r->kind != MK_AND)
+		return false;
+	for (uint32_t i = 0; i < r->nkids; i++)
+		if (r->kids[i]->kind != MK_TRUE)
+			return false;
+	return true;
+}
+
+bool
+match_is_id_point(const match_t *m, const bson_value_t **id)
+{
+	const mnode_t *r = m->root;
+	bson_type_t t;
+
+	if (r->kind != MK_EQ || !r->has_path || strcmp(r->path.full, "_id") != 0)
+		return false;
+	t = r->val.value_type;
+	if (t == BSON_TYPE_ARRAY || t == BSON_TYPE_REGEX || t == BSON_TYPE_NULL ||
+	    t == BSON_TYPE_UNDEFINED)
+		return false;
+	if (t == BSON_TYPE_DOCUMENT && is_operator_doc(&r->val, true))
+		return false;
+	if (id != NULL)
+		*id = &r->val;
+	return true;
+}
+
+static bool
+eq_walk(const mnode_t *n, match_eq_fn fn, void *ctx)
+{
+	switch (n->kind) {
+	case MK_AND:
+		for (uint32_t i = 0; i < n->nkids; i++)
+			if (!eq_walk(n->kids[i], fn, ctx))
+				return false;
+		return true;
+	case MK_OR:
+		return n->nkids == 1 ? eq_walk(n->kids[0], fn, ctx) : true;
+	case MK_EQ:
+		return n->has_path ? fn(n->path.full, &n->val, ctx) : true;
+	case MK_IN:
+		if (n->has_path && n->u.in.n == 1 && n->u.in.nre == 0)
+			return fn(n->path.full, &n->u.in.sorted[0], ctx);
+		return true;
+	default:
+		return true;
+	}
+}
+
+bool
+match_equalities(const match_t *m, match_eq_fn fn, void *ctx)
+{
+	return eq_walk(m->root, fn, ctx);
+}
+
+static bool
+pred_walk(const mnode_t *n, match_pred_fn fn, void *ctx)
+{
+	static const struct { mkind_t kind; match_pred_t op; } rows[] = {
+		{MK_EQ, MATCH_PRED_EQ}, {MK_LT, MATCH_PRED_LT}, {MK_LTE, MATCH_PRED_LTE},
+		{MK_GT, MATCH_PRED_GT}, {MK_GTE, MATCH_PRED_GTE}, {MK_IN, MATCH_PRED_IN},
+		{MK_EXISTS, MATCH_PRED_EXISTS}, {MK_REGEX, MATCH_PRED_REGEX},
+	};
+	match_pred_t op = MATCH_PRED_OTHER;
+
+	if (n->kind == MK_AND) {
+		for (uint32_t i = 0; i < n->nkids; i++)
+			if (!pred_walk(n->kids[i], fn, ctx))
+				return false;
+		return true;
+	}
+	if (!n->has_path || n->kind == MK_ELEM_OBJ || n->kind == MK_ELEM_VAL)
+		return true;
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+		if (rows[i].kind == n->kind)
+			op = rows[i].op;
+	if (n->kind == MK_EXISTS) {
+		bson_value_t t;
+
+		t.value_type = BSON_TYPE_BOOL;
+		t.value.v_bool = true;
+		return fn(n->path.full, op, &t, ctx);
+	}
+	return fn(n->path.full, op, &n->val, ctx);
+}
+
+bool
+match_predicates(const match_t *m, match_pred_fn fn, void *ctx)
+{
+	return pred_walk(m->root, fn, ctx);
+}

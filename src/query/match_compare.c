@@ -1,0 +1,575 @@
+/*
+ * match_compare.c -- value-level leaves: $eq/$lt/$lte/$gt/$gte with
+ * MongoDB's type bracketing, $in, $exists, $type, $mod, $size and the four
+ * bit tests; plus the argument parsers these operators need.
+ *
+ * A comparison only matches values of the same canonical type (numbers of
+ * any width together, string with symbol), except that a null operand
+ * matches missing, and MinKey/MaxKey operands bound every type.  Since
+ * MongoDB 8.0 null does not match undefined.  NaN equals NaN and is neither
+ * less nor greater than anything.
+ *
+ * Not here: walking paths (match.c), regexes (match_regex.c).
+ */
+#include "query/match_private.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bson/value.h"
+
+/* canonicalizeBSONType: ranks that decide which values are comparable. */
+static int
+canon(bson_type_t t)
+{
+	static const struct { bson_type_t t; int rank; } rows[] = {
+		{BSON_TYPE_MINKEY, -1}, {BSON_TYPE_EOD, 0}, {BSON_TYPE_UNDEFINED, 0},
+		{BSON_TYPE_NULL, 5}, {BSON_TYPE_DOUBLE, 10}, {BSON_TYPE_INT32, 10},
+		{BSON_TYPE_INT64, 10}, {BSON_TYPE_DECIMAL128, 10}, {BSON_TYPE_UTF8, 15},
+		{BSON_TYPE_SYMBOL, 15}, {BSON_TYPE_DOCUMENT, 20}, {BSON_TYPE_ARRAY, 25},
+		{BSON_TYPE_BINARY, 30}, {BSON_TYPE_OID, 35}, {BSON_TYPE_BOOL, 40},
+		{BSON_TYPE_DATE_TIME, 45}, {BSON_TYPE_TIMESTAMP, 47}, {BSON_TYPE_REGEX, 50},
+		{BSON_TYPE_DBPOINTER, 55}, {BSON_TYPE_CODE, 60}, {BSON_TYPE_CODEWSCOPE, 65},
+		{BSON_TYPE_MAXKEY, 127},
+	};
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+		if (rows[i].t == t)
+			return rows[i].rank;
+	return 200;
+}
+
+bool
+match_cmp_value(const mnode_t *n, const bson_value_t *v)
+{
+	const bson_value_t *rhs = &n->val;
+	mkind_t k = n->kind;
+	bool eq_ok = (k == MK_EQ || k == MK_LTE || k == MK_GTE);
+	int c;
+
+	if (rhs->value_type == BSON_TYPE_NULL) {
+		/* null matches null and missing (not undefined, as of 8.0) */
+		if (v->value_type == BSON_TYPE_NULL || v->value_type == BSON_TYPE_EOD)
+			return eq_ok;
+		if (v->value_type == BSON_TYPE_UNDEFINED)
+			return false;
+	}
+	if (canon(v->value_type) != canon(rhs->value_type)) {
+		if (rhs->value_type == BSON_TYPE_MAXKEY)
+			return k == MK_LT || k == MK_LTE;
+		if (rhs->value_type == BSON_TYPE_MINKEY)
+			return k == MK_GT || k == MK_GTE;
+		return false;
+	}
+	if (v->value_type == BSON_TYPE_EOD)
+		return false;
+	if (canon(v->value_type) == 10) {
+		bool a = bv_is_nan(v), b = bv_is_nan(rhs);
+
+		if (a || b)
+			return eq_ok && a && b;
+	}
+	c = bv_compare(v, rhs);
+	switch (k) {
+	case MK_EQ: return c == 0;
+	case MK_LT: return c < 0;
+	case MK_LTE: return c <= 0;
+	case MK_GT: return c > 0;
+	case MK_GTE: return c >= 0;
+	default: return false;
+	}
+}
+
+/* ---- $in ------------------------------------------------------------------ */
+
+static int
+cmp_values_qsort(const void *a, const void *b)
+{
+	return bv_compare(a, b);
+}
+
+int
+match_in_prepare(mnode_t *n, terr_t *err)
+{
+	bson_iter_t it;
+	uint32_t cap = 0;
+
+	bson_iter_init_from_data(&it, n->val.value.v_doc.data, n->val.value.v_doc.data_len);
+	while (bson_iter_next(&it))
+		cap++;
+	n->u.in.sorted = bson_malloc0(sizeof(bson_value_t) * (cap ? cap : 1));
+	bson_iter_init_from_data(&it, n->val.value.v_doc.data, n->val.value.v_doc.data_len);
+	while (bson_iter_next(&it)) {
+		const bson_value_t *e = bson_iter_value(&it);
+
+		if (e->value_type == BSON_TYPE_REGEX) {
+			mregex_t *re;
+
+			n->u.in.re = bson_realloc(n->u.in.re, sizeof(mregex_t) * (n->u.in.nre + 1));
+			re = &n->u.in.re[n->u.in.nre];
+			memset(re, 0, sizeof *re);
+			if (match_regex_compile(re, e->value.v_regex.regex,
+			                        (uint32_t)strlen(e->value.v_regex.regex),
+			                        e->value.v_regex.options, err) != 0)
+				return -1;
+			n->u.in.nre++;
+			continue;
+		}
+		if (e->value_type == BSON_TYPE_NULL)
+			n->u.in.has_null = true;
+		n->u.in.sorted[n->u.in.n++] = *e;
+	}
+	if (n->u.in.n > 1)
+		qsort(n->u.in.sorted, n->u.in.n, sizeof(bson_value_t), cmp_values_qsort);
+	return 0;
+}
+
+bool
+match_in_value(const mnode_t *n, const bson_value_t *v)
+{
+	uint32_t lo = 0, hi = n->u.in.n;
+
+	if (v->value_type == BSON_TYPE_EOD)
+		return n->u.in.has_null;
+	if (v->value_type != BSON_TYPE_UNDEFINED) {
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			int c = bv_compare(v, &n->u.in.sorted[mid]);
+
+			if (c == 0)
+				return true;
+			if (c < 0)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+	}
+	for (uint32_t i = 0; i < n->u.in.nre; i++)
+		if (match_regex_test(&n->u.in.re[i], v))
+			return true;
+	return false;
+}
+
+/* ---- $exists ---------------------------------------------------------------- */
+
+bool
+match_exists_value(const mnode_t *n, const bson_value_t *v)
+{
+	return v->value_type != BSON_TYPE_EOD;
+}
+
+/* ---- $type ------------------------------------------------------------------ */
+
+#define TYPE_BIT_NUMBER 20
+#define TYPE_BIT_MINKEY 21
+#define TYPE_BIT_MAXKEY 22
+
+static const struct {
+	const char *alias;
+	int code;
+} type_aliases[] = {
+	{"double", 1}, {"string", 2}, {"object", 3}, {"array", 4}, {"binData", 5},
+	{"undefined", 6}, {"objectId", 7}, {"bool", 8}, {"date", 9}, {"null", 10},
+	{"regex", 11}, {"dbPointer", 12}, {"javascript", 13}, {"symbol", 14},
+	{"javascriptWithScope", 15}, {"int", 16}, {"timestamp", 17}, {"long", 18},
+	{"decimal", 19}, {"minKey", -1}, {"maxKey", 127},
+};
+
+static int
+type_bit(int code)
+{
+	if (code == -1)
+		return TYPE_BIT_MINKEY;
+	if (code == 127)
+		return TYPE_BIT_MAXKEY;
+	return code;
+}
+
+int
+match_parse_integer(const bson_value_t *v, int64_t *out, char **why)
+{
+	switch (v->value_type) {
+	case BSON_TYPE_INT32:
+		*out = v->value.v_int32;
+		return 0;
+	case BSON_TYPE_INT64:
+		*out = v->value.v_int64;
+		return 0;
+	case BSON_TYPE_DOUBLE: {
+		double d = v->value.v_double;
+
+		if (isnan(d)) {
+			*why = bson_strdup("Expected an integer, but found NaN");
+			return -1;
+		}
+		if (d >= 9223372036854775808.0 || d < -9223372036854775808.0) {
+			*why = bson_strdup("Cannot represent as a 64-bit integer");
+			return -1;
+		}
+		if (d != (double)(int64_t)d) {
+			*why = bson_strdup("Expected an integer");
+			return -1;
+		}
+		*out = (int64_t)d;
+		return 0;
+	}
+	case BSON_TYPE_DECIMAL128:
+		if (!bv_as_int64_exact(v, out)) {
+			*why = bson_strdup("Cannot represent as a 64-bit integer");
+			return -1;
+		}
+		return 0;
+	default:
+		*why = bson_strdup("Expected a number");
+		return -1;
+	}
+}
+
+static int
+type_one(mnode_t *n, const bson_value_t *e, const char *opname, terr_t *err)
+{
+	if (e->value_type == BSON_TYPE_UTF8) {
+		if (strcmp(e->value.v_utf8.str, "number") == 0) {
+			n->u.type.mask[0] |= 1u << TYPE_BIT_NUMBER;
+			return 0;
+		}
+		for (size_t i = 0; i < sizeof type_aliases / sizeof type_aliases[0]; i++) {
+			if (strcmp(type_aliases[i].alias, e->value.v_utf8.str) == 0) {
+				n->u.type.mask[0] |= 1u << type_bit(type_aliases[i].code);
+				return 0;
+			}
+		}
+		return terr_set(err, TERR_BAD_VALUE, "Unknown type name alias: %s",
+		                e->value.v_utf8.str);
+	}
+	if (bv_is_number(e)) {
+		int64_t code;
+		char *why = NULL;
+
+		if (match_parse_integer(e, &code, &why) != 0) {
+			char *s = match_value_str(e);
+			terr_set(err, TERR_FAILED_TO_PARSE, "%s in: %s: %s", why, opname, s);
+			bson_free(s);
+			bson_free(why);
+			return -1;
+		}
+		if (!(code == -1 || code == 127 || (code >= 1 && code <= 19)))
+			return terr_set(err, TERR_BAD_VALUE, "Invalid numerical type code: %lld",
+			                (long long)code);
+		n->u.type.mask[0] |= 1u << type_bit((int)code);
+		return 0;
+	}
+	return terr_set(err, TERR_TYPE_MISMATCH, "type must be represented as a number or a string");
+}
+
+int
+match_type_parse(mnode_t *n, const bson_value_t *arg, const char *opname, terr_t *err)
+{
+	bson_iter_t it;
+
+	if (arg->value_type != BSON_TYPE_ARRAY)
+		return type_one(n, arg, opname, err);
+	bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+	while (bson_iter_next(&it))
+		RET(type_one(n, bson_iter_value(&it), opname, err));
+	if (n->u.type.mask[0] == 0)
+		return terr_set(err, TERR_FAILED_TO_PARSE, "%s must match at least one type", opname);
+	return 0;
+}
+
+bool
+match_type_value(const mnode_t *n, const bson_value_t *v)
+{
+	uint32_t m = n->u.type.mask[0];
+	bson_type_t t = v->value_type;
+
+	if (t == BSON_TYPE_EOD)
+		return false;
+	if ((m & (1u << TYPE_BIT_NUMBER)) && bv_is_number(v))
+		return true;
+	if (t == BSON_TYPE_MINKEY)
+		return (m & (1u << TYPE_BIT_MINKEY)) != 0;
+	if (t == BSON_TYPE_MAXKEY)
+		return (m & (1u << TYPE_BIT_MAXKEY)) != 0;
+	return (int)t >= 1 && (int)t <= 19 && (m & (1u << (int)t)) != 0;
+}
+
+/* ---- $mod ------------------------------------------------------------------- */
+
+/* Truncate a finite number to int64, saturating; false for NaN/Inf. */
+static bool
+trunc_int64(const bson_value_t *v, int64_t *out)
+{
+	double d;
+
+	switch (v->value_type) {
+	case BSON_TYPE_INT32:
+		*out = v->value.v_int32;
+		return true;
+	case BSON_TYPE_INT64:
+		*out = v->value.v_int64;
+		return true;
+	case BSON_TYPE_DOUBLE:
+	case BSON_TYPE_DECIMAL128:
+		d = bv_as_double(v);
+		if (isnan(d) || isinf(d))
+			return false;
+		if (d >= 9223372036854775807.0)
+			*out = INT64_MAX;
+		else if (d <= -9223372036854775808.0)
+			*out = INT64_MIN;
+		else
+			*out = (int64_t)d;
+		return true;
+	default:
+		return false;
+	}
+}
+
+int
+match_mod_parse(mnode_t *n, const bson_value_t *arg, terr_t *err)
+{
+	bson_iter_t it;
+	const bson_value_t *d, *r;
+	bson_value_t dv, rv;
+
+	if (arg->value_type != BSON_TYPE_ARRAY)
+		return terr_set(err, TERR_BAD_VALUE, "malformed mod, needs to be an array");
+	bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+	if (!bson_iter_next(&it))
+		return terr_set(err, TERR_BAD_VALUE, "malformed mod, not enough elements");
+	dv = *bson_iter_value(&it);
+	d = &dv;
+	if (!bv_is_number(d))
+		return terr_set(err, TERR_BAD_VALUE, "malformed mod, divisor not a number");
+	if (!bson_iter_next(&it))
+		return terr_set(err, TERR_BAD_VALUE, "malformed mod, not enough elements");
+	rv = *bson_iter_value(&it);
+	r = &rv;
+	if (!bv_is_number(r))
+		return terr_set(err, TERR_BAD_VALUE, "malformed mod, remainder not a number");
+	if (bson_iter_next(&it))
+		return terr_set(err, TERR_BAD_VALUE, "malformed mod, too many elements");
+	if (!trunc_int64(d, &n->u.mod.div))
+		return terr_set(err, TERR_BAD_VALUE,
+		                "malformed mod, divisor value is invalid :: caused by :: "
+		                "Unable to coerce NaN/Inf to integral type");
+	if (!trunc_int64(r, &n->u.mod.rem))
+		return terr_set(err, TERR_BAD_VALUE,
+		                "malformed mod, remainder value is invalid :: caused by :: "
+		                "Unable to coerce NaN/Inf to integral type");
+	if (n->u.mod.div == 0)
+		return terr_set(err, TERR_BAD_VALUE, "divisor cannot be 0");
+	return 0;
+}
+
+bool
+match_mod_value(const mnode_t *n, const bson_value_t *v)
+{
+	int64_t x, m;
+
+	if (!bv_is_number(v) || !trunc_int64(v, &x))
+		return false;
+	m = n->u.mod.div == -1 ? 0 : x % n->u.mod.div;
+	return m == n->u.mod.rem;
+}
+
+/* ---- $size ------------------------------------------------------------------ */
+
+int
+match_size_parse(mnode_t *n, const bson_value_t *arg, terr_t *err)
+{
+	double d;
+	int64_t i;
+
+	if (!bv_is_number(arg))
+		return terr_set(err, TERR_BAD_VALUE, "$size needs a number");
+	if (arg->value_type == BSON_TYPE_INT32 || arg->value_type == BSON_TYPE_INT64) {
+		i = arg->value_type == BSON_TYPE_INT32 ? arg->value.v_int32 : arg->value.v_int64;
+	} else {
+		d = bv_as_double(arg);
+		if (isnan(d) || d != floor(d))
+			return terr_set(err, TERR_BAD_VALUE, "$size must be a whole number");
+		if (d < 0)
+			return terr_set(err, TERR_BAD_VALUE, "$size may not be negative");
+		if (d > INT32_MAX)
+			return terr_set(err, TERR_BAD_VALUE,
+			                "$size must be representable as a 32-bit integer");
+		i = (int64_t)d;
+	}
+	if (i < 0)
+		return terr_set(err, TERR_BAD_VALUE, "$size may not be negative");
+	if (i > INT32_MAX)
+		return terr_set(err, TERR_BAD_VALUE,
+		                "$size must be representable as a 32-bit integer");
+	n->u.size.n = (int32_t)i;
+	return 0;
+}
+
+bool
+match_size_value(const mnode_t *n, const bson_value_t *v)
+{
+	bson_iter_t it;
+	int32_t k = 0;
+
+	if (v->value_type != BSON_TYPE_ARRAY)
+		return false;
+	if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+		return false;
+	while (bson_iter_next(&it))
+		if (++k > n->u.size.n)
+			return false;
+	return k == n->u.size.n;
+}
+
+/* ---- bit tests ----------------------------------------------------------- */
+
+/* The mask is kept as bytes, little-endian (bit p is byte p/8, bit p%8). */
+static void
+mask_set(mnode_t *n, uint32_t pos)
+{
+	uint32_t need = pos / 8 + 1;
+
+	if (need > n->u.bits.len) {
+		n->u.bits.mask = bson_realloc(n->u.bits.mask, need);
+		memset(n->u.bits.mask + n->u.bits.len, 0, need - n->u.bits.len);
+		n->u.bits.len = need;
+	}
+	n->u.bits.mask[pos / 8] |= (uint8_t)(1u << (pos % 8));
+}
+
+int
+match_bits_parse(mnode_t *n, const char *opname, const bson_value_t *arg, terr_t *err)
+{
+	char *s = NULL;
+	int ret = 0;
+
+	if (arg->value_type == BSON_TYPE_ARRAY) {
+		bson_iter_t it;
+
+		bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+		while (bson_iter_next(&it)) {
+			const bson_value_t *e = bson_iter_value(&it);
+			int64_t p;
+
+			bson_free(s);
+			s = match_value_str(e);
+			if (!bv_is_number(e))
+				ERR(terr_set(err, TERR_BAD_VALUE,
+				             "bit positions must be an integer but got: %s: %s",
+				             bson_iter_key(&it), s));
+			if (e->value_type == BSON_TYPE_DOUBLE && isnan(e->value.v_double))
+				ERR(terr_set(err, TERR_BAD_VALUE, "bit positions cannot take a NaN: %s: %s",
+				             bson_iter_key(&it), s));
+			if (e->value_type == BSON_TYPE_DOUBLE &&
+			    (e->value.v_double > INT32_MAX || e->value.v_double < INT32_MIN))
+				ERR(terr_set(err, TERR_BAD_VALUE,
+				             "bit positions cannot be represented as a 32-bit signed "
+				             "integer: %s: %s", bson_iter_key(&it), s));
+			if (!trunc_int64(e, &p))
+				ERR(terr_set(err, TERR_BAD_VALUE,
+				             "bit positions must be an integer but got: %s: %s",
+				             bson_iter_key(&it), s));
+			if (e->value_type == BSON_TYPE_DOUBLE && (double)p != e->value.v_double)
+				ERR(terr_set(err, TERR_BAD_VALUE,
+				             "bit positions must be an integer but got: %s: %s",
+				             bson_iter_key(&it), s));
+			if (p > INT32_MAX || p < INT32_MIN)
+				ERR(terr_set(err, TERR_BAD_VALUE,
+				             "bit positions cannot be represented as a 32-bit signed "
+				             "integer: %s: %s", bson_iter_key(&it), s));
+			if (p < 0)
+				ERR(terr_set(err, TERR_BAD_VALUE, "bit positions must be >= 0 but got: %s: %s",
+				             bson_iter_key(&it), s));
+			mask_set(n, (uint32_t)p);
+		}
+	} else if (bv_is_number(arg)) {
+		int64_t v;
+		char *why = NULL;
+
+		if (match_parse_integer(arg, &v, &why) != 0) {
+			s = match_value_str(arg);
+			terr_set(err, TERR_FAILED_TO_PARSE, "%s in: %s: %s", why, opname, s);
+			bson_free(why);
+			ERR(-1);
+		}
+		if (v < 0) {
+			s = match_value_str(arg);
+			ERR(terr_set(err, TERR_FAILED_TO_PARSE, "Expected a positive number in: %s: %s",
+			             opname, s));
+		}
+		for (uint32_t b = 0; b < 63; b++)
+			if (v & ((int64_t)1 << b))
+				mask_set(n, b);
+	} else if (arg->value_type == BSON_TYPE_BINARY) {
+		for (uint32_t i = 0; i < arg->value.v_binary.data_len; i++)
+			for (uint32_t b = 0; b < 8; b++)
+				if (arg->value.v_binary.data[i] & (1u << b))
+					mask_set(n, i * 8 + b);
+	} else {
+		s = match_value_str(arg);
+		ERR(terr_set(err, TERR_BAD_VALUE,
+		             "%s takes an Array, a number, or a BinData but received: %s: %s",
+		             opname, opname, s));
+	}
+err:
+	bson_free(s);
+	return ret;
+}
+
+bool
+match_bits_value(const mnode_t *n, const bson_value_t *v)
+{
+	const uint8_t *data;
+	uint32_t len;
+	uint8_t num[8];
+	bool negative = false;
+	bool want_set = (n->kind == MK_BITS_ALL_SET || n->kind == MK_BITS_ANY_SET);
+	bool all = (n->kind == MK_BITS_ALL_SET || n->kind == MK_BITS_ALL_CLEAR);
+
+	if (v->value_type == BSON_TYPE_BINARY) {
+		data = v->value.v_binary.data;
+		len = v->value.v_binary.data_len;
+	} else if (bv_is_number(v)) {
+		int64_t x;
+		uint64_t u;
+
+		if (v->value_type == BSON_TYPE_INT32) {
+			x = v->value.v_int32;
+		} else if (v->value_type == BSON_TYPE_INT64) {
+			x = v->value.v_int64;
+		} else if (v->value_type == BSON_TYPE_DOUBLE) {
+			double d = v->value.v_double;
+
+			if (isnan(d) || d != floor(d) || d >= 9223372036854775808.0 ||
+			    d < -9223372036854775808.0)
+				return false;
+			x = (int64_t)d;
+		} else if (!bv_as_int64_exact(v, &x)) {
+			return false;
+		}
+		negative = x < 0;
+		u = (uint64_t)x;
+		for (int i = 0; i < 8; i++)
+			num[i] = (uint8_t)(u >> (8 * i));
+		data = num;
+		len = 8;
+	} else {
+		return false;
+	}
+	for (uint32_t i = 0; i < n->u.bits.len; i++) {
+		uint8_t m = n->u.bits.mask[i];
+		uint8_t b = i < len ? data[i] : (negative ? 0xff : 0);
+
+		if (m == 0)
+			continue;
+		if (all) {
+			if (want_set ? (b & m) != m : (b & m) != 0)
+				return false;
+		} else {
+			if (want_set ? (b & m) != 0 : (b & m) != m)
+				return true;
+		}
+	}
+	return all;
+}

@@ -1,0 +1,151 @@
+/*
+ * match_logical.c -- the operators that hand the document to another layer:
+ * $expr (the aggregation expression language, expr/) and $jsonSchema (the
+ * schema validator, schema/).  $expr sees the command's `let` variables; its
+ * evaluation can fail (e.g. $divide by zero), which match_exec reports.
+ *
+ * Not here: $and/$or/$nor/$not (their evaluation is in match.c's table).
+ */
+#include "query/match_private.h"
+
+#include "expr/expr.h"
+#include "schema/schema.h"
+
+/*
+ * The expression layer is being written alongside this one: until it links,
+ * weak references let $expr fail cleanly (238) instead of breaking every
+ * program that links the matcher.  Drop these once expr/ is complete.
+ */
+#pragma weak expr_scope_new
+#pragma weak expr_scope_define
+#pragma weak expr_scope_destroy
+#pragma weak expr_parse
+#pragma weak expr_destroy
+#pragma weak expr_env_new
+#pragma weak expr_env_destroy
+#pragma weak expr_env_set_root
+#pragma weak expr_env_set_var
+#pragma weak expr_eval_bool
+#pragma weak schema_compile
+#pragma weak schema_matches
+#pragma weak schema_free
+
+typedef struct mexpr {
+	expr_t *e;
+	bson_t *let;      /* owned copy of the variables' values */
+	int *ids;         /* variable id per let field, in order */
+	int nvars;
+} mexpr_t;
+
+int
+match_expr_compile(mnode_t *n, const bson_value_t *arg, const match_options_t *opts,
+                   terr_t *err)
+{
+	mexpr_t *x;
+	expr_scope_t *scope;
+	bson_iter_t it;
+	int ret = 0;
+
+	if (expr_parse == NULL || expr_eval_bool == NULL)
+		return terr_set(err, TERR_NOT_IMPLEMENTED, "$expr is not supported yet");
+	x = bson_malloc0(sizeof *x);
+	scope = expr_scope_new();
+
+	n->u.expr = x;
+	if (opts != NULL && opts->let != NULL) {
+		x->let = bson_copy(opts->let);
+		x->ids = bson_malloc0(sizeof(int) * (bson_count_keys(x->let) + 1));
+		bson_iter_init(&it, x->let);
+		while (bson_iter_next(&it)) {
+			ERR(expr_scope_define(scope, bson_iter_key(&it), &x->ids[x->nvars], err));
+			x->nvars++;
+		}
+	}
+	ERR(expr_parse(arg, scope, &x->e, err));
+err:
+	expr_scope_destroy(scope);
+	return ret;
+}
+
+bool
+match_expr_eval(const mnode_t *n, mctx_t *c)
+{
+	const mexpr_t *x = n->u.expr;
+	expr_env_t *env = expr_env_new();
+	terr_t e = TERR_INIT;
+	bson_t root;
+	bson_iter_t it;
+	bool out = false;
+	int i = 0;
+
+	if (!bson_init_static(&root, c->root_data, c->root_len))
+		goto done;
+	expr_env_set_root(env, &root);
+	if (x->let != NULL) {
+		bson_iter_init(&it, x->let);
+		while (bson_iter_next(&it) && i < x->nvars) {
+			if (expr_env_set_var(env, x->ids[i++], bson_iter_value(&it), &e) != 0)
+				goto fail;
+		}
+	}
+	if (expr_eval_bool(x->e, env, &out, &e) != 0)
+		goto fail;
+	goto done;
+fail:
+	c->failed = true;
+	out = false;
+	if (c->err != NULL)
+		terr_move(c->err, &e);
+done:
+	terr_clear(&e);
+	expr_env_destroy(env);
+	return out;
+}
+
+void
+match_expr_free(mnode_t *n)
+{
+	mexpr_t *x = n->u.expr;
+
+	if (x == NULL)
+		return;
+	expr_destroy(x->e);
+	if (x->let != NULL)
+		bson_destroy(x->let);
+	bson_free(x->ids);
+	bson_free(x);
+	n->u.expr = NULL;
+}
+
+int
+match_schema_compile(mnode_t *n, const bson_value_t *arg, terr_t *err)
+{
+	bson_t doc;
+	schema_t *s = NULL;
+
+	if (schema_compile == NULL || schema_matches == NULL)
+		return terr_set(err, TERR_NOT_IMPLEMENTED, "$jsonSchema is not supported yet");
+	if (!bson_init_static(&doc, arg->value.v_doc.data, arg->value.v_doc.data_len))
+		return terr_set(err, TERR_INVALID_BSON, "invalid BSON in $jsonSchema");
+	RET(schema_compile(&doc, &s, err));
+	n->u.schema = s;
+	return 0;
+}
+
+bool
+match_schema_eval(const mnode_t *n, const uint8_t *data, uint32_t len)
+{
+	bson_t doc;
+
+	if (!bson_init_static(&doc, data, len))
+		return false;
+	return schema_matches(n->u.schema, &doc);
+}
+
+void
+match_schema_free(mnode_t *n)
+{
+	if (n->u.schema != NULL)
+		schema_free(n->u.schema);
+	n->u.schema = NULL;
+}

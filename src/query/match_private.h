@@ -1,0 +1,140 @@
+/*
+ * match_private.h -- the compiled filter tree shared by the match_*.c files.
+ *
+ * A filter compiles to a tree of mnode_t.  Every node kind is one row of the
+ * operator table (mop_t): how it evaluates against a whole document
+ * (eval_doc) and against one value (eval_value: the value form of
+ * $elemMatch and $not use it; path leaves run it on each value the path
+ * reaches).  Values borrow from the match_t's private copy of the filter.
+ *
+ * Not for use outside src/query/.
+ */
+#ifndef TAMGA_QUERY_MATCH_PRIVATE_H
+#define TAMGA_QUERY_MATCH_PRIVATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <bson/bson.h>
+
+#include "bson/path.h"
+#include "common/error.h"
+#include "query/match.h"
+
+typedef struct mnode mnode_t;
+typedef struct mop mop_t;
+
+/* Kinds: the rows of the operator table, in match.c. */
+typedef enum {
+	MK_AND, MK_OR, MK_NOR, MK_NOT, MK_TRUE, MK_FALSE, MK_EXPR, MK_SCHEMA,
+	MK_EQ, MK_LT, MK_LTE, MK_GT, MK_GTE, MK_IN, MK_EXISTS, MK_TYPE, MK_MOD,
+	MK_REGEX, MK_SIZE, MK_ELEM_OBJ, MK_ELEM_VAL,
+	MK_BITS_ALL_SET, MK_BITS_ANY_SET, MK_BITS_ALL_CLEAR, MK_BITS_ANY_CLEAR,
+	MK__COUNT
+} mkind_t;
+
+typedef struct mregex {
+	void *code;            /* pcre2_code_8 * */
+	const char *pattern;   /* borrowed */
+	char *flags;           /* owned copy of the MongoDB flags */
+} mregex_t;
+
+struct mnode {
+	mkind_t kind;
+	bool has_path;
+	bpath_t path;            /* path leaves; also $elemMatch */
+	bson_value_t val;        /* operand, borrowed from the filter copy */
+	mnode_t **kids;          /* logical nodes, $elemMatch, $not */
+	uint32_t nkids;
+	union {
+		struct { bson_value_t *sorted; uint32_t n; bool has_null; mregex_t *re; uint32_t nre; } in;
+		struct { uint32_t mask[2]; } type;  /* bit per BSON type (0..31), + number/min/max */
+		struct { int64_t div, rem; } mod;
+		struct { int32_t n; } size;
+		struct { uint8_t *mask; uint32_t len; } bits; /* little-endian bit mask */
+		mregex_t re;
+		bool exists;
+		void *expr;              /* expr_t * */
+		void *schema;            /* schema_t * */
+	} u;
+};
+
+/* Evaluation context threaded through a document evaluation. */
+typedef struct mctx {
+	const match_t *m;
+	const uint8_t *root_data; /* the top-level document */
+	uint32_t root_len;
+	terr_t *err;
+	bool failed;
+} mctx_t;
+
+struct mop {
+	const char *name;        /* "$eq", ... for explain/errors; NULL for internal */
+	mkind_t kind;
+	bool expand_leaf;        /* path leaves: walk expands leaf arrays */
+	/* the node against a whole document (or an embedded one) */
+	bool (*eval_doc)(const mnode_t *n, const uint8_t *data, uint32_t len, int *pos,
+	                 mctx_t *c);
+	/* one value (EOD = missing); NULL for nodes that only see documents */
+	bool (*eval_value)(const mnode_t *n, const bson_value_t *v);
+};
+
+struct match {
+	bson_t *filter;          /* owned copy; node values borrow from it */
+	mnode_t *root;
+	bool can_fail;
+	void *scope_vars;        /* $expr let values (bson_t *) */
+};
+
+extern const mop_t match_ops[MK__COUNT];
+
+/* Document-level evaluation of any node over doc bytes (data,len); *pos gets
+ * the positional array index when a leaf sets it. */
+bool match_node_eval(const mnode_t *n, const uint8_t *data, uint32_t len, int *pos, mctx_t *c);
+/* Value-level evaluation (elemMatch value form, $not inside it). */
+bool match_node_eval_value(const mnode_t *n, const bson_value_t *v);
+
+mnode_t *match_node_new(mkind_t kind);
+void match_node_free(mnode_t *n);
+void match_node_add(mnode_t *parent, mnode_t *kid);
+
+/* match_compare.c: comparisons, $in, $exists, $type, $mod, $size, bits */
+bool match_cmp_value(const mnode_t *n, const bson_value_t *v);
+bool match_in_value(const mnode_t *n, const bson_value_t *v);
+bool match_exists_value(const mnode_t *n, const bson_value_t *v);
+bool match_type_value(const mnode_t *n, const bson_value_t *v);
+bool match_mod_value(const mnode_t *n, const bson_value_t *v);
+bool match_size_value(const mnode_t *n, const bson_value_t *v);
+bool match_bits_value(const mnode_t *n, const bson_value_t *v);
+int match_in_prepare(mnode_t *n, terr_t *err);
+int match_type_parse(mnode_t *n, const bson_value_t *arg, const char *opname, terr_t *err);
+int match_mod_parse(mnode_t *n, const bson_value_t *arg, terr_t *err);
+int match_size_parse(mnode_t *n, const bson_value_t *arg, terr_t *err);
+int match_bits_parse(mnode_t *n, const char *opname, const bson_value_t *arg, terr_t *err);
+int match_parse_integer(const bson_value_t *v, int64_t *out, char **why);
+
+/* match_regex.c */
+int match_regex_compile(mregex_t *re, const char *pattern, uint32_t plen, const char *flags,
+                        terr_t *err);
+void match_regex_free(mregex_t *re);
+bool match_regex_value(const mnode_t *n, const bson_value_t *v);
+bool match_regex_test(const mregex_t *re, const bson_value_t *v);
+
+/* match_array.c: $elemMatch */
+bool match_elem_obj_array(const mnode_t *n, const bson_value_t *arr, int *pos, mctx_t *c);
+bool match_elem_val_array(const mnode_t *n, const bson_value_t *arr, int *pos);
+bool match_elem_value(const mnode_t *n, const bson_value_t *v);
+
+/* match_logical.c: $expr / $jsonSchema hooks */
+int match_expr_compile(mnode_t *n, const bson_value_t *arg, const match_options_t *opts,
+                       terr_t *err);
+bool match_expr_eval(const mnode_t *n, mctx_t *c);
+void match_expr_free(mnode_t *n);
+int match_schema_compile(mnode_t *n, const bson_value_t *arg, terr_t *err);
+bool match_schema_eval(const mnode_t *n, const uint8_t *data, uint32_t len);
+void match_schema_free(mnode_t *n);
+
+/* A mongod-style rendering of one element ("$in: 5") for messages; caller
+ * bson_free()s. */
+char *match_value_str(const bson_value_t *v);
+
+#endif
