@@ -27,8 +27,45 @@ CMD_HANDLER(cmd_kill_cursors);
 CMD_HANDLER(cmd_delete);
 CMD_HANDLER(cmd_count);
 CMD_HANDLER(cmd_distinct);
+/* cmd_update.c */
+CMD_HANDLER(cmd_update);
+CMD_HANDLER(cmd_find_and_modify);
+
+/* handshake and admin: cmd_admin.c */
+CMD_HANDLER(cmd_hello);
+CMD_HANDLER(cmd_ping);
+CMD_HANDLER(cmd_build_info);
+CMD_HANDLER(cmd_host_info);
+CMD_HANDLER(cmd_server_status);
+CMD_HANDLER(cmd_get_parameter);
+CMD_HANDLER(cmd_get_cmd_line_opts);
+CMD_HANDLER(cmd_get_log);
+CMD_HANDLER(cmd_whatsmyuri);
+CMD_HANDLER(cmd_connection_status);
+CMD_HANDLER(cmd_list_commands);
+CMD_HANDLER(cmd_end_sessions);
+CMD_HANDLER(cmd_start_session);
+CMD_HANDLER(cmd_shutdown);
 
 static const cmd_def_t commands[] = {
+	/* handshake and admin: cmd_admin.c */
+	{"buildInfo", "buildinfo", cmd_build_info, CMDF_NO_AUTH, "version and build information"},
+	{"connectionStatus", NULL, cmd_connection_status, CMDF_NO_AUTH, "the connection's authenticated users and roles"},
+	{"endSessions", NULL, cmd_end_sessions, CMDF_NO_AUTH, "end logical sessions"},
+	{"getCmdLineOpts", NULL, cmd_get_cmd_line_opts, CMDF_ADMIN_ONLY, "the server's command line options"},
+	{"getLog", NULL, cmd_get_log, CMDF_ADMIN_ONLY, "recent log lines"},
+	{"getParameter", NULL, cmd_get_parameter, CMDF_ADMIN_ONLY, "server parameters"},
+	{"hello", "isMaster", cmd_hello, CMDF_NO_AUTH, "the handshake: server role, limits and wire versions"},
+	{"hostInfo", NULL, cmd_host_info, CMDF_NONE, "information about the host system"},
+	{"ismaster", NULL, cmd_hello, CMDF_NO_AUTH, "legacy spelling of hello"},
+	{"killSessions", NULL, cmd_end_sessions, CMDF_NONE, "kill logical sessions"},
+	{"listCommands", NULL, cmd_list_commands, CMDF_NO_AUTH, "list the commands this server answers"},
+	{"ping", NULL, cmd_ping, CMDF_NO_AUTH, "a no-op to test that the server answers"},
+	{"refreshSessions", NULL, cmd_end_sessions, CMDF_NONE, "refresh logical sessions"},
+	{"serverStatus", NULL, cmd_server_status, CMDF_NONE, "server statistics"},
+	{"shutdown", NULL, cmd_shutdown, CMDF_ADMIN_ONLY, "stop the server cleanly"},
+	{"startSession", NULL, cmd_start_session, CMDF_NONE, "start a logical session"},
+	{"whatsmyuri", NULL, cmd_whatsmyuri, CMDF_NO_AUTH, "the client's address as the server sees it"},
 	/* catalog: cmd_catalog.c */
 	{"collStats", NULL, cmd_coll_stats, CMDF_NONE, "storage statistics of a collection"},
 	{"create", NULL, cmd_create, CMDF_WRITE, "create a collection"},
@@ -46,6 +83,9 @@ static const cmd_def_t commands[] = {
 	{"getMore", NULL, cmd_get_more, CMDF_MAXTIME, "next batch of a cursor"},
 	{"insert", NULL, cmd_insert, CMDF_WRITE, "insert documents"},
 	{"killCursors", NULL, cmd_kill_cursors, CMDF_NONE, "close cursors"},
+	/* updates: cmd_update.c */
+	{"findAndModify", "findandmodify", cmd_find_and_modify, CMDF_WRITE, "find, then update or remove one document"},
+	{"update", NULL, cmd_update, CMDF_WRITE, "update documents"},
 };
 
 static const size_t ncommands = sizeof(commands) / sizeof(commands[0]);

@@ -1,0 +1,507 @@
+/*
+ * cmd_update.c -- update and findAndModify: find the documents with the
+ * planner, transform them with update/, validate, store, keep indexes right;
+ * each update statement is one transaction (write conflicts retried).
+ */
+#include "commands/commands_private.h"
+
+#include <string.h>
+#include <sys/time.h>
+
+#include "bson/value.h"
+#include "commands/validation.h"
+#include "commands/write.h"
+#include "query/plan.h"
+#include "update/update.h"
+
+static int64_t
+wall_ms(void)
+{
+	struct timeval tv;
+
+	gettimeofday(&tv, NULL);
+	return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+/* Validation failures inside an update carry 9.0's executor prefix. */
+static void
+prefix_update_error(terr_t *err)
+{
+	if (err->code == TERR_DOCUMENT_VALIDATION_FAILURE)
+		terr_wrap(err, "Plan executor error during update");
+}
+
+/* One update statement, run inside a transaction (and re-run on conflict). */
+typedef struct update_stmt {
+	storage_coll_t *coll;
+	match_t *match;
+	const bson_t *filter;        /* the raw q, for upsert seeds */
+	update_t *update;
+	const bson_t *sort;          /* findAndModify */
+	bool multi, upsert, bypass;
+	bool remove;                 /* findAndModify remove */
+	bool want_doc, want_new;     /* findAndModify: return the pre/post image */
+	int64_t now_ms;
+	int64_t deadline_us;
+	/* results */
+	int64_t n, modified;
+	bool upserted;
+	bson_value_t upserted_id;
+	bson_t *doc_out;             /* findAndModify's value (owned) */
+} update_stmt_t;
+
+static void
+stmt_reset(update_stmt_t *u)
+{
+	u->n = u->modified = 0;
+	if (u->upserted)
+		bson_value_destroy(&u->upserted_id);
+	u->upserted = false;
+	if (u->doc_out != NULL) {
+		bson_destroy(u->doc_out);
+		u->doc_out = NULL;
+	}
+}
+
+static int
+do_upsert(storage_session_t *s, update_stmt_t *u, terr_t *err)
+{
+	update_apply_ctx_t ctx = UPDATE_APPLY_CTX_INIT;
+	bson_t seeded, doc = BSON_INITIALIZER;
+	validation_result_t vr;
+	bson_iter_t it;
+	int ret = -1;
+
+	ctx.now_ms = u->now_ms;
+	ctx.is_insert = true;
+	if (update_build_upsert_doc(u->update, u->filter, &ctx, &seeded, err) != 0) {
+		bson_destroy(&doc);
+		return -1;
+	}
+	ERR(write_prepare_doc(&seeded, &doc, err));
+	if (validation_check_write(u->coll, &doc, NULL, u->bypass, &vr, err) != 0) {
+		prefix_update_error(err);
+		goto err;
+	}
+	ERR(storage_doc_insert(s, u->coll, &doc, NULL, err));
+	u->n = 1;
+	u->upserted = true;
+	bson_iter_init_find(&it, &doc, "_id");
+	bson_value_copy(bson_iter_value(&it), &u->upserted_id);
+	if (u->want_doc && u->want_new)
+		u->doc_out = bson_copy(&doc);
+	ret = 0;
+err:
+	bson_destroy(&seeded);
+	bson_destroy(&doc);
+	return ret;
+}
+
+static int
+update_txn(storage_session_t *s, void *arg, terr_t *err)
+{
+	update_stmt_t *u = arg;
+	plan_request_t req;
+	plan_exec_t *x = NULL;
+	recid_t recid;
+	bson_t doc;
+	int rc;
+
+	stmt_reset(u);
+	memset(&req, 0, sizeof(req));
+	req.coll = u->coll;
+	req.match = u->match;
+	req.sort = u->sort;
+	req.borrow = true;
+	if (u->coll != NULL) {
+		RET(plan_exec_new(&req, &x, err));
+		plan_exec_set_deadline(x, u->deadline_us);
+	}
+	while (x != NULL && (rc = plan_exec_next_record(x, s, &recid, &doc, err)) == 1) {
+		update_apply_ctx_t ctx = UPDATE_APPLY_CTX_INIT;
+		validation_result_t vr;
+		bson_t new_doc;
+		bool modified = false;
+		int pos = -1;
+
+		u->n++;
+		if (u->remove) {
+			if (u->want_doc)
+				u->doc_out = bson_copy(&doc);
+			if (storage_doc_delete(s, u->coll, recid, &doc, err) != 0)
+				goto fail;
+			break;
+		}
+		if (update_uses_positional(u->update) && u->match != NULL &&
+		    match_exec(u->match, &doc, &pos, err) < 0)
+			goto fail;
+		ctx.matched_pos = pos;
+		ctx.now_ms = u->now_ms;
+		if (update_apply(u->update, &doc, &ctx, &new_doc, &modified, err) != 0)
+			goto fail;
+		if (modified) {
+			bson_t old_copy;
+			/* the stored view dies with the next storage call: keep a copy
+			 * for validation (moderate) and index maintenance */
+			bson_copy_to(&doc, &old_copy);
+			rc = write_check_stored_doc(&new_doc, err);
+			if (rc == 0 && validation_check_write(u->coll, &new_doc, &old_copy, u->bypass, &vr, err) != 0) {
+				prefix_update_error(err);
+				rc = -1;
+			}
+			if (rc == 0)
+				rc = storage_doc_update(s, u->coll, recid, &old_copy, &new_doc, err);
+			if (rc == 0 && u->want_doc)
+				u->doc_out = bson_copy(u->want_new ? &new_doc : &old_copy);
+			bson_destroy(&old_copy);
+			if (rc != 0) {
+				bson_destroy(&new_doc);
+				goto fail;
+			}
+			u->modified++;
+		} else if (u->want_doc) {
+			u->doc_out = bson_copy(&doc);
+		}
+		bson_destroy(&new_doc);
+		if (!u->multi)
+			break;
+	}
+	if (x != NULL && rc < 0)
+		goto fail;
+	plan_exec_free(x);
+	x = NULL;
+	if (u->n == 0 && u->upsert && !u->remove)
+		return do_upsert(s, u, err);
+	return 0;
+fail:
+	plan_exec_free(x);
+	return -1;
+}
+
+static int
+get_sub_doc(bson_iter_t *f, const char *what, bson_t *out, terr_t *err)
+{
+	const uint8_t *data;
+	uint32_t len;
+
+	if (!BSON_ITER_HOLDS_DOCUMENT(f))
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field '%s' is the wrong type '%s', expected type 'object'", what,
+		    bv_type_name(bson_iter_type(f)));
+	bson_iter_document(f, &len, &data);
+	bson_init_static(out, data, len);
+	return 0;
+}
+
+static const char *const update_fields[] = {
+	"updates", "ordered", "bypassDocumentValidation", "let", "collectionUUID", NULL,
+};
+
+/* Parse one entry of updates[] into the statement; compile q and u. */
+static int
+parse_update_op(cmd_t *c, const bson_t *op, const bson_t *cmd_let, update_stmt_t *u,
+    bson_t *filter_view, terr_t *err)
+{
+	bson_iter_t f;
+	bson_t q, arr_filters, cvars;
+	bool has_q = false, has_u = false, has_af = false, has_c = false;
+	bson_value_t uval;
+	update_options_t uo = {0};
+	match_options_t mo = {0};
+
+	bson_iter_init(&f, op);
+	while (bson_iter_next(&f)) {
+		const char *k = bson_iter_key(&f);
+		if (strcmp(k, "q") == 0) {
+			RET(get_sub_doc(&f, "update.updates.q", &q, err));
+			has_q = true;
+		} else if (strcmp(k, "u") == 0) {
+			if (!BSON_ITER_HOLDS_DOCUMENT(&f) && !BSON_ITER_HOLDS_ARRAY(&f))
+				return terr_set(err, TERR_FAILED_TO_PARSE,
+				    "Update argument must be either an object or an array");
+			uval = *bson_iter_value(&f);
+			has_u = true;
+		} else if (strcmp(k, "multi") == 0) {
+			u->multi = bson_iter_as_bool(&f);
+		} else if (strcmp(k, "upsert") == 0) {
+			u->upsert = bson_iter_as_bool(&f);
+		} else if (strcmp(k, "arrayFilters") == 0) {
+			const uint8_t *data;
+			uint32_t len;
+			if (!BSON_ITER_HOLDS_ARRAY(&f))
+				return terr_set(err, TERR_TYPE_MISMATCH,
+				    "BSON field 'update.updates.arrayFilters' is the wrong type '%s', expected type 'array'",
+				    bv_type_name(bson_iter_type(&f)));
+			bson_iter_array(&f, &len, &data);
+			bson_init_static(&arr_filters, data, len);
+			has_af = true;
+		} else if (strcmp(k, "c") == 0) {
+			RET(get_sub_doc(&f, "update.updates.c", &cvars, err));
+			has_c = true;
+		} else if (strcmp(k, "collation") == 0) {
+			bson_iter_t sub;
+			if (!BSON_ITER_HOLDS_DOCUMENT(&f) || !bson_iter_recurse(&f, &sub) ||
+			    !bson_iter_find(&sub, "locale") || !BSON_ITER_HOLDS_UTF8(&sub) ||
+			    strcmp(bson_iter_utf8(&sub, NULL), "simple") != 0)
+				return terr_set(err, TERR_NOT_IMPLEMENTED,
+				    "collations other than {locale: \"simple\"} are not supported by Tamga yet");
+		} else if (strcmp(k, "hint") == 0 || strcmp(k, "upsertSupplied") == 0 ||
+		    strcmp(k, "sampleId") == 0 || strcmp(k, "$_allowShardKeyUpdatesWithoutFullShardKeyInQuery") == 0) {
+			/* hint: only the _id index exists; honoured by the scan order */
+		} else if (strcmp(k, "sort") == 0) {
+			return terr_set(err, TERR_NOT_IMPLEMENTED, "update with sort is not supported by Tamga yet");
+		} else {
+			return terr_set(err, 40415, "BSON field 'update.updates.%s' is an unknown field.", k);
+		}
+	}
+	if (!has_q)
+		return terr_set(err, 40414, "BSON field 'update.updates.q' is missing but a required field");
+	if (!has_u)
+		return terr_set(err, 40414, "BSON field 'update.updates.u' is missing but a required field");
+	*filter_view = q;
+	u->filter = filter_view;
+	if (cmd_let != NULL)
+		mo.let = cmd_let;
+	RET(match_compile(&q, &mo, &u->match, err));
+	uo.array_filters = has_af ? &arr_filters : NULL;
+	uo.let = has_c ? &cvars : cmd_let;
+	if (update_compile(&uval, &uo, &u->update, err) != 0)
+		return -1;
+	if (u->multi && update_is_replacement(u->update))
+		return terr_set(err, TERR_FAILED_TO_PARSE,
+		    "multi update is not supported for replacement-style update");
+	return 0;
+}
+
+CMD_HANDLER(cmd_update)
+{
+	const char *name;
+	bson_t updates, write_errors = BSON_INITIALIZER, upserted = BSON_INITIALIZER, let;
+	bson_iter_t it;
+	bool found, ordered, bypass, sync, has_let;
+	storage_coll_t *coll = NULL;
+	storage_session_t *s;
+	int64_t n = 0, nmod = 0;
+	int i, nerr = 0, nups = 0, ret = -1, nops;
+	terr_t e = TERR_INIT;
+	int64_t now = wall_ms();
+
+	ERR(cmd_collection_arg(c, &name, err));
+	ERR(cmd_check_fields(c, update_fields, err));
+	ERR(cmd_get_array(c, "updates", &updates, &found, err));
+	if (!found) {
+		terr_set(err, 40414, "BSON field 'update.updates' is missing but a required field");
+		goto err;
+	}
+	ERR(cmd_get_doc(c, "let", &let, &has_let, err));
+	ERR(write_common_flags(c, &ordered, &bypass, err));
+	nops = (int)bson_count_keys(&updates);
+	ERR(write_check_batch_size(nops, err));
+	sync = write_concern_sync(c);
+	if ((s = client_session(c->client, err)) == NULL)
+		goto err;
+	bson_iter_init(&it, &updates);
+	for (i = 0; bson_iter_next(&it); i++) {
+		update_stmt_t u;
+		bson_t op, filter;
+		int rc;
+
+		memset(&u, 0, sizeof(u));
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			terr_set(err, TERR_TYPE_MISMATCH,
+			    "BSON field 'update.updates.%d' is the wrong type '%s', expected type 'object'", i,
+			    bv_type_name(bson_iter_type(&it)));
+			goto err;
+		}
+		{
+			const uint8_t *data;
+			uint32_t len;
+			bson_iter_document(&it, &len, &data);
+			bson_init_static(&op, data, len);
+		}
+		rc = parse_update_op(c, &op, has_let ? &let : NULL, &u, &filter, &e);
+		if (rc == 0 && coll == NULL) {
+			if (u.upsert)
+				rc = write_get_or_create_coll(c, name, &coll, &e);
+			else
+				storage_coll_get(c->engine->st, c->db, name, &coll, NULL);
+		}
+		if (rc == 0 && coll != NULL && bypass && validation_is_constraint(coll))
+			rc = terr_set(&e, TERR_BAD_VALUE,
+			    "bypassDocumentValidation is not permitted with 'constraint' validationLevel");
+		if (rc == 0) {
+			u.coll = coll;
+			u.bypass = bypass;
+			u.now_ms = now;
+			u.deadline_us = c->deadline_us;
+			rc = storage_txn_run(s, update_txn, &u, sync, &e);
+		}
+		if (rc == 0) {
+			n += u.n;
+			nmod += u.modified;
+			if (u.upserted) {
+				char key[16];
+				const char *k;
+				bson_t entry;
+				bson_uint32_to_string((uint32_t)nups++, &k, key, sizeof(key));
+				bson_append_document_begin(&upserted, k, -1, &entry);
+				BSON_APPEND_INT32(&entry, "index", i);
+				bv_append(&entry, "_id", 3, &u.upserted_id);
+				bson_append_document_end(&upserted, &entry);
+			}
+		} else {
+			write_error_append(&write_errors, nerr++, i, &e);
+			terr_clear(&e);
+		}
+		stmt_reset(&u);
+		match_free(u.match);
+		update_free(u.update);
+		if (rc != 0 && ordered)
+			break;
+	}
+	__atomic_fetch_add(&c->engine->counters.update, i, __ATOMIC_RELAXED);
+	BSON_APPEND_INT32(c->reply, "n", (int32_t)n);
+	BSON_APPEND_INT32(c->reply, "nModified", (int32_t)nmod);
+	if (nups > 0)
+		BSON_APPEND_ARRAY(c->reply, "upserted", &upserted);
+	if (nerr > 0)
+		BSON_APPEND_ARRAY(c->reply, "writeErrors", &write_errors);
+	ret = 0;
+err:
+	bson_destroy(&write_errors);
+	bson_destroy(&upserted);
+	terr_clear(&e);
+	if (coll != NULL)
+		storage_coll_release(coll);
+	return ret;
+}
+
+/* ---- findAndModify ------------------------------------------------------- */
+
+static const char *const fam_fields[] = {
+	"query", "sort", "remove", "update", "new", "fields", "upsert", "bypassDocumentValidation",
+	"collation", "arrayFilters", "hint", "let", "collectionUUID", NULL,
+};
+
+CMD_HANDLER(cmd_find_and_modify)
+{
+	const char *name;
+	bson_t query = BSON_INITIALIZER, sort, fields, arr_filters, let, q;
+	bool has_query, has_sort, has_fields, has_af, has_let, found, sync, bypass = false;
+	bool remove = false, want_new = false, upsert = false;
+	bson_iter_t it;
+	bool has_update;
+	bson_value_t uval;
+	update_stmt_t u;
+	update_options_t uo = {0};
+	match_options_t mo = {0};
+	storage_session_t *s;
+	bson_t leo;
+	int ret = -1;
+
+	memset(&u, 0, sizeof(u));
+	ERR(cmd_collection_arg(c, &name, err));
+	ERR(cmd_check_fields(c, fam_fields, err));
+	ERR(cmd_get_doc(c, "query", &q, &has_query, err));
+	ERR(cmd_get_doc(c, "sort", &sort, &has_sort, err));
+	ERR(cmd_get_doc(c, "fields", &fields, &has_fields, err));
+	ERR(cmd_get_array(c, "arrayFilters", &arr_filters, &has_af, err));
+	ERR(cmd_get_doc(c, "let", &let, &has_let, err));
+	ERR(cmd_get_bool(c, "remove", &remove, &found, err));
+	ERR(cmd_get_bool(c, "new", &want_new, &found, err));
+	ERR(cmd_get_bool(c, "upsert", &upsert, &found, err));
+	ERR(cmd_get_bool(c, "bypassDocumentValidation", &bypass, &found, err));
+	has_update = bson_iter_init_find(&it, c->body, "update");
+	if (bson_iter_init_find(&it, c->body, "collation")) {
+		bson_iter_t sub;
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &sub) ||
+		    !bson_iter_find(&sub, "locale") || !BSON_ITER_HOLDS_UTF8(&sub) ||
+		    strcmp(bson_iter_utf8(&sub, NULL), "simple") != 0) {
+			terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "collations other than {locale: \"simple\"} are not supported by Tamga yet");
+			goto err;
+		}
+	}
+	if (remove && has_update) {
+		terr_set(err, TERR_FAILED_TO_PARSE, "Cannot specify both an update and remove=true");
+		goto err;
+	}
+	if (!remove && !has_update) {
+		terr_set(err, TERR_FAILED_TO_PARSE, "Either an update or remove=true must be specified");
+		goto err;
+	}
+	if (remove && upsert) {
+		terr_set(err, TERR_FAILED_TO_PARSE, "Cannot specify both upsert=true and remove=true");
+		goto err;
+	}
+	if (remove && want_new) {
+		terr_set(err, TERR_FAILED_TO_PARSE,
+		    "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document");
+		goto err;
+	}
+	if (has_fields && !bson_empty(&fields)) {
+		terr_set(err, TERR_NOT_IMPLEMENTED, "findAndModify with fields is not supported by Tamga yet");
+		goto err;
+	}
+	if (has_query)
+		bson_copy_to_excluding_noinit(&q, &query, "", NULL);
+	if (has_let)
+		mo.let = &let;
+	ERR(match_compile(&query, &mo, &u.match, err));
+	if (has_update) {
+		bson_iter_init_find(&it, c->body, "update");
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it) && !BSON_ITER_HOLDS_ARRAY(&it)) {
+			terr_set(err, TERR_FAILED_TO_PARSE, "Update argument must be either an object or an array");
+			goto err;
+		}
+		uval = *bson_iter_value(&it);
+		uo.array_filters = has_af ? &arr_filters : NULL;
+		uo.let = has_let ? &let : NULL;
+		ERR(update_compile(&uval, &uo, &u.update, err));
+	}
+	sync = write_concern_sync(c);
+	if (upsert)
+		ERR(write_get_or_create_coll(c, name, &u.coll, err));
+	else
+		storage_coll_get(c->engine->st, c->db, name, &u.coll, NULL);
+	if (u.coll != NULL && bypass && validation_is_constraint(u.coll)) {
+		terr_set(err, TERR_BAD_VALUE,
+		    "bypassDocumentValidation is not permitted with 'constraint' validationLevel");
+		goto err;
+	}
+	if ((s = client_session(c->client, err)) == NULL)
+		goto err;
+	u.filter = &query;
+	u.sort = has_sort && !bson_empty(&sort) ? &sort : NULL;
+	u.remove = remove;
+	u.upsert = upsert;
+	u.bypass = bypass;
+	u.want_doc = true;
+	u.want_new = want_new;
+	u.now_ms = wall_ms();
+	u.deadline_us = c->deadline_us;
+	ERR(storage_txn_run(s, update_txn, &u, sync, err));
+	bson_append_document_begin(c->reply, "lastErrorObject", -1, &leo);
+	BSON_APPEND_INT32(&leo, "n", (int32_t)u.n);
+	if (!remove) {
+		BSON_APPEND_BOOL(&leo, "updatedExisting", u.n > 0 && !u.upserted);
+		if (u.upserted)
+			bv_append(&leo, "upserted", -1, &u.upserted_id);
+	}
+	bson_append_document_end(c->reply, &leo);
+	if (u.doc_out != NULL)
+		BSON_APPEND_DOCUMENT(c->reply, "value", u.doc_out);
+	else
+		BSON_APPEND_NULL(c->reply, "value");
+	__atomic_fetch_add(remove ? &c->engine->counters.delete_ : &c->engine->counters.update, 1,
+	    __ATOMIC_RELAXED);
+	ret = 0;
+err:
+	stmt_reset(&u);
+	match_free(u.match);
+	update_free(u.update);
+	if (u.coll != NULL)
+		storage_coll_release(u.coll);
+	bson_destroy(&query);
+	return ret;
+}
