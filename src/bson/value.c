@@ -1298,10 +1298,105 @@ bv_equal(const bson_value_t *a, const bson_value_t *b)
 /* Appending and rendering                                             */
 /* ------------------------------------------------------------------ */
 
+static void
+le32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+/*
+ * Code, CodeWScope and DBPointer strings may hold NUL bytes, which libbson's
+ * bson_append_value drops (it takes them as C strings).  Build the element
+ * by hand in a one-element document and concatenate it.
+ */
+static bool
+append_raw_string_element(bson_t *doc, const char *key, size_t keylen, const bson_value_t *v)
+{
+	const char *str;
+	uint32_t slen, extra = 0, total, elen;
+	uint8_t *buf, *p;
+	bson_t tmp;
+	bool ok;
+
+	switch (v->value_type) {
+	case BSON_TYPE_CODE:
+		str = v->value.v_code.code;
+		slen = v->value.v_code.code_len;
+		break;
+	case BSON_TYPE_CODEWSCOPE:
+		str = v->value.v_codewscope.code;
+		slen = v->value.v_codewscope.code_len;
+		extra = 4 + v->value.v_codewscope.scope_len; /* leading total length + scope */
+		break;
+	default: /* DBPOINTER */
+		str = v->value.v_dbpointer.collection;
+		slen = v->value.v_dbpointer.collection_len;
+		extra = 12;
+		break;
+	}
+	if (slen > (uint32_t)INT32_MAX - 64 - extra || keylen > (size_t)INT32_MAX - 64 - slen - extra)
+		return false;
+	elen = 4 + slen + 1 + extra;
+	total = 4 + 1 + (uint32_t)keylen + 1 + elen + 1;
+	buf = bson_malloc(total);
+	p = buf;
+	le32(p, total);
+	p += 4;
+	*p++ = (uint8_t)v->value_type;
+	memcpy(p, key, keylen);
+	p += keylen;
+	*p++ = 0;
+	if (v->value_type == BSON_TYPE_CODEWSCOPE) {
+		le32(p, elen);
+		p += 4;
+	}
+	le32(p, slen + 1);
+	p += 4;
+	if (slen)
+		memcpy(p, str, slen);
+	p += slen;
+	*p++ = 0;
+	if (v->value_type == BSON_TYPE_CODEWSCOPE) {
+		if (v->value.v_codewscope.scope_len)
+			memcpy(p, v->value.v_codewscope.scope_data, v->value.v_codewscope.scope_len);
+		p += v->value.v_codewscope.scope_len;
+	} else if (v->value_type == BSON_TYPE_DBPOINTER) {
+		memcpy(p, v->value.v_dbpointer.oid.bytes, 12);
+		p += 12;
+	}
+	*p = 0;
+	ok = bson_init_static(&tmp, buf, total) && bson_concat(doc, &tmp);
+	bson_free(buf);
+	return ok;
+}
+
 bool
 bv_append(bson_t *doc, const char *key, int keylen, const bson_value_t *v)
 {
-	return bson_append_value(doc, key, keylen, v);
+	size_t klen = keylen < 0 ? strlen(key) : (size_t)keylen;
+
+	if (memchr(key, 0, klen) != NULL)
+		return false;
+	switch (v->value_type) {
+	case BSON_TYPE_CODE:
+		if (memchr(v->value.v_code.code, 0, v->value.v_code.code_len) == NULL)
+			break;
+		return append_raw_string_element(doc, key, klen, v);
+	case BSON_TYPE_CODEWSCOPE:
+		if (memchr(v->value.v_codewscope.code, 0, v->value.v_codewscope.code_len) == NULL)
+			break;
+		return append_raw_string_element(doc, key, klen, v);
+	case BSON_TYPE_DBPOINTER:
+		if (memchr(v->value.v_dbpointer.collection, 0, v->value.v_dbpointer.collection_len) == NULL)
+			break;
+		return append_raw_string_element(doc, key, klen, v);
+	default:
+		break;
+	}
+	return bson_append_value(doc, key, (int)klen, v);
 }
 
 #define BV_MAX_TOSTRING_DEPTH 100

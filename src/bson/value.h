@@ -94,7 +94,10 @@ const char *bv_type_name(bson_type_t t);
 /* Inverse of bv_type_name; returns false for unknown names. */
 bool bv_type_from_name(const char *name, bson_type_t *out);
 
-/* Append v to doc under key (any type, including documents and arrays). */
+/* Append v to doc under key (keylen -1: NUL-terminated); any type, including
+ * documents and arrays, and Code/CodeWScope/DBPointer strings with embedded
+ * NUL bytes (which bson_append_value would cut).  Returns false when libbson
+ * refuses (key with a NUL, document too large). */
 bool bv_append(bson_t *doc, const char *key, int keylen, const bson_value_t *v);
 
 /* Render a value the way mongod prints one inside error messages

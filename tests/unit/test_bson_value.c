@@ -480,6 +480,48 @@ test_append(void)
 	bson_destroy(src);
 }
 
+/* Code / CodeWScope / DBPointer strings with NUL bytes survive bv_append. */
+static void
+test_append_embedded_nul(void)
+{
+	bson_t out = BSON_INITIALIZER, scope = BSON_INITIALIZER, *back;
+	bson_value_t v;
+	bson_iter_t it;
+	int i;
+
+	BSON_APPEND_INT32(&scope, "x", 1);
+	for (i = 0; i < 3; i++) {
+		memset(&v, 0, sizeof v);
+		if (i == 0) {
+			v.value_type = BSON_TYPE_CODE;
+			v.value.v_code.code = (char *)"a\0b";
+			v.value.v_code.code_len = 3;
+		} else if (i == 1) {
+			v.value_type = BSON_TYPE_CODEWSCOPE;
+			v.value.v_codewscope.code = (char *)"a\0b";
+			v.value.v_codewscope.code_len = 3;
+			v.value.v_codewscope.scope_data = (uint8_t *)bson_get_data(&scope);
+			v.value.v_codewscope.scope_len = scope.len;
+		} else {
+			v.value_type = BSON_TYPE_DBPOINTER;
+			v.value.v_dbpointer.collection = (char *)"d\0c";
+			v.value.v_dbpointer.collection_len = 3;
+			memset(v.value.v_dbpointer.oid.bytes, 7, 12);
+		}
+		bson_reinit(&out);
+		TT_ASSERT(bv_append(&out, "k", -1, &v));
+		TT_ASSERT(bson_validate(&out, 0, NULL));
+		back = bson_new_from_data(bson_get_data(&out), out.len);
+		TT_ASSERT(back != NULL && bson_iter_init_find(&it, back, "k"));
+		TT_EQ_INT(bv_compare(bson_iter_value(&it), &v), 0);
+		TT_EQ_INT(bson_iter_type(&it), v.value_type);
+		bson_destroy(back);
+	}
+	TT_ASSERT(!bv_append(&out, "a\0b", 3, &v));
+	bson_destroy(&scope);
+	bson_destroy(&out);
+}
+
 int
 main(void)
 {
@@ -492,5 +534,6 @@ main(void)
 	TT_RUN(test_deep_nesting_string);
 	TT_RUN(test_type_names);
 	TT_RUN(test_append);
+	TT_RUN(test_append_embedded_nul);
 	return tt_finish();
 }
