@@ -1,0 +1,347 @@
+/*
+ * test_schema.c -- $jsonSchema: compile errors, matching and mongod's errInfo
+ * details, run from the data files in tests/unit/schema_cases/ (see its
+ * README), plus bad-input and no-allocation checks written in C.
+ */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tt.h"
+#include "schema/schema.h"
+
+static char *
+cases_dir(void)
+{
+	const char *src = getenv("TAMGA_SOURCE");
+	if (src && *src)
+		return bson_strdup_printf("%s/tests/unit/schema_cases", src);
+	/* run by hand from the build folder: fall back to this file's folder */
+	char *f = bson_strdup(__FILE__), *slash = strrchr(f, '/');
+	char *d;
+	if (slash)
+		*slash = '\0';
+	d = bson_strdup_printf("%s/schema_cases", slash ? f : ".");
+	bson_free(f);
+	return d;
+}
+
+static bson_t *
+load_json_file(const char *path)
+{
+	bson_error_t e;
+	bson_json_reader_t *r = bson_json_reader_new_from_file(path, &e);
+	bson_t *b = bson_new();
+	int rc;
+
+	if (r == NULL) {
+		fprintf(stderr, "cannot open %s: %s\n", path, e.message);
+		bson_destroy(b);
+		return NULL;
+	}
+	rc = bson_json_reader_read(r, b, &e);
+	bson_json_reader_destroy(r);
+	if (rc != 1) {
+		fprintf(stderr, "bad JSON in %s: %s\n", path, rc < 0 ? e.message : "empty");
+		bson_destroy(b);
+		return NULL;
+	}
+	return b;
+}
+
+static bool
+sub_doc(const bson_iter_t *parent, const char *key, bson_t *out)
+{
+	bson_iter_t it;
+	uint32_t len;
+	const uint8_t *data;
+
+	if (!bson_iter_recurse(parent, &it) || !bson_iter_find(&it, key) ||
+	    !BSON_ITER_HOLDS_DOCUMENT(&it))
+		return false;
+	bson_iter_document(&it, &len, &data);
+	return bson_init_static(out, data, len);
+}
+
+static int case_pass, case_fail;
+
+static void
+run_case(const char *file, bson_iter_t *c)
+{
+	bson_t schema, doc, want;
+	bson_iter_t it;
+	const char *name = "?";
+	schema_t *s = NULL;
+	terr_t err = TERR_INIT;
+	bool ok = true;
+	char *j1 = NULL, *j2 = NULL;
+
+	if (bson_iter_recurse(c, &it) && bson_iter_find(&it, "name"))
+		name = bson_iter_utf8(&it, NULL);
+	if (!sub_doc(c, "schema", &schema)) {
+		fprintf(stderr, "FAIL %s/%s: case has no schema\n", file, name);
+		case_fail++;
+		return;
+	}
+	/* Expected compile error? */
+	if (bson_iter_recurse(c, &it) && bson_iter_find(&it, "code")) {
+		int code = bson_iter_as_int64(&it);
+		const char *msg = NULL;
+		if (bson_iter_recurse(c, &it) && bson_iter_find(&it, "errmsg"))
+			msg = bson_iter_utf8(&it, NULL);
+		if (schema_compile_flags(&schema, 0, &s, &err) == 0) {
+			fprintf(stderr, "FAIL %s/%s: compiled, expected code %d\n", file, name, code);
+			ok = false;
+		} else if (err.code != code || (msg && strcmp(msg, err.msg) != 0)) {
+			fprintf(stderr, "FAIL %s/%s:\n  got  %d %s\n  want %d %s\n", file, name,
+				err.code, err.msg, code, msg ? msg : "(any)");
+			ok = false;
+		}
+		goto done;
+	}
+	if (schema_compile_flags(&schema, SCHEMA_ALLOW_ENCRYPT, &s, &err) != 0) {
+		fprintf(stderr, "FAIL %s/%s: compile error %d %s\n", file, name, err.code, err.msg);
+		ok = false;
+		goto done;
+	}
+	if (!sub_doc(c, "doc", &doc)) {
+		fprintf(stderr, "FAIL %s/%s: case has no doc\n", file, name);
+		ok = false;
+		goto done;
+	}
+	if (bson_iter_recurse(c, &it) && bson_iter_find(&it, "valid")) {
+		bool want_valid = bson_iter_as_bool(&it);
+		bson_t d = BSON_INITIALIZER;
+		bool got = schema_matches(s, &doc);
+		if (got != want_valid || schema_explain(s, &doc, &d) != got) {
+			fprintf(stderr, "FAIL %s/%s: valid=%d, want %d\n", file, name, got, want_valid);
+			ok = false;
+		}
+		bson_destroy(&d);
+		goto done;
+	}
+	if (!sub_doc(c, "details", &want)) {
+		fprintf(stderr, "FAIL %s/%s: case has neither valid nor details\n", file, name);
+		ok = false;
+		goto done;
+	}
+	{
+		bson_t got = BSON_INITIALIZER;
+		if (schema_matches(s, &doc)) {
+			fprintf(stderr, "FAIL %s/%s: document passed, expected a failure\n", file, name);
+			ok = false;
+		} else if (schema_explain(s, &doc, &got)) {
+			fprintf(stderr, "FAIL %s/%s: explain says the document passes\n", file, name);
+			ok = false;
+		} else if (!bson_equal(&got, &want)) {
+			j1 = bson_as_canonical_extended_json(&got, NULL);
+			j2 = bson_as_canonical_extended_json(&want, NULL);
+			fprintf(stderr, "FAIL %s/%s:\n  got  %s\n  want %s\n", file, name, j1, j2);
+			ok = false;
+		}
+		bson_destroy(&got);
+	}
+done:
+	if (ok)
+		case_pass++;
+	else
+		case_fail++;
+	bson_free(j1);
+	bson_free(j2);
+	schema_free(s);
+	terr_clear(&err);
+}
+
+static int
+cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void
+test_case_files(void)
+{
+	char *dir = cases_dir();
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char *names[256];
+	int nn = 0;
+
+	TT_ASSERT(d != NULL);
+	if (d == NULL) {
+		bson_free(dir);
+		return;
+	}
+	while ((de = readdir(d)) != NULL && nn < 256) {
+		size_t l = strlen(de->d_name);
+		if (l > 5 && strcmp(de->d_name + l - 5, ".json") == 0)
+			names[nn++] = bson_strdup(de->d_name);
+	}
+	closedir(d);
+	qsort(names, nn, sizeof *names, cmp_names);
+	for (int i = 0; i < nn; i++) {
+		char *path = bson_strdup_printf("%s/%s", dir, names[i]);
+		bson_t *b = load_json_file(path);
+		bson_iter_t it, c;
+		int before_fail = case_fail, before_pass = case_pass;
+
+		TT_ASSERT(b != NULL);
+		if (b && bson_iter_init_find(&it, b, "cases") && bson_iter_recurse(&it, &c)) {
+			while (bson_iter_next(&c))
+				run_case(names[i], &c);
+		}
+		fprintf(stderr, "%s: %d passed, %d failed\n", names[i], case_pass - before_pass,
+			case_fail - before_fail);
+		if (b)
+			bson_destroy(b);
+		bson_free(path);
+		bson_free(names[i]);
+	}
+	TT_ASSERT(nn > 0);
+	TT_EQ_INT(case_fail, 0);
+	fprintf(stderr, "schema cases: %d passed, %d failed\n", case_pass, case_fail);
+	bson_free(dir);
+}
+
+/* {properties: {a: {properties: {a: ... leaf}}}} nested `levels` times. */
+static bson_t *
+nested_schema(int levels, const char *leaf_json)
+{
+	bson_t *cur = tt_json(leaf_json);
+	for (int i = 0; i < levels; i++) {
+		bson_t *next = bson_new(), props;
+		bson_append_document_begin(next, "properties", -1, &props);
+		bson_append_document(&props, "a", -1, cur);
+		bson_append_document_end(next, &props);
+		bson_destroy(cur);
+		cur = next;
+	}
+	return cur;
+}
+
+/* A schema nested 200 levels deep fails to compile, clearly. */
+static void
+test_deep_schema(void)
+{
+	bson_t *b = nested_schema(200, "{}");
+	schema_t *s = NULL;
+	terr_t err = TERR_INIT;
+
+	TT_ASSERT(schema_compile(b, &s, &err) != 0);
+	TT_ASSERT(s == NULL);
+	TT_EQ_INT(err.code, TERR_BAD_VALUE);
+	TT_ASSERT(err.msg && strstr(err.msg, "nested too deeply") != NULL);
+	terr_clear(&err);
+	bson_destroy(b);
+
+	/* 60 levels is fine */
+	b = nested_schema(60, "{\"bsonType\": \"int\"}");
+	TT_ASSERT(schema_compile(b, &s, &err) == 0);
+	{
+		bson_t *doc = tt_json("{\"a\": {\"a\": \"x\"}}");
+		TT_ASSERT(schema_matches(s, doc));
+		bson_destroy(doc);
+	}
+	schema_free(s);
+	bson_destroy(b);
+}
+
+/* A huge enum compiles (duplicates found in linear time) and matches. */
+static void
+test_huge_enum(void)
+{
+	bson_t schema = BSON_INITIALIZER, props, x, arr;
+	schema_t *s = NULL;
+	terr_t err = TERR_INIT;
+	char key[16];
+	const char *k;
+
+	bson_append_document_begin(&schema, "properties", -1, &props);
+	bson_append_document_begin(&props, "x", -1, &x);
+	bson_append_array_begin(&x, "enum", -1, &arr);
+	for (uint32_t i = 0; i < 200000; i++) {
+		bson_uint32_to_string(i, &k, key, sizeof key);
+		bson_append_int32(&arr, k, -1, (int32_t)i);
+	}
+	bson_append_array_end(&x, &arr);
+	bson_append_document_end(&props, &x);
+	bson_append_document_end(&schema, &props);
+	TT_ASSERT(schema_compile(&schema, &s, &err) == 0);
+	{
+		bson_t *ok = tt_json("{\"x\": 199999.0}"), *bad = tt_json("{\"x\": 200000}");
+		TT_ASSERT(schema_matches(s, ok));
+		TT_ASSERT(!schema_matches(s, bad));
+		bson_destroy(ok);
+		bson_destroy(bad);
+	}
+	schema_free(s);
+	bson_destroy(&schema);
+
+	/* the same enum with one duplicate at the end */
+	bson_init(&schema);
+	bson_append_array_begin(&schema, "enum", -1, &arr);
+	for (uint32_t i = 0; i < 100001; i++) {
+		bson_uint32_to_string(i, &k, key, sizeof key);
+		bson_append_double(&arr, k, -1, i == 100000 ? 5.0 : (double)i);
+	}
+	bson_append_array_end(&schema, &arr);
+	TT_ASSERT(schema_compile(&schema, &s, &err) != 0);
+	TT_EQ_INT(err.code, TERR_FAILED_TO_PARSE);
+	TT_EQ_STR(err.msg, "$jsonSchema keyword 'enum' array cannot contain duplicate values.");
+	terr_clear(&err);
+	bson_destroy(&schema);
+}
+
+/* The seed's reviewSchema: the exact 9.0.8 output printed in the seed. */
+static const char *review_schema =
+	"{\"bsonType\": \"object\", \"required\": [\"bookId\", \"customer\", \"rating\", \"reviewedAt\"],"
+	" \"properties\": {\"bookId\": {\"bsonType\": \"int\"},"
+	" \"customer\": {\"bsonType\": \"object\", \"required\": [\"customerId\", \"name\"],"
+	"   \"properties\": {\"customerId\": {\"bsonType\": \"int\"}, \"name\": {\"bsonType\": \"string\", \"minLength\": 1}}},"
+	" \"rating\": {\"bsonType\": \"int\", \"minimum\": 1, \"maximum\": 5},"
+	" \"body\": {\"bsonType\": \"string\", \"maxLength\": 1000},"
+	" \"reviewedAt\": {\"bsonType\": \"date\"},"
+	" \"helpfulCount\": {\"bsonType\": \"int\", \"minimum\": 0},"
+	" \"helpfulVoters\": {\"bsonType\": \"array\", \"items\": {\"bsonType\": \"int\"}}}}";
+
+static void
+test_seed_rating(void)
+{
+	bson_t *sch = tt_json(review_schema);
+	bson_t *doc = tt_json("{\"_id\": 1, \"bookId\": 26, \"customer\": {\"customerId\": 38, \"name\": \"Margaret Hamilton\"},"
+			      " \"rating\": 6, \"reviewedAt\": {\"$date\": \"2026-06-30T10:00:00Z\"}}");
+	schema_t *s = NULL;
+	terr_t err = TERR_INIT;
+	bson_t details = BSON_INITIALIZER;
+	bson_iter_t it;
+
+	TT_ASSERT(schema_compile(sch, &s, &err) == 0);
+	TT_ASSERT(!schema_matches(s, doc));
+	TT_ASSERT(!schema_explain(s, doc, &details));
+	TT_ASSERT(bson_iter_init_find(&it, &details, "schemaRulesNotSatisfied"));
+	{
+		bson_t rules;
+		uint32_t len;
+		const uint8_t *data;
+		bson_iter_array(&it, &len, &data);
+		bson_init_static(&rules, data, len);
+		TT_EQ_JSON(&rules, "{ \"0\" : { \"operatorName\" : \"properties\", \"propertiesNotSatisfied\" : "
+			   "[ { \"propertyName\" : \"rating\", \"details\" : [ { \"operatorName\" : \"maximum\", "
+			   "\"specifiedAs\" : { \"maximum\" : 5 }, \"reason\" : \"comparison failed\", "
+			   "\"consideredValue\" : 6 } ] } ] } }");
+	}
+	schema_free(s);
+	bson_destroy(&details);
+	bson_destroy(doc);
+	bson_destroy(sch);
+}
+
+int
+main(void)
+{
+	TT_RUN(test_case_files);
+	TT_RUN(test_seed_rating);
+	TT_RUN(test_deep_schema);
+	TT_RUN(test_huge_enum);
+	return tt_finish();
+}
