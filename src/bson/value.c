@@ -380,6 +380,24 @@ dec_mag_trunc(u128 c, int q, bool *exact)
 		*exact = true;
 		return 0.0;
 	}
+	/* Fast path: c and 10^|q| both exact doubles; one rounding, and fma
+	 * gives the exact sign of the rounding error. */
+	if (c < ((u128)1 << 53) && q >= -22 && q <= 22) {
+		static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8,
+			1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
+			1e21, 1e22};
+		double dc = (double)c, a, r;
+
+		if (q >= 0) {
+			a = dc * p10[q];
+			r = fma(dc, p10[q], -a);   /* true - a */
+		} else {
+			a = dc / p10[-q];
+			r = -fma(a, p10[-q], -dc); /* (true - a) * 10^-q */
+		}
+		*exact = r == 0.0;
+		return r < 0.0 ? nextafter(a, 0.0) : a;
+	}
 	nd = u128_digits(c, digs);
 	if (q >= 0) {
 		if (nd + q > 310) {

@@ -5,6 +5,7 @@
 #include "tt.h"
 #include "bson/value.h"
 
+#include <fenv.h>
 #include <float.h>
 #include <math.h>
 
@@ -154,6 +155,51 @@ test_decimal_floor(void)
 	bson_decimal128_from_string("4.940656458412465441765687928682213E-324", &d);
 	f = bv_decimal_floor_double(&d, &exact);
 	TT_ASSERT(exact == false && f == 0.0); /* 34 digits: just below denorm_min */
+}
+
+/* bv_decimal_floor_double against glibc's strtod rounding toward -inf/+inf
+ * (an independent oracle), over random decimals of every size. */
+static void
+test_decimal_floor_oracle(void)
+{
+	uint64_t x = 88172645463325252ULL;
+	int i, fails = 0;
+	int saved = fegetround();
+
+	for (i = 0; i < 20000; i++) {
+		unsigned __int128 c, lim = 1;
+		int digits, e, k;
+		bson_decimal128_t d;
+		char buf[BSON_DECIMAL128_STRING];
+		double lo, hi, f;
+		bool exact;
+
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		digits = 1 + (int)(x % 34);
+		for (k = 0; k < digits; k++)
+			lim *= 10;
+		c = (unsigned __int128)x << 64;
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		c = (c | x) % lim;
+		if (i % 3 == 0)
+			c %= (unsigned __int128)1 << 53;
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		e = i % 4 == 0 ? (int)(x % 800) - 400 : (int)(x % 60) - 30;
+		d = bv_decimal_make(i % 2 == 0, (uint64_t)(c >> 64), (uint64_t)c, e);
+		bson_decimal128_to_string(&d, buf);
+		fesetround(FE_DOWNWARD);
+		lo = strtod(buf, NULL);
+		fesetround(FE_UPWARD);
+		hi = strtod(buf, NULL);
+		fesetround(saved);
+		if (lo == 0.0)
+			lo = 0.0; /* -0 */
+		f = bv_decimal_floor_double(&d, &exact);
+		if ((f != lo || exact != (lo == hi)) && fails++ < 10)
+			TT_FAIL_("%s: floor %.17g exact %d, strtod down %.17g up %.17g", buf, f, exact, lo, hi);
+	}
+	fesetround(saved);
+	TT_EQ_INT(fails, 0);
 }
 
 static void
@@ -527,6 +573,7 @@ main(void)
 {
 	TT_RUN(test_numbers_exact);
 	TT_RUN(test_decimal_floor);
+	TT_RUN(test_decimal_floor_oracle);
 	TT_RUN(test_decimal_helpers);
 	TT_RUN(test_type_order);
 	TT_RUN(test_docs_arrays_strings);
