@@ -1,0 +1,619 @@
+/*
+ * cmd_admin.c -- the handshake and admin commands a driver or shell sends
+ * before and around its real work: hello/isMaster, ping, buildInfo,
+ * hostInfo, serverStatus, getParameter, getCmdLineOpts, getLog, whatsmyuri,
+ * connectionStatus, listCommands, the session commands, shutdown.
+ *
+ * Replies follow mongod's shapes field for field where a client reads them.
+ * Not here: compression negotiation (a transport matter: the wire server
+ * adds `compression` to hello's reply) and authentication (later).
+ */
+#include "commands/cmd_admin.h"
+#include "commands/commands_private.h"
+
+#include <openssl/crypto.h>
+#include <openssl/opensslv.h>
+#include <openssl/rand.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/version.h"
+
+#define SESSION_TIMEOUT_MINUTES 30
+#define CURSOR_TIMEOUT_MS 600000
+
+/* ---- process description ------------------------------------------------ */
+
+static pthread_mutex_t proc_lock = PTHREAD_MUTEX_INITIALIZER;
+static bson_t *proc_argv;      /* array */
+static bson_t *proc_parsed;
+static int64_t proc_max_conns;
+
+void
+cmd_admin_set_process(const cmd_admin_process_t *p)
+{
+	bson_t *argv = bson_new();
+	char key[16];
+	const char *k;
+	int i;
+
+	for (i = 0; i < p->argc; i++) {
+		bson_uint32_to_string((uint32_t)i, &k, key, sizeof(key));
+		bson_append_utf8(argv, k, -1, p->argv[i], -1);
+	}
+	pthread_mutex_lock(&proc_lock);
+	if (proc_argv != NULL)
+		bson_destroy(proc_argv);
+	if (proc_parsed != NULL)
+		bson_destroy(proc_parsed);
+	proc_argv = argv;
+	proc_parsed = p->parsed ? bson_copy(p->parsed) : bson_new();
+	proc_max_conns = p->max_conns;
+	pthread_mutex_unlock(&proc_lock);
+}
+
+void
+cmd_admin_clear_process(void)
+{
+	pthread_mutex_lock(&proc_lock);
+	if (proc_argv != NULL)
+		bson_destroy(proc_argv);
+	if (proc_parsed != NULL)
+		bson_destroy(proc_parsed);
+	proc_argv = proc_parsed = NULL;
+	pthread_mutex_unlock(&proc_lock);
+}
+
+int
+cmd_admin_reap_cursors(engine_t *e, int64_t timeout_ms)
+{
+	return cursor_reap(e->cursors, timeout_ms);
+}
+
+void
+cmd_admin_request_shutdown(engine_t *e)
+{
+	atomic_store(&e->shutdown, true);
+}
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static int64_t
+now_wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The process id for hello's topologyVersion: one ObjectId per process. */
+static bson_oid_t topology_pid;
+static pthread_once_t topology_once = PTHREAD_ONCE_INIT;
+
+static void
+topology_init(void)
+{
+	bson_oid_init(&topology_pid, NULL);
+}
+
+static void
+host_name(char *buf, size_t len)
+{
+	if (gethostname(buf, len) != 0)
+		bson_strncpy(buf, "localhost", len);
+	buf[len - 1] = '\0';
+}
+
+static const char *
+type_name(bson_type_t t)
+{
+	switch (t) {
+	case BSON_TYPE_DOUBLE: return "double";
+	case BSON_TYPE_UTF8: return "string";
+	case BSON_TYPE_DOCUMENT: return "object";
+	case BSON_TYPE_ARRAY: return "array";
+	case BSON_TYPE_BOOL: return "bool";
+	case BSON_TYPE_NULL: return "null";
+	case BSON_TYPE_INT32: return "int";
+	case BSON_TYPE_INT64: return "long";
+	case BSON_TYPE_DECIMAL128: return "decimal";
+	case BSON_TYPE_OID: return "objectId";
+	case BSON_TYPE_DATE_TIME: return "date";
+	default: return "unknown";
+	}
+}
+
+/* ---- hello / isMaster --------------------------------------------------- */
+
+static void
+log_client_metadata(cmd_t *c, const bson_t *meta)
+{
+	bson_t attr;
+	char ctx[32];
+
+	bson_init(&attr);
+	if (c->client->remote)
+		BSON_APPEND_UTF8(&attr, "remote", c->client->remote);
+	snprintf(ctx, sizeof(ctx), "conn%lld", (long long)c->client->connection_id);
+	BSON_APPEND_UTF8(&attr, "client", ctx);
+	BSON_APPEND_DOCUMENT(&attr, "doc", meta);
+	tlog('I', "NETWORK", 51800, "client metadata", &attr);
+	bson_destroy(&attr);
+}
+
+/* Awaitable hello (streaming monitoring): when the client's topologyVersion
+ * is ours and current, wait up to maxAwaitTimeMS (nothing changes on a
+ * standalone) so monitors do not spin; shutdown cuts the wait short. */
+static int
+hello_await(cmd_t *c, terr_t *err)
+{
+	bson_iter_t it, tv;
+	int64_t wait_ms = 0, deadline;
+	bool have_tv = false;
+
+	if (bson_iter_init_find(&it, c->body, "maxAwaitTimeMS")) {
+		if (!BSON_ITER_HOLDS_NUMBER(&it))
+			return terr_set(err, TERR_TYPE_MISMATCH,
+			    "BSON field 'hello.maxAwaitTimeMS' is the wrong type '%s', expected type 'long'",
+			    type_name(bson_iter_type(&it)));
+		wait_ms = bson_iter_as_int64(&it);
+		if (wait_ms < 0)
+			return terr_set(err, TERR_BAD_VALUE, "maxAwaitTimeMS must be a non-negative integer");
+	}
+	if (bson_iter_init_find(&it, c->body, "topologyVersion")) {
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+			return terr_set(err, TERR_TYPE_MISMATCH,
+			    "BSON field 'hello.topologyVersion' is the wrong type '%s', expected type 'object'",
+			    type_name(bson_iter_type(&it)));
+		have_tv = true;
+		if (bson_iter_recurse(&it, &tv) && bson_iter_find(&tv, "processId") &&
+		    BSON_ITER_HOLDS_OID(&tv) && !bson_oid_equal(bson_iter_oid(&tv), &topology_pid))
+			return 0;   /* another process: answer at once */
+	}
+	if (have_tv != bson_has_field(c->body, "maxAwaitTimeMS"))
+		return terr_set(err, 31373, "topologyVersion must be provided if and only if maxAwaitTimeMS is provided");
+	if (!have_tv || wait_ms == 0)
+		return 0;
+	if (wait_ms > 60 * 60 * 1000)
+		wait_ms = 60 * 60 * 1000;
+	deadline = cmd_now_us() + wait_ms * 1000;
+	while (!engine_shutdown_requested(c->engine) && cmd_now_us() < deadline) {
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+CMD_HANDLER(cmd_hello)
+{
+	bool legacy = strcmp(c->name, "hello") != 0;
+	bson_iter_t it;
+	bson_t tv;
+
+	pthread_once(&topology_once, topology_init);
+	if (bson_iter_init_find(&it, c->body, "client")) {
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+			return terr_set(err, TERR_TYPE_MISMATCH,
+			    "BSON field '%s.client' is the wrong type '%s', expected type 'object'",
+			    c->name, type_name(bson_iter_type(&it)));
+		if (client_metadata(c->client) != NULL)
+			return terr_set(err, 186, "The client metadata document may only be sent in the first %s",
+			    c->name);
+		{
+			const uint8_t *d;
+			uint32_t l;
+			bson_t view;
+			bson_iter_document(&it, &l, &d);
+			if (bson_init_static(&view, d, l)) {
+				log_client_metadata(c, &view);
+				client_set_metadata_steal(c->client, bson_copy(&view));
+			}
+		}
+	}
+	if (hello_await(c, err) != 0)
+		return -1;
+	if (bson_iter_init_find(&it, c->body, "helloOk") && bson_iter_as_bool(&it))
+		BSON_APPEND_BOOL(c->reply, "helloOk", true);
+	BSON_APPEND_BOOL(c->reply, legacy ? "ismaster" : "isWritablePrimary", true);
+	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "topologyVersion", &tv);
+	BSON_APPEND_OID(&tv, "processId", &topology_pid);
+	BSON_APPEND_INT64(&tv, "counter", 0);
+	bson_append_document_end(c->reply, &tv);
+	BSON_APPEND_INT32(c->reply, "maxBsonObjectSize", TAMGA_MAX_BSON_SIZE);
+	BSON_APPEND_INT32(c->reply, "maxMessageSizeBytes", TAMGA_MAX_MESSAGE_SIZE);
+	BSON_APPEND_INT32(c->reply, "maxWriteBatchSize", TAMGA_MAX_WRITE_BATCH);
+	BSON_APPEND_DATE_TIME(c->reply, "localTime", now_wall_ms());
+	BSON_APPEND_INT32(c->reply, "logicalSessionTimeoutMinutes", SESSION_TIMEOUT_MINUTES);
+	BSON_APPEND_INT64(c->reply, "connectionId", client_connection_id(c->client));
+	BSON_APPEND_INT32(c->reply, "minWireVersion", TAMGA_MIN_WIRE_VERSION);
+	BSON_APPEND_INT32(c->reply, "maxWireVersion", TAMGA_MAX_WIRE_VERSION);
+	BSON_APPEND_BOOL(c->reply, "readOnly", false);
+	return 0;
+}
+
+/* ---- ping, buildInfo, hostInfo ------------------------------------------ */
+
+CMD_HANDLER(cmd_ping)
+{
+	return 0;
+}
+
+CMD_HANDLER(cmd_build_info)
+{
+	static const int varr[] = TAMGA_MONGODB_VERSION_ARRAY;
+	bson_t a, o, env;
+	size_t i;
+
+	BSON_APPEND_UTF8(c->reply, "version", TAMGA_MONGODB_VERSION);
+	BSON_APPEND_UTF8(c->reply, "gitVersion", "tamga-" TAMGA_VERSION);
+	BSON_APPEND_UTF8(c->reply, "tamgaVersion", TAMGA_VERSION);
+	BSON_APPEND_ARRAY_BEGIN(c->reply, "modules", &a);
+	bson_append_array_end(c->reply, &a);
+	BSON_APPEND_UTF8(c->reply, "allocator", "system");
+	BSON_APPEND_UTF8(c->reply, "javascriptEngine", "none");
+	BSON_APPEND_UTF8(c->reply, "sysInfo", "deprecated");
+	BSON_APPEND_ARRAY_BEGIN(c->reply, "versionArray", &a);
+	for (i = 0; i < sizeof(varr) / sizeof(varr[0]); i++) {
+		char key[8];
+		snprintf(key, sizeof(key), "%zu", i);
+		BSON_APPEND_INT32(&a, key, varr[i]);
+	}
+	bson_append_array_end(c->reply, &a);
+	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "openssl", &o);
+	BSON_APPEND_UTF8(&o, "running", OpenSSL_version(OPENSSL_VERSION));
+	BSON_APPEND_UTF8(&o, "compiled", OPENSSL_VERSION_TEXT);
+	bson_append_document_end(c->reply, &o);
+	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "buildEnvironment", &env);
+	BSON_APPEND_UTF8(&env, "distmod", "");
+	BSON_APPEND_UTF8(&env, "distarch", "x86_64");
+	BSON_APPEND_UTF8(&env, "cc", __VERSION__);
+	BSON_APPEND_UTF8(&env, "target_arch", "x86_64");
+	BSON_APPEND_UTF8(&env, "target_os", "linux");
+	bson_append_document_end(c->reply, &env);
+	BSON_APPEND_INT32(c->reply, "bits", 64);
+	BSON_APPEND_BOOL(c->reply, "debug", false);
+	BSON_APPEND_INT32(c->reply, "maxBsonObjectSize", TAMGA_MAX_BSON_SIZE);
+	BSON_APPEND_ARRAY_BEGIN(c->reply, "storageEngines", &a);
+	BSON_APPEND_UTF8(&a, "0", "wiredTiger");
+	bson_append_array_end(c->reply, &a);
+	return 0;
+}
+
+CMD_HANDLER(cmd_host_info)
+{
+	struct utsname u;
+	struct rlimit rl;
+	char host[256];
+	bson_t sys, os, extra;
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	host_name(host, sizeof(host));
+	if (uname(&u) != 0)
+		memset(&u, 0, sizeof(u));
+	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "system", &sys);
+	BSON_APPEND_DATE_TIME(&sys, "currentTime", now_wall_ms());
+	BSON_APPEND_UTF8(&sys, "hostname", host);
+	BSON_APPEND_INT32(&sys, "cpuAddrSize", 64);
+	BSON_APPEND_INT64(&sys, "memSizeMB", (int64_t)pages * psize / (1024 * 1024));
+	BSON_APPEND_INT64(&sys, "memLimitMB", (int64_t)pages * psize / (1024 * 1024));
+	BSON_APPEND_INT32(&sys, "numCores", (int32_t)ncpu);
+	BSON_APPEND_INT32(&sys, "numCoresAvailableToProcess", (int32_t)ncpu);
+	BSON_APPEND_INT32(&sys, "numPhysicalCores", (int32_t)ncpu);
+	BSON_APPEND_INT32(&sys, "numCpuSockets", 1);
+	BSON_APPEND_UTF8(&sys, "cpuArch", u.machine[0] ? u.machine : "x86_64");
+	BSON_APPEND_BOOL(&sys, "numaEnabled", false);
+	BSON_APPEND_INT32(&sys, "numNumaNodes", 1);
+	bson_append_document_end(c->reply, &sys);
+	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "os", &os);
+	BSON_APPEND_UTF8(&os, "type", u.sysname[0] ? u.sysname : "Linux");
+	BSON_APPEND_UTF8(&os, "name", u.sysname[0] ? u.sysname : "Linux");
+	BSON_APPEND_UTF8(&os, "version", u.release);
+	bson_append_document_end(c->reply, &os);
+	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "extra", &extra);
+	BSON_APPEND_UTF8(&extra, "versionString", u.version);
+	BSON_APPEND_UTF8(&extra, "kernelVersion", u.release);
+	BSON_APPEND_INT64(&extra, "pageSize", psize);
+	BSON_APPEND_INT64(&extra, "numPages", pages);
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		BSON_APPEND_INT64(&extra, "maxOpenFiles", (int64_t)rl.rlim_cur);
+	bson_append_document_end(c->reply, &extra);
+	return 0;
+}
+
+/* ---- serverStatus ------------------------------------------------------- */
+
+static int64_t
+ld(int64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+CMD_HANDLER(cmd_server_status)
+{
+	engine_counters_t *k = &c->engine->counters;
+	char host[256];
+	bson_t sub;
+	int64_t up_us = cmd_now_us() - c->engine->start_mono_us, max_conns;
+	long rss_pages = 0, vsz_pages = 0, psize = sysconf(_SC_PAGESIZE);
+	FILE *f;
+
+	host_name(host, sizeof(host));
+	f = fopen("/proc/self/statm", "r");
+	if (f != NULL) {
+		if (fscanf(f, "%ld %ld", &vsz_pages, &rss_pages) != 2)
+			vsz_pages = rss_pages = 0;
+		fclose(f);
+	}
+	pthread_mutex_lock(&proc_lock);
+	max_conns = proc_max_conns;
+	pthread_mutex_unlock(&proc_lock);
+
+	BSON_APPEND_UTF8(c->reply, "host", host);
+	BSON_APPEND_UTF8(c->reply, "version", TAMGA_MONGODB_VERSION);
+	BSON_APPEND_UTF8(c->reply, "tamgaVersion", TAMGA_VERSION);
+	BSON_APPEND_UTF8(c->reply, "process", "tamgad");
+	BSON_APPEND_INT64(c->reply, "pid", (int64_t)getpid());
+	BSON_APPEND_DOUBLE(c->reply, "uptime", (double)(up_us / 1000000));
+	BSON_APPEND_INT64(c->reply, "uptimeMillis", up_us / 1000);
+	BSON_APPEND_INT64(c->reply, "uptimeEstimate", up_us / 1000000);
+	BSON_APPEND_DATE_TIME(c->reply, "localTime", now_wall_ms());
+
+	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "connections", &sub);
+	BSON_APPEND_INT32(&sub, "current", (int32_t)ld(&k->connections_current));
+	BSON_APPEND_INT32(&sub, "available", max_conns > 0 ?
+	    (int32_t)(max_conns - ld(&k->connections_current)) : 1000000);
+	BSON_APPEND_INT32(&sub, "totalCreated", (int32_t)ld(&k->connections_total));
+	bson_append_document_end(c->reply, &sub);
+
+	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "network", &sub);
+	BSON_APPEND_INT64(&sub, "bytesIn", ld(&k->bytes_in));
+	BSON_APPEND_INT64(&sub, "bytesOut", ld(&k->bytes_out));
+	BSON_APPEND_INT64(&sub, "numRequests", ld(&k->requests));
+	bson_append_document_end(c->reply, &sub);
+
+	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "opcounters", &sub);
+	BSON_APPEND_INT64(&sub, "insert", ld(&k->insert));
+	BSON_APPEND_INT64(&sub, "query", ld(&k->query));
+	BSON_APPEND_INT64(&sub, "update", ld(&k->update));
+	BSON_APPEND_INT64(&sub, "delete", ld(&k->delete_));
+	BSON_APPEND_INT64(&sub, "getmore", ld(&k->getmore));
+	BSON_APPEND_INT64(&sub, "command", ld(&k->command));
+	bson_append_document_end(c->reply, &sub);
+
+	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "mem", &sub);
+	BSON_APPEND_INT32(&sub, "bits", 64);
+	BSON_APPEND_INT32(&sub, "resident", (int32_t)((int64_t)rss_pages * psize / (1024 * 1024)));
+	BSON_APPEND_INT32(&sub, "virtual", (int32_t)((int64_t)vsz_pages * psize / (1024 * 1024)));
+	BSON_APPEND_BOOL(&sub, "supported", true);
+	bson_append_document_end(c->reply, &sub);
+
+	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "storageEngine", &sub);
+	BSON_APPEND_UTF8(&sub, "name", "wiredTiger");
+	BSON_APPEND_BOOL(&sub, "supportsCommittedReads", true);
+	BSON_APPEND_BOOL(&sub, "persistent", !c->engine->opts.storage.in_memory);
+	bson_append_document_end(c->reply, &sub);
+	return 0;
+}
+
+/* ---- getParameter ------------------------------------------------------- */
+
+typedef enum { PARAM_INT, PARAM_BOOL, PARAM_STR, PARAM_FCV, PARAM_MECHS } param_kind_t;
+
+static const struct param {
+	const char *name;
+	param_kind_t kind;
+	int64_t i;
+	const char *s;
+} params[] = {
+	{"authenticationMechanisms", PARAM_MECHS, 0, NULL},
+	{"cursorTimeoutMillis", PARAM_INT, CURSOR_TIMEOUT_MS, NULL},
+	{"featureCompatibilityVersion", PARAM_FCV, 0, NULL},
+	{"localLogicalSessionTimeoutMinutes", PARAM_INT, SESSION_TIMEOUT_MINUTES, NULL},
+	{"logLevel", PARAM_INT, 0, NULL},
+	{"maxBSONDepth", PARAM_INT, 200, NULL},
+	{"maxSessions", PARAM_INT, 1000000, NULL},
+	{"quiet", PARAM_BOOL, 0, NULL},
+	{"transactionLifetimeLimitSeconds", PARAM_INT, 60, NULL},
+	{"tamgaVersion", PARAM_STR, 0, TAMGA_VERSION},
+};
+
+static void
+param_append(bson_t *out, const struct param *p)
+{
+	bson_t sub;
+
+	switch (p->kind) {
+	case PARAM_INT:
+		if (p->i > INT32_MAX)
+			BSON_APPEND_INT64(out, p->name, p->i);
+		else
+			BSON_APPEND_INT32(out, p->name, (int32_t)p->i);
+		break;
+	case PARAM_BOOL:
+		BSON_APPEND_BOOL(out, p->name, p->i != 0);
+		break;
+	case PARAM_STR:
+		BSON_APPEND_UTF8(out, p->name, p->s);
+		break;
+	case PARAM_FCV:
+		BSON_APPEND_DOCUMENT_BEGIN(out, p->name, &sub);
+		BSON_APPEND_UTF8(&sub, "version", "9.0");
+		bson_append_document_end(out, &sub);
+		break;
+	case PARAM_MECHS:
+		BSON_APPEND_ARRAY_BEGIN(out, p->name, &sub);
+		BSON_APPEND_UTF8(&sub, "0", "SCRAM-SHA-1");
+		BSON_APPEND_UTF8(&sub, "1", "SCRAM-SHA-256");
+		bson_append_array_end(out, &sub);
+		break;
+	}
+}
+
+CMD_HANDLER(cmd_get_parameter)
+{
+	size_t i, n = sizeof(params) / sizeof(params[0]);
+	bool all = false;
+	int found = 0;
+	bson_iter_t it;
+
+	if (BSON_ITER_HOLDS_UTF8(&c->first) && strcmp(bson_iter_utf8(&c->first, NULL), "*") == 0)
+		all = true;
+	else if (BSON_ITER_HOLDS_DOCUMENT(&c->first)) {
+		bson_iter_t sub;
+		if (bson_iter_recurse(&c->first, &sub) && bson_iter_find(&sub, "allParameters"))
+			all = bson_iter_as_bool(&sub);
+	}
+	for (i = 0; i < n; i++) {
+		if (!all && !(bson_iter_init_find(&it, c->body, params[i].name)))
+			continue;
+		param_append(c->reply, &params[i]);
+		found++;
+	}
+	if (found == 0)
+		return terr_set(err, TERR_INVALID_OPTIONS, "no option found to get");
+	return 0;
+}
+
+/* ---- getCmdLineOpts, getLog, whatsmyuri, connectionStatus -------------- */
+
+CMD_HANDLER(cmd_get_cmd_line_opts)
+{
+	bson_t empty = BSON_INITIALIZER;
+
+	pthread_mutex_lock(&proc_lock);
+	bson_append_array(c->reply, "argv", -1, proc_argv ? proc_argv : &empty);
+	BSON_APPEND_DOCUMENT(c->reply, "parsed", proc_parsed ? proc_parsed : &empty);
+	pthread_mutex_unlock(&proc_lock);
+	return 0;
+}
+
+CMD_HANDLER(cmd_get_log)
+{
+	const char *which;
+	bson_t arr;
+	int n;
+
+	if (!BSON_ITER_HOLDS_UTF8(&c->first))
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "Argument to getLog must be of type String; found %s of type %s",
+		    "value", type_name(bson_iter_type(&c->first)));
+	which = bson_iter_utf8(&c->first, NULL);
+	if (strcmp(which, "*") == 0) {
+		BSON_APPEND_ARRAY_BEGIN(c->reply, "names", &arr);
+		BSON_APPEND_UTF8(&arr, "0", "global");
+		BSON_APPEND_UTF8(&arr, "1", "startupWarnings");
+		bson_append_array_end(c->reply, &arr);
+		return 0;
+	}
+	if (strcmp(which, "global") != 0 && strcmp(which, "startupWarnings") != 0)
+		return terr_set(err, 96, "No log named '%s'", which);
+	bson_init(&arr);
+	n = tlog_get(which, &arr);
+	BSON_APPEND_INT32(c->reply, "totalLinesWritten", n);
+	bson_append_array(c->reply, "log", -1, &arr);
+	bson_destroy(&arr);
+	return 0;
+}
+
+CMD_HANDLER(cmd_whatsmyuri)
+{
+	BSON_APPEND_UTF8(c->reply, "you", c->client->remote ? c->client->remote : "");
+	return 0;
+}
+
+CMD_HANDLER(cmd_connection_status)
+{
+	bson_t ai, a;
+	bool show = false, found = false;
+
+	if (cmd_get_bool(c, "showPrivileges", &show, &found, err) != 0)
+		return -1;
+	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "authInfo", &ai);
+	BSON_APPEND_ARRAY_BEGIN(&ai, "authenticatedUsers", &a);
+	bson_append_array_end(&ai, &a);
+	BSON_APPEND_ARRAY_BEGIN(&ai, "authenticatedUserRoles", &a);
+	bson_append_array_end(&ai, &a);
+	if (show) {
+		BSON_APPEND_ARRAY_BEGIN(&ai, "authenticatedUserPrivileges", &a);
+		bson_append_array_end(&ai, &a);
+	}
+	bson_append_document_end(c->reply, &ai);
+	return 0;
+}
+
+/* ---- listCommands ------------------------------------------------------- */
+
+CMD_HANDLER(cmd_list_commands)
+{
+	const cmd_def_t *t;
+	bson_t all, one, a;
+	int n, i;
+
+	t = cmd_table(&n);
+	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "commands", &all);
+	for (i = 0; i < n; i++) {
+		bson_append_document_begin(&all, t[i].name, -1, &one);
+		BSON_APPEND_UTF8(&one, "help", t[i].help ? t[i].help : "");
+		BSON_APPEND_BOOL(&one, "requiresAuth", !(t[i].flags & CMDF_NO_AUTH));
+		BSON_APPEND_BOOL(&one, "secondaryOk", true);
+		BSON_APPEND_BOOL(&one, "adminOnly", (t[i].flags & CMDF_ADMIN_ONLY) != 0);
+		BSON_APPEND_ARRAY_BEGIN(&one, "apiVersions", &a);
+		bson_append_array_end(&one, &a);
+		BSON_APPEND_ARRAY_BEGIN(&one, "deprecatedApiVersions", &a);
+		bson_append_array_end(&one, &a);
+		bson_append_document_end(&all, &one);
+	}
+	bson_append_document_end(c->reply, &all);
+	return 0;
+}
+
+/* ---- sessions ----------------------------------------------------------- */
+
+/* endSessions/killSessions/refreshSessions take an array of session ids;
+ * sessions hold no server state yet, so there is nothing to end. */
+CMD_HANDLER(cmd_end_sessions)
+{
+	if (!BSON_ITER_HOLDS_ARRAY(&c->first))
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field '%s.%s' is the wrong type '%s', expected type 'array'",
+		    c->name, c->name, type_name(bson_iter_type(&c->first)));
+	return 0;
+}
+
+CMD_HANDLER(cmd_start_session)
+{
+	bson_t id;
+	uint8_t uuid[16];
+
+	if (RAND_bytes(uuid, sizeof(uuid)) != 1)
+		return terr_set(err, TERR_INTERNAL_ERROR, "could not generate a session id");
+	uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x40);
+	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
+	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "id", &id);
+	bson_append_binary(&id, "id", -1, BSON_SUBTYPE_UUID, uuid, 16);
+	bson_append_document_end(c->reply, &id);
+	BSON_APPEND_INT32(c->reply, "timeoutMinutes", SESSION_TIMEOUT_MINUTES);
+	return 0;
+}
+
+/* ---- shutdown ----------------------------------------------------------- */
+
+CMD_HANDLER(cmd_shutdown)
+{
+	bson_t attr;
+
+	bson_init(&attr);
+	BSON_APPEND_UTF8(&attr, "command", "shutdown");
+	tlog('I', "COMMAND", 4695400, "Terminating via shutdown command", &attr);
+	bson_destroy(&attr);
+	cmd_admin_request_shutdown(c->engine);
+	return 0;
+}
+

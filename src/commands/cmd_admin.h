@@ -1,0 +1,41 @@
+/*
+ * cmd_admin.h -- what the handshake and admin commands (cmd_admin.c) need
+ * from the process hosting them, and the one engine service the server
+ * drives on a timer.
+ *
+ * The handlers themselves are rows of the command table; this header is for
+ * tamgad (tools/) and the wire server (server/), which tell the command
+ * layer about the process: its command line, its connection limit.  An
+ * embedded caller never sets any of it and gets sensible defaults
+ * (no argv, unlimited connections).
+ */
+#ifndef TAMGA_COMMANDS_CMD_ADMIN_H
+#define TAMGA_COMMANDS_CMD_ADMIN_H
+
+#include <stdint.h>
+#include <bson/bson.h>
+
+#include "commands/commands.h"
+
+typedef struct cmd_admin_process {
+	int argc;
+	const char *const *argv;     /* the process's arguments, for getCmdLineOpts */
+	const bson_t *parsed;        /* mongod-style parsed options ({net: {...}, storage: {...}}) */
+	int64_t max_conns;           /* for serverStatus.connections.available; 0 = unlimited */
+} cmd_admin_process_t;
+
+/* Record the process description (deep-copied; call once at startup, before
+ * connections are served; calling again replaces it). */
+void cmd_admin_set_process(const cmd_admin_process_t *p);
+/* Free what cmd_admin_set_process copied (at exit; optional). */
+void cmd_admin_clear_process(void);
+
+/* Reap the engine's cursors idle for longer than timeout_ms; returns how
+ * many were closed.  The server calls this every few seconds. */
+int cmd_admin_reap_cursors(engine_t *e, int64_t timeout_ms);
+
+/* Ask the engine to stop (what the shutdown command does); the server
+ * polls engine_shutdown_requested(). */
+void cmd_admin_request_shutdown(engine_t *e);
+
+#endif

@@ -1,0 +1,337 @@
+/*
+ * conn.c -- one client connection: read a framed message, parse it, run the
+ * command through the engine, write the reply.  One detached thread each.
+ *
+ * Errors the protocol can carry (bad flags, invalid BSON, unknown section)
+ * get an error reply; errors that break framing (bad length, unknown
+ * opcode, undecompressable payload) close the connection.  Nothing a peer
+ * sends can affect another connection.
+ */
+#include "server/server_private.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "commands/cmd_admin.h"
+#include "common/log.h"
+#include "common/version.h"
+
+#define SLOW_MS 100
+
+/* Commands that take document sequences, and which ones (mongod's IDL). */
+static const struct {
+	const char *cmd;
+	const char *seqs[3];
+} seq_commands[] = {
+	{"insert", {"documents", NULL}},
+	{"update", {"updates", NULL}},
+	{"delete", {"deletes", NULL}},
+	{"bulkWrite", {"ops", "nsInfo", NULL}},
+};
+
+static int
+check_sequences(const wire_request_t *req, const char *name, terr_t *err)
+{
+	size_t i;
+	int s, k;
+
+	if (req->nsequences == 0)
+		return 0;
+	for (i = 0; i < sizeof(seq_commands) / sizeof(seq_commands[0]); i++) {
+		if (strcmp(seq_commands[i].cmd, name) != 0)
+			continue;
+		for (s = 0; s < req->nsequences; s++) {
+			bool ok = false;
+			for (k = 0; seq_commands[i].seqs[k] != NULL; k++)
+				if (strcmp(seq_commands[i].seqs[k], req->seq_names[s]) == 0)
+					ok = true;
+			if (!ok)
+				return terr_set(err, 40415, "BSON field '%s.%s' is an unknown field.", name,
+				    req->seq_names[s]);
+		}
+		return 0;
+	}
+	/* an existing command without sequences; unknown ones get 59 from the dispatcher */
+	if (cmd_lookup(name) != NULL)
+		return terr_set(err, 40472, "The %s command does not support document sequences.", name);
+	return 0;
+}
+
+static bool
+is_hello(const char *name)
+{
+	return strcmp(name, "hello") == 0 || strcmp(name, "isMaster") == 0 || strcmp(name, "ismaster") == 0;
+}
+
+/* hello's reply plus the negotiated `compression`, keeping ok last. */
+static void
+add_compression(server_t *srv, const bson_t *cmd, bson_t *reply)
+{
+	bson_t out;
+	bson_iter_t it;
+	double ok = 1.0;
+
+	if (!bson_has_field(cmd, "compression"))
+		return;
+	bson_init(&out);
+	if (bson_iter_init(&it, reply)) {
+		while (bson_iter_next(&it)) {
+			if (strcmp(bson_iter_key(&it), "ok") == 0) {
+				ok = bson_iter_as_double(&it);
+				continue;
+			}
+			bson_append_iter(&out, bson_iter_key(&it), -1, &it);
+		}
+	}
+	wire_compression_negotiate(cmd, srv->compressors, &out);
+	BSON_APPEND_DOUBLE(&out, "ok", ok);
+	bson_destroy(reply);
+	bson_steal(reply, &out);
+}
+
+static void
+log_slow(const char *db, const char *name, int64_t ms, int code)
+{
+	bson_t attr;
+	char ns[256];
+
+	bson_init(&attr);
+	BSON_APPEND_UTF8(&attr, "type", "command");
+	snprintf(ns, sizeof(ns), "%s.$cmd", db);
+	BSON_APPEND_UTF8(&attr, "ns", ns);
+	BSON_APPEND_UTF8(&attr, "command", name);
+	if (code != 0)
+		BSON_APPEND_INT32(&attr, "errCode", code);
+	BSON_APPEND_INT64(&attr, "durationMillis", ms);
+	tlog('I', "COMMAND", 51803, "Slow query", &attr);
+	bson_destroy(&attr);
+}
+
+static void
+build_reply(const wire_request_t *req, int32_t request_id, const bson_t *doc, wire_buf_t *out)
+{
+	terr_t err = TERR_INIT;
+
+	if (req->opcode == WIRE_OP_QUERY) {
+		wire_reply_build(request_id, req->header.request_id, doc, false, out, &err);
+	} else if (wire_msg_build(request_id, req->header.request_id, req->flags & WIRE_MSG_CHECKSUM, doc,
+	    req->compressor, out, &err) != 0) {
+		/* compression failed: answer uncompressed rather than not at all */
+		terr_clear(&err);
+		wire_msg_build(request_id, req->header.request_id, req->flags & WIRE_MSG_CHECKSUM, doc,
+		    WIRE_COMPRESSOR_NONE, out, &err);
+	}
+	terr_clear(&err);
+}
+
+static atomic_int reply_ids = 1;
+
+void
+conn_handle_message(server_t *srv, client_t *cl, const uint8_t *msg, size_t len,
+                    wire_buf_t *out, bool *close_after)
+{
+	wire_request_t req;
+	terr_t err = TERR_INIT;
+	bson_t reply;
+	bson_iter_t it;
+	const char *name = "";
+	int64_t t0;
+	int rc;
+	bool more_to_come;
+
+	out->data = NULL;
+	out->len = 0;
+	*close_after = false;
+	if (wire_request_parse(msg, len, &req, &err) != 0) {
+		bson_t attr;
+		bson_init(&attr);
+		BSON_APPEND_INT32(&attr, "code", err.code);
+		BSON_APPEND_UTF8(&attr, "error", err.msg ? err.msg : "");
+		tlog('W', "NETWORK", 22988, "Error receiving request from client. Ending connection from remote",
+		    &attr);
+		bson_destroy(&attr);
+		if (req.fatal) {
+			*close_after = true;
+		} else if (!(req.opcode == WIRE_OP_MSG && (req.flags & WIRE_MSG_MORE_TO_COME))) {
+			wire_error_doc(&reply, &err);
+			build_reply(&req, atomic_fetch_add(&reply_ids, 1), &reply, out);
+			bson_destroy(&reply);
+		}
+		goto done;
+	}
+	more_to_come = req.opcode == WIRE_OP_MSG && (req.flags & WIRE_MSG_MORE_TO_COME);
+	if (bson_iter_init(&it, &req.cmd) && bson_iter_next(&it))
+		name = bson_iter_key(&it);
+	t0 = cmd_now_us();
+	if (check_sequences(&req, name, &err) != 0) {
+		wire_error_doc(&reply, &err);
+		rc = err.code;
+	} else {
+		rc = engine_run_command(srv->engine, cl, req.db, &req.cmd, &reply, &err);
+		if (rc == 0 && is_hello(name))
+			add_compression(srv, &req.cmd, &reply);
+	}
+	t0 = (cmd_now_us() - t0) / 1000;
+	if (t0 >= SLOW_MS && !is_hello(name))
+		log_slow(req.db, name, t0, rc);
+	if (engine_shutdown_requested(srv->engine) && strcmp(name, "shutdown") == 0) {
+		/* as mongod: the connection closes instead of answering */
+		bson_destroy(&reply);
+		*close_after = true;
+		server_stop(srv);
+		goto done;
+	}
+	if (more_to_come) {
+		if (rc != 0) {
+			bson_t attr;
+			bson_init(&attr);
+			BSON_APPEND_UTF8(&attr, "command", name);
+			BSON_APPEND_INT32(&attr, "code", err.code);
+			BSON_APPEND_UTF8(&attr, "error", err.msg ? err.msg : "");
+			tlog('I', "COMMAND", 20566, "Error in unacknowledged command", &attr);
+			bson_destroy(&attr);
+		}
+	} else {
+		build_reply(&req, atomic_fetch_add(&reply_ids, 1), &reply, out);
+	}
+	bson_destroy(&reply);
+done:
+	wire_request_clear(&req);
+	terr_clear(&err);
+}
+
+/* ---- socket I/O ---------------------------------------------------------- */
+
+/* 0 = got n bytes, 1 = clean EOF before any byte, -1 = error/short read. */
+static int
+read_full(int fd, uint8_t *buf, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = recv(fd, buf + got, n - got, 0);
+		if (r == 0)
+			return got == 0 ? 1 : -1;
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+static int
+write_full(int fd, const uint8_t *buf, size_t n)
+{
+	size_t put = 0;
+
+	while (put < n) {
+		ssize_t r = send(fd, buf + put, n - put, MSG_NOSIGNAL);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		put += (size_t)r;
+	}
+	return 0;
+}
+
+static void
+log_conn_end(conn_t *c, int64_t count)
+{
+	bson_t attr;
+
+	if (c->srv->quiet)
+		return;
+	bson_init(&attr);
+	BSON_APPEND_UTF8(&attr, "remote", c->remote);
+	BSON_APPEND_INT64(&attr, "connectionId", c->id);
+	BSON_APPEND_INT64(&attr, "connectionCount", count);
+	tlog('I', "NETWORK", 22944, "Connection ended", &attr);
+	bson_destroy(&attr);
+}
+
+void *
+conn_main(void *arg)
+{
+	conn_t *c = arg;
+	server_t *srv = c->srv;
+	engine_counters_t *k = engine_counters(srv->engine);
+	client_info_t info;
+	client_t *cl;
+	char ctx[32];
+	uint8_t hdr[WIRE_HEADER_LEN];
+	int64_t left;
+
+	snprintf(ctx, sizeof(ctx), "conn%lld", (long long)c->id);
+	tlog_set_ctx(ctx);
+	info.connection_id = c->id;
+	info.remote = c->remote;
+	info.is_local = c->is_local;
+	cl = client_new(srv->engine, &info);
+
+	while (!atomic_load(&srv->stopping)) {
+		wire_header_t h;
+		terr_t err = TERR_INIT;
+		uint8_t *msg;
+		wire_buf_t out;
+		bool close_after = false;
+		int r;
+
+		r = read_full(c->fd, hdr, sizeof(hdr));
+		if (r != 0)
+			break;
+		if (wire_header_read(hdr, &h, &err) != 0) {
+			bson_t attr;
+			bson_init(&attr);
+			BSON_APPEND_UTF8(&attr, "remote", c->remote);
+			BSON_APPEND_UTF8(&attr, "error", err.msg);
+			tlog('I', "NETWORK", 22989, "Error receiving request from client. Ending connection from remote",
+			    &attr);
+			bson_destroy(&attr);
+			terr_clear(&err);
+			break;
+		}
+		msg = bson_malloc((size_t)h.length);
+		memcpy(msg, hdr, sizeof(hdr));
+		if (read_full(c->fd, msg + WIRE_HEADER_LEN, (size_t)h.length - WIRE_HEADER_LEN) != 0) {
+			bson_free(msg);
+			break;
+		}
+		__atomic_fetch_add(&k->bytes_in, h.length, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&k->requests, 1, __ATOMIC_RELAXED);
+		conn_handle_message(srv, cl, msg, (size_t)h.length, &out, &close_after);
+		bson_free(msg);
+		if (out.data != NULL) {
+			r = write_full(c->fd, out.data, out.len);
+			__atomic_fetch_add(&k->bytes_out, (int64_t)out.len, __ATOMIC_RELAXED);
+			bson_free(out.data);
+			if (r != 0)
+				break;
+		}
+		if (close_after)
+			break;
+	}
+
+	client_free(cl);
+	pthread_mutex_lock(&srv->lock);
+	close(c->fd);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		srv->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	left = --srv->nconns;
+	__atomic_fetch_sub(&k->connections_current, 1, __ATOMIC_RELAXED);
+	log_conn_end(c, left);
+	bson_free(c);
+	pthread_cond_broadcast(&srv->conns_done);
+	pthread_mutex_unlock(&srv->lock);
+	return NULL;
+}

@@ -1,0 +1,66 @@
+/*
+ * server_private.h -- the server and connection structs shared by server.c
+ * (listeners, registry, reaper) and conn.c (one connection's loop).
+ */
+#ifndef TAMGA_SERVER_PRIVATE_H
+#define TAMGA_SERVER_PRIVATE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "server/server.h"
+#include "server/wire.h"
+
+#define SERVER_MAX_LISTENERS 16
+
+typedef struct conn conn_t;
+
+struct server {
+	engine_t *engine;
+	char *bind_ip;
+	char *compressors;
+	int port;
+	int64_t max_conns;
+	bool quiet;
+	int64_t cursor_timeout_ms;
+
+	int listen_fds[SERVER_MAX_LISTENERS];
+	int nlisten;
+	int wake_pipe[2];                 /* server_stop writes here */
+	atomic_bool stopping;
+
+	pthread_mutex_t lock;             /* guards conns, nconns */
+	pthread_cond_t conns_done;        /* signalled when a connection ends */
+	conn_t *conns;
+	int64_t nconns;
+	atomic_llong next_conn_id;
+
+	pthread_t reaper;
+	bool reaper_started;
+	pthread_mutex_t reaper_lock;
+	pthread_cond_t reaper_wake;
+};
+
+struct conn {
+	server_t *srv;
+	int fd;
+	int64_t id;
+	char remote[80];
+	bool is_local;
+	conn_t *prev, *next;              /* in srv->conns, under srv->lock */
+};
+
+/* The connection thread's body: serves c until the peer closes, the stream
+ * breaks or the server stops; then unregisters c and frees it. */
+void *conn_main(void *arg);
+
+/*
+ * Handle one whole message (header included) for client cl.  Sets *reply to
+ * the bytes to send (possibly none: moreToCome), *close_after when the
+ * connection must end (fatal framing error, shutdown command).  This is the
+ * socket-free core of a connection, used by conn_main and the tests.
+ */
+void conn_handle_message(server_t *srv, client_t *cl, const uint8_t *msg, size_t len,
+                         wire_buf_t *reply, bool *close_after);
+
+#endif
