@@ -65,7 +65,7 @@ dup_key_error(const storage_coll_t *c, const storage_index_t *ix, const bson_t *
 {
 	bson_t *extra = bson_new(), kv = BSON_INITIALIZER, kp;
 	bson_string_t *msg = bson_string_new(NULL);
-	bson_iter_t pit, vit;
+	bson_iter_t pit, vit, found;
 	bool first = true;
 
 	bson_string_append_printf(msg, "E11000 duplicate key error collection: %s index: %s dup key: { ",
@@ -77,8 +77,8 @@ dup_key_error(const storage_coll_t *c, const storage_index_t *ix, const bson_t *
 			const bson_value_t *v = &null_v;
 			char *rendered;
 
-			if (bson_iter_init(&vit, doc) && bson_iter_find_descendant(&vit, field, &vit))
-				v = bson_iter_value(&vit);
+			if (bson_iter_init(&vit, doc) && bson_iter_find_descendant(&vit, field, &found))
+				v = bson_iter_value(&found);
 			rendered = bv_to_mongo_string(v);
 			bson_string_append_printf(msg, "%s%s: %s", first ? "" : ", ", field, rendered);
 			bson_free(rendered);

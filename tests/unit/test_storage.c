@@ -8,6 +8,8 @@
  * Crash and multi-process behaviour is in test_storage_durability.c.
  */
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 
 #include "tt.h"
 #include "storage/storage.h"
@@ -772,6 +774,77 @@ test_concurrent_writers(void)
 	close_and_clean(st);
 }
 
+/* Catalog changes racing with writers: one thread creates and drops a
+ * collection over and over, the other writes to it whenever it exists.
+ * Nothing may crash or leak; writes either land or fail cleanly. */
+typedef struct ddl_race {
+	storage_t *st;
+	atomic_int stop;
+	int writes, refusals, unexpected;
+} ddl_race_t;
+
+static void *
+race_writer(void *p)
+{
+	ddl_race_t *r = p;
+	storage_session_t *s = storage_session_pool_get(r->st, NULL);
+	terr_t err = TERR_INIT;
+	int i = 0;
+
+	while (!atomic_load(&r->stop)) {
+		storage_coll_t *c = NULL;
+		bson_t d = BSON_INITIALIZER;
+		if (storage_coll_get(r->st, "race", "x", &c, NULL) != 0) {
+			sched_yield();
+			continue;
+		}
+		BSON_APPEND_INT32(&d, "_id", i++);
+		TT_EQ_INT(storage_txn_begin(s, &err), 0);
+		if (storage_doc_insert(s, c, &d, NULL, &err) == 0 && storage_txn_commit(s, false, &err) == 0) {
+			r->writes++;
+		} else {
+			storage_txn_rollback(s);
+			if (err.code == 26 || err.code == 112)
+				r->refusals++;
+			else {
+				fprintf(stderr, "race: %d %s\n", err.code, err.msg);
+				r->unexpected++;
+			}
+			terr_clear(&err);
+		}
+		bson_destroy(&d);
+		storage_coll_release(c);
+	}
+	storage_session_pool_put(r->st, s);
+	return NULL;
+}
+
+static void
+test_ddl_races_writers(void)
+{
+	storage_t *st = open_fresh("race");
+	ddl_race_t r = {.st = st};
+	terr_t err = TERR_INIT;
+	pthread_t t;
+	char **names;
+	int n;
+
+	pthread_create(&t, NULL, race_writer, &r);
+	for (int i = 0; i < 40; i++) {
+		TT_EQ_INT(storage_coll_create(st, NULL, "race", "x", NULL, &err), 0);
+		usleep(2000);
+		TT_EQ_INT(storage_coll_drop(st, NULL, "race", "x", &err), 0);
+	}
+	atomic_store(&r.stop, 1);
+	pthread_join(t, NULL);
+	TT_EQ_INT(r.unexpected, 0);
+	TT_ASSERT(r.writes > 0);
+	TT_EQ_INT(storage_list_dbs(st, &names, &n, &err), 0);
+	TT_EQ_INT(n, 0);
+	storage_free_names(names, n);
+	close_and_clean(st);
+}
+
 static void
 test_reopen(void)
 {
@@ -876,6 +949,7 @@ main(void)
 	TT_RUN(test_secondary_index_refused);
 	TT_RUN(test_scans_save_restore);
 	TT_RUN(test_concurrent_writers);
+	TT_RUN(test_ddl_races_writers);
 	TT_RUN(test_reopen);
 	TT_RUN(test_in_memory);
 	return tt_finish();
