@@ -19,6 +19,8 @@ CMD_HANDLER(cmd_list_databases);
 CMD_HANDLER(cmd_rename_collection);
 CMD_HANDLER(cmd_db_stats);
 CMD_HANDLER(cmd_coll_stats);
+/* cmd_collmod.c */
+CMD_HANDLER(cmd_coll_mod);
 /* cmd_crud.c */
 CMD_HANDLER(cmd_insert);
 CMD_HANDLER(cmd_find);
@@ -67,6 +69,7 @@ static const cmd_def_t commands[] = {
 	{"startSession", NULL, cmd_start_session, CMDF_NONE, "start a logical session"},
 	{"whatsmyuri", NULL, cmd_whatsmyuri, CMDF_NO_AUTH, "the client's address as the server sees it"},
 	/* catalog: cmd_catalog.c */
+	{"collMod", NULL, cmd_coll_mod, CMDF_WRITE, "change a collection's options (validation)"},
 	{"collStats", NULL, cmd_coll_stats, CMDF_NONE, "storage statistics of a collection"},
 	{"create", NULL, cmd_create, CMDF_WRITE, "create a collection"},
 	{"dbStats", NULL, cmd_db_stats, CMDF_NONE, "storage statistics of a database"},

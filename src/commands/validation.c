@@ -80,6 +80,9 @@ compile(const bson_t *options, validator_t *v, terr_t *err)
 	RET(parse_enum(options, "validationAction", action_names, 3, &action, err));
 	v->level = (level_t)level;
 	v->action = (action_t)action;
+	if (v->level == LEVEL_CONSTRAINT && v->action == ACTION_WARN)
+		return terr_set(err, TERR_BAD_VALUE,
+		    "Validation action of 'warn' is not allowed when Validation level is 'constraint'");
 	if (!bson_iter_init_find(&it, options, "validator"))
 		return 0;
 	if (!BSON_ITER_HOLDS_DOCUMENT(&it))

@@ -1,0 +1,224 @@
+/*
+ * cmd_collmod.c -- collMod: changing a collection's validation options,
+ * including MongoDB 9.0's move to validationLevel 'constraint' (prepare,
+ * then a full scan that refuses the upgrade while any document fails).
+ * Index options (hidden, expireAfterSeconds) arrive with secondary indexes.
+ */
+#include "commands/commands_private.h"
+
+#include <string.h>
+
+#include "bson/value.h"
+#include "commands/validation.h"
+#include "query/plan.h"
+
+static const char *const collmod_fields[] = {
+	"validator", "validationLevel", "validationAction", "prepareConstraintValidationLevel",
+	"index", "viewOn", "pipeline", "expireAfterSeconds", "changeStreamPreAndPostImages",
+	"cappedSize", "cappedMax", "timeseries", "clusteredIndex", "dryRun", "collectionUUID",
+	"timeseriesBucketsMayHaveMixedSchemaData", "recordIdsReplicated", NULL,
+};
+
+static const char *
+str_field(const bson_t *doc, const char *field)
+{
+	bson_iter_t it;
+
+	if (doc != NULL && bson_iter_init_find(&it, doc, field) && BSON_ITER_HOLDS_UTF8(&it))
+		return bson_iter_utf8(&it, NULL);
+	return NULL;
+}
+
+/* MongoDB 9.0's checkValidationOptionsCanBeUsed for an existing collection. */
+static int
+check_transition(const bson_t *old, const char *new_level, const char *new_action,
+    bool new_validator, terr_t *err)
+{
+	const char *old_level = str_field(old, "validationLevel");
+	const char *level = new_level ? new_level : (old_level ? old_level : "strict");
+	const char *action = new_action ? new_action :
+	    (str_field(old, "validationAction") ? str_field(old, "validationAction") : "error");
+	bool old_constraint = old_level != NULL && strcmp(old_level, "constraint") == 0;
+	bson_iter_t it;
+	bool prepared = old != NULL && bson_iter_init_find(&it, (bson_t *)old, "prepareConstraintValidationLevel") &&
+	    bson_iter_as_bool(&it);
+
+	if (prepared && new_validator)
+		return terr_set(err, TERR_BAD_VALUE,
+		    "Validator cannot be changed while prepareConstraintValidationLevel is set. To make validator "
+		    "changes, first run: db.runCommand({collMod: \"<collection>\", prepareConstraintValidationLevel: false})");
+	if (strcmp(level, "constraint") != 0)
+		return 0;
+	if (strcmp(action, "warn") == 0)
+		return terr_set(err, TERR_BAD_VALUE,
+		    "Validation action of 'warn' is not allowed when Validation level is 'constraint'");
+	if (old_constraint && new_validator)
+		return terr_set(err, TERR_BAD_VALUE,
+		    "Validator cannot be changed when Validation level is 'constraint'");
+	if (new_level != NULL && !old_constraint) {
+		if (old_level != NULL && strcmp(old_level, "strict") != 0)
+			return terr_set(err, TERR_BAD_VALUE,
+			    "validationLevel can only be changed to 'constraint' from 'strict'");
+		if (new_validator)
+			return terr_set(err, TERR_BAD_VALUE,
+			    "Cannot change the validator in the same collMod that upgrades validationLevel to 'constraint'");
+		if (!prepared)
+			return terr_set(err, TERR_BAD_VALUE,
+			    "Cannot upgrade validationLevel to 'constraint' without first setting "
+			    "prepareConstraintValidationLevel to true");
+	}
+	return 0;
+}
+
+/*
+ * The upgrade scan: the first document that fails the validator refuses the
+ * move to 'constraint' (12370902).  One pass in RecordId order, reading a
+ * document at a time: bounded memory, no lock on other collections.
+ */
+static int
+scan_for_violations(cmd_t *c, storage_coll_t *coll, const bson_t *validator, terr_t *err)
+{
+	bson_t nor = BSON_INITIALIZER, arr;
+	plan_request_t req;
+	plan_exec_t *x = NULL;
+	storage_session_t *s;
+	match_t *m = NULL;
+	bson_t doc;
+	int rc, ret = -1;
+
+	bson_append_array_begin(&nor, "$nor", -1, &arr);
+	bson_append_document(&arr, "0", 1, validator);
+	bson_append_array_end(&nor, &arr);
+	ERR(match_compile(&nor, NULL, &m, err));
+	memset(&req, 0, sizeof(req));
+	req.coll = coll;
+	req.match = m;
+	req.borrow = true;
+	ERR(plan_exec_new(&req, &x, err));
+	plan_exec_set_deadline(x, c->deadline_us);
+	if ((s = client_session(c->client, err)) == NULL)
+		goto err;
+	rc = plan_exec_next(x, s, &doc, err);
+	if (rc < 0)
+		goto err;
+	if (rc == 1) {
+		bson_iter_t it;
+		char *id = NULL, *v = bv_doc_to_mongo_string(validator);
+		if (bson_iter_init_find(&it, &doc, "_id"))
+			id = bv_to_mongo_string(bson_iter_value(&it));
+		if (strlen(v) >= 10 * 1024) {
+			bson_free(v);
+			v = bson_strdup("<your collection's validator>");
+		}
+		terr_set(err, 12370902,
+		    "Cannot upgrade validationLevel to 'constraint': the collection contains documents that do "
+		    "not satisfy the validator.%s%s Run db.%s.find({\"$nor\": [%s]}) to find non-compliant documents.",
+		    id ? " First offending document _id: " : "", id ? id : "", coll->name, v);
+		bson_free(id);
+		bson_free(v);
+		goto err;
+	}
+	ret = 0;
+err:
+	plan_exec_free(x);
+	match_free(m);
+	bson_destroy(&nor);
+	return ret;
+}
+
+CMD_HANDLER(cmd_coll_mod)
+{
+	const char *name, *new_level = NULL, *new_action = NULL;
+	storage_coll_t *coll = NULL;
+	storage_session_t *s;
+	bson_t opts = BSON_INITIALIZER, validator;
+	bson_iter_t it;
+	bool has_validator, found, prepare = false, has_prepare = false, upgrading = false;
+	int ret = -1;
+	static const char *const unsupported[] = {"index", "viewOn", "pipeline", "expireAfterSeconds",
+		"changeStreamPreAndPostImages", "cappedSize", "cappedMax", "timeseries", "clusteredIndex",
+		"dryRun", "timeseriesBucketsMayHaveMixedSchemaData", NULL};
+	int i;
+
+	ERR(cmd_collection_arg(c, &name, err));
+	ERR(cmd_check_fields(c, collmod_fields, err));
+	for (i = 0; unsupported[i] != NULL; i++) {
+		if (bson_has_field(c->body, unsupported[i])) {
+			terr_set(err, TERR_NOT_IMPLEMENTED, "collMod option '%s' is not supported by Tamga yet",
+			    unsupported[i]);
+			goto err;
+		}
+	}
+	ERR(cmd_get_doc(c, "validator", &validator, &has_validator, err));
+	ERR(cmd_get_string(c, "validationLevel", &new_level, &found, err));
+	ERR(cmd_get_string(c, "validationAction", &new_action, &found, err));
+	ERR(cmd_get_bool(c, "prepareConstraintValidationLevel", &prepare, &has_prepare, err));
+	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0) {
+		terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns does not exist: %s.%s", c->db, name);
+		goto err;
+	}
+
+	/* the new options: the old ones with the given fields replaced */
+	if (coll->options != NULL && bson_iter_init(&it, coll->options)) {
+		while (bson_iter_next(&it)) {
+			const char *k = bson_iter_key(&it);
+			if ((has_validator && strcmp(k, "validator") == 0) ||
+			    (new_level && strcmp(k, "validationLevel") == 0) ||
+			    (new_action && strcmp(k, "validationAction") == 0) ||
+			    strcmp(k, "prepareConstraintValidationLevel") == 0)
+				continue;
+			bson_append_iter(&opts, k, -1, &it);
+		}
+	}
+	if (has_validator)
+		BSON_APPEND_DOCUMENT(&opts, "validator", &validator);
+	if (new_level)
+		BSON_APPEND_UTF8(&opts, "validationLevel", new_level);
+	if (new_action)
+		BSON_APPEND_UTF8(&opts, "validationAction", new_action);
+	if (check_transition(coll->options, new_level, new_action, has_validator, err) != 0) {
+		terr_wrap(err, "Failed to set validation options");
+		goto err;
+	}
+	ERR(validation_check_options(&opts, false, err));
+	{
+		const char *old_level = str_field(coll->options, "validationLevel");
+		upgrading = new_level != NULL && strcmp(new_level, "constraint") == 0 &&
+		    !(old_level != NULL && strcmp(old_level, "constraint") == 0);
+	}
+	/* the prepare flag stays until the upgrade succeeds or it is cleared */
+	if (!upgrading && !(new_level && strcmp(new_level, "constraint") == 0)) {
+		bool keep = false;
+		if (has_prepare)
+			keep = prepare;
+		else if (coll->options != NULL && bson_iter_init_find(&it, coll->options,
+		    "prepareConstraintValidationLevel"))
+			keep = bson_iter_as_bool(&it);
+		if (keep) {
+			const char *cur = new_level ? new_level : str_field(coll->options, "validationLevel");
+			if (cur == NULL || strcmp(cur, "constraint") != 0)
+				BSON_APPEND_BOOL(&opts, "prepareConstraintValidationLevel", true);
+		}
+	}
+	if (upgrading) {
+		bson_t current;
+		if (coll->options != NULL && bson_iter_init_find(&it, coll->options, "validator") &&
+		    BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			const uint8_t *data;
+			uint32_t len;
+			bson_iter_document(&it, &len, &data);
+			bson_init_static(&current, data, len);
+			if (scan_for_violations(c, coll, &current, err) != 0)
+				goto err;
+		}
+	}
+	if ((s = client_session(c->client, err)) == NULL)
+		goto err;
+	ERR(storage_coll_set_options(c->engine->st, s, c->db, name, &opts, err));
+	ret = 0;
+err:
+	if (coll != NULL)
+		storage_coll_release(coll);
+	bson_destroy(&opts);
+	return ret;
+}
