@@ -1,0 +1,388 @@
+/*
+ * sort.c -- sort spec parsing, sort-key extraction with array semantics,
+ * key comparison, and the bounded in-memory sorter (see sort.h).
+ *
+ * Not here: merging sorted runs from disk (allowDiskUse spilling is not
+ * built), index-provided order.
+ */
+#include "query/sort.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "bson/path.h"
+#include "bson/value.h"
+
+#define SORT_MAX_KEYS 32
+
+typedef struct sort_key_spec {
+	bpath_t path;
+	int dir;
+} sort_key_spec_t;
+
+struct sort_spec {
+	sort_key_spec_t *keys;
+	size_t n;
+	bool natural;
+	int natural_dir;
+};
+
+static int
+check_path(const char *k, terr_t *err)
+{
+	size_t len = strlen(k);
+
+	if (len == 0)
+		return terr_set(err, 40352, "FieldPath cannot be constructed with empty string");
+	if (k[len - 1] == '.')
+		return terr_set(err, 40353, "FieldPath must not end with a '.'.");
+	for (const char *c = k; *c; ) {
+		const char *dot = strchr(c, '.');
+		size_t l = dot ? (size_t)(dot - c) : strlen(c);
+
+		if (l == 0)
+			return terr_set(err, 15998, "FieldPath field names may not be empty strings.");
+		if (c[0] == '$')
+			return terr_set(err, 16410,
+			                "FieldPath field names may not start with '$'. Consider using "
+			                "$getField or $setField.");
+		c += l + (dot ? 1 : 0);
+		if (dot == NULL)
+			break;
+	}
+	return 0;
+}
+
+int
+sort_spec_parse(const bson_t *spec, sort_spec_t **out, terr_t *err)
+{
+	sort_spec_t *s = bson_malloc0(sizeof *s);
+	bson_iter_t it;
+	char *str = NULL;
+	int ret = 0;
+
+	*out = NULL;
+	s->keys = bson_malloc0(sizeof(sort_key_spec_t) * (bson_count_keys(spec) + 1));
+	if (!bson_iter_init(&it, spec))
+		ERR(terr_set(err, TERR_INVALID_BSON, "invalid BSON in sort specification"));
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		const bson_value_t *v = bson_iter_value(&it);
+		double d;
+
+		if (v->value_type == BSON_TYPE_DOCUMENT) {
+			bson_iter_t sub;
+
+			if (bson_iter_recurse(&it, &sub) && bson_iter_next(&sub) &&
+			    strcmp(bson_iter_key(&sub), "$meta") == 0) {
+				if (BSON_ITER_HOLDS_UTF8(&sub) &&
+				    strcmp(bson_iter_utf8(&sub, NULL), "textScore") == 0)
+					ERR(terr_set(err, 40218,
+					             "query requires text score metadata, but it is not "
+					             "available"));
+				ERR(terr_set(err, TERR_NOT_IMPLEMENTED,
+				             "$meta sort is not supported yet"));
+			}
+			ERR(terr_set(err, 17312, "$meta is the only expression supported by $sort right now"));
+		}
+		if (!bv_is_number(v)) {
+			str = bv_to_mongo_string(v);
+			ERR(terr_set(err, 15974, "Illegal key in $sort specification: %s: %s", k, str));
+		}
+		d = bv_as_double(v);
+		if (d != 1.0 && d != -1.0)
+			ERR(terr_set(err, 15975,
+			             "$sort key ordering must be 1 (for ascending) or -1 (for descending)"));
+		if (strcmp(k, "$natural") == 0) {
+			s->natural = true;
+			s->natural_dir = d > 0 ? 1 : -1;
+			continue;
+		}
+		ERR(check_path(k, err));
+		if (s->n >= SORT_MAX_KEYS)
+			ERR(terr_set(err, 13103, "too many compound keys"));
+		bpath_init(&s->keys[s->n].path, k);
+		s->keys[s->n].dir = d > 0 ? 1 : -1;
+		s->n++;
+	}
+	*out = s;
+	return 0;
+err:
+	bson_free(str);
+	sort_spec_free(s);
+	return ret;
+}
+
+void
+sort_spec_free(sort_spec_t *s)
+{
+	if (s == NULL)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		bpath_destroy(&s->keys[i].path);
+	bson_free(s->keys);
+	bson_free(s);
+}
+
+size_t
+sort_spec_nkeys(const sort_spec_t *s)
+{
+	return s->n;
+}
+
+const char *
+sort_spec_path(const sort_spec_t *s, size_t i)
+{
+	return i < s->n ? s->keys[i].path.full : NULL;
+}
+
+int
+sort_spec_direction(const sort_spec_t *s, size_t i)
+{
+	return i < s->n ? s->keys[i].dir : 0;
+}
+
+bool
+sort_spec_natural(const sort_spec_t *s, int *dir)
+{
+	if (s->natural && dir != NULL)
+		*dir = s->natural_dir;
+	return s->natural;
+}
+
+/* ---- keys ------------------------------------------------------------------ */
+
+/* Order of one key value: empty array (undefined) < null/missing < rest. */
+static int
+key_cmp(const bson_value_t *a, const bson_value_t *b)
+{
+	bool ua = a->value_type == BSON_TYPE_UNDEFINED, ub = b->value_type == BSON_TYPE_UNDEFINED;
+
+	if (ua || ub)
+		return ua == ub ? 0 : ua ? -1 : 1;
+	return bv_compare(a, b);
+}
+
+typedef struct keywalk {
+	bson_value_t best;
+	bool have;
+	int dir;
+} keywalk_t;
+
+static void
+consider(keywalk_t *w, const bson_value_t *v)
+{
+	int c;
+
+	if (!w->have) {
+		w->best = *v;
+		w->have = true;
+		return;
+	}
+	c = key_cmp(v, &w->best);
+	if ((w->dir > 0 && c < 0) || (w->dir < 0 && c > 0))
+		w->best = *v;
+}
+
+static bool
+key_visit(const bpath_hit_t *h, void *ctx)
+{
+	keywalk_t *w = ctx;
+	bson_value_t v;
+
+	if (h->value.value_type == BSON_TYPE_EOD) {
+		v.value_type = BSON_TYPE_NULL;
+		consider(w, &v);
+		return true;
+	}
+	if (h->value.value_type == BSON_TYPE_ARRAY && !h->leaf_element) {
+		/* the leaf array itself: its elements were already considered */
+		if (h->value.value.v_doc.data_len <= 5) {
+			v.value_type = BSON_TYPE_UNDEFINED;
+			consider(w, &v);
+		}
+		return true;
+	}
+	consider(w, &h->value);
+	return true;
+}
+
+void
+sort_key_extract(const sort_spec_t *s, const bson_t *doc, bson_value_t *keys)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		keywalk_t w;
+
+		memset(&w, 0, sizeof w);
+		w.dir = s->keys[i].dir;
+		bpath_walk_compiled(doc, &s->keys[i].path, true, key_visit, &w);
+		if (!w.have)
+			w.best.value_type = BSON_TYPE_NULL;
+		keys[i] = w.best;
+	}
+}
+
+int
+sort_key_compare(const sort_spec_t *s, const bson_value_t *a, const bson_value_t *b)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		int c = key_cmp(&a[i], &b[i]);
+
+		if (c != 0)
+			return s->keys[i].dir > 0 ? c : -c;
+	}
+	return 0;
+}
+
+int
+sort_compare_docs(const sort_spec_t *s, const bson_t *a, const bson_t *b)
+{
+	bson_value_t ka[SORT_MAX_KEYS], kb[SORT_MAX_KEYS];
+
+	sort_key_extract(s, a, ka);
+	sort_key_extract(s, b, kb);
+	return sort_key_compare(s, ka, kb);
+}
+
+/* ---- sorter ------------------------------------------------------------------ */
+
+typedef struct sitem {
+	bson_t *doc;
+	bson_value_t *keys;   /* borrow from doc */
+	uint64_t seq;
+} sitem_t;
+
+struct sorter {
+	const sort_spec_t *spec;
+	int64_t limit;
+	bool allow_disk;
+	uint64_t mem_limit;
+	uint64_t mem;
+	uint64_t seq;
+	sitem_t *items;
+	size_t n, cap, next;
+};
+
+sorter_t *
+sorter_new(const sort_spec_t *spec, int64_t limit, bool allow_disk_use, uint64_t mem_limit)
+{
+	sorter_t *st = bson_malloc0(sizeof *st);
+
+	st->spec = spec;
+	st->limit = limit > 0 ? limit : 0;
+	st->allow_disk = allow_disk_use;
+	st->mem_limit = mem_limit ? mem_limit : SORT_DEFAULT_MEMORY_LIMIT;
+	return st;
+}
+
+static _Thread_local const sort_spec_t *qsort_spec;
+
+static int
+item_cmp(const void *pa, const void *pb)
+{
+	const sitem_t *a = pa, *b = pb;
+	int c = sort_key_compare(qsort_spec, a->keys, b->keys);
+
+	if (c != 0)
+		return c;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static uint64_t
+item_size(const sitem_t *it, size_t nkeys)
+{
+	return it->doc->len + sizeof(sitem_t) + sizeof(bson_value_t) * nkeys + 64;
+}
+
+static void
+item_free(sitem_t *it)
+{
+	bson_destroy(it->doc);
+	bson_free(it->keys);
+}
+
+static void
+sort_items(sorter_t *st)
+{
+	qsort_spec = st->spec;
+	qsort(st->items, st->n, sizeof(sitem_t), item_cmp);
+	qsort_spec = NULL;
+}
+
+/* Keep only the first `limit` items. */
+static void
+truncate_top(sorter_t *st)
+{
+	sort_items(st);
+	while (st->n > (size_t)st->limit) {
+		st->n--;
+		st->mem -= item_size(&st->items[st->n], st->spec->n);
+		item_free(&st->items[st->n]);
+	}
+}
+
+int
+sorter_add(sorter_t *st, const bson_t *doc, terr_t *err)
+{
+	sitem_t *it;
+
+	if (st->n == st->cap) {
+		st->cap = st->cap ? st->cap * 2 : 64;
+		st->items = bson_realloc(st->items, sizeof(sitem_t) * st->cap);
+	}
+	it = &st->items[st->n];
+	it->doc = bson_copy(doc);
+	it->keys = bson_malloc0(sizeof(bson_value_t) * (st->spec->n ? st->spec->n : 1));
+	it->seq = st->seq++;
+	sort_key_extract(st->spec, it->doc, it->keys);
+	st->n++;
+	st->mem += item_size(it, st->spec->n);
+	if (st->limit > 0 && st->n >= (size_t)st->limit * 2 + 16)
+		truncate_top(st);
+	if (st->mem > st->mem_limit) {
+		if (st->allow_disk)
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			                "Sort exceeded memory limit of %llu bytes, and spilling to "
+			                "disk (allowDiskUse) is not implemented yet.",
+			                (unsigned long long)st->mem_limit);
+		return terr_set(err, TERR_QUERY_EXCEEDED_MEMORY_LIMIT_NO_DISK_USE_ALLOWED,
+		                "Sort exceeded memory limit of %llu bytes, but did not opt in to "
+		                "external sorting.", (unsigned long long)st->mem_limit);
+	}
+	return 0;
+}
+
+void
+sorter_finish(sorter_t *st)
+{
+	if (st->limit > 0 && st->n > (size_t)st->limit)
+		truncate_top(st);
+	else
+		sort_items(st);
+	st->next = 0;
+}
+
+const bson_t *
+sorter_next(sorter_t *st)
+{
+	if (st->next >= st->n)
+		return NULL;
+	return st->items[st->next++].doc;
+}
+
+uint64_t
+sorter_memory(const sorter_t *st)
+{
+	return st->mem;
+}
+
+void
+sorter_free(sorter_t *st)
+{
+	if (st == NULL)
+		return;
+	for (size_t i = 0; i < st->n; i++)
+		item_free(&st->items[i]);
+	bson_free(st->items);
+	bson_free(st);
+}

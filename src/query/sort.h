@@ -1,0 +1,88 @@
+/*
+ * sort.h -- sort specifications ({a: 1, "b.c": -1}), sort keys with
+ * MongoDB's array semantics, and the in-memory sorter with mongod's 100 MB
+ * limit.
+ *
+ * Sort keys: a path is walked with query semantics (bson/path.h); an array
+ * contributes its elements, ascending keys take the smallest candidate and
+ * descending keys the largest.  A missing field sorts as null; an empty
+ * array sorts before null (MongoDB's "Comparison/Sort Order").  Keys borrow
+ * from the document they were extracted from.
+ *
+ * Used by find, $sort, and $push's $sort modifier.  Not here: index-provided
+ * order (the planner decides), spilling to disk (not built: allowDiskUse
+ * past the limit fails with 238).
+ */
+#ifndef TAMGA_QUERY_SORT_H
+#define TAMGA_QUERY_SORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <bson/bson.h>
+
+#include "common/error.h"
+
+typedef struct sort_spec sort_spec_t;
+
+/*
+ * Parse a sort document.  Returns 0 with *out (caller frees with
+ * sort_spec_free), or -1 with MongoDB's error: 15974 "Illegal key in $sort
+ * specification: a: \"x\"", 15975 for a direction other than 1/-1, 16410 for
+ * a '$'-prefixed path, 15998 for an empty path component, 40218 for
+ * {$meta: "textScore"} (no $text exists), 17312 for other objects.  {} is a
+ * valid spec with no keys.  {$natural: 1|-1} is recorded as natural order.
+ */
+int sort_spec_parse(const bson_t *spec, sort_spec_t **out, terr_t *err);
+void sort_spec_free(sort_spec_t *s);
+
+/* Number of keys (0 for {} and for a pure $natural sort). */
+size_t sort_spec_nkeys(const sort_spec_t *s);
+/* The i-th key's path (borrowed, lives with s) and direction (1 or -1). */
+const char *sort_spec_path(const sort_spec_t *s, size_t i);
+int sort_spec_direction(const sort_spec_t *s, size_t i);
+/* {$natural: d}: true and *dir = d; false when the spec has no $natural. */
+bool sort_spec_natural(const sort_spec_t *s, int *dir);
+
+/*
+ * Extract doc's sort key into keys[0..nkeys).  Values borrow from doc
+ * (valid while doc is unchanged).  A missing key is null; an empty array
+ * key is represented as BSON undefined, which sort_key_compare orders
+ * before null.  Does not allocate.
+ */
+void sort_key_extract(const sort_spec_t *s, const bson_t *doc, bson_value_t *keys);
+
+/* Compare two extracted keys under the spec's directions: <0, 0, >0. */
+int sort_key_compare(const sort_spec_t *s, const bson_value_t *a, const bson_value_t *b);
+
+/* Compare two documents under the spec (extracts both keys). */
+int sort_compare_docs(const sort_spec_t *s, const bson_t *a, const bson_t *b);
+
+/* ---- the in-memory sorter --------------------------------------------- */
+
+typedef struct sorter sorter_t;
+
+#define SORT_DEFAULT_MEMORY_LIMIT (100ull * 1024 * 1024)
+
+/*
+ * A sorter for documents under spec (borrowed: must outlive the sorter).
+ * limit > 0 keeps only the first `limit` documents of the order (top-k, so
+ * memory stays bounded).  mem_limit 0 means SORT_DEFAULT_MEMORY_LIMIT.
+ * Documents past the limit fail sorter_add with 292
+ * (QueryExceededMemoryLimitNoDiskUseAllowed), or with 238 when
+ * allow_disk_use (spilling is not built yet).
+ */
+sorter_t *sorter_new(const sort_spec_t *spec, int64_t limit, bool allow_disk_use,
+                     uint64_t mem_limit);
+/* Copy doc into the sorter.  Returns 0 or -1 with err set. */
+int sorter_add(sorter_t *st, const bson_t *doc, terr_t *err);
+/* Sort what was added; call once, before sorter_next. */
+void sorter_finish(sorter_t *st);
+/* The next document in order, or NULL at the end; borrowed until
+ * sorter_free. */
+const bson_t *sorter_next(sorter_t *st);
+/* Bytes currently held (for explain's memory statistics). */
+uint64_t sorter_memory(const sorter_t *st);
+void sorter_free(sorter_t *st);
+
+#endif
