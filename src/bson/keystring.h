@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <bson/bson.h>
 
+/* buf points into inline_buf until the key outgrows it, so a keystring_t
+ * must not be copied by value (copy ks.buf[0..len) instead). */
 typedef struct keystring {
 	uint8_t *buf;   /* owned; grows as needed */
 	size_t len;
