@@ -140,7 +140,7 @@ storage_open(const char *path, const storage_options_t *opts, storage_t **out, t
 		    opts->cache_size ? opts->cache_size : "256M");
 	else
 		config = bson_strdup_printf("create,cache_size=%s,session_max=" SESSION_MAX
-		    ",log=(enabled=true,archive=true),checkpoint=(wait=60)"
+		    ",log=(enabled=true,archive=true,file_max=16MB,prealloc=false),checkpoint=(wait=60)"
 		    ",transaction_sync=(enabled=false),file_manager=(close_idle_time=600)",
 		    opts->cache_size ? opts->cache_size : "256M");
 
