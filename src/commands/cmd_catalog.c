@@ -10,6 +10,7 @@
 #include <sys/statvfs.h>
 
 #include "bson/value.h"
+#include "common/mem.h"
 #include "commands/validation.h"
 #include "query/match.h"
 
@@ -249,7 +250,7 @@ array_src_free(void *state)
 void
 cmd_array_source(bson_t *docs_steal, cursor_source_t *src)
 {
-	array_src_t *a = bson_malloc0(sizeof(*a));
+	array_src_t *a = tm_alloc0(sizeof(*a));
 
 	a->docs = docs_steal;
 	bson_iter_init(&a->it, a->docs);

@@ -9,6 +9,7 @@
 
 #include "bson/path.h"
 #include "bson/value.h"
+#include "common/mem.h"
 #include "commands/validation.h"
 #include "commands/write.h"
 #include "query/plan.h"
@@ -87,7 +88,7 @@ CMD_HANDLER(cmd_insert)
 
 	/* Prepare every document first; a malformed one is a write error at
 	 * its index, and in an ordered batch nothing after it is attempted. */
-	docs = bson_malloc0(sizeof(bson_t) * (size_t)ndocs);
+	docs = tm_bson_array_new((size_t)ndocs);
 	orig_index = bson_malloc0(sizeof(int) * (size_t)ndocs);
 	bson_iter_init(&it, &docs_arr);
 	for (i = 0; bson_iter_next(&it); i++) {

@@ -6,6 +6,7 @@
 
 #include <sys/wait.h>
 
+#include "common/mem.h"
 #include "tamga/tamga.h"
 
 static tamga_t *db;
@@ -17,7 +18,7 @@ static bson_t *
 run(const char *dbname, const char *json, int *rc)
 {
 	bson_t *cmd = tt_json(json);
-	bson_t *reply = bson_malloc0(sizeof(bson_t));
+	bson_t *reply = tm_bson_array_new(1);
 	tamga_error_t e;
 
 	*rc = tamga_run_command(db, dbname, cmd, reply, &e);
