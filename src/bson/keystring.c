@@ -344,7 +344,9 @@ ks_value(keystring_t *ks, const bson_value_t *v)
 		ks_doc_body(ks, v->value.v_doc.data, v->value.v_doc.data_len, false);
 		break;
 	case BSON_TYPE_BINARY:
-		ks_be32(ks, v->value.v_binary.data_len);
+		/* stored length, as bv_compare: subtype 2 keeps its inner length */
+		ks_be32(ks, v->value.v_binary.data_len +
+		            (v->value.v_binary.subtype == BSON_SUBTYPE_BINARY_DEPRECATED ? 4 : 0));
 		ks_byte(ks, (uint8_t)v->value.v_binary.subtype);
 		ks_bytes(ks, v->value.v_binary.data, v->value.v_binary.data_len);
 		break;
@@ -675,7 +677,14 @@ rd_value(rd_t *r, uint8_t type, bson_t *out, const char *key, int depth)
 		ok = rd_doc_body(r, &child, false, depth);
 		return bson_append_array_end(out, &child) && ok;
 	case KS_BINARY:
-		if (!rd_be32(r, &u32) || !rd_byte(r, &b) || (size_t)(r->end - r->p) < u32)
+		if (!rd_be32(r, &u32) || !rd_byte(r, &b))
+			return false;
+		if (b == BSON_SUBTYPE_BINARY_DEPRECATED) {
+			if (u32 < 4)
+				return false;
+			u32 -= 4;
+		}
+		if ((size_t)(r->end - r->p) < u32)
 			return false;
 		s = malloc(u32 ? u32 : 1);
 		if (s == NULL)

@@ -884,17 +884,28 @@ cmp_doc(const bson_value_t *a, const bson_value_t *b)
 	                     b->value.v_doc.data, b->value.v_doc.data_len);
 }
 
+/* mongod compares BinData by its stored length; for the old subtype 2 that
+ * includes an inner int32 length, which libbson strips from data/data_len. */
+static uint64_t
+binary_stored_len(const bson_value_t *v)
+{
+	return (uint64_t)v->value.v_binary.data_len +
+	       (v->value.v_binary.subtype == BSON_SUBTYPE_BINARY_DEPRECATED ? 4 : 0);
+}
+
 static int
 cmp_binary(const bson_value_t *a, const bson_value_t *b)
 {
-	uint32_t la = a->value.v_binary.data_len, lb = b->value.v_binary.data_len;
+	uint64_t la = binary_stored_len(a), lb = binary_stored_len(b);
 	int c;
 
 	if (la != lb)
 		return la < lb ? -1 : 1;
 	if (a->value.v_binary.subtype != b->value.v_binary.subtype)
 		return (uint8_t)a->value.v_binary.subtype < (uint8_t)b->value.v_binary.subtype ? -1 : 1;
-	c = la ? memcmp(a->value.v_binary.data, b->value.v_binary.data, la) : 0;
+	/* same subtype and stored length: any inner length prefix is equal too */
+	c = a->value.v_binary.data_len ?
+	    memcmp(a->value.v_binary.data, b->value.v_binary.data, a->value.v_binary.data_len) : 0;
 	return c < 0 ? -1 : (c > 0 ? 1 : 0);
 }
 

@@ -366,6 +366,9 @@ test_docs_arrays_strings(void)
 	                   "{\"a\": {\"$binary\": {\"base64\": \"AA==\", \"subType\": \"80\"}}}"), 1);
 	TT_EQ_INT(cmp_json("{\"a\": {\"$binary\": {\"base64\": \"AQ==\", \"subType\": \"00\"}}}",
 	                   "{\"a\": {\"$binary\": {\"base64\": \"AA==\", \"subType\": \"01\"}}}"), -1);
+	/* subtype 2 counts its inner int32 length, as mongod's stored length */
+	TT_EQ_INT(cmp_json("{\"a\": {\"$binary\": {\"base64\": \"AQAAAAA=\", \"subType\": \"02\"}}}",
+	                   "{\"a\": {\"$binary\": {\"base64\": \"AAAA\", \"subType\": \"00\"}}}"), 1);
 	TT_EQ_INT(cmp_json("{\"a\": {\"$timestamp\": {\"t\": 2147483648, \"i\": 0}}}",
 	                   "{\"a\": {\"$timestamp\": {\"t\": 1, \"i\": 5}}}"), 1);
 	TT_EQ_INT(cmp_json("{\"a\": {\"$timestamp\": {\"t\": 1, \"i\": 4294967295}}}",

@@ -209,7 +209,7 @@ gen_value(bson_t *doc, const char *key, int depth)
 		bin[0] = (uint8_t)rndn(3);
 		bin[1] = (uint8_t)(rndn(2) ? 0xff : 0);
 		bin[2] = 7;
-		bson_append_binary(doc, key, -1, (bson_subtype_t)(rndn(3) == 0 ? 0x80 : rndn(2)), bin, (uint32_t)n);
+		bson_append_binary(doc, key, -1, (bson_subtype_t)(rndn(3) == 0 ? 0x80 : rndn(3)), bin, (uint32_t)n);
 		break;
 	case 11:
 		memset(&oid, 0, sizeof oid);
