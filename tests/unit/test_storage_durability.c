@@ -274,6 +274,134 @@ test_orphan_tables_dropped(void)
 	bson_free(dir);
 }
 
+/* Child: create collections c1, c2, ... each with one document committed
+ * with sync, dropping every third one again; ack each finished step. */
+static void
+child_ddl(const char *dir, int fd)
+{
+	storage_options_t o = {.create = true};
+	storage_t *st = NULL;
+	storage_session_t *s = NULL;
+	terr_t err = TERR_INIT;
+
+	if (storage_open(dir, &o, &st, &err) != 0 || storage_session_open(st, &s, &err) != 0)
+		_exit(2);
+	for (int32_t i = 1; ; i++) {
+		char name[32];
+		storage_coll_t *c = NULL;
+		ins_arg_t a;
+
+		snprintf(name, sizeof(name), "c%d", i);
+		if (storage_coll_create(st, s, "ddl", name, NULL, &err) != 0 ||
+		    storage_coll_get(st, "ddl", name, &c, &err) != 0)
+			_exit(3);
+		a.c = c;
+		a.id = i;
+		if (storage_txn_run(s, insert_one, &a, true, &err) != 0)
+			_exit(4);
+		storage_coll_release(c);
+		if (i % 3 == 0) {
+			snprintf(name, sizeof(name), "c%d", i - 1);
+			if (storage_coll_drop(st, s, "ddl", name, &err) != 0)
+				_exit(5);
+		}
+		if (write(fd, &i, sizeof(i)) != sizeof(i))
+			_exit(6);
+	}
+}
+
+static void
+test_kill9_during_ddl(void)
+{
+	char *dir = tt_tmpdir("kill9ddl");
+	storage_options_t o = {0};
+	storage_t *st = NULL;
+	storage_session_t *s = NULL;
+	storage_coll_t **colls = NULL;
+	terr_t err = TERR_INIT;
+	int acks[2], status, n = 0;
+	int32_t id = 0, last = 0;
+	pid_t pid;
+	WT_CONNECTION *conn = NULL;
+	WT_SESSION *ws = NULL;
+	WT_CURSOR *mc = NULL;
+	int tables = 0;
+
+	TT_ASSERT(pipe(acks) == 0);
+	pid = fork();
+	if (pid == 0) {
+		close(acks[0]);
+		child_ddl(dir, acks[1]);
+	}
+	close(acks[1]);
+	while (last < 40 && read_full(acks[0], &id, sizeof(id)))
+		last = id;
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	while (read_full(acks[0], &id, sizeof(id)))
+		last = id;
+	close(acks[0]);
+	TT_ASSERT(last >= 40);
+
+	TT_EQ_INT(storage_open(dir, &o, &st, &err), 0);
+	if (st == NULL)
+		return;
+	TT_EQ_INT(storage_session_open(st, &s, &err), 0);
+	/* every acknowledged step is there: cN exists unless N+1 was a
+	 * multiple of 3 and acknowledged */
+	for (int32_t i = 1; i <= last; i++) {
+		char name[32];
+		storage_coll_t *c = NULL;
+		bool dropped = (i + 1) % 3 == 0 && i + 1 <= last;
+		bson_value_t v = {.value_type = BSON_TYPE_INT32, .value.v_int32 = i};
+		recid_t rid;
+		bson_t doc;
+
+		snprintf(name, sizeof(name), "c%d", i);
+		if (dropped) {
+			TT_EQ_INT(storage_coll_get(st, "ddl", name, &c, &err), 26);
+			continue;
+		}
+		TT_EQ_INT(storage_coll_get(st, "ddl", name, &c, &err), 0);
+		if (c == NULL)
+			continue;
+		TT_EQ_INT(storage_txn_begin(s, &err), 0);
+		TT_EQ_INT(storage_doc_find_id(s, c, &v, &rid, &doc, &err), 0);
+		storage_txn_rollback(s);
+		storage_coll_release(c);
+	}
+	/* every collection the catalog lists has working tables */
+	TT_EQ_INT(storage_list_colls(st, "ddl", &colls, &n, &err), 0);
+	for (int i = 0; i < n; i++) {
+		storage_cursor_t *cur = NULL;
+		recid_t rid;
+		bson_t doc;
+		TT_EQ_INT(storage_scan_open(s, colls[i], false, &cur, &err), 0);
+		if (cur != NULL)
+			TT_ASSERT(storage_cursor_next(cur, &rid, &doc, NULL, NULL, &err) >= 0);
+		storage_cursor_close(cur);
+		storage_coll_release(colls[i]);
+	}
+	bson_free(colls);
+	storage_session_close(s);
+	storage_close(st);
+
+	/* and no table is left that the catalog does not name: 2 per collection */
+	TT_EQ_INT(wiredtiger_open(dir, NULL, "log=(enabled=true)", &conn), 0);
+	TT_EQ_INT(conn->open_session(conn, NULL, NULL, &ws), 0);
+	TT_EQ_INT(ws->open_cursor(ws, "metadata:", NULL, NULL, &mc), 0);
+	while (mc->next(mc) == 0) {
+		const char *key;
+		mc->get_key(mc, &key);
+		if (strncmp(key, "table:collection-", 17) == 0 || strncmp(key, "table:index-", 12) == 0)
+			tables++;
+	}
+	TT_EQ_INT(tables, 2 * n);
+	conn->close(conn, NULL);
+	tt_rmdir(dir);
+	bson_free(dir);
+}
+
 int
 main(void)
 {
@@ -281,6 +409,7 @@ main(void)
 	TT_RUN(test_second_process_refused);
 	TT_RUN(test_kill9_sync);
 	TT_RUN(test_kill9_group_commit);
+	TT_RUN(test_kill9_during_ddl);
 	TT_RUN(test_orphan_tables_dropped);
 	return tt_finish();
 }
