@@ -381,6 +381,32 @@ err:
 
 /* ---- stats ----------------------------------------------------------------- */
 
+/* Bytes of the file behind a table ident ("table:x" -> <path>/x.wt). */
+static int64_t
+ident_file_size(storage_t *st, const char *ident)
+{
+	const char *name = strchr(ident, ':');
+	char *file;
+	struct stat sb;
+	int64_t size = 0;
+
+	if (st->in_memory)
+		return 0;
+	file = bson_strdup_printf("%s/%s.wt", st->path, name ? name + 1 : ident);
+	if (stat(file, &sb) == 0)
+		size = (int64_t)sb.st_size;
+	bson_free(file);
+	return size;
+}
+
+int
+storage_index_sizes(storage_t *st, storage_coll_t *c, int64_t *sizes, terr_t *err)
+{
+	for (int i = 0; i < c->nindexes; i++)
+		sizes[i] = ident_file_size(st, c->indexes[i].ident);
+	return 0;
+}
+
 int
 storage_coll_stats(storage_t *st, storage_session_t *s, storage_coll_t *c,
                    int64_t *count, int64_t *data_size, int64_t *storage_size, terr_t *err)
@@ -391,17 +417,7 @@ storage_coll_stats(storage_t *st, storage_session_t *s, storage_coll_t *c,
 		*count = atomic_load(&rt->count);
 	if (data_size != NULL)
 		*data_size = atomic_load(&rt->data_size);
-	if (storage_size != NULL) {
-		const char *name = strchr(c->ident, ':');
-		char *file = bson_strdup_printf("%s/%s.wt", st->path, name ? name + 1 : c->ident);
-		struct stat sb;
-
-		*storage_size = 0;
-		if (!st->in_memory && stat(file, &sb) == 0)
-			*storage_size = (int64_t)sb.st_size;
-		else if (st->in_memory)
-			*storage_size = atomic_load(&rt->data_size);
-		bson_free(file);
-	}
+	if (storage_size != NULL)
+		*storage_size = st->in_memory ? atomic_load(&rt->data_size) : ident_file_size(st, c->ident);
 	return 0;
 }

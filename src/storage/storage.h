@@ -188,6 +188,9 @@ void storage_free_names(char **names, int n);
 /* Sizes for stats: record count (fast, maintained), data bytes, storage bytes. */
 int storage_coll_stats(storage_t *st, storage_session_t *s, storage_coll_t *c,
                        int64_t *count, int64_t *data_size, int64_t *storage_size, terr_t *err);
+/* On-disk bytes of each index of c, in c->indexes order (sizes must hold
+ * c->nindexes entries); 0 for in-memory folders. */
+int storage_index_sizes(storage_t *st, storage_coll_t *c, int64_t *sizes, terr_t *err);
 
 /* ---- documents ---------------------------------------------------------- */
 /* All of these must run inside a transaction (storage_txn_begin/run). */

@@ -291,6 +291,12 @@ test_documents(void)
 
 	TT_EQ_INT(storage_coll_stats(st, s, c, &count, &size, &ssize, &err), 0);
 	TT_EQ_INT(count, 2);
+	TT_ASSERT(ssize > 0);
+	{
+		int64_t ixs[1] = {-1};
+		TT_EQ_INT(storage_index_sizes(st, c, ixs, &err), 0);
+		TT_ASSERT(ixs[0] > 0);
+	}
 	{
 		bson_t *a = tt_json("{\"_id\": 1, \"x\": \"one\"}"), *b = tt_json("{\"_id\": \"two\", \"x\": 2}");
 		TT_EQ_INT(size, a->len + b->len);
