@@ -11,13 +11,17 @@
 #include <time.h>
 
 #include "bson/value.h"
+#include "query/sort.h"
 
 typedef enum { ACCESS_ID, ACCESS_SCAN } access_t;
 
 struct plan_exec {
 	storage_coll_t *coll;          /* owned reference (NULL: no such collection) */
 	match_t *match;                /* owned */
-	bson_t *sort_spec;             /* owned copy or NULL */
+	sort_spec_t *sort;             /* owned; NULL = no sort (or $natural) */
+	sorter_t *sorter;              /* filled on the first plan_exec_next */
+	bool sorted;
+	bool allow_disk_use;
 	bson_t *proj_spec;             /* owned copy or NULL */
 	int64_t skip, limit;
 	int64_t skipped, produced;
@@ -71,9 +75,20 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 	x->limit = req->limit;
 	x->coll = req->coll;
 	x->borrowed = req->borrow;
+	x->allow_disk_use = req->allow_disk_use;
 	if (!spec_empty(req->sort) && !natural_sort(req->sort, &backward)) {
-		plan_exec_free(x);
-		return terr_set(err, TERR_NOT_IMPLEMENTED, "sort is not supported by Tamga yet");
+		int dir;
+		if (sort_spec_parse(req->sort, &x->sort, err) != 0) {
+			plan_exec_free(x);
+			return -1;
+		}
+		if (sort_spec_natural(x->sort, &dir)) {
+			backward = dir < 0;
+			if (sort_spec_nkeys(x->sort) == 0) {
+				sort_spec_free(x->sort);
+				x->sort = NULL;
+			}
+		}
 	}
 	if (!spec_empty(req->projection)) {
 		plan_exec_free(x);
@@ -152,6 +167,27 @@ plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson
 	}
 }
 
+/* Drain the filtered documents into the sorter (top skip+limit only). */
+static int
+fill_sorter(plan_exec_t *x, storage_session_t *s, terr_t *err)
+{
+	recid_t recid;
+	bson_t doc;
+	int rc;
+
+	x->sorter = sorter_new(x->sort, x->limit > 0 ? x->skip + x->limit : 0, x->allow_disk_use, 0);
+	while ((rc = plan_exec_next_record(x, s, &recid, &doc, err)) == 1) {
+		if (sorter_add(x->sorter, &doc, err) != 0)
+			return -1;
+	}
+	if (rc < 0)
+		return -1;
+	sorter_finish(x->sorter);
+	x->sorted = true;
+	x->stats.stage = "SORT";
+	return 0;
+}
+
 int
 plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
 {
@@ -161,7 +197,17 @@ plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
 	for (;;) {
 		if (x->limit > 0 && x->produced >= x->limit)
 			return 0;
-		rc = plan_exec_next_record(x, s, &recid, doc, err);
+		if (x->sort != NULL) {
+			const bson_t *next;
+			if (!x->sorted && fill_sorter(x, s, err) != 0)
+				return -1;
+			if ((next = sorter_next(x->sorter)) == NULL)
+				return 0;
+			bson_init_static(doc, bson_get_data(next), next->len);
+			rc = 1;
+		} else {
+			rc = plan_exec_next_record(x, s, &recid, doc, err);
+		}
 		if (rc <= 0)
 			return rc;
 		if (x->skipped < x->skip) {
@@ -199,8 +245,9 @@ plan_exec_free(plan_exec_t *x)
 		storage_cursor_close(x->cur);
 	if (!x->borrowed)
 		match_free(x->match);
-	if (x->sort_spec)
-		bson_destroy(x->sort_spec);
+	if (x->sorter != NULL)
+		sorter_free(x->sorter);
+	sort_spec_free(x->sort);
 	if (x->proj_spec)
 		bson_destroy(x->proj_spec);
 	if (x->coll != NULL && !x->borrowed)

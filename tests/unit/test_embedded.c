@@ -155,6 +155,20 @@ test_insert_find(void)
 	TT_EQ_INT(get_i64(r, "cursor.id"), 0);
 	free_reply(r);
 
+	/* sort: v descending, then _id ascending; skip and limit after sorting */
+	r = run("shop", "{\"find\": \"many\", \"sort\": {\"v\": -1, \"_id\": 1}, \"skip\": 1, \"limit\": 3}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0._id"), 13);
+	TT_EQ_INT(get_i64(r, "cursor.firstBatch.2._id"), 27);
+	TT_EQ_INT(get_i64(r, "cursor.firstBatch.3._id"), -999);
+	free_reply(r);
+	r = run("shop", "{\"find\": \"many\", \"sort\": {\"$natural\": -1}, \"limit\": 1}", &rc);
+	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0._id"), 249);
+	free_reply(r);
+	r = run("shop", "{\"find\": \"many\", \"sort\": {\"v\": 2}}", &rc);
+	TT_EQ_INT(get_i64(r, "code"), 15975);
+	free_reply(r);
+
 	r = run("shop", "{\"count\": \"many\", \"query\": {\"v\": {\"$lt\": 2}}}", &rc);
 	TT_EQ_INT(get_i64(r, "n"), 72);
 	free_reply(r);
