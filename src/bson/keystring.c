@@ -570,6 +570,10 @@ rd_number(rd_t *r, bson_t *out, const char *key)
 		nd--;
 	if (nd == 0 || nd > 34)
 		return false;
+	/* "fold-down": a large exponent gives trailing zeros back to the
+	 * coefficient (1E+6144 is 1000...0E+6111) */
+	while (x - nd > 6111 && nd < 34)
+		digits[nd++] = '0';
 	{
 		unsigned __int128 c = 0;
 		int i, exp = x - nd;

@@ -5,7 +5,8 @@
  *
  * valid cases: canonical_bson -> bson_t (bson_init_static + bson_validate)
  *   -> re-encoded value by value through bv_append: byte-identical; and
- *   bv_compare of the document with itself is 0.  libbson's canonical /
+ *   bv_compare of the document with its copy is 0; every top-level value's
+ *   keystring (both directions) decodes to an equal value.  libbson's canonical /
  *   relaxed Extended JSON of canonical_bson (and degenerate_bson) equal
  *   canonical_extjson / relaxed_extjson after JSON normalisation (whitespace
  *   and string escapes don't count); canonical_extjson / degenerate_extjson
@@ -28,6 +29,7 @@
 #include <string.h>
 #include <bson/bson.h>
 
+#include "bson/keystring.h"
 #include "bson/value.h"
 
 /* ------------------------------------------------------------------ */
@@ -387,6 +389,55 @@ reencode(const bson_t *src, bson_t *dst, int depth)
 	return true;
 }
 
+/* Every top-level value: keystring ascending and descending decodes back to
+ * an equal value that re-encodes identically; rendering doesn't crash.  Code
+ * and regex strings with NUL bytes are documented as not decodable. */
+static bool
+keystring_roundtrip(const bson_t *doc, why_t *w)
+{
+	bson_iter_t it;
+	keystring_t k, k2;
+	bool ok = true;
+	int d;
+
+	keystring_init(&k);
+	keystring_init(&k2);
+	if (!bson_iter_init(&it, doc))
+		ok = false;
+	while (ok && bson_iter_next(&it)) {
+		const bson_value_t *v = bson_iter_value(&it);
+		char *s = bv_to_mongo_string(v);
+		bool nul_code = (v->value_type == BSON_TYPE_CODE &&
+		                 memchr(v->value.v_code.code, 0, v->value.v_code.code_len) != NULL) ||
+		                (v->value_type == BSON_TYPE_CODEWSCOPE &&
+		                 memchr(v->value.v_codewscope.code, 0, v->value.v_codewscope.code_len) != NULL);
+
+		bson_free(s);
+		for (d = 0; d < 2 && ok && !nul_code; d++) {
+			bool desc = d == 1;
+			bson_t out = BSON_INITIALIZER;
+			bson_iter_t ot;
+
+			keystring_reset(&k);
+			keystring_append_value(&k, v, desc);
+			if (!keystring_decode_values(k.buf, k.len, 1, &desc, &out) ||
+			    !bson_iter_init_find(&ot, &out, "0") || bv_compare(bson_iter_value(&ot), v) != 0) {
+				ok = fail_with(w, "keystring of field %s does not decode to an equal value",
+				               bson_iter_key(&it));
+			} else {
+				keystring_reset(&k2);
+				keystring_append_value(&k2, bson_iter_value(&ot), desc);
+				if (k2.len != k.len || memcmp(k2.buf, k.buf, k.len) != 0)
+					ok = fail_with(w, "keystring of field %s changes after decoding", bson_iter_key(&it));
+			}
+			bson_destroy(&out);
+		}
+	}
+	keystring_destroy(&k);
+	keystring_destroy(&k2);
+	return ok;
+}
+
 static bool
 json_to_bson_equals(const char *json, uint32_t len, const uint8_t *want, uint32_t wantlen,
                     const char *what, why_t *w)
@@ -439,6 +490,8 @@ run_valid(const bson_t *c, why_t *w)
 		fail_with(w, "bv_compare_docs(doc, copy) != 0");
 		goto err;
 	}
+	if (!keystring_roundtrip(&cbdoc, w))
+		goto err;
 	if (!json_equal(bson_as_canonical_extended_json(&cbdoc, NULL), ce, celen, "canonical_bson -> canonical_extjson", w))
 		goto err;
 	if (re != NULL &&
