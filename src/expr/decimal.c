@@ -1,0 +1,735 @@
+/*
+ * decimal.c -- decimal128 arithmetic on BID-encoded values (see decimal.h).
+ *
+ * Values are unpacked into sign, exponent and a coefficient; intermediate
+ * results live in a 256-bit unsigned integer (four 64-bit limbs), which holds
+ * any product of two 34-digit coefficients and any aligned sum, so every
+ * operation is exact before the single final rounding to 34 digits (half to
+ * even, IEEE's default and MongoDB's).  Not a general decimal library: only
+ * what the expression language and accumulators need.
+ */
+#include "expr/decimal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEC_BIAS 6176
+#define DEC_EMAX 6111
+#define DEC_EMIN (-6176)
+#define DEC_DIGITS 34
+
+typedef unsigned __int128 u128;
+
+typedef struct big {
+	uint64_t w[4]; /* little-endian limbs */
+} big_t;
+
+enum { DK_FINITE, DK_INF, DK_NAN };
+
+typedef struct dec {
+	int kind;
+	bool neg;
+	int exp;
+	big_t c;
+} dec_t;
+
+/* ---- 256-bit helpers ----------------------------------------------------- */
+
+static bool
+big_is_zero(const big_t *a)
+{
+	return (a->w[0] | a->w[1] | a->w[2] | a->w[3]) == 0;
+}
+
+static void
+big_from_u128(big_t *a, u128 v)
+{
+	a->w[0] = (uint64_t)v;
+	a->w[1] = (uint64_t)(v >> 64);
+	a->w[2] = a->w[3] = 0;
+}
+
+static u128
+big_to_u128(const big_t *a)
+{
+	return ((u128)a->w[1] << 64) | a->w[0];
+}
+
+/* a = a * m + add; returns the carry out of the top limb. */
+static uint64_t
+big_mul_small(big_t *a, uint64_t m, uint64_t add)
+{
+	u128 carry = add;
+	for (int i = 0; i < 4; i++) {
+		u128 t = (u128)a->w[i] * m + carry;
+		a->w[i] = (uint64_t)t;
+		carry = t >> 64;
+	}
+	return (uint64_t)carry;
+}
+
+/* a = a / d; returns the remainder. */
+static uint64_t
+big_div_small(big_t *a, uint64_t d)
+{
+	u128 rem = 0;
+	for (int i = 3; i >= 0; i--) {
+		u128 cur = (rem << 64) | a->w[i];
+		a->w[i] = (uint64_t)(cur / d);
+		rem = cur % d;
+	}
+	return (uint64_t)rem;
+}
+
+static int
+big_cmp(const big_t *a, const big_t *b)
+{
+	for (int i = 3; i >= 0; i--) {
+		if (a->w[i] != b->w[i])
+			return a->w[i] < b->w[i] ? -1 : 1;
+	}
+	return 0;
+}
+
+static void
+big_add(big_t *a, const big_t *b)
+{
+	u128 carry = 0;
+	for (int i = 0; i < 4; i++) {
+		u128 t = (u128)a->w[i] + b->w[i] + carry;
+		a->w[i] = (uint64_t)t;
+		carry = t >> 64;
+	}
+}
+
+/* a -= b, a >= b */
+static void
+big_sub(big_t *a, const big_t *b)
+{
+	uint64_t borrow = 0;
+	for (int i = 0; i < 4; i++) {
+		uint64_t bi = b->w[i] + borrow;
+		uint64_t nb = (bi < borrow) || (a->w[i] < bi);
+		a->w[i] -= bi;
+		borrow = nb;
+	}
+}
+
+static void
+big_mul_u128(big_t *r, u128 a, u128 b)
+{
+	uint64_t x[2] = {(uint64_t)a, (uint64_t)(a >> 64)};
+	uint64_t y[2] = {(uint64_t)b, (uint64_t)(b >> 64)};
+	memset(r, 0, sizeof(*r));
+	for (int i = 0; i < 2; i++) {
+		u128 carry = 0;
+		for (int j = 0; j < 2; j++) {
+			u128 t = (u128)x[i] * y[j] + r->w[i + j] + carry;
+			r->w[i + j] = (uint64_t)t;
+			carry = t >> 64;
+		}
+		r->w[i + 2] += (uint64_t)carry;
+	}
+}
+
+static int
+big_bits(const big_t *a)
+{
+	for (int i = 3; i >= 0; i--) {
+		if (a->w[i])
+			return i * 64 + 64 - __builtin_clzll(a->w[i]);
+	}
+	return 0;
+}
+
+/* Number of decimal digits (0 for zero). */
+static int
+big_digits(const big_t *a)
+{
+	big_t t = *a;
+	int n = 0;
+	/* fast path for values fitting u128 */
+	if (t.w[2] == 0 && t.w[3] == 0) {
+		u128 v = big_to_u128(&t);
+		while (v) {
+			v /= 10;
+			n++;
+		}
+		return n;
+	}
+	while (!big_is_zero(&t)) {
+		big_div_small(&t, 10);
+		n++;
+	}
+	return n;
+}
+
+/* Multiply by 10^k; false on overflow of 256 bits. */
+static bool
+big_mul_pow10(big_t *a, int k)
+{
+	while (k > 0) {
+		int step = k > 19 ? 19 : k;
+		uint64_t m = 1;
+		for (int i = 0; i < step; i++)
+			m *= 10;
+		if (big_mul_small(a, m, 0) != 0)
+			return false;
+		k -= step;
+	}
+	return true;
+}
+
+/* q = a / b, r = a % b (bitwise long division; b != 0). */
+static void
+big_divmod(const big_t *a, const big_t *b, big_t *q, big_t *r)
+{
+	memset(q, 0, sizeof(*q));
+	memset(r, 0, sizeof(*r));
+	for (int i = big_bits(a) - 1; i >= 0; i--) {
+		/* r = r << 1 | bit */
+		for (int k = 3; k > 0; k--)
+			r->w[k] = (r->w[k] << 1) | (r->w[k - 1] >> 63);
+		r->w[0] = (r->w[0] << 1) | ((a->w[i / 64] >> (i % 64)) & 1);
+		if (big_cmp(r, b) >= 0) {
+			big_sub(r, b);
+			q->w[i / 64] |= (uint64_t)1 << (i % 64);
+		}
+	}
+}
+
+/* ---- pack / unpack ------------------------------------------------------- */
+
+static const u128 MAX_COEF = (((u128)0x1ed09bead87c0ULL) << 64) | 0x378d8e63ffffffffULL; /* 10^34 - 1 */
+
+static dec_t
+dec_unpack(bson_decimal128_t d)
+{
+	dec_t r;
+	uint64_t hi = d.high;
+
+	memset(&r, 0, sizeof(r));
+	r.neg = (hi >> 63) != 0;
+	if (((hi >> 58) & 0x1f) == 0x1f) {
+		r.kind = DK_NAN;
+		return r;
+	}
+	if (((hi >> 58) & 0x1f) == 0x1e) {
+		r.kind = DK_INF;
+		return r;
+	}
+	r.kind = DK_FINITE;
+	if (((hi >> 61) & 3) == 3) {
+		/* 2-bit-shifted form: coefficient >= 2^113, non-canonical -> 0 */
+		r.exp = (int)((hi >> 47) & 0x3fff) - DEC_BIAS;
+		return r;
+	}
+	r.exp = (int)((hi >> 49) & 0x3fff) - DEC_BIAS;
+	u128 c = ((u128)(hi & 0x1ffffffffffffULL) << 64) | d.low;
+	if (c > MAX_COEF)
+		c = 0;
+	big_from_u128(&r.c, c);
+	return r;
+}
+
+static bson_decimal128_t
+dec_pack_special(int kind, bool neg)
+{
+	bson_decimal128_t d;
+	d.low = 0;
+	d.high = kind == DK_NAN ? 0x7c00000000000000ULL : 0x7800000000000000ULL;
+	if (neg)
+		d.high |= 0x8000000000000000ULL;
+	return d;
+}
+
+/*
+ * Round r to at most 34 digits (half to even), fit the exponent range, and
+ * encode.  `sticky` says discarded nonzero digits lie below r's last digit
+ * (only used to break ties).
+ */
+static bson_decimal128_t
+dec_finish(dec_t r, bool sticky)
+{
+	bson_decimal128_t d;
+
+	if (r.kind != DK_FINITE)
+		return dec_pack_special(r.kind, r.neg);
+	int nd = big_digits(&r.c);
+	int drop = nd > DEC_DIGITS ? nd - DEC_DIGITS : 0;
+	if (r.exp + drop < DEC_EMIN)
+		drop = DEC_EMIN - r.exp;
+	if (drop > 0) {
+		uint64_t last = 0;
+		bool below = sticky;
+		for (int i = 0; i < drop; i++) {
+			if (last)
+				below = true;
+			last = big_div_small(&r.c, 10);
+			if (big_is_zero(&r.c) && i + 1 < drop) {
+				/* everything further is zero coefficient */
+				if (last)
+					below = true;
+				last = 0;
+				r.exp += drop - i - 1;
+				drop = i + 1;
+				break;
+			}
+		}
+		r.exp += drop;
+		bool up = last > 5 || (last == 5 && (below || (r.c.w[0] & 1)));
+		if (up) {
+			big_t one = {{1, 0, 0, 0}};
+			big_add(&r.c, &one);
+			if (big_digits(&r.c) > DEC_DIGITS) {
+				big_div_small(&r.c, 10);
+				r.exp++;
+			}
+		}
+	}
+	if (r.exp > DEC_EMAX) {
+		/* clamp: pad the coefficient with zeros when it has room */
+		if (big_is_zero(&r.c)) {
+			r.exp = DEC_EMAX;
+		} else {
+			int room = DEC_DIGITS - big_digits(&r.c);
+			int need = r.exp - DEC_EMAX;
+			if (need > room)
+				return dec_pack_special(DK_INF, r.neg);
+			big_mul_pow10(&r.c, need);
+			r.exp = DEC_EMAX;
+		}
+	}
+	u128 c = big_to_u128(&r.c);
+	uint64_t bexp = (uint64_t)(r.exp + DEC_BIAS);
+	d.low = (uint64_t)c;
+	d.high = (uint64_t)(c >> 64) | (bexp << 49) | (r.neg ? 0x8000000000000000ULL : 0);
+	return d;
+}
+
+/* ---- arithmetic ---------------------------------------------------------- */
+
+static bson_decimal128_t
+dec_addsub(bson_decimal128_t ad, bson_decimal128_t bd, bool subtract)
+{
+	dec_t a = dec_unpack(ad), b = dec_unpack(bd), r;
+	bool sticky = false;
+
+	if (subtract)
+		b.neg = !b.neg;
+	if (a.kind == DK_NAN || b.kind == DK_NAN)
+		return dec_pack_special(DK_NAN, false);
+	if (a.kind == DK_INF || b.kind == DK_INF) {
+		if (a.kind == DK_INF && b.kind == DK_INF && a.neg != b.neg)
+			return dec_pack_special(DK_NAN, false);
+		return dec_pack_special(DK_INF, a.kind == DK_INF ? a.neg : b.neg);
+	}
+	/* a has the larger exponent */
+	if (a.exp < b.exp) {
+		dec_t t = a;
+		a = b;
+		b = t;
+	}
+	int diff = a.exp - b.exp;
+	if (big_is_zero(&a.c)) {
+		/* 0 + x: x, at the smaller exponent (exact) */
+		r = b;
+		if (big_is_zero(&b.c))
+			r.neg = a.neg && b.neg;
+		return dec_finish(r, false);
+	}
+	if (diff > 0 && big_is_zero(&b.c)) {
+		/* x + 0 keeps the smaller exponent when it can */
+		int room = DEC_DIGITS - big_digits(&a.c);
+		int sh = diff < room ? diff : room;
+		big_mul_pow10(&a.c, sh);
+		a.exp -= sh;
+		return dec_finish(a, false);
+	}
+	int nda = big_digits(&a.c);
+	if (nda + diff > 76) {
+		/* b lies wholly below a's 39th digit: a shifted to 39 digits plus a
+		 * unit of b's sign rounds exactly as the true sum does */
+		int s = 39 - nda;
+		big_mul_pow10(&a.c, s);
+		a.exp -= s;
+		big_t one = {{1, 0, 0, 0}};
+		b.c = one;
+		b.exp = a.exp;
+	} else {
+		big_mul_pow10(&a.c, diff);
+		a.exp = b.exp;
+	}
+	r.kind = DK_FINITE;
+	r.exp = a.exp;
+	if (a.neg == b.neg) {
+		r.c = a.c;
+		big_add(&r.c, &b.c);
+		r.neg = a.neg;
+	} else if (big_cmp(&a.c, &b.c) >= 0) {
+		r.c = a.c;
+		big_sub(&r.c, &b.c);
+		r.neg = a.neg;
+	} else {
+		r.c = b.c;
+		big_sub(&r.c, &a.c);
+		r.neg = b.neg;
+	}
+	if (big_is_zero(&r.c))
+		r.neg = false;
+	return dec_finish(r, sticky);
+}
+
+bson_decimal128_t
+expr_decimal_add(bson_decimal128_t a, bson_decimal128_t b)
+{
+	return dec_addsub(a, b, false);
+}
+
+bson_decimal128_t
+expr_decimal_sub(bson_decimal128_t a, bson_decimal128_t b)
+{
+	return dec_addsub(a, b, true);
+}
+
+bson_decimal128_t
+expr_decimal_mul(bson_decimal128_t ad, bson_decimal128_t bd)
+{
+	dec_t a = dec_unpack(ad), b = dec_unpack(bd), r;
+	bool neg = a.neg != b.neg;
+
+	if (a.kind == DK_NAN || b.kind == DK_NAN)
+		return dec_pack_special(DK_NAN, false);
+	if (a.kind == DK_INF || b.kind == DK_INF) {
+		if ((a.kind == DK_FINITE && big_is_zero(&a.c)) ||
+		    (b.kind == DK_FINITE && big_is_zero(&b.c)))
+			return dec_pack_special(DK_NAN, false);
+		return dec_pack_special(DK_INF, neg);
+	}
+	r.kind = DK_FINITE;
+	r.neg = neg;
+	r.exp = a.exp + b.exp;
+	big_mul_u128(&r.c, big_to_u128(&a.c), big_to_u128(&b.c));
+	return dec_finish(r, false);
+}
+
+bson_decimal128_t
+expr_decimal_div(bson_decimal128_t ad, bson_decimal128_t bd)
+{
+	dec_t a = dec_unpack(ad), b = dec_unpack(bd), r;
+	bool neg = a.neg != b.neg;
+	big_t q, rem;
+
+	if (a.kind == DK_NAN || b.kind == DK_NAN)
+		return dec_pack_special(DK_NAN, false);
+	if (a.kind == DK_INF) {
+		if (b.kind == DK_INF)
+			return dec_pack_special(DK_NAN, false);
+		return dec_pack_special(DK_INF, neg);
+	}
+	if (b.kind == DK_INF) {
+		r.kind = DK_FINITE;
+		r.neg = neg;
+		r.exp = DEC_EMIN;
+		memset(&r.c, 0, sizeof(r.c));
+		return dec_finish(r, false);
+	}
+	if (big_is_zero(&b.c)) {
+		if (big_is_zero(&a.c))
+			return dec_pack_special(DK_NAN, false);
+		return dec_pack_special(DK_INF, neg);
+	}
+	int pref = a.exp - b.exp;
+	r.kind = DK_FINITE;
+	r.neg = neg;
+	if (big_is_zero(&a.c)) {
+		r.exp = pref;
+		memset(&r.c, 0, sizeof(r.c));
+		if (r.exp < DEC_EMIN)
+			r.exp = DEC_EMIN;
+		return dec_finish(r, false);
+	}
+	int k = big_digits(&b.c) + DEC_DIGITS + 1 - big_digits(&a.c);
+	if (k < 0)
+		k = 0;
+	big_t num = a.c;
+	big_mul_pow10(&num, k);
+	big_divmod(&num, &b.c, &q, &rem);
+	r.exp = pref - k;
+	r.c = q;
+	if (big_is_zero(&rem)) {
+		while (r.exp < pref && !big_is_zero(&r.c)) {
+			big_t t = r.c;
+			if (big_div_small(&t, 10) != 0)
+				break;
+			r.c = t;
+			r.exp++;
+		}
+		return dec_finish(r, false);
+	}
+	return dec_finish(r, true);
+}
+
+bson_decimal128_t
+expr_decimal_mod(bson_decimal128_t ad, bson_decimal128_t bd)
+{
+	dec_t a = dec_unpack(ad), b = dec_unpack(bd), r;
+
+	if (a.kind != DK_FINITE || b.kind == DK_NAN || (b.kind == DK_FINITE && big_is_zero(&b.c)))
+		return dec_pack_special(DK_NAN, false);
+	if (b.kind == DK_INF)
+		return ad;
+	/* align exponents, then integer remainder */
+	int e = a.exp < b.exp ? a.exp : b.exp;
+	big_t x = a.c, y = b.c, q, rem;
+	if (a.exp - e > 70 || b.exp - e > 70 || !big_mul_pow10(&x, a.exp - e) ||
+	    !big_mul_pow10(&y, b.exp - e)) {
+		/* out of our exact range: fall back to doubles */
+		double v = fmod(expr_decimal_to_double(ad), expr_decimal_to_double(bd));
+		return expr_decimal_from_double(v);
+	}
+	big_divmod(&x, &y, &q, &rem);
+	r.kind = DK_FINITE;
+	r.neg = a.neg;
+	r.exp = e;
+	r.c = rem;
+	return dec_finish(r, false);
+}
+
+/* mode: 0 half-even, 1 floor, 2 ceil, 3 toward zero */
+static bson_decimal128_t
+dec_quantize(bson_decimal128_t ad, int target_exp, int mode)
+{
+	dec_t a = dec_unpack(ad);
+
+	if (a.kind != DK_FINITE || a.exp >= target_exp)
+		return ad;
+	int drop = target_exp - a.exp;
+	uint64_t last = 0;
+	bool below = false;
+	if (drop > 40) {
+		below = !big_is_zero(&a.c);
+		memset(&a.c, 0, sizeof(a.c));
+	} else {
+		for (int i = 0; i < drop; i++) {
+			if (last)
+				below = true;
+			last = big_div_small(&a.c, 10);
+		}
+	}
+	bool inexact = last || below;
+	bool up = false;
+	switch (mode) {
+	case 0: up = last > 5 || (last == 5 && (below || (a.c.w[0] & 1))); break;
+	case 1: up = inexact && a.neg; break;
+	case 2: up = inexact && !a.neg; break;
+	default: up = false; break;
+	}
+	if (up) {
+		big_t one = {{1, 0, 0, 0}};
+		big_add(&a.c, &one);
+	}
+	a.exp = target_exp;
+	return dec_finish(a, false);
+}
+
+bson_decimal128_t
+expr_decimal_round(bson_decimal128_t a, int places, bool trunc)
+{
+	return dec_quantize(a, -places, trunc ? 3 : 0);
+}
+
+bson_decimal128_t
+expr_decimal_to_integral(bson_decimal128_t a, int mode)
+{
+	return dec_quantize(a, 0, mode);
+}
+
+/* ---- conversions --------------------------------------------------------- */
+
+bson_decimal128_t
+expr_decimal_from_int64(int64_t i)
+{
+	dec_t r;
+	memset(&r, 0, sizeof(r));
+	r.kind = DK_FINITE;
+	r.neg = i < 0;
+	uint64_t m = i < 0 ? (uint64_t)0 - (uint64_t)i : (uint64_t)i;
+	big_from_u128(&r.c, m);
+	return dec_finish(r, false);
+}
+
+bson_decimal128_t
+expr_decimal_from_double(double d)
+{
+	return expr_decimal_from_double_digits(d, 15);
+}
+
+bson_decimal128_t
+expr_decimal_from_double_digits(double d, int ndigits)
+{
+	char buf[64], digits[48];
+	int n = 0, e10;
+	dec_t r;
+
+	if (isnan(d))
+		return dec_pack_special(DK_NAN, false);
+	if (isinf(d))
+		return dec_pack_special(DK_INF, d < 0);
+	memset(&r, 0, sizeof(r));
+	r.kind = DK_FINITE;
+	r.neg = signbit(d) != 0;
+	if (d == 0)
+		return dec_finish(r, false);
+	snprintf(buf, sizeof(buf), "%.*e", ndigits - 1, fabs(d));
+	for (const char *p = buf; *p && *p != 'e'; p++) {
+		if (*p >= '0' && *p <= '9')
+			digits[n++] = *p;
+	}
+	digits[n] = 0;
+	e10 = atoi(strchr(buf, 'e') + 1);
+	u128 c = 0;
+	for (int i = 0; i < n; i++)
+		c = c * 10 + (u128)(digits[i] - '0');
+	big_from_u128(&r.c, c);
+	r.exp = e10 - (n - 1);
+	return dec_finish(r, false);
+}
+
+double
+expr_decimal_to_double(bson_decimal128_t d)
+{
+	char s[BSON_DECIMAL128_STRING];
+	dec_t a = dec_unpack(d);
+
+	if (a.kind == DK_NAN)
+		return NAN;
+	if (a.kind == DK_INF)
+		return a.neg ? -INFINITY : INFINITY;
+	bson_decimal128_to_string(&d, s);
+	return strtod(s, NULL);
+}
+
+bool
+expr_decimal_to_int64(bson_decimal128_t d, int64_t *out)
+{
+	dec_t a = dec_unpack(expr_decimal_to_integral(d, 3));
+
+	if (a.kind != DK_FINITE)
+		return false;
+	if (a.exp > 0) {
+		if (big_is_zero(&a.c)) {
+			*out = 0;
+			return true;
+		}
+		if (a.exp > 20 || !big_mul_pow10(&a.c, a.exp))
+			return false;
+	}
+	if (a.c.w[1] || a.c.w[2] || a.c.w[3])
+		return false;
+	uint64_t m = a.c.w[0];
+	if (a.neg) {
+		if (m > (uint64_t)INT64_MAX + 1)
+			return false;
+		*out = m == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)m;
+	} else {
+		if (m > (uint64_t)INT64_MAX)
+			return false;
+		*out = (int64_t)m;
+	}
+	return true;
+}
+
+bool
+expr_decimal_is_nan(bson_decimal128_t d)
+{
+	return dec_unpack(d).kind == DK_NAN;
+}
+
+bool
+expr_decimal_is_inf(bson_decimal128_t d)
+{
+	return dec_unpack(d).kind == DK_INF;
+}
+
+bool
+expr_decimal_is_zero(bson_decimal128_t d)
+{
+	dec_t a = dec_unpack(d);
+	return a.kind == DK_FINITE && big_is_zero(&a.c);
+}
+
+bool
+expr_decimal_is_negative(bson_decimal128_t d)
+{
+	dec_t a = dec_unpack(d);
+	return a.kind != DK_NAN && a.neg && !(a.kind == DK_FINITE && big_is_zero(&a.c));
+}
+
+bool
+expr_decimal_is_integral(bson_decimal128_t d)
+{
+	dec_t a = dec_unpack(d);
+	if (a.kind != DK_FINITE)
+		return false;
+	if (a.exp >= 0 || big_is_zero(&a.c))
+		return true;
+	for (int i = 0; i < -a.exp; i++) {
+		if (big_div_small(&a.c, 10) != 0)
+			return false;
+		if (big_is_zero(&a.c))
+			return true;
+	}
+	return true;
+}
+
+bson_decimal128_t
+expr_decimal_negate(bson_decimal128_t d)
+{
+	d.high ^= 0x8000000000000000ULL;
+	return d;
+}
+
+bson_decimal128_t
+expr_decimal_abs(bson_decimal128_t d)
+{
+	d.high &= ~0x8000000000000000ULL;
+	return d;
+}
+
+int
+expr_decimal_cmp(bson_decimal128_t ad, bson_decimal128_t bd)
+{
+	dec_t a = dec_unpack(ad), b = dec_unpack(bd);
+
+	if (a.kind == DK_NAN || b.kind == DK_NAN)
+		return (a.kind == DK_NAN) == (b.kind == DK_NAN) ? 0 : (a.kind == DK_NAN ? -1 : 1);
+	bool az = a.kind == DK_FINITE && big_is_zero(&a.c);
+	bool bz = b.kind == DK_FINITE && big_is_zero(&b.c);
+	int sa = az ? 0 : (a.neg ? -1 : 1);
+	int sb = bz ? 0 : (b.neg ? -1 : 1);
+	if (sa != sb)
+		return sa < sb ? -1 : 1;
+	if (sa == 0)
+		return 0;
+	int mag;
+	if (a.kind == DK_INF || b.kind == DK_INF) {
+		mag = (a.kind == DK_INF) - (b.kind == DK_INF);
+	} else {
+		/* compare by magnitude: digits + exponent first, then aligned */
+		int ma = big_digits(&a.c) + a.exp, mb = big_digits(&b.c) + b.exp;
+		if (ma != mb) {
+			mag = ma < mb ? -1 : 1;
+		} else {
+			big_t x = a.c, y = b.c;
+			if (a.exp > b.exp)
+				big_mul_pow10(&x, a.exp - b.exp);
+			else
+				big_mul_pow10(&y, b.exp - a.exp);
+			mag = big_cmp(&x, &y);
+		}
+	}
+	return sa > 0 ? mag : -mag;
+}

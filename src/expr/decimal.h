@@ -1,0 +1,56 @@
+/*
+ * decimal.h -- IEEE 754-2008 decimal128 (BID encoding, as BSON stores it)
+ * arithmetic for the expression language and accumulators.
+ *
+ * libbson only parses and prints Decimal128; MongoDB computes with Intel's
+ * decimal library.  Here: exact add, subtract, multiply and divide rounded
+ * to 34 digits half-to-even (IEEE's default, which MongoDB uses), quantize
+ * for $round/$trunc, and conversions.  Results carry IEEE's preferred
+ * exponents (1.0 + 2.00 = 3.00; 10 / 4 = 2.5) so printing matches mongod.
+ *
+ * Not here: transcendental functions (exp, ln, sqrt, pow); callers report
+ * them as not implemented for decimals.
+ */
+#ifndef TAMGA_EXPR_DECIMAL_H
+#define TAMGA_EXPR_DECIMAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <bson/bson.h>
+
+bson_decimal128_t expr_decimal_add(bson_decimal128_t a, bson_decimal128_t b);
+bson_decimal128_t expr_decimal_sub(bson_decimal128_t a, bson_decimal128_t b);
+bson_decimal128_t expr_decimal_mul(bson_decimal128_t a, bson_decimal128_t b);
+/* b == 0 gives +-Infinity (NaN for 0/0); callers check for zero first. */
+bson_decimal128_t expr_decimal_div(bson_decimal128_t a, bson_decimal128_t b);
+/* Remainder with the sign of a (truncated division, as fmod). */
+bson_decimal128_t expr_decimal_mod(bson_decimal128_t a, bson_decimal128_t b);
+
+/* Round to `places` digits after the point (negative: before), half to even
+ * (round) or toward zero (trunc=true).  Exponent of the result is -places
+ * unless the value already has fewer digits. */
+bson_decimal128_t expr_decimal_round(bson_decimal128_t a, int places, bool trunc);
+/* Round to an integer: mode 0 half-even, 1 floor, 2 ceil, 3 toward zero. */
+bson_decimal128_t expr_decimal_to_integral(bson_decimal128_t a, int mode);
+
+bson_decimal128_t expr_decimal_from_int64(int64_t i);
+/* As MongoDB's Decimal128(double): rounded to 15 significant digits. */
+bson_decimal128_t expr_decimal_from_double(double d);
+/* Rounded to ndigits (1..34) significant digits (34: MongoDB's
+ * kRoundTo34Digits, used by $round on doubles). */
+bson_decimal128_t expr_decimal_from_double_digits(double d, int ndigits);
+double expr_decimal_to_double(bson_decimal128_t d);
+/* Truncate toward zero to int64; false on NaN/Inf/out of range. */
+bool expr_decimal_to_int64(bson_decimal128_t d, int64_t *out);
+
+bool expr_decimal_is_nan(bson_decimal128_t d);
+bool expr_decimal_is_inf(bson_decimal128_t d);
+bool expr_decimal_is_zero(bson_decimal128_t d);
+bool expr_decimal_is_negative(bson_decimal128_t d);
+bool expr_decimal_is_integral(bson_decimal128_t d);
+bson_decimal128_t expr_decimal_negate(bson_decimal128_t d);
+bson_decimal128_t expr_decimal_abs(bson_decimal128_t d);
+/* Numeric order (NaN lowest, equal to NaN), ignores trailing zeros. */
+int expr_decimal_cmp(bson_decimal128_t a, bson_decimal128_t b);
+
+#endif
