@@ -268,6 +268,108 @@ test_catalog(void)
 }
 
 static void
+test_update(void)
+{
+	int rc;
+	bson_t *r;
+
+	r = run("up", "{\"insert\": \"c\", \"documents\": [{\"_id\": 1, \"a\": 1, \"tags\": [\"x\"]}, {\"_id\": 2, \"a\": 2}]}", &rc);
+	free_reply(r);
+	r = run("up", "{\"update\": \"c\", \"updates\": [{\"q\": {}, \"u\": {\"$inc\": {\"a\": 10}}, \"multi\": true}]}", &rc);
+	TT_EQ_JSON(r, "{ \"n\" : 2, \"nModified\" : 2, \"ok\" : 1.0 }");
+	free_reply(r);
+	/* a $set to the same value matches but does not modify */
+	r = run("up", "{\"update\": \"c\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"$set\": {\"a\": 11}}}]}", &rc);
+	TT_EQ_JSON(r, "{ \"n\" : 1, \"nModified\" : 0, \"ok\" : 1.0 }");
+	free_reply(r);
+	r = run("up", "{\"update\": \"c\", \"updates\": [{\"q\": {\"_id\": 9, \"k\": \"v\"}, \"u\": {\"$inc\": {\"n\": 1}}, \"upsert\": true}]}", &rc);
+	TT_EQ_JSON(r, "{ \"n\" : 1, \"nModified\" : 0, \"upserted\" : [ { \"index\" : 0, \"_id\" : 9 } ], \"ok\" : 1.0 }");
+	free_reply(r);
+	r = run("up", "{\"find\": \"c\", \"filter\": {\"_id\": 9}}", &rc);
+	TT_EQ_STR(get_str(r, "cursor.firstBatch.0.k"), "v");
+	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0.n"), 1);
+	free_reply(r);
+	/* $inc on a string: a write error, the document unchanged */
+	r = run("up", "{\"update\": \"c\", \"updates\": [{\"q\": {\"_id\": 9}, \"u\": {\"$inc\": {\"k\": 1}}}]}", &rc);
+	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 14);
+	free_reply(r);
+	r = run("up", "{\"findAndModify\": \"c\", \"query\": {\"_id\": 2}, \"update\": {\"$set\": {\"b\": 1}}, \"new\": true}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(get_i64(r, "value.b"), 1);
+	TT_EQ_INT(get_i64(r, "lastErrorObject.n"), 1);
+	free_reply(r);
+	r = run("up", "{\"findAndModify\": \"c\", \"query\": {\"_id\": 2}, \"remove\": true}", &rc);
+	TT_EQ_INT(get_i64(r, "value._id"), 2);
+	free_reply(r);
+	r = run("up", "{\"count\": \"c\"}", &rc);
+	TT_EQ_INT(get_i64(r, "n"), 2);
+	free_reply(r);
+}
+
+/* The seed's validation walk-through, in miniature: moderate vs strict on a
+ * legacy document, then the constraint upgrade refused and accepted. */
+static void
+test_validation_levels(void)
+{
+	int rc;
+	bson_t *r;
+	const char *schema = "{\"bsonType\": \"object\", \"required\": [\"rating\"], \"properties\": {\"rating\": {\"bsonType\": \"int\", \"minimum\": 1, \"maximum\": 5}}}";
+	char *cmd;
+
+	r = run("val", "{\"insert\": \"reviews\", \"documents\": [{\"_id\": 1, \"rating\": \"5\"}, {\"_id\": 2, \"rating\": 4}]}", &rc);
+	free_reply(r);
+	cmd = bson_strdup_printf("{\"collMod\": \"reviews\", \"validator\": {\"$jsonSchema\": %s}, \"validationLevel\": \"moderate\"}", schema);
+	r = run("val", cmd, &rc);
+	TT_EQ_INT(rc, 0);
+	free_reply(r);
+	bson_free(cmd);
+	r = run("val", "{\"update\": \"reviews\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"$set\": {\"body\": \"m\"}}}]}", &rc);
+	TT_EQ_INT(get_i64(r, "nModified"), 1);
+	free_reply(r);
+	r = run("val", "{\"collMod\": \"reviews\", \"validationLevel\": \"strict\"}", &rc);
+	free_reply(r);
+	r = run("val", "{\"update\": \"reviews\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"$set\": {\"body\": \"s\"}}}]}", &rc);
+	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 121);
+	TT_EQ_STR(get_str(r, "writeErrors.0.errmsg"), "Plan executor error during update :: caused by :: Document failed validation");
+	free_reply(r);
+	r = run("val", "{\"insert\": \"reviews\", \"documents\": [{\"_id\": 3, \"rating\": 6}]}", &rc);
+	TT_EQ_STR(get_str(r, "writeErrors.0.errInfo.details.schemaRulesNotSatisfied.0.operatorName"), "properties");
+	free_reply(r);
+	r = run("val", "{\"collMod\": \"reviews\", \"validationLevel\": \"constraint\"}", &rc);
+	TT_EQ_INT(get_i64(r, "code"), 2);
+	TT_EQ_STR(get_str(r, "errmsg"), "Failed to set validation options :: caused by :: Cannot upgrade validationLevel to 'constraint' without first setting prepareConstraintValidationLevel to true");
+	free_reply(r);
+	r = run("val", "{\"collMod\": \"reviews\", \"prepareConstraintValidationLevel\": true}", &rc);
+	TT_EQ_INT(rc, 0);
+	free_reply(r);
+	r = run("val", "{\"collMod\": \"reviews\", \"validationLevel\": \"constraint\", \"validationAction\": \"error\"}", &rc);
+	TT_EQ_INT(get_i64(r, "code"), 12370902);
+	TT_ASSERT(strstr(get_str(r, "errmsg"), "First offending document _id: 1 Run db.reviews.find({\"$nor\": [{ $jsonSchema: { bsonType: \"object\"") != NULL);
+	free_reply(r);
+	r = run("val", "{\"update\": \"reviews\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"$set\": {\"rating\": 5}}}]}", &rc);
+	TT_EQ_INT(get_i64(r, "nModified"), 1);
+	free_reply(r);
+	r = run("val", "{\"collMod\": \"reviews\", \"validationLevel\": \"constraint\", \"validationAction\": \"error\"}", &rc);
+	TT_EQ_INT(rc, 0);
+	free_reply(r);
+	r = run("val", "{\"insert\": \"reviews\", \"bypassDocumentValidation\": true, \"documents\": [{\"rating\": 6}]}", &rc);
+	TT_EQ_INT(get_i64(r, "n"), 0);
+	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 2);
+	TT_EQ_STR(get_str(r, "writeErrors.0.errmsg"), "bypassDocumentValidation is not permitted with 'constraint' validationLevel");
+	free_reply(r);
+	r = run("val", "{\"collMod\": \"reviews\", \"validator\": {\"$jsonSchema\": {\"bsonType\": \"object\"}}}", &rc);
+	TT_EQ_STR(get_str(r, "errmsg"), "Failed to set validation options :: caused by :: Validator cannot be changed when Validation level is 'constraint'");
+	free_reply(r);
+	r = run("val", "{\"listCollections\": 1, \"filter\": {\"name\": \"reviews\"}}", &rc);
+	TT_EQ_STR(get_str(r, "cursor.firstBatch.0.options.validationLevel"), "constraint");
+	TT_EQ_STR(get_str(r, "cursor.firstBatch.0.options.validationAction"), "error");
+	free_reply(r);
+	r = run("val", "{\"collMod\": \"reviews\", \"validationLevel\": \"strict\"}", &rc);
+	TT_EQ_INT(rc, 0);
+	free_reply(r);
+}
+
+static void
 test_reopen_and_lock(void)
 {
 	tamga_error_t e;
@@ -307,6 +409,8 @@ main(void)
 	TT_RUN(test_insert_find);
 	TT_RUN(test_errors);
 	TT_RUN(test_catalog);
+	TT_RUN(test_update);
+	TT_RUN(test_validation_levels);
 	TT_RUN(test_reopen_and_lock);
 	tamga_close(db);
 	tt_rmdir(dir);
