@@ -1,0 +1,806 @@
+/*
+ * pipeline.c -- pipeline-style updates: an array of $set/$addFields,
+ * $unset, $project, $replaceRoot/$replaceWith stages run over one document
+ * with the expression language (expr/expr.h).
+ *
+ * Each stage has aggregation's semantics: $set adds or replaces fields
+ * (dotted paths and nested objects descend into embedded documents and
+ * arrays of them, new fields appended in spec order), $project keeps or
+ * drops fields (_id kept unless excluded), $unset drops them,
+ * $replaceRoot/$replaceWith substitutes a computed document.  Other
+ * aggregation stages are refused as mongod refuses them in an update.
+ *
+ * Not here: what happens to _id after the pipeline (update.c keeps the old
+ * one and refuses changes), operator updates.
+ */
+#include "update/update_private.h"
+
+#include <string.h>
+
+#include "bson/value.h"
+#include "expr/expr.h"
+
+/* A projection / $set tree: children in spec order. */
+typedef struct pnode pnode_t;
+struct pnode {
+	char **names;
+	pnode_t **kids;
+	size_t n, cap;
+	expr_t *e;          /* computed value (leaf) */
+	bool include;       /* inclusion leaf (projection) */
+	bool leaf;
+};
+
+typedef enum { PS_SET, PS_PROJECT_INCL, PS_PROJECT_EXCL, PS_REPLACE } pstage_kind_t;
+
+typedef struct pstage {
+	pstage_kind_t kind;
+	pnode_t *tree;
+	expr_t *root;       /* PS_REPLACE */
+	bool is_replace_with;
+	bool id_excluded;   /* PS_PROJECT_INCL: _id: 0 */
+} pstage_t;
+
+struct upipe {
+	pstage_t *st;
+	size_t n;
+	expr_scope_t *scope;
+	int *var_ids;
+	bson_t *let;
+};
+
+static void
+pnode_free(pnode_t *p)
+{
+	if (p == NULL)
+		return;
+	for (size_t i = 0; i < p->n; i++) {
+		bson_free(p->names[i]);
+		pnode_free(p->kids[i]);
+	}
+	bson_free(p->names);
+	bson_free(p->kids);
+	expr_destroy(p->e);
+	bson_free(p);
+}
+
+static pnode_t *
+pnode_child(pnode_t *p, const char *name, size_t len, bool create)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (strlen(p->names[i]) == len && strncmp(p->names[i], name, len) == 0)
+			return p->kids[i];
+	if (!create)
+		return NULL;
+	if (p->n == p->cap) {
+		p->cap = p->cap ? p->cap * 2 : 4;
+		p->names = bson_realloc(p->names, p->cap * sizeof(char *));
+		p->kids = bson_realloc(p->kids, p->cap * sizeof(pnode_t *));
+	}
+	p->names[p->n] = bson_strndup(name, len);
+	p->kids[p->n] = bson_malloc0(sizeof(pnode_t));
+	return p->kids[p->n++];
+}
+
+static pnode_t *
+pnode_find(const pnode_t *p, const char *name)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (strcmp(p->names[i], name) == 0)
+			return p->kids[i];
+	return NULL;
+}
+
+void
+update_pipe_free(upipe_t *p)
+{
+	if (p == NULL)
+		return;
+	for (size_t i = 0; i < p->n; i++) {
+		pnode_free(p->st[i].tree);
+		expr_destroy(p->st[i].root);
+	}
+	bson_free(p->st);
+	bson_free(p->var_ids);
+	expr_scope_destroy(p->scope);
+	if (p->let)
+		bson_destroy(p->let);
+	bson_free(p);
+}
+
+static const char *const not_in_update[] = {
+	"$match", "$group", "$sort", "$limit", "$skip", "$lookup", "$unwind", "$count", "$facet",
+	"$bucket", "$bucketAuto", "$sortByCount", "$sample", "$out", "$merge", "$graphLookup",
+	"$geoNear", "$redact", "$densify", "$fill", "$setWindowFields", "$unionWith", "$documents",
+	"$collStats", "$indexStats", "$currentOp", "$listSessions", "$listLocalSessions",
+	"$planCacheStats", "$changeStream", "$search", "$searchMeta", "$vectorSearch",
+	"$listSearchIndexes", "$changeStreamSplitLargeEvent", "$querySettings", NULL,
+};
+
+/* Walk a dotted field name into tree, creating nodes; the final node is
+ * returned (error when it conflicts with an earlier path). */
+static int
+tree_path(pnode_t *tree, const char *stage, const char *path, pnode_t **out, terr_t *err)
+{
+	const char *s = path;
+	pnode_t *cur = tree;
+
+	if (path[0] == '$')
+		return terr_set(err, 16410,
+		                "Invalid %s :: caused by :: FieldPath field names may not start with '$'. "
+		                "Consider using $getField or $setField.", stage);
+	if (path[0] == '\0' || path[strlen(path) - 1] == '.' || strstr(path, "..") != NULL)
+		return terr_set(err, 15998,
+		                "Invalid %s :: caused by :: FieldPath field names may not be empty strings.",
+		                stage);
+	for (;;) {
+		const char *dot = strchr(s, '.');
+		size_t len = dot ? (size_t)(dot - s) : strlen(s);
+		pnode_t *kid;
+
+		if (cur->leaf)
+			goto conflict;
+		kid = pnode_child(cur, s, len, true);
+		cur = kid;
+		if (!dot)
+			break;
+		s = dot + 1;
+	}
+	if (cur->leaf || cur->n > 0)
+		goto conflict;
+	*out = cur;
+	return 0;
+conflict:
+	return terr_set(err, 31250, "Invalid %s :: caused by :: Path collision at %s", stage, path);
+}
+
+static bool
+is_expression_object(const bson_value_t *v)
+{
+	bson_t d;
+	bson_iter_t it;
+
+	if (v->value_type != BSON_TYPE_DOCUMENT)
+		return false;
+	bson_init_static(&d, v->value.v_doc.data, v->value.v_doc.data_len);
+	if (!bson_iter_init(&it, &d) || !bson_iter_next(&it))
+		return true; /* {} is a literal */
+	return bson_iter_key(&it)[0] == '$';
+}
+
+/* $set / $addFields spec (recursive for nested objects). */
+static int
+parse_set(pnode_t *tree, const char *stage, const bson_t *spec, upipe_t *p, terr_t *err)
+{
+	bson_iter_t it;
+
+	bson_iter_init(&it, spec);
+	while (bson_iter_next(&it)) {
+		const bson_value_t *v = bson_iter_value(&it);
+		pnode_t *node;
+
+		RET(tree_path(tree, stage, bson_iter_key(&it), &node, err));
+		if (v->value_type == BSON_TYPE_DOCUMENT && !is_expression_object(v)) {
+			bson_t sub;
+
+			bson_init_static(&sub, v->value.v_doc.data, v->value.v_doc.data_len);
+			RET(parse_set(node, stage, &sub, p, err));
+			continue;
+		}
+		node->leaf = true;
+		RET(expr_parse(v, p->scope, &node->e, err));
+	}
+	return 0;
+}
+
+static bool
+is_bool_like(const bson_value_t *v, bool *truthy)
+{
+	if (v->value_type == BSON_TYPE_BOOL) {
+		*truthy = v->value.v_bool;
+		return true;
+	}
+	if (bv_is_number(v)) {
+		*truthy = bv_as_double(v) != 0 || bv_is_nan(v);
+		return true;
+	}
+	return false;
+}
+
+/* $project spec: decide inclusion/exclusion, build the tree. */
+static int
+parse_project(pstage_t *ps, const char *stage, const bson_t *spec, pnode_t *tree, int *mode,
+              bool top, upipe_t *p, terr_t *err)
+{
+	bson_iter_t it;
+
+	bson_iter_init(&it, spec);
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		const bson_value_t *v = bson_iter_value(&it);
+		bool truthy;
+		pnode_t *node;
+
+		if (v->value_type == BSON_TYPE_DOCUMENT && !is_expression_object(v)) {
+			bson_t sub;
+
+			RET(tree_path(tree, stage, k, &node, err));
+			bson_init_static(&sub, v->value.v_doc.data, v->value.v_doc.data_len);
+			RET(parse_project(ps, stage, &sub, node, mode, false, p, err));
+			continue;
+		}
+		if (is_bool_like(v, &truthy)) {
+			if (top && strcmp(k, "_id") == 0) {
+				if (!truthy) {
+					ps->id_excluded = true;
+					RET(tree_path(tree, stage, k, &node, err));
+					node->leaf = true;
+					node->include = false;
+					continue;
+				}
+				RET(tree_path(tree, stage, k, &node, err));
+				node->leaf = true;
+				node->include = true;
+				continue;
+			}
+			if (truthy) {
+				if (*mode == 2)
+					return terr_set(err, 31253,
+					                "Invalid %s :: caused by :: Cannot do inclusion on field %s "
+					                "in exclusion projection", stage, k);
+				*mode = 1;
+			} else {
+				if (*mode == 1)
+					return terr_set(err, 31254,
+					                "Invalid %s :: caused by :: Cannot do exclusion on field %s "
+					                "in inclusion projection", stage, k);
+				*mode = 2;
+			}
+			RET(tree_path(tree, stage, k, &node, err));
+			node->leaf = true;
+			node->include = truthy;
+			continue;
+		}
+		/* computed field */
+		if (*mode == 2)
+			return terr_set(err, 31252,
+			                "Invalid %s :: caused by :: Cannot use expression other than $meta in "
+			                "exclusion projection", stage);
+		*mode = 1;
+		RET(tree_path(tree, stage, k, &node, err));
+		node->leaf = true;
+		RET(expr_parse(v, p->scope, &node->e, err));
+	}
+	return 0;
+}
+
+static int
+add_unset_path(pnode_t *tree, const char *path, terr_t *err)
+{
+	pnode_t *node;
+
+	RET(tree_path(tree, "$unset", path, &node, err));
+	node->leaf = true;
+	node->include = false;
+	return 0;
+}
+
+static int
+compile_stage(upipe_t *p, const char *name, const bson_value_t *v, pstage_t *ps, terr_t *err)
+{
+	bson_t spec;
+
+	if (strcmp(name, "$set") == 0 || strcmp(name, "$addFields") == 0) {
+		if (v->value_type != BSON_TYPE_DOCUMENT)
+			return terr_set(err, 40272, "%s specification stage must be an object, got %s", name,
+			                bv_type_name(v->value_type));
+		bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len);
+		ps->kind = PS_SET;
+		ps->tree = bson_malloc0(sizeof(pnode_t));
+		if (bson_empty(&spec))
+			return terr_set(err, 40177,
+			                "Invalid %s :: caused by :: specification must have at least one field",
+			                name);
+		return parse_set(ps->tree, name, &spec, p, err);
+	}
+	if (strcmp(name, "$project") == 0) {
+		int mode = 0;
+
+		if (v->value_type != BSON_TYPE_DOCUMENT)
+			return terr_set(err, 15969, "$project specification must be an object");
+		bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len);
+		ps->tree = bson_malloc0(sizeof(pnode_t));
+		if (bson_empty(&spec))
+			return terr_set(err, 51272,
+			                "Invalid $project :: caused by :: projection specification must have "
+			                "at least one field");
+		RET(parse_project(ps, name, &spec, ps->tree, &mode, true, p, err));
+		if (mode == 0) /* only _id */
+			mode = ps->id_excluded ? 2 : 1;
+		ps->kind = mode == 2 ? PS_PROJECT_EXCL : PS_PROJECT_INCL;
+		return 0;
+	}
+	if (strcmp(name, "$unset") == 0) {
+		bson_iter_t it;
+
+		ps->kind = PS_PROJECT_EXCL;
+		ps->tree = bson_malloc0(sizeof(pnode_t));
+		if (v->value_type == BSON_TYPE_UTF8)
+			return add_unset_path(ps->tree, v->value.v_utf8.str, err);
+		if (v->value_type != BSON_TYPE_ARRAY)
+			return terr_set(err, 31002, "$unset specification must be a string or an array");
+		bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len);
+		if (bson_empty(&spec))
+			return terr_set(err, 31119,
+			                "$unset specification must be a string or an array with at least one "
+			                "field");
+		bson_iter_init(&it, &spec);
+		while (bson_iter_next(&it)) {
+			if (!BSON_ITER_HOLDS_UTF8(&it))
+				return terr_set(err, 31120,
+				                "$unset specification must be a string or an array containing "
+				                "only string values");
+			RET(add_unset_path(ps->tree, bson_iter_utf8(&it, NULL), err));
+		}
+		return 0;
+	}
+	if (strcmp(name, "$replaceWith") == 0) {
+		ps->kind = PS_REPLACE;
+		ps->is_replace_with = true;
+		return expr_parse(v, p->scope, &ps->root, err);
+	}
+	if (strcmp(name, "$replaceRoot") == 0) {
+		bson_iter_t it;
+		bool found = false;
+
+		ps->kind = PS_REPLACE;
+		if (v->value_type != BSON_TYPE_DOCUMENT)
+			return terr_set(err, TERR_TYPE_MISMATCH,
+			                "$replaceRoot requires an object as its argument");
+		bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len);
+		bson_iter_init(&it, &spec);
+		while (bson_iter_next(&it)) {
+			if (strcmp(bson_iter_key(&it), "newRoot") != 0)
+				return terr_set(err, 40415, "BSON field '$replaceRoot.%s' is an unknown field.",
+				                bson_iter_key(&it));
+			found = true;
+			RET(expr_parse(bson_iter_value(&it), p->scope, &ps->root, err));
+		}
+		if (!found)
+			return terr_set(err, 40414,
+			                "BSON field '$replaceRoot.newRoot' is missing but a required field");
+		return 0;
+	}
+	for (size_t i = 0; not_in_update[i]; i++)
+		if (strcmp(not_in_update[i], name) == 0)
+			return terr_set(err, TERR_INVALID_OPTIONS, "%s is not allowed to be used within an update",
+			                name);
+	return terr_set(err, 40324, "Unrecognized pipeline stage name: '%s'", name);
+}
+
+int
+update_pipe_compile(const bson_value_t *arr, const bson_t *let, upipe_t **out, terr_t *err)
+{
+	upipe_t *p = bson_malloc0(sizeof *p);
+	bson_t a;
+	bson_iter_t it;
+	size_t n = 0, nv = 0;
+	int ret = -1;
+
+	p->scope = expr_scope_new();
+	p->let = bson_new();
+	if (let != NULL) {
+		bson_concat(p->let, let);
+		nv = bson_count_keys(let);
+		p->var_ids = bson_malloc0((nv ? nv : 1) * sizeof(int));
+		bson_iter_init(&it, let);
+		for (size_t i = 0; bson_iter_next(&it); i++)
+			ERR(expr_scope_define(p->scope, bson_iter_key(&it), &p->var_ids[i], err));
+	}
+	bson_init_static(&a, arr->value.v_doc.data, arr->value.v_doc.data_len);
+	n = bson_count_keys(&a);
+	p->st = bson_malloc0((n ? n : 1) * sizeof(pstage_t));
+	bson_iter_init(&it, &a);
+	while (bson_iter_next(&it)) {
+		bson_t sd;
+		bson_iter_t si;
+
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			terr_set(err, TERR_TYPE_MISMATCH, "Each element of the 'pipeline' array must be an "
+			         "object");
+			goto err;
+		}
+		bson_init_static(&sd, bson_iter_value(&it)->value.v_doc.data,
+		                 bson_iter_value(&it)->value.v_doc.data_len);
+		if (bson_count_keys(&sd) != 1) {
+			terr_set(err, 40323,
+			         "A pipeline stage specification object must contain exactly one field.");
+			goto err;
+		}
+		bson_iter_init(&si, &sd);
+		bson_iter_next(&si);
+		p->n++;
+		ERR(compile_stage(p, bson_iter_key(&si), bson_iter_value(&si), &p->st[p->n - 1], err));
+	}
+	*out = p;
+	return 0;
+err:
+	update_pipe_free(p);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* run                                                                 */
+
+static int set_value(const pnode_t *t, const bson_value_t *in, expr_env_t *env, bson_value_t *out,
+                     bool *own, terr_t *err);
+
+/* $set tree over a document (in may be NULL: start from nothing). */
+static int
+set_doc(const pnode_t *t, const bson_t *in, expr_env_t *env, bson_t *b, terr_t *err)
+{
+	bson_iter_t it;
+	bool *seen = bson_malloc0(t->n + 1);
+	int ret = -1;
+
+	if (in != NULL && bson_iter_init(&it, in)) {
+		while (bson_iter_next(&it)) {
+			const char *k = bson_iter_key(&it);
+			size_t idx = t->n;
+
+			for (size_t i = 0; i < t->n; i++)
+				if (strcmp(t->names[i], k) == 0) {
+					idx = i;
+					break;
+				}
+			if (idx == t->n || seen[idx]) {
+				bson_append_value(b, k, (int)bson_iter_key_len(&it), bson_iter_value(&it));
+				continue;
+			}
+			seen[idx] = true;
+			{
+				bson_value_t v;
+				bool own = false;
+
+				ERR(set_value(t->kids[idx], bson_iter_value(&it), env, &v, &own, err));
+				if (v.value_type != BSON_TYPE_EOD)
+					bson_append_value(b, k, (int)bson_iter_key_len(&it), &v);
+				if (own)
+					bson_value_destroy(&v);
+			}
+		}
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		bson_value_t v;
+		bool own = false;
+
+		if (seen[i])
+			continue;
+		ERR(set_value(t->kids[i], NULL, env, &v, &own, err));
+		if (v.value_type != BSON_TYPE_EOD)
+			bson_append_value(b, t->names[i], -1, &v);
+		if (own)
+			bson_value_destroy(&v);
+	}
+	ret = 0;
+err:
+	bson_free(seen);
+	return ret;
+}
+
+static void
+steal_into(bson_t *b, bool is_array, bson_value_t *out)
+{
+	uint8_t *buf = bson_malloc(b->len);
+
+	memcpy(buf, bson_get_data(b), b->len);
+	out->value_type = is_array ? BSON_TYPE_ARRAY : BSON_TYPE_DOCUMENT;
+	out->value.v_doc.data = buf;
+	out->value.v_doc.data_len = b->len;
+	bson_destroy(b);
+}
+
+/* The new value of one field under a $set tree node. */
+static int
+set_value(const pnode_t *t, const bson_value_t *in, expr_env_t *env, bson_value_t *out, bool *own,
+          terr_t *err)
+{
+	bson_t b, sub;
+	bson_iter_t it;
+
+	*own = false;
+	if (t->leaf) {
+		bson_value_t r;
+
+		RET(expr_eval(t->e, env, &r, err));
+		if (r.value_type == BSON_TYPE_EOD) {
+			out->value_type = BSON_TYPE_EOD;
+			return 0;
+		}
+		bson_value_copy(&r, out);
+		*own = true;
+		return 0;
+	}
+	bson_init(&b);
+	if (in != NULL && in->value_type == BSON_TYPE_DOCUMENT) {
+		bson_init_static(&sub, in->value.v_doc.data, in->value.v_doc.data_len);
+		if (set_doc(t, &sub, env, &b, err) != 0) {
+			bson_destroy(&b);
+			return -1;
+		}
+		steal_into(&b, false, out);
+	} else if (in != NULL && in->value_type == BSON_TYPE_ARRAY) {
+		uint32_t i = 0;
+
+		bson_init_static(&sub, in->value.v_doc.data, in->value.v_doc.data_len);
+		bson_iter_init(&it, &sub);
+		while (bson_iter_next(&it)) {
+			char key[16];
+			const char *kp;
+			bson_value_t v;
+			bool o = false;
+
+			bson_uint32_to_string(i++, &kp, key, sizeof key);
+			if (set_value(t, bson_iter_value(&it), env, &v, &o, err) != 0) {
+				bson_destroy(&b);
+				return -1;
+			}
+			bson_append_value(&b, kp, -1, &v);
+			if (o)
+				bson_value_destroy(&v);
+		}
+		steal_into(&b, true, out);
+	} else {
+		if (set_doc(t, NULL, env, &b, err) != 0) {
+			bson_destroy(&b);
+			return -1;
+		}
+		steal_into(&b, false, out);
+	}
+	*own = true;
+	return 0;
+}
+
+/* Exclusion: copy all but the excluded paths. */
+static void
+excl_doc(const pnode_t *t, const bson_t *in, bson_t *b);
+
+static void
+excl_value(const pnode_t *t, const bson_value_t *v, const char *k, int klen, bson_t *b)
+{
+	bson_t sub, nb;
+	bson_iter_t it;
+
+	if (v->value_type == BSON_TYPE_DOCUMENT) {
+		bson_init_static(&sub, v->value.v_doc.data, v->value.v_doc.data_len);
+		bson_append_document_begin(b, k, klen, &nb);
+		excl_doc(t, &sub, &nb);
+		bson_append_document_end(b, &nb);
+	} else if (v->value_type == BSON_TYPE_ARRAY) {
+		uint32_t i = 0;
+
+		bson_init_static(&sub, v->value.v_doc.data, v->value.v_doc.data_len);
+		bson_append_array_begin(b, k, klen, &nb);
+		bson_iter_init(&it, &sub);
+		while (bson_iter_next(&it)) {
+			char key[16];
+			const char *kp;
+
+			bson_uint32_to_string(i++, &kp, key, sizeof key);
+			excl_value(t, bson_iter_value(&it), kp, -1, &nb);
+		}
+		bson_append_array_end(b, &nb);
+	} else {
+		bson_append_value(b, k, klen, v);
+	}
+}
+
+static void
+excl_doc(const pnode_t *t, const bson_t *in, bson_t *b)
+{
+	bson_iter_t it;
+
+	if (!bson_iter_init(&it, in))
+		return;
+	while (bson_iter_next(&it)) {
+		const pnode_t *kid = pnode_find(t, bson_iter_key(&it));
+
+		if (kid == NULL)
+			bson_append_value(b, bson_iter_key(&it), (int)bson_iter_key_len(&it),
+			                  bson_iter_value(&it));
+		else if (!kid->leaf)
+			excl_value(kid, bson_iter_value(&it), bson_iter_key(&it),
+			           (int)bson_iter_key_len(&it), b);
+	}
+}
+
+/* Inclusion: keep included paths, then computed fields in spec order. */
+static int incl_doc(const pnode_t *t, const bson_t *in, bool top, bool id_excluded,
+                    expr_env_t *env, bson_t *b, terr_t *err);
+
+static int
+incl_value(const pnode_t *t, const bson_value_t *v, const char *k, int klen, expr_env_t *env,
+           bson_t *b, terr_t *err)
+{
+	bson_t sub, nb;
+	bson_iter_t it;
+
+	if (v->value_type == BSON_TYPE_DOCUMENT) {
+		bson_init_static(&sub, v->value.v_doc.data, v->value.v_doc.data_len);
+		bson_append_document_begin(b, k, klen, &nb);
+		if (incl_doc(t, &sub, false, false, env, &nb, err) != 0) {
+			bson_append_document_end(b, &nb);
+			return -1;
+		}
+		bson_append_document_end(b, &nb);
+	} else if (v->value_type == BSON_TYPE_ARRAY) {
+		uint32_t i = 0;
+
+		bson_init_static(&sub, v->value.v_doc.data, v->value.v_doc.data_len);
+		bson_append_array_begin(b, k, klen, &nb);
+		bson_iter_init(&it, &sub);
+		while (bson_iter_next(&it)) {
+			char key[16];
+			const char *kp;
+			const bson_value_t *ev = bson_iter_value(&it);
+
+			if (ev->value_type != BSON_TYPE_DOCUMENT && ev->value_type != BSON_TYPE_ARRAY)
+				continue;
+			bson_uint32_to_string(i++, &kp, key, sizeof key);
+			if (incl_value(t, ev, kp, -1, env, &nb, err) != 0) {
+				bson_append_array_end(b, &nb);
+				return -1;
+			}
+		}
+		bson_append_array_end(b, &nb);
+	}
+	return 0;
+}
+
+static bool
+has_computed(const pnode_t *t)
+{
+	if (t->leaf)
+		return t->e != NULL;
+	for (size_t i = 0; i < t->n; i++)
+		if (has_computed(t->kids[i]))
+			return true;
+	return false;
+}
+
+static int
+incl_doc(const pnode_t *t, const bson_t *in, bool top, bool id_excluded, expr_env_t *env,
+         bson_t *b, terr_t *err)
+{
+	bson_iter_t it;
+
+	if (in != NULL && bson_iter_init(&it, in)) {
+		while (bson_iter_next(&it)) {
+			const char *k = bson_iter_key(&it);
+			const pnode_t *kid = pnode_find(t, k);
+
+			if (top && strcmp(k, "_id") == 0 && kid == NULL) {
+				if (!id_excluded)
+					bson_append_value(b, k, 3, bson_iter_value(&it));
+				continue;
+			}
+			if (kid == NULL || (kid->leaf && (kid->e != NULL || !kid->include)))
+				continue;
+			if (kid->leaf) {
+				bson_append_value(b, k, (int)bson_iter_key_len(&it), bson_iter_value(&it));
+				continue;
+			}
+			RET(incl_value(kid, bson_iter_value(&it), k, (int)bson_iter_key_len(&it), env, b,
+			               err));
+		}
+	}
+	/* computed fields (and sub-trees holding them) appended in spec order */
+	for (size_t i = 0; i < t->n; i++) {
+		const pnode_t *kid = t->kids[i];
+
+		if (kid->leaf && kid->e != NULL) {
+			bson_value_t r;
+
+			RET(expr_eval(kid->e, env, &r, err));
+			if (r.value_type != BSON_TYPE_EOD)
+				bson_append_value(b, t->names[i], -1, &r);
+		} else if (!kid->leaf && has_computed(kid)) {
+			bson_iter_t f;
+
+			if (in != NULL && bson_iter_init_find(&f, in, t->names[i]))
+				continue; /* handled in the pass above */
+			{
+				bson_t nb;
+
+				bson_append_document_begin(b, t->names[i], -1, &nb);
+				if (incl_doc(kid, NULL, false, false, env, &nb, err) != 0) {
+					bson_append_document_end(b, &nb);
+					return -1;
+				}
+				bson_append_document_end(b, &nb);
+			}
+		}
+	}
+	return 0;
+}
+
+int
+update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *ctx, bson_t *out,
+                terr_t *err)
+{
+	expr_env_t *env = expr_env_new();
+	bson_t *cur = bson_copy(doc), *next = NULL;
+	bson_iter_t it;
+	int ret = -1;
+
+	if (ctx->now_ms != 0)
+		expr_env_set_now(env, ctx->now_ms);
+	if (ctx->ts_t != 0 || ctx->ts_i != 0)
+		expr_env_set_cluster_time(env, ctx->ts_t, ctx->ts_i);
+	if (p->var_ids != NULL) {
+		bson_iter_init(&it, p->let);
+		for (size_t i = 0; bson_iter_next(&it); i++)
+			ERR(expr_env_set_var(env, p->var_ids[i], bson_iter_value(&it), err));
+	}
+	for (size_t i = 0; i < p->n; i++) {
+		const pstage_t *ps = &p->st[i];
+
+		expr_env_set_root(env, cur);
+		next = bson_new();
+		switch (ps->kind) {
+		case PS_SET:
+			if (set_doc(ps->tree, cur, env, next, err) != 0)
+				goto err;
+			break;
+		case PS_PROJECT_EXCL:
+			excl_doc(ps->tree, cur, next);
+			break;
+		case PS_PROJECT_INCL:
+			if (incl_doc(ps->tree, cur, true, ps->id_excluded, env, next, err) != 0)
+				goto err;
+			break;
+		case PS_REPLACE: {
+			bson_value_t r;
+			bson_t rd;
+
+			if (expr_eval(ps->root, env, &r, err) != 0)
+				goto err;
+			if (r.value_type != BSON_TYPE_DOCUMENT) {
+				char *v = r.value_type == BSON_TYPE_EOD ? bson_strdup("MISSING")
+				                                        : bv_to_mongo_string(&r);
+				char *d = bv_doc_to_mongo_string(cur);
+
+				terr_set(err, 40228,
+				         "'%s' must evaluate to an object, but resulting value was: %s. Type of "
+				         "resulting value: '%s'. Input document: %s",
+				         ps->is_replace_with ? "replacement document" : "newRoot", v,
+				         bv_type_name(r.value_type), d);
+				bson_free(v);
+				bson_free(d);
+				goto err;
+			}
+			bson_init_static(&rd, r.value.v_doc.data, r.value.v_doc.data_len);
+			bson_concat(next, &rd);
+			break;
+		}
+		}
+		expr_env_reset(env);
+		expr_env_set_root(env, NULL);
+		bson_destroy(cur);
+		cur = next;
+		next = NULL;
+		if (cur->len > UPDATE_MAX_BSON_SIZE) {
+			terr_set(err, 17419, "Resulting document after update is larger than %d",
+			         UPDATE_MAX_BSON_SIZE);
+			goto err;
+		}
+	}
+	bson_copy_to(cur, out);
+	ret = 0;
+err:
+	if (next != NULL)
+		bson_destroy(next);
+	bson_destroy(cur);
+	expr_env_destroy(env);
+	return ret;
+}
