@@ -933,9 +933,37 @@ storage_free_names(char **names, int n)
 
 /* ---- load at open ------------------------------------------------------- */
 
-/* Counters of one record table: largest RecordId, count, bytes. */
+void
+storage_catalog_save_sizes(storage_t *st)
+{
+	bson_t row = BSON_INITIALIZER, sizes, one;
+	terr_t err = TERR_INIT;
+
+	BSON_APPEND_DOCUMENT_BEGIN(&row, "sizes", &sizes);
+	for (int i = 0; i < st->ncolls; i++) {
+		coll_rt_t *rt = storage_coll_rt(st->colls[i]);
+		bson_append_document_begin(&sizes, st->colls[i]->ident, -1, &one);
+		BSON_APPEND_INT64(&one, "count", atomic_load(&rt->count));
+		BSON_APPEND_INT64(&one, "dataSize", atomic_load(&rt->data_size));
+		bson_append_document_end(&sizes, &one);
+	}
+	bson_append_document_end(&row, &sizes);
+	pthread_mutex_lock(&st->ddl_lock);
+	if (ddl_begin(st, &err) == 0) {
+		if (ddl_put(st, STORAGE_SIZES_KEY, &row, &err) == 0)
+			ddl_commit(st, &err);
+		else
+			ddl_rollback(st);
+	}
+	pthread_mutex_unlock(&st->ddl_lock);
+	terr_clear(&err);
+	bson_destroy(&row);
+}
+
+/* Counters of one record table: largest RecordId, and unless saved (a
+ * document {count, dataSize} from the last clean close) count and bytes. */
 static int
-rt_init(storage_t *st, storage_coll_t *c, terr_t *err)
+rt_init(storage_t *st, storage_coll_t *c, const bson_t *saved, terr_t *err)
 {
 	coll_rt_t *rt = storage_coll_rt(c);
 	WT_SESSION *ws = st->ddl_ws;
@@ -951,6 +979,19 @@ rt_init(storage_t *st, storage_coll_t *c, terr_t *err)
 		atomic_store(&rt->next_recid, key);
 	}
 	cur->reset(cur);
+	if (saved != NULL) {
+		bson_iter_t it;
+		bson_iter_t cnt, sz;
+		if (bson_iter_init_find(&it, saved, c->ident) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+		    bson_iter_recurse(&it, &cnt) && bson_iter_find(&cnt, "count") &&
+		    bson_iter_recurse(&it, &sz) && bson_iter_find(&sz, "dataSize")) {
+			cur->close(cur);
+			atomic_store(&rt->count, bson_iter_as_int64(&cnt));
+			atomic_store(&rt->data_size, bson_iter_as_int64(&sz));
+			return 0;
+		}
+	}
+	ret = 0;
 	while (ret == 0 && (ret = cur->next(cur)) == 0) {
 		if ((ret = cur->get_value(cur, &v)) != 0)
 			break;
@@ -995,6 +1036,8 @@ storage_catalog_load(storage_t *st, terr_t *err)
 	char **orphans = NULL;
 	int norphans = 0, ret = 0, wret;
 	int64_t next = 1;
+	bson_t *saved = NULL;
+	bool have_sizes_row = false;
 
 	if ((wret = ws->open_cursor(ws, STORAGE_CATALOG_URI, NULL, NULL, &cur)) != 0)
 		return storage_wt_err(wret, "open catalog", err);
@@ -1009,6 +1052,18 @@ storage_catalog_load(storage_t *st, terr_t *err)
 		if (!bson_init_static(&entry, v.data, v.size)) {
 			ret = terr_set(err, TERR_INTERNAL_ERROR, "corrupt catalog entry %s", key);
 			goto err;
+		}
+		if (strcmp(key, STORAGE_SIZES_KEY) == 0) {
+			bson_iter_t it;
+			uint32_t len;
+			const uint8_t *data;
+			if (saved == NULL && bson_iter_init_find(&it, &entry, "sizes") &&
+			    BSON_ITER_HOLDS_DOCUMENT(&it)) {
+				bson_iter_document(&it, &len, &data);
+				saved = bson_new_from_data(data, len);
+			}
+			have_sizes_row = true;
+			continue;
 		}
 		if (strcmp(key, STORAGE_META_KEY) == 0) {
 			bson_iter_t it;
@@ -1058,8 +1113,19 @@ storage_catalog_load(storage_t *st, terr_t *err)
 		storage_ident_drop(st, ws, orphans[i]);
 	}
 	for (int i = 0; i < st->ncolls; i++)
-		ERR(rt_init(st, st->colls[i], err));
+		ERR(rt_init(st, st->colls[i], saved, err));
+	/* The saved sizes are good for this open only. */
+	if (have_sizes_row) {
+		ERR(ddl_begin(st, err));
+		if ((ret = ddl_remove(st, STORAGE_SIZES_KEY, err)) != 0) {
+			ddl_rollback(st);
+			goto err;
+		}
+		ERR(ddl_commit(st, err));
+	}
 err:
+	if (saved != NULL)
+		bson_destroy(saved);
 	if (cur != NULL)
 		cur->close(cur);
 	for (int i = 0; i < norphans; i++)

@@ -267,8 +267,10 @@ storage_close(storage_t *st)
 	}
 	st->pool = NULL;
 	retry_pending_drops(st, st->ddl_ws);
-	if (!st->in_memory)
+	if (!st->in_memory) {
+		storage_catalog_save_sizes(st);
 		st->ddl_ws->checkpoint(st->ddl_ws, NULL);
+	}
 	st->conn->close(st->conn, NULL);
 	/* Idents still pending are orphans now; the next open drops them. */
 	while (st->pending != NULL) {

@@ -18,6 +18,7 @@
 
 #define STORAGE_CATALOG_URI "table:_catalog"
 #define STORAGE_META_KEY "$meta"          /* catalog row with the ident counter */
+#define STORAGE_SIZES_KEY "$sizes"        /* counts/sizes written by a clean close */
 #define STORAGE_MAX_BSON (16 * 1024 * 1024)
 #define STORAGE_MAX_NS_LEN 255
 #define STORAGE_MAX_DB_LEN 63
@@ -129,6 +130,10 @@ uint8_t *storage_session_buf(storage_session_t *s, size_t n);
 /* Load the catalog table into memory, drop unreferenced idents, initialise
  * counters.  Called once by storage_open. */
 int storage_catalog_load(storage_t *st, terr_t *err);
+/* At a clean close (no session left): write every table's count and data
+ * size, so the next open need not count; open removes the row at once, so
+ * after a crash the tables are counted again. */
+void storage_catalog_save_sizes(storage_t *st);
 /* Release every descriptor of the in-memory catalog (at close). */
 void storage_catalog_free(storage_t *st);
 void coll_rt_release(coll_rt_t *rt);
