@@ -1238,3 +1238,23 @@ match_predicates(const match_t *m, match_pred_fn fn, void *ctx)
 {
 	return pred_walk(m->root, fn, ctx);
 }
+
+static bool
+refs_walk(const mnode_t *n, const char *field, size_t flen)
+{
+	if (n->kind == MK_AND || n->kind == MK_OR || n->kind == MK_NOR || n->kind == MK_NOT) {
+		for (uint32_t i = 0; i < n->nkids; i++)
+			if (refs_walk(n->kids[i], field, flen))
+				return true;
+		return false;
+	}
+	if (!n->has_path)
+		return false;
+	return n->path.comp[0].len == flen && memcmp(n->path.comp[0].s, field, flen) == 0;
+}
+
+bool
+match_references_field(const match_t *m, const char *field)
+{
+	return refs_walk(m->root, field, strlen(field));
+}

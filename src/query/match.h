@@ -122,4 +122,9 @@ typedef bool (*match_pred_fn)(const char *path, match_pred_t op, const bson_valu
                               void *ctx);
 bool match_predicates(const match_t *m, match_pred_fn fn, void *ctx);
 
+/* True when some leaf of the filter (under any logical operator, not inside
+ * $elemMatch's sub-filter) has a path whose first component is `field`: the
+ * check find's positional projection ("a.$") makes (error 31277). */
+bool match_references_field(const match_t *m, const char *field);
+
 #endif

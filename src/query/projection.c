@@ -1,0 +1,758 @@
+/*
+ * projection.c -- find projections: parse into a tree of path nodes
+ * (mirroring mongod's projection AST), then copy each document through it.
+ *
+ * Inclusion copies only named fields (in document order; computed fields are
+ * appended in spec order); inside arrays, documents are projected and other
+ * values dropped.  Exclusion copies everything except named fields; inside
+ * arrays, non-documents are kept.  $slice, $elemMatch and "a.$" replace an
+ * array by part of it.
+ *
+ * Not here: the $project stage's richer rules (agg/).
+ */
+#include "query/projection.h"
+
+#include <string.h>
+
+#include "bson/value.h"
+#include "expr/expr.h"
+
+/* expr/ is written alongside: until it links, computed fields fail with 238
+ * instead of breaking every program that links projections. */
+#pragma weak expr_scope_new
+#pragma weak expr_scope_define
+#pragma weak expr_scope_destroy
+#pragma weak expr_parse
+#pragma weak expr_destroy
+#pragma weak expr_env_new
+#pragma weak expr_env_destroy
+#pragma weak expr_env_set_root
+#pragma weak expr_env_set_var
+#pragma weak expr_eval
+
+typedef enum {
+	PK_INTERNAL, PK_INCLUDE, PK_EXCLUDE, PK_SLICE, PK_ELEM, PK_POSITIONAL, PK_EXPR
+} pkind_t;
+
+typedef struct pnode pnode_t;
+struct pnode {
+	char *name;
+	pkind_t kind;
+	pnode_t **kids;
+	uint32_t n;
+	bool has_skip;
+	int32_t skip, limit;     /* $slice */
+	match_t *elem;           /* $elemMatch, compiled as {name: {$elemMatch: ...}} */
+	expr_t *expr;            /* computed field */
+	bool computed_below;     /* internal: a computed field lives under here */
+};
+
+struct projection {
+	pnode_t root;
+	bool inclusion;
+	bool positional;
+	bool has_expr;
+	bson_t *let;
+	int *ids;
+	int nvars;
+};
+
+typedef struct pparse {
+	projection_t *p;
+	const match_t *query;
+	expr_scope_t *scope;
+	bool id_specified, has_positional, has_elem, has_slice;
+	int type;                /* 0 unknown, 1 inclusion, 2 exclusion */
+	terr_t *err;
+} pparse_t;
+
+static void
+pnode_free_kids(pnode_t *n)
+{
+	for (uint32_t i = 0; i < n->n; i++) {
+		pnode_t *k = n->kids[i];
+
+		pnode_free_kids(k);
+		bson_free(k->name);
+		match_free(k->elem);
+		if (k->expr != NULL)
+			expr_destroy(k->expr);
+		bson_free(k);
+	}
+	bson_free(n->kids);
+	n->kids = NULL;
+	n->n = 0;
+}
+
+static pnode_t *
+pnode_child(const pnode_t *n, const char *name, size_t len)
+{
+	for (uint32_t i = 0; i < n->n; i++)
+		if (strlen(n->kids[i]->name) == len && memcmp(n->kids[i]->name, name, len) == 0)
+			return n->kids[i];
+	return NULL;
+}
+
+static pnode_t *
+pnode_add(pnode_t *parent, const char *name, size_t len, pkind_t kind)
+{
+	pnode_t *k = bson_malloc0(sizeof *k);
+
+	k->name = bson_strndup(name, len);
+	k->kind = kind;
+	parent->kids = bson_realloc(parent->kids, sizeof(pnode_t *) * (parent->n + 1));
+	parent->kids[parent->n++] = k;
+	return k;
+}
+
+static int
+check_path(const char *k, terr_t *err)
+{
+	size_t len = strlen(k);
+	const char *c = k;
+
+	if (len == 0)
+		return terr_set(err, 40352, "FieldPath cannot be constructed with empty string");
+	if (k[len - 1] == '.')
+		return terr_set(err, 40353, "FieldPath must not end with a '.'.");
+	for (;;) {
+		const char *dot = strchr(c, '.');
+		size_t l = dot ? (size_t)(dot - c) : strlen(c);
+
+		if (l == 0)
+			return terr_set(err, 15998, "FieldPath field names may not be empty strings.");
+		if (c[0] == '$')
+			return terr_set(err, 16410,
+			                "FieldPath field names may not start with '$'. Consider using "
+			                "$getField or $setField.");
+		if (dot == NULL)
+			return 0;
+		c = dot + 1;
+	}
+}
+
+/* Add a leaf of kind at path, with mongod's collision errors; *out gets it. */
+static int
+add_at_path(pparse_t *pp, const char *path, pkind_t kind, pnode_t **out)
+{
+	pnode_t *cur = &pp->p->root;
+	const char *c = path;
+
+	for (;;) {
+		const char *dot = strchr(c, '.');
+		size_t l = dot ? (size_t)(dot - c) : strlen(c);
+		pnode_t *child = pnode_child(cur, c, l);
+
+		if (dot == NULL) {
+			if (child != NULL)
+				return terr_set(pp->err, 31250, "Path collision at %s", path);
+			*out = pnode_add(cur, c, l, kind);
+			return 0;
+		}
+		if (child == NULL)
+			child = pnode_add(cur, c, l, PK_INTERNAL);
+		else if (child->kind != PK_INTERNAL)
+			return terr_set(pp->err, 31249, "Path collision at %s remaining portion %s", path,
+			                dot + 1);
+		cur = child;
+		c = dot + 1;
+	}
+}
+
+static void
+mark_computed(pnode_t *root, const char *path)
+{
+	pnode_t *cur = root;
+	const char *c = path;
+
+	for (;;) {
+		const char *dot = strchr(c, '.');
+		size_t l = dot ? (size_t)(dot - c) : strlen(c);
+
+		cur->computed_below = true;
+		if (dot == NULL)
+			return;
+		cur = pnode_child(cur, c, l);
+		if (cur == NULL)
+			return;
+		c = dot + 1;
+	}
+}
+
+static int
+set_type(pparse_t *pp, int type, const char *path)
+{
+	if (pp->type != 0 && pp->type != type) {
+		if (type == 1)
+			return terr_set(pp->err, 31253,
+			                "Cannot do inclusion on field %s in exclusion projection", path);
+		return terr_set(pp->err, 31254,
+		                "Cannot do exclusion on field %s in inclusion projection", path);
+	}
+	pp->type = type;
+	return 0;
+}
+
+static int
+positional_start(const char *path, size_t *begin, size_t *end)
+{
+	const char *p = strstr(path, ".$.");
+	size_t len = strlen(path);
+
+	if (p != NULL) {
+		*begin = (size_t)(p - path);
+		*end = *begin + 3;
+		return 1;
+	}
+	if (len >= 2 && strcmp(path + len - 2, ".$") == 0) {
+		*begin = len - 2;
+		*end = len;
+		return 1;
+	}
+	if (strcmp(path, "$") == 0) {
+		*begin = 0;
+		*end = len;
+		return 1;
+	}
+	return 0;
+}
+
+static int parse_elems(pparse_t *pp, const bson_t *spec, const char *prefix);
+
+static int
+parse_expression(pparse_t *pp, const char *path, const bson_value_t *v)
+{
+	pnode_t *n;
+
+	if (pp->type == 2)
+		return terr_set(pp->err, 31252,
+		                "Cannot use expression other than $meta in exclusion projection");
+	pp->type = 1;
+	if (expr_parse == NULL || expr_eval == NULL)
+		return terr_set(pp->err, TERR_NOT_IMPLEMENTED,
+		                "computed fields in find projections are not supported yet");
+	RET(check_path(path, pp->err));
+	RET(add_at_path(pp, path, PK_EXPR, &n));
+	RET(expr_parse(v, pp->scope, &n->expr, pp->err));
+	mark_computed(&pp->p->root, path);
+	pp->p->has_expr = true;
+	return 0;
+}
+
+static int
+parse_object(pparse_t *pp, const char *path, const bson_value_t *v, bool positional)
+{
+	bson_iter_t it;
+	const char *first;
+	const bson_value_t *arg;
+	pnode_t *n;
+	bson_t sub;
+
+	bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+	if (!bson_iter_next(&it))
+		return terr_set(pp->err, 51270,
+		                "An empty sub-projection is not a valid value. Found empty object at "
+		                "path");
+	if (positional)
+		return terr_set(pp->err, 31271, "positional projection cannot be used with an expression");
+	first = bson_iter_key(&it);
+	arg = bson_iter_value(&it);
+	if (first[0] != '$') {
+		/* nested sub-projection: {a: {b: 1}} is {"a.b": 1} */
+		char *prefix = bson_strdup_printf("%s.", path);
+		int ret;
+
+		bson_init_static(&sub, v->value.v_doc.data, v->value.v_doc.data_len);
+		ret = parse_elems(pp, &sub, prefix);
+		bson_free(prefix);
+		return ret;
+	}
+	RET(check_path(path, pp->err));
+	if (strcmp(first, "$slice") == 0) {
+		RET(add_at_path(pp, path, PK_SLICE, &n));
+		if (bv_is_number(arg)) {
+			double d = bv_as_double(arg);
+
+			n->limit = d > INT32_MAX ? INT32_MAX : d < INT32_MIN ? INT32_MIN : (int32_t)d;
+		} else if (arg->value_type == BSON_TYPE_ARRAY) {
+			bson_iter_t ai;
+			bson_value_t sv, lv;
+			int cnt = 0;
+
+			bson_iter_init_from_data(&ai, arg->value.v_doc.data, arg->value.v_doc.data_len);
+			while (bson_iter_next(&ai)) {
+				if (cnt == 0)
+					sv = *bson_iter_value(&ai);
+				else if (cnt == 1)
+					lv = *bson_iter_value(&ai);
+				cnt++;
+			}
+			if (cnt != 2)
+				return terr_set(pp->err, 31272,
+				                "$slice array argument should be of form [skip, limit]");
+			if (!bv_is_number(&sv))
+				return terr_set(pp->err, 31257,
+				                "$slice expects the skip argument to be a number, got %s",
+				                bv_type_name(sv.value_type));
+			if (!bv_is_number(&lv))
+				return terr_set(pp->err, 31258,
+				                "$slice expects the limit argument to be a number, got %s",
+				                bv_type_name(lv.value_type));
+			{
+				double s = bv_as_double(&sv), l = bv_as_double(&lv);
+
+				n->skip = s > INT32_MAX ? INT32_MAX : s < INT32_MIN ? INT32_MIN : (int32_t)s;
+				n->limit = l > INT32_MAX ? INT32_MAX : l < INT32_MIN ? INT32_MIN : (int32_t)l;
+			}
+			if (n->limit <= 0)
+				return terr_set(pp->err, 31259, "$slice limit must be positive, got %d",
+				                n->limit);
+			n->has_skip = true;
+		} else {
+			return terr_set(pp->err, 31273,
+			                "$slice only supports numbers and [skip, limit] arrays");
+		}
+		pp->has_slice = true;
+		return 0;
+	}
+	if (strcmp(first, "$elemMatch") == 0) {
+		bson_t filter = BSON_INITIALIZER;
+		int ret;
+
+		if (arg->value_type != BSON_TYPE_DOCUMENT)
+			return terr_set(pp->err, 31274,
+			                "elemMatch: Invalid argument, object required, but got %s",
+			                bv_type_name(arg->value_type));
+		if (pp->has_positional)
+			return terr_set(pp->err, 31255,
+			                "Cannot specify positional operator and $elemMatch.");
+		if (strchr(path, '.') != NULL)
+			return terr_set(pp->err, 31275,
+			                "Cannot use $elemMatch projection on a nested field.");
+		RET(add_at_path(pp, path, PK_ELEM, &n));
+		bson_append_value(&filter, path, -1, v);
+		{
+			match_options_t mo = {MATCH_DISALLOW_EXPR | MATCH_DISALLOW_TEXT |
+			                      MATCH_DISALLOW_WHERE | MATCH_DISALLOW_GEO_NEAR |
+			                      MATCH_DISALLOW_JSON_SCHEMA, NULL};
+			ret = match_compile(&filter, &mo, &n->elem, pp->err);
+		}
+		bson_destroy(&filter);
+		pp->has_elem = true;
+		return ret;
+	}
+	if (strcmp(first, "$meta") == 0) {
+		if (arg->value_type == BSON_TYPE_UTF8 && strcmp(arg->value.v_utf8.str, "textScore") == 0)
+			return terr_set(pp->err, 40218,
+			                "query requires text score metadata, but it is not available");
+		return terr_set(pp->err, TERR_NOT_IMPLEMENTED, "$meta projections are not supported yet");
+	}
+	return parse_expression(pp, path, v);
+}
+
+static int
+parse_elem(pparse_t *pp, const char *path, const bson_value_t *v)
+{
+	size_t pb, pe;
+	bool positional = positional_start(path, &pb, &pe);
+	pnode_t *n;
+
+	if (strcmp(path, "_id") == 0 || strncmp(path, "_id.", 4) == 0)
+		pp->id_specified = true;
+	if (v->value_type == BSON_TYPE_DOCUMENT)
+		return parse_object(pp, path, v, positional);
+	if (v->value_type != BSON_TYPE_BOOL && !bv_is_number(v)) {
+		if (positional)
+			return terr_set(pp->err, 31271,
+			                "positional projection cannot be used with an expression");
+		return parse_expression(pp, path, v);
+	}
+	if (v->value_type == BSON_TYPE_BOOL ? v->value.v_bool
+	    : (v->value_type == BSON_TYPE_DECIMAL128 ? bv_as_double(v) != 0
+	                                             : bv_as_double(v) != 0 || bv_is_nan(v))) {
+		if (!positional) {
+			RET(check_path(path, pp->err));
+			RET(add_at_path(pp, path, PK_INCLUDE, &n));
+		} else {
+			char *base, *dot;
+			size_t tail;
+
+			if (pp->has_positional)
+				return terr_set(pp->err, 31276,
+				                "Cannot specify more than one positional projection per query.");
+			if (pp->has_elem)
+				return terr_set(pp->err, 31256,
+				                "Cannot specify positional operator and $elemMatch.");
+			base = bson_strdup(path);
+			dot = strchr(base, '.');
+			if (dot != NULL)
+				*dot = '\0';
+			if (pp->query == NULL || !match_references_field(pp->query, base)) {
+				bson_free(base);
+				return terr_set(pp->err, 31277,
+				                "Positional projection '%s' does not match the query "
+				                "document.", path);
+			}
+			bson_free(base);
+			tail = strlen(path);
+			if (tail >= 3 && strcmp(path + tail - 3, ".$.") == 0)
+				return terr_set(pp->err, 31270, "Path cannot end with '.$.'");
+			{
+				size_t b2, e2;
+
+				if (positional_start(path + pe, &b2, &e2))
+					return terr_set(pp->err, 31287,
+					                "Cannot use positional operator twice: %s", path);
+			}
+			base = bson_strndup(path, pb);
+			if (check_path(base, pp->err) != 0 || add_at_path(pp, base, PK_POSITIONAL, &n) != 0) {
+				bson_free(base);
+				return -1;
+			}
+			bson_free(base);
+			pp->has_positional = true;
+			pp->p->positional = true;
+		}
+		return set_type(pp, 1, path);
+	}
+	RET(check_path(path, pp->err));
+	RET(add_at_path(pp, path, PK_EXCLUDE, &n));
+	if (strcmp(path, "_id") != 0)
+		return set_type(pp, 2, path);
+	return 0;
+}
+
+static int
+parse_elems(pparse_t *pp, const bson_t *spec, const char *prefix)
+{
+	bson_iter_t it;
+
+	if (!bson_iter_init(&it, spec))
+		return terr_set(pp->err, TERR_INVALID_BSON, "invalid BSON in projection");
+	while (bson_iter_next(&it)) {
+		char *path = bson_strdup_printf("%s%s", prefix, bson_iter_key(&it));
+		int ret = parse_elem(pp, path, bson_iter_value(&it));
+
+		bson_free(path);
+		RET(ret);
+	}
+	return 0;
+}
+
+int
+projection_compile(const bson_t *spec, const match_t *query, const bson_t *let,
+                   projection_t **out, terr_t *err)
+{
+	projection_t *p = bson_malloc0(sizeof *p);
+	pparse_t pp;
+	bson_iter_t it;
+	pnode_t *n;
+	int ret = 0;
+
+	memset(&pp, 0, sizeof pp);
+	pp.p = p;
+	pp.query = query;
+	pp.err = err;
+	*out = NULL;
+	if (expr_scope_new != NULL) {
+		pp.scope = expr_scope_new();
+		if (let != NULL) {
+			p->let = bson_copy(let);
+			p->ids = bson_malloc0(sizeof(int) * (bson_count_keys(let) + 1));
+			bson_iter_init(&it, p->let);
+			while (bson_iter_next(&it)) {
+				ERR(expr_scope_define(pp.scope, bson_iter_key(&it), &p->ids[p->nvars], err));
+				p->nvars++;
+			}
+		}
+	}
+	ERR(parse_elems(&pp, spec, ""));
+	if (pp.type == 0)
+		pp.type = pp.has_slice ? 2 : pp.has_elem ? 1 : 2;
+	p->inclusion = pp.type == 1;
+	if (!pp.id_specified && p->inclusion)
+		ERR(add_at_path(&pp, "_id", PK_INCLUDE, &n));
+	*out = p;
+	p = NULL;
+err:
+	if (pp.scope != NULL)
+		expr_scope_destroy(pp.scope);
+	projection_free(p);
+	return ret;
+}
+
+void
+projection_free(projection_t *p)
+{
+	if (p == NULL)
+		return;
+	pnode_free_kids(&p->root);
+	if (p->let != NULL)
+		bson_destroy(p->let);
+	bson_free(p->ids);
+	bson_free(p);
+}
+
+bool
+projection_needs_match_pos(const projection_t *p)
+{
+	return p->positional;
+}
+
+bool
+projection_is_inclusion(const projection_t *p)
+{
+	return p->inclusion;
+}
+
+/* ---- apply -------------------------------------------------------------------- */
+
+typedef struct papply {
+	const projection_t *p;
+	const bson_t *doc;
+	int match_pos;
+	expr_env_t *env;
+	terr_t *err;
+} papply_t;
+
+static int apply_doc(papply_t *a, const pnode_t *node, const uint8_t *data, uint32_t len,
+                     bson_t *out);
+static int apply_array(papply_t *a, const pnode_t *node, const bson_value_t *arr, bson_t *out);
+
+static void
+append_slice(const pnode_t *n, const char *key, int klen, const bson_value_t *v, bson_t *out)
+{
+	bson_iter_t it;
+	int32_t len = 0, start, count, k = 0, i = 0;
+	bson_t arr;
+
+	if (v->value_type != BSON_TYPE_ARRAY) {
+		bv_append(out, key, klen, v);
+		return;
+	}
+	bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+	while (bson_iter_next(&it))
+		len++;
+	if (!n->has_skip) {
+		if (n->limit >= 0) {
+			start = 0;
+			count = n->limit;
+		} else {
+			start = len + n->limit < 0 ? 0 : len + n->limit;
+			count = len;
+		}
+	} else {
+		if (n->skip < 0)
+			start = len + n->skip < 0 ? 0 : len + n->skip;
+		else
+			start = n->skip > len ? len : n->skip;
+		count = n->limit;
+	}
+	bson_append_array_begin(out, key, klen, &arr);
+	bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+	while (bson_iter_next(&it)) {
+		if (i >= start && k < count) {
+			char kb[16];
+			const char *ks;
+			size_t kl = bson_uint32_to_string((uint32_t)k, &ks, kb, sizeof kb);
+
+			bv_append(&arr, ks, (int)kl, bson_iter_value(&it));
+			k++;
+		}
+		i++;
+	}
+	bson_append_array_end(out, &arr);
+}
+
+/* Append [element at pos] of v under key; false when there is none. */
+static bool
+append_element(const char *key, int klen, const bson_value_t *v, int pos, bson_t *out)
+{
+	bson_iter_t it;
+	int i = 0;
+
+	if (v->value_type != BSON_TYPE_ARRAY || pos < 0)
+		return false;
+	bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+	while (bson_iter_next(&it)) {
+		if (i++ == pos) {
+			bson_t arr;
+
+			bson_append_array_begin(out, key, klen, &arr);
+			bv_append(&arr, "0", 1, bson_iter_value(&it));
+			bson_append_array_end(out, &arr);
+			return true;
+		}
+	}
+	return false;
+}
+
+static int
+apply_field(papply_t *a, const pnode_t *k, const char *key, int klen, const bson_value_t *v,
+            bson_t *out)
+{
+	bool incl = a->p->inclusion;
+
+	switch (k->kind) {
+	case PK_INCLUDE:
+		bv_append(out, key, klen, v);
+		return 0;
+	case PK_EXCLUDE:
+	case PK_EXPR:
+		return 0;
+	case PK_SLICE:
+		append_slice(k, key, klen, v, out);
+		return 0;
+	case PK_ELEM: {
+		int pos = -1;
+
+		if (v->value_type == BSON_TYPE_ARRAY && match_eval_pos(k->elem, a->doc, &pos))
+			append_element(key, klen, v, pos, out);
+		return 0;
+	}
+	case PK_POSITIONAL:
+		if (a->match_pos < 0)
+			return terr_set(a->err, 51246,
+			                "positional operator '.$' couldn't find a matching element in the "
+			                "array");
+		if (v->value_type != BSON_TYPE_ARRAY)
+			bv_append(out, key, klen, v);
+		else
+			append_element(key, klen, v, a->match_pos, out);
+		return 0;
+	case PK_INTERNAL:
+		if (v->value_type == BSON_TYPE_DOCUMENT) {
+			bson_t sub;
+
+			bson_append_document_begin(out, key, klen, &sub);
+			RET(apply_doc(a, k, v->value.v_doc.data, v->value.v_doc.data_len, &sub));
+			bson_append_document_end(out, &sub);
+		} else if (v->value_type == BSON_TYPE_ARRAY) {
+			bson_t sub;
+
+			bson_append_array_begin(out, key, klen, &sub);
+			RET(apply_array(a, k, v, &sub));
+			bson_append_array_end(out, &sub);
+		} else if (!incl) {
+			bv_append(out, key, klen, v);
+		} else if (k->computed_below) {
+			bson_t sub;
+
+			bson_append_document_begin(out, key, klen, &sub);
+			RET(apply_doc(a, k, NULL, 0, &sub));
+			bson_append_document_end(out, &sub);
+		}
+		return 0;
+	}
+	return 0;
+}
+
+static int
+apply_array(papply_t *a, const pnode_t *node, const bson_value_t *arr, bson_t *out)
+{
+	bson_iter_t it;
+	uint32_t k = 0;
+
+	bson_iter_init_from_data(&it, arr->value.v_doc.data, arr->value.v_doc.data_len);
+	while (bson_iter_next(&it)) {
+		const bson_value_t *e = bson_iter_value(&it);
+		char kb[16];
+		const char *ks;
+		size_t kl = bson_uint32_to_string(k, &ks, kb, sizeof kb);
+		bson_t sub;
+
+		if (e->value_type == BSON_TYPE_DOCUMENT) {
+			bson_append_document_begin(out, ks, (int)kl, &sub);
+			RET(apply_doc(a, node, e->value.v_doc.data, e->value.v_doc.data_len, &sub));
+			bson_append_document_end(out, &sub);
+		} else if (e->value_type == BSON_TYPE_ARRAY) {
+			bson_append_array_begin(out, ks, (int)kl, &sub);
+			RET(apply_array(a, node, e, &sub));
+			bson_append_array_end(out, &sub);
+		} else if (!a->p->inclusion) {
+			bv_append(out, ks, (int)kl, e);
+		} else if (node->computed_below) {
+			bson_append_document_begin(out, ks, (int)kl, &sub);
+			RET(apply_doc(a, node, NULL, 0, &sub));
+			bson_append_document_end(out, &sub);
+		} else {
+			continue;
+		}
+		k++;
+	}
+	return 0;
+}
+
+static int
+apply_doc(papply_t *a, const pnode_t *node, const uint8_t *data, uint32_t len, bson_t *out)
+{
+	bson_iter_t it;
+
+	if (data != NULL && bson_iter_init_from_data(&it, data, len)) {
+		while (bson_iter_next(&it)) {
+			const char *key = bson_iter_key(&it);
+			int klen = (int)bson_iter_key_len(&it);
+			const pnode_t *k = pnode_child(node, key, (size_t)klen);
+
+			if (k == NULL) {
+				if (!a->p->inclusion)
+					bv_append(out, key, klen, bson_iter_value(&it));
+				continue;
+			}
+			RET(apply_field(a, k, key, klen, bson_iter_value(&it), out));
+		}
+	}
+	/* computed fields, in spec order; sub-documents only made for them */
+	for (uint32_t i = 0; i < node->n; i++) {
+		const pnode_t *k = node->kids[i];
+
+		if (k->kind == PK_EXPR) {
+			bson_value_t v;
+
+			if (expr_eval(k->expr, a->env, &v, a->err) != 0)
+				return -1;
+			if (v.value_type != BSON_TYPE_EOD)
+				bv_append(out, k->name, -1, &v);
+		} else if (k->kind == PK_INTERNAL && k->computed_below) {
+			bson_iter_t f;
+
+			if (data != NULL && bson_iter_init_from_data(&f, data, len) &&
+			    bson_iter_find_w_len(&f, k->name, (int)strlen(k->name)))
+				continue;
+			if (a->p->inclusion) {
+				bson_t sub;
+
+				bson_append_document_begin(out, k->name, -1, &sub);
+				RET(apply_doc(a, k, NULL, 0, &sub));
+				bson_append_document_end(out, &sub);
+			}
+		}
+	}
+	return 0;
+}
+
+int
+projection_apply(const projection_t *p, const bson_t *doc, int match_pos, bson_t *out,
+                 terr_t *err)
+{
+	papply_t a = {p, doc, match_pos, NULL, err};
+	int ret = 0;
+
+	if (p->has_expr) {
+		bson_iter_t it;
+		int i = 0;
+
+		a.env = expr_env_new();
+		expr_env_set_root(a.env, doc);
+		if (p->let != NULL) {
+			bson_iter_init(&it, p->let);
+			while (bson_iter_next(&it) && i < p->nvars)
+				ERR(expr_env_set_var(a.env, p->ids[i++], bson_iter_value(&it), err));
+		}
+	}
+	ret = apply_doc(&a, &p->root, bson_get_data(doc), doc->len, out);
+err:
+	if (a.env != NULL)
+		expr_env_destroy(a.env);
+	return ret;
+}

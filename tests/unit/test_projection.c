@@ -1,0 +1,140 @@
+/*
+ * test_projection.c -- find projections: inclusion/exclusion, _id rules,
+ * nested paths and arrays, $slice, $elemMatch, positional, and mongod's
+ * errors for invalid projections.
+ */
+#include "tt.h"
+#include "query/projection.h"
+
+static char outbuf[1024];
+
+/* Project doc; returns relaxed JSON of the result or "error <code>". */
+static const char *
+proj(const char *filter, const char *spec, const char *doc)
+{
+	bson_t *s = tt_json(spec), *d = tt_json(doc), *f = tt_json(filter ? filter : "{}");
+	projection_t *p = NULL;
+	match_t *m = NULL;
+	terr_t err = TERR_INIT;
+	bson_t out = BSON_INITIALIZER;
+	int pos = -1;
+
+	if (match_compile(f, NULL, &m, &err) != 0) {
+		snprintf(outbuf, sizeof outbuf, "bad filter");
+		goto done;
+	}
+	if (projection_compile(s, m, NULL, &p, &err) != 0) {
+		snprintf(outbuf, sizeof outbuf, "error %d: %s", err.code, err.msg);
+		goto done;
+	}
+	if (projection_needs_match_pos(p))
+		(void)match_eval_pos(m, d, &pos);
+	if (projection_apply(p, d, pos, &out, &err) != 0) {
+		snprintf(outbuf, sizeof outbuf, "error %d: %s", err.code, err.msg);
+		goto done;
+	}
+	{
+		char *j = bson_as_relaxed_extended_json(&out, NULL);
+		snprintf(outbuf, sizeof outbuf, "%s", j);
+		bson_free(j);
+	}
+done:
+	projection_free(p);
+	match_free(m);
+	terr_clear(&err);
+	bson_destroy(&out);
+	bson_destroy(s);
+	bson_destroy(d);
+	bson_destroy(f);
+	return outbuf;
+}
+
+#define P(spec, doc, want) TT_EQ_STR(proj(NULL, spec, doc), want)
+
+static void
+test_inclusion_exclusion(void)
+{
+	P("{\"a\": 1}", "{\"_id\": 1, \"a\": 2, \"b\": 3}", "{ \"_id\" : 1, \"a\" : 2 }");
+	P("{\"a\": 1, \"_id\": 0}", "{\"_id\": 1, \"a\": 2, \"b\": 3}", "{ \"a\" : 2 }");
+	P("{\"b\": true, \"a\": 1}", "{\"_id\": 1, \"a\": 2, \"b\": 3}", "{ \"_id\" : 1, \"a\" : 2, \"b\" : 3 }");
+	P("{\"a\": 0}", "{\"_id\": 1, \"a\": 2, \"b\": 3}", "{ \"_id\" : 1, \"b\" : 3 }");
+	P("{\"_id\": 0}", "{\"_id\": 1, \"a\": 2}", "{ \"a\" : 2 }");
+	P("{\"_id\": 1}", "{\"_id\": 1, \"a\": 2}", "{ \"_id\" : 1 }");
+	P("{}", "{\"_id\": 1, \"a\": 2}", "{ \"_id\" : 1, \"a\" : 2 }");
+	P("{\"a.b\": 1}", "{\"_id\": 1, \"a\": {\"b\": 1, \"c\": 2}, \"d\": 1}",
+	  "{ \"_id\" : 1, \"a\" : { \"b\" : 1 } }");
+	P("{\"a\": {\"b\": 1}}", "{\"_id\": 1, \"a\": {\"b\": 1, \"c\": 2}}",
+	  "{ \"_id\" : 1, \"a\" : { \"b\" : 1 } }");
+	P("{\"a.b\": 1, \"_id\": 0}", "{\"a\": [{\"b\": 1, \"c\": 2}, 5, [{\"b\": 3}], {\"c\": 1}]}",
+	  "{ \"a\" : [ { \"b\" : 1 }, [ { \"b\" : 3 } ], {  } ] }");
+	P("{\"a.b\": 0}", "{\"a\": [{\"b\": 1, \"c\": 2}, 5]}", "{ \"a\" : [ { \"c\" : 2 }, 5 ] }");
+	P("{\"a.b\": 1, \"_id\": 0}", "{\"a\": 5}", "{ }");
+	P("{\"a.b\": 0}", "{\"a\": 5}", "{ \"a\" : 5 }");
+	P("{\"x\": 1}", "{\"_id\": 1}", "{ \"_id\" : 1 }");
+}
+
+static void
+test_slice_elem_positional(void)
+{
+	P("{\"a\": {\"$slice\": 2}}", "{\"a\": [1, 2, 3], \"b\": 1}", "{ \"a\" : [ 1, 2 ], \"b\" : 1 }");
+	P("{\"a\": {\"$slice\": -2}}", "{\"a\": [1, 2, 3]}", "{ \"a\" : [ 2, 3 ] }");
+	P("{\"a\": {\"$slice\": [1, 1]}}", "{\"a\": [1, 2, 3]}", "{ \"a\" : [ 2 ] }");
+	P("{\"a\": {\"$slice\": [-1, 5]}}", "{\"a\": [1, 2, 3]}", "{ \"a\" : [ 3 ] }");
+	P("{\"a\": {\"$slice\": [5, 5]}}", "{\"a\": [1, 2, 3]}", "{ \"a\" : [  ] }");
+	P("{\"a\": {\"$slice\": 1}}", "{\"a\": 7}", "{ \"a\" : 7 }");
+	P("{\"a\": {\"$slice\": 1}, \"b\": 1, \"_id\": 0}", "{\"a\": [1, 2], \"b\": 1, \"c\": 1}",
+	  "{ \"a\" : [ 1 ], \"b\" : 1 }");
+	P("{\"a\": {\"$elemMatch\": {\"b\": {\"$gt\": 1}}}}",
+	  "{\"_id\": 1, \"a\": [{\"b\": 1}, {\"b\": 2}, {\"b\": 3}], \"c\": 1}",
+	  "{ \"_id\" : 1, \"a\" : [ { \"b\" : 2 } ] }");
+	P("{\"a\": {\"$elemMatch\": {\"$gt\": 5}}}", "{\"_id\": 1, \"a\": [1, 2]}", "{ \"_id\" : 1 }");
+	TT_EQ_STR(proj("{\"a\": {\"$gt\": 1}}", "{\"a.$\": 1}", "{\"_id\": 1, \"a\": [1, 5, 7]}"),
+	          "{ \"_id\" : 1, \"a\" : [ 5 ] }");
+	TT_EQ_STR(proj("{\"a.b\": 2}", "{\"a.$\": 1, \"_id\": 0}", "{\"a\": [{\"b\": 1}, {\"b\": 2}]}"),
+	          "{ \"a\" : [ { \"b\" : 2 } ] }");
+}
+
+static int
+perr(const char *filter, const char *spec)
+{
+	const char *r = proj(filter, spec, "{}");
+
+	if (strncmp(r, "error ", 6) != 0)
+		return 0;
+	return atoi(r + 6);
+}
+
+static void
+test_errors(void)
+{
+	TT_EQ_INT(perr(NULL, "{\"a\": 1, \"b\": 0}"), 31254);
+	TT_EQ_STR(outbuf, "error 31254: Cannot do exclusion on field b in inclusion projection");
+	TT_EQ_INT(perr(NULL, "{\"a\": 0, \"b\": 1}"), 31253);
+	TT_EQ_STR(outbuf, "error 31253: Cannot do inclusion on field b in exclusion projection");
+	TT_EQ_INT(perr(NULL, "{\"a\": 1, \"a.b\": 1}"), 31249);
+	TT_EQ_STR(outbuf, "error 31249: Path collision at a.b remaining portion b");
+	TT_EQ_INT(perr(NULL, "{\"a.b\": 1, \"a\": 1}"), 31250);
+	TT_EQ_STR(outbuf, "error 31250: Path collision at a");
+	TT_EQ_INT(perr(NULL, "{\"a\": {\"$slice\": \"x\"}}"), 31273);
+	TT_EQ_INT(perr(NULL, "{\"a\": {\"$slice\": [1]}}"), 31272);
+	TT_EQ_INT(perr(NULL, "{\"a\": {\"$slice\": [1, 0]}}"), 31259);
+	TT_EQ_INT(perr(NULL, "{\"a\": {\"$elemMatch\": 1}}"), 31274);
+	TT_EQ_INT(perr(NULL, "{\"a.b\": {\"$elemMatch\": {\"x\": 1}}}"), 31275);
+	TT_EQ_INT(perr(NULL, "{\"a.$\": 1}"), 31277);
+	TT_EQ_INT(perr("{\"a\": 1}", "{\"a.$\": 1, \"b.$\": 1}"), 31276);
+	TT_EQ_INT(perr("{\"a\": 1}", "{\"a.$\": 0}"), 16410);
+	TT_EQ_INT(perr(NULL, "{\"a\": {}}"), 51270);
+	TT_EQ_INT(perr(NULL, "{\"$a\": 1}"), 16410);
+	TT_EQ_INT(perr(NULL, "{\"a..b\": 1}"), 15998);
+	TT_EQ_INT(perr(NULL, "{\"a\": {\"$meta\": \"textScore\"}}"), 40218);
+	TT_EQ_INT(perr(NULL, "{\"a\": 0, \"b\": {\"$add\": [1, 2]}}"), 31252);
+}
+
+int
+main(void)
+{
+	TT_RUN(test_inclusion_exclusion);
+	TT_RUN(test_slice_elem_positional);
+	TT_RUN(test_errors);
+	return tt_finish();
+}
