@@ -130,38 +130,6 @@ dnum_from_coef(dnum_t *n, bool neg, u128 coef, int exponent)
 	n->nd = len;
 }
 
-static void
-dnum_from_int64(dnum_t *n, int64_t i)
-{
-	uint64_t mag = i < 0 ? (uint64_t)0 - (uint64_t)i : (uint64_t)i;
-
-	dnum_from_coef(n, i < 0, (u128)mag, 0);
-}
-
-static int
-dnum_cmp(const dnum_t *a, const dnum_t *b)
-{
-	int sa = a->nd == 0 ? 0 : (a->neg ? -1 : 1);
-	int sb = b->nd == 0 ? 0 : (b->neg ? -1 : 1);
-	int c, m;
-
-	if (sa != sb)
-		return sa < sb ? -1 : 1;
-	if (sa == 0)
-		return 0;
-	if (a->x != b->x)
-		c = a->x < b->x ? -1 : 1;
-	else {
-		m = a->nd < b->nd ? a->nd : b->nd;
-		c = memcmp(a->d, b->d, (size_t)m);
-		if (c == 0)
-			c = a->nd == b->nd ? 0 : (a->nd < b->nd ? -1 : 1);
-		else
-			c = c < 0 ? -1 : 1;
-	}
-	return sa < 0 ? -c : c;
-}
-
 void
 bv_decimal_normalize(const bson_decimal128_t *d, bv_decimal_parts_t *parts,
                      bool *negative, int *x, char *digits, int *ndigits)
@@ -509,27 +477,44 @@ cmp_i64_double(int64_t i, double d)
 	return cmp_double((double)t, d);
 }
 
-/* exact decimal vs double */
-static int
-cmp_dec_double(const bson_decimal128_t *dec, double d)
+/* 10^0 .. 10^38 as 128-bit integers */
+static u128
+pow10_u128(int k)
 {
-	bool exact;
-	double f = bv_decimal_floor_double(dec, &exact);
+	static u128 t[39];
+	static bool init;
+	int i;
 
-	if (isnan(f) || isnan(d))
-		return cmp_double(f, d);
-	if (f < d)
-		return -1; /* dec < next(f) <= d */
-	if (f > d)
-		return 1;
-	return exact ? 0 : 1;
+	if (!init) {
+		t[0] = 1;
+		for (i = 1; i < 39; i++)
+			t[i] = t[i - 1] * 10;
+		init = true; /* idempotent: racing threads write the same values */
+	}
+	return t[k];
 }
 
-static void
-dnum_from_dec(const bson_decimal128_t *d, const bv_decimal_parts_t *p, dnum_t *n)
+/* number of decimal digits of c (c != 0, c < 10^38) */
+static int
+u128_ndigits(u128 c)
 {
-	(void)d;
-	dnum_from_coef(n, p->negative, ((u128)p->coef_hi << 64) | p->coef_lo, p->exponent);
+	int n = 1;
+
+	while (n < 39 && c >= pow10_u128(n))
+		n++;
+	return n;
+}
+
+static int
+cmp_u128(u128 a, u128 b)
+{
+	return a < b ? -1 : (a > b ? 1 : 0);
+}
+
+static u128
+parts_coef(const bv_decimal_parts_t *p)
+{
+	return ((u128)p->coef_hi << 64) | p->coef_lo;
 }
 
 /* class for specials: 0 NaN, 1 -inf, 2 finite, 3 +inf */
@@ -548,12 +533,37 @@ dec_class(const bv_decimal_parts_t *p)
 	}
 }
 
+/* -1, 0, 1: sign of a finite decimal */
+static int
+parts_sign(const bv_decimal_parts_t *p)
+{
+	if (p->coef_hi == 0 && p->coef_lo == 0)
+		return 0;
+	return p->negative ? -1 : 1;
+}
+
+/* |c1 * 10^q1| vs |c2 * 10^q2|, both nonzero, c < 10^34 */
+static int
+cmp_dec_mag(u128 c1, int q1, u128 c2, int q2)
+{
+	int a1 = u128_ndigits(c1) + q1, a2 = u128_ndigits(c2) + q2;
+
+	if (a1 != a2)
+		return a1 < a2 ? -1 : 1;
+	/* same adjusted exponent: the one with the larger exponent has that
+	 * many fewer digits, so scaling it up stays below 10^34 */
+	if (q1 > q2)
+		return cmp_u128(c1 * pow10_u128(q1 - q2), c2);
+	if (q2 > q1)
+		return cmp_u128(c1, c2 * pow10_u128(q2 - q1));
+	return cmp_u128(c1, c2);
+}
+
 int
 bv_decimal_compare(const bson_decimal128_t *a, const bson_decimal128_t *b)
 {
 	bv_decimal_parts_t pa, pb;
-	dnum_t na, nb;
-	int ca, cb;
+	int ca, cb, sa, sb, m;
 
 	bv_decimal_decode(a, &pa);
 	bv_decimal_decode(b, &pb);
@@ -563,25 +573,101 @@ bv_decimal_compare(const bson_decimal128_t *a, const bson_decimal128_t *b)
 		return ca < cb ? -1 : 1;
 	if (ca != 2)
 		return 0;
-	dnum_from_dec(a, &pa, &na);
-	dnum_from_dec(b, &pb, &nb);
-	return dnum_cmp(&na, &nb);
+	sa = parts_sign(&pa);
+	sb = parts_sign(&pb);
+	if (sa != sb)
+		return sa < sb ? -1 : 1;
+	if (sa == 0)
+		return 0;
+	m = cmp_dec_mag(parts_coef(&pa), pa.exponent, parts_coef(&pb), pb.exponent);
+	return sa < 0 ? -m : m;
+}
+
+/* |c * 10^q| vs m (c != 0) */
+static int
+cmp_dec_mag_u64(u128 c, int q, uint64_t m)
+{
+	u128 ip, rem, p10;
+	int c2;
+
+	if (m == 0)
+		return 1;
+	if (q >= 0) {
+		if (q > 38 || c > ~(u128)0 / pow10_u128(q))
+			return 1; /* >= 10^38 > 2^64 */
+		return cmp_u128(c * pow10_u128(q), (u128)m);
+	}
+	if (-q > 38)
+		return -1; /* c < 10^34, so the value is < 1 <= m */
+	p10 = pow10_u128(-q);
+	ip = c / p10;
+	rem = c % p10;
+	c2 = cmp_u128(ip, (u128)m);
+	if (c2 != 0)
+		return c2;
+	return rem != 0 ? 1 : 0;
 }
 
 static int
 cmp_dec_i64(const bson_decimal128_t *a, int64_t i)
 {
 	bv_decimal_parts_t pa;
-	dnum_t na, ni;
+	int sa, si, m;
 
 	bv_decimal_decode(a, &pa);
 	if (pa.kind == BV_DEC_NAN || pa.kind == BV_DEC_NEG_INF)
 		return -1;
 	if (pa.kind == BV_DEC_POS_INF)
 		return 1;
-	dnum_from_dec(a, &pa, &na);
-	dnum_from_int64(&ni, i);
-	return dnum_cmp(&na, &ni);
+	sa = parts_sign(&pa);
+	si = i < 0 ? -1 : (i > 0);
+	if (sa != si)
+		return sa < si ? -1 : 1;
+	if (sa == 0)
+		return 0;
+	m = cmp_dec_mag_u64(parts_coef(&pa), pa.exponent,
+	                    i < 0 ? (uint64_t)0 - (uint64_t)i : (uint64_t)i);
+	return sa < 0 ? -m : m;
+}
+
+/* exact decimal vs double */
+static int
+cmp_dec_double(const bson_decimal128_t *dec, double d)
+{
+	bv_decimal_parts_t p;
+	bool exact;
+	double f;
+	int sa, sd, e2, adj;
+
+	bv_decimal_decode(dec, &p);
+	if (p.kind != BV_DEC_FINITE || isnan(d) || isinf(d)) {
+		int ca = dec_class(&p);
+		int cd = isnan(d) ? 0 : (isinf(d) ? (d < 0 ? 1 : 3) : 2);
+		if (ca != cd)
+			return ca < cd ? -1 : 1;
+		if (ca != 2)
+			return 0;
+	}
+	sa = parts_sign(&p);
+	sd = d < 0 ? -1 : (d > 0);
+	if (sa != sd)
+		return sa < sd ? -1 : 1;
+	if (sa == 0)
+		return 0;
+	/* magnitudes far apart: log2|dec| in [(adj-1)*L, adj*L), log2|d| in
+	 * [e2-1, e2), L = log2(10); the margin of 1 covers rounding here */
+	frexp(d, &e2);
+	adj = u128_ndigits(parts_coef(&p)) + p.exponent;
+	if ((double)adj * 3.321928094887362 + 1.0 < (double)(e2 - 1))
+		return -sa;
+	if ((double)(adj - 1) * 3.321928094887362 - 1.0 > (double)e2)
+		return sa;
+	f = bv_decimal_floor_double(dec, &exact);
+	if (f < d)
+		return -1; /* dec < next(f) <= d */
+	if (f > d)
+		return 1;
+	return exact ? 0 : 1;
 }
 
 /* Any number vs any number, exact. */
@@ -1265,8 +1351,31 @@ bv_type_from_name(const char *name, bson_type_t *out)
 int
 bv_compare(const bson_value_t *a, const bson_value_t *b)
 {
-	const type_info_t *ta = type_info(a->value_type), *tb = type_info(b->value_type);
-	int ra = ta ? ta->rank : 200, rb = tb ? tb->rank : 200;
+	const type_info_t *ta, *tb;
+	int ra, rb;
+
+	/* fast path for the common same-type cases (sorting, index bounds) */
+	if (a->value_type == b->value_type) {
+		switch (a->value_type) {
+		case BSON_TYPE_INT32:
+			return a->value.v_int32 < b->value.v_int32 ? -1 : (a->value.v_int32 > b->value.v_int32);
+		case BSON_TYPE_INT64:
+			return cmp3_i64(a->value.v_int64, b->value.v_int64);
+		case BSON_TYPE_DOUBLE:
+			return cmp_double(a->value.v_double, b->value.v_double);
+		case BSON_TYPE_UTF8:
+			return cmp_bytes(a->value.v_utf8.str, a->value.v_utf8.len,
+			                 b->value.v_utf8.str, b->value.v_utf8.len);
+		case BSON_TYPE_OID:
+			return cmp_oid(a, b);
+		default:
+			break;
+		}
+	}
+	ta = type_info(a->value_type);
+	tb = type_info(b->value_type);
+	ra = ta ? ta->rank : 200;
+	rb = tb ? tb->rank : 200;
 
 	if (ra != rb)
 		return ra < rb ? -1 : 1;
