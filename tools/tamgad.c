@@ -1,3 +1,604 @@
-/* tamgad.c -- the server binary; the wire protocol lands with issue 3. */
+/*
+ * tamgad.c -- the server binary: mongod's command-line and YAML options,
+ * logging setup, open the data folder, serve the wire protocol until
+ * SIGINT/SIGTERM or the shutdown command, then close cleanly (checkpoint).
+ *
+ * Not here: the protocol (src/server/) or any command (src/commands/).
+ * Exit codes follow mongod: 0 clean, 2 bad options, 48 cannot listen,
+ * 100 cannot open the data folder.
+ */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
-int main(void) { fprintf(stderr, "tamgad: not built yet\n"); return 1; }
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bson/bson.h>
+
+#include "commands/cmd_admin.h"
+#include "commands/commands.h"
+#include "common/log.h"
+#include "common/version.h"
+#include "server/server.h"
+
+#define EXIT_BADOPTIONS 2
+#define EXIT_NET_ERROR 48
+#define EXIT_UNCAUGHT 100
+
+typedef struct opts {
+	char *config;
+	int port;
+	char *bind_ip;
+	bool bind_ip_all;
+	char *dbpath;
+	char *logpath;
+	bool logappend;
+	int64_t max_conns;
+	bool quiet;
+	char *compressors;
+	char *pidfile;
+	bool in_memory;
+} opts_t;
+
+static server_t *g_server;
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	    "Usage: tamgad [options]\n"
+	    "\n"
+	    "General options:\n"
+	    "  -h [ --help ]                  Show this usage information\n"
+	    "  --version                      Show version information\n"
+	    "  -f [ --config ] arg            Configuration file (YAML, mongod's option names)\n"
+	    "  --port arg                     Specify port number - 27017 by default\n"
+	    "  --bind_ip arg                  Comma separated list of ip addresses to listen on\n"
+	    "                                 - localhost by default\n"
+	    "  --bind_ip_all                  Bind to all ip addresses\n"
+	    "  --maxConns arg                 Max number of simultaneous connections\n"
+	    "  --networkMessageCompressors arg  Comma-separated list of compressors to use for\n"
+	    "                                 network messages (snappy,zstd,zlib by default;\n"
+	    "                                 'disabled' for none)\n"
+	    "  --logpath arg                  Log file to send write to instead of stdout\n"
+	    "  --logappend                    Append to logpath instead of over-writing\n"
+	    "  --quiet                        Quieter output\n"
+	    "  --pidfilepath arg              Full path to pidfile\n"
+	    "\n"
+	    "Storage options:\n"
+	    "  --dbpath arg                   Directory for datafiles - defaults to /data/db\n"
+	    "  --storageEngine arg            wiredTiger (default) or inMemory (tests)\n");
+}
+
+static void
+print_version(void)
+{
+	printf("db version v%s\n", TAMGA_MONGODB_VERSION);
+	printf("Build Info: {\n"
+	    "    \"version\": \"%s\",\n"
+	    "    \"tamgaVersion\": \"%s\",\n"
+	    "    \"allocator\": \"system\",\n"
+	    "    \"environment\": {\n"
+	    "        \"distarch\": \"x86_64\",\n"
+	    "        \"target_arch\": \"x86_64\"\n"
+	    "    }\n"
+	    "}\n", TAMGA_MONGODB_VERSION, TAMGA_VERSION);
+}
+
+static void
+set_str(char **dst, const char *v)
+{
+	bson_free(*dst);
+	*dst = bson_strdup(v);
+}
+
+static bool
+parse_bool(const char *v)
+{
+	return strcmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcmp(v, "yes") == 0;
+}
+
+static int
+parse_int(const char *name, const char *v, int64_t lo, int64_t hi, int64_t *out)
+{
+	char *end;
+	long long n;
+
+	errno = 0;
+	n = strtoll(v, &end, 10);
+	if (errno != 0 || *v == '\0' || *end != '\0' || n < lo || n > hi) {
+		fprintf(stderr, "Error parsing option \"%s\" as int: %s\n", name, v);
+		return -1;
+	}
+	*out = n;
+	return 0;
+}
+
+/*
+ * Apply one option by its YAML (dotted) name.  Command-line flags are
+ * mapped onto the same names, so both paths share the checks.
+ */
+static int
+apply(opts_t *o, const char *name, const char *v)
+{
+	int64_t n;
+
+	if (strcmp(name, "net.port") == 0) {
+		if (parse_int("net.port", v, 0, 65535, &n) != 0)
+			return -1;
+		o->port = n == 0 ? -1 : (int)n;
+	} else if (strcmp(name, "net.bindIp") == 0) {
+		set_str(&o->bind_ip, v);
+	} else if (strcmp(name, "net.bindIpAll") == 0) {
+		o->bind_ip_all = parse_bool(v);
+	} else if (strcmp(name, "net.maxIncomingConnections") == 0) {
+		if (parse_int("net.maxIncomingConnections", v, 1, INT32_MAX, &n) != 0)
+			return -1;
+		o->max_conns = n;
+	} else if (strcmp(name, "net.compression.compressors") == 0) {
+		set_str(&o->compressors, v);
+	} else if (strcmp(name, "net.ipv6") == 0 || strcmp(name, "net.unixDomainSocket.enabled") == 0) {
+		/* accepted; tamgad listens on the addresses given, TCP only */
+	} else if (strcmp(name, "storage.dbPath") == 0) {
+		set_str(&o->dbpath, v);
+	} else if (strcmp(name, "storage.engine") == 0) {
+		if (strcmp(v, "inMemory") == 0)
+			o->in_memory = true;
+		else if (strcmp(v, "wiredTiger") != 0) {
+			fprintf(stderr, "Error: unknown storage engine: %s\n", v);
+			return -1;
+		}
+	} else if (strcmp(name, "storage.journal.enabled") == 0) {
+		/* the journal is always on */
+	} else if (strcmp(name, "systemLog.path") == 0) {
+		set_str(&o->logpath, v);
+	} else if (strcmp(name, "systemLog.destination") == 0) {
+		if (strcmp(v, "file") != 0 && strcmp(v, "stdout") != 0) {
+			fprintf(stderr, "Error: systemLog.destination must be file or stdout (syslog is not supported)\n");
+			return -1;
+		}
+	} else if (strcmp(name, "systemLog.logAppend") == 0) {
+		o->logappend = parse_bool(v);
+	} else if (strcmp(name, "systemLog.quiet") == 0) {
+		o->quiet = parse_bool(v);
+	} else if (strcmp(name, "systemLog.verbosity") == 0) {
+		/* accepted */
+	} else if (strcmp(name, "processManagement.fork") == 0) {
+		if (parse_bool(v)) {
+			fprintf(stderr, "Error: processManagement.fork is not supported; run tamgad under a supervisor\n");
+			return -1;
+		}
+	} else if (strcmp(name, "processManagement.pidFilePath") == 0) {
+		set_str(&o->pidfile, v);
+	} else {
+		fprintf(stderr, "Error parsing YAML config file: Unrecognized option: %s\n", name);
+		return -1;
+	}
+	return 0;
+}
+
+/* Strip a trailing comment and surrounding blanks; unquote. */
+static char *
+yaml_scalar(char *v)
+{
+	char *e;
+	bool in_s = false, in_d = false;
+
+	for (e = v; *e; e++) {
+		if (*e == '\'' && !in_d)
+			in_s = !in_s;
+		else if (*e == '"' && !in_s)
+			in_d = !in_d;
+		else if (*e == '#' && !in_s && !in_d && (e == v || e[-1] == ' ' || e[-1] == '\t')) {
+			*e = '\0';
+			break;
+		}
+	}
+	while (*v == ' ' || *v == '\t')
+		v++;
+	e = v + strlen(v);
+	while (e > v && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+		*--e = '\0';
+	if (e - v >= 2 && ((v[0] == '"' && e[-1] == '"') || (v[0] == '\'' && e[-1] == '\''))) {
+		e[-1] = '\0';
+		v++;
+	}
+	return v;
+}
+
+/*
+ * The YAML subset mongod's config files use: nested maps by indentation,
+ * `key: scalar`, comments, quoted strings.  Flow lists ("[a, b]") are read
+ * as their comma-joined text, which is what bindIp and compressors take.
+ */
+static int
+load_config(opts_t *o, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[4096];
+	char *stack[16];
+	int indent[16], depth = 0, lineno = 0, ret = 0;
+
+	if (f == NULL) {
+		fprintf(stderr, "Error reading config file: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char *p = line, *colon, *key, *val;
+		int ind = 0;
+
+		lineno++;
+		line[strcspn(line, "\n")] = '\0';
+		while (*p == ' ') {
+			p++;
+			ind++;
+		}
+		if (*p == '\t') {
+			fprintf(stderr, "Error parsing YAML config file: line %d: tabs are not allowed\n", lineno);
+			ret = -1;
+			break;
+		}
+		if (*p == '\0' || *p == '#' || strncmp(p, "---", 3) == 0)
+			continue;
+		colon = strchr(p, ':');
+		if (colon == NULL) {
+			fprintf(stderr, "Error parsing YAML config file: line %d: expected 'key: value'\n", lineno);
+			ret = -1;
+			break;
+		}
+		*colon = '\0';
+		key = yaml_scalar(p);
+		val = yaml_scalar(colon + 1);
+		while (depth > 0 && indent[depth - 1] >= ind)
+			bson_free(stack[--depth]);
+		if (*val == '\0') {
+			if (depth >= 16) {
+				ret = -1;
+				break;
+			}
+			stack[depth] = bson_strdup(key);
+			indent[depth++] = ind;
+			continue;
+		} else {
+			bson_string_t *full = bson_string_new("");
+			int i;
+			char *flat = NULL;
+			for (i = 0; i < depth; i++) {
+				bson_string_append(full, stack[i]);
+				bson_string_append_c(full, '.');
+			}
+			bson_string_append(full, key);
+			if (val[0] == '[') {
+				/* flow list -> "a,b" */
+				bson_string_t *j = bson_string_new("");
+				char *q, *save = NULL, *tok;
+				q = val + 1;
+				q[strcspn(q, "]")] = '\0';
+				for (tok = strtok_r(q, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+					if (j->len)
+						bson_string_append_c(j, ',');
+					bson_string_append(j, yaml_scalar(tok));
+				}
+				flat = bson_string_free(j, false);
+				val = flat;
+			}
+			if (apply(o, full->str, val) != 0)
+				ret = -1;
+			bson_free(flat);
+			bson_string_free(full, true);
+			if (ret != 0)
+				break;
+		}
+	}
+	while (depth > 0)
+		bson_free(stack[--depth]);
+	fclose(f);
+	return ret;
+}
+
+/* mongod's `parsed` document for getCmdLineOpts. */
+static bson_t *
+parsed_doc(const opts_t *o)
+{
+	bson_t *d = bson_new(), sub, sub2;
+
+	if (o->config)
+		BSON_APPEND_UTF8(d, "config", o->config);
+	BSON_APPEND_DOCUMENT_BEGIN(d, "net", &sub);
+	if (o->bind_ip_all)
+		BSON_APPEND_BOOL(&sub, "bindIpAll", true);
+	else
+		BSON_APPEND_UTF8(&sub, "bindIp", o->bind_ip ? o->bind_ip : "127.0.0.1");
+	if (o->compressors) {
+		BSON_APPEND_DOCUMENT_BEGIN(&sub, "compression", &sub2);
+		BSON_APPEND_UTF8(&sub2, "compressors", o->compressors);
+		bson_append_document_end(&sub, &sub2);
+	}
+	if (o->max_conns)
+		BSON_APPEND_INT32(&sub, "maxIncomingConnections", (int32_t)o->max_conns);
+	BSON_APPEND_INT32(&sub, "port", o->port > 0 ? o->port : (o->port == 0 ? 27017 : 0));
+	bson_append_document_end(d, &sub);
+	if (o->pidfile) {
+		BSON_APPEND_DOCUMENT_BEGIN(d, "processManagement", &sub);
+		BSON_APPEND_UTF8(&sub, "pidFilePath", o->pidfile);
+		bson_append_document_end(d, &sub);
+	}
+	BSON_APPEND_DOCUMENT_BEGIN(d, "storage", &sub);
+	BSON_APPEND_UTF8(&sub, "dbPath", o->dbpath);
+	if (o->in_memory)
+		BSON_APPEND_UTF8(&sub, "engine", "inMemory");
+	bson_append_document_end(d, &sub);
+	if (o->logpath || o->quiet) {
+		BSON_APPEND_DOCUMENT_BEGIN(d, "systemLog", &sub);
+		if (o->logpath) {
+			BSON_APPEND_UTF8(&sub, "destination", "file");
+			if (o->logappend)
+				BSON_APPEND_BOOL(&sub, "logAppend", true);
+			BSON_APPEND_UTF8(&sub, "path", o->logpath);
+		}
+		if (o->quiet)
+			BSON_APPEND_BOOL(&sub, "quiet", true);
+		bson_append_document_end(d, &sub);
+	}
+	return d;
+}
+
+/* Command-line flags, mapped to the YAML names. */
+static const struct flag {
+	const char *flag;
+	const char *name;      /* YAML name, or NULL for special handling */
+	bool takes_arg;
+} flags[] = {
+	{"--port", "net.port", true},
+	{"--bind_ip", "net.bindIp", true},
+	{"--bind_ip_all", "net.bindIpAll", false},
+	{"--ipv6", "net.ipv6", false},
+	{"--maxConns", "net.maxIncomingConnections", true},
+	{"--networkMessageCompressors", "net.compression.compressors", true},
+	{"--dbpath", "storage.dbPath", true},
+	{"--storageEngine", "storage.engine", true},
+	{"--logpath", "systemLog.path", true},
+	{"--logappend", "systemLog.logAppend", false},
+	{"--quiet", "systemLog.quiet", false},
+	{"--pidfilepath", "processManagement.pidFilePath", true},
+	{"--fork", "processManagement.fork", false},
+	{"--nounixsocket", "net.unixDomainSocket.enabled", false},
+};
+
+static int
+parse_args(opts_t *o, int argc, char **argv)
+{
+	int i;
+	size_t k;
+
+	/* the config file first, so flags override it */
+	for (i = 1; i < argc; i++) {
+		if ((strcmp(argv[i], "--config") == 0 || strcmp(argv[i], "-f") == 0) && i + 1 < argc) {
+			set_str(&o->config, argv[i + 1]);
+			if (load_config(o, argv[i + 1]) != 0)
+				return -1;
+		} else if (strncmp(argv[i], "--config=", 9) == 0) {
+			set_str(&o->config, argv[i] + 9);
+			if (load_config(o, argv[i] + 9) != 0)
+				return -1;
+		}
+	}
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *eq = strchr(a, '=');
+		size_t alen = eq ? (size_t)(eq - a) : strlen(a);
+		bool matched = false;
+
+		if (strcmp(a, "--config") == 0 || strcmp(a, "-f") == 0) {
+			i++;
+			continue;
+		}
+		if (strncmp(a, "--config=", 9) == 0)
+			continue;
+		for (k = 0; k < sizeof(flags) / sizeof(flags[0]); k++) {
+			if (strlen(flags[k].flag) != alen || strncmp(flags[k].flag, a, alen) != 0)
+				continue;
+			matched = true;
+			if (flags[k].takes_arg) {
+				const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+				if (v == NULL) {
+					fprintf(stderr, "Error parsing command line: the required argument for option '%s' is missing\n",
+					    flags[k].flag);
+					return -1;
+				}
+				if (apply(o, flags[k].name, v) != 0)
+					return -1;
+			} else if (apply(o, flags[k].name, eq ? eq + 1 : "true") != 0) {
+				return -1;
+			}
+		}
+		if (!matched) {
+			fprintf(stderr, "Error parsing command line: unrecognised option '%s'\n", a);
+			fprintf(stderr, "try 'tamgad --help' for more information\n");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	if (g_server != NULL)
+		server_stop(g_server);
+}
+
+static void
+log_error(int id, const char *msg, const terr_t *err)
+{
+	bson_t attr;
+	char buf[32];
+	bson_t e;
+
+	bson_init(&attr);
+	BSON_APPEND_DOCUMENT_BEGIN(&attr, "error", &e);
+	BSON_APPEND_INT32(&e, "code", err->code);
+	BSON_APPEND_UTF8(&e, "codeName", terr_code_name(err->code, buf));
+	BSON_APPEND_UTF8(&e, "errmsg", err->msg ? err->msg : "");
+	bson_append_document_end(&attr, &e);
+	tlog('E', "CONTROL", id, msg, &attr);
+	bson_destroy(&attr);
+}
+
+int
+main(int argc, char **argv)
+{
+	opts_t o;
+	engine_options_t eo;
+	engine_t *engine = NULL;
+	server_options_t so;
+	terr_t err = TERR_INIT;
+	bson_t *parsed = NULL, attr;
+	cmd_admin_process_t proc;
+	struct sigaction sa;
+	struct stat st;
+	char host[256];
+	int i, code = 0;
+
+	memset(&o, 0, sizeof(o));
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		}
+		if (strcmp(argv[i], "--version") == 0) {
+			print_version();
+			return 0;
+		}
+	}
+	if (parse_args(&o, argc, argv) != 0) {
+		code = EXIT_BADOPTIONS;
+		goto out;
+	}
+	if (o.dbpath == NULL)
+		o.dbpath = bson_strdup("/data/db");
+
+	if (tlog_open(o.logpath, o.logappend, o.quiet) != 0) {
+		fprintf(stderr, "Failed to open log file %s: %s\n", o.logpath, strerror(errno));
+		code = EXIT_BADOPTIONS;
+		goto out;
+	}
+	tlog_set_ctx("main");
+	if (o.logpath != NULL)
+		tlog('I', "CONTROL", 20698, "***** SERVER RESTARTED *****", NULL);
+	tlog_set_ctx("initandlisten");
+	if (gethostname(host, sizeof(host)) != 0)
+		strcpy(host, "localhost");
+	host[sizeof(host) - 1] = '\0';
+	bson_init(&attr);
+	BSON_APPEND_INT64(&attr, "pid", (int64_t)getpid());
+	BSON_APPEND_INT32(&attr, "port", o.port > 0 ? o.port : 27017);
+	BSON_APPEND_UTF8(&attr, "dbPath", o.dbpath);
+	BSON_APPEND_UTF8(&attr, "architecture", "64-bit");
+	BSON_APPEND_UTF8(&attr, "host", host);
+	tlog('I', "CONTROL", 4615611, "MongoDB starting", &attr);
+	bson_destroy(&attr);
+	bson_init(&attr);
+	BSON_APPEND_UTF8(&attr, "version", TAMGA_MONGODB_VERSION);
+	BSON_APPEND_UTF8(&attr, "tamgaVersion", TAMGA_VERSION);
+	tlog('I', "CONTROL", 23403, "Build Info", &attr);
+	bson_destroy(&attr);
+	parsed = parsed_doc(&o);
+	bson_init(&attr);
+	BSON_APPEND_DOCUMENT(&attr, "options", parsed);
+	tlog('I', "CONTROL", 21951, "Options set by command line", &attr);
+	bson_destroy(&attr);
+
+	memset(&proc, 0, sizeof(proc));
+	proc.argc = argc;
+	proc.argv = (const char *const *)argv;
+	proc.parsed = parsed;
+	proc.max_conns = o.max_conns;
+
+	if (!o.in_memory && (stat(o.dbpath, &st) != 0 || !S_ISDIR(st.st_mode))) {
+		terr_set(&err, TERR_NON_EXISTENT_PATH,
+		    "Data directory %s not found. Create the missing directory or specify another path using "
+		    "(1) the --dbpath command line option, or (2) by adding the 'storage.dbPath' option in the "
+		    "configuration file.", o.dbpath);
+		log_error(20557, "DBException in initAndListen, terminating", &err);
+		fprintf(stderr, "tamgad: %s\n", err.msg);
+		code = EXIT_UNCAUGHT;
+		goto out;
+	}
+	memset(&eo, 0, sizeof(eo));
+	eo.storage.create = o.in_memory;
+	eo.storage.in_memory = o.in_memory;
+	if (engine_open(o.dbpath, &eo, &engine, &err) != 0) {
+		log_error(20557, "DBException in initAndListen, terminating", &err);
+		fprintf(stderr, "tamgad: %s\n", err.msg ? err.msg : "cannot open the data folder");
+		code = EXIT_UNCAUGHT;
+		goto out;
+	}
+	tlog('W', "CONTROL", 22120,
+	    "Access control is not enabled for the database. Read and write access to data and configuration is unrestricted",
+	    NULL);
+	tlog_startup_done();
+
+	memset(&so, 0, sizeof(so));
+	so.bind_ip = o.bind_ip;
+	so.bind_ip_all = o.bind_ip_all;
+	so.port = o.port;
+	so.max_conns = o.max_conns;
+	so.compressors = o.compressors;
+	so.quiet = o.quiet;
+	if (server_start(engine, &so, &g_server, &err) != 0) {
+		log_error(22856, "Error setting up listener", &err);
+		fprintf(stderr, "tamgad: %s\n", err.msg);
+		code = EXIT_NET_ERROR;
+		goto out;
+	}
+	proc.max_conns = so.max_conns ? so.max_conns : 1000000;
+	cmd_admin_set_process(&proc);
+	if (o.pidfile != NULL) {
+		FILE *pf = fopen(o.pidfile, "w");
+		if (pf != NULL) {
+			fprintf(pf, "%ld\n", (long)getpid());
+			fclose(pf);
+		}
+	}
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	server_run(g_server);
+
+	tlog_set_ctx("initandlisten");
+	tlog('I', "STORAGE", 4784930, "Shutting down the storage engine", NULL);
+out:
+	if (g_server != NULL) {
+		server_t *s = g_server;
+		g_server = NULL;
+		server_free(s);
+	}
+	if (engine != NULL)
+		engine_close(engine);
+	if (code == 0 || engine != NULL || parsed != NULL) {
+		bson_init(&attr);
+		BSON_APPEND_INT32(&attr, "exitCode", code);
+		tlog('I', "CONTROL", 23138, "Shutting down", &attr);
+		bson_destroy(&attr);
+	}
+	cmd_admin_clear_process();
+	if (parsed)
+		bson_destroy(parsed);
+	tlog_close();
+	terr_clear(&err);
+	bson_free(o.config);
+	bson_free(o.bind_ip);
+	bson_free(o.dbpath);
+	bson_free(o.logpath);
+	bson_free(o.compressors);
+	bson_free(o.pidfile);
+	return code;
+}

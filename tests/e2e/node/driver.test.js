@@ -1,0 +1,102 @@
+// driver.test.js -- the official Node driver against tamgad (node:test):
+// handshake with compression, CRUD, a cursor over several getMore batches,
+// error replies (59, 11000).  TAMGA_URI comes from with_tamgad.sh.
+'use strict';
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const path = require('node:path');
+const { MongoClient, MongoServerError } = require(path.join(__dirname, '../../clients/node_modules/mongodb'));
+
+const uri = process.env.TAMGA_URI || 'mongodb://127.0.0.1:27017';
+let client, db;
+
+// the count command (countDocuments runs an aggregation)
+async function count(d, name, query) {
+	return (await d.command({ count: name, query })).n;
+}
+
+before(async () => {
+	client = new MongoClient(uri, { serverSelectionTimeoutMS: 10000 });
+	await client.connect();
+	db = client.db('e2e_node');
+	await db.dropDatabase().catch(() => {});
+});
+after(async () => { if (client) await client.close(); });
+
+test('hello and buildInfo', async () => {
+	const h = await db.admin().command({ hello: 1 });
+	assert.equal(h.isWritablePrimary, true);
+	assert.equal(h.maxWriteBatchSize, 100000);
+	const b = await db.admin().command({ buildInfo: 1 });
+	assert.match(b.version, /^\d+\.\d+\.\d+$/);
+});
+
+for (const compressor of ['zlib', 'zstd', 'snappy']) {
+	test(`compression ${compressor}`, async (t) => {
+		if (compressor === 'snappy') {
+			try { require(path.join(__dirname, '../../clients/node_modules/snappy')); } catch (e) {
+				t.skip('snappy npm package not installed'); return;
+			}
+		}
+		if (compressor === 'zstd') {
+			try { require(path.join(__dirname, '../../clients/node_modules/@mongodb-js/zstd')); } catch (e) {
+				t.skip('@mongodb-js/zstd not installed'); return;
+			}
+		}
+		const c = new MongoClient(uri, { compressors: [compressor], serverSelectionTimeoutMS: 10000 });
+		try {
+			await c.connect();
+			const coll = c.db('e2e_node').collection(`z_${compressor}`);
+			await coll.insertMany(Array.from({ length: 50 }, (_, i) => ({ i, pad: 'y'.repeat(200) })));
+			assert.equal(await count(c.db('e2e_node'), `z_${compressor}`, {}), 50);
+			await coll.drop();
+		} finally {
+			await c.close();
+		}
+	});
+}
+
+test('CRUD and a cursor over several batches', async () => {
+	const coll = db.collection('items');
+	const docs = Array.from({ length: 1000 }, (_, i) => ({ _id: i, n: i, tag: i % 3 }));
+	const r = await coll.insertMany(docs);
+	assert.equal(r.insertedCount, 1000);
+	assert.equal(await count(db, 'items', { tag: 1 }), 333);
+
+	const seen = [];
+	for await (const d of coll.find({}, { batchSize: 64 }).sort({ _id: 1 })) seen.push(d._id);
+	assert.equal(seen.length, 1000);
+	assert.deepEqual(seen.slice(0, 3), [0, 1, 2]);
+
+	const one = await coll.findOne({ _id: 500 });
+	assert.equal(one.n, 500);
+	const u = await coll.updateMany({ tag: 2 }, { $inc: { n: 1 } });
+	assert.equal(u.modifiedCount, 333);
+	const d = await coll.deleteMany({ tag: 0 });
+	assert.equal(d.deletedCount, 334);
+	assert.equal(await count(db, 'items', {}), 666);
+});
+
+test('duplicate key error is 11000', async () => {
+	const coll = db.collection('dups');
+	await coll.insertOne({ _id: 'a' });
+	await assert.rejects(coll.insertOne({ _id: 'a' }), (e) => {
+		assert.ok(e instanceof MongoServerError);
+		assert.equal(e.code, 11000);
+		return true;
+	});
+});
+
+test('unknown command is 59', async () => {
+	await assert.rejects(db.command({ noSuchCommand: 1 }), (e) => {
+		assert.equal(e.code, 59);
+		assert.equal(e.codeName, 'CommandNotFound');
+		return true;
+	});
+});
+
+test('listCollections and drop', async () => {
+	const names = (await db.listCollections().toArray()).map((c) => c.name).sort();
+	assert.ok(names.includes('items'));
+	assert.equal(await db.collection('items').drop(), true);
+});

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# process.sh -- tamgad as a process: --version/--help, bad options, a
+# missing --dbpath, a second server on the same --dbpath, a taken port, a
+# YAML --config file, --logpath, SIGINT.  Prints "N passed, N failed".
+set -u
+TAMGAD=$1
+BASE=${TMPDIR:-/tmp}
+WORK=$(mktemp -d "$BASE/tamgad-proc-XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); echo "ok - $1"; }
+nok() { failed=$((failed + 1)); echo "not ok - $1"; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+wait_port() {
+	for _ in $(seq 1 300); do
+		python3 -c "import socket,sys; s=socket.socket(); s.settimeout(0.2); sys.exit(0 if s.connect_ex(('127.0.0.1',$1))==0 else 1)" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+stop() { kill -"${2:-TERM}" "$1" 2>/dev/null; wait "$1"; }
+
+out=$("$TAMGAD" --version)
+[[ $out == "db version v"* ]] && ok "--version" || nok "--version: $out"
+"$TAMGAD" --help | grep -q -- "--dbpath" && ok "--help" || nok "--help"
+"$TAMGAD" --no-such-flag >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] && ok "unknown flag exits 2" || nok "unknown flag exits $rc"
+"$TAMGAD" --port notanumber >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] && ok "bad --port exits 2" || nok "bad --port exits $rc"
+
+err=$("$TAMGAD" --dbpath "$WORK/missing" --port "$(free_port)" 2>&1 >/dev/null); rc=$?
+[[ $rc -eq 100 && $err == *"not found"* ]] && ok "missing dbpath exits 100" || nok "missing dbpath: $rc $err"
+
+mkdir -p "$WORK/db" "$WORK/db2"
+P1=$(free_port)
+"$TAMGAD" --dbpath "$WORK/db" --port "$P1" --logpath "$WORK/one.log" &
+PID1=$!
+if wait_port "$P1"; then ok "first server up (--logpath)"; else nok "first server up"; fi
+grep -q '"id":23016' "$WORK/one.log" && ok "log line 23016 Waiting for connections" || nok "no 23016 in the log"
+grep -q '"msg":"\*\*\*\*\* SERVER RESTARTED \*\*\*\*\*"' "$WORK/one.log" && ok "log line 20698" || nok "no 20698"
+
+err=$("$TAMGAD" --dbpath "$WORK/db" --port "$(free_port)" 2>&1 >/dev/null); rc=$?
+[[ $rc -ne 0 && ( $err == *"DBPathInUse"* || $err == *"lock"* || $err == *"already"* ) ]] \
+	&& ok "second server on the same dbpath refuses" || nok "second server: $rc $err"
+
+err=$("$TAMGAD" --dbpath "$WORK/db2" --port "$P1" 2>&1 >/dev/null); rc=$?
+[[ $rc -eq 48 && $err == *"Address already in use"* ]] && ok "taken port exits 48" || nok "taken port: $rc $err"
+
+stop "$PID1" INT; rc=$?
+[ $rc -eq 0 ] && ok "SIGINT exits 0" || nok "SIGINT exits $rc"
+grep -q '"id":23138' "$WORK/one.log" && ok "log line 23138 Shutting down" || nok "no 23138"
+
+P2=$(free_port)
+cat >"$WORK/tamgad.conf" <<CONF
+# a mongod-style config file
+storage:
+  dbPath: "$WORK/db2"
+net:
+  port: $P2
+  bindIp: 127.0.0.1   # loopback only
+systemLog:
+  destination: file
+  path: $WORK/two.log
+  logAppend: true
+CONF
+"$TAMGAD" --config "$WORK/tamgad.conf" &
+PID2=$!
+if wait_port "$P2"; then ok "--config YAML"; else nok "--config YAML"; fi
+stop "$PID2" TERM; rc=$?
+[ $rc -eq 0 ] && ok "SIGTERM exits 0" || nok "SIGTERM exits $rc"
+
+echo "bogus:
+  option: 1" >"$WORK/bad.conf"
+"$TAMGAD" --config "$WORK/bad.conf" >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] && ok "unknown config option exits 2" || nok "unknown config option exits $rc"
+
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]

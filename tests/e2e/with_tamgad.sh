@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# with_tamgad.sh -- start a fresh tamgad, run one command against it, stop it.
+#
+#   tests/e2e/with_tamgad.sh path/to/tamgad [tamgad flags...] -- command [args...]
+#
+# The server gets a free port and a temporary --dbpath; the command sees
+# TAMGA_PORT and TAMGA_URI (mongodb://127.0.0.1:PORT) in its environment.
+# tamgad is always stopped (SIGTERM, then SIGKILL after 30 s).  The result is
+# the command's exit status, or failure when tamgad did not stop cleanly
+# (a crash, a sanitizer report, a leak): the test then prints its log tail.
+set -u
+
+if [ $# -lt 3 ]; then
+	echo "usage: $0 path/to/tamgad [flags...] -- command [args...]" >&2
+	exit 2
+fi
+TAMGAD=$1
+shift
+EXTRA=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+	EXTRA+=("$1")
+	shift
+done
+shift # --
+
+BASE=${TMPDIR:-/tmp}
+WORK=$(mktemp -d "$BASE/tamgad-e2e-XXXXXX")
+mkdir -p "$WORK/db"
+LOG="$WORK/tamgad.log"
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+PORT=$(free_port)
+"$TAMGAD" --port "$PORT" --bind_ip 127.0.0.1 --dbpath "$WORK/db" "${EXTRA[@]}" >"$LOG" 2>&1 &
+PID=$!
+
+cleanup_dir() { rm -rf "$WORK"; }
+
+# wait for the port (or the process to die)
+ready=0
+for _ in $(seq 1 300); do
+	if ! kill -0 "$PID" 2>/dev/null; then
+		break
+	fi
+	if python3 -c "import socket,sys; s=socket.socket(); s.settimeout(0.2); sys.exit(0 if s.connect_ex(('127.0.0.1',$PORT))==0 else 1)" 2>/dev/null; then
+		ready=1
+		break
+	fi
+	sleep 0.1
+done
+if [ $ready -ne 1 ]; then
+	echo "with_tamgad: tamgad did not start on port $PORT; log:" >&2
+	tail -n 50 "$LOG" >&2
+	kill -9 "$PID" 2>/dev/null
+	wait "$PID" 2>/dev/null
+	cleanup_dir
+	exit 1
+fi
+
+export TAMGA_PORT=$PORT
+export TAMGA_URI="mongodb://127.0.0.1:$PORT"
+export TAMGA_LOG=$LOG
+"$@"
+rc=$?
+
+if kill -0 "$PID" 2>/dev/null; then
+	kill -TERM "$PID" 2>/dev/null
+	for _ in $(seq 1 300); do
+		kill -0 "$PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$PID" 2>/dev/null; then
+		echo "with_tamgad: tamgad did not stop within 30 s after SIGTERM" >&2
+		kill -9 "$PID" 2>/dev/null
+		rc=1
+	fi
+fi
+wait "$PID"
+src=$?
+if [ $src -ne 0 ]; then
+	echo "with_tamgad: tamgad exited with status $src; log tail:" >&2
+	tail -n 80 "$LOG" >&2
+	[ $rc -eq 0 ] && rc=1
+elif [ $rc -ne 0 ]; then
+	echo "with_tamgad: the test failed; tamgad log tail:" >&2
+	tail -n 30 "$LOG" >&2
+fi
+cleanup_dir
+exit $rc
