@@ -478,20 +478,52 @@ cmp_i64_double(int64_t i, double d)
 }
 
 /* 10^0 .. 10^38 as 128-bit integers */
+static const u128 pow10_table[39] = {
+	0x1ULL,
+	0xaULL,
+	0x64ULL,
+	0x3e8ULL,
+	0x2710ULL,
+	0x186a0ULL,
+	0xf4240ULL,
+	0x989680ULL,
+	0x5f5e100ULL,
+	0x3b9aca00ULL,
+	0x2540be400ULL,
+	0x174876e800ULL,
+	0xe8d4a51000ULL,
+	0x9184e72a000ULL,
+	0x5af3107a4000ULL,
+	0x38d7ea4c68000ULL,
+	0x2386f26fc10000ULL,
+	0x16345785d8a0000ULL,
+	0xde0b6b3a7640000ULL,
+	0x8ac7230489e80000ULL,
+	(((u128)0x5ULL) << 64) | 0x6bc75e2d63100000ULL,
+	(((u128)0x36ULL) << 64) | 0x35c9adc5dea00000ULL,
+	(((u128)0x21eULL) << 64) | 0x19e0c9bab2400000ULL,
+	(((u128)0x152dULL) << 64) | 0x2c7e14af6800000ULL,
+	(((u128)0xd3c2ULL) << 64) | 0x1bcecceda1000000ULL,
+	(((u128)0x84595ULL) << 64) | 0x161401484a000000ULL,
+	(((u128)0x52b7d2ULL) << 64) | 0xdcc80cd2e4000000ULL,
+	(((u128)0x33b2e3cULL) << 64) | 0x9fd0803ce8000000ULL,
+	(((u128)0x204fce5eULL) << 64) | 0x3e25026110000000ULL,
+	(((u128)0x1431e0faeULL) << 64) | 0x6d7217caa0000000ULL,
+	(((u128)0xc9f2c9cd0ULL) << 64) | 0x4674edea40000000ULL,
+	(((u128)0x7e37be2022ULL) << 64) | 0xc0914b2680000000ULL,
+	(((u128)0x4ee2d6d415bULL) << 64) | 0x85acef8100000000ULL,
+	(((u128)0x314dc6448d93ULL) << 64) | 0x38c15b0a00000000ULL,
+	(((u128)0x1ed09bead87c0ULL) << 64) | 0x378d8e6400000000ULL,
+	(((u128)0x13426172c74d82ULL) << 64) | 0x2b878fe800000000ULL,
+	(((u128)0xc097ce7bc90715ULL) << 64) | 0xb34b9f1000000000ULL,
+	(((u128)0x785ee10d5da46d9ULL) << 64) | 0xf436a000000000ULL,
+	(((u128)0x4b3b4ca85a86c47aULL) << 64) | 0x98a224000000000ULL,
+};
+
 static u128
 pow10_u128(int k)
 {
-	static u128 t[39];
-	static bool init;
-	int i;
-
-	if (!init) {
-		t[0] = 1;
-		for (i = 1; i < 39; i++)
-			t[i] = t[i - 1] * 10;
-		init = true; /* idempotent: racing threads write the same values */
-	}
-	return t[k];
+	return pow10_table[k];
 }
 
 /* number of decimal digits of c (c != 0, c < 10^38) */

@@ -406,15 +406,15 @@ update_pipe_compile(const bson_value_t *arr, const bson_t *let, upipe_t **out, t
 		bson_iter_t si;
 
 		if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
-			terr_set(err, TERR_TYPE_MISMATCH, "Each element of the 'pipeline' array must be an "
-			         "object");
+			ret = terr_set(err, TERR_TYPE_MISMATCH, "Each element of the 'pipeline' array must "
+			               "be an object");
 			goto err;
 		}
 		bson_init_static(&sd, bson_iter_value(&it)->value.v_doc.data,
 		                 bson_iter_value(&it)->value.v_doc.data_len);
 		if (bson_count_keys(&sd) != 1) {
-			terr_set(err, 40323,
-			         "A pipeline stage specification object must contain exactly one field.");
+			ret = terr_set(err, 40323,
+			               "A pipeline stage specification object must contain exactly one field.");
 			goto err;
 		}
 		bson_iter_init(&si, &sd);
@@ -742,6 +742,7 @@ update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *c
 		for (size_t i = 0; bson_iter_next(&it); i++)
 			ERR(expr_env_set_var(env, p->var_ids[i], bson_iter_value(&it), err));
 	}
+	ret = -1; /* until every stage ran */
 	for (size_t i = 0; i < p->n; i++) {
 		const pstage_t *ps = &p->st[i];
 

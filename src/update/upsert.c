@@ -135,8 +135,10 @@ seed(const bson_t *filter, bool only_id, bson_t *out, terr_t *err)
 	q.err = err;
 	ERR(match_compile(filter, &mo, &m, err));
 	match_equalities(m, collect, &q);
-	if (q.failed)
+	if (q.failed) {
+		ret = -1;
 		goto err;
+	}
 	qsort(q.e, q.n, sizeof(eq_t), eq_cmp);
 	bson_init(out);
 	build_level(out, q.e, q.n, 0);
