@@ -11,24 +11,6 @@
 #include "expr/expr.h"
 #include "schema/schema.h"
 
-/*
- * The expression layer is being written alongside this one: until it links,
- * weak references let $expr fail cleanly (238) instead of breaking every
- * program that links the matcher.  Drop these once expr/ is complete.
- */
-#pragma weak expr_scope_new
-#pragma weak expr_scope_define
-#pragma weak expr_scope_destroy
-#pragma weak expr_parse
-#pragma weak expr_destroy
-#pragma weak expr_env_new
-#pragma weak expr_env_destroy
-#pragma weak expr_env_set_root
-#pragma weak expr_env_set_var
-#pragma weak expr_eval_bool
-#pragma weak schema_compile
-#pragma weak schema_matches
-#pragma weak schema_free
 
 typedef struct mexpr {
 	expr_t *e;
@@ -46,8 +28,6 @@ match_expr_compile(mnode_t *n, const bson_value_t *arg, const match_options_t *o
 	bson_iter_t it;
 	int ret = 0;
 
-	if (expr_parse == NULL || expr_eval_bool == NULL)
-		return terr_set(err, TERR_NOT_IMPLEMENTED, "$expr is not supported yet");
 	x = bson_malloc0(sizeof *x);
 	scope = expr_scope_new();
 
@@ -123,8 +103,6 @@ match_schema_compile(mnode_t *n, const bson_value_t *arg, terr_t *err)
 	bson_t doc;
 	schema_t *s = NULL;
 
-	if (schema_compile == NULL || schema_matches == NULL)
-		return terr_set(err, TERR_NOT_IMPLEMENTED, "$jsonSchema is not supported yet");
 	if (!bson_init_static(&doc, arg->value.v_doc.data, arg->value.v_doc.data_len))
 		return terr_set(err, TERR_INVALID_BSON, "invalid BSON in $jsonSchema");
 	RET(schema_compile(&doc, &s, err));

@@ -17,18 +17,6 @@
 #include "bson/value.h"
 #include "expr/expr.h"
 
-/* expr/ is written alongside: until it links, computed fields fail with 238
- * instead of breaking every program that links projections. */
-#pragma weak expr_scope_new
-#pragma weak expr_scope_define
-#pragma weak expr_scope_destroy
-#pragma weak expr_parse
-#pragma weak expr_destroy
-#pragma weak expr_env_new
-#pragma weak expr_env_destroy
-#pragma weak expr_env_set_root
-#pragma weak expr_env_set_var
-#pragma weak expr_eval
 
 typedef enum {
 	PK_INTERNAL, PK_INCLUDE, PK_EXCLUDE, PK_SLICE, PK_ELEM, PK_POSITIONAL, PK_EXPR
@@ -228,9 +216,6 @@ parse_expression(pparse_t *pp, const char *path, const bson_value_t *v)
 		return terr_set(pp->err, 31252,
 		                "Cannot use expression other than $meta in exclusion projection");
 	pp->type = 1;
-	if (expr_parse == NULL || expr_eval == NULL)
-		return terr_set(pp->err, TERR_NOT_IMPLEMENTED,
-		                "computed fields in find projections are not supported yet");
 	RET(check_path(path, pp->err));
 	RET(add_at_path(pp, path, PK_EXPR, &n));
 	RET(expr_parse(v, pp->scope, &n->expr, pp->err));
@@ -454,16 +439,14 @@ projection_compile(const bson_t *spec, const match_t *query, const bson_t *let,
 	pp.query = query;
 	pp.err = err;
 	*out = NULL;
-	if (expr_scope_new != NULL) {
-		pp.scope = expr_scope_new();
-		if (let != NULL) {
-			p->let = bson_copy(let);
-			p->ids = bson_malloc0(sizeof(int) * (bson_count_keys(let) + 1));
-			bson_iter_init(&it, p->let);
-			while (bson_iter_next(&it)) {
-				ERR(expr_scope_define(pp.scope, bson_iter_key(&it), &p->ids[p->nvars], err));
-				p->nvars++;
-			}
+	pp.scope = expr_scope_new();
+	if (let != NULL) {
+		p->let = bson_copy(let);
+		p->ids = bson_malloc0(sizeof(int) * (bson_count_keys(let) + 1));
+		bson_iter_init(&it, p->let);
+		while (bson_iter_next(&it)) {
+			ERR(expr_scope_define(pp.scope, bson_iter_key(&it), &p->ids[p->nvars], err));
+			p->nvars++;
 		}
 	}
 	ERR(parse_elems(&pp, spec, ""));
