@@ -958,6 +958,27 @@ compile_node(cctx_t *cx, const uint8_t *data, uint32_t len, bool top, int depth,
 	if (have[KW_ENUM] && compile_enum(n, &kws[KW_ENUM].it, top, err) != 0)
 		goto err;
 
+	/* Required names that are also properties are ticked off while the
+	 * matcher walks the fields; the rest are looked up. */
+	for (uint32_t i = 0; i < n->nprops; i++)
+		n->props[i].req_bit = -1;
+	if (n->nrequired)
+		n->req_extra = bson_malloc(n->nrequired * sizeof *n->req_extra);
+	for (uint32_t r = 0, bit = 0; r < n->nrequired; r++) {
+		uint32_t i;
+		for (i = 0; i < n->nprops; i++)
+			if (strcmp(n->props[i].name, n->required[r]) == 0 &&
+			    strlen(n->required[r]) == n->props[i].len)
+				break;
+		if (i < n->nprops && bit < 64 && n->props[i].req_bit < 0) {
+			n->props[i].req_bit = (int)bit;
+			n->req_mask |= 1ull << bit;
+			bit++;
+		} else {
+			n->req_extra[n->nreq_extra++] = n->required[r];
+		}
+	}
+
 	if (top && n->has_type && !(n->type_mask & (1u << BSON_TYPE_DOCUMENT)))
 		n->always_false = true;
 	*out = n;
@@ -990,6 +1011,7 @@ sch_node_free(snode_t *n)
 	for (uint32_t i = 0; i < n->nrequired; i++)
 		bson_free(n->required[i]);
 	bson_free(n->required);
+	bson_free(n->req_extra);
 	for (uint32_t i = 0; i < n->npats; i++) {
 		bson_free(n->pats[i].src);
 		if (n->pats[i].re)

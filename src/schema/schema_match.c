@@ -440,7 +440,18 @@ cmp_ok(const bson_value_t *v, const bson_value_t *bound, bool is_max, bool exclu
 
 	if (vn || bn)
 		return vn && bn && !exclusive;
-	c = bv_compare(v, bound);
+	if ((v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64) &&
+	    (bound->value_type == BSON_TYPE_INT32 || bound->value_type == BSON_TYPE_INT64)) {
+		int64_t a = v->value_type == BSON_TYPE_INT32 ? v->value.v_int32 : v->value.v_int64;
+		int64_t b = bound->value_type == BSON_TYPE_INT32 ? bound->value.v_int32
+								 : bound->value.v_int64;
+		c = a < b ? -1 : a > b;
+	} else if (v->value_type == BSON_TYPE_DOUBLE && bound->value_type == BSON_TYPE_DOUBLE) {
+		c = v->value.v_double < bound->value.v_double ? -1
+		    : v->value.v_double > bound->value.v_double;
+	} else {
+		c = bv_compare(v, bound);
+	}
 	if (is_max)
 		return exclusive ? c < 0 : c <= 0;
 	return exclusive ? c > 0 : c >= 0;
@@ -552,20 +563,30 @@ match_object(const snode_t *n, const bson_value_t *v)
 {
 	bson_iter_t it;
 	int64_t nfields = 0;
+	uint64_t seen = 0;
 
 	iter_of(v, &it);
 	while (bson_iter_next(&it)) {
-		const char *key = bson_iter_key(&it);
-		uint32_t klen = bson_iter_key_len(&it);
-		const sch_prop_t *p = n->nprops ? find_prop(n, key, klen) : NULL;
+		const char *key;
+		uint32_t klen;
+		const sch_prop_t *p;
 		bson_value_t e;
 
 		nfields++;
+		if (n->nprops == 0 && !n->has_allowed)
+			continue;
+		key = bson_iter_key(&it);
+		klen = bson_iter_key_len(&it);
+		p = n->nprops ? find_prop(n, key, klen) : NULL;
 		if (p == NULL && !n->has_allowed)
 			continue;
 		e = *bson_iter_value(&it);
-		if (p && !sch_node_match(p->schema, &e))
-			return false;
+		if (p) {
+			if (p->req_bit >= 0)
+				seen |= 1ull << p->req_bit;
+			if (!sch_node_match(p->schema, &e))
+				return false;
+		}
 		if (n->has_allowed) {
 			bool other = p == NULL;
 			for (uint32_t i = 0; i < n->npats; i++) {
@@ -584,9 +605,11 @@ match_object(const snode_t *n, const bson_value_t *v)
 			}
 		}
 	}
-	for (uint32_t i = 0; i < n->nrequired; i++) {
+	if ((seen & n->req_mask) != n->req_mask)
+		return false;
+	for (uint32_t i = 0; i < n->nreq_extra; i++) {
 		bson_iter_t f;
-		if (!doc_find(v, n->required[i], (uint32_t)strlen(n->required[i]), &f))
+		if (!doc_find(v, n->req_extra[i], (uint32_t)strlen(n->req_extra[i]), &f))
 			return false;
 	}
 	if (n->min_props >= 0 && nfields < n->min_props)

@@ -38,6 +38,7 @@ typedef struct {
 	char *name;
 	uint32_t len;
 	snode_t *schema;
+	int req_bit;            /* bit in the "required seen" mask, or -1 */
 } sch_prop_t;
 
 typedef struct {
@@ -91,6 +92,11 @@ struct snode {
 	uint32_t nprops;
 	char **required;                /* sorted bytewise */
 	uint32_t nrequired;
+	/* Fast required check: required names that are also properties get a
+	 * bit (when there are at most 64 of them); the others are looked up. */
+	uint64_t req_mask;              /* all bits that must be seen */
+	char **req_extra;               /* required names without a bit (borrowed from required) */
+	uint32_t nreq_extra;
 	bool has_allowed;               /* patternProperties or additionalProperties */
 	sch_pat_t *pats;
 	uint32_t npats;
