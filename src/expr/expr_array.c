@@ -155,7 +155,8 @@ eval_concat_arrays(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *
 
 typedef struct named {
 	const char *name;
-	const bson_value_t *v;
+	const bson_value_t *v;  /* NULL, or &val */
+	bson_value_t val;       /* shallow copy: borrows the spec */
 } named_t;
 
 /* Collect named arguments; unknown -> code/fmt with the name. */
@@ -170,7 +171,8 @@ collect_named(const bson_value_t *arg, named_t *nv, size_t n, int code, const ch
 		size_t i;
 		for (i = 0; i < n; i++) {
 			if (strcmp(k, nv[i].name) == 0) {
-				nv[i].v = bson_iter_value(&it);
+				nv[i].val = *bson_iter_value(&it);
+				nv[i].v = &nv[i].val;
 				break;
 			}
 		}

@@ -329,6 +329,7 @@ parse_let(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
 {
 	bson_iter_t it, vit;
 	const bson_value_t *vars = NULL, *in = NULL;
+	bson_value_t vars_v, in_v;
 	expr_t *body = NULL;
 	int *ids = NULL;
 	size_t n = 0;
@@ -340,9 +341,9 @@ parse_let(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
 	while (bson_iter_next(&it)) {
 		const char *k = bson_iter_key(&it);
 		if (strcmp(k, "vars") == 0)
-			vars = bson_iter_value(&it);
+			vars = (vars_v = *bson_iter_value(&it), &vars_v);
 		else if (strcmp(k, "in") == 0)
-			in = bson_iter_value(&it);
+			in = (in_v = *bson_iter_value(&it), &in_v);
 		else
 			return terr_set(err, 16875, "Unrecognized parameter to $let: %s", k);
 	}

@@ -222,6 +222,7 @@ parse_field_op(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *
 	bool is_get = strcmp(e->op->name, "$getField") == 0;
 	bool is_set = strcmp(e->op->name, "$setField") == 0;
 	const bson_value_t *field = NULL, *input = NULL, *value = NULL;
+	bson_value_t field_v, input_v, value_v;
 	expr_t *parts[3] = {NULL, NULL, NULL};
 	int ret = 0;
 
@@ -235,11 +236,11 @@ parse_field_op(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *
 		while (bson_iter_next(&it)) {
 			const char *k = bson_iter_key(&it);
 			if (strcmp(k, "field") == 0)
-				field = bson_iter_value(&it);
+				field = (field_v = *bson_iter_value(&it), &field_v);
 			else if (strcmp(k, "input") == 0)
-				input = bson_iter_value(&it);
+				input = (input_v = *bson_iter_value(&it), &input_v);
 			else if (is_set && strcmp(k, "value") == 0)
-				value = bson_iter_value(&it);
+				value = (value_v = *bson_iter_value(&it), &value_v);
 			else
 				return terr_set(err, is_get ? 3041701 : 4161101, "%s found an unknown argument: %s",
 				                e->op->name, k);
