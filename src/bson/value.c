@@ -8,10 +8,11 @@
  * (IEEE 754-2008 BID, the encoding libbson stores) and, against doubles,
  * through an exactly computed "floor to double" of the decimal.
  *
- * Not here: dotted paths (path.c), index key encoding (keystring.c),
- * arithmetic on Decimal128 (higher layers).
+ * Not here: dotted paths (path.c), index key encoding (keystring.c, which
+ * bv_hash reuses), arithmetic on Decimal128 (higher layers).
  */
 #include "bson/value.h"
+#include "bson/keystring.h"
 
 #include <float.h>
 #include <math.h>
@@ -1462,6 +1463,26 @@ bool
 bv_equal(const bson_value_t *a, const bson_value_t *b)
 {
 	return bv_compare(a, b) == 0;
+}
+
+uint64_t
+bv_hash(const bson_value_t *v)
+{
+	keystring_t ks;
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a, then a final mix */
+	size_t i;
+
+	keystring_init(&ks);
+	keystring_append_value(&ks, v, false);
+	for (i = 0; i < ks.len; i++) {
+		h ^= ks.buf[i];
+		h *= 0x100000001b3ULL;
+	}
+	keystring_destroy(&ks);
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	return h;
 }
 
 /* ------------------------------------------------------------------ */

@@ -38,6 +38,13 @@ int bv_compare_docs(const bson_t *a, const bson_t *b);
 /* bv_compare(a, b) == 0 (so 1 == 1.0 == NumberDecimal("1.00")). */
 bool bv_equal(const bson_value_t *a, const bson_value_t *b);
 
+/* A 64-bit hash that agrees with bv_compare equality under the simple
+ * collation: values that compare equal hash alike (1, 1.0, NumberLong(1),
+ * NumberDecimal("1.00"); {a: 1} and {a: 1.0}; "x" and Symbol("x")).  For
+ * hash-based $group, $addToSet, distinct.  Computed over the value's
+ * keystring, so it costs an encoding (no allocation below 128 bytes). */
+uint64_t bv_hash(const bson_value_t *v);
+
 bool bv_is_number(const bson_value_t *v);
 bool bv_is_nan(const bson_value_t *v);
 

@@ -571,6 +571,44 @@ test_append_embedded_nul(void)
 	bson_destroy(&out);
 }
 
+static void
+test_hash(void)
+{
+	const char *eq[][2] = {
+		{"{\"v\": 1}", "{\"v\": 1.0}"},
+		{"{\"v\": 1}", "{\"v\": {\"$numberLong\": \"1\"}}"},
+		{"{\"v\": 1}", "{\"v\": {\"$numberDecimal\": \"1.00\"}}"},
+		{"{\"v\": -0.0}", "{\"v\": 0}"},
+		{"{\"v\": {\"a\": [1, 2]}}", "{\"v\": {\"a\": [1.0, {\"$numberLong\": \"2\"}]}}"},
+		{"{\"v\": \"x\"}", "{\"v\": {\"$symbol\": \"x\"}}"},
+	};
+	const char *ne[][2] = {
+		{"{\"v\": 1}", "{\"v\": 2}"},
+		{"{\"v\": {\"a\": 1}}", "{\"v\": {\"b\": 1}}"},
+		{"{\"v\": \"1\"}", "{\"v\": 1}"},
+		{"{\"v\": null}", "{\"v\": {\"$undefined\": true}}"},
+	};
+	size_t i;
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		size_t n = k == 0 ? sizeof eq / sizeof eq[0] : sizeof ne / sizeof ne[0];
+		for (i = 0; i < n; i++) {
+			bson_t *a = tt_json(k == 0 ? eq[i][0] : ne[i][0]);
+			bson_t *b = tt_json(k == 0 ? eq[i][1] : ne[i][1]);
+			bson_iter_t ia, ib;
+			bson_iter_init_find(&ia, a, "v");
+			bson_iter_init_find(&ib, b, "v");
+			if (k == 0)
+				TT_ASSERT(bv_hash(bson_iter_value(&ia)) == bv_hash(bson_iter_value(&ib)));
+			else
+				TT_ASSERT(bv_hash(bson_iter_value(&ia)) != bv_hash(bson_iter_value(&ib)));
+			bson_destroy(a);
+			bson_destroy(b);
+		}
+	}
+}
+
 int
 main(void)
 {
@@ -585,5 +623,6 @@ main(void)
 	TT_RUN(test_type_names);
 	TT_RUN(test_append);
 	TT_RUN(test_append_embedded_nul);
+	TT_RUN(test_hash);
 	return tt_finish();
 }

@@ -356,8 +356,11 @@ test_random_order(void)
 
 	for (i = 0; i + 1 < NVALS; i++) {
 		check_pair(&items[i], &items[i + 1], &fails);
-		if (bv_compare(&items[i].v, &items[i + 1].v) == 0)
+		if (bv_compare(&items[i].v, &items[i + 1].v) == 0) {
 			dups++;
+			if (bv_hash(&items[i].v) != bv_hash(&items[i + 1].v) && fails++ < 10)
+				show_pair(&items[i], &items[i + 1], 0, 1, "bv_hash of equal values");
+		}
 	}
 	for (i = 0; i < 30000; i++)
 		check_pair(&items[rndn(NVALS)], &items[rndn(NVALS)], &fails);
