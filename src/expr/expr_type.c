@@ -61,7 +61,7 @@ overflow_fail(const bson_value_t *in, terr_t *err)
 	if (in->value_type == BSON_TYPE_DECIMAL128)
 		bson_decimal128_to_string(&in->value.v_decimal128, buf);
 	else
-		expr_format_double(expr_num_to_double(in), buf, sizeof(buf));
+		snprintf(buf, sizeof(buf), "%g", expr_num_to_double(in)); /* C++ ostream default */
 	return terr_set(err, CONV_FAIL, "Conversion would overflow target type" NO_ONERR ": %s", buf);
 }
 

@@ -12,12 +12,47 @@
 
 static char tx_buf[4096];
 
+/* Copy a document renaming every key "__type__" to "$type" (libbson's JSON
+ * parser reserves "$type" for legacy binary syntax). */
+static void
+tx_rename(bson_t *dst, const bson_t *src)
+{
+	bson_iter_t it;
+	bson_iter_init(&it, src);
+	while (bson_iter_next(&it)) {
+		const char *k = strcmp(bson_iter_key(&it), "__type__") == 0 ? "$type" : bson_iter_key(&it);
+		if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
+			const uint8_t *data;
+			uint32_t len;
+			bson_t sub, child;
+			bson_iter_document(&it, &len, &data);
+			if (BSON_ITER_HOLDS_ARRAY(&it))
+				bson_iter_array(&it, &len, &data);
+			bson_init_static(&sub, data, len);
+			if (BSON_ITER_HOLDS_ARRAY(&it)) {
+				bson_append_array_begin(dst, k, -1, &child);
+				tx_rename(&child, &sub);
+				bson_append_array_end(dst, &child);
+			} else {
+				bson_append_document_begin(dst, k, -1, &child);
+				tx_rename(&child, &sub);
+				bson_append_document_end(dst, &child);
+			}
+		} else {
+			bson_append_value(dst, k, -1, bson_iter_value(&it));
+		}
+	}
+}
+
 /* spec: the expression's JSON; doc: the document's JSON (or NULL) */
 static const char *
 tx_eval(const char *spec, const char *doc)
 {
 	char *wrapped = bson_strdup_printf("{\"e\": %s}", spec);
-	bson_t *s = tt_json(wrapped);
+	bson_t *s0 = tt_json(wrapped);
+	bson_t *s = bson_new();
+	tx_rename(s, s0);
+	bson_destroy(s0);
 	bson_t *d = doc ? tt_json(doc) : NULL;
 	bson_iter_t it;
 	expr_scope_t *scope = expr_scope_new();
