@@ -87,10 +87,12 @@ depth_data(const uint8_t *data, uint32_t len)
 {
 	bson_iter_t it;
 	int max = 0;
+	bool any = false;
 
 	if (!bson_iter_init_from_data(&it, data, len))
-		return 1;
+		return 0;
 	while (bson_iter_next(&it)) {
+		any = true;
 		if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
 			const uint8_t *d;
 			uint32_t l;
@@ -105,7 +107,7 @@ depth_data(const uint8_t *data, uint32_t len)
 				max = x;
 		}
 	}
-	return max + 1;
+	return any ? max + 1 : 0;
 }
 
 int
@@ -1202,6 +1204,16 @@ update_replace_into(const bson_t *old, const bson_t *repl, bool allow_top_dollar
 				                "the context of an update's replacement document. Consider "
 				                "using an aggregation pipeline with $replaceWith.", k, k);
 		}
+	}
+	{
+		bson_value_t rv;
+
+		rv.value_type = BSON_TYPE_DOCUMENT;
+		rv.value.v_doc.data = (uint8_t *)bson_get_data(repl);
+		rv.value.v_doc.data_len = repl->len;
+		if (update_value_depth(&rv) > UPDATE_MAX_DEPTH)
+			return terr_set(err, TERR_OVERFLOW, "Document exceeds maximum nesting depth of %d",
+			                UPDATE_MAX_DEPTH);
 	}
 	if (new_has) {
 		bson_type_t t = bson_iter_type(&nid);

@@ -21,7 +21,7 @@
 #include "update/update.h"
 
 #define UPDATE_MAX_BSON_SIZE (16 * 1024 * 1024)
-#define UPDATE_MAX_DEPTH 100
+#define UPDATE_MAX_DEPTH 180   /* BSONDepth::getMaxDepthForUserStorage() */
 #define UPDATE_MAX_PADDING 1500000
 
 typedef struct unode unode_t;
@@ -107,9 +107,9 @@ void update_res_set_copy(ures_t *r, const bson_value_t *v);
 void update_res_set_steal_doc(ures_t *r, bson_t *doc, bool is_array);
 /* Same type and same bytes (MongoDB's binaryEqualValues). */
 bool update_value_identical(const bson_value_t *a, const bson_value_t *b);
-/* Nesting depth of a value (scalar 0, {} 1, ...). */
+/* Nesting levels of elements inside a value (scalar 0, {} 0, {a: 1} 1,
+ * {a: {b: 1}} 2), as mongod counts for the storage depth limit. */
 int update_value_depth(const bson_value_t *v);
-/* 64-bit-safe formatting of a double as mongod prints it. */
 
 /* ---- op tables ---- */
 extern const uop_t update_ops_field[];   /* terminated by name == NULL */

@@ -151,6 +151,89 @@ test_upsert_bucket_seed(void)
 	          "\"byCountry\" : { \"TR\" : 1 }, \"count\" : 1 }");
 }
 
+/* The bucket loop of the seed: 1000 views, one every 11 s from 09:00, into
+ * hourly documents by upsert; the printed counts are MongoDB's. */
+static void
+test_bucket_loop(void)
+{
+	bson_t *docs[8];
+	size_t ndocs = 0;
+	const int64_t start = 1782810000000LL; /* 2026-06-30T09:00:00Z */
+	const char *cc[] = {"TR", "GB", "DE"};
+	update_t *ups[3];
+	static const int want[4][4] = {{328, 110, 109, 109}, {327, 109, 109, 109},
+	                               {327, 109, 109, 109}, {18, 6, 6, 6}};
+
+	for (int k = 0; k < 3; k++) {
+		char *j = bson_strdup_printf("{\"u\": {\"$inc\": {\"count\": 1, \"byCountry.%s\": 1}}}", cc[k]);
+		bson_t *w = tt_json(j);
+		bson_iter_t it;
+		terr_t err = TERR_INIT;
+
+		bson_iter_init_find(&it, w, "u");
+		TT_ASSERT(update_compile(bson_iter_value(&it), NULL, &ups[k], &err) == 0);
+		bson_destroy(w);
+		bson_free(j);
+	}
+	for (int i = 0; i < 1000; i++) {
+		int64_t at = start + (int64_t)i * 11 * 1000, hour = at / 3600000 * 3600000;
+		bson_t filter, *hit = NULL, out;
+		terr_t err = TERR_INIT;
+		bool mod;
+		size_t d;
+
+		for (d = 0; d < ndocs; d++) {
+			bson_iter_t it;
+
+			if (bson_iter_init_find(&it, docs[d], "hour") && bson_iter_date_time(&it) == hour) {
+				hit = docs[d];
+				break;
+			}
+		}
+		if (hit != NULL) {
+			TT_ASSERT(update_apply(ups[i % 3], hit, NULL, &out, &mod, &err) == 0 && mod);
+			bson_destroy(hit);
+			docs[d] = bson_copy(&out);
+			bson_destroy(&out);
+		} else {
+			bson_init(&filter);
+			bson_append_int32(&filter, "bookId", -1, 26);
+			bson_append_date_time(&filter, "hour", -1, hour);
+			TT_ASSERT(update_build_upsert_doc(ups[i % 3], &filter, NULL, &out, &err) == 0);
+			TT_ASSERT(ndocs < 8);
+			docs[ndocs++] = bson_copy(&out);
+			bson_destroy(&out);
+			bson_destroy(&filter);
+		}
+	}
+	TT_EQ_INT(ndocs, 4);
+	for (size_t d = 0; d < ndocs && d < 4; d++) {
+		bson_iter_t it;
+
+		TT_ASSERT(bson_iter_init_find(&it, docs[d], "count") && bson_iter_int32(&it) == want[d][0]);
+		for (int k = 0; k < 3; k++) {
+			char path[32];
+
+			bson_snprintf(path, sizeof path, "byCountry.%s", cc[k]);
+			TT_ASSERT(bson_iter_init(&it, docs[d]) && bson_iter_find_descendant(&it, path, &it) &&
+			          bson_iter_int32(&it) == want[d][k + 1]);
+		}
+		/* field order: _id, bookId, hour, then the $inc fields */
+		{
+			const char *order[] = {"_id", "bookId", "hour", "byCountry", "count"};
+			int n = 0;
+
+			bson_iter_init(&it, docs[d]);
+			while (bson_iter_next(&it) && n < 5)
+				TT_EQ_STR(bson_iter_key(&it), order[n++]);
+		}
+	}
+	for (size_t d = 0; d < ndocs; d++)
+		bson_destroy(docs[d]);
+	for (int k = 0; k < 3; k++)
+		update_free(ups[k]);
+}
+
 static void
 test_upsert_seed_rules(void)
 {
@@ -212,6 +295,7 @@ main(void)
 	TT_RUN(test_pipeline_stages);
 	TT_RUN(test_pipeline_let);
 	TT_RUN(test_upsert_bucket_seed);
+	TT_RUN(test_bucket_loop);
 	TT_RUN(test_upsert_seed_rules);
 	TT_RUN(test_upsert_seed_only);
 	return tt_finish();
