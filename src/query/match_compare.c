@@ -19,24 +19,48 @@
 
 #include "bson/value.h"
 
-/* canonicalizeBSONType: ranks that decide which values are comparable. */
-static int
+/* canonicalizeBSONType: ranks that decide which values are comparable,
+ * stored +2 so that 0 marks an unknown type byte. */
+static const uint8_t canon_table[256] = {
+	[BSON_TYPE_MINKEY] = 1, [BSON_TYPE_EOD] = 2, [BSON_TYPE_UNDEFINED] = 2,
+	[BSON_TYPE_NULL] = 7, [BSON_TYPE_DOUBLE] = 12, [BSON_TYPE_INT32] = 12,
+	[BSON_TYPE_INT64] = 12, [BSON_TYPE_DECIMAL128] = 12, [BSON_TYPE_UTF8] = 17,
+	[BSON_TYPE_SYMBOL] = 17, [BSON_TYPE_DOCUMENT] = 22, [BSON_TYPE_ARRAY] = 27,
+	[BSON_TYPE_BINARY] = 32, [BSON_TYPE_OID] = 37, [BSON_TYPE_BOOL] = 42,
+	[BSON_TYPE_DATE_TIME] = 47, [BSON_TYPE_TIMESTAMP] = 49, [BSON_TYPE_REGEX] = 52,
+	[BSON_TYPE_DBPOINTER] = 57, [BSON_TYPE_CODE] = 62, [BSON_TYPE_CODEWSCOPE] = 67,
+	[BSON_TYPE_MAXKEY] = 129,
+};
+
+static inline int
 canon(bson_type_t t)
 {
-	static const struct { bson_type_t t; int rank; } rows[] = {
-		{BSON_TYPE_MINKEY, -1}, {BSON_TYPE_EOD, 0}, {BSON_TYPE_UNDEFINED, 0},
-		{BSON_TYPE_NULL, 5}, {BSON_TYPE_DOUBLE, 10}, {BSON_TYPE_INT32, 10},
-		{BSON_TYPE_INT64, 10}, {BSON_TYPE_DECIMAL128, 10}, {BSON_TYPE_UTF8, 15},
-		{BSON_TYPE_SYMBOL, 15}, {BSON_TYPE_DOCUMENT, 20}, {BSON_TYPE_ARRAY, 25},
-		{BSON_TYPE_BINARY, 30}, {BSON_TYPE_OID, 35}, {BSON_TYPE_BOOL, 40},
-		{BSON_TYPE_DATE_TIME, 45}, {BSON_TYPE_TIMESTAMP, 47}, {BSON_TYPE_REGEX, 50},
-		{BSON_TYPE_DBPOINTER, 55}, {BSON_TYPE_CODE, 60}, {BSON_TYPE_CODEWSCOPE, 65},
-		{BSON_TYPE_MAXKEY, 127},
-	};
-	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-		if (rows[i].t == t)
-			return rows[i].rank;
-	return 200;
+	uint8_t r = canon_table[(uint8_t)t];
+
+	return r == 0 ? 200 : (int)r - 2;
+}
+
+/* Same-type fast paths for the common cases; falls back to bv_compare. */
+static inline int
+compare_same_rank(const bson_value_t *a, const bson_value_t *b)
+{
+	if (a->value_type == b->value_type) {
+		switch (a->value_type) {
+		case BSON_TYPE_INT32:
+			return (a->value.v_int32 > b->value.v_int32) - (a->value.v_int32 < b->value.v_int32);
+		case BSON_TYPE_INT64:
+			return (a->value.v_int64 > b->value.v_int64) - (a->value.v_int64 < b->value.v_int64);
+		case BSON_TYPE_UTF8: {
+			uint32_t la = a->value.v_utf8.len, lb = b->value.v_utf8.len;
+			int c = memcmp(a->value.v_utf8.str, b->value.v_utf8.str, la < lb ? la : lb);
+
+			return c != 0 ? c : (la > lb) - (la < lb);
+		}
+		default:
+			break;
+		}
+	}
+	return bv_compare(a, b);
 }
 
 bool
@@ -69,7 +93,7 @@ match_cmp_value(const mnode_t *n, const bson_value_t *v)
 		if (a || b)
 			return eq_ok && a && b;
 	}
-	c = bv_compare(v, rhs);
+	c = compare_same_rank(v, rhs);
 	switch (k) {
 	case MK_EQ: return c == 0;
 	case MK_LT: return c < 0;
