@@ -1,0 +1,80 @@
+"""Write the seed corpus for fuzz_wire (tests/fuzz/corpus/): valid and
+nearly valid messages of every shape the parser knows.  Run with a Python
+that has python3-pymongo's `bson`:  /usr/bin/python3 make_corpus.py"""
+import os
+import struct
+import zlib
+
+import bson
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+_t = []
+for i in range(256):
+    c = i
+    for _ in range(8):
+        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    _t.append(c)
+
+
+def crc32c(b):
+    c = 0xFFFFFFFF
+    for x in b:
+        c = _t[(c ^ x) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def frame(op, payload, rid=1):
+    return struct.pack("<iiii", 16 + len(payload), rid, 0, op) + payload
+
+
+def msg(doc, flags=0, sections=b"", checksum=False):
+    body = struct.pack("<I", flags | (1 if checksum else 0)) + b"\x00" + bson.BSON.encode(doc) + sections
+    if checksum:
+        m = struct.pack("<iiii", 16 + len(body) + 4, 1, 0, 2013) + body
+        return m + struct.pack("<I", crc32c(m))
+    return frame(2013, body)
+
+
+def seq(name, docs):
+    inner = name.encode() + b"\x00" + b"".join(bson.BSON.encode(d) for d in docs)
+    return b"\x01" + struct.pack("<i", 4 + len(inner)) + inner
+
+
+def compressed(m, cid, data):
+    return frame(2012, struct.pack("<iiB", struct.unpack("<i", m[12:16])[0], len(m) - 16, cid) + data)
+
+
+seeds = {
+    "ping": msg({"ping": 1, "$db": "admin"}),
+    "hello_compression": msg({"hello": 1, "helloOk": True, "compression": ["zstd", "zlib", "snappy"],
+                              "client": {"driver": {"name": "x", "version": "1"}}, "$db": "admin"}),
+    "checksum": msg({"find": "c", "filter": {"a": {"$gt": 1}}, "$db": "test"}, checksum=True),
+    "insert_seq": msg({"insert": "c", "$db": "test"}, sections=seq("documents", [{"_id": 1}, {"_id": 2, "a": [1, 2]}])),
+    "bulk_two_seqs": msg({"bulkWrite": 1, "$db": "admin"},
+                         sections=seq("ops", [{"insert": 0, "document": {"a": 1}}]) + seq("nsInfo", [{"ns": "t.c"}])),
+    "more_to_come": msg({"insert": "c", "documents": [{"x": 1}], "$db": "test"}, flags=2),
+    "all_types": msg({"$db": "t", "d": 1.5, "s": "x", "o": {"a": None}, "arr": [1, "2"], "b": True,
+                      "i": 1, "l": bson.int64.Int64(2), "oid": bson.ObjectId(), "re": bson.regex.Regex("a", "i"),
+                      "bin": bson.binary.Binary(b"\x00\x01", 4), "ts": bson.timestamp.Timestamp(1, 2),
+                      "dec": bson.decimal128.Decimal128("1.5"), "code": bson.code.Code("f", {"a": 1}),
+                      "min": bson.min_key.MinKey(), "max": bson.max_key.MaxKey()}),
+    "op_query_ismaster": frame(2004, struct.pack("<i", 0) + b"admin.$cmd\x00" + struct.pack("<ii", 0, -1)
+                               + bson.BSON.encode({"$query": {"isMaster": 1}, "$readPreference": {"mode": "primary"}})),
+    "op_query_find": frame(2004, struct.pack("<i", 0) + b"test.c\x00" + struct.pack("<ii", 0, -1)
+                           + bson.BSON.encode({"a": 1})),
+    "bad_flags": msg({"ping": 1, "$db": "admin"}, flags=1 << 5),
+    "unknown_section": msg({"ping": 1, "$db": "admin"}, sections=b"\x05"),
+    "bad_bson": frame(2013, struct.pack("<I", 0) + b"\x00" + b"\x10\x00\x00\x00\x42a\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00"),
+}
+p = msg({"ping": 1, "$db": "admin", "pad": "z" * 100})
+seeds["zlib"] = compressed(p, 2, zlib.compress(p[16:]))
+seeds["noop"] = compressed(p, 0, p[16:])
+seeds["bad_zlib"] = compressed(p, 2, b"garbage" * 5)
+seeds["unknown_compressor"] = compressed(p, 9, p[16:])
+seeds["nested"] = msg({"$db": "t", "a": {"b": {"c": {"d": [[[{"e": 1}]]]}}}})
+
+os.makedirs(OUT, exist_ok=True)
+for name, data in seeds.items():
+    with open(os.path.join(OUT, name), "wb") as f:
+        f.write(data)
+print("wrote %d seeds to %s" % (len(seeds), OUT))
