@@ -594,6 +594,48 @@ test_long_keys_grow(void)
 	keystring_destroy(&k);
 }
 
+/* Mutated BSON bytes: rendering, comparison, encoding and hashing must not
+ * crash or read out of bounds (ASan) whatever bson_init_static lets through. */
+static void
+test_mutated_input_no_crash(void)
+{
+	int i, j;
+	int64_t checksum = 0;
+
+	for (i = 0; i < 20000; i++) {
+		const item_t *src = &items[rndn(NVALS)];
+		uint32_t len = src->doc->len;
+		uint8_t *buf = bson_malloc(len);
+		bson_t doc;
+		bson_iter_t it;
+		keystring_t k;
+
+		memcpy(buf, bson_get_data(src->doc), len);
+		for (j = 0; j < 1 + rndn(4); j++) {
+			uint32_t at = 4 + (uint32_t)rndn((int)len - 4);
+			buf[at] = rndn(2) ? (uint8_t)rnd() : (uint8_t)(buf[at] ^ (1u << rndn(8)));
+		}
+		if (bson_init_static(&doc, buf, len)) {
+			char *s = bv_doc_to_mongo_string(&doc);
+			checksum += (int64_t)strlen(s);
+			bson_free(s);
+			checksum += bv_compare_docs(&doc, src->doc);
+			keystring_init(&k);
+			if (bson_iter_init(&it, &doc)) {
+				while (bson_iter_next(&it)) {
+					const bson_value_t *v = bson_iter_value(&it);
+					keystring_append_value(&k, v, rndn(2) == 0);
+					checksum += (int64_t)(bv_hash(v) & 1);
+					checksum += bv_compare(v, &src->v);
+				}
+			}
+			keystring_destroy(&k);
+		}
+		bson_free(buf);
+	}
+	TT_ASSERT(checksum != -1); /* keep the work observable */
+}
+
 int
 main(void)
 {
@@ -609,6 +651,7 @@ main(void)
 	TT_RUN(test_recid_and_sentinels);
 	TT_RUN(test_decode_compound_and_malformed);
 	TT_RUN(test_long_keys_grow);
+	TT_RUN(test_mutated_input_no_crash);
 	free_items();
 	return tt_finish();
 }
