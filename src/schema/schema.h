@@ -64,6 +64,18 @@ bool schema_matches(const schema_t *s, const bson_t *doc);
  * details is left untouched. */
 bool schema_explain(const schema_t *s, const bson_t *doc, bson_t *details);
 
+/* Flags for schema_explain_flags. */
+enum {
+	/* mongod's second try when the detailed error is too large: leave out
+	 * specifiedAs and the considered values of leaf keywords (the caller
+	 * then adds truncated: true next to details). */
+	SCHEMA_EXPLAIN_TRUNCATE = 1u << 0,
+};
+
+/* schema_explain with flags (schema_explain passes 0). */
+bool schema_explain_flags(const schema_t *s, const bson_t *doc, unsigned flags,
+			  bson_t *details);
+
 /* For a $jsonSchema nested in a larger validator ({$and: [{$jsonSchema: S},
  * ...]}): when doc fails, appends to parent, under key, the same object
  * schema_explain builds ({operatorName: "$jsonSchema", title?,

@@ -14,6 +14,10 @@
 #include "bson/value.h"
 #include "schema/schema_private.h"
 
+/* mongod's second attempt for an oversized error: leave out specifiedAs and
+ * the considered values that echo the document (set for one explain call). */
+static _Thread_local bool tl_truncate;
+
 /* An array being appended to: keys "0", "1", ... */
 typedef struct {
 	bson_t *arr;
@@ -98,6 +102,8 @@ append_specified(bson_t *b, const snode_t *n, const char *kw)
 	bson_t sa;
 	bson_iter_t it;
 
+	if (tl_truncate)
+		return;
 	bson_append_document_begin(b, "specifiedAs", -1, &sa);
 	if (bson_iter_init_find(&it, n->raw, kw))
 		bson_append_value(&sa, kw, -1, bson_iter_value(&it));
@@ -115,6 +121,27 @@ leaf_begin(abuf_t *out, bson_t *e, const snode_t *n, const char *kw, const char 
 		bson_append_utf8(e, "reason", -1, reason, -1);
 }
 
+/* consideredValue of a leaf keyword (left out of truncated errors). */
+static void
+append_considered(bson_t *e, const bson_value_t *v)
+{
+	if (!tl_truncate)
+		bson_append_value(e, "consideredValue", -1, v);
+}
+
+/* The {$jsonSchema: ...} specifiedAs of an always-false top-level schema. */
+static void
+append_specified_schema(bson_t *d, const snode_t *n)
+{
+	bson_t sa;
+
+	if (tl_truncate)
+		return;
+	bson_append_document_begin(d, "specifiedAs", -1, &sa);
+	bson_append_document(&sa, "$jsonSchema", -1, n->raw);
+	bson_append_document_end(d, &sa);
+}
+
 static void explain_node(const snode_t *n, const bson_value_t *v, abuf_t *out);
 
 /* A subschema's failure under key: an array of keyword errors, or (for a
@@ -123,12 +150,10 @@ static void
 explain_details(const snode_t *n, const bson_value_t *v, bson_t *parent, const char *key)
 {
 	if (n->always_false) {
-		bson_t d, sa;
+		bson_t d;
 		bson_append_document_begin(parent, key, -1, &d);
 		bson_append_utf8(&d, "operatorName", -1, "$jsonSchema", -1);
-		bson_append_document_begin(&d, "specifiedAs", -1, &sa);
-		bson_append_document(&sa, "$jsonSchema", -1, n->raw);
-		bson_append_document_end(&d, &sa);
+		append_specified_schema(&d, n);
 		bson_append_utf8(&d, "reason", -1, "expression always evaluates to false", -1);
 		bson_append_document_end(parent, &d);
 	} else {
@@ -153,17 +178,17 @@ explain_string(const snode_t *n, const bson_value_t *v, abuf_t *out)
 			cp++;
 	if (n->pattern && !sch_regex_search(n->pattern, s, len)) {
 		leaf_begin(out, &e, n, "pattern", "regular expression did not match");
-		bson_append_value(&e, "consideredValue", -1, v);
+		append_considered(&e, v);
 		bson_append_document_end(out->arr, &e);
 	}
 	if (n->max_len >= 0 && cp > n->max_len) {
 		leaf_begin(out, &e, n, "maxLength", "specified string length was not satisfied");
-		bson_append_value(&e, "consideredValue", -1, v);
+		append_considered(&e, v);
 		bson_append_document_end(out->arr, &e);
 	}
 	if (n->min_len >= 0 && cp < n->min_len) {
 		leaf_begin(out, &e, n, "minLength", "specified string length was not satisfied");
-		bson_append_value(&e, "consideredValue", -1, v);
+		append_considered(&e, v);
 		bson_append_document_end(out->arr, &e);
 	}
 }
@@ -178,14 +203,16 @@ explain_bound(const snode_t *n, const bson_value_t *v, abuf_t *out, bool is_max)
 
 	ab_doc_begin(out, &e);
 	bson_append_utf8(&e, "operatorName", -1, kw, -1);
-	bson_append_document_begin(&e, "specifiedAs", -1, &sa);
-	if (bson_iter_init_find(&it, n->raw, kw))
-		bson_append_value(&sa, kw, -1, bson_iter_value(&it));
-	if (excl)
-		bson_append_bool(&sa, is_max ? "exclusiveMaximum" : "exclusiveMinimum", -1, true);
-	bson_append_document_end(&e, &sa);
+	if (!tl_truncate) {
+		bson_append_document_begin(&e, "specifiedAs", -1, &sa);
+		if (bson_iter_init_find(&it, n->raw, kw))
+			bson_append_value(&sa, kw, -1, bson_iter_value(&it));
+		if (excl)
+			bson_append_bool(&sa, is_max ? "exclusiveMaximum" : "exclusiveMinimum", -1, true);
+		bson_append_document_end(&e, &sa);
+	}
 	bson_append_utf8(&e, "reason", -1, "comparison failed", -1);
-	bson_append_value(&e, "consideredValue", -1, v);
+	append_considered(&e, v);
 	bson_append_document_end(out->arr, &e);
 }
 
@@ -205,7 +232,7 @@ explain_number(const snode_t *n, const bson_value_t *v, abuf_t *out)
 		if (!sch_node_match(&probe, v)) {
 			leaf_begin(out, &e, n, "multipleOf",
 				   "considered value is not a multiple of the specified value");
-			bson_append_value(&e, "consideredValue", -1, v);
+			append_considered(&e, v);
 			bson_append_document_end(out->arr, &e);
 		}
 	}
@@ -451,7 +478,13 @@ explain_allowed(const snode_t *n, const bson_value_t *v, abuf_t *out)
 				break;
 			}
 		if (any) {
-			leaf_begin(out, &e, n, "additionalProperties", NULL);
+			bson_t sa;
+			ab_doc_begin(out, &e);
+			bson_append_utf8(&e, "operatorName", -1, "additionalProperties", -1);
+			/* mongod writes this specifiedAs itself, even when truncating */
+			bson_append_document_begin(&e, "specifiedAs", -1, &sa);
+			bson_append_bool(&sa, "additionalProperties", -1, false);
+			bson_append_document_end(&e, &sa);
 			bson_append_array_begin(&e, "additionalProperties", -1, &arr);
 			iter_of(v, &it);
 			while (bson_iter_next(&it))
@@ -701,7 +734,7 @@ explain_logic(const snode_t *n, const bson_value_t *v, abuf_t *out)
 			bson_append_document_end(out->arr, &e);
 		} else if (!sch_enum_contains(n, v)) {
 			leaf_begin(out, &e, n, "enum", "value was not found in enum");
-			bson_append_value(&e, "consideredValue", -1, v);
+			append_considered(&e, v);
 			bson_append_document_end(out->arr, &e);
 		}
 	}
@@ -733,7 +766,7 @@ explain_node(const snode_t *n, const bson_value_t *v, abuf_t *out)
 		bson_append_utf8(&e, "operatorName", -1, n->type_is_json ? "type" : "bsonType", -1);
 		append_specified(&e, n, n->type_is_json ? "type" : "bsonType");
 		bson_append_utf8(&e, "reason", -1, "type did not match", -1);
-		bson_append_value(&e, "consideredValue", -1, v);
+		append_considered(&e, v);
 		bson_append_utf8(&e, "consideredType", -1, tname(t), -1);
 		bson_append_document_end(out->arr, &e);
 	}
@@ -754,10 +787,7 @@ explain_root_fields(const snode_t *root, const bson_value_t *v, bson_t *d)
 {
 	bson_append_utf8(d, "operatorName", -1, "$jsonSchema", -1);
 	if (root->always_false) {
-		bson_t sa;
-		bson_append_document_begin(d, "specifiedAs", -1, &sa);
-		bson_append_document(&sa, "$jsonSchema", -1, root->raw);
-		bson_append_document_end(d, &sa);
+		append_specified_schema(d, root);
 		bson_append_utf8(d, "reason", -1, "expression always evaluates to false", -1);
 	} else {
 		bson_t arr;
@@ -770,15 +800,23 @@ explain_root_fields(const snode_t *root, const bson_value_t *v, bson_t *d)
 }
 
 bool
-schema_explain(const schema_t *s, const bson_t *doc, bson_t *details)
+schema_explain_flags(const schema_t *s, const bson_t *doc, unsigned flags, bson_t *details)
 {
 	bson_value_t v;
 
 	doc_value(doc, &v);
 	if (sch_node_match(s->root, &v))
 		return true;
+	tl_truncate = (flags & SCHEMA_EXPLAIN_TRUNCATE) != 0;
 	explain_root_fields(s->root, &v, details);
+	tl_truncate = false;
 	return false;
+}
+
+bool
+schema_explain(const schema_t *s, const bson_t *doc, bson_t *details)
+{
+	return schema_explain_flags(s, doc, 0, details);
 }
 
 bool

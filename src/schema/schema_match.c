@@ -7,6 +7,7 @@
  * This file does not build errInfo (schema_explain.c does).
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,23 @@ doc_find(const bson_value_t *doc, const char *name, uint32_t len, bson_iter_t *o
 
 /* ---- regex ---------------------------------------------------------- */
 
+/* One match-data block per thread, made on first use and freed when the
+ * thread exits (the pthread key's destructor). */
 static _Thread_local pcre2_match_data *tl_md;
+static pthread_key_t md_key;
+static pthread_once_t md_once = PTHREAD_ONCE_INIT;
+
+static void
+md_free(void *p)
+{
+	pcre2_match_data_free(p);
+}
+
+static void
+md_key_init(void)
+{
+	(void)pthread_key_create(&md_key, md_free);
+}
 
 bool
 sch_regex_search(const pcre2_code *re, const char *s, uint32_t len)
@@ -63,9 +80,11 @@ sch_regex_search(const pcre2_code *re, const char *s, uint32_t len)
 	int rc;
 
 	if (tl_md == NULL) {
+		pthread_once(&md_once, md_key_init);
 		tl_md = pcre2_match_data_create(1, NULL);
 		if (tl_md == NULL)
 			return false;
+		(void)pthread_setspecific(md_key, tl_md);
 	}
 	rc = pcre2_match(re, (PCRE2_SPTR)s, len, 0, 0, tl_md, NULL);
 	return rc >= 0;

@@ -4,6 +4,7 @@
  * README), plus bad-input and no-allocation checks written in C.
  */
 #include <dirent.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -336,6 +337,163 @@ test_seed_rating(void)
 	bson_destroy(sch);
 }
 
+/* ---- allocation counting through libbson's allocator ---- */
+static int alloc_count;
+static void *count_malloc(size_t n) { alloc_count++; return malloc(n); }
+static void *count_calloc(size_t n, size_t m) { alloc_count++; return calloc(n, m); }
+static void *count_realloc(void *p, size_t n) { alloc_count++; return realloc(p, n); }
+static void count_free(void *p) { free(p); }
+
+/* Matching a passing document allocates nothing. */
+static void
+test_no_allocation(void)
+{
+	bson_t *sch = tt_json(review_schema);
+	bson_t *doc = tt_json("{\"_id\": 1, \"bookId\": 26, \"customer\": {\"customerId\": 38, \"name\": \"Ada\"},"
+			      " \"rating\": 5, \"body\": \"Good.\", \"reviewedAt\": {\"$date\": \"2026-06-30T10:00:00Z\"},"
+			      " \"helpfulVoters\": [1, 2, 3]}");
+	bson_t *sch2 = tt_json("{\"properties\": {\"s\": {\"pattern\": \"^a+b$\", \"enum\": [\"ab\", \"aab\"]},"
+			       " \"t\": {\"uniqueItems\": true, \"items\": {\"multipleOf\": 0.5}}},"
+			       " \"patternProperties\": {\"^x\": {\"type\": \"number\"}}, \"additionalProperties\": false,"
+			       " \"dependencies\": {\"s\": [\"t\"]}, \"anyOf\": [{\"required\": [\"s\"]}, {\"required\": [\"t\"]}]}");
+	bson_t *doc2 = tt_json("{\"s\": \"aab\", \"t\": [0.5, 1, 1.5], \"x1\": 3}");
+	schema_t *s = NULL, *s2 = NULL;
+	terr_t err = TERR_INIT;
+	bson_mem_vtable_t vt = {.malloc = count_malloc, .calloc = count_calloc, .realloc = count_realloc, .free = count_free};
+	bool ok = true;
+
+	TT_ASSERT(schema_compile(sch, &s, &err) == 0);
+	TT_ASSERT(schema_compile(sch2, &s2, &err) == 0);
+	TT_ASSERT(schema_matches(s, doc));      /* warm-up: per-thread regex data */
+	TT_ASSERT(schema_matches(s2, doc2));
+	alloc_count = 0;
+	bson_mem_set_vtable(&vt);
+	for (int i = 0; i < 100; i++)
+		ok = ok && schema_matches(s, doc) && schema_matches(s2, doc2);
+	bson_mem_restore_vtable();
+	TT_ASSERT(ok);
+	TT_EQ_INT(alloc_count, 0);
+	schema_free(s);
+	schema_free(s2);
+	bson_destroy(sch);
+	bson_destroy(sch2);
+	bson_destroy(doc);
+	bson_destroy(doc2);
+}
+
+/* The pieces the command layer builds validators' errInfo from. */
+static void
+test_explain_variants(void)
+{
+	bson_t *sch = tt_json("{\"required\": [\"a\"], \"properties\": {\"a\": {}, \"b\": {\"bsonType\": \"int\", \"maximum\": 5}},"
+			      " \"additionalProperties\": false, \"title\": \"T\"}");
+	bson_t *bad = tt_json("{\"b\": 7, \"c\": 1}");
+	bson_t *good = tt_json("{\"a\": 1, \"b\": 1}");
+	schema_t *s = NULL;
+	terr_t err = TERR_INIT;
+	bson_t out = BSON_INITIALIZER;
+
+	TT_ASSERT(schema_compile(sch, &s, &err) == 0);
+	TT_EQ_STR(schema_title(s), "T");
+	TT_ASSERT(!schema_uses_encrypt(s));
+
+	/* nested in a larger validator */
+	TT_ASSERT(!schema_explain_append(s, bad, &out, "details"));
+	TT_EQ_JSON(&out, "{ \"details\" : { \"operatorName\" : \"$jsonSchema\", \"title\" : \"T\", "
+		   "\"schemaRulesNotSatisfied\" : [ { \"operatorName\" : \"properties\", \"propertiesNotSatisfied\" : "
+		   "[ { \"propertyName\" : \"b\", \"details\" : [ { \"operatorName\" : \"maximum\", \"specifiedAs\" : "
+		   "{ \"maximum\" : 5 }, \"reason\" : \"comparison failed\", \"consideredValue\" : 7 } ] } ] }, "
+		   "{ \"operatorName\" : \"additionalProperties\", \"specifiedAs\" : { \"additionalProperties\" : false }, "
+		   "\"additionalProperties\" : [ \"c\" ] }, { \"operatorName\" : \"required\", \"specifiedAs\" : "
+		   "{ \"required\" : [ \"a\" ] }, \"missingProperties\" : [ \"a\" ] } ] } }");
+	bson_reinit(&out);
+	TT_ASSERT(schema_explain_append(s, good, &out, "details"));
+	TT_EQ_INT(out.len, 5);
+
+	/* truncated: no specifiedAs nor considered values, except where mongod keeps them */
+	TT_ASSERT(!schema_explain_flags(s, bad, SCHEMA_EXPLAIN_TRUNCATE, &out));
+	TT_EQ_JSON(&out, "{ \"operatorName\" : \"$jsonSchema\", \"title\" : \"T\", "
+		   "\"schemaRulesNotSatisfied\" : [ { \"operatorName\" : \"properties\", \"propertiesNotSatisfied\" : "
+		   "[ { \"propertyName\" : \"b\", \"details\" : [ { \"operatorName\" : \"maximum\", "
+		   "\"reason\" : \"comparison failed\" } ] } ] }, "
+		   "{ \"operatorName\" : \"additionalProperties\", \"specifiedAs\" : { \"additionalProperties\" : false }, "
+		   "\"additionalProperties\" : [ \"c\" ] }, { \"operatorName\" : \"required\", "
+		   "\"missingProperties\" : [ \"a\" ] } ] }");
+	bson_reinit(&out);
+
+	/* under $nor / $not: the document matched the schema */
+	TT_ASSERT(schema_explain_inverted_append(s, good, &out, "details"));
+	TT_EQ_JSON(&out, "{ \"details\" : { \"operatorName\" : \"$jsonSchema\", \"reason\" : \"schema matched\" } }");
+	bson_reinit(&out);
+	TT_ASSERT(!schema_explain_inverted_append(s, bad, &out, "details"));
+	TT_EQ_INT(out.len, 5);
+
+	schema_free(s);
+	bson_destroy(&out);
+	bson_destroy(sch);
+	bson_destroy(bad);
+	bson_destroy(good);
+
+	/* encryption keywords only with the flag */
+	sch = tt_json("{\"properties\": {\"ssn\": {\"encrypt\": {\"bsonType\": \"string\", "
+		      "\"algorithm\": \"AEAD_AES_256_CBC_HMAC_SHA_512-Deterministic\"}}}}");
+	TT_ASSERT(schema_compile(sch, &s, &err) != 0);
+	TT_EQ_INT(err.code, 224);
+	terr_clear(&err);
+	TT_ASSERT(schema_compile_flags(sch, SCHEMA_ALLOW_ENCRYPT, &s, &err) == 0);
+	TT_ASSERT(schema_uses_encrypt(s));
+	schema_free(s);
+	bson_destroy(sch);
+	sch = tt_json("{\"properties\": {\"ssn\": {\"encrypt\": {\"bogus\": 1}}}}");
+	TT_ASSERT(schema_compile_flags(sch, SCHEMA_ALLOW_ENCRYPT, &s, &err) != 0);
+	TT_EQ_INT(err.code, 40415);
+	TT_EQ_STR(err.msg, "BSON field 'encrypt.bogus' is an unknown field.");
+	terr_clear(&err);
+	bson_destroy(sch);
+}
+
+/* One compiled schema shared by threads (regex match data is per thread). */
+typedef struct {
+	const schema_t *s;
+	const bson_t *ok, *bad;
+	int wrong;
+} thr_arg_t;
+
+static void *
+thr_main(void *p)
+{
+	thr_arg_t *a = p;
+	for (int i = 0; i < 2000; i++)
+		if (!schema_matches(a->s, a->ok) || schema_matches(a->s, a->bad))
+			a->wrong++;
+	return NULL;
+}
+
+static void
+test_threads(void)
+{
+	bson_t *sch = tt_json("{\"properties\": {\"a\": {\"pattern\": \"^[a-z]+[0-9]{2}$\"}}}");
+	bson_t *ok = tt_json("{\"a\": \"abc12\"}"), *bad = tt_json("{\"a\": \"abc1\"}");
+	schema_t *s = NULL;
+	terr_t err = TERR_INIT;
+	pthread_t t[4];
+	thr_arg_t args[4];
+
+	TT_ASSERT(schema_compile(sch, &s, &err) == 0);
+	for (int i = 0; i < 4; i++) {
+		args[i] = (thr_arg_t){s, ok, bad, 0};
+		pthread_create(&t[i], NULL, thr_main, &args[i]);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		TT_EQ_INT(args[i].wrong, 0);
+	}
+	schema_free(s);
+	bson_destroy(sch);
+	bson_destroy(ok);
+	bson_destroy(bad);
+}
+
 int
 main(void)
 {
@@ -343,5 +501,8 @@ main(void)
 	TT_RUN(test_seed_rating);
 	TT_RUN(test_deep_schema);
 	TT_RUN(test_huge_enum);
+	TT_RUN(test_no_allocation);
+	TT_RUN(test_explain_variants);
+	TT_RUN(test_threads);
 	return tt_finish();
 }
