@@ -106,7 +106,7 @@ random_leaf_ops(bson_t *ops)
 
 		bson_append_array_begin(ops, op, -1, &arr);
 		for (uint32_t i = 0, n = rnd(3); i < n; i++) {
-			char key[8];
+			char key[16];
 			snprintf(key, sizeof key, "%u", i);
 			append_scalar(&arr, key);
 		}
@@ -153,7 +153,7 @@ random_clause(bson_t *f, int depth)
 
 		bson_append_array_begin(f, logic[rnd(3)], -1, &arr);
 		for (uint32_t i = 0, n = 1 + rnd(3); i < n; i++) {
-			char key[8];
+			char key[16];
 			snprintf(key, sizeof key, "%u", i);
 			bson_append_document_begin(&arr, key, -1, &sub);
 			random_filter(&sub, depth + 1);
@@ -290,9 +290,87 @@ test_random_numeric_equivalence(void)
 		bson_destroy(docs[i]);
 }
 
+/* Random operator names with random argument types: compilation either
+ * fails with a code or succeeds, and evaluation never crashes. */
+static const char *any_ops[] = {
+	"$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$type", "$mod",
+	"$regex", "$options", "$size", "$all", "$elemMatch", "$not", "$bitsAllSet",
+	"$bitsAnySet", "$bitsAllClear", "$bitsAnyClear", "$and", "$or", "$nor", "$comment",
+	"$alwaysTrue", "$alwaysFalse", "$foo", "$where", "$text", "$near", "$jsonSchema", "$expr",
+};
+
+static void
+append_junk(bson_t *b, const char *k, int depth)
+{
+	bson_t sub;
+	uint32_t r = rnd(depth > 3 ? 8 : 12);
+	const char *op = any_ops[rnd(sizeof any_ops / sizeof any_ops[0])];
+
+	switch (r) {
+	case 0: BSON_APPEND_INT32(b, k, (int32_t)rnd(5) - 2); break;
+	case 1: BSON_APPEND_DOUBLE(b, k, rnd(2) ? 0.5 : -1e300); break;
+	case 2: BSON_APPEND_UTF8(b, k, rnd(2) ? "(" : "^a"); break;
+	case 3: BSON_APPEND_NULL(b, k); break;
+	case 4: BSON_APPEND_REGEX(b, k, "a+", rnd(2) ? "i" : "z"); break;
+	case 5: BSON_APPEND_BOOL(b, k, rnd(2)); break;
+	case 6: BSON_APPEND_UNDEFINED(b, k); break;
+	case 7: BSON_APPEND_INT64(b, k, INT64_MIN); break;
+	case 8:
+	case 9:
+		bson_append_array_begin(b, k, -1, &sub);
+		for (uint32_t i = 0, n = rnd(3); i < n; i++) {
+			char key[16];
+			snprintf(key, sizeof key, "%u", i);
+			append_junk(&sub, key, depth + 1);
+		}
+		bson_append_array_end(b, &sub);
+		break;
+	default:
+		bson_append_document_begin(b, k, -1, &sub);
+		for (uint32_t i = 0, n = rnd(3); i < n; i++)
+			append_junk(&sub, rnd(3) ? op : "a", depth + 1);
+		bson_append_document_end(b, &sub);
+		break;
+	}
+}
+
+static void
+test_random_bad_input(void)
+{
+	bson_t *docs[20];
+	int compiled = 0;
+
+	for (int i = 0; i < 20; i++)
+		docs[i] = random_doc();
+	for (int k = 0; k < 3000; k++) {
+		bson_t *f = bson_new();
+		match_t *m = NULL;
+		terr_t err = TERR_INIT;
+
+		for (uint32_t i = 0, n = 1 + rnd(2); i < n; i++) {
+			const char *op = any_ops[rnd(sizeof any_ops / sizeof any_ops[0])];
+			append_junk(f, rnd(2) ? op : "a", 0);
+		}
+		if (match_compile(f, NULL, &m, &err) == 0) {
+			compiled++;
+			for (int i = 0; i < 20; i++)
+				(void)match_exec(m, docs[i], NULL, &err), terr_clear(&err);
+		} else {
+			TT_ASSERT(err.code != 0 && err.msg != NULL);
+		}
+		match_free(m);
+		terr_clear(&err);
+		bson_destroy(f);
+	}
+	TT_ASSERT(compiled > 0);
+	for (int i = 0; i < 20; i++)
+		bson_destroy(docs[i]);
+}
+
 int
 main(void)
 {
+	TT_RUN(test_random_bad_input);
 	TT_RUN(test_random_properties);
 	TT_RUN(test_random_numeric_equivalence);
 	return tt_finish();
