@@ -119,19 +119,19 @@ update_value_depth(const bson_value_t *v)
 }
 
 static void
-st_push(uapply_t *st, const char *name, size_t len)
+st_push(uapply_t *st, const char *name)
 {
 	if (st->ncomp == st->capcomp) {
 		st->capcomp = st->capcomp ? st->capcomp * 2 : 8;
 		st->comp = bson_realloc(st->comp, st->capcomp * sizeof(char *));
 	}
-	st->comp[st->ncomp++] = bson_strndup(name, len);
+	st->comp[st->ncomp++] = name;
 }
 
 static void
 st_pop(uapply_t *st)
 {
-	bson_free(st->comp[--st->ncomp]);
+	st->ncomp--;
 }
 
 char *
@@ -777,7 +777,7 @@ apply_child(const unode_t *kid, const char *name, const bson_value_t *cur, uappl
 {
 	int r;
 
-	st_push(st, name, strlen(name));
+	st_push(st, name);
 	r = apply_node(kid, cur, st, out, err);
 	st_pop(st);
 	return r;
@@ -810,14 +810,18 @@ positional_name(uapply_t *st, terr_t *err)
 	return st->scratch;
 }
 
-/* Object node over a document (or the root). */
+/* Object node over a document (or the root), written into b (initialised
+ * by the caller); *changed tells whether any child changed. */
 static int
-apply_object_doc(const unode_t *n, const bson_value_t *cur, uapply_t *st, ures_t *out,
-                 terr_t *err)
+object_doc_into(const unode_t *n, const bson_value_t *cur, uapply_t *st, bson_t *b_,
+                bool *changed_out, terr_t *err)
 {
-	bson_t in, b;
+	bson_t in;
 	bson_iter_t it;
 	bool *seen = NULL, changed = false;
+	bool stack_seen[64];
+
+	*changed_out = false;
 	const char *pname = NULL;
 	char pbuf[32];
 	int ret = -1;
@@ -829,8 +833,12 @@ apply_object_doc(const unode_t *n, const bson_value_t *cur, uapply_t *st, ures_t
 		pname = pbuf;
 	}
 	bson_init_static(&in, cur->value.v_doc.data, cur->value.v_doc.data_len);
-	bson_init(&b);
-	seen = bson_malloc0(n->n + 1);
+	if (n->n + 1 <= sizeof stack_seen) {
+		seen = stack_seen;
+		memset(seen, 0, n->n + 1);
+	} else {
+		seen = bson_malloc0(n->n + 1);
+	}
 	bson_iter_init(&it, &in);
 	while (bson_iter_next(&it)) {
 		const char *key = bson_iter_key(&it);
@@ -846,14 +854,14 @@ apply_object_doc(const unode_t *n, const bson_value_t *cur, uapply_t *st, ures_t
 			seen[k] = true;
 		}
 		if (kid == NULL) {
-			bson_append_value(&b, key, (int)bson_iter_key_len(&it), bson_iter_value(&it));
+			bson_append_value(b_, key, (int)bson_iter_key_len(&it), bson_iter_value(&it));
 			continue;
 		}
 		if (apply_child(kid, key, bson_iter_value(&it), st, &r, err) != 0)
 			goto err;
 		if (r.kind != UR_KEEP)
 			changed = true;
-		emit(&b, key, bson_iter_key_len(&it), bson_iter_value(&it), &r, false);
+		emit(b_, key, bson_iter_key_len(&it), bson_iter_value(&it), &r, false);
 		res_clear(&r);
 	}
 	/* children naming fields that do not exist: created in tree order */
@@ -867,21 +875,36 @@ apply_object_doc(const unode_t *n, const bson_value_t *cur, uapply_t *st, ures_t
 		if (apply_child(kid, name, NULL, st, &r, err) != 0)
 			goto err;
 		if (r.kind == UR_SET) {
-			bson_append_value(&b, name, -1, &r.val);
+			bson_append_value(b_, name, -1, &r.val);
 			changed = true;
 		}
 		res_clear(&r);
+	}
+	*changed_out = changed;
+	ret = 0;
+err:
+	if (seen != stack_seen)
+		bson_free(seen);
+	return ret;
+}
+
+static int
+apply_object_doc(const unode_t *n, const bson_value_t *cur, uapply_t *st, ures_t *out,
+                 terr_t *err)
+{
+	bson_t b;
+	bool changed = false;
+
+	bson_init(&b);
+	if (object_doc_into(n, cur, st, &b, &changed, err) != 0) {
+		bson_destroy(&b);
+		return -1;
 	}
 	if (changed)
 		update_res_set_steal_doc(out, &b, false);
 	else
 		bson_destroy(&b);
-	bson_free(seen);
 	return 0;
-err:
-	bson_destroy(&b);
-	bson_free(seen);
-	return ret;
 }
 
 /* Object node over an array: children name positions. */
@@ -1256,9 +1279,9 @@ update_apply(const update_t *u, const bson_t *doc, const update_apply_ctx_t *ctx
 {
 	static const update_apply_ctx_t defctx = UPDATE_APPLY_CTX_INIT;
 	uapply_t st;
-	ures_t r = {UR_KEEP};
 	bson_value_t rootv;
 	bson_iter_t it;
+	bool changed = false;
 	int ret = -1;
 
 	if (ctx == NULL)
@@ -1281,29 +1304,22 @@ update_apply(const update_t *u, const bson_t *doc, const update_apply_ctx_t *ctx
 	rootv.value_type = BSON_TYPE_DOCUMENT;
 	rootv.value.v_doc.data = (uint8_t *)bson_get_data(doc);
 	rootv.value.v_doc.data_len = doc->len;
-	ERR(apply_object_doc(u->root, &rootv, &st, &r, err));
-	ret = 0;
-err:
-	for (size_t i = 0; i < st.ncomp; i++)
-		bson_free(st.comp[i]);
+	bson_init(out_new_doc);
+	ret = object_doc_into(u->root, &rootv, &st, out_new_doc, &changed, err);
 	bson_free(st.comp);
-	if (ret == 0) {
-		if (r.kind == UR_SET) {
-			bson_t tmp;
-
-			bson_init_static(&tmp, r.val.value.v_doc.data, r.val.value.v_doc.data_len);
-			bson_copy_to(&tmp, out_new_doc);
-			*modified = !(out_new_doc->len == doc->len &&
-			              memcmp(bson_get_data(out_new_doc), bson_get_data(doc), doc->len) == 0);
-			if (check_size(out_new_doc, err) != 0) {
-				bson_destroy(out_new_doc);
-				ret = -1;
-			}
-		} else {
-			bson_copy_to(doc, out_new_doc);
-			*modified = false;
-		}
+	if (ret != 0) {
+		bson_destroy(out_new_doc);
+		return -1;
 	}
-	res_clear(&r);
-	return ret;
+	if (!changed) {
+		bson_reinit(out_new_doc);
+		bson_concat(out_new_doc, doc);
+	}
+	if (check_size(out_new_doc, err) != 0) {
+		bson_destroy(out_new_doc);
+		return -1;
+	}
+	*modified = changed && !(out_new_doc->len == doc->len &&
+	                         memcmp(bson_get_data(out_new_doc), bson_get_data(doc), doc->len) == 0);
+	return 0;
 }

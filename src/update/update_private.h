@@ -90,8 +90,10 @@ struct uapply {
 	const bson_t *root;       /* the original document */
 	const update_apply_ctx_t *ctx;
 	bool has_id;              /* the original document has an _id */
-	/* path taken so far, for messages */
-	char **comp;
+	/* path taken so far, for messages; borrowed names (field names of the
+	 * document, tree names, index strings on the callers' stacks), valid
+	 * while the walk is below them */
+	const char **comp;
 	size_t ncomp, capcomp;
 	char scratch[32];
 };
