@@ -228,6 +228,9 @@ parse_type_set(const bson_iter_t *kit, const type_alias_t *aliases, uint32_t *ma
 		const type_alias_t *a = aliases;
 		while (a->name && strcmp(a->name, first) != 0)
 			a++;
+		if (!a->name && strcmp(first, "missing") == 0)
+			return terr_set(err, TERR_BAD_VALUE,
+					"'missing' is not a legal type name. To query for non-existence of a field, use {$exists:false}.");
 		if (!a->name)
 			return terr_set(err, TERR_BAD_VALUE, "Unknown type name alias: %s", first);
 		*mask |= a->mask;
