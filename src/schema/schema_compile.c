@@ -404,6 +404,16 @@ cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* mongod turns each required / dependency name into a field path, which
+ * refuses embedded NUL bytes (code 9867600; message wording is ours). */
+static int
+check_path_name(const char *s, uint32_t len, terr_t *err)
+{
+	if (memchr(s, '\0', len) != NULL)
+		return terr_set(err, 9867600, "Field path cannot contain an embedded null byte");
+	return 0;
+}
+
 static int
 compile_required(snode_t *n, const bson_iter_t *kit, terr_t *err)
 {
@@ -421,7 +431,11 @@ compile_required(snode_t *n, const bson_iter_t *kit, terr_t *err)
 			return terr_set(err, TERR_TYPE_MISMATCH,
 					"$jsonSchema keyword 'required' must be an array of strings, but found an element of type: %s",
 					type_name(bson_iter_type(&it)));
-		s = bson_iter_utf8(&it, NULL);
+		{
+			uint32_t sl;
+			s = bson_iter_utf8(&it, &sl);
+			RET(check_path_name(s, sl, err));
+		}
 		for (uint32_t i = 0; i < n->nrequired; i++)
 			if (strcmp(n->required[i], s) == 0)
 				return terr_set(err, TERR_FAILED_TO_PARSE,
@@ -547,7 +561,11 @@ compile_dependencies(cctx_t *cx, snode_t *n, const bson_iter_t *kit, bool top, i
 					return terr_set(err, TERR_TYPE_MISMATCH,
 							"array '%s' in $jsonSchema keyword 'dependencies' can only contain strings, but found element of type: %s",
 							key, type_name(bson_iter_type(&a)));
-				s = bson_iter_utf8(&a, NULL);
+				{
+					uint32_t sl;
+					s = bson_iter_utf8(&a, &sl);
+					RET(check_path_name(s, sl, err));
+				}
 				for (uint32_t i = 0; i < d->nprops; i++)
 					if (strcmp(d->props[i], s) == 0)
 						return terr_set(err, TERR_FAILED_TO_PARSE,
