@@ -51,6 +51,18 @@ enum {
 #define KS_NUM_TAIL 0x01
 #define KS_MAX_DEPTH 200
 
+/* type-bits entries */
+enum {
+	TB_DOUBLE = 'd',
+	TB_DOUBLE_NEG0 = 'z',
+	TB_DOUBLE_NAN = 'n', /* + 8 bytes: the NaN's bits, little-endian (keeps payloads) */
+	TB_INT32 = 'i',
+	TB_INT64 = 'l',
+	TB_DECIMAL = 'm', /* + 16 bytes: the Decimal128, low then high, little-endian */
+	TB_STRING = 's',
+	TB_SYMBOL = 'y',
+};
+
 void
 keystring_init(keystring_t *ks)
 {
@@ -259,7 +271,7 @@ ks_num_decimal(keystring_t *ks, const bson_decimal128_t *dec)
 
 /* ---------------------------- values ----------------------------- */
 
-static void ks_value(keystring_t *ks, const bson_value_t *v);
+static void ks_value(keystring_t *ks, keystring_t *tb, const bson_value_t *v);
 
 static uint8_t
 ks_type_byte(bson_type_t t)
@@ -293,7 +305,7 @@ ks_type_byte(bson_type_t t)
 
 /* object/array body: ([type][name]?[body])* 00 */
 static void
-ks_doc_body(keystring_t *ks, const uint8_t *data, uint32_t len, bool names)
+ks_doc_body(keystring_t *ks, keystring_t *tb, const uint8_t *data, uint32_t len, bool names)
 {
 	bson_iter_t it;
 
@@ -303,16 +315,66 @@ ks_doc_body(keystring_t *ks, const uint8_t *data, uint32_t len, bool names)
 			ks_byte(ks, ks_type_byte(v->value_type));
 			if (names)
 				ks_string(ks, bson_iter_key(&it), bson_iter_key_len(&it));
-			ks_value(ks, v);
+			ks_value(ks, tb, v);
 		}
 	}
 	ks_byte(ks, KS_END);
 }
 
+/* Type bits, one entry per number or string in encoding order (see
+ * keystring_append_value_tb); tb may be NULL. */
+static void
+tb_note(keystring_t *tb, const bson_value_t *v)
+{
+	if (tb == NULL)
+		return;
+	switch (v->value_type) {
+	case BSON_TYPE_INT32:
+		ks_byte(tb, TB_INT32);
+		break;
+	case BSON_TYPE_INT64:
+		ks_byte(tb, TB_INT64);
+		break;
+	case BSON_TYPE_DOUBLE:
+		if (isnan(v->value.v_double)) {
+			uint64_t u;
+			uint8_t raw[8];
+			int i;
+			memcpy(&u, &v->value.v_double, 8);
+			for (i = 0; i < 8; i++)
+				raw[i] = (uint8_t)(u >> (8 * i));
+			ks_byte(tb, TB_DOUBLE_NAN);
+			ks_bytes(tb, raw, 8);
+		} else
+			ks_byte(tb, v->value.v_double == 0.0 && signbit(v->value.v_double) ? TB_DOUBLE_NEG0 : TB_DOUBLE);
+		break;
+	case BSON_TYPE_DECIMAL128: {
+		uint8_t raw[16];
+		int i;
+		for (i = 0; i < 8; i++) {
+			raw[i] = (uint8_t)(v->value.v_decimal128.low >> (8 * i));
+			raw[8 + i] = (uint8_t)(v->value.v_decimal128.high >> (8 * i));
+		}
+		ks_byte(tb, TB_DECIMAL);
+		ks_bytes(tb, raw, 16);
+		break;
+	}
+	case BSON_TYPE_UTF8:
+		ks_byte(tb, TB_STRING);
+		break;
+	case BSON_TYPE_SYMBOL:
+		ks_byte(tb, TB_SYMBOL);
+		break;
+	default:
+		break;
+	}
+}
+
 /* body of v (its type byte already written) */
 static void
-ks_value(keystring_t *ks, const bson_value_t *v)
+ks_value(keystring_t *ks, keystring_t *tb, const bson_value_t *v)
 {
+	tb_note(tb, v);
 	switch (v->value_type) {
 	case BSON_TYPE_DOUBLE:
 		ks_be64(ks, double_order_bits(v->value.v_double));
@@ -338,10 +400,10 @@ ks_value(keystring_t *ks, const bson_value_t *v)
 		ks_string(ks, v->value.v_code.code, v->value.v_code.code_len);
 		break;
 	case BSON_TYPE_DOCUMENT:
-		ks_doc_body(ks, v->value.v_doc.data, v->value.v_doc.data_len, true);
+		ks_doc_body(ks, tb, v->value.v_doc.data, v->value.v_doc.data_len, true);
 		break;
 	case BSON_TYPE_ARRAY:
-		ks_doc_body(ks, v->value.v_doc.data, v->value.v_doc.data_len, false);
+		ks_doc_body(ks, tb, v->value.v_doc.data, v->value.v_doc.data_len, false);
 		break;
 	case BSON_TYPE_BINARY:
 		/* stored length, as bv_compare: subtype 2 keeps its inner length */
@@ -377,7 +439,7 @@ ks_value(keystring_t *ks, const bson_value_t *v)
 		break;
 	case BSON_TYPE_CODEWSCOPE:
 		ks_string(ks, v->value.v_codewscope.code, v->value.v_codewscope.code_len);
-		ks_doc_body(ks, v->value.v_codewscope.scope_data, v->value.v_codewscope.scope_len, true);
+		ks_doc_body(ks, tb, v->value.v_codewscope.scope_data, v->value.v_codewscope.scope_len, true);
 		break;
 	default: /* MinKey, MaxKey, Null, Undefined: the type byte says it all */
 		break;
@@ -385,15 +447,21 @@ ks_value(keystring_t *ks, const bson_value_t *v)
 }
 
 void
-keystring_append_value(keystring_t *ks, const bson_value_t *v, bool descending)
+keystring_append_value_tb(keystring_t *ks, keystring_t *tb, const bson_value_t *v, bool descending)
 {
 	size_t start = ks->len, i;
 
 	ks_byte(ks, ks_type_byte(v->value_type));
-	ks_value(ks, v);
+	ks_value(ks, tb, v);
 	if (descending)
 		for (i = start; i < ks->len; i++)
 			ks->buf[i] = (uint8_t)~ks->buf[i];
+}
+
+void
+keystring_append_value(keystring_t *ks, const bson_value_t *v, bool descending)
+{
+	keystring_append_value_tb(ks, NULL, v, descending);
 }
 
 void
@@ -432,7 +500,17 @@ keystring_append_max(keystring_t *ks)
 typedef struct rd {
 	const uint8_t *p, *end;
 	uint8_t mask; /* 0xFF while reading a descending part */
+	const uint8_t *tp, *tend; /* type bits, or NULL */
 } rd_t;
+
+static bool
+tb_byte(rd_t *r, uint8_t *out)
+{
+	if (r->tp == NULL || r->tp >= r->tend)
+		return false;
+	*out = *r->tp++;
+	return true;
+}
 
 static bool
 rd_byte(rd_t *r, uint8_t *out)
@@ -530,8 +608,10 @@ err:
 
 static bool rd_value(rd_t *r, uint8_t type, bson_t *out, const char *key, int depth);
 
+/* The number in the key as double (exact), int64 (other integers) or
+ * decimal (the rest). */
 static bool
-rd_number(rd_t *r, bson_t *out, const char *key)
+rd_number_key(rd_t *r, bson_value_t *v)
 {
 	uint64_t bits;
 	uint8_t flag, b0, b1, pair;
@@ -543,8 +623,11 @@ rd_number(rd_t *r, bson_t *out, const char *key)
 	if (!rd_be64(r, &bits) || !rd_byte(r, &flag))
 		return false;
 	d = double_from_order_bits(bits);
-	if (flag == KS_NUM_EXACT)
-		return bson_append_double(out, key, -1, d);
+	if (flag == KS_NUM_EXACT) {
+		v->value_type = BSON_TYPE_DOUBLE;
+		v->value.v_double = d;
+		return true;
+	}
 	if (flag != KS_NUM_TAIL)
 		return false;
 	neg = d < 0;
@@ -583,21 +666,97 @@ rd_number(rd_t *r, bson_t *out, const char *key)
 		/* integers that fit int64 (only int64 values and integral decimals
 		 * land here) come back as int64 */
 		if (exp >= 0 && x <= 19) {
-			unsigned __int128 v = c;
+			unsigned __int128 iv = c;
 			for (i = 0; i < exp; i++)
-				v *= 10;
-			if (!neg && v <= (unsigned __int128)INT64_MAX)
-				return bson_append_int64(out, key, -1, (int64_t)v);
-			if (neg && v <= ((unsigned __int128)1 << 63))
-				return bson_append_int64(out, key, -1, (int64_t)(0 - (uint64_t)v));
+				iv *= 10;
+			if ((!neg && iv <= (unsigned __int128)INT64_MAX) ||
+			    (neg && iv <= ((unsigned __int128)1 << 63))) {
+				v->value_type = BSON_TYPE_INT64;
+				v->value.v_int64 = neg ? (int64_t)(0 - (uint64_t)iv) : (int64_t)iv;
+				return true;
+			}
 		}
 		if (exp < -6176 || exp > 6111)
 			return false;
-		{
-			bson_decimal128_t dec = bv_decimal_make(neg, (uint64_t)(c >> 64), (uint64_t)c, exp);
-			return bson_append_decimal128(out, key, -1, &dec);
-		}
+		v->value_type = BSON_TYPE_DECIMAL128;
+		v->value.v_decimal128 = bv_decimal_make(neg, (uint64_t)(c >> 64), (uint64_t)c, exp);
+		return true;
 	}
+}
+
+/* Apply the number's type bits to the value read from the key; false when
+ * they do not fit it (wrong or truncated type bits). */
+static bool
+rd_number_typed(rd_t *r, bson_value_t *v)
+{
+	uint8_t t, raw[16];
+	int64_t i;
+	int k;
+	bson_value_t dec;
+
+	if (!tb_byte(r, &t))
+		return false;
+	switch (t) {
+	case TB_DOUBLE:
+		return v->value_type == BSON_TYPE_DOUBLE;
+	case TB_DOUBLE_NEG0:
+		if (v->value_type != BSON_TYPE_DOUBLE || v->value.v_double != 0.0)
+			return false;
+		v->value.v_double = -0.0;
+		return true;
+	case TB_DOUBLE_NAN: {
+		uint64_t u = 0;
+		if (v->value_type != BSON_TYPE_DOUBLE || !isnan(v->value.v_double) || r->tend - r->tp < 8)
+			return false;
+		for (k = 7; k >= 0; k--)
+			u = (u << 8) | r->tp[k];
+		r->tp += 8;
+		memcpy(&v->value.v_double, &u, 8);
+		return isnan(v->value.v_double);
+	}
+	case TB_INT32:
+	case TB_INT64:
+		if (!bv_as_int64_exact(v, &i) || (t == TB_INT32 && (i < INT32_MIN || i > INT32_MAX)))
+			return false;
+		if (t == TB_INT32) {
+			v->value_type = BSON_TYPE_INT32;
+			v->value.v_int32 = (int32_t)i;
+		} else {
+			v->value_type = BSON_TYPE_INT64;
+			v->value.v_int64 = i;
+		}
+		return true;
+	case TB_DECIMAL:
+		if (r->tend - r->tp < 16)
+			return false;
+		memcpy(raw, r->tp, 16);
+		r->tp += 16;
+		dec.value_type = BSON_TYPE_DECIMAL128;
+		dec.value.v_decimal128.low = 0;
+		dec.value.v_decimal128.high = 0;
+		for (k = 7; k >= 0; k--) {
+			dec.value.v_decimal128.low = (dec.value.v_decimal128.low << 8) | raw[k];
+			dec.value.v_decimal128.high = (dec.value.v_decimal128.high << 8) | raw[8 + k];
+		}
+		if (bv_compare(&dec, v) != 0)
+			return false;
+		*v = dec;
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool
+rd_number(rd_t *r, bson_t *out, const char *key)
+{
+	bson_value_t v;
+
+	if (!rd_number_key(r, &v))
+		return false;
+	if (r->tp != NULL && !rd_number_typed(r, &v))
+		return false;
+	return bv_append(out, key, -1, &v);
 }
 
 static bool
@@ -663,7 +822,13 @@ rd_value(rd_t *r, uint8_t type, bson_t *out, const char *key, int depth)
 	case KS_STRING:
 		if (!rd_string(r, &s, &n))
 			return false;
-		ok = bson_append_utf8(out, key, -1, s, (int)n);
+		b = TB_STRING;
+		if (r->tp != NULL && (!tb_byte(r, &b) || (b != TB_STRING && b != TB_SYMBOL))) {
+			ok = false;
+			break;
+		}
+		ok = b == TB_SYMBOL ? bson_append_symbol(out, key, -1, s, (int)n)
+		                    : bson_append_utf8(out, key, -1, s, (int)n);
 		break;
 	case KS_CODE:
 		if (!rd_string(r, &s, &n))
@@ -750,10 +915,10 @@ rd_value(rd_t *r, uint8_t type, bson_t *out, const char *key, int depth)
 }
 
 bool
-keystring_decode_values(const uint8_t *key, size_t len, int nparts,
-                        const bool *descending, bson_t *out)
+keystring_decode_values_tb(const uint8_t *key, size_t len, const uint8_t *tb, size_t tblen,
+                           int nparts, const bool *descending, bson_t *out)
 {
-	rd_t r = {key, key + len, 0};
+	rd_t r = {key, key + len, 0, tb, tb != NULL ? tb + tblen : NULL};
 	int i;
 
 	for (i = 0; i < nparts; i++) {
@@ -769,5 +934,12 @@ keystring_decode_values(const uint8_t *key, size_t len, int nparts,
 		if (!rd_value(&r, t, out, k, 0))
 			return false;
 	}
-	return true;
+	return r.tp == r.tend; /* every type-bits entry used */
+}
+
+bool
+keystring_decode_values(const uint8_t *key, size_t len, int nparts,
+                        const bool *descending, bson_t *out)
+{
+	return keystring_decode_values_tb(key, len, NULL, 0, nparts, descending, out);
 }

@@ -61,4 +61,25 @@ void keystring_append_max(keystring_t *ks);
 bool keystring_decode_values(const uint8_t *key, size_t len, int nparts,
                              const bool *descending, bson_t *out);
 
+/*
+ * Type bits: what a key leaves out so that equal values share one encoding,
+ * namely each number's BSON type (int32/int64/double, a double's -0, a
+ * decimal's exact digits and exponent) and string vs symbol.  MongoDB keeps
+ * the same information next to its KeyStrings for covered queries.  NaN
+ * payloads are kept too.
+ *
+ * keystring_append_value_tb does what keystring_append_value does and also
+ * appends the value's type bits to tb (a separate buffer, never part of the
+ * key; tb may be NULL).  Store tb next to the key (for example in the index
+ * entry's value).  keystring_decode_values_tb then gives back the exact
+ * original values: same types, 1.50 stays 1.50, -0.0 stays -0.0.  It
+ * returns false for a malformed key, or when tb does not belong to the key
+ * or is not used up.  tb is always read forwards: descending parts do not
+ * invert it.
+ */
+void keystring_append_value_tb(keystring_t *ks, keystring_t *tb, const bson_value_t *v,
+                               bool descending);
+bool keystring_decode_values_tb(const uint8_t *key, size_t len, const uint8_t *tb, size_t tblen,
+                                int nparts, const bool *descending, bson_t *out);
+
 #endif

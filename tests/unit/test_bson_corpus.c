@@ -6,7 +6,8 @@
  * valid cases: canonical_bson -> bson_t (bson_init_static + bson_validate)
  *   -> re-encoded value by value through bv_append: byte-identical; and
  *   bv_compare of the document with its copy is 0; every top-level value's
- *   keystring (both directions) decodes to an equal value.  libbson's canonical /
+ *   keystring (both directions) decodes to an equal value, and with its
+ *   type bits to the same bytes.  libbson's canonical /
  *   relaxed Extended JSON of canonical_bson (and degenerate_bson) equal
  *   canonical_extjson / relaxed_extjson after JSON normalisation (whitespace
  *   and string escapes don't count); canonical_extjson / degenerate_extjson
@@ -431,6 +432,22 @@ keystring_roundtrip(const bson_t *doc, why_t *w)
 					ok = fail_with(w, "keystring of field %s changes after decoding", bson_iter_key(&it));
 			}
 			bson_destroy(&out);
+		}
+		/* with type bits the exact element comes back */
+		if (ok && !nul_code) {
+			bson_t out = BSON_INITIALIZER, want = BSON_INITIALIZER;
+			bool desc = false;
+
+			keystring_reset(&k);
+			keystring_reset(&k2);
+			keystring_append_value_tb(&k, &k2, v, desc);
+			bv_append(&want, "0", 1, v);
+			if (!keystring_decode_values_tb(k.buf, k.len, k2.buf, k2.len, 1, &desc, &out) ||
+			    out.len != want.len || memcmp(bson_get_data(&out), bson_get_data(&want), want.len) != 0)
+				ok = fail_with(w, "keystring + type bits of field %s do not decode to the same bytes",
+				               bson_iter_key(&it));
+			bson_destroy(&out);
+			bson_destroy(&want);
 		}
 	}
 	keystring_destroy(&k);

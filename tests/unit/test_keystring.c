@@ -436,6 +436,55 @@ test_decode_roundtrip(void)
 	keystring_destroy(&k2);
 }
 
+/* With type bits, decoding gives back the exact bytes: types, decimal
+ * exponents, -0.0, symbols, for single and compound keys. */
+static void
+test_typed_roundtrip(void)
+{
+	int i, fails = 0;
+	keystring_t k, tb;
+
+	keystring_init(&k);
+	keystring_init(&tb);
+	for (i = 0; i < NVALS; i++) {
+		const item_t *a = &items[i], *b = &items[rndn(NVALS)];
+		bool desc[2] = {rndn(2) == 0, rndn(2) == 0};
+		bson_t want = BSON_INITIALIZER, got = BSON_INITIALIZER, cut = BSON_INITIALIZER;
+
+		keystring_reset(&k);
+		keystring_reset(&tb);
+		keystring_append_value_tb(&k, &tb, &a->v, desc[0]);
+		keystring_append_value_tb(&k, &tb, &b->v, desc[1]);
+		keystring_append_recid(&k, i);
+		bv_append(&want, "0", 1, &a->v);
+		bv_append(&want, "1", 1, &b->v);
+		if (!keystring_decode_values_tb(k.buf, k.len - 8, tb.buf, tb.len, 2, desc, &got) ||
+		    got.len != want.len || memcmp(bson_get_data(&got), bson_get_data(&want), want.len) != 0) {
+			if (fails++ < 10) {
+				char *x = bv_doc_to_mongo_string(&want), *y = bv_doc_to_mongo_string(&got);
+				TT_FAIL_("typed decode %s -> %s", x, y);
+				bson_free(x);
+				bson_free(y);
+			}
+		}
+		/* type bits that are cut short are refused */
+		if (tb.len > 0 && keystring_decode_values_tb(k.buf, k.len - 8, tb.buf, tb.len - 1, 2, desc, &cut) &&
+		    fails++ < 10)
+			TT_FAIL_("%s", "truncated type bits accepted");
+		bson_destroy(&want);
+		bson_destroy(&got);
+		bson_destroy(&cut);
+	}
+	TT_EQ_INT(fails, 0);
+	/* the key itself is the same with or without type bits */
+	keystring_reset(&k);
+	keystring_reset(&tb);
+	keystring_append_value_tb(&k, &tb, &items[0].v, false);
+	TT_EQ_INT(key_cmp(&k, &items[0].asc), 0);
+	keystring_destroy(&k);
+	keystring_destroy(&tb);
+}
+
 static void
 enc(keystring_t *ks, const char *json, bool desc)
 {
@@ -647,6 +696,7 @@ main(void)
 	TT_RUN(test_random_order);
 	TT_RUN(test_random_compound);
 	TT_RUN(test_decode_roundtrip);
+	TT_RUN(test_typed_roundtrip);
 	TT_RUN(test_equal_numbers_identical);
 	TT_RUN(test_recid_and_sentinels);
 	TT_RUN(test_decode_compound_and_malformed);
