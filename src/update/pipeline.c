@@ -29,6 +29,7 @@ struct pnode {
 	expr_t *e;          /* computed value (leaf) */
 	bool include;       /* inclusion leaf (projection) */
 	bool leaf;
+	size_t depth;       /* distance from the stage's root */
 };
 
 typedef enum { PS_SET, PS_PROJECT_INCL, PS_PROJECT_EXCL, PS_REPLACE } pstage_kind_t;
@@ -133,6 +134,15 @@ tree_path(pnode_t *tree, const char *stage, const char *path, pnode_t **out, ter
 		return terr_set(err, 15998,
 		                "Invalid %s :: caused by :: FieldPath field names may not be empty strings.",
 		                stage);
+	{
+		size_t parts = 1;
+
+		for (const char *c = path; *c; c++)
+			parts += *c == '.';
+		if (parts > UPDATE_MAX_PATH_PARTS)
+			return terr_set(err, TERR_OVERFLOW, "Document exceeds maximum nesting depth of %d",
+			                UPDATE_MAX_DEPTH);
+	}
 	for (;;) {
 		const char *dot = strchr(s, '.');
 		size_t len = dot ? (size_t)(dot - s) : strlen(s);
@@ -141,6 +151,10 @@ tree_path(pnode_t *tree, const char *stage, const char *path, pnode_t **out, ter
 		if (cur->leaf)
 			goto conflict;
 		kid = pnode_child(cur, s, len, true);
+		kid->depth = cur->depth + 1;
+		if (kid->depth > UPDATE_MAX_PATH_PARTS)
+			return terr_set(err, TERR_OVERFLOW, "Document exceeds maximum nesting depth of %d",
+			                UPDATE_MAX_DEPTH);
 		cur = kid;
 		if (!dot)
 			break;

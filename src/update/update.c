@@ -362,6 +362,11 @@ tree_add(update_t *u, const uop_t *op, const char *path, const bson_value_t *arg
 		goto err;
 	}
 	parts = split_path(path, &n);
+	if (n > UPDATE_MAX_PATH_PARTS) {
+		terr_set(err, TERR_OVERFLOW, "Document exceeds maximum nesting depth of %d",
+		         UPDATE_MAX_DEPTH);
+		goto err;
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (parts[i][0] == '\0') {
 			terr_set(err, TERR_EMPTY_FIELD_NAME,

@@ -23,6 +23,10 @@
 #define UPDATE_MAX_BSON_SIZE (16 * 1024 * 1024)
 #define UPDATE_MAX_DEPTH 180   /* BSONDepth::getMaxDepthForUserStorage() */
 #define UPDATE_MAX_PADDING 1500000
+/* Paths longer than this can neither exist in a stored document nor be
+ * created (they would pass the depth limit); refusing them at compile time
+ * bounds every recursion over update trees. */
+#define UPDATE_MAX_PATH_PARTS 200
 
 typedef struct unode unode_t;
 typedef struct uop uop_t;
