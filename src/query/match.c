@@ -740,6 +740,19 @@ p_elem_match(pctx_t *p, const char *path, const char *opname, const bson_value_t
 	return 0;
 }
 
+static bool is_path_operator(const char *name);
+
+/* An object whose first field is a known path operator ({$gt: 1}). */
+static bool
+is_path_operator_doc(const bson_value_t *v)
+{
+	bson_iter_t it;
+
+	return v->value_type == BSON_TYPE_DOCUMENT &&
+	       bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len) &&
+	       bson_iter_next(&it) && is_path_operator(bson_iter_key(&it));
+}
+
 static int
 p_all(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
       const bson_value_t *sub, mnode_t *root, int depth, plevel_t lvl)
@@ -774,7 +787,7 @@ p_all(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
 			RET(parse_elem_match(p, path, inner, depth, &n));
 		} else if (e->value_type == BSON_TYPE_REGEX) {
 			RET(regex_from_value(p, path, e, &n));
-		} else if (is_operator_doc(e, false)) {
+		} else if (is_path_operator_doc(e)) {
 			return terr_set(p->err, TERR_BAD_VALUE, "no $ expressions in $all");
 		} else {
 			RET(cmp_leaf(p, MK_EQ, path, e, &n));
@@ -793,7 +806,7 @@ p_geo(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
 	bool near = strcmp(opname, "$near") == 0 || strcmp(opname, "$nearSphere") == 0;
 
 	if (near && p->opts != NULL && (p->opts->disallow & MATCH_DISALLOW_GEO_NEAR))
-		return terr_set(p->err, TERR_BAD_VALUE,
+		return terr_set(p->err, 5626500,
 		                "$geoNear, $near, and $nearSphere are not allowed in this context");
 	return terr_set(p->err, TERR_NOT_IMPLEMENTED, "%s is not supported yet", opname);
 }
@@ -811,6 +824,15 @@ static const struct {
 	{"$near", p_geo}, {"$nearSphere", p_geo}, {"$geoWithin", p_geo}, {"$within", p_geo},
 	{"$geoIntersects", p_geo},
 };
+
+static bool
+is_path_operator(const char *name)
+{
+	for (size_t i = 0; i < sizeof path_ops / sizeof path_ops[0]; i++)
+		if (strcmp(path_ops[i].name, name) == 0)
+			return true;
+	return false;
+}
 
 static int
 parse_sub(pctx_t *p, const char *path, const bson_value_t *sub, mnode_t *root, int depth,
@@ -830,8 +852,11 @@ parse_sub(pctx_t *p, const char *path, const bson_value_t *sub, mnode_t *root, i
 		for (i = 0; i < sizeof path_ops / sizeof path_ops[0]; i++)
 			if (strcmp(path_ops[i].name, k) == 0)
 				break;
-		if (i == sizeof path_ops / sizeof path_ops[0])
+		if (i == sizeof path_ops / sizeof path_ops[0]) {
+			if (strcmp(k, "$where") == 0)
+				return terr_set(p->err, TERR_BAD_VALUE, "$where cannot be applied to a field");
 			return terr_set(p->err, TERR_BAD_VALUE, "unknown operator: %s", k);
+		}
 		if (path_ops[i].fn == p_regex) {
 			if (regex_done)
 				continue;
@@ -899,15 +924,8 @@ t_always(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel
          mnode_t **out)
 {
 	int64_t v;
-	char *why = NULL;
 
-	if (match_parse_integer(arg, &v, &why) != 0) {
-		char *s = match_value_str(arg);
-		terr_set(p->err, TERR_FAILED_TO_PARSE, "%s in: %s: %s", why, name, s);
-		bson_free(s);
-		bson_free(why);
-		return -1;
-	}
+	RET(match_parse_int_elem(name, arg, false, false, &v, p->err));
 	if (v != 1)
 		return terr_set(p->err, TERR_FAILED_TO_PARSE, "%s must be an integer value of 1",
 		                name);
@@ -1033,12 +1051,15 @@ parse_filter(pctx_t *p, const uint8_t *data, uint32_t len, int depth, plevel_t l
 		if (k[0] == '$') {
 			top_parse_fn fn = top_lookup(k);
 
-			if (fn == NULL) {
+			if (fn == NULL && strcmp(k, "$not") == 0)
+				ERR(terr_set(p->err, TERR_BAD_VALUE,
+				             "unknown top level operator: $not. If you are trying to negate "
+				             "an entire expression, use $nor."));
+			if (fn == NULL)
 				ERR(terr_set(p->err, TERR_BAD_VALUE,
 				             "unknown top level operator: %s. If you have a field name "
 				             "that starts with a '$' symbol, consider using $getField "
 				             "or $setField.", k));
-			}
 			ERR(fn(p, k, e, depth, lvl, &n));
 			if (n != NULL)
 				match_node_add(root, n);

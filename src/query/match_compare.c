@@ -210,48 +210,87 @@ type_bit(int code)
 }
 
 int
-match_parse_integer(const bson_value_t *v, int64_t *out, char **why)
+match_parse_int_elem(const char *key, const bson_value_t *v, bool nonneg, bool to_int,
+                     int64_t *out, terr_t *err)
 {
+	char *str = match_value_str(v);
+	int64_t n = 0;
+	int ret = 0;
+
 	switch (v->value_type) {
 	case BSON_TYPE_INT32:
-		*out = v->value.v_int32;
-		return 0;
+		n = v->value.v_int32;
+		break;
 	case BSON_TYPE_INT64:
-		*out = v->value.v_int64;
-		return 0;
+		n = v->value.v_int64;
+		break;
 	case BSON_TYPE_DOUBLE: {
 		double d = v->value.v_double;
 
-		if (isnan(d)) {
-			*why = bson_strdup("Expected an integer, but found NaN");
-			return -1;
-		}
-		if (d >= 9223372036854775808.0 || d < -9223372036854775808.0) {
-			*why = bson_strdup("Cannot represent as a 64-bit integer");
-			return -1;
-		}
-		if (d != (double)(int64_t)d) {
-			*why = bson_strdup("Expected an integer");
-			return -1;
-		}
-		*out = (int64_t)d;
-		return 0;
+		if (isnan(d))
+			ERR(terr_set(err, TERR_FAILED_TO_PARSE,
+			             "Expected an integer, but found NaN in: %s: %s", key, str));
+		if (d >= 9223372036854775808.0 || d < -9223372036854775808.0)
+			ERR(terr_set(err, TERR_FAILED_TO_PARSE,
+			             "Cannot represent as a 64-bit integer: %s: %s", key, str));
+		if (d != (double)(int64_t)d)
+			ERR(terr_set(err, TERR_FAILED_TO_PARSE, "Expected an integer: %s: %s", key, str));
+		n = (int64_t)d;
+		break;
 	}
 	case BSON_TYPE_DECIMAL128:
-		if (!bv_as_int64_exact(v, out)) {
-			*why = bson_strdup("Cannot represent as a 64-bit integer");
-			return -1;
-		}
-		return 0;
+		if (!bv_as_int64_exact(v, &n))
+			ERR(terr_set(err, TERR_FAILED_TO_PARSE,
+			             "Cannot represent as a 64-bit integer: %s: %s", key, str));
+		break;
 	default:
-		*why = bson_strdup("Expected a number");
-		return -1;
+		ERR(terr_set(err, TERR_FAILED_TO_PARSE, "Expected a number in: %s: %s", key, str));
 	}
+	if (nonneg && n < 0)
+		ERR(terr_set(err, TERR_FAILED_TO_PARSE, "Expected a positive number in: %s: %s", key,
+		             str));
+	if (to_int && (n < INT32_MIN || n > INT32_MAX))
+		ERR(terr_set(err, TERR_FAILED_TO_PARSE, "Cannot represent %s: %s in an int", key, str));
+	*out = n;
+err:
+	bson_free(str);
+	return ret;
+}
+
+/* Re-code err as BadValue with a prefix ("Failed to parse $size. ..."). */
+static int
+rewrap(terr_t *err, const char *prefix)
+{
+	char *m;
+
+	if (err == NULL)
+		return -1;
+	m = bson_strdup_printf("%s%s", prefix, err->msg ? err->msg : "");
+	terr_set(err, TERR_BAD_VALUE, "%s", m);
+	bson_free(m);
+	return -1;
+}
+
+static const char *
+number_str(const bson_value_t *v, char buf[64])
+{
+	double d = bv_as_double(v);
+
+	if (v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64)
+		snprintf(buf, 64, "%lld", (long long)(v->value_type == BSON_TYPE_INT32
+		                                      ? v->value.v_int32 : v->value.v_int64));
+	else
+		snprintf(buf, 64, "%.17g", d);
+	return buf;
 }
 
 static int
 type_one(mnode_t *n, const bson_value_t *e, const char *opname, terr_t *err)
 {
+	char buf[64];
+	int64_t code;
+	terr_t tmp = TERR_INIT;
+
 	if (e->value_type == BSON_TYPE_UTF8) {
 		if (strcmp(e->value.v_utf8.str, "number") == 0) {
 			n->u.type.mask[0] |= 1u << TYPE_BIT_NUMBER;
@@ -263,27 +302,30 @@ type_one(mnode_t *n, const bson_value_t *e, const char *opname, terr_t *err)
 				return 0;
 			}
 		}
+		if (strcmp(e->value.v_utf8.str, "missing") == 0)
+			return terr_set(err, TERR_BAD_VALUE,
+			                "'missing' is not a legal type name. To query for non-existence "
+			                "of a field, use {$exists:false}.");
 		return terr_set(err, TERR_BAD_VALUE, "Unknown type name alias: %s",
 		                e->value.v_utf8.str);
 	}
-	if (bv_is_number(e)) {
-		int64_t code;
-		char *why = NULL;
-
-		if (match_parse_integer(e, &code, &why) != 0) {
-			char *s = match_value_str(e);
-			terr_set(err, TERR_FAILED_TO_PARSE, "%s in: %s: %s", why, opname, s);
-			bson_free(s);
-			bson_free(why);
-			return -1;
-		}
-		if (!(code == -1 || code == 127 || (code >= 1 && code <= 19)))
-			return terr_set(err, TERR_BAD_VALUE, "Invalid numerical type code: %lld",
-			                (long long)code);
-		n->u.type.mask[0] |= 1u << type_bit((int)code);
-		return 0;
+	if (!bv_is_number(e))
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		                "type must be represented as a number or a string");
+	if (match_parse_int_elem(opname, e, false, true, &code, &tmp) != 0) {
+		terr_clear(&tmp);
+		return terr_set(err, TERR_BAD_VALUE, "Invalid numerical type code: %s",
+		                number_str(e, buf));
 	}
-	return terr_set(err, TERR_TYPE_MISMATCH, "type must be represented as a number or a string");
+	if (code == 0)
+		return terr_set(err, TERR_BAD_VALUE,
+		                "Invalid numerical type code: %s. Instead use {$exists:false}.",
+		                number_str(e, buf));
+	if (!(code == -1 || code == 127 || (code >= 1 && code <= 19)))
+		return terr_set(err, TERR_BAD_VALUE, "Invalid numerical type code: %s",
+		                number_str(e, buf));
+	n->u.type.mask[0] |= 1u << type_bit((int)code);
+	return 0;
 }
 
 int
@@ -350,6 +392,29 @@ trunc_int64(const bson_value_t *v, int64_t *out)
 	}
 }
 
+/* BSONElement::tryCoerce: truncate toward zero; NaN/Inf and values outside
+ * int64 are errors. */
+static int
+coerce_int64(const bson_value_t *v, const char *what, int64_t *out, terr_t *err)
+{
+	double d;
+
+	if (v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64)
+		return trunc_int64(v, out) ? 0 : -1;
+	d = bv_as_double(v);
+	if (isnan(d) || isinf(d))
+		return terr_set(err, TERR_BAD_VALUE,
+		                "malformed mod, %s value is invalid :: caused by :: Unable to coerce "
+		                "NaN/Inf to integral type", what);
+	d = trunc(d);
+	if (d >= 9223372036854775808.0 || d < -9223372036854775808.0)
+		return terr_set(err, TERR_BAD_VALUE,
+		                "malformed mod, %s value is invalid :: caused by :: Out of bounds "
+		                "coercing to integral value", what);
+	*out = (int64_t)d;
+	return 0;
+}
+
 int
 match_mod_parse(mnode_t *n, const bson_value_t *arg, terr_t *err)
 {
@@ -374,14 +439,8 @@ match_mod_parse(mnode_t *n, const bson_value_t *arg, terr_t *err)
 		return terr_set(err, TERR_BAD_VALUE, "malformed mod, remainder not a number");
 	if (bson_iter_next(&it))
 		return terr_set(err, TERR_BAD_VALUE, "malformed mod, too many elements");
-	if (!trunc_int64(d, &n->u.mod.div))
-		return terr_set(err, TERR_BAD_VALUE,
-		                "malformed mod, divisor value is invalid :: caused by :: "
-		                "Unable to coerce NaN/Inf to integral type");
-	if (!trunc_int64(r, &n->u.mod.rem))
-		return terr_set(err, TERR_BAD_VALUE,
-		                "malformed mod, remainder value is invalid :: caused by :: "
-		                "Unable to coerce NaN/Inf to integral type");
+	RET(coerce_int64(d, "divisor", &n->u.mod.div, err));
+	RET(coerce_int64(r, "remainder", &n->u.mod.rem, err));
 	if (n->u.mod.div == 0)
 		return terr_set(err, TERR_BAD_VALUE, "divisor cannot be 0");
 	return 0;
@@ -403,29 +462,10 @@ match_mod_value(const mnode_t *n, const bson_value_t *v)
 int
 match_size_parse(mnode_t *n, const bson_value_t *arg, terr_t *err)
 {
-	double d;
 	int64_t i;
 
-	if (!bv_is_number(arg))
-		return terr_set(err, TERR_BAD_VALUE, "$size needs a number");
-	if (arg->value_type == BSON_TYPE_INT32 || arg->value_type == BSON_TYPE_INT64) {
-		i = arg->value_type == BSON_TYPE_INT32 ? arg->value.v_int32 : arg->value.v_int64;
-	} else {
-		d = bv_as_double(arg);
-		if (isnan(d) || d != floor(d))
-			return terr_set(err, TERR_BAD_VALUE, "$size must be a whole number");
-		if (d < 0)
-			return terr_set(err, TERR_BAD_VALUE, "$size may not be negative");
-		if (d > INT32_MAX)
-			return terr_set(err, TERR_BAD_VALUE,
-			                "$size must be representable as a 32-bit integer");
-		i = (int64_t)d;
-	}
-	if (i < 0)
-		return terr_set(err, TERR_BAD_VALUE, "$size may not be negative");
-	if (i > INT32_MAX)
-		return terr_set(err, TERR_BAD_VALUE,
-		                "$size must be representable as a 32-bit integer");
+	if (match_parse_int_elem("$size", arg, true, true, &i, err) != 0)
+		return rewrap(err, "Failed to parse $size. ");
 	n->u.size.n = (int32_t)i;
 	return 0;
 }
@@ -466,6 +506,7 @@ int
 match_bits_parse(mnode_t *n, const char *opname, const bson_value_t *arg, terr_t *err)
 {
 	char *s = NULL;
+	int64_t v;
 	int ret = 0;
 
 	if (arg->value_type == BSON_TYPE_ARRAY) {
@@ -473,55 +514,13 @@ match_bits_parse(mnode_t *n, const char *opname, const bson_value_t *arg, terr_t
 
 		bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
 		while (bson_iter_next(&it)) {
-			const bson_value_t *e = bson_iter_value(&it);
-			int64_t p;
-
-			bson_free(s);
-			s = match_value_str(e);
-			if (!bv_is_number(e))
-				ERR(terr_set(err, TERR_BAD_VALUE,
-				             "bit positions must be an integer but got: %s: %s",
-				             bson_iter_key(&it), s));
-			if (e->value_type == BSON_TYPE_DOUBLE && isnan(e->value.v_double))
-				ERR(terr_set(err, TERR_BAD_VALUE, "bit positions cannot take a NaN: %s: %s",
-				             bson_iter_key(&it), s));
-			if (e->value_type == BSON_TYPE_DOUBLE &&
-			    (e->value.v_double > INT32_MAX || e->value.v_double < INT32_MIN))
-				ERR(terr_set(err, TERR_BAD_VALUE,
-				             "bit positions cannot be represented as a 32-bit signed "
-				             "integer: %s: %s", bson_iter_key(&it), s));
-			if (!trunc_int64(e, &p))
-				ERR(terr_set(err, TERR_BAD_VALUE,
-				             "bit positions must be an integer but got: %s: %s",
-				             bson_iter_key(&it), s));
-			if (e->value_type == BSON_TYPE_DOUBLE && (double)p != e->value.v_double)
-				ERR(terr_set(err, TERR_BAD_VALUE,
-				             "bit positions must be an integer but got: %s: %s",
-				             bson_iter_key(&it), s));
-			if (p > INT32_MAX || p < INT32_MIN)
-				ERR(terr_set(err, TERR_BAD_VALUE,
-				             "bit positions cannot be represented as a 32-bit signed "
-				             "integer: %s: %s", bson_iter_key(&it), s));
-			if (p < 0)
-				ERR(terr_set(err, TERR_BAD_VALUE, "bit positions must be >= 0 but got: %s: %s",
-				             bson_iter_key(&it), s));
-			mask_set(n, (uint32_t)p);
+			if (match_parse_int_elem(bson_iter_key(&it), bson_iter_value(&it), true, true, &v,
+			                         err) != 0)
+				return rewrap(err, "Failed to parse bit position. ");
+			mask_set(n, (uint32_t)v);
 		}
 	} else if (bv_is_number(arg)) {
-		int64_t v;
-		char *why = NULL;
-
-		if (match_parse_integer(arg, &v, &why) != 0) {
-			s = match_value_str(arg);
-			terr_set(err, TERR_FAILED_TO_PARSE, "%s in: %s: %s", why, opname, s);
-			bson_free(why);
-			ERR(-1);
-		}
-		if (v < 0) {
-			s = match_value_str(arg);
-			ERR(terr_set(err, TERR_FAILED_TO_PARSE, "Expected a positive number in: %s: %s",
-			             opname, s));
-		}
+		RET(match_parse_int_elem(opname, arg, true, false, &v, err));
 		for (uint32_t b = 0; b < 63; b++)
 			if (v & ((int64_t)1 << b))
 				mask_set(n, b);
@@ -532,11 +531,10 @@ match_bits_parse(mnode_t *n, const char *opname, const bson_value_t *arg, terr_t
 					mask_set(n, i * 8 + b);
 	} else {
 		s = match_value_str(arg);
-		ERR(terr_set(err, TERR_BAD_VALUE,
-		             "%s takes an Array, a number, or a BinData but received: %s: %s",
-		             opname, opname, s));
+		ret = terr_set(err, TERR_BAD_VALUE,
+		               "%s takes an Array, a number, or a BinData but received: %s: %s",
+		               opname, opname, s);
 	}
-err:
 	bson_free(s);
 	return ret;
 }

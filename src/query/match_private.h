@@ -110,7 +110,10 @@ int match_type_parse(mnode_t *n, const bson_value_t *arg, const char *opname, te
 int match_mod_parse(mnode_t *n, const bson_value_t *arg, terr_t *err);
 int match_size_parse(mnode_t *n, const bson_value_t *arg, terr_t *err);
 int match_bits_parse(mnode_t *n, const char *opname, const bson_value_t *arg, terr_t *err);
-int match_parse_integer(const bson_value_t *v, int64_t *out, char **why);
+/* BSONElement::parseIntegerElementTo{Long,NonNegativeLong,Int}: key names the
+ * element in messages ("$size: 1.5"); errors are 9 FailedToParse. */
+int match_parse_int_elem(const char *key, const bson_value_t *v, bool nonneg, bool to_int,
+                         int64_t *out, terr_t *err);
 
 /* match_regex.c */
 int match_regex_compile(mregex_t *re, const char *pattern, uint32_t plen, const char *flags,

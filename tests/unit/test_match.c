@@ -444,9 +444,24 @@ test_errors(void)
 	ERRC("{\"a\": {\"$in\": 1}}", 2, "$in needs an array");
 	ERRC("{\"a\": {\"$nin\": 1}}", 2, "$nin needs an array");
 	ERRC("{\"a\": {\"$in\": [{\"$gt\": 1}]}}", 2, "cannot nest $ under $in");
-	ERRC("{\"a\": {\"$size\": -1}}", 2, "$size may not be negative");
-	ERRC("{\"a\": {\"$size\": 1.5}}", 2, "$size must be a whole number");
-	ERRC("{\"a\": {\"$size\": \"x\"}}", 2, "$size needs a number");
+	ERRC("{\"a\": {\"$size\": -1}}", 2,
+	     "Failed to parse $size. Expected a positive number in: $size: -1");
+	ERRC("{\"a\": {\"$size\": 1.5}}", 2, "Failed to parse $size. Expected an integer: $size: 1.5");
+	ERRC("{\"a\": {\"$size\": \"x\"}}", 2,
+	     "Failed to parse $size. Expected a number in: $size: \"x\"");
+	ERRC("{\"$not\": {\"a\": 1}}", 2, "unknown top level operator: $not. If you are trying to "
+	     "negate an entire expression, use $nor.");
+	ERRC("{\"a\": {\"$where\": 1}}", 2, "$where cannot be applied to a field");
+	ERRC("{\"a\": {\"$tYpe\": \"missing\"}}", 2, "'missing' is not a legal type name. To query "
+	     "for non-existence of a field, use {$exists:false}.");
+	ERRC("{\"a\": {\"$tYpe\": 0}}", 2, "Invalid numerical type code: 0. Instead use {$exists:false}.");
+	ERRC("{\"a\": {\"$tYpe\": 1.5}}", 2, "Invalid numerical type code: 1.5");
+	ERRC("{\"a\": {\"$mod\": [{\"$numberDouble\": \"NaN\"}, 1]}}", 2,
+	     "malformed mod, divisor value is invalid :: caused by :: Unable to coerce NaN/Inf to "
+	     "integral type");
+	ERRC("{\"a\": {\"$mod\": [1e19, 1]}}", 2,
+	     "malformed mod, divisor value is invalid :: caused by :: Out of bounds coercing to "
+	     "integral value");
 	ERRC("{\"$and\": []}", 2, "$and/$or/$nor must be a nonempty array");
 	ERRC("{\"$or\": 1}", 2, "$or must be an array");
 	ERRC("{\"$or\": [1]}", 2, "$or/$and/$nor entries need to be full objects");
@@ -472,8 +487,10 @@ test_errors(void)
 	ERRC("{\"a\": {\"$elemMatch\": 1}}", 2, "$elemMatch needs an Object");
 	ERRC("{\"a\": {\"$not\": 1}}", 2, "$not needs a regex or a document");
 	ERRC("{\"a\": {\"$not\": {}}}", 2, "$not cannot be empty");
-	ERRC("{\"a\": {\"$bitsAllSet\": -1}}", 9, NULL);
-	ERRC("{\"a\": {\"$bitsAllSet\": [-1]}}", 2, NULL);
+	ERRC("{\"a\": {\"$bitsAllSet\": -1}}", 9, "Expected a positive number in: $bitsAllSet: -1");
+	ERRC("{\"a\": {\"$bitsAllSet\": [-1]}}", 2,
+	     "Failed to parse bit position. Expected a positive number in: 0: -1");
+	ERRC("{\"a\": {\"$all\": [{\"$foo\": 1}]}}", 0, NULL);
 	ERRC("{\"a\": {\"$bitsAllSet\": \"x\"}}", 2, NULL);
 	ERRC("{\"$alwaysTrue\": 2}", 9, "$alwaysTrue must be an integer value of 1");
 	ERRC("{\"$where\": \"1\"}", 238, NULL);
