@@ -12,6 +12,7 @@
 #include "query/match_private.h"
 
 #include <string.h>
+#include <time.h>
 
 #include "bson/value.h"
 
@@ -183,6 +184,23 @@ eval_false_doc(const mnode_t *n, const uint8_t *data, uint32_t len, int *pos, mc
 	return false;
 }
 
+/* $sampleRate: a per-thread generator; each document is kept with
+ * probability `rate`. */
+static bool
+eval_sample_doc(const mnode_t *n, const uint8_t *data, uint32_t len, int *pos, mctx_t *c)
+{
+	static _Thread_local uint64_t state;
+	double r;
+
+	if (state == 0)
+		state = ((uint64_t)(uintptr_t)&state ^ (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull) | 1;
+	state ^= state << 13;
+	state ^= state >> 7;
+	state ^= state << 17;
+	r = (double)(state >> 11) / 9007199254740992.0;
+	return r < n->u.rate;
+}
+
 static bool
 eval_expr_doc(const mnode_t *n, const uint8_t *data, uint32_t len, int *pos, mctx_t *c)
 {
@@ -304,6 +322,7 @@ const mop_t match_ops[MK__COUNT] = {
 	                       match_bits_value},
 	[MK_BITS_ANY_CLEAR] = {"$bitsAnyClear", MK_BITS_ANY_CLEAR, true, eval_leaf_doc,
 	                       match_bits_value},
+	[MK_SAMPLE] = {"$sampleRate", MK_SAMPLE, false, eval_sample_doc, NULL},
 };
 
 bool
@@ -803,7 +822,8 @@ static int
 p_geo(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
       const bson_value_t *sub, mnode_t *root, int depth, plevel_t lvl)
 {
-	bool near = strcmp(opname, "$near") == 0 || strcmp(opname, "$nearSphere") == 0;
+	bool near = strcmp(opname, "$near") == 0 || strcmp(opname, "$nearSphere") == 0 ||
+	            strcmp(opname, "$geoNear") == 0;
 
 	if (near && p->opts != NULL && (p->opts->disallow & MATCH_DISALLOW_GEO_NEAR))
 		return terr_set(p->err, 5626500,
@@ -822,7 +842,7 @@ static const struct {
 	{"$bitsAllSet", p_bits}, {"$bitsAnySet", p_bits}, {"$bitsAllClear", p_bits},
 	{"$bitsAnyClear", p_bits},
 	{"$near", p_geo}, {"$nearSphere", p_geo}, {"$geoWithin", p_geo}, {"$within", p_geo},
-	{"$geoIntersects", p_geo},
+	{"$geoIntersects", p_geo}, {"$geoNear", p_geo},
 };
 
 static bool
@@ -981,6 +1001,9 @@ t_where(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel_
 {
 	if (p->opts != NULL && (p->opts->disallow & MATCH_DISALLOW_WHERE))
 		return terr_set(p->err, TERR_BAD_VALUE, "$where is not allowed in this context");
+	if (lvl == LVL_USER_SUB)
+		return terr_set(p->err, TERR_BAD_VALUE,
+		                "$where can only be applied to the top-level document");
 	return terr_set(p->err, TERR_NOT_IMPLEMENTED,
 	                "$where is not supported: server-side JavaScript is not available");
 }
@@ -998,10 +1021,35 @@ t_text(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel_t
 }
 
 static int
-t_unsupported(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel_t lvl,
-              mnode_t **out)
+t_sample(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel_t lvl,
+         mnode_t **out)
 {
-	return terr_set(p->err, TERR_NOT_IMPLEMENTED, "%s is not supported yet", name);
+	double x;
+
+	if (lvl == LVL_USER_SUB)
+		return terr_set(p->err, TERR_BAD_VALUE,
+		                "$sampleRate can only be applied to the top-level document");
+	if (!bv_is_number(arg))
+		return terr_set(p->err, TERR_BAD_VALUE, "argument to $sampleRate must be a numeric type");
+	x = bv_as_double(arg);
+	if (!(x >= 0.0 && x <= 1.0))
+		return terr_set(p->err, TERR_BAD_VALUE,
+		                "numeric argument to $sampleRate must be in [0, 1]");
+	if (x == 0.0 || x == 1.0) {
+		*out = match_node_new(x == 0.0 ? MK_FALSE : MK_TRUE);
+		return 0;
+	}
+	*out = match_node_new(MK_SAMPLE);
+	(*out)->u.rate = x;
+	return 0;
+}
+
+/* Top-level $id / $ref / $db are DBRef fields: plain equality on that name. */
+static int
+t_dbref(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel_t lvl,
+        mnode_t **out)
+{
+	return cmp_leaf(p, MK_EQ, name, arg, out);
 }
 
 static const struct {
@@ -1011,7 +1059,7 @@ static const struct {
 	{"$and", t_tree}, {"$or", t_tree}, {"$nor", t_tree}, {"$comment", t_comment},
 	{"$alwaysTrue", t_always}, {"$alwaysFalse", t_always}, {"$expr", t_expr},
 	{"$jsonSchema", t_schema}, {"$where", t_where}, {"$text", t_text},
-	{"$sampleRate", t_unsupported},
+	{"$sampleRate", t_sample}, {"$id", t_dbref}, {"$ref", t_dbref}, {"$db", t_dbref},
 };
 
 static top_parse_fn

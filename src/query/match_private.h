@@ -28,7 +28,7 @@ typedef enum {
 	MK_AND, MK_OR, MK_NOR, MK_NOT, MK_TRUE, MK_FALSE, MK_EXPR, MK_SCHEMA,
 	MK_EQ, MK_LT, MK_LTE, MK_GT, MK_GTE, MK_IN, MK_EXISTS, MK_TYPE, MK_MOD,
 	MK_REGEX, MK_SIZE, MK_ELEM_OBJ, MK_ELEM_VAL,
-	MK_BITS_ALL_SET, MK_BITS_ANY_SET, MK_BITS_ALL_CLEAR, MK_BITS_ANY_CLEAR,
+	MK_BITS_ALL_SET, MK_BITS_ANY_SET, MK_BITS_ALL_CLEAR, MK_BITS_ANY_CLEAR, MK_SAMPLE,
 	MK__COUNT
 } mkind_t;
 
@@ -53,6 +53,7 @@ struct mnode {
 		struct { uint8_t *mask; uint32_t len; } bits; /* little-endian bit mask */
 		mregex_t re;
 		bool exists;
+		double rate;             /* $sampleRate */
 		void *expr;              /* expr_t * */
 		void *schema;            /* schema_t * */
 	} u;

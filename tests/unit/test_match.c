@@ -265,6 +265,9 @@ test_logical(void)
 	NO("{\"a\": {\"$not\": {\"$rEgex\": \"^x\"}}}", "{\"a\": \"xy\"}");
 	YES("{\"$comment\": \"hi\", \"a\": 1}", "{\"a\": 1}");
 	YES("{\"$alwaysTrue\": 1}", "{}");
+	YES("{\"$sampleRate\": 1}", "{}");
+	NO("{\"$sampleRate\": 0}", "{}");
+	YES("{\"a\": {\"$ref\": \"c\", \"$id\": 1}}", "{\"a\": {\"$ref\": \"c\", \"$id\": 1}}");
 	NO("{\"$alwaysFalse\": 1}", "{}");
 }
 
@@ -494,6 +497,8 @@ test_errors(void)
 	ERRC("{\"a\": {\"$bitsAllSet\": \"x\"}}", 2, NULL);
 	ERRC("{\"$alwaysTrue\": 2}", 9, "$alwaysTrue must be an integer value of 1");
 	ERRC("{\"$where\": \"1\"}", 238, NULL);
+	ERRC("{\"$sampleRate\": 2}", 2, "numeric argument to $sampleRate must be in [0, 1]");
+	ERRC("{\"$sampleRate\": \"x\"}", 2, "argument to $sampleRate must be a numeric type");
 	ERRC("{\"$text\": {\"$search\": \"x\"}}", 238, NULL);
 	ERRC("{\"a\": {\"$near\": [0, 0]}}", 238, NULL);
 	ERRC("{\"a\": {\"$geoWithin\": {}}}", 238, NULL);
