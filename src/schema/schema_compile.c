@@ -473,6 +473,7 @@ compile_properties(cctx_t *cx, snode_t *n, const bson_iter_t *kit, int depth, te
 					bson_iter_key(&it));
 		p->name = bson_strdup(bson_iter_key(&it));
 		p->len = bson_iter_key_len(&it);
+		p->dotted = memchr(p->name, '.', p->len) != NULL;
 		n->nprops++;
 		if (compile_sub(cx, &it, false, depth, &p->schema, err) != 0)
 			return -1;
@@ -991,7 +992,7 @@ compile_node(cctx_t *cx, const uint8_t *data, uint32_t len, bool top, int depth,
 			if (strcmp(n->props[i].name, n->required[r]) == 0 &&
 			    strlen(n->required[r]) == n->props[i].len)
 				break;
-		if (i < n->nprops && bit < 64 && n->props[i].req_bit < 0) {
+		if (i < n->nprops && bit < 64 && n->props[i].req_bit < 0 && !n->props[i].dotted) {
 			n->props[i].req_bit = (int)bit;
 			n->req_mask |= 1ull << bit;
 			bit++;

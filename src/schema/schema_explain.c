@@ -71,18 +71,10 @@ iter_of(const bson_value_t *v, bson_iter_t *it)
 }
 
 static bool
-find_field(const bson_value_t *doc, const char *name, bson_iter_t *out)
+has_path(const bson_value_t *doc, const char *name)
 {
-	bson_iter_t it;
-	size_t len = strlen(name);
-
-	iter_of(doc, &it);
-	while (bson_iter_next(&it))
-		if (bson_iter_key_len(&it) == len && memcmp(bson_iter_key(&it), name, len) == 0) {
-			*out = it;
-			return true;
-		}
-	return false;
+	bson_value_t x;
+	return sch_path_get(doc, name, &x);
 }
 
 /* Appends title and description of a subschema, in that order. */
@@ -419,15 +411,13 @@ explain_properties(const snode_t *n, const bson_value_t *v, abuf_t *out)
 
 	for (uint32_t i = 0; i < n->nprops; i++) {
 		const sch_prop_t *p = &n->props[i];
-		bson_iter_t f;
 		bson_value_t x;
 		bson_t pe, det;
 		abuf_t dab = {&det, 0};
 		bson_t tmp = BSON_INITIALIZER;
 
-		if (!find_field(v, p->name, &f))
+		if (!sch_path_get(v, p->name, &x))
 			continue;
-		x = *bson_iter_value(&f);
 		if (sch_node_match(p->schema, &x))
 			continue;
 		/* Build the details first: a property whose failure nobody
@@ -564,14 +554,14 @@ explain_object(const snode_t *n, const bson_value_t *v, abuf_t *out)
 	if (n->nrequired) {
 		bool any = false;
 		for (uint32_t i = 0; i < n->nrequired && !any; i++)
-			any = !find_field(v, n->required[i], &it);
+			any = !has_path(v, n->required[i]);
 		if (any) {
 			ab_doc_begin(out, &e);
 			bson_append_utf8(&e, "operatorName", -1, "required", -1);
 			append_specified(&e, n, "required");
 			bson_append_array_begin(&e, "missingProperties", -1, &arr);
 			for (uint32_t i = 0; i < n->nrequired; i++)
-				if (!find_field(v, n->required[i], &it))
+				if (!has_path(v, n->required[i]))
 					ab_utf8(&ab, n->required[i]);
 			bson_append_array_end(&e, &arr);
 			bson_append_document_end(out->arr, &e);
@@ -598,20 +588,20 @@ explain_deps(const snode_t *n, const bson_value_t *v, abuf_t *out)
 	bson_t e, arr;
 	abuf_t ab = {&arr, 0};
 	bool opened = false;
-	bson_iter_t it, f;
+	bson_iter_t it;
 
 	for (uint32_t i = 0; i < n->ndeps; i++) {
 		const sch_dep_t *d = &n->deps[i];
 		bson_t de;
 		bool fails = false;
 
-		if (!find_field(v, d->name, &f))
+		if (!has_path(v, d->name))
 			continue;
 		if (d->schema) {
 			fails = !sch_node_match(d->schema, v);
 		} else {
 			for (uint32_t j = 0; j < d->nprops && !fails; j++)
-				fails = !find_field(v, d->props[j], &f);
+				fails = !has_path(v, d->props[j]);
 		}
 		if (!fails)
 			continue;
@@ -641,7 +631,7 @@ explain_deps(const snode_t *n, const bson_value_t *v, abuf_t *out)
 			abuf_t mab = {&mp, 0};
 			bson_append_array_begin(&de, "missingProperties", -1, &mp);
 			for (uint32_t j = 0; j < d->nprops; j++)
-				if (!find_field(v, d->props[j], &f))
+				if (!has_path(v, d->props[j]))
 					ab_utf8(&mab, d->props[j]);
 			bson_append_array_end(&de, &mp);
 		}

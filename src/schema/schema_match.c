@@ -557,19 +557,43 @@ match_array(const snode_t *n, const bson_value_t *v)
 	return true;
 }
 
+/* The property named exactly name (dotted ones included when any). */
 static const sch_prop_t *
-find_prop(const snode_t *n, const char *name, uint32_t len)
+find_prop(const snode_t *n, const char *name, uint32_t len, bool any)
 {
 	for (uint32_t i = 0; i < n->nprops; i++)
-		if (n->props[i].len == len && memcmp(n->props[i].name, name, len) == 0)
+		if (n->props[i].len == len && (any || !n->props[i].dotted) &&
+		    n->props[i].name[0] == name[0] && memcmp(n->props[i].name, name, len) == 0)
 			return &n->props[i];
 	return NULL;
 }
 
 bool
+sch_path_get(const bson_value_t *obj, const char *name, bson_value_t *out)
+{
+	bson_value_t cur = *obj;
+	const char *part = name;
+
+	for (;;) {
+		const char *dot = strchr(part, '.');
+		uint32_t plen = dot ? (uint32_t)(dot - part) : (uint32_t)strlen(part);
+		bson_iter_t it;
+
+		if (cur.value_type != BSON_TYPE_DOCUMENT || !doc_find(&cur, part, plen, &it))
+			return false;
+		cur = *bson_iter_value(&it);
+		if (dot == NULL) {
+			*out = cur;
+			return true;
+		}
+		part = dot + 1;
+	}
+}
+
+bool
 sch_field_is_additional(const snode_t *n, const char *name, uint32_t len)
 {
-	if (find_prop(n, name, len))
+	if (find_prop(n, name, len, true))
 		return false;
 	for (uint32_t p = 0; p < n->npats; p++)
 		if (sch_regex_search(n->pats[p].re, name, len))
@@ -596,7 +620,7 @@ match_object(const snode_t *n, const bson_value_t *v)
 			continue;
 		key = bson_iter_key(&it);
 		klen = bson_iter_key_len(&it);
-		p = n->nprops ? find_prop(n, key, klen) : NULL;
+		p = n->nprops ? find_prop(n, key, klen, false) : NULL;
 		if (p == NULL && !n->has_allowed)
 			continue;
 		e = *bson_iter_value(&it);
@@ -607,7 +631,7 @@ match_object(const snode_t *n, const bson_value_t *v)
 				return false;
 		}
 		if (n->has_allowed) {
-			bool other = p == NULL;
+			bool other = p == NULL && !(n->nprops && find_prop(n, key, klen, true));
 			for (uint32_t i = 0; i < n->npats; i++) {
 				if (!sch_regex_search(n->pats[i].re, key, klen))
 					continue;
@@ -627,8 +651,14 @@ match_object(const snode_t *n, const bson_value_t *v)
 	if ((seen & n->req_mask) != n->req_mask)
 		return false;
 	for (uint32_t i = 0; i < n->nreq_extra; i++) {
-		bson_iter_t f;
-		if (!doc_find(v, n->req_extra[i], (uint32_t)strlen(n->req_extra[i]), &f))
+		bson_value_t x;
+		if (!sch_path_get(v, n->req_extra[i], &x))
+			return false;
+	}
+	for (uint32_t i = 0; i < n->nprops; i++) {
+		bson_value_t x;
+		if (n->props[i].dotted && sch_path_get(v, n->props[i].name, &x) &&
+		    !sch_node_match(n->props[i].schema, &x))
 			return false;
 	}
 	if (n->min_props >= 0 && nfields < n->min_props)
@@ -643,15 +673,15 @@ match_deps(const snode_t *n, const bson_value_t *v)
 {
 	for (uint32_t i = 0; i < n->ndeps; i++) {
 		const sch_dep_t *d = &n->deps[i];
-		bson_iter_t f;
-		if (!doc_find(v, d->name, (uint32_t)strlen(d->name), &f))
+		bson_value_t f;
+		if (!sch_path_get(v, d->name, &f))
 			continue;
 		if (d->schema) {
 			if (!sch_node_match(d->schema, v))
 				return false;
 		} else {
 			for (uint32_t j = 0; j < d->nprops; j++)
-				if (!doc_find(v, d->props[j], (uint32_t)strlen(d->props[j]), &f))
+				if (!sch_path_get(v, d->props[j], &f))
 					return false;
 		}
 	}

@@ -39,6 +39,7 @@ typedef struct {
 	uint32_t len;
 	snode_t *schema;
 	int req_bit;            /* bit in the "required seen" mask, or -1 */
+	bool dotted;            /* "a.b": a path into embedded documents, as in mongod */
 } sch_prop_t;
 
 typedef struct {
@@ -136,6 +137,10 @@ uint32_t sch_type_bit(bson_type_t t);
 int64_t sch_find_duplicate(const bson_value_t *arr, bson_value_t *dup);
 bool sch_field_is_additional(const snode_t *n, const char *name, uint32_t len);
 bool sch_enum_contains(const snode_t *n, const bson_value_t *v);
+/* The value at a property name inside the object obj: a plain field, or for
+ * a dotted name a path through embedded documents (an array on the way ends
+ * the path).  out borrows from obj. */
+bool sch_path_get(const bson_value_t *obj, const char *name, bson_value_t *out);
 
 /* schema_compile.c */
 void sch_node_free(snode_t *n);
