@@ -586,13 +586,9 @@ apply_field(papply_t *a, const pnode_t *k, const char *key, int klen, const bson
 	case PK_SLICE:
 		append_slice(k, key, klen, v, out);
 		return 0;
-	case PK_ELEM: {
-		int pos = -1;
-
-		if (v->value_type == BSON_TYPE_ARRAY && match_eval_pos(k->elem, a->doc, &pos))
-			append_element(key, klen, v, pos, out);
+	case PK_ELEM:
+		/* appended after the other fields (apply_doc), as mongod does since 4.4 */
 		return 0;
-	}
 	case PK_POSITIONAL:
 		if (a->match_pos < 0)
 			return terr_set(a->err, 51246,
@@ -685,7 +681,18 @@ apply_doc(papply_t *a, const pnode_t *node, const uint8_t *data, uint32_t len, b
 			RET(apply_field(a, k, key, klen, bson_iter_value(&it), out));
 		}
 	}
-	/* computed fields, in spec order; sub-documents only made for them */
+	/* $elemMatch results, then computed fields, in spec order */
+	for (uint32_t i = 0; i < node->n; i++) {
+		const pnode_t *k = node->kids[i];
+		bson_iter_t f;
+		int pos = -1;
+
+		if (k->kind != PK_ELEM || data == NULL || !bson_iter_init_from_data(&f, data, len) ||
+		    !bson_iter_find_w_len(&f, k->name, (int)strlen(k->name)))
+			continue;
+		if (BSON_ITER_HOLDS_ARRAY(&f) && match_eval_pos(k->elem, a->doc, &pos))
+			append_element(k->name, -1, bson_iter_value(&f), pos, out);
+	}
 	for (uint32_t i = 0; i < node->n; i++) {
 		const pnode_t *k = node->kids[i];
 
