@@ -345,6 +345,7 @@ storage_session_close(storage_session_t *s)
 	keystring_destroy(&s->ks2);
 	bson_free(s->deltas);
 	bson_free(s->buf);
+	bson_free(s->kbuf);
 	bson_free(s);
 }
 

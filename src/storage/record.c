@@ -26,24 +26,112 @@ doc_id(const bson_t *doc, bson_iter_t *it)
 	return bson_iter_init(it, doc) && bson_iter_next(it) && strcmp(bson_iter_key(it), "_id") == 0;
 }
 
-/* Build into ks the one key doc has in ix (the _id_ index only, for now).
- * Returns 0, or 238 with err for indexes whose keys cannot be generated. */
+/*
+ * The keys one document has in one index: a sorted set of byte strings (a
+ * document with an array in an indexed field has several: multikey).
+ * Bytes live in one buffer, so the set is cheap to fill again.
+ */
+typedef struct keyset {
+	uint8_t *data;
+	size_t len, cap;
+	struct key_ref {
+		size_t off, len;
+	} *k;
+	int n, ncap;
+} keyset_t;
+
+static void
+keyset_clear(keyset_t *ks)
+{
+	ks->len = 0;
+	ks->n = 0;
+}
+
+static void
+keyset_free(keyset_t *ks)
+{
+	bson_free(ks->data);
+	bson_free(ks->k);
+}
+
+static void
+keyset_add(keyset_t *ks, const uint8_t *p, size_t len)
+{
+	if (ks->len + len > ks->cap) {
+		ks->cap = (ks->len + len) * 2 + 64;
+		ks->data = bson_realloc(ks->data, ks->cap);
+	}
+	if (ks->n == ks->ncap) {
+		ks->ncap = ks->ncap ? ks->ncap * 2 : 4;
+		ks->k = bson_realloc(ks->k, ks->ncap * sizeof(*ks->k));
+	}
+	memcpy(ks->data + ks->len, p, len);
+	ks->k[ks->n].off = ks->len;
+	ks->k[ks->n].len = len;
+	ks->n++;
+	ks->len += len;
+}
+
+static const uint8_t *
+keyset_key(const keyset_t *ks, int i, size_t *len)
+{
+	*len = ks->k[i].len;
+	return ks->data + ks->k[i].off;
+}
+
 static int
-index_doc_key(const storage_index_t *ix, const bson_t *doc, keystring_t *ks, terr_t *err)
+bytes_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	return c != 0 ? c : (alen > blen) - (alen < blen);
+}
+
+static int
+key_ref_cmp(const void *a, const void *b, void *arg)
+{
+	const keyset_t *ks = arg;
+	const struct key_ref *x = a, *y = b;
+
+	return bytes_cmp(ks->data + x->off, x->len, ks->data + y->off, y->len);
+}
+
+/* Sort and drop duplicates. */
+static void
+keyset_finish(keyset_t *ks)
+{
+	int out = 0;
+
+	if (ks->n > 1)
+		qsort_r(ks->k, ks->n, sizeof(*ks->k), key_ref_cmp, ks);
+	for (int i = 0; i < ks->n; i++)
+		if (out == 0 || key_ref_cmp(&ks->k[out - 1], &ks->k[i], ks) != 0)
+			ks->k[out++] = ks->k[i];
+	ks->n = out;
+}
+
+/* Fill out with doc's keys in ix (the _id_ index only, for now: 238 for
+ * others).  scratch is a work keystring. */
+static int
+index_doc_keys(const storage_index_t *ix, const bson_t *doc, keystring_t *scratch, keyset_t *out,
+               terr_t *err)
 {
 	bson_iter_t it;
 	bson_value_t null_v;
 
+	keyset_clear(out);
 	if (!ix->is_id)
 		return terr_set(err, TERR_NOT_IMPLEMENTED,
 		    "writing to a collection with secondary index %s is not implemented yet", ix->name);
-	keystring_reset(ks);
+	keystring_reset(scratch);
 	if (bson_iter_init_find(&it, doc, "_id")) {
-		keystring_append_value(ks, bson_iter_value(&it), false);
+		keystring_append_value(scratch, bson_iter_value(&it), false);
 	} else {
 		null_v.value_type = BSON_TYPE_NULL;
-		keystring_append_value(ks, &null_v, false);
+		keystring_append_value(scratch, &null_v, false);
 	}
+	keyset_add(out, scratch->buf, scratch->len);
+	keyset_finish(out);
 	return 0;
 }
 
@@ -108,7 +196,7 @@ open_cursor(storage_session_t *s, const char *uri, const char *config, WT_CURSOR
 /* Add (add=true) or remove the entry key -> recid in ix. */
 static int
 index_entry(storage_session_t *s, const storage_coll_t *c, const storage_index_t *ix,
-            keystring_t *key, recid_t recid, bool add, const bson_t *doc, terr_t *err)
+            const uint8_t *key, size_t key_len, recid_t recid, bool add, const bson_t *doc, terr_t *err)
 {
 	WT_CURSOR *cur = NULL;
 	WT_ITEM k, v;
@@ -116,8 +204,8 @@ index_entry(storage_session_t *s, const storage_coll_t *c, const storage_index_t
 
 	ERR(open_cursor(s, ix->ident, "overwrite=false", &cur, err));
 	if (ix->unique) {
-		k.data = key->buf;
-		k.size = key->len;
+		k.data = key;
+		k.size = key_len;
 		cur->set_key(cur, &k);
 		if (add) {
 			cur->set_value(cur, (int64_t)recid);
@@ -127,10 +215,16 @@ index_entry(storage_session_t *s, const storage_coll_t *c, const storage_index_t
 		}
 	} else {
 		/* Non-unique: the key ends with the RecordId, the value is empty. */
-		size_t len = key->len;
-		keystring_append_recid(key, recid);
-		k.data = key->buf;
-		k.size = key->len;
+		keystring_reset(&s->ks2);
+		keystring_append_recid(&s->ks2, recid);
+		if (s->kbuf_cap < key_len + s->ks2.len) {
+			s->kbuf_cap = (key_len + s->ks2.len) * 2;
+			s->kbuf = bson_realloc(s->kbuf, s->kbuf_cap);
+		}
+		memcpy(s->kbuf, key, key_len);
+		memcpy(s->kbuf + key_len, s->ks2.buf, s->ks2.len);
+		k.data = s->kbuf;
+		k.size = key_len + s->ks2.len;
 		cur->set_key(cur, &k);
 		if (add) {
 			v.data = "";
@@ -140,7 +234,6 @@ index_entry(storage_session_t *s, const storage_coll_t *c, const storage_index_t
 		} else {
 			wret = cur->remove(cur);
 		}
-		key->len = len;
 	}
 	if (wret == WT_DUPLICATE_KEY) {
 		ret = dup_key_error(c, ix, doc, err);
@@ -170,33 +263,38 @@ static int
 index_apply(storage_session_t *s, const storage_coll_t *c, recid_t recid,
             const bson_t *old_doc, const bson_t *new_doc, terr_t *err)
 {
-	keystring_t oldk, newk;
+	keyset_t oldk = {0}, newk = {0};
 	int ret = 0;
 
-	keystring_init(&oldk);
-	keystring_init(&newk);
 	for (int i = 0; i < c->nindexes; i++) {
 		const storage_index_t *ix = &c->indexes[i];
-		bool have_old = false, have_new = false;
+		int a = 0, b = 0;
 
-		if (old_doc != NULL) {
-			ERR(index_doc_key(ix, old_doc, &oldk, err));
-			have_old = true;
+		keyset_clear(&oldk);
+		keyset_clear(&newk);
+		if (old_doc != NULL)
+			ERR(index_doc_keys(ix, old_doc, &s->ks, &oldk, err));
+		if (new_doc != NULL)
+			ERR(index_doc_keys(ix, new_doc, &s->ks, &newk, err));
+		/* Both sets are sorted: one merge removes what only the old
+		 * document has and adds what only the new one has. */
+		while (a < oldk.n || b < newk.n) {
+			size_t alen = 0, blen = 0;
+			const uint8_t *ka = a < oldk.n ? keyset_key(&oldk, a, &alen) : NULL;
+			const uint8_t *kb = b < newk.n ? keyset_key(&newk, b, &blen) : NULL;
+			int cmp = ka == NULL ? 1 : kb == NULL ? -1 : bytes_cmp(ka, alen, kb, blen);
+
+			if (cmp < 0)
+				ERR(index_entry(s, c, ix, ka, alen, recid, false, old_doc, err));
+			else if (cmp > 0)
+				ERR(index_entry(s, c, ix, kb, blen, recid, true, new_doc, err));
+			a += cmp <= 0;
+			b += cmp >= 0;
 		}
-		if (new_doc != NULL) {
-			ERR(index_doc_key(ix, new_doc, &newk, err));
-			have_new = true;
-		}
-		if (have_old && have_new && oldk.len == newk.len && memcmp(oldk.buf, newk.buf, oldk.len) == 0)
-			continue;
-		if (have_old)
-			ERR(index_entry(s, c, ix, &oldk, recid, false, old_doc, err));
-		if (have_new)
-			ERR(index_entry(s, c, ix, &newk, recid, true, new_doc, err));
 	}
 err:
-	keystring_destroy(&oldk);
-	keystring_destroy(&newk);
+	keyset_free(&oldk);
+	keyset_free(&newk);
 	return ret;
 }
 

@@ -64,6 +64,8 @@ struct storage_session {
 	int ndeltas, deltas_cap;
 	keystring_t ks;            /* scratch key */
 	keystring_t ks2;
+	uint8_t *kbuf;             /* non-unique index keys (key + RecordId) */
+	size_t kbuf_cap;
 	storage_session_t *pool_next;
 };
 
