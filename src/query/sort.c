@@ -89,7 +89,9 @@ sort_spec_parse(const bson_t *spec, sort_spec_t **out, terr_t *err)
 			str = bv_to_mongo_string(v);
 			ERR(terr_set(err, 15974, "Illegal key in $sort specification: %s: %s", k, str));
 		}
+		/* mongod reads the direction with numberInt(): 1.5 is 1, 0.5 is 0 */
 		d = bv_as_double(v);
+		d = d != d ? 0 : d >= 2147483647.0 ? 2 : d <= -2147483648.0 ? -2 : (double)(int32_t)d;
 		if (d != 1.0 && d != -1.0)
 			ERR(terr_set(err, 15975,
 			             "$sort key ordering must be 1 (for ascending) or -1 (for descending)"));
