@@ -830,11 +830,16 @@ rd_value(rd_t *r, uint8_t type, bson_t *out, const char *key, int depth)
 		ok = b == TB_SYMBOL ? bson_append_symbol(out, key, -1, s, (int)n)
 		                    : bson_append_utf8(out, key, -1, s, (int)n);
 		break;
-	case KS_CODE:
-		if (!rd_string(r, &s, &n))
+	case KS_CODE: {
+		bson_value_t cv;
+		if (!rd_string(r, &s, &n) || n > INT32_MAX)
 			return false;
-		ok = memchr(s, 0, n) == NULL && bson_append_code(out, key, -1, s);
+		cv.value_type = BSON_TYPE_CODE;
+		cv.value.v_code.code = s;
+		cv.value.v_code.code_len = (uint32_t)n;
+		ok = bv_append(out, key, -1, &cv); /* keeps NUL bytes */
 		break;
+	}
 	case KS_OBJECT:
 		if (!bson_append_document_begin(out, key, -1, &child))
 			return false;
@@ -892,8 +897,14 @@ rd_value(rd_t *r, uint8_t type, bson_t *out, const char *key, int depth)
 		rd_bytes(r, (uint8_t *)s, u32);
 		s[u32] = '\0';
 		rd_bytes(r, buf, 12);
-		ok = memchr(s, 0, u32) == NULL &&
-		     bson_append_dbpointer(out, key, -1, s, (const bson_oid_t *)buf);
+		{
+			bson_value_t pv;
+			pv.value_type = BSON_TYPE_DBPOINTER;
+			pv.value.v_dbpointer.collection = s;
+			pv.value.v_dbpointer.collection_len = u32;
+			memcpy(pv.value.v_dbpointer.oid.bytes, buf, 12);
+			ok = bv_append(out, key, -1, &pv);
+		}
 		break;
 	case KS_CODEWSCOPE: {
 		bson_t scope = BSON_INITIALIZER;
@@ -901,8 +912,16 @@ rd_value(rd_t *r, uint8_t type, bson_t *out, const char *key, int depth)
 			bson_destroy(&scope);
 			return false;
 		}
-		ok = memchr(s, 0, n) == NULL && rd_doc_body(r, &scope, true, depth) &&
-		     bson_append_code_with_scope(out, key, -1, s, &scope);
+		ok = n <= INT32_MAX && rd_doc_body(r, &scope, true, depth);
+		if (ok) {
+			bson_value_t wv;
+			wv.value_type = BSON_TYPE_CODEWSCOPE;
+			wv.value.v_codewscope.code = s;
+			wv.value.v_codewscope.code_len = (uint32_t)n;
+			wv.value.v_codewscope.scope_data = (uint8_t *)bson_get_data(&scope);
+			wv.value.v_codewscope.scope_len = scope.len;
+			ok = bv_append(out, key, -1, &wv);
+		}
 		bson_destroy(&scope);
 		break;
 	}

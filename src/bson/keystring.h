@@ -54,9 +54,10 @@ void keystring_append_max(keystring_t *ks);
  * re-encodes to the same bytes.  Numbers lose their BSON type (equal numbers
  * share one encoding): a value a double holds exactly decodes as a double,
  * other integers in int64 range as int64, the rest as Decimal128 (with
- * trailing zeros dropped: 1.50 -> 1.5).  Symbols decode as strings.  Code
- * or regex strings containing NUL bytes cannot be decoded.  Returns false on
- * a malformed key (out may then hold a partial result).
+ * trailing zeros dropped: 1.50 -> 1.5).  Symbols decode as strings; the
+ * _tb variant below restores both exactly.  Array field names are not kept
+ * ("0","1",... come back).  Returns false on a malformed key (out may then
+ * hold a partial result).
  */
 bool keystring_decode_values(const uint8_t *key, size_t len, int nparts,
                              const bool *descending, bson_t *out);

@@ -201,10 +201,15 @@ gen_value(bson_t *doc, const char *key, int depth)
 		gen_string(s, &n);
 		bson_append_symbol(doc, key, -1, s, (int)n);
 		break;
-	case 9:
-		gen_cstring(s);
-		bson_append_code(doc, key, -1, s);
+	case 9: {
+		bson_value_t cv; /* code may hold NUL bytes: append through bv_append */
+		gen_string(s, &n);
+		cv.value_type = BSON_TYPE_CODE;
+		cv.value.v_code.code = s;
+		cv.value.v_code.code_len = (uint32_t)n;
+		bv_append(doc, key, -1, &cv);
 		break;
+	}
 	case 10:
 		n = (size_t)rndn(3);
 		bin[0] = (uint8_t)rndn(3);
@@ -691,7 +696,13 @@ main(void)
 	const char *seed = getenv("TAMGA_KS_SEED");
 
 	if (seed != NULL && *seed)
-		rng_state = strtoull(seed, NULL, 10) | 1;
+	{
+		/* splitmix64 so that small seeds give unrelated streams */
+		uint64_t z = strtoull(seed, NULL, 10) + 0x9E3779B97F4A7C15ULL;
+		z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+		z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+		rng_state = (z ^ (z >> 31)) | 1;
+	}
 	make_items();
 	TT_RUN(test_random_order);
 	TT_RUN(test_random_compound);
