@@ -104,10 +104,28 @@ count_fields(const bson_value_t *v)
 	return n;
 }
 
+/* Values nested deeper than this are compared by their bytes (and hashed
+ * no further): documents that deep cannot be stored, and the recursion must
+ * stay bounded whatever the input. */
+#define SCH_VALUE_DEPTH 200
+
+static bool val_equal_at(const bson_value_t *a, const bson_value_t *b, int depth);
+
 bool
 sch_val_equal(const bson_value_t *a, const bson_value_t *b)
 {
+	return val_equal_at(a, b, 0);
+}
+
+static bool
+val_equal_at(const bson_value_t *a, const bson_value_t *b, int depth)
+{
 	bson_type_t ta = a->value_type, tb = b->value_type;
+
+	if (depth > SCH_VALUE_DEPTH && ta == tb &&
+	    (ta == BSON_TYPE_DOCUMENT || ta == BSON_TYPE_ARRAY))
+		return a->value.v_doc.data_len == b->value.v_doc.data_len &&
+		       memcmp(a->value.v_doc.data, b->value.v_doc.data, a->value.v_doc.data_len) == 0;
 
 	if (ta == BSON_TYPE_DOCUMENT || tb == BSON_TYPE_DOCUMENT) {
 		bson_iter_t ia, ib;
@@ -120,7 +138,7 @@ sch_val_equal(const bson_value_t *a, const bson_value_t *b)
 				return false;
 			va = *bson_iter_value(&ia);
 			vb = *bson_iter_value(&ib);
-			if (!sch_val_equal(&va, &vb))
+			if (!val_equal_at(&va, &vb, depth + 1))
 				return false;
 		}
 		return true;
@@ -140,7 +158,7 @@ sch_val_equal(const bson_value_t *a, const bson_value_t *b)
 				return true;
 			va = *bson_iter_value(&ia);
 			vb = *bson_iter_value(&ib);
-			if (!sch_val_equal(&va, &vb))
+			if (!val_equal_at(&va, &vb, depth + 1))
 				return false;
 		}
 	}
@@ -167,12 +185,23 @@ mix(uint64_t h)
 	return h;
 }
 
+static uint64_t val_hash_at(const bson_value_t *v, int depth);
+
 /* A hash that agrees with sch_val_equal: equal values hash alike. */
 uint64_t
 sch_val_hash(const bson_value_t *v)
 {
+	return val_hash_at(v, 0);
+}
+
+static uint64_t
+val_hash_at(const bson_value_t *v, int depth)
+{
 	uint64_t h = 1469598103934665603ull;
 	bson_type_t t = v->value_type;
+
+	if (depth > SCH_VALUE_DEPTH && (t == BSON_TYPE_DOCUMENT || t == BSON_TYPE_ARRAY))
+		return 0xdee9 + t;
 
 	if (is_num(t)) {
 		double d = bv_as_double(v);
@@ -194,7 +223,7 @@ sch_val_hash(const bson_value_t *v)
 		while (bson_iter_next(&it)) {
 			bson_value_t e = *bson_iter_value(&it);
 			uint64_t kh = fnv(h, bson_iter_key(&it), bson_iter_key_len(&it));
-			sum += mix(kh * 31 + sch_val_hash(&e));
+			sum += mix(kh * 31 + val_hash_at(&e, depth + 1));
 		}
 		return mix(sum);
 	}
@@ -204,7 +233,7 @@ sch_val_hash(const bson_value_t *v)
 		iter_of(v, &it);
 		while (bson_iter_next(&it)) {
 			bson_value_t e = *bson_iter_value(&it);
-			acc = mix(acc * 1000003 + sch_val_hash(&e));
+			acc = mix(acc * 1000003 + val_hash_at(&e, depth + 1));
 		}
 		return acc;
 	}

@@ -235,6 +235,43 @@ test_deep_schema(void)
 	terr_clear(&err);
 	bson_destroy(b);
 
+	/* enum values and documents nested far deeper than anything storable:
+	 * compile and match without running out of stack */
+	{
+		bson_t *deep = nested_schema(3000, "{}");    /* {properties: {a: ...}} x 3000 */
+		bson_t *sch = bson_new(), arr, props, x;
+		bson_t *doc = bson_new();
+		bson_append_array_begin(sch, "enum", -1, &arr);
+		bson_append_document(&arr, "0", -1, deep);
+		bson_append_document(&arr, "1", -1, deep);
+		bson_append_array_end(sch, &arr);
+		TT_ASSERT(schema_compile(sch, &s, &err) != 0);
+		TT_EQ_INT(err.code, TERR_FAILED_TO_PARSE);
+		terr_clear(&err);
+		bson_reinit(sch);
+		bson_append_document_begin(sch, "properties", -1, &props);
+		bson_append_document_begin(&props, "x", -1, &x);
+		bson_append_bool(&x, "uniqueItems", -1, true);
+		bson_append_document_end(&props, &x);
+		bson_append_document_end(sch, &props);
+		TT_ASSERT(schema_compile(sch, &s, &err) == 0);
+		bson_append_array_begin(doc, "x", -1, &arr);
+		bson_append_document(&arr, "0", -1, deep);
+		bson_append_document(&arr, "1", -1, deep);
+		bson_append_array_end(doc, &arr);
+		TT_ASSERT(!schema_matches(s, doc));
+		schema_free(s);
+		/* a deep value where a number belongs: the message prints it */
+		bson_reinit(sch);
+		bson_append_document(sch, "minLength", -1, deep);
+		TT_ASSERT(schema_compile(sch, &s, &err) != 0);
+		TT_EQ_INT(err.code, TERR_FAILED_TO_PARSE);
+		terr_clear(&err);
+		bson_destroy(doc);
+		bson_destroy(sch);
+		bson_destroy(deep);
+	}
+
 	/* 60 levels is fine */
 	b = nested_schema(60, "{\"bsonType\": \"int\"}");
 	TT_ASSERT(schema_compile(b, &s, &err) == 0);
