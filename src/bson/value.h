@@ -48,13 +48,15 @@ uint64_t bv_hash(const bson_value_t *v);
 bool bv_is_number(const bson_value_t *v);
 bool bv_is_nan(const bson_value_t *v);
 
-/* Numeric helpers: the value as double (Decimal128 rounded), and whether an
- * integral number fits in int64 exactly (out gets it). */
+/* Numeric helpers: the value as double (Decimal128 rounded to nearest;
+ * 0.0 for non-numbers), and whether the value is an integer that fits int64
+ * exactly (out gets it; false for non-numbers, NaN, fractions, overflow). */
 double bv_as_double(const bson_value_t *v);
 bool bv_as_int64_exact(const bson_value_t *v, int64_t *out);
 
-/* Decimal128 <-> double/int64, exact where possible (used by comparison and
- * by arithmetic in higher layers). */
+/* Decimal128 helpers: exact comparison (NaN == NaN, lowest; -0 == 0;
+ * 1.0 == 1), from int64 (exact), from double (as mongod: 15 significant
+ * digits, see bv_decimal_from_double_digits), to double (nearest). */
 int bv_decimal_compare(const bson_decimal128_t *a, const bson_decimal128_t *b);
 bson_decimal128_t bv_decimal_from_double(double d);
 bson_decimal128_t bv_decimal_from_int64(int64_t i);
@@ -98,7 +100,8 @@ void bv_decimal_normalize(const bson_decimal128_t *d, bv_decimal_parts_t *parts,
  * "regex", "dbPointer", "javascript", "symbol", "javascriptWithScope", "int",
  * "timestamp", "long", "decimal", "minKey", "maxKey"; "missing" for EOD. */
 const char *bv_type_name(bson_type_t t);
-/* Inverse of bv_type_name; returns false for unknown names. */
+/* Inverse of bv_type_name; false for unknown names (and for "missing" and
+ * "number", which are not single types: callers handle those aliases). */
 bool bv_type_from_name(const char *name, bson_type_t *out);
 
 /* Append v to doc under key (keylen -1: NUL-terminated); any type, including
