@@ -79,8 +79,8 @@ eval_elem_at(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		return terr_set(err, 28690, "$arrayElemAt's second argument must be a numeric value, but is %s",
 		                expr_type_name(&i));
 	if (!expr_num_to_int32_exact(&i, &idx))
-		return fail_value(err, 28691, "$arrayElemAt's second argument must be representable as a 32-bit integer: %s",
-		                  &i);
+		return terr_set(err, 28691, "$arrayElemAt's second argument must be representable as a 32-bit integer: %g",
+		                expr_num_to_double(&i));
 	size_t n;
 	bson_value_t *el = arr_elems(env, &a, &n);
 	int64_t k = idx < 0 ? (int64_t)n + idx : idx;
@@ -450,16 +450,23 @@ eval_index_of_array(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t 
 	for (size_t i = 2; i < e->nargs; i++) {
 		int64_t k;
 		RET(expr_eval_arg(e, i, env, &v, err));
-		if (!expr_num_to_int64_exact(&v, &k)) {
+		int32_t k32;
+		if (!expr_num_to_int32_exact(&v, &k32)) {
 			char *t = bv_to_mongo_string(&v);
-			terr_set(err, 40096, "$indexOfArray requires an integral %s, found a value of type: %s, with value: %s",
+			/* sic: no space before "requires", as mongod */
+			terr_set(err, 9711600, "$indexOfArrayrequires an integral %s, found a value of type: %s, with value: %s",
 			         i == 2 ? "starting index" : "ending index", expr_type_name(&v), t);
 			bson_free(t);
 			return -1;
 		}
-		if (k < 0)
-			return terr_set(err, 40097, "$indexOfArray requires a nonnegative %s, found: %lld",
-			                i == 2 ? "starting index" : "ending index", (long long)k);
+		k = k32;
+		if (k < 0) {
+			char *t = bv_to_mongo_string(&v);
+			terr_set(err, 9711601, "$indexOfArray requires a nonnegative %s, found: %s",
+			         i == 2 ? "starting index" : "ending index", t);
+			bson_free(t);
+			return -1;
+		}
 		bounds[i - 2] = k;
 	}
 	if (bounds[1] > (int64_t)n)
@@ -593,7 +600,8 @@ eval_slice(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		return terr_set(err, 28725, "Second argument to $slice must be a numeric value, but is of type: %s",
 		                expr_type_name(&p));
 	if (!expr_num_to_int32_exact(&p, &pos))
-		return fail_value(err, 28726, "Second argument to $slice can't be represented as a 32-bit integer: %s", &p);
+		return terr_set(err, 28726, "Second argument to $slice can't be represented as a 32-bit integer: %g",
+		                expr_num_to_double(&p));
 	size_t n;
 	bson_value_t *el = arr_elems(env, &a, &n);
 	int64_t start, count;
@@ -617,10 +625,10 @@ eval_slice(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 			return terr_set(err, 28727, "Third argument to $slice must be numeric, but is of type: %s",
 			                expr_type_name(&l));
 		if (!expr_num_to_int32_exact(&l, &len))
-			return fail_value(err, 28728, "Third argument to $slice can't be represented as a 32-bit integer: %s",
-			                  &l);
+			return terr_set(err, 28728, "Third argument to $slice can't be represented as a 32-bit integer: %g",
+			                expr_num_to_double(&l));
 		if (len <= 0)
-			return fail_value(err, 28729, "Third argument to $slice must be positive: %s", &l);
+			return terr_set(err, 28729, "Third argument to $slice must be positive: %d", len);
 		start = pos >= 0 ? pos : (int64_t)n + pos;
 		if (start < 0)
 			start = 0;
@@ -956,8 +964,8 @@ eval_set_equals(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err
 		size_t n;
 		RET(expr_eval_arg(e, i, env, &a, err));
 		if (!is_arr(&a))
-			return terr_set(err, 17044, "All operands of $setEquals must be arrays. One argument is of type: %s",
-			                expr_type_name(&a));
+			return terr_set(err, 17044, "All operands of $setEquals must be arrays. %zu-th argument is of type: %s",
+			                i + 1, expr_type_name(&a));
 		bson_value_t *s = distinct(env, &a, &n);
 		if (i == 0) {
 			first = s;
@@ -968,20 +976,18 @@ eval_set_equals(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err
 		for (size_t k = 0; k < n && eq; k++)
 			eq = contains(first, nfirst, &s[k]);
 		if (!eq) {
-			/* keep type-checking the rest, as mongod evaluates all operands */
-			for (size_t j = i + 1; j < e->nargs; j++) {
-				RET(expr_eval_arg(e, j, env, &a, err));
-				if (!is_arr(&a))
-					return terr_set(err, 17044,
-					                "All operands of $setEquals must be arrays. One argument is of type: %s",
-					                expr_type_name(&a));
-			}
 			expr_set_bool(out, false);
 			return 0;
 		}
 	}
 	expr_set_bool(out, true);
 	return 0;
+}
+
+static int
+cmp_values(const void *a, const void *b)
+{
+	return expr_compare(a, b);
 }
 
 static int
@@ -996,8 +1002,8 @@ eval_set_intersection(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_
 		size_t n;
 		RET(expr_eval_arg(e, i, env, &a, err));
 		if (expr_is_nullish(&a)) {
-			null = true;
-			continue;
+			expr_set_null(out);
+			return 0;
 		}
 		if (!is_arr(&a))
 			return terr_set(err, 17047,
@@ -1021,10 +1027,8 @@ eval_set_intersection(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_
 		}
 		ncur = k;
 	}
-	if (null) {
-		expr_set_null(out);
-		return 0;
-	}
+	(void)null;
+	qsort(cur, ncur, sizeof(*cur), cmp_values);
 	set_array(env, out, cur, ncur);
 	return 0;
 }
@@ -1040,18 +1044,15 @@ eval_set_union(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		bson_value_t a;
 		RET(expr_eval_arg(e, i, env, &a, err));
 		if (expr_is_nullish(&a)) {
-			null = true;
-			continue;
+			expr_set_null(out);
+			return 0;
 		}
 		if (!is_arr(&a))
 			return terr_set(err, 17043, "All operands of $setUnion must be arrays. One argument is of type: %s",
 			                expr_type_name(&a));
 		cap += expr_array_len(&a);
 	}
-	if (null) {
-		expr_set_null(out);
-		return 0;
-	}
+	(void)null;
 	acc = expr_env_alloc(env, (cap + 1) * sizeof(*acc));
 	for (size_t i = 0; i < e->nargs; i++) {
 		bson_value_t a;
@@ -1063,6 +1064,7 @@ eval_set_union(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 				acc[nacc++] = el[k];
 		}
 	}
+	qsort(acc, nacc, sizeof(*acc), cmp_values);
 	set_array(env, out, acc, nacc);
 	return 0;
 }

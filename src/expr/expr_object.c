@@ -105,14 +105,6 @@ eval_object_to_array(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t
 }
 
 static int
-bad_key(const bson_value_t *k, terr_t *err)
-{
-	if (memchr(k->value.v_utf8.str, 0, k->value.v_utf8.len) != NULL)
-		return terr_set(err, 4940400, "Key field cannot contain an embedded null byte");
-	return 0;
-}
-
-static int
 eval_array_to_object(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 {
 	bson_value_t v;
@@ -137,11 +129,11 @@ eval_array_to_object(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t
 				                expr_type_name(el));
 			fmt = this_fmt;
 		} else if (this_fmt != fmt) {
+			/* sic: "mustall", as mongod */
 			return terr_set(err, fmt == 1 ? 40396 : 40391,
-			                "$arrayToObject requires a consistent input format. Elements must all be arrays or "
-			                "all be objects. %s found in %s format",
-			                this_fmt == 2 ? "Object" : this_fmt == 1 ? "Array" : expr_type_name(el),
-			                fmt == 1 ? "array" : "object");
+			                "$arrayToObject requires a consistent input format. Elements mustall be arrays or "
+			                "all be objects. %s was detected, now found: %s",
+			                fmt == 1 ? "Array" : "Object", expr_type_name(el));
 		}
 		bson_iter_t sub;
 		bson_value_t k, val;
@@ -183,7 +175,8 @@ eval_array_to_object(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t
 				return terr_set(err, 40394, "$arrayToObject requires an object with keys 'k' and 'v', where "
 				                "the value of 'k' must be of type string. Found type: %s", expr_type_name(&k));
 		}
-		RET(bad_key(&k, err));
+		if (memchr(k.value.v_utf8.str, 0, k.value.v_utf8.len) != NULL)
+			return terr_set(err, fmt == 1 ? 4940400 : 4940401, "Key field cannot contain an embedded null byte");
 		fields_set(env, &f, k.value.v_utf8.str, k.value.v_utf8.len, &val);
 	}
 	fields_to_value(env, &f, out);

@@ -27,6 +27,9 @@ test_arrays(void)
 	TXERR("{\"$in\": [1, \"$x\"]}", "{}", "ERR 40081 $in requires an array as a second argument, found: missing");
 	TX("{\"$indexOfArray\": [[1, 2, 1], 1, 1]}", NULL, RI("2"));
 	TX("{\"$indexOfArray\": [[1, 2], 3]}", NULL, RI("-1"));
+	TXERR("{\"$indexOfArray\": [[1, 2], 3, -1]}", NULL,
+	      "ERR 9711601 $indexOfArray requires a nonnegative starting index, found: -1");
+	TXERR("{\"$slice\": [[1], 1.5]}", NULL, "ERR 28726 Second argument to $slice can't be represented as a 32-bit integer: 1.5");
 	TX("{\"$isArray\": [[1]]}", NULL, RJ("true"));
 	TX("{\"$isArray\": \"$x\"}", "{\"x\": 1}", RJ("false"));
 	TX("{\"$range\": [0, 10, 3]}", NULL, RJ("[ " I(0) ", " I(3) ", " I(6) ", " I(9) " ]"));
@@ -90,10 +93,14 @@ test_sets(void)
 	TX("{\"$setEquals\": [[1, 2, 2], [2, 1]]}", NULL, RJ("true"));
 	TX("{\"$setEquals\": [[1], [2]]}", NULL, RJ("false"));
 	TXERR("{\"$setEquals\": [[1], 2]}", NULL,
-	      "ERR 17044 All operands of $setEquals must be arrays. One argument is of type: int");
+	      "ERR 17044 All operands of $setEquals must be arrays. 2-th argument is of type: int");
 	TX("{\"$setIntersection\": [[1, 2, 3], [3, 2, 5]]}", NULL, RJ("[ " I(2) ", " I(3) " ]"));
 	TX("{\"$setIntersection\": [[1], null]}", NULL, RJ("null"));
 	TX("{\"$setUnion\": [[1, 2], [2, 3]]}", NULL, RJ("[ " I(1) ", " I(2) ", " I(3) " ]"));
+	TX("{\"$setUnion\": [[3, 1], [2, 1]]}", NULL, RJ("[ " I(1) ", " I(2) ", " I(3) " ]"));
+	TX("{\"$setIntersection\": [[3, 1, 2], [2, 3]]}", NULL, RJ("[ " I(2) ", " I(3) " ]"));
+	TX("{\"$setUnion\": [null, 1]}", NULL, RJ("null"));
+	TX("{\"$setEquals\": [[1], [2], 3]}", NULL, RJ("false"));
 	TX("{\"$setDifference\": [[1, 2, 3], [2]]}", NULL, RJ("[ " I(1) ", " I(3) " ]"));
 	TX("{\"$setIsSubset\": [[1], [1, 2]]}", NULL, RJ("true"));
 	TXERR("{\"$setIsSubset\": [[1], 1]}", NULL,
@@ -115,6 +122,9 @@ test_objects(void)
 	TXERR("{\"$arrayToObject\": [[{\"k\": 1, \"v\": 1}]]}", NULL,
 	      "ERR 40394 $arrayToObject requires an object with keys 'k' and 'v', where the value of 'k' must be of "
 	      "type string. Found type: int");
+	TXERR("{\"$arrayToObject\": [[[\"a\", 1], {\"k\": \"b\", \"v\": 2}]]}", NULL,
+	      "ERR 40396 $arrayToObject requires a consistent input format. Elements mustall be arrays or all be "
+	      "objects. Array was detected, now found: object");
 	TX("{\"$mergeObjects\": [{\"a\": 1, \"b\": 1}, null, {\"b\": 2, \"c\": 3}]}", NULL,
 	   RJ("{ \"a\" : " I(1) ", \"b\" : " I(2) ", \"c\" : " I(3) " }"));
 	TX("{\"$mergeObjects\": [\"$nope\"]}", "{}", RJ("{  }"));
