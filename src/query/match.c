@@ -966,6 +966,7 @@ t_expr(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel_t
 		return terr_set(p->err, TERR_QUERY_FEATURE_NOT_ALLOWED,
 		                "$expr is not allowed in this context");
 	n = match_node_new(MK_EXPR);
+	n->val = *arg;
 	if (match_expr_compile(n, arg, p->opts, p->err) != 0) {
 		match_node_free(n);
 		return -1;
@@ -987,6 +988,7 @@ t_schema(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel
 	if (arg->value_type != BSON_TYPE_DOCUMENT)
 		return terr_set(p->err, TERR_TYPE_MISMATCH, "$jsonSchema must be an object");
 	n = match_node_new(MK_SCHEMA);
+	n->val = *arg;
 	if (match_schema_compile(n, arg, p->err) != 0) {
 		match_node_free(n);
 		return -1;
@@ -1326,4 +1328,194 @@ bool
 match_references_field(const match_t *m, const char *field)
 {
 	return refs_walk(m->root, field, strlen(field));
+}
+
+/* ---- serialization (explain's parsedQuery) ---------------------------------- */
+
+static void node_to_bson(const mnode_t *n, bson_t *out);
+
+/* Append the operator part ({$gt: 5}) of a path leaf into op_doc. */
+static void
+leaf_ops(const mnode_t *n, bson_t *op_doc)
+{
+	const char *name = match_ops[n->kind].name;
+	bson_t arr, sub;
+	char kb[16];
+	const char *ks;
+	uint32_t k = 0;
+
+	switch (n->kind) {
+	case MK_EQ: case MK_LT: case MK_LTE: case MK_GT: case MK_GTE:
+		bv_append(op_doc, name, -1, &n->val);
+		break;
+	case MK_IN:
+		bson_append_array_begin(op_doc, "$in", -1, &arr);
+		for (uint32_t i = 0; i < n->u.in.n; i++, k++) {
+			size_t kl = bson_uint32_to_string(k, &ks, kb, sizeof kb);
+			bv_append(&arr, ks, (int)kl, &n->u.in.sorted[i]);
+		}
+		for (uint32_t i = 0; i < n->u.in.nre; i++, k++) {
+			size_t kl = bson_uint32_to_string(k, &ks, kb, sizeof kb);
+			bson_append_regex(&arr, ks, (int)kl, n->u.in.re[i].pattern, n->u.in.re[i].flags);
+		}
+		bson_append_array_end(op_doc, &arr);
+		break;
+	case MK_EXISTS:
+		BSON_APPEND_BOOL(op_doc, "$exists", true);
+		break;
+	case MK_TYPE:
+		bson_append_array_begin(op_doc, "$type", -1, &arr);
+		if (n->u.type.mask[0] & (1u << 20)) {
+			size_t kl = bson_uint32_to_string(k++, &ks, kb, sizeof kb);
+			bson_append_utf8(&arr, ks, (int)kl, "number", -1);
+		}
+		for (int t = 1; t <= 22; t++) {
+			int code = t <= 19 ? t : t == 21 ? -1 : t == 22 ? 127 : 0;
+
+			if (code == 0 || !(n->u.type.mask[0] & (1u << t)))
+				continue;
+			size_t kl = bson_uint32_to_string(k++, &ks, kb, sizeof kb);
+			bson_append_int32(&arr, ks, (int)kl, code);
+		}
+		bson_append_array_end(op_doc, &arr);
+		break;
+	case MK_MOD:
+		bson_append_array_begin(op_doc, "$mod", -1, &arr);
+		BSON_APPEND_INT64(&arr, "0", n->u.mod.div);
+		BSON_APPEND_INT64(&arr, "1", n->u.mod.rem);
+		bson_append_array_end(op_doc, &arr);
+		break;
+	case MK_REGEX:
+		BSON_APPEND_UTF8(op_doc, "$regex", n->u.re.pattern ? n->u.re.pattern : "");
+		if (n->u.re.flags != NULL && n->u.re.flags[0] != '\0')
+			BSON_APPEND_UTF8(op_doc, "$options", n->u.re.flags);
+		break;
+	case MK_SIZE:
+		BSON_APPEND_INT32(op_doc, "$size", n->u.size.n);
+		break;
+	case MK_BITS_ALL_SET: case MK_BITS_ANY_SET: case MK_BITS_ALL_CLEAR: case MK_BITS_ANY_CLEAR:
+		bson_append_array_begin(op_doc, name, -1, &arr);
+		for (uint32_t b = 0; b < n->u.bits.len * 8; b++) {
+			if (!(n->u.bits.mask[b / 8] & (1u << (b % 8))))
+				continue;
+			size_t kl = bson_uint32_to_string(k++, &ks, kb, sizeof kb);
+			bson_append_int32(&arr, ks, (int)kl, (int32_t)b);
+		}
+		bson_append_array_end(op_doc, &arr);
+		break;
+	case MK_ELEM_OBJ:
+		bson_append_document_begin(op_doc, "$elemMatch", -1, &sub);
+		node_to_bson(n->kids[0], &sub);
+		bson_append_document_end(op_doc, &sub);
+		break;
+	case MK_ELEM_VAL:
+		bson_append_document_begin(op_doc, "$elemMatch", -1, &sub);
+		for (uint32_t i = 0; i < n->nkids; i++)
+			leaf_ops(n->kids[i], &sub);
+		bson_append_document_end(op_doc, &sub);
+		break;
+	case MK_NOT:
+		bson_append_document_begin(op_doc, "$not", -1, &sub);
+		if (n->kids[0]->kind == MK_AND)
+			for (uint32_t i = 0; i < n->kids[0]->nkids; i++)
+				leaf_ops(n->kids[0]->kids[i], &sub);
+		else
+			leaf_ops(n->kids[0], &sub);
+		bson_append_document_end(op_doc, &sub);
+		break;
+	default:
+		break;
+	}
+}
+
+/* The path a NOT refers to when it negates path leaves only, else NULL. */
+static const char *
+not_path(const mnode_t *n)
+{
+	const mnode_t *k = n->kids[0];
+
+	if (k->has_path)
+		return k->path.full;
+	if (k->kind == MK_AND && k->nkids > 0 && k->kids[0]->has_path) {
+		for (uint32_t i = 1; i < k->nkids; i++)
+			if (!k->kids[i]->has_path || strcmp(k->kids[i]->path.full, k->kids[0]->path.full))
+				return NULL;
+		return k->kids[0]->path.full;
+	}
+	return NULL;
+}
+
+static void
+list_to_bson(const char *op, const mnode_t *n, bson_t *out)
+{
+	bson_t arr, sub;
+	char kb[16];
+	const char *ks;
+
+	bson_append_array_begin(out, op, -1, &arr);
+	for (uint32_t i = 0; i < n->nkids; i++) {
+		size_t kl = bson_uint32_to_string(i, &ks, kb, sizeof kb);
+
+		bson_append_document_begin(&arr, ks, (int)kl, &sub);
+		node_to_bson(n->kids[i], &sub);
+		bson_append_document_end(&arr, &sub);
+	}
+	bson_append_array_end(out, &arr);
+}
+
+static void
+node_to_bson(const mnode_t *n, bson_t *out)
+{
+	bson_t ops;
+	const char *path;
+
+	switch (n->kind) {
+	case MK_AND:
+		if (n->nkids > 0)
+			list_to_bson("$and", n, out);
+		return;
+	case MK_OR:
+		list_to_bson("$or", n, out);
+		return;
+	case MK_NOR:
+		list_to_bson("$nor", n, out);
+		return;
+	case MK_TRUE:
+	case MK_FALSE:
+		BSON_APPEND_INT32(out, match_ops[n->kind].name, 1);
+		return;
+	case MK_EXPR:
+	case MK_SCHEMA:
+		bv_append(out, match_ops[n->kind].name, -1, &n->val);
+		return;
+	case MK_SAMPLE:
+		BSON_APPEND_DOUBLE(out, "$sampleRate", n->u.rate);
+		return;
+	case MK_NOT:
+		path = not_path(n);
+		if (path == NULL) {
+			list_to_bson("$nor", n, out);
+			return;
+		}
+		bson_append_document_begin(out, path, -1, &ops);
+		leaf_ops(n, &ops);
+		bson_append_document_end(out, &ops);
+		return;
+	default:
+		if (!n->has_path)
+			return;
+		bson_append_document_begin(out, n->path.full, -1, &ops);
+		leaf_ops(n, &ops);
+		bson_append_document_end(out, &ops);
+		return;
+	}
+}
+
+bson_t *
+match_to_bson(const match_t *m)
+{
+	bson_t *out = bson_new();
+
+	node_to_bson(m->root, out);
+	return out;
 }

@@ -127,4 +127,9 @@ bool match_predicates(const match_t *m, match_pred_fn fn, void *ctx);
  * check find's positional projection ("a.$") makes (error 31277). */
 bool match_references_field(const match_t *m, const char *field);
 
+/* The filter as parsed, for explain's parsedQuery, in mongod's normalized
+ * shape: {a: {$eq: 1}}, {$and: [...]}, $ne as {a: {$not: {$eq: 1}}}, $in
+ * values sorted.  A new document the caller destroys. */
+bson_t *match_to_bson(const match_t *m);
+
 #endif

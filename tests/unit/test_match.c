@@ -572,9 +572,37 @@ test_depth(void)
 	TT_EQ_INT(depth_code("$and", 1000), 2);
 }
 
+static void
+test_to_bson(void)
+{
+	static const char *cases[][2] = {
+		{"{\"a\": 1}", "{ \"a\" : { \"$eq\" : 1 } }"},
+		{"{\"a\": 1, \"b\": {\"$gt\": 2}}",
+		 "{ \"$and\" : [ { \"a\" : { \"$eq\" : 1 } }, { \"b\" : { \"$gt\" : 2 } } ] }"},
+		{"{\"a\": {\"$ne\": 1}}", "{ \"a\" : { \"$not\" : { \"$eq\" : 1 } } }"},
+		{"{\"a\": {\"$in\": [3, 1]}}", "{ \"a\" : { \"$in\" : [ 1, 3 ] } }"},
+		{"{\"$or\": [{\"a\": 1}, {\"b\": {\"$exists\": true}}]}",
+		 "{ \"$or\" : [ { \"a\" : { \"$eq\" : 1 } }, { \"b\" : { \"$exists\" : true } } ] }"},
+		{"{}", "{ }"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		bson_t *f = jx(cases[i][0]), *out;
+		match_t *m = NULL;
+		terr_t err = TERR_INIT;
+
+		TT_ASSERT(match_compile(f, NULL, &m, &err) == 0);
+		out = match_to_bson(m);
+		TT_EQ_JSON(out, cases[i][1]);
+		bson_destroy(out);
+		match_free(m);
+		bson_destroy(f);
+	}
+}
+
 int
 main(void)
 {
+	TT_RUN(test_to_bson);
 	TT_RUN(test_equality);
 	TT_RUN(test_null_missing);
 	TT_RUN(test_ranges);
