@@ -531,6 +531,174 @@ test_threads(void)
 	bson_destroy(bad);
 }
 
+/* ---- random schemas and documents: no crash, explain agrees with matches ---- */
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint32_t
+rnd(uint32_t n)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (uint32_t)(rng_state % n);
+}
+
+static const char *const rnd_names[] = {"a", "b", "c", "_id", "a.b", "x1", "S"};
+
+static void
+rnd_value(bson_t *b, const char *key, int depth)
+{
+	switch (rnd(depth > 2 ? 6 : 8)) {
+	case 0: bson_append_int32(b, key, -1, (int32_t)rnd(10) - 3); break;
+	case 1: bson_append_double(b, key, -1, (double)rnd(100) / 8.0 - 2); break;
+	case 2: bson_append_utf8(b, key, -1, rnd(2) ? "ab" : "Slow", -1); break;
+	case 3: bson_append_bool(b, key, -1, rnd(2)); break;
+	case 4: bson_append_null(b, key, -1); break;
+	case 5: bson_append_int64(b, key, -1, (int64_t)rnd(5)); break;
+	case 6: {
+		bson_t a;
+		char k[16];
+		uint32_t n = rnd(4);
+		bson_append_array_begin(b, key, -1, &a);
+		for (uint32_t i = 0; i < n; i++) {
+			snprintf(k, sizeof k, "%u", i);
+			rnd_value(&a, k, depth + 1);
+		}
+		bson_append_array_end(b, &a);
+		break;
+	}
+	default: {
+		bson_t d;
+		uint32_t n = rnd(4);
+		bson_append_document_begin(b, key, -1, &d);
+		for (uint32_t i = 0; i < n; i++)
+			rnd_value(&d, rnd_names[rnd(7)], depth + 1);
+		bson_append_document_end(b, &d);
+	}
+	}
+}
+
+static void rnd_schema(bson_t *b, int depth);
+
+static void
+rnd_schema_field(bson_t *b, const char *key, int depth)
+{
+	bson_t sub;
+	bson_append_document_begin(b, key, -1, &sub);
+	rnd_schema(&sub, depth + 1);
+	bson_append_document_end(b, &sub);
+}
+
+static void
+rnd_schema(bson_t *b, int depth)
+{
+	static const char *const types[] = {"int", "string", "object", "array", "number", "double", "bool", "null", "long"};
+	uint32_t nkw = rnd(4);
+
+	for (uint32_t i = 0; i < nkw; i++) {
+		bson_t sub, a;
+		switch (rnd(depth > 2 ? 12 : 20)) {
+		case 0: bson_append_utf8(b, "bsonType", -1, types[rnd(9)], -1); break;
+		case 1: bson_append_int32(b, "minimum", -1, (int32_t)rnd(6) - 1); break;
+		case 2: bson_append_double(b, "maximum", -1, (double)rnd(8) / 2); break;
+		case 3: bson_append_int32(b, "minLength", -1, (int32_t)rnd(4)); break;
+		case 4: bson_append_utf8(b, "pattern", -1, rnd(2) ? "^S" : "b$", -1); break;
+		case 5: bson_append_double(b, "multipleOf", -1, rnd(2) ? 0.5 : 2); break;
+		case 6: bson_append_int32(b, "maxItems", -1, (int32_t)rnd(3)); break;
+		case 7: bson_append_bool(b, "uniqueItems", -1, true); break;
+		case 8:
+			bson_append_array_begin(b, "required", -1, &a);
+			bson_append_utf8(&a, "0", -1, rnd_names[rnd(7)], -1);
+			bson_append_array_end(b, &a);
+			break;
+		case 9: bson_append_int32(b, "minProperties", -1, (int32_t)rnd(3)); break;
+		case 10:
+			bson_append_array_begin(b, "enum", -1, &a);
+			rnd_value(&a, "0", 1);
+			bson_append_array_end(b, &a);
+			break;
+		case 11: bson_append_bool(b, "additionalProperties", -1, rnd(2)); break;
+		case 12:
+			bson_append_document_begin(b, "properties", -1, &sub);
+			rnd_schema_field(&sub, rnd_names[rnd(7)], depth);
+			bson_append_document_end(b, &sub);
+			break;
+		case 13: rnd_schema_field(b, "items", depth); break;
+		case 14: rnd_schema_field(b, "not", depth); break;
+		case 15:
+		case 16: {
+			const char *kw = rnd(3) == 0 ? "allOf" : rnd(2) ? "anyOf" : "oneOf";
+			bson_append_array_begin(b, kw, -1, &a);
+			rnd_schema_field(&a, "0", depth);
+			rnd_schema_field(&a, "1", depth);
+			bson_append_array_end(b, &a);
+			break;
+		}
+		case 17:
+			bson_append_document_begin(b, "patternProperties", -1, &sub);
+			rnd_schema_field(&sub, rnd(2) ? "^a" : "S", depth);
+			bson_append_document_end(b, &sub);
+			break;
+		case 18:
+			bson_append_document_begin(b, "dependencies", -1, &sub);
+			if (rnd(2)) {
+				rnd_schema_field(&sub, rnd_names[rnd(7)], depth);
+			} else {
+				bson_append_array_begin(&sub, rnd_names[rnd(7)], -1, &a);
+				bson_append_utf8(&a, "0", -1, rnd_names[rnd(7)], -1);
+				bson_append_array_end(&sub, &a);
+			}
+			bson_append_document_end(b, &sub);
+			break;
+		default:
+			bson_append_array_begin(b, "items", -1, &a);
+			rnd_schema_field(&a, "0", depth);
+			bson_append_array_end(b, &a);
+			bson_append_bool(b, "additionalItems", -1, rnd(2));
+			break;
+		}
+	}
+}
+
+static void
+test_random(void)
+{
+	int compiled = 0, failing = 0, disagree = 0, empty = 0;
+
+	for (int i = 0; i < 3000; i++) {
+		bson_t sch = BSON_INITIALIZER, doc = BSON_INITIALIZER, det = BSON_INITIALIZER;
+		schema_t *s = NULL;
+		terr_t err = TERR_INIT;
+		uint32_t nf = rnd(5);
+
+		rnd_schema(&sch, 0);
+		for (uint32_t f = 0; f < nf; f++)
+			rnd_value(&doc, rnd_names[rnd(7)], 0);
+		if (schema_compile(&sch, &s, &err) == 0) {
+			bool m = schema_matches(s, &doc);
+			compiled++;
+			if (schema_explain(s, &doc, &det) != m)
+				disagree++;
+			if (!m) {
+				bson_iter_t it;
+				failing++;
+				if (!bson_iter_init_find(&it, &det, "operatorName"))
+					empty++;
+			}
+			schema_free(s);
+		}
+		terr_clear(&err);
+		bson_destroy(&sch);
+		bson_destroy(&doc);
+		bson_destroy(&det);
+	}
+	fprintf(stderr, "random: %d compiled, %d failing documents explained\n", compiled, failing);
+	TT_ASSERT(compiled > 1000);
+	TT_ASSERT(failing > 100);
+	TT_EQ_INT(disagree, 0);
+	TT_EQ_INT(empty, 0);
+}
+
 int
 main(void)
 {
@@ -541,5 +709,6 @@ main(void)
 	TT_RUN(test_no_allocation);
 	TT_RUN(test_explain_variants);
 	TT_RUN(test_threads);
+	TT_RUN(test_random);
 	return tt_finish();
 }
