@@ -63,7 +63,8 @@ expr_coerce_to_string(expr_env_t *env, const bson_value_t *v, bson_value_t *out,
 		snprintf(buf, sizeof(buf), "%lld", (long long)v->value.v_int64);
 		break;
 	case BSON_TYPE_DOUBLE:
-		expr_format_double(v->value.v_double, buf, sizeof(buf));
+		/* mongod's StringBuilder prints doubles with %g */
+		snprintf(buf, sizeof(buf), "%g", v->value.v_double);
 		break;
 	case BSON_TYPE_DECIMAL128:
 		bson_decimal128_to_string(&v->value.v_decimal128, buf);
@@ -506,18 +507,23 @@ eval_indexof(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	size_t total = cp ? cp_count(s.value.v_utf8.str, s.value.v_utf8.len) : s.value.v_utf8.len;
 	bounds[1] = (int64_t)total;
 	for (size_t i = 2; i < e->nargs; i++) {
-		int64_t x;
+		int32_t x;
+		const char *what = i == 2 ? "starting index" : "ending index";
 		RET(expr_eval_arg(e, i, env, &v, err));
-		if (!expr_num_to_int64_exact(&v, &x)) {
+		if (!expr_num_to_int32_exact(&v, &x)) {
 			char *t = bv_to_mongo_string(&v);
-			terr_set(err, 40096, "%s requires an integral %s, found a value of type: %s, with value: %s", name,
-			         i == 2 ? "starting index" : "ending index", expr_type_name(&v), t);
+			/* sic: no space before "requires", as mongod */
+			terr_set(err, 40096, "%srequires an integral %s, found a value of type: %s, with value: %s", name, what,
+			         expr_type_name(&v), t);
 			bson_free(t);
 			return -1;
 		}
-		if (x < 0)
-			return terr_set(err, 40097, "%s requires a nonnegative %s, found: %lld", name,
-			                i == 2 ? "start index" : "ending index", (long long)x);
+		if (x < 0) {
+			char *t = bv_to_mongo_string(&v);
+			terr_set(err, 40097, "%s requires a nonnegative %s, found: %s", name, what, t);
+			bson_free(t);
+			return -1;
+		}
 		bounds[i - 2] = x;
 	}
 	if (bounds[1] > (int64_t)total)
@@ -556,10 +562,10 @@ eval_strcasecmp(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err
 	int c = 0;
 	for (size_t i = 0; i < n && c == 0; i++) {
 		int x = (unsigned char)sa.value.v_utf8.str[i], y = (unsigned char)sb.value.v_utf8.str[i];
-		if (x >= 'A' && x <= 'Z')
-			x += 32;
-		if (y >= 'A' && y <= 'Z')
-			y += 32;
+		if (x >= 'a' && x <= 'z')
+			x -= 32;
+		if (y >= 'a' && y <= 'z')
+			y -= 32;
 		c = x - y;
 	}
 	if (c == 0)

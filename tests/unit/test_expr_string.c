@@ -40,6 +40,12 @@ test_strings(void)
 	TX("{\"$indexOfBytes\": [\"$x\", \"l\"]}", "{}", RJ("null"));
 	TX("{\"$strcasecmp\": [\"ABC\", \"abc\"]}", NULL, RI("0"));
 	TX("{\"$strcasecmp\": [\"abd\", \"ABC\"]}", NULL, RI("1"));
+	TX("{\"$strcasecmp\": [\"_\", \"a\"]}", NULL, RI("1"));
+	TX("{\"$toUpper\": 1.23456789}", NULL, RS("1.23457"));
+	TXERR("{\"$indexOfBytes\": [\"abc\", \"b\", -1]}", NULL,
+	      "ERR 40097 $indexOfBytes requires a nonnegative starting index, found: -1");
+	TXERR("{\"$indexOfCP\": [\"abc\", \"b\", 1.5]}", NULL,
+	      "ERR 40096 $indexOfCPrequires an integral starting index, found a value of type: double, with value: 1.5");
 	TX("{\"$replaceOne\": {\"input\": \"aXbXc\", \"find\": \"X\", \"replacement\": \"-\"}}", NULL, RS("a-bXc"));
 	TX("{\"$replaceAll\": {\"input\": \"aXbXc\", \"find\": \"X\", \"replacement\": \"--\"}}", NULL, RS("a--b--c"));
 	TX("{\"$replaceAll\": {\"input\": null, \"find\": \"X\", \"replacement\": \"-\"}}", NULL, RJ("null"));
