@@ -24,10 +24,18 @@
 
 static pcre2_match_context *shared_mctx;
 static pthread_once_t shared_once = PTHREAD_ONCE_INIT;
+static pthread_key_t md_key;   /* frees a thread's match data when it exits */
+
+static void
+md_free(void *md)
+{
+	pcre2_match_data_free(md);
+}
 
 static void
 shared_init(void)
 {
+	pthread_key_create(&md_key, md_free);
 	shared_mctx = pcre2_match_context_create(NULL);
 	pcre2_set_match_limit(shared_mctx, REGEX_MATCH_LIMIT);
 	pcre2_set_depth_limit(shared_mctx, REGEX_DEPTH_LIMIT);
@@ -100,9 +108,13 @@ run(const mregex_t *re, const char *s, size_t len)
 {
 	int rc;
 
-	if (tl_md == NULL)
+	pcre2_match_context *mc = match_context();
+
+	if (tl_md == NULL) {
 		tl_md = pcre2_match_data_create(1, NULL);
-	rc = pcre2_match(re->code, (PCRE2_SPTR)s, len, 0, 0, tl_md, match_context());
+		pthread_setspecific(md_key, tl_md);
+	}
+	rc = pcre2_match(re->code, (PCRE2_SPTR)s, len, 0, 0, tl_md, mc);
 	return rc >= 0;
 }
 
