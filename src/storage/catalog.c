@@ -212,12 +212,14 @@ err:
 
 /*
  * Write a catalog row.  indexes come from src (NULL: only _id_ with
- * id_ident), minus the one named skip, plus add_spec/add_ident.
+ * id_ident), minus the one named skip, plus add_spec/add_ident; the one
+ * named multikey is marked so.
  */
 static void
 entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ident,
             const bson_t *options, const storage_coll_t *src, const char *id_ident,
-            const char *skip, const bson_t *add_spec, const char *add_ident)
+            const char *skip, const bson_t *add_spec, const char *add_ident,
+            const char *multikey)
 {
 	bson_t arr, ix, tmp;
 	char key[16];
@@ -258,7 +260,8 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 			bson_append_document_begin(&arr, key, -1, &ix);
 			BSON_APPEND_DOCUMENT(&ix, "spec", src->indexes[i].spec);
 			BSON_APPEND_UTF8(&ix, "ident", src->indexes[i].ident);
-			BSON_APPEND_BOOL(&ix, "multikey", src->indexes[i].multikey);
+			BSON_APPEND_BOOL(&ix, "multikey", src->indexes[i].multikey ||
+			    (multikey != NULL && strcmp(src->indexes[i].name, multikey) == 0));
 			bson_append_document_end(&arr, &ix);
 		}
 	}
@@ -574,7 +577,7 @@ storage_coll_create(storage_t *st, storage_session_t *s, const char *db, const c
 	tables = true;
 	ERR(table_create(st, ident, RECORD_TABLE_CONFIG, err));
 	ERR(table_create(st, id_ident, UNIQUE_INDEX_CONFIG, err));
-	entry_build(&entry, ns, uuid, ident, options, NULL, id_ident, NULL, NULL, NULL);
+	entry_build(&entry, ns, uuid, ident, options, NULL, id_ident, NULL, NULL, NULL, NULL);
 	have_entry = true;
 	ERR(coll_from_entry(&entry, NULL, 1, &c, err));
 	ERR(ddl_begin(st, err));
@@ -639,7 +642,7 @@ storage_coll_set_options(storage_t *st, storage_session_t *s, const char *db, co
 
 	pthread_mutex_lock(&st->ddl_lock);
 	ERR(ddl_get(st, db, name, &c, err));
-	entry_build(&entry, c->ns, c->uuid, c->ident, options, c, NULL, NULL, NULL, NULL);
+	entry_build(&entry, c->ns, c->uuid, c->ident, options, c, NULL, NULL, NULL, NULL, NULL);
 	have_entry = true;
 	ERR(ddl_begin(st, err));
 	if ((ret = ddl_put(st, c->ns, &entry, err)) != 0) {
@@ -714,7 +717,7 @@ storage_coll_rename(storage_t *st, storage_session_t *s, const char *db, const c
 		ret = terr_set(err, TERR_NAMESPACE_EXISTS, "target namespace exists");
 		goto err;
 	}
-	entry_build(&entry, to_ns, c->uuid, c->ident, c->options, c, NULL, NULL, NULL, NULL);
+	entry_build(&entry, to_ns, c->uuid, c->ident, c->options, c, NULL, NULL, NULL, NULL, NULL);
 	have_entry = true;
 	ERR(ddl_begin(st, err));
 	if ((ret = ddl_remove(st, from_ns, err)) != 0 || (ret = ddl_put(st, to_ns, &entry, err)) != 0) {
@@ -810,7 +813,7 @@ storage_index_create(storage_t *st, storage_session_t *s, const char *db, const 
 	ident = new_ident(st, "index");
 	table = true;
 	ERR(table_create(st, ident, unique ? UNIQUE_INDEX_CONFIG : INDEX_TABLE_CONFIG, err));
-	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, spec, ident);
+	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, spec, ident, NULL);
 	have_entry = true;
 	ERR(ddl_begin(st, err));
 	if ((ret = ddl_put(st, c->ns, &entry, err)) != 0 || (ret = ddl_put_meta(st, err)) != 0) {
@@ -854,7 +857,7 @@ storage_index_drop(storage_t *st, storage_session_t *s, const char *db, const ch
 		ret = terr_set(err, TERR_INVALID_OPTIONS, "cannot drop _id index");
 		goto err;
 	}
-	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, index_name, NULL, NULL);
+	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, index_name, NULL, NULL, NULL);
 	have_entry = true;
 	ERR(ddl_begin(st, err));
 	if ((ret = ddl_put(st, c->ns, &entry, err)) != 0) {
@@ -870,6 +873,50 @@ err:
 		bson_destroy(&entry);
 	storage_coll_release(c);
 	return ret;
+}
+
+int
+storage_index_mark_multikey(storage_t *st, const char *db, const char *name, const char *ident,
+                            const char *ix_name, terr_t *err)
+{
+	storage_coll_t *c = NULL;
+	bson_t entry;
+	bool have_entry = false, found = false;
+	int ret = 0;
+
+	pthread_mutex_lock(&st->ddl_lock);
+	if (storage_coll_get(st, db, name, &c, NULL) != 0 || strcmp(c->ident, ident) != 0)
+		goto err;              /* dropped meanwhile: nothing to mark */
+	for (int i = 0; i < c->nindexes; i++) {
+		if (strcmp(c->indexes[i].name, ix_name) == 0) {
+			found = true;
+			if (c->indexes[i].multikey)
+				goto err;
+		}
+	}
+	if (!found)
+		goto err;
+	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, NULL, NULL, ix_name);
+	have_entry = true;
+	ERR(ddl_begin(st, err));
+	if ((ret = ddl_put(st, c->ns, &entry, err)) != 0) {
+		ddl_rollback(st);
+		goto err;
+	}
+	ERR(ddl_commit(st, err));
+	ERR(republish(st, c, &entry, NULL, err));
+err:
+	pthread_mutex_unlock(&st->ddl_lock);
+	if (have_entry)
+		bson_destroy(&entry);
+	storage_coll_release(c);
+	return ret;
+}
+
+void
+storage_set_keygen(storage_t *st, storage_keygen_fn fn)
+{
+	st->keygen = fn;
 }
 
 /* ---- listing ------------------------------------------------------------- */

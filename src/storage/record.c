@@ -4,9 +4,11 @@
  * transaction; and collection sizes for stats.
  *
  * Every document write goes through index_apply(), which knows each
- * index's keys for a document.  Today only the _id_ index's keys can be
- * generated; a collection whose catalog entry has any other index refuses
- * writes with 238 NotImplemented rather than leave that index stale.
+ * index's keys for a document.  Storage generates the _id_ index's keys
+ * itself; other indexes need the keygen a higher layer installs
+ * (storage_set_keygen).  Without one, a collection whose catalog entry has
+ * any other index refuses writes with 238 NotImplemented rather than leave
+ * that index stale.
  *
  * Not here: opening scans (cursor.c), catalog changes (catalog.c).
  */
@@ -110,19 +112,31 @@ keyset_finish(keyset_t *ks)
 	ks->n = out;
 }
 
-/* Fill out with doc's keys in ix (the _id_ index only, for now: 238 for
- * others).  scratch is a work keystring. */
+static void
+keyset_add_cb(void *ctx, const uint8_t *key, size_t len)
+{
+	keyset_add(ctx, key, len);
+}
+
+/* Fill out with doc's keys in ix: the _id_ index here, others through the
+ * keygen a higher layer installed (238 without one).  scratch is a work
+ * keystring. */
 static int
-index_doc_keys(const storage_index_t *ix, const bson_t *doc, keystring_t *scratch, keyset_t *out,
-               terr_t *err)
+index_doc_keys(storage_t *st, const storage_index_t *ix, const bson_t *doc, keystring_t *scratch,
+               keyset_t *out, terr_t *err)
 {
 	bson_iter_t it;
 	bson_value_t null_v;
 
 	keyset_clear(out);
-	if (!ix->is_id)
-		return terr_set(err, TERR_NOT_IMPLEMENTED,
-		    "writing to a collection with secondary index %s is not implemented yet", ix->name);
+	if (!ix->is_id) {
+		if (st->keygen == NULL)
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "writing to a collection with secondary index %s is not implemented yet", ix->name);
+		RET(st->keygen(ix, doc, keyset_add_cb, out, err));
+		keyset_finish(out);
+		return 0;
+	}
 	keystring_reset(scratch);
 	if (bson_iter_init_find(&it, doc, "_id")) {
 		keystring_append_value(scratch, bson_iter_value(&it), false);
@@ -137,8 +151,10 @@ index_doc_keys(const storage_index_t *ix, const bson_t *doc, keystring_t *scratc
 
 /* Fail before writing anything when an index cannot be maintained. */
 static int
-indexes_supported(const storage_coll_t *c, terr_t *err)
+indexes_supported(const storage_session_t *s, const storage_coll_t *c, terr_t *err)
 {
+	if (s->st->keygen != NULL)
+		return 0;
 	for (int i = 0; i < c->nindexes; i++)
 		if (!c->indexes[i].is_id)
 			return terr_set(err, TERR_NOT_IMPLEMENTED,
@@ -273,9 +289,11 @@ index_apply(storage_session_t *s, const storage_coll_t *c, recid_t recid,
 		keyset_clear(&oldk);
 		keyset_clear(&newk);
 		if (old_doc != NULL)
-			ERR(index_doc_keys(ix, old_doc, &s->ks, &oldk, err));
+			ERR(index_doc_keys(s->st, ix, old_doc, &s->ks, &oldk, err));
 		if (new_doc != NULL)
-			ERR(index_doc_keys(ix, new_doc, &s->ks, &newk, err));
+			ERR(index_doc_keys(s->st, ix, new_doc, &s->ks, &newk, err));
+		if (newk.n > 1 && !ix->multikey)
+			ERR(storage_index_mark_multikey(s->st, c->db, c->name, c->ident, ix->name, err));
 		/* Both sets are sorted: one merge removes what only the old
 		 * document has and adds what only the new one has. */
 		while (a < oldk.n || b < newk.n) {
@@ -317,7 +335,7 @@ storage_doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc,
 		    "object to insert too large. size in bytes: %u, max size: %d", doc->len, STORAGE_MAX_BSON);
 	if (!doc_id(doc, &it))
 		return terr_set(err, TERR_BAD_VALUE, "document to insert must have _id as its first field");
-	RET(indexes_supported(c, err));
+	RET(indexes_supported(s, c, err));
 	id = atomic_fetch_add(&rt->next_recid, 1) + 1;
 	ERR(index_apply(s, c, id, NULL, doc, err));
 	ERR(open_cursor(s, c->ident, "overwrite=false", &cur, err));
@@ -353,7 +371,7 @@ storage_doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid,
 		    "Resulting document after update is larger than %d", STORAGE_MAX_BSON);
 	if (!doc_id(new_doc, &it))
 		return terr_set(err, TERR_BAD_VALUE, "document must have _id as its first field");
-	RET(indexes_supported(c, err));
+	RET(indexes_supported(s, c, err));
 	ERR(index_apply(s, c, recid, old_doc, new_doc, err));
 	ERR(open_cursor(s, c->ident, "overwrite=false", &cur, err));
 	v.data = bson_get_data(new_doc);
@@ -381,7 +399,7 @@ storage_doc_delete(storage_session_t *s, storage_coll_t *c, recid_t recid,
 	int ret = 0, wret;
 
 	RET(storage_require_txn(s, err));
-	RET(indexes_supported(c, err));
+	RET(indexes_supported(s, c, err));
 	ERR(index_apply(s, c, recid, old_doc, NULL, err));
 	ERR(open_cursor(s, c->ident, "overwrite=false", &cur, err));
 	cur->set_key(cur, (int64_t)recid);

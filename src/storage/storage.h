@@ -93,7 +93,7 @@ typedef struct storage_index {
 	char *ident;       /* WiredTiger table name, "table:index-<n>" */
 	bool unique;
 	bool is_id;
-	bool multikey;     /* set once any document produced >1 key */
+	bool multikey;     /* set (durably, in a new descriptor) once any document produced >1 key */
 	void *impl;        /* storage-private */
 } storage_index_t;
 
@@ -169,14 +169,28 @@ int storage_db_drop(storage_t *st, storage_session_t *s, const char *db, terr_t 
  * as listIndexes shows it: {v, key, name, unique...}, validated by the
  * caller).  Errors: 26, 68 IndexAlreadyExists (same name), 238 when the
  * collection has documents (building over existing documents is not done
- * yet).  Until secondary-key generation exists, writes to a collection with
- * a non-_id index fail with 238 NotImplemented.
+ * yet).  Writes maintain it through the keygen (storage_set_keygen below);
+ * without one they fail with 238 NotImplemented.
  */
 int storage_index_create(storage_t *st, storage_session_t *s, const char *db, const char *name,
                          const bson_t *spec, terr_t *err);
 /* Remove an index (27 IndexNotFound; 72 for _id_). */
 int storage_index_drop(storage_t *st, storage_session_t *s, const char *db, const char *name,
                        const char *index_name, terr_t *err);
+
+/*
+ * Key generation for secondary indexes is supplied by a higher layer (the
+ * keys follow MongoDB's dotted-path and array rules, which live above
+ * storage).  fn calls add(ctx, key, len) once per KeyString key doc has in
+ * idx (the value parts only, without RecordId; duplicates are fine; an
+ * array gives several keys and makes the index multikey) and returns 0, or
+ * -1 with err.  Set once, before writes start.  Without it, writes to a
+ * collection with a non-_id index fail with 238 NotImplemented.
+ */
+typedef void (*storage_key_add_fn)(void *ctx, const uint8_t *key, size_t len);
+typedef int (*storage_keygen_fn)(const storage_index_t *idx, const bson_t *doc,
+                                 storage_key_add_fn add, void *ctx, terr_t *err);
+void storage_set_keygen(storage_t *st, storage_keygen_fn fn);
 
 /* Snapshots of the catalog: names of databases (sorted), and collection
  * descriptors of one database (each referenced; release each, free array

@@ -81,6 +81,7 @@ struct storage {
 	char *path;
 	bool in_memory;
 	WT_EVENT_HANDLER events;
+	storage_keygen_fn keygen;  /* secondary-index keys, from a higher layer */
 
 	/* In-memory catalog: descriptors sorted by ns; the array holds one
 	 * reference to each.  Readers take cat_lock shared and a reference;
@@ -139,6 +140,10 @@ void storage_catalog_save_sizes(storage_t *st);
 /* Release every descriptor of the in-memory catalog (at close). */
 void storage_catalog_free(storage_t *st);
 void coll_rt_release(coll_rt_t *rt);
+/* Mark index ix_name of the table ident multikey in the catalog (no-op when
+ * the current descriptor already says so). */
+int storage_index_mark_multikey(storage_t *st, const char *ns_db, const char *ns_coll,
+                                const char *ident, const char *ix_name, terr_t *err);
 void coll_rt_ref(coll_rt_t *rt);
 
 /* ---- record.c ---- */

@@ -463,6 +463,181 @@ test_secondary_index_refused(void)
 	close_and_clean(st);
 }
 
+/* A stand-in for the query layer's key generation: the first field of
+ * the key pattern, top level only; each element of an array is a key. */
+static int
+test_keygen(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx, terr_t *err)
+{
+	bson_iter_t pat, it, arr;
+	keystring_t ks;
+	bool desc;
+
+	if (!bson_iter_init(&pat, idx->key) || !bson_iter_next(&pat))
+		return terr_set(err, TERR_BAD_VALUE, "empty key pattern");
+	desc = bson_iter_as_int64(&pat) < 0;
+	keystring_init(&ks);
+	if (!bson_iter_init_find(&it, doc, bson_iter_key(&pat))) {
+		bson_value_t null_v = {.value_type = BSON_TYPE_NULL};
+		keystring_append_value(&ks, &null_v, desc);
+		add(ctx, ks.buf, ks.len);
+	} else if (BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &arr)) {
+		while (bson_iter_next(&arr)) {
+			keystring_reset(&ks);
+			keystring_append_value(&ks, bson_iter_value(&arr), desc);
+			add(ctx, ks.buf, ks.len);
+		}
+	} else {
+		keystring_append_value(&ks, bson_iter_value(&it), desc);
+		add(ctx, ks.buf, ks.len);
+	}
+	keystring_destroy(&ks);
+	return 0;
+}
+
+/* _ids an index scan of idx over [lo, hi] (ints, both inclusive) returns,
+ * in scan order, written to out; returns how many. */
+static int
+ix_scan_ids(storage_session_t *s, storage_coll_t *c, int ix, int lo, int hi, bool backward, int *out, int max)
+{
+	keystring_t klo, khi;
+	bson_value_t v = {.value_type = BSON_TYPE_INT32};
+	storage_cursor_t *cur = NULL;
+	terr_t err = TERR_INIT;
+	recid_t rid;
+	const uint8_t *key;
+	size_t key_len;
+	int n = 0;
+
+	keystring_init(&klo);
+	keystring_init(&khi);
+	v.value.v_int32 = lo;
+	keystring_append_value(&klo, &v, false);
+	v.value.v_int32 = hi;
+	keystring_append_value(&khi, &v, false);
+	TT_EQ_INT(storage_index_scan_open(s, c, &c->indexes[ix], klo.buf, klo.len, true, khi.buf, khi.len,
+	    true, backward, &cur, &err), 0);
+	while (cur != NULL && storage_cursor_next(cur, &rid, NULL, &key, &key_len, &err) == 1) {
+		bson_t doc;
+		bson_iter_t it;
+		if (n < max && storage_doc_get(s, c, rid, &doc, &err) == 0 && bson_iter_init_find(&it, &doc, "_id"))
+			out[n] = bson_iter_int32(&it);
+		n++;
+	}
+	storage_cursor_close(cur);
+	keystring_destroy(&klo);
+	keystring_destroy(&khi);
+	return n;
+}
+
+static void
+test_secondary_indexes_with_keygen(void)
+{
+	storage_t *st = open_fresh("keygen");
+	storage_session_t *s = storage_session_pool_get(st, NULL);
+	terr_t err = TERR_INIT;
+	storage_coll_t *c = NULL;
+	bson_t *a_spec = tt_json("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}");
+	bson_t *u_spec = tt_json("{\"v\": 2, \"key\": {\"u\": 1}, \"name\": \"u_1\", \"unique\": true}");
+	int ids[16];
+	recid_t r1 = 0, r2 = 0;
+
+	storage_set_keygen(st, test_keygen);
+	TT_EQ_INT(storage_coll_create(st, s, "d", "c", NULL, &err), 0);
+	TT_EQ_INT(storage_index_create(st, s, "d", "c", a_spec, &err), 0);
+	TT_EQ_INT(storage_index_create(st, s, "d", "c", u_spec, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "d", "c", &c, &err), 0);
+	TT_ASSERT(c->nindexes == 3 && !c->indexes[1].unique && c->indexes[2].unique);
+	TT_EQ_INT(insert_json(s, c, "{\"_id\": 1, \"a\": 5, \"u\": 1}", &r1, &err), 0);
+	TT_EQ_INT(insert_json(s, c, "{\"_id\": 2, \"a\": 5, \"u\": 2}", &r2, &err), 0);
+	TT_EQ_INT(insert_json(s, c, "{\"_id\": 3, \"a\": [1, 7, 7], \"u\": 3}", NULL, &err), 0);
+	TT_ASSERT(!c->indexes[1].multikey);     /* the old descriptor does not change */
+	storage_coll_release(c);
+	TT_EQ_INT(storage_coll_get(st, "d", "c", &c, &err), 0);
+	TT_ASSERT(c->indexes[1].multikey);
+	TT_ASSERT(!c->indexes[2].multikey);
+
+	/* unique secondary index */
+	TT_ASSERT(insert_json(s, c, "{\"_id\": 4, \"u\": 1}", NULL, &err) != 0);
+	TT_EQ_INT(err.code, 11000);
+	TT_EQ_STR(err.msg, "E11000 duplicate key error collection: d.c index: u_1 dup key: { u: 1 }");
+	if (err.extra != NULL)
+		TT_EQ_JSON(err.extra, "{ \"keyPattern\" : { \"u\" : 1 }, \"keyValue\" : { \"u\" : 1 } }");
+	terr_clear(&err);
+
+	/* non-unique: equal keys in RecordId order; the multikey doc once per key */
+	TT_EQ_INT(ix_scan_ids(s, c, 1, 5, 5, false, ids, 16), 2);
+	TT_ASSERT(ids[0] == 1 && ids[1] == 2);
+	TT_EQ_INT(ix_scan_ids(s, c, 1, 5, 5, true, ids, 16), 2);
+	TT_ASSERT(ids[0] == 2 && ids[1] == 1);
+	TT_EQ_INT(ix_scan_ids(s, c, 1, 0, 100, false, ids, 16), 4);
+	TT_ASSERT(ids[0] == 3 && ids[1] == 1 && ids[2] == 2 && ids[3] == 3);
+	TT_EQ_INT(ix_scan_ids(s, c, 1, 6, 7, false, ids, 16), 1);
+
+	/* exclusive bounds skip every entry equal to the bound */
+	{
+		keystring_t k5;
+		bson_value_t v = {.value_type = BSON_TYPE_INT32, .value.v_int32 = 5};
+		storage_cursor_t *cur = NULL;
+		recid_t rid;
+		int n = 0;
+		keystring_init(&k5);
+		keystring_append_value(&k5, &v, false);
+		TT_EQ_INT(storage_index_scan_open(s, c, &c->indexes[1], k5.buf, k5.len, false, NULL, 0, false,
+		    false, &cur, &err), 0);
+		while (storage_cursor_next(cur, &rid, NULL, NULL, NULL, &err) == 1)
+			n++;
+		TT_EQ_INT(n, 1);                /* 7 only */
+		storage_cursor_close(cur);
+		TT_EQ_INT(storage_index_scan_open(s, c, &c->indexes[1], NULL, 0, false, k5.buf, k5.len, false,
+		    true, &cur, &err), 0);
+		n = 0;
+		while (storage_cursor_next(cur, &rid, NULL, NULL, NULL, &err) == 1)
+			n++;
+		TT_EQ_INT(n, 1);                /* 1 only */
+		storage_cursor_close(cur);
+		keystring_destroy(&k5);
+	}
+
+	/* update moves entries; delete removes them */
+	{
+		bson_t *old = tt_json("{\"_id\": 1, \"a\": 5, \"u\": 1}");
+		bson_t *new_doc = tt_json("{\"_id\": 1, \"a\": 6, \"u\": 1}");
+		bson_t *old2 = tt_json("{\"_id\": 2, \"a\": 5, \"u\": 2}");
+		TT_EQ_INT(storage_txn_begin(s, &err), 0);
+		TT_EQ_INT(storage_doc_update(s, c, r1, old, new_doc, &err), 0);
+		TT_EQ_INT(storage_txn_commit(s, false, &err), 0);
+		TT_EQ_INT(ix_scan_ids(s, c, 1, 5, 5, false, ids, 16), 1);
+		TT_EQ_INT(ids[0], 2);
+		TT_EQ_INT(ix_scan_ids(s, c, 1, 6, 6, false, ids, 16), 1);
+		TT_EQ_INT(ids[0], 1);
+		TT_EQ_INT(storage_txn_begin(s, &err), 0);
+		TT_EQ_INT(storage_doc_delete(s, c, r2, old2, &err), 0);
+		TT_EQ_INT(storage_txn_commit(s, false, &err), 0);
+		TT_EQ_INT(ix_scan_ids(s, c, 1, 5, 5, false, ids, 16), 0);
+		TT_EQ_INT(ix_scan_ids(s, c, 2, 2, 2, false, ids, 16), 0);
+		/* u: 2 is free again */
+		TT_EQ_INT(insert_json(s, c, "{\"_id\": 5, \"u\": 2}", NULL, &err), 0);
+		bson_destroy(old);
+		bson_destroy(new_doc);
+		bson_destroy(old2);
+	}
+	storage_coll_release(c);
+	storage_session_pool_put(st, s);
+
+	/* multikey survives a reopen */
+	{
+		storage_options_t o = {0};
+		storage_close(st);
+		TT_EQ_INT(storage_open(dir, &o, &st, &err), 0);
+		TT_EQ_INT(storage_coll_get(st, "d", "c", &c, &err), 0);
+		TT_ASSERT(c->indexes[1].multikey);
+		storage_coll_release(c);
+	}
+	bson_destroy(a_spec);
+	bson_destroy(u_spec);
+	close_and_clean(st);
+}
+
 /* Insert _id 1..n (ints) with field i. */
 static void
 fill(storage_session_t *s, storage_coll_t *c, int n)
@@ -954,6 +1129,7 @@ main(void)
 	TT_RUN(test_duplicate_id);
 	TT_RUN(test_secondary_index_refused);
 	TT_RUN(test_scans_save_restore);
+	TT_RUN(test_secondary_indexes_with_keygen);
 	TT_RUN(test_concurrent_writers);
 	TT_RUN(test_ddl_races_writers);
 	TT_RUN(test_reopen);
