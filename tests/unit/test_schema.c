@@ -368,6 +368,16 @@ test_seed_rating(void)
 			   "\"specifiedAs\" : { \"maximum\" : 5 }, \"reason\" : \"comparison failed\", "
 			   "\"consideredValue\" : 6 } ] } ] } }");
 	}
+	/* the legacy review whose rating is the string "5": only the type is reported */
+	bson_destroy(doc);
+	bson_reinit(&details);
+	doc = tt_json("{\"_id\": 2, \"bookId\": 26, \"customer\": {\"customerId\": 39, \"name\": \"Grace Hopper\"},"
+		      " \"rating\": \"5\", \"body\": \"A classic (strict).\", \"reviewedAt\": {\"$date\": \"2019-03-01T10:00:00Z\"}}");
+	TT_ASSERT(!schema_explain(s, doc, &details));
+	TT_EQ_JSON(&details, "{ \"operatorName\" : \"$jsonSchema\", \"schemaRulesNotSatisfied\" : [ { \"operatorName\" : "
+		   "\"properties\", \"propertiesNotSatisfied\" : [ { \"propertyName\" : \"rating\", \"details\" : [ { "
+		   "\"operatorName\" : \"bsonType\", \"specifiedAs\" : { \"bsonType\" : \"int\" }, \"reason\" : "
+		   "\"type did not match\", \"consideredValue\" : \"5\", \"consideredType\" : \"string\" } ] } ] } ] }");
 	schema_free(s);
 	bson_destroy(&details);
 	bson_destroy(doc);
