@@ -33,6 +33,7 @@ struct pnode {
 	match_t *elem;           /* $elemMatch, compiled as {name: {$elemMatch: ...}} */
 	expr_t *expr;            /* computed field */
 	bool computed_below;     /* internal: a computed field lives under here */
+	bool positional_below;   /* internal: the positional "a.b.$" goes through here */
 };
 
 struct projection {
@@ -163,6 +164,24 @@ mark_computed(pnode_t *root, const char *path)
 		cur = pnode_child(cur, c, l);
 		if (cur == NULL)
 			return;
+		c = dot + 1;
+	}
+}
+
+static void
+mark_positional(pnode_t *root, const char *path)
+{
+	pnode_t *cur = root;
+	const char *c = path;
+
+	for (;;) {
+		const char *dot = strchr(c, '.');
+		size_t l = dot ? (size_t)(dot - c) : strlen(c);
+
+		cur = pnode_child(cur, c, l);
+		if (cur == NULL || dot == NULL)
+			return;
+		cur->positional_below = true;
 		c = dot + 1;
 	}
 }
@@ -394,6 +413,7 @@ parse_elem(pparse_t *pp, const char *path, const bson_value_t *v)
 				bson_free(base);
 				return -1;
 			}
+			mark_positional(&pp->p->root, base);
 			bson_free(base);
 			pp->has_positional = true;
 			pp->p->positional = true;
@@ -496,6 +516,7 @@ typedef struct papply {
 	int match_pos;
 	expr_env_t *env;
 	terr_t *err;
+	bool pos_used;           /* the positional array was already narrowed */
 } papply_t;
 
 static int apply_doc(papply_t *a, const pnode_t *node, const uint8_t *data, uint32_t len,
@@ -571,6 +592,31 @@ append_element(const char *key, int klen, const bson_value_t *v, int pos, bson_t
 }
 
 static int
+positional_error(papply_t *a)
+{
+	return terr_set(a->err, 51246,
+	                "positional operator '.$' couldn't find a matching element in the array");
+}
+
+static bool
+element_at(const bson_value_t *arr, int pos, bson_value_t *out)
+{
+	bson_iter_t it;
+	int i = 0;
+
+	if (pos < 0 ||
+	    !bson_iter_init_from_data(&it, arr->value.v_doc.data, arr->value.v_doc.data_len))
+		return false;
+	while (bson_iter_next(&it)) {
+		if (i++ == pos) {
+			*out = *bson_iter_value(&it);
+			return true;
+		}
+	}
+	return false;
+}
+
+static int
 apply_field(papply_t *a, const pnode_t *k, const char *key, int klen, const bson_value_t *v,
             bson_t *out)
 {
@@ -590,14 +636,13 @@ apply_field(papply_t *a, const pnode_t *k, const char *key, int klen, const bson
 		/* appended after the other fields (apply_doc), as mongod does since 4.4 */
 		return 0;
 	case PK_POSITIONAL:
-		if (a->match_pos < 0)
-			return terr_set(a->err, 51246,
-			                "positional operator '.$' couldn't find a matching element in the "
-			                "array");
-		if (v->value_type != BSON_TYPE_ARRAY)
+		if (!a->pos_used && a->match_pos < 0)
+			return positional_error(a);
+		if (a->pos_used || v->value_type != BSON_TYPE_ARRAY) {
 			bv_append(out, key, klen, v);
-		else
-			append_element(key, klen, v, a->match_pos, out);
+			return 0;
+		}
+		append_element(key, klen, v, a->match_pos, out);
 		return 0;
 	case PK_INTERNAL:
 		if (v->value_type == BSON_TYPE_DOCUMENT) {
@@ -606,6 +651,30 @@ apply_field(papply_t *a, const pnode_t *k, const char *key, int klen, const bson
 			bson_append_document_begin(out, key, klen, &sub);
 			RET(apply_doc(a, k, v->value.v_doc.data, v->value.v_doc.data_len, &sub));
 			bson_append_document_end(out, &sub);
+		} else if (v->value_type == BSON_TYPE_ARRAY && k->positional_below && !a->pos_used) {
+			/* the first array on a positional path keeps only the matched element */
+			bson_value_t one;
+			bson_t sub;
+			int ret;
+
+			if (a->match_pos < 0)
+				return positional_error(a);
+			if (!element_at(v, a->match_pos, &one))
+				return 0;
+			bson_append_array_begin(out, key, klen, &sub);
+			a->pos_used = true;
+			if (one.value_type == BSON_TYPE_DOCUMENT) {
+				bson_t elem;
+
+				bson_append_document_begin(&sub, "0", 1, &elem);
+				ret = apply_doc(a, k, one.value.v_doc.data, one.value.v_doc.data_len, &elem);
+				bson_append_document_end(&sub, &elem);
+			} else {
+				ret = 0;
+			}
+			a->pos_used = false;
+			bson_append_array_end(out, &sub);
+			RET(ret);
 		} else if (v->value_type == BSON_TYPE_ARRAY) {
 			bson_t sub;
 
@@ -725,7 +794,7 @@ int
 projection_apply(const projection_t *p, const bson_t *doc, int match_pos, bson_t *out,
                  terr_t *err)
 {
-	papply_t a = {p, doc, match_pos, NULL, err};
+	papply_t a = {p, doc, match_pos, NULL, err, false};
 	int ret = 0;
 
 	if (p->has_expr) {

@@ -97,6 +97,11 @@ test_slice_elem_positional(void)
 	          "{ \"_id\" : 1, \"a\" : [ 5 ] }");
 	TT_EQ_STR(proj("{\"a.b\": 2}", "{\"a.$\": 1, \"_id\": 0}", "{\"a\": [{\"b\": 1}, {\"b\": 2}]}"),
 	          "{ \"a\" : [ { \"b\" : 2 } ] }");
+	TT_EQ_STR(proj("{\"a.b\": 2}", "{\"a.b.$\": 1, \"_id\": 0}",
+	               "{\"a\": [{\"b\": 1, \"c\": 1}, {\"b\": 2, \"c\": 2}]}"),
+	          "{ \"a\" : [ { \"b\" : 2 } ] }");
+	TT_EQ_STR(proj("{\"x\": 1}", "{\"x.$\": 1}", "{\"_id\": 1, \"x\": 1}"),
+	          "error 51246: positional operator '.$' couldn't find a matching element in the array");
 }
 
 static int
