@@ -69,35 +69,29 @@ static const type_alias_t json_aliases[] = {
 	{"string", 1u << BSON_TYPE_UTF8}, {"number", SCH_NUMBER_MASK}, {NULL, 0}
 };
 
-/* mongod's name for a BSON type, as printed in parse errors. */
+/* mongod's name for a BSON type, as printed in parse errors (bson/value.h
+ * has the same names; this table keeps parse errors independent of it). */
+static const char *const type_names[0x14] = {
+	[BSON_TYPE_EOD] = "missing", [BSON_TYPE_DOUBLE] = "double", [BSON_TYPE_UTF8] = "string",
+	[BSON_TYPE_DOCUMENT] = "object", [BSON_TYPE_ARRAY] = "array", [BSON_TYPE_BINARY] = "binData",
+	[BSON_TYPE_UNDEFINED] = "undefined", [BSON_TYPE_OID] = "objectId", [BSON_TYPE_BOOL] = "bool",
+	[BSON_TYPE_DATE_TIME] = "date", [BSON_TYPE_NULL] = "null", [BSON_TYPE_REGEX] = "regex",
+	[BSON_TYPE_DBPOINTER] = "dbPointer", [BSON_TYPE_CODE] = "javascript",
+	[BSON_TYPE_SYMBOL] = "symbol", [BSON_TYPE_CODEWSCOPE] = "javascriptWithScope",
+	[BSON_TYPE_INT32] = "int", [BSON_TYPE_TIMESTAMP] = "timestamp", [BSON_TYPE_INT64] = "long",
+	[BSON_TYPE_DECIMAL128] = "decimal",
+};
+
 static const char *
 type_name(bson_type_t t)
 {
-	switch ((int)t) {
-	case BSON_TYPE_EOD: return "missing";
-	case BSON_TYPE_DOUBLE: return "double";
-	case BSON_TYPE_UTF8: return "string";
-	case BSON_TYPE_DOCUMENT: return "object";
-	case BSON_TYPE_ARRAY: return "array";
-	case BSON_TYPE_BINARY: return "binData";
-	case BSON_TYPE_UNDEFINED: return "undefined";
-	case BSON_TYPE_OID: return "objectId";
-	case BSON_TYPE_BOOL: return "bool";
-	case BSON_TYPE_DATE_TIME: return "date";
-	case BSON_TYPE_NULL: return "null";
-	case BSON_TYPE_REGEX: return "regex";
-	case BSON_TYPE_DBPOINTER: return "dbPointer";
-	case BSON_TYPE_CODE: return "javascript";
-	case BSON_TYPE_SYMBOL: return "symbol";
-	case BSON_TYPE_CODEWSCOPE: return "javascriptWithScope";
-	case BSON_TYPE_INT32: return "int";
-	case BSON_TYPE_TIMESTAMP: return "timestamp";
-	case BSON_TYPE_INT64: return "long";
-	case BSON_TYPE_DECIMAL128: return "decimal";
-	case BSON_TYPE_MINKEY: return "minKey";
-	case BSON_TYPE_MAXKEY: return "maxKey";
-	default: return "unknown";
-	}
+	if (t == BSON_TYPE_MINKEY)
+		return "minKey";
+	if (t == BSON_TYPE_MAXKEY)
+		return "maxKey";
+	if ((unsigned)t < 0x14 && type_names[t])
+		return type_names[t];
+	return "unknown";
 }
 
 /* Schema-wide compile state. */
