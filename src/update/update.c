@@ -192,6 +192,7 @@ node_free(unode_t *n)
 		node_free(n->kids[i]);
 	}
 	bson_free(n->names);
+	bson_free(n->lens);
 	bson_free(n->kids);
 	node_free(n->positional);
 	if (n->kind == UNODE_LEAF) {
@@ -215,9 +216,16 @@ node_new(unode_kind_t kind)
 }
 
 static ssize_t
-node_find(const unode_t *n, const char *name)
+node_find_len(const unode_t *n, const char *name, size_t len)
 {
 	size_t lo = 0, hi = n->n;
+
+	if (n->n <= 8) {
+		for (size_t i = 0; i < n->n; i++)
+			if (n->lens[i] == len && memcmp(n->names[i], name, len) == 0)
+				return (ssize_t)i;
+		return -1;
+	}
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -231,6 +239,12 @@ node_find(const unode_t *n, const char *name)
 			hi = mid;
 	}
 	return -1;
+}
+
+static ssize_t
+node_find(const unode_t *n, const char *name)
+{
+	return node_find_len(n, name, strlen(name));
 }
 
 static unode_t *
@@ -258,9 +272,13 @@ node_set(unode_t *n, const char *name, unode_t *kid)
 	if (n->n == n->cap) {
 		n->cap = n->cap ? n->cap * 2 : 4;
 		n->names = bson_realloc(n->names, n->cap * sizeof(char *));
+		n->lens = bson_realloc(n->lens, n->cap * sizeof(uint32_t));
 		n->kids = bson_realloc(n->kids, n->cap * sizeof(unode_t *));
 	}
 	memmove(n->names + pos + 1, n->names + pos, (n->n - pos) * sizeof(char *));
+	memmove(n->lens + pos + 1, n->lens + pos, (n->n - pos) * sizeof(uint32_t));
+	n->lens[pos] = (uint32_t)strlen(name);
+	n->first[(uint8_t)name[0] >> 3] |= (uint8_t)(1u << ((uint8_t)name[0] & 7));
 	memmove(n->kids + pos + 1, n->kids + pos, (n->n - pos) * sizeof(unode_t *));
 	n->names[pos] = bson_strdup(name);
 	n->kids[pos] = kid;
@@ -815,6 +833,31 @@ positional_name(uapply_t *st, terr_t *err)
 	return st->scratch;
 }
 
+/* Append elements data[from, to) of an encoded document to b as they are
+ * (one copy instead of one append per field). */
+static void
+append_raw(bson_t *b, const uint8_t *data, uint32_t from, uint32_t to)
+{
+	uint8_t stackbuf[1024], *buf = stackbuf;
+	uint32_t n = to - from, total = n + 5;
+	bson_t tmp;
+
+	if (n == 0)
+		return;
+	if (total > sizeof stackbuf)
+		buf = bson_malloc(total);
+	buf[0] = (uint8_t)(total & 0xff);
+	buf[1] = (uint8_t)((total >> 8) & 0xff);
+	buf[2] = (uint8_t)((total >> 16) & 0xff);
+	buf[3] = (uint8_t)((total >> 24) & 0xff);
+	memcpy(buf + 4, data + from, n);
+	buf[4 + n] = 0;
+	if (bson_init_static(&tmp, buf, total))
+		bson_concat(b, &tmp);
+	if (buf != stackbuf)
+		bson_free(buf);
+}
+
 /* Object node over a document (or the root), written into b (initialised
  * by the caller); *changed tells whether any child changed. */
 static int
@@ -825,6 +868,7 @@ object_doc_into(const unode_t *n, const bson_value_t *cur, uapply_t *st, bson_t 
 	bson_iter_t it;
 	bool *seen = NULL, changed = false;
 	bool stack_seen[64];
+	uint32_t run_start = 0, run_end = 0;
 
 	*changed_out = false;
 	const char *pname = NULL;
@@ -854,13 +898,21 @@ object_doc_into(const unode_t *n, const bson_value_t *cur, uapply_t *st, bson_t 
 		if (pname != NULL && !seen[n->n] && strcmp(key, pname) == 0) {
 			kid = n->positional;
 			seen[n->n] = true;
-		} else if ((k = node_find(n, key)) >= 0 && !seen[k]) {
+		} else if ((n->first[(uint8_t)key[0] >> 3] & (1u << ((uint8_t)key[0] & 7))) &&
+		           (k = node_find_len(n, key, bson_iter_key_len(&it))) >= 0 && !seen[k]) {
 			kid = n->kids[k];
 			seen[k] = true;
 		}
 		if (kid == NULL) {
-			bson_append_value(b_, key, (int)bson_iter_key_len(&it), bson_iter_value(&it));
+			/* untouched: extend the run of raw elements */
+			if (run_end == 0)
+				run_start = it.off;
+			run_end = it.next_off;
 			continue;
+		}
+		if (run_end != 0) {
+			append_raw(b_, cur->value.v_doc.data, run_start, run_end);
+			run_end = 0;
 		}
 		if (apply_child(kid, key, bson_iter_value(&it), st, &r, err) != 0)
 			goto err;
@@ -869,6 +921,8 @@ object_doc_into(const unode_t *n, const bson_value_t *cur, uapply_t *st, bson_t 
 		emit(b_, key, bson_iter_key_len(&it), bson_iter_value(&it), &r, false);
 		res_clear(&r);
 	}
+	if (run_end != 0)
+		append_raw(b_, cur->value.v_doc.data, run_start, run_end);
 	/* children naming fields that do not exist: created in tree order */
 	for (size_t i = 0; i <= n->n; i++) {
 		const unode_t *kid = i < n->n ? n->kids[i] : n->positional;

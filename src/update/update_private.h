@@ -41,6 +41,8 @@ struct unode {
 	/* object: field names (sorted as MongoDB: numeric names numerically);
 	 * array: identifiers ("" for $[]), in first-use order */
 	char **names;
+	uint32_t *lens;           /* strlen of each name */
+	uint8_t first[32];        /* bitmap of the names' first bytes */
 	unode_t **kids;
 	size_t n, cap;
 	unode_t *positional;      /* object: the "$" child */
