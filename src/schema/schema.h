@@ -24,9 +24,12 @@ typedef struct schema schema_t;
 
 /* Compile json_schema (the value of a $jsonSchema operator, a document) into
  * *out.  On success returns 0 and the caller owns *out (schema_free).  On a
- * malformed schema returns -1, sets err with mongod's code and message (e.g.
- * 2 BadValue "Unknown $jsonSchema keyword: foo", 9 FailedToParse for
- * unsupported keywords, 51054/... for pattern errors) and leaves *out NULL.
+ * malformed schema returns -1, sets err with mongod's code and message, word
+ * for word -- e.g. 9 FailedToParse "Unknown $jsonSchema keyword: foo" or
+ * "$jsonSchema keyword '$ref' is not currently supported", 14 TypeMismatch
+ * "$jsonSchema keyword 'minimum' must be a number", 2 BadValue "Unknown type
+ * name alias: x", 51091 "Regular expression is invalid: ..." -- and leaves
+ * *out NULL.  Subschemas nested more than 100 deep fail with 2 BadValue.
  * json_schema is only read; the compiled schema does not borrow from it. */
 int schema_compile(const bson_t *json_schema, schema_t **out, terr_t *err);
 
@@ -50,18 +53,21 @@ bool schema_uses_encrypt(const schema_t *s);
 /* Free a compiled schema; NULL is allowed. */
 void schema_free(schema_t *s);
 
-/* true when doc satisfies the schema.  Does not allocate on the path where
- * the document passes (it may allocate to fail a uniqueItems check on huge
- * arrays only if the fixed scratch is too small).  Thread-safe: a compiled
+/* true when doc satisfies the schema.  Does not allocate when the document
+ * passes, except: the first regex match on a thread allocates that thread's
+ * PCRE2 match data (freed when the thread exits), and uniqueItems on an array
+ * longer than 64 items uses a temporary heap set.  Thread-safe: a compiled
  * schema is read-only and may be shared between threads. */
 bool schema_matches(const schema_t *s, const bson_t *doc);
 
 /* Same answer as schema_matches.  When doc fails (returns false) appends to
  * details, which must be an empty document being built by the caller, the
  * fields of mongod's explanation, in mongod's order:
- *   operatorName: "$jsonSchema", title?: <title>, schemaRulesNotSatisfied: [...]
+ *   operatorName: "$jsonSchema", title?, description?, schemaRulesNotSatisfied: [...]
+ * or, for a schema whose top-level type excludes "object",
+ *   operatorName: "$jsonSchema", specifiedAs: {$jsonSchema: S}, reason: ...
  * The caller wraps details into {failingDocumentId, details}.  On success
- * details is left untouched. */
+ * details is left untouched.  Slow path: allocates freely. */
 bool schema_explain(const schema_t *s, const bson_t *doc, bson_t *details);
 
 /* Flags for schema_explain_flags. */
@@ -78,15 +84,16 @@ bool schema_explain_flags(const schema_t *s, const bson_t *doc, unsigned flags,
 
 /* For a $jsonSchema nested in a larger validator ({$and: [{$jsonSchema: S},
  * ...]}): when doc fails, appends to parent, under key, the same object
- * schema_explain builds ({operatorName: "$jsonSchema", title?,
- * schemaRulesNotSatisfied}).  Returns the same as schema_matches. */
+ * schema_explain builds.  Returns the same as schema_matches (on true,
+ * parent is untouched). */
 bool schema_explain_append(const schema_t *s, const bson_t *doc,
 			   bson_t *parent, const char *key);
 
 /* For a $jsonSchema under a negation ($nor / $not) in a validator, when doc
  * MATCHES the schema (so the validator fails): appends under key in parent
  * mongod's inverted explanation {operatorName: "$jsonSchema", reason:
- * "schema matched"}.  Returns schema_matches(s, doc). */
+ * "schema matched"}.  Returns schema_matches(s, doc) (on false, parent is
+ * untouched). */
 bool schema_explain_inverted_append(const schema_t *s, const bson_t *doc,
 				    bson_t *parent, const char *key);
 
