@@ -572,6 +572,75 @@ test_depth(void)
 	TT_EQ_INT(depth_code("$and", 1000), 2);
 }
 
+/* null_query_semantics.js (without the undefined cases, which MongoDB 8.0
+ * changed): which documents each query selects. */
+static const char *null_docs[][2] = {
+	{"a_empty_subobject", "{\"a\": {}}"},
+	{"a_null", "{\"a\": null}"},
+	{"a_number", "{\"a\": 4}"},
+	{"a_subobject_b_not_null", "{\"a\": {\"b\": \"hi\"}}"},
+	{"a_subobject_b_null", "{\"a\": {\"b\": null}}"},
+	{"no_a", "{}"},
+	{"a_double_array", "{\"a\": [[]]}"},
+	{"a_empty_array", "{\"a\": []}"},
+	{"a_object_array_no_b_nulls", "{\"a\": [{\"b\": 1}, {\"b\": 3}, {\"b\": \"string\"}]}"},
+	{"a_object_array_some_b_nulls", "{\"a\": [{\"b\": null}, {\"b\": 3}, {\"b\": null}]}"},
+	{"a_object_array_some_b_missing", "{\"a\": [{\"b\": 3}, {}]}"},
+	{"a_value_array_all_nulls", "{\"a\": [null, null]}"},
+	{"a_value_array_no_nulls", "{\"a\": [1, \"string\", 4]}"},
+	{"a_value_array_with_null", "{\"a\": [1, \"string\", null, 4]}"},
+};
+
+static const char *
+selected(const char *filter)
+{
+	static char buf[1024];
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof null_docs / sizeof null_docs[0]; i++)
+		if (mt(filter, null_docs[i][1]) == 1)
+			n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", n ? "," : "", null_docs[i][0]);
+	return buf;
+}
+
+static void
+test_null_query_semantics(void)
+{
+	TT_EQ_STR(selected("{\"a\": {\"$eq\": null}}"),
+	          "a_null,no_a,a_value_array_all_nulls,a_value_array_with_null");
+	TT_EQ_STR(selected("{\"a\": {\"$ne\": null}}"),
+	          "a_empty_subobject,a_number,a_subobject_b_not_null,a_subobject_b_null,a_double_array,"
+	          "a_empty_array,a_object_array_no_b_nulls,a_object_array_some_b_nulls,"
+	          "a_object_array_some_b_missing,a_value_array_no_nulls");
+	TT_EQ_STR(selected("{\"a\": {\"$not\": {\"$gte\": null}}}"),
+	          "a_empty_subobject,a_number,a_subobject_b_not_null,a_subobject_b_null,a_double_array,"
+	          "a_empty_array,a_object_array_no_b_nulls,a_object_array_some_b_nulls,"
+	          "a_object_array_some_b_missing,a_value_array_no_nulls");
+	TT_EQ_STR(selected("{\"a\": {\"$elemMatch\": {\"$eq\": null}}}"),
+	          "a_value_array_all_nulls,a_value_array_with_null");
+	TT_EQ_STR(selected("{\"a\": {\"$elemMatch\": {\"$ne\": null}}}"),
+	          "a_double_array,a_object_array_no_b_nulls,a_object_array_some_b_nulls,"
+	          "a_object_array_some_b_missing,a_value_array_no_nulls,a_value_array_with_null");
+	TT_EQ_STR(selected("{\"a.b\": {\"$eq\": null}}"),
+	          "a_empty_subobject,a_null,a_number,a_subobject_b_null,no_a,"
+	          "a_object_array_some_b_nulls,a_object_array_some_b_missing");
+	TT_EQ_STR(selected("{\"a.b\": {\"$ne\": null}}"),
+	          "a_subobject_b_not_null,a_double_array,a_empty_array,a_object_array_no_b_nulls,"
+	          "a_value_array_all_nulls,a_value_array_no_nulls,a_value_array_with_null");
+	TT_EQ_STR(selected("{\"a.b\": {\"$nin\": [null, /^str.*/]}}"),
+	          "a_subobject_b_not_null,a_double_array,a_empty_array,a_value_array_all_nulls,"
+	          "a_value_array_no_nulls,a_value_array_with_null");
+	TT_EQ_STR(selected("{\"a.b\": {\"$elemMatch\": {\"$eq\": null}}}"), "");
+	TT_EQ_STR(selected("{\"a\": {\"$elemMatch\": {\"b\": {\"$eq\": null}}}}"),
+	          "a_double_array,a_object_array_some_b_nulls,a_object_array_some_b_missing");
+	TT_EQ_STR(selected("{\"a\": {\"$elemMatch\": {\"b\": {\"$ne\": null}}}}"),
+	          "a_object_array_no_b_nulls,a_object_array_some_b_nulls,a_object_array_some_b_missing");
+	TT_EQ_STR(selected("{\"a.b\": {\"$exists\": false}}"),
+	          "a_empty_subobject,a_null,a_number,no_a,a_double_array,a_empty_array,"
+	          "a_value_array_all_nulls,a_value_array_no_nulls,a_value_array_with_null");
+}
+
 static void
 test_to_bson(void)
 {
@@ -603,6 +672,7 @@ int
 main(void)
 {
 	TT_RUN(test_to_bson);
+	TT_RUN(test_null_query_semantics);
 	TT_RUN(test_equality);
 	TT_RUN(test_null_missing);
 	TT_RUN(test_ranges);
