@@ -154,14 +154,19 @@ sort_spec_natural(const sort_spec_t *s, int *dir)
 
 /* ---- keys ------------------------------------------------------------------ */
 
-/* Order of one key value: empty array (undefined) < null/missing < rest. */
+/* Order of one key value: MinKey < empty array (undefined) < null/missing <
+ * the rest (sorta.js). */
 static int
 key_cmp(const bson_value_t *a, const bson_value_t *b)
 {
 	bool ua = a->value_type == BSON_TYPE_UNDEFINED, ub = b->value_type == BSON_TYPE_UNDEFINED;
 
-	if (ua || ub)
-		return ua == ub ? 0 : ua ? -1 : 1;
+	if (ua && ub)
+		return 0;
+	if (ua)
+		return b->value_type == BSON_TYPE_MINKEY ? 1 : -1;
+	if (ub)
+		return a->value_type == BSON_TYPE_MINKEY ? -1 : 1;
 	return bv_compare(a, b);
 }
 
