@@ -525,7 +525,9 @@ match_string(const snode_t *n, const bson_value_t *v)
 
 	if (n->pattern && !sch_regex_search(n->pattern, s, len))
 		return false;
-	if (n->min_len >= 0 || n->max_len >= 0) {
+	/* len/4 <= code points <= len: count only when that range straddles a bound */
+	if ((n->max_len >= 0 && (int64_t)len > n->max_len) ||
+	    (n->min_len >= 0 && (int64_t)(len / 4) < n->min_len)) {
 		int64_t cp = utf8_len(s, len);
 		if (n->max_len >= 0 && cp > n->max_len)
 			return false;
