@@ -33,6 +33,9 @@ CMD_HANDLER(cmd_distinct);
 CMD_HANDLER(cmd_update);
 CMD_HANDLER(cmd_find_and_modify);
 
+/* aggregation: cmd_aggregate.c */
+CMD_HANDLER(cmd_aggregate);
+
 /* handshake and admin: cmd_admin.c */
 CMD_HANDLER(cmd_hello);
 CMD_HANDLER(cmd_ping);
@@ -50,6 +53,8 @@ CMD_HANDLER(cmd_start_session);
 CMD_HANDLER(cmd_shutdown);
 
 static const cmd_def_t commands[] = {
+	/* aggregation: cmd_aggregate.c */
+	{"aggregate", NULL, cmd_aggregate, CMDF_MAXTIME, "run an aggregation pipeline"},
 	/* handshake and admin: cmd_admin.c */
 	{"buildInfo", "buildinfo", cmd_build_info, CMDF_NO_AUTH, "version and build information"},
 	{"connectionStatus", NULL, cmd_connection_status, CMDF_NO_AUTH, "the connection's authenticated users and roles"},

@@ -1,0 +1,195 @@
+/*
+ * agg_private.h -- what the files of src/agg/ share: the stage table row,
+ * the parsed stage, the per-run stage state, and helpers stages use to build
+ * documents.
+ *
+ * Every stage family (stage_basic.c, stage_project.c, stage_group.c, ...)
+ * exports one table of agg_stage_def_t rows; pipeline.c looks names up
+ * across all tables.  A stage's parse turns its spec into a read-only plan
+ * (and may add several stages: $sortByCount is $group + $sort); its open /
+ * next / close run one instance of it, pulling from the stage before.
+ */
+#ifndef TAMGA_AGG_PRIVATE_H
+#define TAMGA_AGG_PRIVATE_H
+
+#include "agg/pipeline.h"
+#include "expr/expr.h"
+#include "query/match.h"
+
+typedef struct agg_stage agg_stage_t;
+typedef struct agg_rt agg_rt_t;
+typedef struct agg_pctx agg_pctx_t;
+
+/* Where a stage may stand (mongod's StageConstraints). */
+enum {
+	AGG_F_FIRST = 1u << 0,        /* only as the first stage (40602) */
+	AGG_F_LAST = 1u << 1,         /* only as the last stage (40601) */
+	AGG_F_NO_COLL = 1u << 2,      /* runs without a collection ({aggregate: 1}) */
+	AGG_F_NOT_IN_FACET = 1u << 3, /* refused inside $facet (40600) */
+	AGG_F_NOT_IN_LOOKUP = 1u << 4,/* refused inside $lookup/$unionWith pipelines (51047) */
+	AGG_F_WRITES = 1u << 5,       /* $out, $merge */
+};
+
+typedef struct agg_stage_def {
+	const char *name;             /* "$match" */
+	/* Parse spec and add one or more stages with agg_pctx_add. */
+	int (*parse)(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err);
+	/* Runtime: open allocates rt->state; next returns 1 with *out (owned by
+	 * the stage, valid until its next call), 0 at the end, -1 with err. */
+	int (*open)(agg_rt_t *rt, terr_t *err);
+	int (*next)(agg_rt_t *rt, const bson_t **out, terr_t *err);
+	void (*close)(agg_rt_t *rt);
+	void (*free_plan)(void *plan);
+	unsigned flags;
+	/* Stages holding storage cursors across batches ($unionWith). */
+	int (*save)(agg_rt_t *rt, terr_t *err);
+	int (*restore)(agg_rt_t *rt, storage_session_t *s, terr_t *err);
+} agg_stage_def_t;
+
+/* One parsed stage. */
+struct agg_stage {
+	const agg_stage_def_t *def;
+	void *plan;                   /* def-specific, read-only after parse */
+	bson_t *explain;              /* {"$name": spec} as explain shows it (owned) */
+};
+
+/* The parsed pipeline. */
+struct agg_pipeline {
+	agg_stage_t *stages;
+	int nstages, cap;
+	const agg_host_t *host;       /* borrowed */
+	expr_scope_t *scope;          /* owned by the top-level pipeline only */
+	bool owns_scope;
+	/* values of the variables known when the pipeline runs (command let):
+	 * ids and values, set in every stage's environment */
+	int *var_ids;
+	char **var_names;             /* owned */
+	bson_value_t *var_vals;       /* owned copies */
+	int nvars;
+	bson_t *let_doc;              /* {name: value} of the same, for $expr in $match */
+	/* the source: a leading $match pushed into the find executor */
+	bson_t *source_filter;        /* owned or NULL */
+	int first_stage;              /* index of the first stage run on top of the source */
+	bool facet;                   /* a $facet sub-pipeline (no source) */
+	bool sub;                     /* a $lookup/$unionWith sub-pipeline */
+};
+
+/* Parse state handed to each stage's parse. */
+struct agg_pctx {
+	agg_pipeline_t *p;
+	const agg_host_t *host;
+	expr_scope_t *scope;
+	const char *name;             /* the stage name being parsed */
+	int depth;                    /* sub-pipeline nesting */
+	const bson_t *let_doc;        /* the command's let values (for $match's $expr) */
+	bool in_facet, in_lookup;
+};
+
+/* Add a stage (steals plan and explain; explain may be NULL = {name: {}}). */
+void agg_pctx_add(agg_pctx_t *pc, const agg_stage_def_t *def, void *plan, bson_t *explain);
+
+/* Parse a nested pipeline (for $facet, $lookup, $unionWith) sharing the
+ * scope.  in_facet / in_lookup mark which stages are refused. */
+int agg_pipeline_parse_sub(agg_pctx_t *pc, const bson_t *stages, bool in_facet, bool in_lookup,
+                           agg_pipeline_t **out, terr_t *err);
+
+/* The runtime of one stage. */
+struct agg_rt {
+	const agg_stage_t *st;
+	agg_rt_t *input;              /* the stage before; NULL = the exec's source */
+	agg_exec_t *x;
+	expr_env_t *env;              /* this stage's environment (own arena) */
+	void *state;
+	int64_t nreturned;
+};
+
+/* Pull the next document from the stage before (or the source). */
+int agg_rt_pull(agg_rt_t *rt, const bson_t **doc, terr_t *err);
+
+/* The runtime shared by the stages of one run. */
+struct agg_exec {
+	const agg_pipeline_t *p;
+	agg_rt_t *rts;
+	int nrts;
+	storage_session_t *s;         /* set on each agg_exec_next */
+	int64_t now_ms;               /* $$NOW for the whole run */
+	/* the source */
+	void *plan;                   /* plan_exec_t * over the collection, or NULL */
+	bool source_done;
+	/* a sub-pipeline fed by its caller ($facet input, $lookup source) */
+	int (*feed)(void *ctx, const bson_t **doc, terr_t *err);
+	void *feed_ctx;
+	bool top;                     /* wrap runtime errors with mongod's prefix */
+	bool done;
+	bson_t result;                /* copy of the last result (stable view) */
+	/* variable values set on every stage's env (command let, $lookup let) */
+	int *var_ids;
+	char **var_names;             /* owned */
+	bson_value_t *var_vals;       /* owned copies */
+	int nvars;
+};
+
+/* Sub-runs: a $facet branch or a $lookup pipeline, knowing the parent's
+ * variables.  Its input is x->feed when set, or the collection opened with
+ * agg_exec_open_source, or nothing. */
+int agg_exec_new_sub(const agg_pipeline_t *p, agg_exec_t *parent, agg_exec_t **out, terr_t *err);
+/* Read coll (borrowed; a reference is taken; NULL = empty) through the find
+ * executor with filter (may be NULL), compiled with x's variables as let.
+ * Replaces any source x had (so a $lookup re-runs one exec per document). */
+int agg_exec_open_source(agg_exec_t *x, storage_coll_t *coll, const bson_t *filter, terr_t *err);
+/* Set a variable in every stage's environment of x (copied; inherited by sub-runs). */
+int agg_exec_set_var(agg_exec_t *x, int id, const char *name, const bson_value_t *v,
+                     terr_t *err);
+/* {name: value} of every variable x knows (new document, caller destroys). */
+bson_t *agg_exec_let_doc(const agg_exec_t *x);
+/* Pull from a sub-run: 1 with *doc (valid until the next call), 0, -1. */
+int agg_exec_pull(agg_exec_t *x, const bson_t **doc, terr_t *err);
+
+bool agg_deadline_passed(agg_exec_t *x, terr_t *err);
+
+/* ---- stage tables (one per family) -------------------------------------- */
+extern const agg_stage_def_t agg_stages_basic[];
+extern const agg_stage_def_t agg_stages_project[];
+extern const agg_stage_def_t agg_stages_group[];
+extern const agg_stage_def_t agg_stages_sort[];
+extern const agg_stage_def_t agg_stages_lookup[];
+extern const agg_stage_def_t agg_stages_write[];
+
+/* Look up a stage by name across the tables (NULL when unknown). */
+const agg_stage_def_t *agg_stage_lookup(const char *name);
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* {name: spec} as a new document for explain. */
+bson_t *agg_explain_doc(const char *name, const bson_value_t *spec);
+
+/* Evaluate e with $$ROOT = $$CURRENT = doc in rt's env (reset first when
+ * reset is true).  The result borrows from doc or the env. */
+int agg_eval(agg_rt_t *rt, const expr_t *e, const bson_t *doc, bool reset, bson_value_t *out,
+             terr_t *err);
+
+/* A view of a document/array value as a bson_t. */
+bool agg_value_doc(const bson_value_t *v, bson_t *out);
+
+/* Sorting: a compiled sort pattern {a: 1, b: -1} and the key extraction
+ * MongoDB uses (array fields sort by their smallest element ascending,
+ * largest descending; missing sorts as null). */
+typedef struct agg_sort_key {
+	char *path;
+	int dir;                      /* 1 or -1 */
+	bool meta;                    /* {$meta: ...}: refused */
+} agg_sort_key_t;
+typedef struct agg_sort_spec {
+	agg_sort_key_t *keys;
+	int nkeys;
+} agg_sort_spec_t;
+int agg_sort_spec_parse(const bson_t *spec, agg_sort_spec_t *out, terr_t *err);
+void agg_sort_spec_destroy(agg_sort_spec_t *s);
+/* Fill vals[i] (borrowed from doc) with the sort key of doc for key i. */
+void agg_sort_key_values(const agg_sort_spec_t *s, const bson_t *doc, bson_value_t *vals);
+/* Compare two documents by the spec (stable sorts add their own tiebreak). */
+int agg_sort_compare_values(const agg_sort_spec_t *s, const bson_value_t *a, const bson_value_t *b);
+/* A $limit right after a $sort: the sort keeps only the first limit. */
+void agg_sort_set_limit(agg_stage_t *st, int64_t limit);
+
+#endif

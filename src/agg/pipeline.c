@@ -1,0 +1,683 @@
+/*
+ * pipeline.c -- parsing a pipeline into stages, checking where each stage
+ * may stand, explaining it, and running it as a chain of pull iterators.
+ *
+ * Stages themselves live in the stage_*.c families; this file knows them
+ * only through their table rows.  The document source of a top-level run is
+ * the find executor (query/plan.h) with a leading $match pushed into it.
+ */
+#include "agg/agg_private.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "bson/value.h"
+#include "common/mem.h"
+#include "query/plan.h"
+
+/* ---- stage lookup ------------------------------------------------------- */
+
+static const agg_stage_def_t *const *
+stage_tables(void)
+{
+	static const agg_stage_def_t *const tables[] = {
+		agg_stages_basic, agg_stages_project, agg_stages_group, agg_stages_sort,
+		agg_stages_lookup, agg_stages_write, NULL,
+	};
+	return tables;
+}
+
+const agg_stage_def_t *
+agg_stage_lookup(const char *name)
+{
+	const agg_stage_def_t *const *t;
+	const agg_stage_def_t *d;
+
+	for (t = stage_tables(); *t != NULL; t++)
+		for (d = *t; d->name != NULL; d++)
+			if (strcmp(d->name, name) == 0)
+				return d;
+	return NULL;
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+bson_t *
+agg_explain_doc(const char *name, const bson_value_t *spec)
+{
+	bson_t *b = bson_new();
+
+	bv_append(b, name, -1, spec);
+	return b;
+}
+
+bool
+agg_value_doc(const bson_value_t *v, bson_t *out)
+{
+	if (v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY)
+		return false;
+	return bson_init_static(out, v->value.v_doc.data, v->value.v_doc.data_len);
+}
+
+int
+agg_eval(agg_rt_t *rt, const expr_t *e, const bson_t *doc, bool reset, bson_value_t *out,
+    terr_t *err)
+{
+	if (reset) {
+		expr_env_reset(rt->env);
+		expr_env_set_root(rt->env, doc);
+	}
+	return expr_eval(e, rt->env, out, err);
+}
+
+static int64_t
+mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+bool
+agg_deadline_passed(agg_exec_t *x, terr_t *err)
+{
+	const agg_host_t *h = x->p->host;
+
+	if (h == NULL || h->deadline_us == 0 || mono_us() <= h->deadline_us)
+		return false;
+	terr_set(err, TERR_MAX_TIME_MS_EXPIRED, "operation exceeded time limit");
+	return true;
+}
+
+/* ---- parse -------------------------------------------------------------- */
+
+void
+agg_pctx_add(agg_pctx_t *pc, const agg_stage_def_t *def, void *plan, bson_t *explain)
+{
+	agg_pipeline_t *p = pc->p;
+
+	if (p->nstages == p->cap) {
+		p->cap = p->cap ? p->cap * 2 : 8;
+		p->stages = bson_realloc(p->stages, sizeof(agg_stage_t) * (size_t)p->cap);
+	}
+	p->stages[p->nstages].def = def;
+	p->stages[p->nstages].plan = plan;
+	p->stages[p->nstages].explain = explain;
+	p->nstages++;
+}
+
+static const char *
+stage_name(const agg_stage_t *st)
+{
+	return st->def->name;
+}
+
+/* Position rules, checked on the expanded list of stages (mongod's
+ * validateCommon). */
+static int
+check_positions(agg_pctx_t *pc, terr_t *err)
+{
+	agg_pipeline_t *p = pc->p;
+	int i;
+
+	for (i = 0; i < p->nstages; i++) {
+		unsigned f = p->stages[i].def->flags;
+		if ((f & AGG_F_FIRST) && i != 0)
+			return terr_set(err, 40602, "%s is only valid as the first stage in a pipeline",
+			    stage_name(&p->stages[i]));
+		if ((f & AGG_F_LAST) && i != p->nstages - 1)
+			return terr_set(err, 40601, "%s can only be the final stage in the pipeline",
+			    stage_name(&p->stages[i]));
+	}
+	return 0;
+}
+
+static int
+parse_stages(agg_pctx_t *pc, const bson_t *stages, terr_t *err)
+{
+	bson_iter_t it, st;
+	const agg_stage_def_t *def;
+	int n = 0;
+
+	if (bson_count_keys(stages) > AGG_MAX_STAGES)
+		return terr_set(err, 7749501, "Pipeline length must be no longer than %d stages.",
+		    AGG_MAX_STAGES);
+	bson_iter_init(&it, stages);
+	while (bson_iter_next(&it)) {
+		bson_t sdoc;
+		const char *name;
+		n++;
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+			return terr_set(err, TERR_TYPE_MISMATCH, "Each element of the 'pipeline' array must be an object");
+		agg_value_doc(bson_iter_value(&it), &sdoc);
+		if (bson_count_keys(&sdoc) != 1)
+			return terr_set(err, 40323,
+			    "A pipeline stage specification object must contain exactly one field.");
+		bson_iter_init(&st, &sdoc);
+		bson_iter_next(&st);
+		name = bson_iter_key(&st);
+		def = agg_stage_lookup(name);
+		if (def == NULL)
+			return terr_set(err, 40324, "Unrecognized pipeline stage name: '%s'", name);
+		if (pc->in_facet && (def->flags & AGG_F_NOT_IN_FACET))
+			return terr_set(err, 40600, "%s is not allowed to be used within a $facet stage", name);
+		if (pc->in_lookup && (def->flags & AGG_F_WRITES))
+			return terr_set(err, 51047, "%s is not allowed to be used within a $lookup stage", name);
+		pc->name = name;
+		RET(def->parse(pc, bson_iter_value(&st), err));
+	}
+	/* $sort + $limit: top-k */
+	for (int i = 0; i + 1 < pc->p->nstages; i++)
+		if (strcmp(pc->p->stages[i].def->name, "$sort") == 0 &&
+		    strcmp(pc->p->stages[i + 1].def->name, "$limit") == 0)
+			agg_sort_set_limit(&pc->p->stages[i], *(const int64_t *)pc->p->stages[i + 1].plan);
+	if (pc->p->nstages > AGG_MAX_STAGES)
+		return terr_set(err, 5054701, "Pipeline length must be no longer than %d stages",
+		    AGG_MAX_STAGES);
+	return check_positions(pc, err);
+}
+
+/* The command's let: each variable's expression evaluated once. */
+static int
+parse_let(agg_pipeline_t *p, const bson_t *let, terr_t *err)
+{
+	bson_iter_t it;
+	expr_env_t *env = NULL;
+	expr_t *e = NULL;
+	int n = (int)bson_count_keys(let), ret = 0, id;
+	bson_value_t v;
+
+	p->var_ids = bson_malloc0(sizeof(int) * (size_t)(n + 1));
+	p->var_names = bson_malloc0(sizeof(char *) * (size_t)(n + 1));
+	p->let_doc = bson_new();
+	p->var_vals = bson_malloc0(sizeof(bson_value_t) * (size_t)(n + 1));
+	env = expr_env_new();
+	bson_iter_init(&it, let);
+	while (bson_iter_next(&it)) {
+		ERR(expr_parse(bson_iter_value(&it), p->scope, &e, err));
+		ERR(expr_eval(e, env, &v, err));
+		ERR(expr_scope_define(p->scope, bson_iter_key(&it), &id, err));
+		if (v.value_type == BSON_TYPE_EOD)
+			v.value_type = BSON_TYPE_NULL;
+		p->var_ids[p->nvars] = id;
+		p->var_names[p->nvars] = bson_strdup(bson_iter_key(&it));
+		bson_value_copy(&v, &p->var_vals[p->nvars]);
+		bv_append(p->let_doc, bson_iter_key(&it), -1, &v);
+		p->nvars++;
+		ERR(expr_env_set_var(env, id, &v, err));
+		expr_destroy(e);
+		e = NULL;
+	}
+err:
+	expr_destroy(e);
+	expr_env_destroy(env);
+	return ret;
+}
+
+static void
+pipeline_setup_source(agg_pipeline_t *p)
+{
+	/* A leading $match runs inside the find executor (and can use its
+	 * access paths); later stages run on top of it. */
+	if (p->nstages > 0 && strcmp(p->stages[0].def->name, "$match") == 0 &&
+	    p->host != NULL && p->host->coll != NULL && !p->facet) {
+		const bson_t *filter = *(bson_t *const *)p->stages[0].plan;
+		p->source_filter = bson_copy(filter);
+		p->first_stage = 1;
+	}
+}
+
+int
+agg_pipeline_parse(const bson_t *stages, const bson_t *let, const agg_host_t *host,
+    agg_pipeline_t **out, terr_t *err)
+{
+	agg_pipeline_t *p = bson_malloc0(sizeof(*p));
+	agg_pctx_t pc;
+	int ret = 0;
+
+	*out = NULL;
+	p->host = host;
+	p->scope = expr_scope_new();
+	p->owns_scope = true;
+	if (let != NULL)
+		ERR(parse_let(p, let, err));
+	memset(&pc, 0, sizeof(pc));
+	pc.p = p;
+	pc.host = host;
+	pc.scope = p->scope;
+	pc.let_doc = p->let_doc;
+	ERR(parse_stages(&pc, stages, err));
+	pipeline_setup_source(p);
+	*out = p;
+	return 0;
+err:
+	agg_pipeline_free(p);
+	return ret;
+}
+
+int
+agg_pipeline_parse_sub(agg_pctx_t *pc, const bson_t *stages, bool in_facet, bool in_lookup,
+    agg_pipeline_t **out, terr_t *err)
+{
+	agg_pipeline_t *p = bson_malloc0(sizeof(*p));
+	agg_pctx_t sub;
+	int ret = 0;
+
+	*out = NULL;
+	p->host = pc->host;
+	p->scope = pc->scope;
+	p->facet = in_facet;
+	p->sub = !in_facet;
+	memset(&sub, 0, sizeof(sub));
+	sub.p = p;
+	sub.host = pc->host;
+	sub.scope = pc->scope;
+	sub.depth = pc->depth + 1;
+	sub.let_doc = pc->let_doc;
+	sub.in_facet = in_facet || pc->in_facet;
+	sub.in_lookup = in_lookup || pc->in_lookup;
+	if (sub.depth > 20) {
+		ret = terr_set(err, TERR_BAD_VALUE, "Maximum number of nested sub-pipelines exceeded. Limit is 20");
+		goto err;
+	}
+	ERR(parse_stages(&sub, stages, err));
+	*out = p;
+	return 0;
+err:
+	agg_pipeline_free(p);
+	return ret;
+}
+
+void
+agg_pipeline_free(agg_pipeline_t *p)
+{
+	int i;
+
+	if (p == NULL)
+		return;
+	for (i = 0; i < p->nstages; i++) {
+		if (p->stages[i].def->free_plan != NULL && p->stages[i].plan != NULL)
+			p->stages[i].def->free_plan(p->stages[i].plan);
+		if (p->stages[i].explain != NULL)
+			bson_destroy(p->stages[i].explain);
+	}
+	bson_free(p->stages);
+	for (i = 0; i < p->nvars; i++) {
+		bson_value_destroy(&p->var_vals[i]);
+		bson_free(p->var_names[i]);
+	}
+	bson_free(p->var_names);
+	if (p->let_doc != NULL)
+		bson_destroy(p->let_doc);
+	bson_free(p->var_vals);
+	bson_free(p->var_ids);
+	if (p->source_filter != NULL)
+		bson_destroy(p->source_filter);
+	if (p->owns_scope)
+		expr_scope_destroy(p->scope);
+	bson_free(p);
+}
+
+bool
+agg_pipeline_writes(const agg_pipeline_t *p)
+{
+	return p->nstages > 0 && (p->stages[p->nstages - 1].def->flags & AGG_F_WRITES);
+}
+
+bool
+agg_pipeline_collectionless(const agg_pipeline_t *p)
+{
+	return p->nstages > 0 && (p->stages[0].def->flags & AGG_F_NO_COLL);
+}
+
+const char *
+agg_pipeline_first_stage(const agg_pipeline_t *p)
+{
+	return p->nstages > 0 ? p->stages[0].def->name : NULL;
+}
+
+/* ---- explain ------------------------------------------------------------ */
+
+void
+agg_pipeline_explain(const agg_pipeline_t *p, bson_t *out)
+{
+	bson_t stages, cur, c, qp, wp;
+	char key[16], ns[512];
+	const char *k;
+	int i, n = 0;
+
+	BSON_APPEND_UTF8(out, "explainVersion", "1");
+	bson_append_array_begin(out, "stages", -1, &stages);
+	if (p->host != NULL && p->host->coll != NULL && !agg_pipeline_collectionless(p)) {
+		bson_uint32_to_string((uint32_t)n++, &k, key, sizeof(key));
+		bson_append_document_begin(&stages, k, -1, &cur);
+		bson_append_document_begin(&cur, "$cursor", -1, &c);
+		bson_append_document_begin(&c, "queryPlanner", -1, &qp);
+		snprintf(ns, sizeof(ns), "%s.%s", p->host->db, p->host->coll);
+		BSON_APPEND_UTF8(&qp, "namespace", ns);
+		if (p->source_filter != NULL)
+			BSON_APPEND_DOCUMENT(&qp, "parsedQuery", p->source_filter);
+		else {
+			bson_t empty = BSON_INITIALIZER;
+			BSON_APPEND_DOCUMENT(&qp, "parsedQuery", &empty);
+		}
+		BSON_APPEND_BOOL(&qp, "indexFilterSet", false);
+		bson_append_document_begin(&qp, "winningPlan", -1, &wp);
+		BSON_APPEND_UTF8(&wp, "stage", "COLLSCAN");
+		if (p->source_filter != NULL && !bson_empty(p->source_filter))
+			BSON_APPEND_DOCUMENT(&wp, "filter", p->source_filter);
+		BSON_APPEND_UTF8(&wp, "direction", "forward");
+		bson_append_document_end(&qp, &wp);
+		{
+			bson_t rej;
+			bson_append_array_begin(&qp, "rejectedPlans", -1, &rej);
+			bson_append_array_end(&qp, &rej);
+		}
+		bson_append_document_end(&c, &qp);
+		bson_append_document_end(&cur, &c);
+		bson_append_document_end(&stages, &cur);
+	}
+	for (i = p->first_stage; i < p->nstages; i++) {
+		bson_uint32_to_string((uint32_t)n++, &k, key, sizeof(key));
+		if (p->stages[i].explain != NULL) {
+			bson_append_document(&stages, k, -1, p->stages[i].explain);
+		} else {
+			bson_t d, e = BSON_INITIALIZER;
+			bson_append_document_begin(&stages, k, -1, &d);
+			bson_append_document(&d, p->stages[i].def->name, -1, &e);
+			bson_append_document_end(&stages, &d);
+		}
+	}
+	bson_append_array_end(out, &stages);
+}
+
+/* ---- run ---------------------------------------------------------------- */
+
+static int
+exec_build(const agg_pipeline_t *p, agg_exec_t *x, terr_t *err)
+{
+	int i, j;
+
+	x->p = p;
+	x->nrts = p->nstages - p->first_stage;
+	x->rts = bson_malloc0(sizeof(agg_rt_t) * (size_t)(x->nrts + 1));
+	bson_init(&x->result);
+	for (i = 0; i < x->nrts; i++) {
+		agg_rt_t *rt = &x->rts[i];
+		rt->st = &p->stages[p->first_stage + i];
+		rt->input = i > 0 ? &x->rts[i - 1] : NULL;
+		rt->x = x;
+		rt->env = expr_env_new();
+		expr_env_set_now(rt->env, x->now_ms);
+		for (j = 0; j < p->nvars; j++)
+			RET(expr_env_set_var(rt->env, p->var_ids[j], &p->var_vals[j], err));
+	}
+	for (i = 0; i < x->nrts; i++)
+		if (x->rts[i].st->def->open != NULL)
+			RET(x->rts[i].st->def->open(&x->rts[i], err));
+	return 0;
+}
+
+static int64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Steals the reference on coll (NULL = no such collection: no documents). */
+static int
+exec_open_source(agg_exec_t *x, storage_coll_t *coll, const bson_t *filter, terr_t *err)
+{
+	plan_request_t req;
+	plan_exec_t *pe = NULL;
+	match_options_t mo = {0};
+	bson_t let = BSON_INITIALIZER;
+	int ret = 0;
+
+	memset(&req, 0, sizeof(req));
+	req.coll = coll;
+	if (filter != NULL && !bson_empty(filter)) {
+		bson_t *ld = x->nvars > 0 ? agg_exec_let_doc(x) : NULL;
+		mo.let = ld != NULL ? ld : x->p->let_doc;
+		ret = match_compile(filter, &mo, &req.match, err);
+		if (ld != NULL)
+			bson_destroy(ld);
+		if (ret != 0)
+			goto err;
+	}
+	ret = plan_exec_new(&req, &pe, err);
+	req.coll = NULL;
+	req.match = NULL;
+	if (ret != 0)
+		goto err;
+	if (x->p->host != NULL)
+		plan_exec_set_deadline(pe, x->p->host->deadline_us);
+	x->plan = pe;
+err:
+	bson_destroy(&let);
+	if (req.coll != NULL)
+		storage_coll_release(req.coll);
+	match_free(req.match);
+	return ret;
+}
+
+int
+agg_exec_new(const agg_pipeline_t *p, agg_exec_t **out, terr_t *err)
+{
+	agg_exec_t *x = tm_alloc0(sizeof(*x));
+	storage_coll_t *coll = NULL;
+	int ret = 0;
+
+	*out = NULL;
+	x->now_ms = wall_ms();
+	x->top = true;
+	ERR(exec_build(p, x, err));
+	if (p->host != NULL && p->host->coll != NULL && !agg_pipeline_collectionless(p)) {
+		storage_coll_get(p->host->st, p->host->db, p->host->coll, &coll, NULL);
+		ERR(exec_open_source(x, coll, p->source_filter, err));
+	} else {
+		x->source_done = true;
+	}
+	*out = x;
+	return 0;
+err:
+	agg_exec_free(x);
+	return ret;
+}
+
+/* Remember v as variable id of x (owned copy) and set it in every stage. */
+int
+agg_exec_set_var(agg_exec_t *x, int id, const char *name, const bson_value_t *v, terr_t *err)
+{
+	int i;
+
+	for (i = 0; i < x->nvars && x->var_ids[i] != id; i++)
+		;
+	if (i == x->nvars) {
+		x->var_ids = bson_realloc(x->var_ids, sizeof(int) * (size_t)(x->nvars + 1));
+		x->var_names = bson_realloc(x->var_names, sizeof(char *) * (size_t)(x->nvars + 1));
+		x->var_vals = bson_realloc(x->var_vals, sizeof(bson_value_t) * (size_t)(x->nvars + 1));
+		x->var_ids[i] = id;
+		x->var_names[i] = bson_strdup(name);
+		x->nvars++;
+	} else {
+		bson_value_destroy(&x->var_vals[i]);
+	}
+	bson_value_copy(v, &x->var_vals[i]);
+	for (i = 0; i < x->nrts; i++)
+		RET(expr_env_set_var(x->rts[i].env, id, v, err));
+	return 0;
+}
+
+int
+agg_exec_new_sub(const agg_pipeline_t *p, agg_exec_t *parent, agg_exec_t **out, terr_t *err)
+{
+	agg_exec_t *x = tm_alloc0(sizeof(*x));
+	int ret = 0, j;
+
+	*out = NULL;
+	x->now_ms = parent->now_ms;
+	x->s = parent->s;
+	ERR(exec_build(p, x, err));
+	/* the variables the parent knows: command let, outer $lookup let */
+	for (j = 0; j < parent->p->nvars; j++)
+		ERR(agg_exec_set_var(x, parent->p->var_ids[j], parent->p->var_names[j],
+		    &parent->p->var_vals[j], err));
+	for (j = 0; j < parent->nvars; j++)
+		ERR(agg_exec_set_var(x, parent->var_ids[j], parent->var_names[j], &parent->var_vals[j],
+		    err));
+	*out = x;
+	return 0;
+err:
+	agg_exec_free(x);
+	return ret;
+}
+
+int
+agg_exec_open_source(agg_exec_t *x, storage_coll_t *coll, const bson_t *filter, terr_t *err)
+{
+	if (coll != NULL)
+		storage_coll_ref(coll);
+	if (x->plan != NULL) {
+		plan_exec_free(x->plan);
+		x->plan = NULL;
+	}
+	x->source_done = false;
+	x->done = false;
+	return exec_open_source(x, coll, filter, err);
+}
+
+bson_t *
+agg_exec_let_doc(const agg_exec_t *x)
+{
+	bson_t *b = bson_new();
+	int i;
+
+	for (i = 0; i < x->nvars; i++)
+		bv_append(b, x->var_names[i], -1, &x->var_vals[i]);
+	return b;
+}
+
+/* The document source: the collection, a feed, or nothing. */
+static int
+source_next(agg_exec_t *x, const bson_t **doc, terr_t *err)
+{
+	int rc;
+
+	if (x->feed != NULL)
+		return x->feed(x->feed_ctx, doc, err);
+	if (x->plan == NULL || x->source_done)
+		return 0;
+	rc = plan_exec_next(x->plan, x->s, &x->result, err);
+	if (rc == 1)
+		*doc = &x->result;
+	else if (rc == 0)
+		x->source_done = true;
+	return rc;
+}
+
+int
+agg_rt_pull(agg_rt_t *rt, const bson_t **doc, terr_t *err)
+{
+	int rc;
+
+	if (rt->input == NULL)
+		return source_next(rt->x, doc, err);
+	rc = rt->input->st->def->next(rt->input, doc, err);
+	if (rc == 1)
+		rt->input->nreturned++;
+	return rc;
+}
+
+int
+agg_exec_pull(agg_exec_t *x, const bson_t **doc, terr_t *err)
+{
+	int rc;
+
+	if (x->done)
+		return 0;
+	if (x->nrts == 0)
+		rc = source_next(x, doc, err);
+	else {
+		rc = x->rts[x->nrts - 1].st->def->next(&x->rts[x->nrts - 1], doc, err);
+		if (rc == 1)
+			x->rts[x->nrts - 1].nreturned++;
+	}
+	if (rc == 0)
+		x->done = true;
+	return rc;
+}
+
+int
+agg_exec_next(agg_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
+{
+	const bson_t *d = NULL;
+	int rc;
+
+	x->s = s;
+	rc = agg_exec_pull(x, &d, err);
+	if (rc == 1) {
+		bson_init_static(doc, bson_get_data(d), d->len);
+		return 1;
+	}
+	if (rc < 0 && x->top && err != NULL && err->msg != NULL &&
+	    strncmp(err->msg, "PlanExecutor error", 18) != 0)
+		terr_wrap(err, "PlanExecutor error during aggregation");
+	return rc;
+}
+
+int
+agg_exec_save(agg_exec_t *x, terr_t *err)
+{
+	int i;
+
+	for (i = 0; i < x->nrts; i++)
+		if (x->rts[i].st->def->save != NULL && x->rts[i].state != NULL)
+			RET(x->rts[i].st->def->save(&x->rts[i], err));
+	if (x->plan != NULL)
+		return plan_exec_save(x->plan, err);
+	return 0;
+}
+
+int
+agg_exec_restore(agg_exec_t *x, storage_session_t *s, terr_t *err)
+{
+	int i;
+
+	x->s = s;
+	for (i = 0; i < x->nrts; i++)
+		if (x->rts[i].st->def->restore != NULL && x->rts[i].state != NULL)
+			RET(x->rts[i].st->def->restore(&x->rts[i], s, err));
+	if (x->plan != NULL)
+		return plan_exec_restore(x->plan, s, err);
+	return 0;
+}
+
+void
+agg_exec_free(agg_exec_t *x)
+{
+	int i;
+
+	if (x == NULL)
+		return;
+	for (i = x->nrts - 1; i >= 0; i--) {
+		if (x->rts[i].st->def->close != NULL && x->rts[i].state != NULL)
+			x->rts[i].st->def->close(&x->rts[i]);
+		expr_env_destroy(x->rts[i].env);
+	}
+	bson_free(x->rts);
+	if (x->plan != NULL)
+		plan_exec_free(x->plan);
+	for (i = 0; i < x->nvars; i++) {
+		bson_value_destroy(&x->var_vals[i]);
+		bson_free(x->var_names[i]);
+	}
+	bson_free(x->var_names);
+	bson_free(x->var_ids);
+	bson_free(x->var_vals);
+	bson_free(x);
+}

@@ -1,0 +1,112 @@
+/*
+ * pipeline.h -- aggregation pipelines: parse once into a read-only list of
+ * stages, then run any number of times as a pull iterator.
+ *
+ * A pipeline (agg_pipeline_t) is the parsed plan: one row per stage, each
+ * with its compiled filter, expressions, sort keys, etc.  It never changes
+ * after agg_pipeline_parse, so explain can print it without running it.
+ * A run (agg_exec_t) is the runtime: one state per stage, pulling documents
+ * from the stage before it; the first stage pulls from the collection through
+ * the find executor (query/plan.h), into which a leading $match is pushed.
+ *
+ * The command layer sits above this one, so what only it knows -- how a
+ * document is prepared for storage, how a collection's validator is checked,
+ * how a missing collection is created -- comes in as callbacks (agg_host_t).
+ *
+ * Not here: the aggregate command's own arguments (commands/cmd_aggregate.c),
+ * expressions (expr/expr.h) and accumulators (expr/accum.h).
+ */
+#ifndef TAMGA_AGG_PIPELINE_H
+#define TAMGA_AGG_PIPELINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <bson/bson.h>
+
+#include "common/error.h"
+#include "storage/storage.h"
+
+typedef struct agg_pipeline agg_pipeline_t;
+typedef struct agg_exec agg_exec_t;
+
+/* MongoDB's limits. */
+#define AGG_MAX_STAGES 1000                       /* internalPipelineLengthLimit */
+#define AGG_MEMORY_LIMIT (100LL * 1024 * 1024)    /* $group / $sort without allowDiskUse */
+
+/*
+ * What the caller (the aggregate command) provides.  Everything is borrowed
+ * and must outlive the pipeline and every run of it.
+ */
+typedef struct agg_host {
+	storage_t *st;
+	const char *db;               /* the aggregate's database */
+	const char *coll;             /* the aggregated collection; NULL for {aggregate: 1} */
+	bool allow_disk_use;
+	bool bypass_validation;       /* bypassDocumentValidation for $out / $merge */
+	bool sync;                    /* writes of $out/$merge wait for the journal */
+	int64_t deadline_us;          /* maxTimeMS (cmd_now_us scale), 0 = none */
+	/* The write path ($out, $merge).  NULL callbacks make those stages fail
+	 * with 238 NotImplemented. */
+	void *ctx;
+	/* write_prepare_doc: copy doc into out (initialised) with _id first. */
+	int (*prepare_doc)(void *ctx, const bson_t *doc, bson_t *out, terr_t *err);
+	/* validation_check_write: 0 when the document may be stored. */
+	int (*check_write)(void *ctx, storage_coll_t *coll, const bson_t *new_doc,
+	                   const bson_t *old_doc, terr_t *err);
+	/* The target collection, created when missing; a reference to release. */
+	int (*get_or_create_coll)(void *ctx, const char *db, const char *name,
+	                          storage_coll_t **out, terr_t *err);
+} agg_host_t;
+
+/*
+ * Parse a pipeline (an array of stage documents) with MongoDB's rules and
+ * errors: 40323 "A pipeline stage specification object must contain exactly
+ * one field.", 40324 "Unrecognized pipeline stage name: '$foo'", 7749501 for
+ * more than 1000 stages, 40601 "$out can only be the final stage in the
+ * pipeline", 40602 for first-only stages elsewhere, each stage's own errors.
+ * let is the command's `let` (expressions, evaluated once here) or NULL.
+ * host is borrowed for the pipeline's life.  On success *out is owned by the
+ * caller (agg_pipeline_free).
+ */
+int agg_pipeline_parse(const bson_t *stages, const bson_t *let, const agg_host_t *host,
+                       agg_pipeline_t **out, terr_t *err);
+void agg_pipeline_free(agg_pipeline_t *p);
+
+/* The pipeline writes ($out or $merge last): its result set is empty. */
+bool agg_pipeline_writes(const agg_pipeline_t *p);
+/* The pipeline starts with a stage that needs no collection ($documents). */
+bool agg_pipeline_collectionless(const agg_pipeline_t *p);
+/* The name of the first stage ("$match") or NULL when empty. */
+const char *agg_pipeline_first_stage(const agg_pipeline_t *p);
+
+/*
+ * Explain in mongod's shape (queryPlanner verbosity): appends
+ * {explainVersion: "1", stages: [{$cursor: {queryPlanner: {...}}}, {$group: ...}, ...]}
+ * to out; stages are shown as they run (after desugaring, e.g. $sortByCount
+ * as $group + $sort, and with the leading $match moved into $cursor).
+ */
+void agg_pipeline_explain(const agg_pipeline_t *p, bson_t *out);
+
+/*
+ * Start a run.  p must outlive the exec.  On success *out is owned by the
+ * caller (agg_exec_free).  No storage resources are taken until the first
+ * agg_exec_next.
+ */
+int agg_exec_new(const agg_pipeline_t *p, agg_exec_t **out, terr_t *err);
+
+/*
+ * Next result: 1 with *doc (a view valid until the next call on this exec),
+ * 0 at the end, -1 with err.  Runtime errors carry mongod's prefix
+ * "PlanExecutor error during aggregation :: caused by :: ".  A pipeline
+ * ending in $out/$merge does all its writing on the first call and then
+ * returns 0.
+ */
+int agg_exec_next(agg_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err);
+
+/* Suspend / resume between getMore batches (no storage resources held). */
+int agg_exec_save(agg_exec_t *x, terr_t *err);
+int agg_exec_restore(agg_exec_t *x, storage_session_t *s, terr_t *err);
+
+void agg_exec_free(agg_exec_t *x);
+
+#endif

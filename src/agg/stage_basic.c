@@ -1,0 +1,829 @@
+/*
+ * stage_basic.c -- the streaming stages that need no expression trees of
+ * their own: $match, $limit, $skip, $count, $unwind, $replaceRoot /
+ * $replaceWith, $documents, $sample.
+ *
+ * Each stage is a row of agg_stages_basic; parse builds a read-only plan,
+ * next pulls from the stage before.
+ */
+#include "agg/agg_private.h"
+
+#include <string.h>
+#include <sys/random.h>
+
+#include "agg/agg_doc.h"
+#include "bson/value.h"
+#include "common/mem.h"
+
+/* ---- $match ------------------------------------------------------------- */
+
+/* First member is the filter: pipeline.c reads it to push a leading $match
+ * into the find executor. */
+typedef struct match_plan {
+	bson_t *filter;
+	match_t *m;
+} match_plan_t;
+
+static void
+match_free_plan(void *plan)
+{
+	match_plan_t *mp = plan;
+
+	bson_destroy(mp->filter);
+	match_free(mp->m);
+	bson_free(mp);
+}
+
+static int
+match_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	match_plan_t *mp;
+	match_options_t mo = {0};
+	bson_t f;
+
+	if (spec->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, 15959, "the match filter must be an expression in an object");
+	agg_value_doc(spec, &f);
+	mp = bson_malloc0(sizeof(*mp));
+	mp->filter = bson_copy(&f);
+	mo.let = pc->let_doc;
+	if (match_compile(&f, &mo, &mp->m, err) != 0) {
+		match_free_plan(mp);
+		return -1;
+	}
+	agg_pctx_add(pc, &agg_stages_basic[0], mp, agg_explain_doc("$match", spec));
+	return 0;
+}
+
+/* In a $lookup sub-run the variables change per outer document, and the
+ * matcher takes variables as constants: such a run compiles its own. */
+typedef struct match_state {
+	match_t *own;
+	bool ready;
+} match_state_t;
+
+static int
+match_open(agg_rt_t *rt, terr_t *err)
+{
+	rt->state = bson_malloc0(sizeof(match_state_t));
+	return 0;
+}
+
+static int
+match_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	const match_plan_t *mp = rt->st->plan;
+	match_state_t *ms = rt->state;
+	const match_t *m;
+	int rc;
+
+	if (!ms->ready) {
+		ms->ready = true;
+		if (rt->x->nvars > 0 && match_can_fail(mp->m)) {
+			match_options_t mo = {0};
+			bson_t *ld = agg_exec_let_doc(rt->x);
+			mo.let = ld;
+			rc = match_compile(mp->filter, &mo, &ms->own, err);
+			bson_destroy(ld);
+			if (rc != 0)
+				return -1;
+		}
+	}
+	m = ms->own != NULL ? ms->own : mp->m;
+	for (;;) {
+		rc = agg_rt_pull(rt, out, err);
+		if (rc <= 0)
+			return rc;
+		rc = match_exec(m, *out, NULL, err);
+		if (rc != 0)
+			return rc;
+	}
+}
+
+static void
+match_close(agg_rt_t *rt)
+{
+	match_state_t *ms = rt->state;
+
+	match_free(ms->own);
+	bson_free(ms);
+}
+
+/* ---- $limit / $skip ----------------------------------------------------- */
+
+typedef struct count_plan {
+	int64_t n;
+} count_plan_t;
+
+static int
+number_arg(const bson_value_t *spec, int64_t *n)
+{
+	if (!bv_is_number(spec))
+		return -1;
+	if (!bv_as_int64_exact(spec, n))
+		*n = (int64_t)bv_as_double(spec);
+	return 0;
+}
+
+static int
+limit_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	count_plan_t *cp;
+	int64_t n;
+
+	if (number_arg(spec, &n) != 0)
+		return terr_set(err, 15957, "the limit must be specified as a number");
+	if (n <= 0)
+		return terr_set(err, 15958, "the limit must be positive");
+	cp = bson_malloc0(sizeof(*cp));
+	cp->n = n;
+	{
+		bson_value_t v = {.value_type = BSON_TYPE_INT64, .value.v_int64 = n};
+		agg_pctx_add(pc, &agg_stages_basic[1], cp, agg_explain_doc("$limit", &v));
+	}
+	return 0;
+}
+
+static int
+counter_open(agg_rt_t *rt, terr_t *err)
+{
+	rt->state = bson_malloc0(sizeof(int64_t));
+	return 0;
+}
+
+static void
+counter_close(agg_rt_t *rt)
+{
+	bson_free(rt->state);
+}
+
+static int
+limit_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	const count_plan_t *cp = rt->st->plan;
+	int64_t *seen = rt->state;
+	int rc;
+
+	if (*seen >= cp->n)
+		return 0;
+	rc = agg_rt_pull(rt, out, err);
+	if (rc == 1)
+		(*seen)++;
+	return rc;
+}
+
+static int
+skip_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	count_plan_t *cp;
+	int64_t n;
+
+	if (number_arg(spec, &n) != 0)
+		return terr_set(err, 15972, "Argument to $skip must be a number not a %s",
+		    bv_type_name(spec->value_type));
+	if (n < 0)
+		return terr_set(err, 15956, "Argument to $skip cannot be negative");
+	cp = bson_malloc0(sizeof(*cp));
+	cp->n = n;
+	{
+		bson_value_t v = {.value_type = BSON_TYPE_INT64, .value.v_int64 = n};
+		agg_pctx_add(pc, &agg_stages_basic[2], cp, agg_explain_doc("$skip", &v));
+	}
+	return 0;
+}
+
+static int
+skip_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	const count_plan_t *cp = rt->st->plan;
+	int64_t *skipped = rt->state;
+	int rc;
+
+	for (;;) {
+		rc = agg_rt_pull(rt, out, err);
+		if (rc != 1)
+			return rc;
+		if (*skipped >= cp->n)
+			return 1;
+		(*skipped)++;
+	}
+}
+
+/* ---- $count ------------------------------------------------------------- */
+
+typedef struct cnt_plan {
+	char *field;
+} cnt_plan_t;
+
+typedef struct cnt_state {
+	bool done;
+	bson_t out;
+} cnt_state_t;
+
+static void
+cnt_free_plan(void *plan)
+{
+	cnt_plan_t *cp = plan;
+
+	bson_free(cp->field);
+	bson_free(cp);
+}
+
+static int
+cnt_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	cnt_plan_t *cp;
+	const char *s;
+	bson_t *ex;
+
+	if (spec->value_type != BSON_TYPE_UTF8)
+		return terr_set(err, 40156, "the count field must be a non-empty string");
+	s = spec->value.v_utf8.str;
+	if (spec->value.v_utf8.len == 0)
+		return terr_set(err, 40157, "the count field must be a non-empty string");
+	if (s[0] == '$')
+		return terr_set(err, 40158, "the count field cannot be a $-prefixed path");
+	if (strlen(s) != spec->value.v_utf8.len)
+		return terr_set(err, 40159, "the count field cannot contain a null byte");
+	if (strchr(s, '.') != NULL)
+		return terr_set(err, 40160, "the count field cannot contain '.'");
+	cp = bson_malloc0(sizeof(*cp));
+	cp->field = bson_strdup(s);
+	/* explain as mongod: $group + $project */
+	ex = BCON_NEW("$group", "{", "_id", BCON_NULL, s, "{", "$sum", BCON_INT32(1), "}", "}");
+	agg_pctx_add(pc, &agg_stages_basic[3], cp, ex);
+	return 0;
+}
+
+static int
+cnt_open(agg_rt_t *rt, terr_t *err)
+{
+	cnt_state_t *cs = tm_alloc0(sizeof(*cs));
+
+	bson_init(&cs->out);
+	rt->state = cs;
+	return 0;
+}
+
+static int
+cnt_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	const cnt_plan_t *cp = rt->st->plan;
+	cnt_state_t *cs = rt->state;
+	const bson_t *d;
+	int64_t n = 0;
+	int rc;
+
+	if (cs->done)
+		return 0;
+	cs->done = true;
+	while ((rc = agg_rt_pull(rt, &d, err)) == 1)
+		n++;
+	if (rc < 0)
+		return -1;
+	if (n == 0)
+		return 0;
+	bson_reinit(&cs->out);
+	if (n <= INT32_MAX)
+		BSON_APPEND_INT32(&cs->out, cp->field, (int32_t)n);
+	else
+		BSON_APPEND_INT64(&cs->out, cp->field, n);
+	*out = &cs->out;
+	return 1;
+}
+
+static void
+cnt_close(agg_rt_t *rt)
+{
+	cnt_state_t *cs = rt->state;
+
+	bson_destroy(&cs->out);
+	bson_free(cs);
+}
+
+/* ---- $replaceRoot / $replaceWith ---------------------------------------- */
+
+typedef struct rr_plan {
+	expr_t *e;
+} rr_plan_t;
+
+static void
+rr_free_plan(void *plan)
+{
+	rr_plan_t *rp = plan;
+
+	expr_destroy(rp->e);
+	bson_free(rp);
+}
+
+static int
+rr_add(agg_pctx_t *pc, const bson_value_t *expr_spec, const bson_value_t *spec, terr_t *err)
+{
+	rr_plan_t *rp = bson_malloc0(sizeof(*rp));
+
+	if (expr_parse(expr_spec, pc->scope, &rp->e, err) != 0) {
+		bson_free(rp);
+		return -1;
+	}
+	{
+		/* explain: always the $replaceRoot form */
+		bson_t *ex = bson_new(), inner;
+		bson_append_document_begin(ex, "$replaceRoot", -1, &inner);
+		bv_append(&inner, "newRoot", -1, expr_spec);
+		bson_append_document_end(ex, &inner);
+		agg_pctx_add(pc, &agg_stages_basic[4], rp, ex);
+	}
+	return 0;
+}
+
+static int
+rr_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	bson_t d;
+	bson_iter_t it;
+	bool found = false;
+	bson_value_t nr;
+
+	if (spec->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, 40228, "expected an object as specification for $replaceRoot stage, got %s",
+		    bv_type_name(spec->value_type));
+	agg_value_doc(spec, &d);
+	bson_iter_init(&it, &d);
+	while (bson_iter_next(&it)) {
+		if (strcmp(bson_iter_key(&it), "newRoot") == 0) {
+			nr = *bson_iter_value(&it);
+			found = true;
+		} else {
+			return terr_set(err, 40415, "BSON field '$replaceRoot.%s' is an unknown field.",
+			    bson_iter_key(&it));
+		}
+	}
+	if (!found)
+		return terr_set(err, 40414, "BSON field '$replaceRoot.newRoot' is missing but a required field");
+	return rr_add(pc, &nr, spec, err);
+}
+
+static int
+rw_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	return rr_add(pc, spec, spec, err);
+}
+
+typedef struct rr_state {
+	bson_t out;
+} rr_state_t;
+
+static int
+rr_open(agg_rt_t *rt, terr_t *err)
+{
+	rr_state_t *rs = tm_alloc0(sizeof(*rs));
+
+	bson_init(&rs->out);
+	rt->state = rs;
+	return 0;
+}
+
+static int
+rr_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	const rr_plan_t *rp = rt->st->plan;
+	rr_state_t *rs = rt->state;
+	const bson_t *in;
+	bson_value_t v;
+	int rc;
+
+	rc = agg_rt_pull(rt, &in, err);
+	if (rc != 1)
+		return rc;
+	RET(agg_eval(rt, rp->e, in, true, &v, err));
+	if (v.value_type != BSON_TYPE_DOCUMENT) {
+		char *vs = v.value_type == BSON_TYPE_EOD ? bson_strdup("MISSING") : bv_to_mongo_string(&v);
+		char *ds = bv_doc_to_mongo_string(in);
+		terr_set(err, 40228,
+		    "'replacement document' must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: %s",
+		    vs, bv_type_name(v.value_type), ds);
+		bson_free(vs);
+		bson_free(ds);
+		return -1;
+	}
+	{
+		bson_t d;
+		agg_value_doc(&v, &d);
+		bson_reinit(&rs->out);
+		bson_concat(&rs->out, &d);
+	}
+	*out = &rs->out;
+	return 1;
+}
+
+static void
+rr_close(agg_rt_t *rt)
+{
+	rr_state_t *rs = rt->state;
+
+	bson_destroy(&rs->out);
+	bson_free(rs);
+}
+
+/* ---- $unwind ------------------------------------------------------------ */
+
+typedef struct unwind_plan {
+	char *path;           /* without the '$' */
+	char *index_field;    /* includeArrayIndex or NULL */
+	bool preserve;
+} unwind_plan_t;
+
+typedef struct unwind_state {
+	bson_t out;
+	const bson_t *in;     /* the document being unwound (view from input) */
+	bson_t arr;           /* view of its array */
+	bson_iter_t it;
+	int64_t idx;
+	bool active;
+} unwind_state_t;
+
+static void
+unwind_free_plan(void *plan)
+{
+	unwind_plan_t *up = plan;
+
+	bson_free(up->path);
+	bson_free(up->index_field);
+	bson_free(up);
+}
+
+static int
+unwind_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	unwind_plan_t *up;
+	const char *path = NULL, *idx = NULL;
+	bool preserve = false;
+
+	if (spec->value_type == BSON_TYPE_UTF8) {
+		path = spec->value.v_utf8.str;
+	} else if (spec->value_type == BSON_TYPE_DOCUMENT) {
+		bson_t d;
+		bson_iter_t it;
+		agg_value_doc(spec, &d);
+		bson_iter_init(&it, &d);
+		while (bson_iter_next(&it)) {
+			const char *k = bson_iter_key(&it);
+			if (strcmp(k, "path") == 0) {
+				if (!BSON_ITER_HOLDS_UTF8(&it))
+					return terr_set(err, 28808,
+					    "expected a string as the path for $unwind stage, got %s",
+					    bv_type_name(bson_iter_type(&it)));
+				path = bson_iter_utf8(&it, NULL);
+			} else if (strcmp(k, "includeArrayIndex") == 0) {
+				if (!BSON_ITER_HOLDS_UTF8(&it) || bson_iter_utf8(&it, NULL)[0] == '\0')
+					return terr_set(err, 28810,
+					    "expected a non-empty string for the includeArrayIndex  option to $unwind stage, got %s",
+					    bv_type_name(bson_iter_type(&it)));
+				idx = bson_iter_utf8(&it, NULL);
+				if (idx[0] == '$')
+					return terr_set(err, 28822,
+					    "includeArrayIndex option to $unwind stage should not be prefixed with a '$': %s",
+					    idx);
+			} else if (strcmp(k, "preserveNullAndEmptyArrays") == 0) {
+				if (!BSON_ITER_HOLDS_BOOL(&it))
+					return terr_set(err, 28809,
+					    "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage, got %s",
+					    bv_type_name(bson_iter_type(&it)));
+				preserve = bson_iter_bool(&it);
+			} else {
+				return terr_set(err, 28811, "unrecognized option to $unwind stage: %s", k);
+			}
+		}
+		if (path == NULL)
+			return terr_set(err, 28812, "no path specified to $unwind stage");
+	} else {
+		return terr_set(err, 15981,
+		    "expected either a string or an object as specification for $unwind stage, got %s",
+		    bv_type_name(spec->value_type));
+	}
+	if (path[0] != '$')
+		return terr_set(err, 28818,
+		    "path option to $unwind stage should be prefixed with a '$': %s", path);
+	if (path[1] == '\0' || path[1] == '$')
+		return terr_set(err, 40352, "FieldPath cannot be constructed with empty string");
+	up = bson_malloc0(sizeof(*up));
+	up->path = bson_strdup(path + 1);
+	up->index_field = idx ? bson_strdup(idx) : NULL;
+	up->preserve = preserve;
+	{
+		bson_t *ex = bson_new(), inner;
+		bson_append_document_begin(ex, "$unwind", -1, &inner);
+		BSON_APPEND_UTF8(&inner, "path", path);
+		if (idx)
+			BSON_APPEND_UTF8(&inner, "includeArrayIndex", idx);
+		if (preserve)
+			BSON_APPEND_BOOL(&inner, "preserveNullAndEmptyArrays", true);
+		bson_append_document_end(ex, &inner);
+		agg_pctx_add(pc, &agg_stages_basic[6], up, ex);
+	}
+	return 0;
+}
+
+static int
+unwind_open(agg_rt_t *rt, terr_t *err)
+{
+	unwind_state_t *us = tm_alloc0(sizeof(*us));
+
+	bson_init(&us->out);
+	rt->state = us;
+	return 0;
+}
+
+/* out = in with path set to v (NULL = removed) and the index field. */
+static void
+unwind_emit(const unwind_plan_t *up, unwind_state_t *us, const bson_t *in, const bson_value_t *v,
+    bool remove, const bson_value_t *index)
+{
+	bson_reinit(&us->out);
+	if (up->index_field == NULL) {
+		agg_doc_set_path(in, up->path, remove ? NULL : v, &us->out);
+		return;
+	}
+	{
+		bson_t tmp = BSON_INITIALIZER;
+		agg_doc_set_path(in, up->path, remove ? NULL : v, &tmp);
+		agg_doc_set_path(&tmp, up->index_field, index, &us->out);
+		bson_destroy(&tmp);
+	}
+}
+
+static int
+unwind_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	const unwind_plan_t *up = rt->st->plan;
+	unwind_state_t *us = rt->state;
+	bson_value_t v, nullv = {.value_type = BSON_TYPE_NULL};
+	int rc;
+
+	for (;;) {
+		if (us->active) {
+			if (bson_iter_next(&us->it)) {
+				bson_value_t ix = {.value_type = BSON_TYPE_INT64, .value.v_int64 = us->idx++};
+				unwind_emit(up, us, us->in, bson_iter_value(&us->it), false, &ix);
+				*out = &us->out;
+				return 1;
+			}
+			us->active = false;
+		}
+		rc = agg_rt_pull(rt, &us->in, err);
+		if (rc != 1)
+			return rc;
+		if (!agg_doc_get_path(us->in, up->path, &v))
+			v.value_type = BSON_TYPE_EOD;
+		if (v.value_type == BSON_TYPE_ARRAY) {
+			agg_value_doc(&v, &us->arr);
+			if (bson_empty(&us->arr)) {
+				if (!up->preserve)
+					continue;
+				unwind_emit(up, us, us->in, NULL, true, &nullv);
+				*out = &us->out;
+				return 1;
+			}
+			bson_iter_init(&us->it, &us->arr);
+			us->idx = 0;
+			us->active = true;
+			continue;
+		}
+		if (v.value_type == BSON_TYPE_EOD || v.value_type == BSON_TYPE_NULL ||
+		    v.value_type == BSON_TYPE_UNDEFINED) {
+			if (!up->preserve)
+				continue;
+			if (up->index_field == NULL) {
+				*out = us->in;
+				return 1;
+			}
+			bson_reinit(&us->out);
+			agg_doc_set_path(us->in, up->index_field, &nullv, &us->out);
+			*out = &us->out;
+			return 1;
+		}
+		/* a scalar unwinds to itself */
+		if (up->index_field == NULL) {
+			*out = us->in;
+			return 1;
+		}
+		bson_reinit(&us->out);
+		agg_doc_set_path(us->in, up->index_field, &nullv, &us->out);
+		*out = &us->out;
+		return 1;
+	}
+}
+
+static void
+unwind_close(agg_rt_t *rt)
+{
+	unwind_state_t *us = rt->state;
+
+	bson_destroy(&us->out);
+	bson_free(us);
+}
+
+/* ---- $documents --------------------------------------------------------- */
+
+typedef struct docs_state {
+	bool evaluated;
+	bson_value_t arr;     /* owned copy of the evaluated array */
+	bson_t view;
+	bson_iter_t it;
+	bson_t out;
+} docs_state_t;
+
+static int
+docs_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	rr_plan_t *rp = bson_malloc0(sizeof(*rp));
+
+	if (expr_parse(spec, pc->scope, &rp->e, err) != 0) {
+		bson_free(rp);
+		return -1;
+	}
+	agg_pctx_add(pc, &agg_stages_basic[7], rp, agg_explain_doc("$documents", spec));
+	return 0;
+}
+
+static int
+docs_open(agg_rt_t *rt, terr_t *err)
+{
+	docs_state_t *ds = tm_alloc0(sizeof(*ds));
+
+	bson_init(&ds->out);
+	rt->state = ds;
+	return 0;
+}
+
+static int
+docs_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	const rr_plan_t *rp = rt->st->plan;
+	docs_state_t *ds = rt->state;
+
+	if (!ds->evaluated) {
+		bson_value_t v;
+		ds->evaluated = true;
+		RET(agg_eval(rt, rp->e, NULL, true, &v, err));
+		if (v.value_type != BSON_TYPE_ARRAY)
+			return terr_set(err, 5858203, "an array is expected");
+		bson_value_copy(&v, &ds->arr);
+		agg_value_doc(&ds->arr, &ds->view);
+		bson_iter_init(&ds->it, &ds->view);
+	}
+	if (ds->arr.value_type != BSON_TYPE_ARRAY || !bson_iter_next(&ds->it))
+		return 0;
+	if (!BSON_ITER_HOLDS_DOCUMENT(&ds->it))
+		return terr_set(err, 40228,
+		    "'replacement document' must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'.",
+		    "a non-object", bv_type_name(bson_iter_type(&ds->it)));
+	{
+		bson_t d;
+		agg_value_doc(bson_iter_value(&ds->it), &d);
+		bson_reinit(&ds->out);
+		bson_concat(&ds->out, &d);
+	}
+	*out = &ds->out;
+	return 1;
+}
+
+static void
+docs_close(agg_rt_t *rt)
+{
+	docs_state_t *ds = rt->state;
+
+	if (ds->evaluated && ds->arr.value_type == BSON_TYPE_ARRAY)
+		bson_value_destroy(&ds->arr);
+	bson_destroy(&ds->out);
+	bson_free(ds);
+}
+
+/* ---- $sample ------------------------------------------------------------ */
+
+typedef struct sample_state {
+	bson_t **docs;
+	int64_t n, i;
+	bool filled;
+} sample_state_t;
+
+static int
+sample_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	count_plan_t *cp;
+	bson_t d;
+	bson_iter_t it;
+	bool found = false;
+	int64_t n = 0;
+
+	if (spec->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, 28745, "the $sample stage specification must be an object");
+	agg_value_doc(spec, &d);
+	bson_iter_init(&it, &d);
+	while (bson_iter_next(&it)) {
+		if (strcmp(bson_iter_key(&it), "size") == 0) {
+			if (number_arg(bson_iter_value(&it), &n) != 0)
+				return terr_set(err, 28746, "size argument to $sample must be a number");
+			if (n < 0)
+				return terr_set(err, 28747, "size argument to $sample must not be negative");
+			found = true;
+		} else {
+			return terr_set(err, 28748, "unrecognized option to $sample: %s", bson_iter_key(&it));
+		}
+	}
+	if (!found)
+		return terr_set(err, 28749, "$sample stage must specify a size");
+	cp = bson_malloc0(sizeof(*cp));
+	cp->n = n;
+	agg_pctx_add(pc, &agg_stages_basic[8], cp, agg_explain_doc("$sample", spec));
+	return 0;
+}
+
+static int
+sample_open(agg_rt_t *rt, terr_t *err)
+{
+	rt->state = bson_malloc0(sizeof(sample_state_t));
+	return 0;
+}
+
+static uint64_t
+rand64(void)
+{
+	uint64_t r;
+
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		r = (uint64_t)random() << 32 ^ (uint64_t)random();
+	return r;
+}
+
+static int
+sample_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	const count_plan_t *cp = rt->st->plan;
+	sample_state_t *ss = rt->state;
+	const bson_t *d;
+	int64_t seen = 0;
+	int rc;
+
+	if (!ss->filled) {
+		ss->filled = true;
+		/* reservoir sampling, then the kept documents in random order */
+		ss->docs = bson_malloc0(sizeof(bson_t *) * (size_t)(cp->n + 1));
+		while ((rc = agg_rt_pull(rt, &d, err)) == 1) {
+			if (seen < cp->n) {
+				ss->docs[ss->n++] = bson_copy(d);
+			} else {
+				uint64_t j = rand64() % (uint64_t)(seen + 1);
+				if ((int64_t)j < cp->n) {
+					bson_destroy(ss->docs[j]);
+					ss->docs[j] = bson_copy(d);
+				}
+			}
+			seen++;
+		}
+		if (rc < 0)
+			return -1;
+		for (int64_t i = ss->n - 1; i > 0; i--) {
+			uint64_t j = rand64() % (uint64_t)(i + 1);
+			bson_t *t = ss->docs[i];
+			ss->docs[i] = ss->docs[j];
+			ss->docs[j] = t;
+		}
+	}
+	if (ss->i >= ss->n)
+		return 0;
+	*out = ss->docs[ss->i++];
+	return 1;
+}
+
+static void
+sample_close(agg_rt_t *rt)
+{
+	sample_state_t *ss = rt->state;
+
+	for (int64_t i = 0; i < ss->n; i++)
+		bson_destroy(ss->docs[i]);
+	bson_free(ss->docs);
+	bson_free(ss);
+}
+
+static void
+plain_free(void *plan)
+{
+	bson_free(plan);
+}
+
+/* The order of rows matters: parse functions refer to their own row. */
+const agg_stage_def_t agg_stages_basic[] = {
+	{"$match", match_parse, match_open, match_next, match_close, match_free_plan, 0},
+	{"$limit", limit_parse, counter_open, limit_next, counter_close, plain_free, 0},
+	{"$skip", skip_parse, counter_open, skip_next, counter_close, plain_free, 0},
+	{"$count", cnt_parse, cnt_open, cnt_next, cnt_close, cnt_free_plan, 0},
+	{"$replaceRoot", rr_parse, rr_open, rr_next, rr_close, rr_free_plan, 0},
+	{"$replaceWith", rw_parse, rr_open, rr_next, rr_close, rr_free_plan, 0},
+	{"$unwind", unwind_parse, unwind_open, unwind_next, unwind_close, unwind_free_plan, 0},
+	{"$documents", docs_parse, docs_open, docs_next, docs_close, rr_free_plan,
+	    AGG_F_FIRST | AGG_F_NO_COLL},
+	{"$sample", sample_parse, sample_open, sample_next, sample_close, plain_free, 0},
+	{NULL},
+};

@@ -1,0 +1,623 @@
+/*
+ * stage_group.c -- $group and the stages mongod rewrites into it:
+ * $sortByCount ($group + $sort) and $bucket ($group on a $switch + $sort).
+ *
+ * Groups live in a hash table keyed by the _id value with MongoDB's
+ * equality (1, 1.0 and NumberLong(1) are one group; the first spelling seen
+ * is the one output).  Each group holds one accumulator state per output
+ * field (expr/accum.h).  Output follows first-seen order.  Memory is counted
+ * (keys + accumulator states): past 100 MB the stage fails with 292 unless
+ * allowDiskUse, and with allowDiskUse with 238 until spilling is built.
+ */
+#include "agg/agg_private.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "bson/value.h"
+#include "common/mem.h"
+#include "expr/accum.h"
+
+typedef struct group_plan {
+	expr_t *id;
+	char **names;
+	accum_t **accs;
+	int n;
+} group_plan_t;
+
+static void
+group_free_plan(void *plan)
+{
+	group_plan_t *gp = plan;
+	int i;
+
+	expr_destroy(gp->id);
+	for (i = 0; i < gp->n; i++) {
+		bson_free(gp->names[i]);
+		accum_destroy(gp->accs[i]);
+	}
+	bson_free(gp->names);
+	bson_free(gp->accs);
+	bson_free(gp);
+}
+
+static int
+group_build(agg_pctx_t *pc, const bson_value_t *spec, bson_t *explain, terr_t *err)
+{
+	group_plan_t *gp;
+	bson_t d;
+	bson_iter_t it, sub;
+	bool has_id = false;
+	int n, ret = 0;
+
+	if (spec->value_type != BSON_TYPE_DOCUMENT) {
+		if (explain)
+			bson_destroy(explain);
+		return terr_set(err, 15947, "a group's fields must be specified in an object");
+	}
+	agg_value_doc(spec, &d);
+	n = (int)bson_count_keys(&d);
+	gp = bson_malloc0(sizeof(*gp));
+	gp->names = bson_malloc0(sizeof(char *) * (size_t)(n + 1));
+	gp->accs = bson_malloc0(sizeof(accum_t *) * (size_t)(n + 1));
+	bson_iter_init(&it, &d);
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		if (strcmp(k, "_id") == 0) {
+			if (has_id) {
+				ret = terr_set(err, 16406, "duplicate field name specified in object literal: { _id: ... }");
+				goto err;
+			}
+			ERR(expr_parse(bson_iter_value(&it), pc->scope, &gp->id, err));
+			has_id = true;
+			continue;
+		}
+		if (k[0] == '$') {
+			ret = terr_set(err, 40236, "The field name '%s' cannot be an operator name", k);
+			goto err;
+		}
+		if (strchr(k, '.') != NULL) {
+			ret = terr_set(err, 40235, "The field name '%s' cannot contain '.'", k);
+			goto err;
+		}
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			ret = terr_set(err, 40234, "The field '%s' must be an accumulator object", k);
+			goto err;
+		}
+		bson_iter_recurse(&it, &sub);
+		if (!bson_iter_next(&sub)) {
+			ret = terr_set(err, 40234, "The field '%s' must be an accumulator object", k);
+			goto err;
+		}
+		{
+			bson_iter_t more = sub;
+			if (bson_iter_next(&more)) {
+				ret = terr_set(err, 40238, "The field '%s' must specify one accumulator", k);
+				goto err;
+			}
+		}
+		ERR(accum_parse(bson_iter_key(&sub), bson_iter_value(&sub), pc->scope, &gp->accs[gp->n], err));
+		gp->names[gp->n] = bson_strdup(k);
+		gp->n++;
+	}
+	if (!has_id) {
+		ret = terr_set(err, 15955, "a group specification must include an _id");
+		goto err;
+	}
+	agg_pctx_add(pc, &agg_stages_group[0], gp, explain ? explain : agg_explain_doc("$group", spec));
+	return 0;
+err:
+	if (explain)
+		bson_destroy(explain);
+	group_free_plan(gp);
+	return ret;
+}
+
+static int
+group_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	return group_build(pc, spec, NULL, err);
+}
+
+/* ---- hashing with MongoDB's equality ------------------------------------ */
+
+static uint64_t
+mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h;
+}
+
+static uint64_t
+bytes_hash(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+static uint64_t value_hash(const bson_value_t *v);
+
+static uint64_t
+doc_hash(const bson_value_t *v, bool names)
+{
+	bson_t d;
+	bson_iter_t it;
+	uint64_t h = v->value_type == BSON_TYPE_ARRAY ? 0xa11a : 0xd0c;
+
+	if (!agg_value_doc(v, &d) || !bson_iter_init(&it, &d))
+		return h;
+	while (bson_iter_next(&it)) {
+		if (names)
+			h = bytes_hash(h, bson_iter_key(&it), bson_iter_key_len(&it));
+		h = mix(h, value_hash(bson_iter_value(&it)));
+	}
+	return h;
+}
+
+static uint64_t
+value_hash(const bson_value_t *v)
+{
+	uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)bv_type_rank(v->value_type);
+
+	switch (v->value_type) {
+	case BSON_TYPE_INT32:
+	case BSON_TYPE_INT64:
+	case BSON_TYPE_DOUBLE:
+	case BSON_TYPE_DECIMAL128: {
+		double d = bv_as_double(v);
+		int64_t i;
+		if (isnan(d))
+			return mix(h, 0x7ff8);
+		if (d == 0)
+			d = 0;  /* -0 */
+		if (bv_as_int64_exact(v, &i))
+			return mix(h, (uint64_t)i);
+		return bytes_hash(h, &d, sizeof(d));
+	}
+	case BSON_TYPE_UTF8:
+		return bytes_hash(h, v->value.v_utf8.str, v->value.v_utf8.len);
+	case BSON_TYPE_SYMBOL:
+		return bytes_hash(h, v->value.v_symbol.symbol, v->value.v_symbol.len);
+	case BSON_TYPE_DOCUMENT:
+		return mix(h, doc_hash(v, true));
+	case BSON_TYPE_ARRAY:
+		return mix(h, doc_hash(v, false));
+	case BSON_TYPE_OID:
+		return bytes_hash(h, v->value.v_oid.bytes, 12);
+	case BSON_TYPE_BOOL:
+		return mix(h, v->value.v_bool);
+	case BSON_TYPE_DATE_TIME:
+		return mix(h, (uint64_t)v->value.v_datetime);
+	case BSON_TYPE_TIMESTAMP:
+		return mix(mix(h, v->value.v_timestamp.timestamp), v->value.v_timestamp.increment);
+	case BSON_TYPE_BINARY:
+		return bytes_hash(h, v->value.v_binary.data, v->value.v_binary.data_len);
+	case BSON_TYPE_REGEX:
+		return bytes_hash(h, v->value.v_regex.regex, strlen(v->value.v_regex.regex));
+	default:
+		return h;
+	}
+}
+
+/* ---- runtime ------------------------------------------------------------ */
+
+typedef struct group {
+	bson_t *key;              /* {"": _id value} (owned) */
+	uint64_t hash;
+	accum_state_t **st;
+	size_t mem;
+} group_t;
+
+typedef struct group_state {
+	group_t *groups;
+	int64_t n, cap;
+	int64_t *table;           /* open addressing: index + 1, 0 = empty */
+	int64_t tsize;
+	int64_t mem;
+	int64_t i;                /* next group to output */
+	bool filled;
+	bson_t out;
+} group_state_t;
+
+static int
+group_open(agg_rt_t *rt, terr_t *err)
+{
+	group_state_t *gs = tm_alloc0(sizeof(*gs));
+
+	bson_init(&gs->out);
+	rt->state = gs;
+	return 0;
+}
+
+static void
+key_value(const group_t *g, bson_value_t *v)
+{
+	bson_iter_t it;
+
+	bson_iter_init(&it, g->key);
+	bson_iter_next(&it);
+	*v = *bson_iter_value(&it);
+}
+
+static void
+table_grow(group_state_t *gs)
+{
+	int64_t i, size = gs->tsize ? gs->tsize * 2 : 64;
+
+	bson_free(gs->table);
+	gs->table = bson_malloc0(sizeof(int64_t) * (size_t)size);
+	gs->tsize = size;
+	for (i = 0; i < gs->n; i++) {
+		int64_t j = (int64_t)(gs->groups[i].hash & (uint64_t)(size - 1));
+		while (gs->table[j] != 0)
+			j = (j + 1) & (size - 1);
+		gs->table[j] = i + 1;
+	}
+}
+
+static group_t *
+group_find_or_add(const group_plan_t *gp, group_state_t *gs, const bson_value_t *key)
+{
+	uint64_t h = value_hash(key);
+	int64_t j;
+	group_t *g;
+	bson_value_t kv;
+	int a;
+
+	if (gs->tsize == 0 || (gs->n + 1) * 2 > gs->tsize)
+		table_grow(gs);
+	j = (int64_t)(h & (uint64_t)(gs->tsize - 1));
+	while (gs->table[j] != 0) {
+		g = &gs->groups[gs->table[j] - 1];
+		if (g->hash == h) {
+			key_value(g, &kv);
+			if (bv_compare(&kv, key) == 0)
+				return g;
+		}
+		j = (j + 1) & (gs->tsize - 1);
+	}
+	if (gs->n == gs->cap) {
+		gs->cap = gs->cap ? gs->cap * 2 : 16;
+		gs->groups = bson_realloc(gs->groups, sizeof(group_t) * (size_t)gs->cap);
+	}
+	g = &gs->groups[gs->n];
+	memset(g, 0, sizeof(*g));
+	g->key = bson_new();
+	bv_append(g->key, "", 0, key);
+	g->hash = h;
+	g->st = bson_malloc0(sizeof(accum_state_t *) * (size_t)(gp->n + 1));
+	for (a = 0; a < gp->n; a++)
+		g->st[a] = accum_state_new(gp->accs[a]);
+	gs->table[j] = ++gs->n;
+	gs->mem += g->key->len + 64;
+	return g;
+}
+
+static int
+group_fill(agg_rt_t *rt, terr_t *err)
+{
+	const group_plan_t *gp = rt->st->plan;
+	group_state_t *gs = rt->state;
+	const agg_host_t *h = rt->x->p->host;
+	const bson_t *d;
+	bson_value_t key;
+	int64_t seen = 0;
+	int rc, a;
+
+	while ((rc = agg_rt_pull(rt, &d, err)) == 1) {
+		group_t *g;
+		size_t mem = 0;
+		RET(agg_eval(rt, gp->id, d, true, &key, err));
+		if (key.value_type == BSON_TYPE_EOD || key.value_type == BSON_TYPE_UNDEFINED)
+			key.value_type = BSON_TYPE_NULL;
+		g = group_find_or_add(gp, gs, &key);
+		for (a = 0; a < gp->n; a++) {
+			RET(accum_process(gp->accs[a], g->st[a], rt->env, err));
+			mem += accum_state_mem(g->st[a]);
+		}
+		gs->mem += (int64_t)mem - (int64_t)g->mem;
+		g->mem = mem;
+		if (gs->mem > AGG_MEMORY_LIMIT) {
+			if (h != NULL && h->allow_disk_use)
+				return terr_set(err, TERR_NOT_IMPLEMENTED,
+				    "$group needs more than 100 MB and spilling to disk is not supported by Tamga yet");
+			return terr_set(err, TERR_QUERY_EXCEEDED_MEMORY_LIMIT_NO_DISK_USE_ALLOWED,
+			    "Exceeded memory limit for $group, but didn't allow external sort. Pass allowDiskUse:true to opt in.");
+		}
+		if ((++seen & 1023) == 0 && agg_deadline_passed(rt->x, err))
+			return -1;
+	}
+	return rc < 0 ? -1 : 0;
+}
+
+static int
+group_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	const group_plan_t *gp = rt->st->plan;
+	group_state_t *gs = rt->state;
+	group_t *g;
+	bson_value_t v;
+	int a;
+
+	if (!gs->filled) {
+		gs->filled = true;
+		RET(group_fill(rt, err));
+	}
+	if (gs->i >= gs->n)
+		return 0;
+	g = &gs->groups[gs->i++];
+	bson_reinit(&gs->out);
+	key_value(g, &v);
+	bv_append(&gs->out, "_id", 3, &v);
+	expr_env_reset(rt->env);
+	for (a = 0; a < gp->n; a++) {
+		RET(accum_finalize(gp->accs[a], g->st[a], rt->env, &v, err));
+		if (v.value_type == BSON_TYPE_EOD)
+			v.value_type = BSON_TYPE_NULL;
+		bv_append(&gs->out, gp->names[a], -1, &v);
+	}
+	*out = &gs->out;
+	return 1;
+}
+
+static void
+group_close(agg_rt_t *rt)
+{
+	const group_plan_t *gp = rt->st->plan;
+	group_state_t *gs = rt->state;
+	int64_t i;
+	int a;
+
+	for (i = 0; i < gs->n; i++) {
+		for (a = 0; a < gp->n; a++)
+			accum_state_destroy(gs->groups[i].st[a]);
+		bson_free(gs->groups[i].st);
+		bson_destroy(gs->groups[i].key);
+	}
+	bson_free(gs->groups);
+	bson_free(gs->table);
+	bson_destroy(&gs->out);
+	bson_free(gs);
+}
+
+/* ---- $sortByCount -------------------------------------------------------- */
+
+static int
+add_sort(agg_pctx_t *pc, const bson_t *sort, terr_t *err)
+{
+	bson_value_t v;
+
+	v.value_type = BSON_TYPE_DOCUMENT;
+	v.value.v_doc.data = (uint8_t *)bson_get_data(sort);
+	v.value.v_doc.data_len = sort->len;
+	return agg_stage_lookup("$sort")->parse(pc, &v, err);
+}
+
+static int
+sbc_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	bson_t *g = bson_new(), inner, sum, sort = BSON_INITIALIZER;
+	bson_value_t gv;
+	int ret;
+
+	if (spec->value_type == BSON_TYPE_DOCUMENT) {
+		bson_t d;
+		bson_iter_t it;
+		agg_value_doc(spec, &d);
+		if (!bson_iter_init(&it, &d) || !bson_iter_next(&it) || bson_iter_key(&it)[0] != '$') {
+			bson_destroy(g);
+			return terr_set(err, 40149,
+			    "the sortByCount field must be specified as a string or as an object with an expression");
+		}
+	} else if (spec->value_type != BSON_TYPE_UTF8 || spec->value.v_utf8.str[0] != '$') {
+		bson_destroy(g);
+		return terr_set(err, 40147,
+		    "the sortByCount field must be defined as a $-prefixed path or an expression");
+	}
+	bson_append_document_begin(g, "", 0, &inner);
+	bv_append(&inner, "_id", 3, spec);
+	bson_append_document_begin(&inner, "count", -1, &sum);
+	BSON_APPEND_INT32(&sum, "$sum", 1);
+	bson_append_document_end(&inner, &sum);
+	bson_append_document_end(g, &inner);
+	{
+		bson_iter_t it;
+		bson_iter_init(&it, g);
+		bson_iter_next(&it);
+		gv = *bson_iter_value(&it);
+	}
+	{
+		bson_t *ex = bson_new();
+		bv_append(ex, "$group", -1, &gv);
+		ret = group_build(pc, &gv, ex, err);
+	}
+	bson_destroy(g);
+	if (ret != 0)
+		return ret;
+	BSON_APPEND_INT32(&sort, "count", -1);
+	ret = add_sort(pc, &sort, err);
+	bson_destroy(&sort);
+	return ret;
+}
+
+/* ---- $bucket ------------------------------------------------------------- */
+
+static int
+bucket_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	bson_t d, bounds, output, *g = NULL, inner, branches, sort = BSON_INITIALIZER;
+	bson_iter_t it, bi;
+	bson_value_t groupby, deflt, prev, gv;
+	bool has_group = false, has_bounds = false, has_default = false, has_output = false;
+	int nb = 0, ret = 0;
+	char key[16];
+	const char *k;
+
+	if (spec->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, 40201, "Argument to $bucket stage must be an object, but found type: %s.",
+		    bv_type_name(spec->value_type));
+	agg_value_doc(spec, &d);
+	bson_iter_init(&it, &d);
+	while (bson_iter_next(&it)) {
+		const char *f = bson_iter_key(&it);
+		const bson_value_t *v = bson_iter_value(&it);
+		if (strcmp(f, "groupBy") == 0) {
+			if (!((v->value_type == BSON_TYPE_UTF8 && v->value.v_utf8.str[0] == '$') ||
+			        v->value_type == BSON_TYPE_DOCUMENT)) {
+				char *s = bv_to_mongo_string(v);
+				terr_set(err, 40202,
+				    "The $bucket 'groupBy' field must be defined as a $-prefixed path or an expression, but found: %s.",
+				    s);
+				bson_free(s);
+				return -1;
+			}
+			groupby = *v;
+			has_group = true;
+		} else if (strcmp(f, "boundaries") == 0) {
+			if (v->value_type != BSON_TYPE_ARRAY)
+				return terr_set(err, 40200,
+				    "The $bucket 'boundaries' field must be an array, but found type: %s.",
+				    bv_type_name(v->value_type));
+			agg_value_doc(v, &bounds);
+			has_bounds = true;
+		} else if (strcmp(f, "default") == 0) {
+			deflt = *v;
+			has_default = true;
+		} else if (strcmp(f, "output") == 0) {
+			if (v->value_type != BSON_TYPE_DOCUMENT)
+				return terr_set(err, 40196,
+				    "The $bucket 'output' field must be an object, but found type: %s.",
+				    bv_type_name(v->value_type));
+			agg_value_doc(v, &output);
+			has_output = true;
+		} else {
+			return terr_set(err, 40197, "Unrecognized option to $bucket: %s.", f);
+		}
+	}
+	if (!has_group || !has_bounds)
+		return terr_set(err, 40198, "$bucket requires 'groupBy' and 'boundaries' to be specified.");
+	nb = (int)bson_count_keys(&bounds);
+	if (nb < 2)
+		return terr_set(err, 40192,
+		    "The $bucket 'boundaries' field must have at least 2 values, but found %d value(s).", nb);
+	/* constant, same canonical type, strictly ascending */
+	bson_iter_init(&bi, &bounds);
+	for (int i = 0; bson_iter_next(&bi); i++) {
+		const bson_value_t *b = bson_iter_value(&bi);
+		if (i > 0) {
+			if (bv_type_rank(b->value_type) != bv_type_rank(prev.value_type))
+				return terr_set(err, 40193,
+				    "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.",
+				    bv_type_name(prev.value_type), bv_type_name(b->value_type));
+			if (bv_compare(&prev, b) >= 0) {
+				char *a = bv_to_mongo_string(&prev), *c = bv_to_mongo_string(b);
+				terr_set(err, 40194,
+				    "The 'boundaries' option to $bucket must be sorted in ascending order, but elements %d and %d are not in ascending order (%s is not less than %s).",
+				    i - 1, i, a, c);
+				bson_free(a);
+				bson_free(c);
+				return -1;
+			}
+		}
+		prev = *b;
+	}
+	if (has_default) {
+		bson_value_t lo, hi;
+		bson_iter_init(&bi, &bounds);
+		bson_iter_next(&bi);
+		lo = *bson_iter_value(&bi);
+		hi = prev;
+		if (bv_type_rank(deflt.value_type) == bv_type_rank(lo.value_type) &&
+		    bv_compare(&deflt, &lo) >= 0 && bv_compare(&deflt, &hi) < 0)
+			return terr_set(err, 40199,
+			    "The $bucket 'default' field must be less than the lowest boundary or greater than or equal to the highest boundary.");
+	}
+	/* {$group: {_id: {$switch: {branches: [{case: {$and: [{$gte: [g, b_i]}, {$lt: [g, b_i+1]}]}, then: b_i}...], default}}, <output>}} */
+	g = bson_new();
+	bson_append_document_begin(g, "", 0, &inner);
+	{
+		bson_t idd, swd;
+		bson_append_document_begin(&inner, "_id", 3, &idd);
+		bson_append_document_begin(&idd, "$switch", -1, &swd);
+		bson_append_array_begin(&swd, "branches", -1, &branches);
+		bson_iter_init(&bi, &bounds);
+		bson_iter_next(&bi);
+		prev = *bson_iter_value(&bi);
+		for (int i = 0; bson_iter_next(&bi); i++) {
+			bson_t br, cs, and, c1, c2, a1, a2;
+			const bson_value_t *b = bson_iter_value(&bi);
+			bson_uint32_to_string((uint32_t)i, &k, key, sizeof(key));
+			bson_append_document_begin(&branches, k, -1, &br);
+			bson_append_document_begin(&br, "case", -1, &cs);
+			bson_append_array_begin(&cs, "$and", -1, &and);
+			bson_append_document_begin(&and, "0", 1, &c1);
+			bson_append_array_begin(&c1, "$gte", -1, &a1);
+			bv_append(&a1, "0", 1, &groupby);
+			bv_append(&a1, "1", 1, &prev);
+			bson_append_array_end(&c1, &a1);
+			bson_append_document_end(&and, &c1);
+			bson_append_document_begin(&and, "1", 1, &c2);
+			bson_append_array_begin(&c2, "$lt", -1, &a2);
+			bv_append(&a2, "0", 1, &groupby);
+			bv_append(&a2, "1", 1, b);
+			bson_append_array_end(&c2, &a2);
+			bson_append_document_end(&and, &c2);
+			bson_append_array_end(&cs, &and);
+			bson_append_document_end(&br, &cs);
+			{
+				bson_t lit;
+				bson_append_document_begin(&br, "then", -1, &lit);
+				bv_append(&lit, "$literal", -1, &prev);
+				bson_append_document_end(&br, &lit);
+			}
+			bson_append_document_end(&branches, &br);
+			prev = *b;
+		}
+		bson_append_array_end(&swd, &branches);
+		if (has_default) {
+			bson_t lit;
+			bson_append_document_begin(&swd, "default", -1, &lit);
+			bv_append(&lit, "$literal", -1, &deflt);
+			bson_append_document_end(&swd, &lit);
+		}
+		bson_append_document_end(&idd, &swd);
+		bson_append_document_end(&inner, &idd);
+	}
+	if (has_output) {
+		bson_iter_init(&it, &output);
+		while (bson_iter_next(&it))
+			bson_append_iter(&inner, bson_iter_key(&it), -1, &it);
+	} else {
+		bson_t cnt;
+		bson_append_document_begin(&inner, "count", -1, &cnt);
+		BSON_APPEND_INT32(&cnt, "$sum", 1);
+		bson_append_document_end(&inner, &cnt);
+	}
+	bson_append_document_end(g, &inner);
+	bson_iter_init(&it, g);
+	bson_iter_next(&it);
+	gv = *bson_iter_value(&it);
+	{
+		bson_t *ex = bson_new();
+		bv_append(ex, "$group", -1, &gv);
+		ret = group_build(pc, &gv, ex, err);
+	}
+	bson_destroy(g);
+	if (ret != 0)
+		return ret;
+	BSON_APPEND_INT32(&sort, "_id", 1);
+	ret = add_sort(pc, &sort, err);
+	bson_destroy(&sort);
+	return ret;
+}
+
+const agg_stage_def_t agg_stages_group[] = {
+	{"$group", group_parse, group_open, group_next, group_close, group_free_plan, 0},
+	{"$sortByCount", sbc_parse, NULL, NULL, NULL, NULL, 0},
+	{"$bucket", bucket_parse, NULL, NULL, NULL, NULL, 0},
+	{NULL},
+};

@@ -1,0 +1,652 @@
+/*
+ * stage_lookup.c -- the stages that run other pipelines: $lookup (a join,
+ * by localField/foreignField, by let + pipeline, or both), $unionWith and
+ * $facet.
+ *
+ * A sub-pipeline is parsed once with the outer scope (so $$vars resolve) and
+ * run as a sub-exec: for $lookup once per input document, reading the
+ * foreign collection through the find executor with the join condition
+ * pushed down; for $facet once per branch over the buffered input.
+ */
+#include "agg/agg_private.h"
+
+#include <string.h>
+
+#include "agg/agg_doc.h"
+#include "bson/path.h"
+#include "bson/value.h"
+#include "common/mem.h"
+
+/* ---- $lookup ------------------------------------------------------------ */
+
+typedef struct lookup_plan {
+	char *db, *from;          /* from NULL: the pipeline starts with $documents */
+	char *local, *foreign;    /* both or neither */
+	char *as;
+	agg_pipeline_t *pipe;     /* may have 0 stages */
+	int *let_ids;
+	char **let_names;
+	expr_t **let_exprs;
+	int nlet;
+} lookup_plan_t;
+
+static void
+lookup_free_plan(void *plan)
+{
+	lookup_plan_t *lp = plan;
+	int i;
+
+	bson_free(lp->db);
+	bson_free(lp->from);
+	bson_free(lp->local);
+	bson_free(lp->foreign);
+	bson_free(lp->as);
+	agg_pipeline_free(lp->pipe);
+	for (i = 0; i < lp->nlet; i++) {
+		expr_destroy(lp->let_exprs[i]);
+		bson_free(lp->let_names[i]);
+	}
+	bson_free(lp->let_ids);
+	bson_free(lp->let_names);
+	bson_free(lp->let_exprs);
+	bson_free(lp);
+}
+
+static int
+lookup_string(const char *name, const bson_value_t *v, char **out, terr_t *err)
+{
+	if (v->value_type != BSON_TYPE_UTF8)
+		return terr_set(err, TERR_FAILED_TO_PARSE,
+		    "$lookup argument '%s' must be a string, found type %s", name,
+		    bv_type_name(v->value_type));
+	bson_free(*out);
+	*out = bson_strdup(v->value.v_utf8.str);
+	return 0;
+}
+
+static int
+lookup_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	lookup_plan_t *lp;
+	bson_t d, pipe, let;
+	bson_iter_t it;
+	bool has_pipe = false, has_let = false;
+	int ret = 0, i;
+	static const bson_t empty_pipe = BSON_INITIALIZER;
+
+	if (spec->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, TERR_FAILED_TO_PARSE,
+		    "the $lookup stage specification must be an object, but found %s",
+		    bv_type_name(spec->value_type));
+	lp = bson_malloc0(sizeof(*lp));
+	agg_value_doc(spec, &d);
+	bson_iter_init(&it, &d);
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		const bson_value_t *v = bson_iter_value(&it);
+		if (strcmp(k, "from") == 0) {
+			if (v->value_type == BSON_TYPE_DOCUMENT) {
+				bson_t f;
+				bson_iter_t fi;
+				agg_value_doc(v, &f);
+				if (bson_iter_init_find(&fi, &f, "db") && BSON_ITER_HOLDS_UTF8(&fi))
+					lp->db = bson_strdup(bson_iter_utf8(&fi, NULL));
+				if (bson_iter_init_find(&fi, &f, "coll") && BSON_ITER_HOLDS_UTF8(&fi))
+					lp->from = bson_strdup(bson_iter_utf8(&fi, NULL));
+				if (lp->db == NULL || lp->from == NULL) {
+					ret = terr_set(err, TERR_FAILED_TO_PARSE,
+					    "$lookup 'from' field must specify both 'db' and 'coll'");
+					goto err;
+				}
+			} else {
+				if (v->value_type != BSON_TYPE_UTF8) {
+					ret = terr_set(err, TERR_FAILED_TO_PARSE,
+					    "$lookup 'from' field must be a string or an object, but found %s",
+					    bv_type_name(v->value_type));
+					goto err;
+				}
+				ERR(lookup_string("from", v, &lp->from, err));
+			}
+		} else if (strcmp(k, "localField") == 0) {
+			ERR(lookup_string(k, v, &lp->local, err));
+		} else if (strcmp(k, "foreignField") == 0) {
+			ERR(lookup_string(k, v, &lp->foreign, err));
+		} else if (strcmp(k, "as") == 0) {
+			ERR(lookup_string(k, v, &lp->as, err));
+		} else if (strcmp(k, "pipeline") == 0) {
+			if (v->value_type != BSON_TYPE_ARRAY) {
+				ret = terr_set(err, TERR_FAILED_TO_PARSE,
+				    "$lookup argument 'pipeline' must be an array, is type %s",
+				    bv_type_name(v->value_type));
+				goto err;
+			}
+			agg_value_doc(v, &pipe);
+			has_pipe = true;
+		} else if (strcmp(k, "let") == 0) {
+			if (v->value_type != BSON_TYPE_DOCUMENT) {
+				ret = terr_set(err, TERR_FAILED_TO_PARSE,
+				    "$lookup argument 'let' must be an object, is type %s",
+				    bv_type_name(v->value_type));
+				goto err;
+			}
+			agg_value_doc(v, &let);
+			has_let = true;
+		} else {
+			ret = terr_set(err, TERR_FAILED_TO_PARSE, "unknown argument to $lookup: %s", k);
+			goto err;
+		}
+	}
+	if (lp->as == NULL) {
+		ret = terr_set(err, TERR_FAILED_TO_PARSE, "must specify 'as' field for a $lookup");
+		goto err;
+	}
+	if ((lp->local == NULL) != (lp->foreign == NULL) || (!has_pipe && lp->local == NULL)) {
+		ret = terr_set(err, TERR_FAILED_TO_PARSE,
+		    "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified");
+		goto err;
+	}
+	if (has_let && !has_pipe) {
+		ret = terr_set(err, TERR_FAILED_TO_PARSE,
+		    "$lookup with 'let' must also specify 'pipeline'");
+		goto err;
+	}
+	if (lp->db == NULL)
+		lp->db = bson_strdup(pc->host != NULL ? pc->host->db : "test");
+	/* let: parsed in the outer scope, defined for the inner one */
+	expr_scope_push(pc->scope);
+	if (has_let) {
+		int n = (int)bson_count_keys(&let);
+		lp->let_ids = bson_malloc0(sizeof(int) * (size_t)(n + 1));
+		lp->let_names = bson_malloc0(sizeof(char *) * (size_t)(n + 1));
+		lp->let_exprs = bson_malloc0(sizeof(expr_t *) * (size_t)(n + 1));
+		bson_iter_init(&it, &let);
+		while (bson_iter_next(&it)) {
+			if (expr_parse(bson_iter_value(&it), pc->scope, &lp->let_exprs[lp->nlet], err) != 0) {
+				expr_scope_pop(pc->scope);
+				ret = -1;
+				goto err;
+			}
+			lp->let_names[lp->nlet] = bson_strdup(bson_iter_key(&it));
+			lp->nlet++;
+		}
+		for (i = 0; i < lp->nlet; i++)
+			if (expr_scope_define(pc->scope, lp->let_names[i], &lp->let_ids[i], err) != 0) {
+				expr_scope_pop(pc->scope);
+				ret = -1;
+				goto err;
+			}
+	}
+	{
+		/* $match in the sub-pipeline compiles against these names (values
+		 * come per document; see stage_basic.c) */
+		const bson_t *outer = pc->let_doc;
+		bson_t *ld = outer != NULL ? bson_copy(outer) : bson_new();
+		for (i = 0; i < lp->nlet; i++)
+			BSON_APPEND_NULL(ld, lp->let_names[i]);
+		pc->let_doc = ld;
+		ret = agg_pipeline_parse_sub(pc, has_pipe ? &pipe : &empty_pipe, false, true, &lp->pipe, err);
+		pc->let_doc = outer;
+		bson_destroy(ld);
+	}
+	expr_scope_pop(pc->scope);
+	if (ret != 0)
+		goto err;
+	if (lp->from == NULL &&
+	    (lp->pipe->nstages == 0 || strcmp(lp->pipe->stages[0].def->name, "$documents") != 0)) {
+		ret = terr_set(err, TERR_FAILED_TO_PARSE, "must specify 'from' field for a $lookup");
+		goto err;
+	}
+	agg_pctx_add(pc, &agg_stages_lookup[0], lp, agg_explain_doc("$lookup", spec));
+	return 0;
+err:
+	lookup_free_plan(lp);
+	return ret;
+}
+
+typedef struct lookup_state {
+	storage_coll_t *foreign;
+	bool opened;
+	bson_t out;
+} lookup_state_t;
+
+static int
+lookup_open(agg_rt_t *rt, terr_t *err)
+{
+	lookup_state_t *ls = tm_alloc0(sizeof(*ls));
+
+	bson_init(&ls->out);
+	rt->state = ls;
+	return 0;
+}
+
+typedef struct vals {
+	bson_t arr;
+	uint32_t n;
+} vals_t;
+
+static bool
+collect_visit(const bpath_hit_t *hit, void *ctx)
+{
+	vals_t *v = ctx;
+	char key[16];
+	const char *k;
+
+	if (hit->value.value_type == BSON_TYPE_EOD)
+		return true;
+	if (hit->value.value_type == BSON_TYPE_ARRAY && !hit->leaf_element)
+		return true;
+	bson_uint32_to_string(v->n++, &k, key, sizeof(key));
+	bv_append(&v->arr, k, -1, &hit->value);
+	return true;
+}
+
+/* {foreign: {$in: [values of local in doc]}} (null when there are none) */
+static void
+join_filter(const lookup_plan_t *lp, const bson_t *doc, bson_t *filter)
+{
+	vals_t v;
+	bson_t cond;
+
+	bson_init(&v.arr);
+	v.n = 0;
+	bpath_walk(doc, lp->local, true, collect_visit, &v);
+	if (v.n == 0)
+		BSON_APPEND_NULL(&v.arr, "0");
+	bson_append_document_begin(filter, lp->foreign, -1, &cond);
+	bson_append_array(&cond, "$in", 3, &v.arr);
+	bson_append_document_end(filter, &cond);
+	bson_destroy(&v.arr);
+}
+
+static int
+lookup_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	const lookup_plan_t *lp = rt->st->plan;
+	lookup_state_t *ls = rt->state;
+	const agg_host_t *h = rt->x->p->host;
+	const bson_t *in, *d;
+	agg_exec_t *sub = NULL;
+	bson_t filter = BSON_INITIALIZER, results = BSON_INITIALIZER;
+	bson_value_t av;
+	uint32_t n = 0;
+	size_t bytes = 0;
+	int rc, ret = 0, i;
+
+	rc = agg_rt_pull(rt, &in, err);
+	if (rc != 1)
+		goto done;
+	if (!ls->opened) {
+		ls->opened = true;
+		if (lp->from != NULL && h != NULL)
+			storage_coll_get(h->st, lp->db, lp->from, &ls->foreign, NULL);
+	}
+	ERR(agg_exec_new_sub(lp->pipe, rt->x, &sub, err));
+	for (i = 0; i < lp->nlet; i++) {
+		bson_value_t v;
+		ERR(agg_eval(rt, lp->let_exprs[i], in, i == 0, &v, err));
+		if (v.value_type == BSON_TYPE_EOD)
+			v.value_type = BSON_TYPE_NULL;
+		ERR(agg_exec_set_var(sub, lp->let_ids[i], lp->let_names[i], &v, err));
+	}
+	if (lp->local != NULL)
+		join_filter(lp, in, &filter);
+	if (lp->from != NULL)
+		ERR(agg_exec_open_source(sub, ls->foreign, &filter, err));
+	while ((rc = agg_exec_pull(sub, &d, err)) == 1) {
+		char key[16];
+		const char *k;
+		bytes += d->len;
+		if (bytes > 16 * 1024 * 1024) {
+			ret = terr_set(err, 4568,
+			    "Total size of documents in %s matching pipeline's $lookup stage exceeds %d bytes",
+			    lp->from ? lp->from : "$documents", 16 * 1024 * 1024);
+			goto err;
+		}
+		bson_uint32_to_string(n++, &k, key, sizeof(key));
+		bson_append_document(&results, k, -1, d);
+	}
+	if (rc < 0) {
+		ret = -1;
+		goto err;
+	}
+	av.value_type = BSON_TYPE_ARRAY;
+	av.value.v_doc.data = (uint8_t *)bson_get_data(&results);
+	av.value.v_doc.data_len = results.len;
+	bson_reinit(&ls->out);
+	agg_doc_set_path(in, lp->as, &av, &ls->out);
+	*out = &ls->out;
+	ret = 1;
+err:
+	agg_exec_free(sub);
+	bson_destroy(&filter);
+	bson_destroy(&results);
+	return ret;
+done:
+	bson_destroy(&filter);
+	bson_destroy(&results);
+	return rc;
+}
+
+static void
+lookup_close(agg_rt_t *rt)
+{
+	lookup_state_t *ls = rt->state;
+
+	storage_coll_release(ls->foreign);
+	bson_destroy(&ls->out);
+	bson_free(ls);
+}
+
+/* ---- $unionWith ---------------------------------------------------------- */
+
+typedef struct union_plan {
+	char *coll;
+	agg_pipeline_t *pipe;
+} union_plan_t;
+
+static void
+union_free_plan(void *plan)
+{
+	union_plan_t *up = plan;
+
+	bson_free(up->coll);
+	agg_pipeline_free(up->pipe);
+	bson_free(up);
+}
+
+static int
+union_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	union_plan_t *up = bson_malloc0(sizeof(*up));
+	static const bson_t empty_pipe = BSON_INITIALIZER;
+	bson_t pipe;
+	bool has_pipe = false;
+	int ret = 0;
+
+	if (spec->value_type == BSON_TYPE_UTF8) {
+		up->coll = bson_strdup(spec->value.v_utf8.str);
+	} else if (spec->value_type == BSON_TYPE_DOCUMENT) {
+		bson_t d;
+		bson_iter_t it;
+		agg_value_doc(spec, &d);
+		bson_iter_init(&it, &d);
+		while (bson_iter_next(&it)) {
+			const char *k = bson_iter_key(&it);
+			if (strcmp(k, "coll") == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
+				up->coll = bson_strdup(bson_iter_utf8(&it, NULL));
+			} else if (strcmp(k, "pipeline") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
+				agg_value_doc(bson_iter_value(&it), &pipe);
+				has_pipe = true;
+			} else if (strcmp(k, "coll") == 0 || strcmp(k, "pipeline") == 0) {
+				ret = terr_set(err, TERR_TYPE_MISMATCH,
+				    "BSON field '$unionWith.%s' is the wrong type '%s', expected type '%s'", k,
+				    bv_type_name(bson_iter_type(&it)), k[0] == 'c' ? "string" : "array");
+				goto err;
+			} else {
+				ret = terr_set(err, 40415, "BSON field '$unionWith.%s' is an unknown field.", k);
+				goto err;
+			}
+		}
+	} else {
+		ret = terr_set(err, TERR_FAILED_TO_PARSE,
+		    "the $unionWith stage specification must be an object or string, but found %s",
+		    bv_type_name(spec->value_type));
+		goto err;
+	}
+	ERR(agg_pipeline_parse_sub(pc, has_pipe ? &pipe : &empty_pipe, false, true, &up->pipe, err));
+	if (up->coll == NULL &&
+	    (up->pipe->nstages == 0 || strcmp(up->pipe->stages[0].def->name, "$documents") != 0)) {
+		ret = terr_set(err, TERR_FAILED_TO_PARSE,
+		    "$unionWith stage without explicit collection must have a pipeline with $documents as first stage");
+		goto err;
+	}
+	agg_pctx_add(pc, &agg_stages_lookup[1], up, agg_explain_doc("$unionWith", spec));
+	return 0;
+err:
+	union_free_plan(up);
+	return ret;
+}
+
+typedef struct union_state {
+	bool input_done;
+	agg_exec_t *sub;
+} union_state_t;
+
+static int
+union_open(agg_rt_t *rt, terr_t *err)
+{
+	rt->state = bson_malloc0(sizeof(union_state_t));
+	return 0;
+}
+
+static int
+union_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	const union_plan_t *up = rt->st->plan;
+	union_state_t *us = rt->state;
+	const agg_host_t *h = rt->x->p->host;
+	int rc;
+
+	if (!us->input_done) {
+		rc = agg_rt_pull(rt, out, err);
+		if (rc != 0)
+			return rc;
+		us->input_done = true;
+		RET(agg_exec_new_sub(up->pipe, rt->x, &us->sub, err));
+		if (up->coll != NULL && h != NULL) {
+			storage_coll_t *c = NULL;
+			storage_coll_get(h->st, h->db, up->coll, &c, NULL);
+			rc = agg_exec_open_source(us->sub, c, NULL, err);
+			storage_coll_release(c);
+			if (rc != 0)
+				return -1;
+		}
+	}
+	us->sub->s = rt->x->s;
+	return agg_exec_pull(us->sub, out, err);
+}
+
+static int
+union_save(agg_rt_t *rt, terr_t *err)
+{
+	union_state_t *us = rt->state;
+
+	return us->sub != NULL ? agg_exec_save(us->sub, err) : 0;
+}
+
+static int
+union_restore(agg_rt_t *rt, storage_session_t *s, terr_t *err)
+{
+	union_state_t *us = rt->state;
+
+	return us->sub != NULL ? agg_exec_restore(us->sub, s, err) : 0;
+}
+
+static void
+union_close(agg_rt_t *rt)
+{
+	union_state_t *us = rt->state;
+
+	agg_exec_free(us->sub);
+	bson_free(us);
+}
+
+/* ---- $facet -------------------------------------------------------------- */
+
+typedef struct facet_plan {
+	char **names;
+	agg_pipeline_t **pipes;
+	int n;
+} facet_plan_t;
+
+static void
+facet_free_plan(void *plan)
+{
+	facet_plan_t *fp = plan;
+	int i;
+
+	for (i = 0; i < fp->n; i++) {
+		bson_free(fp->names[i]);
+		agg_pipeline_free(fp->pipes[i]);
+	}
+	bson_free(fp->names);
+	bson_free(fp->pipes);
+	bson_free(fp);
+}
+
+static int
+facet_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	facet_plan_t *fp;
+	bson_t d;
+	bson_iter_t it;
+	int n, ret = 0;
+
+	if (spec->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, 15947, "a facet's fields must be specified in an object");
+	agg_value_doc(spec, &d);
+	n = (int)bson_count_keys(&d);
+	if (n == 0)
+		return terr_set(err, 40169, "the $facet specification must be a non-empty object");
+	fp = bson_malloc0(sizeof(*fp));
+	fp->names = bson_malloc0(sizeof(char *) * (size_t)n);
+	fp->pipes = bson_malloc0(sizeof(agg_pipeline_t *) * (size_t)n);
+	bson_iter_init(&it, &d);
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		bson_t arr;
+		if (k[0] == '\0' || k[0] == '$' || strchr(k, '.') != NULL) {
+			ret = terr_set(err, 40352, "FieldPath field names may not start with '$'.");
+			goto err;
+		}
+		if (!BSON_ITER_HOLDS_ARRAY(&it)) {
+			ret = terr_set(err, 40170, "arguments to $facet must be arrays, %s is type %s", k,
+			    bv_type_name(bson_iter_type(&it)));
+			goto err;
+		}
+		agg_value_doc(bson_iter_value(&it), &arr);
+		fp->names[fp->n] = bson_strdup(k);
+		ERR(agg_pipeline_parse_sub(pc, &arr, true, false, &fp->pipes[fp->n], err));
+		fp->n++;
+	}
+	agg_pctx_add(pc, &agg_stages_lookup[2], fp, agg_explain_doc("$facet", spec));
+	return 0;
+err:
+	for (int i = fp->n; i < n; i++)
+		bson_free(fp->names[i]);
+	facet_free_plan(fp);
+	return ret;
+}
+
+typedef struct facet_state {
+	bool done;
+	bson_t **docs;
+	int64_t n, cap;
+	bson_t out;
+} facet_state_t;
+
+typedef struct facet_feed {
+	facet_state_t *fs;
+	int64_t i;
+} facet_feed_t;
+
+static int
+facet_feed_next(void *ctx, const bson_t **doc, terr_t *err)
+{
+	facet_feed_t *f = ctx;
+
+	if (f->i >= f->fs->n)
+		return 0;
+	*doc = f->fs->docs[f->i++];
+	return 1;
+}
+
+static int
+facet_open(agg_rt_t *rt, terr_t *err)
+{
+	facet_state_t *fs = tm_alloc0(sizeof(*fs));
+
+	bson_init(&fs->out);
+	rt->state = fs;
+	return 0;
+}
+
+static int
+facet_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	const facet_plan_t *fp = rt->st->plan;
+	facet_state_t *fs = rt->state;
+	const bson_t *d;
+	int64_t bytes = 0;
+	int rc, i;
+
+	if (fs->done)
+		return 0;
+	fs->done = true;
+	while ((rc = agg_rt_pull(rt, &d, err)) == 1) {
+		if (fs->n == fs->cap) {
+			fs->cap = fs->cap ? fs->cap * 2 : 64;
+			fs->docs = bson_realloc(fs->docs, sizeof(bson_t *) * (size_t)fs->cap);
+		}
+		fs->docs[fs->n++] = bson_copy(d);
+		bytes += d->len;
+		if (bytes > AGG_MEMORY_LIMIT)
+			return terr_set(err, TERR_QUERY_EXCEEDED_MEMORY_LIMIT_NO_DISK_USE_ALLOWED,
+			    "$facet exceeded the memory limit of %lld bytes", (long long)AGG_MEMORY_LIMIT);
+	}
+	if (rc < 0)
+		return -1;
+	bson_reinit(&fs->out);
+	for (i = 0; i < fp->n; i++) {
+		agg_exec_t *sub = NULL;
+		facet_feed_t feed = {fs, 0};
+		bson_t arr;
+		uint32_t k = 0;
+		size_t total = 0;
+		RET(agg_exec_new_sub(fp->pipes[i], rt->x, &sub, err));
+		sub->feed = facet_feed_next;
+		sub->feed_ctx = &feed;
+		bson_append_array_begin(&fs->out, fp->names[i], -1, &arr);
+		while ((rc = agg_exec_pull(sub, &d, err)) == 1) {
+			char key[16];
+			const char *ks;
+			total += d->len;
+			if (total > 16 * 1024 * 1024) {
+				rc = terr_set(err, 4031700,
+				    "document constructed by $facet is %zu bytes, which exceeds the limit of 16777216 bytes",
+				    total);
+				break;
+			}
+			bson_uint32_to_string(k++, &ks, key, sizeof(key));
+			bson_append_document(&arr, ks, -1, d);
+		}
+		bson_append_array_end(&fs->out, &arr);
+		agg_exec_free(sub);
+		if (rc < 0)
+			return -1;
+	}
+	*out = &fs->out;
+	return 1;
+}
+
+static void
+facet_close(agg_rt_t *rt)
+{
+	facet_state_t *fs = rt->state;
+	int64_t i;
+
+	for (i = 0; i < fs->n; i++)
+		bson_destroy(fs->docs[i]);
+	bson_free(fs->docs);
+	bson_destroy(&fs->out);
+	bson_free(fs);
+}
+
+const agg_stage_def_t agg_stages_lookup[] = {
+	{"$lookup", lookup_parse, lookup_open, lookup_next, lookup_close, lookup_free_plan, 0},
+	{"$unionWith", union_parse, union_open, union_next, union_close, union_free_plan, 0,
+	    union_save, union_restore},
+	{"$facet", facet_parse, facet_open, facet_next, facet_close, facet_free_plan,
+	    AGG_F_NOT_IN_FACET},
+	{NULL},
+};

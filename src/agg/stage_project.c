@@ -1,0 +1,593 @@
+/*
+ * stage_project.c -- $project, $addFields / $set and $unset: reshaping
+ * documents with a tree of included, excluded and computed fields.
+ *
+ * A spec becomes a tree (pnode_t) keyed by field name; dotted names and
+ * nested objects both make sub-trees.  Applying it is mongod's two passes:
+ * first the inclusions/exclusions (arrays of documents are walked element by
+ * element), then the computed fields, which replace a field in place or are
+ * appended in spec order; a computed value that is missing drops the field.
+ *
+ * Not here: find's projection ($elemMatch, $slice, positional $) -- query/.
+ */
+#include "agg/agg_private.h"
+
+#include <string.h>
+
+#include "bson/value.h"
+#include "common/mem.h"
+
+typedef enum { PN_INCLUDE, PN_EXCLUDE, PN_EXPR, PN_SUB } pn_kind_t;
+
+typedef struct pnode {
+	char *name;
+	pn_kind_t kind;
+	expr_t *e;                /* PN_EXPR */
+	struct pnode *kids;       /* PN_SUB */
+	int nkids;
+	bool computed;            /* PN_EXPR, or a PN_SUB with one below */
+} pnode_t;
+
+typedef enum { PM_INCLUSION, PM_EXCLUSION, PM_ADD } pmode_t;
+
+typedef struct proj_plan {
+	pmode_t mode;
+	pnode_t root;
+} proj_plan_t;
+
+typedef struct proj_state {
+	bson_t pass1, out;
+} proj_state_t;
+
+static void
+pnode_destroy(pnode_t *n)
+{
+	int i;
+
+	bson_free(n->name);
+	expr_destroy(n->e);
+	for (i = 0; i < n->nkids; i++)
+		pnode_destroy(&n->kids[i]);
+	bson_free(n->kids);
+}
+
+static void
+proj_free_plan(void *plan)
+{
+	proj_plan_t *pp = plan;
+
+	pnode_destroy(&pp->root);
+	bson_free(pp);
+}
+
+static pnode_t *
+pnode_find(const pnode_t *n, const char *name, size_t len)
+{
+	int i;
+
+	for (i = 0; i < n->nkids; i++)
+		if (strlen(n->kids[i].name) == len && memcmp(n->kids[i].name, name, len) == 0)
+			return &n->kids[i];
+	return NULL;
+}
+
+static pnode_t *
+pnode_add(pnode_t *n, const char *name, size_t len)
+{
+	pnode_t *k;
+
+	n->kids = bson_realloc(n->kids, sizeof(pnode_t) * (size_t)(n->nkids + 1));
+	k = &n->kids[n->nkids++];
+	memset(k, 0, sizeof(*k));
+	k->name = bson_strndup(name, len);
+	k->kind = PN_SUB;
+	return k;
+}
+
+/* Parse context: the stage name for messages, the mode once decided. */
+typedef struct pparse {
+	const char *stage;        /* "$project", "$addFields", "$set", "$unset" */
+	pmode_t mode;
+	bool decided;
+	expr_scope_t *scope;
+	terr_t *err;
+} pparse_t;
+
+static int
+perr(pparse_t *pp, int code, const char *fmt, const char *a, const char *b)
+{
+	char *m = bson_strdup_printf(fmt, a, b);
+
+	terr_set(pp->err, code, "Invalid %s :: caused by :: %s", pp->stage, m);
+	bson_free(m);
+	return -1;
+}
+
+/* Place a leaf (kind, e stolen) at dotted path under root. */
+static int
+place(pparse_t *pp, pnode_t *root, const char *path, pn_kind_t kind, expr_t *e)
+{
+	pnode_t *n = root, *k;
+	const char *p = path, *dot;
+
+	for (;;) {
+		size_t len;
+		dot = strchr(p, '.');
+		len = dot ? (size_t)(dot - p) : strlen(p);
+		if (len == 0) {
+			expr_destroy(e);
+			return perr(pp, 40352, "FieldPath cannot be constructed with empty string%s%s", "", "");
+		}
+		if (p[0] == '$') {
+			expr_destroy(e);
+			return perr(pp, 16410,
+			    "FieldPath field names may not start with '$'. Consider using $getField or $setField.%s%s",
+			    "", "");
+		}
+		k = pnode_find(n, p, len);
+		if (dot == NULL) {
+			if (k != NULL) {
+				expr_destroy(e);
+				return perr(pp, 31250, "Path collision at %s%s", path, "");
+			}
+			k = pnode_add(n, p, len);
+			k->kind = kind;
+			k->e = e;
+			return 0;
+		}
+		if (k == NULL) {
+			k = pnode_add(n, p, len);
+		} else if (k->kind != PN_SUB) {
+			char *pre = bson_strndup(path, (size_t)(dot - path));
+			int r = perr(pp, 31249, "Path collision at %s remaining portion %s", pre, dot + 1);
+			bson_free(pre);
+			expr_destroy(e);
+			return r;
+		}
+		n = k;
+		p = dot + 1;
+	}
+}
+
+static bool
+is_expression_object(const bson_value_t *v)
+{
+	bson_t d;
+	bson_iter_t it;
+
+	if (v->value_type != BSON_TYPE_DOCUMENT || !agg_value_doc(v, &d))
+		return false;
+	return bson_iter_init(&it, &d) && bson_iter_next(&it) && bson_iter_key(&it)[0] == '$';
+}
+
+static int parse_fields(pparse_t *pp, pnode_t *root, const bson_t *spec, const char *prefix);
+
+static int
+decide(pparse_t *pp, pmode_t m, const char *path, bool is_id)
+{
+	if (pp->mode == PM_ADD)
+		return 0;
+	if (is_id)
+		return 0;  /* _id: 0 or 1 fits both modes */
+	if (!pp->decided) {
+		pp->decided = true;
+		pp->mode = m;
+		return 0;
+	}
+	if (pp->mode == m)
+		return 0;
+	if (pp->mode == PM_INCLUSION)
+		return perr(pp, 31254, "Cannot do exclusion on field %s in inclusion projection%s", path, "");
+	return perr(pp, 31253, "Cannot do inclusion on field %s in exclusion projection%s", path, "");
+}
+
+static int
+parse_one(pparse_t *pp, pnode_t *root, const char *path, const bson_value_t *v)
+{
+	expr_t *e = NULL;
+	bool is_id = strcmp(path, "_id") == 0;
+
+	if (pp->mode != PM_ADD && (v->value_type == BSON_TYPE_BOOL || bv_is_number(v))) {
+		bool inc = v->value_type == BSON_TYPE_BOOL ? v->value.v_bool : bv_as_double(v) != 0 || bv_is_nan(v);
+		RET(decide(pp, inc ? PM_INCLUSION : PM_EXCLUSION, path, is_id));
+		return place(pp, root, path, inc ? PN_INCLUDE : PN_EXCLUDE, NULL);
+	}
+	if (v->value_type == BSON_TYPE_DOCUMENT && !is_expression_object(v)) {
+		bson_t d;
+		agg_value_doc(v, &d);
+		if (bson_empty(&d)) {
+			if (pp->mode == PM_ADD)
+				goto expression;
+			return perr(pp, 51270,
+			    "An empty sub-projection is not a valid value. Found empty object at path%s%s", "", "");
+		}
+		return parse_fields(pp, root, &d, path);
+	}
+expression:
+	if (pp->mode == PM_EXCLUSION && pp->decided)
+		return perr(pp, 31252,
+		    "Cannot use expression other than $meta in exclusion projection%s%s", "", "");
+	RET(decide(pp, PM_INCLUSION, path, false));
+	if (expr_parse(v, pp->scope, &e, pp->err) != 0)
+		return -1;
+	return place(pp, root, path, PN_EXPR, e);
+}
+
+static int
+parse_fields(pparse_t *pp, pnode_t *root, const bson_t *spec, const char *prefix)
+{
+	bson_iter_t it;
+
+	bson_iter_init(&it, spec);
+	while (bson_iter_next(&it)) {
+		char *path = prefix ? bson_strdup_printf("%s.%s", prefix, bson_iter_key(&it))
+		                    : bson_strdup(bson_iter_key(&it));
+		int r = parse_one(pp, root, path, bson_iter_value(&it));
+		bson_free(path);
+		if (r != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static bool
+mark_computed(pnode_t *n)
+{
+	int i;
+
+	n->computed = n->kind == PN_EXPR;
+	for (i = 0; i < n->nkids; i++)
+		if (mark_computed(&n->kids[i]))
+			n->computed = true;
+	return n->computed;
+}
+
+/* ---- pass 1: inclusion / exclusion -------------------------------------- */
+
+static void include_doc(const pnode_t *n, const bson_t *in, bson_t *out);
+static void exclude_doc(const pnode_t *n, const bson_t *in, bson_t *out);
+
+static void
+walk_array(const pnode_t *n, const bson_t *arr, bson_t *out, bool inclusion)
+{
+	bson_iter_t it;
+	char key[16];
+	const char *k;
+	uint32_t i = 0;
+
+	bson_iter_init(&it, arr);
+	while (bson_iter_next(&it)) {
+		bson_t sub, child;
+		if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
+			bool is_arr = BSON_ITER_HOLDS_ARRAY(&it);
+			agg_value_doc(bson_iter_value(&it), &sub);
+			bson_uint32_to_string(i++, &k, key, sizeof(key));
+			if (is_arr) {
+				bson_append_array_begin(out, k, -1, &child);
+				walk_array(n, &sub, &child, inclusion);
+				bson_append_array_end(out, &child);
+			} else {
+				bson_append_document_begin(out, k, -1, &child);
+				if (inclusion)
+					include_doc(n, &sub, &child);
+				else
+					exclude_doc(n, &sub, &child);
+				bson_append_document_end(out, &child);
+			}
+		} else if (!inclusion) {
+			bson_uint32_to_string(i++, &k, key, sizeof(key));
+			bson_append_iter(out, k, -1, &it);
+		}
+	}
+}
+
+static void
+include_doc(const pnode_t *n, const bson_t *in, bson_t *out)
+{
+	bson_iter_t it;
+
+	bson_iter_init(&it, in);
+	while (bson_iter_next(&it)) {
+		const pnode_t *k = pnode_find(n, bson_iter_key(&it), bson_iter_key_len(&it));
+		bson_t sub, child;
+		if (k == NULL)
+			continue;
+		if (k->kind == PN_INCLUDE) {
+			bson_append_iter(out, bson_iter_key(&it), -1, &it);
+		} else if (k->kind == PN_SUB) {
+			if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+				agg_value_doc(bson_iter_value(&it), &sub);
+				bson_append_document_begin(out, bson_iter_key(&it), -1, &child);
+				include_doc(k, &sub, &child);
+				bson_append_document_end(out, &child);
+			} else if (BSON_ITER_HOLDS_ARRAY(&it)) {
+				agg_value_doc(bson_iter_value(&it), &sub);
+				bson_append_array_begin(out, bson_iter_key(&it), -1, &child);
+				walk_array(k, &sub, &child, true);
+				bson_append_array_end(out, &child);
+			}
+		}
+	}
+}
+
+static void
+exclude_doc(const pnode_t *n, const bson_t *in, bson_t *out)
+{
+	bson_iter_t it;
+
+	bson_iter_init(&it, in);
+	while (bson_iter_next(&it)) {
+		const pnode_t *k = pnode_find(n, bson_iter_key(&it), bson_iter_key_len(&it));
+		bson_t sub, child;
+		if (k == NULL || k->kind == PN_EXPR || k->kind == PN_INCLUDE) {
+			bson_append_iter(out, bson_iter_key(&it), -1, &it);
+		} else if (k->kind == PN_SUB && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			agg_value_doc(bson_iter_value(&it), &sub);
+			bson_append_document_begin(out, bson_iter_key(&it), -1, &child);
+			exclude_doc(k, &sub, &child);
+			bson_append_document_end(out, &child);
+		} else if (k->kind == PN_SUB && BSON_ITER_HOLDS_ARRAY(&it)) {
+			agg_value_doc(bson_iter_value(&it), &sub);
+			bson_append_array_begin(out, bson_iter_key(&it), -1, &child);
+			walk_array(k, &sub, &child, false);
+			bson_append_array_end(out, &child);
+		} else if (k->kind == PN_SUB) {
+			bson_append_iter(out, bson_iter_key(&it), -1, &it);
+		}
+		/* PN_EXCLUDE: dropped */
+	}
+}
+
+/* ---- pass 2: computed fields -------------------------------------------- */
+
+static int apply_exprs(agg_rt_t *rt, const pnode_t *n, const bson_t *cur, bson_t *out, terr_t *err);
+
+/* The value of a computed sub-tree applied to v (may be missing): documents
+ * get the fields, arrays each element, anything else becomes a new document. */
+static int
+exprs_to_value(agg_rt_t *rt, const pnode_t *n, const bson_value_t *v, bson_t *out, const char *key,
+    terr_t *err)
+{
+	bson_t sub, child;
+
+	if (v != NULL && v->value_type == BSON_TYPE_ARRAY) {
+		bson_iter_t it;
+		char kb[16];
+		const char *k;
+		uint32_t i = 0;
+		agg_value_doc(v, &sub);
+		bson_append_array_begin(out, key, -1, &child);
+		bson_iter_init(&it, &sub);
+		while (bson_iter_next(&it)) {
+			bson_uint32_to_string(i++, &k, kb, sizeof(kb));
+			if (exprs_to_value(rt, n, bson_iter_value(&it), &child, k, err) != 0) {
+				bson_append_array_end(out, &child);
+				return -1;
+			}
+		}
+		bson_append_array_end(out, &child);
+		return 0;
+	}
+	bson_append_document_begin(out, key, -1, &child);
+	if (v != NULL && v->value_type == BSON_TYPE_DOCUMENT) {
+		agg_value_doc(v, &sub);
+		if (apply_exprs(rt, n, &sub, &child, err) != 0) {
+			bson_append_document_end(out, &child);
+			return -1;
+		}
+	} else if (apply_exprs(rt, n, NULL, &child, err) != 0) {
+		bson_append_document_end(out, &child);
+		return -1;
+	}
+	bson_append_document_end(out, &child);
+	return 0;
+}
+
+static int
+apply_exprs(agg_rt_t *rt, const pnode_t *n, const bson_t *cur, bson_t *out, terr_t *err)
+{
+	bson_iter_t it;
+	bool *done = NULL;
+	int i, ret = 0;
+	bson_value_t v;
+
+	if (n->nkids > 0)
+		done = bson_malloc0(sizeof(bool) * (size_t)n->nkids);
+	if (cur != NULL) {
+		bson_iter_init(&it, cur);
+		while (bson_iter_next(&it)) {
+			const pnode_t *k = pnode_find(n, bson_iter_key(&it), bson_iter_key_len(&it));
+			if (k == NULL || !k->computed) {
+				bson_append_iter(out, bson_iter_key(&it), -1, &it);
+				continue;
+			}
+			done[k - n->kids] = true;
+			if (k->kind == PN_EXPR) {
+				ERR(expr_eval(k->e, rt->env, &v, err));
+				if (v.value_type != BSON_TYPE_EOD)
+					bv_append(out, k->name, -1, &v);
+			} else {
+				ERR(exprs_to_value(rt, k, bson_iter_value(&it), out, k->name, err));
+			}
+		}
+	}
+	for (i = 0; i < n->nkids; i++) {
+		const pnode_t *k = &n->kids[i];
+		if (done != NULL && done[i])
+			continue;
+		if (!k->computed)
+			continue;
+		if (k->kind == PN_EXPR) {
+			ERR(expr_eval(k->e, rt->env, &v, err));
+			if (v.value_type != BSON_TYPE_EOD)
+				bv_append(out, k->name, -1, &v);
+		} else {
+			ERR(exprs_to_value(rt, k, NULL, out, k->name, err));
+		}
+	}
+err:
+	bson_free(done);
+	return ret;
+}
+
+/* ---- stages ------------------------------------------------------------- */
+
+static int
+proj_build(agg_pctx_t *pc, const char *stage, pmode_t mode, const bson_t *spec, int row,
+    const bson_value_t *explain_spec, terr_t *err)
+{
+	proj_plan_t *plan = bson_malloc0(sizeof(*plan));
+	pparse_t pp = {.stage = stage, .mode = mode, .decided = mode == PM_ADD, .scope = pc->scope, .err = err};
+
+	plan->root.kind = PN_SUB;
+	plan->root.name = bson_strdup("");
+	if (parse_fields(&pp, &plan->root, spec, NULL) != 0) {
+		proj_free_plan(plan);
+		return -1;
+	}
+	if (!pp.decided) {
+		/* only _id: {_id: 1} includes, {_id: 0} excludes */
+		const pnode_t *id = pnode_find(&plan->root, "_id", 3);
+		pp.mode = id != NULL && id->kind == PN_INCLUDE ? PM_INCLUSION : PM_EXCLUSION;
+	}
+	plan->mode = pp.mode;
+	/* inclusion keeps _id unless told otherwise */
+	if (plan->mode == PM_INCLUSION && pnode_find(&plan->root, "_id", 3) == NULL) {
+		pnode_t *k = pnode_add(&plan->root, "_id", 3);
+		k->kind = PN_INCLUDE;
+		/* _id first among the fields */
+		if (plan->root.nkids > 1) {
+			pnode_t tmp = *k;
+			memmove(&plan->root.kids[1], &plan->root.kids[0],
+			    sizeof(pnode_t) * (size_t)(plan->root.nkids - 1));
+			plan->root.kids[0] = tmp;
+		}
+	}
+	mark_computed(&plan->root);
+	agg_pctx_add(pc, &agg_stages_project[row], plan, agg_explain_doc(stage, explain_spec));
+	return 0;
+}
+
+static int
+project_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	bson_t d;
+
+	if (spec->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, 15969, "$project specification must be an object");
+	agg_value_doc(spec, &d);
+	if (bson_empty(&d))
+		return terr_set(err, 51272,
+		    "Invalid $project :: caused by :: projection specification must have at least one field");
+	return proj_build(pc, "$project", PM_INCLUSION, &d, 0, spec, err);
+}
+
+static int
+addfields_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	bson_t d;
+
+	if (spec->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, 40272, "%s specification stage must be an object, got %s", pc->name,
+		    bv_type_name(spec->value_type));
+	agg_value_doc(spec, &d);
+	return proj_build(pc, pc->name, PM_ADD, &d, strcmp(pc->name, "$set") == 0 ? 2 : 1, spec, err);
+}
+
+static int
+unset_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	bson_t d = BSON_INITIALIZER, arr;
+	bson_iter_t it;
+	int ret;
+
+	if (spec->value_type == BSON_TYPE_UTF8) {
+		BSON_APPEND_INT32(&d, spec->value.v_utf8.str, 0);
+	} else if (spec->value_type == BSON_TYPE_ARRAY) {
+		agg_value_doc(spec, &arr);
+		bson_iter_init(&it, &arr);
+		while (bson_iter_next(&it)) {
+			if (!BSON_ITER_HOLDS_UTF8(&it)) {
+				bson_destroy(&d);
+				return terr_set(err, 31120,
+				    "$unset specification must be a string or an array containing only string values");
+			}
+			BSON_APPEND_INT32(&d, bson_iter_utf8(&it, NULL), 0);
+		}
+	} else {
+		return terr_set(err, 31002, "$unset specification must be a string or an array");
+	}
+	if (bson_empty(&d)) {
+		bson_destroy(&d);
+		return terr_set(err, 31119, "$unset specification must be a string or an array with at least one field");
+	}
+	ret = proj_build(pc, "$unset", PM_EXCLUSION, &d, 3, spec, err);
+	bson_destroy(&d);
+	return ret;
+}
+
+static int
+proj_open(agg_rt_t *rt, terr_t *err)
+{
+	proj_state_t *ps = tm_alloc0(sizeof(*ps));
+
+	bson_init(&ps->pass1);
+	bson_init(&ps->out);
+	rt->state = ps;
+	return 0;
+}
+
+static int
+proj_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	const proj_plan_t *plan = rt->st->plan;
+	proj_state_t *ps = rt->state;
+	const bson_t *in, *cur;
+	int rc;
+
+	rc = agg_rt_pull(rt, &in, err);
+	if (rc != 1)
+		return rc;
+	bson_reinit(&ps->pass1);
+	switch (plan->mode) {
+	case PM_INCLUSION:
+		include_doc(&plan->root, in, &ps->pass1);
+		cur = &ps->pass1;
+		break;
+	case PM_EXCLUSION:
+		exclude_doc(&plan->root, in, &ps->pass1);
+		cur = &ps->pass1;
+		break;
+	default:
+		cur = in;
+		break;
+	}
+	if (!plan->root.computed) {
+		*out = cur;
+		return 1;
+	}
+	expr_env_reset(rt->env);
+	expr_env_set_root(rt->env, in);
+	bson_reinit(&ps->out);
+	RET(apply_exprs(rt, &plan->root, cur, &ps->out, err));
+	*out = &ps->out;
+	return 1;
+}
+
+static void
+proj_close(agg_rt_t *rt)
+{
+	proj_state_t *ps = rt->state;
+
+	bson_destroy(&ps->pass1);
+	bson_destroy(&ps->out);
+	bson_free(ps);
+}
+
+const agg_stage_def_t agg_stages_project[] = {
+	{"$project", project_parse, proj_open, proj_next, proj_close, proj_free_plan, 0},
+	{"$addFields", addfields_parse, proj_open, proj_next, proj_close, proj_free_plan, 0},
+	{"$set", addfields_parse, proj_open, proj_next, proj_close, proj_free_plan, 0},
+	{"$unset", unset_parse, proj_open, proj_next, proj_close, proj_free_plan, 0},
+	{NULL},
+};

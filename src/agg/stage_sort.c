@@ -1,0 +1,300 @@
+/*
+ * stage_sort.c -- $sort (with the top-k of a following $limit) and the sort
+ * key rules other stages share ($sortByCount, $bucketAuto...).
+ *
+ * Keys are MongoDB's: for each field the values reached along the path with
+ * query semantics (arrays traversed); ascending takes the smallest, descending
+ * the largest; a missing field sorts as null, an empty array below null.
+ * Documents are held in memory up to 100 MB (292 beyond that without
+ * allowDiskUse; spilling is not built yet: 238).
+ */
+#include "agg/agg_private.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "bson/path.h"
+#include "bson/value.h"
+
+/* ---- sort specs --------------------------------------------------------- */
+
+int
+agg_sort_spec_parse(const bson_t *spec, agg_sort_spec_t *out, terr_t *err)
+{
+	bson_iter_t it;
+	int n = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (bson_empty(spec))
+		return terr_set(err, 15976, "$sort stage must have at least one sort key");
+	out->keys = bson_malloc0(sizeof(agg_sort_key_t) * (bson_count_keys(spec) + 1));
+	bson_iter_init(&it, spec);
+	while (bson_iter_next(&it)) {
+		const bson_value_t *v = bson_iter_value(&it);
+		int64_t d;
+		if (v->value_type == BSON_TYPE_DOCUMENT) {
+			agg_sort_spec_destroy(out);
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "$meta sort keys are not supported by Tamga yet");
+		}
+		if (!bv_is_number(v) || !bv_as_int64_exact(v, &d) || (d != 1 && d != -1)) {
+			agg_sort_spec_destroy(out);
+			return terr_set(err, 15975,
+			    "$sort key ordering must be 1 (for ascending) or -1 (for descending)");
+		}
+		if (bson_iter_key(&it)[0] == '\0' || bson_iter_key(&it)[0] == '$') {
+			agg_sort_spec_destroy(out);
+			return terr_set(err, 40352, "FieldPath field names may not start with '$'.");
+		}
+		out->keys[n].path = bson_strdup(bson_iter_key(&it));
+		out->keys[n].dir = (int)d;
+		n++;
+		out->nkeys = n;
+	}
+	return 0;
+}
+
+void
+agg_sort_spec_destroy(agg_sort_spec_t *s)
+{
+	int i;
+
+	for (i = 0; i < s->nkeys; i++)
+		bson_free(s->keys[i].path);
+	bson_free(s->keys);
+	memset(s, 0, sizeof(*s));
+}
+
+typedef struct key_walk {
+	int dir;
+	bool have;
+	bool saw_empty_array;
+	bson_value_t best;
+} key_walk_t;
+
+static bool
+key_visit(const bpath_hit_t *hit, void *ctx)
+{
+	key_walk_t *kw = ctx;
+	bson_value_t v = hit->value;
+
+	if (v.value_type == BSON_TYPE_ARRAY && !hit->leaf_element) {
+		/* the whole leaf array: its elements were reported already */
+		if (v.value.v_doc.data_len <= 5)
+			kw->saw_empty_array = true;
+		return true;
+	}
+	if (v.value_type == BSON_TYPE_EOD)
+		v.value_type = BSON_TYPE_NULL;
+	if (!kw->have || (kw->dir > 0 ? bv_compare(&v, &kw->best) < 0 : bv_compare(&v, &kw->best) > 0)) {
+		kw->best = v;
+		kw->have = true;
+	}
+	return true;
+}
+
+void
+agg_sort_key_values(const agg_sort_spec_t *s, const bson_t *doc, bson_value_t *vals)
+{
+	int i;
+
+	for (i = 0; i < s->nkeys; i++) {
+		key_walk_t kw = {.dir = s->keys[i].dir};
+		bpath_walk(doc, s->keys[i].path, true, key_visit, &kw);
+		if (kw.have)
+			vals[i] = kw.best;
+		else if (kw.saw_empty_array)
+			vals[i].value_type = BSON_TYPE_UNDEFINED;
+		else
+			vals[i].value_type = BSON_TYPE_NULL;
+	}
+}
+
+int
+agg_sort_compare_values(const agg_sort_spec_t *s, const bson_value_t *a, const bson_value_t *b)
+{
+	int i, c;
+
+	for (i = 0; i < s->nkeys; i++) {
+		c = bv_compare(&a[i], &b[i]);
+		if (c != 0)
+			return s->keys[i].dir > 0 ? c : -c;
+	}
+	return 0;
+}
+
+/* ---- $sort -------------------------------------------------------------- */
+
+typedef struct sort_plan {
+	agg_sort_spec_t spec;
+	int64_t limit;        /* a following $limit (top-k), 0 = none */
+} sort_plan_t;
+
+typedef struct sort_entry {
+	bson_t *doc;
+	bson_value_t *keys;   /* borrowed from doc */
+	int64_t seq;
+} sort_entry_t;
+
+typedef struct sort_state {
+	sort_entry_t *e;
+	int64_t n, cap, i, seq;
+	int64_t bytes;
+	bool filled;
+} sort_state_t;
+
+static void
+sort_free_plan(void *plan)
+{
+	sort_plan_t *sp = plan;
+
+	agg_sort_spec_destroy(&sp->spec);
+	bson_free(sp);
+}
+
+static int
+sort_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	sort_plan_t *sp;
+	bson_t d;
+
+	if (spec->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, 15973, "the $sort key specification must be an object");
+	agg_value_doc(spec, &d);
+	sp = bson_malloc0(sizeof(*sp));
+	if (agg_sort_spec_parse(&d, &sp->spec, err) != 0) {
+		bson_free(sp);
+		return -1;
+	}
+	agg_pctx_add(pc, &agg_stages_sort[0], sp, agg_explain_doc("$sort", spec));
+	return 0;
+}
+
+static __thread const agg_sort_spec_t *tls_spec;   /* qsort has no context argument */
+
+static int
+entry_cmp(const void *pa, const void *pb)
+{
+	const sort_entry_t *a = pa, *b = pb;
+	int c = agg_sort_compare_values(tls_spec, a->keys, b->keys);
+
+	if (c != 0)
+		return c;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static void
+entries_sort(const agg_sort_spec_t *spec, sort_entry_t *e, int64_t n)
+{
+	tls_spec = spec;
+	qsort(e, (size_t)n, sizeof(*e), entry_cmp);
+}
+
+static void
+entry_free(sort_entry_t *e)
+{
+	bson_destroy(e->doc);
+	bson_free(e->keys);
+}
+
+static int
+sort_open(agg_rt_t *rt, terr_t *err)
+{
+	rt->state = bson_malloc0(sizeof(sort_state_t));
+	return 0;
+}
+
+static int
+sort_fill(agg_rt_t *rt, terr_t *err)
+{
+	const sort_plan_t *sp = rt->st->plan;
+	sort_state_t *ss = rt->state;
+	const agg_host_t *h = rt->x->p->host;
+	const bson_t *d;
+	int rc;
+
+	while ((rc = agg_rt_pull(rt, &d, err)) == 1) {
+		sort_entry_t *e;
+		if (ss->n == ss->cap) {
+			ss->cap = ss->cap ? ss->cap * 2 : 64;
+			ss->e = bson_realloc(ss->e, sizeof(sort_entry_t) * (size_t)ss->cap);
+		}
+		e = &ss->e[ss->n++];
+		e->doc = bson_copy(d);
+		e->keys = bson_malloc(sizeof(bson_value_t) * (size_t)sp->spec.nkeys);
+		agg_sort_key_values(&sp->spec, e->doc, e->keys);
+		e->seq = ss->seq++;
+		ss->bytes += d->len + 64;
+		if (sp->limit > 0 && ss->n >= 2 * sp->limit + 64) {
+			int64_t i;
+			entries_sort(&sp->spec, ss->e, ss->n);
+			for (i = sp->limit; i < ss->n; i++) {
+				ss->bytes -= ss->e[i].doc->len + 64;
+				entry_free(&ss->e[i]);
+			}
+			ss->n = sp->limit;
+		}
+		if (ss->bytes > AGG_MEMORY_LIMIT) {
+			if (h != NULL && h->allow_disk_use)
+				return terr_set(err, TERR_NOT_IMPLEMENTED,
+				    "$sort needs more than 100 MB and spilling to disk is not supported by Tamga yet");
+			return terr_set(err, TERR_QUERY_EXCEEDED_MEMORY_LIMIT_NO_DISK_USE_ALLOWED,
+			    "Sort exceeded memory limit of %lld bytes, but did not opt in to external sorting.",
+			    (long long)AGG_MEMORY_LIMIT);
+		}
+		if ((ss->seq & 1023) == 0 && agg_deadline_passed(rt->x, err))
+			return -1;
+	}
+	if (rc < 0)
+		return -1;
+	entries_sort(&sp->spec, ss->e, ss->n);
+	if (sp->limit > 0 && ss->n > sp->limit) {
+		int64_t i;
+		for (i = sp->limit; i < ss->n; i++)
+			entry_free(&ss->e[i]);
+		ss->n = sp->limit;
+	}
+	return 0;
+}
+
+static int
+sort_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	sort_state_t *ss = rt->state;
+
+	if (!ss->filled) {
+		ss->filled = true;
+		RET(sort_fill(rt, err));
+	}
+	if (ss->i >= ss->n)
+		return 0;
+	*out = ss->e[ss->i++].doc;
+	return 1;
+}
+
+static void
+sort_close(agg_rt_t *rt)
+{
+	sort_state_t *ss = rt->state;
+	int64_t i;
+
+	for (i = 0; i < ss->n; i++)
+		entry_free(&ss->e[i]);
+	bson_free(ss->e);
+	bson_free(ss);
+}
+
+/* A $limit right after a $sort bounds what the sort keeps (top-k). */
+void
+agg_sort_set_limit(agg_stage_t *st, int64_t limit)
+{
+	sort_plan_t *sp = st->plan;
+
+	if (sp->limit == 0 || limit < sp->limit)
+		sp->limit = limit;
+}
+
+const agg_stage_def_t agg_stages_sort[] = {
+	{"$sort", sort_parse, sort_open, sort_next, sort_close, sort_free_plan, 0},
+	{NULL},
+};

@@ -1,0 +1,337 @@
+/*
+ * cmd_aggregate.c -- the aggregate command: arguments as mongod's IDL reads
+ * them, the pipeline (agg/pipeline.h) parsed and run as a cursor source, and
+ * explain.
+ *
+ * The write path a pipeline needs for $out/$merge (document preparation,
+ * validation, implicit creation) is handed to agg/ as callbacks, since agg/
+ * sits below commands/.  Pipelines that write run to completion before the
+ * reply, whatever the batch size, and reply with an empty first batch.
+ */
+#include "commands/commands_private.h"
+
+#include <string.h>
+
+#include "agg/pipeline.h"
+#include "bson/value.h"
+#include "commands/validation.h"
+#include "commands/write.h"
+#include "common/mem.h"
+
+/* cmd_catalog.c */
+int cmd_cursor_options(cmd_t *c, cursor_opts_t *o, terr_t *err);
+
+/* What the cursor keeps alive between batches. */
+typedef struct agg_src {
+	agg_host_t host;
+	char *db, *coll;
+	agg_pipeline_t *p;
+	agg_exec_t *x;
+} agg_src_t;
+
+static int
+src_next(void *state, storage_session_t *s, bson_t *doc, terr_t *err)
+{
+	return agg_exec_next(((agg_src_t *)state)->x, s, doc, err);
+}
+
+static int
+src_save(void *state, terr_t *err)
+{
+	return agg_exec_save(((agg_src_t *)state)->x, err);
+}
+
+static int
+src_restore(void *state, storage_session_t *s, terr_t *err)
+{
+	agg_src_t *a = state;
+
+	/* maxTimeMS of the aggregate bounds its first batch only */
+	a->host.deadline_us = 0;
+	return agg_exec_restore(a->x, s, err);
+}
+
+static void
+src_free(void *state)
+{
+	agg_src_t *a = state;
+
+	agg_exec_free(a->x);
+	agg_pipeline_free(a->p);
+	bson_free(a->db);
+	bson_free(a->coll);
+	bson_free(a);
+}
+
+/* ---- the write path for $out / $merge ----------------------------------- */
+
+typedef struct write_ctx {
+	cmd_t *c;
+	bool bypass;
+} write_ctx_t;
+
+static int
+host_prepare(void *ctx, const bson_t *doc, bson_t *out, terr_t *err)
+{
+	return write_prepare_doc(doc, out, err);
+}
+
+static int
+host_check(void *ctx, storage_coll_t *coll, const bson_t *new_doc, const bson_t *old_doc,
+    terr_t *err)
+{
+	write_ctx_t *w = ctx;
+	validation_result_t vr;
+
+	return validation_check_write(coll, new_doc, old_doc, w->bypass, &vr, err);
+}
+
+static int
+host_get_or_create(void *ctx, const char *db, const char *name, storage_coll_t **out, terr_t *err)
+{
+	write_ctx_t *w = ctx;
+	storage_t *st = w->c->engine->st;
+	int tries;
+
+	for (tries = 0; tries < 3; tries++) {
+		if (storage_coll_get(st, db, name, out, NULL) == 0)
+			return 0;
+		if (storage_coll_create(st, NULL, db, name, NULL, err) != 0) {
+			if (err->code != TERR_NAMESPACE_EXISTS)
+				return -1;
+			terr_clear(err);
+		}
+	}
+	return storage_coll_get(st, db, name, out, err) == 0 ? 0 :
+	    terr_set(err, TERR_INTERNAL_ERROR, "could not create collection %s.%s", db, name);
+}
+
+/* ---- arguments ---------------------------------------------------------- */
+
+static const char *const aggregate_fields[] = {
+	"pipeline", "cursor", "explain", "allowDiskUse", "bypassDocumentValidation", "collation",
+	"hint", "let", "collectionUUID", "fromMongos", "needsMerge", "fromRouter", "isMapReduceCommand",
+	"includeQueryStatsMetrics", "exchange", "runtimeConstants", "encryptionInformation",
+	"$_requestReshardingResumeToken", "$_requestResumeToken", "$_resumeAfter", "rawData", NULL,
+};
+
+static int
+check_collation(cmd_t *c, terr_t *err)
+{
+	bson_iter_t it, sub;
+
+	if (!bson_iter_init_find(&it, c->body, "collation"))
+		return 0;
+	if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field 'aggregate.collation' is the wrong type '%s', expected type 'object'",
+		    bv_type_name(bson_iter_type(&it)));
+	if (bson_iter_recurse(&it, &sub) && bson_iter_find(&sub, "locale") && BSON_ITER_HOLDS_UTF8(&sub) &&
+	    strcmp(bson_iter_utf8(&sub, NULL), "simple") == 0)
+		return 0;
+	return terr_set(err, TERR_NOT_IMPLEMENTED,
+	    "collations other than {locale: \"simple\"} are not supported by Tamga yet");
+}
+
+static int
+check_hint(cmd_t *c, const char *db, const char *coll, terr_t *err)
+{
+	bson_iter_t it;
+	storage_coll_t *sc = NULL;
+	bool ok = false;
+	int i;
+
+	if (!bson_iter_init_find(&it, c->body, "hint"))
+		return 0;
+	if (!BSON_ITER_HOLDS_UTF8(&it) && !BSON_ITER_HOLDS_DOCUMENT(&it))
+		return terr_set(err, TERR_FAILED_TO_PARSE, "hint must be a string or an object");
+	if (coll == NULL || storage_coll_get(c->engine->st, db, coll, &sc, NULL) != 0)
+		return 0;
+	if (BSON_ITER_HOLDS_UTF8(&it)) {
+		for (i = 0; i < sc->nindexes && !ok; i++)
+			ok = strcmp(sc->indexes[i].name, bson_iter_utf8(&it, NULL)) == 0;
+	} else {
+		bson_t h;
+		const uint8_t *d;
+		uint32_t l;
+		bson_iter_document(&it, &l, &d);
+		bson_init_static(&h, d, l);
+		ok = bson_empty(&h) || bson_has_field(&h, "$natural");
+		for (i = 0; i < sc->nindexes && !ok; i++)
+			ok = bson_equal(sc->indexes[i].key, &h);
+	}
+	storage_coll_release(sc);
+	if (ok)
+		return 0;
+	return terr_set(err, TERR_BAD_VALUE,
+	    "hint provided does not correspond to an existing index");
+}
+
+/* The pipeline field: an array of objects. */
+static int
+get_pipeline(cmd_t *c, bson_t *out, terr_t *err)
+{
+	bson_iter_t it;
+	bool found;
+	int i = 0;
+
+	RET(cmd_get_array(c, "pipeline", out, &found, err));
+	if (!found)
+		return terr_set(err, 40414, "BSON field 'aggregate.pipeline' is missing but a required field");
+	bson_iter_init(&it, out);
+	while (bson_iter_next(&it)) {
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+			return terr_set(err, TERR_TYPE_MISMATCH,
+			    "Each element of the 'pipeline' array must be an object");
+		i++;
+	}
+	return 0;
+}
+
+static void
+explain_reply(cmd_t *c, const agg_pipeline_t *p)
+{
+	bson_t cmd, server;
+	bson_iter_t it;
+
+	agg_pipeline_explain(p, c->reply);
+	bson_append_document_begin(c->reply, "command", -1, &cmd);
+	bson_iter_init(&it, c->body);
+	while (bson_iter_next(&it))
+		if (strcmp(bson_iter_key(&it), "explain") != 0 && strcmp(bson_iter_key(&it), "lsid") != 0 &&
+		    strcmp(bson_iter_key(&it), "$clusterTime") != 0)
+			bson_append_iter(&cmd, bson_iter_key(&it), -1, &it);
+	bson_append_document_end(c->reply, &cmd);
+	bson_append_document_begin(c->reply, "serverInfo", -1, &server);
+	BSON_APPEND_UTF8(&server, "host", "localhost");
+	BSON_APPEND_INT32(&server, "port", 27017);
+	bson_append_document_end(c->reply, &server);
+}
+
+CMD_HANDLER(cmd_aggregate)
+{
+	agg_src_t *a = NULL;
+	bson_t pipeline, let;
+	bool found, has_let = false, explain = false, allow_disk = false, bypass = false;
+	const char *coll = NULL;
+	cursor_opts_t copts;
+	cursor_source_t src;
+	storage_session_t *s;
+	write_ctx_t wctx;
+	char ns[512];
+	int ret = -1;
+
+	/* {aggregate: "coll"} or {aggregate: 1} */
+	if (BSON_ITER_HOLDS_UTF8(&c->first)) {
+		coll = bson_iter_utf8(&c->first, NULL);
+		if (coll[0] == '\0')
+			return terr_set(err, TERR_INVALID_NAMESPACE, "Invalid namespace specified '%s.'", c->db);
+	} else if (bv_is_number(bson_iter_value(&c->first))) {
+		if (bv_as_double(bson_iter_value(&c->first)) != 1)
+			return terr_set(err, TERR_FAILED_TO_PARSE,
+			    "Invalid command format: the 'aggregate' field must specify a collection name or 1");
+	} else {
+		return terr_set(err, TERR_TYPE_MISMATCH, "collection name has invalid type: %s",
+		    bv_type_name(bson_iter_type(&c->first)));
+	}
+	RET(cmd_check_fields(c, aggregate_fields, err));
+	RET(get_pipeline(c, &pipeline, err));
+	{
+		bson_iter_t it;
+		if (bson_iter_init_find(&it, c->body, "explain")) {
+			if (!BSON_ITER_HOLDS_BOOL(&it))
+				return terr_set(err, TERR_TYPE_MISMATCH, "explain must be a boolean");
+			explain = bson_iter_bool(&it);
+		}
+		if (!bson_has_field(c->body, "cursor") && !bson_iter_init_find(&it, c->body, "explain"))
+			return terr_set(err, TERR_FAILED_TO_PARSE,
+			    "The 'cursor' option is required, except for aggregate with the explain argument");
+	}
+	if (explain && bson_has_field(c->body, "writeConcern"))
+		return terr_set(err, TERR_FAILED_TO_PARSE,
+		    "Aggregation explain does not support the'writeConcern' option");
+	RET(cmd_cursor_options(c, &copts, err));
+	RET(cmd_get_bool(c, "allowDiskUse", &allow_disk, &found, err));
+	RET(cmd_get_bool(c, "bypassDocumentValidation", &bypass, &found, err));
+	RET(cmd_get_doc(c, "let", &let, &has_let, err));
+	RET(check_collation(c, err));
+	RET(check_hint(c, c->db, coll, err));
+
+	a = bson_malloc0(sizeof(*a));
+	a->db = bson_strdup(c->db);
+	a->coll = coll ? bson_strdup(coll) : NULL;
+	wctx.c = c;
+	wctx.bypass = bypass;
+	a->host.st = c->engine->st;
+	a->host.db = a->db;
+	a->host.coll = a->coll;
+	a->host.allow_disk_use = allow_disk;
+	a->host.bypass_validation = bypass;
+	a->host.sync = write_concern_sync(c);
+	a->host.deadline_us = c->deadline_us;
+	a->host.ctx = &wctx;
+	a->host.prepare_doc = host_prepare;
+	a->host.check_write = host_check;
+	a->host.get_or_create_coll = host_get_or_create;
+	ERR(agg_pipeline_parse(&pipeline, has_let ? &let : NULL, &a->host, &a->p, err));
+
+	/* {aggregate: 1} only for collectionless first stages, and those only there */
+	if (coll == NULL) {
+		if (agg_pipeline_first_stage(a->p) == NULL) {
+			ret = terr_set(err, TERR_INVALID_NAMESPACE, "{aggregate: 1} is not valid for an empty pipeline.");
+			goto err;
+		}
+		if (!agg_pipeline_collectionless(a->p)) {
+			ret = terr_set(err, TERR_INVALID_NAMESPACE,
+			    "{aggregate: 1} is not valid for '%s'; a collection is required.",
+			    agg_pipeline_first_stage(a->p));
+			goto err;
+		}
+		cmd_ns(ns, sizeof(ns), c->db, "$cmd.aggregate");
+	} else {
+		if (agg_pipeline_collectionless(a->p)) {
+			ret = terr_set(err, TERR_INVALID_NAMESPACE, "'%s' can only be run with {aggregate: 1}",
+			    agg_pipeline_first_stage(a->p));
+			goto err;
+		}
+		cmd_ns(ns, sizeof(ns), c->db, coll);
+	}
+	if (explain) {
+		explain_reply(c, a->p);
+		ret = 0;
+		goto err;
+	}
+	ERR(agg_exec_new(a->p, &a->x, err));
+	if ((s = client_session(c->client, err)) == NULL) {
+		ret = -1;
+		goto err;
+	}
+	if (agg_pipeline_writes(a->p)) {
+		bson_t d;
+		int rc;
+		while ((rc = agg_exec_next(a->x, s, &d, err)) == 1)
+			;
+		if (rc < 0) {
+			ret = -1;
+			goto err;
+		}
+	}
+	/* the write path's context lives only as long as this call */
+	a->host.prepare_doc = NULL;
+	a->host.check_write = NULL;
+	a->host.get_or_create_coll = NULL;
+	a->host.ctx = NULL;
+	memset(&src, 0, sizeof(src));
+	src.state = a;
+	src.next = src_next;
+	src.save = src_save;
+	src.restore = src_restore;
+	src.free = src_free;
+	a = NULL;
+	__atomic_fetch_add(&c->engine->counters.query, 1, __ATOMIC_RELAXED);
+	ret = cursor_first_batch(c->engine->cursors, s, ns, &src, &copts, c->reply, err);
+err:
+	if (a != NULL)
+		src_free(a);
+	return ret;
+}

@@ -1,0 +1,441 @@
+/*
+ * test_agg.c -- aggregation end to end through the embedded API: each stage
+ * on small collections, the seeds' pipelines, the aggregate command's
+ * arguments and errors, cursors across getMore, explain.
+ */
+#include "tt.h"
+
+#include "common/mem.h"
+#include "tamga/tamga.h"
+
+static tamga_t *db;
+static char *dir;
+
+static bson_t *
+run(const char *dbname, const char *json, int *rc)
+{
+	bson_t *cmd = tt_json(json);
+	bson_t *reply = tm_bson_array_new(1);
+	tamga_error_t e;
+
+	*rc = tamga_run_command(db, dbname, cmd, reply, &e);
+	bson_destroy(cmd);
+	return reply;
+}
+
+static void
+free_reply(bson_t *r)
+{
+	bson_destroy(r);
+	bson_free(r);
+}
+
+static void
+exec_ok(const char *json)
+{
+	int rc;
+	bson_t *r = run("test", json, &rc);
+
+	if (rc != 0) {
+		char *j = bson_as_relaxed_extended_json(r, NULL);
+		fprintf(stderr, "command failed: %s\n  -> %s\n", json, j);
+		bson_free(j);
+	}
+	TT_EQ_INT(rc, 0);
+	free_reply(r);
+}
+
+/* Load documents (JSON array text) into a fresh collection. */
+static void
+load(const char *coll, const char *docs)
+{
+	char *cmd = bson_strdup_printf("{\"drop\": \"%s\"}", coll);
+	int rc;
+	bson_t *r = run("test", cmd, &rc);
+
+	free_reply(r);
+	bson_free(cmd);
+	cmd = bson_strdup_printf("{\"insert\": \"%s\", \"documents\": %s}", coll, docs);
+	exec_ok(cmd);
+	bson_free(cmd);
+}
+
+/* "[ {...}, {...} ]" or "[ ]" */
+static char *
+array_json(const bson_t *arr)
+{
+	bson_string_t *s = bson_string_new("[ ");
+	bson_iter_t it;
+	bool first = true;
+
+	bson_iter_init(&it, arr);
+	while (bson_iter_next(&it)) {
+		const uint8_t *d;
+		uint32_t l;
+		bson_t doc;
+		char *j;
+		bson_iter_document(&it, &l, &d);
+		bson_init_static(&doc, d, l);
+		j = bson_as_relaxed_extended_json(&doc, NULL);
+		bson_string_append_printf(s, "%s%s", first ? "" : ", ", j);
+		bson_free(j);
+		first = false;
+	}
+	bson_string_append(s, first ? "]" : " ]");
+	return bson_string_free(s, false);
+}
+
+/* Run {aggregate: coll, pipeline, cursor: {}} and return firstBatch as
+ * relaxed JSON (caller frees), or "error <code>: <errmsg>". */
+static char *
+agg(const char *coll, const char *pipeline)
+{
+	char *cmd;
+	bson_t *r;
+	bson_iter_t it, f;
+	int rc;
+	char *out;
+
+	if (coll == NULL)
+		cmd = bson_strdup_printf("{\"aggregate\": 1, \"pipeline\": %s, \"cursor\": {}}", pipeline);
+	else
+		cmd = bson_strdup_printf("{\"aggregate\": \"%s\", \"pipeline\": %s, \"cursor\": {}}", coll,
+		    pipeline);
+	r = run("test", cmd, &rc);
+	bson_free(cmd);
+	if (rc != 0) {
+		const char *msg = "";
+		int64_t code = 0;
+		if (bson_iter_init_find(&it, r, "errmsg"))
+			msg = bson_iter_utf8(&it, NULL);
+		if (bson_iter_init_find(&it, r, "code"))
+			code = bson_iter_as_int64(&it);
+		out = bson_strdup_printf("error %d: %s", (int)code, msg);
+	} else if (bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "cursor.firstBatch", &f)) {
+		const uint8_t *d;
+		uint32_t l;
+		bson_t arr;
+		bson_iter_array(&f, &l, &d);
+		bson_init_static(&arr, d, l);
+		out = array_json(&arr);
+	} else {
+		out = bson_strdup("no firstBatch");
+	}
+	free_reply(r);
+	return out;
+}
+
+#define AGG_EQ(coll, pipeline, want) do { char *got_ = agg((coll), (pipeline)); \
+	TT_EQ_STR(got_, (want)); bson_free(got_); } while (0)
+#define AGG_ERR(coll, pipeline, code) do { char *got_ = agg((coll), (pipeline)); \
+	char *want_ = bson_strdup_printf("error %d:", (code)); \
+	if (strncmp(got_, want_, strlen(want_)) != 0) TT_FAIL_("%s -> %s (want %s)", (pipeline), got_, want_); \
+	bson_free(want_); bson_free(got_); } while (0)
+
+static void
+test_match_project(void)
+{
+	load("c", "[{\"_id\": 1, \"a\": 1, \"b\": {\"c\": 1, \"d\": 2}}, {\"_id\": 2, \"a\": 2, \"b\": {\"c\": 3}},"
+	          " {\"_id\": 3, \"a\": 3, \"b\": [{\"c\": 5, \"d\": 6}, 7]}]");
+	AGG_EQ("c", "[{\"$match\": {\"a\": {\"$gte\": 2}}}, {\"$project\": {\"a\": 1}}]",
+	    "[ { \"_id\" : 2, \"a\" : 2 }, { \"_id\" : 3, \"a\" : 3 } ]");
+	AGG_EQ("c", "[{\"$match\": {\"_id\": 1}}, {\"$project\": {\"_id\": 0, \"b.c\": 1}}]",
+	    "[ { \"b\" : { \"c\" : 1 } } ]");
+	AGG_EQ("c", "[{\"$match\": {\"_id\": 3}}, {\"$project\": {\"b.d\": 0, \"a\": 0}}]",
+	    "[ { \"_id\" : 3, \"b\" : [ { \"c\" : 5 }, 7 ] } ]");
+	AGG_EQ("c", "[{\"$match\": {\"_id\": 3}}, {\"$project\": {\"b.c\": 1}}]",
+	    "[ { \"_id\" : 3, \"b\" : [ { \"c\" : 5 } ] } ]");
+	/* computed fields come after the included ones */
+	AGG_EQ("c", "[{\"$match\": {\"_id\": 1}}, {\"$project\": {\"x\": {\"$add\": [\"$a\", 10]}, \"a\": 1, \"lit\": \"s\"}}]",
+	    "[ { \"_id\" : 1, \"a\" : 1, \"x\" : 11, \"lit\" : \"s\" } ]");
+	AGG_EQ("c", "[{\"$match\": {\"_id\": 2}}, {\"$project\": {\"_id\": 0, \"b.e\": \"$a\", \"m\": \"$missing\"}}]",
+	    "[ { \"b\" : { \"e\" : 2 } } ]");
+	AGG_ERR("c", "[{\"$project\": {\"a\": 1, \"b\": 0}}]", 31254);
+	AGG_ERR("c", "[{\"$project\": {\"b\": 0, \"a\": 1}}]", 31253);
+	AGG_ERR("c", "[{\"$project\": {}}]", 51272);
+	AGG_ERR("c", "[{\"$project\": {\"a\": 1, \"a.b\": 1}}]", 31249);
+	AGG_ERR("c", "[{\"$match\": 5}]", 15959);
+	AGG_ERR("c", "[{\"$match\": {\"a\": {\"$bogus\": 1}}}]", 2);
+}
+
+static void
+test_add_fields_unset(void)
+{
+	load("c", "[{\"_id\": 1, \"a\": 1, \"b\": {\"c\": 1}}, {\"_id\": 2, \"a\": 2, \"b\": [{\"c\": 1}, 5]}]");
+	AGG_EQ("c", "[{\"$addFields\": {\"a\": \"x\", \"z\": {\"$multiply\": [\"$a\", 2]}, \"b.d\": 9}}]",
+	    "[ { \"_id\" : 1, \"a\" : \"x\", \"b\" : { \"c\" : 1, \"d\" : 9 }, \"z\" : 2 }, "
+	    "{ \"_id\" : 2, \"a\" : \"x\", \"b\" : [ { \"c\" : 1, \"d\" : 9 }, { \"d\" : 9 } ], \"z\" : 4 } ]");
+	AGG_EQ("c", "[{\"$set\": {\"a\": \"$$REMOVE\"}}, {\"$unset\": \"b\"}]",
+	    "[ { \"_id\" : 1 }, { \"_id\" : 2 } ]");
+	AGG_EQ("c", "[{\"$unset\": [\"a\", \"b.c\"]}]",
+	    "[ { \"_id\" : 1, \"b\" : {  } }, { \"_id\" : 2, \"b\" : [ {  }, 5 ] } ]");
+	AGG_ERR("c", "[{\"$unset\": 1}]", 31002);
+}
+
+static void
+test_limit_skip_count_sort(void)
+{
+	load("c", "[{\"_id\": 1, \"a\": 3}, {\"_id\": 2, \"a\": [1, 9]}, {\"_id\": 3}, {\"_id\": 4, \"a\": 2}]");
+	AGG_EQ("c", "[{\"$sort\": {\"a\": 1}}]",
+	    "[ { \"_id\" : 3 }, { \"_id\" : 2, \"a\" : [ 1, 9 ] }, { \"_id\" : 4, \"a\" : 2 }, { \"_id\" : 1, \"a\" : 3 } ]");
+	AGG_EQ("c", "[{\"$sort\": {\"a\": -1}}, {\"$limit\": 2}]",
+	    "[ { \"_id\" : 2, \"a\" : [ 1, 9 ] }, { \"_id\" : 1, \"a\" : 3 } ]");
+	AGG_EQ("c", "[{\"$sort\": {\"_id\": -1}}, {\"$skip\": 1}, {\"$limit\": 1}, {\"$project\": {\"_id\": 1}}]",
+	    "[ { \"_id\" : 3 } ]");
+	AGG_EQ("c", "[{\"$count\": \"n\"}]", "[ { \"n\" : 4 } ]");
+	AGG_EQ("c", "[{\"$match\": {\"zz\": 1}}, {\"$count\": \"n\"}]", "[ ]");
+	AGG_ERR("c", "[{\"$limit\": 0}]", 15958);
+	AGG_ERR("c", "[{\"$limit\": \"x\"}]", 15957);
+	AGG_ERR("c", "[{\"$skip\": -1}]", 15956);
+	AGG_ERR("c", "[{\"$count\": \"$n\"}]", 40158);
+	AGG_ERR("c", "[{\"$count\": \"a.b\"}]", 40160);
+	AGG_ERR("c", "[{\"$sort\": {\"a\": 2}}]", 15975);
+	AGG_ERR("c", "[{\"$sort\": {}}]", 15976);
+}
+
+static void
+test_group(void)
+{
+	load("r", "[{\"_id\": 1, \"bookId\": 26, \"rating\": 5}, {\"_id\": 2, \"bookId\": 26, \"rating\": 4},"
+	          " {\"_id\": 3, \"bookId\": 7, \"rating\": 3}, {\"_id\": 4, \"bookId\": 26.0, \"rating\": 5}]");
+	/* the seed's computed pattern */
+	AGG_EQ("r", "[{\"$group\": {\"_id\": \"$bookId\", \"count\": {\"$sum\": 1}, \"sum\": {\"$sum\": \"$rating\"}}}]",
+	    "[ { \"_id\" : 26, \"count\" : 3, \"sum\" : 14 }, { \"_id\" : 7, \"count\" : 1, \"sum\" : 3 } ]");
+	/* countDocuments as drivers send it */
+	AGG_EQ("r", "[{\"$match\": {\"bookId\": 26}}, {\"$skip\": 1}, {\"$group\": {\"_id\": 1, \"n\": {\"$sum\": 1}}}]",
+	    "[ { \"_id\" : 1, \"n\" : 2 } ]");
+	AGG_EQ("r", "[{\"$group\": {\"_id\": {\"b\": \"$bookId\"}, \"avg\": {\"$avg\": \"$rating\"}, \"r\": {\"$push\": \"$rating\"}}},"
+	            " {\"$sort\": {\"_id.b\": 1}}]",
+	    "[ { \"_id\" : { \"b\" : 7 }, \"avg\" : 3.0, \"r\" : [ 3 ] }, "
+	    "{ \"_id\" : { \"b\" : 26 }, \"avg\" : 4.6666666666666669627, \"r\" : [ 5, 4, 5 ] } ]");
+	AGG_EQ("r", "[{\"$sortByCount\": \"$rating\"}, {\"$limit\": 1}]", "[ { \"_id\" : 5, \"count\" : 2 } ]");
+	AGG_EQ("r", "[{\"$bucket\": {\"groupBy\": \"$rating\", \"boundaries\": [0, 4, 6]}}]",
+	    "[ { \"_id\" : 0, \"count\" : 1 }, { \"_id\" : 4, \"count\" : 3 } ]");
+	AGG_EQ("r", "[{\"$match\": {\"nothing\": 1}}, {\"$group\": {\"_id\": null, \"n\": {\"$sum\": 1}}}]", "[ ]");
+	AGG_ERR("r", "[{\"$group\": {\"n\": {\"$sum\": 1}}}]", 15955);
+	AGG_ERR("r", "[{\"$group\": {\"_id\": 1, \"n\": 5}}]", 40234);
+	AGG_ERR("r", "[{\"$group\": {\"_id\": 1, \"n\": {\"$bogus\": 1}}}]", 15952);
+	AGG_ERR("r", "[{\"$bucket\": {\"groupBy\": \"$rating\", \"boundaries\": [5, 1]}}]", 40194);
+}
+
+static void
+test_unwind_replace(void)
+{
+	load("u", "[{\"_id\": 1, \"a\": [1, 2]}, {\"_id\": 2, \"a\": []}, {\"_id\": 3, \"a\": null}, {\"_id\": 4}, {\"_id\": 5, \"a\": 7}]");
+	AGG_EQ("u", "[{\"$unwind\": \"$a\"}]",
+	    "[ { \"_id\" : 1, \"a\" : 1 }, { \"_id\" : 1, \"a\" : 2 }, { \"_id\" : 5, \"a\" : 7 } ]");
+	AGG_EQ("u", "[{\"$unwind\": {\"path\": \"$a\", \"includeArrayIndex\": \"i\", \"preserveNullAndEmptyArrays\": true}}]",
+	    "[ { \"_id\" : 1, \"a\" : 1, \"i\" : 0 }, { \"_id\" : 1, \"a\" : 2, \"i\" : 1 }, { \"_id\" : 2, \"i\" : null }, "
+	    "{ \"_id\" : 3, \"a\" : null, \"i\" : null }, { \"_id\" : 4, \"i\" : null }, { \"_id\" : 5, \"a\" : 7, \"i\" : null } ]");
+	AGG_EQ("u", "[{\"$match\": {\"_id\": 1}}, {\"$replaceRoot\": {\"newRoot\": {\"x\": \"$a\"}}}]",
+	    "[ { \"x\" : [ 1, 2 ] } ]");
+	AGG_EQ("u", "[{\"$match\": {\"_id\": 1}}, {\"$replaceWith\": {\"y\": 1}}]", "[ { \"y\" : 1 } ]");
+	AGG_ERR("u", "[{\"$replaceWith\": \"$a\"}]", 40228);
+	AGG_ERR("u", "[{\"$unwind\": \"a\"}]", 28818);
+	AGG_ERR("u", "[{\"$unwind\": {\"path\": \"$a\", \"bogus\": 1}}]", 28811);
+}
+
+static void
+test_pipeline_errors(void)
+{
+	bson_string_t *big;
+	int i;
+	char *got;
+
+	AGG_ERR("c", "[{\"$bogus\": 1}]", 40324);
+	AGG_ERR("c", "[{\"$match\": {}, \"$limit\": 1}]", 40323);
+	AGG_ERR("c", "[{\"$out\": \"x\"}, {\"$match\": {}}]", 40601);
+	AGG_ERR("c", "[{\"$match\": {}}, {\"$documents\": []}]", 40602);
+	AGG_ERR("c", "[{\"$facet\": {\"a\": [{\"$facet\": {\"b\": []}}]}}]", 40600);
+	AGG_ERR("c", "[{\"$out\": \"system.foo\"}]", 17385);
+	AGG_ERR(NULL, "[{\"$match\": {}}]", 73);
+	AGG_ERR("c", "[{\"$documents\": [{\"a\": 1}]}]", 73);
+	/* 1001 stages */
+	big = bson_string_new("[");
+	for (i = 0; i < 1001; i++)
+		bson_string_append(big, i ? ", {\"$limit\": 5}" : "{\"$limit\": 5}");
+	bson_string_append(big, "]");
+	got = agg("c", big->str);
+	TT_ASSERT(strncmp(got, "error 7749501:", 14) == 0);
+	bson_free(got);
+	bson_string_free(big, true);
+}
+
+static void
+test_command_errors(void)
+{
+	int rc;
+	bson_t *r;
+	bson_iter_t it;
+
+	r = run("test", "{\"aggregate\": \"c\", \"pipeline\": []}", &rc);
+	TT_ASSERT(rc != 0);
+	TT_ASSERT(bson_iter_init_find(&it, r, "code") && bson_iter_as_int64(&it) == 9);
+	free_reply(r);
+	r = run("test", "{\"aggregate\": \"c\", \"pipeline\": {}, \"cursor\": {}}", &rc);
+	TT_ASSERT(bson_iter_init_find(&it, r, "code") && bson_iter_as_int64(&it) == 14);
+	free_reply(r);
+	r = run("test", "{\"aggregate\": \"c\", \"cursor\": {}}", &rc);
+	TT_ASSERT(bson_iter_init_find(&it, r, "code") && bson_iter_as_int64(&it) == 40414);
+	free_reply(r);
+	r = run("test", "{\"aggregate\": \"c\", \"pipeline\": [], \"cursor\": {}, \"bogus\": 1}", &rc);
+	TT_ASSERT(bson_iter_init_find(&it, r, "code") && bson_iter_as_int64(&it) == 40415);
+	free_reply(r);
+	r = run("test", "{\"aggregate\": \"c\", \"pipeline\": [], \"cursor\": {}, \"collation\": {\"locale\": \"fr\"}}", &rc);
+	TT_ASSERT(bson_iter_init_find(&it, r, "code") && bson_iter_as_int64(&it) == 238);
+	free_reply(r);
+	/* runtime errors carry mongod's prefix */
+	{
+		char *got = agg("c", "[{\"$project\": {\"x\": {\"$divide\": [1, {\"$subtract\": [\"$_id\", \"$_id\"]}]}}}]");
+		TT_ASSERT(strstr(got, "PlanExecutor error during aggregation :: caused by :: ") != NULL);
+		bson_free(got);
+	}
+}
+
+static void
+test_cursor_batches(void)
+{
+	bson_string_t *docs = bson_string_new("[");
+	bson_t *r;
+	bson_iter_t it;
+	int rc, i;
+	int64_t id;
+	char *cmd;
+
+	for (i = 0; i < 250; i++)
+		bson_string_append_printf(docs, "%s{\"_id\": %d, \"g\": %d}", i ? ", " : "", i, i % 3);
+	bson_string_append(docs, "]");
+	load("big", docs->str);
+	bson_string_free(docs, true);
+	r = run("test", "{\"aggregate\": \"big\", \"pipeline\": [{\"$match\": {\"g\": {\"$ne\": 5}}}], \"cursor\": {\"batchSize\": 100}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "cursor.id", &it));
+	id = bson_iter_as_int64(&it);
+	TT_ASSERT(id != 0);
+	free_reply(r);
+	cmd = bson_strdup_printf("{\"getMore\": {\"$numberLong\": \"%lld\"}, \"collection\": \"big\"}", (long long)id);
+	r = run("test", cmd, &rc);
+	bson_free(cmd);
+	TT_EQ_INT(rc, 0);
+	{
+		bson_iter_t f;
+		const uint8_t *d;
+		uint32_t l;
+		bson_t arr;
+		TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "cursor.nextBatch", &f));
+		bson_iter_array(&f, &l, &d);
+		bson_init_static(&arr, d, l);
+		TT_EQ_INT(bson_count_keys(&arr), 150);
+		TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "cursor.id", &f));
+		TT_EQ_INT(bson_iter_as_int64(&f), 0);
+	}
+	free_reply(r);
+	AGG_EQ("big", "[{\"$group\": {\"_id\": \"$g\", \"n\": {\"$sum\": 1}}}, {\"$sort\": {\"_id\": 1}}]",
+	    "[ { \"_id\" : 0, \"n\" : 84 }, { \"_id\" : 1, \"n\" : 83 }, { \"_id\" : 2, \"n\" : 83 } ]");
+}
+
+static void
+test_lookup_facet_union(void)
+{
+	load("orders", "[{\"_id\": 1, \"item\": \"a\", \"qty\": 2}, {\"_id\": 2, \"item\": \"b\", \"qty\": 1}, {\"_id\": 3}]");
+	load("items", "[{\"_id\": \"a\", \"price\": 10}, {\"_id\": \"b\", \"price\": 5}, {\"_id\": \"c\", \"price\": 1}]");
+	AGG_EQ("orders", "[{\"$lookup\": {\"from\": \"items\", \"localField\": \"item\", \"foreignField\": \"_id\", \"as\": \"i\"}}]",
+	    "[ { \"_id\" : 1, \"item\" : \"a\", \"qty\" : 2, \"i\" : [ { \"_id\" : \"a\", \"price\" : 10 } ] }, "
+	    "{ \"_id\" : 2, \"item\" : \"b\", \"qty\" : 1, \"i\" : [ { \"_id\" : \"b\", \"price\" : 5 } ] }, "
+	    "{ \"_id\" : 3, \"i\" : [  ] } ]");
+	AGG_EQ("orders", "[{\"$match\": {\"_id\": 1}}, {\"$lookup\": {\"from\": \"items\", \"let\": {\"q\": \"$qty\"},"
+	                 " \"pipeline\": [{\"$match\": {\"$expr\": {\"$gt\": [\"$price\", \"$$q\"]}}}, {\"$project\": {\"_id\": 1}}], \"as\": \"i\"}}]",
+	    "[ { \"_id\" : 1, \"item\" : \"a\", \"qty\" : 2, \"i\" : [ { \"_id\" : \"a\" }, { \"_id\" : \"b\" } ] } ]");
+	AGG_EQ("orders", "[{\"$facet\": {\"n\": [{\"$count\": \"c\"}], \"ids\": [{\"$project\": {\"_id\": 1}}, {\"$limit\": 1}]}}]",
+	    "[ { \"n\" : [ { \"c\" : 3 } ], \"ids\" : [ { \"_id\" : 1 } ] } ]");
+	AGG_EQ("orders", "[{\"$project\": {\"_id\": 1}}, {\"$unionWith\": {\"coll\": \"items\", \"pipeline\": [{\"$match\": {\"price\": {\"$lt\": 6}}}]}}]",
+	    "[ { \"_id\" : 1 }, { \"_id\" : 2 }, { \"_id\" : 3 }, { \"_id\" : \"b\", \"price\" : 5 }, { \"_id\" : \"c\", \"price\" : 1 } ]");
+	AGG_EQ(NULL, "[{\"$documents\": [{\"x\": 1}, {\"x\": 2}]}, {\"$match\": {\"x\": 2}}]", "[ { \"x\" : 2 } ]");
+	AGG_ERR("orders", "[{\"$lookup\": {\"from\": \"items\", \"as\": \"i\"}}]", 9);
+	AGG_ERR("orders", "[{\"$lookup\": {\"from\": \"items\", \"pipeline\": [{\"$out\": \"z\"}], \"as\": \"i\"}}]", 51047);
+}
+
+static void
+test_merge_out(void)
+{
+	load("orders", "[{\"_id\": 1, \"status\": \"Delivered\", \"v\": 1}, {\"_id\": 2, \"status\": \"Open\", \"v\": 2},"
+	               " {\"_id\": 3, \"status\": \"Cancelled\", \"v\": 3}]");
+	load("archive", "[{\"_id\": 3, \"status\": \"old\"}]");
+	/* the seed's archive pattern */
+	AGG_EQ("orders", "[{\"$match\": {\"status\": {\"$in\": [\"Delivered\", \"Cancelled\"]}}},"
+	                 " {\"$merge\": {\"into\": \"archive\", \"whenMatched\": \"keepExisting\", \"whenNotMatched\": \"insert\"}}]", "[ ]");
+	AGG_EQ("archive", "[{\"$sort\": {\"_id\": 1}}]",
+	    "[ { \"_id\" : 1, \"status\" : \"Delivered\", \"v\" : 1 }, { \"_id\" : 3, \"status\" : \"old\" } ]");
+	AGG_EQ("orders", "[{\"$merge\": {\"into\": \"archive\"}}]", "[ ]");
+	AGG_EQ("archive", "[{\"$sort\": {\"_id\": 1}}]",
+	    "[ { \"_id\" : 1, \"status\" : \"Delivered\", \"v\" : 1 }, { \"_id\" : 2, \"status\" : \"Open\", \"v\" : 2 }, "
+	    "{ \"_id\" : 3, \"status\" : \"Cancelled\", \"v\" : 3 } ]");
+	AGG_EQ("orders", "[{\"$project\": {\"v\": 1}}, {\"$merge\": {\"into\": \"archive\", \"whenMatched\": \"replace\"}}]", "[ ]");
+	AGG_EQ("archive", "[{\"$match\": {\"_id\": 2}}]", "[ { \"_id\" : 2, \"v\" : 2 } ]");
+	AGG_EQ("orders", "[{\"$match\": {\"_id\": 2}}, {\"$merge\": {\"into\": \"archive\", \"whenMatched\": "
+	                 "[{\"$set\": {\"n\": {\"$add\": [\"$v\", \"$$new.v\"]}}}]}}]", "[ ]");
+	AGG_EQ("archive", "[{\"$match\": {\"_id\": 2}}]", "[ { \"_id\" : 2, \"v\" : 2, \"n\" : 4 } ]");
+	AGG_ERR("orders", "[{\"$merge\": {\"into\": \"archive\", \"whenMatched\": \"fail\"}}]", 11000);
+	AGG_ERR(NULL, "[{\"$documents\": [{\"_id\": 99}]}, {\"$merge\": {\"into\": \"archive\", \"whenNotMatched\": \"fail\"}}]", 13113);
+	AGG_ERR("orders", "[{\"$merge\": {\"into\": \"archive\", \"on\": \"status\"}}]", 51183);
+	AGG_ERR("orders", "[{\"$merge\": {\"into\": \"archive\", \"whenMatched\": \"bogus\"}}]", 2);
+	/* $out replaces the target */
+	AGG_EQ("orders", "[{\"$match\": {\"_id\": {\"$gt\": 1}}}, {\"$project\": {\"v\": 1}}, {\"$out\": \"copy\"}]", "[ ]");
+	AGG_EQ("copy", "[]", "[ { \"_id\" : 2, \"v\" : 2 }, { \"_id\" : 3, \"v\" : 3 } ]");
+	AGG_EQ("orders", "[{\"$match\": {\"_id\": 1}}, {\"$out\": \"copy\"}]", "[ ]");
+	AGG_EQ("copy", "[]", "[ { \"_id\" : 1, \"status\" : \"Delivered\", \"v\" : 1 } ]");
+	/* an error leaves the target as it was */
+	AGG_ERR("orders", "[{\"$project\": {\"_id\": 0, \"x\": {\"$divide\": [1, {\"$subtract\": [\"$v\", 2]}]}}}, {\"$out\": \"copy\"}]", 2);
+	AGG_EQ("copy", "[]", "[ { \"_id\" : 1, \"status\" : \"Delivered\", \"v\" : 1 } ]");
+	/* batchSize 0 still writes */
+	exec_ok("{\"aggregate\": \"orders\", \"pipeline\": [{\"$out\": \"copy2\"}], \"cursor\": {\"batchSize\": 0}}");
+	AGG_EQ("copy2", "[{\"$count\": \"n\"}]", "[ { \"n\" : 3 } ]");
+}
+
+static void
+test_explain_let(void)
+{
+	int rc;
+	bson_t *r;
+	bson_iter_t it;
+
+	r = run("test", "{\"aggregate\": \"orders\", \"pipeline\": [{\"$match\": {\"v\": 1}}, {\"$sortByCount\": \"$v\"}], \"explain\": true}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.0.$cursor.queryPlanner.winningPlan.stage", &it));
+	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.1.$group", &it));
+	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.2.$sort", &it));
+	free_reply(r);
+	r = run("test", "{\"aggregate\": \"orders\", \"pipeline\": [{\"$match\": {\"$expr\": {\"$eq\": [\"$v\", \"$$x\"]}}},"
+	                " {\"$project\": {\"y\": \"$$x\"}}], \"let\": {\"x\": 2}, \"cursor\": {}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "cursor.firstBatch.0.y", &it) &&
+	    bson_iter_as_int64(&it) == 2);
+	free_reply(r);
+}
+
+int
+main(void)
+{
+	tamga_error_t e;
+
+	dir = tt_tmpdir("agg");
+	if (tamga_open(dir, "create", &db, &e) != 0) {
+		fprintf(stderr, "open: %s\n", e.message);
+		return 1;
+	}
+	TT_RUN(test_match_project);
+	TT_RUN(test_add_fields_unset);
+	TT_RUN(test_limit_skip_count_sort);
+	TT_RUN(test_group);
+	TT_RUN(test_unwind_replace);
+	TT_RUN(test_pipeline_errors);
+	TT_RUN(test_command_errors);
+	TT_RUN(test_cursor_batches);
+	TT_RUN(test_lookup_facet_union);
+	TT_RUN(test_merge_out);
+	TT_RUN(test_explain_let);
+	tamga_close(db);
+	tt_rmdir(dir);
+	bson_free(dir);
+	return tt_finish();
+}
