@@ -199,7 +199,7 @@ bind_as(expr_scope_t *scope, const bson_value_t *as, const char *dflt, int *id, 
 	if (as == NULL)
 		return expr_scope_bind(scope, dflt, id, err);
 	if (as->value_type != BSON_TYPE_UTF8)
-		return terr_set(err, TERR_FAILED_TO_PARSE, "'as' must be a string");
+		return expr_scope_bind(scope, "", id, err); /* mongod reads a non-string as "" */
 	name = bson_strndup(as->value.v_utf8.str, as->value.v_utf8.len);
 	ret = expr_scope_bind(scope, name, id, err);
 	bson_free(name);
@@ -254,6 +254,10 @@ eval_filter(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	}
 	if (!is_arr(&in))
 		return terr_set(err, 28651, "input to $filter must be an array not %s", expr_type_name(&in));
+	if (expr_array_len(&in) == 0) {
+		*out = in;
+		return 0;
+	}
 	if (e->args[2] != NULL) {
 		int32_t l;
 		RET(expr_eval_arg(e, 2, env, &lim, err));
@@ -822,7 +826,7 @@ parse_sort_array(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t
 		double d = bv_as_double(nv[1].v);
 		if (d != 1 && d != -1) {
 			sort_spec_free(spec);
-			return terr_set(err, 2942505, "$sortArray sortBy must be either 1 or -1");
+			return terr_set(err, 2942506, "The $sort element value must be either 1 or -1");
 		}
 		spec->keys = bson_malloc0(sizeof(sort_key_t));
 		spec->keys[0].dir = d > 0 ? 1 : -1;
@@ -832,7 +836,7 @@ parse_sort_array(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t
 		size_t cnt = expr_array_len(nv[1].v);
 		if (cnt == 0) {
 			sort_spec_free(spec);
-			return terr_set(err, 15976, "$sortArray sort must have at least one component");
+			return terr_set(err, 2942505, "$sort stage must have at least one sort key");
 		}
 		spec->keys = bson_malloc0(cnt * sizeof(sort_key_t));
 		expr_iter_init(&it, nv[1].v);
@@ -841,7 +845,7 @@ parse_sort_array(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t
 			double dir = bv_is_number(d) ? bv_as_double(d) : 0;
 			if (dir != 1 && dir != -1) {
 				sort_spec_free(spec);
-				return terr_set(err, 15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)");
+				return terr_set(err, 2942505, "$sort key ordering must be 1 (for ascending) or -1 (for descending)");
 			}
 			spec->keys[spec->n].path = bson_strdup(bson_iter_key(&it));
 			spec->keys[spec->n].dir = dir > 0 ? 1 : -1;
@@ -849,7 +853,8 @@ parse_sort_array(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t
 		}
 	} else {
 		sort_spec_free(spec);
-		return terr_set(err, 2942504, "$sortArray requires sortBy to be an object or a numeric value");
+		return terr_set(err, 2942507, "The $sort is invalid: use 1/-1 to sort the whole element, or {field:1/-1} "
+		                "to sort embedded fields");
 	}
 	if (expr_parse_sub(nv[0].v, scope, &in, err) != 0) {
 		sort_spec_free(spec);
@@ -951,6 +956,65 @@ contains(const bson_value_t *set, size_t n, const bson_value_t *v)
 			return true;
 	}
 	return false;
+}
+
+/* plain argument list into e (as the generic parser does) */
+static int
+parse_list(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
+{
+	bson_iter_t it;
+	expr_t *sub = NULL;
+
+	if (arg->value_type != BSON_TYPE_ARRAY) {
+		RET(expr_parse_sub(arg, scope, &sub, err));
+		set_args(e, &sub, 1);
+		return 0;
+	}
+	size_t n = expr_array_len(arg), i = 0;
+	e->args = bson_malloc0((n + 1) * sizeof(*e->args));
+	expr_iter_init(&it, arg);
+	while (bson_iter_next(&it)) {
+		RET(expr_parse_sub(bson_iter_value(&it), scope, &e->args[i], err));
+		e->nargs = ++i;
+	}
+	return 0;
+}
+
+static int
+parse_set_equals(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
+{
+	RET(parse_list(e, arg, scope, err));
+	if (e->nargs < 2)
+		return terr_set(err, 17045, "$setEquals needs at least two arguments had: %zu", e->nargs);
+	for (size_t i = 0; i < e->nargs; i++) {
+		const bson_value_t *c;
+		if (expr_is_constant(e->args[i], &c) && c->value_type != BSON_TYPE_ARRAY)
+			return terr_set(err, 5887502, "All operands of $setEquals must be arrays. %zu-th argument is of "
+			                "type: %s", i + 1, expr_type_name(c));
+	}
+	return 0;
+}
+
+/* extra != NULL when the right-hand side is constant (mongod's optimized
+ * form, which reports a non-array left-hand side as 17310) */
+static int
+parse_set_is_subset(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
+{
+	const bson_value_t *c;
+
+	RET(parse_list(e, arg, scope, err));
+	if (e->nargs != 2)
+		return terr_set(err, 16020, "Expression $setIsSubset takes exactly 2 arguments. %zu were passed in.",
+		                e->nargs);
+	if (expr_is_constant(e->args[1], &c)) {
+		if (expr_is_constant(e->args[0], NULL))
+			return 0; /* folded as a whole */
+		if (c->value_type != BSON_TYPE_ARRAY)
+			return terr_set(err, 17311, "both operands of $setIsSubset must be arrays. Second argument is of "
+			                "type: %s", expr_type_name(c));
+		e->extra = e;
+	}
+	return 0;
 }
 
 static int
@@ -1106,7 +1170,8 @@ eval_set_is_subset(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *
 	RET(expr_eval_arg(e, 0, env, &a, err));
 	RET(expr_eval_arg(e, 1, env, &b, err));
 	if (!is_arr(&a))
-		return terr_set(err, 17046, "both operands of $setIsSubset must be arrays. First argument is of type: %s",
+		return terr_set(err, e->extra ? 17310 : 17046,
+		                "both operands of $setIsSubset must be arrays. First argument is of type: %s",
 		                expr_type_name(&a));
 	if (!is_arr(&b))
 		return terr_set(err, 17042, "both operands of $setIsSubset must be arrays. Second argument is of type: %s",
@@ -1141,10 +1206,10 @@ const expr_op_t expr_ops_array[] = {
 	{"$sortArray", 0, -1, parse_sort_array, eval_sort_array, 0},
 	{"$allElementsTrue", 1, 1, NULL, eval_all_true, 0},
 	{"$anyElementTrue", 1, 1, NULL, eval_any_true, 0},
-	{"$setEquals", 2, -1, NULL, eval_set_equals, 0},
+	{"$setEquals", 0, -1, parse_set_equals, eval_set_equals, 0},
 	{"$setIntersection", 0, -1, NULL, eval_set_intersection, 0},
 	{"$setUnion", 0, -1, NULL, eval_set_union, 0},
 	{"$setDifference", 2, 2, NULL, eval_set_difference, 0},
-	{"$setIsSubset", 2, 2, NULL, eval_set_is_subset, 0},
+	{"$setIsSubset", 0, -1, parse_set_is_subset, eval_set_is_subset, 0},
 	{NULL, 0, 0, NULL, NULL, 0},
 };

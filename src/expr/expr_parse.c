@@ -273,13 +273,13 @@ parse_object_fields(const bson_value_t *spec, expr_scope_t *scope, bool fold, ex
 		const char *k = bson_iter_key(&it);
 		expr_t *sub = NULL;
 
+		if (k[0] == 0) {
+			ret = terr_set(err, 15998, "FieldPath field names may not be empty strings.");
+			goto err;
+		}
 		if (k[0] == '$') {
 			ret = terr_set(err, 16410, "FieldPath field names may not start with '$'. "
 			               "Consider using $getField or $setField.");
-			goto err;
-		}
-		if (k[0] == 0) {
-			ret = terr_set(err, 16411, "FieldPath field names may not be empty strings.");
 			goto err;
 		}
 		if (strchr(k, '.') != NULL) {
@@ -342,10 +342,8 @@ expr_parse_sub(const bson_value_t *spec, expr_scope_t *scope, expr_t **out, terr
 		if (n > 0 && first[0] == '$') {
 			if (n != 1) {
 				char *s = bv_to_mongo_string(spec);
-				ret = terr_set(err, 15983,
-				               "an expression specification must contain exactly one field, the name "
-				               "of the expression. Found %u fields in %s, while parsing object %s",
-				               n, s, s);
+				ret = terr_set(err, 15983, "An object representing an expression must have exactly one field: %s",
+				               s);
 				bson_free(s);
 				goto err;
 			}

@@ -605,7 +605,7 @@ parse_replace(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *e
 	}
 	for (int i = 0; i < 3; i++) {
 		if (parts[i] == NULL) {
-			ret = terr_set(err, 51748 - i, "%s requires '%s' to be specified", e->op->name, names[i]);
+			ret = terr_set(err, 51749 - i, "%s requires '%s' to be specified", e->op->name, names[i]);
 			goto err;
 		}
 	}
@@ -644,47 +644,40 @@ eval_replace(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		expr_set_null(out);
 		return 0;
 	}
+	const char *in = v[0].value.v_utf8.str, *find = v[1].value.v_utf8.str, *rep = v[2].value.v_utf8.str;
+	size_t il = v[0].value.v_utf8.len, fl = v[1].value.v_utf8.len, rl = v[2].value.v_utf8.len;
 	bson_string_t *s = bson_string_new(NULL);
-	const char *p = v[0].value.v_utf8.str, *end = p + v[0].value.v_utf8.len;
-	size_t fl = v[1].value.v_utf8.len;
-	bool done = false;
-	for (;;) {
-		const char *q = NULL;
-		if (!done) {
-			if (fl == 0)
-				q = p;
-			else if ((size_t)(end - p) >= fl)
-				q = memmem(p, (size_t)(end - p), v[1].value.v_utf8.str, fl);
+#define APPEND(p, n) do { for (size_t q_ = 0; q_ < (n); q_++) bson_string_append_c(s, (p)[q_]); } while (0)
+	if (fl == 0) {
+		/* empty find matches at every byte position, as mongod */
+		if (all) {
+			for (size_t i = 0; i < il; i++) {
+				APPEND(rep, rl);
+				bson_string_append_c(s, in[i]);
+			}
+			APPEND(rep, rl);
+		} else {
+			APPEND(rep, rl);
+			APPEND(in, il);
 		}
-		if (q == NULL) {
-			bson_string_append_printf(s, "%.*s", (int)(end - p), p);
-			break;
-		}
-		bson_string_append_printf(s, "%.*s%.*s", (int)(q - p), p, (int)v[2].value.v_utf8.len,
-		                          v[2].value.v_utf8.str);
-		if (!all)
-			done = true;
-		if (fl == 0) {
-			/* empty find: between every character */
-			if (q >= end)
+	} else {
+		size_t pos = 0;
+		for (;;) {
+			const char *q = il - pos >= fl ? memmem(in + pos, il - pos, find, fl) : NULL;
+			if (q == NULL) {
+				APPEND(in + pos, il - pos);
 				break;
-			size_t l = 1;
-			while (q + l < end && is_cont((unsigned char)q[l]))
-				l++;
-			bson_string_append_printf(s, "%.*s", (int)l, q);
-			p = q + l;
+			}
+			APPEND(in + pos, (size_t)(q - (in + pos)));
+			APPEND(rep, rl);
+			pos = (size_t)(q - in) + fl;
 			if (!all) {
-				bson_string_append_printf(s, "%.*s", (int)(end - p), p);
+				APPEND(in + pos, il - pos);
 				break;
 			}
-			if (p >= end) {
-				bson_string_append_printf(s, "%.*s", (int)v[2].value.v_utf8.len, v[2].value.v_utf8.str);
-				break;
-			}
-			continue;
 		}
-		p = q + fl;
 	}
+#undef APPEND
 	expr_set_string(env, out, s->str, s->len);
 	bson_string_free(s, true);
 	return 0;

@@ -176,8 +176,7 @@ test_parse_errors(void)
 {
 	TXERR("{\"$foo\": 1}", NULL, "ERR 168 Unrecognized expression '$foo'");
 	TXERR("{\"$add\": 1, \"$b\": 2}", NULL,
-	      "ERR 15983 an expression specification must contain exactly one field, the name of the expression. "
-	      "Found 2 fields in { $add: 1, $b: 2 }, while parsing object { $add: 1, $b: 2 }");
+	      "ERR 15983 An object representing an expression must have exactly one field: { $add: 1, $b: 2 }");
 	TXERR("\"$\"", NULL, "ERR 16872 '$' by itself is not a valid FieldPath");
 	TXERR("\"$$x\"", NULL, "ERR 17276 Use of undefined variable: x");
 	TXERR("\"$a..b\"", NULL, "ERR 15998 FieldPath field names may not be empty strings.");

@@ -47,6 +47,8 @@ test_arrays(void)
 	TX("{\"$zip\": {\"inputs\": [[1, 2], [3]]}}", NULL, RJ("[ [ " I(1) ", " I(3) " ] ]"));
 	TX("{\"$zip\": {\"inputs\": [[1, 2], [3]], \"useLongestLength\": true, \"defaults\": [0, 9]}}", NULL,
 	   RJ("[ [ " I(1) ", " I(3) " ], [ " I(2) ", " I(9) " ] ]"));
+	TXERR("{\"$sortArray\": {\"input\": [3, 1, 2], \"sortBy\": 2}}", NULL,
+	      "ERR 2942506 The $sort element value must be either 1 or -1");
 	TX("{\"$sortArray\": {\"input\": [3, 1, 2], \"sortBy\": -1}}", NULL, RJ("[ " I(3) ", " I(2) ", " I(1) " ]"));
 	TX("{\"$sortArray\": {\"input\": [{\"a\": 2}, {\"a\": 1}], \"sortBy\": {\"a\": 1}}}", NULL,
 	   RJ("[ { \"a\" : " I(1) " }, { \"a\" : " I(2) " } ]"));
@@ -92,15 +94,22 @@ test_sets(void)
 {
 	TX("{\"$setEquals\": [[1, 2, 2], [2, 1]]}", NULL, RJ("true"));
 	TX("{\"$setEquals\": [[1], [2]]}", NULL, RJ("false"));
-	TXERR("{\"$setEquals\": [[1], 2]}", NULL,
+	TXERR("{\"$setEquals\": [[1], \"$b\"]}", "{\"b\": 2}",
 	      "ERR 17044 All operands of $setEquals must be arrays. 2-th argument is of type: int");
+	TXERR("{\"$setEquals\": [[1], 2]}", NULL,
+	      "ERR 5887502 All operands of $setEquals must be arrays. 2-th argument is of type: int");
+	TXERR("{\"$setEquals\": [[1]]}", NULL, "ERR 17045 $setEquals needs at least two arguments had: 1");
+	TXERR("{\"$setIsSubset\": [\"$a\", [1]]}", "{\"a\": 1}",
+	      "ERR 17310 both operands of $setIsSubset must be arrays. First argument is of type: int");
+	TXERR("{\"$setIsSubset\": [\"$a\", 1]}", "{\"a\": 1}",
+	      "ERR 17311 both operands of $setIsSubset must be arrays. Second argument is of type: int");
 	TX("{\"$setIntersection\": [[1, 2, 3], [3, 2, 5]]}", NULL, RJ("[ " I(2) ", " I(3) " ]"));
 	TX("{\"$setIntersection\": [[1], null]}", NULL, RJ("null"));
 	TX("{\"$setUnion\": [[1, 2], [2, 3]]}", NULL, RJ("[ " I(1) ", " I(2) ", " I(3) " ]"));
 	TX("{\"$setUnion\": [[3, 1], [2, 1]]}", NULL, RJ("[ " I(1) ", " I(2) ", " I(3) " ]"));
 	TX("{\"$setIntersection\": [[3, 1, 2], [2, 3]]}", NULL, RJ("[ " I(2) ", " I(3) " ]"));
 	TX("{\"$setUnion\": [null, 1]}", NULL, RJ("null"));
-	TX("{\"$setEquals\": [[1], [2], 3]}", NULL, RJ("false"));
+	TX("{\"$setEquals\": [[1], [2], \"$c\"]}", "{\"c\": 3}", RJ("false"));
 	TX("{\"$setDifference\": [[1, 2, 3], [2]]}", NULL, RJ("[ " I(1) ", " I(3) " ]"));
 	TX("{\"$setIsSubset\": [[1], [1, 2]]}", NULL, RJ("true"));
 	TXERR("{\"$setIsSubset\": [[1], 1]}", NULL,

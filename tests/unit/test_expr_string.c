@@ -48,6 +48,12 @@ test_strings(void)
 	      "ERR 40096 $indexOfCPrequires an integral starting index, found a value of type: double, with value: 1.5");
 	TX("{\"$replaceOne\": {\"input\": \"aXbXc\", \"find\": \"X\", \"replacement\": \"-\"}}", NULL, RS("a-bXc"));
 	TX("{\"$replaceAll\": {\"input\": \"aXbXc\", \"find\": \"X\", \"replacement\": \"--\"}}", NULL, RS("a--b--c"));
+	TX("{\"$replaceAll\": {\"input\": \"ab\", \"find\": \"\", \"replacement\": \"-\"}}", NULL, RS("-a-b-"));
+	TX("{\"$replaceOne\": {\"input\": \"ab\", \"find\": \"\", \"replacement\": \"-\"}}", NULL, RS("-ab"));
+	TXERR("{\"$replaceOne\": {\"find\": \"a\", \"replacement\": \"-\"}}", NULL,
+	      "ERR 51749 $replaceOne requires 'input' to be specified");
+	TXERR("{\"$replaceOne\": {\"input\": \"a\", \"find\": 1, \"replacement\": null}}", NULL,
+	      "ERR 51745 $replaceOne requires that 'find' be a string, found: 1");
 	TX("{\"$replaceAll\": {\"input\": null, \"find\": \"X\", \"replacement\": \"-\"}}", NULL, RJ("null"));
 }
 
