@@ -1139,6 +1139,95 @@ apply_object_scalar(const unode_t *n, const bson_value_t *cur, uapply_t *st, ure
 	return 0;
 }
 
+/*
+ * Several $[<id>] children matching one element run as one node, merged as
+ * mongod merges them (UpdateNode::createUpdateNodeByMerging): object and
+ * array nodes combine their children, two leaves on one path conflict.  The
+ * merged nodes are temporary and borrow the real children.
+ */
+typedef struct tmpnodes {
+	unode_t **v;
+	size_t n, cap;
+} tmpnodes_t;
+
+static unode_t *
+tmp_node(tmpnodes_t *t, unode_kind_t kind)
+{
+	unode_t *m = node_new(kind);
+
+	if (t->n == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 4;
+		t->v = bson_realloc(t->v, t->cap * sizeof(unode_t *));
+	}
+	t->v[t->n++] = m;
+	return m;
+}
+
+static void
+tmp_free(tmpnodes_t *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		unode_t *m = t->v[i];
+
+		for (size_t k = 0; k < m->n; k++)
+			bson_free(m->names[k]);
+		bson_free(m->names);
+		bson_free(m->lens);
+		bson_free(m->kids);
+		bson_free(m);
+	}
+	bson_free(t->v);
+	t->v = NULL;
+	t->n = t->cap = 0;
+}
+
+static int
+merge_nodes(const unode_t *a, const unode_t *b, const char *path, tmpnodes_t *t,
+            const unode_t **out, terr_t *err)
+{
+	unode_t *m;
+
+	if (a->kind == UNODE_LEAF || b->kind == UNODE_LEAF || a->kind != b->kind)
+		return terr_set(err, TERR_CONFLICTING_UPDATE_OPERATORS,
+		                "Update created a conflict at '%s'", path);
+	m = tmp_node(t, a->kind);
+	for (size_t i = 0; i < a->n; i++)
+		node_set(m, a->names[i], a->kids[i]);
+	m->positional = a->positional;
+	for (size_t i = 0; i < b->n; i++) {
+		ssize_t at = node_find(m, b->names[i]);
+
+		if (at < 0) {
+			node_set(m, b->names[i], b->kids[i]);
+		} else {
+			char *sub = bson_strdup_printf("%s.%s", path, b->names[i]);
+			const unode_t *mk;
+			int r = merge_nodes(m->kids[at], b->kids[i], sub, t, &mk, err);
+
+			bson_free(sub);
+			if (r != 0)
+				return -1;
+			m->kids[at] = (unode_t *)mk;
+		}
+	}
+	if (b->positional != NULL) {
+		if (m->positional == NULL) {
+			m->positional = b->positional;
+		} else {
+			char *sub = bson_strdup_printf("%s.$", path);
+			const unode_t *mk;
+			int r = merge_nodes(m->positional, b->positional, sub, t, &mk, err);
+
+			bson_free(sub);
+			if (r != 0)
+				return -1;
+			m->positional = (unode_t *)mk;
+		}
+	}
+	*out = m;
+	return 0;
+}
+
 /* Array node ($[] / $[id]) over the value at its path. */
 static int
 apply_array_node(const unode_t *n, const bson_value_t *cur, uapply_t *st, ures_t *out,
@@ -1148,6 +1237,9 @@ apply_array_node(const unode_t *n, const bson_value_t *cur, uapply_t *st, ures_t
 	bson_iter_t it;
 	uint32_t i = 0;
 	bool changed = false;
+	const unode_t *stack_hits[8], **hits = stack_hits;
+	size_t nhit;
+	tmpnodes_t tmp = {0};
 
 	if (cur == NULL) {
 		char *p = update_path_str(st, NULL);
@@ -1165,6 +1257,8 @@ apply_array_node(const unode_t *n, const bson_value_t *cur, uapply_t *st, ures_t
 		bson_free(v);
 		return -1;
 	}
+	if (n->n > 8)
+		hits = bson_malloc(n->n * sizeof *hits);
 	bson_init_static(&in, cur->value.v_doc.data, cur->value.v_doc.data_len);
 	bson_init(&b);
 	bson_iter_init(&it, &in);
@@ -1175,26 +1269,32 @@ apply_array_node(const unode_t *n, const bson_value_t *cur, uapply_t *st, ures_t
 		ures_t acc = {UR_KEEP};
 
 		bson_uint32_to_string(i++, &kp, key, sizeof key);
+		nhit = 0;
 		for (size_t k = 0; k < n->n; k++) {
 			bool hit = true;
-			ures_t r = {UR_KEEP};
-			const bson_value_t *now;
 
 			if (n->names[k][0] != '\0' &&
 			    update_filter_matches(st, n->names[k], orig, &hit, err) != 0)
 				goto err;
-			if (!hit)
-				continue;
-			now = acc.kind == UR_SET ? &acc.val : (acc.kind == UR_REMOVE ? NULL : orig);
-			if (apply_child(n->kids[k], kp, now, st, &r, err) != 0) {
-				res_clear(&acc);
-				goto err;
-			}
-			if (r.kind != UR_KEEP) {
-				res_clear(&acc);
-				acc = r;
-			}
+			if (hit)
+				hits[nhit++] = n->kids[k];
 		}
+		if (nhit > 1) {
+			char *p = update_path_str(st, kp);
+			const unode_t *m = hits[0];
+			int r = 0;
+
+			for (size_t k = 1; k < nhit && r == 0; k++)
+				r = merge_nodes(m, hits[k], p, &tmp, &m, err);
+			bson_free(p);
+			if (r != 0)
+				goto err;
+			hits[0] = m;
+			nhit = 1;
+		}
+		if (nhit == 1 && apply_child(hits[0], kp, orig, st, &acc, err) != 0)
+			goto err;
+		tmp_free(&tmp);
 		if (acc.kind != UR_KEEP)
 			changed = true;
 		emit(&b, kp, strlen(kp), orig, &acc, true);
@@ -1204,9 +1304,14 @@ apply_array_node(const unode_t *n, const bson_value_t *cur, uapply_t *st, ures_t
 		update_res_set_steal_doc(out, &b, true);
 	else
 		bson_destroy(&b);
+	if (hits != stack_hits)
+		bson_free(hits);
 	return 0;
 err:
+	tmp_free(&tmp);
 	bson_destroy(&b);
+	if (hits != stack_hits)
+		bson_free(hits);
 	return -1;
 }
 

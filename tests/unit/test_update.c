@@ -343,6 +343,20 @@ test_all_positional_and_filters(void)
 	                 "{ $set: { a.$[]: 0 } }");
 	TU_ERR("{\"_id\": 1}", "{\"$set\": {\"a.$[]\": 0}}", 2,
 	       "The path 'a' must exist in the document in order to apply array updates.");
+	/* two filters matching one element: children merged in MongoDB's order */
+	r = tu_apply_ex("{\"_id\": 1, \"a\": [{\"v\": 1}, {\"v\": 5}]}",
+	                "{\"$set\": {\"a.$[x].z\": 1, \"a.$[y].b\": 2}}",
+	                "[{\"x.v\": {\"$gte\": 1}}, {\"y.v\": {\"$gte\": 5}}]", -1, false);
+	TT_ASSERT(r.json && strcmp(r.json, "{ \"_id\" : 1, \"a\" : [ { \"v\" : 1, \"z\" : 1 }, "
+	                                   "{ \"v\" : 5, \"b\" : 2, \"z\" : 1 } ] }") == 0);
+	if (r.json == NULL || strstr(r.json, "\"b\" : 2, \"z\"") == NULL)
+		TT_FAIL_("merge order: %s", r.json ? r.json : r.msg);
+	bson_free(r.json);
+	r = tu_apply_ex("{\"_id\": 1, \"a\": [5]}", "{\"$set\": {\"a.$[x]\": 1, \"a.$[y]\": 2}}",
+	                "[{\"x\": 5}, {\"y\": 5}]", -1, false);
+	TT_EQ_INT(r.code, 40);
+	TT_EQ_STR(r.msg, "Update created a conflict at 'a.0'");
+	bson_free(r.json);
 	TU_ERR("{\"_id\": 1, \"a\": 5}", "{\"$set\": {\"a.$[]\": 0}}", 2,
 	       "Cannot apply array updates to non-array element a: 5");
 }
