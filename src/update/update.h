@@ -48,16 +48,22 @@ typedef struct update_options {
 } update_options_t;
 
 /*
- * Parse an update.  u is a document (operators or replacement) or an array
- * (pipeline).  opts may be NULL.  Returns 0 with *out set (free with
- * update_free), or -1 with err set, e.g.
+ * Parse an update.  u is a document (operators when its first field starts
+ * with '$', else a replacement) or an array (pipeline).  opts may be NULL.
+ * Returns 0 with *out set (free with update_free), or -1 with err set, e.g.
  *   9  "Unknown modifier: $foo. Expected a valid update modifier or
  *       pipeline-style update specified as an array"
- *   9  "'$set' is empty. You must specify a field like so: ..."
+ *   9  "Modifiers operate on fields but we found type string instead. ..."
  *   40 "Updating the path 'a.b' would create a conflict at 'a'"
  *   2  "No array filter found for identifier 'x' in path 'a.$[x]'"
- * Any other type of u fails with 9 / 14 as mongod ("Update argument must
- * be either an object or an array").
+ *   9  "The array filter for identifier 'x' was not used in the update ..."
+ *   9  "arrayFilters may not be specified for pipeline-style updates"
+ *   72 "$group is not allowed to be used within an update"
+ * An empty operand ({$set: {}}) is accepted, as since MongoDB 5.0.  Any
+ * other type of u fails with 9 ("Update argument must be either an object
+ * or an array").  Dollar-prefixed top-level fields of a replacement are
+ * reported by update_apply (52), as mongod does when a document matches.
+ * Neither u nor opts is referenced after the call.
  */
 int update_compile(const bson_value_t *u, const update_options_t *opts, update_t **out,
                    terr_t *err);
@@ -100,8 +106,11 @@ typedef struct update_apply_ctx {
  * error returns -1, err is set (mongod's code and message), *out_new_doc is
  * left uninitialised and nothing needs freeing.
  * Errors include 66 (changing _id), 14 ($inc on a non-number), 28 (path not
- * viable), 17419 (result larger than 16 MiB), and each operator's own.
- * doc is only read.
+ * viable), 17419 (result larger than 16 MiB), 15 (nesting deeper than 180),
+ * 52 ($-prefixed top-level field in a replacement) and each operator's own.
+ * Replacement and pipeline results keep doc's _id when they have none and
+ * put _id first.  doc is only read; it may be the same bytes the caller
+ * later frees (nothing of it is kept).
  */
 int update_apply(const update_t *u, const bson_t *doc, const update_apply_ctx_t *ctx,
                  bson_t *out_new_doc, bool *modified, terr_t *err);
@@ -114,6 +123,8 @@ int update_apply(const update_t *u, const bson_t *doc, const update_apply_ctx_t 
  * nor the update gives one, a new ObjectId is generated.  *out is
  * initialised by this call on success only (caller bson_destroy()s).
  * ctx may be NULL; its is_insert is forced true and matched_pos to -1.
+ * Errors: the seed's (below), update_apply's, 53 for an _id of type
+ * array/regex/undefined, 17420 "Document to upsert is larger than 16777216".
  */
 int update_build_upsert_doc(const update_t *u, const bson_t *filter,
                             const update_apply_ctx_t *ctx, bson_t *out, terr_t *err);
