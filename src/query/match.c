@@ -148,11 +148,15 @@ eval_and_doc(const mnode_t *n, const uint8_t *data, uint32_t len, int *pos, mctx
 	return true;
 }
 
+/* An $or records the positional index only when all its branches test the
+ * same path (an $in in disguise), as mongod. */
 static bool
 eval_or_doc(const mnode_t *n, const uint8_t *data, uint32_t len, int *pos, mctx_t *c)
 {
+	int *p = n->u.or_same_path ? pos : NULL;
+
 	for (uint32_t i = 0; i < n->nkids; i++)
-		if (match_node_eval(n->kids[i], data, len, pos, c))
+		if (match_node_eval(n->kids[i], data, len, p, c))
 			return true;
 	return false;
 }
@@ -926,6 +930,13 @@ t_tree(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel_t
 	if (!any) {
 		match_node_free(n);
 		return terr_set(p->err, TERR_BAD_VALUE, "$and/$or/$nor must be a nonempty array");
+	}
+	if (kind == MK_OR) {
+		n->u.or_same_path = true;
+		for (uint32_t i = 0; i < n->nkids; i++)
+			if (!n->kids[i]->has_path ||
+			    strcmp(n->kids[i]->path.full, n->kids[0]->path.full) != 0)
+				n->u.or_same_path = false;
 	}
 	*out = n;
 	return 0;

@@ -54,6 +54,7 @@ struct mnode {
 		mregex_t re;
 		bool exists;
 		double rate;             /* $sampleRate */
+		bool or_same_path;       /* $or: every branch is a leaf on one path */
 		void *expr;              /* expr_t * */
 		void *schema;            /* schema_t * */
 	} u;

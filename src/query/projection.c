@@ -378,7 +378,7 @@ parse_elem(pparse_t *pp, const char *path, const bson_value_t *v)
 			RET(check_path(path, pp->err));
 			RET(add_at_path(pp, path, PK_INCLUDE, &n));
 		} else {
-			char *base, *dot;
+			char *base;
 			size_t tail;
 
 			if (pp->has_positional)
@@ -387,17 +387,6 @@ parse_elem(pparse_t *pp, const char *path, const bson_value_t *v)
 			if (pp->has_elem)
 				return terr_set(pp->err, 31256,
 				                "Cannot specify positional operator and $elemMatch.");
-			base = bson_strdup(path);
-			dot = strchr(base, '.');
-			if (dot != NULL)
-				*dot = '\0';
-			if (pp->query == NULL || !match_references_field(pp->query, base)) {
-				bson_free(base);
-				return terr_set(pp->err, 31277,
-				                "Positional projection '%s' does not match the query "
-				                "document.", path);
-			}
-			bson_free(base);
 			tail = strlen(path);
 			if (tail >= 3 && strcmp(path + tail - 3, ".$.") == 0)
 				return terr_set(pp->err, 31270, "Path cannot end with '.$.'");
@@ -408,6 +397,8 @@ parse_elem(pparse_t *pp, const char *path, const bson_value_t *v)
 					return terr_set(pp->err, 31287,
 					                "Cannot use positional operator twice: %s", path);
 			}
+			if (pb == 0)
+				return terr_set(pp->err, 5392900, "Projection on field %s is invalid", path);
 			base = bson_strndup(path, pb);
 			if (check_path(base, pp->err) != 0 || add_at_path(pp, base, PK_POSITIONAL, &n) != 0) {
 				bson_free(base);
@@ -636,12 +627,12 @@ apply_field(papply_t *a, const pnode_t *k, const char *key, int klen, const bson
 		/* appended after the other fields (apply_doc), as mongod does since 4.4 */
 		return 0;
 	case PK_POSITIONAL:
-		if (!a->pos_used && a->match_pos < 0)
-			return positional_error(a);
 		if (a->pos_used || v->value_type != BSON_TYPE_ARRAY) {
 			bv_append(out, key, klen, v);
 			return 0;
 		}
+		if (a->match_pos < 0)
+			return positional_error(a);
 		append_element(key, klen, v, a->match_pos, out);
 		return 0;
 	case PK_INTERNAL:

@@ -26,8 +26,8 @@
 typedef struct projection projection_t;
 
 /*
- * Compile spec.  query is the find's compiled filter (may be NULL; needed
- * to validate a positional projection, 31277).  let holds the command's
+ * Compile spec.  query is the find's compiled filter (may be NULL; kept in
+ * the signature for positional checks).  let holds the command's
  * `let` variables as constants (may be NULL; copied).  Returns 0 with *out
  * (caller frees with projection_free), or -1 with err set.
  */
@@ -44,9 +44,11 @@ bool projection_is_inclusion(const projection_t *p);
 
 /*
  * Write doc projected into out (an initialized, empty bson_t the caller
- * owns).  match_pos is the positional array index (or -1).  Returns 0, or -1
- * with err set: 51246 when a positional projection finds no matching
- * element, or an expression's runtime error.  Thread-safe for one p.
+ * owns).  match_pos is the positional array index (or -1).  A positional
+ * projection narrows the first array met on its path to the element at
+ * match_pos; a path without an array is copied unchanged, a missing one left
+ * out.  Returns 0, or -1 with err set: 51246 when the path has an array but
+ * the filter recorded no position, or an expression's runtime error.  Thread-safe for one p.
  */
 int projection_apply(const projection_t *p, const bson_t *doc, int match_pos, bson_t *out,
                      terr_t *err);
