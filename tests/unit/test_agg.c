@@ -413,6 +413,36 @@ test_explain_let(void)
 	free_reply(r);
 }
 
+static void
+test_seed_schema_versions(void)
+{
+	/* 05 schema versioning: read both shapes at once */
+	load("customers", "[{\"_id\": 1, \"firstName\": \"Ada\", \"city\": \"London\"},"
+	    " {\"_id\": 2, \"firstName\": \"Alan\", \"city\": \"Berlin\", \"country\": \"DE\"},"
+	    " {\"_id\": 3, \"schemaVersion\": 2, \"address\": {\"city\": \"Istanbul\", \"country\": \"TR\"}}]");
+	AGG_EQ("customers", "[{\"$match\": {\"_id\": {\"$in\": [2, 3]}}}, {\"$project\": {\"_id\": 1,"
+	    " \"schemaVersion\": {\"$ifNull\": [\"$schemaVersion\", 1]}, \"city\": {\"$ifNull\": [\"$address.city\", \"$city\"]}}}]",
+	    "[ { \"_id\" : 2, \"schemaVersion\" : 1, \"city\" : \"Berlin\" }, { \"_id\" : 3, \"schemaVersion\" : 2, \"city\" : \"Istanbul\" } ]");
+	/* attribute pattern's $objectToArray + $filter, as a read */
+	AGG_EQ("customers", "[{\"$match\": {\"_id\": 3}}, {\"$project\": {\"_id\": 0, \"attributes\": {\"$filter\": {"
+	    "\"input\": {\"$objectToArray\": \"$$ROOT\"}, \"cond\": {\"$in\": [\"$$this.k\", [\"schemaVersion\"]]}}}}}]",
+	    "[ { \"attributes\" : [ { \"k\" : \"schemaVersion\", \"v\" : 2 } ] } ]");
+}
+
+static void
+test_stats_stages(void)
+{
+	char *got;
+
+	got = agg("customers", "[{\"$collStats\": {\"count\": {}}}, {\"$project\": {\"count\": 1, \"ns\": 1, \"_id\": 0}}]");
+	TT_EQ_STR(got, "[ { \"ns\" : \"test.customers\", \"count\" : 3 } ]");
+	bson_free(got);
+	AGG_EQ("customers", "[{\"$indexStats\": {}}, {\"$project\": {\"name\": 1, \"key\": 1, \"_id\": 0}}]",
+	    "[ { \"name\" : \"_id_\", \"key\" : { \"_id\" : 1 } } ]");
+	AGG_ERR("customers", "[{\"$match\": {}}, {\"$collStats\": {}}]", 40602);
+	AGG_ERR("customers", "[{\"$setWindowFields\": {}}]", 238);
+}
+
 int
 main(void)
 {
@@ -434,6 +464,8 @@ main(void)
 	TT_RUN(test_lookup_facet_union);
 	TT_RUN(test_merge_out);
 	TT_RUN(test_explain_let);
+	TT_RUN(test_seed_schema_versions);
+	TT_RUN(test_stats_stages);
 	tamga_close(db);
 	tt_rmdir(dir);
 	bson_free(dir);

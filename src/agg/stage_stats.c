@@ -1,0 +1,271 @@
+/*
+ * stage_stats.c -- stages that describe the collection instead of reading
+ * it: $collStats (count, storageStats, latencyStats, queryExecStats) and
+ * $indexStats; plus the rows of stages MongoDB has and Tamga does not build
+ * yet, so they fail with 238 NotImplemented instead of 40324.
+ */
+#include "agg/agg_private.h"
+
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bson/value.h"
+#include "common/mem.h"
+
+typedef struct stats_plan {
+	bool count, storage, latency, exec;
+	int64_t scale;
+} stats_plan_t;
+
+typedef struct stats_state {
+	bool done;
+	int i;                    /* $indexStats: next index */
+	storage_coll_t *coll;
+	bson_t out;
+} stats_state_t;
+
+static int
+collstats_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	stats_plan_t *sp;
+	bson_t d;
+	bson_iter_t it;
+
+	if (spec->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field '$collStats' is the wrong type '%s', expected type 'object'",
+		    bv_type_name(spec->value_type));
+	sp = bson_malloc0(sizeof(*sp));
+	sp->scale = 1;
+	agg_value_doc(spec, &d);
+	bson_iter_init(&it, &d);
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			bson_free(sp);
+			return terr_set(err, TERR_TYPE_MISMATCH,
+			    "BSON field '$collStats.%s' is the wrong type '%s', expected type 'object'", k,
+			    bv_type_name(bson_iter_type(&it)));
+		}
+		if (strcmp(k, "count") == 0) {
+			sp->count = true;
+		} else if (strcmp(k, "storageStats") == 0) {
+			bson_iter_t s;
+			sp->storage = true;
+			if (bson_iter_recurse(&it, &s) && bson_iter_find(&s, "scale")) {
+				if (!bv_is_number(bson_iter_value(&s)) || bson_iter_as_int64(&s) < 1) {
+					bson_free(sp);
+					return terr_set(err, 51024,
+					    "BSON field 'scale' value must be >= 1, actual value '%lld'",
+					    (long long)bson_iter_as_int64(&s));
+				}
+				sp->scale = bson_iter_as_int64(&s);
+			}
+		} else if (strcmp(k, "latencyStats") == 0) {
+			sp->latency = true;
+		} else if (strcmp(k, "queryExecStats") == 0) {
+			sp->exec = true;
+		} else {
+			bson_free(sp);
+			return terr_set(err, 40415, "BSON field '$collStats.%s' is an unknown field.", k);
+		}
+	}
+	agg_pctx_add(pc, &agg_stages_stats[0], sp, agg_explain_doc("$collStats", spec));
+	return 0;
+}
+
+static int
+indexstats_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	bson_t d;
+
+	if (spec->value_type != BSON_TYPE_DOCUMENT || !agg_value_doc(spec, &d) || !bson_empty(&d))
+		return terr_set(err, 28803, "The $indexStats stage specification must be an empty object");
+	agg_pctx_add(pc, &agg_stages_stats[1], bson_malloc0(sizeof(stats_plan_t)),
+	    agg_explain_doc("$indexStats", spec));
+	return 0;
+}
+
+static int
+stats_open(agg_rt_t *rt, terr_t *err)
+{
+	stats_state_t *ss = tm_alloc0(sizeof(*ss));
+	const agg_host_t *h = rt->x->p->host;
+
+	bson_init(&ss->out);
+	rt->state = ss;
+	if (h != NULL && h->coll != NULL)
+		storage_coll_get(h->st, h->db, h->coll, &ss->coll, NULL);
+	return 0;
+}
+
+static void
+stats_close(agg_rt_t *rt)
+{
+	stats_state_t *ss = rt->state;
+
+	storage_coll_release(ss->coll);
+	bson_destroy(&ss->out);
+	bson_free(ss);
+}
+
+static void
+append_host(bson_t *b)
+{
+	char host[256];
+
+	if (gethostname(host, sizeof(host) - 16) != 0)
+		strcpy(host, "localhost");
+	host[sizeof(host) - 16] = '\0';
+	strcat(host, ":27017");
+	BSON_APPEND_UTF8(b, "host", host);
+}
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int
+collstats_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	const stats_plan_t *sp = rt->st->plan;
+	stats_state_t *ss = rt->state;
+	const agg_host_t *h = rt->x->p->host;
+	int64_t count = 0, data = 0, storage = 0;
+	char ns[512];
+
+	if (ss->done)
+		return 0;
+	ss->done = true;
+	if (ss->coll == NULL)
+		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "Unable to retrieve storageStats in $collStats stage :: caused by :: Collection [%s.%s] not found.",
+		    h->db, h->coll);
+	RET(storage_coll_stats(h->st, rt->x->s, ss->coll, &count, &data, &storage, err));
+	snprintf(ns, sizeof(ns), "%s.%s", h->db, h->coll);
+	bson_reinit(&ss->out);
+	BSON_APPEND_UTF8(&ss->out, "ns", ns);
+	append_host(&ss->out);
+	BSON_APPEND_DATE_TIME(&ss->out, "localTime", now_ms());
+	if (sp->latency) {
+		bson_t l, r;
+		const char *kinds[] = {"reads", "writes", "commands", "transactions"};
+		bson_append_document_begin(&ss->out, "latencyStats", -1, &l);
+		for (int i = 0; i < 4; i++) {
+			bson_append_document_begin(&l, kinds[i], -1, &r);
+			BSON_APPEND_INT64(&r, "latency", 0);
+			BSON_APPEND_INT64(&r, "ops", 0);
+			bson_append_document_end(&l, &r);
+		}
+		bson_append_document_end(&ss->out, &l);
+	}
+	if (sp->storage) {
+		bson_t s, sizes;
+		int64_t idx_total = 0;
+		bson_append_document_begin(&ss->out, "storageStats", -1, &s);
+		BSON_APPEND_INT64(&s, "size", data / sp->scale);
+		BSON_APPEND_INT64(&s, "count", count);
+		if (count > 0)
+			BSON_APPEND_INT64(&s, "avgObjSize", data / count);
+		BSON_APPEND_INT64(&s, "numOrphanDocs", 0);
+		BSON_APPEND_INT64(&s, "storageSize", storage / sp->scale);
+		BSON_APPEND_INT64(&s, "freeStorageSize", 0);
+		BSON_APPEND_BOOL(&s, "capped", false);
+		BSON_APPEND_INT32(&s, "nindexes", ss->coll->nindexes);
+		bson_append_document_begin(&s, "indexSizes", -1, &sizes);
+		for (int i = 0; i < ss->coll->nindexes; i++) {
+			/* per-index sizes are not tracked yet: a page each */
+			BSON_APPEND_INT64(&sizes, ss->coll->indexes[i].name, 4096 / sp->scale);
+			idx_total += 4096;
+		}
+		bson_append_document_end(&s, &sizes);
+		BSON_APPEND_INT64(&s, "totalIndexSize", idx_total / sp->scale);
+		BSON_APPEND_INT64(&s, "totalSize", (storage + idx_total) / sp->scale);
+		BSON_APPEND_INT64(&s, "scaleFactor", sp->scale);
+		bson_append_document_end(&ss->out, &s);
+	}
+	if (sp->count)
+		BSON_APPEND_INT64(&ss->out, "count", count);
+	if (sp->exec) {
+		bson_t e, c;
+		bson_append_document_begin(&ss->out, "queryExecStats", -1, &e);
+		bson_append_document_begin(&e, "collectionScans", -1, &c);
+		BSON_APPEND_INT64(&c, "total", 0);
+		BSON_APPEND_INT64(&c, "nonTailable", 0);
+		bson_append_document_end(&e, &c);
+		bson_append_document_end(&ss->out, &e);
+	}
+	*out = &ss->out;
+	return 1;
+}
+
+static int
+indexstats_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	stats_state_t *ss = rt->state;
+	const storage_index_t *ix;
+	bson_t acc;
+
+	if (ss->coll == NULL || ss->i >= ss->coll->nindexes)
+		return 0;
+	ix = &ss->coll->indexes[ss->i++];
+	bson_reinit(&ss->out);
+	BSON_APPEND_UTF8(&ss->out, "name", ix->name);
+	if (ix->key != NULL)
+		BSON_APPEND_DOCUMENT(&ss->out, "key", ix->key);
+	append_host(&ss->out);
+	bson_append_document_begin(&ss->out, "accesses", -1, &acc);
+	BSON_APPEND_INT64(&acc, "ops", 0);
+	BSON_APPEND_DATE_TIME(&acc, "since", now_ms());
+	bson_append_document_end(&ss->out, &acc);
+	if (ix->spec != NULL)
+		BSON_APPEND_DOCUMENT(&ss->out, "spec", ix->spec);
+	*out = &ss->out;
+	return 1;
+}
+
+/* Stages MongoDB has that are not built here yet. */
+static int
+not_built_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	return terr_set(err, TERR_NOT_IMPLEMENTED, "The %s stage is not supported by Tamga yet", pc->name);
+}
+
+static void
+plain_free(void *plan)
+{
+	bson_free(plan);
+}
+
+const agg_stage_def_t agg_stages_stats[] = {
+	{"$collStats", collstats_parse, stats_open, collstats_next, stats_close, plain_free,
+	    AGG_F_FIRST | AGG_F_NOT_IN_FACET},
+	{"$indexStats", indexstats_parse, stats_open, indexstats_next, stats_close, plain_free,
+	    AGG_F_FIRST | AGG_F_NOT_IN_FACET},
+	{"$bucketAuto", not_built_parse},
+	{"$redact", not_built_parse},
+	{"$setWindowFields", not_built_parse},
+	{"$densify", not_built_parse},
+	{"$fill", not_built_parse},
+	{"$graphLookup", not_built_parse},
+	{"$geoNear", not_built_parse},
+	{"$currentOp", not_built_parse},
+	{"$listLocalSessions", not_built_parse},
+	{"$listSessions", not_built_parse},
+	{"$planCacheStats", not_built_parse},
+	{"$changeStream", not_built_parse},
+	{"$search", not_built_parse},
+	{"$searchMeta", not_built_parse},
+	{"$vectorSearch", not_built_parse},
+	{"$listSearchIndexes", not_built_parse},
+	{"$shardedDataDistribution", not_built_parse},
+	{"$listSampledQueries", not_built_parse},
+	{"$querySettings", not_built_parse},
+	{"$listClusterCatalog", not_built_parse},
+	{NULL},
+};
