@@ -5,7 +5,7 @@
  * A schema is JSON Schema draft 4 with MongoDB's changes: `bsonType` added,
  * `type: "integer"`, `$ref`, `definitions`, `format`, `default`, `id` and the
  * other unsupported draft-4 keywords rejected, encryption keywords rejected
- * outside encrypted collections.  Keywords only constrain values of the type
+ * where mongod refuses them (see SCHEMA_DENY_ENCRYPT).  Keywords only constrain values of the type
  * they talk about (minimum ignores strings, properties ignores arrays...), and
  * the top level of the schema applies to the whole document.
  *
@@ -35,19 +35,22 @@ int schema_compile(const bson_t *json_schema, schema_t **out, terr_t *err);
 
 /* Flags for schema_compile_flags. */
 enum {
-	/* Accept the encryption keywords (encrypt, encryptMetadata).  mongod
-	 * allows them only in validators with validationLevel strict and
-	 * validationAction error; elsewhere they fail with 224
-	 * QueryFeatureNotAllowed. */
-	SCHEMA_ALLOW_ENCRYPT = 1u << 0,
+	/* Refuse the encryption keywords (encrypt, encryptMetadata) with 224
+	 * QueryFeatureNotAllowed "Encryption-related validator keywords are
+	 * not allowed in this context".  mongod accepts them in queries and in
+	 * validators at validationLevel strict with validationAction error;
+	 * a validator at moderate or with warn/errorAndLog compiles with this
+	 * flag. */
+	SCHEMA_DENY_ENCRYPT = 1u << 0,
 };
 
 /* schema_compile with flags (schema_compile passes 0). */
 int schema_compile_flags(const bson_t *json_schema, unsigned flags, schema_t **out,
 			 terr_t *err);
 
-/* true when the schema uses encrypt/encryptMetadata anywhere (collMod must
- * then refuse validationAction warn / validationLevel moderate with 224). */
+/* true when the schema uses encrypt/encryptMetadata anywhere (collMod of
+ * validationAction to warn/errorAndLog or validationLevel to moderate must
+ * then be refused with 224 QueryFeatureNotAllowed). */
 bool schema_uses_encrypt(const schema_t *s);
 
 /* Free a compiled schema; NULL is allowed. */

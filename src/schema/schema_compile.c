@@ -636,7 +636,7 @@ compile_encryption(cctx_t *cx, snode_t *n, const bson_iter_t *enc, const bson_it
 {
 	if (!enc && !meta)
 		return 0;
-	if (!(cx->flags & SCHEMA_ALLOW_ENCRYPT))
+	if (cx->flags & SCHEMA_DENY_ENCRYPT)
 		return terr_set(err, 224, "Encryption-related validator keywords are not allowed in this context");
 	cx->uses_encrypt = true;
 	if (enc && meta)

@@ -90,7 +90,10 @@ run_case(const char *file, bson_iter_t *c)
 		const char *msg = NULL;
 		if (bson_iter_recurse(c, &it) && bson_iter_find(&it, "errmsg"))
 			msg = bson_iter_utf8(&it, NULL);
-		if (schema_compile_flags(&schema, 0, &s, &err) == 0) {
+		unsigned flags = 0;
+		if (bson_iter_recurse(c, &it) && bson_iter_find(&it, "deny_encrypt") && bson_iter_as_bool(&it))
+			flags |= SCHEMA_DENY_ENCRYPT;
+		if (schema_compile_flags(&schema, flags, &s, &err) == 0) {
 			fprintf(stderr, "FAIL %s/%s: compiled, expected code %d\n", file, name, code);
 			ok = false;
 		} else if (err.code != code || (msg && strcmp(msg, err.msg) != 0)) {
@@ -100,7 +103,7 @@ run_case(const char *file, bson_iter_t *c)
 		}
 		goto done;
 	}
-	if (schema_compile_flags(&schema, SCHEMA_ALLOW_ENCRYPT, &s, &err) != 0) {
+	if (schema_compile(&schema, &s, &err) != 0) {
 		fprintf(stderr, "FAIL %s/%s: compile error %d %s\n", file, name, err.code, err.msg);
 		ok = false;
 		goto done;
@@ -481,18 +484,18 @@ test_explain_variants(void)
 	bson_destroy(bad);
 	bson_destroy(good);
 
-	/* encryption keywords only with the flag */
+	/* encryption keywords: accepted by default, refused with the flag */
 	sch = tt_json("{\"properties\": {\"ssn\": {\"encrypt\": {\"bsonType\": \"string\", "
 		      "\"algorithm\": \"AEAD_AES_256_CBC_HMAC_SHA_512-Deterministic\"}}}}");
-	TT_ASSERT(schema_compile(sch, &s, &err) != 0);
+	TT_ASSERT(schema_compile_flags(sch, SCHEMA_DENY_ENCRYPT, &s, &err) != 0);
 	TT_EQ_INT(err.code, 224);
 	terr_clear(&err);
-	TT_ASSERT(schema_compile_flags(sch, SCHEMA_ALLOW_ENCRYPT, &s, &err) == 0);
+	TT_ASSERT(schema_compile(sch, &s, &err) == 0);
 	TT_ASSERT(schema_uses_encrypt(s));
 	schema_free(s);
 	bson_destroy(sch);
 	sch = tt_json("{\"properties\": {\"ssn\": {\"encrypt\": {\"bogus\": 1}}}}");
-	TT_ASSERT(schema_compile_flags(sch, SCHEMA_ALLOW_ENCRYPT, &s, &err) != 0);
+	TT_ASSERT(schema_compile(sch, &s, &err) != 0);
 	TT_EQ_INT(err.code, 40415);
 	TT_EQ_STR(err.msg, "BSON field 'encrypt.bogus' is an unknown field.");
 	terr_clear(&err);
