@@ -115,9 +115,46 @@ test_projection_computed(void)
 	bson_destroy(doc);
 }
 
+static void
+proj_case(const char *spec_json, const char *doc_json, const char *want)
+{
+	bson_t *spec = tt_json(spec_json), *doc = tt_json(doc_json);
+	projection_t *p = NULL;
+	terr_t err = TERR_INIT;
+	bson_t out = BSON_INITIALIZER;
+
+	TT_ASSERT(projection_compile(spec, NULL, NULL, &p, &err) == 0);
+	if (p != NULL) {
+		TT_ASSERT(projection_apply(p, doc, -1, &out, &err) == 0);
+		TT_EQ_JSON(&out, want);
+	}
+	projection_free(p);
+	terr_clear(&err);
+	bson_destroy(&out);
+	bson_destroy(spec);
+	bson_destroy(doc);
+}
+
+/* projection_semantics.js, computed fields */
+static void
+test_projection_computed_arrays(void)
+{
+	proj_case("{\"a.b\": \"nv\", \"_id\": 0}", "{\"a\": {\"b\": 1, \"c\": 1}}",
+	          "{ \"a\" : { \"b\" : \"nv\" } }");
+	proj_case("{\"a.b\": \"nv\", \"_id\": 0}", "{\"a\": [\"scalar\", {\"b\": 1, \"c\": 1}, {\"b\": 3}]}",
+	          "{ \"a\" : [ { \"b\" : \"nv\" }, { \"b\" : \"nv\" }, { \"b\" : \"nv\" } ] }");
+	proj_case("{\"a.b\": \"nv\", \"_id\": 0}", "{\"a\": []}", "{ \"a\" : [  ] }");
+	proj_case("{\"a.b.c\": \"nv\", \"_id\": 0}", "{\"a\": [[], [{\"b\": [[1, 2], {\"c\": 1, \"d\": 1}]}]]}",
+	          "{ \"a\" : [ [  ], [ { \"b\" : [ [ { \"c\" : \"nv\" }, { \"c\" : \"nv\" } ], "
+	          "{ \"c\" : \"nv\" } ] } ] ] }");
+	proj_case("{\"a\": {\"$literal\": 0}, \"b\": \"string\"}", "{\"_id\": 1, \"a\": 1, \"b\": 1, \"c\": 1}",
+	          "{ \"_id\" : 1, \"a\" : 0, \"b\" : \"string\" }");
+}
+
 int
 main(void)
 {
+	TT_RUN(test_projection_computed_arrays);
 	TT_RUN(test_expr);
 	TT_RUN(test_disallowed);
 	TT_RUN(test_json_schema);
