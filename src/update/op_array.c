@@ -319,7 +319,11 @@ push_apply(const unode_t *leaf, const bson_value_t *cur, uapply_t *st, ures_t *o
 		}
 	}
 	res_array(out, res + start, cnt);
-	if (cur != NULL && update_value_identical(&out->val, cur)) {
+	if (ps->sort && cur != NULL) {
+		/* mongod counts a sorted push as a modification even when the
+		 * array comes out the same */
+		st->force_modified = true;
+	} else if (cur != NULL && update_value_identical(&out->val, cur)) {
 		bson_value_destroy(&out->val);
 		out->kind = UR_KEEP;
 	}

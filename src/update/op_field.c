@@ -335,11 +335,12 @@ current_date_apply(const unode_t *leaf, const bson_value_t *cur, uapply_t *st, u
 		}
 	}
 	update_res_set_copy(out, &v);
+	st->force_modified = true;
 	return 0;
 }
 
 /* ------------------------------------------------------------------ */
-/* $bit                                                                */
+/* $bit                                                             */
 
 typedef struct bitop {
 	int kind; /* 0 and, 1 or, 2 xor */

@@ -1483,7 +1483,8 @@ update_apply(const update_t *u, const bson_t *doc, const update_apply_ctx_t *ctx
 		bson_destroy(out_new_doc);
 		return -1;
 	}
-	*modified = changed && !(out_new_doc->len == doc->len &&
-	                         memcmp(bson_get_data(out_new_doc), bson_get_data(doc), doc->len) == 0);
+	*modified = changed && (st.force_modified ||
+	                        !(out_new_doc->len == doc->len &&
+	                          memcmp(bson_get_data(out_new_doc), bson_get_data(doc), doc->len) == 0));
 	return 0;
 }

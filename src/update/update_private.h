@@ -101,6 +101,9 @@ struct uapply {
 	 * while the walk is below them */
 	const char **comp;
 	size_t ncomp, capcomp;
+	/* an operator that mongod always counts as a modification ran ($push
+	 * with $sort, $currentDate), even if the bytes came out the same */
+	bool force_modified;
 	char scratch[32];
 };
 

@@ -41,6 +41,14 @@ test_set_noop(void)
 	TU_NOOP("{\"_id\": 1, \"a\": [1]}", "{\"$pull\": {\"a\": 2}}");
 	TU_NOOP("{\"_id\": 1, \"a\": []}", "{\"$pop\": {\"a\": 1}}");
 	TU_NOOP("{\"_id\": 1, \"a\": 3}", "{\"$min\": {\"a\": 5}}");
+	TU_NOOP("{\"_id\": 1, \"a\": [1]}", "{\"$push\": {\"a\": {\"$each\": []}}}");
+	{
+		/* mongod counts a sorted $push as a modification even when nothing moves */
+		uresult_t r = tu_apply("{\"_id\": 1, \"a\": [1, 2]}",
+		                       "{\"$push\": {\"a\": {\"$each\": [], \"$sort\": 1}}}");
+		TT_ASSERT(r.json != NULL && r.modified);
+		bson_free(r.json);
+	}
 	TU_NOOP("{\"_id\": 1, \"a\": 3}", "{\"$max\": {\"a\": 3.0}}");
 	TU_NOOP("{\"_id\": 1}", "{\"$rename\": {\"a\": \"b\"}}");
 	TU_NOOP("{\"_id\": 1}", "{\"$setOnInsert\": {\"a\": 1}}");
