@@ -112,7 +112,7 @@ update_pipe_free(upipe_t *p)
 static const char *const not_in_update[] = {
 	"$match", "$group", "$sort", "$limit", "$skip", "$lookup", "$unwind", "$count", "$facet",
 	"$bucket", "$bucketAuto", "$sortByCount", "$sample", "$out", "$merge", "$graphLookup",
-	"$geoNear", "$redact", "$densify", "$fill", "$setWindowFields", "$unionWith", "$documents",
+	"$geoNear", "$redact", "$densify", "$setWindowFields", "$unionWith", "$documents",
 	"$collStats", "$indexStats", "$currentOp", "$listSessions", "$listLocalSessions",
 	"$planCacheStats", "$changeStream", "$search", "$searchMeta", "$vectorSearch",
 	"$listSearchIndexes", "$changeStreamSplitLargeEvent", "$querySettings", NULL,
@@ -385,6 +385,8 @@ compile_stage(upipe_t *p, const char *name, const bson_value_t *v, pstage_t *ps,
 			                "BSON field '$replaceRoot.newRoot' is missing but a required field");
 		return 0;
 	}
+	if (strcmp(name, "$fill") == 0) /* allowed by mongod, not built here yet */
+		return terr_set(err, TERR_NOT_IMPLEMENTED, "$fill is not supported in update pipelines yet");
 	for (size_t i = 0; not_in_update[i]; i++)
 		if (strcmp(not_in_update[i], name) == 0)
 			return terr_set(err, TERR_INVALID_OPTIONS, "%s is not allowed to be used within an update",
