@@ -691,31 +691,56 @@ eval_any_true(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 static int
 parse_zip(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
 {
-	named_t nv[] = {{"inputs", NULL}, {"useLongestLength", NULL}, {"defaults", NULL}};
+	bson_iter_t it;
 	expr_t *parts[2] = {NULL, NULL};
+	bool longest = false;
+	size_t ninputs = 0, ndefaults = 0;
 	int ret = 0;
 
 	if (arg->value_type != BSON_TYPE_DOCUMENT)
 		return terr_set(err, 34460, "$zip only supports an object as an argument, found %s", expr_type_name(arg));
-	RET(collect_named(arg, nv, 3, 34464, "$zip found an unknown argument: %s", err));
-	if (nv[0].v == NULL || nv[0].v->value_type != BSON_TYPE_ARRAY)
-		return terr_set(err, 34461, "inputs must be an array of expressions, found %s",
-		                nv[0].v ? expr_type_name(nv[0].v) : "missing");
-	if (nv[1].v != NULL && nv[1].v->value_type != BSON_TYPE_BOOL)
-		return terr_set(err, 34463, "useLongestLength must be a bool, found %s", expr_type_name(nv[1].v));
-	bool longest = nv[1].v != NULL && nv[1].v->value.v_bool;
-	if (nv[2].v != NULL) {
-		if (nv[2].v->value_type != BSON_TYPE_ARRAY)
-			return terr_set(err, 34462, "defaults must be an array of expressions, found %s",
-			                expr_type_name(nv[2].v));
-		if (!longest)
-			return terr_set(err, 34466, "cannot specify defaults unless useLongestLength is true");
-		if (expr_array_len(nv[2].v) != expr_array_len(nv[0].v))
-			return terr_set(err, 34465, "defaults and inputs must have the same length");
+	expr_iter_init(&it, arg);
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		const bson_value_t *v = bson_iter_value(&it);
+		if (strcmp(k, "inputs") == 0 || strcmp(k, "defaults") == 0) {
+			bool inputs = k[0] == 'i';
+			if (v->value_type != BSON_TYPE_ARRAY) {
+				ret = terr_set(err, inputs ? 34461 : 34462, "%s must be an array of expressions, found %s", k,
+				               expr_type_name(v));
+				goto err;
+			}
+			expr_destroy(parts[inputs ? 0 : 1]);
+			parts[inputs ? 0 : 1] = NULL;
+			ERR(expr_parse_sub(v, scope, &parts[inputs ? 0 : 1], err));
+			if (inputs)
+				ninputs = expr_array_len(v);
+			else
+				ndefaults = expr_array_len(v);
+		} else if (strcmp(k, "useLongestLength") == 0) {
+			if (v->value_type != BSON_TYPE_BOOL) {
+				/* sic: mongod names the type of the whole argument */
+				ret = terr_set(err, 34463, "useLongestLength must be a bool, found %s", expr_type_name(arg));
+				goto err;
+			}
+			longest = v->value.v_bool;
+		} else {
+			ret = terr_set(err, 34464, "$zip found an unknown argument: %s", k);
+			goto err;
+		}
 	}
-	ERR(expr_parse_sub(nv[0].v, scope, &parts[0], err));
-	if (nv[2].v != NULL)
-		ERR(expr_parse_sub(nv[2].v, scope, &parts[1], err));
+	if (ninputs == 0) {
+		ret = terr_set(err, 34465, "$zip requires at least one input array");
+		goto err;
+	}
+	if (!longest && ndefaults > 0) {
+		ret = terr_set(err, 34466, "cannot specify defaults unless useLongestLength is true");
+		goto err;
+	}
+	if (ndefaults > 0 && ndefaults != ninputs) {
+		ret = terr_set(err, 34467, "defaults and inputs must have the same length");
+		goto err;
+	}
 	set_args(e, parts, 2);
 	e->extra = longest ? (void *)e : NULL;
 	return 0;
@@ -735,10 +760,6 @@ eval_zip(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	RET(expr_eval_arg(e, 0, env, &ins, err));
 	bson_value_t *inputs = arr_elems(env, &ins, &n);
 	bson_value_t *dv = NULL;
-	if (e->args[1] != NULL) {
-		RET(expr_eval_arg(e, 1, env, &defs, err));
-		dv = arr_elems(env, &defs, &nd);
-	}
 	bson_value_t **cols = expr_env_alloc(env, (n + 1) * sizeof(*cols));
 	size_t *lens = expr_env_alloc(env, (n + 1) * sizeof(*lens));
 	for (size_t i = 0; i < n; i++) {
@@ -756,6 +777,10 @@ eval_zip(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	}
 	if (n == 0)
 		minlen = 0;
+	if (e->args[1] != NULL && minlen != maxlen) {
+		RET(expr_eval_arg(e, 1, env, &defs, err));
+		dv = arr_elems(env, &defs, &nd);
+	}
 	size_t rows = longest ? maxlen : minlen;
 	bson_t b;
 	uint32_t idx = 0;

@@ -293,6 +293,23 @@ parse_switch(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *er
 		ret = terr_set(err, 40068, "$switch requires at least one branch.");
 		goto err;
 	}
+	/* mongod's optimize(): constant-false cases drop out; none left and no
+	 * default is an error at parse time */
+	{
+		bool all_const_false = true;
+		for (size_t i = 0; i < e->nargs; i += 2) {
+			const bson_value_t *c;
+			if (!expr_is_constant(e->args[i], &c) || expr_value_truthy(c)) {
+				all_const_false = false;
+				break;
+			}
+		}
+		if (all_const_false && def == NULL) {
+			ret = terr_set(err, 40069, "One cannot execute a switch statement where all the cases evaluate to "
+			               "false without a default.");
+			goto err;
+		}
+	}
 	if (def != NULL) {
 		push_arg(e, def);
 		e->extra = e; /* marker: has default (not freed) */

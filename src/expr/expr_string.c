@@ -10,7 +10,9 @@
  */
 #include "expr/expr_private.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -23,11 +25,15 @@
 int expr_coerce_to_string(expr_env_t *env, const bson_value_t *v, bson_value_t *out, terr_t *err);
 void expr_format_double(double d, char *buf, size_t n);
 
-/* mongod's rendering of a double as a string ($toString, $concat errors):
- * shortest round-trip digits, "Infinity", "NaN", -0 as "-0". */
+/* mongod's $toString of a double (fmt's "{}"): shortest round-trip digits,
+ * fixed notation for decimal exponents -4..15, else d.ddde+XX; "Infinity",
+ * "-Infinity", "NaN", "-0". */
 void
 expr_format_double(double d, char *buf, size_t n)
 {
+	char sci[40], digits[24];
+	int nd = 0, ex;
+
 	if (d != d) {
 		snprintf(buf, n, "NaN");
 		return;
@@ -36,12 +42,38 @@ expr_format_double(double d, char *buf, size_t n)
 		snprintf(buf, n, "%sInfinity", d < 0 ? "-" : "");
 		return;
 	}
-	for (int prec = 1; prec <= 17; prec++) {
-		snprintf(buf, n, "%.*g", prec, d);
-		if (strtod(buf, NULL) == d)
+	if (d == 0) {
+		snprintf(buf, n, "%s", signbit(d) ? "-0" : "0");
+		return;
+	}
+	for (int prec = 0; prec <= 16; prec++) {
+		snprintf(sci, sizeof(sci), "%.*e", prec, d);
+		if (strtod(sci, NULL) == d)
 			break;
 	}
-	/* C++ streams print 1e+20 as 1e+20 like %g; keep it */
+	for (const char *p = sci; *p && *p != 'e'; p++) {
+		if (*p >= '0' && *p <= '9')
+			digits[nd++] = *p;
+	}
+	while (nd > 1 && digits[nd - 1] == '0')
+		nd--;
+	digits[nd] = 0;
+	ex = atoi(strchr(sci, 'e') + 1);
+	const char *sign = d < 0 ? "-" : "";
+	if (ex < -4 || ex >= 16) {
+		snprintf(buf, n, "%s%c%s%s%se%c%02d", sign, digits[0], nd > 1 ? "." : "", digits + 1, "",
+		         ex < 0 ? '-' : '+', ex < 0 ? -ex : ex);
+	} else if (ex < 0) {
+		snprintf(buf, n, "%s0.%0*d%s", sign, -ex - 1, 0, digits);
+		if (-ex - 1 == 0)
+			snprintf(buf, n, "%s0.%s", sign, digits);
+	} else if (nd <= ex + 1) {
+		snprintf(buf, n, "%s%s%0*d", sign, digits, ex + 1 - nd, 0);
+		if (ex + 1 - nd == 0)
+			snprintf(buf, n, "%s%s", sign, digits);
+	} else {
+		snprintf(buf, n, "%s%.*s.%s", sign, ex + 1, digits, digits + ex + 1);
+	}
 }
 
 int
@@ -365,7 +397,7 @@ parse_trim(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
 	int ret = 0;
 
 	if (arg->value_type != BSON_TYPE_DOCUMENT)
-		return terr_set(err, 50696, "%s requires an object as an argument, found: %s", e->op->name,
+		return terr_set(err, 50696, "%s only supports an object as an argument, found %s", e->op->name,
 		                expr_type_name(arg));
 	expr_iter_init(&it, arg);
 	while (bson_iter_next(&it)) {
@@ -403,16 +435,14 @@ static bool
 char_in(const char *s, size_t n, const bson_value_t *chars)
 {
 	if (chars == NULL) {
-		/* default whitespace: \0 space \t \n \v \f \r, U+00A0, U+1680, U+2000-200A, U+2028/9, U+202F,
-		 * U+205F, U+3000 */
+		/* mongod's default set: \0 space \t \n \v \f \r, U+00A0, U+1680, U+2000-U+200A */
 		if (n == 1)
 			return s[0] == 0 || s[0] == ' ' || (s[0] >= '\t' && s[0] <= '\r');
 		if (n == 2)
 			return (unsigned char)s[0] == 0xc2 && (unsigned char)s[1] == 0xa0;
 		if (n == 3) {
 			unsigned c = ((unsigned)(s[0] & 0x0f) << 12) | ((unsigned)(s[1] & 0x3f) << 6) | (unsigned)(s[2] & 0x3f);
-			return c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
-			       c == 0x202f || c == 0x205f || c == 0x3000;
+			return c == 0x1680 || (c >= 0x2000 && c <= 0x200a);
 		}
 		return false;
 	}

@@ -68,6 +68,8 @@ overflow_fail(const bson_value_t *in, terr_t *err)
 static int
 parse_fail(const bson_value_t *in, const char *why, terr_t *err)
 {
+	if (in->value.v_utf8.len >= 2 && in->value.v_utf8.str[0] == '0' && in->value.v_utf8.str[1] == 'x')
+		return terr_set(err, CONV_FAIL, "Illegal hexadecimal input" NO_ONERR ": %s", in->value.v_utf8.str);
 	return terr_set(err, CONV_FAIL, "Failed to parse number '%s'" NO_ONERR ": %s", in->value.v_utf8.str, why);
 }
 
@@ -104,30 +106,24 @@ to_integral(const bson_value_t *in, bson_type_t to, bson_value_t *out, terr_t *e
 	case BSON_TYPE_INT32:
 	case BSON_TYPE_INT64:
 		expr_num_get_int64(in, &r);
-		if (r < lo || r > hi)
-			return overflow_fail(in, err);
+		if (r < lo || r > hi) /* sic: mongod prints no value here */
+			return terr_set(err, CONV_FAIL, "Conversion would overflow target type" NO_ONERR ": ");
 		break;
 	case BSON_TYPE_DOUBLE: {
 		double d = in->value.v_double;
-		if (isnan(d) || isinf(d)) {
-			char buf[32];
-			expr_format_double(d, buf, sizeof(buf));
-			return terr_set(err, CONV_FAIL, "Attempt to convert %s value to integer type" NO_ONERR ": %s",
-			                isnan(d) ? "NaN" : "infinity", isnan(d) ? "nan" : (d > 0 ? "inf" : "-inf"));
-		}
-		d = trunc(d);
-		if (d < (double)lo || d >= (double)hi + 1.0)
+		if (isnan(d) || isinf(d))
+			return terr_set(err, CONV_FAIL, "Attempt to convert %s value to integer type" NO_ONERR,
+			                isnan(d) ? "NaN" : "infinity");
+		if (to == BSON_TYPE_INT32 ? !(d >= (double)INT32_MIN && d <= (double)INT32_MAX)
+		                          : !(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
 			return overflow_fail(in, err);
 		r = (int64_t)d;
 		break;
 	}
 	case BSON_TYPE_DECIMAL128:
-		if (expr_decimal_is_nan(in->value.v_decimal128) || expr_decimal_is_inf(in->value.v_decimal128)) {
-			bool nan = expr_decimal_is_nan(in->value.v_decimal128);
-			return terr_set(err, CONV_FAIL, "Attempt to convert %s value to integer type" NO_ONERR ": %s",
-			                nan ? "NaN" : "infinity",
-			                nan ? "NaN" : (expr_decimal_is_negative(in->value.v_decimal128) ? "-Infinity" : "Infinity"));
-		}
+		if (expr_decimal_is_nan(in->value.v_decimal128) || expr_decimal_is_inf(in->value.v_decimal128))
+			return terr_set(err, CONV_FAIL, "Attempt to convert %s value to integer type" NO_ONERR,
+			                expr_decimal_is_nan(in->value.v_decimal128) ? "NaN" : "infinity");
 		if (!expr_decimal_to_int64(in->value.v_decimal128, &r) || r < lo || r > hi)
 			return overflow_fail(in, err);
 		break;
@@ -275,10 +271,15 @@ to_string(expr_env_t *env, const bson_value_t *in, bson_value_t *out, terr_t *er
 		expr_set_string(env, out, hex, 24);
 		return 0;
 	}
+	case BSON_TYPE_DOUBLE: {
+		char buf[64];
+		expr_format_double(in->value.v_double, buf, sizeof(buf));
+		expr_set_string(env, out, buf, strlen(buf));
+		return 0;
+	}
 	case BSON_TYPE_UTF8:
 	case BSON_TYPE_INT32:
 	case BSON_TYPE_INT64:
-	case BSON_TYPE_DOUBLE:
 	case BSON_TYPE_DECIMAL128:
 	case BSON_TYPE_DATE_TIME:
 		return expr_coerce_to_string(env, in, out, err);
@@ -436,7 +437,11 @@ static int
 target_type(const bson_value_t *to, bson_type_t *t, terr_t *err)
 {
 	if (to->value_type == BSON_TYPE_UTF8) {
-		if (!bv_type_from_name(to->value.v_utf8.str, t) || strcmp(to->value.v_utf8.str, "missing") == 0)
+		if (strcmp(to->value.v_utf8.str, "missing") == 0) {
+			*t = BSON_TYPE_EOD;
+			return 0;
+		}
+		if (!bv_type_from_name(to->value.v_utf8.str, t))
 			return terr_set(err, TERR_BAD_VALUE, "Unknown type name: %s", to->value.v_utf8.str);
 		return 0;
 	}
@@ -445,7 +450,7 @@ target_type(const bson_value_t *to, bson_type_t *t, terr_t *err)
 		if (!expr_num_to_int32_exact(to, &code))
 			return terr_set(err, TERR_FAILED_TO_PARSE,
 			                "In $convert, numeric 'to' argument is not an integer");
-		if (!((code >= 1 && code <= 19) || code == -1 || code == 127))
+		if (!((code >= 0 && code <= 19) || code == -1 || code == 127))
 			return terr_set(err, TERR_FAILED_TO_PARSE, "In $convert, numeric value for 'to' does not correspond "
 			                "to a BSON type: %d", code);
 		*t = code == -1 ? BSON_TYPE_MINKEY : (bson_type_t)code;
@@ -464,16 +469,17 @@ eval_convert(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	bson_type_t t;
 	terr_t cerr = TERR_INIT;
 
-	RET(expr_eval_arg(e, 0, env, &in, err));
 	RET(expr_eval_arg(e, 1, env, &to, err));
-	if (expr_is_nullish(&to)) {
-		expr_set_null(out);
-		return 0;
-	}
-	RET(target_type(&to, &t, err));
+	RET(expr_eval_arg(e, 0, env, &in, err));
+	if (!expr_is_nullish(&to))
+		RET(target_type(&to, &t, err));
 	if (expr_is_nullish(&in)) {
 		if (e->args[3] != NULL)
 			return expr_eval(e->args[3], env, out, err);
+		expr_set_null(out);
+		return 0;
+	}
+	if (expr_is_nullish(&to)) {
 		expr_set_null(out);
 		return 0;
 	}
@@ -498,6 +504,26 @@ static const struct {
 };
 
 static int
+parse_to(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
+{
+	bson_iter_t it;
+	size_t n = arg->value_type == BSON_TYPE_ARRAY ? expr_array_len(arg) : 1;
+
+	if (n != 1)
+		return terr_set(err, 50723, "%s requires a single argument, got %zu", e->op->name, n);
+	e->args = bson_malloc0(sizeof(*e->args));
+	if (arg->value_type == BSON_TYPE_ARRAY) {
+		expr_iter_init(&it, arg);
+		bson_iter_next(&it);
+		RET(expr_parse_sub(bson_iter_value(&it), scope, &e->args[0], err));
+	} else {
+		RET(expr_parse_sub(arg, scope, &e->args[0], err));
+	}
+	e->nargs = 1;
+	return 0;
+}
+
+static int
 eval_to(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 {
 	bson_value_t in;
@@ -519,13 +545,13 @@ const expr_op_t expr_ops_type[] = {
 	{"$type", 1, 1, NULL, eval_type, 0},
 	{"$isNumber", 1, 1, NULL, eval_is_number, 0},
 	{"$convert", 0, -1, parse_convert, eval_convert, 0},
-	{"$toInt", 1, 1, NULL, eval_to, 0},
-	{"$toLong", 1, 1, NULL, eval_to, 0},
-	{"$toDouble", 1, 1, NULL, eval_to, 0},
-	{"$toDecimal", 1, 1, NULL, eval_to, 0},
-	{"$toString", 1, 1, NULL, eval_to, 0},
-	{"$toBool", 1, 1, NULL, eval_to, 0},
-	{"$toDate", 1, 1, NULL, eval_to, 0},
-	{"$toObjectId", 1, 1, NULL, eval_to, 0},
+	{"$toInt", 0, -1, parse_to, eval_to, 0},
+	{"$toLong", 0, -1, parse_to, eval_to, 0},
+	{"$toDouble", 0, -1, parse_to, eval_to, 0},
+	{"$toDecimal", 0, -1, parse_to, eval_to, 0},
+	{"$toString", 0, -1, parse_to, eval_to, 0},
+	{"$toBool", 0, -1, parse_to, eval_to, 0},
+	{"$toDate", 0, -1, parse_to, eval_to, 0},
+	{"$toObjectId", 0, -1, parse_to, eval_to, 0},
 	{NULL, 0, 0, NULL, NULL, 0},
 };

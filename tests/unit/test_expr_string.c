@@ -100,6 +100,26 @@ test_types(void)
 	TX("{\"$toDecimal\": \"1.50\"}", NULL, RDEC("1.50"));
 	TX("{\"$toDecimal\": 3}", NULL, RDEC("3"));
 	TX("{\"$toString\": 1.5}", NULL, RS("1.5"));
+	TX("{\"$toString\": 0.1}", NULL, RS("0.1"));
+	TX("{\"$toString\": 1e15}", NULL, RS("1000000000000000"));
+	TX("{\"$toString\": 1e16}", NULL, RS("1e+16"));
+	TX("{\"$toString\": 0.0001}", NULL, RS("0.0001"));
+	TX("{\"$toString\": 0.00001}", NULL, RS("1e-05"));
+	TX("{\"$toString\": 123.456}", NULL, RS("123.456"));
+	TX("{\"$toString\": -2.0}", NULL, RS("-2"));
+	TX("{\"$toString\": {\"$numberDouble\": \"-0.0\"}}", NULL, RS("-0"));
+	TX("{\"$toString\": 1.2345678901234567e+20}", NULL, RS("1.2345678901234567e+20"));
+	TXERR("{\"$toInt\": 2147483647.5}", NULL,
+	      "ERR 241 Conversion would overflow target type in $convert with no onError value: 2.14748e+09");
+	TXERR("{\"$toInt\": {\"$numberLong\": \"3000000000\"}}", NULL,
+	      "ERR 241 Conversion would overflow target type in $convert with no onError value: ");
+	TXERR("{\"$toInt\": {\"$numberDouble\": \"NaN\"}}", NULL,
+	      "ERR 241 Attempt to convert NaN value to integer type in $convert with no onError value");
+	TXERR("{\"$toInt\": \"0x1F\"}", NULL, "ERR 241 Illegal hexadecimal input in $convert with no onError value: 0x1F");
+	TXERR("{\"$toInt\": [1, 2]}", NULL, "ERR 50723 $toInt requires a single argument, got 2");
+	TXERR("{\"$convert\": {\"input\": 1, \"to\": \"missing\"}}", NULL,
+	      "ERR 241 Unsupported conversion from int to missing in $convert with no onError value");
+	TX("{\"$convert\": {\"input\": null, \"to\": null, \"onNull\": 5}}", NULL, RI("5"));
 	TX("{\"$toString\": " DT("0") "}", NULL, RS("1970-01-01T00:00:00.000Z"));
 	TX("{\"$toString\": {\"$oid\": \"507f1f77bcf86cd799439011\"}}", NULL, RS("507f1f77bcf86cd799439011"));
 	TX("{\"$toBool\": 0}", NULL, RJ("false"));
