@@ -438,9 +438,49 @@ test_size_limit(void)
 	bson_free(big);
 }
 
+static void
+test_kinds(void)
+{
+	static const struct { const char *u; update_kind_t kind; bool pos; } rows[] = {
+		{"{\"$set\": {\"a\": 1}}", UPDATE_KIND_OPERATORS, false},
+		{"{\"$set\": {\"a.$.b\": 1}}", UPDATE_KIND_OPERATORS, true},
+		{"{\"a\": 1}", UPDATE_KIND_REPLACEMENT, false},
+		{"{}", UPDATE_KIND_REPLACEMENT, false},
+		{"[{\"$set\": {\"a\": 1}}]", UPDATE_KIND_PIPELINE, false},
+	};
+
+	for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+		char *w = bson_strdup_printf("{\"u\": %s}", rows[i].u);
+		bson_t *b = tt_json(w);
+		bson_iter_t it;
+		update_t *up = NULL;
+		terr_t err = TERR_INIT;
+
+		bson_iter_init_find(&it, b, "u");
+		TT_ASSERT(update_compile(bson_iter_value(&it), NULL, &up, &err) == 0);
+		if (up != NULL) {
+			TT_EQ_INT(update_kind(up), rows[i].kind);
+			TT_EQ_INT(update_is_replacement(up), rows[i].kind == UPDATE_KIND_REPLACEMENT);
+			TT_EQ_INT(update_uses_positional(up), rows[i].pos);
+		}
+		update_free(up);
+		bson_destroy(b);
+		bson_free(w);
+	}
+	{
+		bson_value_t v = {.value_type = BSON_TYPE_INT32};
+		update_t *up = NULL;
+		terr_t err = TERR_INIT;
+
+		TT_ASSERT(update_compile(&v, NULL, &up, &err) != 0 && err.code == 9 && up == NULL);
+		terr_clear(&err);
+	}
+}
+
 int
 main(void)
 {
+	TT_RUN(test_kinds);
 	TT_RUN(test_set_basic);
 	TT_RUN(test_set_noop);
 	TT_RUN(test_set_arrays);
