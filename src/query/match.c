@@ -72,6 +72,7 @@ match_node_free(mnode_t *n)
 		break;
 	case MK_BITS_ALL_SET: case MK_BITS_ANY_SET: case MK_BITS_ALL_CLEAR: case MK_BITS_ANY_CLEAR:
 		bson_free(n->u.bits.mask);
+		bson_free(n->u.bits.far);
 		break;
 	case MK_EXPR:
 		match_expr_free(n);
@@ -1411,6 +1412,10 @@ leaf_ops(const mnode_t *n, bson_t *op_doc)
 				continue;
 			size_t kl = bson_uint32_to_string(k++, &ks, kb, sizeof kb);
 			bson_append_int32(&arr, ks, (int)kl, (int32_t)b);
+		}
+		for (uint32_t i = 0; i < n->u.bits.nfar; i++) {
+			size_t kl = bson_uint32_to_string(k++, &ks, kb, sizeof kb);
+			bson_append_int32(&arr, ks, (int)kl, (int32_t)n->u.bits.far[i]);
 		}
 		bson_append_array_end(op_doc, &arr);
 		break;

@@ -488,9 +488,13 @@ match_size_value(const mnode_t *n, const bson_value_t *v)
 
 /* ---- bit tests ----------------------------------------------------------- */
 
+/* Positions at or past this go to the sparse list, so {$bitsAllSet:
+ * [2147483647]} does not allocate a 256 MB mask. */
+#define BITS_DENSE_LIMIT 65536u
+
 /* The mask is kept as bytes, little-endian (bit p is byte p/8, bit p%8). */
 static void
-mask_set(mnode_t *n, uint32_t pos)
+mask_set_dense(mnode_t *n, uint32_t pos)
 {
 	uint32_t need = pos / 8 + 1;
 
@@ -500,6 +504,17 @@ mask_set(mnode_t *n, uint32_t pos)
 		n->u.bits.len = need;
 	}
 	n->u.bits.mask[pos / 8] |= (uint8_t)(1u << (pos % 8));
+}
+
+static void
+mask_set(mnode_t *n, uint32_t pos)
+{
+	if (pos < BITS_DENSE_LIMIT) {
+		mask_set_dense(n, pos);
+		return;
+	}
+	n->u.bits.far = bson_realloc(n->u.bits.far, sizeof(uint32_t) * (n->u.bits.nfar + 1));
+	n->u.bits.far[n->u.bits.nfar++] = pos;
 }
 
 int
@@ -525,10 +540,12 @@ match_bits_parse(mnode_t *n, const char *opname, const bson_value_t *arg, terr_t
 			if (v & ((int64_t)1 << b))
 				mask_set(n, b);
 	} else if (arg->value_type == BSON_TYPE_BINARY) {
-		for (uint32_t i = 0; i < arg->value.v_binary.data_len; i++)
-			for (uint32_t b = 0; b < 8; b++)
-				if (arg->value.v_binary.data[i] & (1u << b))
-					mask_set(n, i * 8 + b);
+		/* the mask's own bytes: as large as the filter, never larger */
+		if (arg->value.v_binary.data_len > 0) {
+			n->u.bits.len = arg->value.v_binary.data_len;
+			n->u.bits.mask = bson_malloc(n->u.bits.len);
+			memcpy(n->u.bits.mask, arg->value.v_binary.data, n->u.bits.len);
+		}
 	} else {
 		s = match_value_str(arg);
 		ret = terr_set(err, TERR_BAD_VALUE,
@@ -578,6 +595,13 @@ match_bits_value(const mnode_t *n, const bson_value_t *v)
 		len = 8;
 	} else {
 		return false;
+	}
+	for (uint32_t i = 0; i < n->u.bits.nfar; i++) {
+		uint32_t p = n->u.bits.far[i];
+		bool set = p / 8 < len ? (data[p / 8] >> (p % 8)) & 1 : negative;
+
+		if (all ? set != want_set : set == want_set)
+			return !all;
 	}
 	for (uint32_t i = 0; i < n->u.bits.len; i++) {
 		uint8_t m = n->u.bits.mask[i];

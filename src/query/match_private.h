@@ -50,7 +50,9 @@ struct mnode {
 		struct { uint32_t mask[2]; } type;  /* bit per BSON type (0..31), + number/min/max */
 		struct { int64_t div, rem; } mod;
 		struct { int32_t n; } size;
-		struct { uint8_t *mask; uint32_t len; } bits; /* little-endian bit mask */
+		/* little-endian byte mask for low positions (and whole BinData
+		 * masks), plus a sparse list of large array positions */
+		struct { uint8_t *mask; uint32_t len; uint32_t *far; uint32_t nfar; } bits;
 		mregex_t re;
 		bool exists;
 		double rate;             /* $sampleRate */

@@ -356,6 +356,12 @@ test_bits(void)
 	YES("{\"a\": {\"$bitsAnySet\": [9]}}",
 	    "{\"a\": {\"$binary\": {\"base64\": \"AAI=\", \"subType\": \"00\"}}}");
 	NO("{\"a\": {\"$bitsAllSet\": [0]}}", "{\"a\": \"x\"}");
+	/* huge positions: sign extension for numbers, zero past BinData */
+	YES("{\"a\": {\"$bitsAllSet\": [2147483647, 0]}}", "{\"a\": -1}");
+	NO("{\"a\": {\"$bitsAllSet\": [2147483647]}}", "{\"a\": 1}");
+	YES("{\"a\": {\"$bitsAnyClear\": [2147483647]}}", "{\"a\": 1}");
+	YES("{\"a\": {\"$bitsAllClear\": [100000]}}",
+	    "{\"a\": {\"$binary\": {\"base64\": \"/w==\", \"subType\": \"00\"}}}");
 }
 
 static int
