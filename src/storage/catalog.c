@@ -31,8 +31,15 @@ static coll_rt_t *
 coll_rt_new(void)
 {
 	coll_rt_t *rt = bson_malloc0(sizeof(*rt));
+	pthread_rwlockattr_t attr;
 
 	atomic_init(&rt->refs, 1);
+	/* Writer preference: an index build waiting for the gate is not
+	 * starved by a stream of new write transactions. */
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&rt->gate, &attr);
+	pthread_rwlockattr_destroy(&attr);
 	return rt;
 }
 
@@ -45,8 +52,10 @@ coll_rt_ref(coll_rt_t *rt)
 void
 coll_rt_release(coll_rt_t *rt)
 {
-	if (rt != NULL && atomic_fetch_sub(&rt->refs, 1) == 1)
+	if (rt != NULL && atomic_fetch_sub(&rt->refs, 1) == 1) {
+		pthread_rwlock_destroy(&rt->gate);
 		bson_free(rt);
+	}
 }
 
 static void
@@ -117,6 +126,7 @@ coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_co
 	if (rt != NULL)
 		coll_rt_ref(rt);
 	impl->rt = rt != NULL ? rt : coll_rt_new();
+	impl->ixgen = atomic_load(&impl->rt->ixgen);
 	c->impl = impl;
 	c->version = version;
 	if (!bson_iter_init(&it, entry)) {
@@ -266,11 +276,14 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 		}
 	}
 	if (add_spec != NULL) {
+		bson_iter_t it;
+		bool mk = multikey != NULL && bson_iter_init_find(&it, add_spec, "name") &&
+		    BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), multikey) == 0;
 		bson_snprintf(key, sizeof(key), "%d", n++);
 		bson_append_document_begin(&arr, key, -1, &ix);
 		BSON_APPEND_DOCUMENT(&ix, "spec", add_spec);
 		BSON_APPEND_UTF8(&ix, "ident", add_ident);
-		BSON_APPEND_BOOL(&ix, "multikey", false);
+		BSON_APPEND_BOOL(&ix, "multikey", mk);
 		bson_append_document_end(&arr, &ix);
 	}
 	bson_append_array_end(out, &arr);
@@ -350,6 +363,22 @@ cat_get_locked(storage_t *st, const char *ns)
 		return NULL;
 	storage_coll_ref(st->colls[pos]);
 	return st->colls[pos];
+}
+
+storage_coll_t *
+storage_coll_by_ident(storage_t *st, const char *ident)
+{
+	storage_coll_t *c = NULL;
+
+	pthread_rwlock_rdlock(&st->cat_lock);
+	for (int i = 0; i < st->ncolls && c == NULL; i++) {
+		if (strcmp(st->colls[i]->ident, ident) == 0) {
+			c = st->colls[i];
+			storage_coll_ref(c);
+		}
+	}
+	pthread_rwlock_unlock(&st->cat_lock);
+	return c;
 }
 
 /* ---- namespace rules (mongod's userAllowedCreateNS) ----------------------- */
@@ -778,16 +807,57 @@ err:
 
 /* ---- indexes in the catalog ------------------------------------------------ */
 
+/* Take the table's gate exclusive (waits for its write transactions to
+ * end), then the DDL lock; re-reads the descriptor, which may have changed
+ * meanwhile.  On success the caller holds both and a reference in *out. */
+static int
+ddl_lock_gated(storage_t *st, const char *db, const char *name, storage_coll_t **out,
+               coll_rt_t **rt_out, terr_t *err)
+{
+	storage_coll_t *c = NULL, *now = NULL;
+	coll_rt_t *rt;
+
+	*out = NULL;
+	*rt_out = NULL;
+	if (storage_coll_get(st, db, name, &c, NULL) != 0)
+		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns not found");
+	rt = storage_coll_rt(c);
+	coll_rt_ref(rt);
+	storage_coll_release(c);
+	pthread_rwlock_wrlock(&rt->gate);
+	pthread_mutex_lock(&st->ddl_lock);
+	if (storage_coll_get(st, db, name, &now, NULL) != 0 || storage_coll_rt(now) != rt) {
+		pthread_mutex_unlock(&st->ddl_lock);
+		pthread_rwlock_unlock(&rt->gate);
+		coll_rt_release(rt);
+		storage_coll_release(now);
+		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns not found");
+	}
+	*out = now;
+	*rt_out = rt;
+	return 0;
+}
+
+static void
+ddl_unlock_gated(storage_t *st, coll_rt_t *rt)
+{
+	pthread_mutex_unlock(&st->ddl_lock);
+	pthread_rwlock_unlock(&rt->gate);
+	coll_rt_release(rt);
+}
+
 int
 storage_index_create(storage_t *st, storage_session_t *s, const char *db, const char *name,
                      const bson_t *spec, terr_t *err)
 {
-	storage_coll_t *c = NULL;
+	storage_coll_t *c = NULL, *draft = NULL;
+	storage_session_t *bs = NULL;
+	coll_rt_t *rt = NULL;
 	const char *ixname;
 	char *ident = NULL;
 	bson_iter_t it;
 	bson_t entry;
-	bool have_entry = false, table = false, unique = false;
+	bool have_entry = false, table = false, unique = false, multikey = false;
 	int ret = 0;
 
 	if (!bson_iter_init_find(&it, spec, "name") || !BSON_ITER_HOLDS_UTF8(&it))
@@ -797,15 +867,14 @@ storage_index_create(storage_t *st, storage_session_t *s, const char *db, const 
 		return terr_set(err, TERR_CANNOT_CREATE_INDEX, "index spec has no key pattern");
 	if (bson_iter_init_find(&it, spec, "unique"))
 		unique = bson_iter_as_bool(&it);
-	pthread_mutex_lock(&st->ddl_lock);
-	ERR(ddl_get(st, db, name, &c, err));
+	RET(ddl_lock_gated(st, db, name, &c, &rt, err));
 	for (int i = 0; i < c->nindexes; i++) {
 		if (strcmp(c->indexes[i].name, ixname) == 0) {
 			ret = terr_set(err, TERR_INDEX_ALREADY_EXISTS, "index with name %s already exists", ixname);
 			goto err;
 		}
 	}
-	if (atomic_load(&storage_coll_rt(c)->count) != 0) {
+	if (st->keygen == NULL && atomic_load(&rt->count) != 0) {
 		ret = terr_set(err, TERR_NOT_IMPLEMENTED,
 		    "building an index over existing documents is not implemented yet");
 		goto err;
@@ -815,6 +884,18 @@ storage_index_create(storage_t *st, storage_session_t *s, const char *db, const 
 	ERR(table_create(st, ident, unique ? UNIQUE_INDEX_CONFIG : INDEX_TABLE_CONFIG, err));
 	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, spec, ident, NULL);
 	have_entry = true;
+	/* Fill the table from the documents there are; no writer can add or
+	 * change one while we hold the gate. */
+	if (atomic_load(&rt->count) != 0) {
+		ERR(coll_from_entry(&entry, rt, c->version, &draft, err));
+		ERR(storage_session_open(st, &bs, err));
+		ERR(storage_index_build(bs, draft, &draft->indexes[draft->nindexes - 1], &multikey, err));
+		if (multikey) {
+			bson_destroy(&entry);
+			entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, spec, ident,
+			    ixname);
+		}
+	}
 	ERR(ddl_begin(st, err));
 	if ((ret = ddl_put(st, c->ns, &entry, err)) != 0 || (ret = ddl_put_meta(st, err)) != 0) {
 		ddl_rollback(st);
@@ -822,13 +903,18 @@ storage_index_create(storage_t *st, storage_session_t *s, const char *db, const 
 	}
 	ERR(ddl_commit(st, err));
 	table = false;
+	atomic_fetch_add(&rt->ixgen, 1);
 	ERR(republish(st, c, &entry, NULL, err));
 err:
+	if (bs != NULL)
+		storage_session_close(bs);
 	if (table)
 		storage_ident_drop(st, st->ddl_ws, ident);
-	pthread_mutex_unlock(&st->ddl_lock);
+	if (rt != NULL)
+		ddl_unlock_gated(st, rt);
 	if (have_entry)
 		bson_destroy(&entry);
+	storage_coll_release(draft);
 	storage_coll_release(c);
 	bson_free(ident);
 	return ret;
@@ -839,13 +925,13 @@ storage_index_drop(storage_t *st, storage_session_t *s, const char *db, const ch
                    const char *index_name, terr_t *err)
 {
 	storage_coll_t *c = NULL;
+	coll_rt_t *rt = NULL;
 	const char *ident = NULL;
 	bson_t entry;
 	bool have_entry = false;
 	int ret = 0;
 
-	pthread_mutex_lock(&st->ddl_lock);
-	ERR(ddl_get(st, db, name, &c, err));
+	RET(ddl_lock_gated(st, db, name, &c, &rt, err));
 	for (int i = 0; i < c->nindexes; i++)
 		if (strcmp(c->indexes[i].name, index_name) == 0)
 			ident = c->indexes[i].ident;
@@ -865,10 +951,12 @@ storage_index_drop(storage_t *st, storage_session_t *s, const char *db, const ch
 		goto err;
 	}
 	ERR(ddl_commit(st, err));
+	atomic_fetch_add(&rt->ixgen, 1);
 	ERR(republish(st, c, &entry, NULL, err));
 	storage_ident_drop(st, st->ddl_ws, ident);
 err:
-	pthread_mutex_unlock(&st->ddl_lock);
+	if (rt != NULL)
+		ddl_unlock_gated(st, rt);
 	if (have_entry)
 		bson_destroy(&entry);
 	storage_coll_release(c);

@@ -408,8 +408,11 @@ storage_session_buf(storage_session_t *s, size_t n)
 static void
 deltas_clear(storage_session_t *s)
 {
-	for (int i = 0; i < s->ndeltas; i++)
+	for (int i = 0; i < s->ndeltas; i++) {
+		if (s->deltas[i].gated)
+			pthread_rwlock_unlock(&s->deltas[i].rt->gate);
 		coll_rt_release(s->deltas[i].rt);
+	}
 	s->ndeltas = 0;
 }
 
@@ -494,25 +497,41 @@ storage_txn_fail(storage_session_t *s, int rc)
 	return rc;
 }
 
-int
-storage_txn_delta(storage_session_t *s, coll_rt_t *rt, int64_t dcount, int64_t dsize, terr_t *err)
+static txn_delta_t *
+delta_of(storage_session_t *s, coll_rt_t *rt)
 {
-	for (int i = 0; i < s->ndeltas; i++) {
-		if (s->deltas[i].rt == rt) {
-			s->deltas[i].dcount += dcount;
-			s->deltas[i].dsize += dsize;
-			return 0;
-		}
-	}
+	for (int i = 0; i < s->ndeltas; i++)
+		if (s->deltas[i].rt == rt)
+			return &s->deltas[i];
 	if (s->ndeltas == s->deltas_cap) {
 		s->deltas_cap = s->deltas_cap ? s->deltas_cap * 2 : 4;
 		s->deltas = bson_realloc(s->deltas, s->deltas_cap * sizeof(*s->deltas));
 	}
 	coll_rt_ref(rt);
+	memset(&s->deltas[s->ndeltas], 0, sizeof(s->deltas[0]));
 	s->deltas[s->ndeltas].rt = rt;
-	s->deltas[s->ndeltas].dcount = dcount;
-	s->deltas[s->ndeltas].dsize = dsize;
-	s->ndeltas++;
+	return &s->deltas[s->ndeltas++];
+}
+
+int
+storage_txn_gate(storage_session_t *s, coll_rt_t *rt, terr_t *err)
+{
+	txn_delta_t *d = delta_of(s, rt);
+
+	if (!d->gated) {
+		pthread_rwlock_rdlock(&rt->gate);
+		d->gated = true;
+	}
+	return 0;
+}
+
+int
+storage_txn_delta(storage_session_t *s, coll_rt_t *rt, int64_t dcount, int64_t dsize, terr_t *err)
+{
+	txn_delta_t *d = delta_of(s, rt);
+
+	d->dcount += dcount;
+	d->dsize += dsize;
 	return 0;
 }
 

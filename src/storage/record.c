@@ -318,11 +318,43 @@ err:
 
 /* ---- documents ------------------------------------------------------------ */
 
+/*
+ * Start a write to c inside the open transaction: hold the table's gate
+ * (index sets cannot change until the transaction ends) and pick the
+ * descriptor whose indexes to maintain: c, or the current one when an index
+ * was created or dropped since c was published.  *ixc is c or a new
+ * reference the caller releases.
+ */
+static int
+write_begin(storage_session_t *s, storage_coll_t *c, storage_coll_t **ixc, terr_t *err)
+{
+	coll_rt_t *rt = storage_coll_rt(c);
+
+	*ixc = c;
+	RET(storage_txn_gate(s, rt, err));
+	if (((coll_impl_t *)c->impl)->ixgen != atomic_load(&rt->ixgen)) {
+		*ixc = storage_coll_by_ident(s->st, c->ident);
+		if (*ixc == NULL) {
+			*ixc = c;
+			return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "collection dropped");
+		}
+	}
+	return indexes_supported(s, *ixc, err);
+}
+
+static void
+write_end(storage_coll_t *c, storage_coll_t *ixc)
+{
+	if (ixc != c)
+		storage_coll_release(ixc);
+}
+
 int
 storage_doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc,
                    recid_t *recid, terr_t *err)
 {
 	coll_rt_t *rt = storage_coll_rt(c);
+	storage_coll_t *ixc = c;
 	WT_CURSOR *cur = NULL;
 	WT_ITEM v;
 	bson_iter_t it;
@@ -335,9 +367,9 @@ storage_doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc,
 		    "object to insert too large. size in bytes: %u, max size: %d", doc->len, STORAGE_MAX_BSON);
 	if (!doc_id(doc, &it))
 		return terr_set(err, TERR_BAD_VALUE, "document to insert must have _id as its first field");
-	RET(indexes_supported(s, c, err));
+	ERR(write_begin(s, c, &ixc, err));
 	id = atomic_fetch_add(&rt->next_recid, 1) + 1;
-	ERR(index_apply(s, c, id, NULL, doc, err));
+	ERR(index_apply(s, ixc, id, NULL, doc, err));
 	ERR(open_cursor(s, c->ident, "overwrite=false", &cur, err));
 	v.data = bson_get_data(doc);
 	v.size = doc->len;
@@ -353,6 +385,7 @@ storage_doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc,
 err:
 	if (cur != NULL)
 		cur->close(cur);
+	write_end(c, ixc);
 	return storage_txn_fail(s, ret);
 }
 
@@ -360,6 +393,7 @@ int
 storage_doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid,
                    const bson_t *old_doc, const bson_t *new_doc, terr_t *err)
 {
+	storage_coll_t *ixc = c;
 	WT_CURSOR *cur = NULL;
 	WT_ITEM v;
 	bson_iter_t it;
@@ -371,8 +405,8 @@ storage_doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid,
 		    "Resulting document after update is larger than %d", STORAGE_MAX_BSON);
 	if (!doc_id(new_doc, &it))
 		return terr_set(err, TERR_BAD_VALUE, "document must have _id as its first field");
-	RET(indexes_supported(s, c, err));
-	ERR(index_apply(s, c, recid, old_doc, new_doc, err));
+	ERR(write_begin(s, c, &ixc, err));
+	ERR(index_apply(s, ixc, recid, old_doc, new_doc, err));
 	ERR(open_cursor(s, c->ident, "overwrite=false", &cur, err));
 	v.data = bson_get_data(new_doc);
 	v.size = new_doc->len;
@@ -388,6 +422,7 @@ storage_doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid,
 err:
 	if (cur != NULL)
 		cur->close(cur);
+	write_end(c, ixc);
 	return storage_txn_fail(s, ret);
 }
 
@@ -395,12 +430,13 @@ int
 storage_doc_delete(storage_session_t *s, storage_coll_t *c, recid_t recid,
                    const bson_t *old_doc, terr_t *err)
 {
+	storage_coll_t *ixc = c;
 	WT_CURSOR *cur = NULL;
 	int ret = 0, wret;
 
 	RET(storage_require_txn(s, err));
-	RET(indexes_supported(s, c, err));
-	ERR(index_apply(s, c, recid, old_doc, NULL, err));
+	ERR(write_begin(s, c, &ixc, err));
+	ERR(index_apply(s, ixc, recid, old_doc, NULL, err));
 	ERR(open_cursor(s, c->ident, "overwrite=false", &cur, err));
 	cur->set_key(cur, (int64_t)recid);
 	if ((wret = cur->remove(cur)) != 0) {
@@ -413,7 +449,50 @@ storage_doc_delete(storage_session_t *s, storage_coll_t *c, recid_t recid,
 err:
 	if (cur != NULL)
 		cur->close(cur);
+	write_end(c, ixc);
 	return storage_txn_fail(s, ret);
+}
+
+#define BUILD_BATCH 1000
+
+int
+storage_index_build(storage_session_t *s, const storage_coll_t *c, const storage_index_t *ix,
+                    bool *multikey, terr_t *err)
+{
+	storage_cursor_t *cur = NULL;
+	keyset_t keys = {0};
+	recid_t rid;
+	bson_t doc;
+	int ret = 0, rc, n = 0;
+
+	*multikey = false;
+	ERR(storage_scan_open(s, (storage_coll_t *)c, false, &cur, err));
+	ERR(storage_txn_begin(s, err));
+	while ((rc = storage_cursor_next(cur, &rid, &doc, NULL, NULL, err)) == 1) {
+		ERR(index_doc_keys(s->st, ix, &doc, &s->ks, &keys, err));
+		if (keys.n > 1)
+			*multikey = true;
+		for (int i = 0; i < keys.n; i++) {
+			size_t len;
+			const uint8_t *k = keyset_key(&keys, i, &len);
+			ERR(index_entry(s, c, ix, k, len, rid, true, &doc, err));
+		}
+		if (++n % BUILD_BATCH == 0) {
+			ERR(storage_txn_commit(s, false, err));
+			ERR(storage_txn_begin(s, err));
+		}
+	}
+	if (rc < 0) {
+		ret = -1;
+		goto err;
+	}
+	ERR(storage_txn_commit(s, false, err));
+err:
+	if (storage_txn_active(s))
+		storage_txn_rollback(s);
+	storage_cursor_close(cur);
+	keyset_free(&keys);
+	return ret;
 }
 
 /* Read the record recid into the session buffer; 0, 1 not found, -1. */

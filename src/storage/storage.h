@@ -165,12 +165,13 @@ int storage_coll_rename(storage_t *st, storage_session_t *s, const char *db, con
 int storage_db_drop(storage_t *st, storage_session_t *s, const char *db, terr_t *err);
 
 /*
- * Add an index to a collection's catalog entry with an empty table (spec
- * as listIndexes shows it: {v, key, name, unique...}, validated by the
- * caller).  Errors: 26, 68 IndexAlreadyExists (same name), 238 when the
- * collection has documents (building over existing documents is not done
- * yet).  Writes maintain it through the keygen (storage_set_keygen below);
- * without one they fail with 238 NotImplemented.
+ * Add an index (spec as listIndexes shows it: {v, key, name, unique...},
+ * validated by the caller) and fill it from the collection's documents
+ * through the keygen (storage_set_keygen below); writes to the collection
+ * wait meanwhile, and writers holding an older descriptor maintain the new
+ * index too.  Errors: 26, 68 IndexAlreadyExists (same name), 11000 when a
+ * unique index meets a duplicate (nothing is left behind), 238 when the
+ * collection has documents and no keygen is installed.
  */
 int storage_index_create(storage_t *st, storage_session_t *s, const char *db, const char *name,
                          const bson_t *spec, terr_t *err);

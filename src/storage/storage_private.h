@@ -37,19 +37,28 @@ typedef struct coll_rt {
 	atomic_llong next_recid;   /* last RecordId handed out */
 	atomic_llong count;
 	atomic_llong data_size;
+	/* Index-set changes vs writers: a write transaction holds gate shared
+	 * from its first write to the table until it ends; index create/drop
+	 * hold it exclusive and bump ixgen, so a writer holding an older
+	 * descriptor notices and maintains the current index set instead. */
+	pthread_rwlock_t gate;
+	atomic_ullong ixgen;
 } coll_rt_t;
 
 /* storage_coll_t.impl */
 typedef struct coll_impl {
 	atomic_int refs;
 	coll_rt_t *rt;
+	uint64_t ixgen;            /* rt->ixgen when this descriptor was built */
 } coll_impl_t;
 
-/* Count/size changes of the open transaction, applied at commit. */
+/* Per-table state of the open transaction: count/size changes applied at
+ * commit, and whether it holds the table's gate. */
 typedef struct txn_delta {
 	coll_rt_t *rt;             /* referenced while listed */
 	int64_t dcount;
 	int64_t dsize;
+	bool gated;
 } txn_delta_t;
 
 struct storage_session {
@@ -120,6 +129,8 @@ int storage_wt_err(int ret, const char *what, terr_t *err);
 int storage_require_txn(storage_session_t *s, terr_t *err);
 /* Mark the transaction failed after an error inside it. */
 int storage_txn_fail(storage_session_t *s, int rc);
+/* Take rt's gate shared for the rest of the open transaction (once). */
+int storage_txn_gate(storage_session_t *s, coll_rt_t *rt, terr_t *err);
 /* Record a count/size change for the open transaction. */
 int storage_txn_delta(storage_session_t *s, coll_rt_t *rt, int64_t dcount, int64_t dsize, terr_t *err);
 /* Queue an ident for a later drop (after EBUSY). */
@@ -146,7 +157,17 @@ int storage_index_mark_multikey(storage_t *st, const char *ns_db, const char *ns
                                 const char *ident, const char *ix_name, terr_t *err);
 void coll_rt_ref(coll_rt_t *rt);
 
+/* A reference to the current descriptor of the table ident (whatever its
+ * name now), or NULL when it was dropped. */
+storage_coll_t *storage_coll_by_ident(storage_t *st, const char *ident);
+
 /* ---- record.c ---- */
+/* Fill the new index ix of c from every document (s: a session of its own,
+ * no transaction open; commits in batches: writers are held off by the
+ * gate).  Sets *multikey when a document gave more than one key.  Errors:
+ * 11000 for a duplicate in a unique index, 238 without a keygen. */
+int storage_index_build(storage_session_t *s, const storage_coll_t *c, const storage_index_t *ix,
+                        bool *multikey, terr_t *err);
 /* The collection's runtime counters. */
 static inline coll_rt_t *
 storage_coll_rt(const storage_coll_t *c)

@@ -638,6 +638,133 @@ test_secondary_indexes_with_keygen(void)
 	close_and_clean(st);
 }
 
+/* Entries of index ix of the current descriptor (full scan). */
+static int
+ix_count(storage_t *st, storage_session_t *s, const char *ixname)
+{
+	storage_coll_t *c = NULL;
+	storage_cursor_t *cur = NULL;
+	terr_t err = TERR_INIT;
+	recid_t rid;
+	int n = 0, ix = -1;
+
+	TT_EQ_INT(storage_coll_get(st, "d", "c", &c, &err), 0);
+	for (int i = 0; c != NULL && i < c->nindexes; i++)
+		if (strcmp(c->indexes[i].name, ixname) == 0)
+			ix = i;
+	TT_ASSERT(ix >= 0);
+	if (ix >= 0 && storage_index_scan_open(s, c, &c->indexes[ix], NULL, 0, false, NULL, 0, false, false,
+	        &cur, &err) == 0) {
+		while (storage_cursor_next(cur, &rid, NULL, NULL, NULL, &err) == 1)
+			n++;
+		storage_cursor_close(cur);
+	}
+	storage_coll_release(c);
+	return n;
+}
+
+typedef struct builder_race {
+	storage_t *st;
+	atomic_int stop;
+	int inserted;
+} builder_race_t;
+
+static void *
+race_inserter(void *p)
+{
+	builder_race_t *r = p;
+	storage_session_t *s = storage_session_pool_get(r->st, NULL);
+	storage_coll_t *c = NULL;
+	terr_t err = TERR_INIT;
+
+	/* one descriptor for the whole run: it goes stale when the index
+	 * appears, and writes must still maintain the new index */
+	TT_EQ_INT(storage_coll_get(r->st, "d", "c", &c, &err), 0);
+	for (int i = 100000; !atomic_load(&r->stop); i++) {
+		bson_t d = BSON_INITIALIZER;
+		BSON_APPEND_INT32(&d, "_id", i);
+		BSON_APPEND_INT32(&d, "a", i);
+		TT_EQ_INT(storage_txn_begin(s, &err), 0);
+		if (storage_doc_insert(s, c, &d, NULL, &err) == 0 && storage_txn_commit(s, false, &err) == 0) {
+			r->inserted++;
+		} else {
+			fprintf(stderr, "inserter: %s\n", err.msg);
+			storage_txn_rollback(s);
+			terr_clear(&err);
+		}
+		bson_destroy(&d);
+	}
+	storage_coll_release(c);
+	storage_session_pool_put(r->st, s);
+	return NULL;
+}
+
+static void
+test_index_builds(void)
+{
+	storage_t *st = open_fresh("build");
+	storage_session_t *s = storage_session_pool_get(st, NULL);
+	terr_t err = TERR_INIT;
+	storage_coll_t *c = NULL, *cc = NULL;
+	bson_t *a_spec = tt_json("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}");
+	bson_t *b_spec = tt_json("{\"v\": 2, \"key\": {\"b\": 1}, \"name\": \"b_1\", \"unique\": true}");
+	bson_t *t_spec = tt_json("{\"v\": 2, \"key\": {\"t\": -1}, \"name\": \"t_-1\"}");
+	builder_race_t r = {.st = st};
+	pthread_t t;
+	int64_t count;
+
+	storage_set_keygen(st, test_keygen);
+	TT_EQ_INT(storage_coll_create(st, s, "d", "c", NULL, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "d", "c", &c, &err), 0);
+	for (int i = 0; i < 2500; i++) {
+		char json[96];
+		snprintf(json, sizeof(json), "{\"_id\": %d, \"a\": %d, \"b\": %d, \"t\": [%d, %d]}", i, i, i % 10, i, -i);
+		TT_EQ_INT(insert_json(s, c, json, NULL, &err), 0);
+	}
+
+	/* over existing documents, more than one batch; multikey noticed */
+	TT_EQ_INT(storage_index_create(st, s, "d", "c", t_spec, &err), 0);
+	TT_EQ_INT(ix_count(st, s, "t_-1"), 2 * 2500 - 1);  /* 0 and -0 are one key */
+	TT_EQ_INT(storage_coll_get(st, "d", "c", &cc, &err), 0);
+	TT_ASSERT(cc->nindexes == 2 && cc->indexes[1].multikey);
+	storage_coll_release(cc);
+
+	/* a unique index the data violates is refused and leaves nothing */
+	TT_ASSERT(storage_index_create(st, s, "d", "c", b_spec, &err) != 0);
+	TT_EQ_INT(err.code, 11000);
+	TT_EQ_STR(err.msg, "E11000 duplicate key error collection: d.c index: b_1 dup key: { b: 0 }");
+	terr_clear(&err);
+	TT_EQ_INT(storage_coll_get(st, "d", "c", &cc, &err), 0);
+	TT_EQ_INT(cc->nindexes, 2);
+	storage_coll_release(cc);
+
+	/* built while another thread inserts through a stale descriptor */
+	pthread_create(&t, NULL, race_inserter, &r);
+	usleep(20000);
+	TT_EQ_INT(storage_index_create(st, s, "d", "c", a_spec, &err), 0);
+	usleep(20000);
+	atomic_store(&r.stop, 1);
+	pthread_join(t, NULL);
+	TT_ASSERT(r.inserted > 0);
+	TT_EQ_INT(storage_coll_stats(st, s, c, &count, NULL, NULL, &err), 0);
+	TT_EQ_INT(count, 2500 + r.inserted);
+	TT_EQ_INT(ix_count(st, s, "a_1"), count);
+
+	/* drop: writers with the old descriptor stop maintaining it */
+	TT_EQ_INT(storage_index_drop(st, s, "d", "c", "a_1", &err), 0);
+	TT_EQ_INT(insert_json(s, c, "{\"_id\": -5, \"a\": 1}", NULL, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "d", "c", &cc, &err), 0);
+	TT_EQ_INT(cc->nindexes, 2);
+	storage_coll_release(cc);
+
+	storage_coll_release(c);
+	storage_session_pool_put(st, s);
+	bson_destroy(a_spec);
+	bson_destroy(b_spec);
+	bson_destroy(t_spec);
+	close_and_clean(st);
+}
+
 /* Insert _id 1..n (ints) with field i. */
 static void
 fill(storage_session_t *s, storage_coll_t *c, int n)
@@ -1130,6 +1257,7 @@ main(void)
 	TT_RUN(test_secondary_index_refused);
 	TT_RUN(test_scans_save_restore);
 	TT_RUN(test_secondary_indexes_with_keygen);
+	TT_RUN(test_index_builds);
 	TT_RUN(test_concurrent_writers);
 	TT_RUN(test_ddl_races_writers);
 	TT_RUN(test_reopen);
