@@ -419,7 +419,7 @@ parse_rand(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
 		return 0;
 	if (arg->value_type == BSON_TYPE_ARRAY && expr_array_len(arg) == 0)
 		return 0;
-	return terr_set(err, 3040500, "$rand does not currently accept arguments");
+	return terr_set(err, 3040501, "$rand does not currently accept arguments");
 }
 
 static int

@@ -209,68 +209,133 @@ eval_merge_objects(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *
 /* ---- $getField / $setField / $unsetField --------------------------------
  * args: field (constant string), input|NULL ($$CURRENT), value (setField) */
 
+/* Is spec a literal string after parsing (a plain string, or {$literal: x} /
+ * {$const: x})?  mongod checks 'field' before optimization, so only literal
+ * constants count.  *lit receives the literal value. */
+static bool
+literal_field(const bson_value_t *spec, bson_value_t *lit)
+{
+	bson_iter_t it;
+
+	if (spec->value_type == BSON_TYPE_DOCUMENT && expr_iter_init(&it, spec) && bson_iter_next(&it) &&
+	    (strcmp(bson_iter_key(&it), "$literal") == 0 || strcmp(bson_iter_key(&it), "$const") == 0)) {
+		*lit = *bson_iter_value(&it);
+		return !bson_iter_next(&it);
+	}
+	if (spec->value_type == BSON_TYPE_DOCUMENT || spec->value_type == BSON_TYPE_ARRAY)
+		return false;
+	if (spec->value_type == BSON_TYPE_UTF8 && spec->value.v_utf8.len > 0 && spec->value.v_utf8.str[0] == '$')
+		return false;
+	*lit = *spec;
+	return true;
+}
+
+/* args: field (constant string), input (NULL = $$CURRENT), value ($setField;
+ * NULL for $unsetField) */
 static int
 parse_field_op(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
 {
 	bool is_get = strcmp(e->op->name, "$getField") == 0;
-	bool is_set = strcmp(e->op->name, "$setField") == 0;
-	const bson_value_t *field = NULL, *input = NULL, *value = NULL;
-	bson_value_t field_v, input_v, value_v;
+	bool is_unset = strcmp(e->op->name, "$unsetField") == 0;
+	const char *name = e->op->name;
+	bson_value_t field_v, input_v, value_v, lit;
+	bool have_field = false, have_input = false, have_value = false;
 	expr_t *parts[3] = {NULL, NULL, NULL};
 	int ret = 0;
 
-	if (is_get && arg->value_type != BSON_TYPE_DOCUMENT) {
-		field = arg;
-	} else if (arg->value_type != BSON_TYPE_DOCUMENT) {
-		return terr_set(err, 4161100, "%s only supports an object as its argument", e->op->name);
+	if (is_get) {
+		bson_iter_t it;
+		if (arg->value_type == BSON_TYPE_DOCUMENT) {
+			expr_iter_init(&it, arg);
+			while (bson_iter_next(&it)) {
+				const char *k = bson_iter_key(&it);
+				if (!have_field && !have_input && k[0] == '$') {
+					/* the whole object is the 'field' expression */
+					field_v = *arg;
+					have_field = have_input = true;
+					memset(&input_v, 0, sizeof(input_v));
+					input_v.value_type = BSON_TYPE_EOD; /* $$CURRENT */
+					break;
+				} else if (strcmp(k, "field") == 0) {
+					field_v = *bson_iter_value(&it);
+					have_field = true;
+				} else if (strcmp(k, "input") == 0) {
+					input_v = *bson_iter_value(&it);
+					have_input = true;
+				} else {
+					return terr_set(err, 3041701, "$getField found an unknown argument: %s", k);
+				}
+			}
+		} else {
+			field_v = *arg;
+			have_field = have_input = true;
+			memset(&input_v, 0, sizeof(input_v));
+			input_v.value_type = BSON_TYPE_EOD;
+		}
+		if (!have_field)
+			return terr_set(err, 3041702, "$getField requires 'field' to be specified");
+		if (!have_input)
+			return terr_set(err, 3041703, "$getField requires 'input' to be specified");
 	} else {
 		bson_iter_t it;
+		if (arg->value_type != BSON_TYPE_DOCUMENT)
+			return terr_set(err, 4161100, "%s only supports an object as its argument", name);
 		expr_iter_init(&it, arg);
 		while (bson_iter_next(&it)) {
 			const char *k = bson_iter_key(&it);
-			if (strcmp(k, "field") == 0)
-				field = (field_v = *bson_iter_value(&it), &field_v);
-			else if (strcmp(k, "input") == 0)
-				input = (input_v = *bson_iter_value(&it), &input_v);
-			else if (is_set && strcmp(k, "value") == 0)
-				value = (value_v = *bson_iter_value(&it), &value_v);
-			else
-				return terr_set(err, is_get ? 3041701 : 4161101, "%s found an unknown argument: %s",
-				                e->op->name, k);
+			if (strcmp(k, "field") == 0) {
+				field_v = *bson_iter_value(&it);
+				have_field = true;
+			} else if (strcmp(k, "input") == 0) {
+				input_v = *bson_iter_value(&it);
+				have_input = true;
+			} else if (!is_unset && strcmp(k, "value") == 0) {
+				value_v = *bson_iter_value(&it);
+				have_value = true;
+			} else {
+				return terr_set(err, 4161101, "%s found an unknown argument: %s", name, k);
+			}
 		}
-		if (field == NULL)
-			return terr_set(err, is_get ? 3041702 : 4161102, "%s requires 'field' to be specified",
-			                e->op->name);
-		if (!is_get && input == NULL)
-			return terr_set(err, 4161103, "%s requires 'input' to be specified", e->op->name);
-		if (is_set && value == NULL)
-			return terr_set(err, 4161104, "%s requires 'value' to be specified", e->op->name);
+		if (!have_field)
+			return terr_set(err, 4161102, "%s requires 'field' to be specified", name);
+		if (!is_unset && !have_value)
+			return terr_set(err, 4161103, "%s requires 'value' to be specified", name);
+		if (!have_input)
+			return terr_set(err, 4161109, "%s requires 'input' to be specified", name);
 	}
-	/* field must be a constant string ($literal allowed) */
-	const bson_value_t *fv = field;
-	bson_iter_t lit;
-	if (field->value_type == BSON_TYPE_DOCUMENT && expr_iter_init(&lit, field) && bson_iter_next(&lit) &&
-	    strcmp(bson_iter_key(&lit), "$literal") == 0)
-		fv = bson_iter_value(&lit);
-	else if (field->value_type == BSON_TYPE_UTF8 && field->value.v_utf8.len > 0 &&
-	         field->value.v_utf8.str[0] == '$')
-		return terr_set(err, is_get ? 5654602 : 4161108,
-		                "%s: 'field' must be a string that does not start with '$', or a $literal", e->op->name);
-	if (fv->value_type != BSON_TYPE_UTF8)
-		return terr_set(err, is_get ? 5654601 : 4161106, "%s requires 'field' to evaluate to a constant, but got "
-		                "a non-constant argument", e->op->name);
+	/* 'field' must be a constant string */
+	if (field_v.value_type == BSON_TYPE_UTF8 && field_v.value.v_utf8.len > 0 && field_v.value.v_utf8.str[0] == '$') {
+		/* a field path (or a variable) */
+		ERR(expr_parse_sub(&field_v, scope, &parts[0], err));
+		ret = terr_set(err, is_get ? 5654600 : 4161108, "'%s' is a field path reference which is not allowed in "
+		               "this context. Did you mean {$literal: '%s'}?", field_v.value.v_utf8.str,
+		               field_v.value.v_utf8.str);
+		goto err;
+	}
+	if (!literal_field(&field_v, &lit)) {
+		ERR(expr_parse_sub(&field_v, scope, &parts[0], err));
+		ret = terr_set(err, is_get ? 5654601 : 4161106, "%s requires 'field' to evaluate to a constant, but got a "
+		               "non-constant argument", name);
+		goto err;
+	}
+	if (lit.value_type != BSON_TYPE_UTF8) {
+		ret = terr_set(err, is_get ? 5654602 : 4161107, "%s requires 'field' to evaluate to type String, but got %s",
+		               name, expr_type_name(&lit));
+		goto err;
+	}
 	parts[0] = expr_node_new(EXPR_CONST);
-	bson_value_copy(fv, &parts[0]->value);
+	bson_value_copy(&lit, &parts[0]->value);
 	parts[0]->constant = true;
-	if (input != NULL)
-		ERR(expr_parse_sub(input, scope, &parts[1], err));
-	if (value != NULL)
-		ERR(expr_parse_sub(value, scope, &parts[2], err));
+	if (input_v.value_type != BSON_TYPE_EOD)
+		ERR(expr_parse_sub(&input_v, scope, &parts[1], err));
+	if (have_value)
+		ERR(expr_parse_sub(&value_v, scope, &parts[2], err));
 	e->args = bson_malloc(3 * sizeof(*e->args));
 	memcpy(e->args, parts, sizeof(parts));
 	e->nargs = 3;
-	if (parts[1] == NULL)
-		e->var = EXPR_VAR_CURRENT; /* depends on $$CURRENT: never fold */
+	/* mongod never folds $getField/$setField; an input of $$CURRENT makes
+	 * the node depend on the document anyway */
+	e->var = EXPR_VAR_CURRENT;
 	return 0;
 err:
 	for (int i = 0; i < 3; i++)
@@ -284,27 +349,20 @@ eval_field_op(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	const bson_value_t *name = &e->args[0]->value;
 	bson_value_t in, val;
 	bool is_get = strcmp(e->op->name, "$getField") == 0;
-	bool is_set = strcmp(e->op->name, "$setField") == 0;
 
 	if (e->args[1] != NULL)
 		RET(expr_eval(e->args[1], env, &in, err));
 	else
 		in = env->current;
-	if (expr_is_nullish(&in)) {
-		if (is_get && in.value_type == BSON_TYPE_EOD)
-			expr_set_missing(out);
-		else
-			expr_set_null(out);
-		return 0;
-	}
-	if (in.value_type != BSON_TYPE_DOCUMENT) {
-		if (is_get)
-			return terr_set(err, 3041705, "$getField requires 'input' to evaluate to type Object, but got %s",
-			                expr_type_name(&in));
-		return terr_set(err, 4161105, "%s requires 'input' to evaluate to type Object", e->op->name);
-	}
 	if (is_get) {
 		bson_iter_t it;
+		if (in.value_type == BSON_TYPE_EOD || in.value_type != BSON_TYPE_DOCUMENT) {
+			if (in.value_type == BSON_TYPE_NULL || in.value_type == BSON_TYPE_UNDEFINED)
+				expr_set_null(out);
+			else
+				expr_set_missing(out);
+			return 0;
+		}
 		expr_set_missing(out);
 		expr_iter_init(&it, &in);
 		while (bson_iter_next(&it)) {
@@ -316,9 +374,15 @@ eval_field_op(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		}
 		return 0;
 	}
+	if (expr_is_nullish(&in)) {
+		expr_set_null(out);
+		return 0;
+	}
+	if (in.value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, 4161105, "$setField requires 'input' to evaluate to type Object");
 	fields_t f = {0};
 	fields_add_doc(env, &f, &in);
-	if (is_set)
+	if (e->args[2] != NULL)
 		RET(expr_eval(e->args[2], env, &val, err));
 	else
 		expr_set_missing(&val);

@@ -209,7 +209,7 @@ parse_operator(const char *name, const bson_value_t *arg, expr_scope_t *scope, e
 	expr_t *e = NULL;
 	int ret = 0;
 
-	if (strcmp(name, "$literal") == 0) {
+	if (strcmp(name, "$literal") == 0 || strcmp(name, "$const") == 0) {
 		*out = const_new(arg);
 		return 0;
 	}

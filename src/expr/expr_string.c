@@ -781,25 +781,33 @@ eval_regex(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	expr_set_missing(&opt);
 	if (e->args[2] != NULL)
 		RET(expr_eval_arg(e, 2, env, &opt, err));
+	if (!expr_is_nullish(&in) && in.value_type != BSON_TYPE_UTF8)
+		return terr_set(err, 51104, "%s needs 'input' to be of type string", name);
+	if (!expr_is_nullish(&rx) && rx.value_type != BSON_TYPE_UTF8 && rx.value_type != BSON_TYPE_REGEX)
+		return terr_set(err, 51105, "%s needs 'regex' to be of type string or regex", name);
+	if (!expr_is_nullish(&opt) && opt.value_type != BSON_TYPE_UTF8)
+		return terr_set(err, 51106, "%s needs 'options' to be of type string", name);
 	if (rx.value_type == BSON_TYPE_REGEX) {
 		pattern = rx.value.v_regex.regex;
 		plen = strlen(pattern);
 		flags = rx.value.v_regex.options;
-		if (opt.value_type == BSON_TYPE_UTF8 && opt.value.v_utf8.len > 0 && flags[0] != 0)
-			return terr_set(err, 51075, "%s: regex option(s) specified in both 'regex' and 'option' fields",
-			                name);
+		if (!expr_is_nullish(&opt) && flags[0] != 0)
+			return terr_set(err, 51107, "%s: found regex option(s) specified in both 'regex' and 'option' "
+			                "fields", name);
 	} else if (rx.value_type == BSON_TYPE_UTF8) {
 		pattern = rx.value.v_utf8.str;
 		plen = rx.value.v_utf8.len;
 	} else if (!expr_is_nullish(&rx)) {
 		return terr_set(err, 51105, "%s needs 'regex' to be of type string or regex", name);
 	}
-	if (opt.value_type == BSON_TYPE_UTF8)
+	if (opt.value_type == BSON_TYPE_UTF8) {
+		if (memchr(opt.value.v_utf8.str, 0, opt.value.v_utf8.len) != NULL)
+			return terr_set(err, 51110, "%s: regular expression options cannot contain an embedded null byte",
+			                name);
 		flags = opt.value.v_utf8.str;
-	else if (!expr_is_nullish(&opt))
+	} else if (!expr_is_nullish(&opt)) {
 		return terr_set(err, 51106, "%s needs 'options' to be of type string", name);
-	if (!expr_is_nullish(&in) && in.value_type != BSON_TYPE_UTF8)
-		return terr_set(err, 51104, "%s needs 'input' to be of type string", name);
+	}
 	if (expr_is_nullish(&in) || pattern == NULL) {
 		if (mode == RX_MATCH)
 			expr_set_bool(out, false);
@@ -882,15 +890,13 @@ eval_regex(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		bson_destroy(&m);
 		if (ov[1] == ov[0]) {
 			/* empty match: step one character */
-			if (ov[1] >= slen)
-				break;
 			pos = ov[1] + 1;
 			while (pos < slen && is_cont((unsigned char)subj[pos]))
 				pos++;
 		} else {
 			pos = ov[1];
 		}
-		if (pos > slen)
+		if (pos >= slen) /* as mongod's do-while: no attempt at the very end */
 			break;
 	}
 	if (mode == RX_MATCH)

@@ -140,6 +140,23 @@ test_objects(void)
 	TXERR("{\"$mergeObjects\": [1]}", NULL, "ERR 40400 $mergeObjects requires object inputs, but input 1 is of type int");
 	TX("{\"$getField\": \"a.b\"}", "{\"a.b\": 5, \"a\": {\"b\": 6}}", RI("5"));
 	TX("{\"$getField\": {\"field\": \"x\", \"input\": {\"x\": 2}}}", NULL, RI("2"));
+	TX("{\"$getField\": {\"$literal\": \"$x\"}}", "{\"$x\": 3}", RI("3"));
+	TX("{\"$getField\": {\"field\": \"x\", \"input\": 5}}", NULL, "missing");
+	TX("{\"$getField\": {\"field\": \"x\", \"input\": null}}", NULL, RJ("null"));
+	TXERR("{\"$getField\": \"$a\"}", NULL,
+	      "ERR 5654600 '$a' is a field path reference which is not allowed in this context. Did you mean "
+	      "{$literal: '$a'}?");
+	TXERR("{\"$getField\": {\"field\": {\"$concat\": [\"a\", \"b\"]}, \"input\": {}}}", NULL,
+	      "ERR 5654601 $getField requires 'field' to evaluate to a constant, but got a non-constant argument");
+	TXERR("{\"$getField\": {\"field\": 1, \"input\": {}}}", NULL,
+	      "ERR 5654602 $getField requires 'field' to evaluate to type String, but got int");
+	TXERR("{\"$getField\": {\"field\": \"a\"}}", NULL, "ERR 3041703 $getField requires 'input' to be specified");
+	TXERR("{\"$setField\": {\"field\": \"a\", \"value\": 1}}", NULL,
+	      "ERR 4161109 $setField requires 'input' to be specified");
+	TXERR("{\"$unsetField\": {\"field\": \"a\", \"input\": {}, \"value\": 1}}", NULL,
+	      "ERR 4161101 $unsetField found an unknown argument: value");
+	TXERR("{\"$setField\": {\"field\": \"a\", \"input\": 1, \"value\": 1}}", NULL,
+	      "ERR 4161105 $setField requires 'input' to evaluate to type Object");
 	TX("{\"$setField\": {\"field\": \"b\", \"input\": {\"a\": 1, \"b\": 2}, \"value\": 9}}", NULL,
 	   RJ("{ \"a\" : " I(1) ", \"b\" : " I(9) " }"));
 	TX("{\"$setField\": {\"field\": \"b\", \"input\": {\"a\": 1, \"b\": 2}, \"value\": \"$$REMOVE\"}}", NULL,

@@ -89,6 +89,8 @@ test_conditional(void)
 	TX("{\"$switch\": {\"branches\": [{\"case\": false, \"then\": 1}], \"default\": \"d\"}}", NULL, RS("d"));
 	TXERR("{\"$switch\": {\"branches\": [{\"case\": \"$x\", \"then\": 1}]}}", "{}",
 	      "ERR 40066 $switch could not find a matching branch for an input, and no default was specified.");
+	TXERR("{\"$switch\": {\"branches\": [{\"case\": false, \"then\": 1}]}}", NULL,
+	      "ERR 40069 One cannot execute a switch statement where all the cases evaluate to false without a default.");
 	TXERR("{\"$switch\": {\"branches\": []}}", NULL, "ERR 40068 $switch requires at least one branch.");
 	TXERR("{\"$switch\": {\"branches\": [{\"case\": 1}]}}", NULL,
 	      "ERR 40065 $switch requires each branch have a 'then' expression.");
@@ -259,7 +261,7 @@ test_deep_nesting(void)
 	TX(s->str, "{\"a\": 1}", RI("41"));
 	bson_string_free(s, true);
 	TX("{\"$rand\": {}}", NULL, tx_buf); /* just runs */
-	TXERR("{\"$rand\": {\"a\": 1}}", NULL, "ERR 3040500 $rand does not currently accept arguments");
+	TXERR("{\"$rand\": {\"a\": 1}}", NULL, "ERR 3040501 $rand does not currently accept arguments");
 }
 
 int

@@ -70,6 +70,13 @@ test_regex(void)
 	TX("{\"$regexFindAll\": {\"input\": \"a1b22\", \"regex\": \"[0-9]+\"}}", NULL,
 	   RJ("[ { \"match\" : \"1\", \"idx\" : { \"$numberInt\" : \"1\" }, \"captures\" : [  ] }, "
 	      "{ \"match\" : \"22\", \"idx\" : { \"$numberInt\" : \"3\" }, \"captures\" : [  ] } ]"));
+	TX("{\"$regexFindAll\": {\"input\": \"ab\", \"regex\": \"x*\"}}", NULL,
+	   RJ("[ { \"match\" : \"\", \"idx\" : { \"$numberInt\" : \"0\" }, \"captures\" : [  ] }, "
+	      "{ \"match\" : \"\", \"idx\" : { \"$numberInt\" : \"1\" }, \"captures\" : [  ] } ]"));
+	TX("{\"$regexFindAll\": {\"input\": \"$nope\", \"regex\": \"x\"}}", "{}", RJ("[  ]"));
+	TXERR("{\"$regexMatch\": {\"input\": \"a\", \"regex\": {\"$regularExpression\": {\"pattern\": \"a\", "
+	      "\"options\": \"i\"}}, \"options\": \"\"}}", NULL,
+	      "ERR 51107 $regexMatch: found regex option(s) specified in both 'regex' and 'option' fields");
 	TXERR("{\"$regexMatch\": {\"input\": 1, \"regex\": \"a\"}}", NULL, "ERR 51104 $regexMatch needs 'input' to be of type string");
 	TXERR("{\"$regexMatch\": {\"input\": \"a\", \"regex\": \"(\"}}", NULL,
 	      "ERR 51111 Invalid Regex in $regexMatch: missing closing parenthesis");
