@@ -7,8 +7,11 @@
  */
 #include "query/sort.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bson/path.h"
 #include "bson/value.h"
@@ -259,15 +262,28 @@ typedef struct sitem {
 	uint64_t seq;
 } sitem_t;
 
+/* A sorted run spilled to an (already unlinked) temporary file, read back
+ * one document at a time during the merge. */
+typedef struct srun {
+	FILE *f;
+	sitem_t head;         /* current document of the run, doc NULL at end */
+} srun_t;
+
 struct sorter {
 	const sort_spec_t *spec;
 	int64_t limit;
 	bool allow_disk;
+	char *spill_dir;
 	uint64_t mem_limit;
 	uint64_t mem;
 	uint64_t seq;
 	sitem_t *items;
 	size_t n, cap, next;
+	srun_t *runs;
+	size_t nruns;
+	bool merging;
+	int64_t returned;
+	sitem_t last;         /* document returned last while merging (owned) */
 };
 
 sorter_t *
@@ -280,6 +296,13 @@ sorter_new(const sort_spec_t *spec, int64_t limit, bool allow_disk_use, uint64_t
 	st->allow_disk = allow_disk_use;
 	st->mem_limit = mem_limit ? mem_limit : SORT_DEFAULT_MEMORY_LIMIT;
 	return st;
+}
+
+void
+sorter_set_spill_dir(sorter_t *st, const char *dir)
+{
+	bson_free(st->spill_dir);
+	st->spill_dir = dir != NULL ? bson_strdup(dir) : NULL;
 }
 
 static _Thread_local const sort_spec_t *qsort_spec;
@@ -304,8 +327,11 @@ item_size(const sitem_t *it, size_t nkeys)
 static void
 item_free(sitem_t *it)
 {
-	bson_destroy(it->doc);
+	if (it->doc != NULL)
+		bson_destroy(it->doc);
 	bson_free(it->keys);
+	it->doc = NULL;
+	it->keys = NULL;
 }
 
 static void
@@ -328,6 +354,52 @@ truncate_top(sorter_t *st)
 	}
 }
 
+/* Write the in-memory items, sorted, as a new run; memory is emptied. */
+static int
+spill(sorter_t *st, terr_t *err)
+{
+	char *path = bson_strdup_printf("%s/tamga-sort-XXXXXX", st->spill_dir);
+	int fd = mkstemp(path);
+	FILE *f;
+	int ret = 0;
+
+	if (fd < 0) {
+		ret = terr_set(err, TERR_INTERNAL_ERROR, "Sort could not spill to disk: %s: %s", path,
+		               strerror(errno));
+		bson_free(path);
+		return ret;
+	}
+	unlink(path);
+	bson_free(path);
+	f = fdopen(fd, "w+b");
+	if (f == NULL) {
+		close(fd);
+		return terr_set(err, TERR_INTERNAL_ERROR, "Sort could not spill to disk: %s",
+		                strerror(errno));
+	}
+	sort_items(st);
+	for (size_t i = 0; i < st->n; i++) {
+		if (fwrite(bson_get_data(st->items[i].doc), 1, st->items[i].doc->len, f) !=
+		    st->items[i].doc->len) {
+			fclose(f);
+			return terr_set(err, TERR_INTERNAL_ERROR, "Sort could not spill to disk: %s",
+			                strerror(errno));
+		}
+		item_free(&st->items[i]);
+	}
+	if (fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0) {
+		fclose(f);
+		return terr_set(err, TERR_INTERNAL_ERROR, "Sort could not spill to disk: %s",
+		                strerror(errno));
+	}
+	st->runs = bson_realloc(st->runs, sizeof(srun_t) * (st->nruns + 1));
+	memset(&st->runs[st->nruns], 0, sizeof(srun_t));
+	st->runs[st->nruns++].f = f;
+	st->n = 0;
+	st->mem = 0;
+	return 0;
+}
+
 int
 sorter_add(sorter_t *st, const bson_t *doc, terr_t *err)
 {
@@ -347,10 +419,12 @@ sorter_add(sorter_t *st, const bson_t *doc, terr_t *err)
 	if (st->limit > 0 && st->n >= (size_t)st->limit * 2 + 16)
 		truncate_top(st);
 	if (st->mem > st->mem_limit) {
+		if (st->allow_disk && st->spill_dir != NULL)
+			return spill(st, err);
 		if (st->allow_disk)
 			return terr_set(err, TERR_NOT_IMPLEMENTED,
-			                "Sort exceeded memory limit of %llu bytes, and spilling to "
-			                "disk (allowDiskUse) is not implemented yet.",
+			                "Sort exceeded memory limit of %llu bytes, and no directory "
+			                "to spill to was configured.",
 			                (unsigned long long)st->mem_limit);
 		return terr_set(err, TERR_QUERY_EXCEEDED_MEMORY_LIMIT_NO_DISK_USE_ALLOWED,
 		                "Sort exceeded memory limit of %llu bytes, but did not opt in to "
@@ -359,9 +433,59 @@ sorter_add(sorter_t *st, const bson_t *doc, terr_t *err)
 	return 0;
 }
 
+/* Load the next document of a run into its head (doc NULL at the end). */
+static int
+run_advance(sorter_t *st, srun_t *r, terr_t *err)
+{
+	uint8_t lenbuf[4];
+	uint32_t len;
+	uint8_t *buf;
+
+	item_free(&r->head);
+	if (fread(lenbuf, 1, 4, r->f) != 4)
+		return 0;
+	len = (uint32_t)lenbuf[0] | (uint32_t)lenbuf[1] << 8 | (uint32_t)lenbuf[2] << 16 |
+	      (uint32_t)lenbuf[3] << 24;
+	if (len < 5 || len > 64 * 1024 * 1024)
+		return terr_set(err, TERR_INTERNAL_ERROR, "Sort spill file is corrupt");
+	buf = bson_malloc(len);
+	memcpy(buf, lenbuf, 4);
+	if (fread(buf + 4, 1, len - 4, r->f) != len - 4) {
+		bson_free(buf);
+		return terr_set(err, TERR_INTERNAL_ERROR, "Sort spill file is truncated");
+	}
+	r->head.doc = bson_new_from_data(buf, len);
+	bson_free(buf);
+	if (r->head.doc == NULL)
+		return terr_set(err, TERR_INTERNAL_ERROR, "Sort spill file is corrupt");
+	r->head.keys = bson_malloc0(sizeof(bson_value_t) * (st->spec->n ? st->spec->n : 1));
+	sort_key_extract(st->spec, r->head.doc, r->head.keys);
+	return 0;
+}
+
+int
+sorter_finish_ex(sorter_t *st, terr_t *err)
+{
+	if (st->nruns == 0) {
+		sorter_finish(st);
+		return 0;
+	}
+	/* the rest of memory becomes the last run, then every run is merged */
+	if (st->n > 0)
+		RET(spill(st, err));
+	for (size_t i = 0; i < st->nruns; i++)
+		RET(run_advance(st, &st->runs[i], err));
+	st->merging = true;
+	return 0;
+}
+
 void
 sorter_finish(sorter_t *st)
 {
+	if (st->nruns > 0) {
+		(void)sorter_finish_ex(st, NULL);
+		return;
+	}
 	if (st->limit > 0 && st->n > (size_t)st->limit)
 		truncate_top(st);
 	else
@@ -372,15 +496,45 @@ sorter_finish(sorter_t *st)
 const bson_t *
 sorter_next(sorter_t *st)
 {
-	if (st->next >= st->n)
+	srun_t *best = NULL;
+
+	if (!st->merging) {
+		if (st->next >= st->n)
+			return NULL;
+		return st->items[st->next++].doc;
+	}
+	if (st->limit > 0 && st->returned >= st->limit)
 		return NULL;
-	return st->items[st->next++].doc;
+	for (size_t i = 0; i < st->nruns; i++) {
+		srun_t *r = &st->runs[i];
+
+		/* ties go to the earlier run: runs hold earlier documents first */
+		if (r->head.doc != NULL &&
+		    (best == NULL || sort_key_compare(st->spec, r->head.keys, best->head.keys) < 0))
+			best = r;
+	}
+	if (best == NULL)
+		return NULL;
+	item_free(&st->last);
+	st->last = best->head;
+	best->head.doc = NULL;
+	best->head.keys = NULL;
+	if (run_advance(st, best, NULL) != 0)
+		best->head.doc = NULL;
+	st->returned++;
+	return st->last.doc;
 }
 
 uint64_t
 sorter_memory(const sorter_t *st)
 {
 	return st->mem;
+}
+
+bool
+sorter_spilled(const sorter_t *st)
+{
+	return st->nruns > 0;
 }
 
 void
@@ -390,6 +544,13 @@ sorter_free(sorter_t *st)
 		return;
 	for (size_t i = 0; i < st->n; i++)
 		item_free(&st->items[i]);
+	for (size_t i = 0; i < st->nruns; i++) {
+		item_free(&st->runs[i].head);
+		fclose(st->runs[i].f);
+	}
+	item_free(&st->last);
+	bson_free(st->runs);
 	bson_free(st->items);
+	bson_free(st->spill_dir);
 	bson_free(st);
 }

@@ -10,8 +10,7 @@
  * from the document they were extracted from.
  *
  * Used by find, $sort, and $push's $sort modifier.  Not here: index-provided
- * order (the planner decides), spilling to disk (not built: allowDiskUse
- * past the limit fails with 238).
+ * order (the planner decides).
  */
 #ifndef TAMGA_QUERY_SORT_H
 #define TAMGA_QUERY_SORT_H
@@ -68,21 +67,31 @@ typedef struct sorter sorter_t;
  * A sorter for documents under spec (borrowed: must outlive the sorter).
  * limit > 0 keeps only the first `limit` documents of the order (top-k, so
  * memory stays bounded).  mem_limit 0 means SORT_DEFAULT_MEMORY_LIMIT.
- * Documents past the limit fail sorter_add with 292
- * (QueryExceededMemoryLimitNoDiskUseAllowed), or with 238 when
- * allow_disk_use (spilling is not built yet).
+ * Past the memory limit, sorter_add fails with 292
+ * (QueryExceededMemoryLimitNoDiskUseAllowed) unless allow_disk_use; then the
+ * sorted documents are written to a temporary file in the spill directory
+ * (sorter_set_spill_dir) and merged at the end, or, with no spill directory,
+ * sorter_add fails with 238.
  */
 sorter_t *sorter_new(const sort_spec_t *spec, int64_t limit, bool allow_disk_use,
                      uint64_t mem_limit);
+/* Where spilled runs go (e.g. "<dbpath>/_tmp"; must exist).  Files are
+ * unlinked as soon as they are created, so nothing is left behind. */
+void sorter_set_spill_dir(sorter_t *st, const char *dir);
 /* Copy doc into the sorter.  Returns 0 or -1 with err set. */
 int sorter_add(sorter_t *st, const bson_t *doc, terr_t *err);
-/* Sort what was added; call once, before sorter_next. */
+/* Sort what was added; call once, before sorter_next.  sorter_finish_ex
+ * reports I/O errors of a spilled sort (0 or -1 with err set);
+ * sorter_finish ignores them (the merge then ends early). */
+int sorter_finish_ex(sorter_t *st, terr_t *err);
 void sorter_finish(sorter_t *st);
-/* The next document in order, or NULL at the end; borrowed until
- * sorter_free. */
+/* The next document in order, or NULL at the end.  Borrowed: valid until
+ * the next sorter_next or sorter_free (copy it to keep it). */
 const bson_t *sorter_next(sorter_t *st);
-/* Bytes currently held (for explain's memory statistics). */
+/* Bytes currently held (for explain's memory statistics), and whether the
+ * sort spilled to disk (explain's usedDisk). */
 uint64_t sorter_memory(const sorter_t *st);
+bool sorter_spilled(const sorter_t *st);
 void sorter_free(sorter_t *st);
 
 #endif

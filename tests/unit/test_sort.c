@@ -191,6 +191,77 @@ test_topk_and_limit(void)
 	bson_destroy(spec);
 }
 
+/* allowDiskUse with a spill directory: many small runs merged in order,
+ * limit honoured, equal keys stay in insertion order. */
+static void
+test_spill(void)
+{
+	bson_t *spec = tt_json("{\"v\": 1}");
+	sort_spec_t *s = NULL;
+	terr_t err = TERR_INIT;
+	char *dir = tt_tmpdir("sort");
+	sorter_t *st;
+	const bson_t *d;
+	int prev_v = -1, prev_i = -1, n = 0, ok = 1;
+
+	TT_ASSERT(sort_spec_parse(spec, &s, &err) == 0);
+	st = sorter_new(s, 0, true, 16 * 1024);
+	sorter_set_spill_dir(st, dir);
+	for (int i = 0; i < 3000; i++) {
+		bson_t *doc = bson_new();
+
+		BSON_APPEND_INT32(doc, "v", (i * 7919) % 500);
+		BSON_APPEND_INT32(doc, "i", i);
+		if (sorter_add(st, doc, &err) != 0)
+			ok = 0;
+		bson_destroy(doc);
+	}
+	TT_ASSERT(ok);
+	TT_ASSERT(sorter_spilled(st));
+	TT_ASSERT(sorter_finish_ex(st, &err) == 0);
+	while ((d = sorter_next(st)) != NULL) {
+		bson_iter_t it;
+		int v, i;
+
+		bson_iter_init_find(&it, d, "v");
+		v = bson_iter_int32(&it);
+		bson_iter_init_find(&it, d, "i");
+		i = bson_iter_int32(&it);
+		if (v < prev_v || (v == prev_v && i < prev_i))
+			ok = 0;
+		prev_v = v;
+		prev_i = i;
+		n++;
+	}
+	TT_ASSERT(ok);
+	TT_EQ_INT(n, 3000);
+	sorter_free(st);
+
+	/* with a limit */
+	st = sorter_new(s, 0, true, 8 * 1024);
+	sorter_set_spill_dir(st, dir);
+	for (int i = 0; i < 1000; i++) {
+		bson_t *doc = bson_new();
+
+		BSON_APPEND_INT32(doc, "v", 1000 - i);
+		TT_ASSERT(sorter_add(st, doc, &err) == 0);
+		bson_destroy(doc);
+	}
+	TT_ASSERT(sorter_finish_ex(st, &err) == 0);
+	d = sorter_next(st);
+	TT_ASSERT(d != NULL);
+	if (d != NULL) {
+		bson_iter_t it;
+
+		TT_ASSERT(bson_iter_init_find(&it, d, "v") && bson_iter_int32(&it) == 1);
+	}
+	sorter_free(st);
+	sort_spec_free(s);
+	bson_destroy(spec);
+	tt_rmdir(dir);
+	bson_free(dir);
+}
+
 static void
 test_compare_docs(void)
 {
@@ -216,5 +287,6 @@ main(void)
 	TT_RUN(test_order);
 	TT_RUN(test_topk_and_limit);
 	TT_RUN(test_compare_docs);
+	TT_RUN(test_spill);
 	return tt_finish();
 }
