@@ -807,9 +807,10 @@ err:
 
 /* ---- indexes in the catalog ------------------------------------------------ */
 
-/* Take the table's gate exclusive (waits for its write transactions to
- * end), then the DDL lock; re-reads the descriptor, which may have changed
- * meanwhile.  On success the caller holds both and a reference in *out. */
+/* Take the index lock, the table's gate exclusive (waits for its write
+ * transactions to end), then the DDL lock; re-reads the descriptor, which
+ * may have changed meanwhile.  On success the caller holds all three and a
+ * reference in *out. */
 static int
 ddl_lock_gated(storage_t *st, const char *db, const char *name, storage_coll_t **out,
                coll_rt_t **rt_out, terr_t *err)
@@ -819,8 +820,11 @@ ddl_lock_gated(storage_t *st, const char *db, const char *name, storage_coll_t *
 
 	*out = NULL;
 	*rt_out = NULL;
-	if (storage_coll_get(st, db, name, &c, NULL) != 0)
+	pthread_mutex_lock(&st->index_lock);
+	if (storage_coll_get(st, db, name, &c, NULL) != 0) {
+		pthread_mutex_unlock(&st->index_lock);
 		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns not found");
+	}
 	rt = storage_coll_rt(c);
 	coll_rt_ref(rt);
 	storage_coll_release(c);
@@ -829,6 +833,7 @@ ddl_lock_gated(storage_t *st, const char *db, const char *name, storage_coll_t *
 	if (storage_coll_get(st, db, name, &now, NULL) != 0 || storage_coll_rt(now) != rt) {
 		pthread_mutex_unlock(&st->ddl_lock);
 		pthread_rwlock_unlock(&rt->gate);
+		pthread_mutex_unlock(&st->index_lock);
 		coll_rt_release(rt);
 		storage_coll_release(now);
 		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns not found");
@@ -843,6 +848,7 @@ ddl_unlock_gated(storage_t *st, coll_rt_t *rt)
 {
 	pthread_mutex_unlock(&st->ddl_lock);
 	pthread_rwlock_unlock(&rt->gate);
+	pthread_mutex_unlock(&st->index_lock);
 	coll_rt_release(rt);
 }
 

@@ -131,6 +131,7 @@ storage_open(const char *path, const storage_options_t *opts, storage_t **out, t
 	st->events.handle_message = on_wt_message;
 	pthread_rwlock_init(&st->cat_lock, NULL);
 	pthread_mutex_init(&st->ddl_lock, NULL);
+	pthread_mutex_init(&st->index_lock, NULL);
 	pthread_mutex_init(&st->pool_lock, NULL);
 	pthread_mutex_init(&st->flush_lock, NULL);
 	pthread_cond_init(&st->flush_cond, NULL);
@@ -186,6 +187,7 @@ err:
 	storage_catalog_free(st);
 	pthread_rwlock_destroy(&st->cat_lock);
 	pthread_mutex_destroy(&st->ddl_lock);
+	pthread_mutex_destroy(&st->index_lock);
 	pthread_mutex_destroy(&st->pool_lock);
 	pthread_mutex_destroy(&st->flush_lock);
 	pthread_cond_destroy(&st->flush_cond);
@@ -282,6 +284,7 @@ storage_close(storage_t *st)
 	storage_catalog_free(st);
 	pthread_rwlock_destroy(&st->cat_lock);
 	pthread_mutex_destroy(&st->ddl_lock);
+	pthread_mutex_destroy(&st->index_lock);
 	pthread_mutex_destroy(&st->pool_lock);
 	pthread_mutex_destroy(&st->flush_lock);
 	pthread_cond_destroy(&st->flush_cond);

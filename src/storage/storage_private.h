@@ -99,7 +99,11 @@ struct storage {
 	storage_coll_t **colls;
 	int ncolls, colls_cap;
 
-	/* Catalog changes are serialised; they use their own session. */
+	/* Catalog changes are serialised; they use their own session.  Index
+	 * builds/drops also take index_lock first, so at most one of them
+	 * waits for a table gate (two could deadlock with transactions that
+	 * write to both tables). */
+	pthread_mutex_t index_lock;
 	pthread_mutex_t ddl_lock;
 	WT_SESSION *ddl_ws;
 	int64_t next_ident;
