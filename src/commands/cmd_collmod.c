@@ -144,7 +144,7 @@ CMD_HANDLER(cmd_coll_mod)
 	ERR(cmd_check_fields(c, collmod_fields, err));
 	for (i = 0; unsupported[i] != NULL; i++) {
 		if (bson_has_field(c->body, unsupported[i])) {
-			terr_set(err, TERR_NOT_IMPLEMENTED, "collMod option '%s' is not supported by Tamga yet",
+			ret = terr_set(err, TERR_NOT_IMPLEMENTED, "collMod option '%s' is not supported by Tamga yet",
 			    unsupported[i]);
 			goto err;
 		}
@@ -154,7 +154,7 @@ CMD_HANDLER(cmd_coll_mod)
 	ERR(cmd_get_string(c, "validationAction", &new_action, &found, err));
 	ERR(cmd_get_bool(c, "prepareConstraintValidationLevel", &prepare, &has_prepare, err));
 	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0) {
-		terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns does not exist: %s.%s", c->db, name);
+		ret = terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns does not exist: %s.%s", c->db, name);
 		goto err;
 	}
 
@@ -178,6 +178,7 @@ CMD_HANDLER(cmd_coll_mod)
 		BSON_APPEND_UTF8(&opts, "validationAction", new_action);
 	if (check_transition(coll->options, new_level, new_action, has_validator, err) != 0) {
 		terr_wrap(err, "Failed to set validation options");
+		ret = -1;
 		goto err;
 	}
 	ERR(validation_check_options(&opts, false, err));

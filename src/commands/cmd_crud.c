@@ -67,7 +67,7 @@ CMD_HANDLER(cmd_insert)
 	ERR(cmd_check_fields(c, insert_fields, err));
 	ERR(cmd_get_array(c, "documents", &docs_arr, &found, err));
 	if (!found) {
-		terr_set(err, 40414, "BSON field 'insert.documents' is missing but a required field");
+		ret = terr_set(err, 40414, "BSON field 'insert.documents' is missing but a required field");
 		goto err;
 	}
 	ERR(write_common_flags(c, &ordered, &bypass, err));
@@ -96,7 +96,7 @@ CMD_HANDLER(cmd_insert)
 		uint32_t len;
 		bson_t d;
 		if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
-			terr_set(err, TERR_TYPE_MISMATCH,
+			ret = terr_set(err, TERR_TYPE_MISMATCH,
 			    "BSON field 'insert.documents.%d' is the wrong type '%s', expected type 'object'",
 			    i, bv_type_name(bson_iter_type(&it)));
 			goto err;
@@ -329,7 +329,7 @@ CMD_HANDLER(cmd_find)
 		ERR(cmd_get_int64(c, "batchSize", &bs, &found, err));
 		if (found) {
 			if (bs < 0) {
-				terr_set(err, 51024, "BSON field 'batchSize' value must be >= 0, actual value '%lld'",
+				ret = terr_set(err, 51024, "BSON field 'batchSize' value must be >= 0, actual value '%lld'",
 				    (long long)bs);
 				goto err;
 			}
@@ -337,13 +337,13 @@ CMD_HANDLER(cmd_find)
 		}
 	}
 	if (bson_has_field(c->body, "min") || bson_has_field(c->body, "max")) {
-		terr_set(err, TERR_NOT_IMPLEMENTED, "find with min/max is not supported by Tamga yet");
+		ret = terr_set(err, TERR_NOT_IMPLEMENTED, "find with min/max is not supported by Tamga yet");
 		goto err;
 	}
 	cmd_ns(ns, sizeof(ns), c->db, name);
 	storage_coll_get(c->engine->st, c->db, name, &req.coll, NULL);
 	if (tailable) {
-		terr_set(err, TERR_BAD_VALUE,
+		ret = terr_set(err, TERR_BAD_VALUE,
 		    "error processing query: ns=%s planner returned error :: caused by :: tailable cursor requested on non capped collection",
 		    ns);
 		goto err;
@@ -504,7 +504,7 @@ CMD_HANDLER(cmd_delete)
 	ERR(cmd_check_fields(c, delete_fields, err));
 	ERR(cmd_get_array(c, "deletes", &deletes, &found, err));
 	if (!found) {
-		terr_set(err, 40414, "BSON field 'delete.deletes' is missing but a required field");
+		ret = terr_set(err, 40414, "BSON field 'delete.deletes' is missing but a required field");
 		goto err;
 	}
 	ERR(cmd_get_doc(c, "let", &let, &has_let, err));
@@ -529,7 +529,7 @@ CMD_HANDLER(cmd_delete)
 		bool has_q = false;
 
 		if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
-			terr_set(err, TERR_TYPE_MISMATCH,
+			ret = terr_set(err, TERR_TYPE_MISMATCH,
 			    "BSON field 'delete.deletes.%d' is the wrong type '%s', expected type 'object'", i,
 			    bv_type_name(bson_iter_type(&it)));
 			goto err;
@@ -541,7 +541,7 @@ CMD_HANDLER(cmd_delete)
 			const char *k = bson_iter_key(&f);
 			if (strcmp(k, "q") == 0) {
 				if (!BSON_ITER_HOLDS_DOCUMENT(&f)) {
-					terr_set(err, TERR_TYPE_MISMATCH,
+					ret = terr_set(err, TERR_TYPE_MISMATCH,
 					    "BSON field 'delete.deletes.q' is the wrong type '%s', expected type 'object'",
 					    bv_type_name(bson_iter_type(&f)));
 					goto err;
@@ -552,14 +552,14 @@ CMD_HANDLER(cmd_delete)
 			} else if (strcmp(k, "limit") == 0) {
 				bson_value_t v = *bson_iter_value(&f);
 				if (!bv_is_number(&v)) {
-					terr_set(err, TERR_TYPE_MISMATCH,
+					ret = terr_set(err, TERR_TYPE_MISMATCH,
 					    "BSON field 'delete.deletes.limit' is the wrong type '%s', expected types '[long, int, decimal, double]'",
 					    bv_type_name(v.value_type));
 					goto err;
 				}
 				limit = (int64_t)bv_as_double(&v);
 				if (limit != 0 && limit != 1) {
-					terr_set(err, TERR_FAILED_TO_PARSE,
+					ret = terr_set(err, TERR_FAILED_TO_PARSE,
 					    "The limit field in delete objects must be 0 or 1. Got %lld", (long long)limit);
 					goto err;
 				}
@@ -568,12 +568,12 @@ CMD_HANDLER(cmd_delete)
 			} else if (strcmp(k, "hint") == 0) {
 				ERR(check_hint(c, &op, coll, err));
 			} else if (strcmp(k, "comment") != 0) {
-				terr_set(err, 40415, "BSON field 'delete.deletes.%s' is an unknown field.", k);
+				ret = terr_set(err, 40415, "BSON field 'delete.deletes.%s' is an unknown field.", k);
 				goto err;
 			}
 		}
 		if (!has_q) {
-			terr_set(err, 40414, "BSON field 'delete.deletes.q' is missing but a required field");
+			ret = terr_set(err, 40414, "BSON field 'delete.deletes.q' is missing but a required field");
 			goto err;
 		}
 		if (match_compile(&q, &mo, &m, &e) != 0) {
@@ -639,7 +639,7 @@ CMD_HANDLER(cmd_count)
 	ERR(cmd_get_doc(c, "query", &query, &has_query, err));
 	ERR(cmd_get_int64(c, "skip", &skip, &found, err));
 	if (skip < 0) {
-		terr_set(err, TERR_BAD_VALUE, "skip value is negative in count query");
+		ret = terr_set(err, TERR_BAD_VALUE, "skip value is negative in count query");
 		goto err;
 	}
 	ERR(cmd_get_int64(c, "limit", &limit, &found, err));
@@ -742,7 +742,7 @@ CMD_HANDLER(cmd_distinct)
 	ERR(cmd_check_fields(c, fields, err));
 	ERR(cmd_get_string(c, "key", &key, &found, err));
 	if (!found) {
-		terr_set(err, 40414, "BSON field 'distinct.key' is missing but a required field");
+		ret = terr_set(err, 40414, "BSON field 'distinct.key' is missing but a required field");
 		goto err;
 	}
 	ERR(cmd_get_doc(c, "query", &query, &has_query, err));
@@ -763,7 +763,7 @@ CMD_HANDLER(cmd_distinct)
 	while ((rc = plan_exec_next(x, s, &doc, err)) == 1) {
 		bpath_walk(&doc, key, true, distinct_add, &d);
 		if (d.bytes > 16 * 1024 * 1024) {
-			terr_set(err, 17217, "distinct too big, 16mb cap");
+			ret = terr_set(err, 17217, "distinct too big, 16mb cap");
 			goto err;
 		}
 	}
@@ -776,7 +776,7 @@ CMD_HANDLER(cmd_distinct)
 		bv_append(&arr, kp, -1, &d.vals[i]);
 	}
 	if (arr.len > 16 * 1024 * 1024) {
-		terr_set(err, 17217, "distinct too big, 16mb cap");
+		ret = terr_set(err, 17217, "distinct too big, 16mb cap");
 		goto err;
 	}
 	BSON_APPEND_ARRAY(c->reply, "values", &arr);

@@ -290,7 +290,7 @@ CMD_HANDLER(cmd_update)
 	ERR(cmd_check_fields(c, update_fields, err));
 	ERR(cmd_get_array(c, "updates", &updates, &found, err));
 	if (!found) {
-		terr_set(err, 40414, "BSON field 'update.updates' is missing but a required field");
+		ret = terr_set(err, 40414, "BSON field 'update.updates' is missing but a required field");
 		goto err;
 	}
 	ERR(cmd_get_doc(c, "let", &let, &has_let, err));
@@ -308,7 +308,7 @@ CMD_HANDLER(cmd_update)
 
 		memset(&u, 0, sizeof(u));
 		if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
-			terr_set(err, TERR_TYPE_MISMATCH,
+			ret = terr_set(err, TERR_TYPE_MISMATCH,
 			    "BSON field 'update.updates.%d' is the wrong type '%s', expected type 'object'", i,
 			    bv_type_name(bson_iter_type(&it)));
 			goto err;
@@ -417,30 +417,30 @@ CMD_HANDLER(cmd_find_and_modify)
 		if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &sub) ||
 		    !bson_iter_find(&sub, "locale") || !BSON_ITER_HOLDS_UTF8(&sub) ||
 		    strcmp(bson_iter_utf8(&sub, NULL), "simple") != 0) {
-			terr_set(err, TERR_NOT_IMPLEMENTED,
+			ret = terr_set(err, TERR_NOT_IMPLEMENTED,
 			    "collations other than {locale: \"simple\"} are not supported by Tamga yet");
 			goto err;
 		}
 	}
 	if (remove && has_update) {
-		terr_set(err, TERR_FAILED_TO_PARSE, "Cannot specify both an update and remove=true");
+		ret = terr_set(err, TERR_FAILED_TO_PARSE, "Cannot specify both an update and remove=true");
 		goto err;
 	}
 	if (!remove && !has_update) {
-		terr_set(err, TERR_FAILED_TO_PARSE, "Either an update or remove=true must be specified");
+		ret = terr_set(err, TERR_FAILED_TO_PARSE, "Either an update or remove=true must be specified");
 		goto err;
 	}
 	if (remove && upsert) {
-		terr_set(err, TERR_FAILED_TO_PARSE, "Cannot specify both upsert=true and remove=true");
+		ret = terr_set(err, TERR_FAILED_TO_PARSE, "Cannot specify both upsert=true and remove=true");
 		goto err;
 	}
 	if (remove && want_new) {
-		terr_set(err, TERR_FAILED_TO_PARSE,
+		ret = terr_set(err, TERR_FAILED_TO_PARSE,
 		    "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document");
 		goto err;
 	}
 	if (has_fields && !bson_empty(&fields)) {
-		terr_set(err, TERR_NOT_IMPLEMENTED, "findAndModify with fields is not supported by Tamga yet");
+		ret = terr_set(err, TERR_NOT_IMPLEMENTED, "findAndModify with fields is not supported by Tamga yet");
 		goto err;
 	}
 	if (has_query)
@@ -451,7 +451,7 @@ CMD_HANDLER(cmd_find_and_modify)
 	if (has_update) {
 		bson_iter_init_find(&it, c->body, "update");
 		if (!BSON_ITER_HOLDS_DOCUMENT(&it) && !BSON_ITER_HOLDS_ARRAY(&it)) {
-			terr_set(err, TERR_FAILED_TO_PARSE, "Update argument must be either an object or an array");
+			ret = terr_set(err, TERR_FAILED_TO_PARSE, "Update argument must be either an object or an array");
 			goto err;
 		}
 		uval = *bson_iter_value(&it);
@@ -465,7 +465,7 @@ CMD_HANDLER(cmd_find_and_modify)
 	else
 		storage_coll_get(c->engine->st, c->db, name, &u.coll, NULL);
 	if (u.coll != NULL && bypass && validation_is_constraint(u.coll)) {
-		terr_set(err, TERR_BAD_VALUE,
+		ret = terr_set(err, TERR_BAD_VALUE,
 		    "bypassDocumentValidation is not permitted with 'constraint' validationLevel");
 		goto err;
 	}

@@ -245,7 +245,9 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	__atomic_fetch_add(&e->counters.command, 1, __ATOMIC_RELAXED);
 
 	rc = def->handler(&c, er);
-	if (rc != 0) {
+	/* an error set but not returned is still an error: never report ok: 1
+	 * with a failure inside */
+	if (rc != 0 || terr_is_set(er)) {
 		if (!terr_is_set(er))
 			terr_set(er, TERR_INTERNAL_ERROR, "command %s failed without a reason", c.name);
 		goto fail;
