@@ -75,7 +75,9 @@ bool storage_txn_active(const storage_session_t *s);
  * short backoff), so conflicts never reach the client.  fn returns 0 to
  * commit, non-zero to roll back (its err is returned).  fn must be safe to
  * run more than once (no side effects outside the transaction, or undo them
- * at its start).
+ * at its start).  When s already has a transaction open, fn just runs inside
+ * it: no commit, no retry, a conflict comes back as 112 for the owner of
+ * that transaction to handle.
  */
 typedef int (*storage_txn_fn)(storage_session_t *s, void *arg, terr_t *err);
 int storage_txn_run(storage_session_t *s, storage_txn_fn fn, void *arg, bool sync, terr_t *err);
@@ -89,7 +91,7 @@ bool storage_is_write_conflict(const terr_t *err);
 typedef struct storage_index {
 	char *name;        /* "_id_", "a_1_b_-1" */
 	bson_t *spec;      /* the full spec as listIndexes shows it: {v: 2, key: {...}, name: ..., unique: ...} */
-	bson_t *key;       /* the key pattern (borrowed view into spec's storage; owned by the descriptor) */
+	bson_t *key;       /* the key pattern (a copy of spec.key owned by the descriptor) */
 	char *ident;       /* WiredTiger table name, "table:index-<n>" */
 	bool unique;
 	bool is_id;
@@ -208,17 +210,22 @@ int storage_coll_stats(storage_t *st, storage_session_t *s, storage_coll_t *c,
 int storage_index_sizes(storage_t *st, storage_coll_t *c, int64_t *sizes, terr_t *err);
 
 /* ---- documents ---------------------------------------------------------- */
-/* All of these must run inside a transaction (storage_txn_begin/run). */
+/* Writes must run inside a transaction (storage_txn_begin/run); reads may
+ * also run outside one (each then sees the latest committed data).  A
+ * failed write leaves the transaction good only for rollback. */
 
 /* Insert doc (already has _id first; the caller generated it) into the
  * record table and every index.  Duplicate key -> 11000 with mongod's
  * message "E11000 duplicate key error collection: <ns> index: <name> dup
  * key: { <field>: <value> }" and extra fields keyPattern/keyValue. Sets
- * *recid when not NULL. */
+ * *recid when not NULL.  Also: 10334 "object to insert too large. size in
+ * bytes: N, max size: 16777216", 2 BadValue when _id is not first, 238 for
+ * a secondary index without a keygen. */
 int storage_doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc,
                        recid_t *recid, terr_t *err);
 /* Replace the document at recid (old is its current content, for index
- * maintenance) with new_doc. */
+ * maintenance) with new_doc (17419 "Resulting document after update is
+ * larger than 16777216"; 11000 as insert).  delete: old_doc likewise. */
 int storage_doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid,
                        const bson_t *old_doc, const bson_t *new_doc, terr_t *err);
 int storage_doc_delete(storage_session_t *s, storage_coll_t *c, recid_t recid,
@@ -239,7 +246,10 @@ int storage_doc_find_id(storage_session_t *s, storage_coll_t *c, const bson_valu
 int storage_scan_open(storage_session_t *s, storage_coll_t *c, bool backward,
                       storage_cursor_t **out, terr_t *err);
 /* Index scan over [lo, hi] KeyString bounds (NULL = unbounded), inclusive
- * flags, direction. */
+ * flags, direction.  Bounds are compared with the value part of each key
+ * (the RecordId ending a non-unique key is ignored), so an exclusive bound
+ * skips every entry equal to it.  idx must point into c->indexes.  Cursors
+ * hold a reference to c until closed. */
 int storage_index_scan_open(storage_session_t *s, storage_coll_t *c, const storage_index_t *idx,
                             const uint8_t *lo, size_t lo_len, bool lo_incl,
                             const uint8_t *hi, size_t hi_len, bool hi_incl,
@@ -252,7 +262,10 @@ int storage_index_scan_open(storage_session_t *s, storage_coll_t *c, const stora
 int storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
                         const uint8_t **key, size_t *key_len, terr_t *err);
 /* Remember the position, release WiredTiger resources (between getMore
- * batches, so no snapshot is held), and come back to it. */
+ * batches, so no snapshot is held), and come back to it, on any session:
+ * entries deleted meanwhile are skipped.  restore fails with 175
+ * QueryPlanKilled when the collection was dropped or renamed, or the index
+ * dropped.  Document views returned before save stay valid. */
 int storage_cursor_save(storage_cursor_t *cur, terr_t *err);
 int storage_cursor_restore(storage_cursor_t *cur, storage_session_t *s, terr_t *err);
 void storage_cursor_close(storage_cursor_t *cur);
