@@ -11,6 +11,8 @@
 #include <time.h>
 
 #include "bson/value.h"
+#include "common/mem.h"
+#include "query/projection.h"
 #include "query/sort.h"
 
 typedef enum { ACCESS_ID, ACCESS_SCAN } access_t;
@@ -22,7 +24,9 @@ struct plan_exec {
 	sorter_t *sorter;              /* filled on the first plan_exec_next */
 	bool sorted;
 	bool allow_disk_use;
-	bson_t *proj_spec;             /* owned copy or NULL */
+	projection_t *proj;            /* owned or NULL */
+	bson_t proj_out;               /* the projected current document */
+	bool proj_out_init;
 	int64_t skip, limit;
 	int64_t skipped, produced;
 	int64_t deadline_us;
@@ -66,7 +70,7 @@ natural_sort(const bson_t *sort, bool *backward)
 int
 plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 {
-	plan_exec_t *x = bson_malloc0(sizeof(*x));
+	plan_exec_t *x = tm_alloc0(sizeof(*x));
 	bool backward = req->natural_backward;
 
 	*out = NULL;
@@ -90,9 +94,10 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 			}
 		}
 	}
-	if (!spec_empty(req->projection)) {
+	if (!spec_empty(req->projection) &&
+	    projection_compile(req->projection, x->match, req->let, &x->proj, err) != 0) {
 		plan_exec_free(x);
-		return terr_set(err, TERR_NOT_IMPLEMENTED, "projection is not supported by Tamga yet");
+		return -1;
 	}
 	x->backward = backward;
 	if (x->match != NULL && !backward && match_is_id_point(x->match, &x->id)) {
@@ -216,6 +221,20 @@ plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
 		}
 		x->produced++;
 		x->stats.returned++;
+		if (x->proj != NULL) {
+			int pos = -1;
+			if (projection_needs_match_pos(x->proj) && x->match != NULL &&
+			    match_exec(x->match, doc, &pos, err) < 0)
+				return -1;
+			if (x->proj_out_init)
+				bson_reinit(&x->proj_out);
+			else
+				bson_init(&x->proj_out);
+			x->proj_out_init = true;
+			if (projection_apply(x->proj, doc, pos, &x->proj_out, err) != 0)
+				return -1;
+			bson_init_static(doc, bson_get_data(&x->proj_out), x->proj_out.len);
+		}
 		return 1;
 	}
 }
@@ -248,8 +267,9 @@ plan_exec_free(plan_exec_t *x)
 	if (x->sorter != NULL)
 		sorter_free(x->sorter);
 	sort_spec_free(x->sort);
-	if (x->proj_spec)
-		bson_destroy(x->proj_spec);
+	projection_free(x->proj);
+	if (x->proj_out_init)
+		bson_destroy(&x->proj_out);
 	if (x->coll != NULL && !x->borrowed)
 		storage_coll_release(x->coll);
 	bson_free(x);
