@@ -207,9 +207,96 @@ test_errors(void)
 	TT_EQ_INT(perr(NULL, "{\"a\": 0, \"b\": {\"$add\": [1, 2]}}"), 31252);
 }
 
+static uint64_t rs = 0x9E3779B97F4A7C15ull;
+
+static uint32_t
+rnd(uint32_t n)
+{
+	rs ^= rs << 13;
+	rs ^= rs >> 7;
+	rs ^= rs << 17;
+	return (uint32_t)(rs % n);
+}
+
+static const char *junk_keys[] = {"a", "b", "a.b", "a.$", "_id", "$slice", "$elemMatch", "$meta",
+                                  "a.b.c", "", "$add", "c.$", "x..y", "$literal", "b.0"};
+
+static void
+junk(bson_t *b, const char *k, int depth)
+{
+	bson_t sub;
+
+	switch (rnd(depth > 2 ? 7 : 10)) {
+	case 0: BSON_APPEND_INT32(b, k, (int32_t)rnd(3) - 1); break;
+	case 1: BSON_APPEND_BOOL(b, k, rnd(2)); break;
+	case 2: BSON_APPEND_UTF8(b, k, "$a"); break;
+	case 3: BSON_APPEND_DOUBLE(b, k, 0.5); break;
+	case 4: BSON_APPEND_NULL(b, k); break;
+	case 5: BSON_APPEND_INT32(b, k, 1); break;
+	case 6: BSON_APPEND_UTF8(b, k, "textScore"); break;
+	case 7:
+		bson_append_array_begin(b, k, -1, &sub);
+		for (uint32_t i = 0, n = rnd(3); i < n; i++)
+			junk(&sub, i ? "1" : "0", depth + 1);
+		bson_append_array_end(b, &sub);
+		break;
+	default:
+		bson_append_document_begin(b, k, -1, &sub);
+		for (uint32_t i = 0, n = rnd(3); i < n; i++) {
+			const char *kk = junk_keys[rnd(sizeof junk_keys / sizeof junk_keys[0])];
+			junk(&sub, kk, depth + 1);
+		}
+		bson_append_document_end(b, &sub);
+		break;
+	}
+}
+
+/* Random projection specs: compile succeeds or fails with a code; applying
+ * never crashes. */
+static void
+test_random_specs(void)
+{
+	bson_t *doc = tt_json("{\"_id\": 1, \"a\": [{\"b\": [1, {\"c\": 2}]}, 3, [4]], \"b\": {\"0\": 1},"
+	                      " \"c\": [1, 2, 3]}");
+	bson_t *f = tt_json("{\"c\": 2}");
+	match_t *m = NULL;
+	terr_t err = TERR_INIT;
+	int compiled = 0;
+
+	TT_ASSERT(match_compile(f, NULL, &m, &err) == 0);
+	for (int k = 0; k < 2000; k++) {
+		bson_t *spec = bson_new();
+		projection_t *p = NULL;
+
+		for (uint32_t i = 0, n = 1 + rnd(3); i < n; i++) {
+			const char *kk = junk_keys[rnd(sizeof junk_keys / sizeof junk_keys[0])];
+			junk(spec, kk, 0);
+		}
+		if (projection_compile(spec, m, NULL, &p, &err) == 0) {
+			bson_t out = BSON_INITIALIZER;
+			int pos = -1;
+
+			compiled++;
+			(void)match_eval_pos(m, doc, &pos);
+			(void)projection_apply(p, doc, pos, &out, &err);
+			bson_destroy(&out);
+		} else {
+			TT_ASSERT(err.code != 0);
+		}
+		terr_clear(&err);
+		projection_free(p);
+		bson_destroy(spec);
+	}
+	TT_ASSERT(compiled > 0);
+	match_free(m);
+	bson_destroy(f);
+	bson_destroy(doc);
+}
+
 int
 main(void)
 {
+	TT_RUN(test_random_specs);
 	TT_RUN(test_inclusion_exclusion);
 	TT_RUN(test_slice_elem_positional);
 	TT_RUN(test_errors);
