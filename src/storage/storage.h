@@ -173,7 +173,9 @@ int storage_db_drop(storage_t *st, storage_session_t *s, const char *db, terr_t 
  * wait meanwhile, and writers holding an older descriptor maintain the new
  * index too.  Errors: 26, 68 IndexAlreadyExists (same name), 11000 when a
  * unique index meets a duplicate (nothing is left behind), 238 when the
- * collection has documents and no keygen is installed.
+ * collection has documents and no keygen is installed.  The calling thread
+ * must not itself have a write transaction open on that collection (it
+ * would wait for itself); the same holds for storage_index_drop.
  */
 int storage_index_create(storage_t *st, storage_session_t *s, const char *db, const char *name,
                          const bson_t *spec, terr_t *err);
