@@ -726,7 +726,22 @@ static int
 apply_doc(papply_t *a, const pnode_t *node, const uint8_t *data, uint32_t len, bson_t *out)
 {
 	bson_iter_t it;
+	const pnode_t *computed_id = NULL;
 
+	/* a computed _id stays the first field of the result */
+	if (node == &a->p->root) {
+		computed_id = pnode_child(node, "_id", 3);
+		if (computed_id != NULL && computed_id->kind == PK_EXPR) {
+			bson_value_t v;
+
+			if (expr_eval(computed_id->expr, a->env, &v, a->err) != 0)
+				return -1;
+			if (v.value_type != BSON_TYPE_EOD)
+				bv_append(out, "_id", 3, &v);
+		} else {
+			computed_id = NULL;
+		}
+	}
 	if (data != NULL && bson_iter_init_from_data(&it, data, len)) {
 		while (bson_iter_next(&it)) {
 			const char *key = bson_iter_key(&it);
@@ -756,7 +771,7 @@ apply_doc(papply_t *a, const pnode_t *node, const uint8_t *data, uint32_t len, b
 	for (uint32_t i = 0; i < node->n; i++) {
 		const pnode_t *k = node->kids[i];
 
-		if (k->kind == PK_EXPR) {
+		if (k->kind == PK_EXPR && k != computed_id) {
 			bson_value_t v;
 
 			if (expr_eval(k->expr, a->env, &v, a->err) != 0)
