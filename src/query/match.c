@@ -933,8 +933,8 @@ t_tree(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel_t
 		return terr_set(p->err, TERR_BAD_VALUE, "$and/$or/$nor must be a nonempty array");
 	}
 	if (kind == MK_OR) {
-		n->u.or_same_path = true;
-		for (uint32_t i = 0; i < n->nkids; i++)
+		n->u.or_same_path = n->kids[0]->has_path;
+		for (uint32_t i = 1; i < n->nkids && n->u.or_same_path; i++)
 			if (!n->kids[i]->has_path ||
 			    strcmp(n->kids[i]->path.full, n->kids[0]->path.full) != 0)
 				n->u.or_same_path = false;

@@ -42,6 +42,9 @@ typedef struct match_options {
 	const bson_t *let;
 	/* Collation: only the simple collation exists; callers reject others
 	 * before compiling. */
+	/* $$NOW for $expr, in ms since the epoch, fixed for the whole command;
+	 * 0 = the time of match_compile. */
+	int64_t now_ms;
 } match_options_t;
 
 /*

@@ -8,6 +8,9 @@
  */
 #include "query/match_private.h"
 
+#include <pthread.h>
+#include <time.h>
+
 #include "expr/expr.h"
 #include "schema/schema.h"
 
@@ -17,7 +20,37 @@ typedef struct mexpr {
 	bson_t *let;      /* owned copy of the variables' values */
 	int *ids;         /* variable id per let field, in order */
 	int nvars;
+	int64_t now_ms;   /* $$NOW, fixed at compile time */
 } mexpr_t;
+
+/* One evaluation environment per thread, reused across documents (reset
+ * between them) so $expr does not allocate per document; freed when the
+ * thread exits.  `busy` guards against re-entrant use. */
+typedef struct env_slot {
+	expr_env_t *env;
+	bool busy;
+} env_slot_t;
+
+static pthread_key_t env_key;
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static _Thread_local env_slot_t tl_env;
+
+static void
+env_slot_free(void *p)
+{
+	env_slot_t *slot = p;
+
+	if (slot != NULL && slot->env != NULL) {
+		expr_env_destroy(slot->env);
+		slot->env = NULL;
+	}
+}
+
+static void
+env_key_init(void)
+{
+	pthread_key_create(&env_key, env_slot_free);
+}
 
 int
 match_expr_compile(mnode_t *n, const bson_value_t *arg, const match_options_t *opts,
@@ -30,6 +63,14 @@ match_expr_compile(mnode_t *n, const bson_value_t *arg, const match_options_t *o
 
 	x = bson_malloc0(sizeof *x);
 	scope = expr_scope_new();
+	if (opts != NULL && opts->now_ms != 0) {
+		x->now_ms = opts->now_ms;
+	} else {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		x->now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	}
 
 	n->u.expr = x;
 	if (opts != NULL && opts->let != NULL) {
@@ -51,13 +92,26 @@ bool
 match_expr_eval(const mnode_t *n, mctx_t *c)
 {
 	const mexpr_t *x = n->u.expr;
-	expr_env_t *env = expr_env_new();
+	bool own = tl_env.busy;
+	expr_env_t *env;
 	terr_t e = TERR_INIT;
 	bson_t root;
 	bson_iter_t it;
 	bool out = false;
 	int i = 0;
 
+	if (own) {
+		env = expr_env_new();
+	} else {
+		if (tl_env.env == NULL) {
+			pthread_once(&env_once, env_key_init);
+			tl_env.env = expr_env_new();
+			pthread_setspecific(env_key, &tl_env);
+		}
+		env = tl_env.env;
+		tl_env.busy = true;
+	}
+	expr_env_set_now(env, x->now_ms);
 	if (!bson_init_static(&root, c->root_data, c->root_len))
 		goto done;
 	expr_env_set_root(env, &root);
@@ -78,7 +132,13 @@ fail:
 		terr_move(c->err, &e);
 done:
 	terr_clear(&e);
-	expr_env_destroy(env);
+	if (own) {
+		expr_env_destroy(env);
+	} else {
+		expr_env_set_root(env, NULL);
+		expr_env_reset(env);
+		tl_env.busy = false;
+	}
 	return out;
 }
 

@@ -392,7 +392,8 @@ static void
 test_threads(void)
 {
 	bson_t *f = BCON_NEW("a", BCON_REGEX("^x+y", "i"), "b", "{", "$in", "[", BCON_INT32(1),
-	                     BCON_INT32(2), "]", "}");
+	                     BCON_INT32(2), "]", "}", "$expr", "{", "$gt", "[", "$b", BCON_INT32(1), "]",
+	                     "}");
 	bson_t *yes = BCON_NEW("a", "XXy", "b", BCON_INT32(2));
 	bson_t *no = BCON_NEW("a", "xz", "b", BCON_INT32(2));
 	match_t *m = compile(f);
