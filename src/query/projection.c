@@ -13,6 +13,7 @@
 #include "query/projection.h"
 
 #include <string.h>
+#include <time.h>
 
 #include "bson/value.h"
 #include "expr/expr.h"
@@ -44,6 +45,7 @@ struct projection {
 	bson_t *let;
 	int *ids;
 	int nvars;
+	int64_t now_ms;          /* $$NOW, fixed when compiled */
 };
 
 typedef struct pparse {
@@ -451,6 +453,12 @@ projection_compile(const bson_t *spec, const match_t *query, const bson_t *let,
 	pp.err = err;
 	*out = NULL;
 	pp.scope = expr_scope_new();
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		p->now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	}
 	if (let != NULL) {
 		p->let = bson_copy(let);
 		p->ids = bson_malloc0(sizeof(int) * (bson_count_keys(let) + 1));
@@ -808,6 +816,7 @@ projection_apply(const projection_t *p, const bson_t *doc, int match_pos, bson_t
 		int i = 0;
 
 		a.env = expr_env_new();
+		expr_env_set_now(a.env, p->now_ms);
 		expr_env_set_root(a.env, doc);
 		if (p->let != NULL) {
 			bson_iter_init(&it, p->let);
