@@ -451,8 +451,19 @@ match_mod_value(const mnode_t *n, const bson_value_t *v)
 {
 	int64_t x, m;
 
-	if (!bv_is_number(v) || !trunc_int64(v, &x))
+	if (!bv_is_number(v))
 		return false;
+	if (v->value_type == BSON_TYPE_DOUBLE || v->value_type == BSON_TYPE_DECIMAL128) {
+		/* truncated; NaN, infinities and values outside int64 never match
+		 * (mod_special_values.js) */
+		double d = trunc(bv_as_double(v));
+
+		if (isnan(d) || d >= 9223372036854775808.0 || d < -9223372036854775808.0)
+			return false;
+		x = (int64_t)d;
+	} else if (!trunc_int64(v, &x)) {
+		return false;
+	}
 	m = n->u.mod.div == -1 ? 0 : x % n->u.mod.div;
 	return m == n->u.mod.rem;
 }
