@@ -363,6 +363,12 @@ test_bits(void)
 	YES("{\"a\": {\"$bitsAnySet\": [9]}}",
 	    "{\"a\": {\"$binary\": {\"base64\": \"AAI=\", \"subType\": \"00\"}}}");
 	NO("{\"a\": {\"$bitsAllSet\": [0]}}", "{\"a\": \"x\"}");
+	/* bittest.js: decimals, NaN, non-integral and infinite values never match */
+	NO("{\"a\": {\"$bitsAllSet\": 0}}", "{\"a\": {\"$numberDecimal\": \"9007199254740992\"}}");
+	NO("{\"a\": {\"$bitsAllClear\": 0}}", "{\"a\": 1.1}");
+	NO("{\"a\": {\"$bitsAllClear\": 0}}", "{\"a\": {\"$numberDouble\": \"-Infinity\"}}");
+	YES("{\"a\": {\"$bitsAllSet\": 54}}", "{\"a\": [1.1, 54]}");
+	YES("{\"a\": {\"$bitsAllSet\": 74, \"$bitsAllClear\": 53}}", "{\"a\": -54}");
 	/* huge positions: sign extension for numbers, zero past BinData */
 	YES("{\"a\": {\"$bitsAllSet\": [2147483647, 0]}}", "{\"a\": -1}");
 	NO("{\"a\": {\"$bitsAllSet\": [2147483647]}}", "{\"a\": 1}");
