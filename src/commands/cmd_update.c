@@ -203,7 +203,7 @@ parse_update_op(cmd_t *c, const bson_t *op, const bson_t *cmd_let, update_stmt_t
     bson_t *filter_view, terr_t *err)
 {
 	bson_iter_t f;
-	bson_t q, arr_filters, cvars;
+	bson_t *q = filter_view, arr_filters, cvars;
 	bool has_q = false, has_u = false, has_af = false, has_c = false;
 	bson_value_t uval;
 	update_options_t uo = {0};
@@ -213,7 +213,7 @@ parse_update_op(cmd_t *c, const bson_t *op, const bson_t *cmd_let, update_stmt_t
 	while (bson_iter_next(&f)) {
 		const char *k = bson_iter_key(&f);
 		if (strcmp(k, "q") == 0) {
-			RET(get_sub_doc(&f, "update.updates.q", &q, err));
+			RET(get_sub_doc(&f, "update.updates.q", q, err));
 			has_q = true;
 		} else if (strcmp(k, "u") == 0) {
 			if (!BSON_ITER_HOLDS_DOCUMENT(&f) && !BSON_ITER_HOLDS_ARRAY(&f))
@@ -258,11 +258,12 @@ parse_update_op(cmd_t *c, const bson_t *op, const bson_t *cmd_let, update_stmt_t
 		return terr_set(err, 40414, "BSON field 'update.updates.q' is missing but a required field");
 	if (!has_u)
 		return terr_set(err, 40414, "BSON field 'update.updates.u' is missing but a required field");
-	*filter_view = q;
+	/* bson_init_static'd structs point into themselves: never copy one by
+	 * value, hence q lives in the caller's filter_view */
 	u->filter = filter_view;
 	if (cmd_let != NULL)
 		mo.let = cmd_let;
-	RET(match_compile(&q, &mo, &u->match, err));
+	RET(match_compile(q, &mo, &u->match, err));
 	uo.array_filters = has_af ? &arr_filters : NULL;
 	uo.let = has_c ? &cvars : cmd_let;
 	if (update_compile(&uval, &uo, &u->update, err) != 0)
