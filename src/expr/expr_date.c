@@ -1,11 +1,14 @@
 /*
  * expr_date.c -- date operators: $year $month $dayOfMonth $hour $minute
  * $second $millisecond $dayOfWeek $dayOfYear $week $isoWeek $isoWeekYear
- * $isoDayOfWeek $dateToString, and the ISO-8601 parsing $toDate uses.
+ * $isoDayOfWeek $dateToString $dateToParts $dateFromParts $dateAdd
+ * $dateSubtract $dateDiff $dateTrunc $dateFromString, and the ISO-8601
+ * parsing $toDate uses.
  *
- * Time zones: UTC and fixed offsets ("+03:00", "-0500", "+03").  Olson names
- * other than UTC/GMT, and $dateFromString $dateTrunc $dateAdd $dateSubtract
- * $dateDiff $dateFromParts $dateToParts, answer 238 NotImplemented for now.
+ * Calendar math is proleptic Gregorian on "local wall-clock milliseconds";
+ * time zones (UTC, fixed offsets, Olson names) come from expr_tz.c.
+ * $dateFromString without a format accepts ISO-8601 forms only (mongod's
+ * timelib accepts more free-form text).
  */
 #include "expr/expr_private.h"
 
@@ -14,6 +17,7 @@
 #include <string.h>
 
 #include "bson/value.h"
+#include "expr/expr_tz.h"
 
 int expr_date_from_string(const char *s, size_t len, int64_t *ms);
 
@@ -99,40 +103,22 @@ date_parts(int64_t ms, parts_t *p)
 	p->iso_week = wk;
 }
 
-/* "+03:00", "-0500", "+03", "UTC", "GMT", "Z" -> offset in ms */
+/* Evaluate a timezone argument (NULL = UTC).  Returns 1 when it is nullish
+ * (the operator then yields null), 0 with *tz set, -1 on error. */
 static int
-tz_offset(const bson_value_t *tz, int64_t *off, terr_t *err)
+eval_tz(const expr_t *tzexpr, expr_env_t *env, expr_tz_t *tz, terr_t *err)
 {
-	*off = 0;
-	if (tz->value_type != BSON_TYPE_UTF8)
-		return terr_set(err, 40517, "timezone must evaluate to a string, found %s", expr_type_name(tz));
-	const char *s = tz->value.v_utf8.str;
-	size_t n = tz->value.v_utf8.len;
-	if (strcmp(s, "UTC") == 0 || strcmp(s, "GMT") == 0 || strcmp(s, "Z") == 0 || strcmp(s, "Etc/UTC") == 0 ||
-	    strcmp(s, "Etc/GMT") == 0)
+	bson_value_t v;
+
+	memset(tz, 0, sizeof(*tz));
+	if (tzexpr == NULL)
 		return 0;
-	if (n >= 3 && (s[0] == '+' || s[0] == '-')) {
-		int h = 0, m = 0;
-		bool ok = false;
-		if (n == 3 && sscanf(s + 1, "%2d", &h) == 1)
-			ok = true;
-		else if (n == 5 && sscanf(s + 1, "%2d%2d", &h, &m) == 2)
-			ok = true;
-		else if (n == 6 && s[3] == ':' && sscanf(s + 1, "%2d:%2d", &h, &m) == 2)
-			ok = true;
-		for (size_t i = 1; ok && i < n; i++) {
-			if (s[i] != ':' && (s[i] < '0' || s[i] > '9'))
-				ok = false;
-		}
-		if (ok) {
-			*off = ((int64_t)h * 60 + m) * 60000 * (s[0] == '-' ? -1 : 1);
-			return 0;
-		}
-		return terr_set(err, 40485, "unrecognized time zone identifier: \"%s\"", s);
-	}
-	if (strchr(s, '/') != NULL)
-		return terr_set(err, TERR_NOT_IMPLEMENTED, "Olson time zone identifiers are not implemented yet: \"%s\"", s);
-	return terr_set(err, 40485, "unrecognized time zone identifier: \"%s\"", s);
+	RET(expr_eval(tzexpr, env, &v, err));
+	if (expr_is_nullish(&v))
+		return 1;
+	if (v.value_type != BSON_TYPE_UTF8)
+		return terr_set(err, 40517, "timezone must evaluate to a string, found %s", expr_type_name(&v));
+	return expr_tz_parse(v.value.v_utf8.str, v.value.v_utf8.len, tz, err);
 }
 
 static int
@@ -206,24 +192,21 @@ err:
 static int
 eval_parts(const expr_t *e, expr_env_t *env, parts_t *p, bson_value_t *out, terr_t *err)
 {
-	bson_value_t d, tz;
-	int64_t ms, off = 0;
+	bson_value_t d;
+	expr_tz_t tz;
+	int64_t ms;
+	int r;
 
 	RET(expr_eval(e->args[0], env, &d, err));
-	if (e->args[1] != NULL) {
-		RET(expr_eval(e->args[1], env, &tz, err));
-		if (expr_is_nullish(&tz)) {
-			expr_set_null(out);
-			return 1;
-		}
-		RET(tz_offset(&tz, &off, err));
-	}
-	if (expr_is_nullish(&d)) {
+	r = eval_tz(e->args[1], env, &tz, err);
+	if (r < 0)
+		return -1;
+	if (r > 0 || expr_is_nullish(&d)) {
 		expr_set_null(out);
 		return 1;
 	}
 	RET(to_date_ms(&d, &ms, err));
-	date_parts(ms + off, p);
+	date_parts(ms + expr_tz_offset_at(&tz, ms), p);
 	return 0;
 }
 
@@ -300,38 +283,8 @@ static const char *const month_full[] = {"January", "February", "March", "April"
 	"August", "September", "October", "November", "December"};
 
 static int
-eval_date_to_string(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
+check_to_string_format(const char *fmt, size_t flen, terr_t *err)
 {
-	bson_value_t d, f, tz;
-	const char *fmt = "%Y-%m-%dT%H:%M:%S.%LZ";
-	size_t flen = strlen(fmt);
-	int64_t ms, off = 0;
-	bool have_tz = false;
-
-	RET(expr_eval(e->args[0], env, &d, err));
-	if (e->args[1] != NULL) {
-		RET(expr_eval(e->args[1], env, &f, err));
-		if (expr_is_nullish(&f)) {
-			expr_set_null(out);
-			return 0;
-		}
-		if (f.value_type != BSON_TYPE_UTF8)
-			return terr_set(err, 18533, "$dateToString requires that 'format' be a string, found: %s with "
-			                "value %s", expr_type_name(&f), "...");
-		fmt = f.value.v_utf8.str;
-		flen = f.value.v_utf8.len;
-	}
-	if (e->args[2] != NULL) {
-		RET(expr_eval(e->args[2], env, &tz, err));
-		if (expr_is_nullish(&tz)) {
-			expr_set_null(out);
-			return 0;
-		}
-		RET(tz_offset(&tz, &off, err));
-		have_tz = true;
-	}
-	(void)have_tz;
-	/* validate format */
 	for (size_t i = 0; i < flen; i++) {
 		if (fmt[i] != '%')
 			continue;
@@ -341,14 +294,17 @@ eval_date_to_string(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t 
 			return terr_set(err, 18536, "Invalid format character '%%%c' in format string", fmt[i + 1]);
 		i++;
 	}
-	if (expr_is_nullish(&d)) {
-		if (e->args[3] != NULL)
-			return expr_eval(e->args[3], env, out, err);
-		expr_set_null(out);
-		return 0;
-	}
-	RET(to_date_ms(&d, &ms, err));
+	return 0;
+}
+
+/* Format ms (UTC) in tz with a validated format into the arena. */
+static int
+format_date(expr_env_t *env, const char *fmt, size_t flen, int64_t ms, const expr_tz_t *tz, bson_value_t *out,
+            terr_t *err)
+{
+	int64_t off = expr_tz_offset_at(tz, ms);
 	parts_t p;
+
 	date_parts(ms + off, &p);
 	bson_string_t *s = bson_string_new(NULL);
 	for (size_t i = 0; i < flen; i++) {
@@ -392,6 +348,680 @@ eval_date_to_string(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t 
 	}
 	expr_set_string(env, out, s->str, s->len);
 	bson_string_free(s, true);
+	return 0;
+}
+
+static int
+eval_date_to_string(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
+{
+	bson_value_t d, f;
+	const char *fmt = "%Y-%m-%dT%H:%M:%S.%LZ";
+	size_t flen = strlen(fmt);
+	bool format_null = false;
+	expr_tz_t tz;
+	int64_t ms;
+	int r;
+
+	RET(expr_eval(e->args[0], env, &d, err));
+	if (e->args[1] != NULL) {
+		RET(expr_eval(e->args[1], env, &f, err));
+		if (expr_is_nullish(&f)) {
+			format_null = true;
+		} else {
+			if (f.value_type != BSON_TYPE_UTF8) {
+				char *t = bv_to_mongo_string(&f);
+				terr_set(err, 18533, "$dateToString requires that 'format' be a string, found: %s with value %s",
+				         expr_type_name(&f), t);
+				bson_free(t);
+				return -1;
+			}
+			fmt = f.value.v_utf8.str;
+			flen = f.value.v_utf8.len;
+			RET(check_to_string_format(fmt, flen, err));
+		}
+	}
+	r = eval_tz(e->args[2], env, &tz, err);
+	if (r < 0)
+		return -1;
+	if (expr_is_nullish(&d)) {
+		if (e->args[3] != NULL)
+			return expr_eval(e->args[3], env, out, err);
+		expr_set_null(out);
+		return 0;
+	}
+	if (r > 0 || format_null) {
+		expr_set_null(out);
+		return 0;
+	}
+	RET(to_date_ms(&d, &ms, err));
+	return format_date(env, fmt, flen, ms, &tz, out, err);
+}
+
+/* ---- named-argument parsing shared by the object-form date operators ---- */
+
+typedef struct date_arg {
+	const char *name;
+	bool required;
+	int missing_code;
+	const char *missing_msg;
+} date_arg_t;
+
+/* Parse {name: expr, ...} into e->args in table order (absent = NULL). */
+static int
+parse_date_named(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, const date_arg_t *tab, size_t n,
+                 int notobj_code, const char *notobj_msg, int unknown_code, const char *unknown_fmt, terr_t *err)
+{
+	bson_iter_t it;
+	int ret = 0;
+
+	if (arg->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, notobj_code, notobj_msg, expr_type_name(arg));
+	e->args = bson_malloc0(n * sizeof(*e->args));
+	e->nargs = n;
+	expr_iter_init(&it, arg);
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		size_t i;
+		for (i = 0; i < n; i++) {
+			if (strcmp(k, tab[i].name) == 0)
+				break;
+		}
+		if (i == n)
+			return terr_set(err, unknown_code, unknown_fmt, k);
+		expr_destroy(e->args[i]);
+		e->args[i] = NULL;
+		ERR(expr_parse_sub(bson_iter_value(&it), scope, &e->args[i], err));
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (tab[i].required && e->args[i] == NULL)
+			return terr_set(err, tab[i].missing_code, "%s", tab[i].missing_msg);
+	}
+err:
+	return ret;
+}
+
+/* ---- $dateToParts: args date, timezone, iso8601 ------------------------- */
+
+static const date_arg_t to_parts_args[] = {
+	{"date", true, 40522, "Missing 'date' parameter to $dateToParts"},
+	{"timezone", false, 0, NULL},
+	{"iso8601", false, 0, NULL},
+};
+
+static int
+parse_date_to_parts(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
+{
+	if (arg->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, 40524, "$dateToParts only supports an object as its argument");
+	return parse_date_named(e, arg, scope, to_parts_args, 3, 40524, "%s", 40520,
+	                        "Unrecognized argument to $dateToParts: %s", err);
+}
+
+static int
+eval_date_to_parts(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
+{
+	bson_value_t d, iso;
+	expr_tz_t tz;
+	bool use_iso = false;
+	int64_t ms;
+	int r;
+
+	RET(expr_eval(e->args[0], env, &d, err));
+	r = eval_tz(e->args[1], env, &tz, err);
+	if (r < 0)
+		return -1;
+	if (r > 0) {
+		expr_set_null(out);
+		return 0;
+	}
+	if (e->args[2] != NULL) {
+		RET(expr_eval(e->args[2], env, &iso, err));
+		if (expr_is_nullish(&iso)) {
+			expr_set_null(out);
+			return 0;
+		}
+		if (iso.value_type != BSON_TYPE_BOOL)
+			return terr_set(err, 40521, "iso8601 must evaluate to a bool, found %s", expr_type_name(&iso));
+		use_iso = iso.value.v_bool;
+	}
+	if (expr_is_nullish(&d)) {
+		expr_set_null(out);
+		return 0;
+	}
+	RET(to_date_ms(&d, &ms, err));
+	parts_t p;
+	date_parts(ms + expr_tz_offset_at(&tz, ms), &p);
+	bson_t b;
+	bson_init(&b);
+	if (use_iso) {
+		bson_append_int32(&b, "isoWeekYear", -1, p.iso_year);
+		bson_append_int32(&b, "isoWeek", -1, p.iso_week);
+		bson_append_int32(&b, "isoDayOfWeek", -1, p.iso_dow);
+	} else {
+		bson_append_int32(&b, "year", -1, (int32_t)p.year);
+		bson_append_int32(&b, "month", -1, p.month);
+		bson_append_int32(&b, "day", -1, p.day);
+	}
+	bson_append_int32(&b, "hour", -1, p.hour);
+	bson_append_int32(&b, "minute", -1, p.minute);
+	bson_append_int32(&b, "second", -1, p.second);
+	bson_append_int32(&b, "millisecond", -1, p.millis);
+	expr_set_doc_from(env, out, &b, false);
+	return 0;
+}
+
+/* ---- $dateFromParts ---------------------------------------------------- */
+
+enum { FP_YEAR, FP_MONTH, FP_DAY, FP_HOUR, FP_MINUTE, FP_SECOND, FP_MS, FP_ISOYEAR, FP_ISOWEEK, FP_ISODOW, FP_TZ, FP_N };
+
+static const date_arg_t from_parts_args[FP_N] = {
+	{"year", false, 0, NULL}, {"month", false, 0, NULL}, {"day", false, 0, NULL}, {"hour", false, 0, NULL},
+	{"minute", false, 0, NULL}, {"second", false, 0, NULL}, {"millisecond", false, 0, NULL},
+	{"isoWeekYear", false, 0, NULL}, {"isoWeek", false, 0, NULL}, {"isoDayOfWeek", false, 0, NULL},
+	{"timezone", false, 0, NULL},
+};
+
+static int
+parse_date_from_parts(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
+{
+	if (arg->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, 40519, "$dateFromParts only supports an object as its argument");
+	RET(parse_date_named(e, arg, scope, from_parts_args, FP_N, 40519, "%s", 40518,
+	                     "Unrecognized argument to $dateFromParts: %s", err));
+	bool y = e->args[FP_YEAR] != NULL, iy = e->args[FP_ISOYEAR] != NULL;
+	if (!y && !iy)
+		return terr_set(err, 40516, "$dateFromParts requires either 'year' or 'isoWeekYear' to be present");
+	if (y && (iy || e->args[FP_ISOWEEK] || e->args[FP_ISODOW]))
+		return terr_set(err, 40489, "$dateFromParts does not allow mixing natural dates with ISO dates");
+	if (iy && (y || e->args[FP_MONTH] || e->args[FP_DAY]))
+		return terr_set(err, 40525, "$dateFromParts does not allow mixing ISO dates with natural dates");
+	return 0;
+}
+
+/* 1 = nullish (result null), 0 = value, -1 = error */
+static int
+part_value(const expr_t *x, expr_env_t *env, const char *name, int64_t dflt, bool bounded, int64_t *out,
+           terr_t *err)
+{
+	bson_value_t v;
+
+	if (x == NULL) {
+		*out = dflt;
+		return 0;
+	}
+	RET(expr_eval(x, env, &v, err));
+	if (expr_is_nullish(&v))
+		return 1;
+	if (!bv_is_number(&v) || !expr_num_to_int64_exact(&v, out)) {
+		char *t = bv_to_mongo_string(&v);
+		terr_set(err, 40515, "'%s' must evaluate to an integer, found %s with value %s", name, expr_type_name(&v), t);
+		bson_free(t);
+		return -1;
+	}
+	if (bounded && (*out < -32768 || *out > 32767))
+		return terr_set(err, 31034, "'%s' must evaluate to a value in the range [-32768, 32767]; value %lld is not "
+		                "in range", name, (long long)*out);
+	return 0;
+}
+
+/* local wall-clock ms for (possibly out-of-range) civil parts, normalised
+ * as timelib does (month 13 is January next year, day 0 the last day of
+ * the previous month, ...) */
+static int64_t
+local_from_parts(int64_t y, int64_t mo, int64_t d, int64_t h, int64_t mi, int64_t s, int64_t ms)
+{
+	int64_t m0 = mo - 1;
+	y += m0 >= 0 ? m0 / 12 : -((-m0 + 11) / 12);
+	m0 -= (m0 >= 0 ? m0 / 12 : -((-m0 + 11) / 12)) * 12;
+	int64_t days = days_from_civil(y, (unsigned)(m0 + 1), 1) + (d - 1);
+	return days * 86400000 + h * 3600000 + mi * 60000 + s * 1000 + ms;
+}
+
+static int
+eval_date_from_parts(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
+{
+	int64_t v[FP_N];
+	static const char *names[] = {"year", "month", "day", "hour", "minute", "second", "millisecond",
+	                              "isoWeekYear", "isoWeek", "isoDayOfWeek"};
+	static const int order[] = {FP_HOUR, FP_MINUTE, FP_SECOND, FP_MS};
+	expr_tz_t tz;
+	int r;
+
+	for (size_t i = 0; i < 4; i++) {
+		int k = order[i];
+		r = part_value(e->args[k], env, names[k], 0, k == FP_HOUR || k == FP_MINUTE, &v[k], err);
+		if (r != 0)
+			goto done;
+	}
+	r = eval_tz(e->args[FP_TZ], env, &tz, err);
+	if (r != 0)
+		goto done;
+	int64_t local;
+	if (e->args[FP_YEAR] != NULL) {
+		if ((r = part_value(e->args[FP_YEAR], env, "year", 1970, false, &v[FP_YEAR], err)) != 0 ||
+		    (r = part_value(e->args[FP_MONTH], env, "month", 1, true, &v[FP_MONTH], err)) != 0 ||
+		    (r = part_value(e->args[FP_DAY], env, "day", 1, true, &v[FP_DAY], err)) != 0)
+			goto done;
+		if (v[FP_YEAR] < 1 || v[FP_YEAR] > 9999)
+			return terr_set(err, 40523, "'year' must evaluate to an integer in the range 1 to 9999, found %lld",
+			                (long long)v[FP_YEAR]);
+		local = local_from_parts(v[FP_YEAR], v[FP_MONTH], v[FP_DAY], v[FP_HOUR], v[FP_MINUTE], v[FP_SECOND],
+		                         v[FP_MS]);
+	} else {
+		if ((r = part_value(e->args[FP_ISOYEAR], env, "isoWeekYear", 1970, false, &v[FP_ISOYEAR], err)) != 0 ||
+		    (r = part_value(e->args[FP_ISOWEEK], env, "isoWeek", 1, true, &v[FP_ISOWEEK], err)) != 0 ||
+		    (r = part_value(e->args[FP_ISODOW], env, "isoDayOfWeek", 1, true, &v[FP_ISODOW], err)) != 0)
+			goto done;
+		if (v[FP_ISOYEAR] < 1 || v[FP_ISOYEAR] > 9999)
+			return terr_set(err, 31095, "'isoWeekYear' must evaluate to an integer in the range 1 to 9999, found "
+			                "%lld", (long long)v[FP_ISOYEAR]);
+		/* Monday of ISO week 1: the week holding January 4th */
+		int64_t jan4 = days_from_civil(v[FP_ISOYEAR], 1, 4);
+		int64_t w = (jan4 + 4) % 7; /* 0 = Sunday */
+		if (w < 0)
+			w += 7;
+		int64_t monday = jan4 - (w == 0 ? 6 : w - 1);
+		int64_t days = monday + (v[FP_ISOWEEK] - 1) * 7 + (v[FP_ISODOW] - 1);
+		local = days * 86400000 + v[FP_HOUR] * 3600000 + v[FP_MINUTE] * 60000 + v[FP_SECOND] * 1000 + v[FP_MS];
+	}
+	expr_set_date(out, expr_tz_local_to_utc(&tz, local));
+	return 0;
+done:
+	if (r > 0) {
+		expr_set_null(out);
+		return 0;
+	}
+	return -1;
+}
+
+/* ---- time units -------------------------------------------------------- */
+
+enum { U_MS, U_SECOND, U_MINUTE, U_HOUR, U_DAY, U_WEEK, U_MONTH, U_QUARTER, U_YEAR };
+static const char *const unit_names[] = {"millisecond", "second", "minute", "hour", "day", "week", "month",
+                                         "quarter", "year"};
+static const int64_t unit_ms[] = {1, 1000, 60000, 3600000, 86400000, 7 * 86400000LL};
+
+static int
+unit_lookup(const bson_value_t *v)
+{
+	for (int i = 0; i < 9; i++) {
+		if (v->value_type == BSON_TYPE_UTF8 && strcmp(v->value.v_utf8.str, unit_names[i]) == 0)
+			return i;
+	}
+	return -1;
+}
+
+/* $dateDiff/$dateTrunc style unit parsing */
+static int
+parse_unit(const bson_value_t *v, const char *op, int *unit, terr_t *err)
+{
+	if (v->value_type != BSON_TYPE_UTF8)
+		return terr_set(err, 5439013, "%s requires 'unit' to be a string, but got %s", op, expr_type_name(v));
+	*unit = unit_lookup(v);
+	if (*unit < 0)
+		return terr_set(err, 5439014, "%s parameter 'unit' value cannot be recognized as a time unit: %s", op,
+		                v->value.v_utf8.str);
+	return 0;
+}
+
+/* 0 = Sunday .. 6 = Saturday */
+static int
+parse_start_of_week(const bson_value_t *v, const char *op, int *dow, terr_t *err)
+{
+	static const char *full[] = {"sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"};
+	if (v->value_type != BSON_TYPE_UTF8)
+		return terr_set(err, 5439015, "%s requires 'startOfWeek' to be a string, but got %s", op,
+		                expr_type_name(v));
+	for (int i = 0; i < 7; i++) {
+		if (strcasecmp(v->value.v_utf8.str, full[i]) == 0 ||
+		    (v->value.v_utf8.len == 3 && strncasecmp(v->value.v_utf8.str, full[i], 3) == 0)) {
+			*dow = i;
+			return 0;
+		}
+	}
+	return terr_set(err, 5439016, "%s parameter 'startOfWeek' value cannot be recognized as a day of a week: %s",
+	                op, v->value.v_utf8.str);
+}
+
+static int64_t
+floor_div(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+	if ((a % b != 0) && ((a < 0) != (b < 0)))
+		q--;
+	return q;
+}
+
+/* local wall-clock ms -> (days since epoch, ms in day) */
+static void
+split_local(int64_t local, int64_t *days, int64_t *msday)
+{
+	*days = floor_div(local, 86400000);
+	*msday = local - *days * 86400000;
+}
+
+/* ---- $dateAdd / $dateSubtract: args startDate, unit, amount, timezone --- */
+
+static const date_arg_t add_args[] = {
+	{"startDate", false, 0, NULL},
+	{"unit", false, 0, NULL},
+	{"amount", false, 0, NULL},
+	{"timezone", false, 0, NULL},
+};
+
+static int
+parse_date_add(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
+{
+	char notobj[96], unknown[200], missing[96];
+
+	snprintf(notobj, sizeof(notobj), "%s expects an object as its argument", e->op->name);
+	if (arg->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, 5166400, "%s", notobj);
+	snprintf(unknown, sizeof(unknown), "Unrecognized argument to %s: %%s. Expected arguments are startDate, unit, "
+	         "amount, and optionally timezone.", e->op->name);
+	RET(parse_date_named(e, arg, scope, add_args, 4, 5166400, "%s", 5166401, unknown, err));
+	snprintf(missing, sizeof(missing), "%s requires startDate, unit, and amount to be present", e->op->name);
+	if (e->args[0] == NULL || e->args[1] == NULL || e->args[2] == NULL)
+		return terr_set(err, 5166402, "%s", missing);
+	return 0;
+}
+
+static bool
+add_overflows(int64_t a, int64_t b, int64_t *r)
+{
+	return __builtin_add_overflow(a, b, r);
+}
+
+/* Add amount units to a UTC instant in tz.  false on overflow. */
+static bool
+date_add(int64_t ms, int unit, int64_t amount, const expr_tz_t *tz, int64_t *out)
+{
+	if (unit <= U_HOUR) {
+		int64_t delta;
+		if (__builtin_mul_overflow(amount, unit_ms[unit], &delta))
+			return false;
+		return !add_overflows(ms, delta, out);
+	}
+	int64_t local = ms + expr_tz_offset_at(tz, ms), days, msday;
+	split_local(local, &days, &msday);
+	if (unit == U_DAY || unit == U_WEEK) {
+		int64_t nd;
+		if (__builtin_mul_overflow(amount, unit == U_WEEK ? 7 : 1, &nd) || add_overflows(days, nd, &days) ||
+		    days > 106751991167LL || days < -106751991167LL)
+			return false;
+	} else {
+		int64_t months, y;
+		unsigned m, d;
+		if (__builtin_mul_overflow(amount, unit == U_MONTH ? 1 : unit == U_QUARTER ? 3 : 12, &months))
+			return false;
+		civil_from_days(days, &y, &m, &d);
+		int64_t total;
+		if (__builtin_mul_overflow(y, 12, &total) || add_overflows(total, (int64_t)m - 1, &total) ||
+		    add_overflows(total, months, &total) || total > 3000000000LL || total < -3000000000LL)
+			return false;
+		y = floor_div(total, 12);
+		m = (unsigned)(total - y * 12) + 1;
+		/* clamp the day to the end of the resulting month */
+		static const unsigned mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+		unsigned last = mdays[m - 1] + (m == 2 && is_leap(y) ? 1 : 0);
+		if (d > last)
+			d = last;
+		days = days_from_civil(y, m, d);
+	}
+	int64_t nlocal;
+	if (__builtin_mul_overflow(days, 86400000, &nlocal) || add_overflows(nlocal, msday, &nlocal))
+		return false;
+	*out = expr_tz_local_to_utc(tz, nlocal);
+	return true;
+}
+
+static int
+eval_date_add(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
+{
+	bool sub = strcmp(e->op->name, "$dateSubtract") == 0;
+	const char *op = e->op->name;
+	bson_value_t sd, u, amt;
+	expr_tz_t tz;
+	int64_t ms, n, res;
+	int unit, r;
+
+	RET(expr_eval(e->args[0], env, &sd, err));
+	if (expr_is_nullish(&sd))
+		goto null;
+	RET(expr_eval(e->args[1], env, &u, err));
+	if (expr_is_nullish(&u))
+		goto null;
+	RET(expr_eval(e->args[2], env, &amt, err));
+	if (expr_is_nullish(&amt))
+		goto null;
+	r = eval_tz(e->args[3], env, &tz, err);
+	if (r < 0)
+		return -1;
+	if (r > 0)
+		goto null;
+	if (sd.value_type != BSON_TYPE_DATE_TIME && sd.value_type != BSON_TYPE_TIMESTAMP && sd.value_type != BSON_TYPE_OID)
+		return terr_set(err, 5166403, "%s requires startDate to be convertible to a date", op);
+	if (u.value_type != BSON_TYPE_UTF8)
+		return terr_set(err, 5166404, "%s expects string defining the time unit", op);
+	unit = unit_lookup(&u);
+	if (unit < 0)
+		return terr_set(err, TERR_FAILED_TO_PARSE, "unknown time unit value: %s", u.value.v_utf8.str);
+	if (!bv_is_number(&amt) || !expr_num_to_int64_exact(&amt, &n))
+		return terr_set(err, 5166405, "%s expects integer amount of time units", op);
+	if (sub) {
+		if (n == INT64_MIN)
+			return terr_set(err, 6045000, "invalid $dateSubtract 'amount' parameter value: %lld", (long long)n);
+		n = -n;
+	}
+	to_date_ms(&sd, &ms, err);
+	if (!date_add(ms, unit, n, &tz, &res))
+		return terr_set(err, 5166406, "%s overflowed", op);
+	expr_set_date(out, res);
+	return 0;
+null:
+	expr_set_null(out);
+	return 0;
+}
+
+/* ---- $dateDiff: startDate, endDate, unit, timezone, startOfWeek -------- */
+
+static const date_arg_t diff_args[] = {
+	{"startDate", true, 5166303, "Missing 'startDate' parameter to $dateDiff"},
+	{"endDate", true, 5166304, "Missing 'endDate' parameter to $dateDiff"},
+	{"unit", true, 5166305, "Missing 'unit' parameter to $dateDiff"},
+	{"timezone", false, 0, NULL},
+	{"startOfWeek", false, 0, NULL},
+};
+
+static int
+parse_date_diff(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
+{
+	if (arg->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, 5166301, "$dateDiff only supports an object as its argument");
+	return parse_date_named(e, arg, scope, diff_args, 5, 5166301, "%s", 5166302,
+	                        "Unrecognized argument to $dateDiff: %s", err);
+}
+
+static int
+coerce_date_param(const bson_value_t *v, const char *op, const char *pname, int64_t *ms, terr_t *err)
+{
+	if (v->value_type != BSON_TYPE_DATE_TIME && v->value_type != BSON_TYPE_TIMESTAMP && v->value_type != BSON_TYPE_OID)
+		return terr_set(err, 5166307, "%s requires '%s' to be a date, but got %s", op, pname, expr_type_name(v));
+	return to_date_ms(v, ms, err);
+}
+
+static int
+eval_date_diff(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
+{
+	bson_value_t a, b, u, sw;
+	expr_tz_t tz;
+	int64_t sa, sb;
+	int unit, sow = 0, r;
+
+	RET(expr_eval(e->args[0], env, &a, err));
+	if (expr_is_nullish(&a))
+		goto null;
+	RET(expr_eval(e->args[1], env, &b, err));
+	if (expr_is_nullish(&b))
+		goto null;
+	RET(expr_eval(e->args[2], env, &u, err));
+	if (expr_is_nullish(&u))
+		goto null;
+	bool week = u.value_type == BSON_TYPE_UTF8 && strcmp(u.value.v_utf8.str, "week") == 0;
+	if (week && e->args[4] != NULL) {
+		RET(expr_eval(e->args[4], env, &sw, err));
+		if (expr_is_nullish(&sw))
+			goto null;
+	}
+	r = eval_tz(e->args[3], env, &tz, err);
+	if (r < 0) {
+		terr_wrap(err, "$dateDiff parameter 'timezone' value parsing failed");
+		return -1;
+	}
+	if (r > 0)
+		goto null;
+	RET(coerce_date_param(&a, "$dateDiff", "startDate", &sa, err));
+	RET(coerce_date_param(&b, "$dateDiff", "endDate", &sb, err));
+	RET(parse_unit(&u, "$dateDiff", &unit, err));
+	if (week && e->args[4] != NULL)
+		RET(parse_start_of_week(&sw, "$dateDiff", &sow, err));
+	int64_t la = sa + expr_tz_offset_at(&tz, sa), lb = sb + expr_tz_offset_at(&tz, sb), res;
+	if (unit <= U_DAY) {
+		res = floor_div(lb, unit_ms[unit]) - floor_div(la, unit_ms[unit]);
+		if (unit == U_MS)
+			res = sb - sa;
+	} else if (unit == U_WEEK) {
+		/* weeks start on sow; day 0 (1970-01-01) was a Thursday (4) */
+		int64_t da = floor_div(la, 86400000), db = floor_div(lb, 86400000);
+		int64_t shift = (4 - sow + 7) % 7;
+		res = floor_div(db + shift, 7) - floor_div(da + shift, 7);
+	} else {
+		int64_t ya, yb;
+		unsigned ma, mb, d;
+		civil_from_days(floor_div(la, 86400000), &ya, &ma, &d);
+		civil_from_days(floor_div(lb, 86400000), &yb, &mb, &d);
+		if (unit == U_YEAR)
+			res = yb - ya;
+		else if (unit == U_QUARTER)
+			res = (yb * 4 + (mb - 1) / 3) - (ya * 4 + (ma - 1) / 3);
+		else
+			res = (yb * 12 + mb) - (ya * 12 + ma);
+	}
+	expr_set_int64(out, res);
+	return 0;
+null:
+	expr_set_null(out);
+	return 0;
+}
+
+/* ---- $dateTrunc: date, unit, binSize, timezone, startOfWeek ------------- */
+
+static const date_arg_t trunc_args[] = {
+	{"date", true, 5439009, "Missing 'date' parameter to $dateTrunc"},
+	{"unit", true, 5439010, "Missing 'unit' parameter to $dateTrunc"},
+	{"binSize", false, 0, NULL},
+	{"timezone", false, 0, NULL},
+	{"startOfWeek", false, 0, NULL},
+};
+
+static int
+parse_date_trunc(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
+{
+	if (arg->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, 5439007, "$dateTrunc only supports an object as its argument");
+	return parse_date_named(e, arg, scope, trunc_args, 5, 5439007, "%s", 5439008,
+	                        "Unrecognized argument to $dateTrunc: %s. Expected arguments are date, unit, and "
+	                        "optionally, binSize, timezone, startOfWeek", err);
+}
+
+static int
+eval_date_trunc(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
+{
+	bson_value_t d, u, bs, sw;
+	expr_tz_t tz;
+	int64_t ms, bin = 1;
+	int unit, sow = 0, r;
+
+	RET(expr_eval(e->args[0], env, &d, err));
+	if (expr_is_nullish(&d))
+		goto null;
+	RET(expr_eval(e->args[1], env, &u, err));
+	if (expr_is_nullish(&u))
+		goto null;
+	if (e->args[2] != NULL) {
+		RET(expr_eval(e->args[2], env, &bs, err));
+		if (expr_is_nullish(&bs))
+			goto null;
+	}
+	bool week = u.value_type == BSON_TYPE_UTF8 && strcmp(u.value.v_utf8.str, "week") == 0;
+	if (week && e->args[4] != NULL) {
+		RET(expr_eval(e->args[4], env, &sw, err));
+		if (expr_is_nullish(&sw))
+			goto null;
+	}
+	r = eval_tz(e->args[3], env, &tz, err);
+	if (r < 0) {
+		terr_wrap(err, "$dateTrunc parameter 'timezone' value parsing failed");
+		return -1;
+	}
+	if (r > 0)
+		goto null;
+	if (d.value_type != BSON_TYPE_DATE_TIME && d.value_type != BSON_TYPE_TIMESTAMP && d.value_type != BSON_TYPE_OID)
+		return terr_set(err, 5439012, "$dateTrunc requires 'date' to be a date, but got %s", expr_type_name(&d));
+	to_date_ms(&d, &ms, err);
+	RET(parse_unit(&u, "$dateTrunc", &unit, err));
+	if (e->args[2] != NULL) {
+		if (!bv_is_number(&bs) || !expr_num_to_int64_exact(&bs, &bin)) {
+			char *t = bv_to_mongo_string(&bs);
+			terr_set(err, 5439017, "$dateTrunc requires 'binSize' to be a 64-bit integer, but got value '%s' of "
+			         "type %s", t, expr_type_name(&bs));
+			bson_free(t);
+			return -1;
+		}
+		if (bin <= 0)
+			return terr_set(err, 5439018, "$dateTrunc requires 'binSize' to be greater than 0, but got value %lld",
+			                (long long)bin);
+	}
+	if (week && e->args[4] != NULL)
+		RET(parse_start_of_week(&sw, "$dateTrunc", &sow, err));
+	/* bins count from 2000-01-01T00:00 local (for weeks: the first
+	 * startOfWeek on or after it) */
+	int64_t local = ms + expr_tz_offset_at(&tz, ms), res;
+	const int64_t ref_days = days_from_civil(2000, 1, 1);
+	if (unit <= U_HOUR) {
+		int64_t ref = ref_days * 86400000, width;
+		if (__builtin_mul_overflow(bin, unit_ms[unit], &width))
+			width = INT64_MAX;
+		int64_t k = floor_div(local - ref, width);
+		int64_t tl = ref + k * width;
+		/* sub-day units truncate on the absolute timeline; map back with
+		 * the offset in force at the input */
+		res = tl - (local - ms);
+		expr_set_date(out, res);
+		return 0;
+	}
+	int64_t days = floor_div(local, 86400000), tdays;
+	if (unit == U_DAY) {
+		tdays = ref_days + floor_div(days - ref_days, bin) * bin;
+	} else if (unit == U_WEEK) {
+		int64_t w0 = (ref_days + 4) % 7; /* weekday of 2000-01-01 (Saturday = 6) */
+		int64_t ref_week = ref_days + ((sow - w0 + 7) % 7);
+		int64_t width = bin * 7;
+		tdays = ref_week + floor_div(days - ref_week, width) * width;
+	} else {
+		int64_t y;
+		unsigned m, dd;
+		civil_from_days(days, &y, &m, &dd);
+		int64_t months = (y - 2000) * 12 + (m - 1);
+		int64_t width = bin * (unit == U_MONTH ? 1 : unit == U_QUARTER ? 3 : 12);
+		int64_t tm = floor_div(months, width) * width;
+		int64_t ty = 2000 + floor_div(tm, 12);
+		tdays = days_from_civil(ty, (unsigned)(tm - floor_div(tm, 12) * 12) + 1, 1);
+	}
+	expr_set_date(out, expr_tz_local_to_utc(&tz, tdays * 86400000));
+	return 0;
+null:
+	expr_set_null(out);
 	return 0;
 }
 
@@ -480,16 +1110,245 @@ expr_date_from_string(const char *s, size_t len, int64_t *ms)
 	return 0;
 }
 
+/* ---- $dateFromString: dateString, format, timezone, onNull, onError ---- */
+
+static const date_arg_t from_string_args[] = {
+	{"dateString", true, 40542, "Missing 'dateString' parameter to $dateFromString"},
+	{"format", false, 0, NULL},
+	{"timezone", false, 0, NULL},
+	{"onNull", false, 0, NULL},
+	{"onError", false, 0, NULL},
+};
+
 static int
-not_implemented(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
+parse_date_from_string(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
 {
-	return terr_set(err, TERR_NOT_IMPLEMENTED, "%s is not implemented yet", e->op->name);
+	return parse_date_named(e, arg, scope, from_string_args, 5, 40540,
+	                        "$dateFromString only supports an object as an argument, found: %s", 40541,
+	                        "Unrecognized argument to $dateFromString: %s", err);
 }
 
 static int
-eval_never(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
+read_digits(const char *s, size_t len, size_t *i, int maxd, int64_t *out)
 {
-	return terr_set(err, TERR_NOT_IMPLEMENTED, "%s is not implemented yet", e->op->name);
+	int n = 0;
+	int64_t v = 0;
+	while (*i < len && n < maxd && s[*i] >= '0' && s[*i] <= '9') {
+		v = v * 10 + (s[*i] - '0');
+		(*i)++;
+		n++;
+	}
+	*out = v;
+	return n;
+}
+
+/* Parse s with a dateFromString format.  Fills local parts and, when the
+ * string carries an offset, *has_off and *off_ms.  -1 on mismatch. */
+static int
+parse_with_format(const char *s, size_t len, const char *f, size_t flen, int64_t *local, bool *has_off,
+                  int64_t *off_ms)
+{
+	int64_t y = 1970, mo = 1, d = 1, h = 0, mi = 0, se = 0, ms = 0, v;
+	int64_t iy = -1, iw = 1, idow = 1, doy = -1;
+	size_t i = 0;
+
+	*has_off = false;
+	for (size_t k = 0; k < flen; k++) {
+		if (f[k] != '%') {
+			if (i >= len || s[i] != f[k])
+				return -1;
+			i++;
+			continue;
+		}
+		char c = f[++k];
+		int nd;
+		switch (c) {
+		case 'Y': nd = read_digits(s, len, &i, 4, &y); if (nd != 4) return -1; break;
+		case 'G': nd = read_digits(s, len, &i, 4, &iy); if (nd != 4) return -1; break;
+		case 'm': if (read_digits(s, len, &i, 2, &mo) == 0) return -1; break;
+		case 'd': if (read_digits(s, len, &i, 2, &d) == 0) return -1; break;
+		case 'H': if (read_digits(s, len, &i, 2, &h) == 0) return -1; break;
+		case 'M': if (read_digits(s, len, &i, 2, &mi) == 0) return -1; break;
+		case 'S': if (read_digits(s, len, &i, 2, &se) == 0) return -1; break;
+		case 'L':
+			nd = read_digits(s, len, &i, 3, &ms);
+			if (nd == 0)
+				return -1;
+			while (nd++ < 3)
+				ms *= 10;
+			break;
+		case 'j': if (read_digits(s, len, &i, 3, &doy) == 0) return -1; break;
+		case 'V': if (read_digits(s, len, &i, 2, &iw) == 0) return -1; break;
+		case 'u': if (read_digits(s, len, &i, 1, &idow) == 0) return -1; break;
+		case 'w': if (read_digits(s, len, &i, 1, &v) == 0) return -1; idow = v == 0 ? 7 : v; break;
+		case 'z': {
+			if (i < len && s[i] == 'Z') {
+				i++;
+				*has_off = true;
+				*off_ms = 0;
+				break;
+			}
+			if (i >= len || (s[i] != '+' && s[i] != '-'))
+				return -1;
+			int sign = s[i] == '-' ? -1 : 1;
+			int64_t oh, om = 0;
+			i++;
+			if (read_digits(s, len, &i, 2, &oh) != 2)
+				return -1;
+			if (i < len && s[i] == ':')
+				i++;
+			read_digits(s, len, &i, 2, &om);
+			*has_off = true;
+			*off_ms = sign * (oh * 60 + om) * 60000;
+			break;
+		}
+		case 'Z': {
+			int sign = 1;
+			if (i < len && (s[i] == '+' || s[i] == '-')) {
+				sign = s[i] == '-' ? -1 : 1;
+				i++;
+			}
+			if (read_digits(s, len, &i, 4, &v) == 0)
+				return -1;
+			*has_off = true;
+			*off_ms = sign * v * 60000;
+			break;
+		}
+		case '%':
+			if (i >= len || s[i] != '%')
+				return -1;
+			i++;
+			break;
+		default:
+			return -1;
+		}
+	}
+	if (i != len)
+		return -1;
+	int64_t days;
+	if (iy >= 0) {
+		int64_t jan4 = days_from_civil(iy, 1, 4), w = (jan4 + 4) % 7;
+		if (w < 0)
+			w += 7;
+		days = jan4 - (w == 0 ? 6 : w - 1) + (iw - 1) * 7 + (idow - 1);
+	} else if (doy >= 0) {
+		days = days_from_civil(y, 1, 1) + doy - 1;
+	} else {
+		if (mo < 1 || mo > 12 || d < 1 || d > 31)
+			return -1;
+		days = days_from_civil(y, (unsigned)mo, (unsigned)d);
+	}
+	if (h > 23 || mi > 59 || se > 60)
+		return -1;
+	*local = days * 86400000 + h * 3600000 + mi * 60000 + se * 1000 + ms;
+	return 0;
+}
+
+static int
+check_from_string_format(const char *fmt, size_t flen, terr_t *err)
+{
+	for (size_t i = 0; i < flen; i++) {
+		if (fmt[i] != '%')
+			continue;
+		if (i + 1 >= flen)
+			return terr_set(err, 18535, "Unmatched '%%' at end of format string");
+		if (!strchr("dGHjLmMSuVwYzZ%", fmt[i + 1]))
+			return terr_set(err, 18536, "Invalid format character '%%%c' in format string", fmt[i + 1]);
+		i++;
+	}
+	return 0;
+}
+
+static int
+eval_date_from_string(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
+{
+	bson_value_t ds, f;
+	expr_tz_t tz;
+	bool have_fmt = false, fmt_null = false;
+	int r;
+
+	RET(expr_eval(e->args[0], env, &ds, err));
+	if (e->args[1] != NULL) {
+		RET(expr_eval(e->args[1], env, &f, err));
+		if (expr_is_nullish(&f)) {
+			fmt_null = true;
+		} else {
+			if (f.value_type != BSON_TYPE_UTF8) {
+				char *t = bv_to_mongo_string(&f);
+				terr_set(err, 40684, "$dateFromString requires that 'format' be a string, found: %s with value %s",
+				         expr_type_name(&f), t);
+				bson_free(t);
+				return -1;
+			}
+			RET(check_from_string_format(f.value.v_utf8.str, f.value.v_utf8.len, err));
+			have_fmt = true;
+		}
+	}
+	r = eval_tz(e->args[2], env, &tz, err);
+	if (r < 0)
+		return -1;
+	if (expr_is_nullish(&ds)) {
+		if (e->args[3] != NULL)
+			return expr_eval(e->args[3], env, out, err);
+		expr_set_null(out);
+		return 0;
+	}
+	if (ds.value_type != BSON_TYPE_UTF8) {
+		char *t = bv_to_mongo_string(&ds);
+		terr_set(err, 241, "$dateFromString requires that 'dateString' be a string, found: %s "
+		         "with value %s", expr_type_name(&ds), t);
+		bson_free(t);
+		goto conv_err;
+	}
+	if (r > 0 || fmt_null) {
+		expr_set_null(out);
+		return 0;
+	}
+	{
+		int64_t local = 0, off = 0, ms;
+		bool has_off = false;
+		const char *str = ds.value.v_utf8.str;
+		size_t len = ds.value.v_utf8.len;
+		if (have_fmt) {
+			if (parse_with_format(str, len, f.value.v_utf8.str, f.value.v_utf8.len, &local, &has_off, &off) != 0) {
+				terr_set(err, 241, "Error parsing date string '%s'", str);
+				goto conv_err;
+			}
+		} else {
+			/* ISO-8601 forms; the offset (if any) is reported separately */
+			if (expr_date_from_string(str, len, &ms) != 0) {
+				terr_set(err, 241, "Error parsing date string '%s'", str);
+				goto conv_err;
+			}
+			has_off = len > 10 && (str[len - 1] == 'Z' || memchr(str + 10, '+', len - 10) != NULL ||
+			                       (len > 19 && memchr(str + 19, '-', len - 19) != NULL));
+			if (has_off) {
+				expr_set_date(out, ms);
+				if (e->args[2] != NULL) {
+					terr_set(err, 40554, "you cannot pass in a date/time string with GMT offset together with a "
+					         "timezone argument");
+					return -1;
+				}
+				return 0;
+			}
+			local = ms;
+		}
+		if (has_off) {
+			if (e->args[2] != NULL)
+				return terr_set(err, 40554, "you cannot pass in a date/time string with GMT offset together with a "
+				                "timezone argument");
+			expr_set_date(out, local - off);
+			return 0;
+		}
+		expr_set_date(out, expr_tz_local_to_utc(&tz, local));
+		return 0;
+	}
+conv_err:
+	if (e->args[4] != NULL) {
+		terr_clear(err);
+		return expr_eval(e->args[4], env, out, err);
+	}
+	return -1;
 }
 
 const expr_op_t expr_ops_date[] = {
@@ -507,12 +1366,12 @@ const expr_op_t expr_ops_date[] = {
 	{"$isoWeekYear", 0, -1, parse_date_part, eval_date_part, 0},
 	{"$isoDayOfWeek", 0, -1, parse_date_part, eval_date_part, 0},
 	{"$dateToString", 0, -1, parse_date_to_string, eval_date_to_string, 0},
-	{"$dateFromString", 0, -1, not_implemented, eval_never, 0},
-	{"$dateTrunc", 0, -1, not_implemented, eval_never, 0},
-	{"$dateAdd", 0, -1, not_implemented, eval_never, 0},
-	{"$dateSubtract", 0, -1, not_implemented, eval_never, 0},
-	{"$dateDiff", 0, -1, not_implemented, eval_never, 0},
-	{"$dateFromParts", 0, -1, not_implemented, eval_never, 0},
-	{"$dateToParts", 0, -1, not_implemented, eval_never, 0},
+	{"$dateFromString", 0, -1, parse_date_from_string, eval_date_from_string, 0},
+	{"$dateTrunc", 0, -1, parse_date_trunc, eval_date_trunc, 0},
+	{"$dateAdd", 0, -1, parse_date_add, eval_date_add, 0},
+	{"$dateSubtract", 0, -1, parse_date_add, eval_date_add, 0},
+	{"$dateDiff", 0, -1, parse_date_diff, eval_date_diff, 0},
+	{"$dateFromParts", 0, -1, parse_date_from_parts, eval_date_from_parts, 0},
+	{"$dateToParts", 0, -1, parse_date_to_parts, eval_date_to_parts, 0},
 	{NULL, 0, 0, NULL, NULL, 0},
 };

@@ -1,0 +1,239 @@
+/*
+ * expr_tz.c -- time zones for the date operators: UTC, fixed offsets
+ * ("+03:00", "-0500", "+03") and Olson names read from the system's TZif
+ * files (/usr/share/zoneinfo), cached for the life of the process.
+ *
+ * Offsets after a zone's last recorded transition follow that transition
+ * (the TZif footer rule is not interpreted), which matters only for DST
+ * rules beyond 2037.  Not here: date arithmetic (expr_date.c).
+ */
+#include "expr/expr_tz.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ZONEINFO_DIR "/usr/share/zoneinfo"
+
+struct expr_tzfile {
+	char *name;
+	int64_t *trans;      /* transition times, seconds UTC */
+	uint8_t *trans_type; /* index into offs */
+	int32_t *offs;       /* utoff seconds per type */
+	size_t ntrans, ntypes;
+	int32_t first_off;   /* offset before the first transition */
+	struct expr_tzfile *next;
+};
+
+static pthread_mutex_t tz_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct expr_tzfile *tz_cache;
+
+static uint32_t
+be32(const uint8_t *p)
+{
+	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+static int64_t
+be64(const uint8_t *p)
+{
+	return (int64_t)(((uint64_t)be32(p) << 32) | be32(p + 4));
+}
+
+/* Parse a TZif buffer (v2+ 64-bit block preferred).  NULL on malformed. */
+static struct expr_tzfile *
+tzif_parse(const uint8_t *d, size_t n)
+{
+	struct expr_tzfile *z = NULL;
+	const uint8_t *h = d;
+	int v64 = 0;
+
+	if (n < 44 || memcmp(d, "TZif", 4) != 0)
+		return NULL;
+	for (int pass = 0; pass < 2; pass++) {
+		if ((size_t)(h - d) + 44 > n)
+			return NULL;
+		uint32_t isut = be32(h + 20), isstd = be32(h + 24), leap = be32(h + 28);
+		uint32_t timecnt = be32(h + 32), typecnt = be32(h + 36), charcnt = be32(h + 40);
+		size_t tsz = v64 ? 8 : 4;
+		size_t body = timecnt * tsz + timecnt + typecnt * 6 + charcnt + leap * (tsz + 4) + isstd + isut;
+		if (timecnt > 100000 || typecnt == 0 || typecnt > 256 || (size_t)(h - d) + 44 + body > n)
+			return NULL;
+		if (pass == 0 && h[4] >= '2') {
+			/* skip the v1 block, read the 64-bit one */
+			h += 44 + body;
+			v64 = 1;
+			continue;
+		}
+		const uint8_t *p = h + 44;
+		z = calloc(1, sizeof(*z));
+		z->ntrans = timecnt;
+		z->ntypes = typecnt;
+		z->trans = calloc(timecnt + 1, sizeof(int64_t));
+		z->trans_type = calloc(timecnt + 1, 1);
+		z->offs = calloc(typecnt, sizeof(int32_t));
+		for (uint32_t i = 0; i < timecnt; i++)
+			z->trans[i] = v64 ? be64(p + i * 8) : (int32_t)be32(p + i * 4);
+		p += timecnt * tsz;
+		for (uint32_t i = 0; i < timecnt; i++) {
+			z->trans_type[i] = p[i];
+			if (p[i] >= typecnt) {
+				free(z->trans);
+				free(z->trans_type);
+				free(z->offs);
+				free(z);
+				return NULL;
+			}
+		}
+		p += timecnt;
+		for (uint32_t i = 0; i < typecnt; i++)
+			z->offs[i] = (int32_t)be32(p + i * 6);
+		/* before the first transition: the first non-DST type (RFC 8536 says type 0) */
+		z->first_off = z->offs[0];
+		return z;
+	}
+	return NULL;
+}
+
+static bool
+name_ok(const char *s, size_t len)
+{
+	if (len == 0 || len > 64 || s[0] == '/' || s[0] == '.')
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' ||
+		      c == '_' || c == '-' || c == '+'))
+			return false;
+		if (c == '/' && i + 1 < len && s[i + 1] == '.')
+			return false;
+	}
+	return true;
+}
+
+static const struct expr_tzfile *
+tz_load(const char *s, size_t len)
+{
+	struct expr_tzfile *z;
+	char path[128];
+	uint8_t *buf = NULL;
+	size_t n = 0, cap = 0;
+	FILE *f;
+
+	if (!name_ok(s, len))
+		return NULL;
+	pthread_mutex_lock(&tz_lock);
+	for (z = tz_cache; z != NULL; z = z->next) {
+		if (strlen(z->name) == len && memcmp(z->name, s, len) == 0)
+			break;
+	}
+	if (z != NULL) {
+		pthread_mutex_unlock(&tz_lock);
+		return z;
+	}
+	snprintf(path, sizeof(path), "%s/%.*s", ZONEINFO_DIR, (int)len, s);
+	f = fopen(path, "rb");
+	if (f != NULL) {
+		for (;;) {
+			if (n == cap) {
+				cap = cap ? cap * 2 : 4096;
+				if (cap > (1 << 20))
+					break;
+				buf = realloc(buf, cap);
+			}
+			size_t r = fread(buf + n, 1, cap - n, f);
+			if (r == 0)
+				break;
+			n += r;
+		}
+		fclose(f);
+		z = tzif_parse(buf, n);
+		free(buf);
+	}
+	if (z != NULL) {
+		z->name = strndup(s, len);
+		z->next = tz_cache;
+		tz_cache = z;
+	}
+	pthread_mutex_unlock(&tz_lock);
+	return z;
+}
+
+static bool
+parse_offset(const char *s, size_t n, int64_t *ms)
+{
+	int h = 0, m = 0;
+
+	if (n < 3 || (s[0] != '+' && s[0] != '-'))
+		return false;
+	for (size_t i = 1; i < n; i++) {
+		if (!(s[i] >= '0' && s[i] <= '9') && !(n == 6 && i == 3 && s[i] == ':'))
+			return false;
+	}
+	if (n == 3) {
+		h = (s[1] - '0') * 10 + (s[2] - '0');
+	} else if (n == 5) {
+		h = (s[1] - '0') * 10 + (s[2] - '0');
+		m = (s[3] - '0') * 10 + (s[4] - '0');
+	} else if (n == 6 && s[3] == ':') {
+		h = (s[1] - '0') * 10 + (s[2] - '0');
+		m = (s[4] - '0') * 10 + (s[5] - '0');
+	} else {
+		return false;
+	}
+	*ms = ((int64_t)h * 60 + m) * 60000 * (s[0] == '-' ? -1 : 1);
+	return true;
+}
+
+int
+expr_tz_parse(const char *s, size_t len, expr_tz_t *out, terr_t *err)
+{
+	memset(out, 0, sizeof(*out));
+	if ((len == 3 && (memcmp(s, "UTC", 3) == 0 || memcmp(s, "GMT", 3) == 0)))
+		return 0;
+	if (parse_offset(s, len, &out->fixed_ms))
+		return 0;
+	if (memchr(s, 0, len) == NULL) {
+		out->file = tz_load(s, len);
+		if (out->file != NULL)
+			return 0;
+	}
+	return terr_set(err, 40485, "unrecognized time zone identifier: \"%.*s\"", (int)len, s);
+}
+
+int64_t
+expr_tz_offset_at(const expr_tz_t *tz, int64_t utc_ms)
+{
+	const struct expr_tzfile *z = tz->file;
+
+	if (z == NULL)
+		return tz->fixed_ms;
+	int64_t secs = utc_ms >= 0 ? utc_ms / 1000 : -((-utc_ms + 999) / 1000);
+	if (z->ntrans == 0 || secs < z->trans[0])
+		return (int64_t)z->first_off * 1000;
+	size_t lo = 0, hi = z->ntrans;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (z->trans[mid] <= secs)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (int64_t)z->offs[z->trans_type[lo]] * 1000;
+}
+
+int64_t
+expr_tz_local_to_utc(const expr_tz_t *tz, int64_t local_ms)
+{
+	if (tz->file == NULL)
+		return local_ms - tz->fixed_ms;
+	int64_t off1 = expr_tz_offset_at(tz, local_ms);
+	int64_t guess = local_ms - off1;
+	int64_t off2 = expr_tz_offset_at(tz, guess);
+	if (off2 == off1)
+		return guess;
+	int64_t guess2 = local_ms - off2;
+	/* in a gap neither fits: take the later offset, as timelib does */
+	return expr_tz_offset_at(tz, guess2) == off2 ? guess2 : local_ms - (off1 > off2 ? off1 : off2);
+}
