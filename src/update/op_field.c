@@ -303,15 +303,21 @@ current_date_parse(unode_t *leaf, const bson_value_t *arg, terr_t *err)
 	return 0;
 }
 
+/* One time per update: every $currentDate of it gets the same value. */
 static int64_t
-now_ms(const update_apply_ctx_t *ctx)
+now_ms(uapply_t *st)
 {
 	struct timespec ts;
 
-	if (ctx->now_ms != 0)
-		return ctx->now_ms;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (st->now_ms == 0) {
+		if (st->ctx->now_ms != 0) {
+			st->now_ms = st->ctx->now_ms;
+		} else {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			st->now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+		}
+	}
+	return st->now_ms;
 }
 
 static int
@@ -323,14 +329,14 @@ current_date_apply(const unode_t *leaf, const bson_value_t *cur, uapply_t *st, u
 	memset(&v, 0, sizeof v);
 	if (leaf->priv == NULL) {
 		v.value_type = BSON_TYPE_DATE_TIME;
-		v.value.v_datetime = now_ms(st->ctx);
+		v.value.v_datetime = now_ms(st);
 	} else {
 		v.value_type = BSON_TYPE_TIMESTAMP;
 		if (st->ctx->ts_t != 0 || st->ctx->ts_i != 0) {
 			v.value.v_timestamp.timestamp = st->ctx->ts_t;
 			v.value.v_timestamp.increment = st->ctx->ts_i;
 		} else {
-			v.value.v_timestamp.timestamp = (uint32_t)(now_ms(st->ctx) / 1000);
+			v.value.v_timestamp.timestamp = (uint32_t)(now_ms(st) / 1000);
 			v.value.v_timestamp.increment = 1;
 		}
 	}

@@ -1432,8 +1432,11 @@ update_replace_into(const bson_t *old, const bson_t *repl, bool allow_top_dollar
 		bson_destroy(out);
 		return -1;
 	}
-	*modified = !(out->len == old->len &&
-	              memcmp(bson_get_data(out), bson_get_data(old), out->len) == 0);
+	/* mongod's no-op test compares the replacement as given (before _id is
+	 * restored) with the old document: {a: 1} over {_id: 1, a: 1} counts
+	 * as a modification, {_id: 1, a: 1} does not */
+	*modified = !(repl->len == old->len &&
+	              memcmp(bson_get_data(repl), bson_get_data(old), repl->len) == 0);
 	return 0;
 }
 

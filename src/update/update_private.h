@@ -104,6 +104,7 @@ struct uapply {
 	/* an operator that mongod always counts as a modification ran ($push
 	 * with $sort, $currentDate), even if the bytes came out the same */
 	bool force_modified;
+	int64_t now_ms;           /* ctx->now_ms, or the clock read once */
 	char scratch[32];
 };
 

@@ -50,7 +50,7 @@ collect(const char *path, const bson_value_t *value, void *ctx)
 		if (strcmp(path, "_id") != 0 && !strict_prefix("_id", path))
 			return true;
 		if (strict_prefix("_id", path)) {
-			terr_set(q->err, 33 /* NotExactValueField */,
+			terr_set(q->err, 111 /* NotExactValueField */,
 			         "field at '_id' must be exactly specified, field at sub-path '%s'found",
 			         path);
 			q->failed = 1;

@@ -375,7 +375,15 @@ test_replacement(void)
 	TU_OK("{\"_id\": 1, \"a\": 1}", "{\"b\": 2}", "{ \"_id\" : 1, \"b\" : 2 }");
 	TU_OK("{\"_id\": 1, \"a\": 1}", "{\"b\": 2, \"_id\": 1}", "{ \"_id\" : 1, \"b\" : 2 }");
 	TU_OK("{\"_id\": 1, \"a\": 1}", "{}", "{ \"_id\" : 1 }");
-	TU_NOOP("{\"_id\": 1, \"a\": 1}", "{\"a\": 1}");
+	TU_NOOP("{\"_id\": 1, \"a\": 1}", "{\"_id\": 1, \"a\": 1}");
+	{
+		/* mongod compares the replacement as given: without _id it differs */
+		uresult_t r = tu_apply("{\"_id\": 1, \"a\": 1}", "{\"a\": 1}");
+		TT_ASSERT(r.json != NULL && r.modified);
+		if (r.json)
+			TT_EQ_STR(r.json, "{ \"_id\" : 1, \"a\" : 1 }");
+		bson_free(r.json);
+	}
 	TU_ERR("{\"_id\": 1, \"a\": 1}", "{\"_id\": 2}", 66,
 	       "After applying the update, the (immutable) field '_id' was found to have been "
 	       "altered to _id: 2");

@@ -253,6 +253,8 @@ test_upsert_seed_rules(void)
 	           "Performing an update on the path '_id' would modify the immutable field '_id'");
 	/* replacement upserts take only _id from the query */
 	UPSERT_OK("{\"_id\": 5, \"a\": 1}", "{\"b\": 2}", "{ \"_id\" : 5, \"b\" : 2 }");
+	UPSERT_ERR("{\"_id.x\": 5}", "{\"b\": 2}", 111,
+	           "field at '_id' must be exactly specified, field at sub-path '_id.x'found");
 	UPSERT_ERR("{\"_id\": 5}", "{\"_id\": 6}", 66,
 	           "After applying the update, the (immutable) field '_id' was found to have been "
 	           "altered to _id: 6");
