@@ -100,9 +100,13 @@ typedef struct update_apply_ctx {
 /*
  * Apply u to doc.  ctx may be NULL (defaults above).  On success returns 0,
  * *out_new_doc is initialised by this call (bson_init semantics: the caller
- * bson_destroy()s it) to the new document, and *modified says whether it
- * differs from doc (false when every operator was a no-op, e.g. $set to the
- * same value of the same type; *out_new_doc is then a copy of doc).  On
+ * bson_destroy()s it) to the new document, and *modified says whether
+ * mongod would count the document as modified (nModified): for operators,
+ * false when the result is byte-identical to doc (e.g. $set to the same
+ * value of the same type), except that a $push with $sort and $currentDate
+ * always modify; for replacements and pipelines, false when the
+ * replacement (the pipeline's output) as given is byte-identical to doc.
+ * When false, *out_new_doc equals doc.  On
  * error returns -1, err is set (mongod's code and message), *out_new_doc is
  * left uninitialised and nothing needs freeing.
  * Errors include 66 (changing _id), 14 ($inc on a non-number), 28 (path not
