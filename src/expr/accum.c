@@ -250,11 +250,16 @@ fin_val(const accum_t *a, const accum_state_t *st, expr_env_t *env, bson_value_t
 
 /* ---- $push $addToSet ---------------------------------------------------- */
 
+#define ACC_MAX_BYTES (100 * 1024 * 1024) /* internalQueryMaxPushBytes / AddToSetBytes */
+
 static int
 add_push(const accum_t *a, accum_state_t *st, const bson_value_t *v, bson_value_t *keys, terr_t *err)
 {
 	if (v->value_type == BSON_TYPE_EOD)
 		return 0;
+	if (st->mem + value_size(v) > ACC_MAX_BYTES)
+		return terr_set(err, 146, "$push used too much memory and cannot spill to disk. Memory limit: %d bytes",
+		                ACC_MAX_BYTES);
 	items_push(a, st, st->n, v, NULL);
 	return 0;
 }
@@ -268,6 +273,9 @@ add_to_set(const accum_t *a, accum_state_t *st, const bson_value_t *v, bson_valu
 		if (expr_compare(&st->items[i].v, v) == 0)
 			return 0;
 	}
+	if (st->mem + value_size(v) > ACC_MAX_BYTES)
+		return terr_set(err, 146, "$addToSet used too much memory and cannot spill to disk. Memory limit: %d "
+		                "bytes", ACC_MAX_BYTES);
 	items_push(a, st, st->n, v, NULL);
 	return 0;
 }
@@ -780,6 +788,25 @@ accum_parse(const char *name, const bson_value_t *arg, expr_scope_t *scope, accu
 err:
 	accum_destroy(a);
 	return ret;
+}
+
+int
+accum_new_for_values(const char *name, accum_t **out, terr_t *err)
+{
+	const accum_op_t *op = accum_find(name);
+
+	if (op == NULL || op->parse != NULL)
+		return terr_set(err, TERR_BAD_VALUE, "%s cannot be fed values directly", name);
+	accum_t *a = bson_malloc0(sizeof(*a));
+	a->op = op;
+	*out = a;
+	return 0;
+}
+
+const expr_t *
+accum_argument(const accum_t *a)
+{
+	return a->arg;
 }
 
 void

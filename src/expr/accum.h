@@ -36,6 +36,17 @@ typedef struct accum_state accum_state_t;
 int accum_parse(const char *name, const bson_value_t *arg, expr_scope_t *scope, accum_t **out, terr_t *err);
 void accum_destroy(accum_t *a);
 
+/* An accumulator with no argument expression, fed only through
+ * accum_add() (the expression forms {$sum: [...]}, window functions).
+ * Only for accumulators whose spec is a plain expression ($sum $avg $min
+ * $max $first $last $push $addToSet $mergeObjects $stdDevPop $stdDevSamp);
+ * others fail with 2 BadValue.  Owned by the caller (accum_destroy()). */
+int accum_new_for_values(const char *name, accum_t **out, terr_t *err);
+
+/* The accumulator's argument expression (its `input` / `output`), borrowed
+ * from a; NULL for accum_new_for_values() accumulators. */
+const expr_t *accum_argument(const accum_t *a);
+
 /* Is name an accumulator this module knows? */
 bool accum_is_known(const char *name);
 

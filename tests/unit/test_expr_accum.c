@@ -3,7 +3,7 @@
  * documents (one group), result checked exactly; merge of partial states;
  * parse errors.
  */
-#include "tt.h"
+#include "test_expr_util.h"
 #include "expr/accum.h"
 
 static char acc_buf[4096];
@@ -85,11 +85,6 @@ done:
 	TT_EQ_STR(acc_run(spec, docs, 2), want); } while (0)
 #define ACC1(spec, docs, want) TT_EQ_STR(acc_run(spec, docs, 0), want)
 
-#define RI(x) "{ \"r\" : { \"$numberInt\" : \"" x "\" } }"
-#define RL(x) "{ \"r\" : { \"$numberLong\" : \"" x "\" } }"
-#define RD(x) "{ \"r\" : { \"$numberDouble\" : \"" x "\" } }"
-#define RDEC(x) "{ \"r\" : { \"$numberDecimal\" : \"" x "\" } }"
-#define RJ(x) "{ \"r\" : " x " }"
 #define I(x) "{ \"$numberInt\" : \"" #x "\" }"
 
 static const char *DOCS = "[{\"g\": 1, \"x\": 5, \"s\": \"b\"}, {\"g\": 1, \"x\": 2.5, \"s\": \"a\"}, "
@@ -183,9 +178,28 @@ test_percentile(void)
 	          "ERR 40414 BSON field '$median.method' is missing but a required field");
 }
 
+static void
+test_as_expressions(void)
+{
+	TX("{\"$sum\": [1, 2, 3]}", NULL, RI("6"));
+	TX("{\"$sum\": \"$xs\"}", "{\"xs\": [1, 2.5, \"a\"]}", RD("3.5"));
+	TX("{\"$sum\": [\"$xs\", 1]}", "{\"xs\": [1, 2]}", RI("1"));
+	TX("{\"$sum\": \"$nope\"}", "{}", RI("0"));
+	TX("{\"$avg\": \"$xs\"}", "{\"xs\": [1, 2]}", RD("1.5"));
+	TX("{\"$avg\": []}", NULL, RJ("null"));
+	TX("{\"$max\": [1, \"a\", null]}", NULL, RS("a"));
+	TX("{\"$min\": \"$xs\"}", "{\"xs\": [3, 1, 2]}", RI("1"));
+	TX("{\"$stdDevPop\": [1, 3]}", NULL, RD("1.0"));
+	TX("{\"$median\": {\"input\": \"$xs\", \"method\": \"approximate\"}}", "{\"xs\": [5, 1, 3]}", RD("3.0"));
+	TX("{\"$percentile\": {\"input\": [1, 2, 3, 4], \"p\": [0.5], \"method\": \"approximate\"}}", NULL,
+	   RJ("[ { \"$numberDouble\" : \"2.0\" } ]"));
+	TXERR("{\"$maxN\": {\"input\": [1], \"n\": 1}}", NULL, "ERR 238 $maxN is not implemented as an expression yet");
+}
+
 int
 main(void)
 {
+	TT_RUN(test_as_expressions);
 	TT_RUN(test_sum_avg_count);
 	TT_RUN(test_min_max_first_last);
 	TT_RUN(test_push_set_merge);
