@@ -1,0 +1,680 @@
+// unified-runner.js -- a Unified Test Format runner on the official Node
+// driver, for the CRUD spec tests in ../shared/conformance/crud-unified.
+//
+//   node unified-runner.js <uri> <dir-or-file>... [--filter substring] [--verbose]
+//   node unified-runner.js --uri-from-env ...   (TAMGA_URI, as set by with_tamgad.sh)
+//
+// For every file: runOnRequirements, createEntities, initialData, each test's
+// operations (expectResult, expectError), expectEvents (through the driver's
+// command monitoring) and outcome.  Prints per file and in total
+// "N passed, N failed, N skipped" with the reason of each skip.  A test that
+// throws, times out or uses something the runner does not implement is never
+// counted as passed: it fails, or is skipped with the reason given.
+// Tests that only exercise the driver (isClientError everywhere, the
+// *-validation files) are counted on their own line, not in the total.
+'use strict';
+const fs = require('node:fs');
+const path = require('node:path');
+const mongodbPath = path.join(__dirname, '../clients/node_modules/mongodb');
+const mongodb = require(mongodbPath);
+const { MongoClient, MongoServerError, MongoBulkWriteError, BSON } = mongodb;
+const { EJSON, Long, Int32, Double, Decimal128, ObjectId, Binary, Timestamp } = BSON;
+
+const TEST_TIMEOUT_MS = 20000;
+
+class Skip extends Error {}
+
+// ---- values and matching ----------------------------------------------------
+
+function typeOf(v) {
+	if (v === undefined) return 'undefined';
+	if (v === null) return 'null';
+	if (typeof v === 'number') return Number.isInteger(v) ? 'intlike' : 'double';
+	if (typeof v === 'bigint') return 'long';
+	if (typeof v === 'string') return 'string';
+	if (typeof v === 'boolean') return 'bool';
+	if (Array.isArray(v)) return 'array';
+	if (v instanceof Date) return 'date';
+	switch (v._bsontype) {
+	case 'Int32': return 'int';
+	case 'Long': return 'long';
+	case 'Double': return 'double';
+	case 'Decimal128': return 'decimal';
+	case 'ObjectId': case 'ObjectID': return 'objectId';
+	case 'Binary': return 'binData';
+	case 'Timestamp': return 'timestamp';
+	case 'BSONRegExp': return 'regex';
+	case 'MinKey': return 'minKey';
+	case 'MaxKey': return 'maxKey';
+	case 'Code': return 'javascript';
+	case 'BSONSymbol': return 'symbol';
+	}
+	if (v instanceof RegExp) return 'regex';
+	return 'object';
+}
+
+function isNumeric(v) {
+	const t = typeOf(v);
+	return t === 'intlike' || t === 'double' || t === 'int' || t === 'long';
+}
+
+function numValue(v) {
+	if (typeof v === 'number') return v;
+	if (typeof v === 'bigint') return Number(v);
+	if (v._bsontype === 'Long') return v.toNumber();
+	return Number(v.valueOf());
+}
+
+function typeMatches(actual, alias) {
+	const t = typeOf(actual);
+	switch (alias) {
+	case 'int': return t === 'int' || t === 'intlike';
+	case 'long': return t === 'long' || t === 'intlike';
+	case 'double': return t === 'double' || t === 'intlike';
+	case 'number': return isNumeric(actual) || t === 'decimal';
+	case 'object': return t === 'object';
+	default: return t === alias;
+	}
+}
+
+function show(v) {
+	try { return EJSON.stringify(v, { relaxed: true }); } catch (e) { return String(v); }
+}
+
+class Mismatch extends Error {}
+
+// Match per the spec's "Evaluating Matches": root-level documents may carry
+// extra fields; nested ones may not; numbers compare by value.
+function match(expected, actual, ctx, where, root) {
+	const fail = (msg) => { throw new Mismatch(`${where || '(root)'}: ${msg}: expected ${show(expected)}, got ${show(actual)}`); };
+	const et = typeOf(expected);
+	if (et === 'object') {
+		const keys = Object.keys(expected);
+		if (keys.length === 1 && keys[0].startsWith('$$')) {
+			return matchOperator(keys[0], expected[keys[0]], actual, ctx, where, root);
+		}
+		if (typeOf(actual) !== 'object') fail('not a document');
+		for (const k of keys) {
+			const ev = expected[k];
+			if (typeOf(ev) === 'object' && Object.keys(ev).length === 1) {
+				const op = Object.keys(ev)[0];
+				if (op === '$$exists') {
+					if ((actual[k] !== undefined) !== ev[op]) fail(`field ${k} $$exists ${ev[op]}`);
+					continue;
+				}
+				if (op === '$$unsetOrMatches' && actual[k] === undefined) continue;
+			}
+			if (!(k in actual)) fail(`missing field ${k}`);
+			match(ev, actual[k], ctx, where ? `${where}.${k}` : k, false);
+		}
+		if (!root) {
+			for (const k of Object.keys(actual)) {
+				if (!(k in expected)) fail(`unexpected field ${k}`);
+			}
+		}
+		return;
+	}
+	if (et === 'array') {
+		if (!Array.isArray(actual)) fail('not an array');
+		if (actual.length !== expected.length) fail(`array length ${actual.length} != ${expected.length}`);
+		expected.forEach((e, i) => match(e, actual[i], ctx, `${where}[${i}]`, false));
+		return;
+	}
+	if (isNumeric(expected)) {
+		if (!isNumeric(actual) || numValue(actual) !== numValue(expected)) fail('numbers differ');
+		return;
+	}
+	if (et === 'decimal') {
+		if (typeOf(actual) !== 'decimal' || actual.toString() !== expected.toString()) fail('decimals differ');
+		return;
+	}
+	if (et === 'null') {
+		if (actual !== null) fail('not null');
+		return;
+	}
+	if (et === 'date') {
+		if (!(actual instanceof Date) || actual.getTime() !== expected.getTime()) fail('dates differ');
+		return;
+	}
+	if (et === 'objectId' || et === 'binData' || et === 'timestamp' || et === 'regex' || et === 'javascript') {
+		if (show(expected) !== show(actual)) fail('values differ');
+		return;
+	}
+	if (expected !== actual) fail('values differ');
+}
+
+function matchOperator(op, arg, actual, ctx, where, root) {
+	const fail = (msg) => { throw new Mismatch(`${where || '(root)'}: ${op} ${msg}: got ${show(actual)}`); };
+	switch (op) {
+	case '$$unsetOrMatches':
+		if (actual === undefined) return;
+		return match(arg, actual, ctx, where, root);
+	case '$$exists':
+		if ((actual !== undefined) !== arg) fail(`${arg}`);
+		return;
+	case '$$type': {
+		const aliases = Array.isArray(arg) ? arg : [arg];
+		if (!aliases.some((a) => typeMatches(actual, a))) fail(`not of type ${aliases.join('|')}`);
+		return;
+	}
+	case '$$matchesEntity':
+		return match(ctx.entity(arg), actual, ctx, where, root);
+	case '$$lte':
+		if (!isNumeric(actual) || numValue(actual) > numValue(arg)) fail(`> ${show(arg)}`);
+		return;
+	case '$$sessionLsid': {
+		const s = ctx.entity(arg);
+		if (!s || !s.id || show(s.id) !== show(actual)) fail('not the session lsid');
+		return;
+	}
+	case '$$matchAsDocument':
+		if (typeof actual !== 'string') fail('not a string');
+		return match(arg, EJSON.parse(actual, { relaxed: false }), ctx, where, false);
+	case '$$matchAsRoot':
+		return match(arg, actual, ctx, where, true);
+	case '$$matchesHexBytes':
+		if (typeOf(actual) !== 'binData' || Buffer.from(actual.buffer).toString('hex') !== arg.toLowerCase())
+			fail('bytes differ');
+		return;
+	default:
+		throw new Skip(`matcher ${op} is not implemented by the runner`);
+	}
+}
+
+// ---- requirements ------------------------------------------------------------
+
+function versionCmp(a, b) {
+	const pa = a.split('.').map(Number), pb = b.split('.').map(Number);
+	for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+		const x = pa[i] || 0, y = pb[i] || 0;
+		if (x !== y) return x < y ? -1 : 1;
+	}
+	return 0;
+}
+
+async function requirementsUnmet(reqs, server) {
+	if (!reqs || reqs.length === 0) return null;
+	const reasons = [];
+	for (const r of reqs) {
+		const why = [];
+		if (r.minServerVersion && versionCmp(server.version, r.minServerVersion) < 0)
+			why.push(`minServerVersion ${r.minServerVersion}`);
+		if (r.maxServerVersion && versionCmp(server.version, r.maxServerVersion) > 0)
+			why.push(`maxServerVersion ${r.maxServerVersion}`);
+		if (r.topologies && !r.topologies.includes('single'))
+			why.push(`topologies ${r.topologies.join('/')} only`);
+		if (r.serverless === 'require') why.push('serverless only');
+		if (r.auth === true) why.push('auth required');
+		if (r.csfle) why.push('csfle');
+		if (r.authMechanism) why.push(`authMechanism ${r.authMechanism}`);
+		if (r.serverParameters) {
+			for (const [k, v] of Object.entries(r.serverParameters)) {
+				let got;
+				try {
+					got = (await server.admin.command({ getParameter: 1, [k]: 1 }))[k];
+				} catch (e) { got = undefined; }
+				try { match(v, got, null, k, true); } catch (e) { why.push(`serverParameter ${k}`); }
+			}
+		}
+		if (why.length === 0) return null;
+		reasons.push(why.join(', '));
+	}
+	return `runOnRequirements not met (${reasons.join('; ')})`;
+}
+
+// ---- entities ------------------------------------------------------------------
+
+const SENSITIVE = new Set(['hello', 'ismaster', 'isMaster', 'saslStart', 'saslContinue', 'getnonce',
+	'authenticate', 'createUser', 'updateUser', 'copydbgetnonce', 'copydbsaslstart', 'copydb']);
+
+function readConcern(o) { return o && o.readConcern ? o.readConcern : undefined; }
+
+function dbCollOptions(o) {
+	const out = {};
+	if (!o) return out;
+	if (o.readConcern) out.readConcern = o.readConcern;
+	if (o.writeConcern) out.writeConcern = o.writeConcern;
+	if (o.readPreference) out.readPreference = o.readPreference.mode || o.readPreference;
+	if (o.timeoutMS !== undefined) throw new Skip('timeoutMS (CSOT) is not implemented by the runner');
+	return out;
+}
+
+class Entities {
+	constructor(uri) {
+		this.uri = uri;
+		this.map = new Map();
+		this.clients = [];
+		this.events = new Map();   // client id -> [{type, event}]
+	}
+	entity(id) {
+		if (!this.map.has(id)) throw new Error(`no entity ${id}`);
+		return this.map.get(id);
+	}
+	async create(list) {
+		for (const item of list) {
+			const [kind, spec] = Object.entries(item)[0];
+			if (kind === 'client') {
+				const opts = { serverSelectionTimeoutMS: 5000, ...(spec.uriOptions || {}) };
+				if (spec.serverApi) opts.serverApi = spec.serverApi;
+				if (spec.observeEvents) opts.monitorCommands = true;
+				if (spec.storeEventsAsEntities) throw new Skip('storeEventsAsEntities is not implemented by the runner');
+				const c = new MongoClient(this.uri, opts);
+				const evs = [];
+				this.events.set(spec.id, evs);
+				const ignore = new Set(spec.ignoreCommandMonitoringEvents || []);
+				const observe = new Set(spec.observeEvents || []);
+				const rec = (type) => (ev) => {
+					if (!observe.has(type)) return;
+					if (SENSITIVE.has(ev.commandName) || ignore.has(ev.commandName)) return;
+					evs.push({ type, ev });
+				};
+				c.on('commandStarted', rec('commandStartedEvent'));
+				c.on('commandSucceeded', rec('commandSucceededEvent'));
+				c.on('commandFailed', rec('commandFailedEvent'));
+				await c.connect();
+				this.clients.push(c);
+				this.map.set(spec.id, c);
+			} else if (kind === 'database') {
+				const c = this.entity(spec.client);
+				this.map.set(spec.id, c.db(spec.databaseName, dbCollOptions(spec.databaseOptions)));
+			} else if (kind === 'collection') {
+				const d = this.entity(spec.database);
+				this.map.set(spec.id, d.collection(spec.collectionName, dbCollOptions(spec.collectionOptions)));
+			} else if (kind === 'session') {
+				const c = this.entity(spec.client);
+				this.map.set(spec.id, c.startSession(spec.sessionOptions || {}));
+			} else {
+				throw new Skip(`entity type ${kind} is not implemented by the runner`);
+			}
+		}
+	}
+	async close() {
+		for (const v of this.map.values()) {
+			if (v && typeof v.endSession === 'function') {
+				try { await v.endSession(); } catch (e) { /* ignore */ }
+			}
+		}
+		for (const c of this.clients) {
+			try { await c.close(); } catch (e) { /* ignore */ }
+		}
+	}
+}
+
+// ---- operations ------------------------------------------------------------------
+
+function lower(v) { return typeof v === 'string' ? v.toLowerCase() : v; }
+
+// UTF argument names that are options for the driver call.
+function splitArgs(args, positional, ents) {
+	const pos = positional.map((k) => args[k]);
+	const opts = {};
+	for (const [k, v] of Object.entries(args || {})) {
+		if (positional.includes(k)) continue;
+		if (k === 'session') opts.session = ents.entity(v);
+		else if (k === 'returnDocument') opts.returnDocument = lower(v);
+		else if (k === 'timeoutMS') throw new Skip('timeoutMS (CSOT) is not implemented by the runner');
+		else opts[k] = v;
+	}
+	return [pos, opts];
+}
+
+function bulkModels(requests) {
+	return requests.map((r) => {
+		const [name, a] = Object.entries(r)[0];
+		return { [name]: a };
+	});
+}
+
+function clientBulkModels(models) {
+	return models.map((m) => {
+		const [name, a] = Object.entries(m)[0];
+		return { name, ...a };
+	});
+}
+
+const COLLECTION_OPS = {
+	insertOne: (c, a, e) => { const [[doc], o] = splitArgs(a, ['document'], e); return c.insertOne(doc, o); },
+	insertMany: (c, a, e) => { const [[docs], o] = splitArgs(a, ['documents'], e); return c.insertMany(docs, o); },
+	deleteOne: (c, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return c.deleteOne(f, o); },
+	deleteMany: (c, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return c.deleteMany(f, o); },
+	updateOne: (c, a, e) => { const [[f, u], o] = splitArgs(a, ['filter', 'update'], e); return c.updateOne(f, u, o); },
+	updateMany: (c, a, e) => { const [[f, u], o] = splitArgs(a, ['filter', 'update'], e); return c.updateMany(f, u, o); },
+	replaceOne: (c, a, e) => { const [[f, r], o] = splitArgs(a, ['filter', 'replacement'], e); return c.replaceOne(f, r, o); },
+	find: (c, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return c.find(f || {}, o).toArray(); },
+	findOne: (c, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return c.findOne(f || {}, o); },
+	findOneAndUpdate: (c, a, e) => { const [[f, u], o] = splitArgs(a, ['filter', 'update'], e); return c.findOneAndUpdate(f, u, o); },
+	findOneAndReplace: (c, a, e) => { const [[f, r], o] = splitArgs(a, ['filter', 'replacement'], e); return c.findOneAndReplace(f, r, o); },
+	findOneAndDelete: (c, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return c.findOneAndDelete(f, o); },
+	countDocuments: (c, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return c.countDocuments(f || {}, o); },
+	estimatedDocumentCount: (c, a, e) => { const [, o] = splitArgs(a, [], e); return c.estimatedDocumentCount(o); },
+	count: (c, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return c.count(f || {}, o); },
+	distinct: (c, a, e) => { const [[k, f], o] = splitArgs(a, ['fieldName', 'filter'], e); return c.distinct(k, f || {}, o); },
+	aggregate: (c, a, e) => { const [[p], o] = splitArgs(a, ['pipeline'], e); return c.aggregate(p, o).toArray(); },
+	bulkWrite: (c, a, e) => { const [[r], o] = splitArgs(a, ['requests'], e); return c.bulkWrite(bulkModels(r), o); },
+	createIndex: (c, a, e) => { const [[k], o] = splitArgs(a, ['keys'], e); return c.createIndex(k, o); },
+	dropIndex: (c, a, e) => { const [[n], o] = splitArgs(a, ['name'], e); return c.dropIndex(n, o); },
+	listIndexes: (c, a, e) => { const [, o] = splitArgs(a, [], e); return c.listIndexes(o).toArray(); },
+	drop: (c, a, e) => { const [, o] = splitArgs(a, [], e); return c.drop(o); },
+	rename: (c, a, e) => { const [[to], o] = splitArgs(a, ['to'], e); return c.rename(to, o); },
+};
+
+const DATABASE_OPS = {
+	runCommand: (d, a, e) => {
+		const [[cmd], o] = splitArgs(a, ['command', 'commandName'], e);
+		if (o.readPreference) o.readPreference = o.readPreference.mode || o.readPreference;
+		return d.command(cmd, o);
+	},
+	aggregate: (d, a, e) => { const [[p], o] = splitArgs(a, ['pipeline'], e); return d.aggregate(p, o).toArray(); },
+	createCollection: (d, a, e) => { const [[n], o] = splitArgs(a, ['collection'], e); return d.createCollection(n, o).then(() => undefined); },
+	dropCollection: (d, a, e) => { const [[n], o] = splitArgs(a, ['collection'], e); return d.dropCollection(n, o); },
+	listCollections: (d, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return d.listCollections(f || {}, o).toArray(); },
+	listCollectionNames: (d, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return d.listCollections(f || {}, { ...o, nameOnly: true }).toArray().then((l) => l.map((x) => x.name)); },
+	modifyCollection: (d, a, e) => { const [[n], o] = splitArgs(a, ['collection'], e); return d.command({ collMod: n, ...o }); },
+};
+
+const CLIENT_OPS = {
+	listDatabases: (c, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return c.db('admin').admin().listDatabases({ ...o, filter: f }); },
+	listDatabaseNames: (c, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return c.db('admin').admin().listDatabases({ ...o, filter: f, nameOnly: true }).then((r) => r.databases.map((x) => x.name)); },
+	clientBulkWrite: (c, a, e) => { const [[m], o] = splitArgs(a, ['models'], e); return c.bulkWrite(clientBulkModels(m), o); },
+};
+
+async function runnerOp(op, ents) {
+	const a = op.arguments || {};
+	switch (op.name) {
+	case 'failPoint': {
+		const c = ents.entity(a.client);
+		try {
+			await c.db('admin').command(a.failPoint);
+		} catch (e) {
+			if (e.code === 59) throw new Skip('configureFailPoint is not implemented by the server');
+			throw e;
+		}
+		ents.failPoints.push({ client: c, name: a.failPoint.configureFailPoint });
+		return;
+	}
+	case 'assertCollectionExists':
+	case 'assertCollectionNotExists': {
+		const c = ents.clients[0];
+		const names = (await c.db(a.databaseName).listCollections({}, { nameOnly: true }).toArray()).map((x) => x.name);
+		const exists = names.includes(a.collectionName);
+		if (exists !== (op.name === 'assertCollectionExists'))
+			throw new Mismatch(`${op.name} ${a.databaseName}.${a.collectionName}`);
+		return;
+	}
+	case 'assertIndexExists':
+	case 'assertIndexNotExists': {
+		const c = ents.clients[0];
+		let names = [];
+		try {
+			names = (await c.db(a.databaseName).collection(a.collectionName).listIndexes().toArray()).map((x) => x.name);
+		} catch (e) { if (e.code !== 26) throw e; }
+		if (names.includes(a.indexName) !== (op.name === 'assertIndexExists'))
+			throw new Mismatch(`${op.name} ${a.indexName}`);
+		return;
+	}
+	case 'createEntities':
+		return ents.create(a.entities);
+	default:
+		throw new Skip(`testRunner operation ${op.name} is not implemented by the runner`);
+	}
+}
+
+async function runOp(op, ents) {
+	if (op.object === 'testRunner') return runnerOp(op, ents);
+	const target = ents.entity(op.object);
+	let table;
+	if (target instanceof mongodb.Collection) table = COLLECTION_OPS;
+	else if (target instanceof mongodb.Db) table = DATABASE_OPS;
+	else if (target instanceof MongoClient) table = CLIENT_OPS;
+	else if (op.name === 'endSession') return target.endSession();
+	else throw new Skip(`operations on ${op.object} are not implemented by the runner`);
+	const fn = table[op.name];
+	if (!fn) throw new Skip(`operation ${op.name} is not implemented by the runner`);
+	return fn(target, op.arguments || {}, ents);
+}
+
+// Normalise driver results into the shapes the spec's expectResult uses.
+function resultForMatch(r) {
+	if (r && typeof r === 'object' && r.constructor && r.constructor.name === 'BulkWriteResult') {
+		return {
+			insertedCount: r.insertedCount, matchedCount: r.matchedCount, modifiedCount: r.modifiedCount,
+			deletedCount: r.deletedCount, upsertedCount: r.upsertedCount, upsertedIds: r.upsertedIds,
+			insertedIds: r.insertedIds,
+		};
+	}
+	if (r && typeof r === 'object' && r.constructor && r.constructor.name === 'ClientBulkWriteResult') {
+		const out = {
+			insertedCount: r.insertedCount, upsertedCount: r.upsertedCount, matchedCount: r.matchedCount,
+			modifiedCount: r.modifiedCount, deletedCount: r.deletedCount,
+		};
+		for (const k of ['insertResults', 'updateResults', 'deleteResults']) {
+			if (r[k]) out[k] = Object.fromEntries([...r[k].entries()].map(([i, v]) => [String(i), v]));
+		}
+		return out;
+	}
+	return r;
+}
+
+function isServerError(e) {
+	return e instanceof MongoServerError || (e && e.name === 'MongoBulkWriteError') ||
+		(e && e.name === 'MongoClientBulkWriteError') || (e && e.name === 'MongoWriteConcernError');
+}
+
+function checkError(exp, e, ctx) {
+	if (exp.isClientError === true && isServerError(e)) throw new Mismatch(`expected a client error, got ${e.name}: ${e.message}`);
+	if (exp.isClientError === false && !isServerError(e)) throw new Mismatch(`expected a server error, got ${e.name}: ${e.message}`);
+	if (exp.isTimeoutError) throw new Skip('isTimeoutError (CSOT) is not implemented by the runner');
+	if (exp.errorContains !== undefined &&
+		!String(e.message).toLowerCase().includes(exp.errorContains.toLowerCase()))
+		throw new Mismatch(`error "${e.message}" does not contain "${exp.errorContains}"`);
+	const code = e.code !== undefined ? e.code : (e.errorResponse && e.errorResponse.code);
+	if (exp.errorCode !== undefined && code !== exp.errorCode)
+		throw new Mismatch(`error code ${code} != ${exp.errorCode} (${e.message})`);
+	if (exp.errorCodeName !== undefined && e.codeName !== exp.errorCodeName &&
+		!(e.errorResponse && e.errorResponse.codeName === exp.errorCodeName))
+		throw new Mismatch(`error codeName ${e.codeName} != ${exp.errorCodeName}`);
+	for (const l of exp.errorLabelsContain || [])
+		if (!(e.hasErrorLabel && e.hasErrorLabel(l))) throw new Mismatch(`error label ${l} missing`);
+	for (const l of exp.errorLabelsOmit || [])
+		if (e.hasErrorLabel && e.hasErrorLabel(l)) throw new Mismatch(`error label ${l} present`);
+	if (exp.errorResponse !== undefined) {
+		const resp = e.errorResponse || e;
+		match(exp.errorResponse, resp, ctx, 'errorResponse', true);
+	}
+	if (exp.expectResult !== undefined) {
+		const partial = e.result || e.partialResult;
+		match(exp.expectResult, resultForMatch(partial), ctx, 'expectError.expectResult', true);
+	}
+	if (exp.writeErrors !== undefined) {
+		const we = e.writeErrors instanceof Map ? Object.fromEntries([...e.writeErrors.entries()].map(([i, v]) => [String(i), v])) : e.writeErrors;
+		match(exp.writeErrors, we, ctx, 'writeErrors', true);
+	}
+	if (exp.writeConcernErrors !== undefined) match(exp.writeConcernErrors, e.writeConcernErrors, ctx, 'writeConcernErrors', false);
+}
+
+function checkEvents(expectEvents, ents) {
+	for (const ee of expectEvents) {
+		const type = ee.eventType || 'command';
+		if (type !== 'command') throw new Skip(`expectEvents of type ${type} are not implemented by the runner`);
+		const actual = (ents.events.get(ee.client) || []);
+		const want = ee.events;
+		if (ee.ignoreExtraEvents ? actual.length < want.length : actual.length !== want.length)
+			throw new Mismatch(`client ${ee.client}: ${actual.length} events, expected ${want.length}: ` +
+				actual.map((a) => `${a.type}:${a.ev.commandName}`).join(', '));
+		want.forEach((w, i) => {
+			const [wtype, wspec] = Object.entries(w)[0];
+			const a = actual[i];
+			if (a.type !== wtype) throw new Mismatch(`event ${i}: ${a.type} (${a.ev.commandName}), expected ${wtype}`);
+			if (wspec.commandName !== undefined && a.ev.commandName !== wspec.commandName)
+				throw new Mismatch(`event ${i}: command ${a.ev.commandName}, expected ${wspec.commandName}`);
+			if (wspec.databaseName !== undefined && a.ev.databaseName !== wspec.databaseName)
+				throw new Mismatch(`event ${i}: database ${a.ev.databaseName}, expected ${wspec.databaseName}`);
+			if (wspec.command !== undefined) match(wspec.command, a.ev.command, ents, `event ${i} command`, true);
+			if (wspec.reply !== undefined) match(wspec.reply, a.ev.reply, ents, `event ${i} reply`, true);
+			if (wspec.hasServiceId !== undefined || wspec.hasServerConnectionId !== undefined) {
+				/* load-balanced only; a standalone has no serviceId */
+				if (wspec.hasServiceId === true) throw new Mismatch('hasServiceId on a standalone');
+			}
+		});
+	}
+}
+
+// ---- data setup and outcome ---------------------------------------------------------
+
+async function setupData(client, initialData) {
+	for (const d of initialData || []) {
+		const db = client.db(d.databaseName);
+		await db.collection(d.collectionName).drop({ writeConcern: { w: 'majority' } }).catch((e) => {
+			if (e.code !== 26) throw e;
+		});
+		if (d.createOptions || !d.documents || d.documents.length === 0) {
+			await db.createCollection(d.collectionName, { writeConcern: { w: 'majority' }, ...(d.createOptions || {}) });
+		}
+		if (d.documents && d.documents.length > 0) {
+			await db.collection(d.collectionName).insertMany(d.documents, { writeConcern: { w: 'majority' } });
+		}
+	}
+}
+
+async function checkOutcome(client, outcome, ents) {
+	for (const o of outcome || []) {
+		const docs = await client.db(o.databaseName).collection(o.collectionName)
+			.find({}, { sort: { _id: 1 }, readConcern: { level: 'local' } }).toArray();
+		match(o.documents, docs, ents, `outcome ${o.databaseName}.${o.collectionName}`, false);
+	}
+}
+
+// ---- running ------------------------------------------------------------------------
+
+function withTimeout(p, ms, what) {
+	let t;
+	return Promise.race([p, new Promise((_, rej) => { t = setTimeout(() => rej(new Error(`timeout after ${ms} ms in ${what}`)), ms); })])
+		.finally(() => clearTimeout(t));
+}
+
+function driverOnly(file, test) {
+	if (/-validation\.json$/.test(file)) return true;
+	const ops = test.operations || [];
+	return ops.length > 0 && ops.every((op) => op.expectError && op.expectError.isClientError === true);
+}
+
+async function runTest(file, spec, test, server, verbose) {
+	const skipReason = test.skipReason || (await requirementsUnmet(test.runOnRequirements, server));
+	if (skipReason) return { status: 'skip', reason: skipReason };
+	const ents = new Entities(server.uri);
+	ents.failPoints = [];
+	try {
+		await setupData(server.client, spec.initialData);
+		await ents.create(spec.createEntities || []);
+		for (const op of test.operations || []) {
+			let result, error;
+			try {
+				result = await runOp(op, ents);
+			} catch (e) {
+				if (e instanceof Skip || e instanceof Mismatch) throw e;
+				error = e;
+			}
+			if (op.ignoreResultAndError) continue;
+			if (op.expectError) {
+				if (!error) throw new Mismatch(`${op.name}: expected an error, got ${show(resultForMatch(result))}`);
+				checkError(op.expectError, error, ents);
+			} else if (error) {
+				throw new Mismatch(`${op.name}: unexpected error ${error.name} ${error.code !== undefined ? error.code + ' ' : ''}${error.message}`);
+			} else {
+				if (op.expectResult !== undefined) match(op.expectResult, resultForMatch(result), ents, op.name, true);
+				if (op.saveResultAsEntity) ents.map.set(op.saveResultAsEntity, result);
+			}
+		}
+		if (test.expectEvents) checkEvents(test.expectEvents, ents);
+		await checkOutcome(server.client, test.outcome, ents);
+		return { status: 'pass' };
+	} catch (e) {
+		if (e instanceof Skip) return { status: 'skip', reason: e.message };
+		return { status: 'fail', reason: e instanceof Mismatch ? e.message : `${e.name}: ${e.message}` };
+	} finally {
+		for (const fp of ents.failPoints) {
+			await fp.client.db('admin').command({ configureFailPoint: fp.name, mode: 'off' }).catch(() => {});
+		}
+		await ents.close();
+	}
+}
+
+async function main() {
+	const args = process.argv.slice(2);
+	const verbose = args.includes('--verbose');
+	let filter = null;
+	const fi = args.indexOf('--filter');
+	if (fi >= 0) { filter = args[fi + 1]; args.splice(fi, 2); }
+	const pos = args.filter((a) => !a.startsWith('--'));
+	const uri = args.includes('--uri-from-env') ? process.env.TAMGA_URI : pos.shift();
+	const files = [];
+	for (const p of pos) {
+		if (fs.statSync(p).isDirectory()) {
+			for (const f of fs.readdirSync(p).sort()) if (f.endsWith('.json')) files.push(path.join(p, f));
+		} else files.push(p);
+	}
+	const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10000 });
+	await client.connect();
+	const bi = await client.db('admin').command({ buildInfo: 1 });
+	const server = { uri, client, admin: client.db('admin'), version: bi.version };
+	console.log(`# server ${bi.version} (tamga ${bi.tamgaVersion || '?'}) at ${uri}`);
+
+	const total = { pass: 0, fail: 0, skip: 0 };
+	const drv = { pass: 0, fail: 0, skip: 0 };
+	const skipReasons = new Map();
+	let serverDown = null;
+	const alive = async () => {
+		const c = new MongoClient(uri, { serverSelectionTimeoutMS: 2000 });
+		try { await c.connect(); await c.db('admin').command({ ping: 1 }); return true; } catch (e) { return false; }
+		finally { await c.close().catch(() => {}); }
+	};
+	for (const file of files) {
+		const name = path.basename(file);
+		if (filter && !name.includes(filter)) continue;
+		let spec;
+		try {
+			spec = EJSON.parse(fs.readFileSync(file, 'utf8'), { relaxed: false });
+		} catch (e) {
+			console.log(`${name}: cannot parse: ${e.message}`);
+			total.fail++;
+			continue;
+		}
+		const counts = { pass: 0, fail: 0, skip: 0 };
+		const lines = [];
+		const fileSkip = await requirementsUnmet(spec.runOnRequirements, server);
+		for (const test of spec.tests || []) {
+			const bucket = driverOnly(name, test) ? drv : total;
+			let r;
+			if (fileSkip) r = { status: 'skip', reason: fileSkip };
+			else if (serverDown) r = { status: 'fail', reason: serverDown };
+			else {
+				try {
+					r = await withTimeout(runTest(name, spec, test, server, verbose), TEST_TIMEOUT_MS, test.description);
+				} catch (e) {
+					r = { status: 'fail', reason: e.message };
+				}
+			}
+			if (r.status === 'fail' && /ECONNREFUSED|closed|ServerSelection|MongoNetwork/.test(r.reason) && !(await alive()))
+				serverDown = `the server stopped answering (crashed?) during ${name}: ${test.description}`;
+			counts[r.status]++;
+			bucket[r.status]++;
+			if (r.status === 'skip') skipReasons.set(r.reason, (skipReasons.get(r.reason) || 0) + 1);
+			if (r.status !== 'pass' || verbose)
+				lines.push(`  ${r.status === 'pass' ? 'ok' : r.status === 'skip' ? 'skip' : 'not ok'} - ${test.description}${r.reason ? ': ' + r.reason : ''}`);
+		}
+		console.log(`${name}: ${counts.pass} passed, ${counts.fail} failed, ${counts.skip} skipped`);
+		for (const l of lines) console.log(l);
+	}
+	await client.close();
+	console.log('');
+	console.log('# skip reasons');
+	for (const [r, n] of [...skipReasons.entries()].sort((a, b) => b[1] - a[1])) console.log(`#   ${n} x ${r}`);
+	console.log(`# driver-side only tests (not in the total): ${drv.pass} passed, ${drv.fail} failed, ${drv.skip} skipped`);
+	console.log(`total: ${total.pass} passed, ${total.fail} failed, ${total.skip} skipped`);
+	process.exitCode = total.fail > 0 ? 1 : 0;
+}
+
+main().catch((e) => {
+	console.error(`runner error: ${e.stack || e}`);
+	process.exit(2);
+});
