@@ -299,94 +299,138 @@ add_unset_path(pnode_t *tree, const char *path, terr_t *err)
 	return 0;
 }
 
+typedef int (*stage_parse_fn)(upipe_t *p, const char *name, const bson_value_t *v,
+                              pstage_t *ps, terr_t *err);
+
 static int
-compile_stage(upipe_t *p, const char *name, const bson_value_t *v, pstage_t *ps, terr_t *err)
+stage_set(upipe_t *p, const char *name, const bson_value_t *v, pstage_t *ps, terr_t *err)
 {
 	bson_t spec;
 
-	if (strcmp(name, "$set") == 0 || strcmp(name, "$addFields") == 0) {
-		if (v->value_type != BSON_TYPE_DOCUMENT)
-			return terr_set(err, 40272, "%s specification stage must be an object, got %s", name,
-			                bv_type_name(v->value_type));
-		bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len);
-		ps->kind = PS_SET;
-		ps->tree = bson_malloc0(sizeof(pnode_t));
-		if (bson_empty(&spec))
-			return terr_set(err, 40177,
-			                "Invalid %s :: caused by :: specification must have at least one field",
-			                name);
-		return parse_set(ps->tree, name, &spec, p, err);
-	}
-	if (strcmp(name, "$project") == 0) {
-		int mode = 0;
+	if (v->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, 40272, "%s specification stage must be an object, got %s", name,
+		                bv_type_name(v->value_type));
+	bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len);
+	ps->kind = PS_SET;
+	ps->tree = bson_malloc0(sizeof(pnode_t));
+	if (bson_empty(&spec))
+		return terr_set(err, 40177,
+		                "Invalid %s :: caused by :: specification must have at least one field",
+		                name);
+	return parse_set(ps->tree, name, &spec, p, err);
+}
 
-		if (v->value_type != BSON_TYPE_DOCUMENT)
-			return terr_set(err, 15969, "$project specification must be an object");
-		bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len);
-		ps->tree = bson_malloc0(sizeof(pnode_t));
-		if (bson_empty(&spec))
-			return terr_set(err, 51272,
-			                "Invalid $project :: caused by :: projection specification must have "
-			                "at least one field");
-		RET(parse_project(ps, name, &spec, ps->tree, &mode, true, p, err));
-		if (mode == 0) /* only _id */
-			mode = ps->id_excluded ? 2 : 1;
-		ps->kind = mode == 2 ? PS_PROJECT_EXCL : PS_PROJECT_INCL;
-		return 0;
-	}
-	if (strcmp(name, "$unset") == 0) {
-		bson_iter_t it;
+static int
+stage_project(upipe_t *p, const char *name, const bson_value_t *v, pstage_t *ps, terr_t *err)
+{
+	bson_t spec;
+	int mode = 0;
 
-		ps->kind = PS_PROJECT_EXCL;
-		ps->tree = bson_malloc0(sizeof(pnode_t));
-		if (v->value_type == BSON_TYPE_UTF8)
-			return add_unset_path(ps->tree, v->value.v_utf8.str, err);
-		if (v->value_type != BSON_TYPE_ARRAY)
-			return terr_set(err, 31002, "$unset specification must be a string or an array");
-		bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len);
-		if (bson_empty(&spec))
-			return terr_set(err, 31119,
-			                "$unset specification must be a string or an array with at least one "
-			                "field");
-		bson_iter_init(&it, &spec);
-		while (bson_iter_next(&it)) {
-			if (!BSON_ITER_HOLDS_UTF8(&it))
-				return terr_set(err, 31120,
-				                "$unset specification must be a string or an array containing "
-				                "only string values");
-			RET(add_unset_path(ps->tree, bson_iter_utf8(&it, NULL), err));
-		}
-		return 0;
-	}
-	if (strcmp(name, "$replaceWith") == 0) {
-		ps->kind = PS_REPLACE;
-		ps->is_replace_with = true;
-		return expr_parse(v, p->scope, &ps->root, err);
-	}
-	if (strcmp(name, "$replaceRoot") == 0) {
-		bson_iter_t it;
-		bool found = false;
+	if (v->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, 15969, "$project specification must be an object");
+	bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len);
+	ps->tree = bson_malloc0(sizeof(pnode_t));
+	if (bson_empty(&spec))
+		return terr_set(err, 51272,
+		                "Invalid $project :: caused by :: projection specification must have "
+		                "at least one field");
+	RET(parse_project(ps, name, &spec, ps->tree, &mode, true, p, err));
+	if (mode == 0) /* only _id */
+		mode = ps->id_excluded ? 2 : 1;
+	ps->kind = mode == 2 ? PS_PROJECT_EXCL : PS_PROJECT_INCL;
+	return 0;
+}
 
-		ps->kind = PS_REPLACE;
-		if (v->value_type != BSON_TYPE_DOCUMENT)
-			return terr_set(err, TERR_TYPE_MISMATCH,
-			                "$replaceRoot requires an object as its argument");
-		bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len);
-		bson_iter_init(&it, &spec);
-		while (bson_iter_next(&it)) {
-			if (strcmp(bson_iter_key(&it), "newRoot") != 0)
-				return terr_set(err, 40415, "BSON field '$replaceRoot.%s' is an unknown field.",
-				                bson_iter_key(&it));
-			found = true;
-			RET(expr_parse(bson_iter_value(&it), p->scope, &ps->root, err));
-		}
-		if (!found)
-			return terr_set(err, 40414,
-			                "BSON field '$replaceRoot.newRoot' is missing but a required field");
-		return 0;
+static int
+stage_unset(upipe_t *p, const char *name, const bson_value_t *v, pstage_t *ps, terr_t *err)
+{
+	bson_t spec;
+	bson_iter_t it;
+
+	ps->kind = PS_PROJECT_EXCL;
+	ps->tree = bson_malloc0(sizeof(pnode_t));
+	if (v->value_type == BSON_TYPE_UTF8)
+		return add_unset_path(ps->tree, v->value.v_utf8.str, err);
+	if (v->value_type != BSON_TYPE_ARRAY)
+		return terr_set(err, 31002, "$unset specification must be a string or an array");
+	bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len);
+	if (bson_empty(&spec))
+		return terr_set(err, 31119,
+		                "$unset specification must be a string or an array with at least one "
+		                "field");
+	bson_iter_init(&it, &spec);
+	while (bson_iter_next(&it)) {
+		if (!BSON_ITER_HOLDS_UTF8(&it))
+			return terr_set(err, 31120,
+			                "$unset specification must be a string or an array containing "
+			                "only string values");
+		RET(add_unset_path(ps->tree, bson_iter_utf8(&it, NULL), err));
 	}
-	if (strcmp(name, "$fill") == 0) /* allowed by mongod, not built here yet */
-		return terr_set(err, TERR_NOT_IMPLEMENTED, "$fill is not supported in update pipelines yet");
+	return 0;
+}
+
+static int
+stage_replace_with(upipe_t *p, const char *name, const bson_value_t *v, pstage_t *ps,
+                   terr_t *err)
+{
+	ps->kind = PS_REPLACE;
+	ps->is_replace_with = true;
+	return expr_parse(v, p->scope, &ps->root, err);
+}
+
+static int
+stage_replace_root(upipe_t *p, const char *name, const bson_value_t *v, pstage_t *ps,
+                   terr_t *err)
+{
+	bson_t spec;
+	bson_iter_t it;
+	bool found = false;
+
+	ps->kind = PS_REPLACE;
+	if (v->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		                "$replaceRoot requires an object as its argument");
+	bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len);
+	bson_iter_init(&it, &spec);
+	while (bson_iter_next(&it)) {
+		if (strcmp(bson_iter_key(&it), "newRoot") != 0)
+			return terr_set(err, 40415, "BSON field '$replaceRoot.%s' is an unknown field.",
+			                bson_iter_key(&it));
+		found = true;
+		RET(expr_parse(bson_iter_value(&it), p->scope, &ps->root, err));
+	}
+	if (!found)
+		return terr_set(err, 40414,
+		                "BSON field '$replaceRoot.newRoot' is missing but a required field");
+	return 0;
+}
+
+static int
+stage_not_built(upipe_t *p, const char *name, const bson_value_t *v, pstage_t *ps, terr_t *err)
+{
+	return terr_set(err, TERR_NOT_IMPLEMENTED, "%s is not supported in update pipelines yet", name);
+}
+
+/* The stages an update pipeline may hold. */
+static const struct {
+	const char *name;
+	stage_parse_fn parse;
+} update_stages[] = {
+	{"$set", stage_set},
+	{"$addFields", stage_set},
+	{"$project", stage_project},
+	{"$unset", stage_unset},
+	{"$replaceWith", stage_replace_with},
+	{"$replaceRoot", stage_replace_root},
+	{"$fill", stage_not_built}, /* allowed by mongod, not built here yet */
+};
+
+static int
+compile_stage(upipe_t *p, const char *name, const bson_value_t *v, pstage_t *ps, terr_t *err)
+{
+	for (size_t i = 0; i < sizeof update_stages / sizeof *update_stages; i++)
+		if (strcmp(update_stages[i].name, name) == 0)
+			return update_stages[i].parse(p, name, v, ps, err);
 	for (size_t i = 0; not_in_update[i]; i++)
 		if (strcmp(not_in_update[i], name) == 0)
 			return terr_set(err, TERR_INVALID_OPTIONS, "%s is not allowed to be used within an update",
