@@ -155,6 +155,8 @@ extern const agg_stage_def_t agg_stages_sort[];
 extern const agg_stage_def_t agg_stages_lookup[];
 extern const agg_stage_def_t agg_stages_write[];
 extern const agg_stage_def_t agg_stages_stats[];
+extern const agg_stage_def_t agg_stages_window[];
+extern const agg_stage_def_t agg_stages_densify[];
 
 /* Look up a stage by name across the tables (NULL when unknown). */
 const agg_stage_def_t *agg_stage_lookup(const char *name);

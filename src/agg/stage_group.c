@@ -615,9 +615,306 @@ bucket_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	return ret;
 }
 
+/* ---- $bucketAuto ----------------------------------------------------------- */
+
+typedef struct bauto_plan {
+	expr_t *group_by;
+	int64_t buckets;
+	char **names;
+	accum_t **accs;
+	int n;
+} bauto_plan_t;
+
+static void
+bauto_free_plan(void *plan)
+{
+	bauto_plan_t *bp = plan;
+	int i;
+
+	expr_destroy(bp->group_by);
+	for (i = 0; i < bp->n; i++) {
+		bson_free(bp->names[i]);
+		accum_destroy(bp->accs[i]);
+	}
+	bson_free(bp->names);
+	bson_free(bp->accs);
+	bson_free(bp);
+}
+
+static int
+bauto_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	bauto_plan_t *bp;
+	bson_t d, output;
+	bson_iter_t it, sub;
+	const bson_value_t *gb = NULL, *nb = NULL;
+	bson_value_t gbv, nbv;    /* iterator values are overwritten by the next step */
+	bool has_output = false;
+	int ret = 0;
+
+	if (spec->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, 40240, "The argument to $bucketAuto must be an object, but found type: %s.",
+		    bv_type_name(spec->value_type));
+	agg_value_doc(spec, &d);
+	bson_iter_init(&it, &d);
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		const bson_value_t *v = bson_iter_value(&it);
+		if (strcmp(k, "groupBy") == 0) {
+			if (!((v->value_type == BSON_TYPE_UTF8 && v->value.v_utf8.str[0] == '$') ||
+			        v->value_type == BSON_TYPE_DOCUMENT)) {
+				char *str = bv_to_mongo_string(v);
+				terr_set(err, 40239,
+				    "The $bucketAuto 'groupBy' field must be defined as a $-prefixed path or an expression object, but found: %s.",
+				    str);
+				bson_free(str);
+				return -1;
+			}
+			gbv = *v;
+			gb = &gbv;
+		} else if (strcmp(k, "buckets") == 0) {
+			int64_t n;
+			if (!bv_is_number(v))
+				return terr_set(err, 40241,
+				    "The $bucketAuto 'buckets' field must be a numeric value, but found type: %s.",
+				    bv_type_name(v->value_type));
+			if (!bv_as_int64_exact(v, &n) || n > INT32_MAX) {
+				char *str = bv_to_mongo_string(v);
+				terr_set(err, 40242,
+				    "The $bucketAuto 'buckets' field must be representable as a 32-bit integer, but found %s.",
+				    str);
+				bson_free(str);
+				return -1;
+			}
+			if (n <= 0)
+				return terr_set(err, 40243,
+				    "The $bucketAuto 'buckets' field must be greater than 0, but found: %lld.",
+				    (long long)n);
+			nbv = *v;
+			nb = &nbv;
+		} else if (strcmp(k, "output") == 0) {
+			if (v->value_type != BSON_TYPE_DOCUMENT)
+				return terr_set(err, 40244,
+				    "The $bucketAuto 'output' field must be an object, but found type: %s.",
+				    bv_type_name(v->value_type));
+			agg_value_doc(v, &output);
+			has_output = true;
+		} else if (strcmp(k, "granularity") == 0) {
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "$bucketAuto with 'granularity' is not supported by Tamga yet");
+		} else {
+			return terr_set(err, 40245, "Unrecognized option to $bucketAuto: %s.", k);
+		}
+	}
+	if (gb == NULL || nb == NULL)
+		return terr_set(err, 40246, "$bucketAuto requires 'groupBy' and 'buckets' to be specified");
+	bp = bson_malloc0(sizeof(*bp));
+	bv_as_int64_exact(nb, &bp->buckets);
+	ERR(expr_parse(gb, pc->scope, &bp->group_by, err));
+	if (has_output) {
+		int n = (int)bson_count_keys(&output);
+		bp->names = bson_malloc0(sizeof(char *) * (size_t)(n + 1));
+		bp->accs = bson_malloc0(sizeof(accum_t *) * (size_t)(n + 1));
+		bson_iter_init(&it, &output);
+		while (bson_iter_next(&it)) {
+			if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &sub) || !bson_iter_next(&sub)) {
+				ret = terr_set(err, 40234, "The field '%s' must be an accumulator object",
+				    bson_iter_key(&it));
+				goto err;
+			}
+			ERR(accum_parse(bson_iter_key(&sub), bson_iter_value(&sub), pc->scope, &bp->accs[bp->n], err));
+			bp->names[bp->n++] = bson_strdup(bson_iter_key(&it));
+		}
+	} else {
+		bson_value_t one = {.value_type = BSON_TYPE_INT32, .value.v_int32 = 1};
+		bp->names = bson_malloc0(sizeof(char *) * 2);
+		bp->accs = bson_malloc0(sizeof(accum_t *) * 2);
+		ERR(accum_parse("$sum", &one, pc->scope, &bp->accs[0], err));
+		bp->names[bp->n++] = bson_strdup("count");
+	}
+	agg_pctx_add(pc, &agg_stages_group[3], bp, agg_explain_doc("$bucketAuto", spec));
+	return 0;
+err:
+	bauto_free_plan(bp);
+	return ret;
+}
+
+typedef struct bauto_entry {
+	bson_t *doc;
+	bson_t *key;              /* {"": groupBy value} */
+	int64_t seq;
+} bauto_entry_t;
+
+typedef struct bauto_state {
+	bauto_entry_t *e;
+	int64_t n, cap;
+	int64_t pos;              /* next entry to put in a bucket */
+	int64_t made;             /* buckets output so far */
+	bool filled;
+	bson_t out;
+} bauto_state_t;
+
+static int
+bauto_open(agg_rt_t *rt, terr_t *err)
+{
+	bauto_state_t *bs = tm_alloc0(sizeof(*bs));
+
+	bson_init(&bs->out);
+	rt->state = bs;
+	return 0;
+}
+
+static void
+entry_key(const bauto_entry_t *e, bson_value_t *v)
+{
+	bson_iter_t it;
+
+	bson_iter_init(&it, e->key);
+	bson_iter_next(&it);
+	*v = *bson_iter_value(&it);
+}
+
+static int
+bauto_cmp(const void *pa, const void *pb)
+{
+	const bauto_entry_t *a = pa, *b = pb;
+	bson_value_t x, y;
+	int c;
+
+	entry_key(a, &x);
+	entry_key(b, &y);
+	c = bv_compare(&x, &y);
+	return c != 0 ? c : (a->seq < b->seq ? -1 : a->seq > b->seq);
+}
+
+static int
+bauto_fill(agg_rt_t *rt, terr_t *err)
+{
+	const bauto_plan_t *bp = rt->st->plan;
+	bauto_state_t *bs = rt->state;
+	const agg_host_t *h = rt->x->p->host;
+	const bson_t *d;
+	bson_value_t v;
+	int64_t bytes = 0;
+	int rc;
+
+	while ((rc = agg_rt_pull(rt, &d, err)) == 1) {
+		bauto_entry_t *e;
+		if (bs->n == bs->cap) {
+			bs->cap = bs->cap ? bs->cap * 2 : 64;
+			bs->e = bson_realloc(bs->e, sizeof(bauto_entry_t) * (size_t)bs->cap);
+		}
+		e = &bs->e[bs->n];
+		e->doc = bson_copy(d);
+		e->seq = bs->n++;
+		e->key = bson_new();
+		RET(agg_eval(rt, bp->group_by, e->doc, true, &v, err));
+		if (v.value_type == BSON_TYPE_EOD)
+			v.value_type = BSON_TYPE_NULL;
+		bv_append(e->key, "", 0, &v);
+		bytes += d->len + e->key->len + 64;
+		if (bytes > AGG_MEMORY_LIMIT) {
+			if (h != NULL && h->allow_disk_use)
+				return terr_set(err, TERR_NOT_IMPLEMENTED,
+				    "$bucketAuto needs more than 100 MB and spilling to disk is not supported by Tamga yet");
+			return terr_set(err, TERR_QUERY_EXCEEDED_MEMORY_LIMIT_NO_DISK_USE_ALLOWED,
+			    "Sort exceeded memory limit of %lld bytes, but did not opt in to external sorting.",
+			    (long long)AGG_MEMORY_LIMIT);
+		}
+	}
+	if (rc < 0)
+		return -1;
+	qsort(bs->e, (size_t)bs->n, sizeof(bauto_entry_t), bauto_cmp);
+	return 0;
+}
+
+static int
+bauto_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	const bauto_plan_t *bp = rt->st->plan;
+	bauto_state_t *bs = rt->state;
+	int64_t size, end, i;
+	bson_value_t lo, hi, last, v;
+	accum_state_t **st;
+	bson_t id;
+	int a, ret = 0;
+
+	if (!bs->filled) {
+		bs->filled = true;
+		RET(bauto_fill(rt, err));
+	}
+	if (bs->pos >= bs->n)
+		return 0;
+	/* mongod: round(n / buckets) per bucket, never splitting equal values */
+	size = (int64_t)((double)bs->n / (double)bp->buckets + 0.5);
+	if (size < 1)
+		size = 1;
+	end = bs->pos + size;
+	if (end > bs->n || bs->made == bp->buckets - 1)
+		end = bs->n;
+	entry_key(&bs->e[end - 1], &last);
+	while (end < bs->n) {
+		entry_key(&bs->e[end], &v);
+		if (bv_compare(&v, &last) != 0)
+			break;
+		end++;
+	}
+	entry_key(&bs->e[bs->pos], &lo);
+	if (end < bs->n)
+		entry_key(&bs->e[end], &hi);
+	else
+		entry_key(&bs->e[end - 1], &hi);
+	st = bson_malloc0(sizeof(accum_state_t *) * (size_t)(bp->n + 1));
+	for (a = 0; a < bp->n; a++)
+		st[a] = accum_state_new(bp->accs[a]);
+	for (i = bs->pos; i < end; i++) {
+		expr_env_reset(rt->env);
+		expr_env_set_root(rt->env, bs->e[i].doc);
+		for (a = 0; a < bp->n; a++)
+			ERR(accum_process(bp->accs[a], st[a], rt->env, err));
+	}
+	bson_reinit(&bs->out);
+	bson_append_document_begin(&bs->out, "_id", 3, &id);
+	bv_append(&id, "min", 3, &lo);
+	bv_append(&id, "max", 3, &hi);
+	bson_append_document_end(&bs->out, &id);
+	expr_env_reset(rt->env);
+	for (a = 0; a < bp->n; a++) {
+		ERR(accum_finalize(bp->accs[a], st[a], rt->env, &v, err));
+		if (v.value_type == BSON_TYPE_EOD)
+			v.value_type = BSON_TYPE_NULL;
+		bv_append(&bs->out, bp->names[a], -1, &v);
+	}
+	bs->pos = end;
+	bs->made++;
+	*out = &bs->out;
+	ret = 1;
+err:
+	for (a = 0; a < bp->n; a++)
+		accum_state_destroy(st[a]);
+	bson_free(st);
+	return ret;
+}
+
+static void
+bauto_close(agg_rt_t *rt)
+{
+	bauto_state_t *bs = rt->state;
+	int64_t i;
+
+	for (i = 0; i < bs->n; i++) {
+		bson_destroy(bs->e[i].doc);
+		bson_destroy(bs->e[i].key);
+	}
+	bson_free(bs->e);
+	bson_destroy(&bs->out);
+	bson_free(bs);
+}
+
 const agg_stage_def_t agg_stages_group[] = {
 	{"$group", group_parse, group_open, group_next, group_close, group_free_plan, 0},
 	{"$sortByCount", sbc_parse, NULL, NULL, NULL, NULL, 0},
 	{"$bucket", bucket_parse, NULL, NULL, NULL, NULL, 0},
+	{"$bucketAuto", bauto_parse, bauto_open, bauto_next, bauto_close, bauto_free_plan, 0},
 	{NULL},
 };

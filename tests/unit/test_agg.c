@@ -440,7 +440,65 @@ test_stats_stages(void)
 	AGG_EQ("customers", "[{\"$indexStats\": {}}, {\"$project\": {\"name\": 1, \"key\": 1, \"_id\": 0}}]",
 	    "[ { \"name\" : \"_id_\", \"key\" : { \"_id\" : 1 } } ]");
 	AGG_ERR("customers", "[{\"$match\": {}}, {\"$collStats\": {}}]", 40602);
-	AGG_ERR("customers", "[{\"$setWindowFields\": {}}]", 238);
+	AGG_ERR("customers", "[{\"$redact\": \"$$KEEP\"}]", 238);
+}
+
+static void
+test_window(void)
+{
+	load("w", "[{\"_id\": 1, \"s\": \"a\", \"t\": 1, \"v\": 10}, {\"_id\": 2, \"s\": \"a\", \"t\": 2, \"v\": 20},"
+	    " {\"_id\": 3, \"s\": \"a\", \"t\": 3, \"v\": null}, {\"_id\": 4, \"s\": \"b\", \"t\": 1, \"v\": 5},"
+	    " {\"_id\": 5, \"s\": \"a\", \"t\": 4, \"v\": 40}]");
+	AGG_EQ("w", "[{\"$setWindowFields\": {\"partitionBy\": \"$s\", \"sortBy\": {\"t\": 1}, \"output\": {"
+	    "\"run\": {\"$sum\": \"$v\", \"window\": {\"documents\": [\"unbounded\", \"current\"]}},"
+	    " \"total\": {\"$sum\": \"$v\"}, \"n\": {\"$documentNumber\": {}},"
+	    " \"prev\": {\"$shift\": {\"output\": \"$v\", \"by\": -1, \"default\": 0}}}}},"
+	    " {\"$project\": {\"run\": 1, \"total\": 1, \"n\": 1, \"prev\": 1}}]",
+	    "[ { \"_id\" : 1, \"run\" : 10, \"total\" : 70, \"n\" : 1, \"prev\" : 0 }, "
+	    "{ \"_id\" : 2, \"run\" : 30, \"total\" : 70, \"n\" : 2, \"prev\" : 10 }, "
+	    "{ \"_id\" : 3, \"run\" : 30, \"total\" : 70, \"n\" : 3, \"prev\" : 20 }, "
+	    "{ \"_id\" : 5, \"run\" : 70, \"total\" : 70, \"n\" : 4, \"prev\" : null }, "
+	    "{ \"_id\" : 4, \"run\" : 5, \"total\" : 5, \"n\" : 1, \"prev\" : 0 } ]");
+	AGG_EQ("w", "[{\"$setWindowFields\": {\"partitionBy\": \"$s\", \"sortBy\": {\"t\": 1}, \"output\": {"
+	    "\"m\": {\"$avg\": \"$v\", \"window\": {\"range\": [-1, 1]}}, \"d\": {\"$documentNumber\": {}}}}},"
+	    " {\"$project\": {\"_id\": 1, \"m\": 1}}]",
+	    "[ { \"_id\" : 1, \"m\" : 15.0 }, { \"_id\" : 2, \"m\" : 15.0 }, { \"_id\" : 3, \"m\" : 30.0 }, "
+	    "{ \"_id\" : 5, \"m\" : 40.0 }, { \"_id\" : 4, \"m\" : 5.0 } ]");
+	AGG_EQ("w", "[{\"$setWindowFields\": {\"sortBy\": {\"s\": 1}, \"output\": {\"r\": {\"$rank\": {}}, \"dr\": {\"$denseRank\": {}}}}},"
+	    " {\"$project\": {\"_id\": 1, \"r\": 1, \"dr\": 1}}]",
+	    "[ { \"_id\" : 1, \"r\" : 1, \"dr\" : 1 }, { \"_id\" : 2, \"r\" : 1, \"dr\" : 1 }, { \"_id\" : 3, \"r\" : 1, \"dr\" : 1 }, "
+	    "{ \"_id\" : 5, \"r\" : 1, \"dr\" : 1 }, { \"_id\" : 4, \"r\" : 5, \"dr\" : 2 } ]");
+	AGG_EQ("w", "[{\"$fill\": {\"partitionBy\": \"$s\", \"sortBy\": {\"t\": 1}, \"output\": {\"v\": {\"method\": \"locf\"}}}},"
+	    " {\"$match\": {\"_id\": 3}}]",
+	    "[ { \"_id\" : 3, \"s\" : \"a\", \"t\" : 3, \"v\" : 20 } ]");
+	AGG_EQ("w", "[{\"$fill\": {\"partitionBy\": \"$s\", \"sortBy\": {\"t\": 1}, \"output\": {\"v\": {\"method\": \"linear\"}}}},"
+	    " {\"$match\": {\"_id\": 3}}]",
+	    "[ { \"_id\" : 3, \"s\" : \"a\", \"t\" : 3, \"v\" : 30.0 } ]");
+	AGG_EQ("w", "[{\"$fill\": {\"output\": {\"v\": {\"value\": 0}}}}, {\"$match\": {\"_id\": 3}}]",
+	    "[ { \"_id\" : 3, \"s\" : \"a\", \"t\" : 3, \"v\" : 0 } ]");
+	AGG_ERR("w", "[{\"$setWindowFields\": {\"output\": {\"r\": {\"$rank\": {}}}}}]", 5371602);
+	AGG_ERR("w", "[{\"$setWindowFields\": {\"output\": {\"x\": {\"$sum\": 1, \"window\": {\"documents\": [-1, 0]}}}}}]", 5339901);
+	AGG_ERR("w", "[{\"$setWindowFields\": {\"sortBy\": {\"t\": 1}, \"output\": {\"x\": {\"$sum\": 1, \"window\": {\"documents\": [1, 0]}}}}}]", 5339900);
+}
+
+static void
+test_bucket_auto_densify(void)
+{
+	AGG_EQ("w", "[{\"$bucketAuto\": {\"groupBy\": \"$v\", \"buckets\": 2}}]",
+	    "[ { \"_id\" : { \"min\" : null, \"max\" : 20 }, \"count\" : 3 }, { \"_id\" : { \"min\" : 20, \"max\" : 40 }, \"count\" : 2 } ]");
+	AGG_EQ("w", "[{\"$bucketAuto\": {\"groupBy\": \"$s\", \"buckets\": 5, \"output\": {\"ids\": {\"$push\": \"$_id\"}}}}]",
+	    "[ { \"_id\" : { \"min\" : \"a\", \"max\" : \"b\" }, \"ids\" : [ 1, 2, 3, 5 ] }, { \"_id\" : { \"min\" : \"b\", \"max\" : \"b\" }, \"ids\" : [ 4 ] } ]");
+	AGG_ERR("w", "[{\"$bucketAuto\": {\"groupBy\": \"$v\", \"buckets\": 0}}]", 40243);
+	load("dn", "[{\"_id\": 1, \"p\": \"x\", \"t\": 1}, {\"_id\": 2, \"p\": \"x\", \"t\": 4}, {\"_id\": 3, \"p\": \"y\", \"t\": 2}]");
+	AGG_EQ("dn", "[{\"$densify\": {\"field\": \"t\", \"range\": {\"step\": 1, \"bounds\": \"full\"}}}, {\"$project\": {\"_id\": 1, \"t\": 1}}]",
+	    "[ { \"_id\" : 1, \"t\" : 1 }, { \"_id\" : 3, \"t\" : 2 }, { \"t\" : 3 }, { \"_id\" : 2, \"t\" : 4 } ]");
+	AGG_EQ("dn", "[{\"$densify\": {\"field\": \"t\", \"partitionByFields\": [\"p\"], \"range\": {\"step\": 1, \"bounds\": \"full\"}}}]",
+	    "[ { \"_id\" : 1, \"p\" : \"x\", \"t\" : 1 }, { \"p\" : \"x\", \"t\" : 2 }, { \"p\" : \"x\", \"t\" : 3 }, "
+	    "{ \"_id\" : 2, \"p\" : \"x\", \"t\" : 4 }, { \"p\" : \"y\", \"t\" : 1 }, { \"_id\" : 3, \"p\" : \"y\", \"t\" : 2 }, "
+	    "{ \"p\" : \"y\", \"t\" : 3 }, { \"p\" : \"y\", \"t\" : 4 } ]");
+	AGG_EQ("dn", "[{\"$densify\": {\"field\": \"t\", \"range\": {\"step\": 2, \"bounds\": [0, 4]}}}, {\"$project\": {\"_id\": 1, \"t\": 1}}]",
+	    "[ { \"t\" : 0 }, { \"_id\" : 1, \"t\" : 1 }, { \"_id\" : 3, \"t\" : 2 }, { \"_id\" : 2, \"t\" : 4 } ]");
+	AGG_ERR("dn", "[{\"$densify\": {\"field\": \"t\", \"range\": {\"step\": -1, \"bounds\": \"full\"}}}]", 5733401);
 }
 
 int
@@ -466,6 +524,8 @@ main(void)
 	TT_RUN(test_explain_let);
 	TT_RUN(test_seed_schema_versions);
 	TT_RUN(test_stats_stages);
+	TT_RUN(test_window);
+	TT_RUN(test_bucket_auto_densify);
 	tamga_close(db);
 	tt_rmdir(dir);
 	bson_free(dir);
