@@ -828,6 +828,7 @@ accum_state_new(const accum_t *a)
 {
 	accum_state_t *st = bson_malloc0(sizeof(*st));
 	expr_sum_init(&st->sum);
+	st->sum.exact = true;
 	st->nkeys = a->nkeys;
 	return st;
 }

@@ -353,6 +353,10 @@ expr_sum_add(expr_sum_t *s, const bson_value_t *v)
 		int64_t x = v->value_type == BSON_TYPE_INT32 ? v->value.v_int32 : v->value.v_int64;
 		if (v->value_type == BSON_TYPE_INT64 && s->type == EXPR_NUM_INT32)
 			s->type = EXPR_NUM_INT64;
+		if (s->exact && s->type <= EXPR_NUM_INT64) {
+			s->wide += x;
+			break;
+		}
 		if (s->type <= EXPR_NUM_INT64) {
 			int64_t r;
 			if (!__builtin_add_overflow(s->i, x, &r)) {
@@ -377,8 +381,8 @@ expr_sum_add(expr_sum_t *s, const bson_value_t *v)
 	case BSON_TYPE_DOUBLE:
 		if (s->type <= EXPR_NUM_INT64) {
 			s->type = EXPR_NUM_DOUBLE;
-			s->d = (double)s->i;
-			s->dc = 0;
+			s->d = s->exact ? (double)s->wide : (double)s->i;
+			s->dc = s->exact ? (double)(s->wide - (__int128)s->d) : 0;
 		}
 		if (s->type == EXPR_NUM_DOUBLE)
 			sum_add_double(s, v->value.v_double);
@@ -387,10 +391,18 @@ expr_sum_add(expr_sum_t *s, const bson_value_t *v)
 		break;
 	case BSON_TYPE_DECIMAL128:
 		if (s->type != EXPR_NUM_DECIMAL) {
-			if (s->type == EXPR_NUM_DOUBLE)
+			if (s->type == EXPR_NUM_DOUBLE) {
 				s->dec = expr_decimal_from_double(s->d + s->dc);
-			else
+			} else if (s->exact) {
+				/* exact 128-bit integer into decimal: high and low halves */
+				__int128 w = s->wide;
+				int64_t hi = (int64_t)(w / 1000000000000000000LL), lo = (int64_t)(w % 1000000000000000000LL);
+				s->dec = expr_decimal_add(expr_decimal_mul(expr_decimal_from_int64(hi),
+				                                           expr_decimal_from_int64(1000000000000000000LL)),
+				                          expr_decimal_from_int64(lo));
+			} else {
 				s->dec = expr_decimal_from_int64(s->i);
+			}
 			s->type = EXPR_NUM_DECIMAL;
 		}
 		s->dec = expr_decimal_add(s->dec, v->value.v_decimal128);
@@ -403,6 +415,18 @@ expr_sum_add(expr_sum_t *s, const bson_value_t *v)
 void
 expr_sum_get(const expr_sum_t *s, bson_value_t *out)
 {
+	if (s->exact && s->type <= EXPR_NUM_INT64) {
+		if (s->wide >= INT64_MIN && s->wide <= INT64_MAX) {
+			int64_t v = (int64_t)s->wide;
+			if (s->type == EXPR_NUM_INT32 && v >= INT32_MIN && v <= INT32_MAX)
+				expr_set_int32(out, (int32_t)v);
+			else
+				expr_set_int64(out, v);
+		} else {
+			expr_set_double(out, (double)s->wide);
+		}
+		return;
+	}
 	switch (s->type) {
 	case EXPR_NUM_INT32: expr_set_int32(out, (int32_t)s->i); break;
 	case EXPR_NUM_INT64: expr_set_int64(out, s->i); break;

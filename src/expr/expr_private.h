@@ -220,6 +220,11 @@ typedef struct expr_sum {
 	double dc;                 /* compensation */
 	bson_decimal128_t dec;
 	bool have_dec;
+	bool exact;                /* $sum accumulator: integers summed exactly
+	                            * (128-bit), as mongod's DoubleDoubleSummation;
+	                            * $add instead falls back to double on int64
+	                            * overflow */
+	__int128 wide;
 } expr_sum_t;
 void expr_sum_init(expr_sum_t *s);
 void expr_sum_add(expr_sum_t *s, const bson_value_t *v); /* v must be a number */
