@@ -17,6 +17,8 @@
 #include "bson/value.h"
 #include "query/match.h"
 
+#define UPDATE_QUERY_FEATURE_NOT_ALLOWED 224 /* QueryFeatureNotAllowed */
+
 
 typedef struct eq {
 	const char *path;
@@ -133,7 +135,12 @@ seed(const bson_t *filter, bool only_id, bson_t *out, terr_t *err)
 
 	q.only_id = only_id;
 	q.err = err;
-	ERR(match_compile(filter, &mo, &m, err));
+	if ((ret = match_compile(filter, &mo, &m, err)) != 0) {
+		if (err != NULL && err->code == UPDATE_QUERY_FEATURE_NOT_ALLOWED)
+			terr_set(err, UPDATE_QUERY_FEATURE_NOT_ALLOWED,
+			         "$expr is not allowed in the query predicate for an upsert");
+		goto err;
+	}
 	match_equalities(m, collect, &q);
 	if (q.failed) {
 		ret = -1;

@@ -271,6 +271,8 @@ test_upsert_seed_rules(void)
 		bson_free(j);
 	}
 	UPSERT_ERR("{\"a\": 1}", "{\"$set\": {\"_id\": [1]}}", 53, "The '_id' value cannot be of type array");
+	UPSERT_ERR("{\"$expr\": {\"$eq\": [\"$a\", 1]}}", "{\"$set\": {\"b\": 1}}", 224,
+	           "$expr is not allowed in the query predicate for an upsert");
 }
 
 static void
