@@ -62,6 +62,7 @@ extern const expr_op_t expr_ops_object[];
 extern const expr_op_t expr_ops_type[];
 extern const expr_op_t expr_ops_date[];
 extern const expr_op_t expr_ops_accum[];
+extern const expr_op_t expr_ops_misc[];
 
 /* ---- env ---------------------------------------------------------------- */
 

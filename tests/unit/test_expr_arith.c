@@ -188,9 +188,32 @@ test_parse_errors(void)
 	TXERR("\"$$\"", NULL, "ERR 16869 empty variable names are not allowed");
 }
 
+static void
+test_misc(void)
+{
+	TX("{\"$sin\": 0}", NULL, RD("0.0"));
+	TX("{\"$cos\": 0}", NULL, RD("1.0"));
+	TX("{\"$acos\": 1}", NULL, RD("0.0"));
+	TX("{\"$degreesToRadians\": 180}", NULL, RD("3.141592653589793"));
+	TX("{\"$atan2\": [1, 1]}", NULL, RD("0.7853981633974483"));
+	TX("{\"$sin\": null}", NULL, RJ("null"));
+	TXERR("{\"$acos\": 2}", NULL, "ERR 50989 cannot apply $acos to 2, value must in [-1,1]");
+	TXERR("{\"$sin\": \"a\"}", NULL, "ERR 28765 $sin only supports numeric types, not string");
+	TX("{\"$bitAnd\": [12, 10]}", NULL, RI("8"));
+	TX("{\"$bitOr\": [12, {\"$numberLong\": \"1\"}]}", NULL, RL("13"));
+	TX("{\"$bitXor\": [5, 1]}", NULL, RI("4"));
+	TX("{\"$bitNot\": 0}", NULL, RI("-1"));
+	TXERR("{\"$bitAnd\": [1, 1.5]}", NULL, "ERR 14 $bitAnd only supports int and long operands.");
+	TX("{\"$tsSecond\": {\"$timestamp\": {\"t\": 5, \"i\": 7}}}", NULL, RL("5"));
+	TX("{\"$tsIncrement\": {\"$timestamp\": {\"t\": 5, \"i\": 7}}}", NULL, RL("7"));
+	TX("{\"$binarySize\": \"abc\"}", NULL, RI("3"));
+	TX("{\"$bsonSize\": {\"$literal\": {}}}", NULL, RI("5"));
+}
+
 int
 main(void)
 {
+	TT_RUN(test_misc);
 	TT_RUN(test_add);
 	TT_RUN(test_subtract);
 	TT_RUN(test_multiply_divide_mod);

@@ -1,0 +1,229 @@
+/*
+ * expr_misc.c -- the smaller operator families: trigonometry ($sin ... $atan2,
+ * $degreesToRadians, $radiansToDegrees), bitwise ($bitAnd $bitOr $bitXor
+ * $bitNot), timestamps ($tsSecond $tsIncrement) and sizes ($binarySize
+ * $bsonSize).
+ *
+ * Decimal trigonometry needs 34-digit transcendental functions and answers
+ * 238 NotImplemented for now.
+ */
+#include "expr/expr_private.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bson/value.h"
+
+/* ---- trigonometry ------------------------------------------------------ */
+
+typedef struct trig {
+	const char *name;
+	double (*fn)(double);
+	double lo, hi;      /* domain */
+	bool lo_open, hi_open;
+	const char *bounds; /* as mongod prints it */
+} trig_t;
+
+static double
+deg2rad(double d)
+{
+	return d * (M_PI / 180.0);
+}
+
+static double
+rad2deg(double r)
+{
+	return r * (180.0 / M_PI);
+}
+
+static const trig_t trigs[] = {
+	{"$sin", sin, -INFINITY, INFINITY, true, true, "(-inf,inf)"},
+	{"$cos", cos, -INFINITY, INFINITY, true, true, "(-inf,inf)"},
+	{"$tan", tan, -INFINITY, INFINITY, true, true, "(-inf,inf)"},
+	{"$asin", asin, -1, 1, false, false, "[-1,1]"},
+	{"$acos", acos, -1, 1, false, false, "[-1,1]"},
+	{"$atan", atan, -INFINITY, INFINITY, false, false, NULL},
+	{"$sinh", sinh, -INFINITY, INFINITY, false, false, NULL},
+	{"$cosh", cosh, -INFINITY, INFINITY, false, false, NULL},
+	{"$tanh", tanh, -INFINITY, INFINITY, false, false, NULL},
+	{"$asinh", asinh, -INFINITY, INFINITY, false, false, NULL},
+	{"$acosh", acosh, 1, INFINITY, false, false, "[1,inf)"},
+	{"$atanh", atanh, -1, 1, false, false, "[-1,1]"},
+	{"$degreesToRadians", deg2rad, -INFINITY, INFINITY, false, false, NULL},
+	{"$radiansToDegrees", rad2deg, -INFINITY, INFINITY, false, false, NULL},
+};
+
+static const trig_t *
+trig_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(trigs) / sizeof(trigs[0]); i++) {
+		if (strcmp(trigs[i].name, name) == 0)
+			return &trigs[i];
+	}
+	return &trigs[0];
+}
+
+static int
+eval_trig(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
+{
+	const trig_t *t = trig_find(e->op->name);
+	bson_value_t v;
+
+	RET(expr_eval_arg(e, 0, env, &v, err));
+	if (expr_is_nullish(&v)) {
+		expr_set_null(out);
+		return 0;
+	}
+	if (!bv_is_number(&v))
+		return terr_set(err, 28765, "%s only supports numeric types, not %s", t->name, expr_type_name(&v));
+	if (v.value_type == BSON_TYPE_DECIMAL128)
+		return terr_set(err, TERR_NOT_IMPLEMENTED, "%s is not implemented for decimal arguments yet", t->name);
+	double d = expr_num_to_double(&v);
+	if (t->bounds != NULL && !isnan(d)) {
+		bool ok = (t->lo_open ? d > t->lo : d >= t->lo) && (t->hi_open ? d < t->hi : d <= t->hi);
+		if (!ok)
+			return terr_set(err, 50989, "cannot apply %s to %g, value must in %s", t->name, d, t->bounds);
+	}
+	expr_set_double(out, t->fn(d));
+	return 0;
+}
+
+static int
+eval_atan2(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
+{
+	bson_value_t y, x;
+
+	RET(expr_eval_arg(e, 0, env, &y, err));
+	RET(expr_eval_arg(e, 1, env, &x, err));
+	if (expr_is_nullish(&y) || expr_is_nullish(&x)) {
+		expr_set_null(out);
+		return 0;
+	}
+	if (!bv_is_number(&y))
+		return terr_set(err, 51044, "$atan2 only supports numeric types, not %s", expr_type_name(&y));
+	if (!bv_is_number(&x))
+		return terr_set(err, 51045, "$atan2 only supports numeric types, not %s", expr_type_name(&x));
+	if (y.value_type == BSON_TYPE_DECIMAL128 || x.value_type == BSON_TYPE_DECIMAL128)
+		return terr_set(err, TERR_NOT_IMPLEMENTED, "$atan2 is not implemented for decimal arguments yet");
+	expr_set_double(out, atan2(expr_num_to_double(&y), expr_num_to_double(&x)));
+	return 0;
+}
+
+/* ---- bitwise ----------------------------------------------------------- */
+
+static int
+eval_bitwise(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
+{
+	char kind = e->op->name[4]; /* $bitAnd / $bitOr / $bitXor / $bitNot */
+	bool any_long = false;
+	int64_t acc = kind == 'A' ? -1 : 0;
+
+	for (size_t i = 0; i < e->nargs; i++) {
+		bson_value_t v;
+		int64_t x;
+		RET(expr_eval_arg(e, i, env, &v, err));
+		if (expr_is_nullish(&v)) {
+			expr_set_null(out);
+			return 0;
+		}
+		if (!expr_num_get_int64(&v, &x))
+			return terr_set(err, TERR_TYPE_MISMATCH, "%s only supports int and long operands.", e->op->name);
+		if (v.value_type == BSON_TYPE_INT64)
+			any_long = true;
+		switch (kind) {
+		case 'A': acc &= x; break;
+		case 'O': acc |= x; break;
+		case 'X': acc ^= x; break;
+		default: acc = ~x; break;
+		}
+	}
+	if (any_long)
+		expr_set_int64(out, acc);
+	else
+		expr_set_int32(out, (int32_t)acc);
+	return 0;
+}
+
+/* ---- timestamps and sizes ------------------------------------------------ */
+
+static int
+eval_ts_part(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
+{
+	bool secs = strcmp(e->op->name, "$tsSecond") == 0;
+	bson_value_t v;
+
+	RET(expr_eval_arg(e, 0, env, &v, err));
+	if (expr_is_nullish(&v)) {
+		expr_set_null(out);
+		return 0;
+	}
+	if (v.value_type != BSON_TYPE_TIMESTAMP) /* sic: leading space, as mongod */
+		return terr_set(err, secs ? 5687301 : 5687302, " Argument to %s must be a timestamp, but is %s", e->op->name,
+		                expr_type_name(&v));
+	expr_set_int64(out, secs ? v.value.v_timestamp.timestamp : v.value.v_timestamp.increment);
+	return 0;
+}
+
+static int
+eval_binary_size(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
+{
+	bson_value_t v;
+
+	RET(expr_eval_arg(e, 0, env, &v, err));
+	if (expr_is_nullish(&v)) {
+		expr_set_null(out);
+		return 0;
+	}
+	if (v.value_type == BSON_TYPE_UTF8)
+		expr_set_int32(out, (int32_t)v.value.v_utf8.len);
+	else if (v.value_type == BSON_TYPE_BINARY)
+		expr_set_int32(out, (int32_t)v.value.v_binary.data_len);
+	else
+		return terr_set(err, 51276, "$binarySize requires a string or BinData argument, found: %s",
+		                expr_type_name(&v));
+	return 0;
+}
+
+static int
+eval_bson_size(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
+{
+	bson_value_t v;
+
+	RET(expr_eval_arg(e, 0, env, &v, err));
+	if (expr_is_nullish(&v)) {
+		expr_set_null(out);
+		return 0;
+	}
+	if (v.value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, 31393, "$bsonSize requires a document input, found: %s", expr_type_name(&v));
+	expr_set_int32(out, (int32_t)v.value.v_doc.data_len);
+	return 0;
+}
+
+const expr_op_t expr_ops_misc[] = {
+	{"$sin", 1, 1, NULL, eval_trig, 0},
+	{"$cos", 1, 1, NULL, eval_trig, 0},
+	{"$tan", 1, 1, NULL, eval_trig, 0},
+	{"$asin", 1, 1, NULL, eval_trig, 0},
+	{"$acos", 1, 1, NULL, eval_trig, 0},
+	{"$atan", 1, 1, NULL, eval_trig, 0},
+	{"$sinh", 1, 1, NULL, eval_trig, 0},
+	{"$cosh", 1, 1, NULL, eval_trig, 0},
+	{"$tanh", 1, 1, NULL, eval_trig, 0},
+	{"$asinh", 1, 1, NULL, eval_trig, 0},
+	{"$acosh", 1, 1, NULL, eval_trig, 0},
+	{"$atanh", 1, 1, NULL, eval_trig, 0},
+	{"$degreesToRadians", 1, 1, NULL, eval_trig, 0},
+	{"$radiansToDegrees", 1, 1, NULL, eval_trig, 0},
+	{"$atan2", 2, 2, NULL, eval_atan2, 0},
+	{"$bitAnd", 0, -1, NULL, eval_bitwise, 0},
+	{"$bitOr", 0, -1, NULL, eval_bitwise, 0},
+	{"$bitXor", 0, -1, NULL, eval_bitwise, 0},
+	{"$bitNot", 1, 1, NULL, eval_bitwise, 0},
+	{"$tsSecond", 1, 1, NULL, eval_ts_part, 0},
+	{"$tsIncrement", 1, 1, NULL, eval_ts_part, 0},
+	{"$binarySize", 1, 1, NULL, eval_binary_size, 0},
+	{"$bsonSize", 1, 1, NULL, eval_bson_size, 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
