@@ -1,7 +1,7 @@
 /*
- * stage_basic.c -- the streaming stages that need no expression trees of
- * their own: $match, $limit, $skip, $count, $unwind, $replaceRoot /
- * $replaceWith, $documents, $sample.
+ * stage_basic.c -- the simple streaming stages: $match, $limit, $skip,
+ * $count, $unwind, $replaceRoot / $replaceWith, $documents, $sample,
+ * $redact.
  *
  * Each stage is a row of agg_stages_basic; parse builds a read-only plan,
  * next pulls from the stage before.
@@ -813,6 +813,219 @@ plain_free(void *plan)
 	bson_free(plan);
 }
 
+/* ---- $redact ------------------------------------------------------------ */
+
+/* $$KEEP, $$PRUNE and $$DESCEND are mongod variables whose values are the
+ * strings "keep", "prune" and "descend"; the expression language does not
+ * know them, so the spec is rewritten with those constants. */
+static void
+redact_rewrite(const bson_t *in, bson_t *out, bool array)
+{
+	bson_iter_t it;
+
+	bson_iter_init(&it, in);
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		if (BSON_ITER_HOLDS_UTF8(&it)) {
+			const char *v = bson_iter_utf8(&it, NULL);
+			const char *c = strcmp(v, "$$KEEP") == 0 ? "keep" : strcmp(v, "$$PRUNE") == 0 ? "prune" :
+			    strcmp(v, "$$DESCEND") == 0 ? "descend" : NULL;
+			if (c != NULL) {
+				bson_t lit;
+				bson_append_document_begin(out, k, -1, &lit);
+				BSON_APPEND_UTF8(&lit, "$literal", c);
+				bson_append_document_end(out, &lit);
+				continue;
+			}
+		}
+		if ((BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) && strcmp(k, "$literal") != 0) {
+			bson_t sub, child;
+			bool arr = BSON_ITER_HOLDS_ARRAY(&it);
+			agg_value_doc(bson_iter_value(&it), &sub);
+			if (arr)
+				bson_append_array_begin(out, k, -1, &child);
+			else
+				bson_append_document_begin(out, k, -1, &child);
+			redact_rewrite(&sub, &child, arr);
+			if (arr)
+				bson_append_array_end(out, &child);
+			else
+				bson_append_document_end(out, &child);
+			continue;
+		}
+		bson_append_iter(out, k, -1, &it);
+	}
+	(void)array;
+}
+
+static int
+redact_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	rr_plan_t *rp = bson_malloc0(sizeof(*rp));
+	bson_t holder = BSON_INITIALIZER, tmp = BSON_INITIALIZER;
+	bson_iter_t it;
+	int ret;
+
+	bv_append(&tmp, "e", 1, spec);
+	redact_rewrite(&tmp, &holder, false);
+	bson_iter_init(&it, &holder);
+	bson_iter_next(&it);
+	ret = expr_parse(bson_iter_value(&it), pc->scope, &rp->e, err);
+	bson_destroy(&holder);
+	bson_destroy(&tmp);
+	if (ret != 0) {
+		bson_free(rp);
+		return -1;
+	}
+	agg_pctx_add(pc, &agg_stages_basic[9], rp, agg_explain_doc("$redact", spec));
+	return 0;
+}
+
+/* 1 keep, 0 prune, 2 descend */
+static int
+redact_decide(agg_rt_t *rt, const bson_t *cur, int *what, terr_t *err)
+{
+	const rr_plan_t *rp = rt->st->plan;
+	bson_value_t v;
+
+	expr_env_set_current(rt->env, cur);
+	RET(expr_eval(rp->e, rt->env, &v, err));
+	if (v.value_type == BSON_TYPE_UTF8) {
+		if (strcmp(v.value.v_utf8.str, "keep") == 0) {
+			*what = 1;
+			return 0;
+		}
+		if (strcmp(v.value.v_utf8.str, "prune") == 0) {
+			*what = 0;
+			return 0;
+		}
+		if (strcmp(v.value.v_utf8.str, "descend") == 0) {
+			*what = 2;
+			return 0;
+		}
+	}
+	{
+		char *str = v.value_type == BSON_TYPE_EOD ? bson_strdup("MISSING") : bv_to_mongo_string(&v);
+		terr_set(err, 17053,
+		    "$redact's expression should not return anything aside from the variables $$KEEP, $$DESCEND, and $$PRUNE, but returned %s",
+		    str);
+		bson_free(str);
+	}
+	return -1;
+}
+
+static int redact_doc(agg_rt_t *rt, const bson_t *in, bson_t *out, bool *keep, int depth, terr_t *err);
+
+static int
+redact_array(agg_rt_t *rt, const bson_t *in, bson_t *out, int depth, terr_t *err)
+{
+	bson_iter_t it;
+	uint32_t i = 0;
+	char key[16];
+	const char *k;
+
+	bson_iter_init(&it, in);
+	while (bson_iter_next(&it)) {
+		bson_t sub, child;
+		if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			bson_t tmp = BSON_INITIALIZER;
+			bool keep;
+			agg_value_doc(bson_iter_value(&it), &sub);
+			if (redact_doc(rt, &sub, &tmp, &keep, depth + 1, err) != 0) {
+				bson_destroy(&tmp);
+				return -1;
+			}
+			if (keep) {
+				bson_uint32_to_string(i++, &k, key, sizeof(key));
+				bson_append_document(out, k, -1, &tmp);
+			}
+			bson_destroy(&tmp);
+		} else if (BSON_ITER_HOLDS_ARRAY(&it)) {
+			agg_value_doc(bson_iter_value(&it), &sub);
+			bson_uint32_to_string(i++, &k, key, sizeof(key));
+			bson_append_array_begin(out, k, -1, &child);
+			if (redact_array(rt, &sub, &child, depth + 1, err) != 0) {
+				bson_append_array_end(out, &child);
+				return -1;
+			}
+			bson_append_array_end(out, &child);
+		} else {
+			bson_uint32_to_string(i++, &k, key, sizeof(key));
+			bson_append_iter(out, k, -1, &it);
+		}
+	}
+	return 0;
+}
+
+static int
+redact_doc(agg_rt_t *rt, const bson_t *in, bson_t *out, bool *keep, int depth, terr_t *err)
+{
+	bson_iter_t it;
+	int what;
+
+	*keep = false;
+	if (depth > 200)
+		return terr_set(err, TERR_OVERFLOW, "$redact: document nesting too deep");
+	RET(redact_decide(rt, in, &what, err));
+	if (what == 0)
+		return 0;
+	*keep = true;
+	if (what == 1) {
+		bson_concat(out, in);
+		return 0;
+	}
+	bson_iter_init(&it, in);
+	while (bson_iter_next(&it)) {
+		bson_t sub, child;
+		if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			bson_t tmp = BSON_INITIALIZER;
+			bool k;
+			agg_value_doc(bson_iter_value(&it), &sub);
+			if (redact_doc(rt, &sub, &tmp, &k, depth + 1, err) != 0) {
+				bson_destroy(&tmp);
+				return -1;
+			}
+			if (k)
+				bson_append_document(out, bson_iter_key(&it), -1, &tmp);
+			bson_destroy(&tmp);
+		} else if (BSON_ITER_HOLDS_ARRAY(&it)) {
+			agg_value_doc(bson_iter_value(&it), &sub);
+			bson_append_array_begin(out, bson_iter_key(&it), -1, &child);
+			if (redact_array(rt, &sub, &child, depth + 1, err) != 0) {
+				bson_append_array_end(out, &child);
+				return -1;
+			}
+			bson_append_array_end(out, &child);
+		} else {
+			bson_append_iter(out, bson_iter_key(&it), -1, &it);
+		}
+	}
+	return 0;
+}
+
+static int
+redact_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	rr_state_t *rs = rt->state;
+	const bson_t *in;
+	bool keep;
+	int rc;
+
+	for (;;) {
+		rc = agg_rt_pull(rt, &in, err);
+		if (rc != 1)
+			return rc;
+		expr_env_reset(rt->env);
+		expr_env_set_root(rt->env, in);
+		bson_reinit(&rs->out);
+		RET(redact_doc(rt, in, &rs->out, &keep, 0, err));
+		if (keep) {
+			*out = &rs->out;
+			return 1;
+		}
+	}
+}
+
 /* The order of rows matters: parse functions refer to their own row. */
 const agg_stage_def_t agg_stages_basic[] = {
 	{"$match", match_parse, match_open, match_next, match_close, match_free_plan, 0},
@@ -825,5 +1038,6 @@ const agg_stage_def_t agg_stages_basic[] = {
 	{"$documents", docs_parse, docs_open, docs_next, docs_close, rr_free_plan,
 	    AGG_F_FIRST | AGG_F_NO_COLL},
 	{"$sample", sample_parse, sample_open, sample_next, sample_close, plain_free, 0},
+	{"$redact", redact_parse, rr_open, redact_next, rr_close, rr_free_plan, 0},
 	{NULL},
 };

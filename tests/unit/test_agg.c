@@ -440,7 +440,13 @@ test_stats_stages(void)
 	AGG_EQ("customers", "[{\"$indexStats\": {}}, {\"$project\": {\"name\": 1, \"key\": 1, \"_id\": 0}}]",
 	    "[ { \"name\" : \"_id_\", \"key\" : { \"_id\" : 1 } } ]");
 	AGG_ERR("customers", "[{\"$match\": {}}, {\"$collStats\": {}}]", 40602);
-	AGG_ERR("customers", "[{\"$redact\": \"$$KEEP\"}]", 238);
+	AGG_ERR("customers", "[{\"$graphLookup\": {}}]", 238);
+	load("red", "[{\"_id\": 1, \"level\": 1, \"a\": {\"level\": 5, \"x\": 1}, \"b\": [{\"level\": 1, \"y\": 2}, {\"level\": 9}, 3]}]");
+	AGG_EQ("red", "[{\"$redact\": {\"$cond\": [{\"$lte\": [\"$level\", 3]}, \"$$DESCEND\", \"$$PRUNE\"]}}]",
+	    "[ { \"_id\" : 1, \"level\" : 1, \"b\" : [ { \"level\" : 1, \"y\" : 2 }, 3 ] } ]");
+	AGG_EQ("red", "[{\"$redact\": \"$$KEEP\"}, {\"$project\": {\"level\": 1}}]", "[ { \"_id\" : 1, \"level\" : 1 } ]");
+	AGG_EQ("red", "[{\"$redact\": \"$$PRUNE\"}]", "[ ]");
+	AGG_ERR("red", "[{\"$redact\": \"x\"}]", 17053);
 }
 
 static void
