@@ -1,0 +1,363 @@
+/*
+ * test_wire_server.c -- the server over a real (in-memory) engine: one
+ * message in, one reply out through conn_handle_message (hello with
+ * compression negotiation, OP_QUERY handshake, document sequences,
+ * moreToCome, shutdown), the admin commands' reply shapes, and a real
+ * listener served by server_run on a loopback port.
+ */
+#include "tt.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+
+#include "commands/cmd_admin.h"
+#include "commands/commands.h"
+#include "common/version.h"
+#include "server/server_private.h"
+#include "server/wire.h"
+
+static engine_t *eng;
+static server_t *srv;
+static client_t *cl;
+static char *dir;
+
+static void
+setup(void)
+{
+	engine_options_t eo;
+	server_options_t so;
+	client_info_t ci = {7, "127.0.0.1:5555", true};
+	terr_t err = TERR_INIT;
+
+	memset(&eo, 0, sizeof(eo));
+	eo.storage.create = true;
+	eo.storage.in_memory = true;
+	dir = tt_tmpdir("wire-server");
+	if (engine_open(dir, &eo, &eng, &err) != 0) {
+		fprintf(stderr, "engine_open: %s\n", err.msg);
+		abort();
+	}
+	memset(&so, 0, sizeof(so));
+	so.port = -1;
+	so.quiet = true;
+	so.compressors = "zstd,zlib";
+	if (server_start(eng, &so, &srv, &err) != 0) {
+		fprintf(stderr, "server_start: %s\n", err.msg);
+		abort();
+	}
+	cl = client_new(eng, &ci);
+}
+
+static void
+teardown(void)
+{
+	client_free(cl);
+	server_free(srv);
+	engine_close(eng);
+	tt_rmdir(dir);
+	bson_free(dir);
+	cmd_admin_clear_process();
+}
+
+/* Send cmd (JSON) as OP_MSG with flags; returns the reply document (NULL if
+ * none) and whether the connection should close. */
+static bson_t *
+roundtrip(const char *json, uint32_t flags, bool *closed)
+{
+	bson_t *cmd = tt_json(json);
+	wire_buf_t req, rep;
+	terr_t err = TERR_INIT;
+	bson_t *out = NULL;
+	wire_request_t r;
+	bool cl_after = false;
+
+	wire_msg_build(1, 0, flags, cmd, WIRE_COMPRESSOR_NONE, &req, &err);
+	conn_handle_message(srv, cl, req.data, req.len, &rep, &cl_after);
+	if (rep.data != NULL) {
+		if (wire_request_parse(rep.data, rep.len, &r, &err) == 0 || r.opcode == WIRE_OP_MSG) {
+			/* replies have no $db: read the body directly */
+			uint32_t blen;
+			if (wire_bson_validate(rep.data + 21, rep.len - 21, &blen, &err) == 0)
+				out = bson_new_from_data(rep.data + 21, blen);
+		}
+		wire_request_clear(&r);
+		terr_clear(&err);
+		bson_free(rep.data);
+	}
+	if (closed)
+		*closed = cl_after;
+	bson_free(req.data);
+	bson_destroy(cmd);
+	return out;
+}
+
+static int64_t
+get_int(const bson_t *d, const char *path)
+{
+	bson_iter_t it, f;
+
+	if (!bson_iter_init(&it, d) || !bson_iter_find_descendant(&it, path, &f))
+		return -999999;
+	return bson_iter_as_int64(&f);
+}
+
+static const char *
+get_str(const bson_t *d, const char *path)
+{
+	bson_iter_t it, f;
+
+	if (!bson_iter_init(&it, d) || !bson_iter_find_descendant(&it, path, &f) || !BSON_ITER_HOLDS_UTF8(&f))
+		return NULL;
+	return bson_iter_utf8(&f, NULL);
+}
+
+static void
+test_hello(void)
+{
+	bson_t *r = roundtrip("{\"hello\": 1, \"helloOk\": true, \"compression\": [\"snappy\", \"zlib\", \"zstd\"],"
+	    " \"client\": {\"driver\": {\"name\": \"t\", \"version\": \"1\"}}, \"$db\": \"admin\"}", 0, NULL);
+	bson_iter_t it;
+	const char *last = NULL;
+
+	TT_ASSERT(r != NULL);
+	if (r == NULL)
+		return;
+	TT_EQ_INT(get_int(r, "ok"), 1);
+	TT_EQ_INT(get_int(r, "isWritablePrimary"), 1);
+	TT_EQ_INT(get_int(r, "helloOk"), 1);
+	TT_EQ_INT(get_int(r, "connectionId"), 7);
+	TT_EQ_INT(get_int(r, "maxWireVersion"), TAMGA_MAX_WIRE_VERSION);
+	TT_EQ_INT(get_int(r, "maxMessageSizeBytes"), 48000000);
+	TT_EQ_INT(get_int(r, "logicalSessionTimeoutMinutes"), 30);
+	/* the client's order, filtered by the server's enabled list */
+	TT_EQ_STR(get_str(r, "compression.0"), "zlib");
+	TT_EQ_STR(get_str(r, "compression.1"), "zstd");
+	TT_ASSERT(get_str(r, "compression.2") == NULL);
+	bson_iter_init(&it, r);
+	while (bson_iter_next(&it))
+		last = bson_iter_key(&it);
+	TT_EQ_STR(last, "ok");
+	bson_destroy(r);
+	TT_ASSERT(client_metadata(cl) != NULL);
+
+	/* metadata only once per connection */
+	r = roundtrip("{\"hello\": 1, \"client\": {\"driver\": {\"name\": \"t\"}}, \"$db\": \"admin\"}", 0, NULL);
+	TT_EQ_INT(get_int(r, "code"), 186);
+	bson_destroy(r);
+
+	r = roundtrip("{\"isMaster\": 1, \"$db\": \"admin\"}", 0, NULL);
+	TT_EQ_INT(get_int(r, "ismaster"), 1);
+	TT_EQ_INT(get_int(r, "isWritablePrimary"), -999999);
+	bson_destroy(r);
+}
+
+static void
+test_op_query_handshake(void)
+{
+	uint8_t msg[256];
+	bson_t *q = tt_json("{\"isMaster\": 1, \"compression\": [\"zlib\"]}");
+	size_t len = 0;
+	wire_buf_t rep;
+	bool closed;
+	int32_t v;
+
+	memset(msg, 0, sizeof(msg));
+	len = 16;
+	v = 0;
+	memcpy(msg + len, &v, 4);
+	len += 4;
+	memcpy(msg + len, "admin.$cmd", 11);
+	len += 11;
+	v = 0;
+	memcpy(msg + len, &v, 4);
+	len += 4;
+	v = -1;
+	memcpy(msg + len, &v, 4);
+	len += 4;
+	memcpy(msg + len, bson_get_data(q), q->len);
+	len += q->len;
+	v = (int32_t)len;
+	memcpy(msg, &v, 4);
+	v = 42;
+	memcpy(msg + 4, &v, 4);
+	v = WIRE_OP_QUERY;
+	memcpy(msg + 12, &v, 4);
+	conn_handle_message(srv, cl, msg, len, &rep, &closed);
+	TT_ASSERT(rep.data != NULL && !closed);
+	if (rep.data != NULL) {
+		bson_t *d = bson_new_from_data(rep.data + 36, rep.len - 36);
+		TT_EQ_INT(rep.data[12], WIRE_OP_REPLY);
+		TT_EQ_INT(rep.data[8], 42);
+		TT_ASSERT(d != NULL);
+		if (d) {
+			TT_EQ_INT(get_int(d, "ismaster"), 1);
+			TT_EQ_STR(get_str(d, "compression.0"), "zlib");
+			bson_destroy(d);
+		}
+		bson_free(rep.data);
+	}
+	bson_destroy(q);
+}
+
+static void
+test_sequences_and_flags(void)
+{
+	bson_t *r;
+	bool closed;
+
+	r = roundtrip("{\"ping\": 1, \"$db\": \"admin\"}", WIRE_MSG_MORE_TO_COME, &closed);
+	TT_ASSERT(r == NULL);
+	TT_ASSERT(!closed);
+	r = roundtrip("{\"ping\": 1, \"$db\": \"admin\"}", WIRE_MSG_CHECKSUM | WIRE_MSG_EXHAUST_ALLOWED, &closed);
+	TT_EQ_INT(get_int(r, "ok"), 1);
+	bson_destroy(r);
+	r = roundtrip("{\"noSuchCommand\": 1, \"$db\": \"admin\"}", 0, NULL);
+	TT_EQ_INT(get_int(r, "code"), 59);
+	TT_EQ_STR(get_str(r, "codeName"), "CommandNotFound");
+	bson_destroy(r);
+}
+
+static void
+test_admin_commands(void)
+{
+	bson_t *r;
+
+	r = roundtrip("{\"buildInfo\": 1, \"$db\": \"admin\"}", 0, NULL);
+	TT_EQ_STR(get_str(r, "version"), "9.0.8");
+	TT_EQ_INT(get_int(r, "versionArray.0"), 9);
+	TT_EQ_STR(get_str(r, "javascriptEngine"), "none");
+	TT_EQ_STR(get_str(r, "storageEngines.0"), "wiredTiger");
+	TT_ASSERT(get_str(r, "tamgaVersion") != NULL);
+	bson_destroy(r);
+
+	r = roundtrip("{\"getParameter\": 1, \"featureCompatibilityVersion\": 1, \"$db\": \"admin\"}", 0, NULL);
+	TT_EQ_STR(get_str(r, "featureCompatibilityVersion.version"), "9.0");
+	bson_destroy(r);
+	r = roundtrip("{\"getParameter\": \"*\", \"$db\": \"admin\"}", 0, NULL);
+	TT_EQ_INT(get_int(r, "cursorTimeoutMillis"), 600000);
+	bson_destroy(r);
+	r = roundtrip("{\"getParameter\": 1, \"nope\": 1, \"$db\": \"admin\"}", 0, NULL);
+	TT_EQ_INT(get_int(r, "code"), 72);
+	bson_destroy(r);
+	r = roundtrip("{\"getParameter\": 1, \"$db\": \"test\"}", 0, NULL);
+	TT_EQ_INT(get_int(r, "code"), 13);
+	bson_destroy(r);
+
+	r = roundtrip("{\"serverStatus\": 1, \"$db\": \"admin\"}", 0, NULL);
+	TT_EQ_STR(get_str(r, "process"), "tamgad");
+	TT_ASSERT(get_int(r, "opcounters.command") > 0);
+	TT_ASSERT(get_int(r, "uptimeMillis") >= 0);
+	bson_destroy(r);
+
+	r = roundtrip("{\"getLog\": \"*\", \"$db\": \"admin\"}", 0, NULL);
+	TT_EQ_STR(get_str(r, "names.1"), "startupWarnings");
+	bson_destroy(r);
+	r = roundtrip("{\"getLog\": \"nope\", \"$db\": \"admin\"}", 0, NULL);
+	TT_EQ_INT(get_int(r, "code"), 96);
+	bson_destroy(r);
+
+	r = roundtrip("{\"whatsmyuri\": 1, \"$db\": \"admin\"}", 0, NULL);
+	TT_EQ_STR(get_str(r, "you"), "127.0.0.1:5555");
+	bson_destroy(r);
+	r = roundtrip("{\"listCommands\": 1, \"$db\": \"admin\"}", 0, NULL);
+	TT_EQ_INT(get_int(r, "commands.hello.requiresAuth"), 0);
+	TT_EQ_INT(get_int(r, "commands.shutdown.adminOnly"), 1);
+	bson_destroy(r);
+	r = roundtrip("{\"startSession\": 1, \"$db\": \"admin\"}", 0, NULL);
+	TT_EQ_INT(get_int(r, "timeoutMinutes"), 30);
+	{
+		bson_iter_t it, f;
+		TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "id.id", &f) &&
+		    BSON_ITER_HOLDS_BINARY(&f));
+	}
+	bson_destroy(r);
+	r = roundtrip("{\"endSessions\": 1, \"$db\": \"admin\"}", 0, NULL);
+	TT_EQ_INT(get_int(r, "code"), 14);
+	bson_destroy(r);
+	r = roundtrip("{\"endSessions\": [], \"$db\": \"admin\"}", 0, NULL);
+	TT_EQ_INT(get_int(r, "ok"), 1);
+	bson_destroy(r);
+	r = roundtrip("{\"connectionStatus\": 1, \"showPrivileges\": true, \"$db\": \"admin\"}", 0, NULL);
+	TT_EQ_INT(get_int(r, "ok"), 1);
+	bson_destroy(r);
+}
+
+/* A real listener: connect, ping, stop. */
+static void *
+run_thread(void *arg)
+{
+	server_run(arg);
+	return NULL;
+}
+
+static void
+test_listener(void)
+{
+	pthread_t t;
+	struct sockaddr_in sa;
+	bson_t *cmd = tt_json("{\"ping\": 1, \"$db\": \"admin\"}");
+	wire_buf_t req;
+	terr_t err = TERR_INIT;
+	uint8_t hdr[16];
+	int fd, i;
+
+	TT_ASSERT(server_port(srv) > 0);
+	pthread_create(&t, NULL, run_thread, srv);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)server_port(srv));
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	TT_ASSERT(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	wire_msg_build(3, 0, 0, cmd, WIRE_COMPRESSOR_ZSTD, &req, &err);
+	TT_ASSERT(send(fd, req.data, req.len, 0) == (ssize_t)req.len);
+	TT_ASSERT(recv(fd, hdr, 16, MSG_WAITALL) == 16);
+	TT_EQ_INT(hdr[12], WIRE_OP_COMPRESSED & 0xff);   /* answered with the request's compressor */
+	TT_EQ_INT(hdr[8], 3);
+	{
+		int32_t n;
+		uint8_t rest[4096];
+		memcpy(&n, hdr, 4);
+		TT_ASSERT(n > 16 && n < (int32_t)sizeof(rest));
+		TT_ASSERT(recv(fd, rest, (size_t)n - 16, MSG_WAITALL) == n - 16);
+	}
+	bson_free(req.data);
+	for (i = 0; i < 100 && server_connection_count(srv) != 1; i++)
+		usleep(10000);
+	TT_EQ_INT(server_connection_count(srv), 1);
+	/* stop with a connection open: server_run ends it and returns */
+	server_stop(srv);
+	pthread_join(t, NULL);
+	TT_EQ_INT(server_connection_count(srv), 0);
+	TT_EQ_INT(recv(fd, hdr, 16, 0) <= 0, 1);
+	close(fd);
+	bson_destroy(cmd);
+}
+
+static void
+test_shutdown_command(void)
+{
+	bool closed = false;
+	bson_t *r;
+
+	r = roundtrip("{\"shutdown\": 1, \"$db\": \"admin\"}", 0, &closed);
+	TT_ASSERT(r == NULL);
+	TT_ASSERT(closed);
+	TT_ASSERT(engine_shutdown_requested(eng));
+}
+
+int
+main(void)
+{
+	setup();
+	TT_RUN(test_hello);
+	TT_RUN(test_op_query_handshake);
+	TT_RUN(test_sequences_and_flags);
+	TT_RUN(test_admin_commands);
+	TT_RUN(test_listener);
+	TT_RUN(test_shutdown_command);
+	teardown();
+	return tt_finish();
+}
