@@ -1,9 +1,141 @@
 #!/usr/bin/env bash
-# run.sh BUILD_DIR -- run every benchmark built in BUILD_DIR; each prints
-# "bench <case>: tamga <ops/s>, <peer> <ops/s>, ratio <tamga/peer>".
-# BENCH_N sets the document count (default 1000000).
-set -euo pipefail
+# run.sh BUILD_DIR -- run every benchmark built in BUILD_DIR (what `make bench`
+# does).  Each prints lines of the form
+#   bench <case>: tamga <ops/s>, <peer> <ops/s>, ratio <tamga/peer>
+#   bench <case>: tamga not available yet (<reason>), <peer> <ops/s>
+# (peers: wiredtiger, sqlite, postgresql; docs/benchmarks.md says what each
+# case measures).  Progress and server logs go to stderr / the work folder.
+#
+# Environment:
+#   BENCH_N        document count (default 1000000); use 20000 while developing
+#   BENCH_SECONDS  time cap per side of each read case through tamgad (default 10)
+#   BENCH_ONLY     space-separated subset of: core update schema wire
+#   BENCH_KEEP=1   keep the work folder (data, tamgad.log, postgresql.log)
+#
+# This script starts, for the run only, PostgreSQL 15 (Debian's, as the
+# postgres OS user because it refuses to run as root) on a free port with a
+# temporary data folder, and tamgad on another free port; both are stopped on
+# exit, whatever happens.
+set -uo pipefail
 build=${1:-build-bench}
+only=${BENCH_ONLY:-core update schema wire}
+export BENCH_N=${BENCH_N:-1000000}
 work=$(mktemp -d "${TMPDIR:-/tmp}/tamga-bench-XXXXXX")
-trap 'rm -rf "$work"' EXIT
-"$build/bench/bench_core" "$work"
+chmod 755 "$work"
+pg_bin=${PG_BIN:-/usr/lib/postgresql/15/bin}
+pg_dir="$work/pg"
+tamgad_pid=""
+pg_started=0
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+as_postgres() {
+	if [ "$(id -u)" -eq 0 ]; then
+		runuser -u postgres -- "$@"
+	elif [ "$(id -un)" = postgres ]; then
+		"$@"
+	else
+		sudo -n -u postgres -- "$@"
+	fi
+}
+
+cleanup() {
+	if [ -n "$tamgad_pid" ]; then
+		kill -TERM "$tamgad_pid" 2>/dev/null
+		for _ in $(seq 1 300); do kill -0 "$tamgad_pid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$tamgad_pid" 2>/dev/null
+		wait "$tamgad_pid" 2>/dev/null
+	fi
+	if [ "$pg_started" -eq 1 ]; then
+		as_postgres "$pg_bin/pg_ctl" -D "$pg_dir/data" -m fast -w stop >/dev/null 2>&1
+	fi
+	if [ "${BENCH_KEEP:-0}" = 1 ]; then
+		echo "run.sh: work folder kept: $work" >&2
+	else
+		rm -rf "$work"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# PostgreSQL 15: unix socket in its own folder, no TCP; durability as tamgad's
+# default (WAL on, commits not waited for: synchronous_commit=off), 256 MB of
+# shared buffers like tamgad's 256 MB WiredTiger cache.
+start_postgres() {
+	local port
+	if [ ! -x "$pg_bin/initdb" ]; then
+		echo "run.sh: no PostgreSQL in $pg_bin: postgresql lines will say not available" >&2
+		return 1
+	fi
+	mkdir -p "$pg_dir"
+	chown postgres "$pg_dir" 2>/dev/null
+	port=$(free_port)
+	if ! as_postgres "$pg_bin/initdb" -D "$pg_dir/data" -A trust -U postgres -E UTF8 --no-sync \
+		>"$pg_dir/initdb.log" 2>&1; then
+		echo "run.sh: initdb failed:" >&2
+		tail -n 20 "$pg_dir/initdb.log" >&2
+		return 1
+	fi
+	if ! as_postgres "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/postgresql.log" -w -t 60 \
+		-o "-p $port -k $pg_dir -c listen_addresses= -c synchronous_commit=off -c shared_buffers=256MB \
+		-c max_connections=200 -c max_wal_size=4GB -c checkpoint_timeout=30min -c fsync=on" \
+		start >/dev/null 2>&1; then
+		echo "run.sh: PostgreSQL did not start:" >&2
+		tail -n 20 "$pg_dir/postgresql.log" >&2
+		return 1
+	fi
+	pg_started=1
+	export BENCH_PG="host=$pg_dir port=$port user=postgres dbname=postgres"
+	echo "run.sh: $("$pg_bin/postgres" --version) on $pg_dir port $port" >&2
+}
+
+start_tamgad() {
+	local port
+	if [ ! -x "$build/tamgad" ]; then
+		echo "run.sh: no $build/tamgad: tamga lines through the wire protocol say not available" >&2
+		return 1
+	fi
+	mkdir -p "$work/tamgad"
+	port=$(free_port)
+	"$build/tamgad" --port "$port" --bind_ip 127.0.0.1 --dbpath "$work/tamgad" --quiet \
+		>"$work/tamgad.log" 2>&1 &
+	tamgad_pid=$!
+	for _ in $(seq 1 300); do
+		if ! kill -0 "$tamgad_pid" 2>/dev/null; then
+			echo "run.sh: tamgad exited:" >&2
+			tail -n 20 "$work/tamgad.log" >&2
+			tamgad_pid=""
+			return 1
+		fi
+		if python3 -c "import socket,sys; s=socket.socket(); s.settimeout(0.2); sys.exit(0 if s.connect_ex(('127.0.0.1',$port))==0 else 1)" 2>/dev/null; then
+			export TAMGA_URI="mongodb://127.0.0.1:$port"
+			echo "run.sh: tamgad on port $port" >&2
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "run.sh: tamgad did not listen on port $port" >&2
+	return 1
+}
+
+echo "run.sh: N=$BENCH_N, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)" >&2
+start_postgres
+status=0
+for b in $only; do
+	exe="$build/bench/bench_$b"
+	if [ ! -x "$exe" ]; then
+		echo "run.sh: $exe not built, skipped" >&2
+		continue
+	fi
+	if [ "$b" = wire ]; then
+		start_tamgad
+	fi
+	start=$(date +%s)
+	"$exe" "$work" || { echo "run.sh: bench_$b failed" >&2; status=1; }
+	echo "run.sh: bench_$b took $(( $(date +%s) - start )) s" >&2
+	# each program's data is dropped as soon as it is done with it
+	rm -rf "$work/tamga" "$work/tamga-update" "$work/tamga-schema" "$work/wt" "$work/wt-update" "$work"/sqlite.db*
+done
+exit $status

@@ -1,0 +1,465 @@
+/*
+ * bench_wire.c -- Tamga through tamgad and the MongoDB C driver (libmongoc,
+ * a client pool, one thread per connection) against PostgreSQL 15 through
+ * libpq (one connection per thread), in one run.  bench/run.sh starts both
+ * servers and passes TAMGA_URI and BENCH_PG.  N = $BENCH_N (default 1M).
+ *
+ * Cases (issue in brackets), each at 1, 8 and 64 connections:
+ *   wire_insert_many_<c>  [3] N/4 documents of 200 bytes in batches of 1000
+ *                         (insertMany / one INSERT ... SELECT FROM
+ *                         jsonb_array_elements($1) per batch), docs/s
+ *   wire_find_id_<c>      [3] find by _id (random keys), ops/s
+ *   wire_find_range_<c>   [3] find of 100 documents by an _id range, ops/s
+ * and once, on one connection:
+ *   bucket_upsert         [5] the seed's bucket loop: 1000 page views, one
+ *                         upsert each {bookId, hour} with $inc {count: 1,
+ *                         "byCountry.<c>": 1}; max(1, N/100000) books, ops/s.
+ *                         PostgreSQL: INSERT ... ON CONFLICT (book_id, hour)
+ *                         DO UPDATE SET doc = jsonb_set(...).
+ * Reads run until their operation count or $BENCH_SECONDS (default 10) per
+ * side, whichever comes first, so a slow plan cannot stall the run.
+ * PostgreSQL runs with synchronous_commit=off, as tamgad acknowledges writes
+ * without j: true before the journal is synced (group commit).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <mongoc/mongoc.h>
+
+#include "bench_common.h"
+#include "bench_pg.h"
+
+#define DB "bench"
+#define NA -1.0
+
+static mongoc_client_pool_t *pool;
+static char tamga_why[300], pg_why[300];
+static double max_seconds = 10;
+
+/* ---- a round of threads -------------------------------------------------- */
+
+typedef enum { OP_INSERT, OP_FIND_ID, OP_FIND_RANGE } op_t;
+
+typedef struct job {
+	op_t op;
+	bool pg;                /* else tamgad */
+	int threads;
+	const char *table;      /* collection / table */
+	int64_t ops;            /* total operations (insert: documents) */
+	int64_t keys;           /* lookups pick _id in [0, keys) */
+	double deadline;        /* now() value after which threads stop */
+	pthread_barrier_t start;
+	atomic_llong done;      /* operations (insert: documents) completed */
+} job_t;
+
+typedef struct worker {
+	job_t *job;
+	int index;
+} worker_t;
+
+static void
+tamga_thread(job_t *j, int index)
+{
+	mongoc_client_t *client = mongoc_client_pool_pop(pool);
+	mongoc_collection_t *coll = mongoc_client_get_collection(client, DB, j->table);
+	int64_t per = j->ops / j->threads, from = per * index, i, k, n;
+	bson_error_t err;
+	rng_t rg;
+
+	rnd_reset(&rg, 1000 + (uint64_t)index);
+	pthread_barrier_wait(&j->start);
+	if (j->op == OP_INSERT) {
+		bson_t *docs = tm_bson_array_new(1000);
+		const bson_t *ptrs[1000];
+		for (i = from; i < from + per; i += 1000) {
+			n = from + per - i < 1000 ? from + per - i : 1000;
+			for (k = 0; k < n; k++) {
+				make_doc(&docs[k], i + k);
+				ptrs[k] = &docs[k];
+			}
+			if (!mongoc_collection_insert_many(coll, ptrs, (size_t)n, NULL, NULL, &err))
+				die("tamgad insertMany", err.message);
+			for (k = 0; k < n; k++)
+				bson_destroy(&docs[k]);
+			atomic_fetch_add(&j->done, n);
+		}
+		bson_free(docs);
+	} else {
+		for (i = 0; i < per && now() < j->deadline; i++) {
+			int64_t key = rnd(&rg, j->op == OP_FIND_ID ? j->keys : j->keys - 100), got = 0;
+			bson_t *filter, *opts;
+			const bson_t *doc;
+			mongoc_cursor_t *cur;
+			if (j->op == OP_FIND_ID) {
+				filter = BCON_NEW("_id", BCON_INT64(key));
+				opts = BCON_NEW("limit", BCON_INT64(1), "singleBatch", BCON_BOOL(true));
+			} else {
+				filter = BCON_NEW("_id", "{", "$gte", BCON_INT64(key), "$lt", BCON_INT64(key + 100), "}");
+				opts = NULL;
+			}
+			cur = mongoc_collection_find_with_opts(coll, filter, opts, NULL);
+			while (mongoc_cursor_next(cur, &doc))
+				got++;
+			if (mongoc_cursor_error(cur, &err))
+				die("tamgad find", err.message);
+			if (got != (j->op == OP_FIND_ID ? 1 : 100))
+				die("tamgad find", "wrong number of documents");
+			mongoc_cursor_destroy(cur);
+			bson_destroy(filter);
+			if (opts != NULL)
+				bson_destroy(opts);
+			atomic_fetch_add(&j->done, 1);
+		}
+	}
+	mongoc_collection_destroy(coll);
+	mongoc_client_pool_push(pool, client);
+}
+
+static void
+pg_thread(job_t *j, int index)
+{
+	char why[300], sql[300], p1[32], p2[32];
+	PGconn *c = pg_connect(why, sizeof(why));
+	int64_t per = j->ops / j->threads, from = per * index, i, k, n;
+	PGresult *r;
+	rng_t rg;
+
+	if (c == NULL)
+		die("postgresql connect", why);
+	rnd_reset(&rg, 1000 + (uint64_t)index);
+	if (j->op == OP_INSERT)
+		snprintf(sql, sizeof(sql), "INSERT INTO %s (id, doc) SELECT (j->>'_id')::bigint, j "
+		    "FROM jsonb_array_elements($1::jsonb) j", j->table);
+	else if (j->op == OP_FIND_ID)
+		snprintf(sql, sizeof(sql), "SELECT doc FROM %s WHERE id = $1", j->table);
+	else
+		snprintf(sql, sizeof(sql), "SELECT doc FROM %s WHERE id >= $1 AND id < $2 ORDER BY id", j->table);
+	r = pg_check(c, PQprepare(c, "q", sql, 0, NULL), "postgresql prepare");
+	PQclear(r);
+	pthread_barrier_wait(&j->start);
+	if (j->op == OP_INSERT) {
+		size_t cap = 1000 * 600 + 16, used;
+		char *json = malloc(cap);
+		for (i = from; i < from + per; i += 1000) {
+			const char *params[1];
+			n = from + per - i < 1000 ? from + per - i : 1000;
+			used = 0;
+			json[used++] = '[';
+			for (k = 0; k < n; k++) {
+				if (k > 0)
+					json[used++] = ',';
+				used += (size_t)make_json(json + used, cap - used, i + k);
+			}
+			json[used++] = ']';
+			json[used] = '\0';
+			params[0] = json;
+			r = pg_check(c, PQexecPrepared(c, "q", 1, params, NULL, NULL, 0), "postgresql insert");
+			PQclear(r);
+			atomic_fetch_add(&j->done, n);
+		}
+		free(json);
+	} else {
+		for (i = 0; i < per && now() < j->deadline; i++) {
+			int64_t key = rnd(&rg, j->op == OP_FIND_ID ? j->keys : j->keys - 100);
+			const char *params[2] = {p1, p2};
+			snprintf(p1, sizeof(p1), "%lld", (long long)key);
+			snprintf(p2, sizeof(p2), "%lld", (long long)key + 100);
+			r = pg_check(c, PQexecPrepared(c, "q", j->op == OP_FIND_ID ? 1 : 2, params, NULL, NULL, 0),
+			    "postgresql find");
+			if (PQntuples(r) != (j->op == OP_FIND_ID ? 1 : 100))
+				die("postgresql find", "wrong number of rows");
+			for (k = 0; k < PQntuples(r); k++)
+				(void)PQgetvalue(r, (int)k, 0);
+			PQclear(r);
+			atomic_fetch_add(&j->done, 1);
+		}
+	}
+	PQfinish(c);
+}
+
+static void *
+worker_main(void *arg)
+{
+	worker_t *w = arg;
+
+	if (w->job->pg)
+		pg_thread(w->job, w->index);
+	else
+		tamga_thread(w->job, w->index);
+	return NULL;
+}
+
+/* Run one case on one side; returns operations (documents) per second. */
+static double
+run_job(op_t op, bool pg, int threads, const char *table, int64_t ops, int64_t keys)
+{
+	job_t *j = tm_alloc0(sizeof(*j));
+	pthread_t tid[64];
+	worker_t w[64];
+	double t0, rate;
+	int i;
+
+	j->op = op;
+	j->pg = pg;
+	j->threads = threads;
+	j->table = table;
+	j->ops = ops;
+	j->keys = keys;
+	atomic_init(&j->done, 0);
+	pthread_barrier_init(&j->start, NULL, (unsigned)threads + 1);
+	for (i = 0; i < threads; i++) {
+		w[i].job = j;
+		w[i].index = i;
+		if (pthread_create(&tid[i], NULL, worker_main, &w[i]) != 0)
+			die("pthread_create", "");
+	}
+	/* connections are open and statements prepared before the clock starts */
+	j->deadline = now() + 3600;
+	pthread_barrier_wait(&j->start);
+	t0 = now();
+	j->deadline = op == OP_INSERT ? t0 + 3600 : t0 + max_seconds;
+	for (i = 0; i < threads; i++)
+		pthread_join(tid[i], NULL);
+	rate = (double)atomic_load(&j->done) / (now() - t0);
+	pthread_barrier_destroy(&j->start);
+	bson_free(j);
+	return rate;
+}
+
+/* ---- setup --------------------------------------------------------------- */
+
+static bool
+tamga_up(void)
+{
+	const char *uri = getenv("TAMGA_URI");
+	char full[512];
+	mongoc_uri_t *u;
+	mongoc_client_t *client;
+	bson_error_t err;
+	bson_t *ping;
+	bool ok;
+
+	if (uri == NULL || uri[0] == '\0') {
+		snprintf(tamga_why, sizeof(tamga_why), "tamgad was not started");
+		return false;
+	}
+	snprintf(full, sizeof(full), "%s/?serverSelectionTimeoutMS=5000&maxPoolSize=100", uri);
+	if ((u = mongoc_uri_new_with_error(full, &err)) == NULL) {
+		snprintf(tamga_why, sizeof(tamga_why), "bad TAMGA_URI: %s", err.message);
+		return false;
+	}
+	pool = mongoc_client_pool_new(u);
+	mongoc_uri_destroy(u);
+	mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
+	client = mongoc_client_pool_pop(pool);
+	ping = BCON_NEW("ping", BCON_INT32(1));
+	ok = mongoc_client_command_simple(client, "admin", ping, NULL, NULL, &err);
+	bson_destroy(ping);
+	mongoc_client_pool_push(pool, client);
+	if (!ok)
+		snprintf(tamga_why, sizeof(tamga_why), "tamgad does not answer ping: %s", err.message);
+	return ok;
+}
+
+static void
+tamga_drop(const char *name)
+{
+	mongoc_client_t *client = mongoc_client_pool_pop(pool);
+	mongoc_collection_t *coll = mongoc_client_get_collection(client, DB, name);
+
+	mongoc_collection_drop(coll, NULL); /* NamespaceNotFound is fine */
+	mongoc_collection_destroy(coll);
+	mongoc_client_pool_push(pool, client);
+}
+
+static void
+pg_recreate(PGconn *c, const char *name)
+{
+	char sql[256];
+
+	snprintf(sql, sizeof(sql), "DROP TABLE IF EXISTS %s; CREATE TABLE %s (id bigint PRIMARY KEY, doc jsonb NOT NULL)",
+	    name, name);
+	pg_exec(c, sql);
+}
+
+static void
+print_case(const char *name, bool have_t, double t, bool have_p, double p)
+{
+	if (have_t && have_p)
+		report(name, t, "postgresql", p);
+	else if (have_t)
+		report_peer_na(name, t, "postgresql", pg_why);
+	else
+		report_na(name, tamga_why, have_p ? "postgresql" : NULL, have_p ? p : NA);
+}
+
+/* ---- the bucket pattern (issue 5) ---------------------------------------- */
+
+#define HOUR_MS 3600000LL
+#define BUCKET_START 1782810000000LL /* 2026-06-30T09:00:00Z */
+
+static double
+bucket_tamga(int64_t books)
+{
+	static const char *const by[] = {"byCountry.TR", "byCountry.GB", "byCountry.DE"};
+	mongoc_client_t *client = mongoc_client_pool_pop(pool);
+	mongoc_collection_t *coll = mongoc_client_get_collection(client, DB, "book_views");
+	bson_t *opts = BCON_NEW("upsert", BCON_BOOL(true));
+	bson_error_t err;
+	double t0;
+	int64_t b, i, count;
+
+	mongoc_collection_drop(coll, NULL);
+	t0 = now();
+	for (b = 0; b < books; b++)
+		for (i = 0; i < 1000; i++) {
+			int64_t at = BUCKET_START + i * 11 * 1000, hour = at / HOUR_MS * HOUR_MS;
+			bson_t *q = BCON_NEW("bookId", BCON_INT32((int32_t)(26 + b)), "hour", BCON_DATE_TIME(hour));
+			bson_t *u = BCON_NEW("$inc", "{", "count", BCON_INT32(1), by[i % 3], BCON_INT32(1), "}");
+			if (!mongoc_collection_update_one(coll, q, u, opts, NULL, &err))
+				die("tamgad bucket upsert", err.message);
+			bson_destroy(q);
+			bson_destroy(u);
+		}
+	t0 = (double)(books * 1000) / (now() - t0);
+	{
+		bson_t empty = BSON_INITIALIZER;
+		mongoc_cursor_t *cur = mongoc_collection_find_with_opts(coll, &empty, NULL, NULL);
+		const bson_t *doc;
+		bson_iter_t it;
+		int64_t views = 0;
+		for (count = 0; mongoc_cursor_next(cur, &doc); count++)
+			if (bson_iter_init_find(&it, doc, "count") && BSON_ITER_HOLDS_NUMBER(&it))
+				views += bson_iter_as_int64(&it);
+		mongoc_cursor_destroy(cur);
+		if (count != books * 4 || views != books * 1000)
+			die("tamgad bucket upsert", "expected 4 documents and 1000 views per book");
+	}
+	bson_destroy(opts);
+	mongoc_collection_destroy(coll);
+	mongoc_client_pool_push(pool, client);
+	return t0;
+}
+
+static double
+bucket_pg(PGconn *c, int64_t books)
+{
+	static const char *const by[] = {"TR", "GB", "DE"};
+	static const Oid types[3] = {23 /* int4 */, 1184 /* timestamptz */, 25 /* text */};
+	char p1[16], p2[64];
+	const char *params[3] = {p1, p2, NULL};
+	PGresult *r;
+	double t0;
+	int64_t b, i;
+
+	pg_exec(c, "DROP TABLE IF EXISTS book_views; CREATE TABLE book_views (book_id int, hour timestamptz, "
+	    "doc jsonb NOT NULL, PRIMARY KEY (book_id, hour))");
+	r = pg_check(c, PQprepare(c, "upsert",
+	    "INSERT INTO book_views (book_id, hour, doc) VALUES ($1, $2, jsonb_build_object('bookId', $1, "
+	    "'hour', $2, 'count', 1, 'byCountry', jsonb_build_object($3, 1))) "
+	    "ON CONFLICT (book_id, hour) DO UPDATE SET doc = jsonb_set(jsonb_set(book_views.doc, '{count}', "
+	    "to_jsonb((book_views.doc->>'count')::int + 1)), array['byCountry', $3], "
+	    "to_jsonb(coalesce((book_views.doc->'byCountry'->>$3)::int, 0) + 1))", 3, types), "postgresql prepare");
+	PQclear(r);
+	t0 = now();
+	for (b = 0; b < books; b++)
+		for (i = 0; i < 1000; i++) {
+			int64_t at = BUCKET_START + i * 11 * 1000, hour = at / HOUR_MS * HOUR_MS;
+			time_t secs = (time_t)(hour / 1000);
+			struct tm tm;
+			gmtime_r(&secs, &tm);
+			snprintf(p1, sizeof(p1), "%d", (int)(26 + b));
+			strftime(p2, sizeof(p2), "%Y-%m-%d %H:%M:%S+00", &tm);
+			params[2] = by[i % 3];
+			r = pg_check(c, PQexecPrepared(c, "upsert", 3, params, NULL, NULL, 0), "postgresql upsert");
+			PQclear(r);
+		}
+	t0 = (double)(books * 1000) / (now() - t0);
+	r = pg_check(c, PQexec(c, "SELECT count(*), sum((doc->>'count')::int) FROM book_views"), "postgresql count");
+	if (atoll(PQgetvalue(r, 0, 0)) != books * 4 || atoll(PQgetvalue(r, 0, 1)) != books * 1000)
+		die("postgresql bucket upsert", "wrong documents");
+	PQclear(r);
+	return t0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const int conns[] = {1, 8, 64};
+	const char *env = getenv("BENCH_SECONDS");
+	PGconn *pc;
+	bool have_t, have_p;
+	int64_t docs, finds, ranges, books;
+	char name[64], table[32];
+	size_t k;
+
+	(void)argc;
+	(void)argv;
+	bench_read_n("bench_wire");
+	if (env != NULL && atof(env) > 0)
+		max_seconds = atof(env);
+	docs = N / 4 >= 64000 ? N / 4 / 64000 * 64000 : 64000; /* whole batches for every thread count */
+	finds = N / 10 > 1000 ? N / 10 : 1000;
+	ranges = N / 100 > 640 ? N / 100 : 640;
+	books = N / 100000 > 1 ? N / 100000 : 1;
+	mongoc_init();
+	have_t = tamga_up();
+	pc = pg_connect(pg_why, sizeof(pg_why));
+	have_p = pc != NULL;
+	if (!have_t && !have_p) {
+		fprintf(stderr, "bench_wire: neither tamgad (%s) nor postgresql (%s)\n", tamga_why, pg_why);
+		return 0;
+	}
+
+	for (k = 0; k < sizeof(conns) / sizeof(conns[0]); k++) {
+		double t = NA, p = NA;
+		int c = conns[k];
+		snprintf(table, sizeof(table), "ins%d", c);
+		snprintf(name, sizeof(name), "wire_insert_many_%d", c);
+		if (have_t) {
+			tamga_drop(table);
+			t = run_job(OP_INSERT, false, c, table, docs, 0);
+		}
+		if (have_p) {
+			char sql[64];
+			pg_recreate(pc, table);
+			p = run_job(OP_INSERT, true, c, table, docs, 0);
+			snprintf(sql, sizeof(sql), "VACUUM ANALYZE %s", table);
+			pg_exec(pc, sql);
+		}
+		print_case(name, have_t, t, have_p, p);
+	}
+	for (k = 0; k < sizeof(conns) / sizeof(conns[0]); k++) {
+		int c = conns[k];
+		double t = NA, p = NA;
+		snprintf(name, sizeof(name), "wire_find_id_%d", c);
+		if (have_t)
+			t = run_job(OP_FIND_ID, false, c, "ins1", finds / c * c, docs);
+		if (have_p)
+			p = run_job(OP_FIND_ID, true, c, "ins1", finds / c * c, docs);
+		print_case(name, have_t, t, have_p, p);
+	}
+	for (k = 0; k < sizeof(conns) / sizeof(conns[0]); k++) {
+		int c = conns[k];
+		double t = NA, p = NA;
+		snprintf(name, sizeof(name), "wire_find_range_%d", c);
+		if (have_t)
+			t = run_job(OP_FIND_RANGE, false, c, "ins1", ranges / c * c, docs);
+		if (have_p)
+			p = run_job(OP_FIND_RANGE, true, c, "ins1", ranges / c * c, docs);
+		print_case(name, have_t, t, have_p, p);
+	}
+	{
+		double t = have_t ? bucket_tamga(books) : NA;
+		double p = have_p ? bucket_pg(pc, books) : NA;
+		print_case("bucket_upsert", have_t, t, have_p, p);
+	}
+	if (have_p) {
+		pg_exec(pc, "DROP TABLE IF EXISTS ins1, ins8, ins64, book_views");
+		PQfinish(pc);
+	}
+	if (pool != NULL)
+		mongoc_client_pool_destroy(pool);
+	mongoc_cleanup();
+	return 0;
+}
