@@ -798,11 +798,15 @@ static int
 apply_child(const unode_t *kid, const char *name, const bson_value_t *cur, uapply_t *st,
             ures_t *out, terr_t *err)
 {
+	size_t saved = st->missing_at;
 	int r;
 
+	if (cur == NULL && st->missing_at == SIZE_MAX)
+		st->missing_at = st->ncomp;
 	st_push(st, name);
 	r = apply_node(kid, cur, st, out, err);
 	st_pop(st);
+	st->missing_at = saved;
 	return r;
 }
 
@@ -1242,11 +1246,19 @@ apply_array_node(const unode_t *n, const bson_value_t *cur, uapply_t *st, ures_t
 	tmpnodes_t tmp = {0};
 
 	if (cur == NULL) {
-		char *p = update_path_str(st, NULL);
+		/* mongod names the part of the path that is missing */
+		bson_string_t *p = bson_string_new(NULL);
+		size_t from = st->missing_at < st->ncomp ? st->missing_at : 0;
 
+		for (size_t i = from; i < st->ncomp; i++) {
+			if (i > from)
+				bson_string_append_c(p, '.');
+			bson_string_append(p, st->comp[i]);
+		}
 		terr_set(err, TERR_BAD_VALUE,
-		         "The path '%s' must exist in the document in order to apply array updates.", p);
-		bson_free(p);
+		         "The path '%s' must exist in the document in order to apply array updates.",
+		         p->str);
+		bson_string_free(p, true);
 		return -1;
 	}
 	if (cur->value_type != BSON_TYPE_ARRAY) {
@@ -1464,6 +1476,7 @@ update_apply(const update_t *u, const bson_t *doc, const update_apply_ctx_t *ctx
 		return ret;
 	}
 	memset(&st, 0, sizeof st);
+	st.missing_at = SIZE_MAX;
 	st.u = u;
 	st.root = doc;
 	st.ctx = ctx;

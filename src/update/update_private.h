@@ -104,6 +104,8 @@ struct uapply {
 	/* an operator that mongod always counts as a modification ran ($push
 	 * with $sort, $currentDate), even if the bytes came out the same */
 	bool force_modified;
+	size_t missing_at;        /* first path component that does not exist,
+	                             or SIZE_MAX while the path exists */
 	int64_t now_ms;           /* ctx->now_ms, or the clock read once */
 	char scratch[32];
 };

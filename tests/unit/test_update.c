@@ -365,6 +365,8 @@ test_all_positional_and_filters(void)
 	TT_EQ_INT(r.code, 40);
 	TT_EQ_STR(r.msg, "Update created a conflict at 'a.0'");
 	bson_free(r.json);
+	TU_ERR("{\"_id\": 1, \"x\": {}}", "{\"$set\": {\"x.a.$[]\": 0}}", 2,
+	       "The path 'a' must exist in the document in order to apply array updates.");
 	TU_ERR("{\"_id\": 1, \"a\": 5}", "{\"$set\": {\"a.$[]\": 0}}", 2,
 	       "Cannot apply array updates to non-array element a: 5");
 }
