@@ -220,11 +220,30 @@ pipeline_setup_source(agg_pipeline_t *p)
 {
 	/* A leading $match runs inside the find executor (and can use its
 	 * access paths); later stages run on top of it. */
-	if (p->nstages > 0 && strcmp(p->stages[0].def->name, "$match") == 0 &&
-	    p->host != NULL && p->host->coll != NULL && !p->facet) {
+	if (p->host == NULL || p->host->coll == NULL || p->facet)
+		return;
+	if (p->nstages > 0 && strcmp(p->stages[0].def->name, "$match") == 0) {
 		const bson_t *filter = *(bson_t *const *)p->stages[0].plan;
 		p->source_filter = bson_copy(filter);
 		p->first_stage = 1;
+	}
+	/* then a $sort (and the $limit after it): the find executor sorts
+	 * with the same keys and limits, top-k */
+	if (p->first_stage < p->nstages && strcmp(p->stages[p->first_stage].def->name, "$sort") == 0 &&
+	    p->stages[p->first_stage].explain != NULL) {
+		bson_iter_t it;
+		if (bson_iter_init_find(&it, p->stages[p->first_stage].explain, "$sort") &&
+		    BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			bson_t spec;
+			agg_value_doc(bson_iter_value(&it), &spec);
+			p->source_sort = bson_copy(&spec);
+			p->first_stage++;
+			if (p->first_stage < p->nstages &&
+			    strcmp(p->stages[p->first_stage].def->name, "$limit") == 0) {
+				p->source_limit = *(const int64_t *)p->stages[p->first_stage].plan;
+				p->first_stage++;
+			}
+		}
 	}
 }
 
@@ -314,6 +333,8 @@ agg_pipeline_free(agg_pipeline_t *p)
 	bson_free(p->var_ids);
 	if (p->source_filter != NULL)
 		bson_destroy(p->source_filter);
+	if (p->source_sort != NULL)
+		bson_destroy(p->source_sort);
 	if (p->owns_scope)
 		expr_scope_destroy(p->scope);
 	bson_free(p);
@@ -364,10 +385,26 @@ agg_pipeline_explain(const agg_pipeline_t *p, bson_t *out)
 		}
 		BSON_APPEND_BOOL(&qp, "indexFilterSet", false);
 		bson_append_document_begin(&qp, "winningPlan", -1, &wp);
-		BSON_APPEND_UTF8(&wp, "stage", "COLLSCAN");
-		if (p->source_filter != NULL && !bson_empty(p->source_filter))
-			BSON_APPEND_DOCUMENT(&wp, "filter", p->source_filter);
-		BSON_APPEND_UTF8(&wp, "direction", "forward");
+		if (p->source_sort != NULL) {
+			bson_t in;
+			BSON_APPEND_UTF8(&wp, "stage", "SORT");
+			BSON_APPEND_DOCUMENT(&wp, "sortPattern", p->source_sort);
+			BSON_APPEND_INT64(&wp, "memLimit", AGG_MEMORY_LIMIT);
+			if (p->source_limit > 0)
+				BSON_APPEND_INT64(&wp, "limitAmount", p->source_limit);
+			BSON_APPEND_UTF8(&wp, "type", "simple");
+			bson_append_document_begin(&wp, "inputStage", -1, &in);
+			BSON_APPEND_UTF8(&in, "stage", "COLLSCAN");
+			if (p->source_filter != NULL && !bson_empty(p->source_filter))
+				BSON_APPEND_DOCUMENT(&in, "filter", p->source_filter);
+			BSON_APPEND_UTF8(&in, "direction", "forward");
+			bson_append_document_end(&wp, &in);
+		} else {
+			BSON_APPEND_UTF8(&wp, "stage", "COLLSCAN");
+			if (p->source_filter != NULL && !bson_empty(p->source_filter))
+				BSON_APPEND_DOCUMENT(&wp, "filter", p->source_filter);
+			BSON_APPEND_UTF8(&wp, "direction", "forward");
+		}
 		bson_append_document_end(&qp, &wp);
 		{
 			bson_t rej;
@@ -448,6 +485,11 @@ exec_open_source(agg_exec_t *x, storage_coll_t *coll, const bson_t *filter, terr
 			bson_destroy(ld);
 		if (ret != 0)
 			goto err;
+	}
+	if (x->top) {
+		req.sort = x->p->source_sort;
+		req.limit = x->p->source_limit;
+		req.allow_disk_use = x->p->host != NULL && x->p->host->allow_disk_use;
 	}
 	ret = plan_exec_new(&req, &pe, err);
 	req.coll = NULL;

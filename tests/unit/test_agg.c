@@ -405,6 +405,14 @@ test_explain_let(void)
 	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.1.$group", &it));
 	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.2.$sort", &it));
 	free_reply(r);
+	r = run("test", "{\"aggregate\": \"orders\", \"pipeline\": [{\"$sort\": {\"v\": -1}}, {\"$limit\": 2}, {\"$project\": {\"v\": 1}}], \"explain\": true}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.0.$cursor.queryPlanner.winningPlan.limitAmount", &it) &&
+	    bson_iter_as_int64(&it) == 2);
+	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.1.$project", &it));
+	free_reply(r);
+	AGG_EQ("orders", "[{\"$sort\": {\"v\": -1}}, {\"$limit\": 2}, {\"$project\": {\"v\": 1}}]",
+	    "[ { \"_id\" : 3, \"v\" : 3 }, { \"_id\" : 2, \"v\" : 2 } ]");
 	r = run("test", "{\"aggregate\": \"orders\", \"pipeline\": [{\"$match\": {\"$expr\": {\"$eq\": [\"$v\", \"$$x\"]}}},"
 	                " {\"$project\": {\"y\": \"$$x\"}}], \"let\": {\"x\": 2}, \"cursor\": {}}", &rc);
 	TT_EQ_INT(rc, 0);
