@@ -554,7 +554,7 @@ main(int argc, char **argv)
 		code = EXIT_NET_ERROR;
 		goto out;
 	}
-	proc.max_conns = so.max_conns ? so.max_conns : 1000000;
+	proc.max_conns = server_max_conns(g_server);
 	cmd_admin_set_process(&proc);
 	if (o.pidfile != NULL) {
 		FILE *pf = fopen(o.pidfile, "w");

@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -30,19 +31,17 @@ socket_error(terr_t *err, const char *addr, int port, int e)
 	return terr_set(err, 9001, "Failed to listen on %s:%d: %s", addr, port, strerror(e));
 }
 
-/* One listener for addr ("127.0.0.1", "::1", "0.0.0.0", "localhost"). */
+/* One listener for a numeric address ("127.0.0.1", "::1", "0.0.0.0"). */
 static int
-listen_on(server_t *s, const char *addr, terr_t *err)
+listen_numeric(server_t *s, const char *addr, terr_t *err)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl;
 	int fd = -1, one = 1, e;
 	bson_t attr;
-	char buf[64];
+	char buf[80];
 
 	memset(&ss, 0, sizeof(ss));
-	if (strcmp(addr, "localhost") == 0)
-		addr = "127.0.0.1";
 	if (inet_pton(AF_INET, addr, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
 		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
 		sin->sin_family = AF_INET;
@@ -54,7 +53,7 @@ listen_on(server_t *s, const char *addr, terr_t *err)
 		sin6->sin6_port = htons((uint16_t)s->port);
 		sl = sizeof(*sin6);
 	} else {
-		return terr_set(err, 9001, "Invalid bind address: %s (only numeric addresses and localhost)", addr);
+		return terr_set(err, 9001, "Invalid bind address: %s", addr);
 	}
 	if (s->nlisten >= SERVER_MAX_LISTENERS)
 		return terr_set(err, TERR_BAD_VALUE, "too many bind addresses");
@@ -79,11 +78,46 @@ listen_on(server_t *s, const char *addr, terr_t *err)
 	}
 	s->listen_fds[s->nlisten++] = fd;
 	bson_init(&attr);
-	snprintf(buf, sizeof(buf), "%s:%d", addr, s->port);
+	snprintf(buf, sizeof(buf), ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", addr, s->port);
 	BSON_APPEND_UTF8(&attr, "address", buf);
 	tlog('I', "NETWORK", 23015, "Listening on", &attr);
 	bson_destroy(&attr);
 	return 0;
+}
+
+/* One --bind_ip entry: a numeric address, or a host name resolved to each
+ * of its addresses (as mongod; "localhost" is 127.0.0.1). */
+static int
+listen_on(server_t *s, const char *addr, terr_t *err)
+{
+	struct addrinfo hints, *res = NULL, *ai;
+	char ip[INET6_ADDRSTRLEN];
+	unsigned char probe[sizeof(struct in6_addr)];
+	int rc, n = 0;
+
+	if (strcmp(addr, "localhost") == 0)
+		return listen_numeric(s, "127.0.0.1", err);
+	if (inet_pton(AF_INET, addr, probe) == 1 || inet_pton(AF_INET6, addr, probe) == 1)
+		return listen_numeric(s, addr, err);
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	rc = getaddrinfo(addr, NULL, &hints, &res);
+	if (rc != 0)
+		return terr_set(err, 9001, "getaddrinfo(\"%s\") failed: %s", addr, gai_strerror(rc));
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		const void *a = ai->ai_family == AF_INET ? (const void *)&((struct sockaddr_in *)ai->ai_addr)->sin_addr :
+		    (const void *)&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr;
+		if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
+			continue;
+		inet_ntop(ai->ai_family, a, ip, sizeof(ip));
+		if ((rc = listen_numeric(s, ip, err)) != 0)
+			break;
+		n++;
+	}
+	freeaddrinfo(res);
+	if (rc != 0)
+		return rc;
+	return n > 0 ? 0 : terr_set(err, 9001, "no address found for %s", addr);
 }
 
 static void *
@@ -171,6 +205,12 @@ int
 server_port(const server_t *s)
 {
 	return s->port;
+}
+
+int64_t
+server_max_conns(const server_t *s)
+{
+	return s->max_conns;
 }
 
 int64_t

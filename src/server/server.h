@@ -22,7 +22,7 @@
 typedef struct server server_t;
 
 typedef struct server_options {
-	const char *bind_ip;         /* comma-separated addresses; NULL = "127.0.0.1" */
+	const char *bind_ip;         /* comma-separated addresses or host names; NULL = "127.0.0.1" */
 	bool bind_ip_all;            /* listen on 0.0.0.0 and :: */
 	int port;                    /* 0 = 27017; -1 = any free port (tests; see server_port) */
 	int64_t max_conns;           /* 0 = 1000000, capped by the fd limit */
@@ -55,6 +55,10 @@ void server_stop(server_t *s);
 
 /* Free a server after server_run returned (or instead of it). */
 void server_free(server_t *s);
+
+/* The connection limit in force (--maxConns capped at 80% of the file
+ * descriptor limit, as mongod). */
+int64_t server_max_conns(const server_t *s);
 
 /* Connections being served now. */
 int64_t server_connection_count(server_t *s);

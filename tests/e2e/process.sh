@@ -70,6 +70,30 @@ if wait_port "$P2"; then ok "--config YAML"; else nok "--config YAML"; fi
 stop "$PID2" TERM; rc=$?
 [ $rc -eq 0 ] && ok "SIGTERM exits 0" || nok "SIGTERM exits $rc"
 
+P3=$(free_port)
+"$TAMGAD" --dbpath "$WORK/db2" --port "$P3" --bind_ip localhost --maxConns 2 >"$WORK/three.log" 2>&1 &
+PID3=$!
+if wait_port "$P3"; then
+	# the wait probe above has come and gone; two connections fit, a third is closed at once
+	sleep 0.5
+	if python3 - "$P3" <<'PY'
+import socket, sys, time
+port = int(sys.argv[1])
+a = socket.create_connection(("127.0.0.1", port)); b = socket.create_connection(("127.0.0.1", port))
+time.sleep(0.3)
+c = socket.create_connection(("127.0.0.1", port)); c.settimeout(5)
+try:
+    closed = c.recv(1) == b""
+except ConnectionResetError:
+    closed = True
+sys.exit(0 if closed else 1)
+PY
+	then ok "--maxConns refuses the connection over the limit"; else nok "--maxConns"; fi
+else
+	nok "--bind_ip localhost --maxConns 2 did not start"
+fi
+stop "$PID3" TERM
+
 echo "bogus:
   option: 1" >"$WORK/bad.conf"
 "$TAMGAD" --config "$WORK/bad.conf" >/dev/null 2>&1; rc=$?
