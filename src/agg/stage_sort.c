@@ -141,6 +141,8 @@ typedef struct sort_state {
 	int64_t n, cap, i, seq;
 	int64_t bytes;
 	bool filled;
+	bool bounded;         /* top-k: e[0..limit) sorted, later ones compared first */
+	bson_value_t *probe;  /* keys of the candidate (borrowed from its view) */
 } sort_state_t;
 
 static void
@@ -215,6 +217,15 @@ sort_fill(agg_rt_t *rt, terr_t *err)
 
 	while ((rc = agg_rt_pull(rt, &d, err)) == 1) {
 		sort_entry_t *e;
+		/* top-k: once k are kept in order, a document that sorts after
+		 * the last of them cannot enter (ties keep arrival order) */
+		if (ss->bounded) {
+			agg_sort_key_values(&sp->spec, d, ss->probe);
+			if (agg_sort_compare_values(&sp->spec, ss->probe, ss->e[sp->limit - 1].keys) >= 0) {
+				ss->seq++;
+				continue;
+			}
+		}
 		if (ss->n == ss->cap) {
 			ss->cap = ss->cap ? ss->cap * 2 : 64;
 			ss->e = bson_realloc(ss->e, sizeof(sort_entry_t) * (size_t)ss->cap);
@@ -233,6 +244,9 @@ sort_fill(agg_rt_t *rt, terr_t *err)
 				entry_free(&ss->e[i]);
 			}
 			ss->n = sp->limit;
+			if (ss->probe == NULL)
+				ss->probe = bson_malloc(sizeof(bson_value_t) * (size_t)sp->spec.nkeys);
+			ss->bounded = true;
 		}
 		if (ss->bytes > AGG_MEMORY_LIMIT) {
 			if (h != NULL && h->allow_disk_use)
@@ -281,6 +295,7 @@ sort_close(agg_rt_t *rt)
 	for (i = 0; i < ss->n; i++)
 		entry_free(&ss->e[i]);
 	bson_free(ss->e);
+	bson_free(ss->probe);
 	bson_free(ss);
 }
 
