@@ -1117,7 +1117,8 @@ eval_set_intersection(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_
 		ncur = k;
 	}
 	(void)null;
-	qsort(cur, ncur, sizeof(*cur), cmp_values);
+	if (ncur > 1)
+		qsort(cur, ncur, sizeof(*cur), cmp_values);
 	set_array(env, out, cur, ncur);
 	return 0;
 }
@@ -1153,7 +1154,8 @@ eval_set_union(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 				acc[nacc++] = el[k];
 		}
 	}
-	qsort(acc, nacc, sizeof(*acc), cmp_values);
+	if (nacc > 1)
+		qsort(acc, nacc, sizeof(*acc), cmp_values);
 	set_array(env, out, acc, nacc);
 	return 0;
 }
