@@ -34,5 +34,6 @@ done
 [ ${#paths[@]} -eq 0 ] && paths=("$SHARED/conformance/crud-unified")
 mkdir -p "$BUILD/tmp"
 export TMPDIR="$BUILD/tmp"
+export WITH_TAMGAD_NO_LOG=1
 exec "$ROOT/tests/e2e/with_tamgad.sh" "$TAMGAD" --quiet -- \
 	node "$ROOT/tests/conformance/unified-runner.js" --uri-from-env "${opts[@]}" "${paths[@]}"

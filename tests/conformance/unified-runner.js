@@ -304,6 +304,17 @@ class Entities {
 
 function lower(v) { return typeof v === 'string' ? v.toLowerCase() : v; }
 
+// Options are read by the driver as plain JS values: numeric wrappers from
+// canonical Extended JSON (Int32, Double, Long) become numbers, also inside
+// `sort` (whose directions the driver checks with ===).
+function plainOption(k, v) {
+	if (v !== null && typeof v === 'object' && isNumeric(v)) return numValue(v);
+	if (k === 'sort' && typeOf(v) === 'object') {
+		return Object.fromEntries(Object.entries(v).map(([f, d]) => [f, isNumeric(d) && typeof d === 'object' ? numValue(d) : d]));
+	}
+	return v;
+}
+
 // UTF argument names that are options for the driver call.
 function splitArgs(args, positional, ents) {
 	const pos = positional.map((k) => args[k]);
@@ -313,22 +324,26 @@ function splitArgs(args, positional, ents) {
 		if (k === 'session') opts.session = ents.entity(v);
 		else if (k === 'returnDocument') opts.returnDocument = lower(v);
 		else if (k === 'timeoutMS') throw new Skip('timeoutMS (CSOT) is not implemented by the runner');
-		else opts[k] = v;
+		else opts[k] = plainOption(k, v);
 	}
 	return [pos, opts];
+}
+
+function plainModel(a) {
+	return Object.fromEntries(Object.entries(a).map(([k, v]) => [k, plainOption(k, v)]));
 }
 
 function bulkModels(requests) {
 	return requests.map((r) => {
 		const [name, a] = Object.entries(r)[0];
-		return { [name]: a };
+		return { [name]: plainModel(a) };
 	});
 }
 
 function clientBulkModels(models) {
 	return models.map((m) => {
 		const [name, a] = Object.entries(m)[0];
-		return { name, ...a };
+		return { name, ...plainModel(a) };
 	});
 }
 
@@ -468,7 +483,7 @@ function checkError(exp, e, ctx) {
 		!String(e.message).toLowerCase().includes(exp.errorContains.toLowerCase()))
 		throw new Mismatch(`error "${e.message}" does not contain "${exp.errorContains}"`);
 	const code = e.code !== undefined ? e.code : (e.errorResponse && e.errorResponse.code);
-	if (exp.errorCode !== undefined && code !== exp.errorCode)
+	if (exp.errorCode !== undefined && (code === undefined || numValue(code) !== numValue(exp.errorCode)))
 		throw new Mismatch(`error code ${code} != ${exp.errorCode} (${e.message})`);
 	if (exp.errorCodeName !== undefined && e.codeName !== exp.errorCodeName &&
 		!(e.errorResponse && e.errorResponse.codeName === exp.errorCodeName))
