@@ -140,6 +140,11 @@ eval_concat_arrays(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *
 		if (!is_arr(&vals[i]))
 			return terr_set(err, 28664, "$concatArrays only supports arrays, not %s", expr_type_name(&vals[i]));
 	}
+	size_t total = 0;
+	for (size_t i = 0; i < e->nargs; i++)
+		total += vals[i].value.v_doc.data_len;
+	if (total > EXPR_MAX_VALUE_BYTES)
+		return expr_too_big(total, err);
 	bson_init(&b);
 	for (size_t i = 0; i < e->nargs; i++) {
 		bson_iter_t it;
@@ -341,6 +346,10 @@ eval_map(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		expr_env_bind(env, e->var, &el);
 		ERR(expr_eval(e->args[1], env, &r, err));
 		expr_array_append(&b, &idx, &r);
+		if (b.len > EXPR_MAX_VALUE_BYTES) {
+			ret = expr_too_big(b.len, err);
+			goto err;
+		}
 	}
 	expr_set_doc_from(env, out, &b, true);
 	return 0;

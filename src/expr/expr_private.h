@@ -182,6 +182,15 @@ void expr_set_string(expr_env_t *env, bson_value_t *v, const char *s, size_t len
  * destroy b (must be a stack bson_t initialised with bson_init). */
 void expr_set_doc_from(expr_env_t *env, bson_value_t *v, bson_t *b, bool array);
 
+/* Values built by operators stay below mongod's buffer limit (64 MB); past
+ * it, operators fail with 13548 as mongod's BufBuilder does. */
+#define EXPR_MAX_VALUE_BYTES (64u * 1024 * 1024)
+static inline int
+expr_too_big(size_t n, terr_t *err)
+{
+	return terr_set(err, 13548, "BufBuilder attempted to grow() to %zu bytes, past the 64MB limit.", n);
+}
+
 /* Evaluate argument i. */
 static inline int
 expr_eval_arg(const expr_t *e, size_t i, expr_env_t *env, bson_value_t *out, terr_t *err)

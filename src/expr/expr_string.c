@@ -148,6 +148,8 @@ eval_concat(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		if (!is_str(&vals[i]))
 			return terr_set(err, 16702, "$concat only supports strings, not %s", expr_type_name(&vals[i]));
 		total += vals[i].value.v_utf8.len;
+		if (total > EXPR_MAX_VALUE_BYTES)
+			return expr_too_big(total, err);
 	}
 	char *p = expr_env_alloc(env, total + 1);
 	size_t off = 0;
@@ -708,6 +710,11 @@ eval_replace(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		}
 	}
 #undef APPEND
+	if (s->len > EXPR_MAX_VALUE_BYTES) {
+		size_t n = s->len;
+		bson_string_free(s, true);
+		return expr_too_big(n, err);
+	}
 	expr_set_string(env, out, s->str, s->len);
 	bson_string_free(s, true);
 	return 0;

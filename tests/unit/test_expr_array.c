@@ -87,6 +87,13 @@ test_map_filter_reduce(void)
 	TX("{\"$map\": {\"input\": [[1, 2], [3]], \"in\": {\"$size\": {\"$map\": {\"input\": \"$$this\", "
 	   "\"in\": \"$$this\"}}}}}", NULL, RJ("[ " I(2) ", " I(1) " ]"));
 	TX("{\"$map\": {\"input\": [{\"a\": 1}, {\"a\": 2}], \"in\": \"$$this.a\"}}", NULL, RJ("[ " I(1) ", " I(2) " ]"));
+	/* exponential growth stops at mongod's 64 MB buffer limit instead of eating memory */
+	TT_ASSERT(strncmp(tx_eval("{\"$reduce\": {\"input\": {\"$range\": [0, 40]}, \"initialValue\": [1], "
+	                          "\"in\": {\"$concatArrays\": [\"$$value\", \"$$value\"]}}}", NULL),
+	                  "ERR 13548 BufBuilder attempted to grow() to ", 44) == 0);
+	TT_ASSERT(strncmp(tx_eval("{\"$reduce\": {\"input\": {\"$range\": [0, 40]}, \"initialValue\": \"ab\", "
+	                          "\"in\": {\"$concat\": [\"$$value\", \"$$value\"]}}}", NULL),
+	                  "ERR 13548 BufBuilder attempted to grow() to ", 44) == 0);
 }
 
 static void
