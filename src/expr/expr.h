@@ -117,7 +117,8 @@ void expr_env_destroy(expr_env_t *env);
 void expr_env_set_root(expr_env_t *env, const bson_t *doc);
 /* Set $$CURRENT alone (borrowed, as above). */
 void expr_env_set_current(expr_env_t *env, const bson_t *doc);
-/* $$NOW (milliseconds since the epoch) and $$CLUSTER_TIME. */
+/* $$NOW (milliseconds since the epoch) and $$CLUSTER_TIME (until set,
+ * referencing $$CLUSTER_TIME fails with 51144, as on a standalone mongod). */
 void expr_env_set_now(expr_env_t *env, int64_t ms);
 void expr_env_set_cluster_time(expr_env_t *env, uint32_t t, uint32_t i);
 

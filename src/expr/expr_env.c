@@ -215,6 +215,7 @@ expr_env_set_cluster_time(expr_env_t *env, uint32_t t, uint32_t i)
 {
 	env->ct_t = t;
 	env->ct_i = i;
+	env->ct_set = true;
 }
 
 /* Make room for id; new slots are missing. */

@@ -209,6 +209,8 @@ expr_eval(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		return 0;
 	case EXPR_VAR: {
 		bson_value_t v;
+		if (e->var == EXPR_VAR_CLUSTER_TIME && !env->ct_set)
+			return terr_set(err, 51144, "Builtin variable '$$CLUSTER_TIME' is not available");
 		expr_env_var(env, e->var, &v);
 		if (e->path == NULL) {
 			*out = v;

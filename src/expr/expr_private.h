@@ -75,6 +75,7 @@ struct expr_env {
 	bson_value_t root, current;
 	int64_t now;
 	uint32_t ct_t, ct_i;
+	bool ct_set;            /* $$CLUSTER_TIME available (replica set) */
 	expr_arena_block_t *blocks;
 	int depth;              /* recursion guard */
 	uint64_t rand_state;

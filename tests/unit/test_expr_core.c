@@ -22,6 +22,7 @@ test_paths(void)
 	TX("\"$$ROOT.a\"", "{\"a\": 7}", RI("7"));
 	TX("\"$$CURRENT\"", "{\"a\": 7}", RJ("{ \"a\" : { \"$numberInt\" : \"7\" } }"));
 	TX("\"$$REMOVE\"", "{}", "missing");
+	TXERR("\"$$CLUSTER_TIME\"", "{}", "ERR 51144 Builtin variable '$$CLUSTER_TIME' is not available");
 	TX("\"literal\"", NULL, RS("literal"));
 	TX("{\"$literal\": \"$a\"}", "{\"a\": 1}", RS("$a"));
 	TX("{\"$literal\": {\"$add\": 1}}", NULL, RJ("{ \"$add\" : { \"$numberInt\" : \"1\" } }"));
