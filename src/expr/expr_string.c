@@ -269,7 +269,7 @@ static int
 eval_substr_bytes(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 {
 	bson_value_t v, s, lo, ln;
-	const char *name = e->op->name;
+	const char *name = "$substrBytes"; /* $substr parses into $substrBytes in mongod */
 
 	RET(expr_eval_arg(e, 0, env, &v, err));
 	RET(expr_eval_arg(e, 1, env, &lo, err));
