@@ -15,6 +15,7 @@
 #include <openssl/opensslv.h>
 #include <openssl/rand.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
@@ -550,20 +551,34 @@ CMD_HANDLER(cmd_connection_status)
 
 /* ---- listCommands ------------------------------------------------------- */
 
+static int
+def_by_name(const void *a, const void *b)
+{
+	const cmd_def_t *const *x = a, *const *y = b;
+
+	return strcmp((*x)->name, (*y)->name);
+}
+
+/* mongod lists commands in name order (its registry is a sorted map). */
 CMD_HANDLER(cmd_list_commands)
 {
-	const cmd_def_t *t;
+	const cmd_def_t *t, **sorted;
 	bson_t all, one, a;
 	int n, i;
 
 	t = cmd_table(&n);
+	sorted = bson_malloc(sizeof(*sorted) * (size_t)(n > 0 ? n : 1));
+	for (i = 0; i < n; i++)
+		sorted[i] = &t[i];
+	qsort(sorted, (size_t)n, sizeof(*sorted), def_by_name);
 	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "commands", &all);
 	for (i = 0; i < n; i++) {
-		bson_append_document_begin(&all, t[i].name, -1, &one);
-		BSON_APPEND_UTF8(&one, "help", t[i].help ? t[i].help : "");
-		BSON_APPEND_BOOL(&one, "requiresAuth", !(t[i].flags & CMDF_NO_AUTH));
+		const cmd_def_t *d = sorted[i];
+		bson_append_document_begin(&all, d->name, -1, &one);
+		BSON_APPEND_UTF8(&one, "help", d->help ? d->help : "");
+		BSON_APPEND_BOOL(&one, "requiresAuth", !(d->flags & CMDF_NO_AUTH));
 		BSON_APPEND_BOOL(&one, "secondaryOk", true);
-		BSON_APPEND_BOOL(&one, "adminOnly", (t[i].flags & CMDF_ADMIN_ONLY) != 0);
+		BSON_APPEND_BOOL(&one, "adminOnly", (d->flags & CMDF_ADMIN_ONLY) != 0);
 		BSON_APPEND_ARRAY_BEGIN(&one, "apiVersions", &a);
 		bson_append_array_end(&one, &a);
 		BSON_APPEND_ARRAY_BEGIN(&one, "deprecatedApiVersions", &a);
@@ -571,6 +586,7 @@ CMD_HANDLER(cmd_list_commands)
 		bson_append_document_end(&all, &one);
 	}
 	bson_append_document_end(c->reply, &all);
+	bson_free(sorted);
 	return 0;
 }
 
