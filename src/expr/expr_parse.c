@@ -235,20 +235,21 @@ parse_operator(const char *name, const bson_value_t *arg, expr_scope_t *scope, e
 	}
 	if (op->parse == NULL) {
 		int n = (int)e->nargs;
+		const char *opname = op->alias_of ? op->alias_of : op->name;
 		if (op->min_args == op->max_args && n != op->min_args) {
 			ret = terr_set(err, 16020, "Expression %s takes exactly %d arguments. %d were passed in.",
-			               op->name, op->min_args, n);
+			               opname, op->min_args, n);
 			goto err;
 		}
 		if (op->max_args >= 0 && op->min_args != op->max_args && (n < op->min_args || n > op->max_args)) {
 			ret = terr_set(err, 28667,
 			               "Expression %s takes at least %d arguments, and at most %d, but %d were passed in.",
-			               op->name, op->min_args, op->max_args, n);
+			               opname, op->min_args, op->max_args, n);
 			goto err;
 		}
 		if (op->max_args < 0 && n < op->min_args) {
 			ret = terr_set(err, 16020, "Expression %s takes at least %d arguments. %d were passed in.",
-			               op->name, op->min_args, n);
+			               opname, op->min_args, n);
 			goto err;
 		}
 	}

@@ -25,6 +25,7 @@ struct expr_op {
 	expr_parse_fn parse;/* NULL: arguments are a list (or one bare value) */
 	expr_eval_fn eval;
 	int flags;          /* EXPR_OP_* */
+	const char *alias_of; /* name mongod reports in arity errors, or NULL */
 };
 
 #define EXPR_OP_NOFOLD 1   /* never constant-fold ($rand) */

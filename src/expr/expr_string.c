@@ -928,7 +928,7 @@ const expr_op_t expr_ops_string[] = {
 	{"$toUpper", 1, 1, NULL, eval_toupper, 0},
 	{"$strLenBytes", 1, 1, NULL, eval_strlen, 0},
 	{"$strLenCP", 1, 1, NULL, eval_strlen, 0},
-	{"$substr", 3, 3, NULL, eval_substr_bytes, 0},
+	{"$substr", 3, 3, NULL, eval_substr_bytes, 0, "$substrBytes"},
 	{"$substrBytes", 3, 3, NULL, eval_substr_bytes, 0},
 	{"$substrCP", 3, 3, NULL, eval_substr_cp, 0},
 	{"$split", 2, 2, NULL, eval_split, 0},

@@ -22,6 +22,8 @@ test_strings(void)
 	TX("{\"$substrBytes\": [\"hello\", 1, 3]}", NULL, RS("ell"));
 	TX("{\"$substr\": [\"hello\", 1, -1]}", NULL, RS("ello"));
 	TX("{\"$substrBytes\": [\"hello\", 10, 3]}", NULL, RS(""));
+	TXERR("{\"$substr\": [\"hello\", 1]}", NULL,
+	      "ERR 16020 Expression $substrBytes takes exactly 3 arguments. 2 were passed in.");
 	TXERR("{\"$substrBytes\": [\"\\u00e9\", 1, 1]}", NULL,
 	      "ERR 28656 $substrBytes:  Invalid range, starting index is a UTF-8 continuation byte.");
 	TX("{\"$substrCP\": [\"h\\u00e9llo\", 1, 2]}", NULL, RS("\xc3\xa9l"));
