@@ -11,13 +11,16 @@
  *   wire_find_id_<c>      [3] find by _id (random keys), ops/s
  *   wire_find_range_<c>   [3] find of 100 documents by an _id range, ops/s
  * and once, on one connection:
+ *   wire_find_100k_docs   [4] find {} returning 100 000 documents (fewer when
+ *                         N/4 < 100 000), documents/s, three times
  *   bucket_upsert         [5] the seed's bucket loop: 1000 page views, one
  *                         upsert each {bookId, hour} with $inc {count: 1,
  *                         "byCountry.<c>": 1}; max(1, N/100000) books, ops/s.
  *                         PostgreSQL: INSERT ... ON CONFLICT (book_id, hour)
  *                         DO UPDATE SET doc = jsonb_set(...).
- * Reads run until their operation count or $BENCH_SECONDS (default 10) per
- * side, whichever comes first, so a slow plan cannot stall the run.
+ * Reads run in three rounds alternating the sides, best round counted; each
+ * side stops at its operation count or $BENCH_SECONDS (default 10, over the
+ * three rounds), whichever comes first, so a slow plan cannot stall the run.
  * PostgreSQL runs with synchronous_commit=off, as tamgad acknowledges writes
  * without j: true before the journal is synced (group commit).
  */
@@ -226,6 +229,32 @@ run_job(op_t op, bool pg, int threads, const char *table, int64_t ops, int64_t k
 	return rate;
 }
 
+/* Reads: ROUNDS rounds alternating the two sides (Tamga first in odd
+ * rounds, PostgreSQL first in even ones), each with a third of the
+ * operations and of the time cap; the best round of each side counts, so a
+ * burst of load from elsewhere on the machine hurts neither side alone. */
+#define ROUNDS 3
+static void
+best_of_rounds(op_t op, int c, int64_t ops, int64_t keys, bool have_t, bool have_p, double *t, double *p)
+{
+	double saved = max_seconds, x;
+	int64_t per = ops / ROUNDS / c * c;
+	int r, side;
+
+	if (per < c)
+		per = c;
+	max_seconds = saved / ROUNDS;
+	for (r = 0; r < ROUNDS; r++)
+		for (side = 0; side < 2; side++) {
+			bool pg = (side + r) % 2 == 1;
+			if (pg && have_p && (x = run_job(op, true, c, "ins1", per, keys)) > *p)
+				*p = x;
+			if (!pg && have_t && (x = run_job(op, false, c, "ins1", per, keys)) > *t)
+				*t = x;
+		}
+	max_seconds = saved;
+}
+
 /* ---- setup --------------------------------------------------------------- */
 
 static bool
@@ -282,15 +311,76 @@ pg_recreate(PGconn *c, const char *name)
 	pg_exec(c, sql);
 }
 
+/* PostgreSQL's numbers, kept for bench_node.js (the Node-driver variant
+ * compares against the same libpq runs). */
+static FILE *pg_out;
+
 static void
 print_case(const char *name, bool have_t, double t, bool have_p, double p)
 {
+	if (have_p && pg_out != NULL) {
+		fprintf(pg_out, "%s %.0f\n", name, p);
+		fflush(pg_out);
+	}
 	if (have_t && have_p)
 		report(name, t, "postgresql", p);
 	else if (have_t)
 		report_peer_na(name, t, "postgresql", pg_why);
 	else
 		report_na(name, tamga_why, have_p ? "postgresql" : NULL, have_p ? p : NA);
+}
+
+/* ---- one big find (issue 4) ----------------------------------------------- */
+
+/* find {} with limit n on coll, 3 times; documents/s. */
+static double
+big_find_tamga(const char *coll_name, int64_t n)
+{
+	mongoc_client_t *client = mongoc_client_pool_pop(pool);
+	mongoc_collection_t *coll = mongoc_client_get_collection(client, DB, coll_name);
+	bson_t empty = BSON_INITIALIZER, *opts = BCON_NEW("limit", BCON_INT64(n));
+	const bson_t *doc;
+	bson_error_t err;
+	double t0 = now();
+	int64_t got;
+	int r;
+
+	for (r = 0; r < 3; r++) {
+		mongoc_cursor_t *cur = mongoc_collection_find_with_opts(coll, &empty, opts, NULL);
+		for (got = 0; mongoc_cursor_next(cur, &doc); got++)
+			;
+		if (mongoc_cursor_error(cur, &err))
+			die("tamgad find", err.message);
+		if (got != n)
+			die("tamgad find", "wrong number of documents");
+		mongoc_cursor_destroy(cur);
+	}
+	t0 = 3.0 * (double)n / (now() - t0);
+	bson_destroy(opts);
+	mongoc_collection_destroy(coll);
+	mongoc_client_pool_push(pool, client);
+	return t0;
+}
+
+static double
+big_find_pg(PGconn *c, const char *table, int64_t n)
+{
+	char sql[128];
+	PGresult *res;
+	double t0 = now();
+	int64_t k;
+	int r;
+
+	snprintf(sql, sizeof(sql), "SELECT doc FROM %s LIMIT %lld", table, (long long)n);
+	for (r = 0; r < 3; r++) {
+		res = pg_check(c, PQexec(c, sql), "postgresql find");
+		if (PQntuples(res) != n)
+			die("postgresql find", "wrong number of rows");
+		for (k = 0; k < n; k++)
+			(void)PQgetvalue(res, (int)k, 0);
+		PQclear(res);
+	}
+	return 3.0 * (double)n / (now() - t0);
 }
 
 /* ---- the bucket pattern (issue 5) ---------------------------------------- */
@@ -393,9 +483,12 @@ main(int argc, char **argv)
 	char name[64], table[32];
 	size_t k;
 
-	(void)argc;
-	(void)argv;
 	bench_read_n("bench_wire");
+	if (argc > 1) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/wire_pg.txt", argv[1]);
+		pg_out = fopen(path, "w");
+	}
 	if (env != NULL && atof(env) > 0)
 		max_seconds = atof(env);
 	docs = N / 4 >= 64000 ? N / 4 / 64000 * 64000 : 64000; /* whole batches for every thread count */
@@ -433,21 +526,21 @@ main(int argc, char **argv)
 		int c = conns[k];
 		double t = NA, p = NA;
 		snprintf(name, sizeof(name), "wire_find_id_%d", c);
-		if (have_t)
-			t = run_job(OP_FIND_ID, false, c, "ins1", finds / c * c, docs);
-		if (have_p)
-			p = run_job(OP_FIND_ID, true, c, "ins1", finds / c * c, docs);
+		best_of_rounds(OP_FIND_ID, c, finds, docs, have_t, have_p, &t, &p);
 		print_case(name, have_t, t, have_p, p);
 	}
 	for (k = 0; k < sizeof(conns) / sizeof(conns[0]); k++) {
 		int c = conns[k];
 		double t = NA, p = NA;
 		snprintf(name, sizeof(name), "wire_find_range_%d", c);
-		if (have_t)
-			t = run_job(OP_FIND_RANGE, false, c, "ins1", ranges / c * c, docs);
-		if (have_p)
-			p = run_job(OP_FIND_RANGE, true, c, "ins1", ranges / c * c, docs);
+		best_of_rounds(OP_FIND_RANGE, c, ranges, docs, have_t, have_p, &t, &p);
 		print_case(name, have_t, t, have_p, p);
+	}
+	{
+		int64_t n = docs < 100000 ? docs : 100000;
+		double t = have_t ? big_find_tamga("ins1", n) : NA;
+		double p = have_p ? big_find_pg(pc, "ins1", n) : NA;
+		print_case("wire_find_100k_docs", have_t, t, have_p, p);
 	}
 	{
 		double t = have_t ? bucket_tamga(books) : NA;
@@ -458,6 +551,8 @@ main(int argc, char **argv)
 		pg_exec(pc, "DROP TABLE IF EXISTS ins1, ins8, ins64, book_views");
 		PQfinish(pc);
 	}
+	if (pg_out != NULL)
+		fclose(pg_out);
 	if (pool != NULL)
 		mongoc_client_pool_destroy(pool);
 	mongoc_cleanup();

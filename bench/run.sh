@@ -9,7 +9,7 @@
 # Environment:
 #   BENCH_N        document count (default 1000000); use 20000 while developing
 #   BENCH_SECONDS  time cap per side of each read case through tamgad (default 10)
-#   BENCH_ONLY     space-separated subset of: core update schema wire
+#   BENCH_ONLY     space-separated subset of: core update schema wire node
 #   BENCH_KEEP=1   keep the work folder (data, tamgad.log, postgresql.log)
 #
 # This script starts, for the run only, PostgreSQL 15 (Debian's, as the
@@ -18,7 +18,7 @@
 # exit, whatever happens.
 set -uo pipefail
 build=${1:-build-bench}
-only=${BENCH_ONLY:-core update schema wire}
+only=${BENCH_ONLY:-core update schema wire node}
 export BENCH_N=${BENCH_N:-1000000}
 work=$(mktemp -d "${TMPDIR:-/tmp}/tamga-bench-XXXXXX")
 chmod 755 "$work"
@@ -120,22 +120,31 @@ start_tamgad() {
 	return 1
 }
 
-echo "run.sh: N=$BENCH_N, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)" >&2
+echo "run.sh: N=$BENCH_N, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ), load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 start_postgres
 status=0
 for b in $only; do
-	exe="$build/bench/bench_$b"
-	if [ ! -x "$exe" ]; then
-		echo "run.sh: $exe not built, skipped" >&2
-		continue
+	if [ "$b" = node ]; then
+		if ! command -v node >/dev/null 2>&1; then
+			echo "run.sh: no node: bench_node skipped" >&2
+			continue
+		fi
+		cmd=(node "$(dirname "$0")/bench_node.js" "$work")
+	else
+		cmd=("$build/bench/bench_$b" "$work")
+		if [ ! -x "${cmd[0]}" ]; then
+			echo "run.sh: ${cmd[0]} not built, skipped" >&2
+			continue
+		fi
 	fi
-	if [ "$b" = wire ]; then
+	if { [ "$b" = wire ] || [ "$b" = node ]; } && [ -z "$tamgad_pid" ]; then
 		start_tamgad
 	fi
 	start=$(date +%s)
-	"$exe" "$work" || { echo "run.sh: bench_$b failed" >&2; status=1; }
+	"${cmd[@]}" || { echo "run.sh: bench_$b failed" >&2; status=1; }
 	echo "run.sh: bench_$b took $(( $(date +%s) - start )) s" >&2
 	# each program's data is dropped as soon as it is done with it
 	rm -rf "$work/tamga" "$work/tamga-update" "$work/tamga-schema" "$work/wt" "$work/wt-update" "$work"/sqlite.db*
 done
+echo "run.sh: done, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 exit $status
