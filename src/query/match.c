@@ -17,7 +17,6 @@
 #include "bson/value.h"
 
 #define MATCH_MAX_DEPTH 100
-#define TERR_QUERY_FEATURE_NOT_ALLOWED 224
 
 typedef enum { LVL_PREDICATE_TOP, LVL_USER_TOP, LVL_USER_SUB } plevel_t;
 

@@ -17,7 +17,6 @@
 #include "bson/value.h"
 #include "query/match.h"
 
-#define UPDATE_QUERY_FEATURE_NOT_ALLOWED 224 /* QueryFeatureNotAllowed */
 
 
 typedef struct eq {
@@ -136,8 +135,8 @@ seed(const bson_t *filter, bool only_id, bson_t *out, terr_t *err)
 	q.only_id = only_id;
 	q.err = err;
 	if ((ret = match_compile(filter, &mo, &m, err)) != 0) {
-		if (err != NULL && err->code == UPDATE_QUERY_FEATURE_NOT_ALLOWED)
-			terr_set(err, UPDATE_QUERY_FEATURE_NOT_ALLOWED,
+		if (err != NULL && err->code == TERR_QUERY_FEATURE_NOT_ALLOWED)
+			terr_set(err, TERR_QUERY_FEATURE_NOT_ALLOWED,
 			         "$expr is not allowed in the query predicate for an upsert");
 		goto err;
 	}
