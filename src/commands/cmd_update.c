@@ -263,11 +263,28 @@ parse_update_op(cmd_t *c, const bson_t *op, const bson_t *cmd_let, update_stmt_t
 	u->filter = filter_view;
 	if (cmd_let != NULL)
 		mo.let = cmd_let;
+	/* an upsert must be able to seed its document from the query, which
+	 * $expr makes impossible: mongod refuses it at parse time */
+	if (u->upsert)
+		mo.disallow |= MATCH_DISALLOW_EXPR;
 	RET(match_compile(q, &mo, &u->match, err));
 	uo.array_filters = has_af ? &arr_filters : NULL;
-	uo.let = has_c ? &cvars : cmd_let;
-	if (update_compile(&uval, &uo, &u->update, err) != 0)
-		return -1;
+	if (has_c && cmd_let != NULL) {
+		/* both the command's let and the statement's constants are visible */
+		bson_t vars = BSON_INITIALIZER;
+		int rc;
+		bson_concat(&vars, cmd_let);
+		bson_concat(&vars, &cvars);
+		uo.let = &vars;
+		rc = update_compile(&uval, &uo, &u->update, err);
+		bson_destroy(&vars);
+		if (rc != 0)
+			return -1;
+	} else {
+		uo.let = has_c ? &cvars : cmd_let;
+		if (update_compile(&uval, &uo, &u->update, err) != 0)
+			return -1;
+	}
 	if (u->multi && update_is_replacement(u->update))
 		return terr_set(err, TERR_FAILED_TO_PARSE,
 		    "multi update is not supported for replacement-style update");
