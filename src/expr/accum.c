@@ -470,14 +470,16 @@ parse_n(accum_t *a, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
 		} else if (strcmp(k, "sortBy") == 0 && topbottom) {
 			sb = *bson_iter_value(&it);
 			have_sb = true;
+		} else if (topbottom) {
+			return terr_set(err, 5788002, "Unknown argument to %s '%s'", a->op->name, k);
 		} else {
-			return terr_set(err, topbottom ? 5788002 : 5787901, "Unknown argument to %s '%s'", a->op->name, k);
+			return terr_set(err, 5787901, "Unknown argument for 'n' operator: %s", k);
 		}
 	}
+	if (!single && !have_n)
+		return terr_set(err, topbottom ? 5788003 : 5787906, "Missing value for 'n'");
 	if (!have_in)
 		return terr_set(err, topbottom ? 5788004 : 5787907, "Missing value for '%s'", vname);
-	if (!single && !have_n)
-		return terr_set(err, 5787906, "Missing value for 'n'");
 	if (topbottom && !have_sb)
 		return terr_set(err, 5788005, "Missing value for 'sortBy'");
 	a->n = 1;

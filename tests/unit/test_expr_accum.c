@@ -168,6 +168,11 @@ test_n_variants(void)
 	          "ERR 5787902 Value for 'n' must be of integral type, but found 1.5");
 	TT_EQ_STR(acc_run("{\"$firstN\": {\"input\": \"$x\"}}", d, 0), "ERR 5787906 Missing value for 'n'");
 	TT_EQ_STR(acc_run("{\"$topN\": {\"output\": \"$x\", \"n\": 1}}", d, 0), "ERR 5788005 Missing value for 'sortBy'");
+	TT_EQ_STR(acc_run("{\"$topN\": {\"output\": \"$x\", \"sortBy\": {\"x\": 1}}}", d, 0),
+	          "ERR 5788003 Missing value for 'n'");
+	TT_EQ_STR(acc_run("{\"$firstN\": {\"n\": 1}}", d, 0), "ERR 5787907 Missing value for 'input'");
+	TT_EQ_STR(acc_run("{\"$firstN\": {\"n\": 1, \"input\": 1, \"z\": 1}}", d, 0),
+	          "ERR 5787901 Unknown argument for 'n' operator: z");
 }
 
 static void
@@ -198,7 +203,13 @@ test_as_expressions(void)
 	TX("{\"$median\": {\"input\": \"$xs\", \"method\": \"approximate\"}}", "{\"xs\": [5, 1, 3]}", RD("3.0"));
 	TX("{\"$percentile\": {\"input\": [1, 2, 3, 4], \"p\": [0.5], \"method\": \"approximate\"}}", NULL,
 	   RJ("[ { \"$numberDouble\" : \"2.0\" } ]"));
-	TXERR("{\"$maxN\": {\"input\": [1], \"n\": 1}}", NULL, "ERR 238 $maxN is not implemented as an expression yet");
+	TX("{\"$maxN\": {\"input\": [3, null, 7, 5], \"n\": 2}}", NULL, RJ("[ " I(7) ", " I(5) " ]"));
+	TX("{\"$minN\": {\"input\": [3, null, 7, 5], \"n\": 5}}", NULL, RJ("[ " I(3) ", " I(5) ", " I(7) " ]"));
+	TX("{\"$firstN\": {\"input\": [3, null, 7], \"n\": 2}}", NULL, RJ("[ " I(3) ", null ]"));
+	TX("{\"$lastN\": {\"input\": \"$xs\", \"n\": 2}}", "{\"xs\": [1, 2, 3]}", RJ("[ " I(2) ", " I(3) " ]"));
+	TX("{\"$lastN\": {\"input\": null, \"n\": 2}}", NULL, RJ("null"));
+	TXERR("{\"$lastN\": {\"input\": 5, \"n\": 2}}", NULL, "ERR 5788200 Input must be an array");
+	TXERR("{\"$lastN\": {\"input\": [5], \"n\": 0}}", NULL, "ERR 5787908 'n' must be greater than 0, found 0");
 }
 
 int
