@@ -1,0 +1,958 @@
+/*
+ * auth_check.c -- which privileges each command needs, and the check the
+ * dispatcher runs before a handler: one table (command -> actions on a
+ * resource), with a function for the few commands whose needs depend on
+ * their arguments (writes that bypass validation or upsert, aggregate
+ * stages that read or write other collections, explain, renameCollection,
+ * the user and role commands).  A command missing from the table is
+ * refused when auth is on.
+ *
+ * Also: connectionStatus's authInfo, hello's saslSupportedMechs, and
+ * mongod's rendering of a command in "not authorized" messages.
+ *
+ * Not here: resolving a user's privileges (auth_users.c, auth_privs.c).
+ */
+#include "commands/auth_private.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- mongod's BSONObj::toString -------------------------------------------------- */
+
+static void render_doc(bson_string_t *b, const bson_t *doc, bool array, int depth);
+
+static void
+render_string(bson_string_t *b, const char *s, uint32_t len)
+{
+	uint32_t i;
+
+	bson_string_append_c(b, '"');
+	for (i = 0; i < len; i++) {
+		char ch = s[i];
+		if (ch == '"' || ch == '\\') {
+			bson_string_append_c(b, '\\');
+			bson_string_append_c(b, ch);
+		} else if ((unsigned char)ch < 0x20) {
+			bson_string_append_printf(b, "\\x%02x", (unsigned char)ch);
+		} else {
+			bson_string_append_c(b, ch);
+		}
+	}
+	bson_string_append_c(b, '"');
+}
+
+static void
+render_value(bson_string_t *b, bson_iter_t *it, int depth)
+{
+	switch (bson_iter_type(it)) {
+	case BSON_TYPE_DOUBLE: {
+		double d = bson_iter_double(it);
+		if (isnan(d))
+			bson_string_append(b, "nan.0");
+		else if (isinf(d))
+			bson_string_append(b, d > 0 ? "inf.0" : "-inf.0");
+		else if (d == floor(d) && fabs(d) < 1e16)
+			bson_string_append_printf(b, "%.1f", d);
+		else
+			bson_string_append_printf(b, "%.16g", d);
+		break;
+	}
+	case BSON_TYPE_UTF8: {
+		uint32_t l;
+		const char *s = bson_iter_utf8(it, &l);
+		render_string(b, s, l);
+		break;
+	}
+	case BSON_TYPE_DOCUMENT:
+	case BSON_TYPE_ARRAY: {
+		const uint8_t *d;
+		uint32_t l;
+		bson_t sub;
+		if (BSON_ITER_HOLDS_DOCUMENT(it))
+			bson_iter_document(it, &l, &d);
+		else
+			bson_iter_array(it, &l, &d);
+		if (bson_init_static(&sub, d, l))
+			render_doc(b, &sub, BSON_ITER_HOLDS_ARRAY(it), depth + 1);
+		break;
+	}
+	case BSON_TYPE_BINARY: {
+		bson_subtype_t st;
+		uint32_t l, i;
+		const uint8_t *d;
+		bson_iter_binary(it, &st, &l, &d);
+		if (st == BSON_SUBTYPE_UUID && l == 16) {
+			bson_string_append(b, "UUID(\"");
+			for (i = 0; i < 16; i++) {
+				bson_string_append_printf(b, "%02x", d[i]);
+				if (i == 3 || i == 5 || i == 7 || i == 9)
+					bson_string_append_c(b, '-');
+			}
+			bson_string_append(b, "\")");
+		} else {
+			bson_string_append_printf(b, "BinData(%d, ", (int)st);
+			for (i = 0; i < l; i++)
+				bson_string_append_printf(b, "%02X", d[i]);
+			bson_string_append_c(b, ')');
+		}
+		break;
+	}
+	case BSON_TYPE_UNDEFINED:
+		bson_string_append(b, "undefined");
+		break;
+	case BSON_TYPE_OID: {
+		char hex[25];
+		bson_oid_to_string(bson_iter_oid(it), hex);
+		bson_string_append_printf(b, "ObjectId('%s')", hex);
+		break;
+	}
+	case BSON_TYPE_BOOL:
+		bson_string_append(b, bson_iter_bool(it) ? "true" : "false");
+		break;
+	case BSON_TYPE_DATE_TIME:
+		bson_string_append_printf(b, "new Date(%lld)", (long long)bson_iter_date_time(it));
+		break;
+	case BSON_TYPE_NULL:
+		bson_string_append(b, "null");
+		break;
+	case BSON_TYPE_REGEX: {
+		const char *opts;
+		const char *re = bson_iter_regex(it, &opts);
+		bson_string_append_printf(b, "/%s/%s", re, opts);
+		break;
+	}
+	case BSON_TYPE_CODE: {
+		uint32_t l;
+		const char *s = bson_iter_code(it, &l);
+		bson_string_append_printf(b, "%.*s", (int)l, s);
+		break;
+	}
+	case BSON_TYPE_INT32:
+		bson_string_append_printf(b, "%d", bson_iter_int32(it));
+		break;
+	case BSON_TYPE_TIMESTAMP: {
+		uint32_t t, i;
+		bson_iter_timestamp(it, &t, &i);
+		bson_string_append_printf(b, "Timestamp(%u, %u)", t, i);
+		break;
+	}
+	case BSON_TYPE_INT64:
+		bson_string_append_printf(b, "%lld", (long long)bson_iter_int64(it));
+		break;
+	case BSON_TYPE_DECIMAL128: {
+		bson_decimal128_t dec;
+		char s[BSON_DECIMAL128_STRING];
+		bson_iter_decimal128(it, &dec);
+		bson_decimal128_to_string(&dec, s);
+		bson_string_append_printf(b, "NumberDecimal(\"%s\")", s);
+		break;
+	}
+	case BSON_TYPE_MINKEY:
+		bson_string_append(b, "MinKey");
+		break;
+	case BSON_TYPE_MAXKEY:
+		bson_string_append(b, "MaxKey");
+		break;
+	default:
+		bson_string_append(b, "?");
+		break;
+	}
+}
+
+static void
+render_doc(bson_string_t *b, const bson_t *doc, bool array, int depth)
+{
+	bson_iter_t it;
+	bool first = true;
+
+	if (depth > 100) {
+		bson_string_append(b, array ? "[ ... ]" : "{ ... }");
+		return;
+	}
+	bson_string_append(b, array ? "[" : "{");
+	if (bson_iter_init(&it, doc)) {
+		while (bson_iter_next(&it)) {
+			bson_string_append(b, first ? " " : ", ");
+			first = false;
+			if (!array) {
+				bson_string_append(b, bson_iter_key(&it));
+				bson_string_append(b, ": ");
+			}
+			render_value(b, &it, depth);
+		}
+	}
+	bson_string_append(b, first ? (array ? "]" : "}") : (array ? " ]" : " }"));
+}
+
+char *
+auth_render_bson(const bson_t *doc)
+{
+	bson_string_t *b = bson_string_new(NULL);
+
+	render_doc(b, doc, false, 0);
+	return bson_string_free(b, false);
+}
+
+/* ---- the check context ------------------------------------------------------------- */
+
+typedef struct chk {
+	cmd_t *c;
+	auth_client_t *ac;
+	const auth_privset_t *ps;
+	int depth;
+} chk_t;
+
+static bool
+can_ns(chk_t *k, const char *db, const char *coll, const char *action)
+{
+	return auth_privset_allows_ns(k->ps, db, coll, auth_action_index(action));
+}
+
+static bool
+can_db(chk_t *k, const char *db, const char *action)
+{
+	return auth_privset_allows_db(k->ps, db, auth_action_index(action));
+}
+
+static bool
+can_cluster(chk_t *k, const char *action)
+{
+	return auth_privset_allows_cluster(k->ps, auth_action_index(action));
+}
+
+/* Every action of a space-separated list on db.coll. */
+static bool
+can_ns_all(chk_t *k, const char *db, const char *coll, const char *actions)
+{
+	char buf[64];
+	const char *p = actions, *e;
+
+	while (*p) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			break;
+		for (e = p; *e && *e != ' '; e++)
+			;
+		snprintf(buf, sizeof(buf), "%.*s", (int)(e - p), p);
+		if (!can_ns(k, db, coll, buf))
+			return false;
+		p = e;
+	}
+	return true;
+}
+
+static bool
+can_db_all(chk_t *k, const char *db, const char *actions)
+{
+	char buf[64];
+	const char *p = actions, *e;
+
+	while (*p) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			break;
+		for (e = p; *e && *e != ' '; e++)
+			;
+		snprintf(buf, sizeof(buf), "%.*s", (int)(e - p), p);
+		if (!can_db(k, db, buf))
+			return false;
+		p = e;
+	}
+	return true;
+}
+
+static const char *
+first_string(const bson_t *body)
+{
+	bson_iter_t it;
+
+	if (bson_iter_init(&it, body) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it))
+		return bson_iter_utf8(&it, NULL);
+	return NULL;
+}
+
+static bool
+field_true(const bson_t *body, const char *field)
+{
+	bson_iter_t it;
+
+	return bson_iter_init_find(&it, body, field) && bson_iter_as_bool(&it);
+}
+
+/* The collection the command names first, or the database itself when it
+ * does not name one (then the actions are checked on the database). */
+static bool
+can_target(chk_t *k, const bson_t *body, const char *actions)
+{
+	const char *coll = first_string(body);
+
+	if (coll != NULL && coll[0] != '\0')
+		return can_ns_all(k, k->c->db, coll, actions);
+	return can_db_all(k, k->c->db, actions);
+}
+
+/* ---- commands whose needs depend on their arguments ------------------------------- */
+
+typedef bool (*special_fn)(chk_t *k, const bson_t *body);
+
+static bool
+chk_insert(chk_t *k, const bson_t *body)
+{
+	if (!can_target(k, body, "insert"))
+		return false;
+	return !field_true(body, "bypassDocumentValidation") || can_target(k, body, "bypassDocumentValidation");
+}
+
+static bool
+chk_update(chk_t *k, const bson_t *body)
+{
+	bson_iter_t it, el;
+
+	if (!can_target(k, body, "update"))
+		return false;
+	if (field_true(body, "bypassDocumentValidation") && !can_target(k, body, "bypassDocumentValidation"))
+		return false;
+	if (bson_iter_init_find(&it, body, "updates") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &el)) {
+		while (bson_iter_next(&el)) {
+			bson_iter_t u;
+			if (BSON_ITER_HOLDS_DOCUMENT(&el) && bson_iter_recurse(&el, &u) &&
+			    bson_iter_find(&u, "upsert") && bson_iter_as_bool(&u))
+				return can_target(k, body, "insert");
+		}
+	}
+	return true;
+}
+
+static bool
+chk_find_and_modify(chk_t *k, const bson_t *body)
+{
+	if (field_true(body, "remove"))
+		return can_target(k, body, "find remove");
+	if (!can_target(k, body, "find update"))
+		return false;
+	if (field_true(body, "upsert") && !can_target(k, body, "insert"))
+		return false;
+	return !field_true(body, "bypassDocumentValidation") || can_target(k, body, "bypassDocumentValidation");
+}
+
+/* A namespace in a stage argument: "coll" or {db, coll}. */
+static bool
+stage_ns(chk_t *k, bson_iter_t *v, const char *actions)
+{
+	const char *db = k->c->db, *coll = NULL;
+	bson_iter_t sub;
+
+	if (BSON_ITER_HOLDS_UTF8(v)) {
+		coll = bson_iter_utf8(v, NULL);
+	} else if (BSON_ITER_HOLDS_DOCUMENT(v) && bson_iter_recurse(v, &sub)) {
+		while (bson_iter_next(&sub)) {
+			if (strcmp(bson_iter_key(&sub), "db") == 0 && BSON_ITER_HOLDS_UTF8(&sub))
+				db = bson_iter_utf8(&sub, NULL);
+			else if (strcmp(bson_iter_key(&sub), "coll") == 0 && BSON_ITER_HOLDS_UTF8(&sub))
+				coll = bson_iter_utf8(&sub, NULL);
+		}
+	}
+	if (coll == NULL)
+		return true; /* malformed: the stage parser refuses it */
+	return can_ns_all(k, db, coll, actions);
+}
+
+static bool chk_pipeline(chk_t *k, bson_iter_t *arr, bool bypass);
+
+static bool
+chk_stage(chk_t *k, bson_iter_t *stage, bool bypass)
+{
+	bson_iter_t s, arg, f;
+
+	if (!BSON_ITER_HOLDS_DOCUMENT(stage) || !bson_iter_recurse(stage, &s) || !bson_iter_next(&s))
+		return true;
+	if (strcmp(bson_iter_key(&s), "$lookup") == 0 || strcmp(bson_iter_key(&s), "$graphLookup") == 0) {
+		if (!BSON_ITER_HOLDS_DOCUMENT(&s) || !bson_iter_recurse(&s, &arg))
+			return true;
+		while (bson_iter_next(&arg)) {
+			if (strcmp(bson_iter_key(&arg), "from") == 0 && !stage_ns(k, &arg, "find"))
+				return false;
+			if (strcmp(bson_iter_key(&arg), "pipeline") == 0 && !chk_pipeline(k, &arg, bypass))
+				return false;
+		}
+	} else if (strcmp(bson_iter_key(&s), "$unionWith") == 0) {
+		if (BSON_ITER_HOLDS_UTF8(&s))
+			return stage_ns(k, &s, "find");
+		if (!BSON_ITER_HOLDS_DOCUMENT(&s) || !bson_iter_recurse(&s, &arg))
+			return true;
+		while (bson_iter_next(&arg)) {
+			if (strcmp(bson_iter_key(&arg), "coll") == 0 && !stage_ns(k, &arg, "find"))
+				return false;
+			if (strcmp(bson_iter_key(&arg), "pipeline") == 0 && !chk_pipeline(k, &arg, bypass))
+				return false;
+		}
+	} else if (strcmp(bson_iter_key(&s), "$facet") == 0) {
+		if (!BSON_ITER_HOLDS_DOCUMENT(&s) || !bson_iter_recurse(&s, &arg))
+			return true;
+		while (bson_iter_next(&arg))
+			if (!chk_pipeline(k, &arg, bypass))
+				return false;
+	} else if (strcmp(bson_iter_key(&s), "$out") == 0) {
+		if (!stage_ns(k, &s, bypass ? "insert remove bypassDocumentValidation" : "insert remove"))
+			return false;
+	} else if (strcmp(bson_iter_key(&s), "$merge") == 0) {
+		const char *acts = bypass ? "insert update bypassDocumentValidation" : "insert update";
+		if (BSON_ITER_HOLDS_UTF8(&s))
+			return stage_ns(k, &s, acts);
+		if (BSON_ITER_HOLDS_DOCUMENT(&s) && bson_iter_recurse(&s, &f) && bson_iter_find(&f, "into"))
+			return stage_ns(k, &f, acts);
+	} else if (strcmp(bson_iter_key(&s), "$currentOp") == 0) {
+		return can_cluster(k, "inprog");
+	} else if (strcmp(bson_iter_key(&s), "$listLocalSessions") == 0 ||
+	    strcmp(bson_iter_key(&s), "$listSessions") == 0) {
+		return can_cluster(k, "listSessions");
+	} else if (strcmp(bson_iter_key(&s), "$indexStats") == 0) {
+		const char *coll = first_string(k->c->body);
+		return coll != NULL && can_ns(k, k->c->db, coll, "indexStats");
+	} else if (strcmp(bson_iter_key(&s), "$collStats") == 0) {
+		const char *coll = first_string(k->c->body);
+		return coll != NULL && can_ns(k, k->c->db, coll, "collStats");
+	}
+	return true;
+}
+
+static bool
+chk_pipeline(chk_t *k, bson_iter_t *arr, bool bypass)
+{
+	bson_iter_t el;
+
+	if (++k->depth > 50)
+		return false;
+	if (!BSON_ITER_HOLDS_ARRAY(arr) || !bson_iter_recurse(arr, &el))
+		return true;
+	while (bson_iter_next(&el))
+		if (!chk_stage(k, &el, bypass))
+			return false;
+	k->depth--;
+	return true;
+}
+
+static bool
+chk_aggregate(chk_t *k, const bson_t *body)
+{
+	bson_iter_t it;
+	bool bypass = field_true(body, "bypassDocumentValidation");
+	const char *coll = first_string(body);
+
+	if (coll != NULL && !can_ns(k, k->c->db, coll, "find")) {
+		/* a pipeline that starts with $collStats/$indexStats needs only that */
+		bson_iter_t el, s;
+		bool stats_only = false;
+		if (bson_iter_init_find(&it, body, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it) &&
+		    bson_iter_recurse(&it, &el) && bson_iter_next(&el) && BSON_ITER_HOLDS_DOCUMENT(&el) &&
+		    bson_iter_recurse(&el, &s) && bson_iter_next(&s))
+			stats_only = strcmp(bson_iter_key(&s), "$collStats") == 0 ||
+			    strcmp(bson_iter_key(&s), "$indexStats") == 0;
+		if (!stats_only)
+			return false;
+	}
+	if (bson_iter_init_find(&it, body, "pipeline"))
+		return chk_pipeline(k, &it, bypass);
+	return true;
+}
+
+static bool
+chk_get_more(chk_t *k, const bson_t *body)
+{
+	bson_iter_t it;
+
+	if (bson_iter_init_find(&it, body, "collection") && BSON_ITER_HOLDS_UTF8(&it))
+		return can_ns(k, k->c->db, bson_iter_utf8(&it, NULL), "find") ||
+		    can_ns(k, k->c->db, bson_iter_utf8(&it, NULL), "listCollections") ||
+		    can_ns(k, k->c->db, bson_iter_utf8(&it, NULL), "listIndexes") ||
+		    can_db(k, k->c->db, "listCollections");
+	return false;
+}
+
+static bool
+chk_list_collections(chk_t *k, const bson_t *body)
+{
+	if (can_db(k, k->c->db, "listCollections"))
+		return true;
+	/* mongod lets a user list the collections it has privileges on */
+	return field_true(body, "authorizedCollections") && field_true(body, "nameOnly") &&
+	    auth_privset_touches_db(k->ps, k->c->db);
+}
+
+static bool
+chk_list_databases(chk_t *k, const bson_t *body)
+{
+	/* Without the action mongod filters the list to the user's databases;
+	 * the listDatabases handler does not filter yet, so only holders of
+	 * the action may run it. */
+	return can_cluster(k, "listDatabases");
+}
+
+static bool
+chk_rename(chk_t *k, const bson_t *body)
+{
+	const char *from = first_string(body), *to = NULL, *fd, *td;
+	const char *fdot, *tdot;
+	char fdb[128], tdb[128];
+	bson_iter_t it;
+
+	if (bson_iter_init_find(&it, body, "to") && BSON_ITER_HOLDS_UTF8(&it))
+		to = bson_iter_utf8(&it, NULL);
+	if (from == NULL || to == NULL || (fdot = strchr(from, '.')) == NULL || (tdot = strchr(to, '.')) == NULL)
+		return can_cluster(k, "shutdown") && can_db(k, "admin", "renameCollection");
+	snprintf(fdb, sizeof(fdb), "%.*s", (int)(fdot - from), from);
+	snprintf(tdb, sizeof(tdb), "%.*s", (int)(tdot - to), to);
+	fd = fdb;
+	td = tdb;
+	if (strcmp(fd, td) == 0)
+		return can_ns(k, fd, fdot + 1, "renameCollectionSameDB") &&
+		    (!field_true(body, "dropTarget") || can_ns(k, td, tdot + 1, "dropCollection"));
+	return can_ns_all(k, fd, fdot + 1, "find dropCollection") &&
+	    can_ns_all(k, td, tdot + 1, "insert createIndex") &&
+	    (!field_true(body, "dropTarget") || can_ns(k, td, tdot + 1, "dropCollection"));
+}
+
+static bool auth_allows(chk_t *k, const char *name, const bson_t *body);
+
+static bool
+chk_explain(chk_t *k, const bson_t *body)
+{
+	bson_iter_t it, in;
+	const uint8_t *d;
+	uint32_t l;
+	bson_t inner;
+
+	if (!bson_iter_init(&it, body) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_DOCUMENT(&it))
+		return false;
+	bson_iter_document(&it, &l, &d);
+	if (!bson_init_static(&inner, d, l) || !bson_iter_init(&in, &inner) || !bson_iter_next(&in))
+		return false;
+	if (strcmp(bson_iter_key(&in), "explain") == 0 || ++k->depth > 3)
+		return false;
+	return auth_allows(k, bson_iter_key(&in), &inner);
+}
+
+/* A roles argument's databases each need action. */
+static bool
+roles_field_allowed(chk_t *k, const bson_t *body, const char *field, const char *action)
+{
+	auth_rolelist_t l;
+	terr_t ignore = TERR_INIT;
+	bson_iter_t it;
+	bool ok = true;
+	int i;
+
+	if (!bson_iter_init_find(&it, body, field))
+		return true;
+	auth_rolelist_init(&l);
+	if (auth_rolelist_parse(&it, k->c->db, &l, field, &ignore) == 0) {
+		for (i = 0; i < l.n && ok; i++)
+			ok = can_db(k, l.db[i], action);
+	}
+	terr_clear(&ignore);
+	auth_rolelist_destroy(&l);
+	return ok;
+}
+
+static bool
+chk_create_user(chk_t *k, const bson_t *body)
+{
+	return can_db(k, k->c->db, "createUser") && roles_field_allowed(k, body, "roles", "grantRole");
+}
+
+static bool
+is_self(chk_t *k, const char *user, const char *db)
+{
+	return k->ac != NULL && k->ac->user != NULL && strcmp(k->ac->user, user) == 0 && strcmp(k->ac->db, db) == 0;
+}
+
+static bool
+chk_update_user(chk_t *k, const bson_t *body)
+{
+	const char *user = first_string(body);
+	bson_iter_t it;
+	bool self = user != NULL && is_self(k, user, k->c->db);
+
+	if (bson_iter_init_find(&it, (bson_t *)body, "pwd") &&
+	    !(can_db(k, k->c->db, "changePassword") || (self && can_db(k, k->c->db, "changeOwnPassword"))))
+		return false;
+	if (bson_iter_init_find(&it, (bson_t *)body, "customData") &&
+	    !(can_db(k, k->c->db, "changeCustomData") || (self && can_db(k, k->c->db, "changeOwnCustomData"))))
+		return false;
+	if (bson_iter_init_find(&it, (bson_t *)body, "authenticationRestrictions") &&
+	    !can_db(k, k->c->db, "setAuthenticationRestriction"))
+		return false;
+	return roles_field_allowed(k, body, "roles", "grantRole") && roles_field_allowed(k, body, "roles", "revokeRole");
+}
+
+static bool
+chk_users_info(chk_t *k, const bson_t *body)
+{
+	bson_iter_t it;
+
+	if (!bson_iter_init(&it, body) || !bson_iter_next(&it))
+		return false;
+	if (BSON_ITER_HOLDS_UTF8(&it) && is_self(k, bson_iter_utf8(&it, NULL), k->c->db))
+		return true;
+	if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+		bson_iter_t sub;
+		const char *u = NULL, *d = NULL;
+		bool forall = false;
+		bson_iter_recurse(&it, &sub);
+		while (bson_iter_next(&sub)) {
+			if (strcmp(bson_iter_key(&sub), "user") == 0 && BSON_ITER_HOLDS_UTF8(&sub))
+				u = bson_iter_utf8(&sub, NULL);
+			else if (strcmp(bson_iter_key(&sub), "db") == 0 && BSON_ITER_HOLDS_UTF8(&sub))
+				d = bson_iter_utf8(&sub, NULL);
+			else if (strcmp(bson_iter_key(&sub), "forAllDBs") == 0)
+				forall = bson_iter_as_bool(&sub);
+		}
+		if (forall)
+			return can_cluster(k, "viewUser");
+		if (u != NULL && d != NULL)
+			return is_self(k, u, d) || can_db(k, d, "viewUser");
+	}
+	if (BSON_ITER_HOLDS_ARRAY(&it)) {
+		bson_iter_t el;
+		bson_iter_recurse(&it, &el);
+		while (bson_iter_next(&el)) {
+			const char *u = NULL, *d = k->c->db;
+			if (BSON_ITER_HOLDS_UTF8(&el)) {
+				u = bson_iter_utf8(&el, NULL);
+			} else if (BSON_ITER_HOLDS_DOCUMENT(&el)) {
+				bson_iter_t sub;
+				bson_iter_recurse(&el, &sub);
+				while (bson_iter_next(&sub)) {
+					if (strcmp(bson_iter_key(&sub), "user") == 0 && BSON_ITER_HOLDS_UTF8(&sub))
+						u = bson_iter_utf8(&sub, NULL);
+					else if (strcmp(bson_iter_key(&sub), "db") == 0 && BSON_ITER_HOLDS_UTF8(&sub))
+						d = bson_iter_utf8(&sub, NULL);
+				}
+			}
+			if (u == NULL || !(is_self(k, u, d) || can_db(k, d, "viewUser")))
+				return false;
+		}
+		return true;
+	}
+	return can_db(k, k->c->db, "viewUser");
+}
+
+static bool
+chk_create_role(chk_t *k, const bson_t *body)
+{
+	return can_db(k, k->c->db, "createRole") && roles_field_allowed(k, body, "roles", "grantRole");
+}
+
+static bool
+chk_update_role(chk_t *k, const bson_t *body)
+{
+	return can_db_all(k, k->c->db, "grantRole revokeRole") && roles_field_allowed(k, body, "roles", "grantRole");
+}
+
+static bool
+chk_grant_roles(chk_t *k, const bson_t *body)
+{
+	return roles_field_allowed(k, body, "roles", "grantRole");
+}
+
+static bool
+chk_revoke_roles(chk_t *k, const bson_t *body)
+{
+	return roles_field_allowed(k, body, "roles", "revokeRole");
+}
+
+static bool
+chk_grant_roles_to_role(chk_t *k, const bson_t *body)
+{
+	return can_db(k, k->c->db, "grantRole") && roles_field_allowed(k, body, "roles", "grantRole");
+}
+
+static bool
+chk_revoke_roles_from_role(chk_t *k, const bson_t *body)
+{
+	return can_db(k, k->c->db, "revokeRole") && roles_field_allowed(k, body, "roles", "revokeRole");
+}
+
+static bool
+chk_roles_info(chk_t *k, const bson_t *body)
+{
+	if (can_db(k, k->c->db, "viewRole"))
+		return true;
+	/* a user may always look at the roles it holds */
+	{
+		bson_iter_t it;
+		const char *r = NULL, *d = k->c->db;
+		if (bson_iter_init(&it, body) && bson_iter_next(&it)) {
+			if (BSON_ITER_HOLDS_UTF8(&it)) {
+				r = bson_iter_utf8(&it, NULL);
+			} else if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+				bson_iter_t sub;
+				bson_iter_recurse(&it, &sub);
+				while (bson_iter_next(&sub)) {
+					if (strcmp(bson_iter_key(&sub), "role") == 0 && BSON_ITER_HOLDS_UTF8(&sub))
+						r = bson_iter_utf8(&sub, NULL);
+					else if (strcmp(bson_iter_key(&sub), "db") == 0 && BSON_ITER_HOLDS_UTF8(&sub))
+						d = bson_iter_utf8(&sub, NULL);
+				}
+			}
+		}
+		return r != NULL && k->ac != NULL && auth_rolelist_has(&k->ac->roles, r, d);
+	}
+}
+
+/* ---- the table --------------------------------------------------------------------- */
+
+typedef enum need {
+	NEED_NONE,        /* allowed before authentication */
+	NEED_AUTHED,      /* any authenticated user */
+	NEED_NS,          /* actions on <db>.<first argument> (or <db> without one) */
+	NEED_DB,          /* actions on the database */
+	NEED_CLUSTER,     /* actions on the cluster */
+	NEED_SPECIAL,     /* fn decides */
+} need_t;
+
+typedef struct priv_row {
+	const char *cmd;
+	need_t need;
+	const char *actions;
+	special_fn fn;
+} priv_row_t;
+
+static const priv_row_t priv_table[] = {
+	/* handshake, authentication, diagnostics anyone may run */
+	{"hello", NEED_NONE, NULL, NULL},
+	{"isMaster", NEED_NONE, NULL, NULL},
+	{"ismaster", NEED_NONE, NULL, NULL},
+	{"ping", NEED_NONE, NULL, NULL},
+	{"buildInfo", NEED_NONE, NULL, NULL},
+	{"buildinfo", NEED_NONE, NULL, NULL},
+	{"saslStart", NEED_NONE, NULL, NULL},
+	{"saslContinue", NEED_NONE, NULL, NULL},
+	{"authenticate", NEED_NONE, NULL, NULL},
+	{"logout", NEED_NONE, NULL, NULL},
+	{"getnonce", NEED_NONE, NULL, NULL},
+	{"connectionStatus", NEED_NONE, NULL, NULL},
+	{"listCommands", NEED_NONE, NULL, NULL},
+	{"whatsmyuri", NEED_NONE, NULL, NULL},
+	{"endSessions", NEED_NONE, NULL, NULL},
+	/* sessions */
+	{"startSession", NEED_AUTHED, NULL, NULL},
+	{"refreshSessions", NEED_AUTHED, NULL, NULL},
+	{"killSessions", NEED_AUTHED, NULL, NULL},
+	{"killAllSessions", NEED_CLUSTER, "killAnySession", NULL},
+	/* documents */
+	{"find", NEED_NS, "find", NULL},
+	{"count", NEED_NS, "find", NULL},
+	{"distinct", NEED_NS, "find", NULL},
+	{"insert", NEED_SPECIAL, NULL, chk_insert},
+	{"update", NEED_SPECIAL, NULL, chk_update},
+	{"delete", NEED_NS, "remove", NULL},
+	{"findAndModify", NEED_SPECIAL, NULL, chk_find_and_modify},
+	{"findandmodify", NEED_SPECIAL, NULL, chk_find_and_modify},
+	{"aggregate", NEED_SPECIAL, NULL, chk_aggregate},
+	{"getMore", NEED_SPECIAL, NULL, chk_get_more},
+	{"killCursors", NEED_NS, "killCursors", NULL},
+	{"explain", NEED_SPECIAL, NULL, chk_explain},
+	/* catalog */
+	{"create", NEED_NS, "createCollection", NULL},
+	{"drop", NEED_NS, "dropCollection", NULL},
+	{"dropDatabase", NEED_DB, "dropDatabase", NULL},
+	{"collMod", NEED_NS, "collMod", NULL},
+	{"collStats", NEED_NS, "collStats", NULL},
+	{"dbStats", NEED_DB, "dbStats", NULL},
+	{"listCollections", NEED_SPECIAL, NULL, chk_list_collections},
+	{"listDatabases", NEED_SPECIAL, NULL, chk_list_databases},
+	{"renameCollection", NEED_SPECIAL, NULL, chk_rename},
+	{"createIndexes", NEED_NS, "createIndex", NULL},
+	{"dropIndexes", NEED_NS, "dropIndex", NULL},
+	{"deleteIndexes", NEED_NS, "dropIndex", NULL},
+	{"listIndexes", NEED_NS, "listIndexes", NULL},
+	{"validate", NEED_NS, "validate", NULL},
+	{"convertToCapped", NEED_NS, "convertToCapped", NULL},
+	{"compact", NEED_NS, "compact", NULL},
+	{"reIndex", NEED_NS, "reIndex", NULL},
+	{"dbHash", NEED_DB, "dbHash", NULL},
+	{"profile", NEED_DB, "enableProfiler", NULL},
+	/* server administration */
+	{"hostInfo", NEED_CLUSTER, "hostInfo", NULL},
+	{"serverStatus", NEED_CLUSTER, "serverStatus", NULL},
+	{"getParameter", NEED_CLUSTER, "getParameter", NULL},
+	{"setParameter", NEED_CLUSTER, "setParameter", NULL},
+	{"getCmdLineOpts", NEED_CLUSTER, "getCmdLineOpts", NULL},
+	{"getLog", NEED_CLUSTER, "getLog", NULL},
+	{"shutdown", NEED_CLUSTER, "shutdown", NULL},
+	{"currentOp", NEED_CLUSTER, "inprog", NULL},
+	{"killOp", NEED_CLUSTER, "killop", NULL},
+	{"top", NEED_CLUSTER, "top", NULL},
+	{"fsync", NEED_CLUSTER, "fsync", NULL},
+	{"logRotate", NEED_CLUSTER, "logRotate", NULL},
+	{"getDefaultRWConcern", NEED_CLUSTER, "getDefaultRWConcern", NULL},
+	{"setDefaultRWConcern", NEED_CLUSTER, "setDefaultRWConcern", NULL},
+	{"replSetGetStatus", NEED_CLUSTER, "replSetGetStatus", NULL},
+	{"connPoolStats", NEED_CLUSTER, "connPoolStats", NULL},
+	{"dropConnections", NEED_CLUSTER, "dropConnections", NULL},
+	{"invalidateUserCache", NEED_CLUSTER, "invalidateUserCache", NULL},
+	/* users and roles */
+	{"createUser", NEED_SPECIAL, NULL, chk_create_user},
+	{"updateUser", NEED_SPECIAL, NULL, chk_update_user},
+	{"dropUser", NEED_DB, "dropUser", NULL},
+	{"dropAllUsersFromDatabase", NEED_DB, "dropUser", NULL},
+	{"usersInfo", NEED_SPECIAL, NULL, chk_users_info},
+	{"grantRolesToUser", NEED_SPECIAL, NULL, chk_grant_roles},
+	{"revokeRolesFromUser", NEED_SPECIAL, NULL, chk_revoke_roles},
+	{"createRole", NEED_SPECIAL, NULL, chk_create_role},
+	{"updateRole", NEED_SPECIAL, NULL, chk_update_role},
+	{"dropRole", NEED_DB, "dropRole", NULL},
+	{"dropAllRolesFromDatabase", NEED_DB, "dropRole", NULL},
+	{"rolesInfo", NEED_SPECIAL, NULL, chk_roles_info},
+	{"grantPrivilegesToRole", NEED_DB, "grantRole", NULL},
+	{"revokePrivilegesFromRole", NEED_DB, "revokeRole", NULL},
+	{"grantRolesToRole", NEED_SPECIAL, NULL, chk_grant_roles_to_role},
+	{"revokeRolesFromRole", NEED_SPECIAL, NULL, chk_revoke_roles_from_role},
+};
+#define NPRIV ((int)(sizeof(priv_table) / sizeof(priv_table[0])))
+
+static const priv_row_t *
+priv_lookup(const char *name)
+{
+	int i;
+
+	for (i = 0; i < NPRIV; i++)
+		if (strcmp(priv_table[i].cmd, name) == 0)
+			return &priv_table[i];
+	return NULL;
+}
+
+/* Whether the privileges in k allow the command (name, body) on k->c->db. */
+static bool
+auth_allows(chk_t *k, const char *name, const bson_t *body)
+{
+	const priv_row_t *row = priv_lookup(name);
+
+	if (row == NULL)
+		return false;
+	switch (row->need) {
+	case NEED_NONE:
+		return true;
+	case NEED_AUTHED:
+		return k->ac != NULL && k->ac->user != NULL;
+	case NEED_NS:
+		return can_target(k, body, row->actions);
+	case NEED_DB:
+		return can_db_all(k, k->c->db, row->actions);
+	case NEED_CLUSTER:
+		return can_cluster(k, row->actions);
+	case NEED_SPECIAL:
+		return row->fn(k, body);
+	}
+	return false;
+}
+
+static int
+unauthorized(cmd_t *c, terr_t *err)
+{
+	char *text = auth_render_bson(c->body);
+
+	terr_set(err, TERR_UNAUTHORIZED, "not authorized on %s to execute command %s", c->db, text);
+	bson_free(text);
+	return -1;
+}
+
+int
+auth_check_command(cmd_t *c, const cmd_def_t *def, terr_t *err)
+{
+	const priv_row_t *row;
+	auth_client_t *ac;
+	storage_session_t *s;
+	chk_t k;
+
+	if (!auth_enabled(c->engine))
+		return 0;
+	if (def != NULL && (def->flags & CMDF_NO_AUTH))
+		return 0;
+	row = priv_lookup(def != NULL ? def->name : c->name);
+	if (row != NULL && row->need == NEED_NONE)
+		return 0;
+	ac = auth_client_get(c->client);
+	if (ac->user == NULL) {
+		/* the localhost exception: the first user (or role), in admin */
+		if (c->client->is_local && (s = client_session(c->client, err)) != NULL &&
+		    !auth_store_any(c->engine->st, s)) {
+			if (strcmp(c->db, "admin") == 0 && row != NULL &&
+			    (strcmp(row->cmd, "createUser") == 0 || strcmp(row->cmd, "createRole") == 0))
+				return 0;
+			return unauthorized(c, err);
+		}
+		terr_clear(err);
+		return terr_set(err, TERR_UNAUTHORIZED, "Command %s requires authentication",
+		    def != NULL ? def->name : c->name);
+	}
+	if (auth_client_resolve(c, ac, err) != 0)
+		return -1;
+	memset(&k, 0, sizeof(k));
+	k.c = c;
+	k.ac = ac;
+	k.ps = &ac->privs;
+	if (row == NULL || !auth_allows(&k, row->cmd, c->body))
+		return unauthorized(c, err);
+	return 0;
+}
+
+bool
+auth_db_visible(cmd_t *c, const char *db)
+{
+	auth_client_t *ac;
+	terr_t err = TERR_INIT;
+	bool ok;
+
+	if (!auth_enabled(c->engine))
+		return true;
+	ac = auth_client_get(c->client);
+	if (ac->user == NULL || auth_client_resolve(c, ac, &err) != 0) {
+		terr_clear(&err);
+		return false;
+	}
+	ok = auth_privset_allows_cluster(&ac->privs, auth_action_index("listDatabases")) ||
+	    auth_privset_touches_db(&ac->privs, db);
+	return ok;
+}
+
+/* ---- connectionStatus ----------------------------------------------------------------- */
+
+int
+auth_connection_status(cmd_t *c, bool show_privileges, bson_t *auth_info, terr_t *err)
+{
+	auth_client_t *ac = auth_client_get(c->client);
+	auth_rolelist_t all;
+	auth_privset_t privs;
+	storage_session_t *s;
+	bson_t arr, one;
+	int ret = 0;
+
+	auth_rolelist_init(&all);
+	auth_privset_init(&privs);
+	if (ac->user != NULL) {
+		if (auth_client_resolve(c, ac, err) != 0)
+			ERR(-1);
+		if ((s = client_session(c->client, err)) == NULL)
+			ERR(-1);
+		ERR(auth_roles_resolve(c->engine->st, s, &ac->roles, &all, &privs, err));
+	}
+	BSON_APPEND_ARRAY_BEGIN(auth_info, "authenticatedUsers", &arr);
+	if (ac->user != NULL) {
+		BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &one);
+		BSON_APPEND_UTF8(&one, "user", ac->user);
+		BSON_APPEND_UTF8(&one, "db", ac->db);
+		bson_append_document_end(&arr, &one);
+	}
+	bson_append_array_end(auth_info, &arr);
+	auth_rolelist_append(&all, auth_info, "authenticatedUserRoles");
+	if (show_privileges)
+		auth_privset_append(&privs, auth_info, "authenticatedUserPrivileges");
+err:
+	auth_rolelist_destroy(&all);
+	auth_privset_destroy(&privs);
+	return ret;
+}

@@ -1,0 +1,599 @@
+/*
+ * auth_scram.c -- SCRAM-SHA-1 and SCRAM-SHA-256 (RFC 5802, RFC 7677) on
+ * OpenSSL: stored credentials (PBKDF2, HMAC, H), the server side of one
+ * conversation, SASLprep for SCRAM-SHA-256 passwords, base64.
+ *
+ * Not here: where credentials live (auth_users.c) or the saslStart and
+ * saslContinue commands (cmd_auth.c).  Nothing in this file logs, and no
+ * password or key leaves it except as the stored (salted, hashed) form.
+ */
+#include "commands/auth.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#define SCRAM_MAX_HASH 32
+
+struct auth_scram {
+	auth_mech_t mech;
+	bool skip_empty;
+	int step;                  /* messages received so far */
+	bool succeeded;
+	bool failed;
+	char *user;
+	char *nonce;               /* client nonce + server nonce */
+	char *auth_message;        /* client-first-bare,server-first[,client-final-without-proof] */
+	bool fake;                 /* unknown user: run the same work, then fail */
+	uint8_t stored_key[SCRAM_MAX_HASH];
+	uint8_t server_key[SCRAM_MAX_HASH];
+	size_t key_len;
+};
+
+const char *
+auth_mech_name(auth_mech_t m)
+{
+	return m == AUTH_SCRAM_SHA256 ? "SCRAM-SHA-256" : "SCRAM-SHA-1";
+}
+
+int
+auth_mech_parse(const char *name, auth_mech_t *out)
+{
+	if (strcmp(name, "SCRAM-SHA-1") == 0)
+		*out = AUTH_SCRAM_SHA1;
+	else if (strcmp(name, "SCRAM-SHA-256") == 0)
+		*out = AUTH_SCRAM_SHA256;
+	else
+		return -1;
+	return 0;
+}
+
+int
+auth_mech_default_iterations(auth_mech_t m)
+{
+	return m == AUTH_SCRAM_SHA256 ? 15000 : 10000;
+}
+
+static const EVP_MD *
+mech_md(auth_mech_t m)
+{
+	return m == AUTH_SCRAM_SHA256 ? EVP_sha256() : EVP_sha1();
+}
+
+static size_t
+mech_len(auth_mech_t m)
+{
+	return m == AUTH_SCRAM_SHA256 ? 32 : 20;
+}
+
+/* ---- base64 ---------------------------------------------------------------- */
+
+char *
+auth_b64_encode(const uint8_t *data, size_t len)
+{
+	char *out = bson_malloc(4 * ((len + 2) / 3) + 1);
+
+	EVP_EncodeBlock((unsigned char *)out, data, (int)len);
+	return out;
+}
+
+int
+auth_b64_decode(const char *text, size_t n, uint8_t **out, size_t *out_len)
+{
+	uint8_t *buf;
+	size_t i, pad = 0;
+	int got;
+
+	*out = NULL;
+	*out_len = 0;
+	if (n % 4 != 0 || n > (1u << 26))
+		return -1;
+	for (i = 0; i < n; i++) {
+		char ch = text[i];
+		bool ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+		    ch == '+' || ch == '/';
+		if (ch == '=' && i >= n - 2) {
+			pad++;
+			continue;
+		}
+		if (!ok || pad > 0)
+			return -1;
+	}
+	buf = bson_malloc(n / 4 * 3 + 1);
+	got = n ? EVP_DecodeBlock(buf, (const unsigned char *)text, (int)n) : 0;
+	if (got < 0 || (size_t)got < pad) {
+		bson_free(buf);
+		return -1;
+	}
+	*out = buf;
+	*out_len = (size_t)got - pad;
+	return 0;
+}
+
+/* ---- SASLprep -------------------------------------------------------------- */
+
+/* Decode one UTF-8 code point; returns its length or 0 when invalid. */
+static int
+utf8_next(const unsigned char *s, uint32_t *cp)
+{
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	}
+	if ((s[0] & 0xE0) == 0xC0 && (s[1] & 0xC0) == 0x80) {
+		*cp = ((uint32_t)(s[0] & 0x1F) << 6) | (s[1] & 0x3F);
+		return *cp >= 0x80 ? 2 : 0;
+	}
+	if ((s[0] & 0xF0) == 0xE0 && (s[1] & 0xC0) == 0x80 && (s[2] & 0xC0) == 0x80) {
+		*cp = ((uint32_t)(s[0] & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
+		return *cp >= 0x800 && (*cp < 0xD800 || *cp > 0xDFFF) ? 3 : 0;
+	}
+	if ((s[0] & 0xF8) == 0xF0 && (s[1] & 0xC0) == 0x80 && (s[2] & 0xC0) == 0x80 && (s[3] & 0xC0) == 0x80) {
+		*cp = ((uint32_t)(s[0] & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
+		    ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
+		return *cp >= 0x10000 && *cp <= 0x10FFFF ? 4 : 0;
+	}
+	return 0;
+}
+
+/* RFC 3454 C.1.2 non-ASCII space characters. */
+static bool
+is_nonascii_space(uint32_t cp)
+{
+	return cp == 0x00A0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200B) || cp == 0x202F ||
+	    cp == 0x205F || cp == 0x3000;
+}
+
+/* RFC 3454 B.1 commonly mapped to nothing. */
+static bool
+is_mapped_to_nothing(uint32_t cp)
+{
+	return cp == 0x00AD || cp == 0x034F || cp == 0x1806 || (cp >= 0x180B && cp <= 0x180D) ||
+	    (cp >= 0x200B && cp <= 0x200D) || cp == 0x2060 || (cp >= 0xFE00 && cp <= 0xFE0F) || cp == 0xFEFF;
+}
+
+/* RFC 4013 section 2.3 prohibited output (the tables that apply to
+ * passwords: controls, private use, non-characters, surrogates, ...). */
+static bool
+is_prohibited(uint32_t cp)
+{
+	return cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F) || cp == 0x06DD || cp == 0x070F ||
+	    cp == 0x180E || (cp >= 0x200E && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) ||
+	    (cp >= 0x2060 && cp <= 0x206F) || (cp >= 0xE000 && cp <= 0xF8FF) || (cp >= 0xFDD0 && cp <= 0xFDEF) ||
+	    (cp & 0xFFFE) == 0xFFFE || (cp >= 0xFFF9 && cp <= 0xFFFD) || (cp >= 0xF0000) ||
+	    (cp >= 0x2FF0 && cp <= 0x2FFB) || (cp >= 0xE0001 && cp <= 0xE007F);
+}
+
+int
+auth_saslprep(const char *in, char **out, terr_t *err)
+{
+	const unsigned char *s = (const unsigned char *)in;
+	bson_string_t *b;
+	uint32_t cp;
+	int n;
+
+	*out = NULL;
+	b = bson_string_new(NULL);
+	while (*s) {
+		n = utf8_next(s, &cp);
+		if (n == 0) {
+			bson_string_free(b, true);
+			return terr_set(err, TERR_BAD_VALUE, "Error preparing SCRAM password: invalid UTF-8");
+		}
+		if (is_nonascii_space(cp) && !is_mapped_to_nothing(cp)) {
+			bson_string_append_c(b, ' ');
+		} else if (is_mapped_to_nothing(cp)) {
+			/* dropped */
+		} else if (is_prohibited(cp)) {
+			bson_string_free(b, true);
+			return terr_set(err, TERR_BAD_VALUE,
+			    "Error preparing SCRAM password: prohibited character U+%04X", (unsigned)cp);
+		} else {
+			char tmp[5];
+			memcpy(tmp, s, (size_t)n);
+			tmp[n] = '\0';
+			bson_string_append(b, tmp);
+		}
+		s += n;
+	}
+	*out = bson_string_free(b, false);
+	return 0;
+}
+
+/* ---- key derivation --------------------------------------------------------- */
+
+static void
+hmac(auth_mech_t m, const uint8_t *key, size_t klen, const void *data, size_t dlen, uint8_t *out)
+{
+	unsigned int len = 0;
+
+	HMAC(mech_md(m), key, (int)klen, data, dlen, out, &len);
+}
+
+static void
+hash(auth_mech_t m, const uint8_t *data, size_t len, uint8_t *out)
+{
+	unsigned int olen = 0;
+
+	EVP_Digest(data, len, out, &olen, mech_md(m), NULL);
+}
+
+/* The string SCRAM hashes for a mechanism (SHA-1: mongod's digest). */
+static int
+scram_password(auth_mech_t m, const char *user, const char *pwd, char **out, terr_t *err)
+{
+	if (m == AUTH_SCRAM_SHA256)
+		return auth_saslprep(pwd, out, err);
+	{
+		uint8_t md[16];
+		unsigned int len = 0;
+		char *text = bson_strdup_printf("%s:mongo:%s", user, pwd);
+		char *hex = bson_malloc(33);
+		int i;
+
+		EVP_Digest(text, strlen(text), md, &len, EVP_md5(), NULL);
+		OPENSSL_cleanse(text, strlen(text));
+		bson_free(text);
+		for (i = 0; i < 16; i++)
+			snprintf(hex + i * 2, 3, "%02x", md[i]);
+		*out = hex;
+	}
+	return 0;
+}
+
+int
+auth_scram_make_creds(auth_mech_t m, const char *user, const char *pwd, int iterations,
+                      const uint8_t *salt, size_t salt_len, bson_t *out, terr_t *err)
+{
+	uint8_t salted[SCRAM_MAX_HASH], ckey[SCRAM_MAX_HASH], skey[SCRAM_MAX_HASH], stored[SCRAM_MAX_HASH];
+	uint8_t rsalt[28];
+	size_t hl = mech_len(m);
+	char *pw = NULL, *b;
+
+	if (iterations <= 0)
+		iterations = auth_mech_default_iterations(m);
+	if (salt == NULL) {
+		salt_len = hl - 4;
+		if (RAND_bytes(rsalt, (int)salt_len) != 1)
+			return terr_set(err, TERR_INTERNAL_ERROR, "could not generate a random salt");
+		salt = rsalt;
+	}
+	RET(scram_password(m, user, pwd, &pw, err));
+	if (PKCS5_PBKDF2_HMAC(pw, (int)strlen(pw), salt, (int)salt_len, iterations, mech_md(m), (int)hl, salted) != 1) {
+		OPENSSL_cleanse(pw, strlen(pw));
+		bson_free(pw);
+		return terr_set(err, TERR_INTERNAL_ERROR, "PBKDF2 failed");
+	}
+	OPENSSL_cleanse(pw, strlen(pw));
+	bson_free(pw);
+	hmac(m, salted, hl, "Client Key", 10, ckey);
+	hmac(m, salted, hl, "Server Key", 10, skey);
+	hash(m, ckey, hl, stored);
+	BSON_APPEND_INT32(out, "iterationCount", iterations);
+	b = auth_b64_encode(salt, salt_len);
+	BSON_APPEND_UTF8(out, "salt", b);
+	bson_free(b);
+	b = auth_b64_encode(stored, hl);
+	BSON_APPEND_UTF8(out, "storedKey", b);
+	bson_free(b);
+	b = auth_b64_encode(skey, hl);
+	BSON_APPEND_UTF8(out, "serverKey", b);
+	bson_free(b);
+	OPENSSL_cleanse(salted, sizeof(salted));
+	OPENSSL_cleanse(ckey, sizeof(ckey));
+	return 0;
+}
+
+/* ---- the conversation --------------------------------------------------------- */
+
+auth_scram_t *
+auth_scram_new(auth_mech_t m, bool skip_empty)
+{
+	auth_scram_t *s = bson_malloc0(sizeof(*s));
+
+	s->mech = m;
+	s->skip_empty = skip_empty;
+	s->key_len = mech_len(m);
+	return s;
+}
+
+void
+auth_scram_free(auth_scram_t *s)
+{
+	if (s == NULL)
+		return;
+	bson_free(s->user);
+	bson_free(s->nonce);
+	bson_free(s->auth_message);
+	OPENSSL_cleanse(s, sizeof(*s));
+	bson_free(s);
+}
+
+const char *
+auth_scram_user(const auth_scram_t *s)
+{
+	return s->user;
+}
+
+auth_mech_t
+auth_scram_mech(const auth_scram_t *s)
+{
+	return s->mech;
+}
+
+bool
+auth_scram_succeeded(const auth_scram_t *s)
+{
+	return s->succeeded;
+}
+
+/* A per-process secret so fake credentials for unknown users are stable
+ * (same salt on every attempt) but unpredictable. */
+static uint8_t fake_secret[32];
+static pthread_once_t fake_once = PTHREAD_ONCE_INIT;
+
+static void
+fake_init(void)
+{
+	if (RAND_bytes(fake_secret, sizeof(fake_secret)) != 1)
+		memset(fake_secret, 0x5a, sizeof(fake_secret));
+}
+
+/* Decode "=2C" and "=3D" in a SCRAM user name; -1 for another '=' escape. */
+static int
+decode_user(const char *in, size_t len, char **out)
+{
+	bson_string_t *b = bson_string_new(NULL);
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (in[i] == '\0') {
+			bson_string_free(b, true);
+			return -1;
+		}
+		if (in[i] == '=') {
+			if (i + 2 < len && in[i + 1] == '2' && in[i + 2] == 'C')
+				bson_string_append_c(b, ',');
+			else if (i + 2 < len && in[i + 1] == '3' && in[i + 2] == 'D')
+				bson_string_append_c(b, '=');
+			else {
+				bson_string_free(b, true);
+				return -1;
+			}
+			i += 2;
+		} else {
+			bson_string_append_c(b, in[i]);
+		}
+	}
+	*out = bson_string_free(b, false);
+	return 0;
+}
+
+/* Copy the base64 field `name` of creds, decoded, into buf (exactly want
+ * bytes); -1 when missing or malformed. */
+static int
+creds_key(const bson_t *creds, const char *name, uint8_t *buf, size_t want)
+{
+	bson_iter_t it;
+	const char *t;
+	uint32_t tl;
+	uint8_t *d;
+	size_t dl;
+
+	if (!bson_iter_init_find(&it, creds, name) || !BSON_ITER_HOLDS_UTF8(&it))
+		return -1;
+	t = bson_iter_utf8(&it, &tl);
+	if (auth_b64_decode(t, tl, &d, &dl) != 0)
+		return -1;
+	if (dl != want) {
+		bson_free(d);
+		return -1;
+	}
+	memcpy(buf, d, want);
+	bson_free(d);
+	return 0;
+}
+
+static int
+bad(terr_t *err, const char *fmt, const char *arg)
+{
+	return terr_set(err, TERR_BAD_VALUE, fmt, arg);
+}
+
+/* client-first: gs2-header client-first-bare. */
+static int
+step_first(auth_scram_t *s, const char *in, size_t len, auth_creds_lookup_fn lookup, void *ctx,
+           char **out, size_t *out_len, terr_t *err)
+{
+	const char *c1, *c2, *bare, *p, *user_end, *nonce, *nonce_end;
+	char *salt_b64 = NULL, *authzid = NULL;
+	uint8_t rnd[18];
+	char *snonce, *msg;
+	int iterations = auth_mech_default_iterations(s->mech);
+	bson_t creds;
+	bool have = false;
+	bson_iter_t it;
+	int ret = 0;
+
+	c1 = memchr(in, ',', len);
+	if (c1 == NULL)
+		return terr_set(err, TERR_BAD_VALUE,
+		    "Incorrect number of arguments for first SCRAM client message, got 1 expected at least 3");
+	if (c1 - in >= 2 && in[0] == 'p' && in[1] == '=')
+		return terr_set(err, TERR_BAD_VALUE, "Server does not support channel binding");
+	if (c1 - in != 1 || (in[0] != 'n' && in[0] != 'y'))
+		return terr_set(err, TERR_BAD_VALUE, "Incorrect SCRAM client message prefix");
+	c2 = memchr(c1 + 1, ',', len - (size_t)(c1 + 1 - in));
+	if (c2 == NULL)
+		return terr_set(err, TERR_BAD_VALUE,
+		    "Incorrect number of arguments for first SCRAM client message, got 2 expected at least 3");
+	if (c2 > c1 + 1) {
+		if (c2 - c1 < 3 || c1[1] != 'a' || c1[2] != '=')
+			return terr_set(err, TERR_BAD_VALUE, "Incorrect SCRAM authzid");
+		if (decode_user(c1 + 3, (size_t)(c2 - c1 - 3), &authzid) != 0)
+			return terr_set(err, TERR_BAD_VALUE, "Incorrect SCRAM authzid");
+	}
+	bare = c2 + 1;
+	if (len - (size_t)(bare - in) >= 2 && bare[0] == 'm' && bare[1] == '=')
+		ERR(terr_set(err, TERR_BAD_VALUE, "SCRAM mandatory extensions are not supported"));
+	if ((size_t)(bare - in) + 3 > len || bare[0] != 'n' || bare[1] != '=')
+		ERR(bad(err, "Invalid SCRAM user name%s", ""));
+	user_end = memchr(bare, ',', len - (size_t)(bare - in));
+	if (user_end == NULL || user_end - bare < 3)
+		ERR(bad(err, "Invalid SCRAM user name%s", ""));
+	if (decode_user(bare + 2, (size_t)(user_end - bare - 2), &s->user) != 0 || s->user[0] == '\0')
+		ERR(bad(err, "Invalid SCRAM user name%s", ""));
+	if (authzid != NULL && strcmp(authzid, s->user) != 0)
+		ERR(bad(err, "SCRAM user name does not match authzid%s", ""));
+	nonce = user_end + 1;
+	p = in + len;
+	if (p - nonce < 6 || nonce[0] != 'r' || nonce[1] != '=')
+		ERR(bad(err, "Invalid SCRAM client nonce%s", ""));
+	nonce_end = memchr(nonce, ',', (size_t)(p - nonce));
+	if (nonce_end == NULL)
+		nonce_end = p;
+	if (nonce_end - nonce < 6)
+		ERR(bad(err, "Invalid SCRAM client nonce%s", ""));
+	for (p = nonce + 2; p < nonce_end; p++)
+		if (*p < 0x21 || *p > 0x7e)
+			ERR(bad(err, "Invalid SCRAM client nonce%s", ""));
+
+	/* The stored credentials, or fake ones made from the user name. */
+	if (lookup != NULL && lookup(ctx, s->user, &creds) == 0) {
+		have = true;
+		if (!bson_iter_init_find(&it, &creds, "iterationCount") || !BSON_ITER_HOLDS_NUMBER(&it) ||
+		    (iterations = (int)bson_iter_as_int64(&it)) <= 0 ||
+		    !bson_iter_init_find(&it, &creds, "salt") || !BSON_ITER_HOLDS_UTF8(&it) ||
+		    creds_key(&creds, "storedKey", s->stored_key, s->key_len) != 0 ||
+		    creds_key(&creds, "serverKey", s->server_key, s->key_len) != 0) {
+			have = false;
+			iterations = auth_mech_default_iterations(s->mech);
+		} else {
+			bson_iter_init_find(&it, &creds, "salt");
+			salt_b64 = bson_strdup(bson_iter_utf8(&it, NULL));
+		}
+		bson_destroy(&creds);
+	}
+	if (!have) {
+		uint8_t fsalt[SCRAM_MAX_HASH];
+		s->fake = true;
+		pthread_once(&fake_once, fake_init);
+		hmac(AUTH_SCRAM_SHA256, fake_secret, sizeof(fake_secret), s->user, strlen(s->user), fsalt);
+		salt_b64 = auth_b64_encode(fsalt, s->key_len - 4);
+		RAND_bytes(s->stored_key, (int)s->key_len);
+		RAND_bytes(s->server_key, (int)s->key_len);
+	}
+	if (RAND_bytes(rnd, sizeof(rnd)) != 1)
+		ERR(terr_set(err, TERR_INTERNAL_ERROR, "could not generate a nonce"));
+	snonce = auth_b64_encode(rnd, sizeof(rnd));
+	s->nonce = bson_malloc((size_t)(nonce_end - nonce - 2) + strlen(snonce) + 1);
+	memcpy(s->nonce, nonce + 2, (size_t)(nonce_end - nonce - 2));
+	strcpy(s->nonce + (nonce_end - nonce - 2), snonce);
+	bson_free(snonce);
+	msg = bson_strdup_printf("r=%s,s=%s,i=%d", s->nonce, salt_b64, iterations);
+	s->auth_message = bson_malloc(len - (size_t)(bare - in) + 1 + strlen(msg) + 1);
+	memcpy(s->auth_message, bare, len - (size_t)(bare - in));
+	s->auth_message[len - (size_t)(bare - in)] = ',';
+	strcpy(s->auth_message + len - (size_t)(bare - in) + 1, msg);
+	*out = msg;
+	*out_len = strlen(msg);
+err:
+	bson_free(authzid);
+	bson_free(salt_b64);
+	return ret;
+}
+
+/* client-final: c=...,r=...[,ext],p=proof. */
+static int
+step_final(auth_scram_t *s, const char *in, size_t len, char **out, size_t *out_len, terr_t *err)
+{
+	const char *last = NULL, *p, *r, *r_end;
+	uint8_t sig[SCRAM_MAX_HASH], key[SCRAM_MAX_HASH], stored[SCRAM_MAX_HASH], ssig[SCRAM_MAX_HASH];
+	uint8_t *proof = NULL;
+	size_t proof_len = 0, i, am_len;
+	char *am, *v;
+	bool ok;
+
+	for (p = in; p < in + len; p++)
+		if (*p == ',')
+			last = p;
+	if (last == NULL)
+		return terr_set(err, TERR_BAD_VALUE,
+		    "Incorrect number of arguments for second SCRAM client message, got 1 expected at least 3");
+	if (in + len - last < 4 || last[1] != 'p' || last[2] != '=')
+		return terr_set(err, TERR_BAD_VALUE, "Incorrect SCRAM ClientProof");
+	if (len < 3 || in[0] != 'c' || in[1] != '=' || in[2] == ',')
+		return terr_set(err, TERR_BAD_VALUE, "Incorrect SCRAM channel binding");
+	r = memchr(in, ',', (size_t)(last - in));
+	if (r == NULL || r == last)
+		return terr_set(err, TERR_BAD_VALUE,
+		    "Incorrect number of arguments for second SCRAM client message, got 2 expected at least 3");
+	r++;
+	if (last - r < 6 || r[0] != 'r' || r[1] != '=')
+		return terr_set(err, TERR_BAD_VALUE, "Incorrect SCRAM client|server nonce");
+	r_end = memchr(r, ',', (size_t)(last - r + 1));
+	if ((size_t)(r_end - r - 2) != strlen(s->nonce) || memcmp(r + 2, s->nonce, strlen(s->nonce)) != 0)
+		return terr_set(err, TERR_BAD_VALUE, "Unmatched SCRAM nonce received from client in second step");
+	if (auth_b64_decode(last + 3, (size_t)(in + len - last - 3), &proof, &proof_len) != 0 ||
+	    proof_len != s->key_len) {
+		bson_free(proof);
+		return terr_set(err, TERR_BAD_VALUE, "Incorrect SCRAM ClientProof");
+	}
+	am_len = strlen(s->auth_message) + 1 + (size_t)(last - in);
+	am = bson_malloc(am_len + 1);
+	snprintf(am, am_len + 1, "%s,%.*s", s->auth_message, (int)(last - in), in);
+	hmac(s->mech, s->stored_key, s->key_len, am, am_len, sig);
+	for (i = 0; i < s->key_len; i++)
+		key[i] = proof[i] ^ sig[i];
+	hash(s->mech, key, s->key_len, stored);
+	hmac(s->mech, s->server_key, s->key_len, am, am_len, ssig);
+	ok = CRYPTO_memcmp(stored, s->stored_key, s->key_len) == 0 && !s->fake;
+	bson_free(am);
+	bson_free(proof);
+	OPENSSL_cleanse(key, sizeof(key));
+	if (!ok)
+		return terr_set(err, TERR_AUTHENTICATION_FAILED, "SCRAM authentication failed, storedKey mismatch");
+	v = auth_b64_encode(ssig, s->key_len);
+	*out = bson_strdup_printf("v=%s", v);
+	*out_len = strlen(*out);
+	bson_free(v);
+	s->succeeded = true;
+	return 0;
+}
+
+int
+auth_scram_step(auth_scram_t *s, const uint8_t *in, size_t in_len, auth_creds_lookup_fn lookup, void *ctx,
+                char **out, size_t *out_len, bool *done, terr_t *err)
+{
+	int ret = 0;
+
+	*out = NULL;
+	*out_len = 0;
+	*done = false;
+	if (s->failed)
+		return terr_set(err, TERR_AUTHENTICATION_FAILED, "SCRAM conversation already failed");
+	s->step++;
+	if (memchr(in, '\0', in_len) != NULL) {
+		ret = terr_set(err, TERR_BAD_VALUE, "SCRAM message contains a NUL byte");
+	} else if (s->step == 1) {
+		ret = step_first(s, (const char *)in, in_len, lookup, ctx, out, out_len, err);
+	} else if (s->step == 2) {
+		ret = step_final(s, (const char *)in, in_len, out, out_len, err);
+		if (ret == 0 && s->skip_empty)
+			*done = true;
+	} else if (s->step == 3 && !s->skip_empty && s->succeeded) {
+		*out = bson_strdup("");
+		*done = true;
+	} else {
+		ret = terr_set(err, TERR_AUTHENTICATION_FAILED, "Invalid SCRAM authentication step: %d", s->step);
+	}
+	if (ret != 0) {
+		s->failed = true;
+		s->succeeded = false;
+	}
+	return ret;
+}
