@@ -36,6 +36,28 @@ CMD_HANDLER(cmd_find_and_modify);
 /* aggregation: cmd_aggregate.c */
 CMD_HANDLER(cmd_aggregate);
 
+/* authentication and users: cmd_auth.c */
+CMD_HANDLER(cmd_sasl_start);
+CMD_HANDLER(cmd_sasl_continue);
+CMD_HANDLER(cmd_logout);
+CMD_HANDLER(cmd_authenticate);
+CMD_HANDLER(cmd_create_user);
+CMD_HANDLER(cmd_update_user);
+CMD_HANDLER(cmd_drop_user);
+CMD_HANDLER(cmd_drop_all_users_from_database);
+CMD_HANDLER(cmd_users_info);
+CMD_HANDLER(cmd_grant_roles_to_user);
+CMD_HANDLER(cmd_revoke_roles_from_user);
+CMD_HANDLER(cmd_create_role);
+CMD_HANDLER(cmd_update_role);
+CMD_HANDLER(cmd_drop_role);
+CMD_HANDLER(cmd_drop_all_roles_from_database);
+CMD_HANDLER(cmd_roles_info);
+CMD_HANDLER(cmd_grant_privileges_to_role);
+CMD_HANDLER(cmd_revoke_privileges_from_role);
+CMD_HANDLER(cmd_grant_roles_to_role);
+CMD_HANDLER(cmd_revoke_roles_from_role);
+
 /* handshake and admin: cmd_admin.c */
 CMD_HANDLER(cmd_hello);
 CMD_HANDLER(cmd_ping);
@@ -94,6 +116,27 @@ static const cmd_def_t commands[] = {
 	/* updates: cmd_update.c */
 	{"findAndModify", "findandmodify", cmd_find_and_modify, CMDF_WRITE, "find, then update or remove one document"},
 	{"update", NULL, cmd_update, CMDF_WRITE, "update documents"},
+	/* authentication and users: cmd_auth.c */
+	{"authenticate", NULL, cmd_authenticate, CMDF_NO_AUTH, "authenticate with a non-SASL mechanism"},
+	{"createRole", NULL, cmd_create_role, CMDF_WRITE, "create a custom role"},
+	{"createUser", NULL, cmd_create_user, CMDF_WRITE, "create a user"},
+	{"dropAllRolesFromDatabase", NULL, cmd_drop_all_roles_from_database, CMDF_WRITE, "drop every custom role of a database"},
+	{"dropAllUsersFromDatabase", NULL, cmd_drop_all_users_from_database, CMDF_WRITE, "drop every user of a database"},
+	{"dropRole", NULL, cmd_drop_role, CMDF_WRITE, "drop a custom role"},
+	{"dropUser", NULL, cmd_drop_user, CMDF_WRITE, "drop a user"},
+	{"grantPrivilegesToRole", NULL, cmd_grant_privileges_to_role, CMDF_WRITE, "add privileges to a custom role"},
+	{"grantRolesToRole", NULL, cmd_grant_roles_to_role, CMDF_WRITE, "make a custom role inherit roles"},
+	{"grantRolesToUser", NULL, cmd_grant_roles_to_user, CMDF_WRITE, "grant roles to a user"},
+	{"logout", NULL, cmd_logout, CMDF_NO_AUTH, "end the authenticated session on this database"},
+	{"revokePrivilegesFromRole", NULL, cmd_revoke_privileges_from_role, CMDF_WRITE, "remove privileges from a custom role"},
+	{"revokeRolesFromRole", NULL, cmd_revoke_roles_from_role, CMDF_WRITE, "remove inherited roles from a custom role"},
+	{"revokeRolesFromUser", NULL, cmd_revoke_roles_from_user, CMDF_WRITE, "revoke roles from a user"},
+	{"rolesInfo", NULL, cmd_roles_info, CMDF_NONE, "describe roles"},
+	{"saslContinue", NULL, cmd_sasl_continue, CMDF_NO_AUTH, "next step of a SASL conversation"},
+	{"saslStart", NULL, cmd_sasl_start, CMDF_NO_AUTH, "first step of a SASL conversation"},
+	{"updateRole", NULL, cmd_update_role, CMDF_WRITE, "replace a custom role's privileges or roles"},
+	{"updateUser", NULL, cmd_update_user, CMDF_WRITE, "change a user's password, custom data or roles"},
+	{"usersInfo", NULL, cmd_users_info, CMDF_NONE, "describe users"},
 };
 
 static const size_t ncommands = sizeof(commands) / sizeof(commands[0]);
