@@ -7,6 +7,7 @@
  */
 #include "tt.h"
 #include "expr/expr_private.h"
+#include "expr/accum.h"
 
 static const expr_op_t *const tables[] = {
 	expr_ops_arith, expr_ops_logic, expr_ops_string, expr_ops_array, expr_ops_object,
@@ -272,9 +273,88 @@ test_random_trees(void)
 	expr_scope_destroy(scope);
 }
 
+/* ---- accumulators over random documents, with and without merging ------ */
+
+static void
+test_accumulators(void)
+{
+	static const char *const specs[] = {
+		"{\"$sum\": \"$a\"}", "{\"$avg\": \"$a\"}", "{\"$min\": \"$a\"}", "{\"$max\": \"$a\"}",
+		"{\"$first\": \"$a\"}", "{\"$last\": \"$a\"}", "{\"$push\": \"$a\"}", "{\"$addToSet\": \"$a\"}",
+		"{\"$count\": {}}", "{\"$mergeObjects\": \"$o\"}", "{\"$stdDevPop\": \"$a\"}",
+		"{\"$stdDevSamp\": \"$a\"}", "{\"$firstN\": {\"input\": \"$a\", \"n\": 3}}",
+		"{\"$lastN\": {\"input\": \"$a\", \"n\": 3}}", "{\"$maxN\": {\"input\": \"$a\", \"n\": 3}}",
+		"{\"$minN\": {\"input\": \"$a\", \"n\": 3}}",
+		"{\"$top\": {\"output\": \"$a\", \"sortBy\": {\"a\": 1, \"o.x\": -1}}}",
+		"{\"$bottomN\": {\"output\": [\"$a\", \"$o\"], \"sortBy\": {\"a\": -1}, \"n\": 2}}",
+		"{\"$median\": {\"input\": \"$a\", \"method\": \"continuous\"}}",
+		"{\"$percentile\": {\"input\": \"$a\", \"p\": [0, 0.5, 1], \"method\": \"approximate\"}}",
+	};
+	expr_scope_t *scope = expr_scope_new();
+	expr_env_t *env = expr_env_new();
+	terr_t err = TERR_INIT;
+
+	for (size_t s = 0; s < sizeof(specs) / sizeof(specs[0]); s++) {
+		bson_t *spec = tt_json(specs[s]);
+		bson_iter_t it;
+		accum_t *a = NULL;
+		bson_iter_init(&it, spec);
+		bson_iter_next(&it);
+		TT_EQ_INT(accum_parse(bson_iter_key(&it), bson_iter_value(&it), scope, &a, &err), 0);
+		if (a == NULL) {
+			terr_clear(&err);
+			bson_destroy(spec);
+			continue;
+		}
+		for (int round = 0; round < 20; round++) {
+			accum_state_t *st1 = accum_state_new(a), *st2 = accum_state_new(a);
+			for (int i = 0; i < 50; i++) {
+				bson_t doc = BSON_INITIALIZER;
+				random_value(&doc, "a", 2);
+				if (rnd(2)) {
+					bson_t o;
+					bson_append_document_begin(&doc, "o", 1, &o);
+					random_value(&o, rnd(2) ? "x" : "y", 3);
+					bson_append_document_end(&doc, &o);
+				} else {
+					random_value(&doc, "o", 3);
+				}
+				expr_env_set_root(env, &doc);
+				if (accum_process(a, rnd(2) ? st1 : st2, env, &err) != 0) {
+					TT_ASSERT(err.code != 0);
+					terr_clear(&err);
+				}
+				expr_env_reset(env);
+				bson_destroy(&doc);
+			}
+			if (accum_merge(a, st1, st2, &err) != 0) {
+				TT_ASSERT(err.code != 0);
+				terr_clear(&err);
+			}
+			bson_value_t out;
+			if (accum_finalize(a, st1, env, &out, &err) == 0) {
+				bson_t tmp = BSON_INITIALIZER;
+				TT_ASSERT(bson_append_value(&tmp, "r", 1, &out));
+				bson_destroy(&tmp);
+			} else {
+				terr_clear(&err);
+			}
+			TT_ASSERT(accum_state_mem(st1) > 0);
+			expr_env_reset(env);
+			accum_state_destroy(st1);
+			accum_state_destroy(st2);
+		}
+		accum_destroy(a);
+		bson_destroy(spec);
+	}
+	expr_env_destroy(env);
+	expr_scope_destroy(scope);
+}
+
 int
 main(void)
 {
+	TT_RUN(test_accumulators);
 	TT_RUN(test_every_operator);
 	TT_RUN(test_random_trees);
 	TT_RUN(test_nesting);
