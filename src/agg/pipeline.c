@@ -360,57 +360,67 @@ agg_pipeline_first_stage(const agg_pipeline_t *p)
 
 /* ---- explain ------------------------------------------------------------ */
 
+/* {namespace, parsedQuery, winningPlan, rejectedPlans} of the source. */
+static void
+explain_query_planner(const agg_pipeline_t *p, bson_t *qp)
+{
+	bson_t wp, rej, empty = BSON_INITIALIZER;
+	char ns[512];
+
+	snprintf(ns, sizeof(ns), "%s.%s", p->host->db, p->host->coll);
+	BSON_APPEND_UTF8(qp, "namespace", ns);
+	BSON_APPEND_DOCUMENT(qp, "parsedQuery", p->source_filter != NULL ? p->source_filter : &empty);
+	BSON_APPEND_BOOL(qp, "indexFilterSet", false);
+	bson_append_document_begin(qp, "winningPlan", -1, &wp);
+	if (p->source_sort != NULL) {
+		bson_t in;
+		BSON_APPEND_UTF8(&wp, "stage", "SORT");
+		BSON_APPEND_DOCUMENT(&wp, "sortPattern", p->source_sort);
+		BSON_APPEND_INT64(&wp, "memLimit", AGG_MEMORY_LIMIT);
+		if (p->source_limit > 0)
+			BSON_APPEND_INT64(&wp, "limitAmount", p->source_limit);
+		BSON_APPEND_UTF8(&wp, "type", "simple");
+		bson_append_document_begin(&wp, "inputStage", -1, &in);
+		BSON_APPEND_UTF8(&in, "stage", "COLLSCAN");
+		if (p->source_filter != NULL && !bson_empty(p->source_filter))
+			BSON_APPEND_DOCUMENT(&in, "filter", p->source_filter);
+		BSON_APPEND_UTF8(&in, "direction", "forward");
+		bson_append_document_end(&wp, &in);
+	} else {
+		BSON_APPEND_UTF8(&wp, "stage", "COLLSCAN");
+		if (p->source_filter != NULL && !bson_empty(p->source_filter))
+			BSON_APPEND_DOCUMENT(&wp, "filter", p->source_filter);
+		BSON_APPEND_UTF8(&wp, "direction", "forward");
+	}
+	bson_append_document_end(qp, &wp);
+	bson_append_array_begin(qp, "rejectedPlans", -1, &rej);
+	bson_append_array_end(qp, &rej);
+}
+
 void
 agg_pipeline_explain(const agg_pipeline_t *p, bson_t *out)
 {
-	bson_t stages, cur, c, qp, wp;
-	char key[16], ns[512];
+	bson_t stages, cur, c, qp;
+	char key[16];
 	const char *k;
 	int i, n = 0;
+	bool source = p->host != NULL && p->host->coll != NULL && !agg_pipeline_collectionless(p);
 
 	BSON_APPEND_UTF8(out, "explainVersion", "1");
+	if (source && p->first_stage == p->nstages) {
+		/* everything ran in the find layer: mongod explains it as a query */
+		bson_append_document_begin(out, "queryPlanner", -1, &qp);
+		explain_query_planner(p, &qp);
+		bson_append_document_end(out, &qp);
+		return;
+	}
 	bson_append_array_begin(out, "stages", -1, &stages);
-	if (p->host != NULL && p->host->coll != NULL && !agg_pipeline_collectionless(p)) {
+	if (source) {
 		bson_uint32_to_string((uint32_t)n++, &k, key, sizeof(key));
 		bson_append_document_begin(&stages, k, -1, &cur);
 		bson_append_document_begin(&cur, "$cursor", -1, &c);
 		bson_append_document_begin(&c, "queryPlanner", -1, &qp);
-		snprintf(ns, sizeof(ns), "%s.%s", p->host->db, p->host->coll);
-		BSON_APPEND_UTF8(&qp, "namespace", ns);
-		if (p->source_filter != NULL)
-			BSON_APPEND_DOCUMENT(&qp, "parsedQuery", p->source_filter);
-		else {
-			bson_t empty = BSON_INITIALIZER;
-			BSON_APPEND_DOCUMENT(&qp, "parsedQuery", &empty);
-		}
-		BSON_APPEND_BOOL(&qp, "indexFilterSet", false);
-		bson_append_document_begin(&qp, "winningPlan", -1, &wp);
-		if (p->source_sort != NULL) {
-			bson_t in;
-			BSON_APPEND_UTF8(&wp, "stage", "SORT");
-			BSON_APPEND_DOCUMENT(&wp, "sortPattern", p->source_sort);
-			BSON_APPEND_INT64(&wp, "memLimit", AGG_MEMORY_LIMIT);
-			if (p->source_limit > 0)
-				BSON_APPEND_INT64(&wp, "limitAmount", p->source_limit);
-			BSON_APPEND_UTF8(&wp, "type", "simple");
-			bson_append_document_begin(&wp, "inputStage", -1, &in);
-			BSON_APPEND_UTF8(&in, "stage", "COLLSCAN");
-			if (p->source_filter != NULL && !bson_empty(p->source_filter))
-				BSON_APPEND_DOCUMENT(&in, "filter", p->source_filter);
-			BSON_APPEND_UTF8(&in, "direction", "forward");
-			bson_append_document_end(&wp, &in);
-		} else {
-			BSON_APPEND_UTF8(&wp, "stage", "COLLSCAN");
-			if (p->source_filter != NULL && !bson_empty(p->source_filter))
-				BSON_APPEND_DOCUMENT(&wp, "filter", p->source_filter);
-			BSON_APPEND_UTF8(&wp, "direction", "forward");
-		}
-		bson_append_document_end(&qp, &wp);
-		{
-			bson_t rej;
-			bson_append_array_begin(&qp, "rejectedPlans", -1, &rej);
-			bson_append_array_end(&qp, &rej);
-		}
+		explain_query_planner(p, &qp);
 		bson_append_document_end(&c, &qp);
 		bson_append_document_end(&cur, &c);
 		bson_append_document_end(&stages, &cur);

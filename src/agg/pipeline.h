@@ -83,7 +83,9 @@ const char *agg_pipeline_first_stage(const agg_pipeline_t *p);
  * Explain in mongod's shape (queryPlanner verbosity): appends
  * {explainVersion: "1", stages: [{$cursor: {queryPlanner: {...}}}, {$group: ...}, ...]}
  * to out; stages are shown as they run (after desugaring, e.g. $sortByCount
- * as $group + $sort, and with the leading $match moved into $cursor).
+ * as $group + $sort, and with the leading $match / $sort / $limit moved into
+ * $cursor).  When the whole pipeline runs in the find layer, as mongod:
+ * {explainVersion: "1", queryPlanner: {...}} without stages.
  */
 void agg_pipeline_explain(const agg_pipeline_t *p, bson_t *out);
 

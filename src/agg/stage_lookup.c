@@ -55,10 +55,13 @@ lookup_free_plan(void *plan)
 static int
 lookup_string(const char *name, const bson_value_t *v, char **out, terr_t *err)
 {
-	if (v->value_type != BSON_TYPE_UTF8)
-		return terr_set(err, TERR_FAILED_TO_PARSE,
-		    "$lookup argument '%s' must be a string, found type %s", name,
-		    bv_type_name(v->value_type));
+	if (v->value_type != BSON_TYPE_UTF8) {
+		char *s = bv_to_mongo_string(v);
+		terr_set(err, TERR_FAILED_TO_PARSE, "$lookup argument '%s' must be a string, found %s: %s: %s",
+		    name, name, s, bv_type_name(v->value_type));
+		bson_free(s);
+		return -1;
+	}
 	bson_free(*out);
 	*out = bson_strdup(v->value.v_utf8.str);
 	return 0;
@@ -75,9 +78,7 @@ lookup_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	static const bson_t empty_pipe = BSON_INITIALIZER;
 
 	if (spec->value_type != BSON_TYPE_DOCUMENT)
-		return terr_set(err, TERR_FAILED_TO_PARSE,
-		    "the $lookup stage specification must be an object, but found %s",
-		    bv_type_name(spec->value_type));
+		return terr_set(err, TERR_FAILED_TO_PARSE, "the $lookup specification must be an Object");
 	lp = bson_malloc0(sizeof(*lp));
 	agg_value_doc(spec, &d);
 	bson_iter_init(&it, &d);
@@ -116,17 +117,18 @@ lookup_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		} else if (strcmp(k, "pipeline") == 0) {
 			if (v->value_type != BSON_TYPE_ARRAY) {
 				ret = terr_set(err, TERR_FAILED_TO_PARSE,
-				    "$lookup argument 'pipeline' must be an array, is type %s",
-				    bv_type_name(v->value_type));
+				    "'pipeline' option must be specified as an array");
 				goto err;
 			}
 			agg_value_doc(v, &pipe);
 			has_pipe = true;
 		} else if (strcmp(k, "let") == 0) {
 			if (v->value_type != BSON_TYPE_DOCUMENT) {
+				char *str = bv_to_mongo_string(v);
 				ret = terr_set(err, TERR_FAILED_TO_PARSE,
-				    "$lookup argument 'let' must be an object, is type %s",
+				    "$lookup argument 'let: %s' must be an object, is type %s", str,
 				    bv_type_name(v->value_type));
+				bson_free(str);
 				goto err;
 			}
 			agg_value_doc(v, &let);
@@ -140,14 +142,19 @@ lookup_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		ret = terr_set(err, TERR_FAILED_TO_PARSE, "must specify 'as' field for a $lookup");
 		goto err;
 	}
-	if ((lp->local == NULL) != (lp->foreign == NULL) || (!has_pipe && lp->local == NULL)) {
+	if (has_pipe && (lp->local == NULL) != (lp->foreign == NULL)) {
+		ret = terr_set(err, TERR_FAILED_TO_PARSE,
+		    "$lookup requires both or neither of 'localField' and 'foreignField' to be specified");
+		goto err;
+	}
+	if (!has_pipe && (lp->local == NULL || lp->foreign == NULL)) {
 		ret = terr_set(err, TERR_FAILED_TO_PARSE,
 		    "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified");
 		goto err;
 	}
 	if (has_let && !has_pipe) {
 		ret = terr_set(err, TERR_FAILED_TO_PARSE,
-		    "$lookup with 'let' must also specify 'pipeline'");
+		    "$lookup with a 'let' argument must also specify 'pipeline'");
 		goto err;
 	}
 	if (lp->db == NULL)
@@ -253,7 +260,19 @@ join_filter(const lookup_plan_t *lp, const bson_t *doc, bson_t *filter)
 	if (v.n == 0)
 		BSON_APPEND_NULL(&v.arr, "0");
 	bson_append_document_begin(filter, lp->foreign, -1, &cond);
-	bson_append_array(&cond, "$in", 3, &v.arr);
+	if (v.n == 1) {
+		/* one value: an equality, which the find executor can answer
+		 * with a point lookup when the foreign field is _id */
+		bson_iter_t it;
+		bson_iter_init(&it, &v.arr);
+		bson_iter_next(&it);
+		if (BSON_ITER_HOLDS_REGEX(&it))
+			bson_append_array(&cond, "$in", 3, &v.arr);
+		else
+			bson_append_iter(&cond, "$eq", 3, &it);
+	} else {
+		bson_append_array(&cond, "$in", 3, &v.arr);
+	}
 	bson_append_document_end(filter, &cond);
 	bson_destroy(&v.arr);
 }

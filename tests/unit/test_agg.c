@@ -415,6 +415,11 @@ test_explain_let(void)
 	    bson_iter_as_int64(&it) == 2);
 	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.1.$project", &it));
 	free_reply(r);
+	r = run("test", "{\"aggregate\": \"orders\", \"pipeline\": [{\"$match\": {\"v\": 2}}], \"explain\": true}", &rc);
+	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "queryPlanner.winningPlan.stage", &it) &&
+	    strcmp(bson_iter_utf8(&it, NULL), "COLLSCAN") == 0);
+	TT_ASSERT(!bson_has_field(r, "stages"));
+	free_reply(r);
 	AGG_EQ("orders", "[{\"$sort\": {\"v\": -1}}, {\"$limit\": 2}, {\"$project\": {\"v\": 1}}]",
 	    "[ { \"_id\" : 3, \"v\" : 3 }, { \"_id\" : 2, \"v\" : 2 } ]");
 	r = run("test", "{\"aggregate\": \"orders\", \"pipeline\": [{\"$match\": {\"$expr\": {\"$eq\": [\"$v\", \"$$x\"]}}},"
