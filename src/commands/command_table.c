@@ -36,6 +36,12 @@ CMD_HANDLER(cmd_find_and_modify);
 /* aggregation: cmd_aggregate.c */
 CMD_HANDLER(cmd_aggregate);
 
+/* indexes and explain: cmd_index.c, cmd_explain.c */
+CMD_HANDLER(cmd_create_indexes);
+CMD_HANDLER(cmd_list_indexes);
+CMD_HANDLER(cmd_drop_indexes);
+CMD_HANDLER(cmd_explain);
+
 /* authentication and users: cmd_auth.c */
 CMD_HANDLER(cmd_sasl_start);
 CMD_HANDLER(cmd_sasl_continue);
@@ -113,6 +119,11 @@ static const cmd_def_t commands[] = {
 	{"getMore", NULL, cmd_get_more, CMDF_MAXTIME, "next batch of a cursor"},
 	{"insert", NULL, cmd_insert, CMDF_WRITE, "insert documents"},
 	{"killCursors", NULL, cmd_kill_cursors, CMDF_NONE, "close cursors"},
+	/* indexes and explain: cmd_index.c, cmd_explain.c */
+	{"createIndexes", NULL, cmd_create_indexes, CMDF_WRITE, "create indexes on a collection"},
+	{"dropIndexes", "deleteIndexes", cmd_drop_indexes, CMDF_WRITE, "drop indexes from a collection"},
+	{"explain", NULL, cmd_explain, CMDF_MAXTIME, "explain how a command would run"},
+	{"listIndexes", NULL, cmd_list_indexes, CMDF_NONE, "list a collection's indexes"},
 	/* updates: cmd_update.c */
 	{"findAndModify", "findandmodify", cmd_find_and_modify, CMDF_WRITE, "find, then update or remove one document"},
 	{"update", NULL, cmd_update, CMDF_WRITE, "update documents"},

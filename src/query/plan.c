@@ -1,9 +1,10 @@
 /*
- * plan.c -- the find executor: access path (EXPRESS _id lookup or COLLSCAN),
- * then filter, sort, skip, limit and projection.
+ * plan.c -- the find executor: access path (EXPRESS _id lookup, IXSCAN +
+ * FETCH over the planner's KeyString ranges, or COLLSCAN), then filter,
+ * sort, skip, limit and projection; and the explain tree of that shape.
  *
  * The pipeline is fixed rather than a tree of stage objects because find has
- * exactly this shape; the index planner will add access paths, not stages.
+ * exactly this shape; the planner picks the access path, not stages.
  */
 #include "query/plan.h"
 
@@ -12,10 +13,55 @@
 
 #include "bson/value.h"
 #include "common/mem.h"
+#include "query/planner.h"
 #include "query/projection.h"
 #include "query/sort.h"
 
-typedef enum { ACCESS_ID, ACCESS_SCAN } access_t;
+typedef enum { ACCESS_ID, ACCESS_SCAN, ACCESS_IXSCAN } access_t;
+
+/* RecordIds an index scan already returned (open addressing, 0 = empty
+ * slot, so ids are stored +1... recids are >= 1 in storage). */
+typedef struct recset {
+	int64_t *slot;
+	size_t cap, n;
+} recset_t;
+
+static uint64_t
+rs_hash(int64_t v)
+{
+	uint64_t x = (uint64_t)v * 0x9E3779B97F4A7C15ull;
+	return x ^ (x >> 29);
+}
+
+/* Add v; false when it was there already. */
+static bool
+recset_add(recset_t *r, int64_t v)
+{
+	size_t i;
+
+	if ((r->n + 1) * 2 > r->cap) {
+		recset_t g = {0};
+		g.cap = r->cap ? r->cap * 2 : 64;
+		g.slot = bson_malloc0(sizeof(int64_t) * g.cap);
+		for (i = 0; i < r->cap; i++)
+			if (r->slot[i] != 0) {
+				size_t j = rs_hash(r->slot[i]) & (g.cap - 1);
+				while (g.slot[j] != 0)
+					j = (j + 1) & (g.cap - 1);
+				g.slot[j] = r->slot[i];
+				g.n++;
+			}
+		bson_free(r->slot);
+		*r = g;
+	}
+	v = v == 0 ? INT64_MIN : v;
+	for (i = rs_hash(v) & (r->cap - 1); r->slot[i] != 0; i = (i + 1) & (r->cap - 1))
+		if (r->slot[i] == v)
+			return false;
+	r->slot[i] = v;
+	r->n++;
+	return true;
+}
 
 struct plan_exec {
 	storage_coll_t *coll;          /* owned reference (NULL: no such collection) */
@@ -35,8 +81,14 @@ struct plan_exec {
 	access_t access;
 	const bson_value_t *id;        /* ACCESS_ID: borrowed from match */
 	bool id_done;
-	storage_cursor_t *cur;         /* ACCESS_SCAN */
+	storage_cursor_t *cur;         /* ACCESS_SCAN, ACCESS_IXSCAN */
 	bool scan_done;
+	planner_solution_t *sol;       /* ACCESS_IXSCAN (owned) */
+	int range_i;                   /* next range to open */
+	recset_t seen;
+	bson_t *sort_spec_doc;         /* owned copy for explain */
+	bson_t *parsed;                /* owned: the filter for explain (lazy) */
+	bool hinted;
 	plan_stats_t stats;
 };
 
@@ -100,12 +152,32 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 		return -1;
 	}
 	x->backward = backward;
-	if (x->match != NULL && !backward && match_is_id_point(x->match, &x->id)) {
+	x->hinted = req->hint != NULL;
+	if (!spec_empty(req->sort))
+		x->sort_spec_doc = bson_copy(req->sort);
+	if (x->match != NULL && !backward && req->hint == NULL && match_is_id_point(x->match, &x->id)) {
 		x->access = ACCESS_ID;
 		x->stats.stage = "EXPRESS_IXSCAN";
 	} else {
 		x->access = ACCESS_SCAN;
 		x->stats.stage = "COLLSCAN";
+		if (x->coll != NULL) {
+			if (planner_plan(x->coll, x->match, x->sort != NULL ? req->sort : NULL, req->hint, &x->sol,
+			    err) != 0) {
+				plan_exec_free(x);
+				return -1;
+			}
+			if (x->sol->kind == PLANNER_IXSCAN) {
+				x->access = ACCESS_IXSCAN;
+				x->stats.stage = "IXSCAN";
+				if (x->sol->provides_sort && x->sort != NULL) {
+					sort_spec_free(x->sort);
+					x->sort = NULL;
+				}
+			} else if (req->hint != NULL) {
+				x->backward = x->sol->backward;
+			}
+		}
 	}
 	*out = x;
 	return 0;
@@ -121,6 +193,70 @@ const plan_stats_t *
 plan_exec_stats(const plan_exec_t *x)
 {
 	return &x->stats;
+}
+
+static bool
+deadline_passed(plan_exec_t *x, int64_t n)
+{
+	return (n & 1023) == 0 && x->deadline_us != 0 && now_us() > x->deadline_us;
+}
+
+/* IXSCAN + FETCH: the next document (not returned before) behind a key in
+ * one of the solution's ranges that passes the filter. */
+static int
+ixscan_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, terr_t *err)
+{
+	const storage_index_t *idx;
+	int rc;
+
+	if (x->sol->index >= x->coll->nindexes)
+		return terr_set(err, 175, "query plan killed :: caused by :: index dropped");
+	idx = &x->coll->indexes[x->sol->index];
+	for (;;) {
+		const uint8_t *key;
+		size_t klen;
+		bson_t unused;
+		if (x->cur == NULL) {
+			const planner_range_t *r;
+			if (x->range_i >= x->sol->nranges) {
+				x->scan_done = true;
+				return 0;
+			}
+			r = &x->sol->ranges[x->range_i++];
+			if (storage_index_scan_open(s, x->coll, idx, r->lo, r->lo_len, r->lo_incl, r->hi, r->hi_len,
+			    r->hi_incl, x->sol->backward, &x->cur, err) != 0)
+				return -1;
+		}
+		rc = storage_cursor_next(x->cur, recid, &unused, &key, &klen, err);
+		if (rc < 0)
+			return -1;
+		if (rc == 0) {
+			storage_cursor_close(x->cur);
+			x->cur = NULL;
+			continue;
+		}
+		x->stats.keys_examined++;
+		if (deadline_passed(x, x->stats.keys_examined))
+			return terr_set(err, TERR_MAX_TIME_MS_EXPIRED, "operation exceeded time limit");
+		if (!recset_add(&x->seen, *recid)) {
+			x->stats.dups_dropped++;
+			continue;
+		}
+		rc = storage_doc_get(s, x->coll, *recid, doc, err);
+		if (rc < 0)
+			return -1;
+		if (rc == 1)
+			continue;
+		x->stats.docs_examined++;
+		if (x->match == NULL)
+			rc = 1;
+		else if ((rc = match_exec(x->match, doc, NULL, err)) < 0)
+			return -1;
+		if (rc == 1) {
+			x->stats.access_returned++;
+			return 1;
+		}
+	}
 }
 
 /* The next stored document that passes the filter. */
@@ -143,11 +279,15 @@ plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson
 		if (rc == 1)
 			return 0;
 		x->stats.docs_examined++;
-		rc = match_exec(x->match, doc, NULL, err);
+		rc = x->match == NULL ? 1 : match_exec(x->match, doc, NULL, err);
+		if (rc == 1)
+			x->stats.access_returned++;
 		return rc;
 	}
 	if (x->scan_done)
 		return 0;
+	if (x->access == ACCESS_IXSCAN)
+		return ixscan_next(x, s, recid, doc, err);
 	if (x->cur == NULL && storage_scan_open(s, x->coll, x->backward, &x->cur, err) != 0)
 		return -1;
 	for (;;) {
@@ -164,9 +304,13 @@ plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson
 		if ((x->stats.docs_examined & 1023) == 0 && x->deadline_us != 0 &&
 		    now_us() > x->deadline_us)
 			return terr_set(err, TERR_MAX_TIME_MS_EXPIRED, "operation exceeded time limit");
-		if (x->match == NULL)
+		if (x->match == NULL) {
+			x->stats.access_returned++;
 			return 1;
+		}
 		rc = match_exec(x->match, doc, NULL, err);
+		if (rc == 1)
+			x->stats.access_returned++;
 		if (rc != 0)
 			return rc;
 	}
@@ -262,6 +406,12 @@ plan_exec_free(plan_exec_t *x)
 		return;
 	if (x->cur != NULL)
 		storage_cursor_close(x->cur);
+	planner_solution_free(x->sol);
+	bson_free(x->seen.slot);
+	if (x->sort_spec_doc != NULL)
+		bson_destroy(x->sort_spec_doc);
+	if (x->parsed != NULL)
+		bson_destroy(x->parsed);
 	if (!x->borrowed)
 		match_free(x->match);
 	if (x->sorter != NULL)
@@ -273,4 +423,219 @@ plan_exec_free(plan_exec_t *x)
 	if (x->coll != NULL && !x->borrowed)
 		storage_coll_release(x->coll);
 	bson_free(x);
+}
+
+/* ---- explain -------------------------------------------------------------- */
+
+typedef enum { ST_PROJ, ST_LIMIT, ST_SKIP, ST_SORT, ST_FETCH, ST_ACCESS } stage_kind_t;
+
+static void
+append_common_stats(bson_t *out, int64_t nreturned, int64_t works, int64_t advanced, bool eof)
+{
+	BSON_APPEND_INT32(out, "nReturned", (int32_t)nreturned);
+	BSON_APPEND_INT32(out, "executionTimeMillisEstimate", 0);
+	BSON_APPEND_INT32(out, "works", (int32_t)works);
+	BSON_APPEND_INT32(out, "advanced", (int32_t)advanced);
+	BSON_APPEND_INT32(out, "needTime", (int32_t)(works - advanced - (eof ? 1 : 0) > 0 ? works - advanced - (eof ? 1 : 0) : 0));
+	BSON_APPEND_INT32(out, "needYield", 0);
+	BSON_APPEND_INT32(out, "saveState", 0);
+	BSON_APPEND_INT32(out, "restoreState", 0);
+	BSON_APPEND_BOOL(out, "isEOF", eof);
+}
+
+static void
+append_filter(const plan_exec_t *x, bson_t *out)
+{
+	bson_t *f;
+
+	if (x->match == NULL || match_is_trivially_true(x->match))
+		return;
+	f = match_to_bson(x->match);
+	BSON_APPEND_DOCUMENT(out, "filter", f);
+	bson_destroy(f);
+}
+
+static bool
+spec_flag(const bson_t *spec, const char *name)
+{
+	bson_iter_t it;
+
+	return spec != NULL && bson_iter_init_find(&it, spec, name) && bson_iter_as_bool(&it);
+}
+
+static void
+append_ixscan(const plan_exec_t *x, bool es, bson_t *out)
+{
+	const storage_index_t *ix = &x->coll->indexes[x->sol->index];
+	bool eof = x->scan_done;
+	int64_t works = x->stats.keys_examined + (eof ? 1 : 0) + x->sol->nranges;
+	bson_t sub, mkp;
+	bson_iter_t it;
+
+	BSON_APPEND_UTF8(out, "stage", "IXSCAN");
+	if (es)
+		append_common_stats(out, x->stats.keys_examined - x->stats.dups_dropped, works,
+		    x->stats.keys_examined - x->stats.dups_dropped, eof);
+	BSON_APPEND_DOCUMENT(out, "keyPattern", ix->key);
+	BSON_APPEND_UTF8(out, "indexName", ix->name);
+	BSON_APPEND_BOOL(out, "isMultiKey", ix->multikey);
+	BSON_APPEND_DOCUMENT_BEGIN(out, "multiKeyPaths", &mkp);
+	bson_iter_init(&it, ix->key);
+	while (bson_iter_next(&it)) {
+		bson_t arr;
+		bson_append_array_begin(&mkp, bson_iter_key(&it), -1, &arr);
+		if (ix->multikey) {
+			/* the array sits at the first component in the common case */
+			const char *k = bson_iter_key(&it), *dot = strchr(k, '.');
+			bson_append_utf8(&arr, "0", 1, k, dot ? (int)(dot - k) : -1);
+		}
+		bson_append_array_end(&mkp, &arr);
+	}
+	bson_append_document_end(out, &mkp);
+	BSON_APPEND_BOOL(out, "isUnique", ix->unique);
+	BSON_APPEND_BOOL(out, "isSparse", spec_flag(ix->spec, "sparse"));
+	BSON_APPEND_BOOL(out, "isPartial", bson_has_field(ix->spec, "partialFilterExpression"));
+	BSON_APPEND_INT32(out, "indexVersion", 2);
+	BSON_APPEND_UTF8(out, "direction", x->sol->backward ? "backward" : "forward");
+	BSON_APPEND_DOCUMENT_BEGIN(out, "indexBounds", &sub);
+	planner_bounds_append(x->sol, &sub);
+	bson_append_document_end(out, &sub);
+	if (es) {
+		BSON_APPEND_INT32(out, "keysExamined", (int32_t)x->stats.keys_examined);
+		BSON_APPEND_INT32(out, "seeks", (int32_t)(x->sol->nranges > 0 ? x->sol->nranges : 1));
+		BSON_APPEND_INT32(out, "dupsTested", (int32_t)(x->sol->dedup ? x->stats.keys_examined : 0));
+		BSON_APPEND_INT32(out, "dupsDropped", (int32_t)x->stats.dups_dropped);
+	}
+}
+
+static int64_t
+access_works(const plan_exec_t *x)
+{
+	if (x->access == ACCESS_IXSCAN)
+		return x->stats.keys_examined + (x->scan_done ? 1 : 0) + x->sol->nranges;
+	return x->stats.docs_examined + (x->scan_done ? 1 : 0);
+}
+
+static void
+append_stage(const plan_exec_t *x, stage_kind_t k, bool es, bson_t *out)
+{
+	int64_t nret = x->stats.returned;
+	int64_t works = access_works(x);
+	bool eof = x->scan_done || x->id_done || (x->limit > 0 && x->produced >= x->limit);
+	bson_t in;
+
+	switch (k) {
+	case ST_PROJ:
+		BSON_APPEND_UTF8(out, "stage", "PROJECTION_DEFAULT");
+		if (es)
+			append_common_stats(out, nret, works, nret, eof);
+		BSON_APPEND_DOCUMENT_BEGIN(out, "transformBy", &in);
+		bson_append_document_end(out, &in);
+		break;
+	case ST_LIMIT:
+		BSON_APPEND_UTF8(out, "stage", "LIMIT");
+		if (es)
+			append_common_stats(out, nret, works, nret, eof);
+		BSON_APPEND_INT64(out, "limitAmount", x->limit);
+		break;
+	case ST_SKIP:
+		BSON_APPEND_UTF8(out, "stage", "SKIP");
+		if (es)
+			append_common_stats(out, nret, works, nret, eof);
+		BSON_APPEND_INT64(out, "skipAmount", x->skip);
+		break;
+	case ST_SORT:
+		BSON_APPEND_UTF8(out, "stage", "SORT");
+		if (es)
+			append_common_stats(out, nret, works, nret, eof);
+		BSON_APPEND_DOCUMENT(out, "sortPattern", x->sort_spec_doc);
+		BSON_APPEND_INT32(out, "memLimit", 104857600);
+		if (x->limit > 0)
+			BSON_APPEND_INT64(out, "limitAmount", x->skip + x->limit);
+		BSON_APPEND_UTF8(out, "type", "simple");
+		break;
+	case ST_FETCH:
+		BSON_APPEND_UTF8(out, "stage", "FETCH");
+		append_filter(x, out);
+		if (es) {
+			append_common_stats(out, x->stats.access_returned, works, x->stats.access_returned, x->scan_done);
+			BSON_APPEND_INT32(out, "docsExamined", (int32_t)x->stats.docs_examined);
+			BSON_APPEND_INT32(out, "alreadyHasObj", 0);
+		}
+		BSON_APPEND_DOCUMENT_BEGIN(out, "inputStage", &in);
+		append_ixscan(x, es, &in);
+		bson_append_document_end(out, &in);
+		return;
+	case ST_ACCESS:
+		if (x->access == ACCESS_ID) {
+			BSON_APPEND_UTF8(out, "stage", "EXPRESS_IXSCAN");
+			BSON_APPEND_UTF8(out, "keyPattern", "{ _id: 1 }");
+			BSON_APPEND_UTF8(out, "indexName", "_id_");
+			if (es) {
+				BSON_APPEND_INT32(out, "keysExamined", (int32_t)x->stats.keys_examined);
+				BSON_APPEND_INT32(out, "docsExamined", (int32_t)x->stats.docs_examined);
+				BSON_APPEND_INT32(out, "nReturned", (int32_t)x->stats.access_returned);
+			}
+			return;
+		}
+		BSON_APPEND_UTF8(out, "stage", "COLLSCAN");
+		append_filter(x, out);
+		if (es)
+			append_common_stats(out, x->stats.access_returned, works, x->stats.access_returned, x->scan_done);
+		BSON_APPEND_UTF8(out, "direction", x->backward ? "backward" : "forward");
+		if (es)
+			BSON_APPEND_INT32(out, "docsExamined", (int32_t)x->stats.docs_examined);
+		return;
+	}
+	/* the stages above the access path have one input */
+	{
+		stage_kind_t next = k + 1;
+		if (next == ST_LIMIT && !(x->limit > 0 && x->sort == NULL && !x->sorted))
+			next++;
+		if (next == ST_SKIP && x->skip == 0)
+			next++;
+		if (next == ST_SORT && x->sort == NULL)
+			next++;
+		if (next == ST_FETCH && x->access != ACCESS_IXSCAN)
+			next++;
+		BSON_APPEND_DOCUMENT_BEGIN(out, "inputStage", &in);
+		append_stage(x, next, es, &in);
+		bson_append_document_end(out, &in);
+	}
+}
+
+void
+plan_exec_explain_append(const plan_exec_t *x, bool exec_stats, bson_t *out)
+{
+	stage_kind_t k = ST_PROJ;
+
+	if (x->coll == NULL) {
+		BSON_APPEND_UTF8(out, "stage", "EOF");
+		if (exec_stats)
+			append_common_stats(out, 0, 1, 0, true);
+		return;
+	}
+	if (x->access == ACCESS_ID) {
+		append_stage(x, ST_ACCESS, exec_stats, out);
+		return;
+	}
+	if (x->proj == NULL)
+		k = ST_LIMIT;
+	if (k == ST_LIMIT && !(x->limit > 0 && x->sort == NULL && !x->sorted))
+		k = ST_SKIP;
+	if (k == ST_SKIP && x->skip == 0)
+		k = ST_SORT;
+	if (k == ST_SORT && x->sort == NULL)
+		k = ST_FETCH;
+	if (k == ST_FETCH && x->access != ACCESS_IXSCAN)
+		k = ST_ACCESS;
+	append_stage(x, k, exec_stats, out);
+}
+
+const char *
+plan_exec_index_name(const plan_exec_t *x)
+{
+	if (x->access == ACCESS_IXSCAN && x->coll != NULL && x->sol->index < x->coll->nindexes)
+		return x->coll->indexes[x->sol->index].name;
+	return NULL;
 }

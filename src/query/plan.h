@@ -6,9 +6,12 @@
  * request (plan_request_t), owns everything it needs (a reference on the
  * collection descriptor, the compiled filter, sort and projection), and can
  * be suspended between getMore batches (plan_exec_save/restore) without
- * holding storage resources.  Access paths today: the _id point lookup
- * (EXPRESS) and the collection scan (COLLSCAN, forward or $natural: -1).
- * Secondary-index scans come with the index planner.
+ * holding storage resources.  Access paths: the _id point lookup
+ * (EXPRESS), an index scan with bounds then a fetch (IXSCAN + FETCH, chosen
+ * by query/planner.h), and the collection scan (COLLSCAN, forward or
+ * $natural: -1).  Whatever the access path, every fetched document is
+ * checked against the whole filter, and an index scan never returns a
+ * document twice.
  *
  * This module does not parse commands; commands/ builds the request.
  */
@@ -35,6 +38,10 @@ typedef struct plan_request {
 	bool natural_backward;       /* sort {$natural: -1} */
 	bool allow_disk_use;
 	const bson_t *let;           /* borrowed during plan_exec_new */
+	/* hint: a name string or a key pattern / {$natural: d} document;
+	 * borrowed during plan_exec_new; NULL = none.  A hint naming no
+	 * index fails plan_exec_new with 2 BadValue. */
+	const bson_value_t *hint;
 	/* When true, coll and match are borrowed instead of stolen: they must
 	 * outlive the exec (a write re-running its scan inside a retried
 	 * transaction). */
@@ -68,8 +75,23 @@ typedef struct plan_stats {
 	int64_t keys_examined;
 	int64_t returned;
 	const char *stage;           /* "EXPRESS_IXSCAN", "COLLSCAN", ... */
+	int64_t dups_dropped;        /* index entries of already returned documents */
+	int64_t access_returned;     /* documents the access path passed up (after the filter) */
+	int64_t time_us;             /* time spent inside next/next_record */
 } plan_stats_t;
 const plan_stats_t *plan_exec_stats(const plan_exec_t *x);
+
+/*
+ * Explain: append the plan as mongod's explain shows it, as the fields of
+ * the stage document under construction in out ({stage: "FETCH",
+ * inputStage: {stage: "IXSCAN", keyPattern, indexName, isMultiKey, ...}}).
+ * With exec_stats, the executionStages form with nReturned, works,
+ * advanced, keysExamined, docsExamined per stage (call after running).
+ */
+void plan_exec_explain_append(const plan_exec_t *x, bool exec_stats, bson_t *out);
+
+/* The namespace's index the plan scans ("a_1"), or NULL (COLLSCAN/EXPRESS). */
+const char *plan_exec_index_name(const plan_exec_t *x);
 
 void plan_exec_free(plan_exec_t *x);
 

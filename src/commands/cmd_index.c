@@ -1,0 +1,731 @@
+/*
+ * cmd_index.c -- createIndexes, listIndexes, dropIndexes.
+ *
+ * Spec validation follows mongod's index_key_validate (codes and messages);
+ * conflicts with existing indexes follow the index catalog (85
+ * IndexOptionsConflict, 86 IndexKeySpecsConflict, 67 for the 64-index
+ * limit).  The build itself (over existing documents, a unique violation
+ * leaving nothing behind) is storage_index_create with the keygen of
+ * query/keygen.c.  Special index kinds (text, 2d, 2dsphere, hashed,
+ * wildcard, columnstore) are refused with 238 until they exist.
+ */
+#include "commands/commands_private.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "bson/value.h"
+#include "common/mem.h"
+#include "query/keygen.h"
+#include "query/match.h"
+
+/* cmd_catalog.c */
+int cmd_cursor_options(cmd_t *c, cursor_opts_t *o, terr_t *err);
+void cmd_array_source(bson_t *docs_steal, cursor_source_t *src);
+
+#define INDEX_MAX 64
+
+/* Top-level fields an index spec may carry (mongod's allowedFieldNames). */
+static const char *const spec_fields[] = {
+	"key", "name", "v", "unique", "sparse", "partialFilterExpression", "expireAfterSeconds",
+	"hidden", "collation", "background", "ns", "weights", "default_language",
+	"language_override", "textIndexVersion", "2dsphereIndexVersion", "bits", "min", "max",
+	"bucketSize", "storageEngine", "wildcardProjection", "coarsestIndexedLevel",
+	"finestIndexedLevel", "dropDups", "originalSpec", "prepareUnique", "clustered",
+	"columnstoreProjection", "columnstoreCompressor", NULL,
+};
+
+/* Options that make two specs on the same key different indexes or
+ * conflicting ones; the rest (name, v, ns, background, hidden) do not. */
+static const char *const equiv_fields[] = {
+	"unique", "sparse", "partialFilterExpression", "expireAfterSeconds", "collation",
+	"prepareUnique", NULL,
+};
+
+static bool
+in_list(const char *const *list, const char *s)
+{
+	for (; *list != NULL; list++)
+		if (strcmp(*list, s) == 0)
+			return true;
+	return false;
+}
+
+static int
+spec_error(terr_t *err, int code, const char *fmt, const char *field, const bson_t *spec)
+{
+	char *s = bv_doc_to_mongo_string(spec);
+
+	terr_set(err, code, fmt, field, s);
+	bson_free(s);
+	return -1;
+}
+
+static bool
+is_bool_like(const bson_iter_t *it)
+{
+	return BSON_ITER_HOLDS_BOOL(it) || BSON_ITER_HOLDS_NUMBER(it);
+}
+
+/* The key pattern rules of validateKeyPattern plus the plugin refusals. */
+static int
+key_pattern_check(const bson_t *key, terr_t *err)
+{
+	bson_iter_t it;
+	const char *plugin = NULL;
+	int n = 0;
+
+	if (key->len > 2048)
+		return terr_set(err, TERR_CANNOT_CREATE_INDEX, "Index key pattern too large.");
+	if (bson_empty(key))
+		return terr_set(err, TERR_CANNOT_CREATE_INDEX, "Index keys cannot be empty.");
+	bson_iter_init(&it, key);
+	while (bson_iter_next(&it)) {
+		const char *f = bson_iter_key(&it), *p;
+		bson_iter_t dup;
+		bson_iter_init(&dup, key);
+		while (bson_iter_next(&dup) && bson_iter_offset(&dup) < bson_iter_offset(&it))
+			if (strcmp(bson_iter_key(&dup), f) == 0) {
+				char *s = bv_doc_to_mongo_string(key);
+				terr_set(err, TERR_BAD_VALUE,
+				    "The field '%s' appears multiple times in the index key pattern %s", f, s);
+				bson_free(s);
+				return -1;
+			}
+		n++;
+		if (BSON_ITER_HOLDS_NUMBER(&it)) {
+			double d = bson_iter_as_double(&it);
+			if (BSON_ITER_HOLDS_DECIMAL128(&it)) {
+				bson_value_t v = *bson_iter_value(&it);
+				d = bv_as_double(&v);
+				if (bv_is_nan(&v))
+					d = NAN;
+			}
+			if (isnan(d))
+				return terr_set(err, TERR_CANNOT_CREATE_INDEX, "Values in the index key pattern cannot be NaN.");
+			if (d == 0.0)
+				return terr_set(err, TERR_CANNOT_CREATE_INDEX, "Values in the index key pattern cannot be 0.");
+		} else if (BSON_ITER_HOLDS_UTF8(&it)) {
+			const char *s = bson_iter_utf8(&it, NULL);
+			if (*s == '\0')
+				return terr_set(err, TERR_CANNOT_CREATE_INDEX,
+				    "Values in the index key pattern cannot be empty strings");
+			if (plugin != NULL && strcmp(plugin, s) != 0)
+				return terr_set(err, TERR_CANNOT_CREATE_INDEX,
+				    "Can't use more than one index plugin for a single index.");
+			plugin = s;
+		} else {
+			return terr_set(err, TERR_CANNOT_CREATE_INDEX,
+			    "Values in v:2 index key pattern cannot be of type %s. Only numbers > 0, numbers < 0, and strings are allowed.",
+			    bv_type_name(bson_iter_type(&it)));
+		}
+		if (*f == '\0')
+			return terr_set(err, TERR_CANNOT_CREATE_INDEX, "Index keys cannot be an empty field.");
+		if (strcmp(f, "$**") == 0 || (strlen(f) > 4 && strcmp(f + strlen(f) - 4, ".$**") == 0))
+			return terr_set(err, TERR_NOT_IMPLEMENTED, "wildcard indexes are not supported by Tamga yet");
+		for (p = f;;) {
+			const char *dot = strchr(p, '.');
+			size_t len = dot ? (size_t)(dot - p) : strlen(p);
+			if (len == 0)
+				return terr_set(err, TERR_CANNOT_CREATE_INDEX, "Index keys cannot contain an empty field.");
+			if (p[0] == '$' && !(p != f && ((len == 3 && (!strncmp(p, "$db", 3) || !strncmp(p, "$id", 3))) ||
+			    (len == 4 && !strncmp(p, "$ref", 4)))))
+				return terr_set(err, TERR_CANNOT_CREATE_INDEX,
+				    "Index key contains an illegal field name: field name starts with '$'.");
+			if (dot == NULL)
+				break;
+			p = dot + 1;
+		}
+	}
+	if (n > KEYGEN_MAX_FIELDS)
+		return terr_set(err, 13103, "too many compound keys");
+	if (plugin != NULL) {
+		static const char *const known[] = {"2d", "2dsphere", "text", "hashed", "columnstore",
+			"2dsphere_bucket", NULL};
+		if (strcmp(plugin, "geoHaystack") == 0)
+			return terr_set(err, TERR_CANNOT_CREATE_INDEX,
+			    "GeoHaystack indexes cannot be created in version 5.0 and above");
+		if (!in_list(known, plugin))
+			return terr_set(err, TERR_CANNOT_CREATE_INDEX, "Unknown index plugin '%s'", plugin);
+		return terr_set(err, TERR_NOT_IMPLEMENTED, "%s indexes are not supported by Tamga yet", plugin);
+	}
+	return 0;
+}
+
+static int
+ttl_check(const bson_iter_t *it, terr_t *err)
+{
+	bson_value_t v = *bson_iter_value((bson_iter_t *)it);
+	int64_t i;
+
+	if (!bv_is_number(&v))
+		return terr_set(err, TERR_CANNOT_CREATE_INDEX,
+		    "TTL index 'expireAfterSeconds' option must be numeric, but received a type of '%s'",
+		    bv_type_name(v.value_type));
+	if (bv_is_nan(&v))
+		return terr_set(err, TERR_CANNOT_CREATE_INDEX, "TTL index 'expireAfterSeconds' option must not be NaN");
+	i = (int64_t)bv_as_double(&v);
+	if (i > INT32_MAX || i < INT32_MIN)
+		return terr_set(err, TERR_CANNOT_CREATE_INDEX,
+		    "TTL index 'expireAfterSeconds' must be within the range of a 32-bit integer");
+	if (i < 0)
+		return terr_set(err, TERR_INVALID_OPTIONS, "TTL index 'expireAfterSeconds' option cannot be less than 0");
+	return 0;
+}
+
+/*
+ * Validate one requested spec and build the spec to store in *out (v: 2
+ * first, then key and name, then the other fields as given, ns dropped).
+ */
+static int
+spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
+{
+	bson_iter_t it;
+	bson_t key;
+	const char *name = NULL;
+	bool has_key = false, has_partial = false, sparse = false;
+	int ret = -1;
+
+	bson_init(out);
+	bson_iter_init(&it, spec);
+	while (bson_iter_next(&it)) {
+		const char *f = bson_iter_key(&it);
+		if (!in_list(spec_fields, f)) {
+			spec_error(err, 197, "The field '%s' is not valid for an index specification. Specification: %s",
+			    f, spec);
+			goto err;
+		}
+		if (strcmp(f, "key") == 0) {
+			const uint8_t *d;
+			uint32_t l;
+			if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+				terr_set(err, TERR_TYPE_MISMATCH, "The field 'key' must be an object, but got %s",
+				    bv_type_name(bson_iter_type(&it)));
+				goto err;
+			}
+			bson_iter_document(&it, &l, &d);
+			bson_init_static(&key, d, l);
+			ERR(key_pattern_check(&key, err));
+			has_key = true;
+		} else if (strcmp(f, "name") == 0) {
+			if (!BSON_ITER_HOLDS_UTF8(&it)) {
+				terr_set(err, TERR_TYPE_MISMATCH, "The field 'name' must be a string, but got %s",
+				    bv_type_name(bson_iter_type(&it)));
+				goto err;
+			}
+			name = bson_iter_utf8(&it, NULL);
+		} else if (strcmp(f, "hidden") == 0) {
+			if (!BSON_ITER_HOLDS_BOOL(&it)) {
+				terr_set(err, TERR_TYPE_MISMATCH, "The field 'name' must be a bool, but got %s",
+				    bv_type_name(bson_iter_type(&it)));
+				goto err;
+			}
+		} else if (strcmp(f, "v") == 0) {
+			double v;
+			if (!BSON_ITER_HOLDS_NUMBER(&it)) {
+				terr_set(err, TERR_TYPE_MISMATCH, "The field 'v' must be a number, but got %s",
+				    bv_type_name(bson_iter_type(&it)));
+				goto err;
+			}
+			v = bson_iter_as_double(&it);
+			if (v != 1 && v != 2) {
+				spec_error(err, TERR_CANNOT_CREATE_INDEX, "Invalid index specification %s%s", "", spec);
+				goto err;
+			}
+		} else if (strcmp(f, "partialFilterExpression") == 0) {
+			const uint8_t *d;
+			uint32_t l;
+			bson_t pf;
+			match_t *m = NULL;
+			match_options_t mo = {0};
+			if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+				terr_set(err, TERR_TYPE_MISMATCH,
+				    "The field 'partialFilterExpression' must be an object, but got %s",
+				    bv_type_name(bson_iter_type(&it)));
+				goto err;
+			}
+			bson_iter_document(&it, &l, &d);
+			bson_init_static(&pf, d, l);
+			mo.disallow = MATCH_DISALLOW_EXPR | MATCH_DISALLOW_JSON_SCHEMA | MATCH_DISALLOW_TEXT |
+			    MATCH_DISALLOW_WHERE | MATCH_DISALLOW_GEO_NEAR;
+			ERR(match_compile(&pf, &mo, &m, err));
+			match_free(m);
+			has_partial = true;
+		} else if (strcmp(f, "collation") == 0) {
+			bson_iter_t sub;
+			if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+				terr_set(err, TERR_TYPE_MISMATCH, "The field 'collation' must be an object, but got %s",
+				    bv_type_name(bson_iter_type(&it)));
+				goto err;
+			}
+			if (!(bson_iter_recurse(&it, &sub) && bson_iter_find(&sub, "locale") &&
+			    BSON_ITER_HOLDS_UTF8(&sub) && strcmp(bson_iter_utf8(&sub, NULL), "simple") == 0)) {
+				terr_set(err, TERR_NOT_IMPLEMENTED,
+				    "collations other than {locale: \"simple\"} are not supported by Tamga yet");
+				goto err;
+			}
+		} else if (!strcmp(f, "unique") || !strcmp(f, "sparse") || !strcmp(f, "background") ||
+		           !strcmp(f, "dropDups") || !strcmp(f, "prepareUnique") || !strcmp(f, "clustered")) {
+			if (!is_bool_like(&it)) {
+				char *s = bv_to_mongo_string(bson_iter_value(&it));
+				terr_set(err, TERR_TYPE_MISMATCH, "The field '%s has value %s: %s, which is not convertible to bool",
+				    f, f, s);
+				bson_free(s);
+				goto err;
+			}
+			if (!strcmp(f, "sparse"))
+				sparse = bson_iter_as_bool(&it);
+			if (!strcmp(f, "clustered")) {
+				terr_set(err, TERR_NOT_IMPLEMENTED, "clustered indexes are not supported by Tamga yet");
+				goto err;
+			}
+		} else if (strcmp(f, "expireAfterSeconds") == 0) {
+			ERR(ttl_check(&it, err));
+		} else if (!strcmp(f, "weights") || !strcmp(f, "wildcardProjection") ||
+		           !strcmp(f, "columnstoreProjection")) {
+			terr_set(err, TERR_NOT_IMPLEMENTED, "the index option '%s' is not supported by Tamga yet", f);
+			goto err;
+		}
+	}
+	if (!has_key) {
+		terr_set(err, TERR_FAILED_TO_PARSE, "The 'key' field is a required property of an index specification");
+		goto err;
+	}
+	if (name == NULL) {
+		terr_set(err, TERR_FAILED_TO_PARSE, "The 'name' field is a required property of an index specification");
+		goto err;
+	}
+	if (*name == '\0') {
+		terr_set(err, TERR_CANNOT_CREATE_INDEX, "index name cannot be empty");
+		goto err;
+	}
+	if (strcmp(name, "*") == 0) {
+		terr_set(err, TERR_BAD_VALUE, "The index name '*' is not valid.");
+		goto err;
+	}
+	if (has_partial && sparse) {
+		terr_set(err, TERR_CANNOT_CREATE_INDEX, "cannot mix \"partialFilterExpression\" and \"sparse\" options");
+		goto err;
+	}
+	{
+		bson_t idk = BSON_INITIALIZER;
+		bool is_id;
+		BSON_APPEND_INT32(&idk, "_id", 1);
+		is_id = bson_equal(&idk, &key) ||
+		    (bson_count_keys(&key) == 1 && bson_iter_init_find(&it, &key, "_id") &&
+		     BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_double(&it) == 1);
+		bson_destroy(&idk);
+		if (is_id && bson_has_field(spec, "hidden")) {
+			terr_set(err, TERR_BAD_VALUE, "can't hide _id index");
+			goto err;
+		}
+	}
+	BSON_APPEND_INT32(out, "v", 2);
+	BSON_APPEND_DOCUMENT(out, "key", &key);
+	BSON_APPEND_UTF8(out, "name", name);
+	bson_iter_init(&it, spec);
+	while (bson_iter_next(&it)) {
+		const char *f = bson_iter_key(&it);
+		if (!strcmp(f, "v") || !strcmp(f, "key") || !strcmp(f, "name") || !strcmp(f, "ns") ||
+		    !strcmp(f, "collation"))
+			continue;
+		bson_append_iter(out, f, -1, &it);
+	}
+	return 0;
+err:
+	bson_destroy(out);
+	bson_init(out);
+	return ret ? ret : -1;
+}
+
+static bool
+opt_equal(const bson_t *a, const bson_t *b, const char *f)
+{
+	bson_iter_t ia, ib;
+	bool ha = bson_iter_init_find(&ia, a, f), hb = bson_iter_init_find(&ib, b, f);
+
+	if (!strcmp(f, "unique") || !strcmp(f, "sparse") || !strcmp(f, "prepareUnique"))
+		return (ha && bson_iter_as_bool(&ia)) == (hb && bson_iter_as_bool(&ib));
+	if (ha != hb)
+		return false;
+	if (!ha)
+		return true;
+	return bv_compare(bson_iter_value(&ia), bson_iter_value(&ib)) == 0;
+}
+
+static bool
+spec_equivalent(const bson_t *a, const bson_t *b)
+{
+	const char *const *f;
+
+	for (f = equiv_fields; *f != NULL; f++)
+		if (!opt_equal(a, b, *f))
+			return false;
+	return true;
+}
+
+static bool
+spec_key(const bson_t *spec, bson_t *key)
+{
+	bson_iter_t it;
+	const uint8_t *d;
+	uint32_t l;
+
+	if (!bson_iter_init_find(&it, spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+		return false;
+	bson_iter_document(&it, &l, &d);
+	return bson_init_static(key, d, l);
+}
+
+/* Key patterns equal field by field with numerically equal directions. */
+static bool
+key_equal(const bson_t *a, const bson_t *b)
+{
+	bson_iter_t ia, ib;
+
+	if (!bson_iter_init(&ia, a) || !bson_iter_init(&ib, b))
+		return false;
+	for (;;) {
+		bool na = bson_iter_next(&ia), nb = bson_iter_next(&ib);
+		if (na != nb)
+			return false;
+		if (!na)
+			return true;
+		if (strcmp(bson_iter_key(&ia), bson_iter_key(&ib)) != 0 ||
+		    bv_compare(bson_iter_value(&ia), bson_iter_value(&ib)) != 0)
+			return false;
+	}
+}
+
+static int
+conflict(terr_t *err, int code, const char *what, const bson_t *req, const bson_t *have)
+{
+	char *r = bv_doc_to_mongo_string(req), *h = bv_doc_to_mongo_string(have);
+
+	terr_set(err, code, "%s Requested index: %s, existing index: %s", what, r, h);
+	bson_free(r);
+	bson_free(h);
+	return -1;
+}
+
+/*
+ * Compare a prepared spec with the collection's indexes: 0 when it must be
+ * built, 1 when an identical index exists, -1 with 85/86 on a conflict.
+ */
+static int
+spec_against(const storage_coll_t *coll, const bson_t *spec, terr_t *err)
+{
+	bson_t key;
+	bson_iter_t it;
+	const char *name;
+	int i;
+
+	spec_key(spec, &key);
+	bson_iter_init_find(&it, spec, "name");
+	name = bson_iter_utf8(&it, NULL);
+	for (i = 0; i < coll->nindexes; i++) {
+		const storage_index_t *ix = &coll->indexes[i];
+		bool same_key = key_equal(ix->key, &key);
+		if (strcmp(ix->name, name) == 0) {
+			if (!same_key)
+				return conflict(err, TERR_INDEX_KEY_SPECS_CONFLICT,
+				    "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation.",
+				    spec, ix->spec);
+			if (!spec_equivalent(ix->spec, spec))
+				return conflict(err, TERR_INDEX_OPTIONS_CONFLICT,
+				    "An equivalent index already exists with the same name but different options.",
+				    spec, ix->spec);
+			return 1;
+		}
+		if (same_key) {
+			bson_iter_t a, b;
+			bool pa = bson_iter_init_find(&a, ix->spec, "partialFilterExpression");
+			bool pb = bson_iter_init_find(&b, spec, "partialFilterExpression");
+			/* Same key with a different partial filter is another index. */
+			if (pa != pb || (pa && bv_compare(bson_iter_value(&a), bson_iter_value(&b)) != 0))
+				continue;
+			if (spec_equivalent(ix->spec, spec))
+				return terr_set(err, TERR_INDEX_OPTIONS_CONFLICT,
+				    "Index already exists with a different name: %s", ix->name);
+			return conflict(err, TERR_INDEX_OPTIONS_CONFLICT,
+			    "An equivalent index already exists with a different name and options.", spec, ix->spec);
+		}
+	}
+	return 0;
+}
+
+static const char *const create_fields[] = {
+	"indexes", "commitQuorum", "writeConcern", "ignoreUnknownIndexOptions", "isTimeseriesNamespace",
+	"collectionUUID", "returnOnStart", NULL,
+};
+
+CMD_HANDLER(cmd_create_indexes)
+{
+	const char *name;
+	bson_t arr, *specs = NULL;
+	bson_iter_t it;
+	bool found, created = false;
+	storage_coll_t *coll = NULL;
+	int nspecs = 0, i, j, before, ret = -1, nnew = 0;
+	char ns[512];
+
+	ERR(cmd_collection_arg(c, &name, err));
+	ERR(cmd_check_fields(c, create_fields, err));
+	ERR(cmd_get_array(c, "indexes", &arr, &found, err));
+	if (!found) {
+		ret = terr_set(err, 40414, "BSON field 'createIndexes.indexes' is missing but a required field");
+		goto err;
+	}
+	nspecs = (int)bson_count_keys(&arr);
+	if (nspecs == 0) {
+		ret = terr_set(err, TERR_BAD_VALUE, "Must specify at least one index to create");
+		goto err;
+	}
+	cmd_ns(ns, sizeof(ns), c->db, name);
+	ERR(storage_ns_check(c->db, name, err));
+	specs = tm_bson_array_new((size_t)nspecs);
+	for (i = 0; i < nspecs; i++)
+		bson_init(&specs[i]);
+	bson_iter_init(&it, &arr);
+	for (i = 0; bson_iter_next(&it); i++) {
+		const uint8_t *d;
+		uint32_t l;
+		bson_t spec;
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			ret = terr_set(err, TERR_TYPE_MISMATCH,
+			    "BSON field 'createIndexes.indexes.%d' is the wrong type '%s', expected type 'object'", i,
+			    bv_type_name(bson_iter_type(&it)));
+			goto err;
+		}
+		bson_iter_document(&it, &l, &d);
+		bson_init_static(&spec, d, l);
+		bson_destroy(&specs[i]);
+		ERR(spec_prepare(&spec, &specs[i], err));
+	}
+	/* Two requested specs may not conflict with each other either. */
+	for (i = 0; i < nspecs; i++)
+		for (j = 0; j < i; j++) {
+			bson_iter_t a, b;
+			bson_iter_init_find(&a, &specs[i], "name");
+			bson_iter_init_find(&b, &specs[j], "name");
+			if (strcmp(bson_iter_utf8(&a, NULL), bson_iter_utf8(&b, NULL)) == 0) {
+				ret = conflict(err, TERR_INDEX_KEY_SPECS_CONFLICT,
+				    "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation.",
+				    &specs[i], &specs[j]);
+				goto err;
+			}
+		}
+	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0) {
+		terr_t e2 = TERR_INIT;
+		if (storage_coll_create(c->engine->st, NULL, c->db, name, NULL, &e2) != 0 &&
+		    e2.code != TERR_NAMESPACE_EXISTS) {
+			terr_move(err, &e2);
+			goto err;
+		}
+		terr_clear(&e2);
+		created = true;
+		if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0) {
+			ret = terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns does not exist: %s", ns);
+			goto err;
+		}
+	}
+	before = coll->nindexes;
+	for (i = 0; i < nspecs; i++) {
+		int rc = spec_against(coll, &specs[i], err);
+		if (rc < 0)
+			goto err;
+		if (rc == 1) {
+			bson_destroy(&specs[i]);
+			bson_init(&specs[i]);
+			continue;
+		}
+		nnew++;
+	}
+	if (before + nnew > INDEX_MAX) {
+		for (i = 0; i < nspecs; i++)
+			if (!bson_empty(&specs[i]))
+				break;
+		{
+			bson_t key;
+			char *k;
+			spec_key(&specs[i], &key);
+			k = bv_doc_to_mongo_string(&key);
+			ret = terr_set(err, TERR_CANNOT_CREATE_INDEX, "add index fails, too many indexes for %s key:%s", ns, k);
+			bson_free(k);
+		}
+		goto err;
+	}
+	for (i = 0; i < nspecs; i++) {
+		if (bson_empty(&specs[i]))
+			continue;
+		if (storage_index_create(c->engine->st, NULL, c->db, name, &specs[i], err) != 0) {
+			/* Undo the ones this command built: all or nothing. */
+			for (j = 0; j < i; j++) {
+				bson_iter_t n2;
+				if (bson_empty(&specs[j]) || !bson_iter_init_find(&n2, &specs[j], "name"))
+					continue;
+				storage_index_drop(c->engine->st, NULL, c->db, name, bson_iter_utf8(&n2, NULL), NULL);
+			}
+			goto err;
+		}
+	}
+	BSON_APPEND_INT32(c->reply, "numIndexesBefore", before);
+	BSON_APPEND_INT32(c->reply, "numIndexesAfter", before + nnew);
+	if (nnew == 0)
+		BSON_APPEND_UTF8(c->reply, "note", "all indexes already exist");
+	else
+		BSON_APPEND_BOOL(c->reply, "createdCollectionAutomatically", created);
+	ret = 0;
+err:
+	if (specs != NULL) {
+		for (i = 0; i < nspecs; i++)
+			bson_destroy(&specs[i]);
+		bson_free(specs);
+	}
+	storage_coll_release(coll);
+	return ret;
+}
+
+CMD_HANDLER(cmd_list_indexes)
+{
+	static const char *const fields[] = {"cursor", "includeBuildUUIDs", "includeIndexBuildInfo", NULL};
+	const char *name;
+	storage_coll_t *coll = NULL;
+	cursor_source_t src;
+	cursor_opts_t copts;
+	bson_t *docs;
+	char ns[512], key[16];
+	const char *k;
+	int i, ret = -1;
+
+	ERR(cmd_collection_arg(c, &name, err));
+	ERR(cmd_check_fields(c, fields, err));
+	ERR(cmd_cursor_options(c, &copts, err));
+	cmd_ns(ns, sizeof(ns), c->db, name);
+	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0) {
+		ret = terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns does not exist: %s", ns);
+		goto err;
+	}
+	docs = bson_new();
+	for (i = 0; i < coll->nindexes; i++) {
+		bson_uint32_to_string((uint32_t)i, &k, key, sizeof(key));
+		bson_append_document(docs, k, -1, coll->indexes[i].spec);
+	}
+	cmd_array_source(docs, &src);
+	cmd_ns(ns, sizeof(ns), c->db, "$cmd.listIndexes.");
+	strncat(ns, name, sizeof(ns) - strlen(ns) - 1);
+	ret = cursor_first_batch(c->engine->cursors, NULL, ns, &src, &copts, c->reply, err);
+err:
+	storage_coll_release(coll);
+	return ret;
+}
+
+/* The index of coll named by an element of dropIndexes' `index`. */
+static int
+drop_target(const storage_coll_t *coll, bson_iter_t *it, const char **out, terr_t *err)
+{
+	int i;
+
+	if (BSON_ITER_HOLDS_UTF8(it)) {
+		const char *n = bson_iter_utf8(it, NULL);
+		if (strcmp(n, "_id_") == 0)
+			return terr_set(err, TERR_INVALID_OPTIONS, "cannot drop _id index");
+		for (i = 0; i < coll->nindexes; i++)
+			if (strcmp(coll->indexes[i].name, n) == 0) {
+				*out = coll->indexes[i].name;
+				return 0;
+			}
+		return terr_set(err, TERR_INDEX_NOT_FOUND, "index not found with name [%s]", n);
+	}
+	if (BSON_ITER_HOLDS_DOCUMENT(it)) {
+		const uint8_t *d;
+		uint32_t l;
+		bson_t key;
+		const char *found = NULL;
+		int nfound = 0;
+		char *s;
+		bson_iter_document(it, &l, &d);
+		bson_init_static(&key, d, l);
+		for (i = 0; i < coll->nindexes; i++)
+			if (key_equal(coll->indexes[i].key, &key)) {
+				if (coll->indexes[i].is_id)
+					return terr_set(err, TERR_INVALID_OPTIONS, "cannot drop _id index");
+				found = coll->indexes[i].name;
+				nfound++;
+			}
+		if (nfound == 1) {
+			*out = found;
+			return 0;
+		}
+		s = bv_doc_to_mongo_string(&key);
+		if (nfound == 0)
+			terr_set(err, TERR_INDEX_NOT_FOUND, "can't find index with key: %s", s);
+		else
+			terr_set(err, TERR_BAD_VALUE,
+			    "%d indexes found for key: %s, identify by name instead. Conflicting indexes: ...", nfound, s);
+		bson_free(s);
+		return -1;
+	}
+	return terr_set(err, TERR_TYPE_MISMATCH,
+	    "BSON field 'dropIndexes.index' is the wrong type '%s', expected types '[string, object, array]'",
+	    bv_type_name(bson_iter_type(it)));
+}
+
+CMD_HANDLER(cmd_drop_indexes)
+{
+	static const char *const fields[] = {"index", "writeConcern", "collectionUUID", NULL};
+	const char *name, **names = NULL;
+	storage_coll_t *coll = NULL;
+	bson_iter_t it, sub;
+	int n = 0, i, ret = -1, was;
+	bool star = false;
+	char ns[512];
+
+	ERR(cmd_collection_arg(c, &name, err));
+	ERR(cmd_check_fields(c, fields, err));
+	cmd_ns(ns, sizeof(ns), c->db, name);
+	if (!bson_iter_init_find(&it, c->body, "index")) {
+		ret = terr_set(err, 40414, "BSON field 'dropIndexes.index' is missing but a required field");
+		goto err;
+	}
+	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0) {
+		ret = terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns not found %s", ns);
+		goto err;
+	}
+	was = coll->nindexes;
+	names = bson_malloc0(sizeof(char *) * (size_t)(coll->nindexes + 1));
+	if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "*") == 0) {
+		star = true;
+		for (i = 0; i < coll->nindexes; i++)
+			if (!coll->indexes[i].is_id)
+				names[n++] = coll->indexes[i].name;
+	} else if (BSON_ITER_HOLDS_ARRAY(&it)) {
+		bson_iter_recurse(&it, &sub);
+		while (bson_iter_next(&sub)) {
+			const char *t;
+			if (!BSON_ITER_HOLDS_UTF8(&sub)) {
+				ret = terr_set(err, TERR_TYPE_MISMATCH,
+				    "dropIndexes %s (%s) failed to drop multiple indexes: Expected index name to be a string",
+				    ns, "");
+				goto err;
+			}
+			ERR(drop_target(coll, &sub, &t, err));
+			if (n < coll->nindexes)
+				names[n++] = t;
+		}
+	} else {
+		const char *t;
+		ERR(drop_target(coll, &it, &t, err));
+		names[n++] = t;
+	}
+	for (i = 0; i < n; i++)
+		ERR(storage_index_drop(c->engine->st, NULL, c->db, name, names[i], err));
+	BSON_APPEND_INT32(c->reply, "nIndexesWas", was);
+	if (star)
+		BSON_APPEND_UTF8(c->reply, "msg", "non-_id indexes dropped for collection");
+	ret = 0;
+err:
+	bson_free(names);
+	storage_coll_release(coll);
+	return ret;
+}

@@ -1,0 +1,1118 @@
+/*
+ * planner.c -- predicates out of the normalized filter, bounds per index,
+ * the choice among indexes, and the KeyString ranges the executor scans.
+ * See planner.h for the rules.
+ */
+#include "query/planner.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "bson/keystring.h"
+#include "bson/value.h"
+#include "common/mem.h"
+#include "query/keygen.h"
+
+#define MAX_PREDS 64
+#define MAX_RANGES 1000
+
+typedef struct pred {
+	char path[256];
+	match_pred_t op;
+	bson_value_t val;          /* borrowed from the normalized filter */
+	int group;                 /* $elemMatch group (0 = top level) */
+	char gpath[256];           /* the $elemMatch's path */
+} pred_t;
+
+typedef struct preds {
+	int n;
+	pred_t p[MAX_PREDS];
+	int ngroups;
+	int skipped;               /* leaves or logical nodes not collected */
+} preds_t;
+
+static const struct {
+	const char *name;
+	match_pred_t op;
+} op_table[] = {
+	{"$eq", MATCH_PRED_EQ}, {"$lt", MATCH_PRED_LT}, {"$lte", MATCH_PRED_LTE},
+	{"$gt", MATCH_PRED_GT}, {"$gte", MATCH_PRED_GTE}, {"$in", MATCH_PRED_IN},
+};
+
+static void
+pred_add(preds_t *ps, const char *path, match_pred_t op, const bson_value_t *v, int group,
+         const char *gpath)
+{
+	pred_t *p;
+
+	if (ps->n == MAX_PREDS || strlen(path) >= sizeof(p->path))
+		return;
+	p = &ps->p[ps->n++];
+	bson_strncpy(p->path, path, sizeof(p->path));
+	p->op = op;
+	p->val = *v;
+	p->group = group;
+	bson_strncpy(p->gpath, gpath ? gpath : "", sizeof(p->gpath));
+}
+
+static void collect_node(preds_t *ps, const bson_t *node, const char *prefix, int group,
+                         const char *gpath);
+
+/* {op: value, ...} applying to path. */
+static void
+collect_ops(preds_t *ps, const char *path, bson_iter_t *ops, int group, const char *gpath)
+{
+	while (bson_iter_next(ops)) {
+		const char *k = bson_iter_key(ops);
+		size_t i;
+		if (strcmp(k, "$elemMatch") == 0 && BSON_ITER_HOLDS_DOCUMENT(ops)) {
+			bson_iter_t sub;
+			const uint8_t *d;
+			uint32_t l;
+			bson_t inner;
+			int g = ++ps->ngroups;
+			bson_iter_document(ops, &l, &d);
+			bson_init_static(&inner, d, l);
+			if (bson_iter_init(&sub, &inner) && bson_iter_next(&sub) && bson_iter_key(&sub)[0] == '$' &&
+			    strcmp(bson_iter_key(&sub), "$and") != 0 && strcmp(bson_iter_key(&sub), "$or") != 0 &&
+			    strcmp(bson_iter_key(&sub), "$nor") != 0) {
+				/* value $elemMatch: its operators apply to the elements, which
+				 * the index holds under the same path */
+				bson_iter_init(&sub, &inner);
+				collect_ops(ps, path, &sub, g, path);
+			} else {
+				collect_node(ps, &inner, path, g, path);
+			}
+			continue;
+		}
+		for (i = 0; i < sizeof(op_table) / sizeof(op_table[0]); i++)
+			if (strcmp(op_table[i].name, k) == 0)
+				break;
+		if (i < sizeof(op_table) / sizeof(op_table[0]))
+			pred_add(ps, path, op_table[i].op, bson_iter_value(ops), group, gpath);
+		else
+			ps->skipped++;
+	}
+}
+
+/* A node of the normalized filter: {$and: [...]}, or {path: {ops}}. */
+static void
+collect_node(preds_t *ps, const bson_t *node, const char *prefix, int group, const char *gpath)
+{
+	bson_iter_t it, sub;
+
+	if (!bson_iter_init(&it, node))
+		return;
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		if (strcmp(k, "$and") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
+			bson_iter_recurse(&it, &sub);
+			while (bson_iter_next(&sub)) {
+				const uint8_t *d;
+				uint32_t l;
+				bson_t child;
+				if (!BSON_ITER_HOLDS_DOCUMENT(&sub))
+					continue;
+				bson_iter_document(&sub, &l, &d);
+				bson_init_static(&child, d, l);
+				collect_node(ps, &child, prefix, group, gpath);
+			}
+		} else if (k[0] != '$' && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			char path[512];
+			if (prefix != NULL)
+				bson_snprintf(path, sizeof(path), "%s.%s", prefix, k);
+			else
+				bson_strncpy(path, k, sizeof(path));
+			bson_iter_recurse(&it, &sub);
+			collect_ops(ps, path, &sub, group, gpath);
+		} else {
+			ps->skipped++;
+		}
+	}
+}
+
+/* ---- value intervals ------------------------------------------------------ */
+
+static void
+iv_set(planner_interval_t *iv, const bson_value_t *lo, bool lo_incl, const bson_value_t *hi,
+       bool hi_incl)
+{
+	bson_value_copy(lo, &iv->lo);
+	bson_value_copy(hi, &iv->hi);
+	iv->lo_incl = lo_incl;
+	iv->hi_incl = hi_incl;
+}
+
+static void
+iv_destroy(planner_interval_t *iv)
+{
+	bson_value_destroy(&iv->lo);
+	bson_value_destroy(&iv->hi);
+}
+
+static bson_value_t
+v_minkey(void)
+{
+	bson_value_t v;
+
+	memset(&v, 0, sizeof(v));
+	v.value_type = BSON_TYPE_MINKEY;
+	return v;
+}
+
+static bson_value_t
+v_maxkey(void)
+{
+	bson_value_t v;
+
+	memset(&v, 0, sizeof(v));
+	v.value_type = BSON_TYPE_MAXKEY;
+	return v;
+}
+
+static bool
+v_usable_point(const bson_value_t *v)
+{
+	switch (v->value_type) {
+	case BSON_TYPE_NULL: case BSON_TYPE_UNDEFINED: case BSON_TYPE_ARRAY: case BSON_TYPE_REGEX:
+	case BSON_TYPE_MINKEY: case BSON_TYPE_MAXKEY: case BSON_TYPE_EOD:
+		return false;
+	default:
+		return true;
+	}
+}
+
+/*
+ * The type bracket of a range operand: the lowest and highest values of its
+ * canonical type (hi exclusive when it is the first value of the next
+ * type).  False for types that are not bracketed here.
+ */
+static bool
+bracket(const bson_value_t *v, bson_value_t *lo, bson_value_t *hi, bool *hi_incl)
+{
+	static const uint8_t empty_doc[5] = {5, 0, 0, 0, 0};
+
+	memset(lo, 0, sizeof(*lo));
+	memset(hi, 0, sizeof(*hi));
+	*hi_incl = true;
+	if (bv_is_number(v)) {
+		if (bv_is_nan(v))
+			return false;
+		lo->value_type = BSON_TYPE_DOUBLE;
+		lo->value.v_double = -INFINITY;
+		hi->value_type = BSON_TYPE_DOUBLE;
+		hi->value.v_double = INFINITY;
+		return true;
+	}
+	switch (v->value_type) {
+	case BSON_TYPE_UTF8: case BSON_TYPE_SYMBOL:
+		lo->value_type = BSON_TYPE_UTF8;
+		lo->value.v_utf8.str = (char *)"";
+		hi->value_type = BSON_TYPE_DOCUMENT;
+		hi->value.v_doc.data = (uint8_t *)empty_doc;
+		hi->value.v_doc.data_len = 5;
+		*hi_incl = false;
+		return true;
+	case BSON_TYPE_DATE_TIME:
+		lo->value_type = hi->value_type = BSON_TYPE_DATE_TIME;
+		lo->value.v_datetime = INT64_MIN;
+		hi->value.v_datetime = INT64_MAX;
+		return true;
+	case BSON_TYPE_OID:
+		lo->value_type = hi->value_type = BSON_TYPE_OID;
+		memset(&lo->value.v_oid, 0, 12);
+		memset(&hi->value.v_oid, 0xff, 12);
+		return true;
+	case BSON_TYPE_BOOL:
+		lo->value_type = hi->value_type = BSON_TYPE_BOOL;
+		lo->value.v_bool = false;
+		hi->value.v_bool = true;
+		return true;
+	case BSON_TYPE_TIMESTAMP:
+		lo->value_type = hi->value_type = BSON_TYPE_TIMESTAMP;
+		hi->value.v_timestamp.timestamp = UINT32_MAX;
+		hi->value.v_timestamp.increment = UINT32_MAX;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Interval of one range predicate, ascending; false when not bracketable. */
+static bool
+range_interval(const pred_t *p, planner_interval_t *iv)
+{
+	bson_value_t lo, hi;
+	bool hi_incl;
+
+	if (!bracket(&p->val, &lo, &hi, &hi_incl))
+		return false;
+	if (p->op == MATCH_PRED_GT || p->op == MATCH_PRED_GTE)
+		iv_set(iv, &p->val, p->op == MATCH_PRED_GTE, &hi, hi_incl);
+	else
+		iv_set(iv, &lo, true, &p->val, p->op == MATCH_PRED_LTE);
+	return true;
+}
+
+static void
+enc(keystring_t *ks, const bson_value_t *v, bool desc)
+{
+	keystring_reset(ks);
+	keystring_append_value(ks, v, desc);
+}
+
+static int
+ks_cmp(const keystring_t *a, const keystring_t *b)
+{
+	size_t n = a->len < b->len ? a->len : b->len;
+	int c = memcmp(a->buf, b->buf, n);
+
+	if (c != 0)
+		return c;
+	return a->len < b->len ? -1 : a->len > b->len;
+}
+
+static int
+vcmp(const bson_value_t *a, const bson_value_t *b)
+{
+	keystring_t ka, kb;
+	int c;
+
+	keystring_init(&ka);
+	keystring_init(&kb);
+	enc(&ka, a, false);
+	enc(&kb, b, false);
+	c = ks_cmp(&ka, &kb);
+	keystring_destroy(&ka);
+	keystring_destroy(&kb);
+	return c;
+}
+
+static int
+point_cmp(const void *a, const void *b)
+{
+	const planner_interval_t *x = a, *y = b;
+
+	return vcmp(&x->lo, &y->lo);
+}
+
+/* Intersect two ascending intervals into a (false: empty). */
+static bool
+iv_intersect(planner_interval_t *a, const planner_interval_t *b)
+{
+	int c = vcmp(&b->lo, &a->lo);
+
+	if (c > 0 || (c == 0 && !b->lo_incl)) {
+		bson_value_destroy(&a->lo);
+		bson_value_copy(&b->lo, &a->lo);
+		a->lo_incl = b->lo_incl;
+	}
+	c = vcmp(&b->hi, &a->hi);
+	if (c < 0 || (c == 0 && !b->hi_incl)) {
+		bson_value_destroy(&a->hi);
+		bson_value_copy(&b->hi, &a->hi);
+		a->hi_incl = b->hi_incl;
+	}
+	c = vcmp(&a->lo, &a->hi);
+	return c < 0 || (c == 0 && a->lo_incl && a->hi_incl);
+}
+
+/* Bounds of one field from the chosen predicates (ascending value order).
+ * Returns the number of intervals (0 = provably empty), or -1 when the
+ * predicates give no bounds.  *used gets the group of the predicates used
+ * (-1 when several groups). */
+static int
+field_bounds(const preds_t *ps, const char *path, bool multikey, planner_interval_t **out,
+             int *group, bool *points)
+{
+	planner_interval_t *iv = NULL, r;
+	int i, n = -1, j;
+	bool have_range = false;
+
+	*points = false;
+	*group = -2;
+	/* Points first: an equality or $in (each one alone is exact). */
+	for (i = 0; i < ps->n; i++) {
+		const pred_t *p = &ps->p[i];
+		bson_iter_t it;
+		int cnt = 0;
+		bool ok = true;
+		if (strcmp(p->path, path) != 0)
+			continue;
+		if (p->op == MATCH_PRED_EQ) {
+			if (!v_usable_point(&p->val))
+				continue;
+			iv = bson_malloc0(sizeof(*iv));
+			iv_set(&iv[0], &p->val, true, &p->val, true);
+			n = 1;
+		} else if (p->op == MATCH_PRED_IN) {
+			if (p->val.value_type != BSON_TYPE_ARRAY ||
+			    !bson_iter_init_from_data(&it, p->val.value.v_doc.data, p->val.value.v_doc.data_len))
+				continue;
+			while (bson_iter_next(&it)) {
+				cnt++;
+				if (!v_usable_point(bson_iter_value(&it)))
+					ok = false;
+			}
+			if (!ok || cnt == 0 || cnt > MAX_RANGES)
+				continue;
+			iv = bson_malloc0(sizeof(*iv) * (size_t)cnt);
+			bson_iter_init_from_data(&it, p->val.value.v_doc.data, p->val.value.v_doc.data_len);
+			n = 0;
+			while (bson_iter_next(&it)) {
+				iv_set(&iv[n], bson_iter_value(&it), true, bson_iter_value(&it), true);
+				n++;
+			}
+			qsort(iv, (size_t)n, sizeof(*iv), point_cmp);
+			for (i = 1, j = 1; i < n; i++) {
+				if (vcmp(&iv[i].lo, &iv[j - 1].lo) == 0) {
+					iv_destroy(&iv[i]);
+					continue;
+				}
+				iv[j++] = iv[i];
+			}
+			n = j;
+		} else {
+			continue;
+		}
+		*group = p->group;
+		*points = true;
+		*out = iv;
+		return n;
+	}
+	/* Ranges: intersected when the path holds one value per document. */
+	for (i = 0; i < ps->n; i++) {
+		const pred_t *p = &ps->p[i];
+		if (strcmp(p->path, path) != 0 || p->op == MATCH_PRED_EQ || p->op == MATCH_PRED_IN)
+			continue;
+		if (!range_interval(p, &r))
+			continue;
+		if (!have_range) {
+			iv = bson_malloc0(sizeof(*iv));
+			iv[0] = r;
+			have_range = true;
+			*group = p->group;
+			n = 1;
+			if (multikey)
+				break;
+			continue;
+		}
+		if (*group != p->group)
+			*group = -1;
+		if (!iv_intersect(&iv[0], &r))
+			n = 0;
+		iv_destroy(&r);
+	}
+	if (n == 0 && iv != NULL) {
+		iv_destroy(&iv[0]);
+		bson_free(iv);
+		iv = NULL;
+	}
+	*out = iv;
+	return n;
+}
+
+/* ---- candidates ----------------------------------------------------------- */
+
+typedef struct cand {
+	int index;
+	int nfields;
+	planner_field_t *fields;
+	int nbounded;       /* leading fields with bounds */
+	int npoints;        /* leading fields with point bounds */
+	bool empty;         /* some bounded field is provably empty */
+	bool provides_sort;
+	bool backward;
+	bool multikey;
+} cand_t;
+
+static void
+fields_free(planner_field_t *f, int n)
+{
+	int i, j;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < f[i].n; j++)
+			iv_destroy(&f[i].iv[j]);
+		bson_free(f[i].iv);
+		bson_free(f[i].path);
+	}
+	bson_free(f);
+}
+
+static size_t
+common_prefix(const char *a, const char *b)
+{
+	size_t i = 0, last = 0;
+
+	for (;; i++) {
+		if (a[i] != b[i]) {
+			if ((a[i] == '\0' && b[i] == '.') || (a[i] == '.' && b[i] == '\0'))
+				return i;
+			return last;
+		}
+		if (a[i] == '\0')
+			return i;
+		if (a[i] == '.')
+			last = i;
+	}
+}
+
+static bool
+index_spec_bool(const storage_index_t *ix, const char *f)
+{
+	bson_iter_t it;
+
+	return ix->spec != NULL && bson_iter_init_find(&it, ix->spec, f) && bson_iter_as_bool(&it);
+}
+
+static bool
+path_has_positional(const char *p)
+{
+	const char *c = p;
+
+	for (;;) {
+		const char *dot = strchr(c, '.');
+		size_t len = dot ? (size_t)(dot - c) : strlen(c);
+		size_t i;
+		bool digits = len > 0;
+		for (i = 0; i < len; i++)
+			if (c[i] < '0' || c[i] > '9')
+				digits = false;
+		if (digits)
+			return true;
+		if (dot == NULL)
+			return false;
+		c = dot + 1;
+	}
+}
+
+/* Does the query's predicate set imply the index's partial filter? */
+static bool
+partial_implied(const storage_index_t *ix, const preds_t *qp)
+{
+	bson_iter_t it;
+	const uint8_t *d;
+	uint32_t l;
+	bson_t pf, *norm;
+	match_t *m = NULL;
+	preds_t *pp;
+	bool ok = true;
+	int i, j;
+
+	if (!bson_iter_init_find(&it, ix->spec, "partialFilterExpression") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+		return true;
+	bson_iter_document(&it, &l, &d);
+	bson_init_static(&pf, d, l);
+	if (match_compile(&pf, NULL, &m, NULL) != 0)
+		return false;
+	norm = match_to_bson(m);
+	pp = bson_malloc0(sizeof(*pp));
+	collect_node(pp, norm, NULL, 0, NULL);
+	/* Every leaf of the partial filter must be one we understood. */
+	if (pp->n == 0)
+		ok = false;
+	for (i = 0; ok && i < pp->n; i++) {
+		const pred_t *p = &pp->p[i];
+		bool implied = false;
+		if (p->group != 0) {
+			ok = false;
+			break;
+		}
+		for (j = 0; !implied && j < qp->n; j++) {
+			const pred_t *q = &qp->p[j];
+			planner_interval_t pi, qi;
+			if (q->group != 0 || strcmp(q->path, p->path) != 0)
+				continue;
+			if (q->op == p->op && bv_compare(&q->val, &p->val) == 0 &&
+			    q->val.value_type == p->val.value_type) {
+				implied = true;
+				break;
+			}
+			if (p->op == MATCH_PRED_IN || p->op == MATCH_PRED_EQ || q->op == MATCH_PRED_IN)
+				continue;
+			/* q's interval inside p's interval */
+			if (!range_interval(p, &pi))
+				continue;
+			if (q->op == MATCH_PRED_EQ) {
+				if (!v_usable_point(&q->val)) {
+					iv_destroy(&pi);
+					continue;
+				}
+				iv_set(&qi, &q->val, true, &q->val, true);
+			} else if (!range_interval(q, &qi)) {
+				iv_destroy(&pi);
+				continue;
+			}
+			{
+				int lo = vcmp(&qi.lo, &pi.lo), hi = vcmp(&qi.hi, &pi.hi);
+				implied = (lo > 0 || (lo == 0 && (pi.lo_incl || !qi.lo_incl))) &&
+				    (hi < 0 || (hi == 0 && (pi.hi_incl || !qi.hi_incl)));
+			}
+			iv_destroy(&pi);
+			iv_destroy(&qi);
+		}
+		if (!implied)
+			ok = false;
+	}
+	/* A partial filter with leaves we did not collect ($exists, $type,
+	 * $or...) counts as not implied. */
+	if (pp->skipped > 0)
+		ok = false;
+	bson_free(pp);
+	bson_destroy(norm);
+	match_free(m);
+	return ok;
+}
+
+/* Sort fields {f: 1|-1, ...} against index fields from `from` on. */
+static bool
+sort_provided(const bson_t *sort, const planner_field_t *f, int nf, int from, bool *backward)
+{
+	bson_iter_t it;
+	int i = from, dir = 0;
+
+	if (sort == NULL || bson_empty(sort))
+		return false;
+	if (!bson_iter_init(&it, sort))
+		return false;
+	while (bson_iter_next(&it)) {
+		double d;
+		int rel;
+		if (!BSON_ITER_HOLDS_NUMBER(&it))
+			return false;
+		d = bson_iter_as_double(&it);
+		if (i >= nf || strcmp(bson_iter_key(&it), f[i].path) != 0)
+			return false;
+		rel = ((d < 0) != f[i].desc) ? -1 : 1;
+		if (dir != 0 && rel != dir)
+			return false;
+		dir = rel;
+		i++;
+	}
+	*backward = dir < 0;
+	return true;
+}
+
+/* Bounds of index ix for the predicates; false when the index is unusable. */
+static bool
+cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t *sort, bool hinted,
+           cand_t *c)
+{
+	const storage_index_t *ix = &coll->indexes[ixn];
+	bson_iter_t it;
+	int nf = 0, i, groups[KEYGEN_MAX_FIELDS];
+	bool stop = false;
+
+	memset(c, 0, sizeof(*c));
+	c->index = ixn;
+	c->multikey = ix->multikey;
+	if (!bson_iter_init(&it, ix->key))
+		return false;
+	c->fields = bson_malloc0(sizeof(planner_field_t) * (bson_count_keys(ix->key) + 1));
+	while (bson_iter_next(&it) && nf < KEYGEN_MAX_FIELDS) {
+		planner_field_t *f = &c->fields[nf];
+		planner_interval_t *iv = NULL;
+		int n = -1, g = 0, j, nalloc;
+		bool points = false;
+		if (!BSON_ITER_HOLDS_NUMBER(&it)) {
+			c->nfields = nf;
+			return false;
+		}
+		f->path = bson_strdup(bson_iter_key(&it));
+		f->desc = bson_iter_as_double(&it) < 0;
+		nf++;
+		c->nfields = nf;
+		if (!stop && !path_has_positional(f->path))
+			n = field_bounds(ps, f->path, ix->multikey, &iv, &g, &points);
+		nalloc = n;
+		if (n >= 0 && ix->multikey) {
+			/* Compound only across independent paths, or within one
+			 * $elemMatch on exactly the shared array prefix. */
+			for (j = 0; j < nf - 1 && n >= 0; j++) {
+				size_t cp = common_prefix(f->path, c->fields[j].path);
+				if (cp == 0)
+					continue;
+				if (g <= 0 || groups[j] != g) {
+					n = -1;
+					break;
+				}
+				{
+					const pred_t *gp = NULL;
+					int k;
+					for (k = 0; k < ps->n; k++)
+						if (ps->p[k].group == g)
+							gp = &ps->p[k];
+					if (gp == NULL || strlen(gp->gpath) != cp || strncmp(gp->gpath, f->path, cp) != 0)
+						n = -1;
+				}
+			}
+			if (n < 0 && iv != NULL) {
+				int k;
+				for (k = 0; k < nalloc; k++)
+					iv_destroy(&iv[k]);
+				bson_free(iv);
+				iv = NULL;
+			}
+		}
+		groups[nf - 1] = g;
+		if (n < 0 || stop) {
+			bson_value_t lo = v_minkey(), hi = v_maxkey();
+			if (iv != NULL) {
+				int k;
+				for (k = 0; k < nalloc; k++)
+					iv_destroy(&iv[k]);
+				bson_free(iv);
+			}
+			f->iv = bson_malloc0(sizeof(planner_interval_t));
+			iv_set(&f->iv[0], &lo, true, &hi, true);
+			f->n = 1;
+			stop = true;
+			continue;
+		}
+		f->iv = iv;
+		f->n = n;
+		if (n == 0)
+			c->empty = true;
+		c->nbounded++;
+		if (points && c->npoints == c->nbounded - 1)
+			c->npoints++;
+		if (!points)
+			stop = true;
+	}
+	(void)i;
+	if (c->nbounded == 0) {
+		if (!hinted && (index_spec_bool(ix, "sparse") || bson_has_field(ix->spec, "partialFilterExpression")))
+			return false;
+	}
+	if (!hinted && bson_has_field(ix->spec, "partialFilterExpression") && !partial_implied(ix, ps))
+		return false;
+	if (!ix->multikey)
+		c->provides_sort = sort_provided(sort, c->fields, c->nfields, c->npoints, &c->backward) ||
+		    sort_provided(sort, c->fields, c->nfields, 0, &c->backward);
+	if (c->provides_sort && c->npoints > 0) {
+		/* several points on an equality prefix break the order */
+		for (i = 0; i < c->npoints; i++)
+			if (c->fields[i].n > 1)
+				c->provides_sort = false;
+	}
+	if (!hinted && c->nbounded == 0 && !c->provides_sort)
+		return false;
+	return true;
+}
+
+static void
+cand_free(cand_t *c)
+{
+	fields_free(c->fields, c->nfields);
+	c->fields = NULL;
+}
+
+/* Better candidate: more points, more bounds, provides sort, fewer fields. */
+static bool
+cand_better(const cand_t *a, const cand_t *b)
+{
+	if (a->empty != b->empty)
+		return a->empty;
+	if (a->npoints != b->npoints)
+		return a->npoints > b->npoints;
+	if (a->nbounded != b->nbounded)
+		return a->nbounded > b->nbounded;
+	if (a->provides_sort != b->provides_sort)
+		return a->provides_sort;
+	return a->nfields < b->nfields;
+}
+
+/* ---- KeyString ranges ----------------------------------------------------- */
+
+typedef struct bytes {
+	uint8_t *p;
+	size_t len, cap;
+} bytes_t;
+
+static void
+bytes_put(bytes_t *b, const uint8_t *d, size_t n)
+{
+	if (n == 0)
+		return;
+	if (b->len + n > b->cap) {
+		b->cap = (b->len + n) * 2 + 16;
+		b->p = bson_realloc(b->p, b->cap);
+	}
+	memcpy(b->p + b->len, d, n);
+	b->len += n;
+}
+
+static void
+bytes_put_value(bytes_t *b, const bson_value_t *v, bool desc)
+{
+	keystring_t ks;
+
+	keystring_init(&ks);
+	keystring_append_value(&ks, v, desc);
+	bytes_put(b, ks.buf, ks.len);
+	keystring_destroy(&ks);
+}
+
+static void
+bytes_put_max(bytes_t *b)
+{
+	keystring_t ks;
+
+	keystring_init(&ks);
+	keystring_append_max(&ks);
+	bytes_put(b, ks.buf, ks.len);
+	keystring_destroy(&ks);
+}
+
+typedef struct rbuild {
+	planner_solution_t *s;
+	int cap;
+	bool overflow;
+} rbuild_t;
+
+static uint8_t *
+dup_bytes(const bytes_t *b)
+{
+	uint8_t *p = bson_malloc(b->len ? b->len : 1);
+
+	if (b->len)
+		memcpy(p, b->p, b->len);
+	return p;
+}
+
+static void
+range_push(rbuild_t *b, const bytes_t *lo, bool lo_unb, bool lo_incl, const bytes_t *hi, bool hi_unb,
+           bool hi_incl)
+{
+	planner_solution_t *s = b->s;
+	planner_range_t *r;
+
+	if (s->nranges == b->cap) {
+		b->cap = b->cap ? b->cap * 2 : 8;
+		s->ranges = bson_realloc(s->ranges, sizeof(*r) * (size_t)b->cap);
+	}
+	r = &s->ranges[s->nranges++];
+	memset(r, 0, sizeof(*r));
+	if (!lo_unb) {
+		r->lo = dup_bytes(lo);
+		r->lo_len = lo->len;
+	}
+	if (!hi_unb) {
+		r->hi = dup_bytes(hi);
+		r->hi_len = hi->len;
+	}
+	r->lo_incl = lo_incl;
+	r->hi_incl = hi_incl;
+}
+
+static bool
+iv_is_point(const planner_interval_t *iv)
+{
+	return iv->lo_incl && iv->hi_incl && vcmp(&iv->lo, &iv->hi) == 0;
+}
+
+static bool
+iv_is_full(const planner_interval_t *iv)
+{
+	return (iv->lo.value_type == BSON_TYPE_MINKEY && iv->hi.value_type == BSON_TYPE_MAXKEY) ||
+	    (iv->lo.value_type == BSON_TYPE_MAXKEY && iv->hi.value_type == BSON_TYPE_MINKEY);
+}
+
+/* Enumerate prefix points field by field; the first non-point field ends
+ * the key range (fields after it are left to the filter). */
+static void
+ranges_build(rbuild_t *b, const planner_field_t *f, int nf, int i, bytes_t *prefix)
+{
+	size_t save = prefix->len;
+	int k;
+
+	if (b->overflow)
+		return;
+	if (b->s->nranges >= MAX_RANGES) {
+		b->overflow = true;
+		return;
+	}
+	if (i == nf || (f[i].n == 1 && iv_is_full(&f[i].iv[0]))) {
+		bytes_t hi = {0};
+		bytes_put(&hi, prefix->p, prefix->len);
+		bytes_put_max(&hi);
+		range_push(b, prefix, save == 0, true, &hi, save == 0, true);
+		bson_free(hi.p);
+		return;
+	}
+	for (k = 0; k < f[i].n && !b->overflow; k++) {
+		const planner_interval_t *iv = &f[i].iv[k];
+		bytes_t lo = {0}, hi = {0};
+		if (iv_is_point(iv)) {
+			bytes_put_value(prefix, &iv->lo, f[i].desc);
+			ranges_build(b, f, nf, i + 1, prefix);
+			prefix->len = save;
+			continue;
+		}
+		/* iv is in key order already (descending fields reversed) */
+		bytes_put(&lo, prefix->p, save);
+		bytes_put(&hi, prefix->p, save);
+		bytes_put_value(&lo, &iv->lo, f[i].desc);
+		if (!iv->lo_incl)
+			bytes_put_max(&lo);
+		bytes_put_value(&hi, &iv->hi, f[i].desc);
+		if (iv->hi_incl)
+			bytes_put_max(&hi);
+		range_push(b, &lo, false, true, &hi, false, iv->hi_incl);
+		bson_free(lo.p);
+		bson_free(hi.p);
+	}
+}
+
+/* Turn each field's ascending intervals into scan order (descending fields
+ * reversed: their KeyString order is the values' reverse). */
+static void
+fields_to_key_order(planner_field_t *f, int nf)
+{
+	int i, j;
+
+	for (i = 0; i < nf; i++) {
+		if (!f[i].desc)
+			continue;
+		for (j = 0; j < f[i].n; j++) {
+			planner_interval_t *iv = &f[i].iv[j];
+			bson_value_t t = iv->lo;
+			bool ti = iv->lo_incl;
+			iv->lo = iv->hi;
+			iv->lo_incl = iv->hi_incl;
+			iv->hi = t;
+			iv->hi_incl = ti;
+		}
+		for (j = 0; j < f[i].n / 2; j++) {
+			planner_interval_t t = f[i].iv[j];
+			f[i].iv[j] = f[i].iv[f[i].n - 1 - j];
+			f[i].iv[f[i].n - 1 - j] = t;
+		}
+	}
+}
+
+/* ---- hint ----------------------------------------------------------------- */
+
+static int
+hint_find(const storage_coll_t *coll, const bson_value_t *hint, int *ixn, bool *natural, bool *backward,
+          terr_t *err)
+{
+	int i;
+
+	*ixn = -1;
+	*natural = false;
+	if (hint->value_type == BSON_TYPE_UTF8) {
+		for (i = 0; i < coll->nindexes; i++)
+			if (strcmp(coll->indexes[i].name, hint->value.v_utf8.str) == 0 &&
+			    !index_spec_bool(&coll->indexes[i], "hidden")) {
+				*ixn = i;
+				return 0;
+			}
+	} else if (hint->value_type == BSON_TYPE_DOCUMENT) {
+		bson_t h;
+		bson_iter_t it;
+		bson_init_static(&h, hint->value.v_doc.data, hint->value.v_doc.data_len);
+		if (bson_empty(&h))
+			return 1;
+		if (bson_iter_init_find(&it, &h, "$natural")) {
+			*natural = true;
+			*backward = bson_iter_as_double(&it) < 0;
+			return 0;
+		}
+		for (i = 0; i < coll->nindexes; i++) {
+			bson_iter_t a, b;
+			bool eq = true;
+			bson_iter_init(&a, coll->indexes[i].key);
+			bson_iter_init(&b, &h);
+			for (;;) {
+				bool na = bson_iter_next(&a), nb = bson_iter_next(&b);
+				if (na != nb) {
+					eq = false;
+					break;
+				}
+				if (!na)
+					break;
+				if (strcmp(bson_iter_key(&a), bson_iter_key(&b)) != 0 ||
+				    bv_compare(bson_iter_value(&a), bson_iter_value(&b)) != 0) {
+					eq = false;
+					break;
+				}
+			}
+			if (eq && !index_spec_bool(&coll->indexes[i], "hidden")) {
+				*ixn = i;
+				return 0;
+			}
+		}
+	} else {
+		return 1;
+	}
+	return terr_set(err, TERR_BAD_VALUE,
+	    "error processing query: ns=%s planner returned error :: caused by :: hint provided does not correspond to an existing index",
+	    coll->ns);
+}
+
+/* ---- entry points --------------------------------------------------------- */
+
+int
+planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sort, const bson_value_t *hint,
+             planner_solution_t **out, terr_t *err)
+{
+	planner_solution_t *s = bson_malloc0(sizeof(*s));
+	preds_t *ps = bson_malloc0(sizeof(*ps));
+	bson_t *norm = NULL;
+	cand_t best, c;
+	bool have = false, natural = false, hint_backward = false;
+	int i, hinted = -1;
+
+	*out = NULL;
+	s->kind = PLANNER_COLLSCAN;
+	memset(&best, 0, sizeof(best));
+	if (hint != NULL) {
+		int rc = hint_find(coll, hint, &hinted, &natural, &hint_backward, err);
+		if (rc < 0) {
+			bson_free(ps);
+			bson_free(s);
+			return -1;
+		}
+		if (natural) {
+			s->backward = hint_backward;
+			goto done;
+		}
+	}
+	if (m != NULL) {
+		norm = match_to_bson(m);
+		collect_node(ps, norm, NULL, 0, NULL);
+	}
+	for (i = 0; i < coll->nindexes; i++) {
+		const storage_index_t *ix = &coll->indexes[i];
+		if (hinted >= 0 && i != hinted)
+			continue;
+		if (hinted < 0 && index_spec_bool(ix, "hidden"))
+			continue;
+		if (!cand_build(coll, i, ps, sort, hinted >= 0, &c)) {
+			cand_free(&c);
+			continue;
+		}
+		if (!have || cand_better(&c, &best)) {
+			if (have)
+				cand_free(&best);
+			best = c;
+			have = true;
+		} else {
+			cand_free(&c);
+		}
+	}
+	if (have) {
+		rbuild_t b = {s, 0, false};
+		bytes_t prefix = {0};
+		s->kind = PLANNER_IXSCAN;
+		s->index = best.index;
+		s->backward = best.provides_sort && best.backward;
+		s->provides_sort = best.provides_sort;
+		s->dedup = best.multikey;
+		fields_to_key_order(best.fields, best.nfields);
+		s->fields = best.fields;
+		s->nfields = best.nfields;
+		best.fields = NULL;
+		if (!best.empty) {
+			ranges_build(&b, s->fields, s->nfields, 0, &prefix);
+			bson_free(prefix.p);
+			if (b.overflow) {
+				/* too many: scan the whole index, the filter decides */
+				for (i = 0; i < s->nranges; i++) {
+					bson_free(s->ranges[i].lo);
+					bson_free(s->ranges[i].hi);
+				}
+				s->nranges = 0;
+				{
+					bytes_t e = {0};
+					range_push(&b, &e, true, true, &e, true, true);
+				}
+			}
+		}
+		if (s->backward) {
+			for (i = 0; i < s->nranges / 2; i++) {
+				planner_range_t t = s->ranges[i];
+				s->ranges[i] = s->ranges[s->nranges - 1 - i];
+				s->ranges[s->nranges - 1 - i] = t;
+			}
+		}
+	}
+done:
+	if (norm != NULL)
+		bson_destroy(norm);
+	bson_free(ps);
+	*out = s;
+	return 0;
+}
+
+void
+planner_solution_free(planner_solution_t *s)
+{
+	int i;
+
+	if (s == NULL)
+		return;
+	fields_free(s->fields, s->nfields);
+	for (i = 0; i < s->nranges; i++) {
+		bson_free(s->ranges[i].lo);
+		bson_free(s->ranges[i].hi);
+	}
+	bson_free(s->ranges);
+	bson_free(s);
+}
+
+static char *
+bound_string(const bson_value_t *v)
+{
+	if (v->value_type == BSON_TYPE_DOUBLE && isinf(v->value.v_double))
+		return bson_strdup(v->value.v_double > 0 ? "inf.0" : "-inf.0");
+	if (v->value_type == BSON_TYPE_MINKEY)
+		return bson_strdup("MinKey");
+	if (v->value_type == BSON_TYPE_MAXKEY)
+		return bson_strdup("MaxKey");
+	return bv_to_mongo_string(v);
+}
+
+char *
+planner_interval_string(const planner_interval_t *iv)
+{
+	char *lo = bound_string(&iv->lo), *hi = bound_string(&iv->hi);
+	char *s = bson_strdup_printf("%c%s, %s%c", iv->lo_incl ? '[' : '(', lo, hi, iv->hi_incl ? ']' : ')');
+
+	bson_free(lo);
+	bson_free(hi);
+	return s;
+}
+
+void
+planner_bounds_append(const planner_solution_t *s, bson_t *out)
+{
+	int i, j;
+
+	for (i = 0; i < s->nfields; i++) {
+		bson_t arr;
+		char key[16];
+		const char *k;
+		bson_append_array_begin(out, s->fields[i].path, -1, &arr);
+		for (j = 0; j < s->fields[i].n; j++) {
+			int jj = s->backward ? s->fields[i].n - 1 - j : j;
+			planner_interval_t iv = s->fields[i].iv[jj];
+			char *str;
+			if (s->backward) {
+				bson_value_t t = iv.lo;
+				bool ti = iv.lo_incl;
+				iv.lo = iv.hi;
+				iv.lo_incl = iv.hi_incl;
+				iv.hi = t;
+				iv.hi_incl = ti;
+			}
+			str = planner_interval_string(&iv);
+			bson_uint32_to_string((uint32_t)j, &k, key, sizeof(key));
+			bson_append_utf8(&arr, k, -1, str, -1);
+			bson_free(str);
+		}
+		bson_append_array_end(out, &arr);
+	}
+}

@@ -1,0 +1,92 @@
+/*
+ * planner.h -- choosing an access path for a filter: a collection scan or a
+ * scan over one index with bounds.
+ *
+ * Bounds come from the filter's top-level conjunction (match_to_bson's
+ * normalized form): equality, $in, ranges ($gt/$gte/$lt/$lte, type
+ * bracketed as mongod does), and predicates inside $elemMatch.  The
+ * planner only ever builds bounds that hold a superset of the matching
+ * documents' keys; the executor still applies the whole filter to every
+ * fetched document.  Multikey rules: on a multikey index two ranges on one
+ * field are never intersected, and two fields under a common array prefix
+ * are compounded only when both predicates sit in the same $elemMatch on
+ * that prefix (the keygen keeps such fields on one array element).
+ * Indexes that could miss documents are skipped: hidden ones, sparse ones
+ * unless the leading field is bounded away from null, partial ones unless
+ * the filter implies the partial filter.  hint picks an index (2
+ * BadValue "hint provided does not correspond to an existing index" when
+ * none matches).  Among candidates the one with the most equality-bounded
+ * fields, then bounded fields, then a satisfied sort, then the smaller key
+ * wins; an indexed plan always beats the collection scan, as in mongod.
+ *
+ * Not yet: $or with one index per branch, covered plans, min/max, index
+ * intersection.
+ */
+#ifndef TAMGA_QUERY_PLANNER_H
+#define TAMGA_QUERY_PLANNER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <bson/bson.h>
+
+#include "common/error.h"
+#include "query/match.h"
+#include "storage/storage.h"
+
+/* One value interval of one index field, in the field's scan order
+ * (for a descending field lo > hi, as explain prints it).  Values owned. */
+typedef struct planner_interval {
+	bson_value_t lo, hi;
+	bool lo_incl, hi_incl;
+} planner_interval_t;
+
+typedef struct planner_field {
+	char *path;                  /* owned */
+	bool desc;
+	int n;                       /* intervals, sorted in key order */
+	planner_interval_t *iv;      /* owned */
+} planner_field_t;
+
+/* One contiguous KeyString range to scan (NULL bound = unbounded). */
+typedef struct planner_range {
+	uint8_t *lo, *hi;            /* owned */
+	size_t lo_len, hi_len;
+	bool lo_incl, hi_incl;
+} planner_range_t;
+
+typedef enum { PLANNER_COLLSCAN, PLANNER_IXSCAN } planner_kind_t;
+
+typedef struct planner_solution {
+	planner_kind_t kind;
+	int index;                   /* IXSCAN: position in coll->indexes */
+	int nfields;
+	planner_field_t *fields;     /* one per key-pattern field (explain's indexBounds) */
+	int nranges;
+	planner_range_t *ranges;     /* in scan order (already reversed when backward) */
+	bool backward;               /* scan direction over the index */
+	bool provides_sort;          /* the requested sort needs no SORT stage */
+	bool dedup;                  /* multikey: a document may come back more than once */
+} planner_solution_t;
+
+/*
+ * Plan a query on coll.  m may be NULL (everything).  sort (NULL or {})
+ * and hint (NULL, or the hint value: a name string or a key pattern
+ * document; {$natural: d} forces a collection scan) are borrowed.  On
+ * success *out is owned by the caller (planner_solution_free).  Errors: 2
+ * BadValue for a hint naming no usable index.
+ */
+int planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sort,
+                 const bson_value_t *hint, planner_solution_t **out, terr_t *err);
+
+void planner_solution_free(planner_solution_t *s);
+
+/* explain's indexBounds for an IXSCAN solution: {field: ["[1, 1]", ...]}
+ * appended as fields of out. */
+void planner_bounds_append(const planner_solution_t *s, bson_t *out);
+
+/* One interval as mongod prints it: "[1, 1]", "(5, inf.0]", "[MinKey,
+ * MaxKey]", "[\"a\", {})".  Caller bson_free()s. */
+char *planner_interval_string(const planner_interval_t *iv);
+
+#endif
