@@ -9,6 +9,8 @@
  *               one transaction: search, copy the value, overwrite the int32
  *               in place with libbson's iterator, update, commit.
  *
+ * The updates run in ten chunks alternating between the two sides (each
+ * side's time summed), so load from elsewhere on the machine lands on both.
  * Both end with every document's views summed and checked against the
  * number of updates, so neither side can skip work.
  */
@@ -48,22 +50,20 @@ make_kb_doc(bson_t *d, int64_t i)
 	BSON_APPEND_DATE_TIME(d, "updatedAt", BENCH_AT0 + i);
 }
 
-static double
-bench_tamga(const char *dir, int64_t ops)
+#define CHUNKS 10
+
+static tamga_t *
+tamga_load(const char *dir)
 {
 	tamga_t *t;
 	tamga_error_t e;
-	bson_t cmd, docs, d, ups, up, q, u, inc, reply, *c;
-	bson_iter_t it, f;
-	double t0, rate;
-	int64_t i, sum = 0;
+	bson_t cmd, docs, d;
+	int64_t i, j;
 	char key[16];
-	rng_t rg;
 
 	if (tamga_open(dir, "create,cache_size=1G", &t, &e) != 0)
 		die("tamga_open", e.message);
 	for (i = 0; i < DOCS; i += 1000) {
-		int64_t j;
 		bson_init(&cmd);
 		BSON_APPEND_UTF8(&cmd, "insert", "docs");
 		bson_append_array_begin(&cmd, "documents", -1, &docs);
@@ -77,16 +77,25 @@ bench_tamga(const char *dir, int64_t ops)
 		twrite(t, DB, &cmd, 1000, NULL, 0);
 		bson_destroy(&cmd);
 	}
+	return t;
+}
 
-	rnd_reset(&rg, 0);
-	t0 = now();
+/* ops updates; returns the seconds they took */
+static double
+tamga_incs(tamga_t *t, rng_t *rg, int64_t ops)
+{
+	bson_t cmd, ups, up, q, u, inc, reply;
+	bson_iter_t it;
+	double t0 = now();
+	int64_t i;
+
 	for (i = 0; i < ops; i++) {
 		bson_init(&cmd);
 		BSON_APPEND_UTF8(&cmd, "update", "docs");
 		bson_append_array_begin(&cmd, "updates", -1, &ups);
 		bson_append_document_begin(&ups, "0", 1, &up);
 		bson_append_document_begin(&up, "q", 1, &q);
-		BSON_APPEND_INT64(&q, "_id", rnd(&rg, DOCS));
+		BSON_APPEND_INT64(&q, "_id", rnd(rg, DOCS));
 		bson_append_document_end(&up, &q);
 		bson_append_document_begin(&up, "u", 1, &u);
 		bson_append_document_begin(&u, "$inc", 4, &inc);
@@ -101,9 +110,17 @@ bench_tamga(const char *dir, int64_t ops)
 		bson_destroy(&reply);
 		bson_destroy(&cmd);
 	}
-	rate = (double)ops / (now() - t0);
+	return now() - t0;
+}
 
-	c = BCON_NEW("find", "docs", "batchSize", BCON_INT32(DOCS + 1));
+static int64_t
+tamga_views(tamga_t *t)
+{
+	bson_t *c = BCON_NEW("find", "docs", "batchSize", BCON_INT32(DOCS + 1));
+	bson_t reply;
+	bson_iter_t it, f;
+	int64_t sum = 0;
+
 	tcmd(t, DB, c, &reply);
 	bson_destroy(c);
 	if (bson_iter_init(&it, &reply) && bson_iter_find_descendant(&it, "cursor.firstBatch", &f) &&
@@ -115,10 +132,7 @@ bench_tamga(const char *dir, int64_t ops)
 				sum += bson_iter_as_int64(&doc);
 		}
 	bson_destroy(&reply);
-	if (sum != ops)
-		die("tamga $inc", "views do not add up to the number of updates");
-	tamga_close(t);
-	return rate;
+	return sum;
 }
 
 static void
@@ -128,26 +142,30 @@ wt_check(int rc, const char *what)
 		die(what, wiredtiger_strerror(rc));
 }
 
-static double
-bench_wt(const char *dir, int64_t ops)
-{
+typedef struct wt {
 	WT_CONNECTION *conn;
 	WT_SESSION *s;
 	WT_CURSOR *c;
+	uint8_t *buf;
+	size_t cap;
+} wt_t;
+
+static void
+wt_load(const char *dir, wt_t *w)
+{
+	WT_SESSION *s;
+	WT_CURSOR *c;
 	WT_ITEM item;
-	bson_t d, v;
-	bson_iter_t it;
-	double t0, rate;
-	int64_t i, sum = 0;
-	uint8_t *buf = NULL;
-	size_t cap = 0;
-	rng_t rg;
+	bson_t d;
+	int64_t i;
 
 	mkdir(dir, 0755);
-	wt_check(wiredtiger_open(dir, NULL, BENCH_WT_CONFIG("1G"), &conn), "wt open");
-	wt_check(conn->open_session(conn, NULL, "isolation=snapshot", &s), "session");
+	wt_check(wiredtiger_open(dir, NULL, BENCH_WT_CONFIG("1G"), &w->conn), "wt open");
+	wt_check(w->conn->open_session(w->conn, NULL, "isolation=snapshot", &w->s), "session");
+	s = w->s;
 	wt_check(s->create(s, "table:docs", BENCH_WT_TABLE), "create");
-	wt_check(s->open_cursor(s, "table:docs", NULL, NULL, &c), "cursor");
+	wt_check(s->open_cursor(s, "table:docs", NULL, NULL, &w->c), "cursor");
+	c = w->c;
 	wt_check(s->begin_transaction(s, NULL), "begin");
 	for (i = 0; i < DOCS; i++) {
 		make_kb_doc(&d, i);
@@ -159,29 +177,50 @@ bench_wt(const char *dir, int64_t ops)
 		bson_destroy(&d);
 	}
 	wt_check(s->commit_transaction(s, NULL), "commit");
+}
 
-	rnd_reset(&rg, 0);
-	t0 = now();
+/* ops read-modify-writes; returns the seconds they took */
+static double
+wt_incs(wt_t *w, rng_t *rg, int64_t ops)
+{
+	WT_SESSION *s = w->s;
+	WT_CURSOR *c = w->c;
+	WT_ITEM item;
+	bson_t v;
+	bson_iter_t it;
+	double t0 = now();
+	int64_t i;
+
 	for (i = 0; i < ops; i++) {
 		wt_check(s->begin_transaction(s, NULL), "begin");
-		c->set_key(c, rnd(&rg, DOCS));
+		c->set_key(c, rnd(rg, DOCS));
 		wt_check(c->search(c), "search");
 		wt_check(c->get_value(c, &item), "value");
-		if (item.size > cap) {
-			cap = item.size * 2;
-			buf = realloc(buf, cap);
+		if (item.size > w->cap) {
+			w->cap = item.size * 2;
+			w->buf = realloc(w->buf, w->cap);
 		}
-		memcpy(buf, item.data, item.size);
-		if (!bson_init_static(&v, buf, item.size) || !bson_iter_init_find(&it, &v, "views") ||
+		memcpy(w->buf, item.data, item.size);
+		if (!bson_init_static(&v, w->buf, item.size) || !bson_iter_init_find(&it, &v, "views") ||
 		    !BSON_ITER_HOLDS_INT32(&it))
 			die("wt rmw", "no views field");
 		bson_iter_overwrite_int32(&it, bson_iter_int32(&it) + 1);
-		item.data = buf;
+		item.data = w->buf;
 		c->set_value(c, &item);
 		wt_check(c->update(c), "update");
 		wt_check(s->commit_transaction(s, NULL), "commit");
 	}
-	rate = (double)ops / (now() - t0);
+	return now() - t0;
+}
+
+static int64_t
+wt_views(wt_t *w)
+{
+	WT_CURSOR *c = w->c;
+	WT_ITEM item;
+	bson_t v;
+	bson_iter_t it;
+	int64_t sum = 0;
 
 	c->reset(c);
 	while (c->next(c) == 0) {
@@ -189,27 +228,49 @@ bench_wt(const char *dir, int64_t ops)
 		if (bson_init_static(&v, item.data, item.size) && bson_iter_init_find(&it, &v, "views"))
 			sum += bson_iter_int32(&it);
 	}
-	if (sum != ops)
-		die("wt rmw", "views do not add up to the number of updates");
-	free(buf);
-	c->close(c);
-	conn->close(conn, NULL);
-	return rate;
+	c->reset(c);
+	return sum;
 }
 
 int
 main(int argc, char **argv)
 {
 	char path[4096];
-	double t, w;
+	tamga_t *t;
+	wt_t w = {0};
+	rng_t rt, rw;
+	double tt = 0, tw = 0;
+	int64_t done = 0, chunk;
+	int k;
 
 	if (argc < 2)
 		die("usage", "bench_update WORKDIR");
 	bench_read_n("bench_update");
 	snprintf(path, sizeof(path), "%s/tamga-update", argv[1]);
-	t = bench_tamga(path, N);
+	t = tamga_load(path);
 	snprintf(path, sizeof(path), "%s/wt-update", argv[1]);
-	w = bench_wt(path, N);
-	report("inc_by_id", t, "wiredtiger", w);
+	wt_load(path, &w);
+	rnd_reset(&rt, 0);
+	rnd_reset(&rw, 0);
+	for (k = 0; k < CHUNKS; k++) {
+		chunk = (N - done) / (CHUNKS - k);
+		if (k % 2 == 0) {
+			tt += tamga_incs(t, &rt, chunk);
+			tw += wt_incs(&w, &rw, chunk);
+		} else {
+			tw += wt_incs(&w, &rw, chunk);
+			tt += tamga_incs(t, &rt, chunk);
+		}
+		done += chunk;
+	}
+	if (tamga_views(t) != N)
+		die("tamga $inc", "views do not add up to the number of updates");
+	if (wt_views(&w) != N)
+		die("wt rmw", "views do not add up to the number of updates");
+	report("inc_by_id", (double)N / tt, "wiredtiger", (double)N / tw);
+	tamga_close(t);
+	free(w.buf);
+	w.c->close(w.c);
+	w.conn->close(w.conn, NULL);
 	return 0;
 }
