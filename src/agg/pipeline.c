@@ -360,37 +360,39 @@ agg_pipeline_first_stage(const agg_pipeline_t *p)
 
 /* ---- explain ------------------------------------------------------------ */
 
-/* {namespace, parsedQuery, winningPlan, rejectedPlans} of the source. */
+/* {namespace, parsedQuery, winningPlan, rejectedPlans} of the source: the
+ * find executor's own plan for the pushed-down filter, sort and limit. */
 static void
 explain_query_planner(const agg_pipeline_t *p, bson_t *qp)
 {
 	bson_t wp, rej, empty = BSON_INITIALIZER;
+	plan_request_t req;
+	plan_exec_t *pe = NULL;
+	match_options_t mo = {0};
+	terr_t e = TERR_INIT;
 	char ns[512];
 
 	snprintf(ns, sizeof(ns), "%s.%s", p->host->db, p->host->coll);
 	BSON_APPEND_UTF8(qp, "namespace", ns);
 	BSON_APPEND_DOCUMENT(qp, "parsedQuery", p->source_filter != NULL ? p->source_filter : &empty);
 	BSON_APPEND_BOOL(qp, "indexFilterSet", false);
+	memset(&req, 0, sizeof(req));
+	storage_coll_get(p->host->st, p->host->db, p->host->coll, &req.coll, NULL);
+	mo.let = p->let_doc;
+	if (p->source_filter != NULL && !bson_empty(p->source_filter) &&
+	    match_compile(p->source_filter, &mo, &req.match, &e) != 0)
+		terr_clear(&e);
+	req.sort = p->source_sort;
+	req.limit = p->source_limit;
+	req.allow_disk_use = p->host->allow_disk_use;
+	req.hint = p->host->hint;
 	bson_append_document_begin(qp, "winningPlan", -1, &wp);
-	if (p->source_sort != NULL) {
-		bson_t in;
-		BSON_APPEND_UTF8(&wp, "stage", "SORT");
-		BSON_APPEND_DOCUMENT(&wp, "sortPattern", p->source_sort);
-		BSON_APPEND_INT64(&wp, "memLimit", AGG_MEMORY_LIMIT);
-		if (p->source_limit > 0)
-			BSON_APPEND_INT64(&wp, "limitAmount", p->source_limit);
-		BSON_APPEND_UTF8(&wp, "type", "simple");
-		bson_append_document_begin(&wp, "inputStage", -1, &in);
-		BSON_APPEND_UTF8(&in, "stage", "COLLSCAN");
-		if (p->source_filter != NULL && !bson_empty(p->source_filter))
-			BSON_APPEND_DOCUMENT(&in, "filter", p->source_filter);
-		BSON_APPEND_UTF8(&in, "direction", "forward");
-		bson_append_document_end(&wp, &in);
+	if (plan_exec_new(&req, &pe, &e) == 0) {
+		plan_exec_explain_append(pe, false, &wp);
+		plan_exec_free(pe);
 	} else {
 		BSON_APPEND_UTF8(&wp, "stage", "COLLSCAN");
-		if (p->source_filter != NULL && !bson_empty(p->source_filter))
-			BSON_APPEND_DOCUMENT(&wp, "filter", p->source_filter);
-		BSON_APPEND_UTF8(&wp, "direction", "forward");
+		terr_clear(&e);
 	}
 	bson_append_document_end(qp, &wp);
 	bson_append_array_begin(qp, "rejectedPlans", -1, &rej);
@@ -500,6 +502,7 @@ exec_open_source(agg_exec_t *x, storage_coll_t *coll, const bson_t *filter, terr
 		req.sort = x->p->source_sort;
 		req.limit = x->p->source_limit;
 		req.allow_disk_use = x->p->host != NULL && x->p->host->allow_disk_use;
+		req.hint = x->p->host != NULL ? x->p->host->hint : NULL;
 	}
 	ret = plan_exec_new(&req, &pe, err);
 	req.coll = NULL;

@@ -45,6 +45,7 @@ typedef struct agg_host {
 	bool bypass_validation;       /* bypassDocumentValidation for $out / $merge */
 	bool sync;                    /* writes of $out/$merge wait for the journal */
 	int64_t deadline_us;          /* maxTimeMS (cmd_now_us scale), 0 = none */
+	const bson_value_t *hint;     /* the command's hint (index name or key pattern) or NULL */
 	/* The write path ($out, $merge).  NULL callbacks make those stages fail
 	 * with 238 NotImplemented. */
 	void *ctx;

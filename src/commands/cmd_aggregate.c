@@ -25,6 +25,7 @@ int cmd_cursor_options(cmd_t *c, cursor_opts_t *o, terr_t *err);
 typedef struct agg_src {
 	agg_host_t host;
 	char *db, *coll;
+	bson_value_t hint;         /* owned copy; BSON_TYPE_EOD = none */
 	agg_pipeline_t *p;
 	agg_exec_t *x;
 } agg_src_t;
@@ -58,6 +59,8 @@ src_free(void *state)
 
 	agg_exec_free(a->x);
 	agg_pipeline_free(a->p);
+	if (a->hint.value_type != BSON_TYPE_EOD)
+		bson_value_destroy(&a->hint);
 	bson_free(a->db);
 	bson_free(a->coll);
 	bson_free(a);
@@ -133,38 +136,20 @@ check_collation(cmd_t *c, terr_t *err)
 	    "collations other than {locale: \"simple\"} are not supported by Tamga yet");
 }
 
+/* hint: a string (index name) or an object (key pattern, {$natural: d});
+ * the find executor checks that it names an index. */
 static int
-check_hint(cmd_t *c, const char *db, const char *coll, terr_t *err)
+check_hint(cmd_t *c, bson_value_t *out, terr_t *err)
 {
 	bson_iter_t it;
-	storage_coll_t *sc = NULL;
-	bool ok = false;
-	int i;
 
+	out->value_type = BSON_TYPE_EOD;
 	if (!bson_iter_init_find(&it, c->body, "hint"))
 		return 0;
 	if (!BSON_ITER_HOLDS_UTF8(&it) && !BSON_ITER_HOLDS_DOCUMENT(&it))
 		return terr_set(err, TERR_FAILED_TO_PARSE, "hint must be a string or an object");
-	if (coll == NULL || storage_coll_get(c->engine->st, db, coll, &sc, NULL) != 0)
-		return 0;
-	if (BSON_ITER_HOLDS_UTF8(&it)) {
-		for (i = 0; i < sc->nindexes && !ok; i++)
-			ok = strcmp(sc->indexes[i].name, bson_iter_utf8(&it, NULL)) == 0;
-	} else {
-		bson_t h;
-		const uint8_t *d;
-		uint32_t l;
-		bson_iter_document(&it, &l, &d);
-		bson_init_static(&h, d, l);
-		ok = bson_empty(&h) || bson_has_field(&h, "$natural");
-		for (i = 0; i < sc->nindexes && !ok; i++)
-			ok = bson_equal(sc->indexes[i].key, &h);
-	}
-	storage_coll_release(sc);
-	if (ok)
-		return 0;
-	return terr_set(err, TERR_BAD_VALUE,
-	    "hint provided does not correspond to an existing index");
+	bson_value_copy(bson_iter_value(&it), out);
+	return 0;
 }
 
 /* The pipeline field: an array of objects. */
@@ -255,9 +240,11 @@ CMD_HANDLER(cmd_aggregate)
 	RET(cmd_get_bool(c, "bypassDocumentValidation", &bypass, &found, err));
 	RET(cmd_get_doc(c, "let", &let, &has_let, err));
 	RET(check_collation(c, err));
-	RET(check_hint(c, c->db, coll, err));
 
 	a = bson_malloc0(sizeof(*a));
+	ERR(check_hint(c, &a->hint, err));
+	if (a->hint.value_type != BSON_TYPE_EOD)
+		a->host.hint = &a->hint;
 	a->db = bson_strdup(c->db);
 	a->coll = coll ? bson_strdup(coll) : NULL;
 	wctx.c = c;

@@ -431,6 +431,31 @@ test_explain_let(void)
 }
 
 static void
+test_index_hint(void)
+{
+	int rc;
+	bson_t *r;
+	bson_iter_t it;
+
+	load("ix", "[{\"_id\": 0}]");
+	exec_ok("{\"delete\": \"ix\", \"deletes\": [{\"q\": {}, \"limit\": 0}]}");
+	exec_ok("{\"createIndexes\": \"ix\", \"indexes\": [{\"key\": {\"v\": 1}, \"name\": \"v_1\"}]}");
+	/* (documents with secondary keys cannot be written yet: the plan is what is checked) */
+	r = run("test", "{\"aggregate\": \"ix\", \"pipeline\": [{\"$match\": {\"v\": {\"$gte\": 2}}}, {\"$group\": {\"_id\": null, \"n\": {\"$sum\": 1}}}], \"explain\": true}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.0.$cursor.queryPlanner.winningPlan.inputStage.stage", &it) &&
+	    strcmp(bson_iter_utf8(&it, NULL), "IXSCAN") == 0);
+	free_reply(r);
+	AGG_EQ("ix", "[{\"$match\": {\"v\": {\"$gte\": 2}}}, {\"$project\": {\"_id\": 1}}]", "[ ]");
+	r = run("test", "{\"aggregate\": \"ix\", \"pipeline\": [], \"cursor\": {}, \"hint\": \"nope\"}", &rc);
+	TT_ASSERT(rc != 0 && bson_iter_init_find(&it, r, "code") && bson_iter_as_int64(&it) == 2);
+	free_reply(r);
+	r = run("test", "{\"aggregate\": \"ix\", \"pipeline\": [{\"$match\": {\"v\": 2}}], \"cursor\": {}, \"hint\": {\"v\": 1}}", &rc);
+	TT_EQ_INT(rc, 0);
+	free_reply(r);
+}
+
+static void
 test_seed_schema_versions(void)
 {
 	/* 05 schema versioning: read both shapes at once */
@@ -545,6 +570,7 @@ main(void)
 	TT_RUN(test_lookup_facet_union);
 	TT_RUN(test_merge_out);
 	TT_RUN(test_explain_let);
+	TT_RUN(test_index_hint);
 	TT_RUN(test_seed_schema_versions);
 	TT_RUN(test_stats_stages);
 	TT_RUN(test_window);
