@@ -1,15 +1,30 @@
 /*
  * validation.c -- validationLevel / validationAction around a compiled
  * validator, and the errInfo of a failed write.
+ *
+ * The validator is compiled once per catalog version and cached on the
+ * collection descriptor.  A write checks the new document; on failure the
+ * errInfo comes from query/match_explain (every validator form, $jsonSchema
+ * included), the action decides between refusing (121), logging and
+ * letting the write through (warn, log id 20294) or both (errorAndLog, log
+ * id 7488700), as mongod's CollectionImpl::checkValidationAndParseResult.
+ *
+ * Not here: collMod's level transitions and the upgrade scan
+ * (cmd_collmod.c), the bypassDocumentValidation privilege (the dispatcher).
  */
 #include "commands/validation.h"
 
 #include <string.h>
+#include <time.h>
 
 #include "bson/value.h"
 #include "common/log.h"
+#include "common/mem.h"
 #include "query/match.h"
+#include "query/match_explain.h"
 #include "schema/schema.h"
+
+#define TERR_QUERY_FEATURE_NOT_ALLOWED 224
 
 typedef enum { LEVEL_OFF, LEVEL_MODERATE, LEVEL_STRICT, LEVEL_CONSTRAINT } level_t;
 typedef enum { ACTION_ERROR, ACTION_WARN, ACTION_ERROR_AND_LOG } action_t;
@@ -22,9 +37,21 @@ typedef struct validator {
 	bool has_validator;
 	level_t level;
 	action_t action;
+	bool prepared;           /* prepareConstraintValidationLevel is set */
+	bool has_expr;           /* $expr: recompiled per write for a fresh $$NOW */
+	bson_t *filter;          /* owned copy of the validator (for $expr recompiles) */
 	match_t *match;          /* the whole validator */
-	schema_t *schema;        /* set when the validator is exactly {$jsonSchema: S} */
 } validator_t;
+
+static void
+validator_clear(validator_t *v)
+{
+	match_free(v->match);
+	v->match = NULL;
+	if (v->filter != NULL)
+		bson_destroy(v->filter);
+	v->filter = NULL;
+}
 
 static void
 validator_free(void *p)
@@ -33,14 +60,13 @@ validator_free(void *p)
 
 	if (v == NULL)
 		return;
-	match_free(v->match);
-	schema_free(v->schema);
+	validator_clear(v);
 	bson_free(v);
 }
 
 static int
-parse_enum(const bson_t *opts, const char *field, const char *const *names, int n, int *out,
-    terr_t *err)
+parse_enum(const bson_t *opts, const char *cmd, const char *field, const char *const *names,
+           int n, int *out, terr_t *err)
 {
 	bson_iter_t it;
 	int i;
@@ -49,7 +75,7 @@ parse_enum(const bson_t *opts, const char *field, const char *const *names, int 
 		return 0;
 	if (!BSON_ITER_HOLDS_UTF8(&it))
 		return terr_set(err, TERR_TYPE_MISMATCH,
-		    "BSON field '%s' is the wrong type '%s', expected type 'string'", field,
+		    "BSON field '%s.%s' is the wrong type '%s', expected type 'string'", cmd, field,
 		    bv_type_name(bson_iter_type(&it)));
 	for (i = 0; i < n; i++) {
 		if (strcmp(bson_iter_utf8(&it, NULL), names[i]) == 0) {
@@ -57,29 +83,43 @@ parse_enum(const bson_t *opts, const char *field, const char *const *names, int 
 			return 0;
 		}
 	}
-	return terr_set(err, TERR_BAD_VALUE, "Enumeration value '%s' for field '%s' is not a valid value.",
-	    bson_iter_utf8(&it, NULL), field);
+	return terr_set(err, TERR_BAD_VALUE,
+	    "Enumeration value '%s' for field '%s.%s' is not a valid value.",
+	    bson_iter_utf8(&it, NULL), cmd, field);
 }
 
-/* Compile the validator part of options into v. */
 static int
-compile(const bson_t *options, validator_t *v, terr_t *err)
+compile_match(const bson_t *validator, match_t **out, terr_t *err)
 {
-	bson_iter_t it, sub;
+	match_options_t mo = {0};
+
+	mo.disallow = MATCH_DISALLOW_TEXT | MATCH_DISALLOW_WHERE | MATCH_DISALLOW_GEO_NEAR;
+	return match_compile(validator, &mo, out, err);
+}
+
+/* Compile the validation part of options into v (zeroed first).  creating
+ * picks the command name of messages and whether parse errors carry
+ * collMod's "Parsing of collection validator failed" context. */
+static int
+compile(const bson_t *options, bool creating, validator_t *v, terr_t *err)
+{
+	const char *cmd = creating ? "create" : "collMod";
+	bson_iter_t it;
 	bson_t validator;
 	const uint8_t *data;
 	uint32_t len;
-	match_options_t mo = {0};
 	int level = LEVEL_STRICT, action = ACTION_ERROR;
 
 	memset(v, 0, sizeof(*v));
 	v->level = LEVEL_STRICT;
 	if (options == NULL)
 		return 0;
-	RET(parse_enum(options, "validationLevel", level_names, 4, &level, err));
-	RET(parse_enum(options, "validationAction", action_names, 3, &action, err));
+	RET(parse_enum(options, cmd, "validationLevel", level_names, 4, &level, err));
+	RET(parse_enum(options, cmd, "validationAction", action_names, 3, &action, err));
 	v->level = (level_t)level;
 	v->action = (action_t)action;
+	v->prepared = bson_iter_init_find(&it, options, "prepareConstraintValidationLevel") &&
+	    bson_iter_as_bool(&it);
 	if (v->level == LEVEL_CONSTRAINT && v->action == ACTION_WARN)
 		return terr_set(err, TERR_BAD_VALUE,
 		    "Validation action of 'warn' is not allowed when Validation level is 'constraint'");
@@ -87,38 +127,40 @@ compile(const bson_t *options, validator_t *v, terr_t *err)
 		return 0;
 	if (!BSON_ITER_HOLDS_DOCUMENT(&it))
 		return terr_set(err, TERR_TYPE_MISMATCH,
-		    "BSON field 'validator' is the wrong type '%s', expected type 'object'",
+		    "BSON field '%s.validator' is the wrong type '%s', expected type 'object'", cmd,
 		    bv_type_name(bson_iter_type(&it)));
 	bson_iter_document(&it, &len, &data);
-	bson_init_static(&validator, data, len);
+	if (!bson_init_static(&validator, data, len))
+		return terr_set(err, TERR_INVALID_BSON, "invalid BSON in validator");
 	if (bson_empty(&validator))
 		return 0;
-	mo.disallow = MATCH_DISALLOW_TEXT | MATCH_DISALLOW_WHERE | MATCH_DISALLOW_GEO_NEAR;
-	if (match_compile(&validator, &mo, &v->match, err) != 0)
-		return -1;
-	v->has_validator = true;
-	if (bson_count_keys(&validator) == 1 && bson_iter_init_find(&sub, &validator, "$jsonSchema") &&
-	    BSON_ITER_HOLDS_DOCUMENT(&sub)) {
-		bson_t s;
-		bson_iter_document(&sub, &len, &data);
-		bson_init_static(&s, data, len);
-		if (schema_compile(&s, &v->schema, err) != 0) {
-			match_free(v->match);
-			v->match = NULL;
-			return -1;
-		}
+	if (compile_match(&validator, &v->match, err) != 0)
+		goto fail;
+	/* mongod keeps encryption keywords out of logs and moderate checks */
+	if ((v->level == LEVEL_MODERATE || v->action != ACTION_ERROR) &&
+	    match_uses_encrypt(v->match)) {
+		terr_set(err, TERR_QUERY_FEATURE_NOT_ALLOWED,
+		    "Encryption-related validator keywords are not allowed in this context");
+		goto fail;
 	}
+	v->has_validator = true;
+	v->has_expr = match_can_fail(v->match);
+	v->filter = bson_copy(&validator);
 	return 0;
+fail:
+	if (!creating)
+		terr_wrap(err, "Parsing of collection validator failed");
+	validator_clear(v);
+	return -1;
 }
 
 int
 validation_check_options(const bson_t *options, bool creating, terr_t *err)
 {
-	validator_t v;
-	int rc = compile(options, &v, err);
+	validator_t *v = tm_alloc0(sizeof(*v));
+	int rc = compile(options, creating, v, err);
 
-	match_free(v.match);
-	schema_free(v.schema);
+	validator_free(v);
 	return rc;
 }
 
@@ -129,9 +171,9 @@ get_validator(storage_coll_t *coll, terr_t *err)
 
 	if (v != NULL)
 		return v;
-	v = bson_malloc0(sizeof(*v));
-	if (compile(coll->options, v, err) != 0) {
-		bson_free(v);
+	v = tm_alloc0(sizeof(*v));
+	if (compile(coll->options, false, v, err) != 0) {
+		validator_free(v);
 		return NULL;
 	}
 	won = storage_coll_cache_set(coll, v, validator_free);
@@ -143,39 +185,44 @@ get_validator(storage_coll_t *coll, terr_t *err)
 bool
 validation_is_constraint(storage_coll_t *coll)
 {
-	validator_t *v = get_validator(coll, NULL);
+	terr_t e = TERR_INIT;
+	validator_t *v = get_validator(coll, &e);
 
+	terr_clear(&e);
 	return v != NULL && v->level == LEVEL_CONSTRAINT;
 }
 
-/* errInfo: {failingDocumentId, details}. */
-static bson_t *
-build_errinfo(const validator_t *v, const bson_t *doc)
-{
-	bson_t *info = bson_new();
-	bson_t details;
-	bson_iter_t it;
-
-	if (bson_iter_init_find(&it, doc, "_id"))
-		bson_append_iter(info, "failingDocumentId", -1, &it);
-	if (v->schema != NULL) {
-		bson_append_document_begin(info, "details", -1, &details);
-		schema_explain(v->schema, doc, &details);
-		bson_append_document_end(info, &details);
-	}
-	return info;
-}
-
 static void
-log_failure(storage_coll_t *coll, const bson_t *doc, const bson_t *info)
+log_failure(storage_coll_t *coll, int id, const char *msg, const bson_t *doc, const bson_t *info)
 {
 	bson_t attr = BSON_INITIALIZER;
 
 	BSON_APPEND_UTF8(&attr, "namespace", coll->ns);
 	BSON_APPEND_DOCUMENT(&attr, "document", doc);
 	BSON_APPEND_DOCUMENT(&attr, "errInfo", info);
-	tlog('W', "STORAGE", 20294, "Document would fail validation", &attr);
+	tlog('W', "STORAGE", id, msg, &attr);
 	bson_destroy(&attr);
+}
+
+/* 1 passes, 0 fails (an evaluation error counts as failing, as in mongod). */
+static int
+passes(const validator_t *v, const bson_t *doc, match_t **fresh)
+{
+	terr_t e = TERR_INIT;
+	const match_t *m = v->match;
+	int rc;
+
+	if (v->has_expr && *fresh == NULL) {
+		/* $$NOW is the time of this write, not of the cached compile */
+		if (compile_match(v->filter, fresh, &e) != 0)
+			*fresh = NULL;
+		terr_clear(&e);
+	}
+	if (*fresh != NULL)
+		m = *fresh;
+	rc = match_exec(m, doc, NULL, &e);
+	terr_clear(&e);
+	return rc == 1;
 }
 
 int
@@ -183,38 +230,44 @@ validation_check_write(storage_coll_t *coll, const bson_t *new_doc, const bson_t
                        bool bypass, validation_result_t *result, terr_t *err)
 {
 	validator_t *v;
+	match_t *fresh = NULL;
 	bson_t *info;
-	int rc;
 
 	*result = VALIDATION_OK;
 	if ((v = get_validator(coll, err)) == NULL)
 		return -1;
 	if (!v->has_validator || v->level == LEVEL_OFF)
 		return 0;
-	if (bypass && v->level != LEVEL_CONSTRAINT)
+	if (bypass) {
+		if (v->level == LEVEL_CONSTRAINT)
+			return terr_set(err, TERR_BAD_VALUE,
+			    "bypassDocumentValidation is not permitted with 'constraint' validationLevel");
+		if (v->prepared)
+			return terr_set(err, TERR_BAD_VALUE,
+			    "bypassDocumentValidation is not permitted while prepareConstraintValidationLevel "
+			    "is set. To allow it again, first run: db.runCommand({collMod: \"<collection>\", "
+			    "prepareConstraintValidationLevel: false})");
 		return 0;
-	rc = match_exec(v->match, new_doc, NULL, err);
-	if (rc < 0)
-		return -1;
-	if (rc == 1)
-		return 0;
-	if (v->level == LEVEL_MODERATE && old_doc != NULL) {
-		/* moderate: updates to documents that already fail are not checked */
-		rc = match_exec(v->match, old_doc, NULL, err);
-		if (rc < 0)
-			return -1;
-		if (rc == 0)
-			return 0;
 	}
-	info = build_errinfo(v, new_doc);
+	if (passes(v, new_doc, &fresh)) {
+		match_free(fresh);
+		return 0;
+	}
+	/* moderate: updates to documents that already fail are not checked */
+	if (v->level == LEVEL_MODERATE && old_doc != NULL && !passes(v, old_doc, &fresh)) {
+		match_free(fresh);
+		return 0;
+	}
+	info = match_explain_errinfo(fresh != NULL ? fresh : v->match, new_doc, NULL);
+	match_free(fresh);
 	if (v->action == ACTION_WARN) {
-		log_failure(coll, new_doc, info);
+		log_failure(coll, 20294, "Document would fail validation", new_doc, info);
 		bson_destroy(info);
 		*result = VALIDATION_WARNED;
 		return 0;
 	}
 	if (v->action == ACTION_ERROR_AND_LOG)
-		log_failure(coll, new_doc, info);
+		log_failure(coll, 7488700, "Document failed validation", new_doc, info);
 	terr_set(err, TERR_DOCUMENT_VALIDATION_FAILURE, "Document failed validation");
 	terr_set_info_steal(err, info);
 	return -1;

@@ -20,7 +20,13 @@
 /* Check the validation fields of a create/collMod options document:
  * validator must be an object that compiles as a validator (no $where,
  * $text, $near...), validationLevel and validationAction must be known
- * values.  Errors with mongod's codes and messages. */
+ * values, 'warn' is refused at 'constraint', and a $jsonSchema using
+ * encrypt/encryptMetadata is refused (224) at level moderate or with action
+ * warn/errorAndLog.  Errors with mongod's codes and messages: creating
+ * names the command in them ('create.validationLevel' or
+ * 'collMod.validationLevel'); for collMod (creating false) a validator that
+ * does not parse is reported as "Parsing of collection validator failed ::
+ * caused by :: <why>", as mongod's collMod does. */
 int validation_check_options(const bson_t *options, bool creating, terr_t *err);
 
 /* What a write does with a document that fails. */
@@ -33,10 +39,21 @@ typedef enum {
  * Check new_doc (about to be stored in coll).  old_doc is the stored version
  * for updates/replacements (NULL for inserts): at level moderate an update of
  * a document that already failed is not checked.  bypass is the command's
- * bypassDocumentValidation (the caller has checked the privilege); at level
- * constraint bypass is refused by the caller before any write.
- * Returns 0 (with *result) or -1 with err = 121 DocumentValidationFailure
- * "Document failed validation" and errInfo {failingDocumentId, details}.
+ * bypassDocumentValidation (the caller has checked the privilege).
+ * Returns 0 (with *result) or -1 with err set:
+ *  - 121 DocumentValidationFailure "Document failed validation" with errInfo
+ *    {failingDocumentId, details} (query/match_explain.h) for action error
+ *    and errorAndLog; errorAndLog also logs W STORAGE 7488700 "Document
+ *    failed validation" {namespace, document, errInfo};
+ *  - action warn: returns 0 with *result VALIDATION_WARNED after logging
+ *    W STORAGE 20294 "Document would fail validation" {namespace, document,
+ *    errInfo} (readable through getLog);
+ *  - 2 BadValue when bypass is set on a collection with a validator at level
+ *    constraint ("bypassDocumentValidation is not permitted with
+ *    'constraint' validationLevel") or while prepareConstraintValidationLevel
+ *    is set, as mongod refuses it per document.
+ * A validator whose evaluation fails ($expr errors) counts as failing; a
+ * validator with $expr sees $$NOW as the time of the write.
  */
 int validation_check_write(storage_coll_t *coll, const bson_t *new_doc, const bson_t *old_doc,
                            bool bypass, validation_result_t *result, terr_t *err);
