@@ -89,6 +89,8 @@ struct plan_exec {
 	bson_t *sort_spec_doc;         /* owned copy for explain */
 	bson_t *parsed;                /* owned: the filter for explain (lazy) */
 	bool hinted;
+	bool express;                  /* ACCESS_IXSCAN on one equality (EXPRESS_IXSCAN) */
+	bson_t *proj_doc;              /* owned copy for explain */
 	plan_stats_t stats;
 };
 
@@ -117,6 +119,69 @@ natural_sort(const bson_t *sort, bool *backward)
 		return false;
 	*backward = bson_iter_as_int64(&it) < 0;
 	return true;
+}
+
+static bool
+spec_bool(const bson_t *spec, const char *name)
+{
+	bson_iter_t it;
+
+	return spec != NULL && bson_iter_init_find(&it, spec, name) && bson_iter_as_bool(&it);
+}
+
+/*
+ * mongod's express path for a single equality {p: v} (8.0+): an index whose
+ * first field is p, with limit 1, or a unique single-field index on p
+ * without a limit; the shortest such index wins.  Returns its position or
+ * -1.  (Partial indexes are left to the planner here.)
+ */
+static int
+express_index(const storage_coll_t *coll, const match_t *m, int64_t limit)
+{
+	bson_t *norm;
+	bson_iter_t it, op;
+	const char *path;
+	const bson_value_t *v;
+	int i, best = -1, best_n = 0;
+
+	if (m == NULL)
+		return -1;
+	norm = match_to_bson(m);
+	if (bson_count_keys(norm) != 1 || !bson_iter_init(&it, norm) || !bson_iter_next(&it) ||
+	    bson_iter_key(&it)[0] == '$' || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &op) ||
+	    !bson_iter_next(&op) || strcmp(bson_iter_key(&op), "$eq") != 0 || bson_iter_next(&op)) {
+		bson_destroy(norm);
+		return -1;
+	}
+	bson_iter_recurse(&it, &op);
+	bson_iter_next(&op);
+	v = bson_iter_value(&op);
+	path = bson_iter_key(&it);
+	switch (v->value_type) {
+	case BSON_TYPE_NULL: case BSON_TYPE_UNDEFINED: case BSON_TYPE_ARRAY: case BSON_TYPE_REGEX:
+	case BSON_TYPE_MINKEY: case BSON_TYPE_MAXKEY:
+		bson_destroy(norm);
+		return -1;
+	default:
+		break;
+	}
+	for (i = 0; i < coll->nindexes; i++) {
+		const storage_index_t *ix = &coll->indexes[i];
+		bson_iter_t k;
+		int n = (int)bson_count_keys(ix->key);
+		if (ix->is_id || spec_bool(ix->spec, "hidden") || bson_has_field(ix->spec, "partialFilterExpression") ||
+		    !bson_iter_init(&k, ix->key) || !bson_iter_next(&k) || !BSON_ITER_HOLDS_NUMBER(&k) ||
+		    strcmp(bson_iter_key(&k), path) != 0)
+			continue;
+		if (limit != 1 && !(ix->unique && n == 1))
+			continue;
+		if (best < 0 || n < best_n) {
+			best = i;
+			best_n = n;
+		}
+	}
+	bson_destroy(norm);
+	return best;
 }
 
 int
@@ -155,6 +220,8 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 	x->hinted = req->hint != NULL;
 	if (!spec_empty(req->sort))
 		x->sort_spec_doc = bson_copy(req->sort);
+	if (!spec_empty(req->projection))
+		x->proj_doc = bson_copy(req->projection);
 	if (x->match != NULL && !backward && req->hint == NULL && match_is_id_point(x->match, &x->id)) {
 		x->access = ACCESS_ID;
 		x->stats.stage = "EXPRESS_IXSCAN";
@@ -162,14 +229,25 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 		x->access = ACCESS_SCAN;
 		x->stats.stage = "COLLSCAN";
 		if (x->coll != NULL) {
-			if (planner_plan(x->coll, x->match, x->sort != NULL ? req->sort : NULL, req->hint, &x->sol,
+			const bson_value_t *hint = req->hint;
+			bson_value_t ehint;
+			int ex = req->hint == NULL && x->sort == NULL && !backward && x->skip == 0 ?
+			    express_index(x->coll, x->match, x->limit) : -1;
+			if (ex >= 0) {
+				ehint.value_type = BSON_TYPE_UTF8;
+				ehint.value.v_utf8.str = x->coll->indexes[ex].name;
+				ehint.value.v_utf8.len = (uint32_t)strlen(x->coll->indexes[ex].name);
+				hint = &ehint;
+				x->express = true;
+			}
+			if (planner_plan(x->coll, x->match, x->sort != NULL ? req->sort : NULL, hint, &x->sol,
 			    err) != 0) {
 				plan_exec_free(x);
 				return -1;
 			}
 			if (x->sol->kind == PLANNER_IXSCAN) {
 				x->access = ACCESS_IXSCAN;
-				x->stats.stage = "IXSCAN";
+				x->stats.stage = x->express ? "EXPRESS_IXSCAN" : "IXSCAN";
 				if (x->sol->provides_sort && x->sort != NULL) {
 					sort_spec_free(x->sort);
 					x->sort = NULL;
@@ -410,6 +488,8 @@ plan_exec_free(plan_exec_t *x)
 	bson_free(x->seen.slot);
 	if (x->sort_spec_doc != NULL)
 		bson_destroy(x->sort_spec_doc);
+	if (x->proj_doc != NULL)
+		bson_destroy(x->proj_doc);
 	if (x->parsed != NULL)
 		bson_destroy(x->parsed);
 	if (!x->borrowed)
@@ -604,6 +684,36 @@ append_stage(const plan_exec_t *x, stage_kind_t k, bool es, bson_t *out)
 	}
 }
 
+/* EXPRESS_IXSCAN: the key pattern printed as a string, as mongod does. */
+static void
+append_express(const plan_exec_t *x, bool es, bson_t *out)
+{
+	const storage_index_t *ix = NULL;
+	char *kp;
+	int i;
+
+	if (x->express)
+		ix = &x->coll->indexes[x->sol->index];
+	else
+		for (i = 0; i < x->coll->nindexes; i++)
+			if (x->coll->indexes[i].is_id)
+				ix = &x->coll->indexes[i];
+	BSON_APPEND_UTF8(out, "stage", "EXPRESS_IXSCAN");
+	kp = ix != NULL ? bv_doc_to_mongo_string(ix->key) : bson_strdup("{ _id: 1 }");
+	BSON_APPEND_UTF8(out, "keyPattern", kp);
+	bson_free(kp);
+	BSON_APPEND_UTF8(out, "indexName", ix != NULL ? ix->name : "_id_");
+	if (x->proj_doc != NULL) {
+		BSON_APPEND_DOCUMENT(out, "projection", x->proj_doc);
+		BSON_APPEND_BOOL(out, "projectionCovered", false);
+	}
+	if (es) {
+		BSON_APPEND_INT32(out, "keysExamined", (int32_t)x->stats.keys_examined);
+		BSON_APPEND_INT32(out, "docsExamined", (int32_t)x->stats.docs_examined);
+		BSON_APPEND_INT32(out, "nReturned", (int32_t)x->stats.returned);
+	}
+}
+
 void
 plan_exec_explain_append(const plan_exec_t *x, bool exec_stats, bson_t *out)
 {
@@ -615,8 +725,8 @@ plan_exec_explain_append(const plan_exec_t *x, bool exec_stats, bson_t *out)
 			append_common_stats(out, 0, 1, 0, true);
 		return;
 	}
-	if (x->access == ACCESS_ID) {
-		append_stage(x, ST_ACCESS, exec_stats, out);
+	if (x->access == ACCESS_ID || x->express) {
+		append_express(x, exec_stats, out);
 		return;
 	}
 	if (x->proj == NULL)
