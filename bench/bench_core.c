@@ -25,10 +25,11 @@
  *                       then record table
  *   insert_3_indexes [8] batch inserts with three secondary indexes against
  *                       the same batches with none (alternating)
- * Writes run once per engine.  Reads run in three rounds after every engine
- * is loaded, the engines' order rotating each round, and the best round of
- * each engine counts: a burst of load from elsewhere on the machine does not
- * land on one engine alone.
+ * Writes run in ten chunks per engine, the three engines' order rotating
+ * each chunk, each engine's time summed.  Reads run in three rounds after
+ * every engine is loaded, the engines' order rotating each round, and the
+ * best round of each engine counts.  Either way a burst of load from
+ * elsewhere on the machine does not land on one engine alone.
  *
  * Tamga runs through the embedded API (tamga_run_command: command parsing,
  * _id index, validation hooks and all).  Cases whose command is not built
@@ -52,6 +53,7 @@
 #define DB "bench"
 #define NA -1.0
 #define ROUNDS 3
+#define CHUNKS 10
 
 typedef struct result {
 	double insert_single, insert_batch, lookup, scan, filter, group, sort_limit;
@@ -166,19 +168,30 @@ tamga_uses_index(tamga_t *t, const char *coll, char *why, size_t size)
 }
 
 static tamga_t *
-tamga_load(const char *dir, result_t *r)
+tamga_start(const char *dir)
 {
 	tamga_t *t;
 	tamga_error_t e;
-	bson_t cmd, docs, d;
-	double t0;
-	int64_t i, single = N / 10;
 
 	if (tamga_open(dir, "create,cache_size=1G", &t, &e) != 0)
 		die("tamga_open", e.message);
-	/* insert_single: N/10 one-document commands into their own collection */
-	t0 = now();
-	for (i = 0; i < single; i++) {
+	return t;
+}
+
+/* documents [from, to): one insert command each into "single", or commands
+ * of 1000 into "docs"; returns the seconds taken */
+static double
+tamga_insert(tamga_t *t, bool batch, int64_t from, int64_t to)
+{
+	bson_t cmd, docs, d;
+	double t0 = now();
+	int64_t i;
+
+	if (batch) {
+		tamga_insert_range(t, "docs", from, to, NULL, 0);
+		return now() - t0;
+	}
+	for (i = from; i < to; i++) {
 		bson_init(&cmd);
 		BSON_APPEND_UTF8(&cmd, "insert", "single");
 		bson_append_array_begin(&cmd, "documents", -1, &docs);
@@ -189,12 +202,7 @@ tamga_load(const char *dir, result_t *r)
 		twrite(t, DB, &cmd, 1, NULL, 0);
 		bson_destroy(&cmd);
 	}
-	r->insert_single = (double)single / (now() - t0);
-
-	t0 = now();
-	tamga_insert_range(t, "docs", 0, N, NULL, 0);
-	r->insert_batch = (double)N / (now() - t0);
-	return t;
+	return now() - t0;
 }
 
 static double
@@ -372,7 +380,8 @@ tamga_indexes(tamga_t *t, result_t *r)
 typedef struct wt {
 	WT_CONNECTION *conn;
 	WT_SESSION *s;
-	WT_CURSOR *c; /* table:docs */
+	WT_CURSOR *c;  /* table:docs */
+	WT_CURSOR *c1; /* table:single */
 } wt_t;
 
 static void
@@ -383,14 +392,9 @@ wt_check(int rc, const char *what)
 }
 
 static void
-wt_load(const char *dir, wt_t *w, result_t *r)
+wt_start(const char *dir, wt_t *w)
 {
 	WT_SESSION *s;
-	WT_CURSOR *c;
-	WT_ITEM item;
-	bson_t d;
-	double t0;
-	int64_t i, j, single = N / 10;
 
 	mkdir(dir, 0755);
 	wt_check(wiredtiger_open(dir, NULL, BENCH_WT_CONFIG("1G"), &w->conn), "wt open");
@@ -398,27 +402,25 @@ wt_load(const char *dir, wt_t *w, result_t *r)
 	s = w->s;
 	wt_check(s->create(s, "table:single", BENCH_WT_TABLE), "create");
 	wt_check(s->create(s, "table:docs", BENCH_WT_TABLE), "create");
-	wt_check(s->open_cursor(s, "table:single", NULL, "overwrite=false", &c), "cursor");
-	t0 = now();
-	for (i = 0; i < single; i++) {
-		make_doc(&d, i);
-		wt_check(s->begin_transaction(s, NULL), "begin");
-		c->set_key(c, i);
-		item.data = bson_get_data(&d);
-		item.size = d.len;
-		c->set_value(c, &item);
-		wt_check(c->insert(c), "insert");
-		wt_check(s->commit_transaction(s, NULL), "commit");
-		bson_destroy(&d);
-	}
-	r->insert_single = (double)single / (now() - t0);
-	c->close(c);
+	wt_check(s->open_cursor(s, "table:single", NULL, "overwrite=false", &w->c1), "cursor");
+	wt_check(s->open_cursor(s, "table:docs", NULL, "overwrite=false", &w->c), "cursor");
+}
 
-	wt_check(s->open_cursor(s, "table:docs", NULL, "overwrite=false", &c), "cursor");
-	t0 = now();
-	for (i = 0; i < N; i += 1000) {
+/* documents [from, to): one transaction each into table:single, or
+ * transactions of 1000 into table:docs; returns the seconds taken */
+static double
+wt_insert(wt_t *w, bool batch, int64_t from, int64_t to)
+{
+	WT_SESSION *s = w->s;
+	WT_CURSOR *c = batch ? w->c : w->c1;
+	WT_ITEM item;
+	bson_t d;
+	double t0 = now();
+	int64_t i, j, per = batch ? 1000 : 1;
+
+	for (i = from; i < to; i += per) {
 		wt_check(s->begin_transaction(s, NULL), "begin");
-		for (j = 0; j < 1000 && i + j < N; j++) {
+		for (j = 0; j < per && i + j < to; j++) {
 			make_doc(&d, i + j);
 			c->set_key(c, i + j);
 			item.data = bson_get_data(&d);
@@ -429,8 +431,7 @@ wt_load(const char *dir, wt_t *w, result_t *r)
 		}
 		wt_check(s->commit_transaction(s, NULL), "commit");
 	}
-	r->insert_batch = (double)N / (now() - t0);
-	w->c = c;
+	return now() - t0;
 }
 
 /* the same work a client gets: the document's bytes copied out */
@@ -626,47 +627,45 @@ sq_check(sqlite3 *db, int rc, const char *what)
 }
 
 static sqlite3 *
-sq_load(const char *path, result_t *r)
+sq_start(const char *path)
 {
 	sqlite3 *db;
-	sqlite3_stmt *ins, *ins1;
-	double t0;
-	int64_t i, j, single = N / 10;
-	char json[600];
-	int len;
 
 	sq_check(NULL, sqlite3_open(path, &db), "open");
 	sq_check(db, sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-1000000;"
 	    "CREATE TABLE single (id INTEGER PRIMARY KEY, doc TEXT NOT NULL);"
 	    "CREATE TABLE docs (id INTEGER PRIMARY KEY, doc TEXT NOT NULL);", NULL, NULL, NULL), "schema");
-	sq_check(db, sqlite3_prepare_v2(db, "INSERT INTO single (id, doc) VALUES (?, json(?))", -1, &ins1, NULL), "prep");
-	sq_check(db, sqlite3_prepare_v2(db, "INSERT INTO docs (id, doc) VALUES (?, json(?))", -1, &ins, NULL), "prep");
-	t0 = now();
-	for (i = 0; i < single; i++) {
-		len = make_json(json, sizeof(json), i);
-		sqlite3_bind_int64(ins1, 1, i);
-		sqlite3_bind_text(ins1, 2, json, len, SQLITE_STATIC);
-		sq_check(db, sqlite3_step(ins1), "insert");
-		sqlite3_reset(ins1);
-	}
-	r->insert_single = (double)single / (now() - t0);
+	return db;
+}
 
-	t0 = now();
-	for (i = 0; i < N; i += 1000) {
-		sq_check(db, sqlite3_exec(db, "BEGIN", NULL, NULL, NULL), "begin");
-		for (j = 0; j < 1000 && i + j < N; j++) {
+/* documents [from, to): autocommit inserts into single, or transactions
+ * of 1000 into docs; returns the seconds taken */
+static double
+sq_insert(sqlite3 *db, bool batch, int64_t from, int64_t to)
+{
+	sqlite3_stmt *ins;
+	double t0 = now();
+	int64_t i, j, per = batch ? 1000 : 1;
+	char json[600];
+	int len;
+
+	sq_check(db, sqlite3_prepare_v2(db, batch ? "INSERT INTO docs (id, doc) VALUES (?, json(?))" :
+	    "INSERT INTO single (id, doc) VALUES (?, json(?))", -1, &ins, NULL), "prep");
+	for (i = from; i < to; i += per) {
+		if (batch)
+			sq_check(db, sqlite3_exec(db, "BEGIN", NULL, NULL, NULL), "begin");
+		for (j = 0; j < per && i + j < to; j++) {
 			len = make_json(json, sizeof(json), i + j);
 			sqlite3_bind_int64(ins, 1, i + j);
 			sqlite3_bind_text(ins, 2, json, len, SQLITE_STATIC);
 			sq_check(db, sqlite3_step(ins), "insert");
 			sqlite3_reset(ins);
 		}
-		sq_check(db, sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), "commit");
+		if (batch)
+			sq_check(db, sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), "commit");
 	}
-	r->insert_batch = (double)N / (now() - t0);
 	sqlite3_finalize(ins);
-	sqlite3_finalize(ins1);
-	return db;
+	return now() - t0;
 }
 
 static double
@@ -781,7 +780,7 @@ main(int argc, char **argv)
 	sqlite3 *sq;
 	PGconn *pc;
 	int64_t i;
-	int round, k;
+	int round, k, e, batch;
 
 	if (argc < 2)
 		die("usage", "bench_core WORKDIR");
@@ -795,13 +794,35 @@ main(int argc, char **argv)
 	init_result(&s);
 	init_result(&p);
 
-	/* writes, once per engine */
+	/* writes: all three engines open, CHUNKS chunks each, the engines'
+	 * order rotating per chunk, each engine's time summed */
 	snprintf(path, sizeof(path), "%s/tamga", argv[1]);
-	tg = tamga_load(path, &t);
+	tg = tamga_start(path);
 	snprintf(path, sizeof(path), "%s/wt", argv[1]);
-	wt_load(path, &wt, &w);
+	wt_start(path, &wt);
 	snprintf(path, sizeof(path), "%s/sqlite.db", argv[1]);
-	sq = sq_load(path, &s);
+	sq = sq_start(path);
+	for (batch = 0; batch < 2; batch++) {
+		int64_t total = batch ? N : N / 10, from = 0, to;
+		double secs[3] = {0, 0, 0};
+		for (k = 0; k < CHUNKS; k++, from = to) {
+			to = total * (k + 1) / CHUNKS;
+			for (e = 0; e < 3; e++)
+				switch ((k + e) % 3) {
+				case 0:
+					secs[0] += tamga_insert(tg, batch, from, to);
+					break;
+				case 1:
+					secs[1] += wt_insert(&wt, batch, from, to);
+					break;
+				default:
+					secs[2] += sq_insert(sq, batch, from, to);
+				}
+		}
+		*(batch ? &t.insert_batch : &t.insert_single) = (double)total / secs[0];
+		*(batch ? &w.insert_batch : &w.insert_single) = (double)total / secs[1];
+		*(batch ? &s.insert_batch : &s.insert_single) = (double)total / secs[2];
+	}
 	if ((pc = pg_connect(pg_why, sizeof(pg_why))) != NULL)
 		fprintf(stderr, "bench_core: postgresql COPY of %lld documents: %.0f docs/s\n", (long long)N,
 		    pg_load_docs(pc, "docs", N));
@@ -834,6 +855,7 @@ main(int argc, char **argv)
 	tamga_close(tg);
 	wt_indexes(&wt, &w);
 	wt.c->close(wt.c);
+	wt.c1->close(wt.c1);
 	wt.conn->close(wt.conn, NULL);
 	if (pc != NULL) {
 		pg_indexes(pc, &p);
