@@ -47,6 +47,7 @@ match_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	mp = bson_malloc0(sizeof(*mp));
 	mp->filter = bson_copy(&f);
 	mo.let = pc->let_doc;
+	mo.disallow = MATCH_DISALLOW_GEO_NEAR;
 	if (match_compile(&f, &mo, &mp->m, err) != 0) {
 		match_free_plan(mp);
 		return -1;

@@ -86,6 +86,10 @@ host_check(void *ctx, storage_coll_t *coll, const bson_t *new_doc, const bson_t 
 	write_ctx_t *w = ctx;
 	validation_result_t vr;
 
+	/* 9.0: no bypassing a validator at level constraint */
+	if (w->bypass && validation_is_constraint(coll))
+		return terr_set(err, TERR_BAD_VALUE,
+		    "bypassDocumentValidation is not permitted with 'constraint' validationLevel");
 	return validation_check_write(coll, new_doc, old_doc, w->bypass, &vr, err);
 }
 

@@ -391,6 +391,18 @@ test_merge_out(void)
 	/* an error leaves the target as it was */
 	AGG_ERR("orders", "[{\"$project\": {\"_id\": 0, \"x\": {\"$divide\": [1, {\"$subtract\": [\"$v\", 2]}]}}}, {\"$out\": \"copy\"}]", 2);
 	AGG_EQ("copy", "[]", "[ { \"_id\" : 1, \"status\" : \"Delivered\", \"v\" : 1 } ]");
+	/* targets are validated like any write, honouring bypassDocumentValidation */
+	{
+		int rc;
+		bson_t *r = run("test", "{\"drop\": \"valid\"}", &rc);
+		free_reply(r);
+		exec_ok("{\"create\": \"valid\", \"validator\": {\"v\": {\"$type\": \"string\"}}}");
+		AGG_ERR("orders", "[{\"$merge\": {\"into\": \"valid\"}}]", 121);
+		AGG_EQ("valid", "[{\"$count\": \"n\"}]", "[ ]");
+		AGG_ERR("orders", "[{\"$out\": \"valid\"}]", 121);
+		exec_ok("{\"aggregate\": \"orders\", \"pipeline\": [{\"$merge\": {\"into\": \"valid\"}}], \"cursor\": {}, \"bypassDocumentValidation\": true}");
+		AGG_EQ("valid", "[{\"$count\": \"n\"}]", "[ { \"n\" : 3 } ]");
+	}
 	/* batchSize 0 still writes */
 	exec_ok("{\"aggregate\": \"orders\", \"pipeline\": [{\"$out\": \"copy2\"}], \"cursor\": {\"batchSize\": 0}}");
 	AGG_EQ("copy2", "[{\"$count\": \"n\"}]", "[ { \"n\" : 3 } ]");
