@@ -40,6 +40,7 @@ typedef struct opts {
 	char *compressors;
 	char *pidfile;
 	bool in_memory;
+	bool auth;
 } opts_t;
 
 static server_t *g_server;
@@ -66,6 +67,8 @@ usage(FILE *f)
 	    "  --logappend                    Append to logpath instead of over-writing\n"
 	    "  --quiet                        Quieter output\n"
 	    "  --pidfilepath arg              Full path to pidfile\n"
+	    "  --auth                         Run with security (clients must authenticate)\n"
+	    "  --noauth                       Run without security\n"
 	    "\n"
 	    "Storage options:\n"
 	    "  --dbpath arg                   Directory for datafiles - defaults to /data/db\n"
@@ -141,6 +144,17 @@ apply(opts_t *o, const char *name, const char *v)
 		set_str(&o->compressors, v);
 	} else if (strcmp(name, "net.ipv6") == 0 || strcmp(name, "net.unixDomainSocket.enabled") == 0) {
 		/* accepted; tamgad listens on the addresses given, TCP only */
+	} else if (strcmp(name, "security.authorization") == 0) {
+		if (strcmp(v, "enabled") == 0 || strcmp(v, "true") == 0)
+			o->auth = true;
+		else if (strcmp(v, "disabled") == 0 || strcmp(v, "false") == 0)
+			o->auth = false;
+		else {
+			fprintf(stderr, "Error: security.authorization must be enabled or disabled\n");
+			return -1;
+		}
+	} else if (strcmp(name, "security.noauth") == 0) {
+		o->auth = !parse_bool(v);
 	} else if (strcmp(name, "storage.dbPath") == 0) {
 		set_str(&o->dbpath, v);
 	} else if (strcmp(name, "storage.engine") == 0) {
@@ -166,6 +180,7 @@ apply(opts_t *o, const char *name, const char *v)
 	} else if (strcmp(name, "systemLog.verbosity") == 0) {
 		/* accepted */
 	} else if (strcmp(name, "processManagement.fork") == 0) {
+		/* mongod's `--fork` flag arrives here as "true" */
 		if (parse_bool(v)) {
 			fprintf(stderr, "Error: processManagement.fork is not supported; run tamgad under a supervisor\n");
 			return -1;
@@ -320,6 +335,11 @@ parsed_doc(const opts_t *o)
 		BSON_APPEND_INT32(&sub, "maxIncomingConnections", (int32_t)o->max_conns);
 	BSON_APPEND_INT32(&sub, "port", o->port > 0 ? o->port : (o->port == 0 ? 27017 : 0));
 	bson_append_document_end(d, &sub);
+	if (o->auth) {
+		BSON_APPEND_DOCUMENT_BEGIN(d, "security", &sub);
+		BSON_APPEND_UTF8(&sub, "authorization", "enabled");
+		bson_append_document_end(d, &sub);
+	}
 	if (o->pidfile) {
 		BSON_APPEND_DOCUMENT_BEGIN(d, "processManagement", &sub);
 		BSON_APPEND_UTF8(&sub, "pidFilePath", o->pidfile);
@@ -364,6 +384,8 @@ static const struct flag {
 	{"--quiet", "systemLog.quiet", false},
 	{"--pidfilepath", "processManagement.pidFilePath", true},
 	{"--fork", "processManagement.fork", false},
+	{"--auth", "security.authorization", false},
+	{"--noauth", "security.noauth", false},
 	{"--nounixsocket", "net.unixDomainSocket.enabled", false},
 };
 
@@ -530,15 +552,17 @@ main(int argc, char **argv)
 	memset(&eo, 0, sizeof(eo));
 	eo.storage.create = o.in_memory;
 	eo.storage.in_memory = o.in_memory;
+	eo.auth = o.auth;
 	if (engine_open(o.dbpath, &eo, &engine, &err) != 0) {
 		log_error(20557, "DBException in initAndListen, terminating", &err);
 		fprintf(stderr, "tamgad: %s\n", err.msg ? err.msg : "cannot open the data folder");
 		code = EXIT_UNCAUGHT;
 		goto out;
 	}
-	tlog('W', "CONTROL", 22120,
-	    "Access control is not enabled for the database. Read and write access to data and configuration is unrestricted",
-	    NULL);
+	if (!o.auth)
+		tlog('W', "CONTROL", 22120,
+		    "Access control is not enabled for the database. Read and write access to data and configuration is unrestricted",
+		    NULL);
 	tlog_startup_done();
 
 	memset(&so, 0, sizeof(so));
