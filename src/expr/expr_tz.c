@@ -3,13 +3,14 @@
  * ("+03:00", "-0500", "+03") and Olson names read from the system's TZif
  * files (/usr/share/zoneinfo), cached for the life of the process.
  *
- * Offsets after a zone's last recorded transition follow that transition
- * (the TZif footer rule is not interpreted), which matters only for DST
- * rules beyond 2037.  Not here: date arithmetic (expr_date.c).
+ * Instants after a zone's last recorded transition follow the TZif footer
+ * (a POSIX TZ rule such as "EST5EDT,M3.2.0,M11.1.0").  Not here: date
+ * arithmetic (expr_date.c).
  */
 #include "expr/expr_tz.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,12 @@ struct expr_tzfile {
 	int32_t *offs;       /* utoff seconds per type */
 	size_t ntrans, ntypes;
 	int32_t first_off;   /* offset before the first transition */
+	/* footer rule: std/dst offsets (seconds east of UTC) and, when DST is
+	 * used, the start/end rules "Mm.w.d/time" */
+	bool has_rule, has_dst;
+	int32_t std_off, dst_off;
+	int rule_m[2], rule_w[2], rule_d[2];
+	int32_t rule_t[2];
 	struct expr_tzfile *next;
 };
 
@@ -39,6 +46,140 @@ static int64_t
 be64(const uint8_t *p)
 {
 	return (int64_t)(((uint64_t)be32(p) << 32) | be32(p + 4));
+}
+
+/* ---- POSIX TZ rules (the TZif footer) ----------------------------------- */
+
+static const char *
+rule_name(const char *p)
+{
+	if (*p == '<') {
+		const char *q = strchr(p, '>');
+		return q ? q + 1 : NULL;
+	}
+	while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z'))
+		p++;
+	return p;
+}
+
+/* [+-]hh[:mm[:ss]] -> seconds; NULL on error */
+static const char *
+rule_time(const char *p, int32_t *out)
+{
+	int sign = 1, h = 0, m = 0, sec = 0;
+
+	if (*p == '+' || *p == '-')
+		sign = *p++ == '-' ? -1 : 1;
+	if (*p < '0' || *p > '9')
+		return NULL;
+	while (*p >= '0' && *p <= '9')
+		h = h * 10 + (*p++ - '0');
+	if (*p == ':') {
+		p++;
+		while (*p >= '0' && *p <= '9')
+			m = m * 10 + (*p++ - '0');
+		if (*p == ':') {
+			p++;
+			while (*p >= '0' && *p <= '9')
+				sec = sec * 10 + (*p++ - '0');
+		}
+	}
+	*out = sign * (h * 3600 + m * 60 + sec);
+	return p;
+}
+
+/* ",Mm.w.d[/time]" */
+static const char *
+rule_date(const char *p, int *m, int *w, int *dd, int32_t *t)
+{
+	if (*p++ != ',' || *p++ != 'M')
+		return NULL;
+	*m = (int)strtol(p, (char **)&p, 10);
+	if (*p++ != '.')
+		return NULL;
+	*w = (int)strtol(p, (char **)&p, 10);
+	if (*p++ != '.')
+		return NULL;
+	*dd = (int)strtol(p, (char **)&p, 10);
+	*t = 7200;
+	if (*p == '/')
+		p = rule_time(p + 1, t);
+	if (p == NULL || *m < 1 || *m > 12 || *w < 1 || *w > 5 || *dd < 0 || *dd > 6)
+		return NULL;
+	return p;
+}
+
+static void
+tz_rule_parse(struct expr_tzfile *z, const char *r)
+{
+	int32_t std, dst;
+	const char *p = rule_name(r);
+
+	if (p == NULL || p == r || (p = rule_time(p, &std)) == NULL)
+		return;
+	z->std_off = -std;
+	z->has_rule = true;
+	if (*p == 0)
+		return;
+	const char *q = rule_name(p);
+	if (q == NULL || q == p)
+		return;
+	p = q;
+	dst = std - 3600;
+	if (*p != ',' && *p != 0 && (p = rule_time(p, &dst)) == NULL)
+		return;
+	if ((p = rule_date(p, &z->rule_m[0], &z->rule_w[0], &z->rule_d[0], &z->rule_t[0])) == NULL ||
+	    (p = rule_date(p, &z->rule_m[1], &z->rule_w[1], &z->rule_d[1], &z->rule_t[1])) == NULL) {
+		z->has_rule = false;
+		return;
+	}
+	z->dst_off = -dst;
+	z->has_dst = true;
+}
+
+static int64_t
+civil_days(int64_t y, int m, int d)
+{
+	y -= m <= 2;
+	int64_t era = (y >= 0 ? y : y - 399) / 400;
+	int64_t yoe = y - era * 400;
+	int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+/* day number of the w-th (5 = last) weekday d of month m in year y */
+static int64_t
+rule_day(int64_t y, int m, int w, int d)
+{
+	static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	int len = mdays[m - 1] + (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0));
+	int64_t first = civil_days(y, m, 1);
+	int64_t wd = (first + 4) % 7; /* 0 = Sunday */
+	if (wd < 0)
+		wd += 7;
+	int64_t day = 1 + (d - wd + 7) % 7 + (int64_t)(w - 1) * 7;
+	while (day > len)
+		day -= 7;
+	return first + day - 1;
+}
+
+static int32_t
+tz_rule_offset(const struct expr_tzfile *z, int64_t secs)
+{
+	if (!z->has_dst)
+		return z->std_off;
+	int64_t days = (secs + z->std_off) / 86400 - ((secs + z->std_off) % 86400 < 0);
+	/* civil year of the local standard time */
+	int64_t zz = days + 719468, era = (zz >= 0 ? zz : zz - 146096) / 146097;
+	int64_t doe = zz - era * 146097, yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
+	int64_t y = yoe + era * 400 + ((mp < 10 ? mp + 3 : mp - 9) <= 2);
+	/* start: local standard time -> UTC; end: local daylight time -> UTC */
+	int64_t start = rule_day(y, z->rule_m[0], z->rule_w[0], z->rule_d[0]) * 86400 + z->rule_t[0] - z->std_off;
+	int64_t end = rule_day(y, z->rule_m[1], z->rule_w[1], z->rule_d[1]) * 86400 + z->rule_t[1] - z->dst_off;
+	bool in_dst = start < end ? (secs >= start && secs < end) : (secs < end || secs >= start);
+	return in_dst ? z->dst_off : z->std_off;
 }
 
 /* Parse a TZif buffer (v2+ 64-bit block preferred).  NULL on malformed. */
@@ -91,6 +232,18 @@ tzif_parse(const uint8_t *d, size_t n)
 			z->offs[i] = (int32_t)be32(p + i * 6);
 		/* before the first transition: the first non-DST type (RFC 8536 says type 0) */
 		z->first_off = z->offs[0];
+		if (v64) {
+			const uint8_t *f = h + 44 + body, *end = d + n;
+			if (f < end && *f == '\n') {
+				const uint8_t *nl = memchr(f + 1, '\n', (size_t)(end - f - 1));
+				if (nl != NULL && nl - f - 1 < 120) {
+					char rule[128];
+					memcpy(rule, f + 1, (size_t)(nl - f - 1));
+					rule[nl - f - 1] = 0;
+					tz_rule_parse(z, rule);
+				}
+			}
+		}
 		return z;
 	}
 	return NULL;
@@ -212,6 +365,8 @@ expr_tz_offset_at(const expr_tz_t *tz, int64_t utc_ms)
 	int64_t secs = utc_ms >= 0 ? utc_ms / 1000 : -((-utc_ms + 999) / 1000);
 	if (z->ntrans == 0 || secs < z->trans[0])
 		return (int64_t)z->first_off * 1000;
+	if (z->has_rule && secs >= z->trans[z->ntrans - 1])
+		return (int64_t)tz_rule_offset(z, secs) * 1000;
 	size_t lo = 0, hi = z->ntrans;
 	while (hi - lo > 1) {
 		size_t mid = (lo + hi) / 2;

@@ -20,6 +20,10 @@ test_olson(void)
 	TX("{\"$hour\": {\"date\": " DT("1625115600000") ", \"timezone\": \"America/New_York\"}}", NULL, RI("1"));
 	TX("{\"$dateToString\": {\"date\": " D1 ", \"format\": \"%H:%M %z %Z\", \"timezone\": \"Asia/Kolkata\"}}", NULL,
 	   RS("10:36 +0530 330"));
+	/* beyond the TZif transitions (2037): the footer rule still applies DST */
+	TX("{\"$hour\": {\"date\": " DT("2224713600000") ", \"timezone\": \"America/New_York\"}}", NULL, RI("20"));
+	TX("{\"$hour\": {\"date\": " DT("2208988800000") ", \"timezone\": \"America/New_York\"}}", NULL, RI("19"));
+	TX("{\"$hour\": {\"date\": " DT("2224713600000") ", \"timezone\": \"Australia/Sydney\"}}", NULL, RI("10"));
 	TXERR("{\"$hour\": {\"date\": " D1 ", \"timezone\": \"Mars/Olympus\"}}", NULL,
 	      "ERR 40485 unrecognized time zone identifier: \"Mars/Olympus\"");
 	TXERR("{\"$hour\": {\"date\": " D1 ", \"timezone\": \"../../etc/passwd\"}}", NULL,
