@@ -661,11 +661,329 @@ facet_close(agg_rt_t *rt)
 	bson_free(fs);
 }
 
+/* ---- $graphLookup ---------------------------------------------------------- */
+
+typedef struct graph_plan {
+	char *db, *from, *as, *connect_from, *connect_to, *depth_field;
+	expr_t *start;
+	bson_t *restrict_filter;  /* restrictSearchWithMatch or NULL */
+	int64_t max_depth;        /* -1 = none */
+	agg_pipeline_t *reader;   /* no stages: each search reads the source alone */
+} graph_plan_t;
+
+static void
+graph_free_plan(void *plan)
+{
+	graph_plan_t *gp = plan;
+
+	bson_free(gp->db);
+	bson_free(gp->from);
+	bson_free(gp->as);
+	bson_free(gp->connect_from);
+	bson_free(gp->connect_to);
+	bson_free(gp->depth_field);
+	expr_destroy(gp->start);
+	if (gp->restrict_filter != NULL)
+		bson_destroy(gp->restrict_filter);
+	agg_pipeline_free(gp->reader);
+	bson_free(gp);
+}
+
+static int
+graph_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	graph_plan_t *gp;
+	bson_t d;
+	bson_iter_t it;
+	int ret = 0;
+
+	if (spec->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, TERR_FAILED_TO_PARSE,
+		    "the $graphLookup stage specification must be an object, but found %s",
+		    bv_type_name(spec->value_type));
+	gp = bson_malloc0(sizeof(*gp));
+	gp->max_depth = -1;
+	agg_value_doc(spec, &d);
+	bson_iter_init(&it, &d);
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		const bson_value_t *v = bson_iter_value(&it);
+		char **dst = NULL;
+		if (strcmp(k, "startWith") == 0) {
+			expr_destroy(gp->start);
+			gp->start = NULL;
+			ERR(expr_parse(v, pc->scope, &gp->start, err));
+			continue;
+		}
+		if (strcmp(k, "maxDepth") == 0) {
+			int64_t n;
+			if (!bv_is_number(v)) {
+				ret = terr_set(err, 40100, "maxDepth must be numeric, found type: %s",
+				    bv_type_name(v->value_type));
+				goto err;
+			}
+			if (!bv_as_int64_exact(v, &n)) {
+				char *str = bv_to_mongo_string(v);
+				ret = terr_set(err, 40102, "maxDepth could not be represented as a long long: %s", str);
+				bson_free(str);
+				goto err;
+			}
+			if (n < 0) {
+				ret = terr_set(err, 40101, "maxDepth requires a nonnegative argument, found: %lld",
+				    (long long)n);
+				goto err;
+			}
+			gp->max_depth = n;
+			continue;
+		}
+		if (strcmp(k, "restrictSearchWithMatch") == 0) {
+			bson_t f;
+			match_t *m = NULL;
+			if (v->value_type != BSON_TYPE_DOCUMENT) {
+				ret = terr_set(err, 40185, "restrictSearchWithMatch must be an object, found %s",
+				    bv_type_name(v->value_type));
+				goto err;
+			}
+			agg_value_doc(v, &f);
+			/* checked now, compiled per query with the join condition */
+			ERR(match_compile(&f, NULL, &m, err));
+			match_free(m);
+			gp->restrict_filter = bson_copy(&f);
+			continue;
+		}
+		if (strcmp(k, "from") == 0 && v->value_type == BSON_TYPE_DOCUMENT) {
+			bson_t f;
+			bson_iter_t fi;
+			agg_value_doc(v, &f);
+			if (bson_iter_init_find(&fi, &f, "db") && BSON_ITER_HOLDS_UTF8(&fi))
+				gp->db = bson_strdup(bson_iter_utf8(&fi, NULL));
+			if (bson_iter_init_find(&fi, &f, "coll") && BSON_ITER_HOLDS_UTF8(&fi))
+				gp->from = bson_strdup(bson_iter_utf8(&fi, NULL));
+			continue;
+		}
+		if (strcmp(k, "from") == 0)
+			dst = &gp->from;
+		else if (strcmp(k, "as") == 0)
+			dst = &gp->as;
+		else if (strcmp(k, "connectFromField") == 0)
+			dst = &gp->connect_from;
+		else if (strcmp(k, "connectToField") == 0)
+			dst = &gp->connect_to;
+		else if (strcmp(k, "depthField") == 0)
+			dst = &gp->depth_field;
+		else {
+			ret = terr_set(err, 40104, "Unknown argument to $graphLookup: %s", k);
+			goto err;
+		}
+		if (v->value_type != BSON_TYPE_UTF8) {
+			ret = terr_set(err, 40103, "expected string as argument for %s, found: %s", k,
+			    bv_type_name(v->value_type));
+			goto err;
+		}
+		bson_free(*dst);
+		*dst = bson_strdup(v->value.v_utf8.str);
+	}
+	if (gp->from == NULL || gp->as == NULL || gp->start == NULL || gp->connect_from == NULL ||
+	    gp->connect_to == NULL) {
+		ret = terr_set(err, 40105,
+		    "$graphLookup requires 'from', 'as', 'startWith', 'connectFromField', and 'connectToField' to be specified.");
+		goto err;
+	}
+	if (gp->db == NULL)
+		gp->db = bson_strdup(pc->host != NULL ? pc->host->db : "test");
+	{
+		static const bson_t none = BSON_INITIALIZER;
+		ERR(agg_pipeline_parse_sub(pc, &none, false, true, &gp->reader, err));
+	}
+	agg_pctx_add(pc, &agg_stages_lookup[3], gp, agg_explain_doc("$graphLookup", spec));
+	return 0;
+err:
+	graph_free_plan(gp);
+	return ret;
+}
+
+typedef struct graph_state {
+	storage_coll_t *foreign;
+	bool opened;
+	bson_t out;
+} graph_state_t;
+
+static int
+graph_open(agg_rt_t *rt, terr_t *err)
+{
+	graph_state_t *gs = tm_alloc0(sizeof(*gs));
+
+	bson_init(&gs->out);
+	rt->state = gs;
+	return 0;
+}
+
+/* Append v to the frontier array (arrays contribute their elements) unless
+ * it was queried already (seen holds {"": value} documents). */
+static void
+frontier_add(const bson_value_t *v, bson_t *frontier, uint32_t *n, bson_t *queried)
+{
+	char key[16];
+	const char *k;
+	bson_iter_t it;
+
+	if (v->value_type == BSON_TYPE_ARRAY) {
+		bson_t arr;
+		agg_value_doc(v, &arr);
+		bson_iter_init(&it, &arr);
+		while (bson_iter_next(&it))
+			if (bson_iter_value(&it)->value_type != BSON_TYPE_ARRAY)
+				frontier_add(bson_iter_value(&it), frontier, n, queried);
+		return;
+	}
+	bson_iter_init(&it, queried);
+	while (bson_iter_next(&it))
+		if (bv_equal(bson_iter_value(&it), v))
+			return;
+	bson_uint32_to_string(*n, &k, key, sizeof(key));
+	bv_append(frontier, k, -1, v);
+	bv_append(queried, k, -1, v);
+	(*n)++;
+}
+
+static int
+graph_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	const graph_plan_t *gp = rt->st->plan;
+	graph_state_t *gs = rt->state;
+	const agg_host_t *h = rt->x->p->host;
+	const bson_t *in;
+	bson_t frontier = BSON_INITIALIZER, queried = BSON_INITIALIZER, seen_ids = BSON_INITIALIZER;
+	bson_t results = BSON_INITIALIZER;
+	bson_value_t sv;
+	uint32_t nf = 0, nres = 0, nids = 0;
+	int64_t depth = 0;
+	size_t bytes = 0;
+	int rc, ret = 0;
+
+	rc = agg_rt_pull(rt, &in, err);
+	if (rc != 1) {
+		ret = rc;
+		goto done;
+	}
+	if (!gs->opened) {
+		gs->opened = true;
+		if (h != NULL)
+			storage_coll_get(h->st, gp->db, gp->from, &gs->foreign, NULL);
+	}
+	ERR(agg_eval(rt, gp->start, in, true, &sv, err));
+	if (sv.value_type == BSON_TYPE_EOD)
+		sv.value_type = BSON_TYPE_NULL;
+	frontier_add(&sv, &frontier, &nf, &queried);
+	while (nf > 0 && (gp->max_depth < 0 || depth <= gp->max_depth)) {
+		bson_t filter = BSON_INITIALIZER, cond, next = BSON_INITIALIZER;
+		agg_exec_t *sub = NULL;
+		const bson_t *d;
+		uint32_t nn = 0;
+		bson_append_document_begin(&filter, gp->connect_to, -1, &cond);
+		bson_append_array(&cond, "$in", 3, &frontier);
+		bson_append_document_end(&filter, &cond);
+		if (gp->restrict_filter != NULL) {
+			bson_t both = BSON_INITIALIZER, and;
+			bson_append_array_begin(&both, "$and", -1, &and);
+			bson_append_document(&and, "0", 1, &filter);
+			bson_append_document(&and, "1", 1, gp->restrict_filter);
+			bson_append_array_end(&both, &and);
+			bson_reinit(&filter);
+			bson_concat(&filter, &both);
+			bson_destroy(&both);
+		}
+		/* a source-only sub-run over the foreign collection */
+		rc = agg_exec_new_sub(gp->reader, rt->x, &sub, err);
+		if (rc == 0)
+			rc = agg_exec_open_source(sub, gs->foreign, &filter, err);
+		while (rc == 0 && (rc = agg_exec_pull(sub, &d, err)) == 1) {
+			bson_iter_t idit, fit;
+			bool dup = false;
+			if (bson_iter_init_find(&idit, d, "_id")) {
+				bson_iter_t si;
+				bson_iter_init(&si, &seen_ids);
+				while (!dup && bson_iter_next(&si))
+					dup = bv_equal(bson_iter_value(&si), bson_iter_value(&idit));
+				if (!dup) {
+					char key[16];
+					const char *k;
+					bson_uint32_to_string(nids++, &k, key, sizeof(key));
+					bv_append(&seen_ids, k, -1, bson_iter_value(&idit));
+				}
+			}
+			if (dup)
+				continue;
+			{
+				char key[16];
+				const char *k;
+				bson_uint32_to_string(nres++, &k, key, sizeof(key));
+				if (gp->depth_field != NULL) {
+					bson_t withd = BSON_INITIALIZER;
+					bson_value_t dv = {.value_type = BSON_TYPE_INT64, .value.v_int64 = depth};
+					agg_doc_set_path(d, gp->depth_field, &dv, &withd);
+					bson_append_document(&results, k, -1, &withd);
+					bytes += withd.len;
+					bson_destroy(&withd);
+				} else {
+					bson_append_document(&results, k, -1, d);
+					bytes += d->len;
+				}
+			}
+			if (bytes > (size_t)AGG_MEMORY_LIMIT) {
+				rc = terr_set(err, 5558704,
+				    "$graphLookup reached the maximum memory consumption: %lld bytes",
+				    (long long)AGG_MEMORY_LIMIT);
+				break;
+			}
+			if (bson_iter_init(&fit, d) && bson_iter_find_descendant(&fit, gp->connect_from, &fit))
+				frontier_add(bson_iter_value(&fit), &next, &nn, &queried);
+		}
+		agg_exec_free(sub);
+		bson_destroy(&filter);
+		bson_destroy(&frontier);
+		frontier = next;
+		nf = nn;
+		depth++;
+		if (rc < 0) {
+			ret = -1;
+			goto err;
+		}
+	}
+	{
+		bson_value_t av = {.value_type = BSON_TYPE_ARRAY};
+		av.value.v_doc.data = (uint8_t *)bson_get_data(&results);
+		av.value.v_doc.data_len = results.len;
+		bson_reinit(&gs->out);
+		agg_doc_set_path(in, gp->as, &av, &gs->out);
+	}
+	*out = &gs->out;
+	ret = 1;
+err:
+done:
+	bson_destroy(&frontier);
+	bson_destroy(&queried);
+	bson_destroy(&seen_ids);
+	bson_destroy(&results);
+	return ret;
+}
+
+static void
+graph_close(agg_rt_t *rt)
+{
+	graph_state_t *gs = rt->state;
+
+	storage_coll_release(gs->foreign);
+	bson_destroy(&gs->out);
+	bson_free(gs);
+}
+
 const agg_stage_def_t agg_stages_lookup[] = {
 	{"$lookup", lookup_parse, lookup_open, lookup_next, lookup_close, lookup_free_plan, 0},
 	{"$unionWith", union_parse, union_open, union_next, union_close, union_free_plan, 0,
 	    union_save, union_restore},
 	{"$facet", facet_parse, facet_open, facet_next, facet_close, facet_free_plan,
 	    AGG_F_NOT_IN_FACET},
+	{"$graphLookup", graph_parse, graph_open, graph_next, graph_close, graph_free_plan, 0},
 	{NULL},
 };

@@ -247,7 +247,6 @@ const agg_stage_def_t agg_stages_stats[] = {
 	    AGG_F_FIRST | AGG_F_NOT_IN_FACET},
 	{"$indexStats", indexstats_parse, stats_open, indexstats_next, stats_close, plain_free,
 	    AGG_F_FIRST | AGG_F_NOT_IN_FACET},
-	{"$graphLookup", not_built_parse},
 	{"$geoNear", not_built_parse},
 	{"$currentOp", not_built_parse},
 	{"$listLocalSessions", not_built_parse},

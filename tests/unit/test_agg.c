@@ -355,6 +355,18 @@ test_lookup_facet_union(void)
 	AGG_EQ("orders", "[{\"$project\": {\"_id\": 1}}, {\"$unionWith\": {\"coll\": \"items\", \"pipeline\": [{\"$match\": {\"price\": {\"$lt\": 6}}}]}}]",
 	    "[ { \"_id\" : 1 }, { \"_id\" : 2 }, { \"_id\" : 3 }, { \"_id\" : \"b\", \"price\" : 5 }, { \"_id\" : \"c\", \"price\" : 1 } ]");
 	AGG_EQ(NULL, "[{\"$documents\": [{\"x\": 1}, {\"x\": 2}]}, {\"$match\": {\"x\": 2}}]", "[ { \"x\" : 2 } ]");
+	load("emp", "[{\"_id\": 1, \"name\": \"a\"}, {\"_id\": 2, \"name\": \"b\", \"boss\": \"a\"},"
+	    " {\"_id\": 3, \"name\": \"c\", \"boss\": \"b\"}, {\"_id\": 4, \"name\": \"d\", \"boss\": \"c\"}]");
+	AGG_EQ("emp", "[{\"$match\": {\"_id\": 4}}, {\"$graphLookup\": {\"from\": \"emp\", \"startWith\": \"$boss\","
+	    " \"connectFromField\": \"boss\", \"connectToField\": \"name\", \"as\": \"chain\", \"depthField\": \"d\"}},"
+	    " {\"$project\": {\"chain._id\": 1, \"chain.d\": 1}}]",
+	    "[ { \"_id\" : 4, \"chain\" : [ { \"_id\" : 3, \"d\" : 0 }, { \"_id\" : 2, \"d\" : 1 }, { \"_id\" : 1, \"d\" : 2 } ] } ]");
+	AGG_EQ("emp", "[{\"$match\": {\"_id\": 4}}, {\"$graphLookup\": {\"from\": \"emp\", \"startWith\": \"$boss\","
+	    " \"connectFromField\": \"boss\", \"connectToField\": \"name\", \"as\": \"chain\", \"maxDepth\": 0}},"
+	    " {\"$project\": {\"chain._id\": 1}}]",
+	    "[ { \"_id\" : 4, \"chain\" : [ { \"_id\" : 3 } ] } ]");
+	AGG_ERR("emp", "[{\"$graphLookup\": {\"from\": \"emp\", \"startWith\": \"$boss\"}}]", 40105);
+	AGG_ERR("emp", "[{\"$graphLookup\": {\"from\": \"emp\", \"maxDepth\": -1}}]", 40101);
 	AGG_ERR("orders", "[{\"$lookup\": {\"from\": \"items\", \"as\": \"i\"}}]", 9);
 	AGG_ERR("orders", "[{\"$lookup\": {\"from\": \"items\", \"pipeline\": [{\"$out\": \"z\"}], \"as\": \"i\"}}]", 51047);
 }
@@ -494,7 +506,7 @@ test_stats_stages(void)
 	AGG_EQ("customers", "[{\"$indexStats\": {}}, {\"$project\": {\"name\": 1, \"key\": 1, \"_id\": 0}}]",
 	    "[ { \"name\" : \"_id_\", \"key\" : { \"_id\" : 1 } } ]");
 	AGG_ERR("customers", "[{\"$match\": {}}, {\"$collStats\": {}}]", 40602);
-	AGG_ERR("customers", "[{\"$graphLookup\": {}}]", 238);
+	AGG_ERR("customers", "[{\"$geoNear\": {}}]", 238);
 	load("red", "[{\"_id\": 1, \"level\": 1, \"a\": {\"level\": 5, \"x\": 1}, \"b\": [{\"level\": 1, \"y\": 2}, {\"level\": 9}, 3]}]");
 	AGG_EQ("red", "[{\"$redact\": {\"$cond\": [{\"$lte\": [\"$level\", 3]}, \"$$DESCEND\", \"$$PRUNE\"]}}]",
 	    "[ { \"_id\" : 1, \"level\" : 1, \"b\" : [ { \"level\" : 1, \"y\" : 2 }, 3 ] } ]");
