@@ -14,6 +14,7 @@
  */
 #include "commands/validation.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -162,6 +163,49 @@ validation_check_options(const bson_t *options, bool creating, terr_t *err)
 
 	validator_free(v);
 	return rc;
+}
+
+int
+validation_check_namespace(const char *db, const char *coll, const uint8_t *uuid,
+                           const bson_t *options, terr_t *err)
+{
+	bson_iter_t it;
+	uint8_t fresh[16];
+	char u[40];
+	bool internal = strcmp(db, "admin") == 0 || strcmp(db, "local") == 0 ||
+	    (strcmp(db, "config") == 0 && strcmp(coll, "settings") != 0);
+
+	if (options == NULL || !bson_iter_init_find(&it, options, "validator") ||
+	    !BSON_ITER_HOLDS_DOCUMENT(&it)) {
+		return 0;
+	} else {
+		const uint8_t *data;
+		uint32_t len;
+		bson_iter_document(&it, &len, &data);
+		if (len <= 5)
+			return 0;
+	}
+	if (!internal && strncmp(coll, "system.", 7) != 0)
+		return 0;
+	if (uuid == NULL) {
+		FILE *f = fopen("/dev/urandom", "rb");
+		if (f == NULL || fread(fresh, 1, sizeof fresh, f) != sizeof fresh)
+			memset(fresh, 0x5a, sizeof fresh);
+		if (f != NULL)
+			fclose(f);
+		fresh[6] = (uint8_t)((fresh[6] & 0x0f) | 0x40);
+		fresh[8] = (uint8_t)((fresh[8] & 0x3f) | 0x80);
+		uuid = fresh;
+	}
+	snprintf(u, sizeof u, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+	    uuid[0], uuid[1], uuid[2], uuid[3], uuid[4], uuid[5], uuid[6], uuid[7], uuid[8], uuid[9],
+	    uuid[10], uuid[11], uuid[12], uuid[13], uuid[14], uuid[15]);
+	if (strncmp(coll, "system.", 7) == 0)
+		return terr_set(err, TERR_INVALID_OPTIONS,
+		    "Document validators not allowed on system collection %s.%s with UUID %s", db, coll, u);
+	return terr_set(err, TERR_INVALID_OPTIONS,
+	    "Document validators are not allowed on collection %s.%s with UUID %s in the %s internal "
+	    "database", db, coll, u, db);
 }
 
 static validator_t *

@@ -29,6 +29,18 @@
  * caused by :: <why>", as mongod's collMod does. */
 int validation_check_options(const bson_t *options, bool creating, terr_t *err);
 
+/* mongod's CollectionImpl::_checkValidatorCanBeUsed, for create and
+ * collMod when options carry a non-empty validator: refused with 72
+ * InvalidOptions on system collections ("Document validators not allowed on
+ * system collection <ns> with UUID <uuid>") and in the admin, local and
+ * config databases except config.settings ("Document validators are not
+ * allowed on collection <ns> with UUID <uuid> in the <db> internal
+ * database").  uuid is the collection's, or NULL before it exists (a fresh
+ * random one is then named, as mongod names the one it was creating).
+ * Returns 0 or -1 with err set. */
+int validation_check_namespace(const char *db, const char *coll, const uint8_t *uuid,
+                               const bson_t *options, terr_t *err);
+
 /* What a write does with a document that fails. */
 typedef enum {
 	VALIDATION_OK = 0,      /* passes, or validation does not apply */

@@ -11,6 +11,7 @@
 #include "common/mem.h"
 #include "query/match.h"
 #include "query/match_explain.h"
+#include "commands/validation.h"
 #include "tamga/tamga.h"
 
 static tamga_t *db;
@@ -355,6 +356,34 @@ test_depth_cap(void)
 	}
 }
 
+static void
+test_namespace_check(void)
+{
+	bson_t *v = tt_json("{\"validator\": {\"a\": {\"$exists\": true}}}");
+	bson_t *empty = tt_json("{\"validator\": {}}");
+	uint8_t uuid[16] = {0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0x4d, 0xef, 0x81, 0x23, 0x45, 0x67,
+	                    0x89, 0xab, 0xcd, 0xef};
+	terr_t e = TERR_INIT;
+
+	TT_EQ_INT(validation_check_namespace("shop", "items", NULL, v, &e), 0);
+	TT_EQ_INT(validation_check_namespace("config", "settings", NULL, v, &e), 0);
+	TT_EQ_INT(validation_check_namespace("admin", "x", NULL, empty, &e), 0);
+	TT_EQ_INT(validation_check_namespace("admin", "x", uuid, v, &e), -1);
+	TT_EQ_INT(e.code, 72);
+	TT_EQ_STR(e.msg, "Document validators are not allowed on collection admin.x with UUID "
+	          "12345678-9abc-4def-8123-456789abcdef in the admin internal database");
+	terr_clear(&e);
+	TT_EQ_INT(validation_check_namespace("shop", "system.js", uuid, v, &e), -1);
+	TT_EQ_STR(e.msg, "Document validators not allowed on system collection shop.system.js with UUID "
+	          "12345678-9abc-4def-8123-456789abcdef");
+	terr_clear(&e);
+	TT_EQ_INT(validation_check_namespace("local", "x", NULL, v, &e), -1);
+	TT_ASSERT(strstr(e.msg, "in the local internal database") != NULL);
+	terr_clear(&e);
+	bson_destroy(v);
+	bson_destroy(empty);
+}
+
 /* ---- the policy through the embedded API ---------------------------------- */
 
 static bson_t *
@@ -602,6 +631,7 @@ main(void)
 	TT_RUN(test_considered_values_cap);
 	TT_RUN(test_size_truncation);
 	TT_RUN(test_depth_cap);
+	TT_RUN(test_namespace_check);
 
 	dir = tt_tmpdir("validation");
 	if (tamga_open(dir, "create", &db, &e) != 0) {
