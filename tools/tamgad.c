@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "server/server.h"
+#include "server/tls.h"
 
 #define EXIT_BADOPTIONS 2
 #define EXIT_NET_ERROR 48
@@ -41,6 +42,12 @@ typedef struct opts {
 	char *pidfile;
 	bool in_memory;
 	bool auth;
+	char *tls_mode;
+	char *tls_cert_key_file;
+	char *tls_cert_key_password;
+	char *tls_ca_file;
+	bool tls_allow_invalid_certs;
+	bool tls_allow_no_cert;
 } opts_t;
 
 static server_t *g_server;
@@ -69,6 +76,12 @@ usage(FILE *f)
 	    "  --pidfilepath arg              Full path to pidfile\n"
 	    "  --auth                         Run with security (clients must authenticate)\n"
 	    "  --noauth                       Run without security\n"
+	    "  --tlsMode arg                  disabled, allowTLS, preferTLS or requireTLS\n"
+	    "  --tlsCertificateKeyFile arg    PEM file with the server's certificate and key\n"
+	    "  --tlsCertificateKeyFilePassword arg  Password of an encrypted key\n"
+	    "  --tlsCAFile arg                CAs for client certificates (then required, unless\n"
+	    "                                 --tlsAllowConnectionsWithoutCertificates)\n"
+	    "  --tlsAllowInvalidCertificates  Accept client certificates that do not verify\n"
 	    "\n"
 	    "Storage options:\n"
 	    "  --dbpath arg                   Directory for datafiles - defaults to /data/db\n"
@@ -153,6 +166,26 @@ apply(opts_t *o, const char *name, const char *v)
 			fprintf(stderr, "Error: security.authorization must be enabled or disabled\n");
 			return -1;
 		}
+	} else if (strcmp(name, "net.tls.mode") == 0 || strcmp(name, "net.ssl.mode") == 0) {
+		tls_mode_t m;
+		if (tls_mode_parse(v, &m) != 0) {
+			fprintf(stderr, "Error: unsupported value for %s: %s\n", name, v);
+			return -1;
+		}
+		set_str(&o->tls_mode, v);
+	} else if (strcmp(name, "net.tls.certificateKeyFile") == 0 || strcmp(name, "net.ssl.PEMKeyFile") == 0) {
+		set_str(&o->tls_cert_key_file, v);
+	} else if (strcmp(name, "net.tls.certificateKeyFilePassword") == 0 ||
+	    strcmp(name, "net.ssl.PEMKeyPassword") == 0) {
+		set_str(&o->tls_cert_key_password, v);
+	} else if (strcmp(name, "net.tls.CAFile") == 0 || strcmp(name, "net.ssl.CAFile") == 0) {
+		set_str(&o->tls_ca_file, v);
+	} else if (strcmp(name, "net.tls.allowInvalidCertificates") == 0 ||
+	    strcmp(name, "net.ssl.allowInvalidCertificates") == 0) {
+		o->tls_allow_invalid_certs = parse_bool(v);
+	} else if (strcmp(name, "net.tls.allowConnectionsWithoutCertificates") == 0 ||
+	    strcmp(name, "net.ssl.allowConnectionsWithoutCertificates") == 0) {
+		o->tls_allow_no_cert = parse_bool(v);
 	} else if (strcmp(name, "security.noauth") == 0) {
 		o->auth = !parse_bool(v);
 	} else if (strcmp(name, "storage.dbPath") == 0) {
@@ -333,6 +366,21 @@ parsed_doc(const opts_t *o)
 	}
 	if (o->max_conns)
 		BSON_APPEND_INT32(&sub, "maxIncomingConnections", (int32_t)o->max_conns);
+	if (o->tls_mode) {
+		BSON_APPEND_DOCUMENT_BEGIN(&sub, "tls", &sub2);
+		if (o->tls_ca_file)
+			BSON_APPEND_UTF8(&sub2, "CAFile", o->tls_ca_file);
+		if (o->tls_allow_no_cert)
+			BSON_APPEND_BOOL(&sub2, "allowConnectionsWithoutCertificates", true);
+		if (o->tls_allow_invalid_certs)
+			BSON_APPEND_BOOL(&sub2, "allowInvalidCertificates", true);
+		if (o->tls_cert_key_file)
+			BSON_APPEND_UTF8(&sub2, "certificateKeyFile", o->tls_cert_key_file);
+		if (o->tls_cert_key_password)
+			BSON_APPEND_UTF8(&sub2, "certificateKeyFilePassword", "<password>");
+		BSON_APPEND_UTF8(&sub2, "mode", o->tls_mode);
+		bson_append_document_end(&sub, &sub2);
+	}
 	BSON_APPEND_INT32(&sub, "port", o->port > 0 ? o->port : (o->port == 0 ? 27017 : 0));
 	bson_append_document_end(d, &sub);
 	if (o->auth) {
@@ -386,6 +434,18 @@ static const struct flag {
 	{"--fork", "processManagement.fork", false},
 	{"--auth", "security.authorization", false},
 	{"--noauth", "security.noauth", false},
+	{"--tlsMode", "net.tls.mode", true},
+	{"--tlsCertificateKeyFile", "net.tls.certificateKeyFile", true},
+	{"--tlsCertificateKeyFilePassword", "net.tls.certificateKeyFilePassword", true},
+	{"--tlsCAFile", "net.tls.CAFile", true},
+	{"--tlsAllowInvalidCertificates", "net.tls.allowInvalidCertificates", false},
+	{"--tlsAllowConnectionsWithoutCertificates", "net.tls.allowConnectionsWithoutCertificates", false},
+	{"--sslMode", "net.ssl.mode", true},
+	{"--sslPEMKeyFile", "net.ssl.PEMKeyFile", true},
+	{"--sslPEMKeyPassword", "net.ssl.PEMKeyPassword", true},
+	{"--sslCAFile", "net.ssl.CAFile", true},
+	{"--sslAllowInvalidCertificates", "net.ssl.allowInvalidCertificates", false},
+	{"--sslAllowConnectionsWithoutCertificates", "net.ssl.allowConnectionsWithoutCertificates", false},
 	{"--nounixsocket", "net.unixDomainSocket.enabled", false},
 };
 
@@ -481,6 +541,8 @@ main(int argc, char **argv)
 	cmd_admin_process_t proc;
 	struct sigaction sa;
 	struct stat st;
+	tls_server_t *tls = NULL;
+	tls_options_t to;
 	char host[256];
 	int i, code = 0;
 
@@ -565,7 +627,24 @@ main(int argc, char **argv)
 		    NULL);
 	tlog_startup_done();
 
+	memset(&to, 0, sizeof(to));
+	to.mode = TLS_MODE_DISABLED;
+	if (o.tls_mode != NULL)
+		tls_mode_parse(o.tls_mode, &to.mode);
+	to.certificate_key_file = o.tls_cert_key_file;
+	to.certificate_key_password = o.tls_cert_key_password;
+	to.ca_file = o.tls_ca_file;
+	to.require_client_cert = o.tls_ca_file != NULL && !o.tls_allow_no_cert;
+	to.allow_invalid_certificates = o.tls_allow_invalid_certs;
+	if (tls_server_new(&to, &tls, &err) != 0) {
+		log_error(23248, "Failed to set up TLS", &err);
+		fprintf(stderr, "tamgad: %s\n", err.msg ? err.msg : "cannot set up TLS");
+		code = EXIT_BADOPTIONS;
+		goto out;
+	}
+
 	memset(&so, 0, sizeof(so));
+	so.tls = tls;
 	so.bind_ip = o.bind_ip;
 	so.bind_ip_all = o.bind_ip_all;
 	so.port = o.port;
@@ -607,6 +686,8 @@ out:
 	}
 	if (engine != NULL)
 		engine_close(engine);
+	if (tls != NULL)
+		tls_server_free(tls);
 	if (code == 0 || engine != NULL || parsed != NULL) {
 		bson_init(&attr);
 		BSON_APPEND_INT32(&attr, "exitCode", code);
@@ -624,5 +705,9 @@ out:
 	bson_free(o.logpath);
 	bson_free(o.compressors);
 	bson_free(o.pidfile);
+	bson_free(o.tls_mode);
+	bson_free(o.tls_cert_key_file);
+	bson_free(o.tls_cert_key_password);
+	bson_free(o.tls_ca_file);
 	return code;
 }

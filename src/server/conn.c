@@ -204,14 +204,16 @@ done:
 
 /* ---- socket I/O ---------------------------------------------------------- */
 
+#define TLS_HANDSHAKE_TIMEOUT_MS 10000
+
 /* 0 = got n bytes, 1 = clean EOF before any byte, -1 = error/short read. */
 static int
-read_full(int fd, uint8_t *buf, size_t n)
+read_full(conn_t *c, uint8_t *buf, size_t n)
 {
 	size_t got = 0;
 
 	while (got < n) {
-		ssize_t r = recv(fd, buf + got, n - got, 0);
+		ssize_t r = c->tls ? tls_read(c->tls, buf + got, n - got) : recv(c->fd, buf + got, n - got, 0);
 		if (r == 0)
 			return got == 0 ? 1 : -1;
 		if (r < 0) {
@@ -225,12 +227,13 @@ read_full(int fd, uint8_t *buf, size_t n)
 }
 
 static int
-write_full(int fd, const uint8_t *buf, size_t n)
+write_full(conn_t *c, const uint8_t *buf, size_t n)
 {
 	size_t put = 0;
 
 	while (put < n) {
-		ssize_t r = send(fd, buf + put, n - put, MSG_NOSIGNAL);
+		ssize_t r = c->tls ? tls_write(c->tls, buf + put, n - put) :
+		    send(c->fd, buf + put, n - put, MSG_NOSIGNAL);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -275,6 +278,21 @@ conn_main(void *arg)
 	info.is_local = c->is_local;
 	cl = client_new(srv->engine, &info);
 
+	if (srv->tls != NULL && tls_server_mode(srv->tls) != TLS_MODE_DISABLED) {
+		terr_t err = TERR_INIT;
+		if (tls_accept(srv->tls, c->fd, TLS_HANDSHAKE_TIMEOUT_MS, &c->tls, &err) != 0) {
+			bson_t attr;
+			bson_init(&attr);
+			BSON_APPEND_UTF8(&attr, "remote", c->remote);
+			BSON_APPEND_UTF8(&attr, "error", err.msg ? err.msg : "");
+			tlog('I', "NETWORK", 22988, "Error receiving request from client. Ending connection from remote",
+			    &attr);
+			bson_destroy(&attr);
+			terr_clear(&err);
+			goto end;
+		}
+	}
+
 	while (!atomic_load(&srv->stopping)) {
 		wire_header_t h;
 		terr_t err = TERR_INIT;
@@ -283,7 +301,7 @@ conn_main(void *arg)
 		bool close_after = false;
 		int r;
 
-		r = read_full(c->fd, hdr, sizeof(hdr));
+		r = read_full(c, hdr, sizeof(hdr));
 		if (r != 0)
 			break;
 		if (wire_header_read(hdr, &h, &err) != 0) {
@@ -299,7 +317,7 @@ conn_main(void *arg)
 		}
 		msg = bson_malloc((size_t)h.length);
 		memcpy(msg, hdr, sizeof(hdr));
-		if (read_full(c->fd, msg + WIRE_HEADER_LEN, (size_t)h.length - WIRE_HEADER_LEN) != 0) {
+		if (read_full(c, msg + WIRE_HEADER_LEN, (size_t)h.length - WIRE_HEADER_LEN) != 0) {
 			bson_free(msg);
 			break;
 		}
@@ -308,7 +326,7 @@ conn_main(void *arg)
 		conn_handle_message(srv, cl, msg, (size_t)h.length, &out, &close_after);
 		bson_free(msg);
 		if (out.data != NULL) {
-			r = write_full(c->fd, out.data, out.len);
+			r = write_full(c, out.data, out.len);
 			__atomic_fetch_add(&k->bytes_out, (int64_t)out.len, __ATOMIC_RELAXED);
 			bson_free(out.data);
 			if (r != 0)
@@ -318,6 +336,9 @@ conn_main(void *arg)
 			break;
 	}
 
+end:
+	if (c->tls != NULL)
+		tls_close(c->tls);
 	client_free(cl);
 	pthread_mutex_lock(&srv->lock);
 	close(c->fd);

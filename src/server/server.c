@@ -158,6 +158,7 @@ server_start(engine_t *e, const server_options_t *o, server_t **out, terr_t *err
 	s->bind_ip = bson_strdup(o->bind_ip_all ? "0.0.0.0,::" : (o->bind_ip ? o->bind_ip : "127.0.0.1"));
 	s->compressors = bson_strdup(o->compressors ? o->compressors : "snappy,zstd,zlib");
 	s->quiet = o->quiet;
+	s->tls = o->tls;
 	s->cursor_timeout_ms = o->cursor_timeout_ms > 0 ? o->cursor_timeout_ms : 600000;
 	s->max_conns = o->max_conns > 0 ? o->max_conns : DEFAULT_MAX_CONNS;
 	/* as mongod: at most 80% of the file descriptor limit */

@@ -20,6 +20,7 @@
 #include "common/error.h"
 
 typedef struct server server_t;
+typedef struct tls_server tls_server_t;
 
 typedef struct server_options {
 	const char *bind_ip;         /* comma-separated addresses or host names; NULL = "127.0.0.1" */
@@ -29,6 +30,7 @@ typedef struct server_options {
 	const char *compressors;     /* mongod's --networkMessageCompressors; NULL = "snappy,zstd,zlib" */
 	bool quiet;                  /* no connection accepted/ended lines */
 	int64_t cursor_timeout_ms;   /* 0 = 600000 (10 minutes) */
+	tls_server_t *tls;           /* borrowed; NULL or disabled = plain TCP (see tls.h) */
 } server_options_t;
 
 /*

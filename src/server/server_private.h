@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 
 #include "server/server.h"
+#include "server/tls.h"
 #include "server/wire.h"
 
 #define SERVER_MAX_LISTENERS 16
@@ -23,6 +24,7 @@ struct server {
 	int64_t max_conns;
 	bool quiet;
 	int64_t cursor_timeout_ms;
+	tls_server_t *tls;                /* borrowed */
 
 	int listen_fds[SERVER_MAX_LISTENERS];
 	int nlisten;
@@ -47,6 +49,7 @@ struct conn {
 	int64_t id;
 	char remote[80];
 	bool is_local;
+	tls_conn_t *tls;                  /* set once the TLS handshake is done */
 	conn_t *prev, *next;              /* in srv->conns, under srv->lock */
 };
 
