@@ -498,6 +498,87 @@ expr_decimal_mod(bson_decimal128_t ad, bson_decimal128_t bd)
 	return dec_finish(r, false);
 }
 
+static void
+big_shr1(big_t *a)
+{
+	for (int i = 0; i < 4; i++)
+		a->w[i] = (a->w[i] >> 1) | (i < 3 ? a->w[i + 1] << 63 : 0);
+}
+
+/* floor(sqrt(a)) by Newton's method */
+static void
+big_isqrt(const big_t *a, big_t *r)
+{
+	big_t x, q, rem, y;
+	int bits = big_bits(a);
+
+	memset(&x, 0, sizeof(x));
+	if (bits == 0) {
+		*r = x;
+		return;
+	}
+	int sh = (bits + 1) / 2;
+	x.w[sh / 64] = (uint64_t)1 << (sh % 64); /* >= sqrt(a) */
+	for (;;) {
+		big_divmod(a, &x, &q, &rem);
+		y = x;
+		big_add(&y, &q);
+		big_shr1(&y);
+		if (big_cmp(&y, &x) >= 0)
+			break;
+		x = y;
+	}
+	*r = x;
+}
+
+bson_decimal128_t
+expr_decimal_sqrt(bson_decimal128_t ad)
+{
+	dec_t a = dec_unpack(ad), r;
+
+	if (a.kind == DK_NAN)
+		return dec_pack_special(DK_NAN, false);
+	if (a.kind == DK_FINITE && big_is_zero(&a.c)) {
+		r = a;
+		r.exp = a.exp >= 0 ? a.exp / 2 : -((-a.exp + 1) / 2);
+		return dec_finish(r, false);
+	}
+	if (a.neg)
+		return dec_pack_special(DK_NAN, false);
+	if (a.kind == DK_INF)
+		return ad;
+	int pref = a.exp >= 0 ? a.exp / 2 : -((-a.exp + 1) / 2); /* floor(exp / 2) */
+	big_t c = a.c;
+	int e = a.exp;
+	if (e % 2 != 0) {
+		big_mul_pow10(&c, 1);
+		e -= 1;
+	}
+	int k = (72 - big_digits(&c) + 1) / 2;
+	if (k < 0)
+		k = 0;
+	big_mul_pow10(&c, 2 * k);
+	big_t root, sq, q2;
+	big_isqrt(&c, &root);
+	big_mul_u128(&sq, big_to_u128(&root), big_to_u128(&root));
+	(void)q2;
+	r.kind = DK_FINITE;
+	r.neg = false;
+	r.exp = e / 2 - k;
+	r.c = root;
+	if (big_cmp(&sq, &c) == 0) {
+		while (r.exp < pref) {
+			big_t t = r.c;
+			if (big_div_small(&t, 10) != 0)
+				break;
+			r.c = t;
+			r.exp++;
+		}
+		return dec_finish(r, false);
+	}
+	return dec_finish(r, true);
+}
+
 /* mode: 0 half-even, 1 floor, 2 ceil, 3 toward zero */
 static bson_decimal128_t
 dec_quantize(bson_decimal128_t ad, int target_exp, int mode)

@@ -3,13 +3,14 @@
  * arithmetic for the expression language and accumulators.
  *
  * libbson only parses and prints Decimal128; MongoDB computes with Intel's
- * decimal library.  Here: exact add, subtract, multiply and divide rounded
+ * decimal library.  Here: exact add, subtract, multiply, divide and square
+ * root rounded
  * to 34 digits half-to-even (IEEE's default, which MongoDB uses), quantize
  * for $round/$trunc, and conversions.  Results carry IEEE's preferred
  * exponents (1.0 + 2.00 = 3.00; 10 / 4 = 2.5) so printing matches mongod.
  *
- * Not here: transcendental functions (exp, ln, sqrt, pow); callers report
- * them as not implemented for decimals.
+ * Not here: transcendental functions (exp, ln, pow); callers report them as
+ * not implemented for decimals.
  */
 #ifndef TAMGA_EXPR_DECIMAL_H
 #define TAMGA_EXPR_DECIMAL_H
@@ -25,6 +26,9 @@ bson_decimal128_t expr_decimal_mul(bson_decimal128_t a, bson_decimal128_t b);
 bson_decimal128_t expr_decimal_div(bson_decimal128_t a, bson_decimal128_t b);
 /* Remainder with the sign of a (truncated division, as fmod). */
 bson_decimal128_t expr_decimal_mod(bson_decimal128_t a, bson_decimal128_t b);
+
+/* Square root, correctly rounded (negative -> NaN; -0 -> -0). */
+bson_decimal128_t expr_decimal_sqrt(bson_decimal128_t a);
 
 /* Round to `places` digits after the point (negative: before), half to even
  * (round) or toward zero (trunc=true).  Exponent of the result is -places

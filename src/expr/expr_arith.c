@@ -423,8 +423,12 @@ eval_sqrt(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	bson_value_t v;
 
 	SINGLE_NUMERIC(e, env, &v, out, err);
-	if (v.value_type == BSON_TYPE_DECIMAL128)
-		return decimal_not_implemented("$sqrt", err);
+	if (v.value_type == BSON_TYPE_DECIMAL128) {
+		if (expr_decimal_is_negative(v.value.v_decimal128))
+			return terr_set(err, 28714, "$sqrt's argument must be greater than or equal to 0");
+		expr_set_decimal(out, expr_decimal_sqrt(v.value.v_decimal128));
+		return 0;
+	}
 	double d = expr_num_to_double(&v);
 	if (!(d >= 0 || isnan(d)))
 		return terr_set(err, 28714, "$sqrt's argument must be greater than or equal to 0");

@@ -102,6 +102,13 @@ test_unary(void)
 	TXERR("{\"$log\": [8, 1]}", NULL, "ERR 28759 $log's base must be a positive number not equal to 1, but is 1");
 	TXERR("{\"$log\": [\"a\", 1]}", NULL, "ERR 28756 $log's argument must be numeric, not string");
 	TXERR("{\"$exp\": " ND("1") "}", NULL, "ERR 238 $exp is not implemented for decimal arguments yet");
+	TX("{\"$sqrt\": " ND("16") "}", NULL, RDEC("4"));
+	TX("{\"$sqrt\": " ND("2") "}", NULL, RDEC("1.414213562373095048801688724209698"));
+	TX("{\"$sqrt\": " ND("1.44") "}", NULL, RDEC("1.2"));
+	TX("{\"$sqrt\": " ND("100") "}", NULL, RDEC("10"));
+	TX("{\"$sqrt\": " ND("1E+3") "}", NULL, RDEC("31.62277660168379331998893544432719"));
+	TX("{\"$sqrt\": " ND("0.0") "}", NULL, RDEC("0.0"));
+	TXERR("{\"$sqrt\": " ND("-1") "}", NULL, "ERR 28714 $sqrt's argument must be greater than or equal to 0");
 }
 
 static void
