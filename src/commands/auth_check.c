@@ -877,13 +877,29 @@ auth_check_command(cmd_t *c, const cmd_def_t *def, terr_t *err)
 		return 0;
 	ac = auth_client_get(c->client);
 	if (ac->user == NULL) {
-		/* the localhost exception: the first user (or role), in admin */
+		/* the localhost exception (no user and no role stored, a loopback
+		 * client): mongod's bootstrap privileges, enough to create the
+		 * first user in admin (with roles of admin) and nothing else */
 		if (c->client->is_local && (s = client_session(c->client, err)) != NULL &&
 		    !auth_store_any(c->engine->st, s)) {
-			if (strcmp(c->db, "admin") == 0 && row != NULL &&
-			    (strcmp(row->cmd, "createUser") == 0 || strcmp(row->cmd, "createRole") == 0))
-				return 0;
-			return unauthorized(c, err);
+			auth_privset_t boot;
+			auth_actions_t a;
+			bool ok;
+
+			auth_privset_init(&boot);
+			memset(&a, 0, sizeof(a));
+			auth_actions_add_list(&a, "createUser grantRole");
+			auth_privset_add(&boot, AUTH_RES_DB, "admin", NULL, &a);
+			memset(&a, 0, sizeof(a));
+			auth_actions_add_list(&a, "replSetGetStatus");
+			auth_privset_add(&boot, AUTH_RES_CLUSTER, NULL, NULL, &a);
+			memset(&k, 0, sizeof(k));
+			k.c = c;
+			k.ac = ac;
+			k.ps = &boot;
+			ok = row != NULL && auth_allows(&k, row->cmd, c->body);
+			auth_privset_destroy(&boot);
+			return ok ? 0 : unauthorized(c, err);
 		}
 		terr_clear(err);
 		return terr_set(err, TERR_UNAUTHORIZED, "Command %s requires authentication",

@@ -141,6 +141,7 @@ typedef struct auth_client {
 	char *user, *db;              /* authenticated, or NULL */
 	auth_scram_t *conv;           /* SASL conversation in flight */
 	char *conv_db;
+	bool speculative;             /* the conversation began in hello */
 	uint64_t gen;                 /* generation privs were resolved at */
 	bool resolved;
 	auth_privset_t privs;

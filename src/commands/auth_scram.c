@@ -555,6 +555,8 @@ step_final(auth_scram_t *s, const char *in, size_t len, char **out, size_t *out_
 	bson_free(am);
 	bson_free(proof);
 	OPENSSL_cleanse(key, sizeof(key));
+	if (!ok && s->fake)
+		return terr_set(err, TERR_USER_NOT_FOUND, "Could not find user \"%s\"", s->user);
 	if (!ok)
 		return terr_set(err, TERR_AUTHENTICATION_FAILED, "SCRAM authentication failed, storedKey mismatch");
 	v = auth_b64_encode(ssig, s->key_len);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include <openssl/crypto.h>
+#include "common/log.h"
 #include "common/mem.h"
 #include <openssl/rand.h>
 
@@ -116,6 +117,31 @@ conv_end(auth_client_t *ac)
 	ac->conv_db = NULL;
 }
 
+/* mongod's access log lines 20249 / 20250 (never a password or a proof). */
+static void
+log_auth(cmd_t *c, auth_client_t *ac, bool ok, const terr_t *why)
+{
+	const char *user = ac->conv ? auth_scram_user(ac->conv) : NULL;
+	char name[32];
+	bson_t attr, extra;
+
+	bson_init(&attr);
+	BSON_APPEND_UTF8(&attr, "mechanism", ac->conv ? auth_mech_name(auth_scram_mech(ac->conv)) : "");
+	BSON_APPEND_BOOL(&attr, "speculative", ac->speculative);
+	BSON_APPEND_UTF8(&attr, "principalName", user ? user : "");
+	BSON_APPEND_UTF8(&attr, "authenticationDatabase", ac->conv_db ? ac->conv_db : "");
+	BSON_APPEND_UTF8(&attr, "remote", c->client->remote ? c->client->remote : "");
+	BSON_APPEND_DOCUMENT_BEGIN(&attr, "extraInfo", &extra);
+	bson_append_document_end(&attr, &extra);
+	if (!ok && why != NULL) {
+		char *e = bson_strdup_printf("%s: %s", terr_code_name(why->code, name), why->msg ? why->msg : "");
+		BSON_APPEND_UTF8(&attr, "error", e);
+		bson_free(e);
+	}
+	tlog('I', "ACCESS", ok ? 20250 : 20249, ok ? "Authentication succeeded" : "Authentication failed", &attr);
+	bson_destroy(&attr);
+}
+
 /* One step of the conversation in ac; on success fills reply. */
 static int
 sasl_step(cmd_t *c, auth_client_t *ac, const uint8_t *in, size_t len, bool as_string, bson_t *reply, terr_t *err)
@@ -130,16 +156,32 @@ sasl_step(cmd_t *c, auth_client_t *ac, const uint8_t *in, size_t len, bool as_st
 	lc.db = ac->conv_db;
 	lc.mech = auth_scram_mech(ac->conv);
 	if (auth_scram_step(ac->conv, in, len, creds_lookup, &lc, &out, &out_len, &done, &inner) != 0) {
-		/* mongod says nothing more to the client; the reason stays here */
+		/* mongod says nothing more to the client; the reason goes to the log */
+		log_auth(c, ac, false, &inner);
 		terr_clear(&inner);
 		conv_end(ac);
 		return terr_set(err, TERR_AUTHENTICATION_FAILED, "Authentication failed.");
 	}
 	if (done) {
 		const char *user = auth_scram_user(ac->conv);
-		auth_client_logout(ac);
-		ac->user = bson_strdup(user);
-		ac->db = bson_strdup(ac->conv_db);
+		if (ac->user != NULL && !(strcmp(ac->user, user) == 0 && strcmp(ac->db, ac->conv_db) == 0)) {
+			/* mongod: one user per connection */
+			if (strcmp(ac->db, ac->conv_db) == 0)
+				terr_set(err, 5626701, "Each client connection may only be authenticated once. "
+				    "Previously authenticated as: %s@%s", ac->user, ac->db);
+			else
+				terr_set(err, 5626702, "Client has attempted to authenticate on multiple databases."
+				    "Already authenticated as: %s@%s", ac->user, ac->db);
+			conv_end(ac);
+			bson_free(out);
+			return -1;
+		}
+		log_auth(c, ac, true, NULL);
+		if (ac->user == NULL) {
+			ac->user = bson_strdup(user);
+			ac->db = bson_strdup(ac->conv_db);
+			ac->resolved = false;
+		}
 		conv_end(ac);
 	}
 	append_reply(reply, done, out, out_len, as_string);
@@ -183,6 +225,7 @@ sasl_start(cmd_t *c, const bson_t *body, const char *db, const char *cmdname, bs
 	}
 	ac->conv = auth_scram_new(mech, skip_empty);
 	ac->conv_db = bson_strdup(db);
+	ac->speculative = strcmp(cmdname, "saslStart") != 0;
 	ret = sasl_step(c, ac, payload, len, as_string, reply, err);
 	bson_free(payload);
 	return ret;

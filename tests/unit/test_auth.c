@@ -486,6 +486,10 @@ test_localhost_exception(void)
 	bson_destroy(&reply);
 	TT_EQ_INT(run(local, "test", "{\"createUser\": \"x\", \"pwd\": \"p\", \"roles\": []}", &reply), 13);
 	bson_destroy(&reply);
+	/* granting a role of another database is beyond the exception */
+	TT_EQ_INT(run_quiet(local, "admin", "{\"createUser\": \"x\", \"pwd\": \"p\", \"roles\": "
+	    "[{\"role\": \"readWrite\", \"db\": \"bookstore\"}]}"), 13);
+	TT_EQ_INT(run_quiet(local, "admin", "{\"createRole\": \"r\", \"privileges\": [], \"roles\": []}"), 13);
 	make_admin(local);
 	/* the exception is gone with the first user */
 	TT_EQ_INT(run(local, "admin", "{\"createUser\": \"y\", \"pwd\": \"p\", \"roles\": []}", &reply), 13);
@@ -593,6 +597,11 @@ test_sasl_failures(void)
 	for (i = 0; i < 100; i++)
 		TT_EQ_INT(sasl_login(cl, "admin", AUTH_SCRAM_SHA256, i % 2 ? "root" : "ghost", "bad", true, NULL), 18);
 	TT_EQ_INT(sasl_login(cl, "admin", AUTH_SCRAM_SHA256, "root", "rootpw", true, NULL), 0);
+	/* one user per connection: the same again is fine, another is not */
+	TT_EQ_INT(sasl_login(cl, "admin", AUTH_SCRAM_SHA1, "root", "rootpw", true, NULL), 0);
+	TT_EQ_INT(run_quiet(cl, "admin", "{\"createUser\": \"other\", \"pwd\": \"o\", \"roles\": []}"), 0);
+	TT_EQ_INT(sasl_login(cl, "admin", AUTH_SCRAM_SHA256, "other", "o", true, NULL), 5626701);
+	TT_EQ_INT(run_quiet(cl, "admin", "{\"createUser\": \"other\", \"pwd\": \"o\", \"roles\": []}"), 51003);
 	free_client(cl);
 	free_client(local);
 	close_engine();

@@ -1,0 +1,73 @@
+// auth_mongosh.js -- mongosh against tamgad --auth, as the seed runs its
+// scripts: an admin creates the application user (readWrite) and a custom
+// role, the app user inserts and updates but gets 13 on collMod, db.auth()
+// with a wrong password is 18.  Run without credentials in the URI (the
+// localhost exception creates the first user):
+//   mongosh $TAMGA_URI --quiet --norc --file auth_mongosh.js
+// Prints "N passed, N failed" and exits non-zero when anything failed.
+let passed = 0, failed = 0;
+function test(name, fn) {
+	try {
+		fn();
+		passed++;
+		print(`ok - ${name}`);
+	} catch (e) {
+		failed++;
+		print(`not ok - ${name}: ${e && e.stack ? e.stack : e}`);
+	}
+}
+function ok(c, what) { if (!c) throw new Error(what || 'assertion failed'); }
+function code(fn) {
+	try {
+		fn();
+	} catch (e) {
+		return e.code;
+	}
+	return 0;
+}
+
+const admin = db.getSiblingDB('admin');
+const bookstore = db.getSiblingDB('shbooks');
+
+test('unauthenticated find is refused', () => {
+	ok(code(() => bookstore.reviews.findOne()) === 13);
+});
+
+test('localhost exception: first user', () => {
+	admin.createUser({ user: 'shroot', pwd: 'shrootpw', roles: ['root'] });
+	ok(code(() => admin.createUser({ user: 'second', pwd: 'x', roles: [] })) === 13);
+});
+
+test('wrong password is 18', () => {
+	ok(code(() => admin.auth('shroot', 'wrong')) === 18);
+});
+
+test('admin sets up the app user and a role', () => {
+	ok(admin.auth('shroot', 'shrootpw').ok === 1);
+	bookstore.createUser({ user: 'app', pwd: 'apppw', roles: ['readWrite'] });
+	bookstore.createCollection('reviews');
+	const info = bookstore.getUser('app');
+	ok(info.user === 'app' && info.credentials === undefined);
+	admin.logout();
+});
+
+test('readWrite: insert and update work, collMod is 13', () => {
+	ok(bookstore.auth('app', 'apppw').ok === 1);
+	bookstore.reviews.insertOne({ bookId: 26, rating: '5' });
+	ok(bookstore.reviews.updateOne({ bookId: 26 }, { $set: { body: 'A classic.' } }).modifiedCount === 1);
+	let err;
+	try {
+		bookstore.runCommand({ collMod: 'reviews', validator: { rating: { $type: 'int' } } });
+		const r = bookstore.runCommand({ collMod: 'reviews', validator: { rating: { $type: 'int' } } });
+		if (r.ok === 0) err = r;
+	} catch (e) {
+		err = e;
+	}
+	ok(err && err.code === 13, `collMod: ${JSON.stringify(err)}`);
+	ok(/not authorized on shbooks to execute command \{ collMod: "reviews"/.test(err.errmsg || err.message));
+	const st = bookstore.runCommand({ connectionStatus: 1 });
+	ok(st.authInfo.authenticatedUsers[0].user === 'app');
+});
+
+print(`${passed} passed, ${failed} failed`);
+if (failed) quit(1);
