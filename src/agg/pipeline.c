@@ -292,12 +292,13 @@ agg_pipeline_parse_sub(agg_pctx_t *pc, const bson_t *stages, bool in_facet, bool
 	sub.p = p;
 	sub.host = pc->host;
 	sub.scope = pc->scope;
-	sub.depth = pc->depth + 1;
+	sub.depth = pc->depth + (in_lookup ? 1 : 0);   /* $facet branches share their parent's level */
 	sub.let_doc = pc->let_doc;
 	sub.in_facet = in_facet || pc->in_facet;
 	sub.in_lookup = in_lookup || pc->in_lookup;
 	if (sub.depth > 20) {
-		ret = terr_set(err, TERR_BAD_VALUE, "Maximum number of nested sub-pipelines exceeded. Limit is 20");
+		ret = terr_set(err, 232 /* MaxSubPipelineDepthExceeded */,
+		    "Maximum number of nested sub-pipelines exceeded. Limit is 20");
 		goto err;
 	}
 	ERR(parse_stages(&sub, stages, err));

@@ -363,7 +363,8 @@ densify_fill(agg_rt_t *rt, terr_t *err)
 	if (rc < 0)
 		return -1;
 	tls_dp = dp;
-	qsort(ds->e, (size_t)ds->n, sizeof(dentry_t), dentry_cmp);
+	if (ds->n > 1)
+		qsort(ds->e, (size_t)ds->n, sizeof(dentry_t), dentry_cmp);
 	for (ps = 0; ps < ds->n; ps = pe) {
 		double lo, hi, g;
 		bool have = false, hi_incl = true;

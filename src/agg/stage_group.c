@@ -824,7 +824,8 @@ bauto_fill(agg_rt_t *rt, terr_t *err)
 	}
 	if (rc < 0)
 		return -1;
-	qsort(bs->e, (size_t)bs->n, sizeof(bauto_entry_t), bauto_cmp);
+	if (bs->n > 1)
+		qsort(bs->e, (size_t)bs->n, sizeof(bauto_entry_t), bauto_cmp);
 	return 0;
 }
 

@@ -189,7 +189,8 @@ static void
 entries_sort(const agg_sort_spec_t *spec, sort_entry_t *e, int64_t n)
 {
 	tls_spec = spec;
-	qsort(e, (size_t)n, sizeof(*e), entry_cmp);
+	if (n > 1)
+		qsort(e, (size_t)n, sizeof(*e), entry_cmp);
 }
 
 static void

@@ -887,7 +887,8 @@ window_fill(agg_rt_t *rt, terr_t *err)
 	if (rc < 0)
 		return -1;
 	tls_wp = wp;
-	qsort(ws->e, (size_t)ws->n, sizeof(wentry_t), wentry_cmp);
+	if (ws->n > 1)
+		qsort(ws->e, (size_t)ws->n, sizeof(wentry_t), wentry_cmp);
 	ws->out = bson_malloc0(sizeof(bson_t *) * (size_t)(ws->n + 1));
 	for (i = 0; i < ws->n; i++)
 		ws->out[i] = bson_copy(ws->e[i].doc);
