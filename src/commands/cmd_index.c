@@ -152,11 +152,55 @@ key_pattern_check(const bson_t *key, terr_t *err)
 	return 0;
 }
 
+/*
+ * How mongod frames a spec error: validateIndexSpec's errors quote the spec
+ * as given, the index catalog's quote it with v: 2 appended, TTL checks
+ * quote it after ". Index spec: ", and a few are plain.
+ */
+typedef enum { WRAP_GIVEN, WRAP_GIVEN_V2, WRAP_TTL, WRAP_PLAIN } wrap_t;
+
+static char *
+spec_string(const bson_t *spec, bool add_v)
+{
+	bson_t copy;
+	char *s;
+
+	if (!add_v || bson_has_field(spec, "v"))
+		return bv_doc_to_mongo_string(spec);
+	bson_copy_to(spec, &copy);
+	BSON_APPEND_INT32(&copy, "v", 2);
+	s = bv_doc_to_mongo_string(&copy);
+	bson_destroy(&copy);
+	return s;
+}
+
 static int
-ttl_check(const bson_iter_t *it, terr_t *err)
+spec_wrap(terr_t *err, wrap_t how, const bson_t *spec)
+{
+	char *s;
+
+	if (how == WRAP_PLAIN)
+		return -1;
+	s = spec_string(spec, how == WRAP_GIVEN_V2);
+	if (how == WRAP_TTL) {
+		char *msg = bson_strdup_printf(". Index spec: %s", s);
+		terr_wrap(err, msg);
+		bson_free(msg);
+	} else {
+		char *msg = bson_strdup_printf("Error in specification %s", s);
+		terr_wrap(err, msg);
+		bson_free(msg);
+	}
+	bson_free(s);
+	return -1;
+}
+
+/* expireAfterSeconds as stored: an int32 (fraction dropped). */
+static int
+ttl_check(const bson_iter_t *it, int32_t *out, terr_t *err)
 {
 	bson_value_t v = *bson_iter_value((bson_iter_t *)it);
-	int64_t i;
+	double d;
 
 	if (!bv_is_number(&v))
 		return terr_set(err, TERR_CANNOT_CREATE_INDEX,
@@ -164,27 +208,223 @@ ttl_check(const bson_iter_t *it, terr_t *err)
 		    bv_type_name(v.value_type));
 	if (bv_is_nan(&v))
 		return terr_set(err, TERR_CANNOT_CREATE_INDEX, "TTL index 'expireAfterSeconds' option must not be NaN");
-	i = (int64_t)bv_as_double(&v);
-	if (i > INT32_MAX || i < INT32_MIN)
+	d = bv_as_double(&v);
+	if (d < 0)
+		return terr_set(err, TERR_CANNOT_CREATE_INDEX, "TTL index 'expireAfterSeconds' option cannot be less than 0");
+	if (d >= 2147483648.0)
 		return terr_set(err, TERR_CANNOT_CREATE_INDEX,
 		    "TTL index 'expireAfterSeconds' must be within the range of a 32-bit integer");
-	if (i < 0)
-		return terr_set(err, TERR_INVALID_OPTIONS, "TTL index 'expireAfterSeconds' option cannot be less than 0");
+	*out = (int32_t)d;
 	return 0;
 }
 
+/* ---- partial filters: the operators an index filter may hold ---------------- */
+
+static void
+tree_append(bson_string_t *t, int depth, const char *line)
+{
+	int i;
+
+	for (i = 0; i < depth; i++)
+		bson_string_append(t, "    ");
+	bson_string_append(t, line);
+	bson_string_append(t, "\n");
+}
+
+static char *
+value_string(const bson_iter_t *it)
+{
+	return bv_to_mongo_string(bson_iter_value((bson_iter_t *)it));
+}
+
+/* mongod's debug print of one refused leaf {path: {op: v}}. */
+static void
+leaf_tree(bson_string_t *t, int depth, const char *path, bson_iter_t *op)
+{
+	const char *k = bson_iter_key(op);
+	char *v = value_string(op), *line;
+
+	if (!strcmp(k, "$in") && BSON_ITER_HOLDS_ARRAY(op)) {
+		bson_iter_t a;
+		bson_string_t *s = bson_string_new("[");
+		bson_iter_recurse(op, &a);
+		while (bson_iter_next(&a)) {
+			char *e = value_string(&a);
+			bson_string_append_printf(s, " %s", e);
+			bson_free(e);
+		}
+		bson_string_append(s, "]");
+		line = bson_strdup_printf("%s $in %s", path, s->str);
+		bson_string_free(s, true);
+	} else if (!strcmp(k, "$exists")) {
+		line = bson_strdup_printf("%s exists", path);
+	} else if (!strcmp(k, "$regex") && BSON_ITER_HOLDS_REGEX(op)) {
+		const char *opts, *re = bson_iter_regex(op, &opts);
+		line = bson_strdup_printf("%s regex /%s/%s", path, re, opts ? opts : "");
+	} else if (!strcmp(k, "$regex") && BSON_ITER_HOLDS_UTF8(op)) {
+		line = bson_strdup_printf("%s regex /%s/", path, bson_iter_utf8(op, NULL));
+	} else if (!strcmp(k, "$size")) {
+		line = bson_strdup_printf("%s $size : %s", path, v);
+	} else if (!strcmp(k, "$mod") && BSON_ITER_HOLDS_ARRAY(op)) {
+		bson_iter_t a;
+		char *d = NULL, *r = NULL;
+		bson_iter_recurse(op, &a);
+		if (bson_iter_next(&a))
+			d = value_string(&a);
+		if (bson_iter_next(&a))
+			r = value_string(&a);
+		line = bson_strdup_printf("%s mod %s %% x == %s", path, d ? d : "", r ? r : "");
+		bson_free(d);
+		bson_free(r);
+	} else {
+		line = bson_strdup_printf("%s %s %s", path, k, v);
+	}
+	tree_append(t, depth, line);
+	bson_free(line);
+	bson_free(v);
+}
+
+static bool partial_node_ok(const bson_t *node, bson_string_t *t);
+
+/* {path: {ops}} for a partial filter; false with the tree of the refused part. */
+static bool
+partial_ops_ok(const char *path, bson_iter_t *ops, bson_string_t *t)
+{
+	static const char *const allowed[] = {"$eq", "$gt", "$gte", "$lt", "$lte", "$in", "$type", NULL};
+
+	while (bson_iter_next(ops)) {
+		const char *k = bson_iter_key(ops);
+		if (in_list(allowed, k) || (!strcmp(k, "$exists") && bson_iter_as_bool(ops)))
+			continue;
+		if (!strcmp(k, "$not") && BSON_ITER_HOLDS_DOCUMENT(ops)) {
+			bson_iter_t sub;
+			bool simple;
+			bson_iter_recurse(ops, &sub);
+			bson_iter_next(&sub);
+			/* $ne and $nin normalize to $not of one leaf */
+			simple = !strcmp(bson_iter_key(&sub), "$eq") || !strcmp(bson_iter_key(&sub), "$in") ||
+			    !strcmp(bson_iter_key(&sub), "$exists");
+			tree_append(t, 0, "$not");
+			if (!simple)
+				tree_append(t, 1, "$and");
+			leaf_tree(t, simple ? 1 : 2, path, &sub);
+			return false;
+		}
+		if (!strcmp(k, "$elemMatch")) {
+			char *line = bson_strdup_printf("%s $elemMatch (value)", path);
+			tree_append(t, 0, line);
+			bson_free(line);
+			if (BSON_ITER_HOLDS_DOCUMENT(ops)) {
+				bson_iter_t sub;
+				bson_iter_recurse(ops, &sub);
+				while (bson_iter_next(&sub)) {
+					char *v = value_string(&sub);
+					bson_string_append_printf(t, "     %s %s\n", bson_iter_key(&sub), v);
+					bson_free(v);
+				}
+			}
+			return false;
+		}
+		if (!strncmp(k, "$bits", 5)) {
+			char *line = bson_strdup_printf("%s %s: [%s]", path, k, "0");
+			tree_append(t, 0, line);
+			bson_free(line);
+			return false;
+		}
+		leaf_tree(t, 0, path, ops);
+		return false;
+	}
+	return true;
+}
+
+static bool
+partial_node_ok(const bson_t *node, bson_string_t *t)
+{
+	bson_iter_t it, sub;
+
+	bson_iter_init(&it, node);
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		if ((!strcmp(k, "$and") || !strcmp(k, "$or")) && BSON_ITER_HOLDS_ARRAY(&it)) {
+			bson_iter_recurse(&it, &sub);
+			while (bson_iter_next(&sub)) {
+				const uint8_t *d;
+				uint32_t l;
+				bson_t child;
+				if (!BSON_ITER_HOLDS_DOCUMENT(&sub))
+					continue;
+				bson_iter_document(&sub, &l, &d);
+				bson_init_static(&child, d, l);
+				if (!partial_node_ok(&child, t))
+					return false;
+			}
+		} else if (!strcmp(k, "$nor") && BSON_ITER_HOLDS_ARRAY(&it)) {
+			tree_append(t, 0, "$nor");
+			bson_iter_recurse(&it, &sub);
+			while (bson_iter_next(&sub)) {
+				bson_iter_t leaf, op;
+				if (bson_iter_recurse(&sub, &leaf) && bson_iter_next(&leaf) &&
+				    BSON_ITER_HOLDS_DOCUMENT(&leaf) && bson_iter_recurse(&leaf, &op) && bson_iter_next(&op))
+					leaf_tree(t, 1, bson_iter_key(&leaf), &op);
+			}
+			return false;
+		} else if (k[0] != '$' && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			bson_iter_recurse(&it, &sub);
+			if (!partial_ops_ok(k, &sub, t))
+				return false;
+		} else if (k[0] == '$') {
+			char *line = bson_strdup_printf("%s", k);
+			tree_append(t, 0, line);
+			bson_free(line);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Compile a partialFilterExpression and check it holds only what an index
+ * filter may (mongod: "Expression not supported in partial index"). */
+static int
+partial_check(const bson_t *pf, bool *unsupported, terr_t *err)
+{
+	match_t *m = NULL;
+	match_options_t mo = {0};
+	bson_t *norm;
+	bson_string_t *t;
+	int ret = 0;
+
+	*unsupported = false;
+	mo.disallow = MATCH_DISALLOW_EXPR | MATCH_DISALLOW_JSON_SCHEMA | MATCH_DISALLOW_TEXT |
+	    MATCH_DISALLOW_WHERE | MATCH_DISALLOW_GEO_NEAR;
+	RET(match_compile(pf, &mo, &m, err));
+	norm = match_to_bson(m);
+	t = bson_string_new("");
+	if (!partial_node_ok(norm, t)) {
+		*unsupported = true;
+		ret = terr_set(err, TERR_CANNOT_CREATE_INDEX, "Expression not supported in partial index: %s", t->str);
+	}
+	bson_string_free(t, true);
+	bson_destroy(norm);
+	match_free(m);
+	return ret;
+}
+
+static const char *const id_spec_fields[] = {"key", "name", "v", "collation", "ns", "_id", NULL};
+
 /*
  * Validate one requested spec and build the spec to store in *out (v: 2
- * first, then key and name, then the other fields as given, ns dropped).
+ * first, then key and name, then the other fields as given, ns dropped,
+ * expireAfterSeconds as an int32).  Errors carry mongod's framing.
  */
 static int
 spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 {
 	bson_iter_t it;
-	bson_t key;
+	bson_t key, pf;
 	const char *name = NULL;
-	bool has_key = false, has_partial = false, sparse = false;
-	int ret = -1;
+	bool has_key = false, has_partial = false, sparse = false, has_ttl = false, unsupported;
+	int32_t ttl = 0;
+	wrap_t how = WRAP_GIVEN;
 
 	bson_init(out);
 	bson_iter_init(&it, spec);
@@ -205,7 +445,11 @@ spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 			}
 			bson_iter_document(&it, &l, &d);
 			bson_init_static(&key, d, l);
-			ERR(key_pattern_check(&key, err));
+			if (key_pattern_check(&key, err) != 0) {
+				if (err->code == TERR_NOT_IMPLEMENTED)
+					how = WRAP_PLAIN;
+				goto err;
+			}
 			has_key = true;
 		} else if (strcmp(f, "name") == 0) {
 			if (!BSON_ITER_HOLDS_UTF8(&it)) {
@@ -229,15 +473,15 @@ spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 			}
 			v = bson_iter_as_double(&it);
 			if (v != 1 && v != 2) {
-				spec_error(err, TERR_CANNOT_CREATE_INDEX, "Invalid index specification %s%s", "", spec);
+				char *s = bv_doc_to_mongo_string(spec);
+				terr_set(err, TERR_CANNOT_CREATE_INDEX,
+				    "Invalid index specification %s; cannot create an index with v=%d", s, (int)v);
+				bson_free(s);
 				goto err;
 			}
 		} else if (strcmp(f, "partialFilterExpression") == 0) {
 			const uint8_t *d;
 			uint32_t l;
-			bson_t pf;
-			match_t *m = NULL;
-			match_options_t mo = {0};
 			if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
 				terr_set(err, TERR_TYPE_MISMATCH,
 				    "The field 'partialFilterExpression' must be an object, but got %s",
@@ -246,10 +490,6 @@ spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 			}
 			bson_iter_document(&it, &l, &d);
 			bson_init_static(&pf, d, l);
-			mo.disallow = MATCH_DISALLOW_EXPR | MATCH_DISALLOW_JSON_SCHEMA | MATCH_DISALLOW_TEXT |
-			    MATCH_DISALLOW_WHERE | MATCH_DISALLOW_GEO_NEAR;
-			ERR(match_compile(&pf, &mo, &m, err));
-			match_free(m);
 			has_partial = true;
 		} else if (strcmp(f, "collation") == 0) {
 			bson_iter_t sub;
@@ -262,6 +502,7 @@ spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 			    BSON_ITER_HOLDS_UTF8(&sub) && strcmp(bson_iter_utf8(&sub, NULL), "simple") == 0)) {
 				terr_set(err, TERR_NOT_IMPLEMENTED,
 				    "collations other than {locale: \"simple\"} are not supported by Tamga yet");
+				how = WRAP_PLAIN;
 				goto err;
 			}
 		} else if (!strcmp(f, "unique") || !strcmp(f, "sparse") || !strcmp(f, "background") ||
@@ -277,13 +518,15 @@ spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 				sparse = bson_iter_as_bool(&it);
 			if (!strcmp(f, "clustered")) {
 				terr_set(err, TERR_NOT_IMPLEMENTED, "clustered indexes are not supported by Tamga yet");
+				how = WRAP_PLAIN;
 				goto err;
 			}
 		} else if (strcmp(f, "expireAfterSeconds") == 0) {
-			ERR(ttl_check(&it, err));
+			has_ttl = true;
 		} else if (!strcmp(f, "weights") || !strcmp(f, "wildcardProjection") ||
 		           !strcmp(f, "columnstoreProjection")) {
 			terr_set(err, TERR_NOT_IMPLEMENTED, "the index option '%s' is not supported by Tamga yet", f);
+			how = WRAP_PLAIN;
 			goto err;
 		}
 	}
@@ -295,28 +538,57 @@ spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 		terr_set(err, TERR_FAILED_TO_PARSE, "The 'name' field is a required property of an index specification");
 		goto err;
 	}
-	if (*name == '\0') {
-		terr_set(err, TERR_CANNOT_CREATE_INDEX, "index name cannot be empty");
-		goto err;
+	if (has_partial) {
+		if (partial_check(&pf, &unsupported, err) != 0) {
+			how = unsupported ? WRAP_GIVEN_V2 : WRAP_GIVEN;
+			goto err;
+		}
 	}
+	how = WRAP_PLAIN;
 	if (strcmp(name, "*") == 0) {
 		terr_set(err, TERR_BAD_VALUE, "The index name '*' is not valid.");
+		goto err;
+	}
+	if (bson_count_keys(&key) == 1 && bson_iter_init_find(&it, &key, "_id")) {
+		if (!BSON_ITER_HOLDS_NUMBER(&it) || bson_iter_as_double(&it) != 1) {
+			char *s = bv_doc_to_mongo_string(&key);
+			terr_set(err, TERR_BAD_VALUE, "The field 'key' for an _id index must be {_id: 1}, but got %s", s);
+			bson_free(s);
+			goto err;
+		}
+		bson_iter_init(&it, spec);
+		while (bson_iter_next(&it))
+			if (!in_list(id_spec_fields, bson_iter_key(&it))) {
+				char *s = spec_string(spec, true);
+				if (!strcmp(bson_iter_key(&it), "hidden"))
+					terr_set(err, TERR_BAD_VALUE, "can't hide _id index");
+				else
+					terr_set(err, 197, "The field '%s' is not valid for an _id index specification. Specification: %s",
+					    bson_iter_key(&it), s);
+				bson_free(s);
+				goto err;
+			}
+	}
+	how = WRAP_GIVEN_V2;
+	if (*name == '\0') {
+		terr_set(err, TERR_CANNOT_CREATE_INDEX, "index name cannot be empty");
 		goto err;
 	}
 	if (has_partial && sparse) {
 		terr_set(err, TERR_CANNOT_CREATE_INDEX, "cannot mix \"partialFilterExpression\" and \"sparse\" options");
 		goto err;
 	}
-	{
-		bson_t idk = BSON_INITIALIZER;
-		bool is_id;
-		BSON_APPEND_INT32(&idk, "_id", 1);
-		is_id = bson_equal(&idk, &key) ||
-		    (bson_count_keys(&key) == 1 && bson_iter_init_find(&it, &key, "_id") &&
-		     BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_double(&it) == 1);
-		bson_destroy(&idk);
-		if (is_id && bson_has_field(spec, "hidden")) {
-			terr_set(err, TERR_BAD_VALUE, "can't hide _id index");
+	if (has_ttl) {
+		how = WRAP_TTL;
+		bson_iter_init_find(&it, spec, "expireAfterSeconds");
+		if (ttl_check(&it, &ttl, err) != 0)
+			goto err;
+		how = WRAP_PLAIN;
+		if (bson_count_keys(&key) != 1) {
+			char *s = bv_doc_to_mongo_string(spec);
+			terr_set(err, TERR_CANNOT_CREATE_INDEX,
+			    "TTL indexes are single-field indexes, compound indexes do not support TTL. Index spec: %s", s);
+			bson_free(s);
 			goto err;
 		}
 	}
@@ -327,15 +599,19 @@ spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 	while (bson_iter_next(&it)) {
 		const char *f = bson_iter_key(&it);
 		if (!strcmp(f, "v") || !strcmp(f, "key") || !strcmp(f, "name") || !strcmp(f, "ns") ||
-		    !strcmp(f, "collation"))
+		    !strcmp(f, "collation") || (!strcmp(f, "hidden") && !bson_iter_as_bool(&it)))
 			continue;
+		if (!strcmp(f, "expireAfterSeconds")) {
+			BSON_APPEND_INT32(out, f, ttl);
+			continue;
+		}
 		bson_append_iter(out, f, -1, &it);
 	}
 	return 0;
 err:
 	bson_destroy(out);
 	bson_init(out);
-	return ret ? ret : -1;
+	return spec_wrap(err, how, spec);
 }
 
 static bool
@@ -426,6 +702,8 @@ spec_against(const storage_coll_t *coll, const bson_t *spec, terr_t *err)
 	for (i = 0; i < coll->nindexes; i++) {
 		const storage_index_t *ix = &coll->indexes[i];
 		bool same_key = key_equal(ix->key, &key);
+		if (ix->is_id && same_key)
+			return 1;   /* the _id index under any name already exists */
 		if (strcmp(ix->name, name) == 0) {
 			if (!same_key)
 				return conflict(err, TERR_INDEX_KEY_SPECS_CONFLICT,

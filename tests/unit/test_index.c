@@ -105,6 +105,89 @@ test_create_list_drop(void)
 	TT_EQ_INT(run_code("{\"dropIndexes\": \"nosuch\", \"index\": \"*\"}"), 26);
 }
 
+static const char *
+errmsg_of(const char *json, int *code)
+{
+	static char buf[1024];
+	bson_t *r = run(json, code);
+
+	bson_strncpy(buf, get_str(r, "errmsg"), sizeof(buf));
+	free_reply(r);
+	return buf;
+}
+
+/* mongod's framing of spec errors (codes and messages as mongod answers). */
+static void
+test_spec_messages(void)
+{
+	static const struct {
+		const char *spec;
+		int code;
+		const char *msg;
+	} cases[] = {
+		{"{\"key\": {\"z\": 0}, \"name\": \"z_0\"}", 67,
+		 "Error in specification { key: { z: 0 }, name: \"z_0\" } :: caused by :: Values in the index key pattern cannot be 0."},
+		{"{\"key\": {\"\": 1}, \"name\": \"ef\"}", 67,
+		 "Error in specification { key: { : 1 }, name: \"ef\" } :: caused by :: Index keys cannot be an empty field."},
+		{"{\"key\": {\"$x\": 1}, \"name\": \"dx\"}", 67,
+		 "Error in specification { key: { $x: 1 }, name: \"dx\" } :: caused by :: Index key contains an illegal field name: field name starts with '$'."},
+		{"{\"key\": {\"u\": 1}, \"bogus\": true, \"name\": \"u_1\"}", 197,
+		 "Error in specification { key: { u: 1 }, bogus: true, name: \"u_1\" } :: caused by :: The field 'bogus' is not valid for an index specification. Specification: { key: { u: 1 }, bogus: true, name: \"u_1\" }"},
+		{"{\"key\": {\"n\": 1}, \"name\": \"\"}", 67,
+		 "Error in specification { key: { n: 1 }, name: \"\", v: 2 } :: caused by :: index name cannot be empty"},
+		{"{\"key\": {\"s\": 1}, \"name\": \"*\"}", 2, "The index name '*' is not valid."},
+		{"{\"key\": {\"_id\": -1}, \"name\": \"_id_-1\"}", 2,
+		 "The field 'key' for an _id index must be {_id: 1}, but got { _id: -1 }"},
+		{"{\"key\": {\"_id\": 1}, \"name\": \"_id_\", \"sparse\": true}", 197,
+		 "The field 'sparse' is not valid for an _id index specification. Specification: { key: { _id: 1 }, name: \"_id_\", sparse: true, v: 2 }"},
+		{"{\"key\": {\"w\": 1}, \"expireAfterSeconds\": -1, \"name\": \"w_1\"}", 67,
+		 ". Index spec: { key: { w: 1 }, expireAfterSeconds: -1, name: \"w_1\" } :: caused by :: TTL index 'expireAfterSeconds' option cannot be less than 0"},
+		{"{\"key\": {\"w\": 1, \"a\": 1}, \"expireAfterSeconds\": 10, \"name\": \"w_1_a_1\"}", 67,
+		 "TTL indexes are single-field indexes, compound indexes do not support TTL. Index spec: { key: { w: 1, a: 1 }, expireAfterSeconds: 10, name: \"w_1_a_1\" }"},
+		{"{\"key\": {\"p\": 1}, \"sparse\": true, \"partialFilterExpression\": {\"a\": 1}, \"name\": \"p_1\"}", 67,
+		 "Error in specification { key: { p: 1 }, sparse: true, partialFilterExpression: { a: 1 }, name: \"p_1\", v: 2 } :: caused by :: cannot mix \"partialFilterExpression\" and \"sparse\" options"},
+		{"{\"key\": {\"k\": 1}, \"name\": \"k\", \"partialFilterExpression\": {\"a\": {\"$ne\": 1}}}", 67,
+		 "Error in specification { key: { k: 1 }, name: \"k\", partialFilterExpression: { a: { $ne: 1 } }, v: 2 } :: caused by :: Expression not supported in partial index: $not\n    a $eq 1\n"},
+		{"{\"key\": {\"k\": 1}, \"name\": \"k\", \"partialFilterExpression\": {\"a\": {\"$exists\": false}}}", 67,
+		 "Error in specification { key: { k: 1 }, name: \"k\", partialFilterExpression: { a: { $exists: false } }, v: 2 } :: caused by :: Expression not supported in partial index: $not\n    a exists\n"},
+	};
+	size_t i;
+	int code;
+	bson_t *r;
+
+	run_code("{\"drop\": \"m\"}");
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *cmd = bson_strdup_printf("{\"createIndexes\": \"m\", \"indexes\": [%s]}", cases[i].spec);
+		const char *msg = errmsg_of(cmd, &code);
+		TT_EQ_INT(code, cases[i].code);
+		TT_EQ_STR(msg, cases[i].msg);
+		bson_free(cmd);
+	}
+	/* nothing above created the collection */
+	TT_EQ_INT(run_code("{\"listIndexes\": \"m\"}"), 26);
+	/* the _id index under another name already exists */
+	r = run("{\"createIndexes\": \"m\", \"indexes\": [{\"key\": {\"_id\": 1}, \"name\": \"myid\"}]}", &code);
+	TT_EQ_INT(code, 0);
+	TT_EQ_STR(get_str(r, "note"), "all indexes already exist");
+	free_reply(r);
+	/* TTL seconds are stored as int32; other TTLs conflict (85) */
+	TT_EQ_INT(run_code("{\"createIndexes\": \"m\", \"indexes\": [{\"key\": {\"t\": 1}, \"name\": \"t_1\", \"expireAfterSeconds\": 86400.7}]}"), 0);
+	TT_EQ_STR(errmsg_of("{\"createIndexes\": \"m\", \"indexes\": [{\"key\": {\"t\": 1}, \"name\": \"t_1\", \"expireAfterSeconds\": 60}]}", &code),
+	    "An equivalent index already exists with the same name but different options. Requested index: { v: 2, key: { t: 1 }, name: \"t_1\", expireAfterSeconds: 60 }, existing index: { v: 2, key: { t: 1 }, name: \"t_1\", expireAfterSeconds: 86400 }");
+	TT_EQ_INT(code, 85);
+	/* a bad spec after a good one builds neither */
+	TT_EQ_INT(run_code("{\"createIndexes\": \"m\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\"}, {\"key\": {\"z\": 0}, \"name\": \"z_0\"}]}"), 67);
+	r = run("{\"listIndexes\": \"m\"}", &code);
+	TT_EQ_STR(get_str(r, "cursor.firstBatch.2.name"), "");
+	free_reply(r);
+	TT_EQ_STR(errmsg_of("{\"dropIndexes\": \"m\", \"index\": [\"t_1\", \"_id_\"]}", &code), "cannot drop _id index");
+	TT_EQ_STR(errmsg_of("{\"dropIndexes\": \"m\", \"index\": [\"t_1\", \"nope\"]}", &code), "index not found with name [nope]");
+	TT_EQ_STR(errmsg_of("{\"dropIndexes\": \"nosuch\", \"index\": \"*\"}", &code), "ns not found test.nosuch");
+	r = run("{\"listIndexes\": \"m\"}", &code);
+	TT_EQ_STR(get_str(r, "cursor.firstBatch.1.name"), "t_1");
+	free_reply(r);
+}
+
 static void
 test_unique_build_and_writes(void)
 {
@@ -576,6 +659,7 @@ main(void)
 	query_keygen_register(engine_storage(eng));
 	cl = client_new(eng, NULL);
 	TT_RUN(test_create_list_drop);
+	TT_RUN(test_spec_messages);
 	TT_RUN(test_unique_build_and_writes);
 	TT_RUN(test_attribute_pattern_explain);
 	TT_RUN(test_express_sort_sparse_partial);

@@ -1,0 +1,37 @@
+/*
+ * planner_ttl.h -- the TTL monitor: a background thread that removes
+ * documents whose indexed date is older than the index's
+ * expireAfterSeconds, as mongod's TTLMonitor does.
+ *
+ * A pass walks every collection's indexes with expireAfterSeconds (single
+ * field key patterns), scans the index for dates below now - expireAfter
+ * (an array expires by its earliest date, which its lowest key gives), and
+ * deletes each such document in its own transaction after checking it
+ * again.  Capped collections are skipped.  Values that are not dates never
+ * expire.  Deletions bypass the command layer (no opcounters, no
+ * validation), as mongod's TTL deletes do.
+ */
+#ifndef TAMGA_QUERY_PLANNER_TTL_H
+#define TAMGA_QUERY_PLANNER_TTL_H
+
+#include <stdint.h>
+
+#include "common/error.h"
+#include "storage/storage.h"
+
+typedef struct ttl_monitor ttl_monitor_t;
+
+/* Start the thread: a pass every interval_s seconds (mongod's
+ * ttlMonitorSleepSecs, 60 by default; <= 0 means 60).  *out is owned by
+ * the caller until ttl_monitor_stop.  st must outlive the monitor. */
+int ttl_monitor_start(storage_t *st, int interval_s, ttl_monitor_t **out, terr_t *err);
+
+/* Wake the thread, wait for it to finish its pass and exit, free. NULL ok. */
+void ttl_monitor_stop(ttl_monitor_t *m);
+
+/* One pass now, with now_ms as the current time (ms since the epoch);
+ * adds the number of documents removed to *deleted when not NULL.  What
+ * the thread runs; tests call it directly. */
+int ttl_pass(storage_t *st, int64_t now_ms, int64_t *deleted, terr_t *err);
+
+#endif
