@@ -59,8 +59,12 @@ load_file(const char *file)
 		n = 0;
 	buf[n] = '\0';
 	fclose(fp);
-	for (char *t = strstr(buf, "\"$type\":"); t != NULL; t = strstr(t, "\"$type\":"))
-		memcpy(t, "\"__typ\"", 7);
+	{
+		static const char *const special[] = {"\"$type\":", "\"$regex\":", "\"$options\":", NULL};
+		for (int i = 0; special[i] != NULL; i++)
+			for (char *t = strstr(buf, special[i]); t != NULL; t = strstr(t, special[i]))
+				t[1] = '~';
+	}
 	/* the file is a JSON array: wrap it so libbson reads it as a document */
 	{
 		char *wrapped = bson_strdup_printf("{\"cases\": %s}", buf);
@@ -80,8 +84,9 @@ load_file(const char *file)
 	return arr;
 }
 
-/* libbson's JSON reader takes {"$type": "x"} for legacy binary: the data
- * files spell the operator "__typ" and it is renamed after parsing. */
+/* libbson's JSON reader takes {"$type": "x"} for legacy binary and
+ * {"$regex": ..., "$options": ...} for a regex value: those keys are read as
+ * "~type", "~regex", "~options" and renamed after parsing. */
 static void
 rename_type(const bson_t *in, bson_t *out, bool is_array)
 {
@@ -90,8 +95,12 @@ rename_type(const bson_t *in, bson_t *out, bool is_array)
 	bson_iter_init(&it, in);
 	while (bson_iter_next(&it)) {
 		const char *k = bson_iter_key(&it);
-		if (strcmp(k, "__typ") == 0)
+		if (strcmp(k, "~type") == 0)
 			k = "$type";
+		else if (strcmp(k, "~regex") == 0)
+			k = "$regex";
+		else if (strcmp(k, "~options") == 0)
+			k = "$options";
 		if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
 			const uint8_t *data;
 			uint32_t len;
