@@ -6,8 +6,10 @@
  *
  * Replies follow mongod's shapes field for field where a client reads them.
  * Not here: compression negotiation (a transport matter: the wire server
- * adds `compression` to hello's reply) and authentication (later).
+ * adds `compression` to hello's reply) and authentication (auth_*.c: hello
+ * and connectionStatus call into it).
  */
+#include "commands/auth.h"
 #include "commands/cmd_admin.h"
 #include "commands/commands_private.h"
 
@@ -235,6 +237,8 @@ CMD_HANDLER(cmd_hello)
 	BSON_APPEND_INT32(c->reply, "minWireVersion", TAMGA_MIN_WIRE_VERSION);
 	BSON_APPEND_INT32(c->reply, "maxWireVersion", TAMGA_MAX_WIRE_VERSION);
 	BSON_APPEND_BOOL(c->reply, "readOnly", false);
+	/* saslSupportedMechs and speculativeAuthenticate (never fails the hello) */
+	auth_hello_append(c, c->reply);
 	return 0;
 }
 
@@ -531,22 +535,16 @@ CMD_HANDLER(cmd_whatsmyuri)
 
 CMD_HANDLER(cmd_connection_status)
 {
-	bson_t ai, a;
+	bson_t ai;
 	bool show = false, found = false;
+	int rc;
 
 	if (cmd_get_bool(c, "showPrivileges", &show, &found, err) != 0)
 		return -1;
 	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "authInfo", &ai);
-	BSON_APPEND_ARRAY_BEGIN(&ai, "authenticatedUsers", &a);
-	bson_append_array_end(&ai, &a);
-	BSON_APPEND_ARRAY_BEGIN(&ai, "authenticatedUserRoles", &a);
-	bson_append_array_end(&ai, &a);
-	if (show) {
-		BSON_APPEND_ARRAY_BEGIN(&ai, "authenticatedUserPrivileges", &a);
-		bson_append_array_end(&ai, &a);
-	}
+	rc = auth_connection_status(c, show, &ai, err);
 	bson_append_document_end(c->reply, &ai);
-	return 0;
+	return rc;
 }
 
 /* ---- listCommands ------------------------------------------------------- */
