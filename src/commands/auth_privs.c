@@ -9,6 +9,7 @@
 #include "commands/auth_private.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* MongoDB's action types (action_type.idl) that Tamga's commands and the
@@ -29,7 +30,8 @@ static const char *const action_names[] = {
 	"setDefaultRWConcern", "setParameter", "shutdown", "storageDetails", "top", "update",
 	"updateSearchIndex", "useUUID", "validate", "viewRole", "viewUser", "bypassWriteBlockingMode",
 	"dropAllRolesFromDatabase", "checkMetadataConsistency", "getClusterParameter", "setClusterParameter",
-	"rotateCertificates",
+	"rotateCertificates", "cleanupStructuredEncryptionData", "compactStructuredEncryptionData",
+	"listCachedAndActiveUsers",
 };
 #define NACTIONS ((int)(sizeof(action_names) / sizeof(action_names[0])))
 
@@ -339,6 +341,12 @@ auth_priv_parse(const bson_t *doc, auth_privset_t *into, terr_t *err)
 	return 0;
 }
 
+static int
+cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 void
 auth_privset_append(const auth_privset_t *ps, bson_t *parent, const char *key)
 {
@@ -365,12 +373,18 @@ auth_privset_append(const auth_privset_t *ps, bson_t *parent, const char *key)
 			break;
 		}
 		bson_append_document_end(&one, &res);
+		/* actions in alphabetical order, as mongod lists them */
 		BSON_APPEND_ARRAY_BEGIN(&one, "actions", &acts);
-		n = 0;
-		for (j = 0; j < NACTIONS; j++) {
-			if ((p->actions.w[j / 64] >> (j % 64)) & 1) {
-				snprintf(k, sizeof(k), "%d", n++);
-				BSON_APPEND_UTF8(&acts, k, action_names[j]);
+		{
+			const char *names[NACTIONS];
+			int m = 0;
+			for (j = 0; j < NACTIONS; j++)
+				if ((p->actions.w[j / 64] >> (j % 64)) & 1)
+					names[m++] = action_names[j];
+			qsort(names, (size_t)m, sizeof(names[0]), cmp_names);
+			for (n = 0; n < m; n++) {
+				snprintf(k, sizeof(k), "%d", n);
+				BSON_APPEND_UTF8(&acts, k, names[n]);
 			}
 		}
 		bson_append_array_end(&one, &acts);
@@ -383,14 +397,14 @@ auth_privset_append(const auth_privset_t *ps, bson_t *parent, const char *key)
 
 #define READ_ACTIONS "changeStream collStats dbHash dbStats find killCursors listCollections listIndexes " \
 	"listSearchIndexes planCacheRead"
-#define READWRITE_ACTIONS READ_ACTIONS " convertToCapped createCollection createIndex createSearchIndexes " \
-	"dropCollection dropIndex dropSearchIndex insert remove renameCollectionSameDB update updateSearchIndex"
+#define READWRITE_ACTIONS READ_ACTIONS " cleanupStructuredEncryptionData compactStructuredEncryptionData " \
+	"convertToCapped createCollection createIndex createSearchIndexes dropCollection dropIndex dropSearchIndex " \
+	"insert remove renameCollectionSameDB update updateSearchIndex"
 #define DBADMIN_ACTIONS "analyze bypassDocumentValidation collMod collStats compact convertToCapped " \
-	"createCollection createIndex dbStats dropCollection dropDatabase dropIndex enableProfiler " \
-	"listCollections listIndexes listSearchIndexes planCacheIndexFilter planCacheRead planCacheWrite reIndex " \
-	"renameCollectionSameDB storageDetails validate"
-#define PROFILE_ACTIONS "changeStream collStats convertToCapped createCollection dbHash dbStats " \
-	"dropCollection find killCursors listCollections listIndexes planCacheRead"
+	"createCollection createIndex createSearchIndexes dbStats dropCollection dropDatabase dropIndex " \
+	"dropSearchIndex enableProfiler listCollections listIndexes listSearchIndexes updateSearchIndex " \
+	"planCacheIndexFilter planCacheRead planCacheWrite reIndex renameCollectionSameDB storageDetails validate"
+#define PROFILE_ACTIONS READ_ACTIONS " convertToCapped createCollection dropCollection"
 #define USERADMIN_ACTIONS "changeCustomData changePassword createRole createUser dropRole dropUser grantRole " \
 	"revokeRole setAuthenticationRestriction viewRole viewUser"
 #define CLUSTER_MONITOR_ACTIONS "connPoolStats getCmdLineOpts getDefaultRWConcern getLog getParameter " \
@@ -399,7 +413,9 @@ auth_privset_append(const auth_privset_t *ps, bson_t *parent, const char *key)
 #define HOST_MANAGER_ACTIONS "applicationMessage connPoolSync cpuProfiler dropConnections flushRouterConfig " \
 	"fsync invalidateUserCache killAnyCursor killAnySession killop logRotate setParameter shutdown " \
 	"rotateCertificates"
-#define CLUSTER_MANAGER_ACTIONS "setDefaultRWConcern setClusterParameter bypassWriteBlockingMode"
+#define CLUSTER_MANAGER_ACTIONS "applicationMessage checkMetadataConsistency flushRouterConfig " \
+	"getClusterParameter getDefaultRWConcern listSessions replSetGetConfig replSetGetStatus " \
+	"setClusterParameter setDefaultRWConcern"
 
 /* Where a built-in role's privilege applies, relative to the role's db. */
 typedef enum {
@@ -456,11 +472,13 @@ static const builtin_role_t builtin_roles[] = {
 		{ON_CLUSTER, NULL, NULL, "listDatabases"},
 	}},
 	{"userAdminAnyDatabase", true, {
-		{ON_ANY_NORMAL, NULL, NULL, USERADMIN_ACTIONS},
-		{ON_CLUSTER, NULL, NULL, "authSchemaUpgrade invalidateUserCache listDatabases viewUser viewRole"},
-		{ON_NS, "admin", "system.users", "collStats dbHash dbStats find killCursors planCacheRead createIndex dropIndex"},
-		{ON_NS, "admin", "system.roles", "collStats dbHash dbStats find killCursors planCacheRead createIndex dropIndex"},
-		{ON_NS, "admin", "system.version", "collStats dbHash dbStats find killCursors planCacheRead"},
+		{ON_ANY_NORMAL, NULL, NULL, USERADMIN_ACTIONS " listCachedAndActiveUsers"},
+		{ON_CLUSTER, NULL, NULL, "authSchemaUpgrade invalidateUserCache listDatabases viewUser"},
+		{ON_NS, "admin", "system.users", READ_ACTIONS " createIndex createSearchIndexes dropIndex dropSearchIndex"},
+		{ON_NS, "admin", "system.roles", READ_ACTIONS " createIndex createSearchIndexes dropIndex dropSearchIndex"},
+		{ON_COLL_ANY_DB, NULL, "system.users", READ_ACTIONS},
+		{ON_NS, "admin", "system.version", READ_ACTIONS},
+		{ON_NS, "admin", "system.backup_users", READ_ACTIONS},
 	}},
 	{"dbAdminAnyDatabase", true, {
 		{ON_ANY_NORMAL, NULL, NULL, DBADMIN_ACTIONS},
@@ -470,17 +488,19 @@ static const builtin_role_t builtin_roles[] = {
 	{"clusterMonitor", true, {
 		{ON_CLUSTER, NULL, NULL, CLUSTER_MONITOR_ACTIONS},
 		{ON_ANY_NORMAL, NULL, NULL, "collStats dbStats indexStats"},
+		{ON_COLL_ANY_DB, NULL, "system.profile", "find"},
 	}},
 	{"hostManager", true, {
 		{ON_CLUSTER, NULL, NULL, HOST_MANAGER_ACTIONS},
 		{ON_ANY_NORMAL, NULL, NULL, "killCursors"},
 	}},
 	{"clusterManager", true, {
-		{ON_CLUSTER, NULL, NULL, CLUSTER_MANAGER_ACTIONS " listDatabases listSessions"},
+		{ON_CLUSTER, NULL, NULL, CLUSTER_MANAGER_ACTIONS},
 	}},
 	{"clusterAdmin", true, {
 		{ON_CLUSTER, NULL, NULL, CLUSTER_MONITOR_ACTIONS " " HOST_MANAGER_ACTIONS " " CLUSTER_MANAGER_ACTIONS},
 		{ON_ANY_NORMAL, NULL, NULL, "collStats dbStats indexStats killCursors dropDatabase"},
+		{ON_COLL_ANY_DB, NULL, "system.profile", "find"},
 	}},
 	{"root", true, {
 		{ON_ANY, NULL, NULL, "anyAction"},
@@ -497,6 +517,22 @@ builtin_find(const char *role)
 		if (strcmp(builtin_roles[i].name, role) == 0)
 			return &builtin_roles[i];
 	return NULL;
+}
+
+int
+auth_builtin_roles_check(void)
+{
+	auth_actions_t a;
+	int i, j, bad = 0;
+
+	for (i = 0; i < NBUILTIN; i++) {
+		for (j = 0; j < 8 && builtin_roles[i].privs[j].actions != NULL; j++) {
+			memset(&a, 0, sizeof(a));
+			if (auth_actions_add_list(&a, builtin_roles[i].privs[j].actions) != 0)
+				bad++;
+		}
+	}
+	return bad;
 }
 
 bool

@@ -16,6 +16,7 @@
 #include <openssl/hmac.h>
 
 #include "commands/auth.h"
+#include "commands/auth_private.h"
 #include "commands/commands_private.h"
 
 /* ---- helpers ----------------------------------------------------------------------- */
@@ -893,6 +894,53 @@ test_hello_speculative(void)
 	close_engine();
 }
 
+/* Built-in roles: the action table knows every action they name; what
+ * they allow and refuse. */
+static void
+test_builtin_roles(void)
+{
+	auth_privset_t ps;
+	int find = auth_action_index("find"), insert = auth_action_index("insert");
+	int collmod = auth_action_index("collMod"), listdbs = auth_action_index("listDatabases");
+
+	TT_EQ_INT(auth_builtin_roles_check(), 0);
+	TT_ASSERT(!auth_builtin_role_exists("readAnyDatabase", "test"));
+	TT_ASSERT(auth_builtin_role_exists("readAnyDatabase", "admin"));
+	TT_ASSERT(auth_builtin_role_exists("readWrite", "test"));
+	TT_ASSERT(!auth_builtin_role_exists("readwrite", "test"));
+
+	auth_privset_init(&ps);
+	auth_builtin_role_privs("readWrite", "shop", &ps);
+	TT_ASSERT(auth_privset_allows_ns(&ps, "shop", "orders", insert));
+	TT_ASSERT(!auth_privset_allows_ns(&ps, "shop", "orders", collmod));
+	TT_ASSERT(!auth_privset_allows_ns(&ps, "other", "orders", find));
+	TT_ASSERT(!auth_privset_allows_ns(&ps, "shop", "system.users", find));
+	TT_ASSERT(auth_privset_allows_ns(&ps, "shop", "system.js", find));
+	TT_ASSERT(!auth_privset_allows_cluster(&ps, listdbs));
+	auth_privset_destroy(&ps);
+
+	auth_privset_init(&ps);
+	auth_builtin_role_privs("dbAdmin", "shop", &ps);
+	TT_ASSERT(auth_privset_allows_ns(&ps, "shop", "orders", collmod));
+	TT_ASSERT(!auth_privset_allows_ns(&ps, "shop", "orders", find));
+	TT_ASSERT(auth_privset_allows_ns(&ps, "shop", "system.profile", find));
+	auth_privset_destroy(&ps);
+
+	auth_privset_init(&ps);
+	auth_builtin_role_privs("readAnyDatabase", "admin", &ps);
+	TT_ASSERT(auth_privset_allows_ns(&ps, "any", "thing", find));
+	TT_ASSERT(!auth_privset_allows_ns(&ps, "any", "thing", insert));
+	TT_ASSERT(!auth_privset_allows_ns(&ps, "admin", "system.users", find));
+	TT_ASSERT(auth_privset_allows_cluster(&ps, listdbs));
+	auth_privset_destroy(&ps);
+
+	auth_privset_init(&ps);
+	auth_builtin_role_privs("root", "admin", &ps);
+	TT_ASSERT(auth_privset_allows_ns(&ps, "admin", "system.users", insert));
+	TT_ASSERT(auth_privset_allows_cluster(&ps, auth_action_index("shutdown")));
+	auth_privset_destroy(&ps);
+}
+
 static void
 test_render(void)
 {
@@ -916,6 +964,7 @@ main(void)
 	TT_RUN(test_saslprep);
 	TT_RUN(test_scram_malformed);
 	TT_RUN(test_render);
+	TT_RUN(test_builtin_roles);
 	TT_RUN(test_localhost_exception);
 	TT_RUN(test_sasl_both_mechanisms);
 	TT_RUN(test_sasl_failures);
