@@ -1007,3 +1007,175 @@ err:
 	storage_coll_release(coll);
 	return ret;
 }
+
+/* ---- collMod's `index` option ---------------------------------------------- */
+
+static const char *const collmod_index_fields[] = {
+	"name", "keyPattern", "hidden", "expireAfterSeconds", "unique", "prepareUnique",
+	"forceNonUnique", NULL,
+};
+
+/*
+ * collMod {index: {name | keyPattern, hidden, expireAfterSeconds}}: checks
+ * as mongod, then replaces the index's spec (the index is rebuilt under
+ * its new spec: storage has no in-place spec change yet).  Appends
+ * hidden_old/hidden_new and expireAfterSeconds_old/_new to reply as mongod
+ * does (only what changed).  Called by cmd_collmod.c.
+ */
+int
+cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt, bson_t *reply,
+                   terr_t *err)
+{
+	bson_iter_t it, o;
+	const char *name = NULL;
+	bson_t key, newspec = BSON_INITIALIZER;
+	bool has_key = false, has_hidden = false, hidden = false, has_ttl = false, old_hidden, changed = false;
+	int64_t ttl = 0, old_ttl = -1;
+	storage_coll_t *coll = NULL;
+	const storage_index_t *ix = NULL;
+	char ns[512];
+	int i, ret = -1;
+
+	cmd_ns(ns, sizeof(ns), c->db, coll_name);
+	o = *index_opt;
+	if (!BSON_ITER_HOLDS_DOCUMENT(&o)) {
+		ret = terr_set(err, TERR_TYPE_MISMATCH, "BSON field 'collMod.index' is the wrong type '%s', expected type 'object'",
+		    bv_type_name(bson_iter_type(&o)));
+		goto err;
+	}
+	bson_iter_recurse(&o, &it);
+	while (bson_iter_next(&it)) {
+		const char *f = bson_iter_key(&it);
+		if (!in_list(collmod_index_fields, f)) {
+			ret = terr_set(err, 40415, "BSON field 'collMod.index.%s' is an unknown field.", f);
+			goto err;
+		}
+		if (!strcmp(f, "name")) {
+			if (!BSON_ITER_HOLDS_UTF8(&it)) {
+				ret = terr_set(err, TERR_TYPE_MISMATCH,
+				    "BSON field 'collMod.index.name' is the wrong type '%s', expected type 'string'",
+				    bv_type_name(bson_iter_type(&it)));
+				goto err;
+			}
+			name = bson_iter_utf8(&it, NULL);
+		} else if (!strcmp(f, "keyPattern")) {
+			const uint8_t *d;
+			uint32_t l;
+			if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+				ret = terr_set(err, TERR_TYPE_MISMATCH,
+				    "BSON field 'collMod.index.keyPattern' is the wrong type '%s', expected type 'object'",
+				    bv_type_name(bson_iter_type(&it)));
+				goto err;
+			}
+			bson_iter_document(&it, &l, &d);
+			bson_init_static(&key, d, l);
+			has_key = true;
+		} else if (!strcmp(f, "hidden")) {
+			if (!BSON_ITER_HOLDS_BOOL(&it)) {
+				ret = terr_set(err, TERR_TYPE_MISMATCH,
+				    "BSON field 'collMod.index.hidden' is the wrong type '%s', expected type 'bool'",
+				    bv_type_name(bson_iter_type(&it)));
+				goto err;
+			}
+			has_hidden = true;
+			hidden = bson_iter_bool(&it);
+		} else if (!strcmp(f, "expireAfterSeconds")) {
+			bson_value_t v = *bson_iter_value(&it);
+			double d;
+			if (!bv_is_number(&v)) {
+				ret = terr_set(err, TERR_TYPE_MISMATCH,
+				    "BSON field 'collMod.index.expireAfterSeconds' is the wrong type '%s', expected types '[long, int, decimal, double]'",
+				    bv_type_name(v.value_type));
+				goto err;
+			}
+			d = bv_is_nan(&v) ? 0 : bv_as_double(&v);
+			if (d < 0) {
+				ret = terr_set(err, TERR_INVALID_OPTIONS, "TTL index 'expireAfterSeconds' option cannot be less than 0");
+				goto err;
+			}
+			ttl = d >= 2147483647.0 ? INT32_MAX : (int64_t)d;
+			has_ttl = true;
+		} else {
+			ret = terr_set(err, TERR_NOT_IMPLEMENTED, "collMod index option '%s' is not supported by Tamga yet", f);
+			goto err;
+		}
+	}
+	if (name == NULL && !has_key) {
+		ret = terr_set(err, TERR_INVALID_OPTIONS, "Must specify either index name or key pattern.");
+		goto err;
+	}
+	if (name != NULL && has_key) {
+		ret = terr_set(err, TERR_INVALID_OPTIONS, "Cannot specify both key pattern and name.");
+		goto err;
+	}
+	if (!has_hidden && !has_ttl) {
+		ret = terr_set(err, TERR_INVALID_OPTIONS, "no expireAfterSeconds, hidden, unique, or prepareUnique field");
+		goto err;
+	}
+	if (storage_coll_get(c->engine->st, c->db, coll_name, &coll, NULL) != 0) {
+		ret = terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns does not exist: %s", ns);
+		goto err;
+	}
+	for (i = 0; i < coll->nindexes && ix == NULL; i++)
+		if (name != NULL ? strcmp(coll->indexes[i].name, name) == 0 : key_equal(coll->indexes[i].key, &key))
+			ix = &coll->indexes[i];
+	if (ix == NULL) {
+		char *k = has_key ? bv_doc_to_mongo_string(&key) : NULL;
+		ret = terr_set(err, TERR_INDEX_NOT_FOUND, "cannot find index %s for ns %s", name ? name : k, ns);
+		bson_free(k);
+		goto err;
+	}
+	if (has_hidden && ix->is_id) {
+		ret = terr_set(err, TERR_BAD_VALUE, "can't hide _id index");
+		goto err;
+	}
+	if (has_ttl && ix->is_id) {
+		ret = terr_set(err, TERR_INVALID_OPTIONS, "the _id field does not support TTL indexes");
+		goto err;
+	}
+	if (has_ttl && bson_count_keys(ix->key) != 1) {
+		ret = terr_set(err, TERR_INVALID_OPTIONS,
+		    "TTL indexes are single-field indexes, compound indexes do not support TTL");
+		goto err;
+	}
+	old_hidden = bson_iter_init_find(&it, ix->spec, "hidden") && bson_iter_as_bool(&it);
+	if (bson_iter_init_find(&it, ix->spec, "expireAfterSeconds"))
+		old_ttl = bson_iter_as_int64(&it);
+	/* the new spec: same fields, hidden and expireAfterSeconds replaced */
+	bson_iter_init(&it, ix->spec);
+	while (bson_iter_next(&it)) {
+		const char *f = bson_iter_key(&it);
+		if ((has_hidden && !strcmp(f, "hidden")) || (has_ttl && !strcmp(f, "expireAfterSeconds")))
+			continue;
+		bson_append_iter(&newspec, f, -1, &it);
+	}
+	if (has_ttl)
+		BSON_APPEND_INT32(&newspec, "expireAfterSeconds", (int32_t)ttl);
+	if (has_hidden && hidden)
+		BSON_APPEND_BOOL(&newspec, "hidden", true);
+	if (has_hidden && hidden != old_hidden) {
+		BSON_APPEND_BOOL(reply, "hidden_old", old_hidden);
+		BSON_APPEND_BOOL(reply, "hidden_new", hidden);
+		changed = true;
+	}
+	if (has_ttl && ttl != old_ttl) {
+		if (old_ttl >= 0)
+			BSON_APPEND_INT64(reply, "expireAfterSeconds_old", old_ttl);
+		BSON_APPEND_INT64(reply, "expireAfterSeconds_new", ttl);
+		changed = true;
+	}
+	if (changed) {
+		char *iname = bson_strdup(ix->name);
+		ret = storage_index_drop(c->engine->st, NULL, c->db, coll_name, iname, err);
+		if (ret == 0)
+			ret = storage_index_create(c->engine->st, NULL, c->db, coll_name, &newspec, err);
+		bson_free(iname);
+		if (ret != 0)
+			goto err;
+	}
+	ret = 0;
+err:
+	bson_destroy(&newspec);
+	storage_coll_release(coll);
+	return ret;
+}

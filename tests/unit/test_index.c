@@ -7,10 +7,11 @@
  */
 #include "tt.h"
 
-#include "commands/commands.h"
+#include "commands/commands_private.h"
 #include "common/mem.h"
 #include "query/keygen.h"
 #include "query/plan.h"
+#include "query/planner_ttl.h"
 
 static engine_t *eng;
 static client_t *cl;
@@ -330,6 +331,138 @@ test_express_sort_sparse_partial(void)
 	TT_EQ_INT(get_i64(r, "cursor.firstBatch.1._id"), 5);
 	TT_EQ_INT(get_i64(r, "cursor.firstBatch.2._id"), -999);
 	free_reply(r);
+}
+
+/* cmd_index.c: what cmd_collmod.c calls for collMod's index option */
+int cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt, bson_t *reply,
+                       terr_t *err);
+
+static int
+collmod(const char *index_json, bson_t *reply, const char **msg)
+{
+	static char buf[512];
+	bson_t *opt = tt_json(index_json);
+	bson_t holder = BSON_INITIALIZER;
+	bson_iter_t it;
+	cmd_t c;
+	terr_t err = TERR_INIT;
+	int rc;
+
+	memset(&c, 0, sizeof(c));
+	c.engine = eng;
+	c.client = cl;
+	c.db = "test";
+	BSON_APPEND_DOCUMENT(&holder, "index", opt);
+	bson_iter_init_find(&it, &holder, "index");
+	bson_init(reply);
+	rc = cmd_index_coll_mod(&c, "cm", &it, reply, &err);
+	bson_strncpy(buf, err.msg ? err.msg : "", sizeof(buf));
+	*msg = buf;
+	rc = rc == 0 ? 0 : err.code;
+	terr_clear(&err);
+	bson_destroy(&holder);
+	bson_destroy(opt);
+	return rc;
+}
+
+static void
+test_coll_mod_index(void)
+{
+	bson_t *reply = tm_bson_array_new(1), *r;
+	const char *msg;
+	int rc;
+
+	run_code("{\"drop\": \"cm\"}");
+	TT_EQ_INT(run_code("{\"insert\": \"cm\", \"documents\": [{\"_id\": 1, \"a\": 5}]}"), 0);
+	TT_EQ_INT(run_code("{\"createIndexes\": \"cm\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\"},"
+	    " {\"key\": {\"w\": 1}, \"name\": \"w_1\", \"expireAfterSeconds\": 3600}, {\"key\": {\"p\": 1, \"q\": 1}, \"name\": \"pq\"}]}"), 0);
+	TT_EQ_INT(collmod("{\"name\": \"a_1\", \"hidden\": true}", reply, &msg), 0);
+	TT_EQ_JSON(reply, "{ \"hidden_old\" : false, \"hidden_new\" : true }");
+	bson_destroy(reply);
+	r = run("{\"explain\": {\"find\": \"cm\", \"filter\": {\"a\": 5}}}", &rc);
+	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.stage"), "COLLSCAN");
+	free_reply(r);
+	TT_EQ_INT(collmod("{\"name\": \"a_1\", \"hidden\": true}", reply, &msg), 0);
+	TT_EQ_JSON(reply, "{ }");
+	bson_destroy(reply);
+	TT_EQ_INT(collmod("{\"keyPattern\": {\"a\": 1}, \"hidden\": false}", reply, &msg), 0);
+	TT_EQ_JSON(reply, "{ \"hidden_old\" : true, \"hidden_new\" : false }");
+	bson_destroy(reply);
+	r = run("{\"explain\": {\"find\": \"cm\", \"filter\": {\"a\": 5}}, \"verbosity\": \"executionStats\"}", &rc);
+	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.stage"), "IXSCAN");
+	TT_EQ_INT(get_i64(r, "executionStats.nReturned"), 1);
+	free_reply(r);
+	TT_EQ_INT(collmod("{\"name\": \"w_1\", \"expireAfterSeconds\": 60}", reply, &msg), 0);
+	TT_EQ_JSON(reply, "{ \"expireAfterSeconds_old\" : 3600, \"expireAfterSeconds_new\" : 60 }");
+	bson_destroy(reply);
+	TT_EQ_INT(collmod("{\"name\": \"a_1\", \"expireAfterSeconds\": 60}", reply, &msg), 0);
+	TT_EQ_JSON(reply, "{ \"expireAfterSeconds_new\" : 60 }");
+	bson_destroy(reply);
+	TT_EQ_INT(collmod("{\"name\": \"_id_\", \"hidden\": true}", reply, &msg), 2);
+	TT_EQ_STR(msg, "can't hide _id index");
+	bson_destroy(reply);
+	TT_EQ_INT(collmod("{\"name\": \"nope\", \"hidden\": true}", reply, &msg), 27);
+	TT_EQ_STR(msg, "cannot find index nope for ns test.cm");
+	bson_destroy(reply);
+	TT_EQ_INT(collmod("{\"hidden\": true}", reply, &msg), 72);
+	TT_EQ_STR(msg, "Must specify either index name or key pattern.");
+	bson_destroy(reply);
+	TT_EQ_INT(collmod("{\"name\": \"a_1\"}", reply, &msg), 72);
+	TT_EQ_STR(msg, "no expireAfterSeconds, hidden, unique, or prepareUnique field");
+	bson_destroy(reply);
+	TT_EQ_INT(collmod("{\"name\": \"a_1\", \"expireAfterSeconds\": -1}", reply, &msg), 72);
+	bson_destroy(reply);
+	TT_EQ_INT(collmod("{\"name\": \"a_1\", \"expireAfterSeconds\": \"60\"}", reply, &msg), 14);
+	TT_EQ_STR(msg, "BSON field 'collMod.index.expireAfterSeconds' is the wrong type 'string', expected types '[long, int, decimal, double]'");
+	bson_destroy(reply);
+	TT_EQ_INT(collmod("{\"name\": \"pq\", \"expireAfterSeconds\": 60}", reply, &msg), 72);
+	TT_EQ_STR(msg, "TTL indexes are single-field indexes, compound indexes do not support TTL");
+	bson_destroy(reply);
+	TT_EQ_INT(collmod("{\"name\": \"_id_\", \"expireAfterSeconds\": 60}", reply, &msg), 72);
+	TT_EQ_STR(msg, "the _id field does not support TTL indexes");
+	bson_destroy(reply);
+	TT_EQ_INT(collmod("{\"name\": \"w_1\", \"expireAfterSeconds\": {\"$numberLong\": \"2147483648\"}}", reply, &msg), 0);
+	TT_EQ_INT(get_i64(reply, "expireAfterSeconds_new"), 2147483647);
+	bson_destroy(reply);
+	r = run("{\"listIndexes\": \"cm\"}", &rc);
+	{
+		char *j = bson_as_relaxed_extended_json(r, NULL);
+		TT_ASSERT(strstr(j, "\"a_1\"") != NULL);
+		TT_ASSERT(strstr(j, "hidden") == NULL);
+		bson_free(j);
+	}
+	free_reply(r);
+	bson_free(reply);
+}
+
+/* TTL passes remove documents whose date is past expireAfterSeconds. */
+static void
+test_ttl_pass(void)
+{
+	terr_t err = TERR_INIT;
+	int64_t deleted = 0;
+	int rc;
+	bson_t *r;
+
+	run_code("{\"drop\": \"ttl\"}");
+	TT_EQ_INT(run_code("{\"insert\": \"ttl\", \"documents\": ["
+	    "{\"_id\": 1, \"at\": {\"$date\": {\"$numberLong\": \"1000\"}}},"
+	    "{\"_id\": 2, \"at\": {\"$date\": {\"$numberLong\": \"100000000\"}}},"
+	    "{\"_id\": 3, \"at\": [{\"$date\": {\"$numberLong\": \"99000000\"}}, {\"$date\": {\"$numberLong\": \"5000\"}}]},"
+	    "{\"_id\": 4, \"at\": \"not a date\"}, {\"_id\": 5}]}"), 0);
+	TT_EQ_INT(run_code("{\"createIndexes\": \"ttl\", \"indexes\": [{\"key\": {\"at\": -1}, \"name\": \"at_-1\", \"expireAfterSeconds\": 60}]}"), 0);
+	/* now = 100000 s: cutoff 99940000 ms */
+	TT_EQ_INT(ttl_pass(engine_storage(eng), 100000000, &deleted, &err), 0);
+	TT_EQ_INT(deleted, 2);
+	r = run("{\"count\": \"ttl\"}", &rc);
+	TT_EQ_INT(get_i64(r, "n"), 3);
+	free_reply(r);
+	{
+		ttl_monitor_t *m = NULL;
+		TT_EQ_INT(ttl_monitor_start(engine_storage(eng), 60, &m, &err), 0);
+		ttl_monitor_stop(m);
+	}
+	terr_clear(&err);
 }
 
 /* ---- randomized: every index and hint returns what COLLSCAN returns -------- */
@@ -663,6 +796,8 @@ main(void)
 	TT_RUN(test_unique_build_and_writes);
 	TT_RUN(test_attribute_pattern_explain);
 	TT_RUN(test_express_sort_sparse_partial);
+	TT_RUN(test_coll_mod_index);
+	TT_RUN(test_ttl_pass);
 	TT_RUN(test_random_equivalence);
 	client_free(cl);
 	engine_close(eng);
