@@ -191,6 +191,56 @@ test_details_cases(void)
 	bson_destroy(file);
 }
 
+/* Every query of the cases against every document of the cases: whenever
+ * the document fails, the errInfo has details (or one of mongod's notes),
+ * never a crash. */
+static void
+test_cross_cases(void)
+{
+	bson_t *file = load_file("mql_details.json");
+	bson_iter_t it, qa, da;
+	int failures = 0;
+
+	TT_ASSERT(file != NULL);
+	if (file == NULL)
+		return;
+	bson_iter_init_find(&it, file, "cases");
+	bson_iter_recurse(&it, &qa);
+	while (bson_iter_next(&qa)) {
+		const uint8_t *data;
+		uint32_t len;
+		bson_t c, query;
+		match_t *m = NULL;
+		terr_t e = TERR_INIT;
+
+		bson_iter_document(&qa, &len, &data);
+		bson_init_static(&c, data, len);
+		if (!sub_doc(&c, "query", &query) || match_compile(&query, NULL, &m, &e) != 0) {
+			terr_clear(&e);
+			continue;
+		}
+		bson_iter_init_find(&it, file, "cases");
+		bson_iter_recurse(&it, &da);
+		while (bson_iter_next(&da)) {
+			bson_t c2, doc, *info;
+			bson_iter_document(&da, &len, &data);
+			bson_init_static(&c2, data, len);
+			if (!sub_doc(&c2, "doc", &doc) || match_exec(m, &doc, NULL, &e) == 1) {
+				terr_clear(&e);
+				continue;
+			}
+			terr_clear(&e);
+			info = match_explain_errinfo(m, &doc, NULL);
+			TT_ASSERT(bson_has_field(info, "details") || bson_has_field(info, "note"));
+			bson_destroy(info);
+			failures++;
+		}
+		match_free(m);
+	}
+	TT_ASSERT(failures > 1000);
+	bson_destroy(file);
+}
+
 static bson_t *
 errinfo_for(const char *query, const char *doc, const match_explain_opts_t *o)
 {
@@ -510,6 +560,52 @@ compact(const char *s)
 	return out;
 }
 
+/* A 100 000-value enum: accepted, compiled once, and a failing insert gets
+ * its errInfo (specifiedAs included: it fits under 12 MiB). */
+static void
+test_huge_enum(void)
+{
+	bson_t *cmd = bson_new(), *reply = tm_bson_array_new(1), v, s, p, a, e, arr;
+	tamga_error_t te;
+	char key[16];
+	const char *k;
+	int i, rc;
+	bson_t *r;
+
+	BSON_APPEND_UTF8(cmd, "create", "enums");
+	bson_append_document_begin(cmd, "validator", -1, &v);
+	bson_append_document_begin(&v, "$jsonSchema", -1, &s);
+	bson_append_document_begin(&s, "properties", -1, &p);
+	bson_append_document_begin(&p, "a", -1, &a);
+	bson_append_array_begin(&a, "enum", -1, &arr);
+	for (i = 0; i < 100000; i++) {
+		bson_uint32_to_string((uint32_t)i, &k, key, sizeof key);
+		bson_append_int32(&arr, k, -1, i * 2);
+	}
+	bson_append_array_end(&a, &arr);
+	bson_append_document_end(&p, &a);
+	bson_append_document_end(&s, &p);
+	bson_append_document_end(&v, &s);
+	bson_append_document_end(cmd, &v);
+	(void)e;
+	tamga_run_command(db, "val", cmd, reply, &te);
+	TT_EQ_INT(get_i64(reply, "ok"), 1);
+	free_reply(reply);
+	bson_destroy(cmd);
+	for (i = 0; i < 200; i++) {
+		char *ins = bson_strdup_printf("{\"insert\": \"enums\", \"documents\": [{\"a\": %d}]}", i * 2);
+		r = run("val", ins, &rc);
+		TT_EQ_INT(get_i64(r, "n"), 1);
+		free_reply(r);
+		bson_free(ins);
+	}
+	r = run("val", "{\"insert\": \"enums\", \"documents\": [{\"_id\": 1, \"a\": 3}]}", &rc);
+	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 121);
+	TT_EQ_STR(get_str(r, "writeErrors.0.errInfo.details.schemaRulesNotSatisfied.0.propertiesNotSatisfied.0.details.0.reason"),
+	          "value was not found in enum");
+	free_reply(r);
+}
+
 /* A log line from getLog: the newest one with this id, or NULL. */
 static char *
 last_log_with(int id)
@@ -637,6 +733,7 @@ main(void)
 
 	TT_RUN(test_details_cases);
 	TT_RUN(test_errinfo_shape);
+	TT_RUN(test_cross_cases);
 	TT_RUN(test_considered_values_cap);
 	TT_RUN(test_size_truncation);
 	TT_RUN(test_depth_cap);
@@ -649,6 +746,7 @@ main(void)
 	}
 	TT_RUN(test_bad_options);
 	TT_RUN(test_actions);
+	TT_RUN(test_huge_enum);
 	TT_RUN(test_levels_and_bypass);
 	tamga_close(db);
 	tt_rmdir(dir);
