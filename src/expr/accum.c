@@ -772,6 +772,8 @@ accum_parse(const char *name, const bson_value_t *arg, expr_scope_t *scope, accu
 	accum_t *a;
 	int ret = 0;
 
+	if (op == NULL && strcmp(name, "$accumulator") == 0)
+		return terr_set(err, TERR_NOT_IMPLEMENTED, "$accumulator is not implemented");
 	if (op == NULL)
 		return terr_set(err, 15952, "unknown group operator '%s'", name);
 	a = bson_malloc0(sizeof(*a));

@@ -122,6 +122,12 @@ void expr_env_set_current(expr_env_t *env, const bson_t *doc);
 void expr_env_set_now(expr_env_t *env, int64_t ms);
 void expr_env_set_cluster_time(expr_env_t *env, uint32_t t, uint32_t i);
 
+/* Document metadata for $meta ({textScore: 1.5, randVal: 0.3, searchScore:
+ * .., indexKey: {..}, sortKey: .., recordId: .., geoNearDistance: ..,
+ * geoNearPoint: ..}); borrowed like a root document; NULL = none (every
+ * $meta is then missing). */
+void expr_env_set_meta(expr_env_t *env, const bson_t *meta);
+
 /* Give variable id (from expr_scope_define) a value.  The value is copied
  * into storage owned by env that survives expr_env_reset(); it is replaced
  * by the next set of the same id and freed with env.  Returns 0 or -1 with

@@ -158,6 +158,7 @@ expr_env_new(void)
 	env->now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 	expr_set_missing(&env->root);
 	expr_set_missing(&env->current);
+	expr_set_missing(&env->meta);
 	env->rand_state = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ULL ^ (uint64_t)(uintptr_t)env;
 	if (env->rand_state == 0)
 		env->rand_state = 1;
@@ -202,6 +203,12 @@ void
 expr_env_set_current(expr_env_t *env, const bson_t *doc)
 {
 	doc_value(&env->current, doc);
+}
+
+void
+expr_env_set_meta(expr_env_t *env, const bson_t *meta)
+{
+	doc_value(&env->meta, meta);
 }
 
 void

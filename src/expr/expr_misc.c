@@ -201,7 +201,53 @@ eval_bson_size(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	return 0;
 }
 
+/* ---- $meta -------------------------------------------------------------- */
+
+static const char *const meta_names[] = {"textScore", "randVal", "searchScore", "searchHighlights",
+	"geoNearDistance", "geoNearPoint", "recordId", "indexKey", "sortKey", "searchScoreDetails",
+	"timeseriesBucketMinTime", "timeseriesBucketMaxTime", "vectorSearchScore", "score", "scoreDetails",
+	"searchSequenceToken"};
+
+static int
+parse_meta(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
+{
+	if (arg->value_type != BSON_TYPE_UTF8)
+		return terr_set(err, 17307, "$meta only supports string arguments");
+	for (size_t i = 0; i < sizeof(meta_names) / sizeof(meta_names[0]); i++) {
+		if (strcmp(arg->value.v_utf8.str, meta_names[i]) == 0) {
+			e->extra = (void *)meta_names[i];
+			e->var = EXPR_VAR_CURRENT; /* depends on the document: never fold */
+			return 0;
+		}
+	}
+	return terr_set(err, 17308, "Unsupported argument to $meta: %s", arg->value.v_utf8.str);
+}
+
+static int
+eval_meta(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
+{
+	expr_path_eval(env, &env->meta, (const char *)e->extra, out);
+	return 0;
+}
+
+/* ---- not available ------------------------------------------------------- */
+
+static int
+parse_unavailable(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
+{
+	return terr_set(err, TERR_NOT_IMPLEMENTED, "%s is not implemented", e->op->name);
+}
+
+static int
+eval_unavailable(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
+{
+	return terr_set(err, TERR_NOT_IMPLEMENTED, "%s is not implemented", e->op->name);
+}
+
 const expr_op_t expr_ops_misc[] = {
+	{"$meta", 0, -1, parse_meta, eval_meta, EXPR_OP_NOFOLD},
+	{"$function", 0, -1, parse_unavailable, eval_unavailable, 0},
+	{"$toHashedIndexKey", 0, -1, parse_unavailable, eval_unavailable, 0},
 	{"$sin", 1, 1, NULL, eval_trig, 0},
 	{"$cos", 1, 1, NULL, eval_trig, 0},
 	{"$tan", 1, 1, NULL, eval_trig, 0},

@@ -77,6 +77,7 @@ struct expr_env {
 	int64_t now;
 	uint32_t ct_t, ct_i;
 	bool ct_set;            /* $$CLUSTER_TIME available (replica set) */
+	bson_value_t meta;      /* $meta fields (document) or missing */
 	expr_arena_block_t *blocks;
 	int depth;              /* recursion guard */
 	uint64_t rand_state;

@@ -228,6 +228,42 @@ test_env_api(void)
 }
 
 static void
+test_meta(void)
+{
+	expr_scope_t *scope = expr_scope_new();
+	expr_env_t *env = expr_env_new();
+	terr_t err = TERR_INIT;
+	expr_t *e = NULL;
+	bson_value_t out;
+	bson_t *spec = tt_json("{\"e\": {\"$meta\": \"textScore\"}, \"bad\": {\"$meta\": \"nope\"}, \"num\": {\"$meta\": 1}}");
+	bson_t *meta = tt_json("{\"textScore\": 2.5}");
+	bson_iter_t it;
+
+	bson_iter_init_find(&it, spec, "e");
+	TT_EQ_INT(expr_parse(bson_iter_value(&it), scope, &e, &err), 0);
+	TT_EQ_INT(expr_eval(e, env, &out, &err), 0);
+	TT_ASSERT(out.value_type == BSON_TYPE_EOD);
+	expr_env_set_meta(env, meta);
+	TT_EQ_INT(expr_eval(e, env, &out, &err), 0);
+	TT_ASSERT(out.value_type == BSON_TYPE_DOUBLE && out.value.v_double == 2.5);
+	expr_destroy(e);
+	e = NULL;
+	bson_iter_init_find(&it, spec, "bad");
+	TT_ASSERT(expr_parse(bson_iter_value(&it), scope, &e, &err) != 0);
+	TT_EQ_INT(err.code, 17308);
+	TT_EQ_STR(err.msg, "Unsupported argument to $meta: nope");
+	terr_clear(&err);
+	bson_iter_init_find(&it, spec, "num");
+	TT_ASSERT(expr_parse(bson_iter_value(&it), scope, &e, &err) != 0);
+	TT_EQ_INT(err.code, 17307);
+	terr_clear(&err);
+	bson_destroy(meta);
+	bson_destroy(spec);
+	expr_env_destroy(env);
+	expr_scope_destroy(scope);
+}
+
+static void
 test_path_api(void)
 {
 	expr_env_t *env = expr_env_new();
@@ -276,6 +312,7 @@ main(void)
 	TT_RUN(test_let);
 	TT_RUN(test_env_api);
 	TT_RUN(test_path_api);
+	TT_RUN(test_meta);
 	TT_RUN(test_deep_nesting);
 	return tt_finish();
 }
