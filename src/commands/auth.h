@@ -160,7 +160,9 @@ int auth_speculative_start(cmd_t *c, const bson_t *spec, bson_t *out);
 bool auth_db_visible(cmd_t *c, const char *db);
 
 /* mongod's BSONObj::toString rendering ({ a: 1, b: "x", lsid: { id: UUID("...") } }),
- * as used in "not authorized ... to execute command" messages.  bson_free. */
+ * as used in "not authorized ... to execute command" messages, with
+ * createUser/updateUser's pwd shown as "xxx" (mongod's snipForLogging) and
+ * output past 1 MB cut with "...".  bson_free. */
 char *auth_render_bson(const bson_t *doc);
 
 #endif

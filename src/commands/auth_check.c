@@ -19,7 +19,10 @@
 
 /* ---- mongod's BSONObj::toString -------------------------------------------------- */
 
-static void render_doc(bson_string_t *b, const bson_t *doc, bool array, int depth);
+/* Stop rendering past this many bytes (a command can be 48 MB). */
+#define RENDER_MAX (1024 * 1024)
+
+static void render_doc(bson_string_t *b, const bson_t *doc, bool array, int depth, bool snip_pwd);
 
 static void
 render_string(bson_string_t *b, const char *s, uint32_t len)
@@ -73,7 +76,7 @@ render_value(bson_string_t *b, bson_iter_t *it, int depth)
 		else
 			bson_iter_array(it, &l, &d);
 		if (bson_init_static(&sub, d, l))
-			render_doc(b, &sub, BSON_ITER_HOLDS_ARRAY(it), depth + 1);
+			render_doc(b, &sub, BSON_ITER_HOLDS_ARRAY(it), depth + 1, false);
 		break;
 	}
 	case BSON_TYPE_BINARY: {
@@ -160,25 +163,33 @@ render_value(bson_string_t *b, bson_iter_t *it, int depth)
 }
 
 static void
-render_doc(bson_string_t *b, const bson_t *doc, bool array, int depth)
+render_doc(bson_string_t *b, const bson_t *doc, bool array, int depth, bool snip_pwd)
 {
 	bson_iter_t it;
 	bool first = true;
 
-	if (depth > 100) {
+	if (depth > 100 || b->len > RENDER_MAX) {
 		bson_string_append(b, array ? "[ ... ]" : "{ ... }");
 		return;
 	}
 	bson_string_append(b, array ? "[" : "{");
 	if (bson_iter_init(&it, doc)) {
 		while (bson_iter_next(&it)) {
+			if (b->len > RENDER_MAX) {
+				bson_string_append(b, ", ...");
+				break;
+			}
 			bson_string_append(b, first ? " " : ", ");
 			first = false;
 			if (!array) {
 				bson_string_append(b, bson_iter_key(&it));
 				bson_string_append(b, ": ");
 			}
-			render_value(b, &it, depth);
+			/* mongod's snipForLogging: a password never appears */
+			if (snip_pwd && strcmp(bson_iter_key(&it), "pwd") == 0)
+				bson_string_append(b, "\"xxx\"");
+			else
+				render_value(b, &it, depth);
 		}
 	}
 	bson_string_append(b, first ? (array ? "]" : "}") : (array ? " ]" : " }"));
@@ -188,8 +199,13 @@ char *
 auth_render_bson(const bson_t *doc)
 {
 	bson_string_t *b = bson_string_new(NULL);
+	bson_iter_t it;
+	bool snip = false;
 
-	render_doc(b, doc, false, 0);
+	/* createUser and updateUser carry a password */
+	if (bson_iter_init(&it, doc) && bson_iter_next(&it))
+		snip = strcmp(bson_iter_key(&it), "createUser") == 0 || strcmp(bson_iter_key(&it), "updateUser") == 0;
+	render_doc(b, doc, false, 0, snip);
 	return bson_string_free(b, false);
 }
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include <openssl/crypto.h>
+#include "bson/value.h"
 #include "common/log.h"
 #include "common/mem.h"
 #include <openssl/rand.h>
@@ -383,15 +384,19 @@ session(cmd_t *c, terr_t *err)
 static int
 name_arg(cmd_t *c, const char **out, terr_t *err)
 {
+	uint32_t len;
+
 	if (!BSON_ITER_HOLDS_UTF8(&c->first))
 		return terr_set(err, TERR_TYPE_MISMATCH, "BSON field '%s.%s' is the wrong type '%s', expected type 'string'",
-		    c->name, c->name, "non-string");
-	*out = bson_iter_utf8(&c->first, NULL);
+		    c->name, c->name, bv_type_name(bson_iter_type(&c->first)));
+
+	*out = bson_iter_utf8(&c->first, &len);
 	if ((*out)[0] == '\0')
 		return terr_set(err, TERR_BAD_VALUE, "%s name must not be empty",
 		    strstr(c->name, "Role") || strstr(c->name, "role") ? "Role" : "User");
-	if (strchr(*out, '\0') != *out + strlen(*out))
-		return terr_set(err, TERR_BAD_VALUE, "invalid name");
+	if (strlen(*out) != len)
+		return terr_set(err, TERR_BAD_VALUE, "%s names must not contain NULL characters",
+		    strstr(c->name, "Role") || strstr(c->name, "role") ? "Role" : "User");
 	return 0;
 }
 
