@@ -85,6 +85,9 @@ struct plan_exec {
 	bool scan_done;
 	planner_solution_t *sol;       /* ACCESS_IXSCAN (owned) */
 	int range_i;                   /* next range to open */
+	int branch_i;                  /* PLANNER_OR: the branch being scanned */
+	int64_t *branch_keys;          /* PLANNER_OR: keys examined per branch */
+	int64_t *branch_dups;
 	recset_t seen;
 	bson_t *sort_spec_doc;         /* owned copy for explain */
 	bson_t *parsed;                /* owned: the filter for explain (lazy) */
@@ -245,9 +248,13 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 				plan_exec_free(x);
 				return -1;
 			}
-			if (x->sol->kind == PLANNER_IXSCAN) {
+			if (x->sol->kind == PLANNER_IXSCAN || x->sol->kind == PLANNER_OR) {
 				x->access = ACCESS_IXSCAN;
 				x->stats.stage = x->express ? "EXPRESS_IXSCAN" : "IXSCAN";
+				if (x->sol->kind == PLANNER_OR) {
+					x->branch_keys = bson_malloc0(sizeof(int64_t) * (size_t)x->sol->nbranches);
+					x->branch_dups = bson_malloc0(sizeof(int64_t) * (size_t)x->sol->nbranches);
+				}
 				if (x->sol->provides_sort && x->sort != NULL) {
 					sort_spec_free(x->sort);
 					x->sort = NULL;
@@ -281,28 +288,39 @@ deadline_passed(plan_exec_t *x, int64_t n)
 
 /* IXSCAN + FETCH: the next document (not returned before) behind a key in
  * one of the solution's ranges that passes the filter. */
+/* The IXSCAN being run: the solution, or the current branch of an OR. */
+static const planner_solution_t *
+cur_scan(const plan_exec_t *x)
+{
+	return x->sol->kind == PLANNER_OR ? x->sol->branches[x->branch_i] : x->sol;
+}
+
 static int
 ixscan_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, terr_t *err)
 {
-	const storage_index_t *idx;
 	int rc;
 
-	if (x->sol->index >= x->coll->nindexes)
-		return terr_set(err, 175, "query plan killed :: caused by :: index dropped");
-	idx = &x->coll->indexes[x->sol->index];
 	for (;;) {
 		const uint8_t *key;
 		size_t klen;
 		bson_t unused;
+		const planner_solution_t *sc = cur_scan(x);
+		if (sc->index >= x->coll->nindexes)
+			return terr_set(err, 175, "query plan killed :: caused by :: index dropped");
 		if (x->cur == NULL) {
 			const planner_range_t *r;
-			if (x->range_i >= x->sol->nranges) {
+			if (x->range_i >= sc->nranges) {
+				if (x->sol->kind == PLANNER_OR && x->branch_i + 1 < x->sol->nbranches) {
+					x->branch_i++;
+					x->range_i = 0;
+					continue;
+				}
 				x->scan_done = true;
 				return 0;
 			}
-			r = &x->sol->ranges[x->range_i++];
-			if (storage_index_scan_open(s, x->coll, idx, r->lo, r->lo_len, r->lo_incl, r->hi, r->hi_len,
-			    r->hi_incl, x->sol->backward, &x->cur, err) != 0)
+			r = &sc->ranges[x->range_i++];
+			if (storage_index_scan_open(s, x->coll, &x->coll->indexes[sc->index], r->lo, r->lo_len,
+			    r->lo_incl, r->hi, r->hi_len, r->hi_incl, sc->backward, &x->cur, err) != 0)
 				return -1;
 		}
 		rc = storage_cursor_next(x->cur, recid, &unused, &key, &klen, err);
@@ -314,10 +332,14 @@ ixscan_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, t
 			continue;
 		}
 		x->stats.keys_examined++;
+		if (x->branch_keys != NULL)
+			x->branch_keys[x->branch_i]++;
 		if (deadline_passed(x, x->stats.keys_examined))
 			return terr_set(err, TERR_MAX_TIME_MS_EXPIRED, "operation exceeded time limit");
 		if (!recset_add(&x->seen, *recid)) {
 			x->stats.dups_dropped++;
+			if (x->branch_dups != NULL)
+				x->branch_dups[x->branch_i]++;
 			continue;
 		}
 		rc = storage_doc_get(s, x->coll, *recid, doc, err);
@@ -485,6 +507,8 @@ plan_exec_free(plan_exec_t *x)
 	if (x->cur != NULL)
 		storage_cursor_close(x->cur);
 	planner_solution_free(x->sol);
+	bson_free(x->branch_keys);
+	bson_free(x->branch_dups);
 	bson_free(x->seen.slot);
 	if (x->sort_spec_doc != NULL)
 		bson_destroy(x->sort_spec_doc);
@@ -544,18 +568,17 @@ spec_flag(const bson_t *spec, const char *name)
 }
 
 static void
-append_ixscan(const plan_exec_t *x, bool es, bson_t *out)
+append_one_ixscan(const plan_exec_t *x, const planner_solution_t *sc, int64_t keys, int64_t dups, bool eof,
+                  bool es, bson_t *out)
 {
-	const storage_index_t *ix = &x->coll->indexes[x->sol->index];
-	bool eof = x->scan_done;
-	int64_t works = x->stats.keys_examined + (eof ? 1 : 0) + x->sol->nranges;
+	const storage_index_t *ix = &x->coll->indexes[sc->index];
+	int64_t works = keys + (eof ? 1 : 0) + sc->nranges;
 	bson_t sub, mkp;
 	bson_iter_t it;
 
 	BSON_APPEND_UTF8(out, "stage", "IXSCAN");
 	if (es)
-		append_common_stats(out, x->stats.keys_examined - x->stats.dups_dropped, works,
-		    x->stats.keys_examined - x->stats.dups_dropped, eof);
+		append_common_stats(out, keys - dups, works, keys - dups, eof);
 	BSON_APPEND_DOCUMENT(out, "keyPattern", ix->key);
 	BSON_APPEND_UTF8(out, "indexName", ix->name);
 	BSON_APPEND_BOOL(out, "isMultiKey", ix->multikey);
@@ -576,23 +599,55 @@ append_ixscan(const plan_exec_t *x, bool es, bson_t *out)
 	BSON_APPEND_BOOL(out, "isSparse", spec_flag(ix->spec, "sparse"));
 	BSON_APPEND_BOOL(out, "isPartial", bson_has_field(ix->spec, "partialFilterExpression"));
 	BSON_APPEND_INT32(out, "indexVersion", 2);
-	BSON_APPEND_UTF8(out, "direction", x->sol->backward ? "backward" : "forward");
+	BSON_APPEND_UTF8(out, "direction", sc->backward ? "backward" : "forward");
 	BSON_APPEND_DOCUMENT_BEGIN(out, "indexBounds", &sub);
-	planner_bounds_append(x->sol, &sub);
+	planner_bounds_append(sc, &sub);
 	bson_append_document_end(out, &sub);
 	if (es) {
-		BSON_APPEND_INT32(out, "keysExamined", (int32_t)x->stats.keys_examined);
-		BSON_APPEND_INT32(out, "seeks", (int32_t)(x->sol->nranges > 0 ? x->sol->nranges : 1));
-		BSON_APPEND_INT32(out, "dupsTested", (int32_t)(x->sol->dedup ? x->stats.keys_examined : 0));
+		BSON_APPEND_INT32(out, "keysExamined", (int32_t)keys);
+		BSON_APPEND_INT32(out, "seeks", (int32_t)(sc->nranges > 0 ? sc->nranges : 1));
+		BSON_APPEND_INT32(out, "dupsTested", (int32_t)(sc->dedup ? keys : 0));
+		BSON_APPEND_INT32(out, "dupsDropped", (int32_t)dups);
+	}
+}
+
+/* The access path under FETCH: one IXSCAN, or OR over one per branch. */
+static void
+append_ixscan(const plan_exec_t *x, bool es, bson_t *out)
+{
+	bson_t arr, in;
+	int i;
+
+	if (x->sol->kind != PLANNER_OR) {
+		append_one_ixscan(x, x->sol, x->stats.keys_examined, x->stats.dups_dropped, x->scan_done, es, out);
+		return;
+	}
+	BSON_APPEND_UTF8(out, "stage", "OR");
+	if (es) {
+		int64_t adv = x->stats.keys_examined - x->stats.dups_dropped;
+		append_common_stats(out, adv, x->stats.keys_examined + (x->scan_done ? 1 : 0), adv, x->scan_done);
+		BSON_APPEND_INT32(out, "dupsTested", (int32_t)x->stats.keys_examined);
 		BSON_APPEND_INT32(out, "dupsDropped", (int32_t)x->stats.dups_dropped);
 	}
+	BSON_APPEND_ARRAY_BEGIN(out, "inputStages", &arr);
+	for (i = 0; i < x->sol->nbranches; i++) {
+		char key[16];
+		const char *k;
+		bson_uint32_to_string((uint32_t)i, &k, key, sizeof(key));
+		bson_append_document_begin(&arr, k, -1, &in);
+		append_one_ixscan(x, x->sol->branches[i], x->branch_keys[i], 0,
+		    x->scan_done || i < x->branch_i, es, &in);
+		bson_append_document_end(&arr, &in);
+	}
+	bson_append_array_end(out, &arr);
 }
 
 static int64_t
 access_works(const plan_exec_t *x)
 {
 	if (x->access == ACCESS_IXSCAN)
-		return x->stats.keys_examined + (x->scan_done ? 1 : 0) + x->sol->nranges;
+		return x->stats.keys_examined + (x->scan_done ? 1 : 0) +
+		    (x->sol->kind == PLANNER_OR ? 0 : x->sol->nranges);
 	return x->stats.docs_examined + (x->scan_done ? 1 : 0);
 }
 
@@ -745,7 +800,8 @@ plan_exec_explain_append(const plan_exec_t *x, bool exec_stats, bson_t *out)
 const char *
 plan_exec_index_name(const plan_exec_t *x)
 {
-	if (x->access == ACCESS_IXSCAN && x->coll != NULL && x->sol->index < x->coll->nindexes)
+	if (x->access == ACCESS_IXSCAN && x->coll != NULL && x->sol->kind == PLANNER_IXSCAN &&
+	    x->sol->index < x->coll->nindexes)
 		return x->coll->indexes[x->sol->index].name;
 	return NULL;
 }

@@ -431,6 +431,8 @@ fields_free(planner_field_t *f, int n)
 {
 	int i, j;
 
+	if (f == NULL)
+		return;
 	for (i = 0; i < n; i++) {
 		for (j = 0; j < f[i].n; j++)
 			iv_destroy(&f[i].iv[j]);
@@ -706,6 +708,7 @@ cand_free(cand_t *c)
 {
 	fields_free(c->fields, c->nfields);
 	c->fields = NULL;
+	c->nfields = 0;
 }
 
 /* Better candidate: more points, more bounds, provides sort, fewer fields. */
@@ -954,6 +957,166 @@ hint_find(const storage_coll_t *coll, const bson_value_t *hint, int *ixn, bool *
 
 /* ---- entry points --------------------------------------------------------- */
 
+/* The best candidate index for ps (hinted >= 0: only that one). */
+static bool
+best_candidate(const storage_coll_t *coll, const preds_t *ps, const bson_t *sort, int hinted, cand_t *best)
+{
+	cand_t c;
+	bool have = false;
+	int i;
+
+	memset(best, 0, sizeof(*best));
+	for (i = 0; i < coll->nindexes; i++) {
+		const storage_index_t *ix = &coll->indexes[i];
+		if (hinted >= 0 && i != hinted)
+			continue;
+		if (hinted < 0 && index_spec_bool(ix, "hidden"))
+			continue;
+		if (!cand_build(coll, i, ps, sort, hinted >= 0, &c)) {
+			cand_free(&c);
+			continue;
+		}
+		if (!have || cand_better(&c, best)) {
+			if (have)
+				cand_free(best);
+			*best = c;
+			have = true;
+		} else {
+			cand_free(&c);
+		}
+	}
+	return have;
+}
+
+/* Fill s as the IXSCAN of candidate best (whose fields s takes). */
+static void
+solution_from(planner_solution_t *s, cand_t *best)
+{
+	rbuild_t b = {s, 0, false};
+	bytes_t prefix = {0};
+	int i;
+
+	s->kind = PLANNER_IXSCAN;
+	s->index = best->index;
+	s->backward = best->provides_sort && best->backward;
+	s->provides_sort = best->provides_sort;
+	s->dedup = best->multikey;
+	fields_to_key_order(best->fields, best->nfields);
+	s->fields = best->fields;
+	s->nfields = best->nfields;
+	best->fields = NULL;
+	if (!best->empty) {
+		ranges_build(&b, s->fields, s->nfields, 0, &prefix);
+		bson_free(prefix.p);
+		if (b.overflow) {
+			/* too many: scan the whole index, the filter decides */
+			for (i = 0; i < s->nranges; i++) {
+				bson_free(s->ranges[i].lo);
+				bson_free(s->ranges[i].hi);
+			}
+			s->nranges = 0;
+			{
+				bytes_t e = {0};
+				range_push(&b, &e, true, true, &e, true, true);
+			}
+		}
+	}
+	if (s->backward) {
+		for (i = 0; i < s->nranges / 2; i++) {
+			planner_range_t t = s->ranges[i];
+			s->ranges[i] = s->ranges[s->nranges - 1 - i];
+			s->ranges[s->nranges - 1 - i] = t;
+		}
+	}
+}
+
+/* The top-level $or of the normalized filter (alone or inside the root
+ * $and), as an iterator on its array. */
+static bool
+find_top_or(const bson_t *norm, bson_iter_t *arr)
+{
+	bson_iter_t it, sub;
+
+	if (bson_iter_init_find(&it, norm, "$or") && BSON_ITER_HOLDS_ARRAY(&it) && bson_count_keys(norm) == 1) {
+		*arr = it;
+		return true;
+	}
+	if (!bson_iter_init_find(&it, norm, "$and") || !BSON_ITER_HOLDS_ARRAY(&it) || bson_count_keys(norm) != 1)
+		return false;
+	bson_iter_recurse(&it, &sub);
+	while (bson_iter_next(&sub)) {
+		bson_iter_t in;
+		if (BSON_ITER_HOLDS_DOCUMENT(&sub) && bson_iter_recurse(&sub, &in) && bson_iter_next(&in) &&
+		    strcmp(bson_iter_key(&in), "$or") == 0 && BSON_ITER_HOLDS_ARRAY(&in)) {
+			*arr = in;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* One index scan per $or branch; false when some branch has no index. */
+static bool
+plan_or(const storage_coll_t *coll, const bson_t *norm, planner_solution_t *s)
+{
+	bson_iter_t arr, br;
+	int n, i = 0;
+
+	if (!find_top_or(norm, &arr) || !bson_iter_recurse(&arr, &br))
+		return false;
+	n = 0;
+	while (bson_iter_next(&br))
+		n++;
+	if (n == 0 || n > 64)
+		return false;
+	s->branches = bson_malloc0(sizeof(planner_solution_t *) * (size_t)n);
+	bson_iter_recurse(&arr, &br);
+	while (bson_iter_next(&br)) {
+		preds_t *bp;
+		cand_t best;
+		const uint8_t *d;
+		uint32_t l;
+		bson_t node;
+		bool ok;
+		if (!BSON_ITER_HOLDS_DOCUMENT(&br))
+			return false;
+		bson_iter_document(&br, &l, &d);
+		bson_init_static(&node, d, l);
+		bp = bson_malloc0(sizeof(*bp));
+		collect_node(bp, &node, NULL, 0, NULL);
+		ok = best_candidate(coll, bp, NULL, -1, &best) && best.nbounded > 0;
+		bson_free(bp);
+		if (!ok) {
+			cand_free(&best);
+			return false;
+		}
+		s->branches[i] = bson_malloc0(sizeof(planner_solution_t));
+		solution_from(s->branches[i], &best);
+		cand_free(&best);
+		s->nbranches = ++i;
+	}
+	s->kind = PLANNER_OR;
+	s->dedup = true;
+	return true;
+}
+
+static void
+solution_clear(planner_solution_t *s)
+{
+	int i;
+
+	fields_free(s->fields, s->nfields);
+	for (i = 0; i < s->nranges; i++) {
+		bson_free(s->ranges[i].lo);
+		bson_free(s->ranges[i].hi);
+	}
+	bson_free(s->ranges);
+	for (i = 0; i < s->nbranches; i++)
+		planner_solution_free(s->branches[i]);
+	bson_free(s->branches);
+	memset(s, 0, sizeof(*s));
+}
+
 int
 planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sort, const bson_value_t *hint,
              planner_solution_t **out, terr_t *err)
@@ -961,13 +1124,12 @@ planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sort, c
 	planner_solution_t *s = bson_malloc0(sizeof(*s));
 	preds_t *ps = bson_malloc0(sizeof(*ps));
 	bson_t *norm = NULL;
-	cand_t best, c;
-	bool have = false, natural = false, hint_backward = false;
-	int i, hinted = -1;
+	cand_t best;
+	bool natural = false, hint_backward = false;
+	int hinted = -1;
 
 	*out = NULL;
 	s->kind = PLANNER_COLLSCAN;
-	memset(&best, 0, sizeof(best));
 	if (hint != NULL) {
 		int rc = hint_find(coll, hint, &hinted, &natural, &hint_backward, err);
 		if (rc < 0) {
@@ -984,61 +1146,28 @@ planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sort, c
 		norm = match_to_bson(m);
 		collect_node(ps, norm, NULL, 0, NULL);
 	}
-	for (i = 0; i < coll->nindexes; i++) {
-		const storage_index_t *ix = &coll->indexes[i];
-		if (hinted >= 0 && i != hinted)
-			continue;
-		if (hinted < 0 && index_spec_bool(ix, "hidden"))
-			continue;
-		if (!cand_build(coll, i, ps, sort, hinted >= 0, &c)) {
-			cand_free(&c);
-			continue;
-		}
-		if (!have || cand_better(&c, &best)) {
-			if (have)
+	if (best_candidate(coll, ps, sort, hinted, &best)) {
+		bool or_better = false;
+		/* an index that only serves the sort loses to a $or whose
+		 * branches all have bounds */
+		if (best.nbounded == 0 && hinted < 0 && norm != NULL) {
+			planner_solution_t tmp;
+			memset(&tmp, 0, sizeof(tmp));
+			if (plan_or(coll, norm, &tmp)) {
 				cand_free(&best);
-			best = c;
-			have = true;
-		} else {
-			cand_free(&c);
-		}
-	}
-	if (have) {
-		rbuild_t b = {s, 0, false};
-		bytes_t prefix = {0};
-		s->kind = PLANNER_IXSCAN;
-		s->index = best.index;
-		s->backward = best.provides_sort && best.backward;
-		s->provides_sort = best.provides_sort;
-		s->dedup = best.multikey;
-		fields_to_key_order(best.fields, best.nfields);
-		s->fields = best.fields;
-		s->nfields = best.nfields;
-		best.fields = NULL;
-		if (!best.empty) {
-			ranges_build(&b, s->fields, s->nfields, 0, &prefix);
-			bson_free(prefix.p);
-			if (b.overflow) {
-				/* too many: scan the whole index, the filter decides */
-				for (i = 0; i < s->nranges; i++) {
-					bson_free(s->ranges[i].lo);
-					bson_free(s->ranges[i].hi);
-				}
-				s->nranges = 0;
-				{
-					bytes_t e = {0};
-					range_push(&b, &e, true, true, &e, true, true);
-				}
+				*s = tmp;
+				or_better = true;
+			} else {
+				solution_clear(&tmp);
 			}
 		}
-		if (s->backward) {
-			for (i = 0; i < s->nranges / 2; i++) {
-				planner_range_t t = s->ranges[i];
-				s->ranges[i] = s->ranges[s->nranges - 1 - i];
-				s->ranges[s->nranges - 1 - i] = t;
-			}
-		}
+		if (!or_better)
+			solution_from(s, &best);
+	} else if (hinted < 0 && norm != NULL && !plan_or(coll, norm, s)) {
+		solution_clear(s);
+		s->kind = PLANNER_COLLSCAN;
 	}
+	cand_free(&best);
 done:
 	if (norm != NULL)
 		bson_destroy(norm);
@@ -1050,16 +1179,9 @@ done:
 void
 planner_solution_free(planner_solution_t *s)
 {
-	int i;
-
 	if (s == NULL)
 		return;
-	fields_free(s->fields, s->nfields);
-	for (i = 0; i < s->nranges; i++) {
-		bson_free(s->ranges[i].lo);
-		bson_free(s->ranges[i].hi);
-	}
-	bson_free(s->ranges);
+	solution_clear(s);
 	bson_free(s);
 }
 

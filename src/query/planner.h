@@ -19,8 +19,10 @@
  * fields, then bounded fields, then a satisfied sort, then the smaller key
  * wins; an indexed plan always beats the collection scan, as in mongod.
  *
- * Not yet: $or with one index per branch, covered plans, min/max, index
- * intersection.
+ * A top-level $or whose every branch has an indexed plan becomes one index
+ * scan per branch (OR), when no index bounds the whole filter.
+ *
+ * Not yet: covered plans, min/max, index intersection, trial runs.
  */
 #ifndef TAMGA_QUERY_PLANNER_H
 #define TAMGA_QUERY_PLANNER_H
@@ -55,9 +57,10 @@ typedef struct planner_range {
 	bool lo_incl, hi_incl;
 } planner_range_t;
 
-typedef enum { PLANNER_COLLSCAN, PLANNER_IXSCAN } planner_kind_t;
+typedef enum { PLANNER_COLLSCAN, PLANNER_IXSCAN, PLANNER_OR } planner_kind_t;
 
-typedef struct planner_solution {
+typedef struct planner_solution planner_solution_t;
+struct planner_solution {
 	planner_kind_t kind;
 	int index;                   /* IXSCAN: position in coll->indexes */
 	int nfields;
@@ -67,7 +70,11 @@ typedef struct planner_solution {
 	bool backward;               /* scan direction over the index */
 	bool provides_sort;          /* the requested sort needs no SORT stage */
 	bool dedup;                  /* multikey: a document may come back more than once */
-} planner_solution_t;
+	/* PLANNER_OR: one IXSCAN solution per branch of a top-level $or, scanned
+	 * one after the other (documents deduplicated) */
+	int nbranches;
+	struct planner_solution **branches;
+};
 
 /*
  * Plan a query on coll.  m may be NULL (everything).  sort (NULL or {})

@@ -308,6 +308,20 @@ test_express_sort_sparse_partial(void)
 	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"c\": 1}}, \"verbosity\": \"queryPlanner\"}", &rc);
 	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.indexName"), "c_1");
 	free_reply(r);
+	/* $or: one index per branch */
+	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"$or\": [{\"a\": 2}, {\"b\": {\"$gte\": 9}}]}}, \"verbosity\": \"executionStats\"}", &rc);
+	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.stage"), "FETCH");
+	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.stage"), "OR");
+	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.inputStages.0.indexName"), "a_1_b_1");
+	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.inputStages.1.indexName"), "b_1");
+	TT_EQ_INT(get_i64(r, "executionStats.nReturned"), 2);
+	TT_EQ_INT(get_i64(r, "executionStats.totalKeysExamined"), 2);
+	free_reply(r);
+	/* a branch without an index: the whole $or scans the collection */
+	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"$or\": [{\"a\": 2}, {\"zz\": 1}]}}, \"verbosity\": \"executionStats\"}", &rc);
+	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.stage"), "COLLSCAN");
+	TT_EQ_INT(get_i64(r, "executionStats.nReturned"), 1);
+	free_reply(r);
 	/* count and delete explain wrap the plan */
 	r = run("{\"explain\": {\"count\": \"e\", \"query\": {\"a\": 1}}, \"verbosity\": \"executionStats\"}", &rc);
 	TT_EQ_INT(rc, 0);
@@ -557,7 +571,8 @@ rand_filter(void)
 	static const char *const paths[] = {"a", "b", "a.x", "a.y", "b.x"};
 	char *l1 = rand_leaf(paths[rnd(5)]), *l2 = rand_leaf(paths[rnd(5)]), *s;
 
-	switch (rnd(4)) {
+	switch (rnd(5)) {
+	case 4: s = bson_strdup_printf("{\"$or\": [%s, %s]}", l1, l2); break;
 	case 0: s = bson_strdup(l1); break;
 	case 1: s = bson_strdup_printf("{\"$and\": [%s, %s]}", l1, l2); break;
 	case 2: {
