@@ -236,6 +236,34 @@ not_built_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	return terr_set(err, TERR_NOT_IMPLEMENTED, "The %s stage is not supported by Tamga yet", pc->name);
 }
 
+/* A standalone mongod without mongot answers these with its own errors. */
+static int
+standalone_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	if (strcmp(pc->name, "$changeStream") == 0)
+		return terr_set(err, 40573, "The $changeStream stage is only supported on replica sets");
+	return terr_set(err, 31082,
+	    "Using $search and $vectorSearch aggregation stages requires additional configuration. Please connect to Atlas or an AtlasCLI local deployment to enable. For more information on how to connect, see https://dochub.mongodb.org/core/atlas-cli-deploy-local-reqs");
+}
+
+/* $listSearchIndexes parses, and fails when run (with mongod's prefix). */
+static int
+search_indexes_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	if (spec->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field '$listSearchIndexes' is the wrong type '%s', expected type 'object'",
+		    bv_type_name(spec->value_type));
+	agg_pctx_add(pc, &agg_stages_stats[2], NULL, agg_explain_doc("$listSearchIndexes", spec));
+	return 0;
+}
+
+static int
+search_indexes_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	return terr_set(err, TERR_COMMAND_NOT_SUPPORTED, "Search index commands are only supported with Atlas.");
+}
+
 static void
 plain_free(void *plan)
 {
@@ -247,16 +275,16 @@ const agg_stage_def_t agg_stages_stats[] = {
 	    AGG_F_FIRST | AGG_F_NOT_IN_FACET},
 	{"$indexStats", indexstats_parse, stats_open, indexstats_next, stats_close, plain_free,
 	    AGG_F_FIRST | AGG_F_NOT_IN_FACET},
+	{"$listSearchIndexes", search_indexes_parse, NULL, search_indexes_next, NULL, NULL, AGG_F_FIRST},
 	{"$geoNear", not_built_parse},
 	{"$currentOp", not_built_parse},
 	{"$listLocalSessions", not_built_parse},
 	{"$listSessions", not_built_parse},
 	{"$planCacheStats", not_built_parse},
-	{"$changeStream", not_built_parse},
-	{"$search", not_built_parse},
-	{"$searchMeta", not_built_parse},
-	{"$vectorSearch", not_built_parse},
-	{"$listSearchIndexes", not_built_parse},
+	{"$changeStream", standalone_parse},
+	{"$search", standalone_parse},
+	{"$searchMeta", standalone_parse},
+	{"$vectorSearch", standalone_parse},
 	{"$shardedDataDistribution", not_built_parse},
 	{"$listSampledQueries", not_built_parse},
 	{"$querySettings", not_built_parse},

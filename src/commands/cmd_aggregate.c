@@ -319,7 +319,6 @@ CMD_HANDLER(cmd_aggregate)
 	src.restore = src_restore;
 	src.free = src_free;
 	a = NULL;
-	__atomic_fetch_add(&c->engine->counters.query, 1, __ATOMIC_RELAXED);
 	ret = cursor_first_batch(c->engine->cursors, s, ns, &src, &copts, c->reply, err);
 err:
 	if (a != NULL)

@@ -507,6 +507,8 @@ test_stats_stages(void)
 	    "[ { \"name\" : \"_id_\", \"key\" : { \"_id\" : 1 } } ]");
 	AGG_ERR("customers", "[{\"$match\": {}}, {\"$collStats\": {}}]", 40602);
 	AGG_ERR("customers", "[{\"$geoNear\": {}}]", 238);
+	AGG_ERR("customers", "[{\"$changeStream\": {}}]", 40573);
+	AGG_ERR("customers", "[{\"$listSearchIndexes\": {}}]", 115);
 	load("red", "[{\"_id\": 1, \"level\": 1, \"a\": {\"level\": 5, \"x\": 1}, \"b\": [{\"level\": 1, \"y\": 2}, {\"level\": 9}, 3]}]");
 	AGG_EQ("red", "[{\"$redact\": {\"$cond\": [{\"$lte\": [\"$level\", 3]}, \"$$DESCEND\", \"$$PRUNE\"]}}]",
 	    "[ { \"_id\" : 1, \"level\" : 1, \"b\" : [ { \"level\" : 1, \"y\" : 2 }, 3 ] } ]");
