@@ -77,9 +77,12 @@ int expr_scope_lookup(const expr_scope_t *scope, const char *name);
  * Parse any expression value: a literal, "$field.path", "$$var.path",
  * {$op: args}, an expression object {a: <expr>, b: <expr>} or an array of
  * expressions.  The spec is not referenced after the call (constants are
- * copied).  On success *out is a new tree owned by the caller
+ * copied).  Subtrees that depend on nothing are evaluated here (as mongod's
+ * optimize() does), so {$divide: [1, 0]} fails at parse time with the
+ * runtime error.  On success *out is a new tree owned by the caller
  * (expr_destroy()).  Returns 0, or -1 with err set (mongod's code and
- * message) and *out untouched.
+ * message) and *out untouched.  The scope is used, not kept; it is not
+ * thread-safe (parse on one thread, evaluate anywhere).
  */
 int expr_parse(const bson_value_t *spec, expr_scope_t *scope, expr_t **out, terr_t *err);
 
