@@ -39,7 +39,7 @@ typedef struct validator {
 	level_t level;
 	action_t action;
 	bool prepared;           /* prepareConstraintValidationLevel is set */
-	bool has_expr;           /* $expr: recompiled per write for a fresh $$NOW */
+	bool has_expr;           /* $expr using $$NOW: recompiled per write */
 	bson_t *filter;          /* owned copy of the validator (for $expr recompiles) */
 	match_t *match;          /* the whole validator */
 } validator_t;
@@ -145,7 +145,9 @@ compile(const bson_t *options, bool creating, validator_t *v, terr_t *err)
 		goto fail;
 	}
 	v->has_validator = true;
-	v->has_expr = match_can_fail(v->match);
+	/* only $$NOW changes between writes: other $expr validators stay cached */
+	v->has_expr = match_can_fail(v->match) &&
+	    memmem(bson_get_data(&validator), validator.len, "$$NOW", 5) != NULL;
 	v->filter = bson_copy(&validator);
 	return 0;
 fail:
