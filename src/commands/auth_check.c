@@ -830,6 +830,14 @@ static const priv_row_t priv_table[] = {
 };
 #define NPRIV ((int)(sizeof(priv_table) / sizeof(priv_table[0])))
 
+static const priv_row_t *priv_lookup(const char *name);
+
+bool
+auth_command_known(const char *name)
+{
+	return priv_lookup(name) != NULL;
+}
+
 static const priv_row_t *
 priv_lookup(const char *name)
 {
@@ -891,8 +899,8 @@ auth_check_command(cmd_t *c, const cmd_def_t *def, terr_t *err)
 	row = priv_lookup(def != NULL ? def->name : c->name);
 	if (row != NULL && row->need == NEED_NONE)
 		return 0;
-	ac = auth_client_get(c->client);
-	if (ac->user == NULL) {
+	ac = auth_client_peek(c->client);
+	if (ac == NULL || ac->user == NULL) {
 		/* the localhost exception (no user and no role stored, a loopback
 		 * client): mongod's bootstrap privileges, enough to create the
 		 * first user in admin (with roles of admin) and nothing else */
@@ -941,8 +949,8 @@ auth_db_visible(cmd_t *c, const char *db)
 
 	if (!auth_enabled(c->engine))
 		return true;
-	ac = auth_client_get(c->client);
-	if (ac->user == NULL || auth_client_resolve(c, ac, &err) != 0) {
+	ac = auth_client_peek(c->client);
+	if (ac == NULL || ac->user == NULL || auth_client_resolve(c, ac, &err) != 0) {
 		terr_clear(&err);
 		return false;
 	}
@@ -956,7 +964,7 @@ auth_db_visible(cmd_t *c, const char *db)
 int
 auth_connection_status(cmd_t *c, bool show_privileges, bson_t *auth_info, terr_t *err)
 {
-	auth_client_t *ac = auth_client_get(c->client);
+	auth_client_t *ac = auth_client_peek(c->client);
 	auth_rolelist_t all;
 	auth_privset_t privs;
 	storage_session_t *s;
@@ -965,7 +973,7 @@ auth_connection_status(cmd_t *c, bool show_privileges, bson_t *auth_info, terr_t
 
 	auth_rolelist_init(&all);
 	auth_privset_init(&privs);
-	if (ac->user != NULL) {
+	if (ac != NULL && ac->user != NULL) {
 		if (auth_client_resolve(c, ac, err) != 0)
 			ERR(-1);
 		if ((s = client_session(c->client, err)) == NULL)
@@ -973,7 +981,7 @@ auth_connection_status(cmd_t *c, bool show_privileges, bson_t *auth_info, terr_t
 		ERR(auth_roles_resolve(c->engine->st, s, &ac->roles, &all, &privs, err));
 	}
 	BSON_APPEND_ARRAY_BEGIN(auth_info, "authenticatedUsers", &arr);
-	if (ac->user != NULL) {
+	if (ac != NULL && ac->user != NULL) {
 		BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &one);
 		BSON_APPEND_UTF8(&one, "user", ac->user);
 		BSON_APPEND_UTF8(&one, "db", ac->db);

@@ -79,6 +79,8 @@ bool auth_builtin_role_privs(const char *role, const char *db, auth_privset_t *i
 /* How many built-in privilege rows name an action missing from the
  * action table (0 when the tables agree; for tests). */
 int auth_builtin_roles_check(void);
+/* Whether the privilege table (auth_check.c) has a row for a command name. */
+bool auth_command_known(const char *name);
 /* Whether a role name is reserved by a built-in role in any database. */
 bool auth_builtin_role_name(const char *role);
 
@@ -154,6 +156,8 @@ typedef struct auth_client {
 
 /* The state of cl, created on first use.  Used only by cl's thread. */
 auth_client_t *auth_client_get(client_t *cl);
+/* The state of cl or NULL when it has none yet (never allocates). */
+auth_client_t *auth_client_peek(client_t *cl);
 /* Forget the authenticated user (logout) and cached privileges. */
 void auth_client_logout(auth_client_t *ac);
 /* Make sure ac->privs / ac->roles reflect the stored user (re-read when the

@@ -331,8 +331,8 @@ auth_client_get(client_t *cl)
 	return ac;
 }
 
-static auth_client_t *
-client_find(client_t *cl)
+auth_client_t *
+auth_client_peek(client_t *cl)
 {
 	unsigned b = bucket_of(cl);
 	auth_client_t *ac;
@@ -392,7 +392,7 @@ auth_enabled(const engine_t *e)
 bool
 auth_client_user(client_t *cl, char *user, size_t ulen, char *db, size_t dlen)
 {
-	auth_client_t *ac = client_find(cl);
+	auth_client_t *ac = auth_client_peek(cl);
 
 	if (ac == NULL || ac->user == NULL)
 		return false;

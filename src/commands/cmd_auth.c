@@ -239,7 +239,7 @@ CMD_HANDLER(cmd_sasl_start)
 
 CMD_HANDLER(cmd_sasl_continue)
 {
-	auth_client_t *ac = auth_client_get(c->client);
+	auth_client_t *ac = auth_client_peek(c->client);
 	bson_iter_t it;
 	uint8_t *payload = NULL;
 	size_t len;
@@ -252,7 +252,7 @@ CMD_HANDLER(cmd_sasl_continue)
 		return terr_set(err, TERR_TYPE_MISMATCH,
 		    "BSON field 'saslContinue.conversationId' is the wrong type, expected type 'int'");
 	RET(get_payload(c->body, "saslContinue", &payload, &len, &as_string, err));
-	if (ac->conv == NULL) {
+	if (ac == NULL || ac->conv == NULL) {
 		bson_free(payload);
 		return terr_set(err, TERR_PROTOCOL_ERROR, "No SASL session state found");
 	}
@@ -274,8 +274,10 @@ CMD_HANDLER(cmd_sasl_continue)
 
 CMD_HANDLER(cmd_logout)
 {
-	auth_client_t *ac = auth_client_get(c->client);
+	auth_client_t *ac = auth_client_peek(c->client);
 
+	if (ac == NULL)
+		return 0;
 	if (ac->user != NULL && strcmp(ac->db, c->db) == 0)
 		auth_client_logout(ac);
 	conv_end(ac);
