@@ -697,7 +697,7 @@ ids_of(const char *filter, const char *hint, const char *sort)
 }
 
 static void
-test_random_equivalence(void)
+random_round(void)
 {
 	static const char *const indexes[] = {
 		"{\"key\": {\"a\": 1}, \"name\": \"a_1\"}",
@@ -772,7 +772,7 @@ test_random_equivalence(void)
 		bson_free(plain);
 		bson_free(f);
 	}
-	fprintf(stderr, "  %d of 300 random filters used an index\n", nix);
+	fprintf(stderr, "  %d of 300 random filters used an index (seed %llu)\n", nix, (unsigned long long)rng);
 	TT_ASSERT(nix > 50);
 	/* updates through an index never revisit a moved document */
 	{
@@ -787,6 +787,24 @@ test_random_equivalence(void)
 		r = run("{\"delete\": \"rnd\", \"deletes\": [{\"q\": {\"b\": {\"$gte\": 10}}, \"limit\": 0}]}", &rc);
 		TT_EQ_INT(get_i64(r, "n"), n);
 		free_reply(r);
+	}
+}
+
+static void
+test_random_equivalence(void)
+{
+	static const uint64_t seeds[] = {88172645463325252ull, 2463534242ull, 0x9E3779B97F4A7C15ull};
+	size_t i;
+	const char *env = getenv("TAMGA_TEST_SEED");
+
+	if (env != NULL) {
+		rng = strtoull(env, NULL, 0);
+		random_round();
+		return;
+	}
+	for (i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
+		rng = seeds[i];
+		random_round();
 	}
 }
 

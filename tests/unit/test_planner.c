@@ -1,0 +1,190 @@
+/*
+ * test_planner.c -- index bounds as the planner builds them, on collection
+ * descriptors made up in memory (no storage): equality, $in, ranges with
+ * type brackets, descending fields, compound prefixes, $elemMatch on a
+ * multikey compound index, multikey refusals, sparse/partial/hidden,
+ * hint and sort.
+ */
+#include "tt.h"
+
+#include "common/mem.h"
+#include "query/planner.h"
+
+static storage_coll_t coll;
+static storage_index_t idx[8];
+
+static void
+add_index(const char *spec_json, bool multikey)
+{
+	int i = coll.nindexes++;
+	bson_iter_t it;
+	const uint8_t *d;
+	uint32_t l;
+	bson_t key;
+
+	idx[i].spec = tt_json(spec_json);
+	bson_iter_init_find(&it, idx[i].spec, "key");
+	bson_iter_document(&it, &l, &d);
+	bson_init_static(&key, d, l);
+	idx[i].key = bson_copy(&key);
+	bson_iter_init_find(&it, idx[i].spec, "name");
+	idx[i].name = bson_strdup(bson_iter_utf8(&it, NULL));
+	idx[i].multikey = multikey;
+	idx[i].unique = bson_iter_init_find(&it, idx[i].spec, "unique") && bson_iter_as_bool(&it);
+	idx[i].is_id = strcmp(idx[i].name, "_id_") == 0;
+}
+
+static void
+reset(void)
+{
+	int i;
+
+	for (i = 0; i < coll.nindexes; i++) {
+		bson_destroy(idx[i].spec);
+		bson_destroy(idx[i].key);
+		bson_free(idx[i].name);
+	}
+	memset(idx, 0, sizeof(idx));
+	memset(&coll, 0, sizeof(coll));
+	coll.ns = (char *)"test.c";
+	coll.indexes = idx;
+	add_index("{\"v\": 2, \"key\": {\"_id\": 1}, \"name\": \"_id_\"}", false);
+}
+
+/* Plan filter; return "index|field:[iv,iv] field:[..]|sort" or "COLLSCAN". */
+static char *
+plan(const char *filter, const char *sort_json, const char *hint_json)
+{
+	bson_t *f = tt_json(filter), *so = sort_json ? tt_json(sort_json) : NULL, *h = NULL;
+	bson_iter_t hit;
+	match_t *m = NULL;
+	planner_solution_t *s = NULL;
+	terr_t err = TERR_INIT;
+	bson_string_t *out = bson_string_new("");
+	int i, j;
+
+	if (match_compile(f, NULL, &m, &err) != 0)
+		abort();
+	if (hint_json != NULL) {
+		char *w = bson_strdup_printf("{\"h\": %s}", hint_json);
+		h = tt_json(w);
+		bson_free(w);
+		bson_iter_init_find(&hit, h, "h");
+	}
+	if (planner_plan(&coll, m, so, h ? bson_iter_value(&hit) : NULL, &s, &err) != 0) {
+		bson_string_append_printf(out, "ERR %d", err.code);
+	} else if (s->kind == PLANNER_COLLSCAN) {
+		bson_string_append(out, "COLLSCAN");
+	} else if (s->kind == PLANNER_OR) {
+		bson_string_append_printf(out, "OR %d", s->nbranches);
+	} else {
+		bson_string_append(out, coll.indexes[s->index].name);
+		for (i = 0; i < s->nfields; i++) {
+			bson_string_append_printf(out, "|%s:", s->fields[i].path);
+			for (j = 0; j < s->fields[i].n; j++) {
+				char *iv = planner_interval_string(&s->fields[i].iv[j]);
+				bson_string_append_printf(out, "%s%s", j ? "," : "", iv);
+				bson_free(iv);
+			}
+		}
+		if (s->provides_sort)
+			bson_string_append(out, s->backward ? "|sorted backward" : "|sorted");
+	}
+	planner_solution_free(s);
+	match_free(m);
+	terr_clear(&err);
+	bson_destroy(f);
+	if (so)
+		bson_destroy(so);
+	if (h)
+		bson_destroy(h);
+	return bson_string_free(out, false);
+}
+
+#define PLAN_EQ(filter, sort, hint, want) do { char *got_ = plan(filter, sort, hint); \
+	TT_EQ_STR(got_, want); bson_free(got_); } while (0)
+
+static void
+test_points_and_ranges(void)
+{
+	reset();
+	add_index("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}", false);
+	PLAN_EQ("{\"a\": 5}", NULL, NULL, "a_1|a:[5, 5]");
+	PLAN_EQ("{\"a\": {\"$in\": [3, 1, 3.0]}}", NULL, NULL, "a_1|a:[1, 1],[3, 3]");
+	PLAN_EQ("{\"a\": {\"$gt\": 5, \"$lt\": 10}}", NULL, NULL, "a_1|a:(5, 10)");
+	PLAN_EQ("{\"a\": {\"$gte\": 5}}", NULL, NULL, "a_1|a:[5, inf.0]");
+	PLAN_EQ("{\"a\": {\"$lt\": 5}}", NULL, NULL, "a_1|a:[-inf.0, 5)");
+	PLAN_EQ("{\"a\": {\"$gt\": \"m\"}}", NULL, NULL, "a_1|a:(\"m\", {})");
+	PLAN_EQ("{\"a\": {\"$gt\": 5, \"$lt\": 1}}", NULL, NULL, "a_1|a:");
+	/* mixed types intersect to nothing */
+	PLAN_EQ("{\"a\": {\"$gt\": 5, \"$lt\": \"z\"}}", NULL, NULL, "a_1|a:");
+	/* no bounds from null, regex, $ne, arrays: no index */
+	PLAN_EQ("{\"a\": null}", NULL, NULL, "COLLSCAN");
+	PLAN_EQ("{\"a\": {\"$ne\": 1}}", NULL, NULL, "COLLSCAN");
+	PLAN_EQ("{\"a\": [1, 2]}", NULL, NULL, "COLLSCAN");
+	PLAN_EQ("{\"b\": 1}", NULL, NULL, "COLLSCAN");
+	/* _id ranges use the _id index */
+	PLAN_EQ("{\"_id\": {\"$gte\": 3}}", NULL, NULL, "_id_|_id:[3, inf.0]");
+}
+
+static void
+test_multikey_and_compound(void)
+{
+	reset();
+	add_index("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}", true);
+	/* one range only on a multikey path */
+	PLAN_EQ("{\"a\": {\"$gt\": 5, \"$lt\": 10}}", NULL, NULL, "a_1|a:(5, inf.0]");
+	/* no sort from a multikey index */
+	PLAN_EQ("{}", "{\"a\": 1}", NULL, "COLLSCAN");
+	reset();
+	add_index("{\"v\": 2, \"key\": {\"attributes.k\": 1, \"attributes.v\": 1}, \"name\": \"kv\"}", true);
+	PLAN_EQ("{\"attributes\": {\"$elemMatch\": {\"k\": \"narrator\", \"v\": \"Grace Hopper\"}}}", NULL, NULL,
+	    "kv|attributes.k:[\"narrator\", \"narrator\"]|attributes.v:[\"Grace Hopper\", \"Grace Hopper\"]");
+	/* outside $elemMatch the second field stays open */
+	PLAN_EQ("{\"attributes.k\": \"narrator\", \"attributes.v\": \"Grace Hopper\"}", NULL, NULL,
+	    "kv|attributes.k:[\"narrator\", \"narrator\"]|attributes.v:[MinKey, MaxKey]");
+	reset();
+	add_index("{\"v\": 2, \"key\": {\"a\": 1, \"b\": -1}, \"name\": \"a_1_b_-1\"}", false);
+	PLAN_EQ("{\"a\": 1, \"b\": {\"$gt\": 5}}", NULL, NULL, "a_1_b_-1|a:[1, 1]|b:[inf.0, 5)");
+	PLAN_EQ("{\"b\": 3}", NULL, NULL, "COLLSCAN");
+	PLAN_EQ("{\"a\": {\"$in\": [1, 2]}, \"b\": 3}", NULL, NULL, "a_1_b_-1|a:[1, 1],[2, 2]|b:[3, 3]");
+	/* a range on the first field leaves the second to the filter */
+	PLAN_EQ("{\"a\": {\"$gt\": 1}, \"b\": 3}", NULL, NULL, "a_1_b_-1|a:(1, inf.0]|b:[MaxKey, MinKey]");
+	/* sort after an equality prefix, either direction */
+	PLAN_EQ("{\"a\": 1}", "{\"b\": -1}", NULL, "a_1_b_-1|a:[1, 1]|b:[MaxKey, MinKey]|sorted");
+	PLAN_EQ("{\"a\": 1}", "{\"b\": 1}", NULL, "a_1_b_-1|a:[1, 1]|b:[MaxKey, MinKey]|sorted backward");
+	PLAN_EQ("{}", "{\"a\": -1, \"b\": 1}", NULL, "a_1_b_-1|a:[MinKey, MaxKey]|b:[MaxKey, MinKey]|sorted backward");
+	PLAN_EQ("{}", "{\"a\": 1, \"b\": 1}", NULL, "COLLSCAN");
+}
+
+static void
+test_sparse_partial_hidden_hint(void)
+{
+	reset();
+	add_index("{\"v\": 2, \"key\": {\"s\": 1}, \"name\": \"s_1\", \"sparse\": true}", false);
+	add_index("{\"v\": 2, \"key\": {\"p\": 1}, \"name\": \"p_1\", \"partialFilterExpression\": {\"p\": {\"$gt\": 5}}}", false);
+	add_index("{\"v\": 2, \"key\": {\"h\": 1}, \"name\": \"h_1\", \"hidden\": true}", false);
+	PLAN_EQ("{\"s\": 1}", NULL, NULL, "s_1|s:[1, 1]");
+	PLAN_EQ("{}", "{\"s\": 1}", NULL, "COLLSCAN");
+	PLAN_EQ("{\"p\": 7}", NULL, NULL, "p_1|p:[7, 7]");
+	PLAN_EQ("{\"p\": {\"$gte\": 6}}", NULL, NULL, "p_1|p:[6, inf.0]");
+	PLAN_EQ("{\"p\": {\"$gte\": 5}}", NULL, NULL, "COLLSCAN");
+	PLAN_EQ("{\"p\": 3}", NULL, NULL, "COLLSCAN");
+	PLAN_EQ("{\"h\": 1}", NULL, NULL, "COLLSCAN");
+	PLAN_EQ("{\"h\": 1}", NULL, "\"h_1\"", "ERR 2");
+	PLAN_EQ("{\"h\": 1}", NULL, "\"nope\"", "ERR 2");
+	PLAN_EQ("{\"h\": 1}", NULL, "{\"s\": 1}", "s_1|s:[MinKey, MaxKey]");
+	PLAN_EQ("{\"s\": 1}", NULL, "{\"$natural\": 1}", "COLLSCAN");
+	PLAN_EQ("{\"$or\": [{\"s\": 1}, {\"p\": 9}]}", NULL, NULL, "OR 2");
+	PLAN_EQ("{\"$or\": [{\"s\": 1}, {\"q\": 9}]}", NULL, NULL, "COLLSCAN");
+	reset();
+}
+
+int
+main(void)
+{
+	TT_RUN(test_points_and_ranges);
+	TT_RUN(test_multikey_and_compound);
+	TT_RUN(test_sparse_partial_hidden_hint);
+	return tt_finish();
+}
