@@ -400,8 +400,30 @@ explain_query_planner(const agg_pipeline_t *p, bson_t *qp)
 	bson_append_array_end(qp, &rej);
 }
 
-void
-agg_pipeline_explain(const agg_pipeline_t *p, bson_t *out)
+/* executionStats of the source after a run (mongod's find-style block). */
+static void
+explain_source_stats(const agg_exec_t *x, int64_t time_ms, bson_t *out)
+{
+	bson_t es, stages;
+	const plan_stats_t *st = x->plan != NULL ? plan_exec_stats(x->plan) : NULL;
+
+	bson_append_document_begin(out, "executionStats", -1, &es);
+	BSON_APPEND_BOOL(&es, "executionSuccess", true);
+	BSON_APPEND_INT64(&es, "nReturned", st ? st->returned : 0);
+	BSON_APPEND_INT64(&es, "executionTimeMillis", time_ms);
+	BSON_APPEND_INT64(&es, "totalKeysExamined", st ? st->keys_examined : 0);
+	BSON_APPEND_INT64(&es, "totalDocsExamined", st ? st->docs_examined : 0);
+	bson_append_document_begin(&es, "executionStages", -1, &stages);
+	if (x->plan != NULL)
+		plan_exec_explain_append(x->plan, true, &stages);
+	else
+		BSON_APPEND_UTF8(&stages, "stage", "EOF");
+	bson_append_document_end(&es, &stages);
+	bson_append_document_end(out, &es);
+}
+
+static void
+explain_common(const agg_pipeline_t *p, const agg_exec_t *x, int64_t time_ms, bson_t *out)
 {
 	bson_t stages, cur, c, qp;
 	char key[16];
@@ -415,6 +437,8 @@ agg_pipeline_explain(const agg_pipeline_t *p, bson_t *out)
 		bson_append_document_begin(out, "queryPlanner", -1, &qp);
 		explain_query_planner(p, &qp);
 		bson_append_document_end(out, &qp);
+		if (x != NULL)
+			explain_source_stats(x, time_ms, out);
 		return;
 	}
 	bson_append_array_begin(out, "stages", -1, &stages);
@@ -425,21 +449,54 @@ agg_pipeline_explain(const agg_pipeline_t *p, bson_t *out)
 		bson_append_document_begin(&c, "queryPlanner", -1, &qp);
 		explain_query_planner(p, &qp);
 		bson_append_document_end(&c, &qp);
+		if (x != NULL)
+			explain_source_stats(x, time_ms, &c);
 		bson_append_document_end(&cur, &c);
+		if (x != NULL) {
+			const plan_stats_t *st = x->plan != NULL ? plan_exec_stats(x->plan) : NULL;
+			BSON_APPEND_INT64(&cur, "nReturned", st ? st->returned : 0);
+			BSON_APPEND_INT64(&cur, "executionTimeMillisEstimate", time_ms);
+		}
 		bson_append_document_end(&stages, &cur);
 	}
 	for (i = p->first_stage; i < p->nstages; i++) {
+		bson_t d;
 		bson_uint32_to_string((uint32_t)n++, &k, key, sizeof(key));
+		bson_append_document_begin(&stages, k, -1, &d);
 		if (p->stages[i].explain != NULL) {
-			bson_append_document(&stages, k, -1, p->stages[i].explain);
+			bson_concat(&d, p->stages[i].explain);
 		} else {
-			bson_t d, e = BSON_INITIALIZER;
-			bson_append_document_begin(&stages, k, -1, &d);
+			bson_t e = BSON_INITIALIZER;
 			bson_append_document(&d, p->stages[i].def->name, -1, &e);
-			bson_append_document_end(&stages, &d);
 		}
+		if (x != NULL) {
+			BSON_APPEND_INT64(&d, "nReturned", x->rts[i - p->first_stage].nreturned);
+			BSON_APPEND_INT64(&d, "executionTimeMillisEstimate", time_ms);
+		}
+		bson_append_document_end(&stages, &d);
 	}
 	bson_append_array_end(out, &stages);
+}
+
+void
+agg_pipeline_explain(const agg_pipeline_t *p, bson_t *out)
+{
+	explain_common(p, NULL, 0, out);
+}
+
+int
+agg_exec_explain_run(agg_exec_t *x, storage_session_t *s, bson_t *out, terr_t *err)
+{
+	bson_t d;
+	int64_t t0 = mono_us();
+	int rc;
+
+	while ((rc = agg_exec_next(x, s, &d, err)) == 1)
+		;
+	if (rc < 0)
+		return -1;
+	explain_common(x->p, x, (mono_us() - t0) / 1000, out);
+	return 0;
 }
 
 /* ---- run ---------------------------------------------------------------- */

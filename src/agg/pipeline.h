@@ -90,6 +90,12 @@ const char *agg_pipeline_first_stage(const agg_pipeline_t *p);
  */
 void agg_pipeline_explain(const agg_pipeline_t *p, bson_t *out);
 
+/* Explain with executionStats: run x to the end (results discarded), then
+ * append the same shape with each stage's nReturned and
+ * executionTimeMillisEstimate and the source's executionStats.  Returns 0,
+ * or -1 with err when the run failed. */
+int agg_exec_explain_run(agg_exec_t *x, storage_session_t *s, bson_t *out, terr_t *err);
+
 /*
  * Start a run.  p must outlive the exec.  On success *out is owned by the
  * caller (agg_exec_free).  No storage resources are taken until the first

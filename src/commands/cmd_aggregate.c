@@ -119,7 +119,8 @@ static const char *const aggregate_fields[] = {
 	"pipeline", "cursor", "explain", "allowDiskUse", "bypassDocumentValidation", "collation",
 	"hint", "let", "collectionUUID", "fromMongos", "needsMerge", "fromRouter", "isMapReduceCommand",
 	"includeQueryStatsMetrics", "exchange", "runtimeConstants", "encryptionInformation",
-	"$_requestReshardingResumeToken", "$_requestResumeToken", "$_resumeAfter", "rawData", NULL,
+	"$_requestReshardingResumeToken", "$_requestResumeToken", "$_resumeAfter", "rawData",
+	"$_explainVerbosity", NULL,
 };
 
 static int
@@ -177,18 +178,28 @@ get_pipeline(cmd_t *c, bson_t *out, terr_t *err)
 	return 0;
 }
 
+static void explain_reply_tail(cmd_t *c);
+
 static void
 explain_reply(cmd_t *c, const agg_pipeline_t *p)
+{
+	agg_pipeline_explain(p, c->reply);
+	explain_reply_tail(c);
+}
+
+/* command and serverInfo, after the plan. */
+static void
+explain_reply_tail(cmd_t *c)
 {
 	bson_t cmd, server;
 	bson_iter_t it;
 
-	agg_pipeline_explain(p, c->reply);
 	bson_append_document_begin(c->reply, "command", -1, &cmd);
 	bson_iter_init(&it, c->body);
 	while (bson_iter_next(&it))
 		if (strcmp(bson_iter_key(&it), "explain") != 0 && strcmp(bson_iter_key(&it), "lsid") != 0 &&
-		    strcmp(bson_iter_key(&it), "$clusterTime") != 0)
+		    strcmp(bson_iter_key(&it), "$clusterTime") != 0 &&
+		    strcmp(bson_iter_key(&it), "$_explainVerbosity") != 0)
 			bson_append_iter(&cmd, bson_iter_key(&it), -1, &it);
 	bson_append_document_end(c->reply, &cmd);
 	bson_append_document_begin(c->reply, "serverInfo", -1, &server);
@@ -288,6 +299,29 @@ CMD_HANDLER(cmd_aggregate)
 		cmd_ns(ns, sizeof(ns), c->db, coll);
 	}
 	if (explain) {
+		/* the explain command passes its verbosity along; executionStats and
+		 * allPlansExecution run the pipeline (a writing one is only planned) */
+		const char *verb = NULL;
+		bson_iter_t vi;
+		if (bson_iter_init_find(&vi, c->body, "$_explainVerbosity") && BSON_ITER_HOLDS_UTF8(&vi))
+			verb = bson_iter_utf8(&vi, NULL);
+		if (verb != NULL && strcmp(verb, "queryPlanner") != 0 && !agg_pipeline_writes(a->p)) {
+			bson_t tmp = BSON_INITIALIZER;
+			ERR(agg_exec_new(a->p, &a->x, err));
+			if ((s = client_session(c->client, err)) == NULL) {
+				ret = -1;
+				bson_destroy(&tmp);
+				goto err;
+			}
+			ret = agg_exec_explain_run(a->x, s, &tmp, err);
+			if (ret == 0)
+				bson_concat(c->reply, &tmp);
+			bson_destroy(&tmp);
+			if (ret != 0)
+				goto err;
+			explain_reply_tail(c);
+			goto err;
+		}
 		explain_reply(c, a->p);
 		ret = 0;
 		goto err;

@@ -446,6 +446,18 @@ test_explain_let(void)
 	free_reply(r);
 	AGG_EQ("orders", "[{\"$sort\": {\"v\": -1}}, {\"$limit\": 2}, {\"$project\": {\"v\": 1}}]",
 	    "[ { \"_id\" : 3, \"v\" : 3 }, { \"_id\" : 2, \"v\" : 2 } ]");
+	r = run("test", "{\"aggregate\": \"orders\", \"pipeline\": [{\"$match\": {\"v\": {\"$gte\": 2}}}, {\"$group\": {\"_id\": null, \"n\": {\"$sum\": 1}}}],"
+	    " \"explain\": true, \"$_explainVerbosity\": \"executionStats\"}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.0.$cursor.executionStats.totalDocsExamined", &it) &&
+	    bson_iter_as_int64(&it) == 3);
+	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.0.nReturned", &it) && bson_iter_as_int64(&it) == 2);
+	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.1.nReturned", &it) && bson_iter_as_int64(&it) == 1);
+	free_reply(r);
+	r = run("test", "{\"explain\": {\"aggregate\": \"orders\", \"pipeline\": [{\"$sortByCount\": \"$v\"}], \"cursor\": {}}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.1.$group", &it));
+	free_reply(r);
 	r = run("test", "{\"aggregate\": \"orders\", \"pipeline\": [{\"$match\": {\"$expr\": {\"$eq\": [\"$v\", \"$$x\"]}}},"
 	                " {\"$project\": {\"y\": \"$$x\"}}], \"let\": {\"x\": 2}, \"cursor\": {}}", &rc);
 	TT_EQ_INT(rc, 0);
