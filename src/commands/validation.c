@@ -306,7 +306,8 @@ validation_check_write(storage_coll_t *coll, const bson_t *new_doc, const bson_t
 	}
 	info = match_explain_errinfo(fresh != NULL ? fresh : v->match, new_doc, NULL);
 	match_free(fresh);
-	if (v->action == ACTION_WARN) {
+	/* warn is escalated to error at constraint, as mongod does */
+	if (v->action == ACTION_WARN && v->level != LEVEL_CONSTRAINT) {
 		log_failure(coll, 20294, "Document would fail validation", new_doc, info);
 		bson_destroy(info);
 		*result = VALIDATION_WARNED;
