@@ -159,6 +159,12 @@ int auth_speculative_start(cmd_t *c, const bson_t *spec, bson_t *out);
  * when auth is off or the client holds any privilege on db. */
 bool auth_db_visible(cmd_t *c, const char *db);
 
+/* Make every client re-read its user and roles before its next command.
+ * The user/role commands do this themselves; the write path calls it
+ * after any other write to admin.system.users or admin.system.roles (an
+ * insert/update/delete/drop by a root user), as mongod's op observer does. */
+void auth_invalidate_cache(void);
+
 /* mongod's BSONObj::toString rendering ({ a: 1, b: "x", lsid: { id: UUID("...") } }),
  * as used in "not authorized ... to execute command" messages, with
  * createUser/updateUser's pwd shown as "xxx" (mongod's snipForLogging) and

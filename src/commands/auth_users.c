@@ -25,6 +25,12 @@ auth_generation_bump(void)
 	atomic_fetch_add(&generation, 1);
 }
 
+void
+auth_invalidate_cache(void)
+{
+	auth_generation_bump();
+}
+
 uint64_t
 auth_generation(void)
 {
