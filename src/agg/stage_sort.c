@@ -15,41 +15,32 @@
 
 #include "bson/path.h"
 #include "bson/value.h"
+#include "query/sort.h"
 
 /* ---- sort specs --------------------------------------------------------- */
 
 int
 agg_sort_spec_parse(const bson_t *spec, agg_sort_spec_t *out, terr_t *err)
 {
-	bson_iter_t it;
-	int n = 0;
+	sort_spec_t *ss = NULL;
+	size_t i, n;
 
 	memset(out, 0, sizeof(*out));
 	if (bson_empty(spec))
 		return terr_set(err, 15976, "$sort stage must have at least one sort key");
-	out->keys = bson_malloc0(sizeof(agg_sort_key_t) * (bson_count_keys(spec) + 1));
-	bson_iter_init(&it, spec);
-	while (bson_iter_next(&it)) {
-		const bson_value_t *v = bson_iter_value(&it);
-		int64_t d;
-		if (v->value_type == BSON_TYPE_DOCUMENT) {
-			agg_sort_spec_destroy(out);
-			return terr_set(err, TERR_NOT_IMPLEMENTED,
-			    "$meta sort keys are not supported by Tamga yet");
-		}
-		if (!bv_is_number(v) || !bv_as_int64_exact(v, &d) || (d != 1 && d != -1)) {
-			agg_sort_spec_destroy(out);
-			return terr_set(err, 15975,
-			    "$sort key ordering must be 1 (for ascending) or -1 (for descending)");
-		}
-		if (bson_iter_key(&it)[0] == '\0' || bson_iter_key(&it)[0] == '$') {
-			agg_sort_spec_destroy(out);
-			return terr_set(err, 40352, "FieldPath field names may not start with '$'.");
-		}
-		out->keys[n].path = bson_strdup(bson_iter_key(&it));
-		out->keys[n].dir = (int)d;
-		n++;
-		out->nkeys = n;
+	/* find's parser: the same keys, directions and errors */
+	RET(sort_spec_parse(spec, &ss, err));
+	n = sort_spec_nkeys(ss);
+	out->keys = bson_malloc0(sizeof(agg_sort_key_t) * (n + 1));
+	for (i = 0; i < n; i++) {
+		out->keys[i].path = bson_strdup(sort_spec_path(ss, i));
+		out->keys[i].dir = sort_spec_direction(ss, i);
+	}
+	out->nkeys = (int)n;
+	sort_spec_free(ss);
+	if (n == 0) {
+		agg_sort_spec_destroy(out);
+		return terr_set(err, 15976, "$sort stage must have at least one sort key");
 	}
 	return 0;
 }

@@ -191,6 +191,9 @@ test_limit_skip_count_sort(void)
 	AGG_ERR("c", "[{\"$count\": \"a.b\"}]", 40160);
 	AGG_ERR("c", "[{\"$sort\": {\"a\": 2}}]", 15975);
 	AGG_ERR("c", "[{\"$sort\": {}}]", 15976);
+	AGG_ERR("c", "[{\"$sort\": {\"$natural\": 1}}]", 15976);
+	AGG_ERR("c", "[{\"$sort\": {\"a\": \"x\"}}]", 15974);
+	AGG_ERR("c", "[{\"$project\": {\"a\": 1}}, {\"$sort\": {\"a\": {\"$meta\": \"textScore\"}}}]", 40218);
 }
 
 static void
