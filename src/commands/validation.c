@@ -100,9 +100,11 @@ compile_match(const bson_t *validator, match_t **out, terr_t *err)
 
 /* Compile the validation part of options into v (zeroed first).  creating
  * picks the command name of messages and whether parse errors carry
- * collMod's "Parsing of collection validator failed" context. */
+ * collMod's "Parsing of collection validator failed" context; stored is set
+ * for a collection's saved options (the level/action rules that only
+ * create/collMod enforce are not checked again). */
 static int
-compile(const bson_t *options, bool creating, validator_t *v, terr_t *err)
+compile(const bson_t *options, bool creating, bool stored, validator_t *v, terr_t *err)
 {
 	const char *cmd = creating ? "create" : "collMod";
 	bson_iter_t it;
@@ -121,7 +123,7 @@ compile(const bson_t *options, bool creating, validator_t *v, terr_t *err)
 	v->action = (action_t)action;
 	v->prepared = bson_iter_init_find(&it, options, "prepareConstraintValidationLevel") &&
 	    bson_iter_as_bool(&it);
-	if (v->level == LEVEL_CONSTRAINT && v->action == ACTION_WARN)
+	if (!stored && v->level == LEVEL_CONSTRAINT && v->action == ACTION_WARN)
 		return terr_set(err, TERR_BAD_VALUE,
 		    "Validation action of 'warn' is not allowed when Validation level is 'constraint'");
 	if (!bson_iter_init_find(&it, options, "validator"))
@@ -161,7 +163,7 @@ int
 validation_check_options(const bson_t *options, bool creating, terr_t *err)
 {
 	validator_t *v = tm_alloc0(sizeof(*v));
-	int rc = compile(options, creating, v, err);
+	int rc = compile(options, creating, false, v, err);
 
 	validator_free(v);
 	return rc;
@@ -218,7 +220,7 @@ get_validator(storage_coll_t *coll, terr_t *err)
 	if (v != NULL)
 		return v;
 	v = tm_alloc0(sizeof(*v));
-	if (compile(coll->options, false, v, err) != 0) {
+	if (compile(coll->options, false, true, v, err) != 0) {
 		validator_free(v);
 		return NULL;
 	}
