@@ -42,6 +42,7 @@ typedef struct opts {
 	char *pidfile;
 	bool in_memory;
 	bool auth;
+	char *cache_size;
 	char *tls_mode;
 	char *tls_cert_key_file;
 	char *tls_cert_key_password;
@@ -85,7 +86,8 @@ usage(FILE *f)
 	    "\n"
 	    "Storage options:\n"
 	    "  --dbpath arg                   Directory for datafiles - defaults to /data/db\n"
-	    "  --storageEngine arg            wiredTiger (default) or inMemory (tests)\n");
+	    "  --storageEngine arg            wiredTiger (default) or inMemory (tests)\n"
+	    "  --wiredTigerCacheSizeGB arg    WiredTiger cache size in GB (0.25 to 10000)\n");
 }
 
 static void
@@ -197,6 +199,15 @@ apply(opts_t *o, const char *name, const char *v)
 			fprintf(stderr, "Error: unknown storage engine: %s\n", v);
 			return -1;
 		}
+	} else if (strcmp(name, "storage.wiredTiger.engineConfig.cacheSizeGB") == 0) {
+		char *end;
+		double gb = strtod(v, &end);
+		if (*v == '\0' || *end != '\0' || !(gb >= 0.25 && gb <= 10000)) {
+			fprintf(stderr, "Error: storage.wiredTiger.engineConfig.cacheSizeGB must be a number between 0.25 and 10000\n");
+			return -1;
+		}
+		bson_free(o->cache_size);
+		o->cache_size = bson_strdup_printf("%lldM", (long long)(gb * 1024));
 	} else if (strcmp(name, "storage.journal.enabled") == 0) {
 		/* the journal is always on */
 	} else if (strcmp(name, "systemLog.path") == 0) {
@@ -427,6 +438,7 @@ static const struct flag {
 	{"--networkMessageCompressors", "net.compression.compressors", true},
 	{"--dbpath", "storage.dbPath", true},
 	{"--storageEngine", "storage.engine", true},
+	{"--wiredTigerCacheSizeGB", "storage.wiredTiger.engineConfig.cacheSizeGB", true},
 	{"--logpath", "systemLog.path", true},
 	{"--logappend", "systemLog.logAppend", false},
 	{"--quiet", "systemLog.quiet", false},
@@ -615,6 +627,7 @@ main(int argc, char **argv)
 	eo.storage.create = o.in_memory;
 	eo.storage.in_memory = o.in_memory;
 	eo.auth = o.auth;
+	eo.storage.cache_size = o.cache_size;
 	if (engine_open(o.dbpath, &eo, &engine, &err) != 0) {
 		log_error(20557, "DBException in initAndListen, terminating", &err);
 		fprintf(stderr, "tamgad: %s\n", err.msg ? err.msg : "cannot open the data folder");
@@ -705,6 +718,7 @@ out:
 	bson_free(o.logpath);
 	bson_free(o.compressors);
 	bson_free(o.pidfile);
+	bson_free(o.cache_size);
 	bson_free(o.tls_mode);
 	bson_free(o.tls_cert_key_file);
 	bson_free(o.tls_cert_key_password);

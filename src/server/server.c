@@ -340,7 +340,7 @@ server_run(server_t *s)
 		s->reaper_started = true;
 	bson_init(&attr);
 	BSON_APPEND_INT32(&attr, "port", s->port);
-	BSON_APPEND_BOOL(&attr, "ssl", false);
+	BSON_APPEND_UTF8(&attr, "ssl", s->tls != NULL && tls_server_mode(s->tls) != TLS_MODE_DISABLED ? "on" : "off");
 	tlog('I', "NETWORK", 23016, "Waiting for connections", &attr);
 	bson_destroy(&attr);
 
