@@ -691,7 +691,8 @@ append_stage(const plan_exec_t *x, stage_kind_t k, bool es, bson_t *out)
 		break;
 	case ST_FETCH:
 		BSON_APPEND_UTF8(out, "stage", "FETCH");
-		append_filter(x, out);
+		if (!x->sol->exact)
+			append_filter(x, out);
 		if (es) {
 			append_common_stats(out, x->stats.access_returned, works, x->stats.access_returned, x->scan_done);
 			BSON_APPEND_INT32(out, "docsExamined", (int32_t)x->stats.docs_examined);

@@ -424,6 +424,7 @@ typedef struct cand {
 	bool provides_sort;
 	bool backward;
 	bool multikey;
+	bool exact;         /* the bounds answer every predicate exactly */
 } cand_t;
 
 static void
@@ -596,6 +597,45 @@ sort_provided(const bson_t *sort, const planner_field_t *f, int nf, int from, bo
 	return true;
 }
 
+/* Whether the bounds of c answer every predicate of ps exactly (explain
+ * then shows no filter on FETCH, as mongod). */
+static bool
+cand_exact(const cand_t *c, const preds_t *ps)
+{
+	int i, j, fi;
+
+	if (ps->skipped > 0 || c->nbounded == 0 || ps->n == 0)
+		return false;
+	for (i = 0; i < ps->n; i++) {
+		const pred_t *p = &ps->p[i];
+		int same = 0;
+		bool points;
+		if (p->group != 0)
+			return false;
+		for (fi = 0; fi < c->nbounded; fi++)
+			if (strcmp(c->fields[fi].path, p->path) == 0)
+				break;
+		if (fi == c->nbounded)
+			return false;
+		points = fi < c->npoints;
+		for (j = 0; j < ps->n; j++)
+			if (strcmp(ps->p[j].path, p->path) == 0)
+				same++;
+		if (points) {
+			if (same != 1 || (p->op != MATCH_PRED_EQ && p->op != MATCH_PRED_IN))
+				return false;
+		} else {
+			planner_interval_t iv;
+			if (p->op == MATCH_PRED_EQ || p->op == MATCH_PRED_IN || (c->multikey && same != 1))
+				return false;
+			if (!range_interval(p, &iv))
+				return false;
+			iv_destroy(&iv);
+		}
+	}
+	return true;
+}
+
 /* Bounds of index ix for the predicates; false when the index is unusable. */
 static bool
 cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t *sort, bool hinted,
@@ -682,7 +722,7 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 		if (!points)
 			stop = true;
 	}
-	(void)i;
+	c->exact = cand_exact(c, ps);
 	if (c->nbounded == 0) {
 		if (!hinted && (index_spec_bool(ix, "sparse") || bson_has_field(ix->spec, "partialFilterExpression")))
 			return false;
@@ -1001,6 +1041,7 @@ solution_from(planner_solution_t *s, cand_t *best)
 	s->backward = best->provides_sort && best->backward;
 	s->provides_sort = best->provides_sort;
 	s->dedup = best->multikey;
+	s->exact = best->exact;
 	fields_to_key_order(best->fields, best->nfields);
 	s->fields = best->fields;
 	s->nfields = best->nfields;
@@ -1097,6 +1138,10 @@ plan_or(const storage_coll_t *coll, const bson_t *norm, planner_solution_t *s)
 	}
 	s->kind = PLANNER_OR;
 	s->dedup = true;
+	s->exact = bson_count_keys(norm) == 1 && bson_has_field(norm, "$or");
+	for (i = 0; i < s->nbranches; i++)
+		if (!s->branches[i]->exact)
+			s->exact = false;
 	return true;
 }
 

@@ -70,6 +70,7 @@ struct planner_solution {
 	bool backward;               /* scan direction over the index */
 	bool provides_sort;          /* the requested sort needs no SORT stage */
 	bool dedup;                  /* multikey: a document may come back more than once */
+	bool exact;                  /* the bounds alone decide the filter (explain shows no FETCH filter) */
 	/* PLANNER_OR: one IXSCAN solution per branch of a top-level $or, scanned
 	 * one after the other (documents deduplicated) */
 	int nbranches;

@@ -89,6 +89,8 @@ plan(const char *filter, const char *sort_json, const char *hint_json)
 		}
 		if (s->provides_sort)
 			bson_string_append(out, s->backward ? "|sorted backward" : "|sorted");
+		if (s->exact)
+			bson_string_append(out, "|exact");
 	}
 	planner_solution_free(s);
 	match_free(m);
@@ -109,22 +111,22 @@ test_points_and_ranges(void)
 {
 	reset();
 	add_index("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}", false);
-	PLAN_EQ("{\"a\": 5}", NULL, NULL, "a_1|a:[5, 5]");
-	PLAN_EQ("{\"a\": {\"$in\": [3, 1, 3.0]}}", NULL, NULL, "a_1|a:[1, 1],[3, 3]");
-	PLAN_EQ("{\"a\": {\"$gt\": 5, \"$lt\": 10}}", NULL, NULL, "a_1|a:(5, 10)");
-	PLAN_EQ("{\"a\": {\"$gte\": 5}}", NULL, NULL, "a_1|a:[5, inf.0]");
-	PLAN_EQ("{\"a\": {\"$lt\": 5}}", NULL, NULL, "a_1|a:[-inf.0, 5)");
-	PLAN_EQ("{\"a\": {\"$gt\": \"m\"}}", NULL, NULL, "a_1|a:(\"m\", {})");
-	PLAN_EQ("{\"a\": {\"$gt\": 5, \"$lt\": 1}}", NULL, NULL, "a_1|a:");
+	PLAN_EQ("{\"a\": 5}", NULL, NULL, "a_1|a:[5, 5]|exact");
+	PLAN_EQ("{\"a\": {\"$in\": [3, 1, 3.0]}}", NULL, NULL, "a_1|a:[1, 1],[3, 3]|exact");
+	PLAN_EQ("{\"a\": {\"$gt\": 5, \"$lt\": 10}}", NULL, NULL, "a_1|a:(5, 10)|exact");
+	PLAN_EQ("{\"a\": {\"$gte\": 5}}", NULL, NULL, "a_1|a:[5, inf.0]|exact");
+	PLAN_EQ("{\"a\": {\"$lt\": 5}}", NULL, NULL, "a_1|a:[-inf.0, 5)|exact");
+	PLAN_EQ("{\"a\": {\"$gt\": \"m\"}}", NULL, NULL, "a_1|a:(\"m\", {})|exact");
+	PLAN_EQ("{\"a\": {\"$gt\": 5, \"$lt\": 1}}", NULL, NULL, "a_1|a:|exact");
 	/* mixed types intersect to nothing */
-	PLAN_EQ("{\"a\": {\"$gt\": 5, \"$lt\": \"z\"}}", NULL, NULL, "a_1|a:");
+	PLAN_EQ("{\"a\": {\"$gt\": 5, \"$lt\": \"z\"}}", NULL, NULL, "a_1|a:|exact");
 	/* no bounds from null, regex, $ne, arrays: no index */
 	PLAN_EQ("{\"a\": null}", NULL, NULL, "COLLSCAN");
 	PLAN_EQ("{\"a\": {\"$ne\": 1}}", NULL, NULL, "COLLSCAN");
 	PLAN_EQ("{\"a\": [1, 2]}", NULL, NULL, "COLLSCAN");
 	PLAN_EQ("{\"b\": 1}", NULL, NULL, "COLLSCAN");
 	/* _id ranges use the _id index */
-	PLAN_EQ("{\"_id\": {\"$gte\": 3}}", NULL, NULL, "_id_|_id:[3, inf.0]");
+	PLAN_EQ("{\"_id\": {\"$gte\": 3}}", NULL, NULL, "_id_|_id:[3, inf.0]|exact");
 }
 
 static void
@@ -145,14 +147,14 @@ test_multikey_and_compound(void)
 	    "kv|attributes.k:[\"narrator\", \"narrator\"]|attributes.v:[MinKey, MaxKey]");
 	reset();
 	add_index("{\"v\": 2, \"key\": {\"a\": 1, \"b\": -1}, \"name\": \"a_1_b_-1\"}", false);
-	PLAN_EQ("{\"a\": 1, \"b\": {\"$gt\": 5}}", NULL, NULL, "a_1_b_-1|a:[1, 1]|b:[inf.0, 5)");
+	PLAN_EQ("{\"a\": 1, \"b\": {\"$gt\": 5}}", NULL, NULL, "a_1_b_-1|a:[1, 1]|b:[inf.0, 5)|exact");
 	PLAN_EQ("{\"b\": 3}", NULL, NULL, "COLLSCAN");
-	PLAN_EQ("{\"a\": {\"$in\": [1, 2]}, \"b\": 3}", NULL, NULL, "a_1_b_-1|a:[1, 1],[2, 2]|b:[3, 3]");
+	PLAN_EQ("{\"a\": {\"$in\": [1, 2]}, \"b\": 3}", NULL, NULL, "a_1_b_-1|a:[1, 1],[2, 2]|b:[3, 3]|exact");
 	/* a range on the first field leaves the second to the filter */
 	PLAN_EQ("{\"a\": {\"$gt\": 1}, \"b\": 3}", NULL, NULL, "a_1_b_-1|a:(1, inf.0]|b:[MaxKey, MinKey]");
 	/* sort after an equality prefix, either direction */
-	PLAN_EQ("{\"a\": 1}", "{\"b\": -1}", NULL, "a_1_b_-1|a:[1, 1]|b:[MaxKey, MinKey]|sorted");
-	PLAN_EQ("{\"a\": 1}", "{\"b\": 1}", NULL, "a_1_b_-1|a:[1, 1]|b:[MaxKey, MinKey]|sorted backward");
+	PLAN_EQ("{\"a\": 1}", "{\"b\": -1}", NULL, "a_1_b_-1|a:[1, 1]|b:[MaxKey, MinKey]|sorted|exact");
+	PLAN_EQ("{\"a\": 1}", "{\"b\": 1}", NULL, "a_1_b_-1|a:[1, 1]|b:[MaxKey, MinKey]|sorted backward|exact");
 	PLAN_EQ("{}", "{\"a\": -1, \"b\": 1}", NULL, "a_1_b_-1|a:[MinKey, MaxKey]|b:[MaxKey, MinKey]|sorted backward");
 	PLAN_EQ("{}", "{\"a\": 1, \"b\": 1}", NULL, "COLLSCAN");
 }
@@ -164,10 +166,10 @@ test_sparse_partial_hidden_hint(void)
 	add_index("{\"v\": 2, \"key\": {\"s\": 1}, \"name\": \"s_1\", \"sparse\": true}", false);
 	add_index("{\"v\": 2, \"key\": {\"p\": 1}, \"name\": \"p_1\", \"partialFilterExpression\": {\"p\": {\"$gt\": 5}}}", false);
 	add_index("{\"v\": 2, \"key\": {\"h\": 1}, \"name\": \"h_1\", \"hidden\": true}", false);
-	PLAN_EQ("{\"s\": 1}", NULL, NULL, "s_1|s:[1, 1]");
+	PLAN_EQ("{\"s\": 1}", NULL, NULL, "s_1|s:[1, 1]|exact");
 	PLAN_EQ("{}", "{\"s\": 1}", NULL, "COLLSCAN");
-	PLAN_EQ("{\"p\": 7}", NULL, NULL, "p_1|p:[7, 7]");
-	PLAN_EQ("{\"p\": {\"$gte\": 6}}", NULL, NULL, "p_1|p:[6, inf.0]");
+	PLAN_EQ("{\"p\": 7}", NULL, NULL, "p_1|p:[7, 7]|exact");
+	PLAN_EQ("{\"p\": {\"$gte\": 6}}", NULL, NULL, "p_1|p:[6, inf.0]|exact");
 	PLAN_EQ("{\"p\": {\"$gte\": 5}}", NULL, NULL, "COLLSCAN");
 	PLAN_EQ("{\"p\": 3}", NULL, NULL, "COLLSCAN");
 	PLAN_EQ("{\"h\": 1}", NULL, NULL, "COLLSCAN");
