@@ -118,6 +118,10 @@ place(pparse_t *pp, pnode_t *root, const char *path, pn_kind_t kind, expr_t *e)
 			expr_destroy(e);
 			return perr(pp, 40352, "FieldPath cannot be constructed with empty string%s%s", "", "");
 		}
+		if (len == 1 && p[0] == '$' && dot == NULL && pp->mode != PM_ADD) {
+			expr_destroy(e);
+			return perr(pp, 31324, "Cannot use positional projection in aggregation projection%s%s", "", "");
+		}
 		if (p[0] == '$') {
 			expr_destroy(e);
 			return perr(pp, 16410,

@@ -154,6 +154,8 @@ test_match_project(void)
 	AGG_ERR("c", "[{\"$project\": {\"b\": 0, \"a\": 1}}]", 31253);
 	AGG_ERR("c", "[{\"$project\": {}}]", 51272);
 	AGG_ERR("c", "[{\"$project\": {\"a\": 1, \"a.b\": 1}}]", 31249);
+	AGG_ERR("c", "[{\"$project\": {\"a.$\": 1}}]", 31324);
+	AGG_ERR("c", "[{\"$addFields\": {\"$a\": 1}}]", 16410);
 	AGG_ERR("c", "[{\"$match\": 5}]", 15959);
 	AGG_ERR("c", "[{\"$match\": {\"a\": {\"$bogus\": 1}}}]", 2);
 }
@@ -339,6 +341,54 @@ test_cursor_batches(void)
 	    "[ { \"_id\" : 0, \"g\" : 0 }, { \"_id\" : 3, \"g\" : 0 } ]");
 	AGG_EQ("big", "[{\"$group\": {\"_id\": \"$g\", \"n\": {\"$sum\": 1}}}, {\"$sort\": {\"_id\": 1}}]",
 	    "[ { \"_id\" : 0, \"n\" : 84 }, { \"_id\" : 1, \"n\" : 83 }, { \"_id\" : 2, \"n\" : 83 } ]");
+}
+
+/* Drain a cursor with getMore; returns the number of documents. */
+static int64_t
+drain(const char *coll, const char *pipeline, int batch)
+{
+	char *cmd = bson_strdup_printf("{\"aggregate\": \"%s\", \"pipeline\": %s, \"cursor\": {\"batchSize\": %d}}",
+	    coll, pipeline, batch);
+	bson_t *r;
+	bson_iter_t it, f;
+	int64_t id, total = 0;
+	int rc;
+	const char *which = "cursor.firstBatch";
+
+	r = run("test", cmd, &rc);
+	bson_free(cmd);
+	for (;;) {
+		const uint8_t *d;
+		uint32_t l;
+		bson_t arr;
+		if (rc != 0 || !bson_iter_init(&it, r) || !bson_iter_find_descendant(&it, which, &f)) {
+			free_reply(r);
+			return -1;
+		}
+		bson_iter_array(&f, &l, &d);
+		bson_init_static(&arr, d, l);
+		total += bson_count_keys(&arr);
+		bson_iter_init(&it, r);
+		bson_iter_find_descendant(&it, "cursor.id", &f);
+		id = bson_iter_as_int64(&f);
+		free_reply(r);
+		if (id == 0)
+			return total;
+		cmd = bson_strdup_printf("{\"getMore\": {\"$numberLong\": \"%lld\"}, \"collection\": \"%s\", \"batchSize\": %d}",
+		    (long long)id, coll, batch);
+		r = run("test", cmd, &rc);
+		bson_free(cmd);
+		which = "cursor.nextBatch";
+	}
+}
+
+static void
+test_getmore_stages(void)
+{
+	TT_EQ_INT(drain("big", "[{\"$match\": {\"g\": 0}}, {\"$unionWith\": \"big\"}]", 10), 84 + 250);
+	TT_EQ_INT(drain("big", "[{\"$unionWith\": {\"coll\": \"big\", \"pipeline\": [{\"$match\": {\"g\": 1}}]}}, {\"$project\": {\"g\": 1}}]", 7), 250 + 83);
+	TT_EQ_INT(drain("big", "[{\"$sort\": {\"g\": 1, \"_id\": -1}}, {\"$skip\": 5}]", 50), 245);
+	TT_EQ_INT(drain("big", "[{\"$lookup\": {\"from\": \"big\", \"localField\": \"_id\", \"foreignField\": \"_id\", \"as\": \"s\"}}, {\"$unwind\": \"$s\"}]", 33), 250);
 }
 
 static void
@@ -608,6 +658,7 @@ main(void)
 	TT_RUN(test_pipeline_errors);
 	TT_RUN(test_command_errors);
 	TT_RUN(test_cursor_batches);
+	TT_RUN(test_getmore_stages);
 	TT_RUN(test_lookup_facet_union);
 	TT_RUN(test_merge_out);
 	TT_RUN(test_explain_let);
