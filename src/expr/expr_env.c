@@ -352,11 +352,9 @@ check_user_var_name(const char *name, terr_t *err)
 static int
 scope_add(expr_scope_t *s, const char *name, int level, int *id, terr_t *err)
 {
+	/* rebinding CURRENT gets a fresh id too: field paths parsed inside the
+	 * binding resolve against it (lexical scoping, as mongod) */
 	RET(check_user_var_name(name, err));
-	if (strcmp(name, "CURRENT") == 0) {
-		*id = EXPR_VAR_CURRENT;
-		return 0;
-	}
 	if (s->n == s->cap) {
 		s->cap = s->cap ? s->cap * 2 : 8;
 		s->v = bson_realloc(s->v, s->cap * sizeof(*s->v));

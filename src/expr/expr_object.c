@@ -326,8 +326,14 @@ parse_field_op(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *
 	parts[0] = expr_node_new(EXPR_CONST);
 	bson_value_copy(&lit, &parts[0]->value);
 	parts[0]->constant = true;
-	if (input_v.value_type != BSON_TYPE_EOD)
-		ERR(expr_parse_sub(&input_v, scope, &parts[1], err));
+	if (input_v.value_type == BSON_TYPE_EOD) {
+		/* default input: $$CURRENT as bound where the operator appears */
+		memset(&input_v, 0, sizeof(input_v));
+		input_v.value_type = BSON_TYPE_UTF8;
+		input_v.value.v_utf8.str = (char *)"$$CURRENT";
+		input_v.value.v_utf8.len = 9;
+	}
+	ERR(expr_parse_sub(&input_v, scope, &parts[1], err));
 	if (have_value)
 		ERR(expr_parse_sub(&value_v, scope, &parts[2], err));
 	e->args = bson_malloc(3 * sizeof(*e->args));
@@ -350,10 +356,7 @@ eval_field_op(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	bson_value_t in, val;
 	bool is_get = strcmp(e->op->name, "$getField") == 0;
 
-	if (e->args[1] != NULL)
-		RET(expr_eval(e->args[1], env, &in, err));
-	else
-		in = env->current;
+	RET(expr_eval(e->args[1], env, &in, err));
 	if (is_get) {
 		bson_iter_t it;
 		if (in.value_type == BSON_TYPE_EOD || in.value_type != BSON_TYPE_DOCUMENT) {

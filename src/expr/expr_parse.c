@@ -164,7 +164,14 @@ parse_path(const char *s, size_t len, expr_scope_t *scope, expr_t **out, terr_t 
 	if (len == 1)
 		return terr_set(err, 16872, "'$' by itself is not a valid FieldPath");
 	RET(check_field_path(s + 1, len - 1, err));
-	e = expr_node_new(EXPR_FIELD);
+	int cur = expr_scope_lookup(scope, "CURRENT");
+	if (cur != EXPR_VAR_CURRENT) {
+		/* $$CURRENT rebound by $let/$map... in this scope */
+		e = expr_node_new(EXPR_VAR);
+		e->var = cur;
+	} else {
+		e = expr_node_new(EXPR_FIELD);
+	}
 	e->path = bson_strndup(s + 1, len - 1);
 	*out = e;
 	return 0;

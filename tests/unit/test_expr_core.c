@@ -109,6 +109,11 @@ test_let(void)
 	TX("{\"$let\": {\"vars\": {\"x\": 1}, \"in\": {\"$let\": {\"vars\": {\"x\": {\"$add\": [\"$$x\", 1]}}, "
 	   "\"in\": \"$$x\"}}}}", NULL, RI("2"));
 	TX("{\"$let\": {\"vars\": {\"d\": {\"a\": {\"b\": 3}}}, \"in\": \"$$d.a.b\"}}", NULL, RI("3"));
+	/* rebinding CURRENT is lexical: field paths inside use it, siblings do not */
+	TX("[{\"$let\": {\"vars\": {\"CURRENT\": \"$o\"}, \"in\": \"$x\"}}, \"$x\", \"$$ROOT.x\"]",
+	   "{\"x\": 1, \"o\": {\"x\": 2}}", RJ("[ { \"$numberInt\" : \"2\" }, { \"$numberInt\" : \"1\" }, { \"$numberInt\" : \"1\" } ]"));
+	TX("{\"$map\": {\"input\": [{\"x\": 5}], \"as\": \"CURRENT\", \"in\": \"$x\"}}", "{\"x\": 1}",
+	   RJ("[ { \"$numberInt\" : \"5\" } ]"));
 	TXERR("{\"$let\": {\"vars\": {\"x\": 1}, \"in\": \"$$y\"}}", NULL, "ERR 17276 Use of undefined variable: y");
 	TXERR("{\"$let\": {\"vars\": {\"X\": 1}, \"in\": 1}}", NULL,
 	      "ERR 16867 'X' starts with an invalid character for a user variable name");
