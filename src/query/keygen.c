@@ -11,6 +11,7 @@
  */
 #include "query/keygen.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #include "bson/keystring.h"
@@ -176,6 +177,53 @@ spec_flag(const bson_t *spec, const char *name)
 	return spec != NULL && bson_iter_init_find(&it, spec, name) && bson_iter_as_bool(&it);
 }
 
+/*
+ * Compiled partial filters, shared by every write: keyed by the filter's
+ * bytes, never freed (a process sees few distinct partial filters, and a
+ * match_t stays valid for evaluations running while others are added).
+ */
+typedef struct pf_entry {
+	struct pf_entry *next;
+	uint8_t *bytes;
+	uint32_t len;
+	match_t *m;
+} pf_entry_t;
+
+static pf_entry_t *pf_cache;
+static pthread_mutex_t pf_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static const match_t *
+pf_lookup(const uint8_t *data, uint32_t len, terr_t *err)
+{
+	pf_entry_t *e;
+	bson_t filter;
+	match_t *m = NULL;
+
+	pthread_mutex_lock(&pf_mu);
+	for (e = pf_cache; e != NULL; e = e->next)
+		if (e->len == len && memcmp(e->bytes, data, len) == 0)
+			break;
+	pthread_mutex_unlock(&pf_mu);
+	if (e != NULL)
+		return e->m;
+	if (!bson_init_static(&filter, data, len)) {
+		terr_set(err, TERR_INVALID_BSON, "invalid partialFilterExpression");
+		return NULL;
+	}
+	if (match_compile(&filter, NULL, &m, err) != 0)
+		return NULL;
+	e = bson_malloc0(sizeof(*e));
+	e->bytes = bson_malloc(len);
+	memcpy(e->bytes, data, len);
+	e->len = len;
+	e->m = m;
+	pthread_mutex_lock(&pf_mu);
+	e->next = pf_cache;
+	pf_cache = e;
+	pthread_mutex_unlock(&pf_mu);
+	return m;
+}
+
 /* Does doc pass idx's partialFilterExpression (1), not (0), error (-1)? */
 static int
 partial_pass(const storage_index_t *idx, const bson_t *doc, terr_t *err)
@@ -183,21 +231,15 @@ partial_pass(const storage_index_t *idx, const bson_t *doc, terr_t *err)
 	bson_iter_t it;
 	const uint8_t *data;
 	uint32_t len;
-	bson_t filter;
-	match_t *m = NULL;
-	int rc;
+	const match_t *m;
 
 	if (idx->spec == NULL || !bson_iter_init_find(&it, idx->spec, "partialFilterExpression") ||
 	    !BSON_ITER_HOLDS_DOCUMENT(&it))
 		return 1;
 	bson_iter_document(&it, &len, &data);
-	if (!bson_init_static(&filter, data, len))
-		return terr_set(err, TERR_INVALID_BSON, "invalid partialFilterExpression");
-	if (match_compile(&filter, NULL, &m, err) != 0)
+	if ((m = pf_lookup(data, len, err)) == NULL)
 		return -1;
-	rc = match_exec(m, doc, NULL, err);
-	match_free(m);
-	return rc;
+	return match_exec(m, doc, NULL, err);
 }
 
 int
