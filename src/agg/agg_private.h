@@ -70,7 +70,8 @@ struct agg_pipeline {
 	/* the source: a leading $match pushed into the find executor */
 	bson_t *source_filter;        /* owned or NULL */
 	bson_t *source_sort;          /* a leading $sort pushed down too (owned or NULL) */
-	int64_t source_limit;         /* and the $limit right after it (0 = none) */
+	int64_t source_skip;          /* then a $skip */
+	int64_t source_limit;         /* and a $limit (0 = none) */
 	int first_stage;              /* index of the first stage run on top of the source */
 	bool facet;                   /* a $facet sub-pipeline (no source) */
 	bool sub;                     /* a $lookup/$unionWith sub-pipeline */

@@ -238,12 +238,16 @@ pipeline_setup_source(agg_pipeline_t *p)
 			agg_value_doc(bson_iter_value(&it), &spec);
 			p->source_sort = bson_copy(&spec);
 			p->first_stage++;
-			if (p->first_stage < p->nstages &&
-			    strcmp(p->stages[p->first_stage].def->name, "$limit") == 0) {
-				p->source_limit = *(const int64_t *)p->stages[p->first_stage].plan;
-				p->first_stage++;
-			}
 		}
+	}
+	/* then a $skip and/or a $limit, in that order */
+	if (p->first_stage < p->nstages && strcmp(p->stages[p->first_stage].def->name, "$skip") == 0) {
+		p->source_skip = *(const int64_t *)p->stages[p->first_stage].plan;
+		p->first_stage++;
+	}
+	if (p->first_stage < p->nstages && strcmp(p->stages[p->first_stage].def->name, "$limit") == 0) {
+		p->source_limit = *(const int64_t *)p->stages[p->first_stage].plan;
+		p->first_stage++;
 	}
 }
 
@@ -384,6 +388,7 @@ explain_query_planner(const agg_pipeline_t *p, bson_t *qp)
 	    match_compile(p->source_filter, &mo, &req.match, &e) != 0)
 		terr_clear(&e);
 	req.sort = p->source_sort;
+	req.skip = p->source_skip;
 	req.limit = p->source_limit;
 	req.allow_disk_use = p->host->allow_disk_use;
 	req.hint = p->host->hint;
@@ -558,6 +563,7 @@ exec_open_source(agg_exec_t *x, storage_coll_t *coll, const bson_t *filter, terr
 	}
 	if (x->top) {
 		req.sort = x->p->source_sort;
+		req.skip = x->p->source_skip;
 		req.limit = x->p->source_limit;
 		req.allow_disk_use = x->p->host != NULL && x->p->host->allow_disk_use;
 		req.hint = x->p->host != NULL ? x->p->host->hint : NULL;
