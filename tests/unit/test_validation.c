@@ -726,6 +726,39 @@ test_levels_and_bypass(void)
 	free_reply(r);
 }
 
+/* every write path checks: pipeline updates, replacements, upserts,
+ * findAndModify upserts, unordered batches */
+static void
+test_write_paths(void)
+{
+	int rc;
+	bson_t *r;
+
+	EXPECT_OK("{\"create\": \"wp\", \"validator\": {\"a\": {\"$type\": \"int\"}}}");
+	EXPECT_OK("{\"insert\": \"wp\", \"documents\": [{\"_id\": 1, \"a\": 1}]}");
+	r = run("val", "{\"update\": \"wp\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": [{\"$set\": {\"a\": \"x\"}}]}]}", &rc);
+	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 121);
+	free_reply(r);
+	r = run("val", "{\"update\": \"wp\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"a\": \"x\"}}]}", &rc);
+	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 121);
+	free_reply(r);
+	r = run("val", "{\"update\": \"wp\", \"updates\": [{\"q\": {\"_id\": 2}, \"u\": {\"$set\": {\"a\": \"x\"}}, \"upsert\": true}]}", &rc);
+	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 121);
+	TT_EQ_STR(get_str(r, "writeErrors.0.errInfo.details.operatorName"), "$type");
+	free_reply(r);
+	r = run("val", "{\"findAndModify\": \"wp\", \"query\": {\"_id\": 3}, \"update\": {\"$set\": {\"a\": \"x\"}}, \"upsert\": true}", &rc);
+	TT_EQ_INT(get_i64(r, "code"), 121);
+	free_reply(r);
+	r = run("val", "{\"insert\": \"wp\", \"documents\": [{\"_id\": 4, \"a\": \"x\"}, {\"_id\": 5, \"a\": 5}, {\"_id\": 6, \"a\": \"y\"}], \"ordered\": false}", &rc);
+	TT_EQ_INT(get_i64(r, "n"), 1);
+	TT_EQ_INT(get_i64(r, "writeErrors.1.index"), 2);
+	TT_EQ_INT(get_i64(r, "writeErrors.1.errInfo.failingDocumentId"), 6);
+	free_reply(r);
+	r = run("val", "{\"count\": \"wp\"}", &rc);
+	TT_EQ_INT(get_i64(r, "n"), 2);
+	free_reply(r);
+}
+
 int
 main(void)
 {
@@ -748,6 +781,7 @@ main(void)
 	TT_RUN(test_actions);
 	TT_RUN(test_huge_enum);
 	TT_RUN(test_levels_and_bypass);
+	TT_RUN(test_write_paths);
 	tamga_close(db);
 	tt_rmdir(dir);
 	bson_free(dir);
