@@ -353,6 +353,30 @@ test_size_truncation(void)
 	bson_destroy(info);
 	bson_free(q);
 
+	/* a 13 MiB value: the default cap leaves out the considered value */
+	{
+		size_t big = 13u * 1024 * 1024;
+		char *str = bson_malloc(big + 1);
+		bson_t *doc = bson_new(), *qq = tt_json("{\"a\": {\"$type\": \"int\"}}");
+		match_t *m = NULL;
+		terr_t e = TERR_INIT;
+
+		memset(str, 'x', big);
+		str[big] = '\0';
+		BSON_APPEND_INT32(doc, "_id", 7);
+		bson_append_utf8(doc, "a", 1, str, (int)big);
+		TT_EQ_INT(match_compile(qq, NULL, &m, &e), 0);
+		info = match_explain_errinfo(m, doc, NULL);
+		TT_EQ_JSON(info, "{ \"failingDocumentId\" : 7, \"truncated\" : true, \"details\" : { "
+		           "\"operatorName\" : \"$type\", \"reason\" : \"type did not match\", "
+		           "\"consideredType\" : \"string\" } }");
+		bson_destroy(info);
+		match_free(m);
+		bson_destroy(qq);
+		bson_destroy(doc);
+		bson_free(str);
+	}
+
 	/* a thousand failing clauses do not fit even truncated */
 	q = bson_strdup("{\"$and\": [{\"a\": 1}");
 	for (i = 2; i < 1000; i++) {
