@@ -895,9 +895,11 @@ CMD_HANDLER(cmd_revoke_roles_from_role)
 
 /* One user for usersInfo. */
 static int
-append_user_info(cmd_t *c, bson_t *arr, int idx, const bson_t *doc, bool show_creds, bool show_privs, terr_t *err)
+append_user_info(cmd_t *c, bson_t *arr, int idx, const bson_t *doc, bool show_creds, bool show_privs,
+                 bool show_custom, terr_t *err)
 {
-	static const char *const skip[] = {"credentials", NULL};
+	const char *skip[3] = {NULL, NULL, NULL};
+	int ns = 0;
 	bson_t one, mechs;
 	bson_iter_t it, x;
 	char k[16];
@@ -905,10 +907,11 @@ append_user_info(cmd_t *c, bson_t *arr, int idx, const bson_t *doc, bool show_cr
 
 	snprintf(k, sizeof(k), "%d", idx);
 	bson_append_document_begin(arr, k, -1, &one);
-	if (show_creds)
-		copy_except(doc, &one, (const char *const[]){NULL});
-	else
-		copy_except(doc, &one, skip);
+	if (!show_creds)
+		skip[ns++] = "credentials";
+	if (!show_custom)
+		skip[ns++] = "customData";
+	copy_except(doc, &one, skip);
 	BSON_APPEND_ARRAY_BEGIN(&one, "mechanisms", &mechs);
 	if (bson_iter_init_find(&it, doc, "credentials") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
 		bson_iter_recurse(&it, &x);
@@ -1003,7 +1006,7 @@ user_name_of(cmd_t *c, bson_iter_t *el, const char **u, const char **d, terr_t *
 
 CMD_HANDLER(cmd_users_info)
 {
-	bool show_creds = false, show_privs = false, found;
+	bool show_creds = false, show_privs = false, show_custom = true, found;
 	storage_session_t *s;
 	bson_t *docs = NULL, arr;
 	bson_iter_t it;
@@ -1012,6 +1015,9 @@ CMD_HANDLER(cmd_users_info)
 	RET(cmd_check_fields(c, users_info_fields, err));
 	RET(cmd_get_bool(c, "showCredentials", &show_creds, &found, err));
 	RET(cmd_get_bool(c, "showPrivileges", &show_privs, &found, err));
+	RET(cmd_get_bool(c, "showCustomData", &show_custom, &found, err));
+	if (!found)
+		show_custom = true;
 	if (bson_iter_init_find(&it, c->body, "filter"))
 		return terr_set(err, TERR_NOT_IMPLEMENTED, "usersInfo filter is not supported");
 	if ((s = session(c, err)) == NULL)
@@ -1050,7 +1056,7 @@ CMD_HANDLER(cmd_users_info)
 		qsort(docs, (size_t)nd, sizeof(bson_t), cmp_user_db);
 	BSON_APPEND_ARRAY_BEGIN(c->reply, "users", &arr);
 	for (i = 0; i < nd && ret == 0; i++)
-		ret = append_user_info(c, &arr, out++, &docs[i], show_creds, show_privs, err);
+		ret = append_user_info(c, &arr, out++, &docs[i], show_creds, show_privs, show_custom, err);
 	bson_append_array_end(c->reply, &arr);
 err:
 	for (i = 0; i < nd; i++)

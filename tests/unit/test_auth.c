@@ -758,6 +758,13 @@ test_user_crud(void)
 		bson_free(j);
 	}
 	bson_destroy(&reply);
+	TT_EQ_INT(run(cl, "db1", "{\"usersInfo\": \"a\", \"showCustomData\": false}", &reply), 0);
+	{
+		char *j = bson_as_relaxed_extended_json(&reply, NULL);
+		TT_ASSERT(strstr(j, "customData") == NULL);
+		bson_free(j);
+	}
+	bson_destroy(&reply);
 	TT_EQ_INT(run(cl, "db1", "{\"usersInfo\": \"nobody\"}", &reply), 0);
 	TT_EQ_JSON(&reply, "{ \"users\" : [  ], \"ok\" : 1.0 }");
 	bson_destroy(&reply);
