@@ -732,6 +732,35 @@ spec_against(const storage_coll_t *coll, const bson_t *spec, terr_t *err)
 	return 0;
 }
 
+static void
+uuid_string(const uint8_t *u, char out[37])
+{
+	bson_snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+	    u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+/* mongod's framing of a failed build: "Index build failed: <build UUID>:
+ * Collection <ns> ( <collection UUID> ) :: caused by :: E11000 ...". */
+static void
+build_error_wrap(terr_t *err, const char *ns, const uint8_t *coll_uuid)
+{
+	uint8_t build[16];
+	char b[37], cu[37], *prefix;
+	int i;
+	bson_oid_t oid;
+
+	bson_oid_init(&oid, NULL);
+	for (i = 0; i < 16; i++)
+		build[i] = (uint8_t)(oid.bytes[i % 12] ^ (uint8_t)(rand() & 0xff));
+	build[6] = (uint8_t)((build[6] & 0x0f) | 0x40);
+	build[8] = (uint8_t)((build[8] & 0x3f) | 0x80);
+	uuid_string(build, b);
+	uuid_string(coll_uuid, cu);
+	prefix = bson_strdup_printf("Index build failed: %s: Collection %s ( %s )", b, ns, cu);
+	terr_wrap(err, prefix);
+	bson_free(prefix);
+}
+
 static const char *const create_fields[] = {
 	"indexes", "commitQuorum", "writeConcern", "ignoreUnknownIndexOptions", "isTimeseriesNamespace",
 	"collectionUUID", "returnOnStart", NULL,
@@ -844,6 +873,8 @@ CMD_HANDLER(cmd_create_indexes)
 					continue;
 				storage_index_drop(c->engine->st, NULL, c->db, name, bson_iter_utf8(&n2, NULL), NULL);
 			}
+			if (err->code == TERR_DUPLICATE_KEY)
+				build_error_wrap(err, ns, coll->uuid);
 			goto err;
 		}
 	}

@@ -197,7 +197,14 @@ test_unique_build_and_writes(void)
 
 	run_code("{\"drop\": \"u\"}");
 	TT_EQ_INT(run_code("{\"insert\": \"u\", \"documents\": [{\"_id\": 1, \"a\": 1}, {\"_id\": 2, \"a\": [2, 1]}]}"), 0);
-	TT_EQ_INT(run_code("{\"createIndexes\": \"u\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\", \"unique\": true}]}"), 11000);
+	{
+		int code;
+		const char *m = errmsg_of("{\"createIndexes\": \"u\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\", \"unique\": true}]}", &code);
+		TT_EQ_INT(code, 11000);
+		TT_ASSERT(strncmp(m, "Index build failed: ", 20) == 0);
+		TT_ASSERT(strstr(m, ": Collection test.u ( ") != NULL);
+		TT_ASSERT(strstr(m, " ) :: caused by :: E11000 duplicate key error collection: test.u index: a_1 dup key: { a: ") != NULL);
+	}
 	r = run("{\"listIndexes\": \"u\"}", &rc);
 	TT_EQ_STR(get_str(r, "cursor.firstBatch.1.name"), "");
 	free_reply(r);
