@@ -86,6 +86,7 @@ class Mismatch extends Error {}
 // Match per the spec's "Evaluating Matches": root-level documents may carry
 // extra fields; nested ones may not; numbers compare by value.
 function match(expected, actual, ctx, where, root) {
+	if (actual instanceof Map) actual = Object.fromEntries([...actual.entries()].map(([k, v]) => [String(k), v]));
 	const fail = (msg) => { throw new Mismatch(`${where || '(root)'}: ${msg}: expected ${show(expected)}, got ${show(actual)}`); };
 	const et = typeOf(expected);
 	if (et === 'object') {
@@ -117,7 +118,8 @@ function match(expected, actual, ctx, where, root) {
 	if (et === 'array') {
 		if (!Array.isArray(actual)) fail('not an array');
 		if (actual.length !== expected.length) fail(`array length ${actual.length} != ${expected.length}`);
-		expected.forEach((e, i) => match(e, actual[i], ctx, `${where}[${i}]`, false));
+		// documents of a root-level array (find's result) are root-level too
+		expected.forEach((e, i) => match(e, actual[i], ctx, `${where}[${i}]`, root));
 		return;
 	}
 	if (isNumeric(expected)) {
@@ -567,6 +569,14 @@ function withTimeout(p, ms, what) {
 		.finally(() => clearTimeout(t));
 }
 
+// Where the Node driver itself departs from the spec test (nothing the
+// server can change): a test that fails in exactly this way is skipped with
+// the reason instead (one that passes still counts as passed).
+const DRIVER_DEVIATIONS = [
+	[/passes bypassDocumentValidation: false/, /missing field bypassDocumentValidation/,
+		'Node driver 6.22 omits bypassDocumentValidation: false from the command'],
+];
+
 function driverOnly(file, test) {
 	if (/-validation\.json$/.test(file)) return true;
 	const ops = test.operations || [];
@@ -668,6 +678,10 @@ async function main() {
 				} catch (e) {
 					r = { status: 'fail', reason: e.message };
 				}
+			}
+			if (r.status === 'fail') {
+				const dev = DRIVER_DEVIATIONS.find(([d, f]) => d.test(test.description) && f.test(r.reason));
+				if (dev) r = { status: 'skip', reason: `driver deviation: ${dev[2]}` };
 			}
 			if (r.status === 'fail' && /ECONNREFUSED|closed|ServerSelection|MongoNetwork/.test(r.reason) && !(await alive()))
 				serverDown = `the server stopped answering (crashed?) during ${name}: ${test.description}`;
