@@ -1040,25 +1040,80 @@ digits(const char *s, size_t n, int *out)
 	return true;
 }
 
-int
-expr_date_from_string(const char *s, size_t len, int64_t *ms)
+/* Free-form date strings, the common subset of what timelib reads:
+ *   2017-02-08, 2017/02/08, 02/08/2017 (month first), Feb 8 2017,
+ *   Feb 8, 2017, 8 Feb 2017, 8-Feb-2017; then optionally [T or space]
+ *   HH:MM[:SS[.fff]]; then optionally [space] Z | UTC | GMT | +hh[[:]mm].
+ * Returns 0 with the local wall-clock ms, *zone: 0 none, 1 offset/Z,
+ * 2 abbreviation (UTC/GMT); -1 when unparsable. */
+static int
+date_parse_free(const char *s, size_t len, int64_t *local, int *zone, int64_t *off_ms, char abbr[8])
 {
-	int y, mo, d, h = 0, mi = 0, se = 0, milli = 0;
-	size_t i = 10;
-	int64_t off = 0;
+	static const char *mon[] = {"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"};
+	int y = 0, mo = 0, d = 0, h = 0, mi = 0, se = 0, milli = 0;
+	size_t i = 0;
 
-	if (len < 10 || s[4] != '-' || s[7] != '-' || !digits(s, 4, &y) || !digits(s + 5, 2, &mo) ||
-	    !digits(s + 8, 2, &d))
-		return -1;
+	*zone = 0;
+	*off_ms = 0;
+	abbr[0] = 0;
+#define DIGITS_AT(pos, n, out) ((pos) + (n) <= len && digits(s + (pos), (n), (out)))
+	if (DIGITS_AT(0, 4, &y) && len >= 10 && (s[4] == '-' || s[4] == '/') && s[7] == s[4] &&
+	    DIGITS_AT(5, 2, &mo) && DIGITS_AT(8, 2, &d)) {
+		i = 10;
+	} else if (DIGITS_AT(0, 2, &mo) && len >= 10 && s[2] == '/' && s[5] == '/' && DIGITS_AT(3, 2, &d) &&
+	           DIGITS_AT(6, 4, &y)) {
+		i = 10;
+	} else {
+		/* month names */
+		size_t p = 0;
+		int dd = -1, mm = -1, yy = -1;
+		for (int part = 0; part < 3 && p < len; part++) {
+			while (p < len && (s[p] == ' ' || s[p] == ',' || s[p] == '-'))
+				p++;
+			if (p < len && s[p] >= '0' && s[p] <= '9') {
+				int v = 0, n = 0;
+				while (p < len && s[p] >= '0' && s[p] <= '9' && n < 4) {
+					v = v * 10 + (s[p++] - '0');
+					n++;
+				}
+				if (n == 4)
+					yy = v;
+				else if (dd < 0)
+					dd = v;
+				else
+					return -1;
+			} else {
+				size_t q = p;
+				while (q < len && ((s[q] | 0x20) >= 'a' && (s[q] | 0x20) <= 'z'))
+					q++;
+				if (q - p < 3)
+					return -1;
+				for (int m = 0; m < 12; m++) {
+					if (strncasecmp(s + p, mon[m], 3) == 0)
+						mm = m + 1;
+				}
+				if (mm < 0)
+					return -1;
+				p = q;
+			}
+		}
+		if (dd < 0 || mm < 0 || yy < 0)
+			return -1;
+		y = yy;
+		mo = mm;
+		d = dd;
+		i = p;
+	}
 	if (mo < 1 || mo > 12 || d < 1 || d > 31)
 		return -1;
-	if (i < len && (s[i] == 'T' || s[i] == ' ')) {
+	if (i < len && (s[i] == 'T' || s[i] == ' ') && i + 3 < len && s[i + 1] >= '0' && s[i + 1] <= '9' &&
+	    s[i + 3] == ':') {
 		i++;
-		if (len < i + 5 || s[i + 2] != ':' || !digits(s + i, 2, &h) || !digits(s + i + 3, 2, &mi))
+		if (!DIGITS_AT(i, 2, &h) || !DIGITS_AT(i + 3, 2, &mi))
 			return -1;
 		i += 5;
 		if (i < len && s[i] == ':') {
-			if (len < i + 3 || !digits(s + i + 1, 2, &se))
+			if (!DIGITS_AT(i + 1, 2, &se))
 				return -1;
 			i += 3;
 			if (i < len && s[i] == '.') {
@@ -1082,9 +1137,17 @@ expr_date_from_string(const char *s, size_t len, int64_t *ms)
 		if (h > 23 || mi > 59 || se > 60)
 			return -1;
 	}
+	if (i < len && s[i] == ' ')
+		i++;
 	if (i < len) {
 		if (s[i] == 'Z' && i + 1 == len) {
+			*zone = 1;
 			i++;
+		} else if (len - i == 3 && (strncmp(s + i, "UTC", 3) == 0 || strncmp(s + i, "GMT", 3) == 0)) {
+			*zone = 2;
+			memcpy(abbr, s + i, 3);
+			abbr[3] = 0;
+			i = len;
 		} else if (s[i] == '+' || s[i] == '-') {
 			int oh = 0, om = 0;
 			size_t rest = len - i - 1;
@@ -1097,16 +1160,31 @@ expr_date_from_string(const char *s, size_t len, int64_t *ms)
 				;
 			else
 				return -1;
-			off = ((int64_t)oh * 60 + om) * 60000 * (s[i] == '-' ? -1 : 1);
+			*off_ms = ((int64_t)oh * 60 + om) * 60000 * (s[i] == '-' ? -1 : 1);
+			*zone = 1;
 			i = len;
 		} else {
 			return -1;
 		}
 	}
+#undef DIGITS_AT
 	if (i != len)
 		return -1;
-	*ms = days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400000 + (int64_t)h * 3600000 + (int64_t)mi * 60000 +
-	      (int64_t)se * 1000 + milli - off;
+	*local = days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400000 + (int64_t)h * 3600000 + (int64_t)mi * 60000 +
+	         (int64_t)se * 1000 + milli;
+	return 0;
+}
+
+int
+expr_date_from_string(const char *s, size_t len, int64_t *ms)
+{
+	int64_t local, off;
+	int zone;
+	char abbr[8];
+
+	if (date_parse_free(s, len, &local, &zone, &off, abbr) != 0)
+		return -1;
+	*ms = local - off;
 	return 0;
 }
 
@@ -1305,7 +1383,7 @@ eval_date_from_string(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_
 		return 0;
 	}
 	{
-		int64_t local = 0, off = 0, ms;
+		int64_t local = 0, off = 0;
 		bool has_off = false;
 		const char *str = ds.value.v_utf8.str;
 		size_t len = ds.value.v_utf8.len;
@@ -1315,23 +1393,16 @@ eval_date_from_string(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_
 				goto conv_err;
 			}
 		} else {
-			/* ISO-8601 forms; the offset (if any) is reported separately */
-			if (expr_date_from_string(str, len, &ms) != 0) {
+			int zone;
+			char abbr[8];
+			if (date_parse_free(str, len, &local, &zone, &off, abbr) != 0) {
 				terr_set(err, 241, "Error parsing date string '%s'", str);
 				goto conv_err;
 			}
-			has_off = len > 10 && (str[len - 1] == 'Z' || memchr(str + 10, '+', len - 10) != NULL ||
-			                       (len > 19 && memchr(str + 19, '-', len - 19) != NULL));
-			if (has_off) {
-				expr_set_date(out, ms);
-				if (e->args[2] != NULL) {
-					terr_set(err, 40554, "you cannot pass in a date/time string with GMT offset together with a "
-					         "timezone argument");
-					return -1;
-				}
-				return 0;
-			}
-			local = ms;
+			if (zone == 2 && e->args[2] != NULL)
+				return terr_set(err, 40551, "you cannot pass in a date/time string with time zone information "
+				                "('%s') together with a timezone argument", abbr);
+			has_off = zone != 0;
 		}
 		if (has_off) {
 			if (e->args[2] != NULL)

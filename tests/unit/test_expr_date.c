@@ -127,6 +127,14 @@ test_from_string(void)
 	   RDATE("1614834360000"));
 	TX("{\"$dateFromString\": {\"dateString\": \"2021-03-04 +0100\", \"format\": \"%Y-%m-%d %z\"}}", NULL,
 	   RDATE("1614812400000"));
+	TX("{\"$dateFromString\": {\"dateString\": \"Mar 4, 2021 05:06:07\"}}", NULL, RDATE("1614834367000"));
+	TX("{\"$dateFromString\": {\"dateString\": \"4 March 2021\"}}", NULL, RDATE("1614816000000"));
+	TX("{\"$dateFromString\": {\"dateString\": \"03/04/2021\"}}", NULL, RDATE("1614816000000"));
+	TX("{\"$dateFromString\": {\"dateString\": \"2021/03/04 05:06 +01:00\"}}", NULL, RDATE("1614830760000"));
+	TX("{\"$dateFromString\": {\"dateString\": \"2021-03-04 05:06:07 UTC\"}}", NULL, RDATE("1614834367000"));
+	TXERR("{\"$dateFromString\": {\"dateString\": \"2021-03-04 05:06:07 GMT\", \"timezone\": \"+01\"}}", NULL,
+	      "ERR 40551 you cannot pass in a date/time string with time zone information ('GMT') together with a "
+	      "timezone argument");
 	TX("{\"$dateFromString\": {\"dateString\": \"nope\", \"onError\": \"bad\"}}", NULL, RS("bad"));
 	TX("{\"$dateFromString\": {\"dateString\": null, \"onNull\": 0}}", NULL, RI("0"));
 	TXERR("{\"$dateFromString\": {\"dateString\": \"nope\"}}", NULL, "ERR 241 Error parsing date string 'nope'");
