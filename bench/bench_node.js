@@ -29,7 +29,7 @@ const work = process.argv[2] || '.';
 const uri = process.env.TAMGA_URI;
 const N = Number(process.env.BENCH_N) > 0 ? Number(process.env.BENCH_N) : 1000000;
 const maxSeconds = Number(process.env.BENCH_SECONDS) > 0 ? Number(process.env.BENCH_SECONDS) : 10;
-const docs = Math.floor(N / 4) >= 64000 ? Math.floor(N / 4 / 64000) * 64000 : 64000;
+const docs = Math.ceil(N / 4 / 128000) * 128000; // as bench_wire
 const finds = Math.max(Math.floor(N / 10), 1000);
 const ranges = Math.max(Math.floor(N / 100), 640);
 const ROUNDS = 3;

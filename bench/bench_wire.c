@@ -5,7 +5,9 @@
  * servers and passes TAMGA_URI and BENCH_PG.  N = $BENCH_N (default 1M).
  *
  * Cases (issue in brackets), each at 1, 8 and 64 connections:
- *   wire_insert_many_<c>  [3] N/4 documents of 200 bytes in batches of 1000
+ *   wire_insert_many_<c>  [3] N/4 documents (rounded up to 128 000) of 200
+ *                         bytes in batches of 1000, in two halves, the sides
+ *                         alternating
  *                         (insertMany / one INSERT ... SELECT FROM
  *                         jsonb_array_elements($1) per batch), docs/s
  *   wire_find_id_<c>      [3] find by _id (random keys), ops/s
@@ -15,7 +17,8 @@
  *                         N/4 < 100 000), documents/s, three times
  *   bucket_upsert         [5] the seed's bucket loop: 1000 page views, one
  *                         upsert each {bookId, hour} with $inc {count: 1,
- *                         "byCountry.<c>": 1}; max(1, N/100000) books, ops/s.
+ *                         "byCountry.<c>": 1}; max(4, N/100000) books, the
+ *                         sides alternating per book, ops/s.
  *                         PostgreSQL: INSERT ... ON CONFLICT (book_id, hour)
  *                         DO UPDATE SET doc = jsonb_set(...).
  * Reads run in three rounds alternating the sides, best round counted; each
@@ -50,6 +53,7 @@ typedef struct job {
 	const char *table;      /* collection / table */
 	int64_t ops;            /* total operations (insert: documents) */
 	int64_t keys;           /* lookups pick _id in [0, keys) */
+	int64_t base;           /* inserts write _id [base, base + ops) */
 	double deadline;        /* now() value after which threads stop */
 	pthread_barrier_t start;
 	atomic_llong done;      /* operations (insert: documents) completed */
@@ -65,7 +69,7 @@ tamga_thread(job_t *j, int index)
 {
 	mongoc_client_t *client = mongoc_client_pool_pop(pool);
 	mongoc_collection_t *coll = mongoc_client_get_collection(client, DB, j->table);
-	int64_t per = j->ops / j->threads, from = per * index, i, k, n;
+	int64_t per = j->ops / j->threads, from = j->base + per * index, i, k, n;
 	bson_error_t err;
 	rng_t rg;
 
@@ -123,7 +127,7 @@ pg_thread(job_t *j, int index)
 {
 	char why[300], sql[300], p1[32], p2[32];
 	PGconn *c = pg_connect(why, sizeof(why));
-	int64_t per = j->ops / j->threads, from = per * index, i, k, n;
+	int64_t per = j->ops / j->threads, from = j->base + per * index, i, k, n;
 	PGresult *r;
 	rng_t rg;
 
@@ -194,7 +198,7 @@ worker_main(void *arg)
 
 /* Run one case on one side; returns operations (documents) per second. */
 static double
-run_job(op_t op, bool pg, int threads, const char *table, int64_t ops, int64_t keys)
+run_job(op_t op, bool pg, int threads, const char *table, int64_t ops, int64_t keys, int64_t base)
 {
 	job_t *j = tm_alloc0(sizeof(*j));
 	pthread_t tid[64];
@@ -208,6 +212,7 @@ run_job(op_t op, bool pg, int threads, const char *table, int64_t ops, int64_t k
 	j->table = table;
 	j->ops = ops;
 	j->keys = keys;
+	j->base = base;
 	atomic_init(&j->done, 0);
 	pthread_barrier_init(&j->start, NULL, (unsigned)threads + 1);
 	for (i = 0; i < threads; i++) {
@@ -224,6 +229,8 @@ run_job(op_t op, bool pg, int threads, const char *table, int64_t ops, int64_t k
 	for (i = 0; i < threads; i++)
 		pthread_join(tid[i], NULL);
 	rate = (double)atomic_load(&j->done) / (now() - t0);
+	if (op == OP_INSERT) /* callers sum the seconds of the halves */
+		rate = now() - t0;
 	pthread_barrier_destroy(&j->start);
 	bson_free(j);
 	return rate;
@@ -247,9 +254,9 @@ best_of_rounds(op_t op, int c, int64_t ops, int64_t keys, bool have_t, bool have
 	for (r = 0; r < ROUNDS; r++)
 		for (side = 0; side < 2; side++) {
 			bool pg = (side + r) % 2 == 1;
-			if (pg && have_p && (x = run_job(op, true, c, "ins1", per, keys)) > *p)
+			if (pg && have_p && (x = run_job(op, true, c, "ins1", per, keys, 0)) > *p)
 				*p = x;
-			if (!pg && have_t && (x = run_job(op, false, c, "ins1", per, keys)) > *t)
+			if (!pg && have_t && (x = run_job(op, false, c, "ins1", per, keys, 0)) > *t)
 				*t = x;
 		}
 	max_seconds = saved;
@@ -388,59 +395,52 @@ big_find_pg(PGconn *c, const char *table, int64_t n)
 #define HOUR_MS 3600000LL
 #define BUCKET_START 1782810000000LL /* 2026-06-30T09:00:00Z */
 
+/* One book's loop through tamgad; returns the seconds taken. */
 static double
-bucket_tamga(int64_t books)
+bucket_tamga_book(mongoc_collection_t *coll, int64_t b)
 {
 	static const char *const by[] = {"byCountry.TR", "byCountry.GB", "byCountry.DE"};
-	mongoc_client_t *client = mongoc_client_pool_pop(pool);
-	mongoc_collection_t *coll = mongoc_client_get_collection(client, DB, "book_views");
 	bson_t *opts = BCON_NEW("upsert", BCON_BOOL(true));
 	bson_error_t err;
-	double t0;
-	int64_t b, i, count;
+	double t0 = now();
+	int64_t i;
 
-	mongoc_collection_drop(coll, NULL);
-	t0 = now();
-	for (b = 0; b < books; b++)
-		for (i = 0; i < 1000; i++) {
-			int64_t at = BUCKET_START + i * 11 * 1000, hour = at / HOUR_MS * HOUR_MS;
-			bson_t *q = BCON_NEW("bookId", BCON_INT32((int32_t)(26 + b)), "hour", BCON_DATE_TIME(hour));
-			bson_t *u = BCON_NEW("$inc", "{", "count", BCON_INT32(1), by[i % 3], BCON_INT32(1), "}");
-			if (!mongoc_collection_update_one(coll, q, u, opts, NULL, &err))
-				die("tamgad bucket upsert", err.message);
-			bson_destroy(q);
-			bson_destroy(u);
-		}
-	t0 = (double)(books * 1000) / (now() - t0);
-	{
-		bson_t empty = BSON_INITIALIZER;
-		mongoc_cursor_t *cur = mongoc_collection_find_with_opts(coll, &empty, NULL, NULL);
-		const bson_t *doc;
-		bson_iter_t it;
-		int64_t views = 0;
-		for (count = 0; mongoc_cursor_next(cur, &doc); count++)
-			if (bson_iter_init_find(&it, doc, "count") && BSON_ITER_HOLDS_NUMBER(&it))
-				views += bson_iter_as_int64(&it);
-		mongoc_cursor_destroy(cur);
-		if (count != books * 4 || views != books * 1000)
-			die("tamgad bucket upsert", "expected 4 documents and 1000 views per book");
+	for (i = 0; i < 1000; i++) {
+		int64_t at = BUCKET_START + i * 11 * 1000, hour = at / HOUR_MS * HOUR_MS;
+		bson_t *q = BCON_NEW("bookId", BCON_INT32((int32_t)(26 + b)), "hour", BCON_DATE_TIME(hour));
+		bson_t *u = BCON_NEW("$inc", "{", "count", BCON_INT32(1), by[i % 3], BCON_INT32(1), "}");
+		if (!mongoc_collection_update_one(coll, q, u, opts, NULL, &err))
+			die("tamgad bucket upsert", err.message);
+		bson_destroy(q);
+		bson_destroy(u);
 	}
+	t0 = now() - t0;
 	bson_destroy(opts);
-	mongoc_collection_destroy(coll);
-	mongoc_client_pool_push(pool, client);
 	return t0;
 }
 
-static double
-bucket_pg(PGconn *c, int64_t books)
+static void
+bucket_tamga_check(mongoc_collection_t *coll, int64_t books)
 {
-	static const char *const by[] = {"TR", "GB", "DE"};
+	bson_t empty = BSON_INITIALIZER;
+	mongoc_cursor_t *cur = mongoc_collection_find_with_opts(coll, &empty, NULL, NULL);
+	const bson_t *doc;
+	bson_iter_t it;
+	int64_t views = 0, count;
+
+	for (count = 0; mongoc_cursor_next(cur, &doc); count++)
+		if (bson_iter_init_find(&it, doc, "count") && BSON_ITER_HOLDS_NUMBER(&it))
+			views += bson_iter_as_int64(&it);
+	mongoc_cursor_destroy(cur);
+	if (count != books * 4 || views != books * 1000)
+		die("tamgad bucket upsert", "expected 4 documents and 1000 views per book");
+}
+
+static void
+bucket_pg_setup(PGconn *c)
+{
 	static const Oid types[3] = {23 /* int4 */, 1184 /* timestamptz */, 25 /* text */};
-	char p1[16], p2[64];
-	const char *params[3] = {p1, p2, NULL};
 	PGresult *r;
-	double t0;
-	int64_t b, i;
 
 	pg_exec(c, "DROP TABLE IF EXISTS book_views; CREATE TABLE book_views (book_id int, hour timestamptz, "
 	    "doc jsonb NOT NULL, PRIMARY KEY (book_id, hour))");
@@ -451,25 +451,84 @@ bucket_pg(PGconn *c, int64_t books)
 	    "to_jsonb((book_views.doc->>'count')::int + 1)), array['byCountry', $3], "
 	    "to_jsonb(coalesce((book_views.doc->'byCountry'->>$3)::int, 0) + 1))", 3, types), "postgresql prepare");
 	PQclear(r);
-	t0 = now();
-	for (b = 0; b < books; b++)
-		for (i = 0; i < 1000; i++) {
-			int64_t at = BUCKET_START + i * 11 * 1000, hour = at / HOUR_MS * HOUR_MS;
-			time_t secs = (time_t)(hour / 1000);
-			struct tm tm;
-			gmtime_r(&secs, &tm);
-			snprintf(p1, sizeof(p1), "%d", (int)(26 + b));
-			strftime(p2, sizeof(p2), "%Y-%m-%d %H:%M:%S+00", &tm);
-			params[2] = by[i % 3];
-			r = pg_check(c, PQexecPrepared(c, "upsert", 3, params, NULL, NULL, 0), "postgresql upsert");
-			PQclear(r);
-		}
-	t0 = (double)(books * 1000) / (now() - t0);
-	r = pg_check(c, PQexec(c, "SELECT count(*), sum((doc->>'count')::int) FROM book_views"), "postgresql count");
+}
+
+/* One book's loop on PostgreSQL; returns the seconds taken. */
+static double
+bucket_pg_book(PGconn *c, int64_t b)
+{
+	static const char *const by[] = {"TR", "GB", "DE"};
+	char p1[16], p2[64];
+	const char *params[3] = {p1, p2, NULL};
+	PGresult *r;
+	double t0 = now();
+	int64_t i;
+
+	for (i = 0; i < 1000; i++) {
+		int64_t at = BUCKET_START + i * 11 * 1000, hour = at / HOUR_MS * HOUR_MS;
+		time_t secs = (time_t)(hour / 1000);
+		struct tm tm;
+		gmtime_r(&secs, &tm);
+		snprintf(p1, sizeof(p1), "%d", (int)(26 + b));
+		strftime(p2, sizeof(p2), "%Y-%m-%d %H:%M:%S+00", &tm);
+		params[2] = by[i % 3];
+		r = pg_check(c, PQexecPrepared(c, "upsert", 3, params, NULL, NULL, 0), "postgresql upsert");
+		PQclear(r);
+	}
+	return now() - t0;
+}
+
+static void
+bucket_pg_check(PGconn *c, int64_t books)
+{
+	PGresult *r = pg_check(c, PQexec(c, "SELECT count(*), sum((doc->>'count')::int) FROM book_views"),
+	    "postgresql count");
+
 	if (atoll(PQgetvalue(r, 0, 0)) != books * 4 || atoll(PQgetvalue(r, 0, 1)) != books * 1000)
 		die("postgresql bucket upsert", "wrong documents");
 	PQclear(r);
-	return t0;
+}
+
+/* The seed's loop once per book, the two sides alternating per book, each
+ * side's time summed. */
+static void
+bucket_case(PGconn *pc, int64_t books, bool have_t, bool have_p, double *t, double *p)
+{
+	mongoc_client_t *client = NULL;
+	mongoc_collection_t *coll = NULL;
+	double st = 0, sp = 0;
+	int64_t b;
+
+	if (have_t) {
+		client = mongoc_client_pool_pop(pool);
+		coll = mongoc_client_get_collection(client, DB, "book_views");
+		mongoc_collection_drop(coll, NULL);
+	}
+	if (have_p)
+		bucket_pg_setup(pc);
+	for (b = 0; b < books; b++) {
+		double xt = 0, xp = 0;
+		if (b % 2 == 0 && have_t)
+			xt = bucket_tamga_book(coll, b);
+		if (have_p)
+			xp = bucket_pg_book(pc, b);
+		if (b % 2 == 1 && have_t)
+			xt = bucket_tamga_book(coll, b);
+		fprintf(stderr, "bench_wire: bucket book %lld: tamga %.0f ms, postgresql %.0f ms\n", (long long)b,
+		    xt * 1000, xp * 1000);
+		st += xt;
+		sp += xp;
+	}
+	if (have_t) {
+		bucket_tamga_check(coll, books);
+		*t = (double)(books * 1000) / st;
+		mongoc_collection_destroy(coll);
+		mongoc_client_pool_push(pool, client);
+	}
+	if (have_p) {
+		bucket_pg_check(pc, books);
+		*p = (double)(books * 1000) / sp;
+	}
 }
 
 int
@@ -491,10 +550,11 @@ main(int argc, char **argv)
 	}
 	if (env != NULL && atof(env) > 0)
 		max_seconds = atof(env);
-	docs = N / 4 >= 64000 ? N / 4 / 64000 * 64000 : 64000; /* whole batches for every thread count */
+	/* whole batches of 1000 for every thread count in each half */
+	docs = (N / 4 + 127999) / 128000 * 128000;
 	finds = N / 10 > 1000 ? N / 10 : 1000;
 	ranges = N / 100 > 640 ? N / 100 : 640;
-	books = N / 100000 > 1 ? N / 100000 : 1;
+	books = N / 100000 > 4 ? N / 100000 : 4;
 	mongoc_init();
 	have_t = tamga_up();
 	pc = pg_connect(pg_why, sizeof(pg_why));
@@ -509,14 +569,29 @@ main(int argc, char **argv)
 		int c = conns[k];
 		snprintf(table, sizeof(table), "ins%d", c);
 		snprintf(name, sizeof(name), "wire_insert_many_%d", c);
-		if (have_t) {
+		/* two halves, the sides alternating: Tamga, PostgreSQL, PostgreSQL, Tamga */
+		if (have_t)
 			tamga_drop(table);
-			t = run_job(OP_INSERT, false, c, table, docs, 0);
+		if (have_p)
+			pg_recreate(pc, table);
+		{
+			double st = 0, sp = 0;
+			int half;
+			for (half = 0; half < 2; half++) {
+				if (half == 0 && have_t)
+					st += run_job(OP_INSERT, false, c, table, docs / 2, 0, 0);
+				if (have_p)
+					sp += run_job(OP_INSERT, true, c, table, docs / 2, 0, half * (docs / 2));
+				if (half == 1 && have_t)
+					st += run_job(OP_INSERT, false, c, table, docs / 2, 0, docs / 2);
+			}
+			if (have_t)
+				t = (double)docs / st;
+			if (have_p)
+				p = (double)docs / sp;
 		}
 		if (have_p) {
 			char sql[64];
-			pg_recreate(pc, table);
-			p = run_job(OP_INSERT, true, c, table, docs, 0);
 			snprintf(sql, sizeof(sql), "VACUUM ANALYZE %s", table);
 			pg_exec(pc, sql);
 		}
@@ -543,8 +618,8 @@ main(int argc, char **argv)
 		print_case("wire_find_100k_docs", have_t, t, have_p, p);
 	}
 	{
-		double t = have_t ? bucket_tamga(books) : NA;
-		double p = have_p ? bucket_pg(pc, books) : NA;
+		double t = NA, p = NA;
+		bucket_case(pc, books, have_t, have_p, &t, &p);
 		print_case("bucket_upsert", have_t, t, have_p, p);
 	}
 	if (have_p) {
