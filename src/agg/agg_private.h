@@ -122,7 +122,8 @@ struct agg_exec {
 	/* a sub-pipeline fed by its caller ($facet input, $lookup source) */
 	int (*feed)(void *ctx, const bson_t **doc, terr_t *err);
 	void *feed_ctx;
-	bool top;                     /* wrap runtime errors with mongod's prefix */
+	bool top;                     /* the command's own run (not a sub-run) */
+	const char *error_context;    /* prefix for runtime errors (static string) or NULL */
 	bool done;
 	bson_t result;                /* copy of the last result (stable view) */
 	/* variable values set on every stage's env (command let, $lookup let) */

@@ -594,6 +594,7 @@ agg_exec_new(const agg_pipeline_t *p, agg_exec_t **out, terr_t *err)
 	*out = NULL;
 	x->now_ms = wall_ms();
 	x->top = true;
+	x->error_context = "PlanExecutor error during aggregation";
 	ERR(exec_build(p, x, err));
 	if (p->host != NULL && p->host->coll != NULL && !agg_pipeline_collectionless(p)) {
 		storage_coll_get(p->host->st, p->host->db, p->host->coll, &coll, NULL);
@@ -743,10 +744,15 @@ agg_exec_next(agg_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
 		bson_init_static(doc, bson_get_data(d), d->len);
 		return 1;
 	}
-	if (rc < 0 && x->top && err != NULL && err->msg != NULL &&
-	    strncmp(err->msg, "PlanExecutor error", 18) != 0)
-		terr_wrap(err, "PlanExecutor error during aggregation");
+	if (rc < 0 && x->top && x->error_context != NULL && err != NULL && err->msg != NULL)
+		terr_wrap(err, x->error_context);
 	return rc;
+}
+
+void
+agg_exec_set_error_context(agg_exec_t *x, const char *context)
+{
+	x->error_context = context;
 }
 
 int

@@ -105,12 +105,18 @@ int agg_exec_new(const agg_pipeline_t *p, agg_exec_t **out, terr_t *err);
 
 /*
  * Next result: 1 with *doc (a view valid until the next call on this exec),
- * 0 at the end, -1 with err.  Runtime errors carry mongod's prefix
- * "PlanExecutor error during aggregation :: caused by :: ".  A pipeline
+ * 0 at the end, -1 with err.  Runtime errors carry the error context (see
+ * agg_exec_set_error_context).  A pipeline
  * ending in $out/$merge does all its writing on the first call and then
  * returns 0.
  */
 int agg_exec_next(agg_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err);
+
+/* The prefix runtime errors get, as mongod's "<context> :: caused by :: <msg>":
+ * "PlanExecutor error during aggregation" for the aggregate command's batch
+ * (the default), "Executor error during getMore" for later batches; NULL for
+ * none.  context must be a static string. */
+void agg_exec_set_error_context(agg_exec_t *x, const char *context);
 
 /* Suspend / resume between getMore batches (no storage resources held). */
 int agg_exec_save(agg_exec_t *x, terr_t *err);

@@ -49,6 +49,7 @@ src_restore(void *state, storage_session_t *s, terr_t *err)
 
 	/* maxTimeMS of the aggregate bounds its first batch only */
 	a->host.deadline_us = 0;
+	agg_exec_set_error_context(a->x, "Executor error during getMore");
 	return agg_exec_restore(a->x, s, err);
 }
 

@@ -389,6 +389,26 @@ test_getmore_stages(void)
 	TT_EQ_INT(drain("big", "[{\"$unionWith\": {\"coll\": \"big\", \"pipeline\": [{\"$match\": {\"g\": 1}}]}}, {\"$project\": {\"g\": 1}}]", 7), 250 + 83);
 	TT_EQ_INT(drain("big", "[{\"$sort\": {\"g\": 1, \"_id\": -1}}, {\"$skip\": 5}]", 50), 245);
 	TT_EQ_INT(drain("big", "[{\"$lookup\": {\"from\": \"big\", \"localField\": \"_id\", \"foreignField\": \"_id\", \"as\": \"s\"}}, {\"$unwind\": \"$s\"}]", 33), 250);
+	/* an error in a later batch carries getMore's context */
+	{
+		int rc;
+		bson_t *r = run("test", "{\"aggregate\": \"big\", \"pipeline\": [{\"$project\": {\"x\": {\"$divide\": [1, {\"$subtract\": [\"$_id\", 200]}]}}}],"
+		    " \"cursor\": {\"batchSize\": 10}}", &rc);
+		bson_iter_t it;
+		int64_t id = 0;
+		char *cmd;
+		TT_EQ_INT(rc, 0);
+		if (bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "cursor.id", &it))
+			id = bson_iter_as_int64(&it);
+		free_reply(r);
+		cmd = bson_strdup_printf("{\"getMore\": {\"$numberLong\": \"%lld\"}, \"collection\": \"big\"}", (long long)id);
+		r = run("test", cmd, &rc);
+		bson_free(cmd);
+		TT_ASSERT(rc != 0);
+		TT_ASSERT(bson_iter_init_find(&it, r, "errmsg") &&
+		    strcmp(bson_iter_utf8(&it, NULL), "Executor error during getMore :: caused by :: can't $divide by zero") == 0);
+		free_reply(r);
+	}
 }
 
 static void
