@@ -84,6 +84,7 @@ CMD_HANDLER(cmd_create)
 			bson_append_iter(&options, k, -1, &it);
 	}
 	ERR(validation_check_options(&options, true, err));
+	ERR(validation_check_namespace(c->db, name, NULL, &options, err));
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
 	ret = storage_coll_create(c->engine->st, s, c->db, name, &options, err);

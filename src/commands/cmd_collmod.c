@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "bson/value.h"
+#include "common/log.h"
 #include "commands/validation.h"
 #include "query/plan.h"
 
@@ -56,7 +57,7 @@ check_transition(const bson_t *old, const char *new_level, const char *new_actio
 		return terr_set(err, TERR_BAD_VALUE,
 		    "Validator cannot be changed when Validation level is 'constraint'");
 	if (new_level != NULL && !old_constraint) {
-		if (old_level != NULL && strcmp(old_level, "strict") != 0)
+		if (old_level == NULL || strcmp(old_level, "strict") != 0)
 			return terr_set(err, TERR_BAD_VALUE,
 			    "validationLevel can only be changed to 'constraint' from 'strict'");
 		if (new_validator)
@@ -172,16 +173,31 @@ CMD_HANDLER(cmd_coll_mod)
 	}
 	if (has_validator)
 		BSON_APPEND_DOCUMENT(&opts, "validator", &validator);
+	/* setting a validator makes the level and action explicit, as mongod's
+	 * setValidator does */
 	if (new_level)
 		BSON_APPEND_UTF8(&opts, "validationLevel", new_level);
+	else if (has_validator && str_field(coll->options, "validationLevel") == NULL)
+		BSON_APPEND_UTF8(&opts, "validationLevel", "strict");
 	if (new_action)
 		BSON_APPEND_UTF8(&opts, "validationAction", new_action);
+	else if (has_validator && str_field(coll->options, "validationAction") == NULL)
+		BSON_APPEND_UTF8(&opts, "validationAction", "error");
 	if (check_transition(coll->options, new_level, new_action, has_validator, err) != 0) {
 		terr_wrap(err, "Failed to set validation options");
 		ret = -1;
 		goto err;
 	}
 	ERR(validation_check_options(&opts, false, err));
+	if (has_validator)
+		ERR(validation_check_namespace(c->db, name, coll->uuid, &opts, err));
+	if (has_prepare && prepare) {
+		const char *cur = str_field(coll->options, "validationLevel");
+		if (cur != NULL && strcmp(cur, "constraint") == 0)
+			tlog('W', "STORAGE", 12371301,
+			    "prepareConstraintValidationLevel is being ignored because the collection is already at 'constraint' validationLevel",
+			    NULL);
+	}
 	{
 		const char *old_level = str_field(coll->options, "validationLevel");
 		upgrading = new_level != NULL && strcmp(new_level, "constraint") == 0 &&

@@ -22,33 +22,49 @@ void cmd_array_source(bson_t *docs_steal, cursor_source_t *src);
 
 typedef struct insert_batch {
 	storage_coll_t *coll;
-	bson_t *docs;        /* prepared documents, _id first */
+	bson_t *docs;        /* prepared and validated documents, _id first */
 	int from, to;        /* [from, to) of docs to insert in this transaction */
-	bool bypass;
-	int failed_at;       /* index of the document that failed */
 } insert_batch_t;
 
 static int
 insert_txn(storage_session_t *s, void *arg, terr_t *err)
 {
 	insert_batch_t *b = arg;
-	validation_result_t vr;
 	int i;
 
-	for (i = b->from; i < b->to; i++) {
-		b->failed_at = i;
-		if (validation_check_write(b->coll, &b->docs[i], NULL, b->bypass, &vr, err) != 0)
-			return -1;
+	for (i = b->from; i < b->to; i++)
 		if (storage_doc_insert(s, b->coll, &b->docs[i], NULL, err) != 0)
 			return -1;
-	}
 	return 0;
+}
+
+/* Write errors collected out of order, reported sorted by index. */
+typedef struct insert_errors {
+	int *index;
+	terr_t *errs;
+	int n;
+} insert_errors_t;
+
+static void
+insert_error_add(insert_errors_t *ie, int index, terr_t *e)
+{
+	ie->index[ie->n] = index;
+	terr_move(&ie->errs[ie->n], e);
+	ie->n++;
 }
 
 static const char *const insert_fields[] = {
 	"documents", "ordered", "bypassDocumentValidation", "let", "collectionUUID", NULL,
 };
 
+/*
+ * Documents are prepared (_id first) and validated once, before any
+ * transaction, so a warn/errorAndLog line is logged once per document.  The
+ * valid ones are inserted in transactions of up to 256; when one fails, that
+ * group is redone a document per transaction so the others still land and
+ * the failure gets its own index.  An ordered batch stops at the first
+ * error, whichever step found it.
+ */
 CMD_HANDLER(cmd_insert)
 {
 	const char *name;
@@ -58,9 +74,10 @@ CMD_HANDLER(cmd_insert)
 	storage_coll_t *coll = NULL;
 	storage_session_t *s;
 	bson_t *docs = NULL;
-	int ndocs = 0, nprep = 0, i, nerr = 0, n = 0, ret = -1;
+	int ndocs = 0, nprep = 0, i, n = 0, ret = -1, stop_at;
 	int *orig_index = NULL;
 	insert_batch_t b;
+	insert_errors_t ie = {0};
 	terr_t e = TERR_INIT;
 
 	ERR(cmd_collection_arg(c, &name, err));
@@ -74,40 +91,39 @@ CMD_HANDLER(cmd_insert)
 	ndocs = (int)bson_count_keys(&docs_arr);
 	ERR(write_check_batch_size(ndocs, err));
 	sync = write_concern_sync(c);
-	ERR(write_get_or_create_coll(c, name, &coll, err));
-	if (bypass && validation_is_constraint(coll)) {
-		/* 9.0: bypass is refused at level constraint, as a write error */
-		terr_set(&e, TERR_BAD_VALUE,
-		    "bypassDocumentValidation is not permitted with 'constraint' validationLevel");
-		for (i = 0; i < (ordered ? 1 : ndocs); i++)
-			write_error_append(&write_errors, nerr++, i, &e);
-		goto reply;
-	}
-	if ((s = client_session(c->client, err)) == NULL)
-		goto err;
-
-	/* Prepare every document first; a malformed one is a write error at
-	 * its index, and in an ordered batch nothing after it is attempted. */
-	docs = tm_bson_array_new((size_t)ndocs);
-	orig_index = bson_malloc0(sizeof(int) * (size_t)ndocs);
 	bson_iter_init(&it, &docs_arr);
 	for (i = 0; bson_iter_next(&it); i++) {
-		const uint8_t *data;
-		uint32_t len;
-		bson_t d;
 		if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
 			ret = terr_set(err, TERR_TYPE_MISMATCH,
 			    "BSON field 'insert.documents.%d' is the wrong type '%s', expected type 'object'",
 			    i, bv_type_name(bson_iter_type(&it)));
 			goto err;
 		}
+	}
+	ERR(write_get_or_create_coll(c, name, &coll, err));
+	if ((s = client_session(c->client, err)) == NULL) {
+		ret = -1;
+		goto err;
+	}
+
+	docs = tm_bson_array_new((size_t)ndocs);
+	orig_index = bson_malloc0(sizeof(int) * (size_t)ndocs);
+	ie.index = bson_malloc0(sizeof(int) * (size_t)ndocs);
+	ie.errs = bson_malloc0(sizeof(terr_t) * (size_t)ndocs);
+	bson_iter_init(&it, &docs_arr);
+	for (i = 0; bson_iter_next(&it); i++) {
+		const uint8_t *data;
+		uint32_t len;
+		bson_t d;
+		validation_result_t vr;
+
 		bson_iter_document(&it, &len, &data);
 		bson_init_static(&d, data, len);
 		bson_init(&docs[nprep]);
-		if (write_prepare_doc(&d, &docs[nprep], &e) != 0) {
+		if (write_prepare_doc(&d, &docs[nprep], &e) != 0 ||
+		    validation_check_write(coll, &docs[nprep], NULL, bypass, &vr, &e) != 0) {
 			bson_destroy(&docs[nprep]);
-			write_error_append(&write_errors, nerr++, i, &e);
-			terr_clear(&e);
+			insert_error_add(&ie, i, &e);
 			if (ordered)
 				break;
 			continue;
@@ -115,15 +131,12 @@ CMD_HANDLER(cmd_insert)
 		orig_index[nprep++] = i;
 	}
 
-	/* Insert in transactions of up to 256 documents; when one fails, redo
-	 * that group one document per transaction so the others still land
-	 * and the failure gets its own index. */
 	memset(&b, 0, sizeof(b));
 	b.coll = coll;
 	b.docs = docs;
-	b.bypass = bypass;
-	for (i = 0; i < nprep;) {
-		int group = nprep - i < 256 ? nprep - i : 256;
+	stop_at = nprep;
+	for (i = 0; i < stop_at;) {
+		int group = stop_at - i < 256 ? stop_at - i : 256;
 		b.from = i;
 		b.to = i + group;
 		if (storage_txn_run(s, insert_txn, &b, sync, &e) == 0) {
@@ -139,21 +152,38 @@ CMD_HANDLER(cmd_insert)
 				n++;
 				continue;
 			}
-			write_error_append(&write_errors, nerr++, orig_index[i], &e);
-			terr_clear(&e);
 			if (ordered) {
-				i = nprep;
+				/* the batch stops here: a later preparation error is
+				 * never reached */
+				int k;
+				for (k = 0; k < ie.n; k++)
+					terr_clear(&ie.errs[k]);
+				ie.n = 0;
+				insert_error_add(&ie, orig_index[i], &e);
+				stop_at = i;
 				break;
 			}
+			insert_error_add(&ie, orig_index[i], &e);
 		}
-		b.to = i;
 	}
 	__atomic_fetch_add(&c->engine->counters.insert, n, __ATOMIC_RELAXED);
-	/* an ordered batch stopped by a preparation error still reports it after
-	 * the inserted ones: write errors are sorted by index */
-reply:
+
+	/* errors sorted by index (insertion order of ie is almost sorted) */
+	for (i = 1; i < ie.n; i++) {
+		int j = i, idx = ie.index[i];
+		terr_t t = ie.errs[i];
+		while (j > 0 && ie.index[j - 1] > idx) {
+			ie.index[j] = ie.index[j - 1];
+			ie.errs[j] = ie.errs[j - 1];
+			j--;
+		}
+		ie.index[j] = idx;
+		ie.errs[j] = t;
+	}
+	for (i = 0; i < ie.n; i++)
+		write_error_append(&write_errors, i, ie.index[i], &ie.errs[i]);
 	BSON_APPEND_INT32(c->reply, "n", n);
-	if (nerr > 0)
+	if (ie.n > 0)
 		BSON_APPEND_ARRAY(c->reply, "writeErrors", &write_errors);
 	ret = 0;
 err:
@@ -162,6 +192,10 @@ err:
 			bson_destroy(&docs[i]);
 		bson_free(docs);
 	}
+	for (i = 0; i < ie.n; i++)
+		terr_clear(&ie.errs[i]);
+	bson_free(ie.index);
+	bson_free(ie.errs);
 	bson_free(orig_index);
 	bson_destroy(&write_errors);
 	terr_clear(&e);

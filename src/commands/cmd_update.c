@@ -25,10 +25,11 @@ wall_ms(void)
 
 /* Validation failures inside an update carry 9.0's executor prefix. */
 static void
-prefix_update_error(terr_t *err)
+prefix_update_error(terr_t *err, bool find_and_modify)
 {
 	if (err->code == TERR_DOCUMENT_VALIDATION_FAILURE)
-		terr_wrap(err, "Plan executor error during update");
+		terr_wrap(err, find_and_modify ? "Plan executor error during findAndModify" :
+		    "Plan executor error during update");
 }
 
 /* One update statement, run inside a transaction (and re-run on conflict). */
@@ -80,7 +81,8 @@ do_upsert(storage_session_t *s, update_stmt_t *u, terr_t *err)
 	}
 	ERR(write_prepare_doc(&seeded, &doc, err));
 	if (validation_check_write(u->coll, &doc, NULL, u->bypass, &vr, err) != 0) {
-		prefix_update_error(err);
+		prefix_update_error(err, u->remove || u->want_doc);
+		ret = -1;
 		goto err;
 	}
 	ERR(storage_doc_insert(s, u->coll, &doc, NULL, err));
@@ -146,7 +148,7 @@ update_txn(storage_session_t *s, void *arg, terr_t *err)
 			bson_copy_to(&doc, &old_copy);
 			rc = write_check_stored_doc(&new_doc, err);
 			if (rc == 0 && validation_check_write(u->coll, &new_doc, &old_copy, u->bypass, &vr, err) != 0) {
-				prefix_update_error(err);
+				prefix_update_error(err, u->want_doc);
 				rc = -1;
 			}
 			if (rc == 0)
@@ -344,9 +346,6 @@ CMD_HANDLER(cmd_update)
 			else
 				storage_coll_get(c->engine->st, c->db, name, &coll, NULL);
 		}
-		if (rc == 0 && coll != NULL && bypass && validation_is_constraint(coll))
-			rc = terr_set(&e, TERR_BAD_VALUE,
-			    "bypassDocumentValidation is not permitted with 'constraint' validationLevel");
 		if (rc == 0) {
 			u.coll = coll;
 			u.bypass = bypass;
@@ -482,11 +481,6 @@ CMD_HANDLER(cmd_find_and_modify)
 		ERR(write_get_or_create_coll(c, name, &u.coll, err));
 	else
 		storage_coll_get(c->engine->st, c->db, name, &u.coll, NULL);
-	if (u.coll != NULL && bypass && validation_is_constraint(u.coll)) {
-		ret = terr_set(err, TERR_BAD_VALUE,
-		    "bypassDocumentValidation is not permitted with 'constraint' validationLevel");
-		goto err;
-	}
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
 	u.filter = &query;

@@ -88,6 +88,35 @@ append_json_str(bson_string_t *s, const char *v)
 	bson_free(esc);
 }
 
+/* libbson prints "{ \"a\" : 1 }"; mongod's log lines are compact JSON:
+ * drop the whitespace outside strings, in place. */
+static void
+compact_json(char *j)
+{
+	char *out = j;
+	bool in_str = false, esc = false;
+
+	for (; *j != '\0'; j++) {
+		char ch = *j;
+		if (in_str) {
+			*out++ = ch;
+			if (esc)
+				esc = false;
+			else if (ch == '\\')
+				esc = true;
+			else if (ch == '"')
+				in_str = false;
+			continue;
+		}
+		if (ch == ' ' || ch == '\n' || ch == '\t')
+			continue;
+		if (ch == '"')
+			in_str = true;
+		*out++ = ch;
+	}
+	*out = '\0';
+}
+
 void
 tlog(char sev, const char *component, int id, const char *msg, const bson_t *attr)
 {
@@ -114,6 +143,7 @@ tlog(char sev, const char *component, int id, const char *msg, const bson_t *att
 		size_t len;
 		char *j = bson_as_relaxed_extended_json(attr, &len);
 		if (j != NULL) {
+			compact_json(j);
 			bson_string_append(s, ",\"attr\":");
 			bson_string_append(s, j);
 			bson_free(j);
