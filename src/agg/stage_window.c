@@ -583,6 +583,93 @@ err:
 	return ret;
 }
 
+/* [unbounded, n] windows: one state, documents added as the window grows. */
+static int
+accum_running(agg_rt_t *rt, const wfield_t *f, window_state_t *ws, int64_t ps, int64_t pe, bson_t *vals,
+    terr_t *err)
+{
+	accum_state_t *st = accum_state_new(f->acc);
+	int64_t added = ps, i, a, b;
+	bson_value_t v;
+	char key[24];
+	const char *k;
+	int ret = 0;
+
+	for (i = ps; i < pe; i++) {
+		ERR(window_of(f, ws, ps, pe, i, &a, &b, err));
+		while (added <= b) {
+			expr_env_reset(rt->env);
+			expr_env_set_root(rt->env, ws->e[added].doc);
+			ERR(accum_process(f->acc, st, rt->env, err));
+			added++;
+		}
+		expr_env_reset(rt->env);
+		ERR(accum_finalize(f->acc, st, rt->env, &v, err));
+		if (v.value_type == BSON_TYPE_EOD)
+			v.value_type = BSON_TYPE_NULL;
+		bson_uint32_to_string((uint32_t)(i - ps), &k, key, sizeof(key));
+		bv_append(vals, k, -1, &v);
+	}
+err:
+	accum_state_destroy(st);
+	return ret;
+}
+
+/* $linearFill: nulls between two numbers interpolated along sortBy. */
+static int
+linear_fill(agg_rt_t *rt, const wfield_t *f, window_state_t *ws, int64_t ps, int64_t pe, bson_t *vals,
+    terr_t *err)
+{
+	double *xs = bson_malloc0(sizeof(double) * (size_t)(pe - ps + 1));
+	double *ys = bson_malloc0(sizeof(double) * (size_t)(pe - ps + 1));
+	bool *have = bson_malloc0(sizeof(bool) * (size_t)(pe - ps + 1));
+	bson_value_t v, nullv = {.value_type = BSON_TYPE_NULL};
+	char key[24];
+	const char *k;
+	int64_t i;
+	int ret = 0;
+
+	for (i = ps; i < pe; i++) {
+		bool dates = ws->e[i].keys[0].value_type == BSON_TYPE_DATE_TIME;
+		ERR(sort_number(&ws->e[i], 0, dates, &xs[i - ps], err));
+		ERR(eval_on(rt, f->input, ws->e[i].doc, &v, err));
+		if (bv_is_number(&v)) {
+			ys[i - ps] = bv_as_double(&v);
+			have[i - ps] = true;
+		} else if (v.value_type != BSON_TYPE_EOD && v.value_type != BSON_TYPE_NULL) {
+			ret = terr_set(err, 6050106, "Value to be filled must be numeric for $linearFill, but was %s",
+			    bv_type_name(v.value_type));
+			goto err;
+		}
+	}
+	for (i = ps; i < pe; i++) {
+		int64_t l, r;
+		bson_uint32_to_string((uint32_t)(i - ps), &k, key, sizeof(key));
+		if (have[i - ps]) {
+			ERR(eval_on(rt, f->input, ws->e[i].doc, &v, err));
+			bv_append(vals, k, -1, &v);
+			continue;
+		}
+		for (l = i - 1; l >= ps && !have[l - ps]; l--)
+			;
+		for (r = i + 1; r < pe && !have[r - ps]; r++)
+			;
+		if (l < ps || r >= pe || xs[r - ps] == xs[l - ps]) {
+			bv_append(vals, k, -1, &nullv);
+			continue;
+		}
+		v.value_type = BSON_TYPE_DOUBLE;
+		v.value.v_double = ys[l - ps] + (ys[r - ps] - ys[l - ps]) * (xs[i - ps] - xs[l - ps]) /
+		    (xs[r - ps] - xs[l - ps]);
+		bv_append(vals, k, -1, &v);
+	}
+err:
+	bson_free(xs);
+	bson_free(ys);
+	bson_free(have);
+	return ret;
+}
+
 /* Values of field f for the partition [ps, pe) into vals (array keyed by
  * the entry index relative to ps). */
 static int
@@ -611,29 +698,8 @@ compute_field(agg_rt_t *rt, const wfield_t *f, window_state_t *ws, int64_t ps, i
 			bson_destroy(&one);
 			return 0;
 		}
-		if (running) {
-			accum_state_t *st = accum_state_new(f->acc);
-			int64_t added = ps;
-			int ret = 0;
-			for (i = ps; i < pe; i++) {
-				ERR(window_of(f, ws, ps, pe, i, &a, &b, err));
-				while (added <= b) {
-					expr_env_reset(rt->env);
-					expr_env_set_root(rt->env, ws->e[added].doc);
-					ERR(accum_process(f->acc, st, rt->env, err));
-					added++;
-				}
-				expr_env_reset(rt->env);
-				ERR(accum_finalize(f->acc, st, rt->env, &v, err));
-				if (v.value_type == BSON_TYPE_EOD)
-					v.value_type = BSON_TYPE_NULL;
-				bson_uint32_to_string((uint32_t)(i - ps), &k, key, sizeof(key));
-				bv_append(vals, k, -1, &v);
-			}
-err:
-			accum_state_destroy(st);
-			return ret;
-		}
+		if (running)
+			return accum_running(rt, f, ws, ps, pe, vals, err);
 		for (i = ps; i < pe; i++) {
 			RET(window_of(f, ws, ps, pe, i, &a, &b, err));
 			bson_uint32_to_string((uint32_t)(i - ps), &k, key, sizeof(key));
@@ -781,58 +847,8 @@ err:
 		bson_destroy(&last);
 		return 0;
 	}
-	case WF_LINEAR: {
-		double *xs = bson_malloc0(sizeof(double) * (size_t)(pe - ps + 1));
-		double *ys = bson_malloc0(sizeof(double) * (size_t)(pe - ps + 1));
-		bool *have = bson_malloc0(sizeof(bool) * (size_t)(pe - ps + 1));
-		int ret = 0;
-		for (i = ps; i < pe; i++) {
-			bool dates = ws->e[i].keys[0].value_type == BSON_TYPE_DATE_TIME;
-			if (sort_number(&ws->e[i], 0, dates, &xs[i - ps], err) != 0) {
-				ret = -1;
-				goto lin_done;
-			}
-			if (eval_on(rt, f->input, ws->e[i].doc, &v, err) != 0) {
-				ret = -1;
-				goto lin_done;
-			}
-			if (bv_is_number(&v)) {
-				ys[i - ps] = bv_as_double(&v);
-				have[i - ps] = true;
-			} else if (v.value_type != BSON_TYPE_EOD && v.value_type != BSON_TYPE_NULL) {
-				ret = terr_set(err, 6050106,
-				    "Value to be filled must be numeric for $linearFill, but was %s",
-				    bv_type_name(v.value_type));
-				goto lin_done;
-			}
-		}
-		for (i = ps; i < pe; i++) {
-			int64_t l, r;
-			bson_uint32_to_string((uint32_t)(i - ps), &k, key, sizeof(key));
-			if (have[i - ps]) {
-				RET(eval_on(rt, f->input, ws->e[i].doc, &v, err));
-				bv_append(vals, k, -1, &v);
-				continue;
-			}
-			for (l = i - 1; l >= ps && !have[l - ps]; l--)
-				;
-			for (r = i + 1; r < pe && !have[r - ps]; r++)
-				;
-			if (l < ps || r >= pe || xs[r - ps] == xs[l - ps]) {
-				bv_append(vals, k, -1, &nullv);
-				continue;
-			}
-			v.value_type = BSON_TYPE_DOUBLE;
-			v.value.v_double = ys[l - ps] + (ys[r - ps] - ys[l - ps]) * (xs[i - ps] - xs[l - ps]) /
-			    (xs[r - ps] - xs[l - ps]);
-			bv_append(vals, k, -1, &v);
-		}
-lin_done:
-		bson_free(xs);
-		bson_free(ys);
-		bson_free(have);
-		return ret;
-	}
+	case WF_LINEAR:
+		return linear_fill(rt, f, ws, ps, pe, vals, err);
 	}
 	return 0;
 }
