@@ -292,8 +292,10 @@ lookup_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	int rc, ret = 0, i;
 
 	rc = agg_rt_pull(rt, &in, err);
-	if (rc != 1)
-		goto done;
+	if (rc != 1) {
+		ret = rc;
+		goto err;
+	}
 	if (!ls->opened) {
 		ls->opened = true;
 		if (lp->from != NULL && h != NULL)
@@ -340,10 +342,6 @@ err:
 	bson_destroy(&filter);
 	bson_destroy(&results);
 	return ret;
-done:
-	bson_destroy(&filter);
-	bson_destroy(&results);
-	return rc;
 }
 
 static void
@@ -864,7 +862,7 @@ graph_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	rc = agg_rt_pull(rt, &in, err);
 	if (rc != 1) {
 		ret = rc;
-		goto done;
+		goto err;
 	}
 	if (!gs->opened) {
 		gs->opened = true;
@@ -960,7 +958,6 @@ graph_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	*out = &gs->out;
 	ret = 1;
 err:
-done:
 	bson_destroy(&frontier);
 	bson_destroy(&queried);
 	bson_destroy(&seen_ids);
