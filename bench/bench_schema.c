@@ -12,11 +12,13 @@
  *   constraint_scan   collMod {validationLevel: "constraint"} after
  *                     {prepareConstraintValidationLevel: true} on the
  *                     validated collection (docs checked/s) against a plain
- *                     full scan of the same collection (docs/s).
+ *                     full scan of the same collection (docs/s); three
+ *                     rounds (back to strict in between), best of each.
  */
 #include "bench_common.h"
 
 #define DB "bench"
+#define NA_RATE -1.0
 
 /* The seed's reviewSchema, verbatim. */
 static bson_t *
@@ -101,7 +103,7 @@ main(int argc, char **argv)
 	bson_t *schema, *c, reply;
 	double t_plain = 0, t_valid = 0, t0, scan, constraint;
 	int64_t i, seen;
-	int rc;
+	int rc = 0, round;
 
 	if (argc < 2)
 		die("usage", "bench_schema WORKDIR");
@@ -131,29 +133,49 @@ main(int argc, char **argv)
 	}
 	report("insert_validated", (double)N / t_valid, "tamga_no_validator", (double)N / t_plain);
 
-	/* the constraint upgrade scan against a plain scan of the same data */
-	t0 = now();
-	c = BCON_NEW("find", "validated", "batchSize", BCON_INT32(10000));
-	tcmd(t, DB, c, &reply);
-	bson_destroy(c);
-	if ((seen = tdrain(t, DB, "validated", &reply, 10000)) != N)
-		die("tamga scan", "wrong count");
-	scan = (double)N / (now() - t0);
+	/* the constraint upgrade scan against a plain scan of the same data:
+	 * three rounds (back to strict, prepare, upgrade), best of each */
+	scan = constraint = NA_RATE;
+	why[0] = '\0';
+	for (round = 0; round < 3; round++) {
+		double x;
+		t0 = now();
+		c = BCON_NEW("find", "validated", "batchSize", BCON_INT32(10000));
+		tcmd(t, DB, c, &reply);
+		bson_destroy(c);
+		if ((seen = tdrain(t, DB, "validated", &reply, 10000)) != N)
+			die("tamga scan", "wrong count");
+		if ((x = (double)N / (now() - t0)) > scan)
+			scan = x;
 
-	c = BCON_NEW("collMod", "validated", "prepareConstraintValidationLevel", BCON_BOOL(true));
-	rc = ttry(t, DB, c, why, sizeof(why));
-	bson_destroy(c);
-	if (rc == 0) {
+		if (round > 0) {
+			c = BCON_NEW("collMod", "validated", "validationLevel", "strict");
+			rc = ttry(t, DB, c, why, sizeof(why));
+			bson_destroy(c);
+			if (rc != 0)
+				break;
+		}
+		c = BCON_NEW("collMod", "validated", "prepareConstraintValidationLevel", BCON_BOOL(true));
+		rc = ttry(t, DB, c, why, sizeof(why));
+		bson_destroy(c);
+		if (rc != 0)
+			break;
 		c = BCON_NEW("collMod", "validated", "validationLevel", "constraint", "validationAction", "error");
 		t0 = now();
 		rc = ttry(t, DB, c, why, sizeof(why));
-		constraint = (double)N / (now() - t0);
+		x = (double)N / (now() - t0);
 		bson_destroy(c);
+		if (rc != 0)
+			break;
+		if (x > constraint)
+			constraint = x;
 	}
-	if (rc == 0)
+	if (constraint > 0)
 		report("constraint_scan", constraint, "tamga_full_scan", scan);
 	else
 		report_na("constraint_scan", why, "tamga_full_scan", scan);
+	if (rc != 0 && constraint > 0)
+		fprintf(stderr, "bench_schema: constraint round %d: %s\n", round + 1, why);
 	bson_destroy(schema);
 	tamga_close(t);
 	return 0;
