@@ -252,6 +252,18 @@ CMD_HANDLER(cmd_aggregate)
 		return terr_set(err, TERR_FAILED_TO_PARSE,
 		    "Aggregation explain does not support the'writeConcern' option");
 	RET(cmd_cursor_options(c, &copts, err));
+	{
+		/* cursor: {batchSize} and nothing else (SimpleCursorOptions) */
+		bson_t cur;
+		bson_iter_t ci;
+		bool found;
+		RET(cmd_get_doc(c, "cursor", &cur, &found, err));
+		if (found && bson_iter_init(&ci, &cur))
+			while (bson_iter_next(&ci))
+				if (strcmp(bson_iter_key(&ci), "batchSize") != 0)
+					return terr_set(err, 40415, "BSON field 'aggregate.cursor.%s' is an unknown field.",
+					    bson_iter_key(&ci));
+	}
 	RET(cmd_get_bool(c, "allowDiskUse", &allow_disk, &found, err));
 	RET(cmd_get_bool(c, "bypassDocumentValidation", &bypass, &found, err));
 	RET(cmd_get_doc(c, "let", &let, &has_let, err));

@@ -283,6 +283,9 @@ test_command_errors(void)
 	r = run("test", "{\"aggregate\": \"c\", \"cursor\": {}}", &rc);
 	TT_ASSERT(bson_iter_init_find(&it, r, "code") && bson_iter_as_int64(&it) == 40414);
 	free_reply(r);
+	r = run("test", "{\"aggregate\": \"c\", \"pipeline\": [], \"cursor\": {\"bogus\": 1}}", &rc);
+	TT_ASSERT(bson_iter_init_find(&it, r, "code") && bson_iter_as_int64(&it) == 40415);
+	free_reply(r);
 	r = run("test", "{\"aggregate\": \"c\", \"pipeline\": [], \"cursor\": {}, \"bogus\": 1}", &rc);
 	TT_ASSERT(bson_iter_init_find(&it, r, "code") && bson_iter_as_int64(&it) == 40415);
 	free_reply(r);
