@@ -771,7 +771,14 @@ merge_run(agg_rt_t *rt, write_state_t *ws, terr_t *err)
 	int rc = 0, ret = 0;
 	bool same;
 
-	ERR(h->get_or_create_coll(h->ctx, wp->db, wp->coll, &coll, err));
+	/* a missing target has no unique index either: refuse before creating it */
+	if (storage_coll_get(h->st, wp->db, wp->coll, &coll, NULL) != 0 &&
+	    !(wp->non == 0 || (wp->non == 1 && strcmp(wp->on[0], "_id") == 0))) {
+		ret = terr_set(err, 51183, "Cannot find index to verify that join fields will be unique");
+		goto err;
+	}
+	if (coll == NULL)
+		ERR(h->get_or_create_coll(h->ctx, wp->db, wp->coll, &coll, err));
 	ERR(merge_check_on(wp, coll, err));
 	/* on [_id] is the default */
 	memset(&m, 0, sizeof(m));

@@ -470,6 +470,15 @@ test_merge_out(void)
 	AGG_ERR("orders", "[{\"$merge\": {\"into\": \"archive\", \"whenMatched\": \"fail\"}}]", 11000);
 	AGG_ERR(NULL, "[{\"$documents\": [{\"_id\": 99}]}, {\"$merge\": {\"into\": \"archive\", \"whenNotMatched\": \"fail\"}}]", 13113);
 	AGG_ERR("orders", "[{\"$merge\": {\"into\": \"archive\", \"on\": \"status\"}}]", 51183);
+	AGG_ERR("orders", "[{\"$merge\": {\"into\": \"nowhere\", \"on\": [\"status\", \"v\"]}}]", 51183);
+	{
+		int rc;
+		bson_t *r = run("test", "{\"listCollections\": 1, \"filter\": {\"name\": \"nowhere\"}}", &rc);
+		bson_iter_t it;
+		TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "cursor.firstBatch", &it));
+		TT_ASSERT(bson_iter_init(&it, r) && !bson_iter_find_descendant(&it, "cursor.firstBatch.0", &it));
+		free_reply(r);
+	}
 	AGG_ERR("orders", "[{\"$merge\": {\"into\": \"archive\", \"whenMatched\": \"bogus\"}}]", 2);
 	/* $out replaces the target */
 	AGG_EQ("orders", "[{\"$match\": {\"_id\": {\"$gt\": 1}}}, {\"$project\": {\"v\": 1}}, {\"$out\": \"copy\"}]", "[ ]");
