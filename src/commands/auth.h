@@ -122,9 +122,10 @@ bool auth_client_user(client_t *cl, char *user, size_t ulen, char *db, size_t dl
 
 /*
  * The dispatcher's check, before the handler runs.  Returns 0 when auth is
- * off, when def has CMDF_NO_AUTH, or when the client's users hold every
- * privilege the command needs (table in auth_privs.c: command -> actions on a
- * resource; a command missing from that table is refused).  Otherwise -1
+ * off, when def is NULL (an unknown command: the dispatcher answers 59),
+ * when def has CMDF_NO_AUTH, or when the client's users hold every
+ * privilege the command needs (table in auth_check.c: command -> actions on
+ * a resource; a command missing from that table is refused).  Otherwise -1
  * with 13 Unauthorized: "Command <name> requires authentication" for a
  * client that has not authenticated, or "not authorized on <db> to execute
  * command { <the command as mongod prints it> }".  The localhost exception

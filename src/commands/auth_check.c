@@ -550,6 +550,98 @@ chk_explain(chk_t *k, const bson_t *body)
 	return auth_allows(k, bson_iter_key(&in), &inner);
 }
 
+/* bulkWrite (run on admin): each op needs its action on the namespace
+ * its nsInfo entry names. */
+static bool
+chk_bulk_write(chk_t *k, const bson_t *body)
+{
+	bson_iter_t it, ops, op, f, ns;
+	const char *names[1000];
+	bool bypass = field_true(body, "bypassDocumentValidation");
+	int nns = 0;
+
+	if (bson_iter_init_find(&it, body, "nsInfo") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &ns)) {
+		while (bson_iter_next(&ns) && nns < 1000) {
+			names[nns] = NULL;
+			if (BSON_ITER_HOLDS_DOCUMENT(&ns) && bson_iter_recurse(&ns, &f) && bson_iter_find(&f, "ns") &&
+			    BSON_ITER_HOLDS_UTF8(&f))
+				names[nns] = bson_iter_utf8(&f, NULL);
+			nns++;
+		}
+	}
+	if (!bson_iter_init_find(&it, body, "ops") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &ops))
+		return true; /* malformed: the parser refuses it */
+	while (bson_iter_next(&ops)) {
+		const char *action = NULL, *name, *dot;
+		bool upsert = false;
+		int64_t idx = -1;
+		char db[128];
+
+		if (!BSON_ITER_HOLDS_DOCUMENT(&ops) || !bson_iter_recurse(&ops, &op) || !bson_iter_next(&op))
+			continue;
+		name = bson_iter_key(&op);
+		if (strcmp(name, "insert") == 0)
+			action = "insert";
+		else if (strcmp(name, "update") == 0)
+			action = "update";
+		else if (strcmp(name, "delete") == 0)
+			action = "remove";
+		else
+			continue;
+		if (BSON_ITER_HOLDS_NUMBER(&op))
+			idx = bson_iter_as_int64(&op);
+		while (bson_iter_next(&op))
+			if (strcmp(bson_iter_key(&op), "upsert") == 0)
+				upsert = bson_iter_as_bool(&op);
+		if (idx < 0 || idx >= nns || names[idx] == NULL || (dot = strchr(names[idx], '.')) == NULL ||
+		    dot - names[idx] >= (long)sizeof(db))
+			return false;
+		snprintf(db, sizeof(db), "%.*s", (int)(dot - names[idx]), names[idx]);
+		if (!can_ns(k, db, dot + 1, action) || (upsert && !can_ns(k, db, dot + 1, "insert")) ||
+		    (bypass && strcmp(action, "remove") != 0 && !can_ns(k, db, dot + 1, "bypassDocumentValidation")))
+			return false;
+	}
+	return true;
+}
+
+/* mapReduce: find on the source; a collection output needs insert and
+ * remove (replace) or update (merge, reduce) on the target. */
+static bool
+chk_map_reduce(chk_t *k, const bson_t *body)
+{
+	const char *coll = first_string(body), *out_db = k->c->db, *out = NULL, *acts = "insert remove";
+	bson_iter_t it, o;
+
+	if (coll == NULL || !can_ns(k, k->c->db, coll, "find"))
+		return false;
+	if (!bson_iter_init_find(&it, body, "out"))
+		return true;
+	if (BSON_ITER_HOLDS_UTF8(&it)) {
+		out = bson_iter_utf8(&it, NULL);
+	} else if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &o)) {
+		while (bson_iter_next(&o)) {
+			const char *key = bson_iter_key(&o);
+			if (strcmp(key, "inline") == 0)
+				return true;
+			if (!BSON_ITER_HOLDS_UTF8(&o))
+				continue;
+			if (strcmp(key, "db") == 0)
+				out_db = bson_iter_utf8(&o, NULL);
+			else if (strcmp(key, "replace") == 0)
+				out = bson_iter_utf8(&o, NULL);
+			else if (strcmp(key, "merge") == 0 || strcmp(key, "reduce") == 0) {
+				out = bson_iter_utf8(&o, NULL);
+				acts = "insert update";
+			}
+		}
+	}
+	if (out == NULL)
+		return true;
+	if (!can_ns_all(k, out_db, out, acts))
+		return false;
+	return !field_true(body, "bypassDocumentValidation") || can_ns(k, out_db, out, "bypassDocumentValidation");
+}
+
 /* A roles argument's databases each need action. */
 static bool
 roles_field_allowed(chk_t *k, const bson_t *body, const char *field, const char *action)
@@ -771,6 +863,12 @@ static const priv_row_t priv_table[] = {
 	{"getMore", NEED_SPECIAL, NULL, chk_get_more},
 	{"killCursors", NEED_NS, "killCursors", NULL},
 	{"explain", NEED_SPECIAL, NULL, chk_explain},
+	{"bulkWrite", NEED_SPECIAL, NULL, chk_bulk_write},
+	{"mapReduce", NEED_SPECIAL, NULL, chk_map_reduce},
+	{"mapreduce", NEED_SPECIAL, NULL, chk_map_reduce},
+	{"dataSize", NEED_NS, "find", NULL},
+	{"commitTransaction", NEED_AUTHED, NULL, NULL},
+	{"abortTransaction", NEED_AUTHED, NULL, NULL},
 	/* catalog */
 	{"create", NEED_NS, "createCollection", NULL},
 	{"drop", NEED_NS, "dropCollection", NULL},
@@ -791,6 +889,15 @@ static const priv_row_t priv_table[] = {
 	{"reIndex", NEED_NS, "reIndex", NULL},
 	{"dbHash", NEED_DB, "dbHash", NULL},
 	{"profile", NEED_DB, "enableProfiler", NULL},
+	{"analyze", NEED_NS, "analyze", NULL},
+	{"planCacheClear", NEED_NS, "planCacheWrite", NULL},
+	{"planCacheClearFilters", NEED_NS, "planCacheIndexFilter", NULL},
+	{"planCacheListFilters", NEED_NS, "planCacheIndexFilter", NULL},
+	{"planCacheSetFilter", NEED_NS, "planCacheIndexFilter", NULL},
+	{"listSearchIndexes", NEED_NS, "listSearchIndexes", NULL},
+	{"createSearchIndexes", NEED_NS, "createSearchIndexes", NULL},
+	{"dropSearchIndex", NEED_NS, "dropSearchIndex", NULL},
+	{"updateSearchIndex", NEED_NS, "updateSearchIndex", NULL},
 	/* server administration */
 	{"hostInfo", NEED_CLUSTER, "hostInfo", NULL},
 	{"serverStatus", NEED_CLUSTER, "serverStatus", NULL},
@@ -810,6 +917,12 @@ static const priv_row_t priv_table[] = {
 	{"connPoolStats", NEED_CLUSTER, "connPoolStats", NULL},
 	{"dropConnections", NEED_CLUSTER, "dropConnections", NULL},
 	{"invalidateUserCache", NEED_CLUSTER, "invalidateUserCache", NULL},
+	{"lockInfo", NEED_CLUSTER, "serverStatus", NULL},
+	{"setFeatureCompatibilityVersion", NEED_CLUSTER, "setFeatureCompatibilityVersion", NULL},
+	{"getClusterParameter", NEED_CLUSTER, "getClusterParameter", NULL},
+	{"setClusterParameter", NEED_CLUSTER, "setClusterParameter", NULL},
+	{"rotateCertificates", NEED_CLUSTER, "rotateCertificates", NULL},
+	{"listDatabasesForAllTenants", NEED_CLUSTER, "listDatabases", NULL},
 	/* users and roles */
 	{"createUser", NEED_SPECIAL, NULL, chk_create_user},
 	{"updateUser", NEED_SPECIAL, NULL, chk_update_user},
@@ -894,9 +1007,10 @@ auth_check_command(cmd_t *c, const cmd_def_t *def, terr_t *err)
 
 	if (!auth_enabled(c->engine))
 		return 0;
-	if (def != NULL && (def->flags & CMDF_NO_AUTH))
+	/* an unknown command runs nothing: the dispatcher answers 59 */
+	if (def == NULL || (def->flags & CMDF_NO_AUTH))
 		return 0;
-	row = priv_lookup(def != NULL ? def->name : c->name);
+	row = priv_lookup(def->name);
 	if (row != NULL && row->need == NEED_NONE)
 		return 0;
 	ac = auth_client_peek(c->client);
@@ -926,8 +1040,7 @@ auth_check_command(cmd_t *c, const cmd_def_t *def, terr_t *err)
 			return ok ? 0 : unauthorized(c, err);
 		}
 		terr_clear(err);
-		return terr_set(err, TERR_UNAUTHORIZED, "Command %s requires authentication",
-		    def != NULL ? def->name : c->name);
+		return terr_set(err, TERR_UNAUTHORIZED, "Command %s requires authentication", def->name);
 	}
 	if (auth_client_resolve(c, ac, err) != 0)
 		return -1;

@@ -31,7 +31,7 @@ static const char *const action_names[] = {
 	"updateSearchIndex", "useUUID", "validate", "viewRole", "viewUser", "bypassWriteBlockingMode",
 	"dropAllRolesFromDatabase", "checkMetadataConsistency", "getClusterParameter", "setClusterParameter",
 	"rotateCertificates", "cleanupStructuredEncryptionData", "compactStructuredEncryptionData",
-	"listCachedAndActiveUsers",
+	"listCachedAndActiveUsers", "setFeatureCompatibilityVersion", "analyzeShardKey",
 };
 #define NACTIONS ((int)(sizeof(action_names) / sizeof(action_names[0])))
 
@@ -415,7 +415,7 @@ auth_privset_append(const auth_privset_t *ps, bson_t *parent, const char *key)
 	"rotateCertificates"
 #define CLUSTER_MANAGER_ACTIONS "applicationMessage checkMetadataConsistency flushRouterConfig " \
 	"getClusterParameter getDefaultRWConcern listSessions replSetGetConfig replSetGetStatus " \
-	"setClusterParameter setDefaultRWConcern"
+	"setClusterParameter setDefaultRWConcern setFeatureCompatibilityVersion"
 
 /* Where a built-in role's privilege applies, relative to the role's db. */
 typedef enum {
