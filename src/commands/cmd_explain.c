@@ -350,6 +350,8 @@ CMD_HANDLER(cmd_explain)
 		{
 			bson_t rej;
 			BSON_APPEND_ARRAY_BEGIN(&qp, "rejectedPlans", &rej);
+			if (wrapper_stage(&r) == NULL)
+				plan_exec_rejected_append(x, &rej);
 			bson_append_array_end(&qp, &rej);
 		}
 	}

@@ -221,7 +221,7 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 	}
 	x->backward = backward;
 	x->hinted = req->hint != NULL;
-	if (!spec_empty(req->sort))
+	if (x->sort != NULL)
 		x->sort_spec_doc = bson_copy(req->sort);
 	if (!spec_empty(req->projection))
 		x->proj_doc = bson_copy(req->projection);
@@ -533,6 +533,12 @@ plan_exec_free(plan_exec_t *x)
 
 typedef enum { ST_PROJ, ST_LIMIT, ST_SKIP, ST_SORT, ST_FETCH, ST_ACCESS } stage_kind_t;
 
+static bool
+needs_sort_stage(const plan_exec_t *x)
+{
+	return x->sort_spec_doc != NULL && !(x->access == ACCESS_IXSCAN && x->sol->provides_sort);
+}
+
 static void
 append_common_stats(bson_t *out, int64_t nreturned, int64_t works, int64_t advanced, bool eof)
 {
@@ -726,11 +732,11 @@ append_stage(const plan_exec_t *x, stage_kind_t k, bool es, bson_t *out)
 	/* the stages above the access path have one input */
 	{
 		stage_kind_t next = k + 1;
-		if (next == ST_LIMIT && !(x->limit > 0 && x->sort == NULL && !x->sorted))
+		if (next == ST_LIMIT && !(x->limit > 0 && !needs_sort_stage(x)))
 			next++;
 		if (next == ST_SKIP && x->skip == 0)
 			next++;
-		if (next == ST_SORT && x->sort == NULL)
+		if (next == ST_SORT && !needs_sort_stage(x))
 			next++;
 		if (next == ST_FETCH && x->access != ACCESS_IXSCAN)
 			next++;
@@ -787,11 +793,11 @@ plan_exec_explain_append(const plan_exec_t *x, bool exec_stats, bson_t *out)
 	}
 	if (x->proj == NULL)
 		k = ST_LIMIT;
-	if (k == ST_LIMIT && !(x->limit > 0 && x->sort == NULL && !x->sorted))
+	if (k == ST_LIMIT && !(x->limit > 0 && !needs_sort_stage(x)))
 		k = ST_SKIP;
 	if (k == ST_SKIP && x->skip == 0)
 		k = ST_SORT;
-	if (k == ST_SORT && x->sort == NULL)
+	if (k == ST_SORT && !needs_sort_stage(x))
 		k = ST_FETCH;
 	if (k == ST_FETCH && x->access != ACCESS_IXSCAN)
 		k = ST_ACCESS;
@@ -805,4 +811,31 @@ plan_exec_index_name(const plan_exec_t *x)
 	    x->sol->index < x->coll->nindexes)
 		return x->coll->indexes[x->sol->index].name;
 	return NULL;
+}
+
+void
+plan_exec_rejected_append(const plan_exec_t *x, bson_t *arr)
+{
+	plan_exec_t *view;
+	int i;
+
+	if (x->sol == NULL || x->express || x->access == ACCESS_ID)
+		return;
+	view = tm_alloc0(sizeof(*view));
+	for (i = 0; i < x->sol->nrejected; i++) {
+		char key[16];
+		const char *k;
+		bson_t d;
+		/* the same query over another access path: a read-only view */
+		memcpy(view, x, sizeof(*view));
+		view->sol = x->sol->rejected[i];
+		view->access = view->sol->kind == PLANNER_COLLSCAN ? ACCESS_SCAN : ACCESS_IXSCAN;
+		view->backward = view->sol->backward;
+		bson_uint32_to_string((uint32_t)i, &k, key, sizeof(key));
+		bson_append_document_begin(arr, k, -1, &d);
+		BSON_APPEND_BOOL(&d, "isCached", false);
+		plan_exec_explain_append(view, false, &d);
+		bson_append_document_end(arr, &d);
+	}
+	bson_free(view);
 }

@@ -90,6 +90,10 @@ const plan_stats_t *plan_exec_stats(const plan_exec_t *x);
  */
 void plan_exec_explain_append(const plan_exec_t *x, bool exec_stats, bson_t *out);
 
+/* queryPlanner.rejectedPlans: the other candidate plans the planner
+ * considered, each as a stage document appended to the array arr. */
+void plan_exec_rejected_append(const plan_exec_t *x, bson_t *arr);
+
 /* The namespace's index the plan scans ("a_1"), or NULL (COLLSCAN/EXPRESS). */
 const char *plan_exec_index_name(const plan_exec_t *x);
 

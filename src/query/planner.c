@@ -759,10 +759,10 @@ cand_better(const cand_t *a, const cand_t *b)
 		return a->empty;
 	if (a->npoints != b->npoints)
 		return a->npoints > b->npoints;
-	if (a->nbounded != b->nbounded)
-		return a->nbounded > b->nbounded;
 	if (a->provides_sort != b->provides_sort)
 		return a->provides_sort;
+	if (a->nbounded != b->nbounded)
+		return a->nbounded > b->nbounded;
 	return a->nfields < b->nfields;
 }
 
@@ -997,9 +997,30 @@ hint_find(const storage_coll_t *coll, const bson_value_t *hint, int *ixn, bool *
 
 /* ---- entry points --------------------------------------------------------- */
 
-/* The best candidate index for ps (hinted >= 0: only that one). */
+static void solution_from(planner_solution_t *s, cand_t *best);
+
+/* Keep a losing candidate as a rejected plan of s (s NULL: drop it). */
+static void
+reject(planner_solution_t *s, cand_t *c)
+{
+	planner_solution_t *r;
+
+	if (s == NULL || s->nrejected >= 16) {
+		cand_free(c);
+		return;
+	}
+	r = bson_malloc0(sizeof(*r));
+	solution_from(r, c);
+	cand_free(c);
+	s->rejected = bson_realloc(s->rejected, sizeof(*s->rejected) * (size_t)(s->nrejected + 1));
+	s->rejected[s->nrejected++] = r;
+}
+
+/* The best candidate index for ps (hinted >= 0: only that one); the others
+ * become rejected plans of keep (when not NULL). */
 static bool
-best_candidate(const storage_coll_t *coll, const preds_t *ps, const bson_t *sort, int hinted, cand_t *best)
+best_candidate(const storage_coll_t *coll, const preds_t *ps, const bson_t *sort, int hinted, cand_t *best,
+               planner_solution_t *keep)
 {
 	cand_t c;
 	bool have = false;
@@ -1018,11 +1039,11 @@ best_candidate(const storage_coll_t *coll, const preds_t *ps, const bson_t *sort
 		}
 		if (!have || cand_better(&c, best)) {
 			if (have)
-				cand_free(best);
+				reject(keep, best);
 			*best = c;
 			have = true;
 		} else {
-			cand_free(&c);
+			reject(keep, &c);
 		}
 	}
 	return have;
@@ -1125,7 +1146,7 @@ plan_or(const storage_coll_t *coll, const bson_t *norm, planner_solution_t *s)
 		bson_init_static(&node, d, l);
 		bp = bson_malloc0(sizeof(*bp));
 		collect_node(bp, &node, NULL, 0, NULL);
-		ok = best_candidate(coll, bp, NULL, -1, &best) && best.nbounded > 0;
+		ok = best_candidate(coll, bp, NULL, -1, &best, NULL) && best.nbounded > 0;
 		bson_free(bp);
 		if (!ok) {
 			cand_free(&best);
@@ -1159,6 +1180,9 @@ solution_clear(planner_solution_t *s)
 	for (i = 0; i < s->nbranches; i++)
 		planner_solution_free(s->branches[i]);
 	bson_free(s->branches);
+	for (i = 0; i < s->nrejected; i++)
+		planner_solution_free(s->rejected[i]);
+	bson_free(s->rejected);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -1191,7 +1215,7 @@ planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sort, c
 		norm = match_to_bson(m);
 		collect_node(ps, norm, NULL, 0, NULL);
 	}
-	if (best_candidate(coll, ps, sort, hinted, &best)) {
+	if (best_candidate(coll, ps, sort, hinted, &best, s)) {
 		bool or_better = false;
 		/* an index that only serves the sort loses to a $or whose
 		 * branches all have bounds */
@@ -1200,6 +1224,8 @@ planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sort, c
 			memset(&tmp, 0, sizeof(tmp));
 			if (plan_or(coll, norm, &tmp)) {
 				cand_free(&best);
+				tmp.rejected = s->rejected;
+				tmp.nrejected = s->nrejected;
 				*s = tmp;
 				or_better = true;
 			} else {

@@ -16,8 +16,10 @@
  * the filter implies the partial filter.  hint picks an index (2
  * BadValue "hint provided does not correspond to an existing index" when
  * none matches).  Among candidates the one with the most equality-bounded
- * fields, then bounded fields, then a satisfied sort, then the smaller key
- * wins; an indexed plan always beats the collection scan, as in mongod.
+ * fields, then one satisfying the sort (a blocking sort loses mongod's trial
+ * runs), then more bounded fields, then the smaller key wins; an indexed
+ * plan always beats the collection scan, as in mongod.  The losers are kept
+ * for explain's rejectedPlans.
  *
  * A top-level $or whose every branch has an indexed plan becomes one index
  * scan per branch (OR), when no index bounds the whole filter.
@@ -75,6 +77,9 @@ struct planner_solution {
 	 * one after the other (documents deduplicated) */
 	int nbranches;
 	struct planner_solution **branches;
+	/* the other candidates considered (explain's rejectedPlans) */
+	int nrejected;
+	struct planner_solution **rejected;
 };
 
 /*

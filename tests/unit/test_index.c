@@ -315,6 +315,12 @@ test_express_sort_sparse_partial(void)
 	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"c\": 1}}, \"verbosity\": \"queryPlanner\"}", &rc);
 	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.indexName"), "c_1");
 	free_reply(r);
+	/* the other candidate is a rejected plan */
+	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"a\": 1, \"b\": {\"$gt\": 0}}}, \"verbosity\": \"queryPlanner\"}", &rc);
+	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.indexName"), "a_1_b_1");
+	TT_EQ_STR(get_str(r, "queryPlanner.rejectedPlans.0.inputStage.indexName"), "b_1");
+	TT_EQ_STR(get_str(r, "queryPlanner.rejectedPlans.0.stage"), "FETCH");
+	free_reply(r);
 	/* $or: one index per branch */
 	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"$or\": [{\"a\": 2}, {\"b\": {\"$gte\": 9}}]}}, \"verbosity\": \"executionStats\"}", &rc);
 	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.stage"), "FETCH");

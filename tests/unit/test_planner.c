@@ -159,6 +159,21 @@ test_multikey_and_compound(void)
 	PLAN_EQ("{}", "{\"a\": 1, \"b\": 1}", NULL, "COLLSCAN");
 }
 
+/* ESR: with an equality prefix, the index that gives the sort wins over
+ * the one that bounds the range (mongod's trial runs punish the blocking
+ * sort); without a sort the bounded range wins. */
+static void
+test_esr_choice(void)
+{
+	reset();
+	add_index("{\"v\": 2, \"key\": {\"s\": 1, \"q\": 1}, \"name\": \"s_q\"}", false);
+	add_index("{\"v\": 2, \"key\": {\"s\": 1, \"d\": 1, \"q\": 1}, \"name\": \"s_d_q\"}", false);
+	PLAN_EQ("{\"s\": \"A\", \"q\": {\"$gt\": 5}}", "{\"d\": 1}", NULL,
+	    "s_d_q|s:[\"A\", \"A\"]|d:[MinKey, MaxKey]|q:[MinKey, MaxKey]|sorted");
+	PLAN_EQ("{\"s\": \"A\", \"q\": {\"$gt\": 5}}", NULL, NULL, "s_q|s:[\"A\", \"A\"]|q:(5, inf.0]|exact");
+	reset();
+}
+
 static void
 test_sparse_partial_hidden_hint(void)
 {
@@ -188,5 +203,6 @@ main(void)
 	TT_RUN(test_points_and_ranges);
 	TT_RUN(test_multikey_and_compound);
 	TT_RUN(test_sparse_partial_hidden_hint);
+	TT_RUN(test_esr_choice);
 	return tt_finish();
 }
