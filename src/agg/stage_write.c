@@ -777,9 +777,8 @@ merge_run(agg_rt_t *rt, write_state_t *ws, terr_t *err)
 		ret = terr_set(err, 51183, "Cannot find index to verify that join fields will be unique");
 		goto err;
 	}
-	if (coll == NULL)
-		ERR(h->get_or_create_coll(h->ctx, wp->db, wp->coll, &coll, err));
-	ERR(merge_check_on(wp, coll, err));
+	if (coll != NULL)
+		ERR(merge_check_on(wp, coll, err));
 	/* on [_id] is the default */
 	memset(&m, 0, sizeof(m));
 	m.rt = rt;
@@ -798,8 +797,14 @@ merge_run(agg_rt_t *rt, write_state_t *ws, terr_t *err)
 			ret = -1;
 			goto err;
 		}
-		if (ws->n > 0)
+		if (ws->n > 0) {
+			/* created with the first write, as mongod's implicit creation */
+			if (coll == NULL) {
+				ERR(h->get_or_create_coll(h->ctx, wp->db, wp->coll, &coll, err));
+				m.coll = coll;
+			}
 			ERR(storage_txn_run(rt->x->s, merge_txn, &m, h->sync, err));
+		}
 		batch_clear(ws);
 		if (rc == 0)
 			break;
