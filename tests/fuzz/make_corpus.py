@@ -54,7 +54,7 @@ seeds = {
                          sections=seq("ops", [{"insert": 0, "document": {"a": 1}}]) + seq("nsInfo", [{"ns": "t.c"}])),
     "more_to_come": msg({"insert": "c", "documents": [{"x": 1}], "$db": "test"}, flags=2),
     "all_types": msg({"$db": "t", "d": 1.5, "s": "x", "o": {"a": None}, "arr": [1, "2"], "b": True,
-                      "i": 1, "l": bson.int64.Int64(2), "oid": bson.ObjectId(), "re": bson.regex.Regex("a", "i"),
+                      "i": 1, "l": bson.int64.Int64(2), "oid": bson.ObjectId("0123456789abcdef01234567"), "re": bson.regex.Regex("a", "i"),
                       "bin": bson.binary.Binary(b"\x00\x01", 4), "ts": bson.timestamp.Timestamp(1, 2),
                       "dec": bson.decimal128.Decimal128("1.5"), "code": bson.code.Code("f", {"a": 1}),
                       "min": bson.min_key.MinKey(), "max": bson.max_key.MaxKey()}),
@@ -78,3 +78,32 @@ for name, data in seeds.items():
     with open(os.path.join(OUT, name), "wb") as f:
         f.write(data)
 print("wrote %d seeds to %s" % (len(seeds), OUT))
+
+# ---- command documents for fuzz_command (corpus_command/) -------------------
+OUT2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus_command")
+commands = {
+    "insert": {"insert": "c", "documents": [{"_id": 1, "a": 1, "b": [1, 2, {"c": "x"}]}, {"_id": 2, "a": "s"}]},
+    "find": {"find": "c", "filter": {"a": {"$gt": 0}, "b.c": {"$in": ["x", None]}}, "sort": {"a": -1},
+             "projection": {"a": 1}, "limit": 5, "batchSize": 1},
+    "find_expr": {"find": "c", "filter": {"$expr": {"$gt": [{"$add": ["$a", 1]}, 1]}}},
+    "update": {"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"a": 2}, "$push": {"b": 3}}, "upsert": True}]},
+    "update_pipeline": {"update": "c", "updates": [{"q": {}, "u": [{"$set": {"z": {"$concat": ["a", "b"]}}}], "multi": True}]},
+    "delete": {"delete": "c", "deletes": [{"q": {"a": {"$type": "string"}}, "limit": 1}]},
+    "aggregate": {"aggregate": "c", "pipeline": [{"$match": {}}, {"$group": {"_id": "$a", "n": {"$sum": 1}}},
+                                                  {"$sort": {"n": -1}}], "cursor": {}},
+    "count": {"count": "c", "query": {"a": {"$exists": True}}},
+    "distinct": {"distinct": "c", "key": "a"},
+    "findAndModify": {"findAndModify": "c", "query": {"_id": 2}, "update": {"$inc": {"n": 1}}, "new": True},
+    "createIndexes": {"createIndexes": "c", "indexes": [{"key": {"a": 1, "b": -1}, "name": "a_1_b_-1", "unique": False}]},
+    "create_validator": {"create": "v", "validator": {"$jsonSchema": {"bsonType": "object", "required": ["x"],
+                                                      "properties": {"x": {"bsonType": "int", "minimum": 0}}}},
+                         "validationLevel": "strict", "validationAction": "error"},
+    "listCollections": {"listCollections": 1, "filter": {"name": {"$regex": "^c"}}},
+    "hello": {"hello": 1, "client": {"driver": {"name": "fuzz", "version": "0"}}},
+    "explain": {"explain": {"find": "c", "filter": {"a": 1}}, "verbosity": "executionStats"},
+}
+os.makedirs(OUT2, exist_ok=True)
+for name, doc in commands.items():
+    with open(os.path.join(OUT2, name), "wb") as f:
+        f.write(bson.BSON.encode(doc))
+print("wrote %d command seeds to %s" % (len(commands), OUT2))
