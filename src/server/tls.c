@@ -6,9 +6,11 @@
 #include "server/tls.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <bson/bson.h>
 #include <openssl/err.h>
@@ -180,7 +182,8 @@ tls_server_mode(const tls_server_t *s)
 	return s ? s->mode : TLS_MODE_DISABLED;
 }
 
-/* Wait until fd is readable (or writable); 1 ready, 0 timeout, -1 error. */
+/* Wait until fd is readable (or writable) for at most timeout_ms (-1 = no
+ * limit); 1 ready, 0 timeout, -1 error. */
 static int
 wait_fd(int fd, bool for_write, int timeout_ms)
 {
@@ -191,9 +194,66 @@ wait_fd(int fd, bool for_write, int timeout_ms)
 	p.events = for_write ? POLLOUT : POLLIN;
 	p.revents = 0;
 	do {
-		r = poll(&p, 1, timeout_ms > 0 ? timeout_ms : -1);
+		r = poll(&p, 1, timeout_ms);
 	} while (r < 0 && errno == EINTR);
 	return r;
+}
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Milliseconds left before deadline (0 = none: -1 for poll); 0 when passed. */
+static int
+left_ms(int64_t deadline)
+{
+	int64_t l;
+
+	if (deadline == 0)
+		return -1;
+	l = deadline - now_ms();
+	return l > 0 ? (int)(l > INT32_MAX ? INT32_MAX : l) : 0;
+}
+
+/* The handshake on a non-blocking fd, bounded by deadline as a whole (a
+ * client that trickles bytes cannot hold the thread past it). */
+static int
+handshake(SSL *ssl, int fd, int64_t deadline)
+{
+	int flags = fcntl(fd, F_GETFL), r, e, ret = -1;
+
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+		return -1;
+	for (;;) {
+		struct pollfd p;
+		int wait;
+		r = SSL_accept(ssl);
+		if (r == 1) {
+			ret = 0;
+			break;
+		}
+		e = SSL_get_error(ssl, r);
+		if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+			break;
+		wait = left_ms(deadline);
+		if (wait == 0)
+			break;
+		p.fd = fd;
+		p.events = e == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN;
+		p.revents = 0;
+		r = poll(&p, 1, wait);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+	}
+	fcntl(fd, F_SETFL, flags);
+	return ret;
 }
 
 int
@@ -204,14 +264,17 @@ tls_accept(tls_server_t *s, int fd, int timeout_ms, tls_conn_t **out, terr_t *er
 	char why[256];
 	ssize_t got;
 	bool is_tls;
-	int r;
+	int64_t deadline;
+	int r, wait;
 
 	*out = NULL;
 	if (s == NULL || s->mode == TLS_MODE_DISABLED)
 		return 0;
+	deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
 	/* peek the first bytes without consuming them */
 	for (;;) {
-		r = wait_fd(fd, false, timeout_ms);
+		wait = left_ms(deadline);
+		r = wait == 0 ? 0 : wait_fd(fd, false, wait);
 		if (r == 0)
 			return terr_set(err, TERR_PROTOCOL_ERROR, "timed out waiting for the first bytes of the connection");
 		if (r < 0)
@@ -221,11 +284,14 @@ tls_accept(tls_server_t *s, int fd, int timeout_ms, tls_conn_t **out, terr_t *er
 			continue;
 		if (got <= 0)
 			return terr_set(err, TERR_PROTOCOL_ERROR, "connection closed before the first message");
-		if (got >= 2)
+		if (got >= 2 || head[0] != 0x16)
 			break;
-		/* one byte so far: wait for the second */
-		if (head[0] != 0x16)
-			break;
+		/* one byte of what may be a ClientHello: poll would say "readable"
+		 * at once, so wait a little for the second instead of spinning */
+		{
+			struct timespec ts = {0, 2 * 1000 * 1000};
+			nanosleep(&ts, NULL);
+		}
 	}
 	is_tls = head[0] == 0x16 && got >= 2 && head[1] == 0x03;
 	if (!is_tls) {
@@ -241,15 +307,7 @@ tls_accept(tls_server_t *s, int fd, int timeout_ms, tls_conn_t **out, terr_t *er
 		tls_close(c);
 		return terr_set(err, TERR_INTERNAL_ERROR, "cannot create a TLS connection: %s", why);
 	}
-	for (;;) {
-		int e;
-		r = SSL_accept(c->ssl);
-		if (r == 1)
-			break;
-		e = SSL_get_error(c->ssl, r);
-		if ((e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) &&
-		    wait_fd(fd, e == SSL_ERROR_WANT_WRITE, timeout_ms) > 0)
-			continue;
+	if (handshake(c->ssl, fd, timeout_ms > 0 ? now_ms() + timeout_ms : 0) != 0) {
 		ossl_reason(why, sizeof(why));
 		SSL_free(c->ssl);
 		c->ssl = NULL;
@@ -290,7 +348,7 @@ tls_read(tls_conn_t *c, void *buf, size_t n)
 		if (e == SSL_ERROR_ZERO_RETURN)
 			return 0;
 		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-			if (wait_fd(SSL_get_fd(c->ssl), e == SSL_ERROR_WANT_WRITE, 0) > 0)
+			if (wait_fd(SSL_get_fd(c->ssl), e == SSL_ERROR_WANT_WRITE, -1) > 0)
 				continue;
 		}
 		if (e == SSL_ERROR_SYSCALL && errno == EINTR)
@@ -319,7 +377,7 @@ tls_write(tls_conn_t *c, const void *buf, size_t n)
 		}
 		e = SSL_get_error(c->ssl, r);
 		if ((e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) &&
-		    wait_fd(SSL_get_fd(c->ssl), e == SSL_ERROR_WANT_WRITE, 0) > 0)
+		    wait_fd(SSL_get_fd(c->ssl), e == SSL_ERROR_WANT_WRITE, -1) > 0)
 			continue;
 		if (e == SSL_ERROR_SYSCALL && errno == EINTR)
 			continue;

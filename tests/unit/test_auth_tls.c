@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 #include <sys/socket.h>
 
 #include <openssl/ec.h>
@@ -431,6 +432,39 @@ test_garbage_hello(void)
 	tls_server_free(s);
 }
 
+/* A client that stalls -- before its first byte, after one byte of a
+ * ClientHello, in the middle of the handshake -- is dropped at the timeout. */
+static void
+test_stalled_clients(void)
+{
+	tls_server_t *s = server(TLS_MODE_PREFER, NULL, false);
+	const unsigned char hello_start[] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03};
+	size_t sends[] = {0, 1, sizeof(hello_start)};
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		terr_t err = TERR_INIT;
+		tls_conn_t *conn = NULL;
+		struct timespec t0, t1;
+		double secs;
+		int sv[2];
+
+		TT_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+		if (sends[i] > 0)
+			TT_EQ_INT(send(sv[1], hello_start, sends[i], 0), (long long)sends[i]);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		TT_EQ_INT(tls_accept(s, sv[0], 300, &conn, &err), -1);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		TT_ASSERT(secs >= 0.25 && secs < 3.0);
+		TT_ASSERT(conn == NULL);
+		terr_clear(&err);
+		close(sv[0]);
+		close(sv[1]);
+	}
+	tls_server_free(s);
+}
+
 int
 main(void)
 {
@@ -444,6 +478,7 @@ main(void)
 	TT_RUN(test_client_certificates);
 	TT_RUN(test_bad_configuration);
 	TT_RUN(test_garbage_hello);
+	TT_RUN(test_stalled_clients);
 	teardown();
 	return tt_finish();
 }
