@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bson/keystring.h"
 #include "bson/value.h"
 #include "common/mem.h"
 #include "query/planner.h"
@@ -63,6 +64,8 @@ recset_add(recset_t *r, int64_t v)
 	return true;
 }
 
+#define KEYGEN_MAX_FIELDS_PLAN 32
+
 struct plan_exec {
 	storage_coll_t *coll;          /* owned reference (NULL: no such collection) */
 	match_t *match;                /* owned */
@@ -88,6 +91,9 @@ struct plan_exec {
 	int branch_i;                  /* PLANNER_OR: the branch being scanned */
 	int64_t *branch_keys;          /* PLANNER_OR: keys examined per branch */
 	int64_t *branch_dups;
+	int64_t seeks;                 /* cursor positionings (explain's seeks) */
+	uint8_t *seek_key;             /* owned: where the next positioning starts */
+	size_t seek_len;
 	recset_t seen;
 	bson_t *sort_spec_doc;         /* owned copy for explain */
 	bson_t *parsed;                /* owned: the filter for explain (lazy) */
@@ -288,6 +294,100 @@ deadline_passed(plan_exec_t *x, int64_t n)
 
 /* IXSCAN + FETCH: the next document (not returned before) behind a key in
  * one of the solution's ranges that passes the filter. */
+typedef enum { CHK_MATCH, CHK_SKIP, CHK_SEEK, CHK_DONE } chk_t;
+
+static int
+part_cmp(const keystring_t *v, const uint8_t *b, size_t blen)
+{
+	size_t n = v->len < blen ? v->len : blen;
+	int c = memcmp(v->buf, b, n);
+
+	if (c != 0)
+		return c;
+	return v->len < blen ? -1 : v->len > blen;
+}
+
+/*
+ * mongod's IndexBoundsChecker, simply: is this key inside the bounds of
+ * every field?  If not, where is the next key that could be (a seek), or
+ * is the scan over?  Backward scans only filter.
+ */
+static chk_t
+bounds_check(plan_exec_t *x, const planner_solution_t *sc, const uint8_t *key, size_t klen)
+{
+	bool desc[KEYGEN_MAX_FIELDS_PLAN];
+	bson_t vals;
+	bson_iter_t it;
+	keystring_t part, prefix;
+	chk_t res = CHK_MATCH;
+	int i, j;
+
+	if (sc->nfields > KEYGEN_MAX_FIELDS_PLAN)
+		return CHK_MATCH;
+	for (i = 0; i < sc->nfields; i++)
+		desc[i] = sc->fields[i].desc;
+	bson_init(&vals);
+	if (!keystring_decode_values(key, klen, sc->nfields, desc, &vals) || !bson_iter_init(&it, &vals)) {
+		bson_destroy(&vals);
+		return CHK_MATCH;   /* the filter still decides */
+	}
+	keystring_init(&part);
+	keystring_init(&prefix);
+	for (i = 0; i < sc->nfields && res == CHK_MATCH; i++) {
+		const planner_field_t *f = &sc->fields[i];
+		const bson_value_t *v;
+		if (!bson_iter_next(&it))
+			break;
+		v = bson_iter_value(&it);
+		keystring_reset(&part);
+		keystring_append_value(&part, v, f->desc);
+		for (j = 0; j < f->n; j++) {
+			const planner_range_t *e = &f->enc[j];
+			int clo = part_cmp(&part, e->lo, e->lo_len), chi;
+			if (clo < 0 || (clo == 0 && !e->lo_incl)) {
+				/* in the gap before interval j: go to its start */
+				res = CHK_SEEK;
+				if (sc->backward) {
+					res = CHK_SKIP;
+					break;
+				}
+				keystring_append_value(&prefix, &f->iv[j].lo, f->desc);
+				if (!f->iv[j].lo_incl)
+					keystring_append_max(&prefix);
+				break;
+			}
+			chi = part_cmp(&part, e->hi, e->hi_len);
+			if (chi < 0 || (chi == 0 && e->hi_incl))
+				break;   /* inside interval j */
+		}
+		if (res != CHK_MATCH)
+			break;
+		if (j == f->n) {
+			/* past every interval: the next value of the field before */
+			if (sc->backward) {
+				res = CHK_SKIP;
+			} else if (i == 0) {
+				res = CHK_DONE;
+			} else {
+				keystring_append_max(&prefix);
+				res = CHK_SEEK;
+			}
+			break;
+		}
+		keystring_append_value(&prefix, v, f->desc);
+	}
+	if (res == CHK_SEEK) {
+		bson_free(x->seek_key);
+		x->seek_key = bson_malloc(prefix.len);
+		memcpy(x->seek_key, prefix.buf, prefix.len);
+		x->seek_len = prefix.len;
+	}
+	keystring_destroy(&part);
+	keystring_destroy(&prefix);
+	bson_destroy(&vals);
+	return res;
+}
+
 /* The IXSCAN being run: the solution, or the current branch of an OR. */
 static const planner_solution_t *
 cur_scan(const plan_exec_t *x)
@@ -307,6 +407,17 @@ ixscan_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, t
 		const planner_solution_t *sc = cur_scan(x);
 		if (sc->index >= x->coll->nindexes)
 			return terr_set(err, 175, "query plan killed :: caused by :: index dropped");
+		if (x->cur == NULL && x->seek_key != NULL) {
+			/* reposition inside the current range */
+			const planner_range_t *r = &sc->ranges[x->range_i - 1];
+			x->seeks++;
+			rc = storage_index_scan_open(s, x->coll, &x->coll->indexes[sc->index], x->seek_key, x->seek_len,
+			    true, r->hi, r->hi_len, r->hi_incl, sc->backward, &x->cur, err);
+			bson_free(x->seek_key);
+			x->seek_key = NULL;
+			if (rc != 0)
+				return -1;
+		}
 		if (x->cur == NULL) {
 			const planner_range_t *r;
 			if (x->range_i >= sc->nranges) {
@@ -319,6 +430,7 @@ ixscan_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, t
 				return 0;
 			}
 			r = &sc->ranges[x->range_i++];
+			x->seeks++;
 			if (storage_index_scan_open(s, x->coll, &x->coll->indexes[sc->index], r->lo, r->lo_len,
 			    r->lo_incl, r->hi, r->hi_len, r->hi_incl, sc->backward, &x->cur, err) != 0)
 				return -1;
@@ -336,6 +448,18 @@ ixscan_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, t
 			x->branch_keys[x->branch_i]++;
 		if (deadline_passed(x, x->stats.keys_examined))
 			return terr_set(err, TERR_MAX_TIME_MS_EXPIRED, "operation exceeded time limit");
+		if (sc->nfields > 1 || (sc->nfields == 1 && sc->fields[0].n > 1)) {
+			chk_t ck = bounds_check(x, sc, key, klen);
+			if (ck == CHK_SKIP)
+				continue;
+			if (ck == CHK_SEEK || ck == CHK_DONE) {
+				storage_cursor_close(x->cur);
+				x->cur = NULL;
+				if (ck == CHK_DONE)
+					x->range_i = sc->nranges;
+				continue;
+			}
+		}
 		if (!recset_add(&x->seen, *recid)) {
 			x->stats.dups_dropped++;
 			if (x->branch_dups != NULL)
@@ -508,6 +632,7 @@ plan_exec_free(plan_exec_t *x)
 		storage_cursor_close(x->cur);
 	planner_solution_free(x->sol);
 	bson_free(x->branch_keys);
+	bson_free(x->seek_key);
 	bson_free(x->branch_dups);
 	bson_free(x->seen.slot);
 	if (x->sort_spec_doc != NULL)
@@ -611,7 +736,8 @@ append_one_ixscan(const plan_exec_t *x, const planner_solution_t *sc, int64_t ke
 	bson_append_document_end(out, &sub);
 	if (es) {
 		BSON_APPEND_INT32(out, "keysExamined", (int32_t)keys);
-		BSON_APPEND_INT32(out, "seeks", (int32_t)(sc->nranges > 0 ? sc->nranges : 1));
+		BSON_APPEND_INT32(out, "seeks", (int32_t)(x->sol->kind == PLANNER_OR ? (sc->nranges > 0 ? 1 : 0) :
+		    (x->seeks > 0 ? x->seeks : 1)));
 		BSON_APPEND_INT32(out, "dupsTested", (int32_t)(sc->dedup ? keys : 0));
 		BSON_APPEND_INT32(out, "dupsDropped", (int32_t)dups);
 	}

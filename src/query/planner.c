@@ -435,8 +435,14 @@ fields_free(planner_field_t *f, int n)
 	if (f == NULL)
 		return;
 	for (i = 0; i < n; i++) {
-		for (j = 0; j < f[i].n; j++)
+		for (j = 0; j < f[i].n; j++) {
 			iv_destroy(&f[i].iv[j]);
+			if (f[i].enc != NULL) {
+				bson_free(f[i].enc[j].lo);
+				bson_free(f[i].enc[j].hi);
+			}
+		}
+		bson_free(f[i].enc);
 		bson_free(f[i].iv);
 		bson_free(f[i].path);
 	}
@@ -612,12 +618,12 @@ cand_exact(const cand_t *c, const preds_t *ps)
 		bool points;
 		if (p->group != 0)
 			return false;
-		for (fi = 0; fi < c->nbounded; fi++)
-			if (strcmp(c->fields[fi].path, p->path) == 0)
+		for (fi = 0; fi < c->nfields; fi++)
+			if (c->fields[fi].bounded && strcmp(c->fields[fi].path, p->path) == 0)
 				break;
-		if (fi == c->nbounded)
+		if (fi == c->nfields)
 			return false;
-		points = fi < c->npoints;
+		points = c->fields[fi].points;
 		for (j = 0; j < ps->n; j++)
 			if (strcmp(ps->p[j].path, p->path) == 0)
 				same++;
@@ -644,7 +650,6 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 	const storage_index_t *ix = &coll->indexes[ixn];
 	bson_iter_t it;
 	int nf = 0, i, groups[KEYGEN_MAX_FIELDS];
-	bool stop = false;
 
 	memset(c, 0, sizeof(*c));
 	c->index = ixn;
@@ -665,7 +670,7 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 		f->desc = bson_iter_as_double(&it) < 0;
 		nf++;
 		c->nfields = nf;
-		if (!stop && !path_has_positional(f->path))
+		if (!path_has_positional(f->path))
 			n = field_bounds(ps, f->path, ix->multikey, &iv, &g, &points);
 		nalloc = n;
 		if (n >= 0 && ix->multikey) {
@@ -673,7 +678,7 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 			 * $elemMatch on exactly the shared array prefix. */
 			for (j = 0; j < nf - 1 && n >= 0; j++) {
 				size_t cp = common_prefix(f->path, c->fields[j].path);
-				if (cp == 0)
+				if (cp == 0 || !c->fields[j].bounded)
 					continue;
 				if (g <= 0 || groups[j] != g) {
 					n = -1;
@@ -698,29 +703,25 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 			}
 		}
 		groups[nf - 1] = g;
-		if (n < 0 || stop) {
+		if (n < 0) {
 			bson_value_t lo = v_minkey(), hi = v_maxkey();
-			if (iv != NULL) {
-				int k;
-				for (k = 0; k < nalloc; k++)
-					iv_destroy(&iv[k]);
-				bson_free(iv);
-			}
 			f->iv = bson_malloc0(sizeof(planner_interval_t));
 			iv_set(&f->iv[0], &lo, true, &hi, true);
 			f->n = 1;
-			stop = true;
 			continue;
 		}
 		f->iv = iv;
 		f->n = n;
+		f->bounded = true;
+		f->points = points;
 		if (n == 0)
 			c->empty = true;
-		c->nbounded++;
-		if (points && c->npoints == c->nbounded - 1)
-			c->npoints++;
-		if (!points)
-			stop = true;
+		/* leading runs: bounded fields, and point fields before them */
+		if (c->nbounded == nf - 1) {
+			c->nbounded++;
+			if (points && c->npoints == c->nbounded - 1)
+				c->npoints++;
+		}
 	}
 	c->exact = cand_exact(c, ps);
 	if (c->nbounded == 0) {
@@ -849,62 +850,25 @@ range_push(rbuild_t *b, const bytes_t *lo, bool lo_unb, bool lo_incl, const byte
 	r->hi_incl = hi_incl;
 }
 
-static bool
-iv_is_point(const planner_interval_t *iv)
-{
-	return iv->lo_incl && iv->hi_incl && vcmp(&iv->lo, &iv->hi) == 0;
-}
-
-static bool
-iv_is_full(const planner_interval_t *iv)
-{
-	return (iv->lo.value_type == BSON_TYPE_MINKEY && iv->hi.value_type == BSON_TYPE_MAXKEY) ||
-	    (iv->lo.value_type == BSON_TYPE_MAXKEY && iv->hi.value_type == BSON_TYPE_MINKEY);
-}
-
-/* Enumerate prefix points field by field; the first non-point field ends
- * the key range (fields after it are left to the filter). */
+/* Each field's intervals as KeyString parts, for the bounds checker. */
 static void
-ranges_build(rbuild_t *b, const planner_field_t *f, int nf, int i, bytes_t *prefix)
+fields_encode(planner_field_t *f, int nf)
 {
-	size_t save = prefix->len;
-	int k;
+	int i, j;
 
-	if (b->overflow)
-		return;
-	if (b->s->nranges >= MAX_RANGES) {
-		b->overflow = true;
-		return;
-	}
-	if (i == nf || (f[i].n == 1 && iv_is_full(&f[i].iv[0]))) {
-		bytes_t hi = {0};
-		bytes_put(&hi, prefix->p, prefix->len);
-		bytes_put_max(&hi);
-		range_push(b, prefix, save == 0, true, &hi, save == 0, true);
-		bson_free(hi.p);
-		return;
-	}
-	for (k = 0; k < f[i].n && !b->overflow; k++) {
-		const planner_interval_t *iv = &f[i].iv[k];
-		bytes_t lo = {0}, hi = {0};
-		if (iv_is_point(iv)) {
-			bytes_put_value(prefix, &iv->lo, f[i].desc);
-			ranges_build(b, f, nf, i + 1, prefix);
-			prefix->len = save;
-			continue;
+	for (i = 0; i < nf; i++) {
+		f[i].enc = bson_malloc0(sizeof(planner_range_t) * (size_t)(f[i].n ? f[i].n : 1));
+		for (j = 0; j < f[i].n; j++) {
+			bytes_t lo = {0}, hi = {0};
+			bytes_put_value(&lo, &f[i].iv[j].lo, f[i].desc);
+			bytes_put_value(&hi, &f[i].iv[j].hi, f[i].desc);
+			f[i].enc[j].lo = lo.p;
+			f[i].enc[j].lo_len = lo.len;
+			f[i].enc[j].hi = hi.p;
+			f[i].enc[j].hi_len = hi.len;
+			f[i].enc[j].lo_incl = f[i].iv[j].lo_incl;
+			f[i].enc[j].hi_incl = f[i].iv[j].hi_incl;
 		}
-		/* iv is in key order already (descending fields reversed) */
-		bytes_put(&lo, prefix->p, save);
-		bytes_put(&hi, prefix->p, save);
-		bytes_put_value(&lo, &iv->lo, f[i].desc);
-		if (!iv->lo_incl)
-			bytes_put_max(&lo);
-		bytes_put_value(&hi, &iv->hi, f[i].desc);
-		if (iv->hi_incl)
-			bytes_put_max(&hi);
-		range_push(b, &lo, false, true, &hi, false, iv->hi_incl);
-		bson_free(lo.p);
-		bson_free(hi.p);
 	}
 }
 
@@ -1067,21 +1031,33 @@ solution_from(planner_solution_t *s, cand_t *best)
 	s->fields = best->fields;
 	s->nfields = best->nfields;
 	best->fields = NULL;
+	fields_encode(s->fields, s->nfields);
 	if (!best->empty) {
-		ranges_build(&b, s->fields, s->nfields, 0, &prefix);
-		bson_free(prefix.p);
-		if (b.overflow) {
-			/* too many: scan the whole index, the filter decides */
-			for (i = 0; i < s->nranges; i++) {
-				bson_free(s->ranges[i].lo);
-				bson_free(s->ranges[i].hi);
-			}
-			s->nranges = 0;
-			{
-				bytes_t e = {0};
-				range_push(&b, &e, true, true, &e, true, true);
+		/* One range from the smallest to the largest key the bounds allow;
+		 * the executor's bounds checker skips the gaps inside it. */
+		bytes_t hi = {0};
+		bool hi_incl = true;
+		for (i = 0; i < s->nfields; i++) {
+			const planner_interval_t *iv = &s->fields[i].iv[0];
+			bytes_put_value(&prefix, &iv->lo, s->fields[i].desc);
+			if (!iv->lo_incl) {
+				bytes_put_max(&prefix);
+				break;
 			}
 		}
+		for (i = 0; i < s->nfields; i++) {
+			const planner_interval_t *iv = &s->fields[i].iv[s->fields[i].n - 1];
+			bytes_put_value(&hi, &iv->hi, s->fields[i].desc);
+			if (!iv->hi_incl) {
+				hi_incl = false;
+				break;
+			}
+		}
+		if (hi_incl)
+			bytes_put_max(&hi);
+		range_push(&b, &prefix, false, true, &hi, false, hi_incl);
+		bson_free(prefix.p);
+		bson_free(hi.p);
 	}
 	if (s->backward) {
 		for (i = 0; i < s->nranges / 2; i++) {

@@ -45,19 +45,24 @@ typedef struct planner_interval {
 	bool lo_incl, hi_incl;
 } planner_interval_t;
 
+typedef struct planner_range planner_range_t;
+
 typedef struct planner_field {
 	char *path;                  /* owned */
 	bool desc;
+	bool bounded;                /* some predicate gave this field bounds */
+	bool points;                 /* ... and they are points (equality, $in) */
 	int n;                       /* intervals, sorted in key order */
 	planner_interval_t *iv;      /* owned */
+	planner_range_t *enc;        /* owned: iv as this field's KeyString part (n entries) */
 } planner_field_t;
 
 /* One contiguous KeyString range to scan (NULL bound = unbounded). */
-typedef struct planner_range {
+struct planner_range {
 	uint8_t *lo, *hi;            /* owned */
 	size_t lo_len, hi_len;
 	bool lo_incl, hi_incl;
-} planner_range_t;
+};
 
 typedef enum { PLANNER_COLLSCAN, PLANNER_IXSCAN, PLANNER_OR } planner_kind_t;
 

@@ -315,6 +315,17 @@ test_express_sort_sparse_partial(void)
 	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"c\": 1}}, \"verbosity\": \"queryPlanner\"}", &rc);
 	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.indexName"), "c_1");
 	free_reply(r);
+	/* $in over an index: one scan, the gap between the points costs one key */
+	run_code("{\"drop\": \"gap\"}");
+	TT_EQ_INT(run_code("{\"insert\": \"gap\", \"documents\": [{\"_id\": 1, \"a\": 1}, {\"_id\": 2, \"a\": 2}, {\"_id\": 3, \"a\": 3}, {\"_id\": 4, \"a\": 4}]}"), 0);
+	TT_EQ_INT(run_code("{\"createIndexes\": \"gap\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\"}]}"), 0);
+	r = run("{\"explain\": {\"find\": \"gap\", \"filter\": {\"a\": {\"$in\": [1, 3]}}}, \"verbosity\": \"executionStats\"}", &rc);
+	TT_EQ_INT(get_i64(r, "executionStats.nReturned"), 2);
+	TT_EQ_INT(get_i64(r, "executionStats.totalKeysExamined"), 3);
+	TT_EQ_INT(get_i64(r, "executionStats.totalDocsExamined"), 2);
+	TT_EQ_INT(get_i64(r, "executionStats.executionStages.inputStage.seeks"), 2);
+	TT_ASSERT(get_str(r, "queryPlanner.winningPlan.filter")[0] == '\0');
+	free_reply(r);
 	/* the other candidate is a rejected plan */
 	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"a\": 1, \"b\": {\"$gt\": 0}}}, \"verbosity\": \"queryPlanner\"}", &rc);
 	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.indexName"), "a_1_b_1");

@@ -150,8 +150,8 @@ test_multikey_and_compound(void)
 	PLAN_EQ("{\"a\": 1, \"b\": {\"$gt\": 5}}", NULL, NULL, "a_1_b_-1|a:[1, 1]|b:[inf.0, 5)|exact");
 	PLAN_EQ("{\"b\": 3}", NULL, NULL, "COLLSCAN");
 	PLAN_EQ("{\"a\": {\"$in\": [1, 2]}, \"b\": 3}", NULL, NULL, "a_1_b_-1|a:[1, 1],[2, 2]|b:[3, 3]|exact");
-	/* a range on the first field leaves the second to the filter */
-	PLAN_EQ("{\"a\": {\"$gt\": 1}, \"b\": 3}", NULL, NULL, "a_1_b_-1|a:(1, inf.0]|b:[MaxKey, MinKey]");
+	/* a range on the first field: the second is checked on the keys */
+	PLAN_EQ("{\"a\": {\"$gt\": 1}, \"b\": 3}", NULL, NULL, "a_1_b_-1|a:(1, inf.0]|b:[3, 3]|exact");
 	/* sort after an equality prefix, either direction */
 	PLAN_EQ("{\"a\": 1}", "{\"b\": -1}", NULL, "a_1_b_-1|a:[1, 1]|b:[MaxKey, MinKey]|sorted|exact");
 	PLAN_EQ("{\"a\": 1}", "{\"b\": 1}", NULL, "a_1_b_-1|a:[1, 1]|b:[MaxKey, MinKey]|sorted backward|exact");
@@ -169,7 +169,7 @@ test_esr_choice(void)
 	add_index("{\"v\": 2, \"key\": {\"s\": 1, \"q\": 1}, \"name\": \"s_q\"}", false);
 	add_index("{\"v\": 2, \"key\": {\"s\": 1, \"d\": 1, \"q\": 1}, \"name\": \"s_d_q\"}", false);
 	PLAN_EQ("{\"s\": \"A\", \"q\": {\"$gt\": 5}}", "{\"d\": 1}", NULL,
-	    "s_d_q|s:[\"A\", \"A\"]|d:[MinKey, MaxKey]|q:[MinKey, MaxKey]|sorted");
+	    "s_d_q|s:[\"A\", \"A\"]|d:[MinKey, MaxKey]|q:(5, inf.0]|sorted|exact");
 	PLAN_EQ("{\"s\": \"A\", \"q\": {\"$gt\": 5}}", NULL, NULL, "s_q|s:[\"A\", \"A\"]|q:(5, inf.0]|exact");
 	reset();
 }
