@@ -175,6 +175,10 @@ bson_t *agg_explain_doc(const char *name, const bson_value_t *spec);
 int agg_eval(agg_rt_t *rt, const expr_t *e, const bson_t *doc, bool reset, bson_value_t *out,
              terr_t *err);
 
+/* A hash consistent with bv_equal (numbers of equal value hash alike):
+ * $group keys, $lookup's hash join. */
+uint64_t agg_value_hash(const bson_value_t *v);
+
 /* A view of a document/array value as a bson_t. */
 bool agg_value_doc(const bson_value_t *v, bson_t *out);
 

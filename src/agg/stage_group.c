@@ -141,6 +141,12 @@ bytes_hash(uint64_t h, const void *p, size_t n)
 
 static uint64_t value_hash(const bson_value_t *v);
 
+uint64_t
+agg_value_hash(const bson_value_t *v)
+{
+	return value_hash(v);
+}
+
 static uint64_t
 doc_hash(const bson_value_t *v, bool names)
 {

@@ -210,11 +210,190 @@ err:
 	return ret;
 }
 
+/* Hash join for localField/foreignField without a pipeline when no index
+ * leads with foreignField: the foreign collection is read once into a
+ * table from each value at foreignField (query semantics: array elements,
+ * whole arrays, null for missing) to the documents holding it.  Results
+ * keep the foreign collection's order, as the per-document scan would. */
+typedef struct hj_key {
+	uint64_t hash;
+	bson_value_t key;         /* borrowed from a foreign document (or null) */
+	int64_t *docs;            /* ascending, no repeats */
+	int64_t n, cap;
+} hj_key_t;
+
+typedef struct hash_join {
+	bson_t **docs;
+	int64_t ndocs, capdocs;
+	hj_key_t *keys;
+	int64_t nkeys, capkeys;
+	int64_t *table;           /* open addressing: key index + 1 */
+	int64_t tsize;
+} hash_join_t;
+
 typedef struct lookup_state {
 	storage_coll_t *foreign;
 	bool opened;
+	bool hj_tried;
+	hash_join_t *hj;          /* NULL: per-document queries */
 	bson_t out;
 } lookup_state_t;
+
+static void
+hj_free(hash_join_t *hj)
+{
+	int64_t i;
+
+	if (hj == NULL)
+		return;
+	for (i = 0; i < hj->ndocs; i++)
+		bson_destroy(hj->docs[i]);
+	for (i = 0; i < hj->nkeys; i++)
+		bson_free(hj->keys[i].docs);
+	bson_free(hj->docs);
+	bson_free(hj->keys);
+	bson_free(hj->table);
+	bson_free(hj);
+}
+
+static hj_key_t *
+hj_find(const hash_join_t *hj, const bson_value_t *v, uint64_t h)
+{
+	int64_t j;
+
+	if (hj->tsize == 0)
+		return NULL;
+	for (j = (int64_t)(h & (uint64_t)(hj->tsize - 1)); hj->table[j] != 0; j = (j + 1) & (hj->tsize - 1)) {
+		hj_key_t *k = &hj->keys[hj->table[j] - 1];
+		if (k->hash == h && bv_equal(&k->key, v))
+			return k;
+	}
+	return NULL;
+}
+
+static void
+hj_rehash(hash_join_t *hj)
+{
+	int64_t i, size = hj->tsize ? hj->tsize * 2 : 1024;
+
+	bson_free(hj->table);
+	hj->table = bson_malloc0(sizeof(int64_t) * (size_t)size);
+	hj->tsize = size;
+	for (i = 0; i < hj->nkeys; i++) {
+		int64_t j = (int64_t)(hj->keys[i].hash & (uint64_t)(size - 1));
+		while (hj->table[j] != 0)
+			j = (j + 1) & (size - 1);
+		hj->table[j] = i + 1;
+	}
+}
+
+static void
+hj_add(hash_join_t *hj, const bson_value_t *v, int64_t doc)
+{
+	uint64_t h = agg_value_hash(v);
+	hj_key_t *k = hj_find(hj, v, h);
+
+	if (k == NULL) {
+		if ((hj->nkeys + 1) * 2 > hj->tsize)
+			hj_rehash(hj);
+		if (hj->nkeys == hj->capkeys) {
+			hj->capkeys = hj->capkeys ? hj->capkeys * 2 : 256;
+			hj->keys = bson_realloc(hj->keys, sizeof(hj_key_t) * (size_t)hj->capkeys);
+		}
+		k = &hj->keys[hj->nkeys];
+		memset(k, 0, sizeof(*k));
+		k->hash = h;
+		k->key = *v;
+		{
+			int64_t j = (int64_t)(h & (uint64_t)(hj->tsize - 1));
+			while (hj->table[j] != 0)
+				j = (j + 1) & (hj->tsize - 1);
+			hj->table[j] = ++hj->nkeys;
+		}
+	}
+	if (k->n > 0 && k->docs[k->n - 1] == doc)
+		return;
+	if (k->n == k->cap) {
+		k->cap = k->cap ? k->cap * 2 : 4;
+		k->docs = bson_realloc(k->docs, sizeof(int64_t) * (size_t)k->cap);
+	}
+	k->docs[k->n++] = doc;
+}
+
+typedef struct hj_walk {
+	hash_join_t *hj;
+	int64_t doc;
+} hj_walk_t;
+
+static bool
+hj_visit(const bpath_hit_t *hit, void *ctx)
+{
+	hj_walk_t *w = ctx;
+	bson_value_t v = hit->value;
+
+	if (v.value_type == BSON_TYPE_EOD)
+		v.value_type = BSON_TYPE_NULL;
+	hj_add(w->hj, &v, w->doc);
+	return true;
+}
+
+/* Read the foreign collection into a hash join; NULL when it does not
+ * apply or does not fit (the caller then queries per document). */
+static hash_join_t *
+hj_build(agg_rt_t *rt, const lookup_plan_t *lp, storage_coll_t *coll, terr_t *err, int *rc)
+{
+	hash_join_t *hj;
+	agg_exec_t *sub = NULL;
+	const bson_t *d;
+	int64_t bytes = 0;
+	int i, r;
+
+	*rc = 0;
+	if (coll == NULL)
+		return NULL;
+	for (i = 0; i < coll->nindexes; i++) {
+		bson_iter_t it;
+		if (coll->indexes[i].key != NULL && bson_iter_init(&it, coll->indexes[i].key) &&
+		    bson_iter_next(&it) && strcmp(bson_iter_key(&it), lp->foreign) == 0)
+			return NULL;   /* the planner answers each lookup through the index */
+	}
+	hj = bson_malloc0(sizeof(*hj));
+	if ((r = agg_exec_new_sub(lp->pipe, rt->x, &sub, err)) == 0)
+		r = agg_exec_open_source(sub, coll, NULL, err);
+	while (r == 0 && (r = agg_exec_pull(sub, &d, err)) == 1) {
+		hj_walk_t w;
+		if (hj->ndocs == hj->capdocs) {
+			hj->capdocs = hj->capdocs ? hj->capdocs * 2 : 256;
+			hj->docs = bson_realloc(hj->docs, sizeof(bson_t *) * (size_t)hj->capdocs);
+		}
+		hj->docs[hj->ndocs] = bson_copy(d);
+		w.hj = hj;
+		w.doc = hj->ndocs++;
+		bpath_walk(hj->docs[w.doc], lp->foreign, true, hj_visit, &w);
+		bytes += d->len + 64;
+		if (bytes > AGG_MEMORY_LIMIT) {
+			agg_exec_free(sub);
+			hj_free(hj);
+			return NULL;
+		}
+		r = 0;
+	}
+	agg_exec_free(sub);
+	if (r < 0) {
+		*rc = -1;
+		hj_free(hj);
+		return NULL;
+	}
+	return hj;
+}
+
+static int
+i64_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
 
 static int
 lookup_open(agg_rt_t *rt, terr_t *err)
@@ -277,6 +456,55 @@ join_filter(const lookup_plan_t *lp, const bson_t *doc, bson_t *filter)
 	bson_destroy(&v.arr);
 }
 
+/* Matches of doc's local values from the table into results (an array
+ * being built): 1 when answered, 0 when a value cannot be hashed (a regex
+ * matches by pattern) and the caller must query. */
+static int
+hj_probe(const lookup_plan_t *lp, const hash_join_t *hj, const bson_t *doc, bson_t *results)
+{
+	vals_t v;
+	bson_iter_t it;
+	int64_t *ids = NULL, n = 0, cap = 0, i;
+	uint32_t out = 0;
+	char key[16];
+	const char *k;
+
+	bson_init(&v.arr);
+	v.n = 0;
+	bpath_walk(doc, lp->local, true, collect_visit, &v);
+	if (v.n == 0)
+		BSON_APPEND_NULL(&v.arr, "0");
+	bson_iter_init(&it, &v.arr);
+	while (bson_iter_next(&it)) {
+		const bson_value_t *lv = bson_iter_value(&it);
+		const hj_key_t *hk;
+		if (lv->value_type == BSON_TYPE_REGEX) {
+			bson_free(ids);
+			bson_destroy(&v.arr);
+			return 0;
+		}
+		if ((hk = hj_find(hj, lv, agg_value_hash(lv))) == NULL)
+			continue;
+		if (n + hk->n > cap) {
+			cap = (n + hk->n) * 2;
+			ids = bson_realloc(ids, sizeof(int64_t) * (size_t)cap);
+		}
+		memcpy(ids + n, hk->docs, sizeof(int64_t) * (size_t)hk->n);
+		n += hk->n;
+	}
+	if (n > 1 && v.n > 1)
+		qsort(ids, (size_t)n, sizeof(int64_t), i64_cmp);
+	for (i = 0; i < n; i++) {
+		if (i > 0 && ids[i] == ids[i - 1])
+			continue;
+		bson_uint32_to_string(out++, &k, key, sizeof(key));
+		bson_append_document(results, k, -1, hj->docs[ids[i]]);
+	}
+	bson_free(ids);
+	bson_destroy(&v.arr);
+	return 1;
+}
+
 static int
 lookup_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 {
@@ -300,6 +528,20 @@ lookup_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		ls->opened = true;
 		if (lp->from != NULL && h != NULL)
 			storage_coll_get(h->st, lp->db, lp->from, &ls->foreign, NULL);
+	}
+	if (!ls->hj_tried && lp->local != NULL && lp->from != NULL && lp->pipe->nstages == 0) {
+		int brc;
+		ls->hj_tried = true;
+		ls->hj = hj_build(rt, lp, ls->foreign, err, &brc);
+		if (brc != 0) {
+			ret = -1;
+			goto err;
+		}
+	}
+	if (ls->hj != NULL) {
+		rc = hj_probe(lp, ls->hj, in, &results);
+		if (rc == 1)
+			goto done;   /* answered from the table */
 	}
 	ERR(agg_exec_new_sub(lp->pipe, rt->x, &sub, err));
 	for (i = 0; i < lp->nlet; i++) {
@@ -330,6 +572,13 @@ lookup_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		ret = -1;
 		goto err;
 	}
+done:
+	if (results.len > 16 * 1024 * 1024) {
+		ret = terr_set(err, 4568,
+		    "Total size of documents in %s matching pipeline's $lookup stage exceeds %d bytes",
+		    lp->from ? lp->from : "$documents", 16 * 1024 * 1024);
+		goto err;
+	}
 	av.value_type = BSON_TYPE_ARRAY;
 	av.value.v_doc.data = (uint8_t *)bson_get_data(&results);
 	av.value.v_doc.data_len = results.len;
@@ -350,6 +599,7 @@ lookup_close(agg_rt_t *rt)
 	lookup_state_t *ls = rt->state;
 
 	storage_coll_release(ls->foreign);
+	hj_free(ls->hj);
 	bson_destroy(&ls->out);
 	bson_free(ls);
 }

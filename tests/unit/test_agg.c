@@ -444,6 +444,25 @@ test_lookup_facet_union(void)
 	AGG_ERR("emp", "[{\"$graphLookup\": {\"from\": \"emp\", \"startWith\": \"$boss\"}}]", 40105);
 	AGG_ERR("emp", "[{\"$graphLookup\": {\"from\": \"emp\", \"maxDepth\": -1}}]", 40101);
 	AGG_ERR("orders", "[{\"$lookup\": {\"from\": \"items\", \"as\": \"i\"}}]", 9);
+	/* the hash join answers as the per-document query does */
+	load("fl", "[{\"_id\": 1, \"k\": 1}, {\"_id\": 2, \"k\": [1, 2]}, {\"_id\": 3}, {\"_id\": 4, \"k\": null},"
+	    " {\"_id\": 5, \"k\": [[1, 2], 3]}, {\"_id\": 6, \"k\": 2.0}, {\"_id\": 7, \"k\": {\"x\": 1}}, {\"_id\": 8, \"k\": [{\"x\": 1}]},"
+	    " {\"_id\": 9, \"k\": \"1\"}, {\"_id\": 10, \"k\": []}]");
+	load("ll", "[{\"_id\": 1, \"l\": 1}, {\"_id\": 2, \"l\": [2, 3]}, {\"_id\": 3}, {\"_id\": 4, \"l\": [[1, 2]]},"
+	    " {\"_id\": 5, \"l\": {\"x\": 1}}, {\"_id\": 6, \"l\": null}, {\"_id\": 7, \"l\": []}, {\"_id\": 8, \"l\": {\"$numberDecimal\": \"2.0\"}}]");
+	{
+		char *hashed = agg("ll", "[{\"$lookup\": {\"from\": \"fl\", \"localField\": \"l\", \"foreignField\": \"k\", \"as\": \"m\"}},"
+		    " {\"$project\": {\"m._id\": 1}}]");
+		char *queried = agg("ll", "[{\"$lookup\": {\"from\": \"fl\", \"localField\": \"l\", \"foreignField\": \"k\", \"as\": \"m\","
+		    " \"pipeline\": [{\"$match\": {}}]}}, {\"$project\": {\"m._id\": 1}}]");
+		TT_EQ_STR(hashed, queried);
+		TT_ASSERT(strncmp(hashed, "[ { \"_id\" : 1, \"m\" : [ { \"_id\" : 1 }, { \"_id\" : 2 } ] }, "
+		    "{ \"_id\" : 2, \"m\" : [ { \"_id\" : 2 }, { \"_id\" : 5 }, { \"_id\" : 6 } ] }",
+		    strlen("[ { \"_id\" : 1, \"m\" : [ { \"_id\" : 1 }, { \"_id\" : 2 } ] }, "
+		    "{ \"_id\" : 2, \"m\" : [ { \"_id\" : 2 }, { \"_id\" : 5 }, { \"_id\" : 6 } ] }")) == 0);
+		bson_free(hashed);
+		bson_free(queried);
+	}
 	AGG_ERR("orders", "[{\"$lookup\": {\"from\": \"items\", \"pipeline\": [{\"$out\": \"z\"}], \"as\": \"i\"}}]", 51047);
 }
 
