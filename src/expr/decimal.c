@@ -22,8 +22,10 @@
 
 typedef unsigned __int128 u128;
 
+#define NLIMB 8 /* 512 bits: room for products of 60-digit coefficients */
+
 typedef struct big {
-	uint64_t w[4]; /* little-endian limbs */
+	uint64_t w[NLIMB]; /* little-endian limbs */
 } big_t;
 
 enum { DK_FINITE, DK_INF, DK_NAN };
@@ -40,15 +42,18 @@ typedef struct dec {
 static bool
 big_is_zero(const big_t *a)
 {
-	return (a->w[0] | a->w[1] | a->w[2] | a->w[3]) == 0;
+	uint64_t x = 0;
+	for (int i = 0; i < NLIMB; i++)
+		x |= a->w[i];
+	return x == 0;
 }
 
 static void
 big_from_u128(big_t *a, u128 v)
 {
+	memset(a, 0, sizeof(*a));
 	a->w[0] = (uint64_t)v;
 	a->w[1] = (uint64_t)(v >> 64);
-	a->w[2] = a->w[3] = 0;
 }
 
 static u128
@@ -62,7 +67,7 @@ static uint64_t
 big_mul_small(big_t *a, uint64_t m, uint64_t add)
 {
 	u128 carry = add;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < NLIMB; i++) {
 		u128 t = (u128)a->w[i] * m + carry;
 		a->w[i] = (uint64_t)t;
 		carry = t >> 64;
@@ -75,7 +80,7 @@ static uint64_t
 big_div_small(big_t *a, uint64_t d)
 {
 	u128 rem = 0;
-	for (int i = 3; i >= 0; i--) {
+	for (int i = NLIMB - 1; i >= 0; i--) {
 		u128 cur = (rem << 64) | a->w[i];
 		a->w[i] = (uint64_t)(cur / d);
 		rem = cur % d;
@@ -86,7 +91,7 @@ big_div_small(big_t *a, uint64_t d)
 static int
 big_cmp(const big_t *a, const big_t *b)
 {
-	for (int i = 3; i >= 0; i--) {
+	for (int i = NLIMB - 1; i >= 0; i--) {
 		if (a->w[i] != b->w[i])
 			return a->w[i] < b->w[i] ? -1 : 1;
 	}
@@ -97,7 +102,7 @@ static void
 big_add(big_t *a, const big_t *b)
 {
 	u128 carry = 0;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < NLIMB; i++) {
 		u128 t = (u128)a->w[i] + b->w[i] + carry;
 		a->w[i] = (uint64_t)t;
 		carry = t >> 64;
@@ -109,7 +114,7 @@ static void
 big_sub(big_t *a, const big_t *b)
 {
 	uint64_t borrow = 0;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < NLIMB; i++) {
 		uint64_t bi = b->w[i] + borrow;
 		uint64_t nb = (bi < borrow) || (a->w[i] < bi);
 		a->w[i] -= bi;
@@ -134,10 +139,29 @@ big_mul_u128(big_t *r, u128 a, u128 b)
 	}
 }
 
+/* r = a * b (truncated to NLIMB limbs; callers keep products in range) */
+static void
+big_mul(big_t *r, const big_t *a, const big_t *b)
+{
+	big_t t;
+	memset(&t, 0, sizeof(t));
+	for (int i = 0; i < NLIMB; i++) {
+		if (a->w[i] == 0)
+			continue;
+		u128 carry = 0;
+		for (int j = 0; i + j < NLIMB; j++) {
+			u128 x = (u128)a->w[i] * b->w[j] + t.w[i + j] + carry;
+			t.w[i + j] = (uint64_t)x;
+			carry = x >> 64;
+		}
+	}
+	*r = t;
+}
+
 static int
 big_bits(const big_t *a)
 {
-	for (int i = 3; i >= 0; i--) {
+	for (int i = NLIMB - 1; i >= 0; i--) {
 		if (a->w[i])
 			return i * 64 + 64 - __builtin_clzll(a->w[i]);
 	}
@@ -151,7 +175,10 @@ big_digits(const big_t *a)
 	big_t t = *a;
 	int n = 0;
 	/* fast path for values fitting u128 */
-	if (t.w[2] == 0 && t.w[3] == 0) {
+	bool small = true;
+	for (int i = 2; i < NLIMB; i++)
+		small = small && t.w[i] == 0;
+	if (small) {
 		u128 v = big_to_u128(&t);
 		while (v) {
 			v /= 10;
@@ -190,7 +217,7 @@ big_divmod(const big_t *a, const big_t *b, big_t *q, big_t *r)
 	memset(r, 0, sizeof(*r));
 	for (int i = big_bits(a) - 1; i >= 0; i--) {
 		/* r = r << 1 | bit */
-		for (int k = 3; k > 0; k--)
+		for (int k = NLIMB - 1; k > 0; k--)
 			r->w[k] = (r->w[k] << 1) | (r->w[k - 1] >> 63);
 		r->w[0] = (r->w[0] << 1) | ((a->w[i / 64] >> (i % 64)) & 1);
 		if (big_cmp(r, b) >= 0) {
@@ -501,8 +528,8 @@ expr_decimal_mod(bson_decimal128_t ad, bson_decimal128_t bd)
 static void
 big_shr1(big_t *a)
 {
-	for (int i = 0; i < 4; i++)
-		a->w[i] = (a->w[i] >> 1) | (i < 3 ? a->w[i + 1] << 63 : 0);
+	for (int i = 0; i < NLIMB; i++)
+		a->w[i] = (a->w[i] >> 1) | (i < NLIMB - 1 ? a->w[i + 1] << 63 : 0);
 }
 
 /* floor(sqrt(a)) by Newton's method */
@@ -628,6 +655,266 @@ expr_decimal_to_integral(bson_decimal128_t a, int mode)
 	return dec_quantize(a, 0, mode);
 }
 
+/* ---- wide internal arithmetic (for exp and ln) --------------------------
+ * dec_t values with up to WDIG digits, no exponent limits, rounded half to
+ * even after each operation; enough guard digits that the final rounding
+ * to 34 digits is correct. */
+
+#define WDIG 60
+
+static const char LN10[] = "23025850929940456840179914546843642076011014886287729760333279";
+static const char LN2[] = "69314718055994530941723212145817656807550013436025525412068001";
+
+static void
+wround(dec_t *r, bool sticky)
+{
+	int nd = big_digits(&r->c);
+	if (nd <= WDIG)
+		return;
+	int drop = nd - WDIG;
+	uint64_t last = 0;
+	bool below = sticky;
+	for (int i = 0; i < drop; i++) {
+		if (last)
+			below = true;
+		last = big_div_small(&r->c, 10);
+	}
+	r->exp += drop;
+	if (last > 5 || (last == 5 && (below || (r->c.w[0] & 1)))) {
+		big_t one = {{1}};
+		big_add(&r->c, &one);
+		if (big_digits(&r->c) > WDIG) {
+			big_div_small(&r->c, 10);
+			r->exp++;
+		}
+	}
+}
+
+static dec_t
+wconst(const char *digits, int exp)
+{
+	dec_t r;
+	memset(&r, 0, sizeof(r));
+	r.kind = DK_FINITE;
+	for (const char *p = digits; *p; p++)
+		big_mul_small(&r.c, 10, (uint64_t)(*p - '0'));
+	r.exp = exp - (int)strlen(digits) + 1;
+	wround(&r, false);
+	return r;
+}
+
+static dec_t
+wint(int64_t v)
+{
+	dec_t r;
+	memset(&r, 0, sizeof(r));
+	r.kind = DK_FINITE;
+	r.neg = v < 0;
+	big_from_u128(&r.c, v < 0 ? (u128)(0 - (uint64_t)v) : (u128)v);
+	return r;
+}
+
+static dec_t
+wadd(dec_t a, dec_t b)
+{
+	dec_t r;
+
+	if (big_is_zero(&a.c))
+		return b;
+	if (big_is_zero(&b.c))
+		return a;
+	if (a.exp < b.exp) {
+		dec_t t = a;
+		a = b;
+		b = t;
+	}
+	int diff = a.exp - b.exp, nda = big_digits(&a.c);
+	if (nda + diff > 150) {
+		int sh = WDIG + 3 - nda;
+		big_mul_pow10(&a.c, sh);
+		a.exp -= sh;
+		big_t one = {{1}};
+		b.c = one;
+		b.exp = a.exp;
+	} else {
+		big_mul_pow10(&a.c, diff);
+		a.exp = b.exp;
+	}
+	memset(&r, 0, sizeof(r));
+	r.kind = DK_FINITE;
+	r.exp = a.exp;
+	if (a.neg == b.neg) {
+		r.c = a.c;
+		big_add(&r.c, &b.c);
+		r.neg = a.neg;
+	} else if (big_cmp(&a.c, &b.c) >= 0) {
+		r.c = a.c;
+		big_sub(&r.c, &b.c);
+		r.neg = a.neg;
+	} else {
+		r.c = b.c;
+		big_sub(&r.c, &a.c);
+		r.neg = b.neg;
+	}
+	wround(&r, false);
+	return r;
+}
+
+static dec_t
+wmul(dec_t a, dec_t b)
+{
+	dec_t r;
+	memset(&r, 0, sizeof(r));
+	r.kind = DK_FINITE;
+	r.neg = a.neg != b.neg;
+	r.exp = a.exp + b.exp;
+	big_mul(&r.c, &a.c, &b.c);
+	wround(&r, false);
+	return r;
+}
+
+static dec_t
+wdiv(dec_t a, dec_t b)
+{
+	dec_t r;
+	big_t num = a.c, rem;
+	int k = big_digits(&b.c) + WDIG + 1 - big_digits(&a.c);
+
+	if (k < 0)
+		k = 0;
+	big_mul_pow10(&num, k);
+	memset(&r, 0, sizeof(r));
+	r.kind = DK_FINITE;
+	r.neg = a.neg != b.neg;
+	big_divmod(&num, &b.c, &r.c, &rem);
+	r.exp = a.exp - b.exp - k;
+	wround(&r, !big_is_zero(&rem));
+	return r;
+}
+
+/* magnitude bound: value < 10^(digits + exp) */
+static int
+wmag(const dec_t *a)
+{
+	return big_digits(&a->c) + a->exp;
+}
+
+/* Round a wide value to decimal128 (34 digits, exponent range). */
+static bson_decimal128_t
+wfinish(dec_t r)
+{
+	/* drop to 34 digits with the remaining digits as sticky information */
+	int nd = big_digits(&r.c);
+	bool sticky = false;
+	if (nd > DEC_DIGITS + 2) {
+		int drop = nd - (DEC_DIGITS + 2);
+		for (int i = 0; i < drop; i++) {
+			if (big_div_small(&r.c, 10) != 0)
+				sticky = true;
+		}
+		r.exp += drop;
+	}
+	return dec_finish(r, sticky);
+}
+
+bson_decimal128_t
+expr_decimal_exp(bson_decimal128_t ad)
+{
+	dec_t x = dec_unpack(ad);
+
+	if (x.kind == DK_NAN)
+		return dec_pack_special(DK_NAN, false);
+	if (x.kind == DK_INF) {
+		if (!x.neg)
+			return ad;
+		dec_t z;
+		memset(&z, 0, sizeof(z));
+		z.kind = DK_FINITE;
+		return dec_finish(z, false);
+	}
+	if (big_is_zero(&x.c))
+		return expr_decimal_from_int64(1);
+	double xd = expr_decimal_to_double(ad);
+	if (xd > 15000)
+		return dec_pack_special(DK_INF, false);
+	if (xd < -15000) {
+		dec_t z;
+		memset(&z, 0, sizeof(z));
+		z.kind = DK_FINITE;
+		z.exp = DEC_EMIN;
+		return dec_finish(z, true);
+	}
+	/* x = k ln10 + r, |r| <= ln10 / 2 */
+	int64_t k = llround(xd / 2.302585092994045684);
+	dec_t ln10 = wconst(LN10, 0);
+	dec_t r = wadd(x, wmul(wint(-k), ln10));
+	/* exp(r) = exp(r / 2^10)^(2^10) */
+	dec_t rr = wdiv(r, wint(1024));
+	dec_t sum = wint(1), term = wint(1);
+	for (int n = 1; n < 200; n++) {
+		term = wdiv(wmul(term, rr), wint(n));
+		if (big_is_zero(&term.c) || wmag(&term) < wmag(&sum) - WDIG - 2)
+			break;
+		sum = wadd(sum, term);
+	}
+	for (int i = 0; i < 10; i++)
+		sum = wmul(sum, sum);
+	sum.exp += (int)k;
+	return wfinish(sum);
+}
+
+bson_decimal128_t
+expr_decimal_ln(bson_decimal128_t ad)
+{
+	dec_t x = dec_unpack(ad);
+
+	if (x.kind == DK_NAN || (x.neg && !(x.kind == DK_FINITE && big_is_zero(&x.c))))
+		return dec_pack_special(DK_NAN, false);
+	if (x.kind == DK_INF)
+		return ad;
+	if (big_is_zero(&x.c))
+		return dec_pack_special(DK_INF, true);
+	/* x = m * 10^e10 with m in [1, 10) */
+	int nd = big_digits(&x.c);
+	int e10 = x.exp + nd - 1;
+	dec_t m = x;
+	m.neg = false;
+	m.exp = -(nd - 1);
+	/* m = 2^j * t, t in [1, 2) */
+	int j = 0;
+	dec_t two = wint(2), t = m;
+	while (wmag(&t) > 1 || (wmag(&t) == 1 && wadd(t, wint(-2)).neg == false)) {
+		t = wdiv(t, two);
+		j++;
+	}
+	/* ln t = 2 atanh z, z = (t - 1) / (t + 1) in [0, 1/3) */
+	dec_t one = wint(1);
+	dec_t num = wadd(t, wint(-1));
+	dec_t sum;
+	memset(&sum, 0, sizeof(sum));
+	sum.kind = DK_FINITE;
+	if (!big_is_zero(&num.c)) {
+		dec_t z = wdiv(num, wadd(t, one));
+		dec_t z2 = wmul(z, z), p = z;
+		sum = z;
+		for (int n = 3; n < 400; n += 2) {
+			p = wmul(p, z2);
+			dec_t termv = wdiv(p, wint(n));
+			if (big_is_zero(&termv.c) || wmag(&termv) < wmag(&sum) - WDIG - 2)
+				break;
+			sum = wadd(sum, termv);
+		}
+		sum = wmul(sum, two);
+	}
+	dec_t res = wadd(sum, wmul(wint(j), wconst(LN2, -1)));
+	res = wadd(res, wmul(wint(e10), wconst(LN10, 0)));
+	if (big_is_zero(&res.c)) {
+		res.exp = 0;
+		res.neg = false;
+	}
+	return wfinish(res);
+}
+
 /* ---- conversions --------------------------------------------------------- */
 
 bson_decimal128_t
@@ -708,8 +995,10 @@ expr_decimal_to_int64(bson_decimal128_t d, int64_t *out)
 		if (a.exp > 20 || !big_mul_pow10(&a.c, a.exp))
 			return false;
 	}
-	if (a.c.w[1] || a.c.w[2] || a.c.w[3])
-		return false;
+	for (int i = 1; i < NLIMB; i++) {
+		if (a.c.w[i])
+			return false;
+	}
 	uint64_t m = a.c.w[0];
 	if (a.neg) {
 		if (m > (uint64_t)INT64_MAX + 1)

@@ -9,8 +9,9 @@
  * for $round/$trunc, and conversions.  Results carry IEEE's preferred
  * exponents (1.0 + 2.00 = 3.00; 10 / 4 = 2.5) so printing matches mongod.
  *
- * Not here: transcendental functions (exp, ln, pow); callers report them as
- * not implemented for decimals.
+ * Not here: log10, arbitrary-base log and pow for decimals (mongod composes
+ * them from Intel's library in ways not reproduced yet); callers report
+ * them as not implemented.
  */
 #ifndef TAMGA_EXPR_DECIMAL_H
 #define TAMGA_EXPR_DECIMAL_H
@@ -26,6 +27,11 @@ bson_decimal128_t expr_decimal_mul(bson_decimal128_t a, bson_decimal128_t b);
 bson_decimal128_t expr_decimal_div(bson_decimal128_t a, bson_decimal128_t b);
 /* Remainder with the sign of a (truncated division, as fmod). */
 bson_decimal128_t expr_decimal_mod(bson_decimal128_t a, bson_decimal128_t b);
+
+/* e^a and the natural logarithm, computed with 60-digit intermediates and
+ * rounded once to 34 digits (ln of a negative -> NaN, ln 0 -> -Infinity). */
+bson_decimal128_t expr_decimal_exp(bson_decimal128_t a);
+bson_decimal128_t expr_decimal_ln(bson_decimal128_t a);
 
 /* Square root, correctly rounded (negative -> NaN; -0 -> -0). */
 bson_decimal128_t expr_decimal_sqrt(bson_decimal128_t a);

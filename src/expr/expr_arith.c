@@ -6,7 +6,7 @@
  * (int32 widens to int64, int64 overflow falls back to double), Decimal128
  * whenever an operand is decimal (decimal.c), $divide gives double unless a
  * decimal is involved.  Dates take part in $add and $subtract.  Decimal
- * transcendental functions are not implemented yet (238).
+ * $log10, $log and $pow are not implemented yet (238).
  */
 #include "expr/expr_private.h"
 
@@ -375,8 +375,10 @@ eval_exp(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	bson_value_t v;
 
 	SINGLE_NUMERIC(e, env, &v, out, err);
-	if (v.value_type == BSON_TYPE_DECIMAL128)
-		return decimal_not_implemented("$exp", err);
+	if (v.value_type == BSON_TYPE_DECIMAL128) {
+		expr_set_decimal(out, expr_decimal_exp(v.value.v_decimal128));
+		return 0;
+	}
 	expr_set_double(out, exp(expr_num_to_double(&v)));
 	return 0;
 }
@@ -388,8 +390,11 @@ eval_ln(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	char buf[64];
 
 	SINGLE_NUMERIC(e, env, &v, out, err);
-	if (v.value_type == BSON_TYPE_DECIMAL128)
-		return decimal_not_implemented("$ln", err);
+	if (v.value_type == BSON_TYPE_DECIMAL128 && !expr_decimal_is_negative(v.value.v_decimal128) &&
+	    !expr_decimal_is_zero(v.value.v_decimal128) && !expr_decimal_is_nan(v.value.v_decimal128)) {
+		expr_set_decimal(out, expr_decimal_ln(v.value.v_decimal128));
+		return 0;
+	}
 	double d = expr_num_to_double(&v);
 	if (!(d > 0 || isnan(d))) {
 		fmt_double(buf, sizeof(buf), d);

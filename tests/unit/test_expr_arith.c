@@ -101,7 +101,12 @@ test_unary(void)
 	TX("{\"$log\": [8, 2]}", NULL, RD("3.0"));
 	TXERR("{\"$log\": [8, 1]}", NULL, "ERR 28759 $log's base must be a positive number not equal to 1, but is 1");
 	TXERR("{\"$log\": [\"a\", 1]}", NULL, "ERR 28756 $log's argument must be numeric, not string");
-	TXERR("{\"$exp\": " ND("1") "}", NULL, "ERR 238 $exp is not implemented for decimal arguments yet");
+	TX("{\"$exp\": " ND("1") "}", NULL, RDEC("2.718281828459045235360287471352662"));
+	TX("{\"$exp\": " ND("0") "}", NULL, RDEC("1"));
+	TX("{\"$ln\": " ND("10") "}", NULL, RDEC("2.302585092994045684017991454684364"));
+	TX("{\"$ln\": " ND("1") "}", NULL, RDEC("0"));
+	TXERR("{\"$ln\": " ND("-1") "}", NULL, "ERR 28766 $ln's argument must be a positive number, but is -1");
+	TXERR("{\"$log10\": " ND("10") "}", NULL, "ERR 238 $log10 is not implemented for decimal arguments yet");
 	TX("{\"$sqrt\": " ND("16") "}", NULL, RDEC("4"));
 	TX("{\"$sqrt\": " ND("2") "}", NULL, RDEC("1.414213562373095048801688724209698"));
 	TX("{\"$sqrt\": " ND("1.44") "}", NULL, RDEC("1.2"));
