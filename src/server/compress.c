@@ -1,6 +1,8 @@
 /*
  * compress.c -- OP_COMPRESSED codecs (noop, snappy, zlib, zstd) as one table,
- * hello's compression negotiation, and CRC-32C for OP_MSG checksums.
+ * hello's compression negotiation and each connection's permitted
+ * compressors (as mongod's MessageCompressorManager), and CRC-32C for OP_MSG
+ * checksums.
  *
  * Not here: framing (wire.c) or deciding when to compress (conn.c).
  */
@@ -163,33 +165,72 @@ list_has(const char *list, const char *name)
 	return false;
 }
 
-int
-wire_compression_negotiate(const bson_t *hello, const char *enabled, bson_t *reply)
+static void
+append_negotiated(const wire_compression_t *st, bson_t *reply)
 {
-	bson_iter_t it, arr;
 	bson_t out;
 	char key[16];
 	const char *k;
-	int n = 0;
+	int i;
 
-	if (!bson_iter_init_find(&it, hello, "compression") || !BSON_ITER_HOLDS_ARRAY(&it))
-		return -1;
+	if (st->n == 0)
+		return;
 	bson_append_array_begin(reply, "compression", -1, &out);
-	if (enabled != NULL && strcmp(enabled, "disabled") != 0 && bson_iter_recurse(&it, &arr)) {
-		while (bson_iter_next(&arr)) {
-			const char *name;
-			if (!BSON_ITER_HOLDS_UTF8(&arr))
-				continue;
-			name = bson_iter_utf8(&arr, NULL);
-			if (wire_compressor_by_name(name) == NULL || !list_has(enabled, name))
-				continue;
-			bson_uint32_to_string((uint32_t)n, &k, key, sizeof(key));
-			bson_append_utf8(&out, k, -1, name, -1);
-			n++;
-		}
+	for (i = 0; i < st->n; i++) {
+		bson_uint32_to_string((uint32_t)i, &k, key, sizeof(key));
+		bson_append_utf8(&out, k, -1, wire_compressor_by_id(st->ids[i])->name, -1);
 	}
 	bson_append_array_end(reply, &out);
-	return n;
+}
+
+void
+wire_compression_hello(wire_compression_t *st, const bson_t *hello, const char *enabled, bson_t *reply)
+{
+	bson_iter_t it, arr;
+	size_t i;
+	int k;
+
+	if (enabled != NULL && strcmp(enabled, "disabled") == 0)
+		enabled = "";
+	if (!bson_iter_init_find(&it, hello, "compression") || !BSON_ITER_HOLDS_ARRAY(&it)) {
+		/* only asking what was negotiated; nothing yet refuses compression */
+		if (st->n == 0) {
+			st->engaged = true;
+			memset(st->permitted, 0, sizeof(st->permitted));
+		}
+		append_negotiated(st, reply);
+		return;
+	}
+	st->n = 0;
+	st->engaged = true;
+	memset(st->permitted, 0, sizeof(st->permitted));
+	for (i = 0; i < NCOMPRESSORS; i++)
+		if (enabled != NULL && list_has(enabled, compressors[i].name))
+			st->permitted[compressors[i].id] = true;
+	if (bson_iter_recurse(&it, &arr)) {
+		while (bson_iter_next(&arr) && st->n < (int)sizeof(st->ids)) {
+			const wire_compressor_t *c;
+			bool dup = false;
+			if (!BSON_ITER_HOLDS_UTF8(&arr))
+				continue;
+			c = wire_compressor_by_name(bson_iter_utf8(&arr, NULL));
+			if (c == NULL || !st->permitted[c->id])
+				continue;
+			for (k = 0; k < st->n; k++)
+				dup = dup || st->ids[k] == c->id;
+			if (!dup)
+				st->ids[st->n++] = c->id;
+		}
+	}
+	append_negotiated(st, reply);
+}
+
+bool
+wire_compression_permitted(const wire_compression_t *st, uint8_t id)
+{
+	if (!st->engaged)
+		return wire_compressor_by_id(id) != NULL;
+	return st->permitted[id];
 }
 
 /* WiredTiger's CRC-32C (hardware-accelerated where the CPU has it), the

@@ -67,14 +67,12 @@ is_hello(const char *name)
 
 /* hello's reply plus the negotiated `compression`, keeping ok last. */
 static void
-add_compression(server_t *srv, const bson_t *cmd, bson_t *reply)
+add_compression(server_t *srv, wire_compression_t *comp, const bson_t *cmd, bson_t *reply)
 {
 	bson_t out;
 	bson_iter_t it;
 	double ok = 1.0;
 
-	if (!bson_has_field(cmd, "compression"))
-		return;
 	bson_init(&out);
 	if (bson_iter_init(&it, reply)) {
 		while (bson_iter_next(&it)) {
@@ -85,7 +83,7 @@ add_compression(server_t *srv, const bson_t *cmd, bson_t *reply)
 			bson_append_iter(&out, bson_iter_key(&it), -1, &it);
 		}
 	}
-	wire_compression_negotiate(cmd, srv->compressors, &out);
+	wire_compression_hello(comp, cmd, srv->compressors, &out);
 	BSON_APPEND_DOUBLE(&out, "ok", ok);
 	bson_destroy(reply);
 	bson_steal(reply, &out);
@@ -129,8 +127,8 @@ build_reply(const wire_request_t *req, int32_t request_id, const bson_t *doc, wi
 static atomic_int reply_ids = 1;
 
 void
-conn_handle_message(server_t *srv, client_t *cl, const uint8_t *msg, size_t len,
-                    wire_buf_t *out, bool *close_after)
+conn_handle_message(server_t *srv, client_t *cl, wire_compression_t *comp, const uint8_t *msg,
+                    size_t len, wire_buf_t *out, bool *close_after)
 {
 	wire_request_t req;
 	terr_t err = TERR_INIT;
@@ -161,6 +159,17 @@ conn_handle_message(server_t *srv, client_t *cl, const uint8_t *msg, size_t len,
 		}
 		goto done;
 	}
+	if (req.compressor != WIRE_COMPRESSOR_NONE && !wire_compression_permitted(comp, req.compressor)) {
+		/* as mongod: a compressor this connection did not negotiate ends it */
+		bson_t attr;
+		bson_init(&attr);
+		BSON_APPEND_INT32(&attr, "compressorId", req.compressor);
+		tlog('W', "NETWORK", 22989, "Compression algorithm specified in message is not permitted on this connection",
+		    &attr);
+		bson_destroy(&attr);
+		*close_after = true;
+		goto done;
+	}
 	more_to_come = req.opcode == WIRE_OP_MSG && (req.flags & WIRE_MSG_MORE_TO_COME);
 	if (bson_iter_init(&it, &req.cmd) && bson_iter_next(&it))
 		name = bson_iter_key(&it);
@@ -171,7 +180,7 @@ conn_handle_message(server_t *srv, client_t *cl, const uint8_t *msg, size_t len,
 	} else {
 		rc = engine_run_command(srv->engine, cl, req.db, &req.cmd, &reply, &err);
 		if (rc == 0 && is_hello(name))
-			add_compression(srv, &req.cmd, &reply);
+			add_compression(srv, comp, &req.cmd, &reply);
 	}
 	t0 = (cmd_now_us() - t0) / 1000;
 	if (t0 >= SLOW_MS && !is_hello(name))
@@ -323,7 +332,7 @@ conn_main(void *arg)
 		}
 		__atomic_fetch_add(&k->bytes_in, h.length, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&k->requests, 1, __ATOMIC_RELAXED);
-		conn_handle_message(srv, cl, msg, (size_t)h.length, &out, &close_after);
+		conn_handle_message(srv, cl, &c->comp, msg, (size_t)h.length, &out, &close_after);
 		bson_free(msg);
 		if (out.data != NULL) {
 			r = write_full(c, out.data, out.len);

@@ -50,6 +50,7 @@ struct conn {
 	char remote[80];
 	bool is_local;
 	tls_conn_t *tls;                  /* set once the TLS handshake is done */
+	wire_compression_t comp;          /* negotiated by hello */
 	conn_t *prev, *next;              /* in srv->conns, under srv->lock */
 };
 
@@ -58,12 +59,13 @@ struct conn {
 void *conn_main(void *arg);
 
 /*
- * Handle one whole message (header included) for client cl.  Sets *reply to
+ * Handle one whole message (header included) for client cl, whose
+ * connection's compression state is comp.  Sets *reply to
  * the bytes to send (possibly none: moreToCome), *close_after when the
  * connection must end (fatal framing error, shutdown command).  This is the
  * socket-free core of a connection, used by conn_main and the tests.
  */
-void conn_handle_message(server_t *srv, client_t *cl, const uint8_t *msg, size_t len,
-                         wire_buf_t *reply, bool *close_after);
+void conn_handle_message(server_t *srv, client_t *cl, wire_compression_t *comp, const uint8_t *msg,
+                         size_t len, wire_buf_t *reply, bool *close_after);
 
 #endif

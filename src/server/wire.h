@@ -160,14 +160,30 @@ const wire_compressor_t *wire_compressor_by_id(uint8_t id);
 const wire_compressor_t *wire_compressor_by_name(const char *name);
 
 /*
- * hello's compression negotiation, as mongod: the client lists what it can
- * use; the reply lists, in the client's order, those the server has enabled
- * (enabled: comma-separated names like mongod's --networkMessageCompressors,
- * "disabled" or "" for none).  Appends `compression: [...]` to reply when the
- * request had a `compression` array (even if the intersection is empty).
- * Returns the number of names appended, -1 if the request had none.
+ * One connection's compression state, as mongod's MessageCompressorManager:
+ * what hello negotiated (in the client's order) and which compressor ids an
+ * incoming OP_COMPRESSED may use.  Zero-initialise it per connection.
  */
-int wire_compression_negotiate(const bson_t *hello, const char *enabled, bson_t *reply);
+typedef struct wire_compression {
+	uint8_t ids[8];            /* negotiated compressors, client's order */
+	int n;
+	bool engaged;              /* permits below apply (after the first hello) */
+	bool permitted[256];
+} wire_compression_t;
+
+/*
+ * hello's negotiation on connection state st.  When the hello lists
+ * `compression`, the result is the client's names that the server has
+ * enabled (comma-separated like mongod's --networkMessageCompressors;
+ * "disabled" or "" for none), in the client's order; later messages may then
+ * use any enabled compressor.  Without the field, the earlier result is
+ * repeated, or (none yet) compressed messages are refused from then on.
+ * Appends `compression: [...]` to reply only when the result is not empty.
+ */
+void wire_compression_hello(wire_compression_t *st, const bson_t *hello, const char *enabled, bson_t *reply);
+
+/* May a message compressed with id arrive on this connection? */
+bool wire_compression_permitted(const wire_compression_t *st, uint8_t id);
 
 /* ---- CRC-32C ------------------------------------------------------------ */
 uint32_t wire_crc32c(const void *data, size_t len);

@@ -526,29 +526,52 @@ test_op_query(void)
 static void
 test_negotiation(void)
 {
-	bson_t *hello = tt_json("{\"hello\": 1, \"compression\": [\"zstd\", \"bogus\", \"zlib\", \"snappy\"]}");
+	bson_t *hello = tt_json("{\"hello\": 1, \"compression\": [\"zstd\", \"bogus\", \"zlib\", \"snappy\", \"zstd\"]}");
+	bson_t *plain = tt_json("{\"hello\": 1}");
+	bson_t *none = tt_json("{\"hello\": 1, \"compression\": []}");
+	wire_compression_t st;
 	bson_t r;
 
+	memset(&st, 0, sizeof(st));
+	/* before any hello every available compressor is accepted */
+	TT_ASSERT(wire_compression_permitted(&st, WIRE_COMPRESSOR_ZLIB));
+	TT_ASSERT(!wire_compression_permitted(&st, 77));
 	bson_init(&r);
-	wire_compression_negotiate(hello, "snappy,zstd,zlib", &r);
+	wire_compression_hello(&st, hello, "snappy,zstd,zlib", &r);
 #ifdef TAMGA_HAVE_SNAPPY
 	TT_EQ_JSON(&r, "{ \"compression\" : [ \"zstd\", \"zlib\", \"snappy\" ] }");
 #else
 	TT_EQ_JSON(&r, "{ \"compression\" : [ \"zstd\", \"zlib\" ] }");
 #endif
+	TT_ASSERT(wire_compression_permitted(&st, WIRE_COMPRESSOR_ZLIB));
+	TT_ASSERT(!wire_compression_permitted(&st, WIRE_COMPRESSOR_NOOP));
+	/* a later hello without the field repeats the result */
 	bson_reinit(&r);
-	wire_compression_negotiate(hello, "zlib", &r);
+	wire_compression_hello(&st, plain, "snappy,zstd,zlib", &r);
+	TT_ASSERT(bson_has_field(&r, "compression"));
+	/* the server's list filters the client's */
+	bson_reinit(&r);
+	wire_compression_hello(&st, hello, "zlib", &r);
 	TT_EQ_JSON(&r, "{ \"compression\" : [ \"zlib\" ] }");
+	TT_ASSERT(!wire_compression_permitted(&st, WIRE_COMPRESSOR_ZSTD));
+	/* nothing in common: no field at all, and compressed messages refused */
 	bson_reinit(&r);
-	wire_compression_negotiate(hello, "disabled", &r);
-	TT_EQ_JSON(&r, "{ \"compression\" : [  ] }");
-	bson_reinit(&r);
-	bson_destroy(hello);
-	hello = tt_json("{\"hello\": 1}");
-	TT_EQ_INT(wire_compression_negotiate(hello, "zlib", &r), -1);
+	wire_compression_hello(&st, hello, "disabled", &r);
 	TT_ASSERT(bson_empty(&r));
+	TT_ASSERT(!wire_compression_permitted(&st, WIRE_COMPRESSOR_ZLIB));
+	bson_reinit(&r);
+	wire_compression_hello(&st, none, "zlib", &r);
+	TT_ASSERT(bson_empty(&r));
+	/* a first hello without the field: compression is off for the connection */
+	memset(&st, 0, sizeof(st));
+	bson_reinit(&r);
+	wire_compression_hello(&st, plain, "zlib", &r);
+	TT_ASSERT(bson_empty(&r));
+	TT_ASSERT(!wire_compression_permitted(&st, WIRE_COMPRESSOR_ZLIB));
 	bson_destroy(&r);
 	bson_destroy(hello);
+	bson_destroy(plain);
+	bson_destroy(none);
 }
 
 /* Random byte flips, truncations and length edits of valid messages. */

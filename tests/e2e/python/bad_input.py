@@ -217,6 +217,35 @@ def good_zlib_message():
     s.close()
 
 
+def zlib_ping(rid):
+    inner = op_msg({"ping": 1, "$db": "admin"}, rid=rid)[16:]
+    return frame(OP_COMPRESSED, struct.pack("<iiB", OP_MSG, len(inner), 2) + zlib.compress(inner), rid)
+
+
+@case
+def compression_negotiated_by_hello():
+    s = connect()
+    s.sendall(op_msg({"hello": 1, "compression": ["zlib", "nope"], "$db": "admin"}, rid=40))
+    doc = read_reply(s)[2]
+    assert doc.get("compression") == ["zlib"], doc
+    s.sendall(op_msg({"hello": 1, "$db": "admin"}, rid=41))
+    assert read_reply(s)[2].get("compression") == ["zlib"], "negotiated list repeated"
+    s.sendall(zlib_ping(42))
+    op, flags, doc, raw = read_reply(s)
+    assert op == OP_COMPRESSED and struct.unpack("<iiii", raw[:16])[2] == 42, op
+    s.close()
+
+
+@case
+def compression_not_negotiated():
+    s = connect()
+    s.sendall(op_msg({"hello": 1, "$db": "admin"}, rid=50))
+    assert "compression" not in read_reply(s)[2]
+    s.sendall(zlib_ping(51))
+    assert closed(s), "a compressed message after a hello without compression ends the connection"
+    s.close()
+
+
 @case
 def checksums():
     s = connect()
