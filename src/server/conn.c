@@ -215,14 +215,40 @@ done:
 
 #define TLS_HANDSHAKE_TIMEOUT_MS 10000
 
-/* 0 = got n bytes, 1 = clean EOF before any byte, -1 = error/short read. */
+#define RBUF_SIZE (16 * 1024)
+
+static ssize_t
+raw_recv(conn_t *c, void *buf, size_t n)
+{
+	return c->tls ? tls_read(c->tls, buf, n) : recv(c->fd, buf, n, 0);
+}
+
+/*
+ * 0 = got n bytes, 1 = clean EOF before any byte, -1 = error/short read.
+ * Small reads go through the connection's read-ahead buffer, so a request's
+ * header and body usually arrive with one system call; large bodies are
+ * read straight into their destination.
+ */
 static int
 read_full(conn_t *c, uint8_t *buf, size_t n)
 {
 	size_t got = 0;
 
 	while (got < n) {
-		ssize_t r = c->tls ? tls_read(c->tls, buf + got, n - got) : recv(c->fd, buf + got, n - got, 0);
+		ssize_t r;
+		if (c->rpos < c->rlen) {
+			size_t k = c->rlen - c->rpos;
+			if (k > n - got)
+				k = n - got;
+			memcpy(buf + got, c->rbuf + c->rpos, k);
+			c->rpos += k;
+			got += k;
+			continue;
+		}
+		if (n - got >= RBUF_SIZE)
+			r = raw_recv(c, buf + got, n - got);
+		else
+			r = raw_recv(c, c->rbuf, RBUF_SIZE);
 		if (r == 0)
 			return got == 0 ? 1 : -1;
 		if (r < 0) {
@@ -230,7 +256,12 @@ read_full(conn_t *c, uint8_t *buf, size_t n)
 				continue;
 			return -1;
 		}
-		got += (size_t)r;
+		if (n - got >= RBUF_SIZE) {
+			got += (size_t)r;
+		} else {
+			c->rpos = 0;
+			c->rlen = (size_t)r;
+		}
 	}
 	return 0;
 }
@@ -286,6 +317,7 @@ conn_main(void *arg)
 	info.remote = c->remote;
 	info.is_local = c->is_local;
 	cl = client_new(srv->engine, &info);
+	c->rbuf = bson_malloc(RBUF_SIZE);
 
 	if (srv->tls != NULL && tls_server_mode(srv->tls) != TLS_MODE_DISABLED) {
 		terr_t err = TERR_INIT;
@@ -360,6 +392,7 @@ end:
 	left = --srv->nconns;
 	__atomic_fetch_sub(&k->connections_current, 1, __ATOMIC_RELAXED);
 	log_conn_end(c, left);
+	bson_free(c->rbuf);
 	bson_free(c);
 	pthread_cond_broadcast(&srv->conns_done);
 	pthread_mutex_unlock(&srv->lock);

@@ -51,6 +51,8 @@ struct conn {
 	bool is_local;
 	tls_conn_t *tls;                  /* set once the TLS handshake is done */
 	wire_compression_t comp;          /* negotiated by hello */
+	uint8_t *rbuf;                    /* read-ahead: a header and a small body in one recv */
+	size_t rpos, rlen;
 	conn_t *prev, *next;              /* in srv->conns, under srv->lock */
 };
 
