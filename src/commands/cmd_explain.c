@@ -34,6 +34,7 @@ typedef struct xreq {
 	const char *key;           /* distinct */
 	bool multi;                /* update/delete many */
 	bool is_remove;            /* findAndModify remove */
+	bool fast_count;           /* count of everything: mongod reads the record count */
 } xreq_t;
 
 static bool
@@ -198,6 +199,24 @@ append_plan(const plan_exec_t *x, const xreq_t *r, bool es, int64_t n, bson_t *o
 	const char *wrap = wrapper_stage(r);
 	bson_t in;
 
+	if (r->fast_count) {
+		BSON_APPEND_UTF8(out, "stage", "RECORD_STORE_FAST_COUNT");
+		if (es) {
+			BSON_APPEND_INT32(out, "nReturned", 0);
+			BSON_APPEND_INT32(out, "executionTimeMillisEstimate", 0);
+			BSON_APPEND_INT32(out, "works", 1);
+			BSON_APPEND_INT32(out, "advanced", 0);
+			BSON_APPEND_INT32(out, "needTime", 0);
+			BSON_APPEND_INT32(out, "needYield", 0);
+			BSON_APPEND_INT32(out, "saveState", 0);
+			BSON_APPEND_INT32(out, "restoreState", 0);
+			BSON_APPEND_BOOL(out, "isEOF", true);
+			BSON_APPEND_INT64(out, "nCounted", n);
+			BSON_APPEND_INT64(out, "nSkipped", 0);
+		}
+		return;
+	}
+
 	if (wrap == NULL) {
 		plan_exec_explain_append(x, es, out);
 		return;
@@ -293,6 +312,8 @@ CMD_HANDLER(cmd_explain)
 	if (strcmp(*k, "aggregate") == 0)
 		return explain_aggregate(c, &inner, err);
 	ERR(parse_inner(&inner, &r, err));
+	r.fast_count = strcmp(r.kind, "count") == 0 && (!r.has_filter || bson_empty(&r.filter)) && !r.has_hint &&
+	    r.skip == 0 && r.limit == 0;
 	cmd_ns(ns, sizeof(ns), c->db, r.coll);
 	storage_coll_get(c->engine->st, c->db, r.coll, &req.coll, NULL);
 	if (r.has_let)
@@ -363,8 +384,8 @@ CMD_HANDLER(cmd_explain)
 		BSON_APPEND_BOOL(&es, "executionSuccess", true);
 		BSON_APPEND_INT64(&es, "nReturned", wrapper_stage(&r) != NULL ? 0 : n);
 		BSON_APPEND_INT64(&es, "executionTimeMillis", (cmd_now_us() - t0) / 1000);
-		BSON_APPEND_INT64(&es, "totalKeysExamined", st->keys_examined);
-		BSON_APPEND_INT64(&es, "totalDocsExamined", st->docs_examined);
+		BSON_APPEND_INT64(&es, "totalKeysExamined", r.fast_count ? 0 : st->keys_examined);
+		BSON_APPEND_INT64(&es, "totalDocsExamined", r.fast_count ? 0 : st->docs_examined);
 		BSON_APPEND_DOCUMENT_BEGIN(&es, "executionStages", &stages);
 		append_plan(x, &r, true, n, &stages);
 		bson_append_document_end(&es, &stages);

@@ -357,6 +357,11 @@ test_express_sort_sparse_partial(void)
 	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.stage"), "DELETE");
 	TT_EQ_INT(get_i64(r, "executionStats.executionStages.nWouldDelete"), 2);
 	free_reply(r);
+	r = run("{\"explain\": {\"count\": \"e\"}, \"verbosity\": \"executionStats\"}", &rc);
+	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.stage"), "RECORD_STORE_FAST_COUNT");
+	TT_EQ_INT(get_i64(r, "executionStats.executionStages.nCounted"), 5);
+	TT_EQ_INT(get_i64(r, "executionStats.totalDocsExamined"), 0);
+	free_reply(r);
 	r = run("{\"count\": \"e\", \"query\": {\"a\": 1}}", &rc);
 	TT_EQ_INT(get_i64(r, "n"), 2);
 	free_reply(r);
