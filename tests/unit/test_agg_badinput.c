@@ -137,6 +137,81 @@ test_random_pipelines(void)
 	TT_ASSERT(errors < 2500);
 }
 
+/* Valid-looking stages with random operands: exercises the run-time paths. */
+static const char *const vals[] = {
+	"\"$a\"", "\"$b.c\"", "\"$$ROOT\"", "{\"$add\": [\"$a\", 1]}", "1", "-1", "0", "2", "\"x\"", "null",
+	"[1, 2]", "{\"$cond\": [{\"$gt\": [\"$a\", 1]}, \"$a\", null]}", "\"$missing\"", "{\"k\": \"$a\"}",
+	"true", "{\"$literal\": {\"$a\": 1}}", "\"$b\"", "{\"$size\": \"$a\"}", "\"$$REMOVE\"", "1.5",
+};
+
+static const char *const templates[] = {
+	"{\"$group\": {\"_id\": V, \"x\": {\"$sum\": V}, \"y\": {\"$push\": V}, \"z\": {\"$max\": V}}}",
+	"{\"$project\": {\"a\": V, \"b.c\": V}}",
+	"{\"$addFields\": {\"a\": V, \"b.d\": V}}",
+	"{\"$unwind\": {\"path\": \"$a\", \"includeArrayIndex\": \"i\", \"preserveNullAndEmptyArrays\": true}}",
+	"{\"$unwind\": \"$b.c\"}",
+	"{\"$bucket\": {\"groupBy\": \"$a\", \"boundaries\": [0, 5, 10], \"default\": V}}",
+	"{\"$bucketAuto\": {\"groupBy\": V, \"buckets\": N}}",
+	"{\"$setWindowFields\": {\"partitionBy\": V, \"sortBy\": {\"a\": 1}, \"output\": {\"x\": {\"$sum\": V, \"window\": {\"documents\": [\"unbounded\", N]}}, \"r\": {\"$rank\": {}}}}}",
+	"{\"$setWindowFields\": {\"sortBy\": {\"a\": 1}, \"output\": {\"x\": {\"$avg\": V, \"window\": {\"range\": [-1, 1]}}, \"s\": {\"$shift\": {\"output\": V, \"by\": N}}}}}",
+	"{\"$setWindowFields\": {\"sortBy\": {\"a\": 1}, \"output\": {\"d\": {\"$derivative\": {\"input\": V}, \"window\": {\"documents\": [-1, 0]}}, \"i\": {\"$integral\": {\"input\": V}}, \"e\": {\"$expMovingAvg\": {\"input\": V, \"N\": 2}}}}}",
+	"{\"$densify\": {\"field\": \"a\", \"range\": {\"step\": 1, \"bounds\": \"full\"}}}",
+	"{\"$fill\": {\"sortBy\": {\"a\": 1}, \"output\": {\"b\": {\"method\": \"linear\"}, \"c\": {\"method\": \"locf\"}, \"d\": {\"value\": V}}}}",
+	"{\"$lookup\": {\"from\": \"c\", \"localField\": \"a\", \"foreignField\": \"b.c\", \"as\": \"j\"}}",
+	"{\"$lookup\": {\"from\": \"c\", \"let\": {\"v\": V}, \"pipeline\": [{\"$match\": {\"$expr\": {\"$eq\": [\"$a\", \"$$v\"]}}}], \"as\": \"j\"}}",
+	"{\"$graphLookup\": {\"from\": \"c\", \"startWith\": V, \"connectFromField\": \"a\", \"connectToField\": \"_id\", \"as\": \"g\", \"maxDepth\": N}}",
+	"{\"$sort\": {\"a\": 1, \"b.c\": -1}}", "{\"$sortByCount\": V}", "{\"$replaceWith\": V}",
+	"{\"$redact\": {\"$cond\": [V, \"$$DESCEND\", \"$$PRUNE\"]}}",
+	"{\"$facet\": {\"x\": [{\"$group\": {\"_id\": V}}], \"y\": [{\"$limit\": 1}]}}",
+	"{\"$merge\": {\"into\": \"out\", \"whenMatched\": [{\"$set\": {\"m\": V}}]}}", "{\"$out\": \"out2\"}",
+	/* (a filter that can drop every document before a pushed-down $sort
+	 * waits for query/sort.c to accept an empty sort) */
+	"{\"$match\": {\"_id\": {\"$ne\": V}}}", "{\"$count\": \"n\"}", "{\"$sample\": {\"size\": 2}}",
+	"{\"$project\": {\"x\": {\"$cond\": [{\"$lt\": [V, V]}, V, \"$$REMOVE\"]}}}",
+	"{\"$unionWith\": {\"coll\": \"c\", \"pipeline\": [{\"$project\": {\"a\": V}}]}}",
+};
+
+static void
+expand(bson_string_t *s, const char *t)
+{
+	for (; *t; t++) {
+		if (*t == 'V')
+			bson_string_append(s, vals[rnd(sizeof(vals) / sizeof(vals[0]))]);
+		else if (*t == 'N')
+			bson_string_append_printf(s, "%d", (int)rnd(4) - 1);
+		else
+			bson_string_append_c(s, *t);
+	}
+}
+
+static void
+test_runtime_paths(void)
+{
+	int i, j, ok_runs = 0;
+	bool ok;
+
+	for (i = 0; i < 800; i++) {
+		bson_string_t *s = bson_string_new("[");
+		int n = 1 + (int)rnd(3);
+		const char *last = NULL;
+		for (j = 0; j < n; j++) {
+			const char *t = templates[rnd(sizeof(templates) / sizeof(templates[0]))];
+			if (last != NULL && (strstr(last, "$merge") || strstr(last, "$out")))
+				break;
+			if (j)
+				bson_string_append(s, ", ");
+			expand(s, t);
+			last = t;
+		}
+		bson_string_append(s, "]");
+		if (run_pipeline("c", s->str, &ok) == 0)
+			ok_runs++;
+		TT_ASSERT(ok);
+		bson_string_free(s, true);
+	}
+	TT_ASSERT(ok_runs > 200);
+}
+
 static void
 test_deep_and_long(void)
 {
@@ -189,11 +264,14 @@ main(void)
 		return 1;
 	}
 	cmd = tt_json("{\"insert\": \"c\", \"documents\": [{\"_id\": 1, \"a\": 1, \"b\": {\"c\": [1, 2]}},"
-	    " {\"_id\": 2, \"a\": \"x\", \"b\": [{\"c\": 3}]}, {\"_id\": 3, \"a\": [1, {\"d\": 2}]}, {\"_id\": 4}]}");
+	    " {\"_id\": 2, \"a\": \"x\", \"b\": [{\"c\": 3}]}, {\"_id\": 3, \"a\": [1, {\"d\": 2}]}, {\"_id\": 4},"
+	    " {\"_id\": 5, \"a\": 3, \"b\": 7}, {\"_id\": 6, \"a\": 3.5, \"b\": null}, {\"_id\": 7, \"a\": 9, \"c\": \"s\"},"
+	    " {\"_id\": 8, \"a\": {\"$date\": \"2026-01-01T00:00:00Z\"}}, {\"_id\": 9, \"a\": null, \"b\": {\"c\": 1}}]}");
 	tamga_run_command(db, "bad", cmd, &reply, &e);
 	bson_destroy(&reply);
 	bson_destroy(cmd);
 	TT_RUN(test_random_pipelines);
+	TT_RUN(test_runtime_paths);
 	TT_RUN(test_deep_and_long);
 	tamga_close(db);
 	tt_rmdir(dir);
