@@ -305,7 +305,9 @@ auth_store_any(storage_t *st, storage_session_t *s)
 
 #define NBUCKETS 256
 static auth_client_t *buckets[NBUCKETS];
-static pthread_mutex_t clients_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Readers (every command's lookup) share the lock; creating or forgetting
+ * a client's state takes it alone. */
+static pthread_rwlock_t clients_lock = PTHREAD_RWLOCK_INITIALIZER;
 
 static unsigned
 bucket_of(const client_t *cl)
@@ -321,19 +323,22 @@ auth_client_get(client_t *cl)
 	unsigned b = bucket_of(cl);
 	auth_client_t *ac;
 
-	pthread_mutex_lock(&clients_lock);
+	pthread_rwlock_rdlock(&clients_lock);
 	for (ac = buckets[b]; ac != NULL; ac = ac->next)
 		if (ac->cl == cl)
 			break;
-	if (ac == NULL) {
-		ac = bson_malloc0(sizeof(*ac));
-		ac->cl = cl;
-		auth_privset_init(&ac->privs);
-		auth_rolelist_init(&ac->roles);
-		ac->next = buckets[b];
-		buckets[b] = ac;
-	}
-	pthread_mutex_unlock(&clients_lock);
+	pthread_rwlock_unlock(&clients_lock);
+	if (ac != NULL)
+		return ac;
+	/* only cl's own thread adds cl's state, so nobody raced us to it */
+	ac = bson_malloc0(sizeof(*ac));
+	ac->cl = cl;
+	auth_privset_init(&ac->privs);
+	auth_rolelist_init(&ac->roles);
+	pthread_rwlock_wrlock(&clients_lock);
+	ac->next = buckets[b];
+	buckets[b] = ac;
+	pthread_rwlock_unlock(&clients_lock);
 	return ac;
 }
 
@@ -343,11 +348,11 @@ auth_client_peek(client_t *cl)
 	unsigned b = bucket_of(cl);
 	auth_client_t *ac;
 
-	pthread_mutex_lock(&clients_lock);
+	pthread_rwlock_rdlock(&clients_lock);
 	for (ac = buckets[b]; ac != NULL; ac = ac->next)
 		if (ac->cl == cl)
 			break;
-	pthread_mutex_unlock(&clients_lock);
+	pthread_rwlock_unlock(&clients_lock);
 	return ac;
 }
 
@@ -372,7 +377,7 @@ auth_client_forget(client_t *cl)
 	if (cl == NULL)
 		return;
 	b = bucket_of(cl);
-	pthread_mutex_lock(&clients_lock);
+	pthread_rwlock_wrlock(&clients_lock);
 	for (pp = &buckets[b]; *pp != NULL; pp = &(*pp)->next) {
 		if ((*pp)->cl == cl) {
 			ac = *pp;
@@ -380,7 +385,7 @@ auth_client_forget(client_t *cl)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&clients_lock);
+	pthread_rwlock_unlock(&clients_lock);
 	if (ac == NULL)
 		return;
 	auth_client_logout(ac);
