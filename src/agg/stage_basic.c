@@ -675,10 +675,14 @@ docs_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	}
 	if (ds->arr.value_type != BSON_TYPE_ARRAY || !bson_iter_next(&ds->it))
 		return 0;
-	if (!BSON_ITER_HOLDS_DOCUMENT(&ds->it))
-		return terr_set(err, 40228,
-		    "'replacement document' must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'.",
-		    "a non-object", bv_type_name(bson_iter_type(&ds->it)));
+	if (!BSON_ITER_HOLDS_DOCUMENT(&ds->it)) {
+		char *vs = bv_to_mongo_string(bson_iter_value(&ds->it));
+		terr_set(err, 40228,
+		    "'replacement document' must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: {}",
+		    vs, bv_type_name(bson_iter_type(&ds->it)));
+		bson_free(vs);
+		return -1;
+	}
 	{
 		bson_t d;
 		agg_value_doc(bson_iter_value(&ds->it), &d);
