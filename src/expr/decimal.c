@@ -863,17 +863,10 @@ expr_decimal_exp(bson_decimal128_t ad)
 	return wfinish(sum);
 }
 
-bson_decimal128_t
-expr_decimal_ln(bson_decimal128_t ad)
+/* ln of a positive finite x, WDIG digits */
+static dec_t
+wln(dec_t x)
 {
-	dec_t x = dec_unpack(ad);
-
-	if (x.kind == DK_NAN || (x.neg && !(x.kind == DK_FINITE && big_is_zero(&x.c))))
-		return dec_pack_special(DK_NAN, false);
-	if (x.kind == DK_INF)
-		return ad;
-	if (big_is_zero(&x.c))
-		return dec_pack_special(DK_INF, true);
 	/* x = m * 10^e10 with m in [1, 10) */
 	int nd = big_digits(&x.c);
 	int e10 = x.exp + nd - 1;
@@ -912,7 +905,48 @@ expr_decimal_ln(bson_decimal128_t ad)
 		res.exp = 0;
 		res.neg = false;
 	}
-	return wfinish(res);
+	return res;
+}
+
+bson_decimal128_t
+expr_decimal_ln(bson_decimal128_t ad)
+{
+	dec_t x = dec_unpack(ad);
+
+	if (x.kind == DK_NAN || (x.neg && !(x.kind == DK_FINITE && big_is_zero(&x.c))))
+		return dec_pack_special(DK_NAN, false);
+	if (x.kind == DK_INF)
+		return ad;
+	if (big_is_zero(&x.c))
+		return dec_pack_special(DK_INF, true);
+	return wfinish(wln(x));
+}
+
+bson_decimal128_t
+expr_decimal_log10(bson_decimal128_t ad)
+{
+	dec_t x = dec_unpack(ad);
+
+	if (x.kind == DK_NAN || (x.neg && !(x.kind == DK_FINITE && big_is_zero(&x.c))))
+		return dec_pack_special(DK_NAN, false);
+	if (x.kind == DK_INF)
+		return ad;
+	if (big_is_zero(&x.c))
+		return dec_pack_special(DK_INF, true);
+	/* exact for powers of ten */
+	big_t c = x.c;
+	int tz = 0;
+	while (!big_is_zero(&c)) {
+		big_t t = c;
+		if (big_div_small(&t, 10) != 0)
+			break;
+		c = t;
+		tz++;
+	}
+	big_t one = {{1}};
+	if (big_cmp(&c, &one) == 0)
+		return expr_decimal_from_int64((int64_t)x.exp + tz);
+	return wfinish(wdiv(wln(x), wconst(LN10, 0)));
 }
 
 /* ---- conversions --------------------------------------------------------- */

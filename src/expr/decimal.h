@@ -9,9 +9,7 @@
  * for $round/$trunc, and conversions.  Results carry IEEE's preferred
  * exponents (1.0 + 2.00 = 3.00; 10 / 4 = 2.5) so printing matches mongod.
  *
- * Not here: log10, arbitrary-base log and pow for decimals (mongod composes
- * them from Intel's library in ways not reproduced yet); callers report
- * them as not implemented.
+ * Not here: pow for decimals; callers report it as not implemented.
  */
 #ifndef TAMGA_EXPR_DECIMAL_H
 #define TAMGA_EXPR_DECIMAL_H
@@ -32,6 +30,8 @@ bson_decimal128_t expr_decimal_mod(bson_decimal128_t a, bson_decimal128_t b);
  * rounded once to 34 digits (ln of a negative -> NaN, ln 0 -> -Infinity). */
 bson_decimal128_t expr_decimal_exp(bson_decimal128_t a);
 bson_decimal128_t expr_decimal_ln(bson_decimal128_t a);
+/* log10, exact for powers of ten. */
+bson_decimal128_t expr_decimal_log10(bson_decimal128_t a);
 
 /* Square root, correctly rounded (negative -> NaN; -0 -> -0). */
 bson_decimal128_t expr_decimal_sqrt(bson_decimal128_t a);

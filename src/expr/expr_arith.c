@@ -6,7 +6,7 @@
  * (int32 widens to int64, int64 overflow falls back to double), Decimal128
  * whenever an operand is decimal (decimal.c), $divide gives double unless a
  * decimal is involved.  Dates take part in $add and $subtract.  Decimal
- * $log10, $log and $pow are not implemented yet (238).
+ * $pow is not implemented yet (238).
  */
 #include "expr/expr_private.h"
 
@@ -411,8 +411,11 @@ eval_log10(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	char buf[64];
 
 	SINGLE_NUMERIC(e, env, &v, out, err);
-	if (v.value_type == BSON_TYPE_DECIMAL128)
-		return decimal_not_implemented("$log10", err);
+	if (v.value_type == BSON_TYPE_DECIMAL128 && !expr_decimal_is_negative(v.value.v_decimal128) &&
+	    !expr_decimal_is_zero(v.value.v_decimal128) && !expr_decimal_is_nan(v.value.v_decimal128)) {
+		expr_set_decimal(out, expr_decimal_log10(v.value.v_decimal128));
+		return 0;
+	}
 	double d = expr_num_to_double(&v);
 	if (!(d > 0 || isnan(d))) {
 		fmt_double(buf, sizeof(buf), d);
@@ -458,9 +461,16 @@ eval_log(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	if (!is_num(&b))
 		return terr_set(err, 28757, "$log's base must be numeric, not %s", expr_type_name(&b));
 	double x = expr_num_to_double(&a), base = expr_num_to_double(&b);
-	if ((a.value_type == BSON_TYPE_DECIMAL128 || b.value_type == BSON_TYPE_DECIMAL128) && x > 0 && base > 0 &&
-	    base != 1)
-		return decimal_not_implemented("$log", err);
+	if (a.value_type == BSON_TYPE_DECIMAL128 || b.value_type == BSON_TYPE_DECIMAL128) {
+		bson_decimal128_t xa = expr_num_to_decimal(&a), xb = expr_num_to_decimal(&b);
+		if (!expr_decimal_is_negative(xa) && !expr_decimal_is_zero(xa) && !expr_decimal_is_nan(xa) &&
+		    !expr_decimal_is_negative(xb) && !expr_decimal_is_zero(xb) && !expr_decimal_is_nan(xb) &&
+		    expr_decimal_cmp(xb, expr_decimal_from_int64(1)) != 0) {
+			/* mongod: log(A) / log(B), each rounded to 34 digits */
+			expr_set_decimal(out, expr_decimal_div(expr_decimal_ln(xa), expr_decimal_ln(xb)));
+			return 0;
+		}
+	}
 	if (!(x > 0 || isnan(x))) {
 		fmt_double(buf, sizeof(buf), x);
 		return terr_set(err, 28758, "$log's argument must be a positive number, but is %s", buf);

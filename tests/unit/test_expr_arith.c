@@ -106,7 +106,10 @@ test_unary(void)
 	TX("{\"$ln\": " ND("10") "}", NULL, RDEC("2.302585092994045684017991454684364"));
 	TX("{\"$ln\": " ND("1") "}", NULL, RDEC("0"));
 	TXERR("{\"$ln\": " ND("-1") "}", NULL, "ERR 28766 $ln's argument must be a positive number, but is -1");
-	TXERR("{\"$log10\": " ND("10") "}", NULL, "ERR 238 $log10 is not implemented for decimal arguments yet");
+	TX("{\"$log10\": " ND("1000") "}", NULL, RDEC("3"));
+	TX("{\"$log10\": " ND("2") "}", NULL, RDEC("0.3010299956639811952137388947244930"));
+	TX("{\"$log\": [" ND("8") ", 2]}", NULL, RDEC("3.000000000000000000000000000000000"));
+	TXERR("{\"$pow\": [" ND("2") ", 2]}", NULL, "ERR 238 $pow is not implemented for decimal arguments yet");
 	TX("{\"$sqrt\": " ND("16") "}", NULL, RDEC("4"));
 	TX("{\"$sqrt\": " ND("2") "}", NULL, RDEC("1.414213562373095048801688724209698"));
 	TX("{\"$sqrt\": " ND("1.44") "}", NULL, RDEC("1.2"));
