@@ -12,6 +12,8 @@
  */
 #include "tt.h"
 
+#include <pthread.h>
+
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
@@ -1011,6 +1013,71 @@ test_every_command_has_privileges(void)
 	(void)missing;
 }
 
+/* Several clients logging in, working and being refused at once, while
+ * an admin changes roles underneath them. */
+typedef struct thr {
+	int id;
+	int ok_inserts, refused;
+	int login_rc;
+} thr_t;
+
+static void *
+thread_main(void *arg)
+{
+	thr_t *t = arg;
+	client_t *cl = new_client(false);
+	char cmd[256];
+	int i;
+
+	t->login_rc = sasl_login(cl, "bookstore", t->id % 2 ? AUTH_SCRAM_SHA1 : AUTH_SCRAM_SHA256, "app", "apppw",
+	    t->id % 3 != 0, NULL);
+	for (i = 0; i < 20; i++) {
+		snprintf(cmd, sizeof(cmd), "{\"insert\": \"t%d\", \"documents\": [{\"i\": %d}]}", t->id, i);
+		if (run_quiet(cl, "bookstore", cmd) == 0)
+			t->ok_inserts++;
+		if (run_quiet(cl, "bookstore", "{\"collMod\": \"reviews\"}") == 13)
+			t->refused++;
+	}
+	free_client(cl);
+	return NULL;
+}
+
+static void
+test_threads(void)
+{
+	client_t *local, *admin;
+	pthread_t th[6];
+	thr_t t[6];
+	int i;
+
+	open_engine(true);
+	local = new_client(true);
+	make_admin(local);
+	admin = new_client(false);
+	TT_EQ_INT(sasl_login(admin, "admin", AUTH_SCRAM_SHA256, "root", "rootpw", true, NULL), 0);
+	TT_EQ_INT(run_quiet(admin, "bookstore", "{\"createUser\": \"app\", \"pwd\": \"apppw\", \"roles\": [\"readWrite\"]}"), 0);
+	TT_EQ_INT(run_quiet(admin, "bookstore", "{\"create\": \"reviews\"}"), 0);
+	for (i = 0; i < 6; i++) {
+		memset(&t[i], 0, sizeof(t[i]));
+		t[i].id = i;
+		pthread_create(&th[i], NULL, thread_main, &t[i]);
+	}
+	/* churn the role graph meanwhile: every client must re-resolve */
+	for (i = 0; i < 10; i++) {
+		TT_EQ_INT(run_quiet(admin, "bookstore", "{\"createRole\": \"tmp\", \"privileges\": [], \"roles\": []}"), 0);
+		TT_EQ_INT(run_quiet(admin, "bookstore", "{\"dropRole\": \"tmp\"}"), 0);
+	}
+	for (i = 0; i < 6; i++) {
+		pthread_join(th[i], NULL);
+		TT_EQ_INT(t[i].login_rc, 0);
+		TT_EQ_INT(t[i].ok_inserts, 20);
+		TT_EQ_INT(t[i].refused, 20);
+	}
+	free_client(admin);
+	free_client(local);
+	close_engine();
+}
+
 static void
 test_render(void)
 {
@@ -1042,5 +1109,6 @@ main(void)
 	TT_RUN(test_readwrite_vs_collmod);
 	TT_RUN(test_user_crud);
 	TT_RUN(test_hello_speculative);
+	TT_RUN(test_threads);
 	return tt_finish();
 }
