@@ -52,6 +52,7 @@ typedef struct opts {
 } opts_t;
 
 static server_t *g_server;
+static volatile sig_atomic_t g_signal;
 
 static void
 usage(FILE *f)
@@ -519,7 +520,7 @@ parse_args(opts_t *o, int argc, char **argv)
 static void
 on_signal(int sig)
 {
-	(void)sig;
+	g_signal = sig;
 	if (g_server != NULL)
 		server_stop(g_server);
 }
@@ -689,6 +690,14 @@ main(int argc, char **argv)
 
 	server_run(g_server);
 
+	if (g_signal != 0) {
+		tlog_set_ctx("SignalHandler");
+		bson_init(&attr);
+		BSON_APPEND_INT32(&attr, "signal", (int32_t)g_signal);
+		BSON_APPEND_UTF8(&attr, "error", strsignal((int)g_signal));
+		tlog('I', "CONTROL", 23377, "Received signal", &attr);
+		bson_destroy(&attr);
+	}
 	tlog_set_ctx("initandlisten");
 	tlog('I', "STORAGE", 4784930, "Shutting down the storage engine", NULL);
 out:
