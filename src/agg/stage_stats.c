@@ -236,6 +236,32 @@ not_built_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	return terr_set(err, TERR_NOT_IMPLEMENTED, "The %s stage is not supported by Tamga yet", pc->name);
 }
 
+/* $planCacheStats: Tamga caches no plans, so there is nothing to list. */
+static int
+plancache_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	bson_t d;
+	bson_iter_t it;
+
+	if (spec->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, TERR_FAILED_TO_PARSE,
+		    "$planCacheStats value must be an object. Found: %s", bv_type_name(spec->value_type));
+	agg_value_doc(spec, &d);
+	bson_iter_init(&it, &d);
+	while (bson_iter_next(&it))
+		if (strcmp(bson_iter_key(&it), "allHosts") != 0)
+			return terr_set(err, 40415, "BSON field '$planCacheStats.%s' is an unknown field.",
+			    bson_iter_key(&it));
+	agg_pctx_add(pc, &agg_stages_stats[3], NULL, agg_explain_doc("$planCacheStats", spec));
+	return 0;
+}
+
+static int
+nothing_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	return 0;
+}
+
 /* A standalone mongod without mongot answers these with its own errors. */
 static int
 standalone_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
@@ -276,11 +302,11 @@ const agg_stage_def_t agg_stages_stats[] = {
 	{"$indexStats", indexstats_parse, stats_open, indexstats_next, stats_close, plain_free,
 	    AGG_F_FIRST | AGG_F_NOT_IN_FACET},
 	{"$listSearchIndexes", search_indexes_parse, NULL, search_indexes_next, NULL, NULL, AGG_F_FIRST},
+	{"$planCacheStats", plancache_parse, NULL, nothing_next, NULL, NULL, AGG_F_FIRST | AGG_F_NOT_IN_FACET},
 	{"$geoNear", not_built_parse},
 	{"$currentOp", not_built_parse},
 	{"$listLocalSessions", not_built_parse},
 	{"$listSessions", not_built_parse},
-	{"$planCacheStats", not_built_parse},
 	{"$changeStream", standalone_parse},
 	{"$search", standalone_parse},
 	{"$searchMeta", standalone_parse},

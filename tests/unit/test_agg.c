@@ -624,6 +624,7 @@ test_stats_stages(void)
 	AGG_ERR("customers", "[{\"$match\": {}}, {\"$collStats\": {}}]", 40602);
 	AGG_ERR("customers", "[{\"$geoNear\": {}}]", 238);
 	AGG_ERR("customers", "[{\"$changeStream\": {}}]", 40573);
+	AGG_EQ("customers", "[{\"$planCacheStats\": {}}]", "[ ]");
 	AGG_ERR("customers", "[{\"$listSearchIndexes\": {}}]", 115);
 	load("red", "[{\"_id\": 1, \"level\": 1, \"a\": {\"level\": 5, \"x\": 1}, \"b\": [{\"level\": 1, \"y\": 2}, {\"level\": 9}, 3]}]");
 	AGG_EQ("red", "[{\"$redact\": {\"$cond\": [{\"$lte\": [\"$level\", 3]}, \"$$DESCEND\", \"$$PRUNE\"]}}]",
