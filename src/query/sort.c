@@ -338,7 +338,8 @@ static void
 sort_items(sorter_t *st)
 {
 	qsort_spec = st->spec;
-	qsort(st->items, st->n, sizeof(sitem_t), item_cmp);
+	if (st->n > 1)
+		qsort(st->items, st->n, sizeof(sitem_t), item_cmp);
 	qsort_spec = NULL;
 }
 
