@@ -8,6 +8,7 @@
  */
 #include "query/plan.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
@@ -102,6 +103,67 @@ struct plan_exec {
 	bson_t *proj_doc;              /* owned copy for explain */
 	plan_stats_t stats;
 };
+
+/* ---- index usage ($indexStats accesses.ops) ----------------------------- */
+
+typedef struct usage {
+	struct usage *next;
+	char *ident;
+	int64_t ops;
+} usage_t;
+
+#define USAGE_BUCKETS 256
+static usage_t *usage_tab[USAGE_BUCKETS];
+static pthread_mutex_t usage_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static unsigned
+usage_bucket(const char *ident)
+{
+	unsigned h = 5381;
+
+	for (; *ident; ident++)
+		h = h * 33 + (unsigned char)*ident;
+	return h % USAGE_BUCKETS;
+}
+
+static void
+usage_bump(const storage_index_t *ix)
+{
+	unsigned b;
+	usage_t *u;
+
+	if (ix == NULL || ix->ident == NULL)
+		return;
+	b = usage_bucket(ix->ident);
+	pthread_mutex_lock(&usage_mu);
+	for (u = usage_tab[b]; u != NULL; u = u->next)
+		if (strcmp(u->ident, ix->ident) == 0)
+			break;
+	if (u == NULL) {
+		u = bson_malloc0(sizeof(*u));
+		u->ident = bson_strdup(ix->ident);
+		u->next = usage_tab[b];
+		usage_tab[b] = u;
+	}
+	u->ops++;
+	pthread_mutex_unlock(&usage_mu);
+}
+
+int64_t
+plan_index_ops(const char *ident)
+{
+	usage_t *u;
+	int64_t ops = 0;
+
+	if (ident == NULL)
+		return 0;
+	pthread_mutex_lock(&usage_mu);
+	for (u = usage_tab[usage_bucket(ident)]; u != NULL; u = u->next)
+		if (strcmp(u->ident, ident) == 0)
+			ops = u->ops;
+	pthread_mutex_unlock(&usage_mu);
+	return ops;
+}
 
 static int64_t
 now_us(void)
@@ -269,6 +331,19 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 				x->backward = x->sol->backward;
 			}
 		}
+	}
+	if (x->access == ACCESS_IXSCAN && x->sol->kind == PLANNER_OR) {
+		int i;
+		for (i = 0; i < x->sol->nbranches; i++)
+			if (x->sol->branches[i]->index < x->coll->nindexes)
+				usage_bump(&x->coll->indexes[x->sol->branches[i]->index]);
+	} else if (x->access == ACCESS_IXSCAN && x->sol->index < x->coll->nindexes) {
+		usage_bump(&x->coll->indexes[x->sol->index]);
+	} else if (x->access == ACCESS_ID && x->coll != NULL) {
+		int i;
+		for (i = 0; i < x->coll->nindexes; i++)
+			if (x->coll->indexes[i].is_id)
+				usage_bump(&x->coll->indexes[i]);
 	}
 	*out = x;
 	return 0;

@@ -315,6 +315,23 @@ test_express_sort_sparse_partial(void)
 	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"c\": 1}}, \"verbosity\": \"queryPlanner\"}", &rc);
 	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.indexName"), "c_1");
 	free_reply(r);
+	/* usage counters for $indexStats */
+	{
+		storage_coll_t *ec = NULL;
+		int64_t before, after;
+		int k, bi = -1;
+		storage_coll_get(engine_storage(eng), "test", "e", &ec, NULL);
+		for (k = 0; k < ec->nindexes; k++)
+			if (strcmp(ec->indexes[k].name, "b_1") == 0)
+				bi = k;
+		TT_ASSERT(bi >= 0);
+		before = plan_index_ops(ec->indexes[bi].ident);
+		r = run("{\"find\": \"e\", \"filter\": {\"b\": {\"$gte\": 2}}}", &rc);
+		free_reply(r);
+		after = plan_index_ops(ec->indexes[bi].ident);
+		TT_EQ_INT(after, before + 1);
+		storage_coll_release(ec);
+	}
 	/* $in over an index: one scan, the gap between the points costs one key */
 	run_code("{\"drop\": \"gap\"}");
 	TT_EQ_INT(run_code("{\"insert\": \"gap\", \"documents\": [{\"_id\": 1, \"a\": 1}, {\"_id\": 2, \"a\": 2}, {\"_id\": 3, \"a\": 3}, {\"_id\": 4, \"a\": 4}]}"), 0);
