@@ -504,8 +504,10 @@ bucket_case(PGconn *pc, int64_t books, bool have_t, bool have_p, double *t, doub
 		coll = mongoc_client_get_collection(client, DB, "book_views");
 		mongoc_collection_drop(coll, NULL);
 	}
-	if (have_p)
+	if (have_p) {
+		pg_exec(pc, "CHECKPOINT"); /* start without the earlier cases' dirty pages */
 		bucket_pg_setup(pc);
+	}
 	for (b = 0; b < books; b++) {
 		double xt = 0, xp = 0;
 		if (b % 2 == 0 && have_t)
@@ -594,6 +596,7 @@ main(int argc, char **argv)
 			char sql[64];
 			snprintf(sql, sizeof(sql), "VACUUM ANALYZE %s", table);
 			pg_exec(pc, sql);
+			pg_exec(pc, "CHECKPOINT");
 		}
 		print_case(name, have_t, t, have_p, p);
 	}
