@@ -5,8 +5,10 @@
  *
  * Conversions are a table indexed by target type; failures are 241
  * ConversionFailure with mongod's wording ("... in $convert with no onError
- * value: ..."), replaced by onError when given.  BinData conversions and
- * $convert's format/base options are not implemented (238).
+ * value: ..."), replaced by onError when given.  Supports `base` (number <->
+ * string), `format` and `to: {type, subtype}` (string <-> binData: base64,
+ * base64url, hex, utf8, uuid, auto).  Numeric <-> binData (`byteOrder`) and
+ * array/object <-> binData answer 238.
  */
 #include "expr/expr_private.h"
 
@@ -355,6 +357,349 @@ to_oid(const bson_value_t *in, bson_value_t *out, terr_t *err)
 	return 0;
 }
 
+static int convert_value(expr_env_t *env, const bson_value_t *in, bson_type_t to, bson_value_t *out, terr_t *err);
+
+/* ---- $convert options: base, format, subtype (binData) ------------------- */
+
+enum { FMT_NONE = -1, FMT_AUTO, FMT_BASE64, FMT_BASE64URL, FMT_HEX, FMT_UTF8, FMT_UUID };
+static const char *const fmt_names[] = {"auto", "base64", "base64url", "hex", "utf8", "uuid"};
+
+typedef struct conv_opts {
+	int base;    /* 0 = none, else 2, 8, 10 or 16 */
+	int format;  /* FMT_* */
+	int subtype; /* target binData subtype */
+} conv_opts_t;
+
+static const conv_opts_t no_opts = {0, FMT_NONE, 0};
+
+static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static void
+b64_encode(bson_string_t *s, const uint8_t *d, size_t n, bool url)
+{
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)d[i] << 16 | (i + 1 < n ? (uint32_t)d[i + 1] << 8 : 0) | (i + 2 < n ? d[i + 2] : 0);
+		size_t out = i + 2 < n ? 4 : i + 1 < n ? 3 : 2;
+		for (size_t k = 0; k < 4; k++) {
+			if (k < out) {
+				char c = b64chars[(v >> (18 - 6 * k)) & 63];
+				if (url && c == '+')
+					c = '-';
+				else if (url && c == '/')
+					c = '_';
+				bson_string_append_c(s, c);
+			} else if (!url) {
+				bson_string_append_c(s, '=');
+			}
+		}
+	}
+}
+
+/* decoded bytes into *out (arena); false when malformed */
+static bool
+b64_decode(expr_env_t *env, const char *s, size_t n, bool url, uint8_t **out, size_t *outlen)
+{
+	uint8_t *buf = expr_env_alloc(env, n * 3 / 4 + 3);
+	size_t o = 0, q = 0;
+	uint32_t acc = 0;
+	size_t pad = 0;
+
+	if (!url && n % 4 != 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		int v;
+		if (c == '=' && !url) {
+			pad++;
+			continue;
+		}
+		if (pad)
+			return false;
+		if (c >= 'A' && c <= 'Z') v = c - 'A';
+		else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+		else if (c >= '0' && c <= '9') v = c - '0' + 52;
+		else if (c == (url ? '-' : '+')) v = 62;
+		else if (c == (url ? '_' : '/')) v = 63;
+		else return false;
+		acc = acc << 6 | (uint32_t)v;
+		if (++q == 4) {
+			buf[o++] = (uint8_t)(acc >> 16);
+			buf[o++] = (uint8_t)(acc >> 8);
+			buf[o++] = (uint8_t)acc;
+			q = 0;
+			acc = 0;
+		}
+	}
+	if (pad > 2 || q == 1)
+		return false;
+	if (q == 2)
+		buf[o++] = (uint8_t)(acc >> 4);
+	else if (q == 3) {
+		buf[o++] = (uint8_t)(acc >> 10);
+		buf[o++] = (uint8_t)(acc >> 2);
+	}
+	*out = buf;
+	*outlen = o;
+	return true;
+}
+
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static void
+set_binary(expr_env_t *env, bson_value_t *out, const uint8_t *d, size_t n, int subtype)
+{
+	uint8_t *p = expr_env_alloc(env, n + 1);
+	if (n)
+		memcpy(p, d, n);
+	memset(out, 0, sizeof(*out));
+	out->value_type = BSON_TYPE_BINARY;
+	out->value.v_binary.subtype = (bson_subtype_t)subtype;
+	out->value.v_binary.data = p;
+	out->value.v_binary.data_len = (uint32_t)n;
+}
+
+static int
+bin_fail(const bson_value_t *in, const char *why, terr_t *err)
+{
+	return terr_set(err, CONV_FAIL, "Failed to parse BinData '%s'" NO_ONERR ": %s", in->value.v_utf8.str, why);
+}
+
+static int
+string_to_bindata(expr_env_t *env, const bson_value_t *in, const conv_opts_t *o, bson_value_t *out, terr_t *err)
+{
+	const char *s = in->value.v_utf8.str;
+	size_t n = in->value.v_utf8.len;
+	uint8_t *d = NULL;
+	size_t dn = 0;
+
+	if (o->format == FMT_NONE)
+		return terr_set(err, 4341115, "Format must be speficied when converting from 'string' to 'binData'");
+	if ((o->format == FMT_UUID) != (o->subtype == 4))
+		return bin_fail(in, "Only the 'uuid' format is allowed with the UUID subtype", err);
+	switch (o->format) {
+	case FMT_BASE64:
+	case FMT_BASE64URL:
+		if (!b64_decode(env, s, n, o->format == FMT_BASE64URL, &d, &dn))
+			return bin_fail(in, "Invalid base64 string", err);
+		break;
+	case FMT_HEX:
+		if (n % 2 != 0)
+			return bin_fail(in, "Invalid hex string: odd length", err);
+		d = expr_env_alloc(env, n / 2 + 1);
+		for (size_t i = 0; i < n; i += 2) {
+			int hi = hexval(s[i]), lo = hexval(s[i + 1]);
+			if (hi < 0 || lo < 0)
+				return bin_fail(in, "Invalid hex string", err);
+			d[dn++] = (uint8_t)(hi << 4 | lo);
+		}
+		break;
+	case FMT_UTF8:
+		if (!bson_utf8_validate(s, n, false))
+			return terr_set(err, CONV_FAIL, "Failed to parse BinData '%s'" NO_ONERR ": Invalid UTF-8: %s", s, s);
+		d = (uint8_t *)s;
+		dn = n;
+		break;
+	case FMT_UUID: {
+		d = expr_env_alloc(env, 17);
+		size_t k = 0;
+		static const size_t dash[] = {8, 13, 18, 23};
+		if (n != 36)
+			return bin_fail(in, "Invalid UUID string", err);
+		for (size_t i = 0; i < n; i++) {
+			if (i == dash[0] || i == dash[1] || i == dash[2] || i == dash[3]) {
+				if (s[i] != '-')
+					return bin_fail(in, "Invalid UUID string", err);
+				continue;
+			}
+			int hi = hexval(s[i]), lo = i + 1 < n ? hexval(s[i + 1]) : -1;
+			if (hi < 0 || lo < 0)
+				return bin_fail(in, "Invalid UUID string", err);
+			d[k++] = (uint8_t)(hi << 4 | lo);
+			i++;
+		}
+		dn = k;
+		break;
+	}
+	default:
+		return bin_fail(in, "Invalid format 'auto'", err);
+	}
+	set_binary(env, out, d, dn, o->subtype);
+	return 0;
+}
+
+static int
+bindata_to_string(expr_env_t *env, const bson_value_t *in, const conv_opts_t *o, bson_value_t *out, terr_t *err)
+{
+	const uint8_t *d = in->value.v_binary.data;
+	size_t n = in->value.v_binary.data_len;
+	bool uuid = in->value.v_binary.subtype == BSON_SUBTYPE_UUID && n == 16;
+	int f = o->format;
+	bson_string_t *s;
+
+	if (f == FMT_NONE)
+		return terr_set(err, 4341115, "Format must be speficied when converting from 'binData' to 'string'");
+	if (f == FMT_AUTO)
+		f = uuid ? FMT_UUID : FMT_BASE64;
+	if ((f == FMT_UTF8 && !bson_utf8_validate((const char *)d, n, false)) || (f == FMT_UUID && !uuid)) {
+		char *t = bv_to_mongo_string(in);
+		terr_set(err, CONV_FAIL, "Failed to convert '%s' to string" NO_ONERR ": %s", t,
+		         f == FMT_UUID ? "BinData does not represent a valid UUID"
+		                       : "BinData does not represent a valid UTF-8 string");
+		bson_free(t);
+		return -1;
+	}
+	s = bson_string_new(NULL);
+	switch (f) {
+	case FMT_BASE64:
+	case FMT_BASE64URL:
+		b64_encode(s, d, n, f == FMT_BASE64URL);
+		break;
+	case FMT_HEX:
+		for (size_t i = 0; i < n; i++)
+			bson_string_append_printf(s, "%02X", d[i]);
+		break;
+	case FMT_UTF8:
+		for (size_t i = 0; i < n; i++)
+			bson_string_append_c(s, (char)d[i]);
+		break;
+	default: /* uuid */
+		for (size_t i = 0; i < n; i++) {
+			if (i == 4 || i == 6 || i == 8 || i == 10)
+				bson_string_append_c(s, '-');
+			bson_string_append_printf(s, "%02x", d[i]);
+		}
+		break;
+	}
+	expr_set_string(env, out, s->str, s->len);
+	bson_string_free(s, true);
+	return 0;
+}
+
+/* integer in base 2/8/10/16 as fmt does ({:b} {:o} {:d} {:X}) */
+static void
+format_base(expr_env_t *env, int64_t v, int base, bson_value_t *out)
+{
+	char buf[80];
+	size_t i = sizeof(buf);
+	uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+
+	buf[--i] = 0;
+	do {
+		buf[--i] = "0123456789ABCDEF"[m % (uint64_t)base];
+		m /= (uint64_t)base;
+	} while (m);
+	if (v < 0)
+		buf[--i] = '-';
+	expr_set_string(env, out, buf + i, sizeof(buf) - 1 - i);
+}
+
+static int
+number_to_string_base(expr_env_t *env, const bson_value_t *in, int base, bson_value_t *out, terr_t *err)
+{
+	int64_t v;
+
+	if (in->value_type == BSON_TYPE_INT32 || in->value_type == BSON_TYPE_INT64) {
+		expr_num_get_int64(in, &v);
+	} else {
+		int32_t i32;
+		bool integral = in->value_type == BSON_TYPE_DOUBLE
+		                    ? (isfinite(in->value.v_double) && in->value.v_double == trunc(in->value.v_double))
+		                    : expr_decimal_is_integral(in->value.v_decimal128);
+		(void)i32;
+		if (!integral)
+			return terr_set(err, CONV_FAIL, "Base conversion is not supported for non-integers" NO_ONERR ": ");
+		if (!expr_num_to_int64_exact(in, &v))
+			return terr_set(err, CONV_FAIL, "Magnitude of the number provided for base conversion is too large"
+			                NO_ONERR ": ");
+	}
+	format_base(env, v, base, out);
+	return 0;
+}
+
+static int
+string_to_number_base(const bson_value_t *in, bson_type_t to, int base, bson_value_t *out, terr_t *err)
+{
+	const char *s = in->value.v_utf8.str;
+	char *end;
+
+	if (in->value.v_utf8.len >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		return terr_set(err, CONV_FAIL, "Illegal hexadecimal input" NO_ONERR ": %s", s);
+	if (in->value.v_utf8.len == 0 || s[0] == ' ' || s[0] == '\t' || s[0] == '+')
+		return parse_fail(in, "Did not consume whole string.", err);
+	errno = 0;
+	long long v = strtoll(s, &end, base);
+	if (end == s)
+		return parse_fail(in, "No digits", err);
+	if (*end != 0 || (size_t)(end - s) != in->value.v_utf8.len)
+		return parse_fail(in, "Did not consume whole string.", err);
+	if (errno == ERANGE)
+		return parse_fail(in, "Overflow", err);
+	switch (to) {
+	case BSON_TYPE_INT32:
+		if (v < INT32_MIN || v > INT32_MAX)
+			return terr_set(err, CONV_FAIL, "Conversion would overflow target type" NO_ONERR ": ");
+		expr_set_int32(out, (int32_t)v);
+		return 0;
+	case BSON_TYPE_INT64:
+		expr_set_int64(out, v);
+		return 0;
+	case BSON_TYPE_DOUBLE:
+		expr_set_double(out, (double)v);
+		return 0;
+	default:
+		expr_set_decimal(out, expr_decimal_from_int64(v));
+		return 0;
+	}
+}
+
+static int
+convert_value_opts(expr_env_t *env, const bson_value_t *in, bson_type_t to, const conv_opts_t *o, bson_value_t *out,
+                   terr_t *err)
+{
+	bool num_in = in->value_type == BSON_TYPE_INT32 || in->value_type == BSON_TYPE_INT64 ||
+	              in->value_type == BSON_TYPE_DOUBLE || in->value_type == BSON_TYPE_DECIMAL128;
+
+	if (to == BSON_TYPE_BINARY) {
+		if (in->value_type == BSON_TYPE_UTF8)
+			return string_to_bindata(env, in, o, out, err);
+		if (in->value_type == BSON_TYPE_BINARY) {
+			if ((int)in->value.v_binary.subtype != o->subtype)
+				return terr_set(err, CONV_FAIL, "Conversions between different BinData subtypes are not supported");
+			*out = *in;
+			return 0;
+		}
+		if (num_in || in->value_type == BSON_TYPE_ARRAY || in->value_type == BSON_TYPE_DOCUMENT)
+			return terr_set(err, TERR_NOT_IMPLEMENTED, "$convert from %s to binData is not implemented yet",
+			                expr_type_name(in));
+		return unsupported(in, to, err);
+	}
+	if (in->value_type == BSON_TYPE_BINARY) {
+		if (to == BSON_TYPE_UTF8)
+			return bindata_to_string(env, in, o, out, err);
+		if (to == BSON_TYPE_INT32 || to == BSON_TYPE_INT64 || to == BSON_TYPE_DOUBLE || to == BSON_TYPE_ARRAY)
+			return terr_set(err, TERR_NOT_IMPLEMENTED, "$convert from binData to %s is not implemented yet",
+			                bv_type_name(to));
+	}
+	if (o->base != 0) {
+		if (to == BSON_TYPE_UTF8 && num_in)
+			return number_to_string_base(env, in, o->base, out, err);
+		if (in->value_type == BSON_TYPE_UTF8 && (to == BSON_TYPE_INT32 || to == BSON_TYPE_INT64 ||
+		                                         to == BSON_TYPE_DOUBLE || to == BSON_TYPE_DECIMAL128))
+			return string_to_number_base(in, to, o->base, out, err);
+	}
+	return convert_value(env, in, to, out, err);
+}
+
 static int
 convert_value(expr_env_t *env, const bson_value_t *in, bson_type_t to, bson_value_t *out, terr_t *err)
 {
@@ -374,20 +719,17 @@ convert_value(expr_env_t *env, const bson_value_t *in, bson_type_t to, bson_valu
 		return to_date(in, out, err);
 	case BSON_TYPE_OID:
 		return to_oid(in, out, err);
-	case BSON_TYPE_BINARY:
-		return terr_set(err, TERR_NOT_IMPLEMENTED, "$convert to binData is not implemented yet");
 	default:
 		return unsupported(in, to, err);
 	}
 }
 
-/* args: input, to, onError|NULL, onNull|NULL.  For the shorthands, args[1]
- * is a constant with the target type name. */
+/* args: input, to, onError, onNull, format, base, byteOrder (absent: NULL) */
 static int
 parse_convert(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
 {
-	static const char *names[] = {"input", "to", "onError", "onNull"};
-	expr_t *parts[4] = {NULL, NULL, NULL, NULL};
+	static const char *names[] = {"input", "to", "onError", "onNull", "format", "base", "byteOrder"};
+	expr_t *parts[7] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 	bson_iter_t it;
 	int ret = 0;
 
@@ -398,16 +740,11 @@ parse_convert(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *e
 	while (bson_iter_next(&it)) {
 		const char *k = bson_iter_key(&it);
 		int idx = -1;
-		for (int i = 0; i < 4; i++) {
+		for (int i = 0; i < 7; i++) {
 			if (strcmp(k, names[i]) == 0)
 				idx = i;
 		}
 		if (idx < 0) {
-			if (strcmp(k, "format") == 0 || strcmp(k, "base") == 0 || strcmp(k, "byteOrder") == 0 ||
-			    strcmp(k, "subtype") == 0) {
-				ret = terr_set(err, TERR_NOT_IMPLEMENTED, "$convert's '%s' option is not implemented yet", k);
-				goto err;
-			}
 			ret = terr_set(err, TERR_FAILED_TO_PARSE, "$convert found an unknown argument: %s", k);
 			goto err;
 		}
@@ -423,18 +760,18 @@ parse_convert(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *e
 		ret = terr_set(err, TERR_FAILED_TO_PARSE, "Missing 'to' parameter to $convert");
 		goto err;
 	}
-	e->args = bson_malloc(4 * sizeof(*e->args));
+	e->args = bson_malloc(7 * sizeof(*e->args));
 	memcpy(e->args, parts, sizeof(parts));
-	e->nargs = 4;
+	e->nargs = 7;
 	return 0;
 err:
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 7; i++)
 		expr_destroy(parts[i]);
 	return ret;
 }
 
 static int
-target_type(const bson_value_t *to, bson_type_t *t, terr_t *err)
+target_type_code(const bson_value_t *to, bson_type_t *t, terr_t *err)
 {
 	if (to->value_type == BSON_TYPE_UTF8) {
 		if (strcmp(to->value.v_utf8.str, "missing") == 0) {
@@ -456,23 +793,112 @@ target_type(const bson_value_t *to, bson_type_t *t, terr_t *err)
 		*t = code == -1 ? BSON_TYPE_MINKEY : (bson_type_t)code;
 		return 0;
 	}
-	if (to->value_type == BSON_TYPE_DOCUMENT)
-		return terr_set(err, TERR_NOT_IMPLEMENTED, "$convert with a 'to' document is not implemented yet");
 	return terr_set(err, TERR_FAILED_TO_PARSE, "$convert's 'to' argument must be a string or number, but is %s",
 	                expr_type_name(to));
+}
+
+/* 'to': a type name/number, or {type, subtype} */
+static int
+target_type(const bson_value_t *to, bson_type_t *t, int *subtype, terr_t *err)
+{
+	*subtype = 0;
+	if (to->value_type != BSON_TYPE_DOCUMENT)
+		return target_type_code(to, t, err);
+	bson_iter_t it;
+	bson_value_t type, sub;
+	bool have_type = false, have_sub = false;
+	expr_iter_init(&it, to);
+	while (bson_iter_next(&it)) {
+		if (strcmp(bson_iter_key(&it), "type") == 0) {
+			type = *bson_iter_value(&it);
+			have_type = true;
+		} else if (strcmp(bson_iter_key(&it), "subtype") == 0) {
+			sub = *bson_iter_value(&it);
+			have_sub = true;
+		} else {
+			return terr_set(err, TERR_FAILED_TO_PARSE, "$convert found an unknown argument in 'to': %s",
+			                bson_iter_key(&it));
+		}
+	}
+	if (!have_type)
+		return terr_set(err, TERR_FAILED_TO_PARSE, "Missing 'type' in the 'to' argument of $convert");
+	RET(target_type_code(&type, t, err));
+	if (have_sub && !expr_is_nullish(&sub)) {
+		int32_t code;
+		if (!bv_is_number(&sub))
+			return terr_set(err, 4341108, "For BinData, $convert's 'subtype' argument must be a number, but is %s",
+			                expr_type_name(&sub));
+		if (!expr_num_to_int32_exact(&sub, &code))
+			return terr_set(err, 4341106, "In $convert, numeric 'subtype' argument is not an integer");
+		if (!((code >= 0 && code <= 8) || (code >= 128 && code <= 255)))
+			return terr_set(err, 4341107, "In $convert, numeric value for 'subtype' does not correspond to a "
+			                "BinData type: %d", code);
+		*subtype = code;
+	}
+	return 0;
+}
+
+static int
+parse_opts(const bson_value_t *base, const bson_value_t *format, const bson_value_t *order, conv_opts_t *o,
+           terr_t *err)
+{
+	*o = no_opts;
+	if (base != NULL && !expr_is_nullish(base)) {
+		int32_t b;
+		if (!bv_is_number(base) || !expr_num_to_int32_exact(base, &b))
+			return terr_set(err, 3501300, "In $convert, 'base' argument is not an integer");
+		if (b != 2 && b != 8 && b != 10 && b != 16)
+			return terr_set(err, 3501301, "In $convert, 'base' argument is not a valid base");
+		o->base = b;
+	}
+	if (format != NULL && !expr_is_nullish(format)) {
+		if (format->value_type != BSON_TYPE_UTF8) {
+			char *t = bv_to_mongo_string(format);
+			terr_set(err, 4341114, "$convert requires that 'format' be a string, found: %s with value %s",
+			         expr_type_name(format), t);
+			bson_free(t);
+			return -1;
+		}
+		for (int i = 0; i < (int)(sizeof(fmt_names) / sizeof(fmt_names[0])); i++) {
+			if (strcmp(format->value.v_utf8.str, fmt_names[i]) == 0)
+				o->format = i;
+		}
+		if (o->format == FMT_NONE)
+			return terr_set(err, 4341125, "Invalid 'format' argument for $convert: %s", format->value.v_utf8.str);
+	}
+	if (order != NULL && !expr_is_nullish(order)) {
+		if (order->value_type != BSON_TYPE_UTF8) {
+			char *t = bv_to_mongo_string(order);
+			terr_set(err, 9130001, "$convert requires that 'byteOrder' be a string, found: %s with value %s",
+			         expr_type_name(order), t);
+			bson_free(t);
+			return -1;
+		}
+		if (strcmp(order->value.v_utf8.str, "little") != 0 && strcmp(order->value.v_utf8.str, "big") != 0)
+			return terr_set(err, 9130002, "Invalid 'byteOrder' argument for $convert: %s", order->value.v_utf8.str);
+	}
+	return 0;
 }
 
 static int
 eval_convert(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 {
-	bson_value_t in, to;
-	bson_type_t t;
+	bson_value_t in, to, extra[3];
+	bson_type_t t = BSON_TYPE_NULL;
+	int subtype = 0;
+	conv_opts_t opts;
 	terr_t cerr = TERR_INIT;
 
 	RET(expr_eval_arg(e, 1, env, &to, err));
 	RET(expr_eval_arg(e, 0, env, &in, err));
+	for (int i = 0; i < 3; i++) {
+		if (e->args[4 + i] != NULL)
+			RET(expr_eval_arg(e, (size_t)(4 + i), env, &extra[i], err));
+		else
+			expr_set_missing(&extra[i]);
+	}
 	if (!expr_is_nullish(&to))
-		RET(target_type(&to, &t, err));
+		RET(target_type(&to, &t, &subtype, err));
 	if (expr_is_nullish(&in)) {
 		if (e->args[3] != NULL)
 			return expr_eval(e->args[3], env, out, err);
@@ -483,7 +909,9 @@ eval_convert(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		expr_set_null(out);
 		return 0;
 	}
-	if (convert_value(env, &in, t, out, &cerr) == 0)
+	RET(parse_opts(&extra[1], &extra[0], &extra[2], &opts, err));
+	opts.subtype = subtype;
+	if (convert_value_opts(env, &in, t, &opts, out, &cerr) == 0)
 		return 0;
 	if (e->args[2] != NULL && cerr.code == CONV_FAIL) {
 		terr_clear(&cerr);
@@ -538,7 +966,10 @@ eval_to(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		expr_set_null(out);
 		return 0;
 	}
-	return convert_value(env, &in, t, out, err);
+	conv_opts_t o = no_opts;
+	if (t == BSON_TYPE_UTF8)
+		o.format = FMT_AUTO; /* $toString renders binData as mongod 8+ */
+	return convert_value_opts(env, &in, t, &o, out, err);
 }
 
 const expr_op_t expr_ops_type[] = {

@@ -144,6 +144,40 @@ test_types(void)
 	TX("{\"$convert\": {\"input\": null, \"to\": \"int\", \"onNull\": \"none\"}}", NULL, RS("none"));
 	TX("{\"$convert\": {\"input\": \"7\", \"to\": 18}}", NULL, RL("7"));
 	TXERR("{\"$convert\": {\"input\": 1}}", NULL, "ERR 9 Missing 'to' parameter to $convert");
+	/* base */
+	TX("{\"$convert\": {\"input\": 255, \"to\": \"string\", \"base\": 16}}", NULL, RS("FF"));
+	TX("{\"$convert\": {\"input\": -5, \"to\": \"string\", \"base\": 2}}", NULL, RS("-101"));
+	TX("{\"$convert\": {\"input\": 8.0, \"to\": \"string\", \"base\": 8}}", NULL, RS("10"));
+	TX("{\"$convert\": {\"input\": \"ff\", \"to\": \"int\", \"base\": 16}}", NULL, RI("255"));
+	TX("{\"$convert\": {\"input\": \"101\", \"to\": \"long\", \"base\": 2}}", NULL, RL("5"));
+	TXERR("{\"$convert\": {\"input\": 1.5, \"to\": \"string\", \"base\": 2}}", NULL,
+	      "ERR 241 Base conversion is not supported for non-integers in $convert with no onError value: ");
+	TXERR("{\"$convert\": {\"input\": 1, \"to\": \"string\", \"base\": 3}}", NULL,
+	      "ERR 3501301 In $convert, 'base' argument is not a valid base");
+	/* binData */
+	TX("{\"$convert\": {\"input\": \"aGVsbG8=\", \"to\": \"binData\", \"format\": \"base64\"}}", NULL,
+	   RJ("{ \"$binary\" : { \"base64\" : \"aGVsbG8=\", \"subType\" : \"00\" } }"));
+	TX("{\"$convert\": {\"input\": \"68656C6C6F\", \"to\": {\"type\": \"binData\", \"subtype\": 5}, "
+	   "\"format\": \"hex\"}}", NULL, RJ("{ \"$binary\" : { \"base64\" : \"aGVsbG8=\", \"subType\" : \"05\" } }"));
+	TX("{\"$convert\": {\"input\": {\"$binary\": {\"base64\": \"aGVsbG8=\", \"subType\": \"00\"}}, "
+	   "\"to\": \"string\", \"format\": \"hex\"}}", NULL, RS("68656C6C6F"));
+	TX("{\"$convert\": {\"input\": {\"$binary\": {\"base64\": \"aGVsbG8=\", \"subType\": \"00\"}}, "
+	   "\"to\": \"string\", \"format\": \"utf8\"}}", NULL, RS("hello"));
+	TX("{\"$convert\": {\"input\": {\"$binary\": {\"base64\": \"+/8=\", \"subType\": \"00\"}}, "
+	   "\"to\": \"string\", \"format\": \"base64url\"}}", NULL, RS("-_8"));
+	TX("{\"$convert\": {\"input\": \"123e4567-e89b-12d3-a456-426614174000\", \"to\": {\"type\": \"binData\", "
+	   "\"subtype\": 4}, \"format\": \"uuid\"}}", NULL,
+	   RJ("{ \"$binary\" : { \"base64\" : \"Ej5FZ+ibEtOkVkJmFBdAAA==\", \"subType\" : \"04\" } }"));
+	TX("{\"$toString\": {\"$binary\": {\"base64\": \"Ej5FZ+ibEtOkVkJmFBdAAA==\", \"subType\": \"04\"}}}", NULL,
+	   RS("123e4567-e89b-12d3-a456-426614174000"));
+	TXERR("{\"$convert\": {\"input\": \"abc\", \"to\": \"binData\"}}", NULL,
+	      "ERR 4341115 Format must be speficied when converting from 'string' to 'binData'");
+	TXERR("{\"$convert\": {\"input\": \"zz\", \"to\": \"binData\", \"format\": \"hex\"}}", NULL,
+	      "ERR 241 Failed to parse BinData 'zz' in $convert with no onError value: Invalid hex string");
+	TX("{\"$convert\": {\"input\": \"zz\", \"to\": \"binData\", \"format\": \"hex\", \"onError\": 0}}", NULL,
+	   RI("0"));
+	TXERR("{\"$convert\": {\"input\": \"abc\", \"to\": \"binData\", \"format\": \"b64\"}}", NULL,
+	      "ERR 4341125 Invalid 'format' argument for $convert: b64");
 	TXERR("{\"$convert\": {\"input\": 1, \"to\": \"nope\"}}", NULL, "ERR 2 Unknown type name: nope");
 }
 
