@@ -7,7 +7,8 @@
  * limit).  The build itself (over existing documents, a unique violation
  * leaving nothing behind) is storage_index_create with the keygen of
  * query/keygen.c.  Special index kinds (text, 2d, 2dsphere, hashed,
- * wildcard, columnstore) are refused with 238 until they exist.
+ * columnstore, compound wildcard) are refused with 238 until they exist;
+ * single-field wildcard indexes ($**, a.$**, wildcardProjection) exist.
  */
 #include "commands/commands_private.h"
 
@@ -121,8 +122,17 @@ key_pattern_check(const bson_t *key, terr_t *err)
 		}
 		if (*f == '\0')
 			return terr_set(err, TERR_CANNOT_CREATE_INDEX, "Index keys cannot be an empty field.");
-		if (strcmp(f, "$**") == 0 || (strlen(f) > 4 && strcmp(f + strlen(f) - 4, ".$**") == 0))
-			return terr_set(err, TERR_NOT_IMPLEMENTED, "wildcard indexes are not supported by Tamga yet");
+		if (strcmp(f, "$**") == 0 || (strlen(f) > 4 && strcmp(f + strlen(f) - 4, ".$**") == 0)) {
+			if (BSON_ITER_HOLDS_UTF8(&it))
+				continue;   /* "$**": "text" and friends: the plugin check below */
+			if (bson_count_keys(key) != 1)
+				return terr_set(err, TERR_NOT_IMPLEMENTED,
+				    "compound wildcard indexes are not supported by Tamga yet");
+			if (strcmp(f, "$**") != 0 && (strncmp(f, "$**", 3) == 0 || strstr(f, "..") != NULL ||
+			    f[0] == '.'))
+				return terr_set(err, TERR_CANNOT_CREATE_INDEX, "Index keys cannot contain an empty field.");
+			continue;
+		}
 		for (p = f;;) {
 			const char *dot = strchr(p, '.');
 			size_t len = dot ? (size_t)(dot - p) : strlen(p);
@@ -411,6 +421,68 @@ partial_check(const bson_t *pf, bool *unsupported, terr_t *err)
 
 static const char *const id_spec_fields[] = {"key", "name", "v", "collation", "ns", "_id", NULL};
 
+static bool
+key_is_wildcard(const bson_t *key)
+{
+	bson_iter_t it;
+	const char *k;
+	size_t n;
+
+	if (key == NULL || !bson_iter_init(&it, key) || !bson_iter_next(&it) || BSON_ITER_HOLDS_UTF8(&it))
+		return false;
+	k = bson_iter_key(&it);
+	n = strlen(k);
+	return strcmp(k, "$**") == 0 || (n > 4 && strcmp(k + n - 4, ".$**") == 0);
+}
+
+/* wildcardProjection: only with {"$**": n}, a non-empty object, all
+ * inclusions or all exclusions (_id aside). */
+static int
+wildcard_projection_check(const bson_t *spec, bson_iter_t *it, terr_t *err)
+{
+	bson_iter_t k, p;
+	bson_t key;
+	int mode = -1;
+
+	if (!bson_iter_init_find(&k, spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&k)) {
+		return terr_set(err, TERR_BAD_VALUE, "The field 'wildcardProjection' is only allowed in 'wildcard' indexes");
+	} else {
+		const uint8_t *d;
+		uint32_t l;
+		bson_iter_document(&k, &l, &d);
+		bson_init_static(&key, d, l);
+	}
+	if (!key_is_wildcard(&key))
+		return terr_set(err, TERR_BAD_VALUE, "The field 'wildcardProjection' is only allowed in 'wildcard' indexes");
+	if (!BSON_ITER_HOLDS_DOCUMENT(it))
+		return terr_set(err, TERR_TYPE_MISMATCH, "The field 'wildcardProjection' must be a non-empty object, but got %s",
+		    bv_type_name(bson_iter_type(it)));
+	if (!bson_has_field(&key, "$**"))
+		return terr_set(err, TERR_FAILED_TO_PARSE,
+		    "The field 'wildcardProjection' is only allowed when 'key' is {\"$**\": ±1} or {\"$**\": \"columnstore\"}");
+	bson_iter_recurse(it, &p);
+	if (!bson_iter_next(&p))
+		return terr_set(err, TERR_FAILED_TO_PARSE, "The 'wildcardProjection' field can't be an empty object");
+	do {
+		const char *f = bson_iter_key(&p);
+		int on;
+		if (!BSON_ITER_HOLDS_NUMBER(&p) && !BSON_ITER_HOLDS_BOOL(&p))
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "wildcardProjection values other than numbers and booleans are not supported by Tamga yet");
+		on = bson_iter_as_bool(&p) ? 1 : 0;
+		if (strcmp(f, "_id") == 0)
+			continue;
+		if (mode >= 0 && on != mode) {
+			terr_set(err, on ? 31253 : 31254, on ? "Cannot do inclusion on field %s in exclusion projection" :
+			    "Cannot do exclusion on field %s in inclusion projection", f);
+			terr_wrap(err, "Failed to parse projection: wildcardProjection");
+			return -1;
+		}
+		mode = on;
+	} while (bson_iter_next(&p));
+	return 0;
+}
+
 /*
  * Validate one requested spec and build the spec to store in *out (v: 2
  * first, then key and name, then the other fields as given, ns dropped,
@@ -523,8 +595,10 @@ spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 			}
 		} else if (strcmp(f, "expireAfterSeconds") == 0) {
 			has_ttl = true;
-		} else if (!strcmp(f, "weights") || !strcmp(f, "wildcardProjection") ||
-		           !strcmp(f, "columnstoreProjection")) {
+		} else if (!strcmp(f, "wildcardProjection")) {
+			if (wildcard_projection_check(spec, &it, err) != 0)
+				goto err;
+		} else if (!strcmp(f, "weights") || !strcmp(f, "columnstoreProjection")) {
 			terr_set(err, TERR_NOT_IMPLEMENTED, "the index option '%s' is not supported by Tamga yet", f);
 			how = WRAP_PLAIN;
 			goto err;
@@ -573,6 +647,21 @@ spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 	if (*name == '\0') {
 		terr_set(err, TERR_CANNOT_CREATE_INDEX, "index name cannot be empty");
 		goto err;
+	}
+	if (key_is_wildcard(&key)) {
+		static const char *const opts[] = {"sparse", "unique", NULL};
+		int k;
+		for (k = 0; opts[k] != NULL; k++)
+			if (bson_iter_init_find(&it, spec, opts[k]) && bson_iter_as_bool(&it)) {
+				terr_set(err, TERR_CANNOT_CREATE_INDEX, "Index type 'wildcard' does not support the '%s' option",
+				    opts[k]);
+				goto err;
+			}
+		if (has_ttl) {
+			terr_set(err, TERR_CANNOT_CREATE_INDEX,
+			    "cannot make a TTL index :: caused by :: Index type 'wildcard' does not support the 'expireAfterSeconds' option");
+			goto err;
+		}
 	}
 	if (has_partial && sparse) {
 		terr_set(err, TERR_CANNOT_CREATE_INDEX, "cannot mix \"partialFilterExpression\" and \"sparse\" options");

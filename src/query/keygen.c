@@ -242,6 +242,172 @@ partial_pass(const storage_index_t *idx, const bson_t *doc, terr_t *err)
 	return match_exec(m, doc, NULL, err);
 }
 
+/* ---- wildcard ------------------------------------------------------------- */
+
+/* Is prefix a whole-component prefix of path (or equal)? */
+static bool
+path_prefix(const char *prefix, size_t plen, const char *path)
+{
+	return strncmp(prefix, path, plen) == 0 && (path[plen] == '\0' || path[plen] == '.');
+}
+
+bool
+keygen_is_wildcard(const storage_index_t *idx)
+{
+	bson_iter_t it;
+	const char *k;
+	size_t n;
+
+	if (idx->key == NULL || !bson_iter_init(&it, idx->key) || !bson_iter_next(&it))
+		return false;
+	k = bson_iter_key(&it);
+	n = strlen(k);
+	return strcmp(k, "$**") == 0 || (n > 4 && strcmp(k + n - 4, ".$**") == 0);
+}
+
+/* Whether a path at any depth may hold indexed values: inside the subtree
+ * and not excluded by the projection.  leaf: path is a complete value path
+ * (inclusion projections then need a prefix of it listed). */
+static bool
+wildcard_scope(const storage_index_t *idx, const char *path, bool leaf)
+{
+	bson_iter_t it, pj;
+	const char *k;
+	size_t n;
+	bool inclusion = false, any = false, included = false, id_listed = false, id_in = false;
+
+	bson_iter_init(&it, idx->key);
+	bson_iter_next(&it);
+	k = bson_iter_key(&it);
+	n = strlen(k);
+	if (strcmp(k, "$**") != 0) {
+		/* "a.b.$**": the subtree a.b */
+		if (!path_prefix(k, n - 4, path) && !(!leaf && path_prefix(path, strlen(path), k)))
+			return false;
+		return true;
+	}
+	if (idx->spec != NULL && bson_iter_init_find(&pj, idx->spec, "wildcardProjection") &&
+	    BSON_ITER_HOLDS_DOCUMENT(&pj) && bson_iter_recurse(&pj, &it)) {
+		while (bson_iter_next(&it)) {
+			const char *f = bson_iter_key(&it);
+			bool on = bson_iter_as_bool(&it);
+			if (strcmp(f, "_id") == 0) {
+				id_listed = true;
+				id_in = on;
+				if (path_prefix("_id", 3, path))
+					included = on;
+				continue;
+			}
+			any = true;
+			inclusion = on;
+			if (path_prefix(f, strlen(f), path) || (!leaf && on && path_prefix(path, strlen(path), f)))
+				included = on ? true : included;
+			if (!on && path_prefix(f, strlen(f), path))
+				return false;
+		}
+	}
+	if (path_prefix("_id", 3, path))
+		return id_listed && id_in;
+	if (any && inclusion)
+		return included;
+	return true;
+}
+
+bool
+keygen_wildcard_covers(const storage_index_t *idx, const char *path)
+{
+	return keygen_is_wildcard(idx) && wildcard_scope(idx, path, true);
+}
+
+typedef struct wc_ctx {
+	const storage_index_t *idx;
+	storage_key_add_fn add;
+	void *add_ctx;
+	keystring_t ks;
+	char path[2048];
+	int depth;
+} wc_ctx_t;
+
+static void
+wc_emit(wc_ctx_t *w, const bson_value_t *v)
+{
+	bson_value_t p;
+
+	if (!wildcard_scope(w->idx, w->path, true))
+		return;
+	p.value_type = BSON_TYPE_UTF8;
+	p.value.v_utf8.str = w->path;
+	p.value.v_utf8.len = (uint32_t)strlen(w->path);
+	keystring_reset(&w->ks);
+	keystring_append_value(&w->ks, &p, false);
+	keystring_append_value(&w->ks, v, false);
+	w->add(w->add_ctx, w->ks.buf, w->ks.len);
+}
+
+static void wc_value(wc_ctx_t *w, const bson_value_t *v, bool in_array);
+
+static void
+wc_doc(wc_ctx_t *w, const uint8_t *data, uint32_t len)
+{
+	bson_iter_t it;
+	size_t plen = strlen(w->path);
+
+	if (!bson_iter_init_from_data(&it, data, len))
+		return;
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		size_t klen = strlen(k);
+		if (plen + klen + 2 >= sizeof(w->path))
+			continue;
+		if (plen > 0)
+			w->path[plen] = '.';
+		memcpy(w->path + plen + (plen > 0), k, klen + 1);
+		if (wildcard_scope(w->idx, w->path, false))
+			wc_value(w, bson_iter_value(&it), false);
+		w->path[plen] = '\0';
+	}
+}
+
+static void
+wc_value(wc_ctx_t *w, const bson_value_t *v, bool in_array)
+{
+	if (w->depth > 200)
+		return;
+	w->depth++;
+	if (v->value_type == BSON_TYPE_DOCUMENT && v->value.v_doc.data_len > 5) {
+		wc_doc(w, v->value.v_doc.data, v->value.v_doc.data_len);
+	} else if (v->value_type == BSON_TYPE_ARRAY && !in_array) {
+		bson_iter_t it;
+		if (v->value.v_doc.data_len <= 5) {
+			bson_value_t u;
+			u.value_type = BSON_TYPE_UNDEFINED;
+			wc_emit(w, &u);
+		} else if (bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
+			while (bson_iter_next(&it))
+				wc_value(w, bson_iter_value(&it), true);
+		}
+	} else {
+		/* scalars, empty documents, and arrays nested in arrays */
+		wc_emit(w, v);
+	}
+	w->depth--;
+}
+
+static int
+wildcard_keys(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx)
+{
+	wc_ctx_t *w = bson_malloc0(sizeof(*w));
+
+	w->idx = idx;
+	w->add = add;
+	w->add_ctx = ctx;
+	keystring_init(&w->ks);
+	wc_doc(w, bson_get_data(doc), doc->len);
+	keystring_destroy(&w->ks);
+	bson_free(w);
+	return 0;
+}
+
 int
 query_keygen(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx,
              terr_t *err)
@@ -258,6 +424,8 @@ query_keygen(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn a
 	g.sparse = spec_flag(idx->spec, "sparse");
 	if ((rc = partial_pass(idx, doc, err)) <= 0)
 		return rc;
+	if (keygen_is_wildcard(idx))
+		return wildcard_keys(idx, doc, add, ctx);
 	if (!bson_iter_init(&it, idx->key))
 		return terr_set(err, TERR_INVALID_BSON, "invalid index key pattern");
 	while (bson_iter_next(&it)) {

@@ -32,6 +32,19 @@ void query_keygen_register(storage_t *st);
 int query_keygen(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx,
                  terr_t *err);
 
+/*
+ * Wildcard indexes ({"$**": 1}, {"a.$**": 1}, with an optional
+ * wildcardProjection): one key per leaf value reached under the indexed
+ * paths, arrays traversed (nested arrays kept whole), each key the path as
+ * a string then the value: what the planner bounds as {$_path: [p, p],
+ * p: [...]}.  Numeric path components are not indexed specially.
+ */
+/* True when idx's key pattern is a wildcard one. */
+bool keygen_is_wildcard(const storage_index_t *idx);
+/* True when a query on dotted path lies in idx's wildcard scope (its
+ * subtree and projection; _id only when projected in). */
+bool keygen_wildcard_covers(const storage_index_t *idx, const char *path);
+
 /* Maximum number of fields in a compound key pattern (mongod's 32). */
 #define KEYGEN_MAX_FIELDS 32
 

@@ -785,15 +785,22 @@ append_one_ixscan(const plan_exec_t *x, const planner_solution_t *sc, int64_t ke
 	BSON_APPEND_UTF8(out, "stage", "IXSCAN");
 	if (es)
 		append_common_stats(out, keys - dups, works, keys - dups, eof);
-	BSON_APPEND_DOCUMENT(out, "keyPattern", ix->key);
+	bson_t wkey = BSON_INITIALIZER;
+	const bson_t *kp = ix->key;
+	if (sc->wildcard_path != NULL) {
+		BSON_APPEND_INT32(&wkey, "$_path", 1);
+		BSON_APPEND_INT32(&wkey, sc->wildcard_path, 1);
+		kp = &wkey;
+	}
+	BSON_APPEND_DOCUMENT(out, "keyPattern", kp);
 	BSON_APPEND_UTF8(out, "indexName", ix->name);
 	BSON_APPEND_BOOL(out, "isMultiKey", ix->multikey);
 	BSON_APPEND_DOCUMENT_BEGIN(out, "multiKeyPaths", &mkp);
-	bson_iter_init(&it, ix->key);
+	bson_iter_init(&it, kp);
 	while (bson_iter_next(&it)) {
 		bson_t arr;
 		bson_append_array_begin(&mkp, bson_iter_key(&it), -1, &arr);
-		if (ix->multikey) {
+		if (ix->multikey && strcmp(bson_iter_key(&it), "$_path") != 0) {
 			/* the array sits at the first component in the common case */
 			const char *k = bson_iter_key(&it), *dot = strchr(k, '.');
 			bson_append_utf8(&arr, "0", 1, k, dot ? (int)(dot - k) : -1);
@@ -801,6 +808,7 @@ append_one_ixscan(const plan_exec_t *x, const planner_solution_t *sc, int64_t ke
 		bson_append_array_end(&mkp, &arr);
 	}
 	bson_append_document_end(out, &mkp);
+	bson_destroy(&wkey);
 	BSON_APPEND_BOOL(out, "isUnique", ix->unique);
 	BSON_APPEND_BOOL(out, "isSparse", spec_flag(ix->spec, "sparse"));
 	BSON_APPEND_BOOL(out, "isPartial", bson_has_field(ix->spec, "partialFilterExpression"));

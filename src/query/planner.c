@@ -425,6 +425,7 @@ typedef struct cand {
 	bool backward;
 	bool multikey;
 	bool exact;         /* the bounds answer every predicate exactly */
+	char *wildcard_path;  /* owned: the path a wildcard index is used for */
 } cand_t;
 
 static void
@@ -750,6 +751,86 @@ cand_free(cand_t *c)
 	fields_free(c->fields, c->nfields);
 	c->fields = NULL;
 	c->nfields = 0;
+	bson_free(c->wildcard_path);
+	c->wildcard_path = NULL;
+}
+
+/*
+ * A wildcard index as a candidate: the best predicate path it covers gives
+ * {$_path: [p, p], p: bounds} (always treated as multikey).
+ */
+static bool
+wildcard_cand(const storage_coll_t *coll, int ixn, const preds_t *ps, cand_t *c)
+{
+	const storage_index_t *ix = &coll->indexes[ixn];
+	int i, best = -1, best_n = 0;
+	bool best_points = false;
+	planner_interval_t *best_iv = NULL;
+
+	memset(c, 0, sizeof(*c));
+	c->index = ixn;
+	for (i = 0; i < ps->n; i++) {
+		const char *p = ps->p[i].path;
+		planner_interval_t *iv = NULL;
+		int n, g, k;
+		bool points;
+		if (path_has_positional(p) || !keygen_wildcard_covers(ix, p))
+			continue;
+		n = field_bounds(ps, p, true, &iv, &g, &points);
+		if (n < 0)
+			continue;
+		/* a wildcard index holds leaves, never whole documents */
+		for (k = 0; k < n; k++)
+			if (iv[k].lo.value_type == BSON_TYPE_DOCUMENT && iv[k].hi.value_type == BSON_TYPE_DOCUMENT)
+				break;
+		if (k < n) {
+			for (k = 0; k < n; k++)
+				iv_destroy(&iv[k]);
+			bson_free(iv);
+			continue;
+		}
+		if (best < 0 || (points && !best_points)) {
+			if (best_iv != NULL) {
+				for (k = 0; k < best_n; k++)
+					iv_destroy(&best_iv[k]);
+				bson_free(best_iv);
+			}
+			best = i;
+			best_iv = iv;
+			best_n = n;
+			best_points = points;
+		} else {
+			for (k = 0; k < n; k++)
+				iv_destroy(&iv[k]);
+			bson_free(iv);
+		}
+	}
+	if (best < 0)
+		return false;
+	{
+		bson_value_t pv;
+		pv.value_type = BSON_TYPE_UTF8;
+		pv.value.v_utf8.str = (char *)ps->p[best].path;
+		pv.value.v_utf8.len = (uint32_t)strlen(ps->p[best].path);
+		c->fields = bson_malloc0(sizeof(planner_field_t) * 2);
+		c->nfields = 2;
+		c->fields[0].path = bson_strdup("$_path");
+		c->fields[0].iv = bson_malloc0(sizeof(planner_interval_t));
+		iv_set(&c->fields[0].iv[0], &pv, true, &pv, true);
+		c->fields[0].n = 1;
+		c->fields[0].bounded = c->fields[0].points = true;
+		c->fields[1].path = bson_strdup(ps->p[best].path);
+		c->fields[1].iv = best_iv;
+		c->fields[1].n = best_n;
+		c->fields[1].bounded = true;
+		c->fields[1].points = best_points;
+	}
+	c->wildcard_path = bson_strdup(ps->p[best].path);
+	c->multikey = true;
+	c->empty = best_n == 0;
+	c->nbounded = 1;
+	c->npoints = best_points ? 1 : 0;
+	return true;
 }
 
 /* Better candidate: more points, more bounds, provides sort, fewer fields. */
@@ -997,7 +1078,7 @@ best_candidate(const storage_coll_t *coll, const preds_t *ps, const bson_t *sort
 			continue;
 		if (hinted < 0 && index_spec_bool(ix, "hidden"))
 			continue;
-		if (!cand_build(coll, i, ps, sort, hinted >= 0, &c)) {
+		if (keygen_is_wildcard(ix) ? !wildcard_cand(coll, i, ps, &c) : !cand_build(coll, i, ps, sort, hinted >= 0, &c)) {
 			cand_free(&c);
 			continue;
 		}
@@ -1027,6 +1108,8 @@ solution_from(planner_solution_t *s, cand_t *best)
 	s->provides_sort = best->provides_sort;
 	s->dedup = best->multikey;
 	s->exact = best->exact;
+	s->wildcard_path = best->wildcard_path;
+	best->wildcard_path = NULL;
 	fields_to_key_order(best->fields, best->nfields);
 	s->fields = best->fields;
 	s->nfields = best->nfields;
@@ -1159,6 +1242,7 @@ solution_clear(planner_solution_t *s)
 	for (i = 0; i < s->nrejected; i++)
 		planner_solution_free(s->rejected[i]);
 	bson_free(s->rejected);
+	bson_free(s->wildcard_path);
 	memset(s, 0, sizeof(*s));
 }
 

@@ -82,6 +82,7 @@ struct planner_solution {
 	 * one after the other (documents deduplicated) */
 	int nbranches;
 	struct planner_solution **branches;
+	char *wildcard_path;         /* a wildcard index used for this path (explain's keyPattern {$_path: 1, path: 1}) */
 	/* the other candidates considered (explain's rejectedPlans) */
 	int nrejected;
 	struct planner_solution **rejected;

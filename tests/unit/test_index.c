@@ -349,6 +349,23 @@ test_express_sort_sparse_partial(void)
 	TT_EQ_STR(get_str(r, "queryPlanner.rejectedPlans.0.inputStage.indexName"), "b_1");
 	TT_EQ_STR(get_str(r, "queryPlanner.rejectedPlans.0.stage"), "FETCH");
 	free_reply(r);
+	/* wildcard indexes */
+	run_code("{\"drop\": \"w\"}");
+	TT_EQ_INT(run_code("{\"insert\": \"w\", \"documents\": [{\"_id\": 1, \"p\": {\"q\": 5}}, {\"_id\": 2, \"p\": [{\"q\": 7}, {\"q\": 5}]},"
+	    " {\"_id\": 3, \"p\": 5, \"r\": \"x\"}]}"), 0);
+	TT_EQ_INT(run_code("{\"createIndexes\": \"w\", \"indexes\": [{\"key\": {\"$**\": 1}, \"name\": \"$**_1\"}]}"), 0);
+	r = run("{\"explain\": {\"find\": \"w\", \"filter\": {\"p.q\": 5}}, \"verbosity\": \"executionStats\"}", &rc);
+	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.indexName"), "$**_1");
+	TT_EQ_INT(get_i64(r, "queryPlanner.winningPlan.inputStage.keyPattern.$_path"), 1);
+	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.indexBounds.$_path.0"), "[\"p.q\", \"p.q\"]");
+	TT_EQ_INT(get_i64(r, "executionStats.nReturned"), 2);
+	TT_EQ_INT(get_i64(r, "executionStats.totalKeysExamined"), 2);
+	free_reply(r);
+	TT_EQ_STR(errmsg_of("{\"createIndexes\": \"w\", \"indexes\": [{\"key\": {\"$**\": 1}, \"name\": \"u\", \"unique\": true}]}", &rc),
+	    "Error in specification { key: { $**: 1 }, name: \"u\", unique: true, v: 2 } :: caused by :: Index type 'wildcard' does not support the 'unique' option");
+	TT_EQ_INT(rc, 67);
+	TT_EQ_INT(run_code("{\"createIndexes\": \"w\", \"indexes\": [{\"key\": {\"$**\": 1}, \"name\": \"m\", \"wildcardProjection\": {\"a\": 1, \"b\": 0}}]}"), 31254);
+	TT_EQ_INT(run_code("{\"createIndexes\": \"w\", \"indexes\": [{\"key\": {\"a.$**\": 1}, \"name\": \"m\", \"wildcardProjection\": {\"a\": 1}}]}"), 9);
 	/* $or: one index per branch */
 	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"$or\": [{\"a\": 2}, {\"b\": {\"$gte\": 9}}]}}, \"verbosity\": \"executionStats\"}", &rc);
 	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.stage"), "FETCH");
@@ -584,7 +601,8 @@ rand_value(bson_t *d, const char *k, int depth)
 static char *
 rand_operand(void)
 {
-	switch (rnd(5)) {
+	switch (rnd(6)) {
+	case 5: return rnd(2) ? bson_strdup_printf("{\"x\": %u}", rnd(6)) : bson_strdup("{}");
 	case 0: return bson_strdup_printf("%u", rnd(6));
 	case 1: return bson_strdup_printf("%u.5", rnd(6));
 	case 2: return bson_strdup_printf("\"%c\"", 'a' + rnd(4));
@@ -751,8 +769,10 @@ random_round(void)
 		"{\"key\": {\"a.x\": 1, \"a.y\": 1}, \"name\": \"ax_ay\"}",
 		"{\"key\": {\"b.x\": 1}, \"name\": \"bx_sparse\", \"sparse\": true}",
 		"{\"key\": {\"a\": 1, \"b\": 1}, \"name\": \"a_b_partial\", \"partialFilterExpression\": {\"b\": {\"$gt\": 2}}}",
+		"{\"key\": {\"$**\": 1}, \"name\": \"all\", \"wildcardProjection\": {\"a.x\": 1, \"b\": 1}}",
+		"{\"key\": {\"a.$**\": 1}, \"name\": \"a_sub\"}",
 	};
-	static const char *const hints[] = {"\"a_1\"", "\"b_-1_a_1\"", "\"ax_ay\"", "\"bx_sparse\"", "{\"a\": 1, \"b\": 1}", "{\"$natural\": -1}"};
+	static const char *const hints[] = {"\"a_1\"", "\"b_-1_a_1\"", "\"ax_ay\"", "\"bx_sparse\"", "{\"a\": 1, \"b\": 1}", "{\"$natural\": -1}", "\"all\"", "\"a_sub\""};
 	int i, h, q, rc, nix = 0;
 
 	run_code("{\"drop\": \"rnd\"}");
@@ -777,7 +797,7 @@ random_round(void)
 		bson_destroy(cmd);
 		free_reply(reply);
 		if (i == 150)
-			for (h = 0; h < 5; h++) {
+			for (h = 0; h < 7; h++) {
 				char *c = bson_strdup_printf("{\"createIndexes\": \"rnd\", \"indexes\": [%s]}", indexes[h]);
 				int code = run_code(c);
 				/* parallel arrays may refuse a.x/a.y or a/b: fine, skip */
@@ -791,7 +811,7 @@ random_round(void)
 		char *plain = ids_of(f, NULL, NULL);
 		if (strcmp(base, plain) != 0)
 			TT_FAIL_("filter %s: planned %s != scan %s", f, plain, base);
-		for (h = 0; h < 6; h++) {
+		for (h = 0; h < 8; h++) {
 			char *hinted = ids_plan(f, hints[h], NULL);
 			/* hinted sparse/partial indexes may legitimately miss documents */
 			if (h != 3 && h != 4 && strcmp(base, hinted) != 0)
