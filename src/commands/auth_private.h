@@ -76,6 +76,10 @@ void auth_privset_append(const auth_privset_t *ps, bson_t *array_parent, const c
 bool auth_builtin_role_exists(const char *role, const char *db);
 /* Add a built-in role's privileges; false when it is not one. */
 bool auth_builtin_role_privs(const char *role, const char *db, auth_privset_t *into);
+struct auth_rolelist;
+/* Add the roles a built-in role inherits (dbOwner: readWrite, dbAdmin,
+ * userAdmin; root: clusterAdmin, ...); false when it is not one. */
+bool auth_builtin_role_subroles(const char *role, const char *db, struct auth_rolelist *into);
 /* How many built-in privilege rows name an action missing from the
  * action table (0 when the tables agree; for tests). */
 int auth_builtin_roles_check(void);

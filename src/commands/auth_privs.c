@@ -31,7 +31,7 @@ static const char *const action_names[] = {
 	"updateSearchIndex", "useUUID", "validate", "viewRole", "viewUser", "bypassWriteBlockingMode",
 	"dropAllRolesFromDatabase", "checkMetadataConsistency", "getClusterParameter", "setClusterParameter",
 	"rotateCertificates", "cleanupStructuredEncryptionData", "compactStructuredEncryptionData",
-	"listCachedAndActiveUsers", "setFeatureCompatibilityVersion", "analyzeShardKey",
+	"listCachedAndActiveUsers", "setFeatureCompatibilityVersion", "analyzeShardKey", "appendOplogNote",
 };
 #define NACTIONS ((int)(sizeof(action_names) / sizeof(action_names[0])))
 
@@ -417,9 +417,12 @@ auth_privset_append(const auth_privset_t *ps, bson_t *parent, const char *key)
 	"getClusterParameter getDefaultRWConcern listSessions replSetGetConfig replSetGetStatus " \
 	"setClusterParameter setDefaultRWConcern setFeatureCompatibilityVersion"
 
-/* Where a built-in role's privilege applies, relative to the role's db. */
+#define RESTORE_WRITE_ACTIONS "bypassDocumentValidation collMod convertToCapped createCollection createIndex " \
+	"createSearchIndexes dropCollection insert updateSearchIndex"
+
+/* Where a built-in role's privilege applies. */
 typedef enum {
-	ON_DB,             /* the role's database */
+	ON_DB,             /* a database: db, or the role's own when db is NULL */
 	ON_DB_COLL,        /* <role db>.<coll> */
 	ON_ANY_NORMAL,
 	ON_COLL_ANY_DB,    /* <coll> in every db */
@@ -434,45 +437,49 @@ typedef struct builtin_priv {
 	const char *actions;
 } builtin_priv_t;
 
+#define BUILTIN_MAX_PRIVS 20
+
 typedef struct builtin_role {
 	const char *name;
 	bool admin_only;
-	builtin_priv_t privs[8];
+	/* the roles it inherits (builtin_roles.yml's roles:), space separated:
+	 * "name" is in the role's own db, "name@db" in db */
+	const char *subroles;
+	builtin_priv_t privs[BUILTIN_MAX_PRIVS];
 } builtin_role_t;
 
 static const builtin_role_t builtin_roles[] = {
-	{"read", false, {
+	{"read", false, NULL, {
 		{ON_DB, NULL, NULL, READ_ACTIONS},
 		{ON_DB_COLL, NULL, "system.js", READ_ACTIONS},
 	}},
-	{"readWrite", false, {
+	{"readWrite", false, NULL, {
 		{ON_DB, NULL, NULL, READWRITE_ACTIONS},
 		{ON_DB_COLL, NULL, "system.js", READWRITE_ACTIONS},
 	}},
-	{"dbAdmin", false, {
+	{"dbAdmin", false, NULL, {
 		{ON_DB, NULL, NULL, DBADMIN_ACTIONS},
 		{ON_DB_COLL, NULL, "system.profile", PROFILE_ACTIONS},
 	}},
-	{"userAdmin", false, {
+	{"userAdmin", false, NULL, {
 		{ON_DB, NULL, NULL, USERADMIN_ACTIONS},
 	}},
-	{"dbOwner", false, {
-		{ON_DB, NULL, NULL, READWRITE_ACTIONS " " DBADMIN_ACTIONS " " USERADMIN_ACTIONS},
-		{ON_DB_COLL, NULL, "system.js", READWRITE_ACTIONS},
-		{ON_DB_COLL, NULL, "system.profile", PROFILE_ACTIONS},
+	{"dbOwner", false, "readWrite dbAdmin userAdmin", {
+		{0, NULL, NULL, NULL},
 	}},
-	{"readAnyDatabase", true, {
+	{"readAnyDatabase", true, NULL, {
 		{ON_ANY_NORMAL, NULL, NULL, READ_ACTIONS},
-		{ON_COLL_ANY_DB, NULL, "system.js", READ_ACTIONS},
 		{ON_CLUSTER, NULL, NULL, "listDatabases"},
+		{ON_COLL_ANY_DB, NULL, "system.js", READ_ACTIONS},
 	}},
-	{"readWriteAnyDatabase", true, {
+	{"readWriteAnyDatabase", true, "readAnyDatabase", {
 		{ON_ANY_NORMAL, NULL, NULL, READWRITE_ACTIONS},
 		{ON_COLL_ANY_DB, NULL, "system.js", READWRITE_ACTIONS},
-		{ON_CLUSTER, NULL, NULL, "listDatabases"},
 	}},
-	{"userAdminAnyDatabase", true, {
+	{"userAdminAnyDatabase", true, NULL, {
 		{ON_ANY_NORMAL, NULL, NULL, USERADMIN_ACTIONS " listCachedAndActiveUsers"},
+		{ON_DB, "local", NULL, USERADMIN_ACTIONS},
+		{ON_DB, "config", NULL, USERADMIN_ACTIONS},
 		{ON_CLUSTER, NULL, NULL, "authSchemaUpgrade invalidateUserCache listDatabases viewUser"},
 		{ON_NS, "admin", "system.users", READ_ACTIONS " createIndex createSearchIndexes dropIndex dropSearchIndex"},
 		{ON_NS, "admin", "system.roles", READ_ACTIONS " createIndex createSearchIndexes dropIndex dropSearchIndex"},
@@ -480,30 +487,62 @@ static const builtin_role_t builtin_roles[] = {
 		{ON_NS, "admin", "system.version", READ_ACTIONS},
 		{ON_NS, "admin", "system.backup_users", READ_ACTIONS},
 	}},
-	{"dbAdminAnyDatabase", true, {
+	{"dbAdminAnyDatabase", true, NULL, {
+		{ON_CLUSTER, NULL, NULL, "listDatabases"},
 		{ON_ANY_NORMAL, NULL, NULL, DBADMIN_ACTIONS},
 		{ON_COLL_ANY_DB, NULL, "system.profile", PROFILE_ACTIONS},
-		{ON_CLUSTER, NULL, NULL, "listDatabases"},
 	}},
-	{"clusterMonitor", true, {
+	{"clusterMonitor", true, "read@config read@local", {
 		{ON_CLUSTER, NULL, NULL, CLUSTER_MONITOR_ACTIONS},
 		{ON_ANY_NORMAL, NULL, NULL, "collStats dbStats indexStats"},
+		{ON_DB, "config", NULL, "collStats dbStats indexStats"},
+		{ON_NS, "config", "system.sessions", "collStats dbStats indexStats"},
+		{ON_DB, "local", NULL, "collStats dbStats indexStats"},
+		{ON_NS, "local", "system.replset", "find"},
 		{ON_COLL_ANY_DB, NULL, "system.profile", "find"},
 	}},
-	{"hostManager", true, {
+	{"hostManager", true, NULL, {
 		{ON_CLUSTER, NULL, NULL, HOST_MANAGER_ACTIONS},
 		{ON_ANY_NORMAL, NULL, NULL, "killCursors"},
 	}},
-	{"clusterManager", true, {
+	{"clusterManager", true, "read@config", {
 		{ON_CLUSTER, NULL, NULL, CLUSTER_MANAGER_ACTIONS},
+		{ON_NS, "local", "system.replset", READ_ACTIONS},
+		{ON_DB, "config", NULL, "insert update remove"},
+		{ON_DB, "local", NULL, "insert update remove"},
 	}},
-	{"clusterAdmin", true, {
-		{ON_CLUSTER, NULL, NULL, CLUSTER_MONITOR_ACTIONS " " HOST_MANAGER_ACTIONS " " CLUSTER_MANAGER_ACTIONS},
-		{ON_ANY_NORMAL, NULL, NULL, "collStats dbStats indexStats killCursors dropDatabase"},
+	{"clusterAdmin", true, "clusterMonitor hostManager clusterManager", {
+		{ON_ANY_NORMAL, NULL, NULL, "dropDatabase"},
+	}},
+	{"backup", true, NULL, {
+		{ON_ANY, NULL, NULL, "collStats listCollections listIndexes listSearchIndexes"},
+		{ON_ANY_NORMAL, NULL, NULL, "find"},
+		{ON_CLUSTER, NULL, NULL, "getParameter listDatabases useUUID appendOplogNote serverStatus"},
+		{ON_DB, "config", NULL, "find"},
+		{ON_DB, "local", NULL, "find"},
+		{ON_COLL_ANY_DB, NULL, "system.js", "find"},
+		{ON_COLL_ANY_DB, NULL, "system.users", "find"},
 		{ON_COLL_ANY_DB, NULL, "system.profile", "find"},
+		{ON_NS, "admin", "system.backup_users", "find"},
+		{ON_NS, "admin", "system.roles", "find"},
+		{ON_NS, "admin", "system.version", "find"},
+		{ON_NS, "config", "settings", "find insert update"},
 	}},
-	{"root", true, {
-		{ON_ANY, NULL, NULL, "anyAction"},
+	{"restore", true, NULL, {
+		{ON_CLUSTER, NULL, NULL, "getParameter useUUID bypassWriteBlockingMode"},
+		{ON_DB, "local", NULL, RESTORE_WRITE_ACTIONS},
+		{ON_DB, "config", NULL, RESTORE_WRITE_ACTIONS},
+		{ON_NS, "local", "system.replset", RESTORE_WRITE_ACTIONS},
+		{ON_ANY, NULL, NULL, "listCollections"},
+		{ON_ANY_NORMAL, NULL, NULL, RESTORE_WRITE_ACTIONS " " USERADMIN_ACTIONS},
+		{ON_COLL_ANY_DB, NULL, "system.js", RESTORE_WRITE_ACTIONS},
+		{ON_NS, "admin", "system.backup_users", RESTORE_WRITE_ACTIONS},
+		{ON_NS, "admin", "system.version", RESTORE_WRITE_ACTIONS " find"},
+		{ON_COLL_ANY_DB, NULL, "system.users", RESTORE_WRITE_ACTIONS " find update remove"},
+		{ON_NS, "admin", "system.roles", "createIndex"},
+	}},
+	{"root", true, "clusterAdmin userAdminAnyDatabase dbAdminAnyDatabase readWriteAnyDatabase backup restore", {
+		{ON_ANY, NULL, NULL, "validate"},
 	}},
 };
 #define NBUILTIN ((int)(sizeof(builtin_roles) / sizeof(builtin_roles[0])))
@@ -526,10 +565,20 @@ auth_builtin_roles_check(void)
 	int i, j, bad = 0;
 
 	for (i = 0; i < NBUILTIN; i++) {
-		for (j = 0; j < 8 && builtin_roles[i].privs[j].actions != NULL; j++) {
+		for (j = 0; j < BUILTIN_MAX_PRIVS && builtin_roles[i].privs[j].actions != NULL; j++) {
 			memset(&a, 0, sizeof(a));
 			if (auth_actions_add_list(&a, builtin_roles[i].privs[j].actions) != 0)
 				bad++;
+		}
+		{
+			auth_rolelist_t subs;
+			int k;
+			auth_rolelist_init(&subs);
+			auth_builtin_role_subroles(builtin_roles[i].name, "admin", &subs);
+			for (k = 0; k < subs.n; k++)
+				if (!auth_builtin_role_exists(subs.role[k], subs.db[k]))
+					bad++;
+			auth_rolelist_destroy(&subs);
 		}
 	}
 	return bad;
@@ -550,6 +599,33 @@ auth_builtin_role_exists(const char *role, const char *db)
 }
 
 bool
+auth_builtin_role_subroles(const char *role, const char *db, auth_rolelist_t *into)
+{
+	const builtin_role_t *r = builtin_find(role);
+	const char *p, *e, *at;
+	char name[64], rdb[64];
+
+	if (r == NULL || (r->admin_only && strcmp(db, "admin") != 0))
+		return false;
+	for (p = r->subroles; p != NULL && *p; p = e) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			break;
+		for (e = p; *e && *e != ' '; e++)
+			;
+		at = memchr(p, '@', (size_t)(e - p));
+		snprintf(name, sizeof(name), "%.*s", (int)((at ? at : e) - p), p);
+		if (at)
+			snprintf(rdb, sizeof(rdb), "%.*s", (int)(e - at - 1), at + 1);
+		else
+			bson_strncpy(rdb, db, sizeof(rdb));
+		auth_rolelist_add(into, name, rdb);
+	}
+	return true;
+}
+
+bool
 auth_builtin_role_privs(const char *role, const char *db, auth_privset_t *into)
 {
 	const builtin_role_t *r = builtin_find(role);
@@ -557,7 +633,7 @@ auth_builtin_role_privs(const char *role, const char *db, auth_privset_t *into)
 
 	if (r == NULL || (r->admin_only && strcmp(db, "admin") != 0))
 		return false;
-	for (i = 0; i < 8 && r->privs[i].actions != NULL; i++) {
+	for (i = 0; i < BUILTIN_MAX_PRIVS && r->privs[i].actions != NULL; i++) {
 		const builtin_priv_t *p = &r->privs[i];
 		auth_actions_t a;
 
@@ -565,7 +641,7 @@ auth_builtin_role_privs(const char *role, const char *db, auth_privset_t *into)
 		auth_actions_add_list(&a, p->actions);
 		switch (p->on) {
 		case ON_DB:
-			auth_privset_add(into, AUTH_RES_DB, db, NULL, &a);
+			auth_privset_add(into, AUTH_RES_DB, p->db ? p->db : db, NULL, &a);
 			break;
 		case ON_DB_COLL:
 			auth_privset_add(into, AUTH_RES_NS, db, p->coll, &a);
@@ -749,6 +825,7 @@ auth_roles_resolve(storage_t *st, storage_session_t *s, const auth_rolelist_t *d
 			continue;
 		if (auth_builtin_role_privs(role, db, privs)) {
 			auth_rolelist_add(&seen, role, db);
+			auth_builtin_role_subroles(role, db, &queue);
 			continue;
 		}
 		r = auth_store_get(st, s, "system.roles", db, role, &doc, err);

@@ -1457,6 +1457,7 @@ append_role_info(cmd_t *c, storage_session_t *s, bson_t *arr, int idx, const cha
 		stored_privs(stored, &own);
 	} else {
 		auth_builtin_role_privs(role, db, &own);
+		auth_builtin_role_subroles(role, db, &direct);
 	}
 	ERR(auth_roles_resolve(c->engine->st, s, &direct, &all, &ps, err));
 	for (i = 0; i < own.n; i++)
@@ -1496,7 +1497,7 @@ static const char *const roles_info_fields[] = {
 static const char *const builtin_names[] = {
 	"read", "readWrite", "dbAdmin", "dbOwner", "userAdmin", "clusterAdmin", "clusterManager", "clusterMonitor",
 	"hostManager", "readAnyDatabase", "readWriteAnyDatabase", "userAdminAnyDatabase", "dbAdminAnyDatabase",
-	"root", NULL,
+	"backup", "restore", "root", NULL,
 };
 
 CMD_HANDLER(cmd_roles_info)

@@ -985,11 +985,38 @@ test_builtin_roles(void)
 	TT_ASSERT(auth_privset_allows_cluster(&ps, listdbs));
 	auth_privset_destroy(&ps);
 
-	auth_privset_init(&ps);
-	auth_builtin_role_privs("root", "admin", &ps);
-	TT_ASSERT(auth_privset_allows_ns(&ps, "admin", "system.users", insert));
-	TT_ASSERT(auth_privset_allows_cluster(&ps, auth_action_index("shutdown")));
-	auth_privset_destroy(&ps);
+	/* root is the union of its sub-roles, as in builtin_roles.yml */
+	{
+		auth_rolelist_t direct, all;
+		int e;
+		auth_rolelist_init(&direct);
+		auth_rolelist_init(&all);
+		auth_privset_init(&ps);
+		auth_rolelist_add(&direct, "root", "admin");
+		open_engine(false);
+		{
+			terr_t err = TERR_INIT;
+			storage_session_t *s = storage_session_pool_get(engine_storage(eng), &err);
+			e = auth_roles_resolve(engine_storage(eng), s, &direct, &all, &ps, &err);
+			storage_session_pool_put(engine_storage(eng), s);
+		}
+		TT_EQ_INT(e, 0);
+		TT_ASSERT(auth_rolelist_has(&all, "readWriteAnyDatabase", "admin"));
+		TT_ASSERT(auth_rolelist_has(&all, "readAnyDatabase", "admin"));
+		TT_ASSERT(auth_rolelist_has(&all, "read", "config"));
+		TT_ASSERT(auth_privset_allows_ns(&ps, "admin", "system.users", insert));
+		TT_ASSERT(auth_privset_allows_ns(&ps, "shop", "orders", collmod));
+		TT_ASSERT(auth_privset_allows_cluster(&ps, auth_action_index("shutdown")));
+		TT_ASSERT(auth_privset_allows_cluster(&ps, listdbs));
+		TT_ASSERT(auth_privset_allows_db(&ps, "shop", auth_action_index("dropDatabase")));
+		TT_ASSERT(auth_privset_allows_db(&ps, "shop", auth_action_index("createUser")));
+		/* but not everything: admin.system.roles is written only by the role commands */
+		TT_ASSERT(!auth_privset_allows_ns(&ps, "admin", "system.roles", insert));
+		auth_privset_destroy(&ps);
+		auth_rolelist_destroy(&direct);
+		auth_rolelist_destroy(&all);
+		close_engine();
+	}
 }
 
 /* Every command in the command table has a privilege row (a missing one
