@@ -10,7 +10,7 @@ PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libbson-dev libmongoc-dev libwiredtiger-dev wiredtiger libpcre2-dev libssl-dev
       zlib1g-dev libzstd-dev libsnappy-dev libyaml-dev
       libsqlite3-dev libpq-dev postgresql
-      python3 python3-pymongo)
+      python3 python3-pymongo openssl)
 
 missing=()
 for p in "${PKGS[@]}"; do

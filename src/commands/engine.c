@@ -7,6 +7,7 @@
  * $db...), counting, and turning a terr_t into mongod's error reply.
  */
 #include "commands/commands_private.h"
+#include "commands/auth.h"
 
 #include <string.h>
 #include <time.h>
@@ -103,6 +104,7 @@ client_free(client_t *c)
 {
 	if (c == NULL)
 		return;
+	auth_client_forget(c);
 	if (c->session != NULL)
 		storage_session_pool_put(c->engine->st, c->session);
 	bson_free(c->remote);
@@ -241,6 +243,8 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 		goto fail;
 	}
 	if (parse_max_time(&c, er) != 0)
+		goto fail;
+	if (auth_check_command(&c, def, er) != 0)
 		goto fail;
 	__atomic_fetch_add(&e->counters.command, 1, __ATOMIC_RELAXED);
 

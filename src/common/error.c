@@ -408,6 +408,7 @@ static const struct code_name {
 	{411, "QueryRejectedBySettings"},
 	{426, "IndexIsEmpty"},
 	{449, "RateLimitExceeded"},
+	{9001, "SocketException"},
 	{10107, "NotWritablePrimary"},
 	{10334, "BSONObjectTooLarge"},
 	{11000, "DuplicateKey"},

@@ -5,8 +5,8 @@
 #define TAMGA_VERSION "0.1.0"
 #define TAMGA_MONGODB_VERSION "9.0.8"
 #define TAMGA_MONGODB_VERSION_ARRAY {9, 0, 8, 0}
-/* wire versions: 9.0 follows 8.0's 25 with 26 (8.1), 27 (8.2), ... we claim 27. */
-#define TAMGA_MAX_WIRE_VERSION 27
+/* mongod's WIRE_VERSION_90 (8.0 is 25). */
+#define TAMGA_MAX_WIRE_VERSION 29
 #define TAMGA_MIN_WIRE_VERSION 0
 
 #define TAMGA_MAX_BSON_SIZE (16 * 1024 * 1024)

@@ -831,7 +831,11 @@ p_geo(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
 
 	if (near && p->opts != NULL && (p->opts->disallow & MATCH_DISALLOW_GEO_NEAR))
 		return terr_set(p->err, 5626500,
-		                "$geoNear, $near, and $nearSphere are not allowed in this context");
+		                "$geoNear, $near, and $nearSphere are not allowed in this context, as these "
+		                "operators require sorting geospatial data. If you do not need sort, consider "
+		                "using $geoWithin instead. Check out "
+		                "https://dochub.mongodb.org/core/near-sort-operation and "
+		                "https://dochub.mongodb.org/core/nearSphere-sort-operationfor more details.");
 	return terr_set(p->err, TERR_NOT_IMPLEMENTED, "%s is not supported yet", opname);
 }
 
