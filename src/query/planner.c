@@ -393,8 +393,12 @@ field_bounds(const preds_t *ps, const char *path, bool multikey, planner_interva
 			have_range = true;
 			*group = p->group;
 			n = 1;
-			if (multikey)
-				break;
+			continue;
+		}
+		/* On a multikey path two ranges may hold for different elements;
+		 * only a value $elemMatch on this very path ties them to one. */
+		if (multikey && !(p->group > 0 && p->group == *group && strcmp(p->gpath, path) == 0)) {
+			iv_destroy(&r);
 			continue;
 		}
 		if (*group != p->group)

@@ -635,7 +635,14 @@ rand_filter(void)
 	static const char *const paths[] = {"a", "b", "a.x", "a.y", "b.x"};
 	char *l1 = rand_leaf(paths[rnd(5)]), *l2 = rand_leaf(paths[rnd(5)]), *s;
 
-	switch (rnd(5)) {
+	switch (rnd(6)) {
+	case 5: {
+		char *x = rand_operand(), *y = rand_operand();
+		s = bson_strdup_printf("{\"a\": {\"$elemMatch\": {\"$gte\": %s, \"$lt\": %s}}}", x, y);
+		bson_free(x);
+		bson_free(y);
+		break;
+	}
 	case 4: s = bson_strdup_printf("{\"$or\": [%s, %s]}", l1, l2); break;
 	case 0: s = bson_strdup(l1); break;
 	case 1: s = bson_strdup_printf("{\"$and\": [%s, %s]}", l1, l2); break;

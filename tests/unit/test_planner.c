@@ -136,6 +136,8 @@ test_multikey_and_compound(void)
 	add_index("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}", true);
 	/* one range only on a multikey path */
 	PLAN_EQ("{\"a\": {\"$gt\": 5, \"$lt\": 10}}", NULL, NULL, "a_1|a:(5, inf.0]");
+	/* ... unless one $elemMatch ties them to one element */
+	PLAN_EQ("{\"a\": {\"$elemMatch\": {\"$gt\": 5, \"$lt\": 10}}}", NULL, NULL, "a_1|a:(5, 10)");
 	/* no sort from a multikey index */
 	PLAN_EQ("{}", "{\"a\": 1}", NULL, "COLLSCAN");
 	reset();
