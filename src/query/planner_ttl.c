@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
 #include <time.h>
@@ -12,6 +13,16 @@
 #include "bson/keystring.h"
 #include "bson/path.h"
 #include "common/log.h"
+
+static atomic_llong ttl_passes;
+static atomic_llong ttl_deleted;
+
+void
+ttl_stats_get(ttl_stats_t *out)
+{
+	out->passes = atomic_load(&ttl_passes);
+	out->deleted_documents = atomic_load(&ttl_deleted);
+}
 
 struct ttl_monitor {
 	storage_t *st;
@@ -150,8 +161,11 @@ ttl_index(storage_session_t *s, storage_coll_t *coll, const storage_index_t *ix,
 		if (i > 0 && ids[i] == ids[i - 1])
 			continue;
 		ret = storage_txn_run(s, delete_one, &d, false, err);
-		if (ret == 0 && d.deleted && deleted != NULL)
-			(*deleted)++;
+		if (ret == 0 && d.deleted) {
+			atomic_fetch_add(&ttl_deleted, 1);
+			if (deleted != NULL)
+				(*deleted)++;
+		}
 	}
 	bson_free(ids);
 	keystring_destroy(&lo);
@@ -196,6 +210,7 @@ ttl_pass(storage_t *st, int64_t now_ms, int64_t *deleted, terr_t *err)
 	}
 	storage_session_pool_put(st, s);
 	storage_free_names(dbs, ndbs);
+	atomic_fetch_add(&ttl_passes, 1);
 	return ret;
 }
 

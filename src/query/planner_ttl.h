@@ -34,4 +34,12 @@ void ttl_monitor_stop(ttl_monitor_t *m);
  * the thread runs; tests call it directly. */
 int ttl_pass(storage_t *st, int64_t now_ms, int64_t *deleted, terr_t *err);
 
+/* serverStatus metrics.ttl: passes run and documents removed since the
+ * process started (all monitors together). */
+typedef struct ttl_stats {
+	int64_t passes;
+	int64_t deleted_documents;
+} ttl_stats_t;
+void ttl_stats_get(ttl_stats_t *out);
+
 #endif

@@ -531,6 +531,12 @@ test_ttl_pass(void)
 	/* now = 100000 s: cutoff 99940000 ms */
 	TT_EQ_INT(ttl_pass(engine_storage(eng), 100000000, &deleted, &err), 0);
 	TT_EQ_INT(deleted, 2);
+	{
+		ttl_stats_t st;
+		ttl_stats_get(&st);
+		TT_ASSERT(st.passes >= 1);
+		TT_ASSERT(st.deleted_documents >= 2);
+	}
 	r = run("{\"count\": \"ttl\"}", &rc);
 	TT_EQ_INT(get_i64(r, "n"), 3);
 	free_reply(r);
