@@ -21,6 +21,16 @@
 
 CMD_HANDLER(cmd_aggregate);
 
+/* A counter as mongod's appendNumber writes it: int32 when it fits. */
+static void
+append_count(bson_t *out, const char *key, int64_t v)
+{
+	if (v >= INT32_MIN && v <= INT32_MAX)
+		BSON_APPEND_INT32(out, key, (int32_t)v);
+	else
+		BSON_APPEND_INT64(out, key, v);
+}
+
 typedef enum { VERB_PLANNER, VERB_EXEC, VERB_ALL } verbosity_t;
 
 typedef struct xreq {
@@ -211,8 +221,8 @@ append_plan(const plan_exec_t *x, const xreq_t *r, bool es, int64_t n, bson_t *o
 			BSON_APPEND_INT32(out, "saveState", 0);
 			BSON_APPEND_INT32(out, "restoreState", 0);
 			BSON_APPEND_BOOL(out, "isEOF", true);
-			BSON_APPEND_INT64(out, "nCounted", n);
-			BSON_APPEND_INT64(out, "nSkipped", 0);
+			append_count(out, "nCounted", n);
+			append_count(out, "nSkipped", 0);
 		}
 		return;
 	}
@@ -226,12 +236,12 @@ append_plan(const plan_exec_t *x, const xreq_t *r, bool es, int64_t n, bson_t *o
 		BSON_APPEND_INT32(out, "nReturned", 0);
 		BSON_APPEND_INT32(out, "executionTimeMillisEstimate", 0);
 		if (!strcmp(wrap, "COUNT")) {
-			BSON_APPEND_INT64(out, "nCounted", n);
-			BSON_APPEND_INT64(out, "nSkipped", 0);
+			append_count(out, "nCounted", n);
+			append_count(out, "nSkipped", 0);
 		} else if (!strcmp(wrap, "DELETE")) {
-			BSON_APPEND_INT64(out, "nWouldDelete", n);
+			append_count(out, "nWouldDelete", n);
 		} else {
-			BSON_APPEND_INT64(out, "nMatched", n);
+			append_count(out, "nMatched", n);
 		}
 	}
 	BSON_APPEND_DOCUMENT_BEGIN(out, "inputStage", &in);
@@ -382,10 +392,10 @@ CMD_HANDLER(cmd_explain)
 		bson_t es, stages;
 		BSON_APPEND_DOCUMENT_BEGIN(c->reply, "executionStats", &es);
 		BSON_APPEND_BOOL(&es, "executionSuccess", true);
-		BSON_APPEND_INT64(&es, "nReturned", wrapper_stage(&r) != NULL ? 0 : n);
-		BSON_APPEND_INT64(&es, "executionTimeMillis", (cmd_now_us() - t0) / 1000);
-		BSON_APPEND_INT64(&es, "totalKeysExamined", r.fast_count ? 0 : st->keys_examined);
-		BSON_APPEND_INT64(&es, "totalDocsExamined", r.fast_count ? 0 : st->docs_examined);
+		append_count(&es, "nReturned", wrapper_stage(&r) != NULL ? 0 : n);
+		append_count(&es, "executionTimeMillis", (cmd_now_us() - t0) / 1000);
+		append_count(&es, "totalKeysExamined", r.fast_count ? 0 : st->keys_examined);
+		append_count(&es, "totalDocsExamined", r.fast_count ? 0 : st->docs_examined);
 		BSON_APPEND_DOCUMENT_BEGIN(&es, "executionStages", &stages);
 		append_plan(x, &r, true, n, &stages);
 		bson_append_document_end(&es, &stages);

@@ -729,6 +729,16 @@ plan_exec_free(plan_exec_t *x)
 	bson_free(x);
 }
 
+/* A counter as mongod's appendNumber writes it: int32 when it fits. */
+static void
+append_count(bson_t *out, const char *key, int64_t v)
+{
+	if (v >= INT32_MIN && v <= INT32_MAX)
+		BSON_APPEND_INT32(out, key, (int32_t)v);
+	else
+		BSON_APPEND_INT64(out, key, v);
+}
+
 /* ---- explain -------------------------------------------------------------- */
 
 typedef enum { ST_PROJ, ST_LIMIT, ST_SKIP, ST_SORT, ST_FETCH, ST_ACCESS } stage_kind_t;
@@ -886,13 +896,13 @@ append_stage(const plan_exec_t *x, stage_kind_t k, bool es, bson_t *out)
 		BSON_APPEND_UTF8(out, "stage", "LIMIT");
 		if (es)
 			append_common_stats(out, nret, works, nret, eof);
-		BSON_APPEND_INT64(out, "limitAmount", x->limit);
+		append_count(out, "limitAmount", x->limit);
 		break;
 	case ST_SKIP:
 		BSON_APPEND_UTF8(out, "stage", "SKIP");
 		if (es)
 			append_common_stats(out, nret, works, nret, eof);
-		BSON_APPEND_INT64(out, "skipAmount", x->skip);
+		append_count(out, "skipAmount", x->skip);
 		break;
 	case ST_SORT:
 		BSON_APPEND_UTF8(out, "stage", "SORT");
@@ -901,7 +911,7 @@ append_stage(const plan_exec_t *x, stage_kind_t k, bool es, bson_t *out)
 		BSON_APPEND_DOCUMENT(out, "sortPattern", x->sort_spec_doc);
 		BSON_APPEND_INT32(out, "memLimit", 104857600);
 		if (x->limit > 0)
-			BSON_APPEND_INT64(out, "limitAmount", x->skip + x->limit);
+			append_count(out, "limitAmount", x->skip + x->limit);
 		BSON_APPEND_UTF8(out, "type", "simple");
 		break;
 	case ST_FETCH:
