@@ -1037,7 +1037,7 @@ hint_find(const storage_coll_t *coll, const bson_value_t *hint, int *ixn, bool *
 			}
 		}
 	} else {
-		return 1;
+		return terr_set(err, TERR_FAILED_TO_PARSE, "hint must be a string or an object");
 	}
 	return terr_set(err, TERR_BAD_VALUE,
 	    "error processing query: ns=%s planner returned error :: caused by :: hint provided does not correspond to an existing index",
