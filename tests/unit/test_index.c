@@ -213,6 +213,24 @@ test_unique_build_and_writes(void)
 	r = run("{\"insert\": \"u\", \"documents\": [{\"_id\": 3, \"a\": [5, 1]}]}", &rc);
 	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 11000);
 	free_reply(r);
+	/* the same value twice in one document is not a duplicate */
+	r = run("{\"insert\": \"u\", \"documents\": [{\"_id\": 9, \"a\": [3, 3]}]}", &rc);
+	TT_EQ_INT(get_i64(r, "n"), 1);
+	free_reply(r);
+	/* 64 indexes at most */
+	{
+		int k, code = 0;
+		run_code("{\"drop\": \"many\"}");
+		for (k = 0; k < 64 && code == 0; k++) {
+			char *c = bson_strdup_printf("{\"createIndexes\": \"many\", \"indexes\": [{\"key\": {\"f%d\": 1}, \"name\": \"f%d\"}]}", k, k);
+			code = run_code(c);
+			bson_free(c);
+		}
+		TT_EQ_INT(k, 64);
+		TT_EQ_INT(code, 67);
+		TT_EQ_STR(errmsg_of("{\"createIndexes\": \"many\", \"indexes\": [{\"key\": {\"g\": 1}, \"name\": \"g\"}]}", &code),
+		    "add index fails, too many indexes for test.many key:{ g: 1 }");
+	}
 	/* parallel arrays */
 	TT_EQ_INT(run_code("{\"createIndexes\": \"u\", \"indexes\": [{\"key\": {\"p\": 1, \"q\": 1}, \"name\": \"pq\"}]}"), 0);
 	r = run("{\"insert\": \"u\", \"documents\": [{\"_id\": 4, \"p\": [1], \"q\": [2]}]}", &rc);
