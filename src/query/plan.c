@@ -535,7 +535,9 @@ ixscan_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, t
 				continue;
 			}
 		}
-		if (!recset_add(&x->seen, *recid)) {
+		/* A document can come back through several keys (multikey, $or),
+		 * or, for writes, after its own update moved its key ahead. */
+		if ((sc->dedup || x->sol->kind == PLANNER_OR || x->borrowed) && !recset_add(&x->seen, *recid)) {
 			x->stats.dups_dropped++;
 			if (x->branch_dups != NULL)
 				x->branch_dups[x->branch_i]++;
