@@ -17,7 +17,7 @@ try {
 } catch (e) {
   print("embedded reviews:", embedded, " size:", bsonsize(db.books_embedded.findOne({ _id: 26 })), "bytes");
   print(`push ${embedded + batch.length}: ${e.name}: ${e.message}`);
-  print("code:", e.code, e.codeName);
+  print("code:", e.code);
 }
 db.books_embedded.drop();
 
