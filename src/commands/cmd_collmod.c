@@ -136,7 +136,7 @@ CMD_HANDLER(cmd_coll_mod)
 	bson_iter_t it;
 	bool has_validator, found, prepare = false, has_prepare = false, upgrading = false;
 	int ret = -1;
-	static const char *const unsupported[] = {"index", "viewOn", "pipeline", "expireAfterSeconds",
+	static const char *const unsupported[] = {"viewOn", "pipeline", "expireAfterSeconds",
 		"changeStreamPreAndPostImages", "cappedSize", "cappedMax", "timeseries", "clusteredIndex",
 		"dryRun", "timeseriesBucketsMayHaveMixedSchemaData", NULL};
 	int i;
@@ -229,9 +229,15 @@ CMD_HANDLER(cmd_coll_mod)
 				goto err;
 		}
 	}
-	if ((s = client_session(c->client, err)) == NULL)
+	if ((s = client_session(c->client, err)) == NULL) {
+		ret = -1;
 		goto err;
-	ERR(storage_coll_set_options(c->engine->st, s, c->db, name, &opts, err));
+	}
+	/* only validation options change the stored options document */
+	if (has_validator || new_level || new_action || has_prepare)
+		ERR(storage_coll_set_options(c->engine->st, s, c->db, name, &opts, err));
+	if (bson_iter_init_find(&it, c->body, "index"))
+		ERR(cmd_index_coll_mod(c, name, &it, c->reply, err));
 	ret = 0;
 err:
 	if (coll != NULL)

@@ -38,6 +38,33 @@ insert_txn(storage_session_t *s, void *arg, terr_t *err)
 	return 0;
 }
 
+int
+write_insert_one(cmd_t *c, storage_session_t *s, storage_coll_t *coll, const bson_t *doc, bool bypass,
+    bool sync, terr_t *err)
+{
+	validation_result_t vr;
+	insert_batch_t b;
+	bson_t *prepared = tm_bson_array_new(1);
+	int ret;
+
+	(void)c;
+	bson_init(&prepared[0]);
+	ret = write_prepare_doc(doc, &prepared[0], err);
+	if (ret == 0)
+		ret = validation_check_write(coll, &prepared[0], NULL, bypass, &vr, err);
+	if (ret == 0) {
+		memset(&b, 0, sizeof(b));
+		b.coll = coll;
+		b.docs = prepared;
+		b.from = 0;
+		b.to = 1;
+		ret = storage_txn_run(s, insert_txn, &b, sync, err);
+	}
+	bson_destroy(&prepared[0]);
+	bson_free(prepared);
+	return ret == 0 ? 0 : -1;
+}
+
 /* Write errors collected out of order, reported sorted by index. */
 typedef struct insert_errors {
 	int *index;
@@ -54,7 +81,7 @@ insert_error_add(insert_errors_t *ie, int index, terr_t *e)
 }
 
 static const char *const insert_fields[] = {
-	"documents", "ordered", "bypassDocumentValidation", "let", "collectionUUID", NULL,
+	"documents", "ordered", "bypassDocumentValidation", "let", "collectionUUID", "rawData", NULL,
 };
 
 /*
@@ -251,8 +278,8 @@ plan_source(plan_exec_t *x, cursor_source_t *src)
 }
 
 /* Refuse what Tamga does not implement yet with a clear error. */
-static int
-check_collation(cmd_t *c, const bson_t *holder, terr_t *err)
+int
+cmd_check_collation(cmd_t *c, const bson_t *holder, terr_t *err)
 {
 	bson_iter_t it, sub;
 
@@ -269,9 +296,24 @@ check_collation(cmd_t *c, const bson_t *holder, terr_t *err)
 	    "collations other than {locale: \"simple\"} are not supported by Tamga yet");
 }
 
-/* hint: only what can be honoured today: the _id index or $natural. */
-static int
-check_hint(cmd_t *c, const bson_t *holder, storage_coll_t *coll, terr_t *err)
+/* The hint to hand to the executor (borrowed from it, valid while it lives):
+ * NULL when absent or {}. */
+static const bson_value_t *
+hint_for_plan(const bson_t *holder, bson_iter_t *it)
+{
+	if (!bson_iter_init_find(it, holder, "hint"))
+		return NULL;
+	if (BSON_ITER_HOLDS_DOCUMENT(it)) {
+		bson_iter_t sub;
+		if (!bson_iter_recurse(it, &sub) || !bson_iter_next(&sub))
+			return NULL;
+	}
+	return bson_iter_value(it);
+}
+
+/* hint: only what can be honoured today: an existing index or $natural. */
+int
+cmd_check_hint(cmd_t *c, const bson_t *holder, storage_coll_t *coll, terr_t *err)
 {
 	bson_iter_t it;
 	int i;
@@ -311,7 +353,7 @@ static const char *const find_fields[] = {
 	"min", "max", "let", "allowDiskUse", "collation", "noCursorTimeout", "tailable",
 	"awaitData", "returnKey", "showRecordId", "allowPartialResults", "oplogReplay",
 	"readOnce", "term", "collectionUUID", "requestResumeToken", "resumeAfter", "maxScan",
-	"snapshot", "includeQueryStatsMetrics", NULL,
+	"snapshot", "includeQueryStatsMetrics", "rawData", NULL,
 };
 
 static int
@@ -355,7 +397,7 @@ CMD_HANDLER(cmd_find)
 	ERR(cmd_get_bool(c, "noCursorTimeout", &no_timeout, &found, err));
 	ERR(cmd_get_bool(c, "allowDiskUse", &allow_disk, &found, err));
 	ERR(cmd_get_bool(c, "tailable", &tailable, &found, err));
-	ERR(check_collation(c, c->body, err));
+	ERR(cmd_check_collation(c, c->body, err));
 	memset(&copts, 0, sizeof(copts));
 	copts.batch_size = -1;
 	{
@@ -382,7 +424,7 @@ CMD_HANDLER(cmd_find)
 		    ns);
 		goto err;
 	}
-	ERR(check_hint(c, c->body, req.coll, err));
+	ERR(cmd_check_hint(c, c->body, req.coll, err));
 	if (has_let)
 		mo.let = &let;
 	if (has_filter)
@@ -391,7 +433,11 @@ CMD_HANDLER(cmd_find)
 	req.projection = has_proj ? &proj : NULL;
 	req.allow_disk_use = allow_disk;
 	req.let = has_let ? &let : NULL;
-	ret = plan_exec_new(&req, &x, err);
+	{
+		bson_iter_t hint_it;
+		req.hint = hint_for_plan(c->body, &hint_it);
+		ret = plan_exec_new(&req, &x, err);
+	}
 	req.coll = NULL;
 	req.match = NULL;
 	if (ret != 0)
@@ -519,7 +565,36 @@ delete_txn(storage_session_t *s, void *arg, terr_t *err)
 	return rc < 0 ? -1 : 0;
 }
 
-static const char *const delete_fields[] = {"deletes", "ordered", "let", "collectionUUID", NULL};
+int
+write_delete_run(cmd_t *c, storage_session_t *s, storage_coll_t *coll, const bson_t *q, const bson_t *let,
+    bool just_one, bool sync, int64_t *n, terr_t *err)
+{
+	match_options_t mo = {0};
+	delete_op_t d;
+	match_t *m = NULL;
+	int rc;
+
+	*n = 0;
+	mo.let = let;
+	RET(match_compile(q, &mo, &m, err));
+	if (coll == NULL) {
+		match_free(m);
+		return 0;
+	}
+	memset(&d, 0, sizeof(d));
+	d.coll = coll;
+	d.match = m;
+	d.just_one = just_one;
+	d.deadline_us = c->deadline_us;
+	rc = storage_txn_run(s, delete_txn, &d, sync, err);
+	match_free(m);
+	if (rc != 0)
+		return -1;
+	*n = d.n;
+	return 0;
+}
+
+static const char *const delete_fields[] = {"deletes", "ordered", "let", "collectionUUID", "rawData", NULL};
 
 CMD_HANDLER(cmd_delete)
 {
@@ -532,7 +607,6 @@ CMD_HANDLER(cmd_delete)
 	int64_t n = 0;
 	int i = 0, nerr = 0, ret = -1, nops;
 	terr_t e = TERR_INIT;
-	match_options_t mo = {0};
 
 	ERR(cmd_collection_arg(c, &name, err));
 	ERR(cmd_check_fields(c, delete_fields, err));
@@ -542,8 +616,6 @@ CMD_HANDLER(cmd_delete)
 		goto err;
 	}
 	ERR(cmd_get_doc(c, "let", &let, &has_let, err));
-	if (has_let)
-		mo.let = &let;
 	ERR(write_common_flags(c, &ordered, &bypass, err));
 	nops = (int)bson_count_keys(&deletes);
 	ERR(write_check_batch_size(nops, err));
@@ -557,9 +629,7 @@ CMD_HANDLER(cmd_delete)
 		bson_iter_t f;
 		const uint8_t *data;
 		uint32_t len;
-		int64_t limit = 0;
-		delete_op_t d;
-		match_t *m = NULL;
+		int64_t limit = 0, nd = 0;
 		bool has_q = false;
 
 		if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
@@ -598,9 +668,9 @@ CMD_HANDLER(cmd_delete)
 					goto err;
 				}
 			} else if (strcmp(k, "collation") == 0) {
-				ERR(check_collation(c, &op, err));
+				ERR(cmd_check_collation(c, &op, err));
 			} else if (strcmp(k, "hint") == 0) {
-				ERR(check_hint(c, &op, coll, err));
+				ERR(cmd_check_hint(c, &op, coll, err));
 			} else if (strcmp(k, "comment") != 0) {
 				ret = terr_set(err, 40415, "BSON field 'delete.deletes.%s' is an unknown field.", k);
 				goto err;
@@ -610,32 +680,14 @@ CMD_HANDLER(cmd_delete)
 			ret = terr_set(err, 40414, "BSON field 'delete.deletes.q' is missing but a required field");
 			goto err;
 		}
-		if (match_compile(&q, &mo, &m, &e) != 0) {
+		if (write_delete_run(c, s, coll, &q, has_let ? &let : NULL, limit == 1, sync, &nd, &e) != 0) {
 			write_error_append(&write_errors, nerr++, i, &e);
 			terr_clear(&e);
 			if (ordered)
 				break;
 			continue;
 		}
-		if (coll == NULL) {
-			match_free(m);
-			continue;
-		}
-		memset(&d, 0, sizeof(d));
-		d.coll = coll;
-		d.match = m;
-		d.just_one = limit == 1;
-		d.deadline_us = c->deadline_us;
-		if (storage_txn_run(s, delete_txn, &d, sync, &e) != 0) {
-			match_free(m);
-			write_error_append(&write_errors, nerr++, i, &e);
-			terr_clear(&e);
-			if (ordered)
-				break;
-			continue;
-		}
-		match_free(m);
-		n += d.n;
+		n += nd;
 	}
 	__atomic_fetch_add(&c->engine->counters.delete_, n, __ATOMIC_RELAXED);
 	BSON_APPEND_INT32(c->reply, "n", (int32_t)n);
@@ -655,7 +707,7 @@ err:
 CMD_HANDLER(cmd_count)
 {
 	static const char *const fields[] = {"query", "limit", "skip", "hint", "collation", "fields",
-		"let", "collectionUUID", NULL};
+		"let", "collectionUUID", "rawData", NULL};
 	const char *name;
 	bson_t query;
 	bool has_query;
@@ -679,9 +731,9 @@ CMD_HANDLER(cmd_count)
 	ERR(cmd_get_int64(c, "limit", &limit, &found, err));
 	if (limit < 0)
 		limit = -limit;   /* a negative limit counts like a positive one */
-	ERR(check_collation(c, c->body, err));
+	ERR(cmd_check_collation(c, c->body, err));
 	storage_coll_get(c->engine->st, c->db, name, &req.coll, NULL);
-	ERR(check_hint(c, c->body, req.coll, err));
+	ERR(cmd_check_hint(c, c->body, req.coll, err));
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
 	if (has_query && !bson_empty(&query))
@@ -698,7 +750,11 @@ CMD_HANDLER(cmd_count)
 	} else {
 		req.skip = skip;
 		req.limit = limit;
+		{
+		bson_iter_t hint_it;
+		req.hint = hint_for_plan(c->body, &hint_it);
 		ret = plan_exec_new(&req, &x, err);
+	}
 		req.coll = NULL;
 		req.match = NULL;
 		if (ret != 0)
@@ -760,7 +816,7 @@ distinct_add(const bpath_hit_t *hit, void *ctx)
 CMD_HANDLER(cmd_distinct)
 {
 	static const char *const fields[] = {"key", "query", "collation", "hint", "collectionUUID",
-		"let", NULL};
+		"let", "rawData", NULL};
 	const char *name, *key;
 	bson_t query, arr = BSON_INITIALIZER;
 	bool has_query, found;
@@ -780,14 +836,18 @@ CMD_HANDLER(cmd_distinct)
 		goto err;
 	}
 	ERR(cmd_get_doc(c, "query", &query, &has_query, err));
-	ERR(check_collation(c, c->body, err));
+	ERR(cmd_check_collation(c, c->body, err));
 	storage_coll_get(c->engine->st, c->db, name, &req.coll, NULL);
-	ERR(check_hint(c, c->body, req.coll, err));
+	ERR(cmd_check_hint(c, c->body, req.coll, err));
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
 	if (has_query && !bson_empty(&query))
 		ERR(match_compile(&query, NULL, &req.match, err));
-	ret = plan_exec_new(&req, &x, err);
+	{
+		bson_iter_t hint_it;
+		req.hint = hint_for_plan(c->body, &hint_it);
+		ret = plan_exec_new(&req, &x, err);
+	}
 	req.coll = NULL;
 	req.match = NULL;
 	if (ret != 0)

@@ -21,6 +21,7 @@ struct engine {
 	int64_t start_mono_us;
 	atomic_bool shutdown;
 	atomic_llong next_connection_id;
+	struct ttl_monitor *ttl;         /* TTL index monitor thread (query/planner_ttl.h) */
 };
 
 struct client {
@@ -56,6 +57,10 @@ int cmd_check_fields(cmd_t *c, const char *const *known, terr_t *err);
 
 /* ns "db.coll" into buf. */
 void cmd_ns(char *buf, size_t len, const char *db, const char *coll);
+
+/* collMod's {index: {...}} option (cmd_index.c): hidden / expireAfterSeconds. */
+int cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt, bson_t *reply,
+                       terr_t *err);
 
 /* ---- handlers (one family per file) ------------------------------------- */
 #define CMD_HANDLER(fn) int fn(cmd_t *c, terr_t *err)

@@ -8,6 +8,8 @@
  */
 #include "commands/commands_private.h"
 #include "commands/auth.h"
+#include "query/keygen.h"
+#include "query/planner_ttl.h"
 
 #include <string.h>
 #include <time.h>
@@ -46,6 +48,13 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 		bson_free(e);
 		return -1;
 	}
+	/* secondary-index keys come from the query layer's key generator */
+	query_keygen_register(e->st);
+	if (ttl_monitor_start(e->st, 60, &e->ttl, err) != 0) {
+		storage_close(e->st);
+		bson_free(e);
+		return -1;
+	}
 	e->cursors = cursor_registry_new();
 	e->start_wall_ms = wall_ms();
 	e->start_mono_us = cmd_now_us();
@@ -60,6 +69,7 @@ engine_close(engine_t *e)
 {
 	if (e == NULL)
 		return;
+	ttl_monitor_stop(e->ttl);
 	cursor_registry_free(e->cursors);
 	storage_close(e->st);
 	bson_free(e);
