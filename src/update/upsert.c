@@ -145,7 +145,8 @@ seed(const bson_t *filter, bool only_id, bson_t *out, terr_t *err)
 		ret = -1;
 		goto err;
 	}
-	qsort(q.e, q.n, sizeof(eq_t), eq_cmp);
+	if (q.n > 1)   /* an empty filter has no equalities (q.e NULL) */
+		qsort(q.e, q.n, sizeof(eq_t), eq_cmp);
 	bson_init(out);
 	build_level(out, q.e, q.n, 0);
 	ret = 0;
