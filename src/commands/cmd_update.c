@@ -12,6 +12,7 @@
 #include "commands/validation.h"
 #include "commands/write.h"
 #include "query/plan.h"
+#include "query/projection.h"
 #include "update/update.h"
 
 static int64_t
@@ -196,13 +197,13 @@ get_sub_doc(bson_iter_t *f, const char *what, bson_t *out, terr_t *err)
 }
 
 static const char *const update_fields[] = {
-	"updates", "ordered", "bypassDocumentValidation", "let", "collectionUUID", NULL,
+	"updates", "ordered", "bypassDocumentValidation", "let", "collectionUUID", "rawData", NULL,
 };
 
 /* Parse one entry of updates[] into the statement; compile q and u. */
 static int
 parse_update_op(cmd_t *c, const bson_t *op, const bson_t *cmd_let, update_stmt_t *u,
-    bson_t *filter_view, terr_t *err)
+    bson_t *filter_view, bson_t *sort_view, terr_t *err)
 {
 	bson_iter_t f;
 	bson_t *q = filter_view, arr_filters, cvars;
@@ -251,7 +252,9 @@ parse_update_op(cmd_t *c, const bson_t *op, const bson_t *cmd_let, update_stmt_t
 		    strcmp(k, "sampleId") == 0 || strcmp(k, "$_allowShardKeyUpdatesWithoutFullShardKeyInQuery") == 0) {
 			/* hint: only the _id index exists; honoured by the scan order */
 		} else if (strcmp(k, "sort") == 0) {
-			return terr_set(err, TERR_NOT_IMPLEMENTED, "update with sort is not supported by Tamga yet");
+			RET(get_sub_doc(&f, "update.updates.sort", sort_view, err));
+			if (!bson_empty(sort_view))
+				u->sort = sort_view;
 		} else {
 			return terr_set(err, 40415, "BSON field 'update.updates.%s' is an unknown field.", k);
 		}
@@ -293,6 +296,51 @@ parse_update_op(cmd_t *c, const bson_t *op, const bson_t *cmd_let, update_stmt_t
 	return 0;
 }
 
+int
+write_update_run(cmd_t *c, storage_session_t *s, const char *db, const char *name,
+    storage_coll_t **coll, const bson_t *stmt, const bson_t *let, bool bypass, bool sync,
+    int64_t now_ms, write_update_result_t *res, bool *cmd_error, terr_t *err)
+{
+	update_stmt_t u;
+	bson_t filter, sort;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	*cmd_error = false;
+	memset(&u, 0, sizeof(u));
+	rc = parse_update_op(c, stmt, let, &u, &filter, &sort, err);
+	if (rc == 0 && u.sort != NULL && u.multi) {
+		terr_clear(err);
+		rc = terr_set(err, TERR_FAILED_TO_PARSE, "Cannot specify sort with multi=true");
+		*cmd_error = true;
+	}
+	if (rc == 0 && *coll == NULL) {
+		if (u.upsert)
+			rc = write_get_or_create_coll_in(c, db, name, coll, err);
+		else
+			storage_coll_get(c->engine->st, db, name, coll, NULL);
+	}
+	if (rc == 0) {
+		u.coll = *coll;
+		u.bypass = bypass;
+		u.now_ms = now_ms;
+		u.deadline_us = c->deadline_us;
+		rc = storage_txn_run(s, update_txn, &u, sync, err);
+	}
+	if (rc == 0) {
+		res->n = u.n;
+		res->modified = u.modified;
+		if (u.upserted) {
+			res->upserted = true;
+			bson_value_copy(&u.upserted_id, &res->upserted_id);
+		}
+	}
+	stmt_reset(&u);
+	match_free(u.match);
+	update_free(u.update);
+	return rc == 0 ? 0 : -1;
+}
+
 CMD_HANDLER(cmd_update)
 {
 	const char *name;
@@ -322,11 +370,11 @@ CMD_HANDLER(cmd_update)
 		goto err;
 	bson_iter_init(&it, &updates);
 	for (i = 0; bson_iter_next(&it); i++) {
-		update_stmt_t u;
-		bson_t op, filter;
+		write_update_result_t r;
+		bson_t op;
+		bool fatal;
 		int rc;
 
-		memset(&u, 0, sizeof(u));
 		if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
 			ret = terr_set(err, TERR_TYPE_MISMATCH,
 			    "BSON field 'update.updates.%d' is the wrong type '%s', expected type 'object'", i,
@@ -339,40 +387,32 @@ CMD_HANDLER(cmd_update)
 			bson_iter_document(&it, &len, &data);
 			bson_init_static(&op, data, len);
 		}
-		rc = parse_update_op(c, &op, has_let ? &let : NULL, &u, &filter, &e);
-		if (rc == 0 && coll == NULL) {
-			if (u.upsert)
-				rc = write_get_or_create_coll(c, name, &coll, &e);
-			else
-				storage_coll_get(c->engine->st, c->db, name, &coll, NULL);
+		rc = write_update_run(c, s, c->db, name, &coll, &op, has_let ? &let : NULL, bypass, sync, now,
+		    &r, &fatal, &e);
+		if (rc != 0 && fatal) {
+			/* a parse error of the command, not a write error */
+			terr_move(err, &e);
+			ret = -1;
+			goto err;
 		}
 		if (rc == 0) {
-			u.coll = coll;
-			u.bypass = bypass;
-			u.now_ms = now;
-			u.deadline_us = c->deadline_us;
-			rc = storage_txn_run(s, update_txn, &u, sync, &e);
-		}
-		if (rc == 0) {
-			n += u.n;
-			nmod += u.modified;
-			if (u.upserted) {
+			n += r.n;
+			nmod += r.modified;
+			if (r.upserted) {
 				char key[16];
 				const char *k;
 				bson_t entry;
 				bson_uint32_to_string((uint32_t)nups++, &k, key, sizeof(key));
 				bson_append_document_begin(&upserted, k, -1, &entry);
 				BSON_APPEND_INT32(&entry, "index", i);
-				bv_append(&entry, "_id", 3, &u.upserted_id);
+				bv_append(&entry, "_id", 3, &r.upserted_id);
 				bson_append_document_end(&upserted, &entry);
 			}
+			write_update_result_clear(&r);
 		} else {
 			write_error_append(&write_errors, nerr++, i, &e);
 			terr_clear(&e);
 		}
-		stmt_reset(&u);
-		match_free(u.match);
-		update_free(u.update);
 		if (rc != 0 && ordered)
 			break;
 	}
@@ -397,7 +437,7 @@ err:
 
 static const char *const fam_fields[] = {
 	"query", "sort", "remove", "update", "new", "fields", "upsert", "bypassDocumentValidation",
-	"collation", "arrayFilters", "hint", "let", "collectionUUID", NULL,
+	"collation", "arrayFilters", "hint", "let", "collectionUUID", "rawData", NULL,
 };
 
 CMD_HANDLER(cmd_find_and_modify)
@@ -413,6 +453,7 @@ CMD_HANDLER(cmd_find_and_modify)
 	update_options_t uo = {0};
 	match_options_t mo = {0};
 	storage_session_t *s;
+	projection_t *proj = NULL;
 	bson_t leo;
 	int ret = -1;
 
@@ -456,15 +497,13 @@ CMD_HANDLER(cmd_find_and_modify)
 		    "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document");
 		goto err;
 	}
-	if (has_fields && !bson_empty(&fields)) {
-		ret = terr_set(err, TERR_NOT_IMPLEMENTED, "findAndModify with fields is not supported by Tamga yet");
-		goto err;
-	}
 	if (has_query)
 		bson_copy_to_excluding_noinit(&q, &query, "", NULL);
 	if (has_let)
 		mo.let = &let;
 	ERR(match_compile(&query, &mo, &u.match, err));
+	if (has_fields && !bson_empty(&fields))
+		ERR(projection_compile(&fields, u.match, has_let ? &let : NULL, &proj, err));
 	if (has_update) {
 		bson_iter_init_find(&it, c->body, "update");
 		if (!BSON_ITER_HOLDS_DOCUMENT(&it) && !BSON_ITER_HOLDS_ARRAY(&it)) {
@@ -493,6 +532,25 @@ CMD_HANDLER(cmd_find_and_modify)
 	u.now_ms = wall_ms();
 	u.deadline_us = c->deadline_us;
 	ERR(storage_txn_run(s, update_txn, &u, sync, err));
+	if (u.doc_out != NULL && proj != NULL) {
+		/* the returned image is projected as find would: the positional
+		 * form takes the array position the query matches in it */
+		bson_t projected = BSON_INITIALIZER;
+		int pos = -1;
+		if (projection_needs_match_pos(proj) && match_exec(u.match, u.doc_out, &pos, err) < 0) {
+			bson_destroy(&projected);
+			ret = -1;
+			goto err;
+		}
+		if (projection_apply(proj, u.doc_out, pos, &projected, err) != 0) {
+			bson_destroy(&projected);
+			ret = -1;
+			goto err;
+		}
+		bson_destroy(u.doc_out);
+		u.doc_out = bson_copy(&projected);
+		bson_destroy(&projected);
+	}
 	bson_append_document_begin(c->reply, "lastErrorObject", -1, &leo);
 	BSON_APPEND_INT32(&leo, "n", (int32_t)u.n);
 	if (!remove) {
@@ -510,6 +568,7 @@ CMD_HANDLER(cmd_find_and_modify)
 	ret = 0;
 err:
 	stmt_reset(&u);
+	projection_free(proj);
 	match_free(u.match);
 	update_free(u.update);
 	if (u.coll != NULL)

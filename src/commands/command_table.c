@@ -32,6 +32,8 @@ CMD_HANDLER(cmd_distinct);
 /* cmd_update.c */
 CMD_HANDLER(cmd_update);
 CMD_HANDLER(cmd_find_and_modify);
+/* client bulkWrite: cmd_bulkwrite.c */
+CMD_HANDLER(cmd_bulk_write);
 
 /* aggregation: cmd_aggregate.c */
 CMD_HANDLER(cmd_aggregate);
@@ -124,6 +126,8 @@ static const cmd_def_t commands[] = {
 	{"dropIndexes", "deleteIndexes", cmd_drop_indexes, CMDF_WRITE, "drop indexes from a collection"},
 	{"explain", NULL, cmd_explain, CMDF_MAXTIME, "explain how a command would run"},
 	{"listIndexes", NULL, cmd_list_indexes, CMDF_NONE, "list a collection's indexes"},
+	/* client bulkWrite: cmd_bulkwrite.c */
+	{"bulkWrite", NULL, cmd_bulk_write, CMDF_ADMIN_ONLY | CMDF_WRITE | CMDF_MAXTIME, "insert, update and delete across namespaces"},
 	/* updates: cmd_update.c */
 	{"findAndModify", "findandmodify", cmd_find_and_modify, CMDF_WRITE, "find, then update or remove one document"},
 	{"update", NULL, cmd_update, CMDF_WRITE, "update documents"},

@@ -9,24 +9,39 @@
 #include "common/version.h"
 
 int
-write_get_or_create_coll(cmd_t *c, const char *name, storage_coll_t **out, terr_t *err)
+write_get_or_create_coll_in(cmd_t *c, const char *db, const char *name, storage_coll_t **out,
+    terr_t *err)
 {
 	storage_session_t *s;
 	int tries;
 
 	for (tries = 0; tries < 3; tries++) {
-		if (storage_coll_get(c->engine->st, c->db, name, out, NULL) == 0)
+		if (storage_coll_get(c->engine->st, db, name, out, NULL) == 0)
 			return 0;
 		if ((s = client_session(c->client, err)) == NULL)
 			return -1;
-		if (storage_coll_create(c->engine->st, s, c->db, name, NULL, err) != 0) {
+		if (storage_coll_create(c->engine->st, s, db, name, NULL, err) != 0) {
 			if (err->code != TERR_NAMESPACE_EXISTS)
 				return -1;
 			terr_clear(err);   /* created concurrently: look it up again */
 		}
 	}
-	return storage_coll_get(c->engine->st, c->db, name, out, err) == 0 ? 0 :
-	    terr_set(err, TERR_INTERNAL_ERROR, "could not create collection %s.%s", c->db, name);
+	return storage_coll_get(c->engine->st, db, name, out, err) == 0 ? 0 :
+	    terr_set(err, TERR_INTERNAL_ERROR, "could not create collection %s.%s", db, name);
+}
+
+int
+write_get_or_create_coll(cmd_t *c, const char *name, storage_coll_t **out, terr_t *err)
+{
+	return write_get_or_create_coll_in(c, c->db, name, out, err);
+}
+
+void
+write_update_result_clear(write_update_result_t *r)
+{
+	if (r->upserted)
+		bson_value_destroy(&r->upserted_id);
+	memset(r, 0, sizeof(*r));
 }
 
 /* Depth of nested documents/arrays, stopping once past limit. */

@@ -13,8 +13,11 @@
 #include "commands/commands_private.h"
 
 /* The collection a write goes to; created (with no options) when missing.
- * Returns a reference to release. */
+ * Returns a reference to release.  The _in form names the database (the
+ * client bulkWrite writes to any database from admin). */
 int write_get_or_create_coll(cmd_t *c, const char *name, storage_coll_t **out, terr_t *err);
+int write_get_or_create_coll_in(cmd_t *c, const char *db, const char *name, storage_coll_t **out,
+                                terr_t *err);
 
 /* Copy doc into out (initialised by the caller) with _id as its first field,
  * generating an ObjectId when absent, and checking the rules of a stored
@@ -39,5 +42,51 @@ void write_error_append(bson_t *write_errors, int pos, int index, const terr_t *
 /* The generic batch-size rule: 1..100000 operations (16 InvalidLength
  * "Write batch sizes must be between 1 and 100000. Got N operations."). */
 int write_check_batch_size(int n, terr_t *err);
+
+/* ---- one statement of each kind (insert, delete: cmd_crud.c; update:
+ * cmd_update.c), shared by insert/delete/update and the client bulkWrite ---- */
+
+/* Prepare doc (write_prepare_doc), validate it against coll's validator
+ * (bypass as bypassDocumentValidation) and insert it in its own transaction
+ * (write conflicts retried; sync: wait for the journal).  Returns 0, or -1
+ * with err set (the statement's write error). */
+int write_insert_one(cmd_t *c, storage_session_t *s, storage_coll_t *coll, const bson_t *doc,
+                     bool bypass, bool sync, terr_t *err);
+
+/* Delete the documents of coll matching q (one when just_one), in one
+ * transaction.  let: the command's let variables (may be NULL).  coll NULL
+ * (no such collection) deletes nothing once q compiles.  *n: how many were
+ * deleted.  Returns 0, or -1 with err set (q's compile error or the write's). */
+int write_delete_run(cmd_t *c, storage_session_t *s, storage_coll_t *coll, const bson_t *q,
+                     const bson_t *let, bool just_one, bool sync, int64_t *n, terr_t *err);
+
+/* What one update statement did; write_update_result_clear frees upserted_id. */
+typedef struct write_update_result {
+	int64_t n, modified;
+	bool upserted;
+	bson_value_t upserted_id;
+} write_update_result_t;
+void write_update_result_clear(write_update_result_t *r);
+
+/*
+ * Run one update statement in the update command's shape ({q, u, c, multi,
+ * upsert, arrayFilters, hint, collation, sort}) on db.name.  *coll is the
+ * collection reference the caller keeps between statements (NULL until the
+ * collection exists; set, and created when missing, by an upsert); the
+ * caller releases it.  let: the command's let (may be NULL); now_ms: $$NOW.
+ * Returns 0 with *res filled, or -1 with err set: the statement's write
+ * error, or, with *cmd_error true, an error of the whole command (mongod's
+ * "Cannot specify sort with multi=true").
+ */
+int write_update_run(cmd_t *c, storage_session_t *s, const char *db, const char *name,
+                     storage_coll_t **coll, const bson_t *stmt, const bson_t *let, bool bypass,
+                     bool sync, int64_t now_ms, write_update_result_t *res, bool *cmd_error,
+                     terr_t *err);
+
+/* Per-statement options the reads check too (cmd_crud.c): collation other
+ * than simple -> 238; a hint naming no index of coll -> 2 BadValue
+ * (mongod's planner message).  holder is the document carrying the field. */
+int cmd_check_collation(cmd_t *c, const bson_t *holder, terr_t *err);
+int cmd_check_hint(cmd_t *c, const bson_t *holder, storage_coll_t *coll, terr_t *err);
 
 #endif
