@@ -11,6 +11,7 @@
 
 #include "bson/value.h"
 #include "common/mem.h"
+#include "commands/auth.h"
 #include "commands/validation.h"
 #include "query/match.h"
 
@@ -389,6 +390,10 @@ CMD_HANDLER(cmd_list_databases)
 		if (ret != 0) {
 			bson_destroy(&entry);
 			goto err;
+		}
+		if (!auth_db_visible(c, names[i])) {
+			bson_destroy(&entry);
+			continue;
 		}
 		BSON_APPEND_UTF8(&entry, "name", names[i]);
 		if (!name_only) {

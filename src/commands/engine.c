@@ -267,6 +267,12 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 		goto fail;
 	}
 	BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+	/* a direct write to the user or role collections changes privileges:
+	 * drop what the auth layer has cached */
+	if ((def->flags & CMDF_WRITE) && strcmp(dbname, "admin") == 0 && BSON_ITER_HOLDS_UTF8(&c.first) &&
+	    (strcmp(bson_iter_utf8(&c.first, NULL), "system.users") == 0 ||
+	     strcmp(bson_iter_utf8(&c.first, NULL), "system.roles") == 0))
+		auth_invalidate_cache();
 	terr_clear(&local);
 	return 0;
 
