@@ -74,6 +74,7 @@ struct plan_exec {
 	sorter_t *sorter;              /* filled on the first plan_exec_next */
 	bool sorted;
 	bool allow_disk_use;
+	char *spill_dir;               /* owned copy, or NULL */
 	projection_t *proj;            /* owned or NULL */
 	bson_t proj_out;               /* the projected current document */
 	bool proj_out_init;
@@ -259,7 +260,7 @@ int
 plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 {
 	plan_exec_t *x = tm_alloc0(sizeof(*x));
-	bool backward = req->natural_backward;
+	bool backward = req->natural_backward, minmax;
 
 	*out = NULL;
 	x->match = req->match;
@@ -268,6 +269,13 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 	x->coll = req->coll;
 	x->borrowed = req->borrow;
 	x->allow_disk_use = req->allow_disk_use;
+	if (req->spill_dir != NULL)
+		x->spill_dir = bson_strdup(req->spill_dir);
+	minmax = !spec_empty(req->min) || !spec_empty(req->max);
+	if (minmax && planner_minmax_check(req->min, req->max, err) != 0) {
+		plan_exec_free(x);
+		return -1;
+	}
 	if (!spec_empty(req->sort) && !natural_sort(req->sort, &backward)) {
 		int dir;
 		if (sort_spec_parse(req->sort, &x->sort, err) != 0) {
@@ -293,7 +301,23 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 		x->sort_spec_doc = bson_copy(req->sort);
 	if (!spec_empty(req->projection))
 		x->proj_doc = bson_copy(req->projection);
-	if (x->match != NULL && !backward && req->hint == NULL && match_is_id_point(x->match, &x->id)) {
+	if (minmax) {
+		x->access = ACCESS_SCAN;
+		x->stats.stage = "COLLSCAN";
+		if (x->coll != NULL) {
+			if (planner_plan_minmax(x->coll, req->min, req->max, x->sort != NULL ? req->sort : NULL, req->hint,
+			    &x->sol, err) != 0) {
+				plan_exec_free(x);
+				return -1;
+			}
+			x->access = ACCESS_IXSCAN;
+			x->stats.stage = "IXSCAN";
+			if (x->sol->provides_sort && x->sort != NULL) {
+				sort_spec_free(x->sort);
+				x->sort = NULL;
+			}
+		}
+	} else if (x->match != NULL && !backward && req->hint == NULL && match_is_id_point(x->match, &x->id)) {
 		x->access = ACCESS_ID;
 		x->stats.stage = "EXPRESS_IXSCAN";
 	} else {
@@ -626,13 +650,16 @@ fill_sorter(plan_exec_t *x, storage_session_t *s, terr_t *err)
 	int rc;
 
 	x->sorter = sorter_new(x->sort, x->limit > 0 ? x->skip + x->limit : 0, x->allow_disk_use, 0);
+	if (x->spill_dir != NULL)
+		sorter_set_spill_dir(x->sorter, x->spill_dir);
 	while ((rc = plan_exec_next_record(x, s, &recid, &doc, err)) == 1) {
 		if (sorter_add(x->sorter, &doc, err) != 0)
 			return -1;
 	}
 	if (rc < 0)
 		return -1;
-	sorter_finish(x->sorter);
+	if (sorter_finish_ex(x->sorter, err) != 0)
+		return -1;
 	x->sorted = true;
 	x->stats.stage = "SORT";
 	return 0;
@@ -710,6 +737,7 @@ plan_exec_free(plan_exec_t *x)
 	planner_solution_free(x->sol);
 	bson_free(x->branch_keys);
 	bson_free(x->seek_key);
+	bson_free(x->spill_dir);
 	bson_free(x->branch_dups);
 	bson_free(x->seen.slot);
 	if (x->sort_spec_doc != NULL)
@@ -915,6 +943,8 @@ append_stage(const plan_exec_t *x, stage_kind_t k, bool es, bson_t *out)
 		if (x->limit > 0)
 			append_count(out, "limitAmount", x->skip + x->limit);
 		BSON_APPEND_UTF8(out, "type", "simple");
+		if (es)
+			BSON_APPEND_BOOL(out, "usedDisk", x->sorter != NULL && sorter_spilled(x->sorter));
 		break;
 	case ST_FETCH:
 		BSON_APPEND_UTF8(out, "stage", "FETCH");

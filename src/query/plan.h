@@ -42,6 +42,15 @@ typedef struct plan_request {
 	 * borrowed during plan_exec_new; NULL = none.  A hint naming no
 	 * index fails plan_exec_new with 2 BadValue. */
 	const bson_value_t *hint;
+	/* find's min/max: index keys bounding the scan of the hinted index
+	 * ([min, max) in its key order; see planner_plan_minmax for the
+	 * errors).  Borrowed during plan_exec_new; NULL or {} = none. */
+	const bson_t *min;
+	const bson_t *max;
+	/* Where a sort spills with allow_disk_use ("<dbpath>/_tmp", must
+	 * exist); borrowed during plan_exec_new (copied).  NULL: a sort past
+	 * 100 MB fails with 292 without allowDiskUse, with 238 with it. */
+	const char *spill_dir;
 	/* When true, coll and match are borrowed instead of stolen: they must
 	 * outlive the exec (a write re-running its scan inside a retried
 	 * transaction). */

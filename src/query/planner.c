@@ -1320,6 +1320,141 @@ planner_solution_free(planner_solution_t *s)
 	bson_free(s);
 }
 
+/* ---- min/max ---------------------------------------------------------------- */
+
+static bool
+doc_empty(const bson_t *b)
+{
+	return b == NULL || bson_empty(b);
+}
+
+int
+planner_minmax_check(const bson_t *min, const bson_t *max, terr_t *err)
+{
+	bson_iter_t a, b;
+
+	if (doc_empty(min) || doc_empty(max))
+		return 0;
+	bson_iter_init(&a, min);
+	bson_iter_init(&b, max);
+	for (;;) {
+		bool na = bson_iter_next(&a), nb = bson_iter_next(&b);
+		if (na != nb || (na && strcmp(bson_iter_key(&a), bson_iter_key(&b)) != 0))
+			return terr_set(err, 51176, "min and max must have the same field names");
+		if (!na)
+			return 0;
+	}
+}
+
+/* Does the bound name exactly the key pattern's fields, in order? */
+static bool
+minmax_compatible(const storage_index_t *ix, const bson_t *bound)
+{
+	bson_iter_t k, b;
+
+	if (doc_empty(bound))
+		return true;
+	if (keygen_is_wildcard(ix) || !bson_iter_init(&k, ix->key) || !bson_iter_init(&b, bound))
+		return false;
+	for (;;) {
+		bool nk = bson_iter_next(&k), nb = bson_iter_next(&b);
+		if (nk != nb)
+			return false;
+		if (!nk)
+			return true;
+		if (strcmp(bson_iter_key(&k), bson_iter_key(&b)) != 0)
+			return false;
+	}
+}
+
+/* The KeyString of a min/max bound; an empty one is the smallest key
+ * (is_min) or the largest one of the index. */
+static void
+minmax_key(const storage_index_t *ix, const bson_t *bound, bool is_min, bytes_t *out)
+{
+	bson_iter_t k, b;
+	bool have = !doc_empty(bound);
+
+	bson_iter_init(&k, ix->key);
+	if (have)
+		bson_iter_init(&b, bound);
+	while (bson_iter_next(&k)) {
+		bool desc = BSON_ITER_HOLDS_NUMBER(&k) && bson_iter_as_double(&k) < 0;
+		if (have && bson_iter_next(&b)) {
+			bytes_put_value(out, bson_iter_value(&b), desc);
+		} else {
+			/* MinKey ascending / MaxKey descending is the first key */
+			bson_value_t v = (is_min != desc) ? v_minkey() : v_maxkey();
+			bytes_put_value(out, &v, desc);
+		}
+	}
+}
+
+int
+planner_plan_minmax(const storage_coll_t *coll, const bson_t *min, const bson_t *max, const bson_t *sort,
+                    const bson_value_t *hint, planner_solution_t **out, terr_t *err)
+{
+	planner_solution_t *s;
+	const storage_index_t *ix;
+	planner_field_t f[KEYGEN_MAX_FIELDS];
+	bytes_t lo = {0}, hi = {0};
+	rbuild_t b;
+	bson_iter_t it;
+	bool natural = false, backward = false;
+	int ixn = -1, nf = 0, c;
+	size_t n;
+
+	*out = NULL;
+	if (hint != NULL && hint_find(coll, hint, &ixn, &natural, &backward, err) < 0)
+		return -1;
+	if (ixn < 0)
+		return terr_set(err, 291 /* NoQueryExecutionPlans */,
+		    "error processing query: ns=%s planner returned error :: caused by :: When using min()/max() a hint of which index to use must be provided",
+		    coll->ns);
+	ix = &coll->indexes[ixn];
+	if (!minmax_compatible(ix, min) || !minmax_compatible(ix, max))
+		return terr_set(err, 51174,
+		    "error processing query: ns=%s planner returned error :: caused by :: The index chosen is not compatible with min/max",
+		    coll->ns);
+	minmax_key(ix, min, true, &lo);
+	minmax_key(ix, max, false, &hi);
+	n = lo.len < hi.len ? lo.len : hi.len;
+	c = memcmp(lo.p, hi.p, n);
+	if (c == 0)
+		c = lo.len < hi.len ? -1 : lo.len > hi.len;
+	if (c >= 0) {
+		bson_free(lo.p);
+		bson_free(hi.p);
+		return terr_set(err, 51175,
+		    "error processing query: ns=%s planner returned error :: caused by :: The value provided for min() does not come before the value provided for max() in the hinted index",
+		    coll->ns);
+	}
+	s = bson_malloc0(sizeof(*s));
+	s->kind = PLANNER_IXSCAN;
+	s->index = ixn;
+	s->dedup = ix->multikey;
+	/* the key pattern's fields decide whether the scan order is the sort */
+	memset(f, 0, sizeof(f));
+	bson_iter_init(&it, ix->key);
+	while (bson_iter_next(&it) && nf < KEYGEN_MAX_FIELDS) {
+		f[nf].path = (char *)bson_iter_key(&it);
+		f[nf].desc = BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_double(&it) < 0;
+		nf++;
+	}
+	if (!ix->multikey && sort_provided(sort, f, nf, 0, &backward)) {
+		s->provides_sort = true;
+		s->backward = backward;
+	}
+	b.s = s;
+	b.cap = 0;
+	b.overflow = false;
+	range_push(&b, &lo, false, true, &hi, false, false);
+	bson_free(lo.p);
+	bson_free(hi.p);
+	*out = s;
+	return 0;
+}
+
 static char *
 bound_string(const bson_value_t *v)
 {

@@ -24,7 +24,11 @@
  * A top-level $or whose every branch has an indexed plan becomes one index
  * scan per branch (OR), when no index bounds the whole filter.
  *
- * Not yet: covered plans, min/max, index intersection, trial runs.
+ * min/max (find's index-key bounds) are planned by planner_plan_minmax: one
+ * range of the hinted index from min (inclusive) to max (exclusive) in the
+ * index's key order, the filter applied to every fetched document.
+ *
+ * Not yet: covered plans, index intersection, trial runs.
  */
 #ifndef TAMGA_QUERY_PLANNER_H
 #define TAMGA_QUERY_PLANNER_H
@@ -97,6 +101,29 @@ struct planner_solution {
  */
 int planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sort,
                  const bson_value_t *hint, planner_solution_t **out, terr_t *err);
+
+/*
+ * find's min/max: min and max (borrowed; NULL or {} = unbounded on that
+ * side, not both) are index keys {field: value, ...} naming the hinted
+ * index's fields in order.  The solution is an IXSCAN over [min, max) with
+ * no per-field bounds (explain's indexBounds is {}), backward when the sort
+ * is the index order reversed.  Errors, as mongod's planner: 291
+ * NoQueryExecutionPlans "When using min()/max() a hint of which index to
+ * use must be provided" (no hint, or $natural), 2 for a hint naming no
+ * index, 51174 "The index chosen is not compatible with min/max" (fields
+ * differ from the key pattern, wildcard index), 51175 "The value provided
+ * for min() does not come before the value provided for max() in the
+ * hinted index".  The 51176 check (min and max with different field
+ * names) is planner_minmax_check's.
+ */
+int planner_plan_minmax(const storage_coll_t *coll, const bson_t *min, const bson_t *max,
+                        const bson_t *sort, const bson_value_t *hint, planner_solution_t **out,
+                        terr_t *err);
+
+/* find's request check: when both min and max are non-empty they must name
+ * the same fields in the same order, else 51176 "min and max must have the
+ * same field names".  Returns 0 or -1 with err. */
+int planner_minmax_check(const bson_t *min, const bson_t *max, terr_t *err);
 
 void planner_solution_free(planner_solution_t *s);
 

@@ -1,0 +1,300 @@
+/*
+ * test_planner_minmax.c -- find's min/max through the executor (the cases
+ * of mongod's jstests/core/query/minmax.js: compound ascending and mixed
+ * direction indexes, single bounds, scan order, and the 291 / 51174 /
+ * 51175 / 51176 errors), and find sorts past the 100 MB limit: 292
+ * without allowDiskUse, spilled to the spill directory with it.
+ */
+#include "tt.h"
+
+#include <sys/stat.h>
+
+#include "commands/commands_private.h"
+#include "common/mem.h"
+#include "query/keygen.h"
+#include "query/plan.h"
+
+static engine_t *eng;
+static client_t *cl;
+static char *spill;
+
+static int
+run_code(const char *json)
+{
+	bson_t *cmd = tt_json(json);
+	bson_t *reply = tm_bson_array_new(1);
+	int rc = engine_run_command(eng, cl, "test", cmd, reply, NULL);
+
+	bson_destroy(cmd);
+	bson_destroy(reply);
+	bson_free(reply);
+	return rc;
+}
+
+/* Run find on coll with min/max/hint/sort (JSON or NULL); return the
+ * documents' `field` values joined by ',' (numbers), "ERR <code>", and the
+ * explain's winning plan stages when stages is not NULL. */
+static char *
+mm(const char *coll, const char *min, const char *max, const char *hint, const char *sort,
+   const char *field, char **stages)
+{
+	bson_t *bmin = min ? tt_json(min) : NULL, *bmax = max ? tt_json(max) : NULL;
+	bson_t *bh = NULL, *bs = sort ? tt_json(sort) : NULL;
+	bson_iter_t hit;
+	plan_request_t req;
+	plan_exec_t *x = NULL;
+	terr_t err = TERR_INIT;
+	storage_session_t *ss = client_session(cl, &err);
+	bson_string_t *out = bson_string_new("");
+	bson_t doc;
+	int rc;
+
+	memset(&req, 0, sizeof(req));
+	storage_coll_get(engine_storage(eng), "test", coll, &req.coll, NULL);
+	if (hint != NULL) {
+		char *w = bson_strdup_printf("{\"h\": %s}", hint);
+		bh = tt_json(w);
+		bson_free(w);
+		bson_iter_init_find(&hit, bh, "h");
+		req.hint = bson_iter_value(&hit);
+	}
+	req.min = bmin;
+	req.max = bmax;
+	req.sort = bs;
+	if (plan_exec_new(&req, &x, &err) != 0) {
+		bson_string_append_printf(out, "ERR %d", err.code);
+		goto done;
+	}
+	while ((rc = plan_exec_next(x, ss, &doc, &err)) == 1) {
+		bson_iter_t it;
+		if (bson_iter_init_find(&it, &doc, field))
+			bson_string_append_printf(out, "%s%g", out->len ? "," : "", bson_iter_as_double(&it));
+	}
+	if (rc < 0) {
+		bson_string_truncate(out, 0);
+		bson_string_append_printf(out, "ERR %d", err.code);
+	}
+	if (stages != NULL) {
+		bson_t e = BSON_INITIALIZER;
+		plan_exec_explain_append(x, true, &e);
+		*stages = bson_as_relaxed_extended_json(&e, NULL);
+		bson_destroy(&e);
+	}
+done:
+	plan_exec_free(x);
+	terr_clear(&err);
+	if (bmin)
+		bson_destroy(bmin);
+	if (bmax)
+		bson_destroy(bmax);
+	if (bh)
+		bson_destroy(bh);
+	if (bs)
+		bson_destroy(bs);
+	return bson_string_free(out, false);
+}
+
+#define MM_EQ(got, want) do { char *g_ = (got); TT_EQ_STR(g_, want); bson_free(g_); } while (0)
+#define COUNT_EQ(got, want) do { char *g_ = (got); TT_EQ_INT(count_of(g_), want); bson_free(g_); } while (0)
+
+/* How many values mm() returned (-1 for an error). */
+static int
+count_of(const char *s)
+{
+	int n = s[0] ? 1 : 0;
+
+	if (strncmp(s, "ERR", 3) == 0)
+		return -1;
+	for (; *s; s++)
+		n += *s == ',';
+	return n;
+}
+
+static void
+add_data(void)
+{
+	TT_EQ_INT(run_code("{\"insert\": \"mm\", \"documents\": [{\"a\": 1, \"b\": 1}, {\"a\": 1, \"b\": 2}, "
+	    "{\"a\": 2, \"b\": 1}, {\"a\": 2, \"b\": 2}]}"), 0);
+}
+
+static void
+test_compound(void)
+{
+	const char *h = "{\"a\": 1, \"b\": 1}";
+
+	run_code("{\"drop\": \"mm\"}");
+	TT_EQ_INT(run_code("{\"createIndexes\": \"mm\", \"indexes\": [{\"key\": {\"a\": 1, \"b\": 1}, \"name\": \"a_1_b_1\"}]}"), 0);
+	add_data();
+	COUNT_EQ(mm("mm", "{\"a\": 1, \"b\": 2}", "{\"a\": 2, \"b\": 1}", h, NULL, "a", NULL), 1);
+	COUNT_EQ(mm("mm", "{\"a\": 1, \"b\": 2}", "{\"a\": 2, \"b\": 1.5}", h, NULL, "a", NULL), 2);
+	COUNT_EQ(mm("mm", "{\"a\": 1, \"b\": 2}", "{\"a\": 2, \"b\": 2}", h, NULL, "a", NULL), 2);
+	COUNT_EQ(mm("mm", "{\"a\": 1, \"b\": 2}", NULL, h, NULL, "a", NULL), 3);
+	COUNT_EQ(mm("mm", NULL, "{\"a\": 2, \"b\": 1.5}", h, NULL, "a", NULL), 3);
+	COUNT_EQ(mm("mm", "{\"a\": 1, \"b\": 2}", NULL, "\"a_1_b_1\"", NULL, "a", NULL), 3);
+	/* a hint is required; $natural is no index */
+	MM_EQ(mm("mm", "{\"a\": 1, \"b\": 2}", "{\"a\": 2, \"b\": 1}", NULL, NULL, "a", NULL), "ERR 291");
+	MM_EQ(mm("mm", "{\"a\": 1}", NULL, "{\"$natural\": 1}", NULL, "a", NULL), "ERR 291");
+	MM_EQ(mm("mm", NULL, "{\"a\": 1}", "{\"$natural\": 1}", NULL, "a", NULL), "ERR 291");
+	MM_EQ(mm("mm", "{\"a\": 1}", NULL, "\"nope\"", NULL, "a", NULL), "ERR 2");
+	MM_EQ(mm("mm", "{\"a\": 1, \"b\": 2}", "{\"a\": 1, \"b\": 2}", h, NULL, "a", NULL), "ERR 51175");
+
+	run_code("{\"drop\": \"mm\"}");
+	TT_EQ_INT(run_code("{\"createIndexes\": \"mm\", \"indexes\": [{\"key\": {\"a\": 1, \"b\": -1}, \"name\": \"a_1_b_-1\"}]}"), 0);
+	add_data();
+	h = "{\"a\": 1, \"b\": -1}";
+	COUNT_EQ(mm("mm", "{\"a\": 1, \"b\": 2}", NULL, h, NULL, "a", NULL), 4);
+	COUNT_EQ(mm("mm", NULL, "{\"a\": 2, \"b\": 0.5}", h, NULL, "a", NULL), 4);
+	COUNT_EQ(mm("mm", "{\"a\": 2, \"b\": 1}", NULL, h, NULL, "a", NULL), 1);
+	COUNT_EQ(mm("mm", NULL, "{\"a\": 1, \"b\": 1.5}", h, NULL, "a", NULL), 1);
+	/* shape errors */
+	MM_EQ(mm("mm", "{\"a\": 1}", NULL, h, NULL, "a", NULL), "ERR 51174");
+	MM_EQ(mm("mm", "{\"b\": 1, \"a\": 1}", NULL, h, NULL, "a", NULL), "ERR 51174");
+	MM_EQ(mm("mm", "{\"a\": 1, \"b\": 1}", "{\"a\": 1}", h, NULL, "a", NULL), "ERR 51176");
+	MM_EQ(mm("mm", "{\"b\": 1}", "{\"a\": 1, \"b\": 2}", h, NULL, "a", NULL), "ERR 51176");
+}
+
+static void
+test_order_and_explain(void)
+{
+	char *st = NULL;
+	int i;
+
+	run_code("{\"drop\": \"mo\"}");
+	TT_EQ_INT(run_code("{\"createIndexes\": \"mo\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\"}]}"), 0);
+	for (i = 0; i < 10; i++) {
+		char *cmd = bson_strdup_printf("{\"insert\": \"mo\", \"documents\": [{\"_id\": %d, \"a\": %d}]}", i, i);
+		TT_EQ_INT(run_code(cmd), 0);
+		bson_free(cmd);
+	}
+	MM_EQ(mm("mo", "{\"a\": 6}", "{\"a\": 3}", "{\"a\": 1}", "{\"a\": -1}", "a", NULL), "ERR 51175");
+	MM_EQ(mm("mo", "{\"a\": 2}", "{\"a\": 2}", "{\"a\": 1}", NULL, "a", NULL), "ERR 51175");
+	MM_EQ(mm("mo", "{\"a\": 2}", "{\"a\": 2}", "{\"a\": 1}", "{\"a\": -1}", "a", NULL), "ERR 51175");
+	MM_EQ(mm("mo", "{\"a\": 7}", NULL, "{\"a\": 1}", NULL, "a", NULL), "7,8,9");
+	MM_EQ(mm("mo", NULL, "{\"a\": 2}", "{\"a\": 1}", NULL, "a", NULL), "0,1");
+	/* the index order reversed is a backward scan, no SORT stage */
+	MM_EQ(mm("mo", "{\"a\": 3}", "{\"a\": 6}", "{\"a\": 1}", "{\"a\": -1}", "a", &st), "5,4,3");
+	TT_ASSERT(strstr(st, "\"SORT\"") == NULL);
+	TT_ASSERT(strstr(st, "\"direction\" : \"backward\"") != NULL);
+	TT_ASSERT(strstr(st, "\"indexBounds\" : {  }") != NULL);
+	TT_ASSERT(strstr(st, "\"keysExamined\" : 3") != NULL);
+	bson_free(st);
+	/* another sort is a blocking SORT over the range */
+	MM_EQ(mm("mo", "{\"a\": 3}", "{\"a\": 6}", "{\"a\": 1}", "{\"_id\": -1}", "a", &st), "5,4,3");
+	TT_ASSERT(strstr(st, "\"SORT\"") != NULL);
+	bson_free(st);
+
+	run_code("{\"drop\": \"md\"}");
+	TT_EQ_INT(run_code("{\"createIndexes\": \"md\", \"indexes\": [{\"key\": {\"a\": -1}, \"name\": \"a_-1\"}]}"), 0);
+	TT_EQ_INT(run_code("{\"insert\": \"md\", \"documents\": [{\"a\": 3}, {\"a\": 4}, {\"a\": 5}]}"), 0);
+	MM_EQ(mm("md", "{\"a\": 4}", NULL, "{\"a\": -1}", NULL, "a", NULL), "4,3");
+	MM_EQ(mm("md", NULL, "{\"a\": 4}", "{\"a\": -1}", NULL, "a", NULL), "5");
+	/* no such collection: no results, no planning */
+	MM_EQ(mm("nosuch", "{\"a\": 4}", NULL, NULL, NULL, "a", NULL), "");
+}
+
+/* A sort over more than 100 MB: 292 without allowDiskUse, in order with. */
+static void
+test_spill(void)
+{
+	char *big = bson_malloc(1024 * 1024 + 1);
+	bson_t *cmd, *reply;
+	int i, rc;
+	plan_request_t req;
+	plan_exec_t *x = NULL;
+	terr_t err = TERR_INIT;
+	storage_session_t *ss;
+	bson_t *so = tt_json("{\"k\": -1}");
+	bson_t doc;
+	int64_t n = 0, last = INT64_MAX;
+	bool ordered = true;
+
+	memset(big, 'x', 1024 * 1024);
+	big[1024 * 1024] = '\0';
+	run_code("{\"drop\": \"sp\"}");
+	for (i = 0; i < 110; i++) {
+		bson_t docs, d;
+		cmd = bson_new();
+		BSON_APPEND_UTF8(cmd, "insert", "sp");
+		BSON_APPEND_ARRAY_BEGIN(cmd, "documents", &docs);
+		BSON_APPEND_DOCUMENT_BEGIN(&docs, "0", &d);
+		BSON_APPEND_INT32(&d, "k", (i * 37) % 110);
+		BSON_APPEND_UTF8(&d, "pad", big);
+		bson_append_document_end(&docs, &d);
+		bson_append_array_end(cmd, &docs);
+		reply = tm_bson_array_new(1);
+		rc = engine_run_command(eng, cl, "test", cmd, reply, NULL);
+		TT_EQ_INT(rc, 0);
+		bson_destroy(reply);
+		bson_free(reply);
+		bson_destroy(cmd);
+	}
+	bson_free(big);
+	ss = client_session(cl, &err);
+	memset(&req, 0, sizeof(req));
+	storage_coll_get(engine_storage(eng), "test", "sp", &req.coll, NULL);
+	req.sort = so;
+	req.spill_dir = spill;
+	TT_EQ_INT(plan_exec_new(&req, &x, &err), 0);
+	TT_EQ_INT(plan_exec_next(x, ss, &doc, &err), -1);
+	TT_EQ_INT(err.code, 292);
+	terr_clear(&err);
+	plan_exec_free(x);
+
+	memset(&req, 0, sizeof(req));
+	storage_coll_get(engine_storage(eng), "test", "sp", &req.coll, NULL);
+	req.sort = so;
+	req.allow_disk_use = true;
+	req.spill_dir = spill;
+	TT_EQ_INT(plan_exec_new(&req, &x, &err), 0);
+	while ((rc = plan_exec_next(x, ss, &doc, &err)) == 1) {
+		bson_iter_t it;
+		int64_t k = bson_iter_init_find(&it, &doc, "k") ? bson_iter_as_int64(&it) : -1;
+		if (k > last)
+			ordered = false;
+		last = k;
+		n++;
+	}
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(n, 110);
+	TT_ASSERT(ordered);
+	{
+		bson_t e = BSON_INITIALIZER;
+		char *j;
+		plan_exec_explain_append(x, true, &e);
+		j = bson_as_relaxed_extended_json(&e, NULL);
+		TT_ASSERT(strstr(j, "\"usedDisk\" : true") != NULL);
+		bson_free(j);
+		bson_destroy(&e);
+	}
+	plan_exec_free(x);
+	bson_destroy(so);
+	run_code("{\"drop\": \"sp\"}");
+}
+
+int
+main(void)
+{
+	char *dir = tt_tmpdir("minmax");
+	engine_options_t o;
+	terr_t err = TERR_INIT;
+
+	memset(&o, 0, sizeof(o));
+	o.storage.create = true;
+	if (engine_open(dir, &o, &eng, &err) != 0) {
+		fprintf(stderr, "engine_open: %s\n", err.msg);
+		return 1;
+	}
+	query_keygen_register(engine_storage(eng));
+	spill = bson_strdup_printf("%s/_tmp", dir);
+	mkdir(spill, 0700);
+	cl = client_new(eng, NULL);
+	TT_RUN(test_compound);
+	TT_RUN(test_order_and_explain);
+	TT_RUN(test_spill);
+	client_free(cl);
+	engine_close(eng);
+	tt_rmdir(dir);
+	bson_free(spill);
+	bson_free(dir);
+	return tt_finish();
+}
