@@ -339,7 +339,7 @@ run_op(cmd_t *c, storage_session_t *s, const bson_t *op, int kind, bw_ns_t *ns, 
 
 CMD_HANDLER(cmd_bulk_write)
 {
-	bson_t ops, ns_arr, let, *batch = NULL;
+	bson_t ops, ns_arr, let = BSON_INITIALIZER, *batch = NULL;
 	bool found, has_let, ordered, bypass, errors_only = false, sync;
 	bw_ns_t *ns = NULL;
 	int nns = 0, nops, i, pos = 0, ret = -1, *kinds = NULL, *ns_idx = NULL;
@@ -363,7 +363,7 @@ CMD_HANDLER(cmd_bulk_write)
 		ret = terr_set(err, 40414, "BSON field 'bulkWrite.nsInfo' is missing but a required field");
 		goto err;
 	}
-	ERR(cmd_get_doc(c, "let", &let, &has_let, err));
+	ERR(cmd_get_let(c, &let, &has_let, err));
 	ERR(cmd_get_bool(c, "errorsOnly", &errors_only, &found, err));
 	ERR(write_common_flags(c, &ordered, &bypass, err));
 	ERR(cmd_cursor_options(c, &copts, err));
@@ -464,6 +464,7 @@ err:
 	bson_free(ns);
 	bson_free(kinds);
 	bson_free(ns_idx);
+	bson_destroy(&let);
 	terr_clear(&e);
 	return ret;
 }

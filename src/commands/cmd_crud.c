@@ -372,7 +372,7 @@ nonneg(cmd_t *c, const char *field, int64_t *out, terr_t *err)
 CMD_HANDLER(cmd_find)
 {
 	const char *name;
-	bson_t filter, sort, proj, let;
+	bson_t filter, sort, proj, let = BSON_INITIALIZER;
 	bool has_filter, has_sort, has_proj, has_let, found, single_batch = false, no_timeout = false;
 	bool allow_disk = false, tailable = false;
 	plan_request_t req;
@@ -390,7 +390,7 @@ CMD_HANDLER(cmd_find)
 	ERR(cmd_get_doc(c, "filter", &filter, &has_filter, err));
 	ERR(cmd_get_doc(c, "sort", &sort, &has_sort, err));
 	ERR(cmd_get_doc(c, "projection", &proj, &has_proj, err));
-	ERR(cmd_get_doc(c, "let", &let, &has_let, err));
+	ERR(cmd_get_let(c, &let, &has_let, err));
 	ERR(nonneg(c, "skip", &req.skip, err));
 	ERR(nonneg(c, "limit", &req.limit, err));
 	ERR(cmd_get_bool(c, "singleBatch", &single_batch, &found, err));
@@ -459,6 +459,7 @@ err:
 		storage_coll_release(req.coll);
 	match_free(req.match);
 	plan_exec_free(x);
+	bson_destroy(&let);
 	return ret;
 }
 
@@ -599,7 +600,7 @@ static const char *const delete_fields[] = {"deletes", "ordered", "let", "collec
 CMD_HANDLER(cmd_delete)
 {
 	const char *name;
-	bson_t deletes, write_errors = BSON_INITIALIZER, let;
+	bson_t deletes, write_errors = BSON_INITIALIZER, let = BSON_INITIALIZER;
 	bson_iter_t it;
 	bool found, ordered, bypass, sync, has_let;
 	storage_coll_t *coll = NULL;
@@ -615,7 +616,7 @@ CMD_HANDLER(cmd_delete)
 		ret = terr_set(err, 40414, "BSON field 'delete.deletes' is missing but a required field");
 		goto err;
 	}
-	ERR(cmd_get_doc(c, "let", &let, &has_let, err));
+	ERR(cmd_get_let(c, &let, &has_let, err));
 	ERR(write_common_flags(c, &ordered, &bypass, err));
 	nops = (int)bson_count_keys(&deletes);
 	ERR(write_check_batch_size(nops, err));
@@ -695,6 +696,7 @@ CMD_HANDLER(cmd_delete)
 		BSON_APPEND_ARRAY(c->reply, "writeErrors", &write_errors);
 	ret = 0;
 err:
+	bson_destroy(&let);
 	bson_destroy(&write_errors);
 	terr_clear(&e);
 	if (coll != NULL)

@@ -28,7 +28,7 @@ wall_ms(void)
 static void
 prefix_update_error(terr_t *err, bool find_and_modify)
 {
-	if (err->code == TERR_DOCUMENT_VALIDATION_FAILURE)
+	if (err->code == TERR_DOCUMENT_VALIDATION_FAILURE || err->code == TERR_BSON_OBJECT_TOO_LARGE)
 		terr_wrap(err, find_and_modify ? "Plan executor error during findAndModify" :
 		    "Plan executor error during update");
 }
@@ -140,14 +140,18 @@ update_txn(storage_session_t *s, void *arg, terr_t *err)
 			goto fail;
 		ctx.matched_pos = pos;
 		ctx.now_ms = u->now_ms;
-		if (update_apply(u->update, &doc, &ctx, &new_doc, &modified, err) != 0)
+		if (update_apply(u->update, &doc, &ctx, &new_doc, &modified, err) != 0) {
+			prefix_update_error(err, u->want_doc);
 			goto fail;
+		}
 		if (modified) {
 			bson_t old_copy;
 			/* the stored view dies with the next storage call: keep a copy
 			 * for validation (moderate) and index maintenance */
 			bson_copy_to(&doc, &old_copy);
 			rc = write_check_stored_doc(&new_doc, err);
+			if (rc != 0)
+				prefix_update_error(err, u->want_doc);
 			if (rc == 0 && validation_check_write(u->coll, &new_doc, &old_copy, u->bypass, &vr, err) != 0) {
 				prefix_update_error(err, u->want_doc);
 				rc = -1;
@@ -344,7 +348,7 @@ write_update_run(cmd_t *c, storage_session_t *s, const char *db, const char *nam
 CMD_HANDLER(cmd_update)
 {
 	const char *name;
-	bson_t updates, write_errors = BSON_INITIALIZER, upserted = BSON_INITIALIZER, let;
+	bson_t updates, write_errors = BSON_INITIALIZER, upserted = BSON_INITIALIZER, let = BSON_INITIALIZER;
 	bson_iter_t it;
 	bool found, ordered, bypass, sync, has_let;
 	storage_coll_t *coll = NULL;
@@ -361,7 +365,7 @@ CMD_HANDLER(cmd_update)
 		ret = terr_set(err, 40414, "BSON field 'update.updates' is missing but a required field");
 		goto err;
 	}
-	ERR(cmd_get_doc(c, "let", &let, &has_let, err));
+	ERR(cmd_get_let(c, &let, &has_let, err));
 	ERR(write_common_flags(c, &ordered, &bypass, err));
 	nops = (int)bson_count_keys(&updates);
 	ERR(write_check_batch_size(nops, err));
@@ -425,6 +429,7 @@ CMD_HANDLER(cmd_update)
 		BSON_APPEND_ARRAY(c->reply, "writeErrors", &write_errors);
 	ret = 0;
 err:
+	bson_destroy(&let);
 	bson_destroy(&write_errors);
 	bson_destroy(&upserted);
 	terr_clear(&e);
@@ -443,7 +448,7 @@ static const char *const fam_fields[] = {
 CMD_HANDLER(cmd_find_and_modify)
 {
 	const char *name;
-	bson_t query = BSON_INITIALIZER, sort, fields, arr_filters, let, q;
+	bson_t query = BSON_INITIALIZER, sort, fields, arr_filters, let = BSON_INITIALIZER, q;
 	bool has_query, has_sort, has_fields, has_af, has_let, found, sync, bypass = false;
 	bool remove = false, want_new = false, upsert = false;
 	bson_iter_t it;
@@ -464,7 +469,7 @@ CMD_HANDLER(cmd_find_and_modify)
 	ERR(cmd_get_doc(c, "sort", &sort, &has_sort, err));
 	ERR(cmd_get_doc(c, "fields", &fields, &has_fields, err));
 	ERR(cmd_get_array(c, "arrayFilters", &arr_filters, &has_af, err));
-	ERR(cmd_get_doc(c, "let", &let, &has_let, err));
+	ERR(cmd_get_let(c, &let, &has_let, err));
 	ERR(cmd_get_bool(c, "remove", &remove, &found, err));
 	ERR(cmd_get_bool(c, "new", &want_new, &found, err));
 	ERR(cmd_get_bool(c, "upsert", &upsert, &found, err));
@@ -574,5 +579,6 @@ err:
 	if (u.coll != NULL)
 		storage_coll_release(u.coll);
 	bson_destroy(&query);
+	bson_destroy(&let);
 	return ret;
 }

@@ -7,6 +7,7 @@
 
 #include "bson/value.h"
 #include "common/version.h"
+#include "expr/expr.h"
 
 int
 write_get_or_create_coll_in(cmd_t *c, const char *db, const char *name, storage_coll_t **out,
@@ -75,10 +76,74 @@ depth_of(const bson_t *doc, int depth, int limit)
 	return max;
 }
 
+/*
+ * mongod's storage rule for embedded documents: no '$'-prefixed field name,
+ * except a DBRef's leading {$ref: <string>, $id: ..., $db: <string>}.
+ * Nested documents and arrays are checked too (below depth 200 the nesting
+ * check rejects the document anyway).  Sets 52 "<name> is not valid for
+ * storage." and returns -1.
+ */
+static int
+storage_valid_embedded(const bson_t *doc, int depth, terr_t *err)
+{
+	bson_iter_t it;
+	bool first = true;
+
+	if (depth > 200 || !bson_iter_init(&it, doc))
+		return 0;
+	while (bson_iter_next(&it)) {
+		const char *name = bson_iter_key(&it);
+
+		if (name[0] == '$') {
+			bson_iter_t next = it;
+			if (first && strcmp(name, "$ref") == 0 && BSON_ITER_HOLDS_UTF8(&it) && bson_iter_next(&next) &&
+			    strcmp(bson_iter_key(&next), "$id") == 0) {
+				it = next;
+				first = false;
+				if (!bson_iter_next(&it))
+					break;
+				name = bson_iter_key(&it);
+				if (!(strcmp(name, "$db") == 0 && BSON_ITER_HOLDS_UTF8(&it)) && name[0] == '$')
+					return terr_set(err, TERR_DOLLAR_PREFIXED_FIELD_NAME, "%s is not valid for storage.",
+					    name);
+			} else {
+				return terr_set(err, TERR_DOLLAR_PREFIXED_FIELD_NAME, "%s is not valid for storage.", name);
+			}
+		}
+		if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
+			const uint8_t *data;
+			uint32_t len;
+			bson_t sub;
+			if (BSON_ITER_HOLDS_DOCUMENT(&it))
+				bson_iter_document(&it, &len, &data);
+			else
+				bson_iter_array(&it, &len, &data);
+			if (bson_init_static(&sub, data, len))
+				RET(storage_valid_embedded(&sub, depth + 1, err));
+		}
+		first = false;
+	}
+	return 0;
+}
+
 static int
 check_id(const bson_iter_t *id, terr_t *err)
 {
 	switch (bson_iter_type(id)) {
+	case BSON_TYPE_DOCUMENT: {
+		const uint8_t *data;
+		uint32_t len;
+		bson_t sub;
+		bson_iter_document(id, &len, &data);
+		if (bson_init_static(&sub, data, len) && storage_valid_embedded(&sub, 0, err) != 0) {
+			char *m = bson_strdup_printf("_id fields may not contain '$'-prefixed fields: %s",
+			    err->msg != NULL ? err->msg : "");
+			bson_free(err->msg);
+			err->msg = m;
+			return -1;
+		}
+		return 0;
+	}
 	case BSON_TYPE_ARRAY:
 		return terr_set(err, TERR_INVALID_ID_FIELD, "The '_id' value cannot be of type array");
 	case BSON_TYPE_REGEX:
@@ -209,4 +274,16 @@ write_check_batch_size(int n, terr_t *err)
 		    "Write batch sizes must be between 1 and %d. Got %d operations.",
 		    TAMGA_MAX_WRITE_BATCH, n);
 	return 0;
+}
+
+int
+cmd_get_let(cmd_t *c, bson_t *out, bool *found, terr_t *err)
+{
+	bson_t view;
+
+	RET(cmd_get_doc(c, "let", &view, found, err));
+	if (!*found)
+		return 0;
+	bson_destroy(out);
+	return expr_let_eval(&view, out, err);
 }

@@ -83,6 +83,12 @@ int write_update_run(cmd_t *c, storage_session_t *s, const char *db, const char 
                      bool sync, int64_t now_ms, write_update_result_t *res, bool *cmd_error,
                      terr_t *err);
 
+/* The command's `let` (absent: *found false), each variable evaluated once
+ * to a constant (expr_let_eval) into out, which the caller initialised
+ * (BSON_INITIALIZER) and destroys.  Errors: the type check of cmd_get_doc,
+ * variable names, the expressions' own. */
+int cmd_get_let(cmd_t *c, bson_t *out, bool *found, terr_t *err);
+
 /* Per-statement options the reads check too (cmd_crud.c): collation other
  * than simple -> 238; a hint naming no index of coll -> 2 BadValue
  * (mongod's planner message).  holder is the document carrying the field. */

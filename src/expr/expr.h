@@ -162,6 +162,12 @@ void expr_env_copy_value(expr_env_t *env, const bson_value_t *v, bson_value_t *o
  */
 int expr_eval(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err);
 
+/* A command's `let` document as constants: each variable's expression is
+ * evaluated once, in order (a later variable may use an earlier one), with
+ * mongod's variable-name checks.  out is initialised here and owned by the
+ * caller (bson_destroy), also on error.  Returns 0 or -1 with err set. */
+int expr_let_eval(const bson_t *let, bson_t *out, terr_t *err);
+
 /* Evaluate and coerce to bool as $expr, $cond and $filter do. */
 int expr_eval_bool(const expr_t *e, expr_env_t *env, bool *out, terr_t *err);
 

@@ -7,6 +7,8 @@
  */
 #include "expr/expr_private.h"
 
+#include "bson/value.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -410,4 +412,37 @@ expr_scope_lookup(const expr_scope_t *s, const char *name)
 			return i;
 	}
 	return -1;
+}
+
+/* ---- a command's let ------------------------------------------------------ */
+
+int
+expr_let_eval(const bson_t *let, bson_t *out, terr_t *err)
+{
+	expr_scope_t *scope = expr_scope_new();
+	expr_env_t *env = expr_env_new();
+	expr_t *e = NULL;
+	bson_iter_t it;
+	bson_value_t v;
+	int id, ret = 0;
+
+	bson_init(out);
+	if (!bson_iter_init(&it, let))
+		goto err;
+	while (bson_iter_next(&it)) {
+		ERR(expr_parse(bson_iter_value(&it), scope, &e, err));
+		ERR(expr_eval(e, env, &v, err));
+		if (v.value_type == BSON_TYPE_EOD)
+			v.value_type = BSON_TYPE_NULL;
+		ERR(expr_scope_define(scope, bson_iter_key(&it), &id, err));
+		ERR(expr_env_set_var(env, id, &v, err));
+		bv_append(out, bson_iter_key(&it), -1, &v);
+		expr_destroy(e);
+		e = NULL;
+	}
+err:
+	expr_destroy(e);
+	expr_env_destroy(env);
+	expr_scope_destroy(scope);
+	return ret == 0 ? 0 : -1;
 }
