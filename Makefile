@@ -39,6 +39,11 @@ fuzz: deps
 	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DTAMGA_FUZZ=ON -DTAMGA_TESTS=OFF >/dev/null
 	@cmake --build build-fuzz -j $(JOBS)
 
+# The seed walk-through: a fresh tamgad (--auth) on a temporary folder, the
+# bookstore loaded, every examples/bookstore/scripts/NN-*.js run and printed.
+demo: build
+	@BOOKSTORE_AUTH=1 tests/e2e/bookstore/run.sh --demo build/tamgad tests/clients/node_modules/.bin/mongosh
+
 install: build
 	cmake --install build
 

@@ -12,6 +12,7 @@
 
 #include "bson/value.h"
 #include "common/mem.h"
+#include "query/plan.h"
 
 typedef struct stats_plan {
 	bool count, storage, latency, exec;
@@ -220,7 +221,7 @@ indexstats_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		BSON_APPEND_DOCUMENT(&ss->out, "key", ix->key);
 	append_host(&ss->out);
 	bson_append_document_begin(&ss->out, "accesses", -1, &acc);
-	BSON_APPEND_INT64(&acc, "ops", 0);
+	BSON_APPEND_INT64(&acc, "ops", plan_index_ops(ix->ident));
 	BSON_APPEND_DATE_TIME(&acc, "since", now_ms());
 	bson_append_document_end(&ss->out, &acc);
 	if (ix->spec != NULL)

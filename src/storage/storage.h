@@ -226,7 +226,7 @@ int storage_index_sizes(storage_t *st, storage_coll_t *c, int64_t *sizes, terr_t
 int storage_doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc,
                        recid_t *recid, terr_t *err);
 /* Replace the document at recid (old is its current content, for index
- * maintenance) with new_doc (17419 "Resulting document after update is
+ * maintenance) with new_doc (10334 "Resulting document after update is
  * larger than 16777216"; 11000 as insert).  delete: old_doc likewise. */
 int storage_doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid,
                        const bson_t *old_doc, const bson_t *new_doc, terr_t *err);

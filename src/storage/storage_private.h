@@ -23,7 +23,7 @@
 #define STORAGE_MAX_NS_LEN 255
 #define STORAGE_MAX_DB_LEN 63
 #define STORAGE_CODE_QUERY_PLAN_KILLED 175
-#define STORAGE_CODE_UPDATE_TOO_LARGE 17419
+#define STORAGE_CODE_UPDATE_TOO_LARGE 10334  /* BSONObjectTooLarge */
 #define STORAGE_CODE_OP_NOT_IN_TXN 263
 
 /*
@@ -61,6 +61,29 @@ typedef struct txn_delta {
 	bool gated;
 } txn_delta_t;
 
+/*
+ * One index's keys for one document: a sorted set of byte strings (several
+ * for a multikey document), bytes in one buffer so it is cheap to refill.
+ */
+typedef struct keyset {
+	uint8_t *data;
+	size_t len, cap;
+	struct key_ref {
+		size_t off, len;
+	} *k;
+	int n, ncap;
+} keyset_t;
+
+/* Point-operation cursors a session keeps open between calls (see
+ * storage_session_cursor). */
+#define SESSION_CURSORS 16
+
+typedef struct session_cursor {
+	char *uri;
+	WT_CURSOR *wc;
+	uint64_t used;             /* s->cur_tick at last use, for LRU */
+} session_cursor_t;
+
 struct storage_session {
 	storage_t *st;
 	WT_SESSION *ws;
@@ -75,6 +98,14 @@ struct storage_session {
 	keystring_t ks2;
 	uint8_t *kbuf;             /* non-unique index keys (key + RecordId) */
 	size_t kbuf_cap;
+	keyset_t oldk, newk;       /* index_apply's scratch key sets */
+	/* Cached point-operation cursors (one per table, overwrite=false,
+	 * always left reset).  Closed when st->cursor_epoch moves (a table was
+	 * dropped: an open cursor would keep it busy). */
+	session_cursor_t cur[SESSION_CURSORS];
+	int ncur;
+	uint64_t cur_epoch;
+	uint64_t cur_tick;
 	storage_session_t *pool_next;
 };
 
@@ -122,6 +153,11 @@ struct storage {
 	bool stopping;
 	atomic_bool dirty;
 	pending_drop_t *pending;   /* under flush_lock */
+
+	/* Bumped before any table is dropped: sessions close their cached
+	 * cursors when they see it move (idle pooled ones are closed by the
+	 * dropper), so the drop does not find the table busy. */
+	atomic_ullong cursor_epoch;
 };
 
 /* ---- engine.c ---- */
@@ -143,6 +179,20 @@ void storage_pending_drop_add(storage_t *st, const char *ident);
 void storage_ident_drop(storage_t *st, WT_SESSION *ws, const char *ident);
 /* Make the buffer of s hold at least n bytes. */
 uint8_t *storage_session_buf(storage_session_t *s, size_t n);
+/* A cursor on uri (overwrite=false) from the session's cache, opened on a
+ * miss; the caller uses it for one operation and hands it back with
+ * storage_session_cursor_done (which resets it: a positioned cursor pins
+ * a page).  Never close it.  Errors as open_cursor (26 for a dropped
+ * table). */
+int storage_session_cursor(storage_session_t *s, const char *uri, WT_CURSOR **out, terr_t *err);
+static inline void
+storage_session_cursor_done(WT_CURSOR *wc)
+{
+	if (wc != NULL)
+		wc->reset(wc);
+}
+/* Close every cached cursor of s. */
+void storage_session_cursors_close(storage_session_t *s);
 
 /* ---- catalog.c ---- */
 /* Load the catalog table into memory, drop unreferenced idents, initialise

@@ -851,7 +851,7 @@ update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *c
 		cur = next;
 		next = NULL;
 		if (cur->len > UPDATE_MAX_BSON_SIZE) {
-			terr_set(err, 17419, "Resulting document after update is larger than %d",
+			terr_set(err, TERR_BSON_OBJECT_TOO_LARGE, "Resulting document after update is larger than %d",
 			         UPDATE_MAX_BSON_SIZE);
 			goto err;
 		}

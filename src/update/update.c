@@ -1377,7 +1377,7 @@ static int
 check_size(const bson_t *doc, terr_t *err)
 {
 	if (doc->len > UPDATE_MAX_BSON_SIZE)
-		return terr_set(err, 17419, "Resulting document after update is larger than %d",
+		return terr_set(err, TERR_BSON_OBJECT_TOO_LARGE, "Resulting document after update is larger than %d",
 		                UPDATE_MAX_BSON_SIZE);
 	return 0;
 }

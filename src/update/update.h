@@ -110,7 +110,7 @@ typedef struct update_apply_ctx {
  * error returns -1, err is set (mongod's code and message), *out_new_doc is
  * left uninitialised and nothing needs freeing.
  * Errors include 66 (changing _id), 14 ($inc on a non-number), 28 (path not
- * viable), 17419 (result larger than 16 MiB), 15 (nesting deeper than 180),
+ * viable), 10334 (result larger than 16 MiB), 15 (nesting deeper than 180),
  * 52 ($-prefixed top-level field in a replacement) and each operator's own.
  * Replacement and pipeline results keep doc's _id when they have none and
  * put _id first.  doc is only read; it may be the same bytes the caller

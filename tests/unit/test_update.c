@@ -439,7 +439,7 @@ test_size_limit(void)
 	uv.value.v_doc.data_len = u.len;
 	TT_ASSERT(update_compile(&uv, NULL, &up, &err) == 0);
 	TT_ASSERT(update_apply(up, d, NULL, &out, &mod, &err) != 0);
-	TT_EQ_INT(err.code, 17419);
+	TT_EQ_INT(err.code, 10334);
 	TT_EQ_STR(err.msg, "Resulting document after update is larger than 16777216");
 	terr_clear(&err);
 	update_free(up);
