@@ -36,8 +36,9 @@ typedef enum { VERB_PLANNER, VERB_EXEC, VERB_ALL } verbosity_t;
 typedef struct xreq {
 	const char *kind;          /* "find", "count", ... */
 	const char *coll;
-	bson_t filter, sort, proj, let;
-	bool has_filter, has_sort, has_proj, has_let;
+	bson_t filter, sort, proj, let, min, max;
+	bool has_filter, has_sort, has_proj, has_let, has_min, has_max;
+	bool allow_disk_use;
 	bson_value_t hint;
 	bool has_hint;
 	int64_t skip, limit;
@@ -118,6 +119,12 @@ parse_inner(const bson_t *inner, xreq_t *r, terr_t *err)
 			r->has_sort = sub_doc(&it, &r->sort);
 		} else if (!strcmp(k, "projection") || !strcmp(k, "fields")) {
 			r->has_proj = sub_doc(&it, &r->proj);
+		} else if (!strcmp(k, "min")) {
+			r->has_min = sub_doc(&it, &r->min);
+		} else if (!strcmp(k, "max")) {
+			r->has_max = sub_doc(&it, &r->max);
+		} else if (!strcmp(k, "allowDiskUse")) {
+			r->allow_disk_use = bson_iter_as_bool(&it);
 		} else if (!strcmp(k, "let")) {
 			r->has_let = sub_doc(&it, &r->let);
 		} else if (!strcmp(k, "hint")) {
@@ -334,6 +341,11 @@ CMD_HANDLER(cmd_explain)
 		req.sort = r.has_sort ? &r.sort : NULL;
 		req.projection = strcmp(r.kind, "find") == 0 && r.has_proj ? &r.proj : NULL;
 	}
+	if (strcmp(r.kind, "find") == 0) {
+		req.min = r.has_min ? &r.min : NULL;
+		req.max = r.has_max ? &r.max : NULL;
+		req.allow_disk_use = r.allow_disk_use;
+	}
 	req.skip = r.skip;
 	req.limit = r.limit;
 	req.let = r.has_let ? &r.let : NULL;
@@ -345,11 +357,13 @@ CMD_HANDLER(cmd_explain)
 		goto err;
 	ret = -1;
 	t0 = cmd_now_us();
+	plan_exec_set_deadline(x, c->deadline_us);
+	if ((s = client_session(c->client, err)) == NULL)
+		goto err;
+	if (plan_exec_choose(x, s, err) != 0)
+		goto err;
 	if (verb != VERB_PLANNER) {
 		bson_t doc;
-		plan_exec_set_deadline(x, c->deadline_us);
-		if ((s = client_session(c->client, err)) == NULL)
-			goto err;
 		while ((rc = plan_exec_next(x, s, &doc, err)) == 1)
 			n++;
 		if (rc < 0)
@@ -402,6 +416,7 @@ CMD_HANDLER(cmd_explain)
 		if (verb == VERB_ALL) {
 			bson_t all;
 			BSON_APPEND_ARRAY_BEGIN(&es, "allPlansExecution", &all);
+			plan_exec_all_plans_append(x, &all);
 			bson_append_array_end(&es, &all);
 		}
 		bson_append_document_end(c->reply, &es);

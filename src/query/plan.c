@@ -103,7 +103,22 @@ struct plan_exec {
 	bool express;                  /* ACCESS_IXSCAN on one equality (EXPRESS_IXSCAN) */
 	bson_t *proj_doc;              /* owned copy for explain */
 	plan_stats_t stats;
+	/* trial runs (mongod's multi-planner) */
+	bool trial_pending;            /* candidates not raced yet */
+	bool is_view;                  /* a trial view: borrows everything but its runtime */
+	int64_t work_limit;            /* > 0: return 2 (need time) once this many works were done */
+	int64_t trial_advanced;        /* a view's results during its trial */
+	bool trial_eof;
+	double trial_score;
+	int ntrials;
+	struct plan_exec **trials;     /* owned views, in candidate order (the planner's) */
 };
+
+static bool
+sort_needed(const plan_exec_t *x)
+{
+	return x->sort != NULL && !(x->access == ACCESS_IXSCAN && x->sol->provides_sort);
+}
 
 /* ---- index usage ($indexStats accesses.ops) ----------------------------- */
 
@@ -312,10 +327,6 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 			}
 			x->access = ACCESS_IXSCAN;
 			x->stats.stage = "IXSCAN";
-			if (x->sol->provides_sort && x->sort != NULL) {
-				sort_spec_free(x->sort);
-				x->sort = NULL;
-			}
 		}
 	} else if (x->match != NULL && !backward && req->hint == NULL && match_is_id_point(x->match, &x->id)) {
 		x->access = ACCESS_ID;
@@ -347,10 +358,8 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 					x->branch_keys = bson_malloc0(sizeof(int64_t) * (size_t)x->sol->nbranches);
 					x->branch_dups = bson_malloc0(sizeof(int64_t) * (size_t)x->sol->nbranches);
 				}
-				if (x->sol->provides_sort && x->sort != NULL) {
-					sort_spec_free(x->sort);
-					x->sort = NULL;
-				}
+				/* several candidates: the trial runs decide (first next) */
+				x->trial_pending = !x->express && req->hint == NULL && x->sol->nrejected > 0;
 			} else if (req->hint != NULL) {
 				x->backward = x->sol->backward;
 			}
@@ -504,6 +513,8 @@ ixscan_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, t
 		size_t klen;
 		bson_t unused;
 		const planner_solution_t *sc = cur_scan(x);
+		if (x->work_limit > 0 && x->stats.keys_examined >= x->work_limit)
+			return 2;
 		if (sc->index >= x->coll->nindexes)
 			return terr_set(err, 175, "query plan killed :: caused by :: index dropped");
 		if (x->cur == NULL && x->seek_key != NULL) {
@@ -584,6 +595,204 @@ ixscan_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, t
 	}
 }
 
+/* ---- trial runs --------------------------------------------------------------
+ *
+ * mongod's multi-planner, simply: every candidate plan (the planner's
+ * choice and its rejected plans) runs one work at a time, round robin,
+ * until one reaches EOF, one has produced a batch's worth of results
+ * (101, or skip + limit when smaller) or each has done 10000 works.  A
+ * work is one index key (IXSCAN + FETCH) or one document (COLLSCAN).  The
+ * score is plan_ranker's: 1 + advanced/works + 1 at EOF + small bonuses
+ * for no blocking SORT and no index intersection; the highest wins, ties
+ * going to the planner's order (the cost rule).  A plan needing a
+ * blocking SORT produces nothing before its input ends.  The winner then
+ * runs from the start (its results are the same; its counters are one
+ * pass), the views keep their counters for allPlansExecution.
+ */
+
+static void append_count(bson_t *out, const char *key, int64_t v);
+
+#define TRIAL_MAX_WORKS 10000
+#define TRIAL_MAX_RESULTS 101
+
+static plan_exec_t *
+trial_view(const plan_exec_t *x, planner_solution_t *sol)
+{
+	plan_exec_t *v = tm_alloc0(sizeof(*v));
+
+	v->is_view = true;
+	v->borrowed = true;
+	v->coll = x->coll;
+	v->match = x->match;
+	v->sort = x->sort;
+	v->proj = x->proj;
+	v->sort_spec_doc = x->sort_spec_doc;
+	v->proj_doc = x->proj_doc;
+	v->skip = x->skip;
+	v->limit = x->limit;
+	v->deadline_us = x->deadline_us;
+	v->sol = sol;
+	v->access = sol->kind == PLANNER_COLLSCAN ? ACCESS_SCAN : ACCESS_IXSCAN;
+	v->backward = sol->kind == PLANNER_COLLSCAN ? x->backward : sol->backward;
+	v->stats.stage = v->access == ACCESS_SCAN ? "COLLSCAN" : "IXSCAN";
+	if (sol->kind == PLANNER_OR) {
+		v->branch_keys = bson_malloc0(sizeof(int64_t) * (size_t)sol->nbranches);
+		v->branch_dups = bson_malloc0(sizeof(int64_t) * (size_t)sol->nbranches);
+	}
+	return v;
+}
+
+/* Free what a view owns (its runtime), never what it borrows. */
+static void
+trial_view_free(plan_exec_t *v)
+{
+	if (v == NULL)
+		return;
+	if (v->cur != NULL)
+		storage_cursor_close(v->cur);
+	bson_free(v->branch_keys);
+	bson_free(v->branch_dups);
+	bson_free(v->seek_key);
+	bson_free(v->seen.slot);
+	bson_free(v);
+}
+
+static int64_t
+trial_works(const plan_exec_t *v)
+{
+	return v->access == ACCESS_IXSCAN ? v->stats.keys_examined : v->stats.docs_examined;
+}
+
+static int
+trial_run(plan_exec_t *x, storage_session_t *s, terr_t *err)
+{
+	planner_solution_t *sol = x->sol;
+	int n = 1 + sol->nrejected, i, best = 0, alive;
+	int64_t max_results = TRIAL_MAX_RESULTS, round;
+	int64_t *records;
+	bool stop = false;
+
+	x->trial_pending = false;
+	if (x->limit > 0 && x->skip + x->limit < max_results)
+		max_results = x->skip + x->limit;
+	x->trials = bson_malloc0(sizeof(plan_exec_t *) * (size_t)n);
+	records = bson_malloc0(sizeof(int64_t) * (size_t)n);
+	x->ntrials = n;
+	for (i = 0; i < n; i++)
+		x->trials[i] = trial_view(x, i == 0 ? sol : sol->rejected[i - 1]);
+	alive = n;
+	for (round = 0; round < TRIAL_MAX_WORKS && !stop && alive > 0; round++) {
+		for (i = 0; i < n && !stop; i++) {
+			plan_exec_t *v = x->trials[i];
+			recid_t recid;
+			bson_t doc;
+			int rc;
+			if (v->trial_eof || v->work_limit < 0)
+				continue;
+			v->work_limit = trial_works(v) + 1;
+			rc = plan_exec_next_record(v, s, &recid, &doc, err);
+			if (rc < 0) {
+				if (err != NULL && err->code == TERR_MAX_TIME_MS_EXPIRED) {
+					bson_free(records);
+					return -1;
+				}
+				/* a failing candidate drops out of the race */
+				terr_clear(err);
+				v->work_limit = -1;
+				alive--;
+				continue;
+			}
+			if (rc == 1) {
+				records[i]++;
+				if (!sort_needed(v))
+					v->trial_advanced++;
+			} else if (rc == 0) {
+				v->trial_eof = true;
+				if (sort_needed(v))
+					v->trial_advanced = records[i];
+				stop = true;
+			}
+			if (v->trial_advanced >= max_results)
+				stop = true;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		plan_exec_t *v = x->trials[i];
+		int64_t works = trial_works(v) + (v->trial_eof ? 1 : 0);
+		double eps;
+		if (v->cur != NULL) {
+			storage_cursor_close(v->cur);
+			v->cur = NULL;
+		}
+		v->work_limit = v->work_limit < 0 ? -1 : 0;
+		v->stats.returned = v->trial_advanced;
+		v->produced = v->trial_advanced;
+		if (works < 1)
+			works = 1;
+		eps = 1.0 / (10.0 * (double)works);
+		if (eps > 1e-4)
+			eps = 1e-4;
+		v->trial_score = v->work_limit < 0 ? -1.0 :
+		    1.0 + (double)v->trial_advanced / (double)works + (v->trial_eof ? 1.0 : 0.0) +
+		    (sort_needed(v) ? 0.0 : eps) + eps;
+		if (v->trial_score > x->trials[best]->trial_score)
+			best = i;
+	}
+	bson_free(records);
+	if (best > 0) {
+		/* the winner takes the planner's place; the others are rejected */
+		planner_solution_t *w = sol->rejected[best - 1];
+		w->rejected = sol->rejected;
+		w->nrejected = sol->nrejected;
+		sol->rejected = NULL;
+		sol->nrejected = 0;
+		w->rejected[best - 1] = sol;
+		x->sol = w;
+		x->backward = w->backward;
+		x->access = w->kind == PLANNER_COLLSCAN ? ACCESS_SCAN : ACCESS_IXSCAN;
+		x->stats.stage = x->access == ACCESS_SCAN ? "COLLSCAN" : "IXSCAN";
+		bson_free(x->branch_keys);
+		bson_free(x->branch_dups);
+		x->branch_keys = x->branch_dups = NULL;
+		if (w->kind == PLANNER_OR) {
+			x->branch_keys = bson_malloc0(sizeof(int64_t) * (size_t)w->nbranches);
+			x->branch_dups = bson_malloc0(sizeof(int64_t) * (size_t)w->nbranches);
+		}
+	}
+	return 0;
+}
+
+int
+plan_exec_choose(plan_exec_t *x, storage_session_t *s, terr_t *err)
+{
+	if (x->coll != NULL && x->trial_pending)
+		return trial_run(x, s, err);
+	return 0;
+}
+
+void
+plan_exec_all_plans_append(const plan_exec_t *x, bson_t *arr)
+{
+	int i;
+
+	for (i = 0; i < x->ntrials; i++) {
+		const plan_exec_t *v = x->trials[i];
+		char key[16];
+		const char *k;
+		bson_t d, st;
+		bson_uint32_to_string((uint32_t)i, &k, key, sizeof(key));
+		bson_append_document_begin(arr, k, -1, &d);
+		append_count(&d, "nReturned", v->trial_advanced);
+		BSON_APPEND_INT32(&d, "executionTimeMillisEstimate", 0);
+		append_count(&d, "totalKeysExamined", v->stats.keys_examined);
+		append_count(&d, "totalDocsExamined", v->stats.docs_examined);
+		BSON_APPEND_DOCUMENT_BEGIN(&d, "executionStages", &st);
+		plan_exec_explain_append(v, true, &st);
+		bson_append_document_end(&d, &st);
+		bson_append_document_end(arr, &d);
+	}
+}
+
 /* The next stored document that passes the filter. */
 int
 plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc,
@@ -593,6 +802,8 @@ plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson
 
 	if (x->coll == NULL)
 		return 0;
+	if (x->trial_pending && trial_run(x, s, err) != 0)
+		return -1;
 	if (x->access == ACCESS_ID) {
 		if (x->id_done)
 			return 0;
@@ -616,6 +827,8 @@ plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson
 	if (x->cur == NULL && storage_scan_open(s, x->coll, x->backward, &x->cur, err) != 0)
 		return -1;
 	for (;;) {
+		if (x->work_limit > 0 && x->stats.docs_examined >= x->work_limit)
+			return 2;
 		rc = storage_cursor_next(x->cur, recid, doc, NULL, NULL, err);
 		if (rc <= 0) {
 			if (rc == 0) {
@@ -671,10 +884,12 @@ plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
 	recid_t recid;
 	int rc;
 
+	if (x->trial_pending && x->coll != NULL && trial_run(x, s, err) != 0)
+		return -1;
 	for (;;) {
 		if (x->limit > 0 && x->produced >= x->limit)
 			return 0;
-		if (x->sort != NULL) {
+		if (sort_needed(x)) {
 			const bson_t *next;
 			if (!x->sorted && fill_sorter(x, s, err) != 0)
 				return -1;
@@ -730,8 +945,13 @@ plan_exec_restore(plan_exec_t *x, storage_session_t *s, terr_t *err)
 void
 plan_exec_free(plan_exec_t *x)
 {
+	int i;
+
 	if (x == NULL)
 		return;
+	for (i = 0; i < x->ntrials; i++)
+		trial_view_free(x->trials[i]);
+	bson_free(x->trials);
 	if (x->cur != NULL)
 		storage_cursor_close(x->cur);
 	planner_solution_free(x->sol);

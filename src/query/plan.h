@@ -7,8 +7,9 @@
  * collection descriptor, the compiled filter, sort and projection), and can
  * be suspended between getMore batches (plan_exec_save/restore) without
  * holding storage resources.  Access paths: the _id point lookup
- * (EXPRESS), an index scan with bounds then a fetch (IXSCAN + FETCH, chosen
- * by query/planner.h), and the collection scan (COLLSCAN, forward or
+ * (EXPRESS), an index scan with bounds then a fetch (IXSCAN + FETCH, the
+ * candidates from query/planner.h raced by trial runs as mongod's
+ * multi-planner does), and the collection scan (COLLSCAN, forward or
  * $natural: -1).  Whatever the access path, every fetched document is
  * checked against the whole filter, and an index scan never returns a
  * document twice.
@@ -74,6 +75,22 @@ int plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, 
  * restore may be on another session. */
 int plan_exec_save(plan_exec_t *x, terr_t *err);
 int plan_exec_restore(plan_exec_t *x, storage_session_t *s, terr_t *err);
+
+/*
+ * Choose among the planner's candidate plans by trial runs (mongod's
+ * multi-planner; see plan.c) now rather than on the first next: explain
+ * with queryPlanner verbosity calls it so that winningPlan is the plan a
+ * run would use.  Nothing to do (0) with one candidate, a hint, min/max,
+ * or after the choice.  The winner then starts from the beginning.
+ * Returns 0, or -1 with err (50 MaxTimeMSExpired).
+ */
+int plan_exec_choose(plan_exec_t *x, storage_session_t *s, terr_t *err);
+
+/* explain's executionStats.allPlansExecution: one entry per candidate raced
+ * ({nReturned, executionTimeMillisEstimate, totalKeysExamined,
+ * totalDocsExamined, executionStages} over its trial period), appended to
+ * the array arr; nothing when there was no race. */
+void plan_exec_all_plans_append(const plan_exec_t *x, bson_t *arr);
 
 /* Deadline for maxTimeMS (absolute, cmd_now_us scale; 0 = none). */
 void plan_exec_set_deadline(plan_exec_t *x, int64_t deadline_us);

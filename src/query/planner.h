@@ -28,7 +28,10 @@
  * range of the hinted index from min (inclusive) to max (exclusive) in the
  * index's key order, the filter applied to every fetched document.
  *
- * Not yet: covered plans, index intersection, trial runs.
+ * The order of candidates here is the cost rule; plan.c races them (trial
+ * runs) and keeps that order as the tie-break.
+ *
+ * Not yet: covered plans, index intersection.
  */
 #ifndef TAMGA_QUERY_PLANNER_H
 #define TAMGA_QUERY_PLANNER_H

@@ -3,7 +3,8 @@
  * of mongod's jstests/core/query/minmax.js: compound ascending and mixed
  * direction indexes, single bounds, scan order, and the 291 / 51174 /
  * 51175 / 51176 errors), and find sorts past the 100 MB limit: 292
- * without allowDiskUse, spilled to the spill directory with it.
+ * without allowDiskUse, spilled to the spill directory with it; trial
+ * runs among candidate plans (explain's winner and allPlansExecution).
  */
 #include "tt.h"
 
@@ -271,6 +272,87 @@ test_spill(void)
 	run_code("{\"drop\": \"sp\"}");
 }
 
+static bson_t *
+run_reply(const char *json, int *rc)
+{
+	bson_t *cmd = tt_json(json);
+	bson_t *reply = tm_bson_array_new(1);
+
+	*rc = engine_run_command(eng, cl, "test", cmd, reply, NULL);
+	bson_destroy(cmd);
+	return reply;
+}
+
+static const char *
+str_at(const bson_t *doc, const char *path)
+{
+	bson_iter_t it, f;
+
+	return bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &f) && BSON_ITER_HOLDS_UTF8(&f) ?
+	    bson_iter_utf8(&f, NULL) : "";
+}
+
+static int64_t
+int_at(const bson_t *doc, const char *path)
+{
+	bson_iter_t it, f;
+
+	return bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &f) ? bson_iter_as_int64(&f) : -999;
+}
+
+/* Trial runs: the equality the cost rule prefers loses to a range that
+ * reaches EOF sooner; allPlansExecution shows both candidates. */
+static void
+test_trial_runs(void)
+{
+	bson_string_t *ins = bson_string_new("{\"insert\": \"tr\", \"documents\": [");
+	bson_t *r;
+	int i, rc;
+
+	run_code("{\"drop\": \"tr\"}");
+	TT_EQ_INT(run_code("{\"createIndexes\": \"tr\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\"}, "
+	    "{\"key\": {\"b\": 1}, \"name\": \"b_1\"}]}"), 0);
+	for (i = 0; i < 300; i++)
+		bson_string_append_printf(ins, "%s{\"_id\": %d, \"a\": 1, \"b\": %d}", i ? "," : "", i,
+		    i % 150 == 7 ? 5 : -1);
+	bson_string_append(ins, "]}");
+	TT_EQ_INT(run_code(ins->str), 0);
+	bson_string_free(ins, true);
+	r = run_reply("{\"explain\": {\"find\": \"tr\", \"filter\": {\"a\": 1, \"b\": {\"$gt\": 0}}}, "
+	    "\"verbosity\": \"allPlansExecution\"}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_STR(str_at(r, "queryPlanner.winningPlan.inputStage.indexName"), "b_1");
+	TT_EQ_STR(str_at(r, "queryPlanner.rejectedPlans.0.inputStage.indexName"), "a_1");
+	TT_EQ_INT(int_at(r, "executionStats.nReturned"), 2);
+	TT_EQ_INT(int_at(r, "executionStats.totalKeysExamined"), 2);
+	TT_EQ_STR(str_at(r, "executionStats.allPlansExecution.0.executionStages.inputStage.indexName"), "a_1");
+	TT_EQ_STR(str_at(r, "executionStats.allPlansExecution.1.executionStages.inputStage.indexName"), "b_1");
+	TT_EQ_INT(int_at(r, "executionStats.allPlansExecution.1.nReturned"), 2);
+	TT_EQ_INT(int_at(r, "executionStats.allPlansExecution.1.executionStages.isEOF"), 1);
+	bson_destroy(r);
+	bson_free(r);
+	/* queryPlanner verbosity races too */
+	r = run_reply("{\"explain\": {\"find\": \"tr\", \"filter\": {\"a\": 1, \"b\": {\"$gt\": 0}}}, "
+	    "\"verbosity\": \"queryPlanner\"}", &rc);
+	TT_EQ_STR(str_at(r, "queryPlanner.winningPlan.inputStage.indexName"), "b_1");
+	bson_destroy(r);
+	bson_free(r);
+	/* the results are the same whichever plan runs, sorted or not */
+	r = run_reply("{\"find\": \"tr\", \"filter\": {\"a\": 1, \"b\": {\"$gt\": 0}}, \"sort\": {\"a\": -1, \"_id\": -1}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(int_at(r, "cursor.firstBatch.0._id"), 157);
+	TT_EQ_INT(int_at(r, "cursor.firstBatch.1._id"), 7);
+	bson_destroy(r);
+	bson_free(r);
+	/* a hint skips the race */
+	r = run_reply("{\"explain\": {\"find\": \"tr\", \"filter\": {\"a\": 1, \"b\": {\"$gt\": 0}}, \"hint\": \"a_1\"}, "
+	    "\"verbosity\": \"allPlansExecution\"}", &rc);
+	TT_EQ_STR(str_at(r, "queryPlanner.winningPlan.inputStage.indexName"), "a_1");
+	TT_EQ_INT(int_at(r, "executionStats.totalKeysExamined"), 300);
+	bson_destroy(r);
+	bson_free(r);
+}
+
 int
 main(void)
 {
@@ -291,6 +373,7 @@ main(void)
 	TT_RUN(test_compound);
 	TT_RUN(test_order_and_explain);
 	TT_RUN(test_spill);
+	TT_RUN(test_trial_runs);
 	client_free(cl);
 	engine_close(eng);
 	tt_rmdir(dir);
