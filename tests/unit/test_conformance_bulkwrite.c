@@ -313,6 +313,153 @@ test_bad_requests(void)
 	free_reply(r);
 }
 
+/* ---- hostile input: valid commands with values swapped for odd ones ---- */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+
+static uint32_t
+rnd(uint32_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng % n);
+}
+
+static void
+append_odd(bson_t *b, const char *k)
+{
+	bson_t sub;
+
+	switch (rnd(14)) {
+	case 0: BSON_APPEND_INT32(b, k, -1); break;
+	case 1: BSON_APPEND_INT64(b, k, INT64_MAX); break;
+	case 2: BSON_APPEND_DOUBLE(b, k, 0.0 / 0.0); break;
+	case 3: BSON_APPEND_DOUBLE(b, k, 1e300); break;
+	case 4: BSON_APPEND_UTF8(b, k, "$x"); break;
+	case 5: BSON_APPEND_NULL(b, k); break;
+	case 6: BSON_APPEND_BOOL(b, k, true); break;
+	case 7: bson_append_array_begin(b, k, -1, &sub); bson_append_array_end(b, &sub); break;
+	case 8: bson_append_document_begin(b, k, -1, &sub); bson_append_document_end(b, &sub); break;
+	case 9:
+		bson_append_document_begin(b, k, -1, &sub);
+		BSON_APPEND_INT32(&sub, "$bogus", 1);
+		bson_append_document_end(b, &sub);
+		break;
+	case 10: BSON_APPEND_INT32(b, k, 1); break;
+	case 11: BSON_APPEND_UTF8(b, k, "bw.c"); break;
+	case 12:
+		bson_append_array_begin(b, k, -1, &sub);
+		BSON_APPEND_INT32(&sub, "0", 0);
+		bson_append_array_end(b, &sub);
+		break;
+	default: BSON_APPEND_UNDEFINED(b, k); break;
+	}
+}
+
+/* Copy src into dst, replacing values (or dropping/adding fields) at random. */
+static void
+mutate(const bson_t *src, bson_t *dst, int depth)
+{
+	bson_iter_t it;
+
+	bson_iter_init(&it, src);
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		uint32_t r = rnd(20);
+
+		if (r == 0)
+			continue;
+		if (r == 1 || depth > 6) {
+			append_odd(dst, k);
+			continue;
+		}
+		if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
+			const uint8_t *data;
+			uint32_t len;
+			bson_t in, out;
+			bool arr = BSON_ITER_HOLDS_ARRAY(&it);
+			if (arr)
+				bson_iter_array(&it, &len, &data);
+			else
+				bson_iter_document(&it, &len, &data);
+			bson_init_static(&in, data, len);
+			if (arr)
+				bson_append_array_begin(dst, k, -1, &out);
+			else
+				bson_append_document_begin(dst, k, -1, &out);
+			mutate(&in, &out, depth + 1);
+			if (rnd(10) == 0)
+				append_odd(&out, arr ? "7" : "filter");
+			if (arr)
+				bson_append_array_end(dst, &out);
+			else
+				bson_append_document_end(dst, &out);
+			continue;
+		}
+		bson_append_iter(dst, k, -1, &it);
+	}
+}
+
+static void
+test_hostile(void)
+{
+	static const char *const seeds[] = {
+		"{\"bulkWrite\": 1, \"ops\": [{\"insert\": 0, \"document\": {\"_id\": 5, \"a\": [1, {\"b\": 2}]}},"
+		"{\"update\": 0, \"filter\": {\"_id\": 5}, \"updateMods\": {\"$set\": {\"a.$[e].b\": 3}},"
+		"\"arrayFilters\": [{\"e.b\": 2}], \"upsert\": true, \"sort\": {\"a\": 1}, \"hint\": {\"_id\": 1},"
+		"\"constants\": {\"k\": 1}, \"collation\": {\"locale\": \"simple\"}, \"multi\": false},"
+		"{\"delete\": 0, \"filter\": {\"_id\": {\"$gt\": 3}}, \"multi\": true, \"hint\": \"_id_\"}],"
+		"\"nsInfo\": [{\"ns\": \"bw.h\"}], \"ordered\": false, \"errorsOnly\": false,"
+		"\"let\": {\"v\": {\"$add\": [1, 2]}}, \"cursor\": {\"batchSize\": 2}, \"bypassDocumentValidation\": true}",
+		"{\"bulkWrite\": 1, \"ops\": [{\"update\": 1, \"filter\": {\"$expr\": {\"$eq\": [\"$_id\", \"$$v\"]}},"
+		"\"updateMods\": [{\"$set\": {\"x\": \"$$v\"}}]}, {\"insert\": 1, \"document\": {}}],"
+		"\"nsInfo\": [{\"ns\": \"bw.h\"}, {\"ns\": \"bw3.h\"}], \"let\": {\"v\": 3}}",
+		"{\"update\": \"h\", \"updates\": [{\"q\": {}, \"u\": {\"$inc\": {\"n\": 1}}, \"sort\": {\"n\": -1},"
+		"\"upsert\": true}], \"let\": {\"z\": {\"$literal\": 1}}}",
+		"{\"findAndModify\": \"h\", \"query\": {\"a\": 1}, \"update\": {\"$set\": {\"a.$\": 2}},"
+		"\"fields\": {\"a.$\": 1, \"x\": {\"$add\": [1, 2]}}, \"new\": true, \"upsert\": true}",
+	};
+	int i, rc, nok = 0, nerr = 0;
+
+	for (i = 0; i < 3000; i++) {
+		bson_t *seed = tt_json(seeds[rnd(sizeof(seeds) / sizeof(seeds[0]))]);
+		bson_t *cmd = bson_new();
+		bson_t *reply = tm_bson_array_new(1);
+		tamga_error_t e;
+		bson_iter_t it;
+
+		bson_iter_init(&it, seed);
+		bson_iter_next(&it);
+		bson_append_iter(cmd, bson_iter_key(&it), -1, &it);   /* the command name stays first */
+		{
+			bson_t rest;
+			bson_init(&rest);
+			bson_copy_to_excluding_noinit(seed, &rest, bson_iter_key(&it), NULL);
+			mutate(&rest, cmd, 0);
+			bson_destroy(&rest);
+		}
+		rc = tamga_run_command(db, strncmp(bson_iter_key(&it), "bulkWrite", 9) == 0 ? "admin" : "bw", cmd,
+		    reply, &e);
+		if (rc == 0)
+			nok++;
+		else
+			nerr++;
+		if (rc != 0 && (get_i64(reply, "code") <= 0 || get_str(reply, "errmsg")[0] == '\0')) {
+			char *j = bson_as_relaxed_extended_json(cmd, NULL);
+			TT_FAIL_("error without code or message for %s", j);
+			bson_free(j);
+		}
+		bson_destroy(reply);
+		bson_free(reply);
+		bson_destroy(cmd);
+		bson_destroy(seed);
+	}
+	/* both paths are exercised: some mutants run, some are refused */
+	TT_ASSERT(nok > 300);
+	TT_ASSERT(nerr > 300);
+}
+
 int
 main(void)
 {
@@ -329,6 +476,7 @@ main(void)
 	TT_RUN(test_find_and_modify_fields);
 	TT_RUN(test_id_storage_rule);
 	TT_RUN(test_bad_requests);
+	TT_RUN(test_hostile);
 	tamga_close(db);
 	tt_rmdir(dir);
 	bson_free(dir);
