@@ -341,6 +341,9 @@ CMD_HANDLER(cmd_explain)
 		req.sort = r.has_sort ? &r.sort : NULL;
 		req.projection = strcmp(r.kind, "find") == 0 && r.has_proj ? &r.proj : NULL;
 	}
+	req.count = strcmp(r.kind, "count") == 0;
+	if (strcmp(r.kind, "distinct") == 0)
+		req.distinct_key = r.key;
 	if (strcmp(r.kind, "find") == 0) {
 		req.min = r.has_min ? &r.min : NULL;
 		req.max = r.has_max ? &r.max : NULL;

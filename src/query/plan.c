@@ -15,6 +15,7 @@
 #include "bson/keystring.h"
 #include "bson/value.h"
 #include "common/mem.h"
+#include "query/keygen.h"
 #include "query/planner.h"
 #include "query/projection.h"
 #include "query/sort.h"
@@ -103,6 +104,10 @@ struct plan_exec {
 	bool express;                  /* ACCESS_IXSCAN on one equality (EXPRESS_IXSCAN) */
 	bson_t *proj_doc;              /* owned copy for explain */
 	plan_stats_t stats;
+	bool for_count;                /* plan_request_t.count */
+	bool count_scan;               /* COUNT_SCAN: keys counted, no fetch */
+	char *distinct_key;            /* owned copy of plan_request_t.distinct_key */
+	int distinct_pos;              /* >= 0: DISTINCT_SCAN on this key field */
 	/* trial runs (mongod's multi-planner) */
 	bool trial_pending;            /* candidates not raced yet */
 	bool is_view;                  /* a trial view: borrows everything but its runtime */
@@ -271,6 +276,120 @@ express_index(const storage_coll_t *coll, const match_t *m, int64_t limit)
 	return best;
 }
 
+/* The index a filterless distinct on key scans: not multikey, sparse,
+ * partial, hidden or wildcard, key its first field; the fewest fields win. */
+static int
+distinct_index(const storage_coll_t *coll, const char *key)
+{
+	int i, best = -1, best_n = 0;
+
+	for (i = 0; i < coll->nindexes; i++) {
+		const storage_index_t *ix = &coll->indexes[i];
+		bson_iter_t k;
+		int n = (int)bson_count_keys(ix->key);
+		if (ix->multikey || spec_bool(ix->spec, "hidden") || spec_bool(ix->spec, "sparse") ||
+		    bson_has_field(ix->spec, "partialFilterExpression") || keygen_is_wildcard(ix) ||
+		    !bson_iter_init(&k, ix->key) || !bson_iter_next(&k) || !BSON_ITER_HOLDS_NUMBER(&k) ||
+		    strcmp(bson_iter_key(&k), key) != 0)
+			continue;
+		if (best < 0 || n < best_n) {
+			best = i;
+			best_n = n;
+		}
+	}
+	return best;
+}
+
+/* One interval over the key (mongod's IndexBoundsBuilder::isSingleInterval):
+ * points, then at most one range, then unbounded fields. */
+static bool
+single_interval(const planner_solution_t *sol)
+{
+	int i = 0;
+
+	while (i < sol->nfields && sol->fields[i].points && sol->fields[i].n == 1)
+		i++;
+	if (i < sol->nfields && sol->fields[i].n == 1)
+		i++;
+	for (; i < sol->nfields; i++)
+		if (sol->fields[i].bounded || sol->fields[i].n != 1)
+			return false;
+	return true;
+}
+
+/* COUNT_SCAN / DISTINCT_SCAN for the plan chosen (after the trial runs). */
+static void
+choose_modes(plan_exec_t *x)
+{
+	const planner_solution_t *sol = x->sol;
+	bool covered;
+	int i;
+
+	x->count_scan = false;
+	x->distinct_pos = -1;
+	if (x->access != ACCESS_IXSCAN || x->express || sol == NULL || sol->kind != PLANNER_IXSCAN ||
+	    sol->wildcard_path != NULL || sol->nfields == 0)
+		return;
+	covered = x->match == NULL || match_is_trivially_true(x->match) || sol->exact;
+	if (!covered)
+		return;
+	if (x->for_count && single_interval(sol)) {
+		x->count_scan = true;
+		x->stats.stage = "COUNT_SCAN";
+		return;
+	}
+	if (x->distinct_key == NULL || sol->dedup || sol->backward || x->sort != NULL ||
+	    x->coll->indexes[sol->index].multikey)
+		return;
+	for (i = 0; i < sol->nfields; i++) {
+		if (strcmp(sol->fields[i].path, x->distinct_key) == 0) {
+			x->distinct_pos = i;
+			x->stats.stage = "DISTINCT_SCAN";
+			return;
+		}
+		if (!(sol->fields[i].points && sol->fields[i].n == 1))
+			return;
+	}
+}
+
+/* DISTINCT_SCAN: position past every key sharing this one's values up to
+ * the distinct field. */
+static void
+distinct_skip(plan_exec_t *x, const planner_solution_t *sc, const uint8_t *key, size_t klen)
+{
+	bool desc[KEYGEN_MAX_FIELDS_PLAN];
+	bson_t vals;
+	bson_iter_t it;
+	keystring_t prefix;
+	int i, n = x->distinct_pos + 1;
+
+	if (n > KEYGEN_MAX_FIELDS_PLAN)
+		return;
+	for (i = 0; i < n; i++)
+		desc[i] = sc->fields[i].desc;
+	bson_init(&vals);
+	keystring_init(&prefix);
+	if (keystring_decode_values(key, klen, n, desc, &vals) && bson_iter_init(&it, &vals)) {
+		bool nullish = false;
+		for (i = 0; i < n && bson_iter_next(&it); i++) {
+			/* a null key may stand for a missing field: read every one */
+			nullish = BSON_ITER_HOLDS_NULL(&it) || BSON_ITER_HOLDS_UNDEFINED(&it);
+			keystring_append_value(&prefix, bson_iter_value(&it), desc[i]);
+		}
+		if (i == n && !nullish) {
+			keystring_append_max(&prefix);
+			bson_free(x->seek_key);
+			x->seek_key = bson_malloc(prefix.len);
+			memcpy(x->seek_key, prefix.buf, prefix.len);
+			x->seek_len = prefix.len;
+			storage_cursor_close(x->cur);
+			x->cur = NULL;
+		}
+	}
+	keystring_destroy(&prefix);
+	bson_destroy(&vals);
+}
+
 int
 plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 {
@@ -284,6 +403,10 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 	x->coll = req->coll;
 	x->borrowed = req->borrow;
 	x->allow_disk_use = req->allow_disk_use;
+	x->for_count = req->count;
+	x->distinct_pos = -1;
+	if (req->distinct_key != NULL)
+		x->distinct_key = bson_strdup(req->distinct_key);
 	if (req->spill_dir != NULL)
 		x->spill_dir = bson_strdup(req->spill_dir);
 	minmax = !spec_empty(req->min) || !spec_empty(req->max);
@@ -328,7 +451,7 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 			x->access = ACCESS_IXSCAN;
 			x->stats.stage = "IXSCAN";
 		}
-	} else if (x->match != NULL && !backward && req->hint == NULL && match_is_id_point(x->match, &x->id)) {
+	} else if (x->match != NULL && !backward && req->hint == NULL && !req->count && match_is_id_point(x->match, &x->id)) {
 		x->access = ACCESS_ID;
 		x->stats.stage = "EXPRESS_IXSCAN";
 	} else {
@@ -337,7 +460,8 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 		if (x->coll != NULL) {
 			const bson_value_t *hint = req->hint;
 			bson_value_t ehint;
-			int ex = req->hint == NULL && x->sort == NULL && !backward && x->skip == 0 ?
+			int ex = req->hint == NULL && x->sort == NULL && !backward && x->skip == 0 && !req->count &&
+			    req->distinct_key == NULL ?
 			    express_index(x->coll, x->match, x->limit) : -1;
 			if (ex >= 0) {
 				ehint.value_type = BSON_TYPE_UTF8;
@@ -350,6 +474,23 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 			    err) != 0) {
 				plan_exec_free(x);
 				return -1;
+			}
+			if (x->sol->kind == PLANNER_COLLSCAN && req->hint == NULL && x->distinct_key != NULL &&
+			    (x->match == NULL || match_is_trivially_true(x->match)) && !backward) {
+				/* distinct without a filter: an index led by the key */
+				int di = distinct_index(x->coll, x->distinct_key);
+				if (di >= 0) {
+					bson_value_t dh;
+					dh.value_type = BSON_TYPE_UTF8;
+					dh.value.v_utf8.str = x->coll->indexes[di].name;
+					dh.value.v_utf8.len = (uint32_t)strlen(x->coll->indexes[di].name);
+					planner_solution_free(x->sol);
+					x->sol = NULL;
+					if (planner_plan(x->coll, x->match, NULL, &dh, &x->sol, err) != 0) {
+						plan_exec_free(x);
+						return -1;
+					}
+				}
 			}
 			if (x->sol->kind == PLANNER_IXSCAN || x->sol->kind == PLANNER_OR) {
 				x->access = ACCESS_IXSCAN;
@@ -365,6 +506,8 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 			}
 		}
 	}
+	if (!x->trial_pending)
+		choose_modes(x);
 	if (x->access == ACCESS_IXSCAN && x->sol->kind == PLANNER_OR) {
 		int i;
 		for (i = 0; i < x->sol->nbranches; i++)
@@ -578,6 +721,12 @@ ixscan_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, t
 				x->branch_dups[x->branch_i]++;
 			continue;
 		}
+		if (x->count_scan) {
+			static const uint8_t empty_doc[5] = {5, 0, 0, 0, 0};
+			bson_init_static(doc, empty_doc, sizeof(empty_doc));
+			x->stats.access_returned++;
+			return 1;
+		}
 		rc = storage_doc_get(s, x->coll, *recid, doc, err);
 		if (rc < 0)
 			return -1;
@@ -590,6 +739,8 @@ ixscan_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, t
 			return -1;
 		if (rc == 1) {
 			x->stats.access_returned++;
+			if (x->distinct_pos >= 0)
+				distinct_skip(x, sc, key, klen);
 			return 1;
 		}
 	}
@@ -622,6 +773,7 @@ trial_view(const plan_exec_t *x, planner_solution_t *sol)
 
 	v->is_view = true;
 	v->borrowed = true;
+	v->distinct_pos = -1;
 	v->coll = x->coll;
 	v->match = x->match;
 	v->sort = x->sort;
@@ -759,6 +911,7 @@ trial_run(plan_exec_t *x, storage_session_t *s, terr_t *err)
 			x->branch_dups = bson_malloc0(sizeof(int64_t) * (size_t)w->nbranches);
 		}
 	}
+	choose_modes(x);
 	return 0;
 }
 
@@ -958,6 +1111,7 @@ plan_exec_free(plan_exec_t *x)
 	bson_free(x->branch_keys);
 	bson_free(x->seek_key);
 	bson_free(x->spill_dir);
+	bson_free(x->distinct_key);
 	bson_free(x->branch_dups);
 	bson_free(x->seen.slot);
 	if (x->sort_spec_doc != NULL)
@@ -1042,7 +1196,7 @@ append_one_ixscan(const plan_exec_t *x, const planner_solution_t *sc, int64_t ke
 	bson_t sub, mkp;
 	bson_iter_t it;
 
-	BSON_APPEND_UTF8(out, "stage", "IXSCAN");
+	BSON_APPEND_UTF8(out, "stage", x->distinct_pos >= 0 ? "DISTINCT_SCAN" : "IXSCAN");
 	if (es)
 		append_common_stats(out, keys - dups, works, keys - dups, eof);
 	bson_t wkey = BSON_INITIALIZER;
@@ -1077,7 +1231,9 @@ append_one_ixscan(const plan_exec_t *x, const planner_solution_t *sc, int64_t ke
 	BSON_APPEND_DOCUMENT_BEGIN(out, "indexBounds", &sub);
 	planner_bounds_append(sc, &sub);
 	bson_append_document_end(out, &sub);
-	if (es) {
+	if (es && x->distinct_pos >= 0) {
+		BSON_APPEND_INT32(out, "keysExamined", (int32_t)keys);
+	} else if (es) {
 		BSON_APPEND_INT32(out, "keysExamined", (int32_t)keys);
 		BSON_APPEND_INT32(out, "seeks", (int32_t)(x->sol->kind == PLANNER_OR ? (sc->nranges > 0 ? 1 : 0) :
 		    (x->seeks > 0 ? x->seeks : 1)));
@@ -1115,6 +1271,82 @@ append_ixscan(const plan_exec_t *x, bool es, bson_t *out)
 		bson_append_document_end(&arr, &in);
 	}
 	bson_append_array_end(out, &arr);
+}
+
+/* COUNT_SCAN: the index and the one interval as start/end keys. */
+static void
+append_count_scan(const plan_exec_t *x, bool es, bson_t *out)
+{
+	const planner_solution_t *sc = x->sol;
+	const storage_index_t *ix = &x->coll->indexes[sc->index];
+	bson_t b, sk, ek, mkp;
+	bson_iter_t it;
+	bool start_incl = true, end_incl = true;
+	int i, r = -1;
+
+	BSON_APPEND_UTF8(out, "stage", "COUNT_SCAN");
+	if (es) {
+		append_common_stats(out, 0, x->stats.keys_examined + (x->scan_done ? 1 : 0), 0, x->scan_done);
+		BSON_APPEND_INT32(out, "keysExamined", (int32_t)x->stats.keys_examined);
+	}
+	BSON_APPEND_DOCUMENT(out, "keyPattern", ix->key);
+	BSON_APPEND_UTF8(out, "indexName", ix->name);
+	BSON_APPEND_BOOL(out, "isMultiKey", ix->multikey);
+	BSON_APPEND_DOCUMENT_BEGIN(out, "multiKeyPaths", &mkp);
+	bson_iter_init(&it, ix->key);
+	while (bson_iter_next(&it)) {
+		bson_t arr;
+		bson_append_array_begin(&mkp, bson_iter_key(&it), -1, &arr);
+		if (ix->multikey) {
+			const char *k = bson_iter_key(&it), *dot = strchr(k, '.');
+			bson_append_utf8(&arr, "0", 1, k, dot ? (int)(dot - k) : -1);
+		}
+		bson_append_array_end(&mkp, &arr);
+	}
+	bson_append_document_end(out, &mkp);
+	BSON_APPEND_BOOL(out, "isUnique", ix->unique);
+	BSON_APPEND_BOOL(out, "isSparse", spec_flag(ix->spec, "sparse"));
+	BSON_APPEND_BOOL(out, "isPartial", bson_has_field(ix->spec, "partialFilterExpression"));
+	BSON_APPEND_INT32(out, "indexVersion", 2);
+	/* the interval's field: the first one that is not a point */
+	for (i = 0; i < sc->nfields && r < 0; i++)
+		if (!(sc->fields[i].points && sc->fields[i].n == 1))
+			r = i;
+	if (r >= 0) {
+		start_incl = sc->fields[r].iv[0].lo_incl;
+		end_incl = sc->fields[r].iv[0].hi_incl;
+	}
+	BSON_APPEND_DOCUMENT_BEGIN(out, "indexBounds", &b);
+	bson_append_document_begin(&b, "startKey", -1, &sk);
+	for (i = 0; i < sc->nfields; i++) {
+		const planner_field_t *f = &sc->fields[i];
+		if (r >= 0 && i > r) {
+			/* after the range: where an exclusive start ends its key */
+			bson_value_t v;
+			memset(&v, 0, sizeof(v));
+			v.value_type = (start_incl != f->desc) ? BSON_TYPE_MINKEY : BSON_TYPE_MAXKEY;
+			bv_append(&sk, f->path, -1, &v);
+		} else {
+			bv_append(&sk, f->path, -1, &f->iv[0].lo);
+		}
+	}
+	bson_append_document_end(&b, &sk);
+	BSON_APPEND_BOOL(&b, "startKeyInclusive", start_incl);
+	bson_append_document_begin(&b, "endKey", -1, &ek);
+	for (i = 0; i < sc->nfields; i++) {
+		const planner_field_t *f = &sc->fields[i];
+		if (r >= 0 && i > r) {
+			bson_value_t v;
+			memset(&v, 0, sizeof(v));
+			v.value_type = (end_incl != f->desc) ? BSON_TYPE_MAXKEY : BSON_TYPE_MINKEY;
+			bv_append(&ek, f->path, -1, &v);
+		} else {
+			bv_append(&ek, f->path, -1, &f->iv[0].hi);
+		}
+	}
+	bson_append_document_end(&b, &ek);
+	BSON_APPEND_BOOL(&b, "endKeyInclusive", end_incl);
+	bson_append_document_end(out, &b);
 }
 
 static int64_t
@@ -1167,6 +1399,10 @@ append_stage(const plan_exec_t *x, stage_kind_t k, bool es, bson_t *out)
 			BSON_APPEND_BOOL(out, "usedDisk", x->sorter != NULL && sorter_spilled(x->sorter));
 		break;
 	case ST_FETCH:
+		if (x->count_scan) {
+			append_count_scan(x, es, out);
+			return;
+		}
 		BSON_APPEND_UTF8(out, "stage", "FETCH");
 		if (!x->sol->exact)
 			append_filter(x, out);
@@ -1203,9 +1439,9 @@ append_stage(const plan_exec_t *x, stage_kind_t k, bool es, bson_t *out)
 	/* the stages above the access path have one input */
 	{
 		stage_kind_t next = k + 1;
-		if (next == ST_LIMIT && !(x->limit > 0 && !needs_sort_stage(x)))
+		if (next == ST_LIMIT && (x->for_count || !(x->limit > 0 && !needs_sort_stage(x))))
 			next++;
-		if (next == ST_SKIP && x->skip == 0)
+		if (next == ST_SKIP && (x->for_count || x->skip == 0))
 			next++;
 		if (next == ST_SORT && !needs_sort_stage(x))
 			next++;
@@ -1264,9 +1500,9 @@ plan_exec_explain_append(const plan_exec_t *x, bool exec_stats, bson_t *out)
 	}
 	if (x->proj == NULL)
 		k = ST_LIMIT;
-	if (k == ST_LIMIT && !(x->limit > 0 && !needs_sort_stage(x)))
+	if (k == ST_LIMIT && (x->for_count || !(x->limit > 0 && !needs_sort_stage(x))))
 		k = ST_SKIP;
-	if (k == ST_SKIP && x->skip == 0)
+	if (k == ST_SKIP && (x->for_count || x->skip == 0))
 		k = ST_SORT;
 	if (k == ST_SORT && !needs_sort_stage(x))
 		k = ST_FETCH;

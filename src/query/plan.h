@@ -52,6 +52,19 @@ typedef struct plan_request {
 	 * exist); borrowed during plan_exec_new (copied).  NULL: a sort past
 	 * 100 MB fails with 292 without allowDiskUse, with 238 with it. */
 	const char *spill_dir;
+	/* count: the results are only counted.  When the chosen index scan's
+	 * bounds answer the whole filter with one interval, the plan is
+	 * mongod's COUNT_SCAN: keys are counted without fetching documents
+	 * (next's *doc is then an empty document); the _id point lookup and
+	 * the express path are not used; explain shows no LIMIT/SKIP stages
+	 * (the COUNT stage applies them). */
+	bool count;
+	/* distinct: the key whose distinct values the caller collects
+	 * (borrowed during plan_exec_new).  When a non-multikey index holds
+	 * it after equality-bounded fields and its bounds answer the whole
+	 * filter (or there is no filter and it leads an index), the plan is
+	 * FETCH + DISTINCT_SCAN: one document per distinct value of it. */
+	const char *distinct_key;
 	/* When true, coll and match are borrowed instead of stolen: they must
 	 * outlive the exec (a write re-running its scan inside a retried
 	 * transaction). */

@@ -4,7 +4,8 @@
  * direction indexes, single bounds, scan order, and the 291 / 51174 /
  * 51175 / 51176 errors), and find sorts past the 100 MB limit: 292
  * without allowDiskUse, spilled to the spill directory with it; trial
- * runs among candidate plans (explain's winner and allPlansExecution).
+ * runs among candidate plans (explain's winner and allPlansExecution);
+ * count's COUNT_SCAN and distinct's DISTINCT_SCAN.
  */
 #include "tt.h"
 
@@ -353,6 +354,90 @@ test_trial_runs(void)
 	bson_free(r);
 }
 
+/* count's COUNT_SCAN and distinct's DISTINCT_SCAN (through explain; the
+ * count and distinct commands use them once they pass count/distinct_key). */
+static void
+test_count_distinct_scans(void)
+{
+	bson_t *r;
+	int rc;
+
+	run_code("{\"drop\": \"cs\"}");
+	TT_EQ_INT(run_code("{\"createIndexes\": \"cs\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\"}, "
+	    "{\"key\": {\"c\": 1, \"d\": -1}, \"name\": \"c_1_d_-1\"}, {\"key\": {\"m\": 1}, \"name\": \"m_1\"}]}"), 0);
+	TT_EQ_INT(run_code("{\"insert\": \"cs\", \"documents\": ["
+	    "{\"_id\": 1, \"a\": 1, \"c\": 1, \"d\": 1, \"m\": [1, 2]}, {\"_id\": 2, \"a\": 1, \"c\": 1, \"d\": 2, \"m\": 3},"
+	    "{\"_id\": 3, \"a\": 2, \"c\": 2, \"d\": 1}, {\"_id\": 4, \"a\": 3.5, \"c\": 1, \"d\": 3},"
+	    "{\"_id\": 5, \"a\": \"x\", \"c\": 2, \"d\": 2}, {\"_id\": 6, \"a\": 1, \"c\": 3}]}"), 0);
+	/* an equality: COUNT over COUNT_SCAN, no document read */
+	r = run_reply("{\"explain\": {\"count\": \"cs\", \"query\": {\"a\": 1}}, \"verbosity\": \"executionStats\"}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_STR(str_at(r, "queryPlanner.winningPlan.stage"), "COUNT");
+	TT_EQ_STR(str_at(r, "queryPlanner.winningPlan.inputStage.stage"), "COUNT_SCAN");
+	TT_EQ_INT(int_at(r, "queryPlanner.winningPlan.inputStage.indexBounds.startKey.a"), 1);
+	TT_EQ_INT(int_at(r, "queryPlanner.winningPlan.inputStage.indexBounds.startKeyInclusive"), 1);
+	TT_EQ_INT(int_at(r, "executionStats.executionStages.nCounted"), 3);
+	TT_EQ_INT(int_at(r, "executionStats.totalKeysExamined"), 3);
+	TT_EQ_INT(int_at(r, "executionStats.totalDocsExamined"), 0);
+	TT_EQ_INT(int_at(r, "executionStats.executionStages.inputStage.keysExamined"), 3);
+	bson_destroy(r);
+	bson_free(r);
+	/* a range, with skip and limit applied by COUNT */
+	r = run_reply("{\"explain\": {\"count\": \"cs\", \"query\": {\"a\": {\"$gt\": 1}}, \"skip\": 1, \"limit\": 5}, \"verbosity\": \"executionStats\"}", &rc);
+	TT_EQ_STR(str_at(r, "queryPlanner.winningPlan.inputStage.stage"), "COUNT_SCAN");
+	TT_EQ_INT(int_at(r, "queryPlanner.winningPlan.inputStage.indexBounds.startKeyInclusive"), 0);
+	TT_EQ_INT(int_at(r, "executionStats.executionStages.nCounted"), 1);
+	bson_destroy(r);
+	bson_free(r);
+	/* a compound prefix: trailing field from MinKey to MaxKey (descending) */
+	r = run_reply("{\"explain\": {\"count\": \"cs\", \"query\": {\"c\": 1}}, \"verbosity\": \"executionStats\"}", &rc);
+	TT_EQ_STR(str_at(r, "queryPlanner.winningPlan.inputStage.stage"), "COUNT_SCAN");
+	TT_EQ_STR(str_at(r, "queryPlanner.winningPlan.inputStage.indexName"), "c_1_d_-1");
+	TT_EQ_INT(int_at(r, "executionStats.executionStages.nCounted"), 3);
+	bson_destroy(r);
+	bson_free(r);
+	/* a filter the bounds do not answer reads the documents */
+	r = run_reply("{\"explain\": {\"count\": \"cs\", \"query\": {\"a\": 1, \"d\": {\"$exists\": false}}}, \"verbosity\": \"executionStats\"}", &rc);
+	TT_EQ_STR(str_at(r, "queryPlanner.winningPlan.inputStage.stage"), "FETCH");
+	TT_EQ_INT(int_at(r, "executionStats.executionStages.nCounted"), 1);
+	bson_destroy(r);
+	bson_free(r);
+	/* an _id equality is counted on the _id index too */
+	r = run_reply("{\"explain\": {\"count\": \"cs\", \"query\": {\"_id\": 3}}, \"verbosity\": \"executionStats\"}", &rc);
+	TT_EQ_STR(str_at(r, "queryPlanner.winningPlan.inputStage.stage"), "COUNT_SCAN");
+	TT_EQ_INT(int_at(r, "executionStats.executionStages.nCounted"), 1);
+	bson_destroy(r);
+	bson_free(r);
+
+	/* distinct over an index led by the key: one key per value */
+	r = run_reply("{\"explain\": {\"distinct\": \"cs\", \"key\": \"a\"}, \"verbosity\": \"executionStats\"}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_STR(str_at(r, "queryPlanner.winningPlan.stage"), "FETCH");
+	TT_EQ_STR(str_at(r, "queryPlanner.winningPlan.inputStage.stage"), "DISTINCT_SCAN");
+	TT_EQ_INT(int_at(r, "executionStats.nReturned"), 4);
+	TT_EQ_INT(int_at(r, "executionStats.totalKeysExamined"), 4);
+	bson_destroy(r);
+	bson_free(r);
+	/* after an equality prefix */
+	r = run_reply("{\"explain\": {\"distinct\": \"cs\", \"key\": \"d\", \"query\": {\"c\": 1}}, \"verbosity\": \"executionStats\"}", &rc);
+	TT_EQ_STR(str_at(r, "queryPlanner.winningPlan.inputStage.stage"), "DISTINCT_SCAN");
+	TT_EQ_INT(int_at(r, "executionStats.nReturned"), 3);
+	bson_destroy(r);
+	bson_free(r);
+	/* null keys (missing or null fields) are all read */
+	TT_EQ_INT(run_code("{\"insert\": \"cs\", \"documents\": [{\"_id\": 7}, {\"_id\": 8, \"a\": null}]}"), 0);
+	r = run_reply("{\"explain\": {\"distinct\": \"cs\", \"key\": \"a\"}, \"verbosity\": \"executionStats\"}", &rc);
+	TT_EQ_STR(str_at(r, "queryPlanner.winningPlan.inputStage.stage"), "DISTINCT_SCAN");
+	TT_EQ_INT(int_at(r, "executionStats.nReturned"), 6);
+	bson_destroy(r);
+	bson_free(r);
+	/* multikey: not a distinct scan */
+	r = run_reply("{\"explain\": {\"distinct\": \"cs\", \"key\": \"m\"}, \"verbosity\": \"executionStats\"}", &rc);
+	TT_EQ_STR(str_at(r, "queryPlanner.winningPlan.stage"), "COLLSCAN");
+	bson_destroy(r);
+	bson_free(r);
+}
+
 int
 main(void)
 {
@@ -374,6 +459,7 @@ main(void)
 	TT_RUN(test_order_and_explain);
 	TT_RUN(test_spill);
 	TT_RUN(test_trial_runs);
+	TT_RUN(test_count_distinct_scans);
 	client_free(cl);
 	engine_close(eng);
 	tt_rmdir(dir);
