@@ -18,6 +18,8 @@
  */
 #include "storage/storage_private.h"
 
+#include "bson/value.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,13 +225,13 @@ err:
 /*
  * Write a catalog row.  indexes come from src (NULL: only _id_ with
  * id_ident), minus the one named skip, plus add_spec/add_ident; the one
- * named multikey is marked so.
+ * named multikey is marked so; the one named replace gets replace_spec.
  */
 static void
 entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ident,
             const bson_t *options, const storage_coll_t *src, const char *id_ident,
             const char *skip, const bson_t *add_spec, const char *add_ident,
-            const char *multikey)
+            const char *multikey, const char *replace, const bson_t *replace_spec)
 {
 	bson_t arr, ix, tmp;
 	char key[16];
@@ -268,7 +270,8 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 				continue;
 			bson_snprintf(key, sizeof(key), "%d", n++);
 			bson_append_document_begin(&arr, key, -1, &ix);
-			BSON_APPEND_DOCUMENT(&ix, "spec", src->indexes[i].spec);
+			BSON_APPEND_DOCUMENT(&ix, "spec", replace != NULL && strcmp(src->indexes[i].name, replace) == 0 ?
+			    replace_spec : src->indexes[i].spec);
 			BSON_APPEND_UTF8(&ix, "ident", src->indexes[i].ident);
 			BSON_APPEND_BOOL(&ix, "multikey", src->indexes[i].multikey ||
 			    (multikey != NULL && strcmp(src->indexes[i].name, multikey) == 0));
@@ -606,7 +609,7 @@ storage_coll_create(storage_t *st, storage_session_t *s, const char *db, const c
 	tables = true;
 	ERR(table_create(st, ident, RECORD_TABLE_CONFIG, err));
 	ERR(table_create(st, id_ident, UNIQUE_INDEX_CONFIG, err));
-	entry_build(&entry, ns, uuid, ident, options, NULL, id_ident, NULL, NULL, NULL, NULL);
+	entry_build(&entry, ns, uuid, ident, options, NULL, id_ident, NULL, NULL, NULL, NULL, NULL, NULL);
 	have_entry = true;
 	ERR(coll_from_entry(&entry, NULL, 1, &c, err));
 	ERR(ddl_begin(st, err));
@@ -671,7 +674,7 @@ storage_coll_set_options(storage_t *st, storage_session_t *s, const char *db, co
 
 	pthread_mutex_lock(&st->ddl_lock);
 	ERR(ddl_get(st, db, name, &c, err));
-	entry_build(&entry, c->ns, c->uuid, c->ident, options, c, NULL, NULL, NULL, NULL, NULL);
+	entry_build(&entry, c->ns, c->uuid, c->ident, options, c, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 	have_entry = true;
 	ERR(ddl_begin(st, err));
 	if ((ret = ddl_put(st, c->ns, &entry, err)) != 0) {
@@ -746,7 +749,7 @@ storage_coll_rename(storage_t *st, storage_session_t *s, const char *db, const c
 		ret = terr_set(err, TERR_NAMESPACE_EXISTS, "target namespace exists");
 		goto err;
 	}
-	entry_build(&entry, to_ns, c->uuid, c->ident, c->options, c, NULL, NULL, NULL, NULL, NULL);
+	entry_build(&entry, to_ns, c->uuid, c->ident, c->options, c, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 	have_entry = true;
 	ERR(ddl_begin(st, err));
 	if ((ret = ddl_remove(st, from_ns, err)) != 0 || (ret = ddl_put(st, to_ns, &entry, err)) != 0) {
@@ -888,7 +891,7 @@ storage_index_create(storage_t *st, storage_session_t *s, const char *db, const 
 	ident = new_ident(st, "index");
 	table = true;
 	ERR(table_create(st, ident, unique ? UNIQUE_INDEX_CONFIG : INDEX_TABLE_CONFIG, err));
-	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, spec, ident, NULL);
+	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, spec, ident, NULL, NULL, NULL);
 	have_entry = true;
 	/* Fill the table from the documents there are; no writer can add or
 	 * change one while we hold the gate. */
@@ -899,7 +902,7 @@ storage_index_create(storage_t *st, storage_session_t *s, const char *db, const 
 		if (multikey) {
 			bson_destroy(&entry);
 			entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, spec, ident,
-			    ixname);
+			    ixname, NULL, NULL);
 		}
 	}
 	ERR(ddl_begin(st, err));
@@ -949,7 +952,7 @@ storage_index_drop(storage_t *st, storage_session_t *s, const char *db, const ch
 		ret = terr_set(err, TERR_INVALID_OPTIONS, "cannot drop _id index");
 		goto err;
 	}
-	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, index_name, NULL, NULL, NULL);
+	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, index_name, NULL, NULL, NULL, NULL, NULL);
 	have_entry = true;
 	ERR(ddl_begin(st, err));
 	if ((ret = ddl_put(st, c->ns, &entry, err)) != 0) {
@@ -963,6 +966,64 @@ storage_index_drop(storage_t *st, storage_session_t *s, const char *db, const ch
 err:
 	if (rt != NULL)
 		ddl_unlock_gated(st, rt);
+	if (have_entry)
+		bson_destroy(&entry);
+	storage_coll_release(c);
+	return ret;
+}
+
+/* Same BSON value under field in a and b (both absent counts as same). */
+static bool
+spec_field_same(const bson_t *a, const bson_t *b, const char *field)
+{
+	bson_iter_t ia, ib;
+	bool ha = bson_iter_init_find(&ia, a, field), hb = bson_iter_init_find(&ib, b, field);
+
+	if (ha != hb)
+		return false;
+	return !ha || (bson_iter_type(&ia) == bson_iter_type(&ib) &&
+	    bv_compare(bson_iter_value(&ia), bson_iter_value(&ib)) == 0);
+}
+
+int
+storage_index_set_spec(storage_t *st, storage_session_t *s, const char *db, const char *name,
+                       const char *index_name, const bson_t *spec, terr_t *err)
+{
+	storage_coll_t *c = NULL;
+	const storage_index_t *ix = NULL;
+	bson_t entry;
+	bool have_entry = false;
+	int ret = 0;
+
+	(void)s;
+	pthread_mutex_lock(&st->ddl_lock);
+	ERR(ddl_get(st, db, name, &c, err));
+	for (int i = 0; i < c->nindexes; i++)
+		if (strcmp(c->indexes[i].name, index_name) == 0)
+			ix = &c->indexes[i];
+	if (ix == NULL) {
+		ret = terr_set(err, TERR_INDEX_NOT_FOUND, "index not found with name [%s]", index_name);
+		goto err;
+	}
+	/* what the stored keys depend on cannot change in place */
+	if (!spec_field_same(ix->spec, spec, "key") || !spec_field_same(ix->spec, spec, "name") ||
+	    !spec_field_same(ix->spec, spec, "unique")) {
+		ret = terr_set(err, TERR_BAD_VALUE, "storage_index_set_spec: the key, name and unique "
+		    "fields of index %s cannot change in place", index_name);
+		goto err;
+	}
+	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, NULL, NULL, NULL, index_name,
+	    spec);
+	have_entry = true;
+	ERR(ddl_begin(st, err));
+	if ((ret = ddl_put(st, c->ns, &entry, err)) != 0) {
+		ddl_rollback(st);
+		goto err;
+	}
+	ERR(ddl_commit(st, err));
+	ERR(republish(st, c, &entry, NULL, err));
+err:
+	pthread_mutex_unlock(&st->ddl_lock);
 	if (have_entry)
 		bson_destroy(&entry);
 	storage_coll_release(c);
@@ -990,7 +1051,7 @@ storage_index_mark_multikey(storage_t *st, const char *db, const char *name, con
 	}
 	if (!found)
 		goto err;
-	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, NULL, NULL, ix_name);
+	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, NULL, NULL, ix_name, NULL, NULL);
 	have_entry = true;
 	ERR(ddl_begin(st, err));
 	if ((ret = ddl_put(st, c->ns, &entry, err)) != 0) {

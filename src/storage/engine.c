@@ -99,6 +99,7 @@ mkdir_p(const char *path)
 }
 
 static void *flusher_main(void *arg);
+static void pool_cursors_flush(storage_t *st);
 
 int
 storage_open(const char *path, const storage_options_t *opts, storage_t **out, terr_t *err)
@@ -205,6 +206,8 @@ retry_pending_drops(storage_t *st, WT_SESSION *ws)
 	list = st->pending;
 	st->pending = NULL;
 	pthread_mutex_unlock(&st->flush_lock);
+	if (list != NULL)
+		pool_cursors_flush(st);
 	for (p = list; p != NULL; p = next) {
 		next = p->next;
 		storage_ident_drop(st, ws, p->ident);
@@ -306,11 +309,29 @@ storage_pending_drop_add(storage_t *st, const char *ident)
 	pthread_mutex_unlock(&st->flush_lock);
 }
 
+/* Close the cached cursors of the idle (pooled) sessions that have not seen
+ * the current cursor epoch; sessions in use close theirs at their next
+ * cached-cursor lookup or when they come back to the pool. */
+static void
+pool_cursors_flush(storage_t *st)
+{
+	uint64_t epoch = atomic_load(&st->cursor_epoch);
+
+	pthread_mutex_lock(&st->pool_lock);
+	for (storage_session_t *s = st->pool; s != NULL; s = s->pool_next)
+		if (s->cur_epoch != epoch)
+			storage_session_cursors_close(s);
+	pthread_mutex_unlock(&st->pool_lock);
+}
+
 void
 storage_ident_drop(storage_t *st, WT_SESSION *ws, const char *ident)
 {
-	int ret = ws->drop(ws, ident, "force=true");
+	int ret;
 
+	atomic_fetch_add(&st->cursor_epoch, 1);
+	pool_cursors_flush(st);
+	ret = ws->drop(ws, ident, "force=true");
 	if (ret == EBUSY)
 		storage_pending_drop_add(st, ident);
 }
@@ -332,6 +353,7 @@ storage_session_open(storage_t *st, storage_session_t **out, terr_t *err)
 	}
 	keystring_init(&s->ks);
 	keystring_init(&s->ks2);
+	s->cur_epoch = atomic_load(&st->cursor_epoch);
 	*out = s;
 	return 0;
 }
@@ -343,13 +365,68 @@ storage_session_close(storage_session_t *s)
 		return;
 	if (s->in_txn)
 		storage_txn_rollback(s);
+	storage_session_cursors_close(s);
 	s->ws->close(s->ws, NULL);
 	keystring_destroy(&s->ks);
 	keystring_destroy(&s->ks2);
 	bson_free(s->deltas);
 	bson_free(s->buf);
 	bson_free(s->kbuf);
+	bson_free(s->oldk.data);
+	bson_free(s->oldk.k);
+	bson_free(s->newk.data);
+	bson_free(s->newk.k);
 	bson_free(s);
+}
+
+void
+storage_session_cursors_close(storage_session_t *s)
+{
+	for (int i = 0; i < s->ncur; i++) {
+		s->cur[i].wc->close(s->cur[i].wc);
+		bson_free(s->cur[i].uri);
+	}
+	s->ncur = 0;
+	s->cur_epoch = atomic_load(&s->st->cursor_epoch);
+}
+
+int
+storage_session_cursor(storage_session_t *s, const char *uri, WT_CURSOR **out, terr_t *err)
+{
+	session_cursor_t *slot;
+	int i, lru = 0, ret;
+
+	*out = NULL;
+	if (s->cur_epoch != atomic_load_explicit(&s->st->cursor_epoch, memory_order_acquire))
+		storage_session_cursors_close(s);
+	s->cur_tick++;
+	for (i = 0; i < s->ncur; i++) {
+		if (strcmp(s->cur[i].uri, uri) == 0) {
+			s->cur[i].used = s->cur_tick;
+			*out = s->cur[i].wc;
+			return 0;
+		}
+		if (s->cur[i].used < s->cur[lru].used)
+			lru = i;
+	}
+	if (s->ncur == SESSION_CURSORS) {
+		slot = &s->cur[lru];
+		slot->wc->close(slot->wc);
+		bson_free(slot->uri);
+	} else {
+		slot = &s->cur[s->ncur];
+	}
+	if ((ret = s->ws->open_cursor(s->ws, uri, NULL, "overwrite=false", &slot->wc)) != 0) {
+		if (slot != &s->cur[s->ncur])   /* the evicted slot: fill the hole */
+			*slot = s->cur[--s->ncur];
+		return storage_wt_err(ret, "open cursor", err);
+	}
+	if (slot == &s->cur[s->ncur])
+		s->ncur++;
+	slot->uri = bson_strdup(uri);
+	slot->used = s->cur_tick;
+	*out = slot->wc;
+	return 0;
 }
 
 storage_session_t *
@@ -380,6 +457,8 @@ storage_session_pool_put(storage_t *st, storage_session_t *s)
 		return;
 	if (s->in_txn)
 		storage_txn_rollback(s);
+	if (s->cur_epoch != atomic_load(&st->cursor_epoch))
+		storage_session_cursors_close(s);
 	s->ws->reset(s->ws);
 	pthread_mutex_lock(&st->pool_lock);
 	if (st->pool_size < POOL_MAX) {

@@ -28,19 +28,7 @@ doc_id(const bson_t *doc, bson_iter_t *it)
 	return bson_iter_init(it, doc) && bson_iter_next(it) && strcmp(bson_iter_key(it), "_id") == 0;
 }
 
-/*
- * The keys one document has in one index: a sorted set of byte strings (a
- * document with an array in an indexed field has several: multikey).
- * Bytes live in one buffer, so the set is cheap to fill again.
- */
-typedef struct keyset {
-	uint8_t *data;
-	size_t len, cap;
-	struct key_ref {
-		size_t off, len;
-	} *k;
-	int n, ncap;
-} keyset_t;
+/* keyset_t (storage_private.h): the keys one document has in one index. */
 
 static void
 keyset_clear(keyset_t *ks)
@@ -138,7 +126,8 @@ index_doc_keys(storage_t *st, const storage_index_t *ix, const bson_t *doc, keys
 		return 0;
 	}
 	keystring_reset(scratch);
-	if (bson_iter_init_find(&it, doc, "_id")) {
+	/* _id is normally the first field: no search */
+	if (doc_id(doc, &it) || bson_iter_init_find(&it, doc, "_id")) {
 		keystring_append_value(scratch, bson_iter_value(&it), false);
 	} else {
 		null_v.value_type = BSON_TYPE_NULL;
@@ -163,26 +152,73 @@ indexes_supported(const storage_session_t *s, const storage_coll_t *c, terr_t *e
 	return 0;
 }
 
-/* E11000 with mongod's message and keyPattern/keyValue extra fields. */
-static int
-dup_key_error(const storage_coll_t *c, const storage_index_t *ix, const bson_t *doc, terr_t *err)
+/* The key pattern's parts decoded from the colliding key (into out, keys
+ * "0", "1", ...); false when the key does not decode (special index types). */
+static bool
+dup_key_parts(const storage_index_t *ix, const uint8_t *key, size_t key_len, bson_t *out)
 {
-	bson_t *extra = bson_new(), kv = BSON_INITIALIZER, kp;
-	bson_string_t *msg = bson_string_new(NULL);
-	bson_iter_t pit, vit, found;
-	bool first = true;
+	bool desc[32];
+	bson_iter_t pit;
+	int n = 0;
 
+	if (key == NULL || !bson_iter_init(&pit, ix->key))
+		return false;
+	while (bson_iter_next(&pit)) {
+		if (n == 32 || !BSON_ITER_HOLDS_NUMBER(&pit))
+			return false;
+		desc[n++] = bson_iter_as_double(&pit) < 0;
+	}
+	return n > 0 && keystring_decode_values(key, key_len, n, desc, out);
+}
+
+/*
+ * The value of one key-pattern field to show in dup key: the document's own
+ * value, or, when the document has an array there (a multikey index), the
+ * element that collided, i.e. the one equal to the decoded key part (mongod
+ * shows { a: 1 } for a: [1, 2], not the array).  part may be NULL.
+ */
+static const bson_value_t *
+dup_key_value(const bson_value_t *v, const bson_value_t *part, bson_iter_t *scratch)
+{
+	if (part == NULL)
+		return v;
+	if (v->value_type == BSON_TYPE_ARRAY &&
+	    bson_iter_init_from_data(scratch, v->value.v_doc.data, v->value.v_doc.data_len)) {
+		while (bson_iter_next(scratch))
+			if (bv_compare(bson_iter_value(scratch), part) == 0)
+				return bson_iter_value(scratch);
+	}
+	/* not an array, or a path through an array of documents: the decoded
+	 * part is the value that collided */
+	return bv_compare(v, part) == 0 ? v : part;
+}
+
+/* E11000 with mongod's message and keyPattern/keyValue extra fields; key
+ * (may be NULL) is the index key that collided. */
+static int
+dup_key_error(const storage_coll_t *c, const storage_index_t *ix, const bson_t *doc,
+              const uint8_t *key, size_t key_len, terr_t *err)
+{
+	bson_t *extra = bson_new(), kv = BSON_INITIALIZER, kp, parts = BSON_INITIALIZER;
+	bson_string_t *msg = bson_string_new(NULL);
+	bson_iter_t pit, vit, found, partit, elem;
+	bool first = true, have_parts;
+
+	have_parts = dup_key_parts(ix, key, key_len, &parts) && bson_iter_init(&partit, &parts);
 	bson_string_append_printf(msg, "E11000 duplicate key error collection: %s index: %s dup key: { ",
 	    c->ns, ix->name);
 	if (bson_iter_init(&pit, ix->key)) {
 		while (bson_iter_next(&pit)) {
 			const char *field = bson_iter_key(&pit);
 			bson_value_t null_v = {.value_type = BSON_TYPE_NULL};
-			const bson_value_t *v = &null_v;
+			const bson_value_t *v = &null_v, *part = NULL;
 			char *rendered;
 
+			if (have_parts && bson_iter_next(&partit))
+				part = bson_iter_value(&partit);
 			if (bson_iter_init(&vit, doc) && bson_iter_find_descendant(&vit, field, &found))
 				v = bson_iter_value(&found);
+			v = dup_key_value(v, part, &elem);
 			rendered = bv_to_mongo_string(v);
 			bson_string_append_printf(msg, "%s%s: %s", first ? "" : ", ", field, rendered);
 			bson_free(rendered);
@@ -197,17 +233,11 @@ dup_key_error(const storage_coll_t *c, const storage_index_t *ix, const bson_t *
 	BSON_APPEND_DOCUMENT(extra, "keyPattern", &kp);
 	BSON_APPEND_DOCUMENT(extra, "keyValue", &kv);
 	bson_destroy(&kv);
+	bson_destroy(&parts);
 	terr_set_extra_steal(err, extra);
 	return -1;
 }
 
-static int
-open_cursor(storage_session_t *s, const char *uri, const char *config, WT_CURSOR **out, terr_t *err)
-{
-	int ret = s->ws->open_cursor(s->ws, uri, NULL, config, out);
-
-	return ret ? storage_wt_err(ret, "open cursor", err) : 0;
-}
 
 /* Add (add=true) or remove the entry key -> recid in ix. */
 static int
@@ -218,7 +248,7 @@ index_entry(storage_session_t *s, const storage_coll_t *c, const storage_index_t
 	WT_ITEM k, v;
 	int ret = 0, wret;
 
-	ERR(open_cursor(s, ix->ident, "overwrite=false", &cur, err));
+	ERR(storage_session_cursor(s, ix->ident, &cur, err));
 	if (ix->unique) {
 		k.data = key;
 		k.size = key_len;
@@ -252,7 +282,7 @@ index_entry(storage_session_t *s, const storage_coll_t *c, const storage_index_t
 		}
 	}
 	if (wret == WT_DUPLICATE_KEY) {
-		ret = dup_key_error(c, ix, doc, err);
+		ret = dup_key_error(c, ix, doc, key, key_len, err);
 		goto err;
 	}
 	if (wret == WT_NOTFOUND && !add) {
@@ -265,8 +295,7 @@ index_entry(storage_session_t *s, const storage_coll_t *c, const storage_index_t
 		goto err;
 	}
 err:
-	if (cur != NULL)
-		cur->close(cur);
+	storage_session_cursor_done(cur);
 	return ret;
 }
 
@@ -279,27 +308,27 @@ static int
 index_apply(storage_session_t *s, const storage_coll_t *c, recid_t recid,
             const bson_t *old_doc, const bson_t *new_doc, terr_t *err)
 {
-	keyset_t oldk = {0}, newk = {0};
+	keyset_t *oldk = &s->oldk, *newk = &s->newk;   /* session scratch: no allocation per write */
 	int ret = 0;
 
 	for (int i = 0; i < c->nindexes; i++) {
 		const storage_index_t *ix = &c->indexes[i];
 		int a = 0, b = 0;
 
-		keyset_clear(&oldk);
-		keyset_clear(&newk);
+		keyset_clear(oldk);
+		keyset_clear(newk);
 		if (old_doc != NULL)
-			ERR(index_doc_keys(s->st, ix, old_doc, &s->ks, &oldk, err));
+			ERR(index_doc_keys(s->st, ix, old_doc, &s->ks, oldk, err));
 		if (new_doc != NULL)
-			ERR(index_doc_keys(s->st, ix, new_doc, &s->ks, &newk, err));
-		if (newk.n > 1 && !ix->multikey)
+			ERR(index_doc_keys(s->st, ix, new_doc, &s->ks, newk, err));
+		if (newk->n > 1 && !ix->multikey)
 			ERR(storage_index_mark_multikey(s->st, c->db, c->name, c->ident, ix->name, err));
 		/* Both sets are sorted: one merge removes what only the old
 		 * document has and adds what only the new one has. */
-		while (a < oldk.n || b < newk.n) {
+		while (a < oldk->n || b < newk->n) {
 			size_t alen = 0, blen = 0;
-			const uint8_t *ka = a < oldk.n ? keyset_key(&oldk, a, &alen) : NULL;
-			const uint8_t *kb = b < newk.n ? keyset_key(&newk, b, &blen) : NULL;
+			const uint8_t *ka = a < oldk->n ? keyset_key(oldk, a, &alen) : NULL;
+			const uint8_t *kb = b < newk->n ? keyset_key(newk, b, &blen) : NULL;
 			int cmp = ka == NULL ? 1 : kb == NULL ? -1 : bytes_cmp(ka, alen, kb, blen);
 
 			if (cmp < 0)
@@ -311,8 +340,6 @@ index_apply(storage_session_t *s, const storage_coll_t *c, recid_t recid,
 		}
 	}
 err:
-	keyset_free(&oldk);
-	keyset_free(&newk);
 	return ret;
 }
 
@@ -370,7 +397,7 @@ storage_doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc,
 	ERR(write_begin(s, c, &ixc, err));
 	id = atomic_fetch_add(&rt->next_recid, 1) + 1;
 	ERR(index_apply(s, ixc, id, NULL, doc, err));
-	ERR(open_cursor(s, c->ident, "overwrite=false", &cur, err));
+	ERR(storage_session_cursor(s, c->ident, &cur, err));
 	v.data = bson_get_data(doc);
 	v.size = doc->len;
 	cur->set_key(cur, (int64_t)id);
@@ -383,8 +410,7 @@ storage_doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc,
 	if (recid != NULL)
 		*recid = id;
 err:
-	if (cur != NULL)
-		cur->close(cur);
+	storage_session_cursor_done(cur);
 	write_end(c, ixc);
 	return storage_txn_fail(s, ret);
 }
@@ -407,7 +433,7 @@ storage_doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid,
 		return terr_set(err, TERR_BAD_VALUE, "document must have _id as its first field");
 	ERR(write_begin(s, c, &ixc, err));
 	ERR(index_apply(s, ixc, recid, old_doc, new_doc, err));
-	ERR(open_cursor(s, c->ident, "overwrite=false", &cur, err));
+	ERR(storage_session_cursor(s, c->ident, &cur, err));
 	v.data = bson_get_data(new_doc);
 	v.size = new_doc->len;
 	cur->set_key(cur, (int64_t)recid);
@@ -420,8 +446,7 @@ storage_doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid,
 	}
 	ERR(storage_txn_delta(s, storage_coll_rt(c), 0, (int64_t)new_doc->len - (int64_t)old_doc->len, err));
 err:
-	if (cur != NULL)
-		cur->close(cur);
+	storage_session_cursor_done(cur);
 	write_end(c, ixc);
 	return storage_txn_fail(s, ret);
 }
@@ -437,7 +462,7 @@ storage_doc_delete(storage_session_t *s, storage_coll_t *c, recid_t recid,
 	RET(storage_require_txn(s, err));
 	ERR(write_begin(s, c, &ixc, err));
 	ERR(index_apply(s, ixc, recid, old_doc, NULL, err));
-	ERR(open_cursor(s, c->ident, "overwrite=false", &cur, err));
+	ERR(storage_session_cursor(s, c->ident, &cur, err));
 	cur->set_key(cur, (int64_t)recid);
 	if ((wret = cur->remove(cur)) != 0) {
 		ret = wret == WT_NOTFOUND
@@ -447,8 +472,7 @@ storage_doc_delete(storage_session_t *s, storage_coll_t *c, recid_t recid,
 	}
 	ERR(storage_txn_delta(s, storage_coll_rt(c), -1, -(int64_t)old_doc->len, err));
 err:
-	if (cur != NULL)
-		cur->close(cur);
+	storage_session_cursor_done(cur);
 	write_end(c, ixc);
 	return storage_txn_fail(s, ret);
 }
@@ -504,7 +528,7 @@ record_read(storage_session_t *s, const storage_coll_t *c, recid_t recid, bson_t
 	uint8_t *buf;
 	int ret = 0, wret;
 
-	ERR(open_cursor(s, c->ident, NULL, &cur, err));
+	ERR(storage_session_cursor(s, c->ident, &cur, err));
 	cur->set_key(cur, (int64_t)recid);
 	wret = cur->search(cur);
 	if (wret == WT_NOTFOUND) {
@@ -522,8 +546,7 @@ record_read(storage_session_t *s, const storage_coll_t *c, recid_t recid, bson_t
 		goto err;
 	}
 err:
-	if (cur != NULL)
-		cur->close(cur);
+	storage_session_cursor_done(cur);
 	return ret;
 }
 
@@ -550,7 +573,7 @@ storage_doc_find_id(storage_session_t *s, storage_coll_t *c, const bson_value_t 
 		return terr_set(err, TERR_INTERNAL_ERROR, "collection %s has no _id index", c->ns);
 	keystring_reset(&s->ks);
 	keystring_append_value(&s->ks, id, false);
-	ERR(open_cursor(s, ix->ident, NULL, &cur, err));
+	ERR(storage_session_cursor(s, ix->ident, &cur, err));
 	k.data = s->ks.buf;
 	k.size = s->ks.len;
 	cur->set_key(cur, &k);
@@ -563,14 +586,13 @@ storage_doc_find_id(storage_session_t *s, storage_coll_t *c, const bson_value_t 
 		ret = storage_wt_err(wret, "read _id index", err);
 		goto err;
 	}
-	cur->close(cur);
+	storage_session_cursor_done(cur);
 	cur = NULL;
 	ret = record_read(s, c, rid, doc, err);
 	if (ret == 0 && recid != NULL)
 		*recid = rid;
 err:
-	if (cur != NULL)
-		cur->close(cur);
+	storage_session_cursor_done(cur);
 	return ret;
 }
 

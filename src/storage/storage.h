@@ -179,6 +179,15 @@ int storage_db_drop(storage_t *st, storage_session_t *s, const char *db, terr_t 
  */
 int storage_index_create(storage_t *st, storage_session_t *s, const char *db, const char *name,
                          const bson_t *spec, terr_t *err);
+/*
+ * Replace index_name's spec in the catalog in place (collMod: hidden,
+ * expireAfterSeconds): no rebuild, the table and its entries stay; the new
+ * descriptor is published as for any catalog change.  spec is the complete
+ * new spec as listIndexes shows it; its key, name and unique must equal the
+ * current ones (2 BadValue otherwise).  Errors: 26, 27 IndexNotFound.
+ */
+int storage_index_set_spec(storage_t *st, storage_session_t *s, const char *db, const char *name,
+                           const char *index_name, const bson_t *spec, terr_t *err);
 /* Remove an index (27 IndexNotFound; 72 for _id_). */
 int storage_index_drop(storage_t *st, storage_session_t *s, const char *db, const char *name,
                        const char *index_name, terr_t *err);

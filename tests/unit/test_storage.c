@@ -563,6 +563,35 @@ test_secondary_indexes_with_keygen(void)
 	if (err.extra != NULL)
 		TT_EQ_JSON(err.extra, "{ \"keyPattern\" : { \"u\" : 1 }, \"keyValue\" : { \"u\" : 1 } }");
 	terr_clear(&err);
+	/* a unique multikey index names the element that collided, not the array */
+	TT_ASSERT(insert_json(s, c, "{\"_id\": 5, \"u\": [9, 2, 8]}", NULL, &err) != 0);
+	TT_EQ_INT(err.code, 11000);
+	TT_EQ_STR(err.msg, "E11000 duplicate key error collection: d.c index: u_1 dup key: { u: 2 }");
+	if (err.extra != NULL)
+		TT_EQ_JSON(err.extra, "{ \"keyPattern\" : { \"u\" : 1 }, \"keyValue\" : { \"u\" : 2 } }");
+	terr_clear(&err);
+
+	/* an index's spec changes in place (collMod): same table, no rebuild */
+	{
+		bson_t *hidden = tt_json("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\", \"hidden\": true}");
+		bson_t *rekey = tt_json("{\"v\": 2, \"key\": {\"a\": -1}, \"name\": \"a_1\"}");
+		storage_coll_t *c2 = NULL;
+		bson_iter_t it;
+		TT_EQ_INT(storage_index_set_spec(st, s, "d", "c", "a_1", hidden, &err), 0);
+		TT_EQ_INT(storage_coll_get(st, "d", "c", &c2, &err), 0);
+		TT_EQ_STR(c2->indexes[1].ident, c->indexes[1].ident);
+		TT_ASSERT(c2->indexes[1].multikey);
+		TT_ASSERT(bson_iter_init_find(&it, c2->indexes[1].spec, "hidden") && bson_iter_as_bool(&it));
+		storage_coll_release(c2);
+		TT_ASSERT(storage_index_set_spec(st, s, "d", "c", "a_1", rekey, &err) != 0);
+		TT_EQ_INT(err.code, TERR_BAD_VALUE);
+		terr_clear(&err);
+		TT_ASSERT(storage_index_set_spec(st, s, "d", "c", "nope", hidden, &err) != 0);
+		TT_EQ_INT(err.code, TERR_INDEX_NOT_FOUND);
+		terr_clear(&err);
+		bson_destroy(hidden);
+		bson_destroy(rekey);
+	}
 
 	/* non-unique: equal keys in RecordId order; the multikey doc once per key */
 	TT_EQ_INT(ix_scan_ids(s, c, 1, 5, 5, false, ids, 16), 2);
