@@ -24,6 +24,7 @@ typedef struct kg_field {
 	bson_value_t val;        /* BSON_TYPE_EOD = missing */
 	bool desc;
 	bool expanded;           /* val is an element of an expanded leaf array */
+	int depth;               /* path components followed so far */
 } kg_field_t;
 
 typedef struct kg_ctx {
@@ -33,6 +34,7 @@ typedef struct kg_ctx {
 	void *add_ctx;
 	keystring_t ks;
 	terr_t *err;
+	uint32_t *mk;            /* keygen_multikey_paths: per field, components holding arrays */
 } kg_ctx_t;
 
 /* Follow f's path through embedded documents until the end, a scalar in the
@@ -77,6 +79,7 @@ field_descend(kg_field_t *f)
 		f->name_len = (uint32_t)len;
 		f->val = *bson_iter_value(&it);
 		f->rest = dot ? dot + 1 : NULL;
+		f->depth++;
 	}
 }
 
@@ -137,6 +140,13 @@ gen(kg_ctx_t *g, kg_field_t *fields)
 	}
 	if (!bson_iter_init_from_data(&it, arr, arr_len))
 		return terr_set(g->err, TERR_INVALID_BSON, "invalid BSON array in document");
+	if (g->mk != NULL) {
+		/* the array is the value of the last component followed */
+		for (i = 0; i < g->n; i++)
+			if (field_at_array(&fields[i]) && fields[i].val.value.v_doc.data == arr &&
+			    fields[i].depth >= 1 && fields[i].depth <= 32)
+				g->mk[i] |= 1u << (fields[i].depth - 1);
+	}
 	if (arr_len <= 5) {
 		/* []: undefined at the end of a path, null (missing) inside one. */
 		memcpy(next, fields, sizeof(kg_field_t) * g->n);
@@ -408,9 +418,77 @@ wildcard_keys(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn 
 	return 0;
 }
 
+static int keygen_run(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx,
+                      uint32_t *mk, terr_t *err);
+
 int
 query_keygen(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx,
              terr_t *err)
+{
+	return keygen_run(idx, doc, add, ctx, NULL, err);
+}
+
+static void
+no_key(void *ctx, const uint8_t *key, size_t len)
+{
+	(void)ctx;
+	(void)key;
+	(void)len;
+}
+
+int
+keygen_multikey_paths(const storage_index_t *idx, const bson_t *doc, uint32_t *masks, terr_t *err)
+{
+	int n = (int)bson_count_keys(idx->key);
+
+	if (n > KEYGEN_MAX_FIELDS)
+		n = KEYGEN_MAX_FIELDS;
+	memset(masks, 0, sizeof(uint32_t) * (size_t)n);
+	if (keygen_is_wildcard(idx))
+		return 0;
+	if (keygen_run(idx, doc, no_key, NULL, masks, err) != 0)
+		return -1;
+	return n;
+}
+
+void
+keygen_multikey_paths_append(const bson_t *key_pattern, const uint32_t *masks, bson_t *out)
+{
+	bson_iter_t it;
+	int i = 0;
+
+	if (!bson_iter_init(&it, key_pattern))
+		return;
+	while (bson_iter_next(&it) && i < KEYGEN_MAX_FIELDS) {
+		const char *path = bson_iter_key(&it);
+		bson_t arr;
+		int k, nput = 0;
+		bson_append_array_begin(out, path, -1, &arr);
+		for (k = 0; k < 32; k++) {
+			const char *c = path;
+			int comp = 0;
+			char key[16];
+			const char *kk;
+			if (!(masks[i] & (1u << k)))
+				continue;
+			/* the prefix of path ending at component k */
+			while (comp < k + 1 && c != NULL) {
+				c = strchr(c, '.');
+				comp++;
+				if (comp < k + 1 && c != NULL)
+					c++;
+			}
+			bson_uint32_to_string((uint32_t)nput++, &kk, key, sizeof(key));
+			bson_append_utf8(&arr, kk, -1, path, c != NULL ? (int)(c - path) : -1);
+		}
+		bson_append_array_end(out, &arr);
+		i++;
+	}
+}
+
+static int
+keygen_run(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx, uint32_t *mk,
+           terr_t *err)
 {
 	kg_field_t fields[KEYGEN_MAX_FIELDS];
 	kg_ctx_t g;
@@ -418,6 +496,7 @@ query_keygen(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn a
 	int ret = 0, rc;
 
 	memset(&g, 0, sizeof(g));
+	g.mk = mk;
 	g.add = add;
 	g.add_ctx = ctx;
 	g.err = err;

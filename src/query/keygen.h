@@ -45,6 +45,21 @@ bool keygen_is_wildcard(const storage_index_t *idx);
  * subtree and projection; _id only when projected in). */
 bool keygen_wildcard_covers(const storage_index_t *idx, const char *path);
 
+/*
+ * explain's multiKeyPaths: masks[i] (one per key-pattern field, at most
+ * KEYGEN_MAX_FIELDS, zeroed first) gets bit k set when field i's path met
+ * an array (empty or not) as the value of its (k+1)-th component in doc
+ * ({a: [{b: 1}]} under "a.b": bit 0, i.e. "a").  A document the index
+ * skips (sparse, partial) sets nothing.  Returns the number of fields
+ * (0 for wildcard indexes), or -1 with err as query_keygen.  The storage
+ * layer would OR these into a per-index set, as it does the multikey flag.
+ */
+int keygen_multikey_paths(const storage_index_t *idx, const bson_t *doc, uint32_t *masks, terr_t *err);
+
+/* Append {field: ["a", "a.b"], ...} for the masks of key_pattern's fields
+ * (what explain prints under multiKeyPaths) as fields of out. */
+void keygen_multikey_paths_append(const bson_t *key_pattern, const uint32_t *masks, bson_t *out);
+
 /* Maximum number of fields in a compound key pattern (mongod's 32). */
 #define KEYGEN_MAX_FIELDS 32
 

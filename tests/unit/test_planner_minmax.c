@@ -5,7 +5,7 @@
  * 51175 / 51176 errors), and find sorts past the 100 MB limit: 292
  * without allowDiskUse, spilled to the spill directory with it; trial
  * runs among candidate plans (explain's winner and allPlansExecution);
- * count's COUNT_SCAN and distinct's DISTINCT_SCAN.
+ * count's COUNT_SCAN and distinct's DISTINCT_SCAN; keygen's multikey paths.
  */
 #include "tt.h"
 
@@ -438,6 +438,51 @@ test_count_distinct_scans(void)
 	bson_free(r);
 }
 
+/* keygen's multikey paths for explain's multiKeyPaths. */
+static void
+test_multikey_paths(void)
+{
+	storage_index_t ix;
+	bson_t *doc;
+	uint32_t masks[KEYGEN_MAX_FIELDS];
+	terr_t err = TERR_INIT;
+	bson_t out = BSON_INITIALIZER;
+	char *j;
+
+	memset(&ix, 0, sizeof(ix));
+	ix.name = (char *)"ab_c";
+	ix.key = tt_json("{\"a.b\": 1, \"c\": -1, \"d.e\": 1}");
+	ix.spec = tt_json("{\"v\": 2}");
+	doc = tt_json("{\"a\": [{\"b\": [1, 2]}, {\"b\": 3}], \"c\": 1, \"d\": {\"e\": 5}}");
+	TT_EQ_INT(keygen_multikey_paths(&ix, doc, masks, &err), 3);
+	TT_EQ_INT(masks[0], 3);
+	TT_EQ_INT(masks[1], 0);
+	TT_EQ_INT(masks[2], 0);
+	keygen_multikey_paths_append(ix.key, masks, &out);
+	j = bson_as_relaxed_extended_json(&out, NULL);
+	TT_EQ_STR(j, "{ \"a.b\" : [ \"a\", \"a.b\" ], \"c\" : [  ], \"d.e\" : [  ] }");
+	bson_free(j);
+	bson_destroy(doc);
+	bson_reinit(&out);
+	/* an empty array counts; a document path without arrays does not */
+	doc = tt_json("{\"a\": {\"b\": 1}, \"c\": 1, \"d\": {\"e\": []}}");
+	TT_EQ_INT(keygen_multikey_paths(&ix, doc, masks, &err), 3);
+	keygen_multikey_paths_append(ix.key, masks, &out);
+	j = bson_as_relaxed_extended_json(&out, NULL);
+	TT_EQ_STR(j, "{ \"a.b\" : [  ], \"c\" : [  ], \"d.e\" : [ \"d.e\" ] }");
+	bson_free(j);
+	bson_destroy(doc);
+	/* parallel arrays fail as the key generator does */
+	doc = tt_json("{\"a\": [{\"b\": 1}], \"c\": [1, 2]}");
+	TT_EQ_INT(keygen_multikey_paths(&ix, doc, masks, &err), -1);
+	TT_EQ_INT(err.code, 171);
+	terr_clear(&err);
+	bson_destroy(doc);
+	bson_destroy(&out);
+	bson_destroy(ix.key);
+	bson_destroy(ix.spec);
+}
+
 int
 main(void)
 {
@@ -460,6 +505,7 @@ main(void)
 	TT_RUN(test_spill);
 	TT_RUN(test_trial_runs);
 	TT_RUN(test_count_distinct_scans);
+	TT_RUN(test_multikey_paths);
 	client_free(cl);
 	engine_close(eng);
 	tt_rmdir(dir);
