@@ -57,6 +57,10 @@ typedef struct agg_host {
 	/* The target collection, created when missing; a reference to release. */
 	int (*get_or_create_coll)(void *ctx, const char *db, const char *name,
 	                          storage_coll_t **out, terr_t *err);
+	/* $listLocalSessions: append the cached sessions spec ({}, {allUsers},
+	 * {users}) asks for to out, an array being built.  Called while the
+	 * pipeline is parsed.  NULL: the stage fails with 238 NotImplemented. */
+	void (*list_local_sessions)(void *ctx, const bson_t *spec, bson_t *out);
 } agg_host_t;
 
 /*

@@ -263,6 +263,128 @@ nothing_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	return 0;
 }
 
+/* ---- $listLocalSessions ---------------------------------------------------- */
+
+typedef struct sessions_state {
+	bson_iter_t it;
+	bson_t cur;
+} sessions_state_t;
+
+/* The sessions are read from the host's cache while the pipeline is parsed
+ * (the aggregate's own moment); the plan is that array. */
+static int
+local_sessions_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	bson_t d, *docs;
+	bson_iter_t it, u, f;
+	bool all = false, has_users = false;
+
+	if (spec->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field '$listLocalSessions' is the wrong type '%s', expected type 'object'",
+		    bv_type_name(spec->value_type));
+	agg_value_doc(spec, &d);
+	bson_iter_init(&it, &d);
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		if (strcmp(k, "allUsers") == 0) {
+			if (!BSON_ITER_HOLDS_BOOL(&it))
+				return terr_set(err, TERR_TYPE_MISMATCH,
+				    "BSON field '$listLocalSessions.allUsers' is the wrong type '%s', expected type 'bool'",
+				    bv_type_name(bson_iter_type(&it)));
+			all = bson_iter_bool(&it);
+		} else if (strcmp(k, "users") == 0) {
+			int i = 0;
+			if (!BSON_ITER_HOLDS_ARRAY(&it))
+				return terr_set(err, TERR_TYPE_MISMATCH,
+				    "BSON field '$listLocalSessions.users' is the wrong type '%s', expected type 'array'",
+				    bv_type_name(bson_iter_type(&it)));
+			bson_iter_recurse(&it, &u);
+			while (bson_iter_next(&u)) {
+				bool has_user = false, has_db = false;
+				if (!BSON_ITER_HOLDS_DOCUMENT(&u))
+					return terr_set(err, TERR_TYPE_MISMATCH,
+					    "BSON field '$listLocalSessions.users.%d' is the wrong type '%s', expected type 'object'",
+					    i, bv_type_name(bson_iter_type(&u)));
+				bson_iter_recurse(&u, &f);
+				while (bson_iter_next(&f)) {
+					const char *fk = bson_iter_key(&f);
+					if (strcmp(fk, "user") != 0 && strcmp(fk, "db") != 0)
+						return terr_set(err, 40415,
+						    "BSON field '$listLocalSessions.users.%s' is an unknown field.", fk);
+					if (!BSON_ITER_HOLDS_UTF8(&f))
+						return terr_set(err, TERR_TYPE_MISMATCH,
+						    "BSON field '$listLocalSessions.users.%s' is the wrong type '%s', expected type 'string'",
+						    fk, bv_type_name(bson_iter_type(&f)));
+					if (fk[0] == 'u')
+						has_user = true;
+					else
+						has_db = true;
+				}
+				if (!has_user || !has_db)
+					return terr_set(err, 40414,
+					    "BSON field '$listLocalSessions.users.%s' is missing but a required field",
+					    has_user ? "db" : "user");
+				i++;
+			}
+			has_users = i > 0;
+		} else if (strcmp(k, "$_internalPredicate") != 0) {
+			return terr_set(err, 40415, "BSON field '$listLocalSessions.%s' is an unknown field.", k);
+		}
+	}
+	if (all && has_users)
+		return terr_set(err, TERR_UNSUPPORTED_FORMAT,
+		    "$listLocalSessions may not specify {allUsers:true} and {users:[...]} at the same time");
+	if (pc->host != NULL && pc->host->coll != NULL)
+		return terr_set(err, TERR_INVALID_NAMESPACE,
+		    "$listLocalSessions must be run against the database with {aggregate: 1}, not a collection");
+	if (pc->host == NULL || pc->host->list_local_sessions == NULL)
+		return terr_set(err, TERR_NOT_IMPLEMENTED, "The $listLocalSessions stage is not supported here");
+	docs = bson_new();
+	pc->host->list_local_sessions(pc->host->ctx, &d, docs);
+	agg_pctx_add(pc, &agg_stages_stats[6], docs, agg_explain_doc("$listLocalSessions", spec));
+	return 0;
+}
+
+static int
+local_sessions_open(agg_rt_t *rt, terr_t *err)
+{
+	sessions_state_t *ss = tm_alloc0(sizeof(*ss));
+
+	bson_iter_init(&ss->it, rt->st->plan);
+	rt->state = ss;
+	return 0;
+}
+
+static int
+local_sessions_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	sessions_state_t *ss = rt->state;
+	const uint8_t *data;
+	uint32_t len;
+
+	if (!bson_iter_next(&ss->it) || !BSON_ITER_HOLDS_DOCUMENT(&ss->it))
+		return 0;
+	bson_iter_document(&ss->it, &len, &data);
+	bson_init_static(&ss->cur, data, len);
+	*out = &ss->cur;
+	return 1;
+}
+
+static void
+local_sessions_close(agg_rt_t *rt)
+{
+	bson_free(rt->state);
+	rt->state = NULL;
+}
+
+static void
+local_sessions_free(void *plan)
+{
+	if (plan != NULL)
+		bson_destroy(plan);
+}
+
 /* A standalone mongod without mongot answers these with its own errors. */
 static int
 standalone_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
@@ -306,7 +428,8 @@ const agg_stage_def_t agg_stages_stats[] = {
 	{"$planCacheStats", plancache_parse, NULL, nothing_next, NULL, NULL, AGG_F_FIRST | AGG_F_NOT_IN_FACET},
 	{"$geoNear", not_built_parse},
 	{"$currentOp", not_built_parse},
-	{"$listLocalSessions", not_built_parse},
+	{"$listLocalSessions", local_sessions_parse, local_sessions_open, local_sessions_next, local_sessions_close,
+	    local_sessions_free, AGG_F_FIRST | AGG_F_NO_COLL | AGG_F_NOT_IN_FACET | AGG_F_NOT_IN_LOOKUP},
 	{"$listSessions", not_built_parse},
 	{"$changeStream", standalone_parse},
 	{"$search", standalone_parse},

@@ -16,6 +16,7 @@
 #include <openssl/crypto.h>
 #include <openssl/opensslv.h>
 #include <openssl/rand.h>
+#include <openssl/sha.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -592,12 +593,239 @@ CMD_HANDLER(cmd_list_commands)
 
 /* endSessions/killSessions/refreshSessions take an array of session ids;
  * sessions hold no server state yet, so there is nothing to end. */
+/* ---- the logical session cache ------------------------------------------ */
+
+typedef struct lsession {
+	uint8_t id[16];
+	uint8_t uid[SHA256_DIGEST_LENGTH];
+	char *user;              /* "name@db", NULL when unauthenticated */
+	int64_t last_use_ms;
+} lsession_t;
+
+#define SESSION_CACHE_MAX 100000
+
+static pthread_mutex_t sessions_mu = PTHREAD_MUTEX_INITIALIZER;
+static lsession_t *sessions;
+static int nsessions, capsessions;
+
+static int64_t
+sessions_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* mongod's uid: SHA-256 of "user@db", of "" without a user. */
+static void
+session_uid(const char *user, uint8_t *uid)
+{
+	SHA256((const unsigned char *)(user ? user : ""), user ? strlen(user) : 0, uid);
+}
+
+/* The client's user as "name@db", or NULL. */
+static char *
+session_user(client_t *cl)
+{
+	char u[256], d[256];
+
+	if (cl == NULL || !auth_client_user(cl, u, sizeof(u), d, sizeof(d)))
+		return NULL;
+	return bson_strdup_printf("%s@%s", u, d);
+}
+
+/* Drop sessions unused for the timeout; caller holds sessions_mu. */
+static void
+sessions_expire(int64_t now)
+{
+	int i, j = 0;
+
+	for (i = 0; i < nsessions; i++) {
+		if (now - sessions[i].last_use_ms > (int64_t)SESSION_TIMEOUT_MINUTES * 60000) {
+			bson_free(sessions[i].user);
+			continue;
+		}
+		sessions[j++] = sessions[i];
+	}
+	nsessions = j;
+}
+
+static void
+session_record(const uint8_t *id, const char *user)
+{
+	int64_t now = sessions_now_ms();
+	int i;
+
+	pthread_mutex_lock(&sessions_mu);
+	for (i = 0; i < nsessions; i++) {
+		if (memcmp(sessions[i].id, id, 16) == 0) {
+			sessions[i].last_use_ms = now;
+			pthread_mutex_unlock(&sessions_mu);
+			return;
+		}
+	}
+	if (nsessions >= SESSION_CACHE_MAX)
+		sessions_expire(now);
+	if (nsessions < SESSION_CACHE_MAX) {
+		if (nsessions == capsessions) {
+			capsessions = capsessions ? capsessions * 2 : 64;
+			sessions = bson_realloc(sessions, sizeof(*sessions) * (size_t)capsessions);
+		}
+		memcpy(sessions[nsessions].id, id, 16);
+		session_uid(user, sessions[nsessions].uid);
+		sessions[nsessions].user = user ? bson_strdup(user) : NULL;
+		sessions[nsessions].last_use_ms = now;
+		nsessions++;
+	}
+	pthread_mutex_unlock(&sessions_mu);
+}
+
+static void
+session_forget(const uint8_t *id)
+{
+	int i;
+
+	pthread_mutex_lock(&sessions_mu);
+	for (i = 0; i < nsessions; i++) {
+		if (memcmp(sessions[i].id, id, 16) == 0) {
+			bson_free(sessions[i].user);
+			sessions[i] = sessions[--nsessions];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&sessions_mu);
+}
+
+/* The 16-byte UUID of an lsid document {id: UUID}, or false. */
+static bool
+lsid_id(const bson_iter_t *lsid, const uint8_t **id)
+{
+	bson_iter_t sub;
+	bson_subtype_t st;
+	uint32_t len;
+
+	if (!BSON_ITER_HOLDS_DOCUMENT(lsid) || !bson_iter_recurse(lsid, &sub) || !bson_iter_find(&sub, "id") ||
+	    !BSON_ITER_HOLDS_BINARY(&sub))
+		return false;
+	bson_iter_binary(&sub, &st, &len, id);
+	return st == BSON_SUBTYPE_UUID && len == 16;
+}
+
+void
+cmd_admin_session_touch(client_t *cl, const bson_t *cmd)
+{
+	bson_iter_t it;
+	const uint8_t *id;
+	char *user;
+
+	if (!bson_iter_init_find(&it, cmd, "lsid") || !lsid_id(&it, &id))
+		return;
+	user = session_user(cl);
+	/* with access control on, only an authenticated client's sessions count */
+	if (user == NULL && cl != NULL && auth_enabled(cl->engine))
+		return;
+	session_record(id, user);
+	bson_free(user);
+}
+
+void
+cmd_admin_sessions_list(client_t *cl, const bson_t *spec, bson_t *out)
+{
+	uint8_t *uids = NULL;
+	int nuids = 0, i, k, pos = 0;
+	bool all = false;
+	bson_iter_t it, u, f;
+
+	if (bson_iter_init_find(&it, spec, "allUsers") && bson_iter_as_bool(&it))
+		all = true;
+	if (!all && bson_iter_init_find(&it, spec, "users") && BSON_ITER_HOLDS_ARRAY(&it) &&
+	    bson_iter_recurse(&it, &u)) {
+		uids = bson_malloc(SHA256_DIGEST_LENGTH * 64);   /* at most 64 users named */
+		while (bson_iter_next(&u) && nuids < 64) {
+			const char *name = NULL, *db = NULL;
+			char *full;
+			if (!BSON_ITER_HOLDS_DOCUMENT(&u) || !bson_iter_recurse(&u, &f))
+				continue;
+			while (bson_iter_next(&f)) {
+				if (strcmp(bson_iter_key(&f), "user") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+					name = bson_iter_utf8(&f, NULL);
+				else if (strcmp(bson_iter_key(&f), "db") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+					db = bson_iter_utf8(&f, NULL);
+			}
+			if (name == NULL || db == NULL)
+				continue;
+			full = bson_strdup_printf("%s@%s", name, db);
+			session_uid(full, uids + SHA256_DIGEST_LENGTH * nuids++);
+			bson_free(full);
+		}
+	} else if (!all) {
+		char *user = session_user(cl);
+		uids = bson_malloc(SHA256_DIGEST_LENGTH);
+		session_uid(user, uids);
+		nuids = 1;
+		bson_free(user);
+	}
+	pthread_mutex_lock(&sessions_mu);
+	sessions_expire(sessions_now_ms());
+	for (i = 0; i < nsessions; i++) {
+		lsession_t *s = &sessions[i];
+		bool want = all;
+		char key[16];
+		const char *kp;
+		bson_t doc, idd, user;
+
+		for (k = 0; !want && k < nuids; k++)
+			want = memcmp(uids + SHA256_DIGEST_LENGTH * k, s->uid, SHA256_DIGEST_LENGTH) == 0;
+		if (!want)
+			continue;
+		bson_uint32_to_string((uint32_t)pos++, &kp, key, sizeof(key));
+		bson_append_document_begin(out, kp, -1, &doc);
+		bson_append_document_begin(&doc, "_id", 3, &idd);
+		bson_append_binary(&idd, "id", 2, BSON_SUBTYPE_UUID, s->id, 16);
+		bson_append_binary(&idd, "uid", 3, BSON_SUBTYPE_BINARY, s->uid, SHA256_DIGEST_LENGTH);
+		bson_append_document_end(&doc, &idd);
+		bson_append_date_time(&doc, "lastUse", -1, s->last_use_ms);
+		if (s->user != NULL) {
+			bson_append_document_begin(&doc, "user", -1, &user);
+			BSON_APPEND_UTF8(&user, "name", s->user);
+			bson_append_document_end(&doc, &user);
+		}
+		bson_append_document_end(out, &doc);
+	}
+	pthread_mutex_unlock(&sessions_mu);
+	bson_free(uids);
+}
+
 CMD_HANDLER(cmd_end_sessions)
 {
+	bson_iter_t it;
+
 	if (!BSON_ITER_HOLDS_ARRAY(&c->first))
 		return terr_set(err, TERR_TYPE_MISMATCH,
 		    "BSON field '%s.%s' is the wrong type '%s', expected type 'array'",
 		    c->name, c->name, type_name(bson_iter_type(&c->first)));
+	/* endSessions and killSessions forget the sessions; refreshSessions
+	 * marks them used */
+	if (strcmp(c->name, "refreshSessions") == 0) {
+		if (bson_iter_recurse(&c->first, &it)) {
+			char *user = session_user(c->client);
+			while (bson_iter_next(&it)) {
+				const uint8_t *id;
+				if (lsid_id(&it, &id))
+					session_record(id, user);
+			}
+			bson_free(user);
+		}
+		return 0;
+	}
+	if (bson_iter_recurse(&c->first, &it)) {
+		while (bson_iter_next(&it)) {
+			const uint8_t *id;
+			if (lsid_id(&it, &id))
+				session_forget(id);
+		}
+	}
 	return 0;
 }
 
@@ -610,6 +838,11 @@ CMD_HANDLER(cmd_start_session)
 		return terr_set(err, TERR_INTERNAL_ERROR, "could not generate a session id");
 	uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x40);
 	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
+	{
+		char *user = session_user(c->client);
+		session_record(uuid, user);
+		bson_free(user);
+	}
 	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "id", &id);
 	bson_append_binary(&id, "id", -1, BSON_SUBTYPE_UUID, uuid, 16);
 	bson_append_document_end(c->reply, &id);

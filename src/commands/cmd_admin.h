@@ -38,4 +38,24 @@ int cmd_admin_reap_cursors(engine_t *e, int64_t timeout_ms);
  * polls engine_shutdown_requested(). */
 void cmd_admin_request_shutdown(engine_t *e);
 
+/*
+ * The logical session cache (mongod's LogicalSessionCache, local part):
+ * every session a client names (a command's lsid, startSession) with its
+ * owner and last use; endSessions/killSessions drop them, 30 minutes of
+ * disuse expire them.  It is process-wide, as on mongod.
+ *
+ * touch records the lsid of a command (cmd may carry none: nothing
+ * happens) for the client's authenticated user; the wire server calls it
+ * for each command it dispatches.
+ */
+void cmd_admin_session_touch(client_t *cl, const bson_t *cmd);
+
+/*
+ * $listLocalSessions: append to out (an array being built, initialised by
+ * the caller) one {_id: {id, uid}, lastUse, user?} per cached session of
+ * the requested users: spec {} is the client's own user, {allUsers: true}
+ * everyone, {users: [{user, db}...]} those.  spec was checked by the stage.
+ */
+void cmd_admin_sessions_list(client_t *cl, const bson_t *spec, bson_t *out);
+
 #endif

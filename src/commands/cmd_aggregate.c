@@ -9,6 +9,7 @@
  * reply, whatever the batch size, and reply with an empty first batch.
  */
 #include "commands/commands_private.h"
+#include "commands/cmd_admin.h"
 
 #include <string.h>
 
@@ -112,6 +113,14 @@ host_get_or_create(void *ctx, const char *db, const char *name, storage_coll_t *
 	}
 	return storage_coll_get(st, db, name, out, err) == 0 ? 0 :
 	    terr_set(err, TERR_INTERNAL_ERROR, "could not create collection %s.%s", db, name);
+}
+
+static void
+host_list_sessions(void *ctx, const bson_t *spec, bson_t *out)
+{
+	write_ctx_t *w = ctx;
+
+	cmd_admin_sessions_list(w->c->client, spec, out);
 }
 
 /* ---- arguments ---------------------------------------------------------- */
@@ -288,6 +297,7 @@ CMD_HANDLER(cmd_aggregate)
 	a->host.prepare_doc = host_prepare;
 	a->host.check_write = host_check;
 	a->host.get_or_create_coll = host_get_or_create;
+	a->host.list_local_sessions = host_list_sessions;
 	ERR(agg_pipeline_parse(&pipeline, has_let ? &let : NULL, &a->host, &a->p, err));
 
 	/* {aggregate: 1} only for collectionless first stages, and those only there */
@@ -358,6 +368,7 @@ CMD_HANDLER(cmd_aggregate)
 	a->host.prepare_doc = NULL;
 	a->host.check_write = NULL;
 	a->host.get_or_create_coll = NULL;
+	a->host.list_local_sessions = NULL;
 	a->host.ctx = NULL;
 	memset(&src, 0, sizeof(src));
 	src.state = a;

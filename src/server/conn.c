@@ -178,6 +178,8 @@ conn_handle_message(server_t *srv, client_t *cl, wire_compression_t *comp, const
 		wire_error_doc(&reply, &err);
 		rc = err.code;
 	} else {
+		/* the session the command names is in use (the local session cache) */
+		cmd_admin_session_touch(cl, &req.cmd);
 		rc = engine_run_command(srv->engine, cl, req.db, &req.cmd, &reply, &err);
 		if (rc == 0 && is_hello(name))
 			add_compression(srv, comp, &req.cmd, &reply);

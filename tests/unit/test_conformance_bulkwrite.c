@@ -5,7 +5,7 @@
  * ordered/unordered errors, errorsOnly, let, upsert and sort; update with
  * sort; findAndModify's fields; a command's let evaluated once; the _id
  * storage rule for '$'-prefixed fields; malformed bulkWrite requests
- * refused before any write.
+ * refused before any write; the local session cache ($listLocalSessions).
  */
 #include "tt.h"
 
@@ -313,6 +313,71 @@ test_bad_requests(void)
 	free_reply(r);
 }
 
+/* startSession puts a session in the local cache, $listLocalSessions lists
+ * it with the unauthenticated uid (SHA-256 of ""), endSessions drops it. */
+static void
+test_local_sessions(void)
+{
+	int rc;
+	bson_t *r, *l;
+	bson_iter_t f;
+	const uint8_t *id;
+	uint32_t len;
+	bson_subtype_t st;
+	char cmd[256];
+	int i, found = 0;
+
+	r = run_in("bw", "{\"startSession\": 1}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(get(r, "id.id", &f) && BSON_ITER_HOLDS_BINARY(&f));
+	bson_iter_binary(&f, &st, &len, &id);
+	l = run_in("bw", "{\"aggregate\": 1, \"pipeline\": [{\"$listLocalSessions\": {}}], \"cursor\": {}}", &rc);
+	TT_EQ_INT(rc, 0);
+	for (i = 0; i < 100; i++) {
+		char path[64];
+		bson_iter_t g;
+		const uint8_t *gid;
+		uint32_t glen;
+		snprintf(path, sizeof(path), "cursor.firstBatch.%d._id.id", i);
+		if (!get(l, path, &g))
+			break;
+		bson_iter_binary(&g, &st, &glen, &gid);
+		if (glen == 16 && memcmp(gid, id, 16) == 0) {
+			bson_iter_t u;
+			found++;
+			snprintf(path, sizeof(path), "cursor.firstBatch.%d._id.uid", i);
+			TT_ASSERT(get(l, path, &u) && BSON_ITER_HOLDS_BINARY(&u));
+		}
+	}
+	TT_EQ_INT(found, 1);
+	free_reply(l);
+	{
+		bson_t *e = bson_new();
+		bson_t arr, d;
+		bson_t *rep = tm_bson_array_new(1);
+		tamga_error_t te;
+		BSON_APPEND_ARRAY_BEGIN(e, "endSessions", &arr);
+		BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &d);
+		bson_append_binary(&d, "id", 2, BSON_SUBTYPE_UUID, id, 16);
+		bson_append_document_end(&arr, &d);
+		bson_append_array_end(e, &arr);
+		rc = tamga_run_command(db, "admin", e, rep, &te);
+		TT_EQ_INT(rc, 0);
+		bson_destroy(rep);
+		bson_free(rep);
+		bson_destroy(e);
+	}
+	free_reply(r);
+	l = run_in("bw", "{\"aggregate\": 1, \"pipeline\": [{\"$listLocalSessions\": {\"allUsers\": true}}], \"cursor\": {}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(!has(l, "cursor.firstBatch.0"));
+	free_reply(l);
+	snprintf(cmd, sizeof(cmd), "{\"aggregate\": \"c\", \"pipeline\": [{\"$listLocalSessions\": {}}], \"cursor\": {}}");
+	l = run_in("bw", cmd, &rc);
+	TT_EQ_INT(get_i64(l, "code"), 73);
+	free_reply(l);
+}
+
 /* ---- hostile input: valid commands with values swapped for odd ones ---- */
 
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
@@ -476,6 +541,7 @@ main(void)
 	TT_RUN(test_find_and_modify_fields);
 	TT_RUN(test_id_storage_rule);
 	TT_RUN(test_bad_requests);
+	TT_RUN(test_local_sessions);
 	TT_RUN(test_hostile);
 	tamga_close(db);
 	tt_rmdir(dir);
