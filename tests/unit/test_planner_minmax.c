@@ -11,6 +11,8 @@
 
 #include <sys/stat.h>
 
+#include "bson/path.h"
+#include "bson/value.h"
 #include "commands/commands_private.h"
 #include "common/mem.h"
 #include "query/keygen.h"
@@ -483,6 +485,173 @@ test_multikey_paths(void)
 	bson_destroy(ix.spec);
 }
 
+/* Distinct values under MongoDB equality, sorted (what cmd_distinct keeps). */
+typedef struct vset {
+	bson_value_t v[512];
+	int n;
+} vset_t;
+
+static bool
+vset_add(const bpath_hit_t *hit, void *ctx)
+{
+	vset_t *d = ctx;
+	int i;
+
+	if (hit->value.value_type == BSON_TYPE_ARRAY || hit->value.value_type == BSON_TYPE_EOD)
+		return true;
+	for (i = 0; i < d->n; i++)
+		if (bv_compare(&d->v[i], &hit->value) == 0)
+			return true;
+	if (d->n < 512)
+		bson_value_copy(&hit->value, &d->v[d->n++]);
+	return true;
+}
+
+/* Run filter on coll rnd2 as count (count_mode) or distinct on key; the
+ * count, or -1 on error; distinct values into out. */
+static int64_t
+run_mode(const char *filter, bool count_mode, const char *key, const char *hint, vset_t *out, const char **stage)
+{
+	bson_t *f = tt_json(filter), *h = NULL;
+	bson_iter_t hit;
+	plan_request_t req;
+	plan_exec_t *x = NULL;
+	terr_t err = TERR_INIT;
+	storage_session_t *ss = client_session(cl, &err);
+	int64_t n = 0;
+	bson_t doc;
+	int rc;
+
+	memset(&req, 0, sizeof(req));
+	storage_coll_get(engine_storage(eng), "test", "rnd2", &req.coll, NULL);
+	if (match_compile(f, NULL, &req.match, &err) != 0) {
+		n = -1;
+		goto done;
+	}
+	if (hint != NULL) {
+		char *w = bson_strdup_printf("{\"h\": %s}", hint);
+		h = tt_json(w);
+		bson_free(w);
+		bson_iter_init_find(&hit, h, "h");
+		req.hint = bson_iter_value(&hit);
+	}
+	req.count = count_mode;
+	req.distinct_key = key;
+	if (plan_exec_new(&req, &x, &err) != 0) {
+		n = -1;
+		goto done;
+	}
+	while ((rc = plan_exec_next(x, ss, &doc, &err)) == 1) {
+		n++;
+		if (out != NULL && key != NULL)
+			bpath_walk(&doc, key, true, vset_add, out);
+	}
+	if (rc < 0)
+		n = -1;
+	if (stage != NULL)
+		*stage = plan_exec_stats(x)->stage;
+done:
+	plan_exec_free(x);
+	terr_clear(&err);
+	bson_destroy(f);
+	if (h != NULL)
+		bson_destroy(h);
+	return n;
+}
+
+static void
+vset_clear(vset_t *d)
+{
+	int i;
+
+	for (i = 0; i < d->n; i++)
+		bson_value_destroy(&d->v[i]);
+	d->n = 0;
+}
+
+/* COUNT_SCAN and DISTINCT_SCAN answer what the fetching plans answer. */
+static void
+test_random_count_distinct(void)
+{
+	static const char *const vals[] = {"1", "2", "{\"$numberLong\": \"2\"}", "2.5", "-1", "\"x\"", "\"y\"",
+		"null", "true", "{\"$numberDecimal\": \"3\"}", "[1, 2]", "[]"};
+	static const char *const filters[] = {
+		"{}", "{\"a\": 1}", "{\"a\": 2}", "{\"a\": {\"$gt\": 1}}", "{\"a\": {\"$gte\": 2, \"$lt\": 3}}",
+		"{\"a\": {\"$in\": [1, \"x\"]}}", "{\"a\": null}", "{\"a\": 1, \"b\": {\"$gt\": 1}}",
+		"{\"b\": 2}", "{\"b\": {\"$lte\": 2}}", "{\"a\": {\"$lt\": \"y\"}}", "{\"b\": 1, \"a\": {\"$gt\": 0}}",
+		"{\"a\": 2, \"b\": 2}", "{\"c\": 1}", "{\"a\": {\"$exists\": true}}",
+		"{\"e\": {\"$gte\": 1}}", "{\"e\": \"x\", \"c\": 1}", "{\"e\": null}", "{\"e\": {\"$in\": [2, true]}}",
+	};
+	static const char *const keys[] = {"a", "b", "c", "e"};
+	static const char *const hints[] = {NULL, "\"a_1\"", "\"b_1_a_1\"", "\"c_1\"", "\"e_1_c_1\""};
+	bson_string_t *ins = bson_string_new("{\"insert\": \"rnd2\", \"documents\": [");
+	unsigned seed = 12345;
+	vset_t *d1 = bson_malloc0(sizeof(*d1)), *d2 = bson_malloc0(sizeof(*d2));
+	size_t fi, ki, hi;
+	int i, ncount_scans = 0, ndistinct_scans = 0;
+
+	run_code("{\"drop\": \"rnd2\"}");
+	TT_EQ_INT(run_code("{\"createIndexes\": \"rnd2\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\"}, "
+	    "{\"key\": {\"b\": 1, \"a\": 1}, \"name\": \"b_1_a_1\"}, {\"key\": {\"c\": -1}, \"name\": \"c_1\"}, "
+	    "{\"key\": {\"e\": 1, \"c\": 1}, \"name\": \"e_1_c_1\"}]}"), 0);
+	for (i = 0; i < 200; i++) {
+		int r = (int)((seed = seed * 1103515245u + 12345u) >> 8);
+		int av = r % 13, bv = (r >> 5) % 4, cv = (r >> 9) % 3;
+		bson_string_append_printf(ins, "%s{\"_id\": %d", i ? "," : "", i);
+		if (av < 12)
+			bson_string_append_printf(ins, ", \"a\": %s", vals[av]);
+		if (bv > 0)
+			bson_string_append_printf(ins, ", \"b\": %s", bv == 3 ? "2.0" : (bv == 1 ? "1" : "2"));
+		if (cv > 0)
+			bson_string_append_printf(ins, ", \"c\": %s", cv == 1 ? "1" : "\"s\"");
+		if ((r >> 13) % 11 < 10)
+			bson_string_append_printf(ins, ", \"e\": %s", vals[(r >> 13) % 11 % 10]);
+		bson_string_append(ins, "}");
+	}
+	bson_string_append(ins, "]}");
+	TT_EQ_INT(run_code(ins->str), 0);
+	bson_string_free(ins, true);
+	for (fi = 0; fi < sizeof(filters) / sizeof(filters[0]); fi++) {
+		for (hi = 0; hi < sizeof(hints) / sizeof(hints[0]); hi++) {
+			int64_t want = run_mode(filters[fi], false, NULL, hints[hi], NULL, NULL);
+			const char *st = "";
+			int64_t got = run_mode(filters[fi], true, NULL, hints[hi], NULL, &st);
+			ncount_scans += strcmp(st, "COUNT_SCAN") == 0;
+			if (got != want)
+				fprintf(stderr, "count %s hint %s: %lld != %lld\n", filters[fi], hints[hi] ? hints[hi] : "-",
+				    (long long)got, (long long)want);
+			TT_EQ_INT(got, want);
+			for (ki = 0; ki < sizeof(keys) / sizeof(keys[0]); ki++) {
+				int j;
+				vset_clear(d1);
+				vset_clear(d2);
+				/* reference: a collection scan */
+				run_mode(filters[fi], false, keys[ki], "{\"$natural\": 1}", d1, NULL);
+				run_mode(filters[fi], false, keys[ki], hints[hi], d2, &st);
+				ndistinct_scans += strcmp(st, "DISTINCT_SCAN") == 0;
+				if (d1->n != d2->n)
+					fprintf(stderr, "distinct %s on %s hint %s: %d != %d values\n", keys[ki], filters[fi],
+					    hints[hi] ? hints[hi] : "-", d2->n, d1->n);
+				TT_EQ_INT(d2->n, d1->n);
+				for (j = 0; j < d1->n && j < d2->n; j++) {
+					int k, found = 0;
+					for (k = 0; k < d2->n; k++)
+						if (bv_compare(&d1->v[j], &d2->v[k]) == 0)
+							found = 1;
+					TT_ASSERT(found);
+				}
+			}
+		}
+	}
+	TT_ASSERT(ncount_scans >= 10);
+	if (ndistinct_scans < 5) fprintf(stderr, "count scans %d, distinct scans %d\n", ncount_scans, ndistinct_scans);
+	TT_ASSERT(ndistinct_scans >= 5);
+	vset_clear(d1);
+	vset_clear(d2);
+	bson_free(d1);
+	bson_free(d2);
+}
+
 int
 main(void)
 {
@@ -506,6 +675,7 @@ main(void)
 	TT_RUN(test_trial_runs);
 	TT_RUN(test_count_distinct_scans);
 	TT_RUN(test_multikey_paths);
+	TT_RUN(test_random_count_distinct);
 	client_free(cl);
 	engine_close(eng);
 	tt_rmdir(dir);
