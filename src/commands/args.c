@@ -1,11 +1,95 @@
 /*
  * args.c -- reading command arguments with mongod's IDL errors.
+ *
+ * A handler asks for a dozen or more optional fields of the same command
+ * (find: filter, sort, projection, skip, limit, batchSize, hint, ...); a
+ * libbson search per field walks the command each time.  Instead the first
+ * lookup indexes the command's top-level fields once (libbson's own
+ * iterator, so a malformed command ends the index where bson_iter_find
+ * would stop) and the others are a few memcmp.  The index lives in the
+ * thread and keeps a copy of the command's bytes: it is used only for the
+ * same bytes at the same address, so a command rebuilt in place (a handler
+ * reusing a buffer for sub-commands) is indexed again, never misread.
+ * Commands over ARGS_COPY bytes (write batches: few lookups, and their
+ * documents dominate) are searched with libbson as before.
  */
 #include "commands/commands_private.h"
 
 #include <string.h>
 
 #include "bson/value.h"
+
+#define ARGS_MAX 32
+#define ARGS_COPY 1024
+
+typedef struct args_field {
+	const char *key;
+	uint32_t keylen;
+	uint32_t off;
+} args_field_t;
+
+typedef struct args_index {
+	const uint8_t *data;       /* the indexed body's bytes ... */
+	uint32_t len;
+	uint8_t copy[ARGS_COPY];   /* ... and what they were (keys point here) */
+	int n;                     /* -1: too long or too many fields: search with libbson */
+	args_field_t f[ARGS_MAX];
+} args_index_t;
+
+static __thread args_index_t args_ix;
+
+static const args_index_t *
+args_index(const cmd_t *c)
+{
+	args_index_t *ix = &args_ix;
+	const uint8_t *data = bson_get_data(c->body);
+	uint32_t len = c->body->len;
+	bson_iter_t it;
+
+	if (ix->data == data && ix->len == len && (ix->n < 0 || memcmp(ix->copy, data, len) == 0))
+		return ix;
+	ix->data = data;
+	ix->len = len;
+	ix->n = -1;
+	if (len > ARGS_COPY || !bson_iter_init_from_data(&it, data, len))
+		return ix;
+	memcpy(ix->copy, data, len);
+	ix->n = 0;
+	while (bson_iter_next(&it)) {
+		if (ix->n == ARGS_MAX) {
+			ix->n = -1;
+			break;
+		}
+		ix->f[ix->n].key = (const char *)ix->copy + (bson_iter_key(&it) - (const char *)data);
+		ix->f[ix->n].keylen = bson_iter_key_len(&it);
+		ix->f[ix->n].off = bson_iter_offset(&it);
+		ix->n++;
+	}
+	return ix;
+}
+
+/* bson_iter_init_find(it, c->body, field), from the index. */
+static bool
+arg_find(const cmd_t *c, const char *field, bson_iter_t *it)
+{
+	const args_index_t *ix = args_index(c);
+	size_t flen;
+
+	if (ix->n < 0)
+		return bson_iter_init_find(it, c->body, field);
+	flen = strlen(field);
+	for (int i = 0; i < ix->n; i++)
+		if (ix->f[i].keylen == flen && memcmp(ix->f[i].key, field, flen) == 0)
+			return bson_iter_init_from_data_at_offset(it, ix->data, ix->len, ix->f[i].off,
+			    ix->f[i].keylen);
+	return false;
+}
+
+bool
+cmd_find_field(cmd_t *c, const char *field, bson_iter_t *it)
+{
+	return arg_find(c, field, it);
+}
 
 /* Fields any command may carry; the dispatcher or transport handles them. */
 static const char *const generic_fields[] = {
@@ -29,9 +113,19 @@ in_list(const char *const *list, const char *k)
 int
 cmd_check_fields(cmd_t *c, const char *const *known, terr_t *err)
 {
+	const args_index_t *ix = args_index(c);
 	bson_iter_t it;
 	bool first = true;
 
+	if (ix->n >= 0) {
+		for (int i = 1; i < ix->n; i++) {
+			const char *k = ix->f[i].key;
+			if ((known && in_list(known, k)) || in_list(generic_fields, k))
+				continue;
+			return terr_set(err, 40415, "BSON field '%s.%s' is an unknown field.", c->name, k);
+		}
+		return 0;
+	}
 	if (!bson_iter_init(&it, c->body))
 		return 0;
 	while (bson_iter_next(&it)) {
@@ -40,7 +134,7 @@ cmd_check_fields(cmd_t *c, const char *const *known, terr_t *err)
 			first = false;
 			continue;
 		}
-		if (in_list(generic_fields, k) || (known && in_list(known, k)))
+		if ((known && in_list(known, k)) || in_list(generic_fields, k))
 			continue;
 		return terr_set(err, 40415, "BSON field '%s.%s' is an unknown field.", c->name, k);
 	}
@@ -79,7 +173,7 @@ cmd_get_bool(cmd_t *c, const char *field, bool *out, bool *found, terr_t *err)
 	bson_iter_t it;
 
 	*found = false;
-	if (!bson_iter_init_find(&it, c->body, field))
+	if (!arg_find(c, field, &it))
 		return 0;
 	*found = true;
 	switch (bson_iter_type(&it)) {
@@ -109,7 +203,7 @@ cmd_get_int64(cmd_t *c, const char *field, int64_t *out, bool *found, terr_t *er
 	bson_value_t v;
 
 	*found = false;
-	if (!bson_iter_init_find(&it, c->body, field))
+	if (!arg_find(c, field, &it))
 		return 0;
 	if (BSON_ITER_HOLDS_NULL(&it))
 		return 0;
@@ -140,7 +234,7 @@ get_sub(cmd_t *c, const char *field, bson_type_t want_type, const char *want, bs
 	uint32_t len;
 
 	*found = false;
-	if (!bson_iter_init_find(&it, c->body, field))
+	if (!arg_find(c, field, &it))
 		return 0;
 	if (bson_iter_type(&it) != want_type)
 		return wrong_type(c, field, bson_iter_type(&it), want, err);
@@ -172,7 +266,7 @@ cmd_get_string(cmd_t *c, const char *field, const char **out, bool *found, terr_
 	bson_iter_t it;
 
 	*found = false;
-	if (!bson_iter_init_find(&it, c->body, field))
+	if (!arg_find(c, field, &it))
 		return 0;
 	if (!BSON_ITER_HOLDS_UTF8(&it))
 		return wrong_type(c, field, bson_iter_type(&it), "string", err);

@@ -11,6 +11,7 @@
 #include "query/keygen.h"
 #include "query/planner_ttl.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
@@ -161,6 +162,12 @@ cmd_check_deadline(const cmd_t *c, terr_t *err)
 	return false;
 }
 
+/* args.c: bson_iter_init_find on c->body through the command's field
+ * index (built once per command, reused by the handler's argument reads).
+ * TODO(lead): move this prototype to commands_private.h with the other
+ * argument helpers so handlers can use it instead of bson_iter_init_find. */
+bool cmd_find_field(cmd_t *c, const char *field, bson_iter_t *it);
+
 /* maxTimeMS: a non-negative integral number; mongod's messages. */
 static int
 parse_max_time(cmd_t *c, terr_t *err)
@@ -168,7 +175,7 @@ parse_max_time(cmd_t *c, terr_t *err)
 	bson_iter_t it;
 	int64_t ms;
 
-	if (!bson_iter_init_find(&it, c->body, "maxTimeMS"))
+	if (!cmd_find_field(c, "maxTimeMS", &it))
 		return 0;
 	if (BSON_ITER_HOLDS_INT32(&it))
 		ms = bson_iter_int32(&it);
@@ -215,6 +222,70 @@ error_reply(bson_t *reply, const terr_t *err)
 		BSON_APPEND_DOCUMENT(reply, "errInfo", err->info);
 }
 
+/*
+ * The command table as a hash (built once): cmd_lookup's answer (exact
+ * name first, then alias) without a walk over every row per command.
+ */
+#define CMD_HASH_SIZE 256       /* power of two, > 2x (names + aliases) */
+
+static struct {
+	const char *name;
+	const cmd_def_t *def;
+} cmd_hash[CMD_HASH_SIZE];
+static pthread_once_t cmd_hash_once = PTHREAD_ONCE_INIT;
+
+static uint32_t
+name_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 16777619u;
+	return h;
+}
+
+static void
+cmd_hash_add(const char *name)
+{
+	uint32_t i = name_hash(name) & (CMD_HASH_SIZE - 1);
+
+	while (cmd_hash[i].name != NULL) {
+		if (strcmp(cmd_hash[i].name, name) == 0)
+			return;
+		i = (i + 1) & (CMD_HASH_SIZE - 1);
+	}
+	cmd_hash[i].name = name;
+	cmd_hash[i].def = cmd_lookup(name);   /* the table's own rule decides */
+}
+
+static void
+cmd_hash_build(void)
+{
+	int n;
+	const cmd_def_t *t = cmd_table(&n);
+
+	if (2 * n >= CMD_HASH_SIZE)
+		return;                       /* too many rows: every lookup falls back to cmd_lookup */
+	for (int i = 0; i < n; i++) {
+		cmd_hash_add(t[i].name);
+		if (t[i].alias != NULL)
+			cmd_hash_add(t[i].alias);
+	}
+}
+
+static const cmd_def_t *
+cmd_lookup_fast(const char *name)
+{
+	uint32_t i;
+
+	pthread_once(&cmd_hash_once, cmd_hash_build);
+	for (i = name_hash(name) & (CMD_HASH_SIZE - 1); cmd_hash[i].name != NULL;
+	    i = (i + 1) & (CMD_HASH_SIZE - 1))
+		if (strcmp(cmd_hash[i].name, name) == 0)
+			return cmd_hash[i].def;
+	return cmd_lookup(name);              /* unknown names (59), or an unhashed table */
+}
+
 int
 engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *body,
                    bson_t *reply, terr_t *err)
@@ -239,7 +310,7 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 		goto fail;
 	}
 	c.name = bson_iter_key(&c.first);
-	def = cmd_lookup(c.name);
+	def = cmd_lookup_fast(c.name);
 	if (def == NULL) {
 		terr_set(er, TERR_COMMAND_NOT_FOUND, "no such command: '%s'", c.name);
 		goto fail;

@@ -155,21 +155,37 @@ check_id(const bson_iter_t *id, terr_t *err)
 	}
 }
 
+/*
+ * Each level of nesting takes at least 7 bytes (type, an empty key's NUL,
+ * the sub-document's length and its terminating NUL), so a document shorter
+ * than this cannot nest past the limit and its depth need not be walked.
+ */
+#define NESTING_MIN_LEN (5 + 7 * (TAMGA_MAX_NESTING + 1))
+
+/* write_check_stored_doc without the _id rules. */
+static int
+check_size_depth(const bson_t *doc, terr_t *err)
+{
+	if (doc->len > TAMGA_MAX_BSON_SIZE)
+		return terr_set(err, TERR_BSON_OBJECT_TOO_LARGE,
+		    "object to insert too large. size in bytes: %u, max size: %d", doc->len,
+		    TAMGA_MAX_BSON_SIZE);
+	if (doc->len >= NESTING_MIN_LEN && depth_of(doc, 0, TAMGA_MAX_NESTING) > TAMGA_MAX_NESTING)
+		return terr_set(err, TERR_OVERFLOW, "Document exceeds maximum nesting depth of %d",
+		    TAMGA_MAX_NESTING);
+	return 0;
+}
+
 int
 write_check_stored_doc(const bson_t *doc, terr_t *err)
 {
 	bson_iter_t it;
 
 	if (doc->len > TAMGA_MAX_BSON_SIZE)
-		return terr_set(err, TERR_BSON_OBJECT_TOO_LARGE,
-		    "object to insert too large. size in bytes: %u, max size: %d", doc->len,
-		    TAMGA_MAX_BSON_SIZE);
+		return check_size_depth(doc, err);
 	if (bson_iter_init_find(&it, doc, "_id"))
 		RET(check_id(&it, err));
-	if (depth_of(doc, 0, TAMGA_MAX_NESTING) > TAMGA_MAX_NESTING)
-		return terr_set(err, TERR_OVERFLOW, "Document exceeds maximum nesting depth of %d",
-		    TAMGA_MAX_NESTING);
-	return 0;
+	return check_size_depth(doc, err);
 }
 
 int
@@ -206,7 +222,8 @@ write_prepare_doc(const bson_t *doc, bson_t *out, terr_t *err)
 			if (strcmp(bson_iter_key(&it), "_id") != 0)
 				bson_append_iter(out, bson_iter_key(&it), -1, &it);
 	}
-	return write_check_stored_doc(out, err);
+	/* the _id was checked above (or generated) */
+	return check_size_depth(out, err);
 }
 
 bool

@@ -22,6 +22,7 @@
 #define FLUSH_INTERVAL_MS 100
 #define PENDING_DROP_EVERY 10      /* flusher ticks between drop retries */
 #define POOL_MAX 256
+#define POOL_RESET_EVERY 64
 #define TXN_RETRY_MAX 100000
 #define SESSION_MAX "2000"         /* ~1000 connections + pool + WT's threads */
 
@@ -459,7 +460,12 @@ storage_session_pool_put(storage_t *st, storage_session_t *s)
 		storage_txn_rollback(s);
 	if (s->cur_epoch != atomic_load(&st->cursor_epoch))
 		storage_session_cursors_close(s);
-	s->ws->reset(s->ws);
+	/* No transaction is open, so the session holds no snapshot, and our
+	 * cached cursors are already reset; WiredTiger's reset (which also
+	 * sweeps its own cursor cache) costs more than a small command, so it
+	 * runs every POOL_RESET_EVERY returns. */
+	if (++s->pool_puts % POOL_RESET_EVERY == 0)
+		s->ws->reset(s->ws);
 	pthread_mutex_lock(&st->pool_lock);
 	if (st->pool_size < POOL_MAX) {
 		s->pool_next = st->pool;

@@ -106,6 +106,7 @@ struct storage_session {
 	int ncur;
 	uint64_t cur_epoch;
 	uint64_t cur_tick;
+	uint64_t pool_puts;        /* returns to the pool (WT reset every Nth) */
 	storage_session_t *pool_next;
 };
 
