@@ -1655,3 +1655,20 @@ bv_doc_to_mongo_string(const bson_t *doc)
 	str_doc_data(&s, bson_get_data(doc), doc->len, false, 0);
 	return s.p;
 }
+
+size_t
+bv_array_key(uint32_t i, char *buf)
+{
+	char tmp[10];
+	size_t n = 0, len;
+
+	do {
+		tmp[n++] = (char)('0' + i % 10);
+		i /= 10;
+	} while (i != 0);
+	len = n;
+	for (size_t j = 0; j < len; j++)
+		buf[j] = tmp[--n];
+	buf[len] = '\0';
+	return len;
+}

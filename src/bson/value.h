@@ -110,6 +110,12 @@ bool bv_type_from_name(const char *name, bson_type_t *out);
  * refuses (key with a NUL, document too large). */
 bool bv_append(bson_t *doc, const char *key, int keylen, const bson_value_t *v);
 
+/* The array key of position i ("0", "1", ... "4294967295") written to buf
+ * (at least 11 bytes, NUL-terminated); returns its length.  What
+ * bson_uint32_to_string gives, without the snprintf it uses past 999 (a
+ * third of the cost of copying a 200-byte document into a batch). */
+size_t bv_array_key(uint32_t i, char *buf);
+
 /* Render a value the way mongod prints one inside error messages
  * (BSONElement::toString, non-full form): 1, 1.5, 2.0, 1e+20.0 (sic), long as
  * plain digits, decimals as their string, "abc" (not escaped; longer than 159

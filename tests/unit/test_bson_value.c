@@ -609,9 +609,34 @@ test_hash(void)
 	}
 }
 
+static void
+test_array_key(void)
+{
+	static const uint32_t cases[] = {0, 1, 9, 10, 99, 100, 999, 1000, 1001, 9999, 10000, 123456, 4294967295u};
+	char buf[16], want[16];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *k;
+		size_t len = bv_array_key(cases[i], buf);
+		bson_uint32_to_string(cases[i], &k, want, sizeof(want));
+		TT_EQ_STR(buf, k);
+		TT_EQ_INT((int)len, (int)strlen(k));
+	}
+	for (uint32_t i = 0; i < 200000; i += 7) {
+		const char *k;
+		bv_array_key(i, buf);
+		bson_uint32_to_string(i, &k, want, sizeof(want));
+		if (strcmp(buf, k) != 0) {
+			TT_EQ_STR(buf, k);
+			break;
+		}
+	}
+}
+
 int
 main(void)
 {
+	TT_RUN(test_array_key);
 	TT_RUN(test_numbers_exact);
 	TT_RUN(test_decimal_floor);
 	TT_RUN(test_decimal_floor_oracle);
