@@ -1407,6 +1407,10 @@ planner_plan_minmax(const storage_coll_t *coll, const bson_t *min, const bson_t 
 	*out = NULL;
 	if (hint != NULL && hint_find(coll, hint, &ixn, &natural, &backward, err) < 0)
 		return -1;
+	if (natural)
+		return terr_set(err, 291 /* NoQueryExecutionPlans */,
+		    "error processing query: ns=%s planner returned error :: caused by :: min and max are incompatible with $natural",
+		    coll->ns);
 	if (ixn < 0)
 		return terr_set(err, 291 /* NoQueryExecutionPlans */,
 		    "error processing query: ns=%s planner returned error :: caused by :: When using min()/max() a hint of which index to use must be provided",

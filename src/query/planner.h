@@ -112,7 +112,8 @@ int planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sor
  * no per-field bounds (explain's indexBounds is {}), backward when the sort
  * is the index order reversed.  Errors, as mongod's planner: 291
  * NoQueryExecutionPlans "When using min()/max() a hint of which index to
- * use must be provided" (no hint, or $natural), 2 for a hint naming no
+ * use must be provided" (no hint; "min and max are incompatible with
+ * $natural" for {$natural: d}), 2 for a hint naming no
  * index, 51174 "The index chosen is not compatible with min/max" (fields
  * differ from the key pattern, wildcard index), 51175 "The value provided
  * for min() does not come before the value provided for max() in the
