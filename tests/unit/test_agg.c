@@ -5,8 +5,7 @@
  */
 #include "tt.h"
 
-#include "common/mem.h"
-#include "tamga/tamga.h"
+#include "tt_embedded.h"
 
 static tamga_t *db;
 static char *dir;
@@ -14,20 +13,7 @@ static char *dir;
 static bson_t *
 run(const char *dbname, const char *json, int *rc)
 {
-	bson_t *cmd = tt_json(json);
-	bson_t *reply = tm_bson_array_new(1);
-	tamga_error_t e;
-
-	*rc = tamga_run_command(db, dbname, cmd, reply, &e);
-	bson_destroy(cmd);
-	return reply;
-}
-
-static void
-free_reply(bson_t *r)
-{
-	bson_destroy(r);
-	bson_free(r);
+	return tt_run_json(db, dbname, json, rc);
 }
 
 static void
@@ -42,7 +28,7 @@ exec_ok(const char *json)
 		bson_free(j);
 	}
 	TT_EQ_INT(rc, 0);
-	free_reply(r);
+	tt_free_reply(r);
 }
 
 /* Load documents (JSON array text) into a fresh collection. */
@@ -53,7 +39,7 @@ load(const char *coll, const char *docs)
 	int rc;
 	bson_t *r = run("test", cmd, &rc);
 
-	free_reply(r);
+	tt_free_reply(r);
 	bson_free(cmd);
 	cmd = bson_strdup_printf("{\"insert\": \"%s\", \"documents\": %s}", coll, docs);
 	exec_ok(cmd);
@@ -121,7 +107,7 @@ agg(const char *coll, const char *pipeline)
 	} else {
 		out = bson_strdup("no firstBatch");
 	}
-	free_reply(r);
+	tt_free_reply(r);
 	return out;
 }
 
@@ -276,22 +262,22 @@ test_command_errors(void)
 	r = run("test", "{\"aggregate\": \"c\", \"pipeline\": []}", &rc);
 	TT_ASSERT(rc != 0);
 	TT_ASSERT(bson_iter_init_find(&it, r, "code") && bson_iter_as_int64(&it) == 9);
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("test", "{\"aggregate\": \"c\", \"pipeline\": {}, \"cursor\": {}}", &rc);
 	TT_ASSERT(bson_iter_init_find(&it, r, "code") && bson_iter_as_int64(&it) == 14);
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("test", "{\"aggregate\": \"c\", \"cursor\": {}}", &rc);
 	TT_ASSERT(bson_iter_init_find(&it, r, "code") && bson_iter_as_int64(&it) == 40414);
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("test", "{\"aggregate\": \"c\", \"pipeline\": [], \"cursor\": {\"bogus\": 1}}", &rc);
 	TT_ASSERT(bson_iter_init_find(&it, r, "code") && bson_iter_as_int64(&it) == 40415);
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("test", "{\"aggregate\": \"c\", \"pipeline\": [], \"cursor\": {}, \"bogus\": 1}", &rc);
 	TT_ASSERT(bson_iter_init_find(&it, r, "code") && bson_iter_as_int64(&it) == 40415);
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("test", "{\"aggregate\": \"c\", \"pipeline\": [], \"cursor\": {}, \"collation\": {\"locale\": \"fr\"}}", &rc);
 	TT_ASSERT(bson_iter_init_find(&it, r, "code") && bson_iter_as_int64(&it) == 238);
-	free_reply(r);
+	tt_free_reply(r);
 	/* runtime errors carry mongod's prefix */
 	{
 		char *got = agg("c", "[{\"$project\": {\"x\": {\"$divide\": [1, {\"$subtract\": [\"$_id\", \"$_id\"]}]}}}]");
@@ -320,7 +306,7 @@ test_cursor_batches(void)
 	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "cursor.id", &it));
 	id = bson_iter_as_int64(&it);
 	TT_ASSERT(id != 0);
-	free_reply(r);
+	tt_free_reply(r);
 	cmd = bson_strdup_printf("{\"getMore\": {\"$numberLong\": \"%lld\"}, \"collection\": \"big\"}", (long long)id);
 	r = run("test", cmd, &rc);
 	bson_free(cmd);
@@ -337,7 +323,7 @@ test_cursor_batches(void)
 		TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "cursor.id", &f));
 		TT_EQ_INT(bson_iter_as_int64(&f), 0);
 	}
-	free_reply(r);
+	tt_free_reply(r);
 	AGG_EQ("big", "[{\"$project\": {\"g\": 1}}, {\"$sort\": {\"g\": -1, \"_id\": 1}}, {\"$limit\": 3}]",
 	    "[ { \"_id\" : 2, \"g\" : 2 }, { \"_id\" : 5, \"g\" : 2 }, { \"_id\" : 8, \"g\" : 2 } ]");
 	AGG_EQ("big", "[{\"$project\": {\"g\": 1}}, {\"$sort\": {\"g\": 1}}, {\"$limit\": 2}]",
@@ -365,7 +351,7 @@ drain(const char *coll, const char *pipeline, int batch)
 		uint32_t l;
 		bson_t arr;
 		if (rc != 0 || !bson_iter_init(&it, r) || !bson_iter_find_descendant(&it, which, &f)) {
-			free_reply(r);
+			tt_free_reply(r);
 			return -1;
 		}
 		bson_iter_array(&f, &l, &d);
@@ -374,7 +360,7 @@ drain(const char *coll, const char *pipeline, int batch)
 		bson_iter_init(&it, r);
 		bson_iter_find_descendant(&it, "cursor.id", &f);
 		id = bson_iter_as_int64(&f);
-		free_reply(r);
+		tt_free_reply(r);
 		if (id == 0)
 			return total;
 		cmd = bson_strdup_printf("{\"getMore\": {\"$numberLong\": \"%lld\"}, \"collection\": \"%s\", \"batchSize\": %d}",
@@ -403,14 +389,14 @@ test_getmore_stages(void)
 		TT_EQ_INT(rc, 0);
 		if (bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "cursor.id", &it))
 			id = bson_iter_as_int64(&it);
-		free_reply(r);
+		tt_free_reply(r);
 		cmd = bson_strdup_printf("{\"getMore\": {\"$numberLong\": \"%lld\"}, \"collection\": \"big\"}", (long long)id);
 		r = run("test", cmd, &rc);
 		bson_free(cmd);
 		TT_ASSERT(rc != 0);
 		TT_ASSERT(bson_iter_init_find(&it, r, "errmsg") &&
 		    strcmp(bson_iter_utf8(&it, NULL), "Executor error during getMore :: caused by :: can't $divide by zero") == 0);
-		free_reply(r);
+		tt_free_reply(r);
 	}
 }
 
@@ -496,7 +482,7 @@ test_merge_out(void)
 		bson_iter_t it;
 		TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "cursor.firstBatch", &it));
 		TT_ASSERT(bson_iter_init(&it, r) && !bson_iter_find_descendant(&it, "cursor.firstBatch.0", &it));
-		free_reply(r);
+		tt_free_reply(r);
 	}
 	AGG_ERR("orders", "[{\"$merge\": {\"into\": \"archive\", \"whenMatched\": \"bogus\"}}]", 2);
 	/* $out replaces the target */
@@ -511,7 +497,7 @@ test_merge_out(void)
 	{
 		int rc;
 		bson_t *r = run("test", "{\"drop\": \"valid\"}", &rc);
-		free_reply(r);
+		tt_free_reply(r);
 		exec_ok("{\"create\": \"valid\", \"validator\": {\"v\": {\"$type\": \"string\"}}}");
 		AGG_ERR("orders", "[{\"$merge\": {\"into\": \"valid\"}}]", 121);
 		AGG_EQ("valid", "[{\"$count\": \"n\"}]", "[ ]");
@@ -536,18 +522,18 @@ test_explain_let(void)
 	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.0.$cursor.queryPlanner.winningPlan.stage", &it));
 	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.1.$group", &it));
 	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.2.$sort", &it));
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("test", "{\"aggregate\": \"orders\", \"pipeline\": [{\"$sort\": {\"v\": -1}}, {\"$limit\": 2}, {\"$project\": {\"v\": 1}}], \"explain\": true}", &rc);
 	TT_EQ_INT(rc, 0);
 	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.0.$cursor.queryPlanner.winningPlan.limitAmount", &it) &&
 	    bson_iter_as_int64(&it) == 2);
 	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.1.$project", &it));
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("test", "{\"aggregate\": \"orders\", \"pipeline\": [{\"$match\": {\"v\": 2}}], \"explain\": true}", &rc);
 	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "queryPlanner.winningPlan.stage", &it) &&
 	    strcmp(bson_iter_utf8(&it, NULL), "COLLSCAN") == 0);
 	TT_ASSERT(!bson_has_field(r, "stages"));
-	free_reply(r);
+	tt_free_reply(r);
 	AGG_EQ("orders", "[{\"$sort\": {\"v\": -1}}, {\"$limit\": 2}, {\"$project\": {\"v\": 1}}]",
 	    "[ { \"_id\" : 3, \"v\" : 3 }, { \"_id\" : 2, \"v\" : 2 } ]");
 	r = run("test", "{\"aggregate\": \"orders\", \"pipeline\": [{\"$match\": {\"v\": {\"$gte\": 2}}}, {\"$group\": {\"_id\": null, \"n\": {\"$sum\": 1}}}],"
@@ -557,17 +543,17 @@ test_explain_let(void)
 	    bson_iter_as_int64(&it) == 3);
 	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.0.nReturned", &it) && bson_iter_as_int64(&it) == 2);
 	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.1.nReturned", &it) && bson_iter_as_int64(&it) == 1);
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("test", "{\"explain\": {\"aggregate\": \"orders\", \"pipeline\": [{\"$sortByCount\": \"$v\"}], \"cursor\": {}}}", &rc);
 	TT_EQ_INT(rc, 0);
 	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.1.$group", &it));
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("test", "{\"aggregate\": \"orders\", \"pipeline\": [{\"$match\": {\"$expr\": {\"$eq\": [\"$v\", \"$$x\"]}}},"
 	                " {\"$project\": {\"y\": \"$$x\"}}], \"let\": {\"x\": 2}, \"cursor\": {}}", &rc);
 	TT_EQ_INT(rc, 0);
 	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "cursor.firstBatch.0.y", &it) &&
 	    bson_iter_as_int64(&it) == 2);
-	free_reply(r);
+	tt_free_reply(r);
 }
 
 static void
@@ -585,14 +571,14 @@ test_index_hint(void)
 	TT_EQ_INT(rc, 0);
 	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.0.$cursor.queryPlanner.winningPlan.inputStage.stage", &it) &&
 	    strcmp(bson_iter_utf8(&it, NULL), "IXSCAN") == 0);
-	free_reply(r);
+	tt_free_reply(r);
 	AGG_EQ("ix", "[{\"$match\": {\"v\": {\"$gte\": 2}}}, {\"$project\": {\"_id\": 1}}]", "[ ]");
 	r = run("test", "{\"aggregate\": \"ix\", \"pipeline\": [], \"cursor\": {}, \"hint\": \"nope\"}", &rc);
 	TT_ASSERT(rc != 0 && bson_iter_init_find(&it, r, "code") && bson_iter_as_int64(&it) == 2);
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("test", "{\"aggregate\": \"ix\", \"pipeline\": [{\"$match\": {\"v\": 2}}], \"cursor\": {}, \"hint\": {\"v\": 1}}", &rc);
 	TT_EQ_INT(rc, 0);
-	free_reply(r);
+	tt_free_reply(r);
 }
 
 static void

@@ -9,21 +9,14 @@
  */
 #include "tt.h"
 
-#include "common/mem.h"
-#include "tamga/tamga.h"
+#include "tt_embedded.h"
 
 static tamga_t *db;
 
 static bson_t *
 run_in(const char *dbname, const char *json, int *rc)
 {
-	bson_t *cmd = tt_json(json);
-	bson_t *reply = tm_bson_array_new(1);
-	tamga_error_t e;
-
-	*rc = tamga_run_command(db, dbname, cmd, reply, &e);
-	bson_destroy(cmd);
-	return reply;
+	return tt_run_json(db, dbname, json, rc);
 }
 
 static bson_t *
@@ -32,43 +25,12 @@ run(const char *json, int *rc)
 	return run_in("admin", json, rc);
 }
 
-static void
-free_reply(bson_t *r)
-{
-	bson_destroy(r);
-	bson_free(r);
-}
-
-static bool
-get(const bson_t *doc, const char *path, bson_iter_t *f)
-{
-	bson_iter_t it;
-
-	return bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, f);
-}
-
-static int64_t
-get_i64(const bson_t *doc, const char *path)
-{
-	bson_iter_t f;
-
-	return get(doc, path, &f) ? bson_iter_as_int64(&f) : -999;
-}
-
-static const char *
-get_str(const bson_t *doc, const char *path)
-{
-	bson_iter_t f;
-
-	return get(doc, path, &f) && BSON_ITER_HOLDS_UTF8(&f) ? bson_iter_utf8(&f, NULL) : "";
-}
-
 static bool
 has(const bson_t *doc, const char *path)
 {
 	bson_iter_t f;
 
-	return get(doc, path, &f);
+	return tt_get(doc, path, &f);
 }
 
 static void
@@ -78,11 +40,11 @@ reset(const char *coll)
 	int rc;
 
 	snprintf(buf, sizeof(buf), "{\"drop\": \"%s\"}", coll);
-	free_reply(run_in("bw", buf, &rc));
+	tt_free_reply(run_in("bw", buf, &rc));
 	snprintf(buf, sizeof(buf),
 	    "{\"insert\": \"%s\", \"documents\": [{\"_id\": 1, \"x\": 11}, {\"_id\": 2, \"x\": 22}, {\"_id\": 3, \"x\": 33}]}",
 	    coll);
-	free_reply(run_in("bw", buf, &rc));
+	tt_free_reply(run_in("bw", buf, &rc));
 }
 
 static void
@@ -92,7 +54,7 @@ test_mixed_ops(void)
 	bson_t *r;
 
 	reset("c");
-	free_reply(run_in("bw2", "{\"drop\": \"d\"}", &rc));
+	tt_free_reply(run_in("bw2", "{\"drop\": \"d\"}", &rc));
 	r = run("{\"bulkWrite\": 1, \"ops\": ["
 	    "{\"insert\": 0, \"document\": {\"_id\": 4, \"x\": 44}},"
 	    "{\"update\": 0, \"filter\": {\"_id\": 1}, \"updateMods\": {\"$inc\": {\"x\": 1}}},"
@@ -102,31 +64,31 @@ test_mixed_ops(void)
 	    "{\"insert\": 1, \"document\": {\"_id\": 1}}],"
 	    "\"nsInfo\": [{\"ns\": \"bw.c\"}, {\"ns\": \"bw2.d\"}]}", &rc);
 	TT_EQ_INT(rc, 0);
-	TT_EQ_INT(get_i64(r, "nErrors"), 0);
-	TT_EQ_INT(get_i64(r, "nInserted"), 2);
-	TT_EQ_INT(get_i64(r, "nMatched"), 4);
-	TT_EQ_INT(get_i64(r, "nModified"), 4);
-	TT_EQ_INT(get_i64(r, "nUpserted"), 1);
-	TT_EQ_INT(get_i64(r, "nDeleted"), 1);
-	TT_EQ_INT(get_i64(r, "cursor.id"), 0);
-	TT_EQ_STR(get_str(r, "cursor.ns"), "admin.$cmd.bulkWrite");
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0.idx"), 0);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0.n"), 1);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.2.n"), 3);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.2.nModified"), 3);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.3.n"), 1);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.3.nModified"), 0);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.3.upserted._id"), 9);
+	TT_EQ_INT(tt_get_i64(r, "nErrors"), 0);
+	TT_EQ_INT(tt_get_i64(r, "nInserted"), 2);
+	TT_EQ_INT(tt_get_i64(r, "nMatched"), 4);
+	TT_EQ_INT(tt_get_i64(r, "nModified"), 4);
+	TT_EQ_INT(tt_get_i64(r, "nUpserted"), 1);
+	TT_EQ_INT(tt_get_i64(r, "nDeleted"), 1);
+	TT_EQ_INT(tt_get_i64(r, "cursor.id"), 0);
+	TT_EQ_STR(tt_get_str(r, "cursor.ns"), "admin.$cmd.bulkWrite");
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.idx"), 0);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.n"), 1);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.2.n"), 3);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.2.nModified"), 3);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.3.n"), 1);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.3.nModified"), 0);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.3.upserted._id"), 9);
 	TT_ASSERT(!has(r, "cursor.firstBatch.4.nModified"));
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.5.idx"), 5);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.5.idx"), 5);
+	tt_free_reply(r);
 	/* the second namespace was created by its insert */
 	r = run_in("bw2", "{\"count\": \"d\"}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 1);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 1);
+	tt_free_reply(r);
 	r = run_in("bw", "{\"find\": \"c\", \"filter\": {\"_id\": 9}}", &rc);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0.x"), 99);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.x"), 99);
+	tt_free_reply(r);
 }
 
 static void
@@ -145,48 +107,48 @@ test_errors(void)
 	snprintf(buf, sizeof(buf), "{\"bulkWrite\": 1, %s}", ops);
 	r = run(buf, &rc);
 	TT_EQ_INT(rc, 0);
-	TT_EQ_INT(get_i64(r, "nErrors"), 1);
-	TT_EQ_INT(get_i64(r, "nInserted"), 0);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0.ok"), 0);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0.idx"), 0);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0.code"), 11000);
+	TT_EQ_INT(tt_get_i64(r, "nErrors"), 1);
+	TT_EQ_INT(tt_get_i64(r, "nInserted"), 0);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.ok"), 0);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.idx"), 0);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.code"), 11000);
 	TT_ASSERT(has(r, "cursor.firstBatch.0.keyValue"));
 	TT_ASSERT(!has(r, "cursor.firstBatch.1"));
-	free_reply(r);
+	tt_free_reply(r);
 
 	/* unordered: every op runs; errorsOnly lists the two failures only */
 	reset("c");
 	snprintf(buf, sizeof(buf), "{\"bulkWrite\": 1, %s, \"ordered\": false, \"errorsOnly\": true}", ops);
 	r = run(buf, &rc);
 	TT_EQ_INT(rc, 0);
-	TT_EQ_INT(get_i64(r, "nErrors"), 2);
-	TT_EQ_INT(get_i64(r, "nInserted"), 1);
-	TT_EQ_INT(get_i64(r, "nDeleted"), 1);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0.idx"), 0);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.1.idx"), 2);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.1.code"), 17276);
+	TT_EQ_INT(tt_get_i64(r, "nErrors"), 2);
+	TT_EQ_INT(tt_get_i64(r, "nInserted"), 1);
+	TT_EQ_INT(tt_get_i64(r, "nDeleted"), 1);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.idx"), 0);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.1.idx"), 2);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.1.code"), 17276);
 	TT_ASSERT(!has(r, "cursor.firstBatch.2"));
-	free_reply(r);
+	tt_free_reply(r);
 
 	/* a small cursor batch leaves the rest to getMore */
 	reset("c");
 	snprintf(buf, sizeof(buf), "{\"bulkWrite\": 1, %s, \"ordered\": false, \"cursor\": {\"batchSize\": 1}}", ops);
 	r = run(buf, &rc);
 	TT_EQ_INT(rc, 0);
-	TT_ASSERT(get_i64(r, "cursor.id") != 0);
+	TT_ASSERT(tt_get_i64(r, "cursor.id") != 0);
 	TT_ASSERT(!has(r, "cursor.firstBatch.1"));
 	{
 		char gm[128];
 		bson_t *g;
 		snprintf(gm, sizeof(gm), "{\"getMore\": {\"$numberLong\": \"%lld\"}, \"collection\": \"$cmd.bulkWrite\"}",
-		    (long long)get_i64(r, "cursor.id"));
+		    (long long)tt_get_i64(r, "cursor.id"));
 		g = run(gm, &rc);
 		TT_EQ_INT(rc, 0);
-		TT_EQ_INT(get_i64(g, "cursor.nextBatch.0.idx"), 1);
-		TT_EQ_INT(get_i64(g, "cursor.nextBatch.2.idx"), 3);
-		free_reply(g);
+		TT_EQ_INT(tt_get_i64(g, "cursor.nextBatch.0.idx"), 1);
+		TT_EQ_INT(tt_get_i64(g, "cursor.nextBatch.2.idx"), 3);
+		tt_free_reply(g);
 	}
-	free_reply(r);
+	tt_free_reply(r);
 }
 
 static void
@@ -200,34 +162,34 @@ test_let_and_sort(void)
 	r = run("{\"bulkWrite\": 1, \"ops\": [{\"update\": 0, \"filter\": {\"$expr\": {\"$eq\": [\"$_id\", \"$$id\"]}},"
 	    "\"updateMods\": [{\"$set\": {\"y\": \"$$y\"}}]}], \"nsInfo\": [{\"ns\": \"bw.c\"}],"
 	    "\"let\": {\"id\": 2, \"y\": {\"$literal\": \"$bar\"}}}", &rc);
-	TT_EQ_INT(get_i64(r, "nModified"), 1);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "nModified"), 1);
+	tt_free_reply(r);
 	r = run_in("bw", "{\"find\": \"c\", \"filter\": {\"_id\": 2}}", &rc);
-	TT_EQ_STR(get_str(r, "cursor.firstBatch.0.y"), "$bar");
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.y"), "$bar");
+	tt_free_reply(r);
 
 	/* sort picks the document an updateOne changes */
 	r = run("{\"bulkWrite\": 1, \"ops\": [{\"update\": 0, \"filter\": {\"_id\": {\"$gt\": 1}},"
 	    "\"sort\": {\"_id\": -1}, \"updateMods\": {\"$inc\": {\"x\": 1}}}], \"nsInfo\": [{\"ns\": \"bw.c\"}]}", &rc);
-	TT_EQ_INT(get_i64(r, "nModified"), 1);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "nModified"), 1);
+	tt_free_reply(r);
 	r = run_in("bw", "{\"find\": \"c\", \"filter\": {\"_id\": 3}}", &rc);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0.x"), 34);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.x"), 34);
+	tt_free_reply(r);
 
 	/* the update command: sort, and sort with multi refused */
 	r = run_in("bw", "{\"update\": \"c\", \"updates\": [{\"q\": {}, \"sort\": {\"x\": 1}, \"u\": {\"$set\": {\"s\": 1}}}]}",
 	    &rc);
-	TT_EQ_INT(get_i64(r, "nModified"), 1);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "nModified"), 1);
+	tt_free_reply(r);
 	r = run_in("bw", "{\"find\": \"c\", \"filter\": {\"s\": 1}}", &rc);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0._id"), 1);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0._id"), 1);
+	tt_free_reply(r);
 	r = run_in("bw", "{\"update\": \"c\", \"updates\": [{\"q\": {}, \"sort\": {\"x\": 1}, \"multi\": true,"
 	    "\"u\": {\"$set\": {\"s\": 2}}}]}", &rc);
-	TT_EQ_INT(get_i64(r, "code"), 9);
-	TT_EQ_STR(get_str(r, "errmsg"), "Cannot specify sort with multi=true");
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "code"), 9);
+	TT_EQ_STR(tt_get_str(r, "errmsg"), "Cannot specify sort with multi=true");
+	tt_free_reply(r);
 }
 
 static void
@@ -240,13 +202,13 @@ test_find_and_modify_fields(void)
 	r = run_in("bw", "{\"findAndModify\": \"c\", \"query\": {\"_id\": 2}, \"update\": {\"$inc\": {\"x\": 1}},"
 	    "\"new\": true, \"fields\": {\"_id\": 0, \"x\": 1}}", &rc);
 	TT_EQ_INT(rc, 0);
-	TT_EQ_INT(get_i64(r, "value.x"), 23);
+	TT_EQ_INT(tt_get_i64(r, "value.x"), 23);
 	TT_ASSERT(!has(r, "value._id"));
-	free_reply(r);
+	tt_free_reply(r);
 	r = run_in("bw", "{\"findAndModify\": \"c\", \"query\": {\"_id\": 3}, \"remove\": true, \"fields\": {\"x\": 0}}", &rc);
-	TT_EQ_INT(get_i64(r, "value._id"), 3);
+	TT_EQ_INT(tt_get_i64(r, "value._id"), 3);
 	TT_ASSERT(!has(r, "value.x"));
-	free_reply(r);
+	tt_free_reply(r);
 }
 
 static void
@@ -256,15 +218,15 @@ test_id_storage_rule(void)
 	bson_t *r;
 
 	r = run_in("bw", "{\"insert\": \"c\", \"documents\": [{\"_id\": {\"$a\": 1}}]}", &rc);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 52);
-	TT_EQ_STR(get_str(r, "writeErrors.0.errmsg"),
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 52);
+	TT_EQ_STR(tt_get_str(r, "writeErrors.0.errmsg"),
 	    "_id fields may not contain '$'-prefixed fields: $a is not valid for storage.");
-	free_reply(r);
+	tt_free_reply(r);
 	/* a DBRef is fine, and a top-level $-prefixed field too (5.0+) */
 	r = run_in("bw", "{\"insert\": \"c\", \"documents\": [{\"_id\": {\"$ref\": \"a\", \"$id\": 1, \"$db\": \"b\"}},"
 	    "{\"_id\": 77, \"$x\": 1}]}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 2);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 2);
+	tt_free_reply(r);
 }
 
 static void
@@ -296,21 +258,21 @@ test_bad_requests(void)
 	reset("c");
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		r = run(bad[i][0], &rc);
-		if (get_i64(r, "code") != atoi(bad[i][1])) {
+		if (tt_get_i64(r, "code") != atoi(bad[i][1])) {
 			char *j = bson_as_relaxed_extended_json(r, NULL);
 			TT_FAIL_("%s -> %s, expected code %s", bad[i][0], j, bad[i][1]);
 			bson_free(j);
 		}
-		free_reply(r);
+		tt_free_reply(r);
 	}
 	/* nothing was written by any of them */
 	r = run_in("bw", "{\"count\": \"c\"}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 3);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 3);
+	tt_free_reply(r);
 	/* only on admin */
 	r = run_in("bw", "{\"bulkWrite\": 1, \"ops\": [{\"insert\": 0, \"document\": {}}], \"nsInfo\": [{\"ns\": \"bw.c\"}]}", &rc);
-	TT_EQ_INT(get_i64(r, "code"), 13);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "code"), 13);
+	tt_free_reply(r);
 }
 
 /* startSession puts a session in the local cache, $listLocalSessions lists
@@ -329,7 +291,7 @@ test_local_sessions(void)
 
 	r = run_in("bw", "{\"startSession\": 1}", &rc);
 	TT_EQ_INT(rc, 0);
-	TT_ASSERT(get(r, "id.id", &f) && BSON_ITER_HOLDS_BINARY(&f));
+	TT_ASSERT(tt_get(r, "id.id", &f) && BSON_ITER_HOLDS_BINARY(&f));
 	bson_iter_binary(&f, &st, &len, &id);
 	l = run_in("bw", "{\"aggregate\": 1, \"pipeline\": [{\"$listLocalSessions\": {}}], \"cursor\": {}}", &rc);
 	TT_EQ_INT(rc, 0);
@@ -339,18 +301,18 @@ test_local_sessions(void)
 		const uint8_t *gid;
 		uint32_t glen;
 		snprintf(path, sizeof(path), "cursor.firstBatch.%d._id.id", i);
-		if (!get(l, path, &g))
+		if (!tt_get(l, path, &g))
 			break;
 		bson_iter_binary(&g, &st, &glen, &gid);
 		if (glen == 16 && memcmp(gid, id, 16) == 0) {
 			bson_iter_t u;
 			found++;
 			snprintf(path, sizeof(path), "cursor.firstBatch.%d._id.uid", i);
-			TT_ASSERT(get(l, path, &u) && BSON_ITER_HOLDS_BINARY(&u));
+			TT_ASSERT(tt_get(l, path, &u) && BSON_ITER_HOLDS_BINARY(&u));
 		}
 	}
 	TT_EQ_INT(found, 1);
-	free_reply(l);
+	tt_free_reply(l);
 	{
 		bson_t *e = bson_new();
 		bson_t arr, d;
@@ -367,15 +329,15 @@ test_local_sessions(void)
 		bson_free(rep);
 		bson_destroy(e);
 	}
-	free_reply(r);
+	tt_free_reply(r);
 	l = run_in("bw", "{\"aggregate\": 1, \"pipeline\": [{\"$listLocalSessions\": {\"allUsers\": true}}], \"cursor\": {}}", &rc);
 	TT_EQ_INT(rc, 0);
 	TT_ASSERT(!has(l, "cursor.firstBatch.0"));
-	free_reply(l);
+	tt_free_reply(l);
 	snprintf(cmd, sizeof(cmd), "{\"aggregate\": \"c\", \"pipeline\": [{\"$listLocalSessions\": {}}], \"cursor\": {}}");
 	l = run_in("bw", cmd, &rc);
-	TT_EQ_INT(get_i64(l, "code"), 73);
-	free_reply(l);
+	TT_EQ_INT(tt_get_i64(l, "code"), 73);
+	tt_free_reply(l);
 }
 
 /* ---- hostile input: valid commands with values swapped for odd ones ---- */
@@ -510,7 +472,7 @@ test_hostile(void)
 			nok++;
 		else
 			nerr++;
-		if (rc != 0 && (get_i64(reply, "code") <= 0 || get_str(reply, "errmsg")[0] == '\0')) {
+		if (rc != 0 && (tt_get_i64(reply, "code") <= 0 || tt_get_str(reply, "errmsg")[0] == '\0')) {
 			char *j = bson_as_relaxed_extended_json(cmd, NULL);
 			TT_FAIL_("error without code or message for %s", j);
 			bson_free(j);

@@ -6,8 +6,7 @@
 
 #include <sys/wait.h>
 
-#include "common/mem.h"
-#include "tamga/tamga.h"
+#include "tt_embedded.h"
 
 static tamga_t *db;
 static char *dir;
@@ -17,40 +16,7 @@ static char *dir;
 static bson_t *
 run(const char *dbname, const char *json, int *rc)
 {
-	bson_t *cmd = tt_json(json);
-	bson_t *reply = tm_bson_array_new(1);
-	tamga_error_t e;
-
-	*rc = tamga_run_command(db, dbname, cmd, reply, &e);
-	bson_destroy(cmd);
-	return reply;
-}
-
-static void
-free_reply(bson_t *r)
-{
-	bson_destroy(r);
-	bson_free(r);
-}
-
-static int64_t
-get_i64(const bson_t *doc, const char *path)
-{
-	bson_iter_t it, f;
-
-	if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &f))
-		return bson_iter_as_int64(&f);
-	return -999;
-}
-
-static const char *
-get_str(const bson_t *doc, const char *path)
-{
-	bson_iter_t it, f;
-
-	if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &f) && BSON_ITER_HOLDS_UTF8(&f))
-		return bson_iter_utf8(&f, NULL);
-	return "";
+	return tt_run_json(db, dbname, json, rc);
 }
 
 static void
@@ -81,29 +47,29 @@ test_insert_find(void)
 	r = run("shop", "{\"insert\": \"items\", \"documents\": [{\"_id\": 1, \"a\": 1}, {\"_id\": 2, \"a\": 2}]}", &rc);
 	TT_EQ_INT(rc, 0);
 	TT_EQ_JSON(r, "{ \"n\" : 2, \"ok\" : 1.0 }");
-	free_reply(r);
+	tt_free_reply(r);
 
 	/* duplicate _id: a write error with mongod's message, n counts the rest */
 	r = run("shop", "{\"insert\": \"items\", \"documents\": [{\"_id\": 3}, {\"_id\": 1}, {\"_id\": 4}], \"ordered\": true}", &rc);
 	TT_EQ_INT(rc, 0);
-	TT_EQ_INT(get_i64(r, "n"), 1);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 11000);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.index"), 1);
-	TT_EQ_STR(get_str(r, "writeErrors.0.errmsg"),
+	TT_EQ_INT(tt_get_i64(r, "n"), 1);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 11000);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.index"), 1);
+	TT_EQ_STR(tt_get_str(r, "writeErrors.0.errmsg"),
 	    "E11000 duplicate key error collection: shop.items index: _id_ dup key: { _id: 1 }");
-	free_reply(r);
+	tt_free_reply(r);
 
 	r = run("shop", "{\"insert\": \"items\", \"documents\": [{\"_id\": 1}, {\"_id\": 5}], \"ordered\": false}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 1);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 1);
+	tt_free_reply(r);
 
 	/* _id generated and put first */
 	r = run("shop", "{\"insert\": \"gen\", \"documents\": [{\"x\": 1, \"_id\": 7}, {\"y\": 2}]}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 2);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 2);
+	tt_free_reply(r);
 	r = run("shop", "{\"find\": \"gen\", \"filter\": {\"_id\": 7}}", &rc);
 	TT_EQ_JSON(r, "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : 7, \"x\" : 1 } ], \"id\" : 0, \"ns\" : \"shop.gen\" }, \"ok\" : 1.0 }");
-	free_reply(r);
+	tt_free_reply(r);
 
 	/* 250 documents: a first batch of 101 then getMore */
 	bson_append_utf8(cmd, "insert", -1, "many", -1);
@@ -119,72 +85,72 @@ test_insert_find(void)
 	}
 	bson_append_array_end(cmd, &docs);
 	TT_EQ_INT(tamga_run_command(db, "shop", cmd, &reply, &e), 0);
-	TT_EQ_INT(get_i64(&reply, "n"), 250);
+	TT_EQ_INT(tt_get_i64(&reply, "n"), 250);
 	bson_destroy(&reply);
 	bson_destroy(cmd);
 
 	r = run("shop", "{\"find\": \"many\"}", &rc);
-	id = get_i64(r, "cursor.id");
+	id = tt_get_i64(r, "cursor.id");
 	TT_ASSERT(id != 0);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.100._id"), 100);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.101._id"), -999);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.100._id"), 100);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.101._id"), -999);
+	tt_free_reply(r);
 	{
 		char *gm = bson_strdup_printf("{\"getMore\": {\"$numberLong\": \"%lld\"}, \"collection\": \"many\", \"batchSize\": 100}", (long long)id);
 		r = run("shop", gm, &rc);
 		TT_EQ_INT(rc, 0);
-		TT_EQ_INT(get_i64(r, "cursor.nextBatch.0._id"), 101);
-		TT_EQ_INT(get_i64(r, "cursor.id"), id);
-		free_reply(r);
+		TT_EQ_INT(tt_get_i64(r, "cursor.nextBatch.0._id"), 101);
+		TT_EQ_INT(tt_get_i64(r, "cursor.id"), id);
+		tt_free_reply(r);
 		r = run("shop", gm, &rc);
-		TT_EQ_INT(get_i64(r, "cursor.nextBatch.48._id"), 249);
-		TT_EQ_INT(get_i64(r, "cursor.id"), 0);
-		free_reply(r);
+		TT_EQ_INT(tt_get_i64(r, "cursor.nextBatch.48._id"), 249);
+		TT_EQ_INT(tt_get_i64(r, "cursor.id"), 0);
+		tt_free_reply(r);
 		/* exhausted cursor is gone */
 		r = run("shop", gm, &rc);
 		TT_ASSERT(rc != 0);
-		TT_EQ_INT(get_i64(r, "code"), 43);
-		free_reply(r);
+		TT_EQ_INT(tt_get_i64(r, "code"), 43);
+		tt_free_reply(r);
 		bson_free(gm);
 	}
 
 	r = run("shop", "{\"find\": \"many\", \"filter\": {\"v\": 3}, \"skip\": 2, \"limit\": 5}", &rc);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0._id"), 17);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.4._id"), 45);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.5._id"), -999);
-	TT_EQ_INT(get_i64(r, "cursor.id"), 0);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0._id"), 17);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.4._id"), 45);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.5._id"), -999);
+	TT_EQ_INT(tt_get_i64(r, "cursor.id"), 0);
+	tt_free_reply(r);
 
 	/* sort: v descending, then _id ascending; skip and limit after sorting */
 	r = run("shop", "{\"find\": \"many\", \"sort\": {\"v\": -1, \"_id\": 1}, \"skip\": 1, \"limit\": 3}", &rc);
 	TT_EQ_INT(rc, 0);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0._id"), 13);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.2._id"), 27);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.3._id"), -999);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0._id"), 13);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.2._id"), 27);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.3._id"), -999);
+	tt_free_reply(r);
 	r = run("shop", "{\"find\": \"many\", \"sort\": {\"$natural\": -1}, \"limit\": 1}", &rc);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0._id"), 249);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0._id"), 249);
+	tt_free_reply(r);
 	r = run("shop", "{\"find\": \"many\", \"sort\": {\"v\": 2}}", &rc);
-	TT_EQ_INT(get_i64(r, "code"), 15975);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "code"), 15975);
+	tt_free_reply(r);
 
 	r = run("shop", "{\"count\": \"many\", \"query\": {\"v\": {\"$lt\": 2}}}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 72);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 72);
+	tt_free_reply(r);
 	r = run("shop", "{\"count\": \"many\"}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 250);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 250);
+	tt_free_reply(r);
 	r = run("shop", "{\"distinct\": \"many\", \"key\": \"v\", \"query\": {\"_id\": {\"$lt\": 10}}}", &rc);
 	TT_EQ_JSON(r, "{ \"values\" : [ 0, 1, 2, 3, 4, 5, 6 ], \"ok\" : 1.0 }");
-	free_reply(r);
+	tt_free_reply(r);
 
 	r = run("shop", "{\"delete\": \"many\", \"deletes\": [{\"q\": {\"v\": 0}, \"limit\": 1}, {\"q\": {\"v\": 1}, \"limit\": 0}]}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 1 + 36);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 1 + 36);
+	tt_free_reply(r);
 	r = run("shop", "{\"count\": \"many\"}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 250 - 37);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 250 - 37);
+	tt_free_reply(r);
 }
 
 static void
@@ -196,20 +162,20 @@ test_errors(void)
 	r = run("shop", "{\"frobnicate\": 1}", &rc);
 	TT_ASSERT(rc != 0);
 	TT_EQ_JSON(r, "{ \"ok\" : 0.0, \"errmsg\" : \"no such command: 'frobnicate'\", \"code\" : 59, \"codeName\" : \"CommandNotFound\" }");
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("shop", "{\"find\": \"items\", \"filter\": {\"a\": {\"$foo\": 1}}}", &rc);
-	TT_EQ_INT(get_i64(r, "code"), 2);
-	TT_EQ_STR(get_str(r, "errmsg"), "unknown operator: $foo");
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "code"), 2);
+	TT_EQ_STR(tt_get_str(r, "errmsg"), "unknown operator: $foo");
+	tt_free_reply(r);
 	r = run("shop", "{\"insert\": \"items\", \"documents\": [{\"_id\": [1]}]}", &rc);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 53);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 53);
+	tt_free_reply(r);
 	r = run("shop", "{\"find\": \"nothere\"}", &rc);
 	TT_EQ_JSON(r, "{ \"cursor\" : { \"firstBatch\" : [  ], \"id\" : 0, \"ns\" : \"shop.nothere\" }, \"ok\" : 1.0 }");
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("shop", "{\"find\": \"items\", \"bogus\": 1}", &rc);
-	TT_EQ_INT(get_i64(r, "code"), 40415);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "code"), 40415);
+	tt_free_reply(r);
 }
 
 static void
@@ -220,51 +186,51 @@ test_catalog(void)
 
 	r = run("cat", "{\"create\": \"a\"}", &rc);
 	TT_EQ_INT(rc, 0);
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("cat", "{\"create\": \"a\"}", &rc);
 	TT_EQ_INT(rc, 0);   /* same options: ok */
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("cat", "{\"create\": \"a\", \"validator\": {\"x\": 1}}", &rc);
-	TT_EQ_INT(get_i64(r, "code"), 48);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "code"), 48);
+	tt_free_reply(r);
 	r = run("cat", "{\"create\": \"v\", \"validator\": {\"$jsonSchema\": {\"required\": [\"x\"]}}, \"validationLevel\": \"strict\"}", &rc);
 	TT_EQ_INT(rc, 0);
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("cat", "{\"listCollections\": 1, \"filter\": {\"name\": \"v\"}}", &rc);
-	TT_EQ_STR(get_str(r, "cursor.firstBatch.0.name"), "v");
-	TT_EQ_STR(get_str(r, "cursor.firstBatch.0.options.validationLevel"), "strict");
-	TT_EQ_STR(get_str(r, "cursor.firstBatch.0.idIndex.name"), "_id_");
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.name"), "v");
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.options.validationLevel"), "strict");
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.idIndex.name"), "_id_");
+	tt_free_reply(r);
 	/* validation on insert: 121 with errInfo */
 	r = run("cat", "{\"insert\": \"v\", \"documents\": [{\"_id\": 1, \"y\": 1}]}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 0);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 121);
-	TT_EQ_STR(get_str(r, "writeErrors.0.errmsg"), "Document failed validation");
-	TT_EQ_INT(get_i64(r, "writeErrors.0.errInfo.failingDocumentId"), 1);
-	TT_EQ_STR(get_str(r, "writeErrors.0.errInfo.details.operatorName"), "$jsonSchema");
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 0);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 121);
+	TT_EQ_STR(tt_get_str(r, "writeErrors.0.errmsg"), "Document failed validation");
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.errInfo.failingDocumentId"), 1);
+	TT_EQ_STR(tt_get_str(r, "writeErrors.0.errInfo.details.operatorName"), "$jsonSchema");
+	tt_free_reply(r);
 	r = run("cat", "{\"insert\": \"v\", \"documents\": [{\"_id\": 1, \"y\": 1}], \"bypassDocumentValidation\": true}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 1);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 1);
+	tt_free_reply(r);
 	r = run("cat", "{\"renameCollection\": \"cat.a\", \"to\": \"cat.b\"}", &rc);
-	TT_EQ_INT(get_i64(r, "code"), 13);   /* admin only */
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "code"), 13);   /* admin only */
+	tt_free_reply(r);
 	r = run("admin", "{\"renameCollection\": \"cat.a\", \"to\": \"cat.b\"}", &rc);
 	TT_EQ_INT(rc, 0);
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("admin", "{\"listDatabases\": 1, \"nameOnly\": true}", &rc);
 	TT_EQ_INT(rc, 0);
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("cat", "{\"drop\": \"b\"}", &rc);
 	TT_EQ_INT(rc, 0);
-	TT_EQ_STR(get_str(r, "ns"), "cat.b");
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "ns"), "cat.b");
+	tt_free_reply(r);
 	r = run("cat", "{\"drop\": \"b\"}", &rc);
 	TT_EQ_INT(rc, 0);   /* dropping what is gone succeeds */
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("cat", "{\"dropDatabase\": 1}", &rc);
 	TT_EQ_INT(rc, 0);
-	free_reply(r);
+	tt_free_reply(r);
 }
 
 static void
@@ -274,36 +240,36 @@ test_update(void)
 	bson_t *r;
 
 	r = run("up", "{\"insert\": \"c\", \"documents\": [{\"_id\": 1, \"a\": 1, \"tags\": [\"x\"]}, {\"_id\": 2, \"a\": 2}]}", &rc);
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("up", "{\"update\": \"c\", \"updates\": [{\"q\": {}, \"u\": {\"$inc\": {\"a\": 10}}, \"multi\": true}]}", &rc);
 	TT_EQ_JSON(r, "{ \"n\" : 2, \"nModified\" : 2, \"ok\" : 1.0 }");
-	free_reply(r);
+	tt_free_reply(r);
 	/* a $set to the same value matches but does not modify */
 	r = run("up", "{\"update\": \"c\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"$set\": {\"a\": 11}}}]}", &rc);
 	TT_EQ_JSON(r, "{ \"n\" : 1, \"nModified\" : 0, \"ok\" : 1.0 }");
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("up", "{\"update\": \"c\", \"updates\": [{\"q\": {\"_id\": 9, \"k\": \"v\"}, \"u\": {\"$inc\": {\"n\": 1}}, \"upsert\": true}]}", &rc);
 	TT_EQ_JSON(r, "{ \"n\" : 1, \"nModified\" : 0, \"upserted\" : [ { \"index\" : 0, \"_id\" : 9 } ], \"ok\" : 1.0 }");
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("up", "{\"find\": \"c\", \"filter\": {\"_id\": 9}}", &rc);
-	TT_EQ_STR(get_str(r, "cursor.firstBatch.0.k"), "v");
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0.n"), 1);
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.k"), "v");
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.n"), 1);
+	tt_free_reply(r);
 	/* $inc on a string: a write error, the document unchanged */
 	r = run("up", "{\"update\": \"c\", \"updates\": [{\"q\": {\"_id\": 9}, \"u\": {\"$inc\": {\"k\": 1}}}]}", &rc);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 14);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 14);
+	tt_free_reply(r);
 	r = run("up", "{\"findAndModify\": \"c\", \"query\": {\"_id\": 2}, \"update\": {\"$set\": {\"b\": 1}}, \"new\": true}", &rc);
 	TT_EQ_INT(rc, 0);
-	TT_EQ_INT(get_i64(r, "value.b"), 1);
-	TT_EQ_INT(get_i64(r, "lastErrorObject.n"), 1);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "value.b"), 1);
+	TT_EQ_INT(tt_get_i64(r, "lastErrorObject.n"), 1);
+	tt_free_reply(r);
 	r = run("up", "{\"findAndModify\": \"c\", \"query\": {\"_id\": 2}, \"remove\": true}", &rc);
-	TT_EQ_INT(get_i64(r, "value._id"), 2);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "value._id"), 2);
+	tt_free_reply(r);
 	r = run("up", "{\"count\": \"c\"}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 2);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 2);
+	tt_free_reply(r);
 }
 
 /* The seed's validation walk-through, in miniature: moderate vs strict on a
@@ -317,56 +283,56 @@ test_validation_levels(void)
 	char *cmd;
 
 	r = run("val", "{\"insert\": \"reviews\", \"documents\": [{\"_id\": 1, \"rating\": \"5\"}, {\"_id\": 2, \"rating\": 4}]}", &rc);
-	free_reply(r);
+	tt_free_reply(r);
 	cmd = bson_strdup_printf("{\"collMod\": \"reviews\", \"validator\": {\"$jsonSchema\": %s}, \"validationLevel\": \"moderate\"}", schema);
 	r = run("val", cmd, &rc);
 	TT_EQ_INT(rc, 0);
-	free_reply(r);
+	tt_free_reply(r);
 	bson_free(cmd);
 	r = run("val", "{\"update\": \"reviews\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"$set\": {\"body\": \"m\"}}}]}", &rc);
-	TT_EQ_INT(get_i64(r, "nModified"), 1);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "nModified"), 1);
+	tt_free_reply(r);
 	r = run("val", "{\"collMod\": \"reviews\", \"validationLevel\": \"strict\"}", &rc);
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("val", "{\"update\": \"reviews\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"$set\": {\"body\": \"s\"}}}]}", &rc);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 121);
-	TT_EQ_STR(get_str(r, "writeErrors.0.errmsg"), "Plan executor error during update :: caused by :: Document failed validation");
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 121);
+	TT_EQ_STR(tt_get_str(r, "writeErrors.0.errmsg"), "Plan executor error during update :: caused by :: Document failed validation");
+	tt_free_reply(r);
 	r = run("val", "{\"insert\": \"reviews\", \"documents\": [{\"_id\": 3, \"rating\": 6}]}", &rc);
-	TT_EQ_STR(get_str(r, "writeErrors.0.errInfo.details.schemaRulesNotSatisfied.0.operatorName"), "properties");
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "writeErrors.0.errInfo.details.schemaRulesNotSatisfied.0.operatorName"), "properties");
+	tt_free_reply(r);
 	r = run("val", "{\"collMod\": \"reviews\", \"validationLevel\": \"constraint\"}", &rc);
-	TT_EQ_INT(get_i64(r, "code"), 2);
-	TT_EQ_STR(get_str(r, "errmsg"), "Failed to set validation options :: caused by :: Cannot upgrade validationLevel to 'constraint' without first setting prepareConstraintValidationLevel to true");
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "code"), 2);
+	TT_EQ_STR(tt_get_str(r, "errmsg"), "Failed to set validation options :: caused by :: Cannot upgrade validationLevel to 'constraint' without first setting prepareConstraintValidationLevel to true");
+	tt_free_reply(r);
 	r = run("val", "{\"collMod\": \"reviews\", \"prepareConstraintValidationLevel\": true}", &rc);
 	TT_EQ_INT(rc, 0);
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("val", "{\"collMod\": \"reviews\", \"validationLevel\": \"constraint\", \"validationAction\": \"error\"}", &rc);
-	TT_EQ_INT(get_i64(r, "code"), 12370902);
-	TT_ASSERT(strstr(get_str(r, "errmsg"), "First offending document _id: 1 Run db.reviews.find({\"$nor\": [{ $jsonSchema: { bsonType: \"object\"") != NULL);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "code"), 12370902);
+	TT_ASSERT(strstr(tt_get_str(r, "errmsg"), "First offending document _id: 1 Run db.reviews.find({\"$nor\": [{ $jsonSchema: { bsonType: \"object\"") != NULL);
+	tt_free_reply(r);
 	r = run("val", "{\"update\": \"reviews\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"$set\": {\"rating\": 5}}}]}", &rc);
-	TT_EQ_INT(get_i64(r, "nModified"), 1);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "nModified"), 1);
+	tt_free_reply(r);
 	r = run("val", "{\"collMod\": \"reviews\", \"validationLevel\": \"constraint\", \"validationAction\": \"error\"}", &rc);
 	TT_EQ_INT(rc, 0);
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("val", "{\"insert\": \"reviews\", \"bypassDocumentValidation\": true, \"documents\": [{\"rating\": 6}]}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 0);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 2);
-	TT_EQ_STR(get_str(r, "writeErrors.0.errmsg"), "bypassDocumentValidation is not permitted with 'constraint' validationLevel");
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 0);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 2);
+	TT_EQ_STR(tt_get_str(r, "writeErrors.0.errmsg"), "bypassDocumentValidation is not permitted with 'constraint' validationLevel");
+	tt_free_reply(r);
 	r = run("val", "{\"collMod\": \"reviews\", \"validator\": {\"$jsonSchema\": {\"bsonType\": \"object\"}}}", &rc);
-	TT_EQ_STR(get_str(r, "errmsg"), "Failed to set validation options :: caused by :: Validator cannot be changed when Validation level is 'constraint'");
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "errmsg"), "Failed to set validation options :: caused by :: Validator cannot be changed when Validation level is 'constraint'");
+	tt_free_reply(r);
 	r = run("val", "{\"listCollections\": 1, \"filter\": {\"name\": \"reviews\"}}", &rc);
-	TT_EQ_STR(get_str(r, "cursor.firstBatch.0.options.validationLevel"), "constraint");
-	TT_EQ_STR(get_str(r, "cursor.firstBatch.0.options.validationAction"), "error");
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.options.validationLevel"), "constraint");
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.options.validationAction"), "error");
+	tt_free_reply(r);
 	r = run("val", "{\"collMod\": \"reviews\", \"validationLevel\": \"strict\"}", &rc);
 	TT_EQ_INT(rc, 0);
-	free_reply(r);
+	tt_free_reply(r);
 }
 
 static void
@@ -391,8 +357,8 @@ test_reopen_and_lock(void)
 	db = NULL;
 	TT_EQ_INT(tamga_open(dir, NULL, &db, &e), 0);
 	r = run("shop", "{\"count\": \"items\"}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 4);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 4);
+	tt_free_reply(r);
 }
 
 int

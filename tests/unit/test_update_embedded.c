@@ -7,70 +7,20 @@
  */
 #include "tt.h"
 
-#include "common/mem.h"
-#include "tamga/tamga.h"
+#include "tt_embedded.h"
 
 static tamga_t *db;
 
 static bson_t *
 run(const char *json, int *rc)
 {
-	bson_t *cmd = tt_json(json);
-	bson_t *reply = tm_bson_array_new(1);
-	tamga_error_t e;
-
-	*rc = tamga_run_command(db, "bookstore", cmd, reply, &e);
-	bson_destroy(cmd);
-	return reply;
+	return tt_run_json(db, "bookstore", json, rc);
 }
 
 static bson_t *
 run_bson(const bson_t *cmd, int *rc)
 {
-	bson_t *reply = tm_bson_array_new(1);
-	tamga_error_t e;
-
-	*rc = tamga_run_command(db, "bookstore", cmd, reply, &e);
-	return reply;
-}
-
-static void
-free_reply(bson_t *r)
-{
-	bson_destroy(r);
-	bson_free(r);
-}
-
-static bool
-get(const bson_t *doc, const char *path, bson_iter_t *f)
-{
-	bson_iter_t it;
-
-	return bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, f);
-}
-
-static int64_t
-get_i64(const bson_t *doc, const char *path)
-{
-	bson_iter_t f;
-
-	return get(doc, path, &f) ? bson_iter_as_int64(&f) : -999;
-}
-
-static double
-get_dbl(const bson_t *doc, const char *path)
-{
-	bson_iter_t f;
-
-	return get(doc, path, &f) ? bson_iter_as_double(&f) : -999;
-}
-
-static const char *
-get_str(const bson_t *doc, const char *path)
-{
-	bson_iter_t f;
-
-	return get(doc, path, &f) && BSON_ITER_HOLDS_UTF8(&f) ? bson_iter_utf8(&f, NULL) : "";
+	return tt_run_bson(db, "bookstore", cmd, rc);
 }
 
 static void
@@ -81,22 +31,22 @@ test_computed(void)
 
 	r = run("{\"insert\": \"books\", \"documents\": [{\"_id\": 26, \"title\": \"Dune\", \"rating\": "
 	        "{\"count\": 5, \"sum\": 22, \"average\": 4.4}}]}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 1);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 1);
+	tt_free_reply(r);
 	r = run("{\"update\": \"books\", \"updates\": [{\"q\": {\"_id\": 26}, \"u\": ["
 	        "{\"$set\": {\"rating.count\": {\"$add\": [\"$rating.count\", 1]}, \"rating.sum\": "
 	        "{\"$add\": [\"$rating.sum\", 5]}}},"
 	        "{\"$set\": {\"rating.average\": {\"$round\": [{\"$divide\": [\"$rating.sum\", "
 	        "\"$rating.count\"]}, 2]}}}]}]}", &rc);
 	TT_EQ_INT(rc, 0);
-	TT_EQ_INT(get_i64(r, "n"), 1);
-	TT_EQ_INT(get_i64(r, "nModified"), 1);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 1);
+	TT_EQ_INT(tt_get_i64(r, "nModified"), 1);
+	tt_free_reply(r);
 	r = run("{\"find\": \"books\", \"filter\": {\"_id\": 26}}", &rc);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0.rating.count"), 6);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0.rating.sum"), 27);
-	TT_ASSERT(get_dbl(r, "cursor.firstBatch.0.rating.average") == 4.5);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.rating.count"), 6);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.rating.sum"), 27);
+	TT_ASSERT(tt_get_dbl(r, "cursor.firstBatch.0.rating.average") == 4.5);
+	tt_free_reply(r);
 }
 
 static void
@@ -111,20 +61,20 @@ test_subset(void)
 	        "{\"rating\": 4, \"customer\": {\"name\": \"Adele Goldberg\"}, \"reviewedAt\": {\"$date\": \"2026-05-04T01:49:15Z\"}},"
 	        "{\"rating\": 3, \"customer\": {\"name\": \"Grace Hopper\"}, \"reviewedAt\": {\"$date\": \"2026-01-02T00:00:00Z\"}}]}}}]}",
 	        &rc);
-	TT_EQ_INT(get_i64(r, "nModified"), 1);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "nModified"), 1);
+	tt_free_reply(r);
 	r = run("{\"update\": \"books\", \"updates\": [{\"q\": {\"_id\": 26}, \"u\": {\"$push\": "
 	        "{\"recentReviews\": {\"$each\": [{\"rating\": 4, \"body\": \"Slow start, great ending.\", "
 	        "\"customer\": {\"name\": \"Ada Lovelace\"}, \"reviewedAt\": {\"$date\": \"2026-06-30T12:00:00Z\"}}], "
 	        "\"$sort\": {\"reviewedAt\": -1}, \"$slice\": 3}}}}]}", &rc);
-	TT_EQ_INT(get_i64(r, "nModified"), 1);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "nModified"), 1);
+	tt_free_reply(r);
 	r = run("{\"find\": \"books\", \"filter\": {\"_id\": 26}}", &rc);
-	TT_EQ_STR(get_str(r, "cursor.firstBatch.0.recentReviews.0.customer.name"), "Ada Lovelace");
-	TT_EQ_STR(get_str(r, "cursor.firstBatch.0.recentReviews.1.customer.name"), "Linus Torvalds");
-	TT_EQ_STR(get_str(r, "cursor.firstBatch.0.recentReviews.2.customer.name"), "Adele Goldberg");
-	TT_EQ_STR(get_str(r, "cursor.firstBatch.0.recentReviews.3.customer.name"), "");
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.recentReviews.0.customer.name"), "Ada Lovelace");
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.recentReviews.1.customer.name"), "Linus Torvalds");
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.recentReviews.2.customer.name"), "Adele Goldberg");
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.recentReviews.3.customer.name"), "");
+	tt_free_reply(r);
 }
 
 static void
@@ -156,30 +106,30 @@ test_bucket(void)
 			            "u", "{", "$inc", "{", "count", BCON_INT32(1), field, BCON_INT32(1), "}", "}",
 			            "upsert", BCON_BOOL(true), "}", "]");
 		r = run_bson(cmd, &rc);
-		if (rc != 0 || get_i64(r, i % 7 == 0 ? "lastErrorObject.n" : "n") != 1) {
+		if (rc != 0 || tt_get_i64(r, i % 7 == 0 ? "lastErrorObject.n" : "n") != 1) {
 			TT_FAIL_("upsert %d failed", i);
-			free_reply(r);
+			tt_free_reply(r);
 			bson_destroy(cmd);
 			break;
 		}
-		free_reply(r);
+		tt_free_reply(r);
 		bson_destroy(cmd);
 	}
 	r = run("{\"count\": \"book_views\"}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 4);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 4);
+	tt_free_reply(r);
 	r = run("{\"find\": \"book_views\", \"filter\": {}, \"sort\": {\"hour\": 1}}", &rc);
 	for (int d = 0; d < 4; d++) {
 		char p[64];
 
 		bson_snprintf(p, sizeof p, "cursor.firstBatch.%d.count", d);
-		TT_EQ_INT(get_i64(r, p), want[d][0]);
+		TT_EQ_INT(tt_get_i64(r, p), want[d][0]);
 		for (int k = 0; k < 3; k++) {
 			bson_snprintf(p, sizeof p, "cursor.firstBatch.%d.byCountry.%s", d, cc[k]);
-			TT_EQ_INT(get_i64(r, p), want[d][k + 1]);
+			TT_EQ_INT(tt_get_i64(r, p), want[d][k + 1]);
 		}
 	}
-	free_reply(r);
+	tt_free_reply(r);
 }
 
 static void
@@ -215,8 +165,8 @@ test_schema_versioning(void)
 	}
 	bson_append_array_end(cmd, &arr);
 	r = run_bson(cmd, &rc);
-	TT_EQ_INT(get_i64(r, "n"), 40);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 40);
+	tt_free_reply(r);
 	bson_destroy(cmd);
 	for (;;) {
 		bson_iter_t it, b;
@@ -226,7 +176,7 @@ test_schema_versioning(void)
 		r = run("{\"find\": \"customers\", \"filter\": {\"schemaVersion\": {\"$exists\": false}}, "
 		        "\"projection\": {\"_id\": 1}, \"limit\": 15}", &rc);
 		bson_init(&ids);
-		if (get(r, "cursor.firstBatch", &it) && bson_iter_recurse(&it, &b)) {
+		if (tt_get(r, "cursor.firstBatch", &it) && bson_iter_recurse(&it, &b)) {
 			while (bson_iter_next(&b)) {
 				bson_iter_t id;
 				char key[16];
@@ -237,7 +187,7 @@ test_schema_versioning(void)
 				bson_append_value(&ids, key, -1, bson_iter_value(&id));
 			}
 		}
-		free_reply(r);
+		tt_free_reply(r);
 		if (n == 0 || nb == 8) {
 			bson_destroy(&ids);
 			break;
@@ -251,9 +201,9 @@ test_schema_versioning(void)
 		             "{", "$unset", "[", BCON_UTF8("city"), BCON_UTF8("country"), "]", "}",
 		             "]", "multi", BCON_BOOL(true), "}", "]");
 		r = run_bson(u, &rc);
-		batches[nb++] = (int)get_i64(r, "nModified");
+		batches[nb++] = (int)tt_get_i64(r, "nModified");
 		migrated += batches[nb - 1];
-		free_reply(r);
+		tt_free_reply(r);
 		bson_destroy(u);
 		bson_destroy(&ids);
 	}
@@ -265,12 +215,12 @@ test_schema_versioning(void)
 	}
 	TT_EQ_INT(migrated, 39);
 	r = run("{\"find\": \"customers\", \"filter\": {\"_id\": 2}}", &rc);
-	TT_EQ_STR(get_str(r, "cursor.firstBatch.0.firstName"), "Alan");
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0.schemaVersion"), 2);
-	TT_EQ_STR(get_str(r, "cursor.firstBatch.0.address.city"), "Berlin");
-	TT_EQ_STR(get_str(r, "cursor.firstBatch.0.address.country"), "DE");
-	TT_EQ_STR(get_str(r, "cursor.firstBatch.0.city"), "");
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.firstName"), "Alan");
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.schemaVersion"), 2);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.address.city"), "Berlin");
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.address.country"), "DE");
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.city"), "");
+	tt_free_reply(r);
 }
 
 static void
@@ -280,22 +230,22 @@ test_errors_leave_documents(void)
 	bson_t *r;
 
 	r = run("{\"insert\": \"e\", \"documents\": [{\"_id\": 1, \"a\": \"x\", \"n\": 1}]}", &rc);
-	free_reply(r);
+	tt_free_reply(r);
 	r = run("{\"update\": \"e\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"$inc\": {\"n\": 1, \"a\": 1}}}]}",
 	        &rc);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 14);
-	TT_EQ_INT(get_i64(r, "nModified"), 0);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 14);
+	TT_EQ_INT(tt_get_i64(r, "nModified"), 0);
+	tt_free_reply(r);
 	r = run("{\"update\": \"e\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"$set\": {\"_id\": 2}}}]}", &rc);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 66);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 66);
+	tt_free_reply(r);
 	r = run("{\"update\": \"e\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"$bogus\": {\"n\": 1}}}]}", &rc);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 9);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 9);
+	tt_free_reply(r);
 	r = run("{\"find\": \"e\", \"filter\": {\"_id\": 1}}", &rc);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0.n"), 1);
-	TT_EQ_STR(get_str(r, "cursor.firstBatch.0.a"), "x");
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.n"), 1);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.a"), "x");
+	tt_free_reply(r);
 }
 
 int

@@ -13,6 +13,7 @@
 #include "query/match_explain.h"
 #include "commands/validation.h"
 #include "tamga/tamga.h"
+#include "tt_embedded.h"
 
 static tamga_t *db;
 static char *dir;
@@ -472,47 +473,14 @@ test_namespace_check(void)
 static bson_t *
 run(const char *dbname, const char *json, int *rc)
 {
-	bson_t *cmd = tt_json(json);
-	bson_t *reply = tm_bson_array_new(1);
-	tamga_error_t e;
-
-	*rc = tamga_run_command(db, dbname, cmd, reply, &e);
-	bson_destroy(cmd);
-	return reply;
-}
-
-static void
-free_reply(bson_t *r)
-{
-	bson_destroy(r);
-	bson_free(r);
-}
-
-static const char *
-get_str(const bson_t *doc, const char *path)
-{
-	bson_iter_t it, f;
-
-	if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &f) && BSON_ITER_HOLDS_UTF8(&f))
-		return bson_iter_utf8(&f, NULL);
-	return "";
-}
-
-static int64_t
-get_i64(const bson_t *doc, const char *path)
-{
-	bson_iter_t it, f;
-
-	if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &f))
-		return bson_iter_as_int64(&f);
-	return -999;
+	return tt_run_json(db, dbname, json, rc);
 }
 
 #define EXPECT_ERR(cmd, code, msg) do { int rc_; bson_t *r_ = run("val", cmd, &rc_); \
-	TT_EQ_INT(get_i64(r_, "code"), code); TT_EQ_STR(get_str(r_, "errmsg"), msg); free_reply(r_); } while (0)
+	TT_EQ_INT(tt_get_i64(r_, "code"), code); TT_EQ_STR(tt_get_str(r_, "errmsg"), msg); tt_free_reply(r_); } while (0)
 #define EXPECT_OK(cmd) do { int rc_; bson_t *r_ = run("val", cmd, &rc_); \
-	if (get_i64(r_, "ok") != 1) { char *j_ = bson_as_relaxed_extended_json(r_, NULL); \
-		TT_FAIL_("%s -> %s", cmd, j_); bson_free(j_); } free_reply(r_); } while (0)
+	if (tt_get_i64(r_, "ok") != 1) { char *j_ = bson_as_relaxed_extended_json(r_, NULL); \
+		TT_FAIL_("%s -> %s", cmd, j_); bson_free(j_); } tt_free_reply(r_); } while (0)
 
 static void
 test_bad_options(void)
@@ -557,10 +525,10 @@ test_bad_options(void)
 		bson_append_document(&v, "$jsonSchema", -1, schema);
 		bson_append_document_end(cmd, &v);
 		tamga_run_command(db, "val", cmd, reply, &te);
-		TT_EQ_INT(get_i64(reply, "ok"), 0);
-		TT_ASSERT(get_i64(reply, "code") != 0);
-		TT_ASSERT(strncmp(get_str(reply, "errmsg"), "Parsing of collection validator failed", 38) == 0);
-		free_reply(reply);
+		TT_EQ_INT(tt_get_i64(reply, "ok"), 0);
+		TT_ASSERT(tt_get_i64(reply, "code") != 0);
+		TT_ASSERT(strncmp(tt_get_str(reply, "errmsg"), "Parsing of collection validator failed", 38) == 0);
+		tt_free_reply(reply);
 		bson_destroy(cmd);
 		bson_destroy(schema);
 	}
@@ -613,21 +581,21 @@ test_huge_enum(void)
 	bson_append_document_end(cmd, &v);
 	(void)e;
 	tamga_run_command(db, "val", cmd, reply, &te);
-	TT_EQ_INT(get_i64(reply, "ok"), 1);
-	free_reply(reply);
+	TT_EQ_INT(tt_get_i64(reply, "ok"), 1);
+	tt_free_reply(reply);
 	bson_destroy(cmd);
 	for (i = 0; i < 200; i++) {
 		char *ins = bson_strdup_printf("{\"insert\": \"enums\", \"documents\": [{\"a\": %d}]}", i * 2);
 		r = run("val", ins, &rc);
-		TT_EQ_INT(get_i64(r, "n"), 1);
-		free_reply(r);
+		TT_EQ_INT(tt_get_i64(r, "n"), 1);
+		tt_free_reply(r);
 		bson_free(ins);
 	}
 	r = run("val", "{\"insert\": \"enums\", \"documents\": [{\"_id\": 1, \"a\": 3}]}", &rc);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 121);
-	TT_EQ_STR(get_str(r, "writeErrors.0.errInfo.details.schemaRulesNotSatisfied.0.propertiesNotSatisfied.0.details.0.reason"),
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 121);
+	TT_EQ_STR(tt_get_str(r, "writeErrors.0.errInfo.details.schemaRulesNotSatisfied.0.propertiesNotSatisfied.0.details.0.reason"),
 	          "value was not found in enum");
-	free_reply(r);
+	tt_free_reply(r);
 }
 
 /* A log line from getLog: the newest one with this id, or NULL. */
@@ -661,8 +629,8 @@ test_actions(void)
 	EXPECT_OK("{\"create\": \"act\", \"validator\": {\"x\": {\"$type\": \"string\"}}, "
 	          "\"validationAction\": \"warn\"}");
 	r = run("val", "{\"insert\": \"act\", \"documents\": [{\"_id\": 1, \"x\": 1}]}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 1);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 1);
+	tt_free_reply(r);
 	line = last_log_with(20294);
 	TT_ASSERT(line != NULL);
 	if (line != NULL) {
@@ -679,11 +647,11 @@ test_actions(void)
 
 	EXPECT_OK("{\"collMod\": \"act\", \"validationAction\": \"errorAndLog\"}");
 	r = run("val", "{\"insert\": \"act\", \"documents\": [{\"_id\": 2, \"x\": 2}]}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 0);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 121);
-	TT_EQ_STR(get_str(r, "writeErrors.0.errInfo.details.operatorName"), "$type");
-	TT_EQ_STR(get_str(r, "writeErrors.0.errInfo.details.reason"), "type did not match");
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 0);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 121);
+	TT_EQ_STR(tt_get_str(r, "writeErrors.0.errInfo.details.operatorName"), "$type");
+	TT_EQ_STR(tt_get_str(r, "writeErrors.0.errInfo.details.reason"), "type did not match");
+	tt_free_reply(r);
 	line = last_log_with(7488700);
 	TT_ASSERT(line != NULL && strstr(line, "\"msg\":\"Document failed validation\"") != NULL &&
 	          strstr(line, "\"_id\":2") != NULL);
@@ -693,10 +661,10 @@ test_actions(void)
 	EXPECT_OK("{\"collMod\": \"act\", \"validationAction\": \"error\"}");
 	r = run("val", "{\"findAndModify\": \"act\", \"query\": {\"_id\": 1}, "
 	        "\"update\": {\"$set\": {\"x\": 3}}}", &rc);
-	TT_EQ_INT(get_i64(r, "code"), 121);
-	TT_EQ_STR(get_str(r, "errInfo.details.operatorName"), "$type");
-	TT_EQ_STR(get_str(r, "errInfo.details.consideredType"), "int");
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "code"), 121);
+	TT_EQ_STR(tt_get_str(r, "errInfo.details.operatorName"), "$type");
+	TT_EQ_STR(tt_get_str(r, "errInfo.details.consideredType"), "int");
+	tt_free_reply(r);
 }
 
 static void
@@ -710,44 +678,44 @@ test_levels_and_bypass(void)
 	EXPECT_OK("{\"collMod\": \"lv\", \"validator\": {\"r\": {\"$type\": \"int\"}}, "
 	          "\"validationLevel\": \"moderate\"}");
 	r = run("val", "{\"update\": \"lv\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"$set\": {\"b\": 1}}}]}", &rc);
-	TT_EQ_INT(get_i64(r, "nModified"), 1);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "nModified"), 1);
+	tt_free_reply(r);
 	r = run("val", "{\"update\": \"lv\", \"updates\": [{\"q\": {\"_id\": 2}, \"u\": {\"$set\": {\"r\": \"x\"}}}]}", &rc);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 121);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 121);
+	tt_free_reply(r);
 	EXPECT_OK("{\"collMod\": \"lv\", \"validationLevel\": \"strict\"}");
 	r = run("val", "{\"update\": \"lv\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"$set\": {\"b\": 2}}}]}", &rc);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 121);
-	TT_EQ_STR(get_str(r, "writeErrors.0.errmsg"),
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 121);
+	TT_EQ_STR(tt_get_str(r, "writeErrors.0.errmsg"),
 	          "Plan executor error during update :: caused by :: Document failed validation");
-	free_reply(r);
+	tt_free_reply(r);
 	/* bypass works at strict, is refused while prepared and at constraint */
 	r = run("val", "{\"insert\": \"lv\", \"documents\": [{\"_id\": 3, \"r\": \"bad\"}], "
 	        "\"bypassDocumentValidation\": true}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 1);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 1);
+	tt_free_reply(r);
 	EXPECT_OK("{\"collMod\": \"lv\", \"prepareConstraintValidationLevel\": true}");
 	r = run("val", "{\"insert\": \"lv\", \"documents\": [{\"_id\": 4, \"r\": 1}], "
 	        "\"bypassDocumentValidation\": true}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 0);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 2);
-	TT_ASSERT(strstr(get_str(r, "writeErrors.0.errmsg"), "prepareConstraintValidationLevel") != NULL);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 0);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 2);
+	TT_ASSERT(strstr(tt_get_str(r, "writeErrors.0.errmsg"), "prepareConstraintValidationLevel") != NULL);
+	tt_free_reply(r);
 	EXPECT_OK("{\"delete\": \"lv\", \"deletes\": [{\"q\": {\"r\": {\"$type\": \"string\"}}, \"limit\": 0}]}");
 	EXPECT_OK("{\"collMod\": \"lv\", \"validationLevel\": \"constraint\"}");
 	r = run("val", "{\"insert\": \"lv\", \"documents\": [{\"_id\": 5, \"r\": 1}], "
 	        "\"bypassDocumentValidation\": true}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 0);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 2);
-	TT_EQ_STR(get_str(r, "writeErrors.0.errmsg"),
+	TT_EQ_INT(tt_get_i64(r, "n"), 0);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 2);
+	TT_EQ_STR(tt_get_str(r, "writeErrors.0.errmsg"),
 	          "bypassDocumentValidation is not permitted with 'constraint' validationLevel");
-	free_reply(r);
+	tt_free_reply(r);
 	/* created directly at constraint */
 	EXPECT_OK("{\"create\": \"lv2\", \"validator\": {\"a\": {\"$exists\": true}}, "
 	          "\"validationLevel\": \"constraint\", \"validationAction\": \"errorAndLog\"}");
 	r = run("val", "{\"insert\": \"lv2\", \"documents\": [{\"b\": 1}]}", &rc);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 121);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 121);
+	tt_free_reply(r);
 }
 
 /* every write path checks: pipeline updates, replacements, upserts,
@@ -761,26 +729,26 @@ test_write_paths(void)
 	EXPECT_OK("{\"create\": \"wp\", \"validator\": {\"a\": {\"$type\": \"int\"}}}");
 	EXPECT_OK("{\"insert\": \"wp\", \"documents\": [{\"_id\": 1, \"a\": 1}]}");
 	r = run("val", "{\"update\": \"wp\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": [{\"$set\": {\"a\": \"x\"}}]}]}", &rc);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 121);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 121);
+	tt_free_reply(r);
 	r = run("val", "{\"update\": \"wp\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"a\": \"x\"}}]}", &rc);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 121);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 121);
+	tt_free_reply(r);
 	r = run("val", "{\"update\": \"wp\", \"updates\": [{\"q\": {\"_id\": 2}, \"u\": {\"$set\": {\"a\": \"x\"}}, \"upsert\": true}]}", &rc);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 121);
-	TT_EQ_STR(get_str(r, "writeErrors.0.errInfo.details.operatorName"), "$type");
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 121);
+	TT_EQ_STR(tt_get_str(r, "writeErrors.0.errInfo.details.operatorName"), "$type");
+	tt_free_reply(r);
 	r = run("val", "{\"findAndModify\": \"wp\", \"query\": {\"_id\": 3}, \"update\": {\"$set\": {\"a\": \"x\"}}, \"upsert\": true}", &rc);
-	TT_EQ_INT(get_i64(r, "code"), 121);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "code"), 121);
+	tt_free_reply(r);
 	r = run("val", "{\"insert\": \"wp\", \"documents\": [{\"_id\": 4, \"a\": \"x\"}, {\"_id\": 5, \"a\": 5}, {\"_id\": 6, \"a\": \"y\"}], \"ordered\": false}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 1);
-	TT_EQ_INT(get_i64(r, "writeErrors.1.index"), 2);
-	TT_EQ_INT(get_i64(r, "writeErrors.1.errInfo.failingDocumentId"), 6);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 1);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.1.index"), 2);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.1.errInfo.failingDocumentId"), 6);
+	tt_free_reply(r);
 	r = run("val", "{\"count\": \"wp\"}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 2);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 2);
+	tt_free_reply(r);
 }
 
 int

@@ -1,0 +1,84 @@
+/*
+ * tt_embedded.h -- helpers for the unit tests that drive the embedded API
+ * (tamga/tamga.h): run a command given as relaxed extended JSON, free its
+ * reply, read one field of a reply by dotted path.  Include after tt.h.
+ * The helpers only read and run; opening and closing the database stays
+ * with each test file.
+ */
+#ifndef TAMGA_TESTS_TT_EMBEDDED_H
+#define TAMGA_TESTS_TT_EMBEDDED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/mem.h"
+#include "tamga/tamga.h"
+
+/* Run `cmd` against `dbname`; returns the reply (the caller frees it with
+ * tt_free_reply) and tamga_run_command's return code in *rc. */
+static inline bson_t *
+tt_run_bson(tamga_t *db, const char *dbname, const bson_t *cmd, int *rc)
+{
+	bson_t *reply = tm_bson_array_new(1);
+	tamga_error_t e;
+
+	*rc = tamga_run_command(db, dbname, cmd, reply, &e);
+	return reply;
+}
+
+/* tt_run_bson with the command given as relaxed extended JSON. */
+static inline bson_t *
+tt_run_json(tamga_t *db, const char *dbname, const char *json, int *rc)
+{
+	bson_t *cmd = tt_json(json);
+	bson_t *reply = tt_run_bson(db, dbname, cmd, rc);
+
+	bson_destroy(cmd);
+	return reply;
+}
+
+static inline void
+tt_free_reply(bson_t *r)
+{
+	bson_destroy(r);
+	bson_free(r);
+}
+
+/* Find the dotted `path` in `doc`; true and *f on it when present. */
+static inline bool
+tt_get(const bson_t *doc, const char *path, bson_iter_t *f)
+{
+	bson_iter_t it;
+
+	return bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, f);
+}
+
+/* The value at `path` as an int64, or -999 when absent. */
+static inline int64_t
+tt_get_i64(const bson_t *doc, const char *path)
+{
+	bson_iter_t f;
+
+	return tt_get(doc, path, &f) ? bson_iter_as_int64(&f) : -999;
+}
+
+/* The value at `path` as a double, or -999 when absent. */
+static inline double
+tt_get_dbl(const bson_t *doc, const char *path)
+{
+	bson_iter_t f;
+
+	return tt_get(doc, path, &f) ? bson_iter_as_double(&f) : -999;
+}
+
+/* The string at `path` (borrowed from `doc`), or "" when absent or not a
+ * string. */
+static inline const char *
+tt_get_str(const bson_t *doc, const char *path)
+{
+	bson_iter_t f;
+
+	return tt_get(doc, path, &f) && BSON_ITER_HOLDS_UTF8(&f) ? bson_iter_utf8(&f, NULL) : "";
+}
+
+#endif
