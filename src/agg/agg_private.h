@@ -109,6 +109,20 @@ struct agg_rt {
 /* Pull the next document from the stage before (or the source). */
 int agg_rt_pull(agg_rt_t *rt, const bson_t **doc, terr_t *err);
 
+/* Defines `static int fn(agg_rt_t *rt, terr_t *err)`, the open of a stage
+ * whose state (a `state_t`, zeroed, from tm_alloc0) holds a `bson_t out` for
+ * the documents it builds: initialises `out` and hangs the state on
+ * rt->state.  The stage's close destroys `out` and frees the state.  The
+ * file using it includes common/mem.h. */
+#define AGG_DEFINE_OPEN_WITH_OUT(fn, state_t) \
+	static int fn(agg_rt_t *rt, terr_t *err) \
+	{ \
+		state_t *s_ = tm_alloc0(sizeof(*s_)); \
+		bson_init(&s_->out); \
+		rt->state = s_; \
+		return 0; \
+	}
+
 /* The runtime shared by the stages of one run. */
 struct agg_exec {
 	const agg_pipeline_t *p;

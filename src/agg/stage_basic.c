@@ -256,15 +256,7 @@ cnt_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	return 0;
 }
 
-static int
-cnt_open(agg_rt_t *rt, terr_t *err)
-{
-	cnt_state_t *cs = tm_alloc0(sizeof(*cs));
-
-	bson_init(&cs->out);
-	rt->state = cs;
-	return 0;
-}
+AGG_DEFINE_OPEN_WITH_OUT(cnt_open, cnt_state_t)
 
 static int
 cnt_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
@@ -374,15 +366,7 @@ typedef struct rr_state {
 	bson_t out;
 } rr_state_t;
 
-static int
-rr_open(agg_rt_t *rt, terr_t *err)
-{
-	rr_state_t *rs = tm_alloc0(sizeof(*rs));
-
-	bson_init(&rs->out);
-	rt->state = rs;
-	return 0;
-}
+AGG_DEFINE_OPEN_WITH_OUT(rr_open, rr_state_t)
 
 static int
 rr_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
@@ -525,15 +509,7 @@ unwind_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	return 0;
 }
 
-static int
-unwind_open(agg_rt_t *rt, terr_t *err)
-{
-	unwind_state_t *us = tm_alloc0(sizeof(*us));
-
-	bson_init(&us->out);
-	rt->state = us;
-	return 0;
-}
+AGG_DEFINE_OPEN_WITH_OUT(unwind_open, unwind_state_t)
 
 /* out = in with path set to v (NULL = removed) and the index field. */
 static void
@@ -647,15 +623,7 @@ docs_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	return 0;
 }
 
-static int
-docs_open(agg_rt_t *rt, terr_t *err)
-{
-	docs_state_t *ds = tm_alloc0(sizeof(*ds));
-
-	bson_init(&ds->out);
-	rt->state = ds;
-	return 0;
-}
+AGG_DEFINE_OPEN_WITH_OUT(docs_open, docs_state_t)
 
 static int
 docs_next(agg_rt_t *rt, const bson_t **out, terr_t *err)

@@ -229,22 +229,15 @@ typedef struct group_state {
 	bson_t out;
 } group_state_t;
 
-static int
-group_open(agg_rt_t *rt, terr_t *err)
-{
-	group_state_t *gs = tm_alloc0(sizeof(*gs));
+AGG_DEFINE_OPEN_WITH_OUT(group_open, group_state_t)
 
-	bson_init(&gs->out);
-	rt->state = gs;
-	return 0;
-}
-
+/* The value of a one-field key document ({"": value}); borrowed from it. */
 static void
-key_value(const group_t *g, bson_value_t *v)
+key_value(const bson_t *key, bson_value_t *v)
 {
 	bson_iter_t it;
 
-	bson_iter_init(&it, g->key);
+	bson_iter_init(&it, key);
 	bson_iter_next(&it);
 	*v = *bson_iter_value(&it);
 }
@@ -280,7 +273,7 @@ group_find_or_add(const group_plan_t *gp, group_state_t *gs, const bson_value_t 
 	while (gs->table[j] != 0) {
 		g = &gs->groups[gs->table[j] - 1];
 		if (g->hash == h) {
-			key_value(g, &kv);
+			key_value(g->key, &kv);
 			if (bv_compare(&kv, key) == 0)
 				return g;
 		}
@@ -357,7 +350,7 @@ group_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		return 0;
 	g = &gs->groups[gs->i++];
 	bson_reinit(&gs->out);
-	key_value(g, &v);
+	key_value(g->key, &v);
 	bv_append(&gs->out, "_id", 3, &v);
 	expr_env_reset(rt->env);
 	for (a = 0; a < gp->n; a++) {
@@ -760,25 +753,7 @@ typedef struct bauto_state {
 	bson_t out;
 } bauto_state_t;
 
-static int
-bauto_open(agg_rt_t *rt, terr_t *err)
-{
-	bauto_state_t *bs = tm_alloc0(sizeof(*bs));
-
-	bson_init(&bs->out);
-	rt->state = bs;
-	return 0;
-}
-
-static void
-entry_key(const bauto_entry_t *e, bson_value_t *v)
-{
-	bson_iter_t it;
-
-	bson_iter_init(&it, e->key);
-	bson_iter_next(&it);
-	*v = *bson_iter_value(&it);
-}
+AGG_DEFINE_OPEN_WITH_OUT(bauto_open, bauto_state_t)
 
 static int
 bauto_cmp(const void *pa, const void *pb)
@@ -787,8 +762,8 @@ bauto_cmp(const void *pa, const void *pb)
 	bson_value_t x, y;
 	int c;
 
-	entry_key(a, &x);
-	entry_key(b, &y);
+	key_value(a->key, &x);
+	key_value(b->key, &y);
 	c = bv_compare(&x, &y);
 	return c != 0 ? c : (a->seq < b->seq ? -1 : a->seq > b->seq);
 }
@@ -859,18 +834,18 @@ bauto_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	end = bs->pos + size;
 	if (end > bs->n || bs->made == bp->buckets - 1)
 		end = bs->n;
-	entry_key(&bs->e[end - 1], &last);
+	key_value(bs->e[end - 1].key, &last);
 	while (end < bs->n) {
-		entry_key(&bs->e[end], &v);
+		key_value(bs->e[end].key, &v);
 		if (bv_compare(&v, &last) != 0)
 			break;
 		end++;
 	}
-	entry_key(&bs->e[bs->pos], &lo);
+	key_value(bs->e[bs->pos].key, &lo);
 	if (end < bs->n)
-		entry_key(&bs->e[end], &hi);
+		key_value(bs->e[end].key, &hi);
 	else
-		entry_key(&bs->e[end - 1], &hi);
+		key_value(bs->e[end - 1].key, &hi);
 	st = bson_malloc0(sizeof(accum_state_t *) * (size_t)(bp->n + 1));
 	for (a = 0; a < bp->n; a++)
 		st[a] = accum_state_new(bp->accs[a]);

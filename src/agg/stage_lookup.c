@@ -395,15 +395,7 @@ i64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int
-lookup_open(agg_rt_t *rt, terr_t *err)
-{
-	lookup_state_t *ls = tm_alloc0(sizeof(*ls));
-
-	bson_init(&ls->out);
-	rt->state = ls;
-	return 0;
-}
+AGG_DEFINE_OPEN_WITH_OUT(lookup_open, lookup_state_t)
 
 typedef struct vals {
 	bson_t arr;
@@ -828,15 +820,7 @@ facet_feed_next(void *ctx, const bson_t **doc, terr_t *err)
 	return 1;
 }
 
-static int
-facet_open(agg_rt_t *rt, terr_t *err)
-{
-	facet_state_t *fs = tm_alloc0(sizeof(*fs));
-
-	bson_init(&fs->out);
-	rt->state = fs;
-	return 0;
-}
+AGG_DEFINE_OPEN_WITH_OUT(facet_open, facet_state_t)
 
 static int
 facet_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
@@ -1056,15 +1040,7 @@ typedef struct graph_state {
 	bson_t out;
 } graph_state_t;
 
-static int
-graph_open(agg_rt_t *rt, terr_t *err)
-{
-	graph_state_t *gs = tm_alloc0(sizeof(*gs));
-
-	bson_init(&gs->out);
-	rt->state = gs;
-	return 0;
-}
+AGG_DEFINE_OPEN_WITH_OUT(graph_open, graph_state_t)
 
 /* Append v to the frontier array (arrays contribute their elements) unless
  * it was queried already (seen holds {"": value} documents). */
