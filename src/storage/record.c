@@ -315,6 +315,16 @@ index_apply(storage_session_t *s, const storage_coll_t *c, recid_t recid,
 		const storage_index_t *ix = &c->indexes[i];
 		int a = 0, b = 0;
 
+		if (old_doc == NULL && ix->is_id) {
+			/* an insert's _id_ entry: one key, nothing to merge */
+			bson_iter_t it;
+			keystring_reset(&s->ks);
+			if (doc_id(new_doc, &it)) {
+				keystring_append_value(&s->ks, bson_iter_value(&it), false);
+				ERR(index_entry(s, c, ix, s->ks.buf, s->ks.len, recid, true, new_doc, err));
+				continue;
+			}
+		}
 		keyset_clear(oldk);
 		keyset_clear(newk);
 		if (old_doc != NULL)
