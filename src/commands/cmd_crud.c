@@ -372,6 +372,8 @@ nonneg(cmd_t *c, const char *field, int64_t *out, terr_t *err)
 CMD_HANDLER(cmd_find)
 {
 	const char *name;
+	bson_t min_doc, max_doc;
+	bool has_min = false, has_max = false;
 	bson_t filter, sort, proj, let = BSON_INITIALIZER;
 	bool has_filter, has_sort, has_proj, has_let, found, single_batch = false, no_timeout = false;
 	bool allow_disk = false, tailable = false;
@@ -412,10 +414,8 @@ CMD_HANDLER(cmd_find)
 			copts.batch_size = bs;
 		}
 	}
-	if (bson_has_field(c->body, "min") || bson_has_field(c->body, "max")) {
-		ret = terr_set(err, TERR_NOT_IMPLEMENTED, "find with min/max is not supported by Tamga yet");
-		goto err;
-	}
+	ERR(cmd_get_doc(c, "min", &min_doc, &has_min, err));
+	ERR(cmd_get_doc(c, "max", &max_doc, &has_max, err));
 	cmd_ns(ns, sizeof(ns), c->db, name);
 	storage_coll_get(c->engine->st, c->db, name, &req.coll, NULL);
 	if (tailable) {
@@ -432,6 +432,9 @@ CMD_HANDLER(cmd_find)
 	req.sort = has_sort ? &sort : NULL;
 	req.projection = has_proj ? &proj : NULL;
 	req.allow_disk_use = allow_disk;
+	req.min = has_min ? &min_doc : NULL;
+	req.max = has_max ? &max_doc : NULL;
+	req.spill_dir = c->engine->tmp_dir;
 	req.let = has_let ? &let : NULL;
 	{
 		bson_iter_t hint_it;
@@ -752,6 +755,7 @@ CMD_HANDLER(cmd_count)
 	} else {
 		req.skip = skip;
 		req.limit = limit;
+		req.count = true;
 		{
 		bson_iter_t hint_it;
 		req.hint = hint_for_plan(c->body, &hint_it);
@@ -847,6 +851,7 @@ CMD_HANDLER(cmd_distinct)
 		ERR(match_compile(&query, NULL, &req.match, err));
 	{
 		bson_iter_t hint_it;
+		req.distinct_key = key;
 		req.hint = hint_for_plan(c->body, &hint_it);
 		ret = plan_exec_new(&req, &x, err);
 	}

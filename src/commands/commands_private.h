@@ -22,6 +22,7 @@ struct engine {
 	atomic_bool shutdown;
 	atomic_llong next_connection_id;
 	struct ttl_monitor *ttl;         /* TTL index monitor thread (query/planner_ttl.h) */
+	char *tmp_dir;                   /* <dbpath>/_tmp: sort spill files (unlinked once open) */
 };
 
 struct client {

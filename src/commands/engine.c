@@ -12,7 +12,9 @@
 #include "query/planner_ttl.h"
 
 #include <pthread.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "common/log.h"
@@ -49,9 +51,15 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 		bson_free(e);
 		return -1;
 	}
+	e->tmp_dir = bson_strdup_printf("%s/_tmp", path);
+	if (mkdir(e->tmp_dir, 0700) != 0 && errno != EEXIST) {
+		bson_free(e->tmp_dir);
+		e->tmp_dir = NULL;	/* no spilling: allowDiskUse sorts then fail with 238 */
+	}
 	/* secondary-index keys come from the query layer's key generator */
 	query_keygen_register(e->st);
 	if (ttl_monitor_start(e->st, 60, &e->ttl, err) != 0) {
+		bson_free(e->tmp_dir);
 		storage_close(e->st);
 		bson_free(e);
 		return -1;
@@ -71,6 +79,7 @@ engine_close(engine_t *e)
 	if (e == NULL)
 		return;
 	ttl_monitor_stop(e->ttl);
+	bson_free(e->tmp_dir);
 	cursor_registry_free(e->cursors);
 	storage_close(e->st);
 	bson_free(e);
