@@ -699,11 +699,22 @@ drop_tables_of(storage_t *st, const storage_coll_t *c)
 		storage_ident_drop(st, st->ddl_ws, c->indexes[i].ident);
 }
 
+/* A drop below would find the tables busy while the caller's own session
+ * keeps cursors open on them (storage_session_cursor): close those first. */
+static void
+caller_cursors_close(storage_session_t *s)
+{
+	if (s != NULL)
+		storage_session_cursors_close(s);
+}
+
 int
 storage_coll_drop(storage_t *st, storage_session_t *s, const char *db, const char *name, terr_t *err)
 {
 	storage_coll_t *c = NULL;
 	int ret = 0;
+
+	caller_cursors_close(s);
 
 	pthread_mutex_lock(&st->ddl_lock);
 	ERR(ddl_get(st, db, name, &c, err));
@@ -732,6 +743,8 @@ storage_coll_rename(storage_t *st, storage_session_t *s, const char *db, const c
 	bson_t entry;
 	bool have_entry = false;
 	int ret = 0;
+
+	caller_cursors_close(s);
 
 	RET(storage_ns_check(to_db, to, err));
 	pthread_mutex_lock(&st->ddl_lock);
@@ -781,6 +794,8 @@ storage_db_drop(storage_t *st, storage_session_t *s, const char *db, terr_t *err
 {
 	storage_coll_t **colls = NULL;
 	int n = 0, ret = 0;
+
+	caller_cursors_close(s);
 
 	pthread_mutex_lock(&st->ddl_lock);
 	ERR(storage_list_colls(st, db, &colls, &n, err));
@@ -939,6 +954,8 @@ storage_index_drop(storage_t *st, storage_session_t *s, const char *db, const ch
 	bson_t entry;
 	bool have_entry = false;
 	int ret = 0;
+
+	caller_cursors_close(s);
 
 	RET(ddl_lock_gated(st, db, name, &c, &rt, err));
 	for (int i = 0; i < c->nindexes; i++)

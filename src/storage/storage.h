@@ -142,9 +142,10 @@ int storage_ns_check(const char *db, const char *coll, terr_t *err);
  * create/drop) are serialised, committed durably (journal synced) in their
  * own WiredTiger transaction on an internal session before they return, and
  * then visible to every storage_coll_get.  They are not part of a
- * transaction open on s (s may be NULL; it is not used).  Readers holding
- * an older descriptor keep it; a dropped table is removed once nobody has
- * a cursor open on it.
+ * transaction open on s (s may be NULL; the drops and renames close its
+ * cached point-operation cursors, which would keep a dropped table busy).
+ * Readers holding an older descriptor keep it; a dropped table is removed
+ * once nobody has a cursor open on it.
  */
 
 /* Create a collection (and its _id_ index).  options is stored as given
