@@ -242,27 +242,11 @@ parse_date_to_string(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, te
 {
 	static const char *names[] = {"date", "format", "timezone", "onNull"};
 	expr_t *parts[4] = {NULL, NULL, NULL, NULL};
-	bson_iter_t it;
 	int ret = 0;
 
 	if (arg->value_type != BSON_TYPE_DOCUMENT)
 		return terr_set(err, 18629, "$dateToString only supports an object as its argument");
-	expr_iter_init(&it, arg);
-	while (bson_iter_next(&it)) {
-		const char *k = bson_iter_key(&it);
-		int idx = -1;
-		for (int i = 0; i < 4; i++) {
-			if (strcmp(k, names[i]) == 0)
-				idx = i;
-		}
-		if (idx < 0) {
-			ret = terr_set(err, 18534, "Unrecognized parameter to $dateToString: %s", k);
-			goto err;
-		}
-		expr_destroy(parts[idx]);
-		parts[idx] = NULL;
-		ERR(expr_parse_sub(bson_iter_value(&it), scope, &parts[idx], err));
-	}
+	ERR(expr_parse_named(e, arg, scope, names, 4, parts, 18534, "Unrecognized parameter to %s: %s", err));
 	if (parts[0] == NULL) {
 		ret = terr_set(err, 18628, "Missing 'date' parameter to $dateToString");
 		goto err;

@@ -126,22 +126,7 @@ parse_cond(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
 		static const char *names[] = {"if", "then", "else"};
 		int ret = 0;
 
-		expr_iter_init(&it, arg);
-		while (bson_iter_next(&it)) {
-			const char *k = bson_iter_key(&it);
-			int idx = -1;
-			for (int i = 0; i < 3; i++) {
-				if (strcmp(k, names[i]) == 0)
-					idx = i;
-			}
-			if (idx < 0) {
-				ret = terr_set(err, 17083, "Unrecognized parameter to $cond: %s", k);
-				goto err;
-			}
-			expr_destroy(parts[idx]);
-			parts[idx] = NULL;
-			ERR(expr_parse_sub(bson_iter_value(&it), scope, &parts[idx], err));
-		}
+		ERR(expr_parse_named(e, arg, scope, names, 3, parts, 17083, "Unrecognized parameter to %s: %s", err));
 		for (int i = 0; i < 3; i++) {
 			if (parts[i] == NULL) {
 				ret = terr_set(err, 17080 + i, "Missing '%s' parameter to $cond", names[i]);

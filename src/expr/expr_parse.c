@@ -320,6 +320,30 @@ err:
 }
 
 int
+expr_parse_named(const expr_t *e, const bson_value_t *arg, expr_scope_t *scope, const char *const *names,
+                 int n, expr_t **parts, int unknown_code, const char *unknown_fmt, terr_t *err)
+{
+	bson_iter_t it;
+
+	expr_iter_init(&it, arg);
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		int idx = -1;
+
+		for (int i = 0; i < n; i++) {
+			if (strcmp(k, names[i]) == 0)
+				idx = i;
+		}
+		if (idx < 0)
+			return terr_set(err, unknown_code, unknown_fmt, e->op->name, k);
+		expr_destroy(parts[idx]);
+		parts[idx] = NULL;
+		RET(expr_parse_sub(bson_iter_value(&it), scope, &parts[idx], err));
+	}
+	return 0;
+}
+
+int
 expr_parse_sub(const bson_value_t *spec, expr_scope_t *scope, expr_t **out, terr_t *err)
 {
 	int ret = 0;

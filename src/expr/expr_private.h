@@ -112,9 +112,16 @@ void expr_env_var(const expr_env_t *env, int id, bson_value_t *out);
 /* ---- parse helpers ------------------------------------------------------ */
 
 expr_t *expr_node_new(enum expr_kind kind);
-/* Parse named arguments from a document: for each allowed name, sub-parse;
- * unknown name -> code/message given.  Used by ops with {input:, as:, ...}. */
 int expr_parse_sub(const bson_value_t *spec, expr_scope_t *scope, expr_t **out, terr_t *err);
+/* Parse named arguments from the document `arg` (the caller checked its
+ * type): the field named names[i] is sub-parsed into parts[i] (a repeated
+ * name keeps the last; parts[] starts all NULL).  Returns 0, or an error
+ * with `unknown_code` and `unknown_fmt` -- a format given e's operator name
+ * then the field name -- for a name not in names[].  On error parts[] may
+ * hold sub-trees: the caller destroys them either way.  The caller checks
+ * which parts are required. */
+int expr_parse_named(const expr_t *e, const bson_value_t *arg, expr_scope_t *scope, const char *const *names,
+                     int n, expr_t **parts, int unknown_code, const char *unknown_fmt, terr_t *err);
 
 /* ---- eval helpers ------------------------------------------------------- */
 

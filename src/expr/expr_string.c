@@ -613,28 +613,12 @@ parse_replace(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *e
 {
 	static const char *names[] = {"input", "find", "replacement"};
 	expr_t *parts[3] = {NULL, NULL, NULL};
-	bson_iter_t it;
 	int ret = 0;
 
 	if (arg->value_type != BSON_TYPE_DOCUMENT)
 		return terr_set(err, 51751, "%s requires an object as an argument, found: %s", e->op->name,
 		                expr_type_name(arg));
-	expr_iter_init(&it, arg);
-	while (bson_iter_next(&it)) {
-		const char *k = bson_iter_key(&it);
-		int idx = -1;
-		for (int i = 0; i < 3; i++) {
-			if (strcmp(k, names[i]) == 0)
-				idx = i;
-		}
-		if (idx < 0) {
-			ret = terr_set(err, 51750, "%s found an unknown argument: %s", e->op->name, k);
-			goto err;
-		}
-		expr_destroy(parts[idx]);
-		parts[idx] = NULL;
-		ERR(expr_parse_sub(bson_iter_value(&it), scope, &parts[idx], err));
-	}
+	ERR(expr_parse_named(e, arg, scope, names, 3, parts, 51750, "%s found an unknown argument: %s", err));
 	for (int i = 0; i < 3; i++) {
 		if (parts[i] == NULL) {
 			ret = terr_set(err, 51749 - i, "%s requires '%s' to be specified", e->op->name, names[i]);
@@ -728,28 +712,12 @@ parse_regex(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err
 {
 	static const char *names[] = {"input", "regex", "options"};
 	expr_t *parts[3] = {NULL, NULL, NULL};
-	bson_iter_t it;
 	int ret = 0;
 
 	if (arg->value_type != BSON_TYPE_DOCUMENT)
 		return terr_set(err, 51103, "%s expects an object of named arguments but found: %s", e->op->name,
 		                expr_type_name(arg));
-	expr_iter_init(&it, arg);
-	while (bson_iter_next(&it)) {
-		const char *k = bson_iter_key(&it);
-		int idx = -1;
-		for (int i = 0; i < 3; i++) {
-			if (strcmp(k, names[i]) == 0)
-				idx = i;
-		}
-		if (idx < 0) {
-			ret = terr_set(err, 31024, "%s found an unknown argument: %s", e->op->name, k);
-			goto err;
-		}
-		expr_destroy(parts[idx]);
-		parts[idx] = NULL;
-		ERR(expr_parse_sub(bson_iter_value(&it), scope, &parts[idx], err));
-	}
+	ERR(expr_parse_named(e, arg, scope, names, 3, parts, 31024, "%s found an unknown argument: %s", err));
 	if (parts[0] == NULL) {
 		ret = terr_set(err, 31022, "%s requires 'input' parameter", e->op->name);
 		goto err;

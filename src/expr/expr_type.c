@@ -730,28 +730,13 @@ parse_convert(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *e
 {
 	static const char *names[] = {"input", "to", "onError", "onNull", "format", "base", "byteOrder"};
 	expr_t *parts[7] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-	bson_iter_t it;
 	int ret = 0;
 
 	if (arg->value_type != BSON_TYPE_DOCUMENT)
 		return terr_set(err, TERR_FAILED_TO_PARSE, "$convert expects an object of named arguments but found: %s",
 		                expr_type_name(arg));
-	expr_iter_init(&it, arg);
-	while (bson_iter_next(&it)) {
-		const char *k = bson_iter_key(&it);
-		int idx = -1;
-		for (int i = 0; i < 7; i++) {
-			if (strcmp(k, names[i]) == 0)
-				idx = i;
-		}
-		if (idx < 0) {
-			ret = terr_set(err, TERR_FAILED_TO_PARSE, "$convert found an unknown argument: %s", k);
-			goto err;
-		}
-		expr_destroy(parts[idx]);
-		parts[idx] = NULL;
-		ERR(expr_parse_sub(bson_iter_value(&it), scope, &parts[idx], err));
-	}
+	ERR(expr_parse_named(e, arg, scope, names, 7, parts, TERR_FAILED_TO_PARSE, "%s found an unknown argument: %s",
+	                     err));
 	if (parts[0] == NULL) {
 		ret = terr_set(err, TERR_FAILED_TO_PARSE, "Missing 'input' parameter to $convert");
 		goto err;
