@@ -383,8 +383,11 @@ eval_exp(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	return 0;
 }
 
+/* $ln and $log10: the logarithm of a positive number (a positive decimal
+ * stays decimal); `code` is the error for any other argument. */
 static int
-eval_ln(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
+eval_log_of(const expr_t *e, expr_env_t *env, bson_value_t *out, bson_decimal128_t (*dec_fn)(bson_decimal128_t),
+            double (*dbl_fn)(double), int code, terr_t *err)
 {
 	bson_value_t v;
 	char buf[64];
@@ -392,37 +395,28 @@ eval_ln(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	SINGLE_NUMERIC(e, env, &v, out, err);
 	if (v.value_type == BSON_TYPE_DECIMAL128 && !expr_decimal_is_negative(v.value.v_decimal128) &&
 	    !expr_decimal_is_zero(v.value.v_decimal128) && !expr_decimal_is_nan(v.value.v_decimal128)) {
-		expr_set_decimal(out, expr_decimal_ln(v.value.v_decimal128));
+		expr_set_decimal(out, dec_fn(v.value.v_decimal128));
 		return 0;
 	}
 	double d = expr_num_to_double(&v);
 	if (!(d > 0 || isnan(d))) {
 		fmt_double(buf, sizeof(buf), d);
-		return terr_set(err, 28766, "$ln's argument must be a positive number, but is %s", buf);
+		return terr_set(err, code, "%s's argument must be a positive number, but is %s", e->op->name, buf);
 	}
-	expr_set_double(out, log(d));
+	expr_set_double(out, dbl_fn(d));
 	return 0;
+}
+
+static int
+eval_ln(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
+{
+	return eval_log_of(e, env, out, expr_decimal_ln, log, 28766, err);
 }
 
 static int
 eval_log10(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 {
-	bson_value_t v;
-	char buf[64];
-
-	SINGLE_NUMERIC(e, env, &v, out, err);
-	if (v.value_type == BSON_TYPE_DECIMAL128 && !expr_decimal_is_negative(v.value.v_decimal128) &&
-	    !expr_decimal_is_zero(v.value.v_decimal128) && !expr_decimal_is_nan(v.value.v_decimal128)) {
-		expr_set_decimal(out, expr_decimal_log10(v.value.v_decimal128));
-		return 0;
-	}
-	double d = expr_num_to_double(&v);
-	if (!(d > 0 || isnan(d))) {
-		fmt_double(buf, sizeof(buf), d);
-		return terr_set(err, 28761, "$log10's argument must be a positive number, but is %s", buf);
-	}
-	expr_set_double(out, log10(d));
-	return 0;
+	return eval_log_of(e, env, out, expr_decimal_log10, log10, 28761, err);
 }
 
 static int
