@@ -266,19 +266,26 @@ static const char *const month_abbr[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun
 static const char *const month_full[] = {"January", "February", "March", "April", "May", "June", "July",
 	"August", "September", "October", "November", "December"};
 
+/* Check a date format string: every '%' is followed by one of `allowed`. */
 static int
-check_to_string_format(const char *fmt, size_t flen, terr_t *err)
+check_format(const char *fmt, size_t flen, const char *allowed, terr_t *err)
 {
 	for (size_t i = 0; i < flen; i++) {
 		if (fmt[i] != '%')
 			continue;
 		if (i + 1 >= flen)
 			return terr_set(err, 18535, "Unmatched '%%' at end of format string");
-		if (!strchr("YmdHMSLjwuUVGZzbB%", fmt[i + 1]))
+		if (!strchr(allowed, fmt[i + 1]))
 			return terr_set(err, 18536, "Invalid format character '%%%c' in format string", fmt[i + 1]);
 		i++;
 	}
 	return 0;
+}
+
+static int
+check_to_string_format(const char *fmt, size_t flen, terr_t *err)
+{
+	return check_format(fmt, flen, "YmdHMSLjwuUVGZzbB%", err);
 }
 
 /* Format ms (UTC) in tz with a validated format into the arena. */
@@ -1309,16 +1316,7 @@ parse_with_format(const char *s, size_t len, const char *f, size_t flen, int64_t
 static int
 check_from_string_format(const char *fmt, size_t flen, terr_t *err)
 {
-	for (size_t i = 0; i < flen; i++) {
-		if (fmt[i] != '%')
-			continue;
-		if (i + 1 >= flen)
-			return terr_set(err, 18535, "Unmatched '%%' at end of format string");
-		if (!strchr("dGHjLmMSuVwYzZ%", fmt[i + 1]))
-			return terr_set(err, 18536, "Invalid format character '%%%c' in format string", fmt[i + 1]);
-		i++;
-	}
-	return 0;
+	return check_format(fmt, flen, "dGHjLmMSuVwYzZ%", err);
 }
 
 static int
