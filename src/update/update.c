@@ -837,6 +837,22 @@ positional_name(uapply_t *st, terr_t *err)
 	return st->scratch;
 }
 
+/* When n has a positional ('$') child: its name copied into buf (scratch is
+ * reused below n) and *pname set to buf; *pname is left as it is otherwise. */
+static int
+positional_name_copy(const unode_t *n, uapply_t *st, char *buf, size_t size, const char **pname, terr_t *err)
+{
+	const char *p;
+
+	if (n->positional == NULL)
+		return 0;
+	if ((p = positional_name(st, err)) == NULL)
+		return -1;
+	bson_strncpy(buf, p, size);
+	*pname = buf;
+	return 0;
+}
+
 /* Append elements data[from, to) of an encoded document to b as they are
  * (one copy instead of one append per field). */
 static void
@@ -879,12 +895,7 @@ object_doc_into(const unode_t *n, const bson_value_t *cur, uapply_t *st, bson_t 
 	char pbuf[32];
 	int ret = -1;
 
-	if (n->positional != NULL) {
-		if ((pname = positional_name(st, err)) == NULL)
-			return -1;
-		bson_strncpy(pbuf, pname, sizeof pbuf);
-		pname = pbuf;
-	}
+	RET(positional_name_copy(n, st, pbuf, sizeof pbuf, &pname, err));
 	bson_init_static(&in, cur->value.v_doc.data, cur->value.v_doc.data_len);
 	if (n->n + 1 <= sizeof stack_seen) {
 		seen = stack_seen;
@@ -984,12 +995,7 @@ apply_object_array(const unode_t *n, const bson_value_t *cur, uapply_t *st, ures
 	char pbuf[32];
 	int ret = -1;
 
-	if (n->positional != NULL) {
-		if ((pname = positional_name(st, err)) == NULL)
-			return -1;
-		bson_strncpy(pbuf, pname, sizeof pbuf);
-		pname = pbuf;
-	}
+	RET(positional_name_copy(n, st, pbuf, sizeof pbuf, &pname, err));
 	bson_init_static(&in, cur->value.v_doc.data, cur->value.v_doc.data_len);
 	bson_init(&b);
 	bson_iter_init(&it, &in);
@@ -1081,12 +1087,7 @@ apply_object_missing(const unode_t *n, uapply_t *st, ures_t *out, terr_t *err)
 	const char *pname = NULL;
 	char pbuf[32];
 
-	if (n->positional != NULL) {
-		if ((pname = positional_name(st, err)) == NULL)
-			return -1;
-		bson_strncpy(pbuf, pname, sizeof pbuf);
-		pname = pbuf;
-	}
+	RET(positional_name_copy(n, st, pbuf, sizeof pbuf, &pname, err));
 	bson_init(&b);
 	for (size_t i = 0; i <= n->n; i++) {
 		const unode_t *kid = i < n->n ? n->kids[i] : n->positional;
@@ -1119,12 +1120,7 @@ apply_object_scalar(const unode_t *n, const bson_value_t *cur, uapply_t *st, ure
 	const char *pname = NULL;
 	char pbuf[32];
 
-	if (n->positional != NULL) {
-		if ((pname = positional_name(st, err)) == NULL)
-			return -1;
-		bson_strncpy(pbuf, pname, sizeof pbuf);
-		pname = pbuf;
-	}
+	RET(positional_name_copy(n, st, pbuf, sizeof pbuf, &pname, err));
 	for (size_t i = 0; i <= n->n; i++) {
 		const unode_t *kid = i < n->n ? n->kids[i] : n->positional;
 		const char *name = i < n->n ? n->names[i] : pname;
