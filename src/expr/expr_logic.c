@@ -116,11 +116,32 @@ push_arg(expr_t *e, expr_t *a)
 	e->args[e->nargs++] = a;
 }
 
+/* Parse the operand list of e: each element of an array, or a lone
+ * non-array operand; each appended to e's args. */
+static int
+parse_operands(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
+{
+	bson_iter_t it;
+	expr_t *sub;
+
+	if (arg->value_type != BSON_TYPE_ARRAY) {
+		sub = NULL;
+		RET(expr_parse_sub(arg, scope, &sub, err));
+		push_arg(e, sub);
+		return 0;
+	}
+	expr_iter_init(&it, arg);
+	while (bson_iter_next(&it)) {
+		sub = NULL;
+		RET(expr_parse_sub(bson_iter_value(&it), scope, &sub, err));
+		push_arg(e, sub);
+	}
+	return 0;
+}
+
 static int
 parse_cond(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
 {
-	bson_iter_t it;
-
 	if (arg->value_type == BSON_TYPE_DOCUMENT) {
 		expr_t *parts[3] = {NULL, NULL, NULL};
 		static const char *names[] = {"if", "then", "else"};
@@ -141,18 +162,7 @@ parse_cond(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
 			expr_destroy(parts[i]);
 		return ret;
 	}
-	if (arg->value_type == BSON_TYPE_ARRAY) {
-		expr_iter_init(&it, arg);
-		while (bson_iter_next(&it)) {
-			expr_t *sub = NULL;
-			RET(expr_parse_sub(bson_iter_value(&it), scope, &sub, err));
-			push_arg(e, sub);
-		}
-	} else {
-		expr_t *sub = NULL;
-		RET(expr_parse_sub(arg, scope, &sub, err));
-		push_arg(e, sub);
-	}
+	RET(parse_operands(e, arg, scope, err));
 	if (e->nargs != 3)
 		return terr_set(err, 16020, "Expression $cond takes exactly 3 arguments. %zu were passed in.", e->nargs);
 	return 0;
@@ -170,20 +180,7 @@ eval_cond(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 static int
 parse_ifnull(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
 {
-	bson_iter_t it;
-
-	if (arg->value_type == BSON_TYPE_ARRAY) {
-		expr_iter_init(&it, arg);
-		while (bson_iter_next(&it)) {
-			expr_t *sub = NULL;
-			RET(expr_parse_sub(bson_iter_value(&it), scope, &sub, err));
-			push_arg(e, sub);
-		}
-	} else {
-		expr_t *sub = NULL;
-		RET(expr_parse_sub(arg, scope, &sub, err));
-		push_arg(e, sub);
-	}
+	RET(parse_operands(e, arg, scope, err));
 	if (e->nargs < 2)
 		return terr_set(err, 1257300, "$ifNull needs at least two arguments, had: %zu", e->nargs);
 	return 0;
