@@ -336,6 +336,25 @@ dec_finish(dec_t r, bool sticky)
 	return d;
 }
 
+/* r's coefficient and sign = a + b, both coefficients at the same exponent. */
+static void
+add_aligned(const dec_t *a, const dec_t *b, dec_t *r)
+{
+	if (a->neg == b->neg) {
+		r->c = a->c;
+		big_add(&r->c, &b->c);
+		r->neg = a->neg;
+	} else if (big_cmp(&a->c, &b->c) >= 0) {
+		r->c = a->c;
+		big_sub(&r->c, &b->c);
+		r->neg = a->neg;
+	} else {
+		r->c = b->c;
+		big_sub(&r->c, &a->c);
+		r->neg = b->neg;
+	}
+}
+
 /* ---- arithmetic ---------------------------------------------------------- */
 
 static bson_decimal128_t
@@ -391,19 +410,7 @@ dec_addsub(bson_decimal128_t ad, bson_decimal128_t bd, bool subtract)
 	}
 	r.kind = DK_FINITE;
 	r.exp = a.exp;
-	if (a.neg == b.neg) {
-		r.c = a.c;
-		big_add(&r.c, &b.c);
-		r.neg = a.neg;
-	} else if (big_cmp(&a.c, &b.c) >= 0) {
-		r.c = a.c;
-		big_sub(&r.c, &b.c);
-		r.neg = a.neg;
-	} else {
-		r.c = b.c;
-		big_sub(&r.c, &a.c);
-		r.neg = b.neg;
-	}
+	add_aligned(&a, &b, &r);
 	if (big_is_zero(&r.c))
 		r.neg = false;
 	return dec_finish(r, sticky);
@@ -743,19 +750,7 @@ wadd(dec_t a, dec_t b)
 	memset(&r, 0, sizeof(r));
 	r.kind = DK_FINITE;
 	r.exp = a.exp;
-	if (a.neg == b.neg) {
-		r.c = a.c;
-		big_add(&r.c, &b.c);
-		r.neg = a.neg;
-	} else if (big_cmp(&a.c, &b.c) >= 0) {
-		r.c = a.c;
-		big_sub(&r.c, &b.c);
-		r.neg = a.neg;
-	} else {
-		r.c = b.c;
-		big_sub(&r.c, &a.c);
-		r.neg = b.neg;
-	}
+	add_aligned(&a, &b, &r);
 	wround(&r, false);
 	return r;
 }
