@@ -558,26 +558,41 @@ eval_on(agg_rt_t *rt, const expr_t *e, const bson_t *doc, bson_value_t *out, ter
 	return agg_eval(rt, e, doc, true, out, err);
 }
 
+/* Feed one document of the window to the accumulator state st. */
+static int
+window_accum_add(agg_rt_t *rt, const wfield_t *f, accum_state_t *st, const bson_t *doc, terr_t *err)
+{
+	expr_env_reset(rt->env);
+	expr_env_set_root(rt->env, doc);
+	return accum_process(f->acc, st, rt->env, err);
+}
+
+/* Append st's current result to vals under key (missing reads as null). */
+static int
+window_accum_append(agg_rt_t *rt, const wfield_t *f, accum_state_t *st, bson_t *vals, const char *key, terr_t *err)
+{
+	bson_value_t v;
+
+	expr_env_reset(rt->env);
+	RET(accum_finalize(f->acc, st, rt->env, &v, err));
+	if (v.value_type == BSON_TYPE_EOD)
+		v.value_type = BSON_TYPE_NULL;
+	bv_append(vals, key, -1, &v);
+	return 0;
+}
+
 /* Accumulate entries [a, b] into a fresh state and append the result. */
 static int
 accum_window(agg_rt_t *rt, const wfield_t *f, window_state_t *ws, int64_t a, int64_t b, bson_t *vals,
     const char *key, terr_t *err)
 {
 	accum_state_t *st = accum_state_new(f->acc);
-	bson_value_t v;
 	int64_t j;
 	int ret = 0;
 
-	for (j = a; j <= b; j++) {
-		expr_env_reset(rt->env);
-		expr_env_set_root(rt->env, ws->e[j].doc);
-		ERR(accum_process(f->acc, st, rt->env, err));
-	}
-	expr_env_reset(rt->env);
-	ERR(accum_finalize(f->acc, st, rt->env, &v, err));
-	if (v.value_type == BSON_TYPE_EOD)
-		v.value_type = BSON_TYPE_NULL;
-	bv_append(vals, key, -1, &v);
+	for (j = a; j <= b; j++)
+		ERR(window_accum_add(rt, f, st, ws->e[j].doc, err));
+	ERR(window_accum_append(rt, f, st, vals, key, err));
 err:
 	accum_state_destroy(st);
 	return ret;
@@ -590,7 +605,6 @@ accum_running(agg_rt_t *rt, const wfield_t *f, window_state_t *ws, int64_t ps, i
 {
 	accum_state_t *st = accum_state_new(f->acc);
 	int64_t added = ps, i, a, b;
-	bson_value_t v;
 	char key[24];
 	const char *k;
 	int ret = 0;
@@ -598,17 +612,11 @@ accum_running(agg_rt_t *rt, const wfield_t *f, window_state_t *ws, int64_t ps, i
 	for (i = ps; i < pe; i++) {
 		ERR(window_of(f, ws, ps, pe, i, &a, &b, err));
 		while (added <= b) {
-			expr_env_reset(rt->env);
-			expr_env_set_root(rt->env, ws->e[added].doc);
-			ERR(accum_process(f->acc, st, rt->env, err));
+			ERR(window_accum_add(rt, f, st, ws->e[added].doc, err));
 			added++;
 		}
-		expr_env_reset(rt->env);
-		ERR(accum_finalize(f->acc, st, rt->env, &v, err));
-		if (v.value_type == BSON_TYPE_EOD)
-			v.value_type = BSON_TYPE_NULL;
 		bson_uint32_to_string((uint32_t)(i - ps), &k, key, sizeof(key));
-		bv_append(vals, k, -1, &v);
+		ERR(window_accum_append(rt, f, st, vals, k, err));
 	}
 err:
 	accum_state_destroy(st);
