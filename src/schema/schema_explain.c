@@ -59,18 +59,6 @@ tname(bson_type_t t)
 }
 
 static bool
-is_num(bson_type_t t)
-{
-	return (sch_type_bit(t) & SCH_NUMBER_MASK) != 0;
-}
-
-static void
-iter_of(const bson_value_t *v, bson_iter_t *it)
-{
-	bson_iter_init_from_data(it, v->value.v_doc.data, v->value.v_doc.data_len);
-}
-
-static bool
 has_path(const bson_value_t *doc, const char *name)
 {
 	bson_value_t x;
@@ -269,7 +257,7 @@ explain_array(const snode_t *n, const bson_value_t *v, abuf_t *out)
 	int32_t count = 0;
 	bson_t e;
 
-	iter_of(v, &it);
+	sch_iter_of(v, &it);
 	while (bson_iter_next(&it))
 		count++;
 	if (n->min_items >= 0 && count < n->min_items)
@@ -287,7 +275,7 @@ explain_array(const snode_t *n, const bson_value_t *v, abuf_t *out)
 	}
 	if (n->items_kind == SCH_ITEMS_SCHEMA) {
 		int32_t i = 0;
-		iter_of(v, &it);
+		sch_iter_of(v, &it);
 		while (bson_iter_next(&it)) {
 			bson_value_t x = *bson_iter_value(&it);
 			if (!sch_node_match(n->items, &x)) {
@@ -309,7 +297,7 @@ explain_array(const snode_t *n, const bson_value_t *v, abuf_t *out)
 		int64_t i = 0;
 		bool any = false;
 
-		iter_of(v, &it);
+		sch_iter_of(v, &it);
 		while (bson_iter_next(&it) && i < n->nitems) {
 			bson_value_t x = *bson_iter_value(&it);
 			if (!sch_node_match(n->items_arr[i], &x)) {
@@ -323,7 +311,7 @@ explain_array(const snode_t *n, const bson_value_t *v, abuf_t *out)
 			bson_append_utf8(&e, "operatorName", -1, "items", -1);
 			bson_append_array_begin(&e, "details", -1, &arr);
 			i = 0;
-			iter_of(v, &it);
+			sch_iter_of(v, &it);
 			while (bson_iter_next(&it) && i < n->nitems) {
 				bson_value_t x = *bson_iter_value(&it);
 				if (!sch_node_match(n->items_arr[i], &x)) {
@@ -343,7 +331,7 @@ explain_array(const snode_t *n, const bson_value_t *v, abuf_t *out)
 			bson_append_array_begin(&e, "additionalItems", -1, &arr);
 			ab.n = 0;
 			i = 0;
-			iter_of(v, &it);
+			sch_iter_of(v, &it);
 			while (bson_iter_next(&it)) {
 				if (i++ >= n->nitems)
 					ab_value(&ab, bson_iter_value(&it));
@@ -352,7 +340,7 @@ explain_array(const snode_t *n, const bson_value_t *v, abuf_t *out)
 			bson_append_document_end(out->arr, &e);
 		} else if (n->addl_items_kind == SCH_ADDL_SCHEMA) {
 			i = 0;
-			iter_of(v, &it);
+			sch_iter_of(v, &it);
 			while (bson_iter_next(&it)) {
 				bson_value_t x = *bson_iter_value(&it);
 				if (i >= n->nitems && !sch_node_match(n->addl_items, &x)) {
@@ -461,7 +449,7 @@ explain_allowed(const snode_t *n, const bson_value_t *v, abuf_t *out)
 
 	if (n->addl_props_kind == SCH_ADDL_FALSE) {
 		bool any = false;
-		iter_of(v, &it);
+		sch_iter_of(v, &it);
 		while (bson_iter_next(&it))
 			if (sch_field_is_additional(n, bson_iter_key(&it), bson_iter_key_len(&it))) {
 				any = true;
@@ -476,7 +464,7 @@ explain_allowed(const snode_t *n, const bson_value_t *v, abuf_t *out)
 			bson_append_bool(&sa, "additionalProperties", -1, false);
 			bson_append_document_end(&e, &sa);
 			bson_append_array_begin(&e, "additionalProperties", -1, &arr);
-			iter_of(v, &it);
+			sch_iter_of(v, &it);
 			while (bson_iter_next(&it))
 				if (sch_field_is_additional(n, bson_iter_key(&it), bson_iter_key_len(&it)))
 					ab_utf8(&ab, bson_iter_key(&it));
@@ -484,7 +472,7 @@ explain_allowed(const snode_t *n, const bson_value_t *v, abuf_t *out)
 			bson_append_document_end(out->arr, &e);
 		}
 	} else if (n->addl_props_kind == SCH_ADDL_SCHEMA) {
-		iter_of(v, &it);
+		sch_iter_of(v, &it);
 		while (bson_iter_next(&it)) {
 			bson_value_t x;
 			if (!sch_field_is_additional(n, bson_iter_key(&it), bson_iter_key_len(&it)))
@@ -507,7 +495,7 @@ explain_allowed(const snode_t *n, const bson_value_t *v, abuf_t *out)
 		bool opened = false;
 		for (uint32_t p = 0; p < n->npats; p++) {
 			const sch_pat_t *pat = &n->pats[p];
-			iter_of(v, &it);
+			sch_iter_of(v, &it);
 			while (bson_iter_next(&it)) {
 				bson_value_t x;
 				bson_t pe;
@@ -567,7 +555,7 @@ explain_object(const snode_t *n, const bson_value_t *v, abuf_t *out)
 			bson_append_document_end(out->arr, &e);
 		}
 	}
-	iter_of(v, &it);
+	sch_iter_of(v, &it);
 	while (bson_iter_next(&it))
 		nfields++;
 	if (n->min_props >= 0 && nfields < n->min_props) {
@@ -738,7 +726,7 @@ explain_node(const snode_t *n, const bson_value_t *v, abuf_t *out)
 
 	if (t == BSON_TYPE_UTF8 && !n->off_string)
 		explain_string(n, v, out);
-	else if (is_num(t) && !n->off_number)
+	else if (sch_is_num(t) && !n->off_number)
 		explain_number(n, v, out);
 	else if (t == BSON_TYPE_ARRAY && !n->off_array)
 		explain_array(n, v, out);

@@ -28,23 +28,11 @@ sch_type_bit(bson_type_t t)
 }
 
 static bool
-is_num(bson_type_t t)
-{
-	return (sch_type_bit(t) & SCH_NUMBER_MASK) != 0;
-}
-
-static void
-iter_of(const bson_value_t *v, bson_iter_t *it)
-{
-	bson_iter_init_from_data(it, v->value.v_doc.data, v->value.v_doc.data_len);
-}
-
-static bool
 doc_find(const bson_value_t *doc, const char *name, uint32_t len, bson_iter_t *out)
 {
 	bson_iter_t it;
 
-	iter_of(doc, &it);
+	sch_iter_of(doc, &it);
 	while (bson_iter_next(&it)) {
 		if (bson_iter_key_len(&it) == len && memcmp(bson_iter_key(&it), name, len) == 0) {
 			*out = it;
@@ -98,7 +86,7 @@ count_fields(const bson_value_t *v)
 	bson_iter_t it;
 	uint32_t n = 0;
 
-	iter_of(v, &it);
+	sch_iter_of(v, &it);
 	while (bson_iter_next(&it))
 		n++;
 	return n;
@@ -131,7 +119,7 @@ val_equal_at(const bson_value_t *a, const bson_value_t *b, int depth)
 		bson_iter_t ia, ib;
 		if (ta != tb || count_fields(a) != count_fields(b))
 			return false;
-		iter_of(a, &ia);
+		sch_iter_of(a, &ia);
 		while (bson_iter_next(&ia)) {
 			bson_value_t va, vb;
 			if (!doc_find(b, bson_iter_key(&ia), bson_iter_key_len(&ia), &ib))
@@ -147,8 +135,8 @@ val_equal_at(const bson_value_t *a, const bson_value_t *b, int depth)
 		bson_iter_t ia, ib;
 		if (ta != tb)
 			return false;
-		iter_of(a, &ia);
-		iter_of(b, &ib);
+		sch_iter_of(a, &ia);
+		sch_iter_of(b, &ib);
 		for (;;) {
 			bool na = bson_iter_next(&ia), nb = bson_iter_next(&ib);
 			bson_value_t va, vb;
@@ -203,7 +191,7 @@ val_hash_at(const bson_value_t *v, int depth)
 	if (depth > SCH_VALUE_DEPTH && (t == BSON_TYPE_DOCUMENT || t == BSON_TYPE_ARRAY))
 		return 0xdee9 + t;
 
-	if (is_num(t)) {
+	if (sch_is_num(t)) {
 		double d = bv_as_double(v);
 		if (isnan(d))
 			return 0x9e3779b97f4a7c15ull;
@@ -219,7 +207,7 @@ val_hash_at(const bson_value_t *v, int depth)
 	case BSON_TYPE_DOCUMENT: {
 		bson_iter_t it;
 		uint64_t sum = 0x0b;
-		iter_of(v, &it);
+		sch_iter_of(v, &it);
 		while (bson_iter_next(&it)) {
 			bson_value_t e = *bson_iter_value(&it);
 			uint64_t kh = fnv(h, bson_iter_key(&it), bson_iter_key_len(&it));
@@ -230,7 +218,7 @@ val_hash_at(const bson_value_t *v, int depth)
 	case BSON_TYPE_ARRAY: {
 		bson_iter_t it;
 		uint64_t acc = 0x0a;
-		iter_of(v, &it);
+		sch_iter_of(v, &it);
 		while (bson_iter_next(&it)) {
 			bson_value_t e = *bson_iter_value(&it);
 			acc = mix(acc * 1000003 + val_hash_at(&e, depth + 1));
@@ -267,7 +255,7 @@ sch_find_duplicate(const bson_value_t *arr, bson_value_t *dup)
 	bson_iter_t it;
 	int64_t found = -1;
 
-	iter_of(arr, &it);
+	sch_iter_of(arr, &it);
 	while (bson_iter_next(&it)) {
 		bson_value_t e = *bson_iter_value(&it);
 		if (n < 64) {
@@ -292,7 +280,7 @@ sch_find_duplicate(const bson_value_t *arr, bson_value_t *dup)
 			uint32_t *ix = bson_malloc(cap * sizeof *ix);
 			bson_value_t *vals = bson_malloc(total * sizeof *vals);
 			memset(ix, 0xff, cap * sizeof *ix);
-			iter_of(arr, &c);
+			sch_iter_of(arr, &c);
 			while (bson_iter_next(&c)) {
 				bson_value_t x = *bson_iter_value(&c);
 				uint64_t h = sch_val_hash(&x);
@@ -566,7 +554,7 @@ match_array(const snode_t *n, const bson_value_t *v)
 		return false;
 	if (n->items_kind == SCH_ITEMS_NONE)
 		return true;
-	iter_of(v, &it);
+	sch_iter_of(v, &it);
 	while (bson_iter_next(&it)) {
 		bson_value_t e = *bson_iter_value(&it);
 		const snode_t *sub;
@@ -639,7 +627,7 @@ match_object(const snode_t *n, const bson_value_t *v)
 	int64_t nfields = 0;
 	uint64_t seen = 0;
 
-	iter_of(v, &it);
+	sch_iter_of(v, &it);
 	while (bson_iter_next(&it)) {
 		const char *key;
 		uint32_t klen;
@@ -762,7 +750,7 @@ sch_node_match(const snode_t *n, const bson_value_t *v)
 	if (t == BSON_TYPE_UTF8) {
 		if (!n->off_string && !match_string(n, v))
 			return false;
-	} else if (is_num(t)) {
+	} else if (sch_is_num(t)) {
 		if (!n->off_number && !match_number(n, v))
 			return false;
 	} else if (t == BSON_TYPE_ARRAY) {

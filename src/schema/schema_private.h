@@ -142,6 +142,20 @@ bool sch_enum_contains(const snode_t *n, const bson_value_t *v);
  * the path).  out borrows from obj. */
 bool sch_path_get(const bson_value_t *obj, const char *name, bson_value_t *out);
 
+/* True for the numeric BSON types (int, long, double, decimal). */
+static inline bool
+sch_is_num(bson_type_t t)
+{
+	return (sch_type_bit(t) & SCH_NUMBER_MASK) != 0;
+}
+
+/* An iterator over the document or array value v (borrows v). */
+static inline void
+sch_iter_of(const bson_value_t *v, bson_iter_t *it)
+{
+	bson_iter_init_from_data(it, v->value.v_doc.data, v->value.v_doc.data_len);
+}
+
 /* schema_compile.c */
 void sch_node_free(snode_t *n);
 
