@@ -187,14 +187,6 @@ collect_named(const bson_value_t *arg, named_t *nv, size_t n, int code, const ch
 	return 0;
 }
 
-static void
-set_args(expr_t *e, expr_t **parts, size_t n)
-{
-	e->args = bson_malloc(n * sizeof(*e->args));
-	memcpy(e->args, parts, n * sizeof(*parts));
-	e->nargs = n;
-}
-
 static int
 bind_as(expr_scope_t *scope, const bson_value_t *as, const char *dflt, int *id, terr_t *err)
 {
@@ -235,11 +227,10 @@ parse_filter(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *er
 	expr_scope_pop(scope);
 	if (ret != 0)
 		goto err;
-	set_args(e, parts, 3);
+	expr_args_set(e, parts, 3);
 	return 0;
 err:
-	for (int i = 0; i < 3; i++)
-		expr_destroy(parts[i]);
+	expr_parts_destroy(parts, 3);
 	return ret;
 }
 
@@ -315,11 +306,10 @@ parse_map(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
 	expr_scope_pop(scope);
 	if (ret != 0)
 		goto err;
-	set_args(e, parts, 2);
+	expr_args_set(e, parts, 2);
 	return 0;
 err:
-	expr_destroy(parts[0]);
-	expr_destroy(parts[1]);
+	expr_parts_destroy(parts, 2);
 	return ret;
 }
 
@@ -385,11 +375,10 @@ parse_reduce(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *er
 	expr_scope_pop(scope);
 	if (ret != 0)
 		goto err;
-	set_args(e, parts, 3);
+	expr_args_set(e, parts, 3);
 	return 0;
 err:
-	for (int i = 0; i < 3; i++)
-		expr_destroy(parts[i]);
+	expr_parts_destroy(parts, 3);
 	return ret;
 }
 
@@ -750,12 +739,11 @@ parse_zip(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
 		ret = terr_set(err, 34467, "defaults and inputs must have the same length");
 		goto err;
 	}
-	set_args(e, parts, 2);
+	expr_args_set(e, parts, 2);
 	e->extra = longest ? (void *)e : NULL;
 	return 0;
 err:
-	expr_destroy(parts[0]);
-	expr_destroy(parts[1]);
+	expr_parts_destroy(parts, 2);
 	return ret;
 }
 
@@ -894,7 +882,7 @@ parse_sort_array(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t
 		sort_spec_free(spec);
 		return -1;
 	}
-	set_args(e, &in, 1);
+	expr_args_set(e, &in, 1);
 	e->extra = spec;
 	e->extra_free = sort_spec_free;
 	return 0;
@@ -1001,7 +989,7 @@ parse_list(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
 
 	if (arg->value_type != BSON_TYPE_ARRAY) {
 		RET(expr_parse_sub(arg, scope, &sub, err));
-		set_args(e, &sub, 1);
+		expr_args_set(e, &sub, 1);
 		return 0;
 	}
 	size_t n = expr_array_len(arg), i = 0;

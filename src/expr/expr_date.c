@@ -144,25 +144,15 @@ to_date_ms(const bson_value_t *v, int64_t *ms, terr_t *err)
 static int
 parse_date_part(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
 {
+	static const char *names[] = {"date", "timezone"};
 	expr_t *parts[2] = {NULL, NULL};
 	int ret = 0;
 	bson_iter_t it;
 
 	if (arg->value_type == BSON_TYPE_DOCUMENT && expr_iter_init(&it, arg) && bson_iter_next(&it) &&
 	    bson_iter_key(&it)[0] != '$') {
-		expr_iter_init(&it, arg);
-		while (bson_iter_next(&it)) {
-			const char *k = bson_iter_key(&it);
-			int idx = strcmp(k, "date") == 0 ? 0 : strcmp(k, "timezone") == 0 ? 1 : -1;
-			if (idx < 0) {
-				ret = terr_set(err, 40535, "unrecognized option to %s: \"%s\". Options must be one of: "
-				               "\"date\" or \"timezone\"", e->op->name, k);
-				goto err;
-			}
-			expr_destroy(parts[idx]);
-			parts[idx] = NULL;
-			ERR(expr_parse_sub(bson_iter_value(&it), scope, &parts[idx], err));
-		}
+		ERR(expr_parse_named(e, arg, scope, names, 2, parts, 40535, "unrecognized option to %s: \"%s\". "
+		                     "Options must be one of: \"date\" or \"timezone\"", err));
 		if (parts[0] == NULL) {
 			ret = terr_set(err, 40539, "missing 'date' argument to %s, provided: %s", e->op->name, "{...}");
 			goto err;
@@ -177,14 +167,10 @@ parse_date_part(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t 
 	} else {
 		ERR(expr_parse_sub(arg, scope, &parts[0], err));
 	}
-	e->args = bson_malloc(2 * sizeof(*e->args));
-	e->args[0] = parts[0];
-	e->args[1] = parts[1];
-	e->nargs = 2;
+	expr_args_set(e, parts, 2);
 	return 0;
 err:
-	expr_destroy(parts[0]);
-	expr_destroy(parts[1]);
+	expr_parts_destroy(parts, 2);
 	return ret;
 }
 
@@ -251,13 +237,10 @@ parse_date_to_string(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, te
 		ret = terr_set(err, 18628, "Missing 'date' parameter to $dateToString");
 		goto err;
 	}
-	e->args = bson_malloc(4 * sizeof(*e->args));
-	memcpy(e->args, parts, sizeof(parts));
-	e->nargs = 4;
+	expr_args_set(e, parts, 4);
 	return 0;
 err:
-	for (int i = 0; i < 4; i++)
-		expr_destroy(parts[i]);
+	expr_parts_destroy(parts, 4);
 	return ret;
 }
 

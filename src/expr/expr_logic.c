@@ -154,12 +154,10 @@ parse_cond(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
 				goto err;
 			}
 		}
-		for (int i = 0; i < 3; i++)
-			push_arg(e, parts[i]);
+		expr_args_set(e, parts, 3);
 		return 0;
 	err:
-		for (int i = 0; i < 3; i++)
-			expr_destroy(parts[i]);
+		expr_parts_destroy(parts, 3);
 		return ret;
 	}
 	RET(parse_operands(e, arg, scope, err));

@@ -336,16 +336,13 @@ parse_field_op(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *
 	ERR(expr_parse_sub(&input_v, scope, &parts[1], err));
 	if (have_value)
 		ERR(expr_parse_sub(&value_v, scope, &parts[2], err));
-	e->args = bson_malloc(3 * sizeof(*e->args));
-	memcpy(e->args, parts, sizeof(parts));
-	e->nargs = 3;
+	expr_args_set(e, parts, 3);
 	/* mongod never folds $getField/$setField; an input of $$CURRENT makes
 	 * the node depend on the document anyway */
 	e->var = EXPR_VAR_CURRENT;
 	return 0;
 err:
-	for (int i = 0; i < 3; i++)
-		expr_destroy(parts[i]);
+	expr_parts_destroy(parts, 3);
 	return ret;
 }
 

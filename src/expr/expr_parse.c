@@ -319,6 +319,21 @@ err:
 	return ret;
 }
 
+void
+expr_args_set(expr_t *e, expr_t **parts, size_t n)
+{
+	e->args = bson_malloc(n * sizeof(*e->args));
+	memcpy(e->args, parts, n * sizeof(*parts));
+	e->nargs = n;
+}
+
+void
+expr_parts_destroy(expr_t **parts, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		expr_destroy(parts[i]);
+}
+
 int
 expr_parse_named(const expr_t *e, const bson_value_t *arg, expr_scope_t *scope, const char *const *names,
                  int n, expr_t **parts, int unknown_code, const char *unknown_fmt, terr_t *err)

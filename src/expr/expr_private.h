@@ -113,6 +113,11 @@ void expr_env_var(const expr_env_t *env, int id, bson_value_t *out);
 
 expr_t *expr_node_new(enum expr_kind kind);
 int expr_parse_sub(const bson_value_t *spec, expr_scope_t *scope, expr_t **out, terr_t *err);
+/* The end of a custom parse: e takes parts[0..n) as its args (a new array;
+ * the parts are e's from then on). */
+void expr_args_set(expr_t *e, expr_t **parts, size_t n);
+/* The failure path of a custom parse: destroys parts[0..n) (NULLs allowed). */
+void expr_parts_destroy(expr_t **parts, size_t n);
 /* Parse named arguments from the document `arg` (the caller checked its
  * type): the field named names[i] is sub-parsed into parts[i] (a repeated
  * name keeps the last; parts[] starts all NULL).  Returns 0, or an error

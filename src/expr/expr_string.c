@@ -625,13 +625,10 @@ parse_replace(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *e
 			goto err;
 		}
 	}
-	e->args = bson_malloc(3 * sizeof(*e->args));
-	memcpy(e->args, parts, sizeof(parts));
-	e->nargs = 3;
+	expr_args_set(e, parts, 3);
 	return 0;
 err:
-	for (int i = 0; i < 3; i++)
-		expr_destroy(parts[i]);
+	expr_parts_destroy(parts, 3);
 	return ret;
 }
 
@@ -726,13 +723,10 @@ parse_regex(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err
 		ret = terr_set(err, 31023, "%s requires 'regex' parameter", e->op->name);
 		goto err;
 	}
-	e->args = bson_malloc(3 * sizeof(*e->args));
-	memcpy(e->args, parts, sizeof(parts));
-	e->nargs = 3;
+	expr_args_set(e, parts, 3);
 	return 0;
 err:
-	for (int i = 0; i < 3; i++)
-		expr_destroy(parts[i]);
+	expr_parts_destroy(parts, 3);
 	return ret;
 }
 

@@ -745,13 +745,10 @@ parse_convert(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *e
 		ret = terr_set(err, TERR_FAILED_TO_PARSE, "Missing 'to' parameter to $convert");
 		goto err;
 	}
-	e->args = bson_malloc(7 * sizeof(*e->args));
-	memcpy(e->args, parts, sizeof(parts));
-	e->nargs = 7;
+	expr_args_set(e, parts, 7);
 	return 0;
 err:
-	for (int i = 0; i < 7; i++)
-		expr_destroy(parts[i]);
+	expr_parts_destroy(parts, 7);
 	return ret;
 }
 
