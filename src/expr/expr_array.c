@@ -203,6 +203,22 @@ bind_as(expr_scope_t *scope, const bson_value_t *as, const char *dflt, int *id, 
 	return ret;
 }
 
+/* $filter's cond and $map's in: parse body in a new scope where `as` (NULL:
+ * "this") names the element, its variable id in *var. */
+static int
+parse_with_as(expr_scope_t *scope, const bson_value_t *as, const bson_value_t *body, int *var, expr_t **out,
+              terr_t *err)
+{
+	int ret;
+
+	expr_scope_push(scope);
+	ret = bind_as(scope, as, "this", var, err);
+	if (ret == 0)
+		ret = expr_parse_sub(body, scope, out, err);
+	expr_scope_pop(scope);
+	return ret;
+}
+
 static int
 parse_filter(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
 {
@@ -220,13 +236,7 @@ parse_filter(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *er
 	ERR(expr_parse_sub(nv[0].v, scope, &parts[0], err));
 	if (nv[3].v != NULL)
 		ERR(expr_parse_sub(nv[3].v, scope, &parts[2], err));
-	expr_scope_push(scope);
-	ret = bind_as(scope, nv[1].v, "this", &e->var, err);
-	if (ret == 0)
-		ret = expr_parse_sub(nv[2].v, scope, &parts[1], err);
-	expr_scope_pop(scope);
-	if (ret != 0)
-		goto err;
+	ERR(parse_with_as(scope, nv[1].v, nv[2].v, &e->var, &parts[1], err));
 	expr_args_set(e, parts, 3);
 	return 0;
 err:
@@ -299,13 +309,7 @@ parse_map(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
 	if (nv[2].v == NULL)
 		return terr_set(err, 16882, "Missing 'in' parameter to $map");
 	ERR(expr_parse_sub(nv[0].v, scope, &parts[0], err));
-	expr_scope_push(scope);
-	ret = bind_as(scope, nv[1].v, "this", &e->var, err);
-	if (ret == 0)
-		ret = expr_parse_sub(nv[2].v, scope, &parts[1], err);
-	expr_scope_pop(scope);
-	if (ret != 0)
-		goto err;
+	ERR(parse_with_as(scope, nv[1].v, nv[2].v, &e->var, &parts[1], err));
 	expr_args_set(e, parts, 2);
 	return 0;
 err:
