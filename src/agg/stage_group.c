@@ -18,6 +18,38 @@
 #include "common/mem.h"
 #include "expr/accum.h"
 
+/* The output fields of $group and $bucketAuto: names[i] computed by accs[i]. */
+
+/* Frees names[0..n) and accs[0..n), then both arrays. */
+static void
+fields_free(char **names, accum_t **accs, int n)
+{
+	for (int i = 0; i < n; i++) {
+		bson_free(names[i]);
+		accum_destroy(accs[i]);
+	}
+	bson_free(names);
+	bson_free(accs);
+}
+
+/* Appends each field's final value (from its state st[i]) to out; a missing
+ * value is written as null. */
+static int
+fields_finalize(agg_rt_t *rt, char *const *names, accum_t *const *accs, accum_state_t *const *st, int n,
+                bson_t *out, terr_t *err)
+{
+	bson_value_t v;
+
+	expr_env_reset(rt->env);
+	for (int a = 0; a < n; a++) {
+		RET(accum_finalize(accs[a], st[a], rt->env, &v, err));
+		if (v.value_type == BSON_TYPE_EOD)
+			v.value_type = BSON_TYPE_NULL;
+		bv_append(out, names[a], -1, &v);
+	}
+	return 0;
+}
+
 typedef struct group_plan {
 	expr_t *id;
 	char **names;
@@ -29,15 +61,9 @@ static void
 group_free_plan(void *plan)
 {
 	group_plan_t *gp = plan;
-	int i;
 
 	expr_destroy(gp->id);
-	for (i = 0; i < gp->n; i++) {
-		bson_free(gp->names[i]);
-		accum_destroy(gp->accs[i]);
-	}
-	bson_free(gp->names);
-	bson_free(gp->accs);
+	fields_free(gp->names, gp->accs, gp->n);
 	bson_free(gp);
 }
 
@@ -340,7 +366,6 @@ group_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	group_state_t *gs = rt->state;
 	group_t *g;
 	bson_value_t v;
-	int a;
 
 	if (!gs->filled) {
 		gs->filled = true;
@@ -352,13 +377,7 @@ group_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	bson_reinit(&gs->out);
 	key_value(g->key, &v);
 	bv_append(&gs->out, "_id", 3, &v);
-	expr_env_reset(rt->env);
-	for (a = 0; a < gp->n; a++) {
-		RET(accum_finalize(gp->accs[a], g->st[a], rt->env, &v, err));
-		if (v.value_type == BSON_TYPE_EOD)
-			v.value_type = BSON_TYPE_NULL;
-		bv_append(&gs->out, gp->names[a], -1, &v);
-	}
+	RET(fields_finalize(rt, gp->names, gp->accs, g->st, gp->n, &gs->out, err));
 	*out = &gs->out;
 	return 1;
 }
@@ -628,15 +647,9 @@ static void
 bauto_free_plan(void *plan)
 {
 	bauto_plan_t *bp = plan;
-	int i;
 
 	expr_destroy(bp->group_by);
-	for (i = 0; i < bp->n; i++) {
-		bson_free(bp->names[i]);
-		accum_destroy(bp->accs[i]);
-	}
-	bson_free(bp->names);
-	bson_free(bp->accs);
+	fields_free(bp->names, bp->accs, bp->n);
 	bson_free(bp);
 }
 
@@ -860,13 +873,7 @@ bauto_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	bv_append(&id, "min", 3, &lo);
 	bv_append(&id, "max", 3, &hi);
 	bson_append_document_end(&bs->out, &id);
-	expr_env_reset(rt->env);
-	for (a = 0; a < bp->n; a++) {
-		ERR(accum_finalize(bp->accs[a], st[a], rt->env, &v, err));
-		if (v.value_type == BSON_TYPE_EOD)
-			v.value_type = BSON_TYPE_NULL;
-		bv_append(&bs->out, bp->names[a], -1, &v);
-	}
+	ERR(fields_finalize(rt, bp->names, bp->accs, st, bp->n, &bs->out, err));
 	bs->pos = end;
 	bs->made++;
 	*out = &bs->out;
