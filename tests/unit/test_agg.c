@@ -681,13 +681,9 @@ test_bucket_auto_densify(void)
 int
 main(void)
 {
-	tamga_error_t e;
-
 	dir = tt_tmpdir("agg");
-	if (tamga_open(dir, "create", &db, &e) != 0) {
-		fprintf(stderr, "open: %s\n", e.message);
+	if ((db = tt_open_new(dir)) == NULL)
 		return 1;
-	}
 	TT_RUN(test_match_project);
 	TT_RUN(test_add_fields_unset);
 	TT_RUN(test_limit_skip_count_sort);
@@ -705,8 +701,6 @@ main(void)
 	TT_RUN(test_stats_stages);
 	TT_RUN(test_window);
 	TT_RUN(test_bucket_auto_densify);
-	tamga_close(db);
-	tt_rmdir(dir);
-	bson_free(dir);
+	tt_close_rm(db, dir);
 	return tt_finish();
 }

@@ -490,13 +490,10 @@ test_hostile(void)
 int
 main(void)
 {
-	tamga_error_t e;
 	char *dir = tt_tmpdir("conformance-bulkwrite");
 
-	if (tamga_open(dir, "create", &db, &e) != 0) {
-		fprintf(stderr, "tamga_open: %d %s\n", e.code, e.message);
+	if ((db = tt_open_new(dir)) == NULL)
 		return 1;
-	}
 	TT_RUN(test_mixed_ops);
 	TT_RUN(test_errors);
 	TT_RUN(test_let_and_sort);
@@ -505,8 +502,6 @@ main(void)
 	TT_RUN(test_bad_requests);
 	TT_RUN(test_local_sessions);
 	TT_RUN(test_hostile);
-	tamga_close(db);
-	tt_rmdir(dir);
-	bson_free(dir);
+	tt_close_rm(db, dir);
 	return tt_finish();
 }

@@ -364,22 +364,16 @@ test_reopen_and_lock(void)
 int
 main(void)
 {
-	tamga_error_t e;
-
 	dir = tt_tmpdir("embedded");
 	TT_RUN(test_open_errors);
-	if (tamga_open(dir, "create", &db, &e) != 0) {
-		fprintf(stderr, "tamga_open: %d %s\n", e.code, e.message);
+	if ((db = tt_open_new(dir)) == NULL)
 		return 1;
-	}
 	TT_RUN(test_insert_find);
 	TT_RUN(test_errors);
 	TT_RUN(test_catalog);
 	TT_RUN(test_update);
 	TT_RUN(test_validation_levels);
 	TT_RUN(test_reopen_and_lock);
-	tamga_close(db);
-	tt_rmdir(dir);
-	bson_free(dir);
+	tt_close_rm(db, dir);
 	return tt_finish();
 }

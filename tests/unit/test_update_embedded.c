@@ -251,20 +251,15 @@ test_errors_leave_documents(void)
 int
 main(void)
 {
-	tamga_error_t e;
 	char *dir = tt_tmpdir("update-embedded");
 
-	if (tamga_open(dir, "create", &db, &e) != 0) {
-		fprintf(stderr, "tamga_open: %d %s\n", e.code, e.message);
+	if ((db = tt_open_new(dir)) == NULL)
 		return 1;
-	}
 	TT_RUN(test_computed);
 	TT_RUN(test_subset);
 	TT_RUN(test_bucket);
 	TT_RUN(test_schema_versioning);
 	TT_RUN(test_errors_leave_documents);
-	tamga_close(db);
-	tt_rmdir(dir);
-	bson_free(dir);
+	tt_close_rm(db, dir);
 	return tt_finish();
 }

@@ -754,8 +754,6 @@ test_write_paths(void)
 int
 main(void)
 {
-	tamga_error_t e;
-
 	TT_RUN(test_details_cases);
 	TT_RUN(test_errinfo_shape);
 	TT_RUN(test_cross_cases);
@@ -765,17 +763,13 @@ main(void)
 	TT_RUN(test_namespace_check);
 
 	dir = tt_tmpdir("validation");
-	if (tamga_open(dir, "create", &db, &e) != 0) {
-		fprintf(stderr, "tamga_open: %d %s\n", e.code, e.message);
+	if ((db = tt_open_new(dir)) == NULL)
 		return 1;
-	}
 	TT_RUN(test_bad_options);
 	TT_RUN(test_actions);
 	TT_RUN(test_huge_enum);
 	TT_RUN(test_levels_and_bypass);
 	TT_RUN(test_write_paths);
-	tamga_close(db);
-	tt_rmdir(dir);
-	bson_free(dir);
+	tt_close_rm(db, dir);
 	return tt_finish();
 }

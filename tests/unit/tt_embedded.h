@@ -1,9 +1,8 @@
 /*
  * tt_embedded.h -- helpers for the unit tests that drive the embedded API
  * (tamga/tamga.h): run a command given as relaxed extended JSON, free its
- * reply, read one field of a reply by dotted path.  Include after tt.h.
- * The helpers only read and run; opening and closing the database stays
- * with each test file.
+ * reply, read one field of a reply by dotted path, open a new database in
+ * a throw-away folder and remove it at the end.  Include after tt.h.
  */
 #ifndef TAMGA_TESTS_TT_EMBEDDED_H
 #define TAMGA_TESTS_TT_EMBEDDED_H
@@ -79,6 +78,31 @@ tt_get_str(const bson_t *doc, const char *path)
 	bson_iter_t f;
 
 	return tt_get(doc, path, &f) && BSON_ITER_HOLDS_UTF8(&f) ? bson_iter_utf8(&f, NULL) : "";
+}
+
+/* A new database in the folder dir (tamga_open with "create"); prints the
+ * error and returns NULL when it cannot be opened. */
+static inline tamga_t *
+tt_open_new(const char *dir)
+{
+	tamga_t *db = NULL;
+	tamga_error_t e;
+
+	if (tamga_open(dir, "create", &db, &e) != 0) {
+		fprintf(stderr, "tamga_open: %d %s\n", e.code, e.message);
+		return NULL;
+	}
+	return db;
+}
+
+/* The end of a test run: closes db, removes its folder dir and frees the
+ * name (from tt_tmpdir). */
+static inline void
+tt_close_rm(tamga_t *db, char *dir)
+{
+	tamga_close(db);
+	tt_rmdir(dir);
+	bson_free(dir);
 }
 
 #endif
