@@ -903,17 +903,30 @@ wln(dec_t x)
 	return res;
 }
 
+/* The logarithm's special cases (x unpacked from ad): NaN for NaN and
+ * negatives, +Inf for +Inf, -Inf for zero.  True with *out set for them. */
+static bool
+log_special(bson_decimal128_t ad, const dec_t *x, bson_decimal128_t *out)
+{
+	if (x->kind == DK_NAN || (x->neg && !(x->kind == DK_FINITE && big_is_zero(&x->c))))
+		*out = dec_pack_special(DK_NAN, false);
+	else if (x->kind == DK_INF)
+		*out = ad;
+	else if (big_is_zero(&x->c))
+		*out = dec_pack_special(DK_INF, true);
+	else
+		return false;
+	return true;
+}
+
 bson_decimal128_t
 expr_decimal_ln(bson_decimal128_t ad)
 {
 	dec_t x = dec_unpack(ad);
+	bson_decimal128_t special;
 
-	if (x.kind == DK_NAN || (x.neg && !(x.kind == DK_FINITE && big_is_zero(&x.c))))
-		return dec_pack_special(DK_NAN, false);
-	if (x.kind == DK_INF)
-		return ad;
-	if (big_is_zero(&x.c))
-		return dec_pack_special(DK_INF, true);
+	if (log_special(ad, &x, &special))
+		return special;
 	return wfinish(wln(x));
 }
 
@@ -921,13 +934,10 @@ bson_decimal128_t
 expr_decimal_log10(bson_decimal128_t ad)
 {
 	dec_t x = dec_unpack(ad);
+	bson_decimal128_t special;
 
-	if (x.kind == DK_NAN || (x.neg && !(x.kind == DK_FINITE && big_is_zero(&x.c))))
-		return dec_pack_special(DK_NAN, false);
-	if (x.kind == DK_INF)
-		return ad;
-	if (big_is_zero(&x.c))
-		return dec_pack_special(DK_INF, true);
+	if (log_special(ad, &x, &special))
+		return special;
 	/* exact for powers of ten */
 	big_t c = x.c;
 	int tz = 0;
