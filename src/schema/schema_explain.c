@@ -750,15 +750,6 @@ explain_node(const snode_t *n, const bson_value_t *v, abuf_t *out)
 	}
 }
 
-static void
-doc_value(const bson_t *doc, bson_value_t *v)
-{
-	memset(v, 0, sizeof *v);
-	v->value_type = BSON_TYPE_DOCUMENT;
-	v->value.v_doc.data = (uint8_t *)bson_get_data(doc);
-	v->value.v_doc.data_len = doc->len;
-}
-
 /* The fields of mongod's {operatorName: "$jsonSchema", ...} object. */
 static void
 explain_root_fields(const snode_t *root, const bson_value_t *v, bson_t *d)
@@ -782,7 +773,7 @@ schema_explain_flags(const schema_t *s, const bson_t *doc, unsigned flags, bson_
 {
 	bson_value_t v;
 
-	doc_value(doc, &v);
+	sch_doc_value(doc, &v);
 	if (sch_node_match(s->root, &v))
 		return true;
 	tl_truncate = (flags & SCHEMA_EXPLAIN_TRUNCATE) != 0;
@@ -803,7 +794,7 @@ schema_explain_append(const schema_t *s, const bson_t *doc, bson_t *parent, cons
 	bson_value_t v;
 	bson_t d;
 
-	doc_value(doc, &v);
+	sch_doc_value(doc, &v);
 	if (sch_node_match(s->root, &v))
 		return true;
 	bson_append_document_begin(parent, key, -1, &d);
@@ -819,7 +810,7 @@ schema_explain_inverted_append(const schema_t *s, const bson_t *doc, bson_t *par
 	bson_value_t v;
 	bson_t d;
 
-	doc_value(doc, &v);
+	sch_doc_value(doc, &v);
 	if (!sch_node_match(s->root, &v))
 		return false;
 	bson_append_document_begin(parent, key, -1, &d);

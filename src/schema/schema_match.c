@@ -790,20 +790,11 @@ sch_node_match(const snode_t *n, const bson_value_t *v)
 	return true;
 }
 
-static void
-doc_value(const bson_t *doc, bson_value_t *v)
-{
-	memset(v, 0, sizeof *v);
-	v->value_type = BSON_TYPE_DOCUMENT;
-	v->value.v_doc.data = (uint8_t *)bson_get_data(doc);
-	v->value.v_doc.data_len = doc->len;
-}
-
 bool
 schema_matches(const schema_t *s, const bson_t *doc)
 {
 	bson_value_t v;
 
-	doc_value(doc, &v);
+	sch_doc_value(doc, &v);
 	return sch_node_match(s->root, &v);
 }

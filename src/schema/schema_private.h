@@ -13,6 +13,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include <stdint.h>
+#include <string.h>
 #include "schema/schema.h"
 
 typedef struct snode snode_t;
@@ -147,6 +148,16 @@ static inline bool
 sch_is_num(bson_type_t t)
 {
 	return (sch_type_bit(t) & SCH_NUMBER_MASK) != 0;
+}
+
+/* The document doc as a value (borrows doc). */
+static inline void
+sch_doc_value(const bson_t *doc, bson_value_t *v)
+{
+	memset(v, 0, sizeof *v);
+	v->value_type = BSON_TYPE_DOCUMENT;
+	v->value.v_doc.data = (uint8_t *)bson_get_data(doc);
+	v->value.v_doc.data_len = doc->len;
 }
 
 /* An iterator over the document or array value v (borrows v). */
