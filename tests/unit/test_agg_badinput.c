@@ -7,8 +7,7 @@
  */
 #include "tt.h"
 
-#include "common/mem.h"
-#include "tamga/tamga.h"
+#include "tt_embedded.h"
 
 static tamga_t *db;
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
@@ -259,10 +258,8 @@ main(void)
 	char *dir = tt_tmpdir("aggbad");
 	bson_t *cmd, reply;
 
-	if (tamga_open(dir, "create", &db, &e) != 0) {
-		fprintf(stderr, "open: %s\n", e.message);
+	if ((db = tt_open_new(dir)) == NULL)
 		return 1;
-	}
 	cmd = tt_json("{\"insert\": \"c\", \"documents\": [{\"_id\": 1, \"a\": 1, \"b\": {\"c\": [1, 2]}},"
 	    " {\"_id\": 2, \"a\": \"x\", \"b\": [{\"c\": 3}]}, {\"_id\": 3, \"a\": [1, {\"d\": 2}]}, {\"_id\": 4},"
 	    " {\"_id\": 5, \"a\": 3, \"b\": 7}, {\"_id\": 6, \"a\": 3.5, \"b\": null}, {\"_id\": 7, \"a\": 9, \"c\": \"s\"},"
@@ -273,8 +270,6 @@ main(void)
 	TT_RUN(test_random_pipelines);
 	TT_RUN(test_runtime_paths);
 	TT_RUN(test_deep_and_long);
-	tamga_close(db);
-	tt_rmdir(dir);
-	bson_free(dir);
+	tt_close_rm(db, dir);
 	return tt_finish();
 }
