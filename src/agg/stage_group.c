@@ -462,6 +462,22 @@ sbc_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	return ret;
 }
 
+/* The groupBy of $bucket and $bucketAuto: a $-prefixed path or an
+ * expression object; otherwise `code` with `fmt` given the value as mongod
+ * prints it. */
+static int
+check_group_by(const bson_value_t *v, int code, const char *fmt, terr_t *err)
+{
+	char *s;
+
+	if ((v->value_type == BSON_TYPE_UTF8 && v->value.v_utf8.str[0] == '$') || v->value_type == BSON_TYPE_DOCUMENT)
+		return 0;
+	s = bv_to_mongo_string(v);
+	terr_set(err, code, fmt, s);
+	bson_free(s);
+	return -1;
+}
+
 /* ---- $bucket ------------------------------------------------------------- */
 
 static int
@@ -484,15 +500,9 @@ bucket_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		const char *f = bson_iter_key(&it);
 		const bson_value_t *v = bson_iter_value(&it);
 		if (strcmp(f, "groupBy") == 0) {
-			if (!((v->value_type == BSON_TYPE_UTF8 && v->value.v_utf8.str[0] == '$') ||
-			        v->value_type == BSON_TYPE_DOCUMENT)) {
-				char *s = bv_to_mongo_string(v);
-				terr_set(err, 40202,
-				    "The $bucket 'groupBy' field must be defined as a $-prefixed path or an expression, but found: %s.",
-				    s);
-				bson_free(s);
-				return -1;
-			}
+			RET(check_group_by(v, 40202,
+			    "The $bucket 'groupBy' field must be defined as a $-prefixed path or an expression, but found: %s.",
+			    err));
 			groupby = *v;
 			has_group = true;
 		} else if (strcmp(f, "boundaries") == 0) {
@@ -673,15 +683,9 @@ bauto_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		const char *k = bson_iter_key(&it);
 		const bson_value_t *v = bson_iter_value(&it);
 		if (strcmp(k, "groupBy") == 0) {
-			if (!((v->value_type == BSON_TYPE_UTF8 && v->value.v_utf8.str[0] == '$') ||
-			        v->value_type == BSON_TYPE_DOCUMENT)) {
-				char *str = bv_to_mongo_string(v);
-				terr_set(err, 40239,
-				    "The $bucketAuto 'groupBy' field must be defined as a $-prefixed path or an expression object, but found: %s.",
-				    str);
-				bson_free(str);
-				return -1;
-			}
+			RET(check_group_by(v, 40239,
+			    "The $bucketAuto 'groupBy' field must be defined as a $-prefixed path or an expression object, but found: %s.",
+			    err));
 			gbv = *v;
 			gb = &gbv;
 		} else if (strcmp(k, "buckets") == 0) {
