@@ -1285,11 +1285,8 @@ cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt
 		changed = true;
 	}
 	if (changed) {
-		char *iname = bson_strdup(ix->name);
-		ret = storage_index_drop(c->engine->st, NULL, c->db, coll_name, iname, err);
-		if (ret == 0)
-			ret = storage_index_create(c->engine->st, NULL, c->db, coll_name, &newspec, err);
-		bson_free(iname);
+		/* in place: no rebuild, and listIndexes keeps its order */
+		ret = storage_index_set_spec(c->engine->st, NULL, c->db, coll_name, ix->name, &newspec, err);
 		if (ret != 0)
 			goto err;
 	}

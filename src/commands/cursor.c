@@ -111,7 +111,6 @@ fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batc
 	int64_t n = 0;
 	size_t bytes = 0;
 	char key[16];
-	const char *k;
 	bson_t doc;
 	int rc;
 
@@ -138,8 +137,7 @@ fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batc
 				*pending = bson_copy(&doc);
 			break;
 		}
-		bson_uint32_to_string((uint32_t)n, &k, key, sizeof(key));
-		bson_append_document(arr, k, -1, &doc);
+		bson_append_document(arr, key, (int)bv_array_key((uint32_t)n, key), &doc);
 		if (*pending != NULL) {
 			bson_destroy(*pending);
 			*pending = NULL;
