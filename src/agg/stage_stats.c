@@ -1,6 +1,6 @@
 /*
  * stage_stats.c -- stages that describe the collection instead of reading
- * it: $collStats (count, storageStats, latencyStats, queryExecStats) and
+ * it: $collStats (count, storageStats; latencyStats and queryExecStats answer 238) and
  * $indexStats; plus the rows of stages MongoDB has and Tamga does not build
  * yet, so they fail with 238 NotImplemented instead of 40324.
  */
@@ -15,7 +15,7 @@
 #include "query/plan.h"
 
 typedef struct stats_plan {
-	bool count, storage, latency, exec;
+	bool count, storage;
 	int64_t scale;
 } stats_plan_t;
 
@@ -63,10 +63,11 @@ collstats_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 				}
 				sp->scale = bson_iter_as_int64(&s);
 			}
-		} else if (strcmp(k, "latencyStats") == 0) {
-			sp->latency = true;
-		} else if (strcmp(k, "queryExecStats") == 0) {
-			sp->exec = true;
+		} else if (strcmp(k, "latencyStats") == 0 || strcmp(k, "queryExecStats") == 0) {
+			/* not tracked yet: refuse rather than report zeros */
+			bson_free(sp);
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "$collStats %s is not supported by Tamga yet", k);
 		} else {
 			bson_free(sp);
 			return terr_set(err, 40415, "BSON field '$collStats.%s' is an unknown field.", k);
@@ -153,18 +154,6 @@ collstats_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	BSON_APPEND_UTF8(&ss->out, "ns", ns);
 	append_host(&ss->out);
 	BSON_APPEND_DATE_TIME(&ss->out, "localTime", now_ms());
-	if (sp->latency) {
-		bson_t l, r;
-		const char *kinds[] = {"reads", "writes", "commands", "transactions"};
-		bson_append_document_begin(&ss->out, "latencyStats", -1, &l);
-		for (int i = 0; i < 4; i++) {
-			bson_append_document_begin(&l, kinds[i], -1, &r);
-			BSON_APPEND_INT64(&r, "latency", 0);
-			BSON_APPEND_INT64(&r, "ops", 0);
-			bson_append_document_end(&l, &r);
-		}
-		bson_append_document_end(&ss->out, &l);
-	}
 	if (sp->storage) {
 		bson_t s, sizes;
 		int64_t idx_total = 0;
@@ -192,15 +181,6 @@ collstats_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	}
 	if (sp->count)
 		BSON_APPEND_INT64(&ss->out, "count", count);
-	if (sp->exec) {
-		bson_t e, c;
-		bson_append_document_begin(&ss->out, "queryExecStats", -1, &e);
-		bson_append_document_begin(&e, "collectionScans", -1, &c);
-		BSON_APPEND_INT64(&c, "total", 0);
-		BSON_APPEND_INT64(&c, "nonTailable", 0);
-		bson_append_document_end(&e, &c);
-		bson_append_document_end(&ss->out, &e);
-	}
 	*out = &ss->out;
 	return 1;
 }
