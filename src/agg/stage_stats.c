@@ -26,6 +26,19 @@ typedef struct stats_state {
 	bson_t out;
 } stats_state_t;
 
+/* Index usage counters (plan_index_ops) count from process start, so that
+ * is $indexStats' accesses.since. */
+static int64_t counters_since_ms;
+
+__attribute__((constructor)) static void
+record_counters_start(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	counters_since_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static int
 collstats_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 {
@@ -202,7 +215,7 @@ indexstats_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	append_host(&ss->out);
 	bson_append_document_begin(&ss->out, "accesses", -1, &acc);
 	BSON_APPEND_INT64(&acc, "ops", plan_index_ops(ix->ident));
-	BSON_APPEND_DATE_TIME(&acc, "since", now_ms());
+	BSON_APPEND_DATE_TIME(&acc, "since", counters_since_ms);
 	bson_append_document_end(&ss->out, &acc);
 	if (ix->spec != NULL)
 		BSON_APPEND_DOCUMENT(&ss->out, "spec", ix->spec);
