@@ -14,6 +14,7 @@
  * documents dominate) are searched with libbson as before.
  */
 #include "commands/commands_private.h"
+#include "commands/auth.h"
 
 #include <string.h>
 
@@ -139,6 +140,17 @@ cmd_check_fields(cmd_t *c, const char *const *known, terr_t *err)
 		return terr_set(err, 40415, "BSON field '%s.%s' is an unknown field.", c->name, k);
 	}
 	return 0;
+}
+
+const char *
+cmd_cursor_owner(cmd_t *c, char buf[256])
+{
+	char user[128], db[120];
+
+	if (!auth_client_user(c->client, user, sizeof(user), db, sizeof(db)))
+		return NULL;
+	snprintf(buf, 256, "%s@%s", user, db);
+	return buf;
 }
 
 void

@@ -377,7 +377,11 @@ CMD_HANDLER(cmd_aggregate)
 	src.restore = src_restore;
 	src.free = src_free;
 	a = NULL;
-	ret = cursor_first_batch(c->engine->cursors, s, ns, &src, &copts, c->reply, err);
+	{
+		char owner_buf[256];
+		copts.owner = cmd_cursor_owner(c, owner_buf);
+		ret = cursor_first_batch(c->engine->cursors, s, ns, &src, &copts, c->reply, err);
+	}
 err:
 	if (a != NULL)
 		src_free(a);

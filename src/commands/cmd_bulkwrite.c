@@ -444,7 +444,11 @@ CMD_HANDLER(cmd_bulk_write)
 	cmd_ns(cns, sizeof(cns), "admin", "$cmd.bulkWrite");
 	cmd_array_source(batch, &src);
 	batch = NULL;
-	ERR(cursor_first_batch(c->engine->cursors, NULL, cns, &src, &copts, c->reply, err));
+	{
+		char owner_buf[256];
+		copts.owner = cmd_cursor_owner(c, owner_buf);
+		ERR(cursor_first_batch(c->engine->cursors, NULL, cns, &src, &copts, c->reply, err));
+	}
 	BSON_APPEND_INT32(c->reply, "nErrors", (int32_t)nerrors);
 	BSON_APPEND_INT32(c->reply, "nInserted", (int32_t)cnt.inserted);
 	BSON_APPEND_INT32(c->reply, "nMatched", (int32_t)cnt.matched);

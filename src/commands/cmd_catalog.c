@@ -328,7 +328,11 @@ CMD_HANDLER(cmd_list_collections)
 	}
 	cmd_array_source(docs, &src);
 	cmd_ns(ns, sizeof(ns), c->db, "$cmd.listCollections");
-	ret = cursor_first_batch(c->engine->cursors, NULL, ns, &src, &copts, c->reply, err);
+	{
+		char owner_buf[256];
+		copts.owner = cmd_cursor_owner(c, owner_buf);
+		ret = cursor_first_batch(c->engine->cursors, NULL, ns, &src, &copts, c->reply, err);
+	}
 err:
 	for (i = 0; i < n; i++)
 		storage_coll_release(colls[i]);

@@ -456,7 +456,11 @@ CMD_HANDLER(cmd_find)
 	copts.no_timeout = no_timeout;
 	copts.connection_id = c->client->connection_id;
 	__atomic_fetch_add(&c->engine->counters.query, 1, __ATOMIC_RELAXED);
-	ret = cursor_first_batch(c->engine->cursors, s, ns, &src, &copts, c->reply, err);
+	{
+		char owner_buf[256];
+		copts.owner = cmd_cursor_owner(c, owner_buf);
+		ret = cursor_first_batch(c->engine->cursors, s, ns, &src, &copts, c->reply, err);
+	}
 err:
 	if (req.coll != NULL)
 		storage_coll_release(req.coll);
@@ -493,7 +497,11 @@ CMD_HANDLER(cmd_get_more)
 		return -1;
 	cmd_ns(ns, sizeof(ns), c->db, coll);
 	__atomic_fetch_add(&c->engine->counters.getmore, 1, __ATOMIC_RELAXED);
-	return cursor_get_more(c->engine->cursors, s, id, ns, bs, c->deadline_us, c->reply, err);
+	{
+		char owner_buf[256];
+		return cursor_get_more(c->engine->cursors, s, id, ns, cmd_cursor_owner(c, owner_buf), bs,
+		    c->deadline_us, c->reply, err);
+	}
 }
 
 CMD_HANDLER(cmd_kill_cursors)

@@ -1012,7 +1012,11 @@ CMD_HANDLER(cmd_list_indexes)
 	cmd_array_source(docs, &src);
 	cmd_ns(ns, sizeof(ns), c->db, "$cmd.listIndexes.");
 	strncat(ns, name, sizeof(ns) - strlen(ns) - 1);
-	ret = cursor_first_batch(c->engine->cursors, NULL, ns, &src, &copts, c->reply, err);
+	{
+		char owner_buf[256];
+		copts.owner = cmd_cursor_owner(c, owner_buf);
+		ret = cursor_first_batch(c->engine->cursors, NULL, ns, &src, &copts, c->reply, err);
+	}
 err:
 	storage_coll_release(coll);
 	return ret;

@@ -56,6 +56,10 @@ int cmd_get_string(cmd_t *c, const char *field, const char **out, bool *found, t
  * allowed. */
 int cmd_check_fields(cmd_t *c, const char *const *known, terr_t *err);
 
+/* The client's authenticated identity, "user@db", for cursor ownership; NULL
+ * when nobody is authenticated.  Written into buf (256 bytes). */
+const char *cmd_cursor_owner(cmd_t *c, char buf[256]);
+
 /* ns "db.coll" into buf. */
 void cmd_ns(char *buf, size_t len, const char *db, const char *coll);
 

@@ -246,7 +246,8 @@ take(cursor_registry_t *r, int64_t id, bool remove)
 
 int
 cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const char *ns,
-                int64_t batch_size, int64_t deadline_us, bson_t *reply, terr_t *err)
+                const char *owner, int64_t batch_size, int64_t deadline_us, bson_t *reply,
+                terr_t *err)
 {
 	cursor_t *c;
 	cursor_source_t *src;
@@ -267,6 +268,13 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 		return terr_set(err, TERR_UNAUTHORIZED,
 		    "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s",
 		    ns, c->ns);
+	}
+	if ((c->owner != NULL || owner != NULL) &&
+	    (c->owner == NULL || owner == NULL || strcmp(c->owner, owner) != 0)) {
+		pthread_mutex_unlock(&r->lock);
+		bson_destroy(&arr);
+		return terr_set(err, TERR_UNAUTHORIZED,
+		    "cursor id %lld was not created by the authenticated user", (long long)id);
 	}
 	if (c->busy) {
 		pthread_mutex_unlock(&r->lock);

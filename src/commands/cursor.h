@@ -66,9 +66,12 @@ int cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *n
 /* getMore: continue cursor id on namespace ns.  Errors: 43 CursorNotFound
  * "cursor id <id> not found", 13 Unauthorized when ns does not match
  * ("Requested getMore on namespace '<ns>', but cursor belongs to a different
- * namespace <ns2>"). */
+ * namespace <ns2>"), 13 "cursor id <id> was not created by the authenticated
+ * user" when owner (the caller's "user@db", NULL without auth) differs from
+ * the one recorded when the cursor was made. */
 int cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const char *ns,
-                    int64_t batch_size, int64_t deadline_us, bson_t *reply, terr_t *err);
+                    const char *owner, int64_t batch_size, int64_t deadline_us, bson_t *reply,
+                    terr_t *err);
 
 /* killCursors: appends cursorsKilled/NotFound/Alive/Unknown arrays. */
 void cursor_kill(cursor_registry_t *r, const char *ns, const int64_t *ids, int n, bson_t *reply);

@@ -14,6 +14,8 @@ import sys
 import time
 import unittest
 
+import bson
+import bson.int64
 import pymongo
 from pymongo.errors import OperationFailure
 
@@ -133,6 +135,22 @@ class TamgaAuth(unittest.TestCase):
         self.assertEqual(msg.split(",")[0], "Command find requires authentication")
         anon.admin.command("ping")
         anon.close()
+
+    def test_cursor_belongs_to_its_user(self):
+        owner = client("app", "apppw", "bookstore")
+        owner.bookstore.cursors.insert_many([{"i": i} for i in range(5)])
+        first = owner.bookstore.command("find", "cursors", batchSize=1)
+        cid = first["cursor"]["id"]
+        self.assertNotEqual(cid, 0)
+        other = client("curator", "curatorpw", "bookstore")
+        code, msg = code_of(lambda: other.bookstore.command("getMore", bson.int64.Int64(cid),
+                                                            collection="cursors"))
+        self.assertEqual(code, 13)
+        self.assertIn("was not created by the authenticated user", msg)
+        more = owner.bookstore.command("getMore", bson.int64.Int64(cid), collection="cursors")
+        self.assertEqual(len(more["cursor"]["nextBatch"]), 4)
+        owner.close()
+        other.close()
 
     def test_many_failed_attempts(self):
         t0 = time.time()
