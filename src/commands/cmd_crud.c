@@ -95,9 +95,10 @@ static const char *const insert_fields[] = {
 CMD_HANDLER(cmd_insert)
 {
 	const char *name;
-	bson_t docs_arr, write_errors = BSON_INITIALIZER;
+	write_batch_t w;
+	bson_t write_errors = BSON_INITIALIZER;
 	bson_iter_t it;
-	bool found, ordered, bypass, sync;
+	bool ordered, bypass, sync;
 	storage_coll_t *coll = NULL;
 	storage_session_t *s;
 	bson_t *docs = NULL;
@@ -107,18 +108,13 @@ CMD_HANDLER(cmd_insert)
 	insert_errors_t ie = {0};
 	terr_t e = TERR_INIT;
 
-	ERR(cmd_collection_arg(c, &name, err));
-	ERR(cmd_check_fields(c, insert_fields, err));
-	ERR(cmd_get_array(c, "documents", &docs_arr, &found, err));
-	if (!found) {
-		ret = terr_set(err, 40414, "BSON field 'insert.documents' is missing but a required field");
-		goto err;
-	}
-	ERR(write_common_flags(c, &ordered, &bypass, err));
-	ndocs = (int)bson_count_keys(&docs_arr);
-	ERR(write_check_batch_size(ndocs, err));
-	sync = write_concern_sync(c);
-	bson_iter_init(&it, &docs_arr);
+	ERR(write_batch_args(c, insert_fields, "documents", &w, err));
+	name = w.coll;
+	ordered = w.ordered;
+	bypass = w.bypass;
+	sync = w.sync;
+	ndocs = w.nops;
+	bson_iter_init(&it, &w.stmts);
 	for (i = 0; bson_iter_next(&it); i++) {
 		if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
 			ret = terr_set(err, TERR_TYPE_MISMATCH,
@@ -137,7 +133,7 @@ CMD_HANDLER(cmd_insert)
 	orig_index = bson_malloc0(sizeof(int) * (size_t)ndocs);
 	ie.index = bson_malloc0(sizeof(int) * (size_t)ndocs);
 	ie.errs = bson_malloc0(sizeof(terr_t) * (size_t)ndocs);
-	bson_iter_init(&it, &docs_arr);
+	bson_iter_init(&it, &w.stmts);
 	for (i = 0; bson_iter_next(&it); i++) {
 		const uint8_t *data;
 		uint32_t len;
@@ -611,31 +607,25 @@ static const char *const delete_fields[] = {"deletes", "ordered", "let", "collec
 CMD_HANDLER(cmd_delete)
 {
 	const char *name;
-	bson_t deletes, write_errors = BSON_INITIALIZER, let = BSON_INITIALIZER;
+	write_batch_t w;
+	bson_t write_errors = BSON_INITIALIZER, let = BSON_INITIALIZER;
 	bson_iter_t it;
-	bool found, ordered, bypass, sync, has_let;
+	bool ordered, sync, has_let;
 	storage_coll_t *coll = NULL;
 	storage_session_t *s;
 	int64_t n = 0;
-	int i = 0, nerr = 0, ret = -1, nops;
+	int i = 0, nerr = 0, ret = -1;
 	terr_t e = TERR_INIT;
 
-	ERR(cmd_collection_arg(c, &name, err));
-	ERR(cmd_check_fields(c, delete_fields, err));
-	ERR(cmd_get_array(c, "deletes", &deletes, &found, err));
-	if (!found) {
-		ret = terr_set(err, 40414, "BSON field 'delete.deletes' is missing but a required field");
-		goto err;
-	}
+	ERR(write_batch_args(c, delete_fields, "deletes", &w, err));
+	name = w.coll;
+	ordered = w.ordered;
+	sync = w.sync;
 	ERR(cmd_get_let(c, &let, &has_let, err));
-	ERR(write_common_flags(c, &ordered, &bypass, err));
-	nops = (int)bson_count_keys(&deletes);
-	ERR(write_check_batch_size(nops, err));
-	sync = write_concern_sync(c);
 	storage_coll_get(c->engine->st, c->db, name, &coll, NULL);
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
-	bson_iter_init(&it, &deletes);
+	bson_iter_init(&it, &w.stmts);
 	for (i = 0; bson_iter_next(&it); i++) {
 		bson_t op, q;
 		bson_iter_t f;

@@ -348,31 +348,26 @@ write_update_run(cmd_t *c, storage_session_t *s, const char *db, const char *nam
 CMD_HANDLER(cmd_update)
 {
 	const char *name;
-	bson_t updates, write_errors = BSON_INITIALIZER, upserted = BSON_INITIALIZER, let = BSON_INITIALIZER;
+	write_batch_t w;
+	bson_t write_errors = BSON_INITIALIZER, upserted = BSON_INITIALIZER, let = BSON_INITIALIZER;
 	bson_iter_t it;
-	bool found, ordered, bypass, sync, has_let;
+	bool ordered, bypass, sync, has_let;
 	storage_coll_t *coll = NULL;
 	storage_session_t *s;
 	int64_t n = 0, nmod = 0;
-	int i, nerr = 0, nups = 0, ret = -1, nops;
+	int i, nerr = 0, nups = 0, ret = -1;
 	terr_t e = TERR_INIT;
 	int64_t now = wall_ms();
 
-	ERR(cmd_collection_arg(c, &name, err));
-	ERR(cmd_check_fields(c, update_fields, err));
-	ERR(cmd_get_array(c, "updates", &updates, &found, err));
-	if (!found) {
-		ret = terr_set(err, 40414, "BSON field 'update.updates' is missing but a required field");
-		goto err;
-	}
+	ERR(write_batch_args(c, update_fields, "updates", &w, err));
+	name = w.coll;
+	ordered = w.ordered;
+	bypass = w.bypass;
+	sync = w.sync;
 	ERR(cmd_get_let(c, &let, &has_let, err));
-	ERR(write_common_flags(c, &ordered, &bypass, err));
-	nops = (int)bson_count_keys(&updates);
-	ERR(write_check_batch_size(nops, err));
-	sync = write_concern_sync(c);
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
-	bson_iter_init(&it, &updates);
+	bson_iter_init(&it, &w.stmts);
 	for (i = 0; bson_iter_next(&it); i++) {
 		write_update_result_t r;
 		bson_t op;

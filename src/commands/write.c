@@ -304,3 +304,22 @@ cmd_get_let(cmd_t *c, bson_t *out, bool *found, terr_t *err)
 	bson_destroy(out);
 	return expr_let_eval(&view, out, err);
 }
+
+int
+write_batch_args(cmd_t *c, const char *const *known, const char *field, write_batch_t *w,
+                 terr_t *err)
+{
+	bool found;
+
+	RET(cmd_collection_arg(c, &w->coll, err));
+	RET(cmd_check_fields(c, known, err));
+	RET(cmd_get_array(c, field, &w->stmts, &found, err));
+	if (!found)
+		return terr_set(err, 40414, "BSON field '%s.%s' is missing but a required field", c->name,
+		    field);
+	RET(write_common_flags(c, &w->ordered, &w->bypass, err));
+	w->nops = (int)bson_count_keys(&w->stmts);
+	RET(write_check_batch_size(w->nops, err));
+	w->sync = write_concern_sync(c);
+	return 0;
+}

@@ -35,6 +35,21 @@ bool write_concern_sync(const cmd_t *c);
 /* ordered (default true), bypassDocumentValidation (default false). */
 int write_common_flags(cmd_t *c, bool *ordered, bool *bypass, terr_t *err);
 
+/* The arguments every batch write command (insert, update, delete) starts
+ * with: the collection name, no unknown fields (known as for
+ * cmd_check_fields), the required statement array `field` (40414 "BSON field
+ * '<cmd>.<field>' is missing but a required field"; *stmts is a view into
+ * the command), ordered/bypassDocumentValidation, the 1..100000 batch rule
+ * (*nops), and whether the write concern asks for a journal sync. */
+typedef struct write_batch {
+	const char *coll;
+	bson_t stmts;
+	int nops;
+	bool ordered, bypass, sync;
+} write_batch_t;
+int write_batch_args(cmd_t *c, const char *const *known, const char *field, write_batch_t *w,
+                     terr_t *err);
+
 /* Append {index, code, <extra fields>, errmsg} (and errInfo where err has it)
  * to the writeErrors array being built, at position pos. */
 void write_error_append(bson_t *write_errors, int pos, int index, const terr_t *err);

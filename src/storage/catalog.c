@@ -639,6 +639,19 @@ err:
 	return ret;
 }
 
+/* Store one catalog entry in its own catalog transaction (rolled back on
+ * failure).  Under ddl_lock. */
+static int
+ddl_put_entry(storage_t *st, const char *ns, const bson_t *entry, terr_t *err)
+{
+	RET(ddl_begin(st, err));
+	if (ddl_put(st, ns, entry, err) != 0) {
+		ddl_rollback(st);
+		return -1;
+	}
+	return ddl_commit(st, err);
+}
+
 /* Replace the descriptor of old with one built from entry (same table). */
 static int
 republish(storage_t *st, storage_coll_t *old, const bson_t *entry, const char *old_ns, terr_t *err)
@@ -676,12 +689,7 @@ storage_coll_set_options(storage_t *st, storage_session_t *s, const char *db, co
 	ERR(ddl_get(st, db, name, &c, err));
 	entry_build(&entry, c->ns, c->uuid, c->ident, options, c, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 	have_entry = true;
-	ERR(ddl_begin(st, err));
-	if ((ret = ddl_put(st, c->ns, &entry, err)) != 0) {
-		ddl_rollback(st);
-		goto err;
-	}
-	ERR(ddl_commit(st, err));
+	ERR(ddl_put_entry(st, c->ns, &entry, err));
 	ERR(republish(st, c, &entry, NULL, err));
 err:
 	pthread_mutex_unlock(&st->ddl_lock);
@@ -971,12 +979,7 @@ storage_index_drop(storage_t *st, storage_session_t *s, const char *db, const ch
 	}
 	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, index_name, NULL, NULL, NULL, NULL, NULL);
 	have_entry = true;
-	ERR(ddl_begin(st, err));
-	if ((ret = ddl_put(st, c->ns, &entry, err)) != 0) {
-		ddl_rollback(st);
-		goto err;
-	}
-	ERR(ddl_commit(st, err));
+	ERR(ddl_put_entry(st, c->ns, &entry, err));
 	atomic_fetch_add(&rt->ixgen, 1);
 	ERR(republish(st, c, &entry, NULL, err));
 	storage_ident_drop(st, st->ddl_ws, ident);
@@ -1032,12 +1035,7 @@ storage_index_set_spec(storage_t *st, storage_session_t *s, const char *db, cons
 	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, NULL, NULL, NULL, index_name,
 	    spec);
 	have_entry = true;
-	ERR(ddl_begin(st, err));
-	if ((ret = ddl_put(st, c->ns, &entry, err)) != 0) {
-		ddl_rollback(st);
-		goto err;
-	}
-	ERR(ddl_commit(st, err));
+	ERR(ddl_put_entry(st, c->ns, &entry, err));
 	ERR(republish(st, c, &entry, NULL, err));
 err:
 	pthread_mutex_unlock(&st->ddl_lock);
@@ -1070,12 +1068,7 @@ storage_index_mark_multikey(storage_t *st, const char *db, const char *name, con
 		goto err;
 	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, NULL, NULL, ix_name, NULL, NULL);
 	have_entry = true;
-	ERR(ddl_begin(st, err));
-	if ((ret = ddl_put(st, c->ns, &entry, err)) != 0) {
-		ddl_rollback(st);
-		goto err;
-	}
-	ERR(ddl_commit(st, err));
+	ERR(ddl_put_entry(st, c->ns, &entry, err));
 	ERR(republish(st, c, &entry, NULL, err));
 err:
 	pthread_mutex_unlock(&st->ddl_lock);

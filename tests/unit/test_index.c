@@ -6,6 +6,7 @@
  * check that every index (and hint) returns what the collection scan does.
  */
 #include "tt.h"
+#include "tt_embedded.h"
 
 #include "commands/commands_private.h"
 #include "common/mem.h"
@@ -27,12 +28,6 @@ run(const char *json, int *rc)
 	return reply;
 }
 
-static void
-free_reply(bson_t *r)
-{
-	bson_destroy(r);
-	bson_free(r);
-}
 
 static int
 run_code(const char *json)
@@ -40,26 +35,11 @@ run_code(const char *json)
 	int rc;
 	bson_t *r = run(json, &rc);
 
-	free_reply(r);
+	tt_free_reply(r);
 	return rc;
 }
 
-static int64_t
-get_i64(const bson_t *doc, const char *path)
-{
-	bson_iter_t it, f;
 
-	return bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &f) ? bson_iter_as_int64(&f) : -999;
-}
-
-static const char *
-get_str(const bson_t *doc, const char *path)
-{
-	bson_iter_t it, f;
-
-	return bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &f) && BSON_ITER_HOLDS_UTF8(&f) ?
-	    bson_iter_utf8(&f, NULL) : "";
-}
 
 static void
 test_create_list_drop(void)
@@ -70,14 +50,14 @@ test_create_list_drop(void)
 	run_code("{\"drop\": \"c1\"}");
 	r = run("{\"createIndexes\": \"c1\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\"}]}", &rc);
 	TT_EQ_INT(rc, 0);
-	TT_EQ_INT(get_i64(r, "numIndexesBefore"), 1);
-	TT_EQ_INT(get_i64(r, "numIndexesAfter"), 2);
-	TT_EQ_INT(get_i64(r, "createdCollectionAutomatically"), 1);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "numIndexesBefore"), 1);
+	TT_EQ_INT(tt_get_i64(r, "numIndexesAfter"), 2);
+	TT_EQ_INT(tt_get_i64(r, "createdCollectionAutomatically"), 1);
+	tt_free_reply(r);
 	r = run("{\"createIndexes\": \"c1\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\"}]}", &rc);
 	TT_EQ_INT(rc, 0);
-	TT_EQ_STR(get_str(r, "note"), "all indexes already exist");
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "note"), "all indexes already exist");
+	tt_free_reply(r);
 	TT_EQ_INT(run_code("{\"createIndexes\": \"c1\", \"indexes\": [{\"key\": {\"a\": -1}, \"name\": \"a_1\"}]}"), 86);
 	TT_EQ_INT(run_code("{\"createIndexes\": \"c1\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"x\"}]}"), 85);
 	TT_EQ_INT(run_code("{\"createIndexes\": \"c1\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\", \"unique\": true}]}"), 85);
@@ -91,17 +71,17 @@ test_create_list_drop(void)
 	TT_EQ_INT(run_code("{\"createIndexes\": \"c1\", \"indexes\": []}"), 2);
 	r = run("{\"listIndexes\": \"c1\"}", &rc);
 	TT_EQ_INT(rc, 0);
-	TT_EQ_STR(get_str(r, "cursor.firstBatch.1.name"), "a_1");
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.1.v"), 2);
-	TT_EQ_STR(get_str(r, "cursor.ns"), "test.$cmd.listIndexes.c1");
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.1.name"), "a_1");
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.1.v"), 2);
+	TT_EQ_STR(tt_get_str(r, "cursor.ns"), "test.$cmd.listIndexes.c1");
+	tt_free_reply(r);
 	TT_EQ_INT(run_code("{\"dropIndexes\": \"c1\", \"index\": \"_id_\"}"), 72);
 	TT_EQ_INT(run_code("{\"dropIndexes\": \"c1\", \"index\": \"nope\"}"), 27);
 	TT_EQ_INT(run_code("{\"dropIndexes\": \"c1\", \"index\": {\"zz\": 1}}"), 27);
 	r = run("{\"dropIndexes\": \"c1\", \"index\": {\"a\": 1}}", &rc);
 	TT_EQ_INT(rc, 0);
-	TT_EQ_INT(get_i64(r, "nIndexesWas"), 2);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "nIndexesWas"), 2);
+	tt_free_reply(r);
 	TT_EQ_INT(run_code("{\"listIndexes\": \"nosuch\"}"), 26);
 	TT_EQ_INT(run_code("{\"dropIndexes\": \"nosuch\", \"index\": \"*\"}"), 26);
 }
@@ -112,8 +92,8 @@ errmsg_of(const char *json, int *code)
 	static char buf[1024];
 	bson_t *r = run(json, code);
 
-	bson_strncpy(buf, get_str(r, "errmsg"), sizeof(buf));
-	free_reply(r);
+	bson_strncpy(buf, tt_get_str(r, "errmsg"), sizeof(buf));
+	tt_free_reply(r);
 	return buf;
 }
 
@@ -169,8 +149,8 @@ test_spec_messages(void)
 	/* the _id index under another name already exists */
 	r = run("{\"createIndexes\": \"m\", \"indexes\": [{\"key\": {\"_id\": 1}, \"name\": \"myid\"}]}", &code);
 	TT_EQ_INT(code, 0);
-	TT_EQ_STR(get_str(r, "note"), "all indexes already exist");
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "note"), "all indexes already exist");
+	tt_free_reply(r);
 	/* TTL seconds are stored as int32; other TTLs conflict (85) */
 	TT_EQ_INT(run_code("{\"createIndexes\": \"m\", \"indexes\": [{\"key\": {\"t\": 1}, \"name\": \"t_1\", \"expireAfterSeconds\": 86400.7}]}"), 0);
 	TT_EQ_STR(errmsg_of("{\"createIndexes\": \"m\", \"indexes\": [{\"key\": {\"t\": 1}, \"name\": \"t_1\", \"expireAfterSeconds\": 60}]}", &code),
@@ -179,14 +159,14 @@ test_spec_messages(void)
 	/* a bad spec after a good one builds neither */
 	TT_EQ_INT(run_code("{\"createIndexes\": \"m\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\"}, {\"key\": {\"z\": 0}, \"name\": \"z_0\"}]}"), 67);
 	r = run("{\"listIndexes\": \"m\"}", &code);
-	TT_EQ_STR(get_str(r, "cursor.firstBatch.2.name"), "");
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.2.name"), "");
+	tt_free_reply(r);
 	TT_EQ_STR(errmsg_of("{\"dropIndexes\": \"m\", \"index\": [\"t_1\", \"_id_\"]}", &code), "cannot drop _id index");
 	TT_EQ_STR(errmsg_of("{\"dropIndexes\": \"m\", \"index\": [\"t_1\", \"nope\"]}", &code), "index not found with name [nope]");
 	TT_EQ_STR(errmsg_of("{\"dropIndexes\": \"nosuch\", \"index\": \"*\"}", &code), "ns not found test.nosuch");
 	r = run("{\"listIndexes\": \"m\"}", &code);
-	TT_EQ_STR(get_str(r, "cursor.firstBatch.1.name"), "t_1");
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.1.name"), "t_1");
+	tt_free_reply(r);
 }
 
 static void
@@ -206,17 +186,17 @@ test_unique_build_and_writes(void)
 		TT_ASSERT(strstr(m, " ) :: caused by :: E11000 duplicate key error collection: test.u index: a_1 dup key: { a: ") != NULL);
 	}
 	r = run("{\"listIndexes\": \"u\"}", &rc);
-	TT_EQ_STR(get_str(r, "cursor.firstBatch.1.name"), "");
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.1.name"), "");
+	tt_free_reply(r);
 	TT_EQ_INT(run_code("{\"delete\": \"u\", \"deletes\": [{\"q\": {\"_id\": 2}, \"limit\": 1}]}"), 0);
 	TT_EQ_INT(run_code("{\"createIndexes\": \"u\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\", \"unique\": true}]}"), 0);
 	r = run("{\"insert\": \"u\", \"documents\": [{\"_id\": 3, \"a\": [5, 1]}]}", &rc);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 11000);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 11000);
+	tt_free_reply(r);
 	/* the same value twice in one document is not a duplicate */
 	r = run("{\"insert\": \"u\", \"documents\": [{\"_id\": 9, \"a\": [3, 3]}]}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 1);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 1);
+	tt_free_reply(r);
 	/* 64 indexes at most */
 	{
 		int k, code = 0;
@@ -234,9 +214,9 @@ test_unique_build_and_writes(void)
 	/* parallel arrays */
 	TT_EQ_INT(run_code("{\"createIndexes\": \"u\", \"indexes\": [{\"key\": {\"p\": 1, \"q\": 1}, \"name\": \"pq\"}]}"), 0);
 	r = run("{\"insert\": \"u\", \"documents\": [{\"_id\": 4, \"p\": [1], \"q\": [2]}]}", &rc);
-	TT_EQ_INT(get_i64(r, "writeErrors.0.code"), 171);
-	TT_EQ_STR(get_str(r, "writeErrors.0.errmsg"), "cannot index parallel arrays [q] [p]");
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 171);
+	TT_EQ_STR(tt_get_str(r, "writeErrors.0.errmsg"), "cannot index parallel arrays [q] [p]");
+	tt_free_reply(r);
 }
 
 /* The seed's attribute pattern: one key read for the $elemMatch query. */
@@ -255,28 +235,28 @@ test_attribute_pattern_explain(void)
 	TT_EQ_INT(run_code("{\"createIndexes\": \"editions\", \"indexes\": [{\"key\": {\"attributes.k\": 1, \"attributes.v\": 1}, \"name\": \"attributes.k_1_attributes.v_1\"}]}"), 0);
 	r = run("{\"explain\": {\"find\": \"editions\", \"filter\": {\"attributes\": {\"$elemMatch\": {\"k\": \"narrator\", \"v\": \"Grace Hopper\"}}}}, \"verbosity\": \"executionStats\"}", &rc);
 	TT_EQ_INT(rc, 0);
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.stage"), "FETCH");
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.stage"), "IXSCAN");
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.indexName"), "attributes.k_1_attributes.v_1");
-	TT_EQ_INT(get_i64(r, "queryPlanner.winningPlan.inputStage.isMultiKey"), 1);
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.indexBounds.attributes\\.k.0"), "");
-	TT_EQ_INT(get_i64(r, "executionStats.nReturned"), 1);
-	TT_EQ_INT(get_i64(r, "executionStats.totalKeysExamined"), 1);
-	TT_EQ_INT(get_i64(r, "executionStats.totalDocsExamined"), 1);
-	TT_EQ_INT(get_i64(r, "executionStats.executionStages.inputStage.keysExamined"), 1);
-	TT_EQ_STR(get_str(r, "explainVersion"), "1");
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.stage"), "FETCH");
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.inputStage.stage"), "IXSCAN");
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.inputStage.indexName"), "attributes.k_1_attributes.v_1");
+	TT_EQ_INT(tt_get_i64(r, "queryPlanner.winningPlan.inputStage.isMultiKey"), 1);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.inputStage.indexBounds.attributes\\.k.0"), "");
+	TT_EQ_INT(tt_get_i64(r, "executionStats.nReturned"), 1);
+	TT_EQ_INT(tt_get_i64(r, "executionStats.totalKeysExamined"), 1);
+	TT_EQ_INT(tt_get_i64(r, "executionStats.totalDocsExamined"), 1);
+	TT_EQ_INT(tt_get_i64(r, "executionStats.executionStages.inputStage.keysExamined"), 1);
+	TT_EQ_STR(tt_get_str(r, "explainVersion"), "1");
+	tt_free_reply(r);
 	/* the same path outside $elemMatch must not compound the bounds */
 	r = run("{\"explain\": {\"find\": \"editions\", \"filter\": {\"attributes.k\": \"narrator\", \"attributes.v\": \"Grace Hopper\"}}, \"verbosity\": \"executionStats\"}", &rc);
 	TT_EQ_INT(rc, 0);
-	TT_EQ_INT(get_i64(r, "executionStats.nReturned"), 2);
-	TT_EQ_INT(get_i64(r, "executionStats.totalKeysExamined"), 3);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "executionStats.nReturned"), 2);
+	TT_EQ_INT(tt_get_i64(r, "executionStats.totalKeysExamined"), 3);
+	tt_free_reply(r);
 	/* _id point lookups are EXPRESS */
 	r = run("{\"explain\": {\"find\": \"editions\", \"filter\": {\"_id\": 2}}, \"verbosity\": \"executionStats\"}", &rc);
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.stage"), "EXPRESS_IXSCAN");
-	TT_EQ_INT(get_i64(r, "executionStats.nReturned"), 1);
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.stage"), "EXPRESS_IXSCAN");
+	TT_EQ_INT(tt_get_i64(r, "executionStats.nReturned"), 1);
+	tt_free_reply(r);
 	/* a bad hint */
 	TT_EQ_INT(run_code("{\"find\": \"editions\", \"hint\": \"nope\"}"), 2);
 	TT_EQ_INT(run_code("{\"explain\": {\"find\": \"editions\", \"hint\": \"nope\"}}"), 2);
@@ -296,43 +276,43 @@ test_express_sort_sparse_partial(void)
 	    " {\"key\": {\"c\": 1}, \"name\": \"c_1\", \"partialFilterExpression\": {\"c\": {\"$gt\": 0}}}]}"), 0);
 	/* limit 1 on a single equality: express */
 	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"a\": 1}, \"limit\": 1}, \"verbosity\": \"executionStats\"}", &rc);
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.stage"), "EXPRESS_IXSCAN");
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.keyPattern"), "{ a: 1, b: 1 }");
-	TT_EQ_INT(get_i64(r, "executionStats.nReturned"), 1);
-	TT_EQ_INT(get_i64(r, "executionStats.totalKeysExamined"), 1);
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.stage"), "EXPRESS_IXSCAN");
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.keyPattern"), "{ a: 1, b: 1 }");
+	TT_EQ_INT(tt_get_i64(r, "executionStats.nReturned"), 1);
+	TT_EQ_INT(tt_get_i64(r, "executionStats.totalKeysExamined"), 1);
+	tt_free_reply(r);
 	/* sort satisfied by the index after an equality prefix: no SORT */
 	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"a\": 1}, \"sort\": {\"b\": -1}}, \"verbosity\": \"executionStats\"}", &rc);
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.stage"), "FETCH");
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.direction"), "backward");
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.indexBounds.a.0"), "[1, 1]");
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.indexBounds.b.0"), "[MaxKey, MinKey]");
-	TT_EQ_INT(get_i64(r, "executionStats.totalKeysExamined"), 2);
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.stage"), "FETCH");
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.inputStage.direction"), "backward");
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.inputStage.indexBounds.a.0"), "[1, 1]");
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.inputStage.indexBounds.b.0"), "[MaxKey, MinKey]");
+	TT_EQ_INT(tt_get_i64(r, "executionStats.totalKeysExamined"), 2);
+	tt_free_reply(r);
 	r = run("{\"find\": \"e\", \"filter\": {\"a\": 1}, \"sort\": {\"b\": -1}}", &rc);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0._id"), 5);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.1._id"), 2);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0._id"), 5);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.1._id"), 2);
+	tt_free_reply(r);
 	/* a range: type-bracketed bounds */
 	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"a\": {\"$gt\": 1}}}, \"verbosity\": \"queryPlanner\"}", &rc);
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.indexBounds.a.0"), "(1, inf.0]");
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.inputStage.indexBounds.a.0"), "(1, inf.0]");
+	tt_free_reply(r);
 	/* the sparse index is not used where it would miss documents */
 	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"b\": null}}, \"verbosity\": \"executionStats\"}", &rc);
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.stage"), "COLLSCAN");
-	TT_EQ_INT(get_i64(r, "executionStats.nReturned"), 2);
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.stage"), "COLLSCAN");
+	TT_EQ_INT(tt_get_i64(r, "executionStats.nReturned"), 2);
+	tt_free_reply(r);
 	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"b\": {\"$gte\": 2}}}, \"verbosity\": \"executionStats\"}", &rc);
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.indexName"), "b_1");
-	TT_EQ_INT(get_i64(r, "executionStats.nReturned"), 2);
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.inputStage.indexName"), "b_1");
+	TT_EQ_INT(tt_get_i64(r, "executionStats.nReturned"), 2);
+	tt_free_reply(r);
 	/* the partial index only when the filter implies its filter */
 	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"c\": {\"$gte\": -5}}}, \"verbosity\": \"queryPlanner\"}", &rc);
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.stage"), "COLLSCAN");
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.stage"), "COLLSCAN");
+	tt_free_reply(r);
 	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"c\": 1}}, \"verbosity\": \"queryPlanner\"}", &rc);
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.indexName"), "c_1");
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.inputStage.indexName"), "c_1");
+	tt_free_reply(r);
 	/* usage counters for $indexStats */
 	{
 		storage_coll_t *ec = NULL;
@@ -345,7 +325,7 @@ test_express_sort_sparse_partial(void)
 		TT_ASSERT(bi >= 0);
 		before = plan_index_ops(ec->indexes[bi].ident);
 		r = run("{\"find\": \"e\", \"filter\": {\"b\": {\"$gte\": 2}}}", &rc);
-		free_reply(r);
+		tt_free_reply(r);
 		after = plan_index_ops(ec->indexes[bi].ident);
 		TT_EQ_INT(after, before + 1);
 		storage_coll_release(ec);
@@ -355,30 +335,30 @@ test_express_sort_sparse_partial(void)
 	TT_EQ_INT(run_code("{\"insert\": \"gap\", \"documents\": [{\"_id\": 1, \"a\": 1}, {\"_id\": 2, \"a\": 2}, {\"_id\": 3, \"a\": 3}, {\"_id\": 4, \"a\": 4}]}"), 0);
 	TT_EQ_INT(run_code("{\"createIndexes\": \"gap\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\"}]}"), 0);
 	r = run("{\"explain\": {\"find\": \"gap\", \"filter\": {\"a\": {\"$in\": [1, 3]}}}, \"verbosity\": \"executionStats\"}", &rc);
-	TT_EQ_INT(get_i64(r, "executionStats.nReturned"), 2);
-	TT_EQ_INT(get_i64(r, "executionStats.totalKeysExamined"), 3);
-	TT_EQ_INT(get_i64(r, "executionStats.totalDocsExamined"), 2);
-	TT_EQ_INT(get_i64(r, "executionStats.executionStages.inputStage.seeks"), 2);
-	TT_ASSERT(get_str(r, "queryPlanner.winningPlan.filter")[0] == '\0');
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "executionStats.nReturned"), 2);
+	TT_EQ_INT(tt_get_i64(r, "executionStats.totalKeysExamined"), 3);
+	TT_EQ_INT(tt_get_i64(r, "executionStats.totalDocsExamined"), 2);
+	TT_EQ_INT(tt_get_i64(r, "executionStats.executionStages.inputStage.seeks"), 2);
+	TT_ASSERT(tt_get_str(r, "queryPlanner.winningPlan.filter")[0] == '\0');
+	tt_free_reply(r);
 	/* the other candidate is a rejected plan */
 	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"a\": 1, \"b\": {\"$gt\": 0}}}, \"verbosity\": \"queryPlanner\"}", &rc);
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.indexName"), "a_1_b_1");
-	TT_EQ_STR(get_str(r, "queryPlanner.rejectedPlans.0.inputStage.indexName"), "b_1");
-	TT_EQ_STR(get_str(r, "queryPlanner.rejectedPlans.0.stage"), "FETCH");
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.inputStage.indexName"), "a_1_b_1");
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.rejectedPlans.0.inputStage.indexName"), "b_1");
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.rejectedPlans.0.stage"), "FETCH");
+	tt_free_reply(r);
 	/* wildcard indexes */
 	run_code("{\"drop\": \"w\"}");
 	TT_EQ_INT(run_code("{\"insert\": \"w\", \"documents\": [{\"_id\": 1, \"p\": {\"q\": 5}}, {\"_id\": 2, \"p\": [{\"q\": 7}, {\"q\": 5}]},"
 	    " {\"_id\": 3, \"p\": 5, \"r\": \"x\"}]}"), 0);
 	TT_EQ_INT(run_code("{\"createIndexes\": \"w\", \"indexes\": [{\"key\": {\"$**\": 1}, \"name\": \"$**_1\"}]}"), 0);
 	r = run("{\"explain\": {\"find\": \"w\", \"filter\": {\"p.q\": 5}}, \"verbosity\": \"executionStats\"}", &rc);
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.indexName"), "$**_1");
-	TT_EQ_INT(get_i64(r, "queryPlanner.winningPlan.inputStage.keyPattern.$_path"), 1);
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.indexBounds.$_path.0"), "[\"p.q\", \"p.q\"]");
-	TT_EQ_INT(get_i64(r, "executionStats.nReturned"), 2);
-	TT_EQ_INT(get_i64(r, "executionStats.totalKeysExamined"), 2);
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.inputStage.indexName"), "$**_1");
+	TT_EQ_INT(tt_get_i64(r, "queryPlanner.winningPlan.inputStage.keyPattern.$_path"), 1);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.inputStage.indexBounds.$_path.0"), "[\"p.q\", \"p.q\"]");
+	TT_EQ_INT(tt_get_i64(r, "executionStats.nReturned"), 2);
+	TT_EQ_INT(tt_get_i64(r, "executionStats.totalKeysExamined"), 2);
+	tt_free_reply(r);
 	TT_EQ_STR(errmsg_of("{\"createIndexes\": \"w\", \"indexes\": [{\"key\": {\"$**\": 1}, \"name\": \"u\", \"unique\": true}]}", &rc),
 	    "Error in specification { key: { $**: 1 }, name: \"u\", unique: true, v: 2 } :: caused by :: Index type 'wildcard' does not support the 'unique' option");
 	TT_EQ_INT(rc, 67);
@@ -386,46 +366,46 @@ test_express_sort_sparse_partial(void)
 	TT_EQ_INT(run_code("{\"createIndexes\": \"w\", \"indexes\": [{\"key\": {\"a.$**\": 1}, \"name\": \"m\", \"wildcardProjection\": {\"a\": 1}}]}"), 9);
 	/* $or: one index per branch */
 	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"$or\": [{\"a\": 2}, {\"b\": {\"$gte\": 9}}]}}, \"verbosity\": \"executionStats\"}", &rc);
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.stage"), "FETCH");
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.stage"), "OR");
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.inputStages.0.indexName"), "a_1_b_1");
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.inputStages.1.indexName"), "b_1");
-	TT_EQ_INT(get_i64(r, "executionStats.nReturned"), 2);
-	TT_EQ_INT(get_i64(r, "executionStats.totalKeysExamined"), 2);
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.stage"), "FETCH");
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.inputStage.stage"), "OR");
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.inputStage.inputStages.0.indexName"), "a_1_b_1");
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.inputStage.inputStages.1.indexName"), "b_1");
+	TT_EQ_INT(tt_get_i64(r, "executionStats.nReturned"), 2);
+	TT_EQ_INT(tt_get_i64(r, "executionStats.totalKeysExamined"), 2);
+	tt_free_reply(r);
 	/* a branch without an index: the whole $or scans the collection */
 	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"$or\": [{\"a\": 2}, {\"zz\": 1}]}}, \"verbosity\": \"executionStats\"}", &rc);
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.stage"), "COLLSCAN");
-	TT_EQ_INT(get_i64(r, "executionStats.nReturned"), 1);
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.stage"), "COLLSCAN");
+	TT_EQ_INT(tt_get_i64(r, "executionStats.nReturned"), 1);
+	tt_free_reply(r);
 	/* count and delete explain wrap the plan */
 	r = run("{\"explain\": {\"count\": \"e\", \"query\": {\"a\": 1}}, \"verbosity\": \"executionStats\"}", &rc);
 	TT_EQ_INT(rc, 0);
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.stage"), "COUNT");
-	TT_EQ_INT(get_i64(r, "executionStats.executionStages.nCounted"), 2);
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.stage"), "COUNT");
+	TT_EQ_INT(tt_get_i64(r, "executionStats.executionStages.nCounted"), 2);
+	tt_free_reply(r);
 	r = run("{\"explain\": {\"delete\": \"e\", \"deletes\": [{\"q\": {\"a\": 1}, \"limit\": 0}]}, \"verbosity\": \"executionStats\"}", &rc);
 	TT_EQ_INT(rc, 0);
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.stage"), "DELETE");
-	TT_EQ_INT(get_i64(r, "executionStats.executionStages.nWouldDelete"), 2);
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.stage"), "DELETE");
+	TT_EQ_INT(tt_get_i64(r, "executionStats.executionStages.nWouldDelete"), 2);
+	tt_free_reply(r);
 	r = run("{\"explain\": {\"count\": \"e\"}, \"verbosity\": \"executionStats\"}", &rc);
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.stage"), "RECORD_STORE_FAST_COUNT");
-	TT_EQ_INT(get_i64(r, "executionStats.executionStages.nCounted"), 5);
-	TT_EQ_INT(get_i64(r, "executionStats.totalDocsExamined"), 0);
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.stage"), "RECORD_STORE_FAST_COUNT");
+	TT_EQ_INT(tt_get_i64(r, "executionStats.executionStages.nCounted"), 5);
+	TT_EQ_INT(tt_get_i64(r, "executionStats.totalDocsExamined"), 0);
+	tt_free_reply(r);
 	r = run("{\"count\": \"e\", \"query\": {\"a\": 1}}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 2);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 2);
+	tt_free_reply(r);
 	/* hidden indexes: not planned, not hintable */
 	TT_EQ_INT(run_code("{\"createIndexes\": \"e\", \"indexes\": [{\"key\": {\"d\": 1}, \"name\": \"d_1\", \"hidden\": true}]}"), 0);
 	TT_EQ_INT(run_code("{\"explain\": {\"find\": \"e\", \"filter\": {\"d\": 1}, \"hint\": \"d_1\"}}"), 2);
 	/* _id ranges go through the _id index */
 	r = run("{\"find\": \"e\", \"filter\": {\"_id\": {\"$gt\": 3}}}", &rc);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.0._id"), 4);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.1._id"), 5);
-	TT_EQ_INT(get_i64(r, "cursor.firstBatch.2._id"), -999);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0._id"), 4);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.1._id"), 5);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.2._id"), -999);
+	tt_free_reply(r);
 }
 
 /* cmd_index.c: what cmd_collmod.c calls for collMod's index option */
@@ -475,8 +455,8 @@ test_coll_mod_index(void)
 	TT_EQ_JSON(reply, "{ \"hidden_old\" : false, \"hidden_new\" : true }");
 	bson_destroy(reply);
 	r = run("{\"explain\": {\"find\": \"cm\", \"filter\": {\"a\": 5}}}", &rc);
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.stage"), "COLLSCAN");
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.stage"), "COLLSCAN");
+	tt_free_reply(r);
 	TT_EQ_INT(collmod("{\"name\": \"a_1\", \"hidden\": true}", reply, &msg), 0);
 	TT_EQ_JSON(reply, "{ }");
 	bson_destroy(reply);
@@ -484,9 +464,9 @@ test_coll_mod_index(void)
 	TT_EQ_JSON(reply, "{ \"hidden_old\" : true, \"hidden_new\" : false }");
 	bson_destroy(reply);
 	r = run("{\"explain\": {\"find\": \"cm\", \"filter\": {\"a\": 5}}, \"verbosity\": \"executionStats\"}", &rc);
-	TT_EQ_STR(get_str(r, "queryPlanner.winningPlan.inputStage.stage"), "IXSCAN");
-	TT_EQ_INT(get_i64(r, "executionStats.nReturned"), 1);
-	free_reply(r);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.inputStage.stage"), "IXSCAN");
+	TT_EQ_INT(tt_get_i64(r, "executionStats.nReturned"), 1);
+	tt_free_reply(r);
 	TT_EQ_INT(collmod("{\"name\": \"w_1\", \"expireAfterSeconds\": 60}", reply, &msg), 0);
 	TT_EQ_JSON(reply, "{ \"expireAfterSeconds_old\" : 3600, \"expireAfterSeconds_new\" : 60 }");
 	bson_destroy(reply);
@@ -517,7 +497,7 @@ test_coll_mod_index(void)
 	TT_EQ_STR(msg, "the _id field does not support TTL indexes");
 	bson_destroy(reply);
 	TT_EQ_INT(collmod("{\"name\": \"w_1\", \"expireAfterSeconds\": {\"$numberLong\": \"2147483648\"}}", reply, &msg), 0);
-	TT_EQ_INT(get_i64(reply, "expireAfterSeconds_new"), 2147483647);
+	TT_EQ_INT(tt_get_i64(reply, "expireAfterSeconds_new"), 2147483647);
 	bson_destroy(reply);
 	r = run("{\"listIndexes\": \"cm\"}", &rc);
 	{
@@ -526,7 +506,7 @@ test_coll_mod_index(void)
 		TT_ASSERT(strstr(j, "hidden") == NULL);
 		bson_free(j);
 	}
-	free_reply(r);
+	tt_free_reply(r);
 	bson_free(reply);
 }
 
@@ -556,8 +536,8 @@ test_ttl_pass(void)
 		TT_ASSERT(st.deleted_documents >= 2);
 	}
 	r = run("{\"count\": \"ttl\"}", &rc);
-	TT_EQ_INT(get_i64(r, "n"), 3);
-	free_reply(r);
+	TT_EQ_INT(tt_get_i64(r, "n"), 3);
+	tt_free_reply(r);
 	{
 		ttl_monitor_t *m = NULL;
 		TT_EQ_INT(ttl_monitor_start(engine_storage(eng), 60, &m, &err), 0);
@@ -786,7 +766,7 @@ ids_of(const char *filter, const char *hint, const char *sort)
 		bson_free(out);
 		out = o;
 	}
-	free_reply(r);
+	tt_free_reply(r);
 	bson_free(cmd);
 	return out;
 }
@@ -826,7 +806,7 @@ random_round(void)
 		rc = engine_run_command(eng, cl, "test", cmd, reply, NULL);
 		TT_EQ_INT(rc, 0);
 		bson_destroy(cmd);
-		free_reply(reply);
+		tt_free_reply(reply);
 		if (i == 150)
 			for (h = 0; h < 7; h++) {
 				char *c = bson_strdup_printf("{\"createIndexes\": \"rnd\", \"indexes\": [%s]}", indexes[h]);
@@ -860,9 +840,9 @@ random_round(void)
 		{
 			char *e = bson_strdup_printf("{\"explain\": {\"find\": \"rnd\", \"filter\": %s}, \"verbosity\": \"queryPlanner\"}", f);
 			bson_t *r = run(e, &rc);
-			if (strcmp(get_str(r, "queryPlanner.winningPlan.stage"), "FETCH") == 0)
+			if (strcmp(tt_get_str(r, "queryPlanner.winningPlan.stage"), "FETCH") == 0)
 				nix++;
-			free_reply(r);
+			tt_free_reply(r);
 			bson_free(e);
 		}
 		bson_free(base);
@@ -874,16 +854,16 @@ random_round(void)
 	/* updates through an index never revisit a moved document */
 	{
 		bson_t *r = run("{\"count\": \"rnd\", \"query\": {\"b\": {\"$gte\": 0}}}", &rc);
-		int64_t n = get_i64(r, "n");
-		free_reply(r);
+		int64_t n = tt_get_i64(r, "n");
+		tt_free_reply(r);
 		TT_ASSERT(n > 0);
 		r = run("{\"update\": \"rnd\", \"updates\": [{\"q\": {\"b\": {\"$gte\": 0}}, \"u\": {\"$inc\": {\"b\": 10}}, \"multi\": true}]}", &rc);
 		TT_EQ_INT(rc, 0);
-		TT_EQ_INT(get_i64(r, "nModified"), n);
-		free_reply(r);
+		TT_EQ_INT(tt_get_i64(r, "nModified"), n);
+		tt_free_reply(r);
 		r = run("{\"delete\": \"rnd\", \"deletes\": [{\"q\": {\"b\": {\"$gte\": 10}}, \"limit\": 0}]}", &rc);
-		TT_EQ_INT(get_i64(r, "n"), n);
-		free_reply(r);
+		TT_EQ_INT(tt_get_i64(r, "n"), n);
+		tt_free_reply(r);
 	}
 }
 
@@ -916,7 +896,7 @@ pairs_plan(const char *filter, const char *sort, bool natural)
 			/* only the sort keys: ties may come in any order */
 			bson_iter_init(&k, so);
 			while (bson_iter_next(&k))
-				bson_string_append_printf(out, "%lld:", (long long)get_i64(&doc, bson_iter_key(&k)));
+				bson_string_append_printf(out, "%lld:", (long long)tt_get_i64(&doc, bson_iter_key(&k)));
 			bson_string_append(out, ",");
 		}
 		if (rc < 0)
