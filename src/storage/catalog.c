@@ -354,6 +354,9 @@ storage_catalog_free(storage_t *st)
 	bson_free(st->colls);
 	st->colls = NULL;
 	st->ncolls = st->colls_cap = 0;
+	if (st->views != NULL)
+		bson_destroy(st->views);
+	st->views = NULL;
 }
 
 /* Look up by ns under the caller's lock; returns a new reference or NULL. */
@@ -559,6 +562,186 @@ table_create(storage_t *st, const char *ident, const char *config, terr_t *err)
 #define UNIQUE_INDEX_CONFIG "key_format=u,value_format=q,exclusive=true"
 #define INDEX_TABLE_CONFIG "key_format=u,value_format=u,exclusive=true"
 
+/* ---- views ---------------------------------------------------------------- */
+
+static int ddl_put_entry(storage_t *st, const char *ns, const bson_t *entry, terr_t *err);
+
+/* Is ns a view?  Under cat_lock (either mode); *def, when not NULL, points
+ * into st->views (valid while the lock is held). */
+static bool
+view_find_locked(storage_t *st, const char *ns, bson_iter_t *def)
+{
+	bson_iter_t it;
+
+	if (st->views == NULL || !bson_iter_init_find(&it, st->views, ns))
+		return false;
+	if (def != NULL)
+		*def = it;
+	return true;
+}
+
+/* A copy of views (may be NULL) with ns set to def, or without ns when def
+ * is NULL, or without every view of database drop_db when that is set; keys
+ * stay sorted.  Called under ddl_lock (st->views cannot change meanwhile). */
+static bson_t *
+views_edit(const bson_t *views, const char *ns, const bson_t *def, const char *drop_db)
+{
+	bson_t *out = bson_new();
+	size_t dl = drop_db != NULL ? strlen(drop_db) : 0;
+	bson_iter_t it;
+	bool placed = def == NULL;
+
+	if (views != NULL && bson_iter_init(&it, views)) {
+		while (bson_iter_next(&it)) {
+			const char *k = bson_iter_key(&it);
+			if (drop_db != NULL && strncmp(k, drop_db, dl) == 0 && k[dl] == '.')
+				continue;
+			if (ns != NULL && strcmp(k, ns) == 0)
+				continue;
+			if (!placed && strcmp(k, ns) > 0) {
+				BSON_APPEND_DOCUMENT(out, ns, def);
+				placed = true;
+			}
+			bson_append_iter(out, k, -1, &it);
+		}
+	}
+	if (!placed)
+		BSON_APPEND_DOCUMENT(out, ns, def);
+	return out;
+}
+
+/* Swap in a new views document (ownership passes to st). */
+static void
+views_publish(storage_t *st, bson_t *views)
+{
+	bson_t *old;
+
+	pthread_rwlock_wrlock(&st->cat_lock);
+	old = st->views;
+	st->views = views;
+	pthread_rwlock_unlock(&st->cat_lock);
+	if (old != NULL)
+		bson_destroy(old);
+}
+
+/* The catalog row of a view: {ns, view: def}. */
+static void
+view_entry(bson_t *out, const char *ns, const bson_t *def)
+{
+	bson_init(out);
+	BSON_APPEND_UTF8(out, "ns", ns);
+	BSON_APPEND_DOCUMENT(out, "view", def);
+}
+
+/* Create (must_exist false) or replace (true) a view's definition. */
+static int
+view_put(storage_t *st, const char *db, const char *name, const bson_t *def, bool must_exist,
+         terr_t *err)
+{
+	char *ns;
+	bson_t entry;
+	bool is_view, is_coll;
+	int ret = 0;
+
+	if (!must_exist)
+		RET(storage_ns_check(db, name, err));
+	ns = bson_strdup_printf("%s.%s", db, name);
+	pthread_mutex_lock(&st->ddl_lock);
+	pthread_rwlock_rdlock(&st->cat_lock);
+	is_view = view_find_locked(st, ns, NULL);
+	is_coll = cat_find(st, ns) >= 0;
+	pthread_rwlock_unlock(&st->cat_lock);
+	if (must_exist && !is_view)
+		ret = terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns not found");
+	else if (!must_exist && (is_view || is_coll))
+		ret = terr_set(err, TERR_NAMESPACE_EXISTS, "Collection %s already exists.", ns);
+	if (ret == 0) {
+		view_entry(&entry, ns, def);
+		ret = ddl_put_entry(st, ns, &entry, err);
+		bson_destroy(&entry);
+	}
+	if (ret == 0)
+		views_publish(st, views_edit(st->views, ns, def, NULL));
+	pthread_mutex_unlock(&st->ddl_lock);
+	bson_free(ns);
+	return ret;
+}
+
+int
+storage_view_get(storage_t *st, const char *db, const char *name, bson_t *def)
+{
+	char *ns = bson_strdup_printf("%s.%s", db, name);
+	bson_iter_t it;
+	bool found;
+
+	pthread_rwlock_rdlock(&st->cat_lock);
+	found = view_find_locked(st, ns, &it) && BSON_ITER_HOLDS_DOCUMENT(&it);
+	if (found) {
+		uint32_t len;
+		const uint8_t *data;
+		bson_t tmp;
+		bson_iter_document(&it, &len, &data);
+		found = bson_init_static(&tmp, data, len);
+		if (found)
+			bson_copy_to(&tmp, def);
+	}
+	pthread_rwlock_unlock(&st->cat_lock);
+	bson_free(ns);
+	return found ? 0 : TERR_NAMESPACE_NOT_FOUND;
+}
+
+int
+storage_view_create(storage_t *st, const char *db, const char *name, const bson_t *def, terr_t *err)
+{
+	return view_put(st, db, name, def, false, err);
+}
+
+int
+storage_view_set(storage_t *st, const char *db, const char *name, const bson_t *def, terr_t *err)
+{
+	return view_put(st, db, name, def, true, err);
+}
+
+int
+storage_view_drop(storage_t *st, const char *db, const char *name, terr_t *err)
+{
+	char *ns = bson_strdup_printf("%s.%s", db, name);
+	bool is_view;
+	int ret = 0;
+
+	pthread_mutex_lock(&st->ddl_lock);
+	pthread_rwlock_rdlock(&st->cat_lock);
+	is_view = view_find_locked(st, ns, NULL);
+	pthread_rwlock_unlock(&st->cat_lock);
+	if (!is_view)
+		ret = terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns not found");
+	else if ((ret = ddl_begin(st, err)) == 0) {
+		if ((ret = ddl_remove(st, ns, err)) != 0)
+			ddl_rollback(st);
+		else if ((ret = ddl_commit(st, err)) == 0)
+			views_publish(st, views_edit(st->views, ns, NULL, NULL));
+	}
+	pthread_mutex_unlock(&st->ddl_lock);
+	bson_free(ns);
+	return ret;
+}
+
+void
+storage_list_views(storage_t *st, const char *db, bson_t *out)
+{
+	size_t dl = strlen(db);
+	bson_iter_t it;
+
+	pthread_rwlock_rdlock(&st->cat_lock);
+	if (st->views != NULL && bson_iter_init(&it, st->views))
+		while (bson_iter_next(&it)) {
+			const char *ns = bson_iter_key(&it);
+			if (strncmp(ns, db, dl) == 0 && ns[dl] == '.')
+				bson_append_iter(out, ns + dl + 1, -1, &it);
+		}
+	pthread_rwlock_unlock(&st->cat_lock);
+}
+
 /* ---- public catalog operations ------------------------------------------- */
 
 int
@@ -597,7 +780,7 @@ storage_coll_create(storage_t *st, storage_session_t *s, const char *db, const c
 	ns = bson_strdup_printf("%s.%s", db, name);
 	pthread_mutex_lock(&st->ddl_lock);
 	pthread_rwlock_rdlock(&st->cat_lock);
-	ret = cat_find(st, ns) >= 0;
+	ret = cat_find(st, ns) >= 0 || view_find_locked(st, ns, NULL);
 	pthread_rwlock_unlock(&st->cat_lock);
 	if (ret) {
 		ret = terr_set(err, TERR_NAMESPACE_EXISTS, "Collection %s already exists.", ns);
@@ -749,7 +932,7 @@ storage_coll_rename(storage_t *st, storage_session_t *s, const char *db, const c
 	storage_coll_t *c = NULL, *target = NULL;
 	char *from_ns = NULL, *to_ns = NULL;
 	bson_t entry;
-	bool have_entry = false;
+	bool have_entry = false, target_view;
 	int ret = 0;
 
 	caller_cursors_close(s);
@@ -766,7 +949,10 @@ storage_coll_rename(storage_t *st, storage_session_t *s, const char *db, const c
 		ret = terr_set(err, TERR_ILLEGAL_OPERATION, "Can't rename a collection to itself");
 		goto err;
 	}
-	if (storage_coll_get(st, to_db, to, &target, err) == 0 && !drop_target) {
+	pthread_rwlock_rdlock(&st->cat_lock);
+	target_view = view_find_locked(st, to_ns, NULL);
+	pthread_rwlock_unlock(&st->cat_lock);
+	if ((storage_coll_get(st, to_db, to, &target, err) == 0 || target_view) && !drop_target) {
 		ret = terr_set(err, TERR_NAMESPACE_EXISTS, "target namespace exists");
 		goto err;
 	}
@@ -778,6 +964,8 @@ storage_coll_rename(storage_t *st, storage_session_t *s, const char *db, const c
 		goto err;
 	}
 	ERR(ddl_commit(st, err));
+	if (target_view)
+		views_publish(st, views_edit(st->views, to_ns, NULL, NULL));
 	if (target != NULL) {
 		pthread_rwlock_wrlock(&st->cat_lock);
 		cat_remove(st, to_ns);
@@ -805,9 +993,14 @@ storage_db_drop(storage_t *st, storage_session_t *s, const char *db, terr_t *err
 
 	caller_cursors_close(s);
 
+	bson_t views = BSON_INITIALIZER;
+	bson_t *kept = NULL;
+	bson_iter_t vi;
+
 	pthread_mutex_lock(&st->ddl_lock);
 	ERR(storage_list_colls(st, db, &colls, &n, err));
-	if (n == 0)
+	storage_list_views(st, db, &views);
+	if (n == 0 && bson_empty(&views))
 		goto err;
 	ERR(ddl_begin(st, err));
 	for (int i = 0; i < n; i++) {
@@ -816,7 +1009,20 @@ storage_db_drop(storage_t *st, storage_session_t *s, const char *db, terr_t *err
 			goto err;
 		}
 	}
+	bson_iter_init(&vi, &views);
+	while (bson_iter_next(&vi)) {
+		char *ns = bson_strdup_printf("%s.%s", db, bson_iter_key(&vi));
+		ret = ddl_remove(st, ns, err);
+		bson_free(ns);
+		if (ret != 0) {
+			ddl_rollback(st);
+			goto err;
+		}
+	}
+	kept = views_edit(st->views, NULL, NULL, db);
 	ERR(ddl_commit(st, err));
+	views_publish(st, kept);
+	kept = NULL;
 	pthread_rwlock_wrlock(&st->cat_lock);
 	for (int i = 0; i < n; i++)
 		cat_remove(st, colls[i]->ns);
@@ -828,6 +1034,9 @@ err:
 	for (int i = 0; i < n; i++)
 		storage_coll_release(colls[i]);
 	bson_free(colls);
+	bson_destroy(&views);
+	if (kept != NULL)
+		bson_destroy(kept);
 	return ret;
 }
 
@@ -1092,22 +1301,34 @@ cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Add db[0..len) to names[0..cnt) unless there; returns the new count. */
+static int
+add_db_name(char **names, int cnt, const char *db, size_t len)
+{
+	for (int j = 0; j < cnt; j++)
+		if (strlen(names[j]) == len && strncmp(names[j], db, len) == 0)
+			return cnt;
+	names[cnt] = bson_strndup(db, len);
+	return cnt + 1;
+}
+
 int
 storage_list_dbs(storage_t *st, char ***names, int *n, terr_t *err)
 {
 	char **out = NULL;
-	int cnt = 0;
+	int cnt = 0, cap;
+	bson_iter_t vi;
 
 	pthread_rwlock_rdlock(&st->cat_lock);
-	out = bson_malloc0((st->ncolls + 1) * sizeof(*out));
-	for (int i = 0; i < st->ncolls; i++) {
-		const char *db = st->colls[i]->db;
-		bool seen = false;
-		for (int j = 0; j < cnt && !seen; j++)
-			seen = strcmp(out[j], db) == 0;
-		if (!seen)
-			out[cnt++] = bson_strdup(db);
-	}
+	cap = st->ncolls + 1 + (st->views != NULL ? (int)bson_count_keys(st->views) : 0);
+	out = bson_malloc0(cap * sizeof(*out));
+	for (int i = 0; i < st->ncolls; i++)
+		cnt = add_db_name(out, cnt, st->colls[i]->db, strlen(st->colls[i]->db));
+	if (st->views != NULL && bson_iter_init(&vi, st->views))
+		while (bson_iter_next(&vi)) {
+			const char *ns = bson_iter_key(&vi), *dot = strchr(ns, '.');
+			cnt = add_db_name(out, cnt, ns, dot != NULL ? (size_t)(dot - ns) : strlen(ns));
+		}
 	pthread_rwlock_unlock(&st->cat_lock);
 	qsort(out, cnt, sizeof(*out), cmp_str);
 	*names = out;
@@ -1282,6 +1503,24 @@ storage_catalog_load(storage_t *st, terr_t *err)
 			if (bson_iter_init_find(&it, &entry, "nextIdent") && BSON_ITER_HOLDS_NUMBER(&it))
 				next = bson_iter_as_int64(&it);
 			continue;
+		}
+		{
+			bson_iter_t vi;
+			if (bson_iter_init_find(&vi, &entry, "view") && BSON_ITER_HOLDS_DOCUMENT(&vi)) {
+				uint32_t len;
+				const uint8_t *data;
+				bson_t def, *next;
+				bson_iter_document(&vi, &len, &data);
+				if (!bson_init_static(&def, data, len)) {
+					ret = terr_set(err, TERR_INTERNAL_ERROR, "corrupt catalog entry %s", key);
+					goto err;
+				}
+				next = views_edit(st->views, key, &def, NULL);
+				if (st->views != NULL)
+					bson_destroy(st->views);
+				st->views = next;
+				continue;
+			}
 		}
 		ERR(coll_from_entry(&entry, NULL, 1, &c, err));
 		cat_insert(st, c);

@@ -207,6 +207,28 @@ typedef int (*storage_keygen_fn)(const storage_index_t *idx, const bson_t *doc,
                                  storage_key_add_fn add, void *ctx, terr_t *err);
 void storage_set_keygen(storage_t *st, storage_keygen_fn fn);
 
+/*
+ * Views: a namespace with a definition ({viewOn, pipeline[, collation]}, as
+ * listCollections shows it under options; checked by the caller) and no
+ * tables.  A view and a collection never share a namespace: view_create and
+ * coll_create refuse with 48 NamespaceExists ("Collection <ns> already
+ * exists.") when either holds the name.  Stored in the catalog table and
+ * changed durably like collections (see above).
+ *
+ * view_get: 0 and a copy of the definition in def (initialised; the caller
+ * destroys it), or TERR_NAMESPACE_NOT_FOUND without touching def or err.
+ * view_set: replace an existing view's definition (26 when missing).
+ * view_drop: 26 NamespaceNotFound "ns not found" when missing.
+ * list_views: append {name: definition} for each view of db to out, sorted.
+ * storage_db_drop also drops the database's views; storage_list_dbs lists
+ * databases that only hold views.
+ */
+int storage_view_create(storage_t *st, const char *db, const char *name, const bson_t *def, terr_t *err);
+int storage_view_get(storage_t *st, const char *db, const char *name, bson_t *def);
+int storage_view_set(storage_t *st, const char *db, const char *name, const bson_t *def, terr_t *err);
+int storage_view_drop(storage_t *st, const char *db, const char *name, terr_t *err);
+void storage_list_views(storage_t *st, const char *db, bson_t *out);
+
 /* Snapshots of the catalog: names of databases (sorted), and collection
  * descriptors of one database (each referenced; release each, free array
  * with bson_free). */

@@ -130,6 +130,9 @@ struct storage {
 	pthread_rwlock_t cat_lock;
 	storage_coll_t **colls;
 	int ncolls, colls_cap;
+	/* Views: {ns: definition, ...} (a view has no tables), replaced whole
+	 * on every change, under cat_lock like colls. */
+	bson_t *views;
 
 	/* Catalog changes are serialised; they use their own session.  Index
 	 * builds/drops also take index_lock first, so at most one of them
