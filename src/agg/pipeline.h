@@ -77,6 +77,20 @@ int agg_pipeline_parse(const bson_t *stages, const bson_t *let, const agg_host_t
                        agg_pipeline_t **out, terr_t *err);
 void agg_pipeline_free(agg_pipeline_t *p);
 
+/*
+ * Views (agg/view.c).  Resolve db.name: 1 when it is a view, with *base the
+ * collection at the end of its viewOn chain (owned, bson_free) and pipeline
+ * initialised to the chain's stages, innermost view first (destroy it); 0
+ * when name is not a view; -1 with 165 ViewDepthLimitExceeded "View depth
+ * too deep or view cycle detected. Maximum depth is 20" past 20 views.
+ */
+#define AGG_VIEW_MAX_DEPTH 20
+int agg_view_resolve(storage_t *st, const char *db, const char *name, char **base, bson_t *pipeline,
+                     terr_t *err);
+/* Append the stages of the array pipeline to out (an array being built that
+ * holds *n stages so far; *n is advanced). */
+void agg_view_append_stages(bson_t *out, int *n, const bson_t *pipeline);
+
 /* The pipeline writes ($out or $merge last): its result set is empty. */
 bool agg_pipeline_writes(const agg_pipeline_t *p);
 /* The pipeline starts with a stage that needs no collection ($documents). */

@@ -17,6 +17,29 @@
 #include "bson/value.h"
 #include "common/mem.h"
 
+/*
+ * A foreign namespace that is a view: *coll becomes the collection under it
+ * and *stages (initialised when 1 is returned; destroy it) the view's stages
+ * followed by the given ones.  0 when coll is no view; -1 with err.
+ */
+static int
+foreign_view(agg_pctx_t *pc, const char *db, char **coll, const bson_t *given, bson_t *stages, terr_t *err)
+{
+	char *base;
+	int n, rc;
+
+	if (pc->host == NULL || *coll == NULL)
+		return 0;
+	rc = agg_view_resolve(pc->host->st, db, *coll, &base, stages, err);
+	if (rc != 1)
+		return rc;
+	n = (int)bson_count_keys(stages);
+	agg_view_append_stages(stages, &n, given);
+	bson_free(*coll);
+	*coll = base;
+	return 1;
+}
+
 /* ---- $lookup ------------------------------------------------------------ */
 
 typedef struct lookup_plan {
@@ -71,9 +94,9 @@ static int
 lookup_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 {
 	lookup_plan_t *lp;
-	bson_t d, pipe, let;
+	bson_t d, pipe, let, view_stages;
 	bson_iter_t it;
-	bool has_pipe = false, has_let = false;
+	bool has_pipe = false, has_let = false, has_view = false;
 	int ret = 0, i;
 	static const bson_t empty_pipe = BSON_INITIALIZER;
 
@@ -159,6 +182,21 @@ lookup_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	}
 	if (lp->db == NULL)
 		lp->db = bson_strdup(pc->host != NULL ? pc->host->db : "test");
+	/* from a view: its stages run first on the collection under it; the
+	 * join by localField/foreignField would have to follow them, which the
+	 * pushed-down join cannot do yet */
+	if ((ret = foreign_view(pc, lp->db, &lp->from, has_pipe ? &pipe : &empty_pipe, &view_stages, err)) < 0)
+		goto err;
+	if (ret == 1) {
+		has_view = true;
+		ret = 0;
+		if (lp->local != NULL) {
+			ret = terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "$lookup with localField/foreignField from a view is not supported by Tamga yet; "
+			    "use the pipeline form");
+			goto err;
+		}
+	}
 	/* let: parsed in the outer scope, defined for the inner one */
 	expr_scope_push(pc->scope);
 	if (has_let) {
@@ -191,7 +229,8 @@ lookup_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		for (i = 0; i < lp->nlet; i++)
 			BSON_APPEND_NULL(ld, lp->let_names[i]);
 		pc->let_doc = ld;
-		ret = agg_pipeline_parse_sub(pc, has_pipe ? &pipe : &empty_pipe, false, true, &lp->pipe, err);
+		ret = agg_pipeline_parse_sub(pc, has_view ? &view_stages : has_pipe ? &pipe : &empty_pipe, false, true,
+		    &lp->pipe, err);
 		pc->let_doc = outer;
 		bson_destroy(ld);
 	}
@@ -204,9 +243,12 @@ lookup_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		goto err;
 	}
 	agg_pctx_add(pc, &agg_stages_lookup[0], lp, agg_explain_doc("$lookup", spec));
-	return 0;
+	lp = NULL;
 err:
-	lookup_free_plan(lp);
+	if (lp != NULL)
+		lookup_free_plan(lp);
+	if (has_view)
+		bson_destroy(&view_stages);
 	return ret;
 }
 
@@ -618,8 +660,8 @@ union_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 {
 	union_plan_t *up = bson_malloc0(sizeof(*up));
 	static const bson_t empty_pipe = BSON_INITIALIZER;
-	bson_t pipe;
-	bool has_pipe = false;
+	bson_t pipe, view_stages;
+	bool has_pipe = false, has_view = false;
 	int ret = 0;
 
 	if (spec->value_type == BSON_TYPE_UTF8) {
@@ -652,7 +694,14 @@ union_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		    bv_type_name(spec->value_type));
 		goto err;
 	}
-	ERR(agg_pipeline_parse_sub(pc, has_pipe ? &pipe : &empty_pipe, false, true, &up->pipe, err));
+	/* a view: its stages first, on the collection under it */
+	if ((ret = foreign_view(pc, pc->host != NULL ? pc->host->db : "test", &up->coll,
+	    has_pipe ? &pipe : &empty_pipe, &view_stages, err)) < 0)
+		goto err;
+	has_view = ret == 1;
+	ret = 0;
+	ERR(agg_pipeline_parse_sub(pc, has_view ? &view_stages : has_pipe ? &pipe : &empty_pipe, false, true,
+	    &up->pipe, err));
 	if (up->coll == NULL &&
 	    (up->pipe->nstages == 0 || strcmp(up->pipe->stages[0].def->name, "$documents") != 0)) {
 		ret = terr_set(err, TERR_FAILED_TO_PARSE,
@@ -660,9 +709,12 @@ union_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		goto err;
 	}
 	agg_pctx_add(pc, &agg_stages_lookup[1], up, agg_explain_doc("$unionWith", spec));
-	return 0;
+	up = NULL;
 err:
-	union_free_plan(up);
+	if (up != NULL)
+		union_free_plan(up);
+	if (has_view)
+		bson_destroy(&view_stages);
 	return ret;
 }
 
@@ -1023,6 +1075,15 @@ graph_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	}
 	if (gp->db == NULL)
 		gp->db = bson_strdup(pc->host != NULL ? pc->host->db : "test");
+	if (pc->host != NULL) {
+		bson_t def;
+		if (storage_view_get(pc->host->st, gp->db, gp->from, &def) == 0) {
+			bson_destroy(&def);
+			ret = terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "$graphLookup from a view is not supported by Tamga yet");
+			goto err;
+		}
+	}
 	{
 		static const bson_t none = BSON_INITIALIZER;
 		ERR(agg_pipeline_parse_sub(pc, &none, false, true, &gp->reader, err));

@@ -99,9 +99,18 @@ parse_target(const char *stage, const bson_value_t *v, const char *defdb, char *
 	return 0;
 }
 
+/* The target's name is one a collection may have, and not a view's (st may
+ * be NULL while nothing is stored). */
 static int
-check_target_ns(const char *stage, const char *db, const char *coll, terr_t *err)
+check_target_ns(storage_t *st, const char *stage, const char *db, const char *coll, terr_t *err)
 {
+	bson_t def;
+
+	if (st != NULL && storage_view_get(st, db, coll, &def) == 0) {
+		bson_destroy(&def);
+		return terr_set(err, TERR_COMMAND_NOT_SUPPORTED_ON_VIEW, "Namespace %s.%s is a view, not a collection",
+		    db, coll);
+	}
 	if (strncmp(coll, "system.", 7) == 0)
 		return terr_set(err, strcmp(stage, "$out") == 0 ? 17385 : 31319,
 		    "Can't %s to special collection: %s", stage, coll);
@@ -124,7 +133,8 @@ out_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	if (rc == -2)
 		terr_set(err, 16990, "$out only supports a string or object argument, but found %s",
 		    bv_type_name(spec->value_type));
-	if (rc != 0 || check_target_ns("$out", wp->db, wp->coll, err) != 0) {
+	if (rc != 0 ||
+	    check_target_ns(pc->host != NULL ? pc->host->st : NULL, "$out", wp->db, wp->coll, err) != 0) {
 		write_free_plan(wp);
 		return -1;
 	}
@@ -308,7 +318,7 @@ merge_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		ret = terr_set(err, 40414, "BSON field '$merge.into' is missing but a required field");
 		goto err;
 	}
-	ERR(check_target_ns("$merge", wp->db, wp->coll, err));
+	ERR(check_target_ns(pc->host != NULL ? pc->host->st : NULL, "$merge", wp->db, wp->coll, err));
 	if (has_let && !has_pipe) {
 		ret = terr_set(err, 51199, "Cannot use 'let' variables with 'whenMatched: %s' mode",
 		    wm_names[wp->when_matched]);

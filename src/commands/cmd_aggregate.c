@@ -99,20 +99,8 @@ static int
 host_get_or_create(void *ctx, const char *db, const char *name, storage_coll_t **out, terr_t *err)
 {
 	write_ctx_t *w = ctx;
-	storage_t *st = w->c->engine->st;
-	int tries;
 
-	for (tries = 0; tries < 3; tries++) {
-		if (storage_coll_get(st, db, name, out, NULL) == 0)
-			return 0;
-		if (storage_coll_create(st, NULL, db, name, NULL, err) != 0) {
-			if (err->code != TERR_NAMESPACE_EXISTS)
-				return -1;
-			terr_clear(err);
-		}
-	}
-	return storage_coll_get(st, db, name, out, err) == 0 ? 0 :
-	    terr_set(err, TERR_INTERNAL_ERROR, "could not create collection %s.%s", db, name);
+	return write_get_or_create_coll_in(w->c, db, name, out, err);
 }
 
 static void
@@ -228,6 +216,9 @@ CMD_HANDLER(cmd_aggregate)
 	cursor_source_t src;
 	storage_session_t *s;
 	write_ctx_t wctx;
+	view_t view = {0};
+	bson_t combined;
+	const bson_t *stages = &pipeline;   /* the view's stages + the pipeline for a view */
 	char ns[512];
 	int ret = -1;
 
@@ -277,13 +268,24 @@ CMD_HANDLER(cmd_aggregate)
 	RET(cmd_get_bool(c, "bypassDocumentValidation", &bypass, &found, err));
 	RET(cmd_get_doc(c, "let", &let, &has_let, err));
 	RET(check_collation(c, err));
+	/* a view: its pipelines run first, on the collection it stands on */
+	if (coll != NULL && (ret = view_resolve(c, coll, &view, err)) != 0) {
+		int n = 0;
+		if (ret < 0)
+			return -1;
+		bson_init(&combined);
+		agg_view_append_stages(&combined, &n, &view.pipeline);
+		agg_view_append_stages(&combined, &n, &pipeline);
+		stages = &combined;
+		ret = -1;
+	}
 
 	a = bson_malloc0(sizeof(*a));
 	ERR(check_hint(c, &a->hint, err));
 	if (a->hint.value_type != BSON_TYPE_EOD)
 		a->host.hint = &a->hint;
 	a->db = bson_strdup(c->db);
-	a->coll = coll ? bson_strdup(coll) : NULL;
+	a->coll = coll ? bson_strdup(view.base != NULL ? view.base : coll) : NULL;
 	wctx.c = c;
 	wctx.bypass = bypass;
 	a->host.st = c->engine->st;
@@ -298,7 +300,7 @@ CMD_HANDLER(cmd_aggregate)
 	a->host.check_write = host_check;
 	a->host.get_or_create_coll = host_get_or_create;
 	a->host.list_local_sessions = host_list_sessions;
-	ERR(agg_pipeline_parse(&pipeline, has_let ? &let : NULL, &a->host, &a->p, err));
+	ERR(agg_pipeline_parse(stages, has_let ? &let : NULL, &a->host, &a->p, err));
 
 	/* {aggregate: 1} only for collectionless first stages, and those only there */
 	if (coll == NULL) {
@@ -385,5 +387,9 @@ CMD_HANDLER(cmd_aggregate)
 err:
 	if (a != NULL)
 		src_free(a);
+	if (view.base != NULL) {
+		bson_destroy(&combined);
+		view_free(&view);
+	}
 	return ret;
 }

@@ -327,7 +327,7 @@ run_op(cmd_t *c, storage_session_t *s, const bson_t *op, int kind, bw_ns_t *ns, 
 
 		RET(cmd_check_collation(c, op, e));
 		if (ns->ref == NULL)
-			storage_coll_get(c->engine->st, ns->db, ns->coll, &ns->ref, NULL);
+			RET(write_get_coll_in(c, ns->db, ns->coll, false, &ns->ref, e));
 		RET(cmd_check_hint(c, op, ns->ref, e));
 		if (bson_iter_init_find(&it, op, "multi"))
 			multi = bson_iter_as_bool(&it);

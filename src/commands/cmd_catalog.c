@@ -24,12 +24,21 @@ static const char *const create_fields[] = {
 	NULL,
 };
 
+bool
+cmd_is_create_option(const char *field)
+{
+	for (int i = 0; create_fields[i] != NULL; i++)
+		if (strcmp(create_fields[i], field) == 0)
+			return true;
+	return false;
+}
+
 /* Features Tamga does not have yet: refuse clearly instead of ignoring. */
 static int
 refuse_unsupported_create(cmd_t *c, terr_t *err)
 {
 	static const char *const unsupported[] = {
-		"viewOn", "pipeline", "timeseries", "clusteredIndex", "encryptedFields",
+		"timeseries", "clusteredIndex", "encryptedFields",
 		"capped", "changeStreamPreAndPostImages", NULL,
 	};
 	bson_iter_t it;
@@ -66,6 +75,19 @@ CMD_HANDLER(cmd_create)
 
 	ERR(cmd_collection_arg(c, &name, err));
 	ERR(cmd_check_fields(c, create_fields, err));
+	if (bson_has_field(c->body, "viewOn") || bson_has_field(c->body, "pipeline")) {
+		/* a view takes viewOn, pipeline and collation only */
+		bson_iter_init(&it, c->body);
+		bson_iter_next(&it);
+		while (bson_iter_next(&it)) {
+			const char *k = bson_iter_key(&it);
+			if (cmd_is_create_option(k) && strcmp(k, "viewOn") != 0 && strcmp(k, "pipeline") != 0 &&
+			    strcmp(k, "collation") != 0 && bson_has_field(c->body, "viewOn"))
+				return terr_set(err, TERR_INVALID_OPTIONS, "option not supported on a view: %s", k);
+		}
+		ERR(refuse_unsupported_create(c, err));
+		return view_create(c, name, err);
+	}
 	ERR(refuse_unsupported_create(c, err));
 	/* The stored options are the request minus the command name and the
 	 * generic fields, in the order given, as listCollections shows them. */
@@ -119,7 +141,12 @@ CMD_HANDLER(cmd_drop)
 	ERR(cmd_collection_arg(c, &name, err));
 	cmd_ns(ns, sizeof(ns), c->db, name);
 	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0) {
+		if (storage_view_drop(c->engine->st, c->db, name, err) == 0) {
+			BSON_APPEND_UTF8(c->reply, "ns", ns);
+			return 0;
+		}
 		/* Dropping a missing collection succeeds (MongoDB 7.0+). */
+		terr_clear(err);
 		return 0;
 	}
 	nindexes = coll->nindexes;
@@ -183,6 +210,8 @@ CMD_HANDLER(cmd_rename_collection)
 		return terr_set(err, 40414, "BSON field 'renameCollection.to' is missing but a required field");
 	RET(split_ns("target", to_ns, to_db, sizeof(to_db), &to_coll, err));
 	RET(cmd_get_bool(c, "dropTarget", &drop_target, &found, err));
+	if (view_exists(c, from_db, from_coll))
+		return terr_set(err, TERR_COMMAND_NOT_SUPPORTED_ON_VIEW, "cannot rename view: %s.%s", from_db, from_coll);
 	if ((s = client_session(c->client, err)) == NULL)
 		return -1;
 	return storage_coll_rename(c->engine->st, s, from_db, from_coll, to_db, to_coll, drop_target, err);
@@ -326,6 +355,32 @@ CMD_HANDLER(cmd_list_collections)
 		}
 		bson_destroy(&entry);
 	}
+	{
+		/* views: {name, type: "view", options: {viewOn, pipeline[, collation]}, info: {readOnly: true}} */
+		bson_t views = BSON_INITIALIZER;
+		bson_iter_t vi;
+		storage_list_views(c->engine->st, c->db, &views);
+		bson_iter_init(&vi, &views);
+		while (bson_iter_next(&vi)) {
+			bson_t entry = BSON_INITIALIZER, info;
+			BSON_APPEND_UTF8(&entry, "name", bson_iter_key(&vi));
+			BSON_APPEND_UTF8(&entry, "type", "view");
+			bson_append_iter(&entry, "options", -1, &vi);
+			BSON_APPEND_DOCUMENT_BEGIN(&entry, "info", &info);
+			BSON_APPEND_BOOL(&info, "readOnly", true);
+			bson_append_document_end(&entry, &info);
+			if (m == NULL || match_eval(m, &entry)) {
+				bson_t small = BSON_INITIALIZER;
+				BSON_APPEND_UTF8(&small, "name", bson_iter_key(&vi));
+				BSON_APPEND_UTF8(&small, "type", "view");
+				bson_uint32_to_string((uint32_t)nout++, &k, key, sizeof(key));
+				bson_append_document(docs, k, -1, name_only ? &small : &entry);
+				bson_destroy(&small);
+			}
+			bson_destroy(&entry);
+		}
+		bson_destroy(&views);
+	}
 	cmd_array_source(docs, &src);
 	cmd_ns(ns, sizeof(ns), c->db, "$cmd.listCollections");
 	{
@@ -461,7 +516,12 @@ CMD_HANDLER(cmd_db_stats)
 	RET(db_sizes(c, c->db, &ncoll, &objects, &data, &stor, &nidx, err));
 	BSON_APPEND_UTF8(c->reply, "db", c->db);
 	BSON_APPEND_INT64(c->reply, "collections", ncoll);
-	BSON_APPEND_INT64(c->reply, "views", 0);
+	{
+		bson_t views = BSON_INITIALIZER;
+		storage_list_views(c->engine->st, c->db, &views);
+		BSON_APPEND_INT32(c->reply, "views", (int32_t)bson_count_keys(&views));
+		bson_destroy(&views);
+	}
 	BSON_APPEND_INT64(c->reply, "objects", objects);
 	BSON_APPEND_DOUBLE(c->reply, "avgObjSize", objects ? (double)data / (double)objects : 0);
 	BSON_APPEND_DOUBLE(c->reply, "dataSize", (double)data / scale);
@@ -490,8 +550,10 @@ CMD_HANDLER(cmd_coll_stats)
 	if (bad)
 		return -1;
 	RET(cmd_collection_arg(c, &name, err));
-	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0)
+	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0) {
+		RET(view_refuse(c, c->db, name, err));
 		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "Collection [%s.%s] not found.", c->db, name);
+	}
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
 	ERR(storage_coll_stats(c->engine->st, s, coll, &cnt, &data, &stor, err));

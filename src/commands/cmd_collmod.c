@@ -20,6 +20,15 @@ static const char *const collmod_fields[] = {
 	"timeseriesBucketsMayHaveMixedSchemaData", "recordIdsReplicated", NULL,
 };
 
+bool
+cmd_is_coll_mod_option(const char *field)
+{
+	for (int i = 0; collmod_fields[i] != NULL; i++)
+		if (strcmp(collmod_fields[i], field) == 0)
+			return true;
+	return false;
+}
+
 static const char *
 str_field(const bson_t *doc, const char *field)
 {
@@ -136,13 +145,23 @@ CMD_HANDLER(cmd_coll_mod)
 	bson_iter_t it;
 	bool has_validator, found, prepare = false, has_prepare = false, upgrading = false;
 	int ret = -1;
-	static const char *const unsupported[] = {"viewOn", "pipeline", "expireAfterSeconds",
+	static const char *const unsupported[] = {"expireAfterSeconds",
 		"changeStreamPreAndPostImages", "cappedSize", "cappedMax", "timeseries", "clusteredIndex",
 		"dryRun", "timeseriesBucketsMayHaveMixedSchemaData", NULL};
+	static const char *const view_only[] = {"viewOn", "pipeline", NULL};
 	int i;
 
 	ERR(cmd_collection_arg(c, &name, err));
 	ERR(cmd_check_fields(c, collmod_fields, err));
+	if (view_exists(c, c->db, name)) {
+		ret = view_coll_mod(c, name, c->reply, err);
+		goto err;
+	}
+	for (i = 0; view_only[i] != NULL; i++)
+		if (bson_has_field(c->body, view_only[i])) {
+			ret = terr_set(err, TERR_INVALID_OPTIONS, "option only supported on a view: %s", view_only[i]);
+			goto err;
+		}
 	for (i = 0; unsupported[i] != NULL; i++) {
 		if (bson_has_field(c->body, unsupported[i])) {
 			ret = terr_set(err, TERR_NOT_IMPLEMENTED, "collMod option '%s' is not supported by Tamga yet",

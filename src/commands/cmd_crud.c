@@ -123,7 +123,20 @@ CMD_HANDLER(cmd_insert)
 			goto err;
 		}
 	}
-	ERR(write_get_or_create_coll(c, name, &coll, err));
+	if (write_get_or_create_coll(c, name, &coll, &e) != 0) {
+		if (e.code != TERR_COMMAND_NOT_SUPPORTED_ON_VIEW) {
+			terr_move(err, &e);
+			goto err;
+		}
+		/* a view: each document fails on its own (only the first when
+		 * ordered), as mongod reports it */
+		for (i = 0; i < ndocs && (i == 0 || !ordered); i++)
+			write_error_append(&write_errors, i, i, &e);
+		BSON_APPEND_INT32(c->reply, "n", 0);
+		BSON_APPEND_ARRAY(c->reply, "writeErrors", &write_errors);
+		ret = 0;
+		goto err;
+	}
 	if ((s = client_session(c->client, err)) == NULL) {
 		ret = -1;
 		goto err;
@@ -414,6 +427,10 @@ CMD_HANDLER(cmd_find)
 	ERR(cmd_get_doc(c, "max", &max_doc, &has_max, err));
 	cmd_ns(ns, sizeof(ns), c->db, name);
 	storage_coll_get(c->engine->st, c->db, name, &req.coll, NULL);
+	if (req.coll == NULL && view_exists(c, c->db, name)) {
+		ret = view_read(c, "find", name, err);
+		goto err;
+	}
 	if (tailable) {
 		ret = terr_set(err, TERR_BAD_VALUE,
 		    "error processing query: ns=%s planner returned error :: caused by :: tailable cursor requested on non capped collection",
@@ -682,7 +699,8 @@ CMD_HANDLER(cmd_delete)
 			ret = terr_set(err, 40414, "BSON field 'delete.deletes.q' is missing but a required field");
 			goto err;
 		}
-		if (write_delete_run(c, s, coll, &q, has_let ? &let : NULL, limit == 1, sync, &nd, &e) != 0) {
+		if ((coll == NULL && view_refuse(c, c->db, name, &e) != 0) ||
+		    write_delete_run(c, s, coll, &q, has_let ? &let : NULL, limit == 1, sync, &nd, &e) != 0) {
 			write_error_append(&write_errors, nerr++, i, &e);
 			terr_clear(&e);
 			if (ordered)
@@ -736,6 +754,10 @@ CMD_HANDLER(cmd_count)
 		limit = -limit;   /* a negative limit counts like a positive one */
 	ERR(cmd_check_collation(c, c->body, err));
 	storage_coll_get(c->engine->st, c->db, name, &req.coll, NULL);
+	if (req.coll == NULL && view_exists(c, c->db, name)) {
+		ret = view_read(c, "count", name, err);
+		goto err;
+	}
 	ERR(cmd_check_hint(c, c->body, req.coll, err));
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
@@ -794,8 +816,11 @@ distinct_add(const bpath_hit_t *hit, void *ctx)
 	const bson_value_t *v = &hit->value;
 	int lo = 0, hi = d->n;
 
-	if (v->value_type == BSON_TYPE_ARRAY || v->value_type == BSON_TYPE_EOD)
-		return true;	/* arrays are unwound: their elements are visited */
+	/* the array at the end of the path is unwound (its elements are
+	 * visited); an array inside it is a value of its own: [1, [1]] gives
+	 * 1 and [1] */
+	if (v->value_type == BSON_TYPE_EOD || (v->value_type == BSON_TYPE_ARRAY && !hit->leaf_element))
+		return true;
 	while (lo < hi) {
 		int mid = (lo + hi) / 2;
 		int c = bv_compare(&d->vals[mid], v);
@@ -842,6 +867,10 @@ CMD_HANDLER(cmd_distinct)
 	ERR(cmd_get_doc(c, "query", &query, &has_query, err));
 	ERR(cmd_check_collation(c, c->body, err));
 	storage_coll_get(c->engine->st, c->db, name, &req.coll, NULL);
+	if (req.coll == NULL && view_exists(c, c->db, name)) {
+		ret = view_read(c, "distinct", name, err);
+		goto err;
+	}
 	ERR(cmd_check_hint(c, c->body, req.coll, err));
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;

@@ -269,6 +269,11 @@ explain_aggregate(cmd_t *c, const bson_t *inner, terr_t *err)
 		if (strcmp(bson_iter_key(&it), "explain") != 0 && strcmp(bson_iter_key(&it), "cursor") != 0)
 			bson_append_iter(&body, bson_iter_key(&it), -1, &it);
 	BSON_APPEND_BOOL(&body, "explain", true);
+	/* the verbosity travels in an internal field (default: allPlansExecution) */
+	if (bson_iter_init_find(&it, c->body, "verbosity") && BSON_ITER_HOLDS_UTF8(&it))
+		bson_append_iter(&body, "$_explainVerbosity", -1, &it);
+	else
+		BSON_APPEND_UTF8(&body, "$_explainVerbosity", "allPlansExecution");
 	sub.body = &body;
 	sub.name = "aggregate";
 	bson_iter_init(&sub.first, &body);
@@ -329,10 +334,22 @@ CMD_HANDLER(cmd_explain)
 	if (strcmp(*k, "aggregate") == 0)
 		return explain_aggregate(c, &inner, err);
 	ERR(parse_inner(&inner, &r, err));
+	if (storage_coll_get(c->engine->st, c->db, r.coll, &req.coll, NULL) != 0 && view_exists(c, c->db, r.coll)) {
+		/* a view: reads are explained as the aggregate they become,
+		 * writes are refused */
+		bson_t agg;
+		if (strcmp(r.kind, "find") != 0 && strcmp(r.kind, "count") != 0 && strcmp(r.kind, "distinct") != 0) {
+			ret = view_refuse(c, c->db, r.coll, err);
+			goto err;
+		}
+		ERR(view_read_as_aggregate(r.kind, &inner, r.coll, &agg, err));
+		ret = explain_aggregate(c, &agg, err);
+		bson_destroy(&agg);
+		goto err;
+	}
 	r.fast_count = strcmp(r.kind, "count") == 0 && (!r.has_filter || bson_empty(&r.filter)) && !r.has_hint &&
 	    r.skip == 0 && r.limit == 0;
 	cmd_ns(ns, sizeof(ns), c->db, r.coll);
-	storage_coll_get(c->engine->st, c->db, r.coll, &req.coll, NULL);
 	if (r.has_let)
 		mo.let = &r.let;
 	if (r.has_filter)

@@ -913,6 +913,10 @@ CMD_HANDLER(cmd_create_indexes)
 		}
 	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0) {
 		terr_t e2 = TERR_INIT;
+		if (view_refuse(c, c->db, name, err) != 0) {
+			ret = -1;
+			goto err;
+		}
 		if (storage_coll_create(c->engine->st, NULL, c->db, name, NULL, &e2) != 0 &&
 		    e2.code != TERR_NAMESPACE_EXISTS) {
 			terr_move(err, &e2);
@@ -1001,6 +1005,8 @@ CMD_HANDLER(cmd_list_indexes)
 	ERR(cmd_cursor_options(c, &copts, err));
 	cmd_ns(ns, sizeof(ns), c->db, name);
 	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0) {
+		if (view_refuse(c, c->db, name, err) != 0)
+			goto err;
 		ret = terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns does not exist: %s", ns);
 		goto err;
 	}
@@ -1091,6 +1097,8 @@ CMD_HANDLER(cmd_drop_indexes)
 		goto err;
 	}
 	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0) {
+		if (view_refuse(c, c->db, name, err) != 0)
+			goto err;
 		ret = terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns not found %s", ns);
 		goto err;
 	}

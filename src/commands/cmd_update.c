@@ -318,12 +318,8 @@ write_update_run(cmd_t *c, storage_session_t *s, const char *db, const char *nam
 		rc = terr_set(err, TERR_FAILED_TO_PARSE, "Cannot specify sort with multi=true");
 		*cmd_error = true;
 	}
-	if (rc == 0 && *coll == NULL) {
-		if (u.upsert)
-			rc = write_get_or_create_coll_in(c, db, name, coll, err);
-		else
-			storage_coll_get(c->engine->st, db, name, coll, NULL);
-	}
+	if (rc == 0 && *coll == NULL)
+		rc = write_get_coll_in(c, db, name, u.upsert, coll, err);
 	if (rc == 0) {
 		u.coll = *coll;
 		u.bypass = bypass;
@@ -516,10 +512,7 @@ CMD_HANDLER(cmd_find_and_modify)
 		ERR(update_compile(&uval, &uo, &u.update, err));
 	}
 	sync = write_concern_sync(c);
-	if (upsert)
-		ERR(write_get_or_create_coll(c, name, &u.coll, err));
-	else
-		storage_coll_get(c->engine->st, c->db, name, &u.coll, NULL);
+	ERR(write_get_coll_in(c, c->db, name, upsert, &u.coll, err));
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
 	u.filter = &query;

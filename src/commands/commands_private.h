@@ -67,6 +67,37 @@ void cmd_ns(char *buf, size_t len, const char *db, const char *coll);
 int cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt, bson_t *reply,
                        terr_t *err);
 
+/* ---- views (view.c) ------------------------------------------------------ */
+/* A view resolved to what reading it means: the collection at the end of
+ * its viewOn chain and the pipelines of the chain, innermost first. */
+typedef struct view {
+	char *base;        /* owned; NULL when not a view */
+	bson_t pipeline;   /* array, valid when base is set */
+} view_t;
+/* 1 with *v filled (view_free it) when name is a view of c->db, 0 when it is
+ * not, -1 with 165 ViewDepthLimitExceeded (agg_view_resolve). */
+int view_resolve(cmd_t *c, const char *name, view_t *v, terr_t *err);
+void view_free(view_t *v);
+bool view_exists(cmd_t *c, const char *db, const char *name);
+/* 0 unless db.name is a view: then 166 CommandNotSupportedOnView
+ * "Namespace <ns> is a view, not a collection" (writes, indexes, stats). */
+int view_refuse(cmd_t *c, const char *db, const char *name, terr_t *err);
+/* find / count / distinct (kind) command cmd on view view_name as the
+ * aggregate mongod converts it to; agg is initialised on success (destroy
+ * it).  find options aggregation lacks: 168 InvalidPipelineOperator. */
+int view_read_as_aggregate(const char *kind, const bson_t *cmd, const char *view_name, bson_t *agg,
+                           terr_t *err);
+/* Run c (a find, count or distinct on view view_name) and append its reply
+ * (cursor, n, values) to c->reply. */
+int view_read(cmd_t *c, const char *kind, const char *view_name, terr_t *err);
+/* create with viewOn (other create options were refused by the caller);
+ * collMod of a view (viewOn / pipeline). */
+int view_create(cmd_t *c, const char *name, terr_t *err);
+int view_coll_mod(cmd_t *c, const char *name, bson_t *reply, terr_t *err);
+/* Option names create / collMod know (cmd_catalog.c, cmd_collmod.c). */
+bool cmd_is_create_option(const char *field);
+bool cmd_is_coll_mod_option(const char *field);
+
 /* ---- handlers (one family per file) ------------------------------------- */
 #define CMD_HANDLER(fn) int fn(cmd_t *c, terr_t *err)
 

@@ -10,14 +10,17 @@
 #include "expr/expr.h"
 
 int
-write_get_or_create_coll_in(cmd_t *c, const char *db, const char *name, storage_coll_t **out,
-    terr_t *err)
+write_get_coll_in(cmd_t *c, const char *db, const char *name, bool create, storage_coll_t **out,
+                  terr_t *err)
 {
 	storage_session_t *s;
 	int tries;
 
 	for (tries = 0; tries < 3; tries++) {
 		if (storage_coll_get(c->engine->st, db, name, out, NULL) == 0)
+			return 0;
+		RET(view_refuse(c, db, name, err));
+		if (!create)
 			return 0;
 		if ((s = client_session(c->client, err)) == NULL)
 			return -1;
@@ -29,6 +32,13 @@ write_get_or_create_coll_in(cmd_t *c, const char *db, const char *name, storage_
 	}
 	return storage_coll_get(c->engine->st, db, name, out, err) == 0 ? 0 :
 	    terr_set(err, TERR_INTERNAL_ERROR, "could not create collection %s.%s", db, name);
+}
+
+int
+write_get_or_create_coll_in(cmd_t *c, const char *db, const char *name, storage_coll_t **out,
+    terr_t *err)
+{
+	return write_get_coll_in(c, db, name, true, out, err);
 }
 
 int

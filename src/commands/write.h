@@ -14,8 +14,13 @@
 
 /* The collection a write goes to; created (with no options) when missing.
  * Returns a reference to release.  The _in form names the database (the
- * client bulkWrite writes to any database from admin). */
+ * client bulkWrite writes to any database from admin).  A view there: 166
+ * CommandNotSupportedOnView. */
 int write_get_or_create_coll(cmd_t *c, const char *name, storage_coll_t **out, terr_t *err);
+/* The same when create is true; otherwise *out is NULL when missing (an
+ * update without upsert, a delete: nothing to do) but a view is still 166. */
+int write_get_coll_in(cmd_t *c, const char *db, const char *name, bool create, storage_coll_t **out,
+                      terr_t *err);
 int write_get_or_create_coll_in(cmd_t *c, const char *db, const char *name, storage_coll_t **out,
                                 terr_t *err);
 

@@ -1,0 +1,504 @@
+/*
+ * view.c -- read-only views, as mongod has them.
+ *
+ * A view is a name, a source (viewOn: a collection or another view of the
+ * same database) and a pipeline; storage keeps only the definition
+ * (storage_view_*).  Reading a view runs an aggregation on the collection at
+ * the end of the viewOn chain with the views' pipelines in front (innermost
+ * first) of what the reader asked for.  find, count and distinct on a view
+ * become that aggregation the way mongod converts them (asAggregationCommand):
+ * find's options that aggregation lacks are refused with 168, count ends in
+ * $count, distinct unwinds the key's path and collects it with $addToSet.
+ * Everything that writes, indexes or reads storage sizes answers 166
+ * CommandNotSupportedOnView.
+ *
+ * Not here: the aggregate command itself (cmd_aggregate.c), which calls
+ * view_resolve; how views are stored (storage/catalog.c).
+ */
+#include "commands/commands_private.h"
+
+#include <string.h>
+
+#include "agg/pipeline.h"
+#include "bson/value.h"
+
+CMD_HANDLER(cmd_aggregate);
+
+#define VIEW_MAX_DEPTH AGG_VIEW_MAX_DEPTH
+
+int
+view_resolve(cmd_t *c, const char *name, view_t *v, terr_t *err)
+{
+	memset(v, 0, sizeof(*v));
+	return agg_view_resolve(c->engine->st, c->db, name, &v->base, &v->pipeline, err);
+}
+
+void
+view_free(view_t *v)
+{
+	if (v->base != NULL)
+		bson_destroy(&v->pipeline);
+	bson_free(v->base);
+	v->base = NULL;
+}
+
+bool
+view_exists(cmd_t *c, const char *db, const char *name)
+{
+	bson_t def;
+
+	if (storage_view_get(c->engine->st, db, name, &def) != 0)
+		return false;
+	bson_destroy(&def);
+	return true;
+}
+
+int
+view_refuse(cmd_t *c, const char *db, const char *name, terr_t *err)
+{
+	if (!view_exists(c, db, name))
+		return 0;
+	return terr_set(err, TERR_COMMAND_NOT_SUPPORTED_ON_VIEW, "Namespace %s.%s is a view, not a collection",
+	    db, name);
+}
+
+/* ---- find, count, distinct as aggregations -------------------------------- */
+
+/* Fields copied from the read command to the aggregate as they are. */
+static const char *const passed_fields[] = {
+	"hint", "collation", "let", "allowDiskUse", "readConcern", "comment", "maxTimeMS", "$db",
+	"$_explainVerbosity", NULL,
+};
+
+/* find options aggregation does not have: 168 "Option <f> not supported in
+ * aggregation." when present with a value that asks for them. */
+static const char *const find_refused[] = {
+	"min", "max", "returnKey", "showRecordId", "oplogReplay", "noCursorTimeout",
+	"allowPartialResults", "readOnce", "allowSpeculativeMajorityRead", "requestResumeToken",
+	"resumeAfter", NULL,
+};
+
+static bool
+is_set(const bson_iter_t *it)
+{
+	if (BSON_ITER_HOLDS_DOCUMENT(it)) {
+		bson_t d;
+		const uint8_t *p;
+		uint32_t l;
+		bson_iter_document(it, &l, &p);
+		return bson_init_static(&d, p, l) && !bson_empty(&d);
+	}
+	return bson_iter_as_bool(it);
+}
+
+static void
+append_stage(bson_t *pipe, int *n, const char *stage, const bson_iter_t *arg)
+{
+	char key[16];
+	bson_t st;
+
+	bson_snprintf(key, sizeof(key), "%d", (*n)++);
+	bson_append_document_begin(pipe, key, -1, &st);
+	bson_append_iter(&st, stage, -1, arg);
+	bson_append_document_end(pipe, &st);
+}
+
+/* The find command body as the aggregate mongod runs on a view. */
+static int
+find_as_aggregate(const bson_t *find, const char *view_name, bson_t *agg, terr_t *err)
+{
+	static const char *const stages[][2] = {
+		{"filter", "$match"}, {"sort", "$sort"}, {"skip", "$skip"}, {"limit", "$limit"},
+		{"projection", "$project"},
+	};
+	bson_iter_t it;
+	bson_t pipe, cursor;
+	int n = 0;
+	int64_t limit = 0;
+
+	for (int i = 0; find_refused[i] != NULL; i++)
+		if (bson_iter_init_find(&it, find, find_refused[i]) && is_set(&it))
+			return terr_set(err, TERR_INVALID_PIPELINE_OPERATOR, "Option %s not supported in aggregation.",
+			    find_refused[i]);
+	if (bson_iter_init_find(&it, find, "tailable") && bson_iter_as_bool(&it))
+		return terr_set(err, TERR_INVALID_PIPELINE_OPERATOR, "Tailable cursors are not supported in aggregation.");
+	if (bson_iter_init_find(&it, find, "sort") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+		bson_iter_t s;
+		if (bson_iter_recurse(&it, &s) && bson_iter_find(&s, "$natural"))
+			return terr_set(err, TERR_INVALID_PIPELINE_OPERATOR,
+			    "Sort option $natural not supported in aggregation.");
+	}
+	if (bson_iter_init_find(&it, find, "limit") && BSON_ITER_HOLDS_NUMBER(&it))
+		limit = bson_iter_as_int64(&it);
+	/* singleBatch only as findOne sends it, with limit 1 */
+	if (bson_iter_init_find(&it, find, "singleBatch") && bson_iter_as_bool(&it) && limit != 1)
+		return terr_set(err, TERR_INVALID_PIPELINE_OPERATOR, "Option singleBatch not supported in aggregation.");
+
+	bson_init(agg);
+	BSON_APPEND_UTF8(agg, "aggregate", view_name);
+	bson_append_array_begin(agg, "pipeline", -1, &pipe);
+	for (size_t i = 0; i < sizeof(stages) / sizeof(stages[0]); i++) {
+		if (!bson_iter_init_find(&it, find, stages[i][0]))
+			continue;
+		if (BSON_ITER_HOLDS_DOCUMENT(&it) && !is_set(&it))
+			continue;   /* {} filter, sort or projection: no stage */
+		if (BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_int64(&it) == 0 &&
+		    (strcmp(stages[i][0], "skip") == 0 || strcmp(stages[i][0], "limit") == 0))
+			continue;   /* 0 means none */
+		append_stage(&pipe, &n, stages[i][1], &it);
+	}
+	bson_append_array_end(agg, &pipe);
+	bson_append_document_begin(agg, "cursor", -1, &cursor);
+	if (bson_iter_init_find(&it, find, "batchSize"))
+		bson_append_iter(&cursor, "batchSize", -1, &it);
+	bson_append_document_end(agg, &cursor);
+	for (int i = 0; passed_fields[i] != NULL; i++)
+		if (bson_iter_init_find(&it, find, passed_fields[i]))
+			bson_append_iter(agg, passed_fields[i], -1, &it);
+	return 0;
+}
+
+/* count: [$match query] [$skip] [$limit] {$count: "count"}. */
+static void
+count_as_aggregate(const bson_t *count, const char *view_name, bson_t *agg)
+{
+	bson_iter_t it;
+	bson_t pipe, st, cursor;
+	int n = 0;
+
+	bson_init(agg);
+	BSON_APPEND_UTF8(agg, "aggregate", view_name);
+	bson_append_array_begin(agg, "pipeline", -1, &pipe);
+	if (bson_iter_init_find(&it, count, "query") && BSON_ITER_HOLDS_DOCUMENT(&it) && is_set(&it))
+		append_stage(&pipe, &n, "$match", &it);
+	if (bson_iter_init_find(&it, count, "skip") && BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_int64(&it) > 0)
+		append_stage(&pipe, &n, "$skip", &it);
+	if (bson_iter_init_find(&it, count, "limit") && BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_int64(&it) != 0) {
+		int64_t l = bson_iter_as_int64(&it);
+		char key[16];
+		bson_snprintf(key, sizeof(key), "%d", n++);
+		bson_append_document_begin(&pipe, key, -1, &st);
+		BSON_APPEND_INT64(&st, "$limit", l < 0 ? -l : l);
+		bson_append_document_end(&pipe, &st);
+	}
+	{
+		char key[16];
+		bson_snprintf(key, sizeof(key), "%d", n++);
+		bson_append_document_begin(&pipe, key, -1, &st);
+		BSON_APPEND_UTF8(&st, "$count", "count");
+		bson_append_document_end(&pipe, &st);
+	}
+	bson_append_array_end(agg, &pipe);
+	bson_append_document_begin(agg, "cursor", -1, &cursor);
+	bson_append_document_end(agg, &cursor);
+	for (int i = 0; passed_fields[i] != NULL; i++)
+		if (bson_iter_init_find(&it, count, passed_fields[i]))
+			bson_append_iter(agg, passed_fields[i], -1, &it);
+}
+
+/* distinct: [$match query], one $unwind (keeping null and empty arrays) per
+ * prefix of the key's path, then {$group: {_id: null, distinct: {$addToSet:
+ * "$key"}}}. */
+static void
+distinct_as_aggregate(const bson_t *distinct, const char *view_name, const char *key_path, bson_t *agg)
+{
+	bson_iter_t it;
+	bson_t pipe, st, sub, acc, cursor;
+	char key[16], *path = bson_strdup_printf("$%s", key_path);
+	int n = 0;
+
+	bson_init(agg);
+	BSON_APPEND_UTF8(agg, "aggregate", view_name);
+	bson_append_array_begin(agg, "pipeline", -1, &pipe);
+	if (bson_iter_init_find(&it, distinct, "query") && BSON_ITER_HOLDS_DOCUMENT(&it) && is_set(&it))
+		append_stage(&pipe, &n, "$match", &it);
+	for (char *p = path;; p++) {
+		if (*p != '.' && *p != '\0')
+			continue;
+		bson_snprintf(key, sizeof(key), "%d", n++);
+		bson_append_document_begin(&pipe, key, -1, &st);
+		bson_append_document_begin(&st, "$unwind", -1, &sub);
+		bson_append_utf8(&sub, "path", -1, path, (int)(p - path));
+		BSON_APPEND_BOOL(&sub, "preserveNullAndEmptyArrays", true);
+		bson_append_document_end(&st, &sub);
+		bson_append_document_end(&pipe, &st);
+		if (*p == '\0')
+			break;
+	}
+	bson_snprintf(key, sizeof(key), "%d", n++);
+	bson_append_document_begin(&pipe, key, -1, &st);
+	bson_append_document_begin(&st, "$group", -1, &sub);
+	BSON_APPEND_NULL(&sub, "_id");
+	bson_append_document_begin(&sub, "distinct", -1, &acc);
+	BSON_APPEND_UTF8(&acc, "$addToSet", path);
+	bson_append_document_end(&sub, &acc);
+	bson_append_document_end(&st, &sub);
+	bson_append_document_end(&pipe, &st);
+	bson_append_array_end(agg, &pipe);
+	bson_append_document_begin(agg, "cursor", -1, &cursor);
+	bson_append_document_end(agg, &cursor);
+	for (int i = 0; passed_fields[i] != NULL; i++)
+		if (bson_iter_init_find(&it, distinct, passed_fields[i]))
+			bson_append_iter(agg, passed_fields[i], -1, &it);
+	bson_free(path);
+}
+
+int
+view_read_as_aggregate(const char *kind, const bson_t *cmd, const char *view_name, bson_t *agg, terr_t *err)
+{
+	bson_iter_t it;
+
+	if (strcmp(kind, "find") == 0)
+		return find_as_aggregate(cmd, view_name, agg, err);
+	if (strcmp(kind, "count") == 0) {
+		count_as_aggregate(cmd, view_name, agg);
+		return 0;
+	}
+	if (strcmp(kind, "distinct") == 0 && bson_iter_init_find(&it, cmd, "key") && BSON_ITER_HOLDS_UTF8(&it)) {
+		distinct_as_aggregate(cmd, view_name, bson_iter_utf8(&it, NULL), agg);
+		return 0;
+	}
+	return terr_set(err, TERR_COMMAND_NOT_SUPPORTED_ON_VIEW, "Namespace %s is a view, not a collection",
+	    view_name);
+}
+
+/* Run the aggregate body agg as c's sub-command; its reply goes to reply. */
+static int
+run_aggregate(cmd_t *c, const bson_t *agg, bson_t *reply, terr_t *err)
+{
+	cmd_t sub = *c;
+
+	sub.body = agg;
+	sub.name = "aggregate";
+	sub.reply = reply;
+	bson_iter_init(&sub.first, agg);
+	bson_iter_next(&sub.first);
+	return cmd_aggregate(&sub, err);
+}
+
+/* The first document of the reply's cursor.firstBatch, or false. */
+static bool
+first_result(const bson_t *reply, bson_iter_t *doc)
+{
+	bson_iter_t it;
+
+	return bson_iter_init(&it, reply) && bson_iter_find_descendant(&it, "cursor.firstBatch.0", doc) &&
+	    BSON_ITER_HOLDS_DOCUMENT(doc);
+}
+
+int
+view_read(cmd_t *c, const char *kind, const char *view_name, terr_t *err)
+{
+	bson_t agg, tmp = BSON_INITIALIZER;
+	bson_iter_t doc, f;
+	int ret;
+
+	RET(view_read_as_aggregate(kind, c->body, view_name, &agg, err));
+	if (strcmp(kind, "find") == 0) {
+		ret = run_aggregate(c, &agg, c->reply, err);
+		bson_destroy(&agg);
+		return ret;
+	}
+	ret = run_aggregate(c, &agg, &tmp, err);
+	if (ret == 0 && strcmp(kind, "count") == 0) {
+		int64_t n = 0;
+		if (first_result(&tmp, &doc) && bson_iter_recurse(&doc, &f) && bson_iter_find(&f, "count"))
+			n = bson_iter_as_int64(&f);
+		if (n <= INT32_MAX)
+			BSON_APPEND_INT32(c->reply, "n", (int32_t)n);
+		else
+			BSON_APPEND_INT64(c->reply, "n", n);
+	} else if (ret == 0) {
+		bson_t empty = BSON_INITIALIZER;
+		if (first_result(&tmp, &doc) && bson_iter_recurse(&doc, &f) && bson_iter_find(&f, "distinct"))
+			bson_append_iter(c->reply, "values", -1, &f);
+		else
+			BSON_APPEND_ARRAY(c->reply, "values", &empty);
+	}
+	bson_destroy(&tmp);
+	bson_destroy(&agg);
+	return ret;
+}
+
+/* ---- create and collMod ---------------------------------------------------- */
+
+/*
+ * Check a view's pipeline (parsed as the aggregate would parse it: unknown
+ * stages, bad arguments) and build the stored definition into def:
+ * {viewOn, pipeline[, collation]}.  Stages that write are refused with 167
+ * OptionNotSupportedOnView as mongod does.
+ */
+static int
+view_definition(cmd_t *c, const char *cmd, const char *name, const char *view_on, const bson_t *pipeline,
+                const bson_iter_t *collation, bson_t *def, terr_t *err)
+{
+	agg_host_t host;
+	agg_pipeline_t *p = NULL;
+	bson_iter_t it;
+	int i = 0;
+
+	if (view_on[0] == '\0')
+		return terr_set(err, TERR_BAD_VALUE, "'viewOn' cannot be empty");
+	if (bson_iter_init(&it, pipeline))
+		for (; bson_iter_next(&it); i++) {
+			bson_iter_t st;
+			if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+				return terr_set(err, TERR_TYPE_MISMATCH,
+				    "Each element of the 'pipeline' array must be an object");
+			if (bson_iter_recurse(&it, &st) && bson_iter_next(&st) &&
+			    (strcmp(bson_iter_key(&st), "$out") == 0 || strcmp(bson_iter_key(&st), "$merge") == 0))
+				return terr_set(err, TERR_OPTION_NOT_SUPPORTED_ON_VIEW,
+				    "Invalid pipeline for view %s.%s :: caused by :: The aggregation stage %s in location %d "
+				    "of the pipeline cannot be used in the view definition of %s.%s because it writes to disk",
+				    c->db, name, bson_iter_key(&st), i, c->db, name);
+		}
+	memset(&host, 0, sizeof(host));
+	host.st = c->engine->st;
+	host.db = c->db;
+	host.coll = view_on;
+	RET(agg_pipeline_parse(pipeline, NULL, &host, &p, err));
+	agg_pipeline_free(p);
+	(void)cmd;
+	bson_init(def);
+	BSON_APPEND_UTF8(def, "viewOn", view_on);
+	BSON_APPEND_ARRAY(def, "pipeline", pipeline);
+	if (collation != NULL)
+		bson_append_iter(def, "collation", -1, collation);
+	return 0;
+}
+
+/* Following viewOn from name must not come back to name (collMod can make
+ * a cycle; create cannot, the name is new): 5 GraphContainsCycle "View
+ * cycle detected: [db.a, db.b, db.a]", or 165 past 20 views. */
+static int
+check_no_cycle(cmd_t *c, const char *name, const char *view_on, terr_t *err)
+{
+	char *src = bson_strdup(view_on);
+	bson_string_t *path = bson_string_new(NULL);
+	int depth = 0, ret = 0;
+	bson_t def;
+
+	bson_string_append_printf(path, "%s.%s", c->db, name);
+	for (;;) {
+		bson_iter_t it;
+		bson_string_append_printf(path, ", %s.%s", c->db, src);
+		if (strcmp(src, name) == 0) {
+			ret = terr_set(err, TERR_GRAPH_CONTAINS_CYCLE, "View cycle detected: [%s]", path->str);
+			break;
+		}
+		if (storage_view_get(c->engine->st, c->db, src, &def) != 0)
+			break;
+		if (++depth >= VIEW_MAX_DEPTH) {
+			bson_destroy(&def);
+			ret = terr_set(err, TERR_VIEW_DEPTH_LIMIT_EXCEEDED,
+			    "View depth too deep or view cycle detected. Maximum depth is %d", VIEW_MAX_DEPTH);
+			break;
+		}
+		bson_free(src);
+		src = bson_iter_init_find(&it, &def, "viewOn") && BSON_ITER_HOLDS_UTF8(&it) ?
+		    bson_strdup(bson_iter_utf8(&it, NULL)) : bson_strdup("");
+		bson_destroy(&def);
+	}
+	bson_string_free(path, true);
+	bson_free(src);
+	return ret;
+}
+
+/* viewOn (a string) and pipeline (an array, [] when absent) of cmd. */
+static int
+view_args(cmd_t *c, const char **view_on, bson_t *pipeline, bool *has_pipeline, terr_t *err)
+{
+	bool found;
+
+	RET(cmd_get_string(c, "viewOn", view_on, &found, err));
+	if (!found)
+		*view_on = NULL;
+	RET(cmd_get_array(c, "pipeline", pipeline, has_pipeline, err));
+	if (!*has_pipeline)
+		bson_init(pipeline);
+	return 0;
+}
+
+int
+view_create(cmd_t *c, const char *name, terr_t *err)
+{
+	const char *view_on;
+	bson_t pipeline, def, existing;
+	bson_iter_t coll_it;
+	bool has_pipeline, has_collation;
+	int ret;
+
+	RET(view_args(c, &view_on, &pipeline, &has_pipeline, err));
+	if (view_on == NULL)
+		return has_pipeline ? terr_set(err, TERR_INVALID_OPTIONS,
+		    "'pipeline' requires 'viewOn' to also be specified") : 0;
+	if (strncmp(name, "system.", 7) == 0)
+		return terr_set(err, TERR_INVALID_NAMESPACE, strcmp(name, "system.views") == 0 ?
+		    "Cannot create a view called '%s.%s'" : "Invalid system namespace: %s.%s", c->db, name);
+	has_collation = bson_iter_init_find(&coll_it, c->body, "collation");
+	RET(view_definition(c, "create", name, view_on, &pipeline, has_collation ? &coll_it : NULL, &def, err));
+	ret = storage_view_create(c->engine->st, c->db, name, &def, err);
+	if (ret != 0 && err->code == TERR_NAMESPACE_EXISTS &&
+	    storage_view_get(c->engine->st, c->db, name, &existing) == 0) {
+		/* the same view again succeeds, as for collections */
+		if (bson_equal(&existing, &def)) {
+			terr_clear(err);
+			ret = 0;
+		} else {
+			char *o = bv_doc_to_mongo_string(&existing);
+			terr_set(err, TERR_NAMESPACE_EXISTS,
+			    "namespace %s.%s already exists, but with different options: %s", c->db, name, o);
+			bson_free(o);
+		}
+		bson_destroy(&existing);
+	}
+	bson_destroy(&def);
+	return ret;
+}
+
+int
+view_coll_mod(cmd_t *c, const char *name, bson_t *reply, terr_t *err)
+{
+	const char *view_on;
+	bson_t pipeline, def, old, old_pipeline;
+	bson_iter_t it, coll_it;
+	bool has_pipeline, has_collation;
+	int ret;
+
+	(void)reply;
+	bson_iter_init(&it, c->body);
+	bson_iter_next(&it);
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		if (strcmp(k, "viewOn") != 0 && strcmp(k, "pipeline") != 0 && cmd_is_coll_mod_option(k))
+			return terr_set(err, TERR_INVALID_OPTIONS, "option not supported on a view: %s", k);
+	}
+	RET(view_args(c, &view_on, &pipeline, &has_pipeline, err));
+	if (view_on == NULL && !has_pipeline)
+		return 0;
+	if (storage_view_get(c->engine->st, c->db, name, &old) != 0)
+		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns does not exist");
+	/* one of the two may be left out: the other keeps its value */
+	if (view_on == NULL && bson_iter_init_find(&it, &old, "viewOn") && BSON_ITER_HOLDS_UTF8(&it))
+		view_on = bson_iter_utf8(&it, NULL);
+	if (!has_pipeline && bson_iter_init_find(&it, &old, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it)) {
+		const uint8_t *d;
+		uint32_t l;
+		bson_iter_array(&it, &l, &d);
+		if (bson_init_static(&old_pipeline, d, l))
+			bson_copy_to(&old_pipeline, &pipeline);
+	}
+	has_collation = bson_iter_init_find(&coll_it, &old, "collation");
+	ret = check_no_cycle(c, name, view_on != NULL ? view_on : "", err);
+	if (ret == 0)
+		ret = view_definition(c, "collMod", name, view_on != NULL ? view_on : "", &pipeline,
+		    has_collation ? &coll_it : NULL, &def, err);
+	if (ret == 0) {
+		ret = storage_view_set(c->engine->st, c->db, name, &def, err);
+		bson_destroy(&def);
+	}
+	if (!has_pipeline)
+		bson_destroy(&pipeline);
+	bson_destroy(&old);
+	return ret;
+}
