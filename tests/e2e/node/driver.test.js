@@ -100,3 +100,26 @@ test('listCollections and drop', async () => {
 	assert.ok(names.includes('items'));
 	assert.equal(await db.collection('items').drop(), true);
 });
+
+test('views: createCollection with viewOn, reads, listCollections, refused writes', async () => {
+	const src = db.collection('cities');
+	await src.insertMany([{ _id: 1, state: 'NJ', pop: 3 }, { _id: 2, state: 'CA', pop: 10 }, { _id: 3, state: 'CA', pop: 4 }]);
+	await db.createCollection('ca', { viewOn: 'cities', pipeline: [{ $match: { state: 'CA' } }] });
+	const ca = db.collection('ca');
+	assert.deepEqual((await ca.find({}, { sort: { pop: 1 } }).toArray()).map((d) => d._id), [3, 2]);
+	assert.equal(await ca.countDocuments({ pop: { $gt: 5 } }), 1);
+	assert.equal(await ca.estimatedDocumentCount(), 2);
+	assert.deepEqual((await ca.distinct('pop')).sort((a, b) => a - b), [4, 10]);
+	assert.deepEqual(await ca.aggregate([{ $group: { _id: '$state', n: { $sum: 1 } } }]).toArray(), [{ _id: 'CA', n: 2 }]);
+	const info = (await db.listCollections({ name: 'ca' }).toArray())[0];
+	assert.equal(info.type, 'view');
+	assert.deepEqual(info.options, { viewOn: 'cities', pipeline: [{ $match: { state: 'CA' } }] });
+	await assert.rejects(ca.insertOne({ x: 1 }), (e) => {
+		assert.equal(e.code, 166);
+		assert.equal(e.errmsg, 'Namespace e2e_node.ca is a view, not a collection');
+		return true;
+	});
+	await assert.rejects(ca.createIndex({ pop: 1 }), (e) => e.code === 166);
+	assert.equal(await ca.drop(), true);
+	assert.equal((await db.listCollections({ name: 'ca' }).toArray()).length, 0);
+});

@@ -1,0 +1,161 @@
+/*
+ * test_view.c -- views through the embedded API: definitions survive a
+ * reopen, the 20-view depth limit, a view of a missing collection, names a
+ * view shares with collections, and dropDatabase.  (mongosh covers the
+ * reply shapes end to end: tests/e2e/mongosh/views.js.)
+ */
+#include "tt.h"
+
+#include "tt_embedded.h"
+
+static tamga_t *db;
+static char *dir;
+
+static bson_t *
+run(const char *json, int *rc)
+{
+	return tt_run_json(db, "v", json, rc);
+}
+
+/* Run json; expect success. */
+static void
+ok(const char *json)
+{
+	int rc;
+	bson_t *r = run(json, &rc);
+
+	if (rc != 0) {
+		char *s = bson_as_relaxed_extended_json(r, NULL);
+		TT_FAIL_("%s -> %s", json, s);
+		bson_free(s);
+	}
+	tt_free_reply(r);
+}
+
+/* Run json; expect the error code. */
+static void
+fails(const char *json, int code)
+{
+	int rc;
+	bson_t *r = run(json, &rc);
+
+	TT_ASSERT(rc != 0);
+	if (tt_get_i64(r, "code") != code) {
+		char *s = bson_as_relaxed_extended_json(r, NULL);
+		TT_FAIL_("%s -> %s, want code %d", json, s, code);
+		bson_free(s);
+	}
+	tt_free_reply(r);
+}
+
+static int64_t
+count(const char *coll)
+{
+	char *json = bson_strdup_printf("{\"count\": \"%s\"}", coll);
+	int rc;
+	bson_t *r = run(json, &rc);
+	int64_t n = rc == 0 ? tt_get_i64(r, "n") : -1;
+
+	tt_free_reply(r);
+	bson_free(json);
+	return n;
+}
+
+static void
+test_survives_reopen(void)
+{
+	tamga_error_t e;
+
+	ok("{\"insert\": \"c\", \"documents\": [{\"_id\": 1, \"a\": 1}, {\"_id\": 2, \"a\": 2}, {\"_id\": 3, \"a\": 3}]}");
+	ok("{\"create\": \"odd\", \"viewOn\": \"c\", \"pipeline\": [{\"$match\": {\"a\": {\"$in\": [1, 3]}}}]}");
+	ok("{\"create\": \"oddTwo\", \"viewOn\": \"odd\", \"pipeline\": [{\"$match\": {\"a\": {\"$gt\": 1}}}]}");
+	TT_EQ_INT(count("odd"), 2);
+	TT_EQ_INT(count("oddTwo"), 1);
+	tamga_close(db);
+	TT_ASSERT(tamga_open(dir, NULL, &db, &e) == 0);
+	TT_EQ_INT(count("odd"), 2);
+	TT_EQ_INT(count("oddTwo"), 1);
+	/* the name stays taken by the view */
+	fails("{\"create\": \"odd\"}", 48);
+}
+
+static void
+test_missing_source(void)
+{
+	int rc;
+	bson_t *r;
+
+	ok("{\"create\": \"ghost\", \"viewOn\": \"nothing\", \"pipeline\": []}");
+	r = run("{\"find\": \"ghost\"}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_JSON(r, "{ \"cursor\" : { \"firstBatch\" : [  ], \"id\" : 0, \"ns\" : \"v.ghost\" }, \"ok\" : 1.0 }");
+	tt_free_reply(r);
+	r = run("{\"distinct\": \"ghost\", \"key\": \"a\"}", &rc);
+	TT_EQ_JSON(r, "{ \"values\" : [  ], \"ok\" : 1.0 }");
+	tt_free_reply(r);
+	/* the source appears later: the view sees it */
+	ok("{\"insert\": \"nothing\", \"documents\": [{\"_id\": 1}]}");
+	TT_EQ_INT(count("ghost"), 1);
+}
+
+/* 20 views deep reads; the 21st level is refused with 165. */
+static void
+test_depth_limit(void)
+{
+	char json[256];
+
+	ok("{\"insert\": \"base\", \"documents\": [{\"_id\": 1}]}");
+	snprintf(json, sizeof(json), "{\"create\": \"d1\", \"viewOn\": \"base\"}");
+	ok(json);
+	for (int i = 2; i <= 21; i++) {
+		snprintf(json, sizeof(json), "{\"create\": \"d%d\", \"viewOn\": \"d%d\"}", i, i - 1);
+		ok(json);
+	}
+	TT_EQ_INT(count("d20"), 1);
+	fails("{\"count\": \"d21\"}", 165);
+	fails("{\"aggregate\": \"d21\", \"pipeline\": [], \"cursor\": {}}", 165);
+}
+
+/* A view on a view of itself cannot be made: create needs a new name, and
+ * collMod that would close a loop fails with 5. */
+static void
+test_cycle(void)
+{
+	ok("{\"create\": \"x1\", \"viewOn\": \"c\"}");
+	ok("{\"create\": \"x2\", \"viewOn\": \"x1\"}");
+	fails("{\"collMod\": \"x1\", \"viewOn\": \"x2\", \"pipeline\": []}", 5);
+	fails("{\"collMod\": \"x1\", \"viewOn\": \"x1\", \"pipeline\": []}", 5);
+	/* a pipeline change alone keeps viewOn */
+	ok("{\"collMod\": \"x1\", \"pipeline\": [{\"$match\": {\"a\": 2}}]}");
+	TT_EQ_INT(count("x2"), 1);
+}
+
+static void
+test_drop_database(void)
+{
+	int rc;
+	bson_t *r;
+
+	ok("{\"dropDatabase\": 1}");
+	r = run("{\"listCollections\": 1}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0"), -999);
+	tt_free_reply(r);
+	/* the names are free again */
+	ok("{\"create\": \"odd\"}");
+	TT_EQ_INT(count("odd"), 0);
+}
+
+int
+main(void)
+{
+	dir = tt_tmpdir("view");
+	if ((db = tt_open_new(dir)) == NULL)
+		return 1;
+	TT_RUN(test_survives_reopen);
+	TT_RUN(test_missing_source);
+	TT_RUN(test_depth_limit);
+	TT_RUN(test_cycle);
+	TT_RUN(test_drop_database);
+	tt_close_rm(db, dir);
+	return tt_finish();
+}
