@@ -864,3 +864,10 @@ CMD_HANDLER(cmd_shutdown)
 	return 0;
 }
 
+/* commitTransaction / abortTransaction: Tamga is a standalone server, so
+ * there is never a transaction to end (a driver sends these with a
+ * txnNumber, refused by the dispatcher with the same error). */
+CMD_HANDLER(cmd_end_transaction)
+{
+	return terr_set(err, TERR_ILLEGAL_OPERATION, "%s", CMD_NO_TRANSACTIONS_MSG);
+}

@@ -81,12 +81,15 @@ CMD_HANDLER(cmd_list_commands);
 CMD_HANDLER(cmd_end_sessions);
 CMD_HANDLER(cmd_start_session);
 CMD_HANDLER(cmd_shutdown);
+CMD_HANDLER(cmd_end_transaction);
 
 static const cmd_def_t commands[] = {
 	/* aggregation: cmd_aggregate.c */
 	{"aggregate", NULL, cmd_aggregate, CMDF_MAXTIME, "run an aggregation pipeline"},
 	/* handshake and admin: cmd_admin.c */
+	{"abortTransaction", NULL, cmd_end_transaction, CMDF_ADMIN_ONLY, "abort a transaction (none on a standalone server)"},
 	{"buildInfo", "buildinfo", cmd_build_info, CMDF_NO_AUTH, "version and build information"},
+	{"commitTransaction", NULL, cmd_end_transaction, CMDF_ADMIN_ONLY, "commit a transaction (none on a standalone server)"},
 	{"connectionStatus", NULL, cmd_connection_status, CMDF_NO_AUTH, "the connection's authenticated users and roles"},
 	{"endSessions", NULL, cmd_end_sessions, CMDF_NO_AUTH, "end logical sessions"},
 	{"getCmdLineOpts", NULL, cmd_get_cmd_line_opts, CMDF_ADMIN_ONLY, "the server's command line options"},

@@ -67,6 +67,10 @@ void cmd_ns(char *buf, size_t len, const char *db, const char *coll);
 int cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt, bson_t *reply,
                        terr_t *err);
 
+/* What a standalone mongod answers (code 20) to a command with a txnNumber,
+ * and what commitTransaction / abortTransaction answer here. */
+#define CMD_NO_TRANSACTIONS_MSG "Transaction numbers are only allowed on a replica set member or mongos"
+
 /* ---- views (view.c) ------------------------------------------------------ */
 /* A view resolved to what reading it means: the collection at the end of
  * its viewOn chain and the pipelines of the chain, innermost first. */

@@ -336,6 +336,16 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 		goto fail;
 	if (auth_check_command(&c, def, er) != 0)
 		goto fail;
+	/* Tamga runs as a standalone mongod: no transactions and no retryable
+	 * writes, refused before anything runs (drivers and frameworks test for
+	 * this code and message to fall back) */
+	{
+		bson_iter_t it;
+		if (cmd_find_field(&c, "txnNumber", &it)) {
+			terr_set(er, TERR_ILLEGAL_OPERATION, "%s", CMD_NO_TRANSACTIONS_MSG);
+			goto fail;
+		}
+	}
 	__atomic_fetch_add(&e->counters.command, 1, __ATOMIC_RELAXED);
 
 	rc = def->handler(&c, er);

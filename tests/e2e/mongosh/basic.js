@@ -132,5 +132,23 @@ test('listCollections and drop', () => {
 	ok(t.drop(), 'dropped');
 });
 
+test('a transaction is refused with code 20 and writes nothing', () => {
+	const s = db.getMongo().startSession();
+	const c = s.getDatabase(db.getName()).txn_refused;
+	s.startTransaction();
+	// mongosh rewrites mongod's answer (code 20, "Transaction numbers are only
+	// allowed on a replica set member or mongos") into its retryable-writes
+	// advice and keeps the server's reply as originalError
+	let err = null;
+	try { c.insertOne({_id: 1}); } catch (e) { err = e; }
+	ok(err !== null, 'insert in a transaction fails');
+	const orig = err.originalError || err;
+	eq(orig.code, 20, 'code');
+	eq(orig.errorResponse.errmsg, 'Transaction numbers are only allowed on a replica set member or mongos');
+	try { s.abortTransaction(); } catch (e) { /* nothing to abort */ }
+	s.endSession();
+	eq(db.txn_refused.countDocuments({}), 0, 'nothing written');
+});
+
 print(`${passed} passed, ${failed} failed`);
 if (failed) quit(1);

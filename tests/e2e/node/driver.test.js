@@ -123,3 +123,21 @@ test('views: createCollection with viewOn, reads, listCollections, refused write
 	assert.equal(await ca.drop(), true);
 	assert.equal((await db.listCollections({ name: 'ca' }).toArray()).length, 0);
 });
+
+test('transactions are refused as a standalone mongod refuses them (code 20), and nothing is written', async () => {
+	const coll = db.collection('txn');
+	const session = client.startSession();
+	try {
+		session.startTransaction();
+		await assert.rejects(coll.insertOne({ _id: 1 }, { session }), (e) => {
+			assert.equal(e.code, 20);
+			assert.equal(e.message, 'Transaction numbers are only allowed on a replica set member or mongos');
+			return true;
+		});
+		await session.abortTransaction().catch(() => {});
+	} finally {
+		await session.endSession();
+	}
+	assert.equal(await coll.countDocuments({}), 0);
+	await assert.rejects(db.admin().command({ commitTransaction: 1 }), (e) => e.code === 20);
+});
