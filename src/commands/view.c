@@ -91,6 +91,23 @@ is_set(const bson_iter_t *it)
 	return bson_iter_as_bool(it);
 }
 
+/* The end of an aggregate made from the read command cmd: the cursor (with
+ * find's batchSize) and the fields passed on as they are. */
+static void
+finish_aggregate(const bson_t *cmd, bson_t *agg)
+{
+	bson_iter_t it;
+	bson_t cursor;
+
+	bson_append_document_begin(agg, "cursor", -1, &cursor);
+	if (bson_iter_init_find(&it, cmd, "batchSize"))
+		bson_append_iter(&cursor, "batchSize", -1, &it);
+	bson_append_document_end(agg, &cursor);
+	for (int i = 0; passed_fields[i] != NULL; i++)
+		if (bson_iter_init_find(&it, cmd, passed_fields[i]))
+			bson_append_iter(agg, passed_fields[i], -1, &it);
+}
+
 static void
 append_stage(bson_t *pipe, int *n, const char *stage, const bson_iter_t *arg)
 {
@@ -112,7 +129,7 @@ find_as_aggregate(const bson_t *find, const char *view_name, bson_t *agg, terr_t
 		{"projection", "$project"},
 	};
 	bson_iter_t it;
-	bson_t pipe, cursor;
+	bson_t pipe;
 	int n = 0;
 	int64_t limit = 0;
 
@@ -148,13 +165,7 @@ find_as_aggregate(const bson_t *find, const char *view_name, bson_t *agg, terr_t
 		append_stage(&pipe, &n, stages[i][1], &it);
 	}
 	bson_append_array_end(agg, &pipe);
-	bson_append_document_begin(agg, "cursor", -1, &cursor);
-	if (bson_iter_init_find(&it, find, "batchSize"))
-		bson_append_iter(&cursor, "batchSize", -1, &it);
-	bson_append_document_end(agg, &cursor);
-	for (int i = 0; passed_fields[i] != NULL; i++)
-		if (bson_iter_init_find(&it, find, passed_fields[i]))
-			bson_append_iter(agg, passed_fields[i], -1, &it);
+	finish_aggregate(find, agg);
 	return 0;
 }
 
@@ -163,7 +174,7 @@ static void
 count_as_aggregate(const bson_t *count, const char *view_name, bson_t *agg)
 {
 	bson_iter_t it;
-	bson_t pipe, st, cursor;
+	bson_t pipe, st;
 	int n = 0;
 
 	bson_init(agg);
@@ -189,11 +200,7 @@ count_as_aggregate(const bson_t *count, const char *view_name, bson_t *agg)
 		bson_append_document_end(&pipe, &st);
 	}
 	bson_append_array_end(agg, &pipe);
-	bson_append_document_begin(agg, "cursor", -1, &cursor);
-	bson_append_document_end(agg, &cursor);
-	for (int i = 0; passed_fields[i] != NULL; i++)
-		if (bson_iter_init_find(&it, count, passed_fields[i]))
-			bson_append_iter(agg, passed_fields[i], -1, &it);
+	finish_aggregate(count, agg);
 }
 
 /* distinct: [$match query], one $unwind (keeping null and empty arrays) per
@@ -203,7 +210,7 @@ static void
 distinct_as_aggregate(const bson_t *distinct, const char *view_name, const char *key_path, bson_t *agg)
 {
 	bson_iter_t it;
-	bson_t pipe, st, sub, acc, cursor;
+	bson_t pipe, st, sub, acc;
 	char key[16], *path = bson_strdup_printf("$%s", key_path);
 	int n = 0;
 
@@ -235,11 +242,7 @@ distinct_as_aggregate(const bson_t *distinct, const char *view_name, const char 
 	bson_append_document_end(&st, &sub);
 	bson_append_document_end(&pipe, &st);
 	bson_append_array_end(agg, &pipe);
-	bson_append_document_begin(agg, "cursor", -1, &cursor);
-	bson_append_document_end(agg, &cursor);
-	for (int i = 0; passed_fields[i] != NULL; i++)
-		if (bson_iter_init_find(&it, distinct, passed_fields[i]))
-			bson_append_iter(agg, passed_fields[i], -1, &it);
+	finish_aggregate(distinct, agg);
 	bson_free(path);
 }
 
