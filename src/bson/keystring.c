@@ -17,6 +17,7 @@
  * contributes to an index (index key generation, storage/query layers).
  */
 #include "bson/keystring.h"
+#include "bson/collation.h"
 #include "bson/value.h"
 
 #include <math.h>
@@ -271,7 +272,7 @@ ks_num_decimal(keystring_t *ks, const bson_decimal128_t *dec)
 
 /* ---------------------------- values ----------------------------- */
 
-static void ks_value(keystring_t *ks, keystring_t *tb, const bson_value_t *v);
+static void ks_value(keystring_t *ks, keystring_t *tb, const bson_value_t *v, const coll_t *coll);
 
 static uint8_t
 ks_type_byte(bson_type_t t)
@@ -305,7 +306,8 @@ ks_type_byte(bson_type_t t)
 
 /* object/array body: ([type][name]?[body])* 00 */
 static void
-ks_doc_body(keystring_t *ks, keystring_t *tb, const uint8_t *data, uint32_t len, bool names)
+ks_doc_body(keystring_t *ks, keystring_t *tb, const uint8_t *data, uint32_t len, bool names,
+            const coll_t *coll)
 {
 	bson_iter_t it;
 
@@ -315,7 +317,7 @@ ks_doc_body(keystring_t *ks, keystring_t *tb, const uint8_t *data, uint32_t len,
 			ks_byte(ks, ks_type_byte(v->value_type));
 			if (names)
 				ks_string(ks, bson_iter_key(&it), bson_iter_key_len(&it));
-			ks_value(ks, tb, v);
+			ks_value(ks, tb, v, coll);
 		}
 	}
 	ks_byte(ks, KS_END);
@@ -370,9 +372,28 @@ tb_note(keystring_t *tb, const bson_value_t *v)
 	}
 }
 
+/* A string under a collation: its sort key in place of its bytes (ICU's
+ * keys hold no 00, so the string framing keeps them prefix-free). */
+static void
+ks_collated(keystring_t *ks, const coll_t *coll, const char *s, size_t len)
+{
+	uint8_t stack[256], *key = stack;
+	size_t n = coll_sort_key(coll, s, len, stack, sizeof stack);
+
+	if (n >= sizeof stack) {
+		key = malloc(n + 1);
+		if (key == NULL)
+			abort();
+		n = coll_sort_key(coll, s, len, key, n + 1);
+	}
+	ks_string(ks, (const char *)key, n);
+	if (key != stack)
+		free(key);
+}
+
 /* body of v (its type byte already written) */
 static void
-ks_value(keystring_t *ks, keystring_t *tb, const bson_value_t *v)
+ks_value(keystring_t *ks, keystring_t *tb, const bson_value_t *v, const coll_t *coll)
 {
 	tb_note(tb, v);
 	switch (v->value_type) {
@@ -391,19 +412,25 @@ ks_value(keystring_t *ks, keystring_t *tb, const bson_value_t *v)
 		ks_num_decimal(ks, &v->value.v_decimal128);
 		break;
 	case BSON_TYPE_UTF8:
-		ks_string(ks, v->value.v_utf8.str, v->value.v_utf8.len);
+		if (coll)
+			ks_collated(ks, coll, v->value.v_utf8.str, v->value.v_utf8.len);
+		else
+			ks_string(ks, v->value.v_utf8.str, v->value.v_utf8.len);
 		break;
 	case BSON_TYPE_SYMBOL:
-		ks_string(ks, v->value.v_symbol.symbol, v->value.v_symbol.len);
+		if (coll)
+			ks_collated(ks, coll, v->value.v_symbol.symbol, v->value.v_symbol.len);
+		else
+			ks_string(ks, v->value.v_symbol.symbol, v->value.v_symbol.len);
 		break;
 	case BSON_TYPE_CODE:
 		ks_string(ks, v->value.v_code.code, v->value.v_code.code_len);
 		break;
 	case BSON_TYPE_DOCUMENT:
-		ks_doc_body(ks, tb, v->value.v_doc.data, v->value.v_doc.data_len, true);
+		ks_doc_body(ks, tb, v->value.v_doc.data, v->value.v_doc.data_len, true, coll);
 		break;
 	case BSON_TYPE_ARRAY:
-		ks_doc_body(ks, tb, v->value.v_doc.data, v->value.v_doc.data_len, false);
+		ks_doc_body(ks, tb, v->value.v_doc.data, v->value.v_doc.data_len, false, coll);
 		break;
 	case BSON_TYPE_BINARY:
 		/* stored length, as bv_compare: subtype 2 keeps its inner length */
@@ -439,7 +466,8 @@ ks_value(keystring_t *ks, keystring_t *tb, const bson_value_t *v)
 		break;
 	case BSON_TYPE_CODEWSCOPE:
 		ks_string(ks, v->value.v_codewscope.code, v->value.v_codewscope.code_len);
-		ks_doc_body(ks, tb, v->value.v_codewscope.scope_data, v->value.v_codewscope.scope_len, true);
+		ks_doc_body(ks, tb, v->value.v_codewscope.scope_data, v->value.v_codewscope.scope_len, true,
+		            NULL);
 		break;
 	default: /* MinKey, MaxKey, Null, Undefined: the type byte says it all */
 		break;
@@ -449,10 +477,24 @@ ks_value(keystring_t *ks, keystring_t *tb, const bson_value_t *v)
 void
 keystring_append_value_tb(keystring_t *ks, keystring_t *tb, const bson_value_t *v, bool descending)
 {
+	keystring_append_value_tb_coll(ks, tb, v, descending, NULL);
+}
+
+void
+keystring_append_value_coll(keystring_t *ks, const bson_value_t *v, bool descending,
+                            const coll_t *coll)
+{
+	keystring_append_value_tb_coll(ks, NULL, v, descending, coll);
+}
+
+void
+keystring_append_value_tb_coll(keystring_t *ks, keystring_t *tb, const bson_value_t *v,
+                               bool descending, const coll_t *coll)
+{
 	size_t start = ks->len, i;
 
 	ks_byte(ks, ks_type_byte(v->value_type));
-	ks_value(ks, tb, v);
+	ks_value(ks, tb, v, coll);
 	if (descending)
 		for (i = start; i < ks->len; i++)
 			ks->buf[i] = (uint8_t)~ks->buf[i];

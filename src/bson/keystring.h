@@ -80,6 +80,20 @@ bool keystring_decode_values(const uint8_t *key, size_t len, int nparts,
  */
 void keystring_append_value_tb(keystring_t *ks, keystring_t *tb, const bson_value_t *v,
                                bool descending);
+/*
+ * Under a collation (bson/collation.h; NULL = the functions above): strings
+ * and symbols, also inside documents and arrays, are encoded as the
+ * collation's sort key, so memcmp order equals bv_compare_coll order and
+ * strings the collation finds equal encode alike (MongoDB's collation-aware
+ * index keys).  Such strings cannot be decoded back: a key with collated
+ * strings gives their sort-key bytes, never the original text, so covered
+ * reads must not return string fields from a collated index.
+ */
+typedef struct coll coll_t;
+void keystring_append_value_coll(keystring_t *ks, const bson_value_t *v, bool descending,
+                                 const coll_t *coll);
+void keystring_append_value_tb_coll(keystring_t *ks, keystring_t *tb, const bson_value_t *v,
+                                    bool descending, const coll_t *coll);
 bool keystring_decode_values_tb(const uint8_t *key, size_t len, const uint8_t *tb, size_t tblen,
                                 int nparts, const bool *descending, bson_t *out);
 

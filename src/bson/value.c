@@ -13,6 +13,7 @@
  */
 #include "bson/value.h"
 #include "bson/keystring.h"
+#include "bson/collation.h"
 
 #include <float.h>
 #include <math.h>
@@ -948,7 +949,8 @@ typedef struct type_info {
 	str_fn str;
 } type_info_t;
 
-static int cmp_docs_data(const uint8_t *a, uint32_t alen, const uint8_t *b, uint32_t blen);
+static int cmp_docs_data(const uint8_t *a, uint32_t alen, const uint8_t *b, uint32_t blen,
+                         const coll_t *coll);
 static void str_doc_data(strbuf_t *s, const uint8_t *data, uint32_t len, bool is_array, int depth);
 
 static int
@@ -1000,7 +1002,7 @@ static int
 cmp_doc(const bson_value_t *a, const bson_value_t *b)
 {
 	return cmp_docs_data(a->value.v_doc.data, a->value.v_doc.data_len,
-	                     b->value.v_doc.data, b->value.v_doc.data_len);
+	                     b->value.v_doc.data, b->value.v_doc.data_len, NULL);
 }
 
 /* mongod compares BinData by its stored length; for the old subtype 2 that
@@ -1092,7 +1094,7 @@ cmp_codewscope(const bson_value_t *a, const bson_value_t *b)
 	if (c != 0)
 		return c;
 	return cmp_docs_data(a->value.v_codewscope.scope_data, a->value.v_codewscope.scope_len,
-	                     b->value.v_codewscope.scope_data, b->value.v_codewscope.scope_len);
+	                     b->value.v_codewscope.scope_data, b->value.v_codewscope.scope_len, NULL);
 }
 
 /* --- rendering (mongod's BSONElement::toString, non-"full" form) --- */
@@ -1417,10 +1419,49 @@ bv_compare(const bson_value_t *a, const bson_value_t *b)
 	return ta->cmp(a, b);
 }
 
+/* Under a collation only strings and symbols change order, wherever they
+ * sit inside documents and arrays (mongod's compareElementValues with a
+ * StringData comparator); field names and every other type compare as
+ * without one. */
+int
+bv_compare_coll(const bson_value_t *a, const bson_value_t *b, const coll_t *coll)
+{
+	int ra, rb;
+	size_t la, lb;
+	const char *sa, *sb;
+
+	if (coll == NULL)
+		return bv_compare(a, b);
+	ra = bv_type_rank(a->value_type);
+	rb = bv_type_rank(b->value_type);
+	if (ra != rb)
+		return ra < rb ? -1 : 1;
+	switch (a->value_type) {
+	case BSON_TYPE_UTF8:
+	case BSON_TYPE_SYMBOL:
+		sa = str_of(a, &la);
+		sb = str_of(b, &lb);
+		return coll_compare(coll, sa, la, sb, lb);
+	case BSON_TYPE_DOCUMENT:
+	case BSON_TYPE_ARRAY:
+		return cmp_docs_data(a->value.v_doc.data, a->value.v_doc.data_len,
+		                     b->value.v_doc.data, b->value.v_doc.data_len, coll);
+	default:
+		return bv_compare(a, b);
+	}
+}
+
+bool
+bv_equal_coll(const bson_value_t *a, const bson_value_t *b, const coll_t *coll)
+{
+	return bv_compare_coll(a, b, coll) == 0;
+}
+
 /* Documents: element by element (rank, field name, value), then length.
  * Arrays go through the same path: their names "0","1",... agree. */
 static int
-cmp_docs_data(const uint8_t *a, uint32_t alen, const uint8_t *b, uint32_t blen)
+cmp_docs_data(const uint8_t *a, uint32_t alen, const uint8_t *b, uint32_t blen,
+              const coll_t *coll)
 {
 	bson_iter_t ia, ib;
 	bool oka, okb, ma, mb;
@@ -1447,7 +1488,7 @@ cmp_docs_data(const uint8_t *a, uint32_t alen, const uint8_t *b, uint32_t blen)
 		              bson_iter_key(&ib), bson_iter_key_len(&ib));
 		if (c != 0)
 			return c;
-		c = bv_compare(va, vb);
+		c = coll ? bv_compare_coll(va, vb, coll) : bv_compare(va, vb);
 		if (c != 0)
 			return c;
 	}
@@ -1456,7 +1497,7 @@ cmp_docs_data(const uint8_t *a, uint32_t alen, const uint8_t *b, uint32_t blen)
 int
 bv_compare_docs(const bson_t *a, const bson_t *b)
 {
-	return cmp_docs_data(bson_get_data(a), a->len, bson_get_data(b), b->len);
+	return cmp_docs_data(bson_get_data(a), a->len, bson_get_data(b), b->len, NULL);
 }
 
 bool
@@ -1468,12 +1509,18 @@ bv_equal(const bson_value_t *a, const bson_value_t *b)
 uint64_t
 bv_hash(const bson_value_t *v)
 {
+	return bv_hash_coll(v, NULL);
+}
+
+uint64_t
+bv_hash_coll(const bson_value_t *v, const coll_t *coll)
+{
 	keystring_t ks;
 	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a, then a final mix */
 	size_t i;
 
 	keystring_init(&ks);
-	keystring_append_value(&ks, v, false);
+	keystring_append_value_coll(&ks, v, false, coll);
 	for (i = 0; i < ks.len; i++) {
 		h ^= ks.buf[i];
 		h *= 0x100000001b3ULL;

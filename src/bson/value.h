@@ -32,6 +32,14 @@ int bv_type_rank(bson_type_t t);
 /* <0, 0, >0: a before, equal to, after b in MongoDB's order. */
 int bv_compare(const bson_value_t *a, const bson_value_t *b);
 
+/* bv_compare under a collation (bson/collation.h; NULL = simple): strings
+ * and symbols, also inside documents and arrays, compare by the collation;
+ * field names and every other type as bv_compare.  Two different strings
+ * may compare equal ("a" and "A" at strength 2). */
+typedef struct coll coll_t;
+int bv_compare_coll(const bson_value_t *a, const bson_value_t *b, const coll_t *coll);
+bool bv_equal_coll(const bson_value_t *a, const bson_value_t *b, const coll_t *coll);
+
 /* Same as bv_compare for two whole documents (field names count). */
 int bv_compare_docs(const bson_t *a, const bson_t *b);
 
@@ -44,6 +52,9 @@ bool bv_equal(const bson_value_t *a, const bson_value_t *b);
  * hash-based $group, $addToSet, distinct.  Computed over the value's
  * keystring, so it costs an encoding (no allocation below 128 bytes). */
 uint64_t bv_hash(const bson_value_t *v);
+/* The hash that agrees with bv_compare_coll equality (strings hashed by
+ * their collation sort key). */
+uint64_t bv_hash_coll(const bson_value_t *v, const coll_t *coll);
 
 bool bv_is_number(const bson_value_t *v);
 bool bv_is_nan(const bson_value_t *v);
