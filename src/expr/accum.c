@@ -17,7 +17,6 @@
 #include "expr/decimal.h"
 #include "expr/expr_private.h"
 
-int expr_compare(const bson_value_t *a, const bson_value_t *b);
 
 typedef struct accum_op accum_op_t;
 
@@ -52,6 +51,7 @@ struct accum {
 	double *ps;             /* $percentile p values */
 	size_t nps;
 	int method;             /* 0 approximate/discrete, 1 continuous */
+	const coll_t *coll;     /* the scope's collation at parse time */
 };
 
 typedef int (*accum_add_fn)(const accum_t *a, accum_state_t *st, const bson_value_t *v, bson_value_t *keys,
@@ -208,7 +208,7 @@ add_minmax(const accum_t *a, accum_state_t *st, const bson_value_t *v, bson_valu
 	if (expr_is_nullish(v))
 		return 0;
 	if (st->has) {
-		int c = expr_compare(v, &st->val);
+		int c = expr_compare(v, &st->val, a->coll);
 		if (is_max ? c <= 0 : c >= 0)
 			return 0;
 		bson_value_destroy(&st->val);
@@ -270,7 +270,7 @@ add_to_set(const accum_t *a, accum_state_t *st, const bson_value_t *v, bson_valu
 	if (v->value_type == BSON_TYPE_EOD)
 		return 0;
 	for (size_t i = 0; i < st->n; i++) {
-		if (expr_compare(&st->items[i].v, v) == 0)
+		if (expr_compare(&st->items[i].v, v, a->coll) == 0)
 			return 0;
 	}
 	if (st->mem + value_size(v) > ACC_MAX_BYTES)
@@ -494,7 +494,7 @@ static int
 cmp_keys(const accum_t *a, const bson_value_t *x, const bson_value_t *y)
 {
 	for (size_t i = 0; i < a->nkeys; i++) {
-		int c = expr_compare(&x[i], &y[i]);
+		int c = expr_compare(&x[i], &y[i], a->coll);
 		if (c != 0)
 			return c * a->dirs[i];
 	}
@@ -528,7 +528,7 @@ add_minmax_n(const accum_t *a, accum_state_t *st, const bson_value_t *v, bson_va
 	if (expr_is_nullish(v))
 		return 0;
 	for (size_t i = 0; i < st->n; i++) {
-		int c = expr_compare(v, &st->items[i].v);
+		int c = expr_compare(v, &st->items[i].v, a->coll);
 		if (is_max ? c > 0 : c < 0) {
 			at = i;
 			break;
@@ -778,6 +778,7 @@ accum_parse(const char *name, const bson_value_t *arg, expr_scope_t *scope, accu
 		return terr_set(err, 15952, "unknown group operator '%s'", name);
 	a = bson_malloc0(sizeof(*a));
 	a->op = op;
+	a->coll = scope ? scope->coll : NULL;
 	if (op->parse != NULL) {
 		ERR(op->parse(a, arg, scope, err));
 	} else {

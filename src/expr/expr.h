@@ -68,6 +68,14 @@ int expr_scope_define(expr_scope_t *scope, const char *name, int *id, terr_t *er
 void expr_scope_push(expr_scope_t *scope);
 void expr_scope_pop(expr_scope_t *scope);
 
+/* The collation (bson/collation.h; NULL = simple) every expression parsed
+ * with this scope from now on compares strings by ($eq, $lt, $in,
+ * $indexOfArray, $setUnion, $max, ...; accumulators too).  Borrowed:
+ * collations are interned and live forever. */
+typedef struct coll coll_t;
+void expr_scope_set_collation(expr_scope_t *scope, const coll_t *coll);
+const coll_t *expr_scope_collation(const expr_scope_t *scope);
+
 /* The id of a visible variable ("ROOT", "x"; no "$$"), or -1. */
 int expr_scope_lookup(const expr_scope_t *scope, const char *name);
 

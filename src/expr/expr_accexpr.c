@@ -17,7 +17,6 @@
 
 #include "expr/accum.h"
 
-int expr_compare(const bson_value_t *a, const bson_value_t *b);
 
 static void
 accum_free(void *p)
@@ -206,7 +205,7 @@ eval_n_expr(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 			bson_value_t t = el[i];
 			size_t j = i;
 			while (j > 0) {
-				int c = expr_compare(&el[j - 1], &t);
+				int c = expr_compare(&el[j - 1], &t, e->coll);
 				if (is_max ? c >= 0 : c <= 0)
 					break;
 				el[j] = el[j - 1];

@@ -16,7 +16,6 @@
 
 #include "bson/value.h"
 
-int expr_compare(const bson_value_t *a, const bson_value_t *b);
 
 static bool
 is_arr(const bson_value_t *v)
@@ -426,7 +425,7 @@ eval_in(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		return terr_set(err, 40081, "$in requires an array as a second argument, found: %s", expr_type_name(&a));
 	expr_iter_init(&it, &a);
 	while (bson_iter_next(&it)) {
-		if (expr_compare(&x, bson_iter_value(&it)) == 0) {
+		if (expr_compare(&x, bson_iter_value(&it), e->coll) == 0) {
 			expr_set_bool(out, true);
 			return 0;
 		}
@@ -478,7 +477,7 @@ eval_index_of_array(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t 
 	if (bounds[1] > (int64_t)n)
 		bounds[1] = (int64_t)n;
 	for (int64_t i = bounds[0]; i < bounds[1]; i++) {
-		if (expr_compare(&el[i], &x) == 0) {
+		if (expr_compare(&el[i], &x, e->coll) == 0) {
 			expr_set_int32(out, (int32_t)i);
 			return 0;
 		}
@@ -899,10 +898,11 @@ typedef struct sort_item {
 } sort_item_t;
 
 static int
-sort_item_cmp(const sort_spec_t *spec, const sort_item_t *a, const sort_item_t *b)
+sort_item_cmp(const sort_spec_t *spec, const sort_item_t *a, const sort_item_t *b,
+              const coll_t *coll)
 {
 	for (size_t i = 0; i < spec->n; i++) {
-		int c = expr_compare(&a->keys[i], &b->keys[i]);
+		int c = expr_compare(&a->keys[i], &b->keys[i], coll);
 		if (c != 0)
 			return c * spec->keys[i].dir;
 	}
@@ -943,7 +943,7 @@ eval_sort_array(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err
 	for (size_t i = 1; i < n; i++) {
 		sort_item_t t = items[i];
 		size_t j = i;
-		while (j > 0 && sort_item_cmp(spec, &items[j - 1], &t) > 0) {
+		while (j > 0 && sort_item_cmp(spec, &items[j - 1], &t, e->coll) > 0) {
 			items[j] = items[j - 1];
 			j--;
 		}
@@ -959,14 +959,14 @@ eval_sort_array(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err
 
 /* Distinct values of an array (first occurrences, in order). */
 static bson_value_t *
-distinct(expr_env_t *env, const bson_value_t *a, size_t *n)
+distinct(expr_env_t *env, const bson_value_t *a, size_t *n, const coll_t *coll)
 {
 	size_t cnt, k = 0;
 	bson_value_t *el = arr_elems(env, a, &cnt);
 	for (size_t i = 0; i < cnt; i++) {
 		bool dup = false;
 		for (size_t j = 0; j < k && !dup; j++)
-			dup = expr_compare(&el[j], &el[i]) == 0;
+			dup = expr_compare(&el[j], &el[i], coll) == 0;
 		if (!dup)
 			el[k++] = el[i];
 	}
@@ -975,10 +975,10 @@ distinct(expr_env_t *env, const bson_value_t *a, size_t *n)
 }
 
 static bool
-contains(const bson_value_t *set, size_t n, const bson_value_t *v)
+contains(const bson_value_t *set, size_t n, const bson_value_t *v, const coll_t *coll)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (expr_compare(&set[i], v) == 0)
+		if (expr_compare(&set[i], v, coll) == 0)
 			return true;
 	}
 	return false;
@@ -1056,7 +1056,7 @@ eval_set_equals(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err
 		if (!is_arr(&a))
 			return terr_set(err, 17044, "All operands of $setEquals must be arrays. %zu-th argument is of type: %s",
 			                i + 1, expr_type_name(&a));
-		bson_value_t *s = distinct(env, &a, &n);
+		bson_value_t *s = distinct(env, &a, &n, e->coll);
 		if (i == 0) {
 			first = s;
 			nfirst = n;
@@ -1064,7 +1064,7 @@ eval_set_equals(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err
 		}
 		bool eq = n == nfirst;
 		for (size_t k = 0; k < n && eq; k++)
-			eq = contains(first, nfirst, &s[k]);
+			eq = contains(first, nfirst, &s[k], e->coll);
 		if (!eq) {
 			expr_set_bool(out, false);
 			return 0;
@@ -1075,9 +1075,9 @@ eval_set_equals(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err
 }
 
 static int
-cmp_values(const void *a, const void *b)
+cmp_values(const void *a, const void *b, void *coll)
 {
-	return expr_compare(a, b);
+	return expr_compare(a, b, coll);
 }
 
 static int
@@ -1099,7 +1099,7 @@ eval_set_intersection(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_
 			return terr_set(err, 17047,
 			                "All operands of $setIntersection must be arrays. One argument is of type: %s",
 			                expr_type_name(&a));
-		bson_value_t *s = distinct(env, &a, &n);
+		bson_value_t *s = distinct(env, &a, &n, e->coll);
 		if (cur == NULL && i == 0) {
 			cur = s;
 			ncur = n;
@@ -1112,14 +1112,14 @@ eval_set_intersection(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_
 		}
 		size_t k = 0;
 		for (size_t j = 0; j < ncur; j++) {
-			if (contains(s, n, &cur[j]))
+			if (contains(s, n, &cur[j], e->coll))
 				cur[k++] = cur[j];
 		}
 		ncur = k;
 	}
 	(void)null;
 	if (ncur > 1)
-		qsort(cur, ncur, sizeof(*cur), cmp_values);
+		qsort_r(cur, ncur, sizeof(*cur), cmp_values, (void *)e->coll);
 	set_array(env, out, cur, ncur);
 	return 0;
 }
@@ -1151,12 +1151,12 @@ eval_set_union(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		RET(expr_eval_arg(e, i, env, &a, err));
 		bson_value_t *el = arr_elems(env, &a, &n);
 		for (size_t k = 0; k < n; k++) {
-			if (!contains(acc, nacc, &el[k]))
+			if (!contains(acc, nacc, &el[k], e->coll))
 				acc[nacc++] = el[k];
 		}
 	}
 	if (nacc > 1)
-		qsort(acc, nacc, sizeof(*acc), cmp_values);
+		qsort_r(acc, nacc, sizeof(*acc), cmp_values, (void *)e->coll);
 	set_array(env, out, acc, nacc);
 	return 0;
 }
@@ -1179,10 +1179,10 @@ eval_set_difference(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t 
 	if (!is_arr(&b))
 		return terr_set(err, 17049, "both operands of $setDifference must be arrays. Second argument is of type: %s",
 		                expr_type_name(&b));
-	bson_value_t *sa = distinct(env, &a, &na), *sb = arr_elems(env, &b, &nb);
+	bson_value_t *sa = distinct(env, &a, &na, e->coll), *sb = arr_elems(env, &b, &nb);
 	size_t k = 0;
 	for (size_t i = 0; i < na; i++) {
-		if (!contains(sb, nb, &sa[i]))
+		if (!contains(sb, nb, &sa[i], e->coll))
 			sa[k++] = sa[i];
 	}
 	set_array(env, out, sa, k);
@@ -1206,7 +1206,7 @@ eval_set_is_subset(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *
 		                expr_type_name(&b));
 	bson_value_t *sa = arr_elems(env, &a, &na), *sb = arr_elems(env, &b, &nb);
 	for (size_t i = 0; i < na; i++) {
-		if (!contains(sb, nb, &sa[i])) {
+		if (!contains(sb, nb, &sa[i], e->coll)) {
 			expr_set_bool(out, false);
 			return 0;
 		}

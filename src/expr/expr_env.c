@@ -320,6 +320,18 @@ expr_scope_new(void)
 }
 
 void
+expr_scope_set_collation(expr_scope_t *scope, const coll_t *coll)
+{
+	scope->coll = coll;
+}
+
+const coll_t *
+expr_scope_collation(const expr_scope_t *scope)
+{
+	return scope ? scope->coll : NULL;
+}
+
+void
 expr_scope_destroy(expr_scope_t *s)
 {
 	if (s == NULL)

@@ -11,10 +11,8 @@
 
 #include "bson/value.h"
 
-int expr_compare(const bson_value_t *a, const bson_value_t *b);
-
 int
-expr_compare(const bson_value_t *a, const bson_value_t *b)
+expr_compare(const bson_value_t *a, const bson_value_t *b, const coll_t *coll)
 {
 	bool am = a->value_type == BSON_TYPE_EOD || a->value_type == BSON_TYPE_UNDEFINED;
 	bool bm = b->value_type == BSON_TYPE_EOD || b->value_type == BSON_TYPE_UNDEFINED;
@@ -26,7 +24,7 @@ expr_compare(const bson_value_t *a, const bson_value_t *b)
 		int r = o->value_type == BSON_TYPE_MINKEY ? 1 : -1; /* missing vs other */
 		return am ? r : -r;
 	}
-	return bv_compare(a, b);
+	return coll ? bv_compare_coll(a, b, coll) : bv_compare(a, b);
 }
 
 /* ---- comparison ---------------------------------------------------------- */
@@ -52,7 +50,7 @@ eval_compare(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 
 	RET(expr_eval_arg(e, 0, env, &a, err));
 	RET(expr_eval_arg(e, 1, env, &b, err));
-	c = expr_compare(&a, &b);
+	c = expr_compare(&a, &b, e->coll);
 	switch (cmp_kind(e)) {
 	case CMP_EQ: expr_set_bool(out, c == 0); break;
 	case CMP_NE: expr_set_bool(out, c != 0); break;

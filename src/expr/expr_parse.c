@@ -225,6 +225,7 @@ parse_operator(const char *name, const bson_value_t *arg, expr_scope_t *scope, e
 		return terr_set(err, 168, "Unrecognized expression '%s'", name);
 	e = expr_node_new(EXPR_OP);
 	e->op = op;
+	e->coll = scope->coll;
 	if (op->parse != NULL) {
 		ERR(op->parse(e, arg, scope, err));
 	} else if (arg->value_type == BSON_TYPE_ARRAY) {

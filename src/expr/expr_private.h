@@ -9,6 +9,7 @@
 #ifndef TAMGA_EXPR_PRIVATE_H
 #define TAMGA_EXPR_PRIVATE_H
 
+#include "bson/collation.h"
 #include "expr/expr.h"
 
 typedef struct expr_op expr_op_t;
@@ -52,7 +53,12 @@ struct expr {
 	void *extra;            /* op-specific parsed state */
 	void (*extra_free)(void *);
 	bool constant;          /* whole subtree folds to a constant */
+	const coll_t *coll;     /* EXPR_OP: the collation its string comparisons use */
 };
+
+/* MongoDB's value order for expressions (missing and undefined below null),
+ * strings by coll (NULL: simple).  expr_logic.c. */
+int expr_compare(const bson_value_t *a, const bson_value_t *b, const coll_t *coll);
 
 /* Operator tables, one per family; terminated by a row with name NULL. */
 extern const expr_op_t expr_ops_arith[];
@@ -97,6 +103,7 @@ struct expr_scope {
 	int next_id;
 	int level;
 	int depth;      /* parse recursion guard */
+	const coll_t *coll; /* the command's collation (NULL: simple); nodes copy it */
 };
 
 /* Bind a new variable for an operator's body ($let vars, $map as, ...):

@@ -35,6 +35,7 @@ typedef struct kg_ctx {
 	keystring_t ks;
 	terr_t *err;
 	uint32_t *mk;            /* keygen_multikey_paths: per field, components holding arrays */
+	const coll_t *coll;      /* the index's collation: strings become its sort keys */
 } kg_ctx_t;
 
 /* Follow f's path through embedded documents until the end, a scalar in the
@@ -104,7 +105,7 @@ emit(kg_ctx_t *g, const kg_field_t *fields)
 			v = &null_v;
 		else
 			any = true;
-		keystring_append_value(&g->ks, v, fields[i].desc);
+		keystring_append_value_coll(&g->ks, v, fields[i].desc, g->coll);
 	}
 	if (g->sparse && !any)
 		return;
@@ -196,6 +197,7 @@ typedef struct pf_entry {
 	struct pf_entry *next;
 	uint8_t *bytes;
 	uint32_t len;
+	const coll_t *coll;
 	match_t *m;
 } pf_entry_t;
 
@@ -203,7 +205,7 @@ static pf_entry_t *pf_cache;
 static pthread_mutex_t pf_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static const match_t *
-pf_lookup(const uint8_t *data, uint32_t len, terr_t *err)
+pf_lookup(const uint8_t *data, uint32_t len, const coll_t *coll, terr_t *err)
 {
 	pf_entry_t *e;
 	bson_t filter;
@@ -211,7 +213,7 @@ pf_lookup(const uint8_t *data, uint32_t len, terr_t *err)
 
 	pthread_mutex_lock(&pf_mu);
 	for (e = pf_cache; e != NULL; e = e->next)
-		if (e->len == len && memcmp(e->bytes, data, len) == 0)
+		if (e->len == len && e->coll == coll && memcmp(e->bytes, data, len) == 0)
 			break;
 	pthread_mutex_unlock(&pf_mu);
 	if (e != NULL)
@@ -220,9 +222,15 @@ pf_lookup(const uint8_t *data, uint32_t len, terr_t *err)
 		terr_set(err, TERR_INVALID_BSON, "invalid partialFilterExpression");
 		return NULL;
 	}
-	if (match_compile(&filter, NULL, &m, err) != 0)
-		return NULL;
+	{
+		/* the partial filter compares strings by the index's collation */
+		match_options_t mo = {0};
+		mo.coll = coll;
+		if (match_compile(&filter, &mo, &m, err) != 0)
+			return NULL;
+	}
 	e = bson_malloc0(sizeof(*e));
+	e->coll = coll;
 	e->bytes = bson_malloc(len);
 	memcpy(e->bytes, data, len);
 	e->len = len;
@@ -247,7 +255,7 @@ partial_pass(const storage_index_t *idx, const bson_t *doc, terr_t *err)
 	    !BSON_ITER_HOLDS_DOCUMENT(&it))
 		return 1;
 	bson_iter_document(&it, &len, &data);
-	if ((m = pf_lookup(data, len, err)) == NULL)
+	if ((m = pf_lookup(data, len, idx->collation, err)) == NULL)
 		return -1;
 	return match_exec(m, doc, NULL, err);
 }
@@ -349,8 +357,8 @@ wc_emit(wc_ctx_t *w, const bson_value_t *v)
 	p.value.v_utf8.str = w->path;
 	p.value.v_utf8.len = (uint32_t)strlen(w->path);
 	keystring_reset(&w->ks);
-	keystring_append_value(&w->ks, &p, false);
-	keystring_append_value(&w->ks, v, false);
+	keystring_append_value(&w->ks, &p, false);   /* field paths never collate */
+	keystring_append_value_coll(&w->ks, v, false, w->idx->collation);
 	w->add(w->add_ctx, w->ks.buf, w->ks.len);
 }
 
@@ -501,6 +509,7 @@ keygen_run(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add
 	g.add_ctx = ctx;
 	g.err = err;
 	g.sparse = spec_flag(idx->spec, "sparse");
+	g.coll = idx->collation;
 	if ((rc = partial_pass(idx, doc, err)) <= 0)
 		return rc;
 	if (keygen_is_wildcard(idx))

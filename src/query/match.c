@@ -1160,6 +1160,8 @@ match_compile(const bson_t *filter, const match_options_t *opts, match_t **out, 
 	m->filter = bson_copy(filter);
 	ERR(parse_filter(&p, bson_get_data(m->filter), m->filter->len, 0, LVL_PREDICATE_TOP,
 	                 &m->root));
+	if (opts != NULL && opts->coll != NULL)
+		match_set_collation(m->root, opts->coll);
 	*out = m;
 	return 0;
 err:

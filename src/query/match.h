@@ -23,6 +23,7 @@
 #include "common/error.h"
 
 typedef struct match match_t;
+typedef struct coll coll_t;
 
 /* Features a context may forbid (MongoDB's AllowedFeatures).  0 = everything
  * find allows.  A forbidden operator fails compilation with MongoDB's error
@@ -40,8 +41,10 @@ typedef struct match_options {
 	/* Variables for $expr ($$name), the command's `let` document, already
 	 * evaluated to constants.  Borrowed during match_compile only (copied). */
 	const bson_t *let;
-	/* Collation: only the simple collation exists; callers reject others
-	 * before compiling. */
+	/* The collation strings compare by ($eq, $lt.., $in, $elemMatch,
+	 * $expr; never $regex, $type, $size or field names); NULL = simple.
+	 * Interned (bson/collation.h), so it needs no lifetime care. */
+	const coll_t *coll;
 	/* $$NOW for $expr, in ms since the epoch, fixed for the whole command;
 	 * 0 = the time of match_compile. */
 	int64_t now_ms;

@@ -93,7 +93,7 @@ match_cmp_value(const mnode_t *n, const bson_value_t *v)
 		if (a || b)
 			return eq_ok && a && b;
 	}
-	c = compare_same_rank(v, rhs);
+	c = n->coll ? bv_compare_coll(v, rhs, n->coll) : compare_same_rank(v, rhs);
 	switch (k) {
 	case MK_EQ: return c == 0;
 	case MK_LT: return c < 0;
@@ -107,9 +107,9 @@ match_cmp_value(const mnode_t *n, const bson_value_t *v)
 /* ---- $in ------------------------------------------------------------------ */
 
 static int
-cmp_values_qsort(const void *a, const void *b)
+cmp_values_qsort(const void *a, const void *b, void *coll)
 {
-	return bv_compare(a, b);
+	return bv_compare_coll(a, b, coll);
 }
 
 int
@@ -144,7 +144,8 @@ match_in_prepare(mnode_t *n, terr_t *err)
 		n->u.in.sorted[n->u.in.n++] = *e;
 	}
 	if (n->u.in.n > 1)
-		qsort(n->u.in.sorted, n->u.in.n, sizeof(bson_value_t), cmp_values_qsort);
+		qsort_r(n->u.in.sorted, n->u.in.n, sizeof(bson_value_t), cmp_values_qsort,
+		        (void *)n->coll);
 	return 0;
 }
 
@@ -158,7 +159,7 @@ match_in_value(const mnode_t *n, const bson_value_t *v)
 	if (v->value_type != BSON_TYPE_UNDEFINED) {
 		while (lo < hi) {
 			uint32_t mid = lo + (hi - lo) / 2;
-			int c = bv_compare(v, &n->u.in.sorted[mid]);
+			int c = bv_compare_coll(v, &n->u.in.sorted[mid], n->coll);
 
 			if (c == 0)
 				return true;
@@ -172,6 +173,17 @@ match_in_value(const mnode_t *n, const bson_value_t *v)
 		if (match_regex_test(&n->u.in.re[i], v))
 			return true;
 	return false;
+}
+
+void
+match_set_collation(mnode_t *n, const coll_t *coll)
+{
+	n->coll = coll;
+	for (uint32_t i = 0; i < n->nkids; i++)
+		match_set_collation(n->kids[i], coll);
+	if (n->kind == MK_IN && n->u.in.n > 1)
+		qsort_r(n->u.in.sorted, n->u.in.n, sizeof(bson_value_t), cmp_values_qsort,
+		        (void *)coll);
 }
 
 /* ---- $exists ---------------------------------------------------------------- */

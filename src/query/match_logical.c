@@ -73,6 +73,8 @@ match_expr_compile(mnode_t *n, const bson_value_t *arg, const match_options_t *o
 	}
 
 	n->u.expr = x;
+	if (opts != NULL)
+		expr_scope_set_collation(scope, opts->coll);
 	if (opts != NULL && opts->let != NULL) {
 		x->let = bson_copy(opts->let);
 		x->ids = bson_malloc0(sizeof(int) * (bson_count_keys(x->let) + 1));

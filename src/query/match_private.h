@@ -43,6 +43,7 @@ struct mnode {
 	bool has_path;
 	bpath_t path;            /* path leaves; also $elemMatch */
 	bson_value_t val;        /* operand, borrowed from the filter copy */
+	const coll_t *coll;      /* comparison leaves: the filter's collation */
 	mnode_t **kids;          /* logical nodes, $elemMatch, $not */
 	uint32_t nkids;
 	union {
@@ -103,6 +104,8 @@ void match_node_add(mnode_t *parent, mnode_t *kid);
 
 /* match_compare.c: comparisons, $in, $exists, $type, $mod, $size, bits */
 bool match_cmp_value(const mnode_t *n, const bson_value_t *v);
+/* Give every node of the tree the collation and re-sort $in lists by it. */
+void match_set_collation(mnode_t *n, const coll_t *coll);
 bool match_in_value(const mnode_t *n, const bson_value_t *v);
 bool match_exists_value(const mnode_t *n, const bson_value_t *v);
 bool match_type_value(const mnode_t *n, const bson_value_t *v);

@@ -72,6 +72,7 @@ struct plan_exec {
 	storage_coll_t *coll;          /* owned reference (NULL: no such collection) */
 	match_t *match;                /* owned */
 	sort_spec_t *sort;             /* owned; NULL = no sort (or $natural) */
+	const coll_t *collation;       /* the query's (NULL = simple) */
 	sorter_t *sorter;              /* filled on the first plan_exec_next */
 	bool sorted;
 	bool allow_disk_use;
@@ -317,6 +318,30 @@ single_interval(const planner_solution_t *sol)
 	return true;
 }
 
+/* The _id point lookup finds the key the _id index's collation (the
+ * collection's default) makes of id: right for the query only when the
+ * collations agree or id holds no string. */
+static bool
+id_lookup_collation_ok(const storage_coll_t *coll, const bson_value_t *id, const coll_t *collation)
+{
+	const coll_t *ixc = NULL;
+	int i;
+
+	if (coll == NULL)
+		return true;
+	for (i = 0; i < coll->nindexes; i++)
+		if (coll->indexes[i].is_id)
+			ixc = coll->indexes[i].collation;
+	if (ixc == collation)
+		return true;
+	switch (id->value_type) {
+	case BSON_TYPE_UTF8: case BSON_TYPE_SYMBOL: case BSON_TYPE_DOCUMENT: case BSON_TYPE_ARRAY:
+		return false;
+	default:
+		return true;
+	}
+}
+
 /* COUNT_SCAN / DISTINCT_SCAN for the plan chosen (after the trial runs). */
 static void
 choose_modes(plan_exec_t *x)
@@ -338,8 +363,11 @@ choose_modes(plan_exec_t *x)
 		x->stats.stage = "COUNT_SCAN";
 		return;
 	}
+	/* one key per distinct value only means one per query-distinct value
+	 * when the index orders strings by the query's collation */
 	if (x->distinct_key == NULL || sol->dedup || sol->backward || x->sort != NULL ||
-	    x->coll->indexes[sol->index].multikey)
+	    x->coll->indexes[sol->index].multikey ||
+	    x->coll->indexes[sol->index].collation != x->collation)
 		return;
 	for (i = 0; i < sol->nfields; i++) {
 		if (strcmp(sol->fields[i].path, x->distinct_key) == 0) {
@@ -400,6 +428,7 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 	x->match = req->match;
 	x->skip = req->skip;
 	x->limit = req->limit;
+	x->collation = req->collation;
 	x->coll = req->coll;
 	x->borrowed = req->borrow;
 	x->allow_disk_use = req->allow_disk_use;
@@ -420,6 +449,7 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 			plan_exec_free(x);
 			return -1;
 		}
+		sort_spec_set_collation(x->sort, req->collation);
 		if (sort_spec_natural(x->sort, &dir)) {
 			backward = dir < 0;
 			if (sort_spec_nkeys(x->sort) == 0) {
@@ -451,7 +481,8 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 			x->access = ACCESS_IXSCAN;
 			x->stats.stage = "IXSCAN";
 		}
-	} else if (x->match != NULL && !backward && req->hint == NULL && !req->count && match_is_id_point(x->match, &x->id)) {
+	} else if (x->match != NULL && !backward && req->hint == NULL && !req->count && match_is_id_point(x->match, &x->id) &&
+	           id_lookup_collation_ok(x->coll, x->id, req->collation)) {
 		x->access = ACCESS_ID;
 		x->stats.stage = "EXPRESS_IXSCAN";
 	} else {
@@ -463,6 +494,8 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 			int ex = req->hint == NULL && x->sort == NULL && !backward && x->skip == 0 && !req->count &&
 			    req->distinct_key == NULL ?
 			    express_index(x->coll, x->match, x->limit) : -1;
+			if (ex >= 0 && x->coll->indexes[ex].collation != req->collation)
+				ex = -1;
 			if (ex >= 0) {
 				ehint.value_type = BSON_TYPE_UTF8;
 				ehint.value.v_utf8.str = x->coll->indexes[ex].name;
@@ -470,8 +503,8 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 				hint = &ehint;
 				x->express = true;
 			}
-			if (planner_plan(x->coll, x->match, x->sort != NULL ? req->sort : NULL, hint, &x->sol,
-			    err) != 0) {
+			if (planner_plan(x->coll, x->match, x->sort != NULL ? req->sort : NULL, hint,
+			    req->collation, &x->sol, err) != 0) {
 				plan_exec_free(x);
 				return -1;
 			}
@@ -479,6 +512,8 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 			    (x->match == NULL || match_is_trivially_true(x->match)) && !backward) {
 				/* distinct without a filter: an index led by the key */
 				int di = distinct_index(x->coll, x->distinct_key);
+				if (di >= 0 && x->coll->indexes[di].collation != req->collation)
+					di = -1;
 				if (di >= 0) {
 					bson_value_t dh;
 					dh.value_type = BSON_TYPE_UTF8;
@@ -486,7 +521,8 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 					dh.value.v_utf8.len = (uint32_t)strlen(x->coll->indexes[di].name);
 					planner_solution_free(x->sol);
 					x->sol = NULL;
-					if (planner_plan(x->coll, x->match, NULL, &dh, &x->sol, err) != 0) {
+					if (planner_plan(x->coll, x->match, NULL, &dh, req->collation, &x->sol,
+					    err) != 0) {
 						plan_exec_free(x);
 						return -1;
 					}
@@ -602,7 +638,8 @@ bounds_check(plan_exec_t *x, const planner_solution_t *sc, const uint8_t *key, s
 					res = CHK_SKIP;
 					break;
 				}
-				keystring_append_value(&prefix, &f->iv[j].lo, f->desc);
+				keystring_append_value_coll(&prefix, &f->iv[j].lo, f->desc,
+				                            planner_field_collation(f, sc->collation));
 				if (!f->iv[j].lo_incl)
 					keystring_append_max(&prefix);
 				break;

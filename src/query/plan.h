@@ -69,6 +69,11 @@ typedef struct plan_request {
 	 * outlive the exec (a write re-running its scan inside a retried
 	 * transaction). */
 	bool borrow;
+	/* The query's collation (bson/collation.h; NULL = simple): the sort
+	 * orders strings by it and the planner only uses indexes it agrees
+	 * with (see planner_plan).  The match_t must have been compiled with
+	 * the same one. */
+	const coll_t *collation;
 } plan_request_t;
 
 /* Build the runtime.  Errors come from compiling sort/projection (MongoDB's

@@ -29,6 +29,7 @@ typedef struct preds {
 	pred_t p[MAX_PREDS];
 	int ngroups;
 	int skipped;               /* leaves or logical nodes not collected */
+	const coll_t *coll;        /* the query's collation: bounds are encoded by it */
 } preds_t;
 
 static const struct {
@@ -255,10 +256,10 @@ range_interval(const pred_t *p, planner_interval_t *iv)
 }
 
 static void
-enc(keystring_t *ks, const bson_value_t *v, bool desc)
+enc(keystring_t *ks, const bson_value_t *v, bool desc, const coll_t *coll)
 {
 	keystring_reset(ks);
-	keystring_append_value(ks, v, desc);
+	keystring_append_value_coll(ks, v, desc, coll);
 }
 
 static int
@@ -273,15 +274,15 @@ ks_cmp(const keystring_t *a, const keystring_t *b)
 }
 
 static int
-vcmp(const bson_value_t *a, const bson_value_t *b)
+vcmp(const bson_value_t *a, const bson_value_t *b, const coll_t *coll)
 {
 	keystring_t ka, kb;
 	int c;
 
 	keystring_init(&ka);
 	keystring_init(&kb);
-	enc(&ka, a, false);
-	enc(&kb, b, false);
+	enc(&ka, a, false, coll);
+	enc(&kb, b, false, coll);
 	c = ks_cmp(&ka, &kb);
 	keystring_destroy(&ka);
 	keystring_destroy(&kb);
@@ -289,31 +290,31 @@ vcmp(const bson_value_t *a, const bson_value_t *b)
 }
 
 static int
-point_cmp(const void *a, const void *b)
+point_cmp(const void *a, const void *b, void *coll)
 {
 	const planner_interval_t *x = a, *y = b;
 
-	return vcmp(&x->lo, &y->lo);
+	return vcmp(&x->lo, &y->lo, coll);
 }
 
 /* Intersect two ascending intervals into a (false: empty). */
 static bool
-iv_intersect(planner_interval_t *a, const planner_interval_t *b)
+iv_intersect(planner_interval_t *a, const planner_interval_t *b, const coll_t *coll)
 {
-	int c = vcmp(&b->lo, &a->lo);
+	int c = vcmp(&b->lo, &a->lo, coll);
 
 	if (c > 0 || (c == 0 && !b->lo_incl)) {
 		bson_value_destroy(&a->lo);
 		bson_value_copy(&b->lo, &a->lo);
 		a->lo_incl = b->lo_incl;
 	}
-	c = vcmp(&b->hi, &a->hi);
+	c = vcmp(&b->hi, &a->hi, coll);
 	if (c < 0 || (c == 0 && !b->hi_incl)) {
 		bson_value_destroy(&a->hi);
 		bson_value_copy(&b->hi, &a->hi);
 		a->hi_incl = b->hi_incl;
 	}
-	c = vcmp(&a->lo, &a->hi);
+	c = vcmp(&a->lo, &a->hi, coll);
 	return c < 0 || (c == 0 && a->lo_incl && a->hi_incl);
 }
 
@@ -363,9 +364,9 @@ field_bounds(const preds_t *ps, const char *path, bool multikey, planner_interva
 				iv_set(&iv[n], bson_iter_value(&it), true, bson_iter_value(&it), true);
 				n++;
 			}
-			qsort(iv, (size_t)n, sizeof(*iv), point_cmp);
+			qsort_r(iv, (size_t)n, sizeof(*iv), point_cmp, (void *)ps->coll);
 			for (i = 1, j = 1; i < n; i++) {
-				if (vcmp(&iv[i].lo, &iv[j - 1].lo) == 0) {
+				if (vcmp(&iv[i].lo, &iv[j - 1].lo, ps->coll) == 0) {
 					iv_destroy(&iv[i]);
 					continue;
 				}
@@ -403,7 +404,7 @@ field_bounds(const preds_t *ps, const char *path, bool multikey, planner_interva
 		}
 		if (*group != p->group)
 			*group = -1;
-		if (!iv_intersect(&iv[0], &r))
+		if (!iv_intersect(&iv[0], &r, ps->coll))
 			n = 0;
 		iv_destroy(&r);
 	}
@@ -414,6 +415,12 @@ field_bounds(const preds_t *ps, const char *path, bool multikey, planner_interva
 	}
 	*out = iv;
 	return n;
+}
+
+const coll_t *
+planner_field_collation(const planner_field_t *f, const coll_t *collation)
+{
+	return strcmp(f->path, "$_path") == 0 ? NULL : collation;
 }
 
 /* ---- candidates ----------------------------------------------------------- */
@@ -430,6 +437,7 @@ typedef struct cand {
 	bool multikey;
 	bool exact;         /* the bounds answer every predicate exactly */
 	char *wildcard_path;  /* owned: the path a wildcard index is used for */
+	const coll_t *collation;  /* the index's: its keys hold this collation's sort keys */
 } cand_t;
 
 static void
@@ -538,7 +546,7 @@ partial_implied(const storage_index_t *ix, const preds_t *qp)
 			planner_interval_t pi, qi;
 			if (q->group != 0 || strcmp(q->path, p->path) != 0)
 				continue;
-			if (q->op == p->op && bv_compare(&q->val, &p->val) == 0 &&
+			if (q->op == p->op && bv_compare_coll(&q->val, &p->val, qp->coll) == 0 &&
 			    q->val.value_type == p->val.value_type) {
 				implied = true;
 				break;
@@ -559,7 +567,7 @@ partial_implied(const storage_index_t *ix, const preds_t *qp)
 				continue;
 			}
 			{
-				int lo = vcmp(&qi.lo, &pi.lo), hi = vcmp(&qi.hi, &pi.hi);
+				int lo = vcmp(&qi.lo, &pi.lo, qp->coll), hi = vcmp(&qi.hi, &pi.hi, qp->coll);
 				implied = (lo > 0 || (lo == 0 && (pi.lo_incl || !qi.lo_incl))) &&
 				    (hi < 0 || (hi == 0 && (pi.hi_incl || !qi.hi_incl)));
 			}
@@ -659,6 +667,7 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 	memset(c, 0, sizeof(*c));
 	c->index = ixn;
 	c->multikey = ix->multikey;
+	c->collation = ix->collation;
 	if (!bson_iter_init(&it, ix->key))
 		return false;
 	c->fields = bson_malloc0(sizeof(planner_field_t) * (bson_count_keys(ix->key) + 1));
@@ -773,6 +782,7 @@ wildcard_cand(const storage_coll_t *coll, int ixn, const preds_t *ps, cand_t *c)
 
 	memset(c, 0, sizeof(*c));
 	c->index = ixn;
+	c->collation = ix->collation;
 	for (i = 0; i < ps->n; i++) {
 		const char *p = ps->p[i].path;
 		planner_interval_t *iv = NULL;
@@ -873,12 +883,12 @@ bytes_put(bytes_t *b, const uint8_t *d, size_t n)
 }
 
 static void
-bytes_put_value(bytes_t *b, const bson_value_t *v, bool desc)
+bytes_put_value(bytes_t *b, const bson_value_t *v, bool desc, const coll_t *coll)
 {
 	keystring_t ks;
 
 	keystring_init(&ks);
-	keystring_append_value(&ks, v, desc);
+	keystring_append_value_coll(&ks, v, desc, coll);
 	bytes_put(b, ks.buf, ks.len);
 	keystring_destroy(&ks);
 }
@@ -937,16 +947,17 @@ range_push(rbuild_t *b, const bytes_t *lo, bool lo_unb, bool lo_incl, const byte
 
 /* Each field's intervals as KeyString parts, for the bounds checker. */
 static void
-fields_encode(planner_field_t *f, int nf)
+fields_encode(planner_field_t *f, int nf, const coll_t *coll)
 {
 	int i, j;
 
 	for (i = 0; i < nf; i++) {
+		const coll_t *fc = planner_field_collation(&f[i], coll);
 		f[i].enc = bson_malloc0(sizeof(planner_range_t) * (size_t)(f[i].n ? f[i].n : 1));
 		for (j = 0; j < f[i].n; j++) {
 			bytes_t lo = {0}, hi = {0};
-			bytes_put_value(&lo, &f[i].iv[j].lo, f[i].desc);
-			bytes_put_value(&hi, &f[i].iv[j].hi, f[i].desc);
+			bytes_put_value(&lo, &f[i].iv[j].lo, f[i].desc, fc);
+			bytes_put_value(&hi, &f[i].iv[j].hi, f[i].desc, fc);
 			f[i].enc[j].lo = lo.p;
 			f[i].enc[j].lo_len = lo.len;
 			f[i].enc[j].hi = hi.p;
@@ -1065,6 +1076,53 @@ reject(planner_solution_t *s, cand_t *c)
 	s->rejected[s->nrejected++] = r;
 }
 
+/* Whether a value's order or equality depends on the collation: strings
+ * and symbols, and documents or arrays (which may hold them). */
+static bool
+collation_sensitive(const bson_value_t *v)
+{
+	switch (v->value_type) {
+	case BSON_TYPE_UTF8: case BSON_TYPE_SYMBOL: case BSON_TYPE_DOCUMENT: case BSON_TYPE_ARRAY:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* An index whose collation is not the query's holds keys ordered by
+ * another rule: it can serve the query only when none of the predicates on
+ * its fields compares strings (mongod's collation-compatibility check), and
+ * never the sort. */
+static bool
+collation_compatible(const storage_index_t *ix, const preds_t *ps)
+{
+	bson_iter_t it, el;
+	int i;
+
+	if (ix->collation == ps->coll)
+		return true;
+	if (!bson_iter_init(&it, ix->key))
+		return false;
+	while (bson_iter_next(&it)) {
+		const char *f = bson_iter_key(&it);
+		for (i = 0; i < ps->n; i++) {
+			const pred_t *p = &ps->p[i];
+			if (strcmp(p->path, f) != 0 && strcmp(f, "$**") != 0 &&
+			    !(strlen(f) > 4 && strcmp(f + strlen(f) - 4, ".$**") == 0))
+				continue;
+			if (p->op == MATCH_PRED_IN && p->val.value_type == BSON_TYPE_ARRAY &&
+			    bson_iter_init_from_data(&el, p->val.value.v_doc.data, p->val.value.v_doc.data_len)) {
+				while (bson_iter_next(&el))
+					if (collation_sensitive(bson_iter_value(&el)))
+						return false;
+			} else if (p->op != MATCH_PRED_EXISTS && collation_sensitive(&p->val)) {
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
 /* The best candidate index for ps (hinted >= 0: only that one); the others
  * become rejected plans of keep (when not NULL). */
 static bool
@@ -1082,10 +1140,23 @@ best_candidate(const storage_coll_t *coll, const preds_t *ps, const bson_t *sort
 			continue;
 		if (hinted < 0 && index_spec_bool(ix, "hidden"))
 			continue;
-		if (keygen_is_wildcard(ix) ? !wildcard_cand(coll, i, ps, &c) : !cand_build(coll, i, ps, sort, hinted >= 0, &c)) {
+		if (!collation_compatible(ix, ps)) {
+			/* a hinted index with another collation: scanned whole */
+			preds_t none;
+			if (hinted < 0 || keygen_is_wildcard(ix))
+				continue;
+			memset(&none, 0, sizeof(none));
+			none.coll = ix->collation;
+			if (!cand_build(coll, i, &none, NULL, true, &c)) {
+				cand_free(&c);
+				continue;
+			}
+		} else if (keygen_is_wildcard(ix) ? !wildcard_cand(coll, i, ps, &c) : !cand_build(coll, i, ps, sort, hinted >= 0, &c)) {
 			cand_free(&c);
 			continue;
 		}
+		if (ix->collation != ps->coll)
+			c.provides_sort = false;
 		if (!have || cand_better(&c, best)) {
 			if (have)
 				reject(keep, best);
@@ -1118,7 +1189,8 @@ solution_from(planner_solution_t *s, cand_t *best)
 	s->fields = best->fields;
 	s->nfields = best->nfields;
 	best->fields = NULL;
-	fields_encode(s->fields, s->nfields);
+	s->collation = best->collation;
+	fields_encode(s->fields, s->nfields, s->collation);
 	if (!best->empty) {
 		/* One range from the smallest to the largest key the bounds allow;
 		 * the executor's bounds checker skips the gaps inside it. */
@@ -1126,7 +1198,8 @@ solution_from(planner_solution_t *s, cand_t *best)
 		bool hi_incl = true;
 		for (i = 0; i < s->nfields; i++) {
 			const planner_interval_t *iv = &s->fields[i].iv[0];
-			bytes_put_value(&prefix, &iv->lo, s->fields[i].desc);
+			bytes_put_value(&prefix, &iv->lo, s->fields[i].desc,
+			                planner_field_collation(&s->fields[i], s->collation));
 			if (!iv->lo_incl) {
 				bytes_put_max(&prefix);
 				break;
@@ -1134,7 +1207,8 @@ solution_from(planner_solution_t *s, cand_t *best)
 		}
 		for (i = 0; i < s->nfields; i++) {
 			const planner_interval_t *iv = &s->fields[i].iv[s->fields[i].n - 1];
-			bytes_put_value(&hi, &iv->hi, s->fields[i].desc);
+			bytes_put_value(&hi, &iv->hi, s->fields[i].desc,
+			                planner_field_collation(&s->fields[i], s->collation));
 			if (!iv->hi_incl) {
 				hi_incl = false;
 				break;
@@ -1182,7 +1256,7 @@ find_top_or(const bson_t *norm, bson_iter_t *arr)
 
 /* One index scan per $or branch; false when some branch has no index. */
 static bool
-plan_or(const storage_coll_t *coll, const bson_t *norm, planner_solution_t *s)
+plan_or(const storage_coll_t *coll, const bson_t *norm, const coll_t *qcoll, planner_solution_t *s)
 {
 	bson_iter_t arr, br;
 	int n, i = 0;
@@ -1208,6 +1282,7 @@ plan_or(const storage_coll_t *coll, const bson_t *norm, planner_solution_t *s)
 		bson_iter_document(&br, &l, &d);
 		bson_init_static(&node, d, l);
 		bp = bson_malloc0(sizeof(*bp));
+		bp->coll = qcoll;
 		collect_node(bp, &node, NULL, 0, NULL);
 		ok = best_candidate(coll, bp, NULL, -1, &best, NULL) && best.nbounded > 0;
 		bson_free(bp);
@@ -1252,10 +1327,12 @@ solution_clear(planner_solution_t *s)
 
 int
 planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sort, const bson_value_t *hint,
-             planner_solution_t **out, terr_t *err)
+             const coll_t *collation, planner_solution_t **out, terr_t *err)
 {
 	planner_solution_t *s = bson_malloc0(sizeof(*s));
 	preds_t *ps = bson_malloc0(sizeof(*ps));
+
+	ps->coll = collation;
 	bson_t *norm = NULL;
 	cand_t best;
 	bool natural = false, hint_backward = false;
@@ -1286,7 +1363,7 @@ planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sort, c
 		if (best.nbounded == 0 && hinted < 0 && norm != NULL) {
 			planner_solution_t tmp;
 			memset(&tmp, 0, sizeof(tmp));
-			if (plan_or(coll, norm, &tmp)) {
+			if (plan_or(coll, norm, ps->coll, &tmp)) {
 				cand_free(&best);
 				tmp.rejected = s->rejected;
 				tmp.nrejected = s->nrejected;
@@ -1298,7 +1375,7 @@ planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sort, c
 		}
 		if (!or_better)
 			solution_from(s, &best);
-	} else if (hinted < 0 && norm != NULL && !plan_or(coll, norm, s)) {
+	} else if (hinted < 0 && norm != NULL && !plan_or(coll, norm, ps->coll, s)) {
 		solution_clear(s);
 		s->kind = PLANNER_COLLSCAN;
 	}
@@ -1381,11 +1458,11 @@ minmax_key(const storage_index_t *ix, const bson_t *bound, bool is_min, bytes_t 
 	while (bson_iter_next(&k)) {
 		bool desc = BSON_ITER_HOLDS_NUMBER(&k) && bson_iter_as_double(&k) < 0;
 		if (have && bson_iter_next(&b)) {
-			bytes_put_value(out, bson_iter_value(&b), desc);
+			bytes_put_value(out, bson_iter_value(&b), desc, ix->collation);
 		} else {
 			/* MinKey ascending / MaxKey descending is the first key */
 			bson_value_t v = (is_min != desc) ? v_minkey() : v_maxkey();
-			bytes_put_value(out, &v, desc);
+			bytes_put_value(out, &v, desc, ix->collation);
 		}
 	}
 }

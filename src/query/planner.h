@@ -90,20 +90,33 @@ struct planner_solution {
 	int nbranches;
 	struct planner_solution **branches;
 	char *wildcard_path;         /* a wildcard index used for this path (explain's keyPattern {$_path: 1, path: 1}) */
+	/* IXSCAN: the index's collation (bson/collation.h), which encoded the
+	 * bounds; values the executor seeks to are encoded with it too */
+	const coll_t *collation;
 	/* the other candidates considered (explain's rejectedPlans) */
 	int nrejected;
 	struct planner_solution **rejected;
 };
 
+/* The collation field f's bounds are encoded with in an index of collation
+ * `collation`: that one, except for a wildcard index's $_path (field names
+ * never collate). */
+const coll_t *planner_field_collation(const planner_field_t *f, const coll_t *collation);
+
 /*
- * Plan a query on coll.  m may be NULL (everything).  sort (NULL or {})
+ * Plan a query on coll.  m may be NULL (everything).  collation is the
+ * query's (NULL = simple): an index with the same collation is used as
+ * usual, its bounds encoded by it; an index with another one only when no
+ * predicate on its fields compares strings, documents or arrays, and never
+ * for the sort (hinted, it is scanned whole).  sort (NULL or {})
  * and hint (NULL, or the hint value: a name string or a key pattern
  * document; {$natural: d} forces a collection scan) are borrowed.  On
  * success *out is owned by the caller (planner_solution_free).  Errors: 2
  * BadValue for a hint naming no usable index.
  */
 int planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sort,
-                 const bson_value_t *hint, planner_solution_t **out, terr_t *err);
+                 const bson_value_t *hint, const coll_t *collation, planner_solution_t **out,
+                 terr_t *err);
 
 /*
  * find's min/max: min and max (borrowed; NULL or {} = unbounded on that

@@ -28,6 +28,7 @@ struct sort_spec {
 	size_t n;
 	bool natural;
 	int natural_dir;
+	const coll_t *coll;      /* strings order by it; NULL = simple */
 };
 
 static int
@@ -129,6 +130,18 @@ sort_spec_free(sort_spec_t *s)
 	bson_free(s);
 }
 
+void
+sort_spec_set_collation(sort_spec_t *s, const coll_t *coll)
+{
+	s->coll = coll;
+}
+
+const coll_t *
+sort_spec_collation(const sort_spec_t *s)
+{
+	return s->coll;
+}
+
 size_t
 sort_spec_nkeys(const sort_spec_t *s)
 {
@@ -160,7 +173,7 @@ sort_spec_natural(const sort_spec_t *s, int *dir)
 /* Order of one key value: MinKey < empty array (undefined) < null/missing <
  * the rest (sorta.js). */
 static int
-key_cmp(const bson_value_t *a, const bson_value_t *b)
+key_cmp(const bson_value_t *a, const bson_value_t *b, const coll_t *coll)
 {
 	bool ua = a->value_type == BSON_TYPE_UNDEFINED, ub = b->value_type == BSON_TYPE_UNDEFINED;
 
@@ -170,13 +183,14 @@ key_cmp(const bson_value_t *a, const bson_value_t *b)
 		return b->value_type == BSON_TYPE_MINKEY ? 1 : -1;
 	if (ub)
 		return a->value_type == BSON_TYPE_MINKEY ? -1 : 1;
-	return bv_compare(a, b);
+	return coll ? bv_compare_coll(a, b, coll) : bv_compare(a, b);
 }
 
 typedef struct keywalk {
 	bson_value_t best;
 	bool have;
 	int dir;
+	const coll_t *coll;
 } keywalk_t;
 
 static void
@@ -189,7 +203,7 @@ consider(keywalk_t *w, const bson_value_t *v)
 		w->have = true;
 		return;
 	}
-	c = key_cmp(v, &w->best);
+	c = key_cmp(v, &w->best, w->coll);
 	if ((w->dir > 0 && c < 0) || (w->dir < 0 && c > 0))
 		w->best = *v;
 }
@@ -225,6 +239,7 @@ sort_key_extract(const sort_spec_t *s, const bson_t *doc, bson_value_t *keys)
 
 		memset(&w, 0, sizeof w);
 		w.dir = s->keys[i].dir;
+		w.coll = s->coll;
 		bpath_walk_compiled(doc, &s->keys[i].path, true, key_visit, &w);
 		if (!w.have)
 			w.best.value_type = BSON_TYPE_NULL;
@@ -236,7 +251,7 @@ int
 sort_key_compare(const sort_spec_t *s, const bson_value_t *a, const bson_value_t *b)
 {
 	for (size_t i = 0; i < s->n; i++) {
-		int c = key_cmp(&a[i], &b[i]);
+		int c = key_cmp(&a[i], &b[i], s->coll);
 
 		if (c != 0)
 			return s->keys[i].dir > 0 ? c : -c;

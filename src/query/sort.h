@@ -35,6 +35,12 @@ typedef struct sort_spec sort_spec_t;
 int sort_spec_parse(const bson_t *spec, sort_spec_t **out, terr_t *err);
 void sort_spec_free(sort_spec_t *s);
 
+/* Order strings by a collation (bson/collation.h; NULL = simple, the
+ * default); interned, so borrowed forever. */
+typedef struct coll coll_t;
+void sort_spec_set_collation(sort_spec_t *s, const coll_t *coll);
+const coll_t *sort_spec_collation(const sort_spec_t *s);
+
 /* Number of keys (0 for {} and for a pure $natural sort). */
 size_t sort_spec_nkeys(const sort_spec_t *s);
 /* The i-th key's path (borrowed, lives with s) and direction (1 or -1). */

@@ -18,6 +18,7 @@
  */
 #include "storage/storage_private.h"
 
+#include "bson/collation.h"
 #include "bson/value.h"
 
 #include <errno.h>
@@ -113,6 +114,23 @@ storage_coll_cache_set(storage_coll_t *c, void *value, void (*free_fn)(void *))
 	return expected;
 }
 
+/* The collation a stored spec or options document names (already
+ * validated and normalized when it was written, so parsing cannot fail;
+ * a damaged one reads as simple). */
+static const coll_t *
+stored_collation(const bson_t *doc)
+{
+	bson_iter_t it;
+	const coll_t *c = NULL;
+	terr_t e = TERR_INIT;
+
+	if (doc != NULL && bson_iter_init_find(&it, doc, "collation") &&
+	    coll_parse_value(bson_iter_value(&it), "collation", &c, &e) != 0)
+		c = NULL;
+	terr_clear(&e);
+	return c;
+}
+
 /* Build a descriptor from a catalog row.  rt: the table's counters (a
  * reference is taken), or NULL for new ones. */
 static int
@@ -200,6 +218,7 @@ coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_co
 				}
 				ix->is_id = strcmp(ix->name, "_id_") == 0;
 				ix->unique = ix->is_id;
+				ix->collation = stored_collation(ix->spec);
 				if (bson_iter_init_find(&sub, ix->spec, "unique"))
 					ix->unique = ix->unique || bson_iter_as_bool(&sub);
 			}
@@ -211,6 +230,7 @@ coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_co
 	}
 	if (c->options == NULL)
 		c->options = bson_new();
+	c->collation = stored_collation(c->options);
 	if (c->indexes == NULL)
 		c->indexes = bson_malloc0(sizeof(*c->indexes));
 	c->db = bson_strndup(c->ns, (size_t)(dot - c->ns));

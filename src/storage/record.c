@@ -128,7 +128,7 @@ index_doc_keys(storage_t *st, const storage_index_t *ix, const bson_t *doc, keys
 	keystring_reset(scratch);
 	/* _id is normally the first field: no search */
 	if (doc_id(doc, &it) || bson_iter_init_find(&it, doc, "_id")) {
-		keystring_append_value(scratch, bson_iter_value(&it), false);
+		keystring_append_value_coll(scratch, bson_iter_value(&it), false, ix->collation);
 	} else {
 		null_v.value_type = BSON_TYPE_NULL;
 		keystring_append_value(scratch, &null_v, false);
@@ -204,7 +204,9 @@ dup_key_error(const storage_coll_t *c, const storage_index_t *ix, const bson_t *
 	bson_iter_t pit, vit, found, partit, elem;
 	bool first = true, have_parts;
 
-	have_parts = dup_key_parts(ix, key, key_len, &parts) && bson_iter_init(&partit, &parts);
+	/* a collated key holds sort keys, not the strings: show the document's values */
+	have_parts = ix->collation == NULL && dup_key_parts(ix, key, key_len, &parts) &&
+	    bson_iter_init(&partit, &parts);
 	bson_string_append_printf(msg, "E11000 duplicate key error collection: %s index: %s dup key: { ",
 	    c->ns, ix->name);
 	if (bson_iter_init(&pit, ix->key)) {
@@ -320,7 +322,7 @@ index_apply(storage_session_t *s, const storage_coll_t *c, recid_t recid,
 			bson_iter_t it;
 			keystring_reset(&s->ks);
 			if (doc_id(new_doc, &it)) {
-				keystring_append_value(&s->ks, bson_iter_value(&it), false);
+				keystring_append_value_coll(&s->ks, bson_iter_value(&it), false, ix->collation);
 				ERR(index_entry(s, c, ix, s->ks.buf, s->ks.len, recid, true, new_doc, err));
 				continue;
 			}
@@ -582,7 +584,7 @@ storage_doc_find_id(storage_session_t *s, storage_coll_t *c, const bson_value_t 
 	if (ix == NULL)
 		return terr_set(err, TERR_INTERNAL_ERROR, "collection %s has no _id index", c->ns);
 	keystring_reset(&s->ks);
-	keystring_append_value(&s->ks, id, false);
+	keystring_append_value_coll(&s->ks, id, false, ix->collation);
 	ERR(storage_session_cursor(s, ix->ident, &cur, err));
 	k.data = s->ks.buf;
 	k.size = s->ks.len;

@@ -26,6 +26,8 @@
 
 #include "common/error.h"
 
+typedef struct coll coll_t;
+
 typedef struct storage storage_t;
 typedef struct storage_session storage_session_t;
 typedef struct storage_cursor storage_cursor_t;
@@ -96,6 +98,9 @@ typedef struct storage_index {
 	bool unique;
 	bool is_id;
 	bool multikey;     /* set (durably, in a new descriptor) once any document produced >1 key */
+	/* spec.collation (bson/collation.h; NULL = simple): its keys hold this
+	 * collation's sort keys for strings.  Interned, never freed. */
+	const coll_t *collation;
 	void *impl;        /* storage-private */
 } storage_index_t;
 
@@ -109,6 +114,9 @@ typedef struct storage_coll {
 	storage_index_t *indexes;
 	int nindexes;
 	uint64_t version;  /* bumped on every catalog change to this collection */
+	/* options.collation, the collection's default (NULL = simple); the _id
+	 * index has it too.  Interned, never freed. */
+	const coll_t *collation;
 	/* A slot higher layers may use to cache derived state (a compiled
 	 * validator) for the life of this descriptor: set once with
 	 * storage_coll_cache_set; freed with free_fn when the descriptor dies. */
@@ -270,7 +278,9 @@ int storage_doc_delete(storage_session_t *s, storage_coll_t *c, recid_t recid,
  * 0, or 1 when not found. */
 int storage_doc_get(storage_session_t *s, storage_coll_t *c, recid_t recid, bson_t *doc, terr_t *err);
 /* Find by _id through the _id_ index: 0 found (recid, doc view as above),
- * 1 not found. */
+ * 1 not found.  The key is made with the _id index's collation (the
+ * collection's default), so a string id finds what that collation calls
+ * equal. */
 int storage_doc_find_id(storage_session_t *s, storage_coll_t *c, const bson_value_t *id,
                         recid_t *recid, bson_t *doc, terr_t *err);
 
