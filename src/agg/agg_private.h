@@ -191,7 +191,14 @@ int agg_eval(agg_rt_t *rt, const expr_t *e, const bson_t *doc, bool reset, bson_
 
 /* A hash consistent with bv_equal (numbers of equal value hash alike):
  * $group keys, $lookup's hash join. */
-uint64_t agg_value_hash(const bson_value_t *v);
+uint64_t agg_value_hash(const bson_value_t *v, const coll_t *coll);
+
+/* The pipeline's collation (agg_host_t.collation; NULL host: simple). */
+static inline const coll_t *
+agg_host_collation(const agg_host_t *host)
+{
+	return host != NULL ? host->collation : NULL;
+}
 
 /* A view of a document/array value as a bson_t. */
 bool agg_value_doc(const bson_value_t *v, bson_t *out);
@@ -207,6 +214,7 @@ typedef struct agg_sort_key {
 typedef struct agg_sort_spec {
 	agg_sort_key_t *keys;
 	int nkeys;
+	const coll_t *coll;           /* strings order by it (set by the stage) */
 } agg_sort_spec_t;
 int agg_sort_spec_parse(const bson_t *spec, agg_sort_spec_t *out, terr_t *err);
 void agg_sort_spec_destroy(agg_sort_spec_t *s);

@@ -262,6 +262,7 @@ agg_pipeline_parse(const bson_t *stages, const bson_t *let, const agg_host_t *ho
 	*out = NULL;
 	p->host = host;
 	p->scope = expr_scope_new();
+	expr_scope_set_collation(p->scope, agg_host_collation(host));
 	p->owns_scope = true;
 	if (let != NULL)
 		ERR(parse_let(p, let, err));
@@ -384,6 +385,8 @@ explain_query_planner(const agg_pipeline_t *p, bson_t *qp)
 	memset(&req, 0, sizeof(req));
 	storage_coll_get(p->host->st, p->host->db, p->host->coll, &req.coll, NULL);
 	mo.let = p->let_doc;
+	mo.coll = agg_host_collation(p->host);
+	req.collation = mo.coll;
 	if (p->source_filter != NULL && !bson_empty(p->source_filter) &&
 	    match_compile(p->source_filter, &mo, &req.match, &e) != 0)
 		terr_clear(&e);
@@ -552,6 +555,8 @@ exec_open_source(agg_exec_t *x, storage_coll_t *coll, const bson_t *filter, terr
 
 	memset(&req, 0, sizeof(req));
 	req.coll = coll;
+	req.collation = agg_host_collation(x->p->host);
+	mo.coll = req.collation;
 	if (filter != NULL && !bson_empty(filter)) {
 		bson_t *ld = x->nvars > 0 ? agg_exec_let_doc(x) : NULL;
 		mo.let = ld != NULL ? ld : x->p->let_doc;

@@ -37,6 +37,8 @@ typedef struct agg_exec agg_exec_t;
  * What the caller (the aggregate command) provides.  Everything is borrowed
  * and must outlive the pipeline and every run of it.
  */
+typedef struct coll coll_t;
+
 typedef struct agg_host {
 	storage_t *st;
 	const char *db;               /* the aggregate's database */
@@ -46,6 +48,10 @@ typedef struct agg_host {
 	bool sync;                    /* writes of $out/$merge wait for the journal */
 	int64_t deadline_us;          /* maxTimeMS (cmd_now_us scale), 0 = none */
 	const bson_value_t *hint;     /* the command's hint (index name or key pattern) or NULL */
+	/* The command's collation (or the collection's default; NULL = simple):
+	 * every string comparison of the pipeline uses it ($match, $sort,
+	 * $group keys, $lookup, expressions, sub-pipelines).  Interned. */
+	const coll_t *collation;
 	/* The write path ($out, $merge).  NULL callbacks make those stages fail
 	 * with 238 NotImplemented. */
 	void *ctx;

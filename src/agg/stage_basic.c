@@ -47,6 +47,7 @@ match_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	mp = bson_malloc0(sizeof(*mp));
 	mp->filter = bson_copy(&f);
 	mo.let = pc->let_doc;
+	mo.coll = agg_host_collation(pc->host);
 	mo.disallow = MATCH_DISALLOW_GEO_NEAR;
 	if (match_compile(&f, &mo, &mp->m, err) != 0) {
 		match_free_plan(mp);
@@ -84,6 +85,7 @@ match_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 			match_options_t mo = {0};
 			bson_t *ld = agg_exec_let_doc(rt->x);
 			mo.let = ld;
+			mo.coll = agg_host_collation(rt->x->p->host);
 			rc = match_compile(mp->filter, &mo, &ms->own, err);
 			bson_destroy(ld);
 			if (rc != 0)

@@ -207,6 +207,7 @@ densify_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 			BSON_APPEND_INT32(&s, dp->parts[i], 1);
 		BSON_APPEND_INT32(&s, dp->field, 1);
 		ret = agg_sort_spec_parse(&s, &dp->sort, err);
+		dp->sort.coll = agg_host_collation(pc->host);
 		bson_destroy(&s);
 		if (ret != 0)
 			goto err;

@@ -51,6 +51,7 @@ fields_finalize(agg_rt_t *rt, char *const *names, accum_t *const *accs, accum_st
 }
 
 typedef struct group_plan {
+	const coll_t *coll;       /* group keys equal under it are one group */
 	expr_t *id;
 	char **names;
 	accum_t **accs;
@@ -84,6 +85,7 @@ group_build(agg_pctx_t *pc, const bson_value_t *spec, bson_t *explain, terr_t *e
 	agg_value_doc(spec, &d);
 	n = (int)bson_count_keys(&d);
 	gp = bson_malloc0(sizeof(*gp));
+	gp->coll = agg_host_collation(pc->host);
 	gp->names = bson_malloc0(sizeof(char *) * (size_t)(n + 1));
 	gp->accs = bson_malloc0(sizeof(accum_t *) * (size_t)(n + 1));
 	bson_iter_init(&it, &d);
@@ -168,9 +170,10 @@ bytes_hash(uint64_t h, const void *p, size_t n)
 static uint64_t value_hash(const bson_value_t *v);
 
 uint64_t
-agg_value_hash(const bson_value_t *v)
+agg_value_hash(const bson_value_t *v, const coll_t *coll)
 {
-	return value_hash(v);
+	/* under a collation, equal strings differ in bytes: hash the sort keys */
+	return coll != NULL ? bv_hash_coll(v, coll) : value_hash(v);
 }
 
 static uint64_t
@@ -287,7 +290,7 @@ table_grow(group_state_t *gs)
 static group_t *
 group_find_or_add(const group_plan_t *gp, group_state_t *gs, const bson_value_t *key)
 {
-	uint64_t h = value_hash(key);
+	uint64_t h = agg_value_hash(key, gp->coll);
 	int64_t j;
 	group_t *g;
 	bson_value_t kv;
@@ -300,7 +303,7 @@ group_find_or_add(const group_plan_t *gp, group_state_t *gs, const bson_value_t 
 		g = &gs->groups[gs->table[j] - 1];
 		if (g->hash == h) {
 			key_value(g->key, &kv);
-			if (bv_compare(&kv, key) == 0)
+			if (bv_compare_coll(&kv, key, gp->coll) == 0)
 				return g;
 		}
 		j = (j + 1) & (gs->tsize - 1);

@@ -271,6 +271,7 @@ typedef struct hash_join {
 	int64_t nkeys, capkeys;
 	int64_t *table;           /* open addressing: key index + 1 */
 	int64_t tsize;
+	const coll_t *coll;       /* the pipeline's collation: keys equal under it join */
 } hash_join_t;
 
 typedef struct lookup_state {
@@ -307,7 +308,7 @@ hj_find(const hash_join_t *hj, const bson_value_t *v, uint64_t h)
 		return NULL;
 	for (j = (int64_t)(h & (uint64_t)(hj->tsize - 1)); hj->table[j] != 0; j = (j + 1) & (hj->tsize - 1)) {
 		hj_key_t *k = &hj->keys[hj->table[j] - 1];
-		if (k->hash == h && bv_equal(&k->key, v))
+		if (k->hash == h && bv_equal_coll(&k->key, v, hj->coll))
 			return k;
 	}
 	return NULL;
@@ -332,7 +333,7 @@ hj_rehash(hash_join_t *hj)
 static void
 hj_add(hash_join_t *hj, const bson_value_t *v, int64_t doc)
 {
-	uint64_t h = agg_value_hash(v);
+	uint64_t h = agg_value_hash(v, hj->coll);
 	hj_key_t *k = hj_find(hj, v, h);
 
 	if (k == NULL) {
@@ -400,6 +401,7 @@ hj_build(agg_rt_t *rt, const lookup_plan_t *lp, storage_coll_t *coll, terr_t *er
 			return NULL;   /* the planner answers each lookup through the index */
 	}
 	hj = bson_malloc0(sizeof(*hj));
+	hj->coll = agg_host_collation(rt->x->p->host);
 	if ((r = agg_exec_new_sub(lp->pipe, rt->x, &sub, err)) == 0)
 		r = agg_exec_open_source(sub, coll, NULL, err);
 	while (r == 0 && (r = agg_exec_pull(sub, &d, err)) == 1) {
@@ -517,7 +519,7 @@ hj_probe(const lookup_plan_t *lp, const hash_join_t *hj, const bson_t *doc, bson
 			bson_destroy(&v.arr);
 			return 0;
 		}
-		if ((hk = hj_find(hj, lv, agg_value_hash(lv))) == NULL)
+		if ((hk = hj_find(hj, lv, agg_value_hash(lv, hj->coll))) == NULL)
 			continue;
 		if (n + hk->n > cap) {
 			cap = (n + hk->n) * 2;

@@ -61,6 +61,7 @@ typedef struct key_walk {
 	bool have;
 	bool saw_empty_array;
 	bson_value_t best;
+	const coll_t *coll;
 } key_walk_t;
 
 static bool
@@ -77,7 +78,8 @@ key_visit(const bpath_hit_t *hit, void *ctx)
 	}
 	if (v.value_type == BSON_TYPE_EOD)
 		v.value_type = BSON_TYPE_NULL;
-	if (!kw->have || (kw->dir > 0 ? bv_compare(&v, &kw->best) < 0 : bv_compare(&v, &kw->best) > 0)) {
+	if (!kw->have || (kw->dir > 0 ? bv_compare_coll(&v, &kw->best, kw->coll) < 0 :
+	                   bv_compare_coll(&v, &kw->best, kw->coll) > 0)) {
 		kw->best = v;
 		kw->have = true;
 	}
@@ -90,7 +92,7 @@ agg_sort_key_values(const agg_sort_spec_t *s, const bson_t *doc, bson_value_t *v
 	int i;
 
 	for (i = 0; i < s->nkeys; i++) {
-		key_walk_t kw = {.dir = s->keys[i].dir};
+		key_walk_t kw = {.dir = s->keys[i].dir, .coll = s->coll};
 		bpath_walk(doc, s->keys[i].path, true, key_visit, &kw);
 		if (kw.have)
 			vals[i] = kw.best;
@@ -107,7 +109,7 @@ agg_sort_compare_values(const agg_sort_spec_t *s, const bson_value_t *a, const b
 	int i, c;
 
 	for (i = 0; i < s->nkeys; i++) {
-		c = bv_compare(&a[i], &b[i]);
+		c = bv_compare_coll(&a[i], &b[i], s->coll);
 		if (c != 0)
 			return s->keys[i].dir > 0 ? c : -c;
 	}
@@ -159,6 +161,7 @@ sort_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		bson_free(sp);
 		return -1;
 	}
+	sp->spec.coll = agg_host_collation(pc->host);
 	agg_pctx_add(pc, &agg_stages_sort[0], sp, agg_explain_doc("$sort", spec));
 	return 0;
 }

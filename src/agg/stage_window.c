@@ -382,6 +382,7 @@ window_build(agg_pctx_t *pc, const bson_value_t *partition, const bson_t *sort, 
 		ERR(expr_parse(partition, pc->scope, &wp->partition, err));
 	if (sort != NULL)
 		ERR(agg_sort_spec_parse(sort, &wp->sort, err));
+	wp->sort.coll = agg_host_collation(pc->host);
 	ERR(parse_output(pc, wp, output, err));
 	agg_pctx_add(pc, &agg_stages_window[0], wp, explain);
 	return 0;

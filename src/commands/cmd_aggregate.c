@@ -121,24 +121,6 @@ static const char *const aggregate_fields[] = {
 	"$_explainVerbosity", NULL,
 };
 
-static int
-check_collation(cmd_t *c, terr_t *err)
-{
-	bson_iter_t it, sub;
-
-	if (!bson_iter_init_find(&it, c->body, "collation"))
-		return 0;
-	if (!BSON_ITER_HOLDS_DOCUMENT(&it))
-		return terr_set(err, TERR_TYPE_MISMATCH,
-		    "BSON field 'aggregate.collation' is the wrong type '%s', expected type 'object'",
-		    bv_type_name(bson_iter_type(&it)));
-	if (bson_iter_recurse(&it, &sub) && bson_iter_find(&sub, "locale") && BSON_ITER_HOLDS_UTF8(&sub) &&
-	    strcmp(bson_iter_utf8(&sub, NULL), "simple") == 0)
-		return 0;
-	return terr_set(err, TERR_NOT_IMPLEMENTED,
-	    "collations other than {locale: \"simple\"} are not supported by Tamga yet");
-}
-
 /* hint: a string (index name) or an object (key pattern, {$natural: d});
  * the find executor checks that it names an index. */
 static int
@@ -267,7 +249,7 @@ CMD_HANDLER(cmd_aggregate)
 	RET(cmd_get_bool(c, "allowDiskUse", &allow_disk, &found, err));
 	RET(cmd_get_bool(c, "bypassDocumentValidation", &bypass, &found, err));
 	RET(cmd_get_doc(c, "let", &let, &has_let, err));
-	RET(check_collation(c, err));
+	RET(cmd_collation_type_check(c, c->body, err));
 	/* a view: its pipelines run first, on the collection it stands on */
 	if (coll != NULL && (ret = view_resolve(c, coll, &view, err)) != 0) {
 		int n = 0;
@@ -286,6 +268,25 @@ CMD_HANDLER(cmd_aggregate)
 		a->host.hint = &a->hint;
 	a->db = bson_strdup(c->db);
 	a->coll = coll ? bson_strdup(view.base != NULL ? view.base : coll) : NULL;
+	if (view.base != NULL) {
+		/* a view's default collation is simple (views with another one are
+		 * refused at create): a command may not ask for another */
+		ret = cmd_collation(c, c->body, NULL, &a->host.collation, err);
+		if (ret == 0 && a->host.collation != NULL)
+			ret = terr_set(err, TERR_OPTION_NOT_SUPPORTED_ON_VIEW,
+			    "Cannot override a view's default collation");
+		if (ret != 0)
+			goto err;
+	} else {
+		/* the command's collation, else the collection's default */
+		storage_coll_t *sc = NULL;
+		if (coll != NULL)
+			storage_coll_get(c->engine->st, c->db, coll, &sc, NULL);
+		ret = cmd_collation(c, c->body, sc, &a->host.collation, err);
+		storage_coll_release(sc);
+		if (ret != 0)
+			goto err;
+	}
 	wctx.c = c;
 	wctx.bypass = bypass;
 	a->host.st = c->engine->st;

@@ -324,16 +324,17 @@ run_op(cmd_t *c, storage_session_t *s, const bson_t *op, int kind, bw_ns_t *ns, 
 	/* delete */
 	{
 		bool multi = false;
+		const coll_t *collation;
 
-		RET(cmd_check_collation(c, op, e));
 		if (ns->ref == NULL)
 			RET(write_get_coll_in(c, ns->db, ns->coll, false, &ns->ref, e));
+		RET(cmd_collation(c, op, ns->ref, &collation, e));
 		RET(cmd_check_hint(c, op, ns->ref, e));
 		if (bson_iter_init_find(&it, op, "multi"))
 			multi = bson_iter_as_bool(&it);
 		bson_iter_init_find(&it, op, "filter");
 		sub_view(&it, &sub);
-		return write_delete_run(c, s, ns->ref, &sub, let, !multi, sync, n, e);
+		return write_delete_run(c, s, ns->ref, &sub, let, collation, !multi, sync, n, e);
 	}
 }
 

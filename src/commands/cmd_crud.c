@@ -286,23 +286,29 @@ plan_source(plan_exec_t *x, cursor_source_t *src)
 	src->free = plan_src_free;
 }
 
-/* Refuse what Tamga does not implement yet with a clear error. */
 int
-cmd_check_collation(cmd_t *c, const bson_t *holder, terr_t *err)
+cmd_collation_type_check(cmd_t *c, const bson_t *holder, terr_t *err)
 {
-	bson_iter_t it, sub;
+	bson_iter_t it;
 
-	if (!bson_iter_init_find(&it, holder, "collation"))
-		return 0;
-	if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+	if (bson_iter_init_find(&it, holder, "collation") && !BSON_ITER_HOLDS_DOCUMENT(&it))
 		return terr_set(err, TERR_TYPE_MISMATCH,
 		    "BSON field '%s.collation' is the wrong type '%s', expected type 'object'", c->name,
 		    bv_type_name(bson_iter_type(&it)));
-	if (bson_iter_recurse(&it, &sub) && bson_iter_find(&sub, "locale") && BSON_ITER_HOLDS_UTF8(&sub) &&
-	    strcmp(bson_iter_utf8(&sub, NULL), "simple") == 0)
+	return 0;
+}
+
+int
+cmd_collation(cmd_t *c, const bson_t *holder, const storage_coll_t *coll, const coll_t **out,
+              terr_t *err)
+{
+	bson_iter_t it;
+
+	*out = coll != NULL ? coll->collation : NULL;
+	if (!bson_iter_init_find(&it, holder, "collation"))
 		return 0;
-	return terr_set(err, TERR_NOT_IMPLEMENTED,
-	    "collations other than {locale: \"simple\"} are not supported by Tamga yet");
+	RET(cmd_collation_type_check(c, holder, err));
+	return coll_parse_value(bson_iter_value(&it), "collation", out, err);
 }
 
 /* The hint to hand to the executor (borrowed from it, valid while it lives):
@@ -408,7 +414,7 @@ CMD_HANDLER(cmd_find)
 	ERR(cmd_get_bool(c, "noCursorTimeout", &no_timeout, &found, err));
 	ERR(cmd_get_bool(c, "allowDiskUse", &allow_disk, &found, err));
 	ERR(cmd_get_bool(c, "tailable", &tailable, &found, err));
-	ERR(cmd_check_collation(c, c->body, err));
+	ERR(cmd_collation_type_check(c, c->body, err));
 	memset(&copts, 0, sizeof(copts));
 	copts.batch_size = -1;
 	{
@@ -431,6 +437,8 @@ CMD_HANDLER(cmd_find)
 		ret = view_read(c, "find", name, err);
 		goto err;
 	}
+	ERR(cmd_collation(c, c->body, req.coll, &req.collation, err));
+	mo.coll = req.collation;
 	if (tailable) {
 		ret = terr_set(err, TERR_BAD_VALUE,
 		    "error processing query: ns=%s planner returned error :: caused by :: tailable cursor requested on non capped collection",
@@ -555,6 +563,7 @@ CMD_HANDLER(cmd_kill_cursors)
 typedef struct delete_op {
 	storage_coll_t *coll;
 	match_t *match;         /* borrowed */
+	const coll_t *collation;
 	bool just_one;
 	int64_t n;
 	int64_t deadline_us;
@@ -574,6 +583,7 @@ delete_txn(storage_session_t *s, void *arg, terr_t *err)
 	memset(&req, 0, sizeof(req));
 	req.coll = d->coll;
 	req.match = d->match;
+	req.collation = d->collation;
 	req.borrow = true;
 	RET(plan_exec_new(&req, &x, err));
 	plan_exec_set_deadline(x, d->deadline_us);
@@ -592,7 +602,7 @@ delete_txn(storage_session_t *s, void *arg, terr_t *err)
 
 int
 write_delete_run(cmd_t *c, storage_session_t *s, storage_coll_t *coll, const bson_t *q, const bson_t *let,
-    bool just_one, bool sync, int64_t *n, terr_t *err)
+    const coll_t *collation, bool just_one, bool sync, int64_t *n, terr_t *err)
 {
 	match_options_t mo = {0};
 	delete_op_t d;
@@ -601,6 +611,7 @@ write_delete_run(cmd_t *c, storage_session_t *s, storage_coll_t *coll, const bso
 
 	*n = 0;
 	mo.let = let;
+	mo.coll = collation;
 	RET(match_compile(q, &mo, &m, err));
 	if (coll == NULL) {
 		match_free(m);
@@ -609,6 +620,7 @@ write_delete_run(cmd_t *c, storage_session_t *s, storage_coll_t *coll, const bso
 	memset(&d, 0, sizeof(d));
 	d.coll = coll;
 	d.match = m;
+	d.collation = collation;
 	d.just_one = just_one;
 	d.deadline_us = c->deadline_us;
 	rc = storage_txn_run(s, delete_txn, &d, sync, err);
@@ -630,6 +642,7 @@ CMD_HANDLER(cmd_delete)
 	bool ordered, sync, has_let;
 	storage_coll_t *coll = NULL;
 	storage_session_t *s;
+	const coll_t *collation = NULL;
 	int64_t n = 0;
 	int i = 0, nerr = 0, ret = -1;
 	terr_t e = TERR_INIT;
@@ -687,7 +700,7 @@ CMD_HANDLER(cmd_delete)
 					goto err;
 				}
 			} else if (strcmp(k, "collation") == 0) {
-				ERR(cmd_check_collation(c, &op, err));
+				ERR(cmd_collation_type_check(c, &op, err));
 			} else if (strcmp(k, "hint") == 0) {
 				ERR(cmd_check_hint(c, &op, coll, err));
 			} else if (strcmp(k, "comment") != 0) {
@@ -700,7 +713,9 @@ CMD_HANDLER(cmd_delete)
 			goto err;
 		}
 		if ((coll == NULL && view_refuse(c, c->db, name, &e) != 0) ||
-		    write_delete_run(c, s, coll, &q, has_let ? &let : NULL, limit == 1, sync, &nd, &e) != 0) {
+		    cmd_collation(c, &op, coll, &collation, &e) != 0 ||
+		    write_delete_run(c, s, coll, &q, has_let ? &let : NULL, collation, limit == 1, sync, &nd,
+		                     &e) != 0) {
 			write_error_append(&write_errors, nerr++, i, &e);
 			terr_clear(&e);
 			if (ordered)
@@ -752,17 +767,21 @@ CMD_HANDLER(cmd_count)
 	ERR(cmd_get_int64(c, "limit", &limit, &found, err));
 	if (limit < 0)
 		limit = -limit;   /* a negative limit counts like a positive one */
-	ERR(cmd_check_collation(c, c->body, err));
+	ERR(cmd_collation_type_check(c, c->body, err));
 	storage_coll_get(c->engine->st, c->db, name, &req.coll, NULL);
 	if (req.coll == NULL && view_exists(c, c->db, name)) {
 		ret = view_read(c, "count", name, err);
 		goto err;
 	}
+	ERR(cmd_collation(c, c->body, req.coll, &req.collation, err));
 	ERR(cmd_check_hint(c, c->body, req.coll, err));
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
-	if (has_query && !bson_empty(&query))
-		ERR(match_compile(&query, NULL, &req.match, err));
+	if (has_query && !bson_empty(&query)) {
+		match_options_t mo = {0};
+		mo.coll = req.collation;
+		ERR(match_compile(&query, &mo, &req.match, err));
+	}
 	if (req.coll != NULL && req.match == NULL) {
 		/* the fast path: the maintained record count */
 		int64_t count = 0, ds, ss;
@@ -807,6 +826,7 @@ typedef struct distinct_set {
 	bson_value_t *vals;
 	int n, cap;
 	size_t bytes;
+	const coll_t *coll;    /* strings equal under it are one value */
 } distinct_set_t;
 
 static bool
@@ -823,7 +843,7 @@ distinct_add(const bpath_hit_t *hit, void *ctx)
 		return true;
 	while (lo < hi) {
 		int mid = (lo + hi) / 2;
-		int c = bv_compare(&d->vals[mid], v);
+		int c = bv_compare_coll(&d->vals[mid], v, d->coll);
 		if (c == 0)
 			return true;
 		if (c < 0)
@@ -865,17 +885,22 @@ CMD_HANDLER(cmd_distinct)
 		goto err;
 	}
 	ERR(cmd_get_doc(c, "query", &query, &has_query, err));
-	ERR(cmd_check_collation(c, c->body, err));
+	ERR(cmd_collation_type_check(c, c->body, err));
 	storage_coll_get(c->engine->st, c->db, name, &req.coll, NULL);
 	if (req.coll == NULL && view_exists(c, c->db, name)) {
 		ret = view_read(c, "distinct", name, err);
 		goto err;
 	}
+	ERR(cmd_collation(c, c->body, req.coll, &req.collation, err));
+	d.coll = req.collation;
 	ERR(cmd_check_hint(c, c->body, req.coll, err));
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
-	if (has_query && !bson_empty(&query))
-		ERR(match_compile(&query, NULL, &req.match, err));
+	if (has_query && !bson_empty(&query)) {
+		match_options_t mo = {0};
+		mo.coll = req.collation;
+		ERR(match_compile(&query, &mo, &req.match, err));
+	}
 	{
 		bson_iter_t hint_it;
 		req.distinct_key = key;

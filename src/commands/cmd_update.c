@@ -40,6 +40,7 @@ typedef struct update_stmt {
 	const bson_t *filter;        /* the raw q, for upsert seeds */
 	update_t *update;
 	const bson_t *sort;          /* findAndModify */
+	const coll_t *collation;     /* the statement's (NULL = simple) */
 	bool multi, upsert, bypass;
 	bool remove;                 /* findAndModify remove */
 	bool want_doc, want_new;     /* findAndModify: return the pre/post image */
@@ -115,6 +116,7 @@ update_txn(storage_session_t *s, void *arg, terr_t *err)
 	req.coll = u->coll;
 	req.match = u->match;
 	req.sort = u->sort;
+	req.collation = u->collation;
 	req.borrow = true;
 	if (u->coll != NULL) {
 		RET(plan_exec_new(&req, &x, err));
@@ -206,8 +208,8 @@ static const char *const update_fields[] = {
 
 /* Parse one entry of updates[] into the statement; compile q and u. */
 static int
-parse_update_op(cmd_t *c, const bson_t *op, const bson_t *cmd_let, update_stmt_t *u,
-    bson_t *filter_view, bson_t *sort_view, terr_t *err)
+parse_update_op(cmd_t *c, const bson_t *op, const bson_t *cmd_let, const storage_coll_t *coll,
+    update_stmt_t *u, bson_t *filter_view, bson_t *sort_view, terr_t *err)
 {
 	bson_iter_t f;
 	bson_t *q = filter_view, arr_filters, cvars;
@@ -246,12 +248,7 @@ parse_update_op(cmd_t *c, const bson_t *op, const bson_t *cmd_let, update_stmt_t
 			RET(get_sub_doc(&f, "update.updates.c", &cvars, err));
 			has_c = true;
 		} else if (strcmp(k, "collation") == 0) {
-			bson_iter_t sub;
-			if (!BSON_ITER_HOLDS_DOCUMENT(&f) || !bson_iter_recurse(&f, &sub) ||
-			    !bson_iter_find(&sub, "locale") || !BSON_ITER_HOLDS_UTF8(&sub) ||
-			    strcmp(bson_iter_utf8(&sub, NULL), "simple") != 0)
-				return terr_set(err, TERR_NOT_IMPLEMENTED,
-				    "collations other than {locale: \"simple\"} are not supported by Tamga yet");
+			RET(cmd_collation_type_check(c, op, err));
 		} else if (strcmp(k, "hint") == 0 || strcmp(k, "upsertSupplied") == 0 ||
 		    strcmp(k, "sampleId") == 0 || strcmp(k, "$_allowShardKeyUpdatesWithoutFullShardKeyInQuery") == 0) {
 			/* hint: only the _id index exists; honoured by the scan order */
@@ -276,6 +273,9 @@ parse_update_op(cmd_t *c, const bson_t *op, const bson_t *cmd_let, update_stmt_t
 	 * $expr makes impossible: mongod refuses it at parse time */
 	if (u->upsert)
 		mo.disallow |= MATCH_DISALLOW_EXPR;
+	RET(cmd_collation(c, op, coll, &u->collation, err));
+	mo.coll = u->collation;
+	uo.coll = u->collation;
 	RET(match_compile(q, &mo, &u->match, err));
 	uo.array_filters = has_af ? &arr_filters : NULL;
 	if (has_c && cmd_let != NULL) {
@@ -312,7 +312,11 @@ write_update_run(cmd_t *c, storage_session_t *s, const char *db, const char *nam
 	memset(res, 0, sizeof(*res));
 	*cmd_error = false;
 	memset(&u, 0, sizeof(u));
-	rc = parse_update_op(c, stmt, let, &u, &filter, &sort, err);
+	/* the statement runs with the collection's default collation unless it
+	 * names one, so look the collection up first */
+	if (*coll == NULL)
+		storage_coll_get(c->engine->st, db, name, coll, NULL);
+	rc = parse_update_op(c, stmt, let, *coll, &u, &filter, &sort, err);
 	if (rc == 0 && u.sort != NULL && u.multi) {
 		terr_clear(err);
 		rc = terr_set(err, TERR_FAILED_TO_PARSE, "Cannot specify sort with multi=true");
@@ -466,16 +470,11 @@ CMD_HANDLER(cmd_find_and_modify)
 	ERR(cmd_get_bool(c, "upsert", &upsert, &found, err));
 	ERR(cmd_get_bool(c, "bypassDocumentValidation", &bypass, &found, err));
 	has_update = bson_iter_init_find(&it, c->body, "update");
-	if (bson_iter_init_find(&it, c->body, "collation")) {
-		bson_iter_t sub;
-		if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &sub) ||
-		    !bson_iter_find(&sub, "locale") || !BSON_ITER_HOLDS_UTF8(&sub) ||
-		    strcmp(bson_iter_utf8(&sub, NULL), "simple") != 0) {
-			ret = terr_set(err, TERR_NOT_IMPLEMENTED,
-			    "collations other than {locale: \"simple\"} are not supported by Tamga yet");
-			goto err;
-		}
-	}
+	ERR(cmd_collation_type_check(c, c->body, err));
+	storage_coll_get(c->engine->st, c->db, name, &u.coll, NULL);
+	ERR(cmd_collation(c, c->body, u.coll, &u.collation, err));
+	mo.coll = u.collation;
+	uo.coll = u.collation;
 	if (remove && has_update) {
 		ret = terr_set(err, TERR_FAILED_TO_PARSE, "Cannot specify both an update and remove=true");
 		goto err;
@@ -512,7 +511,8 @@ CMD_HANDLER(cmd_find_and_modify)
 		ERR(update_compile(&uval, &uo, &u.update, err));
 	}
 	sync = write_concern_sync(c);
-	ERR(write_get_coll_in(c, c->db, name, upsert, &u.coll, err));
+	if (u.coll == NULL)
+		ERR(write_get_coll_in(c, c->db, name, upsert, &u.coll, err));
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
 	u.filter = &query;

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <bson/bson.h>
 
+#include "bson/collation.h"
 #include "commands/commands_private.h"
 
 /* The collection a write goes to; created (with no options) when missing.
@@ -76,9 +77,11 @@ int write_insert_one(cmd_t *c, storage_session_t *s, storage_coll_t *coll, const
 /* Delete the documents of coll matching q (one when just_one), in one
  * transaction.  let: the command's let variables (may be NULL).  coll NULL
  * (no such collection) deletes nothing once q compiles.  *n: how many were
- * deleted.  Returns 0, or -1 with err set (q's compile error or the write's). */
+ * deleted.  collation: the statement's (cmd_collation; NULL = simple).
+ * Returns 0, or -1 with err set (q's compile error or the write's). */
 int write_delete_run(cmd_t *c, storage_session_t *s, storage_coll_t *coll, const bson_t *q,
-                     const bson_t *let, bool just_one, bool sync, int64_t *n, terr_t *err);
+                     const bson_t *let, const coll_t *collation, bool just_one, bool sync,
+                     int64_t *n, terr_t *err);
 
 /* What one update statement did; write_update_result_clear frees upserted_id. */
 typedef struct write_update_result {
@@ -109,10 +112,19 @@ int write_update_run(cmd_t *c, storage_session_t *s, const char *db, const char 
  * variable names, the expressions' own. */
 int cmd_get_let(cmd_t *c, bson_t *out, bool *found, terr_t *err);
 
-/* Per-statement options the reads check too (cmd_crud.c): collation other
- * than simple -> 238; a hint naming no index of coll -> 2 BadValue
- * (mongod's planner message).  holder is the document carrying the field. */
-int cmd_check_collation(cmd_t *c, const bson_t *holder, terr_t *err);
+/* Per-statement options the reads check too (cmd_crud.c), holder being
+ * the document carrying the field.
+ * cmd_collation: the collation the statement runs with: its `collation`
+ * field (parsed by coll_parse, mongod's codes), else coll's default (coll
+ * may be NULL: simple).  The result is interned (never freed).
+ * cmd_collation_type_check: only the type check a command's parser makes
+ * (14 "BSON field '<cmd>.collation' is the wrong type ..."), for statements
+ * whose content errors are write errors.
+ * cmd_check_hint: a hint naming no index of coll -> 2 BadValue (mongod's
+ * planner message). */
+int cmd_collation(cmd_t *c, const bson_t *holder, const storage_coll_t *coll, const coll_t **out,
+                  terr_t *err);
+int cmd_collation_type_check(cmd_t *c, const bson_t *holder, terr_t *err);
 int cmd_check_hint(cmd_t *c, const bson_t *holder, storage_coll_t *coll, terr_t *err);
 
 #endif

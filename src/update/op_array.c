@@ -95,6 +95,7 @@ typedef struct push {
 	int sort;               /* 0 none, 1 whole value, 2 pattern */
 	int whole_dir;
 	bson_t *pattern;        /* sort pattern (owned) */
+	const coll_t *coll;     /* the update's collation, for $sort */
 } push_t;
 
 static void
@@ -111,6 +112,8 @@ static int
 push_parse(unode_t *leaf, const bson_value_t *arg, terr_t *err)
 {
 	push_t *ps = bson_malloc0(sizeof *ps);
+
+	ps->coll = leaf->coll;
 	bson_t d;
 	bson_iter_t it;
 	bool has_each = false;
@@ -226,7 +229,7 @@ push_cmp(const push_t *ps, const bson_value_t *a, const bson_value_t *b)
 	bson_iter_t it;
 
 	if (ps->sort == 1)
-		return ps->whole_dir * bv_compare(a, b);
+		return ps->whole_dir * bv_compare_coll(a, b, ps->coll);
 	bson_iter_init(&it, ps->pattern);
 	while (bson_iter_next(&it)) {
 		bson_value_t ka, kb;
@@ -234,7 +237,7 @@ push_cmp(const push_t *ps, const bson_value_t *a, const bson_value_t *b)
 
 		sort_key(a, bson_iter_key(&it), &ka);
 		sort_key(b, bson_iter_key(&it), &kb);
-		c = bv_compare(&ka, &kb);
+		c = bv_compare_coll(&ka, &kb, ps->coll);
 		if (c != 0)
 			return dir * c;
 	}
@@ -345,10 +348,10 @@ vec_free(void *p)
 }
 
 static bool
-vec_contains(const vec_t *a, const bson_value_t *v)
+vec_contains(const vec_t *a, const bson_value_t *v, const coll_t *coll)
 {
 	for (size_t i = 0; i < a->n; i++)
-		if (bv_compare(&a->v[i], v) == 0)
+		if (bv_compare_coll(&a->v[i], v, coll) == 0)
 			return true;
 	return false;
 }
@@ -380,7 +383,7 @@ add_to_set_parse(unode_t *leaf, const bson_value_t *arg, terr_t *err)
 			}
 			vec_from_array(&all, bson_iter_value(&it));
 			for (size_t i = 0; i < all.n; i++)
-				if (!vec_contains(vals, &all.v[i]))
+				if (!vec_contains(vals, &all.v[i], leaf->coll))
 					vec_push(vals, &all.v[i]);
 			bson_free(all.v);
 			return 0;
@@ -410,7 +413,7 @@ add_to_set_apply(const unode_t *leaf, const bson_value_t *cur, uapply_t *st, ure
 		bool present = false;
 
 		for (size_t k = 0; k < before && !present; k++)
-			present = bv_compare(&a.v[k], &vals->v[i]) == 0;
+			present = bv_compare_coll(&a.v[k], &vals->v[i], leaf->coll) == 0;
 		if (!present)
 			vec_push(&a, &vals->v[i]);
 	}
@@ -520,17 +523,23 @@ pull_parse(unode_t *leaf, const bson_value_t *arg, terr_t *err)
 		if (bson_iter_init(&it, &d) && bson_iter_next(&it))
 			keyword = is_path_keyword(bson_iter_key(&it));
 		if (!keyword) {
+			match_options_t mo = {0};
+
+			mo.coll = leaf->coll;
 			pl->kind = 2;
-			return match_compile(&d, NULL, &pl->m, err);
+			return match_compile(&d, &mo, &pl->m, err);
 		}
 	}
 	if (arg->value_type == BSON_TYPE_DOCUMENT || arg->value_type == BSON_TYPE_REGEX) {
 		int r;
 
+		match_options_t mo = {0};
+
+		mo.coll = leaf->coll;
 		pl->kind = 1;
 		bson_init(&q);
 		bson_append_value(&q, "x", 1, arg);
-		r = match_compile(&q, NULL, &pl->m, err);
+		r = match_compile(&q, &mo, &pl->m, err);
 		bson_destroy(&q);
 		return r;
 	}
@@ -545,7 +554,7 @@ pull_matches(const unode_t *leaf, const bson_value_t *elem, bool *hit, terr_t *e
 
 	switch (pl->kind) {
 	case 0:
-		*hit = bv_compare(elem, &leaf->arg) == 0;
+		*hit = bv_compare_coll(elem, &leaf->arg, leaf->coll) == 0;
 		return 0;
 	case 1:
 		return update_match_value(pl->m, "x", elem, hit, err);
@@ -594,7 +603,7 @@ cull_apply(const unode_t *leaf, const bson_value_t *cur, uapply_t *st, ures_t *o
 		bool hit = false;
 
 		if (all)
-			hit = vec_contains(&vals, &a.v[i]);
+			hit = vec_contains(&vals, &a.v[i], leaf->coll);
 		else if (pull_matches(leaf, &a.v[i], &hit, err) != 0)
 			goto err;
 		if (!hit)

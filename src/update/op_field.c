@@ -248,7 +248,7 @@ compare_apply(const unode_t *leaf, const bson_value_t *cur, uapply_t *st, ures_t
 		update_res_set_copy(out, &leaf->arg);
 		return 0;
 	}
-	c = bv_compare(&leaf->arg, cur);
+	c = bv_compare_coll(&leaf->arg, cur, leaf->coll);
 	if ((is_min && c < 0) || (!is_min && c > 0))
 		update_res_set_copy(out, &leaf->arg);
 	return 0;

@@ -439,7 +439,8 @@ compile_stage(upipe_t *p, const char *name, const bson_value_t *v, pstage_t *ps,
 }
 
 int
-update_pipe_compile(const bson_value_t *arr, const bson_t *let, upipe_t **out, terr_t *err)
+update_pipe_compile(const bson_value_t *arr, const bson_t *let, const coll_t *coll, upipe_t **out,
+                    terr_t *err)
 {
 	upipe_t *p = bson_malloc0(sizeof *p);
 	bson_t a;
@@ -448,6 +449,7 @@ update_pipe_compile(const bson_value_t *arr, const bson_t *let, upipe_t **out, t
 	int ret = -1;
 
 	p->scope = expr_scope_new();
+	expr_scope_set_collation(p->scope, coll);
 	p->let = bson_new();
 	if (let != NULL) {
 		bson_concat(p->let, let);

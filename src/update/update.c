@@ -414,6 +414,7 @@ tree_add(update_t *u, const uop_t *op, const char *path, const bson_value_t *arg
 	if (from != NULL)
 		leaf->from = bson_strdup(from);
 	bson_value_copy(arg, &leaf->arg);
+	leaf->coll = u->coll;
 	if (op->parse != NULL && op->parse(leaf, &leaf->arg, err) != 0)
 		goto err;
 
@@ -582,7 +583,10 @@ compile_filters(update_t *u, const bson_t *af, terr_t *err)
 			bson_free(id);
 			return -1;
 		}
-		if (match_compile(&fdoc, NULL, &u->filters[u->nfilters].m, &sub) != 0) {
+		match_options_t fo = {0};
+
+		fo.coll = u->coll;
+		if (match_compile(&fdoc, &fo, &u->filters[u->nfilters].m, &sub) != 0) {
 			terr_move(err, &sub);
 			terr_wrap(err, "Error parsing array filter");
 			bson_free(id);
@@ -699,6 +703,7 @@ update_compile(const bson_value_t *uv, const update_options_t *opts, update_t **
 	int ret = -1;
 
 	u->repl = bson_new();
+	u->coll = opts != NULL ? opts->coll : NULL;
 	if (uv->value_type == BSON_TYPE_ARRAY) {
 		u->kind = UPDATE_KIND_PIPELINE;
 		if (opts != NULL && opts->array_filters != NULL && !bson_empty(opts->array_filters)) {
@@ -706,7 +711,7 @@ update_compile(const bson_value_t *uv, const update_options_t *opts, update_t **
 			         "arrayFilters may not be specified for pipeline-style updates");
 			goto err;
 		}
-		ERR(update_pipe_compile(uv, opts ? opts->let : NULL, &u->pipe, err));
+		ERR(update_pipe_compile(uv, opts ? opts->let : NULL, u->coll, &u->pipe, err));
 		*out = u;
 		return 0;
 	}

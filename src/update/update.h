@@ -33,6 +33,8 @@ typedef enum {
 	UPDATE_KIND_PIPELINE,
 } update_kind_t;
 
+typedef struct coll coll_t;
+
 typedef struct update_options {
 	/* The command's arrayFilters: an array (as a BSON document with keys
 	 * "0", "1", ...) of filter documents, or NULL.  Borrowed during
@@ -45,6 +47,10 @@ typedef struct update_options {
 	 * update_compile only (copied).  Ignored by operator and replacement
 	 * updates. */
 	const bson_t *let;
+	/* The statement's collation (bson/collation.h; NULL = simple): how
+	 * $addToSet, $pull, $pullAll, $min, $max, $push's $sort, arrayFilters
+	 * and pipeline stages compare strings.  Interned: no lifetime care. */
+	const coll_t *coll;
 } update_options_t;
 
 /*

@@ -52,6 +52,7 @@ struct unode {
 	char *path;               /* owned: the path as written ("a.$[x].b") */
 	char *from;               /* $rename destination: owned source path */
 	void *priv;               /* operator's parsed form, freed by op->free */
+	const coll_t *coll;       /* the update's collation ($addToSet, $pull, $min, $max, $push $sort) */
 };
 
 /* What applying a node to a value produced. */
@@ -88,6 +89,7 @@ struct update {
 	ufilter_t *filters;
 	size_t nfilters;
 	bool positional;
+	const coll_t *coll;       /* update_options_t.coll */
 };
 
 /* Apply-time state. */
@@ -146,7 +148,8 @@ int update_replace_into(const bson_t *old, const bson_t *repl, bool allow_top_do
                         bson_t *out, bool *modified, terr_t *err);
 
 /* ---- pipeline.c ---- */
-int update_pipe_compile(const bson_value_t *arr, const bson_t *let, upipe_t **out, terr_t *err);
+int update_pipe_compile(const bson_value_t *arr, const bson_t *let, const coll_t *coll, upipe_t **out,
+                        terr_t *err);
 void update_pipe_free(upipe_t *p);
 /* Run the pipeline over doc; *out initialised on success. */
 int update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *ctx,
