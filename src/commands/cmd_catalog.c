@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
+#include "bson/collation.h"
 #include "bson/value.h"
 #include "common/mem.h"
 #include "commands/auth.h"
@@ -52,14 +53,23 @@ refuse_unsupported_create(cmd_t *c, terr_t *err)
 		return terr_set(err, TERR_NOT_IMPLEMENTED,
 		    "create option '%s' is not supported by Tamga yet", unsupported[i]);
 	}
-	if (bson_iter_init_find(&it, c->body, "collation")) {
-		bson_iter_t sub;
-		if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &sub) ||
-		    !bson_iter_find(&sub, "locale") || !BSON_ITER_HOLDS_UTF8(&sub) ||
-		    strcmp(bson_iter_utf8(&sub, NULL), "simple") != 0)
-			return terr_set(err, TERR_NOT_IMPLEMENTED,
-			    "collations other than {locale: \"simple\"} are not supported by Tamga yet");
-	}
+	return 0;
+}
+
+/* create's collation: a document with a locale ({} too is refused, unlike
+ * the query commands), kept as mongod's normalized spec; simple is not
+ * stored at all. */
+static int
+create_collation(cmd_t *c, const bson_iter_t *it, bson_t *options, terr_t *err)
+{
+	const bson_value_t *v = bson_iter_value((bson_iter_t *)it);
+	const coll_t *coll;
+
+	if (v->value_type == BSON_TYPE_DOCUMENT && v->value.v_doc.data_len <= 5)
+		return terr_set(err, 40414, "BSON field 'create.collation.locale' is missing but a required field");
+	RET(coll_parse_value(v, "create.collation", &coll, err));
+	if (coll != NULL)
+		BSON_APPEND_DOCUMENT(options, "collation", coll_spec(coll));
 	return 0;
 }
 
@@ -103,7 +113,9 @@ CMD_HANDLER(cmd_create)
 		for (i = 0; create_fields[i] != NULL; i++)
 			if (strcmp(create_fields[i], k) == 0)
 				known = true;
-		if (known)
+		if (known && strcmp(k, "collation") == 0)
+			ERR(create_collation(c, &it, &options, err));
+		else if (known)
 			bson_append_iter(&options, k, -1, &it);
 	}
 	ERR(validation_check_options(&options, true, err));
@@ -246,6 +258,8 @@ append_coll_info(bson_t *out, const storage_coll_t *coll, bool name_only)
 		bson_append_document_end(&id, &key);
 	}
 	BSON_APPEND_UTF8(&id, "name", "_id_");
+	if (coll->collation != NULL)
+		BSON_APPEND_DOCUMENT(&id, "collation", coll_spec(coll->collation));
 	bson_append_document_end(out, &id);
 }
 

@@ -14,6 +14,7 @@
 
 #include <string.h>
 
+#include "bson/collation.h"
 #include "bson/value.h"
 #include "common/mem.h"
 #include "common/version.h"
@@ -41,6 +42,8 @@ typedef struct xreq {
 	bool allow_disk_use;
 	bson_value_t hint;
 	bool has_hint;
+	bson_value_t collation;    /* borrowed from the explained command */
+	bool has_collation;
 	int64_t skip, limit;
 	const char *key;           /* distinct */
 	bool multi;                /* update/delete many */
@@ -127,6 +130,9 @@ parse_inner(const bson_t *inner, xreq_t *r, terr_t *err)
 			r->allow_disk_use = bson_iter_as_bool(&it);
 		} else if (!strcmp(k, "let")) {
 			r->has_let = sub_doc(&it, &r->let);
+		} else if (!strcmp(k, "collation")) {
+			r->collation = *bson_iter_value(&it);
+			r->has_collation = true;
 		} else if (!strcmp(k, "hint")) {
 			r->hint = *bson_iter_value(&it);
 			r->has_hint = !(r->hint.value_type == BSON_TYPE_DOCUMENT && r->hint.value.v_doc.data_len <= 5);
@@ -350,6 +356,19 @@ CMD_HANDLER(cmd_explain)
 	r.fast_count = strcmp(r.kind, "count") == 0 && (!r.has_filter || bson_empty(&r.filter)) && !r.has_hint &&
 	    r.skip == 0 && r.limit == 0;
 	cmd_ns(ns, sizeof(ns), c->db, r.coll);
+	req.collation = req.coll != NULL ? req.coll->collation : NULL;
+	if (r.has_collation) {
+		char path[64];
+		bson_snprintf(path, sizeof(path), "%s.collation", r.kind);
+		if (r.collation.value_type != BSON_TYPE_DOCUMENT) {
+			ret = terr_set(err, TERR_TYPE_MISMATCH,
+			    "BSON field '%s' is the wrong type '%s', expected type 'object'", path,
+			    bv_type_name(r.collation.value_type));
+			goto err;
+		}
+		ERR(coll_parse_value(&r.collation, "collation", &req.collation, err));
+	}
+	mo.coll = req.collation;
 	if (r.has_let)
 		mo.let = &r.let;
 	if (r.has_filter)

@@ -15,6 +15,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "bson/collation.h"
 #include "bson/value.h"
 #include "common/mem.h"
 #include "query/keygen.h"
@@ -497,6 +498,7 @@ spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 	bool has_key = false, has_partial = false, sparse = false, has_ttl = false, unsupported;
 	int32_t ttl = 0;
 	wrap_t how = WRAP_GIVEN;
+	const coll_t *collation = NULL;
 
 	bson_init(out);
 	bson_iter_init(&it, spec);
@@ -564,16 +566,12 @@ spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 			bson_init_static(&pf, d, l);
 			has_partial = true;
 		} else if (strcmp(f, "collation") == 0) {
-			bson_iter_t sub;
 			if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
 				terr_set(err, TERR_TYPE_MISMATCH, "The field 'collation' must be an object, but got %s",
 				    bv_type_name(bson_iter_type(&it)));
 				goto err;
 			}
-			if (!(bson_iter_recurse(&it, &sub) && bson_iter_find(&sub, "locale") &&
-			    BSON_ITER_HOLDS_UTF8(&sub) && strcmp(bson_iter_utf8(&sub, NULL), "simple") == 0)) {
-				terr_set(err, TERR_NOT_IMPLEMENTED,
-				    "collations other than {locale: \"simple\"} are not supported by Tamga yet");
+			if (coll_parse_value(bson_iter_value(&it), "collation", &collation, err) != 0) {
 				how = WRAP_PLAIN;
 				goto err;
 			}
@@ -696,6 +694,9 @@ spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 		}
 		bson_append_iter(out, f, -1, &it);
 	}
+	/* kept normalized, last, as mongod lists it; simple is not kept */
+	if (collation != NULL)
+		BSON_APPEND_DOCUMENT(out, "collation", coll_spec(collation));
 	return 0;
 err:
 	bson_destroy(out);
@@ -927,6 +928,20 @@ CMD_HANDLER(cmd_create_indexes)
 		if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0) {
 			ret = terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns does not exist: %s", ns);
 			goto err;
+		}
+	}
+	if (coll->collation != NULL) {
+		/* a spec without a collation takes the collection's default; an
+		 * explicit {locale: "simple"} stays simple */
+		bson_iter_init(&it, &arr);
+		for (i = 0; bson_iter_next(&it) && i < nspecs; i++) {
+			const uint8_t *d;
+			uint32_t l;
+			bson_t given;
+			bson_iter_document(&it, &l, &d);
+			bson_init_static(&given, d, l);
+			if (!bson_has_field(&given, "collation") && !bson_has_field(&specs[i], "collation"))
+				BSON_APPEND_DOCUMENT(&specs[i], "collation", coll_spec(coll->collation));
 		}
 	}
 	before = coll->nindexes;

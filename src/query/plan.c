@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bson/collation.h"
 #include "bson/keystring.h"
 #include "bson/value.h"
 #include "common/mem.h"
@@ -1245,6 +1246,8 @@ append_one_ixscan(const plan_exec_t *x, const planner_solution_t *sc, int64_t ke
 	}
 	BSON_APPEND_DOCUMENT(out, "keyPattern", kp);
 	BSON_APPEND_UTF8(out, "indexName", ix->name);
+	if (ix->collation != NULL)
+		BSON_APPEND_DOCUMENT(out, "collation", coll_spec(ix->collation));
 	BSON_APPEND_BOOL(out, "isMultiKey", ix->multikey);
 	BSON_APPEND_DOCUMENT_BEGIN(out, "multiKeyPaths", &mkp);
 	bson_iter_init(&it, kp);
@@ -1328,6 +1331,8 @@ append_count_scan(const plan_exec_t *x, bool es, bson_t *out)
 	}
 	BSON_APPEND_DOCUMENT(out, "keyPattern", ix->key);
 	BSON_APPEND_UTF8(out, "indexName", ix->name);
+	if (ix->collation != NULL)
+		BSON_APPEND_DOCUMENT(out, "collation", coll_spec(ix->collation));
 	BSON_APPEND_BOOL(out, "isMultiKey", ix->multikey);
 	BSON_APPEND_DOCUMENT_BEGIN(out, "multiKeyPaths", &mkp);
 	bson_iter_init(&it, ix->key);

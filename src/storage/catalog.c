@@ -277,6 +277,13 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 		BSON_APPEND_INT32(&k, "_id", 1);
 		bson_append_document_end(&spec, &k);
 		BSON_APPEND_UTF8(&spec, "name", "_id_");
+		{
+			/* the _id index orders by the collection's default collation */
+			bson_iter_t ci;
+			if (options != NULL && bson_iter_init_find(&ci, options, "collation") &&
+			    BSON_ITER_HOLDS_DOCUMENT(&ci))
+				bson_append_iter(&spec, "collation", -1, &ci);
+		}
 		bson_snprintf(key, sizeof(key), "%d", n++);
 		bson_append_document_begin(&arr, key, -1, &ix);
 		BSON_APPEND_DOCUMENT(&ix, "spec", &spec);
