@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bson/collation.h"
 #include "bson/value.h"
 #include "common/log.h"
 #include "common/mem.h"
@@ -42,6 +43,7 @@ typedef struct validator {
 	bool has_expr;           /* $expr using $$NOW: recompiled per write */
 	bson_t *filter;          /* owned copy of the validator (for $expr recompiles) */
 	match_t *match;          /* the whole validator */
+	const coll_t *coll;      /* the collection's default collation: the validator's too */
 } validator_t;
 
 static void
@@ -90,10 +92,11 @@ parse_enum(const bson_t *opts, const char *cmd, const char *field, const char *c
 }
 
 static int
-compile_match(const bson_t *validator, match_t **out, terr_t *err)
+compile_match(const bson_t *validator, const coll_t *coll, match_t **out, terr_t *err)
 {
 	match_options_t mo = {0};
 
+	mo.coll = coll;
 	mo.disallow = MATCH_DISALLOW_TEXT | MATCH_DISALLOW_WHERE | MATCH_DISALLOW_GEO_NEAR;
 	return match_compile(validator, &mo, out, err);
 }
@@ -137,7 +140,14 @@ compile(const bson_t *options, bool creating, bool stored, validator_t *v, terr_
 		return terr_set(err, TERR_INVALID_BSON, "invalid BSON in validator");
 	if (bson_empty(&validator))
 		return 0;
-	if (compile_match(&validator, &v->match, err) != 0)
+	if (bson_iter_init_find(&it, options, "collation")) {
+		/* stored normalized by create; a bad one fails create before this */
+		terr_t e = TERR_INIT;
+		if (coll_parse_value(bson_iter_value(&it), "collation", &v->coll, &e) != 0)
+			v->coll = NULL;
+		terr_clear(&e);
+	}
+	if (compile_match(&validator, v->coll, &v->match, err) != 0)
 		goto fail;
 	/* mongod keeps encryption keywords out of logs and moderate checks */
 	if ((v->level == LEVEL_MODERATE || v->action != ACTION_ERROR) &&
@@ -262,7 +272,7 @@ passes(const validator_t *v, const bson_t *doc, match_t **fresh)
 
 	if (v->has_expr && *fresh == NULL) {
 		/* $$NOW is the time of this write, not of the cached compile */
-		if (compile_match(v->filter, fresh, &e) != 0)
+		if (compile_match(v->filter, v->coll, fresh, &e) != 0)
 			*fresh = NULL;
 		terr_clear(&e);
 	}
