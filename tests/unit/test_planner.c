@@ -71,7 +71,7 @@ plan(const char *filter, const char *sort_json, const char *hint_json)
 		bson_free(w);
 		bson_iter_init_find(&hit, h, "h");
 	}
-	if (planner_plan(&coll, m, so, h ? bson_iter_value(&hit) : NULL, &s, &err) != 0) {
+	if (planner_plan(&coll, m, so, h ? bson_iter_value(&hit) : NULL, NULL, &s, &err) != 0) {
 		bson_string_append_printf(out, "ERR %d", err.code);
 	} else if (s->kind == PLANNER_COLLSCAN) {
 		bson_string_append(out, "COLLSCAN");
