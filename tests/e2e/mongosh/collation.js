@@ -142,6 +142,15 @@ test('errors as mongod', () => {
 	eq([del.n, del.writeErrors[0].code], [0, 2], 'a statement\'s bad collation is its write error');
 });
 
+test('views: simple default collation only', () => {
+	t.createView('v', 'c', [{$match: {_id: {$lt: 3}}}]);
+	eq(ids(t.v.find({x: 'a'})), [1]);
+	eq(err(() => t.v.find({x: 'a'}).collation(ci).toArray()),
+		{code: 167, msg: "Cannot override a view's default collation"});
+	eq(ids(t.v.find({x: 'a'}).collation({locale: 'simple'})), [1]);
+	eq(err(() => t.createView('w', 'c', [], {collation: ci})).code, 238);
+});
+
 t.dropDatabase();
 print(`${passed} passed, ${failed} failed`);
 if (failed > 0)
