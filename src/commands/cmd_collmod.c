@@ -136,6 +136,21 @@ err:
 	return ret;
 }
 
+typedef struct scan_arg {
+	cmd_t *c;
+	storage_coll_t *coll;
+	bson_t validator;   /* a static view into coll->options */
+} scan_arg_t;
+
+/* storage_coll_set_options_checked's check: no document violates. */
+static int
+scan_check(void *arg, terr_t *err)
+{
+	scan_arg_t *sa = arg;
+
+	return scan_for_violations(sa->c, sa->coll, &sa->validator, err);
+}
+
 CMD_HANDLER(cmd_coll_mod)
 {
 	const char *name, *new_level = NULL, *new_action = NULL;
@@ -236,25 +251,26 @@ CMD_HANDLER(cmd_coll_mod)
 				BSON_APPEND_BOOL(&opts, "prepareConstraintValidationLevel", true);
 		}
 	}
-	if (upgrading) {
-		bson_t current;
-		if (coll->options != NULL && bson_iter_init_find(&it, coll->options, "validator") &&
-		    BSON_ITER_HOLDS_DOCUMENT(&it)) {
-			const uint8_t *data;
-			uint32_t len;
-			bson_iter_document(&it, &len, &data);
-			bson_init_static(&current, data, len);
-			if (scan_for_violations(c, coll, &current, err) != 0)
-				goto err;
-		}
-	}
 	if ((s = client_session(c->client, err)) == NULL) {
 		ret = -1;
 		goto err;
 	}
-	/* only validation options change the stored options document */
-	if (has_validator || new_level || new_action || has_prepare)
+	if (upgrading && coll->options != NULL && bson_iter_init_find(&it, coll->options, "validator") &&
+	    BSON_ITER_HOLDS_DOCUMENT(&it)) {
+		/* the scan and the new level as one step: writers wait meanwhile,
+		 * and those validated before it check again (validation_recheck) */
+		const uint8_t *data;
+		uint32_t len;
+		scan_arg_t sa;
+		sa.c = c;
+		sa.coll = coll;
+		bson_iter_document(&it, &len, &data);
+		bson_init_static(&sa.validator, data, len);
+		ERR(storage_coll_set_options_checked(c->engine->st, s, c->db, name, &opts, scan_check, &sa, err));
+	} else if (has_validator || new_level || new_action || has_prepare) {
+		/* only validation options change the stored options document */
 		ERR(storage_coll_set_options(c->engine->st, s, c->db, name, &opts, err));
+	}
 	if (bson_iter_init_find(&it, c->body, "index"))
 		ERR(cmd_index_coll_mod(c, name, &it, c->reply, err));
 	ret = 0;

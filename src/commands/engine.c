@@ -8,6 +8,7 @@
  */
 #include "commands/commands_private.h"
 #include "commands/auth.h"
+#include "commands/validation.h"
 #include "query/keygen.h"
 #include "query/planner_ttl.h"
 
@@ -58,6 +59,7 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 	}
 	/* secondary-index keys come from the query layer's key generator */
 	query_keygen_register(e->st);
+	storage_set_write_check(e->st, validation_recheck);
 	if (ttl_monitor_start(e->st, 60, &e->ttl, err) != 0) {
 		bson_free(e->tmp_dir);
 		storage_close(e->st);

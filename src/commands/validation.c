@@ -284,6 +284,16 @@ passes(const validator_t *v, const bson_t *doc, match_t **fresh)
 }
 
 int
+validation_recheck(storage_coll_t *current, const bson_t *new_doc, const bson_t *old_doc, terr_t *err)
+{
+	validation_result_t vr;
+
+	if (!validation_is_constraint(current))
+		return 0;
+	return validation_check_write(current, new_doc, old_doc, false, &vr, err);
+}
+
+int
 validation_check_write(storage_coll_t *coll, const bson_t *new_doc, const bson_t *old_doc,
                        bool bypass, validation_result_t *result, terr_t *err)
 {

@@ -70,6 +70,16 @@ typedef enum {
 int validation_check_write(storage_coll_t *coll, const bson_t *new_doc, const bson_t *old_doc,
                            bool bypass, validation_result_t *result, terr_t *err);
 
+/*
+ * storage's second check (storage_set_write_check) for a write whose
+ * collection options changed after it was validated: at level 'constraint'
+ * the document is validated again with the current options (as
+ * validation_check_write without bypass, which 'constraint' refuses
+ * anyway); at other levels the write keeps its first answer, ordered before
+ * the change.  Installed by the engine.
+ */
+int validation_recheck(storage_coll_t *current, const bson_t *new_doc, const bson_t *old_doc, terr_t *err);
+
 /* The collection's level is 'constraint' (bypassDocumentValidation refused). */
 bool validation_is_constraint(storage_coll_t *coll);
 

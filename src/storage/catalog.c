@@ -147,6 +147,7 @@ coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_co
 		coll_rt_ref(rt);
 	impl->rt = rt != NULL ? rt : coll_rt_new();
 	impl->ixgen = atomic_load(&impl->rt->ixgen);
+	impl->optgen = atomic_load(&impl->rt->optgen);
 	c->impl = impl;
 	c->version = version;
 	if (!bson_iter_init(&it, entry)) {
@@ -900,12 +901,44 @@ storage_coll_set_options(storage_t *st, storage_session_t *s, const char *db, co
 	entry_build(&entry, c->ns, c->uuid, c->ident, options, c, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 	have_entry = true;
 	ERR(ddl_put_entry(st, c->ns, &entry, err));
+	/* the new descriptor carries the new generation: writers holding an
+	 * older one validate again (storage_set_write_check) */
+	atomic_fetch_add(&storage_coll_rt(c)->optgen, 1);
 	ERR(republish(st, c, &entry, NULL, err));
 err:
 	pthread_mutex_unlock(&st->ddl_lock);
 	if (have_entry)
 		bson_destroy(&entry);
 	storage_coll_release(c);
+	return ret;
+}
+
+int
+storage_coll_set_options_checked(storage_t *st, storage_session_t *s, const char *db, const char *name,
+                                 const bson_t *options, int (*check)(void *arg, terr_t *err), void *arg,
+                                 terr_t *err)
+{
+	storage_coll_t *c = NULL;
+	coll_rt_t *rt;
+	int ret;
+
+	/* the gate as an index build takes it (index_lock first: two gate
+	 * takers could deadlock on writers that touch both tables) */
+	pthread_mutex_lock(&st->index_lock);
+	if (storage_coll_get(st, db, name, &c, NULL) != 0) {
+		pthread_mutex_unlock(&st->index_lock);
+		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns not found");
+	}
+	rt = storage_coll_rt(c);
+	coll_rt_ref(rt);
+	storage_coll_release(c);
+	pthread_rwlock_wrlock(&rt->gate);
+	ret = check(arg, err);
+	if (ret == 0)
+		ret = storage_coll_set_options(st, s, db, name, options, err);
+	pthread_rwlock_unlock(&rt->gate);
+	pthread_mutex_unlock(&st->index_lock);
+	coll_rt_release(rt);
 	return ret;
 }
 
@@ -1312,6 +1345,12 @@ err:
 		bson_destroy(&entry);
 	storage_coll_release(c);
 	return ret;
+}
+
+void
+storage_set_write_check(storage_t *st, storage_write_check_fn fn)
+{
+	st->write_check = fn;
 }
 
 void

@@ -381,6 +381,26 @@ write_begin(storage_session_t *s, storage_coll_t *c, storage_coll_t **ixc, terr_
 	return indexes_supported(s, *ixc, err);
 }
 
+/* After write_begin: a descriptor published before the collection's options
+ * last changed validated doc with options that are gone; check it again
+ * with the current ones (storage_set_write_check). */
+static int
+write_recheck(storage_session_t *s, storage_coll_t *c, const bson_t *new_doc, const bson_t *old_doc,
+              terr_t *err)
+{
+	storage_coll_t *now;
+	int ret;
+
+	if (((coll_impl_t *)c->impl)->optgen == atomic_load(&storage_coll_rt(c)->optgen) ||
+	    s->st->write_check == NULL)
+		return 0;
+	if ((now = storage_coll_by_ident(s->st, c->ident)) == NULL)
+		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "collection dropped");
+	ret = s->st->write_check(now, new_doc, old_doc, err);
+	storage_coll_release(now);
+	return ret;
+}
+
 static void
 write_end(storage_coll_t *c, storage_coll_t *ixc)
 {
@@ -407,6 +427,7 @@ storage_doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc,
 	if (!doc_id(doc, &it))
 		return terr_set(err, TERR_BAD_VALUE, "document to insert must have _id as its first field");
 	ERR(write_begin(s, c, &ixc, err));
+	ERR(write_recheck(s, c, doc, NULL, err));
 	id = atomic_fetch_add(&rt->next_recid, 1) + 1;
 	ERR(index_apply(s, ixc, id, NULL, doc, err));
 	ERR(storage_session_cursor(s, c->ident, &cur, err));
@@ -444,6 +465,7 @@ storage_doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid,
 	if (!doc_id(new_doc, &it))
 		return terr_set(err, TERR_BAD_VALUE, "document must have _id as its first field");
 	ERR(write_begin(s, c, &ixc, err));
+	ERR(write_recheck(s, c, new_doc, old_doc, err));
 	ERR(index_apply(s, ixc, recid, old_doc, new_doc, err));
 	ERR(storage_session_cursor(s, c->ident, &cur, err));
 	v.data = bson_get_data(new_doc);

@@ -165,6 +165,19 @@ int storage_coll_create(storage_t *st, storage_session_t *s, const char *db, con
 /* Replace a collection's options document (collMod). */
 int storage_coll_set_options(storage_t *st, storage_session_t *s, const char *db, const char *name,
                              const bson_t *options, terr_t *err);
+/*
+ * storage_coll_set_options after check(arg, err) returned 0, with no write to
+ * the collection in progress from before check starts until the new options
+ * are published (the table's gate is held exclusively: writers wait, and
+ * those that validated with the old options check again, see
+ * storage_set_write_check).  A failed check (-1 with err) changes nothing.
+ * collMod's upgrade to validationLevel 'constraint' scans this way, so no
+ * violating document can slip in beside the scan.  The caller must not have
+ * a write transaction open on the collection.
+ */
+int storage_coll_set_options_checked(storage_t *st, storage_session_t *s, const char *db, const char *name,
+                                     const bson_t *options, int (*check)(void *arg, terr_t *err), void *arg,
+                                     terr_t *err);
 int storage_coll_drop(storage_t *st, storage_session_t *s, const char *db, const char *name, terr_t *err);
 int storage_coll_rename(storage_t *st, storage_session_t *s, const char *db, const char *from,
                         const char *to_db, const char *to, bool drop_target, terr_t *err);
@@ -214,6 +227,19 @@ typedef void (*storage_key_add_fn)(void *ctx, const uint8_t *key, size_t len);
 typedef int (*storage_keygen_fn)(const storage_index_t *idx, const bson_t *doc,
                                  storage_key_add_fn add, void *ctx, terr_t *err);
 void storage_set_keygen(storage_t *st, storage_keygen_fn fn);
+
+/*
+ * Documents are validated by a higher layer before their write transaction
+ * (commands/validation.c).  When a collection's options change between that
+ * validation and the write (the writer holds an older descriptor), the
+ * insert or update calls fn with the current descriptor, the new document
+ * and the old one (NULL for an insert) inside the transaction, after the
+ * table's gate is held; a non-zero return fails the write with err.  Set
+ * once, before writes start; NULL: no second check.
+ */
+typedef int (*storage_write_check_fn)(storage_coll_t *current, const bson_t *new_doc, const bson_t *old_doc,
+                                      terr_t *err);
+void storage_set_write_check(storage_t *st, storage_write_check_fn fn);
 
 /*
  * Views: a namespace with a definition ({viewOn, pipeline[, collation]}, as

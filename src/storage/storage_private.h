@@ -43,6 +43,10 @@ typedef struct coll_rt {
 	 * descriptor notices and maintains the current index set instead. */
 	pthread_rwlock_t gate;
 	atomic_ullong ixgen;
+	/* Bumped by every change of the options (validator, level, action):
+	 * a writer whose descriptor is older validated with options that are
+	 * gone, and asks st->write_check again (record.c). */
+	atomic_ullong optgen;
 } coll_rt_t;
 
 /* storage_coll_t.impl */
@@ -50,6 +54,7 @@ typedef struct coll_impl {
 	atomic_int refs;
 	coll_rt_t *rt;
 	uint64_t ixgen;            /* rt->ixgen when this descriptor was built */
+	uint64_t optgen;           /* rt->optgen when this descriptor was built */
 } coll_impl_t;
 
 /* Per-table state of the open transaction: count/size changes applied at
@@ -123,6 +128,7 @@ struct storage {
 	bool in_memory;
 	WT_EVENT_HANDLER events;
 	storage_keygen_fn keygen;  /* secondary-index keys, from a higher layer */
+	storage_write_check_fn write_check;  /* validation again after an options change */
 
 	/* In-memory catalog: descriptors sorted by ns; the array holds one
 	 * reference to each.  Readers take cat_lock shared and a reference;
