@@ -5,26 +5,7 @@
 // localhost exception creates the first user):
 //   mongosh $TAMGA_URI --quiet --norc --file auth_mongosh.js
 // Prints "N passed, N failed" and exits non-zero when anything failed.
-let passed = 0, failed = 0;
-function test(name, fn) {
-	try {
-		fn();
-		passed++;
-		print(`ok - ${name}`);
-	} catch (e) {
-		failed++;
-		print(`not ok - ${name}: ${e && e.stack ? e.stack : e}`);
-	}
-}
-function ok(c, what) { if (!c) throw new Error(what || 'assertion failed'); }
-function code(fn) {
-	try {
-		fn();
-	} catch (e) {
-		return e.code;
-	}
-	return 0;
-}
+load(__dirname + '/../mongosh/harness.js');
 
 const admin = db.getSiblingDB('admin');
 const bookstore = db.getSiblingDB('shbooks');
@@ -69,5 +50,4 @@ test('readWrite: insert and update work, collMod is 13', () => {
 	ok(st.authInfo.authenticatedUsers[0].user === 'app');
 });
 
-print(`${passed} passed, ${failed} failed`);
-if (failed) quit(1);
+done();

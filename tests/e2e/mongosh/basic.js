@@ -2,26 +2,7 @@
 // cursor over several getMore batches, error replies.  Run by CTest through
 // with_tamgad.sh:  mongosh $TAMGA_URI --quiet --file basic.js
 // Prints "N passed, N failed" and exits non-zero when anything failed.
-let passed = 0, failed = 0;
-function test(name, fn) {
-	try {
-		fn();
-		passed++;
-		print(`ok - ${name}`);
-	} catch (e) {
-		failed++;
-		print(`not ok - ${name}: ${e && e.stack ? e.stack : e}`);
-	}
-}
-function eq(a, b, what) {
-	const ja = JSON.stringify(a), jb = JSON.stringify(b);
-	if (ja !== jb) throw new Error(`${what || 'value'}: got ${ja}, want ${jb}`);
-}
-function ok(c, what) { if (!c) throw new Error(what || 'assertion failed'); }
-function code(fn) {
-	try { fn(); } catch (e) { return e.code; }
-	throw new Error('expected an error');
-}
+load(__dirname + '/harness.js');
 
 test('hello', () => {
 	const h = db.hello();
@@ -150,5 +131,4 @@ test('a transaction is refused with code 20 and writes nothing', () => {
 	eq(db.txn_refused.countDocuments({}), 0, 'nothing written');
 });
 
-print(`${passed} passed, ${failed} failed`);
-if (failed) quit(1);
+done();

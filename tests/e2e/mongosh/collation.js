@@ -7,25 +7,7 @@
 // Run by CTest through with_tamgad.sh:
 //   mongosh $TAMGA_URI --quiet --file collation.js
 // Prints "N passed, N failed" and exits non-zero when anything failed.
-let passed = 0, failed = 0;
-function test(name, fn) {
-	try {
-		fn();
-		passed++;
-		print(`ok - ${name}`);
-	} catch (e) {
-		failed++;
-		print(`not ok - ${name}: ${e && e.stack ? e.stack : e}`);
-	}
-}
-function eq(a, b, what) {
-	const ja = JSON.stringify(a), jb = JSON.stringify(b);
-	if (ja !== jb) throw new Error(`${what || 'value'}: got ${ja}, want ${jb}`);
-}
-function err(fn) {
-	try { fn(); } catch (e) { return {code: e.code, msg: e.errmsg || e.message}; }
-	throw new Error('expected an error');
-}
+load(__dirname + '/harness.js');
 
 const t = db.getSiblingDB('collation_e2e');
 t.dropDatabase();
@@ -152,6 +134,4 @@ test('views: simple default collation only', () => {
 });
 
 t.dropDatabase();
-print(`${passed} passed, ${failed} failed`);
-if (failed > 0)
-	quit(1);
+done();

@@ -3,22 +3,8 @@
 // view of a view, explain, collMod, drop, and mongod's errors for writes,
 // indexes and bad definitions.  Run by CTest through with_tamgad.sh.
 // Prints "N passed, N failed" and exits non-zero when anything failed.
-let passed = 0, failed = 0;
-function test(name, fn) {
-	try {
-		fn();
-		passed++;
-		print(`ok - ${name}`);
-	} catch (e) {
-		failed++;
-		print(`not ok - ${name}: ${e && e.stack ? e.stack : e}`);
-	}
-}
-function eq(a, b, what) {
-	const ja = JSON.stringify(a), jb = JSON.stringify(b);
-	if (ja !== jb) throw new Error(`${what || 'value'}: got ${ja}, want ${jb}`);
-}
-function ok(c, what) { if (!c) throw new Error(what || 'assertion failed'); }
+load(__dirname + '/harness.js');
+
 // cmd: a command document run on vdb, which must fail with code (and msg)
 function fails(cmd, code, msg, on) {
 	let res;
@@ -195,5 +181,4 @@ test('drop a view, then the name is free; dropDatabase drops views', () => {
 	ok(!db.adminCommand({listDatabases: 1, nameOnly: true}).databases.some(d => d.name === 'views_e2e'), 'gone');
 });
 
-print(`${passed} passed, ${failed} failed`);
-if (failed > 0) quit(1);
+done();
