@@ -269,14 +269,16 @@ CMD_HANDLER(cmd_aggregate)
 	a->db = bson_strdup(c->db);
 	a->coll = coll ? bson_strdup(view.base != NULL ? view.base : coll) : NULL;
 	if (view.base != NULL) {
-		/* a view's default collation is simple (views with another one are
-		 * refused at create): a command may not ask for another */
-		ret = cmd_collation(c, c->body, NULL, &a->host.collation, err);
-		if (ret == 0 && a->host.collation != NULL)
+		/* a view reads with its own default collation; a command may
+		 * name it again but not ask for another */
+		const coll_t *asked = NULL;
+		ret = cmd_collation(c, c->body, NULL, &asked, err);
+		if (ret == 0 && bson_has_field(c->body, "collation") && asked != view.collation)
 			ret = terr_set(err, TERR_OPTION_NOT_SUPPORTED_ON_VIEW,
 			    "Cannot override a view's default collation");
 		if (ret != 0)
 			goto err;
+		a->host.collation = view.collation;
 	} else {
 		/* the command's collation, else the collection's default */
 		storage_coll_t *sc = NULL;

@@ -96,14 +96,6 @@ CMD_HANDLER(cmd_create)
 				return terr_set(err, TERR_INVALID_OPTIONS, "option not supported on a view: %s", k);
 		}
 		ERR(refuse_unsupported_create(c, err));
-		if (bson_iter_init_find(&it, c->body, "collation")) {
-			/* a view's own default collation is not built yet */
-			const coll_t *vc;
-			ERR(coll_parse_value(bson_iter_value(&it), "create.collation", &vc, err));
-			if (vc != NULL)
-				return terr_set(err, TERR_NOT_IMPLEMENTED,
-				    "views with a collation other than simple are not supported by Tamga yet");
-		}
 		return view_create(c, name, err);
 	}
 	ERR(refuse_unsupported_create(c, err));

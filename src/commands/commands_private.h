@@ -77,6 +77,7 @@ int cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index
 typedef struct view {
 	char *base;        /* owned; NULL when not a view */
 	bson_t pipeline;   /* array, valid when base is set */
+	const struct coll *collation;   /* the view's default (interned), NULL: simple */
 } view_t;
 /* 1 with *v filled (view_free it) when name is a view of c->db, 0 when it is
  * not, -1 with 165 ViewDepthLimitExceeded (agg_view_resolve). */

@@ -20,17 +20,28 @@
 #include <string.h>
 
 #include "agg/pipeline.h"
+#include "bson/collation.h"
 #include "bson/value.h"
 
 CMD_HANDLER(cmd_aggregate);
 
 #define VIEW_MAX_DEPTH AGG_VIEW_MAX_DEPTH
 
+static const coll_t *def_collation(const bson_t *def);
+
 int
 view_resolve(cmd_t *c, const char *name, view_t *v, terr_t *err)
 {
+	bson_t def;
+	int rc;
+
 	memset(v, 0, sizeof(*v));
-	return agg_view_resolve(c->engine->st, c->db, name, &v->base, &v->pipeline, err);
+	rc = agg_view_resolve(c->engine->st, c->db, name, &v->base, &v->pipeline, err);
+	if (rc == 1 && storage_view_get(c->engine->st, c->db, name, &def) == 0) {
+		v->collation = def_collation(&def);
+		bson_destroy(&def);
+	}
+	return rc;
 }
 
 void
@@ -333,7 +344,7 @@ view_read(cmd_t *c, const char *kind, const char *view_name, terr_t *err)
  */
 static int
 view_definition(cmd_t *c, const char *cmd, const char *name, const char *view_on, const bson_t *pipeline,
-                const bson_iter_t *collation, bson_t *def, terr_t *err)
+                const coll_t *collation, bson_t *def, terr_t *err)
 {
 	agg_host_t host;
 	agg_pipeline_t *p = NULL;
@@ -366,7 +377,7 @@ view_definition(cmd_t *c, const char *cmd, const char *name, const char *view_on
 	BSON_APPEND_UTF8(def, "viewOn", view_on);
 	BSON_APPEND_ARRAY(def, "pipeline", pipeline);
 	if (collation != NULL)
-		bson_append_iter(def, "collation", -1, collation);
+		coll_append_spec(def, "collation", collation);
 	return 0;
 }
 
@@ -407,6 +418,39 @@ check_no_cycle(cmd_t *c, const char *name, const char *view_on, terr_t *err)
 	return ret;
 }
 
+/* The default collation a view definition stores (NULL: simple). */
+static const coll_t *
+def_collation(const bson_t *def)
+{
+	bson_iter_t it;
+	const coll_t *out = NULL;
+	terr_t e = TERR_INIT;
+
+	if (bson_iter_init_find(&it, def, "collation") &&
+	    coll_parse_value(bson_iter_value(&it), "collation", &out, &e) != 0)
+		out = NULL;   /* stored normalized by create: cannot fail */
+	terr_clear(&e);
+	return out;
+}
+
+/* A view on a view shares its default collation (mongod's view graph):
+ * 167 "View <ns> has conflicting collation with view <ns>". */
+static int
+check_source_collation(cmd_t *c, const char *name, const char *view_on, const coll_t *collation, terr_t *err)
+{
+	bson_t def;
+	const coll_t *src;
+
+	if (storage_view_get(c->engine->st, c->db, view_on, &def) != 0)
+		return 0;
+	src = def_collation(&def);
+	bson_destroy(&def);
+	if (src != collation)
+		return terr_set(err, TERR_OPTION_NOT_SUPPORTED_ON_VIEW, "View %s.%s has conflicting collation with view %s.%s",
+		    c->db, name, c->db, view_on);
+	return 0;
+}
+
 /* viewOn (a string) and pipeline (an array, [] when absent) of cmd. */
 static int
 view_args(cmd_t *c, const char **view_on, bson_t *pipeline, bool *has_pipeline, terr_t *err)
@@ -428,7 +472,8 @@ view_create(cmd_t *c, const char *name, terr_t *err)
 	const char *view_on;
 	bson_t pipeline, def, existing;
 	bson_iter_t coll_it;
-	bool has_pipeline, has_collation;
+	const coll_t *collation = NULL;
+	bool has_pipeline;
 	int ret;
 
 	RET(view_args(c, &view_on, &pipeline, &has_pipeline, err));
@@ -438,8 +483,10 @@ view_create(cmd_t *c, const char *name, terr_t *err)
 	if (strncmp(name, "system.", 7) == 0)
 		return terr_set(err, TERR_INVALID_NAMESPACE, strcmp(name, "system.views") == 0 ?
 		    "Cannot create a view called '%s.%s'" : "Invalid system namespace: %s.%s", c->db, name);
-	has_collation = bson_iter_init_find(&coll_it, c->body, "collation");
-	RET(view_definition(c, "create", name, view_on, &pipeline, has_collation ? &coll_it : NULL, &def, err));
+	if (bson_iter_init_find(&coll_it, c->body, "collation"))
+		RET(coll_parse_value(bson_iter_value(&coll_it), "create.collation", &collation, err));
+	RET(check_source_collation(c, name, view_on, collation, err));
+	RET(view_definition(c, "create", name, view_on, &pipeline, collation, &def, err));
 	ret = storage_view_create(c->engine->st, c->db, name, &def, err);
 	if (ret != 0 && err->code == TERR_NAMESPACE_EXISTS &&
 	    storage_view_get(c->engine->st, c->db, name, &existing) == 0) {
@@ -464,8 +511,9 @@ view_coll_mod(cmd_t *c, const char *name, bson_t *reply, terr_t *err)
 {
 	const char *view_on;
 	bson_t pipeline, def, old, old_pipeline;
-	bson_iter_t it, coll_it;
-	bool has_pipeline, has_collation;
+	bson_iter_t it;
+	const coll_t *collation;
+	bool has_pipeline;
 	int ret;
 
 	(void)reply;
@@ -491,11 +539,13 @@ view_coll_mod(cmd_t *c, const char *name, bson_t *reply, terr_t *err)
 		if (bson_init_static(&old_pipeline, d, l))
 			bson_copy_to(&old_pipeline, &pipeline);
 	}
-	has_collation = bson_iter_init_find(&coll_it, &old, "collation");
+	collation = def_collation(&old);
 	ret = check_no_cycle(c, name, view_on != NULL ? view_on : "", err);
 	if (ret == 0)
-		ret = view_definition(c, "collMod", name, view_on != NULL ? view_on : "", &pipeline,
-		    has_collation ? &coll_it : NULL, &def, err);
+		ret = check_source_collation(c, name, view_on != NULL ? view_on : "", collation, err);
+	if (ret == 0)
+		ret = view_definition(c, "collMod", name, view_on != NULL ? view_on : "", &pipeline, collation, &def,
+		    err);
 	if (ret == 0) {
 		ret = storage_view_set(c->engine->st, c->db, name, &def, err);
 		bson_destroy(&def);

@@ -124,13 +124,27 @@ test('errors as mongod', () => {
 	eq([del.n, del.writeErrors[0].code], [0, 2], 'a statement\'s bad collation is its write error');
 });
 
-test('views: simple default collation only', () => {
+test('views: a view reads with its own default collation, never another', () => {
 	t.createView('v', 'c', [{$match: {_id: {$lt: 3}}}]);
 	eq(ids(t.v.find({x: 'a'})), [1]);
 	eq(err(() => t.v.find({x: 'a'}).collation(ci).toArray()),
 		{code: 167, msg: "Cannot override a view's default collation"});
 	eq(ids(t.v.find({x: 'a'}).collation({locale: 'simple'})), [1]);
-	eq(err(() => t.createView('w', 'c', [], {collation: ci})).code, 238);
+	// a case-insensitive view: its collation applies to find, count, distinct, aggregate
+	t.createView('w', 'c', [{$match: {_id: {$lt: 6}}}], {collation: ci});
+	const info = t.getCollectionInfos({name: 'w'})[0];
+	eq(info.options.collation.locale, 'en', 'stored as the normalized spec');
+	eq(info.options.collation.strength, 2);
+	eq(ids(t.w.find({x: 'a'}).sort({_id: 1})), [1, 2]);
+	eq(t.w.countDocuments({x: 'b'}), 2);
+	eq(t.w.distinct('x').length, 3, 'a/A, b/B and á are three values at strength 2');
+	eq(ids(t.w.find({x: 'A'}).collation(ci).sort({_id: 1})), [1, 2], 'the same collation may be named');
+	eq(err(() => t.w.find().collation({locale: 'simple'}).toArray()).code, 167);
+	// a view on a view shares its collation
+	eq(err(() => t.createView('ww', 'w', [])),
+		{code: 167, msg: 'View collation_e2e.ww has conflicting collation with view collation_e2e.w'});
+	t.createView('ww', 'w', [], {collation: ci});
+	eq(t.ww.countDocuments({x: 'A'}), 2);
 });
 
 t.dropDatabase();
