@@ -176,12 +176,19 @@ hello_await(cmd_t *c, terr_t *err)
 			    "BSON field 'hello.topologyVersion' is the wrong type '%s', expected type 'object'",
 			    type_name(bson_iter_type(&it)));
 		have_tv = true;
-		if (bson_iter_recurse(&it, &tv) && bson_iter_find(&tv, "processId") &&
-		    BSON_ITER_HOLDS_OID(&tv) && !bson_oid_equal(bson_iter_oid(&tv), &topology_pid))
+	}
+	/* mongod: both or neither (31368) */
+	if (have_tv != bson_has_field(c->body, "maxAwaitTimeMS"))
+		return terr_set(err, 31368, have_tv ? "A request with a 'topologyVersion' must include 'maxAwaitTimeMS'" :
+		    "A request with 'maxAwaitTimeMS' must include a 'topologyVersion'");
+	if (have_tv && bson_iter_init_find(&it, c->body, "topologyVersion") && bson_iter_recurse(&it, &tv)) {
+		bson_iter_t f = tv;
+		if (bson_iter_find(&f, "counter") && BSON_ITER_HOLDS_NUMBER(&f) && bson_iter_as_int64(&f) < 0)
+			return terr_set(err, 31372, "topologyVersion must have a non-negative counter");
+		if (bson_iter_find(&tv, "processId") && BSON_ITER_HOLDS_OID(&tv) &&
+		    !bson_oid_equal(bson_iter_oid(&tv), &topology_pid))
 			return 0;   /* another process: answer at once */
 	}
-	if (have_tv != bson_has_field(c->body, "maxAwaitTimeMS"))
-		return terr_set(err, 31373, "topologyVersion must be provided if and only if maxAwaitTimeMS is provided");
 	if (!have_tv || wait_ms == 0)
 		return 0;
 	if (wait_ms > 60 * 60 * 1000)

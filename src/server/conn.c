@@ -107,86 +107,95 @@ log_slow(const char *db, const char *name, int64_t ms, int code)
 	bson_destroy(&attr);
 }
 
-static void
-build_reply(const wire_request_t *req, int32_t request_id, const bson_t *doc, wire_buf_t *out)
-{
-	terr_t err = TERR_INIT;
-
-	if (req->opcode == WIRE_OP_QUERY) {
-		wire_reply_build(request_id, req->header.request_id, doc, false, out, &err);
-	} else if (wire_msg_build(request_id, req->header.request_id, req->flags & WIRE_MSG_CHECKSUM, doc,
-	    req->compressor, out, &err) != 0) {
-		/* compression failed: answer uncompressed rather than not at all */
-		terr_clear(&err);
-		wire_msg_build(request_id, req->header.request_id, req->flags & WIRE_MSG_CHECKSUM, doc,
-		    WIRE_COMPRESSOR_NONE, out, &err);
-	}
-	terr_clear(&err);
-}
-
+/* Build the reply to req (OP_REPLY for OP_QUERY, else OP_MSG with the
+ * request's checksum flag and compressor, plus extra_flags); returns the
+ * reply's requestID. */
 static atomic_int reply_ids = 1;
 
-void
-conn_handle_message(server_t *srv, client_t *cl, wire_compression_t *comp, const uint8_t *msg,
-                    size_t len, wire_buf_t *out, bool *close_after)
+static int32_t
+build_reply(const wire_request_t *req, int32_t response_to, uint32_t extra_flags, const bson_t *doc,
+            wire_buf_t *out)
 {
-	wire_request_t req;
+	terr_t err = TERR_INIT;
+	int32_t id = atomic_fetch_add(&reply_ids, 1);
+	uint32_t flags = (req->flags & WIRE_MSG_CHECKSUM) | extra_flags;
+
+	if (req->opcode == WIRE_OP_QUERY) {
+		wire_reply_build(id, response_to, doc, false, out, &err);
+	} else if (wire_msg_build(id, response_to, flags, doc, req->compressor, out, &err) != 0) {
+		/* compression failed: answer uncompressed rather than not at all */
+		terr_clear(&err);
+		wire_msg_build(id, response_to, flags, doc, WIRE_COMPRESSOR_NONE, out, &err);
+	}
+	terr_clear(&err);
+	return id;
+}
+
+/*
+ * Exhaust (mongod's rules): an OP_MSG request with exhaustAllowed whose
+ * command succeeded runs again without a new request when it is a getMore
+ * whose cursor is still open, or an awaitable hello (maxAwaitTimeMS); the
+ * reply then carries moreToCome.  A hello with exhaustAllowed but without
+ * maxAwaitTimeMS fails with 51756.  Returns whether reply continues.
+ */
+static bool
+exhaust_continues(const wire_request_t *req, const char *name, bson_t *reply, terr_t *err, int *rc)
+{
+	bson_iter_t it, sub;
+
+	if (req->opcode != WIRE_OP_MSG || !(req->flags & WIRE_MSG_EXHAUST_ALLOWED) || *rc != 0)
+		return false;
+	if (bson_iter_init_find(&it, reply, "ok") && !bson_iter_as_bool(&it))
+		return false;
+	if (is_hello(name)) {
+		if (bson_has_field(&req->cmd, "maxAwaitTimeMS"))
+			return true;
+		bson_destroy(reply);
+		terr_set(err, 51756, "An isMaster or hello request with exhaust must specify 'maxAwaitTimeMS'");
+		wire_error_doc(reply, err);
+		*rc = err->code;
+		return false;
+	}
+	return strcmp(name, "getMore") == 0 && bson_iter_init_find(&it, reply, "cursor") &&
+	    BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &sub) && bson_iter_find(&sub, "id") &&
+	    BSON_ITER_HOLDS_NUMBER(&sub) && bson_iter_as_int64(&sub) != 0;
+}
+
+/*
+ * Run a parsed request and build its reply (none for moreToCome requests).
+ * response_to is the id the reply answers: the request's own, or in an
+ * exhaust stream the previous reply's.  Returns true when the reply carries
+ * moreToCome and the same request must run again (exhaust).
+ */
+static bool
+run_request(server_t *srv, client_t *cl, wire_compression_t *comp, const wire_request_t *req,
+            int32_t response_to, wire_buf_t *out, bool *close_after, int32_t *reply_id)
+{
 	terr_t err = TERR_INIT;
 	bson_t reply;
 	bson_iter_t it;
 	const char *name = "";
 	int64_t t0;
 	int rc;
-	bool more_to_come;
+	bool more_to_come = req->opcode == WIRE_OP_MSG && (req->flags & WIRE_MSG_MORE_TO_COME);
+	bool again = false;
 
-	out->data = NULL;
-	out->len = 0;
-	*close_after = false;
-	if (wire_request_parse(msg, len, &req, &err) != 0) {
-		bson_t attr;
-		bson_init(&attr);
-		BSON_APPEND_INT32(&attr, "code", err.code);
-		BSON_APPEND_UTF8(&attr, "error", err.msg ? err.msg : "");
-		tlog('W', "NETWORK", 22988, "Error receiving request from client. Ending connection from remote",
-		    &attr);
-		bson_destroy(&attr);
-		if (req.fatal) {
-			*close_after = true;
-		} else if (!(req.opcode == WIRE_OP_MSG && (req.flags & WIRE_MSG_MORE_TO_COME))) {
-			wire_error_doc(&reply, &err);
-			build_reply(&req, atomic_fetch_add(&reply_ids, 1), &reply, out);
-			bson_destroy(&reply);
-		}
-		goto done;
-	}
-	if (req.compressor != WIRE_COMPRESSOR_NONE && !wire_compression_permitted(comp, req.compressor)) {
-		/* as mongod: a compressor this connection did not negotiate ends it */
-		bson_t attr;
-		bson_init(&attr);
-		BSON_APPEND_INT32(&attr, "compressorId", req.compressor);
-		tlog('W', "NETWORK", 22989, "Compression algorithm specified in message is not permitted on this connection",
-		    &attr);
-		bson_destroy(&attr);
-		*close_after = true;
-		goto done;
-	}
-	more_to_come = req.opcode == WIRE_OP_MSG && (req.flags & WIRE_MSG_MORE_TO_COME);
-	if (bson_iter_init(&it, &req.cmd) && bson_iter_next(&it))
+	if (bson_iter_init(&it, &req->cmd) && bson_iter_next(&it))
 		name = bson_iter_key(&it);
 	t0 = cmd_now_us();
-	if (check_sequences(&req, name, &err) != 0) {
+	if (check_sequences(req, name, &err) != 0) {
 		wire_error_doc(&reply, &err);
 		rc = err.code;
 	} else {
 		/* the session the command names is in use (the local session cache) */
-		cmd_admin_session_touch(cl, &req.cmd);
-		rc = engine_run_command(srv->engine, cl, req.db, &req.cmd, &reply, &err);
+		cmd_admin_session_touch(cl, &req->cmd);
+		rc = engine_run_command(srv->engine, cl, req->db, &req->cmd, &reply, &err);
 		if (rc == 0 && is_hello(name))
-			add_compression(srv, comp, &req.cmd, &reply);
+			add_compression(srv, comp, &req->cmd, &reply);
 	}
 	t0 = (cmd_now_us() - t0) / 1000;
 	if (t0 >= SLOW_MS && !is_hello(name))
-		log_slow(req.db, name, t0, rc);
+		log_slow(req->db, name, t0, rc);
 	if (engine_shutdown_requested(srv->engine) && strcmp(name, "shutdown") == 0) {
 		/* as mongod: the connection closes instead of answering */
 		bson_destroy(&reply);
@@ -205,12 +214,84 @@ conn_handle_message(server_t *srv, client_t *cl, wire_compression_t *comp, const
 			bson_destroy(&attr);
 		}
 	} else {
-		build_reply(&req, atomic_fetch_add(&reply_ids, 1), &reply, out);
+		again = exhaust_continues(req, name, &reply, &err, &rc);
+		*reply_id = build_reply(req, response_to, again ? WIRE_MSG_MORE_TO_COME : 0, &reply, out);
 	}
 	bson_destroy(&reply);
 done:
-	wire_request_clear(&req);
 	terr_clear(&err);
+	return again;
+}
+
+void
+conn_handle_message(server_t *srv, client_t *cl, wire_compression_t *comp, const uint8_t *msg,
+                    size_t len, wire_buf_t *out, bool *close_after, conn_exhaust_t *ex)
+{
+	/* parsed in place: a stream keeps the request (a bson_t cannot be moved) */
+	wire_request_t *req = &ex->req;
+	terr_t err = TERR_INIT;
+	bson_t reply;
+
+	out->data = NULL;
+	out->len = 0;
+	*close_after = false;
+	ex->active = false;
+	if (wire_request_parse(msg, len, req, &err) != 0) {
+		bson_t attr;
+		bson_init(&attr);
+		BSON_APPEND_INT32(&attr, "code", err.code);
+		BSON_APPEND_UTF8(&attr, "error", err.msg ? err.msg : "");
+		tlog('W', "NETWORK", 22988, "Error receiving request from client. Ending connection from remote",
+		    &attr);
+		bson_destroy(&attr);
+		if (req->fatal) {
+			*close_after = true;
+		} else if (!(req->opcode == WIRE_OP_MSG && (req->flags & WIRE_MSG_MORE_TO_COME))) {
+			wire_error_doc(&reply, &err);
+			build_reply(req, req->header.request_id, 0, &reply, out);
+			bson_destroy(&reply);
+		}
+		goto done;
+	}
+	if (req->compressor != WIRE_COMPRESSOR_NONE && !wire_compression_permitted(comp, req->compressor)) {
+		/* as mongod: a compressor this connection did not negotiate ends it */
+		bson_t attr;
+		bson_init(&attr);
+		BSON_APPEND_INT32(&attr, "compressorId", req->compressor);
+		tlog('W', "NETWORK", 22989, "Compression algorithm specified in message is not permitted on this connection",
+		    &attr);
+		bson_destroy(&attr);
+		*close_after = true;
+		goto done;
+	}
+	if (run_request(srv, cl, comp, req, req->header.request_id, out, close_after, &ex->response_to)) {
+		/* conn_exhaust_next runs the request again */
+		ex->active = true;
+		terr_clear(&err);
+		return;
+	}
+done:
+	wire_request_clear(req);
+	terr_clear(&err);
+}
+
+void
+conn_exhaust_next(server_t *srv, client_t *cl, wire_compression_t *comp, conn_exhaust_t *ex,
+                  wire_buf_t *out, bool *close_after)
+{
+	out->data = NULL;
+	out->len = 0;
+	*close_after = false;
+	if (!run_request(srv, cl, comp, &ex->req, ex->response_to, out, close_after, &ex->response_to))
+		conn_exhaust_end(ex);
+}
+
+void
+conn_exhaust_end(conn_exhaust_t *ex)
+{
+	if (ex->active)
+		wire_request_clear(&ex->req);
+	ex->active = false;
 }
 
 /* ---- socket I/O ---------------------------------------------------------- */
@@ -311,6 +392,7 @@ conn_main(void *arg)
 	client_t *cl;
 	char ctx[32];
 	uint8_t hdr[WIRE_HEADER_LEN];
+	conn_exhaust_t ex = {0};
 	int64_t left;
 
 	snprintf(ctx, sizeof(ctx), "conn%lld", (long long)c->id);
@@ -366,15 +448,22 @@ conn_main(void *arg)
 		}
 		__atomic_fetch_add(&k->bytes_in, h.length, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&k->requests, 1, __ATOMIC_RELAXED);
-		conn_handle_message(srv, cl, &c->comp, msg, (size_t)h.length, &out, &close_after);
+		conn_handle_message(srv, cl, &c->comp, msg, (size_t)h.length, &out, &close_after, &ex);
 		bson_free(msg);
-		if (out.data != NULL) {
-			r = write_full(c, out.data, out.len);
-			__atomic_fetch_add(&k->bytes_out, (int64_t)out.len, __ATOMIC_RELAXED);
-			bson_free(out.data);
-			if (r != 0)
+		for (;;) {
+			if (out.data != NULL) {
+				r = write_full(c, out.data, out.len);
+				__atomic_fetch_add(&k->bytes_out, (int64_t)out.len, __ATOMIC_RELAXED);
+				bson_free(out.data);
+				if (r != 0)
+					close_after = true;
+			}
+			if (close_after || !ex.active || atomic_load(&srv->stopping))
 				break;
+			/* exhaust: the next reply follows without a request */
+			conn_exhaust_next(srv, cl, &c->comp, &ex, &out, &close_after);
 		}
+		conn_exhaust_end(&ex);
 		if (close_after)
 			break;
 	}

@@ -61,13 +61,37 @@ struct conn {
 void *conn_main(void *arg);
 
 /*
+ * An exhaust stream in progress on one connection: the request that runs
+ * again without a new message (a getMore whose cursor is open, an awaitable
+ * hello) and the id of the reply just sent, which the next reply answers.
+ * Zero-initialise; conn_handle_message starts a stream, conn_exhaust_next
+ * continues it, conn_exhaust_end drops it (the client went away).
+ */
+typedef struct conn_exhaust {
+	bool active;                      /* req is owned and runs again */
+	wire_request_t req;
+	int32_t response_to;
+} conn_exhaust_t;
+
+/*
  * Handle one whole message (header included) for client cl, whose
- * connection's compression state is comp.  Sets *reply to
- * the bytes to send (possibly none: moreToCome), *close_after when the
- * connection must end (fatal framing error, shutdown command).  This is the
- * socket-free core of a connection, used by conn_main and the tests.
+ * connection's compression state is comp.  Sets *reply to the bytes to send
+ * (possibly none: moreToCome), *close_after when the connection must end
+ * (fatal framing error, shutdown command).  When the request allows exhaust
+ * and its reply carries moreToCome, ex becomes active: send the reply, then
+ * call conn_exhaust_next for each following reply until ex is no longer
+ * active.  This is the socket-free core of a connection, used by conn_main
+ * and the tests.
  */
 void conn_handle_message(server_t *srv, client_t *cl, wire_compression_t *comp, const uint8_t *msg,
-                         size_t len, wire_buf_t *reply, bool *close_after);
+                         size_t len, wire_buf_t *reply, bool *close_after, conn_exhaust_t *ex);
+
+/* The next reply of the active stream ex (same contract as above); ex stays
+ * active while the reply carries moreToCome. */
+void conn_exhaust_next(server_t *srv, client_t *cl, wire_compression_t *comp, conn_exhaust_t *ex,
+                       wire_buf_t *reply, bool *close_after);
+
+/* End the stream ex, if any, releasing its request. */
+void conn_exhaust_end(conn_exhaust_t *ex);
 
 #endif

@@ -72,10 +72,12 @@ roundtrip(const char *json, uint32_t flags, bool *closed)
 	terr_t err = TERR_INIT;
 	bson_t *out = NULL;
 	wire_request_t r;
+	conn_exhaust_t ex = {0};
 	bool cl_after = false;
 
 	wire_msg_build(1, 0, flags, cmd, WIRE_COMPRESSOR_NONE, &req, &err);
-	conn_handle_message(srv, cl, &comp, req.data, req.len, &rep, &cl_after);
+	conn_handle_message(srv, cl, &comp, req.data, req.len, &rep, &cl_after, &ex);
+	conn_exhaust_end(&ex);
 	if (rep.data != NULL) {
 		if (wire_request_parse(rep.data, rep.len, &r, &err) == 0 || r.opcode == WIRE_OP_MSG) {
 			/* replies have no $db: read the body directly */
@@ -161,6 +163,7 @@ test_op_query_handshake(void)
 	bson_t *q = tt_json("{\"isMaster\": 1, \"compression\": [\"zlib\"]}");
 	size_t len = 0;
 	wire_buf_t rep;
+	conn_exhaust_t ex = {0};
 	bool closed;
 	int32_t v;
 
@@ -185,8 +188,8 @@ test_op_query_handshake(void)
 	memcpy(msg + 4, &v, 4);
 	v = WIRE_OP_QUERY;
 	memcpy(msg + 12, &v, 4);
-	conn_handle_message(srv, cl, &comp, msg, len, &rep, &closed);
-	TT_ASSERT(rep.data != NULL && !closed);
+	conn_handle_message(srv, cl, &comp, msg, len, &rep, &closed, &ex);
+	TT_ASSERT(rep.data != NULL && !closed && !ex.active);
 	if (rep.data != NULL) {
 		bson_t *d = bson_new_from_data(rep.data + 36, rep.len - 36);
 		TT_EQ_INT(rep.data[12], WIRE_OP_REPLY);
@@ -349,6 +352,142 @@ test_shutdown_command(void)
 	TT_ASSERT(engine_shutdown_requested(eng));
 }
 
+/* ---- exhaust ------------------------------------------------------------ */
+
+/* The header fields and body of an uncompressed OP_MSG reply. */
+static bson_t *
+reply_parts(const wire_buf_t *rep, int32_t *id, int32_t *response_to, uint32_t *flags)
+{
+	memcpy(id, rep->data + 4, 4);
+	memcpy(response_to, rep->data + 8, 4);
+	memcpy(flags, rep->data + 16, 4);
+	return bson_new_from_data(rep->data + 21, rep->len - 21);
+}
+
+static int
+batch_len(const bson_t *d, const char *path)
+{
+	bson_iter_t it, f;
+	int n = 0;
+
+	if (bson_iter_init(&it, d) && bson_iter_find_descendant(&it, path, &f) && bson_iter_recurse(&f, &it))
+		while (bson_iter_next(&it))
+			n++;
+	return n;
+}
+
+/* Send cmd with exhaustAllowed as request 100; follows the stream to its
+ * end (at most max_replies) checking moreToCome and the responseTo chain.
+ * Returns the replies' documents in nextBatch/firstBatch, *nreplies, and the
+ * last reply (caller destroys). */
+static bson_t *
+exhaust_stream(const char *json, int max_replies, int *nreplies, int *ndocs, bool *still_active)
+{
+	bson_t *cmd = tt_json(json), *last = NULL;
+	wire_buf_t req, rep;
+	terr_t err = TERR_INIT;
+	conn_exhaust_t ex = {0};
+	int32_t prev = 100, id, to;
+	uint32_t flags;
+	bool closed = false;
+
+	*nreplies = 0;
+	*ndocs = 0;
+	wire_msg_build(100, 0, WIRE_MSG_EXHAUST_ALLOWED, cmd, WIRE_COMPRESSOR_NONE, &req, &err);
+	conn_handle_message(srv, cl, &comp, req.data, req.len, &rep, &closed, &ex);
+	for (;;) {
+		TT_ASSERT(rep.data != NULL && !closed);
+		if (rep.data == NULL)
+			break;
+		if (last != NULL)
+			bson_destroy(last);
+		last = reply_parts(&rep, &id, &to, &flags);
+		bson_free(rep.data);
+		(*nreplies)++;
+		/* each reply answers the previous one; moreToCome exactly while the stream runs */
+		TT_EQ_INT(to, prev);
+		TT_EQ_INT((flags & WIRE_MSG_MORE_TO_COME) != 0, ex.active);
+		TT_EQ_INT(flags & WIRE_MSG_EXHAUST_ALLOWED, 0);
+		prev = id;
+		*ndocs += batch_len(last, "cursor.nextBatch");
+		if (!ex.active || *nreplies >= max_replies)
+			break;
+		conn_exhaust_next(srv, cl, &comp, &ex, &rep, &closed);
+	}
+	*still_active = ex.active;
+	conn_exhaust_end(&ex);
+	bson_free(req.data);
+	bson_destroy(cmd);
+	return last;
+}
+
+static void
+test_exhaust(void)
+{
+	bson_t *r;
+	char json[256];
+	int64_t id;
+	int nrep, ndocs, i;
+	bool active;
+
+	for (i = 0; i < 23; i++) {
+		snprintf(json, sizeof(json), "{\"insert\": \"ex\", \"documents\": [{\"_id\": %d}], \"$db\": \"t\"}", i);
+		bson_destroy(roundtrip(json, 0, NULL));
+	}
+	r = roundtrip("{\"find\": \"ex\", \"batchSize\": 3, \"$db\": \"t\"}", 0, NULL);
+	id = get_int(r, "cursor.id");
+	TT_ASSERT(id != 0);
+	bson_destroy(r);
+
+	/* getMore streams batches of 5 until the cursor ends */
+	snprintf(json, sizeof(json), "{\"getMore\": {\"$numberLong\": \"%lld\"}, \"collection\": \"ex\", "
+	    "\"batchSize\": 5, \"$db\": \"t\"}", (long long)id);
+	r = exhaust_stream(json, 100, &nrep, &ndocs, &active);
+	TT_EQ_INT(ndocs, 20);
+	TT_ASSERT(nrep >= 4 && nrep <= 5);
+	TT_EQ_INT(get_int(r, "cursor.id"), 0);
+	TT_ASSERT(!active);
+	bson_destroy(r);
+	/* the stream closed the cursor */
+	r = roundtrip(json, 0, NULL);
+	TT_EQ_INT(get_int(r, "code"), 43);
+	bson_destroy(r);
+
+	/* a cursor that ends in the first reply: no moreToCome */
+	r = roundtrip("{\"find\": \"ex\", \"batchSize\": 20, \"$db\": \"t\"}", 0, NULL);
+	id = get_int(r, "cursor.id");
+	bson_destroy(r);
+	snprintf(json, sizeof(json), "{\"getMore\": {\"$numberLong\": \"%lld\"}, \"collection\": \"ex\", "
+	    "\"$db\": \"t\"}", (long long)id);
+	r = exhaust_stream(json, 100, &nrep, &ndocs, &active);
+	TT_EQ_INT(nrep, 1);
+	TT_EQ_INT(ndocs, 3);
+	bson_destroy(r);
+
+	/* an error ends the stream at once */
+	r = exhaust_stream("{\"getMore\": {\"$numberLong\": \"12345\"}, \"collection\": \"ex\", \"$db\": \"t\"}", 100,
+	    &nrep, &ndocs, &active);
+	TT_EQ_INT(nrep, 1);
+	TT_EQ_INT(get_int(r, "code"), 43);
+	bson_destroy(r);
+
+	/* exhaust hello needs maxAwaitTimeMS (51756) */
+	r = exhaust_stream("{\"hello\": 1, \"$db\": \"admin\"}", 100, &nrep, &ndocs, &active);
+	TT_EQ_INT(nrep, 1);
+	TT_EQ_INT(get_int(r, "code"), 51756);
+	bson_destroy(r);
+
+	/* awaitable hello streams (another process's topologyVersion: no wait) */
+	r = exhaust_stream("{\"hello\": 1, \"topologyVersion\": {\"processId\": {\"$oid\": \"000000000000000000000001\"}, "
+	    "\"counter\": {\"$numberLong\": \"0\"}}, \"maxAwaitTimeMS\": 10, \"$db\": \"admin\"}", 3, &nrep, &ndocs,
+	    &active);
+	TT_EQ_INT(nrep, 3);
+	TT_ASSERT(active);
+	TT_EQ_INT(get_int(r, "isWritablePrimary"), 1);
+	TT_EQ_INT(get_int(r, "topologyVersion.counter"), 0);
+	bson_destroy(r);
+}
+
 int
 main(void)
 {
@@ -358,6 +497,7 @@ main(void)
 	TT_RUN(test_sequences_and_flags);
 	TT_RUN(test_admin_commands);
 	TT_RUN(test_listener);
+	TT_RUN(test_exhaust);
 	TT_RUN(test_shutdown_command);
 	teardown();
 	return tt_finish();

@@ -141,3 +141,30 @@ test('transactions are refused as a standalone mongod refuses them (code 20), an
 	assert.equal(await coll.countDocuments({}), 0);
 	await assert.rejects(db.admin().command({ commitTransaction: 1 }), (e) => e.code === 20);
 });
+
+// The streaming monitor (awaitable hello with exhaustAllowed): tamgad keeps
+// answering one hello with moreToCome every maxAwaitTimeMS, as mongod does.
+// A server that ended the stream would make the driver report a failed
+// heartbeat ("Server ended moreToCome unexpectedly") and clear its pool.
+test('streaming hello: awaited heartbeats, no failures, no pool clears', async () => {
+	const c = new MongoClient(uri, { heartbeatFrequencyMS: 500, serverMonitoringMode: 'stream',
+		serverSelectionTimeoutMS: 10000 });
+	const awaited = [], failed = [], cleared = [];
+	c.on('serverHeartbeatSucceeded', (e) => { if (e.awaited) awaited.push(e); });
+	c.on('serverHeartbeatFailed', (e) => failed.push(e));
+	c.on('connectionPoolCleared', (e) => cleared.push(e));
+	try {
+		await c.connect();
+		const started = Date.now();
+		while (Date.now() - started < 3000)
+			await c.db('admin').command({ ping: 1 }).then(() => new Promise((r) => setTimeout(r, 100)));
+		assert.deepEqual(failed.map((e) => String(e.failure)), []);
+		assert.equal(cleared.length, 0);
+		// about one per maxAwaitTimeMS (500 ms) over 3 s, each carrying our topologyVersion
+		assert.ok(awaited.length >= 3, `only ${awaited.length} awaited heartbeats`);
+		for (const e of awaited)
+			assert.ok(e.reply.topologyVersion && e.reply.topologyVersion.processId, 'topologyVersion in the reply');
+	} finally {
+		await c.close();
+	}
+});
