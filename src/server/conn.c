@@ -10,6 +10,7 @@
 #include "server/server_private.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -367,6 +368,19 @@ write_full(conn_t *c, const uint8_t *buf, size_t n)
 	return 0;
 }
 
+/* During an exhaust stream the client sends nothing: anything readable, or
+ * a hangup, means it has gone (it ends a stream by closing the connection),
+ * so the stream stops instead of waiting for a write to fail. */
+static bool
+peer_gone(conn_t *c)
+{
+	struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
+
+	if (c->rpos < c->rlen)
+		return true;
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
 static void
 log_conn_end(conn_t *c, int64_t count)
 {
@@ -458,7 +472,7 @@ conn_main(void *arg)
 				if (r != 0)
 					close_after = true;
 			}
-			if (close_after || !ex.active || atomic_load(&srv->stopping))
+			if (close_after || !ex.active || atomic_load(&srv->stopping) || peer_gone(c))
 				break;
 			/* exhaust: the next reply follows without a request */
 			conn_exhaust_next(srv, cl, &c->comp, &ex, &out, &close_after);
