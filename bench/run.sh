@@ -110,7 +110,7 @@ start_tamgad() {
 			return 1
 		fi
 		if python3 -c "import socket,sys; s=socket.socket(); s.settimeout(0.2); sys.exit(0 if s.connect_ex(('127.0.0.1',$port))==0 else 1)" 2>/dev/null; then
-			export TAMGA_URI="mongodb://127.0.0.1:$port"
+			export TAMGA_URI="mongodb://127.0.0.1:$port" TAMGAD_PID="$tamgad_pid"
 			echo "run.sh: tamgad on port $port" >&2
 			return 0
 		fi

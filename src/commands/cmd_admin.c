@@ -18,6 +18,7 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -614,6 +615,9 @@ typedef struct lsession {
 static pthread_mutex_t sessions_mu = PTHREAD_MUTEX_INITIALIZER;
 static lsession_t *sessions;
 static int nsessions, capsessions;
+/* bumped whenever a session leaves the cache, so clients' lsid_seen
+ * shortcuts (client_t) never keep a removed session looking recorded */
+static atomic_ullong sessions_gen = 1;
 
 static int64_t
 sessions_now_ms(void)
@@ -651,6 +655,7 @@ sessions_expire(int64_t now)
 	for (i = 0; i < nsessions; i++) {
 		if (now - sessions[i].last_use_ms > (int64_t)SESSION_TIMEOUT_MINUTES * 60000) {
 			bson_free(sessions[i].user);
+			atomic_fetch_add(&sessions_gen, 1);
 			continue;
 		}
 		sessions[j++] = sessions[i];
@@ -698,6 +703,7 @@ session_forget(const uint8_t *id)
 		if (memcmp(sessions[i].id, id, 16) == 0) {
 			bson_free(sessions[i].user);
 			sessions[i] = sessions[--nsessions];
+			atomic_fetch_add(&sessions_gen, 1);
 			break;
 		}
 	}
@@ -726,7 +732,17 @@ cmd_admin_session_touch(client_t *cl, const bson_t *cmd)
 	const uint8_t *id;
 	char *user;
 
+	int64_t now;
+	uint64_t gen;
+
 	if (!bson_iter_init_find(&it, cmd, "lsid") || !lsid_id(&it, &id))
+		return;
+	/* the same session again on this connection within a second: its
+	 * last use is fresh enough (the timeout is in minutes), no lock taken */
+	now = sessions_now_ms();
+	gen = atomic_load(&sessions_gen);
+	if (cl != NULL && cl->lsid_seen_gen == gen && now - cl->lsid_seen_ms < 1000 &&
+	    memcmp(cl->lsid_seen, id, 16) == 0)
 		return;
 	user = session_user(cl);
 	/* with access control on, only an authenticated client's sessions count */
@@ -734,6 +750,11 @@ cmd_admin_session_touch(client_t *cl, const bson_t *cmd)
 		return;
 	session_record(id, user);
 	bson_free(user);
+	if (cl != NULL) {
+		memcpy(cl->lsid_seen, id, 16);
+		cl->lsid_seen_ms = now;
+		cl->lsid_seen_gen = gen;
+	}
 }
 
 void

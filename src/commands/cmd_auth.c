@@ -278,8 +278,10 @@ CMD_HANDLER(cmd_logout)
 
 	if (ac == NULL)
 		return 0;
-	if (ac->user != NULL && strcmp(ac->db, c->db) == 0)
+	if (ac->user != NULL && strcmp(ac->db, c->db) == 0) {
 		auth_client_logout(ac);
+		c->client->lsid_seen_ms = INT64_MIN / 2;   /* sessions count for a user again only once checked */
+	}
 	conv_end(ac);
 	return 0;
 }

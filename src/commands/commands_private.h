@@ -32,6 +32,12 @@ struct client {
 	char *remote;
 	bool is_local;
 	bson_t *metadata;
+	/* the lsid this client last recorded in the session cache, when, and the
+	 * cache's generation then (cmd_admin_session_touch skips the cache's lock
+	 * when the same session comes back within a second) */
+	uint8_t lsid_seen[16];
+	int64_t lsid_seen_ms;
+	uint64_t lsid_seen_gen;
 };
 
 /* ---- argument helpers (mongod IDL messages) ------------------------------ */
