@@ -352,6 +352,42 @@ test_shutdown_command(void)
 	TT_ASSERT(engine_shutdown_requested(eng));
 }
 
+/* A session used again right after endSessions is back in the cache: the
+ * per-connection shortcut of cmd_admin_session_touch must not hide it. */
+static int
+local_sessions(void)
+{
+	bson_t *r = roundtrip("{\"aggregate\": 1, \"pipeline\": [{\"$listLocalSessions\": {}}], \"cursor\": {}, "
+	    "\"$db\": \"admin\"}", 0, NULL);
+	bson_iter_t it, f;
+	int n = -1;
+
+	if (r != NULL && bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "cursor.firstBatch", &f) &&
+	    bson_iter_recurse(&f, &it))
+		for (n = 0; bson_iter_next(&it);)
+			n++;
+	if (r != NULL)
+		bson_destroy(r);
+	return n;
+}
+
+static void
+test_session_cache(void)
+{
+	const char *ping = "{\"ping\": 1, \"lsid\": {\"id\": {\"$binary\": {\"base64\": \"AAAAAAAAAAAAAAAAAAAAAQ==\", "
+	    "\"subType\": \"04\"}}}, \"$db\": \"admin\"}";
+	int before = local_sessions();
+
+	bson_destroy(roundtrip(ping, 0, NULL));
+	bson_destroy(roundtrip(ping, 0, NULL));
+	TT_EQ_INT(local_sessions(), before + 1);
+	bson_destroy(roundtrip("{\"endSessions\": [{\"id\": {\"$binary\": {\"base64\": \"AAAAAAAAAAAAAAAAAAAAAQ==\", "
+	    "\"subType\": \"04\"}}}], \"$db\": \"admin\"}", 0, NULL));
+	TT_EQ_INT(local_sessions(), before);
+	bson_destroy(roundtrip(ping, 0, NULL));
+	TT_EQ_INT(local_sessions(), before + 1);
+}
+
 /* ---- exhaust ------------------------------------------------------------ */
 
 /* The header fields and body of an uncompressed OP_MSG reply. */
@@ -497,6 +533,7 @@ main(void)
 	TT_RUN(test_sequences_and_flags);
 	TT_RUN(test_admin_commands);
 	TT_RUN(test_listener);
+	TT_RUN(test_session_cache);
 	TT_RUN(test_exhaust);
 	TT_RUN(test_shutdown_command);
 	teardown();
