@@ -15,10 +15,11 @@
 // node_find_id_<c> (findOne by _id), node_find_range_<c> (100 documents by
 // an _id range), node_find_100k_docs (one find returning 100 000 documents).
 // Same counts and caps as bench_wire; reads take the best of three rounds,
-// the sides alternating.  For each case stderr gets the CPU each process
-// used (Node from process.cpuUsage, tamgad from /proc/TAMGAD_PID/stat), in
-// percent of one core over the case's wall time: that says which side was
-// the bottleneck.
+// the sides alternating.  For each case stderr gets the CPU time per
+// operation (per document for inserts) of each side: the Node process's
+// (process.cpuUsage) and, on the tamga side, tamgad's (/proc/TAMGAD_PID/stat).
+// That says where the time goes even when other load on the machine caps
+// every process's share of a core.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -83,15 +84,32 @@ function tamgadCpu() {
 	}
 }
 
-// Run fn, then print how busy this process and tamgad were meanwhile.
-async function measured(name, fn) {
-	const c0 = process.cpuUsage(), t0 = tamgadCpu(), w0 = process.hrtime.bigint();
-	const r = await fn();
-	const wall = Number(process.hrtime.bigint() - w0) / 1e9, c = process.cpuUsage(c0);
-	const node = (c.user + c.system) / 1e6 / wall * 100, tam = (tamgadCpu() - t0) / wall * 100;
-	console.error(`bench_node: ${name}: node process ${node.toFixed(0)} % of a core, tamgad ${
-		Number.isNaN(tam) ? '?' : tam.toFixed(0)} % (both sides of the case, ${wall.toFixed(1)} s)`);
-	return r;
+// CPU per operation, per side: Node's own (process.cpuUsage) and tamgad's
+// (/proc).  Unlike a share of a core, a time per operation does not depend
+// on how much of the machine other processes took meanwhile.
+const cpuUse = {};
+
+function cpuStart() {
+	return { node: process.cpuUsage(), tamgad: tamgadCpu() };
+}
+
+function cpuAdd(side, start, ops) {
+	const c = process.cpuUsage(start.node), u = cpuUse[side] || (cpuUse[side] = { node: 0, tamgad: 0, ops: 0 });
+	u.node += (c.user + c.system) / 1e6;
+	u.tamgad += tamgadCpu() - start.tamgad;
+	u.ops += ops;
+}
+
+// Print and reset what the case used: µs of CPU per operation (document for inserts).
+function cpuReport(name) {
+	const us = (x, n) => (Number.isNaN(x) ? '?' : (x / n * 1e6).toFixed(0));
+	const parts = [];
+	for (const [side, u] of Object.entries(cpuUse)) {
+		if (u.ops === 0) continue;
+		parts.push(`${side}: Node ${us(u.node, u.ops)} µs` + (side === 'tamga' ? `, tamgad ${us(u.tamgad, u.ops)} µs` : ''));
+		delete cpuUse[side];
+	}
+	console.error(`bench_node: ${name}: CPU per operation: ${parts.join('; ')}`);
 }
 
 const cities = ['Istanbul', 'Berlin', 'London', 'Paris', 'Ankara'];
@@ -133,6 +151,7 @@ async function mongoSide(c) {
 	const db = client.db('bench');
 	await Promise.all(Array.from({ length: c }, () => db.command({ ping: 1 })));
 	return {
+		name: 'tamga',
 		async reset(table) { await db.collection(table).drop().catch(() => {}); },
 		async insert(w, table, from, to) {
 			const batch = [];
@@ -170,6 +189,7 @@ async function pgSide(c) {
 	}
 	const q = (w, name, text, values) => conns[w].query({ name, text, values });
 	return {
+		name: 'postgresql_node',
 		async reset(table) {
 			await conns[0].query(`DROP TABLE IF EXISTS ${table}; CREATE TABLE ${table} (id bigint PRIMARY KEY, doc jsonb NOT NULL)`);
 		},
@@ -214,13 +234,15 @@ async function withSides(c, fn) {
 
 // documents [from, to) in batches of 1000 over c workers; seconds taken
 async function loadRange(side, c, table, from, to) {
-	const per = (to - from) / c;
+	const per = (to - from) / c, cpu = cpuStart();
 	const t0 = process.hrtime.bigint();
 	await Promise.all(Array.from({ length: c }, async (_, w) => {
 		for (let i = from + w * per; i < from + (w + 1) * per; i += 1000)
 			await side.insert(w, table, i, Math.min(i + 1000, from + (w + 1) * per));
 	}));
-	return Number(process.hrtime.bigint() - t0) / 1e9;
+	const secs = Number(process.hrtime.bigint() - t0) / 1e9;
+	cpuAdd(side.name, cpu, to - from);
+	return secs;
 }
 
 // two halves, the sides alternating as in bench_wire: Tamga, PostgreSQL, PostgreSQL, Tamga
@@ -240,7 +262,7 @@ async function insertMany(c) {
 }
 
 async function readRound(side, c, op, per) {
-	const deadline = Date.now() + (maxSeconds / ROUNDS) * 1000;
+	const deadline = Date.now() + (maxSeconds / ROUNDS) * 1000, cpu = cpuStart();
 	let done = 0;
 	rndReset();
 	const t0 = process.hrtime.bigint();
@@ -256,7 +278,9 @@ async function readRound(side, c, op, per) {
 			done++;
 		}
 	}));
-	return done / (Number(process.hrtime.bigint() - t0) / 1e9);
+	const rate = done / (Number(process.hrtime.bigint() - t0) / 1e9);
+	cpuAdd(side.name, cpu, done);
+	return rate;
 }
 
 // best of three rounds per side, the order rotating
@@ -280,12 +304,13 @@ async function bigFind() {
 		const n = Math.min(docs, 100000), rate = [];
 		for (const side of [t, p]) {
 			if (!side) { rate.push(undefined); continue; }
-			const t0 = process.hrtime.bigint();
+			const t0 = process.hrtime.bigint(), cpu = cpuStart();
 			for (let r = 0; r < 3; r++) {
 				const got = await side.findAll(n);
 				if (got !== n) throw new Error(`find: ${got} documents, not ${n}`);
 			}
 			rate.push((3 * n) / (Number(process.hrtime.bigint() - t0) / 1e9));
+			cpuAdd(side.name, cpu, 3 * n);
 		}
 		return rate;
 	});
@@ -299,8 +324,9 @@ async function main() {
 	if (!havePg())
 		console.error(`bench_node: no node-postgres line (${pgjs ? 'BENCH_PG not set' : 'pg not installed: run make deps'})`);
 	const run = async (name, peer, fn) => {
-		const [t, p] = await measured(name, fn);
+		const [t, p] = await fn();
 		report(name, t, p, peer);
+		cpuReport(name);
 	};
 	for (const c of [1, 8, 64]) await run(`node_insert_many_${c}`, `wire_insert_many_${c}`, () => insertMany(c));
 	for (const c of [1, 8, 64]) await run(`node_find_id_${c}`, `wire_find_id_${c}`, () => reads(c, 'id', finds));
