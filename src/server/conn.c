@@ -5,7 +5,8 @@
  * Errors the protocol can carry (bad flags, invalid BSON, unknown section)
  * get an error reply; errors that break framing (bad length, unknown
  * opcode, undecompressable payload) close the connection.  Nothing a peer
- * sends can affect another connection.
+ * sends can affect another connection.  Exhaust streams (getMore, awaitable
+ * hello) send several replies for one request, as mongod does.
  */
 #include "server/server_private.h"
 
@@ -108,11 +109,11 @@ log_slow(const char *db, const char *name, int64_t ms, int code)
 	bson_destroy(&attr);
 }
 
+static atomic_int reply_ids = 1;
+
 /* Build the reply to req (OP_REPLY for OP_QUERY, else OP_MSG with the
  * request's checksum flag and compressor, plus extra_flags); returns the
  * reply's requestID. */
-static atomic_int reply_ids = 1;
-
 static int32_t
 build_reply(const wire_request_t *req, int32_t response_to, uint32_t extra_flags, const bson_t *doc,
             wire_buf_t *out)
