@@ -461,7 +461,7 @@ p_cmp(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
 	static const struct { const char *name; mkind_t kind; } rows[] = {
 		{"$eq", MK_EQ}, {"$lt", MK_LT}, {"$lte", MK_LTE}, {"$gt", MK_GT}, {"$gte", MK_GTE},
 	};
-	mnode_t *n;
+	mnode_t *n = NULL;
 
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		if (strcmp(rows[i].name, opname) != 0)
@@ -477,7 +477,7 @@ static int
 p_ne(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
      const bson_value_t *sub, mnode_t *root, int depth, plevel_t lvl)
 {
-	mnode_t *n;
+	mnode_t *n = NULL;
 
 	if (arg->value_type == BSON_TYPE_REGEX)
 		return terr_set(p->err, TERR_BAD_VALUE, "Can't have regex as arg to $ne.");
@@ -525,7 +525,7 @@ static int
 p_in(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
      const bson_value_t *sub, mnode_t *root, int depth, plevel_t lvl)
 {
-	mnode_t *n;
+	mnode_t *n = NULL;
 
 	RET(parse_in(p, path, opname, arg, &n));
 	match_node_add(root, strcmp(opname, "$nin") == 0 ? not_of(n) : n);
