@@ -33,6 +33,7 @@ typedef struct kg_ctx {
 	storage_key_add_fn add;
 	void *add_ctx;
 	keystring_t ks;
+	keystring_t tb;          /* the key's type bits */
 	terr_t *err;
 	uint32_t *mk;            /* keygen_multikey_paths: per field, components holding arrays */
 	const coll_t *coll;      /* the index's collation: strings become its sort keys */
@@ -99,17 +100,18 @@ emit(kg_ctx_t *g, const kg_field_t *fields)
 
 	null_v.value_type = BSON_TYPE_NULL;
 	keystring_reset(&g->ks);
+	keystring_reset(&g->tb);
 	for (i = 0; i < g->n; i++) {
 		const bson_value_t *v = &fields[i].val;
 		if (v->value_type == BSON_TYPE_EOD)
 			v = &null_v;
 		else
 			any = true;
-		keystring_append_value_coll(&g->ks, v, fields[i].desc, g->coll);
+		keystring_append_value_tb_coll(&g->ks, &g->tb, v, fields[i].desc, g->coll);
 	}
 	if (g->sparse && !any)
 		return;
-	g->add(g->add_ctx, g->ks.buf, g->ks.len);
+	g->add(g->add_ctx, g->ks.buf, g->ks.len, g->tb.buf, g->tb.len);
 }
 
 static int
@@ -341,7 +343,7 @@ typedef struct wc_ctx {
 	const storage_index_t *idx;
 	storage_key_add_fn add;
 	void *add_ctx;
-	keystring_t ks;
+	keystring_t ks, tb;
 	char path[2048];
 	int depth;
 } wc_ctx_t;
@@ -357,9 +359,10 @@ wc_emit(wc_ctx_t *w, const bson_value_t *v)
 	p.value.v_utf8.str = w->path;
 	p.value.v_utf8.len = (uint32_t)strlen(w->path);
 	keystring_reset(&w->ks);
-	keystring_append_value(&w->ks, &p, false);   /* field paths never collate */
-	keystring_append_value_coll(&w->ks, v, false, w->idx->collation);
-	w->add(w->add_ctx, w->ks.buf, w->ks.len);
+	keystring_reset(&w->tb);
+	keystring_append_value_tb(&w->ks, &w->tb, &p, false);   /* field paths never collate */
+	keystring_append_value_tb_coll(&w->ks, &w->tb, v, false, w->idx->collation);
+	w->add(w->add_ctx, w->ks.buf, w->ks.len, w->tb.buf, w->tb.len);
 }
 
 static void wc_value(wc_ctx_t *w, const bson_value_t *v, bool in_array);
@@ -420,8 +423,10 @@ wildcard_keys(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn 
 	w->add = add;
 	w->add_ctx = ctx;
 	keystring_init(&w->ks);
+	keystring_init(&w->tb);
 	wc_doc(w, bson_get_data(doc), doc->len);
 	keystring_destroy(&w->ks);
+	keystring_destroy(&w->tb);
 	bson_free(w);
 	return 0;
 }
@@ -431,17 +436,19 @@ static int keygen_run(const storage_index_t *idx, const bson_t *doc, storage_key
 
 int
 query_keygen(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx,
-             terr_t *err)
+             uint32_t *mkpaths, terr_t *err)
 {
-	return keygen_run(idx, doc, add, ctx, NULL, err);
+	return keygen_run(idx, doc, add, ctx, mkpaths, err);
 }
 
 static void
-no_key(void *ctx, const uint8_t *key, size_t len)
+no_key(void *ctx, const uint8_t *key, size_t len, const uint8_t *tb, size_t tblen)
 {
 	(void)ctx;
 	(void)key;
 	(void)len;
+	(void)tb;
+	(void)tblen;
 }
 
 int
@@ -530,8 +537,10 @@ keygen_run(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add
 		f->val.value.v_doc.data_len = doc->len;
 	}
 	keystring_init(&g.ks);
+	keystring_init(&g.tb);
 	ret = gen(&g, fields);
 	keystring_destroy(&g.ks);
+	keystring_destroy(&g.tb);
 	return ret;
 }
 

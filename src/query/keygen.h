@@ -26,11 +26,13 @@
  * storage_open and before any write (engine_open does). */
 void query_keygen_register(storage_t *st);
 
-/* The storage_keygen_fn: calls add(ctx, key, len) for each key doc has in
- * idx (duplicates possible).  Returns 0, or -1 with err (171 parallel
+/* The storage_keygen_fn: calls add(ctx, key, len, tb, tb_len) for each key
+ * doc has in idx (duplicates possible; tb: the key's type bits), ORs the
+ * multikey paths into mkpaths when not NULL (as keygen_multikey_paths,
+ * nothing for wildcard indexes).  Returns 0, or -1 with err (171 parallel
  * arrays, 238 special index types, errors compiling a partial filter). */
 int query_keygen(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx,
-                 terr_t *err);
+                 uint32_t *mkpaths, terr_t *err);
 
 /*
  * Wildcard indexes ({"$**": 1}, {"a.$**": 1}, with an optional
@@ -52,7 +54,7 @@ bool keygen_wildcard_covers(const storage_index_t *idx, const char *path);
  * ({a: [{b: 1}]} under "a.b": bit 0, i.e. "a").  A document the index
  * skips (sparse, partial) sets nothing.  Returns the number of fields
  * (0 for wildcard indexes), or -1 with err as query_keygen.  The storage
- * layer would OR these into a per-index set, as it does the multikey flag.
+ * layer ORs them into the index's multiKeyPaths (storage_index_t.mkpaths).
  */
 int keygen_multikey_paths(const storage_index_t *idx, const bson_t *doc, uint32_t *masks, terr_t *err);
 

@@ -194,6 +194,15 @@ coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_co
 						ix->ident = bson_strdup(bson_iter_utf8(&sub, NULL));
 					} else if (strcmp(sk, "multikey") == 0) {
 						ix->multikey = bson_iter_as_bool(&sub);
+					} else if (strcmp(sk, "typeBits") == 0) {
+						ix->typebits = bson_iter_as_bool(&sub);
+					} else if (strcmp(sk, "multikeyPaths") == 0 && BSON_ITER_HOLDS_ARRAY(&sub)) {
+						bson_iter_t mp;
+						int f = 0;
+						ix->mkpaths_known = true;
+						bson_iter_recurse(&sub, &mp);
+						while (bson_iter_next(&mp) && f < STORAGE_INDEX_MAX_FIELDS)
+							ix->mkpaths[f++] = (uint32_t)bson_iter_as_int64(&mp);
 					}
 				}
 				if (ix->spec == NULL || ix->ident == NULL) {
@@ -205,6 +214,8 @@ coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_co
 					goto err;
 				}
 				c->nindexes++;
+				if (!ix->multikey)
+					ix->mkpaths_known = true;
 				if (bson_iter_init_find(&sub, ix->spec, "name") && BSON_ITER_HOLDS_UTF8(&sub))
 					ix->name = bson_strdup(bson_iter_utf8(&sub, NULL));
 				else
@@ -243,16 +254,42 @@ err:
 	return ret;
 }
 
+/* An index entry's multikey fields: the flag, whether entries carry type
+ * bits, and the multiKeyPaths masks (left out when not known). */
+static void
+entry_index_flags(bson_t *ix, bool multikey, bool typebits, bool known, const uint32_t *masks,
+                  const uint32_t *more)
+{
+	BSON_APPEND_BOOL(ix, "multikey", multikey);
+	if (typebits)
+		BSON_APPEND_BOOL(ix, "typeBits", true);
+	if (known) {
+		bson_t arr;
+		char key[16];
+		int n = STORAGE_INDEX_MAX_FIELDS;
+		while (n > 0 && (masks == NULL || masks[n - 1] == 0) && (more == NULL || more[n - 1] == 0))
+			n--;
+		BSON_APPEND_ARRAY_BEGIN(ix, "multikeyPaths", &arr);
+		for (int f = 0; f < n; f++) {
+			bson_snprintf(key, sizeof(key), "%d", f);
+			BSON_APPEND_INT64(&arr, key, (int64_t)((masks ? masks[f] : 0) | (more ? more[f] : 0)));
+		}
+		bson_append_array_end(ix, &arr);
+	}
+}
+
 /*
  * Write a catalog row.  indexes come from src (NULL: only _id_ with
- * id_ident), minus the one named skip, plus add_spec/add_ident; the one
- * named multikey is marked so; the one named replace gets replace_spec.
+ * id_ident), minus the one named skip, plus add_spec/add_ident (a new
+ * table: type bits); the one named multikey is marked so and gets
+ * mk_masks ORed into its multiKeyPaths; the one named replace gets
+ * replace_spec.
  */
 static void
 entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ident,
             const bson_t *options, const storage_coll_t *src, const char *id_ident,
             const char *skip, const bson_t *add_spec, const char *add_ident,
-            const char *multikey, const char *replace, const bson_t *replace_spec)
+            const char *multikey, const uint32_t *mk_masks, const char *replace, const bson_t *replace_spec)
 {
 	bson_t arr, ix, tmp;
 	char key[16];
@@ -289,11 +326,13 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 		bson_append_document_begin(&arr, key, -1, &ix);
 		BSON_APPEND_DOCUMENT(&ix, "spec", &spec);
 		BSON_APPEND_UTF8(&ix, "ident", id_ident);
-		BSON_APPEND_BOOL(&ix, "multikey", false);
+		entry_index_flags(&ix, false, true, true, NULL, NULL);
 		bson_append_document_end(&arr, &ix);
 		bson_destroy(&spec);
 	} else {
 		for (int i = 0; i < src->nindexes; i++) {
+			const storage_index_t *six = &src->indexes[i];
+			bool mark = multikey != NULL && strcmp(six->name, multikey) == 0;
 			if (skip != NULL && strcmp(src->indexes[i].name, skip) == 0)
 				continue;
 			bson_snprintf(key, sizeof(key), "%d", n++);
@@ -301,8 +340,8 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 			BSON_APPEND_DOCUMENT(&ix, "spec", replace != NULL && strcmp(src->indexes[i].name, replace) == 0 ?
 			    replace_spec : src->indexes[i].spec);
 			BSON_APPEND_UTF8(&ix, "ident", src->indexes[i].ident);
-			BSON_APPEND_BOOL(&ix, "multikey", src->indexes[i].multikey ||
-			    (multikey != NULL && strcmp(src->indexes[i].name, multikey) == 0));
+			entry_index_flags(&ix, six->multikey || mark, six->typebits, six->mkpaths_known, six->mkpaths,
+			    mark ? mk_masks : NULL);
 			bson_append_document_end(&arr, &ix);
 		}
 	}
@@ -314,7 +353,7 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 		bson_append_document_begin(&arr, key, -1, &ix);
 		BSON_APPEND_DOCUMENT(&ix, "spec", add_spec);
 		BSON_APPEND_UTF8(&ix, "ident", add_ident);
-		BSON_APPEND_BOOL(&ix, "multikey", mk);
+		entry_index_flags(&ix, mk, true, true, mk ? mk_masks : NULL, NULL);
 		bson_append_document_end(&arr, &ix);
 	}
 	bson_append_array_end(out, &arr);
@@ -587,7 +626,8 @@ table_create(storage_t *st, const char *ident, const char *config, terr_t *err)
 }
 
 #define RECORD_TABLE_CONFIG "key_format=q,value_format=u,exclusive=true"
-#define UNIQUE_INDEX_CONFIG "key_format=u,value_format=q,exclusive=true"
+/* unique: the RecordId, then the key's type bits (storage_index_t.typebits) */
+#define UNIQUE_INDEX_CONFIG "key_format=u,value_format=qu,exclusive=true"
 #define INDEX_TABLE_CONFIG "key_format=u,value_format=u,exclusive=true"
 
 /* ---- views ---------------------------------------------------------------- */
@@ -820,7 +860,7 @@ storage_coll_create(storage_t *st, storage_session_t *s, const char *db, const c
 	tables = true;
 	ERR(table_create(st, ident, RECORD_TABLE_CONFIG, err));
 	ERR(table_create(st, id_ident, UNIQUE_INDEX_CONFIG, err));
-	entry_build(&entry, ns, uuid, ident, options, NULL, id_ident, NULL, NULL, NULL, NULL, NULL, NULL);
+	entry_build(&entry, ns, uuid, ident, options, NULL, id_ident, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 	have_entry = true;
 	ERR(coll_from_entry(&entry, NULL, 1, &c, err));
 	ERR(ddl_begin(st, err));
@@ -898,7 +938,7 @@ storage_coll_set_options(storage_t *st, storage_session_t *s, const char *db, co
 
 	pthread_mutex_lock(&st->ddl_lock);
 	ERR(ddl_get(st, db, name, &c, err));
-	entry_build(&entry, c->ns, c->uuid, c->ident, options, c, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+	entry_build(&entry, c->ns, c->uuid, c->ident, options, c, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 	have_entry = true;
 	ERR(ddl_put_entry(st, c->ns, &entry, err));
 	/* the new descriptor carries the new generation: writers holding an
@@ -1016,7 +1056,7 @@ storage_coll_rename(storage_t *st, storage_session_t *s, const char *db, const c
 		ret = terr_set(err, TERR_NAMESPACE_EXISTS, "target namespace exists");
 		goto err;
 	}
-	entry_build(&entry, to_ns, c->uuid, c->ident, c->options, c, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+	entry_build(&entry, to_ns, c->uuid, c->ident, c->options, c, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 	have_entry = true;
 	ERR(ddl_begin(st, err));
 	if ((ret = ddl_remove(st, from_ns, err)) != 0 || (ret = ddl_put(st, to_ns, &entry, err)) != 0) {
@@ -1159,6 +1199,7 @@ storage_index_create(storage_t *st, storage_session_t *s, const char *db, const 
 	bson_iter_t it;
 	bson_t entry;
 	bool have_entry = false, table = false, unique = false, multikey = false;
+	uint32_t masks[STORAGE_INDEX_MAX_FIELDS] = {0};
 	int ret = 0;
 
 	if (!bson_iter_init_find(&it, spec, "name") || !BSON_ITER_HOLDS_UTF8(&it))
@@ -1183,18 +1224,19 @@ storage_index_create(storage_t *st, storage_session_t *s, const char *db, const 
 	ident = new_ident(st, "index");
 	table = true;
 	ERR(table_create(st, ident, unique ? UNIQUE_INDEX_CONFIG : INDEX_TABLE_CONFIG, err));
-	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, spec, ident, NULL, NULL, NULL);
+	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, spec, ident, NULL, NULL, NULL,
+	    NULL);
 	have_entry = true;
 	/* Fill the table from the documents there are; no writer can add or
 	 * change one while we hold the gate. */
 	if (atomic_load(&rt->count) != 0) {
 		ERR(coll_from_entry(&entry, rt, c->version, &draft, err));
 		ERR(storage_session_open(st, &bs, err));
-		ERR(storage_index_build(bs, draft, &draft->indexes[draft->nindexes - 1], &multikey, err));
+		ERR(storage_index_build(bs, draft, &draft->indexes[draft->nindexes - 1], &multikey, masks, err));
 		if (multikey) {
 			bson_destroy(&entry);
 			entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, spec, ident,
-			    ixname, NULL, NULL);
+			    ixname, masks, NULL, NULL);
 		}
 	}
 	ERR(ddl_begin(st, err));
@@ -1246,7 +1288,8 @@ storage_index_drop(storage_t *st, storage_session_t *s, const char *db, const ch
 		ret = terr_set(err, TERR_INVALID_OPTIONS, "cannot drop _id index");
 		goto err;
 	}
-	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, index_name, NULL, NULL, NULL, NULL, NULL);
+	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, index_name, NULL, NULL, NULL, NULL, NULL,
+	    NULL);
 	have_entry = true;
 	ERR(ddl_put_entry(st, c->ns, &entry, err));
 	atomic_fetch_add(&rt->ixgen, 1);
@@ -1301,8 +1344,8 @@ storage_index_set_spec(storage_t *st, storage_session_t *s, const char *db, cons
 		    "fields of index %s cannot change in place", index_name);
 		goto err;
 	}
-	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, NULL, NULL, NULL, index_name,
-	    spec);
+	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, NULL, NULL, NULL, NULL,
+	    index_name, spec);
 	have_entry = true;
 	ERR(ddl_put_entry(st, c->ns, &entry, err));
 	ERR(republish(st, c, &entry, NULL, err));
@@ -1316,7 +1359,7 @@ err:
 
 int
 storage_index_mark_multikey(storage_t *st, const char *db, const char *name, const char *ident,
-                            const char *ix_name, terr_t *err)
+                            const char *ix_name, const uint32_t *masks, terr_t *err)
 {
 	storage_coll_t *c = NULL;
 	bson_t entry;
@@ -1327,15 +1370,21 @@ storage_index_mark_multikey(storage_t *st, const char *db, const char *name, con
 	if (storage_coll_get(st, db, name, &c, NULL) != 0 || strcmp(c->ident, ident) != 0)
 		goto err;              /* dropped meanwhile: nothing to mark */
 	for (int i = 0; i < c->nindexes; i++) {
-		if (strcmp(c->indexes[i].name, ix_name) == 0) {
+		const storage_index_t *ix = &c->indexes[i];
+		if (strcmp(ix->name, ix_name) == 0) {
+			bool news = !ix->multikey;
 			found = true;
-			if (c->indexes[i].multikey)
+			for (int f = 0; f < STORAGE_INDEX_MAX_FIELDS && masks != NULL && ix->mkpaths_known; f++)
+				if (masks[f] & ~ix->mkpaths[f])
+					news = true;
+			if (!news)
 				goto err;
 		}
 	}
 	if (!found)
 		goto err;
-	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, NULL, NULL, ix_name, NULL, NULL);
+	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, NULL, NULL, ix_name, masks, NULL,
+	    NULL);
 	have_entry = true;
 	ERR(ddl_put_entry(st, c->ns, &entry, err));
 	ERR(republish(st, c, &entry, NULL, err));

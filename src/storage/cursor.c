@@ -40,6 +40,8 @@ struct storage_cursor {
 	uint64_t epoch;                /* s->txn_epoch when last positioned */
 	recid_t last_recid;
 	bytes_t last_key;              /* index scans: the last full key returned */
+	bytes_t last_tb;               /* ... and its type bits, once read */
+	bool tb_read;
 	bytes_t doc;                   /* collection scans: the last document returned */
 	bytes_t lo, hi, seek;
 	bool has_lo, has_hi, lo_incl, hi_incl;
@@ -295,11 +297,20 @@ storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
 			return 0;
 		}
 		bytes_set(&cur->last_key, k.data, k.size);
+		cur->tb_read = false;
 		if (cur->ix->unique) {
 			int64_t rid;
-			if ((ret = wc->get_value(wc, &rid)) != 0)
+			if (cur->ix->typebits)
+				ret = wc->get_value(wc, &rid, &v);
+			else
+				ret = wc->get_value(wc, &rid);
+			if (ret != 0)
 				return storage_wt_err(ret, "index scan", err);
 			cur->last_recid = rid;
+			if (cur->ix->typebits) {
+				bytes_set(&cur->last_tb, v.data, v.size);
+				cur->tb_read = true;
+			}
 		} else {
 			cur->last_recid = k.size >= 8 ? keystring_read_recid(k.data, k.size) : 0;
 		}
@@ -311,6 +322,31 @@ storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
 			*key_len = cur->last_key.len;
 		return 1;
 	}
+}
+
+int
+storage_cursor_typebits(storage_cursor_t *cur, const uint8_t **tb, size_t *tb_len, terr_t *err)
+{
+	WT_ITEM v;
+	int ret;
+
+	*tb = NULL;
+	*tb_len = 0;
+	if (cur->ix == NULL || !cur->ix->typebits)
+		return 0;
+	if (!cur->tb_read) {
+		/* non-unique entries: read the value only when asked (covered plans) */
+		if (cur->state != CUR_POSITIONED || cur->wc == NULL || cur->s == NULL ||
+		    cur->epoch != cur->s->txn_epoch)
+			return terr_set(err, TERR_INTERNAL_ERROR, "index cursor not positioned");
+		if ((ret = cur->wc->get_value(cur->wc, &v)) != 0)
+			return storage_wt_err(ret, "index scan", err);
+		bytes_set(&cur->last_tb, v.data, v.size);
+		cur->tb_read = true;
+	}
+	*tb = cur->last_tb.data;
+	*tb_len = cur->last_tb.len;
+	return 0;
 }
 
 int
@@ -366,6 +402,7 @@ storage_cursor_close(storage_cursor_t *cur)
 		cur->wc->close(cur->wc);
 	storage_coll_release(cur->c);
 	bson_free(cur->last_key.data);
+	bson_free(cur->last_tb.data);
 	bson_free(cur->doc.data);
 	bson_free(cur->lo.data);
 	bson_free(cur->hi.data);

@@ -354,6 +354,7 @@ storage_session_open(storage_t *st, storage_session_t **out, terr_t *err)
 	}
 	keystring_init(&s->ks);
 	keystring_init(&s->ks2);
+	keystring_init(&s->tb);
 	s->cur_epoch = atomic_load(&st->cursor_epoch);
 	*out = s;
 	return 0;
@@ -370,6 +371,7 @@ storage_session_close(storage_session_t *s)
 	s->ws->close(s->ws, NULL);
 	keystring_destroy(&s->ks);
 	keystring_destroy(&s->ks2);
+	keystring_destroy(&s->tb);
 	bson_free(s->deltas);
 	bson_free(s->buf);
 	bson_free(s->kbuf);

@@ -45,10 +45,10 @@ keyset_free(keyset_t *ks)
 }
 
 static void
-keyset_add(keyset_t *ks, const uint8_t *p, size_t len)
+keyset_add(keyset_t *ks, const uint8_t *p, size_t len, const uint8_t *tb, size_t tblen)
 {
-	if (ks->len + len > ks->cap) {
-		ks->cap = (ks->len + len) * 2 + 64;
+	if (ks->len + len + tblen > ks->cap) {
+		ks->cap = (ks->len + len + tblen) * 2 + 64;
 		ks->data = bson_realloc(ks->data, ks->cap);
 	}
 	if (ks->n == ks->ncap) {
@@ -56,10 +56,13 @@ keyset_add(keyset_t *ks, const uint8_t *p, size_t len)
 		ks->k = bson_realloc(ks->k, ks->ncap * sizeof(*ks->k));
 	}
 	memcpy(ks->data + ks->len, p, len);
+	if (tblen > 0)
+		memcpy(ks->data + ks->len + len, tb, tblen);
 	ks->k[ks->n].off = ks->len;
 	ks->k[ks->n].len = len;
+	ks->k[ks->n].tblen = tblen;
 	ks->n++;
-	ks->len += len;
+	ks->len += len + tblen;
 }
 
 static const uint8_t *
@@ -67,6 +70,14 @@ keyset_key(const keyset_t *ks, int i, size_t *len)
 {
 	*len = ks->k[i].len;
 	return ks->data + ks->k[i].off;
+}
+
+/* The type bits of key i (stored right after it). */
+static const uint8_t *
+keyset_tb(const keyset_t *ks, int i, size_t *len)
+{
+	*len = ks->k[i].tblen;
+	return ks->data + ks->k[i].off + ks->k[i].len;
 }
 
 static int
@@ -86,7 +97,8 @@ key_ref_cmp(const void *a, const void *b, void *arg)
 	return bytes_cmp(ks->data + x->off, x->len, ks->data + y->off, y->len);
 }
 
-/* Sort and drop duplicates. */
+/* Sort and drop duplicates (equal keys with other type bits, as 1 and 1.0
+ * in one array, keep one of them: the index holds one entry). */
 static void
 keyset_finish(keyset_t *ks)
 {
@@ -101,17 +113,18 @@ keyset_finish(keyset_t *ks)
 }
 
 static void
-keyset_add_cb(void *ctx, const uint8_t *key, size_t len)
+keyset_add_cb(void *ctx, const uint8_t *key, size_t len, const uint8_t *tb, size_t tblen)
 {
-	keyset_add(ctx, key, len);
+	keyset_add(ctx, key, len, tb, tblen);
 }
 
 /* Fill out with doc's keys in ix: the _id_ index here, others through the
- * keygen a higher layer installed (238 without one).  scratch is a work
- * keystring. */
+ * keygen a higher layer installed (238 without one).  scratch and tb are
+ * work keystrings; mk (NULL or STORAGE_INDEX_MAX_FIELDS entries) gets the
+ * document's multikey paths ORed in. */
 static int
 index_doc_keys(storage_t *st, const storage_index_t *ix, const bson_t *doc, keystring_t *scratch,
-               keyset_t *out, terr_t *err)
+               keystring_t *tb, keyset_t *out, uint32_t *mk, terr_t *err)
 {
 	bson_iter_t it;
 	bson_value_t null_v;
@@ -121,19 +134,20 @@ index_doc_keys(storage_t *st, const storage_index_t *ix, const bson_t *doc, keys
 		if (st->keygen == NULL)
 			return terr_set(err, TERR_NOT_IMPLEMENTED,
 			    "writing to a collection with secondary index %s is not implemented yet", ix->name);
-		RET(st->keygen(ix, doc, keyset_add_cb, out, err));
+		RET(st->keygen(ix, doc, keyset_add_cb, out, mk, err));
 		keyset_finish(out);
 		return 0;
 	}
 	keystring_reset(scratch);
+	keystring_reset(tb);
 	/* _id is normally the first field: no search */
 	if (doc_id(doc, &it) || bson_iter_init_find(&it, doc, "_id")) {
-		keystring_append_value_coll(scratch, bson_iter_value(&it), false, ix->collation);
+		keystring_append_value_tb_coll(scratch, tb, bson_iter_value(&it), false, ix->collation);
 	} else {
 		null_v.value_type = BSON_TYPE_NULL;
-		keystring_append_value(scratch, &null_v, false);
+		keystring_append_value_tb(scratch, tb, &null_v, false);
 	}
-	keyset_add(out, scratch->buf, scratch->len);
+	keyset_add(out, scratch->buf, scratch->len, tb->buf, tb->len);
 	keyset_finish(out);
 	return 0;
 }
@@ -241,25 +255,35 @@ dup_key_error(const storage_coll_t *c, const storage_index_t *ix, const bson_t *
 }
 
 
-/* Add (add=true) or remove the entry key -> recid in ix. */
+typedef enum { IX_ADD, IX_REMOVE, IX_RETYPE } ix_op_t;
+
+/* Add, remove, or rewrite the type bits of (IX_RETYPE: same key, values of
+ * other types, as 1 -> 1.0) the entry key -> recid in ix. */
 static int
 index_entry(storage_session_t *s, const storage_coll_t *c, const storage_index_t *ix,
-            const uint8_t *key, size_t key_len, recid_t recid, bool add, const bson_t *doc, terr_t *err)
+            const uint8_t *key, size_t key_len, const uint8_t *tb, size_t tb_len, recid_t recid,
+            ix_op_t op, const bson_t *doc, terr_t *err)
 {
 	WT_CURSOR *cur = NULL;
 	WT_ITEM k, v;
 	int ret = 0, wret;
+	bool add = op == IX_ADD;
 
+	v.data = tb_len > 0 ? tb : (const void *)"";
+	v.size = ix->typebits ? tb_len : 0;
 	ERR(storage_session_cursor(s, ix->ident, &cur, err));
 	if (ix->unique) {
 		k.data = key;
 		k.size = key_len;
 		cur->set_key(cur, &k);
-		if (add) {
-			cur->set_value(cur, (int64_t)recid);
-			wret = cur->insert(cur);
-		} else {
+		if (op == IX_REMOVE) {
 			wret = cur->remove(cur);
+		} else {
+			if (ix->typebits)
+				cur->set_value(cur, (int64_t)recid, &v);
+			else
+				cur->set_value(cur, (int64_t)recid);
+			wret = add ? cur->insert(cur) : cur->update(cur);
 		}
 	} else {
 		/* Non-unique: the key ends with the RecordId, the value is empty. */
@@ -274,13 +298,11 @@ index_entry(storage_session_t *s, const storage_coll_t *c, const storage_index_t
 		k.data = s->kbuf;
 		k.size = key_len + s->ks2.len;
 		cur->set_key(cur, &k);
-		if (add) {
-			v.data = "";
-			v.size = 0;
-			cur->set_value(cur, &v);
-			wret = cur->insert(cur);
-		} else {
+		if (op == IX_REMOVE) {
 			wret = cur->remove(cur);
+		} else {
+			cur->set_value(cur, &v);
+			wret = add ? cur->insert(cur) : cur->update(cur);
 		}
 	}
 	if (wret == WT_DUPLICATE_KEY) {
@@ -317,24 +339,34 @@ index_apply(storage_session_t *s, const storage_coll_t *c, recid_t recid,
 		const storage_index_t *ix = &c->indexes[i];
 		int a = 0, b = 0;
 
+		uint32_t mk[STORAGE_INDEX_MAX_FIELDS];
+		bool mk_any = false;
+
 		if (old_doc == NULL && ix->is_id) {
 			/* an insert's _id_ entry: one key, nothing to merge */
 			bson_iter_t it;
 			keystring_reset(&s->ks);
+			keystring_reset(&s->tb);
 			if (doc_id(new_doc, &it)) {
-				keystring_append_value_coll(&s->ks, bson_iter_value(&it), false, ix->collation);
-				ERR(index_entry(s, c, ix, s->ks.buf, s->ks.len, recid, true, new_doc, err));
+				keystring_append_value_tb_coll(&s->ks, &s->tb, bson_iter_value(&it), false, ix->collation);
+				ERR(index_entry(s, c, ix, s->ks.buf, s->ks.len, s->tb.buf, s->tb.len, recid, IX_ADD,
+				    new_doc, err));
 				continue;
 			}
 		}
 		keyset_clear(oldk);
 		keyset_clear(newk);
 		if (old_doc != NULL)
-			ERR(index_doc_keys(s->st, ix, old_doc, &s->ks, oldk, err));
-		if (new_doc != NULL)
-			ERR(index_doc_keys(s->st, ix, new_doc, &s->ks, newk, err));
-		if (newk->n > 1 && !ix->multikey)
-			ERR(storage_index_mark_multikey(s->st, c->db, c->name, c->ident, ix->name, err));
+			ERR(index_doc_keys(s->st, ix, old_doc, &s->ks, &s->tb, oldk, NULL, err));
+		if (new_doc != NULL) {
+			memset(mk, 0, sizeof(mk));
+			ERR(index_doc_keys(s->st, ix, new_doc, &s->ks, &s->tb, newk, ix->is_id ? NULL : mk, err));
+			for (int f = 0; f < STORAGE_INDEX_MAX_FIELDS && !ix->is_id; f++)
+				if (mk[f] & ~(ix->mkpaths_known ? ix->mkpaths[f] : ~0u))
+					mk_any = true;
+		}
+		if ((newk->n > 1 && !ix->multikey) || mk_any)
+			ERR(storage_index_mark_multikey(s->st, c->db, c->name, c->ident, ix->name, mk, err));
 		/* Both sets are sorted: one merge removes what only the old
 		 * document has and adds what only the new one has. */
 		while (a < oldk->n || b < newk->n) {
@@ -343,10 +375,16 @@ index_apply(storage_session_t *s, const storage_coll_t *c, recid_t recid,
 			const uint8_t *kb = b < newk->n ? keyset_key(newk, b, &blen) : NULL;
 			int cmp = ka == NULL ? 1 : kb == NULL ? -1 : bytes_cmp(ka, alen, kb, blen);
 
+			size_t ta = 0, tbl = 0;
+			const uint8_t *tba = ka != NULL ? keyset_tb(oldk, a, &ta) : NULL;
+			const uint8_t *tbb = kb != NULL ? keyset_tb(newk, b, &tbl) : NULL;
+
 			if (cmp < 0)
-				ERR(index_entry(s, c, ix, ka, alen, recid, false, old_doc, err));
+				ERR(index_entry(s, c, ix, ka, alen, tba, ta, recid, IX_REMOVE, old_doc, err));
 			else if (cmp > 0)
-				ERR(index_entry(s, c, ix, kb, blen, recid, true, new_doc, err));
+				ERR(index_entry(s, c, ix, kb, blen, tbb, tbl, recid, IX_ADD, new_doc, err));
+			else if (ix->typebits && (ta != tbl || memcmp(tba, tbb, ta) != 0))
+				ERR(index_entry(s, c, ix, kb, blen, tbb, tbl, recid, IX_RETYPE, new_doc, err));
 			a += cmp <= 0;
 			b += cmp >= 0;
 		}
@@ -515,7 +553,7 @@ err:
 
 int
 storage_index_build(storage_session_t *s, const storage_coll_t *c, const storage_index_t *ix,
-                    bool *multikey, terr_t *err)
+                    bool *multikey, uint32_t *masks, terr_t *err)
 {
 	storage_cursor_t *cur = NULL;
 	keyset_t keys = {0};
@@ -527,13 +565,14 @@ storage_index_build(storage_session_t *s, const storage_coll_t *c, const storage
 	ERR(storage_scan_open(s, (storage_coll_t *)c, false, &cur, err));
 	ERR(storage_txn_begin(s, err));
 	while ((rc = storage_cursor_next(cur, &rid, &doc, NULL, NULL, err)) == 1) {
-		ERR(index_doc_keys(s->st, ix, &doc, &s->ks, &keys, err));
+		ERR(index_doc_keys(s->st, ix, &doc, &s->ks, &s->tb, &keys, masks, err));
 		if (keys.n > 1)
 			*multikey = true;
 		for (int i = 0; i < keys.n; i++) {
-			size_t len;
+			size_t len, tblen;
 			const uint8_t *k = keyset_key(&keys, i, &len);
-			ERR(index_entry(s, c, ix, k, len, rid, true, &doc, err));
+			const uint8_t *tb = keyset_tb(&keys, i, &tblen);
+			ERR(index_entry(s, c, ix, k, len, tb, tblen, rid, IX_ADD, &doc, err));
 		}
 		if (++n % BUILD_BATCH == 0) {
 			ERR(storage_txn_commit(s, false, err));
@@ -544,6 +583,9 @@ storage_index_build(storage_session_t *s, const storage_coll_t *c, const storage
 		ret = -1;
 		goto err;
 	}
+	for (int f = 0; f < STORAGE_INDEX_MAX_FIELDS; f++)
+		if (masks[f] != 0)
+			*multikey = true;
 	ERR(storage_txn_commit(s, false, err));
 err:
 	if (storage_txn_active(s))
@@ -616,7 +658,11 @@ storage_doc_find_id(storage_session_t *s, storage_coll_t *c, const bson_value_t 
 		ret = 1;
 		goto err;
 	}
-	if (wret != 0 || (wret = cur->get_value(cur, &rid)) != 0) {
+	if (wret == 0) {
+		WT_ITEM tb;
+		wret = ix->typebits ? cur->get_value(cur, &rid, &tb) : cur->get_value(cur, &rid);
+	}
+	if (wret != 0) {
 		ret = storage_wt_err(wret, "read _id index", err);
 		goto err;
 	}

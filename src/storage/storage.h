@@ -90,6 +90,9 @@ bool storage_is_write_conflict(const terr_t *err);
 
 /* ---- catalog ------------------------------------------------------------ */
 
+/* At most this many fields in a key pattern (mongod's 32). */
+#define STORAGE_INDEX_MAX_FIELDS 32
+
 typedef struct storage_index {
 	char *name;        /* "_id_", "a_1_b_-1" */
 	bson_t *spec;      /* the full spec as listIndexes shows it: {v: 2, key: {...}, name: ..., unique: ...} */
@@ -97,7 +100,18 @@ typedef struct storage_index {
 	char *ident;       /* WiredTiger table name, "table:index-<n>" */
 	bool unique;
 	bool is_id;
-	bool multikey;     /* set (durably, in a new descriptor) once any document produced >1 key */
+	bool multikey;     /* set (durably, in a new descriptor) once a document produced >1 key or met an array */
+	/* Entries carry each key's type bits (keystring_append_value_tb) so the
+	 * exact values can be rebuilt from the index alone (covered queries).
+	 * True for every index created since; false for older tables. */
+	bool typebits;
+	/* multiKeyPaths: mkpaths[i] has bit k set once key-pattern field i's
+	 * path met an array as the value of its (k+1)-th component in some
+	 * document.  Only ever grows.  mkpaths_known is false for indexes
+	 * recorded before paths were tracked (then every field of a multikey
+	 * index must be taken as multikey). */
+	bool mkpaths_known;
+	uint32_t mkpaths[STORAGE_INDEX_MAX_FIELDS];
 	/* spec.collation (bson/collation.h; NULL = simple): its keys hold this
 	 * collation's sort keys for strings.  Interned, never freed. */
 	const coll_t *collation;
@@ -217,15 +231,20 @@ int storage_index_drop(storage_t *st, storage_session_t *s, const char *db, cons
 /*
  * Key generation for secondary indexes is supplied by a higher layer (the
  * keys follow MongoDB's dotted-path and array rules, which live above
- * storage).  fn calls add(ctx, key, len) once per KeyString key doc has in
- * idx (the value parts only, without RecordId; duplicates are fine; an
- * array gives several keys and makes the index multikey) and returns 0, or
- * -1 with err.  Set once, before writes start.  Without it, writes to a
- * collection with a non-_id index fail with 238 NotImplemented.
+ * storage).  fn calls add(ctx, key, len, tb, tb_len) once per KeyString
+ * key doc has in idx (the value parts only, without RecordId; duplicates
+ * are fine; an array gives several keys and makes the index multikey), tb
+ * being that key's type bits (keystring_append_value_tb; stored in the
+ * entry's value), and returns 0, or -1 with err.  When mkpaths is not NULL
+ * (STORAGE_INDEX_MAX_FIELDS entries) fn ORs into mkpaths[i] bit k when
+ * field i's path met an array as the value of its (k+1)-th component.
+ * Set once, before writes start.  Without it, writes to a collection with
+ * a non-_id index fail with 238 NotImplemented.
  */
-typedef void (*storage_key_add_fn)(void *ctx, const uint8_t *key, size_t len);
+typedef void (*storage_key_add_fn)(void *ctx, const uint8_t *key, size_t len, const uint8_t *tb,
+                                   size_t tb_len);
 typedef int (*storage_keygen_fn)(const storage_index_t *idx, const bson_t *doc,
-                                 storage_key_add_fn add, void *ctx, terr_t *err);
+                                 storage_key_add_fn add, void *ctx, uint32_t *mkpaths, terr_t *err);
 void storage_set_keygen(storage_t *st, storage_keygen_fn fn);
 
 /*
@@ -331,6 +350,11 @@ int storage_index_scan_open(storage_session_t *s, storage_coll_t *c, const stora
  */
 int storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
                         const uint8_t **key, size_t *key_len, terr_t *err);
+/* Index scans over an index with typebits: the type bits stored with the
+ * entry storage_cursor_next returned last (call before any other call on
+ * the cursor's session; *tb valid until the next call on cur; empty when
+ * the index has none).  Returns 0 or -1 with err. */
+int storage_cursor_typebits(storage_cursor_t *cur, const uint8_t **tb, size_t *tb_len, terr_t *err);
 /* Remember the position, release WiredTiger resources (between getMore
  * batches, so no snapshot is held), and come back to it, on any session:
  * entries deleted meanwhile are skipped.  restore fails with 175

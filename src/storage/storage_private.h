@@ -74,7 +74,8 @@ typedef struct keyset {
 	uint8_t *data;
 	size_t len, cap;
 	struct key_ref {
-		size_t off, len;
+		size_t off, len;       /* the key at data[off], its type bits right after it */
+		size_t tblen;
 	} *k;
 	int n, ncap;
 } keyset_t;
@@ -101,6 +102,7 @@ struct storage_session {
 	int ndeltas, deltas_cap;
 	keystring_t ks;            /* scratch key */
 	keystring_t ks2;
+	keystring_t tb;            /* scratch type bits */
 	uint8_t *kbuf;             /* non-unique index keys (key + RecordId) */
 	size_t kbuf_cap;
 	keyset_t oldk, newk;       /* index_apply's scratch key sets */
@@ -215,10 +217,12 @@ void storage_catalog_save_sizes(storage_t *st);
 /* Release every descriptor of the in-memory catalog (at close). */
 void storage_catalog_free(storage_t *st);
 void coll_rt_release(coll_rt_t *rt);
-/* Mark index ix_name of the table ident multikey in the catalog (no-op when
- * the current descriptor already says so). */
+/* Mark index ix_name of the table ident multikey in the catalog and OR
+ * masks (STORAGE_INDEX_MAX_FIELDS entries, or NULL) into its multiKeyPaths
+ * (no-op when the current descriptor already has all of it). */
 int storage_index_mark_multikey(storage_t *st, const char *ns_db, const char *ns_coll,
-                                const char *ident, const char *ix_name, terr_t *err);
+                                const char *ident, const char *ix_name, const uint32_t *masks,
+                                terr_t *err);
 void coll_rt_ref(coll_rt_t *rt);
 
 /* A reference to the current descriptor of the table ident (whatever its
@@ -227,11 +231,13 @@ storage_coll_t *storage_coll_by_ident(storage_t *st, const char *ident);
 
 /* ---- record.c ---- */
 /* Fill the new index ix of c from every document (s: a session of its own,
- * no transaction open; commits in batches: writers are held off by the
- * gate).  Sets *multikey when a document gave more than one key.  Errors:
- * 11000 for a duplicate in a unique index, 238 without a keygen. */
+ * no transaction open; writers are held off by the gate).  Sets *multikey
+ * when a document gave more than one key or met an array, and ORs the
+ * multiKeyPaths into masks (STORAGE_INDEX_MAX_FIELDS entries, zeroed by the
+ * caller).  Errors: 11000 for a duplicate in a unique index, 238 without a
+ * keygen. */
 int storage_index_build(storage_session_t *s, const storage_coll_t *c, const storage_index_t *ix,
-                        bool *multikey, terr_t *err);
+                        bool *multikey, uint32_t *masks, terr_t *err);
 /* The collection's runtime counters. */
 static inline coll_rt_t *
 storage_coll_rt(const storage_coll_t *c)

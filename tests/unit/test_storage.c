@@ -466,12 +466,14 @@ test_secondary_index_refused(void)
 /* A stand-in for the query layer's key generation: the first field of
  * the key pattern, top level only; each element of an array is a key. */
 static int
-test_keygen(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx, terr_t *err)
+test_keygen(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx, uint32_t *mk,
+            terr_t *err)
 {
 	bson_iter_t pat, it, arr;
 	keystring_t ks;
 	bool desc;
 
+	(void)mk;
 	if (!bson_iter_init(&pat, idx->key) || !bson_iter_next(&pat))
 		return terr_set(err, TERR_BAD_VALUE, "empty key pattern");
 	desc = bson_iter_as_int64(&pat) < 0;
@@ -479,16 +481,16 @@ test_keygen(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn ad
 	if (!bson_iter_init_find(&it, doc, bson_iter_key(&pat))) {
 		bson_value_t null_v = {.value_type = BSON_TYPE_NULL};
 		keystring_append_value(&ks, &null_v, desc);
-		add(ctx, ks.buf, ks.len);
+		add(ctx, ks.buf, ks.len, NULL, 0);
 	} else if (BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &arr)) {
 		while (bson_iter_next(&arr)) {
 			keystring_reset(&ks);
 			keystring_append_value(&ks, bson_iter_value(&arr), desc);
-			add(ctx, ks.buf, ks.len);
+			add(ctx, ks.buf, ks.len, NULL, 0);
 		}
 	} else {
 		keystring_append_value(&ks, bson_iter_value(&it), desc);
-		add(ctx, ks.buf, ks.len);
+		add(ctx, ks.buf, ks.len, NULL, 0);
 	}
 	keystring_destroy(&ks);
 	return 0;
