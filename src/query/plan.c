@@ -108,6 +108,9 @@ struct plan_exec {
 	plan_stats_t stats;
 	bool for_count;                /* plan_request_t.count */
 	bool count_scan;               /* COUNT_SCAN: keys counted, no fetch */
+	bool covered;                  /* PROJECTION_COVERED: documents rebuilt from index keys, no fetch */
+	bson_t covered_doc;            /* the current rebuilt document */
+	bool covered_doc_init;
 	char *distinct_key;            /* owned copy of plan_request_t.distinct_key */
 	int distinct_pos;              /* >= 0: DISTINCT_SCAN on this key field */
 	/* trial runs (mongod's multi-planner) */
@@ -343,6 +346,207 @@ id_lookup_collation_ok(const storage_coll_t *coll, const bson_value_t *id, const
 	}
 }
 
+/* ---- covered plans (PROJECTION_COVERED) --------------------------------------
+ *
+ * mongod answers a find from index keys alone when the filter is decided by
+ * the bounds, the projection only includes fields of the index (and _id is
+ * excluded or indexed), no needed field is a multikey path, and a blocking
+ * sort only uses index fields.  Our entries carry type bits
+ * (storage_index_t.typebits), so the keys give back the exact values.  A key
+ * cannot tell a missing field from null, so a projected field other than _id
+ * must be one whose bounds exclude null (or the index a sparse one-field
+ * index); otherwise the plan fetches, and the answer stays the same with or
+ * without the index.
+ */
+
+/* Position of the field path in sol, or -1. */
+static int
+sol_field(const planner_solution_t *sol, const char *path)
+{
+	for (int i = 0; i < sol->nfields; i++)
+		if (strcmp(sol->fields[i].path, path) == 0)
+			return i;
+	return -1;
+}
+
+/* Could field i's key part be null (a null or a missing value)? */
+static bool
+field_may_be_null(const planner_solution_t *sol, int i)
+{
+	const planner_field_t *f = &sol->fields[i];
+	bson_value_t null_v = {.value_type = BSON_TYPE_NULL};
+
+	if (!f->bounded)
+		return true;
+	for (int k = 0; k < f->n; k++) {
+		const planner_interval_t *iv = &f->iv[k];
+		/* descending fields list intervals high to low */
+		const bson_value_t *lo = f->desc ? &iv->hi : &iv->lo, *hi = f->desc ? &iv->lo : &iv->hi;
+		bool lo_incl = f->desc ? iv->hi_incl : iv->lo_incl, hi_incl = f->desc ? iv->lo_incl : iv->hi_incl;
+		int a = bv_compare(lo, &null_v), b = bv_compare(&null_v, hi);
+		if ((a < 0 || (a == 0 && lo_incl)) && (b < 0 || (b == 0 && hi_incl)))
+			return true;
+	}
+	return false;
+}
+
+static bool
+path_numeric_part(const char *p)
+{
+	while (*p != '\0') {
+		size_t n = strcspn(p, ".");
+		if (n > 0 && strspn(p, "0123456789") >= n)
+			return true;
+		p += n + (p[n] == '.');
+	}
+	return false;
+}
+
+/* Whether sol can answer x without fetching documents (see above). */
+static bool
+covered_for(const plan_exec_t *x, const planner_solution_t *sol)
+{
+	const storage_index_t *ix;
+	bson_iter_t it;
+	bool id_out = true, any = false, sparse1;
+	int i, j;
+
+	if (x->proj == NULL || x->proj_doc == NULL || x->borrowed || x->for_count || x->distinct_key != NULL ||
+	    x->express || sol == NULL || sol->kind != PLANNER_IXSCAN || sol->wildcard_path != NULL ||
+	    x->coll == NULL || sol->index >= x->coll->nindexes || sol->nfields == 0 ||
+	    sol->nfields > KEYGEN_MAX_FIELDS_PLAN)
+		return false;
+	ix = &x->coll->indexes[sol->index];
+	/* a collated index holds sort keys, not the strings themselves */
+	if (!ix->typebits || ix->collation != NULL || !(x->match == NULL || match_is_trivially_true(x->match) || sol->exact))
+		return false;
+	/* fields must not overlap ({a: 1, "a.b": 1}) nor use positions */
+	for (i = 0; i < sol->nfields; i++) {
+		if (path_numeric_part(sol->fields[i].path))
+			return false;
+		for (j = 0; j < sol->nfields; j++) {
+			size_t n = strlen(sol->fields[i].path);
+			if (i != j && strncmp(sol->fields[i].path, sol->fields[j].path, n) == 0 &&
+			    sol->fields[j].path[n] == '.')
+				return false;
+		}
+	}
+	sparse1 = sol->nfields == 1 && spec_bool(ix->spec, "sparse");
+	if (!bson_iter_init(&it, x->proj_doc))
+		return false;
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		bool on;
+		if (strchr(k, '$') != NULL || !(BSON_ITER_HOLDS_NUMBER(&it) || BSON_ITER_HOLDS_BOOL(&it)))
+			return false;
+		on = bson_iter_as_bool(&it);
+		if (strcmp(k, "_id") == 0) {
+			id_out = on;
+			continue;
+		}
+		if (!on || (i = sol_field(sol, k)) < 0 || sol->fields[i].multikey ||
+		    (!sparse1 && field_may_be_null(sol, i)))
+			return false;
+		any = true;
+	}
+	if (id_out && ((i = sol_field(sol, "_id")) < 0 || sol->fields[i].multikey))
+		return false;
+	if (!any && !id_out)
+		return false;   /* {_id: 0}: an exclusion, the whole document */
+	if (sort_needed(x) && x->sort_spec_doc != NULL && bson_iter_init(&it, x->sort_spec_doc)) {
+		while (bson_iter_next(&it))
+			if ((i = sol_field(sol, bson_iter_key(&it))) < 0 || sol->fields[i].multikey)
+				return false;
+	}
+	return true;
+}
+
+/* Append the fields idx[0..n) of sc (paths read from off[field] on) to out
+ * as nested documents ({"a.b", "a.c"} -> {a: {b, c}}), in key order (the
+ * caller puts _id first, where every stored document has it). */
+static void
+covered_level(bson_t *out, const planner_solution_t *sc, const bson_value_t *vals, const int *idx, int n,
+              size_t *off)
+{
+	bool done[KEYGEN_MAX_FIELDS_PLAN] = {false};
+
+	for (int i = 0; i < n; i++) {
+		const char *p, *dot;
+		size_t len;
+		int sub[KEYGEN_MAX_FIELDS_PLAN], m = 0;
+		bson_t child;
+		if (done[i])
+			continue;
+		p = sc->fields[idx[i]].path + off[idx[i]];
+		dot = strchr(p, '.');
+		len = dot != NULL ? (size_t)(dot - p) : strlen(p);
+		done[i] = true;
+		if (dot == NULL) {
+			bv_append(out, p, (int)len, &vals[idx[i]]);
+			continue;
+		}
+		for (int j = i; j < n; j++) {
+			const char *q = sc->fields[idx[j]].path + off[idx[j]];
+			if (j != i && (done[j] || strncmp(q, p, len + 1) != 0))
+				continue;
+			done[j] = true;
+			off[idx[j]] += len + 1;
+			sub[m++] = idx[j];
+		}
+		bson_append_document_begin(out, p, (int)len, &child);
+		covered_level(&child, sc, vals, sub, m, off);
+		bson_append_document_end(out, &child);
+	}
+}
+
+/* The document the key stands for, restricted to the index's fields, into
+ * x->covered_doc; doc views it.  0, or -1 with err for a key that does not
+ * decode. */
+static int
+covered_rebuild(plan_exec_t *x, const planner_solution_t *sc, const uint8_t *key, size_t klen, bson_t *doc,
+                terr_t *err)
+{
+	bool desc[KEYGEN_MAX_FIELDS_PLAN];
+	bson_value_t vals[KEYGEN_MAX_FIELDS_PLAN];    /* views into parts */
+	int idx[KEYGEN_MAX_FIELDS_PLAN];
+	size_t off[KEYGEN_MAX_FIELDS_PLAN] = {0};
+	const uint8_t *tb;
+	size_t tblen;
+	bson_t parts;
+	bson_iter_t it;
+	int i, m, n = sc->nfields;
+
+	if (storage_cursor_typebits(x->cur, &tb, &tblen, err) != 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		desc[i] = sc->fields[i].desc;
+	/* _id first, as in the stored document; then key order */
+	for (i = 0, m = 0; i < n; i++)
+		if (strcmp(sc->fields[i].path, "_id") == 0)
+			idx[m++] = i;
+	for (i = 0; i < n; i++)
+		if (strcmp(sc->fields[i].path, "_id") != 0)
+			idx[m++] = i;
+	bson_init(&parts);
+	if (!keystring_decode_values_tb(key, klen, tb, tblen, n, desc, &parts) || !bson_iter_init(&it, &parts)) {
+		bson_destroy(&parts);
+		return terr_set(err, TERR_INTERNAL_ERROR, "index %s: an entry does not decode",
+		    x->coll->indexes[sc->index].name);
+	}
+	for (i = 0; i < n && bson_iter_next(&it); i++)
+		vals[i] = *bson_iter_value(&it);
+	if (x->covered_doc_init)
+		bson_reinit(&x->covered_doc);
+	else
+		bson_init(&x->covered_doc);
+	x->covered_doc_init = true;
+	if (i == n)
+		covered_level(&x->covered_doc, sc, vals, idx, n, off);
+	bson_destroy(&parts);
+	bson_init_static(doc, bson_get_data(&x->covered_doc), x->covered_doc.len);
+	return 0;
+}
+
 /* COUNT_SCAN / DISTINCT_SCAN for the plan chosen (after the trial runs). */
 static void
 choose_modes(plan_exec_t *x)
@@ -353,6 +557,7 @@ choose_modes(plan_exec_t *x)
 
 	x->count_scan = false;
 	x->distinct_pos = -1;
+	x->covered = x->access == ACCESS_IXSCAN && covered_for(x, sol);
 	if (x->access != ACCESS_IXSCAN || x->express || sol == NULL || sol->kind != PLANNER_IXSCAN ||
 	    sol->wildcard_path != NULL || sol->nfields == 0)
 		return;
@@ -765,6 +970,13 @@ ixscan_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, t
 			x->stats.access_returned++;
 			return 1;
 		}
+		if (x->covered) {
+			/* the bounds decided the filter (covered_for) */
+			if (covered_rebuild(x, sc, key, klen, doc, err) != 0)
+				return -1;
+			x->stats.access_returned++;
+			return 1;
+		}
 		rc = storage_doc_get(s, x->coll, *recid, doc, err);
 		if (rc < 0)
 			return -1;
@@ -1166,6 +1378,8 @@ plan_exec_free(plan_exec_t *x)
 	projection_free(x->proj);
 	if (x->proj_out_init)
 		bson_destroy(&x->proj_out);
+	if (x->covered_doc_init)
+		bson_destroy(&x->covered_doc);
 	if (x->coll != NULL && !x->borrowed)
 		storage_coll_release(x->coll);
 	bson_free(x);
@@ -1225,14 +1439,45 @@ spec_flag(const bson_t *spec, const char *name)
 	return spec != NULL && bson_iter_init_find(&it, spec, name) && bson_iter_as_bool(&it);
 }
 
+/* isMultiKey and multiKeyPaths of ix as mongod prints them: per field the
+ * prefixes of its path that held arrays ({a: ["a"], b: []}); left out for
+ * an index whose paths were never tracked.  kp: the key pattern shown (a
+ * wildcard scan's {$_path: 1, path: 1}: the path is taken as multikey at
+ * its first component when the index is). */
+static void
+append_multikey(bson_t *out, const storage_index_t *ix, const bson_t *kp, bool wildcard)
+{
+	bson_t mkp;
+	bson_iter_t it;
+
+	BSON_APPEND_BOOL(out, "isMultiKey", ix->multikey);
+	if (!wildcard && !ix->mkpaths_known)
+		return;
+	BSON_APPEND_DOCUMENT_BEGIN(out, "multiKeyPaths", &mkp);
+	if (!wildcard) {
+		keygen_multikey_paths_append(kp, ix->mkpaths, &mkp);
+	} else {
+		bson_iter_init(&it, kp);
+		while (bson_iter_next(&it)) {
+			bson_t arr;
+			bson_append_array_begin(&mkp, bson_iter_key(&it), -1, &arr);
+			if (ix->multikey && strcmp(bson_iter_key(&it), "$_path") != 0) {
+				const char *k = bson_iter_key(&it), *dot = strchr(k, '.');
+				bson_append_utf8(&arr, "0", 1, k, dot ? (int)(dot - k) : -1);
+			}
+			bson_append_array_end(&mkp, &arr);
+		}
+	}
+	bson_append_document_end(out, &mkp);
+}
+
 static void
 append_one_ixscan(const plan_exec_t *x, const planner_solution_t *sc, int64_t keys, int64_t dups, bool eof,
                   bool es, bson_t *out)
 {
 	const storage_index_t *ix = &x->coll->indexes[sc->index];
 	int64_t works = keys + (eof ? 1 : 0) + sc->nranges;
-	bson_t sub, mkp;
-	bson_iter_t it;
+	bson_t sub;
 
 	BSON_APPEND_UTF8(out, "stage", x->distinct_pos >= 0 ? "DISTINCT_SCAN" : "IXSCAN");
 	if (es)
@@ -1248,20 +1493,7 @@ append_one_ixscan(const plan_exec_t *x, const planner_solution_t *sc, int64_t ke
 	BSON_APPEND_UTF8(out, "indexName", ix->name);
 	if (ix->collation != NULL)
 		BSON_APPEND_DOCUMENT(out, "collation", coll_spec(ix->collation));
-	BSON_APPEND_BOOL(out, "isMultiKey", ix->multikey);
-	BSON_APPEND_DOCUMENT_BEGIN(out, "multiKeyPaths", &mkp);
-	bson_iter_init(&it, kp);
-	while (bson_iter_next(&it)) {
-		bson_t arr;
-		bson_append_array_begin(&mkp, bson_iter_key(&it), -1, &arr);
-		if (ix->multikey && strcmp(bson_iter_key(&it), "$_path") != 0) {
-			/* the array sits at the first component in the common case */
-			const char *k = bson_iter_key(&it), *dot = strchr(k, '.');
-			bson_append_utf8(&arr, "0", 1, k, dot ? (int)(dot - k) : -1);
-		}
-		bson_append_array_end(&mkp, &arr);
-	}
-	bson_append_document_end(out, &mkp);
+	append_multikey(out, ix, kp, sc->wildcard_path != NULL);
 	bson_destroy(&wkey);
 	BSON_APPEND_BOOL(out, "isUnique", ix->unique);
 	BSON_APPEND_BOOL(out, "isSparse", spec_flag(ix->spec, "sparse"));
@@ -1319,8 +1551,7 @@ append_count_scan(const plan_exec_t *x, bool es, bson_t *out)
 {
 	const planner_solution_t *sc = x->sol;
 	const storage_index_t *ix = &x->coll->indexes[sc->index];
-	bson_t b, sk, ek, mkp;
-	bson_iter_t it;
+	bson_t b, sk, ek;
 	bool start_incl = true, end_incl = true;
 	int i, r = -1;
 
@@ -1333,19 +1564,7 @@ append_count_scan(const plan_exec_t *x, bool es, bson_t *out)
 	BSON_APPEND_UTF8(out, "indexName", ix->name);
 	if (ix->collation != NULL)
 		BSON_APPEND_DOCUMENT(out, "collation", coll_spec(ix->collation));
-	BSON_APPEND_BOOL(out, "isMultiKey", ix->multikey);
-	BSON_APPEND_DOCUMENT_BEGIN(out, "multiKeyPaths", &mkp);
-	bson_iter_init(&it, ix->key);
-	while (bson_iter_next(&it)) {
-		bson_t arr;
-		bson_append_array_begin(&mkp, bson_iter_key(&it), -1, &arr);
-		if (ix->multikey) {
-			const char *k = bson_iter_key(&it), *dot = strchr(k, '.');
-			bson_append_utf8(&arr, "0", 1, k, dot ? (int)(dot - k) : -1);
-		}
-		bson_append_array_end(&mkp, &arr);
-	}
-	bson_append_document_end(out, &mkp);
+	append_multikey(out, ix, ix->key, false);
 	BSON_APPEND_BOOL(out, "isUnique", ix->unique);
 	BSON_APPEND_BOOL(out, "isSparse", spec_flag(ix->spec, "sparse"));
 	BSON_APPEND_BOOL(out, "isPartial", bson_has_field(ix->spec, "partialFilterExpression"));
@@ -1410,11 +1629,15 @@ append_stage(const plan_exec_t *x, stage_kind_t k, bool es, bson_t *out)
 
 	switch (k) {
 	case ST_PROJ:
-		BSON_APPEND_UTF8(out, "stage", "PROJECTION_DEFAULT");
+		BSON_APPEND_UTF8(out, "stage", x->covered ? "PROJECTION_COVERED" : "PROJECTION_DEFAULT");
 		if (es)
 			append_common_stats(out, nret, works, nret, eof);
-		BSON_APPEND_DOCUMENT_BEGIN(out, "transformBy", &in);
-		bson_append_document_end(out, &in);
+		if (x->covered) {
+			BSON_APPEND_DOCUMENT(out, "transformBy", x->proj_doc);
+		} else {
+			BSON_APPEND_DOCUMENT_BEGIN(out, "transformBy", &in);
+			bson_append_document_end(out, &in);
+		}
 		break;
 	case ST_LIMIT:
 		BSON_APPEND_UTF8(out, "stage", "LIMIT");
@@ -1443,6 +1666,10 @@ append_stage(const plan_exec_t *x, stage_kind_t k, bool es, bson_t *out)
 	case ST_FETCH:
 		if (x->count_scan) {
 			append_count_scan(x, es, out);
+			return;
+		}
+		if (x->covered) {
+			append_ixscan(x, es, out);
 			return;
 		}
 		BSON_APPEND_UTF8(out, "stage", "FETCH");
@@ -1580,6 +1807,7 @@ plan_exec_rejected_append(const plan_exec_t *x, bson_t *arr)
 		view->sol = x->sol->rejected[i];
 		view->access = view->sol->kind == PLANNER_COLLSCAN ? ACCESS_SCAN : ACCESS_IXSCAN;
 		view->backward = view->sol->backward;
+		view->covered = view->access == ACCESS_IXSCAN && covered_for(view, view->sol);
 		bson_uint32_to_string((uint32_t)i, &k, key, sizeof(key));
 		bson_append_document_begin(arr, k, -1, &d);
 		BSON_APPEND_BOOL(&d, "isCached", false);

@@ -480,6 +480,41 @@ common_prefix(const char *a, const char *b)
 	}
 }
 
+/* Whether field i of ix met an array at one of the components within the
+ * first plen characters of its path (plen = strlen: anywhere), per the
+ * index's multiKeyPaths (every field, when they were never tracked). */
+static bool
+field_multikey(const storage_index_t *ix, int i, const char *path, size_t plen)
+{
+	uint32_t mask;
+	int ncomp = 1;
+
+	if (!ix->multikey)
+		return false;
+	if (!ix->mkpaths_known || i >= STORAGE_INDEX_MAX_FIELDS)
+		return true;
+	for (size_t k = 0; k < plen && path[k] != '\0'; k++)
+		ncomp += path[k] == '.';
+	mask = ncomp >= 32 ? ~0u : (1u << ncomp) - 1;
+	return (ix->mkpaths[i] & mask) != 0;
+}
+
+/* Any sort field that is a multikey field of the index (its order is then
+ * not the index order). */
+static bool
+sort_on_multikey(const bson_t *sort, const planner_field_t *f, int nf)
+{
+	bson_iter_t it;
+
+	if (sort == NULL || !bson_iter_init(&it, sort))
+		return false;
+	while (bson_iter_next(&it))
+		for (int i = 0; i < nf; i++)
+			if (f[i].multikey && strcmp(f[i].path, bson_iter_key(&it)) == 0)
+				return true;
+	return false;
+}
+
 static bool
 index_spec_bool(const storage_index_t *ix, const char *f)
 {
@@ -645,7 +680,7 @@ cand_exact(const cand_t *c, const preds_t *ps)
 				return false;
 		} else {
 			planner_interval_t iv;
-			if (p->op == MATCH_PRED_EQ || p->op == MATCH_PRED_IN || (c->multikey && same != 1))
+			if (p->op == MATCH_PRED_EQ || p->op == MATCH_PRED_IN || (c->fields[fi].multikey && same != 1))
 				return false;
 			if (!range_interval(p, &iv))
 				return false;
@@ -682,17 +717,21 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 		}
 		f->path = bson_strdup(bson_iter_key(&it));
 		f->desc = bson_iter_as_double(&it) < 0;
+		f->multikey = field_multikey(ix, nf, f->path, strlen(f->path));
 		nf++;
 		c->nfields = nf;
 		if (!path_has_positional(f->path))
-			n = field_bounds(ps, f->path, ix->multikey, &iv, &g, &points);
+			n = field_bounds(ps, f->path, f->multikey, &iv, &g, &points);
 		nalloc = n;
 		if (n >= 0 && ix->multikey) {
-			/* Compound only across independent paths, or within one
-			 * $elemMatch on exactly the shared array prefix. */
+			/* Compound only across independent paths (no array on
+			 * their shared prefix), or within one $elemMatch on
+			 * exactly the shared array prefix. */
 			for (j = 0; j < nf - 1 && n >= 0; j++) {
 				size_t cp = common_prefix(f->path, c->fields[j].path);
 				if (cp == 0 || !c->fields[j].bounded)
+					continue;
+				if (!field_multikey(ix, nf - 1, f->path, cp) && !field_multikey(ix, j, c->fields[j].path, cp))
 					continue;
 				if (g <= 0 || groups[j] != g) {
 					n = -1;
@@ -744,7 +783,7 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 	}
 	if (!hinted && bson_has_field(ix->spec, "partialFilterExpression") && !partial_implied(ix, ps))
 		return false;
-	if (!ix->multikey)
+	if (!sort_on_multikey(sort, c->fields, c->nfields))
 		c->provides_sort = sort_provided(sort, c->fields, c->nfields, c->npoints, &c->backward) ||
 		    sort_provided(sort, c->fields, c->nfields, 0, &c->backward);
 	if (c->provides_sort && c->npoints > 0) {
@@ -1520,9 +1559,10 @@ planner_plan_minmax(const storage_coll_t *coll, const bson_t *min, const bson_t 
 	while (bson_iter_next(&it) && nf < KEYGEN_MAX_FIELDS) {
 		f[nf].path = (char *)bson_iter_key(&it);
 		f[nf].desc = BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_double(&it) < 0;
+		f[nf].multikey = field_multikey(ix, nf, f[nf].path, strlen(f[nf].path));
 		nf++;
 	}
-	if (!ix->multikey && sort_provided(sort, f, nf, 0, &backward)) {
+	if (!sort_on_multikey(sort, f, nf) && sort_provided(sort, f, nf, 0, &backward)) {
 		s->provides_sort = true;
 		s->backward = backward;
 	}

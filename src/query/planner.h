@@ -59,6 +59,7 @@ typedef struct planner_field {
 	bool desc;
 	bool bounded;                /* some predicate gave this field bounds */
 	bool points;                 /* ... and they are points (equality, $in) */
+	bool multikey;               /* the index's multiKeyPaths has an array on this path */
 	int n;                       /* intervals, sorted in key order */
 	planner_interval_t *iv;      /* owned */
 	planner_range_t *enc;        /* owned: iv as this field's KeyString part (n entries) */
