@@ -1,0 +1,163 @@
+// covered.js -- mongosh against tamgad: covered queries (PROJECTION_COVERED
+// over IXSCAN, no document examined, exact BSON types back from the index)
+// and per-field multiKeyPaths in explain, as mongod reports them (the
+// jstests core/index/covered/*.js cases).  Run by CTest through
+// with_tamgad.sh:  mongosh $TAMGA_URI --quiet --file covered.js
+// Prints "N passed, N failed" and exits non-zero when anything failed.
+let passed = 0, failed = 0;
+function test(name, fn) {
+	try {
+		fn();
+		passed++;
+		print(`ok - ${name}`);
+	} catch (e) {
+		failed++;
+		print(`not ok - ${name}: ${e && e.stack ? e.stack : e}`);
+	}
+}
+function eq(a, b, what) {
+	const ja = JSON.stringify(a), jb = JSON.stringify(b);
+	if (ja !== jb) throw new Error(`${what || 'value'}: got ${ja}, want ${jb}`);
+}
+function ok(c, what) { if (!c) throw new Error(what || 'assertion failed'); }
+// the winning plan's stages from the top, e.g. ["PROJECTION_COVERED", "IXSCAN"]
+function stages(plan) {
+	const out = [];
+	for (let s = plan; s; s = s.inputStage) out.push(s.stage);
+	return out;
+}
+function ixscan(plan) {
+	let s = plan;
+	while (s && s.stage !== 'IXSCAN') s = s.inputStage;
+	return s;
+}
+
+const d = db.getSiblingDB('covered_e2e');
+d.dropDatabase();
+const c = d.c;
+c.insertMany([
+	{_id: 1, a: 1, b: NumberLong('10'), s: 'x'},
+	{_id: 2, a: 2.5, b: NumberDecimal('1.50'), s: 'y'},
+	{_id: 3, a: NumberInt(3), b: -0.0, s: 'z'},
+	{_id: 4, a: 4, b: 7},
+	{_id: 5, b: 8},
+]);
+c.createIndex({a: 1, b: 1});
+c.createIndex({s: 1}, {sparse: true});
+
+const RANGE = {a: {$gte: 1}, b: {$gte: -1}};
+test('covered range: PROJECTION_COVERED over IXSCAN, no document examined', () => {
+	const e = c.find(RANGE, {a: 1, b: 1, _id: 0}).explain('executionStats');
+	eq(stages(e.queryPlanner.winningPlan), ['PROJECTION_COVERED', 'IXSCAN'], 'stages');
+	eq(e.queryPlanner.winningPlan.transformBy, {a: 1, b: 1, _id: 0}, 'transformBy');
+	eq(e.executionStats.totalDocsExamined, 0, 'totalDocsExamined');
+	eq(e.executionStats.nReturned, 4, 'nReturned');
+	const s = ixscan(e.executionStats.executionStages);
+	eq(s.docsExamined, undefined, 'IXSCAN has no docsExamined');
+	eq(s.indexBounds, {a: ['[1, inf.0]'], b: ['[-1, inf.0]']}, 'bounds');
+});
+
+test('covered results keep every BSON type (type bits)', () => {
+	eq(stages(c.find(RANGE, {a: 1, b: 1, _id: 0}).sort({a: 1}).explain().queryPlanner.winningPlan),
+		['PROJECTION_COVERED', 'IXSCAN'], 'covered');
+	const r = c.find(RANGE, {a: 1, b: 1, _id: 0}).sort({a: 1}).toArray();
+	eq(r.length, 4, 'count');
+	ok(r[0].b instanceof Long, 'long stays long');
+	eq(r[1].a, 2.5, 'double');
+	eq(r[1].b.toString(), '1.50', 'decimal keeps its digits');
+	ok(r[2].a === 3 && typeof r[2].a === 'number', 'int32');
+	ok(Object.is(r[2].b, -0), '-0.0 stays -0.0');
+});
+
+test('_id included and not indexed: FETCH', () => {
+	const e = c.find({a: {$gte: 1}}, {a: 1}).explain('executionStats');
+	ok(stages(e.queryPlanner.winningPlan).includes('FETCH'), 'FETCH');
+	ok(!stages(e.queryPlanner.winningPlan).includes('PROJECTION_COVERED'), 'not covered');
+	eq(e.executionStats.totalDocsExamined, 4, 'totalDocsExamined');
+});
+
+test('a field the index may hold as null (missing) is fetched', () => {
+	// b is unbounded: a missing b and a null b share one key
+	const e = c.find({a: {$gte: 1}}, {b: 1, _id: 0}).hint({a: 1, b: 1}).explain('executionStats');
+	ok(!stages(e.queryPlanner.winningPlan).includes('PROJECTION_COVERED'), 'not covered');
+	const r = c.find({a: {$gte: 0}}, {b: 1, _id: 0}).hint({a: 1, b: 1}).toArray();
+	eq(r.length, 4, 'count');
+});
+
+test('sparse one-field index covers without bounds', () => {
+	const e = c.find({}, {s: 1, _id: 0}).hint({s: 1}).explain('executionStats');
+	eq(stages(e.queryPlanner.winningPlan), ['PROJECTION_COVERED', 'IXSCAN'], 'stages');
+	eq(e.executionStats.totalDocsExamined, 0, 'totalDocsExamined');
+	eq(c.find({}, {s: 1, _id: 0}).hint({s: 1}).toArray(), [{s: 'x'}, {s: 'y'}, {s: 'z'}], 'values');
+});
+
+test('_id index covers {_id: 1}', () => {
+	const e = c.find({_id: {$gt: 2, $lt: 5}}, {_id: 1}).hint({_id: 1}).explain('executionStats');
+	eq(stages(e.queryPlanner.winningPlan), ['PROJECTION_COVERED', 'IXSCAN'], 'stages');
+	eq(e.executionStats.totalDocsExamined, 0, 'totalDocsExamined');
+	eq(c.find({_id: {$gt: 2, $lt: 5}}, {_id: 1}).hint({_id: 1}).toArray(), [{_id: 3}, {_id: 4}], 'values');
+});
+
+test('an update changing only the type is seen by covered reads', () => {
+	c.updateOne({_id: 4}, {$set: {a: 4.0, b: NumberLong('7')}});
+	const q = {a: 4, b: {$gte: 0}};
+	eq(stages(c.find(q, {a: 1, b: 1, _id: 0}).explain().queryPlanner.winningPlan),
+		['PROJECTION_COVERED', 'IXSCAN'], 'covered');
+	const r = c.find(q, {a: 1, b: 1, _id: 0}).toArray();
+	eq(r.length, 1, 'count');
+	ok(r[0].b instanceof Long, 'b is a long now');
+});
+
+test('multiKeyPaths per field', () => {
+	const m = d.m;
+	m.insertMany([{a: [1, 2], b: 1, c: {d: 1}}, {a: 3, b: 2, c: [{d: 2}]}]);
+	m.createIndex({a: 1, b: 1});
+	m.createIndex({'c.d': 1, b: 1});
+	let s = ixscan(m.find({a: 1, b: 1}).explain().queryPlanner.winningPlan);
+	eq(s.isMultiKey, true, 'isMultiKey');
+	eq(s.multiKeyPaths, {a: ['a'], b: []}, 'multiKeyPaths a_1_b_1');
+	s = ixscan(m.find({'c.d': 1}).explain().queryPlanner.winningPlan);
+	eq(s.multiKeyPaths, {'c.d': ['c'], b: []}, 'multiKeyPaths c.d_1_b_1');
+	// a document arriving later adds its paths
+	m.insertOne({a: 5, b: [1, 2], c: {d: 3}});
+	s = ixscan(m.find({a: 5}).explain().queryPlanner.winningPlan);
+	eq(s.multiKeyPaths, {a: ['a'], b: ['b']}, 'after insert a_1_b_1');
+	m.insertOne({a: 6, b: 3, c: {d: [3, 4]}});
+	s = ixscan(m.find({'c.d': 3}).explain().queryPlanner.winningPlan);
+	eq(s.multiKeyPaths, {'c.d': ['c', 'c.d'], b: ['b']}, 'after insert c.d_1_b_1');
+	// an index that never met an array
+	m.createIndex({z: 1});
+	s = ixscan(m.find({z: 1}).explain().queryPlanner.winningPlan);
+	eq(s.isMultiKey, false, 'z not multikey');
+	eq(s.multiKeyPaths, {z: []}, 'z paths');
+});
+
+test('a multikey path is never covered, a non-multikey one of the same index is', () => {
+	const m = d.m2;
+	m.insertMany([{a: [1, 2], b: 1}, {a: 3, b: 2}]);
+	m.createIndex({b: 1, a: 1});
+	let e = m.find({b: {$gte: 1}}, {a: 1, _id: 0}).explain('executionStats');
+	ok(!stages(e.queryPlanner.winningPlan).includes('PROJECTION_COVERED'), 'a is multikey');
+	e = m.find({b: {$gte: 1}}, {b: 1, _id: 0}).explain('executionStats');
+	eq(stages(e.queryPlanner.winningPlan), ['PROJECTION_COVERED', 'IXSCAN'], 'b is not');
+	eq(e.executionStats.totalDocsExamined, 0, 'totalDocsExamined');
+	eq(m.find({b: {$gte: 1}}, {b: 1, _id: 0}).toArray(), [{b: 1}, {b: 2}], 'results');
+});
+
+test('bounds on two fields under one non-multikey prefix are compounded', () => {
+	const m = d.m3;
+	m.insertMany([{x: {p: 1, q: 1}, arr: [1, 2]}, {x: {p: 2, q: 3}, arr: 3}]);
+	m.createIndex({'x.p': 1, 'x.q': 1, arr: 1});
+	const s = ixscan(m.find({'x.p': 1, 'x.q': {$gt: 0}}).explain().queryPlanner.winningPlan);
+	eq(s.indexBounds, {'x.p': ['[1, 1]'], 'x.q': ['(0, inf.0]'], arr: ['[MinKey, MaxKey]']}, 'bounds');
+	// a multikey prefix: x is an array now, the second field is not compounded
+	m.insertOne({x: [{p: 1, q: 5}]});
+	const t = ixscan(m.find({'x.p': 1, 'x.q': {$gt: 0}}).explain().queryPlanner.winningPlan);
+	eq(t.multiKeyPaths['x.p'], ['x'], 'x multikey');
+	eq(t.indexBounds['x.q'], ['[MinKey, MaxKey]'], 'not compounded');
+	eq(m.countDocuments({'x.p': 1, 'x.q': {$gt: 0}}), 2, 'count');
+});
+
+d.dropDatabase();
+print(`${passed} passed, ${failed} failed`);
+if (failed) quit(1);
