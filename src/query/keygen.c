@@ -182,14 +182,6 @@ gen(kg_ctx_t *g, kg_field_t *fields)
 	return 0;
 }
 
-static bool
-spec_flag(const bson_t *spec, const char *name)
-{
-	bson_iter_t it;
-
-	return spec != NULL && bson_iter_init_find(&it, spec, name) && bson_iter_as_bool(&it);
-}
-
 /*
  * Compiled partial filters, shared by every write: keyed by the filter's
  * bytes, never freed (a process sees few distinct partial filters, and a
@@ -253,7 +245,7 @@ partial_pass(const storage_index_t *idx, const bson_t *doc, terr_t *err)
 	uint32_t len;
 	const match_t *m;
 
-	if (idx->spec == NULL || !bson_iter_init_find(&it, idx->spec, "partialFilterExpression") ||
+	if (!idx->partial || idx->spec == NULL || !bson_iter_init_find(&it, idx->spec, "partialFilterExpression") ||
 	    !BSON_ITER_HOLDS_DOCUMENT(&it))
 		return 1;
 	bson_iter_document(&it, &len, &data);
@@ -515,7 +507,7 @@ keygen_run(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add
 	g.add = add;
 	g.add_ctx = ctx;
 	g.err = err;
-	g.sparse = spec_flag(idx->spec, "sparse");
+	g.sparse = idx->sparse;
 	g.coll = idx->collation;
 	if ((rc = partial_pass(idx, doc, err)) <= 0)
 		return rc;

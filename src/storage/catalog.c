@@ -231,6 +231,9 @@ coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_co
 				ix->is_id = strcmp(ix->name, "_id_") == 0;
 				ix->unique = ix->is_id;
 				ix->collation = stored_collation(ix->spec);
+				ix->sparse = bson_iter_init_find(&sub, ix->spec, "sparse") && bson_iter_as_bool(&sub);
+				ix->partial = bson_iter_init_find(&sub, ix->spec, "partialFilterExpression") &&
+				    BSON_ITER_HOLDS_DOCUMENT(&sub);
 				if (bson_iter_init_find(&sub, ix->spec, "unique"))
 					ix->unique = ix->unique || bson_iter_as_bool(&sub);
 			}

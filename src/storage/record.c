@@ -395,6 +395,8 @@ err:
 
 /* ---- documents ------------------------------------------------------------ */
 
+static int record_read(storage_session_t *s, const storage_coll_t *c, recid_t recid, bson_t *doc, terr_t *err);
+
 /*
  * Start a write to c inside the open transaction: hold the table's gate
  * (index sets cannot change until the transaction ends) and pick the
@@ -550,10 +552,72 @@ err:
 }
 
 #define BUILD_BATCH 1000
+/* Key bytes a sorted build keeps in memory; a larger build inserts entry
+ * by entry instead. */
+#define BUILD_SORT_LIMIT ((size_t)512 << 20)
 
-int
-storage_index_build(storage_session_t *s, const storage_coll_t *c, const storage_index_t *ix,
-                    bool *multikey, uint32_t *masks, terr_t *err)
+/* One index entry of a sorted build: the WiredTiger key (a non-unique
+ * index's ends with the RecordId) then the type bits, at data[off]. */
+typedef struct build_ent {
+	size_t off;
+	uint32_t klen, tblen;
+	recid_t recid;
+} build_ent_t;
+
+typedef struct build {
+	uint8_t *data;
+	size_t len, cap;
+	build_ent_t *e;
+	size_t n, ncap;
+} build_t;
+
+static int
+build_ent_cmp(const void *a, const void *b, void *arg)
+{
+	const build_t *bd = arg;
+	const build_ent_t *x = a, *y = b;
+
+	return bytes_cmp(bd->data + x->off, x->klen, bd->data + y->off, y->klen);
+}
+
+/* Append one entry; false when the build outgrew BUILD_SORT_LIMIT. */
+static bool
+build_add(build_t *bd, const uint8_t *key, size_t klen, const uint8_t *rid, size_t rlen, const uint8_t *tb,
+          size_t tblen, recid_t recid)
+{
+	size_t need = klen + rlen + tblen;
+
+	if (bd->len + need > BUILD_SORT_LIMIT)
+		return false;
+	if (bd->len + need > bd->cap) {
+		bd->cap = (bd->len + need) * 2 + (1 << 16);
+		if (bd->cap > BUILD_SORT_LIMIT)
+			bd->cap = BUILD_SORT_LIMIT;
+		bd->data = bson_realloc(bd->data, bd->cap);
+	}
+	if (bd->n == bd->ncap) {
+		bd->ncap = bd->ncap ? bd->ncap * 2 : 4096;
+		bd->e = bson_realloc(bd->e, bd->ncap * sizeof(*bd->e));
+	}
+	memcpy(bd->data + bd->len, key, klen);
+	if (rlen > 0)
+		memcpy(bd->data + bd->len + klen, rid, rlen);
+	if (tblen > 0)
+		memcpy(bd->data + bd->len + klen + rlen, tb, tblen);
+	bd->e[bd->n].off = bd->len;
+	bd->e[bd->n].klen = (uint32_t)(klen + rlen);
+	bd->e[bd->n].tblen = (uint32_t)tblen;
+	bd->e[bd->n].recid = recid;
+	bd->n++;
+	bd->len += need;
+	return true;
+}
+
+/* The old way, for builds too large to sort in memory: insert each
+ * document's entries, committing every BUILD_BATCH documents. */
+static int
+build_incremental(storage_session_t *s, const storage_coll_t *c, const storage_index_t *ix, bool *multikey,
+                  uint32_t *masks, terr_t *err)
 {
 	storage_cursor_t *cur = NULL;
 	keyset_t keys = {0};
@@ -561,7 +625,6 @@ storage_index_build(storage_session_t *s, const storage_coll_t *c, const storage
 	bson_t doc;
 	int ret = 0, rc, n = 0;
 
-	*multikey = false;
 	ERR(storage_scan_open(s, (storage_coll_t *)c, false, &cur, err));
 	ERR(storage_txn_begin(s, err));
 	while ((rc = storage_cursor_next(cur, &rid, &doc, NULL, NULL, err)) == 1) {
@@ -583,15 +646,141 @@ storage_index_build(storage_session_t *s, const storage_coll_t *c, const storage
 		ret = -1;
 		goto err;
 	}
-	for (int f = 0; f < STORAGE_INDEX_MAX_FIELDS; f++)
-		if (masks[f] != 0)
-			*multikey = true;
 	ERR(storage_txn_commit(s, false, err));
 err:
 	if (storage_txn_active(s))
 		storage_txn_rollback(s);
 	storage_cursor_close(cur);
 	keyset_free(&keys);
+	return ret;
+}
+
+/* Write the sorted entries into the new, empty table: a bulk cursor (pages
+ * written directly, the table checkpointed when it closes), or, should
+ * WiredTiger refuse one, ordinary inserts in key order. */
+static int
+build_load(storage_session_t *s, const storage_index_t *ix, const build_t *bd, terr_t *err)
+{
+	WT_CURSOR *bc = NULL;
+	WT_ITEM k, v;
+	int ret = 0, wret;
+	bool bulk;
+
+	wret = s->ws->open_cursor(s->ws, ix->ident, NULL, "bulk", &bc);
+	bulk = wret == 0;
+	if (!bulk && (wret = s->ws->open_cursor(s->ws, ix->ident, NULL, NULL, &bc)) != 0)
+		return storage_wt_err(wret, "open index for a build", err);
+	if (!bulk)
+		ERR(storage_txn_begin(s, err));
+	for (size_t i = 0; i < bd->n; i++) {
+		const build_ent_t *e = &bd->e[i];
+		k.data = bd->data + e->off;
+		k.size = e->klen;
+		v.data = bd->data + e->off + e->klen;
+		v.size = e->tblen;
+		bc->set_key(bc, &k);
+		if (ix->unique)
+			bc->set_value(bc, (int64_t)e->recid, &v);
+		else
+			bc->set_value(bc, &v);
+		if ((wret = bc->insert(bc)) != 0) {
+			ret = storage_wt_err(wret, "build index", err);
+			goto err;
+		}
+		if (!bulk && (i + 1) % BUILD_BATCH == 0) {
+			ERR(storage_txn_commit(s, false, err));
+			ERR(storage_txn_begin(s, err));
+		}
+	}
+	if (!bulk)
+		ERR(storage_txn_commit(s, false, err));
+	wret = bc->close(bc);
+	bc = NULL;
+	if (wret != 0)
+		ret = storage_wt_err(wret, "build index", err);
+err:
+	if (bc != NULL)
+		bc->close(bc);
+	if (storage_txn_active(s))
+		storage_txn_rollback(s);
+	return ret;
+}
+
+/*
+ * A build over existing documents, as mongod's bulk builder: every key
+ * generated in one pass over the records, sorted, a unique index checked
+ * for neighbours that are equal, then the table written in key order.
+ * Builds with more key bytes than BUILD_SORT_LIMIT insert as they scan.
+ */
+int
+storage_index_build(storage_session_t *s, const storage_coll_t *c, const storage_index_t *ix,
+                    bool *multikey, uint32_t *masks, terr_t *err)
+{
+	storage_cursor_t *cur = NULL;
+	keyset_t keys = {0};
+	build_t bd = {0};
+	recid_t rid;
+	bson_t doc;
+	int ret = 0, rc;
+	bool fits = ix->typebits;
+
+	*multikey = false;
+	ERR(storage_scan_open(s, (storage_coll_t *)c, false, &cur, err));
+	ERR(storage_txn_begin(s, err));
+	while (fits && (rc = storage_cursor_next(cur, &rid, &doc, NULL, NULL, err)) == 1) {
+		ERR(index_doc_keys(s->st, ix, &doc, &s->ks, &s->tb, &keys, masks, err));
+		if (keys.n > 1)
+			*multikey = true;
+		keystring_reset(&s->ks2);
+		if (!ix->unique)
+			keystring_append_recid(&s->ks2, rid);
+		for (int i = 0; i < keys.n && fits; i++) {
+			size_t len, tblen;
+			const uint8_t *k = keyset_key(&keys, i, &len);
+			const uint8_t *tb = keyset_tb(&keys, i, &tblen);
+			fits = build_add(&bd, k, len, s->ks2.buf, s->ks2.len, tb, tblen, rid);
+		}
+	}
+	if (fits && rc < 0) {
+		ret = -1;
+		goto err;
+	}
+	storage_txn_rollback(s);     /* read only */
+	storage_cursor_close(cur);
+	cur = NULL;
+	if (!fits) {
+		/* too large to sort here (or an old-format table): one by one */
+		*multikey = false;
+		memset(masks, 0, sizeof(uint32_t) * STORAGE_INDEX_MAX_FIELDS);
+		ERR(build_incremental(s, c, ix, multikey, masks, err));
+	} else {
+		if (bd.n > 1)
+			qsort_r(bd.e, bd.n, sizeof(*bd.e), build_ent_cmp, &bd);
+		for (size_t i = 1; ix->unique && i < bd.n; i++) {
+			const build_ent_t *a = &bd.e[i - 1], *b = &bd.e[i];
+			if (a->recid != b->recid && build_ent_cmp(a, b, &bd) == 0) {
+				/* the second document's keys met the first's */
+				rc = record_read(s, c, b->recid, &doc, err);
+				if (rc == 0)
+					ret = dup_key_error(c, ix, &doc, bd.data + b->off, b->klen, err);
+				else
+					ret = rc < 0 ? -1 : terr_set(err, TERR_DUPLICATE_KEY, "E11000 duplicate key error "
+					    "collection: %s index: %s", c->ns, ix->name);
+				goto err;
+			}
+		}
+		ERR(build_load(s, ix, &bd, err));
+	}
+	for (int f = 0; f < STORAGE_INDEX_MAX_FIELDS; f++)
+		if (masks[f] != 0)
+			*multikey = true;
+err:
+	if (storage_txn_active(s))
+		storage_txn_rollback(s);
+	storage_cursor_close(cur);
+	keyset_free(&keys);
+	bson_free(bd.data);
+	bson_free(bd.e);
 	return ret;
 }
 
