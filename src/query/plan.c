@@ -243,6 +243,14 @@ express_index(const storage_coll_t *coll, const match_t *m, int64_t limit)
 
 	if (m == NULL)
 		return -1;
+	if (limit != 1) {
+		/* only a unique one-field index qualifies: look before normalizing */
+		for (i = 0; i < coll->nindexes; i++)
+			if (!coll->indexes[i].is_id && coll->indexes[i].unique && bson_count_keys(coll->indexes[i].key) == 1)
+				break;
+		if (i == coll->nindexes)
+			return -1;
+	}
 	norm = match_to_bson(m);
 	if (bson_count_keys(norm) != 1 || !bson_iter_init(&it, norm) || !bson_iter_next(&it) ||
 	    bson_iter_key(&it)[0] == '$' || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &op) ||
