@@ -7,10 +7,12 @@
  * bracketed as mongod does), and predicates inside $elemMatch.  The
  * planner only ever builds bounds that hold a superset of the matching
  * documents' keys; the executor still applies the whole filter to every
- * fetched document.  Multikey rules: on a multikey index two ranges on one
- * field are never intersected, and two fields under a common array prefix
- * are compounded only when both predicates sit in the same $elemMatch on
- * that prefix (the keygen keeps such fields on one array element).
+ * fetched document.  Multikey rules, per the index's multiKeyPaths: two
+ * ranges on one field are never intersected when that field's path met an
+ * array, and two fields whose shared path prefix holds an array are
+ * compounded only when both predicates sit in the same $elemMatch on that
+ * prefix (the keygen keeps such fields on one array element); a sort on a
+ * multikey field is not provided by the index.
  * Indexes that could miss documents are skipped: hidden ones, sparse ones
  * unless the leading field is bounded away from null, partial ones unless
  * the filter implies the partial filter.  hint picks an index (2
@@ -31,7 +33,8 @@
  * The order of candidates here is the cost rule; plan.c races them (trial
  * runs) and keeps that order as the tie-break.
  *
- * Not yet: covered plans, index intersection.
+ * Covered plans are decided by the executor (plan.c) from the solution's
+ * fields (multikey, exact bounds).  Not yet: index intersection.
  */
 #ifndef TAMGA_QUERY_PLANNER_H
 #define TAMGA_QUERY_PLANNER_H
