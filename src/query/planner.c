@@ -1178,6 +1178,27 @@ collation_compatible(const storage_index_t *ix, const preds_t *ps)
 
 /* The best candidate index for ps (hinted >= 0: only that one); the others
  * become rejected plans of keep (when not NULL). */
+/* Can ix be a candidate at all: a predicate on its first field, or a sort
+ * starting with it?  (Without either cand_build finds no leading bounds and
+ * no sort order and refuses it; this answers without building anything.)
+ * Wildcard indexes always go to wildcard_cand. */
+static bool
+leading_field_used(const storage_index_t *ix, const preds_t *ps, const bson_t *sort)
+{
+	bson_iter_t it;
+	const char *first;
+
+	if (!bson_iter_init(&it, ix->key) || !bson_iter_next(&it))
+		return true;
+	first = bson_iter_key(&it);
+	if (strcmp(first, "$**") == 0 || strstr(first, ".$**") != NULL)
+		return true;
+	for (int i = 0; i < ps->n; i++)
+		if (strcmp(ps->p[i].path, first) == 0)
+			return true;
+	return sort != NULL && bson_iter_init(&it, sort) && bson_iter_next(&it) && strcmp(bson_iter_key(&it), first) == 0;
+}
+
 static bool
 best_candidate(const storage_coll_t *coll, const preds_t *ps, const bson_t *sort, int hinted, cand_t *best,
                planner_solution_t *keep)
@@ -1190,6 +1211,8 @@ best_candidate(const storage_coll_t *coll, const preds_t *ps, const bson_t *sort
 	for (i = 0; i < coll->nindexes; i++) {
 		const storage_index_t *ix = &coll->indexes[i];
 		if (hinted >= 0 && i != hinted)
+			continue;
+		if (hinted < 0 && !leading_field_used(ix, ps, sort))
 			continue;
 		if (hinted < 0 && index_spec_bool(ix, "hidden"))
 			continue;
