@@ -546,6 +546,104 @@ test_ttl_pass(void)
 	terr_clear(&err);
 }
 
+/* ---- covered finds and multiKeyPaths -------------------------------------------- */
+
+/* The BSON type of the first batch's document i, field f (0 when absent). */
+static int
+batch_type(const bson_t *r, int i, const char *f)
+{
+	char path[64];
+	bson_iter_t it, d;
+
+	bson_snprintf(path, sizeof(path), "cursor.firstBatch.%d.%s", i, f);
+	if (!bson_iter_init(&it, r) || !bson_iter_find_descendant(&it, path, &d))
+		return 0;
+	return (int)bson_iter_type(&d);
+}
+
+static void
+test_covered_and_multikey_paths(void)
+{
+	static const char *const find =
+	    "{\"find\": \"cov\", \"filter\": {\"a\": {\"$gte\": 0}, \"b\": {\"$gte\": 0}}, "
+	    "\"projection\": {\"a\": 1, \"b\": 1, \"_id\": 0}, \"sort\": {\"a\": 1}}";
+	char *ex = bson_strdup_printf("{\"explain\": %s, \"verbosity\": \"executionStats\"}", find);
+	bson_t *r;
+	int rc;
+
+	run_code("{\"drop\": \"cov\"}");
+	TT_EQ_INT(run_code("{\"insert\": \"cov\", \"documents\": [{\"_id\": 1, \"a\": 1, \"b\": {\"$numberLong\": \"2\"}}, "
+	    "{\"_id\": 2, \"a\": 2.5, \"b\": {\"$numberDecimal\": \"1.50\"}}, {\"_id\": 3, \"a\": 3, \"b\": -0.0}]}"), 0);
+	TT_EQ_INT(run_code("{\"createIndexes\": \"cov\", \"indexes\": [{\"key\": {\"a\": 1, \"b\": 1}, \"name\": \"a_b\"}]}"), 0);
+
+	/* PROJECTION_COVERED over IXSCAN, nothing fetched */
+	r = run(ex, &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.stage"), "PROJECTION_COVERED");
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.inputStage.stage"), "IXSCAN");
+	TT_EQ_INT(tt_get_i64(r, "executionStats.totalDocsExamined"), 0);
+	TT_EQ_INT(tt_get_i64(r, "executionStats.totalKeysExamined"), 3);
+	TT_EQ_INT(tt_get_i64(r, "executionStats.nReturned"), 3);
+	tt_free_reply(r);
+
+	/* the values come back with their own types */
+	r = run(find, &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(batch_type(r, 0, "a"), BSON_TYPE_INT32);
+	TT_EQ_INT(batch_type(r, 0, "b"), BSON_TYPE_INT64);
+	TT_EQ_INT(batch_type(r, 1, "a"), BSON_TYPE_DOUBLE);
+	TT_EQ_INT(batch_type(r, 1, "b"), BSON_TYPE_DECIMAL128);
+	TT_EQ_INT(batch_type(r, 2, "b"), BSON_TYPE_DOUBLE);
+	tt_free_reply(r);
+
+	/* an update that changes only a type rewrites the entry's type bits */
+	TT_EQ_INT(run_code("{\"update\": \"cov\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"$set\": {\"b\": 2.0}}}]}"), 0);
+	r = run(find, &rc);
+	TT_EQ_INT(batch_type(r, 0, "b"), BSON_TYPE_DOUBLE);
+	tt_free_reply(r);
+
+	/* multiKeyPaths per field; a not multikey field stays coverable */
+	r = run(ex, &rc);
+	TT_EQ_INT(tt_get_i64(r, "queryPlanner.winningPlan.inputStage.isMultiKey"), 0);
+	tt_free_reply(r);
+	TT_EQ_INT(run_code("{\"insert\": \"cov\", \"documents\": [{\"_id\": 4, \"a\": [5, 6], \"b\": 1}]}"), 0);
+	r = run(ex, &rc);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.stage"), "PROJECTION_DEFAULT");
+	TT_EQ_INT(tt_get_i64(r, "executionStats.totalDocsExamined"), 4);
+	tt_free_reply(r);
+	r = run("{\"explain\": {\"find\": \"cov\", \"filter\": {\"a\": {\"$gte\": 0}, \"b\": {\"$gte\": 0}}, "
+	    "\"projection\": {\"b\": 1, \"_id\": 0}}, \"verbosity\": \"executionStats\"}", &rc);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.stage"), "PROJECTION_COVERED");
+	TT_EQ_INT(tt_get_i64(r, "queryPlanner.winningPlan.inputStage.isMultiKey"), 1);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.inputStage.multiKeyPaths.a.0"), "a");
+	TT_EQ_INT(tt_get_i64(r, "queryPlanner.winningPlan.inputStage.multiKeyPaths.b.0"), -999);
+	TT_EQ_INT(tt_get_i64(r, "executionStats.totalDocsExamined"), 0);
+	TT_EQ_INT(tt_get_i64(r, "executionStats.totalKeysExamined"), 5);
+	TT_EQ_INT(tt_get_i64(r, "executionStats.nReturned"), 4);   /* each document once */
+	tt_free_reply(r);
+
+	/* a build over arrays records the paths too */
+	TT_EQ_INT(run_code("{\"insert\": \"cov\", \"documents\": [{\"_id\": 5, \"c\": {\"d\": [1, 2]}}]}"), 0);
+	TT_EQ_INT(run_code("{\"createIndexes\": \"cov\", \"indexes\": [{\"key\": {\"c.d\": 1, \"a\": 1}, \"name\": \"cd_a\"}]}"), 0);
+	r = run("{\"explain\": {\"find\": \"cov\", \"filter\": {\"c.d\": 1}, \"hint\": \"cd_a\"}}", &rc);
+	{
+		bson_iter_t it, mk;
+		uint32_t len;
+		const uint8_t *data;
+		bson_t paths;
+		char *j;
+		TT_ASSERT(bson_iter_init(&it, r) &&
+		    bson_iter_find_descendant(&it, "queryPlanner.winningPlan.inputStage.multiKeyPaths", &mk));
+		bson_iter_document(&mk, &len, &data);
+		TT_ASSERT(bson_init_static(&paths, data, len));
+		j = bson_as_relaxed_extended_json(&paths, NULL);
+		TT_EQ_STR(j, "{ \"c.d\" : [ \"c.d\" ], \"a\" : [ \"a\" ] }");
+		bson_free(j);
+	}
+	tt_free_reply(r);
+	bson_free(ex);
+}
+
 /* ---- randomized: every index and hint returns what COLLSCAN returns -------- */
 
 static uint64_t rng = 88172645463325252ull;
@@ -1088,6 +1186,7 @@ main(void)
 	TT_RUN(test_express_sort_sparse_partial);
 	TT_RUN(test_coll_mod_index);
 	TT_RUN(test_ttl_pass);
+	TT_RUN(test_covered_and_multikey_paths);
 	TT_RUN(test_random_equivalence);
 	TT_RUN(test_random_sorted);
 	client_free(cl);
