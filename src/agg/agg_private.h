@@ -72,6 +72,7 @@ struct agg_pipeline {
 	bson_t *source_sort;          /* a leading $sort pushed down too (owned or NULL) */
 	int64_t source_skip;          /* then a $skip */
 	int64_t source_limit;         /* and a $limit (0 = none) */
+	bson_t *source_project;       /* then a plain inclusion $project, the find projection (owned or NULL) */
 	int first_stage;              /* index of the first stage run on top of the source */
 	bool facet;                   /* a $facet sub-pipeline (no source) */
 	bool sub;                     /* a $lookup/$unionWith sub-pipeline */

@@ -215,6 +215,30 @@ err:
 	return ret;
 }
 
+/* A $project spec that means the same as a find projection: fields
+ * included by path (1/true), _id possibly excluded, no expressions, no
+ * sub-documents, no exclusions of other fields. */
+static bool
+plain_inclusion(const bson_t *spec)
+{
+	bson_iter_t it;
+	bool any = false;
+
+	if (!bson_iter_init(&it, spec))
+		return false;
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		if (strchr(k, '$') != NULL || !(BSON_ITER_HOLDS_NUMBER(&it) || BSON_ITER_HOLDS_BOOL(&it)))
+			return false;
+		if (strcmp(k, "_id") == 0)
+			continue;
+		if (!bson_iter_as_bool(&it))
+			return false;
+		any = true;
+	}
+	return any;
+}
+
 static void
 pipeline_setup_source(agg_pipeline_t *p)
 {
@@ -248,6 +272,21 @@ pipeline_setup_source(agg_pipeline_t *p)
 	if (p->first_stage < p->nstages && strcmp(p->stages[p->first_stage].def->name, "$limit") == 0) {
 		p->source_limit = *(const int64_t *)p->stages[p->first_stage].plan;
 		p->first_stage++;
+	}
+	/* then a plain inclusion $project: the find projection (which a
+	 * covered plan can answer from index keys) */
+	if (p->first_stage < p->nstages && strcmp(p->stages[p->first_stage].def->name, "$project") == 0 &&
+	    p->stages[p->first_stage].explain != NULL) {
+		bson_iter_t it;
+		if (bson_iter_init_find(&it, p->stages[p->first_stage].explain, "$project") &&
+		    BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			bson_t spec;
+			agg_value_doc(bson_iter_value(&it), &spec);
+			if (plain_inclusion(&spec)) {
+				p->source_project = bson_copy(&spec);
+				p->first_stage++;
+			}
+		}
 	}
 }
 
@@ -341,6 +380,8 @@ agg_pipeline_free(agg_pipeline_t *p)
 		bson_destroy(p->source_filter);
 	if (p->source_sort != NULL)
 		bson_destroy(p->source_sort);
+	if (p->source_project != NULL)
+		bson_destroy(p->source_project);
 	if (p->owns_scope)
 		expr_scope_destroy(p->scope);
 	bson_free(p);
@@ -393,6 +434,7 @@ explain_query_planner(const agg_pipeline_t *p, bson_t *qp)
 	req.sort = p->source_sort;
 	req.skip = p->source_skip;
 	req.limit = p->source_limit;
+	req.projection = p->source_project;
 	req.allow_disk_use = p->host->allow_disk_use;
 	req.hint = p->host->hint;
 	bson_append_document_begin(qp, "winningPlan", -1, &wp);
@@ -570,6 +612,7 @@ exec_open_source(agg_exec_t *x, storage_coll_t *coll, const bson_t *filter, terr
 		req.sort = x->p->source_sort;
 		req.skip = x->p->source_skip;
 		req.limit = x->p->source_limit;
+		req.projection = x->p->source_project;
 		req.allow_disk_use = x->p->host != NULL && x->p->host->allow_disk_use;
 		req.hint = x->p->host != NULL ? x->p->host->hint : NULL;
 	}

@@ -528,6 +528,17 @@ test_explain_let(void)
 	tt_free_reply(r);
 	r = run("test", "{\"aggregate\": \"orders\", \"pipeline\": [{\"$sort\": {\"v\": -1}}, {\"$limit\": 2}, {\"$project\": {\"v\": 1}}], \"explain\": true}", &rc);
 	TT_EQ_INT(rc, 0);
+	/* a plain inclusion $project after the pushed $sort/$limit is pushed too:
+	 * the whole pipeline runs in the find layer and explains as a query */
+	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "queryPlanner.winningPlan.stage", &it) &&
+	    strcmp(bson_iter_utf8(&it, NULL), "PROJECTION_DEFAULT") == 0);
+	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "queryPlanner.winningPlan.inputStage.limitAmount", &it) &&
+	    bson_iter_as_int64(&it) == 2);
+	TT_ASSERT(!bson_has_field(r, "stages"));
+	tt_free_reply(r);
+	/* with an expression it stays a stage of its own */
+	r = run("test", "{\"aggregate\": \"orders\", \"pipeline\": [{\"$sort\": {\"v\": -1}}, {\"$limit\": 2}, {\"$project\": {\"w\": \"$v\"}}], \"explain\": true}", &rc);
+	TT_EQ_INT(rc, 0);
 	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.0.$cursor.queryPlanner.winningPlan.limitAmount", &it) &&
 	    bson_iter_as_int64(&it) == 2);
 	TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "stages.1.$project", &it));

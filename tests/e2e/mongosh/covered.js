@@ -69,6 +69,17 @@ test('covered results keep every BSON type (type bits)', () => {
 	ok(Object.is(r[2].b, -0), '-0.0 stays -0.0');
 });
 
+test('aggregate: $match + plain $project pushed down and covered', () => {
+	const pipeline = [{$match: RANGE}, {$sort: {a: 1}}, {$project: {a: 1, b: 1, _id: 0}}];
+	const e = c.explain('executionStats').aggregate(pipeline);
+	eq(stages(e.queryPlanner.winningPlan), ['PROJECTION_COVERED', 'IXSCAN'], 'stages');
+	eq(Number(e.executionStats.totalDocsExamined), 0, 'totalDocsExamined');
+	eq(c.aggregate(pipeline).toArray(), c.find(RANGE, {a: 1, b: 1, _id: 0}).sort({a: 1}).toArray(), 'same as find');
+	// a computed field is not a find projection: the $project stays a stage
+	const f = c.explain().aggregate([{$match: RANGE}, {$project: {s: {$add: ['$a', 1]}}}]);
+	eq(f.stages[1].$project !== undefined, true, '$project stage');
+});
+
 test('_id included and not indexed: FETCH', () => {
 	const e = c.find({a: {$gte: 1}}, {a: 1}).explain('executionStats');
 	ok(stages(e.queryPlanner.winningPlan).includes('FETCH'), 'FETCH');
