@@ -79,8 +79,7 @@ struct plan_exec {
 	bool allow_disk_use;
 	char *spill_dir;               /* owned copy, or NULL */
 	projection_t *proj;            /* owned or NULL */
-	bson_t proj_out;               /* the projected current document */
-	bool proj_out_init;
+	bson_t *proj_out;              /* the projected current document (lazy; tm_bson_array_new) */
 	int64_t skip, limit;
 	int64_t skipped, produced;
 	int64_t deadline_us;
@@ -109,8 +108,7 @@ struct plan_exec {
 	bool for_count;                /* plan_request_t.count */
 	bool count_scan;               /* COUNT_SCAN: keys counted, no fetch */
 	bool covered;                  /* PROJECTION_COVERED: documents rebuilt from index keys, no fetch */
-	bson_t covered_doc;            /* the current rebuilt document */
-	bool covered_doc_init;
+	bson_t *covered_doc;           /* the current rebuilt document (lazy, as proj_out) */
 	char *distinct_key;            /* owned copy of plan_request_t.distinct_key */
 	int distinct_pos;              /* >= 0: DISTINCT_SCAN on this key field */
 	/* trial runs (mongod's multi-planner) */
@@ -123,6 +121,29 @@ struct plan_exec {
 	int ntrials;
 	struct plan_exec **trials;     /* owned views, in candidate order (the planner's) */
 };
+
+/* An output document the executor refills for every result: created on
+ * first use (a heap bson_t must be 128-byte aligned), emptied after. */
+static bson_t *
+lazy_doc(bson_t *d)
+{
+	if (d == NULL) {
+		d = tm_bson_array_new(1);
+		bson_init(d);
+	} else {
+		bson_reinit(d);
+	}
+	return d;
+}
+
+static void
+lazy_doc_free(bson_t *d)
+{
+	if (d != NULL) {
+		bson_destroy(d);
+		bson_free(d);
+	}
+}
 
 static bool
 sort_needed(const plan_exec_t *x)
@@ -543,15 +564,11 @@ covered_rebuild(plan_exec_t *x, const planner_solution_t *sc, const uint8_t *key
 	}
 	for (i = 0; i < n && bson_iter_next(&it); i++)
 		vals[i] = *bson_iter_value(&it);
-	if (x->covered_doc_init)
-		bson_reinit(&x->covered_doc);
-	else
-		bson_init(&x->covered_doc);
-	x->covered_doc_init = true;
+	x->covered_doc = lazy_doc(x->covered_doc);
 	if (i == n)
-		covered_level(&x->covered_doc, sc, vals, idx, n, off);
+		covered_level(x->covered_doc, sc, vals, idx, n, off);
 	bson_destroy(&parts);
-	bson_init_static(doc, bson_get_data(&x->covered_doc), x->covered_doc.len);
+	bson_init_static(doc, bson_get_data(x->covered_doc), x->covered_doc->len);
 	return 0;
 }
 
@@ -635,7 +652,7 @@ distinct_skip(plan_exec_t *x, const planner_solution_t *sc, const uint8_t *key, 
 int
 plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 {
-	plan_exec_t *x = tm_alloc0(sizeof(*x));
+	plan_exec_t *x = bson_malloc0(sizeof(*x));   /* holds no bson_t: no 128-byte alignment */
 	bool backward = req->natural_backward, minmax;
 
 	*out = NULL;
@@ -1027,7 +1044,7 @@ static void append_count(bson_t *out, const char *key, int64_t v);
 static plan_exec_t *
 trial_view(const plan_exec_t *x, planner_solution_t *sol)
 {
-	plan_exec_t *v = tm_alloc0(sizeof(*v));
+	plan_exec_t *v = bson_malloc0(sizeof(*v));
 
 	v->is_view = true;
 	v->borrowed = true;
@@ -1324,14 +1341,10 @@ plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
 			if (projection_needs_match_pos(x->proj) && x->match != NULL &&
 			    match_exec(x->match, doc, &pos, err) < 0)
 				return -1;
-			if (x->proj_out_init)
-				bson_reinit(&x->proj_out);
-			else
-				bson_init(&x->proj_out);
-			x->proj_out_init = true;
-			if (projection_apply(x->proj, doc, pos, &x->proj_out, err) != 0)
+			x->proj_out = lazy_doc(x->proj_out);
+			if (projection_apply(x->proj, doc, pos, x->proj_out, err) != 0)
 				return -1;
-			bson_init_static(doc, bson_get_data(&x->proj_out), x->proj_out.len);
+			bson_init_static(doc, bson_get_data(x->proj_out), x->proj_out->len);
 		}
 		return 1;
 	}
@@ -1384,10 +1397,8 @@ plan_exec_free(plan_exec_t *x)
 		sorter_free(x->sorter);
 	sort_spec_free(x->sort);
 	projection_free(x->proj);
-	if (x->proj_out_init)
-		bson_destroy(&x->proj_out);
-	if (x->covered_doc_init)
-		bson_destroy(&x->covered_doc);
+	lazy_doc_free(x->proj_out);
+	lazy_doc_free(x->covered_doc);
 	if (x->coll != NULL && !x->borrowed)
 		storage_coll_release(x->coll);
 	bson_free(x);
@@ -1805,7 +1816,7 @@ plan_exec_rejected_append(const plan_exec_t *x, bson_t *arr)
 
 	if (x->sol == NULL || x->express || x->access == ACCESS_ID)
 		return;
-	view = tm_alloc0(sizeof(*view));
+	view = bson_malloc0(sizeof(*view));
 	for (i = 0; i < x->sol->nrejected; i++) {
 		char key[16];
 		const char *k;

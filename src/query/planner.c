@@ -792,10 +792,10 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 	}
 	c->exact = cand_exact(c, ps);
 	if (c->nbounded == 0) {
-		if (!hinted && (index_spec_bool(ix, "sparse") || bson_has_field(ix->spec, "partialFilterExpression")))
+		if (!hinted && (ix->sparse || ix->partial))
 			return false;
 	}
-	if (!hinted && bson_has_field(ix->spec, "partialFilterExpression") && !partial_implied(ix, ps))
+	if (!hinted && ix->partial && !partial_implied(ix, ps))
 		return false;
 	if (!sort_on_multikey(sort, c->fields, c->nfields))
 		c->provides_sort = sort_provided(sort, c->fields, c->nfields, c->npoints, &c->backward) ||

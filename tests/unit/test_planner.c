@@ -32,6 +32,9 @@ add_index(const char *spec_json, bool multikey)
 	idx[i].multikey = multikey;
 	idx[i].unique = bson_iter_init_find(&it, idx[i].spec, "unique") && bson_iter_as_bool(&it);
 	idx[i].is_id = strcmp(idx[i].name, "_id_") == 0;
+	/* what the catalog parses from a spec (storage/catalog.c) */
+	idx[i].sparse = bson_iter_init_find(&it, idx[i].spec, "sparse") && bson_iter_as_bool(&it);
+	idx[i].partial = bson_has_field(idx[i].spec, "partialFilterExpression");
 }
 
 static void
