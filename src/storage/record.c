@@ -14,6 +14,7 @@
  */
 #include "storage/storage_private.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -552,9 +553,12 @@ err:
 }
 
 #define BUILD_BATCH 1000
-/* Key bytes a sorted build keeps in memory; a larger build inserts entry
- * by entry instead. */
+/* Key bytes a sorted build keeps in memory (split between its parts); a
+ * larger build inserts entry by entry instead. */
 #define BUILD_SORT_LIMIT ((size_t)512 << 20)
+/* Collections at least this large are scanned by two threads (two halves
+ * of the RecordId range, each generating and sorting its keys). */
+#define BUILD_PARALLEL_MIN 4096
 
 /* One index entry of a sorted build: the WiredTiger key (a non-unique
  * index's ends with the RecordId) then the type bits, at data[off]. */
@@ -566,7 +570,7 @@ typedef struct build_ent {
 
 typedef struct build {
 	uint8_t *data;
-	size_t len, cap;
+	size_t len, cap, limit;
 	build_ent_t *e;
 	size_t n, ncap;
 } build_t;
@@ -580,19 +584,19 @@ build_ent_cmp(const void *a, const void *b, void *arg)
 	return bytes_cmp(bd->data + x->off, x->klen, bd->data + y->off, y->klen);
 }
 
-/* Append one entry; false when the build outgrew BUILD_SORT_LIMIT. */
+/* Append one entry; false when the build outgrew its limit. */
 static bool
 build_add(build_t *bd, const uint8_t *key, size_t klen, const uint8_t *rid, size_t rlen, const uint8_t *tb,
           size_t tblen, recid_t recid)
 {
 	size_t need = klen + rlen + tblen;
 
-	if (bd->len + need > BUILD_SORT_LIMIT)
+	if (bd->len + need > bd->limit)
 		return false;
 	if (bd->len + need > bd->cap) {
 		bd->cap = (bd->len + need) * 2 + (1 << 16);
-		if (bd->cap > BUILD_SORT_LIMIT)
-			bd->cap = BUILD_SORT_LIMIT;
+		if (bd->cap > bd->limit)
+			bd->cap = bd->limit;
 		bd->data = bson_realloc(bd->data, bd->cap);
 	}
 	if (bd->n == bd->ncap) {
@@ -655,14 +659,104 @@ err:
 	return ret;
 }
 
-/* Write the sorted entries into the new, empty table: a bulk cursor (pages
- * written directly, the table checkpointed when it closes), or, should
- * WiredTiger refuse one, ordinary inserts in key order. */
+/* One part of a sorted build: the documents with RecordIds in (from, to],
+ * their keys generated and sorted, on a session of its own. */
+typedef struct build_part {
+	storage_session_t *s;
+	const storage_coll_t *c;
+	const storage_index_t *ix;
+	recid_t from, to;
+	build_t bd;
+	uint32_t masks[STORAGE_INDEX_MAX_FIELDS];
+	bool multikey, fits;
+	int rc;
+	terr_t err;
+} build_part_t;
+
+static void *
+build_part_run(void *arg)
+{
+	build_part_t *bp = arg;
+	storage_session_t *s = bp->s;
+	terr_t *err = &bp->err;
+	WT_CURSOR *wc = NULL;
+	keyset_t keys = {0};
+	WT_ITEM v;
+	bson_t doc;
+	int ret = 0, wret, exact;
+
+	bp->fits = true;
+	ERR(storage_txn_begin(s, err));
+	if ((wret = s->ws->open_cursor(s->ws, bp->c->ident, NULL, NULL, &wc)) != 0) {
+		ret = storage_wt_err(wret, "scan for an index build", err);
+		goto err;
+	}
+	wc->set_key(wc, (int64_t)bp->from + 1);
+	wret = wc->search_near(wc, &exact);
+	if (wret == 0 && exact < 0)
+		wret = wc->next(wc);
+	for (; wret == 0 && bp->fits; wret = wc->next(wc)) {
+		int64_t rid;
+		if ((wret = wc->get_key(wc, &rid)) != 0 || (wret = wc->get_value(wc, &v)) != 0)
+			break;
+		if (rid > bp->to)
+			break;
+		if (!bson_init_static(&doc, v.data, v.size)) {
+			ret = terr_set(err, TERR_INTERNAL_ERROR, "corrupt record %" PRId64 " in %s", rid, bp->c->ns);
+			goto err;
+		}
+		ERR(index_doc_keys(s->st, bp->ix, &doc, &s->ks, &s->tb, &keys, bp->masks, err));
+		if (keys.n > 1)
+			bp->multikey = true;
+		keystring_reset(&s->ks2);
+		if (!bp->ix->unique)
+			keystring_append_recid(&s->ks2, rid);
+		for (int i = 0; i < keys.n && bp->fits; i++) {
+			size_t len, tblen;
+			const uint8_t *k = keyset_key(&keys, i, &len);
+			const uint8_t *tb = keyset_tb(&keys, i, &tblen);
+			bp->fits = build_add(&bp->bd, k, len, s->ks2.buf, s->ks2.len, tb, tblen, rid);
+		}
+	}
+	if (wret != 0 && wret != WT_NOTFOUND) {
+		ret = storage_wt_err(wret, "scan for an index build", err);
+		goto err;
+	}
+	if (bp->fits && bp->bd.n > 1)
+		qsort_r(bp->bd.e, bp->bd.n, sizeof(*bp->bd.e), build_ent_cmp, &bp->bd);
+err:
+	if (wc != NULL)
+		wc->close(wc);
+	if (storage_txn_active(s))
+		storage_txn_rollback(s);    /* read only */
+	keyset_free(&keys);
+	bp->rc = ret;
+	return NULL;
+}
+
+/* Order of entry a of part pa and entry b of part pb. */
 static int
-build_load(storage_session_t *s, const storage_index_t *ix, const build_t *bd, terr_t *err)
+part_cmp(const build_part_t *pa, const build_ent_t *a, const build_part_t *pb, const build_ent_t *b)
+{
+	return bytes_cmp(pa->bd.data + a->off, a->klen, pb->bd.data + b->off, b->klen);
+}
+
+/*
+ * Write the parts' sorted entries, merged, into the new, empty table: a
+ * bulk cursor (pages written directly, the table checkpointed when it
+ * closes), or, should WiredTiger refuse one, ordinary inserts in key order.
+ * A unique index fails with 11000 on two equal neighbours (from different
+ * documents) before anything is written past them.
+ */
+static int
+build_load(storage_session_t *s, const storage_coll_t *c, const storage_index_t *ix, build_part_t *parts,
+           int nparts, terr_t *err)
 {
 	WT_CURSOR *bc = NULL;
 	WT_ITEM k, v;
+	size_t pos[2] = {0, 0}, done = 0;
+	const build_part_t *prev_p = NULL;
+	const build_ent_t *prev = NULL;
 	int ret = 0, wret;
 	bool bulk;
 
@@ -672,11 +766,38 @@ build_load(storage_session_t *s, const storage_index_t *ix, const build_t *bd, t
 		return storage_wt_err(wret, "open index for a build", err);
 	if (!bulk)
 		ERR(storage_txn_begin(s, err));
-	for (size_t i = 0; i < bd->n; i++) {
-		const build_ent_t *e = &bd->e[i];
-		k.data = bd->data + e->off;
+	for (;;) {
+		const build_part_t *bp = NULL;
+		const build_ent_t *e = NULL;
+		int p;
+		for (p = 0; p < nparts; p++) {
+			const build_ent_t *cand;
+			if (pos[p] >= parts[p].bd.n)
+				continue;
+			cand = &parts[p].bd.e[pos[p]];
+			if (e == NULL || part_cmp(&parts[p], cand, bp, e) < 0) {
+				bp = &parts[p];
+				e = cand;
+			}
+		}
+		if (e == NULL)
+			break;
+		pos[bp - parts]++;
+		if (ix->unique && prev != NULL && prev->recid != e->recid && part_cmp(prev_p, prev, bp, e) == 0) {
+			bson_t doc;
+			int rc = record_read(s, c, e->recid, &doc, err);
+			if (rc == 0)
+				ret = dup_key_error(c, ix, &doc, bp->bd.data + e->off, e->klen, err);
+			else
+				ret = rc < 0 ? -1 : terr_set(err, TERR_DUPLICATE_KEY,
+				    "E11000 duplicate key error collection: %s index: %s", c->ns, ix->name);
+			goto err;
+		}
+		prev = e;
+		prev_p = bp;
+		k.data = bp->bd.data + e->off;
 		k.size = e->klen;
-		v.data = bd->data + e->off + e->klen;
+		v.data = bp->bd.data + e->off + e->klen;
 		v.size = e->tblen;
 		bc->set_key(bc, &k);
 		if (ix->unique)
@@ -687,7 +808,7 @@ build_load(storage_session_t *s, const storage_index_t *ix, const build_t *bd, t
 			ret = storage_wt_err(wret, "build index", err);
 			goto err;
 		}
-		if (!bulk && (i + 1) % BUILD_BATCH == 0) {
+		if (!bulk && ++done % BUILD_BATCH == 0) {
 			ERR(storage_txn_commit(s, false, err));
 			ERR(storage_txn_begin(s, err));
 		}
@@ -708,79 +829,77 @@ err:
 
 /*
  * A build over existing documents, as mongod's bulk builder: every key
- * generated in one pass over the records, sorted, a unique index checked
- * for neighbours that are equal, then the table written in key order.
- * Builds with more key bytes than BUILD_SORT_LIMIT insert as they scan.
+ * generated in one pass over the records (two threads, each on half of the
+ * RecordId range, for larger collections), each part sorted, then the
+ * parts merged into the table in key order.  Builds with more key bytes
+ * than BUILD_SORT_LIMIT, or over an old-format table, insert as they scan.
  */
 int
 storage_index_build(storage_session_t *s, const storage_coll_t *c, const storage_index_t *ix,
                     bool *multikey, uint32_t *masks, terr_t *err)
 {
-	storage_cursor_t *cur = NULL;
-	keyset_t keys = {0};
-	build_t bd = {0};
-	recid_t rid;
-	bson_t doc;
-	int ret = 0, rc;
-	bool fits = ix->typebits;
+	coll_rt_t *rt = storage_coll_rt(c);
+	build_part_t parts[2];
+	pthread_t th;
+	bool threaded = false, fits = true;
+	int ret = 0, nparts, p;
+	recid_t last = (recid_t)atomic_load(&rt->next_recid);
 
 	*multikey = false;
-	ERR(storage_scan_open(s, (storage_coll_t *)c, false, &cur, err));
-	ERR(storage_txn_begin(s, err));
-	while (fits && (rc = storage_cursor_next(cur, &rid, &doc, NULL, NULL, err)) == 1) {
-		ERR(index_doc_keys(s->st, ix, &doc, &s->ks, &s->tb, &keys, masks, err));
-		if (keys.n > 1)
-			*multikey = true;
-		keystring_reset(&s->ks2);
-		if (!ix->unique)
-			keystring_append_recid(&s->ks2, rid);
-		for (int i = 0; i < keys.n && fits; i++) {
-			size_t len, tblen;
-			const uint8_t *k = keyset_key(&keys, i, &len);
-			const uint8_t *tb = keyset_tb(&keys, i, &tblen);
-			fits = build_add(&bd, k, len, s->ks2.buf, s->ks2.len, tb, tblen, rid);
+	if (!ix->typebits)
+		return build_incremental(s, c, ix, multikey, masks, err);
+	nparts = atomic_load(&rt->count) >= BUILD_PARALLEL_MIN ? 2 : 1;
+	memset(parts, 0, sizeof(parts));
+	for (p = 0; p < nparts; p++) {
+		parts[p].c = c;
+		parts[p].ix = ix;
+		parts[p].bd.limit = BUILD_SORT_LIMIT / (size_t)nparts;
+		parts[p].from = p == 0 ? INT64_MIN + 1 : last / 2;
+		parts[p].to = p == nparts - 1 ? INT64_MAX : last / 2;
+		parts[p].s = s;
+	}
+	if (nparts == 2) {
+		if (storage_session_open(s->st, &parts[1].s, err) != 0)
+			return -1;
+		threaded = pthread_create(&th, NULL, build_part_run, &parts[1]) == 0;
+		if (!threaded)
+			build_part_run(&parts[1]);
+	}
+	build_part_run(&parts[0]);
+	if (threaded)
+		pthread_join(th, NULL);
+	for (p = 0; p < nparts && ret == 0; p++) {
+		if (parts[p].rc != 0) {
+			ret = -1;
+			if (err != NULL)
+				terr_move(err, &parts[p].err);
 		}
+		fits = fits && parts[p].fits;
+		*multikey = *multikey || parts[p].multikey;
+		for (int f = 0; f < STORAGE_INDEX_MAX_FIELDS; f++)
+			masks[f] |= parts[p].masks[f];
 	}
-	if (fits && rc < 0) {
-		ret = -1;
+	if (ret != 0)
 		goto err;
-	}
-	storage_txn_rollback(s);     /* read only */
-	storage_cursor_close(cur);
-	cur = NULL;
 	if (!fits) {
-		/* too large to sort here (or an old-format table): one by one */
+		/* too large to sort here: one by one */
 		*multikey = false;
 		memset(masks, 0, sizeof(uint32_t) * STORAGE_INDEX_MAX_FIELDS);
 		ERR(build_incremental(s, c, ix, multikey, masks, err));
 	} else {
-		if (bd.n > 1)
-			qsort_r(bd.e, bd.n, sizeof(*bd.e), build_ent_cmp, &bd);
-		for (size_t i = 1; ix->unique && i < bd.n; i++) {
-			const build_ent_t *a = &bd.e[i - 1], *b = &bd.e[i];
-			if (a->recid != b->recid && build_ent_cmp(a, b, &bd) == 0) {
-				/* the second document's keys met the first's */
-				rc = record_read(s, c, b->recid, &doc, err);
-				if (rc == 0)
-					ret = dup_key_error(c, ix, &doc, bd.data + b->off, b->klen, err);
-				else
-					ret = rc < 0 ? -1 : terr_set(err, TERR_DUPLICATE_KEY, "E11000 duplicate key error "
-					    "collection: %s index: %s", c->ns, ix->name);
-				goto err;
-			}
-		}
-		ERR(build_load(s, ix, &bd, err));
+		ERR(build_load(s, c, ix, parts, nparts, err));
 	}
 	for (int f = 0; f < STORAGE_INDEX_MAX_FIELDS; f++)
 		if (masks[f] != 0)
 			*multikey = true;
 err:
-	if (storage_txn_active(s))
-		storage_txn_rollback(s);
-	storage_cursor_close(cur);
-	keyset_free(&keys);
-	bson_free(bd.data);
-	bson_free(bd.e);
+	for (p = 0; p < nparts; p++) {
+		bson_free(parts[p].bd.data);
+		bson_free(parts[p].bd.e);
+		terr_clear(&parts[p].err);
+		if (parts[p].s != s)
+			storage_session_close(parts[p].s);
+	}
 	return ret;
 }
 

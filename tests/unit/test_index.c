@@ -644,6 +644,53 @@ test_covered_and_multikey_paths(void)
 	bson_free(ex);
 }
 
+/* A build over enough documents to be scanned in two parts (two threads)
+ * and merged: every entry there once, duplicates found across the parts,
+ * multikey paths from either part. */
+static void
+test_parallel_build(void)
+{
+	bson_t *r;
+	int rc, i;
+	bson_string_t *cmd;
+
+	run_code("{\"drop\": \"big\"}");
+	for (i = 0; i < 6000; i += 1000) {
+		cmd = bson_string_new("{\"insert\": \"big\", \"documents\": [");
+		for (int j = i; j < i + 1000; j++)
+			bson_string_append_printf(cmd, "%s{\"_id\": %d, \"v\": %d, \"w\": %d, \"arr\": %s}", j > i ? ", " : "",
+			    j, j, j % 7, j == 5500 ? "[1, 2]" : "1");
+		bson_string_append(cmd, "]}");
+		TT_EQ_INT(run_code(cmd->str), 0);
+		bson_string_free(cmd, true);
+	}
+	TT_EQ_INT(run_code("{\"createIndexes\": \"big\", \"indexes\": [{\"key\": {\"w\": 1, \"v\": -1}, \"name\": \"wv\"}, "
+	    "{\"key\": {\"v\": 1}, \"name\": \"v_u\", \"unique\": true}, {\"key\": {\"arr\": 1}, \"name\": \"arr\"}]}"), 0);
+	r = run("{\"explain\": {\"find\": \"big\", \"filter\": {\"w\": 3}, \"projection\": {\"_id\": 0, \"w\": 1}, \"hint\": \"wv\"}, "
+	    "\"verbosity\": \"executionStats\"}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "executionStats.nReturned"), 857);          /* 3, 10, ..., 5994 */
+	TT_EQ_INT(tt_get_i64(r, "executionStats.totalKeysExamined"), 857);
+	tt_free_reply(r);
+	r = run("{\"count\": \"big\", \"query\": {\"v\": {\"$gte\": 0}}, \"hint\": \"v_u\"}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "n"), 6000);
+	tt_free_reply(r);
+	r = run("{\"explain\": {\"find\": \"big\", \"filter\": {\"arr\": 2}}}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "queryPlanner.winningPlan.inputStage.isMultiKey"), 1);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.inputStage.multiKeyPaths.arr.0"), "arr");
+	tt_free_reply(r);
+	/* a duplicate whose two documents fall in different parts */
+	TT_EQ_INT(run_code("{\"insert\": \"big\", \"documents\": [{\"_id\": 9000, \"v2\": 17}]}"), 0);
+	TT_EQ_INT(run_code("{\"update\": \"big\", \"updates\": [{\"q\": {\"_id\": 17}, \"u\": {\"$set\": {\"v2\": 17}}}]}"), 0);
+	r = run("{\"createIndexes\": \"big\", \"indexes\": [{\"key\": {\"v2\": 1}, \"name\": \"v2_u\", \"unique\": true, "
+	    "\"partialFilterExpression\": {\"v2\": {\"$exists\": true}}}]}", &rc);
+	TT_EQ_INT(rc, 11000);
+	TT_ASSERT(strstr(tt_get_str(r, "errmsg"), "dup key: { v2: 17 }") != NULL);
+	tt_free_reply(r);
+	r = run("{\"listIndexes\": \"big\"}", &rc);
+	TT_ASSERT(!tt_get(r, "cursor.firstBatch.4", &(bson_iter_t){0}));
+	tt_free_reply(r);
+}
+
 /* ---- randomized: every index and hint returns what COLLSCAN returns -------- */
 
 static uint64_t rng = 88172645463325252ull;
@@ -1187,6 +1234,7 @@ main(void)
 	TT_RUN(test_coll_mod_index);
 	TT_RUN(test_ttl_pass);
 	TT_RUN(test_covered_and_multikey_paths);
+	TT_RUN(test_parallel_build);
 	TT_RUN(test_random_equivalence);
 	TT_RUN(test_random_sorted);
 	client_free(cl);
