@@ -3,23 +3,8 @@
 // and per-field multiKeyPaths in explain, as mongod reports them (the
 // jstests core/index/covered/*.js cases).  Run by CTest through
 // with_tamgad.sh:  mongosh $TAMGA_URI --quiet --file covered.js
-// Prints "N passed, N failed" and exits non-zero when anything failed.
-let passed = 0, failed = 0;
-function test(name, fn) {
-	try {
-		fn();
-		passed++;
-		print(`ok - ${name}`);
-	} catch (e) {
-		failed++;
-		print(`not ok - ${name}: ${e && e.stack ? e.stack : e}`);
-	}
-}
-function eq(a, b, what) {
-	const ja = JSON.stringify(a), jb = JSON.stringify(b);
-	if (ja !== jb) throw new Error(`${what || 'value'}: got ${ja}, want ${jb}`);
-}
-function ok(c, what) { if (!c) throw new Error(what || 'assertion failed'); }
+load(__dirname + '/harness.js');
+
 // the winning plan's stages from the top, e.g. ["PROJECTION_COVERED", "IXSCAN"]
 function stages(plan) {
 	const out = [];
@@ -170,5 +155,4 @@ test('bounds on two fields under one non-multikey prefix are compounded', () => 
 });
 
 d.dropDatabase();
-print(`${passed} passed, ${failed} failed`);
-if (failed) quit(1);
+done();
