@@ -239,9 +239,26 @@ plain_inclusion(const bson_t *spec)
 	return any;
 }
 
+/* Is the first stage not pushed down yet the stage name, with a document
+ * spec (its explain form, viewed in *spec)? */
+static bool
+next_stage_spec(const agg_pipeline_t *p, const char *name, bson_t *spec)
+{
+	bson_iter_t it;
+
+	if (p->first_stage >= p->nstages || strcmp(p->stages[p->first_stage].def->name, name) != 0 ||
+	    p->stages[p->first_stage].explain == NULL ||
+	    !bson_iter_init_find(&it, p->stages[p->first_stage].explain, name) || !BSON_ITER_HOLDS_DOCUMENT(&it))
+		return false;
+	agg_value_doc(bson_iter_value(&it), spec);
+	return true;
+}
+
 static void
 pipeline_setup_source(agg_pipeline_t *p)
 {
+	bson_t spec;
+
 	/* A leading $match runs inside the find executor (and can use its
 	 * access paths); later stages run on top of it. */
 	if (p->host == NULL || p->host->coll == NULL || p->facet)
@@ -253,16 +270,9 @@ pipeline_setup_source(agg_pipeline_t *p)
 	}
 	/* then a $sort (and the $limit after it): the find executor sorts
 	 * with the same keys and limits, top-k */
-	if (p->first_stage < p->nstages && strcmp(p->stages[p->first_stage].def->name, "$sort") == 0 &&
-	    p->stages[p->first_stage].explain != NULL) {
-		bson_iter_t it;
-		if (bson_iter_init_find(&it, p->stages[p->first_stage].explain, "$sort") &&
-		    BSON_ITER_HOLDS_DOCUMENT(&it)) {
-			bson_t spec;
-			agg_value_doc(bson_iter_value(&it), &spec);
-			p->source_sort = bson_copy(&spec);
-			p->first_stage++;
-		}
+	if (next_stage_spec(p, "$sort", &spec)) {
+		p->source_sort = bson_copy(&spec);
+		p->first_stage++;
 	}
 	/* then a $skip and/or a $limit, in that order */
 	if (p->first_stage < p->nstages && strcmp(p->stages[p->first_stage].def->name, "$skip") == 0) {
@@ -275,18 +285,9 @@ pipeline_setup_source(agg_pipeline_t *p)
 	}
 	/* then a plain inclusion $project: the find projection (which a
 	 * covered plan can answer from index keys) */
-	if (p->first_stage < p->nstages && strcmp(p->stages[p->first_stage].def->name, "$project") == 0 &&
-	    p->stages[p->first_stage].explain != NULL) {
-		bson_iter_t it;
-		if (bson_iter_init_find(&it, p->stages[p->first_stage].explain, "$project") &&
-		    BSON_ITER_HOLDS_DOCUMENT(&it)) {
-			bson_t spec;
-			agg_value_doc(bson_iter_value(&it), &spec);
-			if (plain_inclusion(&spec)) {
-				p->source_project = bson_copy(&spec);
-				p->first_stage++;
-			}
-		}
+	if (next_stage_spec(p, "$project", &spec) && plain_inclusion(&spec)) {
+		p->source_project = bson_copy(&spec);
+		p->first_stage++;
 	}
 }
 
