@@ -25,6 +25,7 @@ typedef struct cursor {
 	bool busy;
 	int64_t last_used_ms;
 	bson_t *pending;       /* a document read ahead that did not fit the last batch */
+	size_t last_bytes;     /* the documents' size in the last batch: the next one's room */
 	struct cursor *next;
 } cursor_t;
 
@@ -98,23 +99,45 @@ again:
 	return id;
 }
 
+/* The next array index as a decimal string, in place ("9" -> "10"):
+ * cheaper per document than formatting the number again. */
+static void
+key_next(char *key, int *len)
+{
+	int i = *len - 1;
+
+	while (i >= 0 && key[i] == '9')
+		key[i--] = '0';
+	if (i >= 0) {
+		key[i]++;
+		return;
+	}
+	memmove(key + 1, key, (size_t)*len + 1);
+	key[0] = '1';
+	(*len)++;
+}
+
 /*
  * Append up to batch_size documents (-1 = no count limit) to arr, stopping
  * before the batch would pass 16 MiB.  Sources cannot "unread", so the
  * document that did not fit is copied into *pending and starts the next
- * batch.  Sets *exhausted when the source ended or the limit is reached.
+ * batch.  Sets *exhausted when the source ended or the limit is reached,
+ * and *bytes to the documents' total size.
  */
 static int
 fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batch_size,
-    int64_t *limit, bson_t **pending, bool *exhausted, int64_t deadline_us, terr_t *err)
+    int64_t *limit, bson_t **pending, bool *exhausted, size_t *bytes_out, int64_t deadline_us,
+    terr_t *err)
 {
 	int64_t n = 0;
 	size_t bytes = 0;
-	char key[16];
+	char key[16] = "0";
+	int klen = 1;
 	bson_t doc;
 	int rc;
 
 	*exhausted = false;
+	*bytes_out = 0;
 	while (batch_size < 0 || n < batch_size) {
 		if (*limit == 0) {
 			*exhausted = true;
@@ -137,12 +160,14 @@ fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batc
 				*pending = bson_copy(&doc);
 			break;
 		}
-		bson_append_document(arr, key, (int)bv_array_key((uint32_t)n, key), &doc);
+		bson_append_document(arr, key, klen, &doc);
+		key_next(key, &klen);
 		if (*pending != NULL) {
 			bson_destroy(*pending);
 			*pending = NULL;
 		}
 		bytes += doc.len;
+		*bytes_out = bytes;
 		n++;
 		if (*limit > 0)
 			(*limit)--;
@@ -158,16 +183,34 @@ fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batc
 	return 0;
 }
 
+/*
+ * The batch is written straight into the reply ({cursor: {firstBatch: [
+ * opened here, closed by batch_close), so each document is copied once, from
+ * the source into the reply.  An empty reply first gets room for about
+ * `expect` bytes, so that a batch as large as the cursor's previous one does
+ * not grow the buffer (and copy it) a dozen times on the way.
+ */
 static void
-append_cursor_doc(bson_t *reply, const char *batch_name, bson_t *arr, int64_t id, const char *ns)
+batch_open(bson_t *reply, const char *batch_name, size_t expect, bson_t *cur, bson_t *arr)
 {
-	bson_t cur;
+	if (reply->len == 5 && expect > 0 && expect < (size_t)TAMGA_MAX_BSON_SIZE &&
+	    bson_reserve_buffer(reply, (uint32_t)expect + 512) != NULL)
+		bson_reinit(reply); /* keeps the buffer */
+	bson_append_document_begin(reply, "cursor", 6, cur);
+	bson_append_array_begin(cur, batch_name, -1, arr);
+}
 
-	bson_append_document_begin(reply, "cursor", -1, &cur);
-	bson_append_array(&cur, batch_name, -1, arr);
-	BSON_APPEND_INT64(&cur, "id", id);
-	BSON_APPEND_UTF8(&cur, "ns", ns);
-	bson_append_document_end(reply, &cur);
+/* Close what batch_open opened; with id and ns unless the batch failed (the
+ * dispatcher then replaces the whole reply with the error). */
+static void
+batch_close(bson_t *reply, bson_t *cur, bson_t *arr, bool failed, int64_t id, const char *ns)
+{
+	bson_append_array_end(cur, arr);
+	if (!failed) {
+		BSON_APPEND_INT64(cur, "id", id);
+		BSON_APPEND_UTF8(cur, "ns", ns);
+	}
+	bson_append_document_end(reply, cur);
 }
 
 int
@@ -175,20 +218,22 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
                    cursor_source_t *src, const cursor_opts_t *opts,
                    bson_t *reply, terr_t *err)
 {
-	bson_t arr = BSON_INITIALIZER;
+	bson_t cur, arr;
 	bson_t *pending = NULL;
 	bool exhausted;
 	int64_t limit = opts->limit > 0 ? opts->limit : -1;
 	int64_t bs = opts->batch_size >= 0 ? opts->batch_size : 101;
 	int64_t id = 0;
+	size_t bytes;
 	cursor_t *c;
 
 	if (opts->batch_size < 0 && opts->single_batch)
 		bs = -1;	/* singleBatch without batchSize: everything up to 16 MiB */
 	if (limit > 0 && (bs < 0 || bs > limit))
 		bs = limit;
-	if (fill_batch(src, s, &arr, bs, &limit, &pending, &exhausted, 0, err) != 0) {
-		bson_destroy(&arr);
+	batch_open(reply, "firstBatch", 0, &cur, &arr);
+	if (fill_batch(src, s, &arr, bs, &limit, &pending, &exhausted, &bytes, 0, err) != 0) {
+		batch_close(reply, &cur, &arr, true, 0, ns);
 		if (pending)
 			bson_destroy(pending);
 		src->free(src->state);
@@ -200,7 +245,7 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 			bson_destroy(pending);
 	} else {
 		if (src->save != NULL && src->save(src->state, err) != 0) {
-			bson_destroy(&arr);
+			batch_close(reply, &cur, &arr, true, 0, ns);
 			if (pending)
 				bson_destroy(pending);
 			src->free(src->state);
@@ -214,6 +259,7 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		c->no_timeout = opts->no_timeout;
 		c->last_used_ms = mono_ms();
 		c->pending = pending;
+		c->last_bytes = bytes;
 		pthread_mutex_lock(&r->lock);
 		id = new_id(r);
 		c->id = id;
@@ -222,8 +268,7 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		r->count++;
 		pthread_mutex_unlock(&r->lock);
 	}
-	append_cursor_doc(reply, "firstBatch", &arr, id, ns);
-	bson_destroy(&arr);
+	batch_close(reply, &cur, &arr, false, id, ns);
 	return 0;
 }
 
@@ -251,7 +296,8 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 {
 	cursor_t *c;
 	cursor_source_t *src;
-	bson_t arr = BSON_INITIALIZER;
+	bson_t cur, arr;
+	size_t bytes = 0;
 	bool exhausted = false;
 	int rc = 0;
 
@@ -259,12 +305,10 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 	c = take(r, id, false);
 	if (c == NULL) {
 		pthread_mutex_unlock(&r->lock);
-		bson_destroy(&arr);
 		return terr_set(err, TERR_CURSOR_NOT_FOUND, "cursor id %lld not found", (long long)id);
 	}
 	if (strcmp(c->ns, ns) != 0) {
 		pthread_mutex_unlock(&r->lock);
-		bson_destroy(&arr);
 		return terr_set(err, TERR_UNAUTHORIZED,
 		    "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s",
 		    ns, c->ns);
@@ -272,13 +316,11 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 	if ((c->owner != NULL || owner != NULL) &&
 	    (c->owner == NULL || owner == NULL || strcmp(c->owner, owner) != 0)) {
 		pthread_mutex_unlock(&r->lock);
-		bson_destroy(&arr);
 		return terr_set(err, TERR_UNAUTHORIZED,
 		    "cursor id %lld was not created by the authenticated user", (long long)id);
 	}
 	if (c->busy) {
 		pthread_mutex_unlock(&r->lock);
-		bson_destroy(&arr);
 		return terr_set(err, 20 /* IllegalOperation? mongod: CursorInUse */,
 		    "Cursor already in use (namespace: '%s', id: %lld).", ns, (long long)id);
 	}
@@ -286,11 +328,12 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 	pthread_mutex_unlock(&r->lock);
 
 	src = &c->src;
+	batch_open(reply, "nextBatch", c->last_bytes + c->last_bytes / 8, &cur, &arr);
 	if (src->restore != NULL && src->restore(src->state, s, err) != 0) {
 		rc = -1;
 	} else {
 		rc = fill_batch(src, s, &arr, batch_size > 0 ? batch_size : -1, &c->limit, &c->pending,
-		    &exhausted, deadline_us, err);
+		    &exhausted, &bytes, deadline_us, err);
 		if (rc == 0 && !exhausted && src->save != NULL)
 			rc = src->save(src->state, err);
 	}
@@ -298,17 +341,16 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 	pthread_mutex_lock(&r->lock);
 	c->busy = false;
 	c->last_used_ms = mono_ms();
+	c->last_bytes = bytes;
 	if (rc != 0 || exhausted)
 		take(r, id, true);
 	pthread_mutex_unlock(&r->lock);
 
+	batch_close(reply, &cur, &arr, rc != 0, exhausted ? 0 : id, ns);
 	if (rc != 0) {
 		cursor_destroy(c);
-		bson_destroy(&arr);
 		return -1;
 	}
-	append_cursor_doc(reply, "nextBatch", &arr, exhausted ? 0 : id, ns);
-	bson_destroy(&arr);
 	if (exhausted)
 		cursor_destroy(c);
 	return 0;
