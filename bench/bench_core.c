@@ -25,6 +25,13 @@
  *                       then record table
  *   insert_3_indexes [8] batch inserts with three secondary indexes against
  *                       the same batches with none (alternating)
+ * Two floors: `wiredtiger` stores each document once, keyed by its _id (the
+ * least work that can hold the data); `wiredtiger_layout` does the raw work
+ * of Tamga's own storage layout (DESIGN.md): a record table keyed by an
+ * int64 RecordId plus a unique _id index table (order-preserving _id key ->
+ * RecordId), both written in the same transaction, and a lookup that
+ * searches the index and then the record table.  Scans read one table in
+ * both layouts, so full_scan has the one floor.
  * Writes run in ten chunks per engine, the three engines' order rotating
  * each chunk, each engine's time summed.  Reads run in three rounds after
  * every engine is loaded, the engines' order rotating each round, and the
@@ -382,7 +389,26 @@ typedef struct wt {
 	WT_SESSION *s;
 	WT_CURSOR *c;  /* table:docs */
 	WT_CURSOR *c1; /* table:single */
+	bool layout;   /* Tamga's layout: c, c1 keyed by RecordId, plus ... */
+	WT_CURSOR *ix;  /* table:docs_id: _id key -> RecordId */
+	WT_CURSOR *ix1; /* table:single_id */
+	int64_t next_recid;
 } wt_t;
+
+/* The _id index key of the layout floor: a type byte, the int64 big-endian
+ * with its sign bit flipped (so that byte order is numeric order), an end
+ * byte: 10 bytes, as an order-preserving (KeyString-like) encoding. */
+static size_t
+layout_key(uint8_t out[10], int64_t id)
+{
+	uint64_t u = (uint64_t)id ^ (1ULL << 63);
+
+	out[0] = 0x2b;
+	for (int b = 0; b < 8; b++)
+		out[1 + b] = (uint8_t)(u >> (56 - 8 * b));
+	out[9] = 0x04;
+	return 10;
+}
 
 static void
 wt_check(int rc, const char *what)
@@ -391,8 +417,11 @@ wt_check(int rc, const char *what)
 		die(what, wiredtiger_strerror(rc));
 }
 
+/* A WiredTiger floor in its own folder and connection (Tamga's settings,
+ * 1 GB cache); layout: Tamga's record + _id index tables instead of one
+ * table keyed by _id. */
 static void
-wt_start(const char *dir, wt_t *w)
+wt_start(const char *dir, wt_t *w, bool layout)
 {
 	WT_SESSION *s;
 
@@ -400,20 +429,42 @@ wt_start(const char *dir, wt_t *w)
 	wt_check(wiredtiger_open(dir, NULL, BENCH_WT_CONFIG("1G"), &w->conn), "wt open");
 	wt_check(w->conn->open_session(w->conn, NULL, "isolation=snapshot", &w->s), "session");
 	s = w->s;
+	w->layout = layout;
 	wt_check(s->create(s, "table:single", BENCH_WT_TABLE), "create");
 	wt_check(s->create(s, "table:docs", BENCH_WT_TABLE), "create");
 	wt_check(s->open_cursor(s, "table:single", NULL, "overwrite=false", &w->c1), "cursor");
 	wt_check(s->open_cursor(s, "table:docs", NULL, "overwrite=false", &w->c), "cursor");
+	if (layout) {
+		wt_check(s->create(s, "table:single_id", BENCH_WT_ID_INDEX), "create");
+		wt_check(s->create(s, "table:docs_id", BENCH_WT_ID_INDEX), "create");
+		wt_check(s->open_cursor(s, "table:single_id", NULL, "overwrite=false", &w->ix1), "cursor");
+		wt_check(s->open_cursor(s, "table:docs_id", NULL, "overwrite=false", &w->ix), "cursor");
+	}
+}
+
+static void
+wt_stop(wt_t *w)
+{
+	w->c->close(w->c);
+	w->c1->close(w->c1);
+	if (w->layout) {
+		w->ix->close(w->ix);
+		w->ix1->close(w->ix1);
+	}
+	w->conn->close(w->conn, NULL);
 }
 
 /* documents [from, to): one transaction each into table:single, or
- * transactions of 1000 into table:docs; returns the seconds taken */
+ * transactions of 1000 into table:docs (layout: the record under the next
+ * RecordId, then its _id index entry, in the same transaction); returns the
+ * seconds taken */
 static double
 wt_insert(wt_t *w, bool batch, int64_t from, int64_t to)
 {
 	WT_SESSION *s = w->s;
-	WT_CURSOR *c = batch ? w->c : w->c1;
-	WT_ITEM item;
+	WT_CURSOR *c = batch ? w->c : w->c1, *ix = batch ? w->ix : w->ix1;
+	WT_ITEM item, key;
+	uint8_t kbuf[10];
 	bson_t d;
 	double t0 = now();
 	int64_t i, j, per = batch ? 1000 : 1;
@@ -422,11 +473,23 @@ wt_insert(wt_t *w, bool batch, int64_t from, int64_t to)
 		wt_check(s->begin_transaction(s, NULL), "begin");
 		for (j = 0; j < per && i + j < to; j++) {
 			make_doc(&d, i + j);
-			c->set_key(c, i + j);
 			item.data = bson_get_data(&d);
 			item.size = d.len;
-			c->set_value(c, &item);
-			wt_check(c->insert(c), "insert");
+			if (w->layout) {
+				int64_t rid = ++w->next_recid;
+				c->set_key(c, rid);
+				c->set_value(c, &item);
+				wt_check(c->insert(c), "insert");
+				key.data = kbuf;
+				key.size = layout_key(kbuf, i + j);
+				ix->set_key(ix, &key);
+				ix->set_value(ix, rid);
+				wt_check(ix->insert(ix), "index insert");
+			} else {
+				c->set_key(c, i + j);
+				c->set_value(c, &item);
+				wt_check(c->insert(c), "insert");
+			}
 			bson_destroy(&d);
 		}
 		wt_check(s->commit_transaction(s, NULL), "commit");
@@ -447,7 +510,20 @@ wt_lookup(wt_t *w, int64_t ops, uint64_t seed)
 	rnd_reset(&rg, seed);
 	for (i = 0; i < ops; i++) {
 		bson_t v, *copy;
-		c->set_key(c, rnd(&rg, N));
+		if (w->layout) {
+			WT_ITEM key;
+			uint8_t kbuf[10];
+			int64_t rid;
+			key.data = kbuf;
+			key.size = layout_key(kbuf, rnd(&rg, N));
+			w->ix->set_key(w->ix, &key);
+			wt_check(w->ix->search(w->ix), "index search");
+			wt_check(w->ix->get_value(w->ix, &rid), "index value");
+			w->ix->reset(w->ix);
+			c->set_key(c, rid);
+		} else {
+			c->set_key(c, rnd(&rg, N));
+		}
 		wt_check(c->search(c), "search");
 		wt_check(c->get_value(c, &item), "value");
 		bson_init_static(&v, item.data, item.size);
@@ -774,9 +850,9 @@ int
 main(int argc, char **argv)
 {
 	char path[4096], pg_why[300];
-	result_t t, w, s, p;
+	result_t t, w, l, s, p;
 	tamga_t *tg;
-	wt_t wt = {0};
+	wt_t wt = {0}, wl = {0};
 	sqlite3 *sq;
 	PGconn *pc;
 	int64_t i;
@@ -791,37 +867,44 @@ main(int argc, char **argv)
 		filter_expected += doc_matches_filter(i);
 	init_result(&t);
 	init_result(&w);
+	init_result(&l);
 	init_result(&s);
 	init_result(&p);
 
-	/* writes: all three engines open, CHUNKS chunks each, the engines'
+	/* writes: all four engines open, CHUNKS chunks each, the engines'
 	 * order rotating per chunk, each engine's time summed */
 	snprintf(path, sizeof(path), "%s/tamga", argv[1]);
 	tg = tamga_start(path);
 	snprintf(path, sizeof(path), "%s/wt", argv[1]);
-	wt_start(path, &wt);
+	wt_start(path, &wt, false);
+	snprintf(path, sizeof(path), "%s/wt_layout", argv[1]);
+	wt_start(path, &wl, true);
 	snprintf(path, sizeof(path), "%s/sqlite.db", argv[1]);
 	sq = sq_start(path);
 	for (batch = 0; batch < 2; batch++) {
 		int64_t total = batch ? N : N / 10, from = 0, to;
-		double secs[3] = {0, 0, 0};
+		double secs[4] = {0, 0, 0, 0};
 		for (k = 0; k < CHUNKS; k++, from = to) {
 			to = total * (k + 1) / CHUNKS;
-			for (e = 0; e < 3; e++)
-				switch ((k + e) % 3) {
+			for (e = 0; e < 4; e++)
+				switch ((k + e) % 4) {
 				case 0:
 					secs[0] += tamga_insert(tg, batch, from, to);
 					break;
 				case 1:
 					secs[1] += wt_insert(&wt, batch, from, to);
 					break;
-				default:
+				case 2:
 					secs[2] += sq_insert(sq, batch, from, to);
+					break;
+				default:
+					secs[3] += wt_insert(&wl, batch, from, to);
 				}
 		}
 		*(batch ? &t.insert_batch : &t.insert_single) = (double)total / secs[0];
 		*(batch ? &w.insert_batch : &w.insert_single) = (double)total / secs[1];
 		*(batch ? &s.insert_batch : &s.insert_single) = (double)total / secs[2];
+		*(batch ? &l.insert_batch : &l.insert_single) = (double)total / secs[3];
 	}
 	if ((pc = pg_connect(pg_why, sizeof(pg_why))) != NULL)
 		fprintf(stderr, "bench_core: postgresql COPY of %lld documents: %.0f docs/s\n", (long long)N,
@@ -832,8 +915,8 @@ main(int argc, char **argv)
 	/* reads, in rounds, the engines' order rotating */
 	for (round = 0; round < ROUNDS; round++) {
 		fprintf(stderr, "bench_core: read round %d\n", round + 1);
-		for (k = 0; k < 4; k++)
-			switch ((round + k) % 4) {
+		for (k = 0; k < 5; k++)
+			switch ((round + k) % 5) {
 			case 0:
 				tamga_reads(tg, &t, round);
 				break;
@@ -842,6 +925,9 @@ main(int argc, char **argv)
 				break;
 			case 2:
 				sq_reads(sq, &s, round);
+				break;
+			case 3: /* the layout floor differs from the other one in lookups only */
+				keep_best(&l.lookup, wt_lookup(&wl, N / 5 / ROUNDS, (uint64_t)round + 1));
 				break;
 			default:
 				if (pc != NULL)
@@ -854,9 +940,8 @@ main(int argc, char **argv)
 	tamga_indexes(tg, &t);
 	tamga_close(tg);
 	wt_indexes(&wt, &w);
-	wt.c->close(wt.c);
-	wt.c1->close(wt.c1);
-	wt.conn->close(wt.conn, NULL);
+	wt_stop(&wt);
+	wt_stop(&wl);
 	if (pc != NULL) {
 		pg_indexes(pc, &p);
 		pg_exec(pc, "DROP TABLE docs");
@@ -864,10 +949,13 @@ main(int argc, char **argv)
 	}
 
 	report("insert_single", t.insert_single, "wiredtiger", w.insert_single);
+	report("insert_single", t.insert_single, "wiredtiger_layout", l.insert_single);
 	report("insert_single", t.insert_single, "sqlite", s.insert_single);
 	report("insert_batch", t.insert_batch, "wiredtiger", w.insert_batch);
+	report("insert_batch", t.insert_batch, "wiredtiger_layout", l.insert_batch);
 	report("insert_batch", t.insert_batch, "sqlite", s.insert_batch);
 	report("id_lookup", t.lookup, "wiredtiger", w.lookup);
+	report("id_lookup", t.lookup, "wiredtiger_layout", l.lookup);
 	report("id_lookup", t.lookup, "sqlite", s.lookup);
 	report("full_scan", t.scan, "wiredtiger", w.scan);
 	report("full_scan", t.scan, "sqlite", s.scan);
