@@ -4,14 +4,11 @@
  * A handler asks for a dozen or more optional fields of the same command
  * (find: filter, sort, projection, skip, limit, batchSize, hint, ...); a
  * libbson search per field walks the command each time.  Instead the first
- * lookup indexes the command's top-level fields once (libbson's own
- * iterator, so a malformed command ends the index where bson_iter_find
- * would stop) and the others are a few memcmp.  The index lives in the
- * thread and keeps a copy of the command's bytes: it is used only for the
- * same bytes at the same address, so a command rebuilt in place (a handler
- * reusing a buffer for sub-commands) is indexed again, never misread.
- * Commands over ARGS_COPY bytes (write batches: few lookups, and their
- * documents dominate) are searched with libbson as before.
+ * lookup indexes the command's top-level fields once, into the cmd_t itself
+ * (libbson's own iterator, so a malformed command ends the index where
+ * bson_iter_find would stop), and the others compare a few keys.  The index
+ * belongs to one body: a cmd_t copied for a sub-command with another body
+ * (explain) indexes that body again.
  */
 #include "commands/commands_private.h"
 #include "commands/auth.h"
@@ -20,48 +17,30 @@
 
 #include "bson/value.h"
 
-#define ARGS_MAX 32
-#define ARGS_COPY 1024
-
-typedef struct args_field {
-	const char *key;
-	uint32_t keylen;
-	uint32_t off;
-} args_field_t;
-
-typedef struct args_index {
-	const uint8_t *data;       /* the indexed body's bytes ... */
-	uint32_t len;
-	uint8_t copy[ARGS_COPY];   /* ... and what they were (keys point here) */
-	int n;                     /* -1: too long or too many fields: search with libbson */
-	args_field_t f[ARGS_MAX];
-} args_index_t;
-
-static __thread args_index_t args_ix;
-
-static const args_index_t *
-args_index(const cmd_t *c)
+static const cmd_args_t *
+args_index(cmd_t *c)
 {
-	args_index_t *ix = &args_ix;
+	cmd_args_t *ix = &c->args;
 	const uint8_t *data = bson_get_data(c->body);
 	uint32_t len = c->body->len;
 	bson_iter_t it;
 
-	if (ix->data == data && ix->len == len && (ix->n < 0 || memcmp(ix->copy, data, len) == 0))
+	if (ix->body == c->body && ix->data == data && ix->len == len)
 		return ix;
+	ix->body = c->body;
 	ix->data = data;
 	ix->len = len;
-	ix->n = -1;
-	if (len > ARGS_COPY || !bson_iter_init_from_data(&it, data, len))
-		return ix;
-	memcpy(ix->copy, data, len);
 	ix->n = 0;
+	if (!bson_iter_init_from_data(&it, data, len)) {
+		ix->n = -1;
+		return ix;
+	}
 	while (bson_iter_next(&it)) {
-		if (ix->n == ARGS_MAX) {
+		if (ix->n == CMD_ARGS_MAX) {
 			ix->n = -1;
 			break;
 		}
-		ix->f[ix->n].key = (const char *)ix->copy + (bson_iter_key(&it) - (const char *)data);
+		ix->f[ix->n].key = bson_iter_key(&it);
 		ix->f[ix->n].keylen = bson_iter_key_len(&it);
 		ix->f[ix->n].off = bson_iter_offset(&it);
 		ix->n++;
@@ -71,9 +50,9 @@ args_index(const cmd_t *c)
 
 /* bson_iter_init_find(it, c->body, field), from the index. */
 static bool
-arg_find(const cmd_t *c, const char *field, bson_iter_t *it)
+arg_find(cmd_t *c, const char *field, bson_iter_t *it)
 {
-	const args_index_t *ix = args_index(c);
+	const cmd_args_t *ix = args_index(c);
 	size_t flen;
 
 	if (ix->n < 0)
@@ -114,7 +93,7 @@ in_list(const char *const *list, const char *k)
 int
 cmd_check_fields(cmd_t *c, const char *const *known, terr_t *err)
 {
-	const args_index_t *ix = args_index(c);
+	const cmd_args_t *ix = args_index(c);
 	bson_iter_t it;
 	bool first = true;
 

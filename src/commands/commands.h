@@ -79,6 +79,22 @@ int engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson
 /* ---- for command implementations --------------------------------------- */
 
 /* Everything a handler needs for one command. */
+/* The command's top-level fields, indexed on the first argument lookup
+ * (commands/args.c) so that a handler's dozen lookups do not walk the
+ * command a dozen times.  Private to args.c; valid for `body` only. */
+#define CMD_ARGS_MAX 32
+typedef struct cmd_args {
+	const bson_t *body;        /* the body indexed (NULL: not yet) */
+	const uint8_t *data;       /* its bytes and length when indexed */
+	uint32_t len;
+	int n;                     /* -1: more than CMD_ARGS_MAX fields: search with libbson */
+	struct {
+		const char *key;       /* points into data */
+		uint32_t keylen;
+		uint32_t off;
+	} f[CMD_ARGS_MAX];
+} cmd_args_t;
+
 typedef struct cmd {
 	engine_t *engine;
 	client_t *client;
@@ -88,6 +104,7 @@ typedef struct cmd {
 	bson_iter_t first;         /* iterator on the first element (the command's argument) */
 	int64_t deadline_us;       /* absolute monotonic deadline from maxTimeMS, 0 = none */
 	bson_t *reply;             /* handler appends its fields; ok is added by the dispatcher */
+	cmd_args_t args;           /* args.c's field index; body must not change while in use */
 } cmd_t;
 
 typedef int (*cmd_handler_fn)(cmd_t *c, terr_t *err);

@@ -47,6 +47,10 @@ struct client {
  * (code 2), "Invalid namespace specified '<db>.'" (73). */
 int cmd_collection_arg(cmd_t *c, const char **name, terr_t *err);
 
+/* bson_iter_init_find(it, c->body, field) through the command's field index
+ * (built on the first lookup, kept in c->args): true with *it on the field. */
+bool cmd_find_field(cmd_t *c, const char *field, bson_iter_t *it);
+
 /* Type check for an optional field: returns 0 with *found false when absent,
  * code 14 TypeMismatch "BSON field '<cmd>.<field>' is the wrong type '<t>',
  * expected type '<want>'" when present with another type. */

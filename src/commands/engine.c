@@ -173,12 +173,6 @@ cmd_check_deadline(const cmd_t *c, terr_t *err)
 	return false;
 }
 
-/* args.c: bson_iter_init_find on c->body through the command's field
- * index (built once per command, reused by the handler's argument reads).
- * TODO(lead): move this prototype to commands_private.h with the other
- * argument helpers so handlers can use it instead of bson_iter_init_find. */
-bool cmd_find_field(cmd_t *c, const char *field, bson_iter_t *it);
-
 /* maxTimeMS: a non-negative integral number; mongod's messages. */
 static int
 parse_max_time(cmd_t *c, terr_t *err)

@@ -1226,12 +1226,15 @@ int
 plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc,
                       terr_t *err)
 {
+	recid_t own;
 	int rc;
 
 	if (x->coll == NULL)
 		return 0;
 	if (x->trial_pending && trial_run(x, s, err) != 0)
 		return -1;
+	if (recid == NULL)
+		recid = &own;   /* the index paths need it; a collection scan is told not to read it */
 	if (x->access == ACCESS_ID) {
 		if (x->id_done)
 			return 0;
@@ -1257,7 +1260,7 @@ plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson
 	for (;;) {
 		if (x->work_limit > 0 && x->stats.docs_examined >= x->work_limit)
 			return 2;
-		rc = storage_cursor_next(x->cur, recid, doc, NULL, NULL, err);
+		rc = storage_cursor_next(x->cur, recid == &own ? NULL : recid, doc, NULL, NULL, err);
 		if (rc <= 0) {
 			if (rc == 0) {
 				x->scan_done = true;
@@ -1309,7 +1312,6 @@ fill_sorter(plan_exec_t *x, storage_session_t *s, terr_t *err)
 int
 plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
 {
-	recid_t recid;
 	int rc;
 
 	if (x->trial_pending && x->coll != NULL && trial_run(x, s, err) != 0)
@@ -1326,7 +1328,7 @@ plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
 			bson_init_static(doc, bson_get_data(next), next->len);
 			rc = 1;
 		} else {
-			rc = plan_exec_next_record(x, s, &recid, doc, err);
+			rc = plan_exec_next_record(x, s, NULL, doc, err);
 		}
 		if (rc <= 0)
 			return rc;

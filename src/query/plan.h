@@ -85,7 +85,9 @@ int plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err);
 int plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err);
 
 /* Next matching stored document with its RecordId, ignoring sort, skip,
- * limit and projection: what delete and update iterate over. */
+ * limit and projection: what delete and update iterate over.  recid may be
+ * NULL when the caller does not need it (a collection scan then skips
+ * reading it). */
 int plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc,
                           terr_t *err);
 

@@ -10,6 +10,11 @@
  * after the position are seen.  A restore after the collection (or the
  * index) was dropped fails with 175 QueryPlanKilled.
  *
+ * A collection scan asked for documents only does not read each RecordId
+ * (a WiredTiger get_key per document): it reads the one it stands on when
+ * it must, before its WiredTiger cursor is saved, closed, or reset by a
+ * commit or rollback on its session (storage_cursor_settle).
+ *
  * Not here: filtering, sorting, fetching documents for index entries (the
  * caller uses storage_doc_get).
  */
@@ -38,7 +43,8 @@ struct storage_cursor {
 	bool backward;
 	enum cur_state state;
 	uint64_t epoch;                /* s->txn_epoch when last positioned */
-	recid_t last_recid;
+	recid_t last_recid;            /* valid unless key_lazy */
+	bool key_lazy;                 /* scan: positioned, RecordId not read yet (s->lazy_key) */
 	bytes_t last_key;              /* index scans: the last full key returned */
 	bytes_t last_tb;               /* ... and its type bits, once read */
 	bool tb_read;
@@ -81,6 +87,35 @@ key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 	if (c != 0)
 		return c;
 	return alen < blen ? -1 : alen > blen ? 1 : 0;
+}
+
+/* Read the RecordId a lazy scan stands on.  Should WiredTiger fail to give
+ * it, key_lazy stays set and the next repositioning fails with an error
+ * instead of guessing a place. */
+static void
+settle(storage_cursor_t *cur)
+{
+	int64_t rid;
+
+	if (cur->s != NULL && cur->s->lazy_key == cur)
+		cur->s->lazy_key = NULL;
+	if (!cur->key_lazy)
+		return;
+	if (cur->state != CUR_POSITIONED) {
+		cur->key_lazy = false;
+		return;
+	}
+	if (cur->wc != NULL && cur->wc->get_key(cur->wc, &rid) == 0) {
+		cur->last_recid = rid;
+		cur->key_lazy = false;
+	}
+}
+
+void
+storage_cursor_settle(storage_session_t *s)
+{
+	if (s->lazy_key != NULL)
+		settle(s->lazy_key);
 }
 
 static int
@@ -241,9 +276,12 @@ storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
 	if (cur->s == NULL || wc == NULL)
 		return terr_set(err, TERR_INTERNAL_ERROR, "storage cursor used while saved");
 	/* A commit or rollback on the session resets its WiredTiger cursors:
-	 * find our place again instead of starting over. */
+	 * find our place again instead of starting over (the commit settled
+	 * our RecordId first). */
 	if (cur->state == CUR_POSITIONED && cur->epoch != cur->s->txn_epoch)
 		cur->state = CUR_REPOSITION;
+	if (cur->state == CUR_REPOSITION && cur->key_lazy)
+		return terr_set(err, TERR_INTERNAL_ERROR, "scan lost its position");
 	cur->epoch = cur->s->txn_epoch;
 
 	switch (cur->state) {
@@ -273,16 +311,29 @@ storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
 			return storage_wt_err(ret, "scan", err);
 		cur->state = CUR_POSITIONED;
 		if (cur->ix == NULL) {
-			int64_t rid;
-			if ((ret = wc->get_key(wc, &rid)) != 0 || (ret = wc->get_value(wc, &v)) != 0)
-				return storage_wt_err(ret, "scan", err);
-			cur->last_recid = rid;
-			bytes_set(&cur->doc, v.data, v.size);
-			if (recid != NULL)
+			int64_t rid = 0;
+			if (recid != NULL) {
+				if ((ret = wc->get_key(wc, &rid)) != 0)
+					return storage_wt_err(ret, "scan", err);
+				cur->last_recid = rid;
 				*recid = rid;
+				if (cur->key_lazy) {
+					cur->key_lazy = false;
+					if (cur->s->lazy_key == cur)
+						cur->s->lazy_key = NULL;
+				}
+			} else if (!cur->key_lazy) {
+				/* one lazy scan per session: the previous one settles */
+				if (cur->s->lazy_key != NULL)
+					settle(cur->s->lazy_key);
+				cur->key_lazy = true;
+				cur->s->lazy_key = cur;
+			}
+			if ((ret = wc->get_value(wc, &v)) != 0)
+				return storage_wt_err(ret, "scan", err);
+			bytes_set(&cur->doc, v.data, v.size);
 			if (doc != NULL && !bson_init_static(doc, cur->doc.data, cur->doc.len))
-				return terr_set(err, TERR_INTERNAL_ERROR, "corrupt record %" PRId64 " in %s",
-				    rid, cur->c->ns);
+				return terr_set(err, TERR_INTERNAL_ERROR, "corrupt record in %s", cur->c->ns);
 			return 1;
 		}
 		if ((ret = wc->get_key(wc, &k)) != 0)
@@ -352,6 +403,7 @@ storage_cursor_typebits(storage_cursor_t *cur, const uint8_t **tb, size_t *tb_le
 int
 storage_cursor_save(storage_cursor_t *cur, terr_t *err)
 {
+	settle(cur);
 	if (cur->wc != NULL) {
 		cur->wc->close(cur->wc);
 		cur->wc = NULL;
@@ -398,6 +450,8 @@ storage_cursor_close(storage_cursor_t *cur)
 {
 	if (cur == NULL)
 		return;
+	if (cur->s != NULL && cur->s->lazy_key == cur)
+		cur->s->lazy_key = NULL;
 	if (cur->wc != NULL)
 		cur->wc->close(cur->wc);
 	storage_coll_release(cur->c);

@@ -466,6 +466,7 @@ storage_session_pool_put(storage_t *st, storage_session_t *s)
 	 * cached cursors are already reset; WiredTiger's reset (which also
 	 * sweeps its own cursor cache) costs more than a small command, so it
 	 * runs every POOL_RESET_EVERY returns. */
+	storage_cursor_settle(s);
 	if (++s->pool_puts % POOL_RESET_EVERY == 0)
 		s->ws->reset(s->ws);
 	pthread_mutex_lock(&st->pool_lock);
@@ -532,6 +533,7 @@ storage_txn_commit(storage_session_t *s, bool sync, terr_t *err)
 		return terr_set(err, TERR_INTERNAL_ERROR,
 		    "storage transaction failed earlier and was rolled back");
 	}
+	storage_cursor_settle(s);
 	ret = s->ws->commit_transaction(s->ws, sync && !s->st->in_memory ? "sync=on" : NULL);
 	s->in_txn = false;
 	s->txn_epoch++;
@@ -555,6 +557,7 @@ storage_txn_rollback(storage_session_t *s)
 {
 	if (!s->in_txn)
 		return;
+	storage_cursor_settle(s);
 	s->ws->rollback_transaction(s->ws, NULL);
 	s->in_txn = false;
 	s->txn_epoch++;

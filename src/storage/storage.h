@@ -348,7 +348,10 @@ int storage_index_scan_open(storage_session_t *s, storage_coll_t *c, const stora
 /*
  * Advance.  Returns 1 with *recid (and for scans the document view in *doc,
  * valid until the next call; for index scans the key bytes in *key and *key_len
- * and doc untouched), 0 at the end, -1 with err on failure.
+ * and doc untouched), 0 at the end, -1 with err on failure.  recid may be
+ * NULL: a collection scan then reads the RecordId only when it must (before
+ * a save, or a commit or rollback on its session), which saves a WiredTiger
+ * get_key per document.
  */
 int storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
                         const uint8_t **key, size_t *key_len, terr_t *err);

@@ -96,6 +96,10 @@ struct storage_session {
 	bool in_txn;
 	bool txn_failed;           /* an operation failed: only rollback is allowed */
 	uint64_t txn_epoch;        /* bumped when a commit/rollback resets WT cursors */
+	/* The collection scan that has not read its current RecordId yet
+	 * (cursor.c: storage_cursor_next without recid); it reads it before
+	 * anything resets its WiredTiger cursor (storage_cursor_settle). */
+	struct storage_cursor *lazy_key;
 	uint8_t *buf;              /* document views returned by doc_get/find_id */
 	size_t buf_cap;
 	txn_delta_t *deltas;
@@ -179,6 +183,10 @@ struct storage {
 int storage_wt_err(int ret, const char *what, terr_t *err);
 /* Fail unless s has an open, usable transaction. */
 int storage_require_txn(storage_session_t *s, terr_t *err);
+/* cursor.c: the session's lazy-key scan (s->lazy_key), if any, reads its
+ * current RecordId now, while its WiredTiger cursor is still positioned;
+ * called before a commit, rollback or reset of the session. */
+void storage_cursor_settle(storage_session_t *s);
 /* Mark the transaction failed after an error inside it. */
 int storage_txn_fail(storage_session_t *s, int rc);
 /* Take rt's gate shared for the rest of the open transaction (once). */
