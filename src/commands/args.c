@@ -21,12 +21,13 @@ static const cmd_args_t *
 args_index(cmd_t *c)
 {
 	cmd_args_t *ix = &c->args;
-	const uint8_t *data = bson_get_data(c->body);
+	const uint8_t *data;
 	uint32_t len = c->body->len;
 	bson_iter_t it;
 
-	if (ix->body == c->body && ix->data == data && ix->len == len)
+	if (ix->body == c->body && ix->len == len)
 		return ix;
+	data = bson_get_data(c->body);
 	ix->body = c->body;
 	ix->data = data;
 	ix->len = len;
@@ -135,7 +136,17 @@ cmd_cursor_owner(cmd_t *c, char buf[256])
 void
 cmd_ns(char *buf, size_t len, const char *db, const char *coll)
 {
-	snprintf(buf, len, "%s.%s", db, coll);
+	size_t dl = strlen(db), cl = strlen(coll);
+
+	if (len == 0)
+		return;
+	if (dl + 1 + cl >= len) {       /* too long: truncated, as snprintf would */
+		snprintf(buf, len, "%s.%s", db, coll);
+		return;
+	}
+	memcpy(buf, db, dl);
+	buf[dl] = '.';
+	memcpy(buf + dl + 1, coll, cl + 1);
 }
 
 int

@@ -339,6 +339,7 @@ auth_client_get(client_t *cl)
 	ac->next = buckets[b];
 	buckets[b] = ac;
 	pthread_rwlock_unlock(&clients_lock);
+	cl->has_auth = true;
 	return ac;
 }
 
@@ -348,6 +349,8 @@ auth_client_peek(client_t *cl)
 	unsigned b = bucket_of(cl);
 	auth_client_t *ac;
 
+	if (!cl->has_auth)
+		return NULL;   /* never authenticated: no lock, no lookup */
 	pthread_rwlock_rdlock(&clients_lock);
 	for (ac = buckets[b]; ac != NULL; ac = ac->next)
 		if (ac->cl == cl)
@@ -374,7 +377,7 @@ auth_client_forget(client_t *cl)
 	unsigned b;
 	auth_client_t **pp, *ac = NULL;
 
-	if (cl == NULL)
+	if (cl == NULL || !cl->has_auth)
 		return;
 	b = bucket_of(cl);
 	pthread_rwlock_wrlock(&clients_lock);

@@ -291,7 +291,8 @@ cmd_collation_type_check(cmd_t *c, const bson_t *holder, terr_t *err)
 {
 	bson_iter_t it;
 
-	if (bson_iter_init_find(&it, holder, "collation") && !BSON_ITER_HOLDS_DOCUMENT(&it))
+	if ((holder == c->body ? cmd_find_field(c, "collation", &it) : bson_iter_init_find(&it, holder, "collation")) &&
+	    !BSON_ITER_HOLDS_DOCUMENT(&it))
 		return terr_set(err, TERR_TYPE_MISMATCH,
 		    "BSON field '%s.collation' is the wrong type '%s', expected type 'object'", c->name,
 		    bv_type_name(bson_iter_type(&it)));
@@ -314,9 +315,9 @@ cmd_collation(cmd_t *c, const bson_t *holder, const storage_coll_t *coll, const 
 /* The hint to hand to the executor (borrowed from it, valid while it lives):
  * NULL when absent or {}. */
 static const bson_value_t *
-hint_for_plan(const bson_t *holder, bson_iter_t *it)
+hint_for_plan(cmd_t *c, const bson_t *holder, bson_iter_t *it)
 {
-	if (!bson_iter_init_find(it, holder, "hint"))
+	if (!(holder == c->body ? cmd_find_field(c, "hint", it) : bson_iter_init_find(it, holder, "hint")))
 		return NULL;
 	if (BSON_ITER_HOLDS_DOCUMENT(it)) {
 		bson_iter_t sub;
@@ -333,7 +334,7 @@ cmd_check_hint(cmd_t *c, const bson_t *holder, storage_coll_t *coll, terr_t *err
 	bson_iter_t it;
 	int i;
 
-	if (!bson_iter_init_find(&it, holder, "hint"))
+	if (!(holder == c->body ? cmd_find_field(c, "hint", &it) : bson_iter_init_find(&it, holder, "hint")))
 		return 0;
 	if (BSON_ITER_HOLDS_UTF8(&it)) {
 		const char *name = bson_iter_utf8(&it, NULL);
@@ -459,7 +460,7 @@ CMD_HANDLER(cmd_find)
 	req.let = has_let ? &let : NULL;
 	{
 		bson_iter_t hint_it;
-		req.hint = hint_for_plan(c->body, &hint_it);
+		req.hint = hint_for_plan(c, c->body, &hint_it);
 		ret = plan_exec_new(&req, &x, err);
 	}
 	req.coll = NULL;
@@ -797,7 +798,7 @@ CMD_HANDLER(cmd_count)
 		req.count = true;
 		{
 		bson_iter_t hint_it;
-		req.hint = hint_for_plan(c->body, &hint_it);
+		req.hint = hint_for_plan(c, c->body, &hint_it);
 		ret = plan_exec_new(&req, &x, err);
 	}
 		req.coll = NULL;
@@ -904,7 +905,7 @@ CMD_HANDLER(cmd_distinct)
 	{
 		bson_iter_t hint_it;
 		req.distinct_key = key;
-		req.hint = hint_for_plan(c->body, &hint_it);
+		req.hint = hint_for_plan(c, c->body, &hint_it);
 		ret = plan_exec_new(&req, &x, err);
 	}
 	req.coll = NULL;

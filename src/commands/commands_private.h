@@ -38,6 +38,7 @@ struct client {
 	uint8_t lsid_seen[16];
 	int64_t lsid_seen_ms;
 	uint64_t lsid_seen_gen;
+	bool has_auth;                   /* the auth layer keeps state for it (auth_client_get) */
 };
 
 /* ---- argument helpers (mongod IDL messages) ------------------------------ */

@@ -187,8 +187,9 @@ fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batc
  * The batch is written straight into the reply ({cursor: {firstBatch: [
  * opened here, closed by batch_close), so each document is copied once, from
  * the source into the reply.  An empty reply first gets room for about
- * `expect` bytes, so that a batch as large as the cursor's previous one does
- * not grow the buffer (and copy it) a dozen times on the way.
+ * `expect` bytes (a first batch: 1 KiB, past libbson's inline 120 bytes; a
+ * getMore: the previous batch's size), so that the batch does not grow the
+ * buffer (and copy it) a dozen times on the way.
  */
 static void
 batch_open(bson_t *reply, const char *batch_name, size_t expect, bson_t *cur, bson_t *arr)
@@ -231,7 +232,7 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		bs = -1;	/* singleBatch without batchSize: everything up to 16 MiB */
 	if (limit > 0 && (bs < 0 || bs > limit))
 		bs = limit;
-	batch_open(reply, "firstBatch", 0, &cur, &arr);
+	batch_open(reply, "firstBatch", 1024, &cur, &arr);
 	if (fill_batch(src, s, &arr, bs, &limit, &pending, &exhausted, &bytes, 0, err) != 0) {
 		batch_close(reply, &cur, &arr, true, 0, ns);
 		if (pending)

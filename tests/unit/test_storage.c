@@ -997,6 +997,58 @@ test_scans_save_restore(void)
 		storage_coll_release(other);
 	}
 
+	/* without recid (the scan reads each RecordId only when it must): two
+	 * scans of the same collection on one session, both saved, restored on
+	 * the other session and kept across commits there, in both directions */
+	{
+		storage_coll_t *other = NULL;
+		storage_cursor_t *cur2 = NULL;
+		int n2 = 0, last2 = 1000;
+		TT_EQ_INT(storage_coll_get(st, "d", "other", &other, &err), 0);
+		TT_EQ_INT(storage_scan_open(s1, c, false, &cur, &err), 0);
+		TT_EQ_INT(storage_scan_open(s1, c, true, &cur2, &err), 0);
+		n = 0;
+		last = 0;
+		for (int round = 0; round < 200; round++) {
+			int rc1 = storage_cursor_next(cur, NULL, &doc, NULL, NULL, &err);
+			char json[64];
+			TT_ASSERT(rc1 >= 0);
+			if (rc1 == 1) {
+				TT_ASSERT(doc_i(&doc) > last);
+				last = doc_i(&doc);
+				n++;
+			}
+			rc1 = storage_cursor_next(cur2, NULL, &doc, NULL, NULL, &err);
+			TT_ASSERT(rc1 >= 0);
+			if (rc1 == 1) {
+				TT_ASSERT(doc_i(&doc) < last2);
+				last2 = doc_i(&doc);
+				n2++;
+			}
+			if (round % 5 == 1) {   /* a commit on the scans' session */
+				snprintf(json, sizeof(json), "{\"_id\": %d}", 1000 + round);
+				TT_EQ_INT(insert_json(round <= 17 ? s1 : s2, other, json, NULL, &err), 0);
+			}
+			if (round == 17) {      /* both saved, continued on s2 */
+				TT_EQ_INT(storage_cursor_save(cur, &err), 0);
+				TT_EQ_INT(storage_cursor_save(cur2, &err), 0);
+				TT_EQ_INT(storage_cursor_restore(cur, s2, &err), 0);
+				TT_EQ_INT(storage_cursor_restore(cur2, s2, &err), 0);
+			}
+			if (round > 17 && round % 5 == 3) {
+				snprintf(json, sizeof(json), "{\"_id\": %d}", 2000 + round);
+				TT_EQ_INT(insert_json(s2, other, json, NULL, &err), 0);
+			}
+		}
+		TT_EQ_INT(n, 100 - 11 - 1 - 1 - 2);
+		TT_EQ_INT(n2, 100 - 11 - 1 - 1 - 2);
+		TT_EQ_INT(last, 100);
+		TT_EQ_INT(last2, 1);
+		storage_cursor_close(cur);
+		storage_cursor_close(cur2);
+		storage_coll_release(other);
+	}
+
 	/* a saved cursor on a dropped collection cannot come back */
 	TT_EQ_INT(storage_scan_open(s1, c, false, &cur, &err), 0);
 	TT_EQ_INT(storage_cursor_next(cur, &rid, &doc, NULL, NULL, &err), 1);
