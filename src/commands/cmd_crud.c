@@ -49,7 +49,7 @@ write_insert_one(cmd_t *c, storage_session_t *s, storage_coll_t *coll, const bso
 
 	(void)c;
 	bson_init(&prepared[0]);
-	ret = write_prepare_doc(doc, &prepared[0], err);
+	ret = write_prepare_doc_view(doc, &prepared[0], err);
 	if (ret == 0)
 		ret = validation_check_write(coll, &prepared[0], NULL, bypass, &vr, err);
 	if (ret == 0) {
@@ -107,6 +107,11 @@ CMD_HANDLER(cmd_insert)
 	insert_batch_t b;
 	insert_errors_t ie = {0};
 	terr_t e = TERR_INIT;
+	/* small batches (single inserts above all) need no allocation */
+	enum { LOCAL = 4 };
+	bson_t local_docs[LOCAL];
+	int local_orig[LOCAL], local_index[LOCAL];
+	terr_t local_errs[LOCAL];
 
 	ERR(write_batch_args(c, insert_fields, "documents", &w, err));
 	name = w.coll;
@@ -142,10 +147,18 @@ CMD_HANDLER(cmd_insert)
 		goto err;
 	}
 
-	docs = tm_bson_array_new((size_t)ndocs);
-	orig_index = bson_malloc0(sizeof(int) * (size_t)ndocs);
-	ie.index = bson_malloc0(sizeof(int) * (size_t)ndocs);
-	ie.errs = bson_malloc0(sizeof(terr_t) * (size_t)ndocs);
+	if (ndocs <= LOCAL) {
+		docs = local_docs;
+		orig_index = local_orig;
+		ie.index = local_index;
+		ie.errs = local_errs;
+		memset(local_errs, 0, sizeof(local_errs));
+	} else {
+		docs = tm_bson_array_new((size_t)ndocs);
+		orig_index = bson_malloc0(sizeof(int) * (size_t)ndocs);
+		ie.index = bson_malloc0(sizeof(int) * (size_t)ndocs);
+		ie.errs = bson_malloc0(sizeof(terr_t) * (size_t)ndocs);
+	}
 	bson_iter_init(&it, &w.stmts);
 	for (i = 0; bson_iter_next(&it); i++) {
 		const uint8_t *data;
@@ -156,7 +169,7 @@ CMD_HANDLER(cmd_insert)
 		bson_iter_document(&it, &len, &data);
 		bson_init_static(&d, data, len);
 		bson_init(&docs[nprep]);
-		if (write_prepare_doc(&d, &docs[nprep], &e) != 0 ||
+		if (write_prepare_doc_view(&d, &docs[nprep], &e) != 0 ||
 		    validation_check_write(coll, &docs[nprep], NULL, bypass, &vr, &e) != 0) {
 			bson_destroy(&docs[nprep]);
 			insert_error_add(&ie, i, &e);
@@ -226,13 +239,15 @@ err:
 	if (docs != NULL) {
 		for (i = 0; i < nprep; i++)
 			bson_destroy(&docs[i]);
-		bson_free(docs);
 	}
 	for (i = 0; i < ie.n; i++)
 		terr_clear(&ie.errs[i]);
-	bson_free(ie.index);
-	bson_free(ie.errs);
-	bson_free(orig_index);
+	if (docs != local_docs) {
+		bson_free(docs);
+		bson_free(ie.index);
+		bson_free(ie.errs);
+		bson_free(orig_index);
+	}
 	bson_destroy(&write_errors);
 	terr_clear(&e);
 	if (coll != NULL)

@@ -198,8 +198,10 @@ write_check_stored_doc(const bson_t *doc, terr_t *err)
 	return check_size_depth(doc, err);
 }
 
-int
-write_prepare_doc(const bson_t *doc, bson_t *out, terr_t *err)
+/* Both forms below: out is a copy, or (view) doc's own bytes when it is
+ * already in stored form. */
+static int
+prepare_doc(const bson_t *doc, bson_t *out, bool view, terr_t *err)
 {
 	bson_iter_t it;
 	bool has_id = false, id_first = false, first = true;
@@ -207,7 +209,7 @@ write_prepare_doc(const bson_t *doc, bson_t *out, terr_t *err)
 	if (!bson_iter_init(&it, doc))
 		return terr_set(err, TERR_INVALID_BSON, "invalid BSON document");
 	while (bson_iter_next(&it)) {
-		if (strcmp(bson_iter_key(&it), "_id") == 0) {
+		if (bson_iter_key_len(&it) == 3 && memcmp(bson_iter_key(&it), "_id", 3) == 0) {
 			if (has_id)
 				return terr_set(err, TERR_BAD_VALUE, "can't have multiple _id fields in one document");
 			has_id = true;
@@ -216,7 +218,10 @@ write_prepare_doc(const bson_t *doc, bson_t *out, terr_t *err)
 		}
 		first = false;
 	}
-	if (has_id && id_first) {
+	if (has_id && id_first && view) {
+		bson_destroy(out);   /* an empty initialised bson_t: nothing to lose */
+		bson_init_static(out, bson_get_data(doc), doc->len);
+	} else if (has_id && id_first) {
 		bson_concat(out, doc);
 	} else {
 		if (has_id) {
@@ -236,12 +241,24 @@ write_prepare_doc(const bson_t *doc, bson_t *out, terr_t *err)
 	return check_size_depth(out, err);
 }
 
+int
+write_prepare_doc(const bson_t *doc, bson_t *out, terr_t *err)
+{
+	return prepare_doc(doc, out, false, err);
+}
+
+int
+write_prepare_doc_view(const bson_t *doc, bson_t *out, terr_t *err)
+{
+	return prepare_doc(doc, out, true, err);
+}
+
 bool
-write_concern_sync(const cmd_t *c)
+write_concern_sync(cmd_t *c)
 {
 	bson_iter_t it, wc;
 
-	if (!bson_iter_init_find(&it, c->body, "writeConcern") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
+	if (!cmd_find_field(c, "writeConcern", &it) || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
 	    !bson_iter_recurse(&it, &wc))
 		return false;
 	while (bson_iter_next(&wc)) {

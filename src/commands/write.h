@@ -30,13 +30,18 @@ int write_get_or_create_coll_in(cmd_t *c, const char *db, const char *name, stor
  * document: _id not an array/regex/undefined (53 InvalidIdField), nesting
  * depth, 16 MiB (10334). */
 int write_prepare_doc(const bson_t *doc, bson_t *out, terr_t *err);
+/* The same, without the copy when doc is already in stored form (_id first
+ * and valid): out then becomes a read-only view of doc's bytes, valid while
+ * doc is (no appending to it).  The caller destroys out either way.  What
+ * insert uses: most documents come with their _id first, or without one. */
+int write_prepare_doc_view(const bson_t *doc, bson_t *out, terr_t *err);
 
 /* Check the same rules for a document produced by an update/replacement
  * (its _id is already first when it came from a stored document). */
 int write_check_stored_doc(const bson_t *doc, terr_t *err);
 
 /* writeConcern: {j: true} or {w: "majority"|n, j} -> sync the journal on commit. */
-bool write_concern_sync(const cmd_t *c);
+bool write_concern_sync(cmd_t *c);
 
 /* ordered (default true), bypassDocumentValidation (default false). */
 int write_common_flags(cmd_t *c, bool *ordered, bool *bypass, terr_t *err);
