@@ -414,6 +414,8 @@ CMD_HANDLER(cmd_find)
 	cursor_opts_t copts;
 	cursor_source_t src;
 	storage_session_t *s;
+	bson_iter_t hint_it;
+	bson_value_t id_point;
 	char ns[512];
 	int ret = -1;
 
@@ -464,7 +466,13 @@ CMD_HANDLER(cmd_find)
 	ERR(cmd_check_hint(c, c->body, req.coll, err));
 	if (has_let)
 		mo.let = &let;
-	if (has_filter)
+	req.hint = hint_for_plan(c, c->body, &hint_it);
+	/* {_id: <number, ObjectId, ...>} alone: the _id point lookup needs no
+	 * compiled filter (mongod's express path) */
+	if (has_filter && !has_let && !has_sort && !has_proj && !has_min && !has_max && req.hint == NULL &&
+	    plan_filter_id_point(&filter, &id_point))
+		req.id_point = &id_point;
+	else if (has_filter)
 		ERR(match_compile(&filter, &mo, &req.match, err));
 	req.sort = has_sort ? &sort : NULL;
 	req.projection = has_proj ? &proj : NULL;
@@ -473,11 +481,7 @@ CMD_HANDLER(cmd_find)
 	req.max = has_max ? &max_doc : NULL;
 	req.spill_dir = c->engine->tmp_dir;
 	req.let = has_let ? &let : NULL;
-	{
-		bson_iter_t hint_it;
-		req.hint = hint_for_plan(c, c->body, &hint_it);
-		ret = plan_exec_new(&req, &x, err);
-	}
+	ret = plan_exec_new(&req, &x, err);
 	req.coll = NULL;
 	req.match = NULL;
 	if (ret != 0)

@@ -86,8 +86,10 @@ struct plan_exec {
 	bool backward;
 	bool borrowed;                 /* coll and match are not ours to free */
 	access_t access;
-	const bson_value_t *id;        /* ACCESS_ID: borrowed from match */
+	const bson_value_t *id;        /* ACCESS_ID: borrowed from match, or id_copy */
 	bool id_done;
+	bool id_check;                 /* no match: check the found _id against id_copy */
+	bson_value_t id_copy;
 	storage_cursor_t *cur;         /* ACCESS_SCAN, ACCESS_IXSCAN */
 	bool scan_done;
 	planner_solution_t *sol;       /* ACCESS_IXSCAN (owned) */
@@ -712,6 +714,17 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 			x->access = ACCESS_IXSCAN;
 			x->stats.stage = "IXSCAN";
 		}
+	} else if (req->id_point != NULL) {
+		if (x->match != NULL || backward || req->hint != NULL || req->count || x->sort != NULL ||
+		    !id_lookup_collation_ok(x->coll, req->id_point, req->collation)) {
+			plan_exec_free(x);
+			return terr_set(err, TERR_INTERNAL_ERROR, "an _id point request with other query parts");
+		}
+		bson_value_copy(req->id_point, &x->id_copy);
+		x->id = &x->id_copy;
+		x->id_check = true;
+		x->access = ACCESS_ID;
+		x->stats.stage = "EXPRESS_IXSCAN";
 	} else if (x->match != NULL && !backward && req->hint == NULL && !req->count && match_is_id_point(x->match, &x->id) &&
 	           id_lookup_collation_ok(x->coll, x->id, req->collation)) {
 		x->access = ACCESS_ID;
@@ -790,6 +803,32 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 	}
 	*out = x;
 	return 0;
+}
+
+bool
+plan_filter_id_point(const bson_t *filter, bson_value_t *v)
+{
+	bson_iter_t it;
+
+	if (!bson_iter_init(&it, filter) || !bson_iter_next(&it) || bson_iter_key_len(&it) != 3 ||
+	    memcmp(bson_iter_key(&it), "_id", 3) != 0)
+		return false;
+	switch (bson_iter_type(&it)) {
+	case BSON_TYPE_INT32:
+	case BSON_TYPE_INT64:
+	case BSON_TYPE_DOUBLE:
+	case BSON_TYPE_DECIMAL128:
+	case BSON_TYPE_OID:
+	case BSON_TYPE_BOOL:
+	case BSON_TYPE_DATE_TIME:
+	case BSON_TYPE_TIMESTAMP:
+	case BSON_TYPE_BINARY:
+		break;
+	default:
+		return false;
+	}
+	*v = *bson_iter_value(&it);
+	return !bson_iter_next(&it);
 }
 
 void
@@ -1246,7 +1285,13 @@ plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson
 		if (rc == 1)
 			return 0;
 		x->stats.docs_examined++;
-		rc = x->match == NULL ? 1 : match_exec(x->match, doc, NULL, err);
+		if (x->id_check) {
+			bson_iter_t it;
+			rc = bson_iter_init(&it, doc) && bson_iter_next(&it) && strcmp(bson_iter_key(&it), "_id") == 0 &&
+			    bv_equal(bson_iter_value(&it), x->id);
+		} else {
+			rc = x->match == NULL ? 1 : match_exec(x->match, doc, NULL, err);
+		}
 		if (rc == 1)
 			x->stats.access_returned++;
 		return rc;
@@ -1401,6 +1446,8 @@ plan_exec_free(plan_exec_t *x)
 	projection_free(x->proj);
 	lazy_doc_free(x->proj_out);
 	lazy_doc_free(x->covered_doc);
+	if (x->id_check)
+		bson_value_destroy(&x->id_copy);
 	if (x->coll != NULL && !x->borrowed)
 		storage_coll_release(x->coll);
 	bson_free(x);

@@ -74,7 +74,20 @@ typedef struct plan_request {
 	 * with (see planner_plan).  The match_t must have been compiled with
 	 * the same one. */
 	const coll_t *collation;
+	/* The whole filter is {_id: *id_point} (plan_filter_id_point said so):
+	 * the _id point lookup (EXPRESS_IXSCAN) without a compiled filter, the
+	 * document it finds checked with the _id comparison (bv_equal) instead.
+	 * match must be NULL, and sort, hint, min/max and count absent; any
+	 * collation (the values it takes hold no string).  Borrowed during
+	 * plan_exec_new (copied). */
+	const bson_value_t *id_point;
 } plan_request_t;
+
+/* Is filter exactly {_id: v}, for a v whose equality the _id index answers
+ * alone: a number, ObjectId, bool, date, timestamp or binData (not a string,
+ * whose equality depends on a collation; not a document, array, regex or
+ * null, which the general match handles)?  Then *v is a view into filter. */
+bool plan_filter_id_point(const bson_t *filter, bson_value_t *v);
 
 /* Build the runtime.  Errors come from compiling sort/projection (MongoDB's
  * codes).  On success *out is owned by the caller (plan_exec_free). */

@@ -153,6 +153,88 @@ test_insert_find(void)
 	tt_free_reply(r);
 }
 
+/* find {_id: v}: the point lookup without a compiled filter answers as the
+ * general path does: numbers equal across types, other scalar types, no
+ * match, skip/limit, an empty first batch then getMore, and the values it
+ * leaves to the general path (strings, documents, operators). */
+static void
+test_find_id_point(void)
+{
+	static const struct {
+		const char *filter_and_options;
+		const char *reply;
+	} cases[] = {
+		{"\"filter\": {\"_id\": 1}", "[ { \"_id\" : 1.0, \"t\" : \"double\" } ]"},
+		{"\"filter\": {\"_id\": {\"$numberLong\": \"2\"}}", "[ { \"_id\" : 2, \"t\" : \"int\" } ]"},
+		{"\"filter\": {\"_id\": {\"$numberDecimal\": \"2.0\"}}", "[ { \"_id\" : 2, \"t\" : \"int\" } ]"},
+		{"\"filter\": {\"_id\": 2.5}", "[  ]"},
+		{"\"filter\": {\"_id\": {\"$oid\": \"650000000000000000000001\"}}",
+		    "[ { \"_id\" : { \"$oid\" : \"650000000000000000000001\" }, \"t\" : \"oid\" } ]"},
+		{"\"filter\": {\"_id\": {\"$date\": 86400000}}",
+		    "[ { \"_id\" : { \"$date\" : \"1970-01-02T00:00:00Z\" }, \"t\" : \"date\" } ]"},
+		{"\"filter\": {\"_id\": true}", "[ { \"_id\" : true, \"t\" : \"bool\" } ]"},
+		{"\"filter\": {\"_id\": {\"$binary\": {\"base64\": \"AQI=\", \"subType\": \"00\"}}}",
+		    "[ { \"_id\" : { \"$binary\" : { \"base64\" : \"AQI=\", \"subType\" : \"00\" } }, \"t\" : \"bin\" } ]"},
+		{"\"filter\": {\"_id\": {\"$binary\": {\"base64\": \"AQI=\", \"subType\": \"05\"}}}", "[  ]"},
+		{"\"filter\": {\"_id\": \"s\"}", "[ { \"_id\" : \"s\", \"t\" : \"string\" } ]"},
+		{"\"filter\": {\"_id\": {\"a\": 1}}", "[ { \"_id\" : { \"a\" : 1 }, \"t\" : \"doc\" } ]"},
+		{"\"filter\": {\"_id\": {\"$gte\": 2, \"$lt\": 3}}", "[ { \"_id\" : 2, \"t\" : \"int\" } ]"},
+		{"\"filter\": {\"_id\": 1, \"t\": \"int\"}", "[  ]"},
+		{"\"filter\": {\"_id\": 1}, \"skip\": 1", "[  ]"},
+		{"\"filter\": {\"_id\": 1}, \"limit\": 1, \"singleBatch\": true", "[ { \"_id\" : 1.0, \"t\" : \"double\" } ]"},
+		{"\"filter\": {\"_id\": 99}", "[  ]"},
+	};
+	int rc;
+	bson_t *r;
+
+	r = run("pt", "{\"insert\": \"c\", \"documents\": [{\"_id\": 1.0, \"t\": \"double\"}, {\"_id\": 2, \"t\": \"int\"}, "
+	    "{\"_id\": {\"$oid\": \"650000000000000000000001\"}, \"t\": \"oid\"}, {\"_id\": {\"$date\": 86400000}, \"t\": \"date\"}, "
+	    "{\"_id\": true, \"t\": \"bool\"}, {\"_id\": {\"$binary\": {\"base64\": \"AQI=\", \"subType\": \"00\"}}, \"t\": \"bin\"}, "
+	    "{\"_id\": \"s\", \"t\": \"string\"}, {\"_id\": {\"a\": 1}, \"t\": \"doc\"}]}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "n"), 8);
+	tt_free_reply(r);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *cmd = bson_strdup_printf("{\"find\": \"c\", %s}", cases[i].filter_and_options);
+		char *want = bson_strdup_printf("{ \"cursor\" : { \"firstBatch\" : %s, \"id\" : 0, \"ns\" : \"pt.c\" }, "
+		    "\"ok\" : 1.0 }", cases[i].reply);
+		r = run("pt", cmd, &rc);
+		TT_EQ_INT(rc, 0);
+		TT_EQ_JSON(r, want);
+		tt_free_reply(r);
+		bson_free(cmd);
+		bson_free(want);
+	}
+
+	/* batchSize 0: an empty first batch, the document comes with getMore */
+	r = run("pt", "{\"find\": \"c\", \"filter\": {\"_id\": 2}, \"batchSize\": 0}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0._id"), -999);
+	{
+		int64_t id = tt_get_i64(r, "cursor.id");
+		char *gm = bson_strdup_printf("{\"getMore\": {\"$numberLong\": \"%lld\"}, \"collection\": \"c\"}", (long long)id);
+		TT_ASSERT(id != 0);
+		tt_free_reply(r);
+		r = run("pt", gm, &rc);
+		TT_EQ_INT(rc, 0);
+		TT_EQ_JSON(r, "{ \"cursor\" : { \"nextBatch\" : [ { \"_id\" : 2, \"t\" : \"int\" } ], \"id\" : 0, \"ns\" : \"pt.c\" }, "
+		    "\"ok\" : 1.0 }");
+		bson_free(gm);
+	}
+	tt_free_reply(r);
+
+	/* a missing collection: no documents, no error */
+	r = run("pt", "{\"find\": \"nothere\", \"filter\": {\"_id\": 1}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0._id"), -999);
+	tt_free_reply(r);
+
+	/* explain still shows mongod's express stage */
+	r = run("pt", "{\"explain\": {\"find\": \"c\", \"filter\": {\"_id\": 2}}, \"verbosity\": \"queryPlanner\"}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.stage"), "EXPRESS_IXSCAN");
+	tt_free_reply(r);
+}
+
 static void
 test_errors(void)
 {
@@ -369,6 +451,7 @@ main(void)
 	if ((db = tt_open_new(dir)) == NULL)
 		return 1;
 	TT_RUN(test_insert_find);
+	TT_RUN(test_find_id_point);
 	TT_RUN(test_errors);
 	TT_RUN(test_catalog);
 	TT_RUN(test_update);
