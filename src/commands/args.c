@@ -17,6 +17,13 @@
 
 #include "bson/value.h"
 
+/* A field name's bit in cmd_args_t.present (several names share a bit). */
+static inline uint64_t
+key_bit(const char *key, size_t len)
+{
+	return 1ULL << ((len * 7 + (unsigned char)key[0] + (unsigned char)key[len - 1]) & 63);
+}
+
 static const cmd_args_t *
 args_index(cmd_t *c)
 {
@@ -32,6 +39,7 @@ args_index(cmd_t *c)
 	ix->data = data;
 	ix->len = len;
 	ix->n = 0;
+	ix->present = 0;
 	if (!bson_iter_init_from_data(&it, data, len)) {
 		ix->n = -1;
 		return ix;
@@ -44,6 +52,8 @@ args_index(cmd_t *c)
 		ix->f[ix->n].key = bson_iter_key(&it);
 		ix->f[ix->n].keylen = bson_iter_key_len(&it);
 		ix->f[ix->n].off = bson_iter_offset(&it);
+		if (ix->f[ix->n].keylen > 0)
+			ix->present |= key_bit(ix->f[ix->n].key, ix->f[ix->n].keylen);
 		ix->n++;
 	}
 	return ix;
@@ -59,6 +69,8 @@ arg_find(cmd_t *c, const char *field, bson_iter_t *it)
 	if (ix->n < 0)
 		return bson_iter_init_find(it, c->body, field);
 	flen = strlen(field);
+	if (flen > 0 && !(ix->present & key_bit(field, flen)))
+		return false;
 	for (int i = 0; i < ix->n; i++)
 		if (ix->f[i].keylen == flen && memcmp(ix->f[i].key, field, flen) == 0)
 			return bson_iter_init_from_data_at_offset(it, ix->data, ix->len, ix->f[i].off,

@@ -88,6 +88,7 @@ typedef struct cmd_args {
 	const uint8_t *data;       /* its bytes and length when indexed */
 	uint32_t len;
 	int n;                     /* -1: more than CMD_ARGS_MAX fields: search with libbson */
+	uint64_t present;          /* a bit per field (args.c: key_bit): absent fields cost one test */
 	struct {
 		const char *key;       /* points into data */
 		uint32_t keylen;
