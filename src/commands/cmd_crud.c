@@ -257,44 +257,35 @@ err:
 
 /* ---- find / getMore / killCursors --------------------------------------- */
 
-typedef struct plan_src {
-	plan_exec_t *x;
-} plan_src_t;
-
+/* A plan as a cursor source: the exec itself is the state. */
 static int
 plan_src_next(void *state, storage_session_t *s, bson_t *doc, terr_t *err)
 {
-	return plan_exec_next(((plan_src_t *)state)->x, s, doc, err);
+	return plan_exec_next(state, s, doc, err);
 }
 
 static int
 plan_src_save(void *state, terr_t *err)
 {
-	return plan_exec_save(((plan_src_t *)state)->x, err);
+	return plan_exec_save(state, err);
 }
 
 static int
 plan_src_restore(void *state, storage_session_t *s, terr_t *err)
 {
-	return plan_exec_restore(((plan_src_t *)state)->x, s, err);
+	return plan_exec_restore(state, s, err);
 }
 
 static void
 plan_src_free(void *state)
 {
-	plan_src_t *p = state;
-
-	plan_exec_free(p->x);
-	bson_free(p);
+	plan_exec_free(state);
 }
 
 static void
 plan_source(plan_exec_t *x, cursor_source_t *src)
 {
-	plan_src_t *p = bson_malloc0(sizeof(*p));
-
-	p->x = x;
-	src->state = p;
+	src->state = x;
 	src->next = plan_src_next;
 	src->save = plan_src_save;
 	src->restore = plan_src_restore;

@@ -41,6 +41,12 @@ struct client {
 	bool has_auth;                   /* the auth layer keeps state for it (auth_client_get) */
 };
 
+/* A client in memory the caller owns (the embedded API's, on its stack):
+ * client_init as client_new does; client_release gives back what it holds
+ * (session, auth state) as client_free does, without freeing c itself. */
+void client_init(client_t *c, engine_t *e, const client_info_t *info);
+void client_release(client_t *c);
+
 /* ---- argument helpers (mongod IDL messages) ------------------------------ */
 
 /* The collection name of a command whose first element is the collection

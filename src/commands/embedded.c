@@ -2,8 +2,9 @@
  * embedded.c -- the public embedded API (include/tamga/tamga.h) over the
  * command layer: tamga_open, tamga_run_command, tamga_close.
  *
- * Each call gets a short-lived client whose storage session comes from the
- * engine's pool, so one tamga_t is safe to share between threads.
+ * Each call gets a short-lived client (on its stack) whose storage session
+ * comes from the engine's pool, so one tamga_t is safe to share between
+ * threads.
  */
 #include "tamga/tamga.h"
 
@@ -90,7 +91,7 @@ tamga_run_command(tamga_t *db, const char *dbname, const bson_t *command,
                   bson_t *reply, tamga_error_t *errp)
 {
 	terr_t err = TERR_INIT;
-	client_t *cl;
+	client_t cl;
 	int rc;
 
 	if (errp != NULL)
@@ -106,9 +107,9 @@ tamga_run_command(tamga_t *db, const char *dbname, const bson_t *command,
 		terr_clear(&err);
 		return -1;
 	}
-	cl = client_new(db->engine, NULL);
-	rc = engine_run_command(db->engine, cl, dbname, command, reply, &err);
-	client_free(cl);
+	client_init(&cl, db->engine, NULL);   /* on the stack: one call's client */
+	rc = engine_run_command(db->engine, &cl, dbname, command, reply, &err);
+	client_release(&cl);
 	if (rc != 0)
 		copy_error(errp, &err);
 	terr_clear(&err);

@@ -110,6 +110,14 @@ client_new(engine_t *e, const client_info_t *info)
 {
 	client_t *c = bson_malloc0(sizeof(*c));
 
+	client_init(c, e, info);
+	return c;
+}
+
+void
+client_init(client_t *c, engine_t *e, const client_info_t *info)
+{
+	memset(c, 0, sizeof(*c));
 	c->engine = e;
 	if (info != NULL) {
 		c->connection_id = info->connection_id;
@@ -118,7 +126,20 @@ client_new(engine_t *e, const client_info_t *info)
 	} else {
 		c->is_local = true;
 	}
-	return c;
+}
+
+void
+client_release(client_t *c)
+{
+	auth_client_forget(c);
+	if (c->session != NULL)
+		storage_session_pool_put(c->engine->st, c->session);
+	c->session = NULL;
+	bson_free(c->remote);
+	c->remote = NULL;
+	if (c->metadata != NULL)
+		bson_destroy(c->metadata);
+	c->metadata = NULL;
 }
 
 void
@@ -126,12 +147,7 @@ client_free(client_t *c)
 {
 	if (c == NULL)
 		return;
-	auth_client_forget(c);
-	if (c->session != NULL)
-		storage_session_pool_put(c->engine->st, c->session);
-	bson_free(c->remote);
-	if (c->metadata != NULL)
-		bson_destroy(c->metadata);
+	client_release(c);
 	bson_free(c);
 }
 

@@ -669,8 +669,6 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 	x->distinct_pos = -1;
 	if (req->distinct_key != NULL)
 		x->distinct_key = bson_strdup(req->distinct_key);
-	if (req->spill_dir != NULL)
-		x->spill_dir = bson_strdup(req->spill_dir);
 	minmax = !spec_empty(req->min) || !spec_empty(req->max);
 	if (minmax && planner_minmax_check(req->min, req->max, err) != 0) {
 		plan_exec_free(x);
@@ -696,6 +694,8 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 		plan_exec_free(x);
 		return -1;
 	}
+	if (req->spill_dir != NULL && x->sort != NULL)   /* only a sort spills */
+		x->spill_dir = bson_strdup(req->spill_dir);
 	x->backward = backward;
 	x->hinted = req->hint != NULL;
 	if (x->sort != NULL)
