@@ -312,7 +312,7 @@ cmd_collation(cmd_t *c, const bson_t *holder, const storage_coll_t *coll, const 
 	bson_iter_t it;
 
 	*out = coll != NULL ? coll->collation : NULL;
-	if (!bson_iter_init_find(&it, holder, "collation"))
+	if (!(holder == c->body ? cmd_find_field(c, "collation", &it) : bson_iter_init_find(&it, holder, "collation")))
 		return 0;
 	RET(cmd_collation_type_check(c, holder, err));
 	return coll_parse_value(bson_iter_value(&it), "collation", out, err);
