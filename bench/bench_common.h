@@ -192,8 +192,9 @@ doc_matches_filter(int64_t i)
 	"create,cache_size=" cache ",log=(enabled=true,archive=true,file_max=16MB,prealloc=false)," \
 	"checkpoint=(wait=60),transaction_sync=(enabled=false)"
 #define BENCH_WT_TABLE "key_format=q,value_format=u"
-/* Tamga's unique _id index table (src/storage/catalog.c): key -> RecordId. */
-#define BENCH_WT_ID_INDEX "key_format=u,value_format=q"
+/* Tamga's unique _id index table (src/storage/catalog.c): key -> RecordId
+ * and the key's type bits (empty for an int64). */
+#define BENCH_WT_ID_INDEX "key_format=u,value_format=qu"
 
 /* ---- the embedded API ---------------------------------------------------- */
 

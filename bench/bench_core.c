@@ -29,7 +29,8 @@
  * least work that can hold the data); `wiredtiger_layout` does the raw work
  * of Tamga's own storage layout (DESIGN.md): a record table keyed by an
  * int64 RecordId plus a unique _id index table (order-preserving _id key ->
- * RecordId), both written in the same transaction, and a lookup that
+ * RecordId and the key's type bits, empty here), both written in the same
+ * transaction, and a lookup that
  * searches the index and then the record table.  Scans read one table in
  * both layouts, so full_scan has the one floor.
  * Writes run in ten chunks per engine, the three engines' order rotating
@@ -463,7 +464,7 @@ wt_insert(wt_t *w, bool batch, int64_t from, int64_t to)
 {
 	WT_SESSION *s = w->s;
 	WT_CURSOR *c = batch ? w->c : w->c1, *ix = batch ? w->ix : w->ix1;
-	WT_ITEM item, key;
+	WT_ITEM item, key, no_typebits = {0};
 	uint8_t kbuf[10];
 	bson_t d;
 	double t0 = now();
@@ -483,7 +484,7 @@ wt_insert(wt_t *w, bool batch, int64_t from, int64_t to)
 				key.data = kbuf;
 				key.size = layout_key(kbuf, i + j);
 				ix->set_key(ix, &key);
-				ix->set_value(ix, rid);
+				ix->set_value(ix, rid, &no_typebits);
 				wt_check(ix->insert(ix), "index insert");
 			} else {
 				c->set_key(c, i + j);
@@ -511,14 +512,14 @@ wt_lookup(wt_t *w, int64_t ops, uint64_t seed)
 	for (i = 0; i < ops; i++) {
 		bson_t v, *copy;
 		if (w->layout) {
-			WT_ITEM key;
+			WT_ITEM key, typebits;
 			uint8_t kbuf[10];
 			int64_t rid;
 			key.data = kbuf;
 			key.size = layout_key(kbuf, rnd(&rg, N));
 			w->ix->set_key(w->ix, &key);
 			wt_check(w->ix->search(w->ix), "index search");
-			wt_check(w->ix->get_value(w->ix, &rid), "index value");
+			wt_check(w->ix->get_value(w->ix, &rid, &typebits), "index value");
 			w->ix->reset(w->ix);
 			c->set_key(c, rid);
 		} else {
