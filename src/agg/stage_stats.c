@@ -214,7 +214,7 @@ indexstats_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		BSON_APPEND_DOCUMENT(&ss->out, "key", ix->key);
 	append_host(&ss->out);
 	bson_append_document_begin(&ss->out, "accesses", -1, &acc);
-	BSON_APPEND_INT64(&acc, "ops", plan_index_ops(ix->ident));
+	BSON_APPEND_INT64(&acc, "ops", plan_index_ops(ss->coll, ix));
 	BSON_APPEND_DATE_TIME(&acc, "since", counters_since_ms);
 	bson_append_document_end(&ss->out, &acc);
 	if (ix->spec != NULL)

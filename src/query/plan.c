@@ -9,6 +9,7 @@
 #include "query/plan.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
@@ -155,63 +156,79 @@ sort_needed(const plan_exec_t *x)
 
 /* ---- index usage ($indexStats accesses.ops) ----------------------------- */
 
+/* One counter per index, found by its collection's UUID and its table
+ * (two folders open in one process may both have "table:index-4").  The
+ * chains only grow: a bump finds its entry without a lock (entries never
+ * change but for their atomic counter), a new entry is pushed under
+ * usage_mu. */
 typedef struct usage {
-	struct usage *next;
+	struct usage *_Atomic next;
+	uint8_t uuid[16];
 	char *ident;
-	int64_t ops;
+	atomic_llong ops;
 } usage_t;
 
 #define USAGE_BUCKETS 256
-static usage_t *usage_tab[USAGE_BUCKETS];
+static usage_t *_Atomic usage_tab[USAGE_BUCKETS];
 static pthread_mutex_t usage_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static unsigned
-usage_bucket(const char *ident)
+usage_bucket(const uint8_t uuid[16], const char *ident)
 {
 	unsigned h = 5381;
 
+	for (int i = 0; i < 16; i++)
+		h = h * 33 + uuid[i];
 	for (; *ident; ident++)
 		h = h * 33 + (unsigned char)*ident;
 	return h % USAGE_BUCKETS;
 }
 
+static usage_t *
+usage_find(usage_t *u, const uint8_t uuid[16], const char *ident)
+{
+	for (; u != NULL; u = atomic_load_explicit(&u->next, memory_order_acquire))
+		if (memcmp(u->uuid, uuid, 16) == 0 && strcmp(u->ident, ident) == 0)
+			return u;
+	return NULL;
+}
+
 static void
-usage_bump(const storage_index_t *ix)
+usage_bump(const storage_coll_t *coll, const storage_index_t *ix)
 {
 	unsigned b;
 	usage_t *u;
 
 	if (ix == NULL || ix->ident == NULL)
 		return;
-	b = usage_bucket(ix->ident);
-	pthread_mutex_lock(&usage_mu);
-	for (u = usage_tab[b]; u != NULL; u = u->next)
-		if (strcmp(u->ident, ix->ident) == 0)
-			break;
+	b = usage_bucket(coll->uuid, ix->ident);
+	u = usage_find(atomic_load_explicit(&usage_tab[b], memory_order_acquire), coll->uuid, ix->ident);
 	if (u == NULL) {
-		u = bson_malloc0(sizeof(*u));
-		u->ident = bson_strdup(ix->ident);
-		u->next = usage_tab[b];
-		usage_tab[b] = u;
+		pthread_mutex_lock(&usage_mu);
+		u = usage_find(atomic_load_explicit(&usage_tab[b], memory_order_acquire), coll->uuid, ix->ident);
+		if (u == NULL) {
+			u = bson_malloc0(sizeof(*u));
+			memcpy(u->uuid, coll->uuid, 16);
+			u->ident = bson_strdup(ix->ident);
+			atomic_init(&u->ops, 0);
+			atomic_store_explicit(&u->next, atomic_load(&usage_tab[b]), memory_order_relaxed);
+			atomic_store_explicit(&usage_tab[b], u, memory_order_release);
+		}
+		pthread_mutex_unlock(&usage_mu);
 	}
-	u->ops++;
-	pthread_mutex_unlock(&usage_mu);
+	atomic_fetch_add_explicit(&u->ops, 1, memory_order_relaxed);
 }
 
 int64_t
-plan_index_ops(const char *ident)
+plan_index_ops(const storage_coll_t *coll, const storage_index_t *ix)
 {
 	usage_t *u;
-	int64_t ops = 0;
 
-	if (ident == NULL)
+	if (coll == NULL || ix == NULL || ix->ident == NULL)
 		return 0;
-	pthread_mutex_lock(&usage_mu);
-	for (u = usage_tab[usage_bucket(ident)]; u != NULL; u = u->next)
-		if (strcmp(u->ident, ident) == 0)
-			ops = u->ops;
-	pthread_mutex_unlock(&usage_mu);
-	return ops;
+	u = usage_find(atomic_load_explicit(&usage_tab[usage_bucket(coll->uuid, ix->ident)], memory_order_acquire),
+	    coll->uuid, ix->ident);
+	return u != NULL ? atomic_load_explicit(&u->ops, memory_order_relaxed) : 0;
 }
 
 static int64_t
@@ -792,14 +809,14 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 		int i;
 		for (i = 0; i < x->sol->nbranches; i++)
 			if (x->sol->branches[i]->index < x->coll->nindexes)
-				usage_bump(&x->coll->indexes[x->sol->branches[i]->index]);
+				usage_bump(x->coll, &x->coll->indexes[x->sol->branches[i]->index]);
 	} else if (x->access == ACCESS_IXSCAN && x->sol->index < x->coll->nindexes) {
-		usage_bump(&x->coll->indexes[x->sol->index]);
+		usage_bump(x->coll, &x->coll->indexes[x->sol->index]);
 	} else if (x->access == ACCESS_ID && x->coll != NULL) {
 		int i;
 		for (i = 0; i < x->coll->nindexes; i++)
 			if (x->coll->indexes[i].is_id)
-				usage_bump(&x->coll->indexes[i]);
+				usage_bump(x->coll, &x->coll->indexes[i]);
 	}
 	*out = x;
 	return 0;

@@ -153,10 +153,10 @@ void plan_exec_explain_append(const plan_exec_t *x, bool exec_stats, bson_t *out
  * considered, each as a stage document appended to the array arr. */
 void plan_exec_rejected_append(const plan_exec_t *x, bson_t *arr);
 
-/* How many plans chose the index stored in WiredTiger table `ident`
- * (storage_index_t.ident) since the process started: $indexStats'
- * accesses.ops.  A rebuilt index has a new ident and starts at 0. */
-int64_t plan_index_ops(const char *ident);
+/* How many plans chose the index ix of coll since the process started:
+ * $indexStats' accesses.ops.  Counted per collection UUID and index table,
+ * so a rebuilt index (a new table) starts at 0.  Lock-free. */
+int64_t plan_index_ops(const storage_coll_t *coll, const storage_index_t *ix);
 
 /* The namespace's index the plan scans ("a_1"), or NULL (COLLSCAN/EXPRESS). */
 const char *plan_exec_index_name(const plan_exec_t *x);

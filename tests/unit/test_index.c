@@ -323,10 +323,10 @@ test_express_sort_sparse_partial(void)
 			if (strcmp(ec->indexes[k].name, "b_1") == 0)
 				bi = k;
 		TT_ASSERT(bi >= 0);
-		before = plan_index_ops(ec->indexes[bi].ident);
+		before = plan_index_ops(ec, &ec->indexes[bi]);
 		r = run("{\"find\": \"e\", \"filter\": {\"b\": {\"$gte\": 2}}}", &rc);
 		tt_free_reply(r);
-		after = plan_index_ops(ec->indexes[bi].ident);
+		after = plan_index_ops(ec, &ec->indexes[bi]);
 		TT_EQ_INT(after, before + 1);
 		storage_coll_release(ec);
 	}
