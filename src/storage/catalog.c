@@ -956,17 +956,17 @@ err:
 	return ret;
 }
 
-int
-storage_coll_set_options_checked(storage_t *st, storage_session_t *s, const char *db, const char *name,
-                                 const bson_t *options, int (*check)(void *arg, terr_t *err), void *arg,
-                                 terr_t *err)
+/* Take the index lock, then db.name's table gate exclusive (waits for its
+ * write transactions to end); *rt_out is referenced.  Index builds take the
+ * index lock first too: two gate takers could deadlock on writers that touch
+ * both tables.  26 when the collection does not exist. */
+static int
+gate_lock(storage_t *st, const char *db, const char *name, coll_rt_t **rt_out, terr_t *err)
 {
 	storage_coll_t *c = NULL;
 	coll_rt_t *rt;
-	int ret;
 
-	/* the gate as an index build takes it (index_lock first: two gate
-	 * takers could deadlock on writers that touch both tables) */
+	*rt_out = NULL;
 	pthread_mutex_lock(&st->index_lock);
 	if (storage_coll_get(st, db, name, &c, NULL) != 0) {
 		pthread_mutex_unlock(&st->index_lock);
@@ -976,12 +976,31 @@ storage_coll_set_options_checked(storage_t *st, storage_session_t *s, const char
 	coll_rt_ref(rt);
 	storage_coll_release(c);
 	pthread_rwlock_wrlock(&rt->gate);
-	ret = check(arg, err);
-	if (ret == 0)
-		ret = storage_coll_set_options(st, s, db, name, options, err);
+	*rt_out = rt;
+	return 0;
+}
+
+static void
+gate_unlock(storage_t *st, coll_rt_t *rt)
+{
 	pthread_rwlock_unlock(&rt->gate);
 	pthread_mutex_unlock(&st->index_lock);
 	coll_rt_release(rt);
+}
+
+int
+storage_coll_set_options_checked(storage_t *st, storage_session_t *s, const char *db, const char *name,
+                                 const bson_t *options, int (*check)(void *arg, terr_t *err), void *arg,
+                                 terr_t *err)
+{
+	coll_rt_t *rt;
+	int ret;
+
+	RET(gate_lock(st, db, name, &rt, err));
+	ret = check(arg, err);
+	if (ret == 0)
+		ret = storage_coll_set_options(st, s, db, name, options, err);
+	gate_unlock(st, rt);
 	return ret;
 }
 
@@ -1153,26 +1172,16 @@ static int
 ddl_lock_gated(storage_t *st, const char *db, const char *name, storage_coll_t **out,
                coll_rt_t **rt_out, terr_t *err)
 {
-	storage_coll_t *c = NULL, *now = NULL;
+	storage_coll_t *now = NULL;
 	coll_rt_t *rt;
 
 	*out = NULL;
 	*rt_out = NULL;
-	pthread_mutex_lock(&st->index_lock);
-	if (storage_coll_get(st, db, name, &c, NULL) != 0) {
-		pthread_mutex_unlock(&st->index_lock);
-		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns not found");
-	}
-	rt = storage_coll_rt(c);
-	coll_rt_ref(rt);
-	storage_coll_release(c);
-	pthread_rwlock_wrlock(&rt->gate);
+	RET(gate_lock(st, db, name, &rt, err));
 	pthread_mutex_lock(&st->ddl_lock);
 	if (storage_coll_get(st, db, name, &now, NULL) != 0 || storage_coll_rt(now) != rt) {
 		pthread_mutex_unlock(&st->ddl_lock);
-		pthread_rwlock_unlock(&rt->gate);
-		pthread_mutex_unlock(&st->index_lock);
-		coll_rt_release(rt);
+		gate_unlock(st, rt);
 		storage_coll_release(now);
 		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns not found");
 	}
@@ -1185,9 +1194,7 @@ static void
 ddl_unlock_gated(storage_t *st, coll_rt_t *rt)
 {
 	pthread_mutex_unlock(&st->ddl_lock);
-	pthread_rwlock_unlock(&rt->gate);
-	pthread_mutex_unlock(&st->index_lock);
-	coll_rt_release(rt);
+	gate_unlock(st, rt);
 }
 
 int
