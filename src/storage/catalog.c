@@ -879,8 +879,8 @@ storage_coll_create(storage_t *st, storage_session_t *s, const char *db, const c
 	pthread_rwlock_unlock(&st->cat_lock);
 err:
 	if (tables && ident != NULL) {
-		storage_ident_drop(st, st->ddl_ws, ident);
-		storage_ident_drop(st, st->ddl_ws, id_ident);
+		storage_ident_drop(st, st->ddl_ws, ident, NULL);
+		storage_ident_drop(st, st->ddl_ws, id_ident, NULL);
 	}
 	pthread_mutex_unlock(&st->ddl_lock);
 	if (c != NULL)
@@ -1004,12 +1004,18 @@ storage_coll_set_options_checked(storage_t *st, storage_session_t *s, const char
 	return ret;
 }
 
+/* After c's row is removed: drop its tables, each once no transaction
+ * that may have written it is open (storage_ident_drop; new ones refuse
+ * to write from now on). */
 static void
 drop_tables_of(storage_t *st, const storage_coll_t *c)
 {
-	storage_ident_drop(st, st->ddl_ws, c->ident);
+	coll_rt_t *rt = storage_coll_rt(c);
+
+	atomic_store(&rt->dropped, true);
+	storage_ident_drop(st, st->ddl_ws, c->ident, rt);
 	for (int i = 0; i < c->nindexes; i++)
-		storage_ident_drop(st, st->ddl_ws, c->indexes[i].ident);
+		storage_ident_drop(st, st->ddl_ws, c->indexes[i].ident, rt);
 }
 
 /* A drop below would find the tables busy while the caller's own session
@@ -1262,7 +1268,7 @@ err:
 	if (bs != NULL)
 		storage_session_close(bs);
 	if (table)
-		storage_ident_drop(st, st->ddl_ws, ident);
+		storage_ident_drop(st, st->ddl_ws, ident, NULL);
 	if (rt != NULL)
 		ddl_unlock_gated(st, rt);
 	if (have_entry)
@@ -1304,7 +1310,7 @@ storage_index_drop(storage_t *st, storage_session_t *s, const char *db, const ch
 	ERR(ddl_put_entry(st, c->ns, &entry, err));
 	atomic_fetch_add(&rt->ixgen, 1);
 	ERR(republish(st, c, &entry, NULL, err));
-	storage_ident_drop(st, st->ddl_ws, ident);
+	storage_ident_drop(st, st->ddl_ws, ident, NULL);
 err:
 	if (rt != NULL)
 		ddl_unlock_gated(st, rt);
@@ -1686,7 +1692,7 @@ storage_catalog_load(storage_t *st, terr_t *err)
 		BSON_APPEND_UTF8(&attr, "ident", orphans[i]);
 		tlog('I', "STORAGE", 22251, "Dropping unknown ident", &attr);
 		bson_destroy(&attr);
-		storage_ident_drop(st, ws, orphans[i]);
+		storage_ident_drop(st, ws, orphans[i], NULL);
 	}
 	for (int i = 0; i < st->ncolls; i++)
 		ERR(rt_init(st, st->colls[i], saved, err));

@@ -211,7 +211,8 @@ retry_pending_drops(storage_t *st, WT_SESSION *ws)
 		pool_cursors_flush(st);
 	for (p = list; p != NULL; p = next) {
 		next = p->next;
-		storage_ident_drop(st, ws, p->ident);
+		storage_ident_drop(st, ws, p->ident, p->rt);
+		coll_rt_release(p->rt);
 		bson_free(p->ident);
 		bson_free(p);
 	}
@@ -282,6 +283,7 @@ storage_close(storage_t *st)
 	while (st->pending != NULL) {
 		pending_drop_t *p = st->pending;
 		st->pending = p->next;
+		coll_rt_release(p->rt);
 		bson_free(p->ident);
 		bson_free(p);
 	}
@@ -299,11 +301,14 @@ storage_close(storage_t *st)
 /* ---- drops -------------------------------------------------------------- */
 
 void
-storage_pending_drop_add(storage_t *st, const char *ident)
+storage_pending_drop_add(storage_t *st, const char *ident, coll_rt_t *rt)
 {
 	pending_drop_t *p = bson_malloc0(sizeof(*p));
 
 	p->ident = bson_strdup(ident);
+	if (rt != NULL)
+		coll_rt_ref(rt);
+	p->rt = rt;
 	pthread_mutex_lock(&st->flush_lock);
 	p->next = st->pending;
 	st->pending = p;
@@ -325,16 +330,39 @@ pool_cursors_flush(storage_t *st)
 	pthread_mutex_unlock(&st->pool_lock);
 }
 
+/* Is a transaction still inside rt's gate?  rt->dropped is set before
+ * this is asked, so a transaction that enters after it refuses to write
+ * (storage_txn_gate): a free gate now means nothing can be left in the
+ * table's pages for a transaction to touch at its commit or rollback. */
+static bool
+gate_busy(coll_rt_t *rt)
+{
+	if (rt == NULL)
+		return false;
+	if (pthread_rwlock_trywrlock(&rt->gate) != 0)
+		return true;
+	pthread_rwlock_unlock(&rt->gate);
+	return false;
+}
+
 void
-storage_ident_drop(storage_t *st, WT_SESSION *ws, const char *ident)
+storage_ident_drop(storage_t *st, WT_SESSION *ws, const char *ident, coll_rt_t *rt)
 {
 	int ret;
 
 	atomic_fetch_add(&st->cursor_epoch, 1);
 	pool_cursors_flush(st);
+	/* WiredTiger only refuses a drop while a cursor is open on the table;
+	 * a writer closes its cached cursors when the epoch moves, possibly
+	 * in the middle of its transaction, so cursors say nothing of
+	 * uncommitted updates: the gate does. */
+	if (gate_busy(rt)) {
+		storage_pending_drop_add(st, ident, rt);
+		return;
+	}
 	ret = ws->drop(ws, ident, "force=true");
 	if (ret == EBUSY)
-		storage_pending_drop_add(st, ident);
+		storage_pending_drop_add(st, ident, rt);
 }
 
 /* ---- sessions ----------------------------------------------------------- */
@@ -614,6 +642,10 @@ storage_txn_gate(storage_session_t *s, coll_rt_t *rt, terr_t *err)
 	if (!d->gated) {
 		pthread_rwlock_rdlock(&rt->gate);
 		d->gated = true;
+		/* the table's row is gone and its drop waits for the gates to be
+		 * free: writing now would put updates under the drop */
+		if (atomic_load(&rt->dropped))
+			return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "collection dropped");
 	}
 	return 0;
 }

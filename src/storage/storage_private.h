@@ -47,6 +47,13 @@ typedef struct coll_rt {
 	 * a writer whose descriptor is older validated with options that are
 	 * gone, and asks st->write_check again (record.c). */
 	atomic_ullong optgen;
+	/* Set when the table's catalog row is gone and its tables are to be
+	 * dropped: a transaction that takes the gate after that refuses to
+	 * write (26), and the tables are dropped only once no transaction
+	 * holds the gate (storage_ident_drop), because WiredTiger frees the
+	 * pages of a dropped table, uncommitted updates included, and the
+	 * writer's commit or rollback would then write to freed memory. */
+	atomic_bool dropped;
 } coll_rt_t;
 
 /* storage_coll_t.impl */
@@ -125,6 +132,7 @@ struct storage_session {
  * flush thread retries, and open drops whatever the catalog no longer names. */
 typedef struct pending_drop {
 	char *ident;
+	coll_rt_t *rt;             /* a reference, or NULL (see storage_ident_drop) */
 	struct pending_drop *next;
 } pending_drop_t;
 
@@ -193,10 +201,17 @@ int storage_txn_fail(storage_session_t *s, int rc);
 int storage_txn_gate(storage_session_t *s, coll_rt_t *rt, terr_t *err);
 /* Record a count/size change for the open transaction. */
 int storage_txn_delta(storage_session_t *s, coll_rt_t *rt, int64_t dcount, int64_t dsize, terr_t *err);
-/* Queue an ident for a later drop (after EBUSY). */
-void storage_pending_drop_add(storage_t *st, const char *ident);
-/* Drop an ident now, or queue it when busy. */
-void storage_ident_drop(storage_t *st, WT_SESSION *ws, const char *ident);
+/* Queue an ident for a later drop (after EBUSY, or while rt's gate is
+ * held); takes a reference to rt (may be NULL). */
+void storage_pending_drop_add(storage_t *st, const char *ident, coll_rt_t *rt);
+/* Drop an ident now, or queue it for the flusher (and storage_close) when
+ * it is busy.  rt: the counters of the collection the table belongs to, with
+ * rt->dropped already set, or NULL for a table no transaction can have
+ * written (never published, or its index dropped under the gate).  While
+ * any transaction holds rt's gate (it may have uncommitted updates in the
+ * table, even with every cursor on it closed) the drop is queued: a
+ * WiredTiger 3.2 drop would free those updates under the transaction. */
+void storage_ident_drop(storage_t *st, WT_SESSION *ws, const char *ident, coll_rt_t *rt);
 /* Make the buffer of s hold at least n bytes. */
 uint8_t *storage_session_buf(storage_session_t *s, size_t n);
 /* A cursor on uri (overwrite=false) from the session's cache, opened on a

@@ -1236,6 +1236,82 @@ test_ddl_races_writers(void)
 	close_and_clean(st);
 }
 
+/* Is the table of c still in WiredTiger?  (A scan of a stale descriptor
+ * opens on it, or fails with 175 once it is dropped.) */
+static bool
+table_exists(storage_session_t *s, storage_coll_t *c)
+{
+	storage_cursor_t *cur = NULL;
+	terr_t err = TERR_INIT;
+
+	if (storage_scan_open(s, c, false, &cur, &err) != 0) {
+		TT_EQ_INT(err.code, 175);
+		terr_clear(&err);
+		return false;
+	}
+	storage_cursor_close(cur);
+	return true;
+}
+
+/* Insert one JSON document inside the open transaction of s. */
+static int
+insert_in_txn(storage_session_t *s, storage_coll_t *c, const char *json, terr_t *err)
+{
+	bson_t *doc = tt_json(json);
+	int rc = storage_doc_insert(s, c, doc, NULL, err);
+
+	bson_destroy(doc);
+	return rc;
+}
+
+/* A drop while another session's transaction has written the collection
+ * and then closed its cached cursors (the cursor epoch moved under it, here
+ * because of another drop).  WiredTiger refuses a drop only while a cursor
+ * is open on the table: it would drop this one and free the transaction's
+ * uncommitted updates, which the commit then writes to (a heap corruption
+ * that showed as glibc aborts, about one run in ten, in
+ * test_ddl_races_writers).  The tables must outlive the transaction, new
+ * writes through the old descriptor must fail, and the drop must happen
+ * once the transaction is over. */
+static void
+test_drop_waits_for_writer(void)
+{
+	storage_t *st = open_fresh("dropw");
+	storage_session_t *s = storage_session_pool_get(st, NULL);
+	storage_session_t *probe = storage_session_pool_get(st, NULL);
+	terr_t err = TERR_INIT;
+	storage_coll_t *a = NULL, *b = NULL;
+	int polls = 0;
+
+	TT_EQ_INT(storage_coll_create(st, NULL, "dw", "a", NULL, &err), 0);
+	TT_EQ_INT(storage_coll_create(st, NULL, "dw", "b", NULL, &err), 0);
+	TT_EQ_INT(storage_coll_create(st, NULL, "dw", "c", NULL, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "dw", "a", &a, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "dw", "b", &b, &err), 0);
+	TT_EQ_INT(storage_txn_begin(s, &err), 0);
+	TT_EQ_INT(insert_in_txn(s, a, "{\"_id\": 1, \"x\": \"uncommitted\"}", &err), 0);
+	TT_EQ_INT(storage_coll_drop(st, NULL, "dw", "c", &err), 0);
+	/* s sees the epoch move: it closes every cached cursor, a's too */
+	TT_EQ_INT(insert_in_txn(s, b, "{\"_id\": 1}", &err), 0);
+	TT_EQ_INT(storage_coll_drop(st, NULL, "dw", "a", &err), 0);
+	TT_ASSERT(table_exists(probe, a));
+	TT_EQ_INT(storage_txn_commit(s, false, &err), 0);
+	/* the old descriptor no longer takes writes */
+	TT_ASSERT(insert_json(s, a, "{\"_id\": 2}", NULL, &err) != 0);
+	TT_EQ_INT(err.code, 26);
+	terr_clear(&err);
+	/* the drop, queued, is retried by the flusher every second */
+	while (table_exists(probe, a) && polls++ < 50)
+		usleep(100000);
+	TT_ASSERT(polls <= 50);
+	TT_ASSERT(!table_exists(probe, a));
+	storage_coll_release(a);
+	storage_coll_release(b);
+	storage_session_pool_put(st, probe);
+	storage_session_pool_put(st, s);
+	close_and_clean(st);
+}
+
 static void
 test_reopen(void)
 {
@@ -1343,6 +1419,7 @@ main(void)
 	TT_RUN(test_index_builds);
 	TT_RUN(test_concurrent_writers);
 	TT_RUN(test_ddl_races_writers);
+	TT_RUN(test_drop_waits_for_writer);
 	TT_RUN(test_reopen);
 	TT_RUN(test_in_memory);
 	return tt_finish();
