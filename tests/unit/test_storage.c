@@ -1270,7 +1270,9 @@ insert_in_txn(storage_session_t *s, storage_coll_t *c, const char *json, terr_t 
  * is open on the table: it would drop this one and free the transaction's
  * uncommitted updates, which the commit then writes to (a heap corruption
  * that showed as glibc aborts, about one run in ten, in
- * test_ddl_races_writers).  The tables must outlive the transaction, new
+ * test_ddl_races_writers; valgrind shows it here without the fix: an
+ * invalid write in __wt_txn_rollback to an update the drop freed).  The
+ * tables must outlive the transaction, new
  * writes through the old descriptor must fail, and the drop must happen
  * once the transaction is over. */
 static void
@@ -1295,7 +1297,9 @@ test_drop_waits_for_writer(void)
 	TT_EQ_INT(insert_in_txn(s, b, "{\"_id\": 1}", &err), 0);
 	TT_EQ_INT(storage_coll_drop(st, NULL, "dw", "a", &err), 0);
 	TT_ASSERT(table_exists(probe, a));
-	TT_EQ_INT(storage_txn_commit(s, false, &err), 0);
+	/* a rollback marks each of its updates aborted: they must still be
+	 * there (a commit without timestamps does not touch them) */
+	storage_txn_rollback(s);
 	/* the old descriptor no longer takes writes */
 	TT_ASSERT(insert_json(s, a, "{\"_id\": 2}", NULL, &err) != 0);
 	TT_EQ_INT(err.code, 26);
