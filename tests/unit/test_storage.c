@@ -1171,7 +1171,8 @@ test_concurrent_writers(void)
 typedef struct ddl_race {
 	storage_t *st;
 	atomic_int stop;
-	int writes, refusals, unexpected;
+	atomic_int writes;
+	int refusals, unexpected;
 } ddl_race_t;
 
 static void *
@@ -1192,7 +1193,7 @@ race_writer(void *p)
 		BSON_APPEND_INT32(&d, "_id", i++);
 		TT_EQ_INT(storage_txn_begin(s, &err), 0);
 		if (storage_doc_insert(s, c, &d, NULL, &err) == 0 && storage_txn_commit(s, false, &err) == 0) {
-			r->writes++;
+			atomic_fetch_add(&r->writes, 1);
 		} else {
 			storage_txn_rollback(s);
 			if (err.code == 26 || err.code == 112)
@@ -1221,7 +1222,9 @@ test_ddl_races_writers(void)
 	int n;
 
 	pthread_create(&t, NULL, race_writer, &r);
-	for (int i = 0; i < 40; i++) {
+	/* 40 windows, more while the writer has not landed a write (a loaded
+	 * machine may starve it through the first ones) */
+	for (int i = 0; i < 40 || (atomic_load(&r.writes) == 0 && i < 2000); i++) {
 		TT_EQ_INT(storage_coll_create(st, NULL, "race", "x", NULL, &err), 0);
 		usleep(2000);
 		TT_EQ_INT(storage_coll_drop(st, NULL, "race", "x", &err), 0);
@@ -1229,7 +1232,7 @@ test_ddl_races_writers(void)
 	atomic_store(&r.stop, 1);
 	pthread_join(t, NULL);
 	TT_EQ_INT(r.unexpected, 0);
-	TT_ASSERT(r.writes > 0);
+	TT_ASSERT(atomic_load(&r.writes) > 0);
 	TT_EQ_INT(storage_list_dbs(st, &names, &n, &err), 0);
 	TT_EQ_INT(n, 0);
 	storage_free_names(names, n);
