@@ -25,50 +25,8 @@ bookstore.reviews.insertMany([
     rating: "5", body: "A classic.", reviewedAt: ISODate("2019-08-21T14:05:00Z") },
 ]);
 
-function tryWrite(label, fn) {
-  try {
-    const r = fn();
-    print(`${label}: ok${r && r.modifiedCount !== undefined ? ` (modified ${r.modifiedCount})` : ""}`);
-    return null;
-  } catch (e) {
-    print(`${label}: ${e.name}: ${e.message}`);
-    return e;
-  }
-}
-
-function tryCommand(label, fn) {
-  try {
-    const r = fn();
-    if (r.writeErrors && r.writeErrors.length > 0) {
-      const we = r.writeErrors[0];
-      print(`${label}: inserted ${r.n}, writeError code ${we.code}: ${we.errmsg}`);
-    } else {
-      print(`${label}: ok`);
-    }
-    return r;
-  } catch (e) {
-    print(`${label}: ${e.name}: ${e.message}`);
-    return e;
-  }
-}
-
-const reviewSchema = {
-  bsonType: "object",
-  required: ["bookId", "customer", "rating", "reviewedAt"],
-  properties: {
-    bookId: { bsonType: "int" },
-    customer: {
-      bsonType: "object",
-      required: ["customerId", "name"],
-      properties: { customerId: { bsonType: "int" }, name: { bsonType: "string", minLength: 1 } }
-    },
-    rating: { bsonType: "int", minimum: 1, maximum: 5 },
-    body: { bsonType: "string", maxLength: 1000 },
-    reviewedAt: { bsonType: "date" },
-    helpfulCount: { bsonType: "int", minimum: 0 },
-    helpfulVoters: { bsonType: "array", items: { bsonType: "int" } }
-  }
-};
+// tryWrite, tryCommand and the seed's reviewSchema: the walk-through's own helpers
+load(__dirname + "/../../../examples/bookstore/scripts/lib.js");
 
 // ---- guess first: moderate, then strict ------------------------------------
 for (const validationLevel of ["moderate", "strict"]) {
