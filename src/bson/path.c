@@ -38,15 +38,20 @@ bpath_init(bpath_t *p, const char *path)
 {
 	size_t len = strlen(path);
 	uint32_t n = 1, i;
+	uint8_t *block;
 	char *s;
 
 	for (size_t k = 0; k < len; k++)
 		if (path[k] == '.')
 			n++;
-	p->full = bson_strdup(path);
-	p->str = bson_strdup(path);
+	/* one block: the components, then str, then full */
+	block = bson_malloc(sizeof(bpath_comp_t) * n + 2 * (len + 1));
+	p->comp = (bpath_comp_t *)block;
+	p->str = (char *)(block + sizeof(bpath_comp_t) * n);
+	p->full = p->str + len + 1;
+	memcpy(p->str, path, len + 1);
+	memcpy(p->full, path, len + 1);
 	p->n = n;
-	p->comp = bson_malloc0(sizeof(bpath_comp_t) * n);
 	s = p->str;
 	for (i = 0; i < n; i++) {
 		char *dot = strchr(s, '.');
@@ -66,9 +71,7 @@ bpath_destroy(bpath_t *p)
 {
 	if (p == NULL)
 		return;
-	bson_free(p->str);
-	bson_free(p->full);
-	bson_free(p->comp);
+	bson_free(p->comp);   /* the block str and full live in */
 	p->str = p->full = NULL;
 	p->comp = NULL;
 	p->n = 0;

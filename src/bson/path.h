@@ -53,10 +53,10 @@ typedef struct bpath_comp {
 } bpath_comp_t;
 
 typedef struct bpath {
-	char *str;            /* owned: the path with '.' replaced by NULs */
-	char *full;           /* owned: the path as given */
+	char *str;            /* the path with '.' replaced by NULs (in comp's block) */
+	char *full;           /* the path as given (in comp's block) */
 	uint32_t n;           /* number of components, >= 1 */
-	bpath_comp_t *comp;   /* owned, n entries */
+	bpath_comp_t *comp;   /* owned, n entries; one allocation holding str and full too */
 } bpath_t;
 
 /* Split path (any string, empty components allowed -- "a..b" has three) into

@@ -1152,14 +1152,16 @@ err:
 int
 match_compile(const bson_t *filter, const match_options_t *opts, match_t **out, terr_t *err)
 {
-	match_t *m = bson_malloc0(sizeof *m);
+	/* one block: the match_t, then its copy of the filter's bytes */
+	match_t *m = bson_malloc0(sizeof *m + filter->len);
 	pctx_t p = {opts, m, err};
 	int ret = 0;
 
 	*out = NULL;
-	m->filter = bson_copy(filter);
-	ERR(parse_filter(&p, bson_get_data(m->filter), m->filter->len, 0, LVL_PREDICATE_TOP,
-	                 &m->root));
+	m->filter_data = (uint8_t *)(m + 1);
+	m->filter_len = filter->len;
+	memcpy(m->filter_data, bson_get_data(filter), filter->len);
+	ERR(parse_filter(&p, m->filter_data, m->filter_len, 0, LVL_PREDICATE_TOP, &m->root));
 	if (opts != NULL && opts->coll != NULL)
 		match_set_collation(m->root, opts->coll);
 	*out = m;
@@ -1175,8 +1177,6 @@ match_free(match_t *m)
 	if (m == NULL)
 		return;
 	match_node_free(m->root);
-	if (m->filter != NULL)
-		bson_destroy(m->filter);
 	if (m->scope_vars != NULL)
 		bson_destroy(m->scope_vars);
 	bson_free(m);

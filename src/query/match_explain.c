@@ -1070,7 +1070,7 @@ build_tree(ectx_t *c)
 	enode_t *tree = NULL;
 	const enode_t *na;
 
-	if (parse_obj(c, bson_get_data(c->m->filter), c->m->filter->len, &tree) != 0) {
+	if (parse_obj(c, c->m->filter_data, c->m->filter_len, &tree) != 0) {
 		c->failed = true;
 		return NULL;
 	}

@@ -84,7 +84,9 @@ struct mop {
 };
 
 struct match {
-	bson_t *filter;          /* owned copy; node values borrow from it */
+	uint8_t *filter_data;    /* copy of the filter's bytes, in the match_t's own
+	                          * allocation; node values borrow from it */
+	uint32_t filter_len;
 	mnode_t *root;
 	bool can_fail;
 	void *scope_vars;        /* $expr let values (bson_t *) */

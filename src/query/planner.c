@@ -1,5 +1,6 @@
 /*
- * planner.c -- predicates out of the normalized filter, bounds per index,
+ * planner.c -- predicates out of the compiled filter tree (match_private.h),
+ * bounds per index,
  * the choice among indexes, and the KeyString ranges the executor scans.
  * See planner.h for the rules.
  */
@@ -12,138 +13,148 @@
 #include "bson/value.h"
 #include "common/mem.h"
 #include "query/keygen.h"
+#include "query/match_private.h"
 
 #define MAX_PREDS 64
 #define MAX_RANGES 1000
 
 typedef struct pred {
-	char path[256];
+	const char *path;          /* borrowed from the match_t, or ps->names */
 	match_pred_t op;
-	bson_value_t val;          /* borrowed from the normalized filter */
+	bson_value_t val;          /* EQ and ranges: the operand, borrowed from the match_t */
+	const bson_value_t *in;    /* $in: its non-regex values in the filter's collation order (borrowed) */
+	uint32_t nin;
+	bool in_regex;             /* the $in also lists regexes: no point bounds from it */
 	int group;                 /* $elemMatch group (0 = top level) */
-	char gpath[256];           /* the $elemMatch's path */
+	const char *gpath;         /* the $elemMatch's path ("" at top level) */
 } pred_t;
 
+/* The predicates of one filter.  Lives on the caller's stack (~8 KB): only
+ * the header is cleared, entries are written before they are read. */
 typedef struct preds {
 	int n;
-	pred_t p[MAX_PREDS];
 	int ngroups;
 	int skipped;               /* leaves or logical nodes not collected */
 	const coll_t *coll;        /* the query's collation: bounds are encoded by it */
+	size_t nused;              /* bytes of names in use */
+	pred_t p[MAX_PREDS];
+	char names[2048];          /* "prefix.path" of $elemMatch members */
 } preds_t;
 
-static const struct {
-	const char *name;
-	match_pred_t op;
-} op_table[] = {
-	{"$eq", MATCH_PRED_EQ}, {"$lt", MATCH_PRED_LT}, {"$lte", MATCH_PRED_LTE},
-	{"$gt", MATCH_PRED_GT}, {"$gte", MATCH_PRED_GTE}, {"$in", MATCH_PRED_IN},
-};
-
-/* A new, empty predicate set (35 KB: only the header is cleared, entries
- * are written before they are read). */
-static preds_t *
-preds_new(void)
+static void
+preds_init(preds_t *ps, const coll_t *coll)
 {
-	preds_t *ps = bson_malloc(sizeof(*ps));
-
 	ps->n = 0;
 	ps->ngroups = 0;
 	ps->skipped = 0;
-	ps->coll = NULL;
-	return ps;
+	ps->coll = coll;
+	ps->nused = 0;
 }
 
-static void
-pred_add(preds_t *ps, const char *path, match_pred_t op, const bson_value_t *v, int group,
-         const char *gpath)
+/* prefix.path in ps's name space (path itself without a prefix); NULL when
+ * the space is used up. */
+static const char *
+pred_join(preds_t *ps, const char *prefix, const char *path)
 {
-	pred_t *p;
+	size_t a, b;
+	char *s;
 
-	if (ps->n == MAX_PREDS || strlen(path) >= sizeof(p->path))
-		return;
-	p = &ps->p[ps->n++];
-	bson_strncpy(p->path, path, sizeof(p->path));
-	p->op = op;
-	p->val = *v;
-	p->group = group;
-	bson_strncpy(p->gpath, gpath ? gpath : "", sizeof(p->gpath));
+	if (prefix == NULL)
+		return path;
+	a = strlen(prefix);
+	b = strlen(path);
+	if (ps->nused + a + b + 2 > sizeof(ps->names))
+		return NULL;
+	s = ps->names + ps->nused;
+	memcpy(s, prefix, a);
+	s[a] = '.';
+	memcpy(s + a + 1, path, b + 1);
+	ps->nused += a + b + 2;
+	return s;
 }
 
-static void collect_node(preds_t *ps, const bson_t *node, const char *prefix, int group,
+/* One leaf (value form: its operator applies to path).  Leaves the bounds
+ * cannot use, and any past MAX_PREDS, count as skipped: the executor applies
+ * the whole filter anyway, skipped leaves only make the bounds looser and
+ * the plan inexact. */
+static void
+pred_leaf(preds_t *ps, const mnode_t *n, const char *path, int group, const char *gpath)
+{
+	static const struct {
+		mkind_t kind;
+		match_pred_t op;
+	} ops[] = {
+		{MK_EQ, MATCH_PRED_EQ}, {MK_LT, MATCH_PRED_LT}, {MK_LTE, MATCH_PRED_LTE},
+		{MK_GT, MATCH_PRED_GT}, {MK_GTE, MATCH_PRED_GTE}, {MK_IN, MATCH_PRED_IN},
+	};
+	pred_t *p;
+	size_t i;
+
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (ops[i].kind == n->kind)
+			break;
+	if (i == sizeof(ops) / sizeof(ops[0]) || path == NULL || ps->n == MAX_PREDS) {
+		ps->skipped++;
+		return;
+	}
+	p = &ps->p[ps->n++];
+	p->path = path;
+	p->op = ops[i].op;
+	p->val = n->val;
+	p->in = n->kind == MK_IN ? n->u.in.sorted : NULL;
+	p->nin = n->kind == MK_IN ? n->u.in.n : 0;
+	p->in_regex = n->kind == MK_IN && n->u.in.nre > 0;
+	p->group = group;
+	p->gpath = gpath != NULL ? gpath : "";
+}
+
+static void collect_node(preds_t *ps, const mnode_t *n, const char *prefix, int group,
                          const char *gpath);
 
-/* {op: value, ...} applying to path. */
+/* A value-form node applying to path: a leaf operator, or an $elemMatch
+ * (each one a new group: the index holds the elements under the same path). */
 static void
-collect_ops(preds_t *ps, const char *path, bson_iter_t *ops, int group, const char *gpath)
+collect_value(preds_t *ps, const mnode_t *n, const char *path, int group, const char *gpath)
 {
-	while (bson_iter_next(ops)) {
-		const char *k = bson_iter_key(ops);
-		size_t i;
-		if (strcmp(k, "$elemMatch") == 0 && BSON_ITER_HOLDS_DOCUMENT(ops)) {
-			bson_iter_t sub;
-			const uint8_t *d;
-			uint32_t l;
-			bson_t inner;
-			int g = ++ps->ngroups;
-			bson_iter_document(ops, &l, &d);
-			bson_init_static(&inner, d, l);
-			if (bson_iter_init(&sub, &inner) && bson_iter_next(&sub) && bson_iter_key(&sub)[0] == '$' &&
-			    strcmp(bson_iter_key(&sub), "$and") != 0 && strcmp(bson_iter_key(&sub), "$or") != 0 &&
-			    strcmp(bson_iter_key(&sub), "$nor") != 0) {
-				/* value $elemMatch: its operators apply to the elements, which
-				 * the index holds under the same path */
-				bson_iter_init(&sub, &inner);
-				collect_ops(ps, path, &sub, g, path);
-			} else {
-				collect_node(ps, &inner, path, g, path);
-			}
-			continue;
-		}
-		for (i = 0; i < sizeof(op_table) / sizeof(op_table[0]); i++)
-			if (strcmp(op_table[i].name, k) == 0)
-				break;
-		if (i < sizeof(op_table) / sizeof(op_table[0]))
-			pred_add(ps, path, op_table[i].op, bson_iter_value(ops), group, gpath);
+	uint32_t i;
+	int g;
+
+	switch (n->kind) {
+	case MK_ELEM_VAL:
+		g = ++ps->ngroups;
+		for (i = 0; i < n->nkids; i++)
+			collect_value(ps, n->kids[i], path, g, path);
+		return;
+	case MK_ELEM_OBJ:
+		g = ++ps->ngroups;
+		if (n->nkids > 0 && path != NULL)
+			collect_node(ps, n->kids[0], path, g, path);
 		else
 			ps->skipped++;
+		return;
+	default:
+		pred_leaf(ps, n, path, group, gpath);
+		return;
 	}
 }
 
-/* A node of the normalized filter: {$and: [...]}, or {path: {ops}}. */
+/* The conjunctive leaves of n (paths under prefix, when inside an
+ * $elemMatch); everything else ($or, $nor, $not, $expr, ...) is skipped. */
 static void
-collect_node(preds_t *ps, const bson_t *node, const char *prefix, int group, const char *gpath)
+collect_node(preds_t *ps, const mnode_t *n, const char *prefix, int group, const char *gpath)
 {
-	bson_iter_t it, sub;
+	uint32_t i;
 
-	if (!bson_iter_init(&it, node))
+	if (n->kind == MK_AND) {
+		for (i = 0; i < n->nkids; i++)
+			collect_node(ps, n->kids[i], prefix, group, gpath);
 		return;
-	while (bson_iter_next(&it)) {
-		const char *k = bson_iter_key(&it);
-		if (strcmp(k, "$and") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
-			bson_iter_recurse(&it, &sub);
-			while (bson_iter_next(&sub)) {
-				const uint8_t *d;
-				uint32_t l;
-				bson_t child;
-				if (!BSON_ITER_HOLDS_DOCUMENT(&sub))
-					continue;
-				bson_iter_document(&sub, &l, &d);
-				bson_init_static(&child, d, l);
-				collect_node(ps, &child, prefix, group, gpath);
-			}
-		} else if (k[0] != '$' && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-			char path[512];
-			if (prefix != NULL)
-				bson_snprintf(path, sizeof(path), "%s.%s", prefix, k);
-			else
-				bson_strncpy(path, k, sizeof(path));
-			bson_iter_recurse(&it, &sub);
-			collect_ops(ps, path, &sub, group, gpath);
-		} else {
-			ps->skipped++;
-		}
 	}
+	if (!n->has_path || n->kind == MK_NOT) {
+		ps->skipped++;
+		return;
+	}
+	collect_value(ps, n, pred_join(ps, prefix, n->path.full), group, gpath);
 }
 
 /* ---- value intervals ------------------------------------------------------ */
@@ -349,7 +360,6 @@ field_bounds(const preds_t *ps, const char *path, bool multikey, planner_interva
 	/* Points first: an equality or $in (each one alone is exact). */
 	for (i = 0; i < ps->n; i++) {
 		const pred_t *p = &ps->p[i];
-		bson_iter_t it;
 		int cnt = 0;
 		bool ok = true;
 		if (strcmp(p->path, path) != 0)
@@ -361,23 +371,17 @@ field_bounds(const preds_t *ps, const char *path, bool multikey, planner_interva
 			iv_set(&iv[0], &p->val, true, &p->val, true);
 			n = 1;
 		} else if (p->op == MATCH_PRED_IN) {
-			if (p->val.value_type != BSON_TYPE_ARRAY ||
-			    !bson_iter_init_from_data(&it, p->val.value.v_doc.data, p->val.value.v_doc.data_len))
+			if (p->in_regex)
 				continue;
-			while (bson_iter_next(&it)) {
-				cnt++;
-				if (!v_usable_point(bson_iter_value(&it)))
+			cnt = (int)p->nin;
+			for (j = 0; j < cnt; j++)
+				if (!v_usable_point(&p->in[j]))
 					ok = false;
-			}
 			if (!ok || cnt == 0 || cnt > MAX_RANGES)
 				continue;
 			iv = bson_malloc0(sizeof(*iv) * (size_t)cnt);
-			bson_iter_init_from_data(&it, p->val.value.v_doc.data, p->val.value.v_doc.data_len);
-			n = 0;
-			while (bson_iter_next(&it)) {
-				iv_set(&iv[n], bson_iter_value(&it), true, bson_iter_value(&it), true);
-				n++;
-			}
+			for (n = 0; n < cnt; n++)
+				iv_set(&iv[n], &p->in[n], true, &p->in[n], true);
 			qsort_r(iv, (size_t)n, sizeof(*iv), point_cmp, (void *)ps->coll);
 			for (i = 1, j = 1; i < n; i++) {
 				if (vcmp(&iv[i].lo, &iv[j - 1].lo, ps->coll) == 0) {
@@ -559,15 +563,33 @@ path_has_positional(const char *p)
 }
 
 /* Does the query's predicate set imply the index's partial filter? */
+/* Do two predicates of one op name the same operand(s)? */
+static bool
+pred_same_operand(const pred_t *q, const pred_t *p, const coll_t *coll)
+{
+	uint32_t i;
+
+	if (q->op != p->op)
+		return false;
+	if (p->op != MATCH_PRED_IN)
+		return bv_compare_coll(&q->val, &p->val, coll) == 0 && q->val.value_type == p->val.value_type;
+	if (q->in_regex || p->in_regex || q->nin != p->nin)
+		return false;
+	for (i = 0; i < p->nin; i++)
+		if (bv_compare_coll(&q->in[i], &p->in[i], coll) != 0)
+			return false;
+	return true;
+}
+
 static bool
 partial_implied(const storage_index_t *ix, const preds_t *qp)
 {
 	bson_iter_t it;
 	const uint8_t *d;
 	uint32_t l;
-	bson_t pf, *norm;
+	bson_t pf;
 	match_t *m = NULL;
-	preds_t *pp;
+	preds_t pp;
 	bool ok = true;
 	int i, j;
 
@@ -577,14 +599,13 @@ partial_implied(const storage_index_t *ix, const preds_t *qp)
 	bson_init_static(&pf, d, l);
 	if (match_compile(&pf, NULL, &m, NULL) != 0)
 		return false;
-	norm = match_to_bson(m);
-	pp = preds_new();
-	collect_node(pp, norm, NULL, 0, NULL);
+	preds_init(&pp, NULL);
+	collect_node(&pp, m->root, NULL, 0, NULL);
 	/* Every leaf of the partial filter must be one we understood. */
-	if (pp->n == 0)
+	if (pp.n == 0)
 		ok = false;
-	for (i = 0; ok && i < pp->n; i++) {
-		const pred_t *p = &pp->p[i];
+	for (i = 0; ok && i < pp.n; i++) {
+		const pred_t *p = &pp.p[i];
 		bool implied = false;
 		if (p->group != 0) {
 			ok = false;
@@ -595,8 +616,7 @@ partial_implied(const storage_index_t *ix, const preds_t *qp)
 			planner_interval_t pi, qi;
 			if (q->group != 0 || strcmp(q->path, p->path) != 0)
 				continue;
-			if (q->op == p->op && bv_compare_coll(&q->val, &p->val, qp->coll) == 0 &&
-			    q->val.value_type == p->val.value_type) {
+			if (pred_same_operand(q, p, qp->coll)) {
 				implied = true;
 				break;
 			}
@@ -628,10 +648,8 @@ partial_implied(const storage_index_t *ix, const preds_t *qp)
 	}
 	/* A partial filter with leaves we did not collect ($exists, $type,
 	 * $or...) counts as not implied. */
-	if (pp->skipped > 0)
+	if (pp.skipped > 0)
 		ok = false;
-	bson_free(pp);
-	bson_destroy(norm);
 	match_free(m);
 	return ok;
 }
@@ -1010,7 +1028,10 @@ fields_encode(planner_field_t *f, int nf, const coll_t *coll)
 		for (j = 0; j < f[i].n; j++) {
 			bytes_t lo = {0}, hi = {0};
 			bytes_put_value(&lo, &f[i].iv[j].lo, f[i].desc, fc);
-			bytes_put_value(&hi, &f[i].iv[j].hi, f[i].desc, fc);
+			if (f[i].points)   /* a point: both ends are the one value */
+				bytes_put(&hi, lo.p, lo.len);
+			else
+				bytes_put_value(&hi, &f[i].iv[j].hi, f[i].desc, fc);
 			f[i].enc[j].lo = lo.p;
 			f[i].enc[j].lo_len = lo.len;
 			f[i].enc[j].hi = hi.p;
@@ -1149,7 +1170,7 @@ collation_sensitive(const bson_value_t *v)
 static bool
 collation_compatible(const storage_index_t *ix, const preds_t *ps)
 {
-	bson_iter_t it, el;
+	bson_iter_t it;
 	int i;
 
 	if (ix->collation == ps->coll)
@@ -1163,10 +1184,9 @@ collation_compatible(const storage_index_t *ix, const preds_t *ps)
 			if (strcmp(p->path, f) != 0 && strcmp(f, "$**") != 0 &&
 			    !(strlen(f) > 4 && strcmp(f + strlen(f) - 4, ".$**") == 0))
 				continue;
-			if (p->op == MATCH_PRED_IN && p->val.value_type == BSON_TYPE_ARRAY &&
-			    bson_iter_init_from_data(&el, p->val.value.v_doc.data, p->val.value.v_doc.data_len)) {
-				while (bson_iter_next(&el))
-					if (collation_sensitive(bson_iter_value(&el)))
+			if (p->op == MATCH_PRED_IN) {
+				for (uint32_t k = 0; k < p->nin; k++)
+					if (collation_sensitive(&p->in[k]))
 						return false;
 			} else if (p->op != MATCH_PRED_EXISTS && collation_sensitive(&p->val)) {
 				return false;
@@ -1214,20 +1234,19 @@ best_candidate(const storage_coll_t *coll, const preds_t *ps, const bson_t *sort
 			continue;
 		if (hinted < 0 && !leading_field_used(ix, ps, sort))
 			continue;
-		if (hinted < 0 && index_spec_bool(ix, "hidden"))
+		if (hinted < 0 && ix->hidden)
 			continue;
 		if (!collation_compatible(ix, ps)) {
 			/* a hinted index with another collation: scanned whole */
 			preds_t none;
-			if (hinted < 0 || keygen_is_wildcard(ix))
+			if (hinted < 0 || ix->wildcard)
 				continue;
-			memset(&none, 0, sizeof(none));
-			none.coll = ix->collation;
+			preds_init(&none, ix->collation);
 			if (!cand_build(coll, i, &none, NULL, true, &c)) {
 				cand_free(&c);
 				continue;
 			}
-		} else if (keygen_is_wildcard(ix) ? !wildcard_cand(coll, i, ps, &c) : !cand_build(coll, i, ps, sort, hinted >= 0, &c)) {
+		} else if (ix->wildcard ? !wildcard_cand(coll, i, ps, &c) : !cand_build(coll, i, ps, sort, hinted >= 0, &c)) {
 			cand_free(&c);
 			continue;
 		}
@@ -1273,19 +1292,17 @@ solution_from(planner_solution_t *s, cand_t *best)
 		bytes_t hi = {0};
 		bool hi_incl = true;
 		for (i = 0; i < s->nfields; i++) {
-			const planner_interval_t *iv = &s->fields[i].iv[0];
-			bytes_put_value(&prefix, &iv->lo, s->fields[i].desc,
-			                planner_field_collation(&s->fields[i], s->collation));
-			if (!iv->lo_incl) {
+			const planner_range_t *e = &s->fields[i].enc[0];
+			bytes_put(&prefix, e->lo, e->lo_len);
+			if (!e->lo_incl) {
 				bytes_put_max(&prefix);
 				break;
 			}
 		}
 		for (i = 0; i < s->nfields; i++) {
-			const planner_interval_t *iv = &s->fields[i].iv[s->fields[i].n - 1];
-			bytes_put_value(&hi, &iv->hi, s->fields[i].desc,
-			                planner_field_collation(&s->fields[i], s->collation));
-			if (!iv->hi_incl) {
+			const planner_range_t *e = &s->fields[i].enc[s->fields[i].n - 1];
+			bytes_put(&hi, e->hi, e->hi_len);
+			if (!e->hi_incl) {
 				hi_incl = false;
 				break;
 			}
@@ -1305,63 +1322,45 @@ solution_from(planner_solution_t *s, cand_t *best)
 	}
 }
 
-/* The top-level $or of the normalized filter (alone or inside the root
- * $and), as an iterator on its array. */
-static bool
-find_top_or(const bson_t *norm, bson_iter_t *arr)
+/* The top-level $or of the filter: the root itself (*whole: the filter is
+ * nothing but the $or), or the first $or directly under the root $and. */
+static const mnode_t *
+find_top_or(const mnode_t *root, bool *whole)
 {
-	bson_iter_t it, sub;
+	uint32_t i;
 
-	if (bson_iter_init_find(&it, norm, "$or") && BSON_ITER_HOLDS_ARRAY(&it) && bson_count_keys(norm) == 1) {
-		*arr = it;
-		return true;
-	}
-	if (!bson_iter_init_find(&it, norm, "$and") || !BSON_ITER_HOLDS_ARRAY(&it) || bson_count_keys(norm) != 1)
-		return false;
-	bson_iter_recurse(&it, &sub);
-	while (bson_iter_next(&sub)) {
-		bson_iter_t in;
-		if (BSON_ITER_HOLDS_DOCUMENT(&sub) && bson_iter_recurse(&sub, &in) && bson_iter_next(&in) &&
-		    strcmp(bson_iter_key(&in), "$or") == 0 && BSON_ITER_HOLDS_ARRAY(&in)) {
-			*arr = in;
-			return true;
-		}
-	}
-	return false;
+	*whole = root->kind == MK_OR;
+	if (root->kind == MK_OR)
+		return root;
+	if (root->kind != MK_AND)
+		return NULL;
+	for (i = 0; i < root->nkids; i++)
+		if (root->kids[i]->kind == MK_OR)
+			return root->kids[i];
+	return NULL;
 }
 
 /* One index scan per $or branch; false when some branch has no index. */
 static bool
-plan_or(const storage_coll_t *coll, const bson_t *norm, const coll_t *qcoll, planner_solution_t *s)
+plan_or(const storage_coll_t *coll, const match_t *m, const coll_t *qcoll, planner_solution_t *s)
 {
-	bson_iter_t arr, br;
-	int n, i = 0;
+	const mnode_t *or;
+	bool whole;
+	uint32_t n, i;
 
-	if (!find_top_or(norm, &arr) || !bson_iter_recurse(&arr, &br))
+	if ((or = find_top_or(m->root, &whole)) == NULL)
 		return false;
-	n = 0;
-	while (bson_iter_next(&br))
-		n++;
+	n = or->nkids;
 	if (n == 0 || n > 64)
 		return false;
 	s->branches = bson_malloc0(sizeof(planner_solution_t *) * (size_t)n);
-	bson_iter_recurse(&arr, &br);
-	while (bson_iter_next(&br)) {
-		preds_t *bp;
+	for (i = 0; i < n; i++) {
+		preds_t bp;
 		cand_t best;
-		const uint8_t *d;
-		uint32_t l;
-		bson_t node;
 		bool ok;
-		if (!BSON_ITER_HOLDS_DOCUMENT(&br))
-			return false;
-		bson_iter_document(&br, &l, &d);
-		bson_init_static(&node, d, l);
-		bp = preds_new();
-		bp->coll = qcoll;
-		collect_node(bp, &node, NULL, 0, NULL);
-		ok = best_candidate(coll, bp, NULL, -1, &best, NULL) && best.nbounded > 0;
-		bson_free(bp);
+		preds_init(&bp, qcoll);
+		collect_node(&bp, or->kids[i], NULL, 0, NULL);
+		ok = best_candidate(coll, &bp, NULL, -1, &best, NULL) && best.nbounded > 0;
 		if (!ok) {
 			cand_free(&best);
 			return false;
@@ -1369,12 +1368,12 @@ plan_or(const storage_coll_t *coll, const bson_t *norm, const coll_t *qcoll, pla
 		s->branches[i] = bson_malloc0(sizeof(planner_solution_t));
 		solution_from(s->branches[i], &best);
 		cand_free(&best);
-		s->nbranches = ++i;
+		s->nbranches = (int)i + 1;
 	}
 	s->kind = PLANNER_OR;
 	s->dedup = true;
-	s->exact = bson_count_keys(norm) == 1 && bson_has_field(norm, "$or");
-	for (i = 0; i < s->nbranches; i++)
+	s->exact = whole;
+	for (i = 0; i < (uint32_t)s->nbranches; i++)
 		if (!s->branches[i]->exact)
 			s->exact = false;
 	return true;
@@ -1406,20 +1405,17 @@ planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sort, c
              const coll_t *collation, planner_solution_t **out, terr_t *err)
 {
 	planner_solution_t *s = bson_malloc0(sizeof(*s));
-	preds_t *ps = preds_new();
-
-	ps->coll = collation;
-	bson_t *norm = NULL;
+	preds_t ps;
 	cand_t best;
 	bool natural = false, hint_backward = false;
 	int hinted = -1;
 
 	*out = NULL;
+	preds_init(&ps, collation);
 	s->kind = PLANNER_COLLSCAN;
 	if (hint != NULL) {
 		int rc = hint_find(coll, hint, &hinted, &natural, &hint_backward, err);
 		if (rc < 0) {
-			bson_free(ps);
 			bson_free(s);
 			return -1;
 		}
@@ -1428,18 +1424,16 @@ planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sort, c
 			goto done;
 		}
 	}
-	if (m != NULL) {
-		norm = match_to_bson(m);
-		collect_node(ps, norm, NULL, 0, NULL);
-	}
-	if (best_candidate(coll, ps, sort, hinted, &best, s)) {
+	if (m != NULL)
+		collect_node(&ps, m->root, NULL, 0, NULL);
+	if (best_candidate(coll, &ps, sort, hinted, &best, s)) {
 		bool or_better = false;
 		/* an index that only serves the sort loses to a $or whose
 		 * branches all have bounds */
-		if (best.nbounded == 0 && hinted < 0 && norm != NULL) {
+		if (best.nbounded == 0 && hinted < 0 && m != NULL) {
 			planner_solution_t tmp;
 			memset(&tmp, 0, sizeof(tmp));
-			if (plan_or(coll, norm, ps->coll, &tmp)) {
+			if (plan_or(coll, m, ps.coll, &tmp)) {
 				cand_free(&best);
 				tmp.rejected = s->rejected;
 				tmp.nrejected = s->nrejected;
@@ -1451,15 +1445,12 @@ planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sort, c
 		}
 		if (!or_better)
 			solution_from(s, &best);
-	} else if (hinted < 0 && norm != NULL && !plan_or(coll, norm, ps->coll, s)) {
+	} else if (hinted < 0 && m != NULL && !plan_or(coll, m, ps.coll, s)) {
 		solution_clear(s);
 		s->kind = PLANNER_COLLSCAN;
 	}
 	cand_free(&best);
 done:
-	if (norm != NULL)
-		bson_destroy(norm);
-	bson_free(ps);
 	*out = s;
 	return 0;
 }

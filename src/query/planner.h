@@ -2,8 +2,7 @@
  * planner.h -- choosing an access path for a filter: a collection scan or a
  * scan over one index with bounds.
  *
- * Bounds come from the filter's top-level conjunction (match_to_bson's
- * normalized form): equality, $in, ranges ($gt/$gte/$lt/$lte, type
+ * Bounds come from the compiled filter's top-level conjunction: equality, $in, ranges ($gt/$gte/$lt/$lte, type
  * bracketed as mongod does), and predicates inside $elemMatch.  The
  * planner only ever builds bounds that hold a superset of the matching
  * documents' keys; the executor still applies the whole filter to every

@@ -236,6 +236,13 @@ coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_co
 				    BSON_ITER_HOLDS_DOCUMENT(&sub);
 				if (bson_iter_init_find(&sub, ix->spec, "unique"))
 					ix->unique = ix->unique || bson_iter_as_bool(&sub);
+				ix->hidden = bson_iter_init_find(&sub, ix->spec, "hidden") && bson_iter_as_bool(&sub);
+				if (bson_iter_init(&sub, ix->key) && bson_iter_next(&sub)) {
+					const char *k0 = bson_iter_key(&sub);
+					size_t k0len = strlen(k0);
+					ix->wildcard = strcmp(k0, "$**") == 0 ||
+					    (k0len > 4 && strcmp(k0 + k0len - 4, ".$**") == 0);
+				}
 			}
 		}
 	}

@@ -30,9 +30,13 @@ enum cur_state {
 	CUR_EOF,
 };
 
+/* A byte buffer that starts in its own inline space (keys and bounds are
+ * usually short) and moves to the heap when it outgrows it. */
+#define BYTES_INLINE 48
 typedef struct bytes {
-	uint8_t *data;
+	uint8_t *data;                 /* small, or owned heap memory */
 	size_t len, cap;
+	uint8_t small[BYTES_INLINE];
 } bytes_t;
 
 struct storage_cursor {
@@ -54,11 +58,42 @@ struct storage_cursor {
 };
 
 static void
+bytes_init(bytes_t *b)
+{
+	b->data = b->small;
+	b->len = 0;
+	b->cap = sizeof(b->small);
+}
+
+static void
+bytes_grow(bytes_t *b, size_t need)
+{
+	size_t cap = need * 2;
+
+	if (b->data == b->small) {
+		uint8_t *p = bson_malloc(cap);
+		memcpy(p, b->small, b->len);
+		b->data = p;
+	} else {
+		b->data = bson_realloc(b->data, cap);
+	}
+	b->cap = cap;
+}
+
+static void
+bytes_free(bytes_t *b)
+{
+	if (b->data != b->small)
+		bson_free(b->data);
+	bytes_init(b);
+}
+
+static void
 bytes_set(bytes_t *b, const void *data, size_t len)
 {
 	if (len > b->cap) {
-		b->cap = len < 64 ? 64 : len * 2;
-		b->data = bson_realloc(b->data, b->cap);
+		b->len = 0;
+		bytes_grow(b, len);
 	}
 	if (len > 0)
 		memcpy(b->data, data, len);
@@ -70,10 +105,8 @@ bytes_append(bytes_t *b, const void *data, size_t len)
 {
 	size_t old = b->len;
 
-	if (old + len > b->cap) {
-		b->cap = (old + len) * 2;
-		b->data = bson_realloc(b->data, b->cap);
-	}
+	if (old + len > b->cap)
+		bytes_grow(b, old + len);
 	memcpy(b->data + old, data, len);
 	b->len = old + len;
 }
@@ -142,6 +175,12 @@ cursor_new(storage_coll_t *c, const storage_index_t *ix, bool backward)
 	cur->ix = ix;
 	cur->backward = backward;
 	cur->state = CUR_START;
+	bytes_init(&cur->last_key);
+	bytes_init(&cur->last_tb);
+	bytes_init(&cur->doc);
+	bytes_init(&cur->lo);
+	bytes_init(&cur->hi);
+	bytes_init(&cur->seek);
 	return cur;
 }
 
@@ -455,11 +494,11 @@ storage_cursor_close(storage_cursor_t *cur)
 	if (cur->wc != NULL)
 		cur->wc->close(cur->wc);
 	storage_coll_release(cur->c);
-	bson_free(cur->last_key.data);
-	bson_free(cur->last_tb.data);
-	bson_free(cur->doc.data);
-	bson_free(cur->lo.data);
-	bson_free(cur->hi.data);
-	bson_free(cur->seek.data);
+	bytes_free(&cur->last_key);
+	bytes_free(&cur->last_tb);
+	bytes_free(&cur->doc);
+	bytes_free(&cur->lo);
+	bytes_free(&cur->hi);
+	bytes_free(&cur->seek);
 	bson_free(cur);
 }

@@ -102,6 +102,8 @@ typedef struct storage_index {
 	bool is_id;
 	bool sparse;       /* spec.sparse, parsed once (key generation reads it per document) */
 	bool partial;      /* spec has a partialFilterExpression */
+	bool hidden;       /* spec.hidden: the planner does not choose it unless hinted */
+	bool wildcard;     /* the key pattern is {"$**": ...} or {"p.$**": ...} */
 	bool multikey;     /* set (durably, in a new descriptor) once a document produced >1 key or met an array */
 	/* Entries carry each key's type bits (keystring_append_value_tb) so the
 	 * exact values can be rebuilt from the index alone (covered queries).

@@ -8,6 +8,7 @@
 #include "tt.h"
 
 #include "common/mem.h"
+#include "query/keygen.h"
 #include "query/planner.h"
 
 static storage_coll_t coll;
@@ -35,6 +36,8 @@ add_index(const char *spec_json, bool multikey)
 	/* what the catalog parses from a spec (storage/catalog.c) */
 	idx[i].sparse = bson_iter_init_find(&it, idx[i].spec, "sparse") && bson_iter_as_bool(&it);
 	idx[i].partial = bson_has_field(idx[i].spec, "partialFilterExpression");
+	idx[i].hidden = bson_iter_init_find(&it, idx[i].spec, "hidden") && bson_iter_as_bool(&it);
+	idx[i].wildcard = keygen_is_wildcard(&idx[i]);
 }
 
 static void
