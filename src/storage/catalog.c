@@ -1210,21 +1210,30 @@ ddl_unlock_gated(storage_t *st, coll_rt_t *rt)
 	gate_unlock(st, rt);
 }
 
+/*
+ * Building over existing documents holds the index lock and the table's gate
+ * (no writer of this collection meanwhile) but not the DDL lock: creating,
+ * dropping or renaming other collections goes on during a long build.  The
+ * DDL lock is taken to make the table and again to publish; the descriptor
+ * is read again then, and the build is abandoned (276 IndexBuildAborted)
+ * when the collection went away meanwhile.
+ */
 int
 storage_index_create(storage_t *st, storage_session_t *s, const char *db, const char *name,
                      const bson_t *spec, terr_t *err)
 {
-	storage_coll_t *c = NULL, *draft = NULL;
+	storage_coll_t *c = NULL, *draft = NULL, *now = NULL;
 	storage_session_t *bs = NULL;
 	coll_rt_t *rt = NULL;
 	const char *ixname;
 	char *ident = NULL;
 	bson_iter_t it;
 	bson_t entry;
-	bool have_entry = false, table = false, unique = false, multikey = false;
+	bool have_entry = false, table = false, unique = false, multikey = false, ddl = false;
 	uint32_t masks[STORAGE_INDEX_MAX_FIELDS] = {0};
 	int ret = 0;
 
+	(void)s;
 	if (!bson_iter_init_find(&it, spec, "name") || !BSON_ITER_HOLDS_UTF8(&it))
 		return terr_set(err, TERR_CANNOT_CREATE_INDEX, "index spec has no name");
 	ixname = bson_iter_utf8(&it, NULL);
@@ -1233,6 +1242,7 @@ storage_index_create(storage_t *st, storage_session_t *s, const char *db, const 
 	if (bson_iter_init_find(&it, spec, "unique"))
 		unique = bson_iter_as_bool(&it);
 	RET(ddl_lock_gated(st, db, name, &c, &rt, err));
+	ddl = true;
 	for (int i = 0; i < c->nindexes; i++) {
 		if (strcmp(c->indexes[i].name, ixname) == 0) {
 			ret = terr_set(err, TERR_INDEX_ALREADY_EXISTS, "index with name %s already exists", ixname);
@@ -1247,21 +1257,40 @@ storage_index_create(storage_t *st, storage_session_t *s, const char *db, const 
 	ident = new_ident(st, "index");
 	table = true;
 	ERR(table_create(st, ident, unique ? UNIQUE_INDEX_CONFIG : INDEX_TABLE_CONFIG, err));
-	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, spec, ident, NULL, NULL, NULL,
-	    NULL);
-	have_entry = true;
 	/* Fill the table from the documents there are; no writer can add or
 	 * change one while we hold the gate. */
 	if (atomic_load(&rt->count) != 0) {
-		ERR(coll_from_entry(&entry, rt, c->version, &draft, err));
-		ERR(storage_session_open(st, &bs, err));
-		ERR(storage_index_build(bs, draft, &draft->indexes[draft->nindexes - 1], &multikey, masks, err));
-		if (multikey) {
-			bson_destroy(&entry);
-			entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, spec, ident,
-			    ixname, masks, NULL, NULL);
+		pthread_mutex_unlock(&st->ddl_lock);
+		ddl = false;
+		entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, spec, ident, NULL, NULL,
+		    NULL, NULL);
+		ret = coll_from_entry(&entry, rt, c->version, &draft, err);
+		bson_destroy(&entry);
+		if (ret == 0 && (ret = storage_session_open(st, &bs, err)) == 0)
+			ret = storage_index_build(bs, draft, &draft->indexes[draft->nindexes - 1], &multikey, masks,
+			    err);
+		if (bs != NULL) {
+			storage_session_close(bs);
+			bs = NULL;
 		}
+		pthread_mutex_lock(&st->ddl_lock);
+		ddl = true;
+		if (ret != 0)
+			goto err;
+		/* what the collection is now (collMod, renames went on) */
+		if (storage_coll_get(st, db, name, &now, NULL) != 0 || storage_coll_rt(now) != rt) {
+			storage_coll_release(now);
+			now = NULL;
+			ret = terr_set(err, TERR_INDEX_BUILD_ABORTED,
+			    "Index build aborted: collection %s.%s was dropped during the build", db, name);
+			goto err;
+		}
+		storage_coll_release(c);
+		c = now;
 	}
+	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, spec, ident,
+	    multikey ? ixname : NULL, multikey ? masks : NULL, NULL, NULL);
+	have_entry = true;
 	ERR(ddl_begin(st, err));
 	if ((ret = ddl_put(st, c->ns, &entry, err)) != 0 || (ret = ddl_put_meta(st, err)) != 0) {
 		ddl_rollback(st);
@@ -1272,12 +1301,13 @@ storage_index_create(storage_t *st, storage_session_t *s, const char *db, const 
 	atomic_fetch_add(&rt->ixgen, 1);
 	ERR(republish(st, c, &entry, NULL, err));
 err:
-	if (bs != NULL)
-		storage_session_close(bs);
 	if (table)
 		storage_ident_drop(st, st->ddl_ws, ident, NULL);
-	if (rt != NULL)
-		ddl_unlock_gated(st, rt);
+	if (rt != NULL) {
+		if (ddl)
+			pthread_mutex_unlock(&st->ddl_lock);
+		gate_unlock(st, rt);
+	}
 	if (have_entry)
 		bson_destroy(&entry);
 	storage_coll_release(draft);
