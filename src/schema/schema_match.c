@@ -12,30 +12,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bson/iter.h"
 #include "bson/value.h"
 #include "schema/schema_private.h"
 
-uint32_t
-sch_type_bit(bson_type_t t)
-{
-	if (t == BSON_TYPE_MINKEY)
-		return 1u << SCH_BIT_MINKEY;
-	if (t == BSON_TYPE_MAXKEY)
-		return 1u << SCH_BIT_MAXKEY;
-	if ((int)t >= 1 && (int)t <= 0x13)
-		return 1u << t;
-	return 0;
-}
 
 static bool
-doc_find(const bson_value_t *doc, const char *name, uint32_t len, bson_iter_t *out)
+doc_find(const bson_value_t *doc, const char *name, uint32_t len, bson_value_t *out)
 {
-	bson_iter_t it;
+	biter_t it;
 
-	sch_iter_of(doc, &it);
-	while (bson_iter_next(&it)) {
-		if (bson_iter_key_len(&it) == len && memcmp(bson_iter_key(&it), name, len) == 0) {
-			*out = it;
+	biter_init_value(&it, doc);
+	while (biter_next(&it)) {
+		if (it.key_len == len && memcmp(it.key, name, len) == 0) {
+			biter_value(&it, out);
 			return true;
 		}
 	}
@@ -83,11 +73,11 @@ sch_regex_search(const pcre2_code *re, const char *s, uint32_t len)
 static uint32_t
 count_fields(const bson_value_t *v)
 {
-	bson_iter_t it;
+	biter_t it;
 	uint32_t n = 0;
 
-	sch_iter_of(v, &it);
-	while (bson_iter_next(&it))
+	biter_init_value(&it, v);
+	while (biter_next(&it))
 		n++;
 	return n;
 }
@@ -116,36 +106,35 @@ val_equal_at(const bson_value_t *a, const bson_value_t *b, int depth)
 		       memcmp(a->value.v_doc.data, b->value.v_doc.data, a->value.v_doc.data_len) == 0;
 
 	if (ta == BSON_TYPE_DOCUMENT || tb == BSON_TYPE_DOCUMENT) {
-		bson_iter_t ia, ib;
+		biter_t ia;
 		if (ta != tb || count_fields(a) != count_fields(b))
 			return false;
-		sch_iter_of(a, &ia);
-		while (bson_iter_next(&ia)) {
+		biter_init_value(&ia, a);
+		while (biter_next(&ia)) {
 			bson_value_t va, vb;
-			if (!doc_find(b, bson_iter_key(&ia), bson_iter_key_len(&ia), &ib))
+			if (!doc_find(b, ia.key, ia.key_len, &vb))
 				return false;
-			va = *bson_iter_value(&ia);
-			vb = *bson_iter_value(&ib);
+			biter_value(&ia, &va);
 			if (!val_equal_at(&va, &vb, depth + 1))
 				return false;
 		}
 		return true;
 	}
 	if (ta == BSON_TYPE_ARRAY || tb == BSON_TYPE_ARRAY) {
-		bson_iter_t ia, ib;
+		biter_t ia, ib;
 		if (ta != tb)
 			return false;
-		sch_iter_of(a, &ia);
-		sch_iter_of(b, &ib);
+		biter_init_value(&ia, a);
+		biter_init_value(&ib, b);
 		for (;;) {
-			bool na = bson_iter_next(&ia), nb = bson_iter_next(&ib);
+			bool na = biter_next(&ia), nb = biter_next(&ib);
 			bson_value_t va, vb;
 			if (na != nb)
 				return false;
 			if (!na)
 				return true;
-			va = *bson_iter_value(&ia);
-			vb = *bson_iter_value(&ib);
+			biter_value(&ia, &va);
+			biter_value(&ib, &vb);
 			if (!val_equal_at(&va, &vb, depth + 1))
 				return false;
 		}
@@ -540,7 +529,7 @@ match_number(const snode_t *n, const bson_value_t *v)
 static bool
 match_array(const snode_t *n, const bson_value_t *v)
 {
-	bson_iter_t it;
+	biter_t it;
 	uint32_t i = 0;
 
 	if (n->min_items >= 0 || n->max_items >= 0) {
@@ -554,10 +543,11 @@ match_array(const snode_t *n, const bson_value_t *v)
 		return false;
 	if (n->items_kind == SCH_ITEMS_NONE)
 		return true;
-	sch_iter_of(v, &it);
-	while (bson_iter_next(&it)) {
-		bson_value_t e = *bson_iter_value(&it);
+	biter_init_value(&it, v);
+	while (biter_next(&it)) {
+		bson_value_t e;
 		const snode_t *sub;
+		biter_value(&it, &e);
 		if (n->items_kind == SCH_ITEMS_SCHEMA) {
 			sub = n->items;
 		} else if (i < n->nitems) {
@@ -576,15 +566,37 @@ match_array(const snode_t *n, const bson_value_t *v)
 	return true;
 }
 
+static bool
+prop_is(const sch_prop_t *p, const char *name, uint32_t len, bool any)
+{
+	return p->len == len && (any || !p->dotted) && p->name[0] == name[0] && memcmp(p->name, name, len) == 0;
+}
+
 /* The property named exactly name (dotted ones included when any). */
 static const sch_prop_t *
 find_prop(const snode_t *n, const char *name, uint32_t len, bool any)
 {
 	for (uint32_t i = 0; i < n->nprops; i++)
-		if (n->props[i].len == len && (any || !n->props[i].dotted) &&
-		    n->props[i].name[0] == name[0] && memcmp(n->props[i].name, name, len) == 0)
+		if (prop_is(&n->props[i], name, len, any))
 			return &n->props[i];
 	return NULL;
+}
+
+/* Same, trying *next first: documents usually hold their fields in the
+ * order the schema lists them, so the property after the last one found
+ * is most often the one. */
+static const sch_prop_t *
+find_prop_next(const snode_t *n, const char *name, uint32_t len, uint32_t *next)
+{
+	const sch_prop_t *p;
+
+	if (*next < n->nprops && prop_is(&n->props[*next], name, len, false)) {
+		p = &n->props[*next];
+	} else if ((p = find_prop(n, name, len, false)) == NULL) {
+		return NULL;
+	}
+	*next = (uint32_t)(p - n->props) + 1;
+	return p;
 }
 
 bool
@@ -596,11 +608,11 @@ sch_path_get(const bson_value_t *obj, const char *name, bson_value_t *out)
 	for (;;) {
 		const char *dot = strchr(part, '.');
 		uint32_t plen = dot ? (uint32_t)(dot - part) : (uint32_t)strlen(part);
-		bson_iter_t it;
+		bson_value_t found;
 
-		if (cur.value_type != BSON_TYPE_DOCUMENT || !doc_find(&cur, part, plen, &it))
+		if (cur.value_type != BSON_TYPE_DOCUMENT || !doc_find(&cur, part, plen, &found))
 			return false;
-		cur = *bson_iter_value(&it);
+		cur = found;
 		if (dot == NULL) {
 			*out = cur;
 			return true;
@@ -623,12 +635,13 @@ sch_field_is_additional(const snode_t *n, const char *name, uint32_t len)
 static bool
 match_object(const snode_t *n, const bson_value_t *v)
 {
-	bson_iter_t it;
+	biter_t it;
 	int64_t nfields = 0;
 	uint64_t seen = 0;
+	uint32_t next = 0;
 
-	sch_iter_of(v, &it);
-	while (bson_iter_next(&it)) {
+	biter_init_value(&it, v);
+	while (biter_next(&it)) {
 		const char *key;
 		uint32_t klen;
 		const sch_prop_t *p;
@@ -637,12 +650,12 @@ match_object(const snode_t *n, const bson_value_t *v)
 		nfields++;
 		if (n->nprops == 0 && !n->has_allowed)
 			continue;
-		key = bson_iter_key(&it);
-		klen = bson_iter_key_len(&it);
-		p = n->nprops ? find_prop(n, key, klen, false) : NULL;
+		key = it.key;
+		klen = it.key_len;
+		p = n->nprops ? find_prop_next(n, key, klen, &next) : NULL;
 		if (p == NULL && !n->has_allowed)
 			continue;
-		e = *bson_iter_value(&it);
+		biter_value(&it, &e);
 		if (p) {
 			if (p->req_bit >= 0)
 				seen |= 1ull << p->req_bit;

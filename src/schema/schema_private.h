@@ -133,7 +133,6 @@ bool sch_val_equal(const bson_value_t *a, const bson_value_t *b);
 uint64_t sch_val_hash(const bson_value_t *v);
 bool sch_regex_search(const pcre2_code *re, const char *s, uint32_t len);
 bool sch_dec_from_value(const bson_value_t *v, sch_dec_t *out);
-uint32_t sch_type_bit(bson_type_t t);
 /* Index of the first later element equal to an earlier one, or -1. */
 int64_t sch_find_duplicate(const bson_value_t *arr, bson_value_t *dup);
 bool sch_field_is_additional(const snode_t *n, const char *name, uint32_t len);
@@ -142,6 +141,19 @@ bool sch_enum_contains(const snode_t *n, const bson_value_t *v);
  * a dotted name a path through embedded documents (an array on the way ends
  * the path).  out borrows from obj. */
 bool sch_path_get(const bson_value_t *obj, const char *name, bson_value_t *out);
+
+/* The type's bit in a bsonType/type mask (0 for a byte that is no type). */
+static inline uint32_t
+sch_type_bit(bson_type_t t)
+{
+	if (t == BSON_TYPE_MINKEY)
+		return 1u << SCH_BIT_MINKEY;
+	if (t == BSON_TYPE_MAXKEY)
+		return 1u << SCH_BIT_MAXKEY;
+	if ((int)t >= 1 && (int)t <= 0x13)
+		return 1u << t;
+	return 0;
+}
 
 /* True for the numeric BSON types (int, long, double, decimal). */
 static inline bool
