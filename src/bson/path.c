@@ -9,6 +9,7 @@
  * Not here: writing into documents, aggregation field paths.
  */
 #include "bson/path.h"
+#include "bson/iter.h"
 
 #include <string.h>
 
@@ -219,18 +220,29 @@ static bool walk_array(const walk_t *w, const bson_value_t *arr, uint32_t r, int
 static bool
 walk_leaf_array(const walk_t *w, const bson_value_t *arr, int32_t pos, bool through)
 {
-	bson_iter_t it;
+	biter_t it;
 	int32_t k = 0;
 
-	if (w->expand &&
-	    bson_iter_init_from_data(&it, arr->value.v_doc.data, arr->value.v_doc.data_len)) {
-		while (bson_iter_next(&it)) {
-			if (!yield(w, bson_iter_value(&it), pos < 0 ? k : pos, true, true))
+	if (w->expand && biter_init_value(&it, arr)) {
+		while (biter_next(&it)) {
+			bson_value_t e;
+			biter_value(&it, &e);
+			if (!yield(w, &e, pos < 0 ? k : pos, true, true))
 				return false;
 			k++;
 		}
 	}
 	return yield(w, arr, pos, through, false);
+}
+
+/* Position it on the field named comp; false when absent. */
+static bool
+bfind_field(biter_t *it, const char *comp, uint32_t len)
+{
+	while (biter_next(it))
+		if (it->key_len == len && memcmp(it->key, comp, len) == 0)
+			return true;
+	return false;
 }
 
 /* Walk components start.. of the path inside one document. */
@@ -239,27 +251,27 @@ walk_doc(const walk_t *w, const uint8_t *data, uint32_t len, uint32_t start, int
          bool through)
 {
 	const bpath_t *p = w->p;
-	bson_iter_t it;
+	biter_t it;
 	uint32_t i = start;
 
-	if (!bson_iter_init_from_data(&it, data, len))
+	if (!biter_init(&it, data, len))
 		return yield_missing(w, pos, through);
 	for (;;) {
-		const bson_value_t *v;
+		bson_value_t v;
 
-		if (!find_field(&it, p->comp[i].s, p->comp[i].len))
+		if (!bfind_field(&it, p->comp[i].s, p->comp[i].len))
 			return yield_missing(w, pos, through);
-		v = bson_iter_value(&it);
-		if (v->value_type == BSON_TYPE_ARRAY) {
+		biter_value(&it, &v);
+		if (v.value_type == BSON_TYPE_ARRAY) {
 			if (i == p->n - 1)
-				return walk_leaf_array(w, v, pos, through);
-			return walk_array(w, v, i + 1, pos, through);
+				return walk_leaf_array(w, &v, pos, through);
+			return walk_array(w, &v, i + 1, pos, through);
 		}
 		if (i == p->n - 1)
-			return yield(w, v, pos, through, false);
-		if (v->value_type != BSON_TYPE_DOCUMENT)
+			return yield(w, &v, pos, through, false);
+		if (v.value_type != BSON_TYPE_DOCUMENT)
 			return yield_missing(w, pos, through);
-		if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+		if (!biter_init_value(&it, &v))
 			return yield_missing(w, pos, through);
 		i++;
 	}
@@ -273,15 +285,17 @@ walk_array(const walk_t *w, const bson_value_t *arr, uint32_t r, int32_t pos, bo
 	const bpath_t *p = w->p;
 	const bpath_comp_t *next = &p->comp[r];
 	bool entire_rest = (r == p->n - 1);
-	bson_iter_t it;
+	biter_t it;
 	int32_t k = 0;
 
-	if (!bson_iter_init_from_data(&it, arr->value.v_doc.data, arr->value.v_doc.data_len))
+	if (!biter_init_value(&it, arr))
 		return true;
-	while (bson_iter_next(&it)) {
-		const bson_value_t *x = bson_iter_value(&it);
+	while (biter_next(&it)) {
+		bson_value_t xv;
+		const bson_value_t *x = &xv;
 		bool offset = (next->idx == k);
 
+		biter_value(&it, &xv);
 		if (x->value_type == BSON_TYPE_DOCUMENT) {
 			if (!walk_doc(w, x->value.v_doc.data, x->value.v_doc.data_len, r,
 			              pos < 0 ? k : pos, true))
