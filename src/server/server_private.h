@@ -53,6 +53,8 @@ struct conn {
 	wire_compression_t comp;          /* negotiated by hello */
 	uint8_t *rbuf;                    /* read-ahead: a header and a small body in one recv */
 	size_t rpos, rlen;
+	uint8_t *mbuf;                    /* a message larger than rbuf (conn.c read_message) */
+	size_t mcap;
 	conn_t *prev, *next;              /* in srv->conns, under srv->lock */
 };
 

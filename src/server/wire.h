@@ -83,6 +83,8 @@ typedef struct wire_request {
 	uint32_t flags;            /* OP_MSG flagBits, or OP_QUERY flags */
 	bson_t cmd;                /* the command, sequences folded in; owned */
 	bool have_cmd;             /* cmd is initialised (free with wire_request_clear) */
+	uint32_t lsid_off;         /* offset in cmd of its top-level lsid element, 0 = none
+	                              (bson_iter_init_from_data_at_offset, key length 4) */
 	char *db;                  /* $db, or the db of OP_QUERY's "<db>.$cmd"; owned */
 	int nsequences;            /* kind-1 sections folded into cmd */
 	char *seq_names[2];        /* their identifiers; owned */

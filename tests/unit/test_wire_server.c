@@ -296,6 +296,129 @@ run_thread(void *arg)
 	return NULL;
 }
 
+/* Read one OP_MSG reply from fd; returns its body (caller destroys) and
+ * its responseTo. */
+static bson_t *
+read_reply(int fd, int32_t *response_to)
+{
+	uint8_t hdr[16], *rest;
+	int32_t n;
+	bson_t body, *out;
+
+	if (recv(fd, hdr, 16, MSG_WAITALL) != 16)
+		return NULL;
+	memcpy(&n, hdr, 4);
+	memcpy(response_to, hdr + 8, 4);
+	if (n < 16 + 5 + 5)
+		return NULL;
+	rest = bson_malloc((size_t)n - 16);
+	if (recv(fd, rest, (size_t)n - 16, MSG_WAITALL) != n - 16 || rest[4] != 0 ||
+	    !bson_init_static(&body, rest + 5, (size_t)n - 16 - 5)) {
+		bson_free(rest);
+		return NULL;
+	}
+	out = bson_copy(&body);
+	bson_free(rest);
+	return out;
+}
+
+/* Send bytes in pieces of at most chunk, pausing between them, so the
+ * server sees a message arrive over several reads. */
+static void
+send_in_pieces(int fd, const uint8_t *p, size_t len, size_t chunk)
+{
+	while (len > 0) {
+		size_t k = len < chunk ? len : chunk;
+		TT_ASSERT(send(fd, p, k, 0) == (ssize_t)k);
+		p += k;
+		len -= k;
+		usleep(2000);
+	}
+}
+
+/* Framing through a real socket: two requests in one write, a header split
+ * across writes, a message larger than the read-ahead buffer arriving in
+ * pieces, then a small one again (the read-ahead must not keep stale
+ * bytes). */
+static void
+check_framing(int fd)
+{
+	terr_t err = TERR_INIT;
+	wire_buf_t a, b;
+	bson_t *cmd, *rep;
+	uint8_t *two;
+	int32_t to = 0;
+	char *pad;
+	size_t k;
+	int i;
+
+	cmd = tt_json("{\"ping\": 1, \"$db\": \"admin\"}");
+	wire_msg_build(11, 0, 0, cmd, WIRE_COMPRESSOR_NONE, &a, &err);
+	wire_msg_build(12, 0, 0, cmd, WIRE_COMPRESSOR_NONE, &b, &err);
+	two = bson_malloc(a.len + b.len);
+	memcpy(two, a.data, a.len);
+	memcpy(two + a.len, b.data, b.len);
+	TT_ASSERT(send(fd, two, a.len + b.len, 0) == (ssize_t)(a.len + b.len));
+	rep = read_reply(fd, &to);
+	TT_ASSERT(rep != NULL);
+	TT_EQ_INT(to, 11);
+	bson_destroy(rep);
+	rep = read_reply(fd, &to);
+	TT_ASSERT(rep != NULL);
+	TT_EQ_INT(to, 12);
+	bson_destroy(rep);
+	/* a header in two writes */
+	send_in_pieces(fd, a.data, a.len, 7);
+	rep = read_reply(fd, &to);
+	TT_ASSERT(rep != NULL && to == 11);
+	bson_destroy(rep);
+	bson_free(two);
+	bson_free(a.data);
+	bson_free(b.data);
+	bson_destroy(cmd);
+
+	/* 100 KB: more than the read-ahead holds; stored, then read back byte
+	 * for byte */
+	pad = bson_malloc(100200);
+	k = (size_t)sprintf(pad, "{\"insert\": \"framing\", \"$db\": \"test\", \"documents\": [{\"_id\": 1, \"pad\": \"");
+	for (i = 0; i < 100000; i++)
+		pad[k + i] = (char)('a' + i % 26);
+	strcpy(pad + k + 100000, "\"}]}");
+	cmd = tt_json(pad);
+	wire_msg_build(13, 0, 0, cmd, WIRE_COMPRESSOR_NONE, &a, &err);
+	send_in_pieces(fd, a.data, a.len, 30000);
+	rep = read_reply(fd, &to);
+	TT_ASSERT(rep != NULL);
+	TT_EQ_INT(to, 13);
+	TT_EQ_INT(get_int(rep, "n"), 1);
+	bson_destroy(rep);
+	bson_free(a.data);
+	bson_destroy(cmd);
+	cmd = tt_json("{\"find\": \"framing\", \"filter\": {\"_id\": 1}, \"$db\": \"test\"}");
+	wire_msg_build(15, 0, 0, cmd, WIRE_COMPRESSOR_NONE, &a, &err);
+	TT_ASSERT(send(fd, a.data, a.len, 0) == (ssize_t)a.len);
+	rep = read_reply(fd, &to);
+	TT_ASSERT(rep != NULL);
+	{
+		const char *got = get_str(rep, "cursor.firstBatch.0.pad");
+		TT_ASSERT(got != NULL && strlen(got) == 100000 && memcmp(got, pad + k, 100000) == 0);
+	}
+	bson_destroy(rep);
+	bson_free(a.data);
+	bson_destroy(cmd);
+	bson_free(pad);
+	cmd = tt_json("{\"ping\": 1, \"$db\": \"admin\"}");
+	wire_msg_build(14, 0, 0, cmd, WIRE_COMPRESSOR_NONE, &a, &err);
+	TT_ASSERT(send(fd, a.data, a.len, 0) == (ssize_t)a.len);
+	rep = read_reply(fd, &to);
+	TT_ASSERT(rep != NULL);
+	TT_EQ_INT(to, 14);
+	TT_EQ_INT(get_int(rep, "ok"), 1);
+	bson_destroy(rep);
+	bson_free(a.data);
+	bson_destroy(cmd);
+}
+
 static void
 test_listener(void)
 {
@@ -328,6 +451,7 @@ test_listener(void)
 		TT_ASSERT(recv(fd, rest, (size_t)n - 16, MSG_WAITALL) == n - 16);
 	}
 	bson_free(req.data);
+	check_framing(fd);
 	for (i = 0; i < 100 && server_connection_count(srv) != 1; i++)
 		usleep(10000);
 	TT_EQ_INT(server_connection_count(srv), 1);
