@@ -27,7 +27,13 @@ struct server {
 	tls_server_t *tls;                /* borrowed */
 
 	int listen_fds[SERVER_MAX_LISTENERS];
+	bool listen_unix[SERVER_MAX_LISTENERS];  /* listener i is a Unix domain socket */
 	int nlisten;
+	char *sock_paths[SERVER_MAX_LISTENERS];  /* socket files made, removed at shutdown */
+	int nsock_paths;
+	bool unix_socket;                 /* options (server.h) */
+	char *unix_socket_prefix;
+	int unix_socket_mode;
 	int wake_pipe[2];                 /* server_stop writes here */
 	atomic_bool stopping;
 

@@ -3,8 +3,10 @@
 #
 #   tests/e2e/with_tamgad.sh path/to/tamgad [tamgad flags...] -- command [args...]
 #
-# The server gets a free port and a temporary --dbpath; the command sees
-# TAMGA_PORT and TAMGA_URI (mongodb://127.0.0.1:PORT) in its environment.
+# The server gets a free port, a temporary --dbpath and its Unix domain
+# socket in the same temporary folder (not /tmp); the command sees TAMGA_PORT,
+# TAMGA_URI (mongodb://127.0.0.1:PORT) and TAMGA_SOCKET (the socket's path)
+# in its environment.
 # tamgad is always stopped (SIGTERM, then SIGKILL after 30 s).  The result is
 # the command's exit status, or failure when tamgad did not stop cleanly
 # (a crash, a sanitizer report, a leak): the test then prints its log tail.
@@ -35,7 +37,7 @@ free_port() {
 }
 
 PORT=$(free_port)
-"$TAMGAD" --port "$PORT" --bind_ip 127.0.0.1 --dbpath "$WORK/db" "${EXTRA[@]}" >"$LOG" 2>&1 &
+"$TAMGAD" --port "$PORT" --bind_ip 127.0.0.1 --dbpath "$WORK/db" --unixSocketPrefix "$WORK" "${EXTRA[@]}" >"$LOG" 2>&1 &
 PID=$!
 
 cleanup_dir() { rm -rf "$WORK"; }
@@ -63,6 +65,7 @@ fi
 
 export TAMGA_PORT=$PORT
 export TAMGA_URI="mongodb://127.0.0.1:$PORT"
+export TAMGA_SOCKET="$WORK/mongodb-$PORT.sock"
 export TAMGA_LOG=$LOG
 "$@"
 rc=$?

@@ -8,9 +8,12 @@
 #include "tt.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 
 #include "commands/cmd_admin.h"
 #include "commands/commands.h"
@@ -464,6 +467,165 @@ test_listener(void)
 	bson_destroy(cmd);
 }
 
+
+/* ---- Unix domain sockets ------------------------------------------------ */
+
+static int
+unix_connect(const char *path)
+{
+	struct sockaddr_un sa;
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A socket file with nobody behind it, as a crashed server leaves it. */
+static void
+make_stale_socket(const char *path)
+{
+	struct sockaddr_un sa;
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	TT_ASSERT(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	TT_ASSERT(listen(fd, 1) == 0);
+	close(fd);   /* the file stays */
+}
+
+/* The engine of the Unix-socket test: test_listener's shutdown has set the
+ * shared one's shutdown flag. */
+static engine_t *ueng;
+
+static int
+start_unix(const char *bind_ip, const char *prefix, int mode, server_t **out, terr_t *err)
+{
+	server_options_t so;
+
+	memset(&so, 0, sizeof(so));
+	so.port = -1;
+	so.quiet = true;
+	so.bind_ip = bind_ip;
+	so.unix_socket = prefix != NULL;
+	so.unix_socket_prefix = prefix;
+	so.unix_socket_mode = mode;
+	return server_start(ueng, &so, out, err);
+}
+
+/* The default socket <prefix>/mongodb-<port>.sock: made with the mode asked
+ * for, replaces a stale file, refuses a live server's socket and a file that
+ * is not a socket (both left as they were), serves a connection that is
+ * local and named as mongod names it, and is removed by server_run at
+ * shutdown and by server_free when the server never ran. */
+static void
+test_unix_socket(void)
+{
+	char *sdir = tt_tmpdir("wire-unix"), path[400], extra[300], sock[300];
+	terr_t err = TERR_INIT;
+	engine_options_t eo;
+	server_t *a = NULL, *b = NULL;
+	struct stat st;
+	pthread_t t;
+	int fd, lfd, port;
+
+	memset(&eo, 0, sizeof(eo));
+	eo.storage.create = true;
+	eo.storage.in_memory = true;
+	TT_ASSERT(engine_open(sdir, &eo, &ueng, &err) == 0);
+
+	/* stale file at the extra path: replaced */
+	TT_ASSERT(strlen(sdir) < 200);
+	snprintf(extra, sizeof(extra), "%.200s/extra.sock", sdir);
+	make_stale_socket(extra);
+	snprintf(path, sizeof(path), "127.0.0.1,%s", extra);
+	TT_ASSERT(start_unix(path, sdir, 0750, &a, &err) == 0);
+	port = server_port(a);
+	snprintf(sock, sizeof(sock), "%.200s/mongodb-%d.sock", sdir, port);
+	TT_ASSERT(stat(sock, &st) == 0 && S_ISSOCK(st.st_mode));
+	TT_EQ_INT(st.st_mode & 07777, 0750);
+	TT_ASSERT(stat(extra, &st) == 0 && S_ISSOCK(st.st_mode));
+	TT_EQ_INT(st.st_mode & 07777, 0750);
+
+	/* a second server on a path the first one serves: refused, file kept */
+	snprintf(path, sizeof(path), "127.0.0.1,%s", extra);
+	TT_ASSERT(start_unix(path, NULL, 0, &b, &err) != 0);
+	TT_EQ_INT(err.code, 9001);
+	TT_ASSERT(strstr(err.msg, "Address already in use") != NULL);
+	terr_clear(&err);
+	TT_ASSERT(b == NULL);
+	TT_ASSERT(stat(extra, &st) == 0);
+
+	/* served: whatsmyuri names the peer as mongod does */
+	pthread_create(&t, NULL, run_thread, a);
+	fd = unix_connect(sock);
+	TT_ASSERT(fd >= 0);
+	{
+		bson_t *cmd = tt_json("{\"whatsmyuri\": 1, \"$db\": \"admin\"}"), *rep;
+		wire_buf_t req;
+		int32_t to = 0;
+		wire_msg_build(21, 0, 0, cmd, WIRE_COMPRESSOR_NONE, &req, &err);
+		TT_ASSERT(send(fd, req.data, req.len, 0) == (ssize_t)req.len);
+		rep = read_reply(fd, &to);
+		TT_ASSERT(rep != NULL);
+		TT_EQ_INT(to, 21);
+		TT_EQ_STR(get_str(rep, "you"), "anonymous unix socket:27017");
+		bson_destroy(rep);
+		bson_free(req.data);
+		bson_destroy(cmd);
+	}
+	server_stop(a);
+	pthread_join(t, NULL);
+	close(fd);
+	/* clean shutdown removes both files */
+	TT_ASSERT(stat(sock, &st) != 0 && errno == ENOENT);
+	TT_ASSERT(stat(extra, &st) != 0 && errno == ENOENT);
+	server_free(a);
+
+	/* a regular file where the socket would go: refused, not deleted */
+	snprintf(extra, sizeof(extra), "%.200s/file.sock", sdir);
+	lfd = open(extra, O_CREAT | O_WRONLY, 0600);
+	TT_ASSERT(lfd >= 0);
+	close(lfd);
+	snprintf(path, sizeof(path), "127.0.0.1,%s", extra);
+	TT_ASSERT(start_unix(path, NULL, 0, &b, &err) != 0);
+	TT_EQ_INT(err.code, 9001);
+	TT_ASSERT(strstr(err.msg, "not a socket") != NULL);
+	terr_clear(&err);
+	TT_ASSERT(stat(extra, &st) == 0 && S_ISREG(st.st_mode));
+
+	/* a path too long for sun_path */
+	memset(extra, 'a', 200);
+	extra[0] = '/';
+	extra[200] = '\0';
+	snprintf(path, sizeof(path), "127.0.0.1,%s", extra);
+	TT_ASSERT(start_unix(path, NULL, 0, &b, &err) != 0);
+	TT_ASSERT(strstr(err.msg, "File name too long") != NULL);
+	terr_clear(&err);
+
+	/* never run: server_free removes the file; the default mode is 0700 */
+	TT_ASSERT(start_unix("127.0.0.1", sdir, 0, &a, &err) == 0);
+	snprintf(sock, sizeof(sock), "%.200s/mongodb-%d.sock", sdir, server_port(a));
+	TT_ASSERT(stat(sock, &st) == 0);
+	TT_EQ_INT(st.st_mode & 07777, 0700);
+	lfd = unix_connect(sock);
+	TT_ASSERT(lfd >= 0);   /* the backlog takes it even before server_run */
+	close(lfd);
+	server_free(a);
+	TT_ASSERT(stat(sock, &st) != 0 && errno == ENOENT);
+
+	engine_close(ueng);
+	tt_rmdir(sdir);
+	bson_free(sdir);
+}
+
 static void
 test_shutdown_command(void)
 {
@@ -659,6 +821,7 @@ main(void)
 	TT_RUN(test_listener);
 	TT_RUN(test_session_cache);
 	TT_RUN(test_exhaust);
+	TT_RUN(test_unix_socket);
 	TT_RUN(test_shutdown_command);
 	teardown();
 	return tt_finish();
