@@ -347,8 +347,8 @@ fill(conn_t *c, size_t want)
 
 /*
  * Read one whole message.  Returns 0 with *msg pointing at its bytes (valid
- * until the next read on c: in the read-ahead buffer when it fits there,
- * which is the usual case and costs no copy, else in c->mbuf), 1 on a clean
+ * until the next read on c or release_large: in the read-ahead buffer when it
+ * fits there, which is the usual case and costs no copy, else in c->mbuf), 1 on a clean
  * EOF between messages, -1 when the connection must end (error, EOF inside
  * a message, a length outside mongod's bounds: logged).
  */
@@ -509,8 +509,9 @@ conn_main(void *arg)
 			break;
 		__atomic_fetch_add(&k->bytes_in, h.length, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&k->requests, 1, __ATOMIC_RELAXED);
+		/* msg stays where it is until the request (and its exhaust stream,
+		 * which reads nothing) is done: the request points into it */
 		conn_handle_message(srv, cl, &c->comp, msg, (size_t)h.length, &out, &close_after, &ex);
-		release_large(c);
 		for (;;) {
 			if (out.data != NULL) {
 				r = write_full(c, out.data, out.len);
@@ -525,6 +526,7 @@ conn_main(void *arg)
 			conn_exhaust_next(srv, cl, &c->comp, &ex, &out, &close_after);
 		}
 		conn_exhaust_end(&ex);
+		release_large(c);
 		if (close_after)
 			break;
 	}

@@ -88,8 +88,10 @@ typedef struct conn_exhaust {
  * (fatal framing error, shutdown command).  When the request allows exhaust
  * and its reply carries moreToCome, ex becomes active: send the reply, then
  * call conn_exhaust_next for each following reply until ex is no longer
- * active.  This is the socket-free core of a connection, used by conn_main
- * and the tests.
+ * active.  The request borrows msg (wire_request_parse): msg must stay
+ * valid and unchanged until the call returns with ex inactive, or until
+ * conn_exhaust_end.  This is the socket-free core of a connection, used by
+ * conn_main and the tests.
  */
 void conn_handle_message(server_t *srv, client_t *cl, wire_compression_t *comp, const uint8_t *msg,
                          size_t len, wire_buf_t *reply, bool *close_after, conn_exhaust_t *ex);

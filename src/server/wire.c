@@ -274,11 +274,12 @@ wire_request_clear(wire_request_t *req)
 	if (req->have_cmd)
 		bson_destroy(&req->cmd);
 	req->have_cmd = false;
-	bson_free(req->db);
 	req->db = NULL;
-	bson_free(req->seq_names[0]);
-	bson_free(req->seq_names[1]);
 	req->seq_names[0] = req->seq_names[1] = NULL;
+	bson_free(req->own_db);
+	req->own_db = NULL;
+	bson_free(req->own_bytes);
+	req->own_bytes = NULL;
 }
 
 static const char *const op_query_allowed[] = {
@@ -425,17 +426,20 @@ parse_op_msg(const uint8_t *msg, size_t len, wire_request_t *req, terr_t *err)
 	if (!BSON_ITER_HOLDS_UTF8(&it))
 		return terr_set(err, TERR_TYPE_MISMATCH, "BSON field '$db' is the wrong type '%s', expected type 'string'",
 		    bson_iter_type(&it) == BSON_TYPE_INT32 ? "int" : "non-string");
-	req->db = bson_strdup(bson_iter_utf8(&it, NULL));
 	if (nseq == 0) {
-		bson_copy_to(&body, &req->cmd);
+		bson_init_static(&req->cmd, body_ptr, body_len);   /* the body where it lies */
 	} else if (fold_sequences(&body, seqs, nseq, &req->cmd, err) != 0) {
 		return -1;
 	}
 	req->have_cmd = true;
-	req->lsid_off = top.lsid;   /* the copy keeps the body's bytes, sequences go after them */
+	/* a fold keeps the body's bytes first, the sequences go after them, so
+	 * the body's offsets hold in cmd: $db's string follows its type byte,
+	 * "$db\0" and its int32 length */
+	req->db = (const char *)bson_get_data(&req->cmd) + top.db + 1 + 4 + 4;
+	req->lsid_off = top.lsid;
 	req->nsequences = nseq;
 	for (i = 0; i < nseq; i++)
-		req->seq_names[i] = bson_strdup(seqs[i].name);
+		req->seq_names[i] = seqs[i].name;
 	return 0;
 }
 
@@ -486,7 +490,8 @@ parse_op_query(const uint8_t *msg, size_t len, wire_request_t *req, terr_t *err)
 		    "Unsupported OP_QUERY command: %s. The client driver may require an upgrade. "
 		    "For more details see https://dochub.mongodb.org/core/legacy-opcode-removal",
 		    dot != NULL && strcmp(dot, ".$cmd") == 0 ? name : "find");
-	req->db = bson_strndup(ns, (size_t)(dot - ns));
+	req->own_db = bson_strndup(ns, (size_t)(dot - ns));
+	req->db = req->own_db;
 	bson_copy_to(&inner, &req->cmd);
 	req->have_cmd = true;
 	if (bson_iter_init_find(&it, &req->cmd, "lsid"))
@@ -555,7 +560,8 @@ wire_request_parse(const uint8_t *msg, size_t len, wire_request_t *req, terr_t *
 	wr_i32(buf + 12, orig_op);
 	req->compressor = c->id;
 	req->fatal = false;
-	ret = parse_plain(buf, (size_t)usize + WIRE_HEADER_LEN, req, err);
+	req->own_bytes = buf;   /* what the request points into, freed with it */
+	return parse_plain(buf, (size_t)usize + WIRE_HEADER_LEN, req, err);
 err:
 	bson_free(buf);
 	return ret;
