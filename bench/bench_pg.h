@@ -1,10 +1,13 @@
 /*
  * bench_pg.h -- the PostgreSQL peer through libpq: connect to the server
- * bench/run.sh started (conninfo in $BENCH_PG), run statements that must
- * succeed, and bulk-load the 200-byte documents as jsonb with COPY.
+ * bench/run.sh started (conninfo in $BENCH_PG: TCP on 127.0.0.1, as tamgad
+ * is reached; $BENCH_PG_UNIX: the same server over its Unix socket), run
+ * statements that must succeed, and bulk-load the 200-byte documents as
+ * jsonb with COPY.
  *
- * When $BENCH_PG is unset or the server does not answer, pg_connect returns
- * NULL with the reason, and the PostgreSQL lines say "not available".
+ * When the variable is unset or the server does not answer, pg_connect
+ * returns NULL with the reason, and the PostgreSQL lines say "not
+ * available".
  */
 #ifndef TAMGA_BENCH_PG_H
 #define TAMGA_BENCH_PG_H
@@ -13,15 +16,16 @@
 
 #include "bench_common.h"
 
-/* A new connection, or NULL with the reason in why. */
+/* A new connection with the conninfo in the environment variable env, or
+ * NULL with the reason in why. */
 static inline PGconn *
-pg_connect(char *why, size_t why_size)
+pg_connect_env(const char *env, char *why, size_t why_size)
 {
-	const char *info = getenv("BENCH_PG");
+	const char *info = getenv(env);
 	PGconn *c;
 
 	if (info == NULL || info[0] == '\0') {
-		snprintf(why, why_size, "BENCH_PG not set: PostgreSQL was not started");
+		snprintf(why, why_size, "%s not set: PostgreSQL was not started", env);
 		return NULL;
 	}
 	c = PQconnectdb(info);
@@ -33,6 +37,13 @@ pg_connect(char *why, size_t why_size)
 	}
 	PQclear(PQexec(c, "SET client_min_messages = warning"));
 	return c;
+}
+
+/* A new connection to $BENCH_PG, or NULL with the reason in why. */
+static inline PGconn *
+pg_connect(char *why, size_t why_size)
+{
+	return pg_connect_env("BENCH_PG", why, why_size);
 }
 
 /* Run sql (no parameters); dies unless it succeeded. */

@@ -2,7 +2,8 @@
  * bench_wire.c -- Tamga through tamgad and the MongoDB C driver (libmongoc,
  * a client pool, one thread per connection) against PostgreSQL 15 through
  * libpq (one connection per thread), in one run.  bench/run.sh starts both
- * servers and passes TAMGA_URI and BENCH_PG.  N = $BENCH_N (default 1M).
+ * servers and passes TAMGA_URI, TAMGA_SOCKET, BENCH_PG and BENCH_PG_UNIX.
+ * N = $BENCH_N (default 1M).
  *
  * Cases (issue in brackets), each at 1, 8 and 64 connections:
  *   wire_insert_many_<c>  [3] N/4 documents (rounded up to 128 000) of 200
@@ -13,6 +14,10 @@
  *   wire_find_id_<c>      [3] find by _id (random keys), ops/s
  *   wire_find_range_<c>   [3] find of 100 documents by an _id range, ops/s
  * and once, on one connection:
+ *   wire_find_id_1_unix   find by _id with both sides over their Unix
+ *                         domain socket (TAMGA_SOCKET, BENCH_PG_UNIX), an
+ *                         extra comparison: the lines above are TCP
+ *                         loopback on both sides (TAMGA_URI, BENCH_PG)
  *   wire_find_100k_docs   [4] find {} returning 100 000 documents (fewer when
  *                         N/4 < 100 000), documents/s, three times
  *   bucket_upsert         [5] the seed's bucket loop: 1000 page views, one
@@ -38,8 +43,8 @@
 #define DB "bench"
 #define NA -1.0
 
-static mongoc_client_pool_t *pool;
-static char tamga_why[300], pg_why[300];
+static mongoc_client_pool_t *pool, *pool_unix;
+static char tamga_why[300], pg_why[300], tamga_unix_why[300], pg_unix_why[300];
 static double max_seconds = 10;
 
 /* ---- a round of threads -------------------------------------------------- */
@@ -49,6 +54,7 @@ typedef enum { OP_INSERT, OP_FIND_ID, OP_FIND_RANGE } op_t;
 typedef struct job {
 	op_t op;
 	bool pg;                /* else tamgad */
+	bool unix_socket;       /* over the Unix domain sockets, else TCP */
 	int threads;
 	const char *table;      /* collection / table */
 	int64_t ops;            /* total operations (insert: documents) */
@@ -67,7 +73,8 @@ typedef struct worker {
 static void
 tamga_thread(job_t *j, int index)
 {
-	mongoc_client_t *client = mongoc_client_pool_pop(pool);
+	mongoc_client_pool_t *p = j->unix_socket ? pool_unix : pool;
+	mongoc_client_t *client = mongoc_client_pool_pop(p);
 	mongoc_collection_t *coll = mongoc_client_get_collection(client, DB, j->table);
 	int64_t per = j->ops / j->threads, from = j->base + per * index, i, k, n;
 	bson_error_t err;
@@ -119,14 +126,14 @@ tamga_thread(job_t *j, int index)
 		}
 	}
 	mongoc_collection_destroy(coll);
-	mongoc_client_pool_push(pool, client);
+	mongoc_client_pool_push(p, client);
 }
 
 static void
 pg_thread(job_t *j, int index)
 {
 	char why[300], sql[300], p1[32], p2[32];
-	PGconn *c = pg_connect(why, sizeof(why));
+	PGconn *c = pg_connect_env(j->unix_socket ? "BENCH_PG_UNIX" : "BENCH_PG", why, sizeof(why));
 	int64_t per = j->ops / j->threads, from = j->base + per * index, i, k, n;
 	PGresult *r;
 	rng_t rg;
@@ -198,7 +205,8 @@ worker_main(void *arg)
 
 /* Run one case on one side; returns operations (documents) per second. */
 static double
-run_job(op_t op, bool pg, int threads, const char *table, int64_t ops, int64_t keys, int64_t base)
+run_job_on(op_t op, bool pg, bool unix_socket, int threads, const char *table, int64_t ops, int64_t keys,
+           int64_t base)
 {
 	job_t *j = tm_alloc0(sizeof(*j));
 	pthread_t tid[64];
@@ -208,6 +216,7 @@ run_job(op_t op, bool pg, int threads, const char *table, int64_t ops, int64_t k
 
 	j->op = op;
 	j->pg = pg;
+	j->unix_socket = unix_socket;
 	j->threads = threads;
 	j->table = table;
 	j->ops = ops;
@@ -236,13 +245,21 @@ run_job(op_t op, bool pg, int threads, const char *table, int64_t ops, int64_t k
 	return rate;
 }
 
+/* run_job_on over TCP (the target lines). */
+static double
+run_job(op_t op, bool pg, int threads, const char *table, int64_t ops, int64_t keys, int64_t base)
+{
+	return run_job_on(op, pg, false, threads, table, ops, keys, base);
+}
+
 /* Reads: ROUNDS rounds alternating the two sides (Tamga first in odd
  * rounds, PostgreSQL first in even ones), each with a third of the
  * operations and of the time cap; the best round of each side counts, so a
  * burst of load from elsewhere on the machine hurts neither side alone. */
 #define ROUNDS 3
 static void
-best_of_rounds(op_t op, int c, int64_t ops, int64_t keys, bool have_t, bool have_p, double *t, double *p)
+best_of_rounds(op_t op, bool unix_socket, int c, int64_t ops, int64_t keys, bool have_t, bool have_p, double *t,
+               double *p)
 {
 	double saved = max_seconds, x;
 	int64_t per = ops / ROUNDS / c * c;
@@ -254,9 +271,9 @@ best_of_rounds(op_t op, int c, int64_t ops, int64_t keys, bool have_t, bool have
 	for (r = 0; r < ROUNDS; r++)
 		for (side = 0; side < 2; side++) {
 			bool pg = (side + r) % 2 == 1;
-			if (pg && have_p && (x = run_job(op, true, c, "ins1", per, keys, 0)) > *p)
+			if (pg && have_p && (x = run_job_on(op, true, unix_socket, c, "ins1", per, keys, 0)) > *p)
 				*p = x;
-			if (!pg && have_t && (x = run_job(op, false, c, "ins1", per, keys, 0)) > *t)
+			if (!pg && have_t && (x = run_job_on(op, false, unix_socket, c, "ins1", per, keys, 0)) > *t)
 				*t = x;
 		}
 	max_seconds = saved;
@@ -264,37 +281,71 @@ best_of_rounds(op_t op, int c, int64_t ops, int64_t keys, bool have_t, bool have
 
 /* ---- setup --------------------------------------------------------------- */
 
-static bool
-tamga_up(void)
+/* A client pool on uri, answering ping; NULL with the reason in why. */
+static mongoc_client_pool_t *
+pool_up(const char *uri, char *why, size_t why_size)
 {
-	const char *uri = getenv("TAMGA_URI");
-	char full[512];
+	char full[600];
 	mongoc_uri_t *u;
+	mongoc_client_pool_t *p;
 	mongoc_client_t *client;
 	bson_error_t err;
 	bson_t *ping;
 	bool ok;
 
+	snprintf(full, sizeof(full), "%s/?serverSelectionTimeoutMS=5000&maxPoolSize=100", uri);
+	if ((u = mongoc_uri_new_with_error(full, &err)) == NULL) {
+		snprintf(why, why_size, "bad URI %s: %s", full, err.message);
+		return NULL;
+	}
+	p = mongoc_client_pool_new(u);
+	mongoc_uri_destroy(u);
+	mongoc_client_pool_set_error_api(p, MONGOC_ERROR_API_VERSION_2);
+	client = mongoc_client_pool_pop(p);
+	ping = BCON_NEW("ping", BCON_INT32(1));
+	ok = mongoc_client_command_simple(client, "admin", ping, NULL, NULL, &err);
+	bson_destroy(ping);
+	mongoc_client_pool_push(p, client);
+	if (!ok) {
+		snprintf(why, why_size, "tamgad does not answer ping: %s", err.message);
+		mongoc_client_pool_destroy(p);
+		return NULL;
+	}
+	return p;
+}
+
+static bool
+tamga_up(void)
+{
+	const char *uri = getenv("TAMGA_URI");
+
 	if (uri == NULL || uri[0] == '\0') {
 		snprintf(tamga_why, sizeof(tamga_why), "tamgad was not started");
 		return false;
 	}
-	snprintf(full, sizeof(full), "%s/?serverSelectionTimeoutMS=5000&maxPoolSize=100", uri);
-	if ((u = mongoc_uri_new_with_error(full, &err)) == NULL) {
-		snprintf(tamga_why, sizeof(tamga_why), "bad TAMGA_URI: %s", err.message);
+	pool = pool_up(uri, tamga_why, sizeof(tamga_why));
+	return pool != NULL;
+}
+
+/* The pool through tamgad's Unix domain socket ($TAMGA_SOCKET, a path):
+ * mongodb://%2Fpath%2Fto%2Fmongodb-<port>.sock. */
+static bool
+tamga_unix_up(void)
+{
+	const char *path = getenv("TAMGA_SOCKET");
+	char uri[512];
+	size_t n = 0;
+
+	if (path == NULL || path[0] == '\0') {
+		snprintf(tamga_unix_why, sizeof(tamga_unix_why), "TAMGA_SOCKET not set");
 		return false;
 	}
-	pool = mongoc_client_pool_new(u);
-	mongoc_uri_destroy(u);
-	mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
-	client = mongoc_client_pool_pop(pool);
-	ping = BCON_NEW("ping", BCON_INT32(1));
-	ok = mongoc_client_command_simple(client, "admin", ping, NULL, NULL, &err);
-	bson_destroy(ping);
-	mongoc_client_pool_push(pool, client);
-	if (!ok)
-		snprintf(tamga_why, sizeof(tamga_why), "tamgad does not answer ping: %s", err.message);
-	return ok;
+	n = (size_t)snprintf(uri, sizeof(uri), "mongodb://");
+	for (; *path && n + 4 < sizeof(uri); path++)
+		n += (size_t)(*path == '/' ? snprintf(uri + n, sizeof(uri) - n, "%%2F") :
+		    snprintf(uri + n, sizeof(uri) - n, "%c", *path));
+	pool_unix = pool_up(uri, tamga_unix_why, sizeof(tamga_unix_why));
+	return pool_unix != NULL;
 }
 
 static void
@@ -323,7 +374,8 @@ pg_recreate(PGconn *c, const char *name)
 static FILE *pg_out;
 
 static void
-print_case(const char *name, bool have_t, double t, bool have_p, double p)
+print_case_why(const char *name, bool have_t, double t, const char *t_why, bool have_p, double p,
+               const char *p_why)
 {
 	if (have_p && pg_out != NULL) {
 		fprintf(pg_out, "%s %.0f\n", name, p);
@@ -332,9 +384,15 @@ print_case(const char *name, bool have_t, double t, bool have_p, double p)
 	if (have_t && have_p)
 		report(name, t, "postgresql", p);
 	else if (have_t)
-		report_peer_na(name, t, "postgresql", pg_why);
+		report_peer_na(name, t, "postgresql", p_why);
 	else
-		report_na(name, tamga_why, have_p ? "postgresql" : NULL, have_p ? p : NA);
+		report_na(name, t_why, have_p ? "postgresql" : NULL, have_p ? p : NA);
+}
+
+static void
+print_case(const char *name, bool have_t, double t, bool have_p, double p)
+{
+	print_case_why(name, have_t, t, tamga_why, have_p, p, pg_why);
 }
 
 /* ---- one big find (issue 4) ----------------------------------------------- */
@@ -604,14 +662,30 @@ main(int argc, char **argv)
 		int c = conns[k];
 		double t = NA, p = NA;
 		snprintf(name, sizeof(name), "wire_find_id_%d", c);
-		best_of_rounds(OP_FIND_ID, c, finds, docs, have_t, have_p, &t, &p);
+		best_of_rounds(OP_FIND_ID, false, c, finds, docs, have_t, have_p, &t, &p);
 		print_case(name, have_t, t, have_p, p);
+	}
+	{
+		/* both sides over their Unix domain socket, one connection */
+		double t = NA, p = NA;
+		bool have_tu = have_t && tamga_unix_up(), have_pu = false;
+		PGconn *pu;
+		if (!have_t)
+			snprintf(tamga_unix_why, sizeof(tamga_unix_why), "%s", tamga_why);
+		if (have_p && (pu = pg_connect_env("BENCH_PG_UNIX", pg_unix_why, sizeof(pg_unix_why))) != NULL) {
+			have_pu = true;
+			PQfinish(pu);
+		} else if (!have_p) {
+			snprintf(pg_unix_why, sizeof(pg_unix_why), "%s", pg_why);
+		}
+		best_of_rounds(OP_FIND_ID, true, 1, finds, docs, have_tu, have_pu, &t, &p);
+		print_case_why("wire_find_id_1_unix", have_tu, t, tamga_unix_why, have_pu, p, pg_unix_why);
 	}
 	for (k = 0; k < sizeof(conns) / sizeof(conns[0]); k++) {
 		int c = conns[k];
 		double t = NA, p = NA;
 		snprintf(name, sizeof(name), "wire_find_range_%d", c);
-		best_of_rounds(OP_FIND_RANGE, c, ranges, docs, have_t, have_p, &t, &p);
+		best_of_rounds(OP_FIND_RANGE, false, c, ranges, docs, have_t, have_p, &t, &p);
 		print_case(name, have_t, t, have_p, p);
 	}
 	{
@@ -633,6 +707,8 @@ main(int argc, char **argv)
 		fclose(pg_out);
 	if (pool != NULL)
 		mongoc_client_pool_destroy(pool);
+	if (pool_unix != NULL)
+		mongoc_client_pool_destroy(pool_unix);
 	mongoc_cleanup();
 	return 0;
 }

@@ -14,8 +14,8 @@
 #
 # This script starts, for the run only, PostgreSQL 15 (Debian's, as the
 # postgres OS user because it refuses to run as root) on a free port with a
-# temporary data folder, and tamgad on another free port; both are stopped on
-# exit, whatever happens.
+# temporary data folder, and tamgad on another free port (its Unix socket in
+# the work folder); both are stopped on exit, whatever happens.
 set -uo pipefail
 build=${1:-build-bench}
 only=${BENCH_ONLY:-core update schema wire node}
@@ -60,9 +60,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# PostgreSQL 15: unix socket in its own folder, no TCP; durability as tamgad's
-# default (WAL on, commits not waited for: synchronous_commit=off), 256 MB of
-# shared buffers like tamgad's 256 MB WiredTiger cache.
+# PostgreSQL 15: TCP on 127.0.0.1 (BENCH_PG: the target lines reach both
+# servers over TCP loopback) and a Unix socket in its own folder
+# (BENCH_PG_UNIX: the extra Unix-socket line, next to tamgad's socket);
+# durability as tamgad's default (WAL on, commits not waited for:
+# synchronous_commit=off), 256 MB of shared buffers like tamgad's 256 MB
+# WiredTiger cache.
 start_postgres() {
 	local port
 	if [ ! -x "$pg_bin/initdb" ]; then
@@ -79,7 +82,7 @@ start_postgres() {
 		return 1
 	fi
 	if ! as_postgres "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/postgresql.log" -w -t 60 \
-		-o "-p $port -k $pg_dir -c listen_addresses= -c synchronous_commit=off -c shared_buffers=256MB \
+		-o "-p $port -k $pg_dir -c listen_addresses=127.0.0.1 -c synchronous_commit=off -c shared_buffers=256MB \
 		-c max_connections=200 -c max_wal_size=4GB -c checkpoint_timeout=30min -c fsync=on" \
 		start >/dev/null 2>&1; then
 		echo "run.sh: PostgreSQL did not start:" >&2
@@ -87,8 +90,9 @@ start_postgres() {
 		return 1
 	fi
 	pg_started=1
-	export BENCH_PG="host=$pg_dir port=$port user=postgres dbname=postgres"
-	echo "run.sh: $("$pg_bin/postgres" --version) on $pg_dir port $port" >&2
+	export BENCH_PG="host=127.0.0.1 port=$port user=postgres dbname=postgres"
+	export BENCH_PG_UNIX="host=$pg_dir port=$port user=postgres dbname=postgres"
+	echo "run.sh: $("$pg_bin/postgres" --version) on 127.0.0.1 and $pg_dir, port $port" >&2
 }
 
 start_tamgad() {
@@ -100,7 +104,7 @@ start_tamgad() {
 	mkdir -p "$work/tamgad"
 	port=$(free_port)
 	"$build/tamgad" --port "$port" --bind_ip 127.0.0.1 --dbpath "$work/tamgad" --quiet \
-		>"$work/tamgad.log" 2>&1 &
+		--unixSocketPrefix "$work" >"$work/tamgad.log" 2>&1 &
 	tamgad_pid=$!
 	for _ in $(seq 1 300); do
 		if ! kill -0 "$tamgad_pid" 2>/dev/null; then
@@ -111,6 +115,7 @@ start_tamgad() {
 		fi
 		if python3 -c "import socket,sys; s=socket.socket(); s.settimeout(0.2); sys.exit(0 if s.connect_ex(('127.0.0.1',$port))==0 else 1)" 2>/dev/null; then
 			export TAMGA_URI="mongodb://127.0.0.1:$port" TAMGAD_PID="$tamgad_pid"
+			export TAMGA_SOCKET="$work/mongodb-$port.sock"
 			echo "run.sh: tamgad on port $port" >&2
 			return 0
 		fi

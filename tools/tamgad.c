@@ -49,6 +49,9 @@ typedef struct opts {
 	char *tls_ca_file;
 	bool tls_allow_invalid_certs;
 	bool tls_allow_no_cert;
+	bool no_unix_socket;
+	char *unix_socket_prefix;
+	int unix_socket_mode;          /* 0 = not given (0700) */
 } opts_t;
 
 static server_t *g_server;
@@ -84,6 +87,11 @@ usage(FILE *f)
 	    "  --tlsCAFile arg                CAs for client certificates (then required, unless\n"
 	    "                                 --tlsAllowConnectionsWithoutCertificates)\n"
 	    "  --tlsAllowInvalidCertificates  Accept client certificates that do not verify\n"
+	    "  --nounixsocket                 Disable listening on unix sockets\n"
+	    "  --unixSocketPrefix arg         Alternative directory for UNIX domain sockets\n"
+	    "                                 (defaults to /tmp)\n"
+	    "  --filePermissions arg          Permissions to set on UNIX domain socket file -\n"
+	    "                                 0700 by default\n"
 	    "\n"
 	    "Storage options:\n"
 	    "  --dbpath arg                   Directory for datafiles - defaults to /data/db\n"
@@ -158,8 +166,23 @@ apply(opts_t *o, const char *name, const char *v)
 		o->max_conns = n;
 	} else if (strcmp(name, "net.compression.compressors") == 0) {
 		set_str(&o->compressors, v);
-	} else if (strcmp(name, "net.ipv6") == 0 || strcmp(name, "net.unixDomainSocket.enabled") == 0) {
-		/* accepted; tamgad listens on the addresses given, TCP only */
+	} else if (strcmp(name, "net.ipv6") == 0) {
+		/* accepted; tamgad listens on the addresses given */
+	} else if (strcmp(name, "net.unixDomainSocket.enabled") == 0) {
+		o->no_unix_socket = !parse_bool(v);
+	} else if (strcmp(name, "net.unixDomainSocket.pathPrefix") == 0) {
+		set_str(&o->unix_socket_prefix, v);
+	} else if (strcmp(name, "net.unixDomainSocket.filePermissions") == 0) {
+		/* an integer read as mongod reads one: "0700" is octal, "0x1c0" hex */
+		char *end;
+		long m;
+		errno = 0;
+		m = strtol(v, &end, 0);
+		if (errno != 0 || *v == '\0' || *end != '\0' || m <= 0 || m > 07777) {
+			fprintf(stderr, "Error parsing option \"net.unixDomainSocket.filePermissions\" as int: %s\n", v);
+			return -1;
+		}
+		o->unix_socket_mode = (int)m;
 	} else if (strcmp(name, "security.authorization") == 0) {
 		if (strcmp(v, "enabled") == 0 || strcmp(v, "true") == 0)
 			o->auth = true;
@@ -394,6 +417,16 @@ parsed_doc(const opts_t *o)
 		bson_append_document_end(&sub, &sub2);
 	}
 	BSON_APPEND_INT32(&sub, "port", o->port > 0 ? o->port : (o->port == 0 ? 27017 : 0));
+	if (o->no_unix_socket || o->unix_socket_prefix || o->unix_socket_mode) {
+		BSON_APPEND_DOCUMENT_BEGIN(&sub, "unixDomainSocket", &sub2);
+		if (o->no_unix_socket)
+			BSON_APPEND_BOOL(&sub2, "enabled", false);
+		if (o->unix_socket_mode)
+			BSON_APPEND_INT32(&sub2, "filePermissions", o->unix_socket_mode);
+		if (o->unix_socket_prefix)
+			BSON_APPEND_UTF8(&sub2, "pathPrefix", o->unix_socket_prefix);
+		bson_append_document_end(&sub, &sub2);
+	}
 	bson_append_document_end(d, &sub);
 	if (o->auth) {
 		BSON_APPEND_DOCUMENT_BEGIN(d, "security", &sub);
@@ -430,6 +463,7 @@ static const struct flag {
 	const char *flag;
 	const char *name;      /* YAML name, or NULL for special handling */
 	bool takes_arg;
+	const char *value;     /* a switch's value for name (NULL = "true") */
 } flags[] = {
 	{"--port", "net.port", true},
 	{"--bind_ip", "net.bindIp", true},
@@ -459,7 +493,9 @@ static const struct flag {
 	{"--sslCAFile", "net.ssl.CAFile", true},
 	{"--sslAllowInvalidCertificates", "net.ssl.allowInvalidCertificates", false},
 	{"--sslAllowConnectionsWithoutCertificates", "net.ssl.allowConnectionsWithoutCertificates", false},
-	{"--nounixsocket", "net.unixDomainSocket.enabled", false},
+	{"--nounixsocket", "net.unixDomainSocket.enabled", false, "false"},
+	{"--unixSocketPrefix", "net.unixDomainSocket.pathPrefix", true},
+	{"--filePermissions", "net.unixDomainSocket.filePermissions", true},
 };
 
 static int
@@ -504,7 +540,7 @@ parse_args(opts_t *o, int argc, char **argv)
 				}
 				if (apply(o, flags[k].name, v) != 0)
 					return -1;
-			} else if (apply(o, flags[k].name, eq ? eq + 1 : "true") != 0) {
+			} else if (apply(o, flags[k].name, eq ? eq + 1 : flags[k].value ? flags[k].value : "true") != 0) {
 				return -1;
 			}
 		}
@@ -665,6 +701,9 @@ main(int argc, char **argv)
 	so.max_conns = o.max_conns;
 	so.compressors = o.compressors;
 	so.quiet = o.quiet;
+	so.unix_socket = !o.no_unix_socket;
+	so.unix_socket_prefix = o.unix_socket_prefix;
+	so.unix_socket_mode = o.unix_socket_mode;
 	if (server_start(engine, &so, &g_server, &err) != 0) {
 		log_error(22856, "Error setting up listener", &err);
 		fprintf(stderr, "tamgad: %s\n", err.msg);
@@ -732,5 +771,6 @@ out:
 	bson_free(o.tls_cert_key_file);
 	bson_free(o.tls_cert_key_password);
 	bson_free(o.tls_ca_file);
+	bson_free(o.unix_socket_prefix);
 	return code;
 }

@@ -714,10 +714,21 @@ session_forget(const uint8_t *id)
 static bool
 lsid_id(const bson_iter_t *lsid, const uint8_t **id)
 {
+	/* what drivers send, byte for byte: {id: BinData(4, <16 bytes>)} */
+	static const uint8_t shape[13] = {30, 0, 0, 0, BSON_TYPE_BINARY, 'i', 'd', 0, 16, 0, 0, 0,
+	    BSON_SUBTYPE_UUID};
 	bson_iter_t sub;
 	bson_subtype_t st;
 	uint32_t len;
+	const uint8_t *doc;
 
+	if (BSON_ITER_HOLDS_DOCUMENT(lsid)) {
+		bson_iter_document(lsid, &len, &doc);
+		if (len == 30 && memcmp(doc, shape, sizeof(shape)) == 0 && doc[29] == 0) {
+			*id = doc + 13;
+			return true;
+		}
+	}
 	if (!BSON_ITER_HOLDS_DOCUMENT(lsid) || !bson_iter_recurse(lsid, &sub) || !bson_iter_find(&sub, "id") ||
 	    !BSON_ITER_HOLDS_BINARY(&sub))
 		return false;
@@ -726,16 +737,14 @@ lsid_id(const bson_iter_t *lsid, const uint8_t **id)
 }
 
 void
-cmd_admin_session_touch(client_t *cl, const bson_t *cmd)
+cmd_admin_session_touch(client_t *cl, const bson_iter_t *lsid)
 {
-	bson_iter_t it;
 	const uint8_t *id;
 	char *user;
-
 	int64_t now;
 	uint64_t gen;
 
-	if (!bson_iter_init_find(&it, cmd, "lsid") || !lsid_id(&it, &id))
+	if (!lsid_id(lsid, &id))
 		return;
 	/* the same session again on this connection within a second: its
 	 * last use is fresh enough (the timeout is in minutes), no lock taken */

@@ -44,11 +44,13 @@ void cmd_admin_request_shutdown(engine_t *e);
  * owner and last use; endSessions/killSessions drop them, 30 minutes of
  * disuse expire them.  It is process-wide, as on mongod.
  *
- * touch records the lsid of a command (cmd may carry none: nothing
- * happens) for the client's authenticated user; the wire server calls it
- * for each command it dispatches.
+ * touch records a command's lsid for the client's authenticated user; the
+ * wire server calls it for each command it dispatches that carries one.
+ * lsid is an iterator on the command's top-level `lsid` element (the wire
+ * parser notes where it is, so the command is not searched again); one
+ * that is not {id: UUID} is ignored here (the command's own checks see it).
  */
-void cmd_admin_session_touch(client_t *cl, const bson_t *cmd);
+void cmd_admin_session_touch(client_t *cl, const bson_iter_t *lsid);
 
 /*
  * $listLocalSessions: append to out (an array being built, initialised by

@@ -64,7 +64,9 @@ check_sequences(const wire_request_t *req, const char *name, terr_t *err)
 static bool
 is_hello(const char *name)
 {
-	return strcmp(name, "hello") == 0 || strcmp(name, "isMaster") == 0 || strcmp(name, "ismaster") == 0;
+	if (name[0] == 'h')
+		return strcmp(name, "hello") == 0;
+	return name[0] == 'i' && (strcmp(name, "isMaster") == 0 || strcmp(name, "ismaster") == 0);
 }
 
 /* hello's reply plus the negotiated `compression`, keeping ok last. */
@@ -180,23 +182,27 @@ run_request(server_t *srv, client_t *cl, wire_compression_t *comp, const wire_re
 	int64_t t0;
 	int rc;
 	bool more_to_come = req->opcode == WIRE_OP_MSG && (req->flags & WIRE_MSG_MORE_TO_COME);
-	bool again = false;
+	bool again = false, hello;
 
 	if (bson_iter_init(&it, &req->cmd) && bson_iter_next(&it))
 		name = bson_iter_key(&it);
+	hello = is_hello(name);
 	t0 = cmd_now_us();
 	if (check_sequences(req, name, &err) != 0) {
 		wire_error_doc(&reply, &err);
 		rc = err.code;
 	} else {
-		/* the session the command names is in use (the local session cache) */
-		cmd_admin_session_touch(cl, &req->cmd);
+		/* the session the command names is in use (the local session cache);
+		 * the parser noted where lsid is */
+		if (req->lsid_off != 0 && bson_iter_init_from_data_at_offset(&it, bson_get_data(&req->cmd),
+		    req->cmd.len, req->lsid_off, 4))
+			cmd_admin_session_touch(cl, &it);
 		rc = engine_run_command(srv->engine, cl, req->db, &req->cmd, &reply, &err);
-		if (rc == 0 && is_hello(name))
+		if (rc == 0 && hello)
 			add_compression(srv, comp, &req->cmd, &reply);
 	}
 	t0 = (cmd_now_us() - t0) / 1000;
-	if (t0 >= SLOW_MS && !is_hello(name))
+	if (t0 >= SLOW_MS && !hello)
 		log_slow(req->db, name, t0, rc);
 	if (engine_shutdown_requested(srv->engine) && strcmp(name, "shutdown") == 0) {
 		/* as mongod: the connection closes instead of answering */
@@ -300,7 +306,11 @@ conn_exhaust_end(conn_exhaust_t *ex)
 
 #define TLS_HANDSHAKE_TIMEOUT_MS 10000
 
+/* The read-ahead buffer: a whole typical request arrives with one recv and
+ * is parsed where it lies.  Larger messages go to a per-connection buffer
+ * kept while it is at most MBUF_KEEP. */
 #define RBUF_SIZE (16 * 1024)
+#define MBUF_KEEP (64 * 1024)
 
 static ssize_t
 raw_recv(conn_t *c, void *buf, size_t n)
@@ -308,47 +318,103 @@ raw_recv(conn_t *c, void *buf, size_t n)
 	return c->tls ? tls_read(c->tls, buf, n) : recv(c->fd, buf, n, 0);
 }
 
-/*
- * 0 = got n bytes, 1 = clean EOF before any byte, -1 = error/short read.
- * Small reads go through the connection's read-ahead buffer, so a request's
- * header and body usually arrive with one system call; large bodies are
- * read straight into their destination.
- */
+/* Top up the read-ahead buffer until it holds at least want (<= RBUF_SIZE)
+ * unread bytes, with one recv when the peer sent them together.  Returns
+ * 0, 1 on a clean EOF before any byte of a message, -1 on error or EOF
+ * inside one. */
 static int
-read_full(conn_t *c, uint8_t *buf, size_t n)
+fill(conn_t *c, size_t want)
 {
-	size_t got = 0;
-
-	while (got < n) {
-		ssize_t r;
-		if (c->rpos < c->rlen) {
-			size_t k = c->rlen - c->rpos;
-			if (k > n - got)
-				k = n - got;
-			memcpy(buf + got, c->rbuf + c->rpos, k);
-			c->rpos += k;
-			got += k;
-			continue;
-		}
-		if (n - got >= RBUF_SIZE)
-			r = raw_recv(c, buf + got, n - got);
-		else
-			r = raw_recv(c, c->rbuf, RBUF_SIZE);
+	if (c->rpos > 0 && c->rlen - c->rpos < want) {
+		/* move what is left to the front to make room after it */
+		memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
+		c->rlen -= c->rpos;
+		c->rpos = 0;
+	}
+	while (c->rlen - c->rpos < want) {
+		ssize_t r = raw_recv(c, c->rbuf + c->rlen, RBUF_SIZE - c->rlen);
 		if (r == 0)
-			return got == 0 ? 1 : -1;
+			return c->rlen == c->rpos ? 1 : -1;
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
 			return -1;
 		}
-		if (n - got >= RBUF_SIZE) {
-			got += (size_t)r;
-		} else {
-			c->rpos = 0;
-			c->rlen = (size_t)r;
-		}
+		c->rlen += (size_t)r;
 	}
 	return 0;
+}
+
+/*
+ * Read one whole message.  Returns 0 with *msg pointing at its bytes (valid
+ * until the next read on c or release_large: in the read-ahead buffer when it
+ * fits there, which is the usual case and costs no copy, else in c->mbuf), 1 on a clean
+ * EOF between messages, -1 when the connection must end (error, EOF inside
+ * a message, a length outside mongod's bounds: logged).
+ */
+static int
+read_message(conn_t *c, wire_header_t *h, const uint8_t **msg)
+{
+	terr_t err = TERR_INIT;
+	size_t have, got;
+	int r;
+
+	if ((r = fill(c, WIRE_HEADER_LEN)) != 0)
+		return r;
+	if (wire_header_read(c->rbuf + c->rpos, h, &err) != 0) {
+		bson_t attr;
+		bson_init(&attr);
+		BSON_APPEND_UTF8(&attr, "remote", c->remote);
+		BSON_APPEND_UTF8(&attr, "error", err.msg);
+		tlog('I', "NETWORK", 22989, "Error receiving request from client. Ending connection from remote",
+		    &attr);
+		bson_destroy(&attr);
+		terr_clear(&err);
+		return -1;
+	}
+	if ((size_t)h->length <= RBUF_SIZE) {
+		if (fill(c, (size_t)h->length) != 0)
+			return -1;
+		*msg = c->rbuf + c->rpos;
+		c->rpos += (size_t)h->length;
+		return 0;
+	}
+	/* a large message: what the read-ahead holds, then the rest straight
+	 * into the message buffer */
+	if (c->mcap < (size_t)h->length) {
+		bson_free(c->mbuf);
+		c->mbuf = bson_malloc((size_t)h->length);
+		c->mcap = (size_t)h->length;
+	}
+	have = c->rlen - c->rpos;
+	memcpy(c->mbuf, c->rbuf + c->rpos, have);
+	c->rpos = c->rlen = 0;
+	for (got = have; got < (size_t)h->length;) {
+		ssize_t n = raw_recv(c, c->mbuf + got, (size_t)h->length - got);
+		if (n == 0)
+			return -1;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		got += (size_t)n;
+	}
+	*msg = c->mbuf;
+	return 0;
+}
+
+/* After a large message: give its buffer back rather than keep up to 48 MB
+ * per idle connection (a batch of inserts is a few hundred KB; allocating
+ * that once per message costs little next to parsing it). */
+static void
+release_large(conn_t *c)
+{
+	if (c->mcap > MBUF_KEEP) {
+		bson_free(c->mbuf);
+		c->mbuf = NULL;
+		c->mcap = 0;
+	}
 }
 
 static int
@@ -406,7 +472,6 @@ conn_main(void *arg)
 	client_info_t info;
 	client_t *cl;
 	char ctx[32];
-	uint8_t hdr[WIRE_HEADER_LEN];
 	conn_exhaust_t ex = {0};
 	int64_t left;
 
@@ -435,36 +500,18 @@ conn_main(void *arg)
 
 	while (!atomic_load(&srv->stopping)) {
 		wire_header_t h;
-		terr_t err = TERR_INIT;
-		uint8_t *msg;
+		const uint8_t *msg;
 		wire_buf_t out;
 		bool close_after = false;
 		int r;
 
-		r = read_full(c, hdr, sizeof(hdr));
-		if (r != 0)
+		if (read_message(c, &h, &msg) != 0)
 			break;
-		if (wire_header_read(hdr, &h, &err) != 0) {
-			bson_t attr;
-			bson_init(&attr);
-			BSON_APPEND_UTF8(&attr, "remote", c->remote);
-			BSON_APPEND_UTF8(&attr, "error", err.msg);
-			tlog('I', "NETWORK", 22989, "Error receiving request from client. Ending connection from remote",
-			    &attr);
-			bson_destroy(&attr);
-			terr_clear(&err);
-			break;
-		}
-		msg = bson_malloc((size_t)h.length);
-		memcpy(msg, hdr, sizeof(hdr));
-		if (read_full(c, msg + WIRE_HEADER_LEN, (size_t)h.length - WIRE_HEADER_LEN) != 0) {
-			bson_free(msg);
-			break;
-		}
 		__atomic_fetch_add(&k->bytes_in, h.length, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&k->requests, 1, __ATOMIC_RELAXED);
+		/* msg stays where it is until the request (and its exhaust stream,
+		 * which reads nothing) is done: the request points into it */
 		conn_handle_message(srv, cl, &c->comp, msg, (size_t)h.length, &out, &close_after, &ex);
-		bson_free(msg);
 		for (;;) {
 			if (out.data != NULL) {
 				r = write_full(c, out.data, out.len);
@@ -479,6 +526,7 @@ conn_main(void *arg)
 			conn_exhaust_next(srv, cl, &c->comp, &ex, &out, &close_after);
 		}
 		conn_exhaust_end(&ex);
+		release_large(c);
 		if (close_after)
 			break;
 	}
@@ -499,6 +547,7 @@ end:
 	__atomic_fetch_sub(&k->connections_current, 1, __ATOMIC_RELAXED);
 	log_conn_end(c, left);
 	bson_free(c->rbuf);
+	bson_free(c->mbuf);
 	bson_free(c);
 	pthread_cond_broadcast(&srv->conns_done);
 	pthread_mutex_unlock(&srv->lock);

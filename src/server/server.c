@@ -1,6 +1,6 @@
 /*
- * server.c -- listeners, the accept loop, the connection registry, the
- * cursor reaper and clean shutdown (see server.h).
+ * server.c -- listeners (TCP and Unix domain sockets), the accept loop, the
+ * connection registry, the cursor reaper and clean shutdown (see server.h).
  *
  * Not here: what happens on a connection (conn.c).
  */
@@ -14,8 +14,11 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,6 +27,11 @@
 
 #define DEFAULT_MAX_CONNS 1000000
 #define REAP_INTERVAL_MS 5000
+#define DEFAULT_SOCKET_PREFIX "/tmp"
+#define DEFAULT_SOCKET_MODE 0700
+/* what mongod calls a peer on a Unix domain socket (HostAndPort of an
+ * unnamed address, whose port defaults to 27017 whatever the server's) */
+#define UNIX_PEER_NAME "anonymous unix socket:27017"
 
 static int
 socket_error(terr_t *err, const char *addr, int port, int e)
@@ -120,6 +128,141 @@ listen_on(server_t *s, const char *addr, terr_t *err)
 	return n > 0 ? 0 : terr_set(err, 9001, "no address found for %s", addr);
 }
 
+/* ---- Unix domain sockets ------------------------------------------------ */
+
+static int
+unix_error(terr_t *err, const char *path, int e)
+{
+	return terr_set(err, 9001, "Failed to listen on %s: %s", path, strerror(e));
+}
+
+/* Is a server accepting connections on the socket file path? */
+static bool
+unix_socket_live(const struct sockaddr_un *sa)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool live;
+
+	if (fd < 0)
+		return false;
+	live = connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0;
+	close(fd);
+	return live;
+}
+
+/*
+ * What is at path before binding: nothing (fine), a socket file a crashed
+ * server left behind (removed, as mongod removes it), a live server's
+ * socket (EADDRINUSE, where mongod would take the path from under it) or a
+ * file that is not a socket (refused: it is not ours to delete).
+ */
+static int
+unix_clear_stale(const struct sockaddr_un *sa, terr_t *err)
+{
+	const char *path = sa->sun_path;
+	struct stat st;
+
+	if (lstat(path, &st) != 0)
+		return errno == ENOENT ? 0 : unix_error(err, path, errno);
+	if (!S_ISSOCK(st.st_mode))
+		return terr_set(err, 9001, "Failed to listen on %s: the file exists and is not a socket", path);
+	if (unix_socket_live(sa))
+		return unix_error(err, path, EADDRINUSE);
+	if (unlink(path) != 0 && errno != ENOENT) {
+		bson_t attr;
+		int e = errno;
+		bson_init(&attr);
+		BSON_APPEND_UTF8(&attr, "path", path);
+		BSON_APPEND_UTF8(&attr, "error", strerror(e));
+		tlog('E', "NETWORK", 23024, "Failed to unlink socket file", &attr);
+		bson_destroy(&attr);
+		return terr_set(err, 9001, "Failed to unlink socket file %s %s", path, strerror(e));
+	}
+	return 0;
+}
+
+/* One listener on the Unix domain socket path (a --bind_ip entry with a '/',
+ * or the default <prefix>/mongodb-<port>.sock). */
+static int
+listen_unix(server_t *s, const char *path, terr_t *err)
+{
+	struct sockaddr_un sa;
+	bson_t attr;
+	int fd, e, i;
+
+	for (i = 0; i < s->nsock_paths; i++)
+		if (strcmp(s->sock_paths[i], path) == 0)
+			return 0;   /* listed twice (mongod keeps a set of endpoints) */
+	if (s->nlisten >= SERVER_MAX_LISTENERS)
+		return terr_set(err, TERR_BAD_VALUE, "too many bind addresses");
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return unix_error(err, path, ENAMETOOLONG);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if (unix_clear_stale(&sa, err) != 0)
+		return -1;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return unix_error(err, path, errno);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		e = errno;
+		close(fd);
+		return unix_error(err, path, e);
+	}
+	/* from here the file is ours: removed at shutdown, or now on failure */
+	s->sock_paths[s->nsock_paths++] = bson_strdup(path);
+	if (chmod(path, (mode_t)s->unix_socket_mode) != 0) {
+		e = errno;
+		close(fd);
+		bson_init(&attr);
+		BSON_APPEND_UTF8(&attr, "path", path);
+		BSON_APPEND_UTF8(&attr, "error", strerror(e));
+		tlog('E', "NETWORK", 23026, "Failed to chmod socket file", &attr);
+		bson_destroy(&attr);
+		return terr_set(err, 9001, "Failed to chmod socket file %s %s", path, strerror(e));
+	}
+	if (listen(fd, SOMAXCONN) != 0) {
+		e = errno;
+		close(fd);
+		return unix_error(err, path, e);
+	}
+	s->listen_unix[s->nlisten] = true;
+	s->listen_fds[s->nlisten++] = fd;
+	bson_init(&attr);
+	BSON_APPEND_UTF8(&attr, "address", path);
+	tlog('I', "NETWORK", 23015, "Listening on", &attr);
+	bson_destroy(&attr);
+	return 0;
+}
+
+/* Remove the socket files made, logging as mongod does at shutdown (quiet
+ * when a failed start undoes them). */
+static void
+remove_socket_files(server_t *s, bool log)
+{
+	int i;
+
+	for (i = 0; i < s->nsock_paths; i++) {
+		bson_t attr;
+		if (log) {
+			bson_init(&attr);
+			BSON_APPEND_UTF8(&attr, "path", s->sock_paths[i]);
+			tlog('I', "NETWORK", 23017, "removing socket file", &attr);
+			bson_destroy(&attr);
+		}
+		if (unlink(s->sock_paths[i]) != 0 && log) {
+			bson_init(&attr);
+			BSON_APPEND_UTF8(&attr, "path", s->sock_paths[i]);
+			BSON_APPEND_UTF8(&attr, "error", strerror(errno));
+			tlog('W', "NETWORK", 23022, "Unable to remove UNIX socket", &attr);
+			bson_destroy(&attr);
+		}
+		bson_free(s->sock_paths[i]);
+	}
+	s->nsock_paths = 0;
+}
+
 static void *
 reaper_main(void *arg)
 {
@@ -148,7 +291,7 @@ server_start(engine_t *e, const server_options_t *o, server_t **out, terr_t *err
 	server_t *s = bson_malloc0(sizeof(*s));
 	struct rlimit rl;
 	char *list, *tok, *save = NULL;
-	int ret = 0, i;
+	int ret = 0, i, pass;
 
 	*out = NULL;
 	s->engine = e;
@@ -159,6 +302,9 @@ server_start(engine_t *e, const server_options_t *o, server_t **out, terr_t *err
 	s->compressors = bson_strdup(o->compressors ? o->compressors : "snappy,zstd,zlib");
 	s->quiet = o->quiet;
 	s->tls = o->tls;
+	s->unix_socket = o->unix_socket;
+	s->unix_socket_prefix = bson_strdup(o->unix_socket_prefix ? o->unix_socket_prefix : DEFAULT_SOCKET_PREFIX);
+	s->unix_socket_mode = o->unix_socket_mode > 0 ? o->unix_socket_mode : DEFAULT_SOCKET_MODE;
 	s->cursor_timeout_ms = o->cursor_timeout_ms > 0 ? o->cursor_timeout_ms : 600000;
 	s->max_conns = o->max_conns > 0 ? o->max_conns : DEFAULT_MAX_CONNS;
 	/* as mongod: at most 80% of the file descriptor limit */
@@ -176,16 +322,25 @@ server_start(engine_t *e, const server_options_t *o, server_t **out, terr_t *err
 		ret = terr_set(err, TERR_INTERNAL_ERROR, "pipe: %s", strerror(errno));
 		goto err;
 	}
-	list = bson_strdup(s->bind_ip);
-	for (tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-		while (*tok == ' ')
-			tok++;
-		if (*tok == '\0')
-			continue;
-		if ((ret = listen_on(s, tok, err)) != 0)
-			break;
+	/* TCP first (the port is known and a port in use fails before any
+	 * socket file is touched), then the socket paths of bind_ip */
+	for (pass = 0; pass < 2 && ret == 0; pass++) {
+		list = bson_strdup(s->bind_ip);
+		for (tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+			while (*tok == ' ')
+				tok++;
+			if (*tok == '\0' || (strchr(tok, '/') != NULL) != (pass == 1))
+				continue;
+			if ((ret = pass == 0 ? listen_on(s, tok, err) : listen_unix(s, tok, err)) != 0)
+				break;
+		}
+		bson_free(list);
 	}
-	bson_free(list);
+	if (ret == 0 && s->unix_socket) {
+		char *path = bson_strdup_printf("%s/mongodb-%d.sock", s->unix_socket_prefix, s->port);
+		ret = listen_unix(s, path, err);
+		bson_free(path);
+	}
 	if (ret != 0)
 		goto err;
 	if (s->nlisten == 0) {
@@ -198,6 +353,7 @@ err:
 	for (i = 0; i < s->nlisten; i++)
 		close(s->listen_fds[i]);
 	s->nlisten = 0;
+	remove_socket_files(s, false);
 	server_free(s);
 	return ret;
 }
@@ -237,7 +393,7 @@ server_stop(server_t *s)
 }
 
 static void
-remote_name(const struct sockaddr_storage *ss, char *buf, size_t len, bool *is_local)
+remote_name(const struct sockaddr_storage *ss, socklen_t sl, char *buf, size_t len, bool *is_local)
 {
 	char ip[INET6_ADDRSTRLEN] = "";
 
@@ -252,13 +408,22 @@ remote_name(const struct sockaddr_storage *ss, char *buf, size_t len, bool *is_l
 		inet_ntop(AF_INET6, &sin6->sin6_addr, ip, sizeof(ip));
 		snprintf(buf, len, "[%s]:%d", ip, ntohs(sin6->sin6_port));
 		*is_local = IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr);
+	} else if (ss->ss_family == AF_UNIX) {
+		/* as mongod: an unnamed peer (the usual case) has a fixed name, a
+		 * bound one its path; either way it is local (localhost exception) */
+		const struct sockaddr_un *sun = (const struct sockaddr_un *)ss;
+		if (sl > (socklen_t)offsetof(struct sockaddr_un, sun_path) && sun->sun_path[0] != '\0')
+			snprintf(buf, len, "%.*s", (int)(sl - offsetof(struct sockaddr_un, sun_path)), sun->sun_path);
+		else
+			snprintf(buf, len, "%s", UNIX_PEER_NAME);
+		*is_local = true;
 	} else {
 		snprintf(buf, len, "unknown");
 	}
 }
 
 static void
-accept_one(server_t *s, int lfd)
+accept_one(server_t *s, int lfd, bool is_unix)
 {
 	engine_counters_t *k = engine_counters(s->engine);
 	struct sockaddr_storage ss;
@@ -275,9 +440,11 @@ accept_one(server_t *s, int lfd)
 	c = bson_malloc0(sizeof(*c));
 	c->srv = s;
 	c->fd = fd;
-	remote_name(&ss, c->remote, sizeof(c->remote), &c->is_local);
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	remote_name(&ss, sl, c->remote, sizeof(c->remote), &c->is_local);
+	if (!is_unix) {
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	}
 
 	pthread_mutex_lock(&s->lock);
 	if (s->nconns >= s->max_conns) {
@@ -358,7 +525,7 @@ server_run(server_t *s)
 			continue;
 		for (i = 0; i < s->nlisten; i++)
 			if (pfd[i].revents & POLLIN)
-				accept_one(s, s->listen_fds[i]);
+				accept_one(s, s->listen_fds[i], s->listen_unix[i]);
 	}
 
 	/* shutdown: stop listening, wake every connection, wait for them */
@@ -368,6 +535,7 @@ server_run(server_t *s)
 	for (i = 0; i < s->nlisten; i++)
 		close(s->listen_fds[i]);
 	s->nlisten = 0;
+	remove_socket_files(s, true);
 	pthread_mutex_lock(&s->lock);
 	for (c = s->conns; c != NULL; c = c->next)
 		shutdown(c->fd, SHUT_RDWR);
@@ -393,6 +561,7 @@ server_free(server_t *s)
 		return;
 	for (i = 0; i < s->nlisten; i++)
 		close(s->listen_fds[i]);
+	remove_socket_files(s, false);
 	if (s->wake_pipe[0] >= 0)
 		close(s->wake_pipe[0]);
 	if (s->wake_pipe[1] >= 0)
@@ -403,5 +572,6 @@ server_free(server_t *s)
 	pthread_cond_destroy(&s->reaper_wake);
 	bson_free(s->bind_ip);
 	bson_free(s->compressors);
+	bson_free(s->unix_socket_prefix);
 	bson_free(s);
 }

@@ -27,7 +27,13 @@ struct server {
 	tls_server_t *tls;                /* borrowed */
 
 	int listen_fds[SERVER_MAX_LISTENERS];
+	bool listen_unix[SERVER_MAX_LISTENERS];  /* listener i is a Unix domain socket */
 	int nlisten;
+	char *sock_paths[SERVER_MAX_LISTENERS];  /* socket files made, removed at shutdown */
+	int nsock_paths;
+	bool unix_socket;                 /* options (server.h) */
+	char *unix_socket_prefix;
+	int unix_socket_mode;
 	int wake_pipe[2];                 /* server_stop writes here */
 	atomic_bool stopping;
 
@@ -53,6 +59,8 @@ struct conn {
 	wire_compression_t comp;          /* negotiated by hello */
 	uint8_t *rbuf;                    /* read-ahead: a header and a small body in one recv */
 	size_t rpos, rlen;
+	uint8_t *mbuf;                    /* a message larger than rbuf (conn.c read_message) */
+	size_t mcap;
 	conn_t *prev, *next;              /* in srv->conns, under srv->lock */
 };
 
@@ -80,8 +88,10 @@ typedef struct conn_exhaust {
  * (fatal framing error, shutdown command).  When the request allows exhaust
  * and its reply carries moreToCome, ex becomes active: send the reply, then
  * call conn_exhaust_next for each following reply until ex is no longer
- * active.  This is the socket-free core of a connection, used by conn_main
- * and the tests.
+ * active.  The request borrows msg (wire_request_parse): msg must stay
+ * valid and unchanged until the call returns with ex inactive, or until
+ * conn_exhaust_end.  This is the socket-free core of a connection, used by
+ * conn_main and the tests.
  */
 void conn_handle_message(server_t *srv, client_t *cl, wire_compression_t *comp, const uint8_t *msg,
                          size_t len, wire_buf_t *reply, bool *close_after, conn_exhaust_t *ex);

@@ -77,8 +77,33 @@ string_size(const uint8_t *p, const uint8_t *end)
 	return 4 + (ssize_t)n;
 }
 
+/*
+ * Where the server-side fields of a command body are: offsets from the
+ * document's start of the first top-level element named "$db" and "lsid"
+ * (0 = absent; first occurrence, as bson_iter_find), noted while the body is
+ * validated so that neither needs a second walk over the command.
+ */
+typedef struct top_fields {
+	uint32_t db;
+	uint32_t lsid;
+} top_fields_t;
+
+static inline void
+note_top(top_fields_t *top, const uint8_t *data, const uint8_t *elem, const uint8_t *key, ssize_t klen)
+{
+	if (klen == 3 && key[0] == '$' && key[1] == 'd' && key[2] == 'b') {
+		if (top->db == 0)
+			top->db = (uint32_t)(elem - data);
+	} else if (klen == 4 && memcmp(key, "lsid", 4) == 0) {
+		if (top->lsid == 0)
+			top->lsid = (uint32_t)(elem - data);
+	}
+}
+
+/* top: NULL, or where to note the body's top-level $db and lsid. */
 static int
-validate_doc(const uint8_t *data, size_t avail, uint32_t *doc_len, int base_depth, terr_t *err)
+validate_doc(const uint8_t *data, size_t avail, uint32_t *doc_len, int base_depth, top_fields_t *top,
+             terr_t *err)
 {
 	/* An explicit stack of open documents' ends: no recursion. */
 	const uint8_t *ends[MAX_DEPTH + 1];
@@ -117,6 +142,8 @@ validate_doc(const uint8_t *data, size_t avail, uint32_t *doc_len, int base_dept
 		klen = cstr_len(p, dend);
 		if (klen < 0)
 			return bad_bson(err, "field name is not terminated");
+		if (top != NULL && depth == 0)
+			note_top(top, data, p - 1, p, klen);
 		p += klen + 1;
 		switch (type) {
 		case BSON_TYPE_DOUBLE:
@@ -198,7 +225,7 @@ validate_doc(const uint8_t *data, size_t avail, uint32_t *doc_len, int base_dept
 				return terr_set(err, TERR_INVALID_BSON,
 				    "BSONObj exceeds maximum nested object depth: %d", MAX_DEPTH);
 			if (validate_doc(p + 4 + s, (size_t)(total - 4 - s), &sub, base_depth + depth + 1,
-			    err) != 0)
+			    NULL, err) != 0)
 				return -1;
 			if ((ssize_t)sub != total - 4 - s)
 				return bad_bson(err, "code with scope length mismatch");
@@ -236,7 +263,7 @@ validate_doc(const uint8_t *data, size_t avail, uint32_t *doc_len, int base_dept
 int
 wire_bson_validate(const uint8_t *data, size_t avail, uint32_t *doc_len, terr_t *err)
 {
-	return validate_doc(data, avail, doc_len, 0, err);
+	return validate_doc(data, avail, doc_len, 0, NULL, err);
 }
 
 /* ---- parsing ------------------------------------------------------------ */
@@ -247,11 +274,12 @@ wire_request_clear(wire_request_t *req)
 	if (req->have_cmd)
 		bson_destroy(&req->cmd);
 	req->have_cmd = false;
-	bson_free(req->db);
 	req->db = NULL;
-	bson_free(req->seq_names[0]);
-	bson_free(req->seq_names[1]);
 	req->seq_names[0] = req->seq_names[1] = NULL;
+	bson_free(req->own_db);
+	req->own_db = NULL;
+	bson_free(req->own_bytes);
+	req->own_bytes = NULL;
 }
 
 static const char *const op_query_allowed[] = {
@@ -323,6 +351,7 @@ parse_op_msg(const uint8_t *msg, size_t len, wire_request_t *req, terr_t *err)
 	uint32_t body_len = 0, dlen;
 	seq_t seqs[2];
 	int nseq = 0, i;
+	top_fields_t top = {0, 0};
 	bson_t body;
 	bson_iter_t it;
 
@@ -350,7 +379,7 @@ parse_op_msg(const uint8_t *msg, size_t len, wire_request_t *req, terr_t *err)
 		if (kind == 0) {
 			if (body_ptr != NULL)
 				return terr_set(err, 40430, "Multiple body sections in message");
-			if (wire_bson_validate(p, (size_t)(end - p), &body_len, err) != 0)
+			if (validate_doc(p, (size_t)(end - p), &body_len, 0, &top, err) != 0)
 				return -1;
 			body_ptr = p;
 			p += body_len;
@@ -392,21 +421,25 @@ parse_op_msg(const uint8_t *msg, size_t len, wire_request_t *req, terr_t *err)
 		return terr_set(err, 40587, "OP_MSG messages must have a body");
 	if (!bson_init_static(&body, body_ptr, body_len))
 		return bad_bson(err, "body");
-	if (!bson_iter_init_find(&it, &body, "$db"))
+	if (top.db == 0 || !bson_iter_init_from_data_at_offset(&it, body_ptr, body_len, top.db, 3))
 		return terr_set(err, 40571, "OP_MSG requests require a $db argument");
 	if (!BSON_ITER_HOLDS_UTF8(&it))
 		return terr_set(err, TERR_TYPE_MISMATCH, "BSON field '$db' is the wrong type '%s', expected type 'string'",
 		    bson_iter_type(&it) == BSON_TYPE_INT32 ? "int" : "non-string");
-	req->db = bson_strdup(bson_iter_utf8(&it, NULL));
 	if (nseq == 0) {
-		bson_copy_to(&body, &req->cmd);
+		bson_init_static(&req->cmd, body_ptr, body_len);   /* the body where it lies */
 	} else if (fold_sequences(&body, seqs, nseq, &req->cmd, err) != 0) {
 		return -1;
 	}
 	req->have_cmd = true;
+	/* a fold keeps the body's bytes first, the sequences go after them, so
+	 * the body's offsets hold in cmd: $db's string follows its type byte,
+	 * "$db\0" and its int32 length */
+	req->db = (const char *)bson_get_data(&req->cmd) + top.db + 1 + 4 + 4;
+	req->lsid_off = top.lsid;
 	req->nsequences = nseq;
 	for (i = 0; i < nseq; i++)
-		req->seq_names[i] = bson_strdup(seqs[i].name);
+		req->seq_names[i] = seqs[i].name;
 	return 0;
 }
 
@@ -457,9 +490,12 @@ parse_op_query(const uint8_t *msg, size_t len, wire_request_t *req, terr_t *err)
 		    "Unsupported OP_QUERY command: %s. The client driver may require an upgrade. "
 		    "For more details see https://dochub.mongodb.org/core/legacy-opcode-removal",
 		    dot != NULL && strcmp(dot, ".$cmd") == 0 ? name : "find");
-	req->db = bson_strndup(ns, (size_t)(dot - ns));
+	req->own_db = bson_strndup(ns, (size_t)(dot - ns));
+	req->db = req->own_db;
 	bson_copy_to(&inner, &req->cmd);
 	req->have_cmd = true;
+	if (bson_iter_init_find(&it, &req->cmd, "lsid"))
+		req->lsid_off = bson_iter_offset(&it);
 	return 0;
 }
 
@@ -524,7 +560,8 @@ wire_request_parse(const uint8_t *msg, size_t len, wire_request_t *req, terr_t *
 	wr_i32(buf + 12, orig_op);
 	req->compressor = c->id;
 	req->fatal = false;
-	ret = parse_plain(buf, (size_t)usize + WIRE_HEADER_LEN, req, err);
+	req->own_bytes = buf;   /* what the request points into, freed with it */
+	return parse_plain(buf, (size_t)usize + WIRE_HEADER_LEN, req, err);
 err:
 	bson_free(buf);
 	return ret;

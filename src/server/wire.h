@@ -81,11 +81,15 @@ typedef struct wire_request {
 	int32_t opcode;            /* after decompression: OP_MSG or OP_QUERY */
 	uint8_t compressor;        /* WIRE_COMPRESSOR_NONE, or the id the request used */
 	uint32_t flags;            /* OP_MSG flagBits, or OP_QUERY flags */
-	bson_t cmd;                /* the command, sequences folded in; owned */
+	bson_t cmd;                /* the command, sequences folded in (see below for its bytes) */
 	bool have_cmd;             /* cmd is initialised (free with wire_request_clear) */
-	char *db;                  /* $db, or the db of OP_QUERY's "<db>.$cmd"; owned */
+	uint32_t lsid_off;         /* offset in cmd of its top-level lsid element, 0 = none
+	                              (bson_iter_init_from_data_at_offset, key length 4) */
+	const char *db;            /* $db (in cmd's bytes), or the db of OP_QUERY's "<db>.$cmd" */
 	int nsequences;            /* kind-1 sections folded into cmd */
-	char *seq_names[2];        /* their identifiers; owned */
+	const char *seq_names[2];  /* their identifiers (in the message's bytes) */
+	uint8_t *own_bytes;        /* internal: a decompressed message the fields point into */
+	char *own_db;              /* internal: OP_QUERY's db */
 	/*
 	 * When parsing fails: fatal means the stream can no longer be trusted
 	 * (bad framing, undecompressable payload, unknown opcode) and the
@@ -97,10 +101,13 @@ typedef struct wire_request {
 
 /*
  * Parse one whole message msg[0..len) (len == header length).  On success
- * returns 0 and fills req (release with wire_request_clear).  On failure
- * returns -1 with err set (mongod's code and message) and req->header,
- * req->opcode, req->flags and req->fatal filled as far as they were read;
- * req must still be cleared.  Never reads outside msg.
+ * returns 0 and fills req (release with wire_request_clear).  req borrows
+ * msg: an OP_MSG's cmd is the body where it lies (no copy) unless document
+ * sequences had to be folded into it, and db and seq_names point into the
+ * message, so msg must stay valid and unchanged until wire_request_clear.
+ * On failure returns -1 with err set (mongod's code and message) and
+ * req->header, req->opcode, req->flags and req->fatal filled as far as they
+ * were read; req must still be cleared.  Never reads outside msg.
  */
 int wire_request_parse(const uint8_t *msg, size_t len, wire_request_t *req, terr_t *err);
 void wire_request_clear(wire_request_t *req);

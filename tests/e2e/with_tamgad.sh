@@ -3,8 +3,11 @@
 #
 #   tests/e2e/with_tamgad.sh path/to/tamgad [tamgad flags...] -- command [args...]
 #
-# The server gets a free port and a temporary --dbpath; the command sees
-# TAMGA_PORT and TAMGA_URI (mongodb://127.0.0.1:PORT) in its environment.
+# The server gets a free port, a temporary --dbpath and its Unix domain
+# socket in the same temporary folder (not /tmp); the command sees TAMGA_PORT,
+# TAMGA_URI (mongodb://127.0.0.1:PORT) and TAMGA_SOCKET (the socket's path)
+# in its environment (TAMGA_SOCKET empty when the folder's path is too long
+# for a socket address).
 # tamgad is always stopped (SIGTERM, then SIGKILL after 30 s).  The result is
 # the command's exit status, or failure when tamgad did not stop cleanly
 # (a crash, a sanitizer report, a leak): the test then prints its log tail.
@@ -35,7 +38,14 @@ free_port() {
 }
 
 PORT=$(free_port)
-"$TAMGAD" --port "$PORT" --bind_ip 127.0.0.1 --dbpath "$WORK/db" "${EXTRA[@]}" >"$LOG" 2>&1 &
+SOCKET="$WORK/mongodb-$PORT.sock"
+SOCKET_FLAGS=(--unixSocketPrefix "$WORK")
+if [ ${#SOCKET} -ge 100 ]; then
+	# too long for a socket address (108 bytes): TCP only
+	SOCKET=""
+	SOCKET_FLAGS=(--nounixsocket)
+fi
+"$TAMGAD" --port "$PORT" --bind_ip 127.0.0.1 --dbpath "$WORK/db" "${SOCKET_FLAGS[@]}" "${EXTRA[@]}" >"$LOG" 2>&1 &
 PID=$!
 
 cleanup_dir() { rm -rf "$WORK"; }
@@ -63,6 +73,7 @@ fi
 
 export TAMGA_PORT=$PORT
 export TAMGA_URI="mongodb://127.0.0.1:$PORT"
+export TAMGA_SOCKET="$SOCKET"
 export TAMGA_LOG=$LOG
 "$@"
 rc=$?

@@ -300,6 +300,65 @@ test_sequences(void)
 	free(b.d);
 }
 
+
+/* The parser notes where the top-level lsid is (the server touches the
+ * session from there without searching the command) and reads $db from the
+ * same walk: the first occurrence counts, nested ones do not. */
+static void
+test_generic_fields(void)
+{
+	static const char *const docs[] = {"{\"_id\": 1, \"lsid\": 5}"};
+	wire_request_t req;
+	terr_t err = TERR_INIT;
+	bson_iter_t it;
+	mb_t b;
+
+	b = msg_begin(0);
+	msg_body(&b, "{\"insert\": \"c\", \"filter\": {\"lsid\": 1, \"$db\": \"no\"}, \"$db\": \"app\", "
+	    "\"lsid\": {\"id\": {\"$binary\": {\"base64\": \"AAECAwQFBgcICQoLDA0ODw==\", \"subType\": \"04\"}}}, "
+	    "\"$db\": \"second\", \"lsid\": 2}");
+	msg_seq(&b, "documents", docs, 1);
+	mb_finish(&b);
+	TT_ASSERT(parse(&b, &req, &err) == 0);
+	TT_EQ_STR(req.db, "app");
+	TT_ASSERT(req.lsid_off != 0);
+	TT_ASSERT(bson_iter_init_from_data_at_offset(&it, bson_get_data(&req.cmd), req.cmd.len, req.lsid_off, 4));
+	TT_EQ_STR(bson_iter_key(&it), "lsid");
+	TT_ASSERT(BSON_ITER_HOLDS_DOCUMENT(&it));
+	/* the folded sequence is still there after it */
+	TT_ASSERT(bson_iter_init_find(&it, &req.cmd, "documents") && BSON_ITER_HOLDS_ARRAY(&it));
+	wire_request_clear(&req);
+	free(b.d);
+
+	b = msg_begin(0);
+	msg_body(&b, "{\"ping\": 1, \"x\": {\"lsid\": 1}, \"$db\": \"admin\"}");
+	mb_finish(&b);
+	TT_ASSERT(parse(&b, &req, &err) == 0);
+	TT_EQ_INT(req.lsid_off, 0);
+	wire_request_clear(&req);
+	free(b.d);
+
+	/* $db only nested: missing */
+	b = msg_begin(0);
+	msg_body(&b, "{\"ping\": 1, \"x\": {\"$db\": \"admin\"}}");
+	mb_finish(&b);
+	TT_ASSERT(parse(&b, &req, &err) != 0);
+	TT_EQ_INT(err.code, 40571);
+	terr_clear(&err);
+	wire_request_clear(&req);
+	free(b.d);
+
+	/* $db of the wrong type */
+	b = msg_begin(0);
+	msg_body(&b, "{\"ping\": 1, \"$db\": 3}");
+	mb_finish(&b);
+	TT_ASSERT(parse(&b, &req, &err) != 0);
+	TT_EQ_INT(err.code, 14);
+	terr_clear(&err);
+	wire_request_clear(&req);
+	free(b.d);
+}
+
 static void
 test_msg_errors(void)
 {
@@ -652,6 +711,7 @@ main(void)
 	TT_RUN(test_checksum);
 	TT_RUN(test_compressors);
 	TT_RUN(test_sequences);
+	TT_RUN(test_generic_fields);
 	TT_RUN(test_msg_errors);
 	TT_RUN(test_invalid_bson);
 	TT_RUN(test_op_query);

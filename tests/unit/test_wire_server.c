@@ -8,9 +8,12 @@
 #include "tt.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 
 #include "commands/cmd_admin.h"
 #include "commands/commands.h"
@@ -296,6 +299,129 @@ run_thread(void *arg)
 	return NULL;
 }
 
+/* Read one OP_MSG reply from fd; returns its body (caller destroys) and
+ * its responseTo. */
+static bson_t *
+read_reply(int fd, int32_t *response_to)
+{
+	uint8_t hdr[16], *rest;
+	int32_t n;
+	bson_t body, *out;
+
+	if (recv(fd, hdr, 16, MSG_WAITALL) != 16)
+		return NULL;
+	memcpy(&n, hdr, 4);
+	memcpy(response_to, hdr + 8, 4);
+	if (n < 16 + 5 + 5)
+		return NULL;
+	rest = bson_malloc((size_t)n - 16);
+	if (recv(fd, rest, (size_t)n - 16, MSG_WAITALL) != n - 16 || rest[4] != 0 ||
+	    !bson_init_static(&body, rest + 5, (size_t)n - 16 - 5)) {
+		bson_free(rest);
+		return NULL;
+	}
+	out = bson_copy(&body);
+	bson_free(rest);
+	return out;
+}
+
+/* Send bytes in pieces of at most chunk, pausing between them, so the
+ * server sees a message arrive over several reads. */
+static void
+send_in_pieces(int fd, const uint8_t *p, size_t len, size_t chunk)
+{
+	while (len > 0) {
+		size_t k = len < chunk ? len : chunk;
+		TT_ASSERT(send(fd, p, k, 0) == (ssize_t)k);
+		p += k;
+		len -= k;
+		usleep(2000);
+	}
+}
+
+/* Framing through a real socket: two requests in one write, a header split
+ * across writes, a message larger than the read-ahead buffer arriving in
+ * pieces, then a small one again (the read-ahead must not keep stale
+ * bytes). */
+static void
+check_framing(int fd)
+{
+	terr_t err = TERR_INIT;
+	wire_buf_t a, b;
+	bson_t *cmd, *rep;
+	uint8_t *two;
+	int32_t to = 0;
+	char *pad;
+	size_t k;
+	int i;
+
+	cmd = tt_json("{\"ping\": 1, \"$db\": \"admin\"}");
+	wire_msg_build(11, 0, 0, cmd, WIRE_COMPRESSOR_NONE, &a, &err);
+	wire_msg_build(12, 0, 0, cmd, WIRE_COMPRESSOR_NONE, &b, &err);
+	two = bson_malloc(a.len + b.len);
+	memcpy(two, a.data, a.len);
+	memcpy(two + a.len, b.data, b.len);
+	TT_ASSERT(send(fd, two, a.len + b.len, 0) == (ssize_t)(a.len + b.len));
+	rep = read_reply(fd, &to);
+	TT_ASSERT(rep != NULL);
+	TT_EQ_INT(to, 11);
+	bson_destroy(rep);
+	rep = read_reply(fd, &to);
+	TT_ASSERT(rep != NULL);
+	TT_EQ_INT(to, 12);
+	bson_destroy(rep);
+	/* a header in two writes */
+	send_in_pieces(fd, a.data, a.len, 7);
+	rep = read_reply(fd, &to);
+	TT_ASSERT(rep != NULL && to == 11);
+	bson_destroy(rep);
+	bson_free(two);
+	bson_free(a.data);
+	bson_free(b.data);
+	bson_destroy(cmd);
+
+	/* 100 KB: more than the read-ahead holds; stored, then read back byte
+	 * for byte */
+	pad = bson_malloc(100200);
+	k = (size_t)sprintf(pad, "{\"insert\": \"framing\", \"$db\": \"test\", \"documents\": [{\"_id\": 1, \"pad\": \"");
+	for (i = 0; i < 100000; i++)
+		pad[k + i] = (char)('a' + i % 26);
+	strcpy(pad + k + 100000, "\"}]}");
+	cmd = tt_json(pad);
+	wire_msg_build(13, 0, 0, cmd, WIRE_COMPRESSOR_NONE, &a, &err);
+	send_in_pieces(fd, a.data, a.len, 30000);
+	rep = read_reply(fd, &to);
+	TT_ASSERT(rep != NULL);
+	TT_EQ_INT(to, 13);
+	TT_EQ_INT(get_int(rep, "n"), 1);
+	bson_destroy(rep);
+	bson_free(a.data);
+	bson_destroy(cmd);
+	cmd = tt_json("{\"find\": \"framing\", \"filter\": {\"_id\": 1}, \"$db\": \"test\"}");
+	wire_msg_build(15, 0, 0, cmd, WIRE_COMPRESSOR_NONE, &a, &err);
+	TT_ASSERT(send(fd, a.data, a.len, 0) == (ssize_t)a.len);
+	rep = read_reply(fd, &to);
+	TT_ASSERT(rep != NULL);
+	{
+		const char *got = get_str(rep, "cursor.firstBatch.0.pad");
+		TT_ASSERT(got != NULL && strlen(got) == 100000 && memcmp(got, pad + k, 100000) == 0);
+	}
+	bson_destroy(rep);
+	bson_free(a.data);
+	bson_destroy(cmd);
+	bson_free(pad);
+	cmd = tt_json("{\"ping\": 1, \"$db\": \"admin\"}");
+	wire_msg_build(14, 0, 0, cmd, WIRE_COMPRESSOR_NONE, &a, &err);
+	TT_ASSERT(send(fd, a.data, a.len, 0) == (ssize_t)a.len);
+	rep = read_reply(fd, &to);
+	TT_ASSERT(rep != NULL);
+	TT_EQ_INT(to, 14);
+	TT_EQ_INT(get_int(rep, "ok"), 1);
+	bson_destroy(rep);
+	bson_free(a.data);
+	bson_destroy(cmd);
+}
+
 static void
 test_listener(void)
 {
@@ -328,6 +454,7 @@ test_listener(void)
 		TT_ASSERT(recv(fd, rest, (size_t)n - 16, MSG_WAITALL) == n - 16);
 	}
 	bson_free(req.data);
+	check_framing(fd);
 	for (i = 0; i < 100 && server_connection_count(srv) != 1; i++)
 		usleep(10000);
 	TT_EQ_INT(server_connection_count(srv), 1);
@@ -338,6 +465,165 @@ test_listener(void)
 	TT_EQ_INT(recv(fd, hdr, 16, 0) <= 0, 1);
 	close(fd);
 	bson_destroy(cmd);
+}
+
+
+/* ---- Unix domain sockets ------------------------------------------------ */
+
+static int
+unix_connect(const char *path)
+{
+	struct sockaddr_un sa;
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A socket file with nobody behind it, as a crashed server leaves it. */
+static void
+make_stale_socket(const char *path)
+{
+	struct sockaddr_un sa;
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	TT_ASSERT(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	TT_ASSERT(listen(fd, 1) == 0);
+	close(fd);   /* the file stays */
+}
+
+/* The engine of the Unix-socket test: test_listener's shutdown has set the
+ * shared one's shutdown flag. */
+static engine_t *ueng;
+
+static int
+start_unix(const char *bind_ip, const char *prefix, int mode, server_t **out, terr_t *err)
+{
+	server_options_t so;
+
+	memset(&so, 0, sizeof(so));
+	so.port = -1;
+	so.quiet = true;
+	so.bind_ip = bind_ip;
+	so.unix_socket = prefix != NULL;
+	so.unix_socket_prefix = prefix;
+	so.unix_socket_mode = mode;
+	return server_start(ueng, &so, out, err);
+}
+
+/* The default socket <prefix>/mongodb-<port>.sock: made with the mode asked
+ * for, replaces a stale file, refuses a live server's socket and a file that
+ * is not a socket (both left as they were), serves a connection that is
+ * local and named as mongod names it, and is removed by server_run at
+ * shutdown and by server_free when the server never ran. */
+static void
+test_unix_socket(void)
+{
+	char *sdir = tt_tmpdir("wire-unix"), path[400], extra[300], sock[300];
+	terr_t err = TERR_INIT;
+	engine_options_t eo;
+	server_t *a = NULL, *b = NULL;
+	struct stat st;
+	pthread_t t;
+	int fd, lfd, port;
+
+	memset(&eo, 0, sizeof(eo));
+	eo.storage.create = true;
+	eo.storage.in_memory = true;
+	TT_ASSERT(engine_open(sdir, &eo, &ueng, &err) == 0);
+
+	/* stale file at the extra path: replaced */
+	TT_ASSERT(strlen(sdir) < 200);
+	snprintf(extra, sizeof(extra), "%.200s/extra.sock", sdir);
+	make_stale_socket(extra);
+	snprintf(path, sizeof(path), "127.0.0.1,%s", extra);
+	TT_ASSERT(start_unix(path, sdir, 0750, &a, &err) == 0);
+	port = server_port(a);
+	snprintf(sock, sizeof(sock), "%.200s/mongodb-%d.sock", sdir, port);
+	TT_ASSERT(stat(sock, &st) == 0 && S_ISSOCK(st.st_mode));
+	TT_EQ_INT(st.st_mode & 07777, 0750);
+	TT_ASSERT(stat(extra, &st) == 0 && S_ISSOCK(st.st_mode));
+	TT_EQ_INT(st.st_mode & 07777, 0750);
+
+	/* a second server on a path the first one serves: refused, file kept */
+	snprintf(path, sizeof(path), "127.0.0.1,%s", extra);
+	TT_ASSERT(start_unix(path, NULL, 0, &b, &err) != 0);
+	TT_EQ_INT(err.code, 9001);
+	TT_ASSERT(strstr(err.msg, "Address already in use") != NULL);
+	terr_clear(&err);
+	TT_ASSERT(b == NULL);
+	TT_ASSERT(stat(extra, &st) == 0);
+
+	/* served: whatsmyuri names the peer as mongod does */
+	pthread_create(&t, NULL, run_thread, a);
+	fd = unix_connect(sock);
+	TT_ASSERT(fd >= 0);
+	{
+		bson_t *cmd = tt_json("{\"whatsmyuri\": 1, \"$db\": \"admin\"}"), *rep;
+		wire_buf_t req;
+		int32_t to = 0;
+		wire_msg_build(21, 0, 0, cmd, WIRE_COMPRESSOR_NONE, &req, &err);
+		TT_ASSERT(send(fd, req.data, req.len, 0) == (ssize_t)req.len);
+		rep = read_reply(fd, &to);
+		TT_ASSERT(rep != NULL);
+		TT_EQ_INT(to, 21);
+		TT_EQ_STR(get_str(rep, "you"), "anonymous unix socket:27017");
+		bson_destroy(rep);
+		bson_free(req.data);
+		bson_destroy(cmd);
+	}
+	server_stop(a);
+	pthread_join(t, NULL);
+	close(fd);
+	/* clean shutdown removes both files */
+	TT_ASSERT(stat(sock, &st) != 0 && errno == ENOENT);
+	TT_ASSERT(stat(extra, &st) != 0 && errno == ENOENT);
+	server_free(a);
+
+	/* a regular file where the socket would go: refused, not deleted */
+	snprintf(extra, sizeof(extra), "%.200s/file.sock", sdir);
+	lfd = open(extra, O_CREAT | O_WRONLY, 0600);
+	TT_ASSERT(lfd >= 0);
+	close(lfd);
+	snprintf(path, sizeof(path), "127.0.0.1,%s", extra);
+	TT_ASSERT(start_unix(path, NULL, 0, &b, &err) != 0);
+	TT_EQ_INT(err.code, 9001);
+	TT_ASSERT(strstr(err.msg, "not a socket") != NULL);
+	terr_clear(&err);
+	TT_ASSERT(stat(extra, &st) == 0 && S_ISREG(st.st_mode));
+
+	/* a path too long for sun_path */
+	memset(extra, 'a', 200);
+	extra[0] = '/';
+	extra[200] = '\0';
+	snprintf(path, sizeof(path), "127.0.0.1,%s", extra);
+	TT_ASSERT(start_unix(path, NULL, 0, &b, &err) != 0);
+	TT_ASSERT(strstr(err.msg, "File name too long") != NULL);
+	terr_clear(&err);
+
+	/* never run: server_free removes the file; the default mode is 0700 */
+	TT_ASSERT(start_unix("127.0.0.1", sdir, 0, &a, &err) == 0);
+	snprintf(sock, sizeof(sock), "%.200s/mongodb-%d.sock", sdir, server_port(a));
+	TT_ASSERT(stat(sock, &st) == 0);
+	TT_EQ_INT(st.st_mode & 07777, 0700);
+	lfd = unix_connect(sock);
+	TT_ASSERT(lfd >= 0);   /* the backlog takes it even before server_run */
+	close(lfd);
+	server_free(a);
+	TT_ASSERT(stat(sock, &st) != 0 && errno == ENOENT);
+
+	engine_close(ueng);
+	tt_rmdir(sdir);
+	bson_free(sdir);
 }
 
 static void
@@ -535,6 +821,7 @@ main(void)
 	TT_RUN(test_listener);
 	TT_RUN(test_session_cache);
 	TT_RUN(test_exhaust);
+	TT_RUN(test_unix_socket);
 	TT_RUN(test_shutdown_command);
 	teardown();
 	return tt_finish();
