@@ -612,9 +612,14 @@ typedef struct lsession {
 
 #define SESSION_CACHE_MAX 100000
 
+/* The sessions, dense (listing, expiry), and a hash index on their ids
+ * (open addressing, linear probing: slot = index + 1, 0 = empty) so a
+ * lookup does not walk up to SESSION_CACHE_MAX entries under the mutex. */
 static pthread_mutex_t sessions_mu = PTHREAD_MUTEX_INITIALIZER;
 static lsession_t *sessions;
 static int nsessions, capsessions;
+static uint32_t *sess_slots;
+static uint32_t sess_mask;   /* table size - 1; the table is NULL before the first session */
 /* bumped whenever a session leaves the cache, so clients' lsid_seen
  * shortcuts (client_t) never keep a removed session looking recorded */
 static atomic_ullong sessions_gen = 1;
@@ -646,6 +651,78 @@ session_user(client_t *cl)
 	return bson_strdup_printf("%s@%s", u, d);
 }
 
+/* Session ids are random UUIDs (drivers use version 4): their first bytes
+ * spread well once mixed. */
+static uint32_t
+sess_hash(const uint8_t *id)
+{
+	uint64_t h;
+
+	memcpy(&h, id, 8);
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return (uint32_t)h;
+}
+
+/* The slot holding id, or the empty slot where it would go; *idx gets its
+ * index in sessions, or -1.  Caller holds sessions_mu; the table exists. */
+static uint32_t
+sess_probe(const uint8_t *id, int *idx)
+{
+	uint32_t p = sess_hash(id) & sess_mask;
+
+	for (;; p = (p + 1) & sess_mask) {
+		uint32_t v = sess_slots[p];
+		if (v == 0) {
+			*idx = -1;
+			return p;
+		}
+		if (memcmp(sessions[v - 1].id, id, 16) == 0) {
+			*idx = (int)v - 1;
+			return p;
+		}
+	}
+}
+
+/* Rebuild the index for the sessions there are, at most half full. */
+static void
+sess_reindex(void)
+{
+	uint32_t size = 64;
+	int i, idx;
+
+	while (size < (uint32_t)nsessions * 2 + 2)
+		size *= 2;
+	bson_free(sess_slots);
+	sess_slots = bson_malloc0(sizeof(*sess_slots) * size);
+	sess_mask = size - 1;
+	for (i = 0; i < nsessions; i++)
+		sess_slots[sess_probe(sessions[i].id, &idx)] = (uint32_t)i + 1;
+}
+
+/* Empty slot p and close the gap behind it (linear probing's deletion). */
+static void
+sess_slot_clear(uint32_t p)
+{
+	uint32_t q = p;
+
+	sess_slots[p] = 0;
+	for (;;) {
+		uint32_t h;
+		q = (q + 1) & sess_mask;
+		if (sess_slots[q] == 0)
+			return;
+		h = sess_hash(sessions[sess_slots[q] - 1].id) & sess_mask;
+		/* the entry at q may move to p unless its home lies in (p, q] */
+		if (((q - h) & sess_mask) >= ((q - p) & sess_mask)) {
+			sess_slots[p] = sess_slots[q];
+			sess_slots[q] = 0;
+			p = q;
+		}
+	}
+}
+
 /* Drop sessions unused for the timeout; caller holds sessions_mu. */
 static void
 sessions_expire(int64_t now)
@@ -660,25 +737,32 @@ sessions_expire(int64_t now)
 		}
 		sessions[j++] = sessions[i];
 	}
-	nsessions = j;
+	if (j != nsessions) {
+		nsessions = j;
+		sess_reindex();
+	}
 }
 
 static void
 session_record(const uint8_t *id, const char *user)
 {
 	int64_t now = sessions_now_ms();
+	uint32_t p;
 	int i;
 
 	pthread_mutex_lock(&sessions_mu);
-	for (i = 0; i < nsessions; i++) {
-		if (memcmp(sessions[i].id, id, 16) == 0) {
-			sessions[i].last_use_ms = now;
-			pthread_mutex_unlock(&sessions_mu);
-			return;
-		}
+	if (sess_slots == NULL)
+		sess_reindex();
+	p = sess_probe(id, &i);
+	if (i >= 0) {
+		sessions[i].last_use_ms = now;
+		pthread_mutex_unlock(&sessions_mu);
+		return;
 	}
-	if (nsessions >= SESSION_CACHE_MAX)
+	if (nsessions >= SESSION_CACHE_MAX) {
 		sessions_expire(now);
+		p = sess_probe(id, &i);
+	}
 	if (nsessions < SESSION_CACHE_MAX) {
 		if (nsessions == capsessions) {
 			capsessions = capsessions ? capsessions * 2 : 64;
@@ -688,7 +772,10 @@ session_record(const uint8_t *id, const char *user)
 		session_uid(user, sessions[nsessions].uid);
 		sessions[nsessions].user = user ? bson_strdup(user) : NULL;
 		sessions[nsessions].last_use_ms = now;
+		sess_slots[p] = (uint32_t)nsessions + 1;
 		nsessions++;
+		if ((uint32_t)nsessions * 2 > sess_mask)
+			sess_reindex();
 	}
 	pthread_mutex_unlock(&sessions_mu);
 }
@@ -696,16 +783,23 @@ session_record(const uint8_t *id, const char *user)
 static void
 session_forget(const uint8_t *id)
 {
-	int i;
+	uint32_t p;
+	int i, last;
 
 	pthread_mutex_lock(&sessions_mu);
-	for (i = 0; i < nsessions; i++) {
-		if (memcmp(sessions[i].id, id, 16) == 0) {
-			bson_free(sessions[i].user);
-			sessions[i] = sessions[--nsessions];
-			atomic_fetch_add(&sessions_gen, 1);
-			break;
+	if (sess_slots != NULL && (p = sess_probe(id, &i), i >= 0)) {
+		bson_free(sessions[i].user);
+		sess_slot_clear(p);
+		last = nsessions - 1;
+		if (i != last) {
+			/* the last session moves into the hole: re-point its slot */
+			int j;
+			uint32_t q = sess_probe(sessions[last].id, &j);
+			sessions[i] = sessions[last];
+			sess_slots[q] = (uint32_t)i + 1;
 		}
+		nsessions--;
+		atomic_fetch_add(&sessions_gen, 1);
 	}
 	pthread_mutex_unlock(&sessions_mu);
 }
