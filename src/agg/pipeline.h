@@ -93,6 +93,13 @@ void agg_pipeline_free(agg_pipeline_t *p);
 #define AGG_VIEW_MAX_DEPTH 20
 int agg_view_resolve(storage_t *st, const char *db, const char *name, char **base, bson_t *pipeline,
                      terr_t *err);
+/* The namespaces of the database that the stages read besides the
+ * aggregated one, as mongod's involved namespaces: each $lookup's and
+ * $graphLookup's `from`, $unionWith's collection, and those of the
+ * pipelines of $lookup, $unionWith and $facet (a walk of the BSON; nothing is
+ * parsed, nothing resolved: a view's own stages are not entered).  Appends
+ * the names as strings to out, an array being built holding *n so far. */
+void agg_pipeline_involved(const bson_t *stages, bson_t *out, int *n);
 /* Append the stages of the array pipeline to out (an array being built that
  * holds *n stages so far; *n is advanced). */
 void agg_view_append_stages(bson_t *out, int *n, const bson_t *pipeline);

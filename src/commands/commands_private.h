@@ -100,6 +100,12 @@ typedef struct view {
  * not, -1 with 165 ViewDepthLimitExceeded (agg_view_resolve). */
 int view_resolve(cmd_t *c, const char *name, view_t *v, terr_t *err);
 void view_free(view_t *v);
+/* Every view the stages read (agg_pipeline_involved: $lookup, $graphLookup,
+ * $unionWith, nested pipelines) must have coll as its default collation, as
+ * mongod's collatorCompatibleWithPipeline: 0, or -1 with 167
+ * OptionNotSupportedOnView "Cannot override a view's default
+ * collation<db>.<view>" (mongod's message, without a space). */
+int view_check_involved(cmd_t *c, const bson_t *stages, const struct coll *coll, terr_t *err);
 bool view_exists(cmd_t *c, const char *db, const char *name);
 /* 0 unless db.name is a view: then 166 CommandNotSupportedOnView
  * "Namespace <ns> is a view, not a collection" (writes, indexes, stats). */

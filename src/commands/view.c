@@ -44,6 +44,28 @@ view_resolve(cmd_t *c, const char *name, view_t *v, terr_t *err)
 	return rc;
 }
 
+int
+view_check_involved(cmd_t *c, const bson_t *stages, const coll_t *coll, terr_t *err)
+{
+	bson_t names = BSON_INITIALIZER, def;
+	bson_iter_t it;
+	int n = 0, ret = 0;
+
+	agg_pipeline_involved(stages, &names, &n);
+	bson_iter_init(&it, &names);
+	while (ret == 0 && bson_iter_next(&it)) {
+		const char *name = bson_iter_utf8(&it, NULL);
+		if (storage_view_get(c->engine->st, c->db, name, &def) != 0)
+			continue;
+		if (def_collation(&def) != coll)
+			ret = terr_set(err, TERR_OPTION_NOT_SUPPORTED_ON_VIEW,
+			    "Cannot override a view's default collation%s.%s", c->db, name);
+		bson_destroy(&def);
+	}
+	bson_destroy(&names);
+	return ret;
+}
+
 void
 view_free(view_t *v)
 {
@@ -433,22 +455,93 @@ def_collation(const bson_t *def)
 	return out;
 }
 
-/* A view on a view shares its default collation (mongod's view graph):
- * 167 "View <ns> has conflicting collation with view <ns>". */
-static int
-check_source_collation(cmd_t *c, const char *name, const char *view_on, const coll_t *collation, terr_t *err)
+static bool
+ns_is_collection(cmd_t *c, const char *name)
 {
-	bson_t def;
-	const coll_t *src;
+	storage_coll_t *sc = NULL;
 
-	if (storage_view_get(c->engine->st, c->db, view_on, &def) != 0)
-		return 0;
-	src = def_collation(&def);
-	bson_destroy(&def);
-	if (src != collation)
-		return terr_set(err, TERR_OPTION_NOT_SUPPORTED_ON_VIEW, "View %s.%s has conflicting collation with view %s.%s",
-		    c->db, name, c->db, view_on);
-	return 0;
+	if (storage_coll_get(c->engine->st, c->db, name, &sc, NULL) != 0 || sc == NULL)
+		return false;
+	storage_coll_release(sc);
+	return true;
+}
+
+/* Does a view definition read name (its viewOn, or a $lookup, $graphLookup
+ * or $unionWith of its pipeline)? */
+static bool
+def_reads(const bson_t *def, const char *name)
+{
+	bson_t names = BSON_INITIALIZER, pipeline;
+	bson_iter_t it;
+	bool found = false;
+	int n = 0;
+
+	if (bson_iter_init_find(&it, def, "viewOn") && BSON_ITER_HOLDS_UTF8(&it) &&
+	    strcmp(bson_iter_utf8(&it, NULL), name) == 0)
+		return true;
+	if (bson_iter_init_find(&it, def, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it)) {
+		const uint8_t *d;
+		uint32_t l;
+		bson_iter_array(&it, &l, &d);
+		if (bson_init_static(&pipeline, d, l))
+			agg_pipeline_involved(&pipeline, &names, &n);
+	}
+	bson_iter_init(&it, &names);
+	while (!found && bson_iter_next(&it))
+		found = strcmp(bson_iter_utf8(&it, NULL), name) == 0;
+	bson_destroy(&names);
+	return found;
+}
+
+/*
+ * mongod's view graph keeps one collation per connected group of views: the
+ * views a definition reads (viewOn, and the namespaces of its pipeline's
+ * $lookup / $graphLookup / $unionWith) must share its collation, 167 "View
+ * <ns> has conflicting collation with view <ns>"; so must the views that
+ * read it, 167 "View <ns> has a collation that does not match the collation
+ * of view <ns>".  A name that is not a view (yet) constrains nothing.
+ */
+static int
+check_graph_collation(cmd_t *c, const char *name, const char *view_on, const bson_t *pipeline,
+                      const coll_t *collation, terr_t *err)
+{
+	bson_t refs = BSON_INITIALIZER, views = BSON_INITIALIZER, def;
+	bson_iter_t it;
+	int n = 0, ret = 0;
+	char key[16];
+
+	agg_pipeline_involved(pipeline, &refs, &n);
+	bson_snprintf(key, sizeof(key), "%d", n++);
+	BSON_APPEND_UTF8(&refs, key, view_on);
+	bson_iter_init(&it, &refs);
+	while (ret == 0 && bson_iter_next(&it)) {
+		const char *ref = bson_iter_utf8(&it, NULL);
+		if (storage_view_get(c->engine->st, c->db, ref, &def) != 0)
+			continue;
+		if (def_collation(&def) != collation)
+			ret = terr_set(err, TERR_OPTION_NOT_SUPPORTED_ON_VIEW,
+			    "View %s.%s has conflicting collation with view %s.%s", c->db, name, c->db, ref);
+		bson_destroy(&def);
+	}
+	storage_list_views(c->engine->st, c->db, &views);
+	bson_iter_init(&it, &views);
+	while (ret == 0 && bson_iter_next(&it)) {
+		bson_t other;
+		const uint8_t *d;
+		uint32_t l;
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it) || strcmp(bson_iter_key(&it), name) == 0)
+			continue;
+		bson_iter_document(&it, &l, &d);
+		if (!bson_init_static(&other, d, l) || !def_reads(&other, name))
+			continue;
+		if (def_collation(&other) != collation)
+			ret = terr_set(err, TERR_OPTION_NOT_SUPPORTED_ON_VIEW,
+			    "View %s.%s has a collation that does not match the collation of view %s.%s", c->db, name,
+			    c->db, bson_iter_key(&it));
+	}
+	bson_destroy(&views);
+	bson_destroy(&refs);
+	return ret;
 }
 
 /* viewOn (a string) and pipeline (an array, [] when absent) of cmd. */
@@ -485,9 +578,12 @@ view_create(cmd_t *c, const char *name, terr_t *err)
 		    "Cannot create a view called '%s.%s'" : "Invalid system namespace: %s.%s", c->db, name);
 	if (bson_iter_init_find(&coll_it, c->body, "collation"))
 		RET(coll_parse_value(bson_iter_value(&coll_it), "create.collation", &collation, err));
-	RET(check_source_collation(c, name, view_on, collation, err));
 	RET(view_definition(c, "create", name, view_on, &pipeline, collation, &def, err));
-	ret = storage_view_create(c->engine->st, c->db, name, &def, err);
+	/* a namespace in use answers 48 (below) before the graph is checked */
+	ret = view_exists(c, c->db, name) || ns_is_collection(c, name) ? 0 :
+	    check_graph_collation(c, name, view_on, &pipeline, collation, err);
+	if (ret == 0)
+		ret = storage_view_create(c->engine->st, c->db, name, &def, err);
 	if (ret != 0 && err->code == TERR_NAMESPACE_EXISTS &&
 	    storage_view_get(c->engine->st, c->db, name, &existing) == 0) {
 		/* the same view again succeeds, as for collections */
@@ -542,12 +638,12 @@ view_coll_mod(cmd_t *c, const char *name, bson_t *reply, terr_t *err)
 	collation = def_collation(&old);
 	ret = check_no_cycle(c, name, view_on != NULL ? view_on : "", err);
 	if (ret == 0)
-		ret = check_source_collation(c, name, view_on != NULL ? view_on : "", collation, err);
-	if (ret == 0)
 		ret = view_definition(c, "collMod", name, view_on != NULL ? view_on : "", &pipeline, collation, &def,
 		    err);
 	if (ret == 0) {
-		ret = storage_view_set(c->engine->st, c->db, name, &def, err);
+		ret = check_graph_collation(c, name, view_on != NULL ? view_on : "", &pipeline, collation, err);
+		if (ret == 0)
+			ret = storage_view_set(c->engine->st, c->db, name, &def, err);
 		bson_destroy(&def);
 	}
 	if (!has_pipeline)
