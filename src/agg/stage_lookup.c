@@ -288,6 +288,8 @@ typedef struct lookup_state {
 	bool hj_tried;
 	hash_join_t *hj;          /* NULL: per-document queries */
 	bson_t out;
+	bson_t in;                /* the input document, copied when a query
+	                           * runs (it may read the input's collection) */
 } lookup_state_t;
 
 static void
@@ -448,7 +450,16 @@ i64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-AGG_DEFINE_OPEN_WITH_OUT(lookup_open, lookup_state_t)
+static int
+lookup_open(agg_rt_t *rt, terr_t *err)
+{
+	lookup_state_t *ls = tm_alloc0(sizeof(*ls));
+
+	bson_init(&ls->out);
+	bson_init(&ls->in);
+	rt->state = ls;
+	return 0;
+}
 
 typedef struct vals {
 	bson_t arr;
@@ -627,6 +638,9 @@ lookup_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		}
 		goto done;
 	}
+	bson_reinit(&ls->in);
+	bson_concat(&ls->in, in);
+	in = &ls->in;
 	ERR(agg_exec_new_sub(lp->pipe, rt->x, &sub, err));
 	for (i = 0; i < lp->nlet; i++) {
 		bson_value_t v;
@@ -707,6 +721,7 @@ lookup_close(agg_rt_t *rt)
 	storage_coll_release(ls->foreign);
 	hj_free(ls->hj);
 	bson_destroy(&ls->out);
+	bson_destroy(&ls->in);
 	bson_free(ls);
 }
 
@@ -1177,9 +1192,21 @@ typedef struct graph_state {
 	storage_coll_t *foreign;
 	bool opened;
 	bson_t out;
+	bson_t in;                /* the input document, copied: the searches may
+	                           * read its collection and move the cursor it
+	                           * points into */
 } graph_state_t;
 
-AGG_DEFINE_OPEN_WITH_OUT(graph_open, graph_state_t)
+static int
+graph_open(agg_rt_t *rt, terr_t *err)
+{
+	graph_state_t *gs = tm_alloc0(sizeof(*gs));
+
+	bson_init(&gs->out);
+	bson_init(&gs->in);
+	rt->state = gs;
+	return 0;
+}
 
 /* Append v to the frontier array (arrays contribute their elements) unless
  * it was queried already (queried holds the values asked for so far); equal
@@ -1270,6 +1297,9 @@ graph_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		ret = rc;
 		goto err;
 	}
+	bson_reinit(&gs->in);
+	bson_concat(&gs->in, in);
+	in = &gs->in;
 	if (!gs->opened) {
 		gs->opened = true;
 		if (h != NULL)
@@ -1295,15 +1325,21 @@ graph_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		}
 		if (rc == 0)
 			rc = agg_exec_open_source(sub, gs->foreign, gp->from_view ? NULL : &filter, err);
-		while (rc == 0 && (rc = agg_exec_pull(sub, &d, err)) == 1) {
+		/* every document the search finds (rc stays 0 until the end, 1
+		 * would stop the loop after the first) */
+		while (rc == 0) {
 			bson_iter_t idit, fit;
 			bool dup = false;
+			if ((rc = agg_exec_pull(sub, &d, err)) != 1)
+				break;
+			rc = 0;
 			if (m != NULL && (rc = match_exec(m, d, NULL, err)) != 1) {
 				if (rc < 0)
 					break;
 				rc = 0;
 				continue;
 			}
+			rc = 0;
 			if (bson_iter_init_find(&idit, d, "_id")) {
 				bson_iter_t si;
 				bson_iter_init(&si, &seen_ids);
@@ -1379,6 +1415,7 @@ graph_close(agg_rt_t *rt)
 
 	storage_coll_release(gs->foreign);
 	bson_destroy(&gs->out);
+	bson_destroy(&gs->in);
 	bson_free(gs);
 }
 

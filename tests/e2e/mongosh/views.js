@@ -102,17 +102,19 @@ test('aggregate on a view runs the view pipeline first', () => {
 		[{state: 'CA', pop: 4}, {state: 'CA', pop: 10}]);
 });
 
-test('$unionWith and $lookup (pipeline form) read views; other forms refuse clearly', () => {
+test('$unionWith, $lookup (both forms) and $graphLookup read views', () => {
 	eq(vdb.coll.aggregate([{$match: {_id: 'Newark'}}, {$project: {_id: 1}},
 		{$unionWith: {coll: 'big', pipeline: [{$project: {_id: 1}}]}}]).toArray().map(d => d._id),
 		['Newark', 'New York', 'Palo Alto']);
 	eq(vdb.coll.aggregate([{$match: {_id: 'Newark'}},
 		{$lookup: {from: 'big', let: {s: '$state'}, pipeline: [{$match: {pop: {$gt: 8}}}, {$project: {_id: 1}}],
 			as: 'bigs'}}]).toArray()[0].bigs, [{_id: 'Palo Alto'}]);
-	fails({aggregate: 'coll', pipeline: [{$lookup: {from: 'big', localField: 'state', foreignField: 'state',
-		as: 'x'}}], cursor: {}}, 238);
-	fails({aggregate: 'coll', pipeline: [{$graphLookup: {from: 'big', startWith: '$state',
-		connectFromField: 'state', connectToField: 'state', as: 'x'}}], cursor: {}}, 238);
+	// big: New York (NY, 7) and Palo Alto (CA, 10)
+	eq(vdb.coll.aggregate([{$lookup: {from: 'big', localField: 'state', foreignField: 'state', as: 'x'}},
+		{$project: {n: {$size: '$x'}}}, {$sort: {_id: 1}}]).toArray().map(d => d.n), [1, 0, 1, 1, 0]);
+	eq(vdb.coll.aggregate([{$match: {_id: 'Trenton'}}, {$graphLookup: {from: 'big', startWith: 'NY',
+		connectFromField: 'state', connectToField: 'state', as: 'x'}}]).toArray()[0].x.map(d => d._id),
+		['New York']);
 });
 
 test('explain of a view read shows the collection it reads', () => {
