@@ -22,6 +22,7 @@
 #include "agg/pipeline.h"
 #include "bson/collation.h"
 #include "bson/value.h"
+#include "commands/write.h"
 
 CMD_HANDLER(cmd_aggregate);
 
@@ -356,6 +357,119 @@ view_read(cmd_t *c, const char *kind, const char *view_name, terr_t *err)
 	return ret;
 }
 
+/* ---- system.views ---------------------------------------------------------- */
+
+/*
+ * mongod keeps view definitions as documents of <db>.system.views ({_id:
+ * "<db>.<view>", viewOn, pipeline[, collation]}), a collection created with
+ * the first view and kept when the last one goes (dropDatabase, or dropping
+ * system.views itself, removes it; dropping it also drops every view).
+ * Tamga's definitions live in the catalog (storage_view_*); the collection
+ * is kept as their mirror so that listCollections, find and dropDatabase
+ * see what they see on mongod.  Writes to it other than through create,
+ * collMod and drop are refused (view_refuse_direct_write).
+ */
+#define SYSTEM_VIEWS "system.views"
+
+typedef struct sysviews_put {
+	storage_coll_t *coll;
+	const char *ns;
+	const bson_t *def;        /* NULL: remove */
+} sysviews_put_t;
+
+static int
+sysviews_put_txn(storage_session_t *s, void *arg, terr_t *err)
+{
+	sysviews_put_t *p = arg;
+	bson_value_t id = {.value_type = BSON_TYPE_UTF8};
+	bson_t old, doc;
+	recid_t recid;
+	int rc;
+
+	id.value.v_utf8.str = (char *)p->ns;
+	id.value.v_utf8.len = (uint32_t)strlen(p->ns);
+	if ((rc = storage_doc_find_id(s, p->coll, &id, &recid, &old, err)) < 0)
+		return -1;
+	if (rc == 0) {
+		bson_t copy;
+		bson_copy_to(&old, &copy);
+		rc = storage_doc_delete(s, p->coll, recid, &copy, err);
+		bson_destroy(&copy);
+		RET(rc);
+	}
+	if (p->def == NULL)
+		return 0;
+	bson_init(&doc);
+	BSON_APPEND_UTF8(&doc, "_id", p->ns);
+	bson_concat(&doc, p->def);
+	rc = storage_doc_insert(s, p->coll, &doc, NULL, err);
+	bson_destroy(&doc);
+	return rc;
+}
+
+/* Set (def) or remove (NULL) the document of view name in system.views,
+ * creating the collection for the first one. */
+static int
+sysviews_put(cmd_t *c, const char *name, const bson_t *def, terr_t *err)
+{
+	sysviews_put_t p = {.def = def};
+	storage_session_t *s;
+	char *ns;
+	int ret;
+
+	if ((s = client_session(c->client, err)) == NULL)
+		return -1;
+	if (storage_coll_get(c->engine->st, c->db, SYSTEM_VIEWS, &p.coll, NULL) != 0 || p.coll == NULL) {
+		if (def == NULL)
+			return 0;
+		if (storage_coll_create(c->engine->st, s, c->db, SYSTEM_VIEWS, NULL, err) != 0) {
+			if (err->code != TERR_NAMESPACE_EXISTS)
+				return -1;
+			terr_clear(err);   /* created concurrently */
+		}
+		RET(storage_coll_get(c->engine->st, c->db, SYSTEM_VIEWS, &p.coll, err));
+	}
+	ns = bson_strdup_printf("%s.%s", c->db, name);
+	p.ns = ns;
+	ret = storage_txn_run(s, sysviews_put_txn, &p, write_concern_sync(c), err);
+	bson_free(ns);
+	storage_coll_release(p.coll);
+	return ret;
+}
+
+int
+view_drop(cmd_t *c, const char *name, terr_t *err)
+{
+	RET(storage_view_drop(c->engine->st, c->db, name, err));
+	return sysviews_put(c, name, NULL, err);
+}
+
+void
+view_drop_all(cmd_t *c)
+{
+	bson_t views = BSON_INITIALIZER;
+	bson_iter_t it;
+	terr_t e = TERR_INIT;
+
+	storage_list_views(c->engine->st, c->db, &views);
+	bson_iter_init(&it, &views);
+	while (bson_iter_next(&it)) {
+		(void)storage_view_drop(c->engine->st, c->db, bson_iter_key(&it), &e);
+		terr_clear(&e);
+	}
+	bson_destroy(&views);
+}
+
+int
+view_refuse_direct_write(cmd_t *c, const char *name, terr_t *err)
+{
+	if (strcmp(name, SYSTEM_VIEWS) != 0)
+		return 0;
+	return terr_set(err, TERR_NOT_IMPLEMENTED,
+	    "Writing to %s.%s directly is not supported by Tamga yet; use create, collMod and drop", c->db,
+	    SYSTEM_VIEWS);
+}
+
 /* ---- create and collMod ---------------------------------------------------- */
 
 /*
@@ -584,6 +698,8 @@ view_create(cmd_t *c, const char *name, terr_t *err)
 	    check_graph_collation(c, name, view_on, &pipeline, collation, err);
 	if (ret == 0)
 		ret = storage_view_create(c->engine->st, c->db, name, &def, err);
+	if (ret == 0)
+		ret = sysviews_put(c, name, &def, err);
 	if (ret != 0 && err->code == TERR_NAMESPACE_EXISTS &&
 	    storage_view_get(c->engine->st, c->db, name, &existing) == 0) {
 		/* the same view again succeeds, as for collections */
@@ -644,6 +760,8 @@ view_coll_mod(cmd_t *c, const char *name, bson_t *reply, terr_t *err)
 		ret = check_graph_collation(c, name, view_on != NULL ? view_on : "", &pipeline, collation, err);
 		if (ret == 0)
 			ret = storage_view_set(c->engine->st, c->db, name, &def, err);
+		if (ret == 0)
+			ret = sysviews_put(c, name, &def, err);
 		bson_destroy(&def);
 	}
 	if (!has_pipeline)

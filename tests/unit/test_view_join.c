@@ -6,7 +6,8 @@
  * the pipeline's (at aggregate, create and collMod time), and the stages
  * whose comparisons follow the collation ($graphLookup's searches, $bucket
  * boundaries, $bucketAuto, $densify partitions) or, as mongod, ignore it
- * ($jsonSchema enum).  mongosh covers the same end to end
+ * ($jsonSchema enum); and system.views, the collection mongod keeps the
+ * definitions in.  mongosh covers the same end to end
  * (tests/e2e/mongosh/views_join.js).
  *
  * Commands are written with single quotes, turned into JSON by run().
@@ -319,6 +320,77 @@ test_collation_stages(void)
 	bson_free(cmd);
 }
 
+/* ---- system.views, as mongod keeps it ------------------------------------ */
+
+/* The names listCollections (nameOnly, with filter f or none) returns,
+ * "a b c". */
+static char *
+names(const char *filter)
+{
+	char *cmd = bson_strdup_printf("{'listCollections': 1, 'nameOnly': true%s%s}", filter ? ", 'filter': " : "",
+	    filter ? filter : "");
+	int rc;
+	bson_t *r = run(cmd, &rc);
+	bson_string_t *out = bson_string_new(NULL);
+	bson_iter_t f, it;
+
+	if (tt_get(r, "cursor.firstBatch", &f) && bson_iter_recurse(&f, &it))
+		while (bson_iter_next(&it)) {
+			bson_iter_t n;
+			if (bson_iter_recurse(&it, &n) && bson_iter_find(&n, "name"))
+				bson_string_append_printf(out, "%s%s", out->len ? " " : "", bson_iter_utf8(&n, NULL));
+		}
+	tt_free_reply(r);
+	bson_free(cmd);
+	return bson_string_free(out, false);
+}
+
+#define NAMES_EQ(filter, want) do { char *got_ = names(filter); TT_EQ_STR(got_, (want)); bson_free(got_); } while (0)
+
+static void
+test_system_views(void)
+{
+	int rc;
+	bson_t *r;
+
+	ok("{'dropDatabase': 1}");
+	ok("{'insert': 'c', 'documents': [{'_id': 1}]}");
+	NAMES_EQ(NULL, "c");
+	/* the first view brings system.views, a collection holding the definitions */
+	ok("{'create': 'v', 'viewOn': 'c', 'pipeline': [{'$match': {'_id': 1}}]}");
+	ok("{'create': 'w', 'viewOn': 'v', 'collation': {'locale': 'simple'}}");
+	NAMES_EQ(NULL, "c system.views v w");
+	NAMES_EQ("{'type': 'collection'}", "c system.views");
+	BATCH_EQ("{'find': 'system.views'}",
+	    "[ { \"_id\" : \"vj.v\", \"viewOn\" : \"c\", \"pipeline\" : [ { \"$match\" : { \"_id\" : 1 } } ] }, "
+	    "{ \"_id\" : \"vj.w\", \"viewOn\" : \"v\", \"pipeline\" : [  ] } ]");
+	ok("{'collMod': 'w', 'pipeline': [{'$limit': 1}]}");
+	BATCH_EQ("{'find': 'system.views', 'filter': {'_id': 'vj.w'}, 'projection': {'pipeline': 1}}",
+	    "[ { \"_id\" : \"vj.w\", \"pipeline\" : [ { \"$limit\" : 1 } ] } ]");
+	/* dropping the last view keeps it, empty */
+	ok("{'drop': 'w'}");
+	ok("{'drop': 'v'}");
+	NAMES_EQ(NULL, "c system.views");
+	BATCH_EQ("{'find': 'system.views'}", "[ ]");
+	/* direct writes would leave the definitions behind: refused */
+	ok("{'create': 'v', 'viewOn': 'c'}");
+	r = run("{'insert': 'system.views', 'documents': [{'_id': 'vj.x', 'viewOn': 'c', 'pipeline': []}]}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "code"), 238);
+	tt_free_reply(r);
+	r = run("{'delete': 'system.views', 'deletes': [{'q': {}, 'limit': 0}]}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "code"), 238);
+	tt_free_reply(r);
+	r = run("{'findAndModify': 'system.views', 'query': {}, 'remove': true}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "code"), 238);
+	tt_free_reply(r);
+	/* dropping system.views drops the views with it */
+	ok("{'drop': 'system.views'}");
+	NAMES_EQ(NULL, "c");
+	ok("{'create': 'v', 'viewOn': 'c'}");
+	ok("{'dropDatabase': 1}");
+	NAMES_EQ(NULL, "");
+}
+
 int
 main(void)
 {
@@ -330,6 +402,7 @@ main(void)
 	TT_RUN(test_view_collations);
 	TT_RUN(test_view_graph_collations);
 	TT_RUN(test_collation_stages);
+	TT_RUN(test_system_views);
 	tt_close_rm(db, dir);
 	return tt_finish();
 }
