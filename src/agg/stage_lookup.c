@@ -6,7 +6,9 @@
  * A sub-pipeline is parsed once with the outer scope (so $$vars resolve) and
  * run as a sub-exec: for $lookup once per input document, reading the
  * foreign collection through the find executor with the join condition
- * pushed down; for $facet once per branch over the buffered input.
+ * pushed down; for $facet once per branch over the buffered input.  A
+ * foreign namespace that is a view reads through the view's stages (the
+ * join then filters their output; see src/agg/README.md).
  */
 #include "agg/agg_private.h"
 

@@ -2,8 +2,11 @@
  * view.c -- what reading a view means to a pipeline: follow its viewOn
  * chain (views of views) to the collection at the end and gather the
  * chain's pipelines, innermost first.  Used by the aggregate command (a
- * view as the aggregated namespace) and by $lookup / $unionWith (a view as
- * the foreign namespace); the definitions come from storage_view_get.
+ * view as the aggregated namespace) and by $lookup / $graphLookup /
+ * $unionWith (a view as the foreign namespace); the definitions come from
+ * storage_view_get.  Also the namespaces a pipeline reads, found by walking
+ * its BSON (mongod's involved namespaces), for the collation rules of
+ * commands/view.c.
  */
 #include "agg/agg_private.h"
 

@@ -10,7 +10,10 @@
  * find's options that aggregation lacks are refused with 168, count ends in
  * $count, distinct unwinds the key's path and collects it with $addToSet.
  * Everything that writes, indexes or reads storage sizes answers 166
- * CommandNotSupportedOnView.
+ * CommandNotSupportedOnView.  mongod's collation rules: a pipeline's views
+ * (and a view's: its viewOn, its pipeline's joins, the views that read it)
+ * share one default collation, 167 otherwise.  system.views mirrors the
+ * definitions as mongod's own store of them.
  *
  * Not here: the aggregate command itself (cmd_aggregate.c), which calls
  * view_resolve; how views are stored (storage/catalog.c).
