@@ -48,6 +48,7 @@ foreign_view(agg_pctx_t *pc, const char *db, char **coll, const bson_t *given, b
 
 typedef struct lookup_plan {
 	char *db, *from;          /* from NULL: the pipeline starts with $documents */
+	char *from_name;          /* from as given (a view's name; errors show it) */
 	char *local, *foreign;    /* both or neither */
 	char *as;
 	agg_pipeline_t *pipe;     /* may have 0 stages */
@@ -70,6 +71,7 @@ lookup_free_plan(void *plan)
 
 	bson_free(lp->db);
 	bson_free(lp->from);
+	bson_free(lp->from_name);
 	bson_free(lp->local);
 	bson_free(lp->foreign);
 	bson_free(lp->as);
@@ -192,6 +194,7 @@ lookup_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	}
 	if (lp->db == NULL)
 		lp->db = bson_strdup(pc->host != NULL ? pc->host->db : "test");
+	lp->from_name = lp->from != NULL ? bson_strdup(lp->from) : NULL;
 	/* from a view: its stages run first on the collection under it; with
 	 * localField/foreignField they are a pipeline of their own whose output
 	 * the join filters (the user's pipeline, parsed below, then follows) */
@@ -681,7 +684,7 @@ lookup_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		if (bytes > 16 * 1024 * 1024) {
 			ret = terr_set(err, 4568,
 			    "Total size of documents in %s matching pipeline's $lookup stage exceeds %d bytes",
-			    lp->from ? lp->from : "$documents", 16 * 1024 * 1024);
+			    lp->from_name ? lp->from_name : "$documents", 16 * 1024 * 1024);
 			goto err;
 		}
 		bson_uint32_to_string(n++, &k, key, sizeof(key));
@@ -695,7 +698,7 @@ done:
 	if (results.len > 16 * 1024 * 1024) {
 		ret = terr_set(err, 4568,
 		    "Total size of documents in %s matching pipeline's $lookup stage exceeds %d bytes",
-		    lp->from ? lp->from : "$documents", 16 * 1024 * 1024);
+		    lp->from_name ? lp->from_name : "$documents", 16 * 1024 * 1024);
 		goto err;
 	}
 	av.value_type = BSON_TYPE_ARRAY;
