@@ -52,6 +52,10 @@ typedef struct agg_host {
 	 * every string comparison of the pipeline uses it ($match, $sort,
 	 * $group keys, $lookup, expressions, sub-pipelines).  Interned. */
 	const coll_t *collation;
+	/* Views read by $lookup / $graphLookup / $unionWith are not expanded:
+	 * what checking a view definition wants (mongod resolves each to
+	 * itself there), so that views reading views are parsed once. */
+	bool views_unresolved;
 	/* The write path ($out, $merge).  NULL callbacks make those stages fail
 	 * with 238 NotImplemented. */
 	void *ctx;

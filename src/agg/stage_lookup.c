@@ -31,7 +31,7 @@ foreign_view(agg_pctx_t *pc, const char *db, char **coll, const bson_t *given, b
 	char *base;
 	int n, rc;
 
-	if (pc->host == NULL || *coll == NULL)
+	if (pc->host == NULL || *coll == NULL || pc->host->views_unresolved)
 		return 0;
 	rc = agg_view_resolve(pc->host->st, db, *coll, &base, stages, err);
 	if (rc != 1)

@@ -26,6 +26,7 @@
 #include "bson/collation.h"
 #include "bson/value.h"
 #include "commands/write.h"
+#include "common/mem.h"
 
 CMD_HANDLER(cmd_aggregate);
 
@@ -509,6 +510,7 @@ view_definition(cmd_t *c, const char *cmd, const char *name, const char *view_on
 	host.st = c->engine->st;
 	host.db = c->db;
 	host.coll = view_on;
+	host.views_unresolved = true;   /* the view graph is checked on its own */
 	RET(agg_pipeline_parse(pipeline, NULL, &host, &p, err));
 	agg_pipeline_free(p);
 	(void)cmd;
@@ -518,43 +520,6 @@ view_definition(cmd_t *c, const char *cmd, const char *name, const char *view_on
 	if (collation != NULL)
 		coll_append_spec(def, "collation", collation);
 	return 0;
-}
-
-/* Following viewOn from name must not come back to name (collMod can make
- * a cycle; create cannot, the name is new): 5 GraphContainsCycle "View
- * cycle detected: [db.a, db.b, db.a]", or 165 past 20 views. */
-static int
-check_no_cycle(cmd_t *c, const char *name, const char *view_on, terr_t *err)
-{
-	char *src = bson_strdup(view_on);
-	bson_string_t *path = bson_string_new(NULL);
-	int depth = 0, ret = 0;
-	bson_t def;
-
-	bson_string_append_printf(path, "%s.%s", c->db, name);
-	for (;;) {
-		bson_iter_t it;
-		bson_string_append_printf(path, ", %s.%s", c->db, src);
-		if (strcmp(src, name) == 0) {
-			ret = terr_set(err, TERR_GRAPH_CONTAINS_CYCLE, "View cycle detected: [%s]", path->str);
-			break;
-		}
-		if (storage_view_get(c->engine->st, c->db, src, &def) != 0)
-			break;
-		if (++depth >= VIEW_MAX_DEPTH) {
-			bson_destroy(&def);
-			ret = terr_set(err, TERR_VIEW_DEPTH_LIMIT_EXCEEDED,
-			    "View depth too deep or view cycle detected. Maximum depth is %d", VIEW_MAX_DEPTH);
-			break;
-		}
-		bson_free(src);
-		src = bson_iter_init_find(&it, &def, "viewOn") && BSON_ITER_HOLDS_UTF8(&it) ?
-		    bson_strdup(bson_iter_utf8(&it, NULL)) : bson_strdup("");
-		bson_destroy(&def);
-	}
-	bson_string_free(path, true);
-	bson_free(src);
-	return ret;
 }
 
 /* The default collation a view definition stores (NULL: simple). */
@@ -583,81 +548,221 @@ ns_is_collection(cmd_t *c, const char *name)
 	return true;
 }
 
-/* Does a view definition read name (its viewOn, or a $lookup, $graphLookup
- * or $unionWith of its pipeline)? */
-static bool
-def_reads(const bson_t *def, const char *name)
-{
-	bson_t names = BSON_INITIALIZER, pipeline;
-	bson_iter_t it;
-	bool found = false;
-	int n = 0;
-
-	if (bson_iter_init_find(&it, def, "viewOn") && BSON_ITER_HOLDS_UTF8(&it) &&
-	    strcmp(bson_iter_utf8(&it, NULL), name) == 0)
-		return true;
-	if (bson_iter_init_find(&it, def, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it)) {
-		const uint8_t *d;
-		uint32_t l;
-		bson_iter_array(&it, &l, &d);
-		if (bson_init_static(&pipeline, d, l))
-			agg_pipeline_involved(&pipeline, &names, &n);
-	}
-	bson_iter_init(&it, &names);
-	while (!found && bson_iter_next(&it))
-		found = strcmp(bson_iter_utf8(&it, NULL), name) == 0;
-	bson_destroy(&names);
-	return found;
-}
-
 /*
- * mongod's view graph keeps one collation per connected group of views: the
- * views a definition reads (viewOn, and the namespaces of its pipeline's
- * $lookup / $graphLookup / $unionWith) must share its collation, 167 "View
- * <ns> has conflicting collation with view <ns>"; so must the views that
- * read it, 167 "View <ns> has a collation that does not match the collation
- * of view <ns>".  A name that is not a view (yet) constrains nothing.
+ * mongod's view graph (views/view_graph.cpp): a node per namespace, an edge
+ * from each view to what it reads (its viewOn and the namespaces of its
+ * pipeline's $lookup / $graphLookup / $unionWith / $facet), checked when a
+ * definition is created or changed:
+ * - the views it reads share its collation: 167 "View <ns> has conflicting
+ *   collation with view <ns>";
+ * - no path leads back to it: 5 GraphContainsCycle "View cycle detected:
+ *   <ns> => <ns> => ... => <ns>" (mongod's message: the start, then the
+ *   path walked back from it);
+ * - the views that read it share its collation: 167 "View <ns> has a
+ *   collation that does not match the collation of view <ns>";
+ * - the longest chain of views through it holds at most 20: 165 "View
+ *   depth limit exceeded; maximum depth is 20".
+ * A name that is not a view is a leaf.  Heights are memoised, so a view
+ * reading the same view many times is walked once.
  */
-static int
-check_graph_collation(cmd_t *c, const char *name, const char *view_on, const bson_t *pipeline,
-                      const coll_t *collation, terr_t *err)
+typedef struct gnode {
+	const char *name;         /* borrowed (the views document or the caller) */
+	bson_t refs;              /* array of the names it reads */
+	const coll_t *coll;
+	int height, pheight;      /* 0: not computed yet */
+} gnode_t;
+
+typedef struct vgraph {
+	cmd_t *c;
+	bson_t views;             /* {name: definition} of the database */
+	gnode_t *n;
+	int count;
+	int path[VIEW_MAX_DEPTH + 2];
+} vgraph_t;
+
+/* The names def reads into refs (an array being built). */
+static void
+def_refs(const char *view_on, const bson_t *pipeline, bson_t *refs)
 {
-	bson_t refs = BSON_INITIALIZER, views = BSON_INITIALIZER, def;
-	bson_iter_t it;
-	int n = 0, ret = 0;
+	int n = 0;
 	char key[16];
 
-	agg_pipeline_involved(pipeline, &refs, &n);
-	bson_snprintf(key, sizeof(key), "%d", n++);
-	BSON_APPEND_UTF8(&refs, key, view_on);
-	bson_iter_init(&it, &refs);
-	while (ret == 0 && bson_iter_next(&it)) {
-		const char *ref = bson_iter_utf8(&it, NULL);
-		if (storage_view_get(c->engine->st, c->db, ref, &def) != 0)
+	bson_init(refs);
+	if (pipeline != NULL)
+		agg_pipeline_involved(pipeline, refs, &n);
+	bson_snprintf(key, sizeof(key), "%d", n);
+	BSON_APPEND_UTF8(refs, key, view_on);
+}
+
+static void
+vgraph_init(vgraph_t *g, cmd_t *c, const char *name, const char *view_on, const bson_t *pipeline,
+            const coll_t *collation)
+{
+	bson_iter_t it;
+	int cap;
+
+	memset(g, 0, sizeof(*g));
+	g->c = c;
+	bson_init(&g->views);
+	storage_list_views(c->engine->st, c->db, &g->views);
+	cap = (int)bson_count_keys(&g->views) + 1;
+	g->n = tm_alloc0(sizeof(gnode_t) * (size_t)cap);   /* holds bson_t: aligned */
+	/* node 0: the definition being checked (its stored one, if any, is not
+	 * part of the graph) */
+	g->n[0].name = name;
+	g->n[0].coll = collation;
+	def_refs(view_on, pipeline, &g->n[0].refs);
+	g->count = 1;
+	bson_iter_init(&it, &g->views);
+	while (bson_iter_next(&it)) {
+		bson_t def, pipe;
+		bson_iter_t f;
+		const char *on = "";
+		bool has_pipe = false;
+		if (strcmp(bson_iter_key(&it), name) == 0 || !BSON_ITER_HOLDS_DOCUMENT(&it))
 			continue;
-		if (def_collation(&def) != collation)
-			ret = terr_set(err, TERR_OPTION_NOT_SUPPORTED_ON_VIEW,
-			    "View %s.%s has conflicting collation with view %s.%s", c->db, name, c->db, ref);
-		bson_destroy(&def);
+		{
+			const uint8_t *d;
+			uint32_t l;
+			bson_iter_document(&it, &l, &d);
+			bson_init_static(&def, d, l);
+		}
+		if (bson_iter_init_find(&f, &def, "viewOn") && BSON_ITER_HOLDS_UTF8(&f))
+			on = bson_iter_utf8(&f, NULL);
+		if (bson_iter_init_find(&f, &def, "pipeline") && BSON_ITER_HOLDS_ARRAY(&f)) {
+			const uint8_t *d;
+			uint32_t l;
+			bson_iter_array(&f, &l, &d);
+			has_pipe = bson_init_static(&pipe, d, l);
+		}
+		g->n[g->count].name = bson_iter_key(&it);
+		g->n[g->count].coll = def_collation(&def);
+		def_refs(on, has_pipe ? &pipe : NULL, &g->n[g->count].refs);
+		g->count++;
 	}
-	storage_list_views(c->engine->st, c->db, &views);
-	bson_iter_init(&it, &views);
-	while (ret == 0 && bson_iter_next(&it)) {
-		bson_t other;
-		const uint8_t *d;
-		uint32_t l;
-		if (!BSON_ITER_HOLDS_DOCUMENT(&it) || strcmp(bson_iter_key(&it), name) == 0)
-			continue;
-		bson_iter_document(&it, &l, &d);
-		if (!bson_init_static(&other, d, l) || !def_reads(&other, name))
-			continue;
-		if (def_collation(&other) != collation)
-			ret = terr_set(err, TERR_OPTION_NOT_SUPPORTED_ON_VIEW,
-			    "View %s.%s has a collation that does not match the collation of view %s.%s", c->db, name,
-			    c->db, bson_iter_key(&it));
+}
+
+static void
+vgraph_destroy(vgraph_t *g)
+{
+	for (int i = 0; i < g->count; i++)
+		bson_destroy(&g->n[i].refs);
+	bson_free(g->n);
+	bson_destroy(&g->views);
+}
+
+/* The node of a view, -1 for anything else. */
+static int
+vgraph_find(const vgraph_t *g, const char *name)
+{
+	for (int i = 0; i < g->count; i++)
+		if (strcmp(g->n[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static int
+depth_exceeded(terr_t *err)
+{
+	return terr_set(err, TERR_VIEW_DEPTH_LIMIT_EXCEEDED, "View depth limit exceeded; maximum depth is %d",
+	    VIEW_MAX_DEPTH);
+}
+
+/* Walk down from node cur (depth steps from node 0): a cycle back to node
+ * 0, or too deep; sets the heights. */
+static int
+vgraph_children(vgraph_t *g, int cur, int depth, terr_t *err)
+{
+	gnode_t *n = &g->n[cur];
+	bson_iter_t it;
+	int best = 0;
+
+	g->path[depth] = cur;
+	if (depth > 0 && cur == 0) {
+		bson_string_t *msg = bson_string_new("View cycle detected: ");
+		int ret;
+		bson_string_append_printf(msg, "%s.%s", g->c->db, g->n[0].name);
+		for (int i = depth; i >= 0; i--)
+			bson_string_append_printf(msg, " => %s.%s", g->c->db, g->n[g->path[i]].name);
+		ret = terr_set(err, TERR_GRAPH_CONTAINS_CYCLE, "%s", msg->str);
+		bson_string_free(msg, true);
+		return ret;
 	}
-	bson_destroy(&views);
-	bson_destroy(&refs);
+	if (depth > VIEW_MAX_DEPTH)
+		return depth_exceeded(err);
+	bson_iter_init(&it, &n->refs);
+	while (bson_iter_next(&it)) {
+		int k = vgraph_find(g, bson_iter_utf8(&it, NULL)), h = 1;
+		if (k >= 0) {
+			if (g->n[k].height == 0 || k == 0)
+				RET(vgraph_children(g, k, depth + 1, err));
+			h = g->n[k].height;
+		}
+		if (h > best)
+			best = h;
+	}
+	n->height = best + 1;
+	return 0;
+}
+
+/* Walk up from node cur: the views reading it share its collation; sets
+ * the parents' heights. */
+static int
+vgraph_parents(vgraph_t *g, int cur, int depth, terr_t *err)
+{
+	gnode_t *n = &g->n[cur];
+	int best = 0;
+
+	if (depth > VIEW_MAX_DEPTH)
+		return depth_exceeded(err);
+	for (int i = 0; i < g->count; i++) {
+		bson_iter_t it;
+		bool reads = false;
+		if (i == cur)
+			continue;
+		bson_iter_init(&it, &g->n[i].refs);
+		while (!reads && bson_iter_next(&it))
+			reads = strcmp(bson_iter_utf8(&it, NULL), n->name) == 0;
+		if (!reads)
+			continue;
+		if (g->n[i].coll != n->coll)
+			return terr_set(err, TERR_OPTION_NOT_SUPPORTED_ON_VIEW,
+			    "View %s.%s has a collation that does not match the collation of view %s.%s", g->c->db,
+			    n->name, g->c->db, g->n[i].name);
+		if (g->n[i].pheight == 0)
+			RET(vgraph_parents(g, i, depth + 1, err));
+		if (g->n[i].pheight > best)
+			best = g->n[i].pheight;
+	}
+	n->pheight = best + 1;
+	return 0;
+}
+
+static int
+check_view_graph(cmd_t *c, const char *name, const char *view_on, const bson_t *pipeline,
+                 const coll_t *collation, terr_t *err)
+{
+	vgraph_t g;
+	bson_iter_t it;
+	int ret = 0;
+
+	vgraph_init(&g, c, name, view_on, pipeline, collation);
+	bson_iter_init(&it, &g.n[0].refs);
+	while (ret == 0 && bson_iter_next(&it)) {
+		int k = vgraph_find(&g, bson_iter_utf8(&it, NULL));
+		if (k > 0 && g.n[k].coll != collation)
+			ret = terr_set(err, TERR_OPTION_NOT_SUPPORTED_ON_VIEW,
+			    "View %s.%s has conflicting collation with view %s.%s", c->db, name, c->db, g.n[k].name);
+	}
+	if (ret == 0)
+		ret = vgraph_children(&g, 0, 0, err);
+	if (ret == 0)
+		ret = vgraph_parents(&g, 0, 0, err);
+	/* the views of the longest chain through it: those below (the height
+	 * counts the leaf) and those above (the parents' height counts it) */
+	if (ret == 0 && (g.n[0].height - 1) + (g.n[0].pheight - 1) > VIEW_MAX_DEPTH)
+		ret = depth_exceeded(err);
+	vgraph_destroy(&g);
 	return ret;
 }
 
@@ -698,7 +803,7 @@ view_create(cmd_t *c, const char *name, terr_t *err)
 	RET(view_definition(c, "create", name, view_on, &pipeline, collation, &def, err));
 	/* a namespace in use answers 48 (below) before the graph is checked */
 	ret = view_exists(c, c->db, name) || ns_is_collection(c, name) ? 0 :
-	    check_graph_collation(c, name, view_on, &pipeline, collation, err);
+	    check_view_graph(c, name, view_on, &pipeline, collation, err);
 	if (ret == 0)
 		ret = storage_view_create(c->engine->st, c->db, name, &def, err);
 	if (ret == 0)
@@ -755,12 +860,9 @@ view_coll_mod(cmd_t *c, const char *name, bson_t *reply, terr_t *err)
 			bson_copy_to(&old_pipeline, &pipeline);
 	}
 	collation = def_collation(&old);
-	ret = check_no_cycle(c, name, view_on != NULL ? view_on : "", err);
-	if (ret == 0)
-		ret = view_definition(c, "collMod", name, view_on != NULL ? view_on : "", &pipeline, collation, &def,
-		    err);
+	ret = view_definition(c, "collMod", name, view_on != NULL ? view_on : "", &pipeline, collation, &def, err);
 	if (ret == 0) {
-		ret = check_graph_collation(c, name, view_on != NULL ? view_on : "", &pipeline, collation, err);
+		ret = check_view_graph(c, name, view_on != NULL ? view_on : "", &pipeline, collation, err);
 		if (ret == 0)
 			ret = storage_view_set(c->engine->st, c->db, name, &def, err);
 		if (ret == 0)

@@ -87,6 +87,36 @@ test('every view a pipeline reads has its collation (167)', () => {
 	eq(codeOf({create: 'filView', viewOn: 'simpleColl', collation: {locale: 'fil'}}), 0);
 });
 
+test('the view graph: cycles through joins (5), chains past 20 views (165)', () => {
+	const lookup = from => ({$lookup: {from, as: 'as', localField: 'l', foreignField: 'f'}});
+	const graph = from => ({$graphLookup: {from, as: 'as', startWith: 's', connectFromField: 'f',
+		connectToField: 't'}});
+	const facet = from => ({$facet: {k: [lookup(from)]}});
+	eq(codeOf({create: 'ga', viewOn: 'ga'}), 5);
+	for (const make of [lookup, graph, facet, from => ({$unionWith: from})]) {
+		eq(codeOf({create: 'ga', viewOn: 'gb', pipeline: [make('ga')]}), 5, 'reads itself');
+		eq(codeOf({create: 'ga', viewOn: 'gb', pipeline: [make('gb')]}), 0);
+		eq(codeOf({create: 'gb', viewOn: 'gc', pipeline: [make('ga')]}), 5, 'through another view');
+		ok(vdb.ga.drop());
+	}
+	eq(codeOf({create: 'ga', viewOn: 'gb', pipeline: [{$unionWith: {coll: 'gc', pipeline: [{$unionWith: 'ga'}]}}]}), 5);
+	// a tree: each level reads the next four ways, 20 levels deep
+	for (let i = 1; i <= 20; i++) {
+		const next = 'v' + (i + 1);
+		eq(codeOf({create: 'v' + i, viewOn: next, pipeline: [lookup(next), graph(next), facet(next),
+			{$unionWith: next}]}), 0, 'level ' + i);
+	}
+	eq(codeOf({create: 'v21', viewOn: 'v22'}), 165);
+	eq(codeOf({create: 'v0', viewOn: 'v1'}), 165);
+	eq(errmsgOf({create: 'v0', viewOn: 'ok', pipeline: [lookup('v1')]}),
+		'View depth limit exceeded; maximum depth is 20');
+	eq(codeOf({create: 'vMid', viewOn: 'v10'}), 0, 'in the middle');
+	eq(codeOf({collMod: 'v20', viewOn: 'v1'}), 5);
+	for (let i = 1; i <= 20; i++)
+		ok(vdb.getCollection('v' + i).drop());
+	ok(vdb.vMid.drop());
+});
+
 test('system.views: listed as a collection, holds the definitions, outlives the last view', () => {
 	ok(vdb.getCollectionNames().includes('system.views'), 'getCollectionNames');
 	const colls = vdb.getCollectionInfos({type: 'collection'}).map(c => c.name);
