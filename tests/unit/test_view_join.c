@@ -141,6 +141,11 @@ test_lookup_from_view(void)
 	         " 'foreignField': 'sku', 'as': 'inner'}}, {'$project': {'inner._id': 1}}], 'as': 'r'}},"
 	         " {'$project': {'r': 1}}], 'cursor': {}}",
 	    "[ { \"_id\" : 1, \"r\" : [ { \"_id\" : 2, \"inner\" : [ { \"_id\" : 11 }, { \"_id\" : 12 } ] } ] } ]");
+	/* a $facet in a $lookup pipeline inside a $facet (40600 is only for a
+	 * $facet directly in a $facet) */
+	BATCH_EQ("{'aggregate': 'orders', 'pipeline': [{'$match': {'_id': 1}}, {'$facet': {'f': [{'$lookup': {'from': 'items',"
+	         " 'pipeline': [{'$facet': {'n': [{'$count': 'n'}]}}], 'as': 'r'}}, {'$project': {'r': 1}}]}}], 'cursor': {}}",
+	    "[ { \"f\" : [ { \"_id\" : 1, \"r\" : [ { \"n\" : [ { \"n\" : 5 } ] } ] } ] } ]");
 	/* an aggregate on a view whose own stages join another view */
 	ok("{'create': 'withItems', 'viewOn': 'orders', 'pipeline': [{'$lookup': {'from': 'cheapIds',"
 	   " 'localField': 'item', 'foreignField': 'sku', 'as': 'r'}}, {'$project': {'n': {'$size': '$r'}}}]}");
