@@ -92,7 +92,7 @@ void agg_pipeline_free(agg_pipeline_t *p);
  * collection at the end of its viewOn chain (owned, bson_free) and pipeline
  * initialised to the chain's stages, innermost view first (destroy it); 0
  * when name is not a view; -1 with 165 ViewDepthLimitExceeded "View depth
- * too deep or view cycle detected. Maximum depth is 20" past 20 views.
+ * too deep or view cycle detected; maximum depth is 20" past 20 views.
  */
 #define AGG_VIEW_MAX_DEPTH 20
 int agg_view_resolve(storage_t *st, const char *db, const char *name, char **base, bson_t *pipeline,

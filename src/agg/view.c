@@ -53,7 +53,7 @@ agg_view_resolve(storage_t *st, const char *db, const char *name, char **base, b
 		bson_iter_t it;
 		if (++depth > AGG_VIEW_MAX_DEPTH) {
 			ret = terr_set(err, TERR_VIEW_DEPTH_LIMIT_EXCEEDED,
-			    "View depth too deep or view cycle detected. Maximum depth is %d", AGG_VIEW_MAX_DEPTH);
+			    "View depth too deep or view cycle detected; maximum depth is %d", AGG_VIEW_MAX_DEPTH);
 			break;
 		}
 		bson_free(src);
