@@ -625,6 +625,10 @@ lookup_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	    (lp->view_pipe != NULL || lp->pipe->nstages == 0)) {
 		int brc;
 		ls->hj_tried = true;
+		/* building the table reads the foreign collection, maybe the input's */
+		bson_reinit(&ls->in);
+		bson_concat(&ls->in, in);
+		in = &ls->in;
 		ls->hj = hj_build(rt, lp, ls->foreign, err, &brc);
 		if (brc != 0) {
 			ret = -1;
@@ -643,9 +647,11 @@ lookup_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		}
 		goto done;
 	}
-	bson_reinit(&ls->in);
-	bson_concat(&ls->in, in);
-	in = &ls->in;
+	if (in != &ls->in) {
+		bson_reinit(&ls->in);
+		bson_concat(&ls->in, in);
+		in = &ls->in;
+	}
 	ERR(agg_exec_new_sub(lp->pipe, rt->x, &sub, err));
 	for (i = 0; i < lp->nlet; i++) {
 		bson_value_t v;
