@@ -339,7 +339,9 @@ agg_pipeline_parse_sub(agg_pctx_t *pc, const bson_t *stages, bool in_facet, bool
 	sub.scope = pc->scope;
 	sub.depth = pc->depth + (in_lookup ? 1 : 0);   /* $facet branches share their parent's level */
 	sub.let_doc = pc->let_doc;
-	sub.in_facet = in_facet || pc->in_facet;
+	/* a $lookup / $unionWith pipeline is parsed afresh, as mongod's: a
+	 * $facet in it is allowed even when the $lookup sits in a $facet */
+	sub.in_facet = in_facet || (pc->in_facet && !in_lookup);
 	sub.in_lookup = in_lookup || pc->in_lookup;
 	if (sub.depth > 20) {
 		ret = terr_set(err, 232 /* MaxSubPipelineDepthExceeded */,

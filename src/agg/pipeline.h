@@ -52,6 +52,10 @@ typedef struct agg_host {
 	 * every string comparison of the pipeline uses it ($match, $sort,
 	 * $group keys, $lookup, expressions, sub-pipelines).  Interned. */
 	const coll_t *collation;
+	/* Views read by $lookup / $graphLookup / $unionWith are not expanded:
+	 * what checking a view definition wants (mongod resolves each to
+	 * itself there), so that views reading views are parsed once. */
+	bool views_unresolved;
 	/* The write path ($out, $merge).  NULL callbacks make those stages fail
 	 * with 238 NotImplemented. */
 	void *ctx;
@@ -88,11 +92,18 @@ void agg_pipeline_free(agg_pipeline_t *p);
  * collection at the end of its viewOn chain (owned, bson_free) and pipeline
  * initialised to the chain's stages, innermost view first (destroy it); 0
  * when name is not a view; -1 with 165 ViewDepthLimitExceeded "View depth
- * too deep or view cycle detected. Maximum depth is 20" past 20 views.
+ * too deep or view cycle detected; maximum depth is 20" past 20 views.
  */
 #define AGG_VIEW_MAX_DEPTH 20
 int agg_view_resolve(storage_t *st, const char *db, const char *name, char **base, bson_t *pipeline,
                      terr_t *err);
+/* The namespaces of the database that the stages read besides the
+ * aggregated one, as mongod's involved namespaces: each $lookup's and
+ * $graphLookup's `from`, $unionWith's collection, and those of the
+ * pipelines of $lookup, $unionWith and $facet (a walk of the BSON; nothing is
+ * parsed, nothing resolved: a view's own stages are not entered).  Appends
+ * the names as strings to out, an array being built holding *n so far. */
+void agg_pipeline_involved(const bson_t *stages, bson_t *out, int *n);
 /* Append the stages of the array pipeline to out (an array being built that
  * holds *n stages so far; *n is advanced). */
 void agg_view_append_stages(bson_t *out, int *n, const bson_t *pipeline);

@@ -372,7 +372,7 @@ densify_fill(agg_rt_t *rt, terr_t *err)
 		int k;
 		for (pe = ps + 1; pe < ds->n; pe++) {
 			for (k = 0; k < dp->nparts; k++)
-				if (bv_compare(&ds->e[pe].keys[k], &ds->e[ps].keys[k]) != 0)
+				if (bv_compare_coll(&ds->e[pe].keys[k], &ds->e[ps].keys[k], dp->sort.coll) != 0)
 					break;
 			if (k < dp->nparts)
 				break;

@@ -535,7 +535,8 @@ bucket_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	if (nb < 2)
 		return terr_set(err, 40192,
 		    "The $bucket 'boundaries' field must have at least 2 values, but found %d value(s).", nb);
-	/* constant, same canonical type, strictly ascending */
+	/* constant, same canonical type, strictly ascending (by the collation,
+	 * as the $switch below compares) */
 	bson_iter_init(&bi, &bounds);
 	for (int i = 0; bson_iter_next(&bi); i++) {
 		const bson_value_t *b = bson_iter_value(&bi);
@@ -544,7 +545,7 @@ bucket_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 				return terr_set(err, 40193,
 				    "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.",
 				    bv_type_name(prev.value_type), bv_type_name(b->value_type));
-			if (bv_compare(&prev, b) >= 0) {
+			if (bv_compare_coll(&prev, b, agg_host_collation(pc->host)) >= 0) {
 				char *a = bv_to_mongo_string(&prev), *c = bv_to_mongo_string(b);
 				terr_set(err, 40194,
 				    "The 'boundaries' option to $bucket must be sorted in ascending order, but elements %d and %d are not in ascending order (%s is not less than %s).",
@@ -563,7 +564,8 @@ bucket_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		lo = *bson_iter_value(&bi);
 		hi = prev;
 		if (bv_type_rank(deflt.value_type) == bv_type_rank(lo.value_type) &&
-		    bv_compare(&deflt, &lo) >= 0 && bv_compare(&deflt, &hi) < 0)
+		    bv_compare_coll(&deflt, &lo, agg_host_collation(pc->host)) >= 0 &&
+		    bv_compare_coll(&deflt, &hi, agg_host_collation(pc->host)) < 0)
 			return terr_set(err, 40199,
 			    "The $bucket 'default' field must be less than the lowest boundary or greater than or equal to the highest boundary.");
 	}
@@ -654,6 +656,7 @@ typedef struct bauto_plan {
 	char **names;
 	accum_t **accs;
 	int n;
+	const coll_t *coll;       /* values sort, and are equal, by it */
 } bauto_plan_t;
 
 static void
@@ -751,6 +754,7 @@ bauto_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		ERR(accum_parse("$sum", &one, pc->scope, &bp->accs[0], err));
 		bp->names[bp->n++] = bson_strdup("count");
 	}
+	bp->coll = agg_host_collation(pc->host);
 	agg_pctx_add(pc, &agg_stages_group[3], bp, agg_explain_doc("$bucketAuto", spec));
 	return 0;
 err:
@@ -776,7 +780,7 @@ typedef struct bauto_state {
 AGG_DEFINE_OPEN_WITH_OUT(bauto_open, bauto_state_t)
 
 static int
-bauto_cmp(const void *pa, const void *pb)
+bauto_cmp(const void *pa, const void *pb, void *coll)
 {
 	const bauto_entry_t *a = pa, *b = pb;
 	bson_value_t x, y;
@@ -784,7 +788,7 @@ bauto_cmp(const void *pa, const void *pb)
 
 	key_value(a->key, &x);
 	key_value(b->key, &y);
-	c = bv_compare(&x, &y);
+	c = bv_compare_coll(&x, &y, coll);
 	return c != 0 ? c : (a->seq < b->seq ? -1 : a->seq > b->seq);
 }
 
@@ -826,7 +830,7 @@ bauto_fill(agg_rt_t *rt, terr_t *err)
 	if (rc < 0)
 		return -1;
 	if (bs->n > 1)
-		qsort(bs->e, (size_t)bs->n, sizeof(bauto_entry_t), bauto_cmp);
+		qsort_r(bs->e, (size_t)bs->n, sizeof(bauto_entry_t), bauto_cmp, (void *)bp->coll);
 	return 0;
 }
 
@@ -857,7 +861,7 @@ bauto_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	key_value(bs->e[end - 1].key, &last);
 	while (end < bs->n) {
 		key_value(bs->e[end].key, &v);
-		if (bv_compare(&v, &last) != 0)
+		if (bv_compare_coll(&v, &last, bp->coll) != 0)
 			break;
 		end++;
 	}

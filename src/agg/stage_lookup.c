@@ -6,7 +6,9 @@
  * A sub-pipeline is parsed once with the outer scope (so $$vars resolve) and
  * run as a sub-exec: for $lookup once per input document, reading the
  * foreign collection through the find executor with the join condition
- * pushed down; for $facet once per branch over the buffered input.
+ * pushed down; for $facet once per branch over the buffered input.  A
+ * foreign namespace that is a view reads through the view's stages (the
+ * join then filters their output; see src/agg/README.md).
  */
 #include "agg/agg_private.h"
 
@@ -19,8 +21,9 @@
 
 /*
  * A foreign namespace that is a view: *coll becomes the collection under it
- * and *stages (initialised when 1 is returned; destroy it) the view's stages
- * followed by the given ones.  0 when coll is no view; -1 with err.
+ * and *stages (initialised when 1 is returned; destroy it) the view's stages,
+ * followed by the given ones when given is not NULL.  0 when coll is no
+ * view; -1 with err.
  */
 static int
 foreign_view(agg_pctx_t *pc, const char *db, char **coll, const bson_t *given, bson_t *stages, terr_t *err)
@@ -28,13 +31,14 @@ foreign_view(agg_pctx_t *pc, const char *db, char **coll, const bson_t *given, b
 	char *base;
 	int n, rc;
 
-	if (pc->host == NULL || *coll == NULL)
+	if (pc->host == NULL || *coll == NULL || pc->host->views_unresolved)
 		return 0;
 	rc = agg_view_resolve(pc->host->st, db, *coll, &base, stages, err);
 	if (rc != 1)
 		return rc;
 	n = (int)bson_count_keys(stages);
-	agg_view_append_stages(stages, &n, given);
+	if (given != NULL)
+		agg_view_append_stages(stages, &n, given);
 	bson_free(*coll);
 	*coll = base;
 	return 1;
@@ -44,9 +48,15 @@ foreign_view(agg_pctx_t *pc, const char *db, char **coll, const bson_t *given, b
 
 typedef struct lookup_plan {
 	char *db, *from;          /* from NULL: the pipeline starts with $documents */
+	char *from_name;          /* from as given (a view's name; errors show it) */
 	char *local, *foreign;    /* both or neither */
 	char *as;
 	agg_pipeline_t *pipe;     /* may have 0 stages */
+	/* from a view with localField/foreignField: the view's stages, run
+	 * over the collection under it; the join filters their output and
+	 * pipe runs on what passes (mongod's resolved pipeline: view stages,
+	 * the join's $match, the user's stages).  NULL otherwise. */
+	agg_pipeline_t *view_pipe;
 	int *let_ids;
 	char **let_names;
 	expr_t **let_exprs;
@@ -61,10 +71,12 @@ lookup_free_plan(void *plan)
 
 	bson_free(lp->db);
 	bson_free(lp->from);
+	bson_free(lp->from_name);
 	bson_free(lp->local);
 	bson_free(lp->foreign);
 	bson_free(lp->as);
 	agg_pipeline_free(lp->pipe);
+	agg_pipeline_free(lp->view_pipe);
 	for (i = 0; i < lp->nlet; i++) {
 		expr_destroy(lp->let_exprs[i]);
 		bson_free(lp->let_names[i]);
@@ -182,19 +194,20 @@ lookup_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	}
 	if (lp->db == NULL)
 		lp->db = bson_strdup(pc->host != NULL ? pc->host->db : "test");
-	/* from a view: its stages run first on the collection under it; the
-	 * join by localField/foreignField would have to follow them, which the
-	 * pushed-down join cannot do yet */
-	if ((ret = foreign_view(pc, lp->db, &lp->from, has_pipe ? &pipe : &empty_pipe, &view_stages, err)) < 0)
+	lp->from_name = lp->from != NULL ? bson_strdup(lp->from) : NULL;
+	/* from a view: its stages run first on the collection under it; with
+	 * localField/foreignField they are a pipeline of their own whose output
+	 * the join filters (the user's pipeline, parsed below, then follows) */
+	if ((ret = foreign_view(pc, lp->db, &lp->from, lp->local != NULL ? NULL : has_pipe ? &pipe : &empty_pipe,
+	    &view_stages, err)) < 0)
 		goto err;
 	if (ret == 1) {
 		has_view = true;
 		ret = 0;
 		if (lp->local != NULL) {
-			ret = terr_set(err, TERR_NOT_IMPLEMENTED,
-			    "$lookup with localField/foreignField from a view is not supported by Tamga yet; "
-			    "use the pipeline form");
-			goto err;
+			ERR(agg_pipeline_parse_sub(pc, &view_stages, false, true, &lp->view_pipe, err));
+			bson_destroy(&view_stages);
+			has_view = false;
 		}
 	}
 	/* let: parsed in the outer scope, defined for the inner one */
@@ -280,6 +293,8 @@ typedef struct lookup_state {
 	bool hj_tried;
 	hash_join_t *hj;          /* NULL: per-document queries */
 	bson_t out;
+	bson_t in;                /* the input document, copied when a query
+	                           * runs (it may read the input's collection) */
 } lookup_state_t;
 
 static void
@@ -394,7 +409,7 @@ hj_build(agg_rt_t *rt, const lookup_plan_t *lp, storage_coll_t *coll, terr_t *er
 	*rc = 0;
 	if (coll == NULL)
 		return NULL;
-	for (i = 0; i < coll->nindexes; i++) {
+	for (i = 0; lp->view_pipe == NULL && i < coll->nindexes; i++) {
 		bson_iter_t it;
 		if (coll->indexes[i].key != NULL && bson_iter_init(&it, coll->indexes[i].key) &&
 		    bson_iter_next(&it) && strcmp(bson_iter_key(&it), lp->foreign) == 0)
@@ -402,7 +417,8 @@ hj_build(agg_rt_t *rt, const lookup_plan_t *lp, storage_coll_t *coll, terr_t *er
 	}
 	hj = bson_malloc0(sizeof(*hj));
 	hj->coll = agg_host_collation(rt->x->p->host);
-	if ((r = agg_exec_new_sub(lp->pipe, rt->x, &sub, err)) == 0)
+	/* from a view: its output is what the join reads */
+	if ((r = agg_exec_new_sub(lp->view_pipe != NULL ? lp->view_pipe : lp->pipe, rt->x, &sub, err)) == 0)
 		r = agg_exec_open_source(sub, coll, NULL, err);
 	while (r == 0 && (r = agg_exec_pull(sub, &d, err)) == 1) {
 		hj_walk_t w;
@@ -439,7 +455,16 @@ i64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-AGG_DEFINE_OPEN_WITH_OUT(lookup_open, lookup_state_t)
+static int
+lookup_open(agg_rt_t *rt, terr_t *err)
+{
+	lookup_state_t *ls = tm_alloc0(sizeof(*ls));
+
+	bson_init(&ls->out);
+	bson_init(&ls->in);
+	rt->state = ls;
+	return 0;
+}
 
 typedef struct vals {
 	bson_t arr;
@@ -492,18 +517,16 @@ join_filter(const lookup_plan_t *lp, const bson_t *doc, bson_t *filter)
 	bson_destroy(&v.arr);
 }
 
-/* Matches of doc's local values from the table into results (an array
- * being built): 1 when answered, 0 when a value cannot be hashed (a regex
- * matches by pattern) and the caller must query. */
+/* The documents of the table doc's local values match: 1 with *ids (owned,
+ * bson_free; ascending, no repeats; the foreign order) and *n, or 0 when a
+ * value cannot be hashed (a regex matches by pattern) and the caller must
+ * query. */
 static int
-hj_probe(const lookup_plan_t *lp, const hash_join_t *hj, const bson_t *doc, bson_t *results)
+hj_probe(const lookup_plan_t *lp, const hash_join_t *hj, const bson_t *doc, int64_t **ids_out, int64_t *n_out)
 {
 	vals_t v;
 	bson_iter_t it;
-	int64_t *ids = NULL, n = 0, cap = 0, i;
-	uint32_t out = 0;
-	char key[16];
-	const char *k;
+	int64_t *ids = NULL, n = 0, cap = 0, i, kept = 0;
 
 	bson_init(&v.arr);
 	v.n = 0;
@@ -530,15 +553,44 @@ hj_probe(const lookup_plan_t *lp, const hash_join_t *hj, const bson_t *doc, bson
 	}
 	if (n > 1 && v.n > 1)
 		qsort(ids, (size_t)n, sizeof(int64_t), i64_cmp);
-	for (i = 0; i < n; i++) {
-		if (i > 0 && ids[i] == ids[i - 1])
-			continue;
-		bson_uint32_to_string(out++, &k, key, sizeof(key));
-		bson_append_document(results, k, -1, hj->docs[ids[i]]);
-	}
-	bson_free(ids);
+	for (i = 0; i < n; i++)
+		if (i == 0 || ids[i] != ids[i - 1])
+			ids[kept++] = ids[i];
 	bson_destroy(&v.arr);
+	*ids_out = ids;
+	*n_out = kept;
 	return 1;
+}
+
+/* What the user's pipeline of a $lookup from a view reads: the view's
+ * output that passes the join, either the hash join's matches (docs[ids])
+ * or a run of the view's stages (src) filtered by the join (m). */
+typedef struct join_feed {
+	agg_exec_t *src;
+	const match_t *m;
+	bson_t *const *docs;
+	const int64_t *ids;
+	int64_t n, i;
+} join_feed_t;
+
+static int
+join_feed_next(void *ctx, const bson_t **doc, terr_t *err)
+{
+	join_feed_t *f = ctx;
+	int rc;
+
+	if (f->src == NULL) {
+		if (f->i >= f->n)
+			return 0;
+		*doc = f->docs[f->ids[f->i++]];
+		return 1;
+	}
+	for (;;) {
+		if ((rc = agg_exec_pull(f->src, doc, err)) != 1)
+			return rc;
+		if ((rc = match_exec(f->m, *doc, NULL, err)) != 0)
+			return rc;   /* 1: passes; -1: error */
+	}
 }
 
 static int
@@ -548,12 +600,16 @@ lookup_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	lookup_state_t *ls = rt->state;
 	const agg_host_t *h = rt->x->p->host;
 	const bson_t *in, *d;
-	agg_exec_t *sub = NULL;
+	agg_exec_t *sub = NULL, *view_sub = NULL;
+	match_t *join = NULL;
+	join_feed_t feed;
 	bson_t filter = BSON_INITIALIZER, results = BSON_INITIALIZER;
 	bson_value_t av;
+	int64_t *ids = NULL, nids = 0, j;
 	uint32_t n = 0;
 	size_t bytes = 0;
 	int rc, ret = 0, i;
+	bool answered = false;
 
 	rc = agg_rt_pull(rt, &in, err);
 	if (rc != 1) {
@@ -565,19 +621,36 @@ lookup_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		if (lp->from != NULL && h != NULL)
 			storage_coll_get(h->st, lp->db, lp->from, &ls->foreign, NULL);
 	}
-	if (!ls->hj_tried && lp->local != NULL && lp->from != NULL && lp->pipe->nstages == 0) {
+	if (!ls->hj_tried && lp->local != NULL && lp->from != NULL &&
+	    (lp->view_pipe != NULL || lp->pipe->nstages == 0)) {
 		int brc;
 		ls->hj_tried = true;
+		/* building the table reads the foreign collection, maybe the input's */
+		bson_reinit(&ls->in);
+		bson_concat(&ls->in, in);
+		in = &ls->in;
 		ls->hj = hj_build(rt, lp, ls->foreign, err, &brc);
 		if (brc != 0) {
 			ret = -1;
 			goto err;
 		}
 	}
-	if (ls->hj != NULL) {
-		rc = hj_probe(lp, ls->hj, in, &results);
-		if (rc == 1)
-			goto done;   /* answered from the table */
+	if (ls->hj != NULL)
+		answered = hj_probe(lp, ls->hj, in, &ids, &nids) == 1;
+	if (answered && lp->view_pipe == NULL) {
+		/* the table's documents are the result */
+		for (j = 0; j < nids; j++) {
+			char key[16];
+			const char *k;
+			bson_uint32_to_string(n++, &k, key, sizeof(key));
+			bson_append_document(&results, k, -1, ls->hj->docs[ids[j]]);
+		}
+		goto done;
+	}
+	if (in != &ls->in) {
+		bson_reinit(&ls->in);
+		bson_concat(&ls->in, in);
+		in = &ls->in;
 	}
 	ERR(agg_exec_new_sub(lp->pipe, rt->x, &sub, err));
 	for (i = 0; i < lp->nlet; i++) {
@@ -589,8 +662,27 @@ lookup_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	}
 	if (lp->local != NULL)
 		join_filter(lp, in, &filter);
-	if (lp->from != NULL)
+	if (lp->view_pipe != NULL) {
+		/* from a view: the user's stages read the view's output that
+		 * passes the join */
+		memset(&feed, 0, sizeof(feed));
+		if (answered) {
+			feed.docs = ls->hj->docs;
+			feed.ids = ids;
+			feed.n = nids;
+		} else {
+			match_options_t mo = {.coll = agg_host_collation(h)};
+			ERR(match_compile(&filter, &mo, &join, err));
+			ERR(agg_exec_new_sub(lp->view_pipe, rt->x, &view_sub, err));
+			ERR(agg_exec_open_source(view_sub, ls->foreign, NULL, err));
+			feed.src = view_sub;
+			feed.m = join;
+		}
+		sub->feed = join_feed_next;
+		sub->feed_ctx = &feed;
+	} else if (lp->from != NULL) {
 		ERR(agg_exec_open_source(sub, ls->foreign, &filter, err));
+	}
 	while ((rc = agg_exec_pull(sub, &d, err)) == 1) {
 		char key[16];
 		const char *k;
@@ -598,7 +690,7 @@ lookup_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		if (bytes > 16 * 1024 * 1024) {
 			ret = terr_set(err, 4568,
 			    "Total size of documents in %s matching pipeline's $lookup stage exceeds %d bytes",
-			    lp->from ? lp->from : "$documents", 16 * 1024 * 1024);
+			    lp->from_name ? lp->from_name : "$documents", 16 * 1024 * 1024);
 			goto err;
 		}
 		bson_uint32_to_string(n++, &k, key, sizeof(key));
@@ -612,7 +704,7 @@ done:
 	if (results.len > 16 * 1024 * 1024) {
 		ret = terr_set(err, 4568,
 		    "Total size of documents in %s matching pipeline's $lookup stage exceeds %d bytes",
-		    lp->from ? lp->from : "$documents", 16 * 1024 * 1024);
+		    lp->from_name ? lp->from_name : "$documents", 16 * 1024 * 1024);
 		goto err;
 	}
 	av.value_type = BSON_TYPE_ARRAY;
@@ -624,6 +716,9 @@ done:
 	ret = 1;
 err:
 	agg_exec_free(sub);
+	agg_exec_free(view_sub);
+	match_free(join);
+	bson_free(ids);
 	bson_destroy(&filter);
 	bson_destroy(&results);
 	return ret;
@@ -637,6 +732,7 @@ lookup_close(agg_rt_t *rt)
 	storage_coll_release(ls->foreign);
 	hj_free(ls->hj);
 	bson_destroy(&ls->out);
+	bson_destroy(&ls->in);
 	bson_free(ls);
 }
 
@@ -954,7 +1050,11 @@ typedef struct graph_plan {
 	expr_t *start;
 	bson_t *restrict_filter;  /* restrictSearchWithMatch or NULL */
 	int64_t max_depth;        /* -1 = none */
-	agg_pipeline_t *reader;   /* no stages: each search reads the source alone */
+	/* what each search reads: no stages (the collection, the search's
+	 * filter pushed into the find executor), or a view's stages (the
+	 * filter then applies to their output, as mongod's trailing $match) */
+	agg_pipeline_t *reader;
+	bool from_view;
 } graph_plan_t;
 
 static void
@@ -1077,18 +1177,20 @@ graph_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	}
 	if (gp->db == NULL)
 		gp->db = bson_strdup(pc->host != NULL ? pc->host->db : "test");
-	if (pc->host != NULL) {
-		bson_t def;
-		if (storage_view_get(pc->host->st, gp->db, gp->from, &def) == 0) {
-			bson_destroy(&def);
-			ret = terr_set(err, TERR_NOT_IMPLEMENTED,
-			    "$graphLookup from a view is not supported by Tamga yet");
-			goto err;
-		}
-	}
 	{
 		static const bson_t none = BSON_INITIALIZER;
-		ERR(agg_pipeline_parse_sub(pc, &none, false, true, &gp->reader, err));
+		bson_t view_stages;
+		int rc = foreign_view(pc, gp->db, &gp->from, NULL, &view_stages, err);
+		if (rc < 0) {
+			ret = -1;
+			goto err;
+		}
+		gp->from_view = rc == 1;
+		ret = agg_pipeline_parse_sub(pc, gp->from_view ? &view_stages : &none, false, true, &gp->reader, err);
+		if (gp->from_view)
+			bson_destroy(&view_stages);
+		if (ret != 0)
+			goto err;
 	}
 	agg_pctx_add(pc, &agg_stages_lookup[3], gp, agg_explain_doc("$graphLookup", spec));
 	return 0;
@@ -1101,14 +1203,27 @@ typedef struct graph_state {
 	storage_coll_t *foreign;
 	bool opened;
 	bson_t out;
+	bson_t in;                /* the input document, copied: the searches may
+	                           * read its collection and move the cursor it
+	                           * points into */
 } graph_state_t;
 
-AGG_DEFINE_OPEN_WITH_OUT(graph_open, graph_state_t)
+static int
+graph_open(agg_rt_t *rt, terr_t *err)
+{
+	graph_state_t *gs = tm_alloc0(sizeof(*gs));
+
+	bson_init(&gs->out);
+	bson_init(&gs->in);
+	rt->state = gs;
+	return 0;
+}
 
 /* Append v to the frontier array (arrays contribute their elements) unless
- * it was queried already (seen holds {"": value} documents). */
+ * it was queried already (queried holds the values asked for so far); equal
+ * means equal under the pipeline's collation, as mongod's value sets. */
 static void
-frontier_add(const bson_value_t *v, bson_t *frontier, uint32_t *n, bson_t *queried)
+frontier_add(const bson_value_t *v, bson_t *frontier, uint32_t *n, bson_t *queried, const coll_t *coll)
 {
 	char key[16];
 	const char *k;
@@ -1120,17 +1235,56 @@ frontier_add(const bson_value_t *v, bson_t *frontier, uint32_t *n, bson_t *queri
 		bson_iter_init(&it, &arr);
 		while (bson_iter_next(&it))
 			if (bson_iter_value(&it)->value_type != BSON_TYPE_ARRAY)
-				frontier_add(bson_iter_value(&it), frontier, n, queried);
+				frontier_add(bson_iter_value(&it), frontier, n, queried, coll);
 		return;
 	}
 	bson_iter_init(&it, queried);
 	while (bson_iter_next(&it))
-		if (bv_equal(bson_iter_value(&it), v))
+		if (bv_equal_coll(bson_iter_value(&it), v, coll))
 			return;
 	bson_uint32_to_string(*n, &k, key, sizeof(key));
 	bv_append(frontier, k, -1, v);
 	bv_append(queried, k, -1, v);
 	(*n)++;
+}
+
+/*
+ * The filter of one search, as mongod builds it: {connectTo: {$in:
+ * frontier}}, with restrictSearchWithMatch in an $and; when the frontier
+ * holds null or undefined (which $in also matches on missing fields and on
+ * each other) the field must exist, and must not be of the other type.
+ */
+static void
+graph_filter(const graph_plan_t *gp, const bson_t *frontier, bson_t *filter)
+{
+	bson_t join = BSON_INITIALIZER, and, cond, ty;
+	bson_iter_t it;
+	bool has_null = false, has_undef = false;
+
+	bson_iter_init(&it, frontier);
+	while (bson_iter_next(&it)) {
+		has_null |= BSON_ITER_HOLDS_NULL(&it);
+		has_undef |= BSON_ITER_HOLDS_UNDEFINED(&it);
+	}
+	bson_append_document_begin(&join, gp->connect_to, -1, &cond);
+	bson_append_array(&cond, "$in", 3, frontier);
+	if (has_null || has_undef)
+		BSON_APPEND_BOOL(&cond, "$exists", true);
+	if (has_null != has_undef) {
+		bson_append_document_begin(&cond, "$not", 4, &ty);
+		BSON_APPEND_UTF8(&ty, "$type", has_null ? "undefined" : "null");
+		bson_append_document_end(&cond, &ty);
+	}
+	bson_append_document_end(&join, &cond);
+	if (gp->restrict_filter == NULL) {
+		bson_concat(filter, &join);
+	} else {
+		bson_append_array_begin(filter, "$and", 4, &and);
+		bson_append_document(&and, "0", 1, &join);
+		bson_append_document(&and, "1", 1, gp->restrict_filter);
+		bson_append_array_end(filter, &and);
+	}
+	bson_destroy(&join);
 }
 
 static int
@@ -1139,6 +1293,7 @@ graph_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	const graph_plan_t *gp = rt->st->plan;
 	graph_state_t *gs = rt->state;
 	const agg_host_t *h = rt->x->p->host;
+	const coll_t *coll = agg_host_collation(h);
 	const bson_t *in;
 	bson_t frontier = BSON_INITIALIZER, queried = BSON_INITIALIZER, seen_ids = BSON_INITIALIZER;
 	bson_t results = BSON_INITIALIZER;
@@ -1153,6 +1308,9 @@ graph_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		ret = rc;
 		goto err;
 	}
+	bson_reinit(&gs->in);
+	bson_concat(&gs->in, in);
+	in = &gs->in;
 	if (!gs->opened) {
 		gs->opened = true;
 		if (h != NULL)
@@ -1161,37 +1319,43 @@ graph_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	ERR(agg_eval(rt, gp->start, in, true, &sv, err));
 	if (sv.value_type == BSON_TYPE_EOD)
 		sv.value_type = BSON_TYPE_NULL;
-	frontier_add(&sv, &frontier, &nf, &queried);
+	frontier_add(&sv, &frontier, &nf, &queried, coll);
 	while (nf > 0 && (gp->max_depth < 0 || depth <= gp->max_depth)) {
-		bson_t filter = BSON_INITIALIZER, cond, next = BSON_INITIALIZER;
+		bson_t filter = BSON_INITIALIZER, next = BSON_INITIALIZER;
 		agg_exec_t *sub = NULL;
+		match_t *m = NULL;
 		const bson_t *d;
 		uint32_t nn = 0;
-		bson_append_document_begin(&filter, gp->connect_to, -1, &cond);
-		bson_append_array(&cond, "$in", 3, &frontier);
-		bson_append_document_end(&filter, &cond);
-		if (gp->restrict_filter != NULL) {
-			bson_t both = BSON_INITIALIZER, and;
-			bson_append_array_begin(&both, "$and", -1, &and);
-			bson_append_document(&and, "0", 1, &filter);
-			bson_append_document(&and, "1", 1, gp->restrict_filter);
-			bson_append_array_end(&both, &and);
-			bson_reinit(&filter);
-			bson_concat(&filter, &both);
-			bson_destroy(&both);
-		}
-		/* a source-only sub-run over the foreign collection */
+		graph_filter(gp, &frontier, &filter);
+		/* a sub-run over the foreign collection: the search's filter
+		 * pushed into the find executor, or applied to a view's output */
 		rc = agg_exec_new_sub(gp->reader, rt->x, &sub, err);
+		if (rc == 0 && gp->from_view) {
+			match_options_t mo = {.coll = coll};
+			rc = match_compile(&filter, &mo, &m, err);
+		}
 		if (rc == 0)
-			rc = agg_exec_open_source(sub, gs->foreign, &filter, err);
-		while (rc == 0 && (rc = agg_exec_pull(sub, &d, err)) == 1) {
+			rc = agg_exec_open_source(sub, gs->foreign, gp->from_view ? NULL : &filter, err);
+		/* every document the search finds (rc stays 0 until the end, 1
+		 * would stop the loop after the first) */
+		while (rc == 0) {
 			bson_iter_t idit, fit;
 			bool dup = false;
+			if ((rc = agg_exec_pull(sub, &d, err)) != 1)
+				break;
+			rc = 0;
+			if (m != NULL && (rc = match_exec(m, d, NULL, err)) != 1) {
+				if (rc < 0)
+					break;
+				rc = 0;
+				continue;
+			}
+			rc = 0;
 			if (bson_iter_init_find(&idit, d, "_id")) {
 				bson_iter_t si;
 				bson_iter_init(&si, &seen_ids);
 				while (!dup && bson_iter_next(&si))
-					dup = bv_equal(bson_iter_value(&si), bson_iter_value(&idit));
+					dup = bv_equal_coll(bson_iter_value(&si), bson_iter_value(&idit), coll);
 				if (!dup) {
 					char key[16];
 					const char *k;
@@ -1224,9 +1388,10 @@ graph_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 				break;
 			}
 			if (bson_iter_init(&fit, d) && bson_iter_find_descendant(&fit, gp->connect_from, &fit))
-				frontier_add(bson_iter_value(&fit), &next, &nn, &queried);
+				frontier_add(bson_iter_value(&fit), &next, &nn, &queried, coll);
 		}
 		agg_exec_free(sub);
+		match_free(m);
 		bson_destroy(&filter);
 		bson_destroy(&frontier);
 		frontier = next;
@@ -1261,6 +1426,7 @@ graph_close(agg_rt_t *rt)
 
 	storage_coll_release(gs->foreign);
 	bson_destroy(&gs->out);
+	bson_destroy(&gs->in);
 	bson_free(gs);
 }
 

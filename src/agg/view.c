@@ -2,8 +2,11 @@
  * view.c -- what reading a view means to a pipeline: follow its viewOn
  * chain (views of views) to the collection at the end and gather the
  * chain's pipelines, innermost first.  Used by the aggregate command (a
- * view as the aggregated namespace) and by $lookup / $unionWith (a view as
- * the foreign namespace); the definitions come from storage_view_get.
+ * view as the aggregated namespace) and by $lookup / $graphLookup /
+ * $unionWith (a view as the foreign namespace); the definitions come from
+ * storage_view_get.  Also the namespaces a pipeline reads, found by walking
+ * its BSON (mongod's involved namespaces), for the collation rules of
+ * commands/view.c.
  */
 #include "agg/agg_private.h"
 
@@ -50,7 +53,7 @@ agg_view_resolve(storage_t *st, const char *db, const char *name, char **base, b
 		bson_iter_t it;
 		if (++depth > AGG_VIEW_MAX_DEPTH) {
 			ret = terr_set(err, TERR_VIEW_DEPTH_LIMIT_EXCEEDED,
-			    "View depth too deep or view cycle detected. Maximum depth is %d", AGG_VIEW_MAX_DEPTH);
+			    "View depth too deep or view cycle detected; maximum depth is %d", AGG_VIEW_MAX_DEPTH);
 			break;
 		}
 		bson_free(src);
@@ -72,4 +75,53 @@ agg_view_resolve(storage_t *st, const char *db, const char *name, char **base, b
 		bson_destroy(&defs[i]);
 	bson_free(src);
 	return ret;
+}
+
+/* The namespace a stage's from/coll names (a string), when it is one. */
+static void
+involved_name(const bson_value_t *v, bson_t *names, int *n)
+{
+	char key[16];
+
+	if (v->value_type != BSON_TYPE_UTF8)
+		return;
+	bson_snprintf(key, sizeof(key), "%d", (*n)++);
+	bson_append_utf8(names, key, -1, v->value.v_utf8.str, (int)v->value.v_utf8.len);
+}
+
+void
+agg_pipeline_involved(const bson_t *stages, bson_t *names, int *n)
+{
+	bson_iter_t it, st, arg;
+
+	if (!bson_iter_init(&it, stages))
+		return;
+	while (bson_iter_next(&it)) {
+		const char *name;
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &st) || !bson_iter_next(&st))
+			continue;
+		name = bson_iter_key(&st);
+		if (strcmp(name, "$unionWith") == 0 && BSON_ITER_HOLDS_UTF8(&st)) {
+			involved_name(bson_iter_value(&st), names, n);
+			continue;
+		}
+		if (!BSON_ITER_HOLDS_DOCUMENT(&st))
+			continue;
+		if (strcmp(name, "$lookup") == 0 || strcmp(name, "$graphLookup") == 0 ||
+		    strcmp(name, "$unionWith") == 0) {
+			const char *field = name[1] == 'u' ? "coll" : "from";
+			bson_t sub;
+			if (bson_iter_recurse(&st, &arg) && bson_iter_find(&arg, field))
+				involved_name(bson_iter_value(&arg), names, n);
+			if (name[1] != 'g' && bson_iter_recurse(&st, &arg) && bson_iter_find(&arg, "pipeline") &&
+			    BSON_ITER_HOLDS_ARRAY(&arg) && agg_value_doc(bson_iter_value(&arg), &sub))
+				agg_pipeline_involved(&sub, names, n);
+		} else if (strcmp(name, "$facet") == 0 && bson_iter_recurse(&st, &arg)) {
+			while (bson_iter_next(&arg)) {
+				bson_t sub;
+				if (BSON_ITER_HOLDS_ARRAY(&arg) && agg_value_doc(bson_iter_value(&arg), &sub))
+					agg_pipeline_involved(&sub, names, n);
+			}
+		}
+	}
 }

@@ -304,6 +304,8 @@ CMD_HANDLER(cmd_aggregate)
 	a->host.get_or_create_coll = host_get_or_create;
 	a->host.list_local_sessions = host_list_sessions;
 	ERR(agg_pipeline_parse(stages, has_let ? &let : NULL, &a->host, &a->p, err));
+	/* the views the pipeline reads share its collation */
+	ERR(view_check_involved(c, stages, a->host.collation, err));
 
 	/* {aggregate: 1} only for collectionless first stages, and those only there */
 	if (coll == NULL) {

@@ -153,7 +153,7 @@ CMD_HANDLER(cmd_drop)
 	ERR(cmd_collection_arg(c, &name, err));
 	cmd_ns(ns, sizeof(ns), c->db, name);
 	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0) {
-		if (storage_view_drop(c->engine->st, c->db, name, err) == 0) {
+		if (view_drop(c, name, err) == 0) {
 			BSON_APPEND_UTF8(c->reply, "ns", ns);
 			return 0;
 		}
@@ -170,6 +170,8 @@ CMD_HANDLER(cmd_drop)
 		terr_clear(err);
 		return 0;
 	}
+	if (ret == 0 && strcmp(name, "system.views") == 0)
+		view_drop_all(c);   /* the definitions went with it, as on mongod */
 	if (ret == 0) {
 		BSON_APPEND_INT32(c->reply, "nIndexesWas", nindexes);
 		BSON_APPEND_UTF8(c->reply, "ns", ns);

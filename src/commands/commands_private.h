@@ -100,6 +100,12 @@ typedef struct view {
  * not, -1 with 165 ViewDepthLimitExceeded (agg_view_resolve). */
 int view_resolve(cmd_t *c, const char *name, view_t *v, terr_t *err);
 void view_free(view_t *v);
+/* Every view the stages read (agg_pipeline_involved: $lookup, $graphLookup,
+ * $unionWith, nested pipelines) must have coll as its default collation, as
+ * mongod's collatorCompatibleWithPipeline: 0, or -1 with 167
+ * OptionNotSupportedOnView "Cannot override a view's default
+ * collation<db>.<view>" (mongod's message, without a space). */
+int view_check_involved(cmd_t *c, const bson_t *stages, const struct coll *coll, terr_t *err);
 bool view_exists(cmd_t *c, const char *db, const char *name);
 /* 0 unless db.name is a view: then 166 CommandNotSupportedOnView
  * "Namespace <ns> is a view, not a collection" (writes, indexes, stats). */
@@ -115,6 +121,15 @@ int view_read(cmd_t *c, const char *kind, const char *view_name, terr_t *err);
 /* create with viewOn (other create options were refused by the caller);
  * collMod of a view (viewOn / pipeline). */
 int view_create(cmd_t *c, const char *name, terr_t *err);
+/* Drop view name of c->db and its system.views document (26 "ns not found"
+ * when it is no view). */
+int view_drop(cmd_t *c, const char *name, terr_t *err);
+/* Drop every view of c->db (system.views itself was dropped). */
+void view_drop_all(cmd_t *c);
+/* Document writes (insert, update, delete, findAndModify, $out, $merge)
+ * to system.views: 238, since the definitions live in the catalog and
+ * system.views only mirrors them; 0 for any other name. */
+int view_refuse_direct_write(cmd_t *c, const char *name, terr_t *err);
 int view_coll_mod(cmd_t *c, const char *name, bson_t *reply, terr_t *err);
 /* Option names create / collMod know (cmd_catalog.c, cmd_collmod.c). */
 bool cmd_is_create_option(const char *field);

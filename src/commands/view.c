@@ -10,7 +10,10 @@
  * find's options that aggregation lacks are refused with 168, count ends in
  * $count, distinct unwinds the key's path and collects it with $addToSet.
  * Everything that writes, indexes or reads storage sizes answers 166
- * CommandNotSupportedOnView.
+ * CommandNotSupportedOnView.  mongod's collation rules: a pipeline's views
+ * (and a view's: its viewOn, its pipeline's joins, the views that read it)
+ * share one default collation, 167 otherwise.  system.views mirrors the
+ * definitions as mongod's own store of them.
  *
  * Not here: the aggregate command itself (cmd_aggregate.c), which calls
  * view_resolve; how views are stored (storage/catalog.c).
@@ -22,6 +25,8 @@
 #include "agg/pipeline.h"
 #include "bson/collation.h"
 #include "bson/value.h"
+#include "commands/write.h"
+#include "common/mem.h"
 
 CMD_HANDLER(cmd_aggregate);
 
@@ -42,6 +47,28 @@ view_resolve(cmd_t *c, const char *name, view_t *v, terr_t *err)
 		bson_destroy(&def);
 	}
 	return rc;
+}
+
+int
+view_check_involved(cmd_t *c, const bson_t *stages, const coll_t *coll, terr_t *err)
+{
+	bson_t names = BSON_INITIALIZER, def;
+	bson_iter_t it;
+	int n = 0, ret = 0;
+
+	agg_pipeline_involved(stages, &names, &n);
+	bson_iter_init(&it, &names);
+	while (ret == 0 && bson_iter_next(&it)) {
+		const char *name = bson_iter_utf8(&it, NULL);
+		if (storage_view_get(c->engine->st, c->db, name, &def) != 0)
+			continue;
+		if (def_collation(&def) != coll)
+			ret = terr_set(err, TERR_OPTION_NOT_SUPPORTED_ON_VIEW,
+			    "Cannot override a view's default collation%s.%s", c->db, name);
+		bson_destroy(&def);
+	}
+	bson_destroy(&names);
+	return ret;
 }
 
 void
@@ -334,6 +361,119 @@ view_read(cmd_t *c, const char *kind, const char *view_name, terr_t *err)
 	return ret;
 }
 
+/* ---- system.views ---------------------------------------------------------- */
+
+/*
+ * mongod keeps view definitions as documents of <db>.system.views ({_id:
+ * "<db>.<view>", viewOn, pipeline[, collation]}), a collection created with
+ * the first view and kept when the last one goes (dropDatabase, or dropping
+ * system.views itself, removes it; dropping it also drops every view).
+ * Tamga's definitions live in the catalog (storage_view_*); the collection
+ * is kept as their mirror so that listCollections, find and dropDatabase
+ * see what they see on mongod.  Writes to it other than through create,
+ * collMod and drop are refused (view_refuse_direct_write).
+ */
+#define SYSTEM_VIEWS "system.views"
+
+typedef struct sysviews_put {
+	storage_coll_t *coll;
+	const char *ns;
+	const bson_t *def;        /* NULL: remove */
+} sysviews_put_t;
+
+static int
+sysviews_put_txn(storage_session_t *s, void *arg, terr_t *err)
+{
+	sysviews_put_t *p = arg;
+	bson_value_t id = {.value_type = BSON_TYPE_UTF8};
+	bson_t old, doc;
+	recid_t recid;
+	int rc;
+
+	id.value.v_utf8.str = (char *)p->ns;
+	id.value.v_utf8.len = (uint32_t)strlen(p->ns);
+	if ((rc = storage_doc_find_id(s, p->coll, &id, &recid, &old, err)) < 0)
+		return -1;
+	if (rc == 0) {
+		bson_t copy;
+		bson_copy_to(&old, &copy);
+		rc = storage_doc_delete(s, p->coll, recid, &copy, err);
+		bson_destroy(&copy);
+		RET(rc);
+	}
+	if (p->def == NULL)
+		return 0;
+	bson_init(&doc);
+	BSON_APPEND_UTF8(&doc, "_id", p->ns);
+	bson_concat(&doc, p->def);
+	rc = storage_doc_insert(s, p->coll, &doc, NULL, err);
+	bson_destroy(&doc);
+	return rc;
+}
+
+/* Set (def) or remove (NULL) the document of view name in system.views,
+ * creating the collection for the first one. */
+static int
+sysviews_put(cmd_t *c, const char *name, const bson_t *def, terr_t *err)
+{
+	sysviews_put_t p = {.def = def};
+	storage_session_t *s;
+	char *ns;
+	int ret;
+
+	if ((s = client_session(c->client, err)) == NULL)
+		return -1;
+	if (storage_coll_get(c->engine->st, c->db, SYSTEM_VIEWS, &p.coll, NULL) != 0 || p.coll == NULL) {
+		if (def == NULL)
+			return 0;
+		if (storage_coll_create(c->engine->st, s, c->db, SYSTEM_VIEWS, NULL, err) != 0) {
+			if (err->code != TERR_NAMESPACE_EXISTS)
+				return -1;
+			terr_clear(err);   /* created concurrently */
+		}
+		RET(storage_coll_get(c->engine->st, c->db, SYSTEM_VIEWS, &p.coll, err));
+	}
+	ns = bson_strdup_printf("%s.%s", c->db, name);
+	p.ns = ns;
+	ret = storage_txn_run(s, sysviews_put_txn, &p, write_concern_sync(c), err);
+	bson_free(ns);
+	storage_coll_release(p.coll);
+	return ret;
+}
+
+int
+view_drop(cmd_t *c, const char *name, terr_t *err)
+{
+	RET(storage_view_drop(c->engine->st, c->db, name, err));
+	return sysviews_put(c, name, NULL, err);
+}
+
+void
+view_drop_all(cmd_t *c)
+{
+	bson_t views = BSON_INITIALIZER;
+	bson_iter_t it;
+	terr_t e = TERR_INIT;
+
+	storage_list_views(c->engine->st, c->db, &views);
+	bson_iter_init(&it, &views);
+	while (bson_iter_next(&it)) {
+		(void)storage_view_drop(c->engine->st, c->db, bson_iter_key(&it), &e);
+		terr_clear(&e);
+	}
+	bson_destroy(&views);
+}
+
+int
+view_refuse_direct_write(cmd_t *c, const char *name, terr_t *err)
+{
+	if (strcmp(name, SYSTEM_VIEWS) != 0)
+		return 0;
+	return terr_set(err, TERR_NOT_IMPLEMENTED,
+	    "Writing to %s.%s directly is not supported by Tamga yet; use create, collMod and drop", c->db,
+	    SYSTEM_VIEWS);
+}
+
 /* ---- create and collMod ---------------------------------------------------- */
 
 /*
@@ -370,6 +510,7 @@ view_definition(cmd_t *c, const char *cmd, const char *name, const char *view_on
 	host.st = c->engine->st;
 	host.db = c->db;
 	host.coll = view_on;
+	host.views_unresolved = true;   /* the view graph is checked on its own */
 	RET(agg_pipeline_parse(pipeline, NULL, &host, &p, err));
 	agg_pipeline_free(p);
 	(void)cmd;
@@ -379,43 +520,6 @@ view_definition(cmd_t *c, const char *cmd, const char *name, const char *view_on
 	if (collation != NULL)
 		coll_append_spec(def, "collation", collation);
 	return 0;
-}
-
-/* Following viewOn from name must not come back to name (collMod can make
- * a cycle; create cannot, the name is new): 5 GraphContainsCycle "View
- * cycle detected: [db.a, db.b, db.a]", or 165 past 20 views. */
-static int
-check_no_cycle(cmd_t *c, const char *name, const char *view_on, terr_t *err)
-{
-	char *src = bson_strdup(view_on);
-	bson_string_t *path = bson_string_new(NULL);
-	int depth = 0, ret = 0;
-	bson_t def;
-
-	bson_string_append_printf(path, "%s.%s", c->db, name);
-	for (;;) {
-		bson_iter_t it;
-		bson_string_append_printf(path, ", %s.%s", c->db, src);
-		if (strcmp(src, name) == 0) {
-			ret = terr_set(err, TERR_GRAPH_CONTAINS_CYCLE, "View cycle detected: [%s]", path->str);
-			break;
-		}
-		if (storage_view_get(c->engine->st, c->db, src, &def) != 0)
-			break;
-		if (++depth >= VIEW_MAX_DEPTH) {
-			bson_destroy(&def);
-			ret = terr_set(err, TERR_VIEW_DEPTH_LIMIT_EXCEEDED,
-			    "View depth too deep or view cycle detected. Maximum depth is %d", VIEW_MAX_DEPTH);
-			break;
-		}
-		bson_free(src);
-		src = bson_iter_init_find(&it, &def, "viewOn") && BSON_ITER_HOLDS_UTF8(&it) ?
-		    bson_strdup(bson_iter_utf8(&it, NULL)) : bson_strdup("");
-		bson_destroy(&def);
-	}
-	bson_string_free(path, true);
-	bson_free(src);
-	return ret;
 }
 
 /* The default collation a view definition stores (NULL: simple). */
@@ -433,22 +537,233 @@ def_collation(const bson_t *def)
 	return out;
 }
 
-/* A view on a view shares its default collation (mongod's view graph):
- * 167 "View <ns> has conflicting collation with view <ns>". */
-static int
-check_source_collation(cmd_t *c, const char *name, const char *view_on, const coll_t *collation, terr_t *err)
+static bool
+ns_is_collection(cmd_t *c, const char *name)
 {
-	bson_t def;
-	const coll_t *src;
+	storage_coll_t *sc = NULL;
 
-	if (storage_view_get(c->engine->st, c->db, view_on, &def) != 0)
-		return 0;
-	src = def_collation(&def);
-	bson_destroy(&def);
-	if (src != collation)
-		return terr_set(err, TERR_OPTION_NOT_SUPPORTED_ON_VIEW, "View %s.%s has conflicting collation with view %s.%s",
-		    c->db, name, c->db, view_on);
+	if (storage_coll_get(c->engine->st, c->db, name, &sc, NULL) != 0 || sc == NULL)
+		return false;
+	storage_coll_release(sc);
+	return true;
+}
+
+/*
+ * mongod's view graph (views/view_graph.cpp): a node per namespace, an edge
+ * from each view to what it reads (its viewOn and the namespaces of its
+ * pipeline's $lookup / $graphLookup / $unionWith / $facet), checked when a
+ * definition is created or changed:
+ * - the views it reads share its collation: 167 "View <ns> has conflicting
+ *   collation with view <ns>";
+ * - no path leads back to it: 5 GraphContainsCycle "View cycle detected:
+ *   <ns> => <ns> => ... => <ns>" (mongod's message: the start, then the
+ *   path walked back from it);
+ * - the views that read it share its collation: 167 "View <ns> has a
+ *   collation that does not match the collation of view <ns>";
+ * - the longest chain of views through it holds at most 20: 165 "View
+ *   depth limit exceeded; maximum depth is 20".
+ * A name that is not a view is a leaf.  Heights are memoised, so a view
+ * reading the same view many times is walked once.
+ */
+typedef struct gnode {
+	const char *name;         /* borrowed (the views document or the caller) */
+	bson_t refs;              /* array of the names it reads */
+	const coll_t *coll;
+	int height, pheight;      /* 0: not computed yet */
+} gnode_t;
+
+typedef struct vgraph {
+	cmd_t *c;
+	bson_t views;             /* {name: definition} of the database */
+	gnode_t *n;
+	int count;
+	int path[VIEW_MAX_DEPTH + 2];
+} vgraph_t;
+
+/* The names def reads into refs (an array being built). */
+static void
+def_refs(const char *view_on, const bson_t *pipeline, bson_t *refs)
+{
+	int n = 0;
+	char key[16];
+
+	bson_init(refs);
+	if (pipeline != NULL)
+		agg_pipeline_involved(pipeline, refs, &n);
+	bson_snprintf(key, sizeof(key), "%d", n);
+	BSON_APPEND_UTF8(refs, key, view_on);
+}
+
+static void
+vgraph_init(vgraph_t *g, cmd_t *c, const char *name, const char *view_on, const bson_t *pipeline,
+            const coll_t *collation)
+{
+	bson_iter_t it;
+	int cap;
+
+	memset(g, 0, sizeof(*g));
+	g->c = c;
+	bson_init(&g->views);
+	storage_list_views(c->engine->st, c->db, &g->views);
+	cap = (int)bson_count_keys(&g->views) + 1;
+	g->n = tm_alloc0(sizeof(gnode_t) * (size_t)cap);   /* holds bson_t: aligned */
+	/* node 0: the definition being checked (its stored one, if any, is not
+	 * part of the graph) */
+	g->n[0].name = name;
+	g->n[0].coll = collation;
+	def_refs(view_on, pipeline, &g->n[0].refs);
+	g->count = 1;
+	bson_iter_init(&it, &g->views);
+	while (bson_iter_next(&it)) {
+		bson_t def, pipe;
+		bson_iter_t f;
+		const char *on = "";
+		bool has_pipe = false;
+		if (strcmp(bson_iter_key(&it), name) == 0 || !BSON_ITER_HOLDS_DOCUMENT(&it))
+			continue;
+		{
+			const uint8_t *d;
+			uint32_t l;
+			bson_iter_document(&it, &l, &d);
+			bson_init_static(&def, d, l);
+		}
+		if (bson_iter_init_find(&f, &def, "viewOn") && BSON_ITER_HOLDS_UTF8(&f))
+			on = bson_iter_utf8(&f, NULL);
+		if (bson_iter_init_find(&f, &def, "pipeline") && BSON_ITER_HOLDS_ARRAY(&f)) {
+			const uint8_t *d;
+			uint32_t l;
+			bson_iter_array(&f, &l, &d);
+			has_pipe = bson_init_static(&pipe, d, l);
+		}
+		g->n[g->count].name = bson_iter_key(&it);
+		g->n[g->count].coll = def_collation(&def);
+		def_refs(on, has_pipe ? &pipe : NULL, &g->n[g->count].refs);
+		g->count++;
+	}
+}
+
+static void
+vgraph_destroy(vgraph_t *g)
+{
+	for (int i = 0; i < g->count; i++)
+		bson_destroy(&g->n[i].refs);
+	bson_free(g->n);
+	bson_destroy(&g->views);
+}
+
+/* The node of a view, -1 for anything else. */
+static int
+vgraph_find(const vgraph_t *g, const char *name)
+{
+	for (int i = 0; i < g->count; i++)
+		if (strcmp(g->n[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static int
+depth_exceeded(terr_t *err)
+{
+	return terr_set(err, TERR_VIEW_DEPTH_LIMIT_EXCEEDED, "View depth limit exceeded; maximum depth is %d",
+	    VIEW_MAX_DEPTH);
+}
+
+/* Walk down from node cur (depth steps from node 0): a cycle back to node
+ * 0, or too deep; sets the heights. */
+static int
+vgraph_children(vgraph_t *g, int cur, int depth, terr_t *err)
+{
+	gnode_t *n = &g->n[cur];
+	bson_iter_t it;
+	int best = 0;
+
+	g->path[depth] = cur;
+	if (depth > 0 && cur == 0) {
+		bson_string_t *msg = bson_string_new("View cycle detected: ");
+		int ret;
+		bson_string_append_printf(msg, "%s.%s", g->c->db, g->n[0].name);
+		for (int i = depth; i >= 0; i--)
+			bson_string_append_printf(msg, " => %s.%s", g->c->db, g->n[g->path[i]].name);
+		ret = terr_set(err, TERR_GRAPH_CONTAINS_CYCLE, "%s", msg->str);
+		bson_string_free(msg, true);
+		return ret;
+	}
+	if (depth > VIEW_MAX_DEPTH)
+		return depth_exceeded(err);
+	bson_iter_init(&it, &n->refs);
+	while (bson_iter_next(&it)) {
+		int k = vgraph_find(g, bson_iter_utf8(&it, NULL)), h = 1;
+		if (k >= 0) {
+			if (g->n[k].height == 0 || k == 0)
+				RET(vgraph_children(g, k, depth + 1, err));
+			h = g->n[k].height;
+		}
+		if (h > best)
+			best = h;
+	}
+	n->height = best + 1;
 	return 0;
+}
+
+/* Walk up from node cur: the views reading it share its collation; sets
+ * the parents' heights. */
+static int
+vgraph_parents(vgraph_t *g, int cur, int depth, terr_t *err)
+{
+	gnode_t *n = &g->n[cur];
+	int best = 0;
+
+	if (depth > VIEW_MAX_DEPTH)
+		return depth_exceeded(err);
+	for (int i = 0; i < g->count; i++) {
+		bson_iter_t it;
+		bool reads = false;
+		if (i == cur)
+			continue;
+		bson_iter_init(&it, &g->n[i].refs);
+		while (!reads && bson_iter_next(&it))
+			reads = strcmp(bson_iter_utf8(&it, NULL), n->name) == 0;
+		if (!reads)
+			continue;
+		if (g->n[i].coll != n->coll)
+			return terr_set(err, TERR_OPTION_NOT_SUPPORTED_ON_VIEW,
+			    "View %s.%s has a collation that does not match the collation of view %s.%s", g->c->db,
+			    n->name, g->c->db, g->n[i].name);
+		if (g->n[i].pheight == 0)
+			RET(vgraph_parents(g, i, depth + 1, err));
+		if (g->n[i].pheight > best)
+			best = g->n[i].pheight;
+	}
+	n->pheight = best + 1;
+	return 0;
+}
+
+static int
+check_view_graph(cmd_t *c, const char *name, const char *view_on, const bson_t *pipeline,
+                 const coll_t *collation, terr_t *err)
+{
+	vgraph_t g;
+	bson_iter_t it;
+	int ret = 0;
+
+	vgraph_init(&g, c, name, view_on, pipeline, collation);
+	bson_iter_init(&it, &g.n[0].refs);
+	while (ret == 0 && bson_iter_next(&it)) {
+		int k = vgraph_find(&g, bson_iter_utf8(&it, NULL));
+		if (k > 0 && g.n[k].coll != collation)
+			ret = terr_set(err, TERR_OPTION_NOT_SUPPORTED_ON_VIEW,
+			    "View %s.%s has conflicting collation with view %s.%s", c->db, name, c->db, g.n[k].name);
+	}
+	if (ret == 0)
+		ret = vgraph_children(&g, 0, 0, err);
+	if (ret == 0)
+		ret = vgraph_parents(&g, 0, 0, err);
+	/* the views of the longest chain through it: those below (the height
+	 * counts the leaf) and those above (the parents' height counts it) */
+	if (ret == 0 && (g.n[0].height - 1) + (g.n[0].pheight - 1) > VIEW_MAX_DEPTH)
+		ret = depth_exceeded(err);
+	vgraph_destroy(&g);
+	return ret;
 }
 
 /* viewOn (a string) and pipeline (an array, [] when absent) of cmd. */
@@ -485,9 +800,14 @@ view_create(cmd_t *c, const char *name, terr_t *err)
 		    "Cannot create a view called '%s.%s'" : "Invalid system namespace: %s.%s", c->db, name);
 	if (bson_iter_init_find(&coll_it, c->body, "collation"))
 		RET(coll_parse_value(bson_iter_value(&coll_it), "create.collation", &collation, err));
-	RET(check_source_collation(c, name, view_on, collation, err));
 	RET(view_definition(c, "create", name, view_on, &pipeline, collation, &def, err));
-	ret = storage_view_create(c->engine->st, c->db, name, &def, err);
+	/* a namespace in use answers 48 (below) before the graph is checked */
+	ret = view_exists(c, c->db, name) || ns_is_collection(c, name) ? 0 :
+	    check_view_graph(c, name, view_on, &pipeline, collation, err);
+	if (ret == 0)
+		ret = storage_view_create(c->engine->st, c->db, name, &def, err);
+	if (ret == 0)
+		ret = sysviews_put(c, name, &def, err);
 	if (ret != 0 && err->code == TERR_NAMESPACE_EXISTS &&
 	    storage_view_get(c->engine->st, c->db, name, &existing) == 0) {
 		/* the same view again succeeds, as for collections */
@@ -540,14 +860,13 @@ view_coll_mod(cmd_t *c, const char *name, bson_t *reply, terr_t *err)
 			bson_copy_to(&old_pipeline, &pipeline);
 	}
 	collation = def_collation(&old);
-	ret = check_no_cycle(c, name, view_on != NULL ? view_on : "", err);
-	if (ret == 0)
-		ret = check_source_collation(c, name, view_on != NULL ? view_on : "", collation, err);
-	if (ret == 0)
-		ret = view_definition(c, "collMod", name, view_on != NULL ? view_on : "", &pipeline, collation, &def,
-		    err);
+	ret = view_definition(c, "collMod", name, view_on != NULL ? view_on : "", &pipeline, collation, &def, err);
 	if (ret == 0) {
-		ret = storage_view_set(c->engine->st, c->db, name, &def, err);
+		ret = check_view_graph(c, name, view_on != NULL ? view_on : "", &pipeline, collation, err);
+		if (ret == 0)
+			ret = storage_view_set(c->engine->st, c->db, name, &def, err);
+		if (ret == 0)
+			ret = sysviews_put(c, name, &def, err);
 		bson_destroy(&def);
 	}
 	if (!has_pipeline)

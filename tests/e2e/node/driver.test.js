@@ -124,6 +124,37 @@ test('views: createCollection with viewOn, reads, listCollections, refused write
 	assert.equal((await db.listCollections({ name: 'ca' }).toArray()).length, 0);
 });
 
+test('views in joins: $lookup by fields and $graphLookup from a view, collations, system.views', async () => {
+	await db.collection('stops').insertMany([{ _id: 'a', next: 'b', line: 'L1' }, { _id: 'b', next: 'c', line: 'l1' },
+		{ _id: 'c', next: 'a', line: 'L2' }, { _id: 'd', line: 'L1' }]);
+	await db.createCollection('openStops', { viewOn: 'stops', pipeline: [{ $match: { _id: { $ne: 'd' } } }] });
+	const stops = db.collection('stops');
+	const byLine = await stops.aggregate([{ $match: { _id: 'd' } },
+		{ $lookup: { from: 'openStops', localField: 'line', foreignField: 'line', as: 'same' } }]).toArray();
+	assert.deepEqual(byLine[0].same.map((d) => d._id), ['a']);
+	const route = await stops.aggregate([{ $match: { _id: 'a' } }, { $graphLookup: { from: 'openStops',
+		startWith: '$next', connectFromField: 'next', connectToField: '_id', as: 'route', depthField: 'n' } }]).toArray();
+	assert.deepEqual(route[0].route.map((d) => [d._id, Number(d.n)]), [['b', 0], ['c', 1], ['a', 2]]);
+	// a view of another default collation may not join a simple pipeline
+	await db.createCollection('ciStops', { viewOn: 'stops', collation: { locale: 'en', strength: 2 } });
+	await assert.rejects(stops.aggregate([{ $lookup: { from: 'ciStops', localField: 'line', foreignField: 'line',
+		as: 'x' } }]).toArray(), (e) => {
+		assert.equal(e.code, 167);
+		assert.equal(e.errmsg, "Cannot override a view's default collatione2e_node.ciStops");
+		return true;
+	});
+	const ci = await stops.aggregate([{ $match: { _id: 'd' } }, { $lookup: { from: 'ciStops', localField: 'line',
+		foreignField: 'line', as: 'same' } }], { collation: { locale: 'en', strength: 2 } }).toArray();
+	assert.deepEqual(ci[0].same.map((d) => d._id), ['a', 'b', 'd']);
+	// the definitions are documents of system.views, listed as a collection
+	const colls = await db.listCollections({ type: 'collection' }, { nameOnly: true }).toArray();
+	assert.ok(colls.some((c) => c.name === 'system.views'));
+	const defs = await db.collection('system.views').find({}, { projection: { _id: 1 } }).toArray();
+	assert.deepEqual(defs.map((d) => d._id).sort(), ['e2e_node.ciStops', 'e2e_node.openStops']);
+	await db.collection('ciStops').drop();
+	await db.collection('openStops').drop();
+});
+
 test('transactions are refused as a standalone mongod refuses them (code 20), and nothing is written', async () => {
 	const coll = db.collection('txn');
 	const session = client.startSession();
