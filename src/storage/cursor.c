@@ -155,7 +155,21 @@ static int
 cursor_attach(storage_cursor_t *cur, storage_session_t *s, terr_t *err)
 {
 	const char *uri = cur->ix != NULL ? cur->ix->ident : cur->c->ident;
-	int ret = s->ws->open_cursor(s->ws, uri, NULL, NULL, &cur->wc);
+	int ret;
+
+	/* the session's spare scan cursor, when it is on this table and no
+	 * table was dropped since it was put aside */
+	if (s->spare_scan != NULL) {
+		if (s->cur_epoch != atomic_load_explicit(&s->st->cursor_epoch, memory_order_acquire)) {
+			storage_session_cursors_close(s);
+		} else if (strcmp(s->spare_scan->uri, uri) == 0) {
+			cur->wc = s->spare_scan;
+			s->spare_scan = NULL;
+			cur->s = s;
+			return 0;
+		}
+	}
+	ret = s->ws->open_cursor(s->ws, uri, NULL, NULL, &cur->wc);
 
 	if (ret == ENOENT)
 		return terr_set(err, STORAGE_CODE_QUERY_PLAN_KILLED, "collection dropped");
@@ -439,14 +453,30 @@ storage_cursor_typebits(storage_cursor_t *cur, const uint8_t **tb, size_t *tb_le
 	return 0;
 }
 
+/* Give the WiredTiger cursor back: reset, as the session's spare scan
+ * cursor when that place is free (and no drop moved the epoch), else
+ * closed. */
+static void
+wc_release(storage_cursor_t *cur)
+{
+	storage_session_t *s = cur->s;
+
+	if (cur->wc == NULL)
+		return;
+	if (s != NULL && s->spare_scan == NULL &&
+	    s->cur_epoch == atomic_load_explicit(&s->st->cursor_epoch, memory_order_acquire) &&
+	    cur->wc->reset(cur->wc) == 0)
+		s->spare_scan = cur->wc;
+	else
+		cur->wc->close(cur->wc);
+	cur->wc = NULL;
+}
+
 int
 storage_cursor_save(storage_cursor_t *cur, terr_t *err)
 {
 	settle(cur);
-	if (cur->wc != NULL) {
-		cur->wc->close(cur->wc);
-		cur->wc = NULL;
-	}
+	wc_release(cur);
 	cur->s = NULL;
 	if (cur->state == CUR_POSITIONED)
 		cur->state = CUR_REPOSITION;
@@ -491,8 +521,7 @@ storage_cursor_close(storage_cursor_t *cur)
 		return;
 	if (cur->s != NULL && cur->s->lazy_key == cur)
 		cur->s->lazy_key = NULL;
-	if (cur->wc != NULL)
-		cur->wc->close(cur->wc);
+	wc_release(cur);
 	storage_coll_release(cur->c);
 	bytes_free(&cur->last_key);
 	bytes_free(&cur->last_tb);

@@ -418,6 +418,10 @@ storage_session_cursors_close(storage_session_t *s)
 		bson_free(s->cur[i].uri);
 	}
 	s->ncur = 0;
+	if (s->spare_scan != NULL) {
+		s->spare_scan->close(s->spare_scan);
+		s->spare_scan = NULL;
+	}
 	s->cur_epoch = atomic_load(&s->st->cursor_epoch);
 }
 

@@ -122,6 +122,10 @@ struct storage_session {
 	 * dropped: an open cursor would keep it busy). */
 	session_cursor_t cur[SESSION_CURSORS];
 	int ncur;
+	/* The last scan cursor (cursor.c) a storage cursor gave back, reset,
+	 * for the next scan of the same table: a query per request opens and
+	 * closes one.  Closed with the cached ones. */
+	WT_CURSOR *spare_scan;
 	uint64_t cur_epoch;
 	uint64_t cur_tick;
 	uint64_t pool_puts;        /* returns to the pool (WT reset every Nth) */
