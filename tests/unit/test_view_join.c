@@ -50,31 +50,6 @@ ok(const char *cmd)
 	tt_free_reply(r);
 }
 
-/* "[ {...}, {...} ]" or "[ ]" */
-static char *
-array_json(const bson_t *arr)
-{
-	bson_string_t *s = bson_string_new("[ ");
-	bson_iter_t it;
-	bool first = true;
-
-	bson_iter_init(&it, arr);
-	while (bson_iter_next(&it)) {
-		const uint8_t *d;
-		uint32_t l;
-		bson_t doc;
-		char *j;
-		bson_iter_document(&it, &l, &d);
-		bson_init_static(&doc, d, l);
-		j = bson_as_relaxed_extended_json(&doc, NULL);
-		bson_string_append_printf(s, "%s%s", first ? "" : ", ", j);
-		bson_free(j);
-		first = false;
-	}
-	bson_string_append(s, first ? "]" : " ]");
-	return bson_string_free(s, false);
-}
-
 /* The firstBatch of cmd as relaxed JSON, or "error <code>: <errmsg>". */
 static char *
 batch(const char *cmd)
@@ -92,7 +67,7 @@ batch(const char *cmd)
 		bson_t arr;
 		bson_iter_array(&f, &l, &d);
 		bson_init_static(&arr, d, l);
-		out = array_json(&arr);
+		out = tt_array_json(&arr);
 	} else {
 		out = bson_strdup("ok");
 	}

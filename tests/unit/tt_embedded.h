@@ -1,7 +1,8 @@
 /*
  * tt_embedded.h -- helpers for the unit tests that drive the embedded API
  * (tamga/tamga.h): run a command given as relaxed extended JSON, free its
- * reply, read one field of a reply by dotted path, open a new database in
+ * reply, read one field of a reply by dotted path, print an array of
+ * documents as JSON, open a new database in
  * a throw-away folder and remove it at the end.  Include after tt.h.
  */
 #ifndef TAMGA_TESTS_TT_EMBEDDED_H
@@ -78,6 +79,32 @@ tt_get_str(const bson_t *doc, const char *path)
 	bson_iter_t f;
 
 	return tt_get(doc, path, &f) && BSON_ITER_HOLDS_UTF8(&f) ? bson_iter_utf8(&f, NULL) : "";
+}
+
+/* An array of documents as relaxed JSON, "[ {...}, {...} ]" or "[ ]"; the
+ * caller bson_free()s it. */
+static inline char *
+tt_array_json(const bson_t *arr)
+{
+	bson_string_t *s = bson_string_new("[ ");
+	bson_iter_t it;
+	bool first = true;
+
+	bson_iter_init(&it, arr);
+	while (bson_iter_next(&it)) {
+		const uint8_t *d;
+		uint32_t l;
+		bson_t doc;
+		char *j;
+		bson_iter_document(&it, &l, &d);
+		bson_init_static(&doc, d, l);
+		j = bson_as_relaxed_extended_json(&doc, NULL);
+		bson_string_append_printf(s, "%s%s", first ? "" : ", ", j);
+		bson_free(j);
+		first = false;
+	}
+	bson_string_append(s, first ? "]" : " ]");
+	return bson_string_free(s, false);
 }
 
 /* A new database in the folder dir (tamga_open with "create"); prints the
