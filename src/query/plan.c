@@ -258,14 +258,6 @@ natural_sort(const bson_t *sort, bool *backward)
 	return true;
 }
 
-static bool
-spec_bool(const bson_t *spec, const char *name)
-{
-	bson_iter_t it;
-
-	return spec != NULL && bson_iter_init_find(&it, spec, name) && bson_iter_as_bool(&it);
-}
-
 /*
  * mongod's express path for a single equality {p: v} (8.0+): an index whose
  * first field is p, with limit 1, or a unique single-field index on p
@@ -314,7 +306,7 @@ express_index(const storage_coll_t *coll, const match_t *m, int64_t limit)
 		const storage_index_t *ix = &coll->indexes[i];
 		bson_iter_t k;
 		int n = (int)bson_count_keys(ix->key);
-		if (ix->is_id || spec_bool(ix->spec, "hidden") || bson_has_field(ix->spec, "partialFilterExpression") ||
+		if (ix->is_id || ix->hidden || ix->partial ||
 		    !bson_iter_init(&k, ix->key) || !bson_iter_next(&k) || !BSON_ITER_HOLDS_NUMBER(&k) ||
 		    strcmp(bson_iter_key(&k), path) != 0)
 			continue;
@@ -340,8 +332,7 @@ distinct_index(const storage_coll_t *coll, const char *key)
 		const storage_index_t *ix = &coll->indexes[i];
 		bson_iter_t k;
 		int n = (int)bson_count_keys(ix->key);
-		if (ix->multikey || spec_bool(ix->spec, "hidden") || spec_bool(ix->spec, "sparse") ||
-		    bson_has_field(ix->spec, "partialFilterExpression") || keygen_is_wildcard(ix) ||
+		if (ix->multikey || ix->hidden || ix->sparse || ix->partial || ix->wildcard ||
 		    !bson_iter_init(&k, ix->key) || !bson_iter_next(&k) || !BSON_ITER_HOLDS_NUMBER(&k) ||
 		    strcmp(bson_iter_key(&k), key) != 0)
 			continue;
@@ -479,7 +470,7 @@ covered_for(const plan_exec_t *x, const planner_solution_t *sol)
 				return false;
 		}
 	}
-	sparse1 = sol->nfields == 1 && spec_bool(ix->spec, "sparse");
+	sparse1 = sol->nfields == 1 && ix->sparse;
 	if (!bson_iter_init(&it, x->proj_doc))
 		return false;
 	while (bson_iter_next(&it)) {

@@ -534,14 +534,6 @@ sort_on_multikey(const bson_t *sort, const planner_field_t *f, int nf)
 }
 
 static bool
-index_spec_bool(const storage_index_t *ix, const char *f)
-{
-	bson_iter_t it;
-
-	return ix->spec != NULL && bson_iter_init_find(&it, ix->spec, f) && bson_iter_as_bool(&it);
-}
-
-static bool
 path_has_positional(const char *p)
 {
 	const char *c = p;
@@ -1082,7 +1074,7 @@ hint_find(const storage_coll_t *coll, const bson_value_t *hint, int *ixn, bool *
 	if (hint->value_type == BSON_TYPE_UTF8) {
 		for (i = 0; i < coll->nindexes; i++)
 			if (strcmp(coll->indexes[i].name, hint->value.v_utf8.str) == 0 &&
-			    !index_spec_bool(&coll->indexes[i], "hidden")) {
+			    !coll->indexes[i].hidden) {
 				*ixn = i;
 				return 0;
 			}
@@ -1116,7 +1108,7 @@ hint_find(const storage_coll_t *coll, const bson_value_t *hint, int *ixn, bool *
 					break;
 				}
 			}
-			if (eq && !index_spec_bool(&coll->indexes[i], "hidden")) {
+			if (eq && !coll->indexes[i].hidden) {
 				*ixn = i;
 				return 0;
 			}
