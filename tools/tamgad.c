@@ -50,6 +50,7 @@ typedef struct opts {
 	bool tls_allow_invalid_certs;
 	bool tls_allow_no_cert;
 	bool no_unix_socket;
+	bool unix_socket_given;        /* net.unixDomainSocket.enabled was set (echoed as set) */
 	char *unix_socket_prefix;
 	int unix_socket_mode;          /* 0 = not given (0700) */
 } opts_t;
@@ -170,6 +171,7 @@ apply(opts_t *o, const char *name, const char *v)
 		/* accepted; tamgad listens on the addresses given */
 	} else if (strcmp(name, "net.unixDomainSocket.enabled") == 0) {
 		o->no_unix_socket = !parse_bool(v);
+		o->unix_socket_given = true;
 	} else if (strcmp(name, "net.unixDomainSocket.pathPrefix") == 0) {
 		set_str(&o->unix_socket_prefix, v);
 	} else if (strcmp(name, "net.unixDomainSocket.filePermissions") == 0) {
@@ -417,10 +419,10 @@ parsed_doc(const opts_t *o)
 		bson_append_document_end(&sub, &sub2);
 	}
 	BSON_APPEND_INT32(&sub, "port", o->port > 0 ? o->port : (o->port == 0 ? 27017 : 0));
-	if (o->no_unix_socket || o->unix_socket_prefix || o->unix_socket_mode) {
+	if (o->unix_socket_given || o->unix_socket_prefix || o->unix_socket_mode) {
 		BSON_APPEND_DOCUMENT_BEGIN(&sub, "unixDomainSocket", &sub2);
-		if (o->no_unix_socket)
-			BSON_APPEND_BOOL(&sub2, "enabled", false);
+		if (o->unix_socket_given)
+			BSON_APPEND_BOOL(&sub2, "enabled", !o->no_unix_socket);
 		if (o->unix_socket_mode)
 			BSON_APPEND_INT32(&sub2, "filePermissions", o->unix_socket_mode);
 		if (o->unix_socket_prefix)

@@ -193,6 +193,9 @@ PID5=$!
 PIDS+=("$PID5")
 if wait_sock "$WORK/s/mongodb-$P5.sock" "$PID5"; then ok "net.unixDomainSocket from --config"; else nok "config: $(tail -n 3 "$WORK/five.log")"; fi
 [ "$(mode "$WORK/s/mongodb-$P5.sock")" = 750 ] && ok "filePermissions: 0750 from --config" || nok "mode $(mode "$WORK/s/mongodb-$P5.sock")"
+out=$(sock_cmd "$WORK/s/mongodb-$P5.sock" '{"getCmdLineOpts": 1, "$db": "admin"}')
+[[ $out == *'"unixDomainSocket": {"enabled": true, "filePermissions": 488, "pathPrefix": "'"$WORK/s"'"}'* ]] \
+	&& ok "getCmdLineOpts echoes enabled: true from --config" || nok "getCmdLineOpts: $out"
 stop "$PID5" TERM
 
 # 8. refusals: a file that is not a socket, a bad --filePermissions
