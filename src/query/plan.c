@@ -1055,7 +1055,9 @@ ixscan_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, t
 		if (rc == 1)
 			continue;
 		x->stats.docs_examined++;
-		if (x->match == NULL)
+		/* exact bounds decide the filter (the FETCH has none in explain,
+		 * and covered plans already rely on it) */
+		if (x->match == NULL || x->sol->exact)
 			rc = 1;
 		else if ((rc = match_exec(x->match, doc, NULL, err)) < 0)
 			return -1;
