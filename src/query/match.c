@@ -1262,6 +1262,20 @@ match_is_id_point(const match_t *m, const bson_value_t **id)
 	return true;
 }
 
+bool
+match_single_eq(const match_t *m, const char **path, const bson_value_t **v)
+{
+	const mnode_t *n = m->root;
+
+	while (n->kind == MK_AND && n->nkids == 1)
+		n = n->kids[0];
+	if (n->kind != MK_EQ || !n->has_path)
+		return false;
+	*path = n->path.full;
+	*v = &n->val;
+	return true;
+}
+
 static bool
 eq_walk(const mnode_t *n, match_eq_fn fn, void *ctx)
 {

@@ -93,6 +93,11 @@ bool match_is_trivially_true(const match_t *m);
  */
 bool match_is_id_point(const match_t *m, const bson_value_t **id);
 
+/* True when the whole filter is one equality {path: v} (alone, or the one
+ * member of an $and): *path and *v borrow from m.  The shape of mongod's
+ * single-field express path. */
+bool match_single_eq(const match_t *m, const char **path, const bson_value_t **v);
+
 /*
  * Top-level equality predicates, as upsert seeds its new document and the
  * planner uses for point bounds: `{a: v}`, `{a: {$eq: v}}`, `{a: {$in: [v]}}`

@@ -267,37 +267,15 @@ natural_sort(const bson_t *sort, bool *backward)
 static int
 express_index(const storage_coll_t *coll, const match_t *m, int64_t limit)
 {
-	bson_t *norm;
-	bson_iter_t it, op;
 	const char *path;
 	const bson_value_t *v;
 	int i, best = -1, best_n = 0;
 
-	if (m == NULL)
+	if (m == NULL || !match_single_eq(m, &path, &v))
 		return -1;
-	if (limit != 1) {
-		/* only a unique one-field index qualifies: look before normalizing */
-		for (i = 0; i < coll->nindexes; i++)
-			if (!coll->indexes[i].is_id && coll->indexes[i].unique && bson_count_keys(coll->indexes[i].key) == 1)
-				break;
-		if (i == coll->nindexes)
-			return -1;
-	}
-	norm = match_to_bson(m);
-	if (bson_count_keys(norm) != 1 || !bson_iter_init(&it, norm) || !bson_iter_next(&it) ||
-	    bson_iter_key(&it)[0] == '$' || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &op) ||
-	    !bson_iter_next(&op) || strcmp(bson_iter_key(&op), "$eq") != 0 || bson_iter_next(&op)) {
-		bson_destroy(norm);
-		return -1;
-	}
-	bson_iter_recurse(&it, &op);
-	bson_iter_next(&op);
-	v = bson_iter_value(&op);
-	path = bson_iter_key(&it);
 	switch (v->value_type) {
 	case BSON_TYPE_NULL: case BSON_TYPE_UNDEFINED: case BSON_TYPE_ARRAY: case BSON_TYPE_REGEX:
 	case BSON_TYPE_MINKEY: case BSON_TYPE_MAXKEY:
-		bson_destroy(norm);
 		return -1;
 	default:
 		break;
@@ -317,7 +295,6 @@ express_index(const storage_coll_t *coll, const match_t *m, int64_t limit)
 			best_n = n;
 		}
 	}
-	bson_destroy(norm);
 	return best;
 }
 

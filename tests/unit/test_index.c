@@ -281,6 +281,17 @@ test_express_sort_sparse_partial(void)
 	TT_EQ_INT(tt_get_i64(r, "executionStats.nReturned"), 1);
 	TT_EQ_INT(tt_get_i64(r, "executionStats.totalKeysExamined"), 1);
 	tt_free_reply(r);
+	/* the same equality as the one member of an $and: still express, as
+	 * mongod (it simplifies the $and away) */
+	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"$and\": [{\"a\": 1}]}, \"limit\": 1}, \"verbosity\": \"executionStats\"}", &rc);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.stage"), "EXPRESS_IXSCAN");
+	TT_EQ_INT(tt_get_i64(r, "executionStats.nReturned"), 1);
+	TT_EQ_INT(tt_get_i64(r, "executionStats.totalKeysExamined"), 1);
+	tt_free_reply(r);
+	/* two equalities: not the express shape */
+	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"a\": 1, \"b\": 2}, \"limit\": 1}, \"verbosity\": \"queryPlanner\"}", &rc);
+	TT_ASSERT(strcmp(tt_get_str(r, "queryPlanner.winningPlan.stage"), "EXPRESS_IXSCAN") != 0);
+	tt_free_reply(r);
 	/* sort satisfied by the index after an equality prefix: no SORT */
 	r = run("{\"explain\": {\"find\": \"e\", \"filter\": {\"a\": 1}, \"sort\": {\"b\": -1}}, \"verbosity\": \"executionStats\"}", &rc);
 	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.stage"), "FETCH");
