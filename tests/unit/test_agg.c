@@ -53,7 +53,6 @@ agg(const char *coll, const char *pipeline)
 {
 	char *cmd;
 	bson_t *r;
-	bson_iter_t it, f;
 	int rc;
 	char *out;
 
@@ -64,24 +63,7 @@ agg(const char *coll, const char *pipeline)
 		    pipeline);
 	r = run("test", cmd, &rc);
 	bson_free(cmd);
-	if (rc != 0) {
-		const char *msg = "";
-		int64_t code = 0;
-		if (bson_iter_init_find(&it, r, "errmsg"))
-			msg = bson_iter_utf8(&it, NULL);
-		if (bson_iter_init_find(&it, r, "code"))
-			code = bson_iter_as_int64(&it);
-		out = bson_strdup_printf("error %d: %s", (int)code, msg);
-	} else if (bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "cursor.firstBatch", &f)) {
-		const uint8_t *d;
-		uint32_t l;
-		bson_t arr;
-		bson_iter_array(&f, &l, &d);
-		bson_init_static(&arr, d, l);
-		out = tt_array_json(&arr);
-	} else {
-		out = bson_strdup("no firstBatch");
-	}
+	out = tt_batch_text(r, rc, "no firstBatch");
 	tt_free_reply(r);
 	return out;
 }

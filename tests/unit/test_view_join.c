@@ -56,21 +56,8 @@ batch(const char *cmd)
 {
 	int rc;
 	bson_t *r = run(cmd, &rc);
-	bson_iter_t f;
-	char *out;
+	char *out = tt_batch_text(r, rc, "ok");
 
-	if (rc != 0) {
-		out = bson_strdup_printf("error %d: %s", (int)tt_get_i64(r, "code"), tt_get_str(r, "errmsg"));
-	} else if (tt_get(r, "cursor.firstBatch", &f) && BSON_ITER_HOLDS_ARRAY(&f)) {
-		const uint8_t *d;
-		uint32_t l;
-		bson_t arr;
-		bson_iter_array(&f, &l, &d);
-		bson_init_static(&arr, d, l);
-		out = tt_array_json(&arr);
-	} else {
-		out = bson_strdup("ok");
-	}
 	tt_free_reply(r);
 	return out;
 }

@@ -107,6 +107,26 @@ tt_array_json(const bson_t *arr)
 	return bson_string_free(s, false);
 }
 
+/* A cursor reply as text: "error <code>: <errmsg>" when rc is not 0, else
+ * its firstBatch as tt_array_json, else `none`.  The caller bson_free()s it. */
+static inline char *
+tt_batch_text(const bson_t *reply, int rc, const char *none)
+{
+	bson_iter_t f;
+
+	if (rc != 0)
+		return bson_strdup_printf("error %d: %s", (int)tt_get_i64(reply, "code"), tt_get_str(reply, "errmsg"));
+	if (tt_get(reply, "cursor.firstBatch", &f) && BSON_ITER_HOLDS_ARRAY(&f)) {
+		const uint8_t *d;
+		uint32_t l;
+		bson_t arr;
+		bson_iter_array(&f, &l, &d);
+		bson_init_static(&arr, d, l);
+		return tt_array_json(&arr);
+	}
+	return bson_strdup(none);
+}
+
 /* A new database in the folder dir (tamga_open with "create"); prints the
  * error and returns NULL when it cannot be opened. */
 static inline tamga_t *
