@@ -13,6 +13,7 @@
 #include <sys/random.h>
 
 #include "bson/value.h"
+#include "common/mem.h"
 #include "common/version.h"
 
 typedef struct cursor {
@@ -47,7 +48,7 @@ mono_ms(void)
 cursor_registry_t *
 cursor_registry_new(void)
 {
-	cursor_registry_t *r = bson_malloc0(sizeof(*r));
+	cursor_registry_t *r = tm_malloc0(sizeof(*r));
 
 	pthread_mutex_init(&r->lock, NULL);
 	return r;
@@ -187,7 +188,8 @@ fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batc
  * The batch is written straight into the reply ({cursor: {firstBatch: [
  * opened here, closed by batch_close), so each document is copied once, from
  * the source into the reply.  An empty reply first gets room for about
- * `expect` bytes (a first batch: 1 KiB, past libbson's inline 120 bytes; a
+ * `expect` bytes (a first batch: ~1 KiB with the reserve, past libbson's
+ * inline 120 bytes and under glibc's per-thread cache limit; a
  * getMore: the previous batch's size), so that the batch does not grow the
  * buffer (and copy it) a dozen times on the way.
  */
@@ -232,7 +234,7 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		bs = -1;	/* singleBatch without batchSize: everything up to 16 MiB */
 	if (limit > 0 && (bs < 0 || bs > limit))
 		bs = limit;
-	batch_open(reply, "firstBatch", 1024, &cur, &arr);
+	batch_open(reply, "firstBatch", 480, &cur, &arr);
 	if (fill_batch(src, s, &arr, bs, &limit, &pending, &exhausted, &bytes, 0, err) != 0) {
 		batch_close(reply, &cur, &arr, true, 0, ns);
 		if (pending)
@@ -252,7 +254,7 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 			src->free(src->state);
 			return -1;
 		}
-		c = bson_malloc0(sizeof(*c));
+		c = tm_malloc0(sizeof(*c));
 		c->ns = bson_strdup(ns);
 		c->owner = opts->owner ? bson_strdup(opts->owner) : NULL;
 		c->src = *src;

@@ -13,63 +13,18 @@
 #include <string.h>
 #include <time.h>
 
-/* ---- arena --------------------------------------------------------------- */
-
-struct expr_arena_block {
-	expr_arena_block_t *next;
-	size_t used, cap;
-	max_align_t data[];
-};
-
-#define ARENA_BLOCK 8192
+/* ---- arena (common/arena.h) ---------------------------------------------- */
 
 void *
 expr_env_alloc(expr_env_t *env, size_t n)
 {
-	expr_arena_block_t *b = env->blocks;
-
-	n = (n + 15) & ~(size_t)15;
-	if (n == 0)
-		n = 16;
-	if (b == NULL || b->cap - b->used < n) {
-		size_t cap = n > ARENA_BLOCK / 2 ? n : ARENA_BLOCK;
-		expr_arena_block_t *nb = bson_malloc(sizeof(*nb) + cap);
-		nb->cap = cap;
-		nb->used = 0;
-		if (b != NULL && n > ARENA_BLOCK / 2) {
-			/* big allocation: keep the current block on top */
-			nb->next = b->next;
-			b->next = nb;
-			nb->used = n;
-			return (void *)nb->data;
-		}
-		nb->next = b;
-		env->blocks = b = nb;
-	}
-	void *p = (char *)b->data + b->used;
-	b->used += n;
-	return p;
+	return tm_arena_alloc(&env->arena, n);
 }
 
 void
 expr_env_reset(expr_env_t *env)
 {
-	expr_arena_block_t *b = env->blocks, *next;
-
-	if (b == NULL)
-		return;
-	/* keep one block for the next document */
-	while (b->next != NULL) {
-		next = b->next;
-		b->next = next->next;
-		bson_free(next);
-	}
-	if (b->cap > ARENA_BLOCK) {
-		bson_free(b);
-		env->blocks = NULL;
-	} else {
-		b->used = 0;
-	}
+	tm_arena_reset(&env->arena);
 }
 
 void
@@ -97,55 +52,10 @@ expr_set_doc_from(expr_env_t *env, bson_value_t *v, bson_t *b, bool array)
 	bson_destroy(b);
 }
 
-static void *
-copy_bytes(expr_env_t *env, const void *src, size_t n, bool nul)
-{
-	uint8_t *p = expr_env_alloc(env, n + (nul ? 1 : 0));
-	if (n)
-		memcpy(p, src, n);
-	if (nul)
-		p[n] = 0;
-	return p;
-}
-
 void
 expr_env_copy_value(expr_env_t *env, const bson_value_t *v, bson_value_t *out)
 {
-	*out = *v;
-	switch (v->value_type) {
-	case BSON_TYPE_UTF8:
-		out->value.v_utf8.str = copy_bytes(env, v->value.v_utf8.str, v->value.v_utf8.len, true);
-		break;
-	case BSON_TYPE_DOCUMENT:
-	case BSON_TYPE_ARRAY:
-		out->value.v_doc.data = copy_bytes(env, v->value.v_doc.data, v->value.v_doc.data_len, false);
-		break;
-	case BSON_TYPE_BINARY:
-		out->value.v_binary.data = copy_bytes(env, v->value.v_binary.data, v->value.v_binary.data_len, false);
-		break;
-	case BSON_TYPE_REGEX:
-		out->value.v_regex.regex = copy_bytes(env, v->value.v_regex.regex, strlen(v->value.v_regex.regex), true);
-		out->value.v_regex.options = copy_bytes(env, v->value.v_regex.options, strlen(v->value.v_regex.options), true);
-		break;
-	case BSON_TYPE_CODE:
-		out->value.v_code.code = copy_bytes(env, v->value.v_code.code, v->value.v_code.code_len, true);
-		break;
-	case BSON_TYPE_SYMBOL:
-		out->value.v_symbol.symbol = copy_bytes(env, v->value.v_symbol.symbol, v->value.v_symbol.len, true);
-		break;
-	case BSON_TYPE_DBPOINTER:
-		out->value.v_dbpointer.collection = copy_bytes(env, v->value.v_dbpointer.collection,
-		                                               v->value.v_dbpointer.collection_len, true);
-		break;
-	case BSON_TYPE_CODEWSCOPE:
-		out->value.v_codewscope.code = copy_bytes(env, v->value.v_codewscope.code,
-		                                          v->value.v_codewscope.code_len, true);
-		out->value.v_codewscope.scope_data = copy_bytes(env, v->value.v_codewscope.scope_data,
-		                                                v->value.v_codewscope.scope_len, false);
-		break;
-	default:
-		break;
-	}
+	tm_arena_value_copy(&env->arena, v, out);
 }
 
 /* ---- env ----------------------------------------------------------------- */
@@ -156,6 +66,7 @@ expr_env_new(void)
 	expr_env_t *env = bson_malloc0(sizeof(*env));
 	struct timespec ts;
 
+	tm_arena_init(&env->arena, NULL, 0);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	env->now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 	expr_set_missing(&env->root);
@@ -172,8 +83,7 @@ expr_env_destroy(expr_env_t *env)
 {
 	if (env == NULL)
 		return;
-	expr_env_reset(env);
-	bson_free(env->blocks);
+	tm_arena_destroy(&env->arena);
 	for (size_t i = 0; i < env->nvars; i++)
 		bson_free(env->var_owned[i]);
 	bson_free(env->var_owned);

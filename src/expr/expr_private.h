@@ -9,6 +9,7 @@
 #ifndef TAMGA_EXPR_PRIVATE_H
 #define TAMGA_EXPR_PRIVATE_H
 
+#include "common/arena.h"
 #include "bson/collation.h"
 #include "expr/expr.h"
 
@@ -73,8 +74,6 @@ extern const expr_op_t expr_ops_misc[];
 
 /* ---- env ---------------------------------------------------------------- */
 
-typedef struct expr_arena_block expr_arena_block_t;
-
 struct expr_env {
 	bson_value_t *vars;     /* per id; BSON_TYPE_EOD = unset/missing */
 	uint8_t **var_owned;    /* heap storage behind vars[i] (set_var) */
@@ -84,7 +83,7 @@ struct expr_env {
 	uint32_t ct_t, ct_i;
 	bool ct_set;            /* $$CLUSTER_TIME available (replica set) */
 	bson_value_t meta;      /* $meta fields (document) or missing */
-	expr_arena_block_t *blocks;
+	tm_arena_t arena;       /* owns evaluation results (common/arena.h) */
 	int depth;              /* recursion guard */
 	uint64_t rand_state;
 };

@@ -36,7 +36,7 @@ static int parse_sub(pctx_t *p, const char *path, const bson_value_t *sub, mnode
 mnode_t *
 match_node_new(mkind_t kind)
 {
-	mnode_t *n = bson_malloc0(sizeof *n);
+	mnode_t *n = tm_malloc0(sizeof *n);
 
 	n->kind = kind;
 	return n;
@@ -1153,7 +1153,7 @@ int
 match_compile(const bson_t *filter, const match_options_t *opts, match_t **out, terr_t *err)
 {
 	/* one block: the match_t, then its copy of the filter's bytes */
-	match_t *m = bson_malloc0(sizeof *m + filter->len);
+	match_t *m = tm_malloc0(sizeof *m + filter->len);
 	pctx_t p = {opts, m, err};
 	int ret = 0;
 

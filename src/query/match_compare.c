@@ -121,7 +121,7 @@ match_in_prepare(mnode_t *n, terr_t *err)
 	bson_iter_init_from_data(&it, n->val.value.v_doc.data, n->val.value.v_doc.data_len);
 	while (bson_iter_next(&it))
 		cap++;
-	n->u.in.sorted = bson_malloc0(sizeof(bson_value_t) * (cap ? cap : 1));
+	n->u.in.sorted = tm_malloc0(sizeof(bson_value_t) * (cap ? cap : 1));
 	bson_iter_init_from_data(&it, n->val.value.v_doc.data, n->val.value.v_doc.data_len);
 	while (bson_iter_next(&it)) {
 		const bson_value_t *e = bson_iter_value(&it);

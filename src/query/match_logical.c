@@ -61,7 +61,7 @@ match_expr_compile(mnode_t *n, const bson_value_t *arg, const match_options_t *o
 	bson_iter_t it;
 	int ret = 0;
 
-	x = bson_malloc0(sizeof *x);
+	x = tm_malloc0(sizeof *x);
 	scope = expr_scope_new();
 	if (opts != NULL && opts->now_ms != 0) {
 		x->now_ms = opts->now_ms;
@@ -77,7 +77,7 @@ match_expr_compile(mnode_t *n, const bson_value_t *arg, const match_options_t *o
 		expr_scope_set_collation(scope, opts->coll);
 	if (opts != NULL && opts->let != NULL) {
 		x->let = bson_copy(opts->let);
-		x->ids = bson_malloc0(sizeof(int) * (bson_count_keys(x->let) + 1));
+		x->ids = tm_malloc0(sizeof(int) * (bson_count_keys(x->let) + 1));
 		bson_iter_init(&it, x->let);
 		while (bson_iter_next(&it)) {
 			ERR(expr_scope_define(scope, bson_iter_key(&it), &x->ids[x->nvars], err));

@@ -18,6 +18,7 @@
 
 #include "bson/path.h"
 #include "common/error.h"
+#include "common/mem.h"
 #include "query/match.h"
 
 typedef struct mnode mnode_t;

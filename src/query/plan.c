@@ -47,7 +47,7 @@ recset_add(recset_t *r, int64_t v)
 	if ((r->n + 1) * 2 > r->cap) {
 		recset_t g = {0};
 		g.cap = r->cap ? r->cap * 2 : 64;
-		g.slot = bson_malloc0(sizeof(int64_t) * g.cap);
+		g.slot = tm_malloc0(sizeof(int64_t) * g.cap);
 		for (i = 0; i < r->cap; i++)
 			if (r->slot[i] != 0) {
 				size_t j = rs_hash(r->slot[i]) & (g.cap - 1);
@@ -207,7 +207,7 @@ usage_bump(const storage_coll_t *coll, const storage_index_t *ix)
 		pthread_mutex_lock(&usage_mu);
 		u = usage_find(atomic_load_explicit(&usage_tab[b], memory_order_acquire), coll->uuid, ix->ident);
 		if (u == NULL) {
-			u = bson_malloc0(sizeof(*u));
+			u = tm_malloc0(sizeof(*u));
 			memcpy(u->uuid, coll->uuid, 16);
 			u->ident = bson_strdup(ix->ident);
 			atomic_init(&u->ops, 0);
@@ -283,7 +283,7 @@ express_index(const storage_coll_t *coll, const match_t *m, int64_t limit)
 	for (i = 0; i < coll->nindexes; i++) {
 		const storage_index_t *ix = &coll->indexes[i];
 		bson_iter_t k;
-		int n = (int)bson_count_keys(ix->key);
+		int n = ix->nfields;
 		if (ix->is_id || ix->hidden || ix->partial ||
 		    !bson_iter_init(&k, ix->key) || !bson_iter_next(&k) || !BSON_ITER_HOLDS_NUMBER(&k) ||
 		    strcmp(bson_iter_key(&k), path) != 0)
@@ -308,7 +308,7 @@ distinct_index(const storage_coll_t *coll, const char *key)
 	for (i = 0; i < coll->nindexes; i++) {
 		const storage_index_t *ix = &coll->indexes[i];
 		bson_iter_t k;
-		int n = (int)bson_count_keys(ix->key);
+		int n = ix->nfields;
 		if (ix->multikey || ix->hidden || ix->sparse || ix->partial || ix->wildcard ||
 		    !bson_iter_init(&k, ix->key) || !bson_iter_next(&k) || !BSON_ITER_HOLDS_NUMBER(&k) ||
 		    strcmp(bson_iter_key(&k), key) != 0)
@@ -639,7 +639,7 @@ distinct_skip(plan_exec_t *x, const planner_solution_t *sc, const uint8_t *key, 
 int
 plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 {
-	plan_exec_t *x = bson_malloc0(sizeof(*x));   /* holds no bson_t: no 128-byte alignment */
+	plan_exec_t *x = tm_malloc0(sizeof(*x));   /* holds no bson_t: no 128-byte alignment */
 	bool backward = req->natural_backward, minmax;
 
 	*out = NULL;
@@ -761,8 +761,8 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 				x->access = ACCESS_IXSCAN;
 				x->stats.stage = x->express ? "EXPRESS_IXSCAN" : "IXSCAN";
 				if (x->sol->kind == PLANNER_OR) {
-					x->branch_keys = bson_malloc0(sizeof(int64_t) * (size_t)x->sol->nbranches);
-					x->branch_dups = bson_malloc0(sizeof(int64_t) * (size_t)x->sol->nbranches);
+					x->branch_keys = tm_malloc0(sizeof(int64_t) * (size_t)x->sol->nbranches);
+					x->branch_dups = tm_malloc0(sizeof(int64_t) * (size_t)x->sol->nbranches);
 				}
 				/* several candidates: the trial runs decide (first next) */
 				x->trial_pending = !x->express && req->hint == NULL && x->sol->nrejected > 0;
@@ -1070,7 +1070,7 @@ static void append_count(bson_t *out, const char *key, int64_t v);
 static plan_exec_t *
 trial_view(const plan_exec_t *x, planner_solution_t *sol)
 {
-	plan_exec_t *v = bson_malloc0(sizeof(*v));
+	plan_exec_t *v = tm_malloc0(sizeof(*v));
 
 	v->is_view = true;
 	v->borrowed = true;
@@ -1089,8 +1089,8 @@ trial_view(const plan_exec_t *x, planner_solution_t *sol)
 	v->backward = sol->kind == PLANNER_COLLSCAN ? x->backward : sol->backward;
 	v->stats.stage = v->access == ACCESS_SCAN ? "COLLSCAN" : "IXSCAN";
 	if (sol->kind == PLANNER_OR) {
-		v->branch_keys = bson_malloc0(sizeof(int64_t) * (size_t)sol->nbranches);
-		v->branch_dups = bson_malloc0(sizeof(int64_t) * (size_t)sol->nbranches);
+		v->branch_keys = tm_malloc0(sizeof(int64_t) * (size_t)sol->nbranches);
+		v->branch_dups = tm_malloc0(sizeof(int64_t) * (size_t)sol->nbranches);
 	}
 	return v;
 }
@@ -1128,8 +1128,8 @@ trial_run(plan_exec_t *x, storage_session_t *s, terr_t *err)
 	x->trial_pending = false;
 	if (x->limit > 0 && x->skip + x->limit < max_results)
 		max_results = x->skip + x->limit;
-	x->trials = bson_malloc0(sizeof(plan_exec_t *) * (size_t)n);
-	records = bson_malloc0(sizeof(int64_t) * (size_t)n);
+	x->trials = tm_malloc0(sizeof(plan_exec_t *) * (size_t)n);
+	records = tm_malloc0(sizeof(int64_t) * (size_t)n);
 	x->ntrials = n;
 	for (i = 0; i < n; i++)
 		x->trials[i] = trial_view(x, i == 0 ? sol : sol->rejected[i - 1]);
@@ -1208,8 +1208,8 @@ trial_run(plan_exec_t *x, storage_session_t *s, terr_t *err)
 		bson_free(x->branch_dups);
 		x->branch_keys = x->branch_dups = NULL;
 		if (w->kind == PLANNER_OR) {
-			x->branch_keys = bson_malloc0(sizeof(int64_t) * (size_t)w->nbranches);
-			x->branch_dups = bson_malloc0(sizeof(int64_t) * (size_t)w->nbranches);
+			x->branch_keys = tm_malloc0(sizeof(int64_t) * (size_t)w->nbranches);
+			x->branch_dups = tm_malloc0(sizeof(int64_t) * (size_t)w->nbranches);
 		}
 	}
 	choose_modes(x);
@@ -1852,7 +1852,7 @@ plan_exec_rejected_append(const plan_exec_t *x, bson_t *arr)
 
 	if (x->sol == NULL || x->express || x->access == ACCESS_ID)
 		return;
-	view = bson_malloc0(sizeof(*view));
+	view = tm_malloc0(sizeof(*view));
 	for (i = 0; i < x->sol->nrejected; i++) {
 		char key[16];
 		const char *k;

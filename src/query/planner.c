@@ -9,14 +9,52 @@
 #include <math.h>
 #include <string.h>
 
+#include <stdalign.h>
+
 #include "bson/keystring.h"
 #include "bson/value.h"
+#include "common/arena.h"
 #include "common/mem.h"
 #include "query/keygen.h"
 #include "query/match_private.h"
 
 #define MAX_PREDS 64
 #define MAX_RANGES 1000
+#define MAX_REJECTED 16
+
+/* Everything one plan holds -- the solution, its rejected plans and $or
+ * branches, their fields, intervals and ranges -- lives in one arena, freed
+ * at once by planner_solution_free.  The first block is inline: a plan on
+ * one or two indexes costs one allocation. */
+struct planner_region {
+	tm_arena_t arena;
+	alignas(16) uint8_t first[960];   /* with the header, under glibc's tcache limit */
+};
+
+static planner_solution_t *
+region_solution(struct planner_region *r)
+{
+	planner_solution_t *s = tm_arena_alloc0(&r->arena, sizeof(*s));
+
+	s->region = r;
+	return s;
+}
+
+/* A new plan's region and its (collection scan) solution. */
+static planner_solution_t *
+solution_new(void)
+{
+	struct planner_region *r = bson_malloc(sizeof(*r));
+
+	tm_arena_init(&r->arena, r->first, sizeof(r->first));
+	return region_solution(r);
+}
+
+static tm_arena_t *
+sol_arena(const planner_solution_t *s)
+{
+	return &s->region->arena;
+}
 
 typedef struct pred {
 	const char *path;          /* borrowed from the match_t, or ps->names */
@@ -36,18 +74,20 @@ typedef struct preds {
 	int ngroups;
 	int skipped;               /* leaves or logical nodes not collected */
 	const coll_t *coll;        /* the query's collation: bounds are encoded by it */
+	tm_arena_t *arena;         /* the plan's (bounds built from these predicates live there) */
 	size_t nused;              /* bytes of names in use */
 	pred_t p[MAX_PREDS];
 	char names[2048];          /* "prefix.path" of $elemMatch members */
 } preds_t;
 
 static void
-preds_init(preds_t *ps, const coll_t *coll)
+preds_init(preds_t *ps, const coll_t *coll, tm_arena_t *arena)
 {
 	ps->n = 0;
 	ps->ngroups = 0;
 	ps->skipped = 0;
 	ps->coll = coll;
+	ps->arena = arena;
 	ps->nused = 0;
 }
 
@@ -159,21 +199,28 @@ collect_node(preds_t *ps, const mnode_t *n, const char *prefix, int group, const
 
 /* ---- value intervals ------------------------------------------------------ */
 
+/* Intervals are built over borrowed values (the filter's operands, static
+ * bracket ends); iv_own copies one into the plan's arena when a field keeps
+ * it. */
 static void
 iv_set(planner_interval_t *iv, const bson_value_t *lo, bool lo_incl, const bson_value_t *hi,
        bool hi_incl)
 {
-	bson_value_copy(lo, &iv->lo);
-	bson_value_copy(hi, &iv->hi);
+	iv->lo = *lo;
+	iv->hi = *hi;
 	iv->lo_incl = lo_incl;
 	iv->hi_incl = hi_incl;
 }
 
 static void
-iv_destroy(planner_interval_t *iv)
+iv_own(tm_arena_t *a, planner_interval_t *iv)
 {
-	bson_value_destroy(&iv->lo);
-	bson_value_destroy(&iv->hi);
+	bson_value_t v;
+
+	tm_arena_value_copy(a, &iv->lo, &v);
+	iv->lo = v;
+	tm_arena_value_copy(a, &iv->hi, &v);
+	iv->hi = v;
 }
 
 static bson_value_t
@@ -329,24 +376,22 @@ iv_intersect(planner_interval_t *a, const planner_interval_t *b, const coll_t *c
 	int c = vcmp(&b->lo, &a->lo, coll);
 
 	if (c > 0 || (c == 0 && !b->lo_incl)) {
-		bson_value_destroy(&a->lo);
-		bson_value_copy(&b->lo, &a->lo);
+		a->lo = b->lo;
 		a->lo_incl = b->lo_incl;
 	}
 	c = vcmp(&b->hi, &a->hi, coll);
 	if (c < 0 || (c == 0 && !b->hi_incl)) {
-		bson_value_destroy(&a->hi);
-		bson_value_copy(&b->hi, &a->hi);
+		a->hi = b->hi;
 		a->hi_incl = b->hi_incl;
 	}
 	c = vcmp(&a->lo, &a->hi, coll);
 	return c < 0 || (c == 0 && a->lo_incl && a->hi_incl);
 }
 
-/* Bounds of one field from the chosen predicates (ascending value order).
- * Returns the number of intervals (0 = provably empty), or -1 when the
- * predicates give no bounds.  *used gets the group of the predicates used
- * (-1 when several groups). */
+/* Bounds of one field from the chosen predicates (ascending value order),
+ * in ps's arena.  Returns the number of intervals (0 = provably empty), or
+ * -1 when the predicates give no bounds.  *group gets the group of the
+ * predicates used (-1 when several groups). */
 static int
 field_bounds(const preds_t *ps, const char *path, bool multikey, planner_interval_t **out,
              int *group, bool *points)
@@ -367,7 +412,7 @@ field_bounds(const preds_t *ps, const char *path, bool multikey, planner_interva
 		if (p->op == MATCH_PRED_EQ) {
 			if (!v_usable_point(&p->val))
 				continue;
-			iv = bson_malloc0(sizeof(*iv));
+			iv = tm_arena_alloc(ps->arena, sizeof(*iv));
 			iv_set(&iv[0], &p->val, true, &p->val, true);
 			n = 1;
 		} else if (p->op == MATCH_PRED_IN) {
@@ -379,23 +424,21 @@ field_bounds(const preds_t *ps, const char *path, bool multikey, planner_interva
 					ok = false;
 			if (!ok || cnt == 0 || cnt > MAX_RANGES)
 				continue;
-			iv = bson_malloc0(sizeof(*iv) * (size_t)cnt);
+			iv = tm_arena_alloc(ps->arena, sizeof(*iv) * (size_t)cnt);
 			for (n = 0; n < cnt; n++)
 				iv_set(&iv[n], &p->in[n], true, &p->in[n], true);
 			qsort_r(iv, (size_t)n, sizeof(*iv), point_cmp, (void *)ps->coll);
-			for (i = 1, j = 1; i < n; i++) {
-				if (vcmp(&iv[i].lo, &iv[j - 1].lo, ps->coll) == 0) {
-					iv_destroy(&iv[i]);
-					continue;
-				}
-				iv[j++] = iv[i];
-			}
+			for (i = 1, j = 1; i < n; i++)
+				if (vcmp(&iv[i].lo, &iv[j - 1].lo, ps->coll) != 0)
+					iv[j++] = iv[i];
 			n = j;
 		} else {
 			continue;
 		}
 		*group = p->group;
 		*points = true;
+		for (j = 0; j < n; j++)
+			iv_own(ps->arena, &iv[j]);
 		*out = iv;
 		return n;
 	}
@@ -407,7 +450,7 @@ field_bounds(const preds_t *ps, const char *path, bool multikey, planner_interva
 		if (!range_interval(p, &r))
 			continue;
 		if (!have_range) {
-			iv = bson_malloc0(sizeof(*iv));
+			iv = tm_arena_alloc(ps->arena, sizeof(*iv));
 			iv[0] = r;
 			have_range = true;
 			*group = p->group;
@@ -416,21 +459,17 @@ field_bounds(const preds_t *ps, const char *path, bool multikey, planner_interva
 		}
 		/* On a multikey path two ranges may hold for different elements;
 		 * only a value $elemMatch on this very path ties them to one. */
-		if (multikey && !(p->group > 0 && p->group == *group && strcmp(p->gpath, path) == 0)) {
-			iv_destroy(&r);
+		if (multikey && !(p->group > 0 && p->group == *group && strcmp(p->gpath, path) == 0))
 			continue;
-		}
 		if (*group != p->group)
 			*group = -1;
 		if (!iv_intersect(&iv[0], &r, ps->coll))
 			n = 0;
-		iv_destroy(&r);
 	}
-	if (n == 0 && iv != NULL) {
-		iv_destroy(&iv[0]);
-		bson_free(iv);
+	if (n == 0)
 		iv = NULL;
-	}
+	else if (iv != NULL)
+		iv_own(ps->arena, &iv[0]);
 	*out = iv;
 	return n;
 }
@@ -454,31 +493,9 @@ typedef struct cand {
 	bool backward;
 	bool multikey;
 	bool exact;         /* the bounds answer every predicate exactly */
-	char *wildcard_path;  /* owned: the path a wildcard index is used for */
+	char *wildcard_path;  /* the path a wildcard index is used for */
 	const coll_t *collation;  /* the index's: its keys hold this collation's sort keys */
 } cand_t;
-
-static void
-fields_free(planner_field_t *f, int n)
-{
-	int i, j;
-
-	if (f == NULL)
-		return;
-	for (i = 0; i < n; i++) {
-		for (j = 0; j < f[i].n; j++) {
-			iv_destroy(&f[i].iv[j]);
-			if (f[i].enc != NULL) {
-				bson_free(f[i].enc[j].lo);
-				bson_free(f[i].enc[j].hi);
-			}
-		}
-		bson_free(f[i].enc);
-		bson_free(f[i].iv);
-		bson_free(f[i].path);
-	}
-	bson_free(f);
-}
 
 static size_t
 common_prefix(const char *a, const char *b)
@@ -591,7 +608,7 @@ partial_implied(const storage_index_t *ix, const preds_t *qp)
 	bson_init_static(&pf, d, l);
 	if (match_compile(&pf, NULL, &m, NULL) != 0)
 		return false;
-	preds_init(&pp, NULL);
+	preds_init(&pp, NULL, NULL);
 	collect_node(&pp, m->root, NULL, 0, NULL);
 	/* Every leaf of the partial filter must be one we understood. */
 	if (pp.n == 0)
@@ -618,13 +635,10 @@ partial_implied(const storage_index_t *ix, const preds_t *qp)
 			if (!range_interval(p, &pi))
 				continue;
 			if (q->op == MATCH_PRED_EQ) {
-				if (!v_usable_point(&q->val)) {
-					iv_destroy(&pi);
+				if (!v_usable_point(&q->val))
 					continue;
-				}
 				iv_set(&qi, &q->val, true, &q->val, true);
 			} else if (!range_interval(q, &qi)) {
-				iv_destroy(&pi);
 				continue;
 			}
 			{
@@ -632,8 +646,6 @@ partial_implied(const storage_index_t *ix, const preds_t *qp)
 				implied = (lo > 0 || (lo == 0 && (pi.lo_incl || !qi.lo_incl))) &&
 				    (hi < 0 || (hi == 0 && (pi.hi_incl || !qi.hi_incl)));
 			}
-			iv_destroy(&pi);
-			iv_destroy(&qi);
 		}
 		if (!implied)
 			ok = false;
@@ -708,7 +720,6 @@ cand_exact(const cand_t *c, const preds_t *ps)
 				return false;
 			if (!range_interval(p, &iv))
 				return false;
-			iv_destroy(&iv);
 		}
 	}
 	return true;
@@ -729,24 +740,23 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 	c->collation = ix->collation;
 	if (!bson_iter_init(&it, ix->key))
 		return false;
-	c->fields = bson_malloc0(sizeof(planner_field_t) * (bson_count_keys(ix->key) + 1));
-	while (bson_iter_next(&it) && nf < KEYGEN_MAX_FIELDS) {
+	c->fields = tm_arena_alloc0(ps->arena, sizeof(planner_field_t) * (size_t)(ix->nfields + 1));
+	while (bson_iter_next(&it) && nf < ix->nfields && nf < KEYGEN_MAX_FIELDS) {
 		planner_field_t *f = &c->fields[nf];
 		planner_interval_t *iv = NULL;
-		int n = -1, g = 0, j, nalloc;
+		int n = -1, g = 0, j;
 		bool points = false;
 		if (!BSON_ITER_HOLDS_NUMBER(&it)) {
 			c->nfields = nf;
 			return false;
 		}
-		f->path = bson_strdup(bson_iter_key(&it));
+		f->path = tm_arena_memdup(ps->arena, bson_iter_key(&it), bson_iter_key_len(&it) + 1);
 		f->desc = bson_iter_as_double(&it) < 0;
 		f->multikey = field_multikey(ix, nf, f->path, strlen(f->path));
 		nf++;
 		c->nfields = nf;
 		if (!path_has_positional(f->path))
 			n = field_bounds(ps, f->path, f->multikey, &iv, &g, &points);
-		nalloc = n;
 		if (n >= 0 && ix->multikey) {
 			/* Compound only across independent paths (no array on
 			 * their shared prefix), or within one $elemMatch on
@@ -771,18 +781,13 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 						n = -1;
 				}
 			}
-			if (n < 0 && iv != NULL) {
-				int k;
-				for (k = 0; k < nalloc; k++)
-					iv_destroy(&iv[k]);
-				bson_free(iv);
+			if (n < 0)
 				iv = NULL;
-			}
 		}
 		groups[nf - 1] = g;
 		if (n < 0) {
 			bson_value_t lo = v_minkey(), hi = v_maxkey();
-			f->iv = bson_malloc0(sizeof(planner_interval_t));
+			f->iv = tm_arena_alloc(ps->arena, sizeof(planner_interval_t));
 			iv_set(&f->iv[0], &lo, true, &hi, true);
 			f->n = 1;
 			continue;
@@ -821,13 +826,12 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 	return true;
 }
 
+/* Drop a candidate (its memory stays in the plan's arena). */
 static void
 cand_free(cand_t *c)
 {
-	fields_free(c->fields, c->nfields);
 	c->fields = NULL;
 	c->nfields = 0;
-	bson_free(c->wildcard_path);
 	c->wildcard_path = NULL;
 }
 
@@ -860,26 +864,13 @@ wildcard_cand(const storage_coll_t *coll, int ixn, const preds_t *ps, cand_t *c)
 		for (k = 0; k < n; k++)
 			if (iv[k].lo.value_type == BSON_TYPE_DOCUMENT && iv[k].hi.value_type == BSON_TYPE_DOCUMENT)
 				break;
-		if (k < n) {
-			for (k = 0; k < n; k++)
-				iv_destroy(&iv[k]);
-			bson_free(iv);
+		if (k < n)
 			continue;
-		}
 		if (best < 0 || (points && !best_points)) {
-			if (best_iv != NULL) {
-				for (k = 0; k < best_n; k++)
-					iv_destroy(&best_iv[k]);
-				bson_free(best_iv);
-			}
 			best = i;
 			best_iv = iv;
 			best_n = n;
 			best_points = points;
-		} else {
-			for (k = 0; k < n; k++)
-				iv_destroy(&iv[k]);
-			bson_free(iv);
 		}
 	}
 	if (best < 0)
@@ -889,20 +880,21 @@ wildcard_cand(const storage_coll_t *coll, int ixn, const preds_t *ps, cand_t *c)
 		pv.value_type = BSON_TYPE_UTF8;
 		pv.value.v_utf8.str = (char *)ps->p[best].path;
 		pv.value.v_utf8.len = (uint32_t)strlen(ps->p[best].path);
-		c->fields = bson_malloc0(sizeof(planner_field_t) * 2);
+		c->fields = tm_arena_alloc0(ps->arena, sizeof(planner_field_t) * 2);
 		c->nfields = 2;
-		c->fields[0].path = bson_strdup("$_path");
-		c->fields[0].iv = bson_malloc0(sizeof(planner_interval_t));
+		c->fields[0].path = tm_arena_strdup(ps->arena, "$_path");
+		c->fields[0].iv = tm_arena_alloc(ps->arena, sizeof(planner_interval_t));
 		iv_set(&c->fields[0].iv[0], &pv, true, &pv, true);
+		iv_own(ps->arena, &c->fields[0].iv[0]);
 		c->fields[0].n = 1;
 		c->fields[0].bounded = c->fields[0].points = true;
-		c->fields[1].path = bson_strdup(ps->p[best].path);
+		c->fields[1].path = tm_arena_strdup(ps->arena, ps->p[best].path);
 		c->fields[1].iv = best_iv;
 		c->fields[1].n = best_n;
 		c->fields[1].bounded = true;
 		c->fields[1].points = best_points;
 	}
-	c->wildcard_path = bson_strdup(ps->p[best].path);
+	c->wildcard_path = c->fields[1].path;
 	c->multikey = true;
 	c->empty = best_n == 0;
 	c->nbounded = 1;
@@ -927,7 +919,9 @@ cand_better(const cand_t *a, const cand_t *b)
 
 /* ---- KeyString ranges ----------------------------------------------------- */
 
+/* A KeyString under construction, in the plan's arena. */
 typedef struct bytes {
+	tm_arena_t *arena;
 	uint8_t *p;
 	size_t len, cap;
 } bytes_t;
@@ -938,8 +932,9 @@ bytes_put(bytes_t *b, const uint8_t *d, size_t n)
 	if (n == 0)
 		return;
 	if (b->len + n > b->cap) {
-		b->cap = (b->len + n) * 2 + 16;
-		b->p = bson_realloc(b->p, b->cap);
+		size_t cap = (b->len + n) * 2 + 16;
+		b->p = tm_arena_realloc(b->arena, b->p, b->len, cap);
+		b->cap = cap;
 	}
 	memcpy(b->p + b->len, d, n);
 	b->len += n;
@@ -973,35 +968,28 @@ typedef struct rbuild {
 	bool overflow;
 } rbuild_t;
 
-static uint8_t *
-dup_bytes(const bytes_t *b)
-{
-	uint8_t *p = bson_malloc(b->len ? b->len : 1);
-
-	if (b->len)
-		memcpy(p, b->p, b->len);
-	return p;
-}
-
+/* The range's ends take lo's and hi's bytes (never NULL when bounded). */
 static void
 range_push(rbuild_t *b, const bytes_t *lo, bool lo_unb, bool lo_incl, const bytes_t *hi, bool hi_unb,
            bool hi_incl)
 {
 	planner_solution_t *s = b->s;
+	tm_arena_t *a = sol_arena(s);
 	planner_range_t *r;
 
 	if (s->nranges == b->cap) {
-		b->cap = b->cap ? b->cap * 2 : 8;
-		s->ranges = bson_realloc(s->ranges, sizeof(*r) * (size_t)b->cap);
+		int cap = b->cap ? b->cap * 2 : 4;
+		s->ranges = tm_arena_realloc(a, s->ranges, sizeof(*r) * (size_t)b->cap, sizeof(*r) * (size_t)cap);
+		b->cap = cap;
 	}
 	r = &s->ranges[s->nranges++];
 	memset(r, 0, sizeof(*r));
 	if (!lo_unb) {
-		r->lo = dup_bytes(lo);
+		r->lo = lo->p != NULL ? lo->p : tm_arena_alloc(a, 1);
 		r->lo_len = lo->len;
 	}
 	if (!hi_unb) {
-		r->hi = dup_bytes(hi);
+		r->hi = hi->p != NULL ? hi->p : tm_arena_alloc(a, 1);
 		r->hi_len = hi->len;
 	}
 	r->lo_incl = lo_incl;
@@ -1010,18 +998,18 @@ range_push(rbuild_t *b, const bytes_t *lo, bool lo_unb, bool lo_incl, const byte
 
 /* Each field's intervals as KeyString parts, for the bounds checker. */
 static void
-fields_encode(planner_field_t *f, int nf, const coll_t *coll)
+fields_encode(tm_arena_t *a, planner_field_t *f, int nf, const coll_t *coll)
 {
 	int i, j;
 
 	for (i = 0; i < nf; i++) {
 		const coll_t *fc = planner_field_collation(&f[i], coll);
-		f[i].enc = bson_malloc0(sizeof(planner_range_t) * (size_t)(f[i].n ? f[i].n : 1));
+		f[i].enc = tm_arena_alloc0(a, sizeof(planner_range_t) * (size_t)(f[i].n ? f[i].n : 1));
 		for (j = 0; j < f[i].n; j++) {
-			bytes_t lo = {0}, hi = {0};
+			bytes_t lo = {a, NULL, 0, 0}, hi = {a, NULL, 0, 0};
 			bytes_put_value(&lo, &f[i].iv[j].lo, f[i].desc, fc);
 			if (f[i].points)   /* a point: both ends are the one value */
-				bytes_put(&hi, lo.p, lo.len);
+				hi = lo;
 			else
 				bytes_put_value(&hi, &f[i].iv[j].hi, f[i].desc, fc);
 			f[i].enc[j].lo = lo.p;
@@ -1131,14 +1119,15 @@ reject(planner_solution_t *s, cand_t *c)
 {
 	planner_solution_t *r;
 
-	if (s == NULL || s->nrejected >= 16) {
+	if (s == NULL || s->nrejected >= MAX_REJECTED) {
 		cand_free(c);
 		return;
 	}
-	r = bson_malloc0(sizeof(*r));
+	r = region_solution(s->region);
 	solution_from(r, c);
 	cand_free(c);
-	s->rejected = bson_realloc(s->rejected, sizeof(*s->rejected) * (size_t)(s->nrejected + 1));
+	if (s->rejected == NULL)
+		s->rejected = tm_arena_alloc(sol_arena(s), sizeof(*s->rejected) * MAX_REJECTED);
 	s->rejected[s->nrejected++] = r;
 }
 
@@ -1202,9 +1191,9 @@ leading_field_used(const storage_index_t *ix, const preds_t *ps, const bson_t *s
 
 	if (!bson_iter_init(&it, ix->key) || !bson_iter_next(&it))
 		return true;
-	first = bson_iter_key(&it);
-	if (strcmp(first, "$**") == 0 || strstr(first, ".$**") != NULL)
+	if (ix->wildcard)
 		return true;
+	first = bson_iter_key(&it);
 	for (int i = 0; i < ps->n; i++)
 		if (strcmp(ps->p[i].path, first) == 0)
 			return true;
@@ -1233,7 +1222,7 @@ best_candidate(const storage_coll_t *coll, const preds_t *ps, const bson_t *sort
 			preds_t none;
 			if (hinted < 0 || ix->wildcard)
 				continue;
-			preds_init(&none, ix->collation);
+			preds_init(&none, ix->collation, ps->arena);
 			if (!cand_build(coll, i, &none, NULL, true, &c)) {
 				cand_free(&c);
 				continue;
@@ -1261,7 +1250,7 @@ static void
 solution_from(planner_solution_t *s, cand_t *best)
 {
 	rbuild_t b = {s, 0, false};
-	bytes_t prefix = {0};
+	bytes_t prefix = {sol_arena(s), NULL, 0, 0};
 	int i;
 
 	s->kind = PLANNER_IXSCAN;
@@ -1277,11 +1266,11 @@ solution_from(planner_solution_t *s, cand_t *best)
 	s->nfields = best->nfields;
 	best->fields = NULL;
 	s->collation = best->collation;
-	fields_encode(s->fields, s->nfields, s->collation);
+	fields_encode(sol_arena(s), s->fields, s->nfields, s->collation);
 	if (!best->empty) {
 		/* One range from the smallest to the largest key the bounds allow;
 		 * the executor's bounds checker skips the gaps inside it. */
-		bytes_t hi = {0};
+		bytes_t hi = {sol_arena(s), NULL, 0, 0};
 		bool hi_incl = true;
 		for (i = 0; i < s->nfields; i++) {
 			const planner_range_t *e = &s->fields[i].enc[0];
@@ -1302,8 +1291,6 @@ solution_from(planner_solution_t *s, cand_t *best)
 		if (hi_incl)
 			bytes_put_max(&hi);
 		range_push(&b, &prefix, false, true, &hi, false, hi_incl);
-		bson_free(prefix.p);
-		bson_free(hi.p);
 	}
 	if (s->backward) {
 		for (i = 0; i < s->nranges / 2; i++) {
@@ -1345,19 +1332,19 @@ plan_or(const storage_coll_t *coll, const match_t *m, const coll_t *qcoll, plann
 	n = or->nkids;
 	if (n == 0 || n > 64)
 		return false;
-	s->branches = bson_malloc0(sizeof(planner_solution_t *) * (size_t)n);
+	s->branches = tm_arena_alloc0(sol_arena(s), sizeof(planner_solution_t *) * (size_t)n);
 	for (i = 0; i < n; i++) {
 		preds_t bp;
 		cand_t best;
 		bool ok;
-		preds_init(&bp, qcoll);
+		preds_init(&bp, qcoll, sol_arena(s));
 		collect_node(&bp, or->kids[i], NULL, 0, NULL);
 		ok = best_candidate(coll, &bp, NULL, -1, &best, NULL) && best.nbounded > 0;
 		if (!ok) {
 			cand_free(&best);
 			return false;
 		}
-		s->branches[i] = bson_malloc0(sizeof(planner_solution_t));
+		s->branches[i] = region_solution(s->region);
 		solution_from(s->branches[i], &best);
 		cand_free(&best);
 		s->nbranches = (int)i + 1;
@@ -1371,46 +1358,34 @@ plan_or(const storage_coll_t *coll, const match_t *m, const coll_t *qcoll, plann
 	return true;
 }
 
+/* Forget what s held (its memory stays in the region until the plan is
+ * freed); s stays in its region. */
 static void
 solution_clear(planner_solution_t *s)
 {
-	int i;
+	struct planner_region *r = s->region;
 
-	fields_free(s->fields, s->nfields);
-	for (i = 0; i < s->nranges; i++) {
-		bson_free(s->ranges[i].lo);
-		bson_free(s->ranges[i].hi);
-	}
-	bson_free(s->ranges);
-	for (i = 0; i < s->nbranches; i++)
-		planner_solution_free(s->branches[i]);
-	bson_free(s->branches);
-	for (i = 0; i < s->nrejected; i++)
-		planner_solution_free(s->rejected[i]);
-	bson_free(s->rejected);
-	bson_free(s->wildcard_path);
 	memset(s, 0, sizeof(*s));
+	s->region = r;
 }
 
 int
 planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sort, const bson_value_t *hint,
              const coll_t *collation, planner_solution_t **out, terr_t *err)
 {
-	planner_solution_t *s = bson_malloc0(sizeof(*s));
+	planner_solution_t *s;
 	preds_t ps;
 	cand_t best;
 	bool natural = false, hint_backward = false;
 	int hinted = -1;
 
 	*out = NULL;
-	preds_init(&ps, collation);
+	if (hint != NULL && hint_find(coll, hint, &hinted, &natural, &hint_backward, err) < 0)
+		return -1;
+	s = solution_new();
+	preds_init(&ps, collation, sol_arena(s));
 	s->kind = PLANNER_COLLSCAN;
 	if (hint != NULL) {
-		int rc = hint_find(coll, hint, &hinted, &natural, &hint_backward, err);
-		if (rc < 0) {
-			bson_free(s);
-			return -1;
-		}
 		if (natural) {
 			s->backward = hint_backward;
 			goto done;
@@ -1425,6 +1400,7 @@ planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sort, c
 		if (best.nbounded == 0 && hinted < 0 && m != NULL) {
 			planner_solution_t tmp;
 			memset(&tmp, 0, sizeof(tmp));
+			tmp.region = s->region;
 			if (plan_or(coll, m, ps.coll, &tmp)) {
 				cand_free(&best);
 				tmp.rejected = s->rejected;
@@ -1450,10 +1426,13 @@ done:
 void
 planner_solution_free(planner_solution_t *s)
 {
+	struct planner_region *r;
+
 	if (s == NULL)
 		return;
-	solution_clear(s);
-	bson_free(s);
+	r = s->region;
+	tm_arena_destroy(&r->arena);
+	bson_free(r);
 }
 
 /* ---- min/max ---------------------------------------------------------------- */
@@ -1533,7 +1512,7 @@ planner_plan_minmax(const storage_coll_t *coll, const bson_t *min, const bson_t 
 	planner_solution_t *s;
 	const storage_index_t *ix;
 	planner_field_t f[KEYGEN_MAX_FIELDS];
-	bytes_t lo = {0}, hi = {0};
+	bytes_t lo, hi;
 	rbuild_t b;
 	bson_iter_t it;
 	bool natural = false, backward = false;
@@ -1556,6 +1535,9 @@ planner_plan_minmax(const storage_coll_t *coll, const bson_t *min, const bson_t 
 		return terr_set(err, 51174,
 		    "error processing query: ns=%s planner returned error :: caused by :: The index chosen is not compatible with min/max",
 		    coll->ns);
+	s = solution_new();
+	lo = (bytes_t){sol_arena(s), NULL, 0, 0};
+	hi = lo;
 	minmax_key(ix, min, true, &lo);
 	minmax_key(ix, max, false, &hi);
 	n = lo.len < hi.len ? lo.len : hi.len;
@@ -1563,13 +1545,11 @@ planner_plan_minmax(const storage_coll_t *coll, const bson_t *min, const bson_t 
 	if (c == 0)
 		c = lo.len < hi.len ? -1 : lo.len > hi.len;
 	if (c >= 0) {
-		bson_free(lo.p);
-		bson_free(hi.p);
+		planner_solution_free(s);
 		return terr_set(err, 51175,
 		    "error processing query: ns=%s planner returned error :: caused by :: The value provided for min() does not come before the value provided for max() in the hinted index",
 		    coll->ns);
 	}
-	s = bson_malloc0(sizeof(*s));
 	s->kind = PLANNER_IXSCAN;
 	s->index = ixn;
 	s->dedup = ix->multikey;
@@ -1590,8 +1570,6 @@ planner_plan_minmax(const storage_coll_t *coll, const bson_t *min, const bson_t 
 	b.cap = 0;
 	b.overflow = false;
 	range_push(&b, &lo, false, true, &hi, false, false);
-	bson_free(lo.p);
-	bson_free(hi.p);
 	*out = s;
 	return 0;
 }

@@ -48,7 +48,8 @@
 #include "storage/storage.h"
 
 /* One value interval of one index field, in the field's scan order
- * (for a descending field lo > hi, as explain prints it).  Values owned. */
+ * (for a descending field lo > hi, as explain prints it).  Values in the
+ * plan's region. */
 typedef struct planner_interval {
 	bson_value_t lo, hi;
 	bool lo_incl, hi_incl;
@@ -56,20 +57,22 @@ typedef struct planner_interval {
 
 typedef struct planner_range planner_range_t;
 
+/* Every pointer below is owned by the plan's region (see
+ * planner_solution_free). */
 typedef struct planner_field {
-	char *path;                  /* owned */
+	char *path;
 	bool desc;
 	bool bounded;                /* some predicate gave this field bounds */
 	bool points;                 /* ... and they are points (equality, $in) */
 	bool multikey;               /* the index's multiKeyPaths has an array on this path */
 	int n;                       /* intervals, sorted in key order */
-	planner_interval_t *iv;      /* owned */
-	planner_range_t *enc;        /* owned: iv as this field's KeyString part (n entries) */
+	planner_interval_t *iv;
+	planner_range_t *enc;        /* iv as this field's KeyString part (n entries) */
 } planner_field_t;
 
 /* One contiguous KeyString range to scan (NULL bound = unbounded). */
 struct planner_range {
-	uint8_t *lo, *hi;            /* owned */
+	uint8_t *lo, *hi;            /* in the plan's region */
 	size_t lo_len, hi_len;
 	bool lo_incl, hi_incl;
 };
@@ -99,6 +102,9 @@ struct planner_solution {
 	/* the other candidates considered (explain's rejectedPlans) */
 	int nrejected;
 	struct planner_solution **rejected;
+	/* the plan's memory: this solution, its rejected plans and branches
+	 * and everything they point to live there (planner.c) */
+	struct planner_region *region;
 };
 
 /* The collation field f's bounds are encoded with in an index of collation
@@ -145,6 +151,10 @@ int planner_plan_minmax(const storage_coll_t *coll, const bson_t *min, const bso
  * same field names".  Returns 0 or -1 with err. */
 int planner_minmax_check(const bson_t *min, const bson_t *max, terr_t *err);
 
+/* Free a plan: s and every solution planned with it (rejected plans,
+ * branches), all of which share one region.  Any of them may be passed --
+ * the trial runs may have made a rejected plan the winner -- but only one,
+ * once. */
 void planner_solution_free(planner_solution_t *s);
 
 /* explain's indexBounds for an IXSCAN solution: {field: ["[1, 1]", ...]}

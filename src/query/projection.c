@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "bson/value.h"
+#include "common/mem.h"
 #include "expr/expr.h"
 
 
@@ -87,7 +88,7 @@ pnode_child(const pnode_t *n, const char *name, size_t len)
 static pnode_t *
 pnode_add(pnode_t *parent, const char *name, size_t len, pkind_t kind)
 {
-	pnode_t *k = bson_malloc0(sizeof *k);
+	pnode_t *k = tm_malloc0(sizeof *k);
 
 	k->name = bson_strndup(name, len);
 	k->kind = kind;
@@ -441,7 +442,7 @@ int
 projection_compile(const bson_t *spec, const match_t *query, const bson_t *let,
                    projection_t **out, terr_t *err)
 {
-	projection_t *p = bson_malloc0(sizeof *p);
+	projection_t *p = tm_malloc0(sizeof *p);
 	pparse_t pp;
 	bson_iter_t it;
 	pnode_t *n;
@@ -461,7 +462,7 @@ projection_compile(const bson_t *spec, const match_t *query, const bson_t *let,
 	}
 	if (let != NULL) {
 		p->let = bson_copy(let);
-		p->ids = bson_malloc0(sizeof(int) * (bson_count_keys(let) + 1));
+		p->ids = tm_malloc0(sizeof(int) * (bson_count_keys(let) + 1));
 		bson_iter_init(&it, p->let);
 		while (bson_iter_next(&it)) {
 			ERR(expr_scope_define(pp.scope, bson_iter_key(&it), &p->ids[p->nvars], err));

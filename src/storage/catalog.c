@@ -237,6 +237,7 @@ coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_co
 				if (bson_iter_init_find(&sub, ix->spec, "unique"))
 					ix->unique = ix->unique || bson_iter_as_bool(&sub);
 				ix->hidden = bson_iter_init_find(&sub, ix->spec, "hidden") && bson_iter_as_bool(&sub);
+				ix->nfields = (int)bson_count_keys(ix->key);
 				if (bson_iter_init(&sub, ix->key) && bson_iter_next(&sub)) {
 					const char *k0 = bson_iter_key(&sub);
 					size_t k0len = strlen(k0);

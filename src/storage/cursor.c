@@ -20,6 +20,8 @@
  */
 #include "storage/storage_private.h"
 
+#include "common/mem.h"
+
 #include <errno.h>
 #include <string.h>
 
@@ -182,7 +184,7 @@ cursor_attach(storage_cursor_t *cur, storage_session_t *s, terr_t *err)
 static storage_cursor_t *
 cursor_new(storage_coll_t *c, const storage_index_t *ix, bool backward)
 {
-	storage_cursor_t *cur = bson_malloc0(sizeof(*cur));
+	storage_cursor_t *cur = tm_malloc0(sizeof(*cur));
 
 	storage_coll_ref(c);
 	cur->c = c;

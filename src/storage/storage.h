@@ -97,6 +97,7 @@ typedef struct storage_index {
 	char *name;        /* "_id_", "a_1_b_-1" */
 	bson_t *spec;      /* the full spec as listIndexes shows it: {v: 2, key: {...}, name: ..., unique: ...} */
 	bson_t *key;       /* the key pattern (a copy of spec.key owned by the descriptor) */
+	int nfields;       /* the key pattern's field count */
 	char *ident;       /* WiredTiger table name, "table:index-<n>" */
 	bool unique;
 	bool is_id;

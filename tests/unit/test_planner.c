@@ -38,6 +38,7 @@ add_index(const char *spec_json, bool multikey)
 	idx[i].partial = bson_has_field(idx[i].spec, "partialFilterExpression");
 	idx[i].hidden = bson_iter_init_find(&it, idx[i].spec, "hidden") && bson_iter_as_bool(&it);
 	idx[i].wildcard = keygen_is_wildcard(&idx[i]);
+	idx[i].nfields = (int)bson_count_keys(idx[i].key);
 }
 
 static void
