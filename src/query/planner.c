@@ -65,6 +65,13 @@ typedef struct pred {
 	bool in_regex;             /* the $in also lists regexes: no point bounds from it */
 	int group;                 /* $elemMatch group (0 = top level) */
 	const char *gpath;         /* the $elemMatch's path ("" at top level) */
+	/* $regex (val: the pattern and flags as a BSON regex, borrowed): the
+	 * literal prefix every match starts with (mongod's simple-regex rule,
+	 * in ps->names; length 0: none), and whether starting with it is the
+	 * whole test */
+	const char *re_prefix;
+	size_t re_prefix_len;
+	bool re_exact;
 } pred_t;
 
 /* The predicates of one filter.  Lives on the caller's stack (~8 KB): only
@@ -113,6 +120,100 @@ pred_join(preds_t *ps, const char *prefix, const char *path)
 	return s;
 }
 
+/* Could a '|' in s be an alternation (mongod's best-effort test: false
+ * positives, never false negatives)? */
+static bool
+may_have_unescaped_pipe(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n > 0 && s[0] == '|')
+		return true;
+	if (n > 1 && s[1] == '|' && s[0] != '\\')
+		return true;
+	for (size_t i = 2; i < n; i++)
+		if (s[i] == '|' && (s[i - 1] != '\\' || s[i - 2] == '\\'))
+			return true;
+	return false;
+}
+
+static bool
+ascii_alnum(char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+/*
+ * mongod's simple-regex rule: the literal prefix every string matching
+ * re (with flags) starts with, written to out (at most strlen(re) bytes);
+ * returns its length (0: no usable prefix).  *exact when the regex is that
+ * prefix and nothing more, so starting with it is the whole test.  Only an
+ * anchored regex (^ or \A) has one; an alternation, or a flag other than
+ * s, x and (with \A) m, leaves none.  The prefix ends at the first
+ * metacharacter or escape class; a quantifier * or ? drops the character
+ * before it.
+ */
+static size_t
+regex_prefix(const char *re, const char *flags, char *out, bool *exact)
+{
+	bool multiline_ok, extended = false;
+	size_t n = 0;
+
+	*exact = false;
+	if (re[0] == '\\' && re[1] == 'A') {
+		multiline_ok = true;
+		re += 2;
+	} else if (re[0] == '^') {
+		multiline_ok = false;
+		re += 1;
+	} else {
+		return 0;
+	}
+	if (may_have_unescaped_pipe(re))
+		return 0;
+	for (; *flags != '\0'; flags++) {
+		if (*flags == 'm' && multiline_ok)
+			continue;
+		if (*flags == 's')
+			continue;
+		if (*flags == 'x')
+			extended = true;
+		else
+			return 0;
+	}
+	while (*re != '\0') {
+		char c = *re++;
+		if (c == '*' || c == '?')
+			return n > 0 ? n - 1 : 0;   /* the last character is optional */
+		if (c == '\\') {
+			c = *re;
+			if (c == '\0' || (c != 'Q' && ascii_alnum(c)))
+				return n;                   /* a class like \d, or a back-reference */
+			re++;
+			if (c != 'Q') {
+				out[n++] = c;               /* an escaped character stands for itself */
+				continue;
+			}
+			while (*re != '\0') {              /* \Q...\E quotes everything inside */
+				c = *re++;
+				if (c == '\\' && *re == 'E') {
+					re++;
+					break;
+				}
+				out[n++] = c;
+			}
+			continue;
+		}
+		if (strchr("^$.[()+{", c) != NULL || (extended && c == '#'))
+			return n;
+		if (extended && (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'))
+			continue;
+		out[n++] = c;
+	}
+	*exact = n > 0;
+	return n;
+}
+
 /* One leaf (value form: its operator applies to path).  Leaves the bounds
  * cannot use, and any past MAX_PREDS, count as skipped: the executor applies
  * the whole filter anyway, skipped leaves only make the bounds looser and
@@ -126,6 +227,7 @@ pred_leaf(preds_t *ps, const mnode_t *n, const char *path, int group, const char
 	} ops[] = {
 		{MK_EQ, MATCH_PRED_EQ}, {MK_LT, MATCH_PRED_LT}, {MK_LTE, MATCH_PRED_LTE},
 		{MK_GT, MATCH_PRED_GT}, {MK_GTE, MATCH_PRED_GTE}, {MK_IN, MATCH_PRED_IN},
+		{MK_REGEX, MATCH_PRED_REGEX},
 	};
 	pred_t *p;
 	size_t i;
@@ -146,6 +248,24 @@ pred_leaf(preds_t *ps, const mnode_t *n, const char *path, int group, const char
 	p->in_regex = n->kind == MK_IN && n->u.in.nre > 0;
 	p->group = group;
 	p->gpath = gpath != NULL ? gpath : "";
+	p->re_prefix = NULL;
+	p->re_prefix_len = 0;
+	p->re_exact = false;
+	if (n->kind == MK_REGEX) {
+		const char *pat = n->u.re.pattern != NULL ? n->u.re.pattern : "";
+		size_t cap = strlen(pat);
+		memset(&p->val, 0, sizeof(p->val));
+		p->val.value_type = BSON_TYPE_REGEX;
+		p->val.value.v_regex.regex = (char *)pat;
+		p->val.value.v_regex.options = n->u.re.flags != NULL ? n->u.re.flags : (char *)"";
+		if (ps->nused + cap + 1 <= sizeof(ps->names)) {
+			char *out = ps->names + ps->nused;
+			p->re_prefix_len = regex_prefix(pat, p->val.value.v_regex.options, out, &p->re_exact);
+			out[p->re_prefix_len] = '\0';
+			p->re_prefix = out;
+			ps->nused += p->re_prefix_len + 1;
+		}
+	}
 }
 
 static void collect_node(preds_t *ps, const mnode_t *n, const char *prefix, int group,
@@ -388,13 +508,47 @@ iv_intersect(planner_interval_t *a, const planner_interval_t *b, const coll_t *c
 	return c < 0 || (c == 0 && a->lo_incl && a->hi_incl);
 }
 
+/* The intervals of a $regex on a field of an index with collation ix_coll
+ * (into iv[0..2)), as mongod builds them: the strings starting with the
+ * regex's prefix -- ["abc", "abd") -- or, without a prefix or on a
+ * collated index (whose keys are sort keys, not the strings), every string
+ * ["", {}); then the regex itself, which a document may hold as a value. */
+static void
+regex_intervals(tm_arena_t *a, const pred_t *p, const coll_t *ix_coll, planner_interval_t *iv)
+{
+	static const uint8_t empty_doc[5] = {5, 0, 0, 0, 0};
+	bson_value_t lo, hi;
+
+	memset(&lo, 0, sizeof(lo));
+	memset(&hi, 0, sizeof(hi));
+	lo.value_type = BSON_TYPE_UTF8;
+	if (ix_coll == NULL && p->re_prefix_len > 0) {
+		char *end = tm_arena_memdup(a, p->re_prefix, p->re_prefix_len + 1);
+		end[p->re_prefix_len - 1]++;
+		lo.value.v_utf8.str = (char *)p->re_prefix;
+		lo.value.v_utf8.len = (uint32_t)p->re_prefix_len;
+		hi.value_type = BSON_TYPE_UTF8;
+		hi.value.v_utf8.str = end;
+		hi.value.v_utf8.len = (uint32_t)p->re_prefix_len;
+	} else {
+		lo.value.v_utf8.str = (char *)"";
+		hi.value_type = BSON_TYPE_DOCUMENT;
+		hi.value.v_doc.data = (uint8_t *)empty_doc;
+		hi.value.v_doc.data_len = sizeof(empty_doc);
+	}
+	iv_set(&iv[0], &lo, true, &hi, false);
+	iv_set(&iv[1], &p->val, true, &p->val, true);
+}
+
 /* Bounds of one field from the chosen predicates (ascending value order),
- * in ps's arena.  Returns the number of intervals (0 = provably empty), or
- * -1 when the predicates give no bounds.  *group gets the group of the
- * predicates used (-1 when several groups). */
+ * in ps's arena, for an index whose collation is ix_coll.  Returns the
+ * number of intervals (0 = provably empty), or -1 when the predicates give
+ * no bounds.  *group gets the group of the predicates used (-1 when several
+ * groups).  Points (equality, $in) come first, then ranges, then a
+ * $regex. */
 static int
-field_bounds(const preds_t *ps, const char *path, bool multikey, planner_interval_t **out,
-             int *group, bool *points)
+field_bounds(const preds_t *ps, const char *path, bool multikey, const coll_t *ix_coll,
+             planner_interval_t **out, int *group, bool *points)
 {
 	planner_interval_t *iv = NULL, r;
 	int i, n = -1, j;
@@ -465,6 +619,23 @@ field_bounds(const preds_t *ps, const char *path, bool multikey, planner_interva
 			*group = -1;
 		if (!iv_intersect(&iv[0], &r, ps->coll))
 			n = 0;
+	}
+	if (n < 0) {
+		/* no range: a $regex */
+		for (i = 0; i < ps->n; i++) {
+			const pred_t *p = &ps->p[i];
+			if (p->op != MATCH_PRED_REGEX || strcmp(p->path, path) != 0)
+				continue;
+			iv = tm_arena_alloc(ps->arena, 2 * sizeof(*iv));
+			regex_intervals(ps->arena, p, ix_coll, iv);
+			*group = p->group;
+			n = 2;
+			break;
+		}
+		for (j = 0; j < n; j++)
+			iv_own(ps->arena, &iv[j]);
+		*out = iv;
+		return n;
 	}
 	if (n == 0)
 		iv = NULL;
@@ -714,6 +885,10 @@ cand_exact(const cand_t *c, const preds_t *ps)
 		if (points) {
 			if (same != 1 || (p->op != MATCH_PRED_EQ && p->op != MATCH_PRED_IN))
 				return false;
+		} else if (p->op == MATCH_PRED_REGEX) {
+			/* the prefix bounds decide it, on the strings themselves */
+			if (!p->re_exact || c->collation != NULL || same != 1)
+				return false;
 		} else {
 			planner_interval_t iv;
 			if (p->op == MATCH_PRED_EQ || p->op == MATCH_PRED_IN || (c->fields[fi].multikey && same != 1))
@@ -756,7 +931,7 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 		nf++;
 		c->nfields = nf;
 		if (!path_has_positional(f->path))
-			n = field_bounds(ps, f->path, f->multikey, &iv, &g, &points);
+			n = field_bounds(ps, f->path, f->multikey, ix->collation, &iv, &g, &points);
 		if (n >= 0 && ix->multikey) {
 			/* Compound only across independent paths (no array on
 			 * their shared prefix), or within one $elemMatch on
@@ -857,7 +1032,7 @@ wildcard_cand(const storage_coll_t *coll, int ixn, const preds_t *ps, cand_t *c)
 		bool points;
 		if (path_has_positional(p) || !keygen_wildcard_covers(ix, p))
 			continue;
-		n = field_bounds(ps, p, true, &iv, &g, &points);
+		n = field_bounds(ps, p, true, ix->collation, &iv, &g, &points);
 		if (n < 0)
 			continue;
 		/* a wildcard index holds leaves, never whole documents */

@@ -3,7 +3,8 @@
  * scan over one index with bounds.
  *
  * Bounds come from the compiled filter's top-level conjunction: equality, $in, ranges ($gt/$gte/$lt/$lte, type
- * bracketed as mongod does), and predicates inside $elemMatch.  The
+ * bracketed as mongod does), $regex (mongod's simple-regex prefix, or every
+ * string, plus the regex value), and predicates inside $elemMatch.  The
  * planner only ever builds bounds that hold a superset of the matching
  * documents' keys; the executor still applies the whole filter to every
  * fetched document.  Multikey rules, per the index's multiKeyPaths: two

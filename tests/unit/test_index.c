@@ -727,7 +727,16 @@ rand_value(bson_t *d, const char *k, int depth)
 	switch (rnd(kinds)) {
 	case 0: BSON_APPEND_INT32(d, k, (int32_t)rnd(6)); break;
 	case 1: BSON_APPEND_DOUBLE(d, k, rnd(6) + 0.5); break;
-	case 2: { char s[2] = {(char)('a' + rnd(4)), 0}; BSON_APPEND_UTF8(d, k, s); } break;
+	case 2: {
+		/* one or two letters, now and then a regex value (which a $regex
+		 * with the same pattern and flags matches) */
+		char s[3] = {(char)('a' + rnd(4)), rnd(2) ? (char)('a' + rnd(4)) : 0, 0};
+		if (rnd(8) == 0)
+			BSON_APPEND_REGEX(d, k, "^a", "");
+		else
+			BSON_APPEND_UTF8(d, k, s);
+		break;
+	}
 	case 3: BSON_APPEND_NULL(d, k); break;
 	case 4: BSON_APPEND_BOOL(d, k, rnd(2)); break;
 	case 5: BSON_APPEND_INT64(d, k, (int64_t)rnd(6)); break;
@@ -774,11 +783,18 @@ rand_operand(void)
 static char *
 rand_leaf(const char *path)
 {
-	static const char *const ops[] = {"$eq", "$gt", "$gte", "$lt", "$lte", "$in", "$ne"};
-	const char *op = ops[rnd(7)];
+	static const char *const ops[] = {"$eq", "$gt", "$gte", "$lt", "$lte", "$in", "$ne", "$regex"};
+	static const char *const regexes[] = {
+		"{\"$regex\": \"^a\"}", "{\"$regex\": \"^ab\"}", "{\"$regex\": \"b\"}", "{\"$regex\": \"^a.\"}",
+		"{\"$regex\": \"^[ab]\"}", "{\"$regex\": \"^a|c\"}", "{\"$regex\": \"^A\", \"$options\": \"i\"}",
+		"{\"$regex\": \"^ab?\"}",
+	};
+	const char *op = ops[rnd(8)];
 	char *v = rand_operand(), *s;
 
-	if (strcmp(op, "$in") == 0) {
+	if (strcmp(op, "$regex") == 0) {
+		s = bson_strdup_printf("{\"%s\": %s}", path, regexes[rnd(8)]);
+	} else if (strcmp(op, "$in") == 0) {
 		char *w = rand_operand();
 		s = bson_strdup_printf("{\"%s\": {\"$in\": [%s, %s]}}", path, v, w);
 		bson_free(w);

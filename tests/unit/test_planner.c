@@ -7,6 +7,7 @@
  */
 #include "tt.h"
 
+#include "bson/collation.h"
 #include "common/mem.h"
 #include "query/keygen.h"
 #include "query/planner.h"
@@ -127,13 +128,60 @@ test_points_and_ranges(void)
 	PLAN_EQ("{\"a\": {\"$gt\": 5, \"$lt\": 1}}", NULL, NULL, "a_1|a:|exact");
 	/* mixed types intersect to nothing */
 	PLAN_EQ("{\"a\": {\"$gt\": 5, \"$lt\": \"z\"}}", NULL, NULL, "a_1|a:|exact");
-	/* no bounds from null, regex, $ne, arrays: no index */
+	/* no bounds from null, $ne, arrays: no index */
 	PLAN_EQ("{\"a\": null}", NULL, NULL, "COLLSCAN");
 	PLAN_EQ("{\"a\": {\"$ne\": 1}}", NULL, NULL, "COLLSCAN");
 	PLAN_EQ("{\"a\": [1, 2]}", NULL, NULL, "COLLSCAN");
 	PLAN_EQ("{\"b\": 1}", NULL, NULL, "COLLSCAN");
 	/* _id ranges use the _id index */
 	PLAN_EQ("{\"_id\": {\"$gte\": 3}}", NULL, NULL, "_id_|_id:[3, inf.0]|exact");
+}
+
+/* $regex bounds, as mongod's simple-regex rule builds them: the strings
+ * with the literal prefix of an anchored regex (exact when the regex is
+ * nothing more), or every string; then the regex value itself. */
+static void
+test_regex(void)
+{
+	reset();
+	add_index("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}", false);
+	PLAN_EQ("{\"a\": {\"$regex\": \"^abc\"}}", NULL, NULL, "a_1|a:[\"abc\", \"abd\"),[/^abc/, /^abc/]|exact");
+	PLAN_EQ("{\"a\": {\"$regex\": \"abc\"}}", NULL, NULL, "a_1|a:[\"\", {}),[/abc/, /abc/]");
+	PLAN_EQ("{\"a\": {\"$regex\": \"^abc\", \"$options\": \"i\"}}", NULL, NULL,
+	    "a_1|a:[\"\", {}),[/^abc/i, /^abc/i]");
+	PLAN_EQ("{\"a\": {\"$regex\": \"^ab.d\"}}", NULL, NULL, "a_1|a:[\"ab\", \"ac\"),[/^ab.d/, /^ab.d/]");
+	/* a quantifier makes the character before it optional */
+	PLAN_EQ("{\"a\": {\"$regex\": \"^abc?\"}}", NULL, NULL, "a_1|a:[\"ab\", \"ac\"),[/^abc?/, /^abc?/]");
+	PLAN_EQ("{\"a\": {\"$regex\": \"^a|b\"}}", NULL, NULL, "a_1|a:[\"\", {}),[/^a|b/, /^a|b/]");
+	PLAN_EQ("{\"a\": {\"$regex\": \"^\\\\Qa.b\\\\E\"}}", NULL, NULL,
+	    "a_1|a:[\"a.b\", \"a.c\"),[/^\\Qa.b\\E/, /^\\Qa.b\\E/]|exact");
+	PLAN_EQ("{\"a\": {\"$regex\": \"^a\\\\.b\"}}", NULL, NULL, "a_1|a:[\"a.b\", \"a.c\"),[/^a\\.b/, /^a\\.b/]|exact");
+	PLAN_EQ("{\"a\": {\"$regex\": \"^a\\\\d\"}}", NULL, NULL, "a_1|a:[\"a\", \"b\"),[/^a\\d/, /^a\\d/]");
+	/* multiline: ^ may match after any newline, \A only at the start */
+	PLAN_EQ("{\"a\": {\"$regex\": \"^abc\", \"$options\": \"m\"}}", NULL, NULL,
+	    "a_1|a:[\"\", {}),[/^abc/m, /^abc/m]");
+	PLAN_EQ("{\"a\": {\"$regex\": \"\\\\Aabc\", \"$options\": \"m\"}}", NULL, NULL,
+	    "a_1|a:[\"abc\", \"abd\"),[/\\Aabc/m, /\\Aabc/m]|exact");
+	/* extended mode skips blanks */
+	PLAN_EQ("{\"a\": {\"$regex\": \"^a b\", \"$options\": \"x\"}}", NULL, NULL,
+	    "a_1|a:[\"ab\", \"ac\"),[/^a b/x, /^a b/x]|exact");
+	/* an equality or a range on the same field gives the bounds instead */
+	PLAN_EQ("{\"a\": \"abz\", \"$and\": [{\"a\": {\"$regex\": \"^ab\"}}]}", NULL, NULL, "a_1|a:[\"abz\", \"abz\"]");
+	PLAN_EQ("{\"a\": {\"$gt\": \"b\", \"$regex\": \"^bc\"}}", NULL, NULL, "a_1|a:(\"b\", {})");
+	/* a sparse index serves it: a regex never matches a missing field */
+	add_index("{\"v\": 2, \"key\": {\"b\": 1}, \"name\": \"b_1\", \"sparse\": true}", false);
+	PLAN_EQ("{\"b\": {\"$regex\": \"^abc\"}}", NULL, NULL, "b_1|b:[\"abc\", \"abd\"),[/^abc/, /^abc/]|exact");
+	/* a collated index holds sort keys, not strings: every string, never
+	 * exact (the regex ignores the collation, so the index still serves) */
+	add_index("{\"v\": 2, \"key\": {\"c\": 1}, \"name\": \"c_1\", "
+	    "\"collation\": {\"locale\": \"fr\", \"strength\": 2}}", false);
+	{
+		bson_iter_t it;
+		terr_t e = TERR_INIT;
+		TT_ASSERT(bson_iter_init_find(&it, idx[coll.nindexes - 1].spec, "collation"));
+		TT_EQ_INT(coll_parse_value(bson_iter_value(&it), "collation", &idx[coll.nindexes - 1].collation, &e), 0);
+	}
+	PLAN_EQ("{\"c\": {\"$regex\": \"^abc\"}}", NULL, NULL, "c_1|c:[\"\", {}),[/^abc/, /^abc/]");
 }
 
 static void
@@ -210,6 +258,7 @@ int
 main(void)
 {
 	TT_RUN(test_points_and_ranges);
+	TT_RUN(test_regex);
 	TT_RUN(test_multikey_and_compound);
 	TT_RUN(test_sparse_partial_hidden_hint);
 	TT_RUN(test_esr_choice);

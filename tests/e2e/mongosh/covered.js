@@ -154,5 +154,40 @@ test('bounds on two fields under one non-multikey prefix are compounded', () => 
 	eq(m.countDocuments({'x.p': 1, 'x.q': {$gt: 0}}), 2, 'count');
 });
 
+test('a regex uses the index: prefix bounds as mongod builds them, exact when the regex is the prefix', () => {
+	const r = d.re;
+	r.insertMany([
+		{_id: 1, t: 'abc'}, {_id: 2, t: 'abd'}, {_id: 3, t: 'ab'}, {_id: 4, t: 'xabc'},
+		{_id: 5, t: /^abc/}, {_id: 6, t: 'ABC'}, {_id: 7}, {_id: 8, t: ['zz', 'abcz']},
+	]);
+	r.createIndex({t: 1});
+	let e = r.find({t: /^abc/}).explain('executionStats');
+	let s = ixscan(e.queryPlanner.winningPlan);
+	eq(s.indexBounds, {t: ['["abc", "abd")', '[/^abc/, /^abc/]']}, 'prefix bounds');
+	eq(e.queryPlanner.winningPlan.filter, undefined, 'exact: no filter left');
+	eq(e.executionStats.nReturned, 3, 'nReturned');
+	eq(r.find({t: /^abc/}).sort({_id: 1}).toArray().map(x => x._id), [1, 5, 8], 'prefix results');
+	// covered: the prefix alone decides, the strings come back from the keys
+	const c2 = d.re2;
+	c2.insertMany([{_id: 1, t: 'abc'}, {_id: 2, t: 'abx'}, {_id: 3, t: 'b'}]);
+	c2.createIndex({t: 1});
+	e = c2.find({t: /^ab/}, {t: 1, _id: 0}).explain('executionStats');
+	eq(stages(e.queryPlanner.winningPlan), ['PROJECTION_COVERED', 'IXSCAN'], 'covered');
+	eq(e.executionStats.totalDocsExamined, 0, 'no document read');
+	eq(c2.find({t: /^ab/}, {t: 1, _id: 0}).toArray(), [{t: 'abc'}, {t: 'abx'}], 'covered results');
+	// no usable prefix: every string, and the filter still decides
+	s = ixscan(r.find({t: /bc/}).explain().queryPlanner.winningPlan);
+	eq(s.indexBounds, {t: ['["", {})', '[/bc/, /bc/]']}, 'all strings');
+	eq(r.find({t: /bc/}).sort({_id: 1}).toArray().map(x => x._id), [1, 4, 8], 'unanchored');
+	s = ixscan(r.find({t: {$regex: '^abc', $options: 'i'}}).explain().queryPlanner.winningPlan);
+	eq(s.indexBounds, {t: ['["", {})', '[/^abc/i, /^abc/i]']}, 'case-insensitive: all strings');
+	eq(r.find({t: {$regex: '^abc', $options: 'i'}}).sort({_id: 1}).toArray().map(x => x._id), [1, 6, 8], 'i');
+	s = ixscan(r.find({t: /^ab.d/}).explain().queryPlanner.winningPlan);
+	eq(s.indexBounds, {t: ['["ab", "ac")', '[/^ab.d/, /^ab.d/]']}, 'prefix up to a metacharacter');
+	// the same answers without the index
+	for (const f of [{t: /^abc/}, {t: /bc/}, {t: /^ab.d/}, {t: /^a|x/}])
+		eq(r.find(f).sort({_id: 1}).toArray(), r.find(f).hint({$natural: 1}).sort({_id: 1}).toArray(), String(f.t));
+});
+
 d.dropDatabase();
 done();

@@ -101,6 +101,22 @@ test('listCollections and drop', async () => {
 	assert.equal(await db.collection('items').drop(), true);
 });
 
+test('a prefix regex reads the index: bounds in explain, the same documents as a collection scan', async () => {
+	const c = db.collection('regex_ix');
+	await c.insertMany([{ _id: 1, t: 'apple' }, { _id: 2, t: 'apricot' }, { _id: 3, t: 'banana' }, { _id: 4 }]);
+	await c.createIndex({ t: 1 });
+	const e = await c.find({ t: /^ap/ }).explain('executionStats');
+	let s = e.queryPlanner.winningPlan;
+	while (s && s.stage !== 'IXSCAN') s = s.inputStage;
+	assert.ok(s, 'IXSCAN');
+	assert.deepEqual(s.indexBounds, { t: ['["ap", "aq")', '[/^ap/, /^ap/]'] });
+	assert.equal(e.executionStats.totalKeysExamined, 3);
+	const withIx = await c.find({ t: /^ap/ }).sort({ _id: 1 }).toArray();
+	const scan = await c.find({ t: /^ap/ }).hint({ $natural: 1 }).sort({ _id: 1 }).toArray();
+	assert.deepEqual(withIx.map((d) => d._id), [1, 2]);
+	assert.deepEqual(withIx, scan);
+});
+
 test('views: createCollection with viewOn, reads, listCollections, refused writes', async () => {
 	const src = db.collection('cities');
 	await src.insertMany([{ _id: 1, state: 'NJ', pop: 3 }, { _id: 2, state: 'CA', pop: 10 }, { _id: 3, state: 'CA', pop: 4 }]);
