@@ -72,6 +72,8 @@ typedef struct pred {
 	const char *re_prefix;
 	size_t re_prefix_len;
 	bool re_exact;
+	bool has_null;             /* EQ/$in/$ne/$nin: null is (one of) the operand(s) */
+	bool exists;               /* $exists: its truth value */
 } pred_t;
 
 /* The predicates of one filter.  Lives on the caller's stack (~8 KB): only
@@ -227,25 +229,46 @@ pred_leaf(preds_t *ps, const mnode_t *n, const char *path, int group, const char
 	} ops[] = {
 		{MK_EQ, MATCH_PRED_EQ}, {MK_LT, MATCH_PRED_LT}, {MK_LTE, MATCH_PRED_LTE},
 		{MK_GT, MATCH_PRED_GT}, {MK_GTE, MATCH_PRED_GTE}, {MK_IN, MATCH_PRED_IN},
-		{MK_REGEX, MATCH_PRED_REGEX},
+		{MK_REGEX, MATCH_PRED_REGEX}, {MK_EXISTS, MATCH_PRED_EXISTS},
 	};
+	const mnode_t *leaf = n;
+	match_pred_t op;
 	pred_t *p;
 	size_t i;
 
-	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		if (ops[i].kind == n->kind)
-			break;
-	if (i == sizeof(ops) / sizeof(ops[0]) || path == NULL || ps->n == MAX_PREDS) {
+	if (n->kind == MK_NOT) {
+		/* $ne, $nin, $exists: false: NOT of one equality, $in, $exists */
+		if (n->nkids != 1 || (n->kids[0]->kind != MK_EQ && n->kids[0]->kind != MK_IN &&
+		    n->kids[0]->kind != MK_EXISTS)) {
+			ps->skipped++;
+			return;
+		}
+		leaf = n->kids[0];
+		op = leaf->kind == MK_EQ ? MATCH_PRED_NE : leaf->kind == MK_IN ? MATCH_PRED_NIN : MATCH_PRED_EXISTS;
+	} else {
+		for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+			if (ops[i].kind == n->kind)
+				break;
+		if (i == sizeof(ops) / sizeof(ops[0])) {
+			ps->skipped++;
+			return;
+		}
+		op = ops[i].op;
+	}
+	if (path == NULL || ps->n == MAX_PREDS) {
 		ps->skipped++;
 		return;
 	}
 	p = &ps->p[ps->n++];
 	p->path = path;
-	p->op = ops[i].op;
-	p->val = n->val;
-	p->in = n->kind == MK_IN ? n->u.in.sorted : NULL;
-	p->nin = n->kind == MK_IN ? n->u.in.n : 0;
-	p->in_regex = n->kind == MK_IN && n->u.in.nre > 0;
+	p->op = op;
+	p->val = leaf->val;
+	p->in = leaf->kind == MK_IN ? leaf->u.in.sorted : NULL;
+	p->nin = leaf->kind == MK_IN ? leaf->u.in.n : 0;
+	p->in_regex = leaf->kind == MK_IN && leaf->u.in.nre > 0;
+	p->has_null = leaf->kind == MK_IN ? leaf->u.in.has_null :
+	    leaf->kind == MK_EQ && leaf->val.value_type == BSON_TYPE_NULL;
+	p->exists = leaf->kind == MK_EXISTS && (leaf->u.exists != (n->kind == MK_NOT));
 	p->group = group;
 	p->gpath = gpath != NULL ? gpath : "";
 	p->re_prefix = NULL;
@@ -308,6 +331,11 @@ collect_node(preds_t *ps, const mnode_t *n, const char *prefix, int group, const
 	if (n->kind == MK_AND) {
 		for (i = 0; i < n->nkids; i++)
 			collect_node(ps, n->kids[i], prefix, group, gpath);
+		return;
+	}
+	if (n->kind == MK_NOT && n->nkids == 1 && n->kids[0]->has_path &&
+	    (n->kids[0]->kind == MK_EQ || n->kids[0]->kind == MK_IN || n->kids[0]->kind == MK_EXISTS)) {
+		collect_value(ps, n, pred_join(ps, prefix, n->kids[0]->path.full), group, gpath);
 		return;
 	}
 	if (!n->has_path || n->kind == MK_NOT) {
@@ -540,73 +568,107 @@ regex_intervals(tm_arena_t *a, const pred_t *p, const coll_t *ix_coll, planner_i
 	iv_set(&iv[1], &p->val, true, &p->val, true);
 }
 
+static bool
+is_range_op(match_pred_t op)
+{
+	return op == MATCH_PRED_LT || op == MATCH_PRED_LTE || op == MATCH_PRED_GT || op == MATCH_PRED_GTE;
+}
+
+/* The point values of an equality or $in (vals, n), as sorted, distinct
+ * point intervals in iv (room for 2n): null stands for null and undefined
+ * (a missing field is keyed null, an empty array undefined), as mongod
+ * bounds it.  Returns the count, or -1 when some value gives no point (an
+ * array, a regex, MinKey/MaxKey). */
+static int
+point_intervals(const preds_t *ps, const bson_value_t *vals, int nv, planner_interval_t *iv)
+{
+	static const bson_value_t undef = {.value_type = BSON_TYPE_UNDEFINED};
+	int i, j, n = 0;
+
+	for (i = 0; i < nv; i++) {
+		if (vals[i].value_type == BSON_TYPE_NULL) {
+			iv_set(&iv[n++], &undef, true, &undef, true);
+			iv_set(&iv[n++], &vals[i], true, &vals[i], true);
+		} else if (v_usable_point(&vals[i])) {
+			iv_set(&iv[n++], &vals[i], true, &vals[i], true);
+		} else {
+			return -1;
+		}
+	}
+	qsort_r(iv, (size_t)n, sizeof(*iv), point_cmp, (void *)ps->coll);
+	for (i = 1, j = n > 0 ? 1 : 0; i < n; i++)
+		if (vcmp(&iv[i].lo, &iv[j - 1].lo, ps->coll) != 0)
+			iv[j++] = iv[i];
+	return j;
+}
+
+/* The complement of sorted, distinct points: [MinKey, p0), (p0, p1), ...,
+ * (pn, MaxKey] into out (room for n + 1); the bounds of $ne and $nin. */
+static int
+complement_intervals(const planner_interval_t *pts, int n, planner_interval_t *out)
+{
+	bson_value_t lo = v_minkey(), hi = v_maxkey();
+	bool lo_incl = true;
+	int i, k = 0;
+
+	for (i = 0; i < n; i++) {
+		iv_set(&out[k++], &lo, lo_incl, &pts[i].lo, false);
+		lo = pts[i].lo;
+		lo_incl = false;
+	}
+	iv_set(&out[k++], &lo, lo_incl, &hi, true);
+	return k;
+}
+
 /* Bounds of one field from the chosen predicates (ascending value order),
  * in ps's arena, for an index whose collation is ix_coll.  Returns the
  * number of intervals (0 = provably empty), or -1 when the predicates give
  * no bounds.  *group gets the group of the predicates used (-1 when several
- * groups).  Points (equality, $in) come first, then ranges, then a
- * $regex. */
+ * groups); *points whether they are points; *missing whether the predicate
+ * used also matches documents without the field (null, $ne, $nin,
+ * $exists: false: a sparse or wildcard index cannot answer it).  A
+ * wildcard index (leaves) holds no key for a path whose value is a
+ * document: no bounds from $exists there.  One kind
+ * of predicate gives the bounds, in this order: an equality or $in, the
+ * ranges (intersected), a $regex, a $ne or $nin, an $exists; the others on
+ * the field leave the plan inexact (the filter decides). */
 static int
-field_bounds(const preds_t *ps, const char *path, bool multikey, const coll_t *ix_coll,
-             planner_interval_t **out, int *group, bool *points)
+field_bounds(const preds_t *ps, const char *path, bool multikey, const coll_t *ix_coll, bool leaves,
+             planner_interval_t **out, int *group, bool *points, bool *missing)
 {
 	planner_interval_t *iv = NULL, r;
+	const pred_t *p;
 	int i, n = -1, j;
-	bool have_range = false;
 
 	*points = false;
+	*missing = false;
 	*group = -2;
-	/* Points first: an equality or $in (each one alone is exact). */
+	*out = NULL;
+	/* Points first: an equality or $in. */
 	for (i = 0; i < ps->n; i++) {
-		const pred_t *p = &ps->p[i];
-		int cnt = 0;
-		bool ok = true;
-		if (strcmp(p->path, path) != 0)
+		p = &ps->p[i];
+		if (strcmp(p->path, path) != 0 || (p->op != MATCH_PRED_EQ && p->op != MATCH_PRED_IN) ||
+		    (p->op == MATCH_PRED_IN && (p->in_regex || p->nin == 0 || p->nin > MAX_RANGES)))
 			continue;
-		if (p->op == MATCH_PRED_EQ) {
-			if (!v_usable_point(&p->val))
-				continue;
-			iv = tm_arena_alloc(ps->arena, sizeof(*iv));
-			iv_set(&iv[0], &p->val, true, &p->val, true);
-			n = 1;
-		} else if (p->op == MATCH_PRED_IN) {
-			if (p->in_regex)
-				continue;
-			cnt = (int)p->nin;
-			for (j = 0; j < cnt; j++)
-				if (!v_usable_point(&p->in[j]))
-					ok = false;
-			if (!ok || cnt == 0 || cnt > MAX_RANGES)
-				continue;
-			iv = tm_arena_alloc(ps->arena, sizeof(*iv) * (size_t)cnt);
-			for (n = 0; n < cnt; n++)
-				iv_set(&iv[n], &p->in[n], true, &p->in[n], true);
-			qsort_r(iv, (size_t)n, sizeof(*iv), point_cmp, (void *)ps->coll);
-			for (i = 1, j = 1; i < n; i++)
-				if (vcmp(&iv[i].lo, &iv[j - 1].lo, ps->coll) != 0)
-					iv[j++] = iv[i];
-			n = j;
-		} else {
+		iv = tm_arena_alloc(ps->arena, sizeof(*iv) * 2 * (p->op == MATCH_PRED_EQ ? 1 : (size_t)p->nin));
+		n = p->op == MATCH_PRED_EQ ? point_intervals(ps, &p->val, 1, iv) :
+		    point_intervals(ps, p->in, (int)p->nin, iv);
+		if (n < 0)
 			continue;
-		}
 		*group = p->group;
 		*points = true;
-		for (j = 0; j < n; j++)
-			iv_own(ps->arena, &iv[j]);
-		*out = iv;
-		return n;
+		*missing = p->has_null;
+		goto own;
 	}
 	/* Ranges: intersected when the path holds one value per document. */
+	n = -1;
 	for (i = 0; i < ps->n; i++) {
-		const pred_t *p = &ps->p[i];
-		if (strcmp(p->path, path) != 0 || p->op == MATCH_PRED_EQ || p->op == MATCH_PRED_IN)
+		p = &ps->p[i];
+		if (strcmp(p->path, path) != 0 || !is_range_op(p->op) || !range_interval(p, &r))
 			continue;
-		if (!range_interval(p, &r))
-			continue;
-		if (!have_range) {
+		if (n < 0) {
 			iv = tm_arena_alloc(ps->arena, sizeof(*iv));
 			iv[0] = r;
-			have_range = true;
 			*group = p->group;
 			n = 1;
 			continue;
@@ -617,30 +679,59 @@ field_bounds(const preds_t *ps, const char *path, bool multikey, const coll_t *i
 			continue;
 		if (*group != p->group)
 			*group = -1;
-		if (!iv_intersect(&iv[0], &r, ps->coll))
+		if (n > 0 && !iv_intersect(&iv[0], &r, ps->coll))
 			n = 0;
 	}
-	if (n < 0) {
-		/* no range: a $regex */
-		for (i = 0; i < ps->n; i++) {
-			const pred_t *p = &ps->p[i];
-			if (p->op != MATCH_PRED_REGEX || strcmp(p->path, path) != 0)
-				continue;
-			iv = tm_arena_alloc(ps->arena, 2 * sizeof(*iv));
-			regex_intervals(ps->arena, p, ix_coll, iv);
-			*group = p->group;
-			n = 2;
-			break;
-		}
-		for (j = 0; j < n; j++)
-			iv_own(ps->arena, &iv[j]);
-		*out = iv;
-		return n;
+	if (n >= 0)
+		goto own;
+	/* Then one $regex, $ne / $nin, or $exists. */
+	for (i = 0; i < ps->n && n < 0; i++) {
+		p = &ps->p[i];
+		if (strcmp(p->path, path) != 0 || p->op != MATCH_PRED_REGEX)
+			continue;
+		iv = tm_arena_alloc(ps->arena, 2 * sizeof(*iv));
+		regex_intervals(ps->arena, p, ix_coll, iv);
+		n = 2;
+		*group = p->group;
 	}
+	for (i = 0; i < ps->n && n < 0; i++) {
+		planner_interval_t *pts;
+		int np;
+		p = &ps->p[i];
+		if (strcmp(p->path, path) != 0 || (p->op != MATCH_PRED_NE && p->op != MATCH_PRED_NIN) || p->has_null ||
+		    (p->op == MATCH_PRED_NIN && (p->in_regex || p->nin > MAX_RANGES)))
+			continue;
+		np = p->op == MATCH_PRED_NE ? 1 : (int)p->nin;
+		pts = tm_arena_alloc(ps->arena, sizeof(*pts) * 2 * (size_t)(np ? np : 1));
+		np = point_intervals(ps, p->op == MATCH_PRED_NE ? &p->val : p->in, np, pts);
+		if (np < 0)
+			continue;
+		iv = tm_arena_alloc(ps->arena, sizeof(*iv) * (size_t)(np + 1));
+		n = complement_intervals(pts, np, iv);
+		*group = p->group;
+		*missing = true;
+	}
+	for (i = 0; i < ps->n && n < 0 && !leaves; i++) {
+		bson_value_t lo = v_minkey(), hi = v_maxkey(), nul = {.value_type = BSON_TYPE_NULL};
+		p = &ps->p[i];
+		if (strcmp(p->path, path) != 0 || p->op != MATCH_PRED_EXISTS)
+			continue;
+		iv = tm_arena_alloc(ps->arena, sizeof(*iv));
+		if (p->exists)
+			iv_set(&iv[0], &lo, true, &hi, true);
+		else
+			iv_set(&iv[0], &nul, true, &nul, true);
+		n = 1;
+		*group = p->group;
+		*missing = !p->exists;
+	}
+	if (n < 0)
+		return -1;
+own:
 	if (n == 0)
-		iv = NULL;
-	else if (iv != NULL)
-		iv_own(ps->arena, &iv[0]);
+		return 0;
+	for (j = 0; j < n; j++)
+		iv_own(ps->arena, &iv[j]);
 	*out = iv;
 	return n;
 }
@@ -664,6 +755,8 @@ typedef struct cand {
 	bool backward;
 	bool multikey;
 	bool exact;         /* the bounds answer every predicate exactly */
+	bool sparse1;       /* a sparse index of one field */
+	bool missing;       /* some field's bounds come from a predicate matching a missing field */
 	char *wildcard_path;  /* the path a wildcard index is used for */
 	const coll_t *collation;  /* the index's: its keys hold this collation's sort keys */
 } cand_t;
@@ -751,7 +844,9 @@ pred_same_operand(const pred_t *q, const pred_t *p, const coll_t *coll)
 
 	if (q->op != p->op)
 		return false;
-	if (p->op != MATCH_PRED_IN)
+	if (p->op == MATCH_PRED_EXISTS)
+		return q->exists == p->exists;
+	if (p->op != MATCH_PRED_IN && p->op != MATCH_PRED_NIN)
 		return bv_compare_coll(&q->val, &p->val, coll) == 0 && q->val.value_type == p->val.value_type;
 	if (q->in_regex || p->in_regex || q->nin != p->nin)
 		return false;
@@ -800,7 +895,14 @@ partial_implied(const storage_index_t *ix, const preds_t *qp)
 				implied = true;
 				break;
 			}
-			if (p->op == MATCH_PRED_IN || p->op == MATCH_PRED_EQ || q->op == MATCH_PRED_IN)
+			/* {$exists: true}: implied by anything a missing field fails */
+			if (p->op == MATCH_PRED_EXISTS && p->exists &&
+			    (is_range_op(q->op) || q->op == MATCH_PRED_REGEX || (q->op == MATCH_PRED_EXISTS && q->exists) ||
+			     ((q->op == MATCH_PRED_EQ || q->op == MATCH_PRED_IN) && !q->has_null))) {
+				implied = true;
+				break;
+			}
+			if (!is_range_op(p->op) || (q->op != MATCH_PRED_EQ && !is_range_op(q->op)))
 				continue;
 			/* q's interval inside p's interval */
 			if (!range_interval(p, &pi))
@@ -821,8 +923,8 @@ partial_implied(const storage_index_t *ix, const preds_t *qp)
 		if (!implied)
 			ok = false;
 	}
-	/* A partial filter with leaves we did not collect ($exists, $type,
-	 * $or...) counts as not implied. */
+	/* A partial filter with leaves we did not collect ($type, $or...)
+	 * counts as not implied. */
 	if (pp.skipped > 0)
 		ok = false;
 	match_free(m);
@@ -882,16 +984,28 @@ cand_exact(const cand_t *c, const preds_t *ps)
 		for (j = 0; j < ps->n; j++)
 			if (strcmp(ps->p[j].path, p->path) == 0)
 				same++;
+		if (same != 1 && !is_range_op(p->op))
+			return false;
 		if (points) {
-			if (same != 1 || (p->op != MATCH_PRED_EQ && p->op != MATCH_PRED_IN))
+			/* a null key may stand for a missing field or an empty array */
+			if ((p->op != MATCH_PRED_EQ && p->op != MATCH_PRED_IN) || p->has_null)
 				return false;
 		} else if (p->op == MATCH_PRED_REGEX) {
 			/* the prefix bounds decide it, on the strings themselves */
-			if (!p->re_exact || c->collation != NULL || same != 1)
+			if (!p->re_exact || c->collation != NULL)
+				return false;
+		} else if (p->op == MATCH_PRED_NE || p->op == MATCH_PRED_NIN) {
+			/* {a: [1, 2]} has a key outside {$ne: 2}'s bounds */
+			if (c->fields[fi].multikey || p->has_null)
+				return false;
+		} else if (p->op == MATCH_PRED_EXISTS) {
+			/* only a one-field sparse index holds exactly the documents
+			 * with the field */
+			if (!p->exists || !c->sparse1)
 				return false;
 		} else {
 			planner_interval_t iv;
-			if (p->op == MATCH_PRED_EQ || p->op == MATCH_PRED_IN || (c->fields[fi].multikey && same != 1))
+			if (!is_range_op(p->op) || (c->fields[fi].multikey && same != 1))
 				return false;
 			if (!range_interval(p, &iv))
 				return false;
@@ -913,6 +1027,7 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 	c->index = ixn;
 	c->multikey = ix->multikey;
 	c->collation = ix->collation;
+	c->sparse1 = ix->sparse && ix->nfields == 1;
 	if (!bson_iter_init(&it, ix->key))
 		return false;
 	c->fields = tm_arena_alloc0(ps->arena, sizeof(planner_field_t) * (size_t)(ix->nfields + 1));
@@ -920,7 +1035,7 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 		planner_field_t *f = &c->fields[nf];
 		planner_interval_t *iv = NULL;
 		int n = -1, g = 0, j;
-		bool points = false;
+		bool points = false, missing = false;
 		if (!BSON_ITER_HOLDS_NUMBER(&it)) {
 			c->nfields = nf;
 			return false;
@@ -931,7 +1046,7 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 		nf++;
 		c->nfields = nf;
 		if (!path_has_positional(f->path))
-			n = field_bounds(ps, f->path, f->multikey, ix->collation, &iv, &g, &points);
+			n = field_bounds(ps, f->path, f->multikey, ix->collation, false, &iv, &g, &points, &missing);
 		if (n >= 0 && ix->multikey) {
 			/* Compound only across independent paths (no array on
 			 * their shared prefix), or within one $elemMatch on
@@ -971,6 +1086,7 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 		f->n = n;
 		f->bounded = true;
 		f->points = points;
+		c->missing = c->missing || missing;
 		if (n == 0)
 			c->empty = true;
 		/* leading runs: bounded fields, and point fields before them */
@@ -985,6 +1101,10 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 		if (!hinted && (ix->sparse || ix->partial))
 			return false;
 	}
+	/* a sparse index lacks the documents without its fields, which
+	 * null, $ne, $nin and $exists: false match (mongod never picks it) */
+	if (!hinted && ix->sparse && c->missing)
+		return false;
 	if (!hinted && ix->partial && !partial_implied(ix, ps))
 		return false;
 	if (!sort_on_multikey(sort, c->fields, c->nfields))
@@ -1029,11 +1149,12 @@ wildcard_cand(const storage_coll_t *coll, int ixn, const preds_t *ps, cand_t *c)
 		const char *p = ps->p[i].path;
 		planner_interval_t *iv = NULL;
 		int n, g, k;
-		bool points;
+		bool points, missing;
 		if (path_has_positional(p) || !keygen_wildcard_covers(ix, p))
 			continue;
-		n = field_bounds(ps, p, true, ix->collation, &iv, &g, &points);
-		if (n < 0)
+		/* it holds leaves: nothing for a missing field */
+		n = field_bounds(ps, p, true, ix->collation, true, &iv, &g, &points, &missing);
+		if (n < 0 || missing)
 			continue;
 		/* a wildcard index holds leaves, never whole documents */
 		for (k = 0; k < n; k++)

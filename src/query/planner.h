@@ -4,7 +4,11 @@
  *
  * Bounds come from the compiled filter's top-level conjunction: equality, $in, ranges ($gt/$gte/$lt/$lte, type
  * bracketed as mongod does), $regex (mongod's simple-regex prefix, or every
- * string, plus the regex value), and predicates inside $elemMatch.  The
+ * string, plus the regex value), null (the null and undefined keys), $ne
+ * and $nin (the complement), $exists (every key, or the null one), and
+ * predicates inside $elemMatch.  One kind of predicate bounds a field
+ * (points, then ranges, $regex, $ne/$nin, $exists); mongod intersects them
+ * all, Tamga's bounds are a superset and the filter checks the rest.  The
  * planner only ever builds bounds that hold a superset of the matching
  * documents' keys; the executor still applies the whole filter to every
  * fetched document.  Multikey rules, per the index's multiKeyPaths: two
@@ -14,8 +18,10 @@
  * prefix (the keygen keeps such fields on one array element); a sort on a
  * multikey field is not provided by the index.
  * Indexes that could miss documents are skipped: hidden ones, sparse ones
- * unless the leading field is bounded away from null, partial ones unless
- * the filter implies the partial filter.  hint picks an index (2
+ * unless the leading field is bounded and no predicate used matches a
+ * missing field (null, $ne, $nin, $exists: false), partial ones unless the
+ * filter implies the partial filter ({$exists: true} is implied by any
+ * predicate a missing field fails).  hint picks an index (2
  * BadValue "hint provided does not correspond to an existing index" when
  * none matches).  Among candidates the one with the most equality-bounded
  * fields, then one satisfying the sort (a blocking sort loses mongod's trial

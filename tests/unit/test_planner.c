@@ -128,10 +128,22 @@ test_points_and_ranges(void)
 	PLAN_EQ("{\"a\": {\"$gt\": 5, \"$lt\": 1}}", NULL, NULL, "a_1|a:|exact");
 	/* mixed types intersect to nothing */
 	PLAN_EQ("{\"a\": {\"$gt\": 5, \"$lt\": \"z\"}}", NULL, NULL, "a_1|a:|exact");
-	/* no bounds from null, $ne, arrays: no index */
-	PLAN_EQ("{\"a\": null}", NULL, NULL, "COLLSCAN");
-	PLAN_EQ("{\"a\": {\"$ne\": 1}}", NULL, NULL, "COLLSCAN");
+	/* null: the null and undefined keys (a missing field, an empty
+	 * array), never exact; $ne and $nin: the complement, exact on a
+	 * path that never held an array; $exists: every key or the null one */
+	PLAN_EQ("{\"a\": null}", NULL, NULL, "a_1|a:[undefined, undefined],[null, null]");
+	PLAN_EQ("{\"a\": {\"$in\": [2, null]}}", NULL, NULL, "a_1|a:[undefined, undefined],[null, null],[2, 2]");
+	PLAN_EQ("{\"a\": {\"$ne\": 1}}", NULL, NULL, "a_1|a:[MinKey, 1),(1, MaxKey]|exact");
+	PLAN_EQ("{\"a\": {\"$nin\": [5, 1, \"x\"]}}", NULL, NULL,
+	    "a_1|a:[MinKey, 1),(1, 5),(5, \"x\"),(\"x\", MaxKey]|exact");
+	PLAN_EQ("{\"a\": {\"$ne\": null}}", NULL, NULL, "COLLSCAN");
+	PLAN_EQ("{\"a\": {\"$exists\": true}}", NULL, NULL, "a_1|a:[MinKey, MaxKey]");
+	PLAN_EQ("{\"a\": {\"$exists\": false}}", NULL, NULL, "a_1|a:[null, null]");
+	/* a range beats them on the same field (the filter decides the rest) */
+	PLAN_EQ("{\"a\": {\"$ne\": 3, \"$gt\": 1}}", NULL, NULL, "a_1|a:(1, inf.0]");
+	/* no bounds from arrays: no index */
 	PLAN_EQ("{\"a\": [1, 2]}", NULL, NULL, "COLLSCAN");
+	PLAN_EQ("{\"a\": {\"$ne\": [1]}}", NULL, NULL, "COLLSCAN");
 	PLAN_EQ("{\"b\": 1}", NULL, NULL, "COLLSCAN");
 	/* _id ranges use the _id index */
 	PLAN_EQ("{\"_id\": {\"$gte\": 3}}", NULL, NULL, "_id_|_id:[3, inf.0]|exact");
@@ -251,6 +263,21 @@ test_sparse_partial_hidden_hint(void)
 	PLAN_EQ("{\"s\": 1}", NULL, "{\"$natural\": 1}", "COLLSCAN");
 	PLAN_EQ("{\"$or\": [{\"s\": 1}, {\"p\": 9}]}", NULL, NULL, "OR 2");
 	PLAN_EQ("{\"$or\": [{\"s\": 1}, {\"q\": 9}]}", NULL, NULL, "COLLSCAN");
+	/* a sparse index lacks the documents without the field: never for
+	 * what matches them; exact for $exists: true when it has one field */
+	PLAN_EQ("{\"s\": null}", NULL, NULL, "COLLSCAN");
+	PLAN_EQ("{\"s\": {\"$in\": [1, null]}}", NULL, NULL, "COLLSCAN");
+	PLAN_EQ("{\"s\": {\"$ne\": 1}}", NULL, NULL, "COLLSCAN");
+	PLAN_EQ("{\"s\": {\"$exists\": false}}", NULL, NULL, "COLLSCAN");
+	PLAN_EQ("{\"s\": {\"$exists\": true}}", NULL, NULL, "s_1|s:[MinKey, MaxKey]|exact");
+	/* a partial filter {$exists: true} is implied by what a missing field fails */
+	add_index("{\"v\": 2, \"key\": {\"e\": 1}, \"name\": \"e_1\", "
+	    "\"partialFilterExpression\": {\"e\": {\"$exists\": true}}}", false);
+	PLAN_EQ("{\"e\": \"x\"}", NULL, NULL, "e_1|e:[\"x\", \"x\"]|exact");
+	PLAN_EQ("{\"e\": {\"$gt\": 2}}", NULL, NULL, "e_1|e:(2, inf.0]|exact");
+	PLAN_EQ("{\"e\": {\"$exists\": 1}}", NULL, NULL, "e_1|e:[MinKey, MaxKey]");
+	PLAN_EQ("{\"e\": null}", NULL, NULL, "COLLSCAN");
+	PLAN_EQ("{\"e\": {\"$ne\": 2}}", NULL, NULL, "COLLSCAN");
 	reset();
 }
 

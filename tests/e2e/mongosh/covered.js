@@ -189,5 +189,48 @@ test('a regex uses the index: prefix bounds as mongod builds them, exact when th
 		eq(r.find(f).sort({_id: 1}).toArray(), r.find(f).hint({$natural: 1}).sort({_id: 1}).toArray(), String(f.t));
 });
 
+test('null, $ne, $nin and $exists read the index with mongod\'s bounds; sparse and partial indexes only where complete', () => {
+	const n = d.nulls;
+	n.insertMany([{_id: 1, v: 1}, {_id: 2, v: null}, {_id: 3}, {_id: 4, v: 2}, {_id: 5, v: 'x'}, {_id: 6, v: 3}]);
+	n.createIndex({v: 1});
+	const cases = [
+		[{v: null}, ['[undefined, undefined]', '[null, null]'], [2, 3]],
+		[{v: {$in: [2, null]}}, ['[undefined, undefined]', '[null, null]', '[2, 2]'], [2, 3, 4]],
+		[{v: {$ne: 2}}, ['[MinKey, 2)', '(2, MaxKey]'], [1, 2, 3, 5, 6]],
+		[{v: {$nin: [1, 'x']}}, ['[MinKey, 1)', '(1, "x")', '("x", MaxKey]'], [2, 3, 4, 6]],
+		[{v: {$exists: true}}, ['[MinKey, MaxKey]'], [1, 2, 4, 5, 6]],
+		[{v: {$exists: false}}, ['[null, null]'], [3]],
+	];
+	for (const [f, bounds, ids] of cases) {
+		const s = ixscan(n.find(f).explain().queryPlanner.winningPlan);
+		ok(s, 'IXSCAN for ' + JSON.stringify(f));
+		eq(s.indexBounds, {v: bounds}, 'bounds ' + JSON.stringify(f));
+		eq(n.find(f).sort({_id: 1}).toArray().map(x => x._id), ids, 'ids ' + JSON.stringify(f));
+		eq(n.find(f).hint({$natural: 1}).sort({_id: 1}).toArray().map(x => x._id), ids, 'scan ' + JSON.stringify(f));
+	}
+	// $ne on a path that never held an array: the bounds decide (no FETCH filter)
+	eq(n.find({v: {$ne: 2}}).explain().queryPlanner.winningPlan.filter, undefined, '$ne exact');
+	// null can stand for a missing field: always fetched and checked
+	ok(n.find({v: null}).explain().queryPlanner.winningPlan.filter, 'null filtered');
+	// a sparse index lacks the documents without v: never for what matches them
+	const sp = d.sparse_nulls;
+	sp.insertMany([{_id: 1, v: 1}, {_id: 2}, {_id: 3, v: null}]);
+	sp.createIndex({v: 1}, {sparse: true});
+	for (const f of [{v: null}, {v: {$ne: 1}}, {v: {$exists: false}}])
+		eq(stages(sp.find(f).explain().queryPlanner.winningPlan), ['COLLSCAN'], 'sparse unused ' + JSON.stringify(f));
+	let e = sp.find({v: {$exists: true}}).explain('executionStats');
+	eq(ixscan(e.queryPlanner.winningPlan).indexBounds, {v: ['[MinKey, MaxKey]']}, 'sparse $exists');
+	eq(e.queryPlanner.winningPlan.filter, undefined, 'a one-field sparse index answers $exists: true');
+	eq(e.executionStats.nReturned, 2, '$exists: true on sparse');
+	// partial {$exists: true}: an equality implies it
+	const pa = d.partial_exists;
+	pa.insertMany([{_id: 1, email: 'a@x'}, {_id: 2}, {_id: 3, email: 'b@x'}]);
+	pa.createIndex({email: 1}, {unique: true, partialFilterExpression: {email: {$exists: true}}});
+	e = pa.find({email: 'b@x'}).explain('executionStats');
+	eq(ixscan(e.queryPlanner.winningPlan).indexName, 'email_1', 'partial index used');
+	eq(e.executionStats.totalKeysExamined, 1, 'one key');
+	eq(stages(pa.find({email: null}).explain().queryPlanner.winningPlan), ['COLLSCAN'], 'not for null');
+});
+
 d.dropDatabase();
 done();

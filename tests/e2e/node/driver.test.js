@@ -117,6 +117,26 @@ test('a prefix regex reads the index: bounds in explain, the same documents as a
 	assert.deepEqual(withIx, scan);
 });
 
+test('null, $ne and a partial {$exists: true} index: bounds and the same documents as a scan', async () => {
+	const c = db.collection('null_ix');
+	await c.insertMany([{ _id: 1, s: 'a' }, { _id: 2, s: null }, { _id: 3 }, { _id: 4, s: 'b' }]);
+	await c.createIndex({ s: 1 }, { partialFilterExpression: { s: { $exists: true } } });
+	await c.createIndex({ s: 1, _id: 1 });
+	const ixscan = (p) => { while (p && p.stage !== 'IXSCAN') p = p.inputStage; return p; };
+	const ne = ixscan((await c.find({ s: { $ne: 'a' } }).explain()).queryPlanner.winningPlan);
+	assert.equal(ne.indexName, 's_1__id_1', 'the partial index misses documents without s');
+	assert.deepEqual(ne.indexBounds.s, ['[MinKey, "a")', '("a", MaxKey]']);
+	const nul = ixscan((await c.find({ s: null }).explain()).queryPlanner.winningPlan);
+	assert.deepEqual(nul.indexBounds.s, ['[undefined, undefined]', '[null, null]']);
+	const eqPlan = ixscan((await c.find({ s: 'b' }).hint('s_1').explain()).queryPlanner.winningPlan);
+	assert.equal(eqPlan.indexName, 's_1');
+	for (const f of [{ s: { $ne: 'a' } }, { s: null }, { s: { $exists: false } }, { s: 'b' }]) {
+		const got = await c.find(f).sort({ _id: 1 }).toArray();
+		const scan = await c.find(f).hint({ $natural: 1 }).sort({ _id: 1 }).toArray();
+		assert.deepEqual(got, scan, JSON.stringify(f));
+	}
+});
+
 test('views: createCollection with viewOn, reads, listCollections, refused writes', async () => {
 	const src = db.collection('cities');
 	await src.insertMany([{ _id: 1, state: 'NJ', pop: 3 }, { _id: 2, state: 'CA', pop: 10 }, { _id: 3, state: 'CA', pop: 4 }]);
