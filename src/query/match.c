@@ -1554,3 +1554,76 @@ match_to_bson(const match_t *m)
 	node_to_bson(m->root, out);
 	return out;
 }
+
+/* Conjunct i of the root (the root itself when it is not an $and), or
+ * NULL past the last. */
+static const mnode_t *
+conjunct(const match_t *m, uint32_t i)
+{
+	if (m->root->kind == MK_AND)
+		return i < m->root->nkids ? m->root->kids[i] : NULL;
+	return i == 0 ? m->root : NULL;
+}
+
+static bool
+skipped(uint64_t skip, uint32_t i)
+{
+	return i < 64 && (skip >> i & 1) != 0;
+}
+
+int
+match_exec_skip(const match_t *m, uint64_t skip, const bson_t *doc, terr_t *err)
+{
+	const mnode_t *n;
+	mctx_t c;
+	bool r = true;
+
+	if (skip == 0)
+		return match_exec(m, doc, NULL, err);
+	c.m = m;
+	c.root_data = bson_get_data(doc);
+	c.root_len = doc->len;
+	c.err = err;
+	c.failed = false;
+	for (uint32_t i = 0; r && (n = conjunct(m, i)) != NULL; i++)
+		if (!skipped(skip, i))
+			r = match_node_eval(n, c.root_data, c.root_len, NULL, &c);
+	if (c.failed)
+		return -1;
+	return r ? 1 : 0;
+}
+
+bson_t *
+match_to_bson_skip(const match_t *m, uint64_t skip)
+{
+	const mnode_t *n, *only = NULL;
+	uint32_t i, left = 0;
+	bson_t *out, arr, sub;
+
+	for (i = 0; (n = conjunct(m, i)) != NULL; i++)
+		if (!skipped(skip, i)) {
+			left++;
+			only = n;
+		}
+	if (left == 0)
+		return NULL;
+	out = bson_new();
+	if (left == 1) {
+		node_to_bson(only, out);
+		return out;
+	}
+	bson_append_array_begin(out, "$and", 4, &arr);
+	for (i = 0, left = 0; (n = conjunct(m, i)) != NULL; i++) {
+		char kb[16];
+		const char *ks;
+		size_t kl;
+		if (skipped(skip, i))
+			continue;
+		kl = bson_uint32_to_string(left++, &ks, kb, sizeof kb);
+		bson_append_document_begin(&arr, ks, (int)kl, &sub);
+		node_to_bson(n, &sub);
+		bson_append_document_end(&arr, &sub);
+	}
+	bson_append_array_end(out, &arr);
+	return out;
+}

@@ -73,6 +73,18 @@ void match_free(match_t *m);
  */
 int match_exec(const match_t *m, const bson_t *doc, int *array_pos, terr_t *err);
 
+/*
+ * The filter without some of its top-level conjuncts -- the root's clauses
+ * when it is an $and, else the root alone as conjunct 0 -- that the caller
+ * answers otherwise (an index scan's exact bounds): skip has bit i set for
+ * conjunct i (past 63 nothing is skipped).  match_exec_skip evaluates the
+ * rest as match_exec does (no array position); match_to_bson_skip prints
+ * it as explain's filter (one conjunct alone, several under $and), NULL
+ * when nothing is left.  Caller owns the bson_t.
+ */
+int match_exec_skip(const match_t *m, uint64_t skip, const bson_t *doc, terr_t *err);
+bson_t *match_to_bson_skip(const match_t *m, uint64_t skip);
+
 /* Convenience forms of match_exec: a runtime error counts as "no match".
  * Use match_exec wherever an error must reach the client (find, update). */
 bool match_eval(const match_t *m, const bson_t *doc);

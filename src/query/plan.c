@@ -148,6 +148,14 @@ lazy_doc_free(bson_t *d)
 	}
 }
 
+/* The filter's top-level conjuncts a fetch after the index scan need not
+ * check: those the scan's bounds answer (never across $or branches). */
+static uint64_t
+fetch_skip(const plan_exec_t *x)
+{
+	return x->sol != NULL && x->sol->kind == PLANNER_IXSCAN ? x->sol->exact_mask : 0;
+}
+
 static bool
 sort_needed(const plan_exec_t *x)
 {
@@ -1033,10 +1041,11 @@ ixscan_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, t
 			continue;
 		x->stats.docs_examined++;
 		/* exact bounds decide the filter (the FETCH has none in explain,
-		 * and covered plans already rely on it) */
+		 * and covered plans already rely on it); otherwise what they
+		 * do not answer */
 		if (x->match == NULL || x->sol->exact)
 			rc = 1;
-		else if ((rc = match_exec(x->match, doc, NULL, err)) < 0)
+		else if ((rc = match_exec_skip(x->match, fetch_skip(x), doc, err)) < 0)
 			return -1;
 		if (rc == 1) {
 			x->stats.access_returned++;
@@ -1474,14 +1483,17 @@ append_common_stats(bson_t *out, int64_t nreturned, int64_t works, int64_t advan
 	BSON_APPEND_BOOL(out, "isEOF", eof);
 }
 
+/* explain's filter of a COLLSCAN (skip 0: the whole filter) or of the
+ * FETCH over an index scan (what its bounds do not answer). */
 static void
-append_filter(const plan_exec_t *x, bson_t *out)
+append_filter(const plan_exec_t *x, uint64_t skip, bson_t *out)
 {
 	bson_t *f;
 
 	if (x->match == NULL || match_is_trivially_true(x->match))
 		return;
-	f = match_to_bson(x->match);
+	if ((f = match_to_bson_skip(x->match, skip)) == NULL)
+		return;
 	BSON_APPEND_DOCUMENT(out, "filter", f);
 	bson_destroy(f);
 }
@@ -1729,7 +1741,7 @@ append_stage(const plan_exec_t *x, stage_kind_t k, bool es, bson_t *out)
 		}
 		BSON_APPEND_UTF8(out, "stage", "FETCH");
 		if (!x->sol->exact)
-			append_filter(x, out);
+			append_filter(x, fetch_skip(x), out);
 		if (es) {
 			append_common_stats(out, x->stats.access_returned, works, x->stats.access_returned, x->scan_done);
 			BSON_APPEND_INT32(out, "docsExamined", (int32_t)x->stats.docs_examined);
@@ -1752,7 +1764,7 @@ append_stage(const plan_exec_t *x, stage_kind_t k, bool es, bson_t *out)
 			return;
 		}
 		BSON_APPEND_UTF8(out, "stage", "COLLSCAN");
-		append_filter(x, out);
+		append_filter(x, 0, out);
 		if (es)
 			append_common_stats(out, x->stats.access_returned, works, x->stats.access_returned, x->scan_done);
 		BSON_APPEND_UTF8(out, "direction", x->backward ? "backward" : "forward");

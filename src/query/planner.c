@@ -74,6 +74,7 @@ typedef struct pred {
 	bool re_exact;
 	bool has_null;             /* EQ/$in/$ne/$nin: null is (one of) the operand(s) */
 	bool exists;               /* $exists: its truth value */
+	int top;                   /* the filter's top-level conjunct it belongs to (match_exec_skip), or -1 */
 } pred_t;
 
 /* The predicates of one filter.  Lives on the caller's stack (~8 KB): only
@@ -82,6 +83,8 @@ typedef struct preds {
 	int n;
 	int ngroups;
 	int skipped;               /* leaves or logical nodes not collected */
+	int cur_top;               /* the top-level conjunct being collected (-1: none) */
+	uint64_t skipped_top;      /* top-level conjuncts (< 64) with leaves not collected */
 	const coll_t *coll;        /* the query's collation: bounds are encoded by it */
 	tm_arena_t *arena;         /* the plan's (bounds built from these predicates live there) */
 	size_t nused;              /* bytes of names in use */
@@ -95,6 +98,8 @@ preds_init(preds_t *ps, const coll_t *coll, tm_arena_t *arena)
 	ps->n = 0;
 	ps->ngroups = 0;
 	ps->skipped = 0;
+	ps->cur_top = -1;
+	ps->skipped_top = 0;
 	ps->coll = coll;
 	ps->arena = arena;
 	ps->nused = 0;
@@ -216,6 +221,16 @@ regex_prefix(const char *re, const char *flags, char *out, bool *exact)
 	return n;
 }
 
+/* A leaf or node the bounds cannot use: the plan is inexact, and so is the
+ * top-level conjunct it belongs to. */
+static void
+pred_skip(preds_t *ps)
+{
+	ps->skipped++;
+	if (ps->cur_top >= 0 && ps->cur_top < 64)
+		ps->skipped_top |= 1ull << ps->cur_top;
+}
+
 /* One leaf (value form: its operator applies to path).  Leaves the bounds
  * cannot use, and any past MAX_PREDS, count as skipped: the executor applies
  * the whole filter anyway, skipped leaves only make the bounds looser and
@@ -240,7 +255,7 @@ pred_leaf(preds_t *ps, const mnode_t *n, const char *path, int group, const char
 		/* $ne, $nin, $exists: false: NOT of one equality, $in, $exists */
 		if (n->nkids != 1 || (n->kids[0]->kind != MK_EQ && n->kids[0]->kind != MK_IN &&
 		    n->kids[0]->kind != MK_EXISTS)) {
-			ps->skipped++;
+			pred_skip(ps);
 			return;
 		}
 		leaf = n->kids[0];
@@ -250,18 +265,19 @@ pred_leaf(preds_t *ps, const mnode_t *n, const char *path, int group, const char
 			if (ops[i].kind == n->kind)
 				break;
 		if (i == sizeof(ops) / sizeof(ops[0])) {
-			ps->skipped++;
+			pred_skip(ps);
 			return;
 		}
 		op = ops[i].op;
 	}
 	if (path == NULL || ps->n == MAX_PREDS) {
-		ps->skipped++;
+		pred_skip(ps);
 		return;
 	}
 	p = &ps->p[ps->n++];
 	p->path = path;
 	p->op = op;
+	p->top = ps->cur_top;
 	p->val = leaf->val;
 	p->in = leaf->kind == MK_IN ? leaf->u.in.sorted : NULL;
 	p->nin = leaf->kind == MK_IN ? leaf->u.in.n : 0;
@@ -313,7 +329,7 @@ collect_value(preds_t *ps, const mnode_t *n, const char *path, int group, const 
 		if (n->nkids > 0 && path != NULL)
 			collect_node(ps, n->kids[0], path, g, path);
 		else
-			ps->skipped++;
+			pred_skip(ps);
 		return;
 	default:
 		pred_leaf(ps, n, path, group, gpath);
@@ -339,10 +355,30 @@ collect_node(preds_t *ps, const mnode_t *n, const char *prefix, int group, const
 		return;
 	}
 	if (!n->has_path || n->kind == MK_NOT) {
-		ps->skipped++;
+		pred_skip(ps);
 		return;
 	}
 	collect_value(ps, n, pred_join(ps, prefix, n->path.full), group, gpath);
+}
+
+/* The predicates of a whole filter, each tagged with the top-level
+ * conjunct it comes from (the root's clauses, or the root as conjunct 0:
+ * match_exec_skip's numbering). */
+static void
+collect_filter(preds_t *ps, const mnode_t *root)
+{
+	uint32_t i;
+
+	if (root->kind == MK_AND) {
+		for (i = 0; i < root->nkids; i++) {
+			ps->cur_top = (int)i;
+			collect_node(ps, root->kids[i], NULL, 0, NULL);
+		}
+	} else {
+		ps->cur_top = 0;
+		collect_node(ps, root, NULL, 0, NULL);
+	}
+	ps->cur_top = -1;
 }
 
 /* ---- value intervals ------------------------------------------------------ */
@@ -755,6 +791,7 @@ typedef struct cand {
 	bool backward;
 	bool multikey;
 	bool exact;         /* the bounds answer every predicate exactly */
+	uint64_t exact_mask;  /* the filter's top-level conjuncts they answer (match_exec_skip) */
 	bool sparse1;       /* a sparse index of one field */
 	bool missing;       /* some field's bounds come from a predicate matching a missing field */
 	char *wildcard_path;  /* the path a wildcard index is used for */
@@ -960,58 +997,64 @@ sort_provided(const bson_t *sort, const planner_field_t *f, int nf, int from, bo
 	return true;
 }
 
-/* Whether the bounds of c answer every predicate of ps exactly (explain
- * then shows no filter on FETCH, as mongod). */
+/* Whether the bounds of c answer predicate p of ps exactly: every key in
+ * them belongs to a document p matches. */
 static bool
-cand_exact(const cand_t *c, const preds_t *ps)
+pred_exact(const cand_t *c, const preds_t *ps, const pred_t *p)
 {
-	int i, j, fi;
+	int j, fi, same = 0;
 
-	if (ps->skipped > 0 || c->nbounded == 0 || ps->n == 0)
+	if (p->group != 0)
 		return false;
-	for (i = 0; i < ps->n; i++) {
-		const pred_t *p = &ps->p[i];
-		int same = 0;
-		bool points;
-		if (p->group != 0)
-			return false;
-		for (fi = 0; fi < c->nfields; fi++)
-			if (c->fields[fi].bounded && strcmp(c->fields[fi].path, p->path) == 0)
-				break;
-		if (fi == c->nfields)
-			return false;
-		points = c->fields[fi].points;
-		for (j = 0; j < ps->n; j++)
-			if (strcmp(ps->p[j].path, p->path) == 0)
-				same++;
-		if (same != 1 && !is_range_op(p->op))
-			return false;
-		if (points) {
-			/* a null key may stand for a missing field or an empty array */
-			if ((p->op != MATCH_PRED_EQ && p->op != MATCH_PRED_IN) || p->has_null)
-				return false;
-		} else if (p->op == MATCH_PRED_REGEX) {
-			/* the prefix bounds decide it, on the strings themselves */
-			if (!p->re_exact || c->collation != NULL)
-				return false;
-		} else if (p->op == MATCH_PRED_NE || p->op == MATCH_PRED_NIN) {
-			/* {a: [1, 2]} has a key outside {$ne: 2}'s bounds */
-			if (c->fields[fi].multikey || p->has_null)
-				return false;
-		} else if (p->op == MATCH_PRED_EXISTS) {
-			/* only a one-field sparse index holds exactly the documents
-			 * with the field */
-			if (!p->exists || !c->sparse1)
-				return false;
-		} else {
-			planner_interval_t iv;
-			if (!is_range_op(p->op) || (c->fields[fi].multikey && same != 1))
-				return false;
-			if (!range_interval(p, &iv))
-				return false;
-		}
+	for (fi = 0; fi < c->nfields; fi++)
+		if (c->fields[fi].bounded && strcmp(c->fields[fi].path, p->path) == 0)
+			break;
+	if (fi == c->nfields)
+		return false;
+	for (j = 0; j < ps->n; j++)
+		if (strcmp(ps->p[j].path, p->path) == 0)
+			same++;
+	if (same != 1 && !is_range_op(p->op))
+		return false;
+	if (c->fields[fi].points)
+		/* a null key may stand for a missing field or an empty array */
+		return (p->op == MATCH_PRED_EQ || p->op == MATCH_PRED_IN) && !p->has_null;
+	if (p->op == MATCH_PRED_REGEX)
+		/* the prefix bounds decide it, on the strings themselves */
+		return p->re_exact && c->collation == NULL;
+	if (p->op == MATCH_PRED_NE || p->op == MATCH_PRED_NIN)
+		/* {a: [1, 2]} has a key outside {$ne: 2}'s bounds */
+		return !c->fields[fi].multikey && !p->has_null;
+	if (p->op == MATCH_PRED_EXISTS)
+		/* only a one-field sparse index holds exactly the documents with
+		 * the field */
+		return p->exists && c->sparse1;
+	if (is_range_op(p->op) && !(c->fields[fi].multikey && same != 1)) {
+		planner_interval_t iv;
+		return range_interval(p, &iv);
 	}
-	return true;
+	return false;
+}
+
+/* c->exact: the bounds answer every predicate (explain then shows no
+ * filter on FETCH, as mongod); c->exact_mask: the top-level conjuncts
+ * they answer (left out of the FETCH filter, as mongod leaves out the
+ * predicates its bounds answer exactly). */
+static void
+cand_exactness(cand_t *c, const preds_t *ps)
+{
+	uint64_t good = 0, bad = ps->skipped_top;
+	bool all = ps->skipped == 0 && c->nbounded > 0 && ps->n > 0;
+
+	for (int i = 0; i < ps->n; i++) {
+		const pred_t *p = &ps->p[i];
+		bool e = c->nbounded > 0 && pred_exact(c, ps, p);
+		all = all && e;
+		if (p->top >= 0 && p->top < 64)
+			*(e ? &good : &bad) |= 1ull << p->top;
+	}
+	c->exact = all;
+	c->exact_mask = good & ~bad;
 }
 
 /* Bounds of index ix for the predicates; false when the index is unusable. */
@@ -1096,7 +1139,7 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 				c->npoints++;
 		}
 	}
-	c->exact = cand_exact(c, ps);
+	cand_exactness(c, ps);
 	if (c->nbounded == 0) {
 		if (!hinted && (ix->sparse || ix->partial))
 			return false;
@@ -1555,6 +1598,7 @@ solution_from(planner_solution_t *s, cand_t *best)
 	s->provides_sort = best->provides_sort;
 	s->dedup = best->multikey;
 	s->exact = best->exact;
+	s->exact_mask = best->exact_mask;
 	s->wildcard_path = best->wildcard_path;
 	best->wildcard_path = NULL;
 	fields_to_key_order(best->fields, best->nfields);
@@ -1688,7 +1732,7 @@ planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sort, c
 		}
 	}
 	if (m != NULL)
-		collect_node(&ps, m->root, NULL, 0, NULL);
+		collect_filter(&ps, m->root);
 	if (best_candidate(coll, &ps, sort, hinted, &best, s)) {
 		bool or_better = false;
 		/* an index that only serves the sort loses to a $or whose

@@ -98,6 +98,10 @@ struct planner_solution {
 	bool provides_sort;          /* the requested sort needs no SORT stage */
 	bool dedup;                  /* multikey: a document may come back more than once */
 	bool exact;                  /* the bounds alone decide the filter (explain shows no FETCH filter) */
+	/* IXSCAN: the filter's top-level conjuncts the bounds answer
+	 * (match_exec_skip's bits): left out of the FETCH filter, as mongod
+	 * leaves out what its bounds answer exactly */
+	uint64_t exact_mask;
 	/* PLANNER_OR: one IXSCAN solution per branch of a top-level $or, scanned
 	 * one after the other (documents deduplicated) */
 	int nbranches;

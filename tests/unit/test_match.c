@@ -687,10 +687,53 @@ test_to_bson(void)
 	}
 }
 
+/* The filter without the top-level conjuncts an index scan answers:
+ * evaluation and explain's residual filter. */
+static void
+test_skip_conjuncts(void)
+{
+	bson_t *f = jx("{\"a\": 1, \"b\": {\"$gt\": 2}, \"c\": \"x\"}");
+	bson_t *doc = jx("{\"a\": 2, \"b\": 3, \"c\": \"x\"}");
+	bson_t *one, *none;
+	match_t *m = NULL;
+	terr_t err = TERR_INIT;
+
+	TT_ASSERT(match_compile(f, NULL, &m, &err) == 0);
+	TT_EQ_INT(match_exec_skip(m, 0, doc, &err), 0);         /* a fails */
+	TT_EQ_INT(match_exec_skip(m, 1, doc, &err), 1);         /* a answered elsewhere */
+	TT_EQ_INT(match_exec_skip(m, 1 | 4, doc, &err), 1);
+	one = match_to_bson_skip(m, 1 | 4);
+	TT_EQ_JSON(one, "{ \"b\" : { \"$gt\" : 2 } }");
+	bson_destroy(one);
+	one = match_to_bson_skip(m, 2);
+	TT_EQ_JSON(one, "{ \"$and\" : [ { \"a\" : { \"$eq\" : 1 } }, { \"c\" : { \"$eq\" : \"x\" } } ] }");
+	bson_destroy(one);
+	none = match_to_bson_skip(m, 7);
+	TT_ASSERT(none == NULL);
+	match_free(m);
+	bson_destroy(f);
+	/* a root that is not an $and is conjunct 0 */
+	f = jx("{\"a\": 2}");
+	TT_ASSERT(match_compile(f, NULL, &m, &err) == 0);
+	bson_destroy(doc);
+	doc = jx("{\"a\": 9}");
+	TT_EQ_INT(match_exec_skip(m, 1, doc, &err), 1);
+	TT_EQ_INT(match_exec_skip(m, 0, doc, &err), 0);
+	TT_EQ_INT(match_exec_skip(m, 2, doc, &err), 0);
+	TT_ASSERT(match_to_bson_skip(m, 1) == NULL);
+	one = match_to_bson_skip(m, 2);
+	TT_EQ_JSON(one, "{ \"a\" : { \"$eq\" : 2 } }");
+	bson_destroy(one);
+	match_free(m);
+	bson_destroy(f);
+	bson_destroy(doc);
+}
+
 int
 main(void)
 {
 	TT_RUN(test_to_bson);
+	TT_RUN(test_skip_conjuncts);
 	TT_RUN(test_null_query_semantics);
 	TT_RUN(test_equality);
 	TT_RUN(test_null_missing);

@@ -232,5 +232,21 @@ test('null, $ne, $nin and $exists read the index with mongod\'s bounds; sparse a
 	eq(stages(pa.find({email: null}).explain().queryPlanner.winningPlan), ['COLLSCAN'], 'not for null');
 });
 
+test('the FETCH filter holds only what the index bounds do not answer, as mongod prints it', () => {
+	const r = d.residual;
+	r.insertMany([{_id: 1, a: 5, c: 7}, {_id: 2, a: 5, c: 8}, {_id: 3, a: 6, c: 7}]);
+	r.createIndex({a: 1});
+	let p = r.find({a: 5, c: 7}).explain().queryPlanner.winningPlan;
+	eq(p.stage, 'FETCH', 'fetch');
+	eq(p.filter, {c: {$eq: 7}}, 'one conjunct left');
+	p = r.find({a: 5, c: 7, d: {$exists: false}}).explain().queryPlanner.winningPlan;
+	eq(p.filter, {$and: [{c: {$eq: 7}}, {d: {$not: {$exists: true}}}]}, 'several left ($exists: false printed as mongod does)');
+	// null is never answered by the bounds: it stays
+	p = r.find({a: null, c: 7}).explain().queryPlanner.winningPlan;
+	eq(p.filter, {$and: [{a: {$eq: null}}, {c: {$eq: 7}}]}, 'null stays');
+	eq(r.find({a: 5, c: 7}).toArray().map(x => x._id), [1], 'results');
+	eq(r.find({a: 5, c: {$ne: 7}}).toArray().map(x => x._id), [2], 'results $ne');
+});
+
 d.dropDatabase();
 done();
