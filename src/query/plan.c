@@ -148,12 +148,26 @@ lazy_doc_free(bson_t *d)
 	}
 }
 
+/* The conjuncts the IXSCAN stage checks on each key (mongod's IXSCAN
+ * filter), when the filter and the scan allow it. */
+static uint64_t
+key_mask(const plan_exec_t *x)
+{
+	const planner_solution_t *sol = x->sol;
+
+	if (x->match == NULL || sol == NULL || sol->kind != PLANNER_IXSCAN || sol->exact || x->express ||
+	    x->count_scan || sol->nfields == 0 || sol->nfields > KEYGEN_MAX_FIELDS_PLAN)
+		return 0;
+	return sol->key_mask;
+}
+
 /* The filter's top-level conjuncts a fetch after the index scan need not
- * check: those the scan's bounds answer (never across $or branches). */
+ * check: those the scan's bounds or key filter answer (never across $or
+ * branches). */
 static uint64_t
 fetch_skip(const plan_exec_t *x)
 {
-	return x->sol != NULL && x->sol->kind == PLANNER_IXSCAN ? x->sol->exact_mask : 0;
+	return x->sol != NULL && x->sol->kind == PLANNER_IXSCAN ? x->sol->exact_mask | key_mask(x) : 0;
 }
 
 static bool
@@ -442,7 +456,8 @@ covered_for(const plan_exec_t *x, const planner_solution_t *sol)
 		return false;
 	ix = &x->coll->indexes[sol->index];
 	/* a collated index holds sort keys, not the strings themselves */
-	if (!ix->typebits || ix->collation != NULL || !(x->match == NULL || match_is_trivially_true(x->match) || sol->exact))
+	if (!ix->typebits || ix->collation != NULL ||
+	    !(x->match == NULL || match_is_trivially_true(x->match) || sol->exact || sol->key_complete))
 		return false;
 	/* fields must not overlap ({a: 1, "a.b": 1}) nor use positions */
 	for (i = 0; i < sol->nfields; i++) {
@@ -1013,6 +1028,19 @@ ixscan_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, t
 				continue;
 			}
 		}
+		/* mongod's IXSCAN filter: what the key alone decides, before any
+		 * fetch (the rebuilt key document holds the exact values) */
+		if (sc == x->sol && key_mask(x) != 0) {
+			bson_t kdoc;
+			if (covered_rebuild(x, sc, key, klen, &kdoc, err) != 0)
+				return -1;
+			if ((rc = match_exec_skip(x->match, ~key_mask(x), &kdoc, err)) < 0)
+				return -1;
+			if (rc == 0) {
+				x->stats.keys_filtered++;
+				continue;
+			}
+		}
 		/* A document can come back through several keys (multikey, $or),
 		 * or, for writes, after its own update moved its key ahead. */
 		if ((sc->dedup || x->sol->kind == PLANNER_OR || x->borrowed) && !recset_add(&x->seen, *recid)) {
@@ -1112,6 +1140,7 @@ trial_view_free(plan_exec_t *v)
 		return;
 	if (v->cur != NULL)
 		storage_cursor_close(v->cur);
+	lazy_doc_free(v->covered_doc);   /* the key filter's rebuilt documents */
 	bson_free(v->branch_keys);
 	bson_free(v->branch_dups);
 	bson_free(v->seek_key);
@@ -1543,12 +1572,20 @@ append_one_ixscan(const plan_exec_t *x, const planner_solution_t *sc, int64_t ke
                   bool es, bson_t *out)
 {
 	const storage_index_t *ix = &x->coll->indexes[sc->index];
-	int64_t works = keys + (eof ? 1 : 0) + sc->nranges;
+	int64_t works = keys + (eof ? 1 : 0) + sc->nranges, filtered = 0;
 	bson_t sub;
 
 	BSON_APPEND_UTF8(out, "stage", x->distinct_pos >= 0 ? "DISTINCT_SCAN" : "IXSCAN");
+	if (sc == x->sol && key_mask(x) != 0) {
+		bson_t *f = match_to_bson_skip(x->match, ~key_mask(x));
+		if (f != NULL) {
+			BSON_APPEND_DOCUMENT(out, "filter", f);
+			bson_destroy(f);
+		}
+		filtered = x->stats.keys_filtered;   /* keys turned down: not advanced */
+	}
 	if (es)
-		append_common_stats(out, keys - dups, works, keys - dups, eof);
+		append_common_stats(out, keys - dups - filtered, works, keys - dups - filtered, eof);
 	bson_t wkey = BSON_INITIALIZER;
 	const bson_t *kp = ix->key;
 	if (sc->wildcard_path != NULL) {

@@ -135,6 +135,7 @@ typedef struct plan_stats {
 	int64_t returned;
 	const char *stage;           /* "EXPRESS_IXSCAN", "COLLSCAN", ... */
 	int64_t dups_dropped;        /* index entries of already returned documents */
+	int64_t keys_filtered;       /* index entries the IXSCAN filter (key_mask) turned down */
 	int64_t access_returned;     /* documents the access path passed up (after the filter) */
 	int64_t time_us;             /* time spent inside next/next_record */
 } plan_stats_t;

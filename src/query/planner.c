@@ -792,6 +792,9 @@ typedef struct cand {
 	bool multikey;
 	bool exact;         /* the bounds answer every predicate exactly */
 	uint64_t exact_mask;  /* the filter's top-level conjuncts they answer (match_exec_skip) */
+	uint64_t key_mask;    /* ... and those the index keys can decide (the IXSCAN filter) */
+	bool key_complete;    /* bounds and key filter together answer the whole filter */
+	bool typebits;        /* the index's entries carry type bits (keys give back exact values) */
 	bool sparse1;       /* a sparse index of one field */
 	bool missing;       /* some field's bounds come from a predicate matching a missing field */
 	char *wildcard_path;  /* the path a wildcard index is used for */
@@ -1036,25 +1039,50 @@ pred_exact(const cand_t *c, const preds_t *ps, const pred_t *p)
 	return false;
 }
 
+/* Whether p, not answered by the bounds, can be decided from the index key
+ * alone (mongod's INEXACT_COVERED, checked in the IXSCAN stage before any
+ * fetch): a $regex on a field of the index that never held an array, the
+ * strings themselves in the keys (no collation) with their exact types. */
+static bool
+pred_keyable(const cand_t *c, const pred_t *p)
+{
+	int fi;
+
+	if (p->op != MATCH_PRED_REGEX || p->group != 0 || c->collation != NULL || !c->typebits ||
+	    c->wildcard_path != NULL)
+		return false;
+	for (fi = 0; fi < c->nfields; fi++)
+		if (strcmp(c->fields[fi].path, p->path) == 0)
+			return !c->fields[fi].multikey;
+	return false;
+}
+
 /* c->exact: the bounds answer every predicate (explain then shows no
  * filter on FETCH, as mongod); c->exact_mask: the top-level conjuncts
  * they answer (left out of the FETCH filter, as mongod leaves out the
- * predicates its bounds answer exactly). */
+ * predicates its bounds answer exactly); c->key_mask: the conjuncts the
+ * keys decide (every predicate in them keyable). */
 static void
 cand_exactness(cand_t *c, const preds_t *ps)
 {
-	uint64_t good = 0, bad = ps->skipped_top;
-	bool all = ps->skipped == 0 && c->nbounded > 0 && ps->n > 0;
+	uint64_t good = 0, keyed = 0, bad = ps->skipped_top;
+	bool all = ps->skipped == 0 && c->nbounded > 0 && ps->n > 0, complete = all;
 
 	for (int i = 0; i < ps->n; i++) {
 		const pred_t *p = &ps->p[i];
-		bool e = c->nbounded > 0 && pred_exact(c, ps, p);
+		bool e = c->nbounded > 0 && pred_exact(c, ps, p), k = !e && c->nbounded > 0 && pred_keyable(c, p);
 		all = all && e;
+		complete = complete && (e || k);
 		if (p->top >= 0 && p->top < 64)
-			*(e ? &good : &bad) |= 1ull << p->top;
+			*(e ? &good : k ? &keyed : &bad) |= 1ull << p->top;
+		else if (k)
+			complete = false;   /* keyable, but not a conjunct of its own */
 	}
 	c->exact = all;
-	c->exact_mask = good & ~bad;
+	c->exact_mask = good & ~bad & ~keyed;
+	c->key_mask = keyed & ~bad & ~good;
+	/* a conjunct mixing both kinds is in neither mask: not complete */
+	c->key_complete = complete && (good & keyed) == 0 && c->key_mask != 0;
 }
 
 /* Bounds of index ix for the predicates; false when the index is unusable. */
@@ -1071,6 +1099,7 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 	c->multikey = ix->multikey;
 	c->collation = ix->collation;
 	c->sparse1 = ix->sparse && ix->nfields == 1;
+	c->typebits = ix->typebits;
 	if (!bson_iter_init(&it, ix->key))
 		return false;
 	c->fields = tm_arena_alloc0(ps->arena, sizeof(planner_field_t) * (size_t)(ix->nfields + 1));
@@ -1599,6 +1628,8 @@ solution_from(planner_solution_t *s, cand_t *best)
 	s->dedup = best->multikey;
 	s->exact = best->exact;
 	s->exact_mask = best->exact_mask;
+	s->key_mask = best->key_mask;
+	s->key_complete = best->exact || best->key_complete;
 	s->wildcard_path = best->wildcard_path;
 	best->wildcard_path = NULL;
 	fields_to_key_order(best->fields, best->nfields);

@@ -102,6 +102,12 @@ struct planner_solution {
 	 * (match_exec_skip's bits): left out of the FETCH filter, as mongod
 	 * leaves out what its bounds answer exactly */
 	uint64_t exact_mask;
+	/* IXSCAN: the conjuncts the index keys decide (a $regex on a
+	 * non-multikey field: mongod's IXSCAN filter), checked before fetching;
+	 * key_complete: bounds and key filter together answer the filter
+	 * (a covered plan needs no document) */
+	uint64_t key_mask;
+	bool key_complete;
 	/* PLANNER_OR: one IXSCAN solution per branch of a top-level $or, scanned
 	 * one after the other (documents deduplicated) */
 	int nbranches;

@@ -175,9 +175,33 @@ test('a regex uses the index: prefix bounds as mongod builds them, exact when th
 	eq(stages(e.queryPlanner.winningPlan), ['PROJECTION_COVERED', 'IXSCAN'], 'covered');
 	eq(e.executionStats.totalDocsExamined, 0, 'no document read');
 	eq(c2.find({t: /^ab/}, {t: 1, _id: 0}).toArray(), [{t: 'abc'}, {t: 'abx'}], 'covered results');
-	// no usable prefix: every string, and the filter still decides
-	s = ixscan(r.find({t: /bc/}).explain().queryPlanner.winningPlan);
+	// no usable prefix: every string, and the filter still decides -- on a
+	// multikey path only the fetched document can
+	e = r.find({t: /bc/}).explain();
+	s = ixscan(e.queryPlanner.winningPlan);
 	eq(s.indexBounds, {t: ['["", {})', '[/bc/, /bc/]']}, 'all strings');
+	eq(s.filter, undefined, 'multikey: no IXSCAN filter');
+	eq(e.queryPlanner.winningPlan.filter, {t: {$regex: 'bc'}}, 'multikey: FETCH filter');
+	// a path that never held an array: the IXSCAN stage checks the keys
+	// (mongod's INEXACT_COVERED), only matching documents are fetched
+	c2.insertOne({_id: 4, t: 'xyz'});
+	e = c2.find({t: /b/}).explain('executionStats');
+	eq(e.queryPlanner.winningPlan.stage, 'FETCH', 'fetch');
+	eq(e.queryPlanner.winningPlan.filter, undefined, 'no FETCH filter');
+	eq(ixscan(e.queryPlanner.winningPlan).filter, {t: {$regex: 'b'}}, 'IXSCAN filter');
+	eq(e.executionStats.totalKeysExamined, 4, 'keys');
+	eq(e.executionStats.totalDocsExamined, 3, 'only matching documents fetched');
+	eq(e.executionStats.nReturned, 3, 'nReturned');
+	eq(ixscan(e.executionStats.executionStages).advanced, 3, 'IXSCAN advanced');
+	e = c2.find({t: /b/i}, {t: 1, _id: 0}).explain('executionStats');
+	eq(stages(e.queryPlanner.winningPlan), ['PROJECTION_COVERED', 'IXSCAN'], 'covered with a key filter');
+	eq(e.executionStats.totalDocsExamined, 0, 'covered: no document');
+	eq(c2.find({t: /b/i}, {t: 1, _id: 0}).toArray(), [{t: 'abc'}, {t: 'abx'}, {t: 'b'}], 'covered results');
+	c2.updateOne({_id: 2}, {$set: {k: 1}});
+	e = c2.find({t: /b/, k: {$ne: 1}}).explain();
+	eq(e.queryPlanner.winningPlan.filter, {k: {$not: {$eq: 1}}}, 'the rest on FETCH');
+	eq(ixscan(e.queryPlanner.winningPlan).filter, {t: {$regex: 'b'}}, 'the regex on IXSCAN');
+	eq(c2.find({t: /b/, k: {$ne: 1}}).toArray().map(x => x._id), [1, 3], 'split filter results');
 	eq(r.find({t: /bc/}).sort({_id: 1}).toArray().map(x => x._id), [1, 4, 8], 'unanchored');
 	s = ixscan(r.find({t: {$regex: '^abc', $options: 'i'}}).explain().queryPlanner.winningPlan);
 	eq(s.indexBounds, {t: ['["", {})', '[/^abc/i, /^abc/i]']}, 'case-insensitive: all strings');
