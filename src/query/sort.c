@@ -246,16 +246,13 @@ key_top_level(const bpath_t *p, const uint8_t *data, uint32_t len, bson_value_t 
 	if (p->n != 1)
 		return false;
 	biter_init(&it, data, len);
-	while (biter_next(&it)) {
-		if (it.key_len != name_len || it.key[0] != name[0] ||
-		    memcmp(it.key, name, name_len) != 0)
-			continue;
-		if (it.type == BSON_TYPE_ARRAY)
-			return false;
-		biter_value(&it, out);
+	if (!biter_find(&it, name, name_len)) {
+		out->value_type = BSON_TYPE_NULL;    /* missing */
 		return true;
 	}
-	out->value_type = BSON_TYPE_NULL;    /* missing */
+	if (it.type == BSON_TYPE_ARRAY)
+		return false;
+	biter_value(&it, out);
 	return true;
 }
 
