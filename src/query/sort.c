@@ -301,19 +301,57 @@ sort_key_compare(const sort_spec_t *s, const bson_value_t *a, const bson_value_t
 
 /* The document at data against extracted keys b, as sort_key_compare of
  * its key would answer, extracting one field at a time: most documents
- * are decided by the first field, and their other fields are never read. */
+ * are decided by the first field, and their other fields are never read.
+ * The keys read go to probe[0..*nread). */
 static int
-key_compare_data(const sort_spec_t *s, const uint8_t *data, uint32_t len, const bson_value_t *b)
+key_compare_data(const sort_spec_t *s, const uint8_t *data, uint32_t len, const bson_value_t *b,
+                 bson_value_t *probe, size_t *nread)
 {
 	for (size_t i = 0; i < s->n; i++) {
-		bson_value_t v;
 		int c;
 
-		key_extract_one(s, i, data, len, &v);
-		if ((c = key_cmp(&v, &b[i], s->coll)) != 0)
+		key_extract_one(s, i, data, len, &probe[i]);
+		*nread = i + 1;
+		if ((c = key_cmp(&probe[i], &b[i], s->coll)) != 0)
 			return s->keys[i].dir > 0 ? c : -c;
 	}
 	return 0;
+}
+
+/* Point a key read from the bytes at `from` (len of them) at the same
+ * place in a copy at `to`.  False when the key holds a pointer outside
+ * them (never for keys of that document; the caller then reads again). */
+static bool
+key_rebase(bson_value_t *v, const uint8_t *from, uint32_t len, const uint8_t *to)
+{
+	const void **ptrs[2] = {NULL, NULL};
+
+	switch ((int)v->value_type) {
+	case BSON_TYPE_UTF8: ptrs[0] = (const void **)&v->value.v_utf8.str; break;
+	case BSON_TYPE_DOCUMENT: case BSON_TYPE_ARRAY: ptrs[0] = (const void **)&v->value.v_doc.data; break;
+	case BSON_TYPE_BINARY: ptrs[0] = (const void **)&v->value.v_binary.data; break;
+	case BSON_TYPE_REGEX:
+		ptrs[0] = (const void **)&v->value.v_regex.regex;
+		ptrs[1] = (const void **)&v->value.v_regex.options;
+		break;
+	case BSON_TYPE_DBPOINTER: ptrs[0] = (const void **)&v->value.v_dbpointer.collection; break;
+	case BSON_TYPE_CODE: ptrs[0] = (const void **)&v->value.v_code.code; break;
+	case BSON_TYPE_SYMBOL: ptrs[0] = (const void **)&v->value.v_symbol.symbol; break;
+	case BSON_TYPE_CODEWSCOPE:
+		ptrs[0] = (const void **)&v->value.v_codewscope.code;
+		ptrs[1] = (const void **)&v->value.v_codewscope.scope_data;
+		break;
+	default:
+		return true;    /* held by value */
+	}
+	for (int i = 0; i < 2 && ptrs[i] != NULL; i++) {
+		const uint8_t *p = *ptrs[i];
+
+		if (p < from || p >= from + len)
+			return false;
+		*ptrs[i] = to + (p - from);
+	}
+	return true;
 }
 
 int
@@ -334,6 +372,7 @@ typedef struct sitem {
 	bson_value_t *keys;   /* the block; NULL for an empty slot */
 	const uint8_t *data;  /* inside the block */
 	uint32_t len;
+	uint32_t cap;         /* bytes the block has room for after the keys */
 	uint64_t seq;         /* arrival order: ties keep it */
 } sitem_t;
 
@@ -355,6 +394,7 @@ typedef struct srun {
 struct sorter {
 	bson_t out;           /* what sorter_next returns (static over an item) */
 	const sort_spec_t *spec;
+	bson_value_t probe[SORT_MAX_KEYS];   /* keys of the document being added */
 	int64_t limit;
 	bool allow_disk;
 	char *spill_dir;
@@ -411,17 +451,22 @@ item_cmp(const void *pa, const void *pb)
 static uint64_t
 item_size(const sitem_t *it, size_t nkeys)
 {
-	return it->len + sizeof(sitem_t) + sizeof(bson_value_t) * nkeys + 64;
+	return it->cap + sizeof(sitem_t) + sizeof(bson_value_t) * nkeys + 64;
 }
 
 /* A block for a document of len bytes: it->data is where its bytes go;
- * the keys are extracted by item_set_keys once they are there. */
+ * the keys are extracted by item_set_keys once they are there.  A block
+ * already there is kept when the document fits (the top-k's evicted root). */
 static void
 item_alloc(const sort_spec_t *s, sitem_t *it, uint32_t len)
 {
 	size_t koff = sizeof(bson_value_t) * s->n;
 
-	it->keys = bson_malloc(koff + len);
+	if (it->keys == NULL || it->cap < len) {
+		bson_free(it->keys);
+		it->keys = bson_malloc(koff + len);
+		it->cap = len;
+	}
 	it->data = (const uint8_t *)it->keys + koff;
 	it->len = len;
 }
@@ -439,6 +484,7 @@ item_free(sitem_t *it)
 	it->keys = NULL;
 	it->data = NULL;
 	it->len = 0;
+	it->cap = 0;
 }
 
 static void
@@ -530,18 +576,19 @@ spill(sorter_t *st, terr_t *err)
 int
 sorter_add(sorter_t *st, const bson_t *doc, terr_t *err)
 {
+	const sort_spec_t *s = st->spec;
 	const uint8_t *data = bson_get_data(doc);
+	size_t nread = 0;
 	sitem_t *it;
 
 	if (st->heaped) {
 		/* top-k, k held: most documents sort after the worst of them */
-		if (key_compare_data(st->spec, data, doc->len, st->items[0].keys) >= 0) {
+		if (key_compare_data(s, data, doc->len, st->items[0].keys, st->probe, &nread) >= 0) {
 			st->seq++;
 			return 0;
 		}
 		it = &st->items[0];
-		st->mem -= item_size(it, st->spec->n);
-		item_free(it);
+		st->mem -= item_size(it, s->n);
 	} else {
 		if (st->n == st->cap) {
 			st->cap = st->cap ? st->cap * 2 : 64;
@@ -550,10 +597,20 @@ sorter_add(sorter_t *st, const bson_t *doc, terr_t *err)
 			st->items = bson_realloc(st->items, sizeof(sitem_t) * st->cap);
 		}
 		it = &st->items[st->n++];
+		memset(it, 0, sizeof *it);
 	}
-	item_alloc(st->spec, it, doc->len);
+	/* the keys: those the comparison read, then the rest, moved onto the copy */
+	for (size_t i = nread; i < s->n; i++)
+		key_extract_one(s, i, data, doc->len, &st->probe[i]);
+	item_alloc(s, it, doc->len);
 	memcpy((uint8_t *)it->data, data, doc->len);
-	item_set_keys(st->spec, it);
+	for (size_t i = 0; i < s->n; i++) {
+		it->keys[i] = st->probe[i];
+		if (!key_rebase(&it->keys[i], data, doc->len, it->data)) {
+			item_set_keys(s, it);
+			break;
+		}
+	}
 	it->seq = st->seq++;
 	st->mem += item_size(it, st->spec->n);
 	if (st->heaped)
