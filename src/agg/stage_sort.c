@@ -1,12 +1,13 @@
 /*
- * stage_sort.c -- $sort (with the top-k of a following $limit) and the sort
- * key rules other stages share ($sortByCount, $bucketAuto...).
+ * stage_sort.c -- $sort (with the top-k of a following $limit) on
+ * query/sort.h's sorter, and the sort key rules other stages share
+ * ($setWindowFields, $densify).
  *
  * Keys are MongoDB's: for each field the values reached along the path with
  * query semantics (arrays traversed); ascending takes the smallest, descending
  * the largest; a missing field sorts as null, an empty array below null.
  * Documents are held in memory up to 100 MB (292 beyond that without
- * allowDiskUse; spilling is not built yet: 238).
+ * allowDiskUse; spilling is not built for this stage yet: 238).
  */
 #include "agg/agg_private.h"
 
@@ -118,24 +119,16 @@ agg_sort_compare_values(const agg_sort_spec_t *s, const bson_value_t *a, const b
 
 /* ---- $sort -------------------------------------------------------------- */
 
+/* The stage runs the find executor's sorter (query/sort.h): the same keys,
+ * order, top-k and memory limit as a $sort pushed down to the source. */
 typedef struct sort_plan {
-	agg_sort_spec_t spec;
+	sort_spec_t *spec;    /* owned, with the pipeline's collation */
 	int64_t limit;        /* a following $limit (top-k), 0 = none */
 } sort_plan_t;
 
-typedef struct sort_entry {
-	bson_t *doc;
-	bson_value_t *keys;   /* borrowed from doc */
-	int64_t seq;
-} sort_entry_t;
-
 typedef struct sort_state {
-	sort_entry_t *e;
-	int64_t n, cap, i, seq;
-	int64_t bytes;
+	sorter_t *sorter;
 	bool filled;
-	bool bounded;         /* top-k: e[0..limit) sorted, later ones compared first */
-	bson_value_t *probe;  /* keys of the candidate (borrowed from its view) */
 } sort_state_t;
 
 static void
@@ -143,7 +136,7 @@ sort_free_plan(void *plan)
 {
 	sort_plan_t *sp = plan;
 
-	agg_sort_spec_destroy(&sp->spec);
+	sort_spec_free(sp->spec);
 	bson_free(sp);
 }
 
@@ -156,128 +149,67 @@ sort_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	if (spec->value_type != BSON_TYPE_DOCUMENT)
 		return terr_set(err, 15973, "the $sort key specification must be an object");
 	agg_value_doc(spec, &d);
+	if (bson_empty(&d))
+		return terr_set(err, 15976, "$sort stage must have at least one sort key");
 	sp = bson_malloc0(sizeof(*sp));
-	if (agg_sort_spec_parse(&d, &sp->spec, err) != 0) {
+	if (sort_spec_parse(&d, &sp->spec, err) != 0) {
 		bson_free(sp);
 		return -1;
 	}
-	sp->spec.coll = agg_host_collation(pc->host);
+	if (sort_spec_nkeys(sp->spec) == 0) {     /* {$natural: 1} alone */
+		sort_free_plan(sp);
+		return terr_set(err, 15976, "$sort stage must have at least one sort key");
+	}
+	sort_spec_set_collation(sp->spec, agg_host_collation(pc->host));
 	agg_pctx_add(pc, &agg_stages_sort[0], sp, agg_explain_doc("$sort", spec));
 	return 0;
-}
-
-static __thread const agg_sort_spec_t *tls_spec;   /* qsort has no context argument */
-
-static int
-entry_cmp(const void *pa, const void *pb)
-{
-	const sort_entry_t *a = pa, *b = pb;
-	int c = agg_sort_compare_values(tls_spec, a->keys, b->keys);
-
-	if (c != 0)
-		return c;
-	return a->seq < b->seq ? -1 : a->seq > b->seq;
-}
-
-static void
-entries_sort(const agg_sort_spec_t *spec, sort_entry_t *e, int64_t n)
-{
-	tls_spec = spec;
-	if (n > 1)
-		qsort(e, (size_t)n, sizeof(*e), entry_cmp);
-}
-
-static void
-entry_free(sort_entry_t *e)
-{
-	bson_destroy(e->doc);
-	bson_free(e->keys);
 }
 
 static int
 sort_open(agg_rt_t *rt, terr_t *err)
 {
-	rt->state = bson_malloc0(sizeof(sort_state_t));
+	const sort_plan_t *sp = rt->st->plan;
+	const agg_host_t *h = rt->x->p->host;
+	sort_state_t *ss = bson_malloc0(sizeof(sort_state_t));
+
+	/* no spill directory: past 100 MB, 292 (238 with allowDiskUse) */
+	ss->sorter = sorter_new(sp->spec, sp->limit, h != NULL && h->allow_disk_use,
+	                        (uint64_t)AGG_MEMORY_LIMIT);
+	rt->state = ss;
 	return 0;
 }
 
 static int
 sort_fill(agg_rt_t *rt, terr_t *err)
 {
-	const sort_plan_t *sp = rt->st->plan;
 	sort_state_t *ss = rt->state;
-	const agg_host_t *h = rt->x->p->host;
 	const bson_t *d;
+	int64_t n = 0;
 	int rc;
 
 	while ((rc = agg_rt_pull(rt, &d, err)) == 1) {
-		sort_entry_t *e;
-		/* top-k: once k are kept in order, a document that sorts after
-		 * the last of them cannot enter (ties keep arrival order) */
-		if (ss->bounded) {
-			agg_sort_key_values(&sp->spec, d, ss->probe);
-			if (agg_sort_compare_values(&sp->spec, ss->probe, ss->e[sp->limit - 1].keys) >= 0) {
-				ss->seq++;
-				continue;
-			}
-		}
-		if (ss->n == ss->cap) {
-			ss->cap = ss->cap ? ss->cap * 2 : 64;
-			ss->e = bson_realloc(ss->e, sizeof(sort_entry_t) * (size_t)ss->cap);
-		}
-		e = &ss->e[ss->n++];
-		e->doc = bson_copy(d);
-		e->keys = bson_malloc(sizeof(bson_value_t) * (size_t)sp->spec.nkeys);
-		agg_sort_key_values(&sp->spec, e->doc, e->keys);
-		e->seq = ss->seq++;
-		ss->bytes += d->len + 64;
-		if (sp->limit > 0 && ss->n >= 2 * sp->limit + 64) {
-			int64_t i;
-			entries_sort(&sp->spec, ss->e, ss->n);
-			for (i = sp->limit; i < ss->n; i++) {
-				ss->bytes -= ss->e[i].doc->len + 64;
-				entry_free(&ss->e[i]);
-			}
-			ss->n = sp->limit;
-			if (ss->probe == NULL)
-				ss->probe = bson_malloc(sizeof(bson_value_t) * (size_t)sp->spec.nkeys);
-			ss->bounded = true;
-		}
-		if (ss->bytes > AGG_MEMORY_LIMIT) {
-			if (h != NULL && h->allow_disk_use)
-				return terr_set(err, TERR_NOT_IMPLEMENTED,
-				    "$sort needs more than 100 MB and spilling to disk is not supported by Tamga yet");
-			return terr_set(err, TERR_QUERY_EXCEEDED_MEMORY_LIMIT_NO_DISK_USE_ALLOWED,
-			    "Sort exceeded memory limit of %lld bytes, but did not opt in to external sorting.",
-			    (long long)AGG_MEMORY_LIMIT);
-		}
-		if ((ss->seq & 1023) == 0 && agg_deadline_passed(rt->x, err))
+		RET(sorter_add(ss->sorter, d, err));
+		if ((++n & 1023) == 0 && agg_deadline_passed(rt->x, err))
 			return -1;
 	}
 	if (rc < 0)
 		return -1;
-	entries_sort(&sp->spec, ss->e, ss->n);
-	if (sp->limit > 0 && ss->n > sp->limit) {
-		int64_t i;
-		for (i = sp->limit; i < ss->n; i++)
-			entry_free(&ss->e[i]);
-		ss->n = sp->limit;
-	}
-	return 0;
+	return sorter_finish_ex(ss->sorter, err);
 }
 
 static int
 sort_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 {
 	sort_state_t *ss = rt->state;
+	const bson_t *d;
 
 	if (!ss->filled) {
 		ss->filled = true;
 		RET(sort_fill(rt, err));
 	}
-	if (ss->i >= ss->n)
+	if ((d = sorter_next(ss->sorter)) == NULL)
 		return 0;
-	*out = ss->e[ss->i++].doc;
+	*out = d;
 	return 1;
 }
 
@@ -285,12 +217,8 @@ static void
 sort_close(agg_rt_t *rt)
 {
 	sort_state_t *ss = rt->state;
-	int64_t i;
 
-	for (i = 0; i < ss->n; i++)
-		entry_free(&ss->e[i]);
-	bson_free(ss->e);
-	bson_free(ss->probe);
+	sorter_free(ss->sorter);
 	bson_free(ss);
 }
 

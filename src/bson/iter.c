@@ -50,6 +50,32 @@ biter_init_value(biter_t *it, const bson_value_t *v)
 	return biter_init(it, v->value.v_doc.data, v->value.v_doc.data_len);
 }
 
+/* The first NUL in s[0..n), or NULL: a key ends there.  Keys are short, so
+ * eight bytes at a time in a register beats a call to memchr. */
+static inline const uint8_t *
+find_nul(const uint8_t *s, uint32_t n)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	while (n >= 8) {
+		uint64_t w, z;
+
+		memcpy(&w, s, 8);
+		/* a high bit set where a byte is 0 (only above a 0 byte otherwise) */
+		z = (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
+		if (z != 0)
+			return s + (__builtin_ctzll(z) >> 3);
+		s += 8;
+		n -= 8;
+	}
+	for (; n > 0; s++, n--)
+		if (*s == 0)
+			return s;
+	return NULL;
+#else
+	return memchr(s, 0, n);
+#endif
+}
+
 /* Bytes of a string value (int32 length, bytes, NUL) starting at v with
  * avail bytes left; 0 when malformed. */
 static uint32_t
@@ -73,8 +99,10 @@ static const uint8_t fixed_size1[256] = {
 	[BSON_TYPE_INT64] = 9, [BSON_TYPE_DECIMAL128] = 17, [BSON_TYPE_MAXKEY] = 1, [BSON_TYPE_MINKEY] = 1,
 };
 
-bool
-biter_next(biter_t *it)
+/* biter_next's body, inlined into biter_find's loop so that the walk
+ * stays in registers there. */
+static inline __attribute__((always_inline)) bool
+step(biter_t *it)
 {
 	const uint8_t *d = it->doc, *z, *z2;
 	uint32_t end = it->doc_len - 1, p = it->next, k, v, avail, n, l;
@@ -83,7 +111,7 @@ biter_next(biter_t *it)
 	if (p >= end)
 		return false;
 	t = (bson_type_t)d[p];
-	if ((z = memchr(d + p + 1, 0, end - (p + 1))) == NULL)
+	if ((z = find_nul(d + p + 1, end - (p + 1))) == NULL)
 		goto bad;
 	k = (uint32_t)(z - d);
 	v = k + 1;
@@ -163,6 +191,28 @@ done:
 	return true;
 bad:
 	it->next = end;
+	return false;
+}
+
+bool
+biter_next(biter_t *it)
+{
+	return step(it);
+}
+
+bool
+biter_find(biter_t *it, const char *key, uint32_t key_len)
+{
+	biter_t c = *it;
+
+	while (step(&c)) {
+		if (c.key_len == key_len && (key_len == 0 || c.key[0] == key[0]) &&
+		    memcmp(c.key, key, key_len) == 0) {
+			*it = c;
+			return true;
+		}
+	}
+	*it = c;
 	return false;
 }
 

@@ -45,6 +45,12 @@ bool biter_init_value(biter_t *it, const bson_value_t *v);
 /* Advance; false at the end or at a malformed element. */
 bool biter_next(biter_t *it);
 
+/* Advance to the next element named key (key_len bytes): what calling
+ * biter_next until its key matches does, in one call (the path walks and
+ * sort keys look fields up this way).  False when no later element has
+ * that name (the walk is then at its end). */
+bool biter_find(biter_t *it, const char *key, uint32_t key_len);
+
 /* The current element's value, as bson_iter_value would give it (borrowed
  * from the buffer). */
 void biter_value(const biter_t *it, bson_value_t *out);

@@ -239,10 +239,7 @@ walk_leaf_array(const walk_t *w, const bson_value_t *arr, int32_t pos, bool thro
 static bool
 bfind_field(biter_t *it, const char *comp, uint32_t len)
 {
-	while (biter_next(it))
-		if (it->key_len == len && memcmp(it->key, comp, len) == 0)
-			return true;
-	return false;
+	return biter_find(it, comp, len);
 }
 
 /* Walk components start.. of the path inside one document. */

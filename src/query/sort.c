@@ -1,9 +1,9 @@
 /*
  * sort.c -- sort spec parsing, sort-key extraction with array semantics,
- * key comparison, and the bounded in-memory sorter (see sort.h).
+ * key comparison, and the sorter (see sort.h): in memory, top-k as a heap
+ * of k that most documents never enter, spilled runs merged from disk.
  *
- * Not here: merging sorted runs from disk (allowDiskUse spilling is not
- * built), index-provided order.
+ * Not here: index-provided order (the planner).
  */
 #include "query/sort.h"
 
@@ -13,8 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bson/iter.h"
 #include "bson/path.h"
 #include "bson/value.h"
+#include "common/mem.h"
 
 #define SORT_MAX_KEYS 32
 
@@ -231,20 +233,58 @@ key_visit(const bpath_hit_t *h, void *ctx)
 	return true;
 }
 
+/* A top-level field that holds no array is its own key: found with one
+ * walk over the document's elements, without the general path walk.
+ * False when the general walk is needed (a dotted path, an array). */
+static bool
+key_top_level(const bpath_t *p, const uint8_t *data, uint32_t len, bson_value_t *out)
+{
+	const char *name = p->comp[0].s;
+	uint32_t name_len = p->comp[0].len;
+	biter_t it;
+
+	if (p->n != 1)
+		return false;
+	biter_init(&it, data, len);
+	if (!biter_find(&it, name, name_len)) {
+		out->value_type = BSON_TYPE_NULL;    /* missing */
+		return true;
+	}
+	if (it.type == BSON_TYPE_ARRAY)
+		return false;
+	biter_value(&it, out);
+	return true;
+}
+
+/* The key of one sort field of the document at data (len bytes). */
+static void
+key_extract_one(const sort_spec_t *s, size_t i, const uint8_t *data, uint32_t len,
+                bson_value_t *out)
+{
+	keywalk_t w;
+
+	if (key_top_level(&s->keys[i].path, data, len, out))
+		return;
+	w.have = false;
+	w.dir = s->keys[i].dir;
+	w.coll = s->coll;
+	bpath_walk_data(data, len, &s->keys[i].path, true, key_visit, &w);
+	if (!w.have)
+		w.best.value_type = BSON_TYPE_NULL;
+	*out = w.best;
+}
+
+static void
+key_extract_data(const sort_spec_t *s, const uint8_t *data, uint32_t len, bson_value_t *keys)
+{
+	for (size_t i = 0; i < s->n; i++)
+		key_extract_one(s, i, data, len, &keys[i]);
+}
+
 void
 sort_key_extract(const sort_spec_t *s, const bson_t *doc, bson_value_t *keys)
 {
-	for (size_t i = 0; i < s->n; i++) {
-		keywalk_t w;
-
-		memset(&w, 0, sizeof w);
-		w.dir = s->keys[i].dir;
-		w.coll = s->coll;
-		bpath_walk_compiled(doc, &s->keys[i].path, true, key_visit, &w);
-		if (!w.have)
-			w.best.value_type = BSON_TYPE_NULL;
-		keys[i] = w.best;
-	}
+	key_extract_data(s, bson_get_data(doc), doc->len, keys);
 }
 
 int
@@ -259,6 +299,61 @@ sort_key_compare(const sort_spec_t *s, const bson_value_t *a, const bson_value_t
 	return 0;
 }
 
+/* The document at data against extracted keys b, as sort_key_compare of
+ * its key would answer, extracting one field at a time: most documents
+ * are decided by the first field, and their other fields are never read.
+ * The keys read go to probe[0..*nread). */
+static int
+key_compare_data(const sort_spec_t *s, const uint8_t *data, uint32_t len, const bson_value_t *b,
+                 bson_value_t *probe, size_t *nread)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		int c;
+
+		key_extract_one(s, i, data, len, &probe[i]);
+		*nread = i + 1;
+		if ((c = key_cmp(&probe[i], &b[i], s->coll)) != 0)
+			return s->keys[i].dir > 0 ? c : -c;
+	}
+	return 0;
+}
+
+/* Point a key read from the bytes at `from` (len of them) at the same
+ * place in a copy at `to`.  False when the key holds a pointer outside
+ * them (never for keys of that document; the caller then reads again). */
+static bool
+key_rebase(bson_value_t *v, const uint8_t *from, uint32_t len, const uint8_t *to)
+{
+	const void **ptrs[2] = {NULL, NULL};
+
+	switch ((int)v->value_type) {
+	case BSON_TYPE_UTF8: ptrs[0] = (const void **)&v->value.v_utf8.str; break;
+	case BSON_TYPE_DOCUMENT: case BSON_TYPE_ARRAY: ptrs[0] = (const void **)&v->value.v_doc.data; break;
+	case BSON_TYPE_BINARY: ptrs[0] = (const void **)&v->value.v_binary.data; break;
+	case BSON_TYPE_REGEX:
+		ptrs[0] = (const void **)&v->value.v_regex.regex;
+		ptrs[1] = (const void **)&v->value.v_regex.options;
+		break;
+	case BSON_TYPE_DBPOINTER: ptrs[0] = (const void **)&v->value.v_dbpointer.collection; break;
+	case BSON_TYPE_CODE: ptrs[0] = (const void **)&v->value.v_code.code; break;
+	case BSON_TYPE_SYMBOL: ptrs[0] = (const void **)&v->value.v_symbol.symbol; break;
+	case BSON_TYPE_CODEWSCOPE:
+		ptrs[0] = (const void **)&v->value.v_codewscope.code;
+		ptrs[1] = (const void **)&v->value.v_codewscope.scope_data;
+		break;
+	default:
+		return true;    /* held by value */
+	}
+	for (int i = 0; i < 2 && ptrs[i] != NULL; i++) {
+		const uint8_t *p = *ptrs[i];
+
+		if (p < from || p >= from + len)
+			return false;
+		*ptrs[i] = to + (p - from);
+	}
+	return true;
+}
+
 int
 sort_compare_docs(const sort_spec_t *s, const bson_t *a, const bson_t *b)
 {
@@ -271,21 +366,35 @@ sort_compare_docs(const sort_spec_t *s, const bson_t *a, const bson_t *b)
 
 /* ---- sorter ------------------------------------------------------------------ */
 
+/* A held document: its keys and a copy of its bytes in one allocation
+ * (keys first, then the document they borrow from). */
 typedef struct sitem {
-	bson_t *doc;
-	bson_value_t *keys;   /* borrow from doc */
-	uint64_t seq;
+	bson_value_t *keys;   /* the block; NULL for an empty slot */
+	const uint8_t *data;  /* inside the block */
+	uint32_t len;
+	uint32_t cap;         /* bytes the block has room for after the keys */
+	uint64_t seq;         /* arrival order: ties keep it */
 } sitem_t;
 
 /* A sorted run spilled to an (already unlinked) temporary file, read back
  * one document at a time during the merge. */
 typedef struct srun {
 	FILE *f;
-	sitem_t head;         /* current document of the run, doc NULL at end */
+	sitem_t head;         /* current document of the run, keys NULL at end */
 } srun_t;
 
+/*
+ * Without a limit, items[0..n) is every document in arrival order, sorted
+ * once at the end.  With a limit k (top-k), items fills up to k in arrival
+ * order; from then on (`heaped`) it is a binary heap whose root is the
+ * worst of the k, and a new document is first compared with that root
+ * straight from its stored bytes: only one that sorts before it is copied,
+ * taking the root's place.
+ */
 struct sorter {
+	bson_t out;           /* what sorter_next returns (static over an item) */
 	const sort_spec_t *spec;
+	bson_value_t probe[SORT_MAX_KEYS];   /* keys of the document being added */
 	int64_t limit;
 	bool allow_disk;
 	char *spill_dir;
@@ -294,6 +403,7 @@ struct sorter {
 	uint64_t seq;
 	sitem_t *items;
 	size_t n, cap, next;
+	bool heaped;
 	srun_t *runs;
 	size_t nruns;
 	bool merging;
@@ -304,7 +414,7 @@ struct sorter {
 sorter_t *
 sorter_new(const sort_spec_t *spec, int64_t limit, bool allow_disk_use, uint64_t mem_limit)
 {
-	sorter_t *st = bson_malloc0(sizeof *st);
+	sorter_t *st = tm_alloc0(sizeof *st);
 
 	st->spec = spec;
 	st->limit = limit > 0 ? limit : 0;
@@ -320,33 +430,61 @@ sorter_set_spill_dir(sorter_t *st, const char *dir)
 	st->spill_dir = dir != NULL ? bson_strdup(dir) : NULL;
 }
 
-static _Thread_local const sort_spec_t *qsort_spec;
-
 static int
-item_cmp(const void *pa, const void *pb)
+item_cmp_spec(const sort_spec_t *s, const sitem_t *a, const sitem_t *b)
 {
-	const sitem_t *a = pa, *b = pb;
-	int c = sort_key_compare(qsort_spec, a->keys, b->keys);
+	int c = sort_key_compare(s, a->keys, b->keys);
 
 	if (c != 0)
 		return c;
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
+static _Thread_local const sort_spec_t *qsort_spec;
+
+static int
+item_cmp(const void *pa, const void *pb)
+{
+	return item_cmp_spec(qsort_spec, pa, pb);
+}
+
 static uint64_t
 item_size(const sitem_t *it, size_t nkeys)
 {
-	return it->doc->len + sizeof(sitem_t) + sizeof(bson_value_t) * nkeys + 64;
+	return it->cap + sizeof(sitem_t) + sizeof(bson_value_t) * nkeys + 64;
+}
+
+/* A block for a document of len bytes: it->data is where its bytes go;
+ * the keys are extracted by item_set_keys once they are there.  A block
+ * already there is kept when the document fits (the top-k's evicted root). */
+static void
+item_alloc(const sort_spec_t *s, sitem_t *it, uint32_t len)
+{
+	size_t koff = sizeof(bson_value_t) * s->n;
+
+	if (it->keys == NULL || it->cap < len) {
+		bson_free(it->keys);
+		it->keys = bson_malloc(koff + len);
+		it->cap = len;
+	}
+	it->data = (const uint8_t *)it->keys + koff;
+	it->len = len;
+}
+
+static void
+item_set_keys(const sort_spec_t *s, sitem_t *it)
+{
+	key_extract_data(s, it->data, it->len, it->keys);
 }
 
 static void
 item_free(sitem_t *it)
 {
-	if (it->doc != NULL)
-		bson_destroy(it->doc);
 	bson_free(it->keys);
-	it->doc = NULL;
 	it->keys = NULL;
+	it->data = NULL;
+	it->len = 0;
+	it->cap = 0;
 }
 
 static void
@@ -356,18 +494,38 @@ sort_items(sorter_t *st)
 	if (st->n > 1)
 		qsort(st->items, st->n, sizeof(sitem_t), item_cmp);
 	qsort_spec = NULL;
+	st->heaped = false;
 }
 
-/* Keep only the first `limit` items. */
+/* Restore the heap (worst item at the root) below position i. */
 static void
-truncate_top(sorter_t *st)
+heap_sift_down(sorter_t *st, size_t i)
 {
-	sort_items(st);
-	while (st->n > (size_t)st->limit) {
-		st->n--;
-		st->mem -= item_size(&st->items[st->n], st->spec->n);
-		item_free(&st->items[st->n]);
+	sitem_t *h = st->items, tmp;
+	size_t n = st->n;
+
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, w = i;
+
+		if (l < n && item_cmp_spec(st->spec, &h[l], &h[w]) > 0)
+			w = l;
+		if (r < n && item_cmp_spec(st->spec, &h[r], &h[w]) > 0)
+			w = r;
+		if (w == i)
+			return;
+		tmp = h[i];
+		h[i] = h[w];
+		h[w] = tmp;
+		i = w;
 	}
+}
+
+static void
+heap_build(sorter_t *st)
+{
+	for (size_t i = st->n / 2; i-- > 0;)
+		heap_sift_down(st, i);
+	st->heaped = true;
 }
 
 /* Write the in-memory items, sorted, as a new run; memory is emptied. */
@@ -395,8 +553,7 @@ spill(sorter_t *st, terr_t *err)
 	}
 	sort_items(st);
 	for (size_t i = 0; i < st->n; i++) {
-		if (fwrite(bson_get_data(st->items[i].doc), 1, st->items[i].doc->len, f) !=
-		    st->items[i].doc->len) {
+		if (fwrite(st->items[i].data, 1, st->items[i].len, f) != st->items[i].len) {
 			fclose(f);
 			return terr_set(err, TERR_INTERNAL_ERROR, "Sort could not spill to disk: %s",
 			                strerror(errno));
@@ -419,21 +576,47 @@ spill(sorter_t *st, terr_t *err)
 int
 sorter_add(sorter_t *st, const bson_t *doc, terr_t *err)
 {
+	const sort_spec_t *s = st->spec;
+	const uint8_t *data = bson_get_data(doc);
+	size_t nread = 0;
 	sitem_t *it;
 
-	if (st->n == st->cap) {
-		st->cap = st->cap ? st->cap * 2 : 64;
-		st->items = bson_realloc(st->items, sizeof(sitem_t) * st->cap);
+	if (st->heaped) {
+		/* top-k, k held: most documents sort after the worst of them */
+		if (key_compare_data(s, data, doc->len, st->items[0].keys, st->probe, &nread) >= 0) {
+			st->seq++;
+			return 0;
+		}
+		it = &st->items[0];
+		st->mem -= item_size(it, s->n);
+	} else {
+		if (st->n == st->cap) {
+			st->cap = st->cap ? st->cap * 2 : 64;
+			if (st->limit > 0 && st->cap > (size_t)st->limit)
+				st->cap = (size_t)st->limit;
+			st->items = bson_realloc(st->items, sizeof(sitem_t) * st->cap);
+		}
+		it = &st->items[st->n++];
+		memset(it, 0, sizeof *it);
 	}
-	it = &st->items[st->n];
-	it->doc = bson_copy(doc);
-	it->keys = bson_malloc0(sizeof(bson_value_t) * (st->spec->n ? st->spec->n : 1));
+	/* the keys: those the comparison read, then the rest, moved onto the copy */
+	for (size_t i = nread; i < s->n; i++)
+		key_extract_one(s, i, data, doc->len, &st->probe[i]);
+	item_alloc(s, it, doc->len);
+	memcpy((uint8_t *)it->data, data, doc->len);
+	for (size_t i = 0; i < s->n; i++) {
+		it->keys[i] = st->probe[i];
+		if (!key_rebase(&it->keys[i], data, doc->len, it->data)) {
+			item_set_keys(s, it);
+			break;
+		}
+	}
 	it->seq = st->seq++;
-	sort_key_extract(st->spec, it->doc, it->keys);
-	st->n++;
 	st->mem += item_size(it, st->spec->n);
-	if (st->limit > 0 && st->n >= (size_t)st->limit * 2 + 16)
-		truncate_top(st);
+	if (st->heaped)
+		heap_sift_down(st, 0);
+	else if (st->limit > 0 && st->n == (size_t)st->limit)
+		heap_build(st);
 	if (st->mem > st->mem_limit) {
 		if (st->allow_disk && st->spill_dir != NULL)
 			return spill(st, err);
@@ -449,13 +632,12 @@ sorter_add(sorter_t *st, const bson_t *doc, terr_t *err)
 	return 0;
 }
 
-/* Load the next document of a run into its head (doc NULL at the end). */
+/* Load the next document of a run into its head (keys NULL at the end). */
 static int
 run_advance(sorter_t *st, srun_t *r, terr_t *err)
 {
 	uint8_t lenbuf[4];
 	uint32_t len;
-	uint8_t *buf;
 
 	item_free(&r->head);
 	if (fread(lenbuf, 1, 4, r->f) != 4)
@@ -464,18 +646,17 @@ run_advance(sorter_t *st, srun_t *r, terr_t *err)
 	      (uint32_t)lenbuf[3] << 24;
 	if (len < 5 || len > 64 * 1024 * 1024)
 		return terr_set(err, TERR_INTERNAL_ERROR, "Sort spill file is corrupt");
-	buf = bson_malloc(len);
-	memcpy(buf, lenbuf, 4);
-	if (fread(buf + 4, 1, len - 4, r->f) != len - 4) {
-		bson_free(buf);
+	item_alloc(st->spec, &r->head, len);
+	memcpy((uint8_t *)r->head.data, lenbuf, 4);
+	if (fread((uint8_t *)r->head.data + 4, 1, len - 4, r->f) != len - 4) {
+		item_free(&r->head);
 		return terr_set(err, TERR_INTERNAL_ERROR, "Sort spill file is truncated");
 	}
-	r->head.doc = bson_new_from_data(buf, len);
-	bson_free(buf);
-	if (r->head.doc == NULL)
+	if (r->head.data[len - 1] != 0) {
+		item_free(&r->head);
 		return terr_set(err, TERR_INTERNAL_ERROR, "Sort spill file is corrupt");
-	r->head.keys = bson_malloc0(sizeof(bson_value_t) * (st->spec->n ? st->spec->n : 1));
-	sort_key_extract(st->spec, r->head.doc, r->head.keys);
+	}
+	item_set_keys(st->spec, &r->head);
 	return 0;
 }
 
@@ -502,11 +683,17 @@ sorter_finish(sorter_t *st)
 		(void)sorter_finish_ex(st, NULL);
 		return;
 	}
-	if (st->limit > 0 && st->n > (size_t)st->limit)
-		truncate_top(st);
-	else
-		sort_items(st);
+	sort_items(st);
 	st->next = 0;
+}
+
+/* it's document as st->out (valid while it is held). */
+static const bson_t *
+item_doc(sorter_t *st, const sitem_t *it)
+{
+	if (!bson_init_static(&st->out, it->data, it->len))
+		bson_init(&st->out);    /* never for bytes that came from a bson_t */
+	return &st->out;
 }
 
 const bson_t *
@@ -517,7 +704,7 @@ sorter_next(sorter_t *st)
 	if (!st->merging) {
 		if (st->next >= st->n)
 			return NULL;
-		return st->items[st->next++].doc;
+		return item_doc(st, &st->items[st->next++]);
 	}
 	if (st->limit > 0 && st->returned >= st->limit)
 		return NULL;
@@ -525,7 +712,7 @@ sorter_next(sorter_t *st)
 		srun_t *r = &st->runs[i];
 
 		/* ties go to the earlier run: runs hold earlier documents first */
-		if (r->head.doc != NULL &&
+		if (r->head.keys != NULL &&
 		    (best == NULL || sort_key_compare(st->spec, r->head.keys, best->head.keys) < 0))
 			best = r;
 	}
@@ -533,12 +720,12 @@ sorter_next(sorter_t *st)
 		return NULL;
 	item_free(&st->last);
 	st->last = best->head;
-	best->head.doc = NULL;
 	best->head.keys = NULL;
+	best->head.data = NULL;
 	if (run_advance(st, best, NULL) != 0)
-		best->head.doc = NULL;
+		item_free(&best->head);
 	st->returned++;
-	return st->last.doc;
+	return item_doc(st, &st->last);
 }
 
 uint64_t

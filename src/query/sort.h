@@ -72,7 +72,10 @@ typedef struct sorter sorter_t;
 /*
  * A sorter for documents under spec (borrowed: must outlive the sorter).
  * limit > 0 keeps only the first `limit` documents of the order (top-k, so
- * memory stays bounded).  mem_limit 0 means SORT_DEFAULT_MEMORY_LIMIT.
+ * memory stays bounded: once `limit` are held, a document that does not
+ * sort before the last of them is dropped without being copied; equal
+ * keys keep the order documents were added in, as without a limit).
+ * mem_limit 0 means SORT_DEFAULT_MEMORY_LIMIT.
  * Past the memory limit, sorter_add fails with 292
  * (QueryExceededMemoryLimitNoDiskUseAllowed) unless allow_disk_use; then the
  * sorted documents are written to a temporary file in the spill directory
@@ -84,7 +87,8 @@ sorter_t *sorter_new(const sort_spec_t *spec, int64_t limit, bool allow_disk_use
 /* Where spilled runs go (e.g. "<dbpath>/_tmp"; must exist).  Files are
  * unlinked as soon as they are created, so nothing is left behind. */
 void sorter_set_spill_dir(sorter_t *st, const char *dir);
-/* Copy doc into the sorter.  Returns 0 or -1 with err set. */
+/* Copy doc into the sorter (or drop it, see top-k above); doc is only read
+ * during the call.  Returns 0 or -1 with err set. */
 int sorter_add(sorter_t *st, const bson_t *doc, terr_t *err);
 /* Sort what was added; call once, before sorter_next.  sorter_finish_ex
  * reports I/O errors of a spilled sort (0 or -1 with err set);

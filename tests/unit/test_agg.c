@@ -139,6 +139,23 @@ test_limit_skip_count_sort(void)
 	AGG_ERR("c", "[{\"$sort\": {\"$natural\": 1}}]", 15976);
 	AGG_ERR("c", "[{\"$sort\": {\"a\": \"x\"}}]", 15974);
 	AGG_ERR("c", "[{\"$project\": {\"a\": 1}}, {\"$sort\": {\"a\": {\"$meta\": \"textScore\"}}}]", 40218);
+
+	/* a $sort that is not pushed down (after $addFields) orders as a pushed
+	 * one: an empty array met beside other values is the smallest key
+	 * (jstests sort_dotted_paths.js: 2 and 9 first) */
+	load("dp", "[{\"_id\": 1, \"a\": {\"b\": 2}}, {\"_id\": 2, \"a\": {\"b\": []}},"
+	    " {\"_id\": 3, \"a\": {\"b\": [2, 3]}}, {\"_id\": 4, \"a\": {\"c\": 1}}, {\"_id\": 5, \"a\": []},"
+	    " {\"_id\": 6, \"a\": [{\"b\": [5]}]}, {\"_id\": 7, \"a\": [{\"b\": [4, 5]}, {\"b\": 7}]},"
+	    " {\"_id\": 8, \"a\": [{\"b\": [1, 3]}, {\"b\": [2, 5]}]}, {\"_id\": 9, \"a\": [{\"b\": []}, {\"b\": [1, 3]}]}]");
+	AGG_EQ("dp", "[{\"$sort\": {\"a.b\": 1, \"_id\": 1}}, {\"$project\": {\"_id\": 1}}]",
+	    "[ { \"_id\" : 2 }, { \"_id\" : 9 }, { \"_id\" : 4 }, { \"_id\" : 5 }, { \"_id\" : 8 },"
+	    " { \"_id\" : 1 }, { \"_id\" : 3 }, { \"_id\" : 7 }, { \"_id\" : 6 } ]");
+	AGG_EQ("dp", "[{\"$addFields\": {\"z\": 1}}, {\"$sort\": {\"a.b\": 1, \"_id\": 1}}, {\"$project\": {\"_id\": 1}}]",
+	    "[ { \"_id\" : 2 }, { \"_id\" : 9 }, { \"_id\" : 4 }, { \"_id\" : 5 }, { \"_id\" : 8 },"
+	    " { \"_id\" : 1 }, { \"_id\" : 3 }, { \"_id\" : 7 }, { \"_id\" : 6 } ]");
+	AGG_EQ("dp", "[{\"$addFields\": {\"z\": 1}}, {\"$sort\": {\"a.b\": -1, \"_id\": -1}}, {\"$limit\": 4},"
+	    " {\"$project\": {\"_id\": 1}}]",
+	    "[ { \"_id\" : 7 }, { \"_id\" : 8 }, { \"_id\" : 6 }, { \"_id\" : 9 } ]");
 }
 
 static void

@@ -3,7 +3,7 @@
  * the same elements, keys, types and values on documents holding every BSON
  * type, and on randomly damaged copies of them: never a read outside the
  * buffer (ASan), never an element libbson would not give, and the same walk
- * for the copies that stay valid.
+ * for the copies that stay valid; biter_find against a biter_next loop.
  */
 #include "tt.h"
 
@@ -106,6 +106,34 @@ walk_lean(const uint8_t *data, uint32_t len, int depth)
 	return n;
 }
 
+/* biter_find agrees with a biter_next loop: for each key of the walk, the
+ * first element of that name, and nothing for a name that is not there.
+ * Returns false on a disagreement. */
+static bool
+find_agrees(const uint8_t *data, uint32_t len)
+{
+	biter_t bi, f, g;
+
+	biter_init(&bi, data, len);
+	while (biter_next(&bi)) {
+		bool found_f, found_g = false;
+
+		biter_init(&f, data, len);
+		found_f = biter_find(&f, bi.key, bi.key_len);
+		biter_init(&g, data, len);
+		while (biter_next(&g))
+			if (g.key_len == bi.key_len && memcmp(g.key, bi.key, bi.key_len) == 0) {
+				found_g = true;
+				break;
+			}
+		if (found_f != found_g || (found_f && (f.off != g.off || f.type != g.type ||
+		                                        f.val_len != g.val_len)))
+			return false;
+	}
+	biter_init(&f, data, len);
+	return !biter_find(&f, "no such key", 11) && !biter_next(&f);
+}
+
 static void
 test_every_type(void)
 {
@@ -116,6 +144,7 @@ test_every_type(void)
 		if (d == NULL)
 			continue;
 		TT_ASSERT(walk_both(bson_get_data(d), d->len, 0, true) >= 0);
+		TT_ASSERT(find_agrees(bson_get_data(d), d->len));
 		bson_destroy(d);
 	}
 	{
@@ -168,6 +197,7 @@ test_damaged(void)
 				b[at] = (uint8_t)(rnd(&seed) % 3 == 0 ? 0xff : rnd(&seed));
 			}
 			(void)walk_lean(b, n, 0);
+			TT_ASSERT(find_agrees(b, n));
 			{
 				bson_t view;
 				size_t off;
