@@ -631,8 +631,10 @@ point_intervals(const preds_t *ps, const bson_value_t *vals, int nv, planner_int
 			return -1;
 		}
 	}
+	if (n <= 1)
+		return n;
 	qsort_r(iv, (size_t)n, sizeof(*iv), point_cmp, (void *)ps->coll);
-	for (i = 1, j = n > 0 ? 1 : 0; i < n; i++)
+	for (i = 1, j = 1; i < n; i++)
 		if (vcmp(&iv[i].lo, &iv[j - 1].lo, ps->coll) != 0)
 			iv[j++] = iv[i];
 	return j;
