@@ -658,118 +658,166 @@ complement_intervals(const planner_interval_t *pts, int n, planner_interval_t *o
 	return k;
 }
 
-/* Bounds of one field from the chosen predicates (ascending value order),
- * in ps's arena, for an index whose collation is ix_coll.  Returns the
- * number of intervals (0 = provably empty), or -1 when the predicates give
- * no bounds.  *group gets the group of the predicates used (-1 when several
- * groups); *points whether they are points; *missing whether the predicate
- * used also matches documents without the field (null, $ne, $nin,
- * $exists: false: a sparse or wildcard index cannot answer it).  A
- * wildcard index (leaves) holds no key for a path whose value is a
- * document: no bounds from $exists there.  One kind
- * of predicate gives the bounds, in this order: an equality or $in, the
- * ranges (intersected), a $regex, a $ne or $nin, an $exists; the others on
- * the field leave the plan inexact (the filter decides). */
+/* Which kind of predicate bounds a field first on a multikey path, where
+ * only one may: points, ranges, $regex, $ne/$nin, $exists. */
 static int
-field_bounds(const preds_t *ps, const char *path, bool multikey, const coll_t *ix_coll, bool leaves,
-             planner_interval_t **out, int *group, bool *points, bool *missing)
+pred_rank(match_pred_t op)
 {
-	planner_interval_t *iv = NULL, r;
-	const pred_t *p;
-	int i, n = -1, j;
+	switch (op) {
+	case MATCH_PRED_EQ: case MATCH_PRED_IN: return 0;
+	case MATCH_PRED_LT: case MATCH_PRED_LTE: case MATCH_PRED_GT: case MATCH_PRED_GTE: return 1;
+	case MATCH_PRED_REGEX: return 2;
+	case MATCH_PRED_NE: case MATCH_PRED_NIN: return 3;
+	case MATCH_PRED_EXISTS: return 4;
+	default: return 5;
+	}
+}
 
-	*points = false;
+/* The intervals of predicate p alone (ascending, disjoint; values borrowed
+ * or in the arena), or -1 when it gives none.  *missing: p also matches a
+ * document without the field (null, $ne, $nin, $exists: false).  leaves: a
+ * wildcard index, whose keys are leaves only (no $exists bounds). */
+static int
+pred_intervals(const preds_t *ps, const pred_t *p, const coll_t *ix_coll, bool leaves,
+               planner_interval_t **out, bool *missing)
+{
+	planner_interval_t *iv, *pts;
+	bson_value_t lo = v_minkey(), hi = v_maxkey(), nul = {.value_type = BSON_TYPE_NULL};
+	int n, np;
+
 	*missing = false;
-	*group = -2;
-	*out = NULL;
-	/* Points first: an equality or $in. */
-	for (i = 0; i < ps->n; i++) {
-		p = &ps->p[i];
-		if (strcmp(p->path, path) != 0 || (p->op != MATCH_PRED_EQ && p->op != MATCH_PRED_IN) ||
-		    (p->op == MATCH_PRED_IN && (p->in_regex || p->nin == 0 || p->nin > MAX_RANGES)))
-			continue;
-		iv = tm_arena_alloc(ps->arena, sizeof(*iv) * 2 * (p->op == MATCH_PRED_EQ ? 1 : (size_t)p->nin));
-		n = p->op == MATCH_PRED_EQ ? point_intervals(ps, &p->val, 1, iv) :
-		    point_intervals(ps, p->in, (int)p->nin, iv);
-		if (n < 0)
-			continue;
-		*group = p->group;
-		*points = true;
+	switch (p->op) {
+	case MATCH_PRED_EQ:
+	case MATCH_PRED_IN:
+		if (p->op == MATCH_PRED_IN && (p->in_regex || p->nin == 0 || p->nin > MAX_RANGES))
+			return -1;
+		np = p->op == MATCH_PRED_EQ ? 1 : (int)p->nin;
+		iv = tm_arena_alloc(ps->arena, sizeof(*iv) * 2 * (size_t)np);
+		n = point_intervals(ps, p->op == MATCH_PRED_EQ ? &p->val : p->in, np, iv);
 		*missing = p->has_null;
-		goto own;
-	}
-	/* Ranges: intersected when the path holds one value per document. */
-	n = -1;
-	for (i = 0; i < ps->n; i++) {
-		p = &ps->p[i];
-		if (strcmp(p->path, path) != 0 || !is_range_op(p->op) || !range_interval(p, &r))
-			continue;
-		if (n < 0) {
-			iv = tm_arena_alloc(ps->arena, sizeof(*iv));
-			iv[0] = r;
-			*group = p->group;
-			n = 1;
-			continue;
-		}
-		/* On a multikey path two ranges may hold for different elements;
-		 * only a value $elemMatch on this very path ties them to one. */
-		if (multikey && !(p->group > 0 && p->group == *group && strcmp(p->gpath, path) == 0))
-			continue;
-		if (*group != p->group)
-			*group = -1;
-		if (n > 0 && !iv_intersect(&iv[0], &r, ps->coll))
-			n = 0;
-	}
-	if (n >= 0)
-		goto own;
-	/* Then one $regex, $ne / $nin, or $exists. */
-	for (i = 0; i < ps->n && n < 0; i++) {
-		p = &ps->p[i];
-		if (strcmp(p->path, path) != 0 || p->op != MATCH_PRED_REGEX)
-			continue;
+		break;
+	case MATCH_PRED_LT: case MATCH_PRED_LTE: case MATCH_PRED_GT: case MATCH_PRED_GTE:
+		iv = tm_arena_alloc(ps->arena, sizeof(*iv));
+		n = range_interval(p, iv) ? 1 : -1;
+		break;
+	case MATCH_PRED_REGEX:
 		iv = tm_arena_alloc(ps->arena, 2 * sizeof(*iv));
 		regex_intervals(ps->arena, p, ix_coll, iv);
 		n = 2;
-		*group = p->group;
-	}
-	for (i = 0; i < ps->n && n < 0; i++) {
-		planner_interval_t *pts;
-		int np;
-		p = &ps->p[i];
-		if (strcmp(p->path, path) != 0 || (p->op != MATCH_PRED_NE && p->op != MATCH_PRED_NIN) || p->has_null ||
-		    (p->op == MATCH_PRED_NIN && (p->in_regex || p->nin > MAX_RANGES)))
-			continue;
+		break;
+	case MATCH_PRED_NE:
+	case MATCH_PRED_NIN:
+		if (p->has_null || (p->op == MATCH_PRED_NIN && (p->in_regex || p->nin > MAX_RANGES)))
+			return -1;
 		np = p->op == MATCH_PRED_NE ? 1 : (int)p->nin;
 		pts = tm_arena_alloc(ps->arena, sizeof(*pts) * 2 * (size_t)(np ? np : 1));
-		np = point_intervals(ps, p->op == MATCH_PRED_NE ? &p->val : p->in, np, pts);
-		if (np < 0)
-			continue;
+		if ((np = point_intervals(ps, p->op == MATCH_PRED_NE ? &p->val : p->in, np, pts)) < 0)
+			return -1;
 		iv = tm_arena_alloc(ps->arena, sizeof(*iv) * (size_t)(np + 1));
 		n = complement_intervals(pts, np, iv);
-		*group = p->group;
 		*missing = true;
-	}
-	for (i = 0; i < ps->n && n < 0 && !leaves; i++) {
-		bson_value_t lo = v_minkey(), hi = v_maxkey(), nul = {.value_type = BSON_TYPE_NULL};
-		p = &ps->p[i];
-		if (strcmp(p->path, path) != 0 || p->op != MATCH_PRED_EXISTS)
-			continue;
+		break;
+	case MATCH_PRED_EXISTS:
+		if (leaves)
+			return -1;
 		iv = tm_arena_alloc(ps->arena, sizeof(*iv));
 		if (p->exists)
 			iv_set(&iv[0], &lo, true, &hi, true);
 		else
 			iv_set(&iv[0], &nul, true, &nul, true);
 		n = 1;
-		*group = p->group;
 		*missing = !p->exists;
-	}
-	if (n < 0)
+		break;
+	default:
 		return -1;
-own:
-	if (n == 0)
-		return 0;
-	for (j = 0; j < n; j++)
-		iv_own(ps->arena, &iv[j]);
+	}
+	*out = iv;
+	return n;
+}
+
+/* The intersection of two ascending lists of disjoint intervals, into out
+ * (room for na + nb). */
+static int
+intervals_intersect(const planner_interval_t *a, int na, const planner_interval_t *b, int nb,
+                    planner_interval_t *out, const coll_t *coll)
+{
+	int i = 0, j = 0, n = 0;
+
+	while (i < na && j < nb) {
+		planner_interval_t r = a[i];
+		int c = vcmp(&a[i].hi, &b[j].hi, coll);
+		if (iv_intersect(&r, &b[j], coll))
+			out[n++] = r;
+		/* the one ending first can meet nothing further */
+		if (c < 0 || (c == 0 && !a[i].hi_incl))
+			i++;
+		else
+			j++;
+	}
+	return n;
+}
+
+/* Bounds of one field from the predicates on its path (ascending value
+ * order), in ps's arena, for an index whose collation is ix_coll.  Returns
+ * the number of intervals (0 = provably empty), or -1 when no predicate
+ * gives bounds.  The predicates' intervals are intersected, as mongod
+ * does -- but on a multikey path two predicates may hold for different
+ * elements, so there only the first kind (pred_rank) bounds it, unless they
+ * sit in one value $elemMatch on this very path.  *used gets the
+ * predicates taken (bit i: ps->p[i]); *group their $elemMatch group (-1
+ * when several); *points whether every interval is a point; *missing
+ * whether a predicate taken also matches a document without the field (a
+ * sparse or wildcard index cannot answer it); leaves: a wildcard index. */
+static int
+field_bounds(const preds_t *ps, const char *path, bool multikey, const coll_t *ix_coll, bool leaves,
+             planner_interval_t **out, int *group, bool *points, bool *missing, uint64_t *used)
+{
+	planner_interval_t *iv = NULL, *piv, *tmp;
+	int i, k, n = -1, np, first = -1;
+	bool miss;
+
+	*points = false;
+	*missing = false;
+	*group = -2;
+	*used = 0;
+	*out = NULL;
+	for (int rank = 0; rank < 5; rank++) {
+		for (i = 0; i < ps->n; i++) {
+			const pred_t *p = &ps->p[i];
+			if (pred_rank(p->op) != rank || strcmp(p->path, path) != 0)
+				continue;
+			if (first >= 0 && multikey) {
+				const pred_t *f = &ps->p[first];
+				if (!(p->group > 0 && p->group == f->group && strcmp(p->gpath, path) == 0 &&
+				    strcmp(f->gpath, path) == 0))
+					continue;
+			}
+			if ((np = pred_intervals(ps, p, ix_coll, leaves, &piv, &miss)) < 0)
+				continue;
+			if (first < 0) {
+				iv = piv;
+				n = np;
+				first = i;
+				*group = p->group;
+			} else {
+				tmp = tm_arena_alloc(ps->arena, sizeof(*tmp) * (size_t)(n + np + 1));
+				n = intervals_intersect(iv, n, piv, np, tmp, ps->coll);
+				iv = tmp;
+				if (*group != p->group)
+					*group = -1;
+			}
+			*missing = *missing || miss;
+			*used |= 1ull << i;
+		}
+	}
+	if (n <= 0)
+		return n;
+	*points = true;
+	for (k = 0; k < n; k++) {
+		if (!iv[k].lo_incl || !iv[k].hi_incl || vcmp(&iv[k].lo, &iv[k].hi, ps->coll) != 0)
+			*points = false;
+		iv_own(ps->arena, &iv[k]);
+	}
 	*out = iv;
 	return n;
 }
@@ -798,6 +846,7 @@ typedef struct cand {
 	bool key_complete;    /* bounds and key filter together answer the whole filter */
 	bool typebits;        /* the index's entries carry type bits (keys give back exact values) */
 	bool sparse1;       /* a sparse index of one field */
+	uint64_t used;      /* the predicates its bounds come from (bit i: ps->p[i]) */
 	bool missing;       /* some field's bounds come from a predicate matching a missing field */
 	char *wildcard_path;  /* the path a wildcard index is used for */
 	const coll_t *collation;  /* the index's: its keys hold this collation's sort keys */
@@ -1003,42 +1052,37 @@ sort_provided(const bson_t *sort, const planner_field_t *f, int nf, int from, bo
 }
 
 /* Whether the bounds of c answer predicate p of ps exactly: every key in
- * them belongs to a document p matches. */
+ * them belongs to a document p matches.  Only a predicate the bounds were
+ * built from can be; then its kind decides. */
 static bool
 pred_exact(const cand_t *c, const preds_t *ps, const pred_t *p)
 {
-	int j, fi, same = 0;
+	int fi, idx = (int)(p - ps->p);
 
-	if (p->group != 0)
+	if (p->group != 0 || idx >= 64 || !(c->used >> idx & 1))
 		return false;
 	for (fi = 0; fi < c->nfields; fi++)
 		if (c->fields[fi].bounded && strcmp(c->fields[fi].path, p->path) == 0)
 			break;
 	if (fi == c->nfields)
 		return false;
-	for (j = 0; j < ps->n; j++)
-		if (strcmp(ps->p[j].path, p->path) == 0)
-			same++;
-	if (same != 1 && !is_range_op(p->op))
-		return false;
-	if (c->fields[fi].points)
+	switch (p->op) {
+	case MATCH_PRED_EQ: case MATCH_PRED_IN:
 		/* a null key may stand for a missing field or an empty array */
-		return (p->op == MATCH_PRED_EQ || p->op == MATCH_PRED_IN) && !p->has_null;
-	if (p->op == MATCH_PRED_REGEX)
+		return !p->has_null;
+	case MATCH_PRED_REGEX:
 		/* the prefix bounds decide it, on the strings themselves */
 		return p->re_exact && c->collation == NULL;
-	if (p->op == MATCH_PRED_NE || p->op == MATCH_PRED_NIN)
+	case MATCH_PRED_NE: case MATCH_PRED_NIN:
 		/* {a: [1, 2]} has a key outside {$ne: 2}'s bounds */
 		return !c->fields[fi].multikey && !p->has_null;
-	if (p->op == MATCH_PRED_EXISTS)
+	case MATCH_PRED_EXISTS:
 		/* only a one-field sparse index holds exactly the documents with
 		 * the field */
 		return p->exists && c->sparse1;
-	if (is_range_op(p->op) && !(c->fields[fi].multikey && same != 1)) {
-		planner_interval_t iv;
-		return range_interval(p, &iv);
+	default:
+		return is_range_op(p->op);
 	}
-	return false;
 }
 
 /* Whether p, not answered by the bounds, can be decided from the index key
@@ -1110,6 +1154,7 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 		planner_interval_t *iv = NULL;
 		int n = -1, g = 0, j;
 		bool points = false, missing = false;
+		uint64_t used = 0;
 		if (!BSON_ITER_HOLDS_NUMBER(&it)) {
 			c->nfields = nf;
 			return false;
@@ -1120,7 +1165,8 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 		nf++;
 		c->nfields = nf;
 		if (!path_has_positional(f->path))
-			n = field_bounds(ps, f->path, f->multikey, ix->collation, false, &iv, &g, &points, &missing);
+			n = field_bounds(ps, f->path, f->multikey, ix->collation, false, &iv, &g, &points, &missing,
+			    &used);
 		if (n >= 0 && ix->multikey) {
 			/* Compound only across independent paths (no array on
 			 * their shared prefix), or within one $elemMatch on
@@ -1161,6 +1207,7 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 		f->bounded = true;
 		f->points = points;
 		c->missing = c->missing || missing;
+		c->used |= used;
 		if (n == 0)
 			c->empty = true;
 		/* leading runs: bounded fields, and point fields before them */
@@ -1224,10 +1271,11 @@ wildcard_cand(const storage_coll_t *coll, int ixn, const preds_t *ps, cand_t *c)
 		planner_interval_t *iv = NULL;
 		int n, g, k;
 		bool points, missing;
+		uint64_t used;
 		if (path_has_positional(p) || !keygen_wildcard_covers(ix, p))
 			continue;
 		/* it holds leaves: nothing for a missing field */
-		n = field_bounds(ps, p, true, ix->collation, true, &iv, &g, &points, &missing);
+		n = field_bounds(ps, p, true, ix->collation, true, &iv, &g, &points, &missing, &used);
 		if (n < 0 || missing)
 			continue;
 		/* a wildcard index holds leaves, never whole documents */

@@ -6,9 +6,11 @@
  * bracketed as mongod does), $regex (mongod's simple-regex prefix, or every
  * string, plus the regex value), null (the null and undefined keys), $ne
  * and $nin (the complement), $exists (every key, or the null one), and
- * predicates inside $elemMatch.  One kind of predicate bounds a field
- * (points, then ranges, $regex, $ne/$nin, $exists); mongod intersects them
- * all, Tamga's bounds are a superset and the filter checks the rest.  The
+ * predicates inside $elemMatch.  The intervals of the predicates on one
+ * field are intersected, as mongod does ({$gt: 1, $ne: 3}: (1, 3), (3,
+ * inf.0]); on a multikey path only the first kind (points, ranges, $regex,
+ * $ne/$nin, $exists) bounds it, unless the predicates share a value
+ * $elemMatch on that path.  The
  * planner only ever builds bounds that hold a superset of the matching
  * documents' keys; the executor still applies the whole filter to every
  * fetched document.  Multikey rules, per the index's multiKeyPaths: two

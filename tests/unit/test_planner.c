@@ -139,8 +139,12 @@ test_points_and_ranges(void)
 	PLAN_EQ("{\"a\": {\"$ne\": null}}", NULL, NULL, "COLLSCAN");
 	PLAN_EQ("{\"a\": {\"$exists\": true}}", NULL, NULL, "a_1|a:[MinKey, MaxKey]");
 	PLAN_EQ("{\"a\": {\"$exists\": false}}", NULL, NULL, "a_1|a:[null, null]");
-	/* a range beats them on the same field (the filter decides the rest) */
-	PLAN_EQ("{\"a\": {\"$ne\": 3, \"$gt\": 1}}", NULL, NULL, "a_1|a:(1, inf.0]");
+	/* several predicates on one field: their intervals intersected */
+	PLAN_EQ("{\"a\": {\"$ne\": 3, \"$gt\": 1}}", NULL, NULL, "a_1|a:(1, 3),(3, inf.0]|exact");
+	PLAN_EQ("{\"a\": {\"$in\": [1, 4, 7]}, \"$and\": [{\"a\": {\"$gt\": 2}}]}", NULL, NULL, "a_1|a:[4, 4],[7, 7]|exact");
+	PLAN_EQ("{\"a\": {\"$nin\": [2, 4], \"$gte\": 1, \"$lte\": 5}}", NULL, NULL, "a_1|a:[1, 2),(2, 4),(4, 5]|exact");
+	PLAN_EQ("{\"a\": {\"$exists\": true, \"$lt\": 3}}", NULL, NULL, "a_1|a:[-inf.0, 3)");
+	PLAN_EQ("{\"a\": 5, \"$and\": [{\"a\": {\"$lt\": 3}}]}", NULL, NULL, "a_1|a:|exact");
 	/* no bounds from arrays: no index */
 	PLAN_EQ("{\"a\": [1, 2]}", NULL, NULL, "COLLSCAN");
 	PLAN_EQ("{\"a\": {\"$ne\": [1]}}", NULL, NULL, "COLLSCAN");
@@ -177,9 +181,10 @@ test_regex(void)
 	/* extended mode skips blanks */
 	PLAN_EQ("{\"a\": {\"$regex\": \"^a b\", \"$options\": \"x\"}}", NULL, NULL,
 	    "a_1|a:[\"ab\", \"ac\"),[/^a b/x, /^a b/x]|exact");
-	/* an equality or a range on the same field gives the bounds instead */
-	PLAN_EQ("{\"a\": \"abz\", \"$and\": [{\"a\": {\"$regex\": \"^ab\"}}]}", NULL, NULL, "a_1|a:[\"abz\", \"abz\"]");
-	PLAN_EQ("{\"a\": {\"$gt\": \"b\", \"$regex\": \"^bc\"}}", NULL, NULL, "a_1|a:(\"b\", {})");
+	/* with an equality or a range on the same field: intersected */
+	PLAN_EQ("{\"a\": \"abz\", \"$and\": [{\"a\": {\"$regex\": \"^ab\"}}]}", NULL, NULL,
+	    "a_1|a:[\"abz\", \"abz\"]|exact");
+	PLAN_EQ("{\"a\": {\"$gt\": \"b\", \"$regex\": \"^bc\"}}", NULL, NULL, "a_1|a:[\"bc\", \"bd\")|exact");
 	/* a sparse index serves it: a regex never matches a missing field */
 	add_index("{\"v\": 2, \"key\": {\"b\": 1}, \"name\": \"b_1\", \"sparse\": true}", false);
 	PLAN_EQ("{\"b\": {\"$regex\": \"^abc\"}}", NULL, NULL, "b_1|b:[\"abc\", \"abd\"),[/^abc/, /^abc/]|exact");
