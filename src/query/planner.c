@@ -62,7 +62,10 @@ typedef struct pred {
 	bson_value_t val;          /* EQ and ranges: the operand, borrowed from the match_t */
 	const bson_value_t *in;    /* $in: its non-regex values in the filter's collation order (borrowed) */
 	uint32_t nin;
-	bool in_regex;             /* the $in also lists regexes: no point bounds from it */
+	bool in_regex;             /* the $in also lists regexes (in_re, nre: borrowed) */
+	const mregex_t *in_re;
+	uint32_t nre;
+	bool in_re_exact;          /* ... each of them an anchored literal (regex_prefix) */
 	int group;                 /* $elemMatch group (0 = top level) */
 	const char *gpath;         /* the $elemMatch's path ("" at top level) */
 	/* $regex (val: the pattern and flags as a BSON regex, borrowed): the
@@ -282,6 +285,17 @@ pred_leaf(preds_t *ps, const mnode_t *n, const char *path, int group, const char
 	p->in = leaf->kind == MK_IN ? leaf->u.in.sorted : NULL;
 	p->nin = leaf->kind == MK_IN ? leaf->u.in.n : 0;
 	p->in_regex = leaf->kind == MK_IN && leaf->u.in.nre > 0;
+	p->in_re = p->in_regex ? leaf->u.in.re : NULL;
+	p->nre = p->in_regex ? leaf->u.in.nre : 0;
+	p->in_re_exact = true;
+	for (i = 0; i < p->nre; i++) {
+		const char *pat = p->in_re[i].pattern != NULL ? p->in_re[i].pattern : "";
+		char *tmp = bson_malloc(strlen(pat) + 1);
+		bool exact;
+		regex_prefix(pat, p->in_re[i].flags != NULL ? p->in_re[i].flags : "", tmp, &exact);
+		p->in_re_exact = p->in_re_exact && exact;
+		bson_free(tmp);
+	}
 	p->has_null = leaf->kind == MK_IN ? leaf->u.in.has_null :
 	    leaf->kind == MK_EQ && leaf->val.value_type == BSON_TYPE_NULL;
 	p->exists = leaf->kind == MK_EXISTS && (leaf->u.exists != (n->kind == MK_NOT));
@@ -578,7 +592,8 @@ iv_intersect(planner_interval_t *a, const planner_interval_t *b, const coll_t *c
  * collated index (whose keys are sort keys, not the strings), every string
  * ["", {}); then the regex itself, which a document may hold as a value. */
 static void
-regex_intervals(tm_arena_t *a, const pred_t *p, const coll_t *ix_coll, planner_interval_t *iv)
+regex_intervals_of(tm_arena_t *a, const bson_value_t *re, const char *prefix, size_t plen,
+                   const coll_t *ix_coll, planner_interval_t *iv)
 {
 	static const uint8_t empty_doc[5] = {5, 0, 0, 0, 0};
 	bson_value_t lo, hi;
@@ -586,14 +601,14 @@ regex_intervals(tm_arena_t *a, const pred_t *p, const coll_t *ix_coll, planner_i
 	memset(&lo, 0, sizeof(lo));
 	memset(&hi, 0, sizeof(hi));
 	lo.value_type = BSON_TYPE_UTF8;
-	if (ix_coll == NULL && p->re_prefix_len > 0) {
-		char *end = tm_arena_memdup(a, p->re_prefix, p->re_prefix_len + 1);
-		end[p->re_prefix_len - 1]++;
-		lo.value.v_utf8.str = (char *)p->re_prefix;
-		lo.value.v_utf8.len = (uint32_t)p->re_prefix_len;
+	if (ix_coll == NULL && plen > 0) {
+		char *end = tm_arena_memdup(a, prefix, plen + 1);
+		end[plen - 1]++;
+		lo.value.v_utf8.str = (char *)prefix;
+		lo.value.v_utf8.len = (uint32_t)plen;
 		hi.value_type = BSON_TYPE_UTF8;
 		hi.value.v_utf8.str = end;
-		hi.value.v_utf8.len = (uint32_t)p->re_prefix_len;
+		hi.value.v_utf8.len = (uint32_t)plen;
 	} else {
 		lo.value.v_utf8.str = (char *)"";
 		hi.value_type = BSON_TYPE_DOCUMENT;
@@ -601,7 +616,77 @@ regex_intervals(tm_arena_t *a, const pred_t *p, const coll_t *ix_coll, planner_i
 		hi.value.v_doc.data_len = sizeof(empty_doc);
 	}
 	iv_set(&iv[0], &lo, true, &hi, false);
-	iv_set(&iv[1], &p->val, true, &p->val, true);
+	iv_set(&iv[1], re, true, re, true);
+}
+
+static void
+regex_intervals(tm_arena_t *a, const pred_t *p, const coll_t *ix_coll, planner_interval_t *iv)
+{
+	regex_intervals_of(a, &p->val, p->re_prefix, p->re_prefix_len, ix_coll, iv);
+}
+
+static int
+iv_lo_cmp(const void *a, const void *b, void *coll)
+{
+	const planner_interval_t *x = a, *y = b;
+	int c = vcmp(&x->lo, &y->lo, coll);
+
+	return c != 0 ? c : (int)y->lo_incl - (int)x->lo_incl;
+}
+
+/* Sort intervals by their low end and merge those that overlap or touch:
+ * the union, ascending and disjoint.  Returns the count. */
+static int
+intervals_union(planner_interval_t *iv, int n, const coll_t *coll)
+{
+	int i, k = 0;
+
+	if (n <= 1)
+		return n;
+	qsort_r(iv, (size_t)n, sizeof(*iv), iv_lo_cmp, (void *)coll);
+	for (i = 1; i < n; i++) {
+		planner_interval_t *cur = &iv[k];
+		int c = vcmp(&iv[i].lo, &cur->hi, coll);
+		if (c < 0 || (c == 0 && (cur->hi_incl || iv[i].lo_incl))) {
+			int h = vcmp(&iv[i].hi, &cur->hi, coll);
+			if (h > 0 || (h == 0 && iv[i].hi_incl)) {
+				cur->hi = iv[i].hi;
+				cur->hi_incl = iv[i].hi_incl;
+			}
+			continue;
+		}
+		iv[++k] = iv[i];
+	}
+	return k + 1;
+}
+
+static int point_intervals(const preds_t *ps, const bson_value_t *vals, int nv, planner_interval_t *iv);
+
+/* A $in listing regexes: its points and each regex's intervals, united
+ * (mongod's bounds for it), into iv (room for 2 * (nin + nre)). */
+static int
+in_regex_intervals(const preds_t *ps, const pred_t *p, const coll_t *ix_coll, planner_interval_t *iv)
+{
+	int n = 0;
+
+	if (p->nin > 0 && (n = point_intervals(ps, p->in, (int)p->nin, iv)) < 0)
+		return -1;
+	for (uint32_t r = 0; r < p->nre; r++) {
+		const char *pat = p->in_re[r].pattern != NULL ? p->in_re[r].pattern : "";
+		const char *flags = p->in_re[r].flags != NULL ? p->in_re[r].flags : "";
+		char *prefix = tm_arena_alloc(ps->arena, strlen(pat) + 1);
+		bson_value_t *re = tm_arena_alloc(ps->arena, sizeof(*re));
+		bool exact;
+		size_t plen = regex_prefix(pat, flags, prefix, &exact);
+		prefix[plen] = '\0';
+		memset(re, 0, sizeof(*re));
+		re->value_type = BSON_TYPE_REGEX;
+		re->value.v_regex.regex = (char *)pat;
+		re->value.v_regex.options = (char *)flags;
+		regex_intervals_of(ps->arena, re, prefix, plen, ix_coll, &iv[n]);
+		n += 2;
+	}
+	return intervals_union(iv, n, ps->coll);
 }
 
 static bool
@@ -689,7 +774,15 @@ pred_intervals(const preds_t *ps, const pred_t *p, const coll_t *ix_coll, bool l
 	switch (p->op) {
 	case MATCH_PRED_EQ:
 	case MATCH_PRED_IN:
-		if (p->op == MATCH_PRED_IN && (p->in_regex || p->nin == 0 || p->nin > MAX_RANGES))
+		if (p->op == MATCH_PRED_IN && p->in_regex) {
+			if (p->nin > MAX_RANGES || p->nre > 64)
+				return -1;
+			iv = tm_arena_alloc(ps->arena, sizeof(*iv) * 2 * (size_t)(p->nin + p->nre));
+			n = in_regex_intervals(ps, p, ix_coll, iv);
+			*missing = p->has_null;
+			break;
+		}
+		if (p->op == MATCH_PRED_IN && (p->nin == 0 || p->nin > MAX_RANGES))
 			return -1;
 		np = p->op == MATCH_PRED_EQ ? 1 : (int)p->nin;
 		iv = tm_arena_alloc(ps->arena, sizeof(*iv) * 2 * (size_t)np);
@@ -1068,8 +1161,9 @@ pred_exact(const cand_t *c, const preds_t *ps, const pred_t *p)
 		return false;
 	switch (p->op) {
 	case MATCH_PRED_EQ: case MATCH_PRED_IN:
-		/* a null key may stand for a missing field or an empty array */
-		return !p->has_null;
+		/* a null key may stand for a missing field or an empty array;
+		 * regexes listed must be anchored literals on plain strings */
+		return !p->has_null && (!p->in_regex || (p->in_re_exact && c->collation == NULL));
 	case MATCH_PRED_REGEX:
 		/* the prefix bounds decide it, on the strings themselves */
 		return p->re_exact && c->collation == NULL;

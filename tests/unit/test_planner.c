@@ -181,6 +181,14 @@ test_regex(void)
 	/* extended mode skips blanks */
 	PLAN_EQ("{\"a\": {\"$regex\": \"^a b\", \"$options\": \"x\"}}", NULL, NULL,
 	    "a_1|a:[\"ab\", \"ac\"),[/^a b/x, /^a b/x]|exact");
+	/* a $in listing regexes: its points and the regexes' intervals, united */
+	PLAN_EQ("{\"a\": {\"$in\": [{\"$regex\": \"^ab\"}, 5]}}", NULL, NULL,
+	    "a_1|a:[5, 5],[\"ab\", \"ac\"),[/^ab/, /^ab/]|exact");
+	PLAN_EQ("{\"a\": {\"$in\": [{\"$regex\": \"^ab\"}, \"abc\"]}}", NULL, NULL,
+	    "a_1|a:[\"ab\", \"ac\"),[/^ab/, /^ab/]|exact");
+	PLAN_EQ("{\"a\": {\"$in\": [{\"$regex\": \"b\"}, \"x\"]}}", NULL, NULL, "a_1|a:[\"\", {}),[/b/, /b/]");
+	PLAN_EQ("{\"a\": {\"$in\": [{\"$regex\": \"^a\"}, {\"$regex\": \"^b\"}]}}", NULL, NULL,
+	    "a_1|a:[\"a\", \"c\"),[/^a/, /^a/],[/^b/, /^b/]|exact");
 	/* with an equality or a range on the same field: intersected */
 	PLAN_EQ("{\"a\": \"abz\", \"$and\": [{\"a\": {\"$regex\": \"^ab\"}}]}", NULL, NULL,
 	    "a_1|a:[\"abz\", \"abz\"]|exact");
