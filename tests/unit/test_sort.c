@@ -57,46 +57,13 @@ test_spec(void)
 	TT_EQ_INT(spec_err("{\"\": 1}"), 40352);
 }
 
+static const char *order_k(const char *spec, const char *docs, int64_t k);
+
 /* Sort docs (JSON array) by spec; return the "_id"s joined by commas. */
 static const char *
 order(const char *spec, const char *docs_json)
 {
-	static char buf[256];
-	bson_t *sb = tt_json(spec), *docs = tt_json(docs_json);
-	sort_spec_t *s = NULL;
-	terr_t err = TERR_INIT;
-	sorter_t *st;
-	bson_iter_t it;
-	const bson_t *d;
-	size_t n = 0;
-
-	buf[0] = '\0';
-	if (sort_spec_parse(sb, &s, &err) != 0)
-		return "parse error";
-	st = sorter_new(s, 0, false, 0);
-	bson_iter_init(&it, docs);
-	while (bson_iter_next(&it)) {
-		const uint8_t *data;
-		uint32_t len;
-		bson_t doc;
-
-		bson_iter_document(&it, &len, &data);
-		bson_init_static(&doc, data, len);
-		TT_ASSERT(sorter_add(st, &doc, &err) == 0);
-	}
-	sorter_finish(st);
-	while ((d = sorter_next(st)) != NULL) {
-		bson_iter_t id;
-
-		if (bson_iter_init_find(&id, d, "_id"))
-			n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%d", n ? "," : "",
-			                      bson_iter_int32(&id));
-	}
-	sorter_free(st);
-	sort_spec_free(s);
-	bson_destroy(sb);
-	bson_destroy(docs);
-	return buf;
+	return order_k(spec, docs_json, 0);
 }
 
 static void
