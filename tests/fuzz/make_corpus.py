@@ -6,6 +6,7 @@ import struct
 import zlib
 
 import bson
+import bson.regex
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
 _t = []
@@ -101,6 +102,16 @@ commands = {
     "listCollections": {"listCollections": 1, "filter": {"name": {"$regex": "^c"}}},
     "hello": {"hello": 1, "client": {"driver": {"name": "fuzz", "version": "0"}}},
     "explain": {"explain": {"find": "c", "filter": {"a": 1}}, "verbosity": "executionStats"},
+    # index bounds from regexes, null, $ne/$nin, $exists; the IXSCAN key filter
+    "createIndexes_t": {"createIndexes": "c", "indexes": [{"key": {"t": 1}, "name": "t_1"},
+                                                        {"key": {"s": 1}, "name": "s_1", "sparse": True}]},
+    "find_regex_ix": {"find": "c", "filter": {"t": {"$regex": "^a\\Qb.c\\E|x?", "$options": "x"},
+                                              "a": {"$in": [bson.regex.Regex("^ab"), None, 3]}},
+                      "projection": {"t": 1, "_id": 0}},
+    "find_ne_ix": {"find": "c", "filter": {"a": {"$ne": 2, "$gt": 0}, "t": {"$nin": [1, "x"]},
+                                           "s": {"$exists": False}}},
+    "explain_regex": {"explain": {"find": "c", "filter": {"t": {"$regex": "b", "$options": "i"}, "a": None}},
+                      "verbosity": "allPlansExecution"},
 }
 os.makedirs(OUT2, exist_ok=True)
 for name, doc in commands.items():
