@@ -247,7 +247,7 @@ pred_leaf(preds_t *ps, const mnode_t *n, const char *path, int group, const char
 	} ops[] = {
 		{MK_EQ, MATCH_PRED_EQ}, {MK_LT, MATCH_PRED_LT}, {MK_LTE, MATCH_PRED_LTE},
 		{MK_GT, MATCH_PRED_GT}, {MK_GTE, MATCH_PRED_GTE}, {MK_IN, MATCH_PRED_IN},
-		{MK_REGEX, MATCH_PRED_REGEX}, {MK_EXISTS, MATCH_PRED_EXISTS},
+		{MK_REGEX, MATCH_PRED_REGEX}, {MK_EXISTS, MATCH_PRED_EXISTS}, {MK_MOD, MATCH_PRED_MOD},
 	};
 	const mnode_t *leaf = n;
 	match_pred_t op;
@@ -744,7 +744,7 @@ complement_intervals(const planner_interval_t *pts, int n, planner_interval_t *o
 }
 
 /* Which kind of predicate bounds a field first on a multikey path, where
- * only one may: points, ranges, $regex, $ne/$nin, $exists. */
+ * only one may: points, ranges, $regex, $ne/$nin, $exists, $mod. */
 static int
 pred_rank(match_pred_t op)
 {
@@ -754,7 +754,8 @@ pred_rank(match_pred_t op)
 	case MATCH_PRED_REGEX: return 2;
 	case MATCH_PRED_NE: case MATCH_PRED_NIN: return 3;
 	case MATCH_PRED_EXISTS: return 4;
-	default: return 5;
+	case MATCH_PRED_MOD: return 5;
+	default: return 6;
 	}
 }
 
@@ -810,6 +811,17 @@ pred_intervals(const preds_t *ps, const pred_t *p, const coll_t *ix_coll, bool l
 		n = complement_intervals(pts, np, iv);
 		*missing = true;
 		break;
+	case MATCH_PRED_MOD: {
+		/* every number, NaN first (mongod's [nan.0, inf.0]); the keys
+		 * or the documents decide */
+		bson_value_t nan = {.value_type = BSON_TYPE_DOUBLE}, inf = {.value_type = BSON_TYPE_DOUBLE};
+		nan.value.v_double = NAN;
+		inf.value.v_double = INFINITY;
+		iv = tm_arena_alloc(ps->arena, sizeof(*iv));
+		iv_set(&iv[0], &nan, true, &inf, true);
+		n = 1;
+		break;
+	}
 	case MATCH_PRED_EXISTS:
 		if (leaves)
 			return -1;
@@ -874,7 +886,7 @@ field_bounds(const preds_t *ps, const char *path, bool multikey, const coll_t *i
 	*group = -2;
 	*used = 0;
 	*out = NULL;
-	for (int rank = 0; rank < 5; rank++) {
+	for (int rank = 0; rank < 6; rank++) {
 		for (i = 0; i < ps->n; i++) {
 			const pred_t *p = &ps->p[i];
 			if (pred_rank(p->op) != rank || strcmp(p->path, path) != 0)
@@ -1181,14 +1193,16 @@ pred_exact(const cand_t *c, const preds_t *ps, const pred_t *p)
 
 /* Whether p, not answered by the bounds, can be decided from the index key
  * alone (mongod's INEXACT_COVERED, checked in the IXSCAN stage before any
- * fetch): a $regex on a field of the index that never held an array, the
- * strings themselves in the keys (no collation) with their exact types. */
+ * fetch): a $regex or $mod on a field of the index that never held an
+ * array, the values themselves in the keys (no collation) with their exact
+ * types. */
 static bool
 pred_keyable(const cand_t *c, const pred_t *p)
 {
 	int fi;
 
-	if (p->op != MATCH_PRED_REGEX || p->group != 0 || c->collation != NULL || !c->typebits ||
+	if ((p->op != MATCH_PRED_REGEX && p->op != MATCH_PRED_MOD) || p->group != 0 || c->collation != NULL ||
+	    !c->typebits ||
 	    c->wildcard_path != NULL)
 		return false;
 	for (fi = 0; fi < c->nfields; fi++)

@@ -787,16 +787,18 @@ static char *
 rand_leaf(const char *path)
 {
 	static const char *const ops[] = {"$eq", "$gt", "$gte", "$lt", "$lte", "$in", "$ne", "$regex", "$nin",
-		"$exists", "$inre"};
+		"$exists", "$inre", "$mod"};
 	static const char *const regexes[] = {
 		"{\"$regex\": \"^a\"}", "{\"$regex\": \"^ab\"}", "{\"$regex\": \"b\"}", "{\"$regex\": \"^a.\"}",
 		"{\"$regex\": \"^[ab]\"}", "{\"$regex\": \"^a|c\"}", "{\"$regex\": \"^A\", \"$options\": \"i\"}",
 		"{\"$regex\": \"^ab?\"}",
 	};
-	const char *op = ops[rnd(11)];
+	const char *op = ops[rnd(12)];
 	char *v = rand_operand(), *s;
 
-	if (strcmp(op, "$inre") == 0) {
+	if (strcmp(op, "$mod") == 0) {
+		s = bson_strdup_printf("{\"%s\": {\"$mod\": [%u, %u]}}", path, 2 + rnd(2), rnd(2));
+	} else if (strcmp(op, "$inre") == 0) {
 		/* a $in listing a regex beside a value */
 		s = bson_strdup_printf("{\"%s\": {\"$in\": [%s, %s]}}", path, regexes[rnd(8)], v);
 	} else if (strcmp(op, "$exists") == 0) {

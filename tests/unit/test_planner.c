@@ -139,6 +139,9 @@ test_points_and_ranges(void)
 	PLAN_EQ("{\"a\": {\"$ne\": null}}", NULL, NULL, "COLLSCAN");
 	PLAN_EQ("{\"a\": {\"$exists\": true}}", NULL, NULL, "a_1|a:[MinKey, MaxKey]");
 	PLAN_EQ("{\"a\": {\"$exists\": false}}", NULL, NULL, "a_1|a:[null, null]");
+	/* $mod: every number, NaN first; the keys or documents decide */
+	PLAN_EQ("{\"a\": {\"$mod\": [4, 1]}}", NULL, NULL, "a_1|a:[nan.0, inf.0]");
+	PLAN_EQ("{\"a\": {\"$mod\": [2, 0], \"$lt\": 10}}", NULL, NULL, "a_1|a:[-inf.0, 10)");
 	/* several predicates on one field: their intervals intersected */
 	PLAN_EQ("{\"a\": {\"$ne\": 3, \"$gt\": 1}}", NULL, NULL, "a_1|a:(1, 3),(3, inf.0]|exact");
 	PLAN_EQ("{\"a\": {\"$in\": [1, 4, 7]}, \"$and\": [{\"a\": {\"$gt\": 2}}]}", NULL, NULL, "a_1|a:[4, 4],[7, 7]|exact");

@@ -175,6 +175,14 @@ test('a regex uses the index: prefix bounds as mongod builds them, exact when th
 	eq(stages(e.queryPlanner.winningPlan), ['PROJECTION_COVERED', 'IXSCAN'], 'covered');
 	eq(e.executionStats.totalDocsExamined, 0, 'no document read');
 	eq(c2.find({t: /^ab/}, {t: 1, _id: 0}).toArray(), [{t: 'abc'}, {t: 'abx'}], 'covered results');
+	// $mod: every number; on a path that never held an array, the keys decide
+	c2.insertMany([{_id: 10, t: 4}, {_id: 11, t: 7}, {_id: 12, t: NumberLong(10)}]);
+	e = c2.find({t: {$mod: [2, 0]}}).explain('executionStats');
+	eq(ixscan(e.queryPlanner.winningPlan).indexBounds, {t: ['[nan.0, inf.0]']}, '$mod bounds');
+	eq(ixscan(e.queryPlanner.winningPlan).filter, {t: {$mod: [NumberLong(2), NumberLong(0)]}}, '$mod on IXSCAN (longs, as mongod prints them)');
+	eq(e.executionStats.totalDocsExamined, 2, '$mod: only matches fetched');
+	eq(c2.find({t: {$mod: [2, 0]}}).toArray().map(x => x._id), [10, 12], '$mod results');
+	c2.deleteMany({_id: {$gte: 10}});
 	// no usable prefix: every string, and the filter still decides -- on a
 	// multikey path only the fetched document can
 	e = r.find({t: /bc/}).explain();
