@@ -308,6 +308,7 @@ agg_pipeline_parse(const bson_t *stages, const bson_t *let, const agg_host_t *ho
 		ERR(parse_let(p, let, err));
 	memset(&pc, 0, sizeof(pc));
 	pc.p = p;
+	pc.root = p;
 	pc.host = host;
 	pc.scope = p->scope;
 	pc.let_doc = p->let_doc;
@@ -338,22 +339,31 @@ agg_pipeline_parse_sub(agg_pctx_t *pc, const bson_t *stages, bool in_facet, bool
 	sub.host = pc->host;
 	sub.scope = pc->scope;
 	sub.depth = pc->depth + (in_lookup ? 1 : 0);   /* $facet branches share their parent's level */
+	sub.root = pc->root;
 	sub.let_doc = pc->let_doc;
 	/* a $lookup / $unionWith pipeline is parsed afresh, as mongod's: a
 	 * $facet in it is allowed even when the $lookup sits in a $facet */
 	sub.in_facet = in_facet || (pc->in_facet && !in_lookup);
 	sub.in_lookup = in_lookup || pc->in_lookup;
-	if (sub.depth > 20) {
-		ret = terr_set(err, 232 /* MaxSubPipelineDepthExceeded */,
-		    "Maximum number of nested sub-pipelines exceeded. Limit is 20");
+	if (sub.depth > AGG_MAX_SUB_DEPTH) {
+		ret = agg_sub_depth_exceeded(err);
 		goto err;
 	}
 	ERR(parse_stages(&sub, stages, err));
+	if (p->nest + (in_lookup ? 1 : 0) > pc->p->nest)
+		pc->p->nest = p->nest + (in_lookup ? 1 : 0);
 	*out = p;
 	return 0;
 err:
 	agg_pipeline_free(p);
 	return ret;
+}
+
+int
+agg_sub_depth_exceeded(terr_t *err)
+{
+	return terr_set(err, TERR_MAX_SUB_PIPELINE_DEPTH_EXCEEDED,
+	    "Maximum number of nested sub-pipelines exceeded. Limit is %d", AGG_MAX_SUB_DEPTH);
 }
 
 void
@@ -370,6 +380,7 @@ agg_pipeline_free(agg_pipeline_t *p)
 			bson_destroy(p->stages[i].explain);
 	}
 	bson_free(p->stages);
+	agg_view_refs_free(p);   /* after the stages: they borrow its pipelines */
 	for (i = 0; i < p->nvars; i++) {
 		bson_value_destroy(&p->var_vals[i]);
 		bson_free(p->var_names[i]);

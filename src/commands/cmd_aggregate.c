@@ -303,6 +303,9 @@ CMD_HANDLER(cmd_aggregate)
 	a->host.check_write = host_check;
 	a->host.get_or_create_coll = host_get_or_create;
 	a->host.list_local_sessions = host_list_sessions;
+	/* every view the stages read, and those their views read, resolves
+	 * (mongod's involved namespaces, before the pipeline is parsed) */
+	ERR(agg_view_check_involved(c->engine->st, c->db, stages, err));
 	ERR(agg_pipeline_parse(stages, has_let ? &let : NULL, &a->host, &a->p, err));
 	/* the views the pipeline reads share its collation */
 	ERR(view_check_involved(c, stages, a->host.collation, err));

@@ -561,7 +561,13 @@ ns_is_collection(cmd_t *c, const char *name)
  * - the views that read it share its collation: 167 "View <ns> has a
  *   collation that does not match the collation of view <ns>";
  * - the longest chain of views through it holds at most 20: 165 "View
- *   depth limit exceeded; maximum depth is 20".
+ *   depth limit exceeded; maximum depth is 20";
+ * - the stages of the views on a chain through it add up to 16 000 000
+ *   bytes at most (mongod's kMaxViewPipelineSizeBytes): 195
+ *   ViewPipelineMaxSizeExceeded, "View pipeline is too large and exceeds
+ *   the maximum size of 16000000 bytes" for a chain above it, "Operation
+ *   would result in a resolved view pipeline that exceeds the maximum size
+ *   of 16000000 bytes" for the longest one through it.
  * A name that is not a view is a leaf.  Heights are memoised, so a view
  * reading the same view many times is walked once.
  */
@@ -570,6 +576,8 @@ typedef struct gnode {
 	bson_t refs;              /* array of the names it reads */
 	const coll_t *coll;
 	int height, pheight;      /* 0: not computed yet */
+	int64_t size;             /* its stages' bytes (agg_view_stages_size) */
+	int64_t csize, psize;     /* the largest sums of sizes below / above it, its own included */
 } gnode_t;
 
 typedef struct vgraph {
@@ -611,6 +619,7 @@ vgraph_init(vgraph_t *g, cmd_t *c, const char *name, const char *view_on, const 
 	 * part of the graph) */
 	g->n[0].name = name;
 	g->n[0].coll = collation;
+	g->n[0].size = pipeline != NULL ? agg_view_stages_size(pipeline) : 0;
 	def_refs(view_on, pipeline, &g->n[0].refs);
 	g->count = 1;
 	bson_iter_init(&it, &g->views);
@@ -637,6 +646,7 @@ vgraph_init(vgraph_t *g, cmd_t *c, const char *name, const char *view_on, const 
 		}
 		g->n[g->count].name = bson_iter_key(&it);
 		g->n[g->count].coll = def_collation(&def);
+		g->n[g->count].size = has_pipe ? agg_view_stages_size(&pipe) : 0;
 		def_refs(on, has_pipe ? &pipe : NULL, &g->n[g->count].refs);
 		g->count++;
 	}
@@ -676,6 +686,7 @@ vgraph_children(vgraph_t *g, int cur, int depth, terr_t *err)
 	gnode_t *n = &g->n[cur];
 	bson_iter_t it;
 	int best = 0;
+	int64_t best_size = 0;
 
 	g->path[depth] = cur;
 	if (depth > 0 && cur == 0) {
@@ -693,15 +704,20 @@ vgraph_children(vgraph_t *g, int cur, int depth, terr_t *err)
 	bson_iter_init(&it, &n->refs);
 	while (bson_iter_next(&it)) {
 		int k = vgraph_find(g, bson_iter_utf8(&it, NULL)), h = 1;
+		int64_t sz = 0;
 		if (k >= 0) {
 			if (g->n[k].height == 0 || k == 0)
 				RET(vgraph_children(g, k, depth + 1, err));
 			h = g->n[k].height;
+			sz = g->n[k].csize;
 		}
 		if (h > best)
 			best = h;
+		if (sz > best_size)
+			best_size = sz;
 	}
 	n->height = best + 1;
+	n->csize = best_size + n->size;
 	return 0;
 }
 
@@ -712,6 +728,7 @@ vgraph_parents(vgraph_t *g, int cur, int depth, terr_t *err)
 {
 	gnode_t *n = &g->n[cur];
 	int best = 0;
+	int64_t best_size = 0;
 
 	if (depth > VIEW_MAX_DEPTH)
 		return depth_exceeded(err);
@@ -733,8 +750,14 @@ vgraph_parents(vgraph_t *g, int cur, int depth, terr_t *err)
 			RET(vgraph_parents(g, i, depth + 1, err));
 		if (g->n[i].pheight > best)
 			best = g->n[i].pheight;
+		if (g->n[i].psize > best_size)
+			best_size = g->n[i].psize;
 	}
 	n->pheight = best + 1;
+	n->psize = best_size + n->size;
+	if (n->psize > AGG_VIEW_MAX_PIPELINE_BYTES)
+		return terr_set(err, TERR_VIEW_PIPELINE_MAX_SIZE_EXCEEDED,
+		    "View pipeline is too large and exceeds the maximum size of %d bytes", AGG_VIEW_MAX_PIPELINE_BYTES);
 	return 0;
 }
 
@@ -762,6 +785,11 @@ check_view_graph(cmd_t *c, const char *name, const char *view_on, const bson_t *
 	 * counts the leaf) and those above (the parents' height counts it) */
 	if (ret == 0 && (g.n[0].height - 1) + (g.n[0].pheight - 1) > VIEW_MAX_DEPTH)
 		ret = depth_exceeded(err);
+	/* and the bytes of their stages (both sums count its own) */
+	if (ret == 0 && g.n[0].csize + g.n[0].psize - g.n[0].size > AGG_VIEW_MAX_PIPELINE_BYTES)
+		ret = terr_set(err, TERR_VIEW_PIPELINE_MAX_SIZE_EXCEEDED,
+		    "Operation would result in a resolved view pipeline that exceeds the maximum size of %d bytes",
+		    AGG_VIEW_MAX_PIPELINE_BYTES);
 	vgraph_destroy(&g);
 	return ret;
 }
