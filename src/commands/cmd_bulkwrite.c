@@ -301,6 +301,7 @@ run_op(cmd_t *c, storage_session_t *s, const bson_t *op, int kind, bw_ns_t *ns, 
 	*n = 0;
 	*fatal = false;
 	memset(r, 0, sizeof(*r));
+	RET(view_refuse_direct_write(ns->db, ns->coll, e));
 	if (kind == BW_INSERT) {
 		bson_iter_init_find(&it, op, "document");
 		sub_view(&it, &sub);

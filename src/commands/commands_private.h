@@ -126,10 +126,13 @@ int view_create(cmd_t *c, const char *name, terr_t *err);
 int view_drop(cmd_t *c, const char *name, terr_t *err);
 /* Drop every view of c->db (system.views itself was dropped). */
 void view_drop_all(cmd_t *c);
-/* Document writes (insert, update, delete, findAndModify, $out, $merge)
- * to system.views: 238, since the definitions live in the catalog and
- * system.views only mirrors them; 0 for any other name. */
-int view_refuse_direct_write(cmd_t *c, const char *name, terr_t *err);
+/* Document writes to db.system.views (insert, update, delete,
+ * findAndModify, each kind of bulkWrite operation; $out and $merge refuse
+ * every system collection with mongod's 17385 / 31319): 238, since the
+ * definitions live in the catalog and system.views only mirrors them
+ * (mongod takes the write and reloads its view catalog from it); 0 for any
+ * other name. */
+int view_refuse_direct_write(const char *db, const char *name, terr_t *err);
 int view_coll_mod(cmd_t *c, const char *name, bson_t *reply, terr_t *err);
 /* Option names create / collMod know (cmd_catalog.c, cmd_collmod.c). */
 bool cmd_is_create_option(const char *field);

@@ -362,7 +362,7 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	 * catalog's view definitions, see view.c) */
 	if (BSON_ITER_HOLDS_UTF8(&c.first) && (strcmp(c.name, "insert") == 0 || strcmp(c.name, "update") == 0 ||
 	    strcmp(c.name, "delete") == 0 || strcmp(c.name, "findAndModify") == 0 || strcmp(c.name, "findandmodify") == 0) &&
-	    view_refuse_direct_write(&c, bson_iter_utf8(&c.first, NULL), er) != 0)
+	    view_refuse_direct_write(c.db, bson_iter_utf8(&c.first, NULL), er) != 0)
 		goto fail;
 	__atomic_fetch_add(&e->counters.command, 1, __ATOMIC_RELAXED);
 

@@ -465,12 +465,12 @@ view_drop_all(cmd_t *c)
 }
 
 int
-view_refuse_direct_write(cmd_t *c, const char *name, terr_t *err)
+view_refuse_direct_write(const char *db, const char *name, terr_t *err)
 {
 	if (strcmp(name, SYSTEM_VIEWS) != 0)
 		return 0;
 	return terr_set(err, TERR_NOT_IMPLEMENTED,
-	    "Writing to %s.%s directly is not supported by Tamga yet; use create, collMod and drop", c->db,
+	    "Writing to %s.%s directly is not supported by Tamga yet; use create, collMod and drop", db,
 	    SYSTEM_VIEWS);
 }
 

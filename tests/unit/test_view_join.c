@@ -339,7 +339,8 @@ test_system_views(void)
 	ok("{'drop': 'v'}");
 	NAMES_EQ(NULL, "c system.views");
 	BATCH_EQ("{'find': 'system.views'}", "[ ]");
-	/* direct writes would leave the definitions behind: refused */
+	/* direct writes would leave the definitions behind: refused by every
+	 * write path (mongod would take them and reload its view catalog) */
 	ok("{'create': 'v', 'viewOn': 'c'}");
 	r = run("{'insert': 'system.views', 'documents': [{'_id': 'vj.x', 'viewOn': 'c', 'pipeline': []}]}", &rc);
 	TT_EQ_INT(tt_get_i64(r, "code"), 238);
@@ -349,6 +350,49 @@ test_system_views(void)
 	tt_free_reply(r);
 	r = run("{'findAndModify': 'system.views', 'query': {}, 'remove': true}", &rc);
 	TT_EQ_INT(tt_get_i64(r, "code"), 238);
+	tt_free_reply(r);
+	r = run("{'update': 'system.views', 'updates': [{'q': {}, 'u': {'$set': {'viewOn': 'x'}}, 'upsert': true}]}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "code"), 238);
+	TT_EQ_STR(tt_get_str(r, "errmsg"),
+	    "Writing to vj.system.views directly is not supported by Tamga yet; use create, collMod and drop");
+	tt_free_reply(r);
+	/* bulkWrite names the namespace: each kind of operation is refused */
+	{
+		static const char *const ops[] = {
+			"{'insert': 0, 'document': {'_id': 'vj.x', 'viewOn': 'c', 'pipeline': []}}",
+			"{'update': 0, 'filter': {}, 'updateMods': {'$set': {'viewOn': 'x'}}, 'multi': true}",
+			"{'update': 0, 'filter': {'_id': 'vj.y'}, 'updateMods': {'viewOn': 'c', 'pipeline': []}, 'upsert': true}",
+			"{'delete': 0, 'filter': {}, 'multi': true}",
+		};
+		for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+			char *cmd = bson_strdup_printf("{'bulkWrite': 1, 'ops': [%s], 'nsInfo': [{'ns': 'vj.system.views'}]}",
+			    ops[i]);
+			for (char *q = cmd; *q != '\0'; q++)
+				if (*q == '\'')
+					*q = '"';
+			r = tt_run_json(db, "admin", cmd, &rc);
+			TT_EQ_INT(rc, 0);
+			TT_EQ_INT(tt_get_i64(r, "nErrors"), 1);
+			TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.code"), 238);
+			tt_free_reply(r);
+			bson_free(cmd);
+		}
+	}
+	/* the definitions are as they were */
+	BATCH_EQ("{'find': 'system.views', 'projection': {'viewOn': 1}}", "[ { \"_id\" : \"vj.v\", \"viewOn\" : \"c\" } ]");
+	/* $out and $merge refuse every system collection, as mongod */
+	BATCH_EQ("{'aggregate': 'c', 'pipeline': [{'$out': 'system.views'}], 'cursor': {}}",
+	    "error 17385: Can't $out to special collection: system.views");
+	BATCH_EQ("{'aggregate': 'c', 'pipeline': [{'$merge': {'into': 'system.views'}}], 'cursor': {}}",
+	    "error 31319: Can't $merge to special collection: system.views");
+	/* neither away from system.views nor onto it (mongod's 20) */
+	r = tt_run_json(db, "admin", "{\"renameCollection\": \"vj.system.views\", \"to\": \"vj.other\"}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "code"), 20);
+	TT_EQ_STR(tt_get_str(r, "errmsg"), "renaming system.views collection or renaming to system.views is not allowed");
+	tt_free_reply(r);
+	r = tt_run_json(db, "admin", "{\"renameCollection\": \"vj.c\", \"to\": \"vj.system.views\", \"dropTarget\": true}",
+	    &rc);
+	TT_EQ_INT(tt_get_i64(r, "code"), 20);
 	tt_free_reply(r);
 	/* dropping system.views drops the views with it */
 	ok("{'drop': 'system.views'}");
