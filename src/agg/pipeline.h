@@ -32,6 +32,10 @@ typedef struct agg_exec agg_exec_t;
 /* MongoDB's limits. */
 #define AGG_MAX_STAGES 1000                       /* internalPipelineLengthLimit */
 #define AGG_MEMORY_LIMIT (100LL * 1024 * 1024)    /* $group / $sort without allowDiskUse */
+/* internalLookupStageIntermediateDocumentMaxSizeBytes: the documents one
+ * $lookup gathers for one input document (4568 past it); explain's
+ * serverParameters shows it */
+#define AGG_LOOKUP_MAX_BYTES (100 * 1024 * 1024)
 
 /*
  * What the caller (the aggregate command) provides.  Everything is borrowed
@@ -157,7 +161,10 @@ int agg_exec_new(const agg_pipeline_t *p, agg_exec_t **out, terr_t *err);
 /*
  * Next result: 1 with *doc (a view valid until the next call on this exec),
  * 0 at the end, -1 with err.  Runtime errors carry the error context (see
- * agg_exec_set_error_context).  A pipeline
+ * agg_exec_set_error_context).  A result past 16 MB + 16 KB (stages may
+ * build larger documents for the stages after them) fails with 10334, as
+ * mongod's BSONObj check: "BSONObj size: <n> (0x<n>) is invalid. Size must
+ * be between 0 and 16793600(16MB) First element: <name>: <value>".  A pipeline
  * ending in $out/$merge does all its writing on the first call and then
  * returns 0.
  */

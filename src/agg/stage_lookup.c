@@ -628,6 +628,17 @@ hj_probe(const lookup_plan_t *lp, const hash_join_t *hj, const bson_t *doc, int6
 	return 1;
 }
 
+/* mongod's 4568 past internalLookupStageIntermediateDocumentMaxSizeBytes
+ * (the output document itself may pass 16 MB inside the pipeline: a $unwind
+ * or $project after it can bring it back; agg_exec_next refuses it only if
+ * it is a result). */
+static int
+lookup_too_large(const lookup_plan_t *lp, terr_t *err)
+{
+	return terr_set(err, 4568, "Total size of documents in %s matching pipeline's $lookup stage exceeds %d bytes",
+	    lp->from_name ? lp->from_name : "$documents", AGG_LOOKUP_MAX_BYTES);
+}
+
 static int
 lookup_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 {
@@ -723,10 +734,8 @@ lookup_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		char key[16];
 		const char *k;
 		bytes += d->len;
-		if (bytes > 16 * 1024 * 1024) {
-			ret = terr_set(err, 4568,
-			    "Total size of documents in %s matching pipeline's $lookup stage exceeds %d bytes",
-			    lp->from_name ? lp->from_name : "$documents", 16 * 1024 * 1024);
+		if (bytes > AGG_LOOKUP_MAX_BYTES) {
+			ret = lookup_too_large(lp, err);
 			goto err;
 		}
 		bson_uint32_to_string(n++, &k, key, sizeof(key));
@@ -737,10 +746,8 @@ lookup_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		goto err;
 	}
 done:
-	if (results.len > 16 * 1024 * 1024) {
-		ret = terr_set(err, 4568,
-		    "Total size of documents in %s matching pipeline's $lookup stage exceeds %d bytes",
-		    lp->from_name ? lp->from_name : "$documents", 16 * 1024 * 1024);
+	if (results.len > AGG_LOOKUP_MAX_BYTES) {
+		ret = lookup_too_large(lp, err);
 		goto err;
 	}
 	av.value_type = BSON_TYPE_ARRAY;

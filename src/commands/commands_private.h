@@ -133,6 +133,11 @@ void view_drop_all(cmd_t *c);
  * (mongod takes the write and reloads its view catalog from it); 0 for any
  * other name. */
 int view_refuse_direct_write(const char *db, const char *name, terr_t *err);
+
+/* explain's serverInfo {host, port, version, gitVersion} and
+ * serverParameters (the limits mongod shows: internalLookupStage...,
+ * internalQueryFacet..., ...) appended to reply (cmd_explain.c). */
+void cmd_explain_append_server(bson_t *reply);
 int view_coll_mod(cmd_t *c, const char *name, bson_t *reply, terr_t *err);
 /* Option names create / collMod know (cmd_catalog.c, cmd_collmod.c). */
 bool cmd_is_create_option(const char *field);
