@@ -111,6 +111,15 @@ test('the view graph: cycles through joins (5), chains past 20 views (165)', () 
 	eq(errmsgOf({create: 'v0', viewOn: 'ok', pipeline: [lookup('v1')]}),
 		'View depth limit exceeded; maximum depth is 20');
 	eq(codeOf({create: 'vMid', viewOn: 'v10'}), 0, 'in the middle');
+	// reading v1 resolves a chain of 20 views: refused before anything is
+	// parsed (each view is parsed once per query anyway)
+	const resolveMsg = "Failed to resolve view 'views_join_e2e.v1 :: caused by :: " +
+		'View depth too deep or view cycle detected; maximum depth is 20';
+	eq(errmsgOf({aggregate: 'v10', pipeline: [{$unionWith: 'v1'}], cursor: {}}), resolveMsg);
+	eq(errmsgOf({aggregate: 'v10', pipeline: [lookup('v1')], cursor: {}}), resolveMsg);
+	eq(codeOf({aggregate: 'v1', pipeline: [], cursor: {}}), 165);
+	eq(vdb.v20.find().toArray(), [{k: []}], 'the lowest level: the $facet makes one document from none');
+	eq(vdb.v17.countDocuments(), 4);
 	eq(codeOf({collMod: 'v20', viewOn: 'v1'}), 5);
 	for (let i = 1; i <= 20; i++)
 		ok(vdb.getCollection('v' + i).drop());
