@@ -16,7 +16,6 @@ write_get_coll_in(cmd_t *c, const char *db, const char *name, bool create, stora
 	storage_session_t *s;
 	int tries;
 
-	RET(view_refuse_direct_write(db, name, err));   /* bulkWrite names any database */
 	for (tries = 0; tries < 3; tries++) {
 		if (storage_coll_get(c->engine->st, db, name, out, NULL) == 0)
 			return 0;

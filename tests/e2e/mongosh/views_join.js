@@ -137,7 +137,18 @@ test('system.views: listed as a collection, holds the definitions, outlives the 
 		ok(vdb.getCollection(v).drop(), 'drop ' + v);
 	eq(vdb.system.views.countDocuments(), 0);
 	ok(vdb.getCollectionNames().includes('system.views'), 'kept after the last view');
-	eq(codeOf({insert: 'system.views', documents: [{_id: 'views_join_e2e.x', viewOn: 'books', pipeline: []}]}), 238);
+	// a direct write, as mongod takes it: the views follow system.views
+	eq(codeOf({insert: 'system.views', documents: [{_id: 'views_join_e2e.x', viewOn: 'books', pipeline: []}]}), 0);
+	eq(vdb.getCollectionInfos({type: 'view'}).map(c => c.name), ['x']);
+	eq(vdb.x.countDocuments(), vdb.books.countDocuments());
+	vdb.system.views.updateOne({_id: 'views_join_e2e.x'}, {$set: {pipeline: [{$limit: 1}]}});
+	eq(vdb.x.countDocuments(), 1);
+	const bad = vdb.runCommand({insert: 'system.views', documents: [{_id: 'views_join_e2e.y', viewOn: 'books', pipeline: 'p'}]});
+	eq(bad.writeErrors[0].code, 182);
+	eq(bad.writeErrors[0].errmsg,
+		"found invalid view definition _id: \"views_join_e2e.y\" while reading 'views_join_e2e.system.views'");
+	vdb.system.views.deleteOne({_id: 'views_join_e2e.x'});
+	eq(vdb.getCollectionInfos({type: 'view'}).length, 0);
 	vdb.createView('again', 'books', []);
 	ok(vdb.system.views.drop(), 'drop system.views');
 	eq(vdb.getCollectionInfos({name: 'again'}).length, 0, 'its views went with it');
