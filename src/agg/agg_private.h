@@ -76,6 +76,13 @@ struct agg_pipeline {
 	int first_stage;              /* index of the first stage run on top of the source */
 	bool facet;                   /* a $facet sub-pipeline (no source) */
 	bool sub;                     /* a $lookup/$unionWith sub-pipeline */
+	/* the deepest nesting of $lookup / $unionWith pipelines inside this one
+	 * (0: none), for mongod's limit of 20 when a parsed view is reused */
+	int nest;
+	/* the top-level pipeline only: the views its stages read, each
+	 * resolved and parsed once (agg/view.c) */
+	struct agg_view_ref **views;
+	int nviews;
 };
 
 /* Parse state handed to each stage's parse. */
@@ -85,6 +92,7 @@ struct agg_pctx {
 	expr_scope_t *scope;
 	const char *name;             /* the stage name being parsed */
 	int depth;                    /* sub-pipeline nesting */
+	agg_pipeline_t *root;         /* the top-level pipeline being parsed */
 	const bson_t *let_doc;        /* the command's let values (for $match's $expr) */
 	bool in_facet, in_lookup;
 };
@@ -96,6 +104,41 @@ void agg_pctx_add(agg_pctx_t *pc, const agg_stage_def_t *def, void *plan, bson_t
  * scope.  in_facet / in_lookup mark which stages are refused. */
 int agg_pipeline_parse_sub(agg_pctx_t *pc, const bson_t *stages, bool in_facet, bool in_lookup,
                            agg_pipeline_t **out, terr_t *err);
+/* mongod's internalMaxSubPipelineViewDepth: $lookup / $unionWith pipelines
+ * nest 20 deep at most; past it, 232 MaxSubPipelineDepthExceeded
+ * "Maximum number of nested sub-pipelines exceeded. Limit is 20" (set in
+ * err by agg_sub_depth_exceeded, which returns -1). */
+#define AGG_MAX_SUB_DEPTH 20
+int agg_sub_depth_exceeded(terr_t *err);
+
+/*
+ * Views read by $lookup / $unionWith / $graphLookup (agg/view.c).  A query
+ * resolves each view once and parses its stages once, whatever the number
+ * of stages reading it: the root pipeline keeps one row per namespace asked
+ * for, and every reader borrows the row's parsed stages, so a tree of views
+ * each reading the one below several times costs one parse per view, not
+ * one per path through the tree.
+ */
+typedef struct agg_view_ref {
+	char *db, *name;
+	char *base;                   /* the collection under it; NULL: not a view */
+	bson_t stages;                /* the chain's stages, innermost first (a view) */
+	agg_pipeline_t *pipe;         /* stages parsed on first use (owned; NULL before) */
+	bool parsing;                 /* its parse is under way (a view reading itself) */
+} agg_view_ref_t;
+
+/* db.name as the pipeline pc belongs to reads it: 0 with *ref (borrowed
+ * until the root pipeline is freed; ref->base NULL when db.name is no
+ * view); -1 with err: 165 past 20 views on its viewOn chain, 195 when its
+ * stages exceed 16 000 000 bytes (agg_view_resolve). */
+int agg_view_ref(agg_pctx_t *pc, const char *db, const char *name, agg_view_ref_t **ref, terr_t *err);
+/* The stages of view ref parsed as a sub-pipeline of pc ($lookup level):
+ * parsed on the first call, then the same pipeline for every reader (*pipe
+ * borrowed from ref).  -1 with err: the stages' parse errors, 232
+ * MaxSubPipelineDepthExceeded when reading them here nests past 20. */
+int agg_view_ref_pipe(agg_pctx_t *pc, agg_view_ref_t *ref, agg_pipeline_t **pipe, terr_t *err);
+/* Free the root pipeline's rows (after its stages, which borrow them). */
+void agg_view_refs_free(agg_pipeline_t *p);
 
 /* The runtime of one stage. */
 struct agg_rt {

@@ -13,6 +13,7 @@
 
 #include "bson/value.h"
 #include "common/mem.h"
+#include "common/version.h"
 #include "query/plan.h"
 
 /* ---- stage lookup ------------------------------------------------------- */
@@ -308,6 +309,7 @@ agg_pipeline_parse(const bson_t *stages, const bson_t *let, const agg_host_t *ho
 		ERR(parse_let(p, let, err));
 	memset(&pc, 0, sizeof(pc));
 	pc.p = p;
+	pc.root = p;
 	pc.host = host;
 	pc.scope = p->scope;
 	pc.let_doc = p->let_doc;
@@ -338,22 +340,31 @@ agg_pipeline_parse_sub(agg_pctx_t *pc, const bson_t *stages, bool in_facet, bool
 	sub.host = pc->host;
 	sub.scope = pc->scope;
 	sub.depth = pc->depth + (in_lookup ? 1 : 0);   /* $facet branches share their parent's level */
+	sub.root = pc->root;
 	sub.let_doc = pc->let_doc;
 	/* a $lookup / $unionWith pipeline is parsed afresh, as mongod's: a
 	 * $facet in it is allowed even when the $lookup sits in a $facet */
 	sub.in_facet = in_facet || (pc->in_facet && !in_lookup);
 	sub.in_lookup = in_lookup || pc->in_lookup;
-	if (sub.depth > 20) {
-		ret = terr_set(err, 232 /* MaxSubPipelineDepthExceeded */,
-		    "Maximum number of nested sub-pipelines exceeded. Limit is 20");
+	if (sub.depth > AGG_MAX_SUB_DEPTH) {
+		ret = agg_sub_depth_exceeded(err);
 		goto err;
 	}
 	ERR(parse_stages(&sub, stages, err));
+	if (p->nest + (in_lookup ? 1 : 0) > pc->p->nest)
+		pc->p->nest = p->nest + (in_lookup ? 1 : 0);
 	*out = p;
 	return 0;
 err:
 	agg_pipeline_free(p);
 	return ret;
+}
+
+int
+agg_sub_depth_exceeded(terr_t *err)
+{
+	return terr_set(err, TERR_MAX_SUB_PIPELINE_DEPTH_EXCEEDED,
+	    "Maximum number of nested sub-pipelines exceeded. Limit is %d", AGG_MAX_SUB_DEPTH);
 }
 
 void
@@ -370,6 +381,7 @@ agg_pipeline_free(agg_pipeline_t *p)
 			bson_destroy(p->stages[i].explain);
 	}
 	bson_free(p->stages);
+	agg_view_refs_free(p);   /* after the stages: they borrow its pipelines */
 	for (i = 0; i < p->nvars; i++) {
 		bson_value_destroy(&p->var_vals[i]);
 		bson_free(p->var_names[i]);
@@ -537,6 +549,8 @@ agg_pipeline_explain(const agg_pipeline_t *p, bson_t *out)
 	explain_common(p, NULL, 0, out);
 }
 
+static int exec_next(agg_exec_t *x, storage_session_t *s, bson_t *doc, bool results, terr_t *err);
+
 int
 agg_exec_explain_run(agg_exec_t *x, storage_session_t *s, bson_t *out, terr_t *err)
 {
@@ -544,7 +558,7 @@ agg_exec_explain_run(agg_exec_t *x, storage_session_t *s, bson_t *out, terr_t *e
 	int64_t t0 = mono_us();
 	int rc;
 
-	while ((rc = agg_exec_next(x, s, &d, err)) == 1)
+	while ((rc = exec_next(x, s, &d, false, err)) == 1)
 		;
 	if (rc < 0)
 		return -1;
@@ -783,14 +797,32 @@ agg_exec_pull(agg_exec_t *x, const bson_t **doc, terr_t *err)
 	return rc;
 }
 
-int
-agg_exec_next(agg_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
+/* The next result of a top-level run; results is false when they are
+ * discarded (explain's run), which lets them be of any size, as mongod's. */
+static int
+exec_next(agg_exec_t *x, storage_session_t *s, bson_t *doc, bool results, terr_t *err)
 {
 	const bson_t *d = NULL;
 	int rc;
 
 	x->s = s;
 	rc = agg_exec_pull(x, &d, err);
+	if (rc == 1 && results && d->len > TAMGA_MAX_BSON_INTERNAL_SIZE) {
+		/* a document may grow past 16 MB inside the pipeline ($lookup),
+		 * not leave it so: mongod's BSONObj check */
+		bson_iter_t it;
+		char *first = NULL;
+		if (bson_iter_init(&it, d) && bson_iter_next(&it)) {
+			char *v = bv_to_mongo_string(bson_iter_value(&it));
+			first = bson_strdup_printf("%s: %s", bson_iter_key(&it), v);
+			bson_free(v);
+		}
+		terr_set(err, TERR_BSON_OBJECT_TOO_LARGE,
+		    "BSONObj size: %u (0x%X) is invalid. Size must be between 0 and %d(16MB) First element: %s", d->len,
+		    d->len, TAMGA_MAX_BSON_INTERNAL_SIZE, first != NULL ? first : "EOO");
+		bson_free(first);
+		rc = -1;
+	}
 	if (rc == 1) {
 		bson_init_static(doc, bson_get_data(d), d->len);
 		return 1;
@@ -798,6 +830,12 @@ agg_exec_next(agg_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
 	if (rc < 0 && x->top && x->error_context != NULL && err != NULL && err->msg != NULL)
 		terr_wrap(err, x->error_context);
 	return rc;
+}
+
+int
+agg_exec_next(agg_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
+{
+	return exec_next(x, s, doc, true, err);
 }
 
 void

@@ -32,6 +32,10 @@ typedef struct agg_exec agg_exec_t;
 /* MongoDB's limits. */
 #define AGG_MAX_STAGES 1000                       /* internalPipelineLengthLimit */
 #define AGG_MEMORY_LIMIT (100LL * 1024 * 1024)    /* $group / $sort without allowDiskUse */
+/* internalLookupStageIntermediateDocumentMaxSizeBytes: the documents one
+ * $lookup gathers for one input document (4568 past it); explain's
+ * serverParameters shows it */
+#define AGG_LOOKUP_MAX_BYTES (100 * 1024 * 1024)
 
 /*
  * What the caller (the aggregate command) provides.  Everything is borrowed
@@ -88,15 +92,31 @@ int agg_pipeline_parse(const bson_t *stages, const bson_t *let, const agg_host_t
 void agg_pipeline_free(agg_pipeline_t *p);
 
 /*
- * Views (agg/view.c).  Resolve db.name: 1 when it is a view, with *base the
- * collection at the end of its viewOn chain (owned, bson_free) and pipeline
- * initialised to the chain's stages, innermost view first (destroy it); 0
- * when name is not a view; -1 with 165 ViewDepthLimitExceeded "View depth
- * too deep or view cycle detected; maximum depth is 20" past 20 views.
+ * Views (agg/view.c).  Resolve db.name as mongod's resolveView: 1 when it
+ * is a view, with *base the collection at the end of its viewOn chain
+ * (owned, bson_free) and pipeline initialised to the chain's stages,
+ * innermost view first (destroy it); 0 when name is not a view; -1 with 165
+ * ViewDepthLimitExceeded "View depth too deep or view cycle detected;
+ * maximum depth is 20" when the chain holds 20 views or more (mongod stops
+ * after 20 steps, so a chain of 20 can be created but not read), or 195
+ * ViewPipelineMaxSizeExceeded when the stages add up to more than
+ * 16 000 000 bytes.
  */
 #define AGG_VIEW_MAX_DEPTH 20
+#define AGG_VIEW_MAX_PIPELINE_BYTES 16000000
 int agg_view_resolve(storage_t *st, const char *db, const char *name, char **base, bson_t *pipeline,
                      terr_t *err);
+/* The bytes of a pipeline array as mongod's view limits count them: the
+ * sum of its stage documents' sizes. */
+int64_t agg_view_stages_size(const bson_t *pipeline);
+/*
+ * mongod's resolution of the namespaces a query involves, before its
+ * pipeline is parsed: every view the stages read, and every view the
+ * resolved pipelines of those read in turn, resolved once each (breadth
+ * first).  0, or -1 with the first failure in err, with mongod's context:
+ * "Failed to resolve view '<db>.<name> :: caused by :: <reason>" (165, 195).
+ */
+int agg_view_check_involved(storage_t *st, const char *db, const bson_t *stages, terr_t *err);
 /* The namespaces of the database that the stages read besides the
  * aggregated one, as mongod's involved namespaces: each $lookup's and
  * $graphLookup's `from`, $unionWith's collection, and those of the
@@ -141,7 +161,10 @@ int agg_exec_new(const agg_pipeline_t *p, agg_exec_t **out, terr_t *err);
 /*
  * Next result: 1 with *doc (a view valid until the next call on this exec),
  * 0 at the end, -1 with err.  Runtime errors carry the error context (see
- * agg_exec_set_error_context).  A pipeline
+ * agg_exec_set_error_context).  A result past 16 MB + 16 KB (stages may
+ * build larger documents for the stages after them) fails with 10334, as
+ * mongod's BSONObj check: "BSONObj size: <n> (0x<n>) is invalid. Size must
+ * be between 0 and 16793600(16MB) First element: <name>: <value>".  A pipeline
  * ending in $out/$merge does all its writing on the first call and then
  * returns 0.
  */

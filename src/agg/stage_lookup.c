@@ -7,8 +7,9 @@
  * run as a sub-exec: for $lookup once per input document, reading the
  * foreign collection through the find executor with the join condition
  * pushed down; for $facet once per branch over the buffered input.  A
- * foreign namespace that is a view reads through the view's stages (the
- * join then filters their output; see src/agg/README.md).
+ * foreign namespace that is a view reads through the view's stages, parsed
+ * once per query and shared by every stage that reads the view (the join
+ * then filters their output; see src/agg/README.md).
  */
 #include "agg/agg_private.h"
 
@@ -20,28 +21,99 @@
 #include "common/mem.h"
 
 /*
- * A foreign namespace that is a view: *coll becomes the collection under it
- * and *stages (initialised when 1 is returned; destroy it) the view's stages,
- * followed by the given ones when given is not NULL.  0 when coll is no
- * view; -1 with err.
+ * The user's stages of a $lookup or $unionWith from a view can run on the
+ * view's output as a pipeline of their own (the view's stages parsed once,
+ * shared by every reader): unless their first stage must stand first in a
+ * pipeline, or the two together pass the stage limit; those are parsed
+ * after the view's stages as one pipeline, for mongod's errors (40602,
+ * 7749501).
+ */
+static bool
+user_stages_stand_alone(const bson_t *view_stages, const bson_t *user)
+{
+	bson_iter_t it, st;
+	const agg_stage_def_t *def;
+
+	if (bson_count_keys(view_stages) + bson_count_keys(user) > AGG_MAX_STAGES)
+		return false;
+	if (!bson_iter_init(&it, user) || !bson_iter_next(&it))
+		return true;
+	if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &st) || !bson_iter_next(&st))
+		return false;   /* the one-pipeline parse reports it */
+	def = agg_stage_lookup(bson_iter_key(&st));
+	return def != NULL && !(def->flags & AGG_F_FIRST);
+}
+
+/*
+ * A foreign namespace *coll that is a view: *coll becomes the collection
+ * under it, and what the stage reads goes through the view's stages:
+ * *view_pipe (borrowed from the root pipeline, parsed once per query) with
+ * the user's stages on its output, or, when given (the user's stages; NULL:
+ * always apart) cannot stand alone, *combined (initialised, *has_combined
+ * set; destroy it): the view's stages then given, to parse as one.  A view
+ * without stages reads as its collection: neither is set.  0 (also when
+ * *coll is no view), -1 with err.
  */
 static int
-foreign_view(agg_pctx_t *pc, const char *db, char **coll, const bson_t *given, bson_t *stages, terr_t *err)
+foreign_view(agg_pctx_t *pc, const char *db, char **coll, const bson_t *given, agg_pipeline_t **view_pipe,
+             bson_t *combined, bool *has_combined, terr_t *err)
 {
-	char *base;
-	int n, rc;
+	agg_view_ref_t *ref;
+	int n = 0;
 
+	*view_pipe = NULL;
+	if (has_combined != NULL)
+		*has_combined = false;
 	if (pc->host == NULL || *coll == NULL || pc->host->views_unresolved)
 		return 0;
-	rc = agg_view_resolve(pc->host->st, db, *coll, &base, stages, err);
-	if (rc != 1)
-		return rc;
-	n = (int)bson_count_keys(stages);
-	if (given != NULL)
-		agg_view_append_stages(stages, &n, given);
+	RET(agg_view_ref(pc, db, *coll, &ref, err));
+	if (ref->base == NULL)
+		return 0;
 	bson_free(*coll);
-	*coll = base;
-	return 1;
+	*coll = bson_strdup(ref->base);
+	if (bson_empty(&ref->stages))
+		return 0;
+	if (given == NULL || user_stages_stand_alone(&ref->stages, given))
+		return agg_view_ref_pipe(pc, ref, view_pipe, err);
+	bson_init(combined);
+	agg_view_append_stages(combined, &n, &ref->stages);
+	agg_view_append_stages(combined, &n, given);
+	*has_combined = true;
+	return 0;
+}
+
+/* What the user's stages of a $lookup or $unionWith from a view read: the
+ * view's output that passes the join, either the hash join's matches
+ * (docs[ids]) or a run of the view's stages (src) filtered by the join (m;
+ * NULL: everything passes). */
+typedef struct join_feed {
+	agg_exec_t *src;
+	const match_t *m;
+	bson_t *const *docs;
+	const int64_t *ids;
+	int64_t n, i;
+} join_feed_t;
+
+static int
+join_feed_next(void *ctx, const bson_t **doc, terr_t *err)
+{
+	join_feed_t *f = ctx;
+	int rc;
+
+	if (f->src == NULL) {
+		if (f->i >= f->n)
+			return 0;
+		*doc = f->docs[f->ids[f->i++]];
+		return 1;
+	}
+	for (;;) {
+		if ((rc = agg_exec_pull(f->src, doc, err)) != 1)
+			return rc;
+		if (f->m == NULL)
+			return 1;
+		if ((rc = match_exec(f->m, *doc, NULL, err)) != 0)
+			return rc;   /* 1: passes; -1: error */
+	}
 }
 
 /* ---- $lookup ------------------------------------------------------------ */
@@ -52,11 +124,12 @@ typedef struct lookup_plan {
 	char *local, *foreign;    /* both or neither */
 	char *as;
 	agg_pipeline_t *pipe;     /* may have 0 stages */
-	/* from a view with localField/foreignField: the view's stages, run
-	 * over the collection under it; the join filters their output and
-	 * pipe runs on what passes (mongod's resolved pipeline: view stages,
-	 * the join's $match, the user's stages).  NULL otherwise. */
-	agg_pipeline_t *view_pipe;
+	/* from a view: the view's stages, run over the collection under it;
+	 * the join (if any) filters their output and pipe runs on what passes
+	 * (mongod's resolved pipeline: view stages, the join's $match, the
+	 * user's stages).  Borrowed from the root pipeline (one parse per view
+	 * and query); NULL otherwise. */
+	const agg_pipeline_t *view_pipe;
 	int *let_ids;
 	char **let_names;
 	expr_t **let_exprs;
@@ -76,7 +149,6 @@ lookup_free_plan(void *plan)
 	bson_free(lp->foreign);
 	bson_free(lp->as);
 	agg_pipeline_free(lp->pipe);
-	agg_pipeline_free(lp->view_pipe);
 	for (i = 0; i < lp->nlet; i++) {
 		expr_destroy(lp->let_exprs[i]);
 		bson_free(lp->let_names[i]);
@@ -195,20 +267,14 @@ lookup_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	if (lp->db == NULL)
 		lp->db = bson_strdup(pc->host != NULL ? pc->host->db : "test");
 	lp->from_name = lp->from != NULL ? bson_strdup(lp->from) : NULL;
-	/* from a view: its stages run first on the collection under it; with
-	 * localField/foreignField they are a pipeline of their own whose output
-	 * the join filters (the user's pipeline, parsed below, then follows) */
-	if ((ret = foreign_view(pc, lp->db, &lp->from, lp->local != NULL ? NULL : has_pipe ? &pipe : &empty_pipe,
-	    &view_stages, err)) < 0)
-		goto err;
-	if (ret == 1) {
-		has_view = true;
-		ret = 0;
-		if (lp->local != NULL) {
-			ERR(agg_pipeline_parse_sub(pc, &view_stages, false, true, &lp->view_pipe, err));
-			bson_destroy(&view_stages);
-			has_view = false;
-		}
+	/* from a view: its stages run first on the collection under it, as a
+	 * pipeline of their own whose output the join filters and the user's
+	 * pipeline (parsed below) reads */
+	{
+		agg_pipeline_t *vp;
+		ERR(foreign_view(pc, lp->db, &lp->from, lp->local != NULL ? NULL : has_pipe ? &pipe : &empty_pipe,
+		    &vp, &view_stages, &has_view, err));
+		lp->view_pipe = vp;
 	}
 	/* let: parsed in the outer scope, defined for the inner one */
 	expr_scope_push(pc->scope);
@@ -562,35 +628,15 @@ hj_probe(const lookup_plan_t *lp, const hash_join_t *hj, const bson_t *doc, int6
 	return 1;
 }
 
-/* What the user's pipeline of a $lookup from a view reads: the view's
- * output that passes the join, either the hash join's matches (docs[ids])
- * or a run of the view's stages (src) filtered by the join (m). */
-typedef struct join_feed {
-	agg_exec_t *src;
-	const match_t *m;
-	bson_t *const *docs;
-	const int64_t *ids;
-	int64_t n, i;
-} join_feed_t;
-
+/* mongod's 4568 past internalLookupStageIntermediateDocumentMaxSizeBytes
+ * (the output document itself may pass 16 MB inside the pipeline: a $unwind
+ * or $project after it can bring it back; agg_exec_next refuses it only if
+ * it is a result). */
 static int
-join_feed_next(void *ctx, const bson_t **doc, terr_t *err)
+lookup_too_large(const lookup_plan_t *lp, terr_t *err)
 {
-	join_feed_t *f = ctx;
-	int rc;
-
-	if (f->src == NULL) {
-		if (f->i >= f->n)
-			return 0;
-		*doc = f->docs[f->ids[f->i++]];
-		return 1;
-	}
-	for (;;) {
-		if ((rc = agg_exec_pull(f->src, doc, err)) != 1)
-			return rc;
-		if ((rc = match_exec(f->m, *doc, NULL, err)) != 0)
-			return rc;   /* 1: passes; -1: error */
-	}
+	return terr_set(err, 4568, "Total size of documents in %s matching pipeline's $lookup stage exceeds %d bytes",
+	    lp->from_name ? lp->from_name : "$documents", AGG_LOOKUP_MAX_BYTES);
 }
 
 static int
@@ -663,8 +709,8 @@ lookup_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	if (lp->local != NULL)
 		join_filter(lp, in, &filter);
 	if (lp->view_pipe != NULL) {
-		/* from a view: the user's stages read the view's output that
-		 * passes the join */
+		/* from a view: the user's stages read the view's output (that
+		 * passes the join) */
 		memset(&feed, 0, sizeof(feed));
 		if (answered) {
 			feed.docs = ls->hj->docs;
@@ -672,7 +718,8 @@ lookup_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 			feed.n = nids;
 		} else {
 			match_options_t mo = {.coll = agg_host_collation(h)};
-			ERR(match_compile(&filter, &mo, &join, err));
+			if (lp->local != NULL)
+				ERR(match_compile(&filter, &mo, &join, err));
 			ERR(agg_exec_new_sub(lp->view_pipe, rt->x, &view_sub, err));
 			ERR(agg_exec_open_source(view_sub, ls->foreign, NULL, err));
 			feed.src = view_sub;
@@ -687,10 +734,8 @@ lookup_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		char key[16];
 		const char *k;
 		bytes += d->len;
-		if (bytes > 16 * 1024 * 1024) {
-			ret = terr_set(err, 4568,
-			    "Total size of documents in %s matching pipeline's $lookup stage exceeds %d bytes",
-			    lp->from_name ? lp->from_name : "$documents", 16 * 1024 * 1024);
+		if (bytes > AGG_LOOKUP_MAX_BYTES) {
+			ret = lookup_too_large(lp, err);
 			goto err;
 		}
 		bson_uint32_to_string(n++, &k, key, sizeof(key));
@@ -701,10 +746,8 @@ lookup_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		goto err;
 	}
 done:
-	if (results.len > 16 * 1024 * 1024) {
-		ret = terr_set(err, 4568,
-		    "Total size of documents in %s matching pipeline's $lookup stage exceeds %d bytes",
-		    lp->from_name ? lp->from_name : "$documents", 16 * 1024 * 1024);
+	if (results.len > AGG_LOOKUP_MAX_BYTES) {
+		ret = lookup_too_large(lp, err);
 		goto err;
 	}
 	av.value_type = BSON_TYPE_ARRAY;
@@ -741,6 +784,9 @@ lookup_close(agg_rt_t *rt)
 typedef struct union_plan {
 	char *coll;
 	agg_pipeline_t *pipe;
+	/* from a view: its stages, whose output pipe reads (borrowed from the
+	 * root pipeline); NULL otherwise */
+	const agg_pipeline_t *view_pipe;
 } union_plan_t;
 
 static void
@@ -793,11 +839,12 @@ union_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		goto err;
 	}
 	/* a view: its stages first, on the collection under it */
-	if ((ret = foreign_view(pc, pc->host != NULL ? pc->host->db : "test", &up->coll,
-	    has_pipe ? &pipe : &empty_pipe, &view_stages, err)) < 0)
-		goto err;
-	has_view = ret == 1;
-	ret = 0;
+	{
+		agg_pipeline_t *vp;
+		ERR(foreign_view(pc, pc->host != NULL ? pc->host->db : "test", &up->coll,
+		    has_pipe ? &pipe : &empty_pipe, &vp, &view_stages, &has_view, err));
+		up->view_pipe = vp;
+	}
 	ERR(agg_pipeline_parse_sub(pc, has_view ? &view_stages : has_pipe ? &pipe : &empty_pipe, false, true,
 	    &up->pipe, err));
 	if (up->coll == NULL &&
@@ -819,6 +866,8 @@ err:
 typedef struct union_state {
 	bool input_done;
 	agg_exec_t *sub;
+	agg_exec_t *view_sub;     /* from a view: its stages, feeding sub */
+	join_feed_t feed;
 } union_state_t;
 
 static int
@@ -842,16 +891,25 @@ union_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 			return rc;
 		us->input_done = true;
 		RET(agg_exec_new_sub(up->pipe, rt->x, &us->sub, err));
+		if (up->view_pipe != NULL)
+			RET(agg_exec_new_sub(up->view_pipe, rt->x, &us->view_sub, err));
 		if (up->coll != NULL && h != NULL) {
 			storage_coll_t *c = NULL;
 			storage_coll_get(h->st, h->db, up->coll, &c, NULL);
-			rc = agg_exec_open_source(us->sub, c, NULL, err);
+			rc = agg_exec_open_source(us->view_sub != NULL ? us->view_sub : us->sub, c, NULL, err);
 			storage_coll_release(c);
 			if (rc != 0)
 				return -1;
 		}
+		if (us->view_sub != NULL) {
+			us->feed.src = us->view_sub;
+			us->sub->feed = join_feed_next;
+			us->sub->feed_ctx = &us->feed;
+		}
 	}
 	us->sub->s = rt->x->s;
+	if (us->view_sub != NULL)
+		us->view_sub->s = rt->x->s;
 	return agg_exec_pull(us->sub, out, err);
 }
 
@@ -860,6 +918,8 @@ union_save(agg_rt_t *rt, terr_t *err)
 {
 	union_state_t *us = rt->state;
 
+	if (us->view_sub != NULL)
+		RET(agg_exec_save(us->view_sub, err));
 	return us->sub != NULL ? agg_exec_save(us->sub, err) : 0;
 }
 
@@ -868,6 +928,8 @@ union_restore(agg_rt_t *rt, storage_session_t *s, terr_t *err)
 {
 	union_state_t *us = rt->state;
 
+	if (us->view_sub != NULL)
+		RET(agg_exec_restore(us->view_sub, s, err));
 	return us->sub != NULL ? agg_exec_restore(us->sub, s, err) : 0;
 }
 
@@ -877,6 +939,7 @@ union_close(agg_rt_t *rt)
 	union_state_t *us = rt->state;
 
 	agg_exec_free(us->sub);
+	agg_exec_free(us->view_sub);
 	bson_free(us);
 }
 
@@ -1052,8 +1115,10 @@ typedef struct graph_plan {
 	int64_t max_depth;        /* -1 = none */
 	/* what each search reads: no stages (the collection, the search's
 	 * filter pushed into the find executor), or a view's stages (the
-	 * filter then applies to their output, as mongod's trailing $match) */
-	agg_pipeline_t *reader;
+	 * filter then applies to their output, as mongod's trailing $match;
+	 * borrowed from the root pipeline) */
+	const agg_pipeline_t *reader;
+	agg_pipeline_t *own_reader;   /* reader when it has no stages (owned) */
 	bool from_view;
 } graph_plan_t;
 
@@ -1071,7 +1136,7 @@ graph_free_plan(void *plan)
 	expr_destroy(gp->start);
 	if (gp->restrict_filter != NULL)
 		bson_destroy(gp->restrict_filter);
-	agg_pipeline_free(gp->reader);
+	agg_pipeline_free(gp->own_reader);
 	bson_free(gp);
 }
 
@@ -1179,18 +1244,15 @@ graph_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		gp->db = bson_strdup(pc->host != NULL ? pc->host->db : "test");
 	{
 		static const bson_t none = BSON_INITIALIZER;
-		bson_t view_stages;
-		int rc = foreign_view(pc, gp->db, &gp->from, NULL, &view_stages, err);
-		if (rc < 0) {
-			ret = -1;
-			goto err;
+		agg_pipeline_t *vp;
+		ERR(foreign_view(pc, gp->db, &gp->from, NULL, &vp, NULL, NULL, err));
+		if (vp != NULL) {
+			gp->from_view = true;
+			gp->reader = vp;
+		} else {
+			ERR(agg_pipeline_parse_sub(pc, &none, false, true, &gp->own_reader, err));
+			gp->reader = gp->own_reader;
 		}
-		gp->from_view = rc == 1;
-		ret = agg_pipeline_parse_sub(pc, gp->from_view ? &view_stages : &none, false, true, &gp->reader, err);
-		if (gp->from_view)
-			bson_destroy(&view_stages);
-		if (ret != 0)
-			goto err;
 	}
 	agg_pctx_add(pc, &agg_stages_lookup[3], gp, agg_explain_doc("$graphLookup", spec));
 	return 0;

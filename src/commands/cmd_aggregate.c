@@ -167,13 +167,14 @@ explain_reply(cmd_t *c, const agg_pipeline_t *p)
 	explain_reply_tail(c);
 }
 
-/* command and serverInfo, after the plan. */
+/* serverInfo, serverParameters and command, after the plan, as mongod. */
 static void
 explain_reply_tail(cmd_t *c)
 {
-	bson_t cmd, server;
+	bson_t cmd;
 	bson_iter_t it;
 
+	cmd_explain_append_server(c->reply);
 	bson_append_document_begin(c->reply, "command", -1, &cmd);
 	bson_iter_init(&it, c->body);
 	while (bson_iter_next(&it))
@@ -182,10 +183,6 @@ explain_reply_tail(cmd_t *c)
 		    strcmp(bson_iter_key(&it), "$_explainVerbosity") != 0)
 			bson_append_iter(&cmd, bson_iter_key(&it), -1, &it);
 	bson_append_document_end(c->reply, &cmd);
-	bson_append_document_begin(c->reply, "serverInfo", -1, &server);
-	BSON_APPEND_UTF8(&server, "host", "localhost");
-	BSON_APPEND_INT32(&server, "port", 27017);
-	bson_append_document_end(c->reply, &server);
 }
 
 CMD_HANDLER(cmd_aggregate)
@@ -303,6 +300,9 @@ CMD_HANDLER(cmd_aggregate)
 	a->host.check_write = host_check;
 	a->host.get_or_create_coll = host_get_or_create;
 	a->host.list_local_sessions = host_list_sessions;
+	/* every view the stages read, and those their views read, resolves
+	 * (mongod's involved namespaces, before the pipeline is parsed) */
+	ERR(agg_view_check_involved(c->engine->st, c->db, stages, err));
 	ERR(agg_pipeline_parse(stages, has_let ? &let : NULL, &a->host, &a->p, err));
 	/* the views the pipeline reads share its collation */
 	ERR(view_check_involved(c, stages, a->host.collation, err));

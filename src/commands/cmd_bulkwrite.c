@@ -460,6 +460,10 @@ CMD_HANDLER(cmd_bulk_write)
 err:
 	if (batch != NULL)
 		bson_destroy(batch);
+	/* direct writes to system.views: the views are what it holds now */
+	for (i = 0; i < nns; i++)
+		if (ns[i].coll != NULL && view_is_system_views(ns[i].coll))
+			view_reload(c, ns[i].db);
 	for (i = 0; i < nns; i++) {
 		if (ns[i].ref != NULL)
 			storage_coll_release(ns[i].ref);

@@ -224,6 +224,9 @@ CMD_HANDLER(cmd_rename_collection)
 		return terr_set(err, 40414, "BSON field 'renameCollection.to' is missing but a required field");
 	RET(split_ns("target", to_ns, to_db, sizeof(to_db), &to_coll, err));
 	RET(cmd_get_bool(c, "dropTarget", &drop_target, &found, err));
+	if (strcmp(from_coll, "system.views") == 0 || strcmp(to_coll, "system.views") == 0)
+		return terr_set(err, TERR_ILLEGAL_OPERATION,
+		    "renaming system.views collection or renaming to system.views is not allowed");
 	if (view_exists(c, from_db, from_coll))
 		return terr_set(err, TERR_COMMAND_NOT_SUPPORTED_ON_VIEW, "cannot rename view: %s.%s", from_db, from_coll);
 	if ((s = client_session(c->client, err)) == NULL)

@@ -14,6 +14,7 @@
 
 #include <string.h>
 
+#include "agg/pipeline.h"
 #include "bson/collation.h"
 #include "bson/value.h"
 #include "common/mem.h"
@@ -164,8 +165,8 @@ parse_inner(const bson_t *inner, xreq_t *r, terr_t *err)
 	return 0;
 }
 
-static void
-append_server(bson_t *reply)
+void
+cmd_explain_append_server(bson_t *reply)
 {
 	bson_t d;
 	char host[256];
@@ -182,7 +183,7 @@ append_server(bson_t *reply)
 	BSON_APPEND_DOCUMENT_BEGIN(reply, "serverParameters", &d);
 	BSON_APPEND_INT32(&d, "internalQueryFacetBufferSizeBytes", 104857600);
 	BSON_APPEND_INT32(&d, "internalQueryFacetMaxOutputDocSizeBytes", 104857600);
-	BSON_APPEND_INT32(&d, "internalLookupStageIntermediateDocumentMaxSizeBytes", 104857600);
+	BSON_APPEND_INT32(&d, "internalLookupStageIntermediateDocumentMaxSizeBytes", AGG_LOOKUP_MAX_BYTES);
 	BSON_APPEND_INT32(&d, "internalDocumentSourceGroupMaxMemoryBytes", 104857600);
 	BSON_APPEND_INT32(&d, "internalQueryMaxBlockingSortMemoryUsageBytes", 104857600);
 	BSON_APPEND_INT32(&d, "internalQueryProhibitBlockingMergeOnMongoS", 0);
@@ -467,7 +468,7 @@ CMD_HANDLER(cmd_explain)
 			bson_append_iter(&cmdcopy, bson_iter_key(&it), -1, &it);
 	BSON_APPEND_UTF8(&cmdcopy, "$db", c->db);
 	bson_append_document_end(c->reply, &cmdcopy);
-	append_server(c->reply);
+	cmd_explain_append_server(c->reply);
 	ret = 0;
 err:
 	if (req.coll != NULL)

@@ -126,10 +126,32 @@ int view_create(cmd_t *c, const char *name, terr_t *err);
 int view_drop(cmd_t *c, const char *name, terr_t *err);
 /* Drop every view of c->db (system.views itself was dropped). */
 void view_drop_all(cmd_t *c);
-/* Document writes (insert, update, delete, findAndModify, $out, $merge)
- * to system.views: 238, since the definitions live in the catalog and
- * system.views only mirrors them; 0 for any other name. */
-int view_refuse_direct_write(cmd_t *c, const char *name, terr_t *err);
+/*
+ * Direct writes to system.views (insert, update, delete, findAndModify,
+ * bulkWrite; $out and $merge refuse every system collection with mongod's
+ * 17385 / 31319), as mongod takes them from a user allowed to write there:
+ * each document written must be a definition mongod's catalog can read
+ * (view_check_definition_doc, from validation_check_write), and after the
+ * command the database's views are what system.views holds (view_reload).
+ */
+bool view_is_system_views(const char *name);
+/* mongod's shape of a system.views document of db: only _id, viewOn,
+ * pipeline, collation; _id "<db>.<name>" with a valid name; viewOn a valid
+ * collection name; pipeline an array; collation an object.  0, or -1 with
+ * 182 InvalidViewDefinition "found invalid view definition _id: <_id> while
+ * reading '<db>.system.views'" (mongod's message when it reloads; mongod
+ * takes the write and then refuses every use of the database's views until
+ * the document is removed: Tamga refuses the write instead). */
+int view_check_definition_doc(const char *db, const bson_t *doc, terr_t *err);
+/* Make db's views those its system.views holds: created, changed or
+ * dropped in the catalog (a name already taken by a collection is left
+ * out).  Errors are logged, not returned: the write that called it stands. */
+void view_reload(cmd_t *c, const char *db);
+
+/* explain's serverInfo {host, port, version, gitVersion} and
+ * serverParameters (the limits mongod shows: internalLookupStage...,
+ * internalQueryFacet..., ...) appended to reply (cmd_explain.c). */
+void cmd_explain_append_server(bson_t *reply);
 int view_coll_mod(cmd_t *c, const char *name, bson_t *reply, terr_t *err);
 /* Option names create / collMod know (cmd_catalog.c, cmd_collmod.c). */
 bool cmd_is_create_option(const char *field);

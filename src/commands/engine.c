@@ -358,15 +358,16 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 			goto fail;
 		}
 	}
-	/* the document writes whose target is system.views (a mirror of the
-	 * catalog's view definitions, see view.c) */
-	if (BSON_ITER_HOLDS_UTF8(&c.first) && (strcmp(c.name, "insert") == 0 || strcmp(c.name, "update") == 0 ||
-	    strcmp(c.name, "delete") == 0 || strcmp(c.name, "findAndModify") == 0 || strcmp(c.name, "findandmodify") == 0) &&
-	    view_refuse_direct_write(&c, bson_iter_utf8(&c.first, NULL), er) != 0)
-		goto fail;
 	__atomic_fetch_add(&e->counters.command, 1, __ATOMIC_RELAXED);
 
 	rc = def->handler(&c, er);
+	/* a direct write to system.views (any of its statements may have been
+	 * applied, even when the command failed): the views are what it holds
+	 * now, as mongod reloads its view catalog */
+	if ((strcmp(c.name, "insert") == 0 || strcmp(c.name, "update") == 0 || strcmp(c.name, "delete") == 0 ||
+	    strcmp(c.name, "findAndModify") == 0 || strcmp(c.name, "findandmodify") == 0) &&
+	    BSON_ITER_HOLDS_UTF8(&c.first) && view_is_system_views(bson_iter_utf8(&c.first, NULL)))
+		view_reload(&c, c.db);
 	/* an error set but not returned is still an error: never report ok: 1
 	 * with a failure inside */
 	if (rc != 0 || terr_is_set(er)) {

@@ -13,6 +13,7 @@
  * (cmd_collmod.c), the bypassDocumentValidation privilege (the dispatcher).
  */
 #include "commands/validation.h"
+#include "commands/commands_private.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -302,6 +303,9 @@ validation_check_write(storage_coll_t *coll, const bson_t *new_doc, const bson_t
 	bson_t *info;
 
 	*result = VALIDATION_OK;
+	/* system.views holds view definitions: only ones mongod can read */
+	if (view_is_system_views(coll->name))
+		RET(view_check_definition_doc(coll->db, new_doc, err));
 	if ((v = get_validator(coll, err)) == NULL)
 		return -1;
 	if (!v->has_validator || v->level == LEVEL_OFF)

@@ -26,6 +26,7 @@
 #include "bson/collation.h"
 #include "bson/value.h"
 #include "commands/write.h"
+#include "common/log.h"
 #include "common/mem.h"
 
 CMD_HANDLER(cmd_aggregate);
@@ -370,8 +371,11 @@ view_read(cmd_t *c, const char *kind, const char *view_name, terr_t *err)
  * system.views itself, removes it; dropping it also drops every view).
  * Tamga's definitions live in the catalog (storage_view_*); the collection
  * is kept as their mirror so that listCollections, find and dropDatabase
- * see what they see on mongod.  Writes to it other than through create,
- * collMod and drop are refused (view_refuse_direct_write).
+ * see what they see on mongod.  Writes to it by other commands (insert,
+ * update, delete, findAndModify, bulkWrite) are taken as mongod takes them
+ * from a user allowed to: each document must be a definition mongod can
+ * read (view_check_definition_doc), and the catalog then follows what the
+ * collection holds (view_reload).
  */
 #define SYSTEM_VIEWS "system.views"
 
@@ -464,14 +468,164 @@ view_drop_all(cmd_t *c)
 	bson_destroy(&views);
 }
 
-int
-view_refuse_direct_write(cmd_t *c, const char *name, terr_t *err)
+bool
+view_is_system_views(const char *name)
 {
-	if (strcmp(name, SYSTEM_VIEWS) != 0)
+	return strcmp(name, SYSTEM_VIEWS) == 0;
+}
+
+/* The name a system.views _id gives, "<db>.<name>" (borrowed from id), or
+ * NULL when id is not of db. */
+static const char *
+sysviews_name(const char *db, const char *id)
+{
+	size_t n = strlen(db);
+
+	return strncmp(id, db, n) == 0 && id[n] == '.' ? id + n + 1 : NULL;
+}
+
+int
+view_check_definition_doc(const char *db, const bson_t *doc, terr_t *err)
+{
+	bson_iter_t it;
+	const char *name = NULL;
+	bool valid = true, has_id = false, has_pipeline = false;
+	terr_t e = TERR_INIT;
+
+	if (bson_iter_init(&it, doc))
+		while (bson_iter_next(&it)) {
+			const char *k = bson_iter_key(&it);
+			if (strcmp(k, "_id") == 0) {
+				has_id = true;
+				name = BSON_ITER_HOLDS_UTF8(&it) ? sysviews_name(db, bson_iter_utf8(&it, NULL)) : NULL;
+				valid &= name != NULL && name[0] != '\0' && storage_ns_check(db, name, &e) == 0;
+			} else if (strcmp(k, "viewOn") == 0) {
+				valid &= BSON_ITER_HOLDS_UTF8(&it) && bson_iter_utf8(&it, NULL)[0] != '\0' &&
+				    storage_ns_check(db, bson_iter_utf8(&it, NULL), &e) == 0;
+			} else if (strcmp(k, "pipeline") == 0) {
+				has_pipeline = true;
+				valid &= BSON_ITER_HOLDS_ARRAY(&it);
+			} else if (strcmp(k, "collation") == 0) {
+				valid &= BSON_ITER_HOLDS_DOCUMENT(&it);
+			} else {
+				valid = false;
+			}
+			terr_clear(&e);
+		}
+	valid &= has_id && has_pipeline && bson_has_field(doc, "viewOn");
+	if (valid)
 		return 0;
-	return terr_set(err, TERR_NOT_IMPLEMENTED,
-	    "Writing to %s.%s directly is not supported by Tamga yet; use create, collMod and drop", c->db,
-	    SYSTEM_VIEWS);
+	if (has_id && bson_iter_init_find(&it, doc, "_id")) {
+		char *s = bv_to_mongo_string(bson_iter_value(&it));
+		terr_set(err, TERR_INVALID_VIEW_DEFINITION, "found invalid view definition _id: %s while reading '%s.%s'",
+		    s, db, SYSTEM_VIEWS);
+		bson_free(s);
+	} else {
+		terr_set(err, TERR_INVALID_VIEW_DEFINITION, "found invalid view definition  while reading '%s.%s'", db,
+		    SYSTEM_VIEWS);
+	}
+	return -1;
+}
+
+typedef struct sysviews_read {
+	storage_t *st;
+	const char *db;
+	bson_t defs;              /* {name: {viewOn, pipeline[, collation]}} */
+} sysviews_read_t;
+
+/* The definitions system.views holds, in create's field order. */
+static int
+sysviews_read_txn(storage_session_t *s, void *arg, terr_t *err)
+{
+	sysviews_read_t *r = arg;
+	storage_coll_t *coll = NULL;
+	storage_cursor_t *cur = NULL;
+	bson_t doc;
+	int rc, ret = 0;
+
+	bson_reinit(&r->defs);
+	if (storage_coll_get(r->st, r->db, SYSTEM_VIEWS, &coll, NULL) != 0 || coll == NULL)
+		return 0;
+	ERR(storage_scan_open(s, coll, false, &cur, err));
+	while ((rc = storage_cursor_next(cur, NULL, &doc, NULL, NULL, err)) == 1) {
+		static const char *const fields[] = {"viewOn", "pipeline", "collation"};
+		bson_iter_t it;
+		bson_t def;
+		const char *name;
+		terr_t e = TERR_INIT;
+		if (view_check_definition_doc(r->db, &doc, &e) != 0) {
+			terr_clear(&e);   /* written before the check existed: not a view */
+			continue;
+		}
+		bson_iter_init_find(&it, &doc, "_id");
+		name = sysviews_name(r->db, bson_iter_utf8(&it, NULL));
+		bson_append_document_begin(&r->defs, name, -1, &def);
+		for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+			if (bson_iter_init_find(&it, &doc, fields[i]))
+				bson_append_iter(&def, fields[i], -1, &it);
+		bson_append_document_end(&r->defs, &def);
+	}
+	if (rc < 0)
+		ret = -1;
+err:
+	storage_cursor_close(cur);
+	storage_coll_release(coll);
+	return ret;
+}
+
+/* The definition of name in defs ({name: def}), viewed in *def. */
+static bool
+defs_find(const bson_t *defs, const char *name, bson_t *def)
+{
+	bson_iter_t it;
+	const uint8_t *d;
+	uint32_t l;
+
+	if (!bson_iter_init_find(&it, defs, name) || !BSON_ITER_HOLDS_DOCUMENT(&it))
+		return false;
+	bson_iter_document(&it, &l, &d);
+	return bson_init_static(def, d, l);
+}
+
+void
+view_reload(cmd_t *c, const char *db)
+{
+	sysviews_read_t r = {.st = c->engine->st, .db = db};
+	bson_t current = BSON_INITIALIZER;
+	bson_iter_t it;
+	storage_session_t *s;
+	terr_t e = TERR_INIT;
+
+	bson_init(&r.defs);
+	if ((s = client_session(c->client, &e)) == NULL ||
+	    storage_txn_run(s, sysviews_read_txn, &r, false, &e) != 0) {
+		tlog('W', "COMMAND", 7500100, "Could not read system.views to reload the views", NULL);
+		goto done;
+	}
+	storage_list_views(c->engine->st, db, &current);
+	/* gone from system.views: dropped */
+	bson_iter_init(&it, &current);
+	while (bson_iter_next(&it)) {
+		bson_t def;
+		if (!defs_find(&r.defs, bson_iter_key(&it), &def))
+			(void)storage_view_drop(c->engine->st, db, bson_iter_key(&it), &e);
+		terr_clear(&e);
+	}
+	/* new or changed */
+	bson_iter_init(&it, &r.defs);
+	while (bson_iter_next(&it)) {
+		bson_t def, old;
+		defs_find(&r.defs, bson_iter_key(&it), &def);
+		if (!defs_find(&current, bson_iter_key(&it), &old))
+			(void)storage_view_create(c->engine->st, db, bson_iter_key(&it), &def, &e);
+		else if (!bson_equal(&old, &def))
+			(void)storage_view_set(c->engine->st, db, bson_iter_key(&it), &def, &e);
+		terr_clear(&e);   /* a collection of that name: left out */
+	}
+done:
+	terr_clear(&e);
+	bson_destroy(&current);
+	bson_destroy(&r.defs);
 }
 
 /* ---- create and collMod ---------------------------------------------------- */
@@ -561,7 +715,13 @@ ns_is_collection(cmd_t *c, const char *name)
  * - the views that read it share its collation: 167 "View <ns> has a
  *   collation that does not match the collation of view <ns>";
  * - the longest chain of views through it holds at most 20: 165 "View
- *   depth limit exceeded; maximum depth is 20".
+ *   depth limit exceeded; maximum depth is 20";
+ * - the stages of the views on a chain through it add up to 16 000 000
+ *   bytes at most (mongod's kMaxViewPipelineSizeBytes): 195
+ *   ViewPipelineMaxSizeExceeded, "View pipeline is too large and exceeds
+ *   the maximum size of 16000000 bytes" for a chain above it, "Operation
+ *   would result in a resolved view pipeline that exceeds the maximum size
+ *   of 16000000 bytes" for the longest one through it.
  * A name that is not a view is a leaf.  Heights are memoised, so a view
  * reading the same view many times is walked once.
  */
@@ -570,6 +730,8 @@ typedef struct gnode {
 	bson_t refs;              /* array of the names it reads */
 	const coll_t *coll;
 	int height, pheight;      /* 0: not computed yet */
+	int64_t size;             /* its stages' bytes (agg_view_stages_size) */
+	int64_t csize, psize;     /* the largest sums of sizes below / above it, its own included */
 } gnode_t;
 
 typedef struct vgraph {
@@ -611,6 +773,7 @@ vgraph_init(vgraph_t *g, cmd_t *c, const char *name, const char *view_on, const 
 	 * part of the graph) */
 	g->n[0].name = name;
 	g->n[0].coll = collation;
+	g->n[0].size = pipeline != NULL ? agg_view_stages_size(pipeline) : 0;
 	def_refs(view_on, pipeline, &g->n[0].refs);
 	g->count = 1;
 	bson_iter_init(&it, &g->views);
@@ -637,6 +800,7 @@ vgraph_init(vgraph_t *g, cmd_t *c, const char *name, const char *view_on, const 
 		}
 		g->n[g->count].name = bson_iter_key(&it);
 		g->n[g->count].coll = def_collation(&def);
+		g->n[g->count].size = has_pipe ? agg_view_stages_size(&pipe) : 0;
 		def_refs(on, has_pipe ? &pipe : NULL, &g->n[g->count].refs);
 		g->count++;
 	}
@@ -676,6 +840,7 @@ vgraph_children(vgraph_t *g, int cur, int depth, terr_t *err)
 	gnode_t *n = &g->n[cur];
 	bson_iter_t it;
 	int best = 0;
+	int64_t best_size = 0;
 
 	g->path[depth] = cur;
 	if (depth > 0 && cur == 0) {
@@ -693,15 +858,20 @@ vgraph_children(vgraph_t *g, int cur, int depth, terr_t *err)
 	bson_iter_init(&it, &n->refs);
 	while (bson_iter_next(&it)) {
 		int k = vgraph_find(g, bson_iter_utf8(&it, NULL)), h = 1;
+		int64_t sz = 0;
 		if (k >= 0) {
 			if (g->n[k].height == 0 || k == 0)
 				RET(vgraph_children(g, k, depth + 1, err));
 			h = g->n[k].height;
+			sz = g->n[k].csize;
 		}
 		if (h > best)
 			best = h;
+		if (sz > best_size)
+			best_size = sz;
 	}
 	n->height = best + 1;
+	n->csize = best_size + n->size;
 	return 0;
 }
 
@@ -712,6 +882,7 @@ vgraph_parents(vgraph_t *g, int cur, int depth, terr_t *err)
 {
 	gnode_t *n = &g->n[cur];
 	int best = 0;
+	int64_t best_size = 0;
 
 	if (depth > VIEW_MAX_DEPTH)
 		return depth_exceeded(err);
@@ -733,8 +904,14 @@ vgraph_parents(vgraph_t *g, int cur, int depth, terr_t *err)
 			RET(vgraph_parents(g, i, depth + 1, err));
 		if (g->n[i].pheight > best)
 			best = g->n[i].pheight;
+		if (g->n[i].psize > best_size)
+			best_size = g->n[i].psize;
 	}
 	n->pheight = best + 1;
+	n->psize = best_size + n->size;
+	if (n->psize > AGG_VIEW_MAX_PIPELINE_BYTES)
+		return terr_set(err, TERR_VIEW_PIPELINE_MAX_SIZE_EXCEEDED,
+		    "View pipeline is too large and exceeds the maximum size of %d bytes", AGG_VIEW_MAX_PIPELINE_BYTES);
 	return 0;
 }
 
@@ -762,6 +939,11 @@ check_view_graph(cmd_t *c, const char *name, const char *view_on, const bson_t *
 	 * counts the leaf) and those above (the parents' height counts it) */
 	if (ret == 0 && (g.n[0].height - 1) + (g.n[0].pheight - 1) > VIEW_MAX_DEPTH)
 		ret = depth_exceeded(err);
+	/* and the bytes of their stages (both sums count its own) */
+	if (ret == 0 && g.n[0].csize + g.n[0].psize - g.n[0].size > AGG_VIEW_MAX_PIPELINE_BYTES)
+		ret = terr_set(err, TERR_VIEW_PIPELINE_MAX_SIZE_EXCEEDED,
+		    "Operation would result in a resolved view pipeline that exceeds the maximum size of %d bytes",
+		    AGG_VIEW_MAX_PIPELINE_BYTES);
 	vgraph_destroy(&g);
 	return ret;
 }

@@ -16,8 +16,6 @@ write_get_coll_in(cmd_t *c, const char *db, const char *name, bool create, stora
 	storage_session_t *s;
 	int tries;
 
-	if (strcmp(db, c->db) == 0)
-		RET(view_refuse_direct_write(c, name, err));
 	for (tries = 0; tries < 3; tries++) {
 		if (storage_coll_get(c->engine->st, db, name, out, NULL) == 0)
 			return 0;

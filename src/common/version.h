@@ -10,6 +10,9 @@
 #define TAMGA_MIN_WIRE_VERSION 0
 
 #define TAMGA_MAX_BSON_SIZE (16 * 1024 * 1024)
+/* mongod's BSONObjMaxInternalSize: what a document built inside the server
+ * (a reply, an aggregation's result) may reach */
+#define TAMGA_MAX_BSON_INTERNAL_SIZE (TAMGA_MAX_BSON_SIZE + 16 * 1024)
 #define TAMGA_MAX_MESSAGE_SIZE 48000000
 #define TAMGA_MAX_WRITE_BATCH 100000
 #define TAMGA_MAX_NESTING 100   /* stored documents; MongoDB's depth limit */

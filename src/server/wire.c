@@ -12,7 +12,7 @@
 
 #include "common/version.h"
 
-#define MAX_BSON_INTERNAL (TAMGA_MAX_BSON_SIZE + 16 * 1024)   /* mongod's BSONObjMaxInternalSize */
+#define MAX_BSON_INTERNAL TAMGA_MAX_BSON_INTERNAL_SIZE
 #define MAX_DEPTH 200
 
 static int32_t

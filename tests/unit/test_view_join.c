@@ -339,16 +339,113 @@ test_system_views(void)
 	ok("{'drop': 'v'}");
 	NAMES_EQ(NULL, "c system.views");
 	BATCH_EQ("{'find': 'system.views'}", "[ ]");
-	/* direct writes would leave the definitions behind: refused */
+	/* direct writes, as mongod takes them from a user allowed to: the
+	 * views follow what system.views holds */
 	ok("{'create': 'v', 'viewOn': 'c'}");
-	r = run("{'insert': 'system.views', 'documents': [{'_id': 'vj.x', 'viewOn': 'c', 'pipeline': []}]}", &rc);
-	TT_EQ_INT(tt_get_i64(r, "code"), 238);
+	ok("{'insert': 'c', 'documents': [{'_id': 2}]}");
+	ok("{'insert': 'system.views', 'documents': [{'_id': 'vj.x', 'pipeline': [{'$match': {'_id': 1}}], 'viewOn': 'c'}]}");
+	NAMES_EQ(NULL, "c system.views v x");
+	NAMES_EQ("{'type': 'view'}", "v x");
+	BATCH_EQ("{'find': 'x'}", "[ { \"_id\" : 1 } ]");
+	/* a view on it goes through the view graph as any */
+	ok("{'create': 'xx', 'viewOn': 'x', 'pipeline': [{'$project': {'_id': 1}}]}");
+	ok("{'update': 'system.views', 'updates': [{'q': {'_id': 'vj.x'}, 'u': {'$set': {'pipeline': [{'$match': {'_id': 2}}]}}}]}");
+	BATCH_EQ("{'find': 'xx'}", "[ { \"_id\" : 2 } ]");
+	/* an upsert makes one, findAndModify changes and removes */
+	ok("{'update': 'system.views', 'updates': [{'q': {'_id': 'vj.y'}, 'u': {'viewOn': 'x', 'pipeline': []}, 'upsert': true}]}");
+	BATCH_EQ("{'aggregate': 'y', 'pipeline': [], 'cursor': {}}", "[ { \"_id\" : 2 } ]");
+	ok("{'findAndModify': 'system.views', 'query': {'_id': 'vj.y'}, 'update': {'$set': {'viewOn': 'c'}}}");
+	{
+		int n;
+		r = run("{'count': 'y'}", &n);
+		TT_EQ_INT(tt_get_i64(r, "n"), 2);
+		tt_free_reply(r);
+	}
+	ok("{'findAndModify': 'system.views', 'query': {'_id': 'vj.y'}, 'remove': true}");
+	ok("{'delete': 'system.views', 'deletes': [{'q': {'_id': {'$in': ['vj.x', 'vj.xx']}}, 'limit': 0}]}");
+	NAMES_EQ("{'type': 'view'}", "v");
+	BATCH_EQ("{'find': 'x'}", "[ ]");   /* no view: a missing collection */
+	/* documents mongod's catalog could not read are refused (mongod takes
+	 * them, then refuses every use of the database's views until they go) */
+	{
+		static const char *const bad[][2] = {
+			{"{'_id': 'vj.b', 'viewOn': 'c', 'pipeline': 'bad'}", "_id: \"vj.b\""},
+			{"{'_id': 'vj.b', 'viewOn': 'c', 'pipeline': {}}", "_id: \"vj.b\""},
+			{"{'_id': 'vj.b', 'viewOn': 'c', 'pipeline': [], 'extra': 1}", "_id: \"vj.b\""},
+			{"{'_id': 'vj.b', 'pipeline': []}", "_id: \"vj.b\""},
+			{"{'_id': 'vj.b', 'viewOn': 'c', 'pipeline': [], 'collation': 'fr'}", "_id: \"vj.b\""},
+			{"{'_id': 7, 'viewOn': 'c', 'pipeline': []}", "_id: 7"},
+			{"{'_id': 'other.b', 'viewOn': 'c', 'pipeline': []}", "_id: \"other.b\""},
+			{"{'_id': 'notQualified', 'viewOn': 'c', 'pipeline': []}", "_id: \"notQualified\""},
+		};
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			char *cmd = bson_strdup_printf("{'insert': 'system.views', 'documents': [%s]}", bad[i][0]);
+			char *want = bson_strdup_printf("found invalid view definition %s while reading 'vj.system.views'",
+			    bad[i][1]);
+			r = run(cmd, &rc);
+			TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 182);
+			TT_EQ_STR(tt_get_str(r, "writeErrors.0.errmsg"), want);
+			tt_free_reply(r);
+			bson_free(want);
+			bson_free(cmd);
+		}
+	}
+	r = run("{'update': 'system.views', 'updates': [{'q': {'_id': 'vj.v'}, 'u': {'$unset': {'pipeline': 1}}}]}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 182);
 	tt_free_reply(r);
-	r = run("{'delete': 'system.views', 'deletes': [{'q': {}, 'limit': 0}]}", &rc);
-	TT_EQ_INT(tt_get_i64(r, "code"), 238);
+	/* bulkWrite names the namespace: each kind of operation */
+	{
+		static const char *const ops[][2] = {
+			{"{'insert': 0, 'document': {'_id': 'vj.z', 'viewOn': 'c', 'pipeline': [{'$match': {'_id': 1}}]}}", "v z"},
+			{"{'update': 0, 'filter': {'_id': 'vj.z'}, 'updateMods': {'$set': {'viewOn': 'none'}}}", "v z"},
+			{"{'update': 0, 'filter': {'_id': 'vj.w'}, 'updateMods': {'viewOn': 'c', 'pipeline': []}, 'upsert': true}",
+			    "v w z"},
+			{"{'delete': 0, 'filter': {'_id': {'$ne': 'vj.v'}}, 'multi': true}", "v"},
+		};
+		for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+			char *cmd = bson_strdup_printf("{'bulkWrite': 1, 'ops': [%s], 'nsInfo': [{'ns': 'vj.system.views'}]}",
+			    ops[i][0]);
+			for (char *q = cmd; *q != '\0'; q++)
+				if (*q == '\'')
+					*q = '"';
+			r = tt_run_json(db, "admin", cmd, &rc);
+			TT_EQ_INT(rc, 0);
+			TT_EQ_INT(tt_get_i64(r, "nErrors"), 0);
+			tt_free_reply(r);
+			bson_free(cmd);
+			NAMES_EQ("{'type': 'view'}", ops[i][1]);
+			if (i == 0)
+				BATCH_EQ("{'find': 'z'}", "[ { \"_id\" : 1 } ]");
+			if (i == 1)
+				BATCH_EQ("{'find': 'z'}", "[ ]");
+		}
+	}
+	BATCH_EQ("{'find': 'system.views', 'projection': {'viewOn': 1}}", "[ { \"_id\" : \"vj.v\", \"viewOn\" : \"c\" } ]");
+	/* what create's checks refuse, a direct write may hold (mongod loads
+	 * it all the same): reading it fails as on mongod */
+	ok("{'insert': 'system.views', 'documents': [{'_id': 'vj.loop', 'viewOn': 'loop', 'pipeline': []},"
+	   " {'_id': 'vj.self', 'viewOn': 'c', 'pipeline': [{'$lookup': {'from': 'self', 'pipeline': [], 'as': 'a'}}]}]}");
+	BATCH_EQ("{'find': 'loop'}", "error 165: View depth too deep or view cycle detected; maximum depth is 20");
+	BATCH_EQ("{'find': 'self'}", "error 232: Maximum number of nested sub-pipelines exceeded. Limit is 20");
+	ok("{'delete': 'system.views', 'deletes': [{'q': {'_id': {'$in': ['vj.loop', 'vj.self']}}, 'limit': 0}]}");
+	/* a name a collection holds stays the collection's */
+	ok("{'insert': 'system.views', 'documents': [{'_id': 'vj.c', 'viewOn': 'v', 'pipeline': []}]}");
+	NAMES_EQ("{'type': 'view'}", "v");
+	BATCH_EQ("{'find': 'c', 'projection': {'_id': 1}}", "[ { \"_id\" : 1 }, { \"_id\" : 2 } ]");
+	ok("{'delete': 'system.views', 'deletes': [{'q': {'_id': 'vj.c'}, 'limit': 1}]}");
+	/* $out and $merge refuse every system collection, as mongod */
+	BATCH_EQ("{'aggregate': 'c', 'pipeline': [{'$out': 'system.views'}], 'cursor': {}}",
+	    "error 17385: Can't $out to special collection: system.views");
+	BATCH_EQ("{'aggregate': 'c', 'pipeline': [{'$merge': {'into': 'system.views'}}], 'cursor': {}}",
+	    "error 31319: Can't $merge to special collection: system.views");
+	/* neither away from system.views nor onto it (mongod's 20) */
+	r = tt_run_json(db, "admin", "{\"renameCollection\": \"vj.system.views\", \"to\": \"vj.other\"}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "code"), 20);
+	TT_EQ_STR(tt_get_str(r, "errmsg"), "renaming system.views collection or renaming to system.views is not allowed");
 	tt_free_reply(r);
-	r = run("{'findAndModify': 'system.views', 'query': {}, 'remove': true}", &rc);
-	TT_EQ_INT(tt_get_i64(r, "code"), 238);
+	r = tt_run_json(db, "admin", "{\"renameCollection\": \"vj.c\", \"to\": \"vj.system.views\", \"dropTarget\": true}",
+	    &rc);
+	TT_EQ_INT(tt_get_i64(r, "code"), 20);
 	tt_free_reply(r);
 	/* dropping system.views drops the views with it */
 	ok("{'drop': 'system.views'}");
@@ -356,6 +453,10 @@ test_system_views(void)
 	ok("{'create': 'v', 'viewOn': 'c'}");
 	ok("{'dropDatabase': 1}");
 	NAMES_EQ(NULL, "");
+	/* the first view may come by a direct insert too */
+	ok("{'insert': 'system.views', 'documents': [{'_id': 'vj.first', 'viewOn': 'c', 'pipeline': []}]}");
+	NAMES_EQ(NULL, "system.views first");   /* collections, then views */
+	ok("{'dropDatabase': 1}");
 }
 
 int

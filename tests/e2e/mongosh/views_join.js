@@ -111,6 +111,15 @@ test('the view graph: cycles through joins (5), chains past 20 views (165)', () 
 	eq(errmsgOf({create: 'v0', viewOn: 'ok', pipeline: [lookup('v1')]}),
 		'View depth limit exceeded; maximum depth is 20');
 	eq(codeOf({create: 'vMid', viewOn: 'v10'}), 0, 'in the middle');
+	// reading v1 resolves a chain of 20 views: refused before anything is
+	// parsed (each view is parsed once per query anyway)
+	const resolveMsg = "Failed to resolve view 'views_join_e2e.v1 :: caused by :: " +
+		'View depth too deep or view cycle detected; maximum depth is 20';
+	eq(errmsgOf({aggregate: 'v10', pipeline: [{$unionWith: 'v1'}], cursor: {}}), resolveMsg);
+	eq(errmsgOf({aggregate: 'v10', pipeline: [lookup('v1')], cursor: {}}), resolveMsg);
+	eq(codeOf({aggregate: 'v1', pipeline: [], cursor: {}}), 165);
+	eq(vdb.v20.find().toArray(), [{k: []}], 'the lowest level: the $facet makes one document from none');
+	eq(vdb.v17.countDocuments(), 4);
 	eq(codeOf({collMod: 'v20', viewOn: 'v1'}), 5);
 	for (let i = 1; i <= 20; i++)
 		ok(vdb.getCollection('v' + i).drop());
@@ -128,7 +137,18 @@ test('system.views: listed as a collection, holds the definitions, outlives the 
 		ok(vdb.getCollection(v).drop(), 'drop ' + v);
 	eq(vdb.system.views.countDocuments(), 0);
 	ok(vdb.getCollectionNames().includes('system.views'), 'kept after the last view');
-	eq(codeOf({insert: 'system.views', documents: [{_id: 'views_join_e2e.x', viewOn: 'books', pipeline: []}]}), 238);
+	// a direct write, as mongod takes it: the views follow system.views
+	eq(codeOf({insert: 'system.views', documents: [{_id: 'views_join_e2e.x', viewOn: 'books', pipeline: []}]}), 0);
+	eq(vdb.getCollectionInfos({type: 'view'}).map(c => c.name), ['x']);
+	eq(vdb.x.countDocuments(), vdb.books.countDocuments());
+	vdb.system.views.updateOne({_id: 'views_join_e2e.x'}, {$set: {pipeline: [{$limit: 1}]}});
+	eq(vdb.x.countDocuments(), 1);
+	const bad = vdb.runCommand({insert: 'system.views', documents: [{_id: 'views_join_e2e.y', viewOn: 'books', pipeline: 'p'}]});
+	eq(bad.writeErrors[0].code, 182);
+	eq(bad.writeErrors[0].errmsg,
+		"found invalid view definition _id: \"views_join_e2e.y\" while reading 'views_join_e2e.system.views'");
+	vdb.system.views.deleteOne({_id: 'views_join_e2e.x'});
+	eq(vdb.getCollectionInfos({type: 'view'}).length, 0);
 	vdb.createView('again', 'books', []);
 	ok(vdb.system.views.drop(), 'drop system.views');
 	eq(vdb.getCollectionInfos({name: 'again'}).length, 0, 'its views went with it');
