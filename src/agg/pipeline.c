@@ -451,6 +451,8 @@ explain_query_planner(const agg_pipeline_t *p, bson_t *qp)
 	req.limit = p->source_limit;
 	req.projection = p->source_project;
 	req.allow_disk_use = p->host->allow_disk_use;
+	req.spill_dir = p->host->spill_dir;
+	req.sort_memory_limit = p->host->sort_memory_limit;
 	req.hint = p->host->hint;
 	bson_append_document_begin(qp, "winningPlan", -1, &wp);
 	if (plan_exec_new(&req, &pe, &e) == 0) {
@@ -630,7 +632,11 @@ exec_open_source(agg_exec_t *x, storage_coll_t *coll, const bson_t *filter, terr
 		req.skip = x->p->source_skip;
 		req.limit = x->p->source_limit;
 		req.projection = x->p->source_project;
-		req.allow_disk_use = x->p->host != NULL && x->p->host->allow_disk_use;
+		if (x->p->host != NULL) {
+			req.allow_disk_use = x->p->host->allow_disk_use;
+			req.spill_dir = x->p->host->spill_dir;
+			req.sort_memory_limit = x->p->host->sort_memory_limit;
+		}
 		req.hint = x->p->host != NULL ? x->p->host->hint : NULL;
 	}
 	ret = plan_exec_new(&req, &pe, err);

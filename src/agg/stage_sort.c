@@ -6,8 +6,10 @@
  * Keys are MongoDB's: for each field the values reached along the path with
  * query semantics (arrays traversed); ascending takes the smallest, descending
  * the largest; a missing field sorts as null, an empty array below null.
- * Documents are held in memory up to 100 MB (292 beyond that without
- * allowDiskUse; spilling is not built for this stage yet: 238).
+ * Documents are held in memory up to the host's sort memory limit (100 MB);
+ * beyond it, with allowDiskUse (the default), sorted runs are written to
+ * the host's spill directory and merged, and without it the stage fails
+ * with 292, as a pushed-down sort does.
  */
 #include "agg/agg_private.h"
 
@@ -172,9 +174,11 @@ sort_open(agg_rt_t *rt, terr_t *err)
 	const agg_host_t *h = rt->x->p->host;
 	sort_state_t *ss = bson_malloc0(sizeof(sort_state_t));
 
-	/* no spill directory: past 100 MB, 292 (238 with allowDiskUse) */
 	ss->sorter = sorter_new(sp->spec, sp->limit, h != NULL && h->allow_disk_use,
-	                        (uint64_t)AGG_MEMORY_LIMIT);
+	                        h != NULL && h->sort_memory_limit > 0 ? h->sort_memory_limit :
+	                                                               (uint64_t)AGG_MEMORY_LIMIT);
+	if (h != NULL && h->spill_dir != NULL)
+		sorter_set_spill_dir(ss->sorter, h->spill_dir);
 	rt->state = ss;
 	return 0;
 }
@@ -201,16 +205,12 @@ static int
 sort_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 {
 	sort_state_t *ss = rt->state;
-	const bson_t *d;
 
 	if (!ss->filled) {
 		ss->filled = true;
 		RET(sort_fill(rt, err));
 	}
-	if ((d = sorter_next(ss->sorter)) == NULL)
-		return 0;
-	*out = d;
-	return 1;
+	return sorter_next_ex(ss->sorter, out, err);
 }
 
 static void

@@ -103,6 +103,12 @@ in_list(const char *const *list, const char *k)
 	return false;
 }
 
+bool
+cmd_is_generic_field(const char *k)
+{
+	return in_list(generic_fields, k);
+}
+
 int
 cmd_check_fields(cmd_t *c, const char *const *known, terr_t *err)
 {
@@ -208,6 +214,26 @@ cmd_get_bool(cmd_t *c, const char *field, bool *out, bool *found, terr_t *err)
 	default:
 		return wrong_type(c, field, bson_iter_type(&it), "bool", err);
 	}
+}
+
+int
+cmd_get_allow_disk_use(cmd_t *c, bool *out, terr_t *err)
+{
+	bool found = false;
+
+	RET(cmd_get_bool(c, "allowDiskUse", out, &found, err));
+	if (!found)
+		*out = atomic_load(&c->engine->allow_disk_use_by_default);
+	return 0;
+}
+
+uint64_t
+cmd_sort_memory_limit(const cmd_t *c)
+{
+	long long n = atomic_load(&c->engine->sort_memory_limit);
+
+	/* the sorter reads 0 as its default; one byte holds no document either */
+	return n > 0 ? (uint64_t)n : 1;
 }
 
 int

@@ -1,7 +1,8 @@
 /*
  * cmd_admin.c -- the handshake and admin commands a driver or shell sends
  * before and around its real work: hello/isMaster, ping, buildInfo,
- * hostInfo, serverStatus, getParameter, getCmdLineOpts, getLog, whatsmyuri,
+ * hostInfo, serverStatus, getParameter, setParameter, getCmdLineOpts,
+ * getLog, whatsmyuri,
  * connectionStatus, listCommands, the session commands, shutdown.
  *
  * Replies follow mongod's shapes field for field where a client reads them.
@@ -13,6 +14,7 @@
 #include "commands/cmd_admin.h"
 #include "commands/commands_private.h"
 
+#include <math.h>
 #include <openssl/crypto.h>
 #include <openssl/opensslv.h>
 #include <openssl/rand.h>
@@ -26,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bson/value.h"
 #include "common/log.h"
 #include "common/version.h"
 
@@ -416,53 +419,109 @@ CMD_HANDLER(cmd_server_status)
 	return 0;
 }
 
-/* ---- getParameter ------------------------------------------------------- */
+/* ---- getParameter / setParameter ---------------------------------------- */
 
+/*
+ * Server parameters, one row each, sorted by name as mongod lists them.
+ * Fixed rows report Tamga's constant; rows with get/set hold a value in the
+ * engine that setParameter changes (IDL parameters: the value is coerced as
+ * mongod's tryCoerce does, then checked against the row's bound).
+ * `runtime` is mongod's settability: setParameter of a startup-only
+ * parameter answers mongod's 20; of a runtime one Tamga holds fixed, 238.
+ */
 typedef enum { PARAM_INT, PARAM_BOOL, PARAM_STR, PARAM_FCV, PARAM_MECHS } param_kind_t;
 
-static const struct param {
+typedef struct param {
 	const char *name;
 	param_kind_t kind;
 	int64_t i;
 	const char *s;
-} params[] = {
-	{"authenticationMechanisms", PARAM_MECHS, 0, NULL},
-	{"cursorTimeoutMillis", PARAM_INT, CURSOR_TIMEOUT_MS, NULL},
-	{"featureCompatibilityVersion", PARAM_FCV, 0, NULL},
-	{"localLogicalSessionTimeoutMinutes", PARAM_INT, SESSION_TIMEOUT_MINUTES, NULL},
-	{"logLevel", PARAM_INT, 0, NULL},
-	{"maxBSONDepth", PARAM_INT, 200, NULL},
-	{"maxSessions", PARAM_INT, 1000000, NULL},
-	{"quiet", PARAM_BOOL, 0, NULL},
-	{"transactionLifetimeLimitSeconds", PARAM_INT, 60, NULL},
-	{"tamgaVersion", PARAM_STR, 0, TAMGA_VERSION},
-};
+	bool runtime;
+	/* the value the engine holds now (rows that setParameter changes) */
+	int64_t (*get)(engine_t *e);
+	void (*store)(engine_t *e, int64_t v);
+	int64_t min;                 /* PARAM_INT rows with store: smallest accepted */
+} param_t;
+
+static int64_t
+get_allow_disk_use_by_default(engine_t *e)
+{
+	return atomic_load(&e->allow_disk_use_by_default);
+}
 
 static void
-param_append(bson_t *out, const struct param *p)
+store_allow_disk_use_by_default(engine_t *e, int64_t v)
 {
+	atomic_store(&e->allow_disk_use_by_default, v != 0);
+}
+
+static int64_t
+get_sort_memory_limit(engine_t *e)
+{
+	return atomic_load(&e->sort_memory_limit);
+}
+
+static void
+store_sort_memory_limit(engine_t *e, int64_t v)
+{
+	atomic_store(&e->sort_memory_limit, (long long)v);
+}
+
+static const param_t params[] = {
+	{"allowDiskUseByDefault", PARAM_BOOL, 0, NULL, true, get_allow_disk_use_by_default,
+	 store_allow_disk_use_by_default, 0},
+	{"authenticationMechanisms", PARAM_MECHS, 0, NULL, false, NULL, NULL, 0},
+	{"cursorTimeoutMillis", PARAM_INT, CURSOR_TIMEOUT_MS, NULL, true, NULL, NULL, 0},
+	{"featureCompatibilityVersion", PARAM_FCV, 0, NULL, false, NULL, NULL, 0},
+	/* AtomicWord<int>, validator gte: 0 */
+	{"internalQueryMaxBlockingSortMemoryUsageBytes", PARAM_INT, 0, NULL, true, get_sort_memory_limit,
+	 store_sort_memory_limit, 0},
+	{"localLogicalSessionTimeoutMinutes", PARAM_INT, SESSION_TIMEOUT_MINUTES, NULL, false, NULL, NULL, 0},
+	{"logLevel", PARAM_INT, 0, NULL, true, NULL, NULL, 0},
+	{"maxBSONDepth", PARAM_INT, 200, NULL, false, NULL, NULL, 0},
+	{"maxSessions", PARAM_INT, 1000000, NULL, false, NULL, NULL, 0},
+	{"quiet", PARAM_BOOL, 0, NULL, true, NULL, NULL, 0},
+	{"transactionLifetimeLimitSeconds", PARAM_INT, 60, NULL, true, NULL, NULL, 0},
+	{"tamgaVersion", PARAM_STR, 0, TAMGA_VERSION, false, NULL, NULL, 0},
+};
+
+#define NPARAMS (sizeof(params) / sizeof(params[0]))
+
+static const param_t *
+param_find(const char *name)
+{
+	for (size_t i = 0; i < NPARAMS; i++)
+		if (strcmp(params[i].name, name) == 0)
+			return &params[i];
+	return NULL;
+}
+
+static void
+param_append(engine_t *e, bson_t *out, const char *key, const param_t *p)
+{
+	int64_t v = p->get != NULL ? p->get(e) : p->i;
 	bson_t sub;
 
 	switch (p->kind) {
 	case PARAM_INT:
-		if (p->i > INT32_MAX)
-			BSON_APPEND_INT64(out, p->name, p->i);
+		if (v > INT32_MAX || v < INT32_MIN)
+			BSON_APPEND_INT64(out, key, v);
 		else
-			BSON_APPEND_INT32(out, p->name, (int32_t)p->i);
+			BSON_APPEND_INT32(out, key, (int32_t)v);
 		break;
 	case PARAM_BOOL:
-		BSON_APPEND_BOOL(out, p->name, p->i != 0);
+		BSON_APPEND_BOOL(out, key, v != 0);
 		break;
 	case PARAM_STR:
-		BSON_APPEND_UTF8(out, p->name, p->s);
+		BSON_APPEND_UTF8(out, key, p->s);
 		break;
 	case PARAM_FCV:
-		BSON_APPEND_DOCUMENT_BEGIN(out, p->name, &sub);
+		BSON_APPEND_DOCUMENT_BEGIN(out, key, &sub);
 		BSON_APPEND_UTF8(&sub, "version", "9.0");
 		bson_append_document_end(out, &sub);
 		break;
 	case PARAM_MECHS:
-		BSON_APPEND_ARRAY_BEGIN(out, p->name, &sub);
+		BSON_APPEND_ARRAY_BEGIN(out, key, &sub);
 		BSON_APPEND_UTF8(&sub, "0", "SCRAM-SHA-1");
 		BSON_APPEND_UTF8(&sub, "1", "SCRAM-SHA-256");
 		bson_append_array_end(out, &sub);
@@ -472,7 +531,6 @@ param_append(bson_t *out, const struct param *p)
 
 CMD_HANDLER(cmd_get_parameter)
 {
-	size_t i, n = sizeof(params) / sizeof(params[0]);
 	bool all = false;
 	int found = 0;
 	bson_iter_t it;
@@ -484,14 +542,115 @@ CMD_HANDLER(cmd_get_parameter)
 		if (bson_iter_recurse(&c->first, &sub) && bson_iter_find(&sub, "allParameters"))
 			all = bson_iter_as_bool(&sub);
 	}
-	for (i = 0; i < n; i++) {
+	for (size_t i = 0; i < NPARAMS; i++) {
 		if (!all && !(bson_iter_init_find(&it, c->body, params[i].name)))
 			continue;
-		param_append(c->reply, &params[i]);
+		param_append(c->engine, c->reply, params[i].name, &params[i]);
 		found++;
 	}
 	if (found == 0)
 		return terr_set(err, TERR_INVALID_OPTIONS, "no option found to get");
+	return 0;
+}
+
+/* BSONElement::tryCoerce to int (the parameter's AtomicWord<int>): numbers
+ * truncated toward zero within int32, booleans as 0/1. */
+static int
+param_coerce_int(const param_t *p, const bson_iter_t *it, int64_t *out, terr_t *err)
+{
+	const char *why = NULL;
+	double d;
+
+	switch (bson_iter_type(it)) {
+	case BSON_TYPE_BOOL:
+		*out = bson_iter_bool(it);
+		return 0;
+	case BSON_TYPE_INT32:
+	case BSON_TYPE_INT64:
+		*out = bson_iter_as_int64(it);
+		if (*out > INT32_MAX || *out < INT32_MIN)
+			why = "Out of bounds coercing to integral value";
+		break;
+	case BSON_TYPE_DOUBLE:
+	case BSON_TYPE_DECIMAL128:
+		d = bv_as_double(bson_iter_value((bson_iter_t *)it));
+		if (d != d || d == HUGE_VAL || d == -HUGE_VAL)
+			why = "Unable to coerce NaN/Inf to integral type";
+		else if (d >= (double)INT32_MAX + 1 || d <= (double)INT32_MIN - 1)
+			why = "Out of bounds coercing to integral value";
+		else
+			*out = (int64_t)d;
+		break;
+	default:
+		why = "Unable to coerce value to integral type";
+		break;
+	}
+	if (why != NULL)
+		return terr_set(err, TERR_BAD_VALUE, "Failed validating %s: %s", p->name, why);
+	return 0;
+}
+
+CMD_HANDLER(cmd_set_parameter)
+{
+	bson_iter_t it;
+	bool first = true;
+	int n = 0;
+
+	/* every name is checked before anything is set, as mongod does */
+	if (!bson_iter_init(&it, c->body))
+		return terr_set(err, TERR_INVALID_OPTIONS, "no option found to set, use help:true to see options ");
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		const param_t *p;
+
+		if (first || cmd_is_generic_field(k)) {
+			first = false;
+			continue;
+		}
+		if ((p = param_find(k)) == NULL)
+			return terr_set(err, TERR_INVALID_OPTIONS,
+			    "attempted to set unrecognized parameter [%s], use help:true to see options ", k);
+		if (!p->runtime)
+			return terr_set(err, TERR_ILLEGAL_OPERATION, "not allowed to change [%s] at runtime", k);
+		if (p->store == NULL)
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "setParameter cannot change %s: Tamga holds it fixed", k);
+	}
+	bson_iter_init(&it, c->body);
+	first = true;
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		const param_t *p;
+		int64_t v = 0;
+		bson_t attr;
+
+		if (first || cmd_is_generic_field(k)) {
+			first = false;
+			continue;
+		}
+		p = param_find(k);
+		if (p->kind == PARAM_BOOL) {
+			v = bson_iter_as_bool(&it);    /* BSONElement::trueValue: any type */
+		} else {
+			RET(param_coerce_int(p, &it, &v, err));
+			if (v < p->min)
+				return terr_set(err, TERR_BAD_VALUE,
+				    "Invalid value for parameter %s: %lld is not greater than or equal to %lld",
+				    p->name, (long long)v, (long long)p->min);
+		}
+		bson_init(&attr);
+		BSON_APPEND_UTF8(&attr, "parameterName", k);
+		bson_append_iter(&attr, "newValue", -1, &it);
+		param_append(c->engine, &attr, "oldValue", p);
+		if (n == 0)
+			param_append(c->engine, c->reply, "was", p);
+		p->store(c->engine, v);
+		tlog('I', "COMMAND", 23435, "Successfully set parameter to new value", &attr);
+		bson_destroy(&attr);
+		n++;
+	}
+	if (n == 0)
+		return terr_set(err, TERR_INVALID_OPTIONS, "no option found to set, use help:true to see options ");
 	return 0;
 }
 

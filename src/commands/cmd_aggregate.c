@@ -243,7 +243,7 @@ CMD_HANDLER(cmd_aggregate)
 					return terr_set(err, 40415, "BSON field 'aggregate.cursor.%s' is an unknown field.",
 					    bson_iter_key(&ci));
 	}
-	RET(cmd_get_bool(c, "allowDiskUse", &allow_disk, &found, err));
+	RET(cmd_get_allow_disk_use(c, &allow_disk, err));
 	RET(cmd_get_bool(c, "bypassDocumentValidation", &bypass, &found, err));
 	RET(cmd_get_doc(c, "let", &let, &has_let, err));
 	RET(cmd_collation_type_check(c, c->body, err));
@@ -292,6 +292,8 @@ CMD_HANDLER(cmd_aggregate)
 	a->host.db = a->db;
 	a->host.coll = a->coll;
 	a->host.allow_disk_use = allow_disk;
+	a->host.spill_dir = c->engine->tmp_dir;
+	a->host.sort_memory_limit = cmd_sort_memory_limit(c);
 	a->host.bypass_validation = bypass;
 	a->host.sync = write_concern_sync(c);
 	a->host.deadline_us = c->deadline_us;

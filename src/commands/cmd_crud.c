@@ -421,7 +421,7 @@ CMD_HANDLER(cmd_find)
 	ERR(nonneg(c, "limit", &req.limit, err));
 	ERR(cmd_get_bool(c, "singleBatch", &single_batch, &found, err));
 	ERR(cmd_get_bool(c, "noCursorTimeout", &no_timeout, &found, err));
-	ERR(cmd_get_bool(c, "allowDiskUse", &allow_disk, &found, err));
+	ERR(cmd_get_allow_disk_use(c, &allow_disk, err));
 	ERR(cmd_get_bool(c, "tailable", &tailable, &found, err));
 	ERR(cmd_collation_type_check(c, c->body, err));
 	memset(&copts, 0, sizeof(copts));
@@ -471,6 +471,7 @@ CMD_HANDLER(cmd_find)
 	req.min = has_min ? &min_doc : NULL;
 	req.max = has_max ? &max_doc : NULL;
 	req.spill_dir = c->engine->tmp_dir;
+	req.sort_memory_limit = cmd_sort_memory_limit(c);
 	req.let = has_let ? &let : NULL;
 	ret = plan_exec_new(&req, &x, err);
 	req.coll = NULL;

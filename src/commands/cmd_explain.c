@@ -40,7 +40,7 @@ typedef struct xreq {
 	const char *coll;
 	bson_t filter, sort, proj, let, min, max;
 	bool has_filter, has_sort, has_proj, has_let, has_min, has_max;
-	bool allow_disk_use;
+	bool allow_disk_use, has_allow_disk_use;
 	bson_value_t hint;
 	bool has_hint;
 	bson_value_t collation;    /* borrowed from the explained command */
@@ -129,6 +129,7 @@ parse_inner(const bson_t *inner, xreq_t *r, terr_t *err)
 			r->has_max = sub_doc(&it, &r->max);
 		} else if (!strcmp(k, "allowDiskUse")) {
 			r->allow_disk_use = bson_iter_as_bool(&it);
+			r->has_allow_disk_use = true;
 		} else if (!strcmp(k, "let")) {
 			r->has_let = sub_doc(&it, &r->let);
 		} else if (!strcmp(k, "collation")) {
@@ -384,8 +385,13 @@ CMD_HANDLER(cmd_explain)
 	if (strcmp(r.kind, "find") == 0) {
 		req.min = r.has_min ? &r.min : NULL;
 		req.max = r.has_max ? &r.max : NULL;
-		req.allow_disk_use = r.allow_disk_use;
 	}
+	/* find's allowDiskUse, else (and for the sort of an update) the
+	 * server's allowDiskUseByDefault */
+	req.allow_disk_use = r.has_allow_disk_use && strcmp(r.kind, "find") == 0 ?
+	    r.allow_disk_use : atomic_load(&c->engine->allow_disk_use_by_default);
+	req.spill_dir = c->engine->tmp_dir;
+	req.sort_memory_limit = cmd_sort_memory_limit(c);
 	req.skip = r.skip;
 	req.limit = r.limit;
 	req.let = r.has_let ? &r.let : NULL;

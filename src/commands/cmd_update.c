@@ -46,12 +46,28 @@ typedef struct update_stmt {
 	bool want_doc, want_new;     /* findAndModify: return the pre/post image */
 	int64_t now_ms;
 	int64_t deadline_us;
+	/* a sort past its memory limit spills, as mongod's updates do under
+	 * allowDiskUseByDefault */
+	bool allow_disk_use;
+	const char *spill_dir;
+	uint64_t sort_memory_limit;
 	/* results */
 	int64_t n, modified;
 	bool upserted;
 	bson_value_t upserted_id;
 	bson_t *doc_out;             /* findAndModify's value (owned) */
 } update_stmt_t;
+
+/* How a statement's sort may use memory and disk: the server's
+ * allowDiskUseByDefault and sort memory limit (updates take no
+ * allowDiskUse of their own). */
+static void
+stmt_sort_options(cmd_t *c, update_stmt_t *u)
+{
+	u->allow_disk_use = atomic_load(&c->engine->allow_disk_use_by_default);
+	u->spill_dir = c->engine->tmp_dir;
+	u->sort_memory_limit = cmd_sort_memory_limit(c);
+}
 
 static void
 stmt_reset(update_stmt_t *u)
@@ -101,6 +117,30 @@ err:
 	return ret;
 }
 
+/* The next document of a sorted plan with its RecordId: the sort runs in
+ * the plan (plan_exec_next); the record is found again by its _id, in the
+ * same transaction.  1, 0 at the end, -1 with err. */
+static int
+next_sorted_record(plan_exec_t *x, storage_session_t *s, storage_coll_t *coll, recid_t *recid,
+                   bson_t *doc, terr_t *err)
+{
+	bson_t sorted;
+	bson_iter_t it;
+	bson_value_t id;
+	int rc;
+
+	if ((rc = plan_exec_next(x, s, &sorted, err)) != 1)
+		return rc;
+	if (!bson_iter_init_find(&it, &sorted, "_id"))
+		return terr_set(err, TERR_INTERNAL_ERROR, "sorted document without _id");
+	bson_value_copy(bson_iter_value(&it), &id);
+	rc = storage_doc_find_id(s, coll, &id, recid, doc, err);
+	bson_value_destroy(&id);
+	if (rc < 0)
+		return -1;
+	return rc == 0 ? 1 : 0;
+}
+
 static int
 update_txn(storage_session_t *s, void *arg, terr_t *err)
 {
@@ -116,13 +156,20 @@ update_txn(storage_session_t *s, void *arg, terr_t *err)
 	req.coll = u->coll;
 	req.match = u->match;
 	req.sort = u->sort;
+	/* a sort is for one document (multi with a sort is refused): the first
+	 * in order is all that is kept, as mongod's limit of 1 */
+	req.limit = u->sort != NULL ? 1 : 0;
+	req.allow_disk_use = u->allow_disk_use;
+	req.spill_dir = u->spill_dir;
+	req.sort_memory_limit = u->sort_memory_limit;
 	req.collation = u->collation;
 	req.borrow = true;
 	if (u->coll != NULL) {
 		RET(plan_exec_new(&req, &x, err));
 		plan_exec_set_deadline(x, u->deadline_us);
 	}
-	while (x != NULL && (rc = plan_exec_next_record(x, s, &recid, &doc, err)) == 1) {
+	while (x != NULL && (rc = u->sort != NULL ? next_sorted_record(x, s, u->coll, &recid, &doc, err) :
+	                          plan_exec_next_record(x, s, &recid, &doc, err)) == 1) {
 		update_apply_ctx_t ctx = UPDATE_APPLY_CTX_INIT;
 		validation_result_t vr;
 		bson_t new_doc;
@@ -329,6 +376,7 @@ write_update_run(cmd_t *c, storage_session_t *s, const char *db, const char *nam
 		u.bypass = bypass;
 		u.now_ms = now_ms;
 		u.deadline_us = c->deadline_us;
+		stmt_sort_options(c, &u);
 		rc = storage_txn_run(s, update_txn, &u, sync, err);
 	}
 	if (rc == 0) {
@@ -524,6 +572,7 @@ CMD_HANDLER(cmd_find_and_modify)
 	u.want_new = want_new;
 	u.now_ms = wall_ms();
 	u.deadline_us = c->deadline_us;
+	stmt_sort_options(c, &u);
 	ERR(storage_txn_run(s, update_txn, &u, sync, err));
 	if (u.doc_out != NULL && proj != NULL) {
 		/* the returned image is projected as find would: the positional

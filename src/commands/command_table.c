@@ -73,6 +73,7 @@ CMD_HANDLER(cmd_build_info);
 CMD_HANDLER(cmd_host_info);
 CMD_HANDLER(cmd_server_status);
 CMD_HANDLER(cmd_get_parameter);
+CMD_HANDLER(cmd_set_parameter);
 CMD_HANDLER(cmd_get_cmd_line_opts);
 CMD_HANDLER(cmd_get_log);
 CMD_HANDLER(cmd_whatsmyuri);
@@ -103,6 +104,7 @@ static const cmd_def_t commands[] = {
 	{"ping", NULL, cmd_ping, CMDF_NO_AUTH, "a no-op to test that the server answers"},
 	{"refreshSessions", NULL, cmd_end_sessions, CMDF_NONE, "refresh logical sessions"},
 	{"serverStatus", NULL, cmd_server_status, CMDF_NONE, "server statistics"},
+	{"setParameter", NULL, cmd_set_parameter, CMDF_ADMIN_ONLY, "change server parameters at runtime"},
 	{"shutdown", NULL, cmd_shutdown, CMDF_ADMIN_ONLY, "stop the server cleanly"},
 	{"startSession", NULL, cmd_start_session, CMDF_NONE, "start a logical session"},
 	{"whatsmyuri", NULL, cmd_whatsmyuri, CMDF_NO_AUTH, "the client's address as the server sees it"},

@@ -23,6 +23,11 @@ struct engine {
 	atomic_llong next_connection_id;
 	struct ttl_monitor *ttl;         /* TTL index monitor thread (query/planner_ttl.h) */
 	char *tmp_dir;                   /* <dbpath>/_tmp: sort spill files (unlinked once open) */
+	/* Server parameters settable at runtime (setParameter, cmd_admin.c):
+	 * allowDiskUseByDefault (true, as mongod since 6.0) and
+	 * internalQueryMaxBlockingSortMemoryUsageBytes (100 MB). */
+	atomic_bool allow_disk_use_by_default;
+	atomic_llong sort_memory_limit;
 };
 
 struct client {
@@ -62,6 +67,13 @@ bool cmd_find_field(cmd_t *c, const char *field, bson_iter_t *it);
  * code 14 TypeMismatch "BSON field '<cmd>.<field>' is the wrong type '<t>',
  * expected type '<want>'" when present with another type. */
 int cmd_get_bool(cmd_t *c, const char *field, bool *out, bool *found, terr_t *err);
+/* allowDiskUse as mongod reads it: the command's own value (cmd_get_bool's
+ * types and errors) when it names one, else the server parameter
+ * allowDiskUseByDefault (true unless setParameter turned it off). */
+int cmd_get_allow_disk_use(cmd_t *c, bool *out, terr_t *err);
+/* The memory a blocking sort may use before it spills or fails
+ * (internalQueryMaxBlockingSortMemoryUsageBytes; 0 means none at all). */
+uint64_t cmd_sort_memory_limit(const cmd_t *c);
 int cmd_get_int64(cmd_t *c, const char *field, int64_t *out, bool *found, terr_t *err);
 int cmd_get_doc(cmd_t *c, const char *field, bson_t *out_view, bool *found, terr_t *err);
 int cmd_get_array(cmd_t *c, const char *field, bson_t *out_view, bool *found, terr_t *err);
@@ -72,6 +84,8 @@ int cmd_get_string(cmd_t *c, const char *field, const char **out, bool *found, t
  * every command accepts ($db, lsid, $clusterTime, comment, ...) are always
  * allowed. */
 int cmd_check_fields(cmd_t *c, const char *const *known, terr_t *err);
+/* k is one of those generic fields. */
+bool cmd_is_generic_field(const char *k);
 
 /* The client's authenticated identity, "user@db", for cursor ownership; NULL
  * when nobody is authenticated.  Written into buf (256 bytes). */

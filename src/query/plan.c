@@ -78,6 +78,7 @@ struct plan_exec {
 	sorter_t *sorter;              /* filled on the first plan_exec_next */
 	bool sorted;
 	bool allow_disk_use;
+	uint64_t sort_memory_limit;    /* 0 = the sorter's default */
 	char *spill_dir;               /* owned copy, or NULL */
 	projection_t *proj;            /* owned or NULL */
 	bson_t *proj_out;              /* the projected current document (lazy; tm_bson_array_new) */
@@ -673,6 +674,7 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 	x->coll = req->coll;
 	x->borrowed = req->borrow;
 	x->allow_disk_use = req->allow_disk_use;
+	x->sort_memory_limit = req->sort_memory_limit;
 	x->for_count = req->count;
 	x->distinct_pos = -1;
 	if (req->distinct_key != NULL)
@@ -1363,7 +1365,8 @@ fill_sorter(plan_exec_t *x, storage_session_t *s, terr_t *err)
 	bson_t doc;
 	int rc;
 
-	x->sorter = sorter_new(x->sort, x->limit > 0 ? x->skip + x->limit : 0, x->allow_disk_use, 0);
+	x->sorter = sorter_new(x->sort, x->limit > 0 ? x->skip + x->limit : 0, x->allow_disk_use,
+	                       x->sort_memory_limit);
 	if (x->spill_dir != NULL)
 		sorter_set_spill_dir(x->sorter, x->spill_dir);
 	while ((rc = plan_exec_next_record(x, s, &recid, &doc, err)) == 1) {

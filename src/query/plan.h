@@ -38,6 +38,10 @@ typedef struct plan_request {
 	int64_t limit;               /* 0 = none; the exec stops after this many */
 	bool natural_backward;       /* sort {$natural: -1} */
 	bool allow_disk_use;
+	/* Memory a blocking sort holds before it spills (allow_disk_use) or
+	 * fails with 292: internalQueryMaxBlockingSortMemoryUsageBytes;
+	 * 0 = SORT_DEFAULT_MEMORY_LIMIT (100 MB). */
+	uint64_t sort_memory_limit;
 	const bson_t *let;           /* borrowed during plan_exec_new */
 	/* hint: a name string or a key pattern / {$natural: d} document;
 	 * borrowed during plan_exec_new; NULL = none.  A hint naming no

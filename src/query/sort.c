@@ -409,6 +409,7 @@ struct sorter {
 	bool merging;
 	int64_t returned;
 	sitem_t last;         /* document returned last while merging (owned) */
+	terr_t read_err;      /* a run could not be read while merging: the order ends */
 };
 
 sorter_t *
@@ -708,6 +709,8 @@ sorter_next(sorter_t *st)
 	}
 	if (st->limit > 0 && st->returned >= st->limit)
 		return NULL;
+	if (st->read_err.code != 0)
+		return NULL;    /* a run was lost: nothing after it is in order */
 	for (size_t i = 0; i < st->nruns; i++) {
 		srun_t *r = &st->runs[i];
 
@@ -722,10 +725,24 @@ sorter_next(sorter_t *st)
 	st->last = best->head;
 	best->head.keys = NULL;
 	best->head.data = NULL;
-	if (run_advance(st, best, NULL) != 0)
+	if (run_advance(st, best, &st->read_err) != 0) {
 		item_free(&best->head);
+		if (st->read_err.code == 0)
+			terr_set(&st->read_err, TERR_INTERNAL_ERROR, "Sort spill file could not be read");
+	}
 	st->returned++;
 	return item_doc(st, &st->last);
+}
+
+int
+sorter_next_ex(sorter_t *st, const bson_t **out, terr_t *err)
+{
+	*out = sorter_next(st);
+	if (*out != NULL)
+		return 1;
+	if (st->read_err.code != 0)
+		return terr_set(err, st->read_err.code, "%s", st->read_err.msg);
+	return 0;
 }
 
 uint64_t
@@ -752,6 +769,7 @@ sorter_free(sorter_t *st)
 		fclose(st->runs[i].f);
 	}
 	item_free(&st->last);
+	terr_clear(&st->read_err);
 	bson_free(st->runs);
 	bson_free(st->items);
 	bson_free(st->spill_dir);

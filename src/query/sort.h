@@ -98,6 +98,10 @@ void sorter_finish(sorter_t *st);
 /* The next document in order, or NULL at the end.  Borrowed: valid until
  * the next sorter_next or sorter_free (copy it to keep it). */
 const bson_t *sorter_next(sorter_t *st);
+/* sorter_next that tells the end from a spilled run that could not be read
+ * back (the order then stops there): 1 with *out (borrowed as above), 0 at
+ * the end, -1 with err set. */
+int sorter_next_ex(sorter_t *st, const bson_t **out, terr_t *err);
 /* Bytes currently held (for explain's memory statistics), and whether the
  * sort spilled to disk (explain's usedDisk). */
 uint64_t sorter_memory(const sorter_t *st);
