@@ -209,6 +209,37 @@ test('transactions are refused as a standalone mongod refuses them (code 20), an
 	await assert.rejects(db.admin().command({ commitTransaction: 1 }), (e) => e.code === 20);
 });
 
+// Blocking sorts past their memory limit spill by default, as on mongod 6.0+
+// (allowDiskUseByDefault); allowDiskUse: false answers 292.  The limit is
+// lowered for the test with setParameter, as mongod's jstests do.
+test('sorts spill by default; allowDiskUse false answers 292', async () => {
+	const coll = db.collection('spill');
+	const n = 300;
+	await coll.insertMany(Array.from({ length: n }, (_, i) => ({ _id: i, k: (i * 37) % n, pad: 'z'.repeat(1000) })));
+	const admin = db.admin();
+	const was = await admin.command({ setParameter: 1, internalQueryMaxBlockingSortMemoryUsageBytes: 32768 });
+	assert.equal(was.was, 100 * 1024 * 1024);
+	try {
+		const asc = Array.from({ length: n }, (_, i) => i);
+		const found = await coll.find({}, { projection: { k: 1 } }).sort({ k: 1 }).toArray();
+		assert.deepEqual(found.map((d) => d.k), asc);
+		const agg = await coll.aggregate([{ $addFields: { y: 1 } }, { $sort: { k: -1 } }, { $project: { k: 1 } }]).toArray();
+		assert.deepEqual(agg.map((d) => d.k), asc.slice().reverse());
+		await assert.rejects(coll.find({}).sort({ k: 1 }).allowDiskUse(false).toArray(), (e) => {
+			assert.ok(e instanceof MongoServerError);
+			assert.equal(e.code, 292);
+			assert.equal(e.codeName, 'QueryExceededMemoryLimitNoDiskUseAllowed');
+			assert.equal(e.message, 'Sort exceeded memory limit of 32768 bytes, but did not opt in to external sorting.');
+			return true;
+		});
+		await assert.rejects(coll.aggregate([{ $sort: { k: 1 } }], { allowDiskUse: false }).toArray(),
+			(e) => e.code === 292);
+	} finally {
+		await admin.command({ setParameter: 1, internalQueryMaxBlockingSortMemoryUsageBytes: 100 * 1024 * 1024 });
+	}
+	await coll.drop();
+});
+
 // The streaming monitor (awaitable hello with exhaustAllowed): tamgad keeps
 // answering one hello with moreToCome every maxAwaitTimeMS, as mongod does.
 // A server that ended the stream would make the driver report a failed
