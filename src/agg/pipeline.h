@@ -49,16 +49,19 @@ typedef struct agg_host {
 	const char *coll;             /* the aggregated collection; NULL for {aggregate: 1} */
 	/* allowDiskUse (the command's, else allowDiskUseByDefault): a sort
 	 * past its memory limit writes sorted runs to files in spill_dir and
-	 * merges them -- the pushed-down sort and $sort.  Without it, or
-	 * without a spill_dir, such a sort fails with 292 (238 when disk use
-	 * is allowed but there is nowhere to write).  $group, $bucketAuto,
-	 * $setWindowFields and $densify do not spill yet: past 100 MB they
-	 * fail with 292, or 238 when disk use is allowed. */
+	 * merges them -- the pushed-down sort and $sort; $group writes its
+	 * partial groups there the same way.  Without it such a stage fails
+	 * with 292 (238 when disk use is allowed but there is no spill_dir).
+	 * $bucketAuto, $setWindowFields and $densify do not spill yet: past
+	 * 100 MB they fail with 292, or 238 when disk use is allowed. */
 	bool allow_disk_use;
 	const char *spill_dir;        /* "<dbpath>/_tmp", must exist; NULL = none */
 	/* internalQueryMaxBlockingSortMemoryUsageBytes for the sorts above;
 	 * 0 = AGG_MEMORY_LIMIT. */
 	uint64_t sort_memory_limit;
+	/* internalDocumentSourceGroupMaxMemoryBytes for $group; 0 =
+	 * AGG_MEMORY_LIMIT. */
+	uint64_t group_memory_limit;
 	bool bypass_validation;       /* bypassDocumentValidation for $out / $merge */
 	bool sync;                    /* writes of $out/$merge wait for the journal */
 	int64_t deadline_us;          /* maxTimeMS (cmd_now_us scale), 0 = none */

@@ -6,8 +6,16 @@
  * equality (1, 1.0 and NumberLong(1) are one group; the first spelling seen
  * is the one output).  Each group holds one accumulator state per output
  * field (expr/accum.h).  Output follows first-seen order.  Memory is counted
- * (keys + accumulator states): past 100 MB the stage fails with 292 unless
- * allowDiskUse, and with allowDiskUse with 238 until spilling is built.
+ * (keys + accumulator states): past the limit (100 MB,
+ * internalDocumentSourceGroupMaxMemoryBytes) the stage fails with 292
+ * without allowDiskUse.  With it, as mongod, the groups held so far are
+ * written out as partial states ({k: {"": key}, s: {<i>: state}}) into a
+ * sorter ordered by key (query/sort.h, which writes sorted runs to the
+ * spill directory and merges them) and the table starts empty again; at the
+ * end the sorted partial groups of one key, which come out together and in
+ * the order they were written, are merged (accum_merge) and finalized.  A
+ * group that spilled outputs in key order, as mongod's.  $bucketAuto does
+ * not spill yet (238 past 100 MB with allowDiskUse).
  */
 #include "agg/agg_private.h"
 
@@ -17,6 +25,7 @@
 #include "bson/value.h"
 #include "common/mem.h"
 #include "expr/accum.h"
+#include "query/sort.h"
 
 /* The output fields of $group and $bucketAuto: names[i] computed by accs[i]. */
 
@@ -256,6 +265,11 @@ typedef struct group_state {
 	int64_t i;                /* next group to output */
 	bool filled;
 	bson_t out;
+	/* spilling: partial groups sorted by key, merged at the end */
+	sort_spec_t *spill_spec;  /* {k: 1} under the group's collation */
+	sorter_t *spill;          /* NULL until the table first passes the limit */
+	bson_t *ahead;            /* the next partial group read back (owned) */
+	bool merging;
 } group_state_t;
 
 AGG_DEFINE_OPEN_WITH_OUT(group_open, group_state_t)
@@ -325,6 +339,173 @@ group_find_or_add(const group_plan_t *gp, group_state_t *gs, const bson_value_t 
 	return g;
 }
 
+static void
+group_destroy(const group_plan_t *gp, group_t *g)
+{
+	for (int a = 0; a < gp->n; a++)
+		accum_state_destroy(g->st[a]);
+	bson_free(g->st);
+	bson_destroy(g->key);
+}
+
+/* Write every group held as a partial group into the sorter (created on the
+ * first spill) and empty the table. */
+static int
+group_spill(const group_plan_t *gp, group_state_t *gs, const agg_host_t *h, uint64_t limit, terr_t *err)
+{
+	bson_t doc, states;
+	int ret = 0;
+
+	if (gs->spill == NULL) {
+		bson_t *spec = BCON_NEW("k", BCON_INT32(1));
+		ret = sort_spec_parse(spec, &gs->spill_spec, err);
+		bson_destroy(spec);
+		if (ret != 0)
+			return -1;
+		sort_spec_set_collation(gs->spill_spec, gp->coll);
+		gs->spill = sorter_new(gs->spill_spec, 0, true, limit);
+		sorter_set_spill_dir(gs->spill, h->spill_dir);
+	}
+	for (int64_t i = 0; i < gs->n; i++) {
+		group_t *g = &gs->groups[i];
+		char k[16];
+
+		if (ret == 0) {
+			bson_init(&doc);
+			/* the key wrapped in a document: compared whole, arrays too */
+			BSON_APPEND_DOCUMENT(&doc, "k", g->key);
+			bson_append_document_begin(&doc, "s", 1, &states);
+			for (int a = 0; a < gp->n; a++) {
+				snprintf(k, sizeof k, "%d", a);
+				accum_state_save(gp->accs[a], g->st[a], &states, k);
+			}
+			bson_append_document_end(&doc, &states);
+			ret = sorter_add(gs->spill, &doc, err);
+			bson_destroy(&doc);
+		}
+		group_destroy(gp, g);
+	}
+	gs->n = 0;
+	gs->mem = 0;
+	if (gs->table != NULL)
+		memset(gs->table, 0, sizeof(int64_t) * (size_t)gs->tsize);
+	return ret;
+}
+
+/* Read the next partial group back into gs->ahead (NULL at the end). */
+static int
+group_read_ahead(group_state_t *gs, terr_t *err)
+{
+	const bson_t *d;
+	int rc;
+
+	if (gs->ahead != NULL) {
+		bson_destroy(gs->ahead);
+		gs->ahead = NULL;
+	}
+	if ((rc = sorter_next_ex(gs->spill, &d, err)) < 0)
+		return -1;
+	if (rc == 1)
+		gs->ahead = bson_copy(d);
+	return 0;
+}
+
+/* The key document ({"": key}) of a partial group, borrowed from it. */
+static bool
+partial_key(const bson_t *d, bson_value_t *key)
+{
+	bson_iter_t it;
+	bson_t kd;
+	const uint8_t *data;
+	uint32_t len;
+
+	if (!bson_iter_init_find(&it, d, "k") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+		return false;
+	bson_iter_document(&it, &len, &data);
+	if (!bson_init_static(&kd, data, len) || !bson_iter_init(&it, &kd) || !bson_iter_next(&it))
+		return false;
+	*key = *bson_iter_value(&it);
+	return true;
+}
+
+/* Fold the states of the partial group d into st (NULL entries: load). */
+static int
+partial_merge(const group_plan_t *gp, const bson_t *d, accum_state_t **st, terr_t *err)
+{
+	bson_iter_t it, si;
+	int a = 0;
+
+	if (!bson_iter_init_find(&it, d, "s") || !bson_iter_recurse(&it, &si))
+		return terr_set(err, TERR_INTERNAL_ERROR, "$group spill file holds a damaged group");
+	while (bson_iter_next(&si) && a < gp->n) {
+		accum_state_t *from = NULL;
+		RET(accum_state_load(gp->accs[a], bson_iter_value(&si), &from, err));
+		if (st[a] == NULL) {
+			st[a] = from;
+		} else {
+			int rc = accum_merge(gp->accs[a], st[a], from, err);
+			accum_state_destroy(from);
+			if (rc != 0)
+				return -1;
+		}
+		a++;
+	}
+	if (a != gp->n)
+		return terr_set(err, TERR_INTERNAL_ERROR, "$group spill file holds a damaged group");
+	return 0;
+}
+
+/* The next group of a spilled $group: every partial group of the next key
+ * merged, in the order they were written. */
+static int
+group_next_merged(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	const group_plan_t *gp = rt->st->plan;
+	group_state_t *gs = rt->state;
+	accum_state_t **st = NULL;
+	bson_t *first = NULL;
+	bson_value_t key, next;
+	int ret = -1, rc = 0;
+
+	if (gs->ahead == NULL)
+		RET(group_read_ahead(gs, err));
+	if (gs->ahead == NULL)
+		return 0;
+	first = gs->ahead;        /* keeps the key's first spelling */
+	gs->ahead = NULL;
+	if (!partial_key(first, &key)) {
+		terr_set(err, TERR_INTERNAL_ERROR, "$group spill file holds a damaged group");
+		goto out;
+	}
+	st = bson_malloc0(sizeof(accum_state_t *) * (size_t)(gp->n + 1));
+	if (partial_merge(gp, first, st, err) != 0)
+		goto out;
+	for (;;) {
+		if (group_read_ahead(gs, err) != 0)
+			goto out;
+		if (gs->ahead == NULL || !partial_key(gs->ahead, &next) ||
+		    bv_compare_coll(&key, &next, gp->coll) != 0)
+			break;
+		if (partial_merge(gp, gs->ahead, st, err) != 0)
+			goto out;
+		if ((++rc & 1023) == 0 && agg_deadline_passed(rt->x, err))
+			goto out;
+	}
+	bson_reinit(&gs->out);
+	bv_append(&gs->out, "_id", 3, &key);
+	if (fields_finalize(rt, gp->names, gp->accs, st, gp->n, &gs->out, err) != 0)
+		goto out;
+	*out = &gs->out;
+	ret = 1;
+out:
+	for (int a = 0; st != NULL && a < gp->n; a++)
+		accum_state_destroy(st[a]);
+	bson_free(st);
+	if (first != NULL)
+		bson_destroy(first);
+	return ret;
+}
+
 static int
 group_fill(agg_rt_t *rt, terr_t *err)
 {
@@ -334,6 +515,8 @@ group_fill(agg_rt_t *rt, terr_t *err)
 	const bson_t *d;
 	bson_value_t key;
 	int64_t seen = 0;
+	uint64_t limit = h != NULL && h->group_memory_limit > 0 ? h->group_memory_limit :
+	                                                         (uint64_t)AGG_MEMORY_LIMIT;
 	int rc, a;
 
 	while ((rc = agg_rt_pull(rt, &d, err)) == 1) {
@@ -349,17 +532,29 @@ group_fill(agg_rt_t *rt, terr_t *err)
 		}
 		gs->mem += (int64_t)mem - (int64_t)g->mem;
 		g->mem = mem;
-		if (gs->mem > AGG_MEMORY_LIMIT) {
-			if (h != NULL && h->allow_disk_use)
+		if ((uint64_t)gs->mem > limit) {
+			if (h == NULL || !h->allow_disk_use)
+				return terr_set(err, TERR_QUERY_EXCEEDED_MEMORY_LIMIT_NO_DISK_USE_ALLOWED,
+				    "Exceeded memory limit for $group, but didn't allow external sort. Pass allowDiskUse:true to opt in.");
+			if (h->spill_dir == NULL)
 				return terr_set(err, TERR_NOT_IMPLEMENTED,
-				    "$group needs more than 100 MB and spilling to disk is not supported by Tamga yet");
-			return terr_set(err, TERR_QUERY_EXCEEDED_MEMORY_LIMIT_NO_DISK_USE_ALLOWED,
-			    "Exceeded memory limit for $group, but didn't allow external sort. Pass allowDiskUse:true to opt in.");
+				    "$group exceeded its memory limit of %llu bytes, and no directory to spill to was configured.",
+				    (unsigned long long)limit);
+			RET(group_spill(gp, gs, h, limit, err));
 		}
 		if ((++seen & 1023) == 0 && agg_deadline_passed(rt->x, err))
 			return -1;
 	}
-	return rc < 0 ? -1 : 0;
+	if (rc < 0)
+		return -1;
+	if (gs->spill != NULL) {
+		/* what is still in memory joins the sorted partial groups */
+		if (gs->n > 0)
+			RET(group_spill(gp, gs, h, limit, err));
+		RET(sorter_finish_ex(gs->spill, err));
+		gs->merging = true;
+	}
+	return 0;
 }
 
 static int
@@ -374,6 +569,8 @@ group_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		gs->filled = true;
 		RET(group_fill(rt, err));
 	}
+	if (gs->merging)
+		return group_next_merged(rt, out, err);
 	if (gs->i >= gs->n)
 		return 0;
 	g = &gs->groups[gs->i++];
@@ -391,17 +588,16 @@ group_close(agg_rt_t *rt)
 	const group_plan_t *gp = rt->st->plan;
 	group_state_t *gs = rt->state;
 	int64_t i;
-	int a;
 
-	for (i = 0; i < gs->n; i++) {
-		for (a = 0; a < gp->n; a++)
-			accum_state_destroy(gs->groups[i].st[a]);
-		bson_free(gs->groups[i].st);
-		bson_destroy(gs->groups[i].key);
-	}
+	for (i = 0; i < gs->n; i++)
+		group_destroy(gp, &gs->groups[i]);
 	bson_free(gs->groups);
 	bson_free(gs->table);
 	bson_destroy(&gs->out);
+	if (gs->ahead != NULL)
+		bson_destroy(gs->ahead);
+	sorter_free(gs->spill);
+	sort_spec_free(gs->spill_spec);
 	bson_free(gs);
 }
 

@@ -440,7 +440,11 @@ typedef struct param {
 	/* the value the engine holds now (rows that setParameter changes) */
 	int64_t (*get)(engine_t *e);
 	void (*store)(engine_t *e, int64_t v);
-	int64_t min;                 /* PARAM_INT rows with store: smallest accepted */
+	/* PARAM_INT rows with store: the IDL type (int, else long long) and
+	 * validator (gte: min, or gt: min when strict) */
+	bool wide;
+	int64_t min;
+	bool strict;
 } param_t;
 
 static int64_t
@@ -467,15 +471,30 @@ store_sort_memory_limit(engine_t *e, int64_t v)
 	atomic_store(&e->sort_memory_limit, (long long)v);
 }
 
+static int64_t
+get_group_memory_limit(engine_t *e)
+{
+	return atomic_load(&e->group_memory_limit);
+}
+
+static void
+store_group_memory_limit(engine_t *e, int64_t v)
+{
+	atomic_store(&e->group_memory_limit, (long long)v);
+}
+
 static const param_t params[] = {
 	{"allowDiskUseByDefault", PARAM_BOOL, 0, NULL, true, get_allow_disk_use_by_default,
-	 store_allow_disk_use_by_default, 0},
+	 store_allow_disk_use_by_default},
 	{"authenticationMechanisms", PARAM_MECHS, 0, NULL, false, NULL, NULL, 0},
 	{"cursorTimeoutMillis", PARAM_INT, CURSOR_TIMEOUT_MS, NULL, true, NULL, NULL, 0},
 	{"featureCompatibilityVersion", PARAM_FCV, 0, NULL, false, NULL, NULL, 0},
+	/* AtomicWord<long long>, validator gt: 0 */
+	{"internalDocumentSourceGroupMaxMemoryBytes", PARAM_INT, 0, NULL, true, get_group_memory_limit,
+	 store_group_memory_limit, true, 0, true},
 	/* AtomicWord<int>, validator gte: 0 */
 	{"internalQueryMaxBlockingSortMemoryUsageBytes", PARAM_INT, 0, NULL, true, get_sort_memory_limit,
-	 store_sort_memory_limit, 0},
+	 store_sort_memory_limit, false, 0, false},
 	{"localLogicalSessionTimeoutMinutes", PARAM_INT, SESSION_TIMEOUT_MINUTES, NULL, false, NULL, NULL, 0},
 	{"logLevel", PARAM_INT, 0, NULL, true, NULL, NULL, 0},
 	{"maxBSONDepth", PARAM_INT, 200, NULL, false, NULL, NULL, 0},
@@ -553,8 +572,8 @@ CMD_HANDLER(cmd_get_parameter)
 	return 0;
 }
 
-/* BSONElement::tryCoerce to int (the parameter's AtomicWord<int>): numbers
- * truncated toward zero within int32, booleans as 0/1. */
+/* BSONElement::tryCoerce to the parameter's int or long long: numbers
+ * truncated toward zero within its range, booleans as 0/1. */
 static int
 param_coerce_int(const param_t *p, const bson_iter_t *it, int64_t *out, terr_t *err)
 {
@@ -568,7 +587,7 @@ param_coerce_int(const param_t *p, const bson_iter_t *it, int64_t *out, terr_t *
 	case BSON_TYPE_INT32:
 	case BSON_TYPE_INT64:
 		*out = bson_iter_as_int64(it);
-		if (*out > INT32_MAX || *out < INT32_MIN)
+		if (!p->wide && (*out > INT32_MAX || *out < INT32_MIN))
 			why = "Out of bounds coercing to integral value";
 		break;
 	case BSON_TYPE_DOUBLE:
@@ -576,7 +595,8 @@ param_coerce_int(const param_t *p, const bson_iter_t *it, int64_t *out, terr_t *
 		d = bv_as_double(bson_iter_value((bson_iter_t *)it));
 		if (d != d || d == HUGE_VAL || d == -HUGE_VAL)
 			why = "Unable to coerce NaN/Inf to integral type";
-		else if (d >= (double)INT32_MAX + 1 || d <= (double)INT32_MIN - 1)
+		else if (p->wide ? d >= 9223372036854775808.0 || d < -9223372036854775808.0 :
+		                   d >= (double)INT32_MAX + 1 || d <= (double)INT32_MIN - 1)
 			why = "Out of bounds coercing to integral value";
 		else
 			*out = (int64_t)d;
@@ -633,10 +653,10 @@ CMD_HANDLER(cmd_set_parameter)
 			v = bson_iter_as_bool(&it);    /* BSONElement::trueValue: any type */
 		} else {
 			RET(param_coerce_int(p, &it, &v, err));
-			if (v < p->min)
-				return terr_set(err, TERR_BAD_VALUE,
-				    "Invalid value for parameter %s: %lld is not greater than or equal to %lld",
-				    p->name, (long long)v, (long long)p->min);
+			if (v < p->min || (p->strict && v == p->min))
+				return terr_set(err, TERR_BAD_VALUE, "Invalid value for parameter %s: %lld is not %s %lld",
+				    p->name, (long long)v, p->strict ? "greater than" : "greater than or equal to",
+				    (long long)p->min);
 		}
 		bson_init(&attr);
 		BSON_APPEND_UTF8(&attr, "parameterName", k);

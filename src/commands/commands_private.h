@@ -24,10 +24,12 @@ struct engine {
 	struct ttl_monitor *ttl;         /* TTL index monitor thread (query/planner_ttl.h) */
 	char *tmp_dir;                   /* <dbpath>/_tmp: sort spill files (unlinked once open) */
 	/* Server parameters settable at runtime (setParameter, cmd_admin.c):
-	 * allowDiskUseByDefault (true, as mongod since 6.0) and
-	 * internalQueryMaxBlockingSortMemoryUsageBytes (100 MB). */
+	 * allowDiskUseByDefault (true, as mongod since 6.0),
+	 * internalQueryMaxBlockingSortMemoryUsageBytes and
+	 * internalDocumentSourceGroupMaxMemoryBytes (100 MB each). */
 	atomic_bool allow_disk_use_by_default;
 	atomic_llong sort_memory_limit;
+	atomic_llong group_memory_limit;
 };
 
 struct client {

@@ -10,6 +10,7 @@
 #include "expr/accum.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -934,6 +935,108 @@ int
 accum_finalize(const accum_t *a, const accum_state_t *st, expr_env_t *env, bson_value_t *out, terr_t *err)
 {
 	return a->op->finalize(a, st, env, out, err);
+}
+
+/* ---- spilling: a partial state as BSON ----------------------------------- */
+
+/* The numeric part of a state, kept as raw bytes: a spill file is read back
+ * by the process that wrote it, and the running sum's exact parts (128-bit
+ * integer, Kahan compensation, decimal) survive unchanged. */
+typedef struct state_pod {
+	expr_sum_t sum;
+	int64_t count;
+	double mean, m2;
+	bool has;
+	uint64_t seq;
+} state_pod_t;
+
+void
+accum_state_save(const accum_t *a, const accum_state_t *st, bson_t *out, const char *key)
+{
+	state_pod_t pod;
+	bson_t d, items, item;
+	char k[24];
+
+	memset(&pod, 0, sizeof pod);
+	pod.sum = st->sum;
+	pod.count = st->count;
+	pod.mean = st->mean;
+	pod.m2 = st->m2;
+	pod.has = st->has;
+	pod.seq = st->seq;
+	bson_append_document_begin(out, key, -1, &d);
+	bson_append_binary(&d, "p", 1, BSON_SUBTYPE_BINARY, (const uint8_t *)&pod, sizeof pod);
+	if (st->has)
+		bv_append(&d, "v", 1, &st->val);
+	bson_append_array_begin(&d, "i", 1, &items);
+	for (size_t i = 0; i < st->n; i++) {
+		snprintf(k, sizeof k, "%zu", i);
+		bson_append_array_begin(&items, k, -1, &item);
+		bv_append(&item, "0", 1, &st->items[i].v);
+		for (size_t j = 0; st->items[i].keys != NULL && j < a->nkeys; j++) {
+			snprintf(k, sizeof k, "%zu", j + 1);
+			bv_append(&item, k, -1, &st->items[i].keys[j]);
+		}
+		bson_append_array_end(&items, &item);
+	}
+	bson_append_array_end(&d, &items);
+	bson_append_document_end(out, &d);
+}
+
+int
+accum_state_load(const accum_t *a, const bson_value_t *saved, accum_state_t **out, terr_t *err)
+{
+	accum_state_t *st = accum_state_new(a);
+	bson_t d, item;
+	bson_iter_t it, ii, ki;
+	const uint8_t *bytes = NULL;
+	uint32_t len = 0;
+	bson_subtype_t sub;
+	state_pod_t pod;
+	bson_value_t keys[32];
+
+	*out = NULL;
+	if (saved->value_type != BSON_TYPE_DOCUMENT ||
+	    !bson_init_static(&d, saved->value.v_doc.data, saved->value.v_doc.data_len) ||
+	    !bson_iter_init_find(&it, &d, "p") || !BSON_ITER_HOLDS_BINARY(&it))
+		goto corrupt;
+	bson_iter_binary(&it, &sub, &len, &bytes);
+	if (len != sizeof pod || a->nkeys > 32)
+		goto corrupt;
+	memcpy(&pod, bytes, sizeof pod);
+	st->sum = pod.sum;
+	st->count = pod.count;
+	st->mean = pod.mean;
+	st->m2 = pod.m2;
+	if (pod.has) {
+		if (!bson_iter_init_find(&it, &d, "v"))
+			goto corrupt;
+		value_copy(bson_iter_value(&it), &st->val);
+		st->has = true;
+	}
+	if (!bson_iter_init_find(&it, &d, "i") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &ii))
+		goto corrupt;
+	while (bson_iter_next(&ii)) {
+		size_t nk = 0;
+		const uint8_t *data;
+		uint32_t dlen;
+
+		if (!BSON_ITER_HOLDS_ARRAY(&ii))
+			goto corrupt;
+		bson_iter_array(&ii, &dlen, &data);
+		if (!bson_init_static(&item, data, dlen) || !bson_iter_init(&ki, &item) || !bson_iter_next(&ki))
+			goto corrupt;
+		bson_value_t v = *bson_iter_value(&ki);
+		while (bson_iter_next(&ki) && nk < a->nkeys)
+			keys[nk++] = *bson_iter_value(&ki);
+		items_push(a, st, st->n, &v, nk > 0 ? keys : NULL);
+	}
+	st->seq = pod.seq > st->seq ? pod.seq : st->seq;
+	*out = st;
+	return 0;
+corrupt:
+	accum_state_destroy(st);
+	return terr_set(err, TERR_INTERNAL_ERROR, "$group spill file holds a damaged accumulator state");
 }
 
 size_t

@@ -11,7 +11,11 @@
  * States hold their own copies of the values they keep, so the caller may
  * expr_env_reset() between documents.
  *
- * Not here: grouping itself, spilling, window frames (no removal yet).
+ * Partial states can be written out and read back (accum_state_save /
+ * accum_state_load) for a $group that spills, then combined (accum_merge).
+ *
+ * Not here: grouping itself, the spill files, window frames (no removal
+ * yet).
  */
 #ifndef TAMGA_EXPR_ACCUM_H
 #define TAMGA_EXPR_ACCUM_H
@@ -74,6 +78,15 @@ int accum_merge(const accum_t *a, accum_state_t *into, const accum_state_t *from
  * of nothing) come back as null, as $group reports them.
  */
 int accum_finalize(const accum_t *a, const accum_state_t *st, expr_env_t *env, bson_value_t *out, terr_t *err);
+
+/* A partial state as BSON, for a $group that spills to disk: append st to
+ * out (a document being built) under key.  accum_state_load reads such a
+ * value back into a new state (owned by the caller) equal to st, to be
+ * merged with accum_merge.  The numeric part is raw bytes: only the process
+ * that saved a state reads it back.  Load fails with 1 InternalError on a
+ * value that is not a saved state. */
+void accum_state_save(const accum_t *a, const accum_state_t *st, bson_t *out, const char *key);
+int accum_state_load(const accum_t *a, const bson_value_t *saved, accum_state_t **out, terr_t *err);
 
 /* Approximate bytes held by the state (for the 100 MB $group limit). */
 size_t accum_state_mem(const accum_state_t *st);

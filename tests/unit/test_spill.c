@@ -4,7 +4,9 @@
  * allowDiskUseByDefault (true), so find's sort, an aggregate's pushed-down
  * sort and a $sort stage (also top-k, also in a $lookup) spill past the
  * memory limit; allowDiskUse: false answers 292.  A single update's sort
- * (findAndModify, updateOne) keeps one document, as mongod's limit of 1.  The limit is set low
+ * (findAndModify, updateOne) keeps one document, as mongod's limit of 1.
+ * $group past internalDocumentSourceGroupMaxMemoryBytes writes partial
+ * groups to disk and merges them into the answer it gives in memory.  The limit is set low
  * with setParameter internalQueryMaxBlockingSortMemoryUsageBytes (as
  * mongod's jstests do), so no test writes 100 MB.  Also setParameter's and
  * getParameter's replies and errors for these parameters.
@@ -235,6 +237,113 @@ test_default_off(void)
 	check_sorted("{\"find\": \"c\", \"sort\": {\"k\": 1}, \"batchSize\": 1000}", NDOCS, 0, 1);
 }
 
+/* The first batch of a command on db "s" as canonical JSON ({"0": ...}),
+ * or the reply when it has none; the caller frees it. */
+static char *
+reply_json(const char *json)
+{
+	int rc;
+	bson_t *r = run("s", json, &rc);
+	char *j;
+	bson_iter_t f;
+
+	if (rc == 0 && tt_get(r, "cursor.firstBatch", &f)) {
+		bson_t arr;
+		const uint8_t *d;
+		uint32_t l;
+		bson_iter_array(&f, &l, &d);
+		bson_init_static(&arr, d, l);
+		j = bson_as_canonical_extended_json(&arr, NULL);
+	} else {
+		j = bson_as_relaxed_extended_json(r, NULL);
+	}
+	tt_free_reply(r);
+	return j;
+}
+
+static void
+set_group_limit(long long n)
+{
+	char *json = bson_strdup_printf("{\"setParameter\": 1, \"internalDocumentSourceGroupMaxMemoryBytes\": %lld}", n);
+	ok("admin", json);
+	bson_free(json);
+}
+
+/* $group past its memory limit writes partial groups to disk and merges
+ * them: the same answer as in memory, for every accumulator, mixed-type
+ * keys (1, 1.0, NumberLong(1): one group, first spelling), array and
+ * document keys; 292 when disk use is not allowed. */
+static void
+test_group_spills(void)
+{
+	static const char *const pipelines[] = {
+		"[{\"$group\": {\"_id\": {\"$cond\": [{\"$eq\": [{\"$mod\": [\"$_id\", 3]}, 0]},"
+		" {\"$toLong\": {\"$mod\": [\"$k\", 40]}}, {\"$mod\": [\"$k\", 40]}]},"
+		" \"sum\": {\"$sum\": \"$k\"}, \"fsum\": {\"$sum\": {\"$multiply\": [\"$k\", 0.1]}},"
+		" \"avg\": {\"$avg\": \"$k\"}, \"n\": {\"$count\": {}}, \"min\": {\"$min\": \"$_id\"},"
+		" \"max\": {\"$max\": \"$_id\"}, \"first\": {\"$first\": \"$_id\"}, \"last\": {\"$last\": \"$_id\"},"
+		" \"push\": {\"$push\": \"$_id\"}, \"set\": {\"$addToSet\": {\"$mod\": [\"$_id\", 7]}},"
+		" \"mo\": {\"$mergeObjects\": {\"$arrayToObject\": [[[{\"$toString\": {\"$mod\": [\"$_id\", 4]}}, \"$_id\"]]]}},"
+		" \"sdp\": {\"$stdDevPop\": \"$k\"}, \"sds\": {\"$stdDevSamp\": \"$_id\"},"
+		" \"fn\": {\"$firstN\": {\"input\": \"$_id\", \"n\": 3}}, \"ln\": {\"$lastN\": {\"input\": \"$_id\", \"n\": 3}},"
+		" \"mxn\": {\"$maxN\": {\"input\": \"$_id\", \"n\": 2}}, \"mnn\": {\"$minN\": {\"input\": \"$_id\", \"n\": 2}},"
+		" \"top\": {\"$top\": {\"sortBy\": {\"k\": -1}, \"output\": \"$_id\"}},"
+		" \"bot\": {\"$bottom\": {\"sortBy\": {\"k\": -1}, \"output\": [\"$_id\", \"$k\"]}},"
+		" \"topn\": {\"$topN\": {\"sortBy\": {\"_id\": 1}, \"output\": \"$k\", \"n\": 2}},"
+		" \"botn\": {\"$bottomN\": {\"sortBy\": {\"_id\": 1}, \"output\": \"$k\", \"n\": 2}},"
+		" \"med\": {\"$median\": {\"input\": \"$k\", \"method\": \"approximate\"}},"
+		" \"pct\": {\"$percentile\": {\"input\": \"$_id\", \"p\": [0.1, 0.9], \"method\": \"approximate\"}}}},"
+		/* partial variances merge with rounding in the last bits */
+		" {\"$set\": {\"sdp\": {\"$round\": [\"$sdp\", 9]}, \"sds\": {\"$round\": [\"$sds\", 9]}}},"
+		" {\"$sort\": {\"_id\": 1}}]",
+		/* array and document keys, a missing key (null) */
+		"[{\"$group\": {\"_id\": [{\"$mod\": [\"$_id\", 5]}, {\"a\": {\"$mod\": [\"$k\", 3]}}],"
+		" \"ids\": {\"$push\": \"$_id\"}}}, {\"$sort\": {\"ids\": 1}}]",
+		"[{\"$group\": {\"_id\": \"$nosuch\", \"ids\": {\"$push\": \"$_id\"}, \"n\": {\"$sum\": 1}}}]",
+	};
+
+	for (size_t i = 0; i < sizeof pipelines / sizeof pipelines[0]; i++) {
+		char *cmd = bson_strdup_printf("{\"aggregate\": \"c\", \"pipeline\": %s, \"cursor\": {\"batchSize\": 1000}}",
+		                               pipelines[i]);
+		char *no_disk = bson_strdup_printf("{\"aggregate\": \"c\", \"pipeline\": %s, \"cursor\": {},"
+		                                   " \"allowDiskUse\": false}", pipelines[i]);
+		char *want, *got;
+
+		set_group_limit(100LL * 1024 * 1024);
+		want = reply_json(cmd);
+		TT_ASSERT(strstr(want, "errmsg") == NULL);
+		set_group_limit(4096);
+		got = reply_json(cmd);
+		if (strcmp(want, got) != 0) {
+			size_t at = 0;
+			while (want[at] == got[at])
+				at++;
+			at = at > 200 ? at - 200 : 0;
+			TT_FAIL_("pipeline %zu: spilled ...%.400s\nin memory ...%.400s", i, got + at, want + at);
+		}
+		fails("s", no_disk, 292,
+		      "PlanExecutor error during aggregation :: caused by :: Exceeded memory limit for $group, but "
+		      "didn't allow external sort. Pass allowDiskUse:true to opt in.");
+		bson_free(want);
+		bson_free(got);
+		bson_free(cmd);
+		bson_free(no_disk);
+	}
+	/* spilled output comes in key order; the first spelling of a key wins */
+	{
+		char *got = reply_json("{\"aggregate\": \"c\", \"pipeline\": [{\"$group\": {\"_id\": {\"$cond\": [{\"$lt\": [\"$_id\", 150]},"
+		                       " {\"$toDouble\": {\"$mod\": [\"$k\", 5]}}, {\"$mod\": [\"$k\", 5]}]}, \"n\": {\"$sum\": 1},"
+		                       " \"p\": {\"$push\": \"$pad\"}}}, {\"$project\": {\"n\": 1}}], \"cursor\": {}}");
+		TT_EQ_STR(got, "{ \"0\" : { \"_id\" : { \"$numberDouble\" : \"0.0\" }, \"n\" : { \"$numberInt\" : \"60\" } }, "
+		               "\"1\" : { \"_id\" : { \"$numberDouble\" : \"1.0\" }, \"n\" : { \"$numberInt\" : \"60\" } }, "
+		               "\"2\" : { \"_id\" : { \"$numberDouble\" : \"2.0\" }, \"n\" : { \"$numberInt\" : \"60\" } }, "
+		               "\"3\" : { \"_id\" : { \"$numberDouble\" : \"3.0\" }, \"n\" : { \"$numberInt\" : \"60\" } }, "
+		               "\"4\" : { \"_id\" : { \"$numberDouble\" : \"4.0\" }, \"n\" : { \"$numberInt\" : \"60\" } } }");
+		bson_free(got);
+	}
+	set_group_limit(100LL * 1024 * 1024);
+}
+
 /* setParameter's errors, as mongod's */
 static void
 test_set_parameter_errors(void)
@@ -254,6 +363,8 @@ test_set_parameter_errors(void)
 	fails("admin", "{\"setParameter\": 1, \"internalQueryMaxBlockingSortMemoryUsageBytes\": \"a\"}", 2,
 	      "Failed validating internalQueryMaxBlockingSortMemoryUsageBytes: Unable to coerce value to "
 	      "integral type");
+	fails("admin", "{\"setParameter\": 1, \"internalDocumentSourceGroupMaxMemoryBytes\": 0}", 2,
+	      "Invalid value for parameter internalDocumentSourceGroupMaxMemoryBytes: 0 is not greater than 0");
 	fails("admin", "{\"setParameter\": 1, \"internalQueryMaxBlockingSortMemoryUsageBytes\": 1e12}", 2,
 	      "Failed validating internalQueryMaxBlockingSortMemoryUsageBytes: Out of bounds coercing to "
 	      "integral value");
@@ -289,6 +400,7 @@ main(void)
 	TT_RUN(test_opt_out);
 	TT_RUN(test_default_off);
 	TT_RUN(test_set_parameter_errors);
+	TT_RUN(test_group_spills);
 	tt_close_rm(db, dir);
 	return tt_finish();
 }
