@@ -1,8 +1,9 @@
 // spill.js -- mongosh against tamgad: blocking sorts past their memory limit
 // write to disk by default, as mongod 6.0+ does (allowDiskUseByDefault
 // true); allowDiskUse: false, or the parameter turned off, answers 292
-// with mongod's message.  The limit is lowered with setParameter
-// internalQueryMaxBlockingSortMemoryUsageBytes, as mongod's own spilling
+// with mongod's message; the same for $group.  The limits are lowered with setParameter
+// internalQueryMaxBlockingSortMemoryUsageBytes and
+// internalDocumentSourceGroupMaxMemoryBytes, as mongod's own spilling
 // jstests do, so nothing large is written.  Run by CTest through
 // with_tamgad.sh:  mongosh $TAMGA_URI --quiet --file spill.js
 load(__dirname + '/harness.js');
@@ -71,6 +72,23 @@ test('findOneAndUpdate with a sort takes the first in order (one document held)'
 	const r = c.findOneAndUpdate({k: {$gte: 5}}, {$set: {hit: 1}}, {sort: {k: 1}, returnDocument: 'after'});
 	eq(r.k, 5, 'k');
 	eq(c.countDocuments({hit: 1}), 1, 'one updated');
+});
+
+test('$group past its memory limit spills and answers as in memory; 292 when told not to', () => {
+	const pipeline = [{$group: {_id: '$g', n: {$sum: 1}, ks: {$push: '$k'}, first: {$first: '$_id'},
+		last: {$last: '$_id'}, avg: {$avg: '$k'}, top: {$topN: {n: 2, sortBy: {k: -1}, output: '$k'}}}},
+		{$sort: {_id: 1}}];
+	const inMemory = c.aggregate(pipeline).toArray();
+	eq(admin.runCommand({setParameter: 1, internalDocumentSourceGroupMaxMemoryBytes: 2048}).was,
+		100 * 1024 * 1024, 'was');
+	try {
+		eq(c.aggregate(pipeline).toArray(), inMemory, 'spilled');
+		const e = err(() => c.aggregate(pipeline, {allowDiskUse: false}).toArray());
+		eq(e.code, 292, 'code');
+		ok(e.msg.includes("Exceeded memory limit for $group, but didn't allow external sort."), e.msg);
+	} finally {
+		admin.runCommand({setParameter: 1, internalDocumentSourceGroupMaxMemoryBytes: 100 * 1024 * 1024});
+	}
 });
 
 test('setParameter errors as mongod', () => {
