@@ -523,7 +523,7 @@ param_append(engine_t *e, bson_t *out, const char *key, const param_t *p)
 
 	switch (p->kind) {
 	case PARAM_INT:
-		if (v > INT32_MAX || v < INT32_MIN)
+		if (p->wide || v > INT32_MAX || v < INT32_MIN)   /* a long long parameter is a NumberLong */
 			BSON_APPEND_INT64(out, key, v);
 		else
 			BSON_APPEND_INT32(out, key, (int32_t)v);

@@ -374,6 +374,14 @@ test_set_parameter_errors(void)
 	        "\"internalQueryMaxBlockingSortMemoryUsageBytes\": 1}", &rc);
 	TT_EQ_JSON(r, "{ \"allowDiskUseByDefault\" : true, \"internalQueryMaxBlockingSortMemoryUsageBytes\" : 32768, \"ok\" : 1.0 }");
 	tt_free_reply(r);
+	/* a long long parameter answers a NumberLong, an int one an int */
+	r = run("admin", "{\"getParameter\": 1, \"internalDocumentSourceGroupMaxMemoryBytes\": 1}", &rc);
+	TT_EQ_INT(rc, 0);
+	{
+		bson_iter_t f;
+		TT_ASSERT(tt_get(r, "internalDocumentSourceGroupMaxMemoryBytes", &f) && BSON_ITER_HOLDS_INT64(&f));
+	}
+	tt_free_reply(r);
 	/* only on admin */
 	fails("s", "{\"setParameter\": 1, \"allowDiskUseByDefault\": true}", 13, NULL);
 }

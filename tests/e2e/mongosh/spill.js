@@ -79,8 +79,8 @@ test('$group past its memory limit spills and answers as in memory; 292 when tol
 		last: {$last: '$_id'}, avg: {$avg: '$k'}, top: {$topN: {n: 2, sortBy: {k: -1}, output: '$k'}}}},
 		{$sort: {_id: 1}}];
 	const inMemory = c.aggregate(pipeline).toArray();
-	eq(admin.runCommand({setParameter: 1, internalDocumentSourceGroupMaxMemoryBytes: 2048}).was,
-		100 * 1024 * 1024, 'was');
+	const was = admin.runCommand({setParameter: 1, internalDocumentSourceGroupMaxMemoryBytes: 2048}).was;
+	eq(Number(was), 100 * 1024 * 1024, 'was');
 	try {
 		eq(c.aggregate(pipeline).toArray(), inMemory, 'spilled');
 		const e = err(() => c.aggregate(pipeline, {allowDiskUse: false}).toArray());
