@@ -50,10 +50,11 @@ typedef struct agg_host {
 	/* allowDiskUse (the command's, else allowDiskUseByDefault): a sort
 	 * past its memory limit writes sorted runs to files in spill_dir and
 	 * merges them -- the pushed-down sort and $sort; $group writes its
-	 * partial groups there the same way.  Without it such a stage fails
-	 * with 292 (238 when disk use is allowed but there is no spill_dir).
-	 * $bucketAuto, $setWindowFields and $densify do not spill yet: past
-	 * 100 MB they fail with 292, or 238 when disk use is allowed. */
+	 * partial groups there the same way, and $bucketAuto its sort.
+	 * Without it such a stage fails with 292 (238 when disk use is
+	 * allowed but there is no spill_dir).  $setWindowFields and $densify
+	 * do not spill yet: past 100 MB they fail with 292, or 238 when disk
+	 * use is allowed. */
 	bool allow_disk_use;
 	const char *spill_dir;        /* "<dbpath>/_tmp", must exist; NULL = none */
 	/* internalQueryMaxBlockingSortMemoryUsageBytes for the sorts above;
@@ -62,6 +63,9 @@ typedef struct agg_host {
 	/* internalDocumentSourceGroupMaxMemoryBytes for $group; 0 =
 	 * AGG_MEMORY_LIMIT. */
 	uint64_t group_memory_limit;
+	/* internalDocumentSourceBucketAutoMaxMemoryBytes for $bucketAuto's
+	 * sort; 0 = AGG_MEMORY_LIMIT. */
+	uint64_t bucket_auto_memory_limit;
 	bool bypass_validation;       /* bypassDocumentValidation for $out / $merge */
 	bool sync;                    /* writes of $out/$merge wait for the journal */
 	int64_t deadline_us;          /* maxTimeMS (cmd_now_us scale), 0 = none */

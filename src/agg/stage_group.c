@@ -14,8 +14,8 @@
  * spill directory and merges them) and the table starts empty again; at the
  * end the sorted partial groups of one key, which come out together and in
  * the order they were written, are merged (accum_merge) and finalized.  A
- * group that spilled outputs in key order, as mongod's.  $bucketAuto does
- * not spill yet (238 past 100 MB with allowDiskUse).
+ * group that spilled outputs in key order, as mongod's.  $bucketAuto sorts
+ * its input on the same sorter, so it spills as a $sort does.
  */
 #include "agg/agg_private.h"
 
@@ -958,16 +958,18 @@ err:
 	return ret;
 }
 
-typedef struct bauto_entry {
-	bson_t *doc;
-	bson_t *key;              /* {"": groupBy value} */
-	int64_t seq;
-} bauto_entry_t;
-
+/* Input documents are sorted by their groupBy value on query/sort.h's
+ * sorter as {k: {"": value}, d: document} (the value wrapped: compared
+ * whole, arrays too; ties keep arrival order), so past the memory limit
+ * (internalDocumentSourceBucketAutoMaxMemoryBytes) they spill to disk like
+ * a $sort; buckets are then cut from the sorted stream with one document of
+ * lookahead. */
 typedef struct bauto_state {
-	bauto_entry_t *e;
-	int64_t n, cap;
-	int64_t pos;              /* next entry to put in a bucket */
+	sort_spec_t *spec;        /* {k: 1} under the pipeline's collation */
+	sorter_t *sorter;
+	bson_t *ahead;            /* the next sorted document (owned), NULL at the end */
+	int64_t n;                /* documents sorted */
+	int64_t pos;              /* documents put in buckets so far */
 	int64_t made;             /* buckets output so far */
 	bool filled;
 	bson_t out;
@@ -975,18 +977,7 @@ typedef struct bauto_state {
 
 AGG_DEFINE_OPEN_WITH_OUT(bauto_open, bauto_state_t)
 
-static int
-bauto_cmp(const void *pa, const void *pb, void *coll)
-{
-	const bauto_entry_t *a = pa, *b = pb;
-	bson_value_t x, y;
-	int c;
-
-	key_value(a->key, &x);
-	key_value(b->key, &y);
-	c = bv_compare_coll(&x, &y, coll);
-	return c != 0 ? c : (a->seq < b->seq ? -1 : a->seq > b->seq);
-}
+static int bauto_read_ahead(bauto_state_t *bs, terr_t *err);
 
 static int
 bauto_fill(agg_rt_t *rt, terr_t *err)
@@ -996,38 +987,73 @@ bauto_fill(agg_rt_t *rt, terr_t *err)
 	const agg_host_t *h = rt->x->p->host;
 	const bson_t *d;
 	bson_value_t v;
-	int64_t bytes = 0;
-	int rc;
+	bson_t *spec, w, k;
+	int rc, ret;
 
+	spec = BCON_NEW("k", BCON_INT32(1));
+	ret = sort_spec_parse(spec, &bs->spec, err);
+	bson_destroy(spec);
+	if (ret != 0)
+		return -1;
+	sort_spec_set_collation(bs->spec, bp->coll);
+	bs->sorter = sorter_new(bs->spec, 0, h != NULL && h->allow_disk_use,
+	                        h != NULL && h->bucket_auto_memory_limit > 0 ? h->bucket_auto_memory_limit :
+	                                                                      (uint64_t)AGG_MEMORY_LIMIT);
+	if (h != NULL && h->spill_dir != NULL)
+		sorter_set_spill_dir(bs->sorter, h->spill_dir);
 	while ((rc = agg_rt_pull(rt, &d, err)) == 1) {
-		bauto_entry_t *e;
-		if (bs->n == bs->cap) {
-			bs->cap = bs->cap ? bs->cap * 2 : 64;
-			bs->e = bson_realloc(bs->e, sizeof(bauto_entry_t) * (size_t)bs->cap);
-		}
-		e = &bs->e[bs->n];
-		e->doc = bson_copy(d);
-		e->seq = bs->n++;
-		e->key = bson_new();
-		RET(agg_eval(rt, bp->group_by, e->doc, true, &v, err));
+		RET(agg_eval(rt, bp->group_by, d, true, &v, err));
 		if (v.value_type == BSON_TYPE_EOD)
 			v.value_type = BSON_TYPE_NULL;
-		bv_append(e->key, "", 0, &v);
-		bytes += d->len + e->key->len + 64;
-		if (bytes > AGG_MEMORY_LIMIT) {
-			if (h != NULL && h->allow_disk_use)
-				return terr_set(err, TERR_NOT_IMPLEMENTED,
-				    "$bucketAuto needs more than 100 MB and spilling to disk is not supported by Tamga yet");
-			return terr_set(err, TERR_QUERY_EXCEEDED_MEMORY_LIMIT_NO_DISK_USE_ALLOWED,
-			    "Sort exceeded memory limit of %lld bytes, but did not opt in to external sorting.",
-			    (long long)AGG_MEMORY_LIMIT);
-		}
+		bson_init(&w);
+		bson_append_document_begin(&w, "k", 1, &k);
+		bv_append(&k, "", 0, &v);
+		bson_append_document_end(&w, &k);
+		BSON_APPEND_DOCUMENT(&w, "d", d);
+		ret = sorter_add(bs->sorter, &w, err);
+		bson_destroy(&w);
+		if (ret != 0)
+			return -1;
+		bs->n++;
 	}
 	if (rc < 0)
 		return -1;
-	if (bs->n > 1)
-		qsort_r(bs->e, (size_t)bs->n, sizeof(bauto_entry_t), bauto_cmp, (void *)bp->coll);
+	RET(sorter_finish_ex(bs->sorter, err));
+	return bauto_read_ahead(bs, err);
+}
+
+static int
+bauto_read_ahead(bauto_state_t *bs, terr_t *err)
+{
+	const bson_t *d;
+	int rc;
+
+	if (bs->ahead != NULL) {
+		bson_destroy(bs->ahead);
+		bs->ahead = NULL;
+	}
+	if ((rc = sorter_next_ex(bs->sorter, &d, err)) < 0)
+		return -1;
+	if (rc == 1)
+		bs->ahead = bson_copy(d);
 	return 0;
+}
+
+/* The groupBy value and the document of a sorted entry, borrowed from it. */
+static void
+bauto_entry(const bson_t *e, bson_value_t *key, bson_t *doc)
+{
+	bson_iter_t it;
+	const uint8_t *data;
+	uint32_t len;
+
+	key->value_type = BSON_TYPE_NULL;
+	if (partial_key(e, key) && bson_iter_init_find(&it, e, "d") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+		bson_iter_document(&it, &len, &data);
+		if (bson_init_static(doc, data, len))
+			return;
+	}
+	bson_init(doc);
 }
 
 static int
@@ -1035,53 +1061,57 @@ bauto_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 {
 	const bauto_plan_t *bp = rt->st->plan;
 	bauto_state_t *bs = rt->state;
-	int64_t size, end, i;
-	bson_value_t lo, hi, last, v;
+	int64_t size, taken = 0;
+	bson_value_t lo, last, v;
 	accum_state_t **st;
-	bson_t id;
-	int a, ret = 0;
+	bson_t id, doc;
+	bool last_bucket;
+	int a, ret = -1;
 
 	if (!bs->filled) {
 		bs->filled = true;
 		RET(bauto_fill(rt, err));
 	}
-	if (bs->pos >= bs->n)
+	if (bs->ahead == NULL)
 		return 0;
 	/* mongod: round(n / buckets) per bucket, never splitting equal values */
 	size = (int64_t)((double)bs->n / (double)bp->buckets + 0.5);
 	if (size < 1)
 		size = 1;
-	end = bs->pos + size;
-	if (end > bs->n || bs->made == bp->buckets - 1)
-		end = bs->n;
-	key_value(bs->e[end - 1].key, &last);
-	while (end < bs->n) {
-		key_value(bs->e[end].key, &v);
-		if (bv_compare_coll(&v, &last, bp->coll) != 0)
-			break;
-		end++;
-	}
-	key_value(bs->e[bs->pos].key, &lo);
-	if (end < bs->n)
-		key_value(bs->e[end].key, &hi);
-	else
-		key_value(bs->e[end - 1].key, &hi);
+	last_bucket = bs->made == bp->buckets - 1;
+	memset(&lo, 0, sizeof lo);
+	memset(&last, 0, sizeof last);
 	st = bson_malloc0(sizeof(accum_state_t *) * (size_t)(bp->n + 1));
 	for (a = 0; a < bp->n; a++)
 		st[a] = accum_state_new(bp->accs[a]);
-	for (i = bs->pos; i < end; i++) {
+	while (bs->ahead != NULL) {
+		bauto_entry(bs->ahead, &v, &doc);
+		if (taken >= size && !last_bucket && bv_compare_coll(&v, &last, bp->coll) != 0)
+			break;
+		if (taken == 0)
+			bson_value_copy(&v, &lo);
+		bson_value_destroy(&last);
+		bson_value_copy(&v, &last);
 		expr_env_reset(rt->env);
-		expr_env_set_root(rt->env, bs->e[i].doc);
+		expr_env_set_root(rt->env, &doc);
 		for (a = 0; a < bp->n; a++)
 			ERR(accum_process(bp->accs[a], st[a], rt->env, err));
+		taken++;
+		ERR(bauto_read_ahead(bs, err));
 	}
 	bson_reinit(&bs->out);
 	bson_append_document_begin(&bs->out, "_id", 3, &id);
 	bv_append(&id, "min", 3, &lo);
-	bv_append(&id, "max", 3, &hi);
+	/* the next bucket's first value, else this one's last */
+	if (bs->ahead != NULL) {
+		bauto_entry(bs->ahead, &v, &doc);
+		bv_append(&id, "max", 3, &v);
+	} else {
+		bv_append(&id, "max", 3, &last);
+	}
 	bson_append_document_end(&bs->out, &id);
 	ERR(fields_finalize(rt, bp->names, bp->accs, st, bp->n, &bs->out, err));
-	bs->pos = end;
+	bs->pos += taken;
 	bs->made++;
 	*out = &bs->out;
 	ret = 1;
@@ -1089,6 +1119,8 @@ err:
 	for (a = 0; a < bp->n; a++)
 		accum_state_destroy(st[a]);
 	bson_free(st);
+	bson_value_destroy(&lo);
+	bson_value_destroy(&last);
 	return ret;
 }
 
@@ -1096,13 +1128,11 @@ static void
 bauto_close(agg_rt_t *rt)
 {
 	bauto_state_t *bs = rt->state;
-	int64_t i;
 
-	for (i = 0; i < bs->n; i++) {
-		bson_destroy(bs->e[i].doc);
-		bson_destroy(bs->e[i].key);
-	}
-	bson_free(bs->e);
+	if (bs->ahead != NULL)
+		bson_destroy(bs->ahead);
+	sorter_free(bs->sorter);
+	sort_spec_free(bs->spec);
 	bson_destroy(&bs->out);
 	bson_free(bs);
 }

@@ -483,13 +483,27 @@ store_group_memory_limit(engine_t *e, int64_t v)
 	atomic_store(&e->group_memory_limit, (long long)v);
 }
 
+static int64_t
+get_bucket_auto_memory_limit(engine_t *e)
+{
+	return atomic_load(&e->bucket_auto_memory_limit);
+}
+
+static void
+store_bucket_auto_memory_limit(engine_t *e, int64_t v)
+{
+	atomic_store(&e->bucket_auto_memory_limit, (long long)v);
+}
+
 static const param_t params[] = {
 	{"allowDiskUseByDefault", PARAM_BOOL, 0, NULL, true, get_allow_disk_use_by_default,
 	 store_allow_disk_use_by_default},
 	{"authenticationMechanisms", PARAM_MECHS, 0, NULL, false, NULL, NULL, 0},
 	{"cursorTimeoutMillis", PARAM_INT, CURSOR_TIMEOUT_MS, NULL, true, NULL, NULL, 0},
 	{"featureCompatibilityVersion", PARAM_FCV, 0, NULL, false, NULL, NULL, 0},
-	/* AtomicWord<long long>, validator gt: 0 */
+	/* AtomicWord<long long>, validator gt: 0 (both) */
+	{"internalDocumentSourceBucketAutoMaxMemoryBytes", PARAM_INT, 0, NULL, true, get_bucket_auto_memory_limit,
+	 store_bucket_auto_memory_limit, true, 0, true},
 	{"internalDocumentSourceGroupMaxMemoryBytes", PARAM_INT, 0, NULL, true, get_group_memory_limit,
 	 store_group_memory_limit, true, 0, true},
 	/* AtomicWord<int>, validator gte: 0 */

@@ -295,6 +295,7 @@ CMD_HANDLER(cmd_aggregate)
 	a->host.spill_dir = c->engine->tmp_dir;
 	a->host.sort_memory_limit = cmd_sort_memory_limit(c);
 	a->host.group_memory_limit = (uint64_t)atomic_load(&c->engine->group_memory_limit);
+	a->host.bucket_auto_memory_limit = (uint64_t)atomic_load(&c->engine->bucket_auto_memory_limit);
 	a->host.bypass_validation = bypass;
 	a->host.sync = write_concern_sync(c);
 	a->host.deadline_us = c->deadline_us;

@@ -26,10 +26,12 @@ struct engine {
 	/* Server parameters settable at runtime (setParameter, cmd_admin.c):
 	 * allowDiskUseByDefault (true, as mongod since 6.0),
 	 * internalQueryMaxBlockingSortMemoryUsageBytes and
-	 * internalDocumentSourceGroupMaxMemoryBytes (100 MB each). */
+	 * internalDocumentSourceGroupMaxMemoryBytes and
+	 * internalDocumentSourceBucketAutoMaxMemoryBytes (100 MB each). */
 	atomic_bool allow_disk_use_by_default;
 	atomic_llong sort_memory_limit;
 	atomic_llong group_memory_limit;
+	atomic_llong bucket_auto_memory_limit;
 };
 
 struct client {

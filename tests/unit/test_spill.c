@@ -6,7 +6,8 @@
  * memory limit; allowDiskUse: false answers 292.  A single update's sort
  * (findAndModify, updateOne) keeps one document, as mongod's limit of 1.
  * $group past internalDocumentSourceGroupMaxMemoryBytes writes partial
- * groups to disk and merges them into the answer it gives in memory.  The limit is set low
+ * groups to disk and merges them into the answer it gives in memory;
+ * $bucketAuto spills its sort.  The limit is set low
  * with setParameter internalQueryMaxBlockingSortMemoryUsageBytes (as
  * mongod's jstests do), so no test writes 100 MB.  Also setParameter's and
  * getParameter's replies and errors for these parameters.
@@ -344,6 +345,43 @@ test_group_spills(void)
 	set_group_limit(100LL * 1024 * 1024);
 }
 
+/* $bucketAuto sorts on the same sorter: past
+ * internalDocumentSourceBucketAutoMaxMemoryBytes it spills, with the
+ * buckets it makes in memory; 292 without disk use. */
+static void
+test_bucket_auto_spills(void)
+{
+	static const char *const pipelines[] = {
+		"[{\"$bucketAuto\": {\"groupBy\": {\"$mod\": [\"$k\", 50]}, \"buckets\": 7,"
+		" \"output\": {\"ids\": {\"$push\": \"$_id\"}, \"first\": {\"$first\": \"$_id\"}, \"n\": {\"$sum\": 1}}}}]",
+		"[{\"$bucketAuto\": {\"groupBy\": \"$k\", \"buckets\": 1000}}]",
+		"[{\"$bucketAuto\": {\"groupBy\": \"$nosuch\", \"buckets\": 3}}]",
+	};
+
+	for (size_t i = 0; i < sizeof pipelines / sizeof pipelines[0]; i++) {
+		char *cmd = bson_strdup_printf("{\"aggregate\": \"c\", \"pipeline\": %s, \"cursor\": {\"batchSize\": 1000}}",
+		                               pipelines[i]);
+		char *no_disk = bson_strdup_printf("{\"aggregate\": \"c\", \"pipeline\": %s, \"cursor\": {},"
+		                                   " \"allowDiskUse\": false}", pipelines[i]);
+		char *want, *got;
+
+		ok("admin", "{\"setParameter\": 1, \"internalDocumentSourceBucketAutoMaxMemoryBytes\": 104857600}");
+		want = reply_json(cmd);
+		TT_ASSERT(strstr(want, "errmsg") == NULL);
+		ok("admin", "{\"setParameter\": 1, \"internalDocumentSourceBucketAutoMaxMemoryBytes\": 4096}");
+		got = reply_json(cmd);
+		TT_EQ_STR(got, want);
+		fails("s", no_disk, 292,
+		      "PlanExecutor error during aggregation :: caused by :: Sort exceeded memory limit of 4096 bytes, "
+		      "but did not opt in to external sorting.");
+		bson_free(want);
+		bson_free(got);
+		bson_free(cmd);
+		bson_free(no_disk);
+	}
+	ok("admin", "{\"setParameter\": 1, \"internalDocumentSourceBucketAutoMaxMemoryBytes\": 104857600}");
+}
+
 /* setParameter's errors, as mongod's */
 static void
 test_set_parameter_errors(void)
@@ -409,6 +447,7 @@ main(void)
 	TT_RUN(test_default_off);
 	TT_RUN(test_set_parameter_errors);
 	TT_RUN(test_group_spills);
+	TT_RUN(test_bucket_auto_spills);
 	tt_close_rm(db, dir);
 	return tt_finish();
 }
