@@ -988,7 +988,7 @@ bauto_fill(agg_rt_t *rt, terr_t *err)
 	const bson_t *d;
 	bson_value_t v;
 	bson_t *spec, w, k;
-	int rc, ret;
+	int rc = 0, ret = 0;
 
 	spec = BCON_NEW("k", BCON_INT32(1));
 	ret = sort_spec_parse(spec, &bs->spec, err);
@@ -1001,22 +1001,23 @@ bauto_fill(agg_rt_t *rt, terr_t *err)
 	                                                                      (uint64_t)AGG_MEMORY_LIMIT);
 	if (h != NULL && h->spill_dir != NULL)
 		sorter_set_spill_dir(bs->sorter, h->spill_dir);
-	while ((rc = agg_rt_pull(rt, &d, err)) == 1) {
-		RET(agg_eval(rt, bp->group_by, d, true, &v, err));
+	bson_init(&w);        /* one buffer for every wrapper: the sorter copies it */
+	while (ret == 0 && (rc = agg_rt_pull(rt, &d, err)) == 1) {
+		ret = agg_eval(rt, bp->group_by, d, true, &v, err);
+		if (ret != 0)
+			break;
 		if (v.value_type == BSON_TYPE_EOD)
 			v.value_type = BSON_TYPE_NULL;
-		bson_init(&w);
+		bson_reinit(&w);
 		bson_append_document_begin(&w, "k", 1, &k);
 		bv_append(&k, "", 0, &v);
 		bson_append_document_end(&w, &k);
 		BSON_APPEND_DOCUMENT(&w, "d", d);
 		ret = sorter_add(bs->sorter, &w, err);
-		bson_destroy(&w);
-		if (ret != 0)
-			return -1;
 		bs->n++;
 	}
-	if (rc < 0)
+	bson_destroy(&w);
+	if (ret != 0 || rc < 0)
 		return -1;
 	RET(sorter_finish_ex(bs->sorter, err));
 	return bauto_read_ahead(bs, err);
