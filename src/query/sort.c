@@ -19,6 +19,7 @@
 #include "common/mem.h"
 
 #define SORT_MAX_KEYS 32
+#define SORT_MAX_RUNS 64      /* open run files before they are merged into one */
 
 typedef struct sort_key_spec {
 	bpath_t path;
@@ -529,15 +530,15 @@ heap_build(sorter_t *st)
 	st->heaped = true;
 }
 
-/* Write the in-memory items, sorted, as a new run; memory is emptied. */
+/* A new unlinked temporary file in the spill directory. */
 static int
-spill(sorter_t *st, terr_t *err)
+spill_file_open(sorter_t *st, FILE **out, terr_t *err)
 {
 	char *path = bson_strdup_printf("%s/tamga-sort-XXXXXX", st->spill_dir);
 	int fd = mkstemp(path);
-	FILE *f;
 	int ret = 0;
 
+	*out = NULL;
 	if (fd < 0) {
 		ret = terr_set(err, TERR_INTERNAL_ERROR, "Sort could not spill to disk: %s: %s", path,
 		               strerror(errno));
@@ -546,12 +547,80 @@ spill(sorter_t *st, terr_t *err)
 	}
 	unlink(path);
 	bson_free(path);
-	f = fdopen(fd, "w+b");
-	if (f == NULL) {
+	*out = fdopen(fd, "w+b");
+	if (*out == NULL) {
 		close(fd);
 		return terr_set(err, TERR_INTERNAL_ERROR, "Sort could not spill to disk: %s",
 		                strerror(errno));
 	}
+	return 0;
+}
+
+static int run_advance(sorter_t *st, srun_t *r, terr_t *err);
+
+/* The run whose head sorts first (ties to the earlier run: runs hold
+ * earlier documents first), or NULL when every run is at its end. */
+static srun_t *
+runs_best(sorter_t *st)
+{
+	srun_t *best = NULL;
+
+	for (size_t i = 0; i < st->nruns; i++) {
+		srun_t *r = &st->runs[i];
+		if (r->head.keys != NULL &&
+		    (best == NULL || sort_key_compare(st->spec, r->head.keys, best->head.keys) < 0))
+			best = r;
+	}
+	return best;
+}
+
+/* Merge every run into one (at most `limit` documents with a limit), so
+ * that a sort with a small memory limit does not hold a file per run. */
+static int
+runs_compact(sorter_t *st, terr_t *err)
+{
+	FILE *f;
+	srun_t *best;
+	int64_t written = 0;
+	int ret = 0;
+
+	RET(spill_file_open(st, &f, err));
+	for (size_t i = 0; i < st->nruns && ret == 0; i++)
+		ret = run_advance(st, &st->runs[i], err);
+	while (ret == 0 && (st->limit == 0 || written < st->limit) && (best = runs_best(st)) != NULL) {
+		if (fwrite(best->head.data, 1, best->head.len, f) != best->head.len) {
+			ret = terr_set(err, TERR_INTERNAL_ERROR, "Sort could not spill to disk: %s", strerror(errno));
+			break;
+		}
+		written++;
+		ret = run_advance(st, best, err);
+	}
+	if (ret == 0 && (fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0))
+		ret = terr_set(err, TERR_INTERNAL_ERROR, "Sort could not spill to disk: %s", strerror(errno));
+	if (ret != 0) {
+		fclose(f);
+		return -1;
+	}
+	for (size_t i = 0; i < st->nruns; i++) {
+		item_free(&st->runs[i].head);
+		fclose(st->runs[i].f);
+	}
+	memset(&st->runs[0], 0, sizeof(srun_t));
+	st->runs[0].f = f;
+	st->nruns = 1;
+	return 0;
+}
+
+/* Write the in-memory items, sorted, as a new run; memory is emptied.
+ * Past SORT_MAX_RUNS runs they are first merged into one. */
+static int
+spill(sorter_t *st, terr_t *err)
+{
+	FILE *f;
+
+	if (st->nruns >= SORT_MAX_RUNS)
+		RET(runs_compact(st, err));
+	RET(spill_file_open(st, &f, err));
 	sort_items(st);
 	for (size_t i = 0; i < st->n; i++) {
 		if (fwrite(st->items[i].data, 1, st->items[i].len, f) != st->items[i].len) {
@@ -711,14 +780,7 @@ sorter_next(sorter_t *st)
 		return NULL;
 	if (st->read_err.code != 0)
 		return NULL;    /* a run was lost: nothing after it is in order */
-	for (size_t i = 0; i < st->nruns; i++) {
-		srun_t *r = &st->runs[i];
-
-		/* ties go to the earlier run: runs hold earlier documents first */
-		if (r->head.keys != NULL &&
-		    (best == NULL || sort_key_compare(st->spec, r->head.keys, best->head.keys) < 0))
-			best = r;
-	}
+	best = runs_best(st);
 	if (best == NULL)
 		return NULL;
 	item_free(&st->last);

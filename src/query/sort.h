@@ -79,8 +79,9 @@ typedef struct sorter sorter_t;
  * Past the memory limit, sorter_add fails with 292
  * (QueryExceededMemoryLimitNoDiskUseAllowed) unless allow_disk_use; then the
  * sorted documents are written to a temporary file in the spill directory
- * (sorter_set_spill_dir) and merged at the end, or, with no spill directory,
- * sorter_add fails with 238.
+ * (sorter_set_spill_dir) and merged at the end (past 64 runs, the runs are
+ * first merged into one, so a tiny limit does not hold a file per run), or,
+ * with no spill directory, sorter_add fails with 238.
  */
 sorter_t *sorter_new(const sort_spec_t *spec, int64_t limit, bool allow_disk_use,
                      uint64_t mem_limit);

@@ -4,6 +4,7 @@
  * spilling), with a randomized check of top-k against a reference sort.
  */
 #include <math.h>
+#include <sys/resource.h>
 
 #include "tt.h"
 #include "bson/path.h"
@@ -228,6 +229,65 @@ test_spill(void)
 		TT_ASSERT(bson_iter_init_find(&it, d, "v") && bson_iter_int32(&it) == 1);
 	}
 	sorter_free(st);
+	sort_spec_free(s);
+	bson_destroy(spec);
+	tt_rmdir(dir);
+	bson_free(dir);
+}
+
+/* A memory limit of one byte makes every document a run of its own: past
+ * 64 open runs they are merged into one (so 1000 runs fit in 200 open
+ * files), and the order stays the sort's with ties in arrival order; with a
+ * limit, the first k come back. */
+static void
+test_spill_many_runs(void)
+{
+	bson_t *spec = tt_json("{\"v\": -1}");
+	sort_spec_t *s = NULL;
+	terr_t err = TERR_INIT;
+	char *dir = tt_tmpdir("sortruns");
+	struct rlimit saved, low;
+
+	getrlimit(RLIMIT_NOFILE, &saved);
+	low = saved;
+	low.rlim_cur = 200;
+	setrlimit(RLIMIT_NOFILE, &low);
+	TT_ASSERT(sort_spec_parse(spec, &s, &err) == 0);
+	for (int k = 0; k <= 50; k += 50) {
+		sorter_t *st = sorter_new(s, k, true, 1);
+		const bson_t *d;
+		int prev_v = INT32_MAX, prev_i = -1, n = 0, ok = 1;
+
+		sorter_set_spill_dir(st, dir);
+		for (int i = 0; i < 1000; i++) {
+			bson_t *doc = bson_new();
+			BSON_APPEND_INT32(doc, "v", (i * 7919) % 97);
+			BSON_APPEND_INT32(doc, "i", i);
+			if (sorter_add(st, doc, &err) != 0)
+				ok = 0;
+			bson_destroy(doc);
+		}
+		TT_ASSERT(ok);
+		TT_ASSERT(sorter_finish_ex(st, &err) == 0);
+		while (sorter_next_ex(st, &d, &err) == 1) {
+			bson_iter_t it;
+			int v, i;
+			bson_iter_init_find(&it, d, "v");
+			v = bson_iter_int32(&it);
+			bson_iter_init_find(&it, d, "i");
+			i = bson_iter_int32(&it);
+			if (v > prev_v || (v == prev_v && i < prev_i))
+				ok = 0;
+			prev_v = v;
+			prev_i = i;
+			n++;
+		}
+		TT_ASSERT(ok);
+		TT_EQ_INT(n, k > 0 ? k : 1000);
+		TT_EQ_INT(err.code, 0);
+		sorter_free(st);
+	}
+	setrlimit(RLIMIT_NOFILE, &saved);
 	sort_spec_free(s);
 	bson_destroy(spec);
 	tt_rmdir(dir);
@@ -717,6 +777,7 @@ main(void)
 	TT_RUN(test_topk_and_limit);
 	TT_RUN(test_compare_docs);
 	TT_RUN(test_spill);
+	TT_RUN(test_spill_many_runs);
 	TT_RUN(test_dotted_paths);
 	TT_RUN(test_topk_random);
 	TT_RUN(test_topk_memory);
