@@ -1396,8 +1396,10 @@ plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
 			const bson_t *next;
 			if (!x->sorted && fill_sorter(x, s, err) != 0)
 				return -1;
-			if ((next = sorter_next(x->sorter)) == NULL)
-				return 0;
+			/* a spilled run that cannot be read back is an error, not
+			 * the end of the results */
+			if ((rc = sorter_next_ex(x->sorter, &next, err)) <= 0)
+				return rc;
 			bson_init_static(doc, bson_get_data(next), next->len);
 			rc = 1;
 		} else {
