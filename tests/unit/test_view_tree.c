@@ -23,15 +23,7 @@ static char *dir;
 static bson_t *
 run(const char *cmd, int *rc)
 {
-	char *json = bson_strdup(cmd);
-	bson_t *r;
-
-	for (char *p = json; *p != '\0'; p++)
-		if (*p == '\'')
-			*p = '"';
-	r = tt_run_json(db, "vt", json, rc);
-	bson_free(json);
-	return r;
+	return tt_run_sq(db, "vt", cmd, rc);
 }
 
 /* Run cmd; "ok", or "<code>: <errmsg>" (owned). */
@@ -66,12 +58,7 @@ code_of(const char *cmd)
 static char *
 batch(const char *cmd)
 {
-	int rc;
-	bson_t *r = run(cmd, &rc);
-	char *out = tt_batch_text(r, rc, "ok");
-
-	tt_free_reply(r);
-	return out;
+	return tt_batch_sq(db, "vt", cmd);
 }
 
 #define BATCH_EQ(cmd, want) do { char *got_ = batch(cmd); TT_EQ_STR(got_, (want)); bson_free(got_); } while (0)

@@ -127,6 +127,35 @@ tt_batch_text(const bson_t *reply, int rc, const char *none)
 	return bson_strdup(none);
 }
 
+/* tt_run_json with the command written in single quotes ({'find': 'c'}),
+ * easier to read inside C strings. */
+static inline bson_t *
+tt_run_sq(tamga_t *db, const char *dbname, const char *cmd, int *rc)
+{
+	char *json = bson_strdup(cmd);
+	bson_t *r;
+
+	for (char *p = json; *p != '\0'; p++)
+		if (*p == '\'')
+			*p = '"';
+	r = tt_run_json(db, dbname, json, rc);
+	bson_free(json);
+	return r;
+}
+
+/* The firstBatch of cmd (single-quoted JSON) as tt_batch_text gives it
+ * ("ok" for a reply without one).  The caller bson_free()s it. */
+static inline char *
+tt_batch_sq(tamga_t *db, const char *dbname, const char *cmd)
+{
+	int rc;
+	bson_t *r = tt_run_sq(db, dbname, cmd, &rc);
+	char *out = tt_batch_text(r, rc, "ok");
+
+	tt_free_reply(r);
+	return out;
+}
+
 /* A new database in the folder dir (tamga_open with "create"); prints the
  * error and returns NULL when it cannot be opened. */
 static inline tamga_t *
