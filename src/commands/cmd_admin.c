@@ -15,6 +15,7 @@
 #include "commands/commands_private.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <openssl/crypto.h>
 #include <openssl/opensslv.h>
 #include <openssl/rand.h>
@@ -437,9 +438,10 @@ typedef struct param {
 	int64_t i;
 	const char *s;
 	bool runtime;
-	/* the value the engine holds now (rows that setParameter changes) */
-	int64_t (*get)(engine_t *e);
-	void (*store)(engine_t *e, int64_t v);
+	/* rows that setParameter changes: the engine's atomic_llong holding
+	 * the value (offsetof(engine_t, ...)) */
+	bool held;
+	size_t off;
 	/* PARAM_INT rows with store: the IDL type (int, else long long) and
 	 * validator (gte: min, or gt: min when strict) */
 	bool wide;
@@ -447,75 +449,33 @@ typedef struct param {
 	bool strict;
 } param_t;
 
-static int64_t
-get_allow_disk_use_by_default(engine_t *e)
+/* The engine's value of a held row. */
+static atomic_llong *
+held_value(engine_t *e, const param_t *p)
 {
-	return atomic_load(&e->allow_disk_use_by_default);
-}
-
-static void
-store_allow_disk_use_by_default(engine_t *e, int64_t v)
-{
-	atomic_store(&e->allow_disk_use_by_default, v != 0);
-}
-
-static int64_t
-get_sort_memory_limit(engine_t *e)
-{
-	return atomic_load(&e->sort_memory_limit);
-}
-
-static void
-store_sort_memory_limit(engine_t *e, int64_t v)
-{
-	atomic_store(&e->sort_memory_limit, (long long)v);
-}
-
-static int64_t
-get_group_memory_limit(engine_t *e)
-{
-	return atomic_load(&e->group_memory_limit);
-}
-
-static void
-store_group_memory_limit(engine_t *e, int64_t v)
-{
-	atomic_store(&e->group_memory_limit, (long long)v);
-}
-
-static int64_t
-get_bucket_auto_memory_limit(engine_t *e)
-{
-	return atomic_load(&e->bucket_auto_memory_limit);
-}
-
-static void
-store_bucket_auto_memory_limit(engine_t *e, int64_t v)
-{
-	atomic_store(&e->bucket_auto_memory_limit, (long long)v);
+	return (atomic_llong *)((char *)e + p->off);
 }
 
 static const param_t params[] = {
-	{"allowDiskUseByDefault", PARAM_BOOL, 0, NULL, true, get_allow_disk_use_by_default,
-	 store_allow_disk_use_by_default},
-	{"authenticationMechanisms", PARAM_MECHS, 0, NULL, false, NULL, NULL, 0},
-	{"cursorTimeoutMillis", PARAM_INT, CURSOR_TIMEOUT_MS, NULL, true, NULL, NULL, 0},
-	{"featureCompatibilityVersion", PARAM_FCV, 0, NULL, false, NULL, NULL, 0},
+	{"allowDiskUseByDefault", PARAM_BOOL, 0, NULL, true, true, offsetof(engine_t, allow_disk_use_by_default)},
+	{"authenticationMechanisms", PARAM_MECHS, 0, NULL, false, false, 0},
+	{"cursorTimeoutMillis", PARAM_INT, CURSOR_TIMEOUT_MS, NULL, true, false, 0},
+	{"featureCompatibilityVersion", PARAM_FCV, 0, NULL, false, false, 0},
 	/* AtomicWord<long long>, validator gt: 0 (both) */
-	{"internalDocumentSourceBucketAutoMaxMemoryBytes", PARAM_INT, 0, NULL, true, get_bucket_auto_memory_limit,
-	 store_bucket_auto_memory_limit, true, 0, true},
-	{"internalDocumentSourceGroupMaxMemoryBytes", PARAM_INT, 0, NULL, true, get_group_memory_limit,
-	 store_group_memory_limit, true, 0, true},
+	{"internalDocumentSourceBucketAutoMaxMemoryBytes", PARAM_INT, 0, NULL, true, true,
+	 offsetof(engine_t, bucket_auto_memory_limit), true, 0, true},
+	{"internalDocumentSourceGroupMaxMemoryBytes", PARAM_INT, 0, NULL, true, true,
+	 offsetof(engine_t, group_memory_limit), true, 0, true},
 	/* AtomicWord<int>, validator gte: 0 */
-	{"internalQueryMaxBlockingSortMemoryUsageBytes", PARAM_INT, 0, NULL, true, get_sort_memory_limit,
-	 store_sort_memory_limit, false, 0, false},
-	{"localLogicalSessionTimeoutMinutes", PARAM_INT, SESSION_TIMEOUT_MINUTES, NULL, false, NULL, NULL, 0},
-	{"logLevel", PARAM_INT, 0, NULL, true, NULL, NULL, 0},
-	{"maxBSONDepth", PARAM_INT, 200, NULL, false, NULL, NULL, 0},
-	{"maxSessions", PARAM_INT, 1000000, NULL, false, NULL, NULL, 0},
-	{"quiet", PARAM_BOOL, 0, NULL, true, NULL, NULL, 0},
-	{"transactionLifetimeLimitSeconds", PARAM_INT, 60, NULL, true, NULL, NULL, 0},
-	{"tamgaVersion", PARAM_STR, 0, TAMGA_VERSION, false, NULL, NULL, 0},
+	{"internalQueryMaxBlockingSortMemoryUsageBytes", PARAM_INT, 0, NULL, true, true,
+	 offsetof(engine_t, sort_memory_limit), false, 0, false},
+	{"localLogicalSessionTimeoutMinutes", PARAM_INT, SESSION_TIMEOUT_MINUTES, NULL, false, false, 0},
+	{"logLevel", PARAM_INT, 0, NULL, true, false, 0},
+	{"maxBSONDepth", PARAM_INT, 200, NULL, false, false, 0},
+	{"maxSessions", PARAM_INT, 1000000, NULL, false, false, 0},
+	{"quiet", PARAM_BOOL, 0, NULL, true, false, 0},
+	{"transactionLifetimeLimitSeconds", PARAM_INT, 60, NULL, true, false, 0},
+	{"tamgaVersion", PARAM_STR, 0, TAMGA_VERSION, false, false, 0},
 };
 
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
@@ -532,7 +492,7 @@ param_find(const char *name)
 static void
 param_append(engine_t *e, bson_t *out, const char *key, const param_t *p)
 {
-	int64_t v = p->get != NULL ? p->get(e) : p->i;
+	int64_t v = p->held ? (int64_t)atomic_load(held_value(e, p)) : p->i;
 	bson_t sub;
 
 	switch (p->kind) {
@@ -646,7 +606,7 @@ CMD_HANDLER(cmd_set_parameter)
 			    "attempted to set unrecognized parameter [%s], use help:true to see options ", k);
 		if (!p->runtime)
 			return terr_set(err, TERR_ILLEGAL_OPERATION, "not allowed to change [%s] at runtime", k);
-		if (p->store == NULL)
+		if (!p->held)
 			return terr_set(err, TERR_NOT_IMPLEMENTED,
 			    "setParameter cannot change %s: Tamga holds it fixed", k);
 	}
@@ -678,7 +638,7 @@ CMD_HANDLER(cmd_set_parameter)
 		param_append(c->engine, &attr, "oldValue", p);
 		if (n == 0)
 			param_append(c->engine, c->reply, "was", p);
-		p->store(c->engine, v);
+		atomic_store(held_value(c->engine, p), (long long)v);
 		tlog('I', "COMMAND", 23435, "Successfully set parameter to new value", &attr);
 		bson_destroy(&attr);
 		n++;

@@ -28,7 +28,7 @@ struct engine {
 	 * internalQueryMaxBlockingSortMemoryUsageBytes and
 	 * internalDocumentSourceGroupMaxMemoryBytes and
 	 * internalDocumentSourceBucketAutoMaxMemoryBytes (100 MB each). */
-	atomic_bool allow_disk_use_by_default;
+	atomic_llong allow_disk_use_by_default;   /* 0 or 1 (setParameter's rows are atomic_llong) */
 	atomic_llong sort_memory_limit;
 	atomic_llong group_memory_limit;
 	atomic_llong bucket_auto_memory_limit;

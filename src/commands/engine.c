@@ -72,7 +72,7 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 	e->start_mono_us = cmd_now_us();
 	atomic_init(&e->shutdown, false);
 	atomic_init(&e->next_connection_id, 1);
-	atomic_init(&e->allow_disk_use_by_default, true);
+	atomic_init(&e->allow_disk_use_by_default, 1);
 	atomic_init(&e->sort_memory_limit, (long long)SORT_DEFAULT_MEMORY_LIMIT);
 	atomic_init(&e->group_memory_limit, (long long)SORT_DEFAULT_MEMORY_LIMIT);
 	atomic_init(&e->bucket_auto_memory_limit, (long long)SORT_DEFAULT_MEMORY_LIMIT);
