@@ -263,11 +263,49 @@ reply_json(const char *json)
 }
 
 static void
-set_group_limit(long long n)
+set_limit(const char *param, long long n)
 {
-	char *json = bson_strdup_printf("{\"setParameter\": 1, \"internalDocumentSourceGroupMaxMemoryBytes\": %lld}", n);
+	char *json = bson_strdup_printf("{\"setParameter\": 1, \"%s\": %lld}", param, n);
 	ok("admin", json);
 	bson_free(json);
+}
+
+/* pipeline (JSON array) on c gives the same answer with the memory limit
+ * param at 4096 bytes (spilling) as at 100 MB, and 292 with no_disk_msg
+ * under allowDiskUse: false; the limit is left at 100 MB. */
+static void
+spills_like_memory(const char *pipeline, const char *param, const char *no_disk_msg)
+{
+	char *cmd = bson_strdup_printf("{\"aggregate\": \"c\", \"pipeline\": %s, \"cursor\": {\"batchSize\": 1000}}",
+	                               pipeline);
+	char *no_disk = bson_strdup_printf("{\"aggregate\": \"c\", \"pipeline\": %s, \"cursor\": {},"
+	                                   " \"allowDiskUse\": false}", pipeline);
+	char *want, *got;
+
+	set_limit(param, 100LL * 1024 * 1024);
+	want = reply_json(cmd);
+	TT_ASSERT(strstr(want, "errmsg") == NULL);
+	set_limit(param, 4096);
+	got = reply_json(cmd);
+	if (strcmp(want, got) != 0) {
+		size_t at = 0;
+		while (want[at] == got[at])
+			at++;
+		at = at > 200 ? at - 200 : 0;
+		TT_FAIL_("%s: spilled ...%.400s\nin memory ...%.400s", pipeline, got + at, want + at);
+	}
+	fails("s", no_disk, 292, no_disk_msg);
+	set_limit(param, 100LL * 1024 * 1024);
+	bson_free(want);
+	bson_free(got);
+	bson_free(cmd);
+	bson_free(no_disk);
+}
+
+static void
+set_group_limit(long long n)
+{
+	set_limit("internalDocumentSourceGroupMaxMemoryBytes", n);
 }
 
 /* $group past its memory limit writes partial groups to disk and merges
@@ -303,34 +341,12 @@ test_group_spills(void)
 		"[{\"$group\": {\"_id\": \"$nosuch\", \"ids\": {\"$push\": \"$_id\"}, \"n\": {\"$sum\": 1}}}]",
 	};
 
-	for (size_t i = 0; i < sizeof pipelines / sizeof pipelines[0]; i++) {
-		char *cmd = bson_strdup_printf("{\"aggregate\": \"c\", \"pipeline\": %s, \"cursor\": {\"batchSize\": 1000}}",
-		                               pipelines[i]);
-		char *no_disk = bson_strdup_printf("{\"aggregate\": \"c\", \"pipeline\": %s, \"cursor\": {},"
-		                                   " \"allowDiskUse\": false}", pipelines[i]);
-		char *want, *got;
-
-		set_group_limit(100LL * 1024 * 1024);
-		want = reply_json(cmd);
-		TT_ASSERT(strstr(want, "errmsg") == NULL);
-		set_group_limit(4096);
-		got = reply_json(cmd);
-		if (strcmp(want, got) != 0) {
-			size_t at = 0;
-			while (want[at] == got[at])
-				at++;
-			at = at > 200 ? at - 200 : 0;
-			TT_FAIL_("pipeline %zu: spilled ...%.400s\nin memory ...%.400s", i, got + at, want + at);
-		}
-		fails("s", no_disk, 292,
-		      "PlanExecutor error during aggregation :: caused by :: Exceeded memory limit for $group, but "
-		      "didn't allow external sort. Pass allowDiskUse:true to opt in.");
-		bson_free(want);
-		bson_free(got);
-		bson_free(cmd);
-		bson_free(no_disk);
-	}
+	for (size_t i = 0; i < sizeof pipelines / sizeof pipelines[0]; i++)
+		spills_like_memory(pipelines[i], "internalDocumentSourceGroupMaxMemoryBytes",
+		    "PlanExecutor error during aggregation :: caused by :: Exceeded memory limit for $group, but "
+		    "didn't allow external sort. Pass allowDiskUse:true to opt in.");
 	/* spilled output comes in key order; the first spelling of a key wins */
+	set_group_limit(4096);
 	{
 		char *got = reply_json("{\"aggregate\": \"c\", \"pipeline\": [{\"$group\": {\"_id\": {\"$cond\": [{\"$lt\": [\"$_id\", 150]},"
 		                       " {\"$toDouble\": {\"$mod\": [\"$k\", 5]}}, {\"$mod\": [\"$k\", 5]}]}, \"n\": {\"$sum\": 1},"
@@ -358,28 +374,10 @@ test_bucket_auto_spills(void)
 		"[{\"$bucketAuto\": {\"groupBy\": \"$nosuch\", \"buckets\": 3}}]",
 	};
 
-	for (size_t i = 0; i < sizeof pipelines / sizeof pipelines[0]; i++) {
-		char *cmd = bson_strdup_printf("{\"aggregate\": \"c\", \"pipeline\": %s, \"cursor\": {\"batchSize\": 1000}}",
-		                               pipelines[i]);
-		char *no_disk = bson_strdup_printf("{\"aggregate\": \"c\", \"pipeline\": %s, \"cursor\": {},"
-		                                   " \"allowDiskUse\": false}", pipelines[i]);
-		char *want, *got;
-
-		ok("admin", "{\"setParameter\": 1, \"internalDocumentSourceBucketAutoMaxMemoryBytes\": 104857600}");
-		want = reply_json(cmd);
-		TT_ASSERT(strstr(want, "errmsg") == NULL);
-		ok("admin", "{\"setParameter\": 1, \"internalDocumentSourceBucketAutoMaxMemoryBytes\": 4096}");
-		got = reply_json(cmd);
-		TT_EQ_STR(got, want);
-		fails("s", no_disk, 292,
-		      "PlanExecutor error during aggregation :: caused by :: Sort exceeded memory limit of 4096 bytes, "
-		      "but did not opt in to external sorting.");
-		bson_free(want);
-		bson_free(got);
-		bson_free(cmd);
-		bson_free(no_disk);
-	}
-	ok("admin", "{\"setParameter\": 1, \"internalDocumentSourceBucketAutoMaxMemoryBytes\": 104857600}");
+	for (size_t i = 0; i < sizeof pipelines / sizeof pipelines[0]; i++)
+		spills_like_memory(pipelines[i], "internalDocumentSourceBucketAutoMaxMemoryBytes",
+		    "PlanExecutor error during aggregation :: caused by :: Sort exceeded memory limit of 4096 bytes, "
+		    "but did not opt in to external sorting.");
 }
 
 /* setParameter's errors, as mongod's */
