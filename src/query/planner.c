@@ -160,8 +160,8 @@ ascii_alnum(char c)
  * prefix and nothing more, so starting with it is the whole test.  Only an
  * anchored regex (^ or \A) has one; an alternation, or a flag other than
  * s, x and (with \A) m, leaves none.  The prefix ends at the first
- * metacharacter or escape class; a quantifier * or ? drops the character
- * before it.
+ * metacharacter or escape class; a quantifier *, ? or {n,m} drops the
+ * character before it.
  */
 static size_t
 regex_prefix(const char *re, const char *flags, char *out, bool *exact)
@@ -193,8 +193,10 @@ regex_prefix(const char *re, const char *flags, char *out, bool *exact)
 	}
 	while (*re != '\0') {
 		char c = *re++;
-		if (c == '*' || c == '?')
-			return n > 0 ? n - 1 : 0;   /* the last character is optional */
+		/* the last character is optional; mongod keeps it before a
+		 * {n,m} quantifier, which misses "ac" for /^ab{0}c/: dropped here */
+		if (c == '*' || c == '?' || c == '{')
+			return n > 0 ? n - 1 : 0;
 		if (c == '\\') {
 			c = *re;
 			if (c == '\0' || (c != 'Q' && ascii_alnum(c)))

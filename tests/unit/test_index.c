@@ -791,7 +791,7 @@ rand_leaf(const char *path)
 	static const char *const regexes[] = {
 		"{\"$regex\": \"^a\"}", "{\"$regex\": \"^ab\"}", "{\"$regex\": \"b\"}", "{\"$regex\": \"^a.\"}",
 		"{\"$regex\": \"^[ab]\"}", "{\"$regex\": \"^a|c\"}", "{\"$regex\": \"^A\", \"$options\": \"i\"}",
-		"{\"$regex\": \"^ab?\"}",
+		"{\"$regex\": \"^ab?\"}", "{\"$regex\": \"^ab{0}\"}",
 	};
 	const char *op = ops[rnd(12)];
 	char *v = rand_operand(), *s;
@@ -800,11 +800,11 @@ rand_leaf(const char *path)
 		s = bson_strdup_printf("{\"%s\": {\"$mod\": [%u, %u]}}", path, 2 + rnd(2), rnd(2));
 	} else if (strcmp(op, "$inre") == 0) {
 		/* a $in listing a regex beside a value */
-		s = bson_strdup_printf("{\"%s\": {\"$in\": [%s, %s]}}", path, regexes[rnd(8)], v);
+		s = bson_strdup_printf("{\"%s\": {\"$in\": [%s, %s]}}", path, regexes[rnd(9)], v);
 	} else if (strcmp(op, "$exists") == 0) {
 		s = bson_strdup_printf("{\"%s\": {\"$exists\": %s}}", path, rnd(2) ? "true" : "false");
 	} else if (strcmp(op, "$regex") == 0) {
-		s = bson_strdup_printf("{\"%s\": %s}", path, regexes[rnd(8)]);
+		s = bson_strdup_printf("{\"%s\": %s}", path, regexes[rnd(9)]);
 	} else if (strcmp(op, "$in") == 0 || strcmp(op, "$nin") == 0) {
 		char *w = rand_operand();
 		s = bson_strdup_printf("{\"%s\": {\"%s\": [%s, %s]}}", path, op, v, w);

@@ -171,6 +171,8 @@ test_regex(void)
 	PLAN_EQ("{\"a\": {\"$regex\": \"^ab.d\"}}", NULL, NULL, "a_1|a:[\"ab\", \"ac\"),[/^ab.d/, /^ab.d/]");
 	/* a quantifier makes the character before it optional */
 	PLAN_EQ("{\"a\": {\"$regex\": \"^abc?\"}}", NULL, NULL, "a_1|a:[\"ab\", \"ac\"),[/^abc?/, /^abc?/]");
+	/* so does {n,m}, which may be {0} (mongod keeps the character there) */
+	PLAN_EQ("{\"a\": {\"$regex\": \"^ab{0}c\"}}", NULL, NULL, "a_1|a:[\"a\", \"b\"),[/^ab{0}c/, /^ab{0}c/]");
 	PLAN_EQ("{\"a\": {\"$regex\": \"^a|b\"}}", NULL, NULL, "a_1|a:[\"\", {}),[/^a|b/, /^a|b/]");
 	PLAN_EQ("{\"a\": {\"$regex\": \"^\\\\Qa.b\\\\E\"}}", NULL, NULL,
 	    "a_1|a:[\"a.b\", \"a.c\"),[/^\\Qa.b\\E/, /^\\Qa.b\\E/]|exact");
