@@ -13,6 +13,7 @@
 
 #include "agg/agg_doc.h"
 #include "bson/value.h"
+#include "common/checked.h"
 #include "common/mem.h"
 
 /* ---- $match ------------------------------------------------------------- */
@@ -124,7 +125,7 @@ number_arg(const bson_value_t *spec, int64_t *n)
 	if (!bv_is_number(spec))
 		return -1;
 	if (!bv_as_int64_exact(spec, n))
-		*n = (int64_t)bv_as_double(spec);
+		*n = tm_double_to_i64_sat(bv_as_double(spec));
 	return 0;
 }
 
@@ -679,8 +680,20 @@ docs_close(agg_rt_t *rt)
 typedef struct sample_state {
 	bson_t **docs;
 	int64_t n, i;
+	size_t cap;   /* slots in docs: grows with what is kept, never from size */
 	bool filled;
 } sample_state_t;
+
+/* A number's value as mongod's safeNumberLong gives it. */
+static int64_t
+sample_size_of(const bson_value_t *v)
+{
+	int64_t n;
+
+	if (bv_as_int64_exact(v, &n))
+		return n;
+	return tm_double_to_i64_sat(bv_as_double(v));
+}
 
 static int
 sample_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
@@ -697,10 +710,10 @@ sample_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	bson_iter_init(&it, &d);
 	while (bson_iter_next(&it)) {
 		if (strcmp(bson_iter_key(&it), "size") == 0) {
-			if (number_arg(bson_iter_value(&it), &n) != 0)
+			if (!bv_is_number(bson_iter_value(&it)))
 				return terr_set(err, 28746, "size argument to $sample must be a number");
-			if (n < 0)
-				return terr_set(err, 28747, "size argument to $sample must not be negative");
+			/* mongod: safeNumberLong (NaN 0, saturating), then > 0 */
+			n = sample_size_of(bson_iter_value(&it));
 			found = true;
 		} else {
 			return terr_set(err, 28748, "unrecognized option to $sample: %s", bson_iter_key(&it));
@@ -708,6 +721,8 @@ sample_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	}
 	if (!found)
 		return terr_set(err, 28749, "$sample stage must specify a size");
+	if (n <= 0)
+		return terr_set(err, 28747, "size argument to $sample must be a positive integer");
 	cp = bson_malloc0(sizeof(*cp));
 	cp->n = n;
 	agg_pctx_add(pc, &agg_stages_basic[8], cp, agg_explain_doc("$sample", spec));
@@ -743,9 +758,17 @@ sample_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	if (!ss->filled) {
 		ss->filled = true;
 		/* reservoir sampling, then the kept documents in random order */
-		ss->docs = bson_malloc0(sizeof(bson_t *) * (size_t)(cp->n + 1));
 		while ((rc = agg_rt_pull(rt, &d, err)) == 1) {
 			if (seen < cp->n) {
+				/* the reservoir holds min(size, input) documents: it grows
+				 * by doubling as they come, so a huge size allocates nothing */
+				if ((size_t)ss->n == ss->cap) {
+					size_t bytes;
+					ss->cap = ss->cap ? ss->cap * 2 : 16;
+					if (tm_array_bytes((int64_t)ss->cap, sizeof(bson_t *), 0, &bytes))
+						abort();
+					ss->docs = bson_realloc(ss->docs, bytes);
+				}
 				ss->docs[ss->n++] = bson_copy(d);
 			} else {
 				uint64_t j = rand64() % (uint64_t)(seen + 1);
