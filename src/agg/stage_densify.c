@@ -319,6 +319,19 @@ new_doc(const densify_plan_t *dp, const dentry_t *model, double g, bool date)
 	return tmp;
 }
 
+/* mongod's internalQueryMaxAllowedDensifyDocs (default 500000): the
+ * documents one $densify may generate, the cap on a loop whose length a
+ * request's step and bounds decide (a step of 1e-300, a bound of -inf). */
+#define DENSIFY_MAX_DOCS 500000
+
+static int
+densify_too_many(long long generated, terr_t *err)
+{
+	return terr_set(err, 5897900, "Generated %lld documents in $densify, which is over the limit of %d. Increase "
+	                "the 'internalQueryMaxAllowedDensifyDocs' parameter to allow more generated documents",
+	                generated, DENSIFY_MAX_DOCS);
+}
+
 static int
 densify_fill(agg_rt_t *rt, terr_t *err)
 {
@@ -407,9 +420,8 @@ densify_fill(agg_rt_t *rt, terr_t *err)
 				while (g < x && (hi_incl ? g <= hi : g < hi)) {
 					emit(ds, new_doc(dp, &ds->e[i], g, date));
 					g = grid_next(dp, g);
-					if (++generated > 10000000)
-						return terr_set(err, 5897900,
-						    "Densify would generate more than the allowed number of documents");
+					if (++generated > DENSIFY_MAX_DOCS)
+						return densify_too_many(generated, err);
 				}
 				if (g == x)
 					g = grid_next(dp, g);
@@ -420,9 +432,8 @@ densify_fill(agg_rt_t *rt, terr_t *err)
 		while (have && (hi_incl ? g <= hi : g < hi)) {
 			emit(ds, new_doc(dp, &ds->e[pe - 1], g, date));
 			g = grid_next(dp, g);
-			if (++generated > 10000000)
-				return terr_set(err, 5897900,
-				    "Densify would generate more than the allowed number of documents");
+			if (++generated > DENSIFY_MAX_DOCS)
+				return densify_too_many(generated, err);
 		}
 		if ((ps & 63) == 0 && agg_deadline_passed(rt->x, err))
 			return -1;
