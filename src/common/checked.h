@@ -11,9 +11,10 @@
  *  - tm_i64_add / _sub / _mul / _neg, tm_size_add / _mul: the exact result
  *    in *r and false, or true when it does not fit (like the
  *    __builtin_*_overflow they wrap; *r is then unspecified);
- *  - tm_double_to_i64 (exact, refuses NaN / inf / out of range) and
- *    tm_double_to_i64_sat (mongod's safeNumberLong: NaN -> 0, saturating):
- *    the only double -> int64 conversions of request numbers;
+ *  - tm_double_to_i64 (exact, refuses NaN / inf / out of range),
+ *    tm_double_to_i64_sat and tm_double_to_i32_sat (mongod's safeNumberLong
+ *    / safeNumberInt: NaN -> 0, saturating): the only double -> integer
+ *    conversions of request numbers;
  *  - tm_count_cap: "a count from a request" -- a value in [lo, hi] or the
  *    error the caller names (mongod's code and message where it has one).
  *
@@ -103,6 +104,20 @@ tm_double_to_i64_sat(double d)
 	if (tm_double_to_i64(d, &r))
 		return r;
 	return d < 0 ? INT64_MIN : INT64_MAX;
+}
+
+/* mongod's safeNumberInt for a double: NaN -> 0, beyond the int32 range
+ * -> INT32_MIN / INT32_MAX, else truncated toward 0. */
+static inline int32_t
+tm_double_to_i32_sat(double d)
+{
+	if (isnan(d))
+		return 0;
+	if (d >= 2147483647.0)
+		return INT32_MAX;
+	if (d <= -2147483648.0)
+		return INT32_MIN;
+	return (int32_t)d;
 }
 
 /* A count from a request: 0 when lo <= n <= hi, else sets err to `code` with

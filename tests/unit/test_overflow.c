@@ -472,6 +472,13 @@ test_audit_stages(void)
 		 "00Z\" }, \"m\" : -9223372036854775808 }, { \"a\" : 2, \"arr\" : [  ], \"d\" : { \"$date\" : \"20"
 		 "20-01-02T00:00:00Z\" }, \"m\" : -2147483648 }, { \"a\" : 5, \"b\" : 1, \"d\" : { \"$date\" : \"2"
 		 "020-01-09T00:00:00Z\" } } ]"},
+		/* make fuzz: NaN went through an int cast (safeNumberInt: 0) */
+		{"{'find': 'c', 'projection': {'_id': 0, 'arr': {'$slice': {'$numberDouble': 'NaN'}}}, 'limit': 1}",
+		 "[ { \"a\" : 1, \"arr\" : [  ], \"s\" : \"abc\", \"d\" : { \"$date\" : \"2020-01-01T00:00:00Z\" }, \"m\" : -9223372036854775808 } ]"},
+		{"{'find': 'c', 'projection': {'_id': 0, 'arr': {'$slice': [0, {'$numberDouble': 'NaN'}]}}}",
+		 "error 31259: $slice limit must be positive, got 0"},
+		{"{'find': 'c', 'projection': {'_id': 0, 'arr': {'$slice': [{'$numberDouble': 'NaN'}, 2]}}, 'limit': 1}",
+		 "[ { \"a\" : 1, \"arr\" : [ 1, 2 ], \"s\" : \"abc\", \"d\" : { \"$date\" : \"2020-01-01T00:00:00Z\" }, \"m\" : -9223372036854775808 } ]"},
 		{"{'find': 'c', 'filter': {'arr.99999999999': 1}}", "[ ]"},
 		{"{'find': 'c', 'filter': {'arr.9223372036854775808': 1}}", "[ ]"},
 		{"{'find': 'c', 'filter': {'arr': {'$size': " I64MAX "}}}", "error 2: Failed to parse $size. Cannot represent $size: 9223372036854775807 in an int"},
