@@ -8,8 +8,9 @@
  * A target that defines FUZZ_HAVE_MUTATOR (and LLVMFuzzerCustomMutator)
  * also gets `-mutations=N` (default 0): after each file, N inputs made by
  * chaining the mutator from that file (back to the file every 8 steps),
- * each seeded by its file's position in sorted order and its step -- a
- * fixed-seed fuzzing run, the same inputs on every machine.
+ * each seeded by its file's position in sorted order, its step and
+ * `-seed=S` (default 0) -- a fixed-seed fuzzing run, the same inputs on
+ * every machine.
  */
 #ifndef TAMGA_FUZZ_REPLAY_MAIN_H
 #define TAMGA_FUZZ_REPLAY_MAIN_H
@@ -17,7 +18,7 @@
 #include <sys/stat.h>
 
 static long replay_mutations;
-static unsigned long replay_seq;
+static unsigned long replay_seq, replay_seed;
 
 static void
 run_mutations(const uint8_t *orig, size_t n)
@@ -34,7 +35,7 @@ run_mutations(const uint8_t *orig, size_t n)
 			memcpy(buf, orig, n);
 			len = n;
 		}
-		len = LLVMFuzzerCustomMutator(buf, len, cap, (unsigned)(replay_seq * 100003u + (unsigned long)i));
+		len = LLVMFuzzerCustomMutator(buf, len, cap, (unsigned)((replay_seq + replay_seed * 7919u) * 100003u + (unsigned long)i));
 		LLVMFuzzerTestOneInput(buf, len);
 	}
 	free(buf);
@@ -85,6 +86,10 @@ main(int argc, char **argv)
 		struct stat st;
 		if (strncmp(argv[i], "-mutations=", 11) == 0) {
 			replay_mutations = atol(argv[i] + 11);
+			continue;
+		}
+		if (strncmp(argv[i], "-seed=", 6) == 0) {
+			replay_seed = strtoul(argv[i] + 6, NULL, 10);
 			continue;
 		}
 		if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
