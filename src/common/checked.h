@@ -11,6 +11,7 @@
  *  - tm_i64_add / _sub / _mul / _neg, tm_size_add / _mul: the exact result
  *    in *r and false, or true when it does not fit (like the
  *    __builtin_*_overflow they wrap; *r is then unspecified);
+ *    tm_i64_add_sat for sums that only bound work (skip + limit);
  *  - tm_double_to_i64 (exact, refuses NaN / inf / out of range),
  *    tm_double_to_i64_sat and tm_double_to_i32_sat (mongod's safeNumberLong
  *    / safeNumberInt: NaN -> 0, saturating): the only double -> integer
@@ -46,6 +47,18 @@ static inline bool
 tm_i64_mul(int64_t a, int64_t b, int64_t *r)
 {
 	return __builtin_mul_overflow(a, b, r);
+}
+
+/* a + b, saturated at INT64_MIN / INT64_MAX: for sums that only bound
+ * work ("the first skip + limit documents"), where past 2^63 means "all". */
+static inline int64_t
+tm_i64_add_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return a < 0 ? INT64_MIN : INT64_MAX;
+	return r;
 }
 
 /* -a; overflows only for INT64_MIN. */

@@ -58,7 +58,7 @@ run_cases(const ocase_t *cases, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		char *got = answer(cases[i].cmd);
 		if (print)
-			printf("%s\n  => %s\n", cases[i].cmd, got);
+			printf("%s\n  %s %s\n", cases[i].cmd, cases[i].expect[0] ? "=>" : "=?", got);
 		else if (strcmp(got, cases[i].expect) != 0)
 			TT_FAIL_("%s\n   got: %s\n  want: %s", cases[i].cmd, got, cases[i].expect);
 		bson_free(got);
@@ -497,6 +497,19 @@ test_audit_stages(void)
 		{"{'find': 'c', 'filter': {'$sampleRate': 1e300}}", "error 2: numeric argument to $sampleRate must be in [0, 1]"},
 		{"{'find': 'c', 'filter': {'a': {'$regex': 'a', '$options': 'zzzz'}}}", "[ ]"},
 		{"{'find': 'c', 'sort': {'a': " I64MIN "}}", "error 15975: $sort key ordering must be 1 (for ascending) or -1 (for descending)"},
+		{"{'find': 'c', 'sort': {'a': -1}, 'limit': " I64MAX ", 'projection': {'a': 1}}", "[ { \"_id\" : 3, \"a\" : 5 }, { \"_id\" : 2, \"a\" : 2 }, { \"_id\" : 1, \"a\" : 1 } ]"},
+		{"{'find': 'c', 'sort': {'a': -1}, 'skip': " I64MAX ", 'limit': " I64MAX "}", "[ ]"},
+		{"{'find': 'c', 'sort': {'a': -1}, 'skip': 1, 'limit': " I64MAX ", 'projection': {'a': 1}}", "[ { \"_id\" : 2, \"a\" : 2 }, { \"_id\" : 1, \"a\" : 1 } ]"},
+		{AGG("[{'$sort': {'a': 1}}, {'$skip': 1}, {'$limit': " I64MAX "}, {'$project': {'a': 1}}]"), "[ { \"_id\" : 2, \"a\" : 2 }, { \"_id\" : 3, \"a\" : 5 } ]"},
+		{AGG("[{'$sort': {'a': 1}}, {'$limit': " I64MAX "}, {'$skip': " I64MAX "}]"), "[ ]"},
+		{AGG("[{'$sort': {'a': 1}}, {'$skip': " I64MAX "}, {'$limit': " I64MAX "}]"), "[ ]"},
+		{AGG("[{'$match': {}}, {'$skip': " I64MAX "}, {'$skip': " I64MAX "}, {'$limit': 1}]"), "[ ]"},
+		{AGG("[{'$project': {'a': 1}}, {'$sort': {'a': 1}}, {'$skip': " I64MAX "}, {'$limit': " I64MAX "}]"), "[ ]"},
+		{AGG("[{'$project': {'a': 1}}, {'$sort': {'a': -1}}, {'$skip': 2}, {'$limit': " I64MAX "}]"), "[ { \"_id\" : 1, \"a\" : 1 } ]"},
+		{AGG("[{'$project': {'a': 1}}, {'$skip': " I64MAX "}, {'$skip': " I64MAX "}]"), "[ ]"},
+		{AGG("[{'$project': {'a': 1}}, {'$limit': " I64MAX "}, {'$skip': " I64MAX "}, {'$limit': " I64MAX "}]"), "[ ]"},
+		{AGG("[{'$limit': " I64MAX "}, {'$limit': " I64MAX "}, {'$skip': 1}, {'$project': {'a': 1}}]"), "[ { \"_id\" : 2, \"a\" : 2 }, { \"_id\" : 3, \"a\" : 5 } ]"},
+		{"{'count': 'c', 'query': {'a': {'$gt': 0}}, 'skip': 1, 'limit': " I64MAX "}", "{ \"n\" : 2 }"},
 		{"{'find': 'c', 'maxTimeMS': " I64MAX "}", "error 2: 9223372036854775807 value for maxTimeMS is out of range [0, 2147483647]"},
 		{"{'find': 'c', 'maxTimeMS': 1e300}", "error 2: maxTimeMS has non-integral value"},
 		{"{'aggregate': 'c', 'pipeline': [], 'cursor': {'batchSize': " I64MIN "}}",
