@@ -600,6 +600,59 @@ test_audit_updates(void)
 	run_cases(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
+/* $sample holds at most size documents on the sort's sorter: past the sort
+ * memory limit it spills with allowDiskUse and fails with 292 without, as
+ * mongod's (its $sample is a top-k sort on a random key). */
+static void
+test_sample_memory(void)
+{
+	char *t, cmd[320];
+	int rc;
+	bson_t *r;
+	bool seen[60] = {false};
+
+	for (int i = 0; i < 60; i++) {
+		snprintf(cmd, sizeof(cmd), "{'insert': 's', 'documents': [{'_id': %d, 'pad': '%0200d'}]}", i, i);
+		t = answer(cmd);
+		TT_ASSERT(strstr(t, "error") == NULL);
+		bson_free(t);
+	}
+	r = tt_run_sq(db, "admin", "{'setParameter': 1, 'internalQueryMaxBlockingSortMemoryUsageBytes': 4096}", &rc);
+	TT_EQ_INT(rc, 0);
+	tt_free_reply(r);
+	t = answer("{'aggregate': 's', 'pipeline': [{'$sample': {'size': 50}}], 'allowDiskUse': false, 'cursor': {}}");
+	TT_EQ_STR(t, "error 292: PlanExecutor error during aggregation :: caused by :: Sort exceeded memory limit of 4096 "
+	          "bytes, but did not opt in to external sorting.");
+	bson_free(t);
+	/* spilled: 50 distinct documents of the 60, every one may come out */
+	for (int round = 0; round < 12; round++) {
+		int n = 0;
+		bson_iter_t it, f;
+		r = tt_run_sq(db, "o", "{'aggregate': 's', 'pipeline': [{'$sample': {'size': 50}}, {'$project': {'pad': 0}}],"
+		              " 'allowDiskUse': true, 'cursor': {'batchSize': 100}}", &rc);
+		TT_EQ_INT(rc, 0);
+		if (tt_get(r, "cursor.firstBatch", &f) && bson_iter_recurse(&f, &it)) {
+			bool dup[60] = {false};
+			while (bson_iter_next(&it)) {
+				bson_iter_t id;
+				if (bson_iter_recurse(&it, &id) && bson_iter_find(&id, "_id")) {
+					int v = bson_iter_int32(&id);
+					TT_ASSERT(v >= 0 && v < 60 && !dup[v]);
+					if (v >= 0 && v < 60)
+						dup[v] = seen[v] = true;
+				}
+				n++;
+			}
+		}
+		TT_EQ_INT(n, 50);
+		tt_free_reply(r);
+	}
+	for (int i = 0; i < 60; i++)
+		TT_ASSERT(seen[i]);   /* a document left out 12 times: p = 60 * (1/6)^12 < 3e-8 */
+	r = tt_run_sq(db, "admin", "{'setParameter': 1, 'internalQueryMaxBlockingSortMemoryUsageBytes': 104857600}", &rc);
+	tt_free_reply(r);
+}
+
 static void
 setup(void)
 {
@@ -626,6 +679,7 @@ main(void)
 		return 1;
 	TT_RUN(setup);
 	TT_RUN(test_sample_size);
+	TT_RUN(test_sample_memory);
 	TT_RUN(test_int64_edges);
 	TT_RUN(test_audit_expressions);
 	TT_RUN(test_audit_stages);
