@@ -522,6 +522,67 @@ test_audit_stages(void)
 		{"{'distinct': 'c', 'key': 'arr.99999999999'}", "{ \"values\" : [  ] }"},
 		{"{'getMore': " I64MIN ", 'collection': 'c', 'batchSize': " I64MIN "}",
 		 "error 51024: BSON field 'batchSize' value must be >= 0, actual value '-9223372036854775808'"},
+		/* window and fill arithmetic on dates at the ends of the range */
+		{"{'aggregate': 'e', 'pipeline': [{'$setWindowFields': {'sortBy': {'d': 1}, 'output': {'x': {'$derivative': {'input': '$v', 'unit': 'week'}, 'window': {'documents': [-1, 0]}}}}}], 'cursor': {}}",
+		 "[ { \"_id\" : 1, \"d\" : { \"$date\" : { \"$numberLong\" : \"-9223372036854775808\" } }, \"v\" :"
+		 " 1, \"n\" : -9223372036854775808, \"d2\" : { \"$date\" : { \"$numberLong\" : \"-9223372036854775"
+		 "808\" } }, \"x\" : null }, { \"_id\" : 3, \"d\" : { \"$date\" : \"1970-01-01T00:00:00Z\" }, \"v"
+		 "\" : 3, \"n\" : 1.000000000000000011e+308, \"w\" : 5, \"d2\" : { \"$date\" : \"292278994-08-17T07"
+		 ":12:55.807Z\" }, \"x\" : 1.3114509478384661634e-10 }, { \"_id\" : 2, \"d\" : { \"$date\" : \"292"
+		 "278994-08-17T07:12:55.807Z\" }, \"v\" : 2, \"n\" : 9223372036854775807, \"w\" : 1, \"x\" : -6.55"
+		 "72547391923308169e-11 } ]"},
+		{"{'aggregate': 'e', 'pipeline': [{'$setWindowFields': {'sortBy': {'d': 1}, 'output': {'x': {'$integral': {'input': '$v', 'unit': 'millisecond'}, 'window': {'documents': ['unbounded', 'current']}}}}}], 'cursor': {}}",
+		 "[ { \"_id\" : 1, \"d\" : { \"$date\" : { \"$numberLong\" : \"-9223372036854775808\" } }, \"v\" :"
+		 " 1, \"n\" : -9223372036854775808, \"d2\" : { \"$date\" : { \"$numberLong\" : \"-9223372036854775"
+		 "808\" } }, \"x\" : 0.0 }, { \"_id\" : 3, \"d\" : { \"$date\" : \"1970-01-01T00:00:00Z\" }, \"v\""
+		 " : 3, \"n\" : 1.000000000000000011e+308, \"w\" : 5, \"d2\" : { \"$date\" : \"292278994-08-17T07:"
+		 "12:55.807Z\" }, \"x\" : 18446744073709551616.0 }, { \"_id\" : 2, \"d\" : { \"$date\" : \"2922789"
+		 "94-08-17T07:12:55.807Z\" }, \"v\" : 2, \"n\" : 9223372036854775807, \"w\" : 1, \"x\" : 415051741"
+		 "65846491136.0 } ]"},
+		{"{'aggregate': 'e', 'pipeline': [{'$setWindowFields': {'sortBy': {'d': 1}, 'output': {'x': {'$sum': '$v', 'window': {'range': [-1, 1], 'unit': 'week'}}}}}], 'cursor': {}}",
+		 "[ { \"_id\" : 1, \"d\" : { \"$date\" : { \"$numberLong\" : \"-9223372036854775808\" } }, \"v\" :"
+		 " 1, \"n\" : -9223372036854775808, \"d2\" : { \"$date\" : { \"$numberLong\" : \"-9223372036854775"
+		 "808\" } }, \"x\" : 1 }, { \"_id\" : 3, \"d\" : { \"$date\" : \"1970-01-01T00:00:00Z\" }, \"v\" :"
+		 " 3, \"n\" : 1.000000000000000011e+308, \"w\" : 5, \"d2\" : { \"$date\" : \"292278994-08-17T07:12"
+		 ":55.807Z\" }, \"x\" : 3 }, { \"_id\" : 2, \"d\" : { \"$date\" : \"292278994-08-17T07:12:55.807Z"
+		 "\" }, \"v\" : 2, \"n\" : 9223372036854775807, \"w\" : 1, \"x\" : 2 } ]"},
+		{"{'aggregate': 'e', 'pipeline': [{'$setWindowFields': {'sortBy': {'d': 1}, 'output': {'x': {'$sum': '$v', 'window': {'range': [" I64MIN ", 0], 'unit': 'millisecond'}}}}}], 'cursor': {}}",
+		 "[ { \"_id\" : 1, \"d\" : { \"$date\" : { \"$numberLong\" : \"-9223372036854775808\" } }, \"v\" :"
+		 " 1, \"n\" : -9223372036854775808, \"d2\" : { \"$date\" : { \"$numberLong\" : \"-9223372036854775"
+		 "808\" } }, \"x\" : 1 }, { \"_id\" : 3, \"d\" : { \"$date\" : \"1970-01-01T00:00:00Z\" }, \"v\" :"
+		 " 3, \"n\" : 1.000000000000000011e+308, \"w\" : 5, \"d2\" : { \"$date\" : \"292278994-08-17T07:12"
+		 ":55.807Z\" }, \"x\" : 4 }, { \"_id\" : 2, \"d\" : { \"$date\" : \"292278994-08-17T07:12:55.807Z"
+		 "\" }, \"v\" : 2, \"n\" : 9223372036854775807, \"w\" : 1, \"x\" : 5 } ]"},
+		{"{'aggregate': 'e', 'pipeline': [{'$setWindowFields': {'sortBy': {'d': 1}, 'output': {'w': {'$linearFill': '$w'}}}}], 'cursor': {}}",
+		 "[ { \"_id\" : 1, \"d\" : { \"$date\" : { \"$numberLong\" : \"-9223372036854775808\" } }, \"v\" :"
+		 " 1, \"n\" : -9223372036854775808, \"d2\" : { \"$date\" : { \"$numberLong\" : \"-9223372036854775"
+		 "808\" } }, \"w\" : null }, { \"_id\" : 3, \"d\" : { \"$date\" : \"1970-01-01T00:00:00Z\" }, \"v"
+		 "\" : 3, \"n\" : 1.000000000000000011e+308, \"w\" : 5, \"d2\" : { \"$date\" : \"292278994-08-17T07"
+		 ":12:55.807Z\" } }, { \"_id\" : 2, \"d\" : { \"$date\" : \"292278994-08-17T07:12:55.807Z\" }, \"v"
+		 "\" : 2, \"n\" : 9223372036854775807, \"w\" : 1 } ]"},
+		{"{'aggregate': 'e', 'pipeline': [{'$setWindowFields': {'sortBy': {'v': 1}, 'output': {'d2': {'$linearFill': '$d2'}}}}], 'cursor': {}}",
+		 "error 6050106: PlanExecutor error during aggregation :: caused by :: Value to be filled must be "
+		 "numeric for $linearFill, but was date"},
+		{"{'aggregate': 'e', 'pipeline': [{'$densify': {'field': 'd', 'range': {'step': 1, 'unit': 'month', 'bounds': 'full'}}}, {'$limit': 2}], 'cursor': {}}",
+		 "[ { \"_id\" : 1, \"d\" : { \"$date\" : { \"$numberLong\" : \"-9223372036854775808\" } }, \"v\" :"
+		 " 1, \"n\" : -9223372036854775808, \"d2\" : { \"$date\" : { \"$numberLong\" : \"-9223372036854775"
+		 "808\" } } }, { \"_id\" : 3, \"d\" : { \"$date\" : \"1970-01-01T00:00:00Z\" }, \"v\" : 3, \"n\" :"
+		 " 1.000000000000000011e+308, \"w\" : 5, \"d2\" : { \"$date\" : \"292278994-08-17T07:12:55.807Z\" "
+		 "} } ]"},
+		{"{'aggregate': 'e', 'pipeline': [{'$densify': {'field': 'd', 'range': {'step': " I64MAX ", 'unit': 'year', 'bounds': 'full'}}}], 'cursor': {}}",
+		 "error 5976500: PlanExecutor error during aggregation :: caused by :: invalid dateAdd 'amount' pa"
+		 "rameter value: 9223372036854775807 year"},
+		{"{'aggregate': 'e', 'pipeline': [{'$bucketAuto': {'groupBy': '$n', 'buckets': 2, 'granularity': 'POWERSOF2'}}], 'cursor': {}}", "error 238: $bucketAuto with 'granularity' is not supported by Tamga yet"},
+		{"{'aggregate': 'e', 'pipeline': [{'$bucketAuto': {'groupBy': '$n', 'buckets': 2, 'granularity': 'R5'}}], 'cursor': {}}", "error 238: $bucketAuto with 'granularity' is not supported by Tamga yet"},
+		{"{'aggregate': 'e', 'pipeline': [{'$bucket': {'groupBy': '$n', 'boundaries': [" I64MIN ", 0, " I64MAX "], 'default': 'x'}}], 'cursor': {}}", "[ { \"_id\" : -9223372036854775808, \"count\" : 1 }, { \"_id\" : \"x\", \"count\" : 2 } ]"},
+		{"{'aggregate': 'e', 'pipeline': [{'$group': {'_id': null, 'a': {'$avg': '$n'}, 's': {'$stdDevPop': '$n'}, 'm': {'$median': {'input': '$n', 'method': 'approximate'}}}}], 'cursor': {}}",
+		 "[ { \"_id\" : null, \"a\" : 3.3333333333333332036e+307, \"s\" : { \"$numberDouble\" : \"Infinity"
+		 "\" }, \"m\" : 9223372036854775808.0 } ]"},
+		{"{'aggregate': 'e', 'pipeline': [{'$project': {'x': {'$dateFromString': {'dateString': '99999999-01-01'}}}}], 'cursor': {}}", "error 241: Error parsing date string '99999999-01-01'"},
+		{"{'aggregate': 'e', 'pipeline': [{'$project': {'x': {'$dateFromString': {'dateString': '2020-01-01', 'format': '%Y%Y%Y%Y-%m-%d'}}}}], 'cursor': {}}", "error 241: Error parsing date string '2020-01-01'"},
+		{"{'aggregate': 'e', 'pipeline': [{'$sort': {'d': 1}}, {'$project': {'x': {'$subtract': ['$d', {'$literal': " DMIN "}]}}}], 'cursor': {}}",
+		 "[ { \"_id\" : 1, \"x\" : 0 }, { \"_id\" : 3, \"x\" : -9223372036854775808 }, { \"_id\" : 2, \"x"
+		 "\" : -1 } ]"},
 		{"{'killCursors': 'c', 'cursors': [" I64MIN "]}",
 		 "{ \"cursorsKilled\" : [  ], \"cursorsNotFound\" : [ -9223372036854775808 ], \"cursorsAlive\" : ["
 		 "  ], \"cursorsUnknown\" : [  ] }"},
@@ -660,6 +721,9 @@ setup(void)
 		"{'insert': 'c', 'documents': [{'_id': 1, 'a': 1, 'arr': [1, 2, 3], 's': 'abc', 'd': {'$date': '2020-01-01T00:00:00Z'}, 'm': " I64MIN "},"
 		" {'_id': 2, 'a': 2, 'arr': [], 'd': {'$date': '2020-01-02T00:00:00Z'}, 'm': {'$numberInt': '-2147483648'}},"
 		" {'_id': 3, 'a': 5, 'b': 1, 'd': {'$date': '2020-01-09T00:00:00Z'}}]}",
+		"{'insert': 'e', 'documents': [{'_id': 1, 'd': " DMIN ", 'v': 1, 'n': " I64MIN ", 'd2': " DMIN "},"
+		" {'_id': 2, 'd': " DMAX ", 'v': 2, 'n': " I64MAX ", 'w': 1}, {'_id': 3, 'd': {'$date': '1970-01-01T00:00:00Z'}, 'v': 3,"
+		" 'n': 1e308, 'w': 5, 'd2': " DMAX "}]}",
 		"{'insert': 'u', 'documents': [{'_id': 1, 'arr': [1, 2, 3], 'n': 1, 'i': {'$numberInt': '1'}, 'm': 2, 'b': " I64MIN "}]}",
 	};
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
