@@ -386,10 +386,8 @@ test_audit_stages(void)
 		 "\" }, \"m\" : -2147483648 }, { \"_id\" : 3, \"a\" : 5, \"b\" : 1, \"d\" : { \"$date\" : \"2020-01"
 		 "-09T00:00:00Z\" } } ]"},
 		{AGG("[{'$densify': {'field': 'd', 'range': {'step': " I64MAX ", 'unit': 'day', 'bounds': 'full'}}}]"),
-		 "[ { \"_id\" : 1, \"a\" : 1, \"arr\" : [ 1, 2, 3 ], \"s\" : \"abc\", \"d\" : { \"$date\" : \"2020"
-		 "-01-01T00:00:00Z\" }, \"m\" : -9223372036854775808 }, { \"_id\" : 2, \"a\" : 2, \"arr\" : [  ], "
-		 "\"d\" : { \"$date\" : \"2020-01-02T00:00:00Z\" }, \"m\" : -2147483648 }, { \"_id\" : 3, \"a\" : "
-		 "5, \"b\" : 1, \"d\" : { \"$date\" : \"2020-01-09T00:00:00Z\" } } ]"},
+		 "error 5976500: PlanExecutor error during aggregation :: caused by :: invalid dateAdd 'amount' parameter"
+		 " value: 9223372036854775807 day"},
 		{AGG("[{'$densify': {'field': 'd', 'range': {'step': " I64MAX ", 'unit': 'millisecond', 'bounds': [" DMIN ", " DMAX "]}}}]"),
 		 "[ { \"d\" : { \"$date\" : { \"$numberLong\" : \"-9223372036854775808\" } } }, { \"d\" : { \"$dat"
 		 "e\" : \"1970-01-01T00:00:00Z\" } }, { \"_id\" : 1, \"a\" : 1, \"arr\" : [ 1, 2, 3 ], \"s\" : \"a"
