@@ -8,7 +8,8 @@
  * cast.
  *
  * Three families:
- *  - tm_i64_add / _sub / _mul / _neg, tm_size_add / _mul: the exact result
+ *  - tm_i64_add / _sub / _mul / _neg, tm_i32_add / _mul, tm_size_add / _mul:
+ *    the exact result
  *    in *r and false, or true when it does not fit (like the
  *    __builtin_*_overflow they wrap; *r is then unspecified);
  *    tm_i64_add_sat for sums that only bound work (skip + limit);
@@ -66,6 +67,18 @@ static inline bool
 tm_i64_neg(int64_t a, int64_t *r)
 {
 	return __builtin_sub_overflow((int64_t)0, a, r);
+}
+
+static inline bool
+tm_i32_add(int32_t a, int32_t b, int32_t *r)
+{
+	return __builtin_add_overflow(a, b, r);
+}
+
+static inline bool
+tm_i32_mul(int32_t a, int32_t b, int32_t *r)
+{
+	return __builtin_mul_overflow(a, b, r);
 }
 
 static inline bool
