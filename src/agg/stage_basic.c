@@ -726,8 +726,7 @@ sample_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	}
 	if (!found)
 		return terr_set(err, 28749, "$sample stage must specify a size");
-	if (n <= 0)
-		return terr_set(err, 28747, "size argument to $sample must be a positive integer");
+	RET(tm_count_cap(n, 1, INT64_MAX, err, 28747, "size argument to $sample must be a positive integer"));
 	cp = bson_malloc0(sizeof(*cp));
 	cp->n = n;
 	agg_pctx_add(pc, &agg_stages_basic[8], cp, agg_explain_doc("$sample", spec));

@@ -336,9 +336,9 @@ new_doc(const densify_plan_t *dp, const dentry_t *model, double g, bool date)
 static int
 densify_too_many(long long generated, terr_t *err)
 {
-	return terr_set(err, 5897900, "Generated %lld documents in $densify, which is over the limit of %d. Increase "
-	                "the 'internalQueryMaxAllowedDensifyDocs' parameter to allow more generated documents",
-	                generated, DENSIFY_MAX_DOCS);
+	return tm_count_cap(generated, 0, DENSIFY_MAX_DOCS, err, 5897900, "Generated %lld documents in $densify, "
+	                    "which is over the limit of %d. Increase the 'internalQueryMaxAllowedDensifyDocs' "
+	                    "parameter to allow more generated documents", generated, DENSIFY_MAX_DOCS);
 }
 
 static int

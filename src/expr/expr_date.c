@@ -1060,8 +1060,7 @@ eval_date_trunc(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err
 		return 0;
 	}
 	/* the limit up to which mongod's dateAdd handles the result */
-	if (bin > 100000000000LL)
-		return terr_set(err, 5439006, "dateTrunc unsupported binSize value");
+	RET(tm_count_cap(bin, 1, 100000000000LL, err, 5439006, "dateTrunc unsupported binSize value"));
 	int64_t days, msday, tdays, tlocal;
 	local_split(ms, expr_tz_offset_at(&tz, ms), &days, &msday);
 	if (unit == U_DAY) {
