@@ -11,7 +11,7 @@
  * (explain) indexes that body again.
  */
 #include "commands/commands_private.h"
-#include "commands/auth.h"
+#include "auth/auth.h"
 
 #include <string.h>
 

@@ -10,7 +10,7 @@
  * adds `compression` to hello's reply) and authentication (auth_*.c: hello
  * and connectionStatus call into it).
  */
-#include "commands/auth.h"
+#include "auth/auth.h"
 #include "commands/cmd_admin.h"
 #include "commands/commands_private.h"
 

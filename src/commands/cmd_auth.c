@@ -9,7 +9,7 @@
  * (auth_users.c).  Passwords are never logged, stored or echoed: only the
  * SCRAM credentials derived from them are kept.
  */
-#include "commands/auth_private.h"
+#include "auth/auth_private.h"
 
 #include <string.h>
 

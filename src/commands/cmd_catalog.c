@@ -12,7 +12,7 @@
 #include "bson/collation.h"
 #include "bson/value.h"
 #include "common/mem.h"
-#include "commands/auth.h"
+#include "auth/auth.h"
 #include "commands/validation.h"
 #include "query/match.h"
 

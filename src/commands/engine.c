@@ -7,7 +7,7 @@
  * $db...), counting, and turning a terr_t into mongod's error reply.
  */
 #include "commands/commands_private.h"
-#include "commands/auth.h"
+#include "auth/auth.h"
 #include "commands/validation.h"
 #include "query/keygen.h"
 #include "query/sort.h"

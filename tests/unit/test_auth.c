@@ -17,8 +17,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "commands/auth.h"
-#include "commands/auth_private.h"
+#include "auth/auth.h"
+#include "auth/auth_private.h"
 #include "commands/commands_private.h"
 
 /* ---- helpers ----------------------------------------------------------------------- */

@@ -6,7 +6,7 @@
  */
 #include "tt.h"
 
-#include "commands/auth.h"
+#include "auth/auth.h"
 #include "commands/commands_private.h"
 
 static engine_t *eng;

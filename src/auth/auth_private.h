@@ -3,10 +3,10 @@
  * action sets, privileges and their resources, role resolution, the stored
  * user/role documents, and the per-client state table.
  */
-#ifndef TAMGA_COMMANDS_AUTH_PRIVATE_H
-#define TAMGA_COMMANDS_AUTH_PRIVATE_H
+#ifndef TAMGA_AUTH_AUTH_PRIVATE_H
+#define TAMGA_AUTH_AUTH_PRIVATE_H
 
-#include "commands/auth.h"
+#include "auth/auth.h"
 #include "commands/commands_private.h"
 
 /* ---- actions (MongoDB's names; auth_privs.c has the list) ---------------- */

@@ -12,7 +12,7 @@
  *
  * Not here: resolving a user's privileges (auth_users.c, auth_privs.c).
  */
-#include "commands/auth_private.h"
+#include "auth/auth_private.h"
 
 #include <math.h>
 #include <string.h>

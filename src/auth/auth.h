@@ -20,8 +20,8 @@
  * wrong conversationId; 334 MechanismUnavailable for an unknown mechanism;
  * 13 Unauthorized for a command the client's users may not run.
  */
-#ifndef TAMGA_COMMANDS_AUTH_H
-#define TAMGA_COMMANDS_AUTH_H
+#ifndef TAMGA_AUTH_AUTH_H
+#define TAMGA_AUTH_AUTH_H
 
 #include <stdbool.h>
 #include <stddef.h>

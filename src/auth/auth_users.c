@@ -7,7 +7,7 @@
  * Not here: the SCRAM arithmetic (auth_scram.c), the user/role commands
  * (cmd_auth.c), which command needs what (auth_check.c).
  */
-#include "commands/auth_private.h"
+#include "auth/auth_private.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -7,7 +7,7 @@
  * saslContinue commands (cmd_auth.c).  Nothing in this file logs, and no
  * password or key leaves it except as the stored (salted, hashed) form.
  */
-#include "commands/auth.h"
+#include "auth/auth.h"
 
 #include <pthread.h>
 #include <string.h>
