@@ -212,7 +212,7 @@ auth_render_bson(const bson_t *doc)
 /* ---- the check context ------------------------------------------------------------- */
 
 typedef struct chk {
-	cmd_t *c;
+	const auth_ctx_t *x;
 	auth_client_t *ac;
 	const auth_privset_t *ps;
 	int depth;
@@ -305,8 +305,8 @@ can_target(chk_t *k, const bson_t *body, const char *actions)
 	const char *coll = first_string(body);
 
 	if (coll != NULL && coll[0] != '\0')
-		return can_ns_all(k, k->c->db, coll, actions);
-	return can_db_all(k, k->c->db, actions);
+		return can_ns_all(k, k->x->db, coll, actions);
+	return can_db_all(k, k->x->db, actions);
 }
 
 /* ---- commands whose needs depend on their arguments ------------------------------- */
@@ -357,7 +357,7 @@ chk_find_and_modify(chk_t *k, const bson_t *body)
 static bool
 stage_ns(chk_t *k, bson_iter_t *v, const char *actions)
 {
-	const char *db = k->c->db, *coll = NULL;
+	const char *db = k->x->db, *coll = NULL;
 	bson_iter_t sub;
 
 	if (BSON_ITER_HOLDS_UTF8(v)) {
@@ -425,11 +425,11 @@ chk_stage(chk_t *k, bson_iter_t *stage, bool bypass)
 	    strcmp(bson_iter_key(&s), "$listSessions") == 0) {
 		return can_cluster(k, "listSessions");
 	} else if (strcmp(bson_iter_key(&s), "$indexStats") == 0) {
-		const char *coll = first_string(k->c->body);
-		return coll != NULL && can_ns(k, k->c->db, coll, "indexStats");
+		const char *coll = first_string(k->x->body);
+		return coll != NULL && can_ns(k, k->x->db, coll, "indexStats");
 	} else if (strcmp(bson_iter_key(&s), "$collStats") == 0) {
-		const char *coll = first_string(k->c->body);
-		return coll != NULL && can_ns(k, k->c->db, coll, "collStats");
+		const char *coll = first_string(k->x->body);
+		return coll != NULL && can_ns(k, k->x->db, coll, "collStats");
 	}
 	return true;
 }
@@ -457,7 +457,7 @@ chk_aggregate(chk_t *k, const bson_t *body)
 	bool bypass = field_true(body, "bypassDocumentValidation");
 	const char *coll = first_string(body);
 
-	if (coll != NULL && !can_ns(k, k->c->db, coll, "find")) {
+	if (coll != NULL && !can_ns(k, k->x->db, coll, "find")) {
 		/* a pipeline that starts with $collStats/$indexStats needs only that */
 		bson_iter_t el, s;
 		bool stats_only = false;
@@ -480,21 +480,21 @@ chk_get_more(chk_t *k, const bson_t *body)
 	bson_iter_t it;
 
 	if (bson_iter_init_find(&it, body, "collection") && BSON_ITER_HOLDS_UTF8(&it))
-		return can_ns(k, k->c->db, bson_iter_utf8(&it, NULL), "find") ||
-		    can_ns(k, k->c->db, bson_iter_utf8(&it, NULL), "listCollections") ||
-		    can_ns(k, k->c->db, bson_iter_utf8(&it, NULL), "listIndexes") ||
-		    can_db(k, k->c->db, "listCollections");
+		return can_ns(k, k->x->db, bson_iter_utf8(&it, NULL), "find") ||
+		    can_ns(k, k->x->db, bson_iter_utf8(&it, NULL), "listCollections") ||
+		    can_ns(k, k->x->db, bson_iter_utf8(&it, NULL), "listIndexes") ||
+		    can_db(k, k->x->db, "listCollections");
 	return false;
 }
 
 static bool
 chk_list_collections(chk_t *k, const bson_t *body)
 {
-	if (can_db(k, k->c->db, "listCollections"))
+	if (can_db(k, k->x->db, "listCollections"))
 		return true;
 	/* mongod lets a user list the collections it has privileges on */
 	return field_true(body, "authorizedCollections") && field_true(body, "nameOnly") &&
-	    auth_privset_touches_db(k->ps, k->c->db);
+	    auth_privset_touches_db(k->ps, k->x->db);
 }
 
 static bool
@@ -611,10 +611,10 @@ chk_bulk_write(chk_t *k, const bson_t *body)
 static bool
 chk_map_reduce(chk_t *k, const bson_t *body)
 {
-	const char *coll = first_string(body), *out_db = k->c->db, *out = NULL, *acts = "insert remove";
+	const char *coll = first_string(body), *out_db = k->x->db, *out = NULL, *acts = "insert remove";
 	bson_iter_t it, o;
 
-	if (coll == NULL || !can_ns(k, k->c->db, coll, "find"))
+	if (coll == NULL || !can_ns(k, k->x->db, coll, "find"))
 		return false;
 	if (!bson_iter_init_find(&it, body, "out"))
 		return true;
@@ -657,7 +657,7 @@ roles_field_allowed(chk_t *k, const bson_t *body, const char *field, const char 
 	if (!bson_iter_init_find(&it, body, field))
 		return true;
 	auth_rolelist_init(&l);
-	if (auth_rolelist_parse(&it, k->c->db, &l, field, &ignore) == 0) {
+	if (auth_rolelist_parse(&it, k->x->db, &l, field, &ignore) == 0) {
 		for (i = 0; i < l.n && ok; i++)
 			ok = can_db(k, l.db[i], action);
 	}
@@ -669,7 +669,7 @@ roles_field_allowed(chk_t *k, const bson_t *body, const char *field, const char 
 static bool
 chk_create_user(chk_t *k, const bson_t *body)
 {
-	return can_db(k, k->c->db, "createUser") && roles_field_allowed(k, body, "roles", "grantRole");
+	return can_db(k, k->x->db, "createUser") && roles_field_allowed(k, body, "roles", "grantRole");
 }
 
 static bool
@@ -683,16 +683,16 @@ chk_update_user(chk_t *k, const bson_t *body)
 {
 	const char *user = first_string(body);
 	bson_iter_t it;
-	bool self = user != NULL && is_self(k, user, k->c->db);
+	bool self = user != NULL && is_self(k, user, k->x->db);
 
 	if (bson_iter_init_find(&it, (bson_t *)body, "pwd") &&
-	    !(can_db(k, k->c->db, "changePassword") || (self && can_db(k, k->c->db, "changeOwnPassword"))))
+	    !(can_db(k, k->x->db, "changePassword") || (self && can_db(k, k->x->db, "changeOwnPassword"))))
 		return false;
 	if (bson_iter_init_find(&it, (bson_t *)body, "customData") &&
-	    !(can_db(k, k->c->db, "changeCustomData") || (self && can_db(k, k->c->db, "changeOwnCustomData"))))
+	    !(can_db(k, k->x->db, "changeCustomData") || (self && can_db(k, k->x->db, "changeOwnCustomData"))))
 		return false;
 	if (bson_iter_init_find(&it, (bson_t *)body, "authenticationRestrictions") &&
-	    !can_db(k, k->c->db, "setAuthenticationRestriction"))
+	    !can_db(k, k->x->db, "setAuthenticationRestriction"))
 		return false;
 	return roles_field_allowed(k, body, "roles", "grantRole") && roles_field_allowed(k, body, "roles", "revokeRole");
 }
@@ -704,7 +704,7 @@ chk_users_info(chk_t *k, const bson_t *body)
 
 	if (!bson_iter_init(&it, body) || !bson_iter_next(&it))
 		return false;
-	if (BSON_ITER_HOLDS_UTF8(&it) && is_self(k, bson_iter_utf8(&it, NULL), k->c->db))
+	if (BSON_ITER_HOLDS_UTF8(&it) && is_self(k, bson_iter_utf8(&it, NULL), k->x->db))
 		return true;
 	if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
 		bson_iter_t sub;
@@ -728,7 +728,7 @@ chk_users_info(chk_t *k, const bson_t *body)
 		bson_iter_t el;
 		bson_iter_recurse(&it, &el);
 		while (bson_iter_next(&el)) {
-			const char *u = NULL, *d = k->c->db;
+			const char *u = NULL, *d = k->x->db;
 			if (BSON_ITER_HOLDS_UTF8(&el)) {
 				u = bson_iter_utf8(&el, NULL);
 			} else if (BSON_ITER_HOLDS_DOCUMENT(&el)) {
@@ -746,19 +746,19 @@ chk_users_info(chk_t *k, const bson_t *body)
 		}
 		return true;
 	}
-	return can_db(k, k->c->db, "viewUser");
+	return can_db(k, k->x->db, "viewUser");
 }
 
 static bool
 chk_create_role(chk_t *k, const bson_t *body)
 {
-	return can_db(k, k->c->db, "createRole") && roles_field_allowed(k, body, "roles", "grantRole");
+	return can_db(k, k->x->db, "createRole") && roles_field_allowed(k, body, "roles", "grantRole");
 }
 
 static bool
 chk_update_role(chk_t *k, const bson_t *body)
 {
-	return can_db_all(k, k->c->db, "grantRole revokeRole") && roles_field_allowed(k, body, "roles", "grantRole");
+	return can_db_all(k, k->x->db, "grantRole revokeRole") && roles_field_allowed(k, body, "roles", "grantRole");
 }
 
 static bool
@@ -776,24 +776,24 @@ chk_revoke_roles(chk_t *k, const bson_t *body)
 static bool
 chk_grant_roles_to_role(chk_t *k, const bson_t *body)
 {
-	return can_db(k, k->c->db, "grantRole") && roles_field_allowed(k, body, "roles", "grantRole");
+	return can_db(k, k->x->db, "grantRole") && roles_field_allowed(k, body, "roles", "grantRole");
 }
 
 static bool
 chk_revoke_roles_from_role(chk_t *k, const bson_t *body)
 {
-	return can_db(k, k->c->db, "revokeRole") && roles_field_allowed(k, body, "roles", "revokeRole");
+	return can_db(k, k->x->db, "revokeRole") && roles_field_allowed(k, body, "roles", "revokeRole");
 }
 
 static bool
 chk_roles_info(chk_t *k, const bson_t *body)
 {
-	if (can_db(k, k->c->db, "viewRole"))
+	if (can_db(k, k->x->db, "viewRole"))
 		return true;
 	/* a user may always look at the roles it holds */
 	{
 		bson_iter_t it;
-		const char *r = NULL, *d = k->c->db;
+		const char *r = NULL, *d = k->x->db;
 		if (bson_iter_init(&it, body) && bson_iter_next(&it)) {
 			if (BSON_ITER_HOLDS_UTF8(&it)) {
 				r = bson_iter_utf8(&it, NULL);
@@ -966,7 +966,7 @@ priv_lookup(const char *name)
 	return NULL;
 }
 
-/* Whether the privileges in k allow the command (name, body) on k->c->db. */
+/* Whether the privileges in k allow the command (name, body) on k->x->db. */
 static bool
 auth_allows(chk_t *k, const char *name, const bson_t *body)
 {
@@ -982,7 +982,7 @@ auth_allows(chk_t *k, const char *name, const bson_t *body)
 	case NEED_NS:
 		return can_target(k, body, row->actions);
 	case NEED_DB:
-		return can_db_all(k, k->c->db, row->actions);
+		return can_db_all(k, k->x->db, row->actions);
 	case NEED_CLUSTER:
 		return can_cluster(k, row->actions);
 	case NEED_SPECIAL:
@@ -992,38 +992,36 @@ auth_allows(chk_t *k, const char *name, const bson_t *body)
 }
 
 static int
-unauthorized(cmd_t *c, terr_t *err)
+unauthorized(const auth_ctx_t *x, terr_t *err)
 {
-	char *text = auth_render_bson(c->body);
+	char *text = auth_render_bson(x->body);
 
-	terr_set(err, TERR_UNAUTHORIZED, "not authorized on %s to execute command %s", c->db, text);
+	terr_set(err, TERR_UNAUTHORIZED, "not authorized on %s to execute command %s", x->db, text);
 	bson_free(text);
 	return -1;
 }
 
 int
-auth_check_command(cmd_t *c, const cmd_def_t *def, terr_t *err)
+auth_check_command(const auth_ctx_t *x, terr_t *err)
 {
+	const auth_conn_t *conn = x->conn;
 	const priv_row_t *row;
 	auth_client_t *ac;
 	storage_session_t *s;
 	chk_t k;
 
-	if (!auth_enabled(c->engine))
+	if (!conn->enabled)
 		return 0;
-	/* an unknown command runs nothing: the dispatcher answers 59 */
-	if (def == NULL || (def->flags & CMDF_NO_AUTH))
-		return 0;
-	row = priv_lookup(def->name);
+	row = priv_lookup(x->name);
 	if (row != NULL && row->need == NEED_NONE)
 		return 0;
-	ac = auth_client_peek(c->client);
+	ac = auth_client_peek(conn);
 	if (ac == NULL || ac->user == NULL) {
 		/* the localhost exception (no user and no role stored, a loopback
 		 * client): mongod's bootstrap privileges, enough to create the
 		 * first user in admin (with roles of admin) and nothing else */
-		if (c->client->is_local && (s = client_session(c->client, err)) != NULL &&
-		    !auth_store_any(c->engine->st, s)) {
+		if (conn->is_local && (s = conn->session(conn->session_arg, err)) != NULL &&
+		    !auth_store_any(conn->st, s)) {
 			auth_privset_t boot;
 			auth_actions_t a;
 			bool ok;
@@ -1036,38 +1034,38 @@ auth_check_command(cmd_t *c, const cmd_def_t *def, terr_t *err)
 			auth_actions_add_list(&a, "replSetGetStatus");
 			auth_privset_add(&boot, AUTH_RES_CLUSTER, NULL, NULL, &a);
 			memset(&k, 0, sizeof(k));
-			k.c = c;
+			k.x = x;
 			k.ac = ac;
 			k.ps = &boot;
-			ok = row != NULL && auth_allows(&k, row->cmd, c->body);
+			ok = row != NULL && auth_allows(&k, row->cmd, x->body);
 			auth_privset_destroy(&boot);
-			return ok ? 0 : unauthorized(c, err);
+			return ok ? 0 : unauthorized(x, err);
 		}
 		terr_clear(err);
-		return terr_set(err, TERR_UNAUTHORIZED, "Command %s requires authentication", def->name);
+		return terr_set(err, TERR_UNAUTHORIZED, "Command %s requires authentication", x->name);
 	}
-	if (auth_client_resolve(c, ac, err) != 0)
+	if (auth_client_resolve(conn, ac, err) != 0)
 		return -1;
 	memset(&k, 0, sizeof(k));
-	k.c = c;
+	k.x = x;
 	k.ac = ac;
 	k.ps = &ac->privs;
-	if (row == NULL || !auth_allows(&k, row->cmd, c->body))
-		return unauthorized(c, err);
+	if (row == NULL || !auth_allows(&k, row->cmd, x->body))
+		return unauthorized(x, err);
 	return 0;
 }
 
 bool
-auth_db_visible(cmd_t *c, const char *db)
+auth_db_visible(const auth_conn_t *conn, const char *db)
 {
 	auth_client_t *ac;
 	terr_t err = TERR_INIT;
 	bool ok;
 
-	if (!auth_enabled(c->engine))
+	if (!conn->enabled)
 		return true;
-	ac = auth_client_peek(c->client);
-	if (ac == NULL || ac->user == NULL || auth_client_resolve(c, ac, &err) != 0) {
+	ac = auth_client_peek(conn);
+	if (ac == NULL || ac->user == NULL || auth_client_resolve(conn, ac, &err) != 0) {
 		terr_clear(&err);
 		return false;
 	}
@@ -1079,9 +1077,9 @@ auth_db_visible(cmd_t *c, const char *db)
 /* ---- connectionStatus ----------------------------------------------------------------- */
 
 int
-auth_connection_status(cmd_t *c, bool show_privileges, bson_t *auth_info, terr_t *err)
+auth_connection_status(const auth_conn_t *conn, bool show_privileges, bson_t *auth_info, terr_t *err)
 {
-	auth_client_t *ac = auth_client_peek(c->client);
+	auth_client_t *ac = auth_client_peek(conn);
 	auth_rolelist_t all;
 	auth_privset_t privs;
 	storage_session_t *s;
@@ -1091,11 +1089,11 @@ auth_connection_status(cmd_t *c, bool show_privileges, bson_t *auth_info, terr_t
 	auth_rolelist_init(&all);
 	auth_privset_init(&privs);
 	if (ac != NULL && ac->user != NULL) {
-		if (auth_client_resolve(c, ac, err) != 0)
+		if (auth_client_resolve(conn, ac, err) != 0)
 			ERR(-1);
-		if ((s = client_session(c->client, err)) == NULL)
+		if ((s = conn->session(conn->session_arg, err)) == NULL)
 			ERR(-1);
-		ERR(auth_roles_resolve(c->engine->st, s, &ac->roles, &all, &privs, err));
+		ERR(auth_roles_resolve(conn->st, s, &ac->roles, &all, &privs, err));
 	}
 	BSON_APPEND_ARRAY_BEGIN(auth_info, "authenticatedUsers", &arr);
 	if (ac != NULL && ac->user != NULL) {

@@ -469,7 +469,7 @@ CMD_HANDLER(cmd_list_databases)
 			bson_destroy(&entry);
 			goto err;
 		}
-		if (!auth_db_visible(c, names[i])) {
+		if (!auth_db_visible(&c->client->auth, names[i])) {
 			bson_destroy(&entry);
 			continue;
 		}

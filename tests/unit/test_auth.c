@@ -6,7 +6,7 @@
  * with collMod on one collection), the localhost exception, malformed and
  * replayed SASL, and many failed attempts.
  *
- * The dispatcher's call to auth_check_command is emulated by run() here
+ * The dispatcher's call to cmd_auth_check is emulated by run() here
  * (check, then engine_run_command), so these tests do not depend on it
  * being wired.
  */
@@ -66,7 +66,7 @@ new_client(bool local)
 static void
 free_client(client_t *cl)
 {
-	auth_client_forget(cl);
+	auth_client_forget(cl, &cl->has_auth);
 	client_free(cl);
 }
 
@@ -98,7 +98,7 @@ run_doc(client_t *cl, const char *db, const bson_t *cmd, bson_t *reply)
 	fake.name = c.name;
 	if (def == NULL)
 		def = &fake;
-	if (auth_check_command(&c, def, &err) != 0) {
+	if (cmd_auth_check(&c, def, &err) != 0) {
 		char buf[32];
 		bson_init(reply);
 		BSON_APPEND_DOUBLE(reply, "ok", 0.0);
@@ -905,7 +905,7 @@ test_hello_speculative(void)
 	c.db = "admin";
 	c.body = hello;
 	bson_init(&reply);
-	auth_hello_append(&c, &reply);
+	cmd_hello_auth_append(&c, &reply);
 	TT_ASSERT(bson_iter_init_find(&it, &reply, "saslSupportedMechs"));
 	TT_ASSERT(bson_iter_init_find(&it, &reply, "speculativeAuthenticate") && BSON_ITER_HOLDS_DOCUMENT(&it));
 	{
@@ -936,7 +936,7 @@ test_hello_speculative(void)
 	hello = tt_json("{\"hello\": 1, \"saslSupportedMechs\": \"admin.ghost\"}");
 	c.body = hello;
 	bson_init(&reply);
-	auth_hello_append(&c, &reply);
+	cmd_hello_auth_append(&c, &reply);
 	TT_EQ_JSON(&reply, "{ \"saslSupportedMechs\" : [ \"SCRAM-SHA-1\", \"SCRAM-SHA-256\" ] }");
 	bson_destroy(&reply);
 	bson_destroy(hello);
