@@ -56,12 +56,13 @@ int auth_mech_parse(const char *name, auth_mech_t *out);
 int auth_mech_default_iterations(auth_mech_t m);
 
 /*
- * SASLprep (RFC 4013) as SCRAM-SHA-256 needs it.  ASCII is handled exactly
- * (control characters are prohibited); non-ASCII spaces map to U+0020, the
- * "mapped to nothing" characters are removed, other code points are kept as
- * sent (correct for text already in NFKC form, which is what clients send
- * after their own SASLprep).  Invalid UTF-8 and prohibited characters fail
- * with 2 BadValue.  *out is a new string (bson_free).
+ * SASLprep (RFC 4013, the RFC 3454 stringprep profile) as SCRAM-SHA-256
+ * needs it and mongod's icuSaslPrep does it, on ICU's usprep: B.1 mapped to
+ * nothing, non-ASCII spaces to U+0020, NFKC ("\u2163" becomes "IV"), then
+ * prohibited output, the bidirectional rule and unassigned code points
+ * refused.  Errors as mongod: 2 BadValue "Non UTF-8 data encountered",
+ * 2 BadValue "Unable to normalize input string".  *out is a new string
+ * (bson_free).
  */
 int auth_saslprep(const char *in, char **out, terr_t *err);
 
@@ -82,7 +83,10 @@ typedef struct auth_scram auth_scram_t;
 /* Looks up the credentials ({iterationCount, salt, storedKey, serverKey})
  * of user for the conversation's mechanism.  Returns 0 and fills creds
  * (initialised by the callee) when the user exists with credentials for
- * the mechanism, non-zero otherwise (creds left uninitialised). */
+ * the mechanism; AUTH_CREDS_NO_MECH when the user exists without any for
+ * it; any other value when there is no such user (creds left
+ * uninitialised but for 0). */
+#define AUTH_CREDS_NO_MECH 2
 typedef int (*auth_creds_lookup_fn)(void *ctx, const char *user, bson_t *creds);
 
 /* skip_empty: the client sent options: {skipEmptyExchange: true}, so step 2
@@ -98,7 +102,12 @@ void auth_scram_free(auth_scram_t *s);
  * NUL-terminated, *out_len bytes) is the reply payload.  Any failure returns
  * -1 with err set to mongod's internal reason (the caller turns it into 18).
  * An unknown user still runs the full PBKDF2/HMAC work with a fake salt so
- * neither timing nor message shows whether the user exists.
+ * neither timing nor message shows whether the user exists.  A user that
+ * exists without credentials for the mechanism fails step 1 with 334
+ * MechanismUnavailable "Unable to use SCRAM-SHA-256 based authentication
+ * for user without any SCRAM-SHA-256 credentials registered" (mongod's
+ * reason, which it logs; the client sees 18, and a speculative hello gets
+ * no speculativeAuthenticate, so the driver falls back).
  */
 int auth_scram_step(auth_scram_t *s, const uint8_t *in, size_t in_len,
                     auth_creds_lookup_fn lookup, void *ctx,

@@ -41,7 +41,7 @@ creds_lookup(void *arg, const char *user, bson_t *creds)
 	terr_t err = TERR_INIT;
 	bson_iter_t it, m;
 	bson_t doc;
-	int ret = -1;
+	int ret = AUTH_CREDS_NO_MECH;
 
 	s = client_session(lc->c->client, &err);
 	if (s == NULL || auth_store_get(lc->c->engine->st, s, "system.users", lc->db, user, &doc, &err) != 0) {
