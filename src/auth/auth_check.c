@@ -216,6 +216,9 @@ typedef struct chk {
 	auth_client_t *ac;
 	const auth_privset_t *ps;
 	int depth;
+	/* a refusal that is not 13 (collMod's 72): the code and message */
+	int fail_code;
+	const char *fail_msg;
 } chk_t;
 
 static bool
@@ -353,125 +356,86 @@ chk_find_and_modify(chk_t *k, const bson_t *body)
 	return !field_true(body, "bypassDocumentValidation") || can_target(k, body, "bypassDocumentValidation");
 }
 
-/* A namespace in a stage argument: "coll" or {db, coll}. */
+/* Every entry of l allowed (l is destroyed). */
 static bool
-stage_ns(chk_t *k, bson_iter_t *v, const char *actions)
+list_allowed(chk_t *k, auth_nslist_t *l)
 {
-	const char *db = k->x->db, *coll = NULL;
-	bson_iter_t sub;
+	bool ok = auth_nslist_allowed(l, k->ps);
 
-	if (BSON_ITER_HOLDS_UTF8(v)) {
-		coll = bson_iter_utf8(v, NULL);
-	} else if (BSON_ITER_HOLDS_DOCUMENT(v) && bson_iter_recurse(v, &sub)) {
-		while (bson_iter_next(&sub)) {
-			if (strcmp(bson_iter_key(&sub), "db") == 0 && BSON_ITER_HOLDS_UTF8(&sub))
-				db = bson_iter_utf8(&sub, NULL);
-			else if (strcmp(bson_iter_key(&sub), "coll") == 0 && BSON_ITER_HOLDS_UTF8(&sub))
-				coll = bson_iter_utf8(&sub, NULL);
-		}
-	}
-	if (coll == NULL)
-		return true; /* malformed: the stage parser refuses it */
-	return can_ns_all(k, db, coll, actions);
+	auth_nslist_destroy(l);
+	return ok;
 }
 
-static bool chk_pipeline(chk_t *k, bson_iter_t *arr, bool bypass);
-
-static bool
-chk_stage(chk_t *k, bson_iter_t *stage, bool bypass)
-{
-	bson_iter_t s, arg, f;
-
-	if (!BSON_ITER_HOLDS_DOCUMENT(stage) || !bson_iter_recurse(stage, &s) || !bson_iter_next(&s))
-		return true;
-	if (strcmp(bson_iter_key(&s), "$lookup") == 0 || strcmp(bson_iter_key(&s), "$graphLookup") == 0) {
-		if (!BSON_ITER_HOLDS_DOCUMENT(&s) || !bson_iter_recurse(&s, &arg))
-			return true;
-		while (bson_iter_next(&arg)) {
-			if (strcmp(bson_iter_key(&arg), "from") == 0 && !stage_ns(k, &arg, "find"))
-				return false;
-			if (strcmp(bson_iter_key(&arg), "pipeline") == 0 && !chk_pipeline(k, &arg, bypass))
-				return false;
-		}
-	} else if (strcmp(bson_iter_key(&s), "$unionWith") == 0) {
-		if (BSON_ITER_HOLDS_UTF8(&s))
-			return stage_ns(k, &s, "find");
-		if (!BSON_ITER_HOLDS_DOCUMENT(&s) || !bson_iter_recurse(&s, &arg))
-			return true;
-		while (bson_iter_next(&arg)) {
-			if (strcmp(bson_iter_key(&arg), "coll") == 0 && !stage_ns(k, &arg, "find"))
-				return false;
-			if (strcmp(bson_iter_key(&arg), "pipeline") == 0 && !chk_pipeline(k, &arg, bypass))
-				return false;
-		}
-	} else if (strcmp(bson_iter_key(&s), "$facet") == 0) {
-		if (!BSON_ITER_HOLDS_DOCUMENT(&s) || !bson_iter_recurse(&s, &arg))
-			return true;
-		while (bson_iter_next(&arg))
-			if (!chk_pipeline(k, &arg, bypass))
-				return false;
-	} else if (strcmp(bson_iter_key(&s), "$out") == 0) {
-		if (!stage_ns(k, &s, bypass ? "insert remove bypassDocumentValidation" : "insert remove"))
-			return false;
-	} else if (strcmp(bson_iter_key(&s), "$merge") == 0) {
-		const char *acts = bypass ? "insert update bypassDocumentValidation" : "insert update";
-		if (BSON_ITER_HOLDS_UTF8(&s))
-			return stage_ns(k, &s, acts);
-		if (BSON_ITER_HOLDS_DOCUMENT(&s) && bson_iter_recurse(&s, &f) && bson_iter_find(&f, "into"))
-			return stage_ns(k, &f, acts);
-	} else if (strcmp(bson_iter_key(&s), "$currentOp") == 0) {
-		return can_cluster(k, "inprog");
-	} else if (strcmp(bson_iter_key(&s), "$listLocalSessions") == 0 ||
-	    strcmp(bson_iter_key(&s), "$listSessions") == 0) {
-		return can_cluster(k, "listSessions");
-	} else if (strcmp(bson_iter_key(&s), "$indexStats") == 0) {
-		const char *coll = first_string(k->x->body);
-		return coll != NULL && can_ns(k, k->x->db, coll, "indexStats");
-	} else if (strcmp(bson_iter_key(&s), "$collStats") == 0) {
-		const char *coll = first_string(k->x->body);
-		return coll != NULL && can_ns(k, k->x->db, coll, "collStats");
-	}
-	return true;
-}
-
-static bool
-chk_pipeline(chk_t *k, bson_iter_t *arr, bool bypass)
-{
-	bson_iter_t el;
-
-	if (++k->depth > 50)
-		return false;
-	if (!BSON_ITER_HOLDS_ARRAY(arr) || !bson_iter_recurse(arr, &el))
-		return true;
-	while (bson_iter_next(&el))
-		if (!chk_stage(k, &el, bypass))
-			return false;
-	k->depth--;
-	return true;
-}
-
+/* aggregate: every namespace auth_aggregate_namespaces finds, at any depth. */
 static bool
 chk_aggregate(chk_t *k, const bson_t *body)
 {
+	auth_nslist_t l;
+
+	auth_nslist_init(&l);
+	auth_aggregate_namespaces(&l, k->x->db, body);
+	return list_allowed(k, &l);
+}
+
+/* A view definition (create with viewOn, collMod with viewOn + pipeline)
+ * as mongod's checkAuthForCreateOrModifyView: a user who may not read the
+ * view may define it freely (nothing is exposed to it); one who may must be
+ * able to read everything the definition reads. */
+static bool
+view_definition_allowed(chk_t *k, const char *view, const bson_t *body)
+{
+	auth_nslist_t l;
+
+	if (!can_ns(k, k->x->db, view, "find"))
+		return true;
+	auth_nslist_init(&l);
+	auth_view_namespaces(&l, k->x->db, body);
+	return list_allowed(k, &l);
+}
+
+static bool
+has_field(const bson_t *body, const char *field)
+{
 	bson_iter_t it;
-	bool bypass = field_true(body, "bypassDocumentValidation");
+
+	return bson_iter_init_find(&it, body, field);
+}
+
+/* create (mongod's checkAuthForCreate): a view needs createCollection and
+ * its definition's namespaces; a collection createCollection or insert;
+ * capped: convertToCapped as well. */
+static bool
+chk_create(chk_t *k, const bson_t *body)
+{
+	const char *coll = first_string(body);
+	bool create;
+
+	if (coll == NULL || coll[0] == '\0')
+		return can_db(k, k->x->db, "createCollection");
+	if (auth_body_any_true(body, "capped") && !can_ns(k, k->x->db, coll, "convertToCapped"))
+		return false;
+	create = can_ns(k, k->x->db, coll, "createCollection");
+	if (has_field(body, "viewOn"))
+		return create && view_definition_allowed(k, coll, body);
+	return create || can_ns(k, k->x->db, coll, "insert");
+}
+
+/* collMod (mongod's checkAuthForCollMod): with auth on, a view's viewOn and
+ * pipeline change together (72 otherwise), and the new definition's
+ * namespaces are checked as create checks them. */
+static bool
+chk_coll_mod(chk_t *k, const bson_t *body)
+{
 	const char *coll = first_string(body);
 
-	if (coll != NULL && !can_ns(k, k->x->db, coll, "find")) {
-		/* a pipeline that starts with $collStats/$indexStats needs only that */
-		bson_iter_t el, s;
-		bool stats_only = false;
-		if (bson_iter_init_find(&it, body, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it) &&
-		    bson_iter_recurse(&it, &el) && bson_iter_next(&el) && BSON_ITER_HOLDS_DOCUMENT(&el) &&
-		    bson_iter_recurse(&el, &s) && bson_iter_next(&s))
-			stats_only = strcmp(bson_iter_key(&s), "$collStats") == 0 ||
-			    strcmp(bson_iter_key(&s), "$indexStats") == 0;
-		if (!stats_only)
-			return false;
+	if (coll == NULL || !can_ns(k, k->x->db, coll, "collMod"))
+		return false;
+	if (has_field(body, "viewOn") != has_field(body, "pipeline")) {
+		k->fail_code = TERR_INVALID_OPTIONS;
+		k->fail_msg = "Must specify both 'viewOn' and 'pipeline' when modifying a view and auth is enabled";
+		return false;
 	}
-	if (bson_iter_init_find(&it, body, "pipeline"))
-		return chk_pipeline(k, &it, bypass);
-	return true;
+	return !has_field(body, "viewOn") || view_definition_allowed(k, coll, body);
 }
 
 static bool
@@ -874,10 +838,10 @@ static const priv_row_t priv_table[] = {
 	{"commitTransaction", NEED_AUTHED, NULL, NULL},
 	{"abortTransaction", NEED_AUTHED, NULL, NULL},
 	/* catalog */
-	{"create", NEED_NS, "createCollection", NULL},
+	{"create", NEED_SPECIAL, NULL, chk_create},
 	{"drop", NEED_NS, "dropCollection", NULL},
 	{"dropDatabase", NEED_DB, "dropDatabase", NULL},
-	{"collMod", NEED_NS, "collMod", NULL},
+	{"collMod", NEED_SPECIAL, NULL, chk_coll_mod},
 	{"collStats", NEED_NS, "collStats", NULL},
 	{"dbStats", NEED_DB, "dbStats", NULL},
 	{"listCollections", NEED_SPECIAL, NULL, chk_list_collections},
@@ -992,9 +956,15 @@ auth_allows(chk_t *k, const char *name, const bson_t *body)
 }
 
 static int
-unauthorized(const auth_ctx_t *x, terr_t *err)
+unauthorized(const auth_ctx_t *x, const chk_t *k, terr_t *err)
 {
-	char *text = auth_render_bson(x->body);
+	char *text;
+
+	if (k->fail_code != 0) {
+		terr_clear(err);
+		return terr_set(err, k->fail_code, "%s", k->fail_msg);
+	}
+	text = auth_render_bson(x->body);
 
 	terr_set(err, TERR_UNAUTHORIZED, "not authorized on %s to execute command %s", x->db, text);
 	bson_free(text);
@@ -1039,7 +1009,7 @@ auth_check_command(const auth_ctx_t *x, terr_t *err)
 			k.ps = &boot;
 			ok = row != NULL && auth_allows(&k, row->cmd, x->body);
 			auth_privset_destroy(&boot);
-			return ok ? 0 : unauthorized(x, err);
+			return ok ? 0 : unauthorized(x, &k, err);
 		}
 		terr_clear(err);
 		return terr_set(err, TERR_UNAUTHORIZED, "Command %s requires authentication", x->name);
@@ -1051,7 +1021,7 @@ auth_check_command(const auth_ctx_t *x, terr_t *err)
 	k.ac = ac;
 	k.ps = &ac->privs;
 	if (row == NULL || !auth_allows(&k, row->cmd, x->body))
-		return unauthorized(x, err);
+		return unauthorized(x, &k, err);
 	return 0;
 }
 
