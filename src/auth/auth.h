@@ -7,8 +7,8 @@
  * The layer sits below commands/ (DESIGN.md): it never sees the command
  * layer's engine, client or command structs.  The caller describes the
  * connection and the command in an auth_conn_t / auth_ctx_t (below), and
- * passes in what only it knows (the storage session, view definitions) as
- * callbacks.
+ * passes in what only it knows (the connection's storage session) as a
+ * callback.
  *
  * What it is not: the network (TLS lives in server/tls.h), the handshake
  * and the command handlers (commands/cmd_auth.c: saslStart, saslContinue,
@@ -143,26 +143,17 @@ typedef struct auth_conn {
 	void *session_arg;
 } auth_conn_t;
 
-/*
- * What a view is, as the catalog above this layer knows it: the resolver
- * fills *view_on (the collection or view it reads, in db) and *pipeline
- * (a copy the caller destroys) and returns 1 when db.coll is a view,
- * 0 when it is not (a collection or nothing), -1 with err set on failure.
- */
-typedef int (*auth_view_resolve_fn)(void *arg, const char *db, const char *coll, char **view_on,
-                                    bson_t *pipeline, terr_t *err);
-
 /* A command on a connection: name is its canonical name (the privilege
  * table's key), db the database it runs on, body the whole command.  All
- * borrowed for the call.  views may be NULL (then no name is taken for a
- * view). */
+ * borrowed for the call.  No view definition is needed: as on mongod, a
+ * view is a namespace like a collection to whoever reads it (find on the
+ * view), and what its definition reads is checked when it is defined
+ * (create, collMod), from the command's own arguments. */
 typedef struct auth_ctx {
 	const auth_conn_t *conn;
 	const char *name;
 	const char *db;
 	const bson_t *body;
-	auth_view_resolve_fn views;
-	void *views_arg;
 } auth_ctx_t;
 
 /* ---- actions (MongoDB's names; auth_privs.c has the list) ---------------- */

@@ -67,8 +67,7 @@ bool engine_auth_enabled(const engine_t *e);
 void cmd_auth_conn_init(client_t *c);
 /* The dispatcher's privilege check before def's handler runs: 0 when auth
  * is off, def is NULL (the dispatcher answers 59) or has CMDF_NO_AUTH;
- * otherwise auth_check_command's answer for the command (views resolved
- * through the engine's view catalog). */
+ * otherwise auth_check_command's answer for the command. */
 int cmd_auth_check(cmd_t *c, const cmd_def_t *def, terr_t *err);
 /* hello/isMaster: when the hello document has saslSupportedMechs
  * ("db.user") append saslSupportedMechs: [...] (the default pair for a user
