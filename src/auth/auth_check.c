@@ -292,12 +292,33 @@ first_string(const bson_t *body)
 	return NULL;
 }
 
+/* A flag that adds to what a command needs: true when any occurrence of
+ * it is (BSON may repeat a key; whichever the handler reads, the check
+ * covered it). */
 static bool
 field_true(const bson_t *body, const char *field)
 {
-	bson_iter_t it;
+	return auth_body_any_true(body, field);
+}
 
-	return bson_iter_init_find(&it, body, field) && bson_iter_as_bool(&it);
+/* A flag that lowers what a command needs: true only when present and
+ * every occurrence is true. */
+static bool
+field_all_true(const bson_t *body, const char *field)
+{
+	bson_iter_t it;
+	bool seen = false;
+
+	if (!bson_iter_init(&it, body))
+		return false;
+	while (bson_iter_next(&it)) {
+		if (strcmp(bson_iter_key(&it), field) != 0)
+			continue;
+		if (!bson_iter_as_bool(&it))
+			return false;
+		seen = true;
+	}
+	return seen;
 }
 
 /* The collection the command names first, or the database itself when it
@@ -336,9 +357,11 @@ chk_update(chk_t *k, const bson_t *body)
 	if (bson_iter_init_find(&it, body, "updates") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &el)) {
 		while (bson_iter_next(&el)) {
 			bson_iter_t u;
-			if (BSON_ITER_HOLDS_DOCUMENT(&el) && bson_iter_recurse(&el, &u) &&
-			    bson_iter_find(&u, "upsert") && bson_iter_as_bool(&u))
-				return can_target(k, body, "insert");
+			if (!BSON_ITER_HOLDS_DOCUMENT(&el) || !bson_iter_recurse(&el, &u))
+				continue;
+			while (bson_iter_next(&u))
+				if (strcmp(bson_iter_key(&u), "upsert") == 0 && bson_iter_as_bool(&u))
+					return can_target(k, body, "insert");
 		}
 	}
 	return true;
@@ -347,8 +370,12 @@ chk_update(chk_t *k, const bson_t *body)
 static bool
 chk_find_and_modify(chk_t *k, const bson_t *body)
 {
-	if (field_true(body, "remove"))
-		return can_target(k, body, "find remove");
+	/* remove: true needs remove, anything else update; a repeated remove
+	 * that disagrees with itself needs both */
+	if (field_true(body, "remove") && !can_target(k, body, "find remove"))
+		return false;
+	if (field_all_true(body, "remove"))
+		return true;
 	if (!can_target(k, body, "find update"))
 		return false;
 	if (field_true(body, "upsert") && !can_target(k, body, "insert"))
@@ -457,7 +484,7 @@ chk_list_collections(chk_t *k, const bson_t *body)
 	if (can_db(k, k->x->db, "listCollections"))
 		return true;
 	/* mongod lets a user list the collections it has privileges on */
-	return field_true(body, "authorizedCollections") && field_true(body, "nameOnly") &&
+	return field_all_true(body, "authorizedCollections") && field_all_true(body, "nameOnly") &&
 	    auth_privset_touches_db(k->ps, k->x->db);
 }
 

@@ -399,6 +399,53 @@ test_view_rules(void)
 	close_engine(true);
 }
 
+/* Flags repeated with different values: the check takes the one that
+ * needs more (bypassDocumentValidation, upsert, remove) or refuses the
+ * relaxation unless every occurrence asks for it (authorizedCollections). */
+static void
+test_repeated_flags(void)
+{
+	client_t *root, *u, *f;
+
+	open_engine(true);
+	u = setup(&root);
+	TT_EQ_INT(run(u, "A", "{\"insert\": \"c\", \"documents\": [{\"_id\": 9}], \"bypassDocumentValidation\": true}"), 13);
+	TT_EQ_INT(run(u, "A", "{\"insert\": \"c\", \"documents\": [{\"_id\": 9}], \"bypassDocumentValidation\": false, "
+	    "\"bypassDocumentValidation\": true}"), 13);
+	TT_EQ_INT(run(u, "A", "{\"aggregate\": \"c\", \"pipeline\": [{\"$out\": \"o\"}], \"cursor\": {}, "
+	    "\"bypassDocumentValidation\": false, \"bypassDocumentValidation\": true}"), 13);
+	TT_EQ_INT(run(u, "A", "{\"insert\": \"c\", \"documents\": [{\"_id\": 9}], \"bypassDocumentValidation\": false}"), 0);
+	TT_EQ_INT(run(root, "admin", "{\"createRole\": \"upd\", \"privileges\": [{\"resource\": {\"db\": \"A\", "
+	    "\"collection\": \"c\"}, \"actions\": [\"find\", \"update\"]}], \"roles\": []}"), 0);
+	TT_EQ_INT(run(root, "admin", "{\"createUser\": \"f\", \"pwd\": \"pw\", \"roles\": [\"upd\"]}"), 0);
+	f = new_client(false);
+	login_as(f, "f", "admin");
+	TT_EQ_INT(run(f, "A", "{\"findAndModify\": \"c\", \"query\": {\"_id\": 9}, \"update\": {\"$set\": {\"y\": 1}}}"), 0);
+	TT_EQ_INT(run(f, "A", "{\"findAndModify\": \"c\", \"query\": {\"_id\": 9}, \"remove\": true}"), 13);
+	TT_EQ_INT(run(f, "A", "{\"findAndModify\": \"c\", \"query\": {\"_id\": 9}, \"remove\": false, \"remove\": true}"), 13);
+	TT_EQ_INT(run(f, "A", "{\"findAndModify\": \"c\", \"query\": {\"_id\": 9}, \"update\": {\"$set\": {\"y\": 2}}, "
+	    "\"upsert\": false, \"upsert\": true}"), 13);
+	TT_EQ_INT(run(f, "A", "{\"update\": \"c\", \"updates\": [{\"q\": {\"_id\": 7}, \"u\": {\"$set\": {\"y\": 1}}, "
+	    "\"upsert\": false, \"upsert\": true}]}"), 13);
+	/* listCollections without the action: only authorizedCollections and
+	 * nameOnly both true, every time they appear */
+	TT_EQ_INT(run(f, "A", "{\"listCollections\": 1, \"authorizedCollections\": true, \"nameOnly\": true}"), 0);
+	TT_EQ_INT(run(f, "A", "{\"listCollections\": 1, \"authorizedCollections\": false, \"authorizedCollections\": true, "
+	    "\"nameOnly\": true}"), 13);
+	TT_EQ_INT(run(f, "A", "{\"listCollections\": 1, \"authorizedCollections\": true, \"nameOnly\": true, "
+	    "\"nameOnly\": false}"), 13);
+	/* a collectionless aggregate reaches B as well as any other */
+	TT_EQ_INT(run(u, "A", "{\"aggregate\": 1, \"pipeline\": [{\"$documents\": [{\"x\": 1}]}, {\"$lookup\": {\"from\": "
+	    "{\"db\": \"B\", \"coll\": \"secret\"}, \"localField\": \"x\", \"foreignField\": \"x\", \"as\": \"j\"}}], "
+	    "\"cursor\": {}}"), 13);
+	TT_EQ_INT(run(u, "A", "{\"aggregate\": 1, \"pipeline\": [{\"$documents\": [{\"x\": 1}]}, {\"$lookup\": {\"from\": "
+	    "\"c\", \"localField\": \"x\", \"foreignField\": \"x\", \"as\": \"j\"}}], \"cursor\": {}}"), 0);
+	client_free(f);
+	client_free(u);
+	client_free(root);
+	close_engine(true);
+}
+
 /* With --auth and no user yet: a loopback client may create the first
  * user (and run what needs no authentication); listDatabases answers, as
  * mongod's, with only the databases the (empty) privileges show: none;
@@ -472,6 +519,7 @@ main(void)
 {
 	TT_RUN(test_random_foreign_namespaces);
 	TT_RUN(test_view_rules);
+	TT_RUN(test_repeated_flags);
 	TT_RUN(test_localhost_exception);
 	return tt_finish();
 }
