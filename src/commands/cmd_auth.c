@@ -121,10 +121,14 @@ conv_end(auth_client_t *ac)
 	ac->conv_db = NULL;
 }
 
-/* mongod's access log lines 20249 / 20250 (never a password or a proof). */
+/* mongod's access log lines 20249 / 20250 (never a password or a proof).
+ * A speculative attempt with a mechanism the user has no credentials for
+ * is routine (every driver tries SCRAM-SHA-256 first): mongod logs it at
+ * debug level 5, here 'D'. */
 static void
 log_auth(cmd_t *c, auth_client_t *ac, bool ok, const terr_t *why)
 {
+	char sev = !ok && why != NULL && ac->speculative && why->code == TERR_MECHANISM_UNAVAILABLE ? 'D' : 'I';
 	const char *user = ac->conv ? auth_scram_user(ac->conv) : NULL;
 	char name[32];
 	bson_t attr, extra;
@@ -142,7 +146,7 @@ log_auth(cmd_t *c, auth_client_t *ac, bool ok, const terr_t *why)
 		BSON_APPEND_UTF8(&attr, "error", e);
 		bson_free(e);
 	}
-	tlog('I', "ACCESS", ok ? 20250 : 20249, ok ? "Authentication succeeded" : "Authentication failed", &attr);
+	tlog(sev, "ACCESS", ok ? 20250 : 20249, ok ? "Authentication succeeded" : "Authentication failed", &attr);
 	bson_destroy(&attr);
 }
 
