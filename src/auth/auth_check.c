@@ -10,7 +10,10 @@
  * Also: connectionStatus's authInfo, hello's saslSupportedMechs, and
  * mongod's rendering of a command in "not authorized" messages.
  *
- * Not here: resolving a user's privileges (auth_users.c, auth_privs.c).
+ * Not here: resolving a user's privileges (auth_users.c, auth_privs.c);
+ * finding the namespaces a pipeline or a view definition touches
+ * (auth_ns.c, which aggregate, explain, create and collMod use).  A flag
+ * BSON repeats counts as the value that needs more privileges.
  */
 #include "auth/auth_private.h"
 
