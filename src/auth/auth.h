@@ -324,9 +324,17 @@ int auth_check_command(const auth_ctx_t *x, terr_t *err);
  * [{role, db}], and with show_privileges authenticatedUserPrivileges. */
 int auth_connection_status(const auth_conn_t *conn, bool show_privileges, bson_t *auth_info, terr_t *err);
 
-/* Whether the client may see database db in listDatabases when it lacks
- * the listDatabases action (mongod's authorizedDatabases filtering): true
- * when auth is off or the client holds any privilege on db. */
+/*
+ * listDatabases' authorizedDatabases as mongod reads it: *filter true when
+ * only the databases the connection holds a privilege on are listed
+ * (auth_db_visible).  Absent (authorized_databases NULL): filtered unless
+ * the user has the listDatabases action; true: filtered; false: all, and
+ * without the action 13 "Insufficient permissions to list all databases".
+ * Auth off: never filtered.  -1 with err set on failure.
+ */
+int auth_list_databases_filter(const auth_conn_t *conn, const bool *authorized_databases, bool *filter, terr_t *err);
+/* Whether the connection holds any privilege on database db (true when
+ * auth is off; false without a user, the localhost exception included). */
 bool auth_db_visible(const auth_conn_t *conn, const char *db);
 
 /* Make every client re-read its user and roles before its next command.

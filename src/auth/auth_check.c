@@ -1055,12 +1055,36 @@ auth_check_command(const auth_ctx_t *x, terr_t *err)
 	return 0;
 }
 
+int
+auth_list_databases_filter(const auth_conn_t *conn, const bool *authorized_databases, bool *filter, terr_t *err)
+{
+	auth_client_t *ac;
+	bool all = false;
+
+	*filter = false;
+	if (!conn->enabled)
+		return 0;
+	ac = auth_client_peek(conn);
+	if (ac != NULL && ac->user != NULL) {
+		if (auth_client_resolve(conn, ac, err) != 0)
+			return -1;
+		all = auth_privset_allows_cluster(&ac->privs, auth_action_index("listDatabases"));
+	}
+	if (authorized_databases != NULL) {
+		if (!*authorized_databases && !all)
+			return terr_set(err, TERR_UNAUTHORIZED, "Insufficient permissions to list all databases");
+		*filter = *authorized_databases;
+		return 0;
+	}
+	*filter = !all;
+	return 0;
+}
+
 bool
 auth_db_visible(const auth_conn_t *conn, const char *db)
 {
 	auth_client_t *ac;
 	terr_t err = TERR_INIT;
-	bool ok;
 
 	if (!conn->enabled)
 		return true;
@@ -1069,9 +1093,7 @@ auth_db_visible(const auth_conn_t *conn, const char *db)
 		terr_clear(&err);
 		return false;
 	}
-	ok = auth_privset_allows_cluster(&ac->privs, auth_action_index("listDatabases")) ||
-	    auth_privset_touches_db(&ac->privs, db);
-	return ok;
+	return auth_privset_touches_db(&ac->privs, db);
 }
 
 /* ---- connectionStatus ----------------------------------------------------------------- */

@@ -399,6 +399,61 @@ test_view_rules(void)
 	close_engine(true);
 }
 
+/* The names listDatabases answers with on connection cl. */
+static void
+list_names(client_t *cl, const char *json, char *out, size_t len)
+{
+	bson_t *cmd = tt_json(json), reply;
+	terr_t err = TERR_INIT;
+	bson_iter_t it, el, f;
+
+	out[0] = '\0';
+	TT_EQ_INT(engine_run_command(eng, cl, "admin", cmd, &reply, &err), 0);
+	terr_clear(&err);
+	if (bson_iter_init_find(&it, &reply, "databases") && bson_iter_recurse(&it, &el))
+		while (bson_iter_next(&el))
+			if (bson_iter_recurse(&el, &f) && bson_iter_find(&f, "name"))
+				snprintf(out + strlen(out), len - strlen(out), "%s ", bson_iter_utf8(&f, NULL));
+	bson_destroy(&reply);
+	bson_destroy(cmd);
+}
+
+/* listDatabases and authorizedDatabases as mongod: without the action a
+ * user sees the databases it holds privileges on; authorizedDatabases:
+ * false asks for all and needs the action (13 otherwise); true filters
+ * even a user who has it. */
+static void
+test_list_databases(void)
+{
+	client_t *root, *u, *l;
+	char names[256];
+
+	open_engine(true);
+	u = setup(&root);
+	list_names(u, "{\"listDatabases\": 1}", names, sizeof(names));
+	TT_EQ_STR(names, "A ");
+	list_names(u, "{\"listDatabases\": 1, \"authorizedDatabases\": true}", names, sizeof(names));
+	TT_EQ_STR(names, "A ");
+	TT_EQ_INT(run(u, "admin", "{\"listDatabases\": 1, \"authorizedDatabases\": false}"), 13);
+	TT_EQ_STR(last_msg, "Insufficient permissions to list all databases");
+	list_names(root, "{\"listDatabases\": 1, \"authorizedDatabases\": false}", names, sizeof(names));
+	TT_ASSERT(strstr(names, "A ") != NULL && strstr(names, "B ") != NULL && strstr(names, "admin ") != NULL);
+	TT_EQ_INT(run(root, "admin", "{\"createRole\": \"lister\", \"privileges\": [{\"resource\": {\"cluster\": true}, "
+	    "\"actions\": [\"listDatabases\"]}], \"roles\": []}"), 0);
+	TT_EQ_INT(run(root, "admin", "{\"createUser\": \"l\", \"pwd\": \"pw\", \"roles\": [\"lister\", {\"role\": \"read\", "
+	    "\"db\": \"B\"}]}"), 0);
+	l = new_client(false);
+	login_as(l, "l", "admin");
+	list_names(l, "{\"listDatabases\": 1}", names, sizeof(names));
+	TT_ASSERT(strstr(names, "A ") != NULL && strstr(names, "B ") != NULL);
+	list_names(l, "{\"listDatabases\": 1, \"authorizedDatabases\": true}", names, sizeof(names));
+	TT_EQ_STR(names, "B ");
+	client_free(l);
+	client_free(u);
+	client_free(root);
+	close_engine(true);
+}
+
 /* Flags repeated with different values: the check takes the one that
  * needs more (bypassDocumentValidation, upsert, remove) or refuses the
  * relaxation unless every occurrence asks for it (authorizedCollections). */
@@ -479,6 +534,8 @@ test_localhost_exception(void)
 	TT_ASSERT(!bson_iter_next(&el));
 	bson_destroy(&reply);
 	bson_destroy(cmd);
+	TT_EQ_INT(run(local, "admin", "{\"listDatabases\": 1, \"authorizedDatabases\": false}"), 13);
+	TT_EQ_STR(last_msg, "Insufficient permissions to list all databases");
 	TT_EQ_INT(run(remote, "admin", "{\"listDatabases\": 1}"), 13);
 	TT_EQ_STR(last_msg, "Command listDatabases requires authentication");
 	TT_EQ_INT(run(local, "admin", "{\"ping\": 1}"), 0);
@@ -520,6 +577,7 @@ main(void)
 	TT_RUN(test_random_foreign_namespaces);
 	TT_RUN(test_view_rules);
 	TT_RUN(test_repeated_flags);
+	TT_RUN(test_list_databases);
 	TT_RUN(test_localhost_exception);
 	return tt_finish();
 }
