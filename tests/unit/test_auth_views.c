@@ -399,6 +399,194 @@ test_view_rules(void)
 	close_engine(true);
 }
 
+/* ---- the walk itself on hostile input ------------------------------------------------ */
+
+static const char *const hostile_keys[] = {"from", "db", "coll", "pipeline", "into", "as", "x", "$lookup"};
+static const char *const hostile_stages[] = {
+	"$lookup", "$graphLookup", "$unionWith", "$facet", "$out", "$merge", "$match", "$collStats",
+	"$indexStats", "$currentOp", "$listSessions",
+};
+
+static void hostile_value(bson_t *parent, const char *key, int depth);
+/* Values left for the document being made (keeps it small however deep). */
+static int hostile_budget;
+
+static void
+hostile_pipeline(bson_t *parent, const char *key, int depth)
+{
+	bson_t arr, st;
+	char k[16];
+	int n = (int)rnd(4);
+
+	if (hostile_budget <= 0)
+		n = 0;
+	bson_append_array_begin(parent, key, -1, &arr);
+	for (int i = 0; i < n; i++) {
+		snprintf(k, sizeof(k), "%d", i);
+		bson_append_document_begin(&arr, k, -1, &st);
+		/* now and then more than one stage name in a stage document */
+		for (int j = 0; j < 1 + (rnd(8) == 0); j++)
+			hostile_value(&st, hostile_stages[rnd(sizeof(hostile_stages) / sizeof(hostile_stages[0]))], depth + 1);
+		bson_append_document_end(&arr, &st);
+	}
+	bson_append_array_end(parent, &arr);
+}
+
+static void
+hostile_value(bson_t *parent, const char *key, int depth)
+{
+	bson_t doc;
+
+	switch (depth > 90 || --hostile_budget <= 0 ? rnd(3) : rnd(7)) {
+	case 0:
+		bson_append_utf8(parent, key, -1, rnd(2) ? "c" : "", -1);
+		break;
+	case 1:
+		bson_append_int64(parent, key, -1, (int64_t)rnd(3) - 1);
+		break;
+	case 2:
+		bson_append_null(parent, key, -1);
+		break;
+	case 3:
+	case 4:
+		hostile_pipeline(parent, key, depth + 1);
+		break;
+	default: {
+		int n = (int)rnd(6);
+		bson_append_document_begin(parent, key, -1, &doc);
+		for (int i = 0; i < n; i++)
+			hostile_value(&doc, hostile_keys[rnd(sizeof(hostile_keys) / sizeof(hostile_keys[0]))], depth + 1);
+		bson_append_document_end(parent, &doc);
+		break;
+	}
+	}
+}
+
+/* pipeline: [{$unionWith: {coll: "c", pipeline: [... levels deep ...]}}] */
+static void
+nest_union_with(bson_t *parent, int levels)
+{
+	bson_t arr, st, arg;
+
+	BSON_APPEND_ARRAY_BEGIN(parent, "pipeline", &arr);
+	if (levels > 0) {
+		BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &st);
+		BSON_APPEND_DOCUMENT_BEGIN(&st, "$unionWith", &arg);
+		BSON_APPEND_UTF8(&arg, "coll", "c");
+		nest_union_with(&arg, levels - 1);
+		bson_append_document_end(&st, &arg);
+		bson_append_document_end(&arr, &st);
+	}
+	bson_append_array_end(parent, &arr);
+}
+
+/* Random documents of the shapes the walk looks for, of any type, nested
+ * up to 100 deep: no crash, no sanitizer report, every entry well formed;
+ * past its bounds (nesting, repeated keys, the number of namespaces) the
+ * list is refused, and a refused list is never allowed. */
+static void
+test_walk_hostile(void)
+{
+	auth_privset_t all;
+	auth_actions_t acts;
+
+	auth_privset_init(&all);
+	memset(&acts, 0, sizeof(acts));
+	for (int a = 0; a < auth_action_count(); a++)
+		auth_actions_add(&acts, a);
+	auth_privset_add(&all, AUTH_RES_ANY, NULL, NULL, &acts);
+	for (int i = 0; i < 2000; i++) {
+		bson_t body = BSON_INITIALIZER;
+		auth_nslist_t l;
+
+		BSON_APPEND_UTF8(&body, "aggregate", "c");
+		hostile_budget = 300;
+		hostile_pipeline(&body, "pipeline", 0);
+		if (rnd(4) == 0)
+			hostile_pipeline(&body, "pipeline", 0);
+		auth_nslist_init(&l);
+		auth_aggregate_namespaces(&l, "A", &body);
+		for (int j = 0; j < l.n; j++)
+			TT_ASSERT(l.v[j].kind == AUTH_RES_CLUSTER || (l.v[j].db != NULL && l.v[j].coll != NULL));
+		TT_ASSERT(l.refused || auth_nslist_allowed(&l, &all));
+		auth_nslist_destroy(&l);
+		/* the same as a view definition */
+		auth_nslist_init(&l);
+		auth_view_namespaces(&l, "A", &body);
+		auth_nslist_destroy(&l);
+		bson_destroy(&body);
+	}
+	/* nesting past the walk's bound (64 pipelines): refused */
+	{
+		bson_t body = BSON_INITIALIZER;
+		auth_nslist_t l;
+
+		BSON_APPEND_UTF8(&body, "aggregate", "c");
+		nest_union_with(&body, 70);
+		auth_nslist_init(&l);
+		auth_aggregate_namespaces(&l, "A", &body);
+		TT_ASSERT(l.refused);
+		TT_ASSERT(!auth_nslist_allowed(&l, &all));
+		auth_nslist_destroy(&l);
+		bson_destroy(&body);
+		/* within the bound it is walked to the bottom */
+		bson_init(&body);
+		BSON_APPEND_UTF8(&body, "aggregate", "c");
+		nest_union_with(&body, 60);
+		auth_nslist_init(&l);
+		auth_aggregate_namespaces(&l, "A", &body);
+		TT_ASSERT(!l.refused);
+		TT_EQ_INT(l.n, 61);
+		auth_nslist_destroy(&l);
+		bson_destroy(&body);
+	}
+	/* a key repeated past the bound */
+	{
+		bson_t body = BSON_INITIALIZER, arr, st, lk, from;
+		auth_nslist_t l;
+
+		BSON_APPEND_UTF8(&body, "aggregate", "c");
+		BSON_APPEND_ARRAY_BEGIN(&body, "pipeline", &arr);
+		BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &st);
+		BSON_APPEND_DOCUMENT_BEGIN(&st, "$lookup", &lk);
+		BSON_APPEND_DOCUMENT_BEGIN(&lk, "from", &from);
+		for (int d = 0; d < 17; d++)
+			BSON_APPEND_UTF8(&from, "db", d == 16 ? "B" : "A");
+		BSON_APPEND_UTF8(&from, "coll", "x");
+		bson_append_document_end(&lk, &from);
+		bson_append_document_end(&st, &lk);
+		bson_append_document_end(&arr, &st);
+		bson_append_array_end(&body, &arr);
+		auth_nslist_init(&l);
+		auth_aggregate_namespaces(&l, "A", &body);
+		TT_ASSERT(l.refused);
+		auth_nslist_destroy(&l);
+		bson_destroy(&body);
+	}
+	/* more namespaces than the bound */
+	{
+		bson_t body = BSON_INITIALIZER, arr, st;
+		auth_nslist_t l;
+		char k[16];
+
+		BSON_APPEND_UTF8(&body, "aggregate", "c");
+		BSON_APPEND_ARRAY_BEGIN(&body, "pipeline", &arr);
+		for (int d = 0; d < 100001; d++) {
+			snprintf(k, sizeof(k), "%d", d);
+			BSON_APPEND_DOCUMENT_BEGIN(&arr, k, &st);
+			BSON_APPEND_UTF8(&st, "$unionWith", "c");
+			bson_append_document_end(&arr, &st);
+		}
+		bson_append_array_end(&body, &arr);
+		auth_nslist_init(&l);
+		auth_aggregate_namespaces(&l, "A", &body);
+		TT_ASSERT(l.refused);
+		auth_nslist_destroy(&l);
+		bson_destroy(&body);
+	}
+	auth_privset_destroy(&all);
+}
+
 /* The names listDatabases answers with on connection cl. */
 static void
 list_names(client_t *cl, const char *json, char *out, size_t len)
@@ -575,6 +763,7 @@ int
 main(void)
 {
 	TT_RUN(test_random_foreign_namespaces);
+	TT_RUN(test_walk_hostile);
 	TT_RUN(test_view_rules);
 	TT_RUN(test_repeated_flags);
 	TT_RUN(test_list_databases);
