@@ -390,6 +390,8 @@ test_view_rules(void)
 	login_as(r, "r", "admin");
 	TT_EQ_INT(run(r, "A", "{\"create\": \"v1\", \"viewOn\": \"c\", \"pipeline\": []}"), 13);
 	TT_EQ_INT(run(r, "A", "{\"create\": \"v1\"}"), 0);
+	/* capped needs convertToCapped as well (r has createCollection on blind) */
+	TT_EQ_INT(run(r, "A", "{\"create\": \"blind\", \"capped\": true, \"size\": 4096}"), 13);
 	TT_EQ_INT(run(r, "A", "{\"create\": \"blind\", \"viewOn\": \"c\", \"pipeline\": [{\"$lookup\": {\"from\": "
 	    "{\"db\": \"B\", \"coll\": \"secret\"}, \"localField\": \"x\", \"foreignField\": \"x\", \"as\": \"j\"}}]}"), 0);
 	TT_EQ_INT(run(r, "A", "{\"find\": \"blind\"}"), 13);
