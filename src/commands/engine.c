@@ -7,7 +7,7 @@
  * $db...), counting, and turning a terr_t into mongod's error reply.
  */
 #include "commands/commands_private.h"
-#include "commands/auth.h"
+#include "auth/auth.h"
 #include "commands/validation.h"
 #include "query/keygen.h"
 #include "query/sort.h"
@@ -131,12 +131,13 @@ client_init(client_t *c, engine_t *e, const client_info_t *info)
 	} else {
 		c->is_local = true;
 	}
+	cmd_auth_conn_init(c);
 }
 
 void
 client_release(client_t *c)
 {
-	auth_client_forget(c);
+	auth_client_forget(c, &c->has_auth);
 	if (c->session != NULL)
 		storage_session_pool_put(c->engine->st, c->session);
 	c->session = NULL;
@@ -351,7 +352,7 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	}
 	if (parse_max_time(&c, er) != 0)
 		goto fail;
-	if (auth_check_command(&c, def, er) != 0)
+	if (cmd_auth_check(&c, def, er) != 0)
 		goto fail;
 	/* Tamga runs as a standalone mongod: no transactions and no retryable
 	 * writes, refused before anything runs (drivers and frameworks test for
