@@ -11,6 +11,7 @@
 
 #include "bson/collation.h"
 #include "bson/value.h"
+#include "common/checked.h"
 #include "common/mem.h"
 #include "auth/auth.h"
 #include "commands/validation.h"
@@ -328,7 +329,7 @@ cmd_cursor_options(cmd_t *c, cursor_opts_t *o, terr_t *err)
 			return terr_set(err, TERR_TYPE_MISMATCH,
 			    "BSON field '%s.cursor.batchSize' is the wrong type '%s', expected types '[long, int, decimal, double]'",
 			    c->name, bv_type_name(v.value_type));
-		bs = bv_as_int64_exact(&v, &bs) ? bs : (int64_t)bv_as_double(&v);
+		bs = bv_as_int64_exact(&v, &bs) ? bs : tm_double_to_i64_sat(bv_as_double(&v));
 		if (bs < 0)
 			return terr_set(err, 51024,
 			    "BSON field 'batchSize' value must be >= 0, actual value '%lld'", (long long)bs);

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "common/checked.h"
 #include "common/log.h"
 #include "common/version.h"
 
@@ -210,9 +211,8 @@ parse_max_time(cmd_t *c, terr_t *err)
 		ms = bson_iter_int64(&it);
 	else if (BSON_ITER_HOLDS_DOUBLE(&it)) {
 		double d = bson_iter_double(&it);
-		if (d != (double)(int64_t)d)
+		if (!tm_double_to_i64(d, &ms) || d != (double)ms)
 			return terr_set(err, TERR_BAD_VALUE, "maxTimeMS has non-integral value");
-		ms = (int64_t)d;
 	} else if (BSON_ITER_HOLDS_NULL(&it)) {
 		return 0;
 	} else {
