@@ -424,7 +424,7 @@ densify_fill(agg_rt_t *rt, terr_t *err)
 				return terr_set(err, 5897900,
 				    "Densify would generate more than the allowed number of documents");
 		}
-		if ((ps & 63) == 0 && agg_deadline_passed(rt->x, err))
+		if (tm_interrupt_check(err) != 0)
 			return -1;
 	}
 	return 0;

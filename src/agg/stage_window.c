@@ -713,7 +713,7 @@ compute_field(agg_rt_t *rt, const wfield_t *f, window_state_t *ws, int64_t ps, i
 			RET(window_of(f, ws, ps, pe, i, &a, &b, err));
 			bson_uint32_to_string((uint32_t)(i - ps), &k, key, sizeof(key));
 			RET(accum_window(rt, f, ws, a, b, vals, k, err));
-			if (((i - ps) & 255) == 0 && agg_deadline_passed(rt->x, err))
+			if (tm_interrupt_check(err) != 0)
 				return -1;
 		}
 		return 0;

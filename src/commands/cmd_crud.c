@@ -478,7 +478,6 @@ CMD_HANDLER(cmd_find)
 	req.match = NULL;
 	if (ret != 0)
 		goto err;
-	plan_exec_set_deadline(x, c->deadline_us);
 	if ((s = client_session(c->client, err)) == NULL) {
 		ret = -1;
 		goto err;
@@ -598,7 +597,6 @@ delete_txn(storage_session_t *s, void *arg, terr_t *err)
 	req.collation = d->collation;
 	req.borrow = true;
 	RET(plan_exec_new(&req, &x, err));
-	plan_exec_set_deadline(x, d->deadline_us);
 	while ((rc = plan_exec_next_record(x, s, &recid, &doc, err)) == 1) {
 		if (storage_doc_delete(s, d->coll, recid, &doc, err) != 0) {
 			rc = -1;
@@ -817,7 +815,6 @@ CMD_HANDLER(cmd_count)
 		if (ret != 0)
 			goto err;
 		ret = -1;
-		plan_exec_set_deadline(x, c->deadline_us);
 		while ((rc = plan_exec_next(x, s, &doc, err)) == 1)
 			n++;
 		if (rc < 0)
@@ -924,7 +921,6 @@ CMD_HANDLER(cmd_distinct)
 	if (ret != 0)
 		goto err;
 	ret = -1;
-	plan_exec_set_deadline(x, c->deadline_us);
 	while ((rc = plan_exec_next(x, s, &doc, err)) == 1) {
 		bpath_walk(&doc, key, true, distinct_add, &d);
 		if (d.bytes > 16 * 1024 * 1024) {

@@ -18,6 +18,7 @@
 #include <bson/bson.h>
 
 #include "common/error.h"
+#include "common/opctx.h"
 #include "storage/storage.h"
 
 typedef struct engine engine_t;
@@ -104,6 +105,9 @@ typedef struct cmd {
 	const char *name;          /* the command name as sent (first key) */
 	bson_iter_t first;         /* iterator on the first element (the command's argument) */
 	int64_t deadline_us;       /* absolute monotonic deadline from maxTimeMS, 0 = none */
+	tm_opctx_t op;             /* this command's operation (currentOp / killOp / the
+	                            * interrupt check): begun and ended by the dispatcher */
+	bool max_time_given;       /* the request named a non-null maxTimeMS */
 	bson_t *reply;             /* handler appends its fields; ok is added by the dispatcher */
 	cmd_args_t args;           /* args.c's field index; body must not change while in use */
 } cmd_t;
@@ -132,8 +136,10 @@ typedef struct cmd_def {
 const cmd_def_t *cmd_lookup(const char *name);
 const cmd_def_t *cmd_table(int *n);
 
-/* True once the deadline has passed; sets 50 MaxTimeMSExpired
- * ("operation exceeded time limit") in err. */
+/* True once the command must stop: its deadline has passed (50
+ * MaxTimeMSExpired "operation exceeded time limit") or killOp marked it
+ * (11601 "operation was interrupted"); err set.  Reads the clock now
+ * (tm_interrupt_check_now); loops use tm_interrupt_check. */
 bool cmd_check_deadline(const cmd_t *c, terr_t *err);
 
 /* Monotonic clock in microseconds. */

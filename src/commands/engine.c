@@ -25,10 +25,7 @@
 int64_t
 cmd_now_us(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return tm_now_us();
 }
 
 static int64_t
@@ -187,11 +184,8 @@ client_metadata(const client_t *c)
 bool
 cmd_check_deadline(const cmd_t *c, terr_t *err)
 {
-	if (c->deadline_us != 0 && cmd_now_us() > c->deadline_us) {
-		terr_set(err, TERR_MAX_TIME_MS_EXPIRED, "operation exceeded time limit");
-		return true;
-	}
-	return false;
+	(void)c;
+	return tm_interrupt_check_now(err) != 0;
 }
 
 /* maxTimeMS: a non-negative integral number; mongod's messages. */
@@ -223,8 +217,11 @@ parse_max_time(cmd_t *c, terr_t *err)
 	if (ms > INT32_MAX)
 		return terr_set(err, TERR_BAD_VALUE, "%lld value for maxTimeMS is out of range [0, 2147483647]",
 		    (long long)ms);
-	if (ms > 0)
-		c->deadline_us = cmd_now_us() + ms * 1000;
+	c->max_time_given = true;
+	if (ms > 0) {
+		c->deadline_us = c->op.start_us + ms * 1000;
+		tm_opctx_set_deadline(c->deadline_us);
+	}
 	return 0;
 }
 
@@ -320,6 +317,7 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	terr_t *er = err ? err : &local;
 	const cmd_def_t *def;
 	cmd_t c;
+	bool op_begun = false;
 	int rc;
 
 	bson_init(reply);
@@ -349,6 +347,10 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 		terr_set(er, TERR_UNAUTHORIZED, "%s may only be run against the admin database.", c.name);
 		goto fail;
 	}
+	/* from here on the command is an operation: currentOp lists it, killOp
+	 * and its maxTimeMS interrupt it (common/opctx.h) */
+	tm_opctx_begin(&c.op, &c);
+	op_begun = true;
 	if (parse_max_time(&c, er) != 0)
 		goto fail;
 	if (auth_check_command(&c, def, er) != 0)
@@ -387,10 +389,14 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	    (strcmp(bson_iter_utf8(&c.first, NULL), "system.users") == 0 ||
 	     strcmp(bson_iter_utf8(&c.first, NULL), "system.roles") == 0))
 		auth_invalidate_cache();
+	if (op_begun)
+		tm_opctx_end(&c.op);
 	terr_clear(&local);
 	return 0;
 
 fail:
+	if (op_begun)
+		tm_opctx_end(&c.op);
 	error_reply(reply, er);
 	rc = er->code;
 	terr_clear(&local);
