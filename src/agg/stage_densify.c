@@ -338,6 +338,7 @@ densify_fill(agg_rt_t *rt, terr_t *err)
 			ds->cap = ds->cap ? ds->cap * 2 : 64;
 			ds->e = bson_realloc(ds->e, sizeof(dentry_t) * (size_t)ds->cap);
 		}
+		RET(tm_interrupt_check(err));
 		e = &ds->e[ds->n];
 		e->doc = bson_copy(d);
 		e->seq = ds->n++;
@@ -410,12 +411,14 @@ densify_fill(agg_rt_t *rt, terr_t *err)
 					if (++generated > 10000000)
 						return terr_set(err, 5897900,
 						    "Densify would generate more than the allowed number of documents");
+					RET(tm_interrupt_check(err));
 				}
 				if (g == x)
 					g = grid_next(dp, g);
 			}
 			emit(ds, ds->e[i].doc);
 			ds->e[i].doc = NULL;
+			RET(tm_interrupt_check(err));
 		}
 		while (have && (hi_incl ? g <= hi : g < hi)) {
 			emit(ds, new_doc(dp, &ds->e[pe - 1], g, date));
@@ -423,6 +426,7 @@ densify_fill(agg_rt_t *rt, terr_t *err)
 			if (++generated > 10000000)
 				return terr_set(err, 5897900,
 				    "Densify would generate more than the allowed number of documents");
+			RET(tm_interrupt_check(err));
 		}
 		if (tm_interrupt_check(err) != 0)
 			return -1;

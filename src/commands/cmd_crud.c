@@ -186,6 +186,12 @@ CMD_HANDLER(cmd_insert)
 	stop_at = nprep;
 	for (i = 0; i < stop_at;) {
 		int group = stop_at - i < 256 ? stop_at - i : 256;
+		/* maxTimeMS / killOp between groups: what is inserted stays, the
+		 * command fails as mongod's interrupted batch does */
+		if (tm_interrupt_check_now(err) != 0) {
+			ret = -1;
+			goto err;
+		}
 		b.from = i;
 		b.to = i + group;
 		if (storage_txn_run(s, insert_txn, &b, sync, &e) == 0) {
@@ -200,6 +206,11 @@ CMD_HANDLER(cmd_insert)
 			if (storage_txn_run(s, insert_txn, &b, sync, &e) == 0) {
 				n++;
 				continue;
+			}
+			if (write_error_is_interruption(&e)) {
+				terr_move(err, &e);
+				ret = -1;
+				goto err;
 			}
 			if (ordered) {
 				/* the batch stops here: a later preparation error is
@@ -532,7 +543,7 @@ CMD_HANDLER(cmd_get_more)
 	{
 		char owner_buf[256];
 		return cursor_get_more(c->engine->cursors, s, id, ns, cmd_cursor_owner(c, owner_buf), bs,
-		    c->deadline_us, c->reply, err);
+		    c->max_time_given, c->reply, err);
 	}
 }
 
@@ -726,6 +737,11 @@ CMD_HANDLER(cmd_delete)
 		    cmd_collation(c, &op, coll, &collation, &e) != 0 ||
 		    write_delete_run(c, s, coll, &q, has_let ? &let : NULL, collation, limit == 1, sync, &nd,
 		                     &e) != 0) {
+			if (write_error_is_interruption(&e)) {
+				terr_move(err, &e);
+				ret = -1;
+				goto err;
+			}
 			write_error_append(&write_errors, nerr++, i, &e);
 			terr_clear(&e);
 			if (ordered)

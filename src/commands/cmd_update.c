@@ -455,6 +455,10 @@ CMD_HANDLER(cmd_update)
 				bson_append_document_end(&upserted, &entry);
 			}
 			write_update_result_clear(&r);
+		} else if (write_error_is_interruption(&e)) {
+			terr_move(err, &e);
+			ret = -1;
+			goto err;
 		} else {
 			write_error_append(&write_errors, nerr++, i, &e);
 			terr_clear(&e);
