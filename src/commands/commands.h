@@ -35,6 +35,16 @@ int engine_open(const char *path, const engine_options_t *opts, engine_t **out, 
 void engine_close(engine_t *e);
 storage_t *engine_storage(engine_t *e);
 
+/* The ingress connection establishment rate limiter's parameters, as
+ * setParameter left them (the server reads them for each new connection). */
+typedef struct engine_ingress_limits {
+	bool enabled;
+	int64_t rate_per_sec;          /* >= 1 */
+	double burst_capacity_secs;    /* >= 1 */
+	int64_t max_queue_depth;       /* >= 0 */
+} engine_ingress_limits_t;
+void engine_ingress_limits(engine_t *e, engine_ingress_limits_t *out);
+
 /* Set by the server when `shutdown` arrives; the server polls it. */
 bool engine_shutdown_requested(engine_t *e);
 
@@ -43,6 +53,9 @@ typedef struct engine_counters {
 	int64_t insert, query, update, delete_, getmore, command;
 	int64_t connections_current, connections_total;
 	int64_t bytes_in, bytes_out, requests;
+	/* connections refused by the establishment rate limiter, and waiting
+	 * in its queue now */
+	int64_t ingress_rejected, ingress_queued;
 } engine_counters_t;
 engine_counters_t *engine_counters(engine_t *e);
 

@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 #include <errno.h>
+#include <float.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -58,7 +59,15 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 	/* secondary-index keys come from the query layer's key generator */
 	query_keygen_register(e->st);
 	storage_set_write_check(e->st, validation_recheck);
-	if (ttl_monitor_start(e->st, 60, &e->ttl, err) != 0) {
+	atomic_init(&e->ttl_monitor_sleep_secs, 60);
+	atomic_init(&e->ttl_monitor_enabled, 1);
+	atomic_init(&e->ingress_rate_limiter_enabled, 0);
+	atomic_init(&e->ingress_rate_per_sec, INT32_MAX);
+	atomic_init(&e->ingress_burst_capacity_secs, engine_double_bits(DBL_MAX));
+	atomic_init(&e->ingress_max_queue_depth, 0);
+	atomic_init(&e->enable_test_commands, 0);
+	atomic_init(&e->require_api_version, 0);
+	if (ttl_monitor_start(e->st, &e->ttl_monitor_sleep_secs, &e->ttl_monitor_enabled, &e->ttl, err) != 0) {
 		bson_free(e->tmp_dir);
 		storage_close(e->st);
 		bson_free(e);
@@ -99,6 +108,15 @@ bool
 engine_shutdown_requested(engine_t *e)
 {
 	return atomic_load(&e->shutdown);
+}
+
+void
+engine_ingress_limits(engine_t *e, engine_ingress_limits_t *out)
+{
+	out->enabled = atomic_load(&e->ingress_rate_limiter_enabled) != 0;
+	out->rate_per_sec = atomic_load(&e->ingress_rate_per_sec);
+	out->burst_capacity_secs = engine_bits_double(atomic_load(&e->ingress_burst_capacity_secs));
+	out->max_queue_depth = atomic_load(&e->ingress_max_queue_depth);
 }
 
 engine_counters_t *
@@ -353,6 +371,16 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	op_begun = true;
 	if (parse_max_time(&c, er) != 0)
 		goto fail;
+	/* requireApiVersion: every command of a connection names apiVersion
+	 * (the embedded API is an internal client, as mongod's direct ones) */
+	if (atomic_load(&e->require_api_version) != 0 && cl != NULL && cl->connection_id > 0) {
+		bson_iter_t av;
+		if (!cmd_find_field(&c, "apiVersion", &av)) {
+			terr_set(er, 498870,
+			    "The apiVersion parameter is required, please configure your MongoClient's API version");
+			goto fail;
+		}
+	}
 	if (auth_check_command(&c, def, er) != 0)
 		goto fail;
 	/* Tamga runs as a standalone mongod: no transactions and no retryable
