@@ -89,6 +89,13 @@ tm_opctx_current(void)
 }
 
 void
+tm_opctx_adopt(tm_opctx_t *op)
+{
+	tm_opctx_tls = op;
+	tm_interrupt_ticks = TM_INTERRUPT_EVERY;
+}
+
+void
 tm_opctx_set_deadline(int64_t deadline_us)
 {
 	if (tm_opctx_tls != NULL)
@@ -137,7 +144,7 @@ tm_opctx_foreach(void (*fn)(const tm_opctx_t *op, void *arg), void *arg)
 static int
 raise_code(tm_opctx_t *op, int code, terr_t *err)
 {
-	op->raised = code;
+	__atomic_store_n(&op->raised, code, __ATOMIC_RELAXED);
 	/* stay at the clock-reading end of the countdown: every later check
 	 * answers again without waiting for the counter */
 	tm_interrupt_ticks = 1;
@@ -155,8 +162,11 @@ tm_interrupt_check_now(terr_t *err)
 	tm_interrupt_ticks = TM_INTERRUPT_EVERY;
 	if (op == NULL)
 		return 0;
-	if (op->raised != 0)
-		return raise_code(op, op->raised, err);
+	{
+		int raised = __atomic_load_n(&op->raised, __ATOMIC_RELAXED);
+		if (raised != 0)
+			return raise_code(op, raised, err);
+	}
 	for (tm_opctx_t *o = op; o != NULL; o = o->outer)
 		if (__atomic_load_n(&o->killed, __ATOMIC_RELAXED) != 0)
 			return raise_code(op, TERR_INTERRUPTED, err);

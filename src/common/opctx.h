@@ -40,7 +40,7 @@ typedef struct tm_opctx {
 	int64_t start_wall_ms;       /* wall clock, for currentOpTime */
 	int64_t deadline_us;         /* monotonic deadline, 0 = none (atomic) */
 	int killed;                  /* set by killOp (atomic) */
-	int raised;                  /* the code once raised (sticky; owner thread only) */
+	int raised;                  /* the code once raised (sticky; atomic) */
 	void *owner;                 /* the caller's description (commands: its cmd_t) */
 	struct tm_opctx *outer;      /* the thread's operation before this one */
 	struct tm_opctx *prev, *next;/* registry links */
@@ -63,6 +63,14 @@ void tm_opctx_end(tm_opctx_t *op);
 
 /* The calling thread's current operation, or NULL. */
 tm_opctx_t *tm_opctx_current(void);
+
+/*
+ * A helper thread working for op (a part of an index build): op becomes the
+ * calling thread's current operation without joining the registry again,
+ * so its deadline and a killOp reach the helper's loops; NULL ends it.  op
+ * must outlive the helper's work (its owner joins the helper first).
+ */
+void tm_opctx_adopt(tm_opctx_t *op);
 
 /* Set (0 = clear) the current operation's absolute monotonic deadline;
  * nothing without a current operation. */
