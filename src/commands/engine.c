@@ -396,6 +396,11 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	__atomic_fetch_add(&e->counters.command, 1, __ATOMIC_RELAXED);
 
 	rc = def->handler(&c, er);
+	/* what follows must complete whatever happened to the command (a
+	 * reload of the views after a partial write): outside the operation,
+	 * so neither its deadline nor a killOp can cut it short */
+	tm_opctx_end(&c.op);
+	op_begun = false;
 	/* a direct write to system.views (any of its statements may have been
 	 * applied, even when the command failed): the views are what it holds
 	 * now, as mongod reloads its view catalog */
