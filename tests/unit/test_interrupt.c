@@ -274,9 +274,10 @@ victim_main(void *arg)
 	return NULL;
 }
 
-/* The opid of the running operation whose command has comment tag, or 0. */
+/* The opid of the running operation whose command has comment tag, or 0;
+ * ns is what its currentOp entry must say. */
 static int64_t
-find_op(const char *tag)
+find_op(const char *tag, const char *ns, const char *opkind)
 {
 	char cmd[256];
 	int rc;
@@ -291,8 +292,8 @@ find_op(const char *tag)
 			id = 0;
 		if (id != 0) {
 			TT_EQ_STR(tt_get_str(r, "inprog.0.type"), "op");
-			TT_EQ_STR(tt_get_str(r, "inprog.0.ns"), "it.one");
-			TT_EQ_STR(tt_get_str(r, "inprog.0.op"), "command");
+			TT_EQ_STR(tt_get_str(r, "inprog.0.ns"), ns);
+			TT_EQ_STR(tt_get_str(r, "inprog.0.op"), opkind);
 			TT_EQ_STR(tt_get_str(r, "inprog.0.command.comment"), tag);
 			TT_ASSERT(tt_get_i64(r, "inprog.0.microsecs_running") >= 0);
 			TT_ASSERT(tt_get_i64(r, "inprog.1.opid") == -999);
@@ -300,6 +301,80 @@ find_op(const char *tag)
 	}
 	tt_free_reply(r);
 	return id;
+}
+
+/* Run cmd in a thread, find it in currentOp by its comment, kill it: it
+ * must end with 11601, promptly. */
+static void
+kill_one(const char *what, const char *cmd, const char *tag, const char *ns, const char *opkind)
+{
+	victim_t v = {cmd, -1, 0};
+	pthread_t th;
+	int64_t id = 0, t_kill;
+	char kill[128];
+	int rc;
+	bson_t *r;
+
+	pthread_create(&th, NULL, victim_main, &v);
+	for (int i = 0; i < 5000 && id == 0; i++) {
+		id = find_op(tag, ns, opkind);
+		if (id == 0)
+			usleep(1000);
+	}
+	if (id <= 0)
+		TT_FAIL_("%s: not found in currentOp", what);
+	snprintf(kill, sizeof(kill), "{'killOp': 1, 'op': %lld}", (long long)id);
+	t_kill = now_us();
+	r = tt_run_sq(db, "admin", kill, &rc);
+	TT_EQ_INT(rc, 0);
+	tt_free_reply(r);
+	pthread_join(th, NULL);
+	if (v.code != TERR_INTERRUPTED)
+		TT_FAIL_("%s: code %d after killOp, want 11601", what, v.code);
+	if (v.done_us - t_kill >= 2000 * 1000)
+		TT_FAIL_("%s: %lld us after killOp", what, (long long)(v.done_us - t_kill));
+}
+
+/* killOp reaches every loop of the overshoot list (run without a limit) */
+static void
+test_kill_each_loop(void)
+{
+	static const struct {
+		const char *cmd, *op;
+	} kinds[] = {
+		{"aggregate", "command"}, {"find", "query"}, {"count", "command"}, {"distinct", "command"},
+		{"update", "update"}, {"delete", "remove"},
+	};
+
+	for (size_t i = 0; i < sizeof(slow_ops) / sizeof(slow_ops[0]); i++) {
+		char cmd[2048], tag[32], ns[64];
+		const char *opkind = "command";
+		size_t len;
+		bson_t *parsed;
+		bson_iter_t it;
+
+		snprintf(cmd, sizeof(cmd), slow_ops[i].cmd, 0);     /* maxTimeMS 0: no limit */
+		snprintf(tag, sizeof(tag), "kill-%zu", i);
+		len = strlen(cmd);
+		snprintf(cmd + len - 1, sizeof(cmd) - len + 1, ", 'comment': '%s'}", tag);
+		/* its namespace and currentOp kind, from the command itself */
+		{
+			char *json = bson_strdup(cmd);
+			for (char *p = json; *p; p++)
+				if (*p == '\'')
+					*p = '"';
+			parsed = tt_json(json);
+			bson_free(json);
+		}
+		bson_iter_init(&it, parsed);
+		bson_iter_next(&it);
+		snprintf(ns, sizeof(ns), "it.%s", bson_iter_utf8(&it, NULL));
+		for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+			if (strcmp(kinds[k].cmd, bson_iter_key(&it)) == 0)
+				opkind = kinds[k].op;
+		bson_destroy(parsed);
+		kill_one(slow_ops[i].what, cmd, tag, ns, opkind);
+	}
 }
 
 static void
@@ -314,32 +389,10 @@ test_kill_op(void)
 	};
 
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-		char tag[32], cmd[1024], kill[128];
-		victim_t v = {cmd, -1, 0};
-		pthread_t th;
-		int64_t id = 0, t_kill;
-		int rc;
-		bson_t *r;
-
+		char tag[32], cmd[1024];
 		snprintf(tag, sizeof(tag), "victim-%zu", k);
 		snprintf(cmd, sizeof(cmd), kinds[k], tag);
-		pthread_create(&th, NULL, victim_main, &v);
-		for (int i = 0; i < 2000 && id == 0; i++) {
-			id = find_op(tag);
-			if (id == 0)
-				usleep(1000);
-		}
-		TT_ASSERT(id > 0);
-		snprintf(kill, sizeof(kill), "{'killOp': 1, 'op': %lld}", (long long)id);
-		t_kill = now_us();
-		r = tt_run_sq(db, "admin", kill, &rc);
-		TT_EQ_INT(rc, 0);
-		TT_EQ_STR(tt_get_str(r, "info"), "attempting to kill op");
-		tt_free_reply(r);
-		pthread_join(th, NULL);
-		TT_EQ_INT(v.code, TERR_INTERRUPTED);
-		/* interrupted promptly, not after running to its end */
-		TT_ASSERT(v.done_us - t_kill < 2000 * 1000);
+		kill_one(tag, cmd, tag, "it.one", "command");
 	}
 
 	/* mongod's argument errors; an unknown opid is still "attempting" */
@@ -442,6 +495,7 @@ main(void)
 	TT_RUN(test_get_more);
 	TT_RUN(test_overshoot);
 	TT_RUN(test_kill_op);
+	TT_RUN(test_kill_each_loop);
 	tt_close_rm(db, dir);
 	return tt_finish();
 }
