@@ -71,6 +71,49 @@ b_find_filter(bson_t *cmd, int n)
 	fields_doc(cmd, "filter", n, 1);
 }
 
+/* {a: {$in: [0, 1, ..., n-1]}} */
+static void
+b_find_in(bson_t *cmd, int n)
+{
+	bson_t f, a, in;
+	char key[16];
+	const char *k;
+
+	BSON_APPEND_UTF8(cmd, "find", "c");
+	bson_append_document_begin(cmd, "filter", -1, &f);
+	bson_append_document_begin(&f, "a", -1, &a);
+	bson_append_array_begin(&a, "$in", -1, &in);
+	for (int i = 0; i < n; i++) {
+		bson_uint32_to_string((uint32_t)i, &k, key, sizeof(key));
+		BSON_APPEND_INT32(&in, k, i);
+	}
+	bson_append_array_end(&a, &in);
+	bson_append_document_end(&f, &a);
+	bson_append_document_end(cmd, &f);
+}
+
+/* {$or: [{f0: 0}, {f1: 1}, ...]} */
+static void
+b_find_or(bson_t *cmd, int n)
+{
+	bson_t f, arr, br;
+	char key[16], name[32];
+	const char *k;
+
+	BSON_APPEND_UTF8(cmd, "find", "c");
+	bson_append_document_begin(cmd, "filter", -1, &f);
+	bson_append_array_begin(&f, "$or", -1, &arr);
+	for (int i = 0; i < n; i++) {
+		bson_uint32_to_string((uint32_t)i, &k, key, sizeof(key));
+		bson_append_document_begin(&arr, k, -1, &br);
+		snprintf(name, sizeof(name), "f%d", i);
+		BSON_APPEND_INT32(&br, name, i);
+		bson_append_document_end(&arr, &br);
+	}
+	bson_append_array_end(&f, &arr);
+	bson_append_document_end(cmd, &f);
+}
+
 static void
 b_update_set(bson_t *cmd, int n)
 {
@@ -174,6 +217,8 @@ static const struct {
 	{"find projection", b_find_projection},
 	{"find projection, dotted paths", b_find_projection_dotted},
 	{"find filter", b_find_filter},
+	{"find filter, $in", b_find_in},
+	{"find filter, $or", b_find_or},
 	{"update $set", b_update_set},
 	{"update $set, dotted paths", b_update_set_dotted},
 	{"aggregate $project", b_agg_project},
