@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "auth/auth.h"
 #include "commands/commands.h"
@@ -33,7 +34,55 @@ struct engine {
 	atomic_llong sort_memory_limit;
 	atomic_llong group_memory_limit;
 	atomic_llong bucket_auto_memory_limit;
+	/* ttlMonitorSleepSecs (60) and ttlMonitorEnabled (1): read by the TTL
+	 * monitor before each sleep (query/planner_ttl.h) */
+	atomic_llong ttl_monitor_sleep_secs;
+	atomic_llong ttl_monitor_enabled;
+	/* the ingress connection establishment rate limiter (server/ reads
+	 * them through engine_ingress_limits): enabled (0), rate per second
+	 * (INT32_MAX), burst capacity in seconds (a double's bits, DBL_MAX),
+	 * queue depth (0) */
+	atomic_llong ingress_rate_limiter_enabled;
+	atomic_llong ingress_rate_per_sec;
+	atomic_llong ingress_burst_capacity_secs;
+	atomic_llong ingress_max_queue_depth;
+	/* enableTestCommands (startup only; engine_test_commands_enabled) and
+	 * requireApiVersion (startup and runtime) */
+	atomic_llong enable_test_commands;
+	atomic_llong require_api_version;
 };
+
+/* A double held in an atomic_llong row (its bits) and back. */
+static inline long long
+engine_double_bits(double d)
+{
+	long long v;
+
+	memcpy(&v, &d, sizeof(v));
+	return v;
+}
+
+static inline double
+engine_bits_double(long long v)
+{
+	double d;
+
+	memcpy(&d, &v, sizeof(d));
+	return d;
+}
+
+/*
+ * True when the server was started with enableTestCommands (--setParameter
+ * enableTestCommands=1, or setParameter: in the YAML file).  Startup only,
+ * as mongod: setParameter at runtime answers 20.  What test-only commands
+ * (configureFailPoint, ...) check before they run; without it they answer
+ * 59 CommandNotFound as mongod's unregistered test commands do.
+ */
+static inline bool
+engine_test_commands_enabled(engine_t *e)
+{
+	return atomic_load(&e->enable_test_commands) != 0;
+}
 
 struct client {
 	engine_t *engine;
