@@ -753,7 +753,6 @@ sample_fill(agg_rt_t *rt, terr_t *err)
 	const agg_host_t *h = rt->x->p->host;
 	const bson_t *d;
 	bson_t *spec, w;
-	int64_t n = 0;
 	int rc, ret;
 
 	spec = BCON_NEW("r", BCON_INT32(1));
@@ -772,7 +771,7 @@ sample_fill(agg_rt_t *rt, terr_t *err)
 		BSON_APPEND_DOUBLE(&w, "r", (double)(rand64() >> 11) * 0x1p-53);
 		BSON_APPEND_DOCUMENT(&w, "d", d);
 		ret = sorter_add(ss->sorter, &w, err);
-		if (ret == 0 && (++n & 1023) == 0 && agg_deadline_passed(rt->x, err))
+		if (ret == 0 && tm_interrupt_check(err) != 0)
 			ret = -1;
 		if (ret != 0)
 			break;

@@ -360,6 +360,7 @@ densify_fill(agg_rt_t *rt, terr_t *err)
 			ds->cap = ds->cap ? ds->cap * 2 : 64;
 			ds->e = bson_realloc(ds->e, sizeof(dentry_t) * (size_t)ds->cap);
 		}
+		RET(tm_interrupt_check(err));
 		e = &ds->e[ds->n];
 		e->doc = bson_copy(d);
 		e->seq = ds->n++;
@@ -438,20 +439,23 @@ densify_fill(agg_rt_t *rt, terr_t *err)
 					g = grid_next(dp, g);
 					if (++generated > DENSIFY_MAX_DOCS)
 						return densify_too_many(generated, err);
+					RET(tm_interrupt_check(err));
 				}
 				if (g == x)
 					g = grid_next(dp, g);
 			}
 			emit(ds, ds->e[i].doc);
 			ds->e[i].doc = NULL;
+			RET(tm_interrupt_check(err));
 		}
 		while (have && (hi_incl ? g <= hi : g < hi)) {
 			emit(ds, new_doc(dp, &ds->e[pe - 1], g, date));
 			g = grid_next(dp, g);
 			if (++generated > DENSIFY_MAX_DOCS)
 				return densify_too_many(generated, err);
+			RET(tm_interrupt_check(err));
 		}
-		if ((ps & 63) == 0 && agg_deadline_passed(rt->x, err))
+		if (tm_interrupt_check(err) != 0)
 			return -1;
 	}
 	return 0;

@@ -410,6 +410,12 @@ CMD_HANDLER(cmd_bulk_write)
 		sub_view(&it, &op);
 		rc = run_op(c, s, &op, kinds[i], &ns[ns_idx[i]], has_let ? &let : NULL, bypass, sync, now, &r, &n,
 		    &fatal, &e);
+		if (rc != 0 && write_error_is_interruption(&e)) {
+			write_update_result_clear(&r);
+			terr_move(err, &e);
+			ret = -1;
+			goto err;
+		}
 		if (rc != 0) {
 			write_update_result_clear(&r);
 			nerrors++;

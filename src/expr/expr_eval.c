@@ -293,6 +293,9 @@ expr_eval(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 {
 	int ret = 0;
 
+	/* every node evaluated is a unit of work for maxTimeMS / killOp */
+	if (tm_interrupt_check(err) != 0)
+		return -1;
 	switch (e->kind) {
 	case EXPR_CONST:
 		*out = e->value;

@@ -576,6 +576,7 @@ eval_indexof(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	size_t b1 = cp ? cp_offset(str, slen, (size_t)bounds[1]) : (size_t)bounds[1];
 	size_t nl = sub.value.v_utf8.len;
 	for (size_t i = b0; i + nl <= b1; i++) {
+		RET(tm_interrupt_check(err));
 		if (cp && i < slen && is_cont((unsigned char)str[i]))
 			continue;
 		if (memcmp(str + i, sub.value.v_utf8.str, nl) == 0) {
@@ -673,6 +674,8 @@ eval_replace(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 			for (size_t i = 0; i < il; i++) {
 				APPEND(rep, rl);
 				bson_string_append_c(s, in[i]);
+				if (s->len > EXPR_MAX_VALUE_BYTES || tm_interrupt_check(err) != 0)
+					break;
 			}
 			APPEND(rep, rl);
 		} else {
@@ -690,6 +693,8 @@ eval_replace(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 			APPEND(in + pos, (size_t)(q - (in + pos)));
 			APPEND(rep, rl);
 			pos = (size_t)(q - in) + fl;
+			if (s->len > EXPR_MAX_VALUE_BYTES || tm_interrupt_check(err) != 0)
+				break;
 			if (!all) {
 				APPEND(in + pos, il - pos);
 				break;
@@ -697,6 +702,10 @@ eval_replace(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		}
 	}
 #undef APPEND
+	if (terr_is_set(err)) {
+		bson_string_free(s, true);
+		return -1;
+	}
 	if (s->len > EXPR_MAX_VALUE_BYTES) {
 		size_t n = s->len;
 		bson_string_free(s, true);
@@ -820,10 +829,14 @@ eval_regex(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	md = pcre2_match_data_create_from_pattern(code, NULL);
 	const char *subj = in.value.v_utf8.str;
 	size_t slen = in.value.v_utf8.len, pos = 0;
+	/* code points before byte cp_at: each match's idx counts on from the
+	 * last one (matches only move forward), not from the start again */
+	size_t cp_at = 0, cp_n = 0;
 	bson_t all;
 	uint32_t aidx = 0;
 	bson_init(&all);
 	for (;;) {
+		ERR(tm_interrupt_check(err));
 		int rc = pcre2_match(code, (PCRE2_SPTR)subj, slen, pos, 0, md, NULL);
 		if (rc == PCRE2_ERROR_NOMATCH)
 			break;
@@ -842,7 +855,9 @@ eval_regex(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		uint32_t cidx = 0;
 		bson_init(&m);
 		bson_append_utf8(&m, "match", 5, subj + ov[0], (int)(ov[1] - ov[0]));
-		bson_append_int32(&m, "idx", 3, (int32_t)cp_count(subj, ov[0]));
+		cp_n += cp_count(subj + cp_at, ov[0] - cp_at);
+		cp_at = ov[0];
+		bson_append_int32(&m, "idx", 3, (int32_t)cp_n);
 		bson_append_array_begin(&m, "captures", 8, &caps);
 		for (uint32_t c = 1; c < ncap; c++) {
 			char k[16];
