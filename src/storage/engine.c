@@ -528,15 +528,42 @@ storage_session_buf(storage_session_t *s, size_t n)
 
 /* ---- transactions ------------------------------------------------------- */
 
+/* Wake rt's insert waiters (storage_coll_wait_insert).  The sequence moves
+ * before the waiter count is read, and a waiter counts itself before it
+ * reads the sequence under ins_mu: one of the two always sees the other. */
 static void
-deltas_clear(storage_session_t *s)
+insert_notify(coll_rt_t *rt)
+{
+	atomic_fetch_add(&rt->ins_seq, 1);
+	if (atomic_load(&rt->ins_waiters) > 0) {
+		pthread_mutex_lock(&rt->ins_mu);
+		pthread_cond_broadcast(&rt->ins_cond);
+		pthread_mutex_unlock(&rt->ins_mu);
+	}
+}
+
+/* End of a transaction: after a commit (committed) the tables it inserted
+ * into wake their waiters, then every capped lock and gate is let go (a
+ * capped table's next writer gets RecordIds after this commit's). */
+static void
+deltas_clear_ex(storage_session_t *s, bool committed)
 {
 	for (int i = 0; i < s->ndeltas; i++) {
+		if (committed && s->deltas[i].inserted)
+			insert_notify(s->deltas[i].rt);
+		if (s->deltas[i].capped_locked)
+			pthread_mutex_unlock(&s->deltas[i].rt->capped_lock);
 		if (s->deltas[i].gated)
 			pthread_rwlock_unlock(&s->deltas[i].rt->gate);
 		coll_rt_release(s->deltas[i].rt);
 	}
 	s->ndeltas = 0;
+}
+
+static void
+deltas_clear(storage_session_t *s)
+{
+	deltas_clear_ex(s, false);
 }
 
 int
@@ -580,7 +607,7 @@ storage_txn_commit(storage_session_t *s, bool sync, terr_t *err)
 	}
 	if (!sync)
 		atomic_store(&s->st->dirty, true);
-	deltas_clear(s);
+	deltas_clear_ex(s, true);
 	return 0;
 }
 
@@ -652,6 +679,74 @@ storage_txn_gate(storage_session_t *s, coll_rt_t *rt, terr_t *err)
 			return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "collection dropped");
 	}
 	return 0;
+}
+
+void
+storage_txn_capped_lock(storage_session_t *s, coll_rt_t *rt)
+{
+	txn_delta_t *d = delta_of(s, rt);
+
+	if (!d->capped_locked) {
+		pthread_mutex_lock(&rt->capped_lock);
+		d->capped_locked = true;
+	}
+}
+
+void
+storage_txn_inserted(storage_session_t *s, coll_rt_t *rt)
+{
+	delta_of(s, rt)->inserted = true;
+}
+
+void
+storage_txn_pending(storage_session_t *s, coll_rt_t *rt, int64_t *dcount, int64_t *dsize)
+{
+	*dcount = 0;
+	*dsize = 0;
+	for (int i = 0; i < s->ndeltas; i++)
+		if (s->deltas[i].rt == rt) {
+			*dcount = s->deltas[i].dcount;
+			*dsize = s->deltas[i].dsize;
+		}
+}
+
+uint64_t
+storage_coll_insert_seq(const storage_coll_t *c)
+{
+	return atomic_load(&storage_coll_rt(c)->ins_seq);
+}
+
+int
+storage_coll_wait_insert(const storage_coll_t *c, uint64_t seen, int64_t deadline_us)
+{
+	coll_rt_t *rt = storage_coll_rt(c);
+	struct timespec ts;
+	int moved;
+
+	if (atomic_load(&rt->ins_seq) != seen)
+		return 1;
+	if (deadline_us <= 0)
+		return 0;
+	/* the deadline is on CLOCK_MONOTONIC, as the condition's clock */
+	ts.tv_sec = (time_t)(deadline_us / 1000000);
+	ts.tv_nsec = (long)(deadline_us % 1000000) * 1000;
+	pthread_mutex_lock(&rt->ins_mu);
+	atomic_fetch_add(&rt->ins_waiters, 1);
+	while ((moved = atomic_load(&rt->ins_seq) != seen) == 0) {
+		if (pthread_cond_timedwait(&rt->ins_cond, &rt->ins_mu, &ts) == ETIMEDOUT) {
+			moved = atomic_load(&rt->ins_seq) != seen;
+			break;
+		}
+	}
+	atomic_fetch_sub(&rt->ins_waiters, 1);
+	pthread_mutex_unlock(&rt->ins_mu);
+	return moved;
+}
+
+void
+storage_coll_wake(const storage_coll_t *c)
+{
+	insert_notify(storage_coll_rt(c));
 }
 
 int
