@@ -173,6 +173,20 @@ void cmd_explain_append_server(bson_t *reply);
 int view_coll_mod(cmd_t *c, const char *name, bson_t *reply, terr_t *err);
 /* Option names create / collMod know (cmd_catalog.c, cmd_collmod.c). */
 bool cmd_is_create_option(const char *field);
+
+/* Capped collections (cmd_catalog.c, cmd_capped.c). */
+#define CMD_CAPPED_MAX_SIZE ((int64_t)1 << 50)   /* 1 PB, mongod's limit on size */
+/* holder's numeric field (create's and convertToCapped's size and max):
+ * *found and *out when present; 14 TypeMismatch "BSON field
+ * '<cmd>.<field>' is the wrong type ..." otherwise; a null is absent. */
+int cmd_capped_number(cmd_t *c, const bson_t *holder, const char *field, int64_t *out, bool *found,
+                      terr_t *err);
+/* mongod's stored size (rounded up to a multiple of 256) and max (<= 0:
+ * 2^31 - 1). */
+int64_t cmd_capped_round_size(int64_t size);
+int64_t cmd_capped_adjust_max(int64_t max);
+/* Append {capped: true, size[, max]} as mongod stores them. */
+void cmd_capped_options_append(bson_t *out, int64_t size, bool has_max, int64_t max);
 bool cmd_is_coll_mod_option(const char *field);
 
 /* ---- handlers (one family per file) ------------------------------------- */

@@ -23,6 +23,9 @@ typedef struct cursor {
 	cursor_source_t src;
 	int64_t limit;         /* remaining documents allowed, -1 = unlimited */
 	bool no_timeout;
+	bool tailable;         /* the end of the source does not close it */
+	bool await_data;       /* an empty getMore waits for an insert into coll */
+	storage_coll_t *coll;  /* referenced (tailable cursors), for the insert notifier */
 	bool busy;
 	int64_t last_used_ms;
 	bson_t *pending;       /* a document read ahead that did not fit the last batch */
@@ -61,6 +64,7 @@ cursor_destroy(cursor_t *c)
 		c->src.free(c->src.state);
 	if (c->pending != NULL)
 		bson_destroy(c->pending);
+	storage_coll_release(c->coll);
 	bson_free(c->ns);
 	bson_free(c->owner);
 	bson_free(c);
@@ -128,7 +132,7 @@ key_next(char *key, int *len)
 static int
 fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batch_size,
     int64_t *limit, bson_t **pending, bool *exhausted, size_t *bytes_out, int64_t deadline_us,
-    terr_t *err)
+    bool *ended, int64_t *n_out, terr_t *err)
 {
 	int64_t n = 0;
 	size_t bytes = 0;
@@ -138,7 +142,9 @@ fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batc
 	int rc;
 
 	*exhausted = false;
+	*ended = false;
 	*bytes_out = 0;
+	*n_out = 0;
 	while (batch_size < 0 || n < batch_size) {
 		if (*limit == 0) {
 			*exhausted = true;
@@ -153,6 +159,7 @@ fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batc
 				return -1;
 			if (rc == 0) {
 				*exhausted = true;
+				*ended = true;
 				break;
 			}
 		}
@@ -170,6 +177,7 @@ fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batc
 		bytes += doc.len;
 		*bytes_out = bytes;
 		n++;
+		*n_out = n;
 		if (*limit > 0)
 			(*limit)--;
 		if (deadline_us != 0 && (n & 63) == 0) {
@@ -223,7 +231,8 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 {
 	bson_t cur, arr;
 	bson_t *pending = NULL;
-	bool exhausted;
+	bool exhausted, ended;
+	int64_t n;
 	int64_t limit = opts->limit > 0 ? opts->limit : -1;
 	int64_t bs = opts->batch_size >= 0 ? opts->batch_size : 101;
 	int64_t id = 0;
@@ -235,13 +244,16 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 	if (limit > 0 && (bs < 0 || bs > limit))
 		bs = limit;
 	batch_open(reply, "firstBatch", 480, &cur, &arr);
-	if (fill_batch(src, s, &arr, bs, &limit, &pending, &exhausted, &bytes, 0, err) != 0) {
+	if (fill_batch(src, s, &arr, bs, &limit, &pending, &exhausted, &bytes, 0, &ended, &n, err) != 0) {
 		batch_close(reply, &cur, &arr, true, 0, ns);
 		if (pending)
 			bson_destroy(pending);
 		src->free(src->state);
 		return -1;
 	}
+	/* a tailable cursor outlives the end of the data, not its limit */
+	if (opts->tailable && ended && limit != 0)
+		exhausted = false;
 	if (exhausted || opts->single_batch) {
 		src->free(src->state);
 		if (pending)
@@ -260,6 +272,12 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		c->src = *src;
 		c->limit = limit;
 		c->no_timeout = opts->no_timeout;
+		c->tailable = opts->tailable;
+		c->await_data = opts->await_data && opts->coll != NULL;
+		if (opts->tailable && opts->coll != NULL) {
+			storage_coll_ref(opts->coll);
+			c->coll = opts->coll;
+		}
 		c->last_used_ms = mono_ms();
 		c->pending = pending;
 		c->last_bytes = bytes;
@@ -292,16 +310,62 @@ take(cursor_registry_t *r, int64_t id, bool remove)
 	return NULL;
 }
 
+/* Default wait of an awaitData getMore without maxTimeMS (mongod's 1 s). */
+#define AWAIT_DATA_DEFAULT_US 1000000
+
+static int64_t
+mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/*
+ * One getMore's batch: fill it; a tailable awaitData cursor that found
+ * nothing new (the source at its end, no document in the batch) releases
+ * its storage resources and sleeps on the collection's insert notifier
+ * until an insert commits or await_until passes, then looks again.  The
+ * insert sequence is read before each look, so an insert that commits
+ * between the look and the wait is not missed.
+ */
+static int
+get_more_fill(cursor_t *c, storage_session_t *s, bson_t *arr, int64_t batch_size, int64_t deadline_us,
+              int64_t await_until, bool *exhausted, size_t *bytes, terr_t *err)
+{
+	cursor_source_t *src = &c->src;
+	bool ended;
+	int64_t n;
+
+	for (;;) {
+		uint64_t seen = c->await_data ? storage_coll_insert_seq(c->coll) : 0;
+		if (fill_batch(src, s, arr, batch_size, &c->limit, &c->pending, exhausted, bytes,
+		    c->await_data ? 0 : deadline_us, &ended, &n, err) != 0)
+			return -1;
+		if (c->tailable && ended && c->limit != 0)
+			*exhausted = false;
+		if (!c->await_data || !ended || n > 0 || *exhausted || mono_us() >= await_until)
+			return 0;
+		if (src->save != NULL && src->save(src->state, err) != 0)
+			return -1;
+		storage_coll_wait_insert(c->coll, seen, await_until);
+		if (src->restore != NULL && src->restore(src->state, s, err) != 0)
+			return -1;
+	}
+}
+
 int
 cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const char *ns,
-                const char *owner, int64_t batch_size, int64_t deadline_us, bson_t *reply,
-                terr_t *err)
+                const char *owner, int64_t batch_size, int64_t deadline_us, bool has_max_time,
+                bson_t *reply, terr_t *err)
 {
 	cursor_t *c;
 	cursor_source_t *src;
 	bson_t cur, arr;
 	size_t bytes = 0;
 	bool exhausted = false;
+	int64_t await_until = 0;
 	int rc = 0;
 
 	pthread_mutex_lock(&r->lock);
@@ -327,16 +391,24 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 		return terr_set(err, 20 /* IllegalOperation? mongod: CursorInUse */,
 		    "Cursor already in use (namespace: '%s', id: %lld).", ns, (long long)id);
 	}
+	if (has_max_time && !c->await_data) {
+		pthread_mutex_unlock(&r->lock);
+		return terr_set(err, TERR_BAD_VALUE,
+		    "cannot set maxTimeMS on getMore command for a non-awaitData cursor");
+	}
 	c->busy = true;
 	pthread_mutex_unlock(&r->lock);
+	if (c->await_data)
+		await_until = has_max_time && deadline_us != 0 ? deadline_us :
+		    has_max_time ? mono_us() : mono_us() + AWAIT_DATA_DEFAULT_US;
 
 	src = &c->src;
 	batch_open(reply, "nextBatch", c->last_bytes + c->last_bytes / 8, &cur, &arr);
 	if (src->restore != NULL && src->restore(src->state, s, err) != 0) {
 		rc = -1;
 	} else {
-		rc = fill_batch(src, s, &arr, batch_size > 0 ? batch_size : -1, &c->limit, &c->pending,
-		    &exhausted, &bytes, deadline_us, err);
+		rc = get_more_fill(c, s, &arr, batch_size > 0 ? batch_size : -1, deadline_us, await_until,
+		    &exhausted, &bytes, err);
 		if (rc == 0 && !exhausted && src->save != NULL)
 			rc = src->save(src->state, err);
 	}
