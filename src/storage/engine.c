@@ -549,15 +549,38 @@ static void
 deltas_clear_ex(storage_session_t *s, bool committed)
 {
 	for (int i = 0; i < s->ndeltas; i++) {
-		if (committed && s->deltas[i].inserted)
-			insert_notify(s->deltas[i].rt);
-		if (s->deltas[i].capped_locked)
-			pthread_mutex_unlock(&s->deltas[i].rt->capped_lock);
-		if (s->deltas[i].gated)
-			pthread_rwlock_unlock(&s->deltas[i].rt->gate);
-		coll_rt_release(s->deltas[i].rt);
+		txn_delta_t *d = &s->deltas[i];
+		if (committed && d->inserted)
+			insert_notify(d->rt);
+		if (d->capped_locked && committed)
+			atomic_fetch_add(&s->st->capped_commits, 1);
+		if (d->capped_locked && !committed && d->keep_locks && d->gated && s->prelocked == NULL) {
+			/* the retry starts with them held (storage_txn_capped_lock) */
+			coll_rt_ref(d->rt);
+			s->prelocked = d->rt;
+		} else {
+			if (d->capped_locked)
+				pthread_mutex_unlock(&d->rt->capped_lock);
+			if (d->gated)
+				pthread_rwlock_unlock(&d->rt->gate);
+		}
+		coll_rt_release(d->rt);
 	}
 	s->ndeltas = 0;
+}
+
+/* Let go of locks kept for a retry that did not use them. */
+static void
+prelocked_release(storage_session_t *s)
+{
+	coll_rt_t *rt = s->prelocked;
+
+	if (rt == NULL)
+		return;
+	s->prelocked = NULL;
+	pthread_mutex_unlock(&rt->capped_lock);
+	pthread_rwlock_unlock(&rt->gate);
+	coll_rt_release(rt);
 }
 
 static void
@@ -573,6 +596,7 @@ storage_txn_begin(storage_session_t *s, terr_t *err)
 
 	if (s->in_txn)
 		return terr_set(err, TERR_ILLEGAL_OPERATION, "a storage transaction is already open on this session");
+	s->begin_capped = atomic_load(&s->st->capped_commits);
 	if ((ret = s->ws->begin_transaction(s->ws, NULL)) != 0)
 		return storage_wt_err(ret, "begin_transaction", err);
 	s->in_txn = true;
@@ -671,7 +695,16 @@ storage_txn_gate(storage_session_t *s, coll_rt_t *rt, terr_t *err)
 	txn_delta_t *d = delta_of(s, rt);
 
 	if (!d->gated) {
-		pthread_rwlock_rdlock(&rt->gate);
+		if (s->prelocked == rt) {
+			/* kept from the last attempt with the capped lock, held since
+			 * before this transaction began: its snapshot is newer than
+			 * every capped commit to rt */
+			s->prelocked = NULL;
+			coll_rt_release(rt);
+			d->capped_locked = true;
+		} else {
+			pthread_rwlock_rdlock(&rt->gate);
+		}
 		d->gated = true;
 		/* the table's row is gone and its drop waits for the gates to be
 		 * free: writing now would put updates under the drop */
@@ -681,15 +714,26 @@ storage_txn_gate(storage_session_t *s, coll_rt_t *rt, terr_t *err)
 	return 0;
 }
 
-void
-storage_txn_capped_lock(storage_session_t *s, coll_rt_t *rt)
+int
+storage_txn_capped_lock(storage_session_t *s, coll_rt_t *rt, terr_t *err)
 {
 	txn_delta_t *d = delta_of(s, rt);
 
-	if (!d->capped_locked) {
-		pthread_mutex_lock(&rt->capped_lock);
-		d->capped_locked = true;
+	if (d->capped_locked)
+		return 0;
+	pthread_mutex_lock(&rt->capped_lock);
+	d->capped_locked = true;
+	/* Only when rt is the first table the transaction writes: the retry
+	 * then takes the same locks in the same order (gate, capped lock,
+	 * then any other table's gate), so keeping them cannot deadlock with
+	 * an index build waiting on another gate.  Otherwise the write goes
+	 * on: a conflict on a document another writer capped is retried the
+	 * ordinary way. */
+	if (s->in_run && s->ndeltas == 1 && atomic_load(&s->st->capped_commits) != s->begin_capped) {
+		d->keep_locks = true;
+		return terr_set(err, TERR_WRITE_CONFLICT, "capped write with an old snapshot: retried");
 	}
+	return 0;
 }
 
 void
@@ -785,6 +829,7 @@ storage_txn_run(storage_session_t *s, storage_txn_fn fn, void *arg, bool sync, t
 
 	if (s->in_txn)
 		return storage_txn_fail(s, fn(s, arg, err));
+	s->in_run = true;
 	for (int attempt = 0; ; attempt++) {
 		terr_clear(&local);
 		if ((rc = storage_txn_begin(s, &local)) != 0)
@@ -800,8 +845,12 @@ storage_txn_run(storage_session_t *s, storage_txn_fn fn, void *arg, bool sync, t
 		}
 		if (!storage_is_write_conflict(&local) || attempt >= TXN_RETRY_MAX)
 			break;
-		conflict_backoff(attempt, &seed);
+		/* a capped write retried with its locks held goes again at once */
+		if (s->prelocked == NULL)
+			conflict_backoff(attempt, &seed);
 	}
+	s->in_run = false;
+	prelocked_release(s);
 	if (rc != 0 && err != NULL)
 		terr_move(err, &local);
 	terr_clear(&local);

@@ -413,7 +413,7 @@ write_begin(storage_session_t *s, storage_coll_t *c, storage_coll_t **ixc, terr_
 	*ixc = c;
 	RET(storage_txn_gate(s, rt, err));
 	if (atomic_load(&rt->capped))
-		storage_txn_capped_lock(s, rt);
+		RET(storage_txn_capped_lock(s, rt, err));
 	if (((coll_impl_t *)c->impl)->ixgen != atomic_load(&rt->ixgen)) {
 		*ixc = storage_coll_by_ident(s->st, c->ident);
 		if (*ixc == NULL) {
