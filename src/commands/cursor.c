@@ -8,6 +8,7 @@
 #include "commands/cursor.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 #include <sys/random.h>
@@ -26,6 +27,7 @@ typedef struct cursor {
 	bool tailable;         /* the end of the source does not close it */
 	bool await_data;       /* an empty getMore waits for an insert into coll */
 	storage_coll_t *coll;  /* referenced (tailable cursors), for the insert notifier */
+	atomic_bool killed;    /* killCursors came while an awaitData getMore waited */
 	bool busy;
 	int64_t last_used_ms;
 	bson_t *pending;       /* a document read ahead that did not fit the last batch */
@@ -310,6 +312,8 @@ take(cursor_registry_t *r, int64_t id, bool remove)
 	return NULL;
 }
 
+#define CURSOR_KILLED 237    /* CursorKilled */
+
 /* Default wait of an awaitData getMore without maxTimeMS (mongod's 1 s). */
 #define AWAIT_DATA_DEFAULT_US 1000000
 
@@ -340,6 +344,8 @@ get_more_fill(cursor_t *c, storage_session_t *s, bson_t *arr, int64_t batch_size
 
 	for (;;) {
 		uint64_t seen = c->await_data ? storage_coll_insert_seq(c->coll) : 0;
+		if (atomic_load(&c->killed))
+			return terr_set(err, CURSOR_KILLED, "operation was interrupted");
 		if (fill_batch(src, s, arr, batch_size, &c->limit, &c->pending, exhausted, bytes,
 		    c->await_data ? 0 : deadline_us, &ended, &n, err) != 0)
 			return -1;
@@ -350,6 +356,9 @@ get_more_fill(cursor_t *c, storage_session_t *s, bson_t *arr, int64_t batch_size
 		if (src->save != NULL && src->save(src->state, err) != 0)
 			return -1;
 		storage_coll_wait_insert(c->coll, seen, await_until);
+		/* killCursors interrupts the wait, as mongod's interrupts the op */
+		if (atomic_load(&c->killed))
+			return terr_set(err, CURSOR_KILLED, "operation was interrupted");
 		if (src->restore != NULL && src->restore(src->state, s, err) != 0)
 			return -1;
 	}
@@ -447,6 +456,14 @@ cursor_kill(cursor_registry_t *r, const char *ns, const int64_t *ids, int n, bso
 			take(r, ids[i], true);
 			pthread_mutex_unlock(&r->lock);
 			cursor_destroy(c);
+			bson_uint32_to_string((uint32_t)nk++, &k, key, sizeof(key));
+			bson_append_int64(&killed, k, -1, ids[i]);
+		} else if (c != NULL && strcmp(c->ns, ns) == 0 && c->await_data) {
+			/* a getMore waits on it: interrupt the wait; the getMore
+			 * fails with 237 and frees it */
+			atomic_store(&c->killed, true);
+			storage_coll_wake(c->coll);
+			pthread_mutex_unlock(&r->lock);
 			bson_uint32_to_string((uint32_t)nk++, &k, key, sizeof(key));
 			bson_append_int64(&killed, k, -1, ids[i]);
 		} else if (c != NULL && strcmp(c->ns, ns) == 0) {

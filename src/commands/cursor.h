@@ -92,7 +92,10 @@ int cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, cons
                     const char *owner, int64_t batch_size, int64_t deadline_us, bool has_max_time,
                     bson_t *reply, terr_t *err);
 
-/* killCursors: appends cursorsKilled/NotFound/Alive/Unknown arrays. */
+/* killCursors: appends cursorsKilled/NotFound/Alive/Unknown arrays.  A
+ * cursor in use by a getMore is alive, except an awaitData cursor: it is
+ * killed (listed so), its waiting getMore fails with 237 CursorKilled
+ * "operation was interrupted" and frees it. */
 void cursor_kill(cursor_registry_t *r, const char *ns, const int64_t *ids, int n, bson_t *reply);
 
 /* Reap cursors idle longer than timeout_ms (called periodically). */

@@ -129,3 +129,19 @@ test('concurrent writers: natural order is insertion order, limits kept', async 
 	const st = await wdb.command({ collStats: name });
 	assert.equal(st.count, max);
 });
+
+test('killCursors interrupts a waiting awaitData getMore', async () => {
+	const name = 'tail_kill';
+	await wdb.createCollection(name, { capped: true, size: 1 << 20 });
+	await wdb.collection(name).insertOne({ _id: 1 });
+	const first = await rdb.command({ find: name, tailable: true, awaitData: true });
+	const id = first.cursor.id;
+	const started = Date.now();
+	const waiting = rdb.command({ getMore: id, collection: name, maxTimeMS: 10000 });
+	await new Promise((r) => setTimeout(r, 200));
+	const k = await wdb.command({ killCursors: name, cursors: [id] });
+	assert.equal(k.cursorsKilled.length, 1);
+	await assert.rejects(waiting, (e) => e.code === 237 && e.codeName === 'CursorKilled');
+	assert.ok(Date.now() - started < 5000, 'the wait ended with the kill');
+	await assert.rejects(rdb.command({ getMore: id, collection: name }), (e) => e.code === 43);
+});
