@@ -662,6 +662,31 @@ test_coll_mod(void)
 		TT_EQ_STR(b, "[ { \"_id\" : 2 }, { \"_id\" : 3 } ]");
 		bson_free(b);
 	}
+	/* one insert command past the limit: capped within its own batch */
+	ok("{'create': 'batch', 'capped': true, 'size': 4096, 'max': 3}");
+	ok("{'insert': 'batch', 'documents': [{'_id': 1}, {'_id': 2}, {'_id': 3}, {'_id': 4}, {'_id': 5}, {'_id': 6}]}");
+	{
+		char *b = tt_batch_sq(db, "t", "{'find': 'batch'}");
+		TT_EQ_STR(b, "[ { \"_id\" : 4 }, { \"_id\" : 5 }, { \"_id\" : 6 } ]");
+		bson_free(b);
+		b = tt_batch_sq(db, "t", "{'find': 'batch', 'filter': {'_id': 2}}");
+		TT_EQ_STR(b, "[ ]");
+		bson_free(b);
+	}
+	/* a rename keeps it capped */
+	{
+		int rc;
+		bson_t *r = tt_run_sq(db, "admin", "{'renameCollection': 't.batch', 'to': 't.batch2'}", &rc);
+		TT_EQ_INT(rc, 0);
+		tt_free_reply(r);
+	}
+	expect_options("batch2", "{ \"capped\" : true, \"size\" : 4096, \"max\" : 3 }");
+	ok("{'insert': 'batch2', 'documents': [{'_id': 7}]}");
+	{
+		char *b = tt_batch_sq(db, "t", "{'find': 'batch2'}");
+		TT_EQ_STR(b, "[ { \"_id\" : 5 }, { \"_id\" : 6 }, { \"_id\" : 7 } ]");
+		bson_free(b);
+	}
 	ok("{'collMod': 'cm', 'cappedMax': 0}");
 	expect_options("cm", "{ \"capped\" : true, \"size\" : 10240, \"max\" : 2147483647 }");
 	ok("{'create': 'plain'}");
