@@ -167,7 +167,11 @@ capped_from_options(storage_coll_t *c)
 		c->capped_max = 0;
 	atomic_store(&rt->cap_size, c->capped_size);
 	atomic_store(&rt->cap_max, c->capped_max);
-	atomic_store(&rt->capped, true);
+	/* the oplog is capped for its readers, but its owner (repl/) orders it
+	 * by timestamp and truncates its oldest end itself, as mongod's
+	 * truncate markers do: its inserts are neither serialised nor capped */
+	if (strcmp(c->ns, STORAGE_OPLOG_NS) != 0)
+		atomic_store(&rt->capped, true);
 }
 
 static int

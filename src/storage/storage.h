@@ -163,8 +163,13 @@ typedef struct storage_coll {
  * is refused (2 BadValue "object to insert exceeds cappedMaxSize").  A scan
  * over a capped collection restored after its last document was deleted
  * (by capping or by a delete) fails with 136 CappedPositionLost.
+ * STORAGE_OPLOG_NS is capped for readers (tailable, collStats) only.
  */
 #define STORAGE_CAPPED_MIN_SIZE 4096
+/* The one capped collection storage does not cap on insert nor serialise:
+ * the oplog, truncated from its oldest end by repl/. */
+#define STORAGE_OPLOG_NS "local.oplog.rs"
+
 #define STORAGE_CODE_CAPPED_POSITION_LOST 136
 
 /*

@@ -203,6 +203,35 @@ test_max_limit(void)
 	close_and_clean(st);
 }
 
+/* local.oplog.rs is capped for readers, truncated by repl/ only */
+static void
+test_oplog_exempt(void)
+{
+	storage_t *st = open_fresh("capped_oplog");
+	terr_t err = TERR_INIT;
+	storage_session_t *s;
+	storage_coll_t *c = NULL;
+	bson_t opts = BSON_INITIALIZER;
+	char *ids;
+
+	TT_EQ_INT(storage_session_open(st, &s, &err), 0);
+	BSON_APPEND_BOOL(&opts, "capped", true);
+	BSON_APPEND_INT32(&opts, "size", 4096);
+	BSON_APPEND_INT32(&opts, "max", 2);
+	TT_EQ_INT(storage_coll_create(st, s, "local", "oplog.rs", &opts, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "local", "oplog.rs", &c, &err), 0);
+	TT_ASSERT(c->capped);
+	for (int i = 1; i <= 5; i++)
+		TT_EQ_INT(insert_one(s, c, i, 0, 0, &err), 0);
+	ids = ids_of(s, c);
+	TT_EQ_STR(ids, "1,2,3,4,5");
+	bson_free(ids);
+	bson_destroy(&opts);
+	storage_coll_release(c);
+	storage_session_close(s);
+	close_and_clean(st);
+}
+
 static void
 test_size_limit(void)
 {
@@ -834,6 +863,7 @@ main(void)
 {
 	TT_RUN(test_max_limit);
 	TT_RUN(test_size_limit);
+	TT_RUN(test_oplog_exempt);
 	TT_RUN(test_concurrent_tail);
 	TT_RUN(test_concurrent_limits);
 	TT_RUN(test_position_lost);
