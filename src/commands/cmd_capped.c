@@ -33,7 +33,7 @@ clone_options(const storage_coll_t *src, int64_t size, bson_t *out)
 	bson_iter_t it;
 	bool has_max = src->capped && src->capped_max > 0;
 
-	cmd_capped_options_append(out, cmd_capped_round_size(size), has_max, src->capped_max);
+	cmd_capped_options_append(out, cmd_capped_size(size), has_max, src->capped_max);
 	if (!bson_iter_init(&it, src->options))
 		return;
 	while (bson_iter_next(&it)) {

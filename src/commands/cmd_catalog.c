@@ -97,11 +97,14 @@ cmd_capped_number(cmd_t *c, const bson_t *holder, const char *field, int64_t *ou
 	return 0;
 }
 
-/* mongod's rounding of a capped size: up to a multiple of 256. */
+/* The stored capped size.  mongod used to round it up to a multiple of
+ * 256 (and cap at no less than 4096 bytes); since SERVER-67036
+ * (featureFlagCappedCollectionsRelaxedSize, on in 9.0) it keeps the size
+ * as given: so does this. */
 int64_t
-cmd_capped_round_size(int64_t size)
+cmd_capped_size(int64_t size)
 {
-	return (size + 0xff) & ~(int64_t)0xff;
+	return size;
 }
 
 /* mongod's capped max: none (<= 0) is stored as 2^31 - 1. */
@@ -131,7 +134,7 @@ cmd_capped_options_append(bson_t *out, int64_t size, bool has_max, int64_t max)
 
 /*
  * create's capped, size and max, checked as mongod's create command and IDL
- * do; for a capped collection appends {capped: true, size: <rounded>[,
+ * do; for a capped collection appends {capped: true, size[,
  * max]} to options (mongod stores them first).  *capped says which.
  */
 static int
@@ -158,7 +161,7 @@ create_capped(cmd_t *c, bson_t *options, bool *capped, terr_t *err)
 		return terr_set(err, TERR_INVALID_OPTIONS,
 		    "the 'capped' field needs to be true when either the 'size' or 'max' fields are present");
 	if (*capped)
-		cmd_capped_options_append(options, cmd_capped_round_size(size), has_max, cmd_capped_adjust_max(max));
+		cmd_capped_options_append(options, cmd_capped_size(size), has_max, cmd_capped_adjust_max(max));
 	return 0;
 }
 

@@ -218,7 +218,7 @@ CMD_HANDLER(cmd_coll_mod)
 			const char *k = bson_iter_key(&it);
 			if (has_capped_size && strcmp(k, "size") == 0) {
 				/* mongod keeps the limits where create put them */
-				int64_t v = cmd_capped_round_size(capped_size);
+				int64_t v = cmd_capped_size(capped_size);
 				if (v <= INT32_MAX)
 					BSON_APPEND_INT32(&opts, "size", (int32_t)v);
 				else

@@ -181,9 +181,9 @@ bool cmd_is_create_option(const char *field);
  * '<cmd>.<field>' is the wrong type ..." otherwise; a null is absent. */
 int cmd_capped_number(cmd_t *c, const bson_t *holder, const char *field, int64_t *out, bool *found,
                       terr_t *err);
-/* mongod's stored size (rounded up to a multiple of 256) and max (<= 0:
- * 2^31 - 1). */
-int64_t cmd_capped_round_size(int64_t size);
+/* mongod's stored size (as given, since its relaxed capped sizes) and max
+ * (<= 0: 2^31 - 1). */
+int64_t cmd_capped_size(int64_t size);
 int64_t cmd_capped_adjust_max(int64_t max);
 /* Append {capped: true, size[, max]} as mongod stores them. */
 void cmd_capped_options_append(bson_t *out, int64_t size, bool has_max, int64_t max);

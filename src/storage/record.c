@@ -451,13 +451,13 @@ write_end(storage_coll_t *c, storage_coll_t *ixc)
 		storage_coll_release(ixc);
 }
 
-/* The size limit a capped table enforces. */
+/* The size limit a capped table enforces (INT64_MAX: none). */
 static int64_t
 capped_size_limit(coll_rt_t *rt)
 {
 	int64_t size = atomic_load(&rt->cap_size);
 
-	return size < STORAGE_CAPPED_MIN_SIZE ? STORAGE_CAPPED_MIN_SIZE : size;
+	return size > 0 ? size : INT64_MAX;
 }
 
 /*
@@ -543,10 +543,6 @@ storage_doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc,
 		return terr_set(err, TERR_BAD_VALUE, "document to insert must have _id as its first field");
 	ERR(write_begin(s, c, &ixc, err));
 	ERR(write_recheck(s, c, doc, NULL, err));
-	if (atomic_load(&rt->capped) && (int64_t)doc->len > capped_size_limit(rt)) {
-		ret = terr_set(err, TERR_BAD_VALUE, "object to insert exceeds cappedMaxSize");
-		goto err;
-	}
 	id = atomic_fetch_add(&rt->next_recid, 1) + 1;
 	ERR(index_apply(s, ixc, id, NULL, doc, err));
 	ERR(storage_session_cursor(s, c->ident, &cur, err));

@@ -137,8 +137,7 @@ typedef struct storage_coll {
 	 * index has it too.  Interned, never freed. */
 	const coll_t *collation;
 	/* A capped collection (options.capped): at most capped_size bytes of
-	 * documents (options.size as stored, the limit enforced being at least
-	 * STORAGE_CAPPED_MIN_SIZE) and capped_max documents (options.max; 0 =
+	 * documents (options.size) and capped_max documents (options.max; 0 =
 	 * none).  See "capped collections" below. */
 	bool capped;
 	int64_t capped_size;
@@ -157,15 +156,13 @@ typedef struct storage_coll {
  * the table's capped lock from its first write until its transaction
  * commits or rolls back, so writers are serialised, as on mongod).  An
  * insert that takes the collection past capped_max documents or past
- * max(capped_size, STORAGE_CAPPED_MIN_SIZE) bytes deletes the oldest
- * documents, index entries included, in the same transaction; it never
- * deletes the document it inserted.  A document larger than the size limit
- * is refused (2 BadValue "object to insert exceeds cappedMaxSize").  A scan
+ * capped_size bytes deletes the oldest documents, index entries included,
+ * in the same transaction; it never deletes the document it inserted (one
+ * larger than the size limit stays alone, as on mongod 7.0+).  A scan
  * over a capped collection restored after its last document was deleted
  * (by capping or by a delete) fails with 136 CappedPositionLost.
  * STORAGE_OPLOG_NS is capped for readers (tailable, collStats) only.
  */
-#define STORAGE_CAPPED_MIN_SIZE 4096
 /* The one capped collection storage does not cap on insert nor serialise:
  * the oplog, truncated from its oldest end by repl/. */
 #define STORAGE_OPLOG_NS "local.oplog.rs"

@@ -242,24 +242,32 @@ test_size_limit(void)
 	int64_t count, size;
 
 	TT_EQ_INT(storage_session_open(st, &s, &err), 0);
-	/* below the 4096-byte minimum: the limit is 4096 */
-	c = make_capped(st, s, "sz", 256, 0);
+	/* no 4096-byte minimum any more (mongod 7.0+): 3000 bytes is 3000 */
+	c = make_capped(st, s, "sz", 3000, 0);
 	for (int i = 0; i < 40; i++) {
 		TT_EQ_INT(insert_one(s, c, i, 0, 300, &err), 0);
 		storage_coll_stats(st, s, c, &count, &size, NULL, &err);
-		TT_ASSERT(size <= STORAGE_CAPPED_MIN_SIZE);
+		TT_ASSERT(size <= 3000);
 	}
-	TT_ASSERT(count >= 10 && count <= 13);
+	TT_ASSERT(count >= 7 && count <= 9);
 	{
 		char *ids = ids_of(s, c);
 		TT_ASSERT(strstr(ids, ",39") != NULL && strncmp(ids, "0,", 2) != 0);
 		bson_free(ids);
 	}
-	/* a document over the limit is refused */
-	TT_EQ_INT(insert_one(s, c, 100, 0, 5000, &err), -1);
-	TT_EQ_INT(err.code, 2);
-	TT_EQ_STR(err.msg, "object to insert exceeds cappedMaxSize");
-	terr_clear(&err);
+	/* a document over the limit is kept, alone (mongod's capped_large_docs) */
+	TT_EQ_INT(insert_one(s, c, 100, 0, 5000, &err), 0);
+	{
+		char *ids = ids_of(s, c);
+		TT_EQ_STR(ids, "100");
+		bson_free(ids);
+	}
+	TT_EQ_INT(insert_one(s, c, 101, 0, 10, &err), 0);
+	{
+		char *ids = ids_of(s, c);
+		TT_EQ_STR(ids, "101");
+		bson_free(ids);
+	}
 	storage_coll_release(c);
 	storage_session_close(s);
 	close_and_clean(st);
@@ -649,8 +657,9 @@ test_create_options(void)
 {
 	ok("{'create': 'a', 'capped': true, 'size': 4096, 'max': 5}");
 	expect_options("a", "{ \"capped\" : true, \"size\" : 4096, \"max\" : 5 }");
+	/* kept as given: no rounding to 256 since mongod's relaxed capped sizes */
 	ok("{'create': 'b', 'size': 1000, 'capped': true}");
-	expect_options("b", "{ \"capped\" : true, \"size\" : 1024 }");
+	expect_options("b", "{ \"capped\" : true, \"size\" : 1000 }");
 	/* the same again is fine, other options are not */
 	ok("{'create': 'a', 'capped': true, 'size': 4096, 'max': 5}");
 	fails("{'create': 'a', 'capped': true, 'size': 8192}", 48, NULL);
@@ -684,7 +693,7 @@ test_coll_mod(void)
 {
 	ok("{'create': 'cm', 'capped': true, 'size': 4096}");
 	ok("{'collMod': 'cm', 'cappedMax': 2, 'cappedSize': 10000}");
-	expect_options("cm", "{ \"capped\" : true, \"size\" : 10240, \"max\" : 2 }");
+	expect_options("cm", "{ \"capped\" : true, \"size\" : 10000, \"max\" : 2 }");
 	ok("{'insert': 'cm', 'documents': [{'_id': 1}, {'_id': 2}, {'_id': 3}]}");
 	{
 		char *b = tt_batch_sq(db, "t", "{'find': 'cm'}");
@@ -717,7 +726,7 @@ test_coll_mod(void)
 		bson_free(b);
 	}
 	ok("{'collMod': 'cm', 'cappedMax': 0}");
-	expect_options("cm", "{ \"capped\" : true, \"size\" : 10240, \"max\" : 2147483647 }");
+	expect_options("cm", "{ \"capped\" : true, \"size\" : 10000, \"max\" : 2147483647 }");
 	ok("{'create': 'plain'}");
 	fails("{'collMod': 'plain', 'cappedSize': 4096}", 73, "Cannot update size on a non-capped collection t.plain");
 	fails("{'collMod': 'cm', 'cappedSize': 0}", 51024, NULL);
@@ -730,7 +739,7 @@ test_convert_clone(void)
 	ok("{'insert': 'src', 'documents': [{'_id': 1, 'a': 1}, {'_id': 2}, {'_id': 3}]}");
 	ok("{'createIndexes': 'src', 'indexes': [{'key': {'a': 1}, 'name': 'a_1'}]}");
 	ok("{'cloneCollectionAsCapped': 'src', 'toCollection': 'dst', 'size': 5000}");
-	expect_options("dst", "{ \"capped\" : true, \"size\" : 5120 }");
+	expect_options("dst", "{ \"capped\" : true, \"size\" : 5000 }");
 	{
 		char *b = tt_batch_sq(db, "t", "{'find': 'dst'}");
 		TT_EQ_STR(b, "[ { \"_id\" : 1, \"a\" : 1 }, { \"_id\" : 2 }, { \"_id\" : 3 } ]");

@@ -31,7 +31,8 @@ const info = t.getCollectionInfos({name: 'c'})[0];
 check(info.options.capped === true && info.options.size === 4096 && info.options.max === 5,
       'listCollections options ' + JSON.stringify(info.options));
 t.createCollection('r', {capped: true, size: 1000});
-check(t.getCollectionInfos({name: 'r'})[0].options.size === 1024, 'size rounded up to 256');
+// mongod 9.0 keeps the size as given (no rounding to 256 since SERVER-67036)
+check(t.getCollectionInfos({name: 'r'})[0].options.size === 1000, 'size kept as given');
 fails(() => t.createCollection('bad', {capped: true}), 72, 'size required');
 fails(() => t.createCollection('bad', {size: 4096}), 72, 'capped required with size');
 fails(() => t.createCollection('bad', {capped: true, size: 4096, max: Math.pow(2, 31)}), 51024, 'max < 2^31');
@@ -53,6 +54,14 @@ for (let i = 0; i < 10; i++) t.s.insertOne({_id: i, pad: pad});
 const s = t.s.stats();
 check(s.size <= 4096 && s.count >= 3, 'size limit kept: ' + s.size + ' bytes, ' + s.count + ' docs');
 check(t.s.find().toArray()[s.count - 1]._id === 9, 'newest kept');
+
+// mongod's capped_large_docs.js: 10 MB documents in a 25 MB collection keep 2
+t.createCollection('large', {capped: true, size: 25 * 1024 * 1024});
+const big = 'a'.repeat(10 * 1024 * 1024);
+for (let i = 0; i < 5; i++) t.large.insertOne({key: big});
+const ls = t.large.stats();
+check(ls.count === 2 && ls.size <= 25 * 1024 * 1024, 'large documents: ' + ls.count + ' docs, ' + ls.size);
+t.large.drop();
 
 // collMod of cappedMax/cappedSize: applied at the next insert
 check(t.runCommand({collMod: 'c', cappedMax: 2}).ok === 1, 'collMod cappedMax');
