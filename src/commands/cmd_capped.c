@@ -109,10 +109,7 @@ size_arg(cmd_t *c, int64_t *size, terr_t *err)
 	RET(cmd_capped_number(c, c->body, "size", size, &found, err));
 	if (!found)
 		return terr_set(err, 40414, "BSON field '%s.size' is missing but a required field", c->name);
-	if (*size < 1 || *size > CMD_CAPPED_MAX_SIZE)
-		return terr_set(err, 51024, "BSON field 'size' value must be %s %lld, actual value '%lld'",
-		    *size < 1 ? ">=" : "<=", *size < 1 ? 1LL : (long long)CMD_CAPPED_MAX_SIZE, (long long)*size);
-	return 0;
+	return cmd_capped_range("size", true, *size, NULL, false, 0, err);
 }
 
 /* The source: 26 "source collection <ns> does not exist", 166 for a view. */

@@ -14,6 +14,7 @@
 #include "common/mem.h"
 #include "commands/auth.h"
 #include "commands/validation.h"
+#include "expr/decimal.h"
 #include "query/match.h"
 
 /* Options `create` accepts and stores; anything else is 40415 unknown. */
@@ -71,8 +72,23 @@ create_collation(cmd_t *c, const bson_iter_t *it, bson_t *options, terr_t *err)
 	return 0;
 }
 
+/* A double or decimal as mongod's safeInt64 reads it: truncated toward
+ * zero, NaN as 0, out of range as the nearest int64. */
+static int64_t
+safe_int64(double d)
+{
+	if (d != d)
+		return 0;
+	if (d >= 9223372036854775808.0)
+		return INT64_MAX;
+	if (d <= -9223372036854775808.0)
+		return INT64_MIN;
+	return (int64_t)d;
+}
+
 /* A size or max of create / collMod / convertToCapped: a number read as
- * mongod's safeInt64 (a double must be integral), *found when present. */
+ * mongod's safeInt64 (see safe_int64), *found when present; a null is
+ * absent. */
 int
 cmd_capped_number(cmd_t *c, const bson_t *holder, const char *field, int64_t *out, bool *found, terr_t *err)
 {
@@ -81,19 +97,37 @@ cmd_capped_number(cmd_t *c, const bson_t *holder, const char *field, int64_t *ou
 	*found = false;
 	if (!bson_iter_init_find(&it, holder, field) || BSON_ITER_HOLDS_NULL(&it))
 		return 0;
-	if (!BSON_ITER_HOLDS_NUMBER(&it) && !BSON_ITER_HOLDS_DECIMAL128(&it))
-		return terr_set(err, TERR_TYPE_MISMATCH,
-		    "BSON field '%s.%s' is the wrong type '%s', expected types '[long, int, decimal, double]'",
-		    c->name, field, bv_type_name(bson_iter_type(&it)));
 	if (BSON_ITER_HOLDS_DOUBLE(&it)) {
-		double d = bson_iter_double(&it);
-		if (d != d || d >= 9223372036854775808.0 || d < -9223372036854775808.0 || d != (double)(int64_t)d)
-			return terr_set(err, TERR_BAD_VALUE, "Expected an integer: %s: %g", field, d);
+		*out = safe_int64(bson_iter_double(&it));
 	} else if (BSON_ITER_HOLDS_DECIMAL128(&it)) {
-		return terr_set(err, TERR_NOT_IMPLEMENTED, "a decimal %s is not supported by Tamga yet", field);
+		bson_decimal128_t d;
+		bson_iter_decimal128(&it, &d);
+		if (!expr_decimal_to_int64(d, out))
+			*out = safe_int64(expr_decimal_to_double(d));
+	} else if (BSON_ITER_HOLDS_INT32(&it) || BSON_ITER_HOLDS_INT64(&it)) {
+		*out = bson_iter_as_int64(&it);
+	} else {
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field '%s.%s' is the wrong type '%s', expected types '[double, int, long, decimal]'",
+		    c->name, field, bv_type_name(bson_iter_type(&it)));
 	}
-	*out = bson_iter_as_int64(&it);
 	*found = true;
+	return 0;
+}
+
+int
+cmd_capped_range(const char *size_name, bool has_size, int64_t size, const char *max_name, bool has_max,
+                 int64_t max, terr_t *err)
+{
+	if (has_size && size < 1)
+		return terr_set(err, TERR_BAD_VALUE, "BSON field '%s' value must be >= 1, actual value '%lld'",
+		    size_name, (long long)size);
+	if (has_size && size > CMD_CAPPED_MAX_SIZE)
+		return terr_set(err, TERR_BAD_VALUE, "BSON field '%s' value must be <= %lld, actual value '%lld'",
+		    size_name, (long long)CMD_CAPPED_MAX_SIZE, (long long)size);
+	if (has_max && max >= ((int64_t)1 << 31))
+		return terr_set(err, TERR_BAD_VALUE,
+		    "BSON field '%s' value must be < 2147483648, actual value '%lld'", max_name, (long long)max);
 	return 0;
 }
 
@@ -147,14 +181,7 @@ create_capped(cmd_t *c, bson_t *options, bool *capped, terr_t *err)
 	*capped = bson_iter_init_find(&it, c->body, "capped") && bson_iter_as_bool(&it);
 	RET(cmd_capped_number(c, c->body, "size", &size, &has_size, err));
 	RET(cmd_capped_number(c, c->body, "max", &max, &has_max, err));
-	if (has_size && size < 1)
-		return terr_set(err, 51024, "BSON field 'size' value must be >= 1, actual value '%lld'", (long long)size);
-	if (has_size && size > CMD_CAPPED_MAX_SIZE)
-		return terr_set(err, 51024, "BSON field 'size' value must be <= %lld, actual value '%lld'",
-		    (long long)CMD_CAPPED_MAX_SIZE, (long long)size);
-	if (has_max && max >= ((int64_t)1 << 31))
-		return terr_set(err, 51024, "BSON field 'max' value must be < 2147483648, actual value '%lld'",
-		    (long long)max);
+	RET(cmd_capped_range("size", has_size, size, "max", has_max, max, err));
 	if (*capped && !has_size)
 		return terr_set(err, TERR_INVALID_OPTIONS, "the 'size' field is required when 'capped' is true");
 	if (!*capped && (has_size || has_max))

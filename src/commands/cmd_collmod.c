@@ -188,17 +188,8 @@ CMD_HANDLER(cmd_coll_mod)
 	}
 	ERR(cmd_capped_number(c, c->body, "cappedSize", &capped_size, &has_capped_size, err));
 	ERR(cmd_capped_number(c, c->body, "cappedMax", &capped_max, &has_capped_max, err));
-	if (has_capped_size && (capped_size < 1 || capped_size > CMD_CAPPED_MAX_SIZE)) {
-		ret = terr_set(err, 51024, "BSON field 'cappedSize' value must be %s %lld, actual value '%lld'",
-		    capped_size < 1 ? ">=" : "<=", capped_size < 1 ? 1LL : (long long)CMD_CAPPED_MAX_SIZE,
-		    (long long)capped_size);
-		goto err;
-	}
-	if (has_capped_max && capped_max >= ((int64_t)1 << 31)) {
-		ret = terr_set(err, 51024, "BSON field 'cappedMax' value must be < 2147483648, actual value '%lld'",
-		    (long long)capped_max);
-		goto err;
-	}
+	ERR(cmd_capped_range("cappedSize", has_capped_size, capped_size, "cappedMax", has_capped_max, capped_max,
+	    err));
 	ERR(cmd_get_doc(c, "validator", &validator, &has_validator, err));
 	ERR(cmd_get_string(c, "validationLevel", &new_level, &found, err));
 	ERR(cmd_get_string(c, "validationAction", &new_action, &found, err));
@@ -208,7 +199,7 @@ CMD_HANDLER(cmd_coll_mod)
 		goto err;
 	}
 	if ((has_capped_size || has_capped_max) && !coll->capped) {
-		ret = terr_set(err, TERR_INVALID_NAMESPACE, "Cannot update size on a non-capped collection %s", coll->ns);
+		ret = terr_set(err, TERR_INVALID_OPTIONS, "Collection must be capped.");
 		goto err;
 	}
 

@@ -181,6 +181,12 @@ bool cmd_is_create_option(const char *field);
  * '<cmd>.<field>' is the wrong type ..." otherwise; a null is absent. */
 int cmd_capped_number(cmd_t *c, const bson_t *holder, const char *field, int64_t *out, bool *found,
                       terr_t *err);
+/* The IDL's bounds of create's size/max and collMod's cappedSize/cappedMax
+ * (size in [1, 1 PB], max < 2^31), checked for the ones given: 2 BadValue
+ * "BSON field '<name>' value must be >= 1, actual value '<v>'", "... <=
+ * 1125899906842624 ...", "... < 2147483648 ...". */
+int cmd_capped_range(const char *size_name, bool has_size, int64_t size, const char *max_name, bool has_max,
+                     int64_t max, terr_t *err);
 /* mongod's stored size (as given, since its relaxed capped sizes) and max
  * (<= 0: 2^31 - 1). */
 int64_t cmd_capped_size(int64_t size);

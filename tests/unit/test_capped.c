@@ -666,12 +666,30 @@ test_create_options(void)
 	fails("{'create': 'x', 'capped': true}", 72, "the 'size' field is required when 'capped' is true");
 	fails("{'create': 'x', 'max': 3}", 72,
 	    "the 'capped' field needs to be true when either the 'size' or 'max' fields are present");
-	fails("{'create': 'x', 'capped': true, 'size': 0}", 51024, "BSON field 'size' value must be >= 1, actual value '0'");
-	fails("{'create': 'x', 'capped': true, 'size': 4096, 'max': 2147483648}", 51024,
+	/* mongod 8.2's answers: BadValue, the range before the capped rules */
+	fails("{'create': 'x', 'capped': true, 'size': 0}", 2, "BSON field 'size' value must be >= 1, actual value '0'");
+	fails("{'create': 'x', 'size': 0}", 2, "BSON field 'size' value must be >= 1, actual value '0'");
+	fails("{'create': 'x', 'capped': true, 'size': 0.5}", 2, "BSON field 'size' value must be >= 1, actual value '0'");
+	fails("{'create': 'x', 'capped': true, 'size': 1.0e300}", 2,
+	    "BSON field 'size' value must be <= 1125899906842624, actual value '9223372036854775807'");
+	fails("{'create': 'x', 'capped': true, 'size': 4096, 'max': 2147483648}", 2,
+	    "BSON field 'max' value must be < 2147483648, actual value '2147483648'");
+	fails("{'create': 'x', 'capped': true, 'max': 2147483648}", 2,
 	    "BSON field 'max' value must be < 2147483648, actual value '2147483648'");
 	fails("{'create': 'x', 'capped': true, 'size': 'big'}", 14,
-	    "BSON field 'create.size' is the wrong type 'string', expected types '[long, int, decimal, double]'");
-	fails("{'create': 'x', 'capped': true, 'size': 1.5}", 2, NULL);
+	    "BSON field 'create.size' is the wrong type 'string', expected types '[double, int, long, decimal]'");
+	/* doubles are truncated, max <= 0 is none (2^31 - 1), a null is absent */
+	ok("{'create': 'd1', 'capped': 1, 'size': 1000.7, 'max': 3.7}");
+	expect_options("d1", "{ \"capped\" : true, \"size\" : 1000, \"max\" : 3 }");
+	ok("{'create': 'd2', 'capped': true, 'size': 1000, 'max': -5}");
+	expect_options("d2", "{ \"capped\" : true, \"size\" : 1000, \"max\" : 2147483647 }");
+	ok("{'create': 'd2', 'capped': true, 'size': 1000.9, 'max': -7}");
+	ok("{'create': 'd3', 'capped': true, 'size': 10, 'max': null}");
+	expect_options("d3", "{ \"capped\" : true, \"size\" : 10 }");
+	ok("{'create': 'd4', 'capped': true, 'size': {'$numberLong': '1125899906842624'}}");
+	expect_options("d4", "{ \"capped\" : true, \"size\" : 1125899906842624 }");
+	ok("{'create': 'd5', 'capped': true, 'size': {'$numberDecimal': '2048.9'}}");
+	expect_options("d5", "{ \"capped\" : true, \"size\" : 2048 }");
 	ok("{'create': 'x', 'capped': false}");
 	expect_options("x", "{ }");
 	/* collStats */
@@ -728,9 +746,17 @@ test_coll_mod(void)
 	ok("{'collMod': 'cm', 'cappedMax': 0}");
 	expect_options("cm", "{ \"capped\" : true, \"size\" : 10000, \"max\" : 2147483647 }");
 	ok("{'create': 'plain'}");
-	fails("{'collMod': 'plain', 'cappedSize': 4096}", 73, "Cannot update size on a non-capped collection t.plain");
-	fails("{'collMod': 'cm', 'cappedSize': 0}", 51024, NULL);
-	fails("{'collMod': 'cm', 'cappedMax': 2147483648}", 51024, NULL);
+	fails("{'collMod': 'plain', 'cappedSize': 4096}", 72, "Collection must be capped.");
+	fails("{'collMod': 'plain', 'cappedMax': 5}", 72, "Collection must be capped.");
+	fails("{'collMod': 'plain', 'cappedSize': 0}", 2, "BSON field 'cappedSize' value must be >= 1, actual value '0'");
+	fails("{'collMod': 'cm', 'cappedSize': 0}", 2, "BSON field 'cappedSize' value must be >= 1, actual value '0'");
+	fails("{'collMod': 'cm', 'cappedMax': 2147483648}", 2,
+	    "BSON field 'cappedMax' value must be < 2147483648, actual value '2147483648'");
+	fails("{'collMod': 'cm', 'cappedSize': 'x'}", 14,
+	    "BSON field 'collMod.cappedSize' is the wrong type 'string', expected types '[double, int, long, decimal]'");
+	ok("{'collMod': 'cm', 'cappedSize': 7000.9}");
+	ok("{'collMod': 'cm', 'cappedSize': null}");
+	expect_options("cm", "{ \"capped\" : true, \"size\" : 7000, \"max\" : 2147483647 }");
 }
 
 static void
