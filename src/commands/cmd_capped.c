@@ -112,14 +112,40 @@ size_arg(cmd_t *c, int64_t *size, terr_t *err)
 	return cmd_capped_range("size", true, *size, NULL, false, 0, err);
 }
 
-/* The source: 26 "source collection <ns> does not exist", 166 for a view. */
+/* Does the database hold anything (a collection or a view)? */
+static bool
+db_exists(cmd_t *c)
+{
+	storage_coll_t **colls = NULL;
+	bson_t views = BSON_INITIALIZER;
+	int n = 0;
+	bool any;
+
+	if (storage_list_colls(c->engine->st, c->db, &colls, &n, NULL) != 0)
+		n = 0;
+	for (int i = 0; i < n; i++)
+		storage_coll_release(colls[i]);
+	bson_free(colls);
+	storage_list_views(c->engine->st, c->db, &views);
+	any = n > 0 || !bson_empty(&views);
+	bson_destroy(&views);
+	return any;
+}
+
+/* The source, as mongod's cloneCollectionAsCapped looks it up: 166
+ * "cloneCollectionAsCapped not supported for views: <ns>", 26 "source
+ * collection <ns> does not exist" (convertToCapped first: 26 "database <db>
+ * not found"). */
 static int
-source_get(cmd_t *c, const char *name, storage_coll_t **out, terr_t *err)
+source_get(cmd_t *c, const char *name, bool convert, storage_coll_t **out, terr_t *err)
 {
 	if (storage_coll_get(c->engine->st, c->db, name, out, NULL) == 0)
 		return 0;
+	if (convert && !db_exists(c))
+		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "database %s not found", c->db);
 	if (view_exists(c, c->db, name))
-		return terr_set(err, TERR_COMMAND_NOT_SUPPORTED_ON_VIEW, "%s not supported for views", c->name);
+		return terr_set(err, TERR_COMMAND_NOT_SUPPORTED_ON_VIEW,
+		    "cloneCollectionAsCapped not supported for views: %s.%s", c->db, name);
 	return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "source collection %s.%s does not exist", c->db, name);
 }
 
@@ -142,11 +168,11 @@ CMD_HANDLER(cmd_clone_collection_as_capped)
 	}
 	ERR(size_arg(c, &size, err));
 	ERR(storage_ns_check(c->db, to, err));
-	ERR(source_get(c, from, &src, err));
+	ERR(source_get(c, from, false, &src, err));
 	if (storage_coll_get(c->engine->st, c->db, to, &dst, NULL) == 0 || view_exists(c, c->db, to)) {
 		ret = terr_set(err, TERR_NAMESPACE_EXISTS,
-		    "cloneCollectionAsCapped failed - destination collection %s.%s already exists. source: %s.%s destination: %s.%s",
-		    c->db, to, c->db, from, c->db, to);
+		    "cloneCollectionAsCapped failed - destination collection %s.%s already exists. source collection: %s.%s",
+		    c->db, to, c->db, from);
 		goto err;
 	}
 	if ((s = client_session(c->client, err)) == NULL) {
@@ -175,7 +201,7 @@ CMD_HANDLER(cmd_convert_to_capped)
 	ERR(cmd_collection_arg(c, &name, err));
 	ERR(cmd_check_fields(c, fields, err));
 	ERR(size_arg(c, &size, err));
-	ERR(source_get(c, name, &src, err));
+	ERR(source_get(c, name, true, &src, err));
 	if ((s = client_session(c->client, err)) == NULL) {
 		ret = -1;
 		goto err;

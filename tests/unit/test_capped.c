@@ -775,7 +775,7 @@ test_convert_clone(void)
 		bson_free(b);
 	}
 	fails("{'cloneCollectionAsCapped': 'src', 'toCollection': 'dst', 'size': 5000}", 48,
-	    "cloneCollectionAsCapped failed - destination collection t.dst already exists. source: t.src destination: t.dst");
+	    "cloneCollectionAsCapped failed - destination collection t.dst already exists. source collection: t.src");
 	fails("{'cloneCollectionAsCapped': 'nope', 'toCollection': 'd2', 'size': 5000}", 26,
 	    "source collection t.nope does not exist");
 	fails("{'cloneCollectionAsCapped': 'src', 'toCollection': 'd2'}", 40414, NULL);
@@ -795,6 +795,17 @@ test_convert_clone(void)
 		bson_free(b);
 	}
 	fails("{'convertToCapped': 'nope', 'size': 4096}", 26, "source collection t.nope does not exist");
+	{
+		int rc;
+		bson_t *r = tt_run_sq(db, "nodb", "{'convertToCapped': 'x', 'size': 4096}", &rc);
+		TT_EQ_INT(tt_get_i64(r, "code"), 26);
+		TT_EQ_STR(tt_get_str(r, "errmsg"), "database nodb not found");
+		tt_free_reply(r);
+	}
+	ok("{'create': 'vw', 'viewOn': 'src', 'pipeline': []}");
+	fails("{'convertToCapped': 'vw', 'size': 4096}", 166, "cloneCollectionAsCapped not supported for views: t.vw");
+	fails("{'cloneCollectionAsCapped': 'vw', 'toCollection': 'vw2', 'size': 4096}", 166,
+	    "cloneCollectionAsCapped not supported for views: t.vw");
 	fails("{'convertToCapped': 'src'}", 40414, "BSON field 'convertToCapped.size' is missing but a required field");
 	/* converting keeps only what fits */
 	ok("{'insert': 'many', 'documents': [{'_id': 1}, {'_id': 2}, {'_id': 3}, {'_id': 4}]}");
