@@ -522,9 +522,14 @@ CMD_HANDLER(cmd_find)
 		storage_coll_t *tail_coll = NULL;
 		copts.owner = cmd_cursor_owner(c, owner_buf);
 		if (req.tailable && storage_coll_get(c->engine->st, c->db, name, &tail_coll, NULL) == 0) {
+			int64_t count = 0;
 			copts.tailable = true;
 			copts.await_data = await_data;
 			copts.coll = tail_coll;
+			/* mongod keeps no tailable cursor on an empty collection
+			 * (shouldSaveCursor, SERVER-13955) */
+			if (storage_coll_stats(c->engine->st, s, tail_coll, &count, NULL, NULL, NULL) == 0 && count == 0)
+				copts.single_batch = true;
 		}
 		ret = cursor_first_batch(c->engine->cursors, s, ns, &src, &copts, c->reply, err);
 		storage_coll_release(tail_coll);

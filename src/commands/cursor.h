@@ -59,7 +59,9 @@ typedef struct cursor_opts {
 	 * see plan_request_t.tailable); await_data: a getMore that finds
 	 * nothing new waits for an insert into coll (below).  coll: the
 	 * collection read, for the insert notifier; a reference is taken when
-	 * the cursor is registered.  Required with await_data. */
+	 * the cursor is registered.  Required with await_data.  (find keeps no
+	 * tailable cursor on an empty collection, as mongod: it passes
+	 * single_batch then.) */
 	bool tailable;
 	bool await_data;
 	storage_coll_t *coll;

@@ -834,11 +834,18 @@ test_tailable_rules(void)
 	    "cannot use tailable option with the 'singleBatch' option");
 	fails("{'aggregate': 'tp', 'pipeline': [{'$out': 'tc'}], 'cursor': {}}", 17152,
 	    "PlanExecutor error during aggregation :: caused by :: namespace 't.tc' is capped so it can't be used for $out");
-	/* an empty capped collection: the cursor stays open */
+	/* an empty capped collection: no cursor (mongod's SERVER-13955) */
+	r = tt_run_sq(db, "t", "{'find': 'tc', 'tailable': true, 'batchSize': 0}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(tt_get_i64(r, "cursor.id"), 0);
+	tt_free_reply(r);
+	/* with a document, the cursor stays open at the end */
+	ok("{'insert': 'tc', 'documents': [{'_id': 0}]}");
 	r = tt_run_sq(db, "t", "{'find': 'tc', 'tailable': true, 'sort': {'$natural': 1}}", &rc);
 	TT_EQ_INT(rc, 0);
 	id = tt_get_i64(r, "cursor.id");
 	TT_ASSERT(id != 0);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0._id"), 0);
 	tt_free_reply(r);
 	ok("{'insert': 'tc', 'documents': [{'_id': 1}, {'_id': 2}]}");
 	bson_init(&cmd);
