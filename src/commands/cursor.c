@@ -39,6 +39,7 @@ struct cursor_registry {
 	pthread_mutex_t lock;
 	cursor_t *head;
 	int count;
+	atomic_bool shutting_down;   /* cursor_registry_shutdown */
 };
 
 static int64_t
@@ -313,6 +314,7 @@ take(cursor_registry_t *r, int64_t id, bool remove)
 }
 
 #define CURSOR_KILLED 237    /* CursorKilled */
+#define INTERRUPTED_AT_SHUTDOWN 11600
 
 /* Default wait of an awaitData getMore without maxTimeMS (mongod's 1 s). */
 #define AWAIT_DATA_DEFAULT_US 1000000
@@ -335,8 +337,8 @@ mono_us(void)
  * between the look and the wait is not missed.
  */
 static int
-get_more_fill(cursor_t *c, storage_session_t *s, bson_t *arr, int64_t batch_size, int64_t deadline_us,
-              int64_t await_until, bool *exhausted, size_t *bytes, terr_t *err)
+get_more_fill(cursor_registry_t *r, cursor_t *c, storage_session_t *s, bson_t *arr, int64_t batch_size,
+              int64_t deadline_us, int64_t await_until, bool *exhausted, size_t *bytes, terr_t *err)
 {
 	cursor_source_t *src = &c->src;
 	bool ended;
@@ -353,12 +355,16 @@ get_more_fill(cursor_t *c, storage_session_t *s, bson_t *arr, int64_t batch_size
 			*exhausted = false;
 		if (!c->await_data || !ended || n > 0 || *exhausted || mono_us() >= await_until)
 			return 0;
+		if (atomic_load(&r->shutting_down))
+			return terr_set(err, INTERRUPTED_AT_SHUTDOWN, "interrupted at shutdown");
 		if (src->save != NULL && src->save(src->state, err) != 0)
 			return -1;
 		storage_coll_wait_insert(c->coll, seen, await_until);
 		/* killCursors interrupts the wait, as mongod's interrupts the op */
 		if (atomic_load(&c->killed))
 			return terr_set(err, CURSOR_KILLED, "operation was interrupted");
+		if (atomic_load(&r->shutting_down))
+			return terr_set(err, INTERRUPTED_AT_SHUTDOWN, "interrupted at shutdown");
 		if (src->restore != NULL && src->restore(src->state, s, err) != 0)
 			return -1;
 	}
@@ -416,7 +422,7 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 	if (src->restore != NULL && src->restore(src->state, s, err) != 0) {
 		rc = -1;
 	} else {
-		rc = get_more_fill(c, s, &arr, batch_size > 0 ? batch_size : -1, deadline_us, await_until,
+		rc = get_more_fill(r, c, s, &arr, batch_size > 0 ? batch_size : -1, deadline_us, await_until,
 		    &exhausted, &bytes, err);
 		if (rc == 0 && !exhausted && src->save != NULL)
 			rc = src->save(src->state, err);
@@ -487,6 +493,21 @@ cursor_kill(cursor_registry_t *r, const char *ns, const int64_t *ids, int n, bso
 	bson_destroy(&killed);
 	bson_destroy(&not_found);
 	bson_destroy(&alive);
+}
+
+void
+cursor_registry_shutdown(cursor_registry_t *r)
+{
+	cursor_t *c;
+
+	if (r == NULL)
+		return;
+	atomic_store(&r->shutting_down, true);
+	pthread_mutex_lock(&r->lock);
+	for (c = r->head; c != NULL; c = c->next)
+		if (c->busy && c->await_data)
+			storage_coll_wake(c->coll);
+	pthread_mutex_unlock(&r->lock);
 }
 
 int

@@ -100,6 +100,11 @@ int cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, cons
  * "operation was interrupted" and frees it. */
 void cursor_kill(cursor_registry_t *r, const char *ns, const int64_t *ids, int n, bson_t *reply);
 
+/* Shutdown: every awaitData getMore waiting for inserts, now or later,
+ * ends with 11600 InterruptedAtShutdown "interrupted at shutdown" instead of
+ * waiting out its maxTimeMS (the server waits for its connections). */
+void cursor_registry_shutdown(cursor_registry_t *r);
+
 /* Reap cursors idle longer than timeout_ms (called periodically). */
 int cursor_reap(cursor_registry_t *r, int64_t timeout_ms);
 int cursor_count(cursor_registry_t *r);
