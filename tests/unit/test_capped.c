@@ -884,6 +884,13 @@ test_tailable_rules(void)
 		tt_free_reply(r);
 	}
 	bson_destroy(&cmd);
+	/* explain plans a tailable find as it runs: a collection scan */
+	ok("{'createIndexes': 'tc', 'indexes': [{'key': {'a': 1}, 'name': 'a_1'}]}");
+	r = tt_run_sq(db, "t", "{'explain': {'find': 'tc', 'filter': {'a': 1}, 'tailable': true}, 'verbosity': 'queryPlanner'}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.stage"), "COLLSCAN");
+	tt_free_reply(r);
+	fails("{'explain': {'find': 'tp', 'tailable': true}}", 2, NULL);
 	/* a missing collection: no documents, no cursor (mongod's EOF plan) */
 	r = tt_run_sq(db, "t", "{'find': 'none', 'tailable': true}", &rc);
 	TT_EQ_INT(rc, 0);
