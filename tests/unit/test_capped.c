@@ -2,11 +2,13 @@
  * test_capped.c -- capped collections, tailable cursors and the insert
  * notifier.  Storage level: the max and size limits (oldest documents and
  * their _id entries removed in the inserting transaction, undone by its
- * rollback), an oversized document refused, concurrent writers against a
- * tailing reader (a tailer sees every document exactly once and in each
- * writer's order, which holds only if RecordId order is commit order), the
- * limits after concurrent writers, CappedPositionLost, and wake-ups and
- * timeouts of storage_coll_wait_insert.  Command level (embedded API):
+ * rollback; a document larger than the limit kept alone), the oplog left
+ * to repl/, concurrent writers against a tailing reader (a tailer sees
+ * every document exactly once and in each writer's order, which holds only
+ * if RecordId order is commit order), the limits after concurrent writers,
+ * inserts, deletes and growing updates from four threads (no deadlock, the
+ * limits and the _id index consistent at the end), CappedPositionLost, and
+ * wake-ups and timeouts of storage_coll_wait_insert.  Command level (embedded API):
  * create's capped options as mongod checks and stores them, collMod of the
  * limits, convertToCapped and cloneCollectionAsCapped, the tailable and
  * awaitData rules of find and getMore, $out.
@@ -453,6 +455,130 @@ test_concurrent_limits(void)
 		TT_EQ_INT(keys, count);
 	}
 	bson_free(ids);
+	storage_coll_release(c);
+	storage_session_close(s);
+	close_and_clean(st);
+}
+
+/* ---- mixed concurrent writers ------------------------------------------------ */
+
+typedef struct mixed_op {
+	storage_coll_t *c;
+	int64_t id;
+	int kind;            /* 0 insert, 1 delete, 2 update (grows the document) */
+} mixed_op_t;
+
+static int
+mixed_fn(storage_session_t *s, void *arg, terr_t *err)
+{
+	mixed_op_t *op = arg;
+	bson_value_t id = {.value_type = BSON_TYPE_INT64};
+	recid_t rid;
+	bson_t doc, *old, nd = BSON_INITIALIZER;
+	int rc;
+
+	if (op->kind == 0) {
+		BSON_APPEND_INT64(&nd, "_id", op->id);
+		BSON_APPEND_UTF8(&nd, "pad", "0123456789");
+		rc = storage_doc_insert(s, op->c, &nd, NULL, err);
+		bson_destroy(&nd);
+		return rc;
+	}
+	id.value.v_int64 = op->id;
+	rc = storage_doc_find_id(s, op->c, &id, &rid, &doc, err);
+	if (rc != 0)
+		return rc < 0 ? -1 : 0;
+	old = bson_copy(&doc);
+	if (op->kind == 1) {
+		rc = storage_doc_delete(s, op->c, rid, old, err);
+	} else {
+		bson_copy_to_excluding_noinit(old, &nd, "grown", NULL);
+		BSON_APPEND_UTF8(&nd, "grown", "gggggggggggggggggggggggggggggggggggggggg");
+		rc = storage_doc_update(s, op->c, rid, old, &nd, err);
+	}
+	bson_destroy(&nd);
+	bson_destroy(old);
+	return rc;
+}
+
+typedef struct mixed_arg {
+	storage_t *st;
+	storage_coll_t *c;
+	int w;
+	int failures;
+} mixed_arg_t;
+
+static void *
+mixed_main(void *arg)
+{
+	mixed_arg_t *a = arg;
+	storage_session_t *s = NULL;
+	terr_t err = TERR_INIT;
+	unsigned seed = (unsigned)a->w * 7919u + 1;
+	int64_t next = 0;
+
+	if (storage_session_open(a->st, &s, &err) != 0) {
+		a->failures++;
+		return NULL;
+	}
+	for (int i = 0; i < 300; i++) {
+		mixed_op_t op = {.c = a->c};
+		int r = rand_r(&seed) % 10;
+		op.kind = r < 6 ? 0 : r < 8 ? 1 : 2;
+		op.id = op.kind == 0 || next == 0 ? (int64_t)a->w * 100000 + next++ :
+		    (int64_t)a->w * 100000 + rand_r(&seed) % next;
+		if (op.kind != 0 && next == 0)
+			op.kind = 0;
+		if (storage_txn_run(s, mixed_fn, &op, false, &err) != 0) {
+			a->failures++;
+			terr_clear(&err);
+		}
+	}
+	storage_session_close(s);
+	return NULL;
+}
+
+/* Inserts, deletes and growing updates from four threads on one capped
+ * collection: no deadlock, no error, and at the end the limits hold, the
+ * _id index has exactly the documents kept, natural order ascends. */
+static void
+test_concurrent_mixed(void)
+{
+	storage_t *st = open_fresh("capped_mixed");
+	terr_t err = TERR_INIT;
+	storage_session_t *s;
+	storage_coll_t *c;
+	pthread_t th[WRITERS];
+	mixed_arg_t ma[WRITERS];
+	int64_t count, size, keys = 0;
+	storage_cursor_t *cur = NULL;
+	recid_t rid;
+	const uint8_t *k;
+	size_t klen;
+	char *ids;
+
+	TT_EQ_INT(storage_session_open(st, &s, &err), 0);
+	c = make_capped(st, s, "mixed", 3000, 40);
+	for (int w = 0; w < WRITERS; w++) {
+		ma[w] = (mixed_arg_t){.st = st, .c = c, .w = w};
+		pthread_create(&th[w], NULL, mixed_main, &ma[w]);
+	}
+	for (int w = 0; w < WRITERS; w++) {
+		pthread_join(th[w], NULL);
+		TT_EQ_INT(ma[w].failures, 0);
+	}
+	/* one more insert applies the limits to what updates grew */
+	TT_EQ_INT(insert_one(s, c, 999999, 0, 0, &err), 0);
+	storage_coll_stats(st, s, c, &count, &size, NULL, &err);
+	TT_ASSERT(count <= 40);
+	TT_ASSERT(size <= 3000);
+	ids = ids_of(s, c);
+	bson_free(ids);
+	TT_EQ_INT(storage_index_scan_open(s, c, &c->indexes[0], NULL, 0, true, NULL, 0, true, false, &cur, &err), 0);
+	while (storage_cursor_next(cur, &rid, NULL, &k, &klen, &err) == 1)
+		keys++;
+	storage_cursor_close(cur);
+	TT_EQ_INT(keys, count);
 	storage_coll_release(c);
 	storage_session_close(s);
 	close_and_clean(st);
@@ -926,6 +1052,7 @@ main(void)
 	TT_RUN(test_oplog_exempt);
 	TT_RUN(test_concurrent_tail);
 	TT_RUN(test_concurrent_limits);
+	TT_RUN(test_concurrent_mixed);
 	TT_RUN(test_position_lost);
 	TT_RUN(test_notifier);
 	TT_RUN(test_commands);
