@@ -526,6 +526,9 @@ CMD_HANDLER(cmd_find)
 			copts.tailable = true;
 			copts.await_data = await_data;
 			copts.coll = tail_coll;
+			/* the plan's end is "nothing new yet": the registry counts
+			 * the limit, which ends a tailable cursor */
+			copts.limit = req.limit;
 			/* mongod keeps no tailable cursor on an empty collection
 			 * (shouldSaveCursor, SERVER-13955) */
 			if (storage_coll_stats(c->engine->st, s, tail_coll, &count, NULL, NULL, NULL) == 0 && count == 0)

@@ -1010,6 +1010,12 @@ test_tailable_rules(void)
 		tt_free_reply(r);
 	}
 	bson_destroy(&cmd);
+	/* a limit ends a tailable cursor, the end of the data does not */
+	r = tt_run_sq(db, "t", "{'find': 'tc', 'tailable': true, 'limit': 1}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(tt_get_i64(r, "cursor.id"), 0);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0._id"), 0);
+	tt_free_reply(r);
 	/* explain plans a tailable find as it runs: a collection scan */
 	ok("{'createIndexes': 'tc', 'indexes': [{'key': {'a': 1}, 'name': 'a_1'}]}");
 	r = tt_run_sq(db, "t", "{'explain': {'find': 'tc', 'filter': {'a': 1}, 'tailable': true}, 'verbosity': 'queryPlanner'}", &rc);

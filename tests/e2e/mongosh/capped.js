@@ -108,5 +108,30 @@ fails(() => t.runCommand({getMore: res.cursor.id, collection: 'tail', maxTimeMS:
       'maxTimeMS on a non-awaitData getMore');
 t.runCommand({killCursors: 'tail', cursors: [res.cursor.id]});
 
+// mongod's tailable_skip_limit.js, with find/getMore (the shell's hasNext on
+// a tailable cursor asks again until something comes)
+t.createCollection('sl', {capped: true, size: 1024});
+for (let i = 1; i <= 4; i++) t.sl.insertOne({_id: i});
+const ids_of = (batch) => JSON.stringify(batch.map(d => d._id));
+let r1 = t.runCommand({find: 'sl', tailable: true, skip: 3});
+check(ids_of(r1.cursor.firstBatch) === '[4]' && r1.cursor.id != 0, 'tailable skip');
+check(t.runCommand({getMore: r1.cursor.id, collection: 'sl'}).cursor.nextBatch.length === 0, 'tailable skip at the end');
+t.sl.insertOne({_id: 5});
+check(ids_of(t.runCommand({getMore: r1.cursor.id, collection: 'sl'}).cursor.nextBatch) === '[5]',
+      'tailable skip sees the next insert');
+let r2 = t.runCommand({find: 'sl', tailable: true, limit: 100});
+check(ids_of(r2.cursor.firstBatch) === '[1,2,3,4,5]' && r2.cursor.id != 0, 'tailable limit');
+t.sl.insertOne({_id: 6});
+check(ids_of(t.runCommand({getMore: r2.cursor.id, collection: 'sl'}).cursor.nextBatch) === '[6]',
+      'tailable limit sees the next insert');
+let r3 = t.runCommand({find: 'sl', tailable: true, limit: 1});
+check(ids_of(r3.cursor.firstBatch) === '[1]' && r3.cursor.id == 0, 'tailable limit 1 ends the cursor');
+t.runCommand({killCursors: 'sl', cursors: [r1.cursor.id, r2.cursor.id]});
+t.sl.drop();
+t.createCollection('sl', {capped: true, size: 1024});
+const empty = t.runCommand({find: 'sl', tailable: true});
+check(empty.cursor.id == 0 && empty.cursor.firstBatch.length === 0, 'no tailable cursor on an empty collection');
+check(t.sl.find().tailable().itcount() === 0, 'an empty tail ends');
+
 t.dropDatabase();
 print('capped.js: ok');
