@@ -1206,8 +1206,10 @@ storage_db_drop(storage_t *st, storage_session_t *s, const char *db, terr_t *err
 	for (int i = 0; i < n; i++)
 		cat_remove(st, colls[i]->ns);
 	pthread_rwlock_unlock(&st->cat_lock);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
+		storage_coll_wake(colls[i]);   /* tailers waiting for inserts */
 		drop_tables_of(st, colls[i]);
+	}
 err:
 	pthread_mutex_unlock(&st->ddl_lock);
 	for (int i = 0; i < n; i++)

@@ -150,3 +150,19 @@ test('killCursors interrupts a waiting awaitData getMore', async () => {
 	assert.ok(Date.now() - started < 5000, 'the wait ended with the kill');
 	await assert.rejects(rdb.command({ getMore: id, collection: name }), (e) => e.code === 43);
 });
+
+test('dropping the collection ends a waiting awaitData getMore', async () => {
+	const name = 'tail_drop';
+	await wdb.createCollection(name, { capped: true, size: 1 << 20 });
+	await wdb.collection(name).insertOne({ _id: 1 });
+	const first = await rdb.command({ find: name, tailable: true, awaitData: true });
+	const started = Date.now();
+	const waiting = rdb.command({ getMore: first.cursor.id, collection: name, maxTimeMS: 10000 })
+		.then(() => null, (e) => e);
+	await new Promise((r) => setTimeout(r, 200));
+	await wdb.collection(name).drop();
+	const e = await waiting;
+	assert.ok(e !== null, 'the getMore failed');
+	assert.equal(e.code, 175);   // QueryPlanKilled, as mongod's killed plan
+	assert.ok(Date.now() - started < 5000, 'the wait ended with the drop');
+});
