@@ -169,25 +169,25 @@ cmd_capped_options_append(bson_t *out, int64_t size, bool has_max, int64_t max)
 /*
  * create's capped, size and max, checked as mongod's create command and IDL
  * do; for a capped collection appends {capped: true, size[,
- * max]} to options (mongod stores them first).  *capped says which.
+ * max]} to options (mongod stores them first).
  */
 static int
-create_capped(cmd_t *c, bson_t *options, bool *capped, terr_t *err)
+create_capped(cmd_t *c, bson_t *options, terr_t *err)
 {
 	bson_iter_t it;
 	int64_t size = 0, max = 0;
-	bool has_size, has_max;
+	bool has_size, has_max, capped;
 
-	*capped = bson_iter_init_find(&it, c->body, "capped") && bson_iter_as_bool(&it);
+	capped = bson_iter_init_find(&it, c->body, "capped") && bson_iter_as_bool(&it);
 	RET(cmd_capped_number(c, c->body, "size", &size, &has_size, err));
 	RET(cmd_capped_number(c, c->body, "max", &max, &has_max, err));
 	RET(cmd_capped_range("size", has_size, size, "max", has_max, max, err));
-	if (*capped && !has_size)
+	if (capped && !has_size)
 		return terr_set(err, TERR_INVALID_OPTIONS, "the 'size' field is required when 'capped' is true");
-	if (!*capped && (has_size || has_max))
+	if (!capped && (has_size || has_max))
 		return terr_set(err, TERR_INVALID_OPTIONS,
 		    "the 'capped' field needs to be true when either the 'size' or 'max' fields are present");
-	if (*capped)
+	if (capped)
 		cmd_capped_options_append(options, cmd_capped_size(size), has_max, cmd_capped_adjust_max(max));
 	return 0;
 }
@@ -199,7 +199,7 @@ CMD_HANDLER(cmd_create)
 	storage_session_t *s;
 	storage_coll_t *existing = NULL;
 	bson_iter_t it;
-	bool first = true, capped = false;
+	bool first = true;
 	int ret = -1;
 
 	ERR(cmd_collection_arg(c, &name, err));
@@ -218,8 +218,7 @@ CMD_HANDLER(cmd_create)
 		return view_create(c, name, err);
 	}
 	ERR(refuse_unsupported_create(c, err));
-	ERR(create_capped(c, &options, &capped, err));
-	(void)capped;
+	ERR(create_capped(c, &options, err));
 	/* The stored options are the request minus the command name and the
 	 * generic fields, in the order given, as listCollections shows them
 	 * (the capped ones first, as create_capped wrote them). */
