@@ -1010,6 +1010,20 @@ test_tailable_rules(void)
 		tt_free_reply(r);
 	}
 	bson_destroy(&cmd);
+	/* without maxTimeMS an awaitData getMore waits mongod's 1 second */
+	bson_init(&cmd);
+	BSON_APPEND_INT64(&cmd, "getMore", id);
+	BSON_APPEND_UTF8(&cmd, "collection", "tc");
+	{
+		int64_t t0 = mono_us();
+		r = tt_run_bson(db, "t", &cmd, &rc);
+		TT_EQ_INT(rc, 0);
+		TT_ASSERT(mono_us() - t0 >= 950000);
+		TT_ASSERT(mono_us() - t0 < 5000000);
+		TT_EQ_INT(tt_get_i64(r, "cursor.id"), id);
+		tt_free_reply(r);
+	}
+	bson_destroy(&cmd);
 	/* a limit ends a tailable cursor, the end of the data does not */
 	r = tt_run_sq(db, "t", "{'find': 'tc', 'tailable': true, 'limit': 1}", &rc);
 	TT_EQ_INT(rc, 0);
