@@ -538,7 +538,7 @@ chk_clone_capped(chk_t *k, const bson_t *body)
 		to = bson_iter_utf8(&it, NULL);
 	if (from == NULL || to == NULL)
 		return false;
-	return can_ns(k, k->c->db, from, "find") && can_ns_all(k, k->c->db, to, "insert createIndex convertToCapped");
+	return can_ns(k, k->x->db, from, "find") && can_ns_all(k, k->x->db, to, "insert createIndex convertToCapped");
 }
 
 static bool auth_allows(chk_t *k, const char *name, const bson_t *body);
