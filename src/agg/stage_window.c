@@ -119,7 +119,10 @@ parse_bound(const bson_value_t *v, bool documents, wbound_t *b, terr_t *err)
 		    "Range-based bounds expression must be a number");
 	b->kind = WB_NUMBER;
 	b->n = bv_as_double(v);
-	if (documents && b->n != floor(b->n))
+	/* mongod keeps document bounds as an int (Value::integral): past the
+	 * int32 range they are refused like fractions, so i + n below cannot
+	 * overflow nor be a double out of int64's range */
+	if (documents && (b->n != floor(b->n) || b->n < INT32_MIN || b->n > INT32_MAX))
 		return terr_set(err, TERR_FAILED_TO_PARSE, "Numeric document-based bounds must be an integer");
 	return 0;
 }

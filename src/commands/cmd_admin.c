@@ -7,10 +7,10 @@
  *
  * Replies follow mongod's shapes field for field where a client reads them.
  * Not here: compression negotiation (a transport matter: the wire server
- * adds `compression` to hello's reply) and authentication (auth_*.c: hello
+ * adds `compression` to hello's reply) and authentication (auth/, cmd_auth.c: hello
  * and connectionStatus call into it).
  */
-#include "commands/auth.h"
+#include "auth/auth.h"
 #include "commands/cmd_admin.h"
 #include "commands/commands_private.h"
 
@@ -253,7 +253,7 @@ CMD_HANDLER(cmd_hello)
 	BSON_APPEND_INT32(c->reply, "maxWireVersion", TAMGA_MAX_WIRE_VERSION);
 	BSON_APPEND_BOOL(c->reply, "readOnly", false);
 	/* saslSupportedMechs and speculativeAuthenticate (never fails the hello) */
-	auth_hello_append(c, c->reply);
+	cmd_hello_auth_append(c, c->reply);
 	return 0;
 }
 
@@ -889,7 +889,7 @@ CMD_HANDLER(cmd_connection_status)
 	if (cmd_get_bool(c, "showPrivileges", &show, &found, err) != 0)
 		return -1;
 	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "authInfo", &ai);
-	rc = auth_connection_status(c, show, &ai, err);
+	rc = auth_connection_status(&c->client->auth, show, &ai, err);
 	bson_append_document_end(c->reply, &ai);
 	return rc;
 }
@@ -984,7 +984,7 @@ session_user(client_t *cl)
 {
 	char u[256], d[256];
 
-	if (cl == NULL || !auth_client_user(cl, u, sizeof(u), d, sizeof(d)))
+	if (cl == NULL || !auth_client_user(&cl->auth, u, sizeof(u), d, sizeof(d)))
 		return NULL;
 	return bson_strdup_printf("%s@%s", u, d);
 }
@@ -1187,7 +1187,7 @@ cmd_admin_session_touch(client_t *cl, const bson_iter_t *lsid)
 		return;
 	user = session_user(cl);
 	/* with access control on, only an authenticated client's sessions count */
-	if (user == NULL && cl != NULL && auth_enabled(cl->engine))
+	if (user == NULL && cl != NULL && engine_auth_enabled(cl->engine))
 		return;
 	session_record(id, user);
 	bson_free(user);

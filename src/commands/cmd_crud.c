@@ -9,6 +9,7 @@
 
 #include "bson/path.h"
 #include "bson/value.h"
+#include "common/checked.h"
 #include "common/mem.h"
 #include "commands/validation.h"
 #include "commands/write.h"
@@ -714,7 +715,7 @@ CMD_HANDLER(cmd_delete)
 					    bv_type_name(v.value_type));
 					goto err;
 				}
-				limit = (int64_t)bv_as_double(&v);
+				limit = tm_double_to_i64_sat(bv_as_double(&v));
 				if (limit != 0 && limit != 1) {
 					ret = terr_set(err, TERR_FAILED_TO_PARSE,
 					    "The limit field in delete objects must be 0 or 1. Got %lld", (long long)limit);
@@ -791,8 +792,12 @@ CMD_HANDLER(cmd_count)
 		goto err;
 	}
 	ERR(cmd_get_int64(c, "limit", &limit, &found, err));
-	if (limit < 0)
-		limit = -limit;   /* a negative limit counts like a positive one */
+	/* a negative limit counts like a positive one, but -2^63 has no
+	 * positive counterpart (mongod's countParseLimit) */
+	if (limit < 0 && tm_i64_neg(limit, &limit)) {
+		ret = terr_set(err, TERR_BAD_VALUE, "limit value for count cannot be min long");
+		goto err;
+	}
 	ERR(cmd_collation_type_check(c, c->body, err));
 	storage_coll_get(c->engine->st, c->db, name, &req.coll, NULL);
 	if (req.coll == NULL && view_exists(c, c->db, name)) {

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "auth/auth.h"
 #include "commands/commands.h"
 #include "commands/cursor.h"
 
@@ -97,6 +98,7 @@ struct client {
 	int64_t lsid_seen_ms;
 	uint64_t lsid_seen_gen;
 	bool has_auth;                   /* the auth layer keeps state for it (auth_client_get) */
+	auth_conn_t auth;                /* the client as auth/ sees it (cmd_auth_conn_init) */
 };
 
 /* A client in memory the caller owns (the embedded API's, on its stack):
@@ -104,6 +106,26 @@ struct client {
  * (session, auth state) as client_free does, without freeing c itself. */
 void client_init(client_t *c, engine_t *e, const client_info_t *info);
 void client_release(client_t *c);
+
+/* ---- auth/ seen from the command layer (cmd_auth.c) ----------------------- */
+
+/* Auth on for this engine (engine_options_t.auth). */
+bool engine_auth_enabled(const engine_t *e);
+/* Fill c->auth from c (its engine, storage, session, loopback flag); from
+ * client_init. */
+void cmd_auth_conn_init(client_t *c);
+/* The dispatcher's privilege check before def's handler runs: 0 when auth
+ * is off, def is NULL (the dispatcher answers 59) or has CMDF_NO_AUTH;
+ * otherwise auth_check_command's answer for the command. */
+int cmd_auth_check(cmd_t *c, const cmd_def_t *def, terr_t *err);
+/* hello/isMaster: when the hello document has saslSupportedMechs
+ * ("db.user") append saslSupportedMechs: [...] (the default pair for a user
+ * that does not exist, so the reply never tells); when it has
+ * speculativeAuthenticate ({saslStart: 1, mechanism, payload, db}) run the
+ * first SASL step and append speculativeAuthenticate: {conversationId,
+ * done, payload} -- on any failure nothing is appended, as mongod.  Never
+ * fails the hello. */
+void cmd_hello_auth_append(cmd_t *c, bson_t *reply);
 
 /* ---- argument helpers (mongod IDL messages) ------------------------------ */
 

@@ -7,7 +7,7 @@
  * $db...), counting, and turning a terr_t into mongod's error reply.
  */
 #include "commands/commands_private.h"
-#include "commands/auth.h"
+#include "auth/auth.h"
 #include "commands/validation.h"
 #include "query/keygen.h"
 #include "query/sort.h"
@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "common/checked.h"
 #include "common/log.h"
 #include "common/version.h"
 
@@ -146,12 +147,13 @@ client_init(client_t *c, engine_t *e, const client_info_t *info)
 	} else {
 		c->is_local = true;
 	}
+	cmd_auth_conn_init(c);
 }
 
 void
 client_release(client_t *c)
 {
-	auth_client_forget(c);
+	auth_client_forget(c, &c->has_auth);
 	if (c->session != NULL)
 		storage_session_pool_put(c->engine->st, c->session);
 	c->session = NULL;
@@ -221,9 +223,8 @@ parse_max_time(cmd_t *c, terr_t *err)
 		ms = bson_iter_int64(&it);
 	else if (BSON_ITER_HOLDS_DOUBLE(&it)) {
 		double d = bson_iter_double(&it);
-		if (d != (double)(int64_t)d)
+		if (!tm_double_to_i64(d, &ms) || d != (double)ms)
 			return terr_set(err, TERR_BAD_VALUE, "maxTimeMS has non-integral value");
-		ms = (int64_t)d;
 	} else if (BSON_ITER_HOLDS_NULL(&it)) {
 		return 0;
 	} else {
@@ -381,7 +382,7 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 			goto fail;
 		}
 	}
-	if (auth_check_command(&c, def, er) != 0)
+	if (cmd_auth_check(&c, def, er) != 0)
 		goto fail;
 	/* Tamga runs as a standalone mongod: no transactions and no retryable
 	 * writes, refused before anything runs (drivers and frameworks test for

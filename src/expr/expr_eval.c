@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "bson/value.h"
+#include "common/checked.h"
 #include "expr/decimal.h"
 
 #define EXPR_MAX_EVAL_DEPTH 400
@@ -456,7 +457,7 @@ expr_sum_add(expr_sum_t *s, const bson_value_t *v)
 		}
 		if (s->type <= EXPR_NUM_INT64) {
 			int64_t r;
-			if (!__builtin_add_overflow(s->i, x, &r)) {
+			if (!tm_i64_add(s->i, x, &r)) {
 				s->i = r;
 				if (s->type == EXPR_NUM_INT32 && (r < INT32_MIN || r > INT32_MAX))
 					s->type = EXPR_NUM_INT64;

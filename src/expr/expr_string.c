@@ -102,11 +102,17 @@ expr_coerce_to_string(expr_env_t *env, const bson_value_t *v, bson_value_t *out,
 		bson_decimal128_to_string(&v->value.v_decimal128, buf);
 		break;
 	case BSON_TYPE_DATE_TIME: {
+		/* floor division without ms - 999 (which overflows at the
+		 * start of the date range) */
 		int64_t ms = v->value.v_datetime;
-		time_t secs = (time_t)(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
-		int milli = (int)(ms - (int64_t)secs * 1000);
+		time_t secs = (time_t)(ms / 1000 - (ms % 1000 < 0));
+		int milli = (int)(ms % 1000 < 0 ? ms % 1000 + 1000 : ms % 1000);
 		struct tm tm;
-		gmtime_r(&secs, &tm);
+		/* mongod formats with %Y, which covers years 0-9999 only */
+		if (gmtime_r(&secs, &tm) == NULL || tm.tm_year < -1900 || tm.tm_year > 9999 - 1900)
+			return terr_set(err, 18537, "Could not convert date to string: date component was outside the "
+			                "supported range of 0-9999: %lld",
+			                gmtime_r(&secs, &tm) ? (long long)tm.tm_year + 1900 : (long long)(ms / 31556952000LL + 1970));
 		snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
 		         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, milli);
 		break;

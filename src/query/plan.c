@@ -16,6 +16,7 @@
 #include "bson/collation.h"
 #include "bson/keystring.h"
 #include "bson/value.h"
+#include "common/checked.h"
 #include "common/mem.h"
 #include "common/opctx.h"
 #include "query/keygen.h"
@@ -1144,7 +1145,7 @@ trial_run(plan_exec_t *x, storage_session_t *s, terr_t *err)
 	bool stop = false;
 
 	x->trial_pending = false;
-	if (x->limit > 0 && x->skip + x->limit < max_results)
+	if (x->limit > 0 && tm_i64_add_sat(x->skip, x->limit) < max_results)
 		max_results = x->skip + x->limit;
 	x->trials = tm_malloc0(sizeof(plan_exec_t *) * (size_t)n);
 	records = tm_malloc0(sizeof(int64_t) * (size_t)n);
@@ -1342,7 +1343,8 @@ fill_sorter(plan_exec_t *x, storage_session_t *s, terr_t *err)
 	bson_t doc;
 	int rc;
 
-	x->sorter = sorter_new(x->sort, x->limit > 0 ? x->skip + x->limit : 0, x->allow_disk_use,
+	/* (skip + limit past 2^63: every document) */
+	x->sorter = sorter_new(x->sort, x->limit > 0 ? tm_i64_add_sat(x->skip, x->limit) : 0, x->allow_disk_use,
 	                       x->sort_memory_limit);
 	if (x->spill_dir != NULL)
 		sorter_set_spill_dir(x->sorter, x->spill_dir);
@@ -1744,7 +1746,7 @@ append_stage(const plan_exec_t *x, stage_kind_t k, bool es, bson_t *out)
 		BSON_APPEND_DOCUMENT(out, "sortPattern", x->sort_spec_doc);
 		BSON_APPEND_INT32(out, "memLimit", 104857600);
 		if (x->limit > 0)
-			append_count(out, "limitAmount", x->skip + x->limit);
+			append_count(out, "limitAmount", tm_i64_add_sat(x->skip, x->limit));
 		BSON_APPEND_UTF8(out, "type", "simple");
 		if (es)
 			BSON_APPEND_BOOL(out, "usedDisk", x->sorter != NULL && sorter_spilled(x->sorter));

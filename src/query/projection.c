@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "bson/value.h"
+#include "common/checked.h"
 #include "common/mem.h"
 #include "expr/expr.h"
 #include "common/nameidx.h"
@@ -306,7 +307,8 @@ parse_object(pparse_t *pp, const char *path, const bson_value_t *v, bool positio
 		if (bv_is_number(arg)) {
 			double d = bv_as_double(arg);
 
-			n->limit = d > INT32_MAX ? INT32_MAX : d < INT32_MIN ? INT32_MIN : (int32_t)d;
+			/* mongod: safeNumberInt (NaN is 0) */
+			n->limit = tm_double_to_i32_sat(d);
 		} else if (arg->value_type == BSON_TYPE_ARRAY) {
 			bson_iter_t ai;
 			bson_value_t sv, lv;
@@ -334,8 +336,8 @@ parse_object(pparse_t *pp, const char *path, const bson_value_t *v, bool positio
 			{
 				double s = bv_as_double(&sv), l = bv_as_double(&lv);
 
-				n->skip = s > INT32_MAX ? INT32_MAX : s < INT32_MIN ? INT32_MIN : (int32_t)s;
-				n->limit = l > INT32_MAX ? INT32_MAX : l < INT32_MIN ? INT32_MIN : (int32_t)l;
+				n->skip = tm_double_to_i32_sat(s);
+				n->limit = tm_double_to_i32_sat(l);
 			}
 			if (n->limit <= 0)
 				return terr_set(pp->err, 31259, "$slice limit must be positive, got %d",
