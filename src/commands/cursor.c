@@ -15,6 +15,7 @@
 
 #include "bson/value.h"
 #include "common/mem.h"
+#include "common/opctx.h"
 #include "common/version.h"
 
 typedef struct cursor {
@@ -32,6 +33,7 @@ typedef struct cursor {
 	int64_t last_used_ms;
 	bson_t *pending;       /* a document read ahead that did not fit the last batch */
 	size_t last_bytes;     /* the documents' size in the last batch: the next one's room */
+	int64_t time_left_us;  /* what remains of the find's maxTimeMS (0 = none) */
 	struct cursor *next;
 } cursor_t;
 
@@ -134,8 +136,8 @@ key_next(char *key, int *len)
  */
 static int
 fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batch_size,
-    int64_t *limit, bson_t **pending, bool *exhausted, size_t *bytes_out, int64_t deadline_us,
-    bool *ended, int64_t *n_out, terr_t *err)
+    int64_t *limit, bson_t **pending, bool *exhausted, size_t *bytes_out, bool *ended, int64_t *n_out,
+    terr_t *err)
 {
 	int64_t n = 0;
 	size_t bytes = 0;
@@ -183,12 +185,8 @@ fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batc
 		*n_out = n;
 		if (*limit > 0)
 			(*limit)--;
-		if (deadline_us != 0 && (n & 63) == 0) {
-			struct timespec ts;
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			if ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 > deadline_us)
-				return terr_set(err, TERR_MAX_TIME_MS_EXPIRED, "operation exceeded time limit");
-		}
+		if (tm_interrupt_check(err) != 0)
+			return -1;
 	}
 	if (*limit == 0)
 		*exhausted = true;
@@ -247,7 +245,7 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 	if (limit > 0 && (bs < 0 || bs > limit))
 		bs = limit;
 	batch_open(reply, "firstBatch", 480, &cur, &arr);
-	if (fill_batch(src, s, &arr, bs, &limit, &pending, &exhausted, &bytes, 0, &ended, &n, err) != 0) {
+	if (fill_batch(src, s, &arr, bs, &limit, &pending, &exhausted, &bytes, &ended, &n, err) != 0) {
 		batch_close(reply, &cur, &arr, true, 0, ns);
 		if (pending)
 			bson_destroy(pending);
@@ -284,6 +282,13 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		c->last_used_ms = mono_ms();
 		c->pending = pending;
 		c->last_bytes = bytes;
+		/* maxTimeMS bounds the cursor's whole work, as mongod's leftover
+		 * time: what the first batch did not use goes to the getMores */
+		if (tm_opctx_deadline() != 0) {
+			c->time_left_us = tm_opctx_deadline() - tm_now_us();
+			if (c->time_left_us < 1)
+				c->time_left_us = 1;
+		}
 		pthread_mutex_lock(&r->lock);
 		id = new_id(r);
 		c->id = id;
@@ -338,7 +343,7 @@ mono_us(void)
  */
 static int
 get_more_fill(cursor_registry_t *r, cursor_t *c, storage_session_t *s, bson_t *arr, int64_t batch_size,
-              int64_t deadline_us, int64_t await_until, bool *exhausted, size_t *bytes, terr_t *err)
+              int64_t await_until, bool *exhausted, size_t *bytes, terr_t *err)
 {
 	cursor_source_t *src = &c->src;
 	bool ended;
@@ -348,8 +353,8 @@ get_more_fill(cursor_registry_t *r, cursor_t *c, storage_session_t *s, bson_t *a
 		uint64_t seen = c->await_data ? storage_coll_insert_seq(c->coll) : 0;
 		if (atomic_load(&c->killed))
 			return terr_set(err, CURSOR_KILLED, "operation was interrupted");
-		if (fill_batch(src, s, arr, batch_size, &c->limit, &c->pending, exhausted, bytes,
-		    c->await_data ? 0 : deadline_us, &ended, &n, err) != 0)
+		if (fill_batch(src, s, arr, batch_size, &c->limit, &c->pending, exhausted, bytes, &ended, &n,
+		    err) != 0)
 			return -1;
 		if (c->tailable && ended && c->limit != 0)
 			*exhausted = false;
@@ -372,8 +377,8 @@ get_more_fill(cursor_registry_t *r, cursor_t *c, storage_session_t *s, bson_t *a
 
 int
 cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const char *ns,
-                const char *owner, int64_t batch_size, int64_t deadline_us, bool has_max_time,
-                bson_t *reply, terr_t *err)
+                const char *owner, int64_t batch_size, bool max_time_given, bson_t *reply,
+                terr_t *err)
 {
 	cursor_t *c;
 	cursor_source_t *src;
@@ -406,23 +411,31 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 		return terr_set(err, 20 /* IllegalOperation? mongod: CursorInUse */,
 		    "Cursor already in use (namespace: '%s', id: %lld).", ns, (long long)id);
 	}
-	if (has_max_time && !c->await_data) {
+	if (max_time_given && !c->await_data) {
 		pthread_mutex_unlock(&r->lock);
 		return terr_set(err, TERR_BAD_VALUE,
 		    "cannot set maxTimeMS on getMore command for a non-awaitData cursor");
 	}
 	c->busy = true;
 	pthread_mutex_unlock(&r->lock);
-	if (c->await_data)
-		await_until = has_max_time && deadline_us != 0 ? deadline_us :
-		    has_max_time ? mono_us() : mono_us() + AWAIT_DATA_DEFAULT_US;
 
+	int64_t t0 = tm_now_us();
+	if (c->await_data) {
+		/* maxTimeMS is how long to wait for inserts, not a time limit: the
+		 * getMore's own deadline goes, and the wait ends at it instead */
+		int64_t d = tm_opctx_deadline();
+		await_until = max_time_given && d != 0 ? d : max_time_given ? mono_us() :
+		    mono_us() + AWAIT_DATA_DEFAULT_US;
+		tm_opctx_set_deadline(0);
+	} else if (c->time_left_us != 0) {
+		tm_opctx_set_deadline(t0 + c->time_left_us);
+	}
 	src = &c->src;
 	batch_open(reply, "nextBatch", c->last_bytes + c->last_bytes / 8, &cur, &arr);
 	if (src->restore != NULL && src->restore(src->state, s, err) != 0) {
 		rc = -1;
 	} else {
-		rc = get_more_fill(r, c, s, &arr, batch_size > 0 ? batch_size : -1, deadline_us, await_until,
+		rc = get_more_fill(r, c, s, &arr, batch_size > 0 ? batch_size : -1, await_until,
 		    &exhausted, &bytes, err);
 		if (rc == 0 && !exhausted && src->save != NULL)
 			rc = src->save(src->state, err);
@@ -431,6 +444,11 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 	pthread_mutex_lock(&r->lock);
 	c->busy = false;
 	c->last_used_ms = mono_ms();
+	if (c->time_left_us != 0) {
+		c->time_left_us -= tm_now_us() - t0;
+		if (c->time_left_us < 1)
+			c->time_left_us = 1;
+	}
 	c->last_bytes = bytes;
 	if (rc != 0 || exhausted)
 		take(r, id, true);
