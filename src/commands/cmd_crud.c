@@ -587,7 +587,7 @@ CMD_HANDLER(cmd_get_more)
 	{
 		char owner_buf[256];
 		return cursor_get_more(c->engine->cursors, s, id, ns, cmd_cursor_owner(c, owner_buf), bs,
-		    c->max_time_given, c->reply, err);
+		    c->deadline_us, c->max_time_given, c->reply, err);
 	}
 }
 
@@ -894,45 +894,94 @@ err:
 	return ret;
 }
 
-/* distinct collects values in a sorted array for dedup by MongoDB equality. */
+/*
+ * distinct collects values for dedup by MongoDB equality (under the
+ * collation) in sorted runs: vals holds runs one after the other, each
+ * sorted, their sizes decreasing (a binary counter: a new value is a run of
+ * one, and the last two runs merge while the earlier is no longer than the
+ * later).  A membership test is a binary search per run, so n distinct
+ * values cost O(n log^2 n) where sorted insertion cost O(n^2) moves.  The
+ * runs are merged into one sorted array at the end (distinct_finish).
+ */
+#define DISTINCT_MAX_RUNS 64
+
 typedef struct distinct_set {
-	bson_value_t *vals;
+	bson_value_t *vals, *tmp;
 	int n, cap;
+	int run_start[DISTINCT_MAX_RUNS];
+	int nruns;
 	size_t bytes;
 	const coll_t *coll;    /* strings equal under it are one value */
 } distinct_set_t;
+
+static int
+distinct_run_end(const distinct_set_t *d, int r)
+{
+	return r + 1 < d->nruns ? d->run_start[r + 1] : d->n;
+}
+
+/* Merge the last two runs into one. */
+static void
+distinct_merge_last(distinct_set_t *d)
+{
+	int a = d->run_start[d->nruns - 2], m = d->run_start[d->nruns - 1], b = d->n;
+	int i = a, j = m, k = 0;
+
+	while (i < m || j < b) {
+		if (j >= b || (i < m && bv_compare_coll(&d->vals[i], &d->vals[j], d->coll) < 0))
+			d->tmp[k++] = d->vals[i++];
+		else
+			d->tmp[k++] = d->vals[j++];
+	}
+	memcpy(&d->vals[a], d->tmp, sizeof(bson_value_t) * (size_t)k);
+	d->nruns--;
+}
 
 static bool
 distinct_add(const bpath_hit_t *hit, void *ctx)
 {
 	distinct_set_t *d = ctx;
 	const bson_value_t *v = &hit->value;
-	int lo = 0, hi = d->n;
 
 	/* the array at the end of the path is unwound (its elements are
 	 * visited); an array inside it is a value of its own: [1, [1]] gives
 	 * 1 and [1] */
 	if (v->value_type == BSON_TYPE_EOD || (v->value_type == BSON_TYPE_ARRAY && !hit->leaf_element))
 		return true;
-	while (lo < hi) {
-		int mid = (lo + hi) / 2;
-		int c = bv_compare_coll(&d->vals[mid], v, d->coll);
-		if (c == 0)
-			return true;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
+	for (int r = 0; r < d->nruns; r++) {
+		int lo = d->run_start[r], hi = distinct_run_end(d, r);
+		while (lo < hi) {
+			int mid = lo + (hi - lo) / 2;
+			int c = bv_compare_coll(&d->vals[mid], v, d->coll);
+			if (c == 0)
+				return true;
+			if (c < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
 	}
 	if (d->n == d->cap) {
 		d->cap = d->cap ? d->cap * 2 : 64;
 		d->vals = bson_realloc(d->vals, sizeof(bson_value_t) * (size_t)d->cap);
+		d->tmp = bson_realloc(d->tmp, sizeof(bson_value_t) * (size_t)d->cap);
 	}
-	memmove(&d->vals[lo + 1], &d->vals[lo], sizeof(bson_value_t) * (size_t)(d->n - lo));
-	bson_value_copy(v, &d->vals[lo]);
+	bson_value_copy(v, &d->vals[d->n]);
+	d->run_start[d->nruns++] = d->n;
 	d->n++;
 	d->bytes += 16;
+	/* sizes halve at least from run to run: at most log2(n) + 1 runs */
+	while (d->nruns >= 2 && d->run_start[d->nruns - 1] - d->run_start[d->nruns - 2] <= d->n - d->run_start[d->nruns - 1])
+		distinct_merge_last(d);
 	return true;
+}
+
+/* One sorted run of every value. */
+static void
+distinct_finish(distinct_set_t *d)
+{
+	while (d->nruns >= 2)
+		distinct_merge_last(d);
 }
 
 CMD_HANDLER(cmd_distinct)
@@ -994,6 +1043,7 @@ CMD_HANDLER(cmd_distinct)
 	}
 	if (rc < 0)
 		goto err;
+	distinct_finish(&d);
 	for (i = 0; i < d.n; i++) {
 		char k[16];
 		const char *kp;
@@ -1010,6 +1060,7 @@ err:
 	for (i = 0; i < d.n; i++)
 		bson_value_destroy(&d.vals[i]);
 	bson_free(d.vals);
+	bson_free(d.tmp);
 	bson_destroy(&arr);
 	if (req.coll != NULL)
 		storage_coll_release(req.coll);

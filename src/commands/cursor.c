@@ -377,8 +377,8 @@ get_more_fill(cursor_registry_t *r, cursor_t *c, storage_session_t *s, bson_t *a
 
 int
 cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const char *ns,
-                const char *owner, int64_t batch_size, bool max_time_given, bson_t *reply,
-                terr_t *err)
+                const char *owner, int64_t batch_size, int64_t deadline_us, bool has_max_time,
+                bson_t *reply, terr_t *err)
 {
 	cursor_t *c;
 	cursor_source_t *src;
@@ -411,25 +411,26 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 		return terr_set(err, 20 /* IllegalOperation? mongod: CursorInUse */,
 		    "Cursor already in use (namespace: '%s', id: %lld).", ns, (long long)id);
 	}
-	if (max_time_given && !c->await_data) {
+	if (has_max_time && !c->await_data) {
 		pthread_mutex_unlock(&r->lock);
 		return terr_set(err, TERR_BAD_VALUE,
 		    "cannot set maxTimeMS on getMore command for a non-awaitData cursor");
 	}
 	c->busy = true;
 	pthread_mutex_unlock(&r->lock);
+	if (c->await_data)
+		await_until = has_max_time && deadline_us != 0 ? deadline_us :
+		    has_max_time ? mono_us() : mono_us() + AWAIT_DATA_DEFAULT_US;
 
+	/* The operation's deadline: for an awaitData cursor the getMore's
+	 * maxTimeMS is only how long it waits for inserts (await_until), never
+	 * a time limit; any other cursor gets the originating command's
+	 * leftover time. */
 	int64_t t0 = tm_now_us();
-	if (c->await_data) {
-		/* maxTimeMS is how long to wait for inserts, not a time limit: the
-		 * getMore's own deadline goes, and the wait ends at it instead */
-		int64_t d = tm_opctx_deadline();
-		await_until = max_time_given && d != 0 ? d : max_time_given ? mono_us() :
-		    mono_us() + AWAIT_DATA_DEFAULT_US;
+	if (c->await_data)
 		tm_opctx_set_deadline(0);
-	} else if (c->time_left_us != 0) {
+	else if (c->time_left_us != 0)
 		tm_opctx_set_deadline(t0 + c->time_left_us);
-	}
 	src = &c->src;
 	batch_open(reply, "nextBatch", c->last_bytes + c->last_bytes / 8, &cur, &arr);
 	if (src->restore != NULL && src->restore(src->state, s, err) != 0) {

@@ -74,27 +74,28 @@ int cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *n
                        bson_t *reply, terr_t *err);
 
 /* getMore: continue cursor id on namespace ns.
- *   max_time_given: the request carried maxTimeMS.  For an awaitData
- *   cursor maxTimeMS is not a time limit but how long a getMore that finds
- *   nothing new waits for an insert into the collection (the operation's
- *   deadline is taken as the end of the wait and cleared;
- *   storage_coll_wait_insert: woken by the commit, no polling; 1 second
- *   when absent, as mongod); after that it answers an empty batch and the
- *   cursor stays open.  maxTimeMS on any other cursor is 2 BadValue "cannot
- *   set maxTimeMS on getMore command for a non-awaitData cursor" (the
- *   cursor stays); there the operation's deadline is the cursor's leftover
- *   time: the originating command's maxTimeMS less what its batches used.
- *   A tailable cursor stays open at the end of the data, and dies with 136
- *   CappedPositionLost when capping deleted its position.
- * Errors: 43 CursorNotFound "cursor id <id> not found", 13 Unauthorized
- * when ns does not match ("Requested getMore on namespace '<ns>', but
- * cursor belongs to a different namespace <ns2>"), 13 "cursor id <id> was
- * not created by the authenticated user" when owner (the caller's
- * "user@db", NULL without auth) differs from the one recorded when the
- * cursor was made. */
+ *   deadline_us: the request's maxTimeMS deadline (0 = none); has_max_time:
+ *   maxTimeMS was given.  For an awaitData cursor maxTimeMS is not a time
+ *   limit but how long a getMore that finds nothing new waits for an insert
+ *   into the collection (storage_coll_wait_insert: woken by the commit, no
+ *   polling; 1 second when absent, as mongod); after that it answers an
+ *   empty batch and the cursor stays open.  maxTimeMS on any other cursor
+ *   is 2 BadValue "cannot set maxTimeMS on getMore command for a
+ *   non-awaitData cursor" (the cursor stays).  A tailable cursor stays
+ *   open at the end of the data, and dies with 136 CappedPositionLost
+ *   when capping deleted its position.
+ * Errors: 43 CursorNotFound
+ * "cursor id <id> not found", 13 Unauthorized when ns does not match
+ * ("Requested getMore on namespace '<ns>', but cursor belongs to a different
+ * namespace <ns2>"), 13 "cursor id <id> was not created by the authenticated
+ * user" when owner (the caller's "user@db", NULL without auth) differs from
+ * the one recorded when the cursor was made.  The operation's deadline
+ * (common/opctx.h) is, for a cursor that is not awaitData, the cursor's
+ * leftover time: the originating command's maxTimeMS less what its batches
+ * used. */
 int cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const char *ns,
-                    const char *owner, int64_t batch_size, bool max_time_given, bson_t *reply,
-                    terr_t *err);
+                    const char *owner, int64_t batch_size, int64_t deadline_us, bool has_max_time,
+                    bson_t *reply, terr_t *err);
 
 /* killCursors: appends cursorsKilled/NotFound/Alive/Unknown arrays.  A
  * cursor in use by a getMore is alive, except an awaitData cursor: it is
