@@ -53,6 +53,8 @@ typedef struct opts {
 	bool unix_socket_given;        /* net.unixDomainSocket.enabled was set (echoed as set) */
 	char *unix_socket_prefix;
 	int unix_socket_mode;          /* 0 = not given (0700) */
+	char *repl_set;                /* --replSet / replication.replSetName */
+	int64_t oplog_size_mb;         /* --oplogSize / replication.oplogSizeMB (0 = default) */
 } opts_t;
 
 static server_t *g_server;
@@ -97,7 +99,12 @@ usage(FILE *f)
 	    "Storage options:\n"
 	    "  --dbpath arg                   Directory for datafiles - defaults to /data/db\n"
 	    "  --storageEngine arg            wiredTiger (default) or inMemory (tests)\n"
-	    "  --wiredTigerCacheSizeGB arg    WiredTiger cache size in GB (0.25 to 10000)\n");
+	    "  --wiredTigerCacheSizeGB arg    WiredTiger cache size in GB (0.25 to 10000)\n"
+	    "\n"
+	    "Replication options:\n"
+	    "  --replSet arg                  arg is <setname>\n"
+	    "  --oplogSize arg                Size to use (in MB) for replication op log. Default is\n"
+	    "                                 5%% of disk space (i.e. large is good)\n");
 }
 
 static void
@@ -257,6 +264,20 @@ apply(opts_t *o, const char *name, const char *v)
 		}
 	} else if (strcmp(name, "processManagement.pidFilePath") == 0) {
 		set_str(&o->pidfile, v);
+	} else if (strcmp(name, "replication.replSetName") == 0) {
+		set_str(&o->repl_set, v);
+	} else if (strcmp(name, "replication.oplogSizeMB") == 0) {
+		char *end;
+		long long mb = strtoll(v, &end, 10);
+		if (*v == '\0' || *end != '\0' || mb <= 0) {
+			fprintf(stderr, "Error: bad --oplogSize, arg must be greater than 0, found: %s\n", v);
+			return -1;
+		}
+		if (mb > 1024LL * 1024 * 1024) {
+			fprintf(stderr, "Error: --oplogSize of %lldMB is too big\n", mb);
+			return -1;
+		}
+		o->oplog_size_mb = mb;
 	} else {
 		fprintf(stderr, "Error parsing YAML config file: Unrecognized option: %s\n", name);
 		return -1;
@@ -440,6 +461,14 @@ parsed_doc(const opts_t *o)
 		BSON_APPEND_UTF8(&sub, "pidFilePath", o->pidfile);
 		bson_append_document_end(d, &sub);
 	}
+	if (o->repl_set || o->oplog_size_mb) {
+		BSON_APPEND_DOCUMENT_BEGIN(d, "replication", &sub);
+		if (o->oplog_size_mb)
+			BSON_APPEND_INT32(&sub, "oplogSizeMB", (int32_t)o->oplog_size_mb);
+		if (o->repl_set)
+			BSON_APPEND_UTF8(&sub, "replSetName", o->repl_set);
+		bson_append_document_end(d, &sub);
+	}
 	BSON_APPEND_DOCUMENT_BEGIN(d, "storage", &sub);
 	BSON_APPEND_UTF8(&sub, "dbPath", o->dbpath);
 	if (o->in_memory)
@@ -468,6 +497,8 @@ static const struct flag {
 	const char *value;     /* a switch's value for name (NULL = "true") */
 } flags[] = {
 	{"--port", "net.port", true},
+	{"--replSet", "replication.replSetName", true},
+	{"--oplogSize", "replication.oplogSizeMB", true},
 	{"--bind_ip", "net.bindIp", true},
 	{"--bind_ip_all", "net.bindIpAll", false},
 	{"--ipv6", "net.ipv6", false},
@@ -666,6 +697,8 @@ main(int argc, char **argv)
 	eo.storage.create = o.in_memory;
 	eo.storage.in_memory = o.in_memory;
 	eo.auth = o.auth;
+	eo.repl_set_name = o.repl_set;
+	eo.oplog_size_mb = (double)o.oplog_size_mb;
 	eo.storage.cache_size = o.cache_size;
 	if (engine_open(o.dbpath, &eo, &engine, &err) != 0) {
 		log_error(20557, "DBException in initAndListen, terminating", &err);
@@ -768,6 +801,7 @@ out:
 	bson_free(o.logpath);
 	bson_free(o.compressors);
 	bson_free(o.pidfile);
+	bson_free(o.repl_set);
 	bson_free(o.cache_size);
 	bson_free(o.tls_mode);
 	bson_free(o.tls_cert_key_file);

@@ -67,6 +67,21 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 		bson_free(e);
 		return -1;
 	}
+	/* replica-set mode: the clock and the oplog's observer (it logs once
+	 * the set is initiated, or at once when the folder has an oplog) */
+	if (e->opts.repl_set_name != NULL) {
+		repl_oplog_options_t oo = {.size_mb = e->opts.oplog_size_mb, .dbpath = path,
+		    .in_memory = e->opts.storage.in_memory};
+		e->clock = repl_clock_new();
+		if (repl_oplog_open(e->st, e->clock, &oo, &e->oplog, err) != 0) {
+			repl_clock_free(e->clock);
+			ttl_monitor_stop(e->ttl);
+			bson_free(e->tmp_dir);
+			storage_close(e->st);
+			bson_free(e);
+			return -1;
+		}
+	}
 	e->cursors = cursor_registry_new();
 	e->start_wall_ms = wall_ms();
 	e->start_mono_us = cmd_now_us();
@@ -86,9 +101,11 @@ engine_close(engine_t *e)
 	if (e == NULL)
 		return;
 	ttl_monitor_stop(e->ttl);
+	repl_oplog_close(e->oplog);
 	bson_free(e->tmp_dir);
 	cursor_registry_free(e->cursors);
 	storage_close(e->st);
+	repl_clock_free(e->clock);
 	bson_free(e);
 }
 

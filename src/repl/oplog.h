@@ -87,6 +87,11 @@ typedef struct repl_oplog_options {
 	void *term_arg;
 	/* Truncation thread: how often it checks the size (ms; 0 = 1000). */
 	int truncate_interval_ms;
+	/* For the default size: the data folder (free disk space), or an
+	 * in-memory engine (physical memory).  dbpath may be NULL (then the
+	 * default is the lower bound). */
+	const char *dbpath;
+	bool in_memory;
 } repl_oplog_options_t;
 
 /*
