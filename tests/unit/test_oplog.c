@@ -8,7 +8,9 @@
  * info of retryable writes; truncation and resize; recovery of the clock and
  * kill -9 (data and oplog agree).
  */
+#include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -421,6 +423,732 @@ test_entries(void)
 	bson_free(dir);
 }
 
+
+/* ---- concurrency: strictly increasing, no hole visible ------------------- */
+
+#define W_THREADS 4
+#define W_DOCS 150
+
+typedef struct wctx {
+	rs_t *r;
+	int id;
+	storage_coll_t *c, *hot;
+} wctx_t;
+
+typedef struct ins_arg {
+	storage_coll_t *c, *hot;
+	int64_t n;
+} ins_arg_t;
+
+static int
+ins_fn(storage_session_t *s, void *p, terr_t *err)
+{
+	ins_arg_t *a = p;
+	bson_t doc = BSON_INITIALIZER, hot = BSON_INITIALIZER, old;
+	bson_value_t id;
+	recid_t rid;
+	int ret;
+
+	BSON_APPEND_INT64(&doc, "_id", a->n);
+	ret = storage_doc_insert(s, a->c, &doc, NULL, err);
+	/* every fourth write also bumps one hot document: write conflicts,
+	 * rolled-back stamps (gaps in ts), retries */
+	if (ret == 0 && a->n % 4 == 0) {
+		id.value_type = BSON_TYPE_INT32;
+		id.value.v_int32 = 0;
+		ret = storage_doc_find_id(s, a->hot, &id, &rid, &old, err);
+		if (ret == 0) {
+			bson_iter_t it;
+			int64_t v = bson_iter_init_find(&it, &old, "v") ? bson_iter_as_int64(&it) : 0;
+			bson_t oldc;
+			bson_copy_to(&old, &oldc);
+			BSON_APPEND_INT32(&hot, "_id", 0);
+			BSON_APPEND_INT64(&hot, "v", v + 1);
+			ret = storage_doc_update(s, a->hot, rid, &oldc, &hot, err);
+			bson_destroy(&oldc);
+		} else if (ret == 1) {
+			ret = terr_set(err, TERR_INTERNAL_ERROR, "hot document missing");
+		}
+	}
+	bson_destroy(&doc);
+	bson_destroy(&hot);
+	return ret;
+}
+
+static void *
+writer_main(void *p)
+{
+	wctx_t *w = p;
+	storage_session_t *s = NULL;
+	terr_t err = TERR_INIT;
+
+	if (storage_session_open(engine_storage(w->r->e), &s, &err) != 0)
+		return NULL;
+	for (int i = 0; i < W_DOCS; i++) {
+		ins_arg_t a = {w->c, w->hot, (int64_t)w->id * 100000 + i + 1};
+		if (storage_txn_run(s, ins_fn, &a, false, &err) != 0) {
+			fprintf(stderr, "writer: %s\n", err.msg);
+			terr_clear(&err);
+		}
+	}
+	storage_session_close(s);
+	return NULL;
+}
+
+typedef struct scan_log {
+	repl_ts_t *ts;
+	int n, cap;
+	int *ends;             /* ts[ends[k-1]..ends[k]) is scan k */
+	int nscans, scap;
+	bool disorder;
+} scan_log_t;
+
+static atomic_bool writers_done;
+
+static void *
+reader_main(void *p)
+{
+	void **args = p;
+	rs_t *r = args[0];
+	scan_log_t *log = args[1];
+	storage_session_t *s = NULL;
+	terr_t err = TERR_INIT;
+
+	if (storage_session_open(engine_storage(r->e), &s, &err) != 0)
+		return NULL;
+	while (!atomic_load(&writers_done) && log->nscans < 2000) {
+		repl_oplog_cursor_t *cur = NULL;
+		bson_t e;
+		repl_ts_t prev = 0;
+		if (repl_oplog_scan_open(engine_oplog(r->e), s, 0, &cur, &err) != 0)
+			break;
+		while (repl_oplog_cursor_next(cur, &e, &err) == 1) {
+			bson_iter_t it;
+			uint32_t t, i;
+			if (!bson_iter_init_find(&it, &e, "ts"))
+				continue;
+			bson_iter_timestamp(&it, &t, &i);
+			if (REPL_TS(t, i) <= prev)
+				log->disorder = true;
+			prev = REPL_TS(t, i);
+			if (log->n == log->cap) {
+				log->cap = log->cap ? log->cap * 2 : 4096;
+				log->ts = bson_realloc(log->ts, sizeof(*log->ts) * (size_t)log->cap);
+			}
+			log->ts[log->n++] = prev;
+		}
+		repl_oplog_cursor_close(cur);
+		if (log->nscans == log->scap) {
+			log->scap = log->scap ? log->scap * 2 : 256;
+			log->ends = bson_realloc(log->ends, sizeof(int) * (size_t)log->scap);
+		}
+		log->ends[log->nscans++] = log->n;
+	}
+	terr_clear(&err);
+	storage_session_close(s);
+	return NULL;
+}
+
+static void
+test_concurrent_writers(void)
+{
+	char *dir = tt_tmpdir("oplog-conc");
+	rs_t r;
+	wctx_t w[W_THREADS];
+	pthread_t th[W_THREADS], rd;
+	scan_log_t log = {0};
+	void *rargs[2] = {&r, &log};
+	storage_coll_t *c = NULL, *hot = NULL;
+	repl_ts_t *all = NULL;
+	int nall = 0, n, k, from = 0, bad = 0;
+	char *text;
+
+	TT_ASSERT(rs_open(&r, dir, 0, true));
+	rs_ok(&r, "shop", "{'insert': 'hot', 'documents': [{'_id': 0, 'v': 0}]}");
+	rs_ok(&r, "shop", "{'create': 'items'}");
+	TT_EQ_INT(storage_coll_get(engine_storage(r.e), "shop", "items", &c, NULL), 0);
+	TT_EQ_INT(storage_coll_get(engine_storage(r.e), "shop", "hot", &hot, NULL), 0);
+	atomic_store(&writers_done, false);
+	pthread_create(&rd, NULL, reader_main, rargs);
+	for (int i = 0; i < W_THREADS; i++) {
+		w[i] = (wctx_t){&r, i, c, hot};
+		pthread_create(&th[i], NULL, writer_main, &w[i]);
+	}
+	for (int i = 0; i < W_THREADS; i++)
+		pthread_join(th[i], NULL);
+	atomic_store(&writers_done, true);
+	pthread_join(rd, NULL);
+
+	/* every committed entry, in ts order */
+	{
+		storage_session_t *s = client_session(r.cl, NULL);
+		repl_oplog_cursor_t *cur = NULL;
+		bson_t e;
+		TT_EQ_INT(repl_oplog_scan_open(engine_oplog(r.e), s, 0, &cur, NULL), 0);
+		while (repl_oplog_cursor_next(cur, &e, NULL) == 1) {
+			bson_iter_t it;
+			uint32_t t, i;
+			TT_ASSERT(bson_iter_init_find(&it, &e, "ts"));
+			bson_iter_timestamp(&it, &t, &i);
+			all = bson_realloc(all, sizeof(*all) * (size_t)(nall + 1));
+			all[nall++] = REPL_TS(t, i);
+		}
+		repl_oplog_cursor_close(cur);
+	}
+	for (int i = 1; i < nall; i++)
+		TT_ASSERT(all[i] > all[i - 1]);
+	TT_ASSERT(!log.disorder);
+	TT_ASSERT(log.nscans > 0);
+	/* no hole: each scan saw exactly a prefix of the final oplog */
+	for (k = 0; k < log.nscans; from = log.ends[k], k++) {
+		for (int j = from; j < log.ends[k]; j++)
+			if (j - from >= nall || log.ts[j] != all[j - from])
+				bad++;
+	}
+	TT_EQ_INT(bad, 0);
+	/* one 'i' entry per document, one 'u' per hot update */
+	text = oplog_text(&r, 0, &n);
+	{
+		int ins = 0, upd = 0;
+		for (char *p = strstr(text, "\"ns\" : \"shop.items\""); p != NULL; p = strstr(p + 1, "\"ns\" : \"shop.items\""))
+			ins++;
+		for (char *p = strstr(text, "\"op\" : \"u\""); p != NULL; p = strstr(p + 1, "\"op\" : \"u\""))
+			upd++;
+		TT_EQ_INT(ins, W_THREADS * W_DOCS);
+		TT_EQ_INT(upd, W_THREADS * (W_DOCS / 4));   /* _id n % 4 == 0 bumps it */
+	}
+	bson_free(text);
+	{
+		int64_t count = 0, size = 0, ss = 0;
+		TT_EQ_INT(storage_coll_stats(engine_storage(r.e), client_session(r.cl, NULL), c, &count, &size, &ss,
+		    NULL), 0);
+		TT_EQ_INT(count, W_THREADS * W_DOCS);
+	}
+	storage_coll_release(c);
+	storage_coll_release(hot);
+	bson_free(all);
+	bson_free(log.ts);
+	bson_free(log.ends);
+	rs_close(&r, true);
+	bson_free(dir);
+}
+
+/* An entry stamped before others but committed after them: readers stop
+ * before it (find included) until it commits. */
+static void
+test_no_hole_visible(void)
+{
+	char *dir = tt_tmpdir("oplog-hole");
+	rs_t r;
+	storage_session_t *a = NULL, *b = NULL;
+	storage_coll_t *c = NULL;
+	bson_t *d1 = tt_json("{\"_id\": 1}"), *d2 = tt_json("{\"_id\": 2}");
+	repl_ts_t before, vis;
+	char *out;
+
+	TT_ASSERT(rs_open(&r, dir, 0, true));
+	rs_ok(&r, "shop", "{'create': 'items'}");
+	TT_EQ_INT(storage_coll_get(engine_storage(r.e), "shop", "items", &c, NULL), 0);
+	TT_EQ_INT(storage_session_open(engine_storage(r.e), &a, NULL), 0);
+	TT_EQ_INT(storage_session_open(engine_storage(r.e), &b, NULL), 0);
+	before = last_ts(&r);
+	TT_EQ_INT(storage_txn_begin(a, NULL), 0);
+	TT_EQ_INT(storage_doc_insert(a, c, d1, NULL, NULL), 0);     /* stamped first */
+	TT_EQ_INT(storage_txn_begin(b, NULL), 0);
+	TT_EQ_INT(storage_doc_insert(b, c, d2, NULL, NULL), 0);
+	TT_EQ_INT(storage_txn_commit(b, false, NULL), 0);          /* committed first */
+	vis = repl_oplog_visible(engine_oplog(r.e));
+	TT_ASSERT(vis >= before && vis < storage_txn_first_timestamp(a));
+	{
+		int rc;
+		bson_t *rep = rs_cmd(&r, "local", "{'find': 'oplog.rs', 'filter': {'ns': 'shop.items'}, "
+		    "'projection': {'_id': 0, 'o': 1}}", &rc);
+		out = tt_batch_text(rep, rc, "none");
+		TT_EQ_STR(out, "[ ]");
+		bson_free(out);
+		tt_free_reply(rep);
+		TT_EQ_INT(storage_txn_commit(a, false, NULL), 0);
+		rep = rs_cmd(&r, "local", "{'find': 'oplog.rs', 'filter': {'ns': 'shop.items'}, "
+		    "'projection': {'_id': 0, 'o': 1}}", &rc);
+		out = tt_batch_text(rep, rc, "none");
+		TT_EQ_STR(out, "[ { \"o\" : { \"_id\" : 1 } }, { \"o\" : { \"_id\" : 2 } } ]");
+		bson_free(out);
+		tt_free_reply(rep);
+		/* $natural: -1 and count work on it as on any collection */
+		rep = rs_cmd(&r, "local", "{'find': 'oplog.rs', 'sort': {'$natural': -1}, 'limit': 1, "
+		    "'projection': {'_id': 0, 'o': 1}}", &rc);
+		out = tt_batch_text(rep, rc, "none");
+		TT_EQ_STR(out, "[ { \"o\" : { \"_id\" : 2 } } ]");
+		bson_free(out);
+		tt_free_reply(rep);
+		rep = rs_cmd(&r, "local", "{'count': 'oplog.rs', 'query': {'op': 'i'}}", &rc);
+		TT_EQ_INT(tt_get_i64(rep, "n"), 2);
+		tt_free_reply(rep);
+	}
+	storage_session_close(a);
+	storage_session_close(b);
+	storage_coll_release(c);
+	bson_destroy(d1);
+	bson_destroy(d2);
+	rs_close(&r, true);
+	bson_free(dir);
+}
+
+/* ---- transactions and retryable writes ------------------------------------ */
+
+static bson_t *
+last_entry(rs_t *r)
+{
+	storage_session_t *s = client_session(r->cl, NULL);
+	bson_t *e = tm_bson_array_new(1);
+	repl_optime_t ot = repl_oplog_last_optime(engine_oplog(r->e));
+
+	TT_EQ_INT(repl_oplog_find(engine_oplog(r->e), s, ot.ts, e, NULL), 0);
+	return e;
+}
+
+/* How many documents of c a transaction reading at read_ts sees. */
+static int
+count_at(rs_t *r, storage_coll_t *c, repl_ts_t read_ts)
+{
+	storage_session_t *s = NULL;
+	storage_cursor_t *cur = NULL;
+	bson_t doc;
+	int n = 0;
+
+	TT_EQ_INT(storage_session_open(engine_storage(r->e), &s, NULL), 0);
+	TT_EQ_INT(storage_txn_begin_at(s, read_ts, NULL), 0);
+	TT_EQ_INT(storage_scan_open(s, c, false, &cur, NULL), 0);
+	while (storage_cursor_next(cur, NULL, &doc, NULL, NULL, NULL) == 1)
+		n++;
+	storage_cursor_close(cur);
+	storage_txn_rollback(s);
+	storage_session_close(s);
+	return n;
+}
+
+static void
+test_transaction_applyops(void)
+{
+	char *dir = tt_tmpdir("oplog-txn");
+	rs_t r;
+	storage_session_t *s = NULL;
+	storage_coll_t *c = NULL;
+	bson_t *lsid = tt_json("{\"id\": {\"$binary\": {\"base64\": \"AAAAAAAAQACAAAAAAAAAAQ==\", \"subType\": \"04\"}}}");
+	repl_oplog_t *op;
+	bson_t *e;
+	bson_iter_t it;
+	uint32_t t, i;
+	repl_ts_t ts;
+	terr_t err = TERR_INIT;
+
+	TT_ASSERT(rs_open(&r, dir, 0, true));
+	op = engine_oplog(r.e);
+	rs_ok(&r, "shop", "{'create': 'items'}");
+	TT_EQ_INT(storage_coll_get(engine_storage(r.e), "shop", "items", &c, NULL), 0);
+	TT_EQ_INT(storage_session_open(engine_storage(r.e), &s, NULL), 0);
+	/* collect mode needs a transaction and session info */
+	TT_ASSERT(repl_oplog_txn_collect(op, s, &err) != 0);
+	TT_EQ_INT(err.code, 20);
+	terr_clear(&err);
+	TT_EQ_INT(repl_oplog_session_set(op, s, lsid, 5, REPL_OPTIME_NULL, NULL), 0);
+	TT_EQ_INT(storage_txn_begin(s, NULL), 0);
+	TT_EQ_INT(repl_oplog_txn_collect(op, s, NULL), 0);
+	for (int k = 1; k <= 3; k++) {
+		bson_t d = BSON_INITIALIZER;
+		BSON_APPEND_INT32(&d, "_id", k);
+		TT_EQ_INT(storage_doc_insert(s, c, &d, NULL, NULL), 0);
+		bson_destroy(&d);
+	}
+	TT_EQ_INT(storage_txn_commit(s, false, NULL), 0);
+	e = last_entry(&r);
+	{
+		bson_t clean = BSON_INITIALIZER;
+		char *j;
+		bson_iter_init(&it, e);
+		while (bson_iter_next(&it))
+			if (strcmp(bson_iter_key(&it), "wall") != 0 && strcmp(bson_iter_key(&it), "ts") != 0)
+				bson_append_value(&clean, bson_iter_key(&it), -1, bson_iter_value(&it));
+		j = bson_as_relaxed_extended_json(&clean, NULL);
+		/* ui inside applyOps: blank it */
+		for (char *p = strstr(j, "\"base64\" : \""); p != NULL; p = strstr(p, "\"base64\" : \"")) {
+			p += 12;
+			if (strncmp(p, "AAAA", 4) == 0)
+				continue;
+			while (*p != '"')
+				*p++ = 'x';
+		}
+		TT_EQ_STR(j, "{ \"lsid\" : { \"id\" : { \"$binary\" : { \"base64\" : \"AAAAAAAAQACAAAAAAAAAAQ==\", \"subType\" : \"04\" } } }, "
+		    "\"txnNumber\" : 5, \"op\" : \"c\", \"ns\" : \"admin.$cmd\", \"o\" : { \"applyOps\" : [ "
+		    "{ \"op\" : \"i\", \"ns\" : \"shop.items\", \"ui\" : { \"$binary\" : { \"base64\" : \"xxxxxxxxxxxxxxxxxxxxxxxx\", \"subType\" : \"04\" } }, \"o\" : { \"_id\" : 1 }, \"o2\" : { \"_id\" : 1 } }, "
+		    "{ \"op\" : \"i\", \"ns\" : \"shop.items\", \"ui\" : { \"$binary\" : { \"base64\" : \"xxxxxxxxxxxxxxxxxxxxxxxx\", \"subType\" : \"04\" } }, \"o\" : { \"_id\" : 2 }, \"o2\" : { \"_id\" : 2 } }, "
+		    "{ \"op\" : \"i\", \"ns\" : \"shop.items\", \"ui\" : { \"$binary\" : { \"base64\" : \"xxxxxxxxxxxxxxxxxxxxxxxx\", \"subType\" : \"04\" } }, \"o\" : { \"_id\" : 3 }, \"o2\" : { \"_id\" : 3 } } ] }, "
+		    "\"t\" : 1, \"v\" : 2, \"prevOpTime\" : { \"ts\" : { \"$timestamp\" : { \"t\" : 0, \"i\" : 0 } }, \"t\" : -1 } }");
+		bson_free(j);
+		bson_destroy(&clean);
+	}
+	TT_ASSERT(bson_iter_init_find(&it, e, "ts"));
+	bson_iter_timestamp(&it, &t, &i);
+	ts = REPL_TS(t, i);
+	tt_free_reply(e);
+	/* every write of the transaction commits at the entry's ts */
+	TT_EQ_INT(count_at(&r, c, ts - 1), 0);
+	TT_EQ_INT(count_at(&r, c, ts), 3);
+	TT_ASSERT(repl_oplog_session_last(s).ts == ts);
+
+	/* past 16 MB: a chain; partialTxn entries, then one with count */
+	{
+		size_t big = 4u * 1024 * 1024;
+		char *fill = bson_malloc(big + 1);
+		repl_optime_t before = repl_oplog_session_last(s);
+		memset(fill, 'z', big);
+		fill[big] = '\0';
+		TT_EQ_INT(repl_oplog_session_set(op, s, lsid, 6, before, NULL), 0);
+		TT_EQ_INT(storage_txn_begin(s, NULL), 0);
+		TT_EQ_INT(repl_oplog_txn_collect(op, s, NULL), 0);
+		for (int k = 10; k < 15; k++) {
+			bson_t d = BSON_INITIALIZER;
+			BSON_APPEND_INT32(&d, "_id", k);
+			BSON_APPEND_UTF8(&d, "fill", fill);
+			TT_EQ_INT(storage_doc_insert(s, c, &d, NULL, NULL), 0);
+			bson_destroy(&d);
+		}
+		TT_EQ_INT(storage_txn_commit(s, false, NULL), 0);
+		bson_free(fill);
+		e = last_entry(&r);
+		TT_EQ_INT(tt_get_i64(e, "txnNumber"), 6);
+		TT_EQ_INT(tt_get_i64(e, "o.count"), 5);
+		TT_ASSERT(tt_get(e, "o.applyOps.1", &it) && !tt_get(e, "o.applyOps.2", &it));
+		TT_ASSERT(!tt_get(e, "o.partialTxn", &it));
+		/* its prevOpTime is the first entry of the chain */
+		{
+			bson_t *first = tm_bson_array_new(1);
+			TT_ASSERT(tt_get(e, "prevOpTime.ts", &it));
+			bson_iter_timestamp(&it, &t, &i);
+			TT_EQ_INT(repl_oplog_find(op, s, REPL_TS(t, i), first, NULL), 0);
+			TT_ASSERT(tt_get(first, "o.partialTxn", &it) && bson_iter_as_bool(&it));
+			TT_ASSERT(tt_get(first, "o.applyOps.2", &it) && !tt_get(first, "o.applyOps.3", &it));
+			TT_ASSERT(tt_get(first, "prevOpTime.ts", &it));
+			bson_iter_timestamp(&it, &t, &i);
+			TT_ASSERT(REPL_TS(t, i) == before.ts);
+			tt_free_reply(first);
+		}
+		tt_free_reply(e);
+	}
+	/* rolled back: nothing logged */
+	{
+		repl_ts_t mark = last_ts(&r);
+		bson_t d = BSON_INITIALIZER;
+		BSON_APPEND_INT32(&d, "_id", 99);
+		TT_EQ_INT(storage_txn_begin(s, NULL), 0);
+		TT_EQ_INT(repl_oplog_txn_collect(op, s, NULL), 0);
+		TT_EQ_INT(storage_doc_insert(s, c, &d, NULL, NULL), 0);
+		storage_txn_rollback(s);
+		bson_destroy(&d);
+		TT_ASSERT(last_ts(&r) == mark);
+	}
+	repl_oplog_session_clear(s);
+	storage_session_close(s);
+	storage_coll_release(c);
+	bson_destroy(lsid);
+	rs_close(&r, true);
+	bson_free(dir);
+}
+
+typedef struct retry_arg {
+	storage_coll_t *c;
+} retry_arg_t;
+
+static int
+retry_fn(storage_session_t *s, void *p, terr_t *err)
+{
+	retry_arg_t *a = p;
+
+	for (int k = 0; k < 2; k++) {
+		bson_t d = BSON_INITIALIZER;
+		int ret;
+		BSON_APPEND_INT32(&d, "_id", 100 + k);
+		repl_oplog_session_set_stmt(s, k);
+		ret = storage_doc_insert(s, a->c, &d, NULL, err);
+		bson_destroy(&d);
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
+}
+
+static void
+test_retryable_session_info(void)
+{
+	char *dir = tt_tmpdir("oplog-retry");
+	rs_t r;
+	storage_session_t *s = NULL;
+	storage_coll_t *c = NULL;
+	bson_t *lsid = tt_json("{\"id\": {\"$binary\": {\"base64\": \"AAAAAAAAQACAAAAAAAAAAg==\", \"subType\": \"04\"}}}");
+	repl_oplog_t *op;
+	retry_arg_t a;
+	repl_optime_t last;
+	bson_t *e = tm_bson_array_new(1);
+	bson_iter_t it;
+	uint32_t t, i;
+
+	TT_ASSERT(rs_open(&r, dir, 0, true));
+	op = engine_oplog(r.e);
+	rs_ok(&r, "shop", "{'create': 'items'}");
+	TT_EQ_INT(storage_coll_get(engine_storage(r.e), "shop", "items", &c, NULL), 0);
+	TT_EQ_INT(storage_session_open(engine_storage(r.e), &s, NULL), 0);
+	TT_EQ_INT(repl_oplog_session_set(op, s, lsid, 7, REPL_OPTIME_NULL, NULL), 0);
+	TT_ASSERT(repl_oplog_session_last(s).ts == 0 && repl_oplog_session_last(s).t == -1);
+	a.c = c;
+	TT_EQ_INT(storage_txn_run(s, retry_fn, &a, false, NULL), 0);
+	last = repl_oplog_session_last(s);
+	TT_EQ_INT(repl_oplog_find(op, s, last.ts, e, NULL), 0);
+	TT_EQ_INT(tt_get_i64(e, "txnNumber"), 7);
+	TT_EQ_INT(tt_get_i64(e, "stmtId"), 1);
+	TT_EQ_STR(tt_get_str(e, "op"), "i");
+	TT_ASSERT(tt_get(e, "lsid.id", &it));
+	/* the chain: the second statement's prevOpTime is the first's */
+	TT_ASSERT(tt_get(e, "prevOpTime.ts", &it));
+	bson_iter_timestamp(&it, &t, &i);
+	tt_free_reply(e);
+	e = tm_bson_array_new(1);
+	TT_EQ_INT(repl_oplog_find(op, s, REPL_TS(t, i), e, NULL), 0);
+	TT_EQ_INT(tt_get_i64(e, "stmtId"), 0);
+	TT_ASSERT(tt_get(e, "prevOpTime.ts", &it));
+	bson_iter_timestamp(&it, &t, &i);
+	TT_ASSERT(t == 0 && i == 0);
+	TT_EQ_INT(tt_get_i64(e, "prevOpTime.t"), -1);
+	tt_free_reply(e);
+	/* unknown ts */
+	e = tm_bson_array_new(1);
+	TT_EQ_INT(repl_oplog_find(op, s, REPL_TS(1, 1), e, NULL), 1);
+	bson_free(e);
+	/* cleared: plain entries again */
+	repl_oplog_session_clear(s);
+	rs_ok(&r, "shop", "{'insert': 'items', 'documents': [{'_id': 500}]}");
+	e = last_entry(&r);
+	TT_ASSERT(!tt_get(e, "lsid", &it) && !tt_get(e, "stmtId", &it) && !tt_get(e, "prevOpTime", &it));
+	tt_free_reply(e);
+	storage_session_close(s);
+	storage_coll_release(c);
+	bson_destroy(lsid);
+	rs_close(&r, true);
+	bson_free(dir);
+}
+
+/* ---- size ----------------------------------------------------------------- */
+
+static void
+test_truncate_and_resize(void)
+{
+	char *dir = tt_tmpdir("oplog-trunc");
+	rs_t r;
+	repl_oplog_t *op;
+	storage_coll_t *oc = NULL;
+	int64_t removed = -1, count = 0, size = 0, ss = 0;
+	repl_optime_t newest;
+	terr_t err = TERR_INIT;
+	repl_oplog_cursor_t *cur = NULL;
+	bson_t e;
+	int rc;
+	bson_t *rep;
+
+	TT_ASSERT(rs_open(&r, dir, 0.02, true));   /* ~20 KB */
+	op = engine_oplog(r.e);
+	TT_EQ_INT(repl_oplog_max_bytes(op), (int64_t)(0.02 * 1024 * 1024));
+	rs_ok(&r, "shop", "{'create': 'items'}");
+	/* a reader standing on the oldest entry */
+	TT_EQ_INT(repl_oplog_scan_open(op, client_session(r.cl, NULL), 0, &cur, NULL), 0);
+	TT_EQ_INT(repl_oplog_cursor_next(cur, &e, NULL), 1);
+	TT_EQ_INT(repl_oplog_cursor_save(cur, NULL), 0);
+	for (int k = 0; k < 200; k++) {
+		char *cmd = bson_strdup_printf("{'insert': 'items', 'documents': [{'_id': %d, 's': "
+		    "'....................................................................................'}]}", k);
+		rs_ok(&r, "shop", cmd);
+		bson_free(cmd);
+	}
+	newest = repl_oplog_last_optime(op);
+	/* minRetentionHours keeps everything younger */
+	TT_EQ_INT(repl_oplog_resize(op, NAN, 1, NULL), 0);
+	TT_EQ_INT(repl_oplog_truncate(op, &removed, NULL), 0);
+	TT_EQ_INT(removed, 0);
+	TT_EQ_INT(repl_oplog_resize(op, NAN, 0, NULL), 0);
+	TT_EQ_INT(repl_oplog_truncate(op, &removed, NULL), 0);
+	TT_ASSERT(removed > 100);
+	TT_EQ_INT(storage_coll_get(engine_storage(r.e), "local", "oplog.rs", &oc, NULL), 0);
+	TT_EQ_INT(storage_coll_stats(engine_storage(r.e), client_session(r.cl, NULL), oc, &count, &size, &ss, NULL), 0);
+	TT_ASSERT(size <= repl_oplog_max_bytes(op));
+	TT_ASSERT(count > 10);
+	storage_coll_release(oc);
+	/* the newest stays */
+	TT_ASSERT(repl_oplog_last_optime(op).ts == newest.ts);
+	/* the reader's position is gone */
+	TT_ASSERT(repl_oplog_cursor_restore(cur, client_session(r.cl, NULL), &err) != 0);
+	TT_EQ_INT(err.code, 136);
+	TT_ASSERT(strncmp(err.msg, "CollectionScan died due to position in capped collection being deleted. "
+	    "Last seen record id: RecordId(", 101) == 0);
+	terr_clear(&err);
+	repl_oplog_cursor_close(cur);
+	/* resize: mongod's bounds; the size is kept in the catalog options */
+	TT_ASSERT(repl_oplog_resize(op, 989, -1, &err) != 0);
+	TT_EQ_INT(err.code, 2);
+	terr_clear(&err);
+	TT_EQ_INT(repl_oplog_resize(op, 990, -1, NULL), 0);
+	TT_EQ_INT(repl_oplog_max_bytes(op), 990LL * 1024 * 1024);
+	rep = rs_cmd(&r, "local", "{'listCollections': 1, 'filter': {'name': 'oplog.rs'}}", &rc);
+	TT_EQ_INT(tt_get_i64(rep, "cursor.firstBatch.0.options.size"), 990LL * 1024 * 1024);
+	tt_free_reply(rep);
+	/* still logging after the descriptor changed */
+	rs_ok(&r, "shop", "{'insert': 'items', 'documents': [{'_id': 'after'}]}");
+	rep = last_entry(&r);
+	TT_EQ_STR(tt_get_str(rep, "o._id"), "after");
+	tt_free_reply(rep);
+	rs_close(&r, false);
+	/* the resized size survives a restart, whatever --oplogSize says */
+	TT_ASSERT(rs_open(&r, dir, 0.02, false));
+	TT_EQ_INT(repl_oplog_max_bytes(engine_oplog(r.e)), 990LL * 1024 * 1024);
+	rs_close(&r, true);
+	bson_free(dir);
+}
+
+/* ---- recovery ------------------------------------------------------------- */
+
+static void
+test_restart_resumes_clock(void)
+{
+	char *dir = tt_tmpdir("oplog-restart");
+	rs_t r;
+	repl_optime_t before;
+	bson_t *e;
+	bson_iter_t it;
+	uint32_t t, i;
+
+	TT_ASSERT(rs_open(&r, dir, 0, true));
+	rs_ok(&r, "shop", "{'insert': 'items', 'documents': [{'_id': 1}, {'_id': 2}]}");
+	before = last_ts(&r) ? repl_oplog_last_optime(engine_oplog(r.e)) : REPL_OPTIME_NULL;
+	rs_close(&r, false);
+	TT_ASSERT(rs_open(&r, dir, 0, false));
+	TT_ASSERT(repl_oplog_exists(engine_oplog(r.e)));
+	TT_ASSERT(repl_clock_now(engine_clock(r.e)) >= before.ts);
+	TT_ASSERT(repl_oplog_visible(engine_oplog(r.e)) >= before.ts);
+	TT_ASSERT(repl_oplog_last_optime(engine_oplog(r.e)).ts == before.ts);
+	/* initiating again creates nothing */
+	{
+		bool created = true;
+		TT_EQ_INT(repl_oplog_create(engine_oplog(r.e), NULL, &created, NULL, NULL), 0);
+		TT_ASSERT(!created);
+	}
+	rs_ok(&r, "shop", "{'insert': 'items', 'documents': [{'_id': 3}]}");
+	e = last_entry(&r);
+	TT_ASSERT(tt_get(e, "ts", &it));
+	bson_iter_timestamp(&it, &t, &i);
+	TT_ASSERT(REPL_TS(t, i) > before.ts);
+	TT_EQ_INT(tt_get_i64(e, "o._id"), 3);
+	tt_free_reply(e);
+	rs_close(&r, true);
+	bson_free(dir);
+}
+
+/* kill -9 in the middle of a stream of writes (CRUD and DDL): after
+ * recovery every document has its insert entry and every insert entry
+ * its document, and the clock resumes above the last entry. */
+static void
+test_kill9_agree(void)
+{
+	char *dir = tt_tmpdir("oplog-kill9");
+	int ready[2];
+	pid_t pid;
+	char c;
+	int status;
+	rs_t r;
+
+	TT_ASSERT(pipe(ready) == 0);
+	pid = fork();
+	if (pid == 0) {
+		close(ready[0]);
+		if (!rs_open(&r, dir, 0, true))
+			_exit(2);
+		c = 'R';
+		for (int k = 0; ; k++) {
+			char *cmd = bson_strdup_printf("{'insert': 'items', 'documents': [{'_id': %d}, {'_id': %d}]}",
+			    2 * k, 2 * k + 1);
+			bson_t *rep;
+			int rc;
+			rep = rs_cmd(&r, "shop", cmd, &rc);
+			tt_free_reply(rep);
+			bson_free(cmd);
+			if (k % 50 == 0) {
+				rep = rs_cmd(&r, "shop", "{'update': 'items', 'updates': [{'q': {}, 'u': {'$inc': {'n': 1}}, "
+				    "'multi': true}]}", &rc);
+				tt_free_reply(rep);
+			}
+			if (k == 100 && write(ready[1], &c, 1) != 1)
+				_exit(3);
+		}
+	}
+	close(ready[1]);
+	TT_ASSERT(read(ready[0], &c, 1) == 1 && c == 'R');
+	usleep(300 * 1000);
+	kill(pid, SIGKILL);
+	TT_ASSERT(waitpid(pid, &status, 0) == pid && WIFSIGNALED(status));
+	close(ready[0]);
+
+	TT_ASSERT(rs_open(&r, dir, 0, false));
+	{
+		storage_session_t *s = client_session(r.cl, NULL);
+		storage_coll_t *items = NULL;
+		storage_cursor_t *cur = NULL;
+		repl_oplog_cursor_t *oc = NULL;
+		bson_t doc;
+		int64_t ndocs = 0, nent = 0, missing = 0, max_id = -1;
+		repl_ts_t last = 0;
+
+		TT_EQ_INT(storage_coll_get(engine_storage(r.e), "shop", "items", &items, NULL), 0);
+		/* every insert entry has its document */
+		TT_EQ_INT(repl_oplog_scan_open(engine_oplog(r.e), s, 0, &oc, NULL), 0);
+		while (repl_oplog_cursor_next(oc, &doc, NULL) == 1) {
+			bson_iter_t it;
+			uint32_t t, i;
+			TT_ASSERT(bson_iter_init_find(&it, &doc, "ts"));
+			bson_iter_timestamp(&it, &t, &i);
+			last = REPL_TS(t, i);
+			if (strcmp(tt_get_str(&doc, "op"), "i") == 0 && strcmp(tt_get_str(&doc, "ns"), "shop.items") == 0) {
+				bson_value_t id;
+				bson_t found;
+				recid_t rid;
+				bson_t copy;
+				bson_copy_to(&doc, &copy);
+				nent++;
+				id.value_type = BSON_TYPE_INT32;
+				id.value.v_int32 = (int32_t)tt_get_i64(&copy, "o._id");
+				if (storage_doc_find_id(s, items, &id, &rid, &found, NULL) != 0)
+					missing++;
+				bson_destroy(&copy);
+			}
+		}
+		repl_oplog_cursor_close(oc);
+		/* every document has its entry: ids are dense 0..n-1 in insert order */
+		TT_EQ_INT(storage_scan_open(s, items, false, &cur, NULL), 0);
+		while (storage_cursor_next(cur, NULL, &doc, NULL, NULL, NULL) == 1) {
+			int64_t id = tt_get_i64(&doc, "_id");
+			ndocs++;
+			if (id > max_id)
+				max_id = id;
+		}
+		storage_cursor_close(cur);
+		TT_ASSERT(ndocs > 200);
+		TT_EQ_INT(missing, 0);
+		TT_EQ_INT(nent, ndocs);
+		TT_EQ_INT(max_id, ndocs - 1);
+		TT_ASSERT(repl_clock_now(engine_clock(r.e)) >= last);
+		rs_ok(&r, "shop", "{'insert': 'items', 'documents': [{'_id': -1}]}");
+		TT_ASSERT(repl_oplog_last_optime(engine_oplog(r.e)).ts > last);
+		storage_coll_release(items);
+	}
+	rs_close(&r, true);
+	bson_free(dir);
+}
+
 int
 main(void)
 {
@@ -428,5 +1156,12 @@ main(void)
 	TT_RUN(test_diffs);
 	TT_RUN(test_standalone_and_uninitiated);
 	TT_RUN(test_entries);
+	TT_RUN(test_concurrent_writers);
+	TT_RUN(test_no_hole_visible);
+	TT_RUN(test_transaction_applyops);
+	TT_RUN(test_retryable_session_info);
+	TT_RUN(test_truncate_and_resize);
+	TT_RUN(test_restart_resumes_clock);
+	TT_RUN(test_kill9_agree);
 	return tt_finish();
 }
