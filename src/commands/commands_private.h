@@ -32,6 +32,10 @@ struct engine {
 	atomic_llong sort_memory_limit;
 	atomic_llong group_memory_limit;
 	atomic_llong bucket_auto_memory_limit;
+	/* replica-set mode (opts.repl_set_name set; cmd_repl.c): the set's
+	 * identity and state, NULL on a standalone; the cluster-time keys */
+	struct repl_set *rs;
+	struct cluster_keys *keys;
 };
 
 struct client {
@@ -48,6 +52,7 @@ struct client {
 	int64_t lsid_seen_ms;
 	uint64_t lsid_seen_gen;
 	bool has_auth;                   /* the auth layer keeps state for it (auth_client_get) */
+	bool close_requested;            /* failCommand closeConnection: the server closes instead of replying */
 };
 
 /* A client in memory the caller owns (the embedded API's, on its stack):
