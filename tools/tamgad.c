@@ -55,6 +55,9 @@ typedef struct opts {
 	int unix_socket_mode;          /* 0 = not given (0700) */
 	char *repl_set;                /* --replSet / replication.replSetName */
 	int64_t oplog_size_mb;         /* --oplogSize / replication.oplogSizeMB (0 = default) */
+	bool auto_initiate;            /* --replSetAutoInitiate (Tamga): initiate once if needed */
+	bool enable_test_commands;     /* --setParameter enableTestCommands=1 */
+	char *key_file;                /* --keyFile / security.keyFile (implies --auth) */
 } opts_t;
 
 static server_t *g_server;
@@ -83,6 +86,8 @@ usage(FILE *f)
 	    "  --quiet                        Quieter output\n"
 	    "  --pidfilepath arg              Full path to pidfile\n"
 	    "  --auth                         Run with security (clients must authenticate)\n"
+	    "  --keyFile arg                  Private key for cluster authentication (implies --auth)\n"
+	    "  --setParameter arg             Set a configurable parameter (enableTestCommands=1)\n"
 	    "  --noauth                       Run without security\n"
 	    "  --tlsMode arg                  disabled, allowTLS, preferTLS or requireTLS\n"
 	    "  --tlsCertificateKeyFile arg    PEM file with the server's certificate and key\n"
@@ -96,15 +101,17 @@ usage(FILE *f)
 	    "  --filePermissions arg          Permissions to set on UNIX domain socket file -\n"
 	    "                                 0700 by default\n"
 	    "\n"
+	    "Replication options:\n"
+	    "  --replSet arg                  arg is <setname>: run as a member of that replica set\n"
+	    "  --replSetAutoInitiate          (Tamga) initiate the set with the default\n"
+	    "                                 configuration on start if it is not yet\n"
+	    "  --oplogSize arg                Size to use (in MB) for replication op log. Default is\n"
+	    "                                 5%% of disk space (i.e. large is good)\n"
+	    "\n"
 	    "Storage options:\n"
 	    "  --dbpath arg                   Directory for datafiles - defaults to /data/db\n"
 	    "  --storageEngine arg            wiredTiger (default) or inMemory (tests)\n"
-	    "  --wiredTigerCacheSizeGB arg    WiredTiger cache size in GB (0.25 to 10000)\n"
-	    "\n"
-	    "Replication options:\n"
-	    "  --replSet arg                  arg is <setname>\n"
-	    "  --oplogSize arg                Size to use (in MB) for replication op log. Default is\n"
-	    "                                 5%% of disk space (i.e. large is good)\n");
+	    "  --wiredTigerCacheSizeGB arg    WiredTiger cache size in GB (0.25 to 10000)\n");
 }
 
 static void
@@ -221,6 +228,48 @@ apply(opts_t *o, const char *name, const char *v)
 	} else if (strcmp(name, "net.tls.allowConnectionsWithoutCertificates") == 0 ||
 	    strcmp(name, "net.ssl.allowConnectionsWithoutCertificates") == 0) {
 		o->tls_allow_no_cert = parse_bool(v);
+	} else if (strcmp(name, "replication.replSetName") == 0 || strcmp(name, "replication.replSet") == 0) {
+		if (*v == '\0') {
+			fprintf(stderr, "Error: replication.replSetName must not be empty\n");
+			return -1;
+		}
+		set_str(&o->repl_set, v);
+	} else if (strcmp(name, "replication.autoInitiate") == 0) {
+		o->auto_initiate = parse_bool(v);
+	} else if (strcmp(name, "replication.enableMajorityReadConcern") == 0) {
+		/* accepted */
+	} else if (strcmp(name, "security.keyFile") == 0) {
+		FILE *kf = fopen(v, "r");
+		if (kf == NULL) {
+			fprintf(stderr, "Error reading file %s: %s\n", v, strerror(errno));
+			return -1;
+		}
+		fclose(kf);
+		set_str(&o->key_file, v);
+		o->auth = true;
+	} else if (strcmp(name, "setParameter") == 0 || strncmp(name, "setParameter.", 13) == 0) {
+		/* --setParameter name=value, or setParameter: {name: value} */
+		char pname[128];
+		const char *pv = v;
+		if (name[12] == '.') {
+			bson_strncpy(pname, name + 13, sizeof(pname));
+		} else {
+			const char *eq = strchr(v, '=');
+			size_t n = eq ? (size_t)(eq - v) : strlen(v);
+			if (eq == NULL || n == 0 || n >= sizeof(pname)) {
+				fprintf(stderr, "Error parsing command line: --setParameter takes name=value, got \"%s\"\n", v);
+				return -1;
+			}
+			memcpy(pname, v, n);
+			pname[n] = '\0';
+			pv = eq + 1;
+		}
+		if (strcmp(pname, "enableTestCommands") == 0) {
+			o->enable_test_commands = strcmp(pv, "1") == 0 || strcmp(pv, "true") == 0;
+		} else {
+			fprintf(stderr, "Error parsing command line: Unknown --setParameter '%s'\n", pname);
+			return -1;
+		}
 	} else if (strcmp(name, "security.noauth") == 0) {
 		o->auth = !parse_bool(v);
 	} else if (strcmp(name, "storage.dbPath") == 0) {
@@ -264,8 +313,6 @@ apply(opts_t *o, const char *name, const char *v)
 		}
 	} else if (strcmp(name, "processManagement.pidFilePath") == 0) {
 		set_str(&o->pidfile, v);
-	} else if (strcmp(name, "replication.replSetName") == 0) {
-		set_str(&o->repl_set, v);
 	} else if (strcmp(name, "replication.oplogSizeMB") == 0) {
 		char *end;
 		long long mb = strtoll(v, &end, 10);
@@ -451,22 +498,29 @@ parsed_doc(const opts_t *o)
 		bson_append_document_end(&sub, &sub2);
 	}
 	bson_append_document_end(d, &sub);
-	if (o->auth) {
-		BSON_APPEND_DOCUMENT_BEGIN(d, "security", &sub);
-		BSON_APPEND_UTF8(&sub, "authorization", "enabled");
-		bson_append_document_end(d, &sub);
-	}
-	if (o->pidfile) {
-		BSON_APPEND_DOCUMENT_BEGIN(d, "processManagement", &sub);
-		BSON_APPEND_UTF8(&sub, "pidFilePath", o->pidfile);
-		bson_append_document_end(d, &sub);
-	}
 	if (o->repl_set || o->oplog_size_mb) {
 		BSON_APPEND_DOCUMENT_BEGIN(d, "replication", &sub);
 		if (o->oplog_size_mb)
 			BSON_APPEND_INT32(&sub, "oplogSizeMB", (int32_t)o->oplog_size_mb);
 		if (o->repl_set)
-			BSON_APPEND_UTF8(&sub, "replSetName", o->repl_set);
+			BSON_APPEND_UTF8(&sub, "replSet", o->repl_set);
+		bson_append_document_end(d, &sub);
+	}
+	if (o->auth) {
+		BSON_APPEND_DOCUMENT_BEGIN(d, "security", &sub);
+		BSON_APPEND_UTF8(&sub, "authorization", "enabled");
+		if (o->key_file)
+			BSON_APPEND_UTF8(&sub, "keyFile", o->key_file);
+		bson_append_document_end(d, &sub);
+	}
+	if (o->enable_test_commands) {
+		BSON_APPEND_DOCUMENT_BEGIN(d, "setParameter", &sub);
+		BSON_APPEND_UTF8(&sub, "enableTestCommands", "1");
+		bson_append_document_end(d, &sub);
+	}
+	if (o->pidfile) {
+		BSON_APPEND_DOCUMENT_BEGIN(d, "processManagement", &sub);
+		BSON_APPEND_UTF8(&sub, "pidFilePath", o->pidfile);
 		bson_append_document_end(d, &sub);
 	}
 	BSON_APPEND_DOCUMENT_BEGIN(d, "storage", &sub);
@@ -497,8 +551,6 @@ static const struct flag {
 	const char *value;     /* a switch's value for name (NULL = "true") */
 } flags[] = {
 	{"--port", "net.port", true},
-	{"--replSet", "replication.replSetName", true},
-	{"--oplogSize", "replication.oplogSizeMB", true},
 	{"--bind_ip", "net.bindIp", true},
 	{"--bind_ip_all", "net.bindIpAll", false},
 	{"--ipv6", "net.ipv6", false},
@@ -513,6 +565,11 @@ static const struct flag {
 	{"--pidfilepath", "processManagement.pidFilePath", true},
 	{"--fork", "processManagement.fork", false},
 	{"--auth", "security.authorization", false},
+	{"--keyFile", "security.keyFile", true},
+	{"--replSet", "replication.replSetName", true},
+	{"--replSetAutoInitiate", "replication.autoInitiate", false},
+	{"--oplogSize", "replication.oplogSizeMB", true},
+	{"--setParameter", "setParameter", true},
 	{"--noauth", "security.noauth", false},
 	{"--tlsMode", "net.tls.mode", true},
 	{"--tlsCertificateKeyFile", "net.tls.certificateKeyFile", true},
@@ -611,6 +668,29 @@ log_error(int id, const char *msg, const terr_t *err)
 	bson_destroy(&attr);
 }
 
+/* --replSetAutoInitiate: replSetInitiate with the default configuration
+ * unless the set is initiated already (what `make run` uses). */
+static int
+auto_initiate(engine_t *engine)
+{
+	client_info_t ci = {0, NULL, true};
+	client_t *cl = client_new(engine, &ci);
+	bson_t cmd, reply;
+	terr_t err = TERR_INIT;
+	int rc;
+
+	bson_init(&cmd);
+	BSON_APPEND_INT32(&cmd, "replSetInitiate", 1);
+	rc = engine_run_command(engine, cl, "admin", &cmd, &reply, &err);
+	if (rc != 0 && rc != TERR_ALREADY_INITIALIZED)
+		log_error(21439, "replSetInitiate failed", &err);
+	bson_destroy(&cmd);
+	bson_destroy(&reply);
+	terr_clear(&err);
+	client_free(cl);
+	return rc == 0 || rc == TERR_ALREADY_INITIALIZED ? 0 : -1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -699,6 +779,7 @@ main(int argc, char **argv)
 	eo.auth = o.auth;
 	eo.repl_set_name = o.repl_set;
 	eo.oplog_size_mb = (double)o.oplog_size_mb;
+	eo.enable_test_commands = o.enable_test_commands;
 	eo.storage.cache_size = o.cache_size;
 	if (engine_open(o.dbpath, &eo, &engine, &err) != 0) {
 		log_error(20557, "DBException in initAndListen, terminating", &err);
@@ -747,6 +828,25 @@ main(int argc, char **argv)
 	}
 	proc.max_conns = server_max_conns(g_server);
 	cmd_admin_set_process(&proc);
+	if (o.repl_set != NULL) {
+		/* the member host this node answers at: the first bind address
+		 * (127.0.0.1 for "localhost" or all addresses) and the port */
+		char self[300], addr[256];
+		const char *b = o.bind_ip_all || o.bind_ip == NULL ? "127.0.0.1" : o.bind_ip;
+		size_t n = strcspn(b, ",");
+		if (n >= sizeof(addr))
+			n = sizeof(addr) - 1;
+		memcpy(addr, b, n);
+		addr[n] = '\0';
+		if (strcmp(addr, "0.0.0.0") == 0 || strcmp(addr, "localhost") == 0 || addr[0] == '/')
+			bson_strncpy(addr, "127.0.0.1", sizeof(addr));
+		snprintf(self, sizeof(self), "%s:%d", addr, server_port(g_server));
+		engine_set_self_host(engine, self);
+		if (o.auto_initiate && auto_initiate(engine) != 0) {
+			code = EXIT_UNCAUGHT;
+			goto out;
+		}
+	}
 	if (o.pidfile != NULL) {
 		FILE *pf = fopen(o.pidfile, "w");
 		if (pf != NULL) {
@@ -801,12 +901,13 @@ out:
 	bson_free(o.logpath);
 	bson_free(o.compressors);
 	bson_free(o.pidfile);
-	bson_free(o.repl_set);
 	bson_free(o.cache_size);
 	bson_free(o.tls_mode);
 	bson_free(o.tls_cert_key_file);
 	bson_free(o.tls_cert_key_password);
 	bson_free(o.tls_ca_file);
 	bson_free(o.unix_socket_prefix);
+	bson_free(o.repl_set);
+	bson_free(o.key_file);
 	return code;
 }

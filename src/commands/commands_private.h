@@ -38,6 +38,10 @@ struct engine {
 	 * oplog (repl/); both NULL for a standalone. */
 	repl_clock_t *clock;
 	repl_oplog_t *oplog;
+	/* replica-set mode (opts.repl_set_name set; cmd_repl.c): the set's
+	 * identity and state, NULL on a standalone; the cluster-time keys */
+	struct repl_set *rs;
+	struct cluster_keys *keys;
 };
 
 struct client {
@@ -54,6 +58,7 @@ struct client {
 	int64_t lsid_seen_ms;
 	uint64_t lsid_seen_gen;
 	bool has_auth;                   /* the auth layer keeps state for it (auth_client_get) */
+	bool close_requested;            /* failCommand closeConnection: the server closes instead of replying */
 };
 
 /* A client in memory the caller owns (the embedded API's, on its stack):

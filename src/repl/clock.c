@@ -118,7 +118,7 @@ repl_clock_advance(repl_clock_t *clk, repl_ts_t ts, terr_t *err)
 	if ((int64_t)repl_ts_secs(ts) - (int64_t)wall > REPL_CLOCK_MAX_DRIFT_SECS) {
 		pthread_mutex_unlock(&clk->lock);
 		return terr_set(err, REPL_CODE_CLUSTER_TIME_FAILS_RATE_LIMITER,
-		    "New cluster time, %u, is too far from this node's wall clock time, %u.",
+		    "New clusterTime, %u, is too far from this node's wall clock time, %u.",
 		    repl_ts_secs(ts), wall);
 	}
 	if (ts > clk->now)

@@ -63,8 +63,8 @@ typedef struct sess_ctx {
 	bson_t *lsid;              /* bson_copy'd */
 	int64_t txn_number;
 	int32_t stmt;              /* < 0: none */
-	repl_optime_t prev;        /* committed: the last entry of this session info */
-	repl_optime_t chain;       /* inside the open transaction */
+	repl_oplog_optime_t prev;        /* committed: the last entry of this session info */
+	repl_oplog_optime_t chain;       /* inside the open transaction */
 	bool wrote;
 	bool replacement;
 	bool collect;
@@ -76,7 +76,7 @@ typedef struct sess_ctx {
 /* ---- small helpers -------------------------------------------------------- */
 
 void
-repl_optime_append(bson_t *out, const char *key, repl_optime_t ot)
+repl_oplog_optime_append(bson_t *out, const char *key, repl_oplog_optime_t ot)
 {
 	bson_t d;
 
@@ -511,7 +511,7 @@ stamp(repl_oplog_t *o, storage_session_t *s, uint32_t n, repl_ts_t *first, terr_
  * at RecordId ts. */
 static int
 entry_write(repl_oplog_t *o, storage_session_t *s, storage_coll_t *c, sess_ctx_t *ctx, const bson_t *body,
-            repl_ts_t ts, int64_t t, int32_t stmt, repl_optime_t *prev, terr_t *err)
+            repl_ts_t ts, int64_t t, int32_t stmt, repl_oplog_optime_t *prev, terr_t *err)
 {
 	bson_t e;
 	int ret;
@@ -529,7 +529,7 @@ entry_write(repl_oplog_t *o, storage_session_t *s, storage_coll_t *c, sess_ctx_t
 	bson_append_int64(&e, "v", 1, 2);
 	bson_append_date_time(&e, "wall", 4, now_ms());
 	if (ctx != NULL && ctx->has_info && prev != NULL)
-		repl_optime_append(&e, "prevOpTime", *prev);
+		repl_oplog_optime_append(&e, "prevOpTime", *prev);
 	(void)o;
 	ret = storage_doc_insert_at(s, c, (recid_t)ts, &e, err);
 	bson_destroy(&e);
@@ -550,11 +550,11 @@ log_bodies(repl_oplog_t *o, storage_session_t *s, sess_ctx_t *ctx, bson_t *bodie
 	ERR(stamp(o, s, (uint32_t)n, &first, err));
 	t = term_of(o);
 	for (int i = 0; i < n; i++) {
-		repl_optime_t prev = ctx != NULL ? ctx->chain : REPL_OPTIME_NULL;
+		repl_oplog_optime_t prev = ctx != NULL ? ctx->chain : REPL_OPLOG_OPTIME_NULL;
 		ERR(entry_write(o, s, c, ctx, &bodies[i], first + (repl_ts_t)i, t, ctx != NULL ? ctx->stmt : -1,
 		    &prev, err));
 		if (ctx != NULL && ctx->has_info) {
-			ctx->chain = (repl_optime_t){first + (repl_ts_t)i, t};
+			ctx->chain = (repl_oplog_optime_t){first + (repl_ts_t)i, t};
 			ctx->wrote = true;
 		}
 	}
@@ -594,7 +594,7 @@ ctx_of(storage_session_t *s, bool create)
 	if (ctx == NULL && create) {
 		ctx = bson_malloc0(sizeof(*ctx));
 		ctx->stmt = -1;
-		ctx->prev = ctx->chain = REPL_OPTIME_NULL;
+		ctx->prev = ctx->chain = REPL_OPLOG_OPTIME_NULL;
 		storage_session_set_observer_ctx(s, ctx, ctx_free);
 	}
 	return ctx;
@@ -665,7 +665,7 @@ on_commit(void *arg, storage_session_t *s, terr_t *err)
 	t = term_of(o);
 	for (int e = 0, from = 0; e < nent; from = ends[e], e++) {
 		bson_t body, ob, arr;
-		repl_optime_t prev = ctx->chain;
+		repl_oplog_optime_t prev = ctx->chain;
 		char key[16];
 
 		bson_init(&body);
@@ -687,7 +687,7 @@ on_commit(void *arg, storage_session_t *s, terr_t *err)
 		bson_destroy(&body);
 		if (ret != 0)
 			goto err;
-		ctx->chain = (repl_optime_t){first + (repl_ts_t)e, t};
+		ctx->chain = (repl_oplog_optime_t){first + (repl_ts_t)e, t};
 		ctx->wrote = true;
 	}
 err:
@@ -749,10 +749,10 @@ repl_oplog_wait_visible(repl_oplog_t *o, repl_ts_t ts, int64_t timeout_ms)
 }
 
 /* The newest entry <= limit: its opTime ({0, -1} when none). */
-static repl_optime_t
+static repl_oplog_optime_t
 newest_entry(repl_oplog_t *o, storage_session_t *s, repl_ts_t limit)
 {
-	repl_optime_t ot = REPL_OPTIME_NULL;
+	repl_oplog_optime_t ot = REPL_OPLOG_OPTIME_NULL;
 	storage_coll_t *c = coll_get(o);
 	storage_cursor_t *cur = NULL;
 	recid_t rid;
@@ -776,17 +776,17 @@ newest_entry(repl_oplog_t *o, storage_session_t *s, repl_ts_t limit)
 	return ot;
 }
 
-repl_optime_t
+repl_oplog_optime_t
 repl_oplog_last_optime(repl_oplog_t *o)
 {
 	storage_session_t *s;
-	repl_optime_t ot;
+	repl_oplog_optime_t ot;
 	repl_ts_t vis = repl_oplog_visible(o);
 
 	if (!atomic_load(&o->exists) || vis == 0)
-		return REPL_OPTIME_NULL;
+		return REPL_OPLOG_OPTIME_NULL;
 	if ((s = storage_session_pool_get(o->st, NULL)) == NULL)
-		return REPL_OPTIME_NULL;
+		return REPL_OPLOG_OPTIME_NULL;
 	ot = newest_entry(o, s, vis);
 	storage_session_pool_put(o->st, s);
 	return ot;
@@ -984,7 +984,7 @@ repl_oplog_open(storage_t *st, repl_clock_t *clock, const repl_oplog_options_t *
 	    : default_bytes(opts != NULL ? opts : &o->opts)));
 	if (storage_coll_get(st, REPL_OPLOG_DB, REPL_OPLOG_COLL, &c, NULL) == 0) {
 		storage_session_t *s = storage_session_pool_get(st, err);
-		repl_optime_t last;
+		repl_oplog_optime_t last;
 		int64_t sz = options_size(c);
 
 		if (s == NULL) {
@@ -1066,7 +1066,7 @@ append_size(bson_t *b, int64_t bytes)
 }
 
 int
-repl_oplog_create(repl_oplog_t *o, const bson_t *msg, bool *created, repl_optime_t *at, terr_t *err)
+repl_oplog_create(repl_oplog_t *o, const bson_t *msg, bool *created, repl_oplog_optime_t *at, terr_t *err)
 {
 	storage_coll_t *c = NULL;
 	storage_session_t *s;
@@ -1076,7 +1076,7 @@ repl_oplog_create(repl_oplog_t *o, const bson_t *msg, bool *created, repl_optime
 	if (created != NULL)
 		*created = false;
 	if (at != NULL)
-		*at = REPL_OPTIME_NULL;
+		*at = REPL_OPLOG_OPTIME_NULL;
 	if (atomic_load(&o->exists))
 		goto done;
 	bson_append_bool(&opts, "capped", 6, true);
@@ -1115,7 +1115,7 @@ done:
 typedef struct noop_arg {
 	repl_oplog_t *o;
 	const bson_t *obj;
-	repl_optime_t at;
+	repl_oplog_optime_t at;
 } noop_arg_t;
 
 static int
@@ -1136,7 +1136,7 @@ noop_fn(storage_session_t *s, void *p, terr_t *err)
 	ERR(stamp(a->o, s, 1, &ts, err));
 	t = term_of(a->o);
 	ERR(entry_write(a->o, s, c, NULL, &body, ts, t, -1, NULL, err));
-	a->at = (repl_optime_t){ts, t};
+	a->at = (repl_oplog_optime_t){ts, t};
 err:
 	bson_destroy(&body);
 	storage_coll_release(c);
@@ -1144,9 +1144,9 @@ err:
 }
 
 int
-repl_oplog_noop(repl_oplog_t *o, storage_session_t *s, const bson_t *obj, repl_optime_t *at, terr_t *err)
+repl_oplog_noop(repl_oplog_t *o, storage_session_t *s, const bson_t *obj, repl_oplog_optime_t *at, terr_t *err)
 {
-	noop_arg_t a = {o, obj, REPL_OPTIME_NULL};
+	noop_arg_t a = {o, obj, REPL_OPLOG_OPTIME_NULL};
 
 	if (!atomic_load(&o->exists))
 		return terr_set(err, TERR_ILLEGAL_OPERATION, "the oplog does not exist");
@@ -1306,7 +1306,7 @@ err:
 
 int
 repl_oplog_session_set(repl_oplog_t *o, storage_session_t *s, const bson_t *lsid, int64_t txn_number,
-                       repl_optime_t prev, terr_t *err)
+                       repl_oplog_optime_t prev, terr_t *err)
 {
 	sess_ctx_t *ctx;
 
@@ -1333,12 +1333,12 @@ repl_oplog_session_set_stmt(storage_session_t *s, int32_t stmt_id)
 	ctx->stmt = stmt_id < 0 ? -1 : stmt_id;
 }
 
-repl_optime_t
+repl_oplog_optime_t
 repl_oplog_session_last(storage_session_t *s)
 {
 	sess_ctx_t *ctx = ctx_of(s, false);
 
-	return ctx != NULL && ctx->has_info ? ctx->prev : REPL_OPTIME_NULL;
+	return ctx != NULL && ctx->has_info ? ctx->prev : REPL_OPLOG_OPTIME_NULL;
 }
 
 void
@@ -1353,7 +1353,7 @@ repl_oplog_session_clear(storage_session_t *s)
 	ctx->lsid = NULL;
 	ctx->has_info = false;
 	ctx->stmt = -1;
-	ctx->prev = ctx->chain = REPL_OPTIME_NULL;
+	ctx->prev = ctx->chain = REPL_OPLOG_OPTIME_NULL;
 	ctx->collect = false;
 	ctx->replacement = false;
 	ctx_ops_clear(ctx);

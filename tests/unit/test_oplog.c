@@ -75,7 +75,7 @@ test_clock(void)
 	fake_wall = 1001;
 	TT_ASSERT(repl_clock_advance(clk, REPL_TS(1001 + 365 * 24 * 3600 + 1, 1), &err) != 0);
 	TT_EQ_INT(err.code, 262);
-	TT_EQ_STR(err.msg, "New cluster time, 31537002, is too far from this node's wall clock time, 1001.");
+	TT_EQ_STR(err.msg, "New clusterTime, 31537002, is too far from this node's wall clock time, 1001.");
 	terr_clear(&err);
 	TT_ASSERT(repl_clock_now(clk) == REPL_TS(4000, 9));
 	TT_ASSERT(repl_clock_reserve(clk, 0, &a, &err) != 0);
@@ -189,10 +189,20 @@ rs_open(rs_t *r, const char *dir, double size_mb, bool initiate)
 		return false;
 	}
 	r->cl = client_new(r->e, NULL);
-	if (initiate && repl_oplog_create(engine_oplog(r->e), NULL, NULL, NULL, &err) != 0) {
-		fprintf(stderr, "repl_oplog_create: %s\n", err.msg);
-		terr_clear(&err);
-		return false;
+	engine_set_self_host(r->e, "127.0.0.1:27017");
+	if (initiate) {
+		/* replSetInitiate (replset) creates the oplog (repl_oplog_create) */
+		bson_t *cmd = tt_json("{\"replSetInitiate\": {}}"), *reply = tm_bson_array_new(1);
+		int rc = engine_run_command(r->e, r->cl, "admin", cmd, reply, NULL);
+		if (rc != 0) {
+			char *j = bson_as_relaxed_extended_json(reply, NULL);
+			fprintf(stderr, "replSetInitiate: %s\n", j);
+			bson_free(j);
+		}
+		bson_destroy(cmd);
+		tt_free_reply(reply);
+		if (rc != 0)
+			return false;
 	}
 	return true;
 }
@@ -314,9 +324,28 @@ test_standalone_and_uninitiated(void)
 	TT_EQ_INT(engine_open(dir, &o, &e, &err), 0);
 	TT_ASSERT(engine_oplog(e) == NULL && engine_clock(e) == NULL);
 	engine_close(e);
-	/* --replSet before initiation: nothing is logged, no oplog exists */
+	/* --replSet before initiation: writes are refused (replset), no oplog
+	 * exists; a write straight to storage is not logged */
 	TT_ASSERT(rs_open(&r, dir, 0, false));
-	rs_ok(&r, "shop", "{'insert': 'items', 'documents': [{'_id': 1}]}");
+	{
+		int rc;
+		bson_t *rep = rs_cmd(&r, "shop", "{'insert': 'items', 'documents': [{'_id': 1}]}", &rc);
+		TT_EQ_INT(rc, 10107);
+		tt_free_reply(rep);
+	}
+	{
+		storage_t *st = engine_storage(r.e);
+		storage_session_t *s = client_session(r.cl, NULL);
+		bson_t *d = tt_json("{\"_id\": 1}");
+		TT_EQ_INT(storage_coll_create(st, s, "shop", "items", NULL, NULL), 0);
+		TT_EQ_INT(storage_coll_get(st, "shop", "items", &c, NULL), 0);
+		TT_EQ_INT(storage_txn_begin(s, NULL), 0);
+		TT_EQ_INT(storage_doc_insert(s, c, d, NULL, NULL), 0);
+		TT_EQ_INT(storage_txn_commit(s, false, NULL), 0);
+		storage_coll_release(c);
+		c = NULL;
+		bson_destroy(d);
+	}
 	TT_ASSERT(!repl_oplog_exists(engine_oplog(r.e)));
 	TT_EQ_INT(storage_coll_get(engine_storage(r.e), "local", "oplog.rs", &c, NULL), TERR_NAMESPACE_NOT_FOUND);
 	/* the default size: at least 990 MB */
@@ -701,7 +730,7 @@ last_entry(rs_t *r)
 {
 	storage_session_t *s = client_session(r->cl, NULL);
 	bson_t *e = tm_bson_array_new(1);
-	repl_optime_t ot = repl_oplog_last_optime(engine_oplog(r->e));
+	repl_oplog_optime_t ot = repl_oplog_last_optime(engine_oplog(r->e));
 
 	TT_EQ_INT(repl_oplog_find(engine_oplog(r->e), s, ot.ts, e, NULL), 0);
 	return e;
@@ -751,7 +780,7 @@ test_transaction_applyops(void)
 	TT_ASSERT(repl_oplog_txn_collect(op, s, &err) != 0);
 	TT_EQ_INT(err.code, 20);
 	terr_clear(&err);
-	TT_EQ_INT(repl_oplog_session_set(op, s, lsid, 5, REPL_OPTIME_NULL, NULL), 0);
+	TT_EQ_INT(repl_oplog_session_set(op, s, lsid, 5, REPL_OPLOG_OPTIME_NULL, NULL), 0);
 	TT_EQ_INT(storage_txn_begin(s, NULL), 0);
 	TT_EQ_INT(repl_oplog_txn_collect(op, s, NULL), 0);
 	for (int k = 1; k <= 3; k++) {
@@ -800,7 +829,7 @@ test_transaction_applyops(void)
 	{
 		size_t big = 4u * 1024 * 1024;
 		char *fill = bson_malloc(big + 1);
-		repl_optime_t before = repl_oplog_session_last(s);
+		repl_oplog_optime_t before = repl_oplog_session_last(s);
 		memset(fill, 'z', big);
 		fill[big] = '\0';
 		TT_EQ_INT(repl_oplog_session_set(op, s, lsid, 6, before, NULL), 0);
@@ -887,7 +916,7 @@ test_retryable_session_info(void)
 	bson_t *lsid = tt_json("{\"id\": {\"$binary\": {\"base64\": \"AAAAAAAAQACAAAAAAAAAAg==\", \"subType\": \"04\"}}}");
 	repl_oplog_t *op;
 	retry_arg_t a;
-	repl_optime_t last;
+	repl_oplog_optime_t last;
 	bson_t *e = tm_bson_array_new(1);
 	bson_iter_t it;
 	uint32_t t, i;
@@ -897,7 +926,7 @@ test_retryable_session_info(void)
 	rs_ok(&r, "shop", "{'create': 'items'}");
 	TT_EQ_INT(storage_coll_get(engine_storage(r.e), "shop", "items", &c, NULL), 0);
 	TT_EQ_INT(storage_session_open(engine_storage(r.e), &s, NULL), 0);
-	TT_EQ_INT(repl_oplog_session_set(op, s, lsid, 7, REPL_OPTIME_NULL, NULL), 0);
+	TT_EQ_INT(repl_oplog_session_set(op, s, lsid, 7, REPL_OPLOG_OPTIME_NULL, NULL), 0);
 	TT_ASSERT(repl_oplog_session_last(s).ts == 0 && repl_oplog_session_last(s).t == -1);
 	a.c = c;
 	TT_EQ_INT(storage_txn_run(s, retry_fn, &a, false, NULL), 0);
@@ -946,7 +975,7 @@ test_truncate_and_resize(void)
 	repl_oplog_t *op;
 	storage_coll_t *oc = NULL;
 	int64_t removed = -1, count = 0, size = 0, ss = 0;
-	repl_optime_t newest;
+	repl_oplog_optime_t newest;
 	terr_t err = TERR_INIT;
 	repl_oplog_cursor_t *cur = NULL;
 	bson_t e;
@@ -1018,14 +1047,14 @@ test_restart_resumes_clock(void)
 {
 	char *dir = tt_tmpdir("oplog-restart");
 	rs_t r;
-	repl_optime_t before;
+	repl_oplog_optime_t before;
 	bson_t *e;
 	bson_iter_t it;
 	uint32_t t, i;
 
 	TT_ASSERT(rs_open(&r, dir, 0, true));
 	rs_ok(&r, "shop", "{'insert': 'items', 'documents': [{'_id': 1}, {'_id': 2}]}");
-	before = last_ts(&r) ? repl_oplog_last_optime(engine_oplog(r.e)) : REPL_OPTIME_NULL;
+	before = last_ts(&r) ? repl_oplog_last_optime(engine_oplog(r.e)) : REPL_OPLOG_OPTIME_NULL;
 	rs_close(&r, false);
 	TT_ASSERT(rs_open(&r, dir, 0, false));
 	TT_ASSERT(repl_oplog_exists(engine_oplog(r.e)));
