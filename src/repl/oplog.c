@@ -278,8 +278,12 @@ body_drop(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
 	bson_append_document_begin(&body[0], "o", 1, &o);
 	bson_append_utf8(&o, "drop", 4, op->coll->name, -1);
 	bson_append_document_end(&body[0], &o);
+	/* mongod's appendNumber: an int while it fits in 30 bits */
 	bson_append_document_begin(&body[0], "o2", 2, &o);
-	bson_append_int64(&o, "numRecords", 10, op->num_records);
+	if (op->num_records > -(1LL << 30) && op->num_records < (1LL << 30))
+		bson_append_int32(&o, "numRecords", 10, (int32_t)op->num_records);
+	else
+		bson_append_int64(&o, "numRecords", 10, op->num_records);
 	bson_append_document_end(&body[0], &o);
 	return 1;
 }

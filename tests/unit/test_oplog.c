@@ -1018,6 +1018,20 @@ test_truncate_and_resize(void)
 	    "Last seen record id: RecordId(", 101) == 0);
 	terr_clear(&err);
 	repl_oplog_cursor_close(cur);
+	/* replSetResizeOplog: IDL doubles with validators */
+	rep = rs_cmd(&r, "admin", "{'replSetResizeOplog': 1, 'size': 1000}", &rc);
+	TT_EQ_INT(rc, 14);
+	TT_EQ_STR(tt_get_str(rep, "errmsg"),
+	    "BSON field 'replSetResizeOplog.size' is the wrong type 'int', expected type 'double'");
+	tt_free_reply(rep);
+	rep = rs_cmd(&r, "admin", "{'replSetResizeOplog': 1, 'size': 2e9}", &rc);
+	TT_EQ_INT(rc, 2);
+	TT_EQ_STR(tt_get_str(rep, "errmsg"),
+	    "BSON field 'replSetResizeOplog.size' value must be <= 1073741824, actual value '2e+09'");
+	tt_free_reply(rep);
+	rep = rs_cmd(&r, "admin", "{'replSetResizeOplog': 1}", &rc);
+	TT_EQ_INT(rc, 0);
+	tt_free_reply(rep);
 	/* resize: mongod's bounds; the size is kept in the catalog options */
 	TT_ASSERT(repl_oplog_resize(op, 989, -1, &err) != 0);
 	TT_EQ_INT(err.code, 2);
