@@ -37,18 +37,23 @@ out=$("$MONGOSH" "$URI" --quiet --norc --eval 'rs.initiate().ok' 2>&1)
 [ "$out" = "1" ] && ok "rs.initiate()" || nok "rs.initiate(): $out"
 sleep 1
 
-# a writer that never stops by itself
+# a writer that never stops by itself; it reports its progress
 "$MONGOSH" "$URI" --quiet --norc --eval '
+	for (let i = 0; i < 200 && !db.hello().isWritablePrimary; i++) sleep(50);
 	const c = db.getSiblingDB("shop").items;
 	for (let k = 0; ; k++) {
-		try {
-			c.insertMany([{_id: 2 * k, n: 0}, {_id: 2 * k + 1, n: 0}]);
-			if (k % 20 === 0) c.updateMany({}, {$inc: {n: 1}});
-		} catch (e) { quit(0); }
-	}' >/dev/null 2>&1 &
+		c.insertMany([{_id: 2 * k, n: 0}, {_id: 2 * k + 1, n: 0}]);
+		if (k % 20 === 0) c.updateMany({}, {$inc: {n: 1}});
+		if (k % 50 === 0) print(k);
+	}' >"$WORK/writer.out" 2>&1 &
 WPID=$!
 PIDS+=("$WPID")
-sleep 2
+# kill once it has written a few hundred documents
+for _ in $(seq 1 300); do
+	last=$(tail -n 1 "$WORK/writer.out" 2>/dev/null)
+	case $last in ''|*[!0-9]*) ;; *) [ "$last" -ge 150 ] && break ;; esac
+	sleep 0.1
+done
 kill -9 "$PID"
 wait "$PID" 2>/dev/null
 kill -9 "$WPID" 2>/dev/null
