@@ -50,6 +50,10 @@ struct repl_oplog {
 	atomic_ullong stable;          /* last stable_timestamp set */
 	atomic_llong max_bytes;
 	double min_retention_hours;    /* under coll_lock */
+	/* the newest committed entry's opTime (hello's lastWrite without a
+	 * scan), under last_lock */
+	pthread_mutex_t last_lock;
+	repl_oplog_optime_t last;
 	/* background thread */
 	pthread_t thread;
 	bool running, stopping;
@@ -66,6 +70,7 @@ typedef struct sess_ctx {
 	repl_oplog_optime_t prev;        /* committed: the last entry of this session info */
 	repl_oplog_optime_t chain;       /* inside the open transaction */
 	bool wrote;
+	repl_oplog_optime_t txn_last;   /* the newest entry the open transaction wrote */
 	bool replacement;
 	bool collect;
 	bson_t **ops;              /* collect mode: the transaction's operations (bson_new'd) */
@@ -540,6 +545,18 @@ entry_write(repl_oplog_t *o, storage_session_t *s, storage_coll_t *c, sess_ctx_t
 	return ret;
 }
 
+static sess_ctx_t *ctx_of(storage_session_t *s, bool create);
+
+/* Remember the newest entry s's transaction wrote (published at commit). */
+static void
+note_written(storage_session_t *s, repl_ts_t ts, int64_t t)
+{
+	sess_ctx_t *ctx = ctx_of(s, true);
+
+	if (ts > ctx->txn_last.ts)
+		ctx->txn_last = (repl_oplog_optime_t){ts, t};
+}
+
 /* Log bodies as consecutive entries in s's transaction. */
 static int
 log_bodies(repl_oplog_t *o, storage_session_t *s, sess_ctx_t *ctx, bson_t *bodies, int n, terr_t *err)
@@ -557,6 +574,7 @@ log_bodies(repl_oplog_t *o, storage_session_t *s, sess_ctx_t *ctx, bson_t *bodie
 		repl_oplog_optime_t prev = ctx != NULL ? ctx->chain : REPL_OPLOG_OPTIME_NULL;
 		ERR(entry_write(o, s, c, ctx, &bodies[i], first + (repl_ts_t)i, t, ctx != NULL ? ctx->stmt : -1,
 		    &prev, err));
+		note_written(s, first + (repl_ts_t)i, t);
 		if (ctx != NULL && ctx->has_info) {
 			ctx->chain = (repl_oplog_optime_t){first + (repl_ts_t)i, t};
 			ctx->wrote = true;
@@ -693,6 +711,7 @@ on_commit(void *arg, storage_session_t *s, terr_t *err)
 			goto err;
 		ctx->chain = (repl_oplog_optime_t){first + (repl_ts_t)e, t};
 		ctx->wrote = true;
+		note_written(s, first + (repl_ts_t)e, t);
 	}
 err:
 	bson_free(ends);
@@ -703,11 +722,18 @@ err:
 static void
 on_end(void *arg, storage_session_t *s, bool committed)
 {
+	repl_oplog_t *o = arg;
 	sess_ctx_t *ctx = ctx_of(s, false);
 
-	(void)arg;
 	if (ctx == NULL)
 		return;
+	if (committed && ctx->txn_last.ts != 0) {
+		pthread_mutex_lock(&o->last_lock);
+		if (ctx->txn_last.ts > o->last.ts)
+			o->last = ctx->txn_last;
+		pthread_mutex_unlock(&o->last_lock);
+	}
+	ctx->txn_last = (repl_oplog_optime_t){0, 0};
 	if (committed && ctx->wrote)
 		ctx->prev = ctx->chain;
 	else
@@ -789,6 +815,12 @@ repl_oplog_last_optime(repl_oplog_t *o)
 
 	if (!atomic_load(&o->exists) || vis == 0)
 		return REPL_OPLOG_OPTIME_NULL;
+	/* usually the newest committed entry is visible: no scan */
+	pthread_mutex_lock(&o->last_lock);
+	ot = o->last;
+	pthread_mutex_unlock(&o->last_lock);
+	if (ot.ts != 0 && ot.ts <= vis)
+		return ot;
 	if ((s = storage_session_pool_get(o->st, NULL)) == NULL)
 		return REPL_OPLOG_OPTIME_NULL;
 	ot = newest_entry(o, s, vis);
@@ -979,6 +1011,7 @@ repl_oplog_open(storage_t *st, repl_clock_t *clock, const repl_oplog_options_t *
 	o->opts.dbpath = NULL;      /* borrowed only for the default size below */
 	pthread_mutex_init(&o->stamp_lock, NULL);
 	pthread_mutex_init(&o->coll_lock, NULL);
+	pthread_mutex_init(&o->last_lock, NULL);
 	pthread_mutex_init(&o->thr_lock, NULL);
 	pthread_cond_init(&o->thr_cond, NULL);
 	atomic_init(&o->exists, false);
@@ -1007,6 +1040,7 @@ repl_oplog_open(storage_t *st, repl_clock_t *clock, const repl_oplog_options_t *
 		if (last.ts != 0) {
 			repl_clock_recover(clock, last.ts);
 			atomic_store(&o->recovered, last.ts);
+			o->last = last;
 			move_timestamps(o);
 		}
 	}
@@ -1037,6 +1071,7 @@ repl_oplog_close(repl_oplog_t *o)
 	coll_set(o, NULL);
 	pthread_mutex_destroy(&o->stamp_lock);
 	pthread_mutex_destroy(&o->coll_lock);
+	pthread_mutex_destroy(&o->last_lock);
 	pthread_mutex_destroy(&o->thr_lock);
 	pthread_cond_destroy(&o->thr_cond);
 	bson_free(o);
@@ -1140,6 +1175,7 @@ noop_fn(storage_session_t *s, void *p, terr_t *err)
 	ERR(stamp(a->o, s, 1, &ts, err));
 	t = term_of(a->o);
 	ERR(entry_write(a->o, s, c, NULL, &body, ts, t, -1, NULL, err));
+	note_written(s, ts, t);
 	a->at = (repl_oplog_optime_t){ts, t};
 err:
 	bson_destroy(&body);
