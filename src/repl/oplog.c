@@ -1241,6 +1241,9 @@ repl_oplog_scan_open(repl_oplog_t *o, storage_session_t *s, repl_ts_t after, rep
 		repl_oplog_cursor_close(cur);
 		return -1;
 	}
+	/* RecordId = ts: start right after `after`, not from the oldest */
+	if (after != 0)
+		storage_cursor_seek_after(cur->cur, (recid_t)after);
 	cur->s = s;
 	*out = cur;
 	return 0;

@@ -920,6 +920,7 @@ test_retryable_session_info(void)
 	bson_t *e = tm_bson_array_new(1);
 	bson_iter_t it;
 	uint32_t t, i;
+	repl_ts_t first_stmt;
 
 	TT_ASSERT(rs_open(&r, dir, 0, true));
 	op = engine_oplog(r.e);
@@ -939,6 +940,7 @@ test_retryable_session_info(void)
 	/* the chain: the second statement's prevOpTime is the first's */
 	TT_ASSERT(tt_get(e, "prevOpTime.ts", &it));
 	bson_iter_timestamp(&it, &t, &i);
+	first_stmt = REPL_TS(t, i);
 	tt_free_reply(e);
 	e = tm_bson_array_new(1);
 	TT_EQ_INT(repl_oplog_find(op, s, REPL_TS(t, i), e, NULL), 0);
@@ -948,6 +950,16 @@ test_retryable_session_info(void)
 	TT_ASSERT(t == 0 && i == 0);
 	TT_EQ_INT(tt_get_i64(e, "prevOpTime.t"), -1);
 	tt_free_reply(e);
+	/* a scan from a ts starts right after it */
+	{
+		repl_oplog_cursor_t *cur = NULL;
+		bson_t ent;
+		TT_EQ_INT(repl_oplog_scan_open(op, s, first_stmt, &cur, NULL), 0);
+		TT_EQ_INT(repl_oplog_cursor_next(cur, &ent, NULL), 1);
+		TT_EQ_INT(tt_get_i64(&ent, "stmtId"), 1);
+		TT_EQ_INT(repl_oplog_cursor_next(cur, &ent, NULL), 0);
+		repl_oplog_cursor_close(cur);
+	}
 	/* unknown ts */
 	e = tm_bson_array_new(1);
 	TT_EQ_INT(repl_oplog_find(op, s, REPL_TS(1, 1), e, NULL), 1);
