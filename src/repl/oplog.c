@@ -843,12 +843,42 @@ move_timestamps(repl_oplog_t *o)
 		atomic_store(&o->stable, vis);
 }
 
+/* The periodic no-op: only when nothing was logged since the last look. */
+static void
+periodic_noop(repl_oplog_t *o, repl_ts_t *seen)
+{
+	storage_session_t *s;
+	repl_ts_t last;
+	bson_t msg = BSON_INITIALIZER;
+
+	pthread_mutex_lock(&o->last_lock);
+	last = o->last.ts;
+	pthread_mutex_unlock(&o->last_lock);
+	if (last != *seen) {
+		*seen = last;
+		return;
+	}
+	if (o->opts.primary != NULL && !o->opts.primary(o->opts.term_arg))
+		return;
+	if ((s = storage_session_pool_get(o->st, NULL)) == NULL)
+		return;
+	bson_append_utf8(&msg, "msg", 3, "periodic noop", -1);
+	(void)repl_oplog_noop(o, s, &msg, NULL, NULL);
+	storage_session_pool_put(o->st, s);
+	bson_destroy(&msg);
+	pthread_mutex_lock(&o->last_lock);
+	*seen = o->last.ts;
+	pthread_mutex_unlock(&o->last_lock);
+}
+
 static void *
 thread_main(void *arg)
 {
 	repl_oplog_t *o = arg;
 	int interval = o->opts.truncate_interval_ms > 0 ? o->opts.truncate_interval_ms : 1000;
-	int64_t since = 0;
+	int64_t noop_ms = o->opts.noop_interval_secs == 0 ? 10000 : (int64_t)o->opts.noop_interval_secs * 1000;
+	int64_t since = 0, since_noop = 0;
+	repl_ts_t seen = 0;
 
 	tlog_set_ctx("OplogThread");
 	pthread_mutex_lock(&o->thr_lock);
@@ -866,6 +896,11 @@ thread_main(void *arg)
 		pthread_mutex_unlock(&o->thr_lock);
 		move_timestamps(o);
 		since += TICK_MS;
+		since_noop += TICK_MS;
+		if (noop_ms > 0 && since_noop >= noop_ms && atomic_load(&o->exists)) {
+			since_noop = 0;
+			periodic_noop(o, &seen);
+		}
 		if (since >= interval && atomic_load(&o->exists)) {
 			terr_t err = TERR_INIT;
 			since = 0;

@@ -87,6 +87,13 @@ typedef struct repl_oplog_options {
 	void *term_arg;
 	/* Truncation thread: how often it checks the size (ms; 0 = 1000). */
 	int truncate_interval_ms;
+	/* mongod's periodic no-op writer (periodicNoopIntervalSecs): every
+	 * this many seconds (0 = 10, < 0 = never) the thread writes {op: 'n',
+	 * o: {msg: "periodic noop"}} when no entry was written since its last
+	 * look, while primary(term_arg) says this node is primary (NULL:
+	 * always), so the cluster time readers see keeps moving. */
+	int noop_interval_secs;
+	bool (*primary)(void *arg);
 	/* For the default size: the data folder (free disk space), or an
 	 * in-memory engine (physical memory).  dbpath may be NULL (then the
 	 * default is the lower bound). */

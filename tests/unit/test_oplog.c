@@ -1204,6 +1204,65 @@ test_kill9_agree(void)
 	bson_free(dir);
 }
 
+/* The periodic no-op writer: an idle oplog gets {msg: "periodic noop"}
+ * entries, a busy one none (straight on storage, no engine). */
+static int
+count_noops(repl_oplog_t *op, storage_session_t *s)
+{
+	repl_oplog_cursor_t *cur = NULL;
+	bson_t e;
+	int n = 0;
+
+	TT_EQ_INT(repl_oplog_scan_open(op, s, 0, &cur, NULL), 0);
+	while (repl_oplog_cursor_next(cur, &e, NULL) == 1)
+		if (strcmp(tt_get_str(&e, "o.msg"), "periodic noop") == 0)
+			n++;
+	repl_oplog_cursor_close(cur);
+	return n;
+}
+
+static void
+test_periodic_noop(void)
+{
+	char *dir = tt_tmpdir("oplog-noop");
+	storage_options_t so = {.create = true};
+	storage_t *st = NULL;
+	storage_session_t *s = NULL;
+	storage_coll_t *c = NULL;
+	repl_clock_t *clk = repl_clock_new();
+	repl_oplog_t *op = NULL;
+	repl_oplog_options_t oo = {.size_mb = 1, .noop_interval_secs = 1};
+	int idle;
+
+	TT_EQ_INT(storage_open(dir, &so, &st, NULL), 0);
+	TT_EQ_INT(repl_oplog_open(st, clk, &oo, &op, NULL), 0);
+	TT_EQ_INT(repl_oplog_create(op, NULL, NULL, NULL, NULL), 0);
+	TT_EQ_INT(storage_session_open(st, &s, NULL), 0);
+	usleep(2600 * 1000);
+	idle = count_noops(op, s);
+	TT_ASSERT(idle >= 1 && idle <= 3);
+	TT_EQ_INT(storage_coll_create(st, s, "shop", "items", NULL, NULL), 0);
+	TT_EQ_INT(storage_coll_get(st, "shop", "items", &c, NULL), 0);
+	for (int k = 0; k < 15; k++) {
+		bson_t d = BSON_INITIALIZER;
+		BSON_APPEND_INT32(&d, "_id", k);
+		TT_EQ_INT(storage_txn_begin(s, NULL), 0);
+		TT_EQ_INT(storage_doc_insert(s, c, &d, NULL, NULL), 0);
+		TT_EQ_INT(storage_txn_commit(s, false, NULL), 0);
+		bson_destroy(&d);
+		usleep(150 * 1000);
+	}
+	/* at most the one a check right before the first write could have made */
+	TT_ASSERT(count_noops(op, s) <= idle + 1);
+	storage_coll_release(c);
+	storage_session_close(s);
+	repl_oplog_close(op);
+	storage_close(st);
+	repl_clock_free(clk);
+	tt_rmdir(dir);
+	bson_free(dir);
+}
+
 int
 main(void)
 {
@@ -1218,5 +1277,6 @@ main(void)
 	TT_RUN(test_truncate_and_resize);
 	TT_RUN(test_restart_resumes_clock);
 	TT_RUN(test_kill9_agree);
+	TT_RUN(test_periodic_noop);
 	return tt_finish();
 }
