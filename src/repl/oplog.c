@@ -519,7 +519,7 @@ stamp(repl_oplog_t *o, storage_session_t *s, uint32_t n, repl_ts_t *first, terr_
 /* Write {[lsid, txnNumber,] <body>, [stmtId,] ts, t, v, wall[, prevOpTime]}
  * at RecordId ts. */
 static int
-entry_write(repl_oplog_t *o, storage_session_t *s, storage_coll_t *c, sess_ctx_t *ctx, const bson_t *body,
+entry_write(storage_session_t *s, storage_coll_t *c, sess_ctx_t *ctx, const bson_t *body,
             repl_ts_t ts, int64_t t, int32_t stmt, repl_oplog_optime_t *prev, terr_t *err)
 {
 	bson_t e;
@@ -539,7 +539,6 @@ entry_write(repl_oplog_t *o, storage_session_t *s, storage_coll_t *c, sess_ctx_t
 	bson_append_date_time(&e, "wall", 4, now_ms());
 	if (ctx != NULL && ctx->has_info && prev != NULL)
 		repl_oplog_optime_append(&e, "prevOpTime", *prev);
-	(void)o;
 	ret = storage_doc_insert_at(s, c, (recid_t)ts, &e, err);
 	bson_destroy(&e);
 	return ret;
@@ -572,7 +571,7 @@ log_bodies(repl_oplog_t *o, storage_session_t *s, sess_ctx_t *ctx, bson_t *bodie
 	t = term_of(o);
 	for (int i = 0; i < n; i++) {
 		repl_oplog_optime_t prev = ctx != NULL ? ctx->chain : REPL_OPLOG_OPTIME_NULL;
-		ERR(entry_write(o, s, c, ctx, &bodies[i], first + (repl_ts_t)i, t, ctx != NULL ? ctx->stmt : -1,
+		ERR(entry_write(s, c, ctx, &bodies[i], first + (repl_ts_t)i, t, ctx != NULL ? ctx->stmt : -1,
 		    &prev, err));
 		note_written(s, first + (repl_ts_t)i, t);
 		if (ctx != NULL && ctx->has_info) {
@@ -705,7 +704,7 @@ on_commit(void *arg, storage_session_t *s, terr_t *err)
 		else if (nent > 1)
 			bson_append_int64(&ob, "count", 5, ctx->nops);
 		bson_append_document_end(&body, &ob);
-		ret = entry_write(o, s, c, ctx, &body, first + (repl_ts_t)e, t, -1, &prev, err);
+		ret = entry_write(s, c, ctx, &body, first + (repl_ts_t)e, t, -1, &prev, err);
 		bson_destroy(&body);
 		if (ret != 0)
 			goto err;
@@ -1209,7 +1208,7 @@ noop_fn(storage_session_t *s, void *p, terr_t *err)
 	bson_append_document(&body, "o", 1, a->obj);
 	ERR(stamp(a->o, s, 1, &ts, err));
 	t = term_of(a->o);
-	ERR(entry_write(a->o, s, c, NULL, &body, ts, t, -1, NULL, err));
+	ERR(entry_write(s, c, NULL, &body, ts, t, -1, NULL, err));
 	note_written(s, ts, t);
 	a->at = (repl_oplog_optime_t){ts, t};
 err:
