@@ -467,6 +467,9 @@ body_index_set_spec(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
 				uint32_t la = bt.next_off - bt.off, lb = it.next_off - it.off;
 				if (la != lb || memcmp(bt.raw + bt.off, it.raw + it.off, la) != 0)
 					bson_append_value(&old, bson_iter_key(&bt), -1, bson_iter_value(&bt));
+			} else if (strcmp(bson_iter_key(&it), "hidden") == 0) {
+				/* an index without the field was not hidden */
+				bson_append_bool(&old, "hidden", 6, false);
 			}
 		}
 	}

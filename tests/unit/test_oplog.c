@@ -440,6 +440,14 @@ test_entries(void)
 		TT_EQ_INT(n, 8);
 		bson_free(got);
 	}
+	/* collMod of an index: {collMod, index: {name, hidden}} and the old value */
+	mark = last_ts(&r);
+	rs_ok(&r, "shop", "{'createIndexes': 'items', 'indexes': [{'key': {'c': 1}, 'name': 'c_1'}]}");
+	mark = last_ts(&r);
+	rs_ok(&r, "shop", "{'collMod': 'items', 'index': {'name': 'c_1', 'hidden': true}}");
+	expect_entries(&r, mark,
+	    "{ \"op\" : \"c\", \"ns\" : \"shop.$cmd\", \"o\" : { \"collMod\" : \"items\", \"index\" : "
+	    "{ \"name\" : \"c_1\", \"hidden\" : true } }, \"o2\" : { \"indexOptions_old\" : { \"hidden\" : false } } }\n");
 	/* dropDatabase: a drop per collection, then dropDatabase; local is
 	 * never logged */
 	mark = last_ts(&r);
