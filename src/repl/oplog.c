@@ -1141,6 +1141,14 @@ append_size(bson_t *b, int64_t bytes)
 		bson_append_int64(b, "size", 4, bytes);
 }
 
+typedef struct noop_arg {
+	repl_oplog_t *o;
+	const bson_t *obj;
+	bool before_election;      /* term -1: written before any election */
+	repl_oplog_optime_t at;
+} noop_arg_t;
+static int noop_fn(storage_session_t *s, void *p, terr_t *err);
+
 int
 repl_oplog_create(repl_oplog_t *o, const bson_t *msg, bool *created, repl_oplog_optime_t *at, terr_t *err)
 {
@@ -1177,8 +1185,18 @@ repl_oplog_create(repl_oplog_t *o, const bson_t *msg, bool *created, repl_oplog_
 		ret = -1;
 		goto done;
 	}
+	/* mongod's two: "initiating set" before the set's first election (term
+	 * -1), then "new primary" of the node that won it */
 	bson_append_utf8(&dflt, "msg", 3, "initiating set", -1);
-	ret = repl_oplog_noop(o, s, msg != NULL ? msg : &dflt, at, err);
+	{
+		noop_arg_t a = {o, msg != NULL ? msg : &dflt, true, REPL_OPLOG_OPTIME_NULL};
+		bson_t np = BSON_INITIALIZER;
+		ret = storage_txn_run(s, noop_fn, &a, false, err);
+		bson_append_utf8(&np, "msg", 3, "new primary", -1);
+		if (ret == 0)
+			ret = repl_oplog_noop(o, s, &np, at, err);
+		bson_destroy(&np);
+	}
 	storage_session_pool_put(o->st, s);
 done:
 	bson_destroy(&opts);
@@ -1188,11 +1206,7 @@ done:
 
 /* ---- no-ops, find --------------------------------------------------------- */
 
-typedef struct noop_arg {
-	repl_oplog_t *o;
-	const bson_t *obj;
-	repl_oplog_optime_t at;
-} noop_arg_t;
+
 
 static int
 noop_fn(storage_session_t *s, void *p, terr_t *err)
@@ -1210,7 +1224,7 @@ noop_fn(storage_session_t *s, void *p, terr_t *err)
 	bson_append_utf8(&body, "ns", 2, "", 0);
 	bson_append_document(&body, "o", 1, a->obj);
 	ERR(stamp(a->o, s, 1, &ts, err));
-	t = term_of(a->o);
+	t = a->before_election ? -1 : term_of(a->o);
 	ERR(entry_write(s, c, NULL, &body, ts, t, -1, NULL, err));
 	note_written(s, ts, t);
 	a->at = (repl_oplog_optime_t){ts, t};
@@ -1223,7 +1237,7 @@ err:
 int
 repl_oplog_noop(repl_oplog_t *o, storage_session_t *s, const bson_t *obj, repl_oplog_optime_t *at, terr_t *err)
 {
-	noop_arg_t a = {o, obj, REPL_OPLOG_OPTIME_NULL};
+	noop_arg_t a = {o, obj, false, REPL_OPLOG_OPTIME_NULL};
 
 	if (!atomic_load(&o->exists))
 		return terr_set(err, TERR_ILLEGAL_OPERATION, "the oplog does not exist");

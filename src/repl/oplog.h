@@ -114,11 +114,12 @@ int repl_oplog_open(storage_t *st, repl_clock_t *clock, const repl_oplog_options
 void repl_oplog_close(repl_oplog_t *op);
 
 /*
- * Create local.oplog.rs (replSetInitiate) with the configured size and
- * write the initiation no-op {op: 'n', ns: "", o: msg} (msg NULL: {msg:
- * "initiating set"}); from then on every change is logged.  When the oplog
- * already exists it does nothing and sets *created false (may be NULL).
- * *at (may be NULL) gets the no-op's opTime.
+ * Create local.oplog.rs (replSetInitiate, once the node is primary) with
+ * the configured size and write mongod's two no-ops: the initiation's {op:
+ * 'n', ns: "", o: msg} with t: -1 (msg NULL: {msg: "initiating set"}), then
+ * {msg: "new primary"} in the current term; from then on every change is
+ * logged.  When the oplog already exists it does nothing and sets *created
+ * false (may be NULL).  *at (may be NULL) gets the last no-op's opTime.
  */
 int repl_oplog_create(repl_oplog_t *op, const bson_t *msg, bool *created, repl_oplog_optime_t *at, terr_t *err);
 /* local.oplog.rs exists (the set was initiated). */

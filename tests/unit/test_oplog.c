@@ -364,7 +364,20 @@ test_entries(void)
 	bson_t *rep;
 
 	TT_ASSERT(rs_open(&r, dir, 0, true));
-	expect_entries(&r, 0, "{ \"op\" : \"n\", \"ns\" : \"\", \"o\" : { \"msg\" : \"initiating set\" } }\n");
+	expect_entries(&r, 0, "{ \"op\" : \"n\", \"ns\" : \"\", \"o\" : { \"msg\" : \"initiating set\" } }\n"
+	    "{ \"op\" : \"n\", \"ns\" : \"\", \"o\" : { \"msg\" : \"new primary\" } }\n");
+	/* the first before any election (t: -1), the second in term 1 */
+	{
+		storage_session_t *s = client_session(r.cl, NULL);
+		repl_oplog_cursor_t *cur = NULL;
+		bson_t e;
+		TT_EQ_INT(repl_oplog_scan_open(engine_oplog(r.e), s, 0, &cur, NULL), 0);
+		TT_EQ_INT(repl_oplog_cursor_next(cur, &e, NULL), 1);
+		TT_EQ_INT(tt_get_i64(&e, "t"), -1);
+		TT_EQ_INT(repl_oplog_cursor_next(cur, &e, NULL), 1);
+		TT_EQ_INT(tt_get_i64(&e, "t"), 1);
+		repl_oplog_cursor_close(cur);
+	}
 	/* listCollections shows mongod's options for the oplog */
 	rep = rs_cmd(&r, "local", "{'listCollections': 1, 'filter': {'name': 'oplog.rs'}}", &rc);
 	TT_EQ_INT(rc, 0);
