@@ -53,6 +53,11 @@ typedef struct opts {
 	bool unix_socket_given;        /* net.unixDomainSocket.enabled was set (echoed as set) */
 	char *unix_socket_prefix;
 	int unix_socket_mode;          /* 0 = not given (0700) */
+	char *repl_set;                /* --replSet / replication.replSetName */
+	int64_t oplog_size_mb;         /* --oplogSize / replication.oplogSizeMB (0 = default) */
+	bool auto_initiate;            /* --replSetAutoInitiate (Tamga): initiate once if needed */
+	bool enable_test_commands;     /* --setParameter enableTestCommands=1 */
+	char *key_file;                /* --keyFile / security.keyFile (implies --auth) */
 	bson_t *set_params;            /* --setParameter / setParameter: {name: "value"}, in order */
 } opts_t;
 
@@ -82,6 +87,7 @@ usage(FILE *f)
 	    "  --quiet                        Quieter output\n"
 	    "  --pidfilepath arg              Full path to pidfile\n"
 	    "  --auth                         Run with security (clients must authenticate)\n"
+	    "  --keyFile arg                  Private key for cluster authentication (implies --auth)\n"
 	    "  --noauth                       Run without security\n"
 	    "  --tlsMode arg                  disabled, allowTLS, preferTLS or requireTLS\n"
 	    "  --tlsCertificateKeyFile arg    PEM file with the server's certificate and key\n"
@@ -94,6 +100,13 @@ usage(FILE *f)
 	    "                                 (defaults to /tmp)\n"
 	    "  --filePermissions arg          Permissions to set on UNIX domain socket file -\n"
 	    "                                 0700 by default\n"
+	    "\n"
+	    "Replication options:\n"
+	    "  --replSet arg                  arg is <setname>: run as a member of that replica set\n"
+	    "  --replSetAutoInitiate          (Tamga) initiate the set with the default\n"
+	    "                                 configuration on start if it is not yet\n"
+	    "  --oplogSize arg                Size to use (in MB) for replication op log. Default is\n"
+	    "                                 5%% of disk space (i.e. large is good)\n"
 	    "\n"
 	    "Storage options:\n"
 	    "  --dbpath arg                   Directory for datafiles - defaults to /data/db\n"
@@ -216,6 +229,25 @@ apply(opts_t *o, const char *name, const char *v)
 	} else if (strcmp(name, "net.tls.allowConnectionsWithoutCertificates") == 0 ||
 	    strcmp(name, "net.ssl.allowConnectionsWithoutCertificates") == 0) {
 		o->tls_allow_no_cert = parse_bool(v);
+	} else if (strcmp(name, "replication.replSetName") == 0 || strcmp(name, "replication.replSet") == 0) {
+		if (*v == '\0') {
+			fprintf(stderr, "Error: replication.replSetName must not be empty\n");
+			return -1;
+		}
+		set_str(&o->repl_set, v);
+	} else if (strcmp(name, "replication.autoInitiate") == 0) {
+		o->auto_initiate = parse_bool(v);
+	} else if (strcmp(name, "replication.enableMajorityReadConcern") == 0) {
+		/* accepted */
+	} else if (strcmp(name, "security.keyFile") == 0) {
+		FILE *kf = fopen(v, "r");
+		if (kf == NULL) {
+			fprintf(stderr, "Error reading file %s: %s\n", v, strerror(errno));
+			return -1;
+		}
+		fclose(kf);
+		set_str(&o->key_file, v);
+		o->auth = true;
 	} else if (strcmp(name, "security.noauth") == 0) {
 		o->auth = !parse_bool(v);
 	} else if (strcmp(name, "storage.dbPath") == 0) {
@@ -259,11 +291,26 @@ apply(opts_t *o, const char *name, const char *v)
 		}
 	} else if (strcmp(name, "processManagement.pidFilePath") == 0) {
 		set_str(&o->pidfile, v);
+	} else if (strcmp(name, "replication.oplogSizeMB") == 0) {
+		char *end;
+		long long mb = strtoll(v, &end, 10);
+		if (*v == '\0' || *end != '\0' || mb <= 0) {
+			fprintf(stderr, "Error: bad --oplogSize, arg must be greater than 0, found: %s\n", v);
+			return -1;
+		}
+		if (mb > 1024LL * 1024 * 1024) {
+			fprintf(stderr, "Error: --oplogSize of %lldMB is too big\n", mb);
+			return -1;
+		}
+		o->oplog_size_mb = mb;
 	} else if (strncmp(name, "setParameter.", 13) == 0 && name[13] != '\0') {
 		/* applied to the engine once it is open (cmd_admin_startup_parameters) */
 		if (o->set_params == NULL)
 			o->set_params = bson_new();
 		BSON_APPEND_UTF8(o->set_params, name + 13, v);
+		/* replica-set mode's test commands are decided at engine_open */
+		if (strcmp(name + 13, "enableTestCommands") == 0)
+			o->enable_test_commands = strcmp(v, "1") == 0 || strcmp(v, "true") == 0;
 	} else if (strcmp(name, "setParameter") == 0) {
 		/* --setParameter name=value */
 		const char *eq = strchr(v, '=');
@@ -450,9 +497,19 @@ parsed_doc(const opts_t *o)
 		bson_append_document_end(&sub, &sub2);
 	}
 	bson_append_document_end(d, &sub);
+	if (o->repl_set || o->oplog_size_mb) {
+		BSON_APPEND_DOCUMENT_BEGIN(d, "replication", &sub);
+		if (o->oplog_size_mb)
+			BSON_APPEND_INT32(&sub, "oplogSizeMB", (int32_t)o->oplog_size_mb);
+		if (o->repl_set)
+			BSON_APPEND_UTF8(&sub, "replSet", o->repl_set);
+		bson_append_document_end(d, &sub);
+	}
 	if (o->auth) {
 		BSON_APPEND_DOCUMENT_BEGIN(d, "security", &sub);
 		BSON_APPEND_UTF8(&sub, "authorization", "enabled");
+		if (o->key_file)
+			BSON_APPEND_UTF8(&sub, "keyFile", o->key_file);
 		bson_append_document_end(d, &sub);
 	}
 	if (o->pidfile) {
@@ -504,6 +561,11 @@ static const struct flag {
 	{"--pidfilepath", "processManagement.pidFilePath", true},
 	{"--fork", "processManagement.fork", false},
 	{"--auth", "security.authorization", false},
+	{"--keyFile", "security.keyFile", true},
+	{"--replSet", "replication.replSetName", true},
+	{"--replSetAutoInitiate", "replication.autoInitiate", false},
+	{"--oplogSize", "replication.oplogSizeMB", true},
+	{"--setParameter", "setParameter", true},
 	{"--noauth", "security.noauth", false},
 	{"--tlsMode", "net.tls.mode", true},
 	{"--tlsCertificateKeyFile", "net.tls.certificateKeyFile", true},
@@ -520,7 +582,6 @@ static const struct flag {
 	{"--nounixsocket", "net.unixDomainSocket.enabled", false, "false"},
 	{"--unixSocketPrefix", "net.unixDomainSocket.pathPrefix", true},
 	{"--filePermissions", "net.unixDomainSocket.filePermissions", true},
-	{"--setParameter", "setParameter", true},
 };
 
 static int
@@ -601,6 +662,29 @@ log_error(int id, const char *msg, const terr_t *err)
 	bson_append_document_end(&attr, &e);
 	tlog('E', "CONTROL", id, msg, &attr);
 	bson_destroy(&attr);
+}
+
+/* --replSetAutoInitiate: replSetInitiate with the default configuration
+ * unless the set is initiated already (what `make run` uses). */
+static int
+auto_initiate(engine_t *engine)
+{
+	client_info_t ci = {0, NULL, true};
+	client_t *cl = client_new(engine, &ci);
+	bson_t cmd, reply;
+	terr_t err = TERR_INIT;
+	int rc;
+
+	bson_init(&cmd);
+	BSON_APPEND_INT32(&cmd, "replSetInitiate", 1);
+	rc = engine_run_command(engine, cl, "admin", &cmd, &reply, &err);
+	if (rc != 0 && rc != TERR_ALREADY_INITIALIZED)
+		log_error(21439, "replSetInitiate failed", &err);
+	bson_destroy(&cmd);
+	bson_destroy(&reply);
+	terr_clear(&err);
+	client_free(cl);
+	return rc == 0 || rc == TERR_ALREADY_INITIALIZED ? 0 : -1;
 }
 
 int
@@ -689,6 +773,9 @@ main(int argc, char **argv)
 	eo.storage.create = o.in_memory;
 	eo.storage.in_memory = o.in_memory;
 	eo.auth = o.auth;
+	eo.repl_set_name = o.repl_set;
+	eo.oplog_size_mb = (double)o.oplog_size_mb;
+	eo.enable_test_commands = o.enable_test_commands;
 	eo.storage.cache_size = o.cache_size;
 	if (engine_open(o.dbpath, &eo, &engine, &err) != 0) {
 		log_error(20557, "DBException in initAndListen, terminating", &err);
@@ -742,6 +829,25 @@ main(int argc, char **argv)
 	}
 	proc.max_conns = server_max_conns(g_server);
 	cmd_admin_set_process(&proc);
+	if (o.repl_set != NULL) {
+		/* the member host this node answers at: the first bind address
+		 * (127.0.0.1 for "localhost" or all addresses) and the port */
+		char self[300], addr[256];
+		const char *b = o.bind_ip_all || o.bind_ip == NULL ? "127.0.0.1" : o.bind_ip;
+		size_t n = strcspn(b, ",");
+		if (n >= sizeof(addr))
+			n = sizeof(addr) - 1;
+		memcpy(addr, b, n);
+		addr[n] = '\0';
+		if (strcmp(addr, "0.0.0.0") == 0 || strcmp(addr, "localhost") == 0 || addr[0] == '/')
+			bson_strncpy(addr, "127.0.0.1", sizeof(addr));
+		snprintf(self, sizeof(self), "%s:%d", addr, server_port(g_server));
+		engine_set_self_host(engine, self);
+		if (o.auto_initiate && auto_initiate(engine) != 0) {
+			code = EXIT_UNCAUGHT;
+			goto out;
+		}
+	}
 	if (o.pidfile != NULL) {
 		FILE *pf = fopen(o.pidfile, "w");
 		if (pf != NULL) {
@@ -802,6 +908,8 @@ out:
 	bson_free(o.tls_cert_key_password);
 	bson_free(o.tls_ca_file);
 	bson_free(o.unix_socket_prefix);
+	bson_free(o.repl_set);
+	bson_free(o.key_file);
 	if (o.set_params != NULL)
 		bson_destroy(o.set_params);
 	return code;

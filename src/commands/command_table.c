@@ -85,6 +85,17 @@ CMD_HANDLER(cmd_end_sessions);
 CMD_HANDLER(cmd_start_session);
 CMD_HANDLER(cmd_shutdown);
 CMD_HANDLER(cmd_end_transaction);
+/* replica set and test commands: cmd_repl.c */
+CMD_HANDLER(cmd_repl_set_initiate);
+CMD_HANDLER(cmd_repl_set_get_status);
+CMD_HANDLER(cmd_repl_set_get_config);
+CMD_HANDLER(cmd_repl_set_reconfig);
+CMD_HANDLER(cmd_repl_set_step_down);
+CMD_HANDLER(cmd_repl_set_freeze);
+CMD_HANDLER(cmd_repl_set_maintenance);
+/* the oplog's: cmd_repl_oplog.c */
+CMD_HANDLER(cmd_repl_set_resize_oplog);
+CMD_HANDLER(cmd_configure_fail_point);
 /* cmd_currentop.c */
 CMD_HANDLER(cmd_current_op);
 CMD_HANDLER(cmd_kill_op);
@@ -113,6 +124,16 @@ static const cmd_def_t commands[] = {
 	{"shutdown", NULL, cmd_shutdown, CMDF_ADMIN_ONLY, "stop the server cleanly"},
 	{"startSession", NULL, cmd_start_session, CMDF_NONE, "start a logical session"},
 	{"whatsmyuri", NULL, cmd_whatsmyuri, CMDF_NO_AUTH, "the client's address as the server sees it"},
+	/* replica set and test commands: cmd_repl.c */
+	{"configureFailPoint", NULL, cmd_configure_fail_point, CMDF_ADMIN_ONLY | CMDF_TEST, "turn a fail point on or off (test command)"},
+	{"replSetFreeze", NULL, cmd_repl_set_freeze, CMDF_ADMIN_ONLY, "keep this member from seeking election"},
+	{"replSetGetConfig", NULL, cmd_repl_set_get_config, CMDF_ADMIN_ONLY, "the replica set's configuration"},
+	{"replSetGetStatus", NULL, cmd_repl_set_get_status, CMDF_ADMIN_ONLY, "the replica set's status"},
+	{"replSetInitiate", NULL, cmd_repl_set_initiate, CMDF_ADMIN_ONLY, "initiate the replica set"},
+	{"replSetMaintenance", NULL, cmd_repl_set_maintenance, CMDF_ADMIN_ONLY, "enter or leave maintenance mode"},
+	{"replSetReconfig", NULL, cmd_repl_set_reconfig, CMDF_ADMIN_ONLY, "replace the replica set's configuration"},
+	{"replSetResizeOplog", NULL, cmd_repl_set_resize_oplog, CMDF_ADMIN_ONLY, "resize oplog size in MB"},
+	{"replSetStepDown", NULL, cmd_repl_set_step_down, CMDF_ADMIN_ONLY, "step down as primary"},
 	/* running operations: cmd_currentop.c */
 	{"currentOp", NULL, cmd_current_op, CMDF_ADMIN_ONLY, "the operations running now"},
 	{"killOp", NULL, cmd_kill_op, CMDF_ADMIN_ONLY, "interrupt a running operation"},

@@ -13,6 +13,8 @@
 #include "auth/auth.h"
 #include "commands/commands.h"
 #include "commands/cursor.h"
+#include "repl/clock.h"
+#include "repl/oplog.h"
 
 struct engine {
 	storage_t *st;
@@ -34,6 +36,14 @@ struct engine {
 	atomic_llong sort_memory_limit;
 	atomic_llong group_memory_limit;
 	atomic_llong bucket_auto_memory_limit;
+	/* Replica-set mode (opts.repl_set_name set): the logical clock and the
+	 * oplog (repl/); both NULL for a standalone. */
+	repl_clock_t *clock;
+	repl_oplog_t *oplog;
+	/* replica-set mode (opts.repl_set_name set; cmd_repl.c): the set's
+	 * identity and state, NULL on a standalone; the cluster-time keys */
+	struct repl_set *rs;
+	struct cluster_keys *keys;
 	/* ttlMonitorSleepSecs (60) and ttlMonitorEnabled (1): read by the TTL
 	 * monitor before each sleep (query/planner_ttl.h) */
 	atomic_llong ttl_monitor_sleep_secs;
@@ -98,6 +108,7 @@ struct client {
 	int64_t lsid_seen_ms;
 	uint64_t lsid_seen_gen;
 	bool has_auth;                   /* the auth layer keeps state for it (auth_client_get) */
+	bool close_requested;            /* failCommand closeConnection: the server closes instead of replying */
 	auth_conn_t auth;                /* the client as auth/ sees it (cmd_auth_conn_init) */
 };
 

@@ -8,7 +8,9 @@
  */
 #include "commands/commands_private.h"
 #include "auth/auth.h"
+#include "commands/cmd_repl.h"
 #include "commands/validation.h"
+#include "repl/replset.h"
 #include "query/keygen.h"
 #include "query/sort.h"
 #include "query/planner_ttl.h"
@@ -39,6 +41,22 @@ wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The oplog's term getter: the set's current term (-1 before any). */
+static int64_t
+engine_term(void *rs)
+{
+	int64_t t = repl_set_term(rs);
+
+	return t > 0 ? t : -1;
+}
+
+/* The periodic no-op writer writes only on a primary. */
+static bool
+engine_primary(void *rs)
+{
+	return repl_set_writable(rs);
+}
+
 int
 engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr_t *err)
 {
@@ -48,7 +66,9 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 	e = bson_malloc0(sizeof(*e));
 	if (opts != NULL)
 		e->opts = *opts;
+	e->opts.repl_set_name = opts != NULL && opts->repl_set_name != NULL ? bson_strdup(opts->repl_set_name) : NULL;
 	if (storage_open(path, &e->opts.storage, &e->st, err) != 0) {
+		bson_free(e->opts.repl_set_name);
 		bson_free(e);
 		return -1;
 	}
@@ -74,6 +94,35 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 		bson_free(e);
 		return -1;
 	}
+	/* replica-set mode: the set's state from `local` (cmd_repl.c) */
+	if (cmd_repl_open(e, err) != 0) {
+		ttl_monitor_stop(e->ttl);
+		bson_free(e->tmp_dir);
+		storage_close(e->st);
+		bson_free(e->opts.repl_set_name);
+		bson_free(e);
+		return -1;
+	}
+	/* replica-set mode: the clock and the oplog's observer (it logs once
+	 * the set is initiated, or at once when the folder has an oplog); the
+	 * set's cluster time is the oplog's clock, its term every entry's t */
+	if (e->rs != NULL) {
+		repl_oplog_options_t oo = {.size_mb = e->opts.oplog_size_mb, .dbpath = path,
+		    .in_memory = e->opts.storage.in_memory, .term = engine_term, .term_arg = e->rs,
+		    .primary = engine_primary};
+		e->clock = repl_clock_new();
+		if (repl_oplog_open(e->st, e->clock, &oo, &e->oplog, err) != 0) {
+			repl_clock_free(e->clock);
+			cmd_repl_close(e);
+			ttl_monitor_stop(e->ttl);
+			bson_free(e->tmp_dir);
+			storage_close(e->st);
+			bson_free(e->opts.repl_set_name);
+			bson_free(e);
+			return -1;
+		}
+		repl_set_attach_oplog(e->rs, e->oplog);
+	}
 	e->cursors = cursor_registry_new();
 	e->start_wall_ms = wall_ms();
 	e->start_mono_us = cmd_now_us();
@@ -93,9 +142,13 @@ engine_close(engine_t *e)
 	if (e == NULL)
 		return;
 	ttl_monitor_stop(e->ttl);
+	repl_oplog_close(e->oplog);
 	bson_free(e->tmp_dir);
 	cursor_registry_free(e->cursors);
+	cmd_repl_close(e);
 	storage_close(e->st);
+	repl_clock_free(e->clock);
+	bson_free(e->opts.repl_set_name);
 	bson_free(e);
 }
 
@@ -103,6 +156,18 @@ storage_t *
 engine_storage(engine_t *e)
 {
 	return e->st;
+}
+
+struct repl_clock *
+engine_clock(engine_t *e)
+{
+	return e->clock;
+}
+
+struct repl_oplog *
+engine_oplog(engine_t *e)
+{
+	return e->oplog;
 }
 
 bool
@@ -193,6 +258,15 @@ client_set_metadata_steal(client_t *c, bson_t *meta)
 	if (c->metadata != NULL)
 		bson_destroy(c->metadata);
 	c->metadata = meta;
+}
+
+bool
+client_take_close_request(client_t *c)
+{
+	bool r = c->close_requested;
+
+	c->close_requested = false;
+	return r;
 }
 
 const bson_t *
@@ -334,13 +408,15 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 {
 	terr_t local = TERR_INIT;
 	terr_t *er = err ? err : &local;
-	const cmd_def_t *def;
+	const cmd_def_t *def = NULL;
+	cmd_repl_ctx_t rx;
 	cmd_t c;
 	bool op_begun = false;
 	int rc;
 
 	bson_init(reply);
 	terr_clear(er);
+	memset(&rx, 0, sizeof(rx));
 	memset(&c, 0, sizeof(c));
 	c.engine = e;
 	c.client = cl;
@@ -354,6 +430,9 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	}
 	c.name = bson_iter_key(&c.first);
 	def = cmd_lookup_fast(c.name);
+	/* test commands exist only with --setParameter enableTestCommands=1 */
+	if (def != NULL && (def->flags & CMDF_TEST) && !e->opts.enable_test_commands)
+		def = NULL;
 	if (def == NULL) {
 		terr_set(er, TERR_COMMAND_NOT_FOUND, "no such command: '%s'", c.name);
 		goto fail;
@@ -386,14 +465,23 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 		goto fail;
 	/* Tamga runs as a standalone mongod: no transactions and no retryable
 	 * writes, refused before anything runs (drivers and frameworks test for
-	 * this code and message to fall back) */
+	 * this code and message to fall back).  A replica-set member has
+	 * neither yet either: refused as not implemented. */
 	{
 		bson_iter_t it;
 		if (cmd_find_field(&c, "txnNumber", &it)) {
-			terr_set(er, TERR_ILLEGAL_OPERATION, "%s", CMD_NO_TRANSACTIONS_MSG);
+			if (e->rs != NULL)
+				terr_set(er, TERR_NOT_IMPLEMENTED,
+				    "Transactions and retryable writes (txnNumber) are not implemented yet; use retryWrites=false");
+			else
+				terr_set(er, TERR_ILLEGAL_OPERATION, "%s", CMD_NO_TRANSACTIONS_MSG);
 			goto fail;
 		}
 	}
+	/* replica set and test commands (cmd_repl.c): failCommand, the
+	 * primary gate, $clusterTime, read / write concern */
+	if (cmd_repl_before(&c, def, &rx, er) != 0)
+		goto fail;
 	__atomic_fetch_add(&e->counters.command, 1, __ATOMIC_RELAXED);
 
 	rc = def->handler(&c, er);
@@ -416,7 +504,10 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 			terr_set(er, TERR_INTERNAL_ERROR, "command %s failed without a reason", c.name);
 		goto fail;
 	}
+	cmd_repl_after(&c, def, &rx, 0, reply);
 	BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+	cmd_repl_times(&c, def, &rx, 0, reply);
+	cmd_repl_ctx_clear(&rx);
 	/* a direct write to the user or role collections changes privileges:
 	 * drop what the auth layer has cached */
 	if ((def->flags & CMDF_WRITE) && strcmp(dbname, "admin") == 0 && BSON_ITER_HOLDS_UTF8(&c.first) &&
@@ -432,6 +523,8 @@ fail:
 	if (op_begun)
 		tm_opctx_end(&c.op);
 	error_reply(reply, er);
+	cmd_repl_times(&c, def, &rx, er->code, reply);
+	cmd_repl_ctx_clear(&rx);
 	rc = er->code;
 	terr_clear(&local);
 	return rc;
