@@ -203,8 +203,8 @@ async function requirementsUnmet(reqs, server) {
 			why.push(`minServerVersion ${r.minServerVersion}`);
 		if (r.maxServerVersion && versionCmp(server.version, r.maxServerVersion) > 0)
 			why.push(`maxServerVersion ${r.maxServerVersion}`);
-		if (r.topologies && !r.topologies.includes('single'))
-			why.push(`topologies ${r.topologies.join('/')} only`);
+		if (r.topologies && !r.topologies.includes(server.topology))
+			why.push(`topologies ${r.topologies.join('/')} only (this server: ${server.topology})`);
 		if (r.serverless === 'require') why.push('serverless only');
 		if (r.auth === true) why.push('auth required');
 		if (r.csfle) why.push('csfle');
@@ -252,6 +252,11 @@ class Entities {
 		if (!this.map.has(id)) throw new Error(`no entity ${id}`);
 		return this.map.get(id);
 	}
+	sessionClient(id) {
+		const s = this.entity(id);
+		if (!s || !s.client) throw new Error(`${id} is not a session`);
+		return s.client;
+	}
 	async create(list) {
 		for (const item of list) {
 			const [kind, spec] = Object.entries(item)[0];
@@ -268,6 +273,8 @@ class Entities {
 				const rec = (type) => (ev) => {
 					if (!observe.has(type)) return;
 					if (SENSITIVE.has(ev.commandName) || ignore.has(ev.commandName)) return;
+					// the runner's own fail point commands are not the test's events
+					if (ev.commandName === 'configureFailPoint') return;
 					evs.push({ type, ev });
 				};
 				c.on('commandStarted', rec('commandStartedEvent'));
@@ -285,6 +292,8 @@ class Entities {
 			} else if (kind === 'session') {
 				const c = this.entity(spec.client);
 				this.map.set(spec.id, c.startSession(spec.sessionOptions || {}));
+			} else if (kind === 'bucket') {
+				throw new Skip('GridFS buckets are not implemented by the runner');
 			} else {
 				throw new Skip(`entity type ${kind} is not implemented by the runner`);
 			}
@@ -371,6 +380,8 @@ const COLLECTION_OPS = {
 	createIndex: (c, a, e) => { const [[k], o] = splitArgs(a, ['keys'], e); return c.createIndex(k, o); },
 	dropIndex: (c, a, e) => { const [[n], o] = splitArgs(a, ['name'], e); return c.dropIndex(n, o); },
 	listIndexes: (c, a, e) => { const [, o] = splitArgs(a, [], e); return c.listIndexes(o).toArray(); },
+	listIndexNames: (c, a, e) => { const [, o] = splitArgs(a, [], e); return c.listIndexes(o).toArray().then((l) => l.map((x) => x.name)); },
+	createChangeStream: () => { throw new Skip('change streams are not implemented by the server (a later issue)'); },
 	drop: (c, a, e) => { const [, o] = splitArgs(a, [], e); return c.drop(o); },
 	rename: (c, a, e) => { const [[to], o] = splitArgs(a, ['to'], e); return c.rename(to, o); },
 };
@@ -386,20 +397,49 @@ const DATABASE_OPS = {
 	dropCollection: (d, a, e) => { const [[n], o] = splitArgs(a, ['collection'], e); return d.dropCollection(n, o); },
 	listCollections: (d, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return d.listCollections(f || {}, o).toArray(); },
 	listCollectionNames: (d, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return d.listCollections(f || {}, { ...o, nameOnly: true }).toArray().then((l) => l.map((x) => x.name)); },
+	listCollectionObjects: (d, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return d.listCollections(f || {}, o).toArray(); },
+	createChangeStream: () => { throw new Skip('change streams are not implemented by the server (a later issue)'); },
 	modifyCollection: (d, a, e) => { const [[n], o] = splitArgs(a, ['collection'], e); return d.command({ collMod: n, ...o }); },
 };
 
 const CLIENT_OPS = {
 	listDatabases: (c, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return c.db('admin').admin().listDatabases({ ...o, filter: f }); },
 	listDatabaseNames: (c, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return c.db('admin').admin().listDatabases({ ...o, filter: f, nameOnly: true }).then((r) => r.databases.map((x) => x.name)); },
+	listDatabaseObjects: (c, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return c.db('admin').admin().listDatabases({ ...o, filter: f }).then((r) => r.databases); },
+	createChangeStream: () => { throw new Skip('change streams are not implemented by the server (a later issue)'); },
 	clientBulkWrite: (c, a, e) => { const [[m], o] = splitArgs(a, ['models'], e); return c.bulkWrite(clientBulkModels(m), o); },
+};
+
+// The session's last two commands' lsids (for assert*LsidOnLastTwoCommands).
+function lastTwoLsids(ents, clientId) {
+	const evs = (ents.events.get(clientId) || []).filter((e) => e.type === 'commandStartedEvent');
+	if (evs.length < 2) throw new Mismatch(`client ${clientId}: fewer than two commands observed`);
+	return evs.slice(-2).map((e) => show(e.ev.command.lsid));
+}
+
+const TXN_STATES = { NO_TRANSACTION: 'none', STARTING_TRANSACTION: 'starting', TRANSACTION_IN_PROGRESS: 'in_progress',
+	TRANSACTION_COMMITTED: 'committed', TRANSACTION_COMMITTED_EMPTY: 'committed', TRANSACTION_ABORTED: 'aborted' };
+
+// Session operations; withTransaction runs its callback's operations with
+// the same expectations as a test's (an error the callback expects does not
+// abort the transaction).
+const SESSION_OPS = {
+	startTransaction: (s, a) => { s.startTransaction(a ? plainModel(a) : undefined); },
+	commitTransaction: (s) => s.commitTransaction(),
+	abortTransaction: (s) => s.abortTransaction(),
+	endSession: (s) => s.endSession(),
+	withTransaction: (s, a, e) => s.withTransaction(async () => {
+		for (const op of a.callback || []) await runExpected(op, e);
+	}, a.options ? plainModel(a.options) : undefined),
 };
 
 async function runnerOp(op, ents) {
 	const a = op.arguments || {};
 	switch (op.name) {
+	case 'targetedFailPoint':
 	case 'failPoint': {
-		const c = ents.entity(a.client);
+		// one node: a targeted fail point goes to the session's (only) server
+		const c = op.name === 'failPoint' ? ents.entity(a.client) : ents.sessionClient(a.session);
 		try {
 			await c.db('admin').command(a.failPoint);
 		} catch (e) {
@@ -431,6 +471,32 @@ async function runnerOp(op, ents) {
 	}
 	case 'createEntities':
 		return ents.create(a.entities);
+	case 'assertSessionTransactionState': {
+		const st = TXN_STATES[ents.entity(a.session).transaction.state] || 'unknown';
+		if (st !== a.state) throw new Mismatch(`session transaction state ${st}, expected ${a.state}`);
+		return;
+	}
+	case 'assertSessionPinned':
+	case 'assertSessionUnpinned': {
+		// pinning is to a mongos; a replica set never pins
+		const pinned = !!ents.entity(a.session).isPinned;
+		if (pinned !== (op.name === 'assertSessionPinned')) throw new Mismatch(`session pinned: ${pinned}`);
+		return;
+	}
+	case 'assertSessionDirty':
+	case 'assertSessionNotDirty': {
+		const s = ents.entity(a.session);
+		const dirty = !!(s.serverSession && s.serverSession.isDirty);
+		if (dirty !== (op.name === 'assertSessionDirty')) throw new Mismatch(`session dirty: ${dirty}`);
+		return;
+	}
+	case 'assertSameLsidOnLastTwoCommands':
+	case 'assertDifferentLsidOnLastTwoCommands': {
+		const [x, y] = lastTwoLsids(ents, a.client);
+		if ((x === y) !== (op.name === 'assertSameLsidOnLastTwoCommands'))
+			throw new Mismatch(`${op.name}: ${x} / ${y}`);
+		return;
+	}
 	default:
 		throw new Skip(`testRunner operation ${op.name} is not implemented by the runner`);
 	}
@@ -443,11 +509,33 @@ async function runOp(op, ents) {
 	if (target instanceof mongodb.Collection) table = COLLECTION_OPS;
 	else if (target instanceof mongodb.Db) table = DATABASE_OPS;
 	else if (target instanceof MongoClient) table = CLIENT_OPS;
-	else if (op.name === 'endSession') return target.endSession();
+	else if (target && typeof target.startTransaction === 'function') table = SESSION_OPS;
 	else throw new Skip(`operations on ${op.object} are not implemented by the runner`);
 	const fn = table[op.name];
 	if (!fn) throw new Skip(`operation ${op.name} is not implemented by the runner`);
 	return fn(target, op.arguments || {}, ents);
+}
+
+// One operation with its expectations (expectResult, expectError,
+// ignoreResultAndError, saveResultAsEntity).
+async function runExpected(op, ents) {
+	let result, error;
+	try {
+		result = await runOp(op, ents);
+	} catch (e) {
+		if (e instanceof Skip || e instanceof Mismatch) throw e;
+		error = e;
+	}
+	if (op.ignoreResultAndError) return;
+	if (op.expectError) {
+		if (!error) throw new Mismatch(`${op.name}: expected an error, got ${show(resultForMatch(result))}`);
+		checkError(op.expectError, error, ents);
+	} else if (error) {
+		throw new Mismatch(`${op.name}: unexpected error ${error.name} ${error.code !== undefined ? error.code + ' ' : ''}${error.message}`);
+	} else {
+		if (op.expectResult !== undefined) match(op.expectResult, resultForMatch(result), ents, op.name, true);
+		if (op.saveResultAsEntity) ents.map.set(op.saveResultAsEntity, result);
+	}
 }
 
 // Normalise driver results into the shapes the spec's expectResult uses.
@@ -619,25 +707,7 @@ async function runTest(file, spec, test, server, verbose) {
 	try {
 		await setupData(server.client, spec.initialData);
 		await ents.create(spec.createEntities || []);
-		for (const op of test.operations || []) {
-			let result, error;
-			try {
-				result = await runOp(op, ents);
-			} catch (e) {
-				if (e instanceof Skip || e instanceof Mismatch) throw e;
-				error = e;
-			}
-			if (op.ignoreResultAndError) continue;
-			if (op.expectError) {
-				if (!error) throw new Mismatch(`${op.name}: expected an error, got ${show(resultForMatch(result))}`);
-				checkError(op.expectError, error, ents);
-			} else if (error) {
-				throw new Mismatch(`${op.name}: unexpected error ${error.name} ${error.code !== undefined ? error.code + ' ' : ''}${error.message}`);
-			} else {
-				if (op.expectResult !== undefined) match(op.expectResult, resultForMatch(result), ents, op.name, true);
-				if (op.saveResultAsEntity) ents.map.set(op.saveResultAsEntity, result);
-			}
-		}
+		for (const op of test.operations || []) await runExpected(op, ents);
 		if (test.expectEvents) checkEvents(test.expectEvents, ents);
 		await checkOutcome(server.client, test.outcome, ents);
 		return { status: 'pass' };
@@ -666,11 +736,16 @@ async function main() {
 			for (const f of fs.readdirSync(p).sort()) if (f.endsWith('.json')) files.push(path.join(p, f));
 		} else files.push(p);
 	}
-	const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10000 });
+	// the runner's own client (initialData, outcome, fail points off): not
+	// under test, so it does not depend on retryable writes
+	const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10000, retryWrites: false });
 	await client.connect();
 	const bi = await client.db('admin').command({ buildInfo: 1 });
-	const server = { uri, client, admin: client.db('admin'), version: bi.version };
-	console.log(`# server ${bi.version} (tamga ${bi.tamgaVersion || '?'}) at ${uri}`);
+	const hello = await client.db('admin').command({ hello: 1 });
+	// runOnRequirements' topology: a set member answers hello with setName
+	const topology = hello.setName ? 'replicaset' : hello.msg === 'isdbgrid' ? 'sharded' : 'single';
+	const server = { uri, client, admin: client.db('admin'), version: bi.version, topology };
+	console.log(`# server ${bi.version} (tamga ${bi.tamgaVersion || '?'}) at ${uri}, topology ${topology}`);
 
 	const total = { pass: 0, fail: 0, skip: 0 };
 	const drv = { pass: 0, fail: 0, skip: 0 };
@@ -681,8 +756,11 @@ async function main() {
 		try { await c.connect(); await c.db('admin').command({ ping: 1 }); return true; } catch (e) { return false; }
 		finally { await c.close().catch(() => {}); }
 	};
+	const folders = new Map();   // folder -> {pass, fail, skip}
 	for (const file of files) {
 		const name = path.basename(file);
+		const folder = path.basename(path.dirname(file));
+		if (!folders.has(folder)) folders.set(folder, { pass: 0, fail: 0, skip: 0 });
 		if (filter && !name.includes(filter)) continue;
 		let spec;
 		try {
@@ -715,6 +793,7 @@ async function main() {
 				serverDown = `the server stopped answering (crashed?) during ${name}: ${test.description}`;
 			counts[r.status]++;
 			bucket[r.status]++;
+			if (bucket === total) folders.get(folder)[r.status]++;
 			if (r.status === 'skip') skipReasons.set(r.reason, (skipReasons.get(r.reason) || 0) + 1);
 			if (r.status !== 'pass' || verbose)
 				lines.push(`  ${r.status === 'pass' ? 'ok' : r.status === 'skip' ? 'skip' : 'not ok'} - ${test.description}${r.reason ? ': ' + r.reason : ''}`);
@@ -727,6 +806,7 @@ async function main() {
 	console.log('# skip reasons');
 	for (const [r, n] of [...skipReasons.entries()].sort((a, b) => b[1] - a[1])) console.log(`#   ${n} x ${r}`);
 	console.log(`# driver-side only tests (not in the total): ${drv.pass} passed, ${drv.fail} failed, ${drv.skip} skipped`);
+	for (const [f, n] of folders) console.log(`folder ${f}: ${n.pass} passed, ${n.fail} failed, ${n.skip} skipped`);
 	console.log(`total: ${total.pass} passed, ${total.fail} failed, ${total.skip} skipped`);
 	process.exitCode = total.fail > 0 ? 1 : 0;
 }
