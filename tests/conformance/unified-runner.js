@@ -280,7 +280,11 @@ class Entities {
 				c.on('commandStarted', rec('commandStartedEvent'));
 				c.on('commandSucceeded', rec('commandSucceededEvent'));
 				c.on('commandFailed', rec('commandFailedEvent'));
-				await c.connect();
+				// connect() selects a server with the client's read preference:
+				// a secondary-only one has nothing to select on one node, so
+				// such a client connects on its first operation instead
+				const rp = spec.uriOptions && spec.uriOptions.readPreference;
+				if (!rp || rp === 'primary' || rp === 'primaryPreferred' || rp === 'nearest') await c.connect();
 				this.clients.push(c);
 				this.map.set(spec.id, c);
 			} else if (kind === 'database') {
