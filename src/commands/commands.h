@@ -34,12 +34,18 @@ typedef struct engine_options {
 	/* --setParameter enableTestCommands=1: configureFailPoint and the other
 	 * test-only commands exist (else 59 CommandNotFound, as mongod) */
 	bool enable_test_commands;
+	/* --oplogSize / replication.oplogSizeMB (MB); 0 = mongod's default rule */
+	double oplog_size_mb;
 } engine_options_t;
 
 /* Open the data folder.  *out is owned by the caller until engine_close. */
 int engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr_t *err);
 void engine_close(engine_t *e);
 storage_t *engine_storage(engine_t *e);
+/* Replica-set mode only (NULL for a standalone): the engine's logical clock
+ * and oplog (repl/clock.h, repl/oplog.h), borrowed for the engine's life. */
+struct repl_clock *engine_clock(engine_t *e);
+struct repl_oplog *engine_oplog(engine_t *e);
 
 /* The host:port other members and drivers reach this node at (the bind
  * address and the port the server listens on): a replica set's default

@@ -11,6 +11,8 @@
 
 #include "commands/commands.h"
 #include "commands/cursor.h"
+#include "repl/clock.h"
+#include "repl/oplog.h"
 
 struct engine {
 	storage_t *st;
@@ -32,6 +34,10 @@ struct engine {
 	atomic_llong sort_memory_limit;
 	atomic_llong group_memory_limit;
 	atomic_llong bucket_auto_memory_limit;
+	/* Replica-set mode (opts.repl_set_name set): the logical clock and the
+	 * oplog (repl/); both NULL for a standalone. */
+	repl_clock_t *clock;
+	repl_oplog_t *oplog;
 	/* replica-set mode (opts.repl_set_name set; cmd_repl.c): the set's
 	 * identity and state, NULL on a standalone; the cluster-time keys */
 	struct repl_set *rs;

@@ -10,6 +10,7 @@
 #include "commands/auth.h"
 #include "commands/cmd_repl.h"
 #include "commands/validation.h"
+#include "repl/replset.h"
 #include "query/keygen.h"
 #include "query/sort.h"
 #include "query/planner_ttl.h"
@@ -39,6 +40,15 @@ wall_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The oplog's term getter: the set's current term (-1 before any). */
+static int64_t
+engine_term(void *rs)
+{
+	int64_t t = repl_set_term(rs);
+
+	return t > 0 ? t : -1;
 }
 
 int
@@ -79,6 +89,25 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 		bson_free(e);
 		return -1;
 	}
+	/* replica-set mode: the clock and the oplog's observer (it logs once
+	 * the set is initiated, or at once when the folder has an oplog); the
+	 * set's cluster time is the oplog's clock, its term every entry's t */
+	if (e->rs != NULL) {
+		repl_oplog_options_t oo = {.size_mb = e->opts.oplog_size_mb, .dbpath = path,
+		    .in_memory = e->opts.storage.in_memory, .term = engine_term, .term_arg = e->rs};
+		e->clock = repl_clock_new();
+		if (repl_oplog_open(e->st, e->clock, &oo, &e->oplog, err) != 0) {
+			repl_clock_free(e->clock);
+			cmd_repl_close(e);
+			ttl_monitor_stop(e->ttl);
+			bson_free(e->tmp_dir);
+			storage_close(e->st);
+			bson_free(e->opts.repl_set_name);
+			bson_free(e);
+			return -1;
+		}
+		repl_set_attach_oplog(e->rs, e->oplog);
+	}
 	e->cursors = cursor_registry_new();
 	e->start_wall_ms = wall_ms();
 	e->start_mono_us = cmd_now_us();
@@ -98,10 +127,12 @@ engine_close(engine_t *e)
 	if (e == NULL)
 		return;
 	ttl_monitor_stop(e->ttl);
+	repl_oplog_close(e->oplog);
 	bson_free(e->tmp_dir);
 	cursor_registry_free(e->cursors);
 	cmd_repl_close(e);
 	storage_close(e->st);
+	repl_clock_free(e->clock);
 	bson_free(e->opts.repl_set_name);
 	bson_free(e);
 }
@@ -110,6 +141,18 @@ storage_t *
 engine_storage(engine_t *e)
 {
 	return e->st;
+}
+
+struct repl_clock *
+engine_clock(engine_t *e)
+{
+	return e->clock;
+}
+
+struct repl_oplog *
+engine_oplog(engine_t *e)
+{
+	return e->oplog;
 }
 
 bool
