@@ -752,6 +752,9 @@ CMD_HANDLER(cmd_list_commands)
 	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "commands", &all);
 	for (i = 0; i < n; i++) {
 		const cmd_def_t *d = sorted[i];
+		/* test commands exist only with enableTestCommands */
+		if ((d->flags & CMDF_TEST) && !c->engine->opts.enable_test_commands)
+			continue;
 		bson_append_document_begin(&all, d->name, -1, &one);
 		BSON_APPEND_UTF8(&one, "help", d->help ? d->help : "");
 		BSON_APPEND_BOOL(&one, "requiresAuth", !(d->flags & CMDF_NO_AUTH));

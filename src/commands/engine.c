@@ -424,6 +424,11 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 		goto fail;
 	if (auth_check_command(&c, def, er) != 0)
 		goto fail;
+	/* replica set and test commands (cmd_repl.c): failCommand, the
+	 * primary gate, $clusterTime, read / write concern -- before the
+	 * transaction checks, as mongod answers "not primary" first */
+	if (cmd_repl_before(&c, def, &rx, er) != 0)
+		goto fail;
 	/* Tamga runs as a standalone mongod: no transactions and no retryable
 	 * writes, refused before anything runs (drivers and frameworks test for
 	 * this code and message to fall back).  A replica-set member has
@@ -439,10 +444,6 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 			goto fail;
 		}
 	}
-	/* replica set and test commands (cmd_repl.c): failCommand, the
-	 * primary gate, $clusterTime, read / write concern */
-	if (cmd_repl_before(&c, def, &rx, er) != 0)
-		goto fail;
 	__atomic_fetch_add(&e->counters.command, 1, __ATOMIC_RELAXED);
 
 	rc = def->handler(&c, er);
