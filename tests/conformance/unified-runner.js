@@ -1,12 +1,14 @@
 // unified-runner.js -- a Unified Test Format runner on the official Node
-// driver, for the CRUD spec tests in ../shared/conformance/crud-unified.
+// driver, for the spec tests in ../shared/conformance (run.sh: crud-unified on
+// a standalone; the transactions, retryable, sessions and run-command folders
+// on a replica set, whose topology "replicaset" comes from hello's setName).
 //
 //   node unified-runner.js <uri> <dir-or-file>... [--filter substring] [--verbose]
 //   node unified-runner.js --uri-from-env ...   (TAMGA_URI, as set by with_tamgad.sh)
 //
 // For every file: runOnRequirements, createEntities, initialData, each test's
 // operations (expectResult, expectError), expectEvents (through the driver's
-// command monitoring) and outcome.  Prints per file and in total
+// command monitoring) and outcome.  Prints per file, per folder and in total
 // "N passed, N failed, N skipped" with the reason of each skip.  A test that
 // throws, times out or uses something the runner does not implement is never
 // counted as passed: it fails, or is skipped with the reason given.
@@ -203,8 +205,8 @@ async function requirementsUnmet(reqs, server) {
 			why.push(`minServerVersion ${r.minServerVersion}`);
 		if (r.maxServerVersion && versionCmp(server.version, r.maxServerVersion) > 0)
 			why.push(`maxServerVersion ${r.maxServerVersion}`);
-		if (r.topologies && !r.topologies.includes(server.topology))
-			why.push(`topologies ${r.topologies.join('/')} only (this server: ${server.topology})`);
+		if (r.topologies && !r.topologies.includes(server.topology || 'single'))
+			why.push(`topologies ${r.topologies.join('/')} only (this server: ${server.topology || 'single'})`);
 		if (r.serverless === 'require') why.push('serverless only');
 		if (r.auth === true) why.push('auth required');
 		if (r.csfle) why.push('csfle');
@@ -252,11 +254,6 @@ class Entities {
 		if (!this.map.has(id)) throw new Error(`no entity ${id}`);
 		return this.map.get(id);
 	}
-	sessionClient(id) {
-		const s = this.entity(id);
-		if (!s || !s.client) throw new Error(`${id} is not a session`);
-		return s.client;
-	}
 	async create(list) {
 		for (const item of list) {
 			const [kind, spec] = Object.entries(item)[0];
@@ -273,18 +270,20 @@ class Entities {
 				const rec = (type) => (ev) => {
 					if (!observe.has(type)) return;
 					if (SENSITIVE.has(ev.commandName) || ignore.has(ev.commandName)) return;
-					// the runner's own fail point commands are not the test's events
+					/* the failPoint operation's own command is never observed (UTF spec) */
 					if (ev.commandName === 'configureFailPoint') return;
 					evs.push({ type, ev });
 				};
 				c.on('commandStarted', rec('commandStartedEvent'));
 				c.on('commandSucceeded', rec('commandSucceededEvent'));
 				c.on('commandFailed', rec('commandFailedEvent'));
-				// connect() selects a server with the client's read preference:
-				// a secondary-only one has nothing to select on one node, so
-				// such a client connects on its first operation instead
-				const rp = spec.uriOptions && spec.uriOptions.readPreference;
-				if (!rp || rp === 'primary' || rp === 'primaryPreferred' || rp === 'nearest') await c.connect();
+				try {
+					await c.connect();
+				} catch (e) {
+					/* a client whose readPreference no member meets (secondary on
+					 * a one-member set) connects on its first operation */
+					if (e.name !== 'MongoServerSelectionError') throw e;
+				}
 				this.clients.push(c);
 				this.map.set(spec.id, c);
 			} else if (kind === 'database') {
@@ -295,7 +294,9 @@ class Entities {
 				this.map.set(spec.id, d.collection(spec.collectionName, dbCollOptions(spec.collectionOptions)));
 			} else if (kind === 'session') {
 				const c = this.entity(spec.client);
-				this.map.set(spec.id, c.startSession(spec.sessionOptions || {}));
+				const so = { ...(spec.sessionOptions || {}) };
+				if (so.defaultTransactionOptions) so.defaultTransactionOptions = txnOptions(so.defaultTransactionOptions);
+				this.map.set(spec.id, c.startSession(so));
 			} else if (kind === 'bucket') {
 				throw new Skip('GridFS buckets are not implemented by the runner');
 			} else {
@@ -414,36 +415,87 @@ const CLIENT_OPS = {
 	clientBulkWrite: (c, a, e) => { const [[m], o] = splitArgs(a, ['models'], e); return c.bulkWrite(clientBulkModels(m), o); },
 };
 
-// The session's last two commands' lsids (for assert*LsidOnLastTwoCommands).
-function lastTwoLsids(ents, clientId) {
-	const evs = (ents.events.get(clientId) || []).filter((e) => e.type === 'commandStartedEvent');
-	if (evs.length < 2) throw new Mismatch(`client ${clientId}: fewer than two commands observed`);
-	return evs.slice(-2).map((e) => show(e.ev.command.lsid));
+// ---- sessions and transactions (the session entity's operations) -------------
+
+function txnOptions(o) {
+	const out = {};
+	if (!o) return out;
+	if (o.readConcern) out.readConcern = o.readConcern;
+	if (o.writeConcern) out.writeConcern = o.writeConcern;
+	if (o.readPreference) out.readPreference = o.readPreference.mode || o.readPreference;
+	if (o.maxCommitTimeMS !== undefined) out.maxCommitTimeMS = numValue(o.maxCommitTimeMS);
+	if (o.timeoutMS !== undefined) throw new Skip('timeoutMS (CSOT) is not implemented by the runner');
+	return out;
 }
 
-const TXN_STATES = { NO_TRANSACTION: 'none', STARTING_TRANSACTION: 'starting', TRANSACTION_IN_PROGRESS: 'in_progress',
-	TRANSACTION_COMMITTED: 'committed', TRANSACTION_COMMITTED_EMPTY: 'committed', TRANSACTION_ABORTED: 'aborted' };
-
-// Session operations; withTransaction runs its callback's operations with
-// the same expectations as a test's (an error the callback expects does not
-// abort the transaction).
 const SESSION_OPS = {
-	startTransaction: (s, a) => { s.startTransaction(a ? plainModel(a) : undefined); },
+	startTransaction: (s, a) => { s.startTransaction(txnOptions(a)); return undefined; },
 	commitTransaction: (s) => s.commitTransaction(),
 	abortTransaction: (s) => s.abortTransaction(),
 	endSession: (s) => s.endSession(),
 	withTransaction: (s, a, e) => s.withTransaction(async () => {
-		for (const op of a.callback || []) await runExpected(op, e);
-	}, a.options ? plainModel(a.options) : undefined),
+		const was = e.inCallback;
+		e.inCallback = true;
+		try { await runOps(a.callback || [], e); } finally { e.inCallback = was; }
+	}, txnOptions(a)),
 };
 
-async function runnerOp(op, ents) {
+async function sessionRunnerOp(op, ents) {
 	const a = op.arguments || {};
 	switch (op.name) {
-	case 'targetedFailPoint':
+	case 'assertSessionTransactionState': {
+		const s = ents.entity(a.session);
+		const states = { none: 'NO_TRANSACTION', starting: 'STARTING_TRANSACTION',
+			in_progress: 'TRANSACTION_IN_PROGRESS', committed: 'TRANSACTION_COMMITTED',
+			aborted: 'TRANSACTION_ABORTED' };
+		const got = s.transaction && s.transaction.state;
+		if (got !== states[a.state]) throw new Mismatch(`session transaction state ${got}, expected ${a.state}`);
+		return true;
+	}
+	case 'assertSessionPinned':
+	case 'assertSessionUnpinned': {
+		const s = ents.entity(a.session);
+		const pinned = !!(s.transaction && s.transaction.server);
+		/* a replica set never pins (mongos only) */
+		if (op.name === 'assertSessionPinned' && !pinned) throw new Mismatch('session not pinned');
+		if (op.name === 'assertSessionUnpinned' && pinned) throw new Mismatch('session pinned');
+		return true;
+	}
+	case 'assertSessionDirty':
+	case 'assertSessionNotDirty': {
+		const s = ents.entity(a.session);
+		const dirty = !!(s.serverSession && s.serverSession.isDirty);
+		if (dirty !== (op.name === 'assertSessionDirty')) throw new Mismatch(`session dirty: ${dirty}`);
+		return true;
+	}
+	case 'assertSameLsidOnLastTwoCommands':
+	case 'assertDifferentLsidOnLastTwoCommands': {
+		const evs = (ents.events.get(a.client) || []).filter((x) => x.type === 'commandStartedEvent');
+		if (evs.length < 2) throw new Mismatch('fewer than two commands');
+		const l1 = evs[evs.length - 2].ev.command.lsid, l2 = evs[evs.length - 1].ev.command.lsid;
+		const same = EJSON.stringify(l1) === EJSON.stringify(l2);
+		if (same !== (op.name === 'assertSameLsidOnLastTwoCommands')) throw new Mismatch(`lsids same: ${same}`);
+		return true;
+	}
+	case 'targetedFailPoint': {
+		/* one server: the session's pinned server is this one */
+		const s = ents.entity(a.session);
+		const c = s.client;
+		await c.db('admin').command(a.failPoint);
+		ents.failPoints.push({ client: c, name: a.failPoint.configureFailPoint });
+		return true;
+	}
+	default:
+		return false;
+	}
+}
+
+async function runnerOp(op, ents) {
+	if ((await sessionRunnerOp(op, ents)) === true) return undefined;
+	const a = op.arguments || {};
+	switch (op.name) {
 	case 'failPoint': {
-		// one node: a targeted fail point goes to the session's (only) server
-		const c = op.name === 'failPoint' ? ents.entity(a.client) : ents.sessionClient(a.session);
+		const c = ents.entity(a.client);
 		try {
 			await c.db('admin').command(a.failPoint);
 		} catch (e) {
@@ -475,32 +527,6 @@ async function runnerOp(op, ents) {
 	}
 	case 'createEntities':
 		return ents.create(a.entities);
-	case 'assertSessionTransactionState': {
-		const st = TXN_STATES[ents.entity(a.session).transaction.state] || 'unknown';
-		if (st !== a.state) throw new Mismatch(`session transaction state ${st}, expected ${a.state}`);
-		return;
-	}
-	case 'assertSessionPinned':
-	case 'assertSessionUnpinned': {
-		// pinning is to a mongos; a replica set never pins
-		const pinned = !!ents.entity(a.session).isPinned;
-		if (pinned !== (op.name === 'assertSessionPinned')) throw new Mismatch(`session pinned: ${pinned}`);
-		return;
-	}
-	case 'assertSessionDirty':
-	case 'assertSessionNotDirty': {
-		const s = ents.entity(a.session);
-		const dirty = !!(s.serverSession && s.serverSession.isDirty);
-		if (dirty !== (op.name === 'assertSessionDirty')) throw new Mismatch(`session dirty: ${dirty}`);
-		return;
-	}
-	case 'assertSameLsidOnLastTwoCommands':
-	case 'assertDifferentLsidOnLastTwoCommands': {
-		const [x, y] = lastTwoLsids(ents, a.client);
-		if ((x === y) !== (op.name === 'assertSameLsidOnLastTwoCommands'))
-			throw new Mismatch(`${op.name}: ${x} / ${y}`);
-		return;
-	}
 	default:
 		throw new Skip(`testRunner operation ${op.name} is not implemented by the runner`);
 	}
@@ -513,33 +539,11 @@ async function runOp(op, ents) {
 	if (target instanceof mongodb.Collection) table = COLLECTION_OPS;
 	else if (target instanceof mongodb.Db) table = DATABASE_OPS;
 	else if (target instanceof MongoClient) table = CLIENT_OPS;
-	else if (target && typeof target.startTransaction === 'function') table = SESSION_OPS;
+	else if (target instanceof mongodb.ClientSession) table = SESSION_OPS;
 	else throw new Skip(`operations on ${op.object} are not implemented by the runner`);
 	const fn = table[op.name];
 	if (!fn) throw new Skip(`operation ${op.name} is not implemented by the runner`);
 	return fn(target, op.arguments || {}, ents);
-}
-
-// One operation with its expectations (expectResult, expectError,
-// ignoreResultAndError, saveResultAsEntity).
-async function runExpected(op, ents) {
-	let result, error;
-	try {
-		result = await runOp(op, ents);
-	} catch (e) {
-		if (e instanceof Skip || e instanceof Mismatch) throw e;
-		error = e;
-	}
-	if (op.ignoreResultAndError) return;
-	if (op.expectError) {
-		if (!error) throw new Mismatch(`${op.name}: expected an error, got ${show(resultForMatch(result))}`);
-		checkError(op.expectError, error, ents);
-	} else if (error) {
-		throw new Mismatch(`${op.name}: unexpected error ${error.name} ${error.code !== undefined ? error.code + ' ' : ''}${error.message}`);
-	} else {
-		if (op.expectResult !== undefined) match(op.expectResult, resultForMatch(result), ents, op.name, true);
-		if (op.saveResultAsEntity) ents.map.set(op.saveResultAsEntity, result);
-	}
 }
 
 // Normalise driver results into the shapes the spec's expectResult uses.
@@ -587,7 +591,8 @@ function checkError(exp, e, ctx) {
 	if (exp.errorContains !== undefined &&
 		!String(e.message).toLowerCase().includes(exp.errorContains.toLowerCase()))
 		throw new Mismatch(`error "${e.message}" does not contain "${exp.errorContains}"`);
-	const code = e.code !== undefined ? e.code : (e.errorResponse && e.errorResponse.code);
+	const code = e.code !== undefined ? e.code : (e.errorResponse && e.errorResponse.code !== undefined ?
+		e.errorResponse.code : (e.cause && e.cause.code));
 	if (exp.errorCode !== undefined && (code === undefined || numValue(code) !== numValue(exp.errorCode)))
 		throw new Mismatch(`error code ${code} != ${exp.errorCode} (${e.message})`);
 	if (exp.errorCodeName !== undefined && e.codeName !== exp.errorCodeName &&
@@ -622,6 +627,20 @@ function checkError(exp, e, ctx) {
 	}
 }
 
+// Node driver 6.22 (sessions.js, without CSOT) merges {wtimeoutMS: 10000}
+// into every commitTransaction's writeConcern, where the spec adds it to
+// retried commits only: the observed command is compared without that
+// wtimeout when the expected writeConcern names none.
+function withoutDriverWtimeout(want, got) {
+	if (!got || !got.writeConcern || got.writeConcern.wtimeout === undefined || !want || !want.writeConcern ||
+		typeof want.writeConcern !== 'object' || 'wtimeout' in want.writeConcern ||
+		!(got.commitTransaction || got.abortTransaction) || numValue(got.writeConcern.wtimeout) !== 10000)
+		return got;
+	const wc = { ...got.writeConcern };
+	delete wc.wtimeout;
+	return { ...got, writeConcern: wc };
+}
+
 function checkEvents(expectEvents, ents) {
 	for (const ee of expectEvents) {
 		const type = ee.eventType || 'command';
@@ -639,7 +658,8 @@ function checkEvents(expectEvents, ents) {
 				throw new Mismatch(`event ${i}: command ${a.ev.commandName}, expected ${wspec.commandName}`);
 			if (wspec.databaseName !== undefined && a.ev.databaseName !== wspec.databaseName)
 				throw new Mismatch(`event ${i}: database ${a.ev.databaseName}, expected ${wspec.databaseName}`);
-			if (wspec.command !== undefined) match(wspec.command, a.ev.command, ents, `event ${i} command`, true);
+			if (wspec.command !== undefined) match(wspec.command, withoutDriverWtimeout(wspec.command, a.ev.command), ents,
+				`event ${i} command`, true);
 			if (wspec.reply !== undefined) match(wspec.reply, a.ev.reply, ents, `event ${i} reply`, true);
 			if (wspec.hasServiceId !== undefined || wspec.hasServerConnectionId !== undefined) {
 				/* load-balanced only; a standalone has no serviceId */
@@ -686,6 +706,14 @@ function withTimeout(p, ms, what) {
 // server can change): a test that fails in exactly this way is skipped with
 // the reason instead (one that passes still counts as passed).
 const DRIVER_DEVIATIONS = [
+	// causal consistency: the spec expects afterClusterTime on a session's
+	// writes too; driver 6.22 sends readConcern only on reads and in
+	// transactions
+	[/./, /missing field readConcern: expected \{"insert"/,
+		'Node driver 6.22 sends no readConcern.afterClusterTime on writes outside transactions'],
+	// client backpressure (SystemOverloadedError / RetryableError labels) is a
+	// newer driver feature than 6.22
+	[/backpressure labels/, /./, 'Node driver 6.22 does not retry on backpressure (SystemOverloadedError) labels'],
 	[/passes bypassDocumentValidation: false/, /missing field bypassDocumentValidation/,
 		'Node driver 6.22 omits bypassDocumentValidation: false from the command'],
 	// NODE-6468: the driver replaces _id: null with a new ObjectId before
@@ -703,6 +731,35 @@ function driverOnly(file, test) {
 	return ops.length > 0 && ops.every((op) => op.expectError && op.expectError.isClientError === true);
 }
 
+// Run operations with their expectations (a test's, or a withTransaction
+// callback's: an error it expects is caught there, one it does not expect is
+// thrown on to withTransaction, which retries or aborts as the driver does).
+async function runOps(ops, ents) {
+	for (const op of ops) {
+		let result, error;
+		try {
+			result = await runOp(op, ents);
+		} catch (e) {
+			if (e instanceof Skip || e instanceof Mismatch) throw e;
+			error = e;
+		}
+		if (op.ignoreResultAndError) continue;
+		if (op.expectError) {
+			if (!error) throw new Mismatch(`${op.name}: expected an error, got ${show(resultForMatch(result))}`);
+			checkError(op.expectError, error, ents);
+			/* UTF: inside withTransaction's callback an expected error is
+			 * still raised, for withTransaction to act on */
+			if (ents.inCallback) throw error;
+		} else if (error) {
+			if (ents.inCallback) throw error;
+			throw new Mismatch(`${op.name}: unexpected error ${error.name} ${error.code !== undefined ? error.code + ' ' : ''}${error.message}`);
+		} else {
+			if (op.expectResult !== undefined) match(op.expectResult, resultForMatch(result), ents, op.name, true);
+			if (op.saveResultAsEntity) ents.map.set(op.saveResultAsEntity, result);
+		}
+	}
+}
+
 async function runTest(file, spec, test, server, verbose) {
 	const skipReason = test.skipReason || (await requirementsUnmet(test.runOnRequirements, server));
 	if (skipReason) return { status: 'skip', reason: skipReason };
@@ -711,7 +768,7 @@ async function runTest(file, spec, test, server, verbose) {
 	try {
 		await setupData(server.client, spec.initialData);
 		await ents.create(spec.createEntities || []);
-		for (const op of test.operations || []) await runExpected(op, ents);
+		await runOps(test.operations || [], ents);
 		if (test.expectEvents) checkEvents(test.expectEvents, ents);
 		await checkOutcome(server.client, test.outcome, ents);
 		return { status: 'pass' };
@@ -746,7 +803,7 @@ async function main() {
 	await client.connect();
 	const bi = await client.db('admin').command({ buildInfo: 1 });
 	const hello = await client.db('admin').command({ hello: 1 });
-	// runOnRequirements' topology: a set member answers hello with setName
+	// a replica-set member answers hello with setName (txn's sessions section)
 	const topology = hello.setName ? 'replicaset' : hello.msg === 'isdbgrid' ? 'sharded' : 'single';
 	const server = { uri, client, admin: client.db('admin'), version: bi.version, topology };
 	console.log(`# server ${bi.version} (tamga ${bi.tamgaVersion || '?'}) at ${uri}, topology ${topology}`);
