@@ -5,7 +5,7 @@
 #
 # Without paths: the CRUD spec tests ($TAMGA_SHARED/conformance/crud-unified,
 # default ../shared next to the repository) against a fresh standalone
-# tamgad, then the replica-set folders (transactions-unified,
+# tamgad (with test commands, for the failCommand tests), then the replica-set folders (transactions-unified,
 # transactions-convenient-api-unified, retryable-writes-unified,
 # retryable-reads-unified, sessions-unified, run-command-unified) against a
 # fresh `tamgad --replSet rs0 --replSetAutoInitiate --setParameter
@@ -73,12 +73,12 @@ if [ ${#paths[@]} -gt 0 ]; then
 	if [ "$mode" = replset ]; then
 		run_one "replica set rs0" "${RS_FLAGS[@]}" -- "${paths[@]}"
 	else
-		run_one "standalone" -- "${paths[@]}"
+		run_one "standalone" --setParameter enableTestCommands=1 -- "${paths[@]}"
 	fi
 	exit $rc
 fi
 if [ "$mode" != replset ]; then
-	run_one "standalone: crud-unified" -- "$SHARED/conformance/crud-unified"
+	run_one "standalone: crud-unified" --setParameter enableTestCommands=1 -- "$SHARED/conformance/crud-unified"
 fi
 if [ "$mode" != standalone ]; then
 	rs_paths=()
