@@ -573,6 +573,25 @@ secondary_ok(cmd_t *c)
 	return strcmp(bson_iter_utf8(&rp, NULL), "primary") != 0;
 }
 
+/* An aggregate ending in $out or $merge writes: a primary's job. */
+static bool
+writes_out(cmd_t *c, const cmd_def_t *def)
+{
+	bson_iter_t it, st, last, k;
+	bool have = false;
+
+	if (strcmp(def->name, "aggregate") != 0 || !cmd_find_field(c, "pipeline", &it) ||
+	    !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &st))
+		return false;
+	while (bson_iter_next(&st)) {
+		last = st;
+		have = true;
+	}
+	if (!have || !BSON_ITER_HOLDS_DOCUMENT(&last) || !bson_iter_recurse(&last, &k) || !bson_iter_next(&k))
+		return false;
+	return strcmp(bson_iter_key(&k), "$out") == 0 || strcmp(bson_iter_key(&k), "$merge") == 0;
+}
+
 static int
 gate(cmd_t *c, const cmd_def_t *def, terr_t *err)
 {
@@ -580,7 +599,7 @@ gate(cmd_t *c, const cmd_def_t *def, terr_t *err)
 
 	if (st == REPL_STATE_PRIMARY || strcmp(c->db, "local") == 0)
 		return 0;
-	if (def->flags & CMDF_WRITE)
+	if ((def->flags & CMDF_WRITE) || writes_out(c, def))
 		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary");
 	if (listed(read_commands, def->name)) {
 		if (!secondary_ok(c))

@@ -520,6 +520,15 @@ test_engine_set(void)
 	r = run(e, "test", "{\"insert\": \"c\", \"documents\": [{\"_id\": 9}]}", &rc);
 	TT_EQ_INT(rc, 10107);
 	bson_destroy(r);
+	r = run(e, "test", "{\"aggregate\": \"c\", \"pipeline\": [{\"$match\": {}}, {\"$out\": \"d\"}], \"cursor\": {}, \"$readPreference\": {\"mode\": \"secondary\"}}", &rc);
+	TT_EQ_INT(rc, 10107);   /* $out writes */
+	bson_destroy(r);
+	r = run(e, "test", "{\"find\": \"c\"}", &rc);
+	TT_EQ_INT(rc, 13435);   /* a secondary without secondaryOk */
+	bson_destroy(r);
+	r = run(e, "test", "{\"find\": \"c\", \"$readPreference\": {\"mode\": \"secondaryPreferred\"}}", &rc);
+	TT_EQ_INT(rc, 0);       /* a secondary serves secondaryOk reads */
+	bson_destroy(r);
 	r = run(e, "admin", "{\"hello\": 1}", &rc);
 	TT_ASSERT(tt_get(r, "secondary", &it) && bson_iter_as_bool(&it));
 	TT_ASSERT(!tt_get(r, "primary", &it));
