@@ -277,13 +277,11 @@ class Entities {
 				c.on('commandStarted', rec('commandStartedEvent'));
 				c.on('commandSucceeded', rec('commandSucceededEvent'));
 				c.on('commandFailed', rec('commandFailedEvent'));
-				try {
-					await c.connect();
-				} catch (e) {
-					/* a client whose readPreference no member meets (secondary on
-					 * a one-member set) connects on its first operation */
-					if (e.name !== 'MongoServerSelectionError') throw e;
-				}
+				/* a client whose readPreference no member meets (secondary on a
+				 * one-member set) connects on its first operation: connect()
+				 * would select a server with it, fail and close the client */
+				const rp = spec.uriOptions && spec.uriOptions.readPreference;
+				if (!rp || rp === 'primary' || rp === 'primaryPreferred' || rp === 'nearest') await c.connect();
 				this.clients.push(c);
 				this.map.set(spec.id, c);
 			} else if (kind === 'database') {
