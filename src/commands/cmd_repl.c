@@ -715,8 +715,23 @@ concerns(cmd_t *c, cmd_repl_ctx_t *x, terr_t *err)
 			    rc.has_at_cluster_time ? "atClusterTime" : "afterClusterTime", ts, ti, s, i);
 			goto err;
 		}
-		/* a single member has applied everything up to its cluster time:
-		 * nothing to wait for */
+		/* afterOpTime (mongod's internal, deprecated form): wait until this
+		 * node has applied it -- maxTimeMS or shutdown end the wait */
+		while (rc.has_after_op_time && (ts > s || (ts == s && ti > i))) {
+			struct timespec nap = {0, 10 * 1000 * 1000};
+			if (cmd_check_deadline(c, err)) {
+				ret = -1;
+				goto err;
+			}
+			if (engine_shutdown_requested(c->engine)) {
+				ret = terr_set(err, 11600 /* InterruptedAtShutdown */, "interrupted at shutdown");
+				goto err;
+			}
+			nanosleep(&nap, NULL);
+			repl_set_clock_now(c->engine->rs, &s, &i);
+		}
+		/* otherwise a single member has applied everything up to its
+		 * cluster time: nothing to wait for */
 	}
 err:
 	bson_destroy(&cfg);

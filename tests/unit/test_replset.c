@@ -453,6 +453,13 @@ test_engine_set(void)
 	r = run(e, "test", "{\"find\": \"c\", \"readConcern\": {\"afterClusterTime\": {\"$timestamp\": {\"t\": 1, \"i\": 1}}}}", &rc);
 	TT_EQ_INT(rc, 0);
 	bson_destroy(r);
+	/* afterOpTime past what was applied waits, here until maxTimeMS */
+	r = run(e, "test", "{\"find\": \"c\", \"maxTimeMS\": 100, \"readConcern\": {\"afterOpTime\": {\"ts\": {\"$timestamp\": {\"t\": 4000000000, \"i\": 1}}, \"t\": 1}}}", &rc);
+	TT_EQ_INT(rc, 50);
+	bson_destroy(r);
+	r = run(e, "test", "{\"find\": \"c\", \"readConcern\": {\"afterOpTime\": {\"ts\": {\"$timestamp\": {\"t\": 1, \"i\": 1}}, \"t\": 1}}}", &rc);
+	TT_EQ_INT(rc, 0);
+	bson_destroy(r);
 	/* a gossiped time more than maxAcceptableLogicalClockDriftSecs (365
 	 * days) ahead is refused (262, mongod's rate limiter); one within it
 	 * advances the clock (no auth: unsigned is fine) */
