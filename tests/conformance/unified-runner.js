@@ -402,6 +402,21 @@ const DATABASE_OPS = {
 	listCollectionNames: (d, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return d.listCollections(f || {}, { ...o, nameOnly: true }).toArray().then((l) => l.map((x) => x.name)); },
 	listCollectionObjects: (d, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return d.listCollections(f || {}, o).toArray(); },
 	createChangeStream: () => { throw new Skip('change streams are not implemented by the server (a later issue)'); },
+	// the run-command spec: a command whose reply is a cursor, iterated to the end
+	runCursorCommand: (d, a, e) => {
+		const [[cmd], o] = splitArgs(a, ['command', 'commandName'], e);
+		const opts = {};
+		if (o.session) opts.session = o.session;
+		if (o.batchSize !== undefined) opts.batchSize = o.batchSize;
+		if (o.comment !== undefined) opts.comment = o.comment;
+		if (o.maxTimeMS !== undefined) opts.maxTimeMS = o.maxTimeMS;
+		if (o.timeoutMode !== undefined || o.timeoutMS !== undefined) throw new Skip('timeoutMS (CSOT) is not implemented by the runner');
+		const cur = d.runCursorCommand(cmd, opts);
+		if (o.batchSize !== undefined) cur.setBatchSize(o.batchSize);
+		if (o.maxTimeMS !== undefined) cur.setMaxTimeMS(o.maxTimeMS);
+		if (o.comment !== undefined) cur.setComment(o.comment);
+		return cur.toArray();
+	},
 	modifyCollection: (d, a, e) => { const [[n], o] = splitArgs(a, ['collection'], e); return d.command({ collMod: n, ...o }); },
 };
 
@@ -431,6 +446,7 @@ const SESSION_OPS = {
 	commitTransaction: (s) => s.commitTransaction(),
 	abortTransaction: (s) => s.abortTransaction(),
 	endSession: (s) => s.endSession(),
+	getSnapshotTime: (s) => s.snapshotTime,
 	withTransaction: (s, a, e) => s.withTransaction(async () => {
 		const was = e.inCallback;
 		e.inCallback = true;
