@@ -397,41 +397,47 @@ cmd_repl_topology_wait(engine_t *e, uint64_t counter, int64_t wait_ms)
 void
 cmd_repl_hello_append(cmd_t *c, bool legacy)
 {
+	cmd_repl_fields_append(c->engine, c->reply, legacy);
+}
+
+void
+cmd_repl_fields_append(engine_t *e, bson_t *out, bool legacy)
+{
 	repl_set_info_t in;
 	bson_t tv, hosts, lw;
-	const char *name = repl_set_name(c->engine->rs);
+	const char *name = repl_set_name(e->rs);
 
-	repl_set_info(c->engine->rs, &in);
-	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "topologyVersion", &tv);
+	repl_set_info(e->rs, &in);
+	BSON_APPEND_DOCUMENT_BEGIN(out, "topologyVersion", &tv);
 	BSON_APPEND_OID(&tv, "processId", repl_set_process_id());
 	BSON_APPEND_INT64(&tv, "counter", (int64_t)in.topology_counter);
-	bson_append_document_end(c->reply, &tv);
-	if (!repl_set_initiated(c->engine->rs)) {
+	bson_append_document_end(out, &tv);
+	if (!repl_set_initiated(e->rs)) {
 		/* mongod before a configuration: a "ghost" member */
-		BSON_APPEND_BOOL(c->reply, legacy ? "ismaster" : "isWritablePrimary", false);
-		BSON_APPEND_BOOL(c->reply, "secondary", false);
-		BSON_APPEND_UTF8(c->reply, "info", "Does not have a valid replica set config");
-		BSON_APPEND_BOOL(c->reply, "isreplicaset", true);
+		BSON_APPEND_BOOL(out, legacy ? "ismaster" : "isWritablePrimary", false);
+		BSON_APPEND_BOOL(out, "secondary", false);
+		BSON_APPEND_UTF8(out, "info", "Does not have a valid replica set config");
+		BSON_APPEND_BOOL(out, "isreplicaset", true);
 		return;
 	}
-	BSON_APPEND_ARRAY_BEGIN(c->reply, "hosts", &hosts);
+	BSON_APPEND_ARRAY_BEGIN(out, "hosts", &hosts);
 	BSON_APPEND_UTF8(&hosts, "0", in.self_host);
-	bson_append_array_end(c->reply, &hosts);
-	BSON_APPEND_UTF8(c->reply, "setName", name);
-	BSON_APPEND_INT32(c->reply, "setVersion", (int32_t)in.config_version);
-	BSON_APPEND_BOOL(c->reply, legacy ? "ismaster" : "isWritablePrimary", in.state == REPL_STATE_PRIMARY);
-	BSON_APPEND_BOOL(c->reply, "secondary", in.state == REPL_STATE_SECONDARY);
+	bson_append_array_end(out, &hosts);
+	BSON_APPEND_UTF8(out, "setName", name);
+	BSON_APPEND_INT32(out, "setVersion", (int32_t)in.config_version);
+	BSON_APPEND_BOOL(out, legacy ? "ismaster" : "isWritablePrimary", in.state == REPL_STATE_PRIMARY);
+	BSON_APPEND_BOOL(out, "secondary", in.state == REPL_STATE_SECONDARY);
 	if (in.state == REPL_STATE_PRIMARY)
-		BSON_APPEND_UTF8(c->reply, "primary", in.self_host);
-	BSON_APPEND_UTF8(c->reply, "me", in.self_host);
+		BSON_APPEND_UTF8(out, "primary", in.self_host);
+	BSON_APPEND_UTF8(out, "me", in.self_host);
 	if (in.state == REPL_STATE_PRIMARY)
-		BSON_APPEND_OID(c->reply, "electionId", &in.election_id);
-	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "lastWrite", &lw);
+		BSON_APPEND_OID(out, "electionId", &in.election_id);
+	BSON_APPEND_DOCUMENT_BEGIN(out, "lastWrite", &lw);
 	append_optime(&lw, "opTime", &in.last_applied);
 	BSON_APPEND_DATE_TIME(&lw, "lastWriteDate", (int64_t)in.last_applied.secs * 1000);
 	append_optime(&lw, "majorityOpTime", &in.last_applied);
 	BSON_APPEND_DATE_TIME(&lw, "majorityWriteDate", (int64_t)in.last_applied.secs * 1000);
-	bson_append_document_end(c->reply, &lw);
+	bson_append_document_end(out, &lw);
 }
 
 /* ---- failCommand ----------------------------------------------------------------------------------------------------- */

@@ -496,6 +496,12 @@ test_engine_set(void)
 	TT_EQ_INT(tt_get_i64(r, "topologyVersion.counter"), 2);
 	bson_destroy(r);
 
+	r = run(e, "admin", "{\"serverStatus\": 1}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_STR(tt_get_str(r, "repl.setName"), "rs0");
+	TT_EQ_STR(tt_get_str(r, "repl.primary"), SELF);
+	TT_ASSERT(tt_get(r, "repl.isWritablePrimary", &it) && bson_iter_as_bool(&it));
+	bson_destroy(r);
 	/* replSetGetStatus */
 	r = run(e, "admin", "{\"replSetGetStatus\": 1}", &rc);
 	TT_EQ_INT(rc, 0);
