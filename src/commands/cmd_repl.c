@@ -559,6 +559,9 @@ static const char *const read_commands[] = {
 	"dataSize", "explain", "mapReduce", NULL,
 };
 
+/* What supports readConcern snapshot outside a transaction. */
+static const char *const snapshot_commands[] = {"find", "aggregate", "distinct", "getMore", "explain", NULL};
+
 static bool
 listed(const char *const *list, const char *name)
 {
@@ -586,7 +589,7 @@ writes_out(cmd_t *c, const cmd_def_t *def)
 	bson_iter_t it, st, last, k;
 	bool have = false;
 
-	if (strcmp(def->name, "aggregate") != 0 || !cmd_find_field(c, "pipeline", &it) ||
+	if (def == NULL || strcmp(def->name, "aggregate") != 0 || !cmd_find_field(c, "pipeline", &it) ||
 	    !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &st))
 		return false;
 	while (bson_iter_next(&st)) {
@@ -711,6 +714,15 @@ concerns(cmd_t *c, cmd_repl_ctx_t *x, terr_t *err)
 	node_of(c->engine, &node, &cfg);
 	ERR(concern_write_validate(&x->wc, &node, err));
 	ERR(concern_read_validate(&rc, &node, err));
+	/* outside a transaction, snapshot reads are find, aggregate (no
+	 * $out / $merge) and distinct only, as mongod's supportsReadConcern */
+	if (node.repl_set && rc.level == RC_SNAPSHOT && !cmd_find_field(c, "autocommit", &it) &&
+	    !(listed(snapshot_commands, c->name) && !writes_out(c, cmd_lookup(c->name)))) {
+		ret = terr_set(err, TERR_INVALID_OPTIONS,
+		    "Command %s does not support { readConcern: { level: \"snapshot\" } } :: caused by :: read concern not supported",
+		    c->name);
+		goto err;
+	}
 	if (node.repl_set && (rc.has_after_cluster_time || rc.has_at_cluster_time || rc.has_after_op_time)) {
 		uint32_t s, i, ts = rc.has_at_cluster_time ? rc.at_secs : rc.after_secs,
 		    ti = rc.has_at_cluster_time ? rc.at_inc : rc.after_inc;

@@ -447,6 +447,12 @@ test_engine_set(void)
 	r = run(e, "test", "{\"find\": \"c\", \"readConcern\": {\"level\": \"snapshot\"}}", &rc);
 	TT_EQ_INT(rc, 0);
 	bson_destroy(r);
+	r = run(e, "test", "{\"listCollections\": 1, \"readConcern\": {\"level\": \"snapshot\"}}", &rc);
+	TT_EQ_INT(rc, 72);   /* not a snapshot read outside a transaction */
+	bson_destroy(r);
+	r = run(e, "test", "{\"distinct\": \"c\", \"key\": \"_id\", \"readConcern\": {\"level\": \"snapshot\"}}", &rc);
+	TT_EQ_INT(rc, 0);
+	bson_destroy(r);
 	r = run(e, "test", "{\"find\": \"c\", \"readConcern\": {\"afterClusterTime\": {\"$timestamp\": {\"t\": 4000000000, \"i\": 1}}}}", &rc);
 	TT_EQ_INT(rc, 72);
 	bson_destroy(r);
