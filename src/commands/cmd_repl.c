@@ -129,16 +129,14 @@ CMD_HANDLER(cmd_repl_set_initiate)
 	}
 	bson_init(&extra);
 	r = repl_set_initiate(c->engine->rs, have ? &cfg : NULL, &extra, err);
-	if (r == 0 || err->code == TERR_ALREADY_INITIALIZED) {
+	if (r == 0) {
 		bson_iter_t it;
 		if (bson_iter_init(&it, &extra))
 			while (bson_iter_next(&it))
-				bson_append_iter(r == 0 ? c->reply : c->reply, bson_iter_key(&it), -1, &it);
-	}
-	if (r != 0 && err->code == TERR_ALREADY_INITIALIZED) {
-		/* mongod's reply carries `info` beside the error */
-		bson_t *x = bson_copy(&extra);
-		terr_set_extra_steal(err, x);
+				bson_append_iter(c->reply, bson_iter_key(&it), -1, &it);
+	} else if (err->code == TERR_ALREADY_INITIALIZED) {
+		/* mongod's error reply carries `info` beside the error */
+		terr_set_extra_steal(err, bson_copy(&extra));
 	}
 	bson_destroy(&extra);
 	/* the set exists: create local.oplog.rs and its "initiating set" no-op
