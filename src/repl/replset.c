@@ -578,7 +578,7 @@ repl_set_config_check(const bson_t *cfg, const char *set_name, const char *self_
 			have_members = true;
 			bson_iter_recurse(&it, &m);
 			while (bson_iter_next(&m)) {
-				bool el, vo;
+				bool el = false, vo = false;
 				if (n >= REPL_MAX_MEMBERS)
 					return terr_set(err, TERR_BAD_VALUE,
 					    "Replica set configuration contains more than %d members, but must have at most %d",
@@ -1257,7 +1257,7 @@ repl_set_step_down(repl_set_t *rs, int64_t secs, int64_t catch_up_secs, bool for
 		/* no secondary can ever catch up: wait the catch-up period, as
 		 * mongod, then refuse */
 		int64_t until = mono_us() + catch_up_secs * 1000000;
-		char date[40];
+		char date[96];
 		if (deadline_us != 0 && deadline_us < until)
 			until = deadline_us;
 		while (mono_us() < until) {
