@@ -108,7 +108,8 @@ append_optime(bson_t *b, const char *key, const repl_optime_t *o)
 static const char *
 state_str(repl_member_state_t s)
 {
-	return s == REPL_STATE_PRIMARY ? "PRIMARY" : s == REPL_STATE_SECONDARY ? "SECONDARY" : "STARTUP";
+	return s == REPL_STATE_PRIMARY ? "PRIMARY" : s == REPL_STATE_SECONDARY ? "SECONDARY" :
+	    s == REPL_STATE_RECOVERING ? "RECOVERING" : "STARTUP";
 }
 
 /* ---- replSetInitiate ---------------------------------------------------------------------- */
@@ -334,13 +335,11 @@ CMD_HANDLER(cmd_repl_set_freeze)
 
 CMD_HANDLER(cmd_repl_set_maintenance)
 {
-	RET(need_initiated(c, err));
-	if (repl_set_state(c->engine->rs) == REPL_STATE_PRIMARY)
-		return terr_set(err, TERR_NOT_SECONDARY, "primaries can't modify maintenance mode");
-	/* a single member that is not primary is waiting for its stepdown to
-	 * end: maintenance (RECOVERING) would keep it from electing itself,
-	 * which nothing here models */
-	return terr_set(err, TERR_NOT_IMPLEMENTED, "replSetMaintenance on a stepped-down single member is not supported");
+	if (c->engine->rs == NULL)
+		return terr_set(err, TERR_NO_REPLICATION_ENABLED, "can only set maintenance mode on replica set members");
+	if (!BSON_ITER_HOLDS_BOOL(&c->first) && !BSON_ITER_HOLDS_NUMBER(&c->first))
+		return terr_set(err, TERR_TYPE_MISMATCH, "BSON field 'replSetMaintenance' is the wrong type, expected type 'bool'");
+	return repl_set_maintenance(c->engine->rs, bson_iter_as_bool(&c->first), err);
 }
 
 /* ---- configureFailPoint -------------------------------------------------------------------------------------- */

@@ -40,6 +40,7 @@ struct repl_set {
 	int64_t term;
 	repl_member_state_t state;
 	int64_t stepdown_until_ms, freeze_until_ms;
+	int maintenance;              /* replSetMaintenance calls not yet undone */
 	repl_optime_t election_optime;
 	int64_t election_wall_ms;
 	repl_optime_t last_applied;
@@ -881,7 +882,7 @@ refresh_locked(repl_set_t *rs)
 	if (!rs->initiated || rs->state == REPL_STATE_PRIMARY)
 		return;
 	now = wall_ms();
-	if (rs->stepdown_until_ms > now || rs->freeze_until_ms > now)
+	if (rs->stepdown_until_ms > now || rs->freeze_until_ms > now || rs->maintenance > 0)
 		return;
 	elect_locked(rs);
 }
@@ -1275,6 +1276,35 @@ repl_set_step_down(repl_set_t *rs, int64_t secs, int64_t catch_up_secs, bool for
 	bump_locked(rs);
 	pthread_mutex_unlock(&rs->lock);
 	tlog('I', "REPL", 21358, "Replica set state transition: PRIMARY -> SECONDARY (stepdown)", NULL);
+	return 0;
+}
+
+int
+repl_set_maintenance(repl_set_t *rs, bool on, terr_t *err)
+{
+	pthread_mutex_lock(&rs->lock);
+	refresh_locked(rs);
+	if (rs->state == REPL_STATE_PRIMARY) {
+		pthread_mutex_unlock(&rs->lock);
+		return terr_set(err, TERR_NOT_SECONDARY, "primaries can't modify maintenance mode");
+	}
+	if (on) {
+		rs->maintenance++;
+	} else if (rs->maintenance > 0) {
+		rs->maintenance--;
+	} else {
+		pthread_mutex_unlock(&rs->lock);
+		return terr_set(err, 96, "already out of maintenance mode");
+	}
+	if (rs->initiated) {
+		repl_member_state_t was = rs->state;
+		rs->state = rs->maintenance > 0 ? REPL_STATE_RECOVERING : REPL_STATE_SECONDARY;
+		if (rs->state != was)
+			bump_locked(rs);
+		/* leaving maintenance after the stepdown ran out: elect now */
+		refresh_locked(rs);
+	}
+	pthread_mutex_unlock(&rs->lock);
 	return 0;
 }
 

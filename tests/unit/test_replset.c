@@ -552,6 +552,26 @@ test_engine_set(void)
 	TT_ASSERT(tt_get(r, "secondary", &it) && bson_iter_as_bool(&it));
 	TT_ASSERT(!tt_get(r, "primary", &it));
 	bson_destroy(r);
+	/* maintenance on the stepped-down member: RECOVERING, counted */
+	r = run(e, "admin", "{\"replSetMaintenance\": false}", &rc);
+	TT_EQ_INT(rc, 96);
+	bson_destroy(r);
+	r = run(e, "admin", "{\"replSetMaintenance\": true}", &rc);
+	TT_EQ_INT(rc, 0);
+	bson_destroy(r);
+	r = run(e, "admin", "{\"replSetGetStatus\": 1}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "myState"), 3);
+	TT_EQ_STR(tt_get_str(r, "members.0.stateStr"), "RECOVERING");
+	bson_destroy(r);
+	r = run(e, "test", "{\"find\": \"c\", \"$readPreference\": {\"mode\": \"secondaryPreferred\"}}", &rc);
+	TT_EQ_INT(rc, 13436);   /* a RECOVERING member serves no reads */
+	bson_destroy(r);
+	r = run(e, "admin", "{\"hello\": 1}", &rc);
+	TT_ASSERT(tt_get(r, "secondary", &it) && !bson_iter_as_bool(&it));
+	bson_destroy(r);
+	r = run(e, "admin", "{\"replSetMaintenance\": false}", &rc);
+	TT_EQ_INT(rc, 0);
+	bson_destroy(r);
 	{
 		/* after the stepdown period it elects itself again, next term */
 		struct timespec ts = {1, 200 * 1000 * 1000};
