@@ -2,7 +2,7 @@
  * replset.h -- this node's replica-set identity: the set's name from
  * --replSet, its configuration (local.system.replset), the election state
  * mongod keeps in `local` (term and last vote, local.replset.election), the
- * member state (PRIMARY, or SECONDARY for a stepped-down or frozen node), the
+ * member state (PRIMARY; SECONDARY when stepped down; RECOVERING in maintenance), the
  * topologyVersion counter streaming `hello` waits on, and the optimes `hello`
  * and `replSetGetStatus` report.
  *
