@@ -56,7 +56,6 @@ typedef struct opts {
 	char *repl_set;                /* --replSet / replication.replSetName */
 	int64_t oplog_size_mb;         /* --oplogSize / replication.oplogSizeMB (0 = default) */
 	bool auto_initiate;            /* --replSetAutoInitiate (Tamga): initiate once if needed */
-	bool enable_test_commands;     /* --setParameter enableTestCommands=1 */
 	char *key_file;                /* --keyFile / security.keyFile (implies --auth) */
 	bson_t *set_params;            /* --setParameter / setParameter: {name: "value"}, in order */
 } opts_t;
@@ -565,7 +564,6 @@ static const struct flag {
 	{"--replSet", "replication.replSetName", true},
 	{"--replSetAutoInitiate", "replication.autoInitiate", false},
 	{"--oplogSize", "replication.oplogSizeMB", true},
-	{"--setParameter", "setParameter", true},
 	{"--noauth", "security.noauth", false},
 	{"--tlsMode", "net.tls.mode", true},
 	{"--tlsCertificateKeyFile", "net.tls.certificateKeyFile", true},
@@ -775,7 +773,6 @@ main(int argc, char **argv)
 	eo.auth = o.auth;
 	eo.repl_set_name = o.repl_set;
 	eo.oplog_size_mb = (double)o.oplog_size_mb;
-	eo.enable_test_commands = o.enable_test_commands;
 	eo.storage.cache_size = o.cache_size;
 	if (engine_open(o.dbpath, &eo, &engine, &err) != 0) {
 		log_error(20557, "DBException in initAndListen, terminating", &err);

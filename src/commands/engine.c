@@ -86,7 +86,7 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 	atomic_init(&e->ingress_rate_per_sec, INT32_MAX);
 	atomic_init(&e->ingress_burst_capacity_secs, engine_double_bits(DBL_MAX));
 	atomic_init(&e->ingress_max_queue_depth, 0);
-	atomic_init(&e->enable_test_commands, 0);
+	atomic_init(&e->enable_test_commands, e->opts.enable_test_commands ? 1 : 0);
 	atomic_init(&e->require_api_version, 0);
 	if (ttl_monitor_start(e->st, &e->ttl_monitor_sleep_secs, &e->ttl_monitor_enabled, &e->ttl, err) != 0) {
 		bson_free(e->tmp_dir);
@@ -431,7 +431,7 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	c.name = bson_iter_key(&c.first);
 	def = cmd_lookup_fast(c.name);
 	/* test commands exist only with --setParameter enableTestCommands=1 */
-	if (def != NULL && (def->flags & CMDF_TEST) && !e->opts.enable_test_commands)
+	if (def != NULL && (def->flags & CMDF_TEST) && !engine_test_commands_enabled(e))
 		def = NULL;
 	if (def == NULL) {
 		terr_set(er, TERR_COMMAND_NOT_FOUND, "no such command: '%s'", c.name);
@@ -463,6 +463,11 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	}
 	if (cmd_auth_check(&c, def, er) != 0)
 		goto fail;
+	/* replica set and test commands (cmd_repl.c): failCommand, the
+	 * primary gate, $clusterTime, read / write concern -- before the
+	 * transaction checks, as mongod answers "not primary" first */
+	if (cmd_repl_before(&c, def, &rx, er) != 0)
+		goto fail;
 	/* Tamga runs as a standalone mongod: no transactions and no retryable
 	 * writes, refused before anything runs (drivers and frameworks test for
 	 * this code and message to fall back).  A replica-set member has
@@ -478,10 +483,6 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 			goto fail;
 		}
 	}
-	/* replica set and test commands (cmd_repl.c): failCommand, the
-	 * primary gate, $clusterTime, read / write concern */
-	if (cmd_repl_before(&c, def, &rx, er) != 0)
-		goto fail;
 	__atomic_fetch_add(&e->counters.command, 1, __ATOMIC_RELAXED);
 
 	rc = def->handler(&c, er);

@@ -25,10 +25,9 @@ typedef struct failpoint {
 } failpoint_t;
 
 static failpoint_t table[] = {
-	/* commands/engine.c: the command fails, closes the connection or blocks */
+	/* commands/cmd_repl.c, before every command: the command fails, closes
+	 * the connection, blocks, or gets a writeConcernError */
 	{"failCommand"},
-	/* commands/engine.c: getMore fails with data.errorCode after its cursor is found */
-	{"failGetMoreAfterCursorCheckout"},
 };
 
 static pthread_mutex_t fp_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -40,6 +40,7 @@ struct repl_set {
 	int64_t term;
 	repl_member_state_t state;
 	int64_t stepdown_until_ms, freeze_until_ms;
+	int maintenance;              /* replSetMaintenance calls not yet undone */
 	repl_optime_t election_optime;
 	int64_t election_wall_ms;
 	repl_optime_t last_applied;
@@ -578,7 +579,7 @@ repl_set_config_check(const bson_t *cfg, const char *set_name, const char *self_
 			have_members = true;
 			bson_iter_recurse(&it, &m);
 			while (bson_iter_next(&m)) {
-				bool el, vo;
+				bool el = false, vo = false;
 				if (n >= REPL_MAX_MEMBERS)
 					return terr_set(err, TERR_BAD_VALUE,
 					    "Replica set configuration contains more than %d members, but must have at most %d",
@@ -881,7 +882,7 @@ refresh_locked(repl_set_t *rs)
 	if (!rs->initiated || rs->state == REPL_STATE_PRIMARY)
 		return;
 	now = wall_ms();
-	if (rs->stepdown_until_ms > now || rs->freeze_until_ms > now)
+	if (rs->stepdown_until_ms > now || rs->freeze_until_ms > now || rs->maintenance > 0)
 		return;
 	elect_locked(rs);
 }
@@ -1257,7 +1258,7 @@ repl_set_step_down(repl_set_t *rs, int64_t secs, int64_t catch_up_secs, bool for
 		/* no secondary can ever catch up: wait the catch-up period, as
 		 * mongod, then refuse */
 		int64_t until = mono_us() + catch_up_secs * 1000000;
-		char date[40];
+		char date[96];
 		if (deadline_us != 0 && deadline_us < until)
 			until = deadline_us;
 		while (mono_us() < until) {
@@ -1275,6 +1276,35 @@ repl_set_step_down(repl_set_t *rs, int64_t secs, int64_t catch_up_secs, bool for
 	bump_locked(rs);
 	pthread_mutex_unlock(&rs->lock);
 	tlog('I', "REPL", 21358, "Replica set state transition: PRIMARY -> SECONDARY (stepdown)", NULL);
+	return 0;
+}
+
+int
+repl_set_maintenance(repl_set_t *rs, bool on, terr_t *err)
+{
+	pthread_mutex_lock(&rs->lock);
+	refresh_locked(rs);
+	if (rs->state == REPL_STATE_PRIMARY) {
+		pthread_mutex_unlock(&rs->lock);
+		return terr_set(err, TERR_NOT_SECONDARY, "primaries can't modify maintenance mode");
+	}
+	if (on) {
+		rs->maintenance++;
+	} else if (rs->maintenance > 0) {
+		rs->maintenance--;
+	} else {
+		pthread_mutex_unlock(&rs->lock);
+		return terr_set(err, 96, "already out of maintenance mode");
+	}
+	if (rs->initiated) {
+		repl_member_state_t was = rs->state;
+		rs->state = rs->maintenance > 0 ? REPL_STATE_RECOVERING : REPL_STATE_SECONDARY;
+		if (rs->state != was)
+			bump_locked(rs);
+		/* leaving maintenance after the stepdown ran out: elect now */
+		refresh_locked(rs);
+	}
+	pthread_mutex_unlock(&rs->lock);
 	return 0;
 }
 

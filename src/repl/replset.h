@@ -2,7 +2,7 @@
  * replset.h -- this node's replica-set identity: the set's name from
  * --replSet, its configuration (local.system.replset), the election state
  * mongod keeps in `local` (term and last vote, local.replset.election), the
- * member state (PRIMARY, or SECONDARY for a stepped-down or frozen node), the
+ * member state (PRIMARY; SECONDARY when stepped down; RECOVERING in maintenance), the
  * topologyVersion counter streaming `hello` waits on, and the optimes `hello`
  * and `replSetGetStatus` report.
  *
@@ -43,6 +43,7 @@ typedef enum repl_member_state {
 	REPL_STATE_STARTUP = 0,
 	REPL_STATE_PRIMARY = 1,
 	REPL_STATE_SECONDARY = 2,
+	REPL_STATE_RECOVERING = 3,   /* a secondary in maintenance mode */
 } repl_member_state_t;
 
 /* Mongod's limits on a configuration (repl_set_config.h). */
@@ -170,6 +171,13 @@ int repl_set_step_down(repl_set_t *rs, int64_t secs, int64_t catch_up_secs, bool
  * refused (95 NotSecondary) as mongod refuses it.  *info is a static string
  * for the reply, or NULL. */
 int repl_set_freeze(repl_set_t *rs, int64_t secs, const char **info, terr_t *err);
+
+/* replSetMaintenance: on a member that is not primary, true enters
+ * RECOVERING (counted: as many falses leave it) and keeps the member from
+ * electing itself; false leaves it.  95 NotSecondary "primaries can't
+ * modify maintenance mode"; 96 OperationFailed "already out of maintenance
+ * mode" for a false with none left. */
+int repl_set_maintenance(repl_set_t *rs, bool on, terr_t *err);
 
 /* Persist the term and vote (local.replset.election) -- for tests. */
 int64_t repl_set_term(repl_set_t *rs);
