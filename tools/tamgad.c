@@ -58,6 +58,7 @@ typedef struct opts {
 	bool auto_initiate;            /* --replSetAutoInitiate (Tamga): initiate once if needed */
 	char *key_file;                /* --keyFile / security.keyFile (implies --auth) */
 	bson_t *set_params;            /* --setParameter / setParameter: {name: "value"}, in order */
+	bool enable_test_commands;     /* setParameter enableTestCommands (startup only) */
 } opts_t;
 
 static server_t *g_server;
@@ -772,6 +773,7 @@ main(int argc, char **argv)
 	eo.storage.in_memory = o.in_memory;
 	eo.auth = o.auth;
 	eo.repl_set_name = o.repl_set;
+	eo.enable_test_commands = o.enable_test_commands;
 	eo.oplog_size_mb = (double)o.oplog_size_mb;
 	eo.storage.cache_size = o.cache_size;
 	if (engine_open(o.dbpath, &eo, &engine, &err) != 0) {
