@@ -27,6 +27,12 @@ typedef struct cursor_registry cursor_registry_t;
 typedef struct engine_options {
 	storage_options_t storage;
 	bool auth;                  /* --auth: every command checks privileges */
+	/* --replSet / replication.replSetName (the embedded API's replSet=NAME
+	 * option): NULL is a standalone, which answers 20 to every txnNumber as
+	 * mongod does; a name enables transactions and retryable writes.
+	 * Borrowed: it must outlive the engine. */
+	char *repl_set_name;
+	bool enable_test_commands;  /* --setParameter enableTestCommands=1 */
 } engine_options_t;
 
 /* Open the data folder.  *out is owned by the caller until engine_close. */
@@ -106,6 +112,14 @@ typedef struct cmd {
 	int64_t deadline_us;       /* absolute monotonic deadline from maxTimeMS, 0 = none */
 	bson_t *reply;             /* handler appends its fields; ok is added by the dispatcher */
 	cmd_args_t args;           /* args.c's field index; body must not change while in use */
+	/* the session this command checked out (a txnNumber on a replica set:
+	 * cmd_txn.c), what its txnNumber means (repl_txn_kind_t, 0 = none), and
+	 * the client's own storage session while the transaction's stands in */
+	struct repl_session *txn_session;
+	int txn_kind;
+	bool txn_autocommit;       /* autocommit: false was given (labels apply) */
+	bool txn_swapped;
+	struct storage_session *txn_saved_session;
 } cmd_t;
 
 typedef int (*cmd_handler_fn)(cmd_t *c, terr_t *err);

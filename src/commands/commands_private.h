@@ -32,6 +32,11 @@ struct engine {
 	atomic_llong sort_memory_limit;
 	atomic_llong group_memory_limit;
 	atomic_llong bucket_auto_memory_limit;
+	/* logical sessions and their transactions (repl/session.h, repl/txn.h) */
+	struct repl_sessions *sessions;
+	atomic_llong txn_lifetime_limit_seconds;       /* 60 */
+	atomic_llong max_txn_lock_request_timeout_ms;  /* 5 */
+	struct repl_txn_reaper *txn_reaper;
 };
 
 struct client {
@@ -46,7 +51,6 @@ struct client {
 	 * when the same session comes back within a second) */
 	uint8_t lsid_seen[16];
 	int64_t lsid_seen_ms;
-	uint64_t lsid_seen_gen;
 	bool has_auth;                   /* the auth layer keeps state for it (auth_client_get) */
 };
 
@@ -101,6 +105,22 @@ void cmd_ns(char *buf, size_t len, const char *db, const char *coll);
 /* collMod's {index: {...}} option (cmd_index.c): hidden / expireAfterSeconds. */
 int cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt, bson_t *reply,
                        terr_t *err);
+
+/* ---- sessions and transactions (cmd_txn.c) ------------------------------ */
+/* Before the handler: read lsid / txnNumber / autocommit / startTransaction
+ * as mongod does, check the session out and begin or continue its
+ * transaction, so the handler runs on the transaction's storage session.
+ * Returns 0 to run the handler, 1 when c->reply already holds the answer (a
+ * retried retryable write), -1 with err.  cmd_txn_leave must follow in every
+ * case: it gives the session back, aborts a transaction whose statement
+ * failed, turns a statement's write error into the command's error and adds
+ * mongod's errorLabels; it returns the command's final rc. */
+int cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err);
+int cmd_txn_leave(cmd_t *c, int rc, terr_t *err);
+/* True while c runs inside a multi-document transaction. */
+bool cmd_in_transaction(const cmd_t *c);
+/* serverStatus.transactions. */
+void cmd_txn_server_status(cmd_t *c, bson_t *reply);
 
 /* What a standalone mongod answers (code 20) to a command with a txnNumber,
  * and what commitTransaction / abortTransaction answer here. */

@@ -1,0 +1,411 @@
+/*
+ * cmd_txn.c -- what the dispatcher does for sessions and transactions
+ * (mongod's initializeOperationSessionInfo, the session checkout of
+ * service_entry_point_common, the transaction command allowlist and error
+ * labels), and the commitTransaction / abortTransaction commands.
+ *
+ * The state machine itself is repl/txn.h; retryable writes' record is
+ * repl/retryable.h.  A standalone (engine_options_t.repl_set_name NULL)
+ * answers 20 IllegalOperation to every txnNumber, as mongod does.
+ */
+#include "commands/commands_private.h"
+#include "commands/write.h"
+#include "bson/value.h"
+
+#include <string.h>
+
+#include "repl/retryable.h"
+#include "repl/session.h"
+#include "repl/txn.h"
+
+/* ---- which commands may carry a txnNumber -------------------------------- */
+
+enum {
+	TXN_ALLOWED = 1 << 0,      /* may run inside a multi-document transaction */
+	TXN_RETRYABLE = 1 << 1,    /* a retryable write: txnNumber without autocommit */
+	TXN_ENDS = 1 << 2,         /* commitTransaction / abortTransaction */
+	TXN_REFUSED_DDL = 1 << 3,  /* mongod allows it; Tamga's catalog changes are not
+	                            * transactional, so it is refused (README) */
+};
+
+/* mongod's txnCmdAllowlist (commands.cpp) and its retryable writes. */
+static const struct txn_rule {
+	const char *name;
+	unsigned flags;
+} txn_rules[] = {
+	{"abortTransaction", TXN_ALLOWED | TXN_ENDS},
+	{"aggregate", TXN_ALLOWED},
+	{"bulkWrite", TXN_ALLOWED | TXN_RETRYABLE},
+	{"commitTransaction", TXN_ALLOWED | TXN_ENDS},
+	{"create", TXN_REFUSED_DDL},
+	{"createIndexes", TXN_REFUSED_DDL},
+	{"delete", TXN_ALLOWED | TXN_RETRYABLE},
+	{"distinct", TXN_ALLOWED},
+	{"find", TXN_ALLOWED},
+	{"findAndModify", TXN_ALLOWED | TXN_RETRYABLE},
+	{"findandmodify", TXN_ALLOWED | TXN_RETRYABLE},
+	{"getMore", TXN_ALLOWED},
+	{"insert", TXN_ALLOWED | TXN_RETRYABLE},
+	{"killCursors", TXN_ALLOWED},
+	{"update", TXN_ALLOWED | TXN_RETRYABLE},
+};
+
+static unsigned
+txn_flags(const char *name)
+{
+	for (size_t i = 0; i < sizeof(txn_rules) / sizeof(txn_rules[0]); i++)
+		if (strcmp(txn_rules[i].name, name) == 0)
+			return txn_rules[i].flags;
+	return 0;
+}
+
+bool
+cmd_in_transaction(const cmd_t *c)
+{
+	return c->txn_kind == REPL_TXN_KIND_MULTI;
+}
+
+/* An aggregate's $out / $merge: mongod refuses them in a transaction. */
+static int
+refuse_writing_stages(cmd_t *c, terr_t *err)
+{
+	bson_iter_t it, st, k;
+
+	if (!cmd_find_field(c, "pipeline", &it) || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &st))
+		return 0;
+	while (bson_iter_next(&st)) {
+		if (!BSON_ITER_HOLDS_DOCUMENT(&st) || !bson_iter_recurse(&st, &k) || !bson_iter_next(&k))
+			continue;
+		if (strcmp(bson_iter_key(&k), "$out") == 0 || strcmp(bson_iter_key(&k), "$merge") == 0)
+			return terr_set(err, TERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+			    "%s cannot be used in a transaction", bson_iter_key(&k));
+	}
+	return 0;
+}
+
+/* What may run in a transaction (mongod's CommandHelpers::canUseTransactions). */
+static int
+check_allowed_in_txn(cmd_t *c, unsigned flags, terr_t *err)
+{
+	if (strcmp(c->name, "count") == 0)
+		return terr_set(err, TERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+		    "Cannot run 'count' in a multi-document transaction. Please see "
+		    "http://dochub.mongodb.org/core/transaction-count for a recommended alternative.");
+	if (!(flags & TXN_ALLOWED))
+		return terr_set(err, TERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+		    "Cannot run '%s' in a multi-document transaction.", c->name);
+	if (!(flags & TXN_ENDS) &&
+	    (strcmp(c->db, "config") == 0 || strcmp(c->db, "admin") == 0 || strcmp(c->db, "local") == 0))
+		return terr_set(err, TERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+		    "Cannot run command against the '%s' database in a transaction.", c->db);
+	if (strcmp(c->name, "aggregate") == 0)
+		RET(refuse_writing_stages(c, err));
+	return 0;
+}
+
+/* readConcern / writeConcern on a transaction's statements. */
+static int
+check_concerns(cmd_t *c, bool start, unsigned flags, terr_t *err)
+{
+	bson_iter_t it, rc;
+
+	if (cmd_find_field(c, "readConcern", &it)) {
+		if (!start)
+			return terr_set(err, TERR_INVALID_OPTIONS,
+			    "Only the first command in a transaction may specify a readConcern");
+		if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &rc) && bson_iter_find(&rc, "level") &&
+		    BSON_ITER_HOLDS_UTF8(&rc)) {
+			const char *lv = bson_iter_utf8(&rc, NULL);
+			if (strcmp(lv, "local") != 0 && strcmp(lv, "majority") != 0 && strcmp(lv, "snapshot") != 0)
+				return terr_set(err, TERR_INVALID_OPTIONS,
+				    "The readConcern level must be either 'local' (default), 'majority' or 'snapshot' in "
+				    "order to run in a transaction");
+		}
+	}
+	if (!(flags & TXN_ENDS) && cmd_find_field(c, "writeConcern", &it))
+		return terr_set(err, TERR_INVALID_OPTIONS, "Cannot set write concern after starting a transaction.");
+	return 0;
+}
+
+/* txnNumber as mongod's IDL reads it (a long; int accepted). */
+static int
+read_txn_number(bson_iter_t *it, int64_t *out, terr_t *err)
+{
+	if (BSON_ITER_HOLDS_INT64(it))
+		*out = bson_iter_int64(it);
+	else if (BSON_ITER_HOLDS_INT32(it))
+		*out = bson_iter_int32(it);
+	else
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field 'OperationSessionInfo.txnNumber' is the wrong type '%s', expected type 'long'",
+		    bv_type_name(bson_iter_type(it)));
+	if (*out < 0)
+		return terr_set(err, TERR_INVALID_OPTIONS, "Transaction number cannot be negative");
+	return 0;
+}
+
+static int
+read_bool_field(bson_iter_t *it, const char *field, bool *out, terr_t *err)
+{
+	if (!BSON_ITER_HOLDS_BOOL(it))
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field 'OperationSessionInfo.%s' is the wrong type '%s', expected type 'bool'", field,
+		    bv_type_name(bson_iter_type(it)));
+	*out = bson_iter_bool(it);
+	return 0;
+}
+
+int
+cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
+{
+	bson_iter_t it_txn, it_auto, it_start, it_lsid;
+	bool has_txn, has_auto, has_start, has_lsid, autocommit = true, start = false;
+	unsigned flags;
+	int64_t txn_number = 0;
+	const uint8_t *id;
+	repl_txn_kind_t kind;
+	repl_session_t *s;
+
+	(void)def;
+	has_txn = cmd_find_field(c, "txnNumber", &it_txn);
+	if (c->engine->opts.repl_set_name == NULL) {
+		/* a standalone mongod: no transactions and no retryable writes,
+		 * refused before anything runs (drivers and frameworks test for
+		 * this code and message to fall back) */
+		if (has_txn)
+			return terr_set(err, TERR_ILLEGAL_OPERATION, "%s", CMD_NO_TRANSACTIONS_MSG);
+		return 0;
+	}
+	has_auto = cmd_find_field(c, "autocommit", &it_auto);
+	has_start = cmd_find_field(c, "startTransaction", &it_start);
+	has_lsid = cmd_find_field(c, "lsid", &it_lsid);
+	if (has_auto) {
+		RET(read_bool_field(&it_auto, "autocommit", &autocommit, err));
+		c->txn_autocommit = !autocommit;
+	}
+	if (has_start)
+		RET(read_bool_field(&it_start, "startTransaction", &start, err));
+	if (!has_lsid) {
+		if (has_txn)
+			return terr_set(err, TERR_INVALID_OPTIONS,
+			    "Transaction number requires a session ID to also be specified");
+	} else if (!repl_lsid_id(&it_lsid, &id)) {
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field 'OperationSessionInfo.lsid' is the wrong type '%s', expected type 'object'",
+		    bv_type_name(bson_iter_type(&it_lsid)));
+	}
+	if (!has_txn) {
+		if (has_auto)
+			return terr_set(err, TERR_INVALID_OPTIONS,
+			    "'autocommit' field requires a transaction number to also be specified");
+		if (has_start)
+			return terr_set(err, TERR_INVALID_OPTIONS,
+			    "'startTransaction' field requires 'autocommit' field to also be specified");
+		return 0;
+	}
+	RET(read_txn_number(&it_txn, &txn_number, err));
+	if (has_auto && autocommit)
+		return terr_set(err, TERR_INVALID_OPTIONS, "Specifying autocommit=true is not allowed.");
+	if (!has_auto && has_start)
+		return terr_set(err, TERR_INVALID_OPTIONS,
+		    "'startTransaction' field requires 'autocommit' field to also be specified");
+	if (has_start && !start)
+		return terr_set(err, TERR_INVALID_OPTIONS, "Specifying startTransaction=false is not allowed.");
+	flags = txn_flags(c->name);
+	if (has_auto) {
+		if (flags & TXN_REFUSED_DDL)
+			return terr_set(err, TERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+			    "Cannot run '%s' in a multi-document transaction.", c->name);
+		RET(check_allowed_in_txn(c, flags, err));
+	} else if (!(flags & TXN_RETRYABLE)) {
+		return terr_set(err, 50768,
+		    "txnNumber may only be provided for multi-document transactions and retryable write commands. "
+		    "autocommit:false was not provided, and %s is not a retryable write command.", c->name);
+	}
+	RET(repl_session_checkout(c->engine->sessions, id, c->deadline_us, &s, err));
+	c->txn_session = s;
+	if (repl_txn_begin_or_continue(s, c->engine->st, txn_number, has_auto, start, c->name,
+	    atomic_load(&c->engine->txn_lifetime_limit_seconds), &kind, err) != 0)
+		return -1;
+	c->txn_kind = (int)kind;
+	/* checked once the transaction is known, as mongod's unstash does: a
+	 * failure ends the transaction (cmd_txn_leave) */
+	if (kind == REPL_TXN_KIND_MULTI)
+		RET(check_concerns(c, start, flags, err));
+	if (kind == REPL_TXN_KIND_RETRYABLE) {
+		bson_t prev;
+		int r = repl_retryable_replay(s, c->name, &prev, err);
+		if (r <= 0)
+			return r;
+		bson_concat(c->reply, &prev);
+		bson_destroy(&prev);
+		return 1;
+	}
+	/* a statement of the transaction: it runs on the transaction's storage
+	 * session, whichever connection sent it */
+	if (!(flags & TXN_ENDS)) {
+		storage_session_t *ts = repl_txn_storage(s);
+		if (ts == NULL)
+			return terr_set(err, TERR_NO_SUCH_TRANSACTION,
+			    "Transaction with { txnNumber: %lld } has been aborted.", (long long)txn_number);
+		c->txn_saved_session = c->client->session;
+		c->client->session = ts;
+		c->txn_swapped = true;
+		atomic_fetch_add(&repl_txn_stats(c->engine->sessions)->current_active, 1);
+	}
+	return 0;
+}
+
+/* mongod's getErrorLabels for a transaction's command. */
+static void
+add_error_labels(cmd_t *c, terr_t *err)
+{
+	bool commit = strcmp(c->name, "commitTransaction") == 0;
+	const char *label = NULL;
+	bson_t *extra, arr;
+	bson_iter_t it;
+
+	if (!c->txn_autocommit)
+		return;
+	if (err->code == TERR_WRITE_CONFLICT || err->code == TERR_LOCK_TIMEOUT ||
+	    err->code == TERR_NO_SUCH_TRANSACTION)
+		label = "TransientTransactionError";
+	if (commit && (err->code == TERR_MAX_TIME_MS_EXPIRED || err->code == 64 /* WriteConcernFailed */ ||
+	    err->code == 91 /* ShutdownInProgress */))
+		label = "UnknownTransactionCommitResult";
+	if (label == NULL)
+		return;
+	extra = bson_new();
+	if (err->extra != NULL && bson_iter_init(&it, err->extra)) {
+		while (bson_iter_next(&it))
+			if (strcmp(bson_iter_key(&it), "errorLabels") != 0)
+				bson_append_iter(extra, bson_iter_key(&it), -1, &it);
+	}
+	bson_append_array_begin(extra, "errorLabels", -1, &arr);
+	BSON_APPEND_UTF8(&arr, "0", label);
+	bson_append_array_end(extra, &arr);
+	terr_set_extra_steal(err, extra);
+}
+
+/* A statement's first write error as the command's error (mongod stops a
+ * transaction's write at its first error and fails the command with it). */
+static int
+write_error_to_command_error(cmd_t *c, terr_t *err)
+{
+	bson_iter_t it, we, f;
+	int code = TERR_INTERNAL_ERROR;
+	const char *msg = "write error";
+	bson_t *extra = NULL;
+	bson_t info;
+	bool has_info = false;
+
+	if (!bson_iter_init_find(&it, c->reply, "writeErrors") || !BSON_ITER_HOLDS_ARRAY(&it) ||
+	    !bson_iter_recurse(&it, &we) || !bson_iter_next(&we) || !bson_iter_recurse(&we, &f))
+		return 0;
+	while (bson_iter_next(&f)) {
+		const char *k = bson_iter_key(&f);
+		if (strcmp(k, "code") == 0 && BSON_ITER_HOLDS_INT32(&f)) {
+			code = bson_iter_int32(&f);
+		} else if (strcmp(k, "errmsg") == 0 && BSON_ITER_HOLDS_UTF8(&f)) {
+			msg = bson_iter_utf8(&f, NULL);
+		} else if (strcmp(k, "errInfo") == 0 && BSON_ITER_HOLDS_DOCUMENT(&f)) {
+			const uint8_t *d;
+			uint32_t len;
+			bson_iter_document(&f, &len, &d);
+			has_info = bson_init_static(&info, d, len);
+		} else if (strcmp(k, "index") != 0) {
+			if (extra == NULL)
+				extra = bson_new();
+			bson_append_iter(extra, k, -1, &f);
+		}
+	}
+	terr_set(err, code, "%s", msg);
+	if (has_info)
+		terr_set_info_steal(err, bson_copy(&info));
+	if (extra != NULL)
+		terr_set_extra_steal(err, extra);
+	return -1;
+}
+
+int
+cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
+{
+	repl_session_t *s = c->txn_session;
+	storage_t *st = c->engine->st;
+
+	if (c->txn_swapped) {
+		c->client->session = c->txn_saved_session;
+		c->txn_swapped = false;
+		atomic_fetch_sub(&repl_txn_stats(c->engine->sessions)->current_active, 1);
+	}
+	if (c->txn_kind == REPL_TXN_KIND_MULTI && txn_flags(c->name) & TXN_ENDS) {
+		/* commit / abort did their own work */
+	} else if (c->txn_kind == REPL_TXN_KIND_MULTI) {
+		if (rc == 0 && !terr_is_set(err) && write_error_to_command_error(c, err) != 0)
+			rc = -1;
+		if (rc != 0 || terr_is_set(err))
+			repl_txn_abort_quietly(s, st);   /* as mongod: a failed statement ends the transaction */
+		else
+			repl_session_txn(s)->nstatements++;
+	} else if (c->txn_kind == REPL_TXN_KIND_RETRYABLE && rc == 0 && !terr_is_set(err)) {
+		terr_t e = TERR_INIT;
+		storage_session_t *ss = client_session(c->client, &e);
+		if (ss == NULL || repl_retryable_record(s, st, ss, c->name, c->reply, write_concern_sync(c), &e) != 0)
+			terr_move(err, &e), rc = -1;
+		terr_clear(&e);
+	}
+	if (s != NULL)
+		repl_session_checkin(s);
+	c->txn_session = NULL;
+	if (rc != 0 || terr_is_set(err))
+		add_error_labels(c, err);
+	return rc;
+}
+
+/* ---- commitTransaction / abortTransaction -------------------------------- */
+
+static int
+end_transaction_check(cmd_t *c, terr_t *err)
+{
+	if (c->engine->opts.repl_set_name == NULL)
+		return terr_set(err, TERR_ILLEGAL_OPERATION, "%s", CMD_NO_TRANSACTIONS_MSG);
+	if (c->txn_session == NULL || c->txn_kind != REPL_TXN_KIND_MULTI)
+		return terr_set(err, 125 /* CommandFailed */, "%s must be run within a transaction", c->name);
+	return 0;
+}
+
+CMD_HANDLER(cmd_commit_transaction)
+{
+	RET(end_transaction_check(c, err));
+	return repl_txn_commit(c->txn_session, c->engine->st, write_concern_sync(c), err);
+}
+
+CMD_HANDLER(cmd_abort_transaction)
+{
+	RET(end_transaction_check(c, err));
+	return repl_txn_abort(c->txn_session, c->engine->st, err);
+}
+
+void
+cmd_txn_server_status(cmd_t *c, bson_t *reply)
+{
+	repl_txn_stats_t *t = repl_txn_stats(c->engine->sessions);
+	long long open = atomic_load(&t->current_open), active = atomic_load(&t->current_active);
+	bson_t sub;
+
+	BSON_APPEND_DOCUMENT_BEGIN(reply, "transactions", &sub);
+	BSON_APPEND_INT64(&sub, "retriedCommandsCount", atomic_load(&t->retried_commands));
+	BSON_APPEND_INT64(&sub, "retriedStatementsCount", atomic_load(&t->retried_statements));
+	BSON_APPEND_INT64(&sub, "transactionsCollectionWriteCount", atomic_load(&t->transactions_collection_writes));
+	BSON_APPEND_INT64(&sub, "currentActive", active);
+	BSON_APPEND_INT64(&sub, "currentInactive", open - active > 0 ? open - active : 0);
+	BSON_APPEND_INT64(&sub, "currentOpen", open);
+	BSON_APPEND_INT64(&sub, "totalAborted", atomic_load(&t->total_aborted));
+	BSON_APPEND_INT64(&sub, "totalCommitted", atomic_load(&t->total_committed));
+	BSON_APPEND_INT64(&sub, "totalStarted", atomic_load(&t->total_started));
+	BSON_APPEND_INT64(&sub, "totalPrepared", 0);
+	BSON_APPEND_INT64(&sub, "totalPreparedThenCommitted", 0);
+	BSON_APPEND_INT64(&sub, "totalPreparedThenAborted", 0);
+	BSON_APPEND_INT64(&sub, "currentPrepared", 0);
+	bson_append_document_end(reply, &sub);
+}
