@@ -27,18 +27,24 @@ typedef struct cursor_registry cursor_registry_t;
 typedef struct engine_options {
 	storage_options_t storage;
 	bool auth;                  /* --auth: every command checks privileges */
-	/* --replSet / replication.replSetName (the embedded API's replSet=NAME
-	 * option): NULL is a standalone, which answers 20 to every txnNumber as
-	 * mongod does; a name enables transactions and retryable writes.
-	 * Borrowed: it must outlive the engine. */
+	/* --replSet / replication.replSetName (owned by the caller, borrowed
+	 * for the engine's life); NULL = standalone: no oplog, transactions
+	 * answer 20, exactly as before. */
 	char *repl_set_name;
-	bool enable_test_commands;  /* --setParameter enableTestCommands=1 */
+	/* --setParameter enableTestCommands=1 */
+	bool enable_test_commands;
+	/* --oplogSize / replication.oplogSizeMB (MB); 0 = mongod's default rule */
+	double oplog_size_mb;
 } engine_options_t;
 
 /* Open the data folder.  *out is owned by the caller until engine_close. */
 int engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr_t *err);
 void engine_close(engine_t *e);
 storage_t *engine_storage(engine_t *e);
+/* Replica-set mode only (NULL for a standalone): the engine's logical clock
+ * and oplog (repl/clock.h, repl/oplog.h), borrowed for the engine's life. */
+struct repl_clock *engine_clock(engine_t *e);
+struct repl_oplog *engine_oplog(engine_t *e);
 
 /* Set by the server when `shutdown` arrives; the server polls it. */
 bool engine_shutdown_requested(engine_t *e);

@@ -117,6 +117,18 @@ engine_storage(engine_t *e)
 	return e->st;
 }
 
+struct repl_clock *
+engine_clock(engine_t *e)
+{
+	return e->clock;
+}
+
+struct repl_oplog *
+engine_oplog(engine_t *e)
+{
+	return e->oplog;
+}
+
 bool
 engine_shutdown_requested(engine_t *e)
 {

@@ -265,6 +265,114 @@ typedef int (*storage_write_check_fn)(storage_coll_t *current, const bson_t *new
                                       terr_t *err);
 void storage_set_write_check(storage_t *st, storage_write_check_fn fn);
 
+/* ---- op observer: the hook the oplog hangs on --------------------------- */
+
+/*
+ * Every change storage makes on behalf of a caller passes one observer, so a
+ * higher layer (repl/oplog.c) can record it in the same WiredTiger
+ * transaction: documents (storage_doc_insert/update/delete, whoever calls
+ * them: CRUD, $out/$merge, TTL deletes, users, system.views) and catalog
+ * changes (create, drop, rename, dropDatabase, index create/drop, collMod).
+ * Storage does not know what the observer writes; it only calls it.
+ *
+ * on_write(arg, s, op, err): after the change is made inside s's open
+ *   transaction (its record and index entries written; for a catalog change,
+ *   inside the catalog's own transaction, s being storage's internal DDL
+ *   session, before the row commits).  It may write to other collections
+ *   through s (storage_doc_insert_at) and stamp the transaction
+ *   (storage_txn_set_timestamp).  A non-zero return fails the change with
+ *   err (the transaction is then only good for rollback; a catalog change is
+ *   undone).  It is not called for changes made while s has
+ *   storage_session_set_unobserved on.
+ * on_commit(arg, s, err): in storage_txn_commit, just before WiredTiger's
+ *   commit, when on_write was called in this transaction; a non-zero return
+ *   rolls the transaction back and the commit fails with err.
+ * on_end(arg, s, committed): after every commit or rollback of a
+ *   transaction on s (whether or not anything was observed), so the
+ *   observer forgets its per-transaction state.
+ * scan_limit(arg, c): the largest RecordId a forward collection scan of c
+ *   may return (INT64_MAX: no limit); read when the scan opens and at each
+ *   restore, before the scan reads anything.  The oplog uses it to stop
+ *   readers at its visibility point (no holes).
+ * Any member may be NULL.  Set once, before writes start; arg lives as long
+ * as the storage_t.
+ */
+typedef enum storage_op_kind {
+	STORAGE_OP_INSERT,          /* coll, recid, doc */
+	STORAGE_OP_UPDATE,          /* coll, recid, doc (new), old_doc */
+	STORAGE_OP_DELETE,          /* coll, recid, old_doc */
+	STORAGE_OP_CREATE,          /* coll (the new descriptor: uuid, options, _id index) */
+	STORAGE_OP_DROP,            /* coll (the dropped descriptor), num_records */
+	STORAGE_OP_RENAME,          /* coll (the source's descriptor), to_db, to_name, drop_target_uuid */
+	STORAGE_OP_DROP_DB,         /* db; called after the drops of its collections */
+	STORAGE_OP_INDEX_CREATE,    /* coll, doc (the spec), num_records (the collection's at build time) */
+	STORAGE_OP_INDEX_DROP,      /* coll, doc (the dropped index's spec) */
+	STORAGE_OP_SET_OPTIONS,     /* coll (old descriptor), doc (new options), old_doc (old options) */
+	STORAGE_OP_INDEX_SET_SPEC,  /* coll, doc (new spec), old_doc (old spec) */
+} storage_op_kind_t;
+
+typedef struct storage_op {
+	storage_op_kind_t kind;
+	const char *db;                  /* always set */
+	const storage_coll_t *coll;      /* NULL for DROP_DB */
+	recid_t recid;                   /* documents */
+	const bson_t *doc;
+	const bson_t *old_doc;
+	const char *to_db, *to_name;     /* RENAME */
+	const uint8_t *drop_target_uuid; /* RENAME over an existing target (dropTarget), else NULL */
+	int64_t num_records;             /* DROP, INDEX_CREATE */
+} storage_op_t;
+
+typedef struct storage_op_observer {
+	int (*on_write)(void *arg, storage_session_t *s, const storage_op_t *op, terr_t *err);
+	int (*on_commit)(void *arg, storage_session_t *s, terr_t *err);
+	void (*on_end)(void *arg, storage_session_t *s, bool committed);
+	recid_t (*scan_limit)(void *arg, const storage_coll_t *c);
+	void *arg;
+} storage_op_observer_t;
+
+/* Install (a copy of) obs; NULL removes it.  Set once, before writes. */
+void storage_set_op_observer(storage_t *st, const storage_op_observer_t *obs);
+
+/* A slot on a session for the observer's per-session state (session info
+ * of retryable writes, a transaction's collected operations).  free_fn(ctx)
+ * runs when the session is closed (not when it goes back to the pool: the
+ * observer resets its state in on_end and when its owner clears it).
+ * Setting a new ctx frees the old one with its free_fn. */
+void storage_session_set_observer_ctx(storage_session_t *s, void *ctx, void (*free_fn)(void *ctx));
+void *storage_session_observer_ctx(const storage_session_t *s);
+
+/* While on, changes made through s are not shown to the observer (mongod's
+ * UnreplicatedWritesBlock: the oplog's own truncation, config.transactions
+ * bookkeeping).  Returns the previous setting, so callers can nest. */
+bool storage_session_set_unobserved(storage_session_t *s, bool on);
+
+/* ---- timestamps (WiredTiger 3.2) ---------------------------------------- */
+/* Timestamps are the repl layer's Timestamps as uint64 (seconds << 32 |
+ * increment); 0 means none.  Storage only passes them to WiredTiger. */
+
+/* The open transaction's commit timestamp from now on
+ * (WT_SESSION::timestamp_transaction commit_timestamp): what it writes after
+ * this call carries ts, and what it wrote before without one gets the
+ * commit timestamp at commit.  ts must be greater than the stable timestamp
+ * and not less than the first one set in this transaction.  Errors: 1 with
+ * WiredTiger's message (the transaction is then failed). */
+int storage_txn_set_timestamp(storage_session_t *s, uint64_t ts, terr_t *err);
+/* The first commit timestamp set in the open transaction, 0 when none. */
+uint64_t storage_txn_first_timestamp(const storage_session_t *s);
+/* Begin a transaction reading as of read_ts (begin_transaction
+ * read_timestamp): it sees exactly the commits stamped <= read_ts.  Errors as
+ * storage_txn_begin, and 1 when read_ts is older than the oldest timestamp
+ * (WiredTiger refuses it). */
+int storage_txn_begin_at(storage_session_t *s, uint64_t read_ts, terr_t *err);
+/* WT_CONNECTION::query_timestamp("get=all_committed"): every timestamp <=
+ * *ts has committed or rolled back; *ts is 0 before any stamped commit. */
+int storage_ts_all_committed(storage_t *st, uint64_t *ts, terr_t *err);
+/* WT_CONNECTION::set_timestamp: stable (what a stable checkpoint may hold)
+ * and oldest (history older than it may be discarded; oldest <= stable);
+ * a 0 leaves that one as it is. */
+int storage_ts_set(storage_t *st, uint64_t stable, uint64_t oldest, terr_t *err);
+
 /*
  * Views: a namespace with a definition ({viewOn, pipeline[, collation]}, as
  * listCollections shows it under options; checked by the caller) and no
@@ -322,6 +430,25 @@ int storage_doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid,
                        const bson_t *old_doc, const bson_t *new_doc, terr_t *err);
 int storage_doc_delete(storage_session_t *s, storage_coll_t *c, recid_t recid,
                        const bson_t *old_doc, terr_t *err);
+
+/*
+ * Insert doc at a RecordId the caller chooses (the oplog: its entry's ts),
+ * inside the open transaction.  recid must be > 0; later storage_doc_insert
+ * RecordIds of c come after it.  The document need not have an _id when c
+ * has no _id index (created with options {autoIndexId: false}, as the
+ * oplog is).  Errors: 2 BadValue "RecordId <n> already exists in <ns>"
+ * when the RecordId is taken; 10334 and 11000 as storage_doc_insert.
+ */
+int storage_doc_insert_at(storage_session_t *s, storage_coll_t *c, recid_t recid, const bson_t *doc,
+                          terr_t *err);
+/*
+ * Remove every record of c with RecordId <= upto, oldest first, at most
+ * max_records of them (0 = no limit), inside the open transaction; indexes
+ * are maintained.  *removed (may be NULL) gets how many, *bytes their BSON
+ * bytes.  For capped collections and the oplog, whose oldest end goes.
+ */
+int storage_doc_delete_upto(storage_session_t *s, storage_coll_t *c, recid_t upto, int64_t max_records,
+                            int64_t *removed, int64_t *bytes, terr_t *err);
 
 /* Read one document.  *doc is a read-only view (bson_init_static) valid
  * until the next storage call on this session; copy it to keep it.  Returns
