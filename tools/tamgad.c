@@ -54,6 +54,10 @@ typedef struct opts {
 	bool unix_socket_given;        /* net.unixDomainSocket.enabled was set (echoed as set) */
 	char *unix_socket_prefix;
 	int unix_socket_mode;          /* 0 = not given (0700) */
+	char *repl_set;                /* --replSet / replication.replSetName */
+	bool auto_initiate;            /* --replSetAutoInitiate (Tamga): initiate once if needed */
+	bool enable_test_commands;     /* --setParameter enableTestCommands=1 */
+	char *key_file;                /* --keyFile / security.keyFile (implies --auth) */
 } opts_t;
 
 static server_t *g_server;
@@ -82,6 +86,8 @@ usage(FILE *f)
 	    "  --quiet                        Quieter output\n"
 	    "  --pidfilepath arg              Full path to pidfile\n"
 	    "  --auth                         Run with security (clients must authenticate)\n"
+	    "  --keyFile arg                  Private key for cluster authentication (implies --auth)\n"
+	    "  --setParameter arg             Set a configurable parameter (enableTestCommands=1)\n"
 	    "  --noauth                       Run without security\n"
 	    "  --tlsMode arg                  disabled, allowTLS, preferTLS or requireTLS\n"
 	    "  --tlsCertificateKeyFile arg    PEM file with the server's certificate and key\n"
@@ -94,6 +100,12 @@ usage(FILE *f)
 	    "                                 (defaults to /tmp)\n"
 	    "  --filePermissions arg          Permissions to set on UNIX domain socket file -\n"
 	    "                                 0700 by default\n"
+	    "\n"
+	    "Replication options:\n"
+	    "  --replSet arg                  arg is <setname>: run as a member of that replica set\n"
+	    "  --replSetAutoInitiate          (Tamga) initiate the set with the default\n"
+	    "                                 configuration on start if it is not yet\n"
+	    "  --oplogSize arg                Size to use (in MB) for the oplog\n"
 	    "\n"
 	    "Storage options:\n"
 	    "  --dbpath arg                   Directory for datafiles - defaults to /data/db\n"
@@ -215,6 +227,48 @@ apply(opts_t *o, const char *name, const char *v)
 	} else if (strcmp(name, "net.tls.allowConnectionsWithoutCertificates") == 0 ||
 	    strcmp(name, "net.ssl.allowConnectionsWithoutCertificates") == 0) {
 		o->tls_allow_no_cert = parse_bool(v);
+	} else if (strcmp(name, "replication.replSetName") == 0 || strcmp(name, "replication.replSet") == 0) {
+		if (*v == '\0') {
+			fprintf(stderr, "Error: replication.replSetName must not be empty\n");
+			return -1;
+		}
+		set_str(&o->repl_set, v);
+	} else if (strcmp(name, "replication.autoInitiate") == 0) {
+		o->auto_initiate = parse_bool(v);
+	} else if (strcmp(name, "replication.oplogSizeMB") == 0 || strcmp(name, "replication.enableMajorityReadConcern") == 0) {
+		/* accepted: the oplog's size is the oplog's (repl/oplog.h) */
+	} else if (strcmp(name, "security.keyFile") == 0) {
+		FILE *kf = fopen(v, "r");
+		if (kf == NULL) {
+			fprintf(stderr, "Error reading file %s: %s\n", v, strerror(errno));
+			return -1;
+		}
+		fclose(kf);
+		set_str(&o->key_file, v);
+		o->auth = true;
+	} else if (strcmp(name, "setParameter") == 0 || strncmp(name, "setParameter.", 13) == 0) {
+		/* --setParameter name=value, or setParameter: {name: value} */
+		char pname[128];
+		const char *pv = v;
+		if (name[12] == '.') {
+			bson_strncpy(pname, name + 13, sizeof(pname));
+		} else {
+			const char *eq = strchr(v, '=');
+			size_t n = eq ? (size_t)(eq - v) : strlen(v);
+			if (eq == NULL || n == 0 || n >= sizeof(pname)) {
+				fprintf(stderr, "Error parsing command line: --setParameter takes name=value, got \"%s\"\n", v);
+				return -1;
+			}
+			memcpy(pname, v, n);
+			pname[n] = '\0';
+			pv = eq + 1;
+		}
+		if (strcmp(pname, "enableTestCommands") == 0) {
+			o->enable_test_commands = strcmp(pv, "1") == 0 || strcmp(pv, "true") == 0;
+		} else {
+			fprintf(stderr, "Error parsing command line: Unknown --setParameter '%s'\n", pname);
+			return -1;
+		}
 	} else if (strcmp(name, "security.noauth") == 0) {
 		o->auth = !parse_bool(v);
 	} else if (strcmp(name, "storage.dbPath") == 0) {
@@ -433,9 +487,21 @@ parsed_doc(const opts_t *o)
 		bson_append_document_end(&sub, &sub2);
 	}
 	bson_append_document_end(d, &sub);
+	if (o->repl_set) {
+		BSON_APPEND_DOCUMENT_BEGIN(d, "replication", &sub);
+		BSON_APPEND_UTF8(&sub, "replSet", o->repl_set);
+		bson_append_document_end(d, &sub);
+	}
 	if (o->auth) {
 		BSON_APPEND_DOCUMENT_BEGIN(d, "security", &sub);
 		BSON_APPEND_UTF8(&sub, "authorization", "enabled");
+		if (o->key_file)
+			BSON_APPEND_UTF8(&sub, "keyFile", o->key_file);
+		bson_append_document_end(d, &sub);
+	}
+	if (o->enable_test_commands) {
+		BSON_APPEND_DOCUMENT_BEGIN(d, "setParameter", &sub);
+		BSON_APPEND_UTF8(&sub, "enableTestCommands", "1");
 		bson_append_document_end(d, &sub);
 	}
 	if (o->pidfile) {
@@ -486,6 +552,11 @@ static const struct flag {
 	{"--pidfilepath", "processManagement.pidFilePath", true},
 	{"--fork", "processManagement.fork", false},
 	{"--auth", "security.authorization", false},
+	{"--keyFile", "security.keyFile", true},
+	{"--replSet", "replication.replSetName", true},
+	{"--replSetAutoInitiate", "replication.autoInitiate", false},
+	{"--oplogSize", "replication.oplogSizeMB", true},
+	{"--setParameter", "setParameter", true},
 	{"--noauth", "security.noauth", false},
 	{"--tlsMode", "net.tls.mode", true},
 	{"--tlsCertificateKeyFile", "net.tls.certificateKeyFile", true},
@@ -584,6 +655,29 @@ log_error(int id, const char *msg, const terr_t *err)
 	bson_destroy(&attr);
 }
 
+/* --replSetAutoInitiate: replSetInitiate with the default configuration
+ * unless the set is initiated already (what `make run` uses). */
+static int
+auto_initiate(engine_t *engine)
+{
+	client_info_t ci = {0, NULL, true};
+	client_t *cl = client_new(engine, &ci);
+	bson_t cmd, reply;
+	terr_t err = TERR_INIT;
+	int rc;
+
+	bson_init(&cmd);
+	BSON_APPEND_INT32(&cmd, "replSetInitiate", 1);
+	rc = engine_run_command(engine, cl, "admin", &cmd, &reply, &err);
+	if (rc != 0 && rc != TERR_ALREADY_INITIALIZED)
+		log_error(21439, "replSetInitiate failed", &err);
+	bson_destroy(&cmd);
+	bson_destroy(&reply);
+	terr_clear(&err);
+	client_free(cl);
+	return rc == 0 || rc == TERR_ALREADY_INITIALIZED ? 0 : -1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -670,6 +764,8 @@ main(int argc, char **argv)
 	eo.storage.create = o.in_memory;
 	eo.storage.in_memory = o.in_memory;
 	eo.auth = o.auth;
+	eo.repl_set_name = o.repl_set;
+	eo.enable_test_commands = o.enable_test_commands;
 	eo.storage.cache_size = o.cache_size;
 	eo.repl_set_name = o.repl_set_name;
 	if (engine_open(o.dbpath, &eo, &engine, &err) != 0) {
@@ -719,6 +815,25 @@ main(int argc, char **argv)
 	}
 	proc.max_conns = server_max_conns(g_server);
 	cmd_admin_set_process(&proc);
+	if (o.repl_set != NULL) {
+		/* the member host this node answers at: the first bind address
+		 * (127.0.0.1 for "localhost" or all addresses) and the port */
+		char self[300], addr[256];
+		const char *b = o.bind_ip_all || o.bind_ip == NULL ? "127.0.0.1" : o.bind_ip;
+		size_t n = strcspn(b, ",");
+		if (n >= sizeof(addr))
+			n = sizeof(addr) - 1;
+		memcpy(addr, b, n);
+		addr[n] = '\0';
+		if (strcmp(addr, "0.0.0.0") == 0 || strcmp(addr, "localhost") == 0 || addr[0] == '/')
+			bson_strncpy(addr, "127.0.0.1", sizeof(addr));
+		snprintf(self, sizeof(self), "%s:%d", addr, server_port(g_server));
+		engine_set_self_host(engine, self);
+		if (o.auto_initiate && auto_initiate(engine) != 0) {
+			code = EXIT_UNCAUGHT;
+			goto out;
+		}
+	}
 	if (o.pidfile != NULL) {
 		FILE *pf = fopen(o.pidfile, "w");
 		if (pf != NULL) {
@@ -780,5 +895,7 @@ out:
 	bson_free(o.tls_cert_key_password);
 	bson_free(o.tls_ca_file);
 	bson_free(o.unix_socket_prefix);
+	bson_free(o.repl_set);
+	bson_free(o.key_file);
 	return code;
 }

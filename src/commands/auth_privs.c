@@ -32,6 +32,8 @@ static const char *const action_names[] = {
 	"dropAllRolesFromDatabase", "checkMetadataConsistency", "getClusterParameter", "setClusterParameter",
 	"rotateCertificates", "cleanupStructuredEncryptionData", "compactStructuredEncryptionData",
 	"listCachedAndActiveUsers", "setFeatureCompatibilityVersion", "analyzeShardKey", "appendOplogNote",
+	/* replica set (cmd_repl.c) */
+	"replSetConfigure", "replSetStateChange", "internal",
 };
 #define NACTIONS ((int)(sizeof(action_names) / sizeof(action_names[0])))
 
@@ -414,8 +416,8 @@ auth_privset_append(const auth_privset_t *ps, bson_t *parent, const char *key)
 	"fsync invalidateUserCache killAnyCursor killAnySession killop logRotate setParameter shutdown " \
 	"rotateCertificates"
 #define CLUSTER_MANAGER_ACTIONS "applicationMessage checkMetadataConsistency flushRouterConfig " \
-	"getClusterParameter getDefaultRWConcern listSessions replSetGetConfig replSetGetStatus " \
-	"setClusterParameter setDefaultRWConcern setFeatureCompatibilityVersion"
+	"getClusterParameter getDefaultRWConcern listSessions replSetConfigure replSetGetConfig " \
+	"replSetGetStatus replSetStateChange setClusterParameter setDefaultRWConcern setFeatureCompatibilityVersion"
 
 #define RESTORE_WRITE_ACTIONS "bypassDocumentValidation collMod convertToCapped createCollection createIndex " \
 	"createSearchIndexes dropCollection insert updateSearchIndex"

@@ -13,6 +13,7 @@
 #include "commands/auth.h"
 #include "commands/cmd_admin.h"
 #include "commands/commands_private.h"
+#include "commands/cmd_repl.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -33,6 +34,7 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "repl/session.h"
+#include "repl/replset.h"
 
 #define SESSION_TIMEOUT_MINUTES REPL_SESSION_TIMEOUT_MINUTES
 #define CURSOR_TIMEOUT_MS 600000
@@ -109,7 +111,8 @@ static pthread_once_t topology_once = PTHREAD_ONCE_INIT;
 static void
 topology_init(void)
 {
-	bson_oid_init(&topology_pid, NULL);
+	/* one process id for the standalone and the replica-set answers */
+	bson_oid_copy(repl_set_process_id(), &topology_pid);
 }
 
 static void
@@ -159,12 +162,13 @@ log_client_metadata(cmd_t *c, const bson_t *meta)
 
 /* Awaitable hello (streaming monitoring): when the client's topologyVersion
  * is ours and current, wait up to maxAwaitTimeMS (nothing changes on a
- * standalone) so monitors do not spin; shutdown cuts the wait short. */
+ * standalone; a replica-set member answers at once when its topology counter
+ * moves) so monitors do not spin; shutdown cuts the wait short. */
 static int
 hello_await(cmd_t *c, terr_t *err)
 {
 	bson_iter_t it, tv;
-	int64_t wait_ms = 0, deadline;
+	int64_t wait_ms = 0, deadline, counter = 0;
 	bool have_tv = false;
 
 	if (bson_iter_init_find(&it, c->body, "maxAwaitTimeMS")) {
@@ -189,8 +193,11 @@ hello_await(cmd_t *c, terr_t *err)
 		    "A request with 'maxAwaitTimeMS' must include a 'topologyVersion'");
 	if (have_tv && bson_iter_init_find(&it, c->body, "topologyVersion") && bson_iter_recurse(&it, &tv)) {
 		bson_iter_t f = tv;
-		if (bson_iter_find(&f, "counter") && BSON_ITER_HOLDS_NUMBER(&f) && bson_iter_as_int64(&f) < 0)
-			return terr_set(err, 31372, "topologyVersion must have a non-negative counter");
+		if (bson_iter_find(&f, "counter") && BSON_ITER_HOLDS_NUMBER(&f)) {
+			counter = bson_iter_as_int64(&f);
+			if (counter < 0)
+				return terr_set(err, 31372, "topologyVersion must have a non-negative counter");
+		}
 		if (bson_iter_find(&tv, "processId") && BSON_ITER_HOLDS_OID(&tv) &&
 		    !bson_oid_equal(bson_iter_oid(&tv), &topology_pid))
 			return 0;   /* another process: answer at once */
@@ -199,6 +206,12 @@ hello_await(cmd_t *c, terr_t *err)
 		return 0;
 	if (wait_ms > 60 * 60 * 1000)
 		wait_ms = 60 * 60 * 1000;
+	if (c->engine->rs != NULL) {
+		/* an older counter: the topology already changed */
+		if ((uint64_t)counter == cmd_repl_topology_counter(c->engine))
+			cmd_repl_topology_wait(c->engine, (uint64_t)counter, wait_ms);
+		return 0;
+	}
 	deadline = cmd_now_us() + wait_ms * 1000;
 	while (!engine_shutdown_requested(c->engine) && cmd_now_us() < deadline) {
 		struct timespec ts = {0, 50 * 1000 * 1000};
@@ -237,11 +250,16 @@ CMD_HANDLER(cmd_hello)
 		return -1;
 	if (bson_iter_init_find(&it, c->body, "helloOk") && bson_iter_as_bool(&it))
 		BSON_APPEND_BOOL(c->reply, "helloOk", true);
-	BSON_APPEND_BOOL(c->reply, legacy ? "ismaster" : "isWritablePrimary", true);
-	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "topologyVersion", &tv);
-	BSON_APPEND_OID(&tv, "processId", &topology_pid);
-	BSON_APPEND_INT64(&tv, "counter", 0);
-	bson_append_document_end(c->reply, &tv);
+	if (c->engine->rs != NULL) {
+		/* a replica-set member: setName, hosts, lastWrite, ... (cmd_repl.c) */
+		cmd_repl_hello_append(c, legacy);
+	} else {
+		BSON_APPEND_BOOL(c->reply, legacy ? "ismaster" : "isWritablePrimary", true);
+		BSON_APPEND_DOCUMENT_BEGIN(c->reply, "topologyVersion", &tv);
+		BSON_APPEND_OID(&tv, "processId", &topology_pid);
+		BSON_APPEND_INT64(&tv, "counter", 0);
+		bson_append_document_end(c->reply, &tv);
+	}
 	BSON_APPEND_INT32(c->reply, "maxBsonObjectSize", TAMGA_MAX_BSON_SIZE);
 	BSON_APPEND_INT32(c->reply, "maxMessageSizeBytes", TAMGA_MAX_MESSAGE_SIZE);
 	BSON_APPEND_INT32(c->reply, "maxWriteBatchSize", TAMGA_MAX_WRITE_BATCH);

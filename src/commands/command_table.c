@@ -86,6 +86,15 @@ CMD_HANDLER(cmd_commit_transaction);
 CMD_HANDLER(cmd_abort_transaction);
 CMD_HANDLER(cmd_kill_all_sessions);
 CMD_HANDLER(cmd_kill_all_sessions_by_pattern);
+/* replica set and test commands: cmd_repl.c */
+CMD_HANDLER(cmd_repl_set_initiate);
+CMD_HANDLER(cmd_repl_set_get_status);
+CMD_HANDLER(cmd_repl_set_get_config);
+CMD_HANDLER(cmd_repl_set_reconfig);
+CMD_HANDLER(cmd_repl_set_step_down);
+CMD_HANDLER(cmd_repl_set_freeze);
+CMD_HANDLER(cmd_repl_set_maintenance);
+CMD_HANDLER(cmd_configure_fail_point);
 
 static const cmd_def_t commands[] = {
 	/* aggregation: cmd_aggregate.c */
@@ -113,6 +122,15 @@ static const cmd_def_t commands[] = {
 	{"shutdown", NULL, cmd_shutdown, CMDF_ADMIN_ONLY, "stop the server cleanly"},
 	{"startSession", NULL, cmd_start_session, CMDF_NONE, "start a logical session"},
 	{"whatsmyuri", NULL, cmd_whatsmyuri, CMDF_NO_AUTH, "the client's address as the server sees it"},
+	/* replica set and test commands: cmd_repl.c */
+	{"configureFailPoint", NULL, cmd_configure_fail_point, CMDF_ADMIN_ONLY | CMDF_TEST, "turn a fail point on or off (test command)"},
+	{"replSetFreeze", NULL, cmd_repl_set_freeze, CMDF_ADMIN_ONLY, "keep this member from seeking election"},
+	{"replSetGetConfig", NULL, cmd_repl_set_get_config, CMDF_ADMIN_ONLY, "the replica set's configuration"},
+	{"replSetGetStatus", NULL, cmd_repl_set_get_status, CMDF_ADMIN_ONLY, "the replica set's status"},
+	{"replSetInitiate", NULL, cmd_repl_set_initiate, CMDF_ADMIN_ONLY, "initiate the replica set"},
+	{"replSetMaintenance", NULL, cmd_repl_set_maintenance, CMDF_ADMIN_ONLY, "enter or leave maintenance mode"},
+	{"replSetReconfig", NULL, cmd_repl_set_reconfig, CMDF_ADMIN_ONLY, "replace the replica set's configuration"},
+	{"replSetStepDown", NULL, cmd_repl_set_step_down, CMDF_ADMIN_ONLY, "step down as primary"},
 	/* catalog: cmd_catalog.c */
 	{"collMod", NULL, cmd_coll_mod, CMDF_WRITE, "change a collection's options (validation)"},
 	{"collStats", NULL, cmd_coll_stats, CMDF_NONE, "storage statistics of a collection"},

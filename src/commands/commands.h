@@ -27,11 +27,12 @@ typedef struct cursor_registry cursor_registry_t;
 typedef struct engine_options {
 	storage_options_t storage;
 	bool auth;                  /* --auth: every command checks privileges */
-	/* --replSet / replication.replSetName (owned by the caller, borrowed
-	 * for the engine's life); NULL = standalone: no oplog, transactions
-	 * answer 20, exactly as before. */
+	/* --replSet / replication.replSetName: the replica set this node belongs
+	 * to (borrowed for the engine's life, copied by engine_open); NULL = a
+	 * standalone, exactly as before replica-set mode existed */
 	char *repl_set_name;
-	/* --setParameter enableTestCommands=1 */
+	/* --setParameter enableTestCommands=1: configureFailPoint and the other
+	 * test-only commands exist (else 59 CommandNotFound, as mongod) */
 	bool enable_test_commands;
 	/* --oplogSize / replication.oplogSizeMB (MB); 0 = mongod's default rule */
 	double oplog_size_mb;
@@ -45,6 +46,12 @@ storage_t *engine_storage(engine_t *e);
  * and oplog (repl/clock.h, repl/oplog.h), borrowed for the engine's life. */
 struct repl_clock *engine_clock(engine_t *e);
 struct repl_oplog *engine_oplog(engine_t *e);
+
+/* The host:port other members and drivers reach this node at (the bind
+ * address and the port the server listens on): a replica set's default
+ * member host (replSetInitiate without a config) and what a member whose host
+ * names this node is recognised by.  Copied; a no-op on a standalone. */
+void engine_set_self_host(engine_t *e, const char *host_port);
 
 /* Set by the server when `shutdown` arrives; the server polls it. */
 bool engine_shutdown_requested(engine_t *e);
@@ -73,6 +80,9 @@ void client_free(client_t *c);
 /* The session for this client's commands (taken from the pool on first use). */
 storage_session_t *client_session(client_t *c, terr_t *err);
 int64_t client_connection_id(const client_t *c);
+/* True (once) when the last command asked for the connection to close
+ * without a reply (failCommand's closeConnection): the server closes it. */
+bool client_take_close_request(client_t *c);
 /* The client's `hello.client` metadata, kept for currentOp/logs (steals). */
 void client_set_metadata_steal(client_t *c, bson_t *meta);
 const bson_t *client_metadata(const client_t *c);
@@ -136,6 +146,7 @@ enum {
 	CMDF_NO_AUTH = 1 << 1,        /* allowed before authentication (hello, saslStart, ...) */
 	CMDF_WRITE = 1 << 2,          /* counts as a write for opcounters */
 	CMDF_MAXTIME = 1 << 3,        /* honours maxTimeMS */
+	CMDF_TEST = 1 << 4,           /* a test command: absent (59) without enableTestCommands */
 };
 
 /* One row of the command table (commands/command_table.c). */

@@ -43,6 +43,10 @@ struct engine {
 	atomic_llong txn_lifetime_limit_seconds;       /* 60 */
 	atomic_llong max_txn_lock_request_timeout_ms;  /* 5 */
 	struct repl_txn_reaper *txn_reaper;
+	/* replica-set mode (opts.repl_set_name set; cmd_repl.c): the set's
+	 * identity and state, NULL on a standalone; the cluster-time keys */
+	struct repl_set *rs;
+	struct cluster_keys *keys;
 };
 
 struct client {
@@ -58,6 +62,7 @@ struct client {
 	uint8_t lsid_seen[16];
 	int64_t lsid_seen_ms;
 	bool has_auth;                   /* the auth layer keeps state for it (auth_client_get) */
+	bool close_requested;            /* failCommand closeConnection: the server closes instead of replying */
 };
 
 /* A client in memory the caller owns (the embedded API's, on its stack):

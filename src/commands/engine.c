@@ -8,6 +8,7 @@
  */
 #include "commands/commands_private.h"
 #include "commands/auth.h"
+#include "commands/cmd_repl.h"
 #include "commands/validation.h"
 #include "query/keygen.h"
 #include "query/sort.h"
@@ -52,7 +53,9 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 	e = bson_malloc0(sizeof(*e));
 	if (opts != NULL)
 		e->opts = *opts;
+	e->opts.repl_set_name = opts != NULL && opts->repl_set_name != NULL ? bson_strdup(opts->repl_set_name) : NULL;
 	if (storage_open(path, &e->opts.storage, &e->st, err) != 0) {
+		bson_free(e->opts.repl_set_name);
 		bson_free(e);
 		return -1;
 	}
@@ -67,6 +70,15 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 	if (ttl_monitor_start(e->st, 60, &e->ttl, err) != 0) {
 		bson_free(e->tmp_dir);
 		storage_close(e->st);
+		bson_free(e);
+		return -1;
+	}
+	/* replica-set mode: the set's state from `local` (cmd_repl.c) */
+	if (cmd_repl_open(e, err) != 0) {
+		ttl_monitor_stop(e->ttl);
+		bson_free(e->tmp_dir);
+		storage_close(e->st);
+		bson_free(e->opts.repl_set_name);
 		bson_free(e);
 		return -1;
 	}
@@ -107,7 +119,9 @@ engine_close(engine_t *e)
 	repl_sessions_free(e->sessions);   /* open transactions are aborted */
 	bson_free(e->tmp_dir);
 	cursor_registry_free(e->cursors);
+	cmd_repl_close(e);
 	storage_close(e->st);
+	bson_free(e->opts.repl_set_name);
 	bson_free(e);
 }
 
@@ -207,6 +221,15 @@ client_set_metadata_steal(client_t *c, bson_t *meta)
 	if (c->metadata != NULL)
 		bson_destroy(c->metadata);
 	c->metadata = meta;
+}
+
+bool
+client_take_close_request(client_t *c)
+{
+	bool r = c->close_requested;
+
+	c->close_requested = false;
+	return r;
 }
 
 const bson_t *
@@ -349,12 +372,14 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 {
 	terr_t local = TERR_INIT;
 	terr_t *er = err ? err : &local;
-	const cmd_def_t *def;
+	const cmd_def_t *def = NULL;
+	cmd_repl_ctx_t rx;
 	cmd_t c;
 	int rc;
 
 	bson_init(reply);
 	terr_clear(er);
+	memset(&rx, 0, sizeof(rx));
 	memset(&c, 0, sizeof(c));
 	c.engine = e;
 	c.client = cl;
@@ -368,6 +393,9 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	}
 	c.name = bson_iter_key(&c.first);
 	def = cmd_lookup_fast(c.name);
+	/* test commands exist only with --setParameter enableTestCommands=1 */
+	if (def != NULL && (def->flags & CMDF_TEST) && !e->opts.enable_test_commands)
+		def = NULL;
 	if (def == NULL) {
 		terr_set(er, TERR_COMMAND_NOT_FOUND, "no such command: '%s'", c.name);
 		goto fail;
@@ -383,6 +411,10 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	if (parse_max_time(&c, er) != 0)
 		goto fail;
 	if (auth_check_command(&c, def, er) != 0)
+		goto fail;
+	/* replica set and test commands (cmd_repl.c): failCommand, the
+	 * primary gate, $clusterTime, read / write concern */
+	if (cmd_repl_before(&c, def, &rx, er) != 0)
 		goto fail;
 	__atomic_fetch_add(&e->counters.command, 1, __ATOMIC_RELAXED);
 
@@ -409,7 +441,10 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 			terr_set(er, TERR_INTERNAL_ERROR, "command %s failed without a reason", c.name);
 		goto fail;
 	}
+	cmd_repl_after(&c, def, &rx, 0, reply);
 	BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+	cmd_repl_times(&c, def, &rx, 0, reply);
+	cmd_repl_ctx_clear(&rx);
 	/* a direct write to the user or role collections changes privileges:
 	 * drop what the auth layer has cached */
 	if ((def->flags & CMDF_WRITE) && strcmp(dbname, "admin") == 0 && BSON_ITER_HOLDS_UTF8(&c.first) &&
@@ -421,6 +456,8 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 
 fail:
 	error_reply(reply, er);
+	cmd_repl_times(&c, def, &rx, er->code, reply);
+	cmd_repl_ctx_clear(&rx);
 	rc = er->code;
 	terr_clear(&local);
 	return rc;

@@ -200,6 +200,12 @@ run_request(server_t *srv, client_t *cl, wire_compression_t *comp, const wire_re
 		rc = engine_run_command(srv->engine, cl, req->db, &req->cmd, &reply, &err);
 		if (rc == 0 && hello)
 			add_compression(srv, comp, &req->cmd, &reply);
+		if (client_take_close_request(cl)) {
+			/* failCommand's closeConnection: no reply, the connection ends */
+			bson_destroy(&reply);
+			*close_after = true;
+			goto done;
+		}
 	}
 	t0 = (cmd_now_us() - t0) / 1000;
 	if (t0 >= SLOW_MS && !hello)

@@ -1,0 +1,792 @@
+/*
+ * cmd_repl.c -- the replica-set commands of a single-member set
+ * (replSetInitiate, replSetGetStatus, replSetGetConfig, replSetReconfig,
+ * replSetStepDown, replSetFreeze, replSetMaintenance), the test command
+ * configureFailPoint, and what replica-set mode adds around every command:
+ * failCommand, the primary gate, $clusterTime gossip and signing,
+ * operationTime, and read / write concern (commands/concern.h).
+ *
+ * The replica-set state itself (configuration, term, member state, clock)
+ * is repl/replset.h; the signing keys repl/cluster_time.h.  Replies follow
+ * mongod's shapes field for field.  A standalone (no --replSet) answers
+ * these commands as mongod does without replication (76).
+ */
+#include "commands/cmd_repl.h"
+#include "commands/auth.h"
+
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/failpoint.h"
+#include "common/log.h"
+#include "repl/cluster_time.h"
+#include "repl/replset.h"
+
+static int64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- engine hooks -------------------------------------------------------------------- */
+
+int
+cmd_repl_open(engine_t *e, terr_t *err)
+{
+	if (e->opts.repl_set_name == NULL)
+		return 0;
+	RET(repl_set_open(e->st, e->opts.repl_set_name, &e->rs, err));
+	if (e->opts.auth && cluster_keys_open(e->st, &e->keys, err) != 0) {
+		repl_set_close(e->rs);
+		e->rs = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+void
+cmd_repl_close(engine_t *e)
+{
+	cluster_keys_close(e->keys);
+	e->keys = NULL;
+	repl_set_close(e->rs);
+	e->rs = NULL;
+	failpoint_reset_all();
+}
+
+void
+engine_set_self_host(engine_t *e, const char *host_port)
+{
+	if (e->rs != NULL)
+		repl_set_set_self(e->rs, host_port);
+}
+
+void
+cmd_repl_ctx_clear(cmd_repl_ctx_t *x)
+{
+	if (x->fail_wce != NULL)
+		bson_destroy(x->fail_wce);
+	if (x->fail_labels != NULL)
+		bson_destroy(x->fail_labels);
+	x->fail_wce = x->fail_labels = NULL;
+}
+
+/* ---- shared argument helpers ------------------------------------------------------------ */
+
+static int
+need_repl(cmd_t *c, terr_t *err)
+{
+	if (c->engine->rs == NULL)
+		return terr_set(err, TERR_NO_REPLICATION_ENABLED, "not running with --replSet");
+	return 0;
+}
+
+static int
+need_initiated(cmd_t *c, terr_t *err)
+{
+	RET(need_repl(c, err));
+	if (!repl_set_initiated(c->engine->rs))
+		return terr_set(err, TERR_NOT_YET_INITIALIZED, "no replset config has been received");
+	return 0;
+}
+
+static void
+append_optime(bson_t *b, const char *key, const repl_optime_t *o)
+{
+	bson_t d;
+
+	bson_append_document_begin(b, key, -1, &d);
+	BSON_APPEND_TIMESTAMP(&d, "ts", o->secs, o->inc);
+	BSON_APPEND_INT64(&d, "t", o->term);
+	bson_append_document_end(b, &d);
+}
+
+static const char *
+state_str(repl_member_state_t s)
+{
+	return s == REPL_STATE_PRIMARY ? "PRIMARY" : s == REPL_STATE_SECONDARY ? "SECONDARY" : "STARTUP";
+}
+
+/* ---- replSetInitiate ---------------------------------------------------------------------- */
+
+CMD_HANDLER(cmd_repl_set_initiate)
+{
+	bson_t cfg, extra;
+	bool have = false;
+	int r;
+
+	if (c->engine->rs == NULL)
+		return terr_set(err, TERR_NO_REPLICATION_ENABLED, "This node was not started with replication enabled.");
+	if (BSON_ITER_HOLDS_DOCUMENT(&c->first)) {
+		const uint8_t *d;
+		uint32_t l;
+		bson_iter_document(&c->first, &l, &d);
+		have = bson_init_static(&cfg, d, l);
+	}
+	bson_init(&extra);
+	r = repl_set_initiate(c->engine->rs, have ? &cfg : NULL, &extra, err);
+	if (r == 0 || err->code == TERR_ALREADY_INITIALIZED) {
+		bson_iter_t it;
+		if (bson_iter_init(&it, &extra))
+			while (bson_iter_next(&it))
+				bson_append_iter(r == 0 ? c->reply : c->reply, bson_iter_key(&it), -1, &it);
+	}
+	if (r != 0 && err->code == TERR_ALREADY_INITIALIZED) {
+		/* mongod's reply carries `info` beside the error */
+		bson_t *x = bson_copy(&extra);
+		terr_set_extra_steal(err, x);
+	}
+	bson_destroy(&extra);
+	if (r == 0) {
+		bson_t attr;
+		bson_init(&attr);
+		BSON_APPEND_UTF8(&attr, "setName", repl_set_name(c->engine->rs));
+		tlog('I', "REPL", 21356, "replSetInitiate config object parses ok", &attr);
+		bson_destroy(&attr);
+	}
+	return r;
+}
+
+/* ---- replSetGetStatus -------------------------------------------------------------------------- */
+
+CMD_HANDLER(cmd_repl_set_get_status)
+{
+	repl_set_info_t in;
+	bson_t op, arr, m, ecm;
+	int64_t now = wall_ms();
+
+	RET(need_initiated(c, err));
+	repl_set_info(c->engine->rs, &in);
+	BSON_APPEND_UTF8(c->reply, "set", repl_set_name(c->engine->rs));
+	BSON_APPEND_DATE_TIME(c->reply, "date", now);
+	BSON_APPEND_INT32(c->reply, "myState", (int32_t)in.state);
+	BSON_APPEND_INT64(c->reply, "term", in.term);
+	BSON_APPEND_UTF8(c->reply, "syncSourceHost", "");
+	BSON_APPEND_INT32(c->reply, "syncSourceId", -1);
+	BSON_APPEND_INT64(c->reply, "heartbeatIntervalMillis", 2000);
+	BSON_APPEND_INT32(c->reply, "majorityVoteCount", 1);
+	BSON_APPEND_INT32(c->reply, "writeMajorityCount", 1);
+	BSON_APPEND_INT32(c->reply, "votingMembersCount", 1);
+	BSON_APPEND_INT32(c->reply, "writableVotingMembersCount", 1);
+	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "optimes", &op);
+	/* one member: everything applied is durable and majority-committed */
+	append_optime(&op, "lastCommittedOpTime", &in.last_applied);
+	BSON_APPEND_DATE_TIME(&op, "lastCommittedWallTime", in.last_applied_wall_ms);
+	append_optime(&op, "readConcernMajorityOpTime", &in.last_applied);
+	append_optime(&op, "appliedOpTime", &in.last_applied);
+	append_optime(&op, "durableOpTime", &in.last_applied);
+	append_optime(&op, "writtenOpTime", &in.last_applied);
+	BSON_APPEND_DATE_TIME(&op, "lastAppliedWallTime", in.last_applied_wall_ms);
+	BSON_APPEND_DATE_TIME(&op, "lastDurableWallTime", in.last_applied_wall_ms);
+	BSON_APPEND_DATE_TIME(&op, "lastWrittenWallTime", in.last_applied_wall_ms);
+	bson_append_document_end(c->reply, &op);
+	BSON_APPEND_TIMESTAMP(c->reply, "lastStableRecoveryTimestamp", in.last_applied.secs, in.last_applied.inc);
+	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "electionCandidateMetrics", &ecm);
+	BSON_APPEND_UTF8(&ecm, "lastElectionReason", "electionTimeout");
+	BSON_APPEND_DATE_TIME(&ecm, "lastElectionDate", in.election_wall_ms);
+	BSON_APPEND_INT64(&ecm, "electionTerm", in.term);
+	append_optime(&ecm, "lastCommittedOpTimeAtElection", &in.election_optime);
+	append_optime(&ecm, "lastSeenWrittenOpTimeAtElection", &in.election_optime);
+	append_optime(&ecm, "lastSeenOpTimeAtElection", &in.election_optime);
+	BSON_APPEND_INT32(&ecm, "numVotesNeeded", 1);
+	BSON_APPEND_DOUBLE(&ecm, "priorityAtElection", 1.0);
+	BSON_APPEND_INT64(&ecm, "electionTimeoutMillis", 10000);
+	append_optime(&ecm, "newTermStartDate", &in.election_optime);
+	bson_append_document_end(c->reply, &ecm);
+	BSON_APPEND_ARRAY_BEGIN(c->reply, "members", &arr);
+	BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &m);
+	BSON_APPEND_INT32(&m, "_id", in.self_id);
+	BSON_APPEND_UTF8(&m, "name", in.self_host);
+	BSON_APPEND_DOUBLE(&m, "health", 1.0);
+	BSON_APPEND_INT32(&m, "state", (int32_t)in.state);
+	BSON_APPEND_UTF8(&m, "stateStr", state_str(in.state));
+	BSON_APPEND_INT64(&m, "uptime", (now - in.start_wall_ms) / 1000);
+	append_optime(&m, "optime", &in.last_applied);
+	BSON_APPEND_DATE_TIME(&m, "optimeDate", (int64_t)in.last_applied.secs * 1000);
+	append_optime(&m, "optimeWritten", &in.last_applied);
+	BSON_APPEND_DATE_TIME(&m, "optimeWrittenDate", (int64_t)in.last_applied.secs * 1000);
+	BSON_APPEND_DATE_TIME(&m, "lastAppliedWallTime", in.last_applied_wall_ms);
+	BSON_APPEND_DATE_TIME(&m, "lastDurableWallTime", in.last_applied_wall_ms);
+	BSON_APPEND_DATE_TIME(&m, "lastWrittenWallTime", in.last_applied_wall_ms);
+	BSON_APPEND_UTF8(&m, "syncSourceHost", "");
+	BSON_APPEND_INT32(&m, "syncSourceId", -1);
+	BSON_APPEND_UTF8(&m, "infoMessage", "");
+	if (in.state == REPL_STATE_PRIMARY) {
+		BSON_APPEND_TIMESTAMP(&m, "electionTime", in.election_optime.secs, in.election_optime.inc);
+		BSON_APPEND_DATE_TIME(&m, "electionDate", (int64_t)in.election_optime.secs * 1000);
+	}
+	BSON_APPEND_INT64(&m, "configVersion", in.config_version);
+	BSON_APPEND_INT64(&m, "configTerm", in.config_term);
+	BSON_APPEND_BOOL(&m, "self", true);
+	BSON_APPEND_UTF8(&m, "lastHeartbeatMessage", "");
+	bson_append_document_end(&arr, &m);
+	bson_append_array_end(c->reply, &arr);
+	return 0;
+}
+
+/* ---- replSetGetConfig ---------------------------------------------------------------------------- */
+
+CMD_HANDLER(cmd_repl_set_get_config)
+{
+	static const char *const fields[] = {"commitmentStatus", "includeNewlyAdded", NULL};
+	bson_t cfg;
+	bool found, commitment = false;
+
+	RET(cmd_check_fields(c, fields, err));
+	RET(cmd_get_bool(c, "commitmentStatus", &commitment, &found, err));
+	RET(need_initiated(c, err));
+	repl_set_config_copy(c->engine->rs, &cfg);
+	BSON_APPEND_DOCUMENT(c->reply, "config", &cfg);
+	bson_destroy(&cfg);
+	if (commitment)
+		BSON_APPEND_BOOL(c->reply, "commitmentStatus", true);
+	return 0;
+}
+
+/* ---- replSetReconfig --------------------------------------------------------------------------------- */
+
+CMD_HANDLER(cmd_repl_set_reconfig)
+{
+	static const char *const fields[] = {"force", "maxTimeMS", NULL};
+	bson_t cfg;
+	bool force = false, found;
+	const uint8_t *d;
+	uint32_t l;
+
+	RET(cmd_check_fields(c, fields, err));
+	RET(cmd_get_bool(c, "force", &force, &found, err));
+	RET(need_repl(c, err));
+	if (!BSON_ITER_HOLDS_DOCUMENT(&c->first))
+		return terr_set(err, TERR_TYPE_MISMATCH, "BSON field 'replSetReconfig' is the wrong type '%s', expected type 'object'",
+		    BSON_ITER_HOLDS_UTF8(&c->first) ? "string" : "number");
+	bson_iter_document(&c->first, &l, &d);
+	if (!bson_init_static(&cfg, d, l))
+		return terr_set(err, TERR_INVALID_BSON, "invalid BSON");
+	return repl_set_reconfig(c->engine->rs, &cfg, force, err);
+}
+
+/* ---- replSetStepDown / replSetFreeze / replSetMaintenance ------------------------------------------------ */
+
+static int
+secs_arg(const bson_iter_t *it, const char *what, int64_t def, int64_t *out, terr_t *err)
+{
+	if (BSON_ITER_HOLDS_BOOL(it) || BSON_ITER_HOLDS_NULL(it)) {
+		*out = def;
+		return 0;
+	}
+	if (!BSON_ITER_HOLDS_NUMBER(it))
+		return terr_set(err, TERR_TYPE_MISMATCH, "BSON field '%s' is the wrong type, expected a number", what);
+	*out = bson_iter_as_int64(it);
+	if (BSON_ITER_HOLDS_DOUBLE(it)) {
+		double v = bson_iter_double(it);
+		if (!(v > -1e12 && v < 1e12))
+			return terr_set(err, TERR_BAD_VALUE, "%s out of range", what);
+	}
+	return 0;
+}
+
+CMD_HANDLER(cmd_repl_set_step_down)
+{
+	static const char *const fields[] = {"secondaryCatchUpPeriodSecs", "force", NULL};
+	int64_t secs = 60, catch_up = 10;
+	bool force = false, found, catch_given = false;
+	bson_iter_t it;
+
+	RET(cmd_check_fields(c, fields, err));
+	RET(cmd_get_bool(c, "force", &force, &found, err));
+	RET(need_initiated(c, err));
+	RET(secs_arg(&c->first, "replSetStepDown", 60, &secs, err));
+	if (cmd_find_field(c, "secondaryCatchUpPeriodSecs", &it)) {
+		RET(secs_arg(&it, "secondaryCatchUpPeriodSecs", 10, &catch_up, err));
+		catch_given = true;
+	}
+	if (!catch_given && catch_up > secs)
+		catch_up = secs;
+	if (secs <= 0)
+		return terr_set(err, TERR_BAD_VALUE, "stepdown period must be a positive integer");
+	if (catch_up < 0)
+		return terr_set(err, TERR_BAD_VALUE, "secondaryCatchUpPeriodSecs must be a non-negative integer");
+	if (catch_up > secs)
+		return terr_set(err, TERR_BAD_VALUE, "stepdown period must be longer than secondaryCatchUpPeriodSecs");
+	return repl_set_step_down(c->engine->rs, secs, catch_up, force, c->deadline_us, err);
+}
+
+CMD_HANDLER(cmd_repl_set_freeze)
+{
+	int64_t secs;
+	const char *info;
+
+	RET(need_initiated(c, err));
+	RET(secs_arg(&c->first, "replSetFreeze", 0, &secs, err));
+	if (secs < 0)
+		return terr_set(err, TERR_BAD_VALUE, "replSetFreeze's argument must be a non-negative number of seconds");
+	RET(repl_set_freeze(c->engine->rs, secs, &info, err));
+	if (info != NULL)
+		BSON_APPEND_UTF8(c->reply, "info", info);
+	return 0;
+}
+
+CMD_HANDLER(cmd_repl_set_maintenance)
+{
+	RET(need_initiated(c, err));
+	if (repl_set_state(c->engine->rs) == REPL_STATE_PRIMARY)
+		return terr_set(err, TERR_NOT_SECONDARY, "primaries can't modify maintenance mode");
+	/* a single member that is not primary is waiting for its stepdown to
+	 * end: maintenance (RECOVERING) would keep it from electing itself,
+	 * which nothing here models */
+	return terr_set(err, TERR_NOT_IMPLEMENTED, "replSetMaintenance on a stepped-down single member is not supported");
+}
+
+/* ---- configureFailPoint -------------------------------------------------------------------------------------- */
+
+CMD_HANDLER(cmd_configure_fail_point)
+{
+	static const char *const fields[] = {"mode", "data", NULL};
+	bson_iter_t mode;
+	bson_t data;
+	bool found;
+	int64_t count;
+
+	if (!BSON_ITER_HOLDS_UTF8(&c->first))
+		return terr_set(err, TERR_TYPE_MISMATCH, "BSON field 'configureFailPoint' is the wrong type, expected type 'string'");
+	RET(cmd_check_fields(c, fields, err));
+	if (!cmd_find_field(c, "mode", &mode))
+		return terr_set(err, TERR_BAD_VALUE, "When setting a failpoint, you must supply a 'mode'");
+	RET(cmd_get_doc(c, "data", &data, &found, err));
+	RET(failpoint_configure(bson_iter_utf8(&c->first, NULL), &mode, found ? &data : NULL, &count, err));
+	BSON_APPEND_INT64(c->reply, "count", count);
+	{
+		bson_t attr;
+		bson_init(&attr);
+		BSON_APPEND_UTF8(&attr, "failPoint", bson_iter_utf8(&c->first, NULL));
+		tlog('W', "CONTROL", 23829, "Set failpoint", &attr);
+		bson_destroy(&attr);
+	}
+	return 0;
+}
+
+/* ---- hello ------------------------------------------------------------------------------------------------------- */
+
+uint64_t
+cmd_repl_topology_counter(engine_t *e)
+{
+	repl_set_info_t in;
+
+	if (e->rs == NULL)
+		return 0;
+	repl_set_info(e->rs, &in);
+	return in.topology_counter;
+}
+
+void
+cmd_repl_topology_wait(engine_t *e, uint64_t counter, int64_t wait_ms)
+{
+	int64_t deadline = cmd_now_us() + wait_ms * 1000;
+
+	repl_set_topology_wait(e->rs, counter, deadline, &e->shutdown);
+}
+
+void
+cmd_repl_hello_append(cmd_t *c, bool legacy)
+{
+	repl_set_info_t in;
+	bson_t tv, hosts, lw;
+	const char *name = repl_set_name(c->engine->rs);
+
+	repl_set_info(c->engine->rs, &in);
+	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "topologyVersion", &tv);
+	BSON_APPEND_OID(&tv, "processId", repl_set_process_id());
+	BSON_APPEND_INT64(&tv, "counter", (int64_t)in.topology_counter);
+	bson_append_document_end(c->reply, &tv);
+	if (!repl_set_initiated(c->engine->rs)) {
+		/* mongod before a configuration: a "ghost" member */
+		BSON_APPEND_BOOL(c->reply, legacy ? "ismaster" : "isWritablePrimary", false);
+		BSON_APPEND_BOOL(c->reply, "secondary", false);
+		BSON_APPEND_UTF8(c->reply, "info", "Does not have a valid replica set config");
+		BSON_APPEND_BOOL(c->reply, "isreplicaset", true);
+		return;
+	}
+	BSON_APPEND_ARRAY_BEGIN(c->reply, "hosts", &hosts);
+	BSON_APPEND_UTF8(&hosts, "0", in.self_host);
+	bson_append_array_end(c->reply, &hosts);
+	BSON_APPEND_UTF8(c->reply, "setName", name);
+	BSON_APPEND_INT32(c->reply, "setVersion", (int32_t)in.config_version);
+	BSON_APPEND_BOOL(c->reply, legacy ? "ismaster" : "isWritablePrimary", in.state == REPL_STATE_PRIMARY);
+	BSON_APPEND_BOOL(c->reply, "secondary", in.state == REPL_STATE_SECONDARY);
+	if (in.state == REPL_STATE_PRIMARY)
+		BSON_APPEND_UTF8(c->reply, "primary", in.self_host);
+	BSON_APPEND_UTF8(c->reply, "me", in.self_host);
+	if (in.state == REPL_STATE_PRIMARY)
+		BSON_APPEND_OID(c->reply, "electionId", &in.election_id);
+	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "lastWrite", &lw);
+	append_optime(&lw, "opTime", &in.last_applied);
+	BSON_APPEND_DATE_TIME(&lw, "lastWriteDate", (int64_t)in.last_applied.secs * 1000);
+	append_optime(&lw, "majorityOpTime", &in.last_applied);
+	BSON_APPEND_DATE_TIME(&lw, "majorityWriteDate", (int64_t)in.last_applied.secs * 1000);
+	bson_append_document_end(c->reply, &lw);
+}
+
+/* ---- failCommand ----------------------------------------------------------------------------------------------------- */
+
+typedef struct fail_match {
+	cmd_t *c;
+	const cmd_def_t *def;
+} fail_match_t;
+
+/* mongod's shouldActivateFailCommandFailPoint: never configureFailPoint
+ * itself; the command among failCommands; appName and namespace when given. */
+static bool
+fail_command_matches(const bson_t *data, void *arg)
+{
+	fail_match_t *m = arg;
+	bson_iter_t it, a;
+	bool listed = false;
+
+	if (strcmp(m->def->name, "configureFailPoint") == 0)
+		return false;
+	if (bson_iter_init_find(&it, data, "failCommands") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &a)) {
+		while (bson_iter_next(&a)) {
+			const char *n;
+			if (!BSON_ITER_HOLDS_UTF8(&a))
+				continue;
+			n = bson_iter_utf8(&a, NULL);
+			if (strcmp(n, m->c->name) == 0 || strcmp(n, m->def->name) == 0 ||
+			    (m->def->alias != NULL && strcmp(n, m->def->alias) == 0))
+				listed = true;
+		}
+	}
+	if (!listed)
+		return false;
+	if (bson_iter_init_find(&it, data, "appName") && BSON_ITER_HOLDS_UTF8(&it)) {
+		const bson_t *meta = client_metadata(m->c->client);
+		bson_iter_t mi;
+		if (meta == NULL || !bson_iter_init(&mi, meta) || !bson_iter_find_descendant(&mi, "application.name", &a) ||
+		    !BSON_ITER_HOLDS_UTF8(&a) || strcmp(bson_iter_utf8(&a, NULL), bson_iter_utf8(&it, NULL)) != 0)
+			return false;
+	}
+	if (bson_iter_init_find(&it, data, "namespace") && BSON_ITER_HOLDS_UTF8(&it)) {
+		char ns[512];
+		if (!BSON_ITER_HOLDS_UTF8(&m->c->first))
+			return false;
+		cmd_ns(ns, sizeof(ns), m->c->db, bson_iter_utf8(&m->c->first, NULL));
+		if (strcmp(ns, bson_iter_utf8(&it, NULL)) != 0)
+			return false;
+	}
+	return true;
+}
+
+static bson_t *
+copy_sub(const bson_t *data, const char *key, bool array)
+{
+	bson_iter_t it;
+	const uint8_t *d;
+	uint32_t l;
+	bson_t view;
+
+	if (!bson_iter_init_find(&it, data, key) || (array ? !BSON_ITER_HOLDS_ARRAY(&it) : !BSON_ITER_HOLDS_DOCUMENT(&it)))
+		return NULL;
+	if (array)
+		bson_iter_array(&it, &l, &d);
+	else
+		bson_iter_document(&it, &l, &d);
+	if (!bson_init_static(&view, d, l))
+		return NULL;
+	return bson_copy(&view);
+}
+
+static int
+fail_command(cmd_t *c, const cmd_def_t *def, cmd_repl_ctx_t *x, terr_t *err)
+{
+	fail_match_t m = {c, def};
+	bson_t data;
+	bson_iter_t it;
+	int ret = 0;
+
+	if (!failpoint_fire("failCommand", fail_command_matches, &m, &data))
+		return 0;
+	if (bson_iter_init_find(&it, &data, "closeConnection") && bson_iter_as_bool(&it)) {
+		c->client->close_requested = true;
+		terr_set(err, TERR_HOST_UNREACHABLE, "Failing command via 'failCommand' failpoint: closing the connection");
+		ret = -1;
+		goto out;
+	}
+	if (bson_iter_init_find(&it, &data, "blockConnection") && bson_iter_as_bool(&it)) {
+		int64_t ms = bson_iter_init_find(&it, &data, "blockTimeMS") && BSON_ITER_HOLDS_NUMBER(&it) ?
+		    bson_iter_as_int64(&it) : 0;
+		int64_t until = cmd_now_us() + (ms > 0 && ms < 3600000 ? ms : 0) * 1000;
+		while (cmd_now_us() < until && !engine_shutdown_requested(c->engine)) {
+			struct timespec ts = {0, 5 * 1000 * 1000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	x->fail_labels = copy_sub(&data, "errorLabels", true);
+	if (bson_iter_init_find(&it, &data, "errorCode") && BSON_ITER_HOLDS_NUMBER(&it)) {
+		terr_set(err, (int)bson_iter_as_int64(&it), "Failing command via 'failCommand' failpoint");
+		if (x->fail_labels != NULL) {
+			bson_t *extra = bson_new();
+			BSON_APPEND_ARRAY(extra, "errorLabels", x->fail_labels);
+			terr_set_extra_steal(err, extra);
+		}
+		ret = -1;
+		goto out;
+	}
+	x->fail_wce = copy_sub(&data, "writeConcernError", false);
+out:
+	bson_destroy(&data);
+	return ret;
+}
+
+/* ---- the gate of a member that is not primary ----------------------------------------------------------------------------- */
+
+/* Commands that read user data (mongod's secondaryAllowed kOptIn): they
+ * need a primary unless the read preference allows a secondary. */
+static const char *const read_commands[] = {
+	"find", "aggregate", "count", "distinct", "listCollections", "listIndexes", "collStats", "dbStats",
+	"dataSize", "explain", "mapReduce", NULL,
+};
+
+static bool
+listed(const char *const *list, const char *name)
+{
+	for (; *list; list++)
+		if (strcmp(*list, name) == 0)
+			return true;
+	return false;
+}
+
+static bool
+secondary_ok(cmd_t *c)
+{
+	bson_iter_t it, rp;
+
+	if (!cmd_find_field(c, "$readPreference", &it) || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
+	    !bson_iter_recurse(&it, &rp) || !bson_iter_find(&rp, "mode") || !BSON_ITER_HOLDS_UTF8(&rp))
+		return false;
+	return strcmp(bson_iter_utf8(&rp, NULL), "primary") != 0;
+}
+
+static int
+gate(cmd_t *c, const cmd_def_t *def, terr_t *err)
+{
+	repl_member_state_t st = repl_set_state(c->engine->rs);
+
+	if (st == REPL_STATE_PRIMARY || strcmp(c->db, "local") == 0)
+		return 0;
+	if (def->flags & CMDF_WRITE)
+		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary");
+	if (listed(read_commands, def->name)) {
+		if (!secondary_ok(c))
+			return terr_set(err, TERR_NOT_PRIMARY_NO_SECONDARY_OK, "not primary and secondaryOk=false");
+		if (st != REPL_STATE_SECONDARY)
+			return terr_set(err, TERR_NOT_PRIMARY_OR_SECONDARY, "node is not in primary or recovering state");
+	}
+	return 0;
+}
+
+/* ---- $clusterTime gossip ----------------------------------------------------------------------------------------------------- */
+
+static int
+gossip(cmd_t *c, terr_t *err)
+{
+	bson_iter_t it, ct, f;
+	uint32_t secs = 0, inc = 0, now_s, now_i;
+	bool have_time = false;
+
+	if (!cmd_find_field(c, "$clusterTime", &it))
+		return 0;
+	if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+		return terr_set(err, TERR_TYPE_MISMATCH, "\"$clusterTime\" had the wrong type. Expected object, found %s",
+		    BSON_ITER_HOLDS_UTF8(&it) ? "string" : "another type");
+	bson_iter_recurse(&it, &ct);
+	f = ct;
+	if (bson_iter_find(&f, "clusterTime")) {
+		if (!BSON_ITER_HOLDS_TIMESTAMP(&f))
+			return terr_set(err, TERR_TYPE_MISMATCH, "\"clusterTime\" had the wrong type. Expected timestamp");
+		bson_iter_timestamp(&f, &secs, &inc);
+		have_time = true;
+	}
+	if (!have_time)
+		return terr_set(err, TERR_NO_SUCH_KEY, "Missing expected field \"clusterTime\"");
+	repl_set_clock_now(c->engine->rs, &now_s, &now_i);
+	if (secs < now_s || (secs == now_s && inc <= now_i))
+		return 0;   /* not ahead: nothing to validate (mongod's shortcut) */
+	if (c->engine->keys != NULL) {
+		bson_iter_t sig, h, k;
+		const uint8_t *hash = NULL;
+		uint32_t hlen = 0;
+		int64_t key_id = 0;
+		f = ct;
+		if (!bson_iter_find(&f, "signature") || !BSON_ITER_HOLDS_DOCUMENT(&f) || !bson_iter_recurse(&f, &sig))
+			return terr_set(err, TERR_NO_SUCH_KEY, "Missing expected field \"signature\"");
+		h = sig;
+		if (!bson_iter_find(&h, "hash") || !BSON_ITER_HOLDS_BINARY(&h))
+			return terr_set(err, TERR_NO_SUCH_KEY, "Missing expected field \"hash\"");
+		{
+			bson_subtype_t st;
+			bson_iter_binary(&h, &st, &hlen, &hash);
+		}
+		k = sig;
+		if (!bson_iter_find(&k, "keyId") || !BSON_ITER_HOLDS_NUMBER(&k))
+			return terr_set(err, TERR_NO_SUCH_KEY, "Missing expected field \"keyId\"");
+		key_id = bson_iter_as_int64(&k);
+		if (key_id == 0)
+			/* a dummy signature: only a client allowed to advance the
+			 * clock may send one; nobody here is */
+			return terr_set(err, TERR_CANNOT_VERIFY_AND_SIGN_LOGICAL_TIME,
+			    "Cannot accept logicalTime: { ts: Timestamp(%u, %u) }. May not be a part of a sharded cluster", secs, inc);
+		RET(cluster_keys_verify(c->engine->keys, secs, inc, key_id, hash, hlen, err));
+	}
+	repl_set_clock_advance(c->engine->rs, secs, inc);
+	return 0;
+}
+
+/* ---- concerns ------------------------------------------------------------------------------------------------------------------ */
+
+static void
+node_of(engine_t *e, concern_node_t *n, bson_t *cfg)
+{
+	memset(n, 0, sizeof(*n));
+	n->ephemeral = e->opts.storage.in_memory;
+	if (e->rs == NULL)
+		return;
+	n->repl_set = true;
+	n->initiated = repl_set_config_copy(e->rs, cfg);
+	n->config = n->initiated ? cfg : NULL;
+	n->primary = repl_set_state(e->rs) == REPL_STATE_PRIMARY;
+	n->data_members = 1;
+}
+
+static int
+concerns(cmd_t *c, cmd_repl_ctx_t *x, terr_t *err)
+{
+	bson_iter_t it;
+	concern_read_t rc;
+	concern_node_t node;
+	bson_t cfg;
+	int ret = 0;
+
+	memset(&rc, 0, sizeof(rc));
+	if (cmd_find_field(c, "writeConcern", &it))
+		RET(concern_write_parse(&it, &x->wc, err));
+	if (cmd_find_field(c, "readConcern", &it))
+		RET(concern_read_parse(&it, &rc, err));
+	if (!x->wc.present && !rc.present)
+		return 0;
+	bson_init(&cfg);
+	node_of(c->engine, &node, &cfg);
+	ERR(concern_write_validate(&x->wc, &node, err));
+	ERR(concern_read_validate(&rc, &node, err));
+	if (node.repl_set && (rc.has_after_cluster_time || rc.has_at_cluster_time || rc.has_after_op_time)) {
+		uint32_t s, i, ts = rc.has_at_cluster_time ? rc.at_secs : rc.after_secs,
+		    ti = rc.has_at_cluster_time ? rc.at_inc : rc.after_inc;
+		repl_set_clock_now(c->engine->rs, &s, &i);
+		if (!rc.has_after_op_time && (ts > s || (ts == s && ti > i))) {
+			ret = terr_set(err, TERR_INVALID_OPTIONS,
+			    "readConcern %s value must not be greater than the current clusterTime. Requested clusterTime: Timestamp(%u, %u); current clusterTime: Timestamp(%u, %u)",
+			    rc.has_at_cluster_time ? "atClusterTime" : "afterClusterTime", ts, ti, s, i);
+			goto err;
+		}
+		/* a single member has applied everything up to its cluster time:
+		 * nothing to wait for */
+	}
+err:
+	bson_destroy(&cfg);
+	return ret;
+}
+
+/* ---- before / after --------------------------------------------------------------------------------------------------------------- */
+
+int
+cmd_repl_before(cmd_t *c, const cmd_def_t *def, cmd_repl_ctx_t *x, terr_t *err)
+{
+	memset(x, 0, sizeof(*x));
+	if (failpoint_any_active())
+		RET(fail_command(c, def, x, err));
+	if (c->engine->rs != NULL) {
+		RET(gossip(c, err));
+		RET(gate(c, def, err));
+	}
+	return concerns(c, x, err);
+}
+
+static void
+append_cluster_time(cmd_t *c, bson_t *reply, uint32_t secs, uint32_t inc)
+{
+	bson_t ct, sig;
+	uint8_t hash[20];
+	int64_t key_id = 0;
+
+	memset(hash, 0, sizeof(hash));
+	if (c->engine->keys != NULL) {
+		terr_t e = TERR_INIT;
+		if (cluster_keys_sign(c->engine->keys, secs, inc, &key_id, hash, &e) != 0) {
+			memset(hash, 0, sizeof(hash));
+			key_id = 0;
+		}
+		terr_clear(&e);
+	}
+	BSON_APPEND_DOCUMENT_BEGIN(reply, "$clusterTime", &ct);
+	BSON_APPEND_TIMESTAMP(&ct, "clusterTime", secs, inc);
+	BSON_APPEND_DOCUMENT_BEGIN(&ct, "signature", &sig);
+	BSON_APPEND_BINARY(&sig, "hash", BSON_SUBTYPE_BINARY, hash, sizeof(hash));
+	BSON_APPEND_INT64(&sig, "keyId", key_id);
+	bson_append_document_end(&ct, &sig);
+	bson_append_document_end(reply, &ct);
+}
+
+void
+cmd_repl_after(cmd_t *c, const cmd_def_t *def, cmd_repl_ctx_t *x, int rc, bson_t *reply)
+{
+	repl_set_t *rs = c->engine->rs;
+
+	if (rc == 0 && x->fail_wce != NULL) {
+		BSON_APPEND_DOCUMENT(reply, "writeConcernError", x->fail_wce);
+	} else if (rc == 0 && rs != NULL && x->wc.present && def != NULL && (def->flags & CMDF_WRITE)) {
+		concern_node_t node;
+		bson_t cfg;
+		terr_t e = TERR_INIT;
+		bson_init(&cfg);
+		node_of(c->engine, &node, &cfg);
+		if (concern_write_satisfiable(&x->wc, &node, &e) != 0) {
+			bson_t w;
+			char buf[32];
+			BSON_APPEND_DOCUMENT_BEGIN(reply, "writeConcernError", &w);
+			BSON_APPEND_INT32(&w, "code", e.code);
+			BSON_APPEND_UTF8(&w, "codeName", terr_code_name(e.code, buf));
+			BSON_APPEND_UTF8(&w, "errmsg", e.msg ? e.msg : "");
+			bson_append_document_end(reply, &w);
+		}
+		terr_clear(&e);
+		bson_destroy(&cfg);
+	}
+	if (rc == 0 && x->fail_labels != NULL && !bson_has_field(reply, "errorLabels"))
+		BSON_APPEND_ARRAY(reply, "errorLabels", x->fail_labels);
+}
+
+void
+cmd_repl_times(cmd_t *c, const cmd_def_t *def, cmd_repl_ctx_t *x, int rc, bson_t *reply)
+{
+	repl_set_t *rs = c->engine->rs;
+	uint32_t op_s = 0, op_i = 0, ct_s, ct_i;
+
+	if (rs == NULL || !repl_set_initiated(rs))
+		return;
+	/* the write's optime (until the oplog assigns it, the dispatcher ticks
+	 * the clock for every write command that succeeded); reads: the last
+	 * applied optime */
+	if (rc == 0 && def != NULL && (def->flags & CMDF_WRITE) && strcmp(c->db, "local") != 0) {
+		repl_set_clock_tick(rs, &op_s, &op_i);
+	} else {
+		repl_set_info_t in;
+		repl_set_info(rs, &in);
+		op_s = in.last_applied.secs;
+		op_i = in.last_applied.inc;
+	}
+	repl_set_clock_now(rs, &ct_s, &ct_i);
+	append_cluster_time(c, reply, ct_s, ct_i);
+	BSON_APPEND_TIMESTAMP(reply, "operationTime", op_s, op_i);
+}

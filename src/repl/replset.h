@@ -1,0 +1,170 @@
+/*
+ * replset.h -- this node's replica-set identity: the set's name from
+ * --replSet, its configuration (local.system.replset), the election state
+ * mongod keeps in `local` (term and last vote, local.replset.election), the
+ * member state (PRIMARY, or SECONDARY for a stepped-down or frozen node), the
+ * topologyVersion counter streaming `hello` waits on, and the optimes `hello`
+ * and `replSetGetStatus` report.
+ *
+ * Tamga runs single-member replica sets: a configuration naming another
+ * member is refused (238 NotImplemented) rather than pretending to replicate.
+ * The single member elects itself as mongod's does: on initiate (term 1), on
+ * every restart (term + 1, the set comes back as the same initiated set) and
+ * when a stepdown or freeze period ends.
+ *
+ * What this module does not do: the commands' argument reading and reply
+ * shapes (commands/cmd_repl.c), the oplog (repl/oplog.h), the cluster-time
+ * signing keys (repl/cluster_time.h).
+ *
+ * Thread safety: every function may be called from any connection thread;
+ * the state is behind one mutex.
+ */
+#ifndef TAMGA_REPL_REPLSET_H
+#define TAMGA_REPL_REPLSET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <bson/bson.h>
+
+#include "common/error.h"
+#include "storage/storage.h"
+
+typedef struct repl_set repl_set_t;
+
+/* A replication optime: the oplog timestamp (seconds, increment) and the
+ * term it was written in (-1 before any election, as mongod). */
+typedef struct repl_optime {
+	uint32_t secs, inc;
+	int64_t term;
+} repl_optime_t;
+
+/* Member states, mongod's numbers (MemberState). */
+typedef enum repl_member_state {
+	REPL_STATE_STARTUP = 0,
+	REPL_STATE_PRIMARY = 1,
+	REPL_STATE_SECONDARY = 2,
+} repl_member_state_t;
+
+/* Mongod's limits on a configuration (repl_set_config.h). */
+#define REPL_MAX_MEMBERS 50
+#define REPL_MAX_VOTING_MEMBERS 7
+
+/*
+ * Open the replica-set state of set `name` on st: loads local.system.replset
+ * and local.replset.election.  A stored configuration of another set name is
+ * ignored (the node waits for initiation, as mongod logs and does).  When a
+ * configuration is found the node elects itself with the next term (written
+ * back to local.replset.election, durably).  *out is the caller's until
+ * repl_set_close.  name is copied.
+ */
+int repl_set_open(storage_t *st, const char *name, repl_set_t **out, terr_t *err);
+void repl_set_close(repl_set_t *rs);
+
+/* The host:port this node answers at (the default member host, and how a
+ * configuration's member is recognised as this node).  Copied. */
+void repl_set_set_self(repl_set_t *rs, const char *host_port);
+/* The set name from --replSet (borrowed for rs's life). */
+const char *repl_set_name(const repl_set_t *rs);
+/* True once replSetInitiate succeeded (now or before a restart). */
+bool repl_set_initiated(repl_set_t *rs);
+/* The member state now (a stepdown or freeze that has run out ends first:
+ * the node elects itself again). */
+repl_member_state_t repl_set_state(repl_set_t *rs);
+/* True when writes are accepted: initiated and PRIMARY. */
+bool repl_set_writable(repl_set_t *rs);
+
+/*
+ * Check a configuration document as mongod's ReplSetConfig parse and
+ * validate do, for this single node: 0 with *self_index, or -1 with err
+ * (the reason mongod gives; replSetInitiate / replSetReconfig answer it as
+ * 93 InvalidReplicaSetConfig, see repl_set_initiate).  initiate: `version`
+ * may be absent (1).  self_host may be NULL (no member then maps to this
+ * node: 74 NodeNotFound's reason).
+ */
+int repl_set_config_check(const bson_t *cfg, const char *set_name, const char *self_host, bool initiate,
+                          int *self_index, terr_t *err);
+
+/*
+ * replSetInitiate.  cfg NULL or empty: mongod's default configuration
+ * ({_id: <name>, version: 1, members: [{_id: 0, host: <self>}]}) and
+ * reply_extra gets {info2, me}.  Errors as mongod: 23 AlreadyInitialized
+ * "already initialized" (reply_extra gets `info`), 93
+ * InvalidReplicaSetConfig (a bad document, another set name), 238 for a
+ * second member.  On success the configuration (completed with mongod's
+ * defaults: member fields, settings, replicaSetId, term) is stored durably,
+ * the node is PRIMARY in term 1 and the topology counter moved.  reply_extra
+ * must be initialised; it may be NULL.
+ */
+int repl_set_initiate(repl_set_t *rs, const bson_t *cfg, bson_t *reply_extra, terr_t *err);
+/*
+ * replSetReconfig for this single member: cfg must keep the set name and
+ * replicaSetId and (unless force) carry version = current + 1; force picks a
+ * version well above the current one as mongod does.  The new configuration
+ * is stored and the topology counter moved.  94 NotYetInitialized before
+ * initiation, 10107 when not primary (without force), 93 / 103
+ * NewReplicaSetConfigurationIncompatible as mongod.
+ */
+int repl_set_reconfig(repl_set_t *rs, const bson_t *cfg, bool force, terr_t *err);
+/* The current configuration (a copy into out, which must be uninitialised;
+ * bson_destroy it).  Returns false (out left empty but initialised) before
+ * initiation. */
+bool repl_set_config_copy(repl_set_t *rs, bson_t *out);
+
+/* Facts hello and replSetGetStatus report (one consistent snapshot). */
+typedef struct repl_set_info {
+	repl_member_state_t state;
+	int64_t term;
+	int64_t config_version;
+	int64_t config_term;
+	int self_id;                  /* the member's _id */
+	char self_host[256];          /* the member's host as configured */
+	bson_oid_t election_id;       /* mongod's OID::fromTerm(term) */
+	repl_optime_t election_optime;
+	int64_t election_wall_ms;
+	repl_optime_t last_applied;   /* the last write's optime */
+	int64_t last_applied_wall_ms;
+	uint64_t topology_counter;
+	int64_t start_wall_ms;        /* for members.uptime */
+	int64_t freeze_until_ms;      /* 0: not frozen */
+	int64_t stepdown_until_ms;    /* 0: not stepped down */
+} repl_set_info_t;
+void repl_set_info(repl_set_t *rs, repl_set_info_t *out);
+
+/* hello's topologyVersion: this process's id and the counter, bumped on
+ * every state or configuration change. */
+const bson_oid_t *repl_set_process_id(void);
+/* Wait until the counter differs from `counter`, the monotonic deadline
+ * (microseconds, cmd_now_us's clock) passes or *stop becomes true (checked
+ * every 50 ms).  Returns true when the topology changed. */
+bool repl_set_topology_wait(repl_set_t *rs, uint64_t counter, int64_t deadline_us, const _Atomic bool *stop);
+
+/*
+ * The cluster clock this node keeps (the oplog's clock once repl/clock.h is
+ * merged): Timestamps (seconds, increment) that strictly increase.
+ * repl_set_clock_tick reserves the next one for a write and records it as
+ * the last applied optime (with the wall time).  repl_set_clock_now is the
+ * current cluster time (never below the last tick).  repl_set_clock_advance
+ * moves the cluster time forward to a gossiped time (never back).
+ */
+void repl_set_clock_tick(repl_set_t *rs, uint32_t *secs, uint32_t *inc);
+void repl_set_clock_now(repl_set_t *rs, uint32_t *secs, uint32_t *inc);
+void repl_set_clock_advance(repl_set_t *rs, uint32_t secs, uint32_t inc);
+
+/*
+ * replSetStepDown: secs the node stays SECONDARY (it elects itself again
+ * afterwards, with the next term).  Without force a single member has no
+ * electable secondary to catch up: 262 ExceededTimeLimit with mongod's
+ * message (after waiting catch_up_secs, bounded by deadline_us).  10107
+ * "not primary so can't step down" when not primary.
+ */
+int repl_set_step_down(repl_set_t *rs, int64_t secs, int64_t catch_up_secs, bool force, int64_t deadline_us,
+                       terr_t *err);
+/* replSetFreeze: 0 unfreezes (info "unfreezing"), secs > 0 on a primary is
+ * refused (95 NotSecondary) as mongod refuses it.  *info is a static string
+ * for the reply, or NULL. */
+int repl_set_freeze(repl_set_t *rs, int64_t secs, const char **info, terr_t *err);
+
+/* Persist the term and vote (local.replset.election) -- for tests. */
+int64_t repl_set_term(repl_set_t *rs);
+
+#endif
