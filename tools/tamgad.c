@@ -43,7 +43,6 @@ typedef struct opts {
 	bool in_memory;
 	bool auth;
 	char *cache_size;
-	char *repl_set_name;     /* --replSet / replication.replSetName */
 	char *tls_mode;
 	char *tls_cert_key_file;
 	char *tls_cert_key_password;
@@ -273,8 +272,6 @@ apply(opts_t *o, const char *name, const char *v)
 		o->auth = !parse_bool(v);
 	} else if (strcmp(name, "storage.dbPath") == 0) {
 		set_str(&o->dbpath, v);
-	} else if (strcmp(name, "replication.replSetName") == 0) {
-		set_str(&o->repl_set_name, v);
 	} else if (strcmp(name, "storage.engine") == 0) {
 		if (strcmp(v, "inMemory") == 0)
 			o->in_memory = true;
@@ -543,7 +540,6 @@ static const struct flag {
 	{"--maxConns", "net.maxIncomingConnections", true},
 	{"--networkMessageCompressors", "net.compression.compressors", true},
 	{"--dbpath", "storage.dbPath", true},
-	{"--replSet", "replication.replSetName", true},
 	{"--storageEngine", "storage.engine", true},
 	{"--wiredTigerCacheSizeGB", "storage.wiredTiger.engineConfig.cacheSizeGB", true},
 	{"--logpath", "systemLog.path", true},
@@ -767,7 +763,6 @@ main(int argc, char **argv)
 	eo.repl_set_name = o.repl_set;
 	eo.enable_test_commands = o.enable_test_commands;
 	eo.storage.cache_size = o.cache_size;
-	eo.repl_set_name = o.repl_set_name;
 	if (engine_open(o.dbpath, &eo, &engine, &err) != 0) {
 		log_error(20557, "DBException in initAndListen, terminating", &err);
 		fprintf(stderr, "tamgad: %s\n", err.msg ? err.msg : "cannot open the data folder");
@@ -889,7 +884,6 @@ out:
 	bson_free(o.compressors);
 	bson_free(o.pidfile);
 	bson_free(o.cache_size);
-	bson_free(o.repl_set_name);
 	bson_free(o.tls_mode);
 	bson_free(o.tls_cert_key_file);
 	bson_free(o.tls_cert_key_password);

@@ -344,8 +344,7 @@ test_retryable_writes(void)
 	 * not applied again (217), an older one is too old, a newer one runs */
 	tamga_close(db);
 	{
-		tamga_error_t e;
-		TT_EQ_INT(tamga_open(dir, "replSet=rs0", &db, &e), 0);
+		TT_ASSERT((db = tt_open_replset(dir, "replSet=rs0")) != NULL);
 	}
 	TT_EQ_INT(code_of("t", "{'findAndModify': 'r', 'query': {'_id': 2}, 'update': {'$inc': {'n': 5}}, 'lsid': %s, "
 	    "'txnNumber': 10}", LSID_B), 217);
@@ -372,13 +371,9 @@ test_sessions_commands(void)
 int
 main(void)
 {
-	tamga_error_t e;
-
 	dir = tt_tmpdir("txn");
-	if (tamga_open(dir, "create,replSet=rs0", &db, &e) != 0) {
-		fprintf(stderr, "tamga_open: %s\n", e.message);
+	if ((db = tt_open_replset(dir, "create,replSet=rs0")) == NULL)
 		return 1;
-	}
 	TT_RUN(test_standalone_refuses);
 	TT_RUN(test_bad_session_options);
 	TT_RUN(test_commit_visibility);

@@ -65,9 +65,8 @@ static void
 child_reviews(const char *dir, int fd, int first, int pause_at)
 {
 	tamga_t *db = NULL;
-	tamga_error_t e;
 
-	if (tamga_open(dir, "create,replSet=rs0", &db, &e) != 0)
+	if ((db = tt_open_replset(dir, "create,replSet=rs0")) == NULL)
 		_exit(2);
 	for (int i = first;; i++) {
 		int32_t id = i;
@@ -98,12 +97,11 @@ static void
 check_consistent(const char *dir, int32_t last_acked, int64_t *nreviews)
 {
 	tamga_t *db = NULL;
-	tamga_error_t e;
 	int rc;
 	bson_t *r;
 	int64_t n, sum, rc_count, rsum;
 
-	TT_EQ_INT(tamga_open(dir, "replSet=rs0", &db, &e), 0);
+	TT_ASSERT((db = tt_open_replset(dir, "replSet=rs0")) != NULL);
 	r = tt_run_sq(db, "shop", "{'aggregate': 'reviews', 'pipeline': [{'$group': {'_id': null, 'n': {'$sum': 1}, "
 	    "'s': {'$sum': '$rating'}, 'max': {'$max': '$_id'}}}], 'cursor': {}}", &rc);
 	TT_EQ_INT(rc, 0);
@@ -144,13 +142,12 @@ test_kill_between_the_two_writes(void)
 {
 	char *dir = tt_tmpdir("txn-crash");
 	tamga_t *db = NULL;
-	tamga_error_t e;
 	int fd, status;
 	int32_t id, last = 0;
 	int64_t n;
 	pid_t pid;
 
-	TT_EQ_INT(tamga_open(dir, "create,replSet=rs0", &db, &e), 0);
+	TT_ASSERT((db = tt_open_replset(dir, "create,replSet=rs0")) != NULL);
 	TT_EQ_INT(sq(db, "shop", "{'insert': 'books', 'documents': [{'_id': 1, 'title': 'Dune', 'reviewCount': 0, "
 	    "'ratingSum': 0}], 'writeConcern': {'j': true}}"), 0);
 	TT_EQ_INT(sq(db, "shop", "{'create': 'reviews'}"), 0);

@@ -254,13 +254,10 @@ test_concurrent_transfers(void)
 int
 main(void)
 {
-	tamga_error_t e;
 	char *dir = tt_tmpdir("txn-model");
 
-	if (tamga_open(dir, "create,replSet=rs0", &db, &e) != 0) {
-		fprintf(stderr, "tamga_open: %s\n", e.message);
+	if ((db = tt_open_replset(dir, "create,replSet=rs0")) == NULL)
 		return 1;
-	}
 	TT_RUN(test_concurrent_transfers);
 	tt_close_rm(db, dir);
 	return tt_finish();

@@ -3,6 +3,12 @@
 // user meets (251 after an abort, 263 for count, 20 never).
 load(__dirname + '/../mongosh/harness.js');
 
+// the one-member set: initiated here, then writable primary
+{
+	const r = db.adminCommand({replSetInitiate: {}});
+	if (!r.ok && r.code !== 23) throw new Error('replSetInitiate: ' + tojson(r));
+	for (let i = 0; i < 100 && !db.adminCommand({hello: 1}).isWritablePrimary; i++) sleep(100);
+}
 const name = 'e2e_txn_sh';
 db.getSiblingDB(name).dropDatabase();
 const plain = db.getSiblingDB(name);

@@ -14,7 +14,27 @@ const { MongoClient, MongoServerError, Long } = require(path.join(__dirname, '..
 const uri = process.env.TAMGA_URI || 'mongodb://127.0.0.1:27017';
 let client, db;
 
+// initiate the one-member set (once per fresh --dbpath), then wait for it to
+// be writable primary
+async function initiate() {
+	const direct = new MongoClient(uri, { directConnection: true, serverSelectionTimeoutMS: 10000 });
+	try {
+		await direct.db('admin').command({ replSetInitiate: {} }).catch((e) => {
+			if (e.code !== 23) throw e;   // AlreadyInitialized
+		});
+		for (let i = 0; i < 100; i++) {
+			const h = await direct.db('admin').command({ hello: 1 });
+			if (h.isWritablePrimary) return;
+			await new Promise((r) => setTimeout(r, 100));
+		}
+		throw new Error('the set never got a primary');
+	} finally { await direct.close(); }
+}
+
 before(async () => {
+	await initiate();
+	// discovered as a replica set: the driver's default retryWrites=true
+	// puts an lsid and a txnNumber on every write below
 	client = new MongoClient(uri, { serverSelectionTimeoutMS: 10000, maxPoolSize: 8 });
 	await client.connect();
 	db = client.db('e2e_txn');

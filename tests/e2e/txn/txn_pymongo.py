@@ -23,6 +23,18 @@ URI = os.environ.get("TAMGA_URI", "mongodb://127.0.0.1:27017")
 class TamgaTransactions(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        direct = pymongo.MongoClient(URI, serverSelectionTimeoutMS=10000, directConnection=True) \
+            if pymongo.version_tuple >= (3, 11) else pymongo.MongoClient(URI, serverSelectionTimeoutMS=10000)
+        try:
+            direct.admin.command("replSetInitiate", {})
+        except OperationFailure as e:
+            if e.code != 23:  # AlreadyInitialized
+                raise
+        for _ in range(100):
+            if direct.admin.command("hello").get("isWritablePrimary"):
+                break
+            time.sleep(0.1)
+        direct.close()
         cls.client = pymongo.MongoClient(URI, serverSelectionTimeoutMS=10000)
         cls.client.drop_database("e2e_txn_py")
         cls.db = cls.client["e2e_txn_py"]
