@@ -33,6 +33,9 @@ typedef struct {
  *   replSet=NAME      run as the primary of a single-member replica set
  *                     NAME: multi-document transactions and retryable
  *                     writes (lsid + txnNumber), as tamgad --replSet
+ *   enableTestCommands  the test-only commands (configureFailPoint,
+ *                     refreshLogicalSessionCacheNow), as tamgad's
+ *                     --setParameter enableTestCommands=1
  * Errors: 29 NonExistentPath (folder missing), 98 DBPathInUse (another
  * process has it open), 2 BadValue (unknown option).  On success *db is
  * owned by the caller until tamga_close().

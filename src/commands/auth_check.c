@@ -853,6 +853,7 @@ static const priv_row_t priv_table[] = {
 	{"killSessions", NEED_AUTHED, NULL, NULL},
 	{"killAllSessions", NEED_CLUSTER, "killAnySession", NULL},
 	{"killAllSessionsByPattern", NEED_CLUSTER, "killAnySession", NULL},
+	{"refreshLogicalSessionCacheNow", NEED_AUTHED, NULL, NULL},
 	{"commitTransaction", NEED_AUTHED, NULL, NULL},
 	{"abortTransaction", NEED_AUTHED, NULL, NULL},
 	/* documents */

@@ -33,13 +33,16 @@ cmd_admin_session_touch(client_t *cl, const bson_iter_t *lsid)
 	const uint8_t *id;
 	char *user;
 	int64_t now;
+	uint64_t gen;
 
 	if (cl == NULL || !repl_lsid_id(lsid, &id))
 		return;
 	/* the same session again on this connection within a second: its
-	 * last use is fresh enough (the timeout is in minutes), no lock taken */
+	 * last use is fresh enough (the timeout is in minutes), no lock taken,
+	 * unless a session left the cache since */
 	now = repl_now_ms();
-	if (now - cl->lsid_seen_ms < 1000 && memcmp(cl->lsid_seen, id, 16) == 0)
+	gen = repl_sessions_generation(cl->engine->sessions);
+	if (now - cl->lsid_seen_ms < 1000 && cl->lsid_seen_gen == gen && memcmp(cl->lsid_seen, id, 16) == 0)
 		return;
 	user = session_user(cl);
 	/* with access control on, only an authenticated client's sessions count */
@@ -51,6 +54,7 @@ cmd_admin_session_touch(client_t *cl, const bson_iter_t *lsid)
 	bson_free(user);
 	memcpy(cl->lsid_seen, id, 16);
 	cl->lsid_seen_ms = now;
+	cl->lsid_seen_gen = gen;
 }
 
 /* {user, db} documents of an array into 32-byte uids (at most max). */
@@ -102,6 +106,47 @@ cmd_admin_sessions_list(client_t *cl, const bson_t *spec, bson_t *out)
 		bson_free(user);
 	}
 	repl_sessions_list(cl->engine->sessions, all, uids, nuids, out);
+}
+
+void
+cmd_admin_sessions_filter(client_t *cl, const bson_t *spec, bson_t *filter)
+{
+	uint8_t uids[32 * LIST_USERS_MAX];
+	int nuids = 0;
+	bson_iter_t it, u;
+	bson_t in, arr;
+
+	if (bson_iter_init_find(&it, spec, "allUsers") && bson_iter_as_bool(&it))
+		return;
+	if (bson_iter_init_find(&it, spec, "users") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &u)) {
+		nuids = users_to_uids(&u, uids, LIST_USERS_MAX);
+	} else {
+		char *user = session_user(cl);
+		repl_session_uid(user, uids);
+		nuids = 1;
+		bson_free(user);
+	}
+	bson_append_document_begin(filter, "_id.uid", -1, &in);
+	bson_append_array_begin(&in, "$in", -1, &arr);
+	for (int i = 0; i < nuids; i++) {
+		char key[16];
+		const char *kp;
+		bson_uint32_to_string((uint32_t)i, &kp, key, sizeof(key));
+		bson_append_binary(&arr, kp, -1, BSON_SUBTYPE_BINARY, uids + 32 * i, 32);
+	}
+	bson_append_array_end(&in, &arr);
+	bson_append_document_end(filter, &in);
+}
+
+/* refreshLogicalSessionCacheNow (a test command): write the cache to
+ * config.system.sessions now. */
+CMD_HANDLER(cmd_refresh_logical_session_cache_now)
+{
+	storage_session_t *s = client_session(c->client, err);
+
+	if (s == NULL)
+		return -1;
+	return repl_sessions_refresh(c->engine->sessions, s, err);
 }
 
 static int

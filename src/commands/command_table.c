@@ -86,6 +86,7 @@ CMD_HANDLER(cmd_commit_transaction);
 CMD_HANDLER(cmd_abort_transaction);
 CMD_HANDLER(cmd_kill_all_sessions);
 CMD_HANDLER(cmd_kill_all_sessions_by_pattern);
+CMD_HANDLER(cmd_refresh_logical_session_cache_now);
 /* replica set and test commands: cmd_repl.c */
 CMD_HANDLER(cmd_repl_set_initiate);
 CMD_HANDLER(cmd_repl_set_get_status);
@@ -116,6 +117,8 @@ static const cmd_def_t commands[] = {
 	{"killSessions", NULL, cmd_end_sessions, CMDF_NONE, "kill logical sessions"},
 	{"listCommands", NULL, cmd_list_commands, CMDF_NO_AUTH, "list the commands this server answers"},
 	{"ping", NULL, cmd_ping, CMDF_NO_AUTH, "a no-op to test that the server answers"},
+	{"refreshLogicalSessionCacheNow", NULL, cmd_refresh_logical_session_cache_now, CMDF_TEST,
+	 "write the logical session cache to config.system.sessions now (test command)"},
 	{"refreshSessions", NULL, cmd_end_sessions, CMDF_NONE, "refresh logical sessions"},
 	{"serverStatus", NULL, cmd_server_status, CMDF_NONE, "server statistics"},
 	{"setParameter", NULL, cmd_set_parameter, CMDF_ADMIN_ONLY, "change server parameters at runtime"},

@@ -61,6 +61,7 @@ struct client {
 	 * when the same session comes back within a second) */
 	uint8_t lsid_seen[16];
 	int64_t lsid_seen_ms;
+	uint64_t lsid_seen_gen;
 	bool has_auth;                   /* the auth layer keeps state for it (auth_client_get) */
 	bool close_requested;            /* failCommand closeConnection: the server closes instead of replying */
 };

@@ -49,6 +49,8 @@ parse_options(const char *options, tamga_t *t, engine_options_t *eo, terr_t *err
 			bson_free(t->cache_size);
 			t->cache_size = bson_strdup(tok + 11);
 			eo->storage.cache_size = t->cache_size;
+		} else if (strcmp(tok, "enableTestCommands") == 0) {
+			eo->enable_test_commands = true;   /* tamgad's --setParameter enableTestCommands=1 */
 		} else if (strncmp(tok, "replSet=", 8) == 0 && tok[8] != '\0') {
 			/* a single-member replica set: transactions, retryable writes */
 			bson_free(t->repl_set_name);

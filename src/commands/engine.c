@@ -93,7 +93,7 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 			tlog('W', "REPL", 5000001, le.msg ? le.msg : "could not read config.transactions", NULL);
 		terr_clear(&le);
 		storage_session_pool_put(e->st, s);
-		e->txn_reaper = repl_txn_reaper_start(e->sessions);
+		e->txn_reaper = repl_txn_reaper_start(e->sessions, 300000);   /* logicalSessionRefreshMillis */
 	}
 	e->start_wall_ms = wall_ms();
 	e->start_mono_us = cmd_now_us();

@@ -11,6 +11,7 @@
 #include "repl/retryable.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -39,7 +40,15 @@ struct repl_sessions {
 	uint32_t *slots;
 	uint32_t mask;           /* slots size - 1; slots NULL before the first session */
 	repl_txn_stats_t stats;
+	/* ended since the last refresh: their config.system.sessions rows go */
+	uint8_t (*ended)[16];
+	int nended, capended;
+	atomic_ullong gen;       /* repl_sessions_generation */
 };
+
+#define SESSIONS_DB "config"
+#define SESSIONS_COLL "system.sessions"
+#define ENDED_MAX 10000
 
 int64_t
 repl_now_ms(void)
@@ -96,6 +105,7 @@ repl_sessions_new(storage_t *st)
 	repl_sessions_t *ss = tm_alloc0(sizeof(*ss));
 
 	ss->st = st;
+	atomic_init(&ss->gen, 1);
 	pthread_mutex_init(&ss->mu, NULL);
 	pthread_cond_init(&ss->cv, NULL);
 	return ss;
@@ -131,6 +141,7 @@ repl_sessions_free(repl_sessions_t *ss)
 		session_free(ss->tab[i]);
 	bson_free(ss->tab);
 	bson_free(ss->slots);
+	bson_free(ss->ended);
 	pthread_mutex_destroy(&ss->mu);
 	pthread_cond_destroy(&ss->cv);
 	bson_free(ss);
@@ -268,11 +279,18 @@ sessions_expire(repl_sessions_t *ss, int64_t now)
 	for (int i = 0; i < ss->n;) {
 		repl_session_t *s = ss->tab[i];
 		if (!s->checked_out && now - s->last_use_ms > (int64_t)REPL_SESSION_TIMEOUT_MINUTES * 60000) {
+			atomic_fetch_add(&ss->gen, 1);
 			session_free(sess_remove_at(ss, i));
 			continue;
 		}
 		i++;
 	}
+}
+
+uint64_t
+repl_sessions_generation(repl_sessions_t *ss)
+{
+	return atomic_load(&ss->gen);
 }
 
 void
@@ -303,6 +321,15 @@ static void
 sess_end_locked(repl_sessions_t *ss, repl_session_t *s)
 {
 	int i;
+
+	atomic_fetch_add(&ss->gen, 1);
+	if (s->listed && ss->nended < ENDED_MAX) {
+		if (ss->nended == ss->capended) {
+			ss->capended = ss->capended ? ss->capended * 2 : 16;
+			ss->ended = bson_realloc(ss->ended, sizeof(*ss->ended) * (size_t)ss->capended);
+		}
+		memcpy(ss->ended[ss->nended++], s->id, 16);
+	}
 
 	if (s->checked_out) {
 		s->ended = true;
@@ -521,4 +548,159 @@ repl_sessions_visit_idle(repl_sessions_t *ss, repl_session_visit_fn fn, void *ar
 		if (!ss->tab[i]->checked_out)
 			fn(ss->tab[i], arg);
 	pthread_mutex_unlock(&ss->mu);
+}
+
+/* ---- config.system.sessions ----------------------------------------------- */
+
+typedef struct session_row {
+	uint8_t id[16];
+	uint8_t uid[SHA256_DIGEST_LENGTH];
+	int64_t last_use_ms;
+	char *user;
+} session_row_t;
+
+typedef struct refresh_arg {
+	storage_coll_t *c;
+	session_row_t *rows;
+	int nrows;
+	uint8_t (*ended)[16];
+	int nended;
+} refresh_arg_t;
+
+static void
+row_id(bson_t *out, const uint8_t *id, const uint8_t *uid)
+{
+	bson_t d;
+
+	bson_append_document_begin(out, "_id", 3, &d);
+	bson_append_binary(&d, "id", 2, BSON_SUBTYPE_UUID, id, 16);
+	bson_append_binary(&d, "uid", 3, BSON_SUBTYPE_BINARY, uid, SHA256_DIGEST_LENGTH);
+	bson_append_document_end(out, &d);
+}
+
+/* The row's current recid and document: 0 found, 1 absent, -1 error.  The
+ * _id is {id, uid}: ended sessions are found by id alone, so they are looked
+ * up with the uid of the row written for them (any user's). */
+static int
+row_find(storage_session_t *s, storage_coll_t *c, const uint8_t *id, const uint8_t *uid, recid_t *recid,
+         bson_t *old, terr_t *err)
+{
+	bson_t key = BSON_INITIALIZER;
+	bson_iter_t it;
+	int rc;
+
+	row_id(&key, id, uid);
+	bson_iter_init_find(&it, &key, "_id");
+	rc = storage_doc_find_id(s, c, bson_iter_value(&it), recid, old, err);
+	bson_destroy(&key);
+	return rc;
+}
+
+static int
+refresh_txn(storage_session_t *s, void *p, terr_t *err)
+{
+	refresh_arg_t *a = p;
+
+	for (int i = 0; i < a->nrows; i++) {
+		session_row_t *r = &a->rows[i];
+		bson_t doc = BSON_INITIALIZER, old, user;
+		recid_t recid;
+		int rc;
+
+		row_id(&doc, r->id, r->uid);
+		bson_append_date_time(&doc, "lastUse", -1, r->last_use_ms);
+		if (r->user != NULL) {
+			bson_append_document_begin(&doc, "user", -1, &user);
+			BSON_APPEND_UTF8(&user, "name", r->user);
+			bson_append_document_end(&doc, &user);
+		}
+		rc = row_find(s, a->c, r->id, r->uid, &recid, &old, err);
+		if (rc == 0)
+			rc = storage_doc_update(s, a->c, recid, &old, &doc, err);
+		else if (rc == 1)
+			rc = storage_doc_insert(s, a->c, &doc, NULL, err);
+		bson_destroy(&doc);
+		if (rc != 0)
+			return -1;
+	}
+	for (int i = 0; i < a->nended; i++) {
+		uint8_t uid[SHA256_DIGEST_LENGTH];
+		bson_t old;
+		recid_t recid;
+		int rc;
+		/* the anonymous uid; a named user's row expires by TTL */
+		repl_session_uid(NULL, uid);
+		rc = row_find(s, a->c, a->ended[i], uid, &recid, &old, err);
+		if (rc == 0)
+			rc = storage_doc_delete(s, a->c, recid, &old, err);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+sessions_coll(storage_t *st, storage_session_t *s, storage_coll_t **c, terr_t *err)
+{
+	terr_t e = TERR_INIT;
+	bson_t spec = BSON_INITIALIZER, key;
+	int rc;
+
+	if (storage_coll_get(st, SESSIONS_DB, SESSIONS_COLL, c, NULL) == 0)
+		return 0;
+	if (storage_coll_create(st, s, SESSIONS_DB, SESSIONS_COLL, NULL, &e) != 0 && e.code != TERR_NAMESPACE_EXISTS) {
+		terr_move(err, &e);
+		return -1;
+	}
+	terr_clear(&e);
+	BSON_APPEND_INT32(&spec, "v", 2);
+	BSON_APPEND_DOCUMENT_BEGIN(&spec, "key", &key);
+	BSON_APPEND_INT32(&key, "lastUse", 1);
+	bson_append_document_end(&spec, &key);
+	BSON_APPEND_UTF8(&spec, "name", "lsidTTLIndex");
+	BSON_APPEND_INT32(&spec, "expireAfterSeconds", REPL_SESSION_TIMEOUT_MINUTES * 60);
+	rc = storage_index_create(st, s, SESSIONS_DB, SESSIONS_COLL, &spec, &e);
+	bson_destroy(&spec);
+	if (rc != 0 && e.code != TERR_INDEX_ALREADY_EXISTS) {
+		terr_move(err, &e);
+		return -1;
+	}
+	terr_clear(&e);
+	return storage_coll_get(st, SESSIONS_DB, SESSIONS_COLL, c, err) == 0 ? 0 :
+	    terr_set(err, TERR_INTERNAL_ERROR, "config.system.sessions could not be created");
+}
+
+int
+repl_sessions_refresh(repl_sessions_t *ss, storage_session_t *s, terr_t *err)
+{
+	refresh_arg_t a;
+	int ret;
+
+	memset(&a, 0, sizeof(a));
+	RET(sessions_coll(ss->st, s, &a.c, err));
+	pthread_mutex_lock(&ss->mu);
+	sessions_expire(ss, repl_now_ms());
+	a.rows = bson_malloc0(sizeof(*a.rows) * (size_t)(ss->n + 1));
+	for (int i = 0; i < ss->n; i++) {
+		repl_session_t *e = ss->tab[i];
+		if (!e->listed)
+			continue;
+		memcpy(a.rows[a.nrows].id, e->id, 16);
+		memcpy(a.rows[a.nrows].uid, e->uid, SHA256_DIGEST_LENGTH);
+		a.rows[a.nrows].last_use_ms = e->last_use_ms;
+		a.rows[a.nrows].user = e->user ? bson_strdup(e->user) : NULL;
+		a.nrows++;
+	}
+	a.ended = ss->ended;
+	a.nended = ss->nended;
+	ss->ended = NULL;
+	ss->nended = ss->capended = 0;
+	pthread_mutex_unlock(&ss->mu);
+	ret = storage_txn_run(s, refresh_txn, &a, false, err);
+	for (int i = 0; i < a.nrows; i++)
+		bson_free(a.rows[i].user);
+	bson_free(a.rows);
+	bson_free(a.ended);
+	storage_coll_release(a.c);
+	return ret;
 }

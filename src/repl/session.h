@@ -53,6 +53,11 @@ bool repl_lsid_id(const bson_iter_t *lsid, const uint8_t **id);
  * without one (32 bytes written). */
 void repl_session_uid(const char *user, uint8_t uid[32]);
 
+/* Bumped whenever a session leaves the cache (ended, killed, expired): a
+ * caller that skips touching a session it touched a moment ago must touch it
+ * again once this moved. */
+uint64_t repl_sessions_generation(repl_sessions_t *ss);
+
 /* Record that session id was used now by user ("name@db" or NULL; copied). */
 void repl_sessions_touch(repl_sessions_t *ss, const uint8_t *id, const char *user);
 
@@ -72,6 +77,19 @@ int repl_sessions_kill_matching(repl_sessions_t *ss, const uint8_t *uids, int nu
 void repl_sessions_list(repl_sessions_t *ss, bool all, const uint8_t *uids, int nuids, bson_t *out);
 /* Sessions in the cache now (after expiry). */
 int repl_sessions_count(repl_sessions_t *ss);
+
+/*
+ * The logical session cache's refresh (mongod's LogicalSessionCache::refresh,
+ * every logicalSessionRefreshMillis and on refreshLogicalSessionCacheNow):
+ * config.system.sessions is created when missing with its TTL index
+ * {lastUse: 1} named "lsidTTLIndex" (expireAfterSeconds =
+ * REPL_SESSION_TIMEOUT_MINUTES * 60, so the TTL monitor removes what nobody
+ * used for the timeout), every cached session's row {_id: {id, uid},
+ * lastUse[, user: {name}]} is written, and the rows of the sessions ended
+ * since the last refresh are removed.  s is a storage session with no
+ * transaction open.  Returns 0 or -1 with err (the next refresh tries again).
+ */
+int repl_sessions_refresh(repl_sessions_t *ss, storage_session_t *s, terr_t *err);
 
 /*
  * Check session id out of the catalog for one command (creating its entry).

@@ -223,6 +223,7 @@ repl_txn_reap(repl_sessions_t *ss, int64_t now_ms)
 
 struct repl_txn_reaper {
 	repl_sessions_t *ss;
+	int64_t refresh_ms;
 	pthread_t th;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -233,6 +234,7 @@ static void *
 reaper_main(void *arg)
 {
 	repl_txn_reaper_t *r = arg;
+	int64_t next_refresh = repl_mono_us() / 1000 + r->refresh_ms;
 
 	pthread_mutex_lock(&r->mu);
 	while (!r->stop) {
@@ -244,6 +246,16 @@ reaper_main(void *arg)
 			break;
 		pthread_mutex_unlock(&r->mu);
 		repl_txn_reap(r->ss, repl_now_ms());
+		if (r->refresh_ms > 0 && repl_mono_us() / 1000 >= next_refresh) {
+			storage_t *st = repl_sessions_storage(r->ss);
+			terr_t e = TERR_INIT;
+			storage_session_t *s = storage_session_pool_get(st, &e);
+			if (s == NULL || repl_sessions_refresh(r->ss, s, &e) != 0)
+				tlog('W', "CONTROL", 20714, e.msg ? e.msg : "Failed to refresh session cache", NULL);
+			storage_session_pool_put(st, s);
+			terr_clear(&e);
+			next_refresh = repl_mono_us() / 1000 + r->refresh_ms;
+		}
 		pthread_mutex_lock(&r->mu);
 	}
 	pthread_mutex_unlock(&r->mu);
@@ -251,11 +263,12 @@ reaper_main(void *arg)
 }
 
 repl_txn_reaper_t *
-repl_txn_reaper_start(repl_sessions_t *ss)
+repl_txn_reaper_start(repl_sessions_t *ss, int64_t refresh_ms)
 {
 	repl_txn_reaper_t *r = tm_alloc0(sizeof(*r));
 
 	r->ss = ss;
+	r->refresh_ms = refresh_ms;
 	pthread_mutex_init(&r->mu, NULL);
 	pthread_cond_init(&r->cv, NULL);
 	if (pthread_create(&r->th, NULL, reaper_main, r) != 0) {

@@ -104,10 +104,12 @@ int repl_txn_abort(repl_session_t *s, storage_t *st, terr_t *err);
 void repl_txn_abort_quietly(repl_session_t *s, storage_t *st);
 
 /* The reaper: a thread aborting, every second, the idle transactions older
- * than transactionLifetimeLimitSeconds.  start returns NULL when the thread
- * cannot start (then nothing is reaped); stop joins it. */
+ * than transactionLifetimeLimitSeconds, and refreshing config.system.sessions
+ * (repl_sessions_refresh) every refresh_ms (logicalSessionRefreshMillis,
+ * 300000; 0 = never).  start returns NULL when the thread cannot start (then
+ * nothing is reaped); stop joins it. */
 typedef struct repl_txn_reaper repl_txn_reaper_t;
-repl_txn_reaper_t *repl_txn_reaper_start(repl_sessions_t *ss);
+repl_txn_reaper_t *repl_txn_reaper_start(repl_sessions_t *ss, int64_t refresh_ms);
 void repl_txn_reaper_stop(repl_txn_reaper_t *r);
 /* One pass of the reaper now (tests): returns how many transactions it aborted. */
 int repl_txn_reap(repl_sessions_t *ss, int64_t now_ms);

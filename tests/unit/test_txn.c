@@ -344,7 +344,7 @@ test_retryable_writes(void)
 	 * not applied again (217), an older one is too old, a newer one runs */
 	tamga_close(db);
 	{
-		TT_ASSERT((db = tt_open_replset(dir, "replSet=rs0")) != NULL);
+		TT_ASSERT((db = tt_open_replset(dir, "replSet=rs0,enableTestCommands")) != NULL);
 	}
 	TT_EQ_INT(code_of("t", "{'findAndModify': 'r', 'query': {'_id': 2}, 'update': {'$inc': {'n': 5}}, 'lsid': %s, "
 	    "'txnNumber': 10}", LSID_B), 217);
@@ -366,13 +366,38 @@ test_sessions_commands(void)
 	TT_EQ_INT(code_of("admin", "{'killAllSessionsByPattern': [{'bogus': 1}]}"), 40415);
 	TT_EQ_INT(code_of("admin", "{'killAllSessionsByPattern': []}"), 0);
 	TT_EQ_INT(code_of("admin", "{'killAllSessions': 1}"), 14);
+
+	/* config.system.sessions: written by the cache's refresh, with its TTL
+	 * index; $listSessions reads it */
+	TT_EQ_INT(code_of("admin", "{'refreshSessions': [%s]}", LSID_C), 0);
+	TT_EQ_INT(code_of("admin", "{'refreshLogicalSessionCacheNow': 1}"), 0);
+	TT_EQ_INT(run_code("config", "{'listIndexes': 'system.sessions'}", &r), 0);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.1.name"), "lsidTTLIndex");
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.1.expireAfterSeconds"), 1800);
+	tt_free_reply(r);
+	TT_EQ_INT(run_code("config", "{'aggregate': 'system.sessions', 'pipeline': [{'$listSessions': {}}, "
+	    "{'$match': {'_id.id': {'$binary': {'base64': 'AAAAAAAAQACAAAAAAAAAAw==', 'subType': '04'}}}}], "
+	    "'cursor': {}}", &r), 0);
+	TT_ASSERT(tt_get(r, "cursor.firstBatch.0.lastUse", &(bson_iter_t){0}));
+	tt_free_reply(r);
+	TT_EQ_INT(code_of("config", "{'aggregate': 'system.sessions', 'pipeline': [{'$listSessions': "
+	    "{'allUsers': true, 'users': [{'user': 'a', 'db': 'b'}]}}], 'cursor': {}}"), 12);
+	TT_EQ_INT(code_of("t", "{'aggregate': 'c', 'pipeline': [{'$listSessions': {}}], 'cursor': {}}"), 73);
+	/* an ended session's row goes at the next refresh */
+	TT_EQ_INT(code_of("admin", "{'endSessions': [%s]}", LSID_C), 0);
+	TT_EQ_INT(code_of("admin", "{'refreshLogicalSessionCacheNow': 1}"), 0);
+	TT_EQ_INT(run_code("config", "{'aggregate': 'system.sessions', 'pipeline': [{'$listSessions': {'allUsers': true}}, "
+	    "{'$match': {'_id.id': {'$binary': {'base64': 'AAAAAAAAQACAAAAAAAAAAw==', 'subType': '04'}}}}], "
+	    "'cursor': {}}", &r), 0);
+	TT_ASSERT(!tt_get(r, "cursor.firstBatch.0", &(bson_iter_t){0}));
+	tt_free_reply(r);
 }
 
 int
 main(void)
 {
 	dir = tt_tmpdir("txn");
-	if ((db = tt_open_replset(dir, "create,replSet=rs0")) == NULL)
+	if ((db = tt_open_replset(dir, "create,replSet=rs0,enableTestCommands")) == NULL)
 		return 1;
 	TT_RUN(test_standalone_refuses);
 	TT_RUN(test_bad_session_options);
