@@ -1,0 +1,635 @@
+/*
+ * test_replset.c -- the single-member replica set's corners, below the
+ * wire: configuration checks (repl_set_config_check's reasons), the engine
+ * in replica-set mode (hello before and after replSetInitiate, the primary
+ * gate, $clusterTime / operationTime, the term surviving a reopen,
+ * stepdown), readConcern / writeConcern parsing and the standalone and
+ * replica-set rules, and the fail point modes (times, skip, alwaysOn, off,
+ * activationProbability) with failCommand through the dispatcher.
+ */
+#include "tt.h"
+#include "tt_embedded.h"
+
+#include "commands/commands.h"
+#include "commands/concern.h"
+#include "common/failpoint.h"
+#include "repl/replset.h"
+
+#define SELF "127.0.0.1:27999"
+
+/* ---- configuration checks ---------------------------------------------------------- */
+
+static int
+check(const char *json, bool initiate, int *code)
+{
+	bson_t *cfg = tt_json(json);
+	terr_t err = TERR_INIT;
+	int idx = -1, r = repl_set_config_check(cfg, "rs0", SELF, initiate, &idx, &err);
+
+	*code = err.code;
+	if (r != 0 && getenv("TT_VERBOSE"))
+		printf("  %s -> %d %s\n", json, err.code, err.msg);
+	terr_clear(&err);
+	bson_destroy(cfg);
+	return r == 0 ? idx : -1;
+}
+
+static void
+test_config_check(void)
+{
+	int code;
+
+	TT_EQ_INT(check("{\"_id\": \"rs0\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\"}]}", true, &code), 0);
+	TT_EQ_INT(check("{\"_id\": \"rs0\", \"version\": 3, \"members\": [{\"_id\": 7, \"host\": \"localhost:27999\", \"priority\": 2, \"tags\": {\"dc\": \"a\"}}]}", false, &code), 0);
+	/* reconfig needs a version, initiate does not */
+	TT_EQ_INT(check("{\"_id\": \"rs0\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\"}]}", false, &code), -1);
+	TT_EQ_INT(code, 40414);
+	/* another set name */
+	TT_EQ_INT(check("{\"_id\": \"other\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\"}]}", true, &code), -1);
+	TT_EQ_INT(code, 93);
+	/* no member is this node */
+	TT_EQ_INT(check("{\"_id\": \"rs0\", \"members\": [{\"_id\": 0, \"host\": \"10.1.2.3:27999\"}]}", true, &code), -1);
+	TT_EQ_INT(code, 74);
+	TT_EQ_INT(check("{\"_id\": \"rs0\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:1\"}]}", true, &code), -1);
+	TT_EQ_INT(code, 74);
+	/* shapes */
+	TT_EQ_INT(check("{\"_id\": 5, \"members\": []}", true, &code), -1);
+	TT_EQ_INT(code, 14);
+	TT_EQ_INT(check("{\"_id\": \"rs0\", \"members\": []}", true, &code), -1);
+	TT_EQ_INT(code, 2);
+	TT_EQ_INT(check("{\"_id\": \"rs0\"}", true, &code), -1);
+	TT_EQ_INT(code, 40414);
+	TT_EQ_INT(check("{\"_id\": \"rs0\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\"}], \"bogus\": 1}", true, &code), -1);
+	TT_EQ_INT(code, 40415);
+	TT_EQ_INT(check("{\"_id\": \"rs0\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\", \"x\": 1}]}", true, &code), -1);
+	TT_EQ_INT(code, 40415);
+	TT_EQ_INT(check("{\"_id\": \"rs0\", \"members\": [{\"host\": \"127.0.0.1:27999\"}]}", true, &code), -1);
+	TT_EQ_INT(code, 40414);
+	TT_EQ_INT(check("{\"_id\": \"rs0\", \"members\": [{\"_id\": 0}]}", true, &code), -1);
+	TT_EQ_INT(code, 40414);
+	TT_EQ_INT(check("{\"_id\": \"rs0\", \"version\": 0, \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\"}]}", true, &code), -1);
+	TT_EQ_INT(code, 2);
+	TT_EQ_INT(check("{\"_id\": \"rs0\", \"members\": [{\"_id\": 256, \"host\": \"127.0.0.1:27999\"}]}", true, &code), -1);
+	TT_EQ_INT(code, 2);
+	TT_EQ_INT(check("{\"_id\": \"rs0\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\", \"priority\": 1001}]}", true, &code), -1);
+	TT_EQ_INT(code, 2);
+	TT_EQ_INT(check("{\"_id\": \"rs0\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\", \"votes\": 2}]}", true, &code), -1);
+	TT_EQ_INT(code, 2);
+	TT_EQ_INT(check("{\"_id\": \"rs0\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\", \"votes\": 0, \"priority\": 0}]}", true, &code), -1);
+	TT_EQ_INT(code, 2);
+	TT_EQ_INT(check("{\"_id\": \"rs0\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\", \"hidden\": true}]}", true, &code), -1);
+	TT_EQ_INT(code, 2);
+	TT_EQ_INT(check("{\"_id\": \"rs0\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\", \"tags\": {\"dc\": 1}}]}", true, &code), -1);
+	TT_EQ_INT(code, 14);
+	TT_EQ_INT(check("{\"_id\": \"rs0\", \"protocolVersion\": 0, \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\"}]}", true, &code), -1);
+	TT_EQ_INT(code, 2);
+	/* duplicates */
+	TT_EQ_INT(check("{\"_id\": \"rs0\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\"}, {\"_id\": 0, \"host\": \"h:1\"}]}", true, &code), -1);
+	TT_EQ_INT(code, 2);
+	TT_EQ_INT(check("{\"_id\": \"rs0\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\"}, {\"_id\": 1, \"host\": \"127.0.0.1:27999\"}]}", true, &code), -1);
+	TT_EQ_INT(code, 2);
+	/* a second member: Tamga replicates to nobody */
+	TT_EQ_INT(check("{\"_id\": \"rs0\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\"}, {\"_id\": 1, \"host\": \"h:1\"}]}", true, &code), -1);
+	TT_EQ_INT(code, 238);
+	/* this node not electable */
+	TT_EQ_INT(check("{\"_id\": \"rs0\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\", \"arbiterOnly\": true}]}", true, &code), -1);
+	TT_EQ_INT(code, 2);
+	/* 51 members */
+	{
+		bson_string_t *s = bson_string_new("{\"_id\": \"rs0\", \"members\": [");
+		for (int i = 0; i < 51; i++)
+			bson_string_append_printf(s, "%s{\"_id\": %d, \"host\": \"h%d:1\"}", i ? "," : "", i, i);
+		bson_string_append(s, "]}");
+		TT_EQ_INT(check(s->str, true, &code), -1);
+		TT_EQ_INT(code, 2);
+		bson_string_free(s, true);
+	}
+}
+
+/* ---- concern parsing and rules ---------------------------------------------------------- */
+
+static int
+rc_parse(const char *json, concern_read_t *rc)
+{
+	bson_t *d = tt_json(json);
+	bson_iter_t it;
+	terr_t err = TERR_INIT;
+	int code;
+
+	TT_ASSERT(bson_iter_init_find(&it, d, "readConcern"));
+	code = concern_read_parse(&it, rc, &err) == 0 ? 0 : err.code;
+	terr_clear(&err);
+	bson_destroy(d);
+	return code;
+}
+
+static int
+wc_parse(const char *json, concern_write_t *wc)
+{
+	bson_t *d = tt_json(json);
+	bson_iter_t it;
+	terr_t err = TERR_INIT;
+	int code;
+
+	TT_ASSERT(bson_iter_init_find(&it, d, "writeConcern"));
+	code = concern_write_parse(&it, wc, &err) == 0 ? 0 : err.code;
+	terr_clear(&err);
+	bson_destroy(d);
+	return code;
+}
+
+static void
+test_concern_parse(void)
+{
+	concern_read_t rc;
+	concern_write_t wc;
+	concern_node_t standalone = {0}, set = {.repl_set = true, .initiated = true, .primary = true, .data_members = 1};
+	terr_t err = TERR_INIT;
+
+	TT_EQ_INT(rc_parse("{\"readConcern\": {\"level\": \"local\"}}", &rc), 0);
+	TT_EQ_INT(rc.level, RC_LOCAL);
+	TT_EQ_INT(rc_parse("{\"readConcern\": {\"level\": \"available\"}}", &rc), 0);
+	TT_EQ_INT(rc_parse("{\"readConcern\": {\"level\": \"majority\"}}", &rc), 0);
+	TT_EQ_INT(rc_parse("{\"readConcern\": {\"level\": \"linearizable\"}}", &rc), 0);
+	TT_EQ_INT(rc_parse("{\"readConcern\": {\"level\": \"snapshot\"}}", &rc), 0);
+	TT_EQ_INT(rc_parse("{\"readConcern\": {}}", &rc), 0);
+	TT_EQ_INT(rc_parse("{\"readConcern\": {\"level\": \"unknown\"}}", &rc), 2);
+	TT_EQ_INT(rc_parse("{\"readConcern\": {\"level\": 1}}", &rc), 14);
+	TT_EQ_INT(rc_parse("{\"readConcern\": \"local\"}", &rc), 14);
+	TT_EQ_INT(rc_parse("{\"readConcern\": {\"levle\": \"local\"}}", &rc), 40415);
+	TT_EQ_INT(rc_parse("{\"readConcern\": {\"afterClusterTime\": 5}}", &rc), 14);
+	TT_EQ_INT(rc_parse("{\"readConcern\": {\"level\": \"available\", \"afterClusterTime\": {\"$timestamp\": {\"t\": 1, \"i\": 1}}}}", &rc), 72);
+	TT_EQ_INT(rc_parse("{\"readConcern\": {\"level\": \"local\", \"atClusterTime\": {\"$timestamp\": {\"t\": 1, \"i\": 1}}}}", &rc), 72);
+	TT_EQ_INT(rc_parse("{\"readConcern\": {\"level\": \"snapshot\", \"atClusterTime\": {\"$timestamp\": {\"t\": 0, \"i\": 0}}}}", &rc), 72);
+	TT_EQ_INT(rc_parse("{\"readConcern\": {\"afterClusterTime\": {\"$timestamp\": {\"t\": 1, \"i\": 1}}, \"afterOpTime\": {\"ts\": {\"$timestamp\": {\"t\": 1, \"i\": 1}}, \"t\": 1}}}", &rc), 72);
+
+	/* the standalone rules */
+	TT_EQ_INT(rc_parse("{\"readConcern\": {\"level\": \"snapshot\"}}", &rc), 0);
+	TT_EQ_INT(concern_read_validate(&rc, &standalone, &err), -1);
+	TT_EQ_INT(err.code, 123);
+	terr_clear(&err);
+	TT_EQ_INT(concern_read_validate(&rc, &set, &err), 0);
+	TT_EQ_INT(rc_parse("{\"readConcern\": {\"level\": \"linearizable\"}}", &rc), 0);
+	TT_EQ_INT(concern_read_validate(&rc, &standalone, &err), -1);
+	TT_EQ_INT(err.code, 123);
+	terr_clear(&err);
+	TT_EQ_INT(rc_parse("{\"readConcern\": {\"level\": \"majority\"}}", &rc), 0);
+	TT_EQ_INT(concern_read_validate(&rc, &standalone, &err), 0);
+	TT_EQ_INT(rc_parse("{\"readConcern\": {\"afterClusterTime\": {\"$timestamp\": {\"t\": 1, \"i\": 1}}}}", &rc), 0);
+	TT_EQ_INT(concern_read_validate(&rc, &standalone, &err), -1);
+	TT_EQ_INT(err.code, 20);
+	terr_clear(&err);
+
+	TT_EQ_INT(wc_parse("{\"writeConcern\": {\"w\": 1}}", &wc), 0);
+	TT_EQ_INT(wc_parse("{\"writeConcern\": {}}", &wc), 0);
+	TT_EQ_INT(wc_parse("{\"writeConcern\": {\"w\": \"majority\", \"wtimeout\": 100}}", &wc), 0);
+	TT_EQ_INT(wc_parse("{\"writeConcern\": {\"w\": 51}}", &wc), 9);
+	TT_EQ_INT(wc_parse("{\"writeConcern\": {\"w\": -1}}", &wc), 9);
+	TT_EQ_INT(wc_parse("{\"writeConcern\": {\"w\": true}}", &wc), 9);
+	TT_EQ_INT(wc_parse("{\"writeConcern\": {\"j\": \"yes\"}}", &wc), 14);
+	TT_EQ_INT(wc_parse("{\"writeConcern\": {\"wtimeout\": \"x\"}}", &wc), 14);
+	TT_EQ_INT(wc_parse("{\"writeConcern\": {\"j\": true, \"fsync\": true}}", &wc), 9);
+	TT_EQ_INT(wc_parse("{\"writeConcern\": 1}", &wc), 14);
+
+	/* w: 50 on a standalone: BadValue before anything runs; in a set: the
+	 * write happens and writeConcernError 100 follows */
+	TT_EQ_INT(wc_parse("{\"writeConcern\": {\"w\": 50}}", &wc), 0);
+	TT_EQ_INT(concern_write_validate(&wc, &standalone, &err), -1);
+	TT_EQ_INT(err.code, 2);
+	terr_clear(&err);
+	TT_EQ_INT(concern_write_validate(&wc, &set, &err), 0);
+	TT_EQ_INT(concern_write_satisfiable(&wc, &set, &err), -1);
+	TT_EQ_INT(err.code, 100);
+	TT_EQ_STR(err.msg, "Not enough data-bearing nodes");
+	terr_clear(&err);
+	TT_EQ_INT(wc_parse("{\"writeConcern\": {\"w\": 1}}", &wc), 0);
+	TT_EQ_INT(concern_write_satisfiable(&wc, &set, &err), 0);
+	TT_EQ_INT(wc_parse("{\"writeConcern\": {\"w\": \"dc2\"}}", &wc), 0);
+	TT_EQ_INT(concern_write_validate(&wc, &standalone, &err), -1);
+	TT_EQ_INT(err.code, 2);
+	terr_clear(&err);
+	TT_EQ_INT(concern_write_satisfiable(&wc, &set, &err), -1);
+	TT_EQ_INT(err.code, 79);
+	terr_clear(&err);
+	{
+		bson_t *cfg = tt_json("{\"members\": [{\"_id\": 0, \"tags\": {\"dc\": \"a\"}}], \"settings\": {\"getLastErrorModes\": {\"dc2\": {\"dc\": 2}, \"dc1\": {\"dc\": 1}}}}");
+		set.config = cfg;
+		TT_EQ_INT(concern_write_satisfiable(&wc, &set, &err), -1);
+		TT_EQ_INT(err.code, 100);
+		terr_clear(&err);
+		TT_EQ_INT(wc_parse("{\"writeConcern\": {\"w\": \"dc1\"}}", &wc), 0);
+		TT_EQ_INT(concern_write_satisfiable(&wc, &set, &err), 0);
+		set.config = NULL;
+		bson_destroy(cfg);
+	}
+	{
+		concern_node_t mem = {.ephemeral = true};
+		TT_EQ_INT(wc_parse("{\"writeConcern\": {\"j\": true}}", &wc), 0);
+		TT_EQ_INT(concern_write_validate(&wc, &mem, &err), -1);
+		TT_EQ_INT(err.code, 2);
+		terr_clear(&err);
+	}
+}
+
+/* ---- fail point modes ---------------------------------------------------------------------- */
+
+static int
+configure(const char *name, const char *mode_json, const char *data_json, int64_t *count)
+{
+	bson_t *m = tt_json(mode_json), *d = data_json ? tt_json(data_json) : NULL;
+	bson_iter_t it;
+	terr_t err = TERR_INIT;
+	int code;
+
+	TT_ASSERT(bson_iter_init_find(&it, m, "mode"));
+	code = failpoint_configure(name, &it, d, count, &err) == 0 ? 0 : err.code;
+	terr_clear(&err);
+	bson_destroy(m);
+	if (d)
+		bson_destroy(d);
+	return code;
+}
+
+static int
+fires(const char *name, int tries)
+{
+	int n = 0;
+	for (int i = 0; i < tries; i++) {
+		bson_t data;
+		if (failpoint_fire(name, NULL, NULL, &data)) {
+			n++;
+			bson_destroy(&data);
+		}
+	}
+	return n;
+}
+
+static void
+test_failpoint_modes(void)
+{
+	int64_t count;
+
+	TT_ASSERT(!failpoint_any_active());
+	TT_EQ_INT(configure("noSuchFailPoint", "{\"mode\": \"alwaysOn\"}", NULL, &count), 266);
+	TT_EQ_INT(configure("failCommand", "{\"mode\": \"sometimes\"}", NULL, &count), 2);
+	TT_EQ_INT(configure("failCommand", "{\"mode\": {\"times\": -1}}", NULL, &count), 2);
+	TT_EQ_INT(configure("failCommand", "{\"mode\": {\"activationProbability\": 2}}", NULL, &count), 2);
+	TT_EQ_INT(configure("failCommand", "{\"mode\": {\"bogus\": 1}}", NULL, &count), 2);
+	TT_EQ_INT(configure("failCommand", "{\"mode\": 5}", NULL, &count), 14);
+	TT_ASSERT(!failpoint_any_active());
+
+	TT_EQ_INT(configure("failCommand", "{\"mode\": {\"times\": 3}}", "{\"errorCode\": 2}", &count), 0);
+	TT_ASSERT(failpoint_any_active());
+	TT_EQ_INT(fires("failCommand", 10), 3);
+	TT_ASSERT(!failpoint_any_active());
+	TT_EQ_INT(configure("failCommand", "{\"mode\": {\"skip\": 2}}", NULL, &count), 0);
+	TT_EQ_INT(count, 3);   /* fired three times before */
+	TT_EQ_INT(fires("failCommand", 5), 3);
+	TT_EQ_INT(configure("failCommand", "{\"mode\": \"alwaysOn\"}", "{\"x\": 1}", &count), 0);
+	TT_EQ_INT(fires("failCommand", 4), 4);
+	{
+		bson_t data;
+		TT_ASSERT(failpoint_fire("failCommand", NULL, NULL, &data));
+		TT_EQ_JSON(&data, "{ \"x\" : 1 }");
+		bson_destroy(&data);
+	}
+	TT_EQ_INT(configure("failCommand", "{\"mode\": \"off\"}", NULL, &count), 0);
+	TT_EQ_INT(fires("failCommand", 4), 0);
+	TT_EQ_INT(configure("failCommand", "{\"mode\": {\"activationProbability\": 0}}", NULL, &count), 0);
+	TT_EQ_INT(fires("failCommand", 50), 0);
+	TT_EQ_INT(configure("failCommand", "{\"mode\": {\"activationProbability\": 1}}", NULL, &count), 0);
+	TT_EQ_INT(fires("failCommand", 50), 50);
+	failpoint_reset_all();
+	TT_ASSERT(!failpoint_any_active());
+}
+
+/* ---- the engine in replica-set mode ------------------------------------------------------------- */
+
+static engine_t *
+open_engine(const char *dir, const char *set, bool test_commands)
+{
+	engine_options_t eo;
+	engine_t *e = NULL;
+	terr_t err = TERR_INIT;
+
+	memset(&eo, 0, sizeof(eo));
+	eo.repl_set_name = (char *)set;
+	eo.enable_test_commands = test_commands;
+	if (engine_open(dir, &eo, &e, &err) != 0) {
+		fprintf(stderr, "engine_open: %s\n", err.msg);
+		abort();
+	}
+	engine_set_self_host(e, SELF);
+	return e;
+}
+
+static bson_t *
+run(engine_t *e, const char *db, const char *json, int *rc)
+{
+	client_t *cl = client_new(e, NULL);
+	bson_t *cmd = tt_json(json), *out = bson_new(), reply;
+
+	*rc = engine_run_command(e, cl, db, cmd, &reply, NULL);
+	bson_copy_to_excluding_noinit(&reply, out, "", NULL);
+	bson_destroy(&reply);
+	bson_destroy(cmd);
+	client_free(cl);
+	return out;
+}
+
+static void
+test_engine_set(void)
+{
+	char *dir = tt_tmpdir("replset");
+	engine_t *e = open_engine(dir, "rs0", true);
+	bson_t *r;
+	bson_iter_t it;
+	int rc;
+	int64_t fired0;
+	uint32_t t1, i1, t2, i2;
+
+	/* before initiation: a ghost member */
+	r = run(e, "admin", "{\"hello\": 1}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(tt_get(r, "isreplicaset", &it) && bson_iter_as_bool(&it));
+	TT_ASSERT(tt_get(r, "isWritablePrimary", &it) && !bson_iter_as_bool(&it));
+	TT_ASSERT(!tt_get(r, "setName", &it));
+	TT_ASSERT(!tt_get(r, "$clusterTime", &it));
+	bson_destroy(r);
+	r = run(e, "test", "{\"insert\": \"c\", \"documents\": [{\"_id\": 1}]}", &rc);
+	TT_EQ_INT(rc, 10107);
+	TT_EQ_STR(tt_get_str(r, "errmsg"), "not primary");
+	bson_destroy(r);
+	r = run(e, "test", "{\"find\": \"c\"}", &rc);
+	TT_EQ_INT(rc, 13435);
+	bson_destroy(r);
+	r = run(e, "test", "{\"find\": \"c\", \"$readPreference\": {\"mode\": \"secondaryPreferred\"}}", &rc);
+	TT_EQ_INT(rc, 13436);
+	bson_destroy(r);
+	r = run(e, "local", "{\"insert\": \"scratch\", \"documents\": [{\"_id\": 1}]}", &rc);
+	TT_EQ_INT(rc, 0);    /* local is always writable */
+	bson_destroy(r);
+	r = run(e, "admin", "{\"replSetGetStatus\": 1}", &rc);
+	TT_EQ_INT(rc, 94);
+	bson_destroy(r);
+
+	/* initiate with the default configuration */
+	r = run(e, "admin", "{\"replSetInitiate\": {}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_STR(tt_get_str(r, "me"), SELF);
+	TT_ASSERT(tt_get(r, "info2", &it));
+	bson_destroy(r);
+	r = run(e, "admin", "{\"replSetInitiate\": {}}", &rc);
+	TT_EQ_INT(rc, 23);
+	TT_ASSERT(tt_get(r, "info", &it));
+	bson_destroy(r);
+	r = run(e, "admin", "{\"hello\": 1}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_STR(tt_get_str(r, "setName"), "rs0");
+	TT_EQ_STR(tt_get_str(r, "me"), SELF);
+	TT_EQ_STR(tt_get_str(r, "primary"), SELF);
+	TT_EQ_INT(tt_get_i64(r, "setVersion"), 1);
+	TT_ASSERT(tt_get(r, "isWritablePrimary", &it) && bson_iter_as_bool(&it));
+	TT_ASSERT(tt_get(r, "secondary", &it) && !bson_iter_as_bool(&it));
+	TT_ASSERT(tt_get(r, "hosts.0", &it) && strcmp(bson_iter_utf8(&it, NULL), SELF) == 0);
+	TT_ASSERT(tt_get(r, "electionId", &it) && BSON_ITER_HOLDS_OID(&it));
+	{
+		char hex[25];
+		bson_oid_to_string(bson_iter_oid(&it), hex);
+		TT_EQ_STR(hex, "7fffffff0000000000000001");
+	}
+	TT_ASSERT(tt_get(r, "lastWrite.opTime.ts", &it) && BSON_ITER_HOLDS_TIMESTAMP(&it));
+	TT_ASSERT(tt_get(r, "lastWrite.majorityWriteDate", &it) && BSON_ITER_HOLDS_DATE_TIME(&it));
+	TT_EQ_INT(tt_get_i64(r, "topologyVersion.counter"), 1);
+	TT_ASSERT(tt_get(r, "$clusterTime.signature.keyId", &it) && bson_iter_as_int64(&it) == 0);
+	TT_ASSERT(tt_get(r, "operationTime", &it) && BSON_ITER_HOLDS_TIMESTAMP(&it));
+	bson_destroy(r);
+
+	/* a write's operationTime moves forward; a read reports the last one */
+	r = run(e, "test", "{\"insert\": \"c\", \"documents\": [{\"_id\": 1}]}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(tt_get(r, "operationTime", &it));
+	bson_iter_timestamp(&it, &t1, &i1);
+	bson_destroy(r);
+	r = run(e, "test", "{\"find\": \"c\"}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(tt_get(r, "operationTime", &it));
+	bson_iter_timestamp(&it, &t2, &i2);
+	TT_ASSERT(t1 == t2 && i1 == i2);
+	bson_destroy(r);
+	r = run(e, "test", "{\"insert\": \"c\", \"documents\": [{\"_id\": 2}]}", &rc);
+	TT_ASSERT(tt_get(r, "operationTime", &it));
+	bson_iter_timestamp(&it, &t2, &i2);
+	TT_ASSERT(t2 > t1 || (t2 == t1 && i2 > i1));
+	bson_destroy(r);
+	/* concerns in a set: w above the members is a writeConcernError after
+	 * the write; an unknown level, snapshot fine; a future afterClusterTime */
+	r = run(e, "test", "{\"insert\": \"c\", \"documents\": [{\"_id\": 3}], \"writeConcern\": {\"w\": 5}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(tt_get_i64(r, "n"), 1);
+	TT_EQ_INT(tt_get_i64(r, "writeConcernError.code"), 100);
+	bson_destroy(r);
+	r = run(e, "test", "{\"find\": \"c\", \"readConcern\": {\"level\": \"unknown\"}}", &rc);
+	TT_EQ_INT(rc, 2);
+	bson_destroy(r);
+	r = run(e, "test", "{\"find\": \"c\", \"readConcern\": {\"level\": \"snapshot\"}}", &rc);
+	TT_EQ_INT(rc, 0);
+	bson_destroy(r);
+	r = run(e, "test", "{\"find\": \"c\", \"readConcern\": {\"afterClusterTime\": {\"$timestamp\": {\"t\": 4000000000, \"i\": 1}}}}", &rc);
+	TT_EQ_INT(rc, 72);
+	bson_destroy(r);
+	r = run(e, "test", "{\"find\": \"c\", \"readConcern\": {\"afterClusterTime\": {\"$timestamp\": {\"t\": 1, \"i\": 1}}}}", &rc);
+	TT_EQ_INT(rc, 0);
+	bson_destroy(r);
+	/* a gossiped time ahead advances the clock (no auth: unsigned is fine) */
+	r = run(e, "test", "{\"ping\": 1, \"$clusterTime\": {\"clusterTime\": {\"$timestamp\": {\"t\": 4000000000, \"i\": 7}}, \"signature\": {\"hash\": {\"$binary\": {\"base64\": \"AAAAAAAAAAAAAAAAAAAAAAAAAAA=\", \"subType\": \"00\"}}, \"keyId\": 0}}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(tt_get(r, "$clusterTime.clusterTime", &it));
+	bson_iter_timestamp(&it, &t2, &i2);
+	TT_EQ_INT(t2, 4000000000u);
+	TT_EQ_INT(i2, 7);
+	bson_destroy(r);
+
+	/* reconfig: version must grow; force jumps */
+	r = run(e, "admin", "{\"replSetReconfig\": {\"_id\": \"rs0\", \"version\": 1, \"members\": [{\"_id\": 0, \"host\": \"" SELF "\"}]}}", &rc);
+	TT_EQ_INT(rc, 103);
+	bson_destroy(r);
+	r = run(e, "admin", "{\"replSetReconfig\": {\"_id\": \"rs0\", \"version\": 2, \"members\": [{\"_id\": 0, \"host\": \"" SELF "\", \"tags\": {\"dc\": \"east\"}}]}}", &rc);
+	TT_EQ_INT(rc, 0);
+	bson_destroy(r);
+	r = run(e, "admin", "{\"replSetGetConfig\": 1}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(tt_get_i64(r, "config.version"), 2);
+	TT_EQ_STR(tt_get_str(r, "config.members.0.tags.dc"), "east");
+	TT_ASSERT(tt_get(r, "config.settings.replicaSetId", &it) && BSON_ITER_HOLDS_OID(&it));
+	bson_destroy(r);
+	r = run(e, "admin", "{\"hello\": 1}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "topologyVersion.counter"), 2);
+	bson_destroy(r);
+
+	/* replSetGetStatus */
+	r = run(e, "admin", "{\"replSetGetStatus\": 1}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_STR(tt_get_str(r, "set"), "rs0");
+	TT_EQ_INT(tt_get_i64(r, "myState"), 1);
+	TT_EQ_INT(tt_get_i64(r, "term"), 1);
+	TT_EQ_STR(tt_get_str(r, "members.0.stateStr"), "PRIMARY");
+	TT_EQ_STR(tt_get_str(r, "members.0.name"), SELF);
+	TT_ASSERT(tt_get(r, "members.0.self", &it) && bson_iter_as_bool(&it));
+	TT_ASSERT(tt_get(r, "members.0.electionTime", &it) && BSON_ITER_HOLDS_TIMESTAMP(&it));
+	bson_destroy(r);
+
+	/* stepdown: refused without force (no secondary), steps down with it */
+	r = run(e, "admin", "{\"replSetStepDown\": 5, \"secondaryCatchUpPeriodSecs\": 0}", &rc);
+	TT_EQ_INT(rc, 262);
+	bson_destroy(r);
+	r = run(e, "admin", "{\"replSetStepDown\": 5, \"secondaryCatchUpPeriodSecs\": 10}", &rc);
+	TT_EQ_INT(rc, 2);
+	bson_destroy(r);
+	r = run(e, "admin", "{\"replSetFreeze\": 10}", &rc);
+	TT_EQ_INT(rc, 95);
+	bson_destroy(r);
+	r = run(e, "admin", "{\"replSetMaintenance\": true}", &rc);
+	TT_EQ_INT(rc, 95);
+	bson_destroy(r);
+	r = run(e, "admin", "{\"replSetStepDown\": 1, \"force\": true}", &rc);
+	TT_EQ_INT(rc, 0);
+	bson_destroy(r);
+	r = run(e, "test", "{\"insert\": \"c\", \"documents\": [{\"_id\": 9}]}", &rc);
+	TT_EQ_INT(rc, 10107);
+	bson_destroy(r);
+	r = run(e, "admin", "{\"hello\": 1}", &rc);
+	TT_ASSERT(tt_get(r, "secondary", &it) && bson_iter_as_bool(&it));
+	TT_ASSERT(!tt_get(r, "primary", &it));
+	bson_destroy(r);
+	{
+		/* after the stepdown period it elects itself again, next term */
+		struct timespec ts = {1, 200 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	r = run(e, "test", "{\"insert\": \"c\", \"documents\": [{\"_id\": 9}]}", &rc);
+	TT_EQ_INT(rc, 0);
+	bson_destroy(r);
+	r = run(e, "admin", "{\"replSetGetStatus\": 1}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "term"), 2);
+	bson_destroy(r);
+
+	/* failCommand through the dispatcher */
+	r = run(e, "admin", "{\"configureFailPoint\": \"failCommand\", \"mode\": {\"times\": 1}, \"data\": {\"failCommands\": [\"find\"], \"errorCode\": 91, \"errorLabels\": [\"RetryableWriteError\"]}}", &rc);
+	TT_EQ_INT(rc, 0);
+	fired0 = tt_get_i64(r, "count");   /* process-wide, as mongod's timesEntered */
+	bson_destroy(r);
+	r = run(e, "test", "{\"insert\": \"c\", \"documents\": [{\"_id\": 10}]}", &rc);
+	TT_EQ_INT(rc, 0);    /* not listed */
+	bson_destroy(r);
+	r = run(e, "test", "{\"find\": \"c\"}", &rc);
+	TT_EQ_INT(rc, 91);
+	TT_EQ_STR(tt_get_str(r, "errmsg"), "Failing command via 'failCommand' failpoint");
+	TT_EQ_STR(tt_get_str(r, "errorLabels.0"), "RetryableWriteError");
+	TT_ASSERT(tt_get(r, "$clusterTime", &it));
+	bson_destroy(r);
+	r = run(e, "test", "{\"find\": \"c\"}", &rc);
+	TT_EQ_INT(rc, 0);    /* times: 1 is spent */
+	bson_destroy(r);
+	r = run(e, "admin", "{\"configureFailPoint\": \"failCommand\", \"mode\": \"alwaysOn\", \"data\": {\"failCommands\": [\"insert\"], \"writeConcernError\": {\"code\": 91, \"errmsg\": \"Replication is being shut down\"}}}", &rc);
+	TT_EQ_INT(rc, 0);
+	bson_destroy(r);
+	r = run(e, "test", "{\"insert\": \"c\", \"documents\": [{\"_id\": 11}]}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(tt_get_i64(r, "n"), 1);
+	TT_EQ_INT(tt_get_i64(r, "writeConcernError.code"), 91);
+	bson_destroy(r);
+	r = run(e, "admin", "{\"configureFailPoint\": \"failCommand\", \"mode\": \"off\"}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(tt_get_i64(r, "count"), fired0 + 2);
+	bson_destroy(r);
+	engine_close(e);
+
+	/* reopen: the same initiated set, the next term */
+	e = open_engine(dir, "rs0", false);
+	r = run(e, "admin", "{\"replSetGetStatus\": 1}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(tt_get_i64(r, "term"), 3);
+	bson_destroy(r);
+	r = run(e, "admin", "{\"replSetGetConfig\": 1}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "config.version"), 2);
+	bson_destroy(r);
+	r = run(e, "test", "{\"count\": \"c\"}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(tt_get_i64(r, "n"), 6);
+	bson_destroy(r);
+	/* no test commands without enableTestCommands */
+	r = run(e, "admin", "{\"configureFailPoint\": \"failCommand\", \"mode\": \"off\"}", &rc);
+	TT_EQ_INT(rc, 59);
+	bson_destroy(r);
+	engine_close(e);
+
+	/* another set name: the stored configuration is not ours */
+	e = open_engine(dir, "other", false);
+	r = run(e, "admin", "{\"hello\": 1}", &rc);
+	TT_ASSERT(tt_get(r, "isreplicaset", &it));
+	bson_destroy(r);
+	engine_close(e);
+	tt_rmdir(dir);
+	bson_free(dir);
+}
+
+static void
+test_engine_standalone(void)
+{
+	char *dir = tt_tmpdir("standalone");
+	engine_t *e = open_engine(dir, NULL, false);
+	bson_t *r;
+	bson_iter_t it;
+	int rc;
+
+	r = run(e, "admin", "{\"hello\": 1}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(!tt_get(r, "setName", &it));
+	TT_ASSERT(!tt_get(r, "$clusterTime", &it));
+	TT_ASSERT(tt_get(r, "isWritablePrimary", &it) && bson_iter_as_bool(&it));
+	bson_destroy(r);
+	r = run(e, "test", "{\"insert\": \"c\", \"documents\": [{\"_id\": 1}], \"writeConcern\": {\"w\": 50}}", &rc);
+	TT_EQ_INT(rc, 2);
+	TT_EQ_STR(tt_get_str(r, "errmsg"), "cannot use 'w' > 1 when a host is not replicated");
+	bson_destroy(r);
+	r = run(e, "test", "{\"count\": \"c\"}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "n"), 0);   /* nothing applied */
+	bson_destroy(r);
+	r = run(e, "test", "{\"insert\": \"c\", \"documents\": [{\"_id\": 1}], \"writeConcern\": {\"w\": \"majority\", \"j\": true}}", &rc);
+	TT_EQ_INT(rc, 0);
+	bson_destroy(r);
+	r = run(e, "test", "{\"find\": \"c\", \"readConcern\": {\"level\": \"unknown\"}}", &rc);
+	TT_EQ_INT(rc, 2);
+	TT_EQ_STR(tt_get_str(r, "errmsg"), "Enumeration value 'unknown' for field 'readConcern.level' is not a valid value.");
+	bson_destroy(r);
+	r = run(e, "test", "{\"find\": \"c\", \"readConcern\": {\"level\": \"snapshot\"}}", &rc);
+	TT_EQ_INT(rc, 123);
+	bson_destroy(r);
+	r = run(e, "test", "{\"find\": \"c\", \"readConcern\": {\"level\": \"majority\"}}", &rc);
+	TT_EQ_INT(rc, 0);
+	bson_destroy(r);
+	r = run(e, "admin", "{\"replSetInitiate\": {}}", &rc);
+	TT_EQ_INT(rc, 76);
+	bson_destroy(r);
+	r = run(e, "admin", "{\"replSetGetStatus\": 1}", &rc);
+	TT_EQ_INT(rc, 76);
+	bson_destroy(r);
+	r = run(e, "test", "{\"insert\": \"c\", \"documents\": [{\"_id\": 2}], \"txnNumber\": 1}", &rc);
+	TT_EQ_INT(rc, 20);   /* a standalone refuses transactions exactly as before */
+	bson_destroy(r);
+	engine_close(e);
+	tt_rmdir(dir);
+	bson_free(dir);
+}
+
+int
+main(void)
+{
+	TT_RUN(test_config_check);
+	TT_RUN(test_concern_parse);
+	TT_RUN(test_failpoint_modes);
+	TT_RUN(test_engine_set);
+	TT_RUN(test_engine_standalone);
+	return tt_finish();
+}
