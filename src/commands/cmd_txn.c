@@ -14,6 +14,7 @@
 
 #include <string.h>
 
+#include "common/failpoint.h"
 #include "repl/retryable.h"
 #include "repl/session.h"
 #include "repl/txn.h"
@@ -155,6 +156,26 @@ read_bool_field(bson_iter_t *it, const char *field, bool *out, terr_t *err)
 	return 0;
 }
 
+/* mongod's onPrimaryTransactionalWrite fail point, for a retryable write
+ * about to run: failBeforeCommitExceptionCode fails it before anything is
+ * applied; closeConnection is for after it ran (retryable_fail_point_after). */
+static int
+retryable_fail_point_before(cmd_t *c, terr_t *err)
+{
+	bson_t data;
+	bson_iter_t it;
+	int ret = 0;
+
+	if (!failpoint_any_active() || !failpoint_fire("onPrimaryTransactionalWrite", NULL, NULL, &data))
+		return 0;
+	if (bson_iter_init_find(&it, &data, "failBeforeCommitExceptionCode") && BSON_ITER_HOLDS_NUMBER(&it))
+		ret = terr_set(err, (int)bson_iter_as_int64(&it), "Failing write for test");
+	else if (bson_iter_init_find(&it, &data, "closeConnection") && bson_iter_as_bool(&it))
+		c->txn_close_after = true;
+	bson_destroy(&data);
+	return ret;
+}
+
 int
 cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 {
@@ -235,8 +256,10 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 	if (kind == REPL_TXN_KIND_RETRYABLE) {
 		bson_t prev;
 		int r = repl_retryable_replay(s, c->name, &prev, err);
-		if (r <= 0)
+		if (r < 0)
 			return r;
+		if (r == 0)
+			return retryable_fail_point_before(c, err);
 		bson_concat(c->reply, &prev);
 		bson_destroy(&prev);
 		return 1;
@@ -353,6 +376,10 @@ cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
 		if (ss == NULL || repl_retryable_record(s, st, ss, c->name, c->reply, write_concern_sync(c), &e) != 0)
 			terr_move(err, &e), rc = -1;
 		terr_clear(&e);
+		/* onPrimaryTransactionalWrite's closeConnection: the write stands,
+		 * the client never hears of it and retries */
+		if (c->txn_close_after && rc == 0)
+			c->client->close_requested = true;
 	}
 	if (s != NULL)
 		repl_session_checkin(s);

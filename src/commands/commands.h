@@ -135,6 +135,7 @@ typedef struct cmd {
 	int txn_kind;
 	bool txn_autocommit;       /* autocommit: false was given (labels apply) */
 	bool txn_swapped;
+	bool txn_close_after;      /* onPrimaryTransactionalWrite closeConnection */
 	struct storage_session *txn_saved_session;
 } cmd_t;
 

@@ -29,6 +29,10 @@ static failpoint_t table[] = {
 	{"failCommand"},
 	/* commands/engine.c: getMore fails with data.errorCode after its cursor is found */
 	{"failGetMoreAfterCursorCheckout"},
+	/* commands/cmd_txn.c: a retryable write fails with
+	 * data.failBeforeCommitExceptionCode before it runs, or (closeConnection)
+	 * runs and the connection closes instead of the reply */
+	{"onPrimaryTransactionalWrite"},
 };
 
 static pthread_mutex_t fp_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -203,7 +203,7 @@ async function requirementsUnmet(reqs, server) {
 			why.push(`minServerVersion ${r.minServerVersion}`);
 		if (r.maxServerVersion && versionCmp(server.version, r.maxServerVersion) > 0)
 			why.push(`maxServerVersion ${r.maxServerVersion}`);
-		if (r.topologies && !r.topologies.includes('single'))
+		if (r.topologies && !r.topologies.includes(server.topology || 'single'))
 			why.push(`topologies ${r.topologies.join('/')} only`);
 		if (r.serverless === 'require') why.push('serverless only');
 		if (r.auth === true) why.push('auth required');
@@ -268,6 +268,8 @@ class Entities {
 				const rec = (type) => (ev) => {
 					if (!observe.has(type)) return;
 					if (SENSITIVE.has(ev.commandName) || ignore.has(ev.commandName)) return;
+					/* the failPoint operation's own command is never observed (UTF spec) */
+					if (ev.commandName === 'configureFailPoint') return;
 					evs.push({ type, ev });
 				};
 				c.on('commandStarted', rec('commandStartedEvent'));
@@ -395,7 +397,83 @@ const CLIENT_OPS = {
 	clientBulkWrite: (c, a, e) => { const [[m], o] = splitArgs(a, ['models'], e); return c.bulkWrite(clientBulkModels(m), o); },
 };
 
+// ---- sessions and transactions (the session entity's operations) -------------
+
+function txnOptions(o) {
+	const out = {};
+	if (!o) return out;
+	if (o.readConcern) out.readConcern = o.readConcern;
+	if (o.writeConcern) out.writeConcern = o.writeConcern;
+	if (o.readPreference) out.readPreference = o.readPreference.mode || o.readPreference;
+	if (o.maxCommitTimeMS !== undefined) out.maxCommitTimeMS = numValue(o.maxCommitTimeMS);
+	if (o.timeoutMS !== undefined) throw new Skip('timeoutMS (CSOT) is not implemented by the runner');
+	return out;
+}
+
+const SESSION_OPS = {
+	startTransaction: (s, a) => { s.startTransaction(txnOptions(a)); return undefined; },
+	commitTransaction: (s) => s.commitTransaction(),
+	abortTransaction: (s) => s.abortTransaction(),
+	endSession: (s) => s.endSession(),
+	withTransaction: (s, a, e) => s.withTransaction(async () => {
+		const was = e.inCallback;
+		e.inCallback = true;
+		try { await runOps(a.callback || [], e); } finally { e.inCallback = was; }
+	}, txnOptions(a)),
+};
+
+async function sessionRunnerOp(op, ents) {
+	const a = op.arguments || {};
+	switch (op.name) {
+	case 'assertSessionTransactionState': {
+		const s = ents.entity(a.session);
+		const states = { none: 'NO_TRANSACTION', starting: 'STARTING_TRANSACTION',
+			in_progress: 'TRANSACTION_IN_PROGRESS', committed: 'TRANSACTION_COMMITTED',
+			aborted: 'TRANSACTION_ABORTED' };
+		const got = s.transaction && s.transaction.state;
+		if (got !== states[a.state]) throw new Mismatch(`session transaction state ${got}, expected ${a.state}`);
+		return true;
+	}
+	case 'assertSessionPinned':
+	case 'assertSessionUnpinned': {
+		const s = ents.entity(a.session);
+		const pinned = !!(s.transaction && s.transaction.server);
+		/* a replica set never pins (mongos only) */
+		if (op.name === 'assertSessionPinned' && !pinned) throw new Mismatch('session not pinned');
+		if (op.name === 'assertSessionUnpinned' && pinned) throw new Mismatch('session pinned');
+		return true;
+	}
+	case 'assertSessionDirty':
+	case 'assertSessionNotDirty': {
+		const s = ents.entity(a.session);
+		const dirty = !!(s.serverSession && s.serverSession.isDirty);
+		if (dirty !== (op.name === 'assertSessionDirty')) throw new Mismatch(`session dirty: ${dirty}`);
+		return true;
+	}
+	case 'assertSameLsidOnLastTwoCommands':
+	case 'assertDifferentLsidOnLastTwoCommands': {
+		const evs = (ents.events.get(a.client) || []).filter((x) => x.type === 'commandStartedEvent');
+		if (evs.length < 2) throw new Mismatch('fewer than two commands');
+		const l1 = evs[evs.length - 2].ev.command.lsid, l2 = evs[evs.length - 1].ev.command.lsid;
+		const same = EJSON.stringify(l1) === EJSON.stringify(l2);
+		if (same !== (op.name === 'assertSameLsidOnLastTwoCommands')) throw new Mismatch(`lsids same: ${same}`);
+		return true;
+	}
+	case 'targetedFailPoint': {
+		/* one server: the session's pinned server is this one */
+		const s = ents.entity(a.session);
+		const c = s.client;
+		await c.db('admin').command(a.failPoint);
+		ents.failPoints.push({ client: c, name: a.failPoint.configureFailPoint });
+		return true;
+	}
+	default:
+		return false;
+	}
+}
+
 async function runnerOp(op, ents) {
+	if ((await sessionRunnerOp(op, ents)) === true) return undefined;
 	const a = op.arguments || {};
 	switch (op.name) {
 	case 'failPoint': {
@@ -443,7 +521,7 @@ async function runOp(op, ents) {
 	if (target instanceof mongodb.Collection) table = COLLECTION_OPS;
 	else if (target instanceof mongodb.Db) table = DATABASE_OPS;
 	else if (target instanceof MongoClient) table = CLIENT_OPS;
-	else if (op.name === 'endSession') return target.endSession();
+	else if (target instanceof mongodb.ClientSession) table = SESSION_OPS;
 	else throw new Skip(`operations on ${op.object} are not implemented by the runner`);
 	const fn = table[op.name];
 	if (!fn) throw new Skip(`operation ${op.name} is not implemented by the runner`);
@@ -611,6 +689,32 @@ function driverOnly(file, test) {
 	return ops.length > 0 && ops.every((op) => op.expectError && op.expectError.isClientError === true);
 }
 
+// Run operations with their expectations (a test's, or a withTransaction
+// callback's: an error it expects is caught there, one it does not expect is
+// thrown on to withTransaction, which retries or aborts as the driver does).
+async function runOps(ops, ents) {
+	for (const op of ops) {
+		let result, error;
+		try {
+			result = await runOp(op, ents);
+		} catch (e) {
+			if (e instanceof Skip || e instanceof Mismatch) throw e;
+			error = e;
+		}
+		if (op.ignoreResultAndError) continue;
+		if (op.expectError) {
+			if (!error) throw new Mismatch(`${op.name}: expected an error, got ${show(resultForMatch(result))}`);
+			checkError(op.expectError, error, ents);
+		} else if (error) {
+			if (ents.inCallback) throw error;
+			throw new Mismatch(`${op.name}: unexpected error ${error.name} ${error.code !== undefined ? error.code + ' ' : ''}${error.message}`);
+		} else {
+			if (op.expectResult !== undefined) match(op.expectResult, resultForMatch(result), ents, op.name, true);
+			if (op.saveResultAsEntity) ents.map.set(op.saveResultAsEntity, result);
+		}
+	}
+}
+
 async function runTest(file, spec, test, server, verbose) {
 	const skipReason = test.skipReason || (await requirementsUnmet(test.runOnRequirements, server));
 	if (skipReason) return { status: 'skip', reason: skipReason };
@@ -619,25 +723,7 @@ async function runTest(file, spec, test, server, verbose) {
 	try {
 		await setupData(server.client, spec.initialData);
 		await ents.create(spec.createEntities || []);
-		for (const op of test.operations || []) {
-			let result, error;
-			try {
-				result = await runOp(op, ents);
-			} catch (e) {
-				if (e instanceof Skip || e instanceof Mismatch) throw e;
-				error = e;
-			}
-			if (op.ignoreResultAndError) continue;
-			if (op.expectError) {
-				if (!error) throw new Mismatch(`${op.name}: expected an error, got ${show(resultForMatch(result))}`);
-				checkError(op.expectError, error, ents);
-			} else if (error) {
-				throw new Mismatch(`${op.name}: unexpected error ${error.name} ${error.code !== undefined ? error.code + ' ' : ''}${error.message}`);
-			} else {
-				if (op.expectResult !== undefined) match(op.expectResult, resultForMatch(result), ents, op.name, true);
-				if (op.saveResultAsEntity) ents.map.set(op.saveResultAsEntity, result);
-			}
-		}
+		await runOps(test.operations || [], ents);
 		if (test.expectEvents) checkEvents(test.expectEvents, ents);
 		await checkOutcome(server.client, test.outcome, ents);
 		return { status: 'pass' };
@@ -669,8 +755,11 @@ async function main() {
 	const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10000 });
 	await client.connect();
 	const bi = await client.db('admin').command({ buildInfo: 1 });
-	const server = { uri, client, admin: client.db('admin'), version: bi.version };
-	console.log(`# server ${bi.version} (tamga ${bi.tamgaVersion || '?'}) at ${uri}`);
+	const hello = await client.db('admin').command({ hello: 1 });
+	// a replica-set member answers hello with setName (txn's sessions section)
+	const topology = hello.setName ? 'replicaset' : 'single';
+	const server = { uri, client, admin: client.db('admin'), version: bi.version, topology };
+	console.log(`# server ${bi.version} (tamga ${bi.tamgaVersion || '?'}) at ${uri}, topology ${topology}`);
 
 	const total = { pass: 0, fail: 0, skip: 0 };
 	const drv = { pass: 0, fail: 0, skip: 0 };
