@@ -95,7 +95,8 @@ check_allowed_in_txn(cmd_t *c, unsigned flags, terr_t *err)
 	if (!(flags & TXN_ALLOWED))
 		return terr_set(err, TERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
 		    "Cannot run '%s' in a multi-document transaction.", c->name);
-	if (!(flags & TXN_ENDS) &&
+	/* bulkWrite always runs on admin: its namespaces are in nsInfo */
+	if (!(flags & TXN_ENDS) && strcmp(c->name, "bulkWrite") != 0 &&
 	    (strcmp(c->db, "config") == 0 || strcmp(c->db, "admin") == 0 || strcmp(c->db, "local") == 0))
 		return terr_set(err, TERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
 		    "Cannot run command against the '%s' database in a transaction.", c->db);
@@ -164,14 +165,20 @@ retryable_fail_point_before(cmd_t *c, terr_t *err)
 {
 	bson_t data;
 	bson_iter_t it;
+	bool close = true;     /* mongod: closeConnection unless it says false */
 	int ret = 0;
 
 	if (!failpoint_any_active() || !failpoint_fire("onPrimaryTransactionalWrite", NULL, NULL, &data))
 		return 0;
-	if (bson_iter_init_find(&it, &data, "failBeforeCommitExceptionCode") && BSON_ITER_HOLDS_NUMBER(&it))
+	if (bson_iter_init_find(&it, &data, "closeConnection"))
+		close = bson_iter_as_bool(&it);
+	if (bson_iter_init_find(&it, &data, "failBeforeCommitExceptionCode") && BSON_ITER_HOLDS_NUMBER(&it)) {
 		ret = terr_set(err, (int)bson_iter_as_int64(&it), "Failing write for test");
-	else if (bson_iter_init_find(&it, &data, "closeConnection") && bson_iter_as_bool(&it))
+		if (close)
+			c->client->close_requested = true;
+	} else if (close) {
 		c->txn_close_after = true;
+	}
 	bson_destroy(&data);
 	return ret;
 }
@@ -225,6 +232,7 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 		return 0;
 	}
 	RET(read_txn_number(&it_txn, &txn_number, err));
+	c->txn_retryable_write = !has_auto;
 	if (has_auto && autocommit)
 		return terr_set(err, TERR_INVALID_OPTIONS, "Specifying autocommit=true is not allowed.");
 	if (!has_auto && has_start)
@@ -279,35 +287,119 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 	return 0;
 }
 
-/* mongod's getErrorLabels for a transaction's command. */
+/* mongod's ErrorCategory::RetriableError. */
+static bool
+is_retriable_code(int code)
+{
+	static const int codes[] = {6 /* HostUnreachable */, 7 /* HostNotFound */, 89 /* NetworkTimeout */,
+	    91 /* ShutdownInProgress */, 189 /* PrimarySteppedDown */, 262 /* ExceededTimeLimit */,
+	    9001 /* SocketException */, 10107 /* NotWritablePrimary */, 11600 /* InterruptedAtShutdown */,
+	    11602 /* InterruptedDueToReplStateChange */, 13435 /* NotPrimaryNoSecondaryOk */,
+	    13436 /* NotPrimaryOrSecondary */};
+
+	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+		if (codes[i] == code)
+			return true;
+	return false;
+}
+
+/* mongod's isTransientTransactionError. */
+static bool
+is_transient_txn_error(int code, bool has_wce, bool commit_or_abort)
+{
+	bool t = code == TERR_WRITE_CONFLICT || code == TERR_LOCK_TIMEOUT || code == 267 /* PreparedTransactionInProgress */ ||
+	    code == TERR_SNAPSHOT_TOO_OLD || code == 246 /* SnapshotUnavailable */;
+
+	if (commit_or_abort)
+		return t || (code == TERR_NO_SUCH_TRANSACTION && !has_wce);
+	return t || is_retriable_code(code) || code == TERR_NO_SUCH_TRANSACTION;
+}
+
+/* The labels mongod's getErrorLabels gives a reply: code is the command's
+ * error (0: none), wce_code its writeConcernError's (0: none). */
+static void
+labels_for(const cmd_t *c, int code, int wce_code, const char **labels, int *n)
+{
+	bool commit = strcmp(c->name, "commitTransaction") == 0;
+	bool ends = commit || strcmp(c->name, "abortTransaction") == 0;
+
+	*n = 0;
+	if (c->txn_autocommit && code != 0 && is_transient_txn_error(code, wce_code != 0, ends))
+		labels[(*n)++] = "TransientTransactionError";
+	if ((c->txn_retryable_write || ends) && (is_retriable_code(code) || is_retriable_code(wce_code)))
+		labels[(*n)++] = "RetryableWriteError";
+	if (commit && c->txn_autocommit) {
+		bool unknown = is_retriable_code(code) || code == TERR_MAX_TIME_MS_EXPIRED ||
+		    is_retriable_code(wce_code) || wce_code == TERR_MAX_TIME_MS_EXPIRED ||
+		    (wce_code != 0 && wce_code != 100 /* UnsatisfiableWriteConcern */ &&
+		     wce_code != 79 /* UnknownReplWriteConcern */);
+		if (unknown)
+			labels[(*n)++] = "UnknownTransactionCommitResult";
+	}
+}
+
+static bool
+has_labels(const bson_t *doc)
+{
+	bson_iter_t it;
+
+	return doc != NULL && bson_iter_init_find(&it, doc, "errorLabels");
+}
+
+/* The error's errorLabels (kept when a fail point set them already). */
 static void
 add_error_labels(cmd_t *c, terr_t *err)
 {
-	bool commit = strcmp(c->name, "commitTransaction") == 0;
-	const char *label = NULL;
+	const char *labels[3];
+	int n;
 	bson_t *extra, arr;
 	bson_iter_t it;
 
-	if (!c->txn_autocommit)
+	if (has_labels(err->extra))
 		return;
-	if (err->code == TERR_WRITE_CONFLICT || err->code == TERR_LOCK_TIMEOUT ||
-	    err->code == TERR_NO_SUCH_TRANSACTION)
-		label = "TransientTransactionError";
-	if (commit && (err->code == TERR_MAX_TIME_MS_EXPIRED || err->code == 64 /* WriteConcernFailed */ ||
-	    err->code == 91 /* ShutdownInProgress */))
-		label = "UnknownTransactionCommitResult";
-	if (label == NULL)
+	labels_for(c, err->code, 0, labels, &n);
+	if (n == 0)
 		return;
 	extra = bson_new();
 	if (err->extra != NULL && bson_iter_init(&it, err->extra)) {
 		while (bson_iter_next(&it))
-			if (strcmp(bson_iter_key(&it), "errorLabels") != 0)
-				bson_append_iter(extra, bson_iter_key(&it), -1, &it);
+			bson_append_iter(extra, bson_iter_key(&it), -1, &it);
 	}
 	bson_append_array_begin(extra, "errorLabels", -1, &arr);
-	BSON_APPEND_UTF8(&arr, "0", label);
+	for (int i = 0; i < n; i++) {
+		char key[4];
+		bson_snprintf(key, sizeof(key), "%d", i);
+		BSON_APPEND_UTF8(&arr, key, labels[i]);
+	}
 	bson_append_array_end(extra, &arr);
 	terr_set_extra_steal(err, extra);
+}
+
+void
+cmd_txn_reply_labels(cmd_t *c, bson_t *reply)
+{
+	const char *labels[3];
+	bson_iter_t it, w;
+	int n, wce = 0;
+	bson_t arr;
+
+	if (!c->txn_autocommit && !c->txn_retryable_write && strcmp(c->name, "commitTransaction") != 0 &&
+	    strcmp(c->name, "abortTransaction") != 0)
+		return;
+	if (has_labels(reply) || !bson_iter_init_find(&it, reply, "writeConcernError") ||
+	    !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &w) || !bson_iter_find(&w, "code"))
+		return;
+	wce = (int)bson_iter_as_int64(&w);
+	labels_for(c, 0, wce, labels, &n);
+	if (n == 0)
+		return;
+	bson_append_array_begin(reply, "errorLabels", -1, &arr);
+	for (int i = 0; i < n; i++) {
+		char key[4];
+		bson_snprintf(key, sizeof(key), "%d", i);
+		BSON_APPEND_UTF8(&arr, key, labels[i]);
+	}
+	bson_append_array_end(reply, &arr);
 }
 
 /* A statement's first write error as the command's error (mongod stops a

@@ -129,6 +129,10 @@ int cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index
  * mongod's errorLabels; it returns the command's final rc. */
 int cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err);
 int cmd_txn_leave(cmd_t *c, int rc, terr_t *err);
+/* A successful reply's errorLabels for its writeConcernError (mongod's
+ * getErrorLabels: RetryableWriteError, UnknownTransactionCommitResult), once
+ * the replica-set layer added it; call before `ok` is appended. */
+void cmd_txn_reply_labels(cmd_t *c, bson_t *reply);
 /* True while c runs inside a multi-document transaction. */
 bool cmd_in_transaction(const cmd_t *c);
 /* serverStatus.transactions. */

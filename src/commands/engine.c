@@ -412,16 +412,17 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 		goto fail;
 	if (auth_check_command(&c, def, er) != 0)
 		goto fail;
-	/* replica set and test commands (cmd_repl.c): failCommand, the
-	 * primary gate, $clusterTime, read / write concern */
-	if (cmd_repl_before(&c, def, &rx, er) != 0)
-		goto fail;
 	__atomic_fetch_add(&e->counters.command, 1, __ATOMIC_RELAXED);
 
 	/* sessions and transactions (cmd_txn.c): the session is checked out
 	 * around the handler, which runs on the transaction's storage session;
-	 * a standalone refuses every txnNumber with 20 as mongod does */
+	 * a standalone refuses every txnNumber with 20 as mongod does.  The
+	 * replica set's checks (cmd_repl.c: failCommand, the primary gate,
+	 * $clusterTime, read / write concern) run with the session checked out,
+	 * so that their errors end a transaction and get its labels */
 	rc = cmd_txn_enter(&c, def, er);
+	if (rc >= 0 && cmd_repl_before(&c, def, &rx, er) != 0)
+		rc = -1;
 	if (rc == 0)
 		rc = def->handler(&c, er);
 	else if (rc == 1)
@@ -442,6 +443,7 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 		goto fail;
 	}
 	cmd_repl_after(&c, def, &rx, 0, reply);
+	cmd_txn_reply_labels(&c, reply);
 	BSON_APPEND_DOUBLE(reply, "ok", 1.0);
 	cmd_repl_times(&c, def, &rx, 0, reply);
 	cmd_repl_ctx_clear(&rx);
