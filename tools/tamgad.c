@@ -54,6 +54,7 @@ typedef struct opts {
 	char *unix_socket_prefix;
 	int unix_socket_mode;          /* 0 = not given (0700) */
 	char *repl_set;                /* --replSet / replication.replSetName */
+	int64_t oplog_size_mb;         /* --oplogSize / replication.oplogSizeMB (0 = default) */
 	bool auto_initiate;            /* --replSetAutoInitiate (Tamga): initiate once if needed */
 	bool enable_test_commands;     /* --setParameter enableTestCommands=1 */
 	char *key_file;                /* --keyFile / security.keyFile (implies --auth) */
@@ -104,7 +105,8 @@ usage(FILE *f)
 	    "  --replSet arg                  arg is <setname>: run as a member of that replica set\n"
 	    "  --replSetAutoInitiate          (Tamga) initiate the set with the default\n"
 	    "                                 configuration on start if it is not yet\n"
-	    "  --oplogSize arg                Size to use (in MB) for the oplog\n"
+	    "  --oplogSize arg                Size to use (in MB) for replication op log. Default is\n"
+	    "                                 5%% of disk space (i.e. large is good)\n"
 	    "\n"
 	    "Storage options:\n"
 	    "  --dbpath arg                   Directory for datafiles - defaults to /data/db\n"
@@ -234,8 +236,8 @@ apply(opts_t *o, const char *name, const char *v)
 		set_str(&o->repl_set, v);
 	} else if (strcmp(name, "replication.autoInitiate") == 0) {
 		o->auto_initiate = parse_bool(v);
-	} else if (strcmp(name, "replication.oplogSizeMB") == 0 || strcmp(name, "replication.enableMajorityReadConcern") == 0) {
-		/* accepted: the oplog's size is the oplog's (repl/oplog.h) */
+	} else if (strcmp(name, "replication.enableMajorityReadConcern") == 0) {
+		/* accepted */
 	} else if (strcmp(name, "security.keyFile") == 0) {
 		FILE *kf = fopen(v, "r");
 		if (kf == NULL) {
@@ -311,6 +313,18 @@ apply(opts_t *o, const char *name, const char *v)
 		}
 	} else if (strcmp(name, "processManagement.pidFilePath") == 0) {
 		set_str(&o->pidfile, v);
+	} else if (strcmp(name, "replication.oplogSizeMB") == 0) {
+		char *end;
+		long long mb = strtoll(v, &end, 10);
+		if (*v == '\0' || *end != '\0' || mb <= 0) {
+			fprintf(stderr, "Error: bad --oplogSize, arg must be greater than 0, found: %s\n", v);
+			return -1;
+		}
+		if (mb > 1024LL * 1024 * 1024) {
+			fprintf(stderr, "Error: --oplogSize of %lldMB is too big\n", mb);
+			return -1;
+		}
+		o->oplog_size_mb = mb;
 	} else {
 		fprintf(stderr, "Error parsing YAML config file: Unrecognized option: %s\n", name);
 		return -1;
@@ -484,9 +498,12 @@ parsed_doc(const opts_t *o)
 		bson_append_document_end(&sub, &sub2);
 	}
 	bson_append_document_end(d, &sub);
-	if (o->repl_set) {
+	if (o->repl_set || o->oplog_size_mb) {
 		BSON_APPEND_DOCUMENT_BEGIN(d, "replication", &sub);
-		BSON_APPEND_UTF8(&sub, "replSet", o->repl_set);
+		if (o->oplog_size_mb)
+			BSON_APPEND_INT32(&sub, "oplogSizeMB", (int32_t)o->oplog_size_mb);
+		if (o->repl_set)
+			BSON_APPEND_UTF8(&sub, "replSet", o->repl_set);
 		bson_append_document_end(d, &sub);
 	}
 	if (o->auth) {
@@ -761,6 +778,7 @@ main(int argc, char **argv)
 	eo.storage.in_memory = o.in_memory;
 	eo.auth = o.auth;
 	eo.repl_set_name = o.repl_set;
+	eo.oplog_size_mb = (double)o.oplog_size_mb;
 	eo.enable_test_commands = o.enable_test_commands;
 	eo.storage.cache_size = o.cache_size;
 	if (engine_open(o.dbpath, &eo, &engine, &err) != 0) {

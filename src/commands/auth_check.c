@@ -923,6 +923,7 @@ static const priv_row_t priv_table[] = {
 	{"replSetGetConfig", NEED_CLUSTER, "replSetGetConfig", NULL},
 	{"replSetInitiate", NEED_CLUSTER, "replSetConfigure", NULL},
 	{"replSetReconfig", NEED_CLUSTER, "replSetConfigure", NULL},
+	{"replSetResizeOplog", NEED_CLUSTER, "replSetResizeOplog", NULL},
 	{"replSetStepDown", NEED_CLUSTER, "replSetStateChange", NULL},
 	{"replSetFreeze", NEED_CLUSTER, "replSetStateChange", NULL},
 	{"replSetMaintenance", NEED_CLUSTER, "replSetStateChange", NULL},

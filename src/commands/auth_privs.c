@@ -34,6 +34,8 @@ static const char *const action_names[] = {
 	"listCachedAndActiveUsers", "setFeatureCompatibilityVersion", "analyzeShardKey", "appendOplogNote",
 	/* replica set (cmd_repl.c) */
 	"replSetConfigure", "replSetStateChange", "internal",
+	/* the oplog (cmd_repl_oplog.c) */
+	"replSetResizeOplog",
 };
 #define NACTIONS ((int)(sizeof(action_names) / sizeof(action_names[0])))
 
@@ -414,7 +416,7 @@ auth_privset_append(const auth_privset_t *ps, bson_t *parent, const char *key)
 	"useUUID getClusterParameter checkMetadataConsistency"
 #define HOST_MANAGER_ACTIONS "applicationMessage connPoolSync cpuProfiler dropConnections flushRouterConfig " \
 	"fsync invalidateUserCache killAnyCursor killAnySession killop logRotate setParameter shutdown " \
-	"rotateCertificates"
+	"rotateCertificates replSetResizeOplog"
 #define CLUSTER_MANAGER_ACTIONS "applicationMessage checkMetadataConsistency flushRouterConfig " \
 	"getClusterParameter getDefaultRWConcern listSessions replSetConfigure replSetGetConfig " \
 	"replSetGetStatus replSetStateChange setClusterParameter setDefaultRWConcern setFeatureCompatibilityVersion"

@@ -5,6 +5,7 @@
  * commands live in cmd_index.c.
  */
 #include "commands/commands_private.h"
+#include "commands/cmd_repl_oplog.h"
 
 #include <string.h>
 #include <sys/statvfs.h>
@@ -163,6 +164,7 @@ CMD_HANDLER(cmd_drop)
 	}
 	nindexes = coll->nindexes;
 	storage_coll_release(coll);
+	ERR(cmd_repl_oplog_guard(c->engine, c->db, name, NULL, NULL, err));   /* the live oplog stays */
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
 	ret = storage_coll_drop(c->engine->st, s, c->db, name, err);
@@ -184,6 +186,7 @@ CMD_HANDLER(cmd_drop_database)
 {
 	storage_session_t *s;
 
+	RET(cmd_repl_oplog_guard(c->engine, c->db, NULL, NULL, NULL, err));   /* `local` stays while replicating */
 	if ((s = client_session(c->client, err)) == NULL)
 		return -1;
 	RET(storage_db_drop(c->engine->st, s, c->db, err));
@@ -229,6 +232,7 @@ CMD_HANDLER(cmd_rename_collection)
 		    "renaming system.views collection or renaming to system.views is not allowed");
 	if (view_exists(c, from_db, from_coll))
 		return terr_set(err, TERR_COMMAND_NOT_SUPPORTED_ON_VIEW, "cannot rename view: %s.%s", from_db, from_coll);
+	RET(cmd_repl_oplog_guard(c->engine, from_db, from_coll, to_db, to_coll, err));   /* the live oplog stays */
 	if ((s = client_session(c->client, err)) == NULL)
 		return -1;
 	return storage_coll_rename(c->engine->st, s, from_db, from_coll, to_db, to_coll, drop_target, err);

@@ -141,6 +141,10 @@ CMD_HANDLER(cmd_repl_set_initiate)
 		terr_set_extra_steal(err, x);
 	}
 	bson_destroy(&extra);
+	/* the set exists: create local.oplog.rs and its "initiating set" no-op
+	 * (repl/oplog.h); every change is logged from now on */
+	if (r == 0 && c->engine->oplog != NULL)
+		r = repl_oplog_create(c->engine->oplog, NULL, NULL, NULL, err);
 	if (r == 0) {
 		bson_t attr;
 		bson_init(&attr);
@@ -640,6 +644,8 @@ gossip(cmd_t *c, terr_t *err)
 			    "Cannot accept logicalTime: { ts: Timestamp(%u, %u) }. May not be a part of a sharded cluster", secs, inc);
 		RET(cluster_keys_verify(c->engine->keys, secs, inc, key_id, hash, hlen, err));
 	}
+	if (c->engine->clock != NULL)
+		RET(repl_clock_advance(c->engine->clock, REPL_TS(secs, inc), err));
 	repl_set_clock_advance(c->engine->rs, secs, inc);
 	return 0;
 }

@@ -4,6 +4,7 @@
  * each update statement is one transaction (write conflicts retried).
  */
 #include "commands/commands_private.h"
+#include "repl/oplog.h"
 
 #include <string.h>
 #include <sys/time.h>
@@ -205,8 +206,15 @@ update_txn(storage_session_t *s, void *arg, terr_t *err)
 				prefix_update_error(err, u->want_doc);
 				rc = -1;
 			}
-			if (rc == 0)
+			if (rc == 0) {
+				/* the oplog logs a replacement whole, other updates as a diff */
+				bool repl = update_is_replacement(u->update);
+				if (repl)
+					repl_oplog_session_set_replacement(s, true);
 				rc = storage_doc_update(s, u->coll, recid, &old_copy, &new_doc, err);
+				if (repl)
+					repl_oplog_session_set_replacement(s, false);
+			}
 			if (rc == 0 && u->want_doc)
 				u->doc_out = bson_copy(u->want_new ? &new_doc : &old_copy);
 			bson_destroy(&old_copy);

@@ -95,6 +95,8 @@ CMD_HANDLER(cmd_repl_set_reconfig);
 CMD_HANDLER(cmd_repl_set_step_down);
 CMD_HANDLER(cmd_repl_set_freeze);
 CMD_HANDLER(cmd_repl_set_maintenance);
+/* the oplog's: cmd_repl_oplog.c */
+CMD_HANDLER(cmd_repl_set_resize_oplog);
 CMD_HANDLER(cmd_configure_fail_point);
 
 static const cmd_def_t commands[] = {
@@ -133,6 +135,7 @@ static const cmd_def_t commands[] = {
 	{"replSetInitiate", NULL, cmd_repl_set_initiate, CMDF_ADMIN_ONLY, "initiate the replica set"},
 	{"replSetMaintenance", NULL, cmd_repl_set_maintenance, CMDF_ADMIN_ONLY, "enter or leave maintenance mode"},
 	{"replSetReconfig", NULL, cmd_repl_set_reconfig, CMDF_ADMIN_ONLY, "replace the replica set's configuration"},
+	{"replSetResizeOplog", NULL, cmd_repl_set_resize_oplog, CMDF_ADMIN_ONLY, "resize oplog size in MB"},
 	{"replSetStepDown", NULL, cmd_repl_set_step_down, CMDF_ADMIN_ONLY, "step down as primary"},
 	/* catalog: cmd_catalog.c */
 	{"collMod", NULL, cmd_coll_mod, CMDF_WRITE, "change a collection's options (validation)"},

@@ -34,10 +34,8 @@ struct engine {
 	atomic_llong bucket_auto_memory_limit;
 	/* Replica-set mode (opts.repl_set_name set): the logical clock and the
 	 * oplog (repl/); both NULL for a standalone. */
-	/* declared, not included: repl/oplog.h's repl_optime_t and
-	 * repl/replset.h's are two types of the same name (to be unified) */
-	struct repl_clock *clock;
-	struct repl_oplog *oplog;
+	repl_clock_t *clock;
+	repl_oplog_t *oplog;
 	/* logical sessions and their transactions (repl/session.h, repl/txn.h) */
 	struct repl_sessions *sessions;
 	atomic_llong txn_lifetime_limit_seconds;       /* 60 */

@@ -10,6 +10,7 @@
 #include "commands/auth.h"
 #include "commands/cmd_repl.h"
 #include "commands/validation.h"
+#include "repl/replset.h"
 #include "query/keygen.h"
 #include "query/sort.h"
 #include "query/planner_ttl.h"
@@ -42,6 +43,15 @@ wall_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The oplog's term getter: the set's current term (-1 before any). */
+static int64_t
+engine_term(void *rs)
+{
+	int64_t t = repl_set_term(rs);
+
+	return t > 0 ? t : -1;
 }
 
 int
@@ -82,6 +92,25 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 		bson_free(e);
 		return -1;
 	}
+	/* replica-set mode: the clock and the oplog's observer (it logs once
+	 * the set is initiated, or at once when the folder has an oplog); the
+	 * set's cluster time is the oplog's clock, its term every entry's t */
+	if (e->rs != NULL) {
+		repl_oplog_options_t oo = {.size_mb = e->opts.oplog_size_mb, .dbpath = path,
+		    .in_memory = e->opts.storage.in_memory, .term = engine_term, .term_arg = e->rs};
+		e->clock = repl_clock_new();
+		if (repl_oplog_open(e->st, e->clock, &oo, &e->oplog, err) != 0) {
+			repl_clock_free(e->clock);
+			cmd_repl_close(e);
+			ttl_monitor_stop(e->ttl);
+			bson_free(e->tmp_dir);
+			storage_close(e->st);
+			bson_free(e->opts.repl_set_name);
+			bson_free(e);
+			return -1;
+		}
+		repl_set_attach_oplog(e->rs, e->oplog);
+	}
 	e->cursors = cursor_registry_new();
 	/* logical sessions; on a replica set their transactions and retryable
 	 * writes (the reaper ends transactions past their lifetime) */
@@ -117,10 +146,12 @@ engine_close(engine_t *e)
 	ttl_monitor_stop(e->ttl);
 	repl_txn_reaper_stop(e->txn_reaper);
 	repl_sessions_free(e->sessions);   /* open transactions are aborted */
+	repl_oplog_close(e->oplog);
 	bson_free(e->tmp_dir);
 	cursor_registry_free(e->cursors);
 	cmd_repl_close(e);
 	storage_close(e->st);
+	repl_clock_free(e->clock);
 	bson_free(e->opts.repl_set_name);
 	bson_free(e);
 }

@@ -81,9 +81,9 @@ void repl_clock_recover(repl_clock_t *clk, repl_ts_t ts);
  * Advance to a gossiped cluster time the caller has already validated
  * (signature): raises the clock to ts when ts is greater (never lowers).
  * Refused, the clock unchanged, with 262 ClusterTimeFailsRateLimiter "New
- * cluster time, <secs>, is too far from this node's wall clock time,
- * <wall>." when ts's seconds exceed the wall clock's by more than
- * REPL_CLOCK_MAX_DRIFT_SECS.
+ * clusterTime, <secs>, is too far from this node's wall clock time,
+ * <wall>." (mongod's VectorClock) when ts's seconds exceed the wall clock's
+ * by more than REPL_CLOCK_MAX_DRIFT_SECS.
  */
 int repl_clock_advance(repl_clock_t *clk, repl_ts_t ts, terr_t *err);
 

@@ -65,14 +65,14 @@
 typedef struct repl_oplog repl_oplog_t;
 
 /* An opTime: {ts, t}.  The null opTime is {Timestamp(0, 0), -1}. */
-typedef struct repl_optime {
+typedef struct repl_oplog_optime {
 	repl_ts_t ts;
 	int64_t t;
-} repl_optime_t;
-#define REPL_OPTIME_NULL ((repl_optime_t){0, -1})
+} repl_oplog_optime_t;
+#define REPL_OPLOG_OPTIME_NULL ((repl_oplog_optime_t){0, -1})
 
 /* Append {ts: Timestamp, t: NumberLong} as a document named key. */
-void repl_optime_append(bson_t *out, const char *key, repl_optime_t ot);
+void repl_oplog_optime_append(bson_t *out, const char *key, repl_oplog_optime_t ot);
 
 typedef struct repl_oplog_options {
 	/* --oplogSize / replication.oplogSizeMB in MB; 0 = mongod's default
@@ -87,6 +87,11 @@ typedef struct repl_oplog_options {
 	void *term_arg;
 	/* Truncation thread: how often it checks the size (ms; 0 = 1000). */
 	int truncate_interval_ms;
+	/* For the default size: the data folder (free disk space), or an
+	 * in-memory engine (physical memory).  dbpath may be NULL (then the
+	 * default is the lower bound). */
+	const char *dbpath;
+	bool in_memory;
 } repl_oplog_options_t;
 
 /*
@@ -108,7 +113,7 @@ void repl_oplog_close(repl_oplog_t *op);
  * already exists it does nothing and sets *created false (may be NULL).
  * *at (may be NULL) gets the no-op's opTime.
  */
-int repl_oplog_create(repl_oplog_t *op, const bson_t *msg, bool *created, repl_optime_t *at, terr_t *err);
+int repl_oplog_create(repl_oplog_t *op, const bson_t *msg, bool *created, repl_oplog_optime_t *at, terr_t *err);
 /* local.oplog.rs exists (the set was initiated). */
 bool repl_oplog_exists(repl_oplog_t *op);
 /* The clock the oplog stamps from (borrowed). */
@@ -119,7 +124,7 @@ repl_clock_t *repl_oplog_clock(repl_oplog_t *op);
 repl_ts_t repl_oplog_visible(repl_oplog_t *op);
 /* The opTime of the newest entry <= the visibility point ({0, -1} when
  * none): hello's lastWrite.opTime, majorityOpTime on a single node. */
-repl_optime_t repl_oplog_last_optime(repl_oplog_t *op);
+repl_oplog_optime_t repl_oplog_last_optime(repl_oplog_t *op);
 /* Wait until the visibility point reaches ts or timeout_ms passes (a
  * writer's own commit is visible when its storage_txn_commit returns, but
  * older concurrent ones may still be in flight).  Returns true when reached. */
@@ -131,7 +136,7 @@ bool repl_oplog_wait_visible(repl_oplog_t *op, repl_ts_t ts, int64_t timeout_ms)
  * its own committed one.  *at (may be NULL) gets its opTime.  Errors: 20
  * IllegalOperation when the oplog does not exist.
  */
-int repl_oplog_noop(repl_oplog_t *op, storage_session_t *s, const bson_t *o, repl_optime_t *at, terr_t *err);
+int repl_oplog_noop(repl_oplog_t *op, storage_session_t *s, const bson_t *o, repl_oplog_optime_t *at, terr_t *err);
 
 /* Read the entry with exactly this ts (a retryable write's statement, a
  * transaction's prevOpTime chain): 0 with *entry initialised to a copy (the
@@ -195,14 +200,14 @@ int repl_oplog_truncate(repl_oplog_t *op, int64_t *removed, terr_t *err);
  * a document.
  */
 int repl_oplog_session_set(repl_oplog_t *op, storage_session_t *s, const bson_t *lsid, int64_t txn_number,
-                           repl_optime_t prev, terr_t *err);
+                           repl_oplog_optime_t prev, terr_t *err);
 /* The statement id the next logged write carries (retryable writes: one
  * per statement of the batch); < 0 = none. */
 void repl_oplog_session_set_stmt(storage_session_t *s, int32_t stmt_id);
 /* The opTime of the last entry written through s with the current session
  * info and committed ({0, -1} when none): what config.transactions records
  * as lastWriteOpTime, and what a retry finds with repl_oplog_find. */
-repl_optime_t repl_oplog_session_last(storage_session_t *s);
+repl_oplog_optime_t repl_oplog_session_last(storage_session_t *s);
 /* Detach the session info (and end collect mode); writes are then logged
  * without lsid/txnNumber.  Call before s goes back to the pool. */
 void repl_oplog_session_clear(storage_session_t *s);

@@ -9,6 +9,8 @@
  * collections written in their own durable WiredTiger transaction.
  */
 #include "repl/replset.h"
+#include "repl/clock.h"
+#include "repl/oplog.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -43,6 +45,9 @@ struct repl_set {
 	repl_optime_t last_applied;
 	int64_t last_applied_wall_ms;
 	uint32_t clock_secs, clock_inc;  /* cluster time (>= last_applied) */
+	/* with an oplog (repl_set_attach_oplog): its clock is the cluster
+	 * time and its newest entry the last applied optime */
+	repl_oplog_t *oplog;
 	uint64_t topology_counter;
 	int64_t start_wall_ms;
 };
@@ -86,6 +91,20 @@ mono_us(void)
 static void
 tick_locked(repl_set_t *rs, uint32_t *secs, uint32_t *inc)
 {
+	if (rs->oplog != NULL) {
+		/* the oplog's clock reserves Timestamps for entries; here we only
+		 * read it (reserving one would leave a Timestamp no entry has) */
+		repl_ts_t now = repl_clock_now(repl_oplog_clock(rs->oplog));
+		*secs = repl_ts_secs(now);
+		*inc = repl_ts_inc(now);
+		rs->clock_secs = *secs;
+		rs->clock_inc = *inc;
+		rs->last_applied.secs = *secs;
+		rs->last_applied.inc = *inc;
+		rs->last_applied.term = rs->term > 0 ? rs->term : -1;
+		rs->last_applied_wall_ms = wall_ms();
+		return;
+	}
 	uint32_t now = (uint32_t)(wall_ms() / 1000);
 
 	if (now > rs->clock_secs) {
@@ -106,8 +125,47 @@ tick_locked(repl_set_t *rs, uint32_t *secs, uint32_t *inc)
 }
 
 void
+repl_set_attach_oplog(repl_set_t *rs, repl_oplog_t *oplog)
+{
+	pthread_mutex_lock(&rs->lock);
+	rs->oplog = oplog;
+	pthread_mutex_unlock(&rs->lock);
+}
+
+/* The oplog's newest visible entry as last_applied (read outside the lock:
+ * the oplog's writers read the term under it). */
+static void
+last_applied_from_oplog(repl_set_t *rs)
+{
+	repl_oplog_optime_t ot;
+
+	if (rs->oplog == NULL)
+		return;
+	ot = repl_oplog_last_optime(rs->oplog);
+	if (ot.ts == 0)
+		return;
+	pthread_mutex_lock(&rs->lock);
+	if (REPL_TS(rs->last_applied.secs, rs->last_applied.inc) != ot.ts) {
+		rs->last_applied.secs = repl_ts_secs(ot.ts);
+		rs->last_applied.inc = repl_ts_inc(ot.ts);
+		rs->last_applied.term = ot.t;
+		rs->last_applied_wall_ms = wall_ms();
+	}
+	pthread_mutex_unlock(&rs->lock);
+}
+
+void
 repl_set_clock_tick(repl_set_t *rs, uint32_t *secs, uint32_t *inc)
 {
+	if (rs->oplog != NULL) {
+		/* a write's operationTime: the cluster time after it (its entry's
+		 * ts or later); last applied: the newest visible entry */
+		repl_ts_t now = repl_clock_now(repl_oplog_clock(rs->oplog));
+		last_applied_from_oplog(rs);
+		*secs = repl_ts_secs(now);
+		*inc = repl_ts_inc(now);
+		return;
+	}
 	pthread_mutex_lock(&rs->lock);
 	tick_locked(rs, secs, inc);
 	pthread_mutex_unlock(&rs->lock);
@@ -116,6 +174,12 @@ repl_set_clock_tick(repl_set_t *rs, uint32_t *secs, uint32_t *inc)
 void
 repl_set_clock_now(repl_set_t *rs, uint32_t *secs, uint32_t *inc)
 {
+	if (rs->oplog != NULL) {
+		repl_ts_t now = repl_clock_now(repl_oplog_clock(rs->oplog));
+		*secs = repl_ts_secs(now);
+		*inc = repl_ts_inc(now);
+		return;
+	}
 	pthread_mutex_lock(&rs->lock);
 	*secs = rs->clock_secs;
 	*inc = rs->clock_inc;
@@ -125,6 +189,11 @@ repl_set_clock_now(repl_set_t *rs, uint32_t *secs, uint32_t *inc)
 void
 repl_set_clock_advance(repl_set_t *rs, uint32_t secs, uint32_t inc)
 {
+	if (rs->oplog != NULL) {
+		/* the drift limit was checked by the caller (repl_clock_advance) */
+		(void)repl_clock_advance(repl_oplog_clock(rs->oplog), REPL_TS(secs, inc), NULL);
+		return;
+	}
 	pthread_mutex_lock(&rs->lock);
 	if (secs > rs->clock_secs || (secs == rs->clock_secs && inc > rs->clock_inc)) {
 		rs->clock_secs = secs;
@@ -1107,6 +1176,7 @@ repl_set_info(repl_set_t *rs, repl_set_info_t *out)
 	uint8_t *b;
 
 	memset(out, 0, sizeof(*out));
+	last_applied_from_oplog(rs);
 	pthread_mutex_lock(&rs->lock);
 	refresh_locked(rs);
 	out->state = rs->state;

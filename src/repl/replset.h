@@ -147,6 +147,13 @@ bool repl_set_topology_wait(repl_set_t *rs, uint64_t counter, int64_t deadline_u
  * moves the cluster time forward to a gossiped time (never back).
  */
 void repl_set_clock_tick(repl_set_t *rs, uint32_t *secs, uint32_t *inc);
+/* With an oplog (set once by the engine right after repl_set_open, before
+ * commands run; borrowed, outlives rs's use of it): the cluster clock above
+ * is the oplog's clock (repl/clock.h) and the last applied optime its newest
+ * visible entry (repl_oplog_last_optime); a tick then reads the clock
+ * instead of reserving a Timestamp no entry has. */
+struct repl_oplog;
+void repl_set_attach_oplog(repl_set_t *rs, struct repl_oplog *oplog);
 void repl_set_clock_now(repl_set_t *rs, uint32_t *secs, uint32_t *inc);
 void repl_set_clock_advance(repl_set_t *rs, uint32_t secs, uint32_t inc);
 

@@ -318,7 +318,7 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 		bson_destroy(&tmp);
 	}
 	BSON_APPEND_ARRAY_BEGIN(out, "indexes", &arr);
-	if (src == NULL) {
+	if (src == NULL && id_ident != NULL) {
 		bson_t spec, k;
 		bson_init(&spec);
 		BSON_APPEND_INT32(&spec, "v", 2);
@@ -340,7 +340,7 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 		entry_index_flags(&ix, false, true, true, NULL, NULL);
 		bson_append_document_end(&arr, &ix);
 		bson_destroy(&spec);
-	} else {
+	} else if (src != NULL) {
 		for (int i = 0; i < src->nindexes; i++) {
 			const storage_index_t *six = &src->indexes[i];
 			bool mark = multikey != NULL && strcmp(six->name, multikey) == 0;
@@ -579,26 +579,35 @@ ddl_put_meta(storage_t *st, terr_t *err)
 	return ret;
 }
 
+/* Catalog transactions run on st->ddl_s (ddl_ws as a storage session), so
+ * the op observer can write its entry into them (ddl_observe). */
 static int
 ddl_begin(storage_t *st, terr_t *err)
 {
-	int ret = st->ddl_ws->begin_transaction(st->ddl_ws, NULL);
-
-	return ret ? storage_wt_err(ret, "begin catalog transaction", err) : 0;
+	return storage_txn_begin(st->ddl_s, err);
 }
 
 static int
 ddl_commit(storage_t *st, terr_t *err)
 {
-	int ret = st->ddl_ws->commit_transaction(st->ddl_ws, st->in_memory ? NULL : "sync=on");
-
-	return ret ? storage_wt_err(ret, "commit catalog transaction", err) : 0;
+	return storage_txn_commit(st->ddl_s, true, err);
 }
 
 static void
 ddl_rollback(storage_t *st)
 {
-	st->ddl_ws->rollback_transaction(st->ddl_ws, NULL);
+	storage_txn_rollback(st->ddl_s);
+}
+
+/* Show a catalog change to the op observer inside the open catalog
+ * transaction; on failure the transaction is rolled back. */
+static int
+ddl_observe(storage_t *st, const storage_op_t *op, terr_t *err)
+{
+	if (op == NULL || storage_observe(st->ddl_s, op, err) == 0)
+		return 0;
+	ddl_rollback(st);
+	return -1;
 }
 
 static char *
@@ -643,7 +652,8 @@ table_create(storage_t *st, const char *ident, const char *config, terr_t *err)
 
 /* ---- views ---------------------------------------------------------------- */
 
-static int ddl_put_entry(storage_t *st, const char *ns, const bson_t *entry, terr_t *err);
+static int ddl_put_entry(storage_t *st, const char *ns, const bson_t *entry, const storage_op_t *op,
+                         terr_t *err);
 
 /* Is ns a view?  Under cat_lock (either mode); *def, when not NULL, points
  * into st->views (valid while the lock is held). */
@@ -736,7 +746,7 @@ view_put(storage_t *st, const char *db, const char *name, const bson_t *def, boo
 		ret = terr_set(err, TERR_NAMESPACE_EXISTS, "Collection %s already exists.", ns);
 	if (ret == 0) {
 		view_entry(&entry, ns, def);
-		ret = ddl_put_entry(st, ns, &entry, err);
+		ret = ddl_put_entry(st, ns, &entry, NULL, err);
 		bson_destroy(&entry);
 	}
 	if (ret == 0)
@@ -852,6 +862,7 @@ storage_coll_create(storage_t *st, storage_session_t *s, const char *db, const c
 	char *ns = NULL, *ident = NULL, *id_ident = NULL;
 	uint8_t uuid[16];
 	bson_t entry;
+	bson_iter_t oit;
 	bool have_entry = false, tables = false;
 	int ret = 0;
 
@@ -866,11 +877,14 @@ storage_coll_create(storage_t *st, storage_session_t *s, const char *db, const c
 		goto err;
 	}
 	ident = new_ident(st, "collection");
-	id_ident = new_ident(st, "index");
+	/* {autoIndexId: false}: no _id index (the oplog) */
+	if (!(options != NULL && bson_iter_init_find(&oit, options, "autoIndexId") && !bson_iter_as_bool(&oit)))
+		id_ident = new_ident(st, "index");
 	new_uuid(uuid);
 	tables = true;
 	ERR(table_create(st, ident, RECORD_TABLE_CONFIG, err));
-	ERR(table_create(st, id_ident, UNIQUE_INDEX_CONFIG, err));
+	if (id_ident != NULL)
+		ERR(table_create(st, id_ident, UNIQUE_INDEX_CONFIG, err));
 	entry_build(&entry, ns, uuid, ident, options, NULL, id_ident, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 	have_entry = true;
 	ERR(coll_from_entry(&entry, NULL, 1, &c, err));
@@ -878,6 +892,10 @@ storage_coll_create(storage_t *st, storage_session_t *s, const char *db, const c
 	if ((ret = ddl_put(st, ns, &entry, err)) != 0 || (ret = ddl_put_meta(st, err)) != 0) {
 		ddl_rollback(st);
 		goto err;
+	}
+	{
+		storage_op_t op = {.kind = STORAGE_OP_CREATE, .db = db, .coll = c};
+		ERR(ddl_observe(st, &op, err));
 	}
 	ERR(ddl_commit(st, err));
 	tables = false;
@@ -888,7 +906,8 @@ storage_coll_create(storage_t *st, storage_session_t *s, const char *db, const c
 err:
 	if (tables && ident != NULL) {
 		storage_ident_drop(st, st->ddl_ws, ident, NULL);
-		storage_ident_drop(st, st->ddl_ws, id_ident, NULL);
+		if (id_ident != NULL)
+			storage_ident_drop(st, st->ddl_ws, id_ident, NULL);
 	}
 	pthread_mutex_unlock(&st->ddl_lock);
 	if (c != NULL)
@@ -904,13 +923,14 @@ err:
 /* Store one catalog entry in its own catalog transaction (rolled back on
  * failure).  Under ddl_lock. */
 static int
-ddl_put_entry(storage_t *st, const char *ns, const bson_t *entry, terr_t *err)
+ddl_put_entry(storage_t *st, const char *ns, const bson_t *entry, const storage_op_t *op, terr_t *err)
 {
 	RET(ddl_begin(st, err));
 	if (ddl_put(st, ns, entry, err) != 0) {
 		ddl_rollback(st);
 		return -1;
 	}
+	RET(ddl_observe(st, op, err));
 	return ddl_commit(st, err);
 }
 
@@ -951,7 +971,11 @@ storage_coll_set_options(storage_t *st, storage_session_t *s, const char *db, co
 	ERR(ddl_get(st, db, name, &c, err));
 	entry_build(&entry, c->ns, c->uuid, c->ident, options, c, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 	have_entry = true;
-	ERR(ddl_put_entry(st, c->ns, &entry, err));
+	{
+		storage_op_t op = {.kind = STORAGE_OP_SET_OPTIONS, .db = c->db, .coll = c, .doc = options,
+		    .old_doc = c->options};
+		ERR(ddl_put_entry(st, c->ns, &entry, &op, err));
+	}
 	/* the new descriptor carries the new generation: writers holding an
 	 * older one validate again (storage_set_write_check) */
 	atomic_fetch_add(&storage_coll_rt(c)->optgen, 1);
@@ -1050,6 +1074,11 @@ storage_coll_drop(storage_t *st, storage_session_t *s, const char *db, const cha
 		ddl_rollback(st);
 		goto err;
 	}
+	{
+		storage_op_t op = {.kind = STORAGE_OP_DROP, .db = c->db, .coll = c,
+		    .num_records = atomic_load(&storage_coll_rt(c)->count)};
+		ERR(ddl_observe(st, &op, err));
+	}
 	ERR(ddl_commit(st, err));
 	pthread_rwlock_wrlock(&st->cat_lock);
 	cat_remove(st, c->ns);
@@ -1099,6 +1128,11 @@ storage_coll_rename(storage_t *st, storage_session_t *s, const char *db, const c
 		ddl_rollback(st);
 		goto err;
 	}
+	{
+		storage_op_t op = {.kind = STORAGE_OP_RENAME, .db = db, .coll = c, .to_db = to_db, .to_name = to,
+		    .drop_target_uuid = target != NULL ? target->uuid : NULL};
+		ERR(ddl_observe(st, &op, err));
+	}
 	ERR(ddl_commit(st, err));
 	if (target_view)
 		views_publish(st, views_edit(st->views, to_ns, NULL, NULL));
@@ -1140,10 +1174,14 @@ storage_db_drop(storage_t *st, storage_session_t *s, const char *db, terr_t *err
 		goto err;
 	ERR(ddl_begin(st, err));
 	for (int i = 0; i < n; i++) {
+		storage_op_t op = {.kind = STORAGE_OP_DROP, .db = db, .coll = colls[i],
+		    .num_records = atomic_load(&storage_coll_rt(colls[i])->count)};
+
 		if ((ret = ddl_remove(st, colls[i]->ns, err)) != 0) {
 			ddl_rollback(st);
 			goto err;
 		}
+		ERR(ddl_observe(st, &op, err));
 	}
 	bson_iter_init(&vi, &views);
 	while (bson_iter_next(&vi)) {
@@ -1154,6 +1192,10 @@ storage_db_drop(storage_t *st, storage_session_t *s, const char *db, terr_t *err
 			ddl_rollback(st);
 			goto err;
 		}
+	}
+	{
+		storage_op_t op = {.kind = STORAGE_OP_DROP_DB, .db = db};
+		ERR(ddl_observe(st, &op, err));
 	}
 	kept = views_edit(st->views, NULL, NULL, db);
 	ERR(ddl_commit(st, err));
@@ -1297,6 +1339,11 @@ storage_index_create(storage_t *st, storage_session_t *s, const char *db, const 
 		ddl_rollback(st);
 		goto err;
 	}
+	{
+		storage_op_t op = {.kind = STORAGE_OP_INDEX_CREATE, .db = c->db, .coll = c, .doc = spec,
+		    .num_records = atomic_load(&rt->count)};
+		ERR(ddl_observe(st, &op, err));
+	}
 	ERR(ddl_commit(st, err));
 	table = false;
 	atomic_fetch_add(&rt->ixgen, 1);
@@ -1324,6 +1371,7 @@ storage_index_drop(storage_t *st, storage_session_t *s, const char *db, const ch
 	storage_coll_t *c = NULL;
 	coll_rt_t *rt = NULL;
 	const char *ident = NULL;
+	const bson_t *dropped_spec = NULL;
 	bson_t entry;
 	bool have_entry = false;
 	int ret = 0;
@@ -1332,8 +1380,10 @@ storage_index_drop(storage_t *st, storage_session_t *s, const char *db, const ch
 
 	RET(ddl_lock_gated(st, db, name, &c, &rt, err));
 	for (int i = 0; i < c->nindexes; i++)
-		if (strcmp(c->indexes[i].name, index_name) == 0)
+		if (strcmp(c->indexes[i].name, index_name) == 0) {
 			ident = c->indexes[i].ident;
+			dropped_spec = c->indexes[i].spec;
+		}
 	if (ident == NULL) {
 		ret = terr_set(err, TERR_INDEX_NOT_FOUND, "index not found with name [%s]", index_name);
 		goto err;
@@ -1345,7 +1395,10 @@ storage_index_drop(storage_t *st, storage_session_t *s, const char *db, const ch
 	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, index_name, NULL, NULL, NULL, NULL, NULL,
 	    NULL);
 	have_entry = true;
-	ERR(ddl_put_entry(st, c->ns, &entry, err));
+	{
+		storage_op_t op = {.kind = STORAGE_OP_INDEX_DROP, .db = c->db, .coll = c, .doc = dropped_spec};
+		ERR(ddl_put_entry(st, c->ns, &entry, &op, err));
+	}
 	atomic_fetch_add(&rt->ixgen, 1);
 	ERR(republish(st, c, &entry, NULL, err));
 	storage_ident_drop(st, st->ddl_ws, ident, NULL);
@@ -1401,7 +1454,11 @@ storage_index_set_spec(storage_t *st, storage_session_t *s, const char *db, cons
 	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, NULL, NULL, NULL, NULL,
 	    index_name, spec);
 	have_entry = true;
-	ERR(ddl_put_entry(st, c->ns, &entry, err));
+	{
+		storage_op_t op = {.kind = STORAGE_OP_INDEX_SET_SPEC, .db = c->db, .coll = c, .doc = spec,
+		    .old_doc = ix->spec};
+		ERR(ddl_put_entry(st, c->ns, &entry, &op, err));
+	}
 	ERR(republish(st, c, &entry, NULL, err));
 err:
 	pthread_mutex_unlock(&st->ddl_lock);
@@ -1440,7 +1497,7 @@ storage_index_mark_multikey(storage_t *st, const char *db, const char *name, con
 	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, NULL, NULL, ix_name, masks, NULL,
 	    NULL);
 	have_entry = true;
-	ERR(ddl_put_entry(st, c->ns, &entry, err));
+	ERR(ddl_put_entry(st, c->ns, &entry, NULL, err));
 	ERR(republish(st, c, &entry, NULL, err));
 err:
 	pthread_mutex_unlock(&st->ddl_lock);

@@ -57,6 +57,11 @@ struct storage_cursor {
 	bytes_t doc;                   /* collection scans: the last document returned */
 	bytes_t lo, hi, seek;
 	bool has_lo, has_hi, lo_incl, hi_incl;
+	/* Forward collection scans: the largest RecordId to return (the op
+	 * observer's scan_limit, read at open and each restore: the oplog's
+	 * visibility point); INT64_MAX = none. */
+	recid_t limit;
+	bool any_returned;
 };
 
 static void
@@ -159,6 +164,11 @@ cursor_attach(storage_cursor_t *cur, storage_session_t *s, terr_t *err)
 	const char *uri = cur->ix != NULL ? cur->ix->ident : cur->c->ident;
 	int ret;
 
+	/* read before the scan reads anything: every record <= the limit has
+	 * committed by then, so whatever snapshot the scan reads in sees them */
+	cur->limit = INT64_MAX;
+	if (cur->ix == NULL && !cur->backward && s->st->obs.scan_limit != NULL)
+		cur->limit = s->st->obs.scan_limit(s->st->obs.arg, cur->c);
 	/* the session's spare scan cursor, when it is on this table and no
 	 * table was dropped since it was put aside */
 	if (s->spare_scan != NULL) {
@@ -367,6 +377,27 @@ storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
 		cur->state = CUR_POSITIONED;
 		if (cur->ix == NULL) {
 			int64_t rid = 0;
+			if (cur->limit != INT64_MAX) {
+				if ((ret = wc->get_key(wc, &rid)) != 0)
+					return storage_wt_err(ret, "scan", err);
+				if (rid > cur->limit) {
+					/* not visible yet: stop here, and after a
+					 * restore (a new limit) go on from the last
+					 * record returned */
+					cur->state = cur->any_returned ? CUR_REPOSITION : CUR_START;
+					wc->reset(wc);
+					return 0;
+				}
+				cur->any_returned = true;
+				if (recid == NULL) {
+					cur->last_recid = rid;
+					if (cur->key_lazy) {
+						cur->key_lazy = false;
+						if (cur->s->lazy_key == cur)
+							cur->s->lazy_key = NULL;
+					}
+				}
+			}
 			if (recid != NULL) {
 				if ((ret = wc->get_key(wc, &rid)) != 0)
 					return storage_wt_err(ret, "scan", err);
@@ -377,7 +408,7 @@ storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
 					if (cur->s->lazy_key == cur)
 						cur->s->lazy_key = NULL;
 				}
-			} else if (!cur->key_lazy) {
+			} else if (!cur->key_lazy && cur->limit == INT64_MAX) {
 				/* one lazy scan per session: the previous one settles */
 				if (cur->s->lazy_key != NULL)
 					settle(cur->s->lazy_key);

@@ -10,6 +10,8 @@
 #include "storage/storage_private.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +103,7 @@ mkdir_p(const char *path)
 
 static void *flusher_main(void *arg);
 static void pool_cursors_flush(storage_t *st);
+static storage_session_t *session_wrap(storage_t *st, WT_SESSION *ws);
 
 int
 storage_open(const char *path, const storage_options_t *opts, storage_t **out, terr_t *err)
@@ -165,6 +168,7 @@ storage_open(const char *path, const storage_options_t *opts, storage_t **out, t
 		ret = -1;
 		goto err;
 	}
+	st->ddl_s = session_wrap(st, st->ddl_ws);
 	if ((wret = st->ddl_ws->create(st->ddl_ws, STORAGE_CATALOG_URI, "key_format=S,value_format=u")) != 0) {
 		storage_wt_err(wret, "create catalog", err);
 		ret = -1;
@@ -184,6 +188,7 @@ storage_open(const char *path, const storage_options_t *opts, storage_t **out, t
 	return 0;
 err:
 	bson_free(config);
+	storage_session_close(st->ddl_s);
 	if (st->conn != NULL)
 		st->conn->close(st->conn, NULL);
 	storage_catalog_free(st);
@@ -274,10 +279,12 @@ storage_close(storage_t *st)
 	}
 	st->pool = NULL;
 	retry_pending_drops(st, st->ddl_ws);
-	if (!st->in_memory) {
+	if (!st->in_memory)
 		storage_catalog_save_sizes(st);
+	storage_session_close(st->ddl_s);
+	st->ddl_s = NULL;
+	if (!st->in_memory)
 		st->ddl_ws->checkpoint(st->ddl_ws, NULL);
-	}
 	st->conn->close(st->conn, NULL);
 	/* Idents still pending are orphans now; the next open drops them. */
 	while (st->pending != NULL) {
@@ -367,24 +374,31 @@ storage_ident_drop(storage_t *st, WT_SESSION *ws, const char *ident, coll_rt_t *
 
 /* ---- sessions ----------------------------------------------------------- */
 
-int
-storage_session_open(storage_t *st, storage_session_t **out, terr_t *err)
+static storage_session_t *
+session_wrap(storage_t *st, WT_SESSION *ws)
 {
-	storage_session_t *s;
-	int ret;
+	storage_session_t *s = bson_malloc0(sizeof(*s));
 
-	*out = NULL;
-	s = bson_malloc0(sizeof(*s));
 	s->st = st;
-	if ((ret = st->conn->open_session(st->conn, NULL, "isolation=snapshot", &s->ws)) != 0) {
-		bson_free(s);
-		return storage_wt_err(ret, "open_session", err);
-	}
+	s->ws = ws;
 	keystring_init(&s->ks);
 	keystring_init(&s->ks2);
 	keystring_init(&s->tb);
 	s->cur_epoch = atomic_load(&st->cursor_epoch);
-	*out = s;
+	s->internal = ws == st->ddl_ws;
+	return s;
+}
+
+int
+storage_session_open(storage_t *st, storage_session_t **out, terr_t *err)
+{
+	WT_SESSION *ws;
+	int ret;
+
+	*out = NULL;
+	if ((ret = st->conn->open_session(st->conn, NULL, "isolation=snapshot", &ws)) != 0)
+		return storage_wt_err(ret, "open_session", err);
+	*out = session_wrap(st, ws);
 	return 0;
 }
 
@@ -396,7 +410,10 @@ storage_session_close(storage_session_t *s)
 	if (s->in_txn)
 		storage_txn_rollback(s);
 	storage_session_cursors_close(s);
-	s->ws->close(s->ws, NULL);
+	if (s->obs_free != NULL && s->obs_ctx != NULL)
+		s->obs_free(s->obs_ctx);
+	if (!s->internal)
+		s->ws->close(s->ws, NULL);
 	keystring_destroy(&s->ks);
 	keystring_destroy(&s->ks2);
 	keystring_destroy(&s->tb);
@@ -550,7 +567,136 @@ storage_txn_begin(storage_session_t *s, terr_t *err)
 		return storage_wt_err(ret, "begin_transaction", err);
 	s->in_txn = true;
 	s->txn_failed = false;
+	s->observed = false;
+	s->first_ts = 0;
 	return 0;
+}
+
+int
+storage_txn_begin_at(storage_session_t *s, uint64_t read_ts, terr_t *err)
+{
+	char cfg[64];
+	int ret;
+
+	if (s->in_txn)
+		return terr_set(err, TERR_ILLEGAL_OPERATION, "a storage transaction is already open on this session");
+	snprintf(cfg, sizeof(cfg), "read_timestamp=%" PRIx64, read_ts);
+	if ((ret = s->ws->begin_transaction(s->ws, cfg)) != 0)
+		return storage_wt_err(ret, "begin_transaction at a read timestamp", err);
+	s->in_txn = true;
+	s->txn_failed = false;
+	s->observed = false;
+	s->first_ts = 0;
+	return 0;
+}
+
+/* The observer forgets the transaction that just ended on s. */
+static void
+txn_ended(storage_session_t *s, bool committed)
+{
+	s->observed = false;
+	s->first_ts = 0;
+	if (s->st->obs.on_end != NULL)
+		s->st->obs.on_end(s->st->obs.arg, s, committed);
+}
+
+int
+storage_txn_set_timestamp(storage_session_t *s, uint64_t ts, terr_t *err)
+{
+	char cfg[64];
+	int ret;
+
+	RET(storage_require_txn(s, err));
+	snprintf(cfg, sizeof(cfg), "commit_timestamp=%" PRIx64, ts);
+	if ((ret = s->ws->timestamp_transaction(s->ws, cfg)) != 0)
+		return storage_txn_fail(s, storage_wt_err(ret, "timestamp_transaction", err));
+	if (s->first_ts == 0)
+		s->first_ts = ts;
+	return 0;
+}
+
+uint64_t
+storage_txn_first_timestamp(const storage_session_t *s)
+{
+	return s->in_txn ? s->first_ts : 0;
+}
+
+int
+storage_ts_all_committed(storage_t *st, uint64_t *ts, terr_t *err)
+{
+	char hex[32];
+	int ret;
+
+	*ts = 0;
+	ret = st->conn->query_timestamp(st->conn, hex, "get=all_committed");
+	if (ret == WT_NOTFOUND)
+		return 0;
+	if (ret != 0)
+		return storage_wt_err(ret, "query_timestamp", err);
+	*ts = strtoull(hex, NULL, 16);
+	return 0;
+}
+
+int
+storage_ts_set(storage_t *st, uint64_t stable, uint64_t oldest, terr_t *err)
+{
+	char cfg[96];
+	int n = 0, ret;
+
+	cfg[0] = '\0';
+	if (stable != 0)
+		n = snprintf(cfg, sizeof(cfg), "stable_timestamp=%" PRIx64, stable);
+	if (oldest != 0)
+		snprintf(cfg + n, sizeof(cfg) - (size_t)n, "%soldest_timestamp=%" PRIx64, n ? "," : "", oldest);
+	if (cfg[0] == '\0')
+		return 0;
+	if ((ret = st->conn->set_timestamp(st->conn, cfg)) != 0)
+		return storage_wt_err(ret, "set_timestamp", err);
+	return 0;
+}
+
+void
+storage_set_op_observer(storage_t *st, const storage_op_observer_t *obs)
+{
+	if (obs == NULL)
+		memset(&st->obs, 0, sizeof(st->obs));
+	else
+		st->obs = *obs;
+}
+
+void
+storage_session_set_observer_ctx(storage_session_t *s, void *ctx, void (*free_fn)(void *ctx))
+{
+	if (s->obs_ctx != NULL && s->obs_ctx != ctx && s->obs_free != NULL)
+		s->obs_free(s->obs_ctx);
+	s->obs_ctx = ctx;
+	s->obs_free = free_fn;
+}
+
+void *
+storage_session_observer_ctx(const storage_session_t *s)
+{
+	return s->obs_ctx;
+}
+
+bool
+storage_session_set_unobserved(storage_session_t *s, bool on)
+{
+	bool was = s->unobserved;
+
+	s->unobserved = on;
+	return was;
+}
+
+int
+storage_observe(storage_session_t *s, const storage_op_t *op, terr_t *err)
+{
+	storage_t *st = s->st;
+
+	if (st->obs.on_write == NULL || s->unobserved)
+		return 0;
+	s->observed = true;
+	return st->obs.on_write(st->obs.arg, s, op, err);
 }
 
 int
@@ -565,6 +711,11 @@ storage_txn_commit(storage_session_t *s, bool sync, terr_t *err)
 		return terr_set(err, TERR_INTERNAL_ERROR,
 		    "storage transaction failed earlier and was rolled back");
 	}
+	if (s->observed && s->st->obs.on_commit != NULL &&
+	    s->st->obs.on_commit(s->st->obs.arg, s, err) != 0) {
+		storage_txn_rollback(s);
+		return -1;
+	}
 	storage_cursor_settle(s);
 	ret = s->ws->commit_transaction(s->ws, sync && !s->st->in_memory ? "sync=on" : NULL);
 	s->in_txn = false;
@@ -572,6 +723,7 @@ storage_txn_commit(storage_session_t *s, bool sync, terr_t *err)
 	if (ret != 0) {
 		/* A failed commit is a rollback in WiredTiger. */
 		deltas_clear(s);
+		txn_ended(s, false);
 		return storage_wt_err(ret, "commit_transaction", err);
 	}
 	for (int i = 0; i < s->ndeltas; i++) {
@@ -581,6 +733,7 @@ storage_txn_commit(storage_session_t *s, bool sync, terr_t *err)
 	if (!sync)
 		atomic_store(&s->st->dirty, true);
 	deltas_clear(s);
+	txn_ended(s, true);
 	return 0;
 }
 
@@ -595,6 +748,7 @@ storage_txn_rollback(storage_session_t *s)
 	s->txn_epoch++;
 	s->txn_failed = false;
 	deltas_clear(s);
+	txn_ended(s, false);
 }
 
 bool

@@ -14,6 +14,7 @@
  */
 #include "storage/storage_private.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -449,9 +450,19 @@ write_end(storage_coll_t *c, storage_coll_t *ixc)
 		storage_coll_release(ixc);
 }
 
-int
-storage_doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc,
-                   recid_t *recid, terr_t *err)
+static bool
+has_id_index(const storage_coll_t *c)
+{
+	for (int i = 0; i < c->nindexes; i++)
+		if (c->indexes[i].is_id)
+			return true;
+	return false;
+}
+
+/* Insert doc at RecordId at (0: the next one of the collection's counter). */
+static int
+doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc, recid_t at, recid_t *recid,
+           terr_t *err)
 {
 	coll_rt_t *rt = storage_coll_rt(c);
 	storage_coll_t *ixc = c;
@@ -462,14 +473,23 @@ storage_doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc,
 	int ret = 0, wret;
 
 	RET(storage_require_txn(s, err));
-	if (doc->len > STORAGE_MAX_BSON)
+	/* a record at a chosen RecordId (an oplog entry) may be as large as
+	 * mongod's BSONObjMaxInternalSize, so the entry of a 16 MB document fits */
+	if (doc->len > STORAGE_MAX_BSON + (at != 0 ? STORAGE_INTERNAL_SLACK : 0))
 		return terr_set(err, TERR_BSON_OBJECT_TOO_LARGE,
 		    "object to insert too large. size in bytes: %u, max size: %d", doc->len, STORAGE_MAX_BSON);
-	if (!doc_id(doc, &it))
+	if (!doc_id(doc, &it) && (at == 0 || has_id_index(c)))
 		return terr_set(err, TERR_BAD_VALUE, "document to insert must have _id as its first field");
 	ERR(write_begin(s, c, &ixc, err));
 	ERR(write_recheck(s, c, doc, NULL, err));
-	id = atomic_fetch_add(&rt->next_recid, 1) + 1;
+	if (at != 0) {
+		long long seen = atomic_load(&rt->next_recid);
+		id = at;
+		while (seen < at && !atomic_compare_exchange_weak(&rt->next_recid, &seen, (long long)at))
+			;
+	} else {
+		id = atomic_fetch_add(&rt->next_recid, 1) + 1;
+	}
 	ERR(index_apply(s, ixc, id, NULL, doc, err));
 	ERR(storage_session_cursor(s, c->ident, &cur, err));
 	v.data = bson_get_data(doc);
@@ -477,16 +497,41 @@ storage_doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc,
 	cur->set_key(cur, (int64_t)id);
 	cur->set_value(cur, &v);
 	if ((wret = cur->insert(cur)) != 0) {
-		ret = storage_wt_err(wret, "insert record", err);
+		ret = wret == WT_DUPLICATE_KEY
+		    ? terr_set(err, TERR_BAD_VALUE, "RecordId %" PRId64 " already exists in %s", (int64_t)id, c->ns)
+		    : storage_wt_err(wret, "insert record", err);
 		goto err;
 	}
+	storage_session_cursor_done(cur);
+	cur = NULL;
 	ERR(storage_txn_delta(s, rt, 1, doc->len, err));
+	{
+		storage_op_t op = {.kind = STORAGE_OP_INSERT, .db = c->db, .coll = c, .recid = id, .doc = doc};
+		ERR(storage_observe(s, &op, err));
+	}
 	if (recid != NULL)
 		*recid = id;
 err:
 	storage_session_cursor_done(cur);
 	write_end(c, ixc);
 	return storage_txn_fail(s, ret);
+}
+
+int
+storage_doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc,
+                   recid_t *recid, terr_t *err)
+{
+	return doc_insert(s, c, doc, 0, recid, err);
+}
+
+int
+storage_doc_insert_at(storage_session_t *s, storage_coll_t *c, recid_t recid, const bson_t *doc,
+                      terr_t *err)
+{
+	if (recid <= 0)
+		return storage_txn_fail(s, terr_set(err, TERR_BAD_VALUE, "RecordId %" PRId64 " is not positive",
+		    (int64_t)recid));
+	return doc_insert(s, c, doc, recid, NULL, err);
 }
 
 int
@@ -519,7 +564,14 @@ storage_doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid,
 		    : storage_wt_err(wret, "update record", err);
 		goto err;
 	}
+	storage_session_cursor_done(cur);
+	cur = NULL;
 	ERR(storage_txn_delta(s, storage_coll_rt(c), 0, (int64_t)new_doc->len - (int64_t)old_doc->len, err));
+	{
+		storage_op_t op = {.kind = STORAGE_OP_UPDATE, .db = c->db, .coll = c, .recid = recid,
+		    .doc = new_doc, .old_doc = old_doc};
+		ERR(storage_observe(s, &op, err));
+	}
 err:
 	storage_session_cursor_done(cur);
 	write_end(c, ixc);
@@ -545,9 +597,71 @@ storage_doc_delete(storage_session_t *s, storage_coll_t *c, recid_t recid,
 		    : storage_wt_err(wret, "delete record", err);
 		goto err;
 	}
+	storage_session_cursor_done(cur);
+	cur = NULL;
 	ERR(storage_txn_delta(s, storage_coll_rt(c), -1, -(int64_t)old_doc->len, err));
+	{
+		storage_op_t op = {.kind = STORAGE_OP_DELETE, .db = c->db, .coll = c, .recid = recid,
+		    .old_doc = old_doc};
+		ERR(storage_observe(s, &op, err));
+	}
 err:
 	storage_session_cursor_done(cur);
+	write_end(c, ixc);
+	return storage_txn_fail(s, ret);
+}
+
+int
+storage_doc_delete_upto(storage_session_t *s, storage_coll_t *c, recid_t upto, int64_t max_records,
+                        int64_t *removed, int64_t *bytes, terr_t *err)
+{
+	storage_coll_t *ixc = c;
+	WT_CURSOR *cur = NULL;
+	int64_t n = 0, nbytes = 0;
+	int ret = 0, wret;
+
+	if (removed != NULL)
+		*removed = 0;
+	if (bytes != NULL)
+		*bytes = 0;
+	RET(storage_require_txn(s, err));
+	ERR(write_begin(s, c, &ixc, err));
+	/* a cursor of its own: index_apply uses the session's cached ones */
+	if ((wret = s->ws->open_cursor(s->ws, c->ident, NULL, NULL, &cur)) != 0) {
+		ret = storage_wt_err(wret, "open cursor", err);
+		goto err;
+	}
+	while ((max_records == 0 || n < max_records) && (wret = cur->next(cur)) == 0) {
+		int64_t key;
+		WT_ITEM v;
+		bson_t old;
+
+		if ((wret = cur->get_key(cur, &key)) != 0 || (wret = cur->get_value(cur, &v)) != 0)
+			break;
+		if (key > upto)
+			break;
+		if (!bson_init_static(&old, v.data, v.size)) {
+			ret = terr_set(err, TERR_INTERNAL_ERROR, "corrupt record %" PRId64 " in %s", key, c->ns);
+			goto err;
+		}
+		ERR(index_apply(s, ixc, key, &old, NULL, err));
+		nbytes += v.size;
+		if ((wret = cur->remove(cur)) != 0)
+			break;
+		n++;
+	}
+	if (wret != 0 && wret != WT_NOTFOUND) {
+		ret = storage_wt_err(wret, "delete records", err);
+		goto err;
+	}
+	ERR(storage_txn_delta(s, storage_coll_rt(c), -n, -nbytes, err));
+	if (removed != NULL)
+		*removed = n;
+	if (bytes != NULL)
+		*bytes = nbytes;
+err:
+	if (cur != NULL)
+		cur->close(cur);
 	write_end(c, ixc);
 	return storage_txn_fail(s, ret);
 }

@@ -20,6 +20,7 @@
 #define STORAGE_META_KEY "$meta"          /* catalog row with the ident counter */
 #define STORAGE_SIZES_KEY "$sizes"        /* counts/sizes written by a clean close */
 #define STORAGE_MAX_BSON (16 * 1024 * 1024)
+#define STORAGE_INTERNAL_SLACK (16 * 1024)   /* BSONObjMaxInternalSize - BSONObjMaxUserSize */
 #define STORAGE_MAX_NS_LEN 255
 #define STORAGE_MAX_DB_LEN 63
 #define STORAGE_CODE_QUERY_PLAN_KILLED 175
@@ -130,6 +131,13 @@ struct storage_session {
 	uint64_t cur_tick;
 	uint64_t pool_puts;        /* returns to the pool (WT reset every Nth) */
 	storage_session_t *pool_next;
+	/* The op observer's state for this session (storage_session_set_observer_ctx). */
+	void *obs_ctx;
+	void (*obs_free)(void *ctx);
+	bool unobserved;           /* storage_session_set_unobserved */
+	bool observed;             /* on_write was called in the open transaction */
+	uint64_t first_ts;         /* the open transaction's first commit timestamp, 0 = none */
+	bool internal;             /* st->ddl_s: its WT_SESSION is ddl_ws, closed with the connection */
 };
 
 /* An ident whose drop failed (EBUSY: a cursor still open somewhere); the
@@ -147,6 +155,7 @@ struct storage {
 	WT_EVENT_HANDLER events;
 	storage_keygen_fn keygen;  /* secondary-index keys, from a higher layer */
 	storage_write_check_fn write_check;  /* validation again after an options change */
+	storage_op_observer_t obs;           /* the oplog's hook (all NULL: none) */
 
 	/* In-memory catalog: descriptors sorted by ns; the array holds one
 	 * reference to each.  Readers take cat_lock shared and a reference;
@@ -165,6 +174,9 @@ struct storage {
 	pthread_mutex_t index_lock;
 	pthread_mutex_t ddl_lock;
 	WT_SESSION *ddl_ws;
+	/* ddl_ws as a storage session: catalog transactions run on it, so the
+	 * op observer can write its entry into the same transaction. */
+	storage_session_t *ddl_s;
 	int64_t next_ident;
 
 	/* Session pool. */
@@ -232,6 +244,9 @@ storage_session_cursor_done(WT_CURSOR *wc)
 }
 /* Close every cached cursor of s. */
 void storage_session_cursors_close(storage_session_t *s);
+/* Show op to the observer, if any (and s is not unobserved), inside s's
+ * open transaction; marks the transaction observed.  Returns its result. */
+int storage_observe(storage_session_t *s, const storage_op_t *op, terr_t *err);
 
 /* ---- catalog.c ---- */
 /* Load the catalog table into memory, drop unreferenced idents, initialise

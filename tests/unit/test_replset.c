@@ -7,6 +7,8 @@
  * replica-set rules, and the fail point modes (times, skip, alwaysOn, off,
  * activationProbability) with failCommand through the dispatcher.
  */
+#include <time.h>
+
 #include "tt.h"
 #include "tt_embedded.h"
 
@@ -441,14 +443,24 @@ test_engine_set(void)
 	r = run(e, "test", "{\"find\": \"c\", \"readConcern\": {\"afterClusterTime\": {\"$timestamp\": {\"t\": 1, \"i\": 1}}}}", &rc);
 	TT_EQ_INT(rc, 0);
 	bson_destroy(r);
-	/* a gossiped time ahead advances the clock (no auth: unsigned is fine) */
+	/* a gossiped time more than maxAcceptableLogicalClockDriftSecs (365
+	 * days) ahead is refused (262, mongod's rate limiter); one within it
+	 * advances the clock (no auth: unsigned is fine) */
 	r = run(e, "test", "{\"ping\": 1, \"$clusterTime\": {\"clusterTime\": {\"$timestamp\": {\"t\": 4000000000, \"i\": 7}}, \"signature\": {\"hash\": {\"$binary\": {\"base64\": \"AAAAAAAAAAAAAAAAAAAAAAAAAAA=\", \"subType\": \"00\"}}, \"keyId\": 0}}}", &rc);
-	TT_EQ_INT(rc, 0);
-	TT_ASSERT(tt_get(r, "$clusterTime.clusterTime", &it));
-	bson_iter_timestamp(&it, &t2, &i2);
-	TT_EQ_INT(t2, 4000000000u);
-	TT_EQ_INT(i2, 7);
+	TT_EQ_INT(rc, 262);
 	bson_destroy(r);
+	{
+		uint32_t ahead = (uint32_t)time(NULL) + 3600;
+		char *cmd = bson_strdup_printf("{\"ping\": 1, \"$clusterTime\": {\"clusterTime\": {\"$timestamp\": {\"t\": %u, \"i\": 7}}, \"signature\": {\"hash\": {\"$binary\": {\"base64\": \"AAAAAAAAAAAAAAAAAAAAAAAAAAA=\", \"subType\": \"00\"}}, \"keyId\": 0}}}", ahead);
+		r = run(e, "test", cmd, &rc);
+		bson_free(cmd);
+		TT_EQ_INT(rc, 0);
+		TT_ASSERT(tt_get(r, "$clusterTime.clusterTime", &it));
+		bson_iter_timestamp(&it, &t2, &i2);
+		TT_EQ_INT(t2, ahead);
+		TT_EQ_INT(i2, 7);
+		bson_destroy(r);
+	}
 
 	/* reconfig: version must grow; force jumps */
 	r = run(e, "admin", "{\"replSetReconfig\": {\"_id\": \"rs0\", \"version\": 1, \"members\": [{\"_id\": 0, \"host\": \"" SELF "\"}]}}", &rc);

@@ -1,0 +1,1388 @@
+/*
+ * oplog.c -- local.oplog.rs (repl/oplog.h): the op observer storage calls for
+ * every change, the entries it writes (one builder per kind of change, in
+ * one table), stamping (ts reservation + WiredTiger commit timestamp under
+ * one lock), the visibility point, scans, sessions' info and the collect
+ * mode of multi-document transactions, and the thread that moves
+ * stable/oldest and truncates the oldest end.
+ *
+ * Not here: the $v: 2 diff itself (oplog_diff.c), replica-set state
+ * (replset), session and transaction bookkeeping (txn), the
+ * replSetResizeOplog command's parsing (commands/cmd_repl_oplog.c).
+ */
+#include "repl/oplog.h"
+#include "repl/oplog_diff.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/mem.h"
+
+#define MB (1024.0 * 1024.0)
+#define DEFAULT_MIN_BYTES (990.0 * MB)
+#define DEFAULT_MAX_BYTES (50.0 * 1024 * MB)
+#define INMEM_MIN_BYTES (50.0 * MB)
+#define TICK_MS 100
+#define TRUNCATE_BATCH 20000
+#define CODE_CAPPED_POSITION_LOST 136
+
+struct repl_oplog {
+	storage_t *st;
+	repl_clock_t *clock;
+	repl_oplog_options_t opts;
+	/* ts reservation and timestamp_transaction happen under it, so the
+	 * commit timestamps of concurrent writers follow ts order */
+	pthread_mutex_t stamp_lock;
+	/* the oplog's descriptor (referenced), NULL before creation */
+	pthread_mutex_t coll_lock;
+	storage_coll_t *coll;
+	atomic_bool exists;
+	uint8_t uuid[16];
+	atomic_ullong recovered;       /* the last entry at open */
+	atomic_ullong stable;          /* last stable_timestamp set */
+	atomic_llong max_bytes;
+	double min_retention_hours;    /* under coll_lock */
+	/* background thread */
+	pthread_t thread;
+	bool running, stopping;
+	pthread_mutex_t thr_lock;
+	pthread_cond_t thr_cond;
+};
+
+/* Per storage session (storage_session_set_observer_ctx). */
+typedef struct sess_ctx {
+	bool has_info;
+	bson_t *lsid;              /* bson_copy'd */
+	int64_t txn_number;
+	int32_t stmt;              /* < 0: none */
+	repl_oplog_optime_t prev;        /* committed: the last entry of this session info */
+	repl_oplog_optime_t chain;       /* inside the open transaction */
+	bool wrote;
+	bool replacement;
+	bool collect;
+	bson_t **ops;              /* collect mode: the transaction's operations (bson_new'd) */
+	int nops, cap;
+	int64_t ops_bytes;
+} sess_ctx_t;
+
+/* ---- small helpers -------------------------------------------------------- */
+
+void
+repl_oplog_optime_append(bson_t *out, const char *key, repl_oplog_optime_t ot)
+{
+	bson_t d;
+
+	bson_append_document_begin(out, key, -1, &d);
+	bson_append_timestamp(&d, "ts", 2, repl_ts_secs(ot.ts), repl_ts_inc(ot.ts));
+	bson_append_int64(&d, "t", 1, ot.t);
+	bson_append_document_end(out, &d);
+}
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t
+term_of(repl_oplog_t *o)
+{
+	return o->opts.term != NULL ? o->opts.term(o->opts.term_arg) : 1;
+}
+
+static storage_coll_t *
+coll_get(repl_oplog_t *o)
+{
+	storage_coll_t *c;
+
+	pthread_mutex_lock(&o->coll_lock);
+	c = o->coll;
+	if (c != NULL)
+		storage_coll_ref(c);
+	pthread_mutex_unlock(&o->coll_lock);
+	return c;
+}
+
+static void
+coll_set(repl_oplog_t *o, storage_coll_t *c)
+{
+	storage_coll_t *old;
+
+	pthread_mutex_lock(&o->coll_lock);
+	old = o->coll;
+	o->coll = c;
+	if (c != NULL)
+		memcpy(o->uuid, c->uuid, 16);
+	pthread_mutex_unlock(&o->coll_lock);
+	storage_coll_release(old);
+}
+
+static void
+append_ns(bson_t *b, const char *db, const char *coll)
+{
+	char *ns = bson_strdup_printf("%s.%s", db, coll);
+
+	bson_append_utf8(b, "ns", 2, ns, -1);
+	bson_free(ns);
+}
+
+static void
+append_uuid(bson_t *b, const char *key, const uint8_t uuid[16])
+{
+	bson_append_binary(b, key, -1, BSON_SUBTYPE_UUID, uuid, 16);
+}
+
+static void
+append_id_doc(bson_t *b, const char *key, const bson_t *doc)
+{
+	bson_iter_t it;
+	bson_t d;
+
+	bson_append_document_begin(b, key, -1, &d);
+	if (doc != NULL && bson_iter_init_find(&it, doc, "_id"))
+		bson_append_value(&d, "_id", 3, bson_iter_value(&it));
+	bson_append_document_end(b, &d);
+}
+
+/* Is a change to db.coll logged?  Never local (the oplog itself), nor
+ * system.profile, nor what mongod writes only unreplicated:
+ * config.transactions and config.image_collection. */
+static bool
+ns_logged(const char *db, const char *coll)
+{
+	if (strcmp(db, "local") == 0)
+		return false;
+	if (coll == NULL)
+		return true;
+	if (strcmp(coll, "system.profile") == 0)
+		return false;
+	if (strcmp(db, "config") == 0 &&
+	    (strcmp(coll, "transactions") == 0 || strcmp(coll, "image_collection") == 0))
+		return false;
+	return true;
+}
+
+/* ---- entry bodies: one builder per kind of change ------------------------- */
+/* Each appends {op, ns, ui, o[, o2]} of one entry to body[0] (and, for the
+ * few changes mongod logs as two entries, body[1]); returns how many, 0 to
+ * log nothing. */
+
+typedef int (*body_fn)(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2]);
+
+static void
+cmd_head(bson_t *b, const char *db, const uint8_t *uuid)
+{
+	char *ns = bson_strdup_printf("%s.$cmd", db);
+
+	bson_append_utf8(b, "op", 2, "c", 1);
+	bson_append_utf8(b, "ns", 2, ns, -1);
+	bson_free(ns);
+	if (uuid != NULL)
+		append_uuid(b, "ui", uuid);
+}
+
+static int
+body_insert(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
+{
+	(void)ctx;
+	bson_append_utf8(&body[0], "op", 2, "i", 1);
+	append_ns(&body[0], op->coll->db, op->coll->name);
+	append_uuid(&body[0], "ui", op->coll->uuid);
+	bson_append_document(&body[0], "o", 1, op->doc);
+	append_id_doc(&body[0], "o2", op->doc);
+	return 1;
+}
+
+static int
+body_update(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
+{
+	bson_t diff, o;
+	bool whole = ctx != NULL && ctx->replacement;
+
+	/* an operator or pipeline update is logged as its diff (mongod's
+	 * update driver logs one for every operator update) */
+	bson_init(&diff);
+	if (!whole && !repl_diff_compute(op->old_doc, op->doc, SIZE_MAX / 2, &diff))
+		whole = true;
+	if (!whole && bson_empty(&diff)) {
+		/* nothing changed: mongod writes no entry for a no-op update */
+		bson_destroy(&diff);
+		return 0;
+	}
+	bson_append_utf8(&body[0], "op", 2, "u", 1);
+	append_ns(&body[0], op->coll->db, op->coll->name);
+	append_uuid(&body[0], "ui", op->coll->uuid);
+	if (whole) {
+		bson_append_document(&body[0], "o", 1, op->doc);
+	} else {
+		bson_append_document_begin(&body[0], "o", 1, &o);
+		bson_append_int32(&o, "$v", 2, 2);
+		bson_append_document(&o, "diff", 4, &diff);
+		bson_append_document_end(&body[0], &o);
+	}
+	append_id_doc(&body[0], "o2", op->doc);
+	bson_destroy(&diff);
+	return 1;
+}
+
+static int
+body_delete(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
+{
+	(void)ctx;
+	bson_append_utf8(&body[0], "op", 2, "d", 1);
+	append_ns(&body[0], op->coll->db, op->coll->name);
+	append_uuid(&body[0], "ui", op->coll->uuid);
+	append_id_doc(&body[0], "o", op->old_doc);
+	return 1;
+}
+
+static int
+body_create(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
+{
+	const storage_coll_t *c = op->coll;
+	bson_iter_t it;
+	bson_t o;
+
+	(void)ctx;
+	cmd_head(&body[0], c->db, c->uuid);
+	bson_append_document_begin(&body[0], "o", 1, &o);
+	bson_append_utf8(&o, "create", 6, c->name, -1);
+	if (c->options != NULL && bson_iter_init(&it, c->options))
+		while (bson_iter_next(&it))
+			bson_append_value(&o, bson_iter_key(&it), -1, bson_iter_value(&it));
+	for (int i = 0; i < c->nindexes; i++)
+		if (c->indexes[i].is_id)
+			bson_append_document(&o, "idIndex", 7, c->indexes[i].spec);
+	bson_append_document_end(&body[0], &o);
+	return 1;
+}
+
+static int
+body_drop(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
+{
+	bson_t o;
+
+	(void)ctx;
+	cmd_head(&body[0], op->coll->db, op->coll->uuid);
+	bson_append_document_begin(&body[0], "o", 1, &o);
+	bson_append_utf8(&o, "drop", 4, op->coll->name, -1);
+	bson_append_document_end(&body[0], &o);
+	/* mongod's appendNumber: an int while it fits in 30 bits */
+	bson_append_document_begin(&body[0], "o2", 2, &o);
+	if (op->num_records > -(1LL << 30) && op->num_records < (1LL << 30))
+		bson_append_int32(&o, "numRecords", 10, (int32_t)op->num_records);
+	else
+		bson_append_int64(&o, "numRecords", 10, op->num_records);
+	bson_append_document_end(&body[0], &o);
+	return 1;
+}
+
+static int
+body_rename(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
+{
+	char *to = bson_strdup_printf("%s.%s", op->to_db, op->to_name);
+	bson_t o;
+
+	(void)ctx;
+	cmd_head(&body[0], op->coll->db, op->coll->uuid);
+	bson_append_document_begin(&body[0], "o", 1, &o);
+	bson_append_utf8(&o, "renameCollection", -1, op->coll->ns, -1);
+	bson_append_utf8(&o, "to", 2, to, -1);
+	bson_append_bool(&o, "stayTemp", 8, false);
+	if (op->drop_target_uuid != NULL)
+		append_uuid(&o, "dropTarget", op->drop_target_uuid);
+	bson_append_document_end(&body[0], &o);
+	bson_free(to);
+	return 1;
+}
+
+static int
+body_drop_db(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
+{
+	bson_t o;
+
+	(void)ctx;
+	cmd_head(&body[0], op->db, NULL);
+	bson_append_document_begin(&body[0], "o", 1, &o);
+	bson_append_int32(&o, "dropDatabase", -1, 1);
+	bson_append_document_end(&body[0], &o);
+	return 1;
+}
+
+/* An index spec's fields after a leading command field (createIndexes'
+ * entry is {createIndexes: coll, v, key, name, ...}). */
+static void
+append_fields(bson_t *o, const bson_t *doc)
+{
+	bson_iter_t it;
+
+	if (doc != NULL && bson_iter_init(&it, doc))
+		while (bson_iter_next(&it))
+			bson_append_value(o, bson_iter_key(&it), -1, bson_iter_value(&it));
+}
+
+static void
+random_uuid(uint8_t u[16])
+{
+	bson_oid_t a, b;
+
+	/* unique within the process and across restarts (oid: time, random,
+	 * counter); only the build's identity depends on it */
+	bson_oid_init(&a, NULL);
+	bson_oid_init(&b, NULL);
+	memcpy(u, a.bytes, 12);
+	memcpy(u + 12, b.bytes + 8, 4);
+	u[6] = (uint8_t)((u[6] & 0x0f) | 0x40);
+	u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
+}
+
+static int
+body_index_create(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
+{
+	static const char *const phases[2] = {"startIndexBuild", "commitIndexBuild"};
+	bson_t o, arr;
+	uint8_t build[16];
+
+	(void)ctx;
+	if (op->num_records == 0) {
+		/* an empty collection: one createIndexes entry, as mongod's
+		 * createIndexesOnEmptyCollection */
+		cmd_head(&body[0], op->coll->db, op->coll->uuid);
+		bson_append_document_begin(&body[0], "o", 1, &o);
+		bson_append_utf8(&o, "createIndexes", -1, op->coll->name, -1);
+		append_fields(&o, op->doc);
+		bson_append_document_end(&body[0], &o);
+		return 1;
+	}
+	/* over documents: a two-phase build's start and commit entries */
+	random_uuid(build);
+	for (int i = 0; i < 2; i++) {
+		cmd_head(&body[i], op->coll->db, op->coll->uuid);
+		bson_append_document_begin(&body[i], "o", 1, &o);
+		bson_append_utf8(&o, phases[i], -1, op->coll->name, -1);
+		append_uuid(&o, "indexBuildUUID", build);
+		bson_append_array_begin(&o, "indexes", -1, &arr);
+		bson_append_document(&arr, "0", 1, op->doc);
+		bson_append_array_end(&o, &arr);
+		bson_append_document_end(&body[i], &o);
+	}
+	return 2;
+}
+
+static int
+body_index_drop(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
+{
+	bson_iter_t it;
+	bson_t o;
+
+	(void)ctx;
+	cmd_head(&body[0], op->coll->db, op->coll->uuid);
+	bson_append_document_begin(&body[0], "o", 1, &o);
+	bson_append_utf8(&o, "dropIndexes", -1, op->coll->name, -1);
+	if (op->doc != NULL && bson_iter_init_find(&it, op->doc, "name"))
+		bson_append_value(&o, "index", 5, bson_iter_value(&it));
+	bson_append_document_end(&body[0], &o);
+	if (op->doc != NULL)
+		bson_append_document(&body[0], "o2", 2, op->doc);
+	return 1;
+}
+
+/* Fields of now that differ from (or are missing in) before. */
+static void
+append_changed(bson_t *o, const bson_t *before, const bson_t *now)
+{
+	bson_iter_t it, bt;
+
+	if (now == NULL || !bson_iter_init(&it, now))
+		return;
+	while (bson_iter_next(&it)) {
+		if (before != NULL && bson_iter_init_find(&bt, before, bson_iter_key(&it))) {
+			uint32_t la = bt.next_off - bt.off, lb = it.next_off - it.off;
+			if (la == lb && memcmp(bt.raw + bt.off, it.raw + it.off, la) == 0)
+				continue;
+		}
+		bson_append_value(o, bson_iter_key(&it), -1, bson_iter_value(&it));
+	}
+}
+
+static int
+body_set_options(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
+{
+	bson_t o, empty = BSON_INITIALIZER;
+
+	(void)ctx;
+	cmd_head(&body[0], op->coll->db, op->coll->uuid);
+	bson_append_document_begin(&body[0], "o", 1, &o);
+	bson_append_utf8(&o, "collMod", 7, op->coll->name, -1);
+	append_changed(&o, op->old_doc, op->doc);
+	bson_append_document_end(&body[0], &o);
+	bson_append_document_begin(&body[0], "o2", 2, &o);
+	bson_append_document(&o, "collectionOptions_old", -1, op->old_doc != NULL ? op->old_doc : &empty);
+	bson_append_document_end(&body[0], &o);
+	bson_destroy(&empty);
+	return 1;
+}
+
+static int
+body_index_set_spec(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
+{
+	bson_iter_t it;
+	bson_t o, ix, old;
+
+	(void)ctx;
+	cmd_head(&body[0], op->coll->db, op->coll->uuid);
+	bson_append_document_begin(&body[0], "o", 1, &o);
+	bson_append_utf8(&o, "collMod", 7, op->coll->name, -1);
+	bson_append_document_begin(&o, "index", 5, &ix);
+	if (bson_iter_init_find(&it, op->doc, "name"))
+		bson_append_value(&ix, "name", 4, bson_iter_value(&it));
+	append_changed(&ix, op->old_doc, op->doc);
+	bson_append_document_end(&o, &ix);
+	bson_append_document_end(&body[0], &o);
+	/* the old values of what changed */
+	bson_append_document_begin(&body[0], "o2", 2, &o);
+	bson_append_document_begin(&o, "indexOptions_old", -1, &old);
+	if (bson_iter_init(&it, op->doc)) {
+		while (bson_iter_next(&it)) {
+			bson_iter_t bt;
+			if (strcmp(bson_iter_key(&it), "name") == 0)
+				continue;
+			if (bson_iter_init_find(&bt, op->old_doc, bson_iter_key(&it))) {
+				uint32_t la = bt.next_off - bt.off, lb = it.next_off - it.off;
+				if (la != lb || memcmp(bt.raw + bt.off, it.raw + it.off, la) != 0)
+					bson_append_value(&old, bson_iter_key(&bt), -1, bson_iter_value(&bt));
+			}
+		}
+	}
+	bson_append_document_end(&o, &old);
+	bson_append_document_end(&body[0], &o);
+	return 1;
+}
+
+/* indexed by storage_op_kind_t */
+static const struct {
+	storage_op_kind_t kind;
+	body_fn fn;
+	bool crud;          /* collected in a transaction's applyOps */
+} BODIES[] = {
+	{STORAGE_OP_INSERT, body_insert, true},
+	{STORAGE_OP_UPDATE, body_update, true},
+	{STORAGE_OP_DELETE, body_delete, true},
+	{STORAGE_OP_CREATE, body_create, false},
+	{STORAGE_OP_DROP, body_drop, false},
+	{STORAGE_OP_RENAME, body_rename, false},
+	{STORAGE_OP_DROP_DB, body_drop_db, false},
+	{STORAGE_OP_INDEX_CREATE, body_index_create, false},
+	{STORAGE_OP_INDEX_DROP, body_index_drop, false},
+	{STORAGE_OP_SET_OPTIONS, body_set_options, false},
+	{STORAGE_OP_INDEX_SET_SPEC, body_index_set_spec, false},
+};
+
+/* ---- stamping and writing ------------------------------------------------- */
+
+/* Reserve n Timestamps and stamp s's transaction: the first one is the
+ * transaction's first commit timestamp (its place in all_committed's
+ * order), the last one what its writes carry.  Under stamp_lock, so no
+ * other writer can take a later ts and commit before this one is known to
+ * WiredTiger. */
+static int
+stamp(repl_oplog_t *o, storage_session_t *s, uint32_t n, repl_ts_t *first, terr_t *err)
+{
+	int ret;
+
+	pthread_mutex_lock(&o->stamp_lock);
+	ret = repl_clock_reserve(o->clock, n, first, err);
+	if (ret == 0)
+		ret = storage_txn_set_timestamp(s, *first, err);
+	if (ret == 0 && n > 1)
+		ret = storage_txn_set_timestamp(s, *first + n - 1, err);
+	pthread_mutex_unlock(&o->stamp_lock);
+	return ret;
+}
+
+/* Write {[lsid, txnNumber,] <body>, [stmtId,] ts, t, v, wall[, prevOpTime]}
+ * at RecordId ts. */
+static int
+entry_write(repl_oplog_t *o, storage_session_t *s, storage_coll_t *c, sess_ctx_t *ctx, const bson_t *body,
+            repl_ts_t ts, int64_t t, int32_t stmt, repl_oplog_optime_t *prev, terr_t *err)
+{
+	bson_t e;
+	int ret;
+
+	bson_init(&e);
+	if (ctx != NULL && ctx->has_info) {
+		bson_append_document(&e, "lsid", 4, ctx->lsid);
+		bson_append_int64(&e, "txnNumber", 9, ctx->txn_number);
+	}
+	bson_concat(&e, body);
+	if (ctx != NULL && ctx->has_info && stmt >= 0)
+		bson_append_int32(&e, "stmtId", 6, stmt);
+	bson_append_timestamp(&e, "ts", 2, repl_ts_secs(ts), repl_ts_inc(ts));
+	bson_append_int64(&e, "t", 1, t);
+	bson_append_int64(&e, "v", 1, 2);
+	bson_append_date_time(&e, "wall", 4, now_ms());
+	if (ctx != NULL && ctx->has_info && prev != NULL)
+		repl_oplog_optime_append(&e, "prevOpTime", *prev);
+	(void)o;
+	ret = storage_doc_insert_at(s, c, (recid_t)ts, &e, err);
+	bson_destroy(&e);
+	return ret;
+}
+
+/* Log bodies as consecutive entries in s's transaction. */
+static int
+log_bodies(repl_oplog_t *o, storage_session_t *s, sess_ctx_t *ctx, bson_t *bodies, int n, terr_t *err)
+{
+	storage_coll_t *c = coll_get(o);
+	repl_ts_t first = 0;
+	int64_t t;
+	int ret = 0;
+
+	if (c == NULL)
+		return 0;
+	ERR(stamp(o, s, (uint32_t)n, &first, err));
+	t = term_of(o);
+	for (int i = 0; i < n; i++) {
+		repl_oplog_optime_t prev = ctx != NULL ? ctx->chain : REPL_OPLOG_OPTIME_NULL;
+		ERR(entry_write(o, s, c, ctx, &bodies[i], first + (repl_ts_t)i, t, ctx != NULL ? ctx->stmt : -1,
+		    &prev, err));
+		if (ctx != NULL && ctx->has_info) {
+			ctx->chain = (repl_oplog_optime_t){first + (repl_ts_t)i, t};
+			ctx->wrote = true;
+		}
+	}
+err:
+	storage_coll_release(c);
+	return ret;
+}
+
+static void
+ctx_ops_clear(sess_ctx_t *ctx)
+{
+	for (int i = 0; i < ctx->nops; i++)
+		bson_destroy(ctx->ops[i]);
+	ctx->nops = 0;
+	ctx->ops_bytes = 0;
+}
+
+static void
+ctx_free(void *p)
+{
+	sess_ctx_t *ctx = p;
+
+	if (ctx == NULL)
+		return;
+	ctx_ops_clear(ctx);
+	bson_free(ctx->ops);
+	if (ctx->lsid != NULL)
+		bson_destroy(ctx->lsid);
+	bson_free(ctx);
+}
+
+static sess_ctx_t *
+ctx_of(storage_session_t *s, bool create)
+{
+	sess_ctx_t *ctx = storage_session_observer_ctx(s);
+
+	if (ctx == NULL && create) {
+		ctx = bson_malloc0(sizeof(*ctx));
+		ctx->stmt = -1;
+		ctx->prev = ctx->chain = REPL_OPLOG_OPTIME_NULL;
+		storage_session_set_observer_ctx(s, ctx, ctx_free);
+	}
+	return ctx;
+}
+
+static int
+on_write(void *arg, storage_session_t *s, const storage_op_t *op, terr_t *err)
+{
+	repl_oplog_t *o = arg;
+	sess_ctx_t *ctx;
+	bson_t bodies[2];
+	int n, ret;
+
+	if (!atomic_load_explicit(&o->exists, memory_order_acquire))
+		return 0;
+	if (!ns_logged(op->db, op->coll != NULL ? op->coll->name : NULL))
+		return 0;
+	if ((unsigned)op->kind >= sizeof(BODIES) / sizeof(BODIES[0]) || BODIES[op->kind].kind != op->kind)
+		return terr_set(err, TERR_INTERNAL_ERROR, "oplog: unknown change kind %d", (int)op->kind);
+	ctx = ctx_of(s, false);
+	bson_init(&bodies[0]);
+	bson_init(&bodies[1]);
+	n = BODIES[op->kind].fn(ctx, op, bodies);
+	if (n > 0 && ctx != NULL && ctx->collect && BODIES[op->kind].crud) {
+		/* a transaction's operation: written at commit, in applyOps */
+		if (ctx->nops == ctx->cap) {
+			ctx->cap = ctx->cap ? ctx->cap * 2 : 8;
+			ctx->ops = bson_realloc(ctx->ops, (size_t)ctx->cap * sizeof(*ctx->ops));
+		}
+		ctx->ops[ctx->nops++] = bson_copy(&bodies[0]);
+		ctx->ops_bytes += bodies[0].len;
+		ret = 0;
+	} else {
+		ret = n > 0 ? log_bodies(o, s, ctx, bodies, n, err) : 0;
+	}
+	bson_destroy(&bodies[0]);
+	bson_destroy(&bodies[1]);
+	return ret;
+}
+
+/* A transaction's applyOps chain: entries of at most
+ * REPL_OPLOG_TXN_ENTRY_MAX bytes of operations each. */
+static int
+on_commit(void *arg, storage_session_t *s, terr_t *err)
+{
+	repl_oplog_t *o = arg;
+	sess_ctx_t *ctx = ctx_of(s, false);
+	storage_coll_t *c = NULL;
+	int *ends = NULL, nent = 0, ret = 0;
+	repl_ts_t first = 0;
+	int64_t t, acc = 0;
+
+	if (ctx == NULL || !ctx->collect || ctx->nops == 0 || !atomic_load(&o->exists))
+		return 0;
+	if ((c = coll_get(o)) == NULL)
+		return 0;
+	ends = bson_malloc0(sizeof(int) * (size_t)ctx->nops);
+	for (int i = 0; i < ctx->nops; i++) {
+		int64_t len = ctx->ops[i]->len;
+		if (acc > 0 && acc + len > REPL_OPLOG_TXN_ENTRY_MAX) {
+			ends[nent++] = i;
+			acc = 0;
+		}
+		acc += len;
+	}
+	ends[nent++] = ctx->nops;
+	ERR(stamp(o, s, (uint32_t)nent, &first, err));
+	t = term_of(o);
+	for (int e = 0, from = 0; e < nent; from = ends[e], e++) {
+		bson_t body, ob, arr;
+		repl_oplog_optime_t prev = ctx->chain;
+		char key[16];
+
+		bson_init(&body);
+		bson_append_utf8(&body, "op", 2, "c", 1);
+		bson_append_utf8(&body, "ns", 2, "admin.$cmd", -1);
+		bson_append_document_begin(&body, "o", 1, &ob);
+		bson_append_array_begin(&ob, "applyOps", -1, &arr);
+		for (int i = from; i < ends[e]; i++) {
+			snprintf(key, sizeof(key), "%d", i - from);
+			bson_append_document(&arr, key, -1, ctx->ops[i]);
+		}
+		bson_append_array_end(&ob, &arr);
+		if (e < nent - 1)
+			bson_append_bool(&ob, "partialTxn", -1, true);
+		else if (nent > 1)
+			bson_append_int64(&ob, "count", 5, ctx->nops);
+		bson_append_document_end(&body, &ob);
+		ret = entry_write(o, s, c, ctx, &body, first + (repl_ts_t)e, t, -1, &prev, err);
+		bson_destroy(&body);
+		if (ret != 0)
+			goto err;
+		ctx->chain = (repl_oplog_optime_t){first + (repl_ts_t)e, t};
+		ctx->wrote = true;
+	}
+err:
+	bson_free(ends);
+	storage_coll_release(c);
+	return ret;
+}
+
+static void
+on_end(void *arg, storage_session_t *s, bool committed)
+{
+	sess_ctx_t *ctx = ctx_of(s, false);
+
+	(void)arg;
+	if (ctx == NULL)
+		return;
+	if (committed && ctx->wrote)
+		ctx->prev = ctx->chain;
+	else
+		ctx->chain = ctx->prev;
+	ctx->wrote = false;
+	ctx->collect = false;
+	ctx_ops_clear(ctx);
+}
+
+static recid_t
+scan_limit(void *arg, const storage_coll_t *c)
+{
+	repl_oplog_t *o = arg;
+
+	if (!atomic_load_explicit(&o->exists, memory_order_acquire) || strcmp(c->db, "local") != 0 ||
+	    memcmp(c->uuid, o->uuid, 16) != 0)
+		return INT64_MAX;
+	return (recid_t)repl_oplog_visible(o);
+}
+
+/* ---- visibility ----------------------------------------------------------- */
+
+repl_ts_t
+repl_oplog_visible(repl_oplog_t *o)
+{
+	uint64_t ts = 0, rec = atomic_load(&o->recovered);
+
+	if (storage_ts_all_committed(o->st, &ts, NULL) != 0)
+		ts = 0;
+	return ts > rec ? ts : rec;
+}
+
+bool
+repl_oplog_wait_visible(repl_oplog_t *o, repl_ts_t ts, int64_t timeout_ms)
+{
+	for (int64_t waited = 0; ; waited++) {
+		if (repl_oplog_visible(o) >= ts)
+			return true;
+		if (waited >= timeout_ms)
+			return false;
+		usleep(1000);
+	}
+}
+
+/* The newest entry <= limit: its opTime ({0, -1} when none). */
+static repl_oplog_optime_t
+newest_entry(repl_oplog_t *o, storage_session_t *s, repl_ts_t limit)
+{
+	repl_oplog_optime_t ot = REPL_OPLOG_OPTIME_NULL;
+	storage_coll_t *c = coll_get(o);
+	storage_cursor_t *cur = NULL;
+	recid_t rid;
+	bson_t doc;
+	bson_iter_t it;
+
+	if (c == NULL)
+		return ot;
+	if (storage_scan_open(s, c, true, &cur, NULL) == 0) {
+		while (storage_cursor_next(cur, &rid, &doc, NULL, NULL, NULL) == 1) {
+			if (limit != 0 && (repl_ts_t)rid > limit)
+				continue;
+			ot.ts = (repl_ts_t)rid;
+			if (bson_iter_init_find(&it, &doc, "t") && BSON_ITER_HOLDS_INT64(&it))
+				ot.t = bson_iter_int64(&it);
+			break;
+		}
+		storage_cursor_close(cur);
+	}
+	storage_coll_release(c);
+	return ot;
+}
+
+repl_oplog_optime_t
+repl_oplog_last_optime(repl_oplog_t *o)
+{
+	storage_session_t *s;
+	repl_oplog_optime_t ot;
+	repl_ts_t vis = repl_oplog_visible(o);
+
+	if (!atomic_load(&o->exists) || vis == 0)
+		return REPL_OPLOG_OPTIME_NULL;
+	if ((s = storage_session_pool_get(o->st, NULL)) == NULL)
+		return REPL_OPLOG_OPTIME_NULL;
+	ot = newest_entry(o, s, vis);
+	storage_session_pool_put(o->st, s);
+	return ot;
+}
+
+/* ---- thread: stable/oldest, truncation ------------------------------------ */
+
+static void
+move_timestamps(repl_oplog_t *o)
+{
+	repl_ts_t vis = repl_oplog_visible(o), oldest = 0;
+
+	if (vis == 0 || vis <= atomic_load(&o->stable))
+		return;
+	if (repl_ts_secs(vis) > REPL_OPLOG_HISTORY_SECS)
+		oldest = REPL_TS(repl_ts_secs(vis) - REPL_OPLOG_HISTORY_SECS, 0);
+	if (storage_ts_set(o->st, vis, oldest, NULL) == 0)
+		atomic_store(&o->stable, vis);
+}
+
+static void *
+thread_main(void *arg)
+{
+	repl_oplog_t *o = arg;
+	int interval = o->opts.truncate_interval_ms > 0 ? o->opts.truncate_interval_ms : 1000;
+	int64_t since = 0;
+
+	tlog_set_ctx("OplogThread");
+	pthread_mutex_lock(&o->thr_lock);
+	while (!o->stopping) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += TICK_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&o->thr_cond, &o->thr_lock, &ts);
+		if (o->stopping)
+			break;
+		pthread_mutex_unlock(&o->thr_lock);
+		move_timestamps(o);
+		since += TICK_MS;
+		if (since >= interval && atomic_load(&o->exists)) {
+			terr_t err = TERR_INIT;
+			since = 0;
+			if (repl_oplog_truncate(o, NULL, &err) != 0) {
+				bson_t attr = BSON_INITIALIZER;
+				BSON_APPEND_UTF8(&attr, "error", err.msg != NULL ? err.msg : "");
+				tlog('W', "REPL", 22246, "Oplog truncation failed", &attr);
+				bson_destroy(&attr);
+			}
+			terr_clear(&err);
+		}
+		pthread_mutex_lock(&o->thr_lock);
+	}
+	pthread_mutex_unlock(&o->thr_lock);
+	return NULL;
+}
+
+int
+repl_oplog_truncate(repl_oplog_t *o, int64_t *removed, terr_t *err)
+{
+	storage_session_t *s = NULL;
+	storage_coll_t *c = NULL;
+	storage_cursor_t *cur = NULL;
+	int64_t count = 0, size = 0, ssize = 0, need, acc = 0, pend_size = 0, nscan = 0, nrem = 0;
+	recid_t rid, upto = 0, pending = 0;
+	double hours;
+	uint32_t cutoff = 0;
+	bson_t doc;
+	int ret = 0, r;
+
+	if (removed != NULL)
+		*removed = 0;
+	if ((c = coll_get(o)) == NULL)
+		return 0;
+	if ((s = storage_session_pool_get(o->st, err)) == NULL) {
+		storage_coll_release(c);
+		return -1;
+	}
+	ERR(storage_coll_stats(o->st, s, c, &count, &size, &ssize, err));
+	need = size - atomic_load(&o->max_bytes);
+	if (need <= 0 || count <= 1)
+		goto err;
+	pthread_mutex_lock(&o->coll_lock);
+	hours = o->min_retention_hours;
+	pthread_mutex_unlock(&o->coll_lock);
+	if (hours > 0) {
+		double cut = (double)time(NULL) - hours * 3600.0;
+		cutoff = cut > 0 ? (uint32_t)cut : 0;
+	}
+	/* forward from the oldest, bounded by the visibility point (the
+	 * scan's limit); an entry is taken only once a later one is seen, so
+	 * the newest visible entry always stays */
+	ERR(storage_scan_open(s, c, false, &cur, err));
+	while ((r = storage_cursor_next(cur, &rid, &doc, NULL, NULL, err)) == 1) {
+		if (pending != 0) {
+			upto = pending;
+			acc += pend_size;
+			if (acc >= need || ++nscan >= TRUNCATE_BATCH)
+				break;
+		}
+		if (cutoff != 0 && repl_ts_secs((repl_ts_t)rid) >= cutoff)
+			break;
+		pending = rid;
+		pend_size = doc.len;
+	}
+	storage_cursor_close(cur);
+	cur = NULL;
+	if (r < 0) {
+		ret = -1;
+		goto err;
+	}
+	if (upto == 0)
+		goto err;
+	ERR(storage_txn_begin(s, err));
+	{
+		bool was = storage_session_set_unobserved(s, true);
+		ret = storage_doc_delete_upto(s, c, upto, 0, &nrem, NULL, err);
+		storage_session_set_unobserved(s, was);
+	}
+	if (ret != 0) {
+		storage_txn_rollback(s);
+		goto err;
+	}
+	ERR(storage_txn_commit(s, false, err));
+	if (removed != NULL)
+		*removed = nrem;
+err:
+	storage_cursor_close(cur);
+	storage_session_pool_put(o->st, s);
+	storage_coll_release(c);
+	return ret;
+}
+
+/* ---- open / create / close ------------------------------------------------ */
+
+static double
+default_bytes(const repl_oplog_options_t *opts)
+{
+	double bytes = 0, lo = DEFAULT_MIN_BYTES;
+
+	if (opts->in_memory) {
+		long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+		lo = INMEM_MIN_BYTES;
+		if (pages > 0 && psize > 0)
+			bytes = (double)pages * (double)psize / 20.0;
+	} else if (opts->dbpath != NULL) {
+		struct statvfs sv;
+		if (statvfs(opts->dbpath, &sv) == 0)
+			bytes = (double)sv.f_bavail * (double)sv.f_frsize / 20.0;
+	}
+	if (bytes < lo)
+		bytes = lo;
+	if (bytes > DEFAULT_MAX_BYTES)
+		bytes = DEFAULT_MAX_BYTES;
+	return bytes;
+}
+
+/* options.size of the oplog's catalog entry, or 0. */
+static int64_t
+options_size(const storage_coll_t *c)
+{
+	bson_iter_t it;
+
+	if (c->options != NULL && bson_iter_init_find(&it, c->options, "size") && BSON_ITER_HOLDS_NUMBER(&it))
+		return bson_iter_as_int64(&it);
+	return 0;
+}
+
+int
+repl_oplog_open(storage_t *st, repl_clock_t *clock, const repl_oplog_options_t *opts, repl_oplog_t **out,
+                terr_t *err)
+{
+	repl_oplog_t *o;
+	storage_coll_t *c = NULL;
+	storage_op_observer_t obs = {on_write, on_commit, on_end, scan_limit, NULL};
+
+	*out = NULL;
+	o = bson_malloc0(sizeof(*o));
+	o->st = st;
+	o->clock = clock;
+	if (opts != NULL)
+		o->opts = *opts;
+	o->opts.dbpath = NULL;      /* borrowed only for the default size below */
+	pthread_mutex_init(&o->stamp_lock, NULL);
+	pthread_mutex_init(&o->coll_lock, NULL);
+	pthread_mutex_init(&o->thr_lock, NULL);
+	pthread_cond_init(&o->thr_cond, NULL);
+	atomic_init(&o->exists, false);
+	atomic_init(&o->recovered, 0);
+	atomic_init(&o->stable, 0);
+	atomic_init(&o->max_bytes, (long long)(o->opts.size_mb > 0 ? o->opts.size_mb * MB
+	    : default_bytes(opts != NULL ? opts : &o->opts)));
+	if (storage_coll_get(st, REPL_OPLOG_DB, REPL_OPLOG_COLL, &c, NULL) == 0) {
+		storage_session_t *s = storage_session_pool_get(st, err);
+		repl_oplog_optime_t last;
+		int64_t sz = options_size(c);
+
+		if (s == NULL) {
+			storage_coll_release(c);
+			repl_oplog_close(o);
+			return -1;
+		}
+		/* the size it was created or resized with (a later --oplogSize
+		 * does not change an existing oplog, as mongod) */
+		if (sz > 0)
+			atomic_store(&o->max_bytes, sz);
+		coll_set(o, c);
+		atomic_store(&o->exists, true);
+		last = newest_entry(o, s, 0);
+		storage_session_pool_put(st, s);
+		if (last.ts != 0) {
+			repl_clock_recover(clock, last.ts);
+			atomic_store(&o->recovered, last.ts);
+			move_timestamps(o);
+		}
+	}
+	obs.arg = o;
+	storage_set_op_observer(st, &obs);
+	if (pthread_create(&o->thread, NULL, thread_main, o) != 0) {
+		repl_oplog_close(o);
+		return terr_set(err, TERR_INTERNAL_ERROR, "could not start the oplog thread");
+	}
+	o->running = true;
+	*out = o;
+	return 0;
+}
+
+void
+repl_oplog_close(repl_oplog_t *o)
+{
+	if (o == NULL)
+		return;
+	if (o->running) {
+		pthread_mutex_lock(&o->thr_lock);
+		o->stopping = true;
+		pthread_cond_signal(&o->thr_cond);
+		pthread_mutex_unlock(&o->thr_lock);
+		pthread_join(o->thread, NULL);
+	}
+	storage_set_op_observer(o->st, NULL);
+	coll_set(o, NULL);
+	pthread_mutex_destroy(&o->stamp_lock);
+	pthread_mutex_destroy(&o->coll_lock);
+	pthread_mutex_destroy(&o->thr_lock);
+	pthread_cond_destroy(&o->thr_cond);
+	bson_free(o);
+}
+
+bool
+repl_oplog_exists(repl_oplog_t *o)
+{
+	return atomic_load(&o->exists);
+}
+
+repl_clock_t *
+repl_oplog_clock(repl_oplog_t *o)
+{
+	return o->clock;
+}
+
+int64_t
+repl_oplog_max_bytes(repl_oplog_t *o)
+{
+	return atomic_load(&o->max_bytes);
+}
+
+static void
+append_size(bson_t *b, int64_t bytes)
+{
+	if (bytes <= INT32_MAX)
+		bson_append_int32(b, "size", 4, (int32_t)bytes);
+	else
+		bson_append_int64(b, "size", 4, bytes);
+}
+
+int
+repl_oplog_create(repl_oplog_t *o, const bson_t *msg, bool *created, repl_oplog_optime_t *at, terr_t *err)
+{
+	storage_coll_t *c = NULL;
+	storage_session_t *s;
+	bson_t opts = BSON_INITIALIZER, dflt = BSON_INITIALIZER;
+	int ret = 0;
+
+	if (created != NULL)
+		*created = false;
+	if (at != NULL)
+		*at = REPL_OPLOG_OPTIME_NULL;
+	if (atomic_load(&o->exists))
+		goto done;
+	bson_append_bool(&opts, "capped", 6, true);
+	append_size(&opts, atomic_load(&o->max_bytes));
+	bson_append_bool(&opts, "autoIndexId", 11, false);
+	ret = storage_coll_create(o->st, NULL, REPL_OPLOG_DB, REPL_OPLOG_COLL, &opts, err);
+	if (ret != 0 && err != NULL && err->code == TERR_NAMESPACE_EXISTS) {
+		terr_clear(err);
+		ret = 0;
+	}
+	if (ret != 0)
+		goto done;
+	if ((ret = storage_coll_get(o->st, REPL_OPLOG_DB, REPL_OPLOG_COLL, &c, err)) != 0) {
+		ret = terr_set(err, TERR_INTERNAL_ERROR, "local.oplog.rs vanished after its creation");
+		goto done;
+	}
+	coll_set(o, c);
+	atomic_store_explicit(&o->exists, true, memory_order_release);
+	if (created != NULL)
+		*created = true;
+	if ((s = storage_session_pool_get(o->st, err)) == NULL) {
+		ret = -1;
+		goto done;
+	}
+	bson_append_utf8(&dflt, "msg", 3, "initiating set", -1);
+	ret = repl_oplog_noop(o, s, msg != NULL ? msg : &dflt, at, err);
+	storage_session_pool_put(o->st, s);
+done:
+	bson_destroy(&opts);
+	bson_destroy(&dflt);
+	return ret;
+}
+
+/* ---- no-ops, find --------------------------------------------------------- */
+
+typedef struct noop_arg {
+	repl_oplog_t *o;
+	const bson_t *obj;
+	repl_oplog_optime_t at;
+} noop_arg_t;
+
+static int
+noop_fn(storage_session_t *s, void *p, terr_t *err)
+{
+	noop_arg_t *a = p;
+	storage_coll_t *c = coll_get(a->o);
+	repl_ts_t ts = 0;
+	int64_t t;
+	bson_t body = BSON_INITIALIZER;
+	int ret = 0;
+
+	if (c == NULL)
+		return terr_set(err, TERR_ILLEGAL_OPERATION, "the oplog does not exist");
+	bson_append_utf8(&body, "op", 2, "n", 1);
+	bson_append_utf8(&body, "ns", 2, "", 0);
+	bson_append_document(&body, "o", 1, a->obj);
+	ERR(stamp(a->o, s, 1, &ts, err));
+	t = term_of(a->o);
+	ERR(entry_write(a->o, s, c, NULL, &body, ts, t, -1, NULL, err));
+	a->at = (repl_oplog_optime_t){ts, t};
+err:
+	bson_destroy(&body);
+	storage_coll_release(c);
+	return ret;
+}
+
+int
+repl_oplog_noop(repl_oplog_t *o, storage_session_t *s, const bson_t *obj, repl_oplog_optime_t *at, terr_t *err)
+{
+	noop_arg_t a = {o, obj, REPL_OPLOG_OPTIME_NULL};
+
+	if (!atomic_load(&o->exists))
+		return terr_set(err, TERR_ILLEGAL_OPERATION, "the oplog does not exist");
+	RET(storage_txn_run(s, noop_fn, &a, false, err));
+	if (at != NULL)
+		*at = a.at;
+	return 0;
+}
+
+int
+repl_oplog_find(repl_oplog_t *o, storage_session_t *s, repl_ts_t ts, bson_t *entry, terr_t *err)
+{
+	storage_coll_t *c = coll_get(o);
+	bson_t view;
+	int r;
+
+	if (c == NULL)
+		return 1;
+	r = storage_doc_get(s, c, (recid_t)ts, &view, err);
+	if (r == 0)
+		bson_copy_to(&view, entry);
+	storage_coll_release(c);
+	return r < 0 ? -1 : r;
+}
+
+/* ---- scans ---------------------------------------------------------------- */
+
+struct repl_oplog_cursor {
+	repl_oplog_t *o;
+	storage_coll_t *c;
+	storage_cursor_t *cur;
+	repl_ts_t after;           /* entries <= it are skipped */
+	repl_ts_t last;            /* the last entry returned */
+	storage_session_t *s;
+};
+
+int
+repl_oplog_scan_open(repl_oplog_t *o, storage_session_t *s, repl_ts_t after, repl_oplog_cursor_t **out,
+                     terr_t *err)
+{
+	repl_oplog_cursor_t *cur;
+
+	*out = NULL;
+	cur = bson_malloc0(sizeof(*cur));
+	cur->o = o;
+	cur->after = after;
+	if ((cur->c = coll_get(o)) == NULL) {
+		bson_free(cur);
+		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "the oplog does not exist");
+	}
+	if (storage_scan_open(s, cur->c, false, &cur->cur, err) != 0) {
+		repl_oplog_cursor_close(cur);
+		return -1;
+	}
+	cur->s = s;
+	*out = cur;
+	return 0;
+}
+
+int
+repl_oplog_cursor_next(repl_oplog_cursor_t *cur, bson_t *entry, terr_t *err)
+{
+	recid_t rid;
+	int r;
+
+	while ((r = storage_cursor_next(cur->cur, &rid, entry, NULL, NULL, err)) == 1) {
+		if ((repl_ts_t)rid <= cur->after || (repl_ts_t)rid <= cur->last)
+			continue;
+		cur->last = (repl_ts_t)rid;
+		return 1;
+	}
+	return r;
+}
+
+int
+repl_oplog_cursor_save(repl_oplog_cursor_t *cur, terr_t *err)
+{
+	cur->s = NULL;
+	return storage_cursor_save(cur->cur, err);
+}
+
+int
+repl_oplog_cursor_restore(repl_oplog_cursor_t *cur, storage_session_t *s, terr_t *err)
+{
+	bson_t view;
+	int r;
+
+	/* the entry we stand on must still be there: otherwise truncation
+	 * passed us and entries we never returned are gone */
+	if (cur->last != 0) {
+		r = storage_doc_get(s, cur->c, (recid_t)cur->last, &view, err);
+		if (r < 0)
+			return -1;
+		if (r == 1)
+			return terr_set(err, CODE_CAPPED_POSITION_LOST,
+			    "CollectionScan died due to position in capped collection being deleted. "
+			    "Last seen record id: RecordId(%" PRId64 ")", (int64_t)cur->last);
+	}
+	RET(storage_cursor_restore(cur->cur, s, err));
+	cur->s = s;
+	return 0;
+}
+
+void
+repl_oplog_cursor_close(repl_oplog_cursor_t *cur)
+{
+	if (cur == NULL)
+		return;
+	storage_cursor_close(cur->cur);
+	storage_coll_release(cur->c);
+	bson_free(cur);
+}
+
+/* ---- size ----------------------------------------------------------------- */
+
+int
+repl_oplog_resize(repl_oplog_t *o, double size_mb, double min_retention_hours, terr_t *err)
+{
+	storage_coll_t *c = coll_get(o), *now = NULL;
+	bson_t opts = BSON_INITIALIZER;
+	bson_iter_t it;
+	int ret = 0;
+
+	if (c == NULL)
+		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns not found");
+	if (!isnan(size_mb)) {
+		if (!(size_mb >= REPL_OPLOG_MIN_MB && size_mb <= REPL_OPLOG_MAX_MB)) {
+			ret = terr_set(err, TERR_BAD_VALUE, "oplog size must be between 990 MB and 1 PB");
+			goto err;
+		}
+		int64_t bytes = (int64_t)(size_mb * MB);
+		if (c->options != NULL && bson_iter_init(&it, c->options)) {
+			while (bson_iter_next(&it)) {
+				if (strcmp(bson_iter_key(&it), "size") == 0)
+					append_size(&opts, bytes);
+				else
+					bson_append_value(&opts, bson_iter_key(&it), -1, bson_iter_value(&it));
+			}
+		}
+		ERR(storage_coll_set_options(o->st, NULL, REPL_OPLOG_DB, REPL_OPLOG_COLL, &opts, err));
+		ERR(storage_coll_get(o->st, REPL_OPLOG_DB, REPL_OPLOG_COLL, &now, err));
+		coll_set(o, now);
+		atomic_store(&o->max_bytes, bytes);
+	}
+	if (min_retention_hours >= 0) {
+		pthread_mutex_lock(&o->coll_lock);
+		o->min_retention_hours = min_retention_hours;
+		pthread_mutex_unlock(&o->coll_lock);
+	}
+err:
+	bson_destroy(&opts);
+	storage_coll_release(c);
+	return ret;
+}
+
+/* ---- sessions ------------------------------------------------------------- */
+
+int
+repl_oplog_session_set(repl_oplog_t *o, storage_session_t *s, const bson_t *lsid, int64_t txn_number,
+                       repl_oplog_optime_t prev, terr_t *err)
+{
+	sess_ctx_t *ctx;
+
+	(void)o;
+	if (lsid == NULL)
+		return terr_set(err, TERR_BAD_VALUE, "session info needs an lsid document");
+	ctx = ctx_of(s, true);
+	if (ctx->lsid != NULL)
+		bson_destroy(ctx->lsid);
+	ctx->lsid = bson_copy(lsid);
+	ctx->has_info = true;
+	ctx->txn_number = txn_number;
+	ctx->stmt = -1;
+	ctx->prev = ctx->chain = prev;
+	ctx->wrote = false;
+	return 0;
+}
+
+void
+repl_oplog_session_set_stmt(storage_session_t *s, int32_t stmt_id)
+{
+	sess_ctx_t *ctx = ctx_of(s, true);
+
+	ctx->stmt = stmt_id < 0 ? -1 : stmt_id;
+}
+
+repl_oplog_optime_t
+repl_oplog_session_last(storage_session_t *s)
+{
+	sess_ctx_t *ctx = ctx_of(s, false);
+
+	return ctx != NULL && ctx->has_info ? ctx->prev : REPL_OPLOG_OPTIME_NULL;
+}
+
+void
+repl_oplog_session_clear(storage_session_t *s)
+{
+	sess_ctx_t *ctx = ctx_of(s, false);
+
+	if (ctx == NULL)
+		return;
+	if (ctx->lsid != NULL)
+		bson_destroy(ctx->lsid);
+	ctx->lsid = NULL;
+	ctx->has_info = false;
+	ctx->stmt = -1;
+	ctx->prev = ctx->chain = REPL_OPLOG_OPTIME_NULL;
+	ctx->collect = false;
+	ctx->replacement = false;
+	ctx_ops_clear(ctx);
+}
+
+void
+repl_oplog_session_set_replacement(storage_session_t *s, bool on)
+{
+	sess_ctx_t *ctx = ctx_of(s, on);
+
+	if (ctx != NULL)
+		ctx->replacement = on;
+}
+
+int
+repl_oplog_txn_collect(repl_oplog_t *o, storage_session_t *s, terr_t *err)
+{
+	sess_ctx_t *ctx = ctx_of(s, false);
+
+	(void)o;
+	if (!storage_txn_active(s))
+		return terr_set(err, TERR_ILLEGAL_OPERATION, "collect mode needs an open storage transaction");
+	if (ctx == NULL || !ctx->has_info)
+		return terr_set(err, TERR_ILLEGAL_OPERATION, "collect mode needs session info (lsid, txnNumber)");
+	ctx->collect = true;
+	ctx_ops_clear(ctx);
+	return 0;
+}
