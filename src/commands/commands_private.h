@@ -11,6 +11,8 @@
 
 #include "commands/commands.h"
 #include "commands/cursor.h"
+#include "repl/clock.h"
+#include "repl/oplog.h"
 
 struct engine {
 	storage_t *st;
