@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/failpoint.h"
+#include "repl/oplog.h"
 #include "repl/retryable.h"
 #include "repl/session.h"
 #include "repl/txn.h"
@@ -183,6 +184,60 @@ retryable_fail_point_before(cmd_t *c, terr_t *err)
 	return ret;
 }
 
+/* The command's lsid document (a view into the body). */
+static bool
+lsid_doc(cmd_t *c, bson_t *out)
+{
+	bson_iter_t it;
+	const uint8_t *d;
+	uint32_t len;
+
+	if (!cmd_find_field(c, "lsid", &it) || !BSON_ITER_HOLDS_DOCUMENT(&it))
+		return false;
+	bson_iter_document(&it, &len, &d);
+	return bson_init_static(out, d, len);
+}
+
+/* How many statements a retryable write has (its oplog entries carry
+ * stmtId 0 when it has one; a batch's are left without, see README). */
+static int
+statement_count(cmd_t *c)
+{
+	static const char *const arrays[] = {"documents", "updates", "deletes", "ops", NULL};
+	bson_iter_t it;
+
+	if (strcasecmp(c->name, "findAndModify") == 0)
+		return 1;
+	for (int i = 0; arrays[i] != NULL; i++)
+		if (cmd_find_field(c, arrays[i], &it) && BSON_ITER_HOLDS_ARRAY(&it)) {
+			bson_t a;
+			const uint8_t *d;
+			uint32_t len;
+			bson_iter_array(&it, &len, &d);
+			return bson_init_static(&a, d, len) ? (int)bson_count_keys(&a) : 0;
+		}
+	return 0;
+}
+
+/* A retryable write about to run: its oplog entries carry the session info
+ * (lsid, txnNumber, stmtId). */
+static int
+retryable_oplog_begin(cmd_t *c, int64_t txn_number, terr_t *err)
+{
+	storage_session_t *ss;
+	bson_t lsid;
+
+	if (c->engine->oplog == NULL || !repl_oplog_exists(c->engine->oplog) || !lsid_doc(c, &lsid))
+		return 0;
+	if ((ss = client_session(c->client, err)) == NULL)
+		return -1;
+	RET(repl_oplog_session_set(c->engine->oplog, ss, &lsid, txn_number, REPL_OPLOG_OPTIME_NULL, err));
+	if (statement_count(c) == 1)
+		repl_oplog_session_set_stmt(ss, 0);
+	c->txn_oplog_session = true;
+	return 0;
+}
+
 int
 cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 {
@@ -266,11 +321,19 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 		int r = repl_retryable_replay(s, c->name, &prev, err);
 		if (r < 0)
 			return r;
-		if (r == 0)
-			return retryable_fail_point_before(c, err);
+		if (r == 0) {
+			RET(retryable_fail_point_before(c, err));
+			return retryable_oplog_begin(c, txn_number, err);
+		}
 		bson_concat(c->reply, &prev);
 		bson_destroy(&prev);
 		return 1;
+	}
+	/* the first statement: the transaction logs as one applyOps at commit */
+	if (start) {
+		bson_t lsid;
+		if (lsid_doc(c, &lsid) && repl_txn_attach_oplog(s, c->engine->oplog, &lsid, err) != 0)
+			return -1;
 	}
 	/* a statement of the transaction: it runs on the transaction's storage
 	 * session, whichever connection sent it */
@@ -465,13 +528,29 @@ cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
 	} else if (c->txn_kind == REPL_TXN_KIND_RETRYABLE && rc == 0 && !terr_is_set(err)) {
 		terr_t e = TERR_INIT;
 		storage_session_t *ss = client_session(c->client, &e);
-		if (ss == NULL || repl_retryable_record(s, st, ss, c->name, c->reply, write_concern_sync(c), &e) != 0)
+		repl_oplog_optime_t last = REPL_OPLOG_OPTIME_NULL;
+		if (ss != NULL && c->txn_oplog_session) {
+			last = repl_oplog_session_last(ss);
+			repl_oplog_session_clear(ss);
+			c->txn_oplog_session = false;
+		}
+		if (ss == NULL || repl_retryable_record(s, st, ss, c->name, c->reply, write_concern_sync(c), last.ts,
+		    last.t, NULL, &e) != 0)
 			terr_move(err, &e), rc = -1;
 		terr_clear(&e);
 		/* onPrimaryTransactionalWrite's closeConnection: the write stands,
 		 * the client never hears of it and retries */
 		if (c->txn_close_after && rc == 0)
 			c->client->close_requested = true;
+	}
+	if (c->txn_oplog_session) {
+		/* a retryable write that failed: its storage session goes back clean */
+		terr_t e = TERR_INIT;
+		storage_session_t *ss = client_session(c->client, &e);
+		if (ss != NULL)
+			repl_oplog_session_clear(ss);
+		terr_clear(&e);
+		c->txn_oplog_session = false;
 	}
 	if (s != NULL)
 		repl_session_checkin(s);
@@ -495,8 +574,24 @@ end_transaction_check(cmd_t *c, terr_t *err)
 
 CMD_HANDLER(cmd_commit_transaction)
 {
+	repl_txn_state_t *t;
+	bool already;
+	uint64_t ts;
+	int64_t term;
+	storage_session_t *ss;
+
 	RET(end_transaction_check(c, err));
-	return repl_txn_commit(c->txn_session, c->engine->st, write_concern_sync(c), err);
+	t = repl_session_txn(c->txn_session);
+	already = t->phase == REPL_TXN_COMMITTED;
+	RET(repl_txn_commit(c->txn_session, c->engine->st, write_concern_sync(c), err));
+	if (already)
+		return 0;
+	/* config.transactions: the session's row records the commit, as mongod */
+	repl_txn_last_optime(c->txn_session, &ts, &term);
+	if ((ss = client_session(c->client, err)) == NULL)
+		return -1;
+	return repl_retryable_record(c->txn_session, c->engine->st, ss, c->name, NULL, write_concern_sync(c), ts, term,
+	    "committed", err);
 }
 
 CMD_HANDLER(cmd_abort_transaction)

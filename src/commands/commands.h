@@ -136,6 +136,7 @@ typedef struct cmd {
 	bool txn_autocommit;       /* autocommit: false was given (labels apply) */
 	bool txn_swapped;
 	bool txn_close_after;      /* onPrimaryTransactionalWrite closeConnection */
+	bool txn_oplog_session;    /* the client's storage session carries the write's session info */
 	bool txn_retryable_write;  /* a txnNumber without autocommit (RetryableWriteError applies) */
 	struct storage_session *txn_saved_session;
 } cmd_t;

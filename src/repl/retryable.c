@@ -73,6 +73,9 @@ struct row_write {
 	storage_t *st;
 	repl_session_t *s;
 	int64_t txn_number;
+	uint64_t ts;
+	int64_t term;
+	const char *state;
 };
 
 static int
@@ -97,10 +100,15 @@ row_write_txn(storage_session_t *ss, void *arg, terr_t *err)
 	append_lsid(&doc, "_id", w->s);
 	BSON_APPEND_INT64(&doc, "txnNum", w->txn_number);
 	bson_append_document_begin(&doc, "lastWriteOpTime", -1, &optime);
-	bson_append_timestamp(&optime, "ts", 2, (uint32_t)(now / 1000), (uint32_t)(now % 1000) + 1);
-	BSON_APPEND_INT64(&optime, "t", 1);
+	if (w->ts != 0)
+		bson_append_timestamp(&optime, "ts", 2, (uint32_t)(w->ts >> 32), (uint32_t)w->ts);
+	else
+		bson_append_timestamp(&optime, "ts", 2, (uint32_t)(now / 1000), (uint32_t)(now % 1000) + 1);
+	BSON_APPEND_INT64(&optime, "t", w->ts != 0 ? w->term : 1);
 	bson_append_document_end(&doc, &optime);
 	bson_append_date_time(&doc, "lastWriteDate", -1, now);
+	if (w->state != NULL)
+		BSON_APPEND_UTF8(&doc, "state", w->state);
 	rc = storage_doc_find_id(ss, c, &idv, &recid, &old, err);
 	if (rc < 0)
 		ret = -1;
@@ -118,17 +126,22 @@ err:
 
 int
 repl_retryable_record(repl_session_t *s, storage_t *st, storage_session_t *ss, const char *cmd,
-                      const bson_t *reply, bool sync, terr_t *err)
+                      const bson_t *reply, bool sync, uint64_t ts, int64_t term, const char *state,
+                      terr_t *err)
 {
 	repl_txn_state_t *t = repl_session_txn(s);
 	repl_txn_stats_t *stats = repl_txn_stats(repl_session_registry(s));
-	struct row_write w = {st, s, t->txn_number};
+	struct row_write w = {st, s, t->txn_number, ts, term, state};
 	storage_coll_t *c = NULL;
+	bool was;
+	int rc;
 
-	repl_retry_record_free(t->retry);
-	t->retry = tm_alloc0(sizeof(*t->retry));
-	bson_strncpy(t->retry->cmd, cmd, sizeof(t->retry->cmd));
-	bson_copy_to(reply, &t->retry->reply);
+	if (reply != NULL) {
+		repl_retry_record_free(t->retry);
+		t->retry = tm_alloc0(sizeof(*t->retry));
+		bson_strncpy(t->retry->cmd, cmd, sizeof(t->retry->cmd));
+		bson_copy_to(reply, &t->retry->reply);
+	}
 	if (storage_coll_get(st, TXN_TABLE_DB, TXN_TABLE, &c, NULL) != 0) {
 		terr_t e = TERR_INIT;
 		if (storage_coll_create(st, ss, TXN_TABLE_DB, TXN_TABLE, NULL, &e) != 0 &&
@@ -141,7 +154,11 @@ repl_retryable_record(repl_session_t *s, storage_t *st, storage_session_t *ss, c
 		storage_coll_release(c);
 	}
 	atomic_fetch_add(&stats->transactions_collection_writes, 1);
-	return storage_txn_run(ss, row_write_txn, &w, sync, err);
+	/* bookkeeping, not a replicated write (mongod derives it from the oplog) */
+	was = storage_session_set_unobserved(ss, true);
+	rc = storage_txn_run(ss, row_write_txn, &w, sync, err);
+	storage_session_set_unobserved(ss, was);
+	return rc;
 }
 
 int
@@ -170,13 +187,19 @@ repl_retryable_load(repl_sessions_t *ss, storage_session_t *s, terr_t *err)
 			continue;
 		{
 			repl_txn_state_t *t = repl_session_txn(sess);
+			bool committed = bson_iter_init_find(&it, &doc, "state") && BSON_ITER_HOLDS_UTF8(&it) &&
+			    strcmp(bson_iter_utf8(&it, NULL), "committed") == 0;
 			if (num > t->txn_number) {
 				t->txn_number = num;
-				t->phase = REPL_TXN_RETRYABLE;
 				repl_retry_record_free(t->retry);
-				t->retry = tm_alloc0(sizeof(*t->retry));
-				t->retry->lost = true;
-				bson_init(&t->retry->reply);
+				t->retry = NULL;
+				/* a committed transaction answers a retried commit ok */
+				t->phase = committed ? REPL_TXN_COMMITTED : REPL_TXN_RETRYABLE;
+				if (!committed) {
+					t->retry = tm_alloc0(sizeof(*t->retry));
+					t->retry->lost = true;
+					bson_init(&t->retry->reply);
+				}
 			}
 		}
 		repl_session_checkin(sess);

@@ -39,10 +39,13 @@ int repl_retryable_replay(repl_session_t *s, const char *cmd, bson_t *reply, ter
 
 /* Keep reply (copied) as what cmd did under the session's txnNumber, and
  * write the session's config.transactions row (on storage session ss, its
- * own transaction, journaled when sync).  Errors writing the row are
- * returned (the write itself stands). */
+ * own transaction, journaled when sync, never logged in the oplog) with
+ * lastWriteOpTime {ts, t} (the write's last oplog entry; ts 0: none, the wall
+ * clock stands in) and, when state is not NULL, `state` (a transaction's
+ * "committed").  Errors writing the row are returned (the write stands). */
 int repl_retryable_record(repl_session_t *s, storage_t *st, storage_session_t *ss, const char *cmd,
-                          const bson_t *reply, bool sync, terr_t *err);
+                          const bson_t *reply, bool sync, uint64_t ts, int64_t term, const char *state,
+                          terr_t *err);
 
 /* Load config.transactions into the registry (engine open): each row's
  * session learns its txnNumber, as written before the restart. */

@@ -6,6 +6,7 @@
  */
 #include "repl/txn.h"
 #include "repl/retryable.h"
+#include "repl/oplog.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -32,6 +33,9 @@ txn_end_rollback(repl_session_t *s, storage_t *st)
 		return;
 	if (t->ss != NULL) {
 		storage_txn_rollback(t->ss);
+		if (t->oplog_attached)
+			repl_oplog_session_clear(t->ss);
+		t->oplog_attached = false;
 		storage_session_pool_put(st, t->ss);
 		t->ss = NULL;
 	}
@@ -157,6 +161,15 @@ repl_txn_commit(repl_session_t *s, storage_t *st, bool sync, terr_t *err)
 		return terr_set(err, TERR_NO_SUCH_TRANSACTION,
 		    "Transaction with { txnNumber: %lld } has been aborted.", (long long)t->txn_number);
 	rc = storage_txn_commit(t->ss, sync, err);
+	if (t->oplog_attached) {
+		repl_oplog_optime_t ot = repl_oplog_session_last(t->ss);
+		if (rc == 0) {
+			t->last_ts = ot.ts;
+			t->last_term = ot.t;
+		}
+		repl_oplog_session_clear(t->ss);
+		t->oplog_attached = false;
+	}
 	storage_session_pool_put(st, t->ss);
 	t->ss = NULL;
 	atomic_fetch_sub(&stats->current_open, 1);
@@ -168,6 +181,31 @@ repl_txn_commit(repl_session_t *s, storage_t *st, bool sync, terr_t *err)
 	t->phase = REPL_TXN_COMMITTED;
 	atomic_fetch_add(&stats->total_committed, 1);
 	return 0;
+}
+
+int
+repl_txn_attach_oplog(repl_session_t *s, struct repl_oplog *op, const bson_t *lsid, terr_t *err)
+{
+	repl_txn_state_t *t = repl_session_txn(s);
+
+	if (op == NULL || !repl_oplog_exists(op) || t->phase != REPL_TXN_IN_PROGRESS || t->oplog_attached)
+		return 0;
+	RET(repl_oplog_session_set(op, t->ss, lsid, t->txn_number, REPL_OPLOG_OPTIME_NULL, err));
+	if (repl_oplog_txn_collect(op, t->ss, err) != 0) {
+		repl_oplog_session_clear(t->ss);
+		return -1;
+	}
+	t->oplog_attached = true;
+	return 0;
+}
+
+void
+repl_txn_last_optime(repl_session_t *s, uint64_t *ts, int64_t *term)
+{
+	repl_txn_state_t *t = repl_session_txn(s);
+
+	*ts = t->last_ts;
+	*term = t->last_term;
 }
 
 int

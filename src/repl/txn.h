@@ -54,6 +54,9 @@ typedef struct repl_txn_state {
 	bool killed;              /* killed while checked out: abort at check-in */
 	bool read_concern_set;    /* the first statement named a readConcern */
 	int nstatements;          /* statements run so far */
+	bool oplog_attached;      /* its storage session carries session info (repl_txn_attach_oplog) */
+	uint64_t last_ts;         /* the last commit's applyOps opTime */
+	int64_t last_term;
 	/* retryable writes of txn_number: see repl/retryable.h */
 	struct repl_retry_record *retry;
 } repl_txn_state_t;
@@ -83,9 +86,17 @@ repl_txn_stats_t *repl_txn_stats(repl_sessions_t *ss);
  * lifetime_s seconds later (transactionLifetimeLimitSeconds).  cmd is the
  * command name (commitTransaction may follow a commit).
  */
+struct repl_oplog;
 int repl_txn_begin_or_continue(repl_session_t *s, storage_t *st, int64_t txn_number, bool autocommit,
                                bool start, const char *cmd, int64_t lifetime_s, repl_txn_kind_t *kind,
                                terr_t *err);
+
+/* Once a transaction started (the first statement, repl_txn_begin_or_continue
+ * said MULTI on a fresh transaction): when the set's oplog exists (op not
+ * NULL, initiated), its storage transaction logs as one applyOps entry at
+ * commit (repl_oplog_txn_collect) with lsid (the command's lsid document,
+ * copied) and the txnNumber.  0, or -1 with the oplog's error. */
+int repl_txn_attach_oplog(repl_session_t *s, struct repl_oplog *op, const bson_t *lsid, terr_t *err);
 
 /* The storage session the current statement of s's transaction must run on
  * (IN_PROGRESS), or NULL. Borrowed: valid while s is checked out. */
@@ -97,6 +108,9 @@ storage_session_t *repl_txn_storage(repl_session_t *s);
  * "Transaction with { txnNumber: N } has been aborted.", or the storage
  * error (the transaction is then aborted). */
 int repl_txn_commit(repl_session_t *s, storage_t *st, bool sync, terr_t *err);
+/* The opTime of the last committed transaction's applyOps entry (ts 0 when
+ * none was written). */
+void repl_txn_last_optime(repl_session_t *s, uint64_t *ts, int64_t *term);
 /* abortTransaction: roll back. 251 when aborted already, 256 when committed. */
 int repl_txn_abort(repl_session_t *s, storage_t *st, terr_t *err);
 /* Abort the transaction in progress, if any, without an error (a failed

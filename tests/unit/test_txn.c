@@ -162,6 +162,19 @@ test_commit_visibility(void)
 	    "'txnNumber': 5, 'autocommit': false}", LSID_A), 0);
 	TT_EQ_INT(count_docs("c", "{}"), 2);
 	TT_EQ_INT(count_docs("c", "{'v': 10}"), 1);
+	/* the oplog has the transaction as one applyOps entry with its session
+	 * info, and config.transactions its commit */
+	TT_EQ_INT(run_code("local", "{'find': 'oplog.rs', 'filter': {'o.applyOps': {'$exists': true}, 'txnNumber': 5}}",
+	    &r), 0);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.ns"), "admin.$cmd");
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.o.applyOps.0.op"), "i");
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.o.applyOps.1.op"), "u");
+	TT_ASSERT(!tt_get(r, "cursor.firstBatch.0.o.applyOps.2", &(bson_iter_t){0}));
+	TT_ASSERT(tt_get(r, "cursor.firstBatch.0.lsid.id", &(bson_iter_t){0}));
+	tt_free_reply(r);
+	TT_EQ_INT(run_code("config", "{'find': 'transactions', 'filter': {'txnNum': 5}}", &r), 0);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.state"), "committed");
+	tt_free_reply(r);
 	/* a retried commit answers the first outcome; nothing else may run */
 	TT_EQ_INT(code_of("admin", "{'commitTransaction': 1, 'lsid': %s, 'txnNumber': 5, 'autocommit': false}", LSID_A),
 	    0);
@@ -320,6 +333,14 @@ test_retryable_writes(void)
 	TT_EQ_INT(code_of("t", "{'update': 'r', 'updates': [{'q': {'_id': 1}, 'u': {'$inc': {'n': 1}}}], 'lsid': %s, "
 	    "'txnNumber': 8}", LSID_B), 0);
 	TT_EQ_INT(count_docs("r", "{'_id': 1, 'n': 1}"), 1);
+	/* one oplog entry for it (the retry logged nothing), with its session info */
+	TT_EQ_INT(run_code("local", "{'find': 'oplog.rs', 'filter': {'ns': 't.r', 'op': 'u', 'txnNumber': 8}}", &r), 0);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.stmtId"), 0);
+	TT_ASSERT(!tt_get(r, "cursor.firstBatch.1", &(bson_iter_t){0}));
+	tt_free_reply(r);
+	TT_EQ_INT(run_code("config", "{'find': 'transactions', 'filter': {'txnNum': 8}}", &r), 0);
+	TT_ASSERT(tt_get(r, "cursor.firstBatch.0.lastWriteOpTime.ts", &(bson_iter_t){0}));
+	tt_free_reply(r);
 	TT_EQ_INT(code_of("t", "{'insert': 'r', 'documents': [{'_id': 3}], 'lsid': %s, 'txnNumber': 7}", LSID_B), 225);
 	/* a transaction's number cannot be retried as a retryable write */
 	TT_EQ_INT(code_of("t", "{'find': 'r', 'lsid': %s, 'txnNumber': 9, 'autocommit': false, "
@@ -332,7 +353,8 @@ test_retryable_writes(void)
 	TT_EQ_INT(tt_get_i64(r, "lastErrorObject.n"), 1);
 	tt_free_reply(r);
 	TT_EQ_INT(count_docs("r", "{'_id': 2, 'n': 5}"), 1);
-	TT_EQ_INT(run_code("config", "{'find': 'transactions'}", &r), 0);
+	TT_EQ_INT(run_code("config", "{'find': 'transactions', 'filter': {'_id.id': {'$binary': {'base64': "
+	    "'AAAAAAAAQACAAAAAAAAAAg==', 'subType': '04'}}}}", &r), 0);
 	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.txnNum"), 10);
 	TT_ASSERT(tt_get(r, "cursor.firstBatch.0.lastWriteDate", &(bson_iter_t){0}));
 	tt_free_reply(r);

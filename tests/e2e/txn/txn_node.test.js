@@ -105,9 +105,12 @@ test('one transaction over several pooled connections', async () => {
 	const session = client.startSession();
 	try {
 		await session.withTransaction(async () => {
-			// issued at once: the driver may send them on different connections;
-			// the server runs them one at a time on the transaction
-			await Promise.all([0, 1, 2, 3, 4, 5].map((i) =>
+			// the first statement starts the transaction (sent alone: a
+			// statement that overtook it would find no transaction, on mongod
+			// too); the rest are issued at once, so the driver sends them on
+			// different connections and the server runs them one at a time
+			await db.collection('reviews').insertOne({ bookId: 2, rating: 0 }, { session });
+			await Promise.all([1, 2, 3, 4, 5].map((i) =>
 				db.collection('reviews').insertOne({ bookId: 2, rating: i }, { session })));
 		});
 	} finally { await session.endSession(); }
