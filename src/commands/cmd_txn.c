@@ -238,6 +238,104 @@ retryable_oplog_begin(cmd_t *c, int64_t txn_number, terr_t *err)
 	return 0;
 }
 
+/* ---- snapshot reads outside transactions -------------------------------- */
+
+/* readConcern {level: "snapshot"[, atClusterTime]} on a command outside a
+ * transaction: find, aggregate and distinct read at one timestamp (the
+ * given one, else the oplog's visibility point) on a storage session of
+ * their own; every other command refuses it, as mongod does. */
+static int
+snapshot_read_enter(cmd_t *c, terr_t *err)
+{
+	bson_iter_t it, rc;
+	bool snapshot = false;
+	uint64_t at = 0;
+	storage_session_t *ss;
+	int ret;
+
+	if (!cmd_find_field(c, "readConcern", &it) || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &rc))
+		return 0;
+	while (bson_iter_next(&rc)) {
+		if (strcmp(bson_iter_key(&rc), "level") == 0 && BSON_ITER_HOLDS_UTF8(&rc))
+			snapshot = strcmp(bson_iter_utf8(&rc, NULL), "snapshot") == 0;
+		else if (strcmp(bson_iter_key(&rc), "atClusterTime") == 0 && BSON_ITER_HOLDS_TIMESTAMP(&rc)) {
+			uint32_t t, i;
+			bson_iter_timestamp(&rc, &t, &i);
+			at = (uint64_t)t << 32 | i;
+		}
+	}
+	if (!snapshot || c->engine->opts.repl_set_name == NULL)
+		return 0;   /* a standalone's answer is the replica-set layer's (concerns) */
+	if (strcmp(c->name, "find") != 0 && strcmp(c->name, "aggregate") != 0 && strcmp(c->name, "distinct") != 0)
+		return terr_set(err, TERR_INVALID_OPTIONS,
+		    "Command %s does not support { readConcern: { level: \"snapshot\" } } outside a multi-document transaction",
+		    c->name);
+	if (c->engine->oplog == NULL || !repl_oplog_exists(c->engine->oplog))
+		return terr_set(err, 246 /* SnapshotUnavailable */, "Unable to read from a snapshot: the replica set is not initiated");
+	if (at == 0)
+		at = repl_oplog_visible(c->engine->oplog);
+	if ((ss = storage_session_pool_get(c->engine->st, err)) == NULL)
+		return -1;
+	if ((ret = storage_txn_begin_at(ss, at, err)) != 0) {
+		storage_session_pool_put(c->engine->st, ss);
+		/* storage fails it with WiredTiger's InternalError (1) when read_ts
+		 * is older than the oldest timestamp it keeps */
+		if (ret != 0 && err->code == TERR_INTERNAL_ERROR) {
+			terr_clear(err);
+			return terr_set(err, TERR_SNAPSHOT_TOO_OLD,
+			    "Read timestamp Timestamp(%u, %u) is older than the oldest available timestamp.",
+			    (uint32_t)(at >> 32), (uint32_t)at);
+		}
+		return -1;
+	}
+	c->txn_saved_session = c->client->session;
+	c->client->session = ss;
+	c->txn_snapshot_ts = at;
+	return 0;
+}
+
+/* The snapshot read is over: its storage session goes back, and the reply
+ * names the timestamp it read at (cursor.atClusterTime; distinct's at the
+ * top), so a snapshot session's next reads use the same one. */
+static void
+snapshot_read_leave(cmd_t *c)
+{
+	storage_session_t *ss = c->client->session;
+	bson_t out = BSON_INITIALIZER;
+	bson_iter_t it;
+	bool done = false;
+
+	c->client->session = c->txn_saved_session;
+	c->txn_saved_session = NULL;
+	storage_txn_rollback(ss);
+	storage_session_pool_put(c->engine->st, ss);
+	if (bson_iter_init(&it, c->reply)) {
+		while (bson_iter_next(&it)) {
+			if (strcmp(bson_iter_key(&it), "cursor") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+				bson_t cur;
+				bson_iter_t f;
+				bson_append_document_begin(&out, "cursor", 6, &cur);
+				bson_iter_recurse(&it, &f);
+				while (bson_iter_next(&f))
+					bson_append_iter(&cur, bson_iter_key(&f), -1, &f);
+				bson_append_timestamp(&cur, "atClusterTime", -1, (uint32_t)(c->txn_snapshot_ts >> 32),
+				    (uint32_t)c->txn_snapshot_ts);
+				bson_append_document_end(&out, &cur);
+				done = true;
+			} else {
+				bson_append_iter(&out, bson_iter_key(&it), -1, &it);
+			}
+		}
+	}
+	if (!done)
+		bson_append_timestamp(&out, "atClusterTime", -1, (uint32_t)(c->txn_snapshot_ts >> 32),
+		    (uint32_t)c->txn_snapshot_ts);
+	bson_reinit(c->reply);
+	bson_concat(c->reply, &out);
+	bson_destroy(&out);
+	c->txn_snapshot_ts = 0;
+}
+
 int
 cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 {
@@ -284,7 +382,7 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 		if (has_start)
 			return terr_set(err, TERR_INVALID_OPTIONS,
 			    "'startTransaction' field requires 'autocommit' field to also be specified");
-		return 0;
+		return snapshot_read_enter(c, err);
 	}
 	RET(read_txn_number(&it_txn, &txn_number, err));
 	c->txn_retryable_write = !has_auto;
@@ -318,6 +416,7 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 		RET(check_concerns(c, start, flags, err));
 	if (kind == REPL_TXN_KIND_RETRYABLE) {
 		bson_t prev;
+		RET(snapshot_read_enter(c, err));   /* refuses it: writes take no snapshot readConcern */
 		int r = repl_retryable_replay(s, c->name, &prev, err);
 		if (r < 0)
 			return r;
@@ -511,6 +610,8 @@ cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
 	repl_session_t *s = c->txn_session;
 	storage_t *st = c->engine->st;
 
+	if (c->txn_snapshot_ts != 0)
+		snapshot_read_leave(c);
 	if (c->txn_swapped) {
 		c->client->session = c->txn_saved_session;
 		c->txn_swapped = false;

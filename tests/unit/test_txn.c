@@ -376,6 +376,45 @@ test_retryable_writes(void)
 	TT_EQ_INT(count_docs("r", "{}"), 3);
 }
 
+/* readConcern snapshot outside a transaction: a read at a cluster time sees
+ * exactly the writes before it; too old a time is 239; writes refuse it */
+static void
+test_snapshot_reads(void)
+{
+	bson_t *r;
+	bson_iter_t it;
+	uint32_t t, i;
+	char cmd[512];
+
+	TT_EQ_INT(code_of("t", "{'insert': 's', 'documents': [{'_id': 1, 'x': 1}]}"), 0);
+	TT_EQ_INT(run_code("t", "{'find': 's', 'readConcern': {'level': 'snapshot'}}", &r), 0);
+	TT_ASSERT(tt_get(r, "cursor.atClusterTime", &it) && BSON_ITER_HOLDS_TIMESTAMP(&it));
+	bson_iter_timestamp(&it, &t, &i);
+	tt_free_reply(r);
+	TT_EQ_INT(code_of("t", "{'update': 's', 'updates': [{'q': {'_id': 1}, 'u': {'$set': {'x': 2}}}]}"), 0);
+	TT_EQ_INT(code_of("t", "{'insert': 's', 'documents': [{'_id': 2, 'x': 1}]}"), 0);
+	snprintf(cmd, sizeof(cmd), "{'find': 's', 'readConcern': {'level': 'snapshot', 'atClusterTime': "
+	    "{'$timestamp': {'t': %u, 'i': %u}}}}", t, i);
+	TT_EQ_INT(run_code("t", cmd, &r), 0);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.x"), 1);
+	TT_ASSERT(!tt_get(r, "cursor.firstBatch.1", &it));
+	tt_free_reply(r);
+	snprintf(cmd, sizeof(cmd), "{'distinct': 's', 'key': 'x', 'readConcern': {'level': 'snapshot', 'atClusterTime': "
+	    "{'$timestamp': {'t': %u, 'i': %u}}}}", t, i);
+	TT_EQ_INT(run_code("t", cmd, &r), 0);
+	TT_ASSERT(tt_get(r, "atClusterTime", &it));
+	TT_ASSERT(!tt_get(r, "values.1", &it));
+	tt_free_reply(r);
+	TT_EQ_INT(run_code("t", "{'find': 's', 'readConcern': {'level': 'snapshot'}}", &r), 0);
+	TT_ASSERT(tt_get(r, "cursor.firstBatch.1", &it));
+	tt_free_reply(r);
+	/* long before the oldest kept history */
+	TT_EQ_INT(code_of("t", "{'find': 's', 'readConcern': {'level': 'snapshot', 'atClusterTime': "
+	    "{'$timestamp': {'t': 1, 'i': 1}}}}"), 239);
+	TT_EQ_INT(code_of("t", "{'insert': 's', 'documents': [{'_id': 3}], 'readConcern': {'level': 'snapshot'}}"), 72);
+	TT_EQ_INT(code_of("t", "{'listCollections': 1, 'readConcern': {'level': 'snapshot'}}"), 72);
+}
+
 static void
 test_sessions_commands(void)
 {
@@ -429,6 +468,7 @@ main(void)
 	TT_RUN(test_plain_write_waits);
 	TT_RUN(test_kill_and_reap);
 	TT_RUN(test_retryable_writes);
+	TT_RUN(test_snapshot_reads);
 	TT_RUN(test_sessions_commands);
 	tt_close_rm(db, dir);
 	return tt_finish();
