@@ -103,9 +103,9 @@ static const cmd_def_t commands[] = {
 	/* aggregation: cmd_aggregate.c */
 	{"aggregate", NULL, cmd_aggregate, CMDF_MAXTIME, "run an aggregation pipeline"},
 	/* handshake and admin: cmd_admin.c */
-	{"abortTransaction", NULL, cmd_abort_transaction, CMDF_ADMIN_ONLY, "abort a multi-document transaction (cmd_txn.c)"},
+	{"abortTransaction", NULL, cmd_abort_transaction, CMDF_ADMIN_ONLY | CMDF_WRITE, "abort a multi-document transaction (cmd_txn.c)"},
 	{"buildInfo", "buildinfo", cmd_build_info, CMDF_NO_AUTH, "version and build information"},
-	{"commitTransaction", NULL, cmd_commit_transaction, CMDF_ADMIN_ONLY, "commit a multi-document transaction (cmd_txn.c)"},
+	{"commitTransaction", NULL, cmd_commit_transaction, CMDF_ADMIN_ONLY | CMDF_WRITE, "commit a multi-document transaction (cmd_txn.c)"},
 	{"connectionStatus", NULL, cmd_connection_status, CMDF_NO_AUTH, "the connection's authenticated users and roles"},
 	{"endSessions", NULL, cmd_end_sessions, CMDF_NO_AUTH, "end logical sessions"},
 	{"getCmdLineOpts", NULL, cmd_get_cmd_line_opts, CMDF_ADMIN_ONLY, "the server's command line options"},
