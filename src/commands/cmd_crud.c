@@ -188,10 +188,11 @@ CMD_HANDLER(cmd_insert)
 		int group = stop_at - i < 256 ? stop_at - i : 256;
 		b.from = i;
 		b.to = i + group;
-		/* inside a multi-document transaction a failed group could not be
-		 * retried document by document (the storage transaction is only
-		 * good for rollback after a failure): one document at a time */
-		if (cmd_in_transaction(c))
+		/* inside a multi-document transaction (or the storage transaction
+		 * a retryable write runs in) a failed group could not be retried
+		 * document by document (the storage transaction is only good for
+		 * rollback after a failure): one document at a time */
+		if (cmd_in_transaction(c) || storage_txn_active(s))
 			b.to = i + 1;
 		else if (storage_txn_run(s, insert_txn, &b, sync, &e) == 0) {
 			n += group;

@@ -12,10 +12,13 @@
 #include "commands/write.h"
 #include "bson/value.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/failpoint.h"
 #include "repl/oplog.h"
+#include "repl/replset.h"
 #include "repl/retryable.h"
 #include "repl/session.h"
 #include "repl/txn.h"
@@ -626,6 +629,10 @@ cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
 			repl_txn_abort_quietly(s, st);   /* as mongod: a failed statement ends the transaction */
 		else
 			repl_session_txn(s)->nstatements++;
+	} else if (c->txn_kind == REPL_TXN_KIND_RETRYABLE && c->txn_row_written) {
+		/* run_retryable_in_txn wrote the row with the write */
+		if (c->txn_close_after && rc == 0 && !terr_is_set(err))
+			c->client->close_requested = true;
 	} else if (c->txn_kind == REPL_TXN_KIND_RETRYABLE && rc == 0 && !terr_is_set(err)) {
 		terr_t e = TERR_INIT;
 		storage_session_t *ss = client_session(c->client, &e);
@@ -659,6 +666,90 @@ cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
 	if (rc != 0 || terr_is_set(err))
 		add_error_labels(c, err);
 	return rc;
+}
+
+/* ---- running the handler -------------------------------------------------- */
+
+/* The code of the reply's first write error (0: none). */
+static int
+first_write_error(const bson_t *reply)
+{
+	bson_iter_t it, we;
+
+	if (!bson_iter_init_find(&it, reply, "writeErrors") || !BSON_ITER_HOLDS_ARRAY(&it) ||
+	    !bson_iter_recurse(&it, &we) || !bson_iter_next(&we) || !bson_iter_recurse(&we, &it) ||
+	    !bson_iter_find(&it, "code"))
+		return 0;
+	return (int)bson_iter_as_int64(&it);
+}
+
+/* A single-statement retryable write: the statement and the session's
+ * config.transactions row in one storage transaction (mongod writes them in
+ * one WriteUnitOfWork), committed once; a write conflict reruns the whole
+ * command on a fresh snapshot, as storage_txn_run would have.  A statement
+ * that fails leaves nothing (the reply is its error; nothing is recorded, a
+ * retry runs it again, as on mongod). */
+static int
+run_retryable_in_txn(cmd_t *c, const cmd_def_t *def, storage_session_t *ss, terr_t *err)
+{
+	bool sync = write_concern_sync(c);
+	unsigned seed = (unsigned)(uintptr_t)c ^ (unsigned)repl_now_ms();
+	int rc;
+
+	for (int attempt = 0;; attempt++) {
+		int code;
+		if ((rc = storage_txn_begin(ss, err)) != 0)
+			return rc;
+		rc = def->handler(c, err);
+		code = rc != 0 || terr_is_set(err) ? err->code : first_write_error(c->reply);
+		if (code == 0) {
+			uint64_t ts = storage_txn_first_timestamp(ss);
+			int64_t term = 1;
+			if (c->engine->rs != NULL) {
+				repl_set_info_t in;
+				repl_set_info(c->engine->rs, &in);
+				term = in.term;
+			}
+			if (repl_retryable_record_in_txn(c->txn_session, c->engine->st, ss, c->name, c->reply, ts, term,
+			    err) != 0) {
+				storage_txn_rollback(ss);
+				repl_retryable_forget(c->txn_session);
+				return -1;
+			}
+			if ((rc = storage_txn_commit(ss, sync, err)) == 0)
+				return 0;
+			repl_retryable_forget(c->txn_session);
+			code = err->code;
+		} else {
+			storage_txn_rollback(ss);
+		}
+		if (code != TERR_WRITE_CONFLICT || attempt >= 1000 || cmd_check_deadline(c, err))
+			return rc;
+		/* conflict: the command runs again from the start */
+		terr_clear(err);
+		bson_reinit(c->reply);
+		if (c->txn_oplog_session) {
+			bson_t lsid;
+			if (lsid_doc(c, &lsid))
+				repl_oplog_session_set(c->engine->oplog, ss, &lsid, repl_session_txn(c->txn_session)->txn_number,
+				    REPL_OPLOG_OPTIME_NULL, NULL);
+			repl_oplog_session_set_stmt(ss, 0);
+		}
+		usleep((useconds_t)(attempt < 3 ? 0 : 100 + rand_r(&seed) % 2000));
+	}
+}
+
+int
+cmd_txn_run_handler(cmd_t *c, const cmd_def_t *def, terr_t *err)
+{
+	storage_session_t *ss;
+
+	if (c->txn_kind != REPL_TXN_KIND_RETRYABLE || statement_count(c) != 1)
+		return def->handler(c, err);
+	if ((ss = client_session(c->client, err)) == NULL)
+		return -1;
+	c->txn_row_written = true;
+	return run_retryable_in_txn(c, def, ss, err);
 }
 
 /* ---- commitTransaction / abortTransaction -------------------------------- */

@@ -138,6 +138,7 @@ typedef struct cmd {
 	bool txn_close_after;      /* onPrimaryTransactionalWrite closeConnection */
 	bool txn_oplog_session;    /* the client's storage session carries the write's session info */
 	bool txn_retryable_write;
+	bool txn_row_written;      /* the write and its config.transactions row committed together */
 	uint64_t txn_snapshot_ts;  /* a snapshot read outside a transaction reads at it (0: none) */  /* a txnNumber without autocommit (RetryableWriteError applies) */
 	struct storage_session *txn_saved_session;
 } cmd_t;

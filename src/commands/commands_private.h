@@ -129,6 +129,11 @@ int cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index
  * mongod's errorLabels; it returns the command's final rc. */
 int cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err);
 int cmd_txn_leave(cmd_t *c, int rc, terr_t *err);
+/* The handler, as the command's session state wants it run: a
+ * single-statement retryable write runs with its config.transactions row in
+ * one storage transaction (retried whole on a write conflict); everything
+ * else is def->handler. */
+int cmd_txn_run_handler(cmd_t *c, const cmd_def_t *def, terr_t *err);
 /* A successful reply's errorLabels for its writeConcernError (mongod's
  * getErrorLabels: RetryableWriteError, UnknownTransactionCommitResult), once
  * the replica-set layer added it; call before `ok` is appended. */

@@ -455,7 +455,7 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	if (rc >= 0 && cmd_repl_before(&c, def, &rx, er) != 0)
 		rc = -1;
 	if (rc == 0)
-		rc = def->handler(&c, er);
+		rc = cmd_txn_run_handler(&c, def, er);
 	else if (rc == 1)
 		rc = 0;                  /* a retried write: its first reply */
 	rc = cmd_txn_leave(&c, rc, er);

@@ -162,6 +162,51 @@ repl_retryable_record(repl_session_t *s, storage_t *st, storage_session_t *ss, c
 }
 
 int
+repl_retryable_record_in_txn(repl_session_t *s, storage_t *st, storage_session_t *ss, const char *cmd,
+                             const bson_t *reply, uint64_t ts, int64_t term, terr_t *err)
+{
+	repl_txn_state_t *t = repl_session_txn(s);
+	repl_txn_stats_t *stats = repl_txn_stats(repl_session_registry(s));
+	struct row_write w = {st, s, t->txn_number, ts, term, NULL};
+	storage_coll_t *c = NULL;
+	bool was;
+	int rc;
+
+	/* the table exists before the transaction writes to it (catalog
+	 * changes are not transactional) */
+	if (storage_coll_get(st, TXN_TABLE_DB, TXN_TABLE, &c, NULL) != 0) {
+		terr_t e = TERR_INIT;
+		if (storage_coll_create(st, ss, TXN_TABLE_DB, TXN_TABLE, NULL, &e) != 0 && e.code != TERR_NAMESPACE_EXISTS) {
+			terr_move(err, &e);
+			return -1;
+		}
+		terr_clear(&e);
+	} else {
+		storage_coll_release(c);
+	}
+	was = storage_session_set_unobserved(ss, true);
+	rc = row_write_txn(ss, &w, err);
+	storage_session_set_unobserved(ss, was);
+	if (rc != 0)
+		return -1;   /* the caller rolls back */
+	repl_retry_record_free(t->retry);
+	t->retry = tm_alloc0(sizeof(*t->retry));
+	bson_strncpy(t->retry->cmd, cmd, sizeof(t->retry->cmd));
+	bson_copy_to(reply, &t->retry->reply);
+	atomic_fetch_add(&stats->transactions_collection_writes, 1);
+	return 0;
+}
+
+void
+repl_retryable_forget(repl_session_t *s)
+{
+	repl_txn_state_t *t = repl_session_txn(s);
+
+	repl_retry_record_free(t->retry);
+	t->retry = NULL;
+}
+
+int
 repl_retryable_load(repl_sessions_t *ss, storage_session_t *s, terr_t *err)
 {
 	storage_t *st = repl_sessions_storage(ss);

@@ -47,6 +47,16 @@ int repl_retryable_record(repl_session_t *s, storage_t *st, storage_session_t *s
                           const bson_t *reply, bool sync, uint64_t ts, int64_t term, const char *state,
                           terr_t *err);
 
+/* The same, for a write that ran inside ss's open storage transaction (a
+ * single-statement retryable write: the row commits with the write, so a
+ * crash leaves both or neither).  The caller commits or rolls back; on a
+ * rollback it calls repl_retryable_forget. */
+int repl_retryable_record_in_txn(repl_session_t *s, storage_t *st, storage_session_t *ss, const char *cmd,
+                                 const bson_t *reply, uint64_t ts, int64_t term, terr_t *err);
+/* Drop what the session keeps of its current txnNumber's write (its storage
+ * transaction rolled back after all). */
+void repl_retryable_forget(repl_session_t *s);
+
 /* Load config.transactions into the registry (engine open): each row's
  * session learns its txnNumber, as written before the restart. */
 int repl_retryable_load(repl_sessions_t *ss, storage_session_t *s, terr_t *err);

@@ -415,6 +415,63 @@ test_snapshot_reads(void)
 	TT_EQ_INT(code_of("t", "{'listCollections': 1, 'readConcern': {'level': 'snapshot'}}"), 72);
 }
 
+/* Single-statement retryable writes run with their config.transactions row
+ * in one storage transaction: a failed statement records nothing (its retry
+ * runs again and may succeed), concurrent ones on one hot document all
+ * apply once, conflicts never surface. */
+struct retry_worker {
+	int who, code;
+};
+
+static void *
+retry_inc(void *arg)
+{
+	struct retry_worker *w = arg;
+
+	for (int i = 1; i <= 40 && w->code == 0; i++) {
+		char cmd[512];
+		snprintf(cmd, sizeof(cmd), "{'update': 'hot', 'updates': [{'q': {'_id': 1}, 'u': {'$inc': {'n': 1}}}], "
+		    "'lsid': {'id': {'$binary': {'base64': 'AAAAAAAAQACAAAAAAAAA%cA==', 'subType': '04'}}}, 'txnNumber': %d}",
+		    'K' + w->who, i);
+		w->code = run_code("t", cmd, NULL);
+		/* its retry changes nothing */
+		if (w->code == 0 && i % 10 == 0)
+			w->code = run_code("t", cmd, NULL);
+	}
+	return NULL;
+}
+
+static void
+test_retryable_single_statement(void)
+{
+	bson_t *r;
+	pthread_t th[4];
+	struct retry_worker w[4];
+
+	TT_EQ_INT(code_of("t", "{'insert': 'hot', 'documents': [{'_id': 1, 'n': 0}]}"), 0);
+	/* a duplicate: 11000 in writeErrors, nothing recorded: the retry runs again */
+	TT_EQ_INT(run_code("t", "{'insert': 'hot', 'documents': [{'_id': 1}], 'lsid': " LSID_C ", 'txnNumber': 100}", &r),
+	    0);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 11000);
+	tt_free_reply(r);
+	TT_EQ_INT(code_of("t", "{'delete': 'hot', 'deletes': [{'q': {'_id': 1}, 'limit': 1}]}"), 0);
+	TT_EQ_INT(run_code("t", "{'insert': 'hot', 'documents': [{'_id': 1, 'n': 0}], 'lsid': " LSID_C ", "
+	    "'txnNumber': 100}", &r), 0);
+	TT_EQ_INT(tt_get_i64(r, "n"), 1);
+	TT_ASSERT(!tt_get(r, "writeErrors", &(bson_iter_t){0}));
+	tt_free_reply(r);
+	for (int i = 0; i < 4; i++) {
+		w[i].who = i;
+		w[i].code = 0;
+		pthread_create(&th[i], NULL, retry_inc, &w[i]);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		TT_EQ_INT(w[i].code, 0);
+	}
+	TT_EQ_INT(count_docs("hot", "{'_id': 1, 'n': 160}"), 1);
+}
+
 static void
 test_sessions_commands(void)
 {
@@ -469,6 +526,7 @@ main(void)
 	TT_RUN(test_kill_and_reap);
 	TT_RUN(test_retryable_writes);
 	TT_RUN(test_snapshot_reads);
+	TT_RUN(test_retryable_single_statement);
 	TT_RUN(test_sessions_commands);
 	tt_close_rm(db, dir);
 	return tt_finish();
