@@ -54,6 +54,13 @@ engine_term(void *rs)
 	return t > 0 ? t : -1;
 }
 
+/* The periodic no-op writer writes only on a primary. */
+static bool
+engine_primary(void *rs)
+{
+	return repl_set_writable(rs);
+}
+
 int
 engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr_t *err)
 {
@@ -97,7 +104,8 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 	 * set's cluster time is the oplog's clock, its term every entry's t */
 	if (e->rs != NULL) {
 		repl_oplog_options_t oo = {.size_mb = e->opts.oplog_size_mb, .dbpath = path,
-		    .in_memory = e->opts.storage.in_memory, .term = engine_term, .term_arg = e->rs};
+		    .in_memory = e->opts.storage.in_memory, .term = engine_term, .term_arg = e->rs,
+		    .primary = engine_primary};
 		e->clock = repl_clock_new();
 		if (repl_oplog_open(e->st, e->clock, &oo, &e->oplog, err) != 0) {
 			repl_clock_free(e->clock);

@@ -50,6 +50,10 @@ struct repl_oplog {
 	atomic_ullong stable;          /* last stable_timestamp set */
 	atomic_llong max_bytes;
 	double min_retention_hours;    /* under coll_lock */
+	/* the newest committed entry's opTime (hello's lastWrite without a
+	 * scan), under last_lock */
+	pthread_mutex_t last_lock;
+	repl_oplog_optime_t last;
 	/* background thread */
 	pthread_t thread;
 	bool running, stopping;
@@ -66,6 +70,7 @@ typedef struct sess_ctx {
 	repl_oplog_optime_t prev;        /* committed: the last entry of this session info */
 	repl_oplog_optime_t chain;       /* inside the open transaction */
 	bool wrote;
+	repl_oplog_optime_t txn_last;   /* the newest entry the open transaction wrote */
 	bool replacement;
 	bool collect;
 	bson_t **ops;              /* collect mode: the transaction's operations (bson_new'd) */
@@ -462,6 +467,9 @@ body_index_set_spec(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
 				uint32_t la = bt.next_off - bt.off, lb = it.next_off - it.off;
 				if (la != lb || memcmp(bt.raw + bt.off, it.raw + it.off, la) != 0)
 					bson_append_value(&old, bson_iter_key(&bt), -1, bson_iter_value(&bt));
+			} else if (strcmp(bson_iter_key(&it), "hidden") == 0) {
+				/* an index without the field was not hidden */
+				bson_append_bool(&old, "hidden", 6, false);
 			}
 		}
 	}
@@ -514,7 +522,7 @@ stamp(repl_oplog_t *o, storage_session_t *s, uint32_t n, repl_ts_t *first, terr_
 /* Write {[lsid, txnNumber,] <body>, [stmtId,] ts, t, v, wall[, prevOpTime]}
  * at RecordId ts. */
 static int
-entry_write(repl_oplog_t *o, storage_session_t *s, storage_coll_t *c, sess_ctx_t *ctx, const bson_t *body,
+entry_write(storage_session_t *s, storage_coll_t *c, sess_ctx_t *ctx, const bson_t *body,
             repl_ts_t ts, int64_t t, int32_t stmt, repl_oplog_optime_t *prev, terr_t *err)
 {
 	bson_t e;
@@ -534,10 +542,21 @@ entry_write(repl_oplog_t *o, storage_session_t *s, storage_coll_t *c, sess_ctx_t
 	bson_append_date_time(&e, "wall", 4, now_ms());
 	if (ctx != NULL && ctx->has_info && prev != NULL)
 		repl_oplog_optime_append(&e, "prevOpTime", *prev);
-	(void)o;
 	ret = storage_doc_insert_at(s, c, (recid_t)ts, &e, err);
 	bson_destroy(&e);
 	return ret;
+}
+
+static sess_ctx_t *ctx_of(storage_session_t *s, bool create);
+
+/* Remember the newest entry s's transaction wrote (published at commit). */
+static void
+note_written(storage_session_t *s, repl_ts_t ts, int64_t t)
+{
+	sess_ctx_t *ctx = ctx_of(s, true);
+
+	if (ts > ctx->txn_last.ts)
+		ctx->txn_last = (repl_oplog_optime_t){ts, t};
 }
 
 /* Log bodies as consecutive entries in s's transaction. */
@@ -555,8 +574,9 @@ log_bodies(repl_oplog_t *o, storage_session_t *s, sess_ctx_t *ctx, bson_t *bodie
 	t = term_of(o);
 	for (int i = 0; i < n; i++) {
 		repl_oplog_optime_t prev = ctx != NULL ? ctx->chain : REPL_OPLOG_OPTIME_NULL;
-		ERR(entry_write(o, s, c, ctx, &bodies[i], first + (repl_ts_t)i, t, ctx != NULL ? ctx->stmt : -1,
+		ERR(entry_write(s, c, ctx, &bodies[i], first + (repl_ts_t)i, t, ctx != NULL ? ctx->stmt : -1,
 		    &prev, err));
+		note_written(s, first + (repl_ts_t)i, t);
 		if (ctx != NULL && ctx->has_info) {
 			ctx->chain = (repl_oplog_optime_t){first + (repl_ts_t)i, t};
 			ctx->wrote = true;
@@ -687,12 +707,13 @@ on_commit(void *arg, storage_session_t *s, terr_t *err)
 		else if (nent > 1)
 			bson_append_int64(&ob, "count", 5, ctx->nops);
 		bson_append_document_end(&body, &ob);
-		ret = entry_write(o, s, c, ctx, &body, first + (repl_ts_t)e, t, -1, &prev, err);
+		ret = entry_write(s, c, ctx, &body, first + (repl_ts_t)e, t, -1, &prev, err);
 		bson_destroy(&body);
 		if (ret != 0)
 			goto err;
 		ctx->chain = (repl_oplog_optime_t){first + (repl_ts_t)e, t};
 		ctx->wrote = true;
+		note_written(s, first + (repl_ts_t)e, t);
 	}
 err:
 	bson_free(ends);
@@ -703,11 +724,18 @@ err:
 static void
 on_end(void *arg, storage_session_t *s, bool committed)
 {
+	repl_oplog_t *o = arg;
 	sess_ctx_t *ctx = ctx_of(s, false);
 
-	(void)arg;
 	if (ctx == NULL)
 		return;
+	if (committed && ctx->txn_last.ts != 0) {
+		pthread_mutex_lock(&o->last_lock);
+		if (ctx->txn_last.ts > o->last.ts)
+			o->last = ctx->txn_last;
+		pthread_mutex_unlock(&o->last_lock);
+	}
+	ctx->txn_last = (repl_oplog_optime_t){0, 0};
 	if (committed && ctx->wrote)
 		ctx->prev = ctx->chain;
 	else
@@ -789,6 +817,12 @@ repl_oplog_last_optime(repl_oplog_t *o)
 
 	if (!atomic_load(&o->exists) || vis == 0)
 		return REPL_OPLOG_OPTIME_NULL;
+	/* usually the newest committed entry is visible: no scan */
+	pthread_mutex_lock(&o->last_lock);
+	ot = o->last;
+	pthread_mutex_unlock(&o->last_lock);
+	if (ot.ts != 0 && ot.ts <= vis)
+		return ot;
 	if ((s = storage_session_pool_get(o->st, NULL)) == NULL)
 		return REPL_OPLOG_OPTIME_NULL;
 	ot = newest_entry(o, s, vis);
@@ -811,12 +845,42 @@ move_timestamps(repl_oplog_t *o)
 		atomic_store(&o->stable, vis);
 }
 
+/* The periodic no-op: only when nothing was logged since the last look. */
+static void
+periodic_noop(repl_oplog_t *o, repl_ts_t *seen)
+{
+	storage_session_t *s;
+	repl_ts_t last;
+	bson_t msg = BSON_INITIALIZER;
+
+	pthread_mutex_lock(&o->last_lock);
+	last = o->last.ts;
+	pthread_mutex_unlock(&o->last_lock);
+	if (last != *seen) {
+		*seen = last;
+		return;
+	}
+	if (o->opts.primary != NULL && !o->opts.primary(o->opts.term_arg))
+		return;
+	if ((s = storage_session_pool_get(o->st, NULL)) == NULL)
+		return;
+	bson_append_utf8(&msg, "msg", 3, "periodic noop", -1);
+	(void)repl_oplog_noop(o, s, &msg, NULL, NULL);
+	storage_session_pool_put(o->st, s);
+	bson_destroy(&msg);
+	pthread_mutex_lock(&o->last_lock);
+	*seen = o->last.ts;
+	pthread_mutex_unlock(&o->last_lock);
+}
+
 static void *
 thread_main(void *arg)
 {
 	repl_oplog_t *o = arg;
 	int interval = o->opts.truncate_interval_ms > 0 ? o->opts.truncate_interval_ms : 1000;
-	int64_t since = 0;
+	int64_t noop_ms = o->opts.noop_interval_secs == 0 ? 10000 : (int64_t)o->opts.noop_interval_secs * 1000;
+	int64_t since = 0, since_noop = 0;
+	repl_ts_t seen = 0;
 
 	tlog_set_ctx("OplogThread");
 	pthread_mutex_lock(&o->thr_lock);
@@ -834,6 +898,11 @@ thread_main(void *arg)
 		pthread_mutex_unlock(&o->thr_lock);
 		move_timestamps(o);
 		since += TICK_MS;
+		since_noop += TICK_MS;
+		if (noop_ms > 0 && since_noop >= noop_ms && atomic_load(&o->exists)) {
+			since_noop = 0;
+			periodic_noop(o, &seen);
+		}
 		if (since >= interval && atomic_load(&o->exists)) {
 			terr_t err = TERR_INIT;
 			since = 0;
@@ -979,6 +1048,7 @@ repl_oplog_open(storage_t *st, repl_clock_t *clock, const repl_oplog_options_t *
 	o->opts.dbpath = NULL;      /* borrowed only for the default size below */
 	pthread_mutex_init(&o->stamp_lock, NULL);
 	pthread_mutex_init(&o->coll_lock, NULL);
+	pthread_mutex_init(&o->last_lock, NULL);
 	pthread_mutex_init(&o->thr_lock, NULL);
 	pthread_cond_init(&o->thr_cond, NULL);
 	atomic_init(&o->exists, false);
@@ -1007,6 +1077,7 @@ repl_oplog_open(storage_t *st, repl_clock_t *clock, const repl_oplog_options_t *
 		if (last.ts != 0) {
 			repl_clock_recover(clock, last.ts);
 			atomic_store(&o->recovered, last.ts);
+			o->last = last;
 			move_timestamps(o);
 		}
 	}
@@ -1037,6 +1108,7 @@ repl_oplog_close(repl_oplog_t *o)
 	coll_set(o, NULL);
 	pthread_mutex_destroy(&o->stamp_lock);
 	pthread_mutex_destroy(&o->coll_lock);
+	pthread_mutex_destroy(&o->last_lock);
 	pthread_mutex_destroy(&o->thr_lock);
 	pthread_cond_destroy(&o->thr_cond);
 	bson_free(o);
@@ -1068,6 +1140,14 @@ append_size(bson_t *b, int64_t bytes)
 	else
 		bson_append_int64(b, "size", 4, bytes);
 }
+
+typedef struct noop_arg {
+	repl_oplog_t *o;
+	const bson_t *obj;
+	bool before_election;      /* term -1: written before any election */
+	repl_oplog_optime_t at;
+} noop_arg_t;
+static int noop_fn(storage_session_t *s, void *p, terr_t *err);
 
 int
 repl_oplog_create(repl_oplog_t *o, const bson_t *msg, bool *created, repl_oplog_optime_t *at, terr_t *err)
@@ -1105,8 +1185,18 @@ repl_oplog_create(repl_oplog_t *o, const bson_t *msg, bool *created, repl_oplog_
 		ret = -1;
 		goto done;
 	}
+	/* mongod's two: "initiating set" before the set's first election (term
+	 * -1), then "new primary" of the node that won it */
 	bson_append_utf8(&dflt, "msg", 3, "initiating set", -1);
-	ret = repl_oplog_noop(o, s, msg != NULL ? msg : &dflt, at, err);
+	{
+		noop_arg_t a = {o, msg != NULL ? msg : &dflt, true, REPL_OPLOG_OPTIME_NULL};
+		bson_t np = BSON_INITIALIZER;
+		ret = storage_txn_run(s, noop_fn, &a, false, err);
+		bson_append_utf8(&np, "msg", 3, "new primary", -1);
+		if (ret == 0)
+			ret = repl_oplog_noop(o, s, &np, at, err);
+		bson_destroy(&np);
+	}
 	storage_session_pool_put(o->st, s);
 done:
 	bson_destroy(&opts);
@@ -1116,11 +1206,7 @@ done:
 
 /* ---- no-ops, find --------------------------------------------------------- */
 
-typedef struct noop_arg {
-	repl_oplog_t *o;
-	const bson_t *obj;
-	repl_oplog_optime_t at;
-} noop_arg_t;
+
 
 static int
 noop_fn(storage_session_t *s, void *p, terr_t *err)
@@ -1138,8 +1224,9 @@ noop_fn(storage_session_t *s, void *p, terr_t *err)
 	bson_append_utf8(&body, "ns", 2, "", 0);
 	bson_append_document(&body, "o", 1, a->obj);
 	ERR(stamp(a->o, s, 1, &ts, err));
-	t = term_of(a->o);
-	ERR(entry_write(a->o, s, c, NULL, &body, ts, t, -1, NULL, err));
+	t = a->before_election ? -1 : term_of(a->o);
+	ERR(entry_write(s, c, NULL, &body, ts, t, -1, NULL, err));
+	note_written(s, ts, t);
 	a->at = (repl_oplog_optime_t){ts, t};
 err:
 	bson_destroy(&body);
@@ -1150,7 +1237,7 @@ err:
 int
 repl_oplog_noop(repl_oplog_t *o, storage_session_t *s, const bson_t *obj, repl_oplog_optime_t *at, terr_t *err)
 {
-	noop_arg_t a = {o, obj, REPL_OPLOG_OPTIME_NULL};
+	noop_arg_t a = {o, obj, false, REPL_OPLOG_OPTIME_NULL};
 
 	if (!atomic_load(&o->exists))
 		return terr_set(err, TERR_ILLEGAL_OPERATION, "the oplog does not exist");
@@ -1205,6 +1292,9 @@ repl_oplog_scan_open(repl_oplog_t *o, storage_session_t *s, repl_ts_t after, rep
 		repl_oplog_cursor_close(cur);
 		return -1;
 	}
+	/* RecordId = ts: start right after `after`, not from the oldest */
+	if (after != 0)
+		storage_cursor_seek_after(cur->cur, (recid_t)after);
 	cur->s = s;
 	*out = cur;
 	return 0;

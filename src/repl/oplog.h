@@ -87,6 +87,13 @@ typedef struct repl_oplog_options {
 	void *term_arg;
 	/* Truncation thread: how often it checks the size (ms; 0 = 1000). */
 	int truncate_interval_ms;
+	/* mongod's periodic no-op writer (periodicNoopIntervalSecs): every
+	 * this many seconds (0 = 10, < 0 = never) the thread writes {op: 'n',
+	 * o: {msg: "periodic noop"}} when no entry was written since its last
+	 * look, while primary(term_arg) says this node is primary (NULL:
+	 * always), so the cluster time readers see keeps moving. */
+	int noop_interval_secs;
+	bool (*primary)(void *arg);
 	/* For the default size: the data folder (free disk space), or an
 	 * in-memory engine (physical memory).  dbpath may be NULL (then the
 	 * default is the lower bound). */
@@ -107,11 +114,12 @@ int repl_oplog_open(storage_t *st, repl_clock_t *clock, const repl_oplog_options
 void repl_oplog_close(repl_oplog_t *op);
 
 /*
- * Create local.oplog.rs (replSetInitiate) with the configured size and
- * write the initiation no-op {op: 'n', ns: "", o: msg} (msg NULL: {msg:
- * "initiating set"}); from then on every change is logged.  When the oplog
- * already exists it does nothing and sets *created false (may be NULL).
- * *at (may be NULL) gets the no-op's opTime.
+ * Create local.oplog.rs (replSetInitiate, once the node is primary) with
+ * the configured size and write mongod's two no-ops: the initiation's {op:
+ * 'n', ns: "", o: msg} with t: -1 (msg NULL: {msg: "initiating set"}), then
+ * {msg: "new primary"} in the current term; from then on every change is
+ * logged.  When the oplog already exists it does nothing and sets *created
+ * false (may be NULL).  *at (may be NULL) gets the last no-op's opTime.
  */
 int repl_oplog_create(repl_oplog_t *op, const bson_t *msg, bool *created, repl_oplog_optime_t *at, terr_t *err);
 /* local.oplog.rs exists (the set was initiated). */

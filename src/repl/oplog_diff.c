@@ -176,8 +176,8 @@ array_diff(const bson_t *pre, const bson_t *post, bson_t *out, int depth)
 {
 	bson_iter_t pi, qi;
 	bson_t ent;
-	bool pmore, qmore, has_upd = false, has_sub = false;
-	uint32_t i = 0, plen = 0;
+	bool pmore, qmore;
+	uint32_t i = 0;
 	char key[16];
 
 	bson_init(&ent);
@@ -204,8 +204,6 @@ array_diff(const bson_t *pre, const bson_t *post, bson_t *out, int depth)
 			}
 			if (hs)
 				bson_concat(&ent, &s);
-			has_upd = has_upd || hu;
-			has_sub = has_sub || hs;
 			bson_destroy(&u);
 			bson_destroy(&s);
 			pmore = bson_iter_next(&pi);
@@ -217,15 +215,12 @@ array_diff(const bson_t *pre, const bson_t *post, bson_t *out, int depth)
 		qmore = bson_iter_next(&qi);
 		i++;
 	}
-	plen = i;
-	bool shrunk = pmore;
+	/* the old array was longer: resize to the new length */
 	bson_append_bool(out, "a", 1, true);
-	if (shrunk)
-		bson_append_int32(out, "l", 1, (int32_t)plen);
+	if (pmore)
+		bson_append_int32(out, "l", 1, (int32_t)i);
 	bson_concat(out, &ent);
 	bson_destroy(&ent);
-	(void)has_upd;
-	(void)has_sub;
 }
 
 bool

@@ -225,6 +225,21 @@ storage_scan_open(storage_session_t *s, storage_coll_t *c, bool backward,
 	return 0;
 }
 
+void
+storage_cursor_seek_after(storage_cursor_t *cur, recid_t recid)
+{
+	if (cur->ix != NULL)
+		return;
+	if (cur->key_lazy) {
+		cur->key_lazy = false;
+		if (cur->s != NULL && cur->s->lazy_key == cur)
+			cur->s->lazy_key = NULL;
+	}
+	cur->last_recid = recid;
+	cur->state = CUR_REPOSITION;
+	cur->any_returned = true;    /* a stop at the scan limit comes back here */
+}
+
 int
 storage_index_scan_open(storage_session_t *s, storage_coll_t *c, const storage_index_t *idx,
                         const uint8_t *lo, size_t lo_len, bool lo_incl,

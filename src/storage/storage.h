@@ -466,6 +466,10 @@ int storage_doc_find_id(storage_session_t *s, storage_coll_t *c, const bson_valu
 /* Full scan in RecordId order (forward or backward = $natural: -1). */
 int storage_scan_open(storage_session_t *s, storage_coll_t *c, bool backward,
                       storage_cursor_t **out, terr_t *err);
+/* A collection scan (any direction) goes on after recid: its next record is
+ * the first one past recid in scan order (a reader of the oplog resuming
+ * after a ts).  Call right after storage_scan_open, or between calls. */
+void storage_cursor_seek_after(storage_cursor_t *cur, recid_t recid);
 /* Index scan over [lo, hi] KeyString bounds (NULL = unbounded), inclusive
  * flags, direction.  Bounds are compared with the value part of each key
  * (the RecordId ending a non-unique key is ignored), so an exclusive bound

@@ -364,7 +364,20 @@ test_entries(void)
 	bson_t *rep;
 
 	TT_ASSERT(rs_open(&r, dir, 0, true));
-	expect_entries(&r, 0, "{ \"op\" : \"n\", \"ns\" : \"\", \"o\" : { \"msg\" : \"initiating set\" } }\n");
+	expect_entries(&r, 0, "{ \"op\" : \"n\", \"ns\" : \"\", \"o\" : { \"msg\" : \"initiating set\" } }\n"
+	    "{ \"op\" : \"n\", \"ns\" : \"\", \"o\" : { \"msg\" : \"new primary\" } }\n");
+	/* the first before any election (t: -1), the second in term 1 */
+	{
+		storage_session_t *s = client_session(r.cl, NULL);
+		repl_oplog_cursor_t *cur = NULL;
+		bson_t e;
+		TT_EQ_INT(repl_oplog_scan_open(engine_oplog(r.e), s, 0, &cur, NULL), 0);
+		TT_EQ_INT(repl_oplog_cursor_next(cur, &e, NULL), 1);
+		TT_EQ_INT(tt_get_i64(&e, "t"), -1);
+		TT_EQ_INT(repl_oplog_cursor_next(cur, &e, NULL), 1);
+		TT_EQ_INT(tt_get_i64(&e, "t"), 1);
+		repl_oplog_cursor_close(cur);
+	}
 	/* listCollections shows mongod's options for the oplog */
 	rep = rs_cmd(&r, "local", "{'listCollections': 1, 'filter': {'name': 'oplog.rs'}}", &rc);
 	TT_EQ_INT(rc, 0);
@@ -440,6 +453,14 @@ test_entries(void)
 		TT_EQ_INT(n, 8);
 		bson_free(got);
 	}
+	/* collMod of an index: {collMod, index: {name, hidden}} and the old value */
+	mark = last_ts(&r);
+	rs_ok(&r, "shop", "{'createIndexes': 'items', 'indexes': [{'key': {'c': 1}, 'name': 'c_1'}]}");
+	mark = last_ts(&r);
+	rs_ok(&r, "shop", "{'collMod': 'items', 'index': {'name': 'c_1', 'hidden': true}}");
+	expect_entries(&r, mark,
+	    "{ \"op\" : \"c\", \"ns\" : \"shop.$cmd\", \"o\" : { \"collMod\" : \"items\", \"index\" : "
+	    "{ \"name\" : \"c_1\", \"hidden\" : true } }, \"o2\" : { \"indexOptions_old\" : { \"hidden\" : false } } }\n");
 	/* dropDatabase: a drop per collection, then dropDatabase; local is
 	 * never logged */
 	mark = last_ts(&r);
@@ -920,6 +941,7 @@ test_retryable_session_info(void)
 	bson_t *e = tm_bson_array_new(1);
 	bson_iter_t it;
 	uint32_t t, i;
+	repl_ts_t first_stmt;
 
 	TT_ASSERT(rs_open(&r, dir, 0, true));
 	op = engine_oplog(r.e);
@@ -939,6 +961,7 @@ test_retryable_session_info(void)
 	/* the chain: the second statement's prevOpTime is the first's */
 	TT_ASSERT(tt_get(e, "prevOpTime.ts", &it));
 	bson_iter_timestamp(&it, &t, &i);
+	first_stmt = REPL_TS(t, i);
 	tt_free_reply(e);
 	e = tm_bson_array_new(1);
 	TT_EQ_INT(repl_oplog_find(op, s, REPL_TS(t, i), e, NULL), 0);
@@ -948,6 +971,16 @@ test_retryable_session_info(void)
 	TT_ASSERT(t == 0 && i == 0);
 	TT_EQ_INT(tt_get_i64(e, "prevOpTime.t"), -1);
 	tt_free_reply(e);
+	/* a scan from a ts starts right after it */
+	{
+		repl_oplog_cursor_t *cur = NULL;
+		bson_t ent;
+		TT_EQ_INT(repl_oplog_scan_open(op, s, first_stmt, &cur, NULL), 0);
+		TT_EQ_INT(repl_oplog_cursor_next(cur, &ent, NULL), 1);
+		TT_EQ_INT(tt_get_i64(&ent, "stmtId"), 1);
+		TT_EQ_INT(repl_oplog_cursor_next(cur, &ent, NULL), 0);
+		repl_oplog_cursor_close(cur);
+	}
 	/* unknown ts */
 	e = tm_bson_array_new(1);
 	TT_EQ_INT(repl_oplog_find(op, s, REPL_TS(1, 1), e, NULL), 1);
@@ -1192,6 +1225,65 @@ test_kill9_agree(void)
 	bson_free(dir);
 }
 
+/* The periodic no-op writer: an idle oplog gets {msg: "periodic noop"}
+ * entries, a busy one none (straight on storage, no engine). */
+static int
+count_noops(repl_oplog_t *op, storage_session_t *s)
+{
+	repl_oplog_cursor_t *cur = NULL;
+	bson_t e;
+	int n = 0;
+
+	TT_EQ_INT(repl_oplog_scan_open(op, s, 0, &cur, NULL), 0);
+	while (repl_oplog_cursor_next(cur, &e, NULL) == 1)
+		if (strcmp(tt_get_str(&e, "o.msg"), "periodic noop") == 0)
+			n++;
+	repl_oplog_cursor_close(cur);
+	return n;
+}
+
+static void
+test_periodic_noop(void)
+{
+	char *dir = tt_tmpdir("oplog-noop");
+	storage_options_t so = {.create = true};
+	storage_t *st = NULL;
+	storage_session_t *s = NULL;
+	storage_coll_t *c = NULL;
+	repl_clock_t *clk = repl_clock_new();
+	repl_oplog_t *op = NULL;
+	repl_oplog_options_t oo = {.size_mb = 1, .noop_interval_secs = 1};
+	int idle;
+
+	TT_EQ_INT(storage_open(dir, &so, &st, NULL), 0);
+	TT_EQ_INT(repl_oplog_open(st, clk, &oo, &op, NULL), 0);
+	TT_EQ_INT(repl_oplog_create(op, NULL, NULL, NULL, NULL), 0);
+	TT_EQ_INT(storage_session_open(st, &s, NULL), 0);
+	usleep(2600 * 1000);
+	idle = count_noops(op, s);
+	TT_ASSERT(idle >= 1 && idle <= 3);
+	TT_EQ_INT(storage_coll_create(st, s, "shop", "items", NULL, NULL), 0);
+	TT_EQ_INT(storage_coll_get(st, "shop", "items", &c, NULL), 0);
+	for (int k = 0; k < 15; k++) {
+		bson_t d = BSON_INITIALIZER;
+		BSON_APPEND_INT32(&d, "_id", k);
+		TT_EQ_INT(storage_txn_begin(s, NULL), 0);
+		TT_EQ_INT(storage_doc_insert(s, c, &d, NULL, NULL), 0);
+		TT_EQ_INT(storage_txn_commit(s, false, NULL), 0);
+		bson_destroy(&d);
+		usleep(150 * 1000);
+	}
+	/* at most the one a check right before the first write could have made */
+	TT_ASSERT(count_noops(op, s) <= idle + 1);
+	storage_coll_release(c);
+	storage_session_close(s);
+	repl_oplog_close(op);
+	storage_close(st);
+	repl_clock_free(clk);
+	tt_rmdir(dir);
+	bson_free(dir);
+}
+
 int
 main(void)
 {
@@ -1206,5 +1298,6 @@ main(void)
 	TT_RUN(test_truncate_and_resize);
 	TT_RUN(test_restart_resumes_clock);
 	TT_RUN(test_kill9_agree);
+	TT_RUN(test_periodic_noop);
 	return tt_finish();
 }

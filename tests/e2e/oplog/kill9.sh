@@ -27,6 +27,13 @@ cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$W
 trap cleanup EXIT
 mkdir -p "$WORK/db"
 PORT=$(free_port)
+
+# bad sizes are refused at start, with mongod's words
+err=$("$TAMGAD" --dbpath "$WORK/db" --port "$PORT" --replSet rs0 --oplogSize 0 2>&1 >/dev/null); rc=$?
+[[ $rc -ne 0 && $err == *"bad --oplogSize, arg must be greater than 0, found: 0"* ]] \
+	&& ok "--oplogSize 0 refused" || nok "--oplogSize 0: $rc $err"
+err=$("$TAMGAD" --dbpath "$WORK/db" --port "$PORT" --replSet rs0 --oplogSize x 2>&1 >/dev/null); rc=$?
+[[ $rc -ne 0 && $err == *"bad --oplogSize"* ]] && ok "--oplogSize x refused" || nok "--oplogSize x: $rc $err"
 URI="mongodb://127.0.0.1:$PORT/?directConnection=true&retryWrites=false"
 
 "$TAMGAD" --dbpath "$WORK/db" --port "$PORT" --bind_ip 127.0.0.1 --nounixsocket --replSet rs0 >"$WORK/1.log" 2>&1 &

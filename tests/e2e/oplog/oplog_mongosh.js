@@ -19,6 +19,9 @@ test('no oplog before rs.initiate(), one after', () => {
 	eq(first.op, 'n');
 	eq(first.ns, '');
 	eq(first.o, {msg: 'initiating set'});
+	eq(Number(first.t), -1);
+	const second = oplog.find().sort({$natural: 1}).skip(1).limit(1).toArray()[0];
+	eq([second.op, second.o, Number(second.t)], ['n', {msg: 'new primary'}, 1]);
 	ok(first.ts instanceof Timestamp, 'ts is a Timestamp');
 	eq(typeof first.v === 'object' ? Number(first.v) : first.v, 2);
 	ok(first.wall instanceof Date, 'wall is a Date');
