@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 PORT ?= 27017
 DBPATH ?= ./data
 
-.PHONY: all build deps run test test-unit bench conformance fuzz install clean demo
+.PHONY: all build deps run run-standalone test test-unit bench conformance fuzz install clean demo
 
 all: build
 
@@ -15,7 +15,15 @@ build: deps
 	@cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTAMGA_TESTS=OFF >/dev/null
 	@cmake --build build -j $(JOBS)
 
+# A single-node replica set rs0, initiated on its first start (and left as
+# it is on every later one), so sessions-based features work with no extra
+# step; `make run-standalone` starts a plain standalone server.
+REPLSET ?= rs0
 run: build
+	@mkdir -p $(DBPATH)
+	./build/tamgad --dbpath $(DBPATH) --port $(PORT) --bind_ip 127.0.0.1 --replSet $(REPLSET) --replSetAutoInitiate
+
+run-standalone: build
 	@mkdir -p $(DBPATH)
 	./build/tamgad --dbpath $(DBPATH) --port $(PORT) --bind_ip 127.0.0.1
 

@@ -1043,7 +1043,8 @@ auth_check_command(cmd_t *c, const cmd_def_t *def, terr_t *err)
 			auth_actions_add_list(&a, "createUser grantRole");
 			auth_privset_add(&boot, AUTH_RES_DB, "admin", NULL, &a);
 			memset(&a, 0, sizeof(a));
-			auth_actions_add_list(&a, "replSetGetStatus");
+			/* and rs.initiate(), as mongod's keyFile deployment starts */
+			auth_actions_add_list(&a, "replSetGetStatus replSetConfigure");
 			auth_privset_add(&boot, AUTH_RES_CLUSTER, NULL, NULL, &a);
 			memset(&k, 0, sizeof(k));
 			k.c = c;

@@ -401,6 +401,13 @@ CMD_HANDLER(cmd_server_status)
 	BSON_APPEND_INT64(c->reply, "uptimeMillis", up_us / 1000);
 	BSON_APPEND_INT64(c->reply, "uptimeEstimate", up_us / 1000000);
 	BSON_APPEND_DATE_TIME(c->reply, "localTime", now_wall_ms());
+	if (c->engine->rs != NULL) {
+		/* a set member's serverStatus.repl: hello's set fields and rbid */
+		BSON_APPEND_DOCUMENT_BEGIN(c->reply, "repl", &sub);
+		cmd_repl_fields_append(c->engine, &sub, false);
+		BSON_APPEND_INT32(&sub, "rbid", 1);
+		bson_append_document_end(c->reply, &sub);
+	}
 
 	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "connections", &sub);
 	BSON_APPEND_INT32(&sub, "current", (int32_t)ld(&k->connections_current));
@@ -760,6 +767,9 @@ CMD_HANDLER(cmd_list_commands)
 	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "commands", &all);
 	for (i = 0; i < n; i++) {
 		const cmd_def_t *d = sorted[i];
+		/* test commands exist only with enableTestCommands */
+		if ((d->flags & CMDF_TEST) && !c->engine->opts.enable_test_commands)
+			continue;
 		bson_append_document_begin(&all, d->name, -1, &one);
 		BSON_APPEND_UTF8(&one, "help", d->help ? d->help : "");
 		BSON_APPEND_BOOL(&one, "requiresAuth", !(d->flags & CMDF_NO_AUTH));

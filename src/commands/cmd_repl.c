@@ -129,16 +129,14 @@ CMD_HANDLER(cmd_repl_set_initiate)
 	}
 	bson_init(&extra);
 	r = repl_set_initiate(c->engine->rs, have ? &cfg : NULL, &extra, err);
-	if (r == 0 || err->code == TERR_ALREADY_INITIALIZED) {
+	if (r == 0) {
 		bson_iter_t it;
 		if (bson_iter_init(&it, &extra))
 			while (bson_iter_next(&it))
-				bson_append_iter(r == 0 ? c->reply : c->reply, bson_iter_key(&it), -1, &it);
-	}
-	if (r != 0 && err->code == TERR_ALREADY_INITIALIZED) {
-		/* mongod's reply carries `info` beside the error */
-		bson_t *x = bson_copy(&extra);
-		terr_set_extra_steal(err, x);
+				bson_append_iter(c->reply, bson_iter_key(&it), -1, &it);
+	} else if (err->code == TERR_ALREADY_INITIALIZED) {
+		/* mongod's error reply carries `info` beside the error */
+		terr_set_extra_steal(err, bson_copy(&extra));
 	}
 	bson_destroy(&extra);
 	/* the set exists: create local.oplog.rs and its "initiating set" no-op
@@ -397,41 +395,47 @@ cmd_repl_topology_wait(engine_t *e, uint64_t counter, int64_t wait_ms)
 void
 cmd_repl_hello_append(cmd_t *c, bool legacy)
 {
+	cmd_repl_fields_append(c->engine, c->reply, legacy);
+}
+
+void
+cmd_repl_fields_append(engine_t *e, bson_t *out, bool legacy)
+{
 	repl_set_info_t in;
 	bson_t tv, hosts, lw;
-	const char *name = repl_set_name(c->engine->rs);
+	const char *name = repl_set_name(e->rs);
 
-	repl_set_info(c->engine->rs, &in);
-	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "topologyVersion", &tv);
+	repl_set_info(e->rs, &in);
+	BSON_APPEND_DOCUMENT_BEGIN(out, "topologyVersion", &tv);
 	BSON_APPEND_OID(&tv, "processId", repl_set_process_id());
 	BSON_APPEND_INT64(&tv, "counter", (int64_t)in.topology_counter);
-	bson_append_document_end(c->reply, &tv);
-	if (!repl_set_initiated(c->engine->rs)) {
+	bson_append_document_end(out, &tv);
+	if (!repl_set_initiated(e->rs)) {
 		/* mongod before a configuration: a "ghost" member */
-		BSON_APPEND_BOOL(c->reply, legacy ? "ismaster" : "isWritablePrimary", false);
-		BSON_APPEND_BOOL(c->reply, "secondary", false);
-		BSON_APPEND_UTF8(c->reply, "info", "Does not have a valid replica set config");
-		BSON_APPEND_BOOL(c->reply, "isreplicaset", true);
+		BSON_APPEND_BOOL(out, legacy ? "ismaster" : "isWritablePrimary", false);
+		BSON_APPEND_BOOL(out, "secondary", false);
+		BSON_APPEND_UTF8(out, "info", "Does not have a valid replica set config");
+		BSON_APPEND_BOOL(out, "isreplicaset", true);
 		return;
 	}
-	BSON_APPEND_ARRAY_BEGIN(c->reply, "hosts", &hosts);
+	BSON_APPEND_ARRAY_BEGIN(out, "hosts", &hosts);
 	BSON_APPEND_UTF8(&hosts, "0", in.self_host);
-	bson_append_array_end(c->reply, &hosts);
-	BSON_APPEND_UTF8(c->reply, "setName", name);
-	BSON_APPEND_INT32(c->reply, "setVersion", (int32_t)in.config_version);
-	BSON_APPEND_BOOL(c->reply, legacy ? "ismaster" : "isWritablePrimary", in.state == REPL_STATE_PRIMARY);
-	BSON_APPEND_BOOL(c->reply, "secondary", in.state == REPL_STATE_SECONDARY);
+	bson_append_array_end(out, &hosts);
+	BSON_APPEND_UTF8(out, "setName", name);
+	BSON_APPEND_INT32(out, "setVersion", (int32_t)in.config_version);
+	BSON_APPEND_BOOL(out, legacy ? "ismaster" : "isWritablePrimary", in.state == REPL_STATE_PRIMARY);
+	BSON_APPEND_BOOL(out, "secondary", in.state == REPL_STATE_SECONDARY);
 	if (in.state == REPL_STATE_PRIMARY)
-		BSON_APPEND_UTF8(c->reply, "primary", in.self_host);
-	BSON_APPEND_UTF8(c->reply, "me", in.self_host);
+		BSON_APPEND_UTF8(out, "primary", in.self_host);
+	BSON_APPEND_UTF8(out, "me", in.self_host);
 	if (in.state == REPL_STATE_PRIMARY)
-		BSON_APPEND_OID(c->reply, "electionId", &in.election_id);
-	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "lastWrite", &lw);
+		BSON_APPEND_OID(out, "electionId", &in.election_id);
+	BSON_APPEND_DOCUMENT_BEGIN(out, "lastWrite", &lw);
 	append_optime(&lw, "opTime", &in.last_applied);
 	BSON_APPEND_DATE_TIME(&lw, "lastWriteDate", (int64_t)in.last_applied.secs * 1000);
 	append_optime(&lw, "majorityOpTime", &in.last_applied);
 	BSON_APPEND_DATE_TIME(&lw, "majorityWriteDate", (int64_t)in.last_applied.secs * 1000);
-	bson_append_document_end(c->reply, &lw);
+	bson_append_document_end(out, &lw);
 }
 
 /* ---- failCommand ----------------------------------------------------------------------------------------------------- */
@@ -553,6 +557,9 @@ static const char *const read_commands[] = {
 	"dataSize", "explain", "mapReduce", NULL,
 };
 
+/* What supports readConcern snapshot outside a transaction. */
+static const char *const snapshot_commands[] = {"find", "aggregate", "distinct", "getMore", "explain", NULL};
+
 static bool
 listed(const char *const *list, const char *name)
 {
@@ -573,6 +580,25 @@ secondary_ok(cmd_t *c)
 	return strcmp(bson_iter_utf8(&rp, NULL), "primary") != 0;
 }
 
+/* An aggregate ending in $out or $merge writes: a primary's job. */
+static bool
+writes_out(cmd_t *c, const cmd_def_t *def)
+{
+	bson_iter_t it, st, last, k;
+	bool have = false;
+
+	if (def == NULL || strcmp(def->name, "aggregate") != 0 || !cmd_find_field(c, "pipeline", &it) ||
+	    !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &st))
+		return false;
+	while (bson_iter_next(&st)) {
+		last = st;
+		have = true;
+	}
+	if (!have || !BSON_ITER_HOLDS_DOCUMENT(&last) || !bson_iter_recurse(&last, &k) || !bson_iter_next(&k))
+		return false;
+	return strcmp(bson_iter_key(&k), "$out") == 0 || strcmp(bson_iter_key(&k), "$merge") == 0;
+}
+
 static int
 gate(cmd_t *c, const cmd_def_t *def, terr_t *err)
 {
@@ -580,7 +606,7 @@ gate(cmd_t *c, const cmd_def_t *def, terr_t *err)
 
 	if (st == REPL_STATE_PRIMARY || strcmp(c->db, "local") == 0)
 		return 0;
-	if (def->flags & CMDF_WRITE)
+	if ((def->flags & CMDF_WRITE) || writes_out(c, def))
 		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary");
 	if (listed(read_commands, def->name)) {
 		if (!secondary_ok(c))
@@ -686,6 +712,15 @@ concerns(cmd_t *c, cmd_repl_ctx_t *x, terr_t *err)
 	node_of(c->engine, &node, &cfg);
 	ERR(concern_write_validate(&x->wc, &node, err));
 	ERR(concern_read_validate(&rc, &node, err));
+	/* outside a transaction, snapshot reads are find, aggregate (no
+	 * $out / $merge) and distinct only, as mongod's supportsReadConcern */
+	if (node.repl_set && rc.level == RC_SNAPSHOT && !cmd_find_field(c, "autocommit", &it) &&
+	    !(listed(snapshot_commands, c->name) && !writes_out(c, cmd_lookup(c->name)))) {
+		ret = terr_set(err, TERR_INVALID_OPTIONS,
+		    "Command %s does not support { readConcern: { level: \"snapshot\" } } :: caused by :: read concern not supported",
+		    c->name);
+		goto err;
+	}
 	if (node.repl_set && (rc.has_after_cluster_time || rc.has_at_cluster_time || rc.has_after_op_time)) {
 		uint32_t s, i, ts = rc.has_at_cluster_time ? rc.at_secs : rc.after_secs,
 		    ti = rc.has_at_cluster_time ? rc.at_inc : rc.after_inc;
@@ -696,8 +731,23 @@ concerns(cmd_t *c, cmd_repl_ctx_t *x, terr_t *err)
 			    rc.has_at_cluster_time ? "atClusterTime" : "afterClusterTime", ts, ti, s, i);
 			goto err;
 		}
-		/* a single member has applied everything up to its cluster time:
-		 * nothing to wait for */
+		/* afterOpTime (mongod's internal, deprecated form): wait until this
+		 * node has applied it -- maxTimeMS or shutdown end the wait */
+		while (rc.has_after_op_time && (ts > s || (ts == s && ti > i))) {
+			struct timespec nap = {0, 10 * 1000 * 1000};
+			if (cmd_check_deadline(c, err)) {
+				ret = -1;
+				goto err;
+			}
+			if (engine_shutdown_requested(c->engine)) {
+				ret = terr_set(err, 11600 /* InterruptedAtShutdown */, "interrupted at shutdown");
+				goto err;
+			}
+			nanosleep(&nap, NULL);
+			repl_set_clock_now(c->engine->rs, &s, &i);
+		}
+		/* otherwise a single member has applied everything up to its
+		 * cluster time: nothing to wait for */
 	}
 err:
 	bson_destroy(&cfg);

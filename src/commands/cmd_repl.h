@@ -51,6 +51,8 @@ void cmd_repl_times(cmd_t *c, const cmd_def_t *def, cmd_repl_ctx_t *x, int rc, b
  * setName, setVersion, isWritablePrimary / ismaster, secondary, primary, me,
  * electionId, lastWrite; before initiation isreplicaset and info as mongod. */
 void cmd_repl_hello_append(cmd_t *c, bool legacy);
+/* The same fields into out (serverStatus's `repl` section). */
+void cmd_repl_fields_append(engine_t *e, bson_t *out, bool legacy);
 /* The topology counter hello reports (0 on a standalone). */
 uint64_t cmd_repl_topology_counter(engine_t *e);
 /* Awaitable hello in replica-set mode: wait until the topology counter moves

@@ -541,6 +541,27 @@ add_error_labels(cmd_t *c, terr_t *err)
 }
 
 void
+cmd_txn_peek(cmd_t *c)
+{
+	bson_iter_t it;
+	bool has_txn;
+
+	if (c->engine->opts.repl_set_name == NULL)
+		return;
+	has_txn = cmd_find_field(c, "txnNumber", &it);
+	if (cmd_find_field(c, "autocommit", &it))
+		c->txn_autocommit = BSON_ITER_HOLDS_BOOL(&it) && !bson_iter_bool(&it);
+	else
+		c->txn_retryable_write = has_txn;
+}
+
+void
+cmd_txn_error_labels(cmd_t *c, terr_t *err)
+{
+	add_error_labels(c, err);
+}
+
+void
 cmd_txn_reply_labels(cmd_t *c, bson_t *reply)
 {
 	const char *labels[3];

@@ -134,6 +134,12 @@ int cmd_txn_leave(cmd_t *c, int rc, terr_t *err);
  * one storage transaction (retried whole on a write conflict); everything
  * else is def->handler. */
 int cmd_txn_run_handler(cmd_t *c, const cmd_def_t *def, terr_t *err);
+/* Before the replica set's checks: note what the error labels of the
+ * command depend on (autocommit: false, a retryable write's txnNumber), and
+ * add them to an error those checks answer (cmd_txn_leave does it for the
+ * rest). */
+void cmd_txn_peek(cmd_t *c);
+void cmd_txn_error_labels(cmd_t *c, terr_t *err);
 /* A successful reply's errorLabels for its writeConcernError (mongod's
  * getErrorLabels: RetryableWriteError, UnknownTransactionCommitResult), once
  * the replica-set layer added it; call before `ok` is appended. */

@@ -451,17 +451,20 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 		goto fail;
 	if (auth_check_command(&c, def, er) != 0)
 		goto fail;
+	/* replica set and test commands (cmd_repl.c): failCommand, the
+	 * primary gate, $clusterTime, read / write concern -- before the
+	 * transaction checks, as mongod answers "not primary" first */
+	cmd_txn_peek(&c);   /* what the error labels need of lsid / txnNumber / autocommit */
+	if (cmd_repl_before(&c, def, &rx, er) != 0) {
+		cmd_txn_error_labels(&c, er);
+		goto fail;
+	}
 	__atomic_fetch_add(&e->counters.command, 1, __ATOMIC_RELAXED);
 
 	/* sessions and transactions (cmd_txn.c): the session is checked out
 	 * around the handler, which runs on the transaction's storage session;
-	 * a standalone refuses every txnNumber with 20 as mongod does.  The
-	 * replica set's checks (cmd_repl.c: failCommand, the primary gate,
-	 * $clusterTime, read / write concern) run with the session checked out,
-	 * so that their errors end a transaction and get its labels */
+	 * a standalone refuses every txnNumber with 20 as mongod does */
 	rc = cmd_txn_enter(&c, def, er);
-	if (rc >= 0 && cmd_repl_before(&c, def, &rx, er) != 0)
-		rc = -1;
 	if (rc == 0)
 		rc = cmd_txn_run_handler(&c, def, er);
 	else if (rc == 1)

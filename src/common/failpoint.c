@@ -25,10 +25,9 @@ typedef struct failpoint {
 } failpoint_t;
 
 static failpoint_t table[] = {
-	/* commands/engine.c: the command fails, closes the connection or blocks */
+	/* commands/cmd_repl.c, before every command: the command fails, closes
+	 * the connection, blocks, or gets a writeConcernError */
 	{"failCommand"},
-	/* commands/engine.c: getMore fails with data.errorCode after its cursor is found */
-	{"failGetMoreAfterCursorCheckout"},
 	/* commands/cmd_txn.c: a retryable write fails with
 	 * data.failBeforeCommitExceptionCode before it runs, or (closeConnection)
 	 * runs and the connection closes instead of the reply */

@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
 # run.sh -- the Unified Test Format conformance run (`make conformance`).
 #
-#   tests/conformance/run.sh BUILD_DIR [--filter substring] [--verbose] [spec files or dirs...]
+#   tests/conformance/run.sh BUILD_DIR [--replset|--standalone] [--filter substring] [--verbose] [spec files or dirs...]
 #
-# Starts a fresh tamgad from BUILD_DIR (free port, temporary --dbpath) and
-# runs unified-runner.js on the Node driver over the CRUD spec tests
-# ($TAMGA_SHARED/conformance/crud-unified, default ../shared next to the
-# repository).  Prints per file and in total "N passed, N failed, N skipped".
+# Without paths: the CRUD spec tests ($TAMGA_SHARED/conformance/crud-unified,
+# default ../shared next to the repository) against a fresh standalone
+# tamgad (with test commands, for the failCommand tests), then the replica-set folders (transactions-unified,
+# transactions-convenient-api-unified, retryable-writes-unified,
+# retryable-reads-unified, sessions-unified, run-command-unified) against a
+# fresh `tamgad --replSet rs0 --replSetAutoInitiate --setParameter
+# enableTestCommands=1` (initiated before the run: topology "replicaset" in
+# runOnRequirements).  With paths, they run on a standalone, or on the
+# replica set with --replset.  Each run starts its server on a free port with
+# a temporary --dbpath and prints per file, per folder and in total
+# "N passed, N failed, N skipped" with the reason of each skip class; the
+# last line sums both runs.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${1:?usage: run.sh BUILD_DIR [--filter s] [--verbose] [paths...]}
+BUILD=${1:?usage: run.sh BUILD_DIR [--replset|--standalone] [--filter s] [--verbose] [paths...]}
 shift
 case $BUILD in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 SHARED=${TAMGA_SHARED:-$ROOT/../shared}
@@ -24,16 +32,68 @@ if [ ! -d "$ROOT/tests/clients/node_modules/mongodb" ]; then
 fi
 opts=()
 paths=()
+mode=both
 while [ $# -gt 0 ]; do
 	case $1 in
 	--filter) opts+=("$1" "$2"); shift 2 ;;
+	--replset) mode=replset; shift ;;
+	--standalone) mode=standalone; shift ;;
 	--*) opts+=("$1"); shift ;;
 	*) paths+=("$1"); shift ;;
 	esac
 done
-[ ${#paths[@]} -eq 0 ] && paths=("$SHARED/conformance/crud-unified")
+REPLSET_FOLDERS=(transactions-unified transactions-convenient-api-unified retryable-writes-unified
+	retryable-reads-unified sessions-unified run-command-unified)
 mkdir -p "$BUILD/tmp"
 export TMPDIR="$BUILD/tmp"
 export WITH_TAMGAD_NO_LOG=1
-exec "$ROOT/tests/e2e/with_tamgad.sh" "$TAMGAD" --quiet -- \
-	node "$ROOT/tests/conformance/unified-runner.js" --uri-from-env "${opts[@]}" "${paths[@]}"
+RS_FLAGS=(--replSet rs0 --replSetAutoInitiate --setParameter enableTestCommands=1)
+
+# run_one LABEL FLAGS... -- PATHS...: one server, one runner; its output is
+# printed and its total line kept for the sum
+totals=()
+rc=0
+run_one() {
+	local label=$1
+	shift
+	local flags=()
+	while [ "$1" != "--" ]; do flags+=("$1"); shift; done
+	shift
+	local out
+	echo "## $label"
+	out=$("$ROOT/tests/e2e/with_tamgad.sh" "$TAMGAD" --quiet "${flags[@]}" -- \
+		node "$ROOT/tests/conformance/unified-runner.js" --uri-from-env "${opts[@]}" "$@" 2>&1)
+	local r=$?
+	echo "$out"
+	[ $r -ne 0 ] && rc=1
+	totals+=("$(echo "$out" | grep '^total:' | tail -n 1)")
+}
+
+if [ ${#paths[@]} -gt 0 ]; then
+	if [ "$mode" = replset ]; then
+		run_one "replica set rs0" "${RS_FLAGS[@]}" -- "${paths[@]}"
+	else
+		run_one "standalone" --setParameter enableTestCommands=1 -- "${paths[@]}"
+	fi
+	exit $rc
+fi
+if [ "$mode" != replset ]; then
+	run_one "standalone: crud-unified" --setParameter enableTestCommands=1 -- "$SHARED/conformance/crud-unified"
+fi
+if [ "$mode" != standalone ]; then
+	rs_paths=()
+	for f in "${REPLSET_FOLDERS[@]}"; do rs_paths+=("$SHARED/conformance/$f"); done
+	run_one "replica set rs0: ${REPLSET_FOLDERS[*]}" "${RS_FLAGS[@]}" -- "${rs_paths[@]}"
+fi
+# the sum of the runs' totals
+p=0 f=0 s=0
+for t in "${totals[@]}"; do
+	if [[ $t =~ total:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped ]]; then
+		p=$((p + BASH_REMATCH[1])); f=$((f + BASH_REMATCH[2])); s=$((s + BASH_REMATCH[3]))
+	else
+		rc=1
+	fi
+done
+echo ""
+echo "all runs: $p passed, $f failed, $s skipped"
+exit $rc

@@ -17,6 +17,9 @@
 #include "common/failpoint.h"
 #include "repl/replset.h"
 
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
 #define SELF "127.0.0.1:27999"
 
 /* ---- configuration checks ---------------------------------------------------------- */
@@ -308,13 +311,14 @@ test_failpoint_modes(void)
 /* ---- the engine in replica-set mode ------------------------------------------------------------- */
 
 static engine_t *
-open_engine(const char *dir, const char *set, bool test_commands)
+open_engine_auth(const char *dir, const char *set, bool test_commands, bool auth)
 {
 	engine_options_t eo;
 	engine_t *e = NULL;
 	terr_t err = TERR_INIT;
 
 	memset(&eo, 0, sizeof(eo));
+	eo.auth = auth;
 	eo.repl_set_name = (char *)set;
 	eo.enable_test_commands = test_commands;
 	if (engine_open(dir, &eo, &e, &err) != 0) {
@@ -323,6 +327,12 @@ open_engine(const char *dir, const char *set, bool test_commands)
 	}
 	engine_set_self_host(e, SELF);
 	return e;
+}
+
+static engine_t *
+open_engine(const char *dir, const char *set, bool test_commands)
+{
+	return open_engine_auth(dir, set, test_commands, false);
 }
 
 static bson_t *
@@ -437,10 +447,23 @@ test_engine_set(void)
 	r = run(e, "test", "{\"find\": \"c\", \"readConcern\": {\"level\": \"snapshot\"}}", &rc);
 	TT_EQ_INT(rc, 0);
 	bson_destroy(r);
+	r = run(e, "test", "{\"listCollections\": 1, \"readConcern\": {\"level\": \"snapshot\"}}", &rc);
+	TT_EQ_INT(rc, 72);   /* not a snapshot read outside a transaction */
+	bson_destroy(r);
+	r = run(e, "test", "{\"distinct\": \"c\", \"key\": \"_id\", \"readConcern\": {\"level\": \"snapshot\"}}", &rc);
+	TT_EQ_INT(rc, 0);
+	bson_destroy(r);
 	r = run(e, "test", "{\"find\": \"c\", \"readConcern\": {\"afterClusterTime\": {\"$timestamp\": {\"t\": 4000000000, \"i\": 1}}}}", &rc);
 	TT_EQ_INT(rc, 72);
 	bson_destroy(r);
 	r = run(e, "test", "{\"find\": \"c\", \"readConcern\": {\"afterClusterTime\": {\"$timestamp\": {\"t\": 1, \"i\": 1}}}}", &rc);
+	TT_EQ_INT(rc, 0);
+	bson_destroy(r);
+	/* afterOpTime past what was applied waits, here until maxTimeMS */
+	r = run(e, "test", "{\"find\": \"c\", \"maxTimeMS\": 100, \"readConcern\": {\"afterOpTime\": {\"ts\": {\"$timestamp\": {\"t\": 4000000000, \"i\": 1}}, \"t\": 1}}}", &rc);
+	TT_EQ_INT(rc, 50);
+	bson_destroy(r);
+	r = run(e, "test", "{\"find\": \"c\", \"readConcern\": {\"afterOpTime\": {\"ts\": {\"$timestamp\": {\"t\": 1, \"i\": 1}}, \"t\": 1}}}", &rc);
 	TT_EQ_INT(rc, 0);
 	bson_destroy(r);
 	/* a gossiped time more than maxAcceptableLogicalClockDriftSecs (365
@@ -479,6 +502,12 @@ test_engine_set(void)
 	TT_EQ_INT(tt_get_i64(r, "topologyVersion.counter"), 2);
 	bson_destroy(r);
 
+	r = run(e, "admin", "{\"serverStatus\": 1}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_STR(tt_get_str(r, "repl.setName"), "rs0");
+	TT_EQ_STR(tt_get_str(r, "repl.primary"), SELF);
+	TT_ASSERT(tt_get(r, "repl.isWritablePrimary", &it) && bson_iter_as_bool(&it));
+	bson_destroy(r);
 	/* replSetGetStatus */
 	r = run(e, "admin", "{\"replSetGetStatus\": 1}", &rc);
 	TT_EQ_INT(rc, 0);
@@ -509,6 +538,15 @@ test_engine_set(void)
 	bson_destroy(r);
 	r = run(e, "test", "{\"insert\": \"c\", \"documents\": [{\"_id\": 9}]}", &rc);
 	TT_EQ_INT(rc, 10107);
+	bson_destroy(r);
+	r = run(e, "test", "{\"aggregate\": \"c\", \"pipeline\": [{\"$match\": {}}, {\"$out\": \"d\"}], \"cursor\": {}, \"$readPreference\": {\"mode\": \"secondary\"}}", &rc);
+	TT_EQ_INT(rc, 10107);   /* $out writes */
+	bson_destroy(r);
+	r = run(e, "test", "{\"find\": \"c\"}", &rc);
+	TT_EQ_INT(rc, 13435);   /* a secondary without secondaryOk */
+	bson_destroy(r);
+	r = run(e, "test", "{\"find\": \"c\", \"$readPreference\": {\"mode\": \"secondaryPreferred\"}}", &rc);
+	TT_EQ_INT(rc, 0);       /* a secondary serves secondaryOk reads */
 	bson_destroy(r);
 	r = run(e, "admin", "{\"hello\": 1}", &rc);
 	TT_ASSERT(tt_get(r, "secondary", &it) && bson_iter_as_bool(&it));
@@ -635,6 +673,103 @@ test_engine_standalone(void)
 	bson_free(dir);
 }
 
+/* --auth: $clusterTime is signed with a key from admin.system.keys; a
+ * gossiped time ahead of the clock must carry a valid signature. */
+static void
+test_cluster_time_signed(void)
+{
+	char *dir = tt_tmpdir("rskeys");
+	engine_t *e = open_engine_auth(dir, "rs0", false, true);
+	bson_t *r;
+	bson_iter_t it;
+	int rc;
+	int64_t key_id;
+	uint32_t s, i;
+	const uint8_t *hash;
+	uint32_t hlen;
+	bson_subtype_t st;
+	uint8_t good[20];
+	char *json;
+
+	r = run(e, "admin", "{\"replSetInitiate\": {}}", &rc);
+	TT_EQ_INT(rc, 0);
+	bson_destroy(r);
+	r = run(e, "admin", "{\"hello\": 1}", &rc);
+	TT_EQ_INT(rc, 0);
+	key_id = tt_get_i64(r, "$clusterTime.signature.keyId");
+	TT_ASSERT(key_id != 0);
+	TT_ASSERT(tt_get(r, "$clusterTime.signature.hash", &it) && BSON_ITER_HOLDS_BINARY(&it));
+	bson_iter_binary(&it, &st, &hlen, &hash);
+	TT_EQ_INT(hlen, 20);
+	memcpy(good, hash, 20);
+	TT_ASSERT(tt_get(r, "$clusterTime.clusterTime", &it));
+	bson_iter_timestamp(&it, &s, &i);
+	bson_destroy(r);
+	/* the same time gossiped back with its signature: fine (not ahead) */
+	/* a time ahead with a wrong hash: 204; with an unknown key: 211;
+	 * with the dummy signature: 210 */
+	{
+		static const char *const cases[][2] = {
+			{"\"keyId\": %lld, \"hash\": {\"$binary\": {\"base64\": \"AAAAAAAAAAAAAAAAAAAAAAAAAAE=\", \"subType\": \"00\"}}", "204"},
+			{"\"keyId\": 12345, \"hash\": {\"$binary\": {\"base64\": \"AAAAAAAAAAAAAAAAAAAAAAAAAAE=\", \"subType\": \"00\"}}", "211"},
+			{"\"keyId\": 0, \"hash\": {\"$binary\": {\"base64\": \"AAAAAAAAAAAAAAAAAAAAAAAAAAA=\", \"subType\": \"00\"}}", "210"},
+		};
+		for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+			char sig[512];
+			snprintf(sig, sizeof(sig), cases[k][0], (long long)key_id);
+			json = bson_strdup_printf("{\"ping\": 1, \"$clusterTime\": {\"clusterTime\": {\"$timestamp\": {\"t\": %u, \"i\": 1}}, \"signature\": {%s}}}",
+			    s + 1000, sig);
+			r = run(e, "admin", json, &rc);
+			TT_EQ_INT(rc, atoi(cases[k][1]));
+			bson_destroy(r);
+			bson_free(json);
+		}
+	}
+	engine_close(e);
+	/* the keys are mongod's documents (read without --auth) */
+	e = open_engine_auth(dir, "rs0", false, false);
+	r = run(e, "admin", "{\"find\": \"system.keys\"}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.purpose"), "HMAC");
+	TT_ASSERT(tt_get(r, "cursor.firstBatch.0.expiresAt", &it) && BSON_ITER_HOLDS_TIMESTAMP(&it));
+	TT_ASSERT(tt_get(r, "cursor.firstBatch.1._id", &it) && BSON_ITER_HOLDS_INT64(&it));
+	{
+		/* the signature hello carried is HMAC-SHA1(key, the time as 8
+		 * little-endian bytes), as mongod's TimeProofService */
+		bool checked = false;
+		for (int k = 0; k < 2; k++) {
+			char path[64];
+			const uint8_t *key;
+			uint32_t klen;
+			uint8_t msg[8], mac[20];
+			unsigned int mlen = 20;
+			uint64_t v = ((uint64_t)s << 32) | i;
+			snprintf(path, sizeof(path), "cursor.firstBatch.%d._id", k);
+			if (tt_get_i64(r, path) != key_id)
+				continue;
+			snprintf(path, sizeof(path), "cursor.firstBatch.%d.key", k);
+			TT_ASSERT(tt_get(r, path, &it) && BSON_ITER_HOLDS_BINARY(&it));
+			bson_iter_binary(&it, &st, &klen, &key);
+			for (int b = 0; b < 8; b++)
+				msg[b] = (uint8_t)(v >> (8 * b));
+			HMAC(EVP_sha1(), key, (int)klen, msg, 8, mac, &mlen);
+			TT_ASSERT(memcmp(mac, good, 20) == 0);
+			checked = true;
+		}
+		TT_ASSERT(checked);
+	}
+	bson_destroy(r);
+	engine_close(e);
+	/* a restart signs with the same key */
+	e = open_engine_auth(dir, "rs0", false, true);
+	r = run(e, "admin", "{\"hello\": 1}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "$clusterTime.signature.keyId"), key_id);
+	bson_destroy(r);
+	engine_close(e);
+	tt_rmdir(dir);
+	bson_free(dir);
+}
+
 int
 main(void)
 {
@@ -643,5 +778,6 @@ main(void)
 	TT_RUN(test_failpoint_modes);
 	TT_RUN(test_engine_set);
 	TT_RUN(test_engine_standalone);
+	TT_RUN(test_cluster_time_signed);
 	return tt_finish();
 }

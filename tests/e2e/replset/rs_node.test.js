@@ -15,7 +15,9 @@ const path = require('node:path');
 const { MongoClient } = require(path.join(__dirname, '../../clients/node_modules/mongodb'));
 
 const uri = process.env.TAMGA_URI;
-const direct = `${uri}/?directConnection=true&retryWrites=false`;
+// short heartbeats: after a state-change error (closeConnection, 91) the
+// driver waits for its monitor's next hello
+const direct = `${uri}/?directConnection=true&retryWrites=false&heartbeatFrequencyMS=500`;
 let admin;
 
 async function waitPrimary(client) {
@@ -38,7 +40,7 @@ before(async () => {
 });
 after(async () => { if (admin) await admin.close(); });
 
-for (const [what, u] of [['a plain URI', `${uri}/?retryWrites=false`], ['replicaSet=rs0', `${uri}/?replicaSet=rs0&retryWrites=false`]]) {
+for (const [what, u] of [['a plain URI', `${uri}/?retryWrites=false&heartbeatFrequencyMS=500`], ['replicaSet=rs0', `${uri}/?replicaSet=rs0&retryWrites=false&heartbeatFrequencyMS=500`]]) {
 	test(`discovers the set from ${what}`, async () => {
 		const c = new MongoClient(u, { serverSelectionTimeoutMS: 10000 });
 		await c.connect();
