@@ -58,6 +58,7 @@ typedef struct opts {
 	bool auto_initiate;            /* --replSetAutoInitiate (Tamga): initiate once if needed */
 	bool enable_test_commands;     /* --setParameter enableTestCommands=1 */
 	char *key_file;                /* --keyFile / security.keyFile (implies --auth) */
+	bson_t *set_params;            /* --setParameter / setParameter: {name: "value"}, in order */
 } opts_t;
 
 static server_t *g_server;
@@ -87,7 +88,6 @@ usage(FILE *f)
 	    "  --pidfilepath arg              Full path to pidfile\n"
 	    "  --auth                         Run with security (clients must authenticate)\n"
 	    "  --keyFile arg                  Private key for cluster authentication (implies --auth)\n"
-	    "  --setParameter arg             Set a configurable parameter (enableTestCommands=1)\n"
 	    "  --noauth                       Run without security\n"
 	    "  --tlsMode arg                  disabled, allowTLS, preferTLS or requireTLS\n"
 	    "  --tlsCertificateKeyFile arg    PEM file with the server's certificate and key\n"
@@ -111,7 +111,8 @@ usage(FILE *f)
 	    "Storage options:\n"
 	    "  --dbpath arg                   Directory for datafiles - defaults to /data/db\n"
 	    "  --storageEngine arg            wiredTiger (default) or inMemory (tests)\n"
-	    "  --wiredTigerCacheSizeGB arg    WiredTiger cache size in GB (0.25 to 10000)\n");
+	    "  --wiredTigerCacheSizeGB arg    WiredTiger cache size in GB (0.25 to 10000)\n"
+	    "  --setParameter arg             Set a configurable parameter (name=value; repeatable)\n");
 }
 
 static void
@@ -247,29 +248,6 @@ apply(opts_t *o, const char *name, const char *v)
 		fclose(kf);
 		set_str(&o->key_file, v);
 		o->auth = true;
-	} else if (strcmp(name, "setParameter") == 0 || strncmp(name, "setParameter.", 13) == 0) {
-		/* --setParameter name=value, or setParameter: {name: value} */
-		char pname[128];
-		const char *pv = v;
-		if (name[12] == '.') {
-			bson_strncpy(pname, name + 13, sizeof(pname));
-		} else {
-			const char *eq = strchr(v, '=');
-			size_t n = eq ? (size_t)(eq - v) : strlen(v);
-			if (eq == NULL || n == 0 || n >= sizeof(pname)) {
-				fprintf(stderr, "Error parsing command line: --setParameter takes name=value, got \"%s\"\n", v);
-				return -1;
-			}
-			memcpy(pname, v, n);
-			pname[n] = '\0';
-			pv = eq + 1;
-		}
-		if (strcmp(pname, "enableTestCommands") == 0) {
-			o->enable_test_commands = strcmp(pv, "1") == 0 || strcmp(pv, "true") == 0;
-		} else {
-			fprintf(stderr, "Error parsing command line: Unknown --setParameter '%s'\n", pname);
-			return -1;
-		}
 	} else if (strcmp(name, "security.noauth") == 0) {
 		o->auth = !parse_bool(v);
 	} else if (strcmp(name, "storage.dbPath") == 0) {
@@ -325,6 +303,28 @@ apply(opts_t *o, const char *name, const char *v)
 			return -1;
 		}
 		o->oplog_size_mb = mb;
+	} else if (strncmp(name, "setParameter.", 13) == 0 && name[13] != '\0') {
+		/* applied to the engine once it is open (cmd_admin_startup_parameters);
+		 * enableTestCommands also goes to the engine options (the replica
+		 * set's test commands read engine_options_t) */
+		if (strcmp(name + 13, "enableTestCommands") == 0)
+			o->enable_test_commands = strcmp(v, "1") == 0 || strcmp(v, "true") == 0;
+		if (o->set_params == NULL)
+			o->set_params = bson_new();
+		BSON_APPEND_UTF8(o->set_params, name + 13, v);
+	} else if (strcmp(name, "setParameter") == 0) {
+		/* --setParameter name=value */
+		const char *eq = strchr(v, '=');
+		char *pname;
+		int r;
+		if (eq == NULL || eq == v) {
+			fprintf(stderr, "Error parsing command line: the argument ('%s') for option '--setParameter' is invalid: expected name=value\n", v);
+			return -1;
+		}
+		pname = bson_strdup_printf("setParameter.%.*s", (int)(eq - v), v);
+		r = apply(o, pname, eq + 1);
+		bson_free(pname);
+		return r;
 	} else {
 		fprintf(stderr, "Error parsing YAML config file: Unrecognized option: %s\n", name);
 		return -1;
@@ -513,16 +513,13 @@ parsed_doc(const opts_t *o)
 			BSON_APPEND_UTF8(&sub, "keyFile", o->key_file);
 		bson_append_document_end(d, &sub);
 	}
-	if (o->enable_test_commands) {
-		BSON_APPEND_DOCUMENT_BEGIN(d, "setParameter", &sub);
-		BSON_APPEND_UTF8(&sub, "enableTestCommands", "1");
-		bson_append_document_end(d, &sub);
-	}
 	if (o->pidfile) {
 		BSON_APPEND_DOCUMENT_BEGIN(d, "processManagement", &sub);
 		BSON_APPEND_UTF8(&sub, "pidFilePath", o->pidfile);
 		bson_append_document_end(d, &sub);
 	}
+	if (o->set_params != NULL)
+		BSON_APPEND_DOCUMENT(d, "setParameter", o->set_params);
 	BSON_APPEND_DOCUMENT_BEGIN(d, "storage", &sub);
 	BSON_APPEND_UTF8(&sub, "dbPath", o->dbpath);
 	if (o->in_memory)
@@ -569,7 +566,6 @@ static const struct flag {
 	{"--replSet", "replication.replSetName", true},
 	{"--replSetAutoInitiate", "replication.autoInitiate", false},
 	{"--oplogSize", "replication.oplogSizeMB", true},
-	{"--setParameter", "setParameter", true},
 	{"--noauth", "security.noauth", false},
 	{"--tlsMode", "net.tls.mode", true},
 	{"--tlsCertificateKeyFile", "net.tls.certificateKeyFile", true},
@@ -586,6 +582,7 @@ static const struct flag {
 	{"--nounixsocket", "net.unixDomainSocket.enabled", false, "false"},
 	{"--unixSocketPrefix", "net.unixDomainSocket.pathPrefix", true},
 	{"--filePermissions", "net.unixDomainSocket.filePermissions", true},
+	{"--setParameter", "setParameter", true},
 };
 
 static int
@@ -787,6 +784,11 @@ main(int argc, char **argv)
 		code = EXIT_UNCAUGHT;
 		goto out;
 	}
+	if (cmd_admin_startup_parameters(engine, o.set_params, &err) != 0) {
+		fprintf(stderr, "%s\ntry '%s --help' for more information\n", err.msg, argv[0]);
+		code = EXIT_BADOPTIONS;
+		goto out;
+	}
 	if (!o.auth)
 		tlog('W', "CONTROL", 22120,
 		    "Access control is not enabled for the database. Read and write access to data and configuration is unrestricted",
@@ -909,5 +911,7 @@ out:
 	bson_free(o.unix_socket_prefix);
 	bson_free(o.repl_set);
 	bson_free(o.key_file);
+	if (o.set_params != NULL)
+		bson_destroy(o.set_params);
 	return code;
 }

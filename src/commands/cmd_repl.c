@@ -12,7 +12,7 @@
  * these commands as mongod does without replication (76).
  */
 #include "commands/cmd_repl.h"
-#include "commands/auth.h"
+#include "auth/auth.h"
 
 #include <stdatomic.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * rest of the server (a command's lsid touches its session; the
  * $listLocalSessions stage lists them).
  */
-#include "commands/auth.h"
+#include "auth/auth.h"
 #include "commands/cmd_admin.h"
 #include "commands/commands_private.h"
 
@@ -22,7 +22,7 @@ session_user(client_t *cl)
 {
 	char u[256], d[256];
 
-	if (cl == NULL || !auth_client_user(cl, u, sizeof(u), d, sizeof(d)))
+	if (cl == NULL || !auth_client_user(&cl->auth, u, sizeof(u), d, sizeof(d)))
 		return NULL;
 	return bson_strdup_printf("%s@%s", u, d);
 }
@@ -46,7 +46,7 @@ cmd_admin_session_touch(client_t *cl, const bson_iter_t *lsid)
 		return;
 	user = session_user(cl);
 	/* with access control on, only an authenticated client's sessions count */
-	if (user == NULL && auth_enabled(cl->engine)) {
+	if (user == NULL && engine_auth_enabled(cl->engine)) {
 		bson_free(user);
 		return;
 	}

@@ -98,6 +98,9 @@ CMD_HANDLER(cmd_repl_set_maintenance);
 /* the oplog's: cmd_repl_oplog.c */
 CMD_HANDLER(cmd_repl_set_resize_oplog);
 CMD_HANDLER(cmd_configure_fail_point);
+/* cmd_currentop.c */
+CMD_HANDLER(cmd_current_op);
+CMD_HANDLER(cmd_kill_op);
 
 static const cmd_def_t commands[] = {
 	/* aggregation: cmd_aggregate.c */
@@ -137,6 +140,9 @@ static const cmd_def_t commands[] = {
 	{"replSetReconfig", NULL, cmd_repl_set_reconfig, CMDF_ADMIN_ONLY, "replace the replica set's configuration"},
 	{"replSetResizeOplog", NULL, cmd_repl_set_resize_oplog, CMDF_ADMIN_ONLY, "resize oplog size in MB"},
 	{"replSetStepDown", NULL, cmd_repl_set_step_down, CMDF_ADMIN_ONLY, "step down as primary"},
+	/* running operations: cmd_currentop.c */
+	{"currentOp", NULL, cmd_current_op, CMDF_ADMIN_ONLY, "the operations running now"},
+	{"killOp", NULL, cmd_kill_op, CMDF_ADMIN_ONLY, "interrupt a running operation"},
 	/* catalog: cmd_catalog.c */
 	{"collMod", NULL, cmd_coll_mod, CMDF_WRITE, "change a collection's options (validation)"},
 	{"collStats", NULL, cmd_coll_stats, CMDF_NONE, "storage statistics of a collection"},
