@@ -304,13 +304,14 @@ apply(opts_t *o, const char *name, const char *v)
 		}
 		o->oplog_size_mb = mb;
 	} else if (strncmp(name, "setParameter.", 13) == 0 && name[13] != '\0') {
-		/* applied to the engine once it is open (cmd_admin_startup_parameters) */
+		/* applied to the engine once it is open (cmd_admin_startup_parameters);
+		 * enableTestCommands also goes to the engine options (the replica
+		 * set's test commands read engine_options_t) */
+		if (strcmp(name + 13, "enableTestCommands") == 0)
+			o->enable_test_commands = strcmp(v, "1") == 0 || strcmp(v, "true") == 0;
 		if (o->set_params == NULL)
 			o->set_params = bson_new();
 		BSON_APPEND_UTF8(o->set_params, name + 13, v);
-		/* replica-set mode's test commands are decided at engine_open */
-		if (strcmp(name + 13, "enableTestCommands") == 0)
-			o->enable_test_commands = strcmp(v, "1") == 0 || strcmp(v, "true") == 0;
 	} else if (strcmp(name, "setParameter") == 0) {
 		/* --setParameter name=value */
 		const char *eq = strchr(v, '=');

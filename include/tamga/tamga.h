@@ -30,6 +30,12 @@ typedef struct {
  *   create            create the folder when it does not exist
  *   cache_size=256M   WiredTiger cache size (default 256M)
  *   in_memory         keep everything in memory (tests)
+ *   replSet=NAME      run as the primary of a single-member replica set
+ *                     NAME: multi-document transactions and retryable
+ *                     writes (lsid + txnNumber), as tamgad --replSet
+ *   enableTestCommands  the test-only commands (configureFailPoint,
+ *                     refreshLogicalSessionCacheNow), as tamgad's
+ *                     --setParameter enableTestCommands=1
  * Errors: 29 NonExistentPath (folder missing), 98 DBPathInUse (another
  * process has it open), 2 BadValue (unknown option).  On success *db is
  * owned by the caller until tamga_close().

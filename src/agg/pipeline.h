@@ -92,6 +92,10 @@ typedef struct agg_host {
 	 * {users}) asks for to out, an array being built.  Called while the
 	 * pipeline is parsed.  NULL: the stage fails with 238 NotImplemented. */
 	void (*list_local_sessions)(void *ctx, const bson_t *spec, bson_t *out);
+	/* $listSessions (run on config.system.sessions): the $match filter on
+	 * the rows' _id.uid for spec ({}: the client's own user, {allUsers},
+	 * {users}), into filter (initialised).  NULL: 238 NotImplemented. */
+	void (*list_sessions_filter)(void *ctx, const bson_t *spec, bson_t *filter);
 } agg_host_t;
 
 /*

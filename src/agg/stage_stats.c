@@ -275,52 +275,51 @@ typedef struct sessions_state {
 	bson_t cur;
 } sessions_state_t;
 
-/* The sessions are read from the host's cache while the pipeline is parsed
- * (the aggregate's own moment); the plan is that array. */
+/* The spec of $listLocalSessions and $listSessions (mongod's
+ * ListSessionsSpec IDL; name is the stage's, for the messages). */
 static int
-local_sessions_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+sessions_spec_check(const char *name, const bson_value_t *spec, bson_t *d, terr_t *err)
 {
-	bson_t d, *docs;
 	bson_iter_t it, u, f;
 	bool all = false, has_users = false;
 
 	if (spec->value_type != BSON_TYPE_DOCUMENT)
 		return terr_set(err, TERR_TYPE_MISMATCH,
-		    "BSON field '$listLocalSessions' is the wrong type '%s', expected type 'object'",
+		    "BSON field '%s' is the wrong type '%s', expected type 'object'", name,
 		    bv_type_name(spec->value_type));
-	agg_value_doc(spec, &d);
-	bson_iter_init(&it, &d);
+	agg_value_doc(spec, d);
+	bson_iter_init(&it, d);
 	while (bson_iter_next(&it)) {
 		const char *k = bson_iter_key(&it);
 		if (strcmp(k, "allUsers") == 0) {
 			if (!BSON_ITER_HOLDS_BOOL(&it))
 				return terr_set(err, TERR_TYPE_MISMATCH,
-				    "BSON field '$listLocalSessions.allUsers' is the wrong type '%s', expected type 'bool'",
+				    "BSON field '%s.allUsers' is the wrong type '%s', expected type 'bool'", name,
 				    bv_type_name(bson_iter_type(&it)));
 			all = bson_iter_bool(&it);
 		} else if (strcmp(k, "users") == 0) {
 			int i = 0;
 			if (!BSON_ITER_HOLDS_ARRAY(&it))
 				return terr_set(err, TERR_TYPE_MISMATCH,
-				    "BSON field '$listLocalSessions.users' is the wrong type '%s', expected type 'array'",
+				    "BSON field '%s.users' is the wrong type '%s', expected type 'array'", name,
 				    bv_type_name(bson_iter_type(&it)));
 			bson_iter_recurse(&it, &u);
 			while (bson_iter_next(&u)) {
 				bool has_user = false, has_db = false;
 				if (!BSON_ITER_HOLDS_DOCUMENT(&u))
 					return terr_set(err, TERR_TYPE_MISMATCH,
-					    "BSON field '$listLocalSessions.users.%d' is the wrong type '%s', expected type 'object'",
-					    i, bv_type_name(bson_iter_type(&u)));
+					    "BSON field '%s.users.%d' is the wrong type '%s', expected type 'object'",
+					    name, i, bv_type_name(bson_iter_type(&u)));
 				bson_iter_recurse(&u, &f);
 				while (bson_iter_next(&f)) {
 					const char *fk = bson_iter_key(&f);
 					if (strcmp(fk, "user") != 0 && strcmp(fk, "db") != 0)
 						return terr_set(err, 40415,
-						    "BSON field '$listLocalSessions.users.%s' is an unknown field.", fk);
+						    "BSON field '%s.users.%s' is an unknown field.", name, fk);
 					if (!BSON_ITER_HOLDS_UTF8(&f))
 						return terr_set(err, TERR_TYPE_MISMATCH,
-						    "BSON field '$listLocalSessions.users.%s' is the wrong type '%s', expected type 'string'",
-						    fk, bv_type_name(bson_iter_type(&f)));
+						    "BSON field '%s.users.%s' is the wrong type '%s', expected type 'string'",
+						    name, fk, bv_type_name(bson_iter_type(&f)));
 					if (fk[0] == 'u')
 						has_user = true;
 					else
@@ -328,18 +327,29 @@ local_sessions_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 				}
 				if (!has_user || !has_db)
 					return terr_set(err, 40414,
-					    "BSON field '$listLocalSessions.users.%s' is missing but a required field",
+					    "BSON field '%s.users.%s' is missing but a required field", name,
 					    has_user ? "db" : "user");
 				i++;
 			}
 			has_users = i > 0;
 		} else if (strcmp(k, "$_internalPredicate") != 0) {
-			return terr_set(err, 40415, "BSON field '$listLocalSessions.%s' is an unknown field.", k);
+			return terr_set(err, 40415, "BSON field '%s.%s' is an unknown field.", name, k);
 		}
 	}
 	if (all && has_users)
 		return terr_set(err, TERR_UNSUPPORTED_FORMAT,
-		    "$listLocalSessions may not specify {allUsers:true} and {users:[...]} at the same time");
+		    "%s may not specify {allUsers:true} and {users:[...]} at the same time", name);
+	return 0;
+}
+
+/* The sessions are read from the host's cache while the pipeline is parsed
+ * (the aggregate's own moment); the plan is that array. */
+static int
+local_sessions_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	bson_t d, *docs;
+
+	RET(sessions_spec_check("$listLocalSessions", spec, &d, err));
 	if (pc->host != NULL && pc->host->coll != NULL)
 		return terr_set(err, TERR_INVALID_NAMESPACE,
 		    "$listLocalSessions must be run against the database with {aggregate: 1}, not a collection");
@@ -349,6 +359,34 @@ local_sessions_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	pc->host->list_local_sessions(pc->host->ctx, &d, docs);
 	agg_pctx_add(pc, &agg_stages_stats[6], docs, agg_explain_doc("$listLocalSessions", spec));
 	return 0;
+}
+
+/* ---- $listSessions ---------------------------------------------------------- */
+
+/* mongod's $listSessions: the rows of config.system.sessions of the users
+ * named, as the $match on _id.uid it stands for (the host builds the filter:
+ * the uids are hashes of user names it knows). */
+static int
+list_sessions_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	bson_t d, filter;
+	bson_value_t fv;
+	int rc;
+
+	RET(sessions_spec_check("$listSessions", spec, &d, err));
+	if (pc->host == NULL || pc->host->db == NULL || pc->host->coll == NULL ||
+	    strcmp(pc->host->db, "config") != 0 || strcmp(pc->host->coll, "system.sessions") != 0)
+		return terr_set(err, TERR_INVALID_NAMESPACE, "$listSessions may only be run against config.system.sessions");
+	if (pc->host->list_sessions_filter == NULL)
+		return terr_set(err, TERR_NOT_IMPLEMENTED, "The $listSessions stage is not supported here");
+	bson_init(&filter);
+	pc->host->list_sessions_filter(pc->host->ctx, &d, &filter);
+	fv.value_type = BSON_TYPE_DOCUMENT;
+	fv.value.v_doc.data = (uint8_t *)bson_get_data(&filter);
+	fv.value.v_doc.data_len = filter.len;
+	rc = agg_stages_basic[0].parse(pc, &fv, err);   /* $match */
+	bson_destroy(&filter);
+	return rc;
 }
 
 static int
@@ -435,7 +473,9 @@ const agg_stage_def_t agg_stages_stats[] = {
 	{"$currentOp", not_built_parse},
 	{"$listLocalSessions", local_sessions_parse, local_sessions_open, local_sessions_next, local_sessions_close,
 	    local_sessions_free, AGG_F_FIRST | AGG_F_NO_COLL | AGG_F_NOT_IN_FACET | AGG_F_NOT_IN_LOOKUP},
-	{"$listSessions", not_built_parse},
+	/* parsed into the $match it stands for (no stage of its own at run time) */
+	{"$listSessions", list_sessions_parse, NULL, NULL, NULL, NULL, AGG_F_FIRST | AGG_F_NOT_IN_FACET |
+	    AGG_F_NOT_IN_LOOKUP},
 	{"$changeStream", standalone_parse},
 	{"$search", standalone_parse},
 	{"$searchMeta", standalone_parse},

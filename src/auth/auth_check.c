@@ -861,6 +861,8 @@ static const priv_row_t priv_table[] = {
 	{"refreshSessions", NEED_AUTHED, NULL, NULL},
 	{"killSessions", NEED_AUTHED, NULL, NULL},
 	{"killAllSessions", NEED_CLUSTER, "killAnySession", NULL},
+	{"killAllSessionsByPattern", NEED_CLUSTER, "killAnySession", NULL},
+	{"refreshLogicalSessionCacheNow", NEED_AUTHED, NULL, NULL},
 	{"commitTransaction", NEED_AUTHED, NULL, NULL},
 	{"abortTransaction", NEED_AUTHED, NULL, NULL},
 	/* documents */

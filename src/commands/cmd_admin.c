@@ -34,10 +34,11 @@
 #include "bson/value.h"
 #include "common/log.h"
 #include "common/version.h"
-#include "query/planner_ttl.h"
+#include "repl/session.h"
 #include "repl/replset.h"
+#include "query/planner_ttl.h"
 
-#define SESSION_TIMEOUT_MINUTES 30
+#define SESSION_TIMEOUT_MINUTES REPL_SESSION_TIMEOUT_MINUTES
 #define CURSOR_TIMEOUT_MS 600000
 
 /* ---- process description ------------------------------------------------ */
@@ -456,6 +457,7 @@ CMD_HANDLER(cmd_server_status)
 	BSON_APPEND_BOOL(&sub, "supportsCommittedReads", true);
 	BSON_APPEND_BOOL(&sub, "persistent", !c->engine->opts.storage.in_memory);
 	bson_append_document_end(c->reply, &sub);
+	cmd_txn_server_status(c, c->reply);
 	return 0;
 }
 
@@ -522,11 +524,16 @@ static const param_t params[] = {
 	{"logLevel", PARAM_INT, .i = 0, BOTH},
 	{"maxBSONDepth", PARAM_INT, .i = 200, .startup = true},
 	{"maxSessions", PARAM_INT, .i = 1000000, .startup = true},
+	/* AtomicWord<int> (repl/txn.h): accepted and held; Tamga's transactions
+	 * take no lock it would bound */
+	{"maxTransactionLockRequestTimeoutMillis", PARAM_INT, BOTH, HELD(max_txn_lock_request_timeout_ms),
+	 .min = INT32_MIN},
 	{"quiet", PARAM_BOOL, BOTH},
 	/* bool, startup and runtime: commands must name apiVersion (498870) */
 	{"requireApiVersion", PARAM_BOOL, BOTH, HELD(require_api_version)},
 	{"tamgaVersion", PARAM_STR, .s = TAMGA_VERSION},
-	{"transactionLifetimeLimitSeconds", PARAM_INT, .i = 60, BOTH},
+	/* AtomicWord<int>, validator gte: 1: the reaper's limit (repl/txn.h) */
+	{"transactionLifetimeLimitSeconds", PARAM_INT, BOTH, HELD(txn_lifetime_limit_seconds), .min = 1},
 	/* bool; int, gte: 1 (the TTL monitor's period in seconds) */
 	{"ttlMonitorEnabled", PARAM_BOOL, BOTH, HELD(ttl_monitor_enabled)},
 	{"ttlMonitorSleepSecs", PARAM_INT, BOTH, HELD(ttl_monitor_sleep_secs), .min = 1, .wakes_ttl = true},
@@ -965,389 +972,7 @@ CMD_HANDLER(cmd_list_commands)
 	return 0;
 }
 
-/* ---- sessions ----------------------------------------------------------- */
-
-/* endSessions/killSessions/refreshSessions take an array of session ids;
- * sessions hold no server state yet, so there is nothing to end. */
-/* ---- the logical session cache ------------------------------------------ */
-
-typedef struct lsession {
-	uint8_t id[16];
-	uint8_t uid[SHA256_DIGEST_LENGTH];
-	char *user;              /* "name@db", NULL when unauthenticated */
-	int64_t last_use_ms;
-} lsession_t;
-
-#define SESSION_CACHE_MAX 100000
-
-/* The sessions, dense (listing, expiry), and a hash index on their ids
- * (open addressing, linear probing: slot = index + 1, 0 = empty) so a
- * lookup does not walk up to SESSION_CACHE_MAX entries under the mutex. */
-static pthread_mutex_t sessions_mu = PTHREAD_MUTEX_INITIALIZER;
-static lsession_t *sessions;
-static int nsessions, capsessions;
-static uint32_t *sess_slots;
-static uint32_t sess_mask;   /* table size - 1; the table is NULL before the first session */
-/* bumped whenever a session leaves the cache, so clients' lsid_seen
- * shortcuts (client_t) never keep a removed session looking recorded */
-static atomic_ullong sessions_gen = 1;
-
-static int64_t
-sessions_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* mongod's uid: SHA-256 of "user@db", of "" without a user. */
-static void
-session_uid(const char *user, uint8_t *uid)
-{
-	SHA256((const unsigned char *)(user ? user : ""), user ? strlen(user) : 0, uid);
-}
-
-/* The client's user as "name@db", or NULL. */
-static char *
-session_user(client_t *cl)
-{
-	char u[256], d[256];
-
-	if (cl == NULL || !auth_client_user(&cl->auth, u, sizeof(u), d, sizeof(d)))
-		return NULL;
-	return bson_strdup_printf("%s@%s", u, d);
-}
-
-/* Session ids are random UUIDs (drivers use version 4): their first bytes
- * spread well once mixed. */
-static uint32_t
-sess_hash(const uint8_t *id)
-{
-	uint64_t h;
-
-	memcpy(&h, id, 8);
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	return (uint32_t)h;
-}
-
-/* The slot holding id, or the empty slot where it would go; *idx gets its
- * index in sessions, or -1.  Caller holds sessions_mu; the table exists. */
-static uint32_t
-sess_probe(const uint8_t *id, int *idx)
-{
-	uint32_t p = sess_hash(id) & sess_mask;
-
-	for (;; p = (p + 1) & sess_mask) {
-		uint32_t v = sess_slots[p];
-		if (v == 0) {
-			*idx = -1;
-			return p;
-		}
-		if (memcmp(sessions[v - 1].id, id, 16) == 0) {
-			*idx = (int)v - 1;
-			return p;
-		}
-	}
-}
-
-/* Rebuild the index for the sessions there are, at most half full. */
-static void
-sess_reindex(void)
-{
-	uint32_t size = 64;
-	int i, idx;
-
-	while (size < (uint32_t)nsessions * 2 + 2)
-		size *= 2;
-	bson_free(sess_slots);
-	sess_slots = bson_malloc0(sizeof(*sess_slots) * size);
-	sess_mask = size - 1;
-	for (i = 0; i < nsessions; i++)
-		sess_slots[sess_probe(sessions[i].id, &idx)] = (uint32_t)i + 1;
-}
-
-/* Empty slot p and close the gap behind it (linear probing's deletion). */
-static void
-sess_slot_clear(uint32_t p)
-{
-	uint32_t q = p;
-
-	sess_slots[p] = 0;
-	for (;;) {
-		uint32_t h;
-		q = (q + 1) & sess_mask;
-		if (sess_slots[q] == 0)
-			return;
-		h = sess_hash(sessions[sess_slots[q] - 1].id) & sess_mask;
-		/* the entry at q may move to p unless its home lies in (p, q] */
-		if (((q - h) & sess_mask) >= ((q - p) & sess_mask)) {
-			sess_slots[p] = sess_slots[q];
-			sess_slots[q] = 0;
-			p = q;
-		}
-	}
-}
-
-/* Drop sessions unused for the timeout; caller holds sessions_mu. */
-static void
-sessions_expire(int64_t now)
-{
-	int i, j = 0;
-
-	for (i = 0; i < nsessions; i++) {
-		if (now - sessions[i].last_use_ms > (int64_t)SESSION_TIMEOUT_MINUTES * 60000) {
-			bson_free(sessions[i].user);
-			atomic_fetch_add(&sessions_gen, 1);
-			continue;
-		}
-		sessions[j++] = sessions[i];
-	}
-	if (j != nsessions) {
-		nsessions = j;
-		sess_reindex();
-	}
-}
-
-static void
-session_record(const uint8_t *id, const char *user)
-{
-	int64_t now = sessions_now_ms();
-	uint32_t p;
-	int i;
-
-	pthread_mutex_lock(&sessions_mu);
-	if (sess_slots == NULL)
-		sess_reindex();
-	p = sess_probe(id, &i);
-	if (i >= 0) {
-		sessions[i].last_use_ms = now;
-		pthread_mutex_unlock(&sessions_mu);
-		return;
-	}
-	if (nsessions >= SESSION_CACHE_MAX) {
-		sessions_expire(now);
-		p = sess_probe(id, &i);
-	}
-	if (nsessions < SESSION_CACHE_MAX) {
-		if (nsessions == capsessions) {
-			capsessions = capsessions ? capsessions * 2 : 64;
-			sessions = bson_realloc(sessions, sizeof(*sessions) * (size_t)capsessions);
-		}
-		memcpy(sessions[nsessions].id, id, 16);
-		session_uid(user, sessions[nsessions].uid);
-		sessions[nsessions].user = user ? bson_strdup(user) : NULL;
-		sessions[nsessions].last_use_ms = now;
-		sess_slots[p] = (uint32_t)nsessions + 1;
-		nsessions++;
-		if ((uint32_t)nsessions * 2 > sess_mask)
-			sess_reindex();
-	}
-	pthread_mutex_unlock(&sessions_mu);
-}
-
-static void
-session_forget(const uint8_t *id)
-{
-	uint32_t p;
-	int i, last;
-
-	pthread_mutex_lock(&sessions_mu);
-	if (sess_slots != NULL && (p = sess_probe(id, &i), i >= 0)) {
-		bson_free(sessions[i].user);
-		sess_slot_clear(p);
-		last = nsessions - 1;
-		if (i != last) {
-			/* the last session moves into the hole: re-point its slot */
-			int j;
-			uint32_t q = sess_probe(sessions[last].id, &j);
-			sessions[i] = sessions[last];
-			sess_slots[q] = (uint32_t)i + 1;
-		}
-		nsessions--;
-		atomic_fetch_add(&sessions_gen, 1);
-	}
-	pthread_mutex_unlock(&sessions_mu);
-}
-
-/* The 16-byte UUID of an lsid document {id: UUID}, or false. */
-static bool
-lsid_id(const bson_iter_t *lsid, const uint8_t **id)
-{
-	/* what drivers send, byte for byte: {id: BinData(4, <16 bytes>)} */
-	static const uint8_t shape[13] = {30, 0, 0, 0, BSON_TYPE_BINARY, 'i', 'd', 0, 16, 0, 0, 0,
-	    BSON_SUBTYPE_UUID};
-	bson_iter_t sub;
-	bson_subtype_t st;
-	uint32_t len;
-	const uint8_t *doc;
-
-	if (BSON_ITER_HOLDS_DOCUMENT(lsid)) {
-		bson_iter_document(lsid, &len, &doc);
-		if (len == 30 && memcmp(doc, shape, sizeof(shape)) == 0 && doc[29] == 0) {
-			*id = doc + 13;
-			return true;
-		}
-	}
-	if (!BSON_ITER_HOLDS_DOCUMENT(lsid) || !bson_iter_recurse(lsid, &sub) || !bson_iter_find(&sub, "id") ||
-	    !BSON_ITER_HOLDS_BINARY(&sub))
-		return false;
-	bson_iter_binary(&sub, &st, &len, id);
-	return st == BSON_SUBTYPE_UUID && len == 16;
-}
-
-void
-cmd_admin_session_touch(client_t *cl, const bson_iter_t *lsid)
-{
-	const uint8_t *id;
-	char *user;
-	int64_t now;
-	uint64_t gen;
-
-	if (!lsid_id(lsid, &id))
-		return;
-	/* the same session again on this connection within a second: its
-	 * last use is fresh enough (the timeout is in minutes), no lock taken */
-	now = sessions_now_ms();
-	gen = atomic_load(&sessions_gen);
-	if (cl != NULL && cl->lsid_seen_gen == gen && now - cl->lsid_seen_ms < 1000 &&
-	    memcmp(cl->lsid_seen, id, 16) == 0)
-		return;
-	user = session_user(cl);
-	/* with access control on, only an authenticated client's sessions count */
-	if (user == NULL && cl != NULL && engine_auth_enabled(cl->engine))
-		return;
-	session_record(id, user);
-	bson_free(user);
-	if (cl != NULL) {
-		memcpy(cl->lsid_seen, id, 16);
-		cl->lsid_seen_ms = now;
-		cl->lsid_seen_gen = gen;
-	}
-}
-
-void
-cmd_admin_sessions_list(client_t *cl, const bson_t *spec, bson_t *out)
-{
-	uint8_t *uids = NULL;
-	int nuids = 0, i, k, pos = 0;
-	bool all = false;
-	bson_iter_t it, u, f;
-
-	if (bson_iter_init_find(&it, spec, "allUsers") && bson_iter_as_bool(&it))
-		all = true;
-	if (!all && bson_iter_init_find(&it, spec, "users") && BSON_ITER_HOLDS_ARRAY(&it) &&
-	    bson_iter_recurse(&it, &u)) {
-		uids = bson_malloc(SHA256_DIGEST_LENGTH * 64);   /* at most 64 users named */
-		while (bson_iter_next(&u) && nuids < 64) {
-			const char *name = NULL, *db = NULL;
-			char *full;
-			if (!BSON_ITER_HOLDS_DOCUMENT(&u) || !bson_iter_recurse(&u, &f))
-				continue;
-			while (bson_iter_next(&f)) {
-				if (strcmp(bson_iter_key(&f), "user") == 0 && BSON_ITER_HOLDS_UTF8(&f))
-					name = bson_iter_utf8(&f, NULL);
-				else if (strcmp(bson_iter_key(&f), "db") == 0 && BSON_ITER_HOLDS_UTF8(&f))
-					db = bson_iter_utf8(&f, NULL);
-			}
-			if (name == NULL || db == NULL)
-				continue;
-			full = bson_strdup_printf("%s@%s", name, db);
-			session_uid(full, uids + SHA256_DIGEST_LENGTH * nuids++);
-			bson_free(full);
-		}
-	} else if (!all) {
-		char *user = session_user(cl);
-		uids = bson_malloc(SHA256_DIGEST_LENGTH);
-		session_uid(user, uids);
-		nuids = 1;
-		bson_free(user);
-	}
-	pthread_mutex_lock(&sessions_mu);
-	sessions_expire(sessions_now_ms());
-	for (i = 0; i < nsessions; i++) {
-		lsession_t *s = &sessions[i];
-		bool want = all;
-		char key[16];
-		const char *kp;
-		bson_t doc, idd, user;
-
-		for (k = 0; !want && k < nuids; k++)
-			want = memcmp(uids + SHA256_DIGEST_LENGTH * k, s->uid, SHA256_DIGEST_LENGTH) == 0;
-		if (!want)
-			continue;
-		bson_uint32_to_string((uint32_t)pos++, &kp, key, sizeof(key));
-		bson_append_document_begin(out, kp, -1, &doc);
-		bson_append_document_begin(&doc, "_id", 3, &idd);
-		bson_append_binary(&idd, "id", 2, BSON_SUBTYPE_UUID, s->id, 16);
-		bson_append_binary(&idd, "uid", 3, BSON_SUBTYPE_BINARY, s->uid, SHA256_DIGEST_LENGTH);
-		bson_append_document_end(&doc, &idd);
-		bson_append_date_time(&doc, "lastUse", -1, s->last_use_ms);
-		if (s->user != NULL) {
-			bson_append_document_begin(&doc, "user", -1, &user);
-			BSON_APPEND_UTF8(&user, "name", s->user);
-			bson_append_document_end(&doc, &user);
-		}
-		bson_append_document_end(out, &doc);
-	}
-	pthread_mutex_unlock(&sessions_mu);
-	bson_free(uids);
-}
-
-CMD_HANDLER(cmd_end_sessions)
-{
-	bson_iter_t it;
-
-	if (!BSON_ITER_HOLDS_ARRAY(&c->first))
-		return terr_set(err, TERR_TYPE_MISMATCH,
-		    "BSON field '%s.%s' is the wrong type '%s', expected type 'array'",
-		    c->name, c->name, type_name(bson_iter_type(&c->first)));
-	/* endSessions and killSessions forget the sessions; refreshSessions
-	 * marks them used */
-	if (strcmp(c->name, "refreshSessions") == 0) {
-		if (bson_iter_recurse(&c->first, &it)) {
-			char *user = session_user(c->client);
-			while (bson_iter_next(&it)) {
-				const uint8_t *id;
-				if (lsid_id(&it, &id))
-					session_record(id, user);
-			}
-			bson_free(user);
-		}
-		return 0;
-	}
-	if (bson_iter_recurse(&c->first, &it)) {
-		while (bson_iter_next(&it)) {
-			const uint8_t *id;
-			if (lsid_id(&it, &id))
-				session_forget(id);
-		}
-	}
-	return 0;
-}
-
-CMD_HANDLER(cmd_start_session)
-{
-	bson_t id;
-	uint8_t uuid[16];
-
-	if (RAND_bytes(uuid, sizeof(uuid)) != 1)
-		return terr_set(err, TERR_INTERNAL_ERROR, "could not generate a session id");
-	uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x40);
-	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
-	{
-		char *user = session_user(c->client);
-		session_record(uuid, user);
-		bson_free(user);
-	}
-	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "id", &id);
-	bson_append_binary(&id, "id", -1, BSON_SUBTYPE_UUID, uuid, 16);
-	bson_append_document_end(c->reply, &id);
-	BSON_APPEND_INT32(c->reply, "timeoutMinutes", SESSION_TIMEOUT_MINUTES);
-	return 0;
-}
+/* the session commands are in cmd_session.c, on repl/session.h */
 
 /* ---- shutdown ----------------------------------------------------------- */
 
@@ -1361,12 +986,4 @@ CMD_HANDLER(cmd_shutdown)
 	bson_destroy(&attr);
 	cmd_admin_request_shutdown(c->engine);
 	return 0;
-}
-
-/* commitTransaction / abortTransaction: Tamga is a standalone server, so
- * there is never a transaction to end (a driver sends these with a
- * txnNumber, refused by the dispatcher with the same error). */
-CMD_HANDLER(cmd_end_transaction)
-{
-	return terr_set(err, TERR_ILLEGAL_OPERATION, "%s", CMD_NO_TRANSACTIONS_MSG);
 }

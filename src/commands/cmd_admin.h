@@ -71,5 +71,8 @@ void cmd_admin_session_touch(client_t *cl, const bson_iter_t *lsid);
  * everyone, {users: [{user, db}...]} those.  spec was checked by the stage.
  */
 void cmd_admin_sessions_list(client_t *cl, const bson_t *spec, bson_t *out);
+/* $listSessions: into filter (initialised) the $match on config.system.sessions
+ * rows for spec, as above ({'_id.uid': {$in: [...]}}, {} for allUsers). */
+void cmd_admin_sessions_filter(client_t *cl, const bson_t *spec, bson_t *filter);
 
 #endif

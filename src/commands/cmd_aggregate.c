@@ -110,6 +110,14 @@ host_list_sessions(void *ctx, const bson_t *spec, bson_t *out)
 	cmd_admin_sessions_list(w->c->client, spec, out);
 }
 
+static void
+host_list_sessions_filter(void *ctx, const bson_t *spec, bson_t *filter)
+{
+	write_ctx_t *w = ctx;
+
+	cmd_admin_sessions_filter(w->c->client, spec, filter);
+}
+
 /* ---- arguments ---------------------------------------------------------- */
 
 static const char *const aggregate_fields[] = {
@@ -302,6 +310,7 @@ CMD_HANDLER(cmd_aggregate)
 	a->host.check_write = host_check;
 	a->host.get_or_create_coll = host_get_or_create;
 	a->host.list_local_sessions = host_list_sessions;
+	a->host.list_sessions_filter = host_list_sessions_filter;
 	/* every view the stages read, and those their views read, resolves
 	 * (mongod's involved namespaces, before the pipeline is parsed) */
 	ERR(agg_view_check_involved(c->engine->st, c->db, stages, err));

@@ -195,7 +195,13 @@ CMD_HANDLER(cmd_insert)
 		}
 		b.from = i;
 		b.to = i + group;
-		if (storage_txn_run(s, insert_txn, &b, sync, &e) == 0) {
+		/* inside a multi-document transaction (or the storage transaction
+		 * a retryable write runs in) a failed group could not be retried
+		 * document by document (the storage transaction is only good for
+		 * rollback after a failure): one document at a time */
+		if (cmd_in_transaction(c) || storage_txn_active(s))
+			b.to = i + 1;
+		else if (storage_txn_run(s, insert_txn, &b, sync, &e) == 0) {
 			n += group;
 			i += group;
 			continue;

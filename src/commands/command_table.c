@@ -84,7 +84,11 @@ CMD_HANDLER(cmd_list_commands);
 CMD_HANDLER(cmd_end_sessions);
 CMD_HANDLER(cmd_start_session);
 CMD_HANDLER(cmd_shutdown);
-CMD_HANDLER(cmd_end_transaction);
+CMD_HANDLER(cmd_commit_transaction);
+CMD_HANDLER(cmd_abort_transaction);
+CMD_HANDLER(cmd_kill_all_sessions);
+CMD_HANDLER(cmd_kill_all_sessions_by_pattern);
+CMD_HANDLER(cmd_refresh_logical_session_cache_now);
 /* replica set and test commands: cmd_repl.c */
 CMD_HANDLER(cmd_repl_set_initiate);
 CMD_HANDLER(cmd_repl_set_get_status);
@@ -104,9 +108,9 @@ static const cmd_def_t commands[] = {
 	/* aggregation: cmd_aggregate.c */
 	{"aggregate", NULL, cmd_aggregate, CMDF_MAXTIME, "run an aggregation pipeline"},
 	/* handshake and admin: cmd_admin.c */
-	{"abortTransaction", NULL, cmd_end_transaction, CMDF_ADMIN_ONLY, "abort a transaction (none on a standalone server)"},
+	{"abortTransaction", NULL, cmd_abort_transaction, CMDF_ADMIN_ONLY | CMDF_WRITE, "abort a multi-document transaction (cmd_txn.c)"},
 	{"buildInfo", "buildinfo", cmd_build_info, CMDF_NO_AUTH, "version and build information"},
-	{"commitTransaction", NULL, cmd_end_transaction, CMDF_ADMIN_ONLY, "commit a transaction (none on a standalone server)"},
+	{"commitTransaction", NULL, cmd_commit_transaction, CMDF_ADMIN_ONLY | CMDF_WRITE, "commit a multi-document transaction (cmd_txn.c)"},
 	{"connectionStatus", NULL, cmd_connection_status, CMDF_NO_AUTH, "the connection's authenticated users and roles"},
 	{"endSessions", NULL, cmd_end_sessions, CMDF_NO_AUTH, "end logical sessions"},
 	{"getCmdLineOpts", NULL, cmd_get_cmd_line_opts, CMDF_ADMIN_ONLY, "the server's command line options"},
@@ -115,9 +119,13 @@ static const cmd_def_t commands[] = {
 	{"hello", "isMaster", cmd_hello, CMDF_NO_AUTH, "the handshake: server role, limits and wire versions"},
 	{"hostInfo", NULL, cmd_host_info, CMDF_NONE, "information about the host system"},
 	{"ismaster", NULL, cmd_hello, CMDF_NO_AUTH, "legacy spelling of hello"},
+	{"killAllSessions", NULL, cmd_kill_all_sessions, CMDF_NONE, "kill every session of the users named (cmd_session.c)"},
+	{"killAllSessionsByPattern", NULL, cmd_kill_all_sessions_by_pattern, CMDF_NONE, "kill the sessions matching the patterns (cmd_session.c)"},
 	{"killSessions", NULL, cmd_end_sessions, CMDF_NONE, "kill logical sessions"},
 	{"listCommands", NULL, cmd_list_commands, CMDF_NO_AUTH, "list the commands this server answers"},
 	{"ping", NULL, cmd_ping, CMDF_NO_AUTH, "a no-op to test that the server answers"},
+	{"refreshLogicalSessionCacheNow", NULL, cmd_refresh_logical_session_cache_now, CMDF_TEST,
+	 "write the logical session cache to config.system.sessions now (test command)"},
 	{"refreshSessions", NULL, cmd_end_sessions, CMDF_NONE, "refresh logical sessions"},
 	{"serverStatus", NULL, cmd_server_status, CMDF_NONE, "server statistics"},
 	{"setParameter", NULL, cmd_set_parameter, CMDF_ADMIN_ONLY, "change server parameters at runtime"},

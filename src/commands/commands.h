@@ -145,6 +145,19 @@ typedef struct cmd {
 	bool max_time_given;       /* the request named a non-null maxTimeMS */
 	bson_t *reply;             /* handler appends its fields; ok is added by the dispatcher */
 	cmd_args_t args;           /* args.c's field index; body must not change while in use */
+	/* the session this command checked out (a txnNumber on a replica set:
+	 * cmd_txn.c), what its txnNumber means (repl_txn_kind_t, 0 = none), and
+	 * the client's own storage session while the transaction's stands in */
+	struct repl_session *txn_session;
+	int txn_kind;
+	bool txn_autocommit;       /* autocommit: false was given (labels apply) */
+	bool txn_swapped;
+	bool txn_close_after;      /* onPrimaryTransactionalWrite closeConnection */
+	bool txn_oplog_session;    /* the client's storage session carries the write's session info */
+	bool txn_retryable_write;
+	bool txn_row_written;      /* the write and its config.transactions row committed together */
+	uint64_t txn_snapshot_ts;  /* a snapshot read outside a transaction reads at it (0: none) */  /* a txnNumber without autocommit (RetryableWriteError applies) */
+	struct storage_session *txn_saved_session;
 } cmd_t;
 
 typedef int (*cmd_handler_fn)(cmd_t *c, terr_t *err);

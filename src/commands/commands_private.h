@@ -40,6 +40,11 @@ struct engine {
 	 * oplog (repl/); both NULL for a standalone. */
 	repl_clock_t *clock;
 	repl_oplog_t *oplog;
+	/* logical sessions and their transactions (repl/session.h, repl/txn.h) */
+	struct repl_sessions *sessions;
+	atomic_llong txn_lifetime_limit_seconds;       /* 60 */
+	atomic_llong max_txn_lock_request_timeout_ms;  /* 5 */
+	struct repl_txn_reaper *txn_reaper;
 	/* replica-set mode (opts.repl_set_name set; cmd_repl.c): the set's
 	 * identity and state, NULL on a standalone; the cluster-time keys */
 	struct repl_set *rs;
@@ -183,6 +188,37 @@ void cmd_ns(char *buf, size_t len, const char *db, const char *coll);
 /* collMod's {index: {...}} option (cmd_index.c): hidden / expireAfterSeconds. */
 int cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt, bson_t *reply,
                        terr_t *err);
+
+/* ---- sessions and transactions (cmd_txn.c) ------------------------------ */
+/* Before the handler: read lsid / txnNumber / autocommit / startTransaction
+ * as mongod does, check the session out and begin or continue its
+ * transaction, so the handler runs on the transaction's storage session.
+ * Returns 0 to run the handler, 1 when c->reply already holds the answer (a
+ * retried retryable write), -1 with err.  cmd_txn_leave must follow in every
+ * case: it gives the session back, aborts a transaction whose statement
+ * failed, turns a statement's write error into the command's error and adds
+ * mongod's errorLabels; it returns the command's final rc. */
+int cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err);
+int cmd_txn_leave(cmd_t *c, int rc, terr_t *err);
+/* The handler, as the command's session state wants it run: a
+ * single-statement retryable write runs with its config.transactions row in
+ * one storage transaction (retried whole on a write conflict); everything
+ * else is def->handler. */
+int cmd_txn_run_handler(cmd_t *c, const cmd_def_t *def, terr_t *err);
+/* Before the replica set's checks: note what the error labels of the
+ * command depend on (autocommit: false, a retryable write's txnNumber), and
+ * add them to an error those checks answer (cmd_txn_leave does it for the
+ * rest). */
+void cmd_txn_peek(cmd_t *c);
+void cmd_txn_error_labels(cmd_t *c, terr_t *err);
+/* A successful reply's errorLabels for its writeConcernError (mongod's
+ * getErrorLabels: RetryableWriteError, UnknownTransactionCommitResult), once
+ * the replica-set layer added it; call before `ok` is appended. */
+void cmd_txn_reply_labels(cmd_t *c, bson_t *reply);
+/* True while c runs inside a multi-document transaction. */
+bool cmd_in_transaction(const cmd_t *c);
+/* serverStatus.transactions. */
+void cmd_txn_server_status(cmd_t *c, bson_t *reply);
 
 /* What a standalone mongod answers (code 20) to a command with a txnNumber,
  * and what commitTransaction / abortTransaction answer here. */

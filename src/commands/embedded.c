@@ -16,6 +16,7 @@
 struct tamga {
 	engine_t *engine;
 	char *cache_size;
+	char *repl_set_name;        /* replSet=NAME: a single-member replica set */
 };
 
 static void
@@ -48,6 +49,13 @@ parse_options(const char *options, tamga_t *t, engine_options_t *eo, terr_t *err
 			bson_free(t->cache_size);
 			t->cache_size = bson_strdup(tok + 11);
 			eo->storage.cache_size = t->cache_size;
+		} else if (strcmp(tok, "enableTestCommands") == 0) {
+			eo->enable_test_commands = true;   /* tamgad's --setParameter enableTestCommands=1 */
+		} else if (strncmp(tok, "replSet=", 8) == 0 && tok[8] != '\0') {
+			/* a single-member replica set: transactions, retryable writes */
+			bson_free(t->repl_set_name);
+			t->repl_set_name = bson_strdup(tok + 8);
+			eo->repl_set_name = t->repl_set_name;
 		} else if (tok[0] != '\0') {
 			ret = terr_set(err, TERR_BAD_VALUE, "unknown tamga_open option: '%s'", tok);
 			break;
@@ -75,6 +83,7 @@ tamga_open(const char *path, const char *options, tamga_t **db, tamga_error_t *e
 	memset(&eo, 0, sizeof(eo));
 	if (parse_options(options, t, &eo, &err) != 0 || engine_open(path, &eo, &t->engine, &err) != 0) {
 		bson_free(t->cache_size);
+		bson_free(t->repl_set_name);
 		bson_free(t);
 		goto fail;
 	}
@@ -123,6 +132,7 @@ tamga_close(tamga_t *db)
 		return;
 	engine_close(db->engine);
 	bson_free(db->cache_size);
+	bson_free(db->repl_set_name);
 	bson_free(db);
 }
 

@@ -14,6 +14,9 @@
 #include "query/keygen.h"
 #include "query/sort.h"
 #include "query/planner_ttl.h"
+#include "repl/retryable.h"
+#include "repl/session.h"
+#include "repl/txn.h"
 
 #include <pthread.h>
 #include <errno.h>
@@ -124,6 +127,18 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 		repl_set_attach_oplog(e->rs, e->oplog);
 	}
 	e->cursors = cursor_registry_new();
+	/* logical sessions; on a replica set their transactions and retryable
+	 * writes (the reaper ends transactions past their lifetime) */
+	e->sessions = repl_sessions_new(e->st);
+	if (e->opts.repl_set_name != NULL) {
+		storage_session_t *s = storage_session_pool_get(e->st, NULL);
+		terr_t le = TERR_INIT;
+		if (s != NULL && repl_retryable_load(e->sessions, s, &le) != 0)
+			tlog('W', "REPL", 5000001, le.msg ? le.msg : "could not read config.transactions", NULL);
+		terr_clear(&le);
+		storage_session_pool_put(e->st, s);
+		e->txn_reaper = repl_txn_reaper_start(e->sessions, 300000);   /* logicalSessionRefreshMillis */
+	}
 	e->start_wall_ms = wall_ms();
 	e->start_mono_us = cmd_now_us();
 	atomic_init(&e->shutdown, false);
@@ -132,6 +147,8 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 	atomic_init(&e->sort_memory_limit, (long long)SORT_DEFAULT_MEMORY_LIMIT);
 	atomic_init(&e->group_memory_limit, (long long)SORT_DEFAULT_MEMORY_LIMIT);
 	atomic_init(&e->bucket_auto_memory_limit, (long long)SORT_DEFAULT_MEMORY_LIMIT);
+	atomic_init(&e->txn_lifetime_limit_seconds, 60);
+	atomic_init(&e->max_txn_lock_request_timeout_ms, 5);
 	*out = e;
 	return 0;
 }
@@ -142,6 +159,8 @@ engine_close(engine_t *e)
 	if (e == NULL)
 		return;
 	ttl_monitor_stop(e->ttl);
+	repl_txn_reaper_stop(e->txn_reaper);
+	repl_sessions_free(e->sessions);   /* open transactions are aborted */
 	repl_oplog_close(e->oplog);
 	bson_free(e->tmp_dir);
 	cursor_registry_free(e->cursors);
@@ -466,26 +485,22 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	/* replica set and test commands (cmd_repl.c): failCommand, the
 	 * primary gate, $clusterTime, read / write concern -- before the
 	 * transaction checks, as mongod answers "not primary" first */
-	if (cmd_repl_before(&c, def, &rx, er) != 0)
+	cmd_txn_peek(&c);   /* what the error labels need of lsid / txnNumber / autocommit */
+	if (cmd_repl_before(&c, def, &rx, er) != 0) {
+		cmd_txn_error_labels(&c, er);
 		goto fail;
-	/* Tamga runs as a standalone mongod: no transactions and no retryable
-	 * writes, refused before anything runs (drivers and frameworks test for
-	 * this code and message to fall back).  A replica-set member has
-	 * neither yet either: refused as not implemented. */
-	{
-		bson_iter_t it;
-		if (cmd_find_field(&c, "txnNumber", &it)) {
-			if (e->rs != NULL)
-				terr_set(er, TERR_NOT_IMPLEMENTED,
-				    "Transactions and retryable writes (txnNumber) are not implemented yet; use retryWrites=false");
-			else
-				terr_set(er, TERR_ILLEGAL_OPERATION, "%s", CMD_NO_TRANSACTIONS_MSG);
-			goto fail;
-		}
 	}
 	__atomic_fetch_add(&e->counters.command, 1, __ATOMIC_RELAXED);
 
-	rc = def->handler(&c, er);
+	/* sessions and transactions (cmd_txn.c): the session is checked out
+	 * around the handler, which runs on the transaction's storage session;
+	 * a standalone refuses every txnNumber with 20 as mongod does */
+	rc = cmd_txn_enter(&c, def, er);
+	if (rc == 0)
+		rc = cmd_txn_run_handler(&c, def, er);
+	else if (rc == 1)
+		rc = 0;                  /* a retried write: its first reply */
+	rc = cmd_txn_leave(&c, rc, er);
 	/* what follows must complete whatever happened to the command (a
 	 * reload of the views after a partial write): outside the operation,
 	 * so neither its deadline nor a killOp can cut it short */
@@ -506,6 +521,7 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 		goto fail;
 	}
 	cmd_repl_after(&c, def, &rx, 0, reply);
+	cmd_txn_reply_labels(&c, reply);
 	BSON_APPEND_DOUBLE(reply, "ok", 1.0);
 	cmd_repl_times(&c, def, &rx, 0, reply);
 	cmd_repl_ctx_clear(&rx);

@@ -22,6 +22,11 @@ write_get_coll_in(cmd_t *c, const char *db, const char *name, bool create, stora
 		RET(view_refuse(c, db, name, err));
 		if (!create)
 			return 0;
+		/* storage's catalog changes are not transactional: a collection
+		 * a transaction created would outlive its abort (README) */
+		if (cmd_in_transaction(c))
+			return terr_set(err, TERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+			    "Cannot create namespace %s.%s in multi-document transaction.", db, name);
 		if ((s = client_session(c->client, err)) == NULL)
 			return -1;
 		if (storage_coll_create(c->engine->st, s, db, name, NULL, err) != 0) {

@@ -28,6 +28,10 @@ static failpoint_t table[] = {
 	/* commands/cmd_repl.c, before every command: the command fails, closes
 	 * the connection, blocks, or gets a writeConcernError */
 	{"failCommand"},
+	/* commands/cmd_txn.c: a retryable write fails with
+	 * data.failBeforeCommitExceptionCode before it runs, or (closeConnection)
+	 * runs and the connection closes instead of the reply */
+	{"onPrimaryTransactionalWrite"},
 };
 
 static pthread_mutex_t fp_lock = PTHREAD_MUTEX_INITIALIZER;

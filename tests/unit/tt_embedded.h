@@ -171,6 +171,34 @@ tt_open_new(const char *dir)
 	return db;
 }
 
+/* tamga_open(dir, options) (options should name replSet=...) and, unless
+ * the folder's set is initiated already, replSetInitiate with the default
+ * one-member config; prints the error and returns NULL on failure. */
+static inline tamga_t *
+tt_open_replset(const char *dir, const char *options)
+{
+	tamga_t *db = NULL;
+	tamga_error_t e;
+	bson_t *r;
+	int rc;
+
+	if (tamga_open(dir, options, &db, &e) != 0) {
+		fprintf(stderr, "tamga_open: %d %s\n", e.code, e.message);
+		return NULL;
+	}
+	r = tt_run_json(db, "admin", "{\"replSetInitiate\": {}}", &rc);
+	if (rc != 0 && tt_get_i64(r, "code") != 23 /* AlreadyInitialized */) {
+		char *j = bson_as_relaxed_extended_json(r, NULL);
+		fprintf(stderr, "replSetInitiate: %s\n", j);
+		bson_free(j);
+		tt_free_reply(r);
+		tamga_close(db);
+		return NULL;
+	}
+	tt_free_reply(r);
+	return db;
+}
+
 /* The end of a test run: closes db, removes its folder dir and frees the
  * name (from tt_tmpdir). */
 static inline void
