@@ -69,9 +69,13 @@ is_bool_like(const bson_iter_t *it)
 	return BSON_ITER_HOLDS_BOOL(it) || BSON_ITER_HOLDS_NUMBER(it);
 }
 
-/* The key pattern rules of validateKeyPattern plus the plugin refusals. */
+/* Index plugins built so far (the others answer 238). */
+static const char *const built_plugins[] = {"hashed", NULL};
+
+/* The key pattern rules of validateKeyPattern plus the plugin refusals;
+ * *plugin_out: the plugin named (NULL: a plain index). */
 static int
-key_pattern_check(const bson_t *key, terr_t *err)
+key_pattern_check(const bson_t *key, const char **plugin_out, terr_t *err)
 {
 	bson_iter_t it;
 	const char *plugin = NULL;
@@ -158,6 +162,9 @@ key_pattern_check(const bson_t *key, terr_t *err)
 			    "GeoHaystack indexes cannot be created in version 5.0 and above");
 		if (!in_list(known, plugin))
 			return terr_set(err, TERR_CANNOT_CREATE_INDEX, "Unknown index plugin '%s'", plugin);
+		*plugin_out = plugin;
+		if (in_list(built_plugins, plugin))
+			return 0;
 		return terr_set(err, TERR_NOT_IMPLEMENTED, "%s indexes are not supported by Tamga yet", plugin);
 	}
 	return 0;
@@ -484,6 +491,31 @@ wildcard_projection_check(const bson_t *spec, bson_iter_t *it, terr_t *err)
 	return 0;
 }
 
+/* What the hashed access method refuses (mongod's parseHashParams and
+ * HashAccessMethod): more than one hashed field, unique. */
+static int
+hashed_check(const bson_t *spec, const bson_t *key, terr_t *err)
+{
+	bson_iter_t it;
+	int n = 0;
+
+	bson_iter_init(&it, key);
+	while (bson_iter_next(&it)) {
+		n += BSON_ITER_HOLDS_UTF8(&it);
+		if (strstr(bson_iter_key(&it), "$**") != NULL)
+			return terr_set(err, TERR_NOT_IMPLEMENTED, "hashed wildcard indexes are not supported by Tamga yet");
+	}
+	if (n != 1) {
+		char *s = bv_doc_to_mongo_string(key);
+		terr_set(err, 31303, "A maximum of one index field is allowed to be hashed but found %d for 'key' %s", n, s);
+		bson_free(s);
+		return -1;
+	}
+	if (bson_iter_init_find(&it, spec, "unique") && bson_iter_as_bool(&it))
+		return terr_set(err, 16764, "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.");
+	return 0;
+}
+
 /*
  * Validate one requested spec and build the spec to store in *out (v: 2
  * first, then key and name, then the other fields as given, ns dropped,
@@ -494,7 +526,7 @@ spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 {
 	bson_iter_t it;
 	bson_t key, pf;
-	const char *name = NULL;
+	const char *name = NULL, *plugin = NULL;
 	bool has_key = false, has_partial = false, sparse = false, has_ttl = false, unsupported;
 	int32_t ttl = 0;
 	wrap_t how = WRAP_GIVEN;
@@ -519,7 +551,7 @@ spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 			}
 			bson_iter_document(&it, &l, &d);
 			bson_init_static(&key, d, l);
-			if (key_pattern_check(&key, err) != 0) {
+			if (key_pattern_check(&key, &plugin, err) != 0) {
 				if (err->code == TERR_NOT_IMPLEMENTED)
 					how = WRAP_PLAIN;
 				goto err;
@@ -660,6 +692,10 @@ spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 			    "cannot make a TTL index :: caused by :: Index type 'wildcard' does not support the 'expireAfterSeconds' option");
 			goto err;
 		}
+	}
+	if (plugin != NULL && strcmp(plugin, "hashed") == 0 && hashed_check(spec, &key, err) != 0) {
+		how = WRAP_PLAIN;
+		goto err;
 	}
 	if (has_partial && sparse) {
 		terr_set(err, TERR_CANNOT_CREATE_INDEX, "cannot mix \"partialFilterExpression\" and \"sparse\" options");

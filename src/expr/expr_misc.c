@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "bson/value.h"
+#include "expr/hash.h"
 
 /* ---- trigonometry ------------------------------------------------------ */
 
@@ -230,6 +231,30 @@ eval_meta(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	return 0;
 }
 
+/* ---- $toHashedIndexKey ---------------------------------------------------- */
+
+/* The operand is one expression, an array literal included (mongod's
+ * parseOperand), so no list-form arity. */
+static int
+parse_hashed_key(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
+{
+	expr_t *part = NULL;
+
+	RET(expr_parse_sub(arg, scope, &part, err));
+	expr_args_set(e, &part, 1);
+	return 0;
+}
+
+static int
+eval_hashed_key(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
+{
+	bson_value_t v;
+
+	RET(expr_eval_arg(e, 0, env, &v, err));
+	expr_set_int64(out, expr_hash64(&v));   /* missing hashes as null */
+	return 0;
+}
+
 /* ---- not available ------------------------------------------------------- */
 
 static int
@@ -247,7 +272,7 @@ eval_unavailable(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *er
 const expr_op_t expr_ops_misc[] = {
 	{"$meta", 0, -1, parse_meta, eval_meta, EXPR_OP_NOFOLD},
 	{"$function", 0, -1, parse_unavailable, eval_unavailable, 0},
-	{"$toHashedIndexKey", 0, -1, parse_unavailable, eval_unavailable, 0},
+	{"$toHashedIndexKey", 0, -1, parse_hashed_key, eval_hashed_key, 0},
 	{"$sin", 1, 1, NULL, eval_trig, 0},
 	{"$cos", 1, 1, NULL, eval_trig, 0},
 	{"$tan", 1, 1, NULL, eval_trig, 0},

@@ -14,7 +14,9 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "bson/collation.h"
 #include "bson/keystring.h"
+#include "expr/hash.h"
 #include "query/match.h"
 
 typedef struct kg_field {
@@ -423,6 +425,119 @@ wildcard_keys(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn 
 	return 0;
 }
 
+
+/* ---- hashed --------------------------------------------------------------- */
+
+bool
+keygen_is_hashed(const storage_index_t *idx)
+{
+	bson_iter_t it;
+
+	if (idx->key == NULL || !bson_iter_init(&it, idx->key))
+		return false;
+	while (bson_iter_next(&it))
+		if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "hashed") == 0)
+			return true;
+	return false;
+}
+
+/* The value at path in doc as mongod's extractElementAtOrArrayAlongDottedPath
+ * sees it: descending documents, stopping at the first array (16766 for a
+ * hashed index, naming the path up to it), EOD when missing. */
+static int
+hashed_field_value(const bson_t *doc, const char *path, bson_value_t *out, terr_t *err)
+{
+	bson_value_t cur;
+	const char *p = path;
+
+	cur.value_type = BSON_TYPE_DOCUMENT;
+	cur.value.v_doc.data = (uint8_t *)bson_get_data(doc);
+	cur.value.v_doc.data_len = doc->len;
+	while (p != NULL) {
+		const char *dot = strchr(p, '.');
+		size_t len = dot ? (size_t)(dot - p) : strlen(p);
+		bson_iter_t it;
+		if (cur.value_type != BSON_TYPE_DOCUMENT ||
+		    !bson_iter_init_from_data(&it, cur.value.v_doc.data, cur.value.v_doc.data_len) ||
+		    !bson_iter_find_w_len(&it, p, (int)len)) {
+			out->value_type = BSON_TYPE_EOD;
+			return 0;
+		}
+		cur = *bson_iter_value(&it);
+		if (cur.value_type == BSON_TYPE_ARRAY)
+			return terr_set(err, 16766,
+			    "Error: hashed indexes do not currently support array values. Found array at path: %.*s",
+			    (int)(p + len - path), path);
+		p = dot ? dot + 1 : NULL;
+	}
+	*out = cur;
+	return 0;
+}
+
+int64_t
+keygen_hash_value(const bson_value_t *v, const coll_t *coll)
+{
+	uint8_t stack[256], *buf = stack;
+	size_t n;
+	bson_value_t k;
+	int64_t h;
+
+	if (coll == NULL || (v->value_type != BSON_TYPE_UTF8 && v->value_type != BSON_TYPE_SYMBOL))
+		return expr_hash64(v);
+	/* a collated index hashes the string's comparison key */
+	n = coll_sort_key(coll, v->value.v_utf8.str, v->value.v_utf8.len, stack, sizeof(stack));
+	if (n > sizeof(stack)) {
+		buf = bson_malloc(n);
+		n = coll_sort_key(coll, v->value.v_utf8.str, v->value.v_utf8.len, buf, n);
+	}
+	k.value_type = BSON_TYPE_UTF8;
+	k.value.v_utf8.str = (char *)buf;
+	k.value.v_utf8.len = (uint32_t)n;
+	h = expr_hash64(&k);
+	if (buf != stack)
+		bson_free(buf);
+	return h;
+}
+
+/* One key: each field's value (the hashed one as its int64 hash), no
+ * array anywhere on any field's path (mongod's getHashKeys). */
+static int
+hashed_keys(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx, terr_t *err)
+{
+	keystring_t ks, tb;
+	bson_iter_t it;
+	bool any = false;
+	int ret = 0;
+
+	if (!bson_iter_init(&it, idx->key))
+		return terr_set(err, TERR_INVALID_BSON, "invalid index key pattern");
+	keystring_init(&ks);
+	keystring_init(&tb);
+	while (bson_iter_next(&it)) {
+		bson_value_t v, null_v = {.value_type = BSON_TYPE_NULL};
+		if ((ret = hashed_field_value(doc, bson_iter_key(&it), &v, err)) != 0)
+			goto done;
+		if (v.value_type == BSON_TYPE_EOD)
+			v = null_v;
+		else
+			any = true;
+		if (BSON_ITER_HOLDS_UTF8(&it)) {
+			bson_value_t h;
+			h.value_type = BSON_TYPE_INT64;
+			h.value.v_int64 = keygen_hash_value(&v, idx->collation);
+			keystring_append_value_tb(&ks, &tb, &h, false);
+		} else {
+			keystring_append_value_tb_coll(&ks, &tb, &v, bson_iter_as_double(&it) < 0, idx->collation);
+		}
+	}
+	if (!idx->sparse || any)
+		add(ctx, ks.buf, ks.len, tb.buf, tb.len);
+done:
+	keystring_destroy(&ks);
+	keystring_destroy(&tb);
+	return ret;
+}
+
 static int keygen_run(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx,
                       uint32_t *mk, terr_t *err);
 
@@ -513,6 +628,8 @@ keygen_run(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add
 		return rc;
 	if (keygen_is_wildcard(idx))
 		return wildcard_keys(idx, doc, add, ctx);
+	if (keygen_is_hashed(idx))
+		return hashed_keys(idx, doc, add, ctx, err);   /* never multikey */
 	if (!bson_iter_init(&it, idx->key))
 		return terr_set(err, TERR_INVALID_BSON, "invalid index key pattern");
 	while (bson_iter_next(&it)) {

@@ -597,6 +597,15 @@ choose_modes(plan_exec_t *x)
 	if (x->access != ACCESS_IXSCAN || x->express || sol == NULL || sol->kind != PLANNER_IXSCAN ||
 	    sol->wildcard_path != NULL || sol->nfields == 0)
 		return;
+	/* a hashed index's keys hold hashes, not the values */
+	if (sol->index < x->coll->nindexes && keygen_is_hashed(&x->coll->indexes[sol->index])) {
+		x->covered = false;
+		if (x->for_count && (x->match == NULL || match_is_trivially_true(x->match)) && single_interval(sol)) {
+			x->count_scan = true;
+			x->stats.stage = "COUNT_SCAN";
+		}
+		return;
+	}
 	covered = x->match == NULL || match_is_trivially_true(x->match) || sol->exact;
 	if (!covered)
 		return;

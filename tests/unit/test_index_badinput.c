@@ -51,7 +51,7 @@ test_bad_commands(void)
 		"{\"createIndexes\": \"b\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"x\", \"collation\": {\"locale\": \"xx\"}}]}",
 		"{\"createIndexes\": \"b\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"x\", \"collation\": {\"locale\": \"fr\", \"strength\": 9}}]}",
 		"{\"createIndexes\": \"b\", \"indexes\": [{\"key\": {\"a\": \"2dsphere\"}, \"name\": \"x\"}]}",
-		"{\"createIndexes\": \"b\", \"indexes\": [{\"key\": {\"a\": \"hashed\"}, \"name\": \"x\"}]}",
+		"{\"createIndexes\": \"b\", \"indexes\": [{\"key\": {\"a\": \"hashed\"}, \"name\": \"x\", \"unique\": true}]}",
 		"{\"createIndexes\": \"b\", \"indexes\": [{\"key\": {\"$**\": 1, \"b\": 1}, \"name\": \"x\"}]}",
 		"{\"createIndexes\": \"b\", \"indexes\": [{\"key\": {\"$**\": 1}, \"name\": \"x\", \"wildcardProjection\": {}}]}",
 		"{\"createIndexes\": \"b\", \"indexes\": [{\"key\": {\"$**\": 1}, \"name\": \"x\", \"wildcardProjection\": 3}]}",
