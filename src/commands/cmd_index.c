@@ -20,6 +20,7 @@
 #include "common/mem.h"
 #include "query/keygen.h"
 #include "query/match.h"
+#include "text/text.h"
 
 /* cmd_catalog.c */
 int cmd_cursor_options(cmd_t *c, cursor_opts_t *o, terr_t *err);
@@ -41,7 +42,7 @@ static const char *const spec_fields[] = {
  * conflicting ones; the rest (name, v, ns, background, hidden) do not. */
 static const char *const equiv_fields[] = {
 	"unique", "sparse", "partialFilterExpression", "expireAfterSeconds", "collation",
-	"prepareUnique", NULL,
+	"prepareUnique", "weights", "default_language", "language_override", "textIndexVersion", NULL,
 };
 
 static bool
@@ -70,7 +71,7 @@ is_bool_like(const bson_iter_t *it)
 }
 
 /* Index plugins built so far (the others answer 238). */
-static const char *const built_plugins[] = {"hashed", NULL};
+static const char *const built_plugins[] = {"hashed", "text", NULL};
 
 /* The key pattern rules of validateKeyPattern plus the plugin refusals;
  * *plugin_out: the plugin named (NULL: a plain index). */
@@ -521,8 +522,43 @@ hashed_check(const bson_t *spec, const bson_t *key, terr_t *err)
  * first, then key and name, then the other fields as given, ns dropped,
  * expireAfterSeconds as an int32).  Errors carry mongod's framing.
  */
+static int spec_prepare_fixed(const bson_t *spec, bool is_text, bson_t *out, terr_t *err);
+
 static int
 spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
+{
+	bson_iter_t it;
+	bson_t key, fixed;
+	int ret;
+
+	/* a text index spec is first normalized as mongod's fixSpec does (key
+	 * {_fts: "text", _ftsx: 1}, weights, languages, textIndexVersion) */
+	if (bson_iter_init_find(&it, spec, "key") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+		const uint8_t *d;
+		uint32_t l;
+		const char *plugin = NULL;
+		bson_iter_document(&it, &l, &d);
+		bson_init_static(&key, d, l);
+		if (text_key_is_text(&key)) {
+			if (key_pattern_check(&key, &plugin, err) != 0) {
+				bson_init(out);
+				return spec_wrap(err, err->code == TERR_NOT_IMPLEMENTED ? WRAP_PLAIN : WRAP_GIVEN, spec);
+			}
+			if (text_spec_fix(spec, &fixed, err) != 0) {
+				bson_destroy(&fixed);
+				bson_init(out);
+				return -1;
+			}
+			ret = spec_prepare_fixed(&fixed, true, out, err);
+			bson_destroy(&fixed);
+			return ret;
+		}
+	}
+	return spec_prepare_fixed(spec, false, out, err);
+}
+
+static int
+spec_prepare_fixed(const bson_t *spec, bool is_text, bson_t *out, terr_t *err)
 {
 	bson_iter_t it;
 	bson_t key, pf;
@@ -628,7 +664,7 @@ spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 		} else if (!strcmp(f, "wildcardProjection")) {
 			if (wildcard_projection_check(spec, &it, err) != 0)
 				goto err;
-		} else if (!strcmp(f, "weights") || !strcmp(f, "columnstoreProjection")) {
+		} else if ((!strcmp(f, "weights") && !is_text) || !strcmp(f, "columnstoreProjection")) {
 			terr_set(err, TERR_NOT_IMPLEMENTED, "the index option '%s' is not supported by Tamga yet", f);
 			how = WRAP_PLAIN;
 			goto err;
@@ -692,6 +728,13 @@ spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 			    "cannot make a TTL index :: caused by :: Index type 'wildcard' does not support the 'expireAfterSeconds' option");
 			goto err;
 		}
+	}
+	if (is_text && collation != NULL) {
+		char *cs = bv_doc_to_mongo_string(coll_spec(collation));
+		terr_set(err, TERR_CANNOT_CREATE_INDEX, "Index type 'text' does not support collation: %s", cs);
+		bson_free(cs);
+		how = WRAP_PLAIN;
+		goto err;
 	}
 	if (plugin != NULL && strcmp(plugin, "hashed") == 0 && hashed_check(spec, &key, err) != 0) {
 		how = WRAP_PLAIN;
@@ -825,6 +868,18 @@ spec_against(const storage_coll_t *coll, const bson_t *spec, terr_t *err)
 	spec_key(spec, &key);
 	bson_iter_init_find(&it, spec, "name");
 	name = bson_iter_utf8(&it, NULL);
+	if (text_key_is_text(&key)) {
+		/* one text index per collection; the same one again exists */
+		for (i = 0; i < coll->nindexes; i++) {
+			const storage_index_t *ix = &coll->indexes[i];
+			if (!text_key_is_text(ix->key))
+				continue;
+			if (strcmp(ix->name, name) == 0 && key_equal(ix->key, &key) && spec_equivalent(ix->spec, spec))
+				return 1;
+			return terr_set(err, TERR_INDEX_OPTIONS_CONFLICT,
+			    "only one text index per collection allowed, found existing text index \"%s\"", ix->name);
+		}
+	}
 	for (i = 0; i < coll->nindexes; i++) {
 		const storage_index_t *ix = &coll->indexes[i];
 		bool same_key = key_equal(ix->key, &key);

@@ -16,7 +16,10 @@
 
 #include "bson/collation.h"
 #include "bson/keystring.h"
+#include "bson/value.h"
 #include "expr/hash.h"
+#include "text/text.h"
+#include <openssl/evp.h>
 #include "query/match.h"
 
 typedef struct kg_field {
@@ -538,6 +541,141 @@ done:
 	return ret;
 }
 
+/* ---- text ----------------------------------------------------------------- */
+
+bool
+keygen_is_text(const storage_index_t *idx)
+{
+	return idx->key != NULL && bson_has_field(idx->key, "_fts");
+}
+
+/* A prefix or suffix field of a text index: no array anywhere on its path
+ * (201 CannotBuildIndexKeys, mongod's extractNonFTSKeyElement). */
+static int
+text_extra_value(const bson_t *doc, const char *path, bson_value_t *out, terr_t *err)
+{
+	bson_value_t cur;
+	const char *p = path;
+
+	cur.value_type = BSON_TYPE_DOCUMENT;
+	cur.value.v_doc.data = (uint8_t *)bson_get_data(doc);
+	cur.value.v_doc.data_len = doc->len;
+	out->value_type = BSON_TYPE_NULL;
+	while (p != NULL) {
+		const char *dot = strchr(p, '.');
+		size_t len = dot ? (size_t)(dot - p) : strlen(p);
+		bson_iter_t it;
+		if (cur.value_type != BSON_TYPE_DOCUMENT ||
+		    !bson_iter_init_from_data(&it, cur.value.v_doc.data, cur.value.v_doc.data_len) ||
+		    !bson_iter_find_w_len(&it, p, (int)len))
+			return 0;
+		cur = *bson_iter_value(&it);
+		if (cur.value_type == BSON_TYPE_ARRAY) {
+			char *s = bv_doc_to_mongo_string(doc);
+			terr_set(err, 201, "Field '%s' of text index contains an array in document: %s", path, s);
+			bson_free(s);
+			return -1;
+		}
+		p = dot ? dot + 1 : NULL;
+	}
+	*out = cur;
+	return 0;
+}
+
+typedef struct text_kg {
+	const storage_index_t *idx;
+	storage_key_add_fn add;
+	void *ctx;
+	keystring_t ks, tb;
+	const bson_value_t *before, *after;
+	const bool *before_desc, *after_desc;
+	int nbefore, nafter;
+} text_kg_t;
+
+/* Key of one term: prefix values, the term (version 3: past 224 bytes, its
+ * first 224 and the hex MD5 of the whole), its score, suffix values. */
+static void
+text_key(void *ctx, const char *term, size_t len, double score)
+{
+	text_kg_t *k = ctx;
+	bson_value_t t, sc;
+	char buf[224 + 33];
+	int i;
+
+	keystring_reset(&k->ks);
+	keystring_reset(&k->tb);
+	for (i = 0; i < k->nbefore; i++)
+		keystring_append_value_tb(&k->ks, &k->tb, &k->before[i], k->before_desc[i]);
+	t.value_type = BSON_TYPE_UTF8;
+	t.value.v_utf8.str = (char *)term;
+	t.value.v_utf8.len = (uint32_t)len;
+	if (len > 224) {
+		uint8_t md[EVP_MAX_MD_SIZE];
+		unsigned int mdlen = 0;
+		EVP_Digest(term, len, md, &mdlen, EVP_md5(), NULL);
+		memcpy(buf, term, 224);
+		for (unsigned int j = 0; j < 16; j++)
+			snprintf(buf + 224 + 2 * j, 3, "%02x", md[j]);
+		t.value.v_utf8.str = buf;
+		t.value.v_utf8.len = 256;
+	}
+	keystring_append_value_tb(&k->ks, &k->tb, &t, false);
+	sc.value_type = BSON_TYPE_DOUBLE;
+	sc.value.v_double = score;
+	keystring_append_value_tb(&k->ks, &k->tb, &sc, false);
+	for (i = 0; i < k->nafter; i++)
+		keystring_append_value_tb(&k->ks, &k->tb, &k->after[i], k->after_desc[i]);
+	k->add(k->ctx, k->ks.buf, k->ks.len, k->tb.buf, k->tb.len);
+}
+
+static int
+text_keys(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx, terr_t *err)
+{
+	bson_value_t before[KEYGEN_MAX_FIELDS], after[KEYGEN_MAX_FIELDS];
+	bool bdesc[KEYGEN_MAX_FIELDS], adesc[KEYGEN_MAX_FIELDS];
+	text_kg_t k;
+	const text_spec_t *spec;
+	bson_iter_t it;
+	bool passed = false;
+	int nb = 0, na = 0, ret;
+
+	if (idx->spec == NULL || (spec = text_spec_get(idx->spec, err)) == NULL)
+		return -1;
+	bson_iter_init(&it, idx->key);
+	while (bson_iter_next(&it)) {
+		const char *f = bson_iter_key(&it);
+		if (!strcmp(f, "_fts") || !strcmp(f, "_ftsx")) {
+			passed = true;
+			continue;
+		}
+		if ((passed ? na : nb) >= KEYGEN_MAX_FIELDS)
+			return terr_set(err, 13103, "too many compound keys");
+		if (passed) {
+			adesc[na] = bson_iter_as_double(&it) < 0;
+			RET(text_extra_value(doc, f, &after[na++], err));
+		} else {
+			bdesc[nb] = bson_iter_as_double(&it) < 0;
+			RET(text_extra_value(doc, f, &before[nb++], err));
+		}
+	}
+	memset(&k, 0, sizeof(k));
+	k.idx = idx;
+	k.add = add;
+	k.ctx = ctx;
+	k.before = before;
+	k.after = after;
+	k.before_desc = bdesc;
+	k.after_desc = adesc;
+	k.nbefore = nb;
+	k.nafter = na;
+	keystring_init(&k.ks);
+	keystring_init(&k.tb);
+	ret = text_score_document(spec, doc, text_key, &k, err);
+	keystring_destroy(&k.ks);
+	keystring_destroy(&k.tb);
+	return ret;
+}
+
 static int keygen_run(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx,
                       uint32_t *mk, terr_t *err);
 
@@ -566,7 +704,7 @@ keygen_multikey_paths(const storage_index_t *idx, const bson_t *doc, uint32_t *m
 	if (n > KEYGEN_MAX_FIELDS)
 		n = KEYGEN_MAX_FIELDS;
 	memset(masks, 0, sizeof(uint32_t) * (size_t)n);
-	if (keygen_is_wildcard(idx))
+	if (keygen_is_wildcard(idx) || keygen_is_text(idx))
 		return 0;
 	if (keygen_run(idx, doc, no_key, NULL, masks, err) != 0)
 		return -1;
@@ -630,6 +768,8 @@ keygen_run(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add
 		return wildcard_keys(idx, doc, add, ctx);
 	if (keygen_is_hashed(idx))
 		return hashed_keys(idx, doc, add, ctx, err);   /* never multikey */
+	if (keygen_is_text(idx))
+		return text_keys(idx, doc, add, ctx, err);
 	if (!bson_iter_init(&it, idx->key))
 		return terr_set(err, TERR_INVALID_BSON, "invalid index key pattern");
 	while (bson_iter_next(&it)) {

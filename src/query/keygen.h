@@ -75,6 +75,16 @@ bool keygen_is_hashed(const storage_index_t *idx);
  * simple); the planner bounds equalities with it. */
 int64_t keygen_hash_value(const bson_value_t *v, const coll_t *coll);
 
+/*
+ * Text indexes (key {prefix..., _fts: "text", _ftsx: 1, suffix...}, spec
+ * fixed by text_spec_fix): one key per distinct term of the document
+ * (text/text.h's scores): prefix values, the term, its score (double),
+ * suffix values.  An array on a prefix or suffix path is refused (201
+ * "Field 'a' of text index contains an array in document: { ... }").
+ * multiKeyPaths are not tracked for them.
+ */
+bool keygen_is_text(const storage_index_t *idx);
+
 /* Maximum number of fields in a compound key pattern (mongod's 32). */
 #define KEYGEN_MAX_FIELDS 32
 
