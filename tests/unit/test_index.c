@@ -65,7 +65,7 @@ test_create_list_drop(void)
 	TT_EQ_INT(run_code("{\"createIndexes\": \"c1\", \"indexes\": [{\"key\": {\"a\": 0}, \"name\": \"z\"}]}"), 67);
 	TT_EQ_INT(run_code("{\"createIndexes\": \"c1\", \"indexes\": [{\"key\": {\"$a\": 1}, \"name\": \"d\"}]}"), 67);
 	TT_EQ_INT(run_code("{\"createIndexes\": \"c1\", \"indexes\": [{\"key\": {\"a\": 1}}]}"), 9);
-	TT_EQ_INT(run_code("{\"createIndexes\": \"c1\", \"indexes\": [{\"key\": {\"a\": \"text\"}, \"name\": \"t\"}]}"), 238);
+	TT_EQ_INT(run_code("{\"createIndexes\": \"c1\", \"indexes\": [{\"key\": {\"a\": \"2d\"}, \"name\": \"t\"}]}"), 238);
 	TT_EQ_INT(run_code("{\"createIndexes\": \"c1\", \"indexes\": [{\"key\": {\"a\": \"foo\"}, \"name\": \"t\"}]}"), 67);
 	TT_EQ_INT(run_code("{\"createIndexes\": \"c1\", \"indexes\": [{\"key\": {\"b\": 1}, \"name\": \"b\", \"bogus\": 1}]}"), 197);
 	TT_EQ_INT(run_code("{\"createIndexes\": \"c1\", \"indexes\": []}"), 2);
