@@ -53,6 +53,11 @@ match_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		match_free_plan(mp);
 		return -1;
 	}
+	/* $text runs over the collection's text index: first stage only */
+	if (pc->p->nstages > 0 && match_has_text(mp->m)) {
+		match_free_plan(mp);
+		return terr_set(err, 17313, "$match with $text is only allowed as the first pipeline stage");
+	}
 	agg_pctx_add(pc, &agg_stages_basic[0], mp, agg_explain_doc("$match", spec));
 	return 0;
 }

@@ -55,6 +55,10 @@ test_tokenizer(void)
 	TT_EQ_STR(toks("english", "don't stop", 0, &k), "don't|stop");
 	/* delimiters: punctuation, dashes, quotes, any Unicode space */
 	TT_EQ_STR(toks("none", "a-b,c.d;e\xe2\x80\x94" "f\xc2\xa0g", 0, &k), "a|b|c|d|e|f|g");
+	/* every language's stop words (mongod's lists) and stemmer */
+	TT_EQ_STR(toks("french", "le chat et les chiens", TEXT_TOK_STOP_WORDS, &k), "chat|chien");
+	TT_EQ_STR(toks("german", "die Häuser und der Garten", TEXT_TOK_STOP_WORDS, &k), "haus|gart");
+	TT_EQ_STR(toks("spanish", "los gatos", TEXT_TOK_STOP_WORDS, &k), "gat");
 	/* other languages split on "'" */
 	TT_EQ_STR(toks("french", "l'amour", 0, &k), "l|amour");
 	/* case folding and diacritics: stemmed first, stripped after */
@@ -406,6 +410,16 @@ test_aggregate(void)
 	    " {'$sort': {'score': {'$meta': 'textScore'}, '_id': 1}}, {'$project': {'_id': 1}}], 'cursor': {}}");
 	TT_EQ_STR(s, "[ { \"_id\" : 1 }, { \"_id\" : 2 }, { \"_id\" : 3 } ]");
 	bson_free(s);
+	{
+		char *m = NULL;
+		TT_EQ_INT(sq_code("{'aggregate': 'g', 'pipeline': [{'$limit': 5}, {'$match': {'$text': {'$search': 'slow'}}}],"
+		    " 'cursor': {}}", &m), 17313);
+		TT_EQ_STR(m, "$match with $text is only allowed as the first pipeline stage");
+		bson_free(m);
+		/* a textScore the pipeline cannot carry is an error, not a missing field */
+		TT_EQ_INT(sq_code("{'aggregate': 'g', 'pipeline': [{'$match': {'$text': {'$search': 'slow'}}},"
+		    " {'$addFields': {'s': {'$meta': 'textScore'}}}], 'cursor': {}}", NULL), 238);
+	}
 	TT_EQ_INT(sq_code("{'drop': 'g'}", NULL), 0);
 }
 
