@@ -261,6 +261,8 @@ typedef struct agg_sort_spec {
 	const coll_t *coll;           /* strings order by it (set by the stage) */
 } agg_sort_spec_t;
 int agg_sort_spec_parse(const bson_t *spec, agg_sort_spec_t *out, terr_t *err);
+/* stage_basic.c: whether p's first stage is a $match holding a $text. */
+bool agg_first_is_text_match(const agg_pipeline_t *p);
 void agg_sort_spec_destroy(agg_sort_spec_t *s);
 /* Fill vals[i] (borrowed from doc) with the sort key of doc for key i. */
 void agg_sort_key_values(const agg_sort_spec_t *s, const bson_t *doc, bson_value_t *vals);

@@ -292,6 +292,50 @@ pipeline_setup_source(agg_pipeline_t *p)
 	}
 }
 
+/* Does a document (at any depth) hold {$meta: "textScore"} (or, with
+ * key "$text", a $text key)? */
+static bool
+doc_has(const bson_t *d, const char *key, int depth)
+{
+	bson_iter_t it;
+
+	if (depth > 100 || !bson_iter_init(&it, d))
+		return false;
+	while (bson_iter_next(&it)) {
+		if (strcmp(bson_iter_key(&it), key) == 0 &&
+		    (strcmp(key, "$text") == 0 ||
+		     (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "textScore") == 0)))
+			return true;
+		if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
+			const uint8_t *data;
+			uint32_t len;
+			bson_t sub;
+			if (BSON_ITER_HOLDS_DOCUMENT(&it))
+				bson_iter_document(&it, &len, &data);
+			else
+				bson_iter_array(&it, &len, &data);
+			if (bson_init_static(&sub, data, len) && doc_has(&sub, key, depth + 1))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* The text score reaches the find executor (a pushed-down $sort) but no
+ * stage after it: a later stage reading {$meta: "textScore"} behind a
+ * $text $match is refused rather than left without its value. */
+static int
+text_score_check(const agg_pipeline_t *p, terr_t *err)
+{
+	if (p->source_filter == NULL || !doc_has(p->source_filter, "$text", 0))
+		return 0;
+	for (int i = p->first_stage; i < p->nstages; i++)
+		if (p->stages[i].explain != NULL && doc_has(p->stages[i].explain, "$meta", 0))
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "{$meta: \"textScore\"} after a $text $match is only supported by Tamga in a $sort right after it");
+	return 0;
+}
+
 int
 agg_pipeline_parse(const bson_t *stages, const bson_t *let, const agg_host_t *host,
     agg_pipeline_t **out, terr_t *err)
@@ -315,6 +359,7 @@ agg_pipeline_parse(const bson_t *stages, const bson_t *let, const agg_host_t *ho
 	pc.let_doc = p->let_doc;
 	ERR(parse_stages(&pc, stages, err));
 	pipeline_setup_source(p);
+	ERR(text_score_check(p, err));
 	*out = p;
 	return 0;
 err:

@@ -62,6 +62,13 @@ match_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	return 0;
 }
 
+bool
+agg_first_is_text_match(const agg_pipeline_t *p)
+{
+	return p->nstages > 0 && strcmp(p->stages[0].def->name, "$match") == 0 && p->stages[0].plan != NULL &&
+	    match_has_text(((const match_plan_t *)p->stages[0].plan)->m);
+}
+
 /* In a $lookup sub-run the variables change per outer document, and the
  * matcher takes variables as constants: such a run compiles its own. */
 typedef struct match_state {

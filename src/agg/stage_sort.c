@@ -154,11 +154,11 @@ sort_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	if (bson_empty(&d))
 		return terr_set(err, 15976, "$sort stage must have at least one sort key");
 	sp = bson_malloc0(sizeof(*sp));
-	/* {$meta: "textScore"} is taken here; the find executor sorts by it
-	 * when this $sort follows a leading $text $match (pushed down), and
-	 * it refuses it without a $text (40218); anywhere else sort_open
-	 * refuses it */
-	if (sort_spec_parse_meta(&d, true, &sp->spec, err) != 0) {
+	/* {$meta: "textScore"} right after a leading $text $match: that
+	 * $sort is pushed down and the find executor sorts by the score;
+	 * elsewhere 40218, as without a $text */
+	if (sort_spec_parse_meta(&d, pc->depth == 0 && agg_first_is_text_match(pc->p) && pc->p->nstages == 1,
+	    &sp->spec, err) != 0) {
 		bson_free(sp);
 		return -1;
 	}

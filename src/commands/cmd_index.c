@@ -689,7 +689,9 @@ spec_prepare_fixed(const bson_t *spec, bool is_text, bson_t *out, terr_t *err)
 		terr_set(err, TERR_BAD_VALUE, "The index name '*' is not valid.");
 		goto err;
 	}
-	if (bson_count_keys(&key) == 1 && bson_iter_init_find(&it, &key, "_id")) {
+	/* {_id: "hashed"} is an ordinary secondary index (hashed sharding on _id) */
+	if (bson_count_keys(&key) == 1 && bson_iter_init_find(&it, &key, "_id") &&
+	    !(BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "hashed") == 0)) {
 		if (!BSON_ITER_HOLDS_NUMBER(&it) || bson_iter_as_double(&it) != 1) {
 			char *s = bv_doc_to_mongo_string(&key);
 			terr_set(err, TERR_BAD_VALUE, "The field 'key' for an _id index must be {_id: 1}, but got %s", s);

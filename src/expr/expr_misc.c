@@ -228,10 +228,6 @@ static int
 eval_meta(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 {
 	expr_path_eval(env, &env->meta, (const char *)e->extra, out);
-	/* no stage carries the text score yet: an error, not a silent missing */
-	if (out->value_type == BSON_TYPE_EOD && strcmp((const char *)e->extra, "textScore") == 0)
-		return terr_set(err, TERR_NOT_IMPLEMENTED,
-		    "{$meta: \"textScore\"} in aggregation expressions is not supported by Tamga yet");
 	return 0;
 }
 

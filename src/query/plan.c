@@ -326,7 +326,8 @@ express_index(const storage_coll_t *coll, const match_t *m, int64_t limit)
 		const storage_index_t *ix = &coll->indexes[i];
 		bson_iter_t k;
 		int n = ix->nfields;
-		if (ix->is_id || ix->hidden || ix->partial ||
+		/* a text index holds keys only for documents with terms */
+		if (ix->is_id || ix->hidden || ix->partial || keygen_is_text(ix) ||
 		    !bson_iter_init(&k, ix->key) || !bson_iter_next(&k) || !BSON_ITER_HOLDS_NUMBER(&k) ||
 		    strcmp(bson_iter_key(&k), path) != 0)
 			continue;
@@ -351,7 +352,7 @@ distinct_index(const storage_coll_t *coll, const char *key)
 		const storage_index_t *ix = &coll->indexes[i];
 		bson_iter_t k;
 		int n = ix->nfields;
-		if (ix->multikey || ix->hidden || ix->sparse || ix->partial || ix->wildcard ||
+		if (ix->multikey || ix->hidden || ix->sparse || ix->partial || ix->wildcard || keygen_is_text(ix) ||
 		    !bson_iter_init(&k, ix->key) || !bson_iter_next(&k) || !BSON_ITER_HOLDS_NUMBER(&k) ||
 		    strcmp(bson_iter_key(&k), key) != 0)
 			continue;
@@ -740,8 +741,10 @@ text_setup(plan_exec_t *x, const plan_request_t *req, terr_t *err)
 		}
 	if (ix == NULL)
 		return terr_set(err, TERR_INDEX_NOT_FOUND, "text index required for $text query");
-	if (req->hint != NULL || !spec_empty(req->min) || !spec_empty(req->max))
-		return terr_set(err, TERR_NOT_IMPLEMENTED, "hint, min and max with $text are not supported by Tamga yet");
+	if (req->hint != NULL)
+		return terr_set(err, TERR_BAD_VALUE, "text and hint not allowed in same query");
+	if (!spec_empty(req->min) || !spec_empty(req->max))
+		return terr_set(err, TERR_NOT_IMPLEMENTED, "min and max with $text are not supported by Tamga yet");
 	x->text_index = i;
 	if ((x->text_spec = text_spec_get(ix->spec, err)) == NULL)
 		return -1;
@@ -897,6 +900,8 @@ text_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, ter
 		if (rc == 1)
 			continue;
 		x->stats.docs_examined++;
+		if (deadline_passed(x, x->stats.docs_examined))
+			return terr_set(err, TERR_MAX_TIME_MS_EXPIRED, "operation exceeded time limit");
 		if ((rc = match_exec(x->match, doc, NULL, err)) < 0)
 			return -1;
 		if (rc == 1) {

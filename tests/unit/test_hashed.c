@@ -254,6 +254,11 @@ test_compound_and_sparse(void)
 	s = sq("{'find': 'c', 'filter': {'s': 1}, 'hint': 's_h'}");
 	TT_EQ_STR(s, "[ { \"_id\" : 3, \"g\" : 2, \"a\" : 1, \"s\" : 1 } ]");
 	bson_free(s);
+	/* {_id: "hashed"}: the classic hashed shard key, a secondary index */
+	TT_EQ_INT(sq_code("{'createIndexes': 'c', 'indexes': [{'key': {'_id': 'hashed'}, 'name': '_id_hashed'}]}", NULL), 0);
+	s = sq("{'find': 'c', 'filter': {'_id': {'$in': [2, 3]}}, 'hint': '_id_hashed', 'sort': {'_id': 1}, 'projection': {'_id': 1}}");
+	TT_EQ_STR(s, "[ { \"_id\" : 2 }, { \"_id\" : 3 } ]");
+	bson_free(s);
 	TT_EQ_INT(sq_code("{'drop': 'c'}", NULL), 0);
 }
 

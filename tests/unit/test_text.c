@@ -331,6 +331,9 @@ test_find_text(void)
 	TT_EQ_STR(m, "text expression not allowed in nor");
 	bson_free(m);
 	TT_EQ_INT(sq_code("{'find': 'a', 'filter': {'x': {'$elemMatch': {'$text': {'$search': 'a'}}}}}", NULL), 2);
+	TT_EQ_INT(sq_code("{'find': 'a', 'filter': {'$text': {'$search': 'a'}}, 'hint': {'_id': 1}}", &m), 2);
+	TT_EQ_STR(m, "text and hint not allowed in same query");
+	bson_free(m);
 	/* explain */
 	r = tt_run_sq(db, "test", "{'explain': {'find': 'a', 'filter': {'$text': {'$search': 'cakes ale'}}}, 'verbosity': 'executionStats'}", &rc);
 	TT_EQ_INT(rc, 0);
@@ -385,6 +388,19 @@ test_sensitivity_and_prefix(void)
 	s = sq("{'find': 'b', 'filter': {'shop': 'B', '$text': {'$search': 'CAFE', '$caseSensitive': true}}, 'projection': {'_id': 1}}");
 	TT_EQ_STR(s, "[ { \"_id\" : 3 } ]");
 	bson_free(s);
+	/* the text index never answers other queries: documents without terms have no keys */
+	TT_EQ_INT(sq_code("{'insert': 'b', 'documents': [{'_id': 4, 'shop': 'C'}]}", NULL), 0);
+	s = sq("{'find': 'b', 'filter': {'shop': 'C'}, 'limit': 1}");
+	TT_EQ_STR(s, "[ { \"_id\" : 4, \"shop\" : \"C\" } ]");
+	bson_free(s);
+	{
+		int rc;
+		bson_t *r = tt_run_sq(db, "test", "{'distinct': 'b', 'key': 'shop'}", &rc);
+		char *j = bson_as_relaxed_extended_json(r, NULL);
+		TT_ASSERT(strstr(j, "[ \"A\", \"B\", \"C\" ]") != NULL);
+		bson_free(j);
+		tt_free_reply(r);
+	}
 	/* an array under the prefix path is refused, nothing written */
 	TT_EQ_INT(sq_code("{'insert': 'b', 'documents': [{'_id': 9, 'shop': ['A'], 'body': 'x'}]}", NULL), 0);
 	s = sq("{'find': 'b', 'filter': {'_id': 9}}");
