@@ -74,6 +74,7 @@ struct agg_pipeline {
 	int64_t source_limit;         /* and a $limit (0 = none) */
 	bson_t *source_project;       /* then a plain inclusion $project, the find projection (owned or NULL) */
 	int first_stage;              /* index of the first stage run on top of the source */
+	bool source_text_score;       /* the source appends "$textScore" (stages read {$meta: "textScore"}) */
 	bool facet;                   /* a $facet sub-pipeline (no source) */
 	bool sub;                     /* a $lookup/$unionWith sub-pipeline */
 	/* the deepest nesting of $lookup / $unionWith pipelines inside this one
@@ -184,6 +185,8 @@ struct agg_exec {
 	const char *error_context;    /* prefix for runtime errors (static string) or NULL */
 	bool done;
 	bson_t result;                /* copy of the last result (stable view) */
+	bson_t stripped;              /* a result without its "$textScore" (source_text_score) */
+	bool stripped_init;
 	/* variable values set on every stage's env (command let, $lookup let) */
 	int *var_ids;
 	char **var_names;             /* owned */

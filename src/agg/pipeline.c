@@ -15,6 +15,7 @@
 #include "common/mem.h"
 #include "common/version.h"
 #include "query/plan.h"
+#include "query/sort.h"
 
 /* ---- stage lookup ------------------------------------------------------- */
 
@@ -325,14 +326,30 @@ doc_has(const bson_t *d, const char *key, int depth)
  * stage after it: a later stage reading {$meta: "textScore"} behind a
  * $text $match is refused rather than left without its value. */
 static int
-text_score_check(const agg_pipeline_t *p, terr_t *err)
+text_score_check(agg_pipeline_t *p, terr_t *err)
 {
+	/* stages that pass documents through whole or read them; the score
+	 * field must not reach written collections or nested results */
+	static const char *const plain[] = {"$project", "$addFields", "$set", "$unset", "$match", "$sort",
+		"$limit", "$skip", "$group", "$count", "$replaceRoot", "$replaceWith", NULL};
+	bool uses = false;
+	int i, k;
+
 	if (p->source_filter == NULL || !doc_has(p->source_filter, "$text", 0))
 		return 0;
-	for (int i = p->first_stage; i < p->nstages; i++)
+	for (i = p->first_stage; i < p->nstages; i++)
 		if (p->stages[i].explain != NULL && doc_has(p->stages[i].explain, "$meta", 0))
+			uses = true;
+	if (!uses)
+		return 0;
+	for (i = p->first_stage; i < p->nstages; i++) {
+		for (k = 0; plain[k] != NULL && strcmp(plain[k], p->stages[i].def->name) != 0; k++)
+			;
+		if (plain[k] == NULL)
 			return terr_set(err, TERR_NOT_IMPLEMENTED,
-			    "{$meta: \"textScore\"} after a $text $match is only supported by Tamga in a $sort right after it");
+			    "{$meta: \"textScore\"} in a pipeline with %s is not supported by Tamga yet", p->stages[i].def->name);
+	}
+	p->source_text_score = true;
 	return 0;
 }
 
@@ -683,6 +700,7 @@ exec_open_source(agg_exec_t *x, storage_coll_t *coll, const bson_t *filter, terr
 			req.sort_memory_limit = x->p->host->sort_memory_limit;
 		}
 		req.hint = x->p->host != NULL ? x->p->host->hint : NULL;
+		req.keep_text_score = x->p->source_text_score;
 	}
 	ret = plan_exec_new(&req, &pe, err);
 	req.coll = NULL;
@@ -874,6 +892,20 @@ exec_next(agg_exec_t *x, storage_session_t *s, bson_t *doc, bool results, terr_t
 		bson_free(first);
 		rc = -1;
 	}
+	if (rc == 1 && x->top && x->p->source_text_score) {
+		/* the score field stays inside the pipeline */
+		bson_iter_t it;
+		if (x->stripped_init)
+			bson_reinit(&x->stripped);
+		else
+			bson_init(&x->stripped);
+		x->stripped_init = true;
+		bson_iter_init(&it, d);
+		while (bson_iter_next(&it))
+			if (strcmp(bson_iter_key(&it), SORT_TEXT_SCORE_FIELD) != 0)
+				bson_append_iter(&x->stripped, NULL, 0, &it);
+		d = &x->stripped;
+	}
 	if (rc == 1) {
 		bson_init_static(doc, bson_get_data(d), d->len);
 		return 1;
@@ -944,5 +976,7 @@ agg_exec_free(agg_exec_t *x)
 	bson_free(x->var_names);
 	bson_free(x->var_ids);
 	bson_free(x->var_vals);
+	if (x->stripped_init)
+		bson_destroy(&x->stripped);
 	bson_free(x);
 }

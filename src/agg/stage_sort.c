@@ -154,11 +154,11 @@ sort_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	if (bson_empty(&d))
 		return terr_set(err, 15976, "$sort stage must have at least one sort key");
 	sp = bson_malloc0(sizeof(*sp));
-	/* {$meta: "textScore"} right after a leading $text $match: that
-	 * $sort is pushed down and the find executor sorts by the score;
-	 * elsewhere 40218, as without a $text */
-	if (sort_spec_parse_meta(&d, pc->depth == 0 && agg_first_is_text_match(pc->p) && pc->p->nstages == 1,
-	    &sp->spec, err) != 0) {
+	/* {$meta: "textScore"} after a leading $text $match: pushed down
+	 * right after it (the find executor sorts by the score), later it
+	 * sorts by the "$textScore" field the source then carries; without
+	 * a $text, 40218 */
+	if (sort_spec_parse_meta(&d, pc->depth == 0 && agg_first_is_text_match(pc->p), &sp->spec, err) != 0) {
 		bson_free(sp);
 		return -1;
 	}
@@ -176,12 +176,7 @@ sort_open(agg_rt_t *rt, terr_t *err)
 {
 	const sort_plan_t *sp = rt->st->plan;
 	const agg_host_t *h = rt->x->p->host;
-	sort_state_t *ss;
-
-	if (sort_spec_has_text_score(sp->spec))
-		return terr_set(err, TERR_NOT_IMPLEMENTED,
-		    "$sort by {$meta: \"textScore\"} is only supported by Tamga right after a leading $match with $text");
-	ss = bson_malloc0(sizeof(sort_state_t));
+	sort_state_t *ss = bson_malloc0(sizeof(sort_state_t));
 
 	ss->sorter = sorter_new(sp->spec, sp->limit, h != NULL && h->allow_disk_use,
 	                        h != NULL && h->sort_memory_limit > 0 ? h->sort_memory_limit :

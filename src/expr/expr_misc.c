@@ -228,6 +228,15 @@ static int
 eval_meta(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 {
 	expr_path_eval(env, &env->meta, (const char *)e->extra, out);
+	/* an aggregation over $text carries the score as the document's
+	 * trailing "$textScore" field (query/plan.h keep_text_score) */
+	if (out->value_type == BSON_TYPE_EOD && strcmp((const char *)e->extra, "textScore") == 0 &&
+	    env->root.value_type == BSON_TYPE_DOCUMENT) {
+		bson_iter_t it;
+		if (bson_iter_init_from_data(&it, env->root.value.v_doc.data, env->root.value.v_doc.data_len) &&
+		    bson_iter_find(&it, "$textScore"))
+			*out = *bson_iter_value(&it);
+	}
 	return 0;
 }
 

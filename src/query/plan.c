@@ -143,6 +143,8 @@ struct plan_exec {
 	bool text_has_score;
 	bson_t *text_sort_doc;         /* the document with its hidden score (lazy, as proj_out) */
 	bson_t *text_strip_doc;        /* a sorted document without it */
+	bool text_keep;                /* plan_request_t.keep_text_score */
+	bson_t *text_keep_doc;         /* a result with its score appended */
 };
 
 /* An output document the executor refills for every result: created on
@@ -1000,7 +1002,8 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 			return -1;
 		}
 		x->text_sort_meta = sort_spec_has_text_score(x->sort);
-		x->text_want_score = x->text_sort_meta || projection_wants_text_score(x->proj);
+		x->text_keep = req->keep_text_score;
+		x->text_want_score = x->text_sort_meta || x->text_keep || projection_wants_text_score(x->proj);
 		if (x->sort != NULL)
 			x->sort_spec_doc = bson_copy(req->sort);
 		if (!spec_empty(req->projection))
@@ -1729,6 +1732,12 @@ plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
 				return -1;
 			bson_init_static(doc, bson_get_data(x->proj_out), x->proj_out->len);
 		}
+		if (x->text_keep && x->text_has_score) {
+			x->text_keep_doc = lazy_doc(x->text_keep_doc);
+			bson_concat(x->text_keep_doc, doc);
+			BSON_APPEND_DOUBLE(x->text_keep_doc, SORT_TEXT_SCORE_FIELD, x->text_score);
+			bson_init_static(doc, bson_get_data(x->text_keep_doc), x->text_keep_doc->len);
+		}
 		return 1;
 	}
 }
@@ -1795,6 +1804,7 @@ plan_exec_free(plan_exec_t *x)
 	bson_free(x->text_term_keys);
 	lazy_doc_free(x->text_sort_doc);
 	lazy_doc_free(x->text_strip_doc);
+	lazy_doc_free(x->text_keep_doc);
 	if (x->coll != NULL && !x->borrowed)
 		storage_coll_release(x->coll);
 	bson_free(x);

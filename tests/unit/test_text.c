@@ -432,9 +432,27 @@ test_aggregate(void)
 		    " 'cursor': {}}", &m), 17313);
 		TT_EQ_STR(m, "$match with $text is only allowed as the first pipeline stage");
 		bson_free(m);
-		/* a textScore the pipeline cannot carry is an error, not a missing field */
+		/* the score through later stages: $addFields, $project, a later $sort, $group */
+		s = sq("{'aggregate': 'g', 'pipeline': [{'$match': {'$text': {'$search': 'slow'}}}, {'$sort': {'_id': 1}},"
+		    " {'$addFields': {'s': {'$meta': 'textScore'}}}, {'$project': {'r': 0}}], 'cursor': {}}");
+		/* "a slow start but great": a, but are stop words, 3 terms: 0.5 / 3 + 0.5 */
+		TT_EQ_STR(s, "[ { \"_id\" : 1, \"s\" : 0.66666666666666662966 }, { \"_id\" : 2, \"s\" : 1.1000000000000000888 } ]");
+		bson_free(s);
+		s = sq("{'aggregate': 'g', 'pipeline': [{'$match': {'$text': {'$search': 'slow start'}}}, {'$limit': 10},"
+		    " {'$sort': {'x': {'$meta': 'textScore'}}}, {'$project': {'_id': 1, 'sc': {'$meta': 'textScore'}}}], 'cursor': {}}");
+		TT_EQ_STR(s, "[ { \"_id\" : 1, \"sc\" : 1.3333333333333332593 }, { \"_id\" : 2, \"sc\" : 1.1000000000000000888 }, "
+		    "{ \"_id\" : 3, \"sc\" : 0.75 } ]");
+		bson_free(s);
+		s = sq("{'aggregate': 'g', 'pipeline': [{'$match': {'$text': {'$search': 'slow'}}},"
+		    " {'$group': {'_id': null, 'best': {'$max': {'$meta': 'textScore'}}}}], 'cursor': {}}");
+		TT_EQ_STR(s, "[ { \"_id\" : null, \"best\" : 1.1000000000000000888 } ]");
+		bson_free(s);
+		/* ... but not into written collections */
 		TT_EQ_INT(sq_code("{'aggregate': 'g', 'pipeline': [{'$match': {'$text': {'$search': 'slow'}}},"
-		    " {'$addFields': {'s': {'$meta': 'textScore'}}}], 'cursor': {}}", NULL), 238);
+		    " {'$addFields': {'s': {'$meta': 'textScore'}}}, {'$out': 'g2'}], 'cursor': {}}", NULL), 238);
+		/* no $text: 40218 */
+		TT_EQ_INT(sq_code("{'aggregate': 'g', 'pipeline': [{'$sort': {'x': {'$meta': 'textScore'}}}], 'cursor': {}}", NULL),
+		    40218);
 	}
 	TT_EQ_INT(sq_code("{'drop': 'g'}", NULL), 0);
 }

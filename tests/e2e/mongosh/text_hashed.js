@@ -52,6 +52,14 @@ test('$text first in an aggregation, $sort by textScore', () => {
 		{$project: {_id: 1}},
 	]).toArray();
 	eq(got, [{_id: 3}, {_id: 1}]);
+	const scored = tdb.articles.aggregate([
+		{$match: {$text: {$search: 'cakes'}}},
+		{$addFields: {score: {$meta: 'textScore'}}},
+		{$sort: {score: -1, _id: 1}},
+		{$limit: 2},
+		{$project: {_id: 1, score: 1}},
+	]).toArray();
+	eq(scored, [{_id: 2, score: 1}, {_id: 4, score: 1}]);
 	eq(code(() => tdb.articles.find({}, {s: {$meta: 'textScore'}}).toArray()), 40218);
 });
 
