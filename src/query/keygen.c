@@ -549,6 +549,23 @@ keygen_is_text(const storage_index_t *idx)
 	return idx->key != NULL && bson_has_field(idx->key, "_fts");
 }
 
+const char *
+keygen_text_term(const char *term, size_t len, char buf[KEYGEN_TEXT_TERM_MAX + 1], size_t *out_len)
+{
+	uint8_t md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	*out_len = len;
+	if (len <= 224)
+		return term;
+	EVP_Digest(term, len, md, &mdlen, EVP_md5(), NULL);
+	memcpy(buf, term, 224);
+	for (unsigned int j = 0; j < 16; j++)
+		snprintf(buf + 224 + 2 * j, 3, "%02x", md[j]);
+	*out_len = 256;
+	return buf;
+}
+
 /* A prefix or suffix field of a text index: no array anywhere on its path
  * (201 CannotBuildIndexKeys, mongod's extractNonFTSKeyElement). */
 static int
@@ -599,7 +616,7 @@ text_key(void *ctx, const char *term, size_t len, double score)
 {
 	text_kg_t *k = ctx;
 	bson_value_t t, sc;
-	char buf[224 + 33];
+	char buf[KEYGEN_TEXT_TERM_MAX + 1];
 	int i;
 
 	keystring_reset(&k->ks);
@@ -607,18 +624,8 @@ text_key(void *ctx, const char *term, size_t len, double score)
 	for (i = 0; i < k->nbefore; i++)
 		keystring_append_value_tb(&k->ks, &k->tb, &k->before[i], k->before_desc[i]);
 	t.value_type = BSON_TYPE_UTF8;
-	t.value.v_utf8.str = (char *)term;
+	t.value.v_utf8.str = (char *)keygen_text_term(term, len, buf, &len);
 	t.value.v_utf8.len = (uint32_t)len;
-	if (len > 224) {
-		uint8_t md[EVP_MAX_MD_SIZE];
-		unsigned int mdlen = 0;
-		EVP_Digest(term, len, md, &mdlen, EVP_md5(), NULL);
-		memcpy(buf, term, 224);
-		for (unsigned int j = 0; j < 16; j++)
-			snprintf(buf + 224 + 2 * j, 3, "%02x", md[j]);
-		t.value.v_utf8.str = buf;
-		t.value.v_utf8.len = 256;
-	}
 	keystring_append_value_tb(&k->ks, &k->tb, &t, false);
 	sc.value_type = BSON_TYPE_DOUBLE;
 	sc.value.v_double = score;

@@ -818,9 +818,13 @@ text_term_key(const plan_exec_t *x, const bool *desc, const char *term, keystrin
 	bson_iter_init(&pit, x->text_prefix);
 	for (i = 0; bson_iter_next(&pit); i++)
 		keystring_append_value(ks, bson_iter_value(&pit), desc[i]);
-	tv.value.v_utf8.str = (char *)term;
-	tv.value.v_utf8.len = (uint32_t)strlen(term);
-	keystring_append_value(ks, &tv, false);
+	{
+		char buf[KEYGEN_TEXT_TERM_MAX + 1];
+		size_t n;
+		tv.value.v_utf8.str = (char *)keygen_text_term(term, strlen(term), buf, &n);
+		tv.value.v_utf8.len = (uint32_t)n;
+		keystring_append_value(ks, &tv, false);
+	}
 }
 
 /* The index scans: for each term, the keys [prefix, term, *] backward. */

@@ -180,6 +180,16 @@ test_scores(void)
 	/* $**: every string; a language override per document */
 	TT_NEAR(score_of("{\"key\": {\"$**\": \"text\"}, \"name\": \"t\"}", "{\"x\": {\"y\": \"cake\"}, \"z\": 5}", "cake"), 1.1);
 	TT_NEAR(score_of(spec, "{\"title\": \"the cake\", \"language\": \"none\"}", "the"), 0.75);
+	/* mongod's lower_bound quirk under $**: a field without a weight of its
+	 * own takes the next weighted path's ("body" < "title": 10), one past
+	 * every weighted path the default 1 */
+	TT_NEAR(score_of("{\"key\": {\"$**\": \"text\"}, \"name\": \"t\", \"weights\": {\"title\": 10}}",
+	    "{\"body\": \"cake\"}", "cake"), 11.0);
+	TT_NEAR(score_of("{\"key\": {\"$**\": \"text\"}, \"name\": \"t\", \"weights\": {\"title\": 10}}",
+	    "{\"zzz\": \"cake\"}", "cake"), 1.1);
+	/* the language override field itself is not indexed under $** */
+	TT_ASSERT(score_of("{\"key\": {\"$**\": \"text\"}, \"name\": \"t\"}", "{\"language\": \"english\"}",
+	    "english") < 0);
 	TT_ASSERT(score_of(spec, "{\"title\": \"the cake\"}", "the") < 0);
 }
 
@@ -354,6 +364,19 @@ test_find_text(void)
 	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.inputStage.stage"), "TEXT_MATCH");
 	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.inputStage.inputStage.stage"), "TEXT_OR");
 	tt_free_reply(r);
+	/* a term past 224 bytes is keyed by its prefix and MD5, and still found */
+	{
+		char cmd[1200], w[301];
+		memset(w, 'q', 300);
+		w[300] = '\0';
+		snprintf(cmd, sizeof(cmd), "{'insert': 'a', 'documents': [{'_id': 7, 'title': '%s'}]}", w);
+		TT_EQ_INT(sq_code(cmd, NULL), 0);
+		snprintf(cmd, sizeof(cmd), "{'find': 'a', 'filter': {'$text': {'$search': '%s'}}, 'projection': {'_id': 1}}", w);
+		s = sq(cmd);
+		TT_EQ_STR(s, "[ { \"_id\" : 7 } ]");
+		bson_free(s);
+		TT_EQ_INT(sq_code("{'delete': 'a', 'deletes': [{'q': {'_id': 7}, 'limit': 1}]}", NULL), 0);
+	}
 	/* count and a write through $text */
 	r = tt_run_sq(db, "test", "{'count': 'a', 'query': {'$text': {'$search': 'cakes'}}}", &rc);
 	TT_EQ_INT(tt_get_i64(r, "n"), 5);
