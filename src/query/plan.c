@@ -144,6 +144,12 @@ struct plan_exec {
 	bson_t *text_sort_doc;         /* the document with its hidden score (lazy, as proj_out) */
 	bson_t *text_strip_doc;        /* a sorted document without it */
 	bool text_keep;                /* plan_request_t.keep_text_score */
+	/* sorted by the score alone, nothing but a plain $text in the filter:
+	 * every scanned document matches, so they are fetched in score order
+	 * (ties in first-seen order, as the sorter keeps them) and the SORT
+	 * reads no more of them than skip + limit need */
+	bool text_ranked;
+	size_t *text_order;
 	bson_t *text_keep_doc;         /* a result with its score appended */
 };
 
@@ -195,7 +201,7 @@ fetch_skip(const plan_exec_t *x)
 static bool
 sort_needed(const plan_exec_t *x)
 {
-	return x->sort != NULL && !(x->access == ACCESS_IXSCAN && x->sol->provides_sort);
+	return x->sort != NULL && !(x->access == ACCESS_IXSCAN && x->sol->provides_sort) && !x->text_ranked;
 }
 
 /* ---- index usage ($indexStats accesses.ops) ----------------------------- */
@@ -806,6 +812,18 @@ text_add(plan_exec_t *x, int64_t recid, double score)
 	x->text_slot[h] = ++x->text_n;
 }
 
+/* Higher score first, then first seen. */
+static int
+text_rank_cmp(const void *a, const void *b, void *scores)
+{
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	const double *sc = scores;
+
+	if (sc[i] != sc[j])
+		return sc[i] > sc[j] ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
 /* The key prefix (prefix values, term) of one term's keys, into ks. */
 static void
 text_term_key(const plan_exec_t *x, const bool *desc, const char *term, keystring_t *ks)
@@ -884,6 +902,12 @@ text_scan(plan_exec_t *x, storage_session_t *s, terr_t *err)
 			ERR(-1);
 	}
 	x->text_scanned = true;
+	if (x->text_ranked && x->text_n > 0) {
+		x->text_order = tm_malloc0(sizeof(size_t) * x->text_n);
+		for (size_t k = 0; k < x->text_n; k++)
+			x->text_order[k] = k;
+		qsort_r(x->text_order, x->text_n, sizeof(size_t), text_rank_cmp, x->text_scores);
+	}
 err:
 	keystring_destroy(&lo);
 	keystring_destroy(&hi);
@@ -898,7 +922,7 @@ text_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, ter
 	if (!x->text_scanned && text_scan(x, s, err) != 0)
 		return -1;
 	while (x->text_pos < x->text_n) {
-		size_t i = x->text_pos++;
+		size_t i = x->text_order != NULL ? x->text_order[x->text_pos++] : x->text_pos++;
 		*recid = x->text_recs[i];
 		rc = storage_doc_get(s, x->coll, *recid, doc, err);
 		if (rc < 0)
@@ -1007,6 +1031,13 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 		}
 		x->text_sort_meta = sort_spec_has_text_score(x->sort);
 		x->text_keep = req->keep_text_score;
+		{
+			bson_t *rest = match_to_bson_skip(x->match, match_text_conjuncts(x->match));
+			x->text_ranked = x->text_sort_meta && sort_spec_nkeys(x->sort) == 1 && rest == NULL &&
+			    text_query_plain(x->text_query);
+			if (rest != NULL)
+				bson_destroy(rest);
+		}
 		x->text_want_score = x->text_sort_meta || x->text_keep || projection_wants_text_score(x->proj);
 		if (x->sort != NULL)
 			x->sort_spec_doc = bson_copy(req->sort);
@@ -1806,6 +1837,7 @@ plan_exec_free(plan_exec_t *x)
 	bson_free(x->text_scores);
 	bson_free(x->text_slot);
 	bson_free(x->text_term_keys);
+	bson_free(x->text_order);
 	lazy_doc_free(x->text_sort_doc);
 	lazy_doc_free(x->text_strip_doc);
 	lazy_doc_free(x->text_keep_doc);

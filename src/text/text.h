@@ -113,6 +113,10 @@ void text_query_free(text_query_t *q);
 size_t text_query_nbounds(const text_query_t *q);
 const char *text_query_bound(const text_query_t *q, size_t i);
 
+/* True when the matcher accepts every document the bounds find: no
+ * negations, no phrases, neither case nor diacritic sensitive. */
+bool text_query_plain(const text_query_t *q);
+
 /* explain's parsedTextQuery: {terms, negatedTerms, phrases, negatedPhrases}
  * appended to out. */
 void text_query_append_parsed(const text_query_t *q, bson_t *out);

@@ -198,6 +198,13 @@ text_query_free(text_query_t *q)
 	bson_free(q);
 }
 
+bool
+text_query_plain(const text_query_t *q)
+{
+	return !q->case_sensitive && !q->diacritic_sensitive && q->neg.n == 0 && q->phrases.n == 0 &&
+	    q->neg_phrases.n == 0;
+}
+
 size_t
 text_query_nbounds(const text_query_t *q)
 {
