@@ -870,18 +870,6 @@ spec_against(const storage_coll_t *coll, const bson_t *spec, terr_t *err)
 	spec_key(spec, &key);
 	bson_iter_init_find(&it, spec, "name");
 	name = bson_iter_utf8(&it, NULL);
-	if (text_key_is_text(&key)) {
-		/* one text index per collection; the same one again exists */
-		for (i = 0; i < coll->nindexes; i++) {
-			const storage_index_t *ix = &coll->indexes[i];
-			if (!text_key_is_text(ix->key))
-				continue;
-			if (strcmp(ix->name, name) == 0 && key_equal(ix->key, &key) && spec_equivalent(ix->spec, spec))
-				return 1;
-			return terr_set(err, TERR_INDEX_OPTIONS_CONFLICT,
-			    "only one text index per collection allowed, found existing text index \"%s\"", ix->name);
-		}
-	}
 	for (i = 0; i < coll->nindexes; i++) {
 		const storage_index_t *ix = &coll->indexes[i];
 		bool same_key = key_equal(ix->key, &key);
@@ -912,6 +900,14 @@ spec_against(const storage_coll_t *coll, const bson_t *spec, terr_t *err)
 			    "An equivalent index already exists with a different name and options.", spec, ix->spec);
 		}
 	}
+	/* then, as the index catalog does, one text index per collection (one
+	 * with the same key pattern was answered above) */
+	if (text_key_is_text(&key))
+		for (i = 0; i < coll->nindexes; i++)
+			if (text_key_is_text(coll->indexes[i].key))
+				return terr_set(err, TERR_CANNOT_CREATE_INDEX,
+				    "only one text index per collection allowed, found existing text index \"%s\"",
+				    coll->indexes[i].name);
 	return 0;
 }
 

@@ -285,9 +285,16 @@ test_find_text(void)
 	TT_EQ_STR(m, "text index required for $text query");
 	bson_free(m);
 	TT_EQ_INT(sq_code("{'createIndexes': 'a', 'indexes': [{'key': {'title': 'text'}, 'name': 'title_text'}]}", NULL), 0);
+	/* the same key pattern {_fts, _ftsx} with other weights: the catalog's 85 */
 	TT_EQ_INT(sq_code("{'createIndexes': 'a', 'indexes': [{'key': {'body': 'text'}, 'name': 'body_text'}]}", &m), 85);
+	TT_ASSERT(strncmp(m, "An equivalent index already exists with a different name and options.", 69) == 0);
+	bson_free(m);
+	/* another key pattern: one text index per collection (67) */
+	TT_EQ_INT(sq_code("{'createIndexes': 'a', 'indexes': [{'key': {'g': 1, 'body': 'text'}, 'name': 'g_body'}]}", &m), 67);
 	TT_EQ_STR(m, "only one text index per collection allowed, found existing text index \"title_text\"");
 	bson_free(m);
+	/* the same index again exists */
+	TT_EQ_INT(sq_code("{'createIndexes': 'a', 'indexes': [{'key': {'title': 'text'}, 'name': 'title_text'}]}", NULL), 0);
 	r = tt_run_sq(db, "test", "{'listIndexes': 'a'}", &rc);
 	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.1.key._fts"), "text");
 	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.1.weights.title"), 1);
