@@ -769,8 +769,9 @@ text_setup(plan_exec_t *x, const plan_request_t *req, terr_t *err)
 		text_eq_ctx_t c = {text_spec_prefix(x->text_spec, i), NULL};
 		match_equalities(x->match, text_eq_cb, &c);
 		if (c.found == NULL || c.found->value_type == BSON_TYPE_ARRAY || c.found->value_type == BSON_TYPE_REGEX)
-			return terr_set(err, TERR_BAD_VALUE,
-			    "planner returned error :: caused by :: failed to use text index to satisfy $text query (if text index is compound, are equality predicates given for all prefix fields?)");
+			return terr_set(err, 291,
+			    "error processing query: ns=%s planner returned error :: caused by :: failed to use text index to satisfy $text query (if text index is compound, are equality predicates given for all prefix fields?)",
+			    x->coll->ns);
 		bv_append(x->text_prefix, c.path, -1, c.found);
 	}
 	match_text_bind(x->match, x->text_spec, x->text_query);
