@@ -6,9 +6,12 @@
  * IndexOptionsConflict, 86 IndexKeySpecsConflict, 67 for the 64-index
  * limit).  The build itself (over existing documents, a unique violation
  * leaving nothing behind) is storage_index_create with the keygen of
- * query/keygen.c.  Special index kinds (text, 2d, 2dsphere, hashed,
- * columnstore, compound wildcard) are refused with 238 until they exist;
- * single-field wildcard indexes ($**, a.$**, wildcardProjection) exist.
+ * query/keygen.c.  Special index kinds not built yet (2d, 2dsphere,
+ * columnstore, compound wildcard) are refused with 238; single-field
+ * wildcard indexes ($**, a.$**, wildcardProjection), hashed indexes (one
+ * hashed field, never unique: 31303, 16764) and text indexes (normalized by
+ * text/'s fixSpec, one per collection: 67, or the catalog's 85 for the same
+ * key pattern with other options) exist.
  */
 #include "commands/commands_private.h"
 

@@ -1254,7 +1254,8 @@ i64_cmp(const void *a, const void *b)
  * indexes): the first top-level equality or $in on its path gives one point
  * per value, each the value's hash, sorted and distinct; nothing else
  * bounds it (ranges, $regex, $ne ... scan it whole).  An array, a regex or
- * MinKey/MaxKey among the values leaves the field unbounded.  Never exact:
+ * MinKey/MaxKey among the values (a document, on a collated index) leaves
+ * the field unbounded.  Never exact:
  * different values share a hash, so the filter still decides.  *missing: a
  * null was asked for (a missing field is keyed as the hash of null).
  * Returns the number of points, or -1.
@@ -1284,6 +1285,10 @@ hashed_bounds(const preds_t *ps, const char *path, const coll_t *ix_coll, planne
 	for (k = 0; k < nv; k++) {
 		bson_type_t t = vals[k].value_type;
 		if (t == BSON_TYPE_ARRAY || t == BSON_TYPE_REGEX || t == BSON_TYPE_MINKEY || t == BSON_TYPE_MAXKEY)
+			return -1;
+		/* strings inside a document compare by the collation but hash by
+		 * their bytes: no point for them on a collated index */
+		if (ix_coll != NULL && t == BSON_TYPE_DOCUMENT)
 			return -1;
 		h[k] = keygen_hash_value(&vals[k], ix_coll);
 	}
