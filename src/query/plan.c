@@ -867,6 +867,9 @@ text_scan(plan_exec_t *x, storage_session_t *s, terr_t *err)
 		const char *term = text_query_bound(x->text_query, t);
 		storage_cursor_t *cur = NULL;
 		int rc;
+		/* a $search of many words: maxTimeMS between the scans too */
+		if ((t & 63) == 63 && x->deadline_us != 0 && now_us() > x->deadline_us)
+			ERR(terr_set(err, TERR_MAX_TIME_MS_EXPIRED, "operation exceeded time limit"));
 		text_term_key(x, desc, term, &lo);
 		text_term_key(x, desc, term, &hi);
 		keystring_append_max(&hi);

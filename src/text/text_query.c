@@ -27,13 +27,13 @@ struct text_query {
 	sset_t phrases, neg_phrases;   /* in query order, duplicates kept */
 };
 
+/* Sets (unique = true) are sorted and deduplicated once complete
+ * (sset_finish), so a long $search stays linear-logarithmic; lists
+ * (phrases) keep query order and duplicates. */
 static void
 sset_add(sset_t *s, const char *w, size_t n, bool unique)
 {
-	if (unique)
-		for (size_t i = 0; i < s->n; i++)
-			if (strlen(s->s[i]) == n && memcmp(s->s[i], w, n) == 0)
-				return;
+	(void)unique;
 	if (s->n == s->cap) {
 		s->cap = s->cap ? s->cap * 2 : 8;
 		s->s = bson_realloc(s->s, sizeof(char *) * s->cap);
@@ -43,26 +43,49 @@ sset_add(sset_t *s, const char *w, size_t n, bool unique)
 	s->s[s->n++][n] = '\0';
 }
 
-static bool
-sset_has(const sset_t *s, const char *w, size_t n)
-{
-	for (size_t i = 0; i < s->n; i++)
-		if (strlen(s->s[i]) == n && memcmp(s->s[i], w, n) == 0)
-			return true;
-	return false;
-}
-
 static int
 str_cmp(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Sort and drop duplicates. */
 static void
-sset_sort(sset_t *s)
+sset_finish(sset_t *s)
 {
-	if (s->n > 1)
-		qsort(s->s, s->n, sizeof(char *), str_cmp);
+	size_t i, j;
+
+	if (s->n < 2)
+		return;
+	qsort(s->s, s->n, sizeof(char *), str_cmp);
+	for (i = 1, j = 1; i < s->n; i++) {
+		if (strcmp(s->s[i], s->s[j - 1]) == 0)
+			bson_free(s->s[i]);
+		else
+			s->s[j++] = s->s[i];
+	}
+	s->n = j;
+}
+
+/* Whether w (n bytes) is in the finished set s (binary search). */
+static bool
+sset_has(const sset_t *s, const char *w, size_t n)
+{
+	size_t lo = 0, hi = s->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2, m = strlen(s->s[mid]);
+		int c = memcmp(s->s[mid], w, m < n ? m : n);
+		if (c == 0)
+			c = m < n ? -1 : m > n;
+		if (c == 0)
+			return true;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
 }
 
 static void
@@ -180,7 +203,9 @@ text_query_new(const char *search, size_t len, const text_lang_t *lang, bool cas
 	add_terms(q, neg.p != NULL ? neg.p : "", neg.len, true);
 	bson_free(pos.p);
 	bson_free(neg.p);
-	sset_sort(&q->bounds);
+	sset_finish(&q->bounds);
+	sset_finish(&q->pos);
+	sset_finish(&q->neg);
 	*out = q;
 	return 0;
 }

@@ -384,6 +384,20 @@ test_find_text(void)
 		bson_free(s);
 		TT_EQ_INT(sq_code("{'delete': 'a', 'deletes': [{'q': {'_id': 7}, 'limit': 1}]}", NULL), 0);
 	}
+	/* a $search of 20000 distinct words stays fast (sets sorted once) */
+	{
+		bson_string_t *q = bson_string_new("{'find': 'a', 'filter': {'$text': {'$search': '");
+		bson_t *r;
+		int rc2;
+		for (int w = 0; w < 20000; w++)
+			bson_string_append_printf(q, "zq%dx ", w);
+		bson_string_append(q, "cakes'}}, 'projection': {'_id': 1}, 'sort': {'_id': 1}}");
+		r = tt_run_sq(db, "test", q->str, &rc2);
+		TT_EQ_INT(rc2, 0);
+		TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.4._id"), 6);
+		tt_free_reply(r);
+		bson_string_free(q, true);
+	}
 	/* count and a write through $text */
 	r = tt_run_sq(db, "test", "{'count': 'a', 'query': {'$text': {'$search': 'cakes'}}}", &rc);
 	TT_EQ_INT(tt_get_i64(r, "n"), 5);
