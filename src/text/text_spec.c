@@ -51,44 +51,67 @@ text_key_is_text(const bson_t *key)
 
 /* ---- fixSpec ------------------------------------------------------------- */
 
+typedef struct wentry {
+	char *name;
+	int w;
+	int seq;      /* order given: a later weight for the same name wins */
+} wentry_t;
+
 typedef struct wmap {
-	char **name;
-	int *w;
+	wentry_t *e;
 	int n, cap;
 } wmap_t;
 
+/* std::map<string, int> m; m[name] = w -- appended here, sorted and
+ * deduplicated once (wmap_finish), so a spec with many weights stays
+ * n log n. */
 static void
 wmap_set(wmap_t *m, const char *name, int w)
 {
-	int i;
-
-	for (i = 0; i < m->n; i++)
-		if (strcmp(m->name[i], name) == 0) {
-			m->w[i] = w;
-			return;
-		}
 	if (m->n == m->cap) {
 		m->cap = m->cap ? m->cap * 2 : 8;
-		m->name = bson_realloc(m->name, sizeof(char *) * (size_t)m->cap);
-		m->w = bson_realloc(m->w, sizeof(int) * (size_t)m->cap);
+		m->e = bson_realloc(m->e, sizeof(wentry_t) * (size_t)m->cap);
 	}
-	m->name[m->n] = bson_strdup(name);
-	m->w[m->n++] = w;
+	m->e[m->n].name = bson_strdup(name);
+	m->e[m->n].w = w;
+	m->e[m->n].seq = m->n;
+	m->n++;
+}
+
+static int
+wentry_cmp(const void *a, const void *b)
+{
+	const wentry_t *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	return c != 0 ? c : x->seq - y->seq;
+}
+
+static void
+wmap_finish(wmap_t *m)
+{
+	int i, j;
+
+	if (m->n < 2)
+		return;
+	qsort(m->e, (size_t)m->n, sizeof(wentry_t), wentry_cmp);
+	for (i = 1, j = 0; i < m->n; i++) {
+		if (strcmp(m->e[i].name, m->e[j].name) == 0) {
+			bson_free(m->e[j].name);
+			m->e[j] = m->e[i];
+		} else {
+			m->e[++j] = m->e[i];
+		}
+	}
+	m->n = j + 1;
 }
 
 static void
 wmap_free(wmap_t *m)
 {
 	for (int i = 0; i < m->n; i++)
-		bson_free(m->name[i]);
-	bson_free(m->name);
-	bson_free(m->w);
-}
-
-static int
-name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
+		bson_free(m->e[i].name);
+	bson_free(m->e);
 }
 
 /* BSONElement::numberInt of a number (doubles truncated, saturating). */
@@ -194,7 +217,6 @@ text_spec_fix(const bson_t *spec, bson_t *out, terr_t *err)
 	const char *dl = "english", *lo = "language";
 	bool added = false, have_v = false;
 	int version = 3, v = 0, ret = 0, i;
-	int *order = NULL;
 
 	bson_init(out);
 	bson_init(&newkey);
@@ -264,24 +286,14 @@ text_spec_fix(const bson_t *spec, bson_t *out, terr_t *err)
 	if (m.n == 0)
 		ERR(terr_set(err, TERR_CANNOT_CREATE_INDEX, "text index option 'weights' must specify fields or the wildcard"));
 	/* std::map order: by name */
-	order = bson_malloc(sizeof(int) * (size_t)m.n);
-	{
-		char **names = bson_malloc(sizeof(char *) * (size_t)m.n);
-		memcpy(names, m.name, sizeof(char *) * (size_t)m.n);
-		qsort(names, (size_t)m.n, sizeof(char *), name_cmp);
-		for (i = 0; i < m.n; i++)
-			for (int j = 0; j < m.n; j++)
-				if (m.name[j] == names[i])
-					order[i] = j;
-		bson_free(names);
-	}
+	wmap_finish(&m);
 	for (i = 0; i < m.n; i++) {
-		int j = order[i];
-		if (m.w[j] <= 0 || m.w[j] >= MAX_WORD_WEIGHT)
+		if (m.e[i].w <= 0 || m.e[i].w >= MAX_WORD_WEIGHT)
 			ERR(terr_set(err, TERR_CANNOT_CREATE_INDEX,
-			    "text index weight must be in the exclusive interval (0,%d) but found: %d", MAX_WORD_WEIGHT, m.w[j]));
-		ERR(check_weight_path(m.name[j], err));
-		BSON_APPEND_INT32(&weights, m.name[j], m.w[j]);
+			    "text index weight must be in the exclusive interval (0,%d) but found: %d", MAX_WORD_WEIGHT,
+			    m.e[i].w));
+		ERR(check_weight_path(m.e[i].name, err));
+		BSON_APPEND_INT32(&weights, m.e[i].name, m.e[i].w);
 	}
 	if (bson_iter_init_find(&it, spec, "default_language")) {
 		if (!BSON_ITER_HOLDS_UTF8(&it))
@@ -333,7 +345,6 @@ text_spec_fix(const bson_t *spec, bson_t *out, terr_t *err)
 		BSON_APPEND_INT32(out, "textIndexVersion", version);
 	}
 err:
-	bson_free(order);
 	wmap_free(&m);
 	bson_destroy(&newkey);
 	bson_destroy(&weights);
