@@ -348,6 +348,11 @@ test_find_text(void)
 	TT_EQ_STR(m, "text expression not allowed in nor");
 	bson_free(m);
 	TT_EQ_INT(sq_code("{'find': 'a', 'filter': {'x': {'$elemMatch': {'$text': {'$search': 'a'}}}}}", NULL), 2);
+	/* $text under $or: mongod's 291 when another branch has no index, 238 when it has */
+	TT_EQ_INT(sq_code("{'find': 'a', 'filter': {'$or': [{'$text': {'$search': 'a'}}, {'zz': 1}]}}", &m), 291);
+	TT_ASSERT(strstr(m, "Failed to produce a solution for TEXT under OR - other non-TEXT clauses under OR have to be indexed as well.") != NULL);
+	bson_free(m);
+	TT_EQ_INT(sq_code("{'find': 'a', 'filter': {'$or': [{'$text': {'$search': 'a'}}, {'_id': 1}]}}", NULL), 238);
 	TT_EQ_INT(sq_code("{'find': 'a', 'filter': {'$text': {'$search': 'a'}}, 'hint': {'_id': 1}}", &m), 2);
 	TT_EQ_STR(m, "text and hint not allowed in same query");
 	bson_free(m);
