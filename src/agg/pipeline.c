@@ -322,6 +322,24 @@ doc_has(const bson_t *d, const char *key, int depth)
 	return false;
 }
 
+/* Whether a $project stage's explain form {$project: spec} only excludes
+ * fields (so it keeps the others, "$textScore" among them). */
+static bool
+project_excludes(const bson_t *ex)
+{
+	bson_iter_t it, f;
+
+	if (ex == NULL || !bson_iter_init_find(&it, ex, "$project") || !bson_iter_recurse(&it, &f))
+		return false;
+	while (bson_iter_next(&f)) {
+		if (strcmp(bson_iter_key(&f), "_id") == 0 && !BSON_ITER_HOLDS_DOCUMENT(&f))
+			continue;
+		if (BSON_ITER_HOLDS_DOCUMENT(&f) || BSON_ITER_HOLDS_UTF8(&f) || bson_iter_as_bool(&f))
+			return false;
+	}
+	return true;
+}
+
 /* The text score reaches the find executor (a pushed-down $sort) but no
  * stage after it: a later stage reading {$meta: "textScore"} behind a
  * $text $match is refused rather than left without its value. */
@@ -348,6 +366,21 @@ text_score_check(agg_pipeline_t *p, terr_t *err)
 		if (plain[k] == NULL)
 			return terr_set(err, TERR_NOT_IMPLEMENTED,
 			    "{$meta: \"textScore\"} in a pipeline with %s is not supported by Tamga yet", p->stages[i].def->name);
+	}
+	/* the score rides in a field: a stage that rebuilds documents drops it,
+	 * where mongod's metadata would go on ($project) or be gone */
+	{
+		bool carried = true;
+		for (i = p->first_stage; i < p->nstages; i++) {
+			const char *name = p->stages[i].def->name;
+			const bson_t *ex = p->stages[i].explain;
+			if (!carried && ex != NULL && doc_has(ex, "$meta", 0))
+				return terr_set(err, TERR_NOT_IMPLEMENTED,
+				    "{$meta: \"textScore\"} after a %s is not supported by Tamga yet", p->stages[i - 1].def->name);
+			if (!strcmp(name, "$group") || !strcmp(name, "$count") || !strcmp(name, "$replaceRoot") ||
+			    !strcmp(name, "$replaceWith") || (!strcmp(name, "$project") && !project_excludes(ex)))
+				carried = false;
+		}
 	}
 	p->source_text_score = true;
 	return 0;

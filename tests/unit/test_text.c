@@ -496,6 +496,19 @@ test_aggregate(void)
 		    " {'$group': {'_id': null, 'best': {'$max': {'$meta': 'textScore'}}}}], 'cursor': {}}");
 		TT_EQ_STR(s, "[ { \"_id\" : null, \"best\" : 1.1000000000000000888 } ]");
 		bson_free(s);
+		/* a stage that rebuilds documents drops the score: refused, not wrong */
+		TT_EQ_INT(sq_code("{'aggregate': 'g', 'pipeline': [{'$match': {'$text': {'$search': 'slow'}}}, {'$skip': 0},"
+		    " {'$addFields': {'x': 1}}, {'$project': {'r': 1}}, {'$sort': {'s': {'$meta': 'textScore'}}}], 'cursor': {}}",
+		    NULL), 238);
+		/* an inclusion $project pushed into the find layer keeps it (appended after projecting) */
+		s = sq("{'aggregate': 'g', 'pipeline': [{'$match': {'$text': {'$search': 'slow'}}}, {'$project': {'r': 1}},"
+		    " {'$sort': {'s': {'$meta': 'textScore'}}}, {'$project': {'_id': 1}}], 'cursor': {}}");
+		TT_EQ_STR(s, "[ { \"_id\" : 2 }, { \"_id\" : 1 } ]");
+		bson_free(s);
+		s = sq("{'aggregate': 'g', 'pipeline': [{'$match': {'$text': {'$search': 'slow'}}}, {'$project': {'r': 0}},"
+		    " {'$sort': {'s': {'$meta': 'textScore'}}}, {'$project': {'_id': 1}}], 'cursor': {}}");
+		TT_EQ_STR(s, "[ { \"_id\" : 2 }, { \"_id\" : 1 } ]");
+		bson_free(s);
 		/* ... but not into written collections */
 		TT_EQ_INT(sq_code("{'aggregate': 'g', 'pipeline': [{'$match': {'$text': {'$search': 'slow'}}},"
 		    " {'$addFields': {'s': {'$meta': 'textScore'}}}, {'$out': 'g2'}], 'cursor': {}}", NULL), 238);
