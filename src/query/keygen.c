@@ -549,13 +549,92 @@ keygen_is_text(const storage_index_t *idx)
 	return idx->key != NULL && bson_has_field(idx->key, "_fts");
 }
 
+static uint64_t
+rotl64(uint64_t x, int r)
+{
+	return (x << r) | (x >> (64 - r));
+}
+
+static uint64_t
+fmix64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ull;
+	k ^= k >> 33;
+	return k;
+}
+
+/* MurmurHash3_x64_128 (seed 0) of data, as 16 bytes in memory order. */
+static void
+murmur3_128(const uint8_t *data, size_t len, uint8_t out[16])
+{
+	const uint64_t c1 = 0x87c37b91114253d5ull, c2 = 0x4cf5ad432745937full;
+	size_t nblocks = len / 16, i;
+	uint64_t h1 = 0, h2 = 0, k1, k2;
+	const uint8_t *tail = data + nblocks * 16;
+
+	for (i = 0; i < nblocks; i++) {
+		memcpy(&k1, data + i * 16, 8);
+		memcpy(&k2, data + i * 16 + 8, 8);
+		k1 *= c1; k1 = rotl64(k1, 31); k1 *= c2; h1 ^= k1;
+		h1 = rotl64(h1, 27); h1 += h2; h1 = h1 * 5 + 0x52dce729;
+		k2 *= c2; k2 = rotl64(k2, 33); k2 *= c1; h2 ^= k2;
+		h2 = rotl64(h2, 31); h2 += h1; h2 = h2 * 5 + 0x38495ab5;
+	}
+	k1 = k2 = 0;
+	switch (len & 15) {
+	case 15: k2 ^= (uint64_t)tail[14] << 48; /* fall through */
+	case 14: k2 ^= (uint64_t)tail[13] << 40; /* fall through */
+	case 13: k2 ^= (uint64_t)tail[12] << 32; /* fall through */
+	case 12: k2 ^= (uint64_t)tail[11] << 24; /* fall through */
+	case 11: k2 ^= (uint64_t)tail[10] << 16; /* fall through */
+	case 10: k2 ^= (uint64_t)tail[9] << 8; /* fall through */
+	case 9: k2 ^= (uint64_t)tail[8];
+		k2 *= c2; k2 = rotl64(k2, 33); k2 *= c1; h2 ^= k2; /* fall through */
+	case 8: k1 ^= (uint64_t)tail[7] << 56; /* fall through */
+	case 7: k1 ^= (uint64_t)tail[6] << 48; /* fall through */
+	case 6: k1 ^= (uint64_t)tail[5] << 40; /* fall through */
+	case 5: k1 ^= (uint64_t)tail[4] << 32; /* fall through */
+	case 4: k1 ^= (uint64_t)tail[3] << 24; /* fall through */
+	case 3: k1 ^= (uint64_t)tail[2] << 16; /* fall through */
+	case 2: k1 ^= (uint64_t)tail[1] << 8; /* fall through */
+	case 1: k1 ^= (uint64_t)tail[0];
+		k1 *= c1; k1 = rotl64(k1, 31); k1 *= c2; h1 ^= k1;
+		break;
+	default:
+		break;
+	}
+	h1 ^= (uint64_t)len;
+	h2 ^= (uint64_t)len;
+	h1 += h2;
+	h2 += h1;
+	h1 = fmix64(h1);
+	h2 = fmix64(h2);
+	h1 += h2;
+	h2 += h1;
+	memcpy(out, &h1, 8);
+	memcpy(out + 8, &h2, 8);
+}
+
 const char *
-keygen_text_term(const char *term, size_t len, char buf[KEYGEN_TEXT_TERM_MAX + 1], size_t *out_len)
+keygen_text_term(const char *term, size_t len, int version, char buf[KEYGEN_TEXT_TERM_MAX + 1], size_t *out_len)
 {
 	uint8_t md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
 
 	*out_len = len;
+	if (version == 2) {
+		if (len <= 32)
+			return term;
+		murmur3_128((const uint8_t *)term, len, md);
+		memcpy(buf, term, 32);
+		for (unsigned int j = 0; j < 16; j++)
+			snprintf(buf + 32 + 2 * j, 3, "%02x", md[j]);
+		*out_len = 64;
+		return buf;
+	}
 	if (len <= 224)
 		return term;
 	EVP_Digest(term, len, md, &mdlen, EVP_md5(), NULL);
@@ -607,6 +686,7 @@ typedef struct text_kg {
 	const bson_value_t *before, *after;
 	const bool *before_desc, *after_desc;
 	int nbefore, nafter;
+	int version;             /* textIndexVersion */
 } text_kg_t;
 
 /* Key of one term: prefix values, the term (version 3: past 224 bytes, its
@@ -624,7 +704,7 @@ text_key(void *ctx, const char *term, size_t len, double score)
 	for (i = 0; i < k->nbefore; i++)
 		keystring_append_value_tb(&k->ks, &k->tb, &k->before[i], k->before_desc[i]);
 	t.value_type = BSON_TYPE_UTF8;
-	t.value.v_utf8.str = (char *)keygen_text_term(term, len, buf, &len);
+	t.value.v_utf8.str = (char *)keygen_text_term(term, len, k->version, buf, &len);
 	t.value.v_utf8.len = (uint32_t)len;
 	keystring_append_value_tb(&k->ks, &k->tb, &t, false);
 	sc.value_type = BSON_TYPE_DOUBLE;
@@ -675,6 +755,7 @@ text_keys(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add,
 	k.after_desc = adesc;
 	k.nbefore = nb;
 	k.nafter = na;
+	k.version = text_spec_version(spec);
 	keystring_init(&k.ks);
 	keystring_init(&k.tb);
 	ret = text_score_document(spec, doc, text_key, &k, err);

@@ -84,11 +84,13 @@ int64_t keygen_hash_value(const bson_value_t *v, const coll_t *coll);
  * multiKeyPaths are not tracked for them.
  */
 bool keygen_is_text(const storage_index_t *idx);
-/* The term as a version-3 key holds it: itself up to 224 bytes, else its
- * first 224 bytes and the hex MD5 of the whole (256 bytes, in buf).
- * Returns term or buf; *out_len its length. */
+/* The term as a key of textIndexVersion `version` holds it: itself up to
+ * 224 bytes (version 2: 32), else its first 224 bytes and the hex MD5 of
+ * the whole (version 2: 32 bytes and the hex MurmurHash3 x64-128, seed 0),
+ * in buf.  Returns term or buf; *out_len its length. */
 #define KEYGEN_TEXT_TERM_MAX 256
-const char *keygen_text_term(const char *term, size_t len, char buf[KEYGEN_TEXT_TERM_MAX + 1], size_t *out_len);
+const char *keygen_text_term(const char *term, size_t len, int version, char buf[KEYGEN_TEXT_TERM_MAX + 1],
+                             size_t *out_len);
 
 /* Maximum number of fields in a compound key pattern (mongod's 32). */
 #define KEYGEN_MAX_FIELDS 32

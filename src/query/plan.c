@@ -806,8 +806,8 @@ text_setup(plan_exec_t *x, const plan_request_t *req, terr_t *err)
 	if (lang == NULL)
 		return terr_set(err, TERR_BAD_VALUE, "unsupported language: \"%s\" for text index version %d", tp.language,
 		    text_spec_version(x->text_spec));
-	if (text_query_new(tp.search, tp.search_len, lang, tp.case_sensitive, tp.diacritic_sensitive, &x->text_query,
-	    err) != 0)
+	if (text_query_new(tp.search, tp.search_len, lang, text_spec_version(x->text_spec), tp.case_sensitive,
+	    tp.diacritic_sensitive, &x->text_query, err) != 0)
 		return -1;
 	/* a compound text index needs an equality on every prefix field */
 	x->text_prefix = bson_new();
@@ -886,7 +886,7 @@ text_term_key(const plan_exec_t *x, const bool *desc, const char *term, keystrin
 	{
 		char buf[KEYGEN_TEXT_TERM_MAX + 1];
 		size_t n;
-		tv.value.v_utf8.str = (char *)keygen_text_term(term, strlen(term), buf, &n);
+		tv.value.v_utf8.str = (char *)keygen_text_term(term, strlen(term), text_spec_version(x->text_spec), buf, &n);
 		tv.value.v_utf8.len = (uint32_t)n;
 		keystring_append_value(ks, &tv, false);
 	}

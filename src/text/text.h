@@ -8,7 +8,8 @@
  * This layer knows nothing of indexes or plans: query/keygen.c turns a
  * document's term scores into index keys, query/ plans and runs $text over
  * them, commands/cmd_index.c validates and normalizes specs here.
- * Not here: textIndexVersion 1 and 2 (their ASCII tokenizer), collations.
+ * textIndexVersion 2 (the ASCII tokenizer) is here too.  Not here:
+ * textIndexVersion 1, collations.
  */
 #ifndef TAMGA_TEXT_TEXT_H
 #define TAMGA_TEXT_TEXT_H
@@ -35,6 +36,7 @@ enum {
 	TEXT_TOK_STOP_WORDS = 1,    /* drop the language's stop words */
 	TEXT_TOK_CASE = 2,          /* keep case (kGenerateCaseSensitiveTokens) */
 	TEXT_TOK_DIACRITIC = 4,     /* keep diacritics */
+	TEXT_TOK_BASIC = 8,         /* textIndexVersion 2's ASCII tokenizer (below) */
 };
 
 /* Called once per token; tok (len bytes, UTF-8, not NUL-terminated) is
@@ -48,6 +50,10 @@ typedef void (*text_token_fn)(void *ctx, const char *tok, size_t len);
  * "turkish"), skip stop words (checked lower-cased, diacritics kept), stem
  * with Snowball, then strip diacritics unless TEXT_TOK_DIACRITIC. */
 void text_tokenize(const text_lang_t *l, const char *s, size_t len, int opts, text_token_fn fn, void *ctx);
+/* With TEXT_TOK_BASIC, mongod's BasicFTSTokenizer (textIndexVersion 2):
+ * words are runs of bytes that are neither ASCII whitespace nor ASCII
+ * punctuation ("'" is a letter in English, a space elsewhere), lower-cased
+ * in ASCII only, stop words dropped, stemmed; diacritics are kept. */
 
 /* Fold s for phrase matching (mongod's caseFoldAndStripDiacritics):
  * lower-cased unless TEXT_TOK_CASE, diacritics stripped unless
@@ -62,10 +68,10 @@ typedef struct text_spec text_spec_t;
  * createIndexes: validate a text index spec as given and build the stored
  * one (mongod's FTSSpec::fixSpec): key {prefix..., _fts: "text", _ftsx: 1,
  * suffix...}, weights {field: n} (sorted by name, "$**" for wildcard),
- * default_language, language_override, textIndexVersion 3.  out is
- * initialized here and holds every other field of spec as given (v, key,
- * name first).  Errors: 67 CannotCreateIndex with mongod's messages, 238 for
- * textIndexVersion 1 and 2.
+ * default_language, language_override, textIndexVersion (3 unless 2 was
+ * asked for).  out is initialized here and holds every other field of spec
+ * as given.  Errors: 67 CannotCreateIndex with mongod's messages, 238 for
+ * textIndexVersion 1.
  */
 int text_spec_fix(const bson_t *spec, bson_t *out, terr_t *err);
 
@@ -104,7 +110,7 @@ typedef struct text_query text_query_t;
 /* Parse $search as mongod's FTSQueryImpl: space-separated terms, "phrases",
  * -negated terms and phrases; terms tokenized in lang with stop words
  * dropped.  *out is the caller's (text_query_free). */
-int text_query_new(const char *search, size_t len, const text_lang_t *lang, bool case_sensitive,
+int text_query_new(const char *search, size_t len, const text_lang_t *lang, int version, bool case_sensitive,
                    bool diacritic_sensitive, text_query_t **out, terr_t *err);
 void text_query_free(text_query_t *q);
 

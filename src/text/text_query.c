@@ -22,6 +22,7 @@ typedef struct sset {
 
 struct text_query {
 	const text_lang_t *lang;
+	int basic;                     /* TEXT_TOK_BASIC: a version-2 index */
 	bool case_sensitive, diacritic_sensitive;
 	sset_t bounds, pos, neg;
 	sset_t phrases, neg_phrases;   /* in query order, duplicates kept */
@@ -132,7 +133,7 @@ static void
 add_terms(text_query_t *q, const char *sentence, size_t len, bool negated)
 {
 	add_ctx_t a = {q, negated ? &q->neg : &q->pos, !negated};
-	int opts = TEXT_TOK_STOP_WORDS;
+	int opts = TEXT_TOK_STOP_WORDS | q->basic;
 
 	if (q->case_sensitive || q->diacritic_sensitive)
 		a.target = NULL;
@@ -149,10 +150,12 @@ add_terms(text_query_t *q, const char *sentence, size_t len, bool negated)
 }
 
 int
-text_query_new(const char *search, size_t len, const text_lang_t *lang, bool case_sensitive,
+text_query_new(const char *search, size_t len, const text_lang_t *lang, int version, bool case_sensitive,
                bool diacritic_sensitive, text_query_t **out, terr_t *err)
 {
 	text_query_t *q = tm_malloc0(sizeof(*q));
+
+	q->basic = version == 2 ? TEXT_TOK_BASIC : 0;
 	tbuf_t pos = {0}, neg = {0};
 	bool in_neg = false, in_phrase = false, prev_space;
 	size_t i = 0, quote = 0;
@@ -293,7 +296,31 @@ term_hit(void *ctx, const char *tok, size_t len)
 static int
 tok_opts(const text_query_t *q)
 {
-	return (q->case_sensitive ? TEXT_TOK_CASE : 0) | (q->diacritic_sensitive ? TEXT_TOK_DIACRITIC : 0);
+	return (q->case_sensitive ? TEXT_TOK_CASE : 0) | (q->diacritic_sensitive ? TEXT_TOK_DIACRITIC : 0) | q->basic;
+}
+
+/* BasicFTSPhraseMatcher: a substring, ASCII case-insensitive unless
+ * case-sensitive. */
+static bool
+basic_phrase(const char *hay, size_t hn, const char *needle, size_t nn, bool case_sensitive)
+{
+	if (nn == 0)
+		return true;
+	for (size_t i = 0; i + nn <= hn; i++) {
+		size_t k;
+		for (k = 0; k < nn; k++) {
+			unsigned char a = (unsigned char)hay[i + k], b = (unsigned char)needle[k];
+			if (!case_sensitive) {
+				a = (unsigned char)(a >= 'A' && a <= 'Z' ? a + 32 : a);
+				b = (unsigned char)(b >= 'A' && b <= 'Z' ? b + 32 : b);
+			}
+			if (a != b)
+				break;
+		}
+		if (k == nn)
+			return true;
+	}
+	return false;
 }
 
 static int
@@ -319,6 +346,10 @@ value_phrase(void *ctx, const text_lang_t *l, const char *s, size_t len, double 
 	(void)err;
 	if (m->found)
 		return 0;
+	if (m->q->basic) {
+		m->found = basic_phrase(s, len, m->phrase, strlen(m->phrase), m->q->case_sensitive);
+		return 0;
+	}
 	hay = text_fold(l, s, len, tok_opts(m->q), &hn);
 	needle = text_fold(l, m->phrase, strlen(m->phrase), tok_opts(m->q), &nn);
 	if (nn == 0 || memmem(hay, hn, needle, nn) != NULL)

@@ -1,5 +1,5 @@
 /*
- * text_spec.c -- text index specs (mongod's FTSSpec for textIndexVersion 3):
+ * text_spec.c -- text index specs (mongod's FTSSpec, textIndexVersion 2 and 3):
  * validation and normalization at createIndexes, the compiled form keygen
  * and the $text executor read, and the per-document term scores
  * (FTSElementIterator + _scoreStringV2), weights and language overrides
@@ -234,10 +234,10 @@ text_spec_fix(const bson_t *spec, bson_t *out, terr_t *err)
 		if (!BSON_ITER_HOLDS_NUMBER(&it))
 			ERR(terr_set(err, TERR_CANNOT_CREATE_INDEX, "text index option 'textIndexVersion' must be a number"));
 		version = number_int(&it);
-		if (version == 1 || version == 2)
+		if (version == 1)
 			ERR(terr_set(err, TERR_NOT_IMPLEMENTED,
-			    "textIndexVersion %d is not supported by Tamga yet (version 3 is)", version));
-		if (version != 3)
+			    "textIndexVersion 1 is not supported by Tamga (versions 2 and 3 are)"));
+		if (version != 2 && version != 3)
 			ERR(terr_set(err, TERR_CANNOT_CREATE_INDEX, "bad textIndexVersion: %d", version));
 	}
 	bson_iter_init(&k, &key);
@@ -659,6 +659,7 @@ typedef struct score_ctx {
 	tmap_t doc;        /* term -> score */
 	tmap_t str;        /* one string's terms */
 	unsigned ntokens;
+	int opts;          /* TEXT_TOK_BASIC for textIndexVersion 2 */
 } score_ctx_t;
 
 static void
@@ -698,7 +699,7 @@ score_string(void *ctx, const text_lang_t *l, const char *s, size_t len, double 
 	c->str.keys.len = 0;
 	if (c->str.slot != NULL)
 		memset(c->str.slot, 0, sizeof(tslot_t) * c->str.cap);
-	text_tokenize(l, s, len, TEXT_TOK_STOP_WORDS, score_token, c);
+	text_tokenize(l, s, len, TEXT_TOK_STOP_WORDS | c->opts, score_token, c);
 	for (size_t i = 0; i < c->str.cap; i++) {
 		const tslot_t *t = &c->str.slot[i];
 		const char *term;
@@ -721,6 +722,7 @@ text_score_document(const text_spec_t *s, const bson_t *doc, text_term_fn fn, vo
 	int ret;
 
 	memset(&c, 0, sizeof(c));
+	c.opts = s->version == 2 ? TEXT_TOK_BASIC : 0;
 	ret = walk(s, bson_get_data(doc), doc->len, "", false, s->lang, 0, score_string, &c, err);
 	if (ret == 0)
 		for (size_t i = 0; i < c.doc.cap; i++)

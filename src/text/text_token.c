@@ -337,6 +337,63 @@ fold_into(tbuf_t *out, const text_lang_t *l, const char *s, size_t len, int opts
 	}
 }
 
+/* mongod's Tokenizer::_type for textIndexVersion 2: 0 text, 1 space,
+ * 2 delimiter. */
+static int
+basic_type(unsigned char c, const text_lang_t *l)
+{
+	switch (c) {
+	case ' ': case '\f': case '\v': case '\t': case '\r': case '\n':
+		return 1;
+	case '\'':
+		return l->english ? 0 : 1;
+	case '~': case '`': case '!': case '@': case '#': case '$': case '%': case '^': case '&': case '*':
+	case '(': case ')': case '-': case '=': case '+': case '[': case ']': case '{': case '}': case '|':
+	case '\\': case ';': case ':': case '"': case '<': case '>': case ',': case '.': case '/': case '?':
+		return 2;
+	default:
+		return 0;
+	}
+}
+
+static void
+basic_tokenize(const text_lang_t *l, const char *s, size_t len, int opts, text_token_fn fn, void *ctx)
+{
+	struct sb_stemmer *st = stemmer_for(l);
+	tbuf_t low = {0};
+	size_t i = 0;
+
+	while (i < len) {
+		size_t start = i;
+		const char *w;
+		size_t wlen;
+		if (basic_type((unsigned char)s[i], l) != 0) {
+			i++;
+			continue;
+		}
+		while (i < len && basic_type((unsigned char)s[i], l) == 0)
+			i++;
+		low.len = 0;
+		tbuf_put(&low, s + start, i - start);
+		for (size_t k = 0; k < low.len; k++)
+			if (low.p[k] >= 'A' && low.p[k] <= 'Z')
+				low.p[k] = (char)(low.p[k] + 32);
+		if ((opts & TEXT_TOK_STOP_WORDS) && text_stop_word(l, low.p, low.len))
+			continue;
+		w = (opts & TEXT_TOK_CASE) ? s + start : low.p;
+		wlen = (opts & TEXT_TOK_CASE) ? i - start : low.len;
+		if (st != NULL) {
+			const sb_symbol *r = sb_stemmer_stem(st, (const sb_symbol *)w, (int)wlen);
+			if (r != NULL) {
+				w = (const char *)r;
+				wlen = (size_t)sb_stemmer_length(st);
+			}
+		}
+		fn(ctx, w, wlen);
+	}
+	bson_free(low.p);
+}
+
 void
 text_tokenize(const text_lang_t *l, const char *s, size_t len, int opts, text_token_fn fn, void *ctx)
 {
@@ -344,6 +401,10 @@ text_tokenize(const text_lang_t *l, const char *s, size_t len, int opts, text_to
 	struct sb_stemmer *st;
 	size_t i = 0;
 
+	if (opts & TEXT_TOK_BASIC) {
+		basic_tokenize(l, s, len, opts, fn, ctx);
+		return;
+	}
 	pthread_once(&tables_once, tables_init);
 	st = stemmer_for(l);
 	while (i < len) {

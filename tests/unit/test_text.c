@@ -74,6 +74,11 @@ test_tokenizer(void)
 	TT_ASSERT(text_lang_find("EN") == NULL);
 	TT_ASSERT(text_lang_find("klingon") == NULL);
 	TT_EQ_STR(text_lang_name(text_lang_find("nb")), "norwegian");
+	/* textIndexVersion 2's ASCII tokenizer: no Unicode delimiters, ASCII
+	 * lower-casing only, diacritics kept */
+	TT_EQ_STR(toks("english", "Running CAFÉ-au\xe2\x80\x94lait don't", TEXT_TOK_STOP_WORDS | TEXT_TOK_BASIC, &k),
+	    "run|cafÉ|au\xe2\x80\x94lait");
+	TT_EQ_STR(toks("french", "l'amour", TEXT_TOK_BASIC, &k), "l|amour");
 	/* invalid UTF-8 never crashes */
 	TT_EQ_STR(toks("english", "ab\xff\xfe" "cd \xe2\x82", 0, &k), "ab\xef\xbf\xbd\xef\xbf\xbd" "cd|\xef\xbf\xbd\xef\xbf\xbd");
 }
@@ -86,7 +91,7 @@ parsed(const char *search, bool cs, bool ds)
 	bson_t out = BSON_INITIALIZER;
 	char *j;
 
-	TT_EQ_INT(text_query_new(search, strlen(search), text_lang_find("english"), cs, ds, &q, &err), 0);
+	TT_EQ_INT(text_query_new(search, strlen(search), text_lang_find("english"), 3, cs, ds, &q, &err), 0);
 	text_query_append_parsed(q, &out);
 	j = bson_as_relaxed_extended_json(&out, NULL);
 	bson_destroy(&out);
@@ -243,8 +248,12 @@ test_spec_fix(void)
 	j = fix_json("{\"key\": {\"a\": \"text\"}, \"name\": \"t\", \"textIndexVersion\": 4}", &code);
 	TT_EQ_STR(j, "bad textIndexVersion: 4");
 	bson_free(j);
-	j = fix_json("{\"key\": {\"a\": \"text\"}, \"name\": \"t\", \"textIndexVersion\": 2}", &code);
+	j = fix_json("{\"key\": {\"a\": \"text\"}, \"name\": \"t\", \"textIndexVersion\": 1}", &code);
 	TT_EQ_INT(code, 238);
+	bson_free(j);
+	j = fix_json("{\"key\": {\"a\": \"text\"}, \"name\": \"t\", \"textIndexVersion\": 2}", &code);
+	TT_EQ_INT(code, 0);
+	TT_ASSERT(strstr(j, "\"textIndexVersion\" : 2") != NULL);
 	bson_free(j);
 	j = fix_json("{\"key\": {\"_fts\": \"text\", \"a\": \"text\"}, \"name\": \"t\"}", &code);
 	TT_EQ_INT(code, 67);
@@ -464,6 +473,46 @@ test_sensitivity_and_prefix(void)
 }
 
 static void
+test_version2(void)
+{
+	char *s, cmd[600], w[41];
+
+	TT_EQ_INT(sq_code("{'createIndexes': 'v2', 'indexes': [{'key': {'t': 'text'}, 'name': 't_text', 'textIndexVersion': 2}]}",
+	    NULL), 0);
+	memset(w, 'k', 40);
+	w[40] = '\0';
+	snprintf(cmd, sizeof(cmd), "{'insert': 'v2', 'documents': [{'_id': 1, 't': 'Running Café'}, {'_id': 2, 't': '%s'},"
+	    " {'_id': 3, 't': 'café CRÈME'}]}", w);
+	TT_EQ_INT(sq_code(cmd, NULL), 0);
+	s = sq("{'find': 'v2', 'filter': {'$text': {'$search': 'runs'}}, 'projection': {'_id': 1}}");
+	TT_EQ_STR(s, "[ { \"_id\" : 1 } ]");
+	bson_free(s);
+	/* no diacritic folding in version 2: café is not cafe */
+	s = sq("{'find': 'v2', 'filter': {'$text': {'$search': 'cafe'}}, 'projection': {'_id': 1}}");
+	TT_EQ_STR(s, "[ ]");
+	bson_free(s);
+	s = sq("{'find': 'v2', 'filter': {'$text': {'$search': 'café'}}, 'projection': {'_id': 1}, 'sort': {'_id': 1}}");
+	TT_EQ_STR(s, "[ { \"_id\" : 1 }, { \"_id\" : 3 } ]");
+	bson_free(s);
+	/* a term past 32 bytes: prefix + MurmurHash3, still found */
+	snprintf(cmd, sizeof(cmd), "{'find': 'v2', 'filter': {'$text': {'$search': '%s'}}, 'projection': {'_id': 1}}", w);
+	s = sq(cmd);
+	TT_EQ_STR(s, "[ { \"_id\" : 2 } ]");
+	bson_free(s);
+	/* phrases: ASCII case-insensitive */
+	s = sq("{'find': 'v2', 'filter': {'$text': {'$search': '\\\"running café\\\"'}}, 'projection': {'_id': 1}}");
+	TT_EQ_STR(s, "[ { \"_id\" : 1 } ]");
+	bson_free(s);
+	{
+		int rc;
+		bson_t *r = tt_run_sq(db, "test", "{'explain': {'find': 'v2', 'filter': {'$text': {'$search': 'x'}}}}", &rc);
+		TT_EQ_INT(tt_get_i64(r, "queryPlanner.winningPlan.textIndexVersion"), 2);
+		tt_free_reply(r);
+	}
+	TT_EQ_INT(sq_code("{'drop': 'v2'}", NULL), 0);
+}
+
+static void
 test_aggregate(void)
 {
 	char *s;
@@ -532,6 +581,7 @@ main(void)
 	TT_RUN(test_spec_fix);
 	TT_RUN(test_find_text);
 	TT_RUN(test_sensitivity_and_prefix);
+	TT_RUN(test_version2);
 	TT_RUN(test_aggregate);
 	tt_close_rm(db, dir);
 	return tt_finish();
