@@ -13,6 +13,7 @@
 
 #include <string.h>
 
+#include "query/keygen.h"
 #include "text/text.h"
 
 static tamga_t *db;
@@ -472,6 +473,28 @@ test_sensitivity_and_prefix(void)
 	TT_EQ_INT(sq_code("{'drop': 'b'}", NULL), 0);
 }
 
+/* Long terms in keys: version 3 keeps 224 bytes + hex MD5, version 2 keeps
+ * 32 + hex MurmurHash3 x64-128 (the algorithm's published vector for "The
+ * quick brown fox jumps over the lazy dog", seed 0). */
+static void
+test_long_term_keys(void)
+{
+	const char *fox = "The quick brown fox jumps over the lazy dog";
+	char buf[KEYGEN_TEXT_TERM_MAX + 1], big[300];
+	const char *r;
+	size_t n;
+
+	r = keygen_text_term(fox, strlen(fox), 2, buf, &n);
+	TT_EQ_INT(n, 64);
+	TT_ASSERT(memcmp(r, "The quick brown fox jumps over t6c1b07bc7bbc4be347939ac4a93c437a", 64) == 0);
+	r = keygen_text_term(fox, strlen(fox), 3, buf, &n);
+	TT_ASSERT(r == fox && n == strlen(fox));
+	memset(big, 'a', 300);
+	r = keygen_text_term(big, 300, 3, buf, &n);
+	TT_EQ_INT(n, 256);
+	TT_ASSERT(memcmp(r, big, 224) == 0);
+}
+
 static void
 test_version2(void)
 {
@@ -581,6 +604,7 @@ main(void)
 	TT_RUN(test_spec_fix);
 	TT_RUN(test_find_text);
 	TT_RUN(test_sensitivity_and_prefix);
+	TT_RUN(test_long_term_keys);
 	TT_RUN(test_version2);
 	TT_RUN(test_aggregate);
 	tt_close_rm(db, dir);
