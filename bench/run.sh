@@ -9,7 +9,7 @@
 # Environment:
 #   BENCH_N        document count (default 1000000); use 20000 while developing
 #   BENCH_SECONDS  time cap per side of each read case through tamgad (default 10)
-#   BENCH_ONLY     space-separated subset of: core update schema text wire node
+#   BENCH_ONLY     space-separated subset of: core update schema text wire node repl
 #   BENCH_KEEP=1   keep the work folder (data, tamgad.log, postgresql.log)
 #
 # This script starts, for the run only, PostgreSQL 15 (Debian's, as the
@@ -18,13 +18,14 @@
 # the work folder); both are stopped on exit, whatever happens.
 set -uo pipefail
 build=${1:-build-bench}
-only=${BENCH_ONLY:-core update schema text wire node}
+only=${BENCH_ONLY:-core update schema text wire node repl}
 export BENCH_N=${BENCH_N:-1000000}
 work=$(mktemp -d "${TMPDIR:-/tmp}/tamga-bench-XXXXXX")
 chmod 755 "$work"
 pg_bin=${PG_BIN:-/usr/lib/postgresql/15/bin}
 pg_dir="$work/pg"
 tamgad_pid=""
+rs_pid=""
 pg_started=0
 
 free_port() {
@@ -41,13 +42,16 @@ as_postgres() {
 	fi
 }
 
+stop_pid() {
+	kill -TERM "$1" 2>/dev/null
+	for _ in $(seq 1 300); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
 cleanup() {
-	if [ -n "$tamgad_pid" ]; then
-		kill -TERM "$tamgad_pid" 2>/dev/null
-		for _ in $(seq 1 300); do kill -0 "$tamgad_pid" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$tamgad_pid" 2>/dev/null
-		wait "$tamgad_pid" 2>/dev/null
-	fi
+	[ -n "$tamgad_pid" ] && stop_pid "$tamgad_pid"
+	[ -n "$rs_pid" ] && stop_pid "$rs_pid"
 	if [ "$pg_started" -eq 1 ]; then
 		as_postgres "$pg_bin/pg_ctl" -D "$pg_dir/data" -m fast -w stop >/dev/null 2>&1
 	fi
@@ -125,6 +129,34 @@ start_tamgad() {
 	return 1
 }
 
+# A second tamgad, `--replSet rs0`, for bench_repl (which initiates it):
+# TAMGA_RS_URI.
+start_tamgad_rs() {
+	local port
+	[ -x "$build/tamgad" ] || return 1
+	mkdir -p "$work/tamgad-rs"
+	port=$(free_port)
+	"$build/tamgad" --port "$port" --bind_ip 127.0.0.1 --dbpath "$work/tamgad-rs" --quiet --nounixsocket \
+		--replSet rs0 >"$work/tamgad-rs.log" 2>&1 &
+	rs_pid=$!
+	for _ in $(seq 1 300); do
+		if ! kill -0 "$rs_pid" 2>/dev/null; then
+			echo "run.sh: tamgad --replSet exited:" >&2
+			tail -n 20 "$work/tamgad-rs.log" >&2
+			rs_pid=""
+			return 1
+		fi
+		if python3 -c "import socket,sys; s=socket.socket(); s.settimeout(0.2); sys.exit(0 if s.connect_ex(('127.0.0.1',$port))==0 else 1)" 2>/dev/null; then
+			export TAMGA_RS_URI="mongodb://127.0.0.1:$port"
+			echo "run.sh: tamgad --replSet rs0 on port $port" >&2
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "run.sh: tamgad --replSet did not listen on port $port" >&2
+	return 1
+}
+
 echo "run.sh: N=$BENCH_N, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ), load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 start_postgres
 status=0
@@ -142,8 +174,11 @@ for b in $only; do
 			continue
 		fi
 	fi
-	if { [ "$b" = wire ] || [ "$b" = node ]; } && [ -z "$tamgad_pid" ]; then
+	if { [ "$b" = wire ] || [ "$b" = node ] || [ "$b" = repl ]; } && [ -z "$tamgad_pid" ]; then
 		start_tamgad
+	fi
+	if [ "$b" = repl ] && [ -z "$rs_pid" ]; then
+		start_tamgad_rs
 	fi
 	start=$(date +%s)
 	"${cmd[@]}" || { echo "run.sh: bench_$b failed" >&2; status=1; }

@@ -53,6 +53,7 @@ typedef struct opts {
 	bool unix_socket_given;        /* net.unixDomainSocket.enabled was set (echoed as set) */
 	char *unix_socket_prefix;
 	int unix_socket_mode;          /* 0 = not given (0700) */
+	bson_t *set_params;            /* --setParameter / setParameter: {name: "value"}, in order */
 } opts_t;
 
 static server_t *g_server;
@@ -97,7 +98,8 @@ usage(FILE *f)
 	    "Storage options:\n"
 	    "  --dbpath arg                   Directory for datafiles - defaults to /data/db\n"
 	    "  --storageEngine arg            wiredTiger (default) or inMemory (tests)\n"
-	    "  --wiredTigerCacheSizeGB arg    WiredTiger cache size in GB (0.25 to 10000)\n");
+	    "  --wiredTigerCacheSizeGB arg    WiredTiger cache size in GB (0.25 to 10000)\n"
+	    "  --setParameter arg             Set a configurable parameter (name=value; repeatable)\n");
 }
 
 static void
@@ -257,6 +259,24 @@ apply(opts_t *o, const char *name, const char *v)
 		}
 	} else if (strcmp(name, "processManagement.pidFilePath") == 0) {
 		set_str(&o->pidfile, v);
+	} else if (strncmp(name, "setParameter.", 13) == 0 && name[13] != '\0') {
+		/* applied to the engine once it is open (cmd_admin_startup_parameters) */
+		if (o->set_params == NULL)
+			o->set_params = bson_new();
+		BSON_APPEND_UTF8(o->set_params, name + 13, v);
+	} else if (strcmp(name, "setParameter") == 0) {
+		/* --setParameter name=value */
+		const char *eq = strchr(v, '=');
+		char *pname;
+		int r;
+		if (eq == NULL || eq == v) {
+			fprintf(stderr, "Error parsing command line: the argument ('%s') for option '--setParameter' is invalid: expected name=value\n", v);
+			return -1;
+		}
+		pname = bson_strdup_printf("setParameter.%.*s", (int)(eq - v), v);
+		r = apply(o, pname, eq + 1);
+		bson_free(pname);
+		return r;
 	} else {
 		fprintf(stderr, "Error parsing YAML config file: Unrecognized option: %s\n", name);
 		return -1;
@@ -440,6 +460,8 @@ parsed_doc(const opts_t *o)
 		BSON_APPEND_UTF8(&sub, "pidFilePath", o->pidfile);
 		bson_append_document_end(d, &sub);
 	}
+	if (o->set_params != NULL)
+		BSON_APPEND_DOCUMENT(d, "setParameter", o->set_params);
 	BSON_APPEND_DOCUMENT_BEGIN(d, "storage", &sub);
 	BSON_APPEND_UTF8(&sub, "dbPath", o->dbpath);
 	if (o->in_memory)
@@ -498,6 +520,7 @@ static const struct flag {
 	{"--nounixsocket", "net.unixDomainSocket.enabled", false, "false"},
 	{"--unixSocketPrefix", "net.unixDomainSocket.pathPrefix", true},
 	{"--filePermissions", "net.unixDomainSocket.filePermissions", true},
+	{"--setParameter", "setParameter", true},
 };
 
 static int
@@ -673,6 +696,11 @@ main(int argc, char **argv)
 		code = EXIT_UNCAUGHT;
 		goto out;
 	}
+	if (cmd_admin_startup_parameters(engine, o.set_params, &err) != 0) {
+		fprintf(stderr, "%s\ntry '%s --help' for more information\n", err.msg, argv[0]);
+		code = EXIT_BADOPTIONS;
+		goto out;
+	}
 	if (!o.auth)
 		tlog('W', "CONTROL", 22120,
 		    "Access control is not enabled for the database. Read and write access to data and configuration is unrestricted",
@@ -774,5 +802,7 @@ out:
 	bson_free(o.tls_cert_key_password);
 	bson_free(o.tls_ca_file);
 	bson_free(o.unix_socket_prefix);
+	if (o.set_params != NULL)
+		bson_destroy(o.set_params);
 	return code;
 }

@@ -14,6 +14,7 @@
 
 #include "agg/pipeline.h"
 #include "expr/expr.h"
+#include "common/opctx.h"
 #include "query/match.h"
 
 typedef struct agg_stage agg_stage_t;
@@ -210,7 +211,6 @@ bson_t *agg_exec_let_doc(const agg_exec_t *x);
 /* Pull from a sub-run: 1 with *doc (valid until the next call), 0, -1. */
 int agg_exec_pull(agg_exec_t *x, const bson_t **doc, terr_t *err);
 
-bool agg_deadline_passed(agg_exec_t *x, terr_t *err);
 
 /* ---- stage tables (one per family) -------------------------------------- */
 extern const agg_stage_def_t agg_stages_basic[];

@@ -81,17 +81,6 @@ mono_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-bool
-agg_deadline_passed(agg_exec_t *x, terr_t *err)
-{
-	const agg_host_t *h = x->p->host;
-
-	if (h == NULL || h->deadline_us == 0 || mono_us() <= h->deadline_us)
-		return false;
-	terr_set(err, TERR_MAX_TIME_MS_EXPIRED, "operation exceeded time limit");
-	return true;
-}
-
 /* ---- parse -------------------------------------------------------------- */
 
 void
@@ -740,8 +729,6 @@ exec_open_source(agg_exec_t *x, storage_coll_t *coll, const bson_t *filter, terr
 	req.match = NULL;
 	if (ret != 0)
 		goto err;
-	if (x->p->host != NULL)
-		plan_exec_set_deadline(pe, x->p->host->deadline_us);
 	x->plan = pe;
 err:
 	bson_destroy(&let);

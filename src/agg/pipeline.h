@@ -68,7 +68,6 @@ typedef struct agg_host {
 	uint64_t bucket_auto_memory_limit;
 	bool bypass_validation;       /* bypassDocumentValidation for $out / $merge */
 	bool sync;                    /* writes of $out/$merge wait for the journal */
-	int64_t deadline_us;          /* maxTimeMS (cmd_now_us scale), 0 = none */
 	const bson_value_t *hint;     /* the command's hint (index name or key pattern) or NULL */
 	/* The command's collation (or the collection's default; NULL = simple):
 	 * every string comparison of the pipeline uses it ($match, $sort,

@@ -13,7 +13,9 @@
 
 #include "agg/agg_doc.h"
 #include "bson/value.h"
+#include "common/checked.h"
 #include "common/mem.h"
+#include "query/sort.h"
 
 /* ---- $match ------------------------------------------------------------- */
 
@@ -136,7 +138,7 @@ number_arg(const bson_value_t *spec, int64_t *n)
 	if (!bv_is_number(spec))
 		return -1;
 	if (!bv_as_int64_exact(spec, n))
-		*n = (int64_t)bv_as_double(spec);
+		*n = tm_double_to_i64_sat(bv_as_double(spec));
 	return 0;
 }
 
@@ -688,11 +690,27 @@ docs_close(agg_rt_t *rt)
 
 /* ---- $sample ------------------------------------------------------------ */
 
+/* mongod's design: each document gets a random key and goes into a top-k
+ * sort on it (k = size), so $sample holds at most size documents, and past
+ * the sort memory limit spills like $sort (or fails with 292 without disk
+ * use) -- nothing is ever sized from the size, which may be 2^63 - 1. */
 typedef struct sample_state {
-	bson_t **docs;
-	int64_t n, i;
+	sort_spec_t *spec;        /* {r: 1} */
+	sorter_t *sorter;         /* {r: <random in [0, 1)>, d: <document>} */
 	bool filled;
+	bson_t out;               /* the current document: d of the sorter's entry */
 } sample_state_t;
+
+/* A number's value as mongod's safeNumberLong gives it. */
+static int64_t
+sample_size_of(const bson_value_t *v)
+{
+	int64_t n;
+
+	if (bv_as_int64_exact(v, &n))
+		return n;
+	return tm_double_to_i64_sat(bv_as_double(v));
+}
 
 static int
 sample_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
@@ -709,10 +727,10 @@ sample_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	bson_iter_init(&it, &d);
 	while (bson_iter_next(&it)) {
 		if (strcmp(bson_iter_key(&it), "size") == 0) {
-			if (number_arg(bson_iter_value(&it), &n) != 0)
+			if (!bv_is_number(bson_iter_value(&it)))
 				return terr_set(err, 28746, "size argument to $sample must be a number");
-			if (n < 0)
-				return terr_set(err, 28747, "size argument to $sample must not be negative");
+			/* mongod: safeNumberLong (NaN 0, saturating), then > 0 */
+			n = sample_size_of(bson_iter_value(&it));
 			found = true;
 		} else {
 			return terr_set(err, 28748, "unrecognized option to $sample: %s", bson_iter_key(&it));
@@ -720,18 +738,14 @@ sample_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	}
 	if (!found)
 		return terr_set(err, 28749, "$sample stage must specify a size");
+	RET(tm_count_cap(n, 1, INT64_MAX, err, 28747, "size argument to $sample must be a positive integer"));
 	cp = bson_malloc0(sizeof(*cp));
 	cp->n = n;
 	agg_pctx_add(pc, &agg_stages_basic[8], cp, agg_explain_doc("$sample", spec));
 	return 0;
 }
 
-static int
-sample_open(agg_rt_t *rt, terr_t *err)
-{
-	rt->state = bson_malloc0(sizeof(sample_state_t));
-	return 0;
-}
+AGG_DEFINE_OPEN_WITH_OUT(sample_open, sample_state_t)
 
 static uint64_t
 rand64(void)
@@ -744,42 +758,67 @@ rand64(void)
 }
 
 static int
-sample_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+sample_fill(agg_rt_t *rt, terr_t *err)
 {
 	const count_plan_t *cp = rt->st->plan;
 	sample_state_t *ss = rt->state;
+	const agg_host_t *h = rt->x->p->host;
 	const bson_t *d;
-	int64_t seen = 0;
+	bson_t *spec, w;
+	int rc, ret;
+
+	spec = BCON_NEW("r", BCON_INT32(1));
+	ret = sort_spec_parse(spec, &ss->spec, err);
+	bson_destroy(spec);
+	if (ret != 0)
+		return -1;
+	ss->sorter = sorter_new(ss->spec, cp->n, h != NULL && h->allow_disk_use,
+	                        h != NULL && h->sort_memory_limit > 0 ? h->sort_memory_limit :
+	                                                               (uint64_t)AGG_MEMORY_LIMIT);
+	if (h != NULL && h->spill_dir != NULL)
+		sorter_set_spill_dir(ss->sorter, h->spill_dir);
+	bson_init(&w);        /* one buffer for every wrapper: the sorter copies it */
+	while ((rc = agg_rt_pull(rt, &d, err)) == 1) {
+		bson_reinit(&w);
+		BSON_APPEND_DOUBLE(&w, "r", (double)(rand64() >> 11) * 0x1p-53);
+		BSON_APPEND_DOCUMENT(&w, "d", d);
+		ret = sorter_add(ss->sorter, &w, err);
+		if (ret == 0 && tm_interrupt_check(err) != 0)
+			ret = -1;
+		if (ret != 0)
+			break;
+	}
+	bson_destroy(&w);
+	if (ret != 0 || rc < 0)
+		return -1;
+	return sorter_finish_ex(ss->sorter, err);
+}
+
+static int
+sample_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	sample_state_t *ss = rt->state;
+	const bson_t *e;
+	bson_iter_t it;
+	const uint8_t *data;
+	uint32_t len;
 	int rc;
 
 	if (!ss->filled) {
 		ss->filled = true;
-		/* reservoir sampling, then the kept documents in random order */
-		ss->docs = bson_malloc0(sizeof(bson_t *) * (size_t)(cp->n + 1));
-		while ((rc = agg_rt_pull(rt, &d, err)) == 1) {
-			if (seen < cp->n) {
-				ss->docs[ss->n++] = bson_copy(d);
-			} else {
-				uint64_t j = rand64() % (uint64_t)(seen + 1);
-				if ((int64_t)j < cp->n) {
-					bson_destroy(ss->docs[j]);
-					ss->docs[j] = bson_copy(d);
-				}
-			}
-			seen++;
-		}
-		if (rc < 0)
-			return -1;
-		for (int64_t i = ss->n - 1; i > 0; i--) {
-			uint64_t j = rand64() % (uint64_t)(i + 1);
-			bson_t *t = ss->docs[i];
-			ss->docs[i] = ss->docs[j];
-			ss->docs[j] = t;
-		}
+		RET(sample_fill(rt, err));
 	}
-	if (ss->i >= ss->n)
-		return 0;
-	*out = ss->docs[ss->i++];
+	if ((rc = sorter_next_ex(ss->sorter, &e, err)) <= 0)
+		return rc;
+	/* borrowed from the sorter's entry until the next call, as a stage's
+	 * output may be */
+	if (!bson_iter_init_find(&it, e, "d") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+		return terr_set(err, TERR_INTERNAL_ERROR, "$sample lost a document");
+	bson_iter_document(&it, &len, &data);
+	bson_destroy(&ss->out);
+	if (!bson_init_static(&ss->out, data, len))
+		return terr_set(err, TERR_INTERNAL_ERROR, "$sample lost a document");
+	*out = &ss->out;
 	return 1;
 }
 
@@ -788,9 +827,11 @@ sample_close(agg_rt_t *rt)
 {
 	sample_state_t *ss = rt->state;
 
-	for (int64_t i = 0; i < ss->n; i++)
-		bson_destroy(ss->docs[i]);
-	bson_free(ss->docs);
+	if (ss->sorter != NULL)
+		sorter_free(ss->sorter);
+	if (ss->spec != NULL)
+		sort_spec_free(ss->spec);
+	bson_destroy(&ss->out);
 	bson_free(ss);
 }
 

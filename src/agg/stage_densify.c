@@ -19,6 +19,7 @@
 
 #include "agg/agg_doc.h"
 #include "bson/value.h"
+#include "common/checked.h"
 #include "common/mem.h"
 
 enum { DB_FULL, DB_PARTITION, DB_EXPLICIT };
@@ -279,11 +280,18 @@ grid_next(const densify_plan_t *dp, double g)
 	if (units[dp->unit].ms > 0)
 		return g + dp->step * (double)units[dp->unit].ms;
 	{
+		/* months past +-3.6e9 leave the date range (+-2.9e8 years): the
+		 * grid ends there; within it, years and months fit tm's ints */
+		double months = dp->step * units[dp->unit].months;
+		if (!(fabs(months) < 3.6e9) || !(fabs(g) < 9.2e18))
+			return months < 0 ? -INFINITY : INFINITY;
 		time_t t = (time_t)floor(g / 1000);
 		double frac = g - (double)t * 1000;
 		struct tm tm;
-		gmtime_r(&t, &tm);
-		tm.tm_mon += (int)dp->step * units[dp->unit].months;
+		if (gmtime_r(&t, &tm) == NULL)
+			return INFINITY;
+		tm.tm_year += (int)(months / 12);
+		tm.tm_mon += (int)fmod(months, 12);
 		return (double)timegm(&tm) * 1000 + frac;
 	}
 }
@@ -304,8 +312,9 @@ new_doc(const densify_plan_t *dp, const dentry_t *model, double g, bool date)
 		d = tmp;
 	}
 	if (date) {
+		/* (a date grid point is a double: 2^63 is where DMAX rounds to) */
 		v.value_type = BSON_TYPE_DATE_TIME;
-		v.value.v_datetime = (int64_t)g;
+		v.value.v_datetime = tm_double_to_i64_sat(g);
 	} else if (g == floor(g) && fabs(g) < 2147483647.0) {
 		v.value_type = BSON_TYPE_INT32;
 		v.value.v_int32 = (int32_t)g;
@@ -317,6 +326,19 @@ new_doc(const densify_plan_t *dp, const dentry_t *model, double g, bool date)
 	agg_doc_set_path(d, dp->field, &v, tmp);
 	bson_destroy(d);
 	return tmp;
+}
+
+/* mongod's internalQueryMaxAllowedDensifyDocs (default 500000): the
+ * documents one $densify may generate, the cap on a loop whose length a
+ * request's step and bounds decide (a step of 1e-300, a bound of -inf). */
+#define DENSIFY_MAX_DOCS 500000
+
+static int
+densify_too_many(long long generated, terr_t *err)
+{
+	return tm_count_cap(generated, 0, DENSIFY_MAX_DOCS, err, 5897900, "Generated %lld documents in $densify, "
+	                    "which is over the limit of %d. Increase the 'internalQueryMaxAllowedDensifyDocs' "
+	                    "parameter to allow more generated documents", generated, DENSIFY_MAX_DOCS);
 }
 
 static int
@@ -338,6 +360,7 @@ densify_fill(agg_rt_t *rt, terr_t *err)
 			ds->cap = ds->cap ? ds->cap * 2 : 64;
 			ds->e = bson_realloc(ds->e, sizeof(dentry_t) * (size_t)ds->cap);
 		}
+		RET(tm_interrupt_check(err));
 		e = &ds->e[ds->n];
 		e->doc = bson_copy(d);
 		e->seq = ds->n++;
@@ -364,6 +387,13 @@ densify_fill(agg_rt_t *rt, terr_t *err)
 	if (rc < 0)
 		return -1;
 	tls_dp = dp;
+	/* mongod adds a date step with dateAdd, which refuses an amount that
+	 * cannot fit the date range (isDateAddAmountValid: 2^64 ms) */
+	if (ds->n > 0 && dp->unit > 0 &&
+	    !(fabs(dp->step) * (units[dp->unit].ms ? (double)units[dp->unit].ms :
+	                        units[dp->unit].months * 2629746000.0) < 18446744073709551616.0))
+		return terr_set(err, 5976500, "invalid dateAdd 'amount' parameter value: %lld %s",
+		                (long long)tm_double_to_i64_sat(dp->step), units[dp->unit].name);
 	if (ds->n > 1)
 		qsort(ds->e, (size_t)ds->n, sizeof(dentry_t), dentry_cmp);
 	for (ps = 0; ps < ds->n; ps = pe) {
@@ -407,24 +437,25 @@ densify_fill(agg_rt_t *rt, terr_t *err)
 				while (g < x && (hi_incl ? g <= hi : g < hi)) {
 					emit(ds, new_doc(dp, &ds->e[i], g, date));
 					g = grid_next(dp, g);
-					if (++generated > 10000000)
-						return terr_set(err, 5897900,
-						    "Densify would generate more than the allowed number of documents");
+					if (++generated > DENSIFY_MAX_DOCS)
+						return densify_too_many(generated, err);
+					RET(tm_interrupt_check(err));
 				}
 				if (g == x)
 					g = grid_next(dp, g);
 			}
 			emit(ds, ds->e[i].doc);
 			ds->e[i].doc = NULL;
+			RET(tm_interrupt_check(err));
 		}
 		while (have && (hi_incl ? g <= hi : g < hi)) {
 			emit(ds, new_doc(dp, &ds->e[pe - 1], g, date));
 			g = grid_next(dp, g);
-			if (++generated > 10000000)
-				return terr_set(err, 5897900,
-				    "Densify would generate more than the allowed number of documents");
+			if (++generated > DENSIFY_MAX_DOCS)
+				return densify_too_many(generated, err);
+			RET(tm_interrupt_check(err));
 		}
-		if ((ps & 63) == 0 && agg_deadline_passed(rt->x, err))
+		if (tm_interrupt_check(err) != 0)
 			return -1;
 	}
 	return 0;

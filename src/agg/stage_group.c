@@ -465,7 +465,7 @@ group_next_merged(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	accum_state_t **st = NULL;
 	bson_t *first = NULL;
 	bson_value_t key, next;
-	int ret = -1, rc = 0;
+	int ret = -1;
 
 	if (gs->ahead == NULL)
 		RET(group_read_ahead(gs, err));
@@ -488,7 +488,7 @@ group_next_merged(agg_rt_t *rt, const bson_t **out, terr_t *err)
 			break;
 		if (partial_merge(gp, gs->ahead, st, err) != 0)
 			goto out;
-		if ((++rc & 1023) == 0 && agg_deadline_passed(rt->x, err))
+		if (tm_interrupt_check(err) != 0)
 			goto out;
 	}
 	bson_reinit(&gs->out);
@@ -514,7 +514,6 @@ group_fill(agg_rt_t *rt, terr_t *err)
 	const agg_host_t *h = rt->x->p->host;
 	const bson_t *d;
 	bson_value_t key;
-	int64_t seen = 0;
 	uint64_t limit = h != NULL && h->group_memory_limit > 0 ? h->group_memory_limit :
 	                                                         (uint64_t)AGG_MEMORY_LIMIT;
 	int rc, a;
@@ -542,7 +541,7 @@ group_fill(agg_rt_t *rt, terr_t *err)
 				    (unsigned long long)limit);
 			RET(group_spill(gp, gs, h, limit, err));
 		}
-		if ((++seen & 1023) == 0 && agg_deadline_passed(rt->x, err))
+		if (tm_interrupt_check(err) != 0)
 			return -1;
 	}
 	if (rc < 0)

@@ -197,6 +197,10 @@ lookup_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 				bson_t f;
 				bson_iter_t fi;
 				agg_value_doc(v, &f);
+				/* a repeated `from` replaces the one before it */
+				bson_free(lp->db);
+				bson_free(lp->from);
+				lp->db = lp->from = NULL;
 				if (bson_iter_init_find(&fi, &f, "db") && BSON_ITER_HOLDS_UTF8(&fi))
 					lp->db = bson_strdup(bson_iter_utf8(&fi, NULL));
 				if (bson_iter_init_find(&fi, &f, "coll") && BSON_ITER_HOLDS_UTF8(&fi))
@@ -214,6 +218,9 @@ lookup_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 					goto err;
 				}
 				ERR(lookup_string("from", v, &lp->from, err));
+				/* a name alone is in this database, whatever came before */
+				bson_free(lp->db);
+				lp->db = NULL;
 			}
 		} else if (strcmp(k, "localField") == 0) {
 			ERR(lookup_string(k, v, &lp->local, err));
@@ -1206,15 +1213,22 @@ graph_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 			bson_t f;
 			bson_iter_t fi;
 			agg_value_doc(v, &f);
+			/* a repeated `from` replaces the one before it */
+			bson_free(gp->db);
+			bson_free(gp->from);
+			gp->db = gp->from = NULL;
 			if (bson_iter_init_find(&fi, &f, "db") && BSON_ITER_HOLDS_UTF8(&fi))
 				gp->db = bson_strdup(bson_iter_utf8(&fi, NULL));
 			if (bson_iter_init_find(&fi, &f, "coll") && BSON_ITER_HOLDS_UTF8(&fi))
 				gp->from = bson_strdup(bson_iter_utf8(&fi, NULL));
 			continue;
 		}
-		if (strcmp(k, "from") == 0)
+		if (strcmp(k, "from") == 0) {
+			/* a name alone is in this database, whatever came before */
+			bson_free(gp->db);
+			gp->db = NULL;
 			dst = &gp->from;
-		else if (strcmp(k, "as") == 0)
+		} else if (strcmp(k, "as") == 0)
 			dst = &gp->as;
 		else if (strcmp(k, "connectFromField") == 0)
 			dst = &gp->connect_from;

@@ -11,6 +11,7 @@
  * Not here: find's projection ($elemMatch, $slice, positional $) -- query/.
  */
 #include "agg/agg_private.h"
+#include "common/nameidx.h"
 
 #include <string.h>
 
@@ -24,7 +25,8 @@ typedef struct pnode {
 	pn_kind_t kind;
 	expr_t *e;                /* PN_EXPR */
 	struct pnode *kids;       /* PN_SUB */
-	int nkids;
+	int nkids, cap;
+	tm_nameidx_t idx;         /* kids by name (common/nameidx.h): linear parsing */
 	bool computed;            /* PN_EXPR, or a PN_SUB with one below */
 } pnode_t;
 
@@ -49,6 +51,7 @@ pnode_destroy(pnode_t *n)
 	for (i = 0; i < n->nkids; i++)
 		pnode_destroy(&n->kids[i]);
 	bson_free(n->kids);
+	tm_nameidx_free(&n->idx);
 }
 
 static void
@@ -60,15 +63,31 @@ proj_free_plan(void *plan)
 	bson_free(pp);
 }
 
+static const char *
+kid_name(const void *ctx, uint32_t i, size_t *len)
+{
+	const pnode_t *n = ctx;
+
+	*len = strlen(n->kids[i].name);
+	return n->kids[i].name;
+}
+
+/* The child called name; indexes the children added since the last call
+ * (after pnode_index_all, at run time, the node is only read). */
 static pnode_t *
 pnode_find(const pnode_t *n, const char *name, size_t len)
 {
-	int i;
+	int64_t i = tm_nameidx_find((tm_nameidx_t *)&n->idx, (uint32_t)n->nkids, name, len, kid_name, n);
 
-	for (i = 0; i < n->nkids; i++)
-		if (strlen(n->kids[i].name) == len && memcmp(n->kids[i].name, name, len) == 0)
-			return &n->kids[i];
-	return NULL;
+	return i < 0 ? NULL : &n->kids[i];
+}
+
+static void
+pnode_index_all(pnode_t *n)
+{
+	(void)pnode_find(n, "", 0);
+	for (int i = 0; i < n->nkids; i++)
+		pnode_index_all(&n->kids[i]);
 }
 
 static pnode_t *
@@ -76,7 +95,10 @@ pnode_add(pnode_t *n, const char *name, size_t len)
 {
 	pnode_t *k;
 
-	n->kids = bson_realloc(n->kids, sizeof(pnode_t) * (size_t)(n->nkids + 1));
+	if (n->nkids == n->cap) {
+		n->cap = n->cap ? n->cap * 2 : 4;
+		n->kids = bson_realloc(n->kids, sizeof(pnode_t) * (size_t)n->cap);
+	}
 	k = &n->kids[n->nkids++];
 	memset(k, 0, sizeof(*k));
 	k->name = bson_strndup(name, len);
@@ -224,6 +246,7 @@ parse_fields(pparse_t *pp, pnode_t *root, const bson_t *spec, const char *prefix
 
 	bson_iter_init(&it, spec);
 	while (bson_iter_next(&it)) {
+		RET(tm_interrupt_check(pp->err));
 		char *path = prefix ? bson_strdup_printf("%s.%s", prefix, bson_iter_key(&it))
 		                    : bson_strdup(bson_iter_key(&it));
 		int r = parse_one(pp, root, path, bson_iter_value(&it));
@@ -465,9 +488,11 @@ proj_build(agg_pctx_t *pc, const char *stage, pmode_t mode, const bson_t *spec, 
 			memmove(&plan->root.kids[1], &plan->root.kids[0],
 			    sizeof(pnode_t) * (size_t)(plan->root.nkids - 1));
 			plan->root.kids[0] = tmp;
+			tm_nameidx_reset(&plan->root.idx);
 		}
 	}
 	mark_computed(&plan->root);
+	pnode_index_all(&plan->root);
 	agg_pctx_add(pc, &agg_stages_project[row], plan, agg_explain_doc(stage, explain_spec));
 	return 0;
 }

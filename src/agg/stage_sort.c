@@ -192,12 +192,11 @@ sort_fill(agg_rt_t *rt, terr_t *err)
 {
 	sort_state_t *ss = rt->state;
 	const bson_t *d;
-	int64_t n = 0;
 	int rc;
 
 	while ((rc = agg_rt_pull(rt, &d, err)) == 1) {
 		RET(sorter_add(ss->sorter, d, err));
-		if ((++n & 1023) == 0 && agg_deadline_passed(rt->x, err))
+		if (tm_interrupt_check(err) != 0)
 			return -1;
 	}
 	if (rc < 0)

@@ -119,7 +119,10 @@ parse_bound(const bson_value_t *v, bool documents, wbound_t *b, terr_t *err)
 		    "Range-based bounds expression must be a number");
 	b->kind = WB_NUMBER;
 	b->n = bv_as_double(v);
-	if (documents && b->n != floor(b->n))
+	/* mongod keeps document bounds as an int (Value::integral): past the
+	 * int32 range they are refused like fractions, so i + n below cannot
+	 * overflow nor be a double out of int64's range */
+	if (documents && (b->n != floor(b->n) || b->n < INT32_MIN || b->n > INT32_MAX))
 		return terr_set(err, TERR_FAILED_TO_PARSE, "Numeric document-based bounds must be an integer");
 	return 0;
 }
@@ -591,8 +594,10 @@ accum_window(agg_rt_t *rt, const wfield_t *f, window_state_t *ws, int64_t a, int
 	int64_t j;
 	int ret = 0;
 
-	for (j = a; j <= b; j++)
+	for (j = a; j <= b; j++) {
+		ERR(tm_interrupt_check(err));
 		ERR(window_accum_add(rt, f, st, ws->e[j].doc, err));
+	}
 	ERR(window_accum_append(rt, f, st, vals, key, err));
 err:
 	accum_state_destroy(st);
@@ -618,6 +623,7 @@ accum_running(agg_rt_t *rt, const wfield_t *f, window_state_t *ws, int64_t ps, i
 		}
 		bson_uint32_to_string((uint32_t)(i - ps), &k, key, sizeof(key));
 		ERR(window_accum_append(rt, f, st, vals, k, err));
+		ERR(tm_interrupt_check(err));
 	}
 err:
 	accum_state_destroy(st);
@@ -713,7 +719,7 @@ compute_field(agg_rt_t *rt, const wfield_t *f, window_state_t *ws, int64_t ps, i
 			RET(window_of(f, ws, ps, pe, i, &a, &b, err));
 			bson_uint32_to_string((uint32_t)(i - ps), &k, key, sizeof(key));
 			RET(accum_window(rt, f, ws, a, b, vals, k, err));
-			if (((i - ps) & 255) == 0 && agg_deadline_passed(rt->x, err))
+			if (tm_interrupt_check(err) != 0)
 				return -1;
 		}
 		return 0;
@@ -879,6 +885,7 @@ window_fill(agg_rt_t *rt, terr_t *err)
 			ws->cap = ws->cap ? ws->cap * 2 : 64;
 			ws->e = bson_realloc(ws->e, sizeof(wentry_t) * (size_t)ws->cap);
 		}
+		RET(tm_interrupt_check(err));
 		e = &ws->e[ws->n];
 		memset(e, 0, sizeof(*e));
 		e->doc = bson_copy(d);
@@ -915,8 +922,10 @@ window_fill(agg_rt_t *rt, terr_t *err)
 	if (ws->n > 1)
 		qsort(ws->e, (size_t)ws->n, sizeof(wentry_t), wentry_cmp);
 	ws->out = bson_malloc0(sizeof(bson_t *) * (size_t)(ws->n + 1));
-	for (i = 0; i < ws->n; i++)
+	for (i = 0; i < ws->n; i++) {
+		RET(tm_interrupt_check(err));
 		ws->out[i] = bson_copy(ws->e[i].doc);
+	}
 	for (ps = 0; ps < ws->n; ps = pe) {
 		bson_value_t a, b;
 		pkey_value(&ws->e[ps], &a);
@@ -934,6 +943,10 @@ window_fill(agg_rt_t *rt, terr_t *err)
 			}
 			bson_iter_init(&it, &vals);
 			for (i = ps; i < pe && bson_iter_next(&it); i++) {
+				if (tm_interrupt_check(err) != 0) {
+					bson_destroy(&vals);
+					return -1;
+				}
 				bson_t *nd = bson_new();
 				agg_doc_set_path(ws->out[i], wp->fields[f].path, bson_iter_value(&it), nd);
 				bson_destroy(ws->out[i]);

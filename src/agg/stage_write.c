@@ -65,6 +65,10 @@ parse_target(const char *stage, const bson_value_t *v, const char *defdb, char *
 	bson_t d;
 	bson_iter_t it;
 
+	/* a repeated target replaces the one before it, whole */
+	bson_free(*db);
+	bson_free(*coll);
+	*db = *coll = NULL;
 	if (v->value_type == BSON_TYPE_UTF8) {
 		*db = bson_strdup(defdb);
 		*coll = bson_strdup(v->value.v_utf8.str);
@@ -81,10 +85,9 @@ parse_target(const char *stage, const bson_value_t *v, const char *defdb, char *
 				return terr_set(err, TERR_TYPE_MISMATCH,
 				    "BSON field '%s.%s' is the wrong type '%s', expected type 'string'", stage, k,
 				    bv_type_name(bson_iter_type(&it)));
-			if (k[0] == 'd')
-				*db = bson_strdup(bson_iter_utf8(&it, NULL));
-			else
-				*coll = bson_strdup(bson_iter_utf8(&it, NULL));
+			char **dst = k[0] == 'd' ? db : coll;
+			bson_free(*dst);
+			*dst = bson_strdup(bson_iter_utf8(&it, NULL));
 		} else if (strcmp(k, "timeseries") == 0) {
 			return terr_set(err, TERR_NOT_IMPLEMENTED,
 			    "%s to a time series collection is not supported by Tamga yet", stage);

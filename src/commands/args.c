@@ -11,7 +11,7 @@
  * (explain) indexes that body again.
  */
 #include "commands/commands_private.h"
-#include "commands/auth.h"
+#include "auth/auth.h"
 
 #include <string.h>
 
@@ -145,7 +145,7 @@ cmd_cursor_owner(cmd_t *c, char buf[256])
 {
 	char user[128], db[120];
 
-	if (!auth_client_user(c->client, user, sizeof(user), db, sizeof(db)))
+	if (!auth_client_user(&c->client->auth, user, sizeof(user), db, sizeof(db)))
 		return NULL;
 	snprintf(buf, 256, "%s@%s", user, db);
 	return buf;

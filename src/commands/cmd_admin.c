@@ -7,13 +7,14 @@
  *
  * Replies follow mongod's shapes field for field where a client reads them.
  * Not here: compression negotiation (a transport matter: the wire server
- * adds `compression` to hello's reply) and authentication (auth_*.c: hello
+ * adds `compression` to hello's reply) and authentication (auth/, cmd_auth.c: hello
  * and connectionStatus call into it).
  */
-#include "commands/auth.h"
+#include "auth/auth.h"
 #include "commands/cmd_admin.h"
 #include "commands/commands_private.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <openssl/crypto.h>
@@ -32,6 +33,7 @@
 #include "bson/value.h"
 #include "common/log.h"
 #include "common/version.h"
+#include "query/planner_ttl.h"
 
 #define SESSION_TIMEOUT_MINUTES 30
 #define CURSOR_TIMEOUT_MS 600000
@@ -251,7 +253,7 @@ CMD_HANDLER(cmd_hello)
 	BSON_APPEND_INT32(c->reply, "maxWireVersion", TAMGA_MAX_WIRE_VERSION);
 	BSON_APPEND_BOOL(c->reply, "readOnly", false);
 	/* saslSupportedMechs and speculativeAuthenticate (never fails the hello) */
-	auth_hello_append(c, c->reply);
+	cmd_hello_auth_append(c, c->reply);
 	return 0;
 }
 
@@ -388,6 +390,16 @@ CMD_HANDLER(cmd_server_status)
 	BSON_APPEND_INT32(&sub, "available", max_conns > 0 ?
 	    (int32_t)(max_conns - ld(&k->connections_current)) : 1000000);
 	BSON_APPEND_INT32(&sub, "totalCreated", (int32_t)ld(&k->connections_total));
+	/* the establishment rate limiter (server/ratelimit.c) */
+	BSON_APPEND_INT64(&sub, "queuedForEstablishment", ld(&k->ingress_queued));
+	{
+		bson_t rl;
+		BSON_APPEND_DOCUMENT_BEGIN(&sub, "establishmentRateLimit", &rl);
+		BSON_APPEND_INT64(&rl, "rejected", ld(&k->ingress_rejected));
+		BSON_APPEND_INT64(&rl, "exempted", 0);
+		BSON_APPEND_INT64(&rl, "interruptedDueToClientDisconnect", 0);
+		bson_append_document_end(&sub, &rl);
+	}
 	bson_append_document_end(c->reply, &sub);
 
 	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "network", &sub);
@@ -424,29 +436,29 @@ CMD_HANDLER(cmd_server_status)
 
 /*
  * Server parameters, one row each, sorted by name as mongod lists them.
- * Fixed rows report Tamga's constant; rows with get/set hold a value in the
- * engine that setParameter changes (IDL parameters: the value is coerced as
- * mongod's tryCoerce does, then checked against the row's bound).
- * `runtime` is mongod's settability: setParameter of a startup-only
- * parameter answers mongod's 20; of a runtime one Tamga holds fixed, 238.
+ * Fixed rows report Tamga's constant; held rows keep a value in the engine
+ * (an atomic_llong at `off`; a double's bits for PARAM_DOUBLE) that
+ * setParameter and --setParameter change, coerced as mongod's IDL
+ * parameters are (tryCoerce at runtime, setFromString at startup) and
+ * checked against the row's bound (gte min, or gt when strict).
+ * `runtime` / `startup` are mongod's set_at: setParameter of a startup-only
+ * parameter answers 20, of a runtime one Tamga holds fixed 238;
+ * --setParameter of a runtime-only one is refused at startup.
  */
-typedef enum { PARAM_INT, PARAM_BOOL, PARAM_STR, PARAM_FCV, PARAM_MECHS } param_kind_t;
+typedef enum { PARAM_INT, PARAM_BOOL, PARAM_STR, PARAM_FCV, PARAM_MECHS, PARAM_DOUBLE } param_kind_t;
 
 typedef struct param {
 	const char *name;
 	param_kind_t kind;
-	int64_t i;
+	int64_t i;               /* a fixed row's value */
 	const char *s;
-	bool runtime;
-	/* rows that setParameter changes: the engine's atomic_llong holding
-	 * the value (offsetof(engine_t, ...)) */
+	bool runtime, startup;
 	bool held;
-	size_t off;
-	/* PARAM_INT rows with store: the IDL type (int, else long long) and
-	 * validator (gte: min, or gt: min when strict) */
-	bool wide;
-	int64_t min;
+	size_t off;              /* held: offsetof(engine_t, ...) */
+	bool wide;               /* PARAM_INT: long long (else int) */
+	int64_t min;             /* PARAM_INT / PARAM_DOUBLE bound */
 	bool strict;
+	bool wakes_ttl;          /* the TTL monitor re-reads its period */
 } param_t;
 
 /* The engine's value of a held row. */
@@ -456,27 +468,45 @@ held_value(engine_t *e, const param_t *p)
 	return (atomic_llong *)((char *)e + p->off);
 }
 
+#define HELD(field) .held = true, .off = offsetof(engine_t, field)
+#define BOTH .runtime = true, .startup = true
+
 static const param_t params[] = {
-	{"allowDiskUseByDefault", PARAM_BOOL, 0, NULL, true, true, offsetof(engine_t, allow_disk_use_by_default)},
-	{"authenticationMechanisms", PARAM_MECHS, 0, NULL, false, false, 0},
-	{"cursorTimeoutMillis", PARAM_INT, CURSOR_TIMEOUT_MS, NULL, true, false, 0},
-	{"featureCompatibilityVersion", PARAM_FCV, 0, NULL, false, false, 0},
+	{"allowDiskUseByDefault", PARAM_BOOL, BOTH, HELD(allow_disk_use_by_default)},
+	{"authenticationMechanisms", PARAM_MECHS, .startup = true},
+	{"cursorTimeoutMillis", PARAM_INT, .i = CURSOR_TIMEOUT_MS, BOTH},
+	/* bool, set_at: startup */
+	{"enableTestCommands", PARAM_BOOL, .startup = true, HELD(enable_test_commands)},
+	{"featureCompatibilityVersion", PARAM_FCV},
+	/* double, gte: 1; int, gte: 0; bool; int, gte: 1 (startup and runtime) */
+	{"ingressConnectionEstablishmentBurstCapacitySecs", PARAM_DOUBLE, BOTH,
+	 HELD(ingress_burst_capacity_secs), .min = 1},
+	{"ingressConnectionEstablishmentMaxQueueDepth", PARAM_INT, BOTH, HELD(ingress_max_queue_depth), .min = 0},
+	{"ingressConnectionEstablishmentRateLimiterEnabled", PARAM_BOOL, BOTH, HELD(ingress_rate_limiter_enabled)},
+	{"ingressConnectionEstablishmentRatePerSec", PARAM_INT, BOTH, HELD(ingress_rate_per_sec), .min = 1},
 	/* AtomicWord<long long>, validator gt: 0 (both) */
-	{"internalDocumentSourceBucketAutoMaxMemoryBytes", PARAM_INT, 0, NULL, true, true,
-	 offsetof(engine_t, bucket_auto_memory_limit), true, 0, true},
-	{"internalDocumentSourceGroupMaxMemoryBytes", PARAM_INT, 0, NULL, true, true,
-	 offsetof(engine_t, group_memory_limit), true, 0, true},
+	{"internalDocumentSourceBucketAutoMaxMemoryBytes", PARAM_INT, BOTH, HELD(bucket_auto_memory_limit),
+	 .wide = true, .min = 0, .strict = true},
+	{"internalDocumentSourceGroupMaxMemoryBytes", PARAM_INT, BOTH, HELD(group_memory_limit),
+	 .wide = true, .min = 0, .strict = true},
 	/* AtomicWord<int>, validator gte: 0 */
-	{"internalQueryMaxBlockingSortMemoryUsageBytes", PARAM_INT, 0, NULL, true, true,
-	 offsetof(engine_t, sort_memory_limit), false, 0, false},
-	{"localLogicalSessionTimeoutMinutes", PARAM_INT, SESSION_TIMEOUT_MINUTES, NULL, false, false, 0},
-	{"logLevel", PARAM_INT, 0, NULL, true, false, 0},
-	{"maxBSONDepth", PARAM_INT, 200, NULL, false, false, 0},
-	{"maxSessions", PARAM_INT, 1000000, NULL, false, false, 0},
-	{"quiet", PARAM_BOOL, 0, NULL, true, false, 0},
-	{"transactionLifetimeLimitSeconds", PARAM_INT, 60, NULL, true, false, 0},
-	{"tamgaVersion", PARAM_STR, 0, TAMGA_VERSION, false, false, 0},
+	{"internalQueryMaxBlockingSortMemoryUsageBytes", PARAM_INT, BOTH, HELD(sort_memory_limit), .min = 0},
+	{"localLogicalSessionTimeoutMinutes", PARAM_INT, .i = SESSION_TIMEOUT_MINUTES, .startup = true},
+	{"logLevel", PARAM_INT, .i = 0, BOTH},
+	{"maxBSONDepth", PARAM_INT, .i = 200, .startup = true},
+	{"maxSessions", PARAM_INT, .i = 1000000, .startup = true},
+	{"quiet", PARAM_BOOL, BOTH},
+	/* bool, startup and runtime: commands must name apiVersion (498870) */
+	{"requireApiVersion", PARAM_BOOL, BOTH, HELD(require_api_version)},
+	{"tamgaVersion", PARAM_STR, .s = TAMGA_VERSION},
+	{"transactionLifetimeLimitSeconds", PARAM_INT, .i = 60, BOTH},
+	/* bool; int, gte: 1 (the TTL monitor's period in seconds) */
+	{"ttlMonitorEnabled", PARAM_BOOL, BOTH, HELD(ttl_monitor_enabled)},
+	{"ttlMonitorSleepSecs", PARAM_INT, BOTH, HELD(ttl_monitor_sleep_secs), .min = 1, .wakes_ttl = true},
 };
+
+#undef HELD
+#undef BOTH
 
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
 
@@ -502,6 +532,9 @@ param_append(engine_t *e, bson_t *out, const char *key, const param_t *p)
 		else
 			BSON_APPEND_INT32(out, key, (int32_t)v);
 		break;
+	case PARAM_DOUBLE:
+		BSON_APPEND_DOUBLE(out, key, engine_bits_double((long long)v));
+		break;
 	case PARAM_BOOL:
 		BSON_APPEND_BOOL(out, key, v != 0);
 		break;
@@ -522,9 +555,22 @@ param_append(engine_t *e, bson_t *out, const char *key, const param_t *p)
 	}
 }
 
+/* showDetails: {value, settableAtRuntime, settableAtStartup} as mongod. */
+static void
+param_append_details(engine_t *e, bson_t *out, const param_t *p)
+{
+	bson_t d;
+
+	BSON_APPEND_DOCUMENT_BEGIN(out, p->name, &d);
+	param_append(e, &d, "value", p);
+	BSON_APPEND_BOOL(&d, "settableAtRuntime", p->runtime);
+	BSON_APPEND_BOOL(&d, "settableAtStartup", p->startup);
+	bson_append_document_end(out, &d);
+}
+
 CMD_HANDLER(cmd_get_parameter)
 {
-	bool all = false;
+	bool all = false, details = false;
 	int found = 0;
 	bson_iter_t it;
 
@@ -532,13 +578,21 @@ CMD_HANDLER(cmd_get_parameter)
 		all = true;
 	else if (BSON_ITER_HOLDS_DOCUMENT(&c->first)) {
 		bson_iter_t sub;
-		if (bson_iter_recurse(&c->first, &sub) && bson_iter_find(&sub, "allParameters"))
-			all = bson_iter_as_bool(&sub);
+		if (bson_iter_recurse(&c->first, &sub))
+			while (bson_iter_next(&sub)) {
+				if (strcmp(bson_iter_key(&sub), "allParameters") == 0)
+					all = bson_iter_as_bool(&sub);
+				else if (strcmp(bson_iter_key(&sub), "showDetails") == 0)
+					details = bson_iter_as_bool(&sub);
+			}
 	}
 	for (size_t i = 0; i < NPARAMS; i++) {
 		if (!all && !(bson_iter_init_find(&it, c->body, params[i].name)))
 			continue;
-		param_append(c->engine, c->reply, params[i].name, &params[i]);
+		if (details)
+			param_append_details(c->engine, c->reply, &params[i]);
+		else
+			param_append(c->engine, c->reply, params[i].name, &params[i]);
 		found++;
 	}
 	if (found == 0)
@@ -584,6 +638,57 @@ param_coerce_int(const param_t *p, const bson_iter_t *it, int64_t *out, terr_t *
 	return 0;
 }
 
+/* The bound of an int or double row: mongod's IDL validator message. */
+static int
+param_check_bound(const param_t *p, double v, terr_t *err)
+{
+	char num[64];
+
+	if (!(v < (double)p->min || (p->strict && v == (double)p->min)))
+		return 0;
+	if (p->kind == PARAM_DOUBLE)
+		bson_snprintf(num, sizeof(num), "%g", v);
+	else
+		bson_snprintf(num, sizeof(num), "%lld", (long long)v);
+	return terr_set(err, TERR_BAD_VALUE, "Invalid value for parameter %s: %s is not %s %lld", p->name, num,
+	    p->strict ? "greater than" : "greater than or equal to", (long long)p->min);
+}
+
+/* A value for p as its atomic_llong holds it; errors as mongod's. */
+static int
+param_value_from_bson(const param_t *p, const bson_iter_t *it, long long *out, terr_t *err)
+{
+	if (p->kind == PARAM_BOOL) {
+		*out = bson_iter_as_bool(it);    /* BSONElement::trueValue: any type */
+		return 0;
+	}
+	if (p->kind == PARAM_DOUBLE) {
+		double d;
+		if (!BSON_ITER_HOLDS_NUMBER(it) && !BSON_ITER_HOLDS_DECIMAL128(it) && !BSON_ITER_HOLDS_BOOL(it))
+			return terr_set(err, TERR_BAD_VALUE, "Failed validating %s: Unable to coerce value to double",
+			    p->name);
+		d = BSON_ITER_HOLDS_BOOL(it) ? (double)bson_iter_bool(it) :
+		    bv_as_double(bson_iter_value((bson_iter_t *)it));
+		RET(param_check_bound(p, d, err));
+		*out = engine_double_bits(d);
+		return 0;
+	}
+	{
+		int64_t v = 0;
+		RET(param_coerce_int(p, it, &v, err));
+		RET(param_check_bound(p, (double)v, err));
+		*out = (long long)v;
+	}
+	return 0;
+}
+
+static void
+param_changed(engine_t *e, const param_t *p)
+{
+	if (p->wakes_ttl)
+		ttl_monitor_wake(e->ttl);
+}
+
 CMD_HANDLER(cmd_set_parameter)
 {
 	bson_iter_t it;
@@ -615,7 +720,7 @@ CMD_HANDLER(cmd_set_parameter)
 	while (bson_iter_next(&it)) {
 		const char *k = bson_iter_key(&it);
 		const param_t *p;
-		int64_t v = 0;
+		long long v = 0;
 		bson_t attr;
 
 		if (first || cmd_is_generic_field(k)) {
@@ -623,28 +728,108 @@ CMD_HANDLER(cmd_set_parameter)
 			continue;
 		}
 		p = param_find(k);
-		if (p->kind == PARAM_BOOL) {
-			v = bson_iter_as_bool(&it);    /* BSONElement::trueValue: any type */
-		} else {
-			RET(param_coerce_int(p, &it, &v, err));
-			if (v < p->min || (p->strict && v == p->min))
-				return terr_set(err, TERR_BAD_VALUE, "Invalid value for parameter %s: %lld is not %s %lld",
-				    p->name, (long long)v, p->strict ? "greater than" : "greater than or equal to",
-				    (long long)p->min);
-		}
+		RET(param_value_from_bson(p, &it, &v, err));
 		bson_init(&attr);
 		BSON_APPEND_UTF8(&attr, "parameterName", k);
 		bson_append_iter(&attr, "newValue", -1, &it);
 		param_append(c->engine, &attr, "oldValue", p);
 		if (n == 0)
 			param_append(c->engine, c->reply, "was", p);
-		atomic_store(held_value(c->engine, p), (long long)v);
+		atomic_store(held_value(c->engine, p), v);
+		param_changed(c->engine, p);
 		tlog('I', "COMMAND", 23435, "Successfully set parameter to new value", &attr);
 		bson_destroy(&attr);
 		n++;
 	}
 	if (n == 0)
 		return terr_set(err, TERR_INVALID_OPTIONS, "no option found to set, use help:true to see options ");
+	return 0;
+}
+
+/* A --setParameter value (text) for p, as mongod's setFromString reads it. */
+static int
+param_value_from_string(const param_t *p, const char *s, long long *out, terr_t *err)
+{
+	char *end = NULL;
+
+	errno = 0;
+	switch (p->kind) {
+	case PARAM_BOOL:
+		if (strcmp(s, "true") == 0 || strcmp(s, "1") == 0)
+			*out = 1;
+		else if (strcmp(s, "false") == 0 || strcmp(s, "0") == 0)
+			*out = 0;
+		else
+			return terr_set(err, TERR_BAD_VALUE, "Bad value for parameter \"%s\": Failed to parse boolean: %s",
+			    p->name, s);
+		return 0;
+	case PARAM_DOUBLE: {
+		double d = strtod(s, &end);
+		if (*s == '\0' || end == NULL || *end != '\0' || errno != 0 || d != d)
+			return terr_set(err, TERR_BAD_VALUE, "Bad value for parameter \"%s\": Failed to parse number: %s",
+			    p->name, s);
+		if (param_check_bound(p, d, err) != 0)
+			goto bound;
+		*out = engine_double_bits(d);
+		return 0;
+	}
+	case PARAM_INT: {
+		long long v = strtoll(s, &end, 10);
+		if (*s == '\0' || end == NULL || *end != '\0' || errno != 0 ||
+		    (!p->wide && (v > INT32_MAX || v < INT32_MIN)))
+			return terr_set(err, TERR_BAD_VALUE, "Bad value for parameter \"%s\": Failed to parse number: %s",
+			    p->name, s);
+		if (param_check_bound(p, (double)v, err) != 0)
+			goto bound;
+		*out = v;
+		return 0;
+	}
+	default:
+		return terr_set(err, TERR_NOT_IMPLEMENTED, "setParameter cannot change %s: Tamga holds it fixed",
+		    p->name);
+	}
+bound:
+	{
+		/* "Bad value for parameter "<name>": <the validator's message>" */
+		char *why = bson_strdup(err->msg);
+		terr_clear(err);
+		terr_set(err, TERR_BAD_VALUE, "Bad value for parameter \"%s\": %s", p->name, why);
+		bson_free(why);
+	}
+	return -1;
+}
+
+int
+cmd_admin_startup_parameters(engine_t *e, const bson_t *params_doc, terr_t *err)
+{
+	bson_iter_t it;
+
+	if (params_doc == NULL || !bson_iter_init(&it, params_doc))
+		return 0;
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		const param_t *p = param_find(k);
+		long long v = 0;
+		bson_t attr;
+
+		if (p == NULL)
+			return terr_set(err, TERR_BAD_VALUE, "Illegal --setParameter parameter: \"%s\"", k);
+		if (!p->startup)
+			return terr_set(err, TERR_BAD_VALUE, "Cannot use --setParameter to set \"%s\" at startup", k);
+		if (!p->held)
+			return terr_set(err, TERR_NOT_IMPLEMENTED, "setParameter cannot change %s: Tamga holds it fixed",
+			    k);
+		if (!BSON_ITER_HOLDS_UTF8(&it))
+			return terr_set(err, TERR_BAD_VALUE, "Bad value for parameter \"%s\": not a string", k);
+		RET(param_value_from_string(p, bson_iter_utf8(&it, NULL), &v, err));
+		atomic_store(held_value(e, p), v);
+		param_changed(e, p);
+		bson_init(&attr);
+		BSON_APPEND_UTF8(&attr, "parameter", k);
+		BSON_APPEND_UTF8(&attr, "value", bson_iter_utf8(&it, NULL));
+		tlog('I', "CONTROL", 4539300, "Setting server parameter", &attr);
+		bson_destroy(&attr);
+	}
 	return 0;
 }
 
@@ -704,7 +889,7 @@ CMD_HANDLER(cmd_connection_status)
 	if (cmd_get_bool(c, "showPrivileges", &show, &found, err) != 0)
 		return -1;
 	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "authInfo", &ai);
-	rc = auth_connection_status(c, show, &ai, err);
+	rc = auth_connection_status(&c->client->auth, show, &ai, err);
 	bson_append_document_end(c->reply, &ai);
 	return rc;
 }
@@ -799,7 +984,7 @@ session_user(client_t *cl)
 {
 	char u[256], d[256];
 
-	if (cl == NULL || !auth_client_user(cl, u, sizeof(u), d, sizeof(d)))
+	if (cl == NULL || !auth_client_user(&cl->auth, u, sizeof(u), d, sizeof(d)))
 		return NULL;
 	return bson_strdup_printf("%s@%s", u, d);
 }
@@ -1002,7 +1187,7 @@ cmd_admin_session_touch(client_t *cl, const bson_iter_t *lsid)
 		return;
 	user = session_user(cl);
 	/* with access control on, only an authenticated client's sessions count */
-	if (user == NULL && cl != NULL && auth_enabled(cl->engine))
+	if (user == NULL && cl != NULL && engine_auth_enabled(cl->engine))
 		return;
 	session_record(id, user);
 	bson_free(user);

@@ -30,6 +30,18 @@ void cmd_admin_set_process(const cmd_admin_process_t *p);
 /* Free what cmd_admin_set_process copied (at exit; optional). */
 void cmd_admin_clear_process(void);
 
+/*
+ * --setParameter name=value (and the YAML file's setParameter: map): params
+ * is {name: "<value as text>"}, applied in order to the engine's held
+ * parameters (the getParameter / setParameter table) as mongod's
+ * setFromString reads them.  Errors, each 2 BadValue with mongod's text:
+ * "Illegal --setParameter parameter: "<name>"", "Cannot use --setParameter
+ * to set "<name>" at startup", "Bad value for parameter "<name>": ...";
+ * 238 for a parameter Tamga reports but holds fixed.  Call once after
+ * engine_open, before serving.
+ */
+int cmd_admin_startup_parameters(engine_t *e, const bson_t *params, terr_t *err);
+
 /* Reap the engine's cursors idle for longer than timeout_ms; returns how
  * many were closed.  The server calls this every few seconds. */
 int cmd_admin_reap_cursors(engine_t *e, int64_t timeout_ms);

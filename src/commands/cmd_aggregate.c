@@ -49,7 +49,6 @@ src_restore(void *state, storage_session_t *s, terr_t *err)
 	agg_src_t *a = state;
 
 	/* maxTimeMS of the aggregate bounds its first batch only */
-	a->host.deadline_us = 0;
 	agg_exec_set_error_context(a->x, "Executor error during getMore");
 	return agg_exec_restore(a->x, s, err);
 }
@@ -298,7 +297,6 @@ CMD_HANDLER(cmd_aggregate)
 	a->host.bucket_auto_memory_limit = (uint64_t)atomic_load(&c->engine->bucket_auto_memory_limit);
 	a->host.bypass_validation = bypass;
 	a->host.sync = write_concern_sync(c);
-	a->host.deadline_us = c->deadline_us;
 	a->host.ctx = &wctx;
 	a->host.prepare_doc = host_prepare;
 	a->host.check_write = host_check;

@@ -2,14 +2,17 @@
  * cmd_auth.c -- the authentication commands (saslStart, saslContinue,
  * logout, authenticate), hello's speculativeAuthenticate and
  * saslSupportedMechs, and the user and role management commands
- * (createUser ... revokeRolesFromRole), with mongod's replies and errors.
+ * (createUser ... revokeRolesFromRole), with mongod's replies and errors;
+ * and the command layer's side of auth/: the client as auth/ sees it
+ * (auth_conn_t) and the dispatcher's call of the privilege check.
  *
- * Not here: SCRAM itself (auth_scram.c), the privilege check that runs
- * before these handlers (auth_check.c), storage of the documents
- * (auth_users.c).  Passwords are never logged, stored or echoed: only the
+ * Not here: SCRAM itself (auth/auth_scram.c), the privilege check that
+ * runs before these handlers (auth/auth_check.c), storage of the documents
+ * (auth/auth_users.c).  Passwords are never logged, stored or echoed: only the
  * SCRAM credentials derived from them are kept.
  */
-#include "commands/auth_private.h"
+#include "auth/auth.h"
+#include "commands/commands_private.h"
 
 #include <string.h>
 
@@ -38,7 +41,7 @@ creds_lookup(void *arg, const char *user, bson_t *creds)
 	terr_t err = TERR_INIT;
 	bson_iter_t it, m;
 	bson_t doc;
-	int ret = -1;
+	int ret = AUTH_CREDS_NO_MECH;
 
 	s = client_session(lc->c->client, &err);
 	if (s == NULL || auth_store_get(lc->c->engine->st, s, "system.users", lc->db, user, &doc, &err) != 0) {
@@ -118,10 +121,14 @@ conv_end(auth_client_t *ac)
 	ac->conv_db = NULL;
 }
 
-/* mongod's access log lines 20249 / 20250 (never a password or a proof). */
+/* mongod's access log lines 20249 / 20250 (never a password or a proof).
+ * A speculative attempt with a mechanism the user has no credentials for
+ * is routine (every driver tries SCRAM-SHA-256 first): mongod logs it at
+ * debug level 5, here 'D'. */
 static void
 log_auth(cmd_t *c, auth_client_t *ac, bool ok, const terr_t *why)
 {
+	char sev = !ok && why != NULL && ac->speculative && why->code == TERR_MECHANISM_UNAVAILABLE ? 'D' : 'I';
 	const char *user = ac->conv ? auth_scram_user(ac->conv) : NULL;
 	char name[32];
 	bson_t attr, extra;
@@ -139,7 +146,7 @@ log_auth(cmd_t *c, auth_client_t *ac, bool ok, const terr_t *why)
 		BSON_APPEND_UTF8(&attr, "error", e);
 		bson_free(e);
 	}
-	tlog('I', "ACCESS", ok ? 20250 : 20249, ok ? "Authentication succeeded" : "Authentication failed", &attr);
+	tlog(sev, "ACCESS", ok ? 20250 : 20249, ok ? "Authentication succeeded" : "Authentication failed", &attr);
 	bson_destroy(&attr);
 }
 
@@ -217,7 +224,7 @@ sasl_start(cmd_t *c, const bson_t *body, const char *db, const char *cmdname, bs
 	if (bson_iter_init_find(&it, body, "options") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
 	    bson_iter_recurse(&it, &o) && bson_iter_find(&o, "skipEmptyExchange"))
 		skip_empty = bson_iter_as_bool(&o);
-	ac = auth_client_get(c->client);
+	ac = auth_client_get(&c->client->auth);
 	conv_end(ac);
 	if (auth_mech_parse(mech_name, &mech) != 0 || strcmp(db, "$external") == 0) {
 		bson_free(payload);
@@ -239,7 +246,7 @@ CMD_HANDLER(cmd_sasl_start)
 
 CMD_HANDLER(cmd_sasl_continue)
 {
-	auth_client_t *ac = auth_client_peek(c->client);
+	auth_client_t *ac = auth_client_peek(&c->client->auth);
 	bson_iter_t it;
 	uint8_t *payload = NULL;
 	size_t len;
@@ -274,7 +281,7 @@ CMD_HANDLER(cmd_sasl_continue)
 
 CMD_HANDLER(cmd_logout)
 {
-	auth_client_t *ac = auth_client_peek(c->client);
+	auth_client_t *ac = auth_client_peek(&c->client->auth);
 
 	if (ac == NULL)
 		return 0;
@@ -299,8 +306,8 @@ CMD_HANDLER(cmd_authenticate)
 	    "Received authentication for mechanism %s which is not enabled", mech);
 }
 
-int
-auth_speculative_start(cmd_t *c, const bson_t *spec, bson_t *out)
+static int
+speculative_start(cmd_t *c, const bson_t *spec, bson_t *out)
 {
 	terr_t err = TERR_INIT;
 	bson_iter_t it;
@@ -321,7 +328,7 @@ auth_speculative_start(cmd_t *c, const bson_t *spec, bson_t *out)
 }
 
 void
-auth_hello_append(cmd_t *c, bson_t *reply)
+cmd_hello_auth_append(cmd_t *c, bson_t *reply)
 {
 	bson_iter_t it;
 
@@ -369,7 +376,7 @@ auth_hello_append(cmd_t *c, bson_t *reply)
 		uint32_t l;
 		bson_t spec, out;
 		bson_iter_document(&it, &l, &d);
-		if (bson_init_static(&spec, d, l) && auth_speculative_start(c, &spec, &out) == 0) {
+		if (bson_init_static(&spec, d, l) && speculative_start(c, &spec, &out) == 0) {
 			BSON_APPEND_DOCUMENT(reply, "speculativeAuthenticate", &out);
 			bson_destroy(&out);
 		}
@@ -1583,4 +1590,48 @@ CMD_HANDLER(cmd_roles_info)
 	}
 	bson_append_array_end(c->reply, &arr);
 	return ret;
+}
+
+/* ---- auth/ seen from the command layer ------------------------------------------------ */
+
+bool
+engine_auth_enabled(const engine_t *e)
+{
+	return e != NULL && e->opts.auth;
+}
+
+static storage_session_t *
+conn_session(void *arg, terr_t *err)
+{
+	return client_session(arg, err);
+}
+
+void
+cmd_auth_conn_init(client_t *c)
+{
+	c->auth.key = c;
+	c->auth.has_state = &c->has_auth;
+	c->auth.enabled = engine_auth_enabled(c->engine);
+	c->auth.is_local = c->is_local;
+	c->auth.st = c->engine != NULL ? c->engine->st : NULL;
+	c->auth.session = conn_session;
+	c->auth.session_arg = c;
+}
+
+int
+cmd_auth_check(cmd_t *c, const cmd_def_t *def, terr_t *err)
+{
+	auth_ctx_t x;
+
+	if (!c->client->auth.enabled)
+		return 0;
+	/* an unknown command runs nothing: the dispatcher answers 59 */
+	if (def == NULL || (def->flags & CMDF_NO_AUTH))
+		return 0;
+	memset(&x, 0, sizeof(x));
+	x.conn = &c->client->auth;
+	x.name = def->name;
+	x.db = c->db;
+	x.body = c->body;
+	return auth_check_command(&x, err);
 }

@@ -19,6 +19,7 @@
 #include <sys/time.h>
 
 #include "bson/value.h"
+#include "common/checked.h"
 #include "commands/write.h"
 
 /* cmd_catalog.c */
@@ -124,7 +125,7 @@ parse_op(const bson_t *op, int nns, int *kind, int *ns_idx, terr_t *err)
 		    "BSON field 'bulkWrite.ops.%s' is the wrong type '%s', expected types '[long, int, double]'", k,
 		    bv_type_name(v.value_type));
 	if (!bv_as_int64_exact(&v, &idx))
-		idx = (int64_t)bv_as_double(&v);
+		idx = tm_double_to_i64_sat(bv_as_double(&v));
 	if (idx < 0)
 		return terr_set(err, 51024, "BSON field '%s' value must be >= 0, actual value '%lld'", k,
 		    (long long)idx);
@@ -409,6 +410,12 @@ CMD_HANDLER(cmd_bulk_write)
 		sub_view(&it, &op);
 		rc = run_op(c, s, &op, kinds[i], &ns[ns_idx[i]], has_let ? &let : NULL, bypass, sync, now, &r, &n,
 		    &fatal, &e);
+		if (rc != 0 && write_error_is_interruption(&e)) {
+			write_update_result_clear(&r);
+			terr_move(err, &e);
+			ret = -1;
+			goto err;
+		}
 		if (rc != 0) {
 			write_update_result_clear(&r);
 			nerrors++;

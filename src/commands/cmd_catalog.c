@@ -11,8 +11,9 @@
 
 #include "bson/collation.h"
 #include "bson/value.h"
+#include "common/checked.h"
 #include "common/mem.h"
-#include "commands/auth.h"
+#include "auth/auth.h"
 #include "commands/validation.h"
 #include "query/match.h"
 
@@ -328,7 +329,7 @@ cmd_cursor_options(cmd_t *c, cursor_opts_t *o, terr_t *err)
 			return terr_set(err, TERR_TYPE_MISMATCH,
 			    "BSON field '%s.cursor.batchSize' is the wrong type '%s', expected types '[long, int, decimal, double]'",
 			    c->name, bv_type_name(v.value_type));
-		bs = bv_as_int64_exact(&v, &bs) ? bs : (int64_t)bv_as_double(&v);
+		bs = bv_as_int64_exact(&v, &bs) ? bs : tm_double_to_i64_sat(bv_as_double(&v));
 		if (bs < 0)
 			return terr_set(err, 51024,
 			    "BSON field 'batchSize' value must be >= 0, actual value '%lld'", (long long)bs);
@@ -446,6 +447,7 @@ db_sizes(cmd_t *c, const char *db, int64_t *colls_out, int64_t *objects, int64_t
 CMD_HANDLER(cmd_list_databases)
 {
 	static const char *const fields[] = {"filter", "nameOnly", "authorizedDatabases", NULL};
+	bool authorized = false, only_authorized = false;
 	char **names = NULL;
 	int n = 0, i, nout = 0, ret = -1;
 	bool name_only = false, found, found_filter;
@@ -457,6 +459,8 @@ CMD_HANDLER(cmd_list_databases)
 
 	ERR(cmd_check_fields(c, fields, err));
 	ERR(cmd_get_bool(c, "nameOnly", &name_only, &found, err));
+	ERR(cmd_get_bool(c, "authorizedDatabases", &authorized, &found, err));
+	ERR(auth_list_databases_filter(&c->client->auth, found ? &authorized : NULL, &only_authorized, err));
 	ERR(cmd_get_doc(c, "filter", &filter, &found_filter, err));
 	if (found_filter)
 		ERR(match_compile(&filter, NULL, &m, err));
@@ -469,7 +473,7 @@ CMD_HANDLER(cmd_list_databases)
 			bson_destroy(&entry);
 			goto err;
 		}
-		if (!auth_db_visible(c, names[i])) {
+		if (only_authorized && !auth_db_visible(&c->client->auth, names[i])) {
 			bson_destroy(&entry);
 			continue;
 		}

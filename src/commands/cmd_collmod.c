@@ -105,7 +105,6 @@ scan_for_violations(cmd_t *c, storage_coll_t *coll, const bson_t *validator, ter
 	req.match = m;
 	req.borrow = true;
 	ERR(plan_exec_new(&req, &x, err));
-	plan_exec_set_deadline(x, c->deadline_us);
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
 	rc = plan_exec_next(x, s, &doc, err);

@@ -9,6 +9,7 @@
 
 #include "bson/path.h"
 #include "bson/value.h"
+#include "common/checked.h"
 #include "common/mem.h"
 #include "commands/validation.h"
 #include "commands/write.h"
@@ -186,6 +187,12 @@ CMD_HANDLER(cmd_insert)
 	stop_at = nprep;
 	for (i = 0; i < stop_at;) {
 		int group = stop_at - i < 256 ? stop_at - i : 256;
+		/* maxTimeMS / killOp between groups: what is inserted stays, the
+		 * command fails as mongod's interrupted batch does */
+		if (tm_interrupt_check_now(err) != 0) {
+			ret = -1;
+			goto err;
+		}
 		b.from = i;
 		b.to = i + group;
 		if (storage_txn_run(s, insert_txn, &b, sync, &e) == 0) {
@@ -200,6 +207,11 @@ CMD_HANDLER(cmd_insert)
 			if (storage_txn_run(s, insert_txn, &b, sync, &e) == 0) {
 				n++;
 				continue;
+			}
+			if (write_error_is_interruption(&e)) {
+				terr_move(err, &e);
+				ret = -1;
+				goto err;
 			}
 			if (ordered) {
 				/* the batch stops here: a later preparation error is
@@ -478,7 +490,6 @@ CMD_HANDLER(cmd_find)
 	req.match = NULL;
 	if (ret != 0)
 		goto err;
-	plan_exec_set_deadline(x, c->deadline_us);
 	if ((s = client_session(c->client, err)) == NULL) {
 		ret = -1;
 		goto err;
@@ -533,7 +544,7 @@ CMD_HANDLER(cmd_get_more)
 	{
 		char owner_buf[256];
 		return cursor_get_more(c->engine->cursors, s, id, ns, cmd_cursor_owner(c, owner_buf), bs,
-		    c->deadline_us, c->reply, err);
+		    c->max_time_given, c->reply, err);
 	}
 }
 
@@ -598,7 +609,6 @@ delete_txn(storage_session_t *s, void *arg, terr_t *err)
 	req.collation = d->collation;
 	req.borrow = true;
 	RET(plan_exec_new(&req, &x, err));
-	plan_exec_set_deadline(x, d->deadline_us);
 	while ((rc = plan_exec_next_record(x, s, &recid, &doc, err)) == 1) {
 		if (storage_doc_delete(s, d->coll, recid, &doc, err) != 0) {
 			rc = -1;
@@ -705,7 +715,7 @@ CMD_HANDLER(cmd_delete)
 					    bv_type_name(v.value_type));
 					goto err;
 				}
-				limit = (int64_t)bv_as_double(&v);
+				limit = tm_double_to_i64_sat(bv_as_double(&v));
 				if (limit != 0 && limit != 1) {
 					ret = terr_set(err, TERR_FAILED_TO_PARSE,
 					    "The limit field in delete objects must be 0 or 1. Got %lld", (long long)limit);
@@ -728,6 +738,11 @@ CMD_HANDLER(cmd_delete)
 		    cmd_collation(c, &op, coll, &collation, &e) != 0 ||
 		    write_delete_run(c, s, coll, &q, has_let ? &let : NULL, collation, limit == 1, sync, &nd,
 		                     &e) != 0) {
+			if (write_error_is_interruption(&e)) {
+				terr_move(err, &e);
+				ret = -1;
+				goto err;
+			}
 			write_error_append(&write_errors, nerr++, i, &e);
 			terr_clear(&e);
 			if (ordered)
@@ -777,8 +792,12 @@ CMD_HANDLER(cmd_count)
 		goto err;
 	}
 	ERR(cmd_get_int64(c, "limit", &limit, &found, err));
-	if (limit < 0)
-		limit = -limit;   /* a negative limit counts like a positive one */
+	/* a negative limit counts like a positive one, but -2^63 has no
+	 * positive counterpart (mongod's countParseLimit) */
+	if (limit < 0 && tm_i64_neg(limit, &limit)) {
+		ret = terr_set(err, TERR_BAD_VALUE, "limit value for count cannot be min long");
+		goto err;
+	}
 	ERR(cmd_collation_type_check(c, c->body, err));
 	storage_coll_get(c->engine->st, c->db, name, &req.coll, NULL);
 	if (req.coll == NULL && view_exists(c, c->db, name)) {
@@ -817,7 +836,6 @@ CMD_HANDLER(cmd_count)
 		if (ret != 0)
 			goto err;
 		ret = -1;
-		plan_exec_set_deadline(x, c->deadline_us);
 		while ((rc = plan_exec_next(x, s, &doc, err)) == 1)
 			n++;
 		if (rc < 0)
@@ -924,7 +942,6 @@ CMD_HANDLER(cmd_distinct)
 	if (ret != 0)
 		goto err;
 	ret = -1;
-	plan_exec_set_deadline(x, c->deadline_us);
 	while ((rc = plan_exec_next(x, s, &doc, err)) == 1) {
 		bpath_walk(&doc, key, true, distinct_add, &d);
 		if (d.bytes > 16 * 1024 * 1024) {

@@ -403,7 +403,6 @@ CMD_HANDLER(cmd_explain)
 		goto err;
 	ret = -1;
 	t0 = cmd_now_us();
-	plan_exec_set_deadline(x, c->deadline_us);
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
 	if (plan_exec_choose(x, s, err) != 0)

@@ -166,7 +166,6 @@ update_txn(storage_session_t *s, void *arg, terr_t *err)
 	req.borrow = true;
 	if (u->coll != NULL) {
 		RET(plan_exec_new(&req, &x, err));
-		plan_exec_set_deadline(x, u->deadline_us);
 	}
 	while (x != NULL && (rc = u->sort != NULL ? next_sorted_record(x, s, u->coll, &recid, &doc, err) :
 	                          plan_exec_next_record(x, s, &recid, &doc, err)) == 1) {
@@ -456,6 +455,10 @@ CMD_HANDLER(cmd_update)
 				bson_append_document_end(&upserted, &entry);
 			}
 			write_update_result_clear(&r);
+		} else if (write_error_is_interruption(&e)) {
+			terr_move(err, &e);
+			ret = -1;
+			goto err;
 		} else {
 			write_error_append(&write_errors, nerr++, i, &e);
 			terr_clear(&e);

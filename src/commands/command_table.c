@@ -83,6 +83,9 @@ CMD_HANDLER(cmd_end_sessions);
 CMD_HANDLER(cmd_start_session);
 CMD_HANDLER(cmd_shutdown);
 CMD_HANDLER(cmd_end_transaction);
+/* cmd_currentop.c */
+CMD_HANDLER(cmd_current_op);
+CMD_HANDLER(cmd_kill_op);
 
 static const cmd_def_t commands[] = {
 	/* aggregation: cmd_aggregate.c */
@@ -108,6 +111,9 @@ static const cmd_def_t commands[] = {
 	{"shutdown", NULL, cmd_shutdown, CMDF_ADMIN_ONLY, "stop the server cleanly"},
 	{"startSession", NULL, cmd_start_session, CMDF_NONE, "start a logical session"},
 	{"whatsmyuri", NULL, cmd_whatsmyuri, CMDF_NO_AUTH, "the client's address as the server sees it"},
+	/* running operations: cmd_currentop.c */
+	{"currentOp", NULL, cmd_current_op, CMDF_ADMIN_ONLY, "the operations running now"},
+	{"killOp", NULL, cmd_kill_op, CMDF_ADMIN_ONLY, "interrupt a running operation"},
 	/* catalog: cmd_catalog.c */
 	{"collMod", NULL, cmd_coll_mod, CMDF_WRITE, "change a collection's options (validation)"},
 	{"collStats", NULL, cmd_coll_stats, CMDF_NONE, "storage statistics of a collection"},

@@ -18,6 +18,7 @@
 #include <bson/bson.h>
 
 #include "common/error.h"
+#include "common/opctx.h"
 #include "storage/storage.h"
 
 typedef struct engine engine_t;
@@ -34,6 +35,16 @@ int engine_open(const char *path, const engine_options_t *opts, engine_t **out, 
 void engine_close(engine_t *e);
 storage_t *engine_storage(engine_t *e);
 
+/* The ingress connection establishment rate limiter's parameters, as
+ * setParameter left them (the server reads them for each new connection). */
+typedef struct engine_ingress_limits {
+	bool enabled;
+	int64_t rate_per_sec;          /* >= 1 */
+	double burst_capacity_secs;    /* >= 1 */
+	int64_t max_queue_depth;       /* >= 0 */
+} engine_ingress_limits_t;
+void engine_ingress_limits(engine_t *e, engine_ingress_limits_t *out);
+
 /* Set by the server when `shutdown` arrives; the server polls it. */
 bool engine_shutdown_requested(engine_t *e);
 
@@ -42,6 +53,9 @@ typedef struct engine_counters {
 	int64_t insert, query, update, delete_, getmore, command;
 	int64_t connections_current, connections_total;
 	int64_t bytes_in, bytes_out, requests;
+	/* connections refused by the establishment rate limiter, and waiting
+	 * in its queue now */
+	int64_t ingress_rejected, ingress_queued;
 } engine_counters_t;
 engine_counters_t *engine_counters(engine_t *e);
 
@@ -104,6 +118,9 @@ typedef struct cmd {
 	const char *name;          /* the command name as sent (first key) */
 	bson_iter_t first;         /* iterator on the first element (the command's argument) */
 	int64_t deadline_us;       /* absolute monotonic deadline from maxTimeMS, 0 = none */
+	tm_opctx_t op;             /* this command's operation (currentOp / killOp / the
+	                            * interrupt check): begun and ended by the dispatcher */
+	bool max_time_given;       /* the request named a non-null maxTimeMS */
 	bson_t *reply;             /* handler appends its fields; ok is added by the dispatcher */
 	cmd_args_t args;           /* args.c's field index; body must not change while in use */
 } cmd_t;
@@ -132,8 +149,10 @@ typedef struct cmd_def {
 const cmd_def_t *cmd_lookup(const char *name);
 const cmd_def_t *cmd_table(int *n);
 
-/* True once the deadline has passed; sets 50 MaxTimeMSExpired
- * ("operation exceeded time limit") in err. */
+/* True once the command must stop: its deadline has passed (50
+ * MaxTimeMSExpired "operation exceeded time limit") or killOp marked it
+ * (11601 "operation was interrupted"); err set.  Reads the clock now
+ * (tm_interrupt_check_now); loops use tm_interrupt_check. */
 bool cmd_check_deadline(const cmd_t *c, terr_t *err);
 
 /* Monotonic clock in microseconds. */

@@ -8,7 +8,9 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
+#include "auth/auth.h"
 #include "commands/commands.h"
 #include "commands/cursor.h"
 
@@ -32,7 +34,55 @@ struct engine {
 	atomic_llong sort_memory_limit;
 	atomic_llong group_memory_limit;
 	atomic_llong bucket_auto_memory_limit;
+	/* ttlMonitorSleepSecs (60) and ttlMonitorEnabled (1): read by the TTL
+	 * monitor before each sleep (query/planner_ttl.h) */
+	atomic_llong ttl_monitor_sleep_secs;
+	atomic_llong ttl_monitor_enabled;
+	/* the ingress connection establishment rate limiter (server/ reads
+	 * them through engine_ingress_limits): enabled (0), rate per second
+	 * (INT32_MAX), burst capacity in seconds (a double's bits, DBL_MAX),
+	 * queue depth (0) */
+	atomic_llong ingress_rate_limiter_enabled;
+	atomic_llong ingress_rate_per_sec;
+	atomic_llong ingress_burst_capacity_secs;
+	atomic_llong ingress_max_queue_depth;
+	/* enableTestCommands (startup only; engine_test_commands_enabled) and
+	 * requireApiVersion (startup and runtime) */
+	atomic_llong enable_test_commands;
+	atomic_llong require_api_version;
 };
+
+/* A double held in an atomic_llong row (its bits) and back. */
+static inline long long
+engine_double_bits(double d)
+{
+	long long v;
+
+	memcpy(&v, &d, sizeof(v));
+	return v;
+}
+
+static inline double
+engine_bits_double(long long v)
+{
+	double d;
+
+	memcpy(&d, &v, sizeof(d));
+	return d;
+}
+
+/*
+ * True when the server was started with enableTestCommands (--setParameter
+ * enableTestCommands=1, or setParameter: in the YAML file).  Startup only,
+ * as mongod: setParameter at runtime answers 20.  What test-only commands
+ * (configureFailPoint, ...) check before they run; without it they answer
+ * 59 CommandNotFound as mongod's unregistered test commands do.
+ */
+static inline bool
+engine_test_commands_enabled(engine_t *e)
+{
+	return atomic_load(&e->enable_test_commands) != 0;
+}
 
 struct client {
 	engine_t *engine;
@@ -48,6 +98,7 @@ struct client {
 	int64_t lsid_seen_ms;
 	uint64_t lsid_seen_gen;
 	bool has_auth;                   /* the auth layer keeps state for it (auth_client_get) */
+	auth_conn_t auth;                /* the client as auth/ sees it (cmd_auth_conn_init) */
 };
 
 /* A client in memory the caller owns (the embedded API's, on its stack):
@@ -55,6 +106,26 @@ struct client {
  * (session, auth state) as client_free does, without freeing c itself. */
 void client_init(client_t *c, engine_t *e, const client_info_t *info);
 void client_release(client_t *c);
+
+/* ---- auth/ seen from the command layer (cmd_auth.c) ----------------------- */
+
+/* Auth on for this engine (engine_options_t.auth). */
+bool engine_auth_enabled(const engine_t *e);
+/* Fill c->auth from c (its engine, storage, session, loopback flag); from
+ * client_init. */
+void cmd_auth_conn_init(client_t *c);
+/* The dispatcher's privilege check before def's handler runs: 0 when auth
+ * is off, def is NULL (the dispatcher answers 59) or has CMDF_NO_AUTH;
+ * otherwise auth_check_command's answer for the command. */
+int cmd_auth_check(cmd_t *c, const cmd_def_t *def, terr_t *err);
+/* hello/isMaster: when the hello document has saslSupportedMechs
+ * ("db.user") append saslSupportedMechs: [...] (the default pair for a user
+ * that does not exist, so the reply never tells); when it has
+ * speculativeAuthenticate ({saslStart: 1, mechanism, payload, db}) run the
+ * first SASL step and append speculativeAuthenticate: {conversationId,
+ * done, payload} -- on any failure nothing is appended, as mongod.  Never
+ * fails the hello. */
+void cmd_hello_auth_append(cmd_t *c, bson_t *reply);
 
 /* ---- argument helpers (mongod IDL messages) ------------------------------ */
 

@@ -14,6 +14,7 @@
 
 #include "bson/value.h"
 #include "common/mem.h"
+#include "common/opctx.h"
 #include "common/version.h"
 
 typedef struct cursor {
@@ -27,6 +28,7 @@ typedef struct cursor {
 	int64_t last_used_ms;
 	bson_t *pending;       /* a document read ahead that did not fit the last batch */
 	size_t last_bytes;     /* the documents' size in the last batch: the next one's room */
+	int64_t time_left_us;  /* what remains of the find's maxTimeMS (0 = none) */
 	struct cursor *next;
 } cursor_t;
 
@@ -127,8 +129,7 @@ key_next(char *key, int *len)
  */
 static int
 fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batch_size,
-    int64_t *limit, bson_t **pending, bool *exhausted, size_t *bytes_out, int64_t deadline_us,
-    terr_t *err)
+    int64_t *limit, bson_t **pending, bool *exhausted, size_t *bytes_out, terr_t *err)
 {
 	int64_t n = 0;
 	size_t bytes = 0;
@@ -172,12 +173,8 @@ fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batc
 		n++;
 		if (*limit > 0)
 			(*limit)--;
-		if (deadline_us != 0 && (n & 63) == 0) {
-			struct timespec ts;
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			if ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 > deadline_us)
-				return terr_set(err, TERR_MAX_TIME_MS_EXPIRED, "operation exceeded time limit");
-		}
+		if (tm_interrupt_check(err) != 0)
+			return -1;
 	}
 	if (*limit == 0)
 		*exhausted = true;
@@ -235,7 +232,7 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 	if (limit > 0 && (bs < 0 || bs > limit))
 		bs = limit;
 	batch_open(reply, "firstBatch", 480, &cur, &arr);
-	if (fill_batch(src, s, &arr, bs, &limit, &pending, &exhausted, &bytes, 0, err) != 0) {
+	if (fill_batch(src, s, &arr, bs, &limit, &pending, &exhausted, &bytes, err) != 0) {
 		batch_close(reply, &cur, &arr, true, 0, ns);
 		if (pending)
 			bson_destroy(pending);
@@ -263,6 +260,13 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		c->last_used_ms = mono_ms();
 		c->pending = pending;
 		c->last_bytes = bytes;
+		/* maxTimeMS bounds the cursor's whole work, as mongod's leftover
+		 * time: what the first batch did not use goes to the getMores */
+		if (tm_opctx_deadline() != 0) {
+			c->time_left_us = tm_opctx_deadline() - tm_now_us();
+			if (c->time_left_us < 1)
+				c->time_left_us = 1;
+		}
 		pthread_mutex_lock(&r->lock);
 		id = new_id(r);
 		c->id = id;
@@ -294,7 +298,7 @@ take(cursor_registry_t *r, int64_t id, bool remove)
 
 int
 cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const char *ns,
-                const char *owner, int64_t batch_size, int64_t deadline_us, bson_t *reply,
+                const char *owner, int64_t batch_size, bool max_time_given, bson_t *reply,
                 terr_t *err)
 {
 	cursor_t *c;
@@ -327,16 +331,25 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 		return terr_set(err, 20 /* IllegalOperation? mongod: CursorInUse */,
 		    "Cursor already in use (namespace: '%s', id: %lld).", ns, (long long)id);
 	}
+	if (max_time_given) {
+		/* no cursor here is tailable (awaitData): mongod refuses the field */
+		pthread_mutex_unlock(&r->lock);
+		return terr_set(err, TERR_BAD_VALUE,
+		    "cannot set maxTimeMS on getMore command for a non-awaitData cursor");
+	}
 	c->busy = true;
 	pthread_mutex_unlock(&r->lock);
 
+	int64_t t0 = tm_now_us();
+	if (c->time_left_us != 0)
+		tm_opctx_set_deadline(t0 + c->time_left_us);
 	src = &c->src;
 	batch_open(reply, "nextBatch", c->last_bytes + c->last_bytes / 8, &cur, &arr);
 	if (src->restore != NULL && src->restore(src->state, s, err) != 0) {
 		rc = -1;
 	} else {
 		rc = fill_batch(src, s, &arr, batch_size > 0 ? batch_size : -1, &c->limit, &c->pending,
-		    &exhausted, &bytes, deadline_us, err);
+		    &exhausted, &bytes, err);
 		if (rc == 0 && !exhausted && src->save != NULL)
 			rc = src->save(src->state, err);
 	}
@@ -344,6 +357,11 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 	pthread_mutex_lock(&r->lock);
 	c->busy = false;
 	c->last_used_ms = mono_ms();
+	if (c->time_left_us != 0) {
+		c->time_left_us -= tm_now_us() - t0;
+		if (c->time_left_us < 1)
+			c->time_left_us = 1;
+	}
 	c->last_bytes = bytes;
 	if (rc != 0 || exhausted)
 		take(r, id, true);

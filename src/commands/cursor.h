@@ -68,9 +68,12 @@ int cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *n
  * ("Requested getMore on namespace '<ns>', but cursor belongs to a different
  * namespace <ns2>"), 13 "cursor id <id> was not created by the authenticated
  * user" when owner (the caller's "user@db", NULL without auth) differs from
- * the one recorded when the cursor was made. */
+ * the one recorded when the cursor was made.  2 BadValue "cannot set
+ * maxTimeMS on getMore command for a non-awaitData cursor" when
+ * max_time_given.  The operation's deadline is the cursor's leftover time:
+ * the originating command's maxTimeMS less what its batches used. */
 int cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const char *ns,
-                    const char *owner, int64_t batch_size, int64_t deadline_us, bson_t *reply,
+                    const char *owner, int64_t batch_size, bool max_time_given, bson_t *reply,
                     terr_t *err);
 
 /* killCursors: appends cursorsKilled/NotFound/Alive/Unknown arrays. */

@@ -7,7 +7,7 @@
  * $db...), counting, and turning a terr_t into mongod's error reply.
  */
 #include "commands/commands_private.h"
-#include "commands/auth.h"
+#include "auth/auth.h"
 #include "commands/validation.h"
 #include "query/keygen.h"
 #include "query/sort.h"
@@ -15,20 +15,19 @@
 
 #include <pthread.h>
 #include <errno.h>
+#include <float.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
+#include "common/checked.h"
 #include "common/log.h"
 #include "common/version.h"
 
 int64_t
 cmd_now_us(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return tm_now_us();
 }
 
 static int64_t
@@ -61,7 +60,15 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 	/* secondary-index keys come from the query layer's key generator */
 	query_keygen_register(e->st);
 	storage_set_write_check(e->st, validation_recheck);
-	if (ttl_monitor_start(e->st, 60, &e->ttl, err) != 0) {
+	atomic_init(&e->ttl_monitor_sleep_secs, 60);
+	atomic_init(&e->ttl_monitor_enabled, 1);
+	atomic_init(&e->ingress_rate_limiter_enabled, 0);
+	atomic_init(&e->ingress_rate_per_sec, INT32_MAX);
+	atomic_init(&e->ingress_burst_capacity_secs, engine_double_bits(DBL_MAX));
+	atomic_init(&e->ingress_max_queue_depth, 0);
+	atomic_init(&e->enable_test_commands, 0);
+	atomic_init(&e->require_api_version, 0);
+	if (ttl_monitor_start(e->st, &e->ttl_monitor_sleep_secs, &e->ttl_monitor_enabled, &e->ttl, err) != 0) {
 		bson_free(e->tmp_dir);
 		storage_close(e->st);
 		bson_free(e);
@@ -104,6 +111,15 @@ engine_shutdown_requested(engine_t *e)
 	return atomic_load(&e->shutdown);
 }
 
+void
+engine_ingress_limits(engine_t *e, engine_ingress_limits_t *out)
+{
+	out->enabled = atomic_load(&e->ingress_rate_limiter_enabled) != 0;
+	out->rate_per_sec = atomic_load(&e->ingress_rate_per_sec);
+	out->burst_capacity_secs = engine_bits_double(atomic_load(&e->ingress_burst_capacity_secs));
+	out->max_queue_depth = atomic_load(&e->ingress_max_queue_depth);
+}
+
 engine_counters_t *
 engine_counters(engine_t *e)
 {
@@ -131,12 +147,13 @@ client_init(client_t *c, engine_t *e, const client_info_t *info)
 	} else {
 		c->is_local = true;
 	}
+	cmd_auth_conn_init(c);
 }
 
 void
 client_release(client_t *c)
 {
-	auth_client_forget(c);
+	auth_client_forget(c, &c->has_auth);
 	if (c->session != NULL)
 		storage_session_pool_put(c->engine->st, c->session);
 	c->session = NULL;
@@ -187,11 +204,8 @@ client_metadata(const client_t *c)
 bool
 cmd_check_deadline(const cmd_t *c, terr_t *err)
 {
-	if (c->deadline_us != 0 && cmd_now_us() > c->deadline_us) {
-		terr_set(err, TERR_MAX_TIME_MS_EXPIRED, "operation exceeded time limit");
-		return true;
-	}
-	return false;
+	(void)c;
+	return tm_interrupt_check_now(err) != 0;
 }
 
 /* maxTimeMS: a non-negative integral number; mongod's messages. */
@@ -209,9 +223,8 @@ parse_max_time(cmd_t *c, terr_t *err)
 		ms = bson_iter_int64(&it);
 	else if (BSON_ITER_HOLDS_DOUBLE(&it)) {
 		double d = bson_iter_double(&it);
-		if (d != (double)(int64_t)d)
+		if (!tm_double_to_i64(d, &ms) || d != (double)ms)
 			return terr_set(err, TERR_BAD_VALUE, "maxTimeMS has non-integral value");
-		ms = (int64_t)d;
 	} else if (BSON_ITER_HOLDS_NULL(&it)) {
 		return 0;
 	} else {
@@ -223,8 +236,11 @@ parse_max_time(cmd_t *c, terr_t *err)
 	if (ms > INT32_MAX)
 		return terr_set(err, TERR_BAD_VALUE, "%lld value for maxTimeMS is out of range [0, 2147483647]",
 		    (long long)ms);
-	if (ms > 0)
-		c->deadline_us = cmd_now_us() + ms * 1000;
+	c->max_time_given = true;
+	if (ms > 0) {
+		c->deadline_us = c->op.start_us + ms * 1000;
+		tm_opctx_set_deadline(c->deadline_us);
+	}
 	return 0;
 }
 
@@ -320,6 +336,7 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	terr_t *er = err ? err : &local;
 	const cmd_def_t *def;
 	cmd_t c;
+	bool op_begun = false;
 	int rc;
 
 	bson_init(reply);
@@ -349,9 +366,23 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 		terr_set(er, TERR_UNAUTHORIZED, "%s may only be run against the admin database.", c.name);
 		goto fail;
 	}
+	/* from here on the command is an operation: currentOp lists it, killOp
+	 * and its maxTimeMS interrupt it (common/opctx.h) */
+	tm_opctx_begin(&c.op, &c);
+	op_begun = true;
 	if (parse_max_time(&c, er) != 0)
 		goto fail;
-	if (auth_check_command(&c, def, er) != 0)
+	/* requireApiVersion: every command of a connection names apiVersion
+	 * (the embedded API is an internal client, as mongod's direct ones) */
+	if (atomic_load(&e->require_api_version) != 0 && cl != NULL && cl->connection_id > 0) {
+		bson_iter_t av;
+		if (!cmd_find_field(&c, "apiVersion", &av)) {
+			terr_set(er, 498870,
+			    "The apiVersion parameter is required, please configure your MongoClient's API version");
+			goto fail;
+		}
+	}
+	if (cmd_auth_check(&c, def, er) != 0)
 		goto fail;
 	/* Tamga runs as a standalone mongod: no transactions and no retryable
 	 * writes, refused before anything runs (drivers and frameworks test for
@@ -366,6 +397,11 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	__atomic_fetch_add(&e->counters.command, 1, __ATOMIC_RELAXED);
 
 	rc = def->handler(&c, er);
+	/* what follows must complete whatever happened to the command (a
+	 * reload of the views after a partial write): outside the operation,
+	 * so neither its deadline nor a killOp can cut it short */
+	tm_opctx_end(&c.op);
+	op_begun = false;
 	/* a direct write to system.views (any of its statements may have been
 	 * applied, even when the command failed): the views are what it holds
 	 * now, as mongod reloads its view catalog */
@@ -387,10 +423,14 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	    (strcmp(bson_iter_utf8(&c.first, NULL), "system.users") == 0 ||
 	     strcmp(bson_iter_utf8(&c.first, NULL), "system.roles") == 0))
 		auth_invalidate_cache();
+	if (op_begun)
+		tm_opctx_end(&c.op);
 	terr_clear(&local);
 	return 0;
 
 fail:
+	if (op_begun)
+		tm_opctx_end(&c.op);
 	error_reply(reply, er);
 	rc = er->code;
 	terr_clear(&local);

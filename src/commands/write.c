@@ -289,6 +289,18 @@ write_common_flags(cmd_t *c, bool *ordered, bool *bypass, terr_t *err)
 	return 0;
 }
 
+bool
+write_error_is_interruption(const terr_t *err)
+{
+	/* error_codes.yml's Interruption category */
+	static const int codes[] = {TERR_MAX_TIME_MS_EXPIRED, TERR_INTERRUPTED, 11600, 11602, 279, 46841, 0};
+
+	for (int i = 0; codes[i] != 0; i++)
+		if (err->code == codes[i])
+			return true;
+	return false;
+}
+
 void
 write_error_append(bson_t *write_errors, int pos, int index, const terr_t *err)
 {

@@ -61,6 +61,12 @@ typedef struct write_batch {
 int write_batch_args(cmd_t *c, const char *const *known, const char *field, write_batch_t *w,
                      terr_t *err);
 
+/* True for mongod's Interruption codes (50 MaxTimeMSExpired, 11601
+ * Interrupted, 11600 InterruptedAtShutdown, 11602, 279 ClientDisconnect,
+ * 46841 ClientMarkedKilled): those fail the whole write command instead of
+ * becoming a writeErrors entry, as mongod's handleError rethrows them. */
+bool write_error_is_interruption(const terr_t *err);
+
 /* Append {index, code, <extra fields>, errmsg} (and errInfo where err has it)
  * to the writeErrors array being built, at position pos. */
 void write_error_append(bson_t *write_errors, int pos, int index, const terr_t *err);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "bson/value.h"
+#include "common/checked.h"
 #include "expr/decimal.h"
 
 static bool
@@ -71,7 +72,7 @@ date_add_number(int64_t *ms, const bson_value_t *v, bool subtract, const char *w
 	default:
 		return terr_set(err, TERR_OVERFLOW, "%s", what);
 	}
-	if (subtract ? __builtin_sub_overflow(*ms, x, ms) : __builtin_add_overflow(*ms, x, ms))
+	if (subtract ? tm_i64_sub(*ms, x, ms) : tm_i64_add(*ms, x, ms))
 		return terr_set(err, TERR_OVERFLOW, "%s", what);
 	return 0;
 }
@@ -136,7 +137,7 @@ eval_subtract(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 			int64_t x, y, r;
 			expr_num_get_int64(&a, &x);
 			expr_num_get_int64(&b, &y);
-			if (__builtin_sub_overflow(x, y, &r))
+			if (tm_i64_sub(x, y, &r))
 				expr_set_double(out, (double)x - (double)y);
 			else if (t == EXPR_NUM_INT64)
 				expr_set_int64(out, r);
@@ -152,7 +153,7 @@ eval_subtract(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	if (a.value_type == BSON_TYPE_DATE_TIME) {
 		if (b.value_type == BSON_TYPE_DATE_TIME) {
 			int64_t r;
-			if (__builtin_sub_overflow(a.value.v_datetime, b.value.v_datetime, &r))
+			if (tm_i64_sub(a.value.v_datetime, b.value.v_datetime, &r))
 				r = (int64_t)((uint64_t)a.value.v_datetime - (uint64_t)b.value.v_datetime);
 			expr_set_int64(out, r);
 			return 0;
@@ -201,7 +202,7 @@ eval_multiply(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		if (t != EXPR_NUM_DOUBLE) {
 			int64_t x;
 			expr_num_get_int64(&v, &x);
-			if (__builtin_mul_overflow(lprod, x, &lprod))
+			if (tm_i64_mul(lprod, x, &lprod))
 				t = EXPR_NUM_DOUBLE;
 		}
 	}
@@ -514,10 +515,10 @@ eval_pow(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		bool ovf = false;
 		while (ee > 0 && !ovf) {
 			if (ee & 1)
-				ovf |= __builtin_mul_overflow(r, bb, &r);
+				ovf |= tm_i64_mul(r, bb, &r);
 			ee >>= 1;
 			if (ee > 0)
-				ovf |= __builtin_mul_overflow(bb, bb, &bb);
+				ovf |= tm_i64_mul(bb, bb, &bb);
 		}
 		if (ovf) {
 			expr_set_double(out, pow((double)bl, (double)el));

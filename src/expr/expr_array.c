@@ -51,6 +51,43 @@ set_array(expr_env_t *env, bson_value_t *out, const bson_value_t *vals, size_t n
 	expr_set_doc_from(env, out, &b, true);
 }
 
+/*
+ * Stable bottom-up merge sort of n items of size bytes (cmp with ctx), with
+ * the operation's interrupt check on every item moved: an array of a
+ * million elements sorts in O(n log n) and stops at maxTimeMS / killOp.
+ * The scratch buffer comes from env's arena.
+ */
+typedef int (*msort_cmp_fn)(const void *a, const void *b, void *ctx);
+
+static int
+msort(expr_env_t *env, void *base, size_t n, size_t size, msort_cmp_fn cmp, void *ctx, terr_t *err)
+{
+	char *src = base, *dst, *t;
+
+	if (n < 2)
+		return 0;
+	dst = expr_env_alloc(env, n * size);
+	for (size_t w = 1; w < n; w = w * 2) {
+		for (size_t lo = 0; lo < n; lo += 2 * w) {
+			size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+			size_t i = lo, j = mid, k = lo;
+			while (k < hi) {
+				if (j >= hi || (i < mid && cmp(src + i * size, src + j * size, ctx) <= 0))
+					memcpy(dst + k++ * size, src + i++ * size, size);
+				else
+					memcpy(dst + k++ * size, src + j++ * size, size);
+				RET(tm_interrupt_check(err));
+			}
+		}
+		t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != base)
+		memcpy(base, src, n * size);
+	return 0;
+}
+
 static int
 fail_value(terr_t *err, int code, const char *fmt, const bson_value_t *v)
 {
@@ -148,8 +185,13 @@ eval_concat_arrays(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *
 	for (size_t i = 0; i < e->nargs; i++) {
 		bson_iter_t it;
 		expr_iter_init(&it, &vals[i]);
-		while (bson_iter_next(&it))
+		while (bson_iter_next(&it)) {
 			expr_array_append(&b, &idx, bson_iter_value(&it));
+			if (tm_interrupt_check(err) != 0) {
+				bson_destroy(&b);
+				return -1;
+			}
+		}
 	}
 	expr_set_doc_from(env, out, &b, true);
 	return 0;
@@ -282,6 +324,7 @@ eval_filter(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		bson_value_t el = *bson_iter_value(&it);
 		bool keep;
 		expr_env_bind(env, e->var, &el);
+		ERR(tm_interrupt_check(err));
 		ERR(expr_eval_bool(e->args[1], env, &keep, err));
 		if (keep)
 			expr_array_append(&b, &idx, &el);
@@ -337,6 +380,7 @@ eval_map(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	while (bson_iter_next(&it)) {
 		bson_value_t el = *bson_iter_value(&it), r;
 		expr_env_bind(env, e->var, &el);
+		ERR(tm_interrupt_check(err));
 		ERR(expr_eval(e->args[1], env, &r, err));
 		expr_array_append(&b, &idx, &r);
 		if (b.len > EXPR_MAX_VALUE_BYTES) {
@@ -404,6 +448,7 @@ eval_reduce(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		bson_value_t el = *bson_iter_value(&it), r;
 		expr_env_bind(env, e->var, &el);
 		expr_env_bind(env, e->var2, &acc);
+		RET(tm_interrupt_check(err));
 		RET(expr_eval(e->args[2], env, &r, err));
 		acc = r;
 	}
@@ -425,6 +470,7 @@ eval_in(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		return terr_set(err, 40081, "$in requires an array as a second argument, found: %s", expr_type_name(&a));
 	expr_iter_init(&it, &a);
 	while (bson_iter_next(&it)) {
+		RET(tm_interrupt_check(err));
 		if (expr_compare(&x, bson_iter_value(&it), e->coll) == 0) {
 			expr_set_bool(out, true);
 			return 0;
@@ -477,6 +523,7 @@ eval_index_of_array(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t 
 	if (bounds[1] > (int64_t)n)
 		bounds[1] = (int64_t)n;
 	for (int64_t i = bounds[0]; i < bounds[1]; i++) {
+		RET(tm_interrupt_check(err));
 		if (expr_compare(&el[i], &x, e->coll) == 0) {
 			expr_set_int32(out, (int32_t)i);
 			return 0;
@@ -543,6 +590,10 @@ eval_range(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		if (arr.len > 16 * 1024 * 1024) {
 			bson_destroy(&arr);
 			return terr_set(err, TERR_BSON_OBJECT_TOO_LARGE, "$range result exceeds the maximum document size");
+		}
+		if (tm_interrupt_check(err) != 0) {
+			bson_destroy(&arr);
+			return -1;
 		}
 	}
 	expr_set_doc_from(env, out, &arr, true);
@@ -659,6 +710,7 @@ elements_true(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err, 
 		                expr_type_name(&a));
 	expr_iter_init(&it, &a);
 	while (bson_iter_next(&it)) {
+		RET(tm_interrupt_check(err));
 		bool t = expr_value_truthy(bson_iter_value(&it));
 		if (all && !t) {
 			expr_set_bool(out, false);
@@ -799,6 +851,11 @@ eval_zip(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 				expr_set_null(&v);
 			expr_array_append(&row, &ridx, &v);
 		}
+		if (tm_interrupt_check(err) != 0) {
+			bson_destroy(&row);
+			bson_destroy(&b);
+			return -1;
+		}
 		char k[16];
 		const char *key;
 		size_t kl = bson_uint32_to_string(idx++, &key, k, sizeof(k));
@@ -909,6 +966,18 @@ sort_item_cmp(const sort_spec_t *spec, const sort_item_t *a, const sort_item_t *
 	return a->pos < b->pos ? -1 : (a->pos > b->pos ? 1 : 0);
 }
 
+typedef struct sort_ctx {
+	const sort_spec_t *spec;
+	const coll_t *coll;
+} sort_ctx_t;
+
+static int
+sort_item_cmp_ctx(const void *a, const void *b, void *ctx)
+{
+	const sort_ctx_t *sc = ctx;
+	return sort_item_cmp(sc->spec, a, b, sc->coll);
+}
+
 static int
 eval_sort_array(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 {
@@ -939,15 +1008,9 @@ eval_sort_array(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err
 				expr_set_missing(&items[i].keys[k]);
 		}
 	}
-	/* stable insertion sort (qsort has no context argument in C11) */
-	for (size_t i = 1; i < n; i++) {
-		sort_item_t t = items[i];
-		size_t j = i;
-		while (j > 0 && sort_item_cmp(spec, &items[j - 1], &t, e->coll) > 0) {
-			items[j] = items[j - 1];
-			j--;
-		}
-		items[j] = t;
+	{
+		sort_ctx_t sc = {spec, e->coll};
+		RET(msort(env, items, n, sizeof(*items), sort_item_cmp_ctx, &sc, err));
 	}
 	for (size_t i = 0; i < n; i++)
 		el[i] = items[i].v;
@@ -957,29 +1020,91 @@ eval_sort_array(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err
 
 /* ---- sets -------------------------------------------------------------------- */
 
-/* Distinct values of an array (first occurrences, in order). */
-static bson_value_t *
-distinct(expr_env_t *env, const bson_value_t *a, size_t *n, const coll_t *coll)
+/*
+ * Sets are sorted vectors (expr_compare under the expression's collation):
+ * building one is O(n log n), a membership test a binary search, so set
+ * operators over arrays of a million elements stay far from quadratic.
+ * Of values comparing equal (1, 1.0, NumberLong(1)) the first occurrence is
+ * the one kept, as mongod's value sets keep the first inserted.
+ */
+typedef struct pos_value {
+	bson_value_t v;
+	size_t pos;
+} pos_value_t;
+
+static int
+pos_value_cmp(const void *a, const void *b, void *coll)
 {
-	size_t cnt, k = 0;
-	bson_value_t *el = arr_elems(env, a, &cnt);
-	for (size_t i = 0; i < cnt; i++) {
-		bool dup = false;
-		for (size_t j = 0; j < k && !dup; j++)
-			dup = expr_compare(&el[j], &el[i], coll) == 0;
-		if (!dup)
-			el[k++] = el[i];
-	}
-	*n = k;
-	return el;
+	const pos_value_t *x = a, *y = b;
+	int c = expr_compare(&x->v, &y->v, coll);
+
+	if (c != 0)
+		return c;
+	return x->pos < y->pos ? -1 : (x->pos > y->pos ? 1 : 0);
 }
 
+static int
+pos_only_cmp(const void *a, const void *b, void *ctx)
+{
+	const pos_value_t *x = a, *y = b;
+
+	(void)ctx;
+	return x->pos < y->pos ? -1 : (x->pos > y->pos ? 1 : 0);
+}
+
+/* The n values of vals as a set: *out sorted and distinct (first
+ * occurrences), or in their first occurrences' order when keep_order. */
+static int
+set_build(expr_env_t *env, const bson_value_t *vals, size_t n, bool keep_order, const coll_t *coll,
+          bson_value_t **out, size_t *nout, terr_t *err)
+{
+	pos_value_t *pv = expr_env_alloc(env, (n + 1) * sizeof(*pv));
+	bson_value_t *res = expr_env_alloc(env, (n + 1) * sizeof(*res));
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		pv[i].v = vals[i];
+		pv[i].pos = i;
+	}
+	RET(msort(env, pv, n, sizeof(*pv), pos_value_cmp, (void *)coll, err));
+	for (size_t i = 0; i < n; i++)
+		if (i == 0 || expr_compare(&pv[i - 1].v, &pv[i].v, coll) != 0)
+			pv[k++] = pv[i];
+	if (keep_order)
+		RET(msort(env, pv, k, sizeof(*pv), pos_only_cmp, NULL, err));
+	for (size_t i = 0; i < k; i++)
+		res[i] = pv[i].v;
+	*out = res;
+	*nout = k;
+	return 0;
+}
+
+/* Distinct values of an array value (see set_build). */
+static int
+distinct(expr_env_t *env, const bson_value_t *a, bool keep_order, const coll_t *coll, bson_value_t **out,
+         size_t *n, terr_t *err)
+{
+	size_t cnt;
+	bson_value_t *el = arr_elems(env, a, &cnt);
+
+	return set_build(env, el, cnt, keep_order, coll, out, n, err);
+}
+
+/* Binary search in a sorted set. */
 static bool
 contains(const bson_value_t *set, size_t n, const bson_value_t *v, const coll_t *coll)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (expr_compare(&set[i], v, coll) == 0)
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = expr_compare(&set[mid], v, coll);
+		if (c == 0)
 			return true;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
 	return false;
 }
@@ -1056,15 +1181,17 @@ eval_set_equals(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err
 		if (!is_arr(&a))
 			return terr_set(err, 17044, "All operands of $setEquals must be arrays. %zu-th argument is of type: %s",
 			                i + 1, expr_type_name(&a));
-		bson_value_t *s = distinct(env, &a, &n, e->coll);
+		bson_value_t *s;
+		RET(distinct(env, &a, false, e->coll, &s, &n, err));
 		if (i == 0) {
 			first = s;
 			nfirst = n;
 			continue;
 		}
+		/* two sorted distinct vectors: equal sets iff equal elementwise */
 		bool eq = n == nfirst;
 		for (size_t k = 0; k < n && eq; k++)
-			eq = contains(first, nfirst, &s[k], e->coll);
+			eq = expr_compare(&first[k], &s[k], e->coll) == 0;
 		if (!eq) {
 			expr_set_bool(out, false);
 			return 0;
@@ -1072,12 +1199,6 @@ eval_set_equals(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err
 	}
 	expr_set_bool(out, true);
 	return 0;
-}
-
-static int
-cmp_values(const void *a, const void *b, void *coll)
-{
-	return expr_compare(a, b, coll);
 }
 
 static int
@@ -1099,7 +1220,8 @@ eval_set_intersection(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_
 			return terr_set(err, 17047,
 			                "All operands of $setIntersection must be arrays. One argument is of type: %s",
 			                expr_type_name(&a));
-		bson_value_t *s = distinct(env, &a, &n, e->coll);
+		bson_value_t *s;
+		RET(distinct(env, &a, false, e->coll, &s, &n, err));
 		if (cur == NULL && i == 0) {
 			cur = s;
 			ncur = n;
@@ -1112,14 +1234,14 @@ eval_set_intersection(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_
 		}
 		size_t k = 0;
 		for (size_t j = 0; j < ncur; j++) {
+			RET(tm_interrupt_check(err));
 			if (contains(s, n, &cur[j], e->coll))
 				cur[k++] = cur[j];
 		}
 		ncur = k;
 	}
 	(void)null;
-	if (ncur > 1)
-		qsort_r(cur, ncur, sizeof(*cur), cmp_values, (void *)e->coll);
+	/* cur is sorted: the first argument's set, filtered */
 	set_array(env, out, cur, ncur);
 	return 0;
 }
@@ -1150,14 +1272,15 @@ eval_set_union(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		size_t n;
 		RET(expr_eval_arg(e, i, env, &a, err));
 		bson_value_t *el = arr_elems(env, &a, &n);
-		for (size_t k = 0; k < n; k++) {
-			if (!contains(acc, nacc, &el[k], e->coll))
-				acc[nacc++] = el[k];
-		}
+		for (size_t k = 0; k < n && nacc < cap; k++)
+			acc[nacc++] = el[k];
 	}
-	if (nacc > 1)
-		qsort_r(acc, nacc, sizeof(*acc), cmp_values, (void *)e->coll);
-	set_array(env, out, acc, nacc);
+	{
+		bson_value_t *set;
+		size_t nset;
+		RET(set_build(env, acc, nacc, false, e->coll, &set, &nset, err));
+		set_array(env, out, set, nset);
+	}
 	return 0;
 }
 
@@ -1179,9 +1302,12 @@ eval_set_difference(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t 
 	if (!is_arr(&b))
 		return terr_set(err, 17049, "both operands of $setDifference must be arrays. Second argument is of type: %s",
 		                expr_type_name(&b));
-	bson_value_t *sa = distinct(env, &a, &na, e->coll), *sb = arr_elems(env, &b, &nb);
+	bson_value_t *sa, *sb;
+	RET(distinct(env, &a, true, e->coll, &sa, &na, err));
+	RET(distinct(env, &b, false, e->coll, &sb, &nb, err));
 	size_t k = 0;
 	for (size_t i = 0; i < na; i++) {
+		RET(tm_interrupt_check(err));
 		if (!contains(sb, nb, &sa[i], e->coll))
 			sa[k++] = sa[i];
 	}
@@ -1204,8 +1330,10 @@ eval_set_is_subset(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *
 	if (!is_arr(&b))
 		return terr_set(err, 17042, "both operands of $setIsSubset must be arrays. Second argument is of type: %s",
 		                expr_type_name(&b));
-	bson_value_t *sa = arr_elems(env, &a, &na), *sb = arr_elems(env, &b, &nb);
+	bson_value_t *sa = arr_elems(env, &a, &na), *sb;
+	RET(distinct(env, &b, false, e->coll, &sb, &nb, err));
 	for (size_t i = 0; i < na; i++) {
+		RET(tm_interrupt_check(err));
 		if (!contains(sb, nb, &sa[i], e->coll)) {
 			expr_set_bool(out, false);
 			return 0;

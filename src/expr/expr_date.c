@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "bson/value.h"
+#include "common/checked.h"
 #include "expr/expr_tz.h"
 
 int expr_date_from_string(const char *s, size_t len, int64_t *ms);
@@ -63,12 +64,48 @@ is_leap(int64_t y)
 	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
 }
 
+#define MS_PER_DAY 86400000LL
+
+/* The local wall-clock time of the UTC instant ms at offset off (ms, local -
+ * UTC) as days since 1970-01-01 and ms into that day.  Never overflows:
+ * ms + off is not computed (it does not fit int64 at the ends of the date
+ * range, where mongod still answers). */
 static void
-date_parts(int64_t ms, parts_t *p)
+local_split(int64_t ms, int64_t off, int64_t *days, int64_t *msday)
 {
-	int64_t days = ms >= 0 ? ms / 86400000 : -((-ms + 86399999) / 86400000);
-	int64_t rem = ms - days * 86400000;
+	int64_t d = ms / MS_PER_DAY, r = ms % MS_PER_DAY;
+
+	if (r < 0) {
+		r += MS_PER_DAY;
+		d--;
+	}
+	d += off / MS_PER_DAY;
+	r += off % MS_PER_DAY;
+	if (r < 0) {
+		r += MS_PER_DAY;
+		d--;
+	} else if (r >= MS_PER_DAY) {
+		r -= MS_PER_DAY;
+		d++;
+	}
+	*days = d;
+	*msday = r;
+}
+
+/* days * MS_PER_DAY + msday in *local; false when it does not fit. */
+static bool
+local_join(int64_t days, int64_t msday, int64_t *local)
+{
+	return !tm_i64_mul(days, MS_PER_DAY, local) && !tm_i64_add(*local, msday, local);
+}
+
+static void
+date_parts(int64_t ms, int64_t off, parts_t *p)
+{
+	int64_t days, rem;
 	unsigned m, d;
+
+	local_split(ms, off, &days, &rem);
 
 	civil_from_days(days, &p->year, &m, &d);
 	p->month = (int)m;
@@ -192,7 +229,7 @@ eval_parts(const expr_t *e, expr_env_t *env, parts_t *p, bson_value_t *out, terr
 		return 1;
 	}
 	RET(to_date_ms(&d, &ms, err));
-	date_parts(ms + expr_tz_offset_at(&tz, ms), p);
+	date_parts(ms, expr_tz_offset_at(&tz, ms), p);
 	return 0;
 }
 
@@ -279,7 +316,7 @@ format_date(expr_env_t *env, const char *fmt, size_t flen, int64_t ms, const exp
 	int64_t off = expr_tz_offset_at(tz, ms);
 	parts_t p;
 
-	date_parts(ms + off, &p);
+	date_parts(ms, off, &p);
 	bson_string_t *s = bson_string_new(NULL);
 	for (size_t i = 0; i < flen; i++) {
 		if (fmt[i] != '%') {
@@ -464,7 +501,7 @@ eval_date_to_parts(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *
 	}
 	RET(to_date_ms(&d, &ms, err));
 	parts_t p;
-	date_parts(ms + expr_tz_offset_at(&tz, ms), &p);
+	date_parts(ms, expr_tz_offset_at(&tz, ms), &p);
 	bson_t b;
 	bson_init(&b);
 	if (use_iso) {
@@ -538,17 +575,36 @@ part_value(const expr_t *x, expr_env_t *env, const char *name, int64_t dflt, boo
 	return 0;
 }
 
+/* days * MS_PER_DAY + h:mi:s.ms in *local; false when it does not fit.
+ * h and mi are within +-32768 (31034), s and ms are any int64. */
+static bool
+local_from_day(int64_t days, int64_t h, int64_t mi, int64_t s, int64_t ms, int64_t *local)
+{
+	int64_t t;
+
+	return local_join(days, h * 3600000 + mi * 60000, local) && !tm_i64_mul(s, 1000, &t) &&
+	       !tm_i64_add(*local, t, local) && !tm_i64_add(*local, ms, local);
+}
+
 /* local wall-clock ms for (possibly out-of-range) civil parts, normalised
  * as timelib does (month 13 is January next year, day 0 the last day of
- * the previous month, ...) */
-static int64_t
-local_from_parts(int64_t y, int64_t mo, int64_t d, int64_t h, int64_t mi, int64_t s, int64_t ms)
+ * the previous month, ...); false when it does not fit */
+static bool
+local_from_parts(int64_t y, int64_t mo, int64_t d, int64_t h, int64_t mi, int64_t s, int64_t ms, int64_t *local)
 {
 	int64_t m0 = mo - 1;
 	y += m0 >= 0 ? m0 / 12 : -((-m0 + 11) / 12);
 	m0 -= (m0 >= 0 ? m0 / 12 : -((-m0 + 11) / 12)) * 12;
 	int64_t days = days_from_civil(y, (unsigned)(m0 + 1), 1) + (d - 1);
-	return days * 86400000 + h * 3600000 + mi * 60000 + s * 1000 + ms;
+	return local_from_day(days, h, mi, s, ms, local);
+}
+
+/* mongod's Duration cast of an out-of-range date (timelib's seconds to
+ * Date_t's milliseconds) */
+static int
+duration_overflow(terr_t *err)
+{
+	return terr_set(err, 15, "Overflow casting from a lower-precision duration to a higher-precision duration");
 }
 
 static int
@@ -579,8 +635,9 @@ eval_date_from_parts(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t
 		if (v[FP_YEAR] < 1 || v[FP_YEAR] > 9999)
 			return terr_set(err, 40523, "'year' must evaluate to an integer in the range 1 to 9999, found %lld",
 			                (long long)v[FP_YEAR]);
-		local = local_from_parts(v[FP_YEAR], v[FP_MONTH], v[FP_DAY], v[FP_HOUR], v[FP_MINUTE], v[FP_SECOND],
-		                         v[FP_MS]);
+		if (!local_from_parts(v[FP_YEAR], v[FP_MONTH], v[FP_DAY], v[FP_HOUR], v[FP_MINUTE], v[FP_SECOND],
+		                      v[FP_MS], &local))
+			return duration_overflow(err);
 	} else {
 		if ((r = part_value(e->args[FP_ISOYEAR], env, "isoWeekYear", 1970, false, &v[FP_ISOYEAR], err)) != 0 ||
 		    (r = part_value(e->args[FP_ISOWEEK], env, "isoWeek", 1, true, &v[FP_ISOWEEK], err)) != 0 ||
@@ -596,9 +653,13 @@ eval_date_from_parts(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t
 			w += 7;
 		int64_t monday = jan4 - (w == 0 ? 6 : w - 1);
 		int64_t days = monday + (v[FP_ISOWEEK] - 1) * 7 + (v[FP_ISODOW] - 1);
-		local = days * 86400000 + v[FP_HOUR] * 3600000 + v[FP_MINUTE] * 60000 + v[FP_SECOND] * 1000 + v[FP_MS];
+		if (!local_from_day(days, v[FP_HOUR], v[FP_MINUTE], v[FP_SECOND], v[FP_MS], &local))
+			return duration_overflow(err);
 	}
-	expr_set_date(out, expr_tz_local_to_utc(&tz, local));
+	int64_t utc;
+	if (!expr_tz_local_to_utc(&tz, local, &utc))
+		return duration_overflow(err);
+	expr_set_date(out, utc);
 	return 0;
 done:
 	if (r > 0) {
@@ -666,13 +727,6 @@ floor_div(int64_t a, int64_t b)
 	return q;
 }
 
-/* local wall-clock ms -> (days since epoch, ms in day) */
-static void
-split_local(int64_t local, int64_t *days, int64_t *msday)
-{
-	*days = floor_div(local, 86400000);
-	*msday = local - *days * 86400000;
-}
 
 /* ---- $dateAdd / $dateSubtract: args startDate, unit, amount, timezone --- */
 
@@ -700,38 +754,32 @@ parse_date_add(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *
 	return 0;
 }
 
-static bool
-add_overflows(int64_t a, int64_t b, int64_t *r)
-{
-	return __builtin_add_overflow(a, b, r);
-}
-
 /* Add amount units to a UTC instant in tz.  false on overflow. */
 static bool
 date_add(int64_t ms, int unit, int64_t amount, const expr_tz_t *tz, int64_t *out)
 {
 	if (unit <= U_HOUR) {
 		int64_t delta;
-		if (__builtin_mul_overflow(amount, unit_ms[unit], &delta))
+		if (tm_i64_mul(amount, unit_ms[unit], &delta))
 			return false;
-		return !add_overflows(ms, delta, out);
+		return !tm_i64_add(ms, delta, out);
 	}
-	int64_t local = ms + expr_tz_offset_at(tz, ms), days, msday;
-	split_local(local, &days, &msday);
+	int64_t days, msday;
+	local_split(ms, expr_tz_offset_at(tz, ms), &days, &msday);
 	if (unit == U_DAY || unit == U_WEEK) {
 		int64_t nd;
-		if (__builtin_mul_overflow(amount, unit == U_WEEK ? 7 : 1, &nd) || add_overflows(days, nd, &days) ||
+		if (tm_i64_mul(amount, unit == U_WEEK ? 7 : 1, &nd) || tm_i64_add(days, nd, &days) ||
 		    days > 106751991167LL || days < -106751991167LL)
 			return false;
 	} else {
 		int64_t months, y;
 		unsigned m, d;
-		if (__builtin_mul_overflow(amount, unit == U_MONTH ? 1 : unit == U_QUARTER ? 3 : 12, &months))
+		if (tm_i64_mul(amount, unit == U_MONTH ? 1 : unit == U_QUARTER ? 3 : 12, &months))
 			return false;
 		civil_from_days(days, &y, &m, &d);
 		int64_t total;
-		if (__builtin_mul_overflow(y, 12, &total) || add_overflows(total, (int64_t)m - 1, &total) ||
-		    add_overflows(total, months, &total) || total > 3000000000LL || total < -3000000000LL)
+		if (tm_i64_mul(y, 12, &total) || tm_i64_add(total, (int64_t)m - 1, &total) ||
+		    tm_i64_add(total, months, &total) || total > 3000000000LL || total < -3000000000LL)
 			return false;
 		y = floor_div(total, 12);
 		m = (unsigned)(total - y * 12) + 1;
@@ -743,10 +791,31 @@ date_add(int64_t ms, int unit, int64_t amount, const expr_tz_t *tz, int64_t *out
 		days = days_from_civil(y, m, d);
 	}
 	int64_t nlocal;
-	if (__builtin_mul_overflow(days, 86400000, &nlocal) || add_overflows(nlocal, msday, &nlocal))
-		return false;
-	*out = expr_tz_local_to_utc(tz, nlocal);
-	return true;
+	return local_join(days, msday, &nlocal) && expr_tz_local_to_utc(tz, nlocal, out);
+}
+
+/* mongod's isDateAddAmountValid: for units of a second and longer the
+ * amount must roughly fit the date range (|amount| below the units in
+ * 2^64 ms), else 5976500 before any arithmetic. */
+static bool
+date_add_amount_valid(int64_t amount, int unit)
+{
+	const int64_t max_days = (int64_t)(UINT64_MAX / (uint64_t)MS_PER_DAY) + 1;
+	const int64_t max_years = max_days / 365 + 1;
+	int64_t max;
+
+	switch (unit) {
+	case U_YEAR: max = max_years; break;
+	case U_QUARTER: max = max_years * 4; break;
+	case U_MONTH: max = max_years * 12; break;
+	case U_WEEK: max = max_days / 7; break;
+	case U_DAY: max = max_days; break;
+	case U_HOUR: max = max_days * 24; break;
+	case U_MINUTE: max = max_days * 24 * 60; break;
+	case U_SECOND: max = max_days * 24 * 60 * 60; break;
+	default: return true;
+	}
+	return -max < amount && amount < max;
 }
 
 static int
@@ -788,6 +857,9 @@ eval_date_add(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		n = -n;
 	}
 	to_date_ms(&sd, &ms, err);
+	if (!date_add_amount_valid(n, unit))
+		return terr_set(err, 5976500, "invalid dateAdd 'amount' parameter value: %lld %s", (long long)n,
+		                unit_names[unit]);
 	if (!date_add(ms, unit, n, &tz, &res))
 		return terr_set(err, 5166406, "%s overflowed", op);
 	expr_set_date(out, res);
@@ -859,21 +931,28 @@ eval_date_diff(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	RET(parse_unit(&u, "$dateDiff", &unit, err));
 	if (week && e->args[4] != NULL)
 		RET(parse_start_of_week(&sw, "$dateDiff", &sow, err));
-	int64_t la = sa + expr_tz_offset_at(&tz, sa), lb = sb + expr_tz_offset_at(&tz, sb), res;
-	if (unit <= U_DAY) {
-		res = floor_div(lb, unit_ms[unit]) - floor_div(la, unit_ms[unit]);
-		if (unit == U_MS)
-			res = sb - sa;
+	/* local days and ms into the day: no local instant is formed, so the
+	 * whole date range works (mongod answers DMIN -> DMAX in seconds) */
+	int64_t da, msa, db, msb, res;
+	local_split(sa, expr_tz_offset_at(&tz, sa), &da, &msa);
+	local_split(sb, expr_tz_offset_at(&tz, sb), &db, &msb);
+	if (unit == U_MS) {
+		if (tm_i64_sub(sb, sa, &res))
+			return terr_set(err, 5166308, "dateDiff overflowed");
+	} else if (unit <= U_DAY) {
+		/* boundaries crossed: floor(local / unit) at each end; a day
+		 * holds a whole number of each unit, and |days| < 1.1e11 */
+		int64_t per_day = MS_PER_DAY / unit_ms[unit];
+		res = (db - da) * per_day + (msb / unit_ms[unit] - msa / unit_ms[unit]);
 	} else if (unit == U_WEEK) {
 		/* weeks start on sow; day 0 (1970-01-01) was a Thursday (4) */
-		int64_t da = floor_div(la, 86400000), db = floor_div(lb, 86400000);
 		int64_t shift = (4 - sow + 7) % 7;
 		res = floor_div(db + shift, 7) - floor_div(da + shift, 7);
 	} else {
 		int64_t ya, yb;
 		unsigned ma, mb, d;
-		civil_from_days(floor_div(la, 86400000), &ya, &ma, &d);
-		civil_from_days(floor_div(lb, 86400000), &yb, &mb, &d);
+		civil_from_days(da, &ya, &ma, &d);
+		civil_from_days(db, &yb, &mb, &d);
 		if (unit == U_YEAR)
 			res = yb - ya;
 		else if (unit == U_QUARTER)
@@ -959,22 +1038,31 @@ eval_date_trunc(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err
 	if (week && e->args[4] != NULL)
 		RET(parse_start_of_week(&sw, "$dateTrunc", &sow, err));
 	/* bins count from 2000-01-01T00:00 local (for weeks: the first
-	 * startOfWeek on or after it) */
-	int64_t local = ms + expr_tz_offset_at(&tz, ms), res;
+	 * startOfWeek on or after it); every step is checked with mongod's
+	 * error for it (date_time_support's truncateDate) */
 	const int64_t ref_days = days_from_civil(2000, 1, 1);
+	int64_t res;
 	if (unit <= U_HOUR) {
-		int64_t ref = ref_days * 86400000, width;
-		if (__builtin_mul_overflow(bin, unit_ms[unit], &width))
-			width = INT64_MAX;
-		int64_t k = floor_div(local - ref, width);
-		int64_t tl = ref + k * width;
-		/* sub-day units truncate on the absolute timeline; map back with
-		 * the offset in force at the input */
-		res = tl - (local - ms);
+		/* sub-day units: bins of binSize units on the UTC timeline from
+		 * the reference point's instant */
+		int64_t ref = ref_days * MS_PER_DAY, width, shifted, dist;
+		ref -= expr_tz_offset_at(&tz, ref);
+		if (tm_i64_mul(bin, unit_ms[unit], &width))
+			return terr_set(err, 5439002, "dateTrunc overflowed");
+		if (tm_i64_sub(ms, ref, &shifted))
+			return terr_set(err, 5439000, "dateTrunc overflowed");
+		dist = shifted % width;
+		if (dist < 0)
+			dist += width;
+		if (tm_i64_sub(ms, dist, &res))
+			return terr_set(err, 5439001, "dateTrunc overflowed");
 		expr_set_date(out, res);
 		return 0;
 	}
-	int64_t days = floor_div(local, 86400000), tdays;
+	/* the limit up to which mongod's dateAdd handles the result */
+	RET(tm_count_cap(bin, 1, 100000000000LL, err, 5439006, "dateTrunc unsupported binSize value"));
+	int64_t days, msday, tdays, tlocal;
+	local_split(ms, expr_tz_offset_at(&tz, ms), &days, &msday);
 	if (unit == U_DAY) {
 		tdays = ref_days + floor_div(days - ref_days, bin) * bin;
 	} else if (unit == U_WEEK) {
@@ -992,7 +1080,9 @@ eval_date_trunc(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err
 		int64_t ty = 2000 + floor_div(tm, 12);
 		tdays = days_from_civil(ty, (unsigned)(tm - floor_div(tm, 12) * 12) + 1, 1);
 	}
-	expr_set_date(out, expr_tz_local_to_utc(&tz, tdays * 86400000));
+	if (!local_join(tdays, 0, &tlocal) || !expr_tz_local_to_utc(&tz, tlocal, &res))
+		return terr_set(err, 5166406, "dateAdd overflowed");
+	expr_set_date(out, res);
 	return 0;
 null:
 	expr_set_null(out);
@@ -1376,7 +1466,10 @@ eval_date_from_string(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_
 			expr_set_date(out, local - off);
 			return 0;
 		}
-		expr_set_date(out, expr_tz_local_to_utc(&tz, local));
+		int64_t utc;
+		if (!expr_tz_local_to_utc(&tz, local, &utc))
+			return duration_overflow(err);
+		expr_set_date(out, utc);
 		return 0;
 	}
 conv_err:

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "bson/value.h"
+#include "common/checked.h"
 #include "expr/decimal.h"
 
 #define EXPR_MAX_EVAL_DEPTH 400
@@ -292,6 +293,9 @@ expr_eval(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 {
 	int ret = 0;
 
+	/* every node evaluated is a unit of work for maxTimeMS / killOp */
+	if (tm_interrupt_check(err) != 0)
+		return -1;
 	switch (e->kind) {
 	case EXPR_CONST:
 		*out = e->value;
@@ -453,7 +457,7 @@ expr_sum_add(expr_sum_t *s, const bson_value_t *v)
 		}
 		if (s->type <= EXPR_NUM_INT64) {
 			int64_t r;
-			if (!__builtin_add_overflow(s->i, x, &r)) {
+			if (!tm_i64_add(s->i, x, &r)) {
 				s->i = r;
 				if (s->type == EXPR_NUM_INT32 && (r < INT32_MIN || r > INT32_MAX))
 					s->type = EXPR_NUM_INT64;

@@ -10,6 +10,7 @@
 #define TAMGA_EXPR_PRIVATE_H
 
 #include "common/arena.h"
+#include "common/opctx.h"
 #include "bson/collation.h"
 #include "expr/expr.h"
 

@@ -102,11 +102,17 @@ expr_coerce_to_string(expr_env_t *env, const bson_value_t *v, bson_value_t *out,
 		bson_decimal128_to_string(&v->value.v_decimal128, buf);
 		break;
 	case BSON_TYPE_DATE_TIME: {
+		/* floor division without ms - 999 (which overflows at the
+		 * start of the date range) */
 		int64_t ms = v->value.v_datetime;
-		time_t secs = (time_t)(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
-		int milli = (int)(ms - (int64_t)secs * 1000);
+		time_t secs = (time_t)(ms / 1000 - (ms % 1000 < 0));
+		int milli = (int)(ms % 1000 < 0 ? ms % 1000 + 1000 : ms % 1000);
 		struct tm tm;
-		gmtime_r(&secs, &tm);
+		/* mongod formats with %Y, which covers years 0-9999 only */
+		if (gmtime_r(&secs, &tm) == NULL || tm.tm_year < -1900 || tm.tm_year > 9999 - 1900)
+			return terr_set(err, 18537, "Could not convert date to string: date component was outside the "
+			                "supported range of 0-9999: %lld",
+			                gmtime_r(&secs, &tm) ? (long long)tm.tm_year + 1900 : (long long)(ms / 31556952000LL + 1970));
 		snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
 		         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, milli);
 		break;
@@ -570,6 +576,7 @@ eval_indexof(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	size_t b1 = cp ? cp_offset(str, slen, (size_t)bounds[1]) : (size_t)bounds[1];
 	size_t nl = sub.value.v_utf8.len;
 	for (size_t i = b0; i + nl <= b1; i++) {
+		RET(tm_interrupt_check(err));
 		if (cp && i < slen && is_cont((unsigned char)str[i]))
 			continue;
 		if (memcmp(str + i, sub.value.v_utf8.str, nl) == 0) {
@@ -667,6 +674,8 @@ eval_replace(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 			for (size_t i = 0; i < il; i++) {
 				APPEND(rep, rl);
 				bson_string_append_c(s, in[i]);
+				if (s->len > EXPR_MAX_VALUE_BYTES || tm_interrupt_check(err) != 0)
+					break;
 			}
 			APPEND(rep, rl);
 		} else {
@@ -684,6 +693,8 @@ eval_replace(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 			APPEND(in + pos, (size_t)(q - (in + pos)));
 			APPEND(rep, rl);
 			pos = (size_t)(q - in) + fl;
+			if (s->len > EXPR_MAX_VALUE_BYTES || tm_interrupt_check(err) != 0)
+				break;
 			if (!all) {
 				APPEND(in + pos, il - pos);
 				break;
@@ -691,6 +702,10 @@ eval_replace(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		}
 	}
 #undef APPEND
+	if (terr_is_set(err)) {
+		bson_string_free(s, true);
+		return -1;
+	}
 	if (s->len > EXPR_MAX_VALUE_BYTES) {
 		size_t n = s->len;
 		bson_string_free(s, true);
@@ -814,10 +829,14 @@ eval_regex(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	md = pcre2_match_data_create_from_pattern(code, NULL);
 	const char *subj = in.value.v_utf8.str;
 	size_t slen = in.value.v_utf8.len, pos = 0;
+	/* code points before byte cp_at: each match's idx counts on from the
+	 * last one (matches only move forward), not from the start again */
+	size_t cp_at = 0, cp_n = 0;
 	bson_t all;
 	uint32_t aidx = 0;
 	bson_init(&all);
 	for (;;) {
+		ERR(tm_interrupt_check(err));
 		int rc = pcre2_match(code, (PCRE2_SPTR)subj, slen, pos, 0, md, NULL);
 		if (rc == PCRE2_ERROR_NOMATCH)
 			break;
@@ -836,7 +855,9 @@ eval_regex(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		uint32_t cidx = 0;
 		bson_init(&m);
 		bson_append_utf8(&m, "match", 5, subj + ov[0], (int)(ov[1] - ov[0]));
-		bson_append_int32(&m, "idx", 3, (int32_t)cp_count(subj, ov[0]));
+		cp_n += cp_count(subj + cp_at, ov[0] - cp_at);
+		cp_at = ov[0];
+		bson_append_int32(&m, "idx", 3, (int32_t)cp_n);
 		bson_append_array_begin(&m, "captures", 8, &caps);
 		for (uint32_t c = 1; c < ncap; c++) {
 			char k[16];

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/checked.h"
+
 #define ZONEINFO_DIR "/usr/share/zoneinfo"
 
 struct expr_tzfile {
@@ -362,7 +364,8 @@ expr_tz_offset_at(const expr_tz_t *tz, int64_t utc_ms)
 
 	if (z == NULL)
 		return tz->fixed_ms;
-	int64_t secs = utc_ms >= 0 ? utc_ms / 1000 : -((-utc_ms + 999) / 1000);
+	/* floor(utc_ms / 1000) without negating (INT64_MIN has no opposite) */
+	int64_t secs = utc_ms / 1000 - (utc_ms % 1000 < 0);
 	if (z->ntrans == 0 || secs < z->trans[0])
 		return (int64_t)z->first_off * 1000;
 	if (z->has_rule && secs >= z->trans[z->ntrans - 1])
@@ -378,17 +381,27 @@ expr_tz_offset_at(const expr_tz_t *tz, int64_t utc_ms)
 	return (int64_t)z->offs[z->trans_type[lo]] * 1000;
 }
 
-int64_t
-expr_tz_local_to_utc(const expr_tz_t *tz, int64_t local_ms)
+bool
+expr_tz_local_to_utc(const expr_tz_t *tz, int64_t local_ms, int64_t *utc)
 {
+	int64_t off1, off2, guess, guess2;
+
 	if (tz->file == NULL)
-		return local_ms - tz->fixed_ms;
-	int64_t off1 = expr_tz_offset_at(tz, local_ms);
-	int64_t guess = local_ms - off1;
-	int64_t off2 = expr_tz_offset_at(tz, guess);
-	if (off2 == off1)
-		return guess;
-	int64_t guess2 = local_ms - off2;
+		return !tm_i64_sub(local_ms, tz->fixed_ms, utc);
+	off1 = expr_tz_offset_at(tz, local_ms);
+	if (tm_i64_sub(local_ms, off1, &guess))
+		return false;
+	off2 = expr_tz_offset_at(tz, guess);
+	if (off2 == off1) {
+		*utc = guess;
+		return true;
+	}
+	if (tm_i64_sub(local_ms, off2, &guess2))
+		return false;
 	/* in a gap neither fits: take the later offset, as timelib does */
-	return expr_tz_offset_at(tz, guess2) == off2 ? guess2 : local_ms - (off1 > off2 ? off1 : off2);
+	if (expr_tz_offset_at(tz, guess2) == off2) {
+		*utc = guess2;
+		return true;
+	}
+	return !tm_i64_sub(local_ms, off1 > off2 ? off1 : off2, utc);
 }

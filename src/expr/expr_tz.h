@@ -8,6 +8,7 @@
 #ifndef TAMGA_EXPR_TZ_H
 #define TAMGA_EXPR_TZ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,7 +27,8 @@ int expr_tz_parse(const char *s, size_t len, expr_tz_t *out, terr_t *err);
 int64_t expr_tz_offset_at(const expr_tz_t *tz, int64_t utc_ms);
 
 /* The UTC instant of a local wall-clock time (ms since the epoch as if the
- * local time were UTC); in DST gaps/overlaps picks as timelib does. */
-int64_t expr_tz_local_to_utc(const expr_tz_t *tz, int64_t local_ms);
+ * local time were UTC) in *utc; in DST gaps/overlaps picks as timelib does.
+ * false (and *utc unspecified) when the instant is outside the int64 range. */
+bool expr_tz_local_to_utc(const expr_tz_t *tz, int64_t local_ms, int64_t *utc);
 
 #endif

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "bson/value.h"
+#include "common/opctx.h"
 #include "text/text.h"
 
 #define MATCH_MAX_DEPTH 100
@@ -46,7 +47,11 @@ match_node_new(mkind_t kind)
 void
 match_node_add(mnode_t *parent, mnode_t *kid)
 {
-	parent->kids = bson_realloc(parent->kids, sizeof(mnode_t *) * (parent->nkids + 1));
+	/* doubling: a filter of n fields is n adds, not n reallocations */
+	if (parent->nkids == parent->kids_cap) {
+		parent->kids_cap = parent->kids_cap ? parent->kids_cap * 2 : 4;
+		parent->kids = bson_realloc(parent->kids, sizeof(mnode_t *) * parent->kids_cap);
+	}
 	parent->kids[parent->nkids++] = kid;
 }
 
@@ -1189,6 +1194,7 @@ parse_filter(pctx_t *p, const uint8_t *data, uint32_t len, int depth, plevel_t l
 		const bson_value_t *e = bson_iter_value(&it);
 
 		n = NULL;
+		ERR(tm_interrupt_check(p->err));
 		if (k[0] == '$') {
 			top_parse_fn fn = top_lookup(k);
 

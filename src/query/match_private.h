@@ -47,7 +47,7 @@ struct mnode {
 	bson_value_t val;        /* operand, borrowed from the filter copy */
 	const coll_t *coll;      /* comparison leaves: the filter's collation */
 	mnode_t **kids;          /* logical nodes, $elemMatch, $not */
-	uint32_t nkids;
+	uint32_t nkids, kids_cap; /* kids_cap: slots allocated (match_node_add doubles it) */
 	union {
 		struct { bson_value_t *sorted; uint32_t n; bool has_null; mregex_t *re; uint32_t nre; } in;
 		struct { uint32_t mask[2]; } type;  /* bit per BSON type (0..31), + number/min/max */

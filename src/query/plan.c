@@ -16,7 +16,9 @@
 #include "bson/collation.h"
 #include "bson/keystring.h"
 #include "bson/value.h"
+#include "common/checked.h"
 #include "common/mem.h"
+#include "common/opctx.h"
 #include "query/keygen.h"
 #include "query/planner.h"
 #include "query/projection.h"
@@ -85,7 +87,6 @@ struct plan_exec {
 	bson_t *proj_out;              /* the projected current document (lazy; tm_bson_array_new) */
 	int64_t skip, limit;
 	int64_t skipped, produced;
-	int64_t deadline_us;
 	bool backward;
 	bool borrowed;                 /* coll and match are not ours to free */
 	access_t access;
@@ -279,15 +280,6 @@ plan_index_ops(const storage_coll_t *coll, const storage_index_t *ix)
 	u = usage_find(atomic_load_explicit(&usage_tab[usage_bucket(coll->uuid, ix->ident)], memory_order_acquire),
 	    coll->uuid, ix->ident);
 	return u != NULL ? atomic_load_explicit(&u->ops, memory_order_relaxed) : 0;
-}
-
-static int64_t
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static bool
@@ -698,8 +690,6 @@ distinct_skip(plan_exec_t *x, const planner_solution_t *sc, const uint8_t *key, 
 }
 
 
-static bool deadline_passed(plan_exec_t *x, int64_t n);
-
 /* ---- $text (TEXT_MATCH over TEXT_OR / OR of index scans) --------------------
  *
  * mongod's text plan: one backward index scan per query term over the keys
@@ -913,9 +903,9 @@ text_scan(plan_exec_t *x, storage_session_t *s, terr_t *err)
 		const char *term = text_query_bound(x->text_query, t);
 		storage_cursor_t *cur = NULL;
 		int rc;
-		/* a $search of many words: maxTimeMS between the scans too */
-		if ((t & 63) == 63 && x->deadline_us != 0 && now_us() > x->deadline_us)
-			ERR(terr_set(err, TERR_MAX_TIME_MS_EXPIRED, "operation exceeded time limit"));
+		/* a $search of many words: maxTimeMS and killOp between the scans too */
+		if (tm_interrupt_check(err) != 0)
+			ERR(-1);
 		text_term_key(x, desc, term, &lo);
 		text_term_key(x, desc, term, &hi);
 		keystring_append_max(&hi);
@@ -934,8 +924,8 @@ text_scan(plan_exec_t *x, storage_session_t *s, terr_t *err)
 				break;
 			x->stats.keys_examined++;
 			x->text_term_keys[t]++;
-			if (deadline_passed(x, x->stats.keys_examined)) {
-				rc = terr_set(err, TERR_MAX_TIME_MS_EXPIRED, "operation exceeded time limit");
+			if (tm_interrupt_check(err) != 0) {
+				rc = -1;
 				break;
 			}
 			bson_init(&parts);
@@ -980,8 +970,8 @@ text_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, ter
 		if (rc == 1)
 			continue;
 		x->stats.docs_examined++;
-		if (deadline_passed(x, x->stats.docs_examined))
-			return terr_set(err, TERR_MAX_TIME_MS_EXPIRED, "operation exceeded time limit");
+		if (tm_interrupt_check(err) != 0)
+			return -1;
 		if ((rc = match_exec(x->match, doc, NULL, err)) < 0)
 			return -1;
 		if (rc == 1) {
@@ -1229,22 +1219,10 @@ plan_filter_id_point(const bson_t *filter, bson_value_t *v)
 	return !bson_iter_next(&it);
 }
 
-void
-plan_exec_set_deadline(plan_exec_t *x, int64_t deadline_us)
-{
-	x->deadline_us = deadline_us;
-}
-
 const plan_stats_t *
 plan_exec_stats(const plan_exec_t *x)
 {
 	return &x->stats;
-}
-
-static bool
-deadline_passed(plan_exec_t *x, int64_t n)
-{
-	return (n & 1023) == 0 && x->deadline_us != 0 && now_us() > x->deadline_us;
 }
 
 /* IXSCAN + FETCH: the next document (not returned before) behind a key in
@@ -1404,8 +1382,8 @@ ixscan_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, t
 		x->stats.keys_examined++;
 		if (x->branch_keys != NULL)
 			x->branch_keys[x->branch_i]++;
-		if (deadline_passed(x, x->stats.keys_examined))
-			return terr_set(err, TERR_MAX_TIME_MS_EXPIRED, "operation exceeded time limit");
+		if (tm_interrupt_check(err) != 0)
+			return -1;
 		if (sc->nfields > 1 || (sc->nfields == 1 && sc->fields[0].n > 1)) {
 			chk_t ck = bounds_check(x, sc, key, klen);
 			if (ck == CHK_SKIP)
@@ -1510,7 +1488,6 @@ trial_view(const plan_exec_t *x, planner_solution_t *sol)
 	v->proj_doc = x->proj_doc;
 	v->skip = x->skip;
 	v->limit = x->limit;
-	v->deadline_us = x->deadline_us;
 	v->sol = sol;
 	v->access = sol->kind == PLANNER_COLLSCAN ? ACCESS_SCAN : ACCESS_IXSCAN;
 	v->backward = sol->kind == PLANNER_COLLSCAN ? x->backward : sol->backward;
@@ -1554,7 +1531,7 @@ trial_run(plan_exec_t *x, storage_session_t *s, terr_t *err)
 	bool stop = false;
 
 	x->trial_pending = false;
-	if (x->limit > 0 && x->skip + x->limit < max_results)
+	if (x->limit > 0 && tm_i64_add_sat(x->skip, x->limit) < max_results)
 		max_results = x->skip + x->limit;
 	x->trials = tm_malloc0(sizeof(plan_exec_t *) * (size_t)n);
 	records = tm_malloc0(sizeof(int64_t) * (size_t)n);
@@ -1732,9 +1709,8 @@ plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson
 			return rc;
 		}
 		x->stats.docs_examined++;
-		if ((x->stats.docs_examined & 1023) == 0 && x->deadline_us != 0 &&
-		    now_us() > x->deadline_us)
-			return terr_set(err, TERR_MAX_TIME_MS_EXPIRED, "operation exceeded time limit");
+		if (tm_interrupt_check(err) != 0)
+			return -1;
 		if (x->match == NULL) {
 			x->stats.access_returned++;
 			return 1;
@@ -1755,7 +1731,8 @@ fill_sorter(plan_exec_t *x, storage_session_t *s, terr_t *err)
 	bson_t doc;
 	int rc;
 
-	x->sorter = sorter_new(x->sort, x->limit > 0 ? x->skip + x->limit : 0, x->allow_disk_use,
+	/* (skip + limit past 2^63: every document) */
+	x->sorter = sorter_new(x->sort, x->limit > 0 ? tm_i64_add_sat(x->skip, x->limit) : 0, x->allow_disk_use,
 	                       x->sort_memory_limit);
 	if (x->spill_dir != NULL)
 		sorter_set_spill_dir(x->sorter, x->spill_dir);
@@ -2285,7 +2262,7 @@ append_stage(const plan_exec_t *x, stage_kind_t k, bool es, bson_t *out)
 		BSON_APPEND_DOCUMENT(out, "sortPattern", x->sort_spec_doc);
 		BSON_APPEND_INT32(out, "memLimit", 104857600);
 		if (x->limit > 0)
-			append_count(out, "limitAmount", x->skip + x->limit);
+			append_count(out, "limitAmount", tm_i64_add_sat(x->skip, x->limit));
 		BSON_APPEND_UTF8(out, "type", "simple");
 		if (es)
 			BSON_APPEND_BOOL(out, "usedDisk", x->sorter != NULL && sorter_spilled(x->sorter));

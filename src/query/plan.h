@@ -134,8 +134,8 @@ int plan_exec_choose(plan_exec_t *x, storage_session_t *s, terr_t *err);
  * the array arr; nothing when there was no race. */
 void plan_exec_all_plans_append(const plan_exec_t *x, bson_t *arr);
 
-/* Deadline for maxTimeMS (absolute, cmd_now_us scale; 0 = none). */
-void plan_exec_set_deadline(plan_exec_t *x, int64_t deadline_us);
+/* maxTimeMS and killOp: every document and key the plan examines goes
+ * through tm_interrupt_check (common/opctx.h), the running operation's. */
 
 /* Counters for explain and serverStatus. */
 typedef struct plan_stats {

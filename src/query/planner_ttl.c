@@ -26,7 +26,8 @@ ttl_stats_get(ttl_stats_t *out)
 
 struct ttl_monitor {
 	storage_t *st;
-	int interval_s;
+	const atomic_llong *sleep_secs, *enabled;
+	bool woken;
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -222,12 +223,20 @@ ttl_thread(void *arg)
 	pthread_mutex_lock(&m->mu);
 	while (!m->stop) {
 		struct timespec until;
+		long long secs = m->sleep_secs != NULL ? atomic_load(m->sleep_secs) : 60;
+		if (secs <= 0)
+			secs = 60;
 		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += m->interval_s;
-		while (!m->stop && pthread_cond_timedwait(&m->cv, &m->mu, &until) != ETIMEDOUT)
+		until.tv_sec += (time_t)secs;
+		m->woken = false;
+		while (!m->stop && !m->woken && pthread_cond_timedwait(&m->cv, &m->mu, &until) != ETIMEDOUT)
 			;
 		if (m->stop)
 			break;
+		if (m->woken)
+			continue;    /* a new period: sleep again with it */
+		if (m->enabled != NULL && atomic_load(m->enabled) == 0)
+			continue;
 		pthread_mutex_unlock(&m->mu);
 		{
 			terr_t err = TERR_INIT;
@@ -246,13 +255,15 @@ ttl_thread(void *arg)
 }
 
 int
-ttl_monitor_start(storage_t *st, int interval_s, ttl_monitor_t **out, terr_t *err)
+ttl_monitor_start(storage_t *st, const atomic_llong *sleep_secs, const atomic_llong *enabled,
+                  ttl_monitor_t **out, terr_t *err)
 {
 	ttl_monitor_t *m = bson_malloc0(sizeof(*m));
 
 	*out = NULL;
 	m->st = st;
-	m->interval_s = interval_s > 0 ? interval_s : 60;
+	m->sleep_secs = sleep_secs;
+	m->enabled = enabled;
 	pthread_mutex_init(&m->mu, NULL);
 	pthread_cond_init(&m->cv, NULL);
 	if (pthread_create(&m->thread, NULL, ttl_thread, m) != 0) {
@@ -263,6 +274,17 @@ ttl_monitor_start(storage_t *st, int interval_s, ttl_monitor_t **out, terr_t *er
 	}
 	*out = m;
 	return 0;
+}
+
+void
+ttl_monitor_wake(ttl_monitor_t *m)
+{
+	if (m == NULL)
+		return;
+	pthread_mutex_lock(&m->mu);
+	m->woken = true;
+	pthread_cond_broadcast(&m->cv);
+	pthread_mutex_unlock(&m->mu);
 }
 
 void

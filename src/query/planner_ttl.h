@@ -14,6 +14,7 @@
 #ifndef TAMGA_QUERY_PLANNER_TTL_H
 #define TAMGA_QUERY_PLANNER_TTL_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "common/error.h"
@@ -21,10 +22,18 @@
 
 typedef struct ttl_monitor ttl_monitor_t;
 
-/* Start the thread: a pass every interval_s seconds (mongod's
- * ttlMonitorSleepSecs, 60 by default; <= 0 means 60).  *out is owned by
- * the caller until ttl_monitor_stop.  st must outlive the monitor. */
-int ttl_monitor_start(storage_t *st, int interval_s, ttl_monitor_t **out, terr_t *err);
+/* Start the thread: a pass every *sleep_secs seconds (mongod's
+ * ttlMonitorSleepSecs, read again before each sleep; <= 0 or NULL means
+ * 60), none while *enabled is 0 (ttlMonitorEnabled; NULL = always).  The
+ * two are the caller's (the engine's server parameters) and must outlive
+ * the monitor.  *out is owned by the caller until ttl_monitor_stop.  st
+ * must outlive the monitor. */
+int ttl_monitor_start(storage_t *st, const atomic_llong *sleep_secs, const atomic_llong *enabled,
+                      ttl_monitor_t **out, terr_t *err);
+
+/* A parameter changed: end the current sleep and start one of the new
+ * length (no pass runs early).  NULL ok. */
+void ttl_monitor_wake(ttl_monitor_t *m);
 
 /* Wake the thread, wait for it to finish its pass and exit, free. NULL ok. */
 void ttl_monitor_stop(ttl_monitor_t *m);

@@ -16,8 +16,11 @@
 #include <time.h>
 
 #include "bson/value.h"
+#include "common/checked.h"
 #include "common/mem.h"
 #include "expr/expr.h"
+#include "common/nameidx.h"
+#include "common/opctx.h"
 
 
 typedef enum {
@@ -29,7 +32,8 @@ struct pnode {
 	char *name;
 	pkind_t kind;
 	pnode_t **kids;
-	uint32_t n;
+	uint32_t n, cap;
+	tm_nameidx_t idx;        /* kids by name (common/nameidx.h): linear parsing */
 	bool has_skip;
 	int32_t skip, limit;     /* $slice */
 	match_t *elem;           /* $elemMatch, compiled as {name: {$elemMatch: ...}} */
@@ -74,17 +78,37 @@ pnode_free_kids(pnode_t *n)
 		bson_free(k);
 	}
 	bson_free(n->kids);
+	tm_nameidx_free(&n->idx);
 	n->kids = NULL;
-	n->n = 0;
+	n->n = n->cap = 0;
 }
 
+static const char *
+kid_name(const void *ctx, uint32_t i, size_t *len)
+{
+	const pnode_t *n = ctx;
+
+	*len = strlen(n->kids[i]->name);
+	return n->kids[i]->name;
+}
+
+/* The child called name.  Indexes children added since the last call: at
+ * run time (after pnode_index_all) the node is only read. */
 static pnode_t *
 pnode_child(const pnode_t *n, const char *name, size_t len)
 {
+	int64_t i = tm_nameidx_find((tm_nameidx_t *)&n->idx, n->n, name, len, kid_name, n);
+
+	return i < 0 ? NULL : n->kids[i];
+}
+
+/* Index every node's children now, so that evaluation never writes. */
+static void
+pnode_index_all(pnode_t *n)
+{
+	(void)pnode_child(n, "", 0);
 	for (uint32_t i = 0; i < n->n; i++)
-		if (strlen(n->kids[i]->name) == len && memcmp(n->kids[i]->name, name, len) == 0)
-			return n->kids[i];
-	return NULL;
+		pnode_index_all(n->kids[i]);
 }
 
 static pnode_t *
@@ -94,7 +118,10 @@ pnode_add(pnode_t *parent, const char *name, size_t len, pkind_t kind)
 
 	k->name = bson_strndup(name, len);
 	k->kind = kind;
-	parent->kids = bson_realloc(parent->kids, sizeof(pnode_t *) * (parent->n + 1));
+	if (parent->n == parent->cap) {
+		parent->cap = parent->cap ? parent->cap * 2 : 4;
+		parent->kids = bson_realloc(parent->kids, sizeof(pnode_t *) * parent->cap);
+	}
 	parent->kids[parent->n++] = k;
 	return k;
 }
@@ -282,7 +309,8 @@ parse_object(pparse_t *pp, const char *path, const bson_value_t *v, bool positio
 		if (bv_is_number(arg)) {
 			double d = bv_as_double(arg);
 
-			n->limit = d > INT32_MAX ? INT32_MAX : d < INT32_MIN ? INT32_MIN : (int32_t)d;
+			/* mongod: safeNumberInt (NaN is 0) */
+			n->limit = tm_double_to_i32_sat(d);
 		} else if (arg->value_type == BSON_TYPE_ARRAY) {
 			bson_iter_t ai;
 			bson_value_t sv, lv;
@@ -310,8 +338,8 @@ parse_object(pparse_t *pp, const char *path, const bson_value_t *v, bool positio
 			{
 				double s = bv_as_double(&sv), l = bv_as_double(&lv);
 
-				n->skip = s > INT32_MAX ? INT32_MAX : s < INT32_MIN ? INT32_MIN : (int32_t)s;
-				n->limit = l > INT32_MAX ? INT32_MAX : l < INT32_MIN ? INT32_MIN : (int32_t)l;
+				n->skip = tm_double_to_i32_sat(s);
+				n->limit = tm_double_to_i32_sat(l);
 			}
 			if (n->limit <= 0)
 				return terr_set(pp->err, 31259, "$slice limit must be positive, got %d",
@@ -443,6 +471,7 @@ parse_elems(pparse_t *pp, const bson_t *spec, const char *prefix)
 	if (!bson_iter_init(&it, spec))
 		return terr_set(pp->err, TERR_INVALID_BSON, "invalid BSON in projection");
 	while (bson_iter_next(&it)) {
+		RET(tm_interrupt_check(pp->err));
 		char *path = bson_strdup_printf("%s%s", prefix, bson_iter_key(&it));
 		int ret = parse_elem(pp, path, bson_iter_value(&it));
 
@@ -489,6 +518,7 @@ projection_compile(const bson_t *spec, const match_t *query, const bson_t *let,
 	p->inclusion = pp.type == 1;
 	if (!pp.id_specified && p->inclusion)
 		ERR(add_at_path(&pp, "_id", PK_INCLUDE, &n));
+	pnode_index_all(&p->root);
 	*out = p;
 	p = NULL;
 err:

@@ -16,6 +16,7 @@
 #include "bson/iter.h"
 #include "bson/path.h"
 #include "bson/value.h"
+#include "common/opctx.h"
 #include "common/mem.h"
 
 #define SORT_MAX_KEYS 32
@@ -620,6 +621,8 @@ runs_compact(sorter_t *st, terr_t *err)
 		}
 		written++;
 		ret = run_advance(st, best, err);
+		if (ret == 0)
+			ret = tm_interrupt_check(err);
 	}
 	if (ret == 0 && (fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0))
 		ret = terr_set(err, TERR_INTERNAL_ERROR, "Sort could not spill to disk: %s", strerror(errno));

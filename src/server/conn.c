@@ -498,6 +498,10 @@ conn_main(void *arg)
 		}
 	}
 
+	/* the establishment rate limiter: refused connections are closed
+	 * without a word, as mongod's (serverStatus counts them) */
+	if (ratelimit_admit(&srv->ingress, srv->engine, &srv->stopping) != 0)
+		goto end;
 	while (!atomic_load(&srv->stopping)) {
 		wire_header_t h;
 		const uint8_t *msg;

@@ -315,6 +315,7 @@ server_start(engine_t *e, const server_options_t *o, server_t **out, terr_t *err
 	atomic_init(&s->stopping, false);
 	atomic_init(&s->next_conn_id, 1);
 	pthread_mutex_init(&s->lock, NULL);
+	ratelimit_init(&s->ingress);
 	pthread_cond_init(&s->conns_done, NULL);
 	pthread_mutex_init(&s->reaper_lock, NULL);
 	pthread_cond_init(&s->reaper_wake, NULL);
@@ -567,6 +568,7 @@ server_free(server_t *s)
 	if (s->wake_pipe[1] >= 0)
 		close(s->wake_pipe[1]);
 	pthread_mutex_destroy(&s->lock);
+	ratelimit_destroy(&s->ingress);
 	pthread_cond_destroy(&s->conns_done);
 	pthread_mutex_destroy(&s->reaper_lock);
 	pthread_cond_destroy(&s->reaper_wake);

@@ -16,6 +16,21 @@
 
 typedef struct conn conn_t;
 
+/* The ingress connection establishment rate limiter (ratelimit.c). */
+typedef struct ratelimit {
+	pthread_mutex_t lock;
+	double tokens;         /* may go negative: the queued connections' debt */
+	double last;           /* monotonic seconds of the last refill, 0 = never */
+	int64_t queued;
+} ratelimit_t;
+
+void ratelimit_init(ratelimit_t *rl);
+void ratelimit_destroy(ratelimit_t *rl);
+/* Admit a new connection under the engine's current limits: 0 at once or
+ * after its turn in the queue, -1 when refused (queue full, counted in
+ * serverStatus) or when the server stops while it waits. */
+int ratelimit_admit(ratelimit_t *rl, engine_t *e, const atomic_bool *stopping);
+
 struct server {
 	engine_t *engine;
 	char *bind_ip;
@@ -37,6 +52,7 @@ struct server {
 	int wake_pipe[2];                 /* server_stop writes here */
 	atomic_bool stopping;
 
+	ratelimit_t ingress;              /* connection establishment rate limiter */
 	pthread_mutex_t lock;             /* guards conns, nconns */
 	pthread_cond_t conns_done;        /* signalled when a connection ends */
 	conn_t *conns;

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "bson/value.h"
+#include "common/opctx.h"
 
 /* ---- index keys ---------------------------------------------------------- */
 
@@ -632,6 +633,7 @@ build_incremental(storage_session_t *s, const storage_coll_t *c, const storage_i
 	ERR(storage_scan_open(s, (storage_coll_t *)c, false, &cur, err));
 	ERR(storage_txn_begin(s, err));
 	while ((rc = storage_cursor_next(cur, &rid, &doc, NULL, NULL, err)) == 1) {
+		ERR(tm_interrupt_check(err));
 		ERR(index_doc_keys(s->st, ix, &doc, &s->ks, &s->tb, &keys, masks, err));
 		if (keys.n > 1)
 			*multikey = true;
@@ -671,12 +673,14 @@ typedef struct build_part {
 	bool multikey, fits;
 	int rc;
 	terr_t err;
+	tm_opctx_t *op;          /* the operation building (maxTimeMS / killOp) */
 } build_part_t;
 
 static void *
 build_part_run(void *arg)
 {
 	build_part_t *bp = arg;
+	tm_opctx_t *outer;
 	storage_session_t *s = bp->s;
 	terr_t *err = &bp->err;
 	WT_CURSOR *wc = NULL;
@@ -686,6 +690,8 @@ build_part_run(void *arg)
 	int ret = 0, wret, exact;
 
 	bp->fits = true;
+	outer = tm_opctx_current();
+	tm_opctx_adopt(bp->op);
 	ERR(storage_txn_begin(s, err));
 	if ((wret = s->ws->open_cursor(s->ws, bp->c->ident, NULL, NULL, &wc)) != 0) {
 		ret = storage_wt_err(wret, "scan for an index build", err);
@@ -701,6 +707,7 @@ build_part_run(void *arg)
 			break;
 		if (rid > bp->to)
 			break;
+		ERR(tm_interrupt_check(err));
 		if (!bson_init_static(&doc, v.data, v.size)) {
 			ret = terr_set(err, TERR_INTERNAL_ERROR, "corrupt record %" PRId64 " in %s", rid, bp->c->ns);
 			goto err;
@@ -731,6 +738,7 @@ err:
 		storage_txn_rollback(s);    /* read only */
 	keyset_free(&keys);
 	bp->rc = ret;
+	tm_opctx_adopt(outer);     /* the owner's thread keeps its operation */
 	return NULL;
 }
 
@@ -782,6 +790,7 @@ build_load(storage_session_t *s, const storage_coll_t *c, const storage_index_t 
 		}
 		if (e == NULL)
 			break;
+		ERR(tm_interrupt_check(err));
 		pos[bp - parts]++;
 		if (ix->unique && prev != NULL && prev->recid != e->recid && part_cmp(prev_p, prev, bp, e) == 0) {
 			bson_t doc;
@@ -857,6 +866,7 @@ storage_index_build(storage_session_t *s, const storage_coll_t *c, const storage
 		parts[p].from = p == 0 ? INT64_MIN + 1 : last / 2;
 		parts[p].to = p == nparts - 1 ? INT64_MAX : last / 2;
 		parts[p].s = s;
+		parts[p].op = tm_opctx_current();
 	}
 	if (nparts == 2) {
 		if (storage_session_open(s->st, &parts[1].s, err) != 0)

@@ -293,7 +293,7 @@ push_apply(const unode_t *leaf, const bson_value_t *cur, uapply_t *st, ures_t *o
 		at = a.n;
 	else if (ps->position >= 0)
 		at = (size_t)ps->position;
-	else if (-ps->position < size)
+	else if (ps->position > -size)   /* (not -position: INT64_MIN) */
 		at = (size_t)(size + ps->position);
 	else
 		at = 0;

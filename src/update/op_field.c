@@ -17,6 +17,7 @@
 
 #include "bson/path.h"
 #include "bson/value.h"
+#include "common/checked.h"
 #include "expr/decimal.h"
 
 /* ------------------------------------------------------------------ */
@@ -78,8 +79,8 @@ update_num_arith(unum_op_t op, const bson_value_t *a, const bson_value_t *b, bso
 	}
 	if (ta == BSON_TYPE_INT32 && tb == BSON_TYPE_INT32) {
 		int32_t r;
-		bool ovf = op == UNUM_ADD ? __builtin_add_overflow(a->value.v_int32, b->value.v_int32, &r)
-		                          : __builtin_mul_overflow(a->value.v_int32, b->value.v_int32, &r);
+		bool ovf = op == UNUM_ADD ? tm_i32_add(a->value.v_int32, b->value.v_int32, &r)
+		                          : tm_i32_mul(a->value.v_int32, b->value.v_int32, &r);
 
 		if (!ovf) {
 			out->value_type = BSON_TYPE_INT32;
@@ -89,8 +90,8 @@ update_num_arith(unum_op_t op, const bson_value_t *a, const bson_value_t *b, bso
 	}
 	{
 		int64_t r;
-		bool ovf = op == UNUM_ADD ? __builtin_add_overflow(to_i64(a), to_i64(b), &r)
-		                          : __builtin_mul_overflow(to_i64(a), to_i64(b), &r);
+		bool ovf = op == UNUM_ADD ? tm_i64_add(to_i64(a), to_i64(b), &r)
+		                          : tm_i64_mul(to_i64(a), to_i64(b), &r);
 
 		if (ovf)
 			return false;

@@ -19,6 +19,7 @@
 
 #include "bson/value.h"
 #include "expr/expr.h"
+#include "common/nameidx.h"
 
 /* A projection / $set tree: children in spec order. */
 typedef struct pnode pnode_t;
@@ -26,6 +27,7 @@ struct pnode {
 	char **names;
 	pnode_t **kids;
 	size_t n, cap;
+	tm_nameidx_t idx;   /* names' index (common/nameidx.h): linear parsing */
 	expr_t *e;          /* computed value (leaf) */
 	bool include;       /* inclusion leaf (projection) */
 	bool leaf;
@@ -61,16 +63,48 @@ pnode_free(pnode_t *p)
 	}
 	bson_free(p->names);
 	bson_free(p->kids);
+	tm_nameidx_free(&p->idx);
 	expr_destroy(p->e);
 	bson_free(p);
+}
+
+static const char *
+node_name(const void *ctx, uint32_t i, size_t *len)
+{
+	const pnode_t *p = ctx;
+
+	*len = strlen(p->names[i]);
+	return p->names[i];
+}
+
+/* The index of the child called name (len bytes), or p->n.  Indexes the
+ * children added since the last call: once pnode_index_all ran (at the end
+ * of compiling), the node is only read. */
+static size_t
+pnode_index_of(const pnode_t *p, const char *name, size_t len)
+{
+	int64_t i = tm_nameidx_find((tm_nameidx_t *)&p->idx, (uint32_t)p->n, name, len, node_name, p);
+
+	return i < 0 ? p->n : (size_t)i;
+}
+
+static void
+pnode_index_all(pnode_t *p)
+{
+	if (p == NULL)
+		return;
+	(void)pnode_index_of(p, "", 0);
+	for (size_t i = 0; i < p->n; i++)
+		pnode_index_all(p->kids[i]);
 }
 
 static pnode_t *
 pnode_child(pnode_t *p, const char *name, size_t len, bool create)
 {
-	for (size_t i = 0; i < p->n; i++)
-		if (strlen(p->names[i]) == len && strncmp(p->names[i], name, len) == 0)
-			return p->kids[i];
+	size_t i = pnode_index_of(p, name, len);
+
+	if (i < p->n)
+		return p->kids[i];
 	if (!create)
 		return NULL;
 	if (p->n == p->cap) {
@@ -86,10 +120,9 @@ pnode_child(pnode_t *p, const char *name, size_t len, bool create)
 static pnode_t *
 pnode_find(const pnode_t *p, const char *name)
 {
-	for (size_t i = 0; i < p->n; i++)
-		if (strcmp(p->names[i], name) == 0)
-			return p->kids[i];
-	return NULL;
+	size_t i = pnode_index_of(p, name, strlen(name));
+
+	return i < p->n ? p->kids[i] : NULL;
 }
 
 void
@@ -483,6 +516,7 @@ update_pipe_compile(const bson_value_t *arr, const bson_t *let, const coll_t *co
 		bson_iter_next(&si);
 		p->n++;
 		ERR(compile_stage(p, bson_iter_key(&si), bson_iter_value(&si), &p->st[p->n - 1], err));
+		pnode_index_all(p->st[p->n - 1].tree);
 	}
 	*out = p;
 	return 0;
@@ -508,13 +542,8 @@ set_doc(const pnode_t *t, const bson_t *in, expr_env_t *env, bson_t *b, terr_t *
 	if (in != NULL && bson_iter_init(&it, in)) {
 		while (bson_iter_next(&it)) {
 			const char *k = bson_iter_key(&it);
-			size_t idx = t->n;
+			size_t idx = pnode_index_of(t, k, bson_iter_key_len(&it));
 
-			for (size_t i = 0; i < t->n; i++)
-				if (strcmp(t->names[i], k) == 0) {
-					idx = i;
-					break;
-				}
 			if (idx == t->n || seen[idx]) {
 				bson_append_value(b, k, (int)bson_iter_key_len(&it), bson_iter_value(&it));
 				continue;

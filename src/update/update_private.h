@@ -18,6 +18,7 @@
 #include <bson/bson.h>
 
 #include "common/error.h"
+#include "common/nameidx.h"
 #include "update/update.h"
 
 #define UPDATE_MAX_BSON_SIZE (16 * 1024 * 1024)
@@ -45,6 +46,11 @@ struct unode {
 	uint8_t first[32];        /* bitmap of the names' first bytes */
 	unode_t **kids;
 	size_t n, cap;
+	/* while compiling, children are appended (in request order) and found
+	 * through idx; compiling ends by sorting them (node_sort_all), after
+	 * which lookups are binary searches and the node is only read */
+	bool unsorted;
+	tm_nameidx_t idx;
 	unode_t *positional;      /* object: the "$" child */
 	/* leaf */
 	const uop_t *op;

@@ -99,5 +99,56 @@ echo "bogus:
 "$TAMGAD" --config "$WORK/bad.conf" >/dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] && ok "unknown config option exits 2" || nok "unknown config option exits $rc"
 
+# --setParameter: mongod's refusals (exit 2), and the YAML setParameter: map
+err=$("$TAMGAD" --dbpath "$WORK/db2" --port "$(free_port)" --setParameter noSuchParameter=1 2>&1 >/dev/null); rc=$?
+[[ $rc -eq 2 && $err == *'Illegal --setParameter parameter: "noSuchParameter"'* ]] && ok "unknown --setParameter exits 2" ||
+	nok "unknown --setParameter: $rc $err"
+err=$("$TAMGAD" --dbpath "$WORK/db2" --port "$(free_port)" --setParameter ttlMonitorSleepSecs=0 2>&1 >/dev/null); rc=$?
+[[ $rc -eq 2 && $err == *'Bad value for parameter "ttlMonitorSleepSecs": Invalid value for parameter ttlMonitorSleepSecs: 0 is not greater than or equal to 1'* ]] &&
+	ok "out-of-bounds --setParameter exits 2" || nok "out-of-bounds --setParameter: $rc $err"
+err=$("$TAMGAD" --dbpath "$WORK/db2" --port "$(free_port)" --setParameter requireApiVersion=maybe 2>&1 >/dev/null); rc=$?
+[[ $rc -eq 2 && $err == *'Bad value for parameter "requireApiVersion"'* ]] && ok "bad boolean --setParameter exits 2" ||
+	nok "bad boolean --setParameter: $rc $err"
+"$TAMGAD" --dbpath "$WORK/db2" --port "$(free_port)" --setParameter ttlMonitorSleepSecs >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] && ok "--setParameter without = exits 2" || nok "--setParameter without =: $rc"
+P4=$(free_port)
+cat >"$WORK/params.conf" <<CONF
+storage:
+  dbPath: "$WORK/db2"
+net:
+  port: $P4
+  bindIp: 127.0.0.1
+setParameter:
+  ttlMonitorSleepSecs: 3
+  enableTestCommands: true
+  ingressConnectionEstablishmentMaxQueueDepth: 5
+CONF
+"$TAMGAD" --config "$WORK/params.conf" >"$WORK/four.log" 2>&1 &
+PID4=$!
+if wait_port "$P4"; then
+	if python3 - "$P4" <<'PY'
+import socket, struct, sys
+# getParameter over OP_MSG with a hand-built BSON body (no driver needed)
+def cstr(s): return s.encode() + b"\0"
+def elem_i32(k, v): return b"\x10" + cstr(k) + struct.pack("<i", v)
+def elem_str(k, v): b = v.encode() + b"\0"; return b"\x02" + cstr(k) + struct.pack("<i", len(b)) + b
+def doc(*els): body = b"".join(els); return struct.pack("<i", len(body) + 5) + body + b"\0"
+body = doc(elem_str("getParameter", "*"), elem_str("$db", "admin"))
+msg = struct.pack("<I", 0) + b"\0" + body
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(struct.pack("<iiii", 16 + len(msg), 1, 0, 2013) + msg)
+hdr = s.recv(16, socket.MSG_WAITALL); n = struct.unpack("<i", hdr[:4])[0]
+rep = s.recv(n - 16, socket.MSG_WAITALL)
+want = [b"ttlMonitorSleepSecs\0" + struct.pack("<i", 3), b"enableTestCommands\0\x01",
+        b"ingressConnectionEstablishmentMaxQueueDepth\0" + struct.pack("<i", 5)]
+sys.exit(0 if all(w in rep for w in want) else 1)
+PY
+	then ok "YAML setParameter: applied"; else nok "YAML setParameter: not applied"; fi
+	grep -q '"id":4539300' "$WORK/four.log" && ok "log line 4539300 Setting server parameter" || nok "no 4539300"
+else
+	nok "--config with setParameter: did not start"
+fi
+stop "$PID4" TERM
+
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

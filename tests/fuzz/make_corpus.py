@@ -124,6 +124,61 @@ commands = {
                                                       {"$addFields": {"s": {"$meta": "textScore"}}},
                                                       {"$sort": {"s": -1}}], "cursor": {}},
 }
+# the numbers of issue 21 at the places that size, count or loop by them
+L = bson.int64.Int64
+D = bson.decimal128.Decimal128
+LMIN, LMAX = L(-2 ** 63), L(2 ** 63 - 1)
+DMIN = {"$toDate": LMIN}  # (this python-bson has no out-of-range datetimes)
+DMAX = {"$toDate": LMAX}
+
+
+def agg(*stages):
+    return {"aggregate": "c", "pipeline": list(stages), "cursor": {}}
+
+
+def proj(**fields):
+    return agg({"$project": dict(fields, _id=0)})
+
+
+commands.update({
+    "sample_huge": agg({"$sample": {"size": L(2 ** 61)}}),
+    "count_limit_min": {"count": "c", "limit": LMIN, "skip": LMAX},
+    "find_edges": {"find": "c", "limit": LMAX, "skip": LMAX, "batchSize": LMAX, "maxTimeMS": 1000,
+                   "projection": {"b": {"$slice": [LMIN, LMAX]}}},
+    "dates_min_max": proj(y={"$year": DMIN}, p={"$dateToParts": {"date": DMAX, "timezone": "+14:00"}},
+                          w={"$isoWeek": DMIN}, s={"$dateToString": {"date": DMAX, "format": "%G-%V"}}),
+    "date_diff_trunc": proj(d={"$dateDiff": {"startDate": DMIN, "endDate": DMAX, "unit": "millisecond"}},
+                            t={"$dateTrunc": {"date": "$d", "unit": "day", "binSize": LMAX}},
+                            a={"$dateAdd": {"startDate": "$d", "unit": "month", "amount": LMIN}},
+                            f={"$dateFromParts": {"year": 2020, "millisecond": LMAX}}),
+    "arith_min": proj(a={"$abs": LMIN}, m={"$mod": [LMIN, -1]}, x={"$multiply": [LMIN, -1]},
+                      r={"$round": [LMIN, -18]}, i={"$toInt": 1e300}, l={"$toLong": D("1E+30")}),
+    "arrays": proj(r={"$range": [0, 2 ** 31 - 1, 2 ** 31 - 1]}, s={"$slice": ["$b", -2 ** 31, 2 ** 31 - 1]},
+                   e={"$arrayElemAt": ["$b", LMIN]}, f={"$firstN": {"input": "$b", "n": LMAX}},
+                   z={"$zip": {"inputs": ["$b", [1]], "useLongestLength": True}}),
+    "strings": proj(a={"$substrBytes": ["$s", LMAX, LMAX]}, b={"$substrCP": ["$s", 1, 2 ** 31 - 1]},
+                    c={"$split": ["$s", "b"]}, d={"$replaceAll": {"input": "$s", "find": "", "replacement": "x"}},
+                    e={"$indexOfCP": ["$s", "c", 2 ** 31 - 1]}, f={"$concat": ["$s", "$s"]}),
+    "group_n": agg({"$group": {"_id": None, "f": {"$firstN": {"input": "$a", "n": LMAX}},
+                               "t": {"$topN": {"output": "$a", "sortBy": {"a": 1}, "n": LMAX}},
+                               "s": {"$sum": LMAX}}}),
+    "bucket_auto": agg({"$bucketAuto": {"groupBy": "$a", "buckets": 2 ** 31 - 1}}),
+    "densify": agg({"$densify": {"field": "a", "range": {"step": LMAX, "bounds": [LMIN, LMAX]}}}),
+    "window": agg({"$setWindowFields": {"sortBy": {"a": 1}, "output": {
+        "v": {"$sum": 1, "window": {"documents": [LMIN, LMAX]}},
+        "s": {"$shift": {"output": "$a", "by": 2 ** 31 - 1}}}}}),
+    "fill": agg({"$fill": {"sortBy": {"a": 1}, "output": {"b": {"method": "linear"}, "s": {"method": "locf"}}}}),
+    "update_push": {"update": "c", "updates": [{"q": {"_id": 1}, "u": {
+        "$push": {"b": {"$each": [9], "$slice": LMIN, "$position": LMAX}}, "$inc": {"n": LMAX},
+        "$bit": {"x": {"and": LMIN}}}}]},
+    "update_paths": {"update": "c", "updates": [{"q": {}, "u": {"$set": {"b.99999999": 1}, "$pop": {"s": 1},
+                                                              "$mul": {"a": LMIN}}, "multi": True}]},
+    "find_mod": {"find": "c", "filter": {"a": {"$mod": [LMIN, -1]}, "b.99999999999": {"$exists": False},
+                                         "s": {"$bitsAllSet": LMAX}}},
+    "collMod": {"collMod": "c", "validator": {"a": {"$gte": LMIN}}, "validationLevel": "moderate"},
+    "findAndModify_slice": {"findAndModify": "c", "query": {"_id": 1}, "update": {
+        "$push": {"b": {"$each": [], "$slice": L(-2 ** 31)}}}, "new": True},
+})
 os.makedirs(OUT2, exist_ok=True)
 for name, doc in commands.items():
     with open(os.path.join(OUT2, name), "wb") as f:

@@ -6,7 +6,7 @@
  * with collMod on one collection), the localhost exception, malformed and
  * replayed SASL, and many failed attempts.
  *
- * The dispatcher's call to auth_check_command is emulated by run() here
+ * The dispatcher's call to cmd_auth_check is emulated by run() here
  * (check, then engine_run_command), so these tests do not depend on it
  * being wired.
  */
@@ -17,8 +17,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "commands/auth.h"
-#include "commands/auth_private.h"
+#include "auth/auth.h"
+#include "auth/auth_private.h"
 #include "commands/commands_private.h"
 
 /* ---- helpers ----------------------------------------------------------------------- */
@@ -66,7 +66,7 @@ new_client(bool local)
 static void
 free_client(client_t *cl)
 {
-	auth_client_forget(cl);
+	auth_client_forget(cl, &cl->has_auth);
 	client_free(cl);
 }
 
@@ -98,7 +98,7 @@ run_doc(client_t *cl, const char *db, const bson_t *cmd, bson_t *reply)
 	fake.name = c.name;
 	if (def == NULL)
 		def = &fake;
-	if (auth_check_command(&c, def, &err) != 0) {
+	if (cmd_auth_check(&c, def, &err) != 0) {
 		char buf[32];
 		bson_init(reply);
 		BSON_APPEND_DOUBLE(reply, "ok", 0.0);
@@ -143,6 +143,8 @@ reply_str(const bson_t *reply, const char *field)
 		return bson_iter_utf8(&it, NULL);
 	return NULL;
 }
+
+static void make_admin(client_t *local);
 
 /* ---- a SCRAM client, written from RFC 5802 ------------------------------------------- */
 
@@ -397,6 +399,141 @@ test_saslprep(void)
 	terr_clear(&err);
 	TT_ASSERT(auth_saslprep("\xC3", &out, &err) != 0);
 	terr_clear(&err);
+	/* RFC 4013 section 3's examples, NFKC and the tables (ICU's profile) */
+	{
+		static const struct {
+			const char *in, *out;
+		} ok[] = {
+			{"user", "user"},
+			{"USER", "USER"},
+			{"\xC2\xAA", "a"},                  /* U+00AA */
+			{"\xE2\x85\xA8", "IX"},             /* U+2168 */
+			{"\xE2\x85\xA3", "IV"},             /* U+2163, the password */
+			{"u\xCC\x88" "ber", "\xC3\xBC" "ber"}, /* combining diaeresis composes */
+			{"\xEF\xBC\xA1", "A"},              /* fullwidth A */
+			{"a\xE3\x80\x80" "b", "a b"},       /* U+3000 ideographic space */
+		};
+		static const char *const refused[] = {
+			"\x07",                              /* C.2.1 control */
+			"\xD8\xA7" "1",                      /* U+0627 then a digit: bidi rule */
+			"a\xEE\x80\x80",                    /* U+E000 private use */
+			"\xEF\xBF\xBE",                     /* U+FFFE non-character */
+		};
+		for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+			TT_EQ_INT(auth_saslprep(ok[i].in, &out, &err), 0);
+			TT_EQ_STR(out, ok[i].out);
+			bson_free(out);
+		}
+		for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+			TT_ASSERT(auth_saslprep(refused[i], &out, &err) != 0);
+			TT_EQ_INT(err.code, TERR_BAD_VALUE);
+			TT_EQ_STR(err.msg, "Unable to normalize input string");
+			terr_clear(&err);
+		}
+		TT_ASSERT(auth_saslprep("\xC3(", &out, &err) != 0);
+		TT_EQ_STR(err.msg, "Non UTF-8 data encountered");
+		terr_clear(&err);
+	}
+}
+
+/* createUser / updateUser SASLprep the SCRAM-SHA-256 password: a client
+ * that preps "\u2163" to "IV" (every driver does) logs in; SCRAM-SHA-1
+ * hashes the password as typed (mongod's digest). */
+static void
+test_saslprep_login(void)
+{
+	client_t *local, *cl;
+	bson_t reply;
+
+	open_engine(true);
+	local = new_client(true);
+	make_admin(local);
+	TT_EQ_INT(sasl_login(local, "admin", AUTH_SCRAM_SHA256, "root", "rootpw", true, NULL), 0);
+	TT_EQ_INT(run_quiet(local, "admin", "{\"createUser\": \"roman\", \"pwd\": \"\\u2163\", \"roles\": []}"), 0);
+	cl = new_client(false);
+	TT_EQ_INT(sasl_login(cl, "admin", AUTH_SCRAM_SHA256, "roman", "IV", true, NULL), 0);
+	free_client(cl);
+	/* a client that does not prep sends other bytes: refused */
+	cl = new_client(false);
+	TT_EQ_INT(sasl_login(cl, "admin", AUTH_SCRAM_SHA256, "roman", "\xE2\x85\xA3", true, NULL), 18);
+	free_client(cl);
+	cl = new_client(false);
+	TT_EQ_INT(sasl_login(cl, "admin", AUTH_SCRAM_SHA1, "roman", "\xE2\x85\xA3", true, NULL), 0);
+	free_client(cl);
+	/* updateUser preps the new password too */
+	TT_EQ_INT(run_quiet(local, "admin", "{\"updateUser\": \"roman\", \"pwd\": \"\\u2168\\u00ad\"}"), 0);
+	cl = new_client(false);
+	TT_EQ_INT(sasl_login(cl, "admin", AUTH_SCRAM_SHA256, "roman", "IX", true, NULL), 0);
+	free_client(cl);
+	/* a password SASLprep refuses: mongod's error, nothing stored */
+	TT_EQ_INT(run(local, "admin", "{\"createUser\": \"bad\", \"pwd\": \"a\\u0007b\", \"roles\": []}", &reply), 2);
+	TT_EQ_STR(reply_str(&reply, "errmsg"), "Unable to normalize input string");
+	bson_destroy(&reply);
+	TT_EQ_INT(run(local, "admin", "{\"usersInfo\": \"bad\"}", &reply), 0);
+	{
+		bson_iter_t it, el;
+		TT_ASSERT(bson_iter_init_find(&it, &reply, "users") && bson_iter_recurse(&it, &el));
+		TT_ASSERT(!bson_iter_next(&el));
+	}
+	bson_destroy(&reply);
+	/* SCRAM-SHA-1 alone does not prep (mongod): the same password is fine */
+	TT_EQ_INT(run_quiet(local, "admin", "{\"createUser\": \"sha1only\", \"pwd\": \"a\\u0007b\", \"roles\": [], "
+	    "\"mechanisms\": [\"SCRAM-SHA-1\"]}"), 0);
+	free_client(local);
+	close_engine();
+}
+
+/* A user with SCRAM-SHA-1 credentials only: a speculative SCRAM-SHA-256 in
+ * hello is left out of the reply (the driver then uses the mechanism
+ * saslSupportedMechs names), and saslStart with SCRAM-SHA-256 fails at once
+ * with 18 (mongod logs MechanismUnavailable as the reason). */
+static void
+test_speculative_missing_mechanism(void)
+{
+	client_t *local, *cl;
+	cmd_t c;
+	bson_t *hello, reply;
+	bson_iter_t it;
+
+	open_engine(true);
+	local = new_client(true);
+	make_admin(local);
+	TT_EQ_INT(sasl_login(local, "admin", AUTH_SCRAM_SHA256, "root", "rootpw", true, NULL), 0);
+	TT_EQ_INT(run_quiet(local, "admin", "{\"createUser\": \"old\", \"pwd\": \"pw\", \"roles\": [], "
+	    "\"mechanisms\": [\"SCRAM-SHA-1\"]}"), 0);
+	cl = new_client(false);
+	/* "n,,n=old,r=fyko+d2lbbFgONRv9qkxdawL" */
+	hello = tt_json("{\"hello\": 1, \"saslSupportedMechs\": \"admin.old\", \"speculativeAuthenticate\": "
+	    "{\"saslStart\": 1, \"mechanism\": \"SCRAM-SHA-256\", \"payload\": {\"$binary\": {\"base64\": "
+	    "\"biwsbj1vbGQscj1meWtvK2QybGJiRmdPTlJ2OXFreGRhd0w=\", \"subType\": \"00\"}}, \"db\": \"admin\"}}");
+	memset(&c, 0, sizeof(c));
+	c.engine = eng;
+	c.client = cl;
+	c.db = "admin";
+	c.body = hello;
+	bson_init(&reply);
+	cmd_hello_auth_append(&c, &reply);
+	TT_EQ_JSON(&reply, "{ \"saslSupportedMechs\" : [ \"SCRAM-SHA-1\" ] }");
+	TT_ASSERT(!bson_iter_init_find(&it, &reply, "speculativeAuthenticate"));
+	bson_destroy(&reply);
+	/* the same with SCRAM-SHA-1 is embedded */
+	bson_destroy(hello);
+	hello = tt_json("{\"hello\": 1, \"speculativeAuthenticate\": "
+	    "{\"saslStart\": 1, \"mechanism\": \"SCRAM-SHA-1\", \"payload\": {\"$binary\": {\"base64\": "
+	    "\"biwsbj1vbGQscj1meWtvK2QybGJiRmdPTlJ2OXFreGRhd0w=\", \"subType\": \"00\"}}, \"db\": \"admin\"}}");
+	c.body = hello;
+	bson_init(&reply);
+	cmd_hello_auth_append(&c, &reply);
+	TT_ASSERT(bson_iter_init_find(&it, &reply, "speculativeAuthenticate"));
+	bson_destroy(&reply);
+	bson_destroy(hello);
+	free_client(cl);
+	cl = new_client(false);
+	TT_EQ_INT(sasl_login(cl, "admin", AUTH_SCRAM_SHA256, "old", "pw", true, NULL), 18);
+	TT_EQ_INT(sasl_login(cl, "admin", AUTH_SCRAM_SHA1, "old", "pw", true, NULL), 0);
+	free_client(cl);
+	free_client(local);
+	close_engine();
 }
 
 static int
@@ -905,7 +1042,7 @@ test_hello_speculative(void)
 	c.db = "admin";
 	c.body = hello;
 	bson_init(&reply);
-	auth_hello_append(&c, &reply);
+	cmd_hello_auth_append(&c, &reply);
 	TT_ASSERT(bson_iter_init_find(&it, &reply, "saslSupportedMechs"));
 	TT_ASSERT(bson_iter_init_find(&it, &reply, "speculativeAuthenticate") && BSON_ITER_HOLDS_DOCUMENT(&it));
 	{
@@ -936,7 +1073,7 @@ test_hello_speculative(void)
 	hello = tt_json("{\"hello\": 1, \"saslSupportedMechs\": \"admin.ghost\"}");
 	c.body = hello;
 	bson_init(&reply);
-	auth_hello_append(&c, &reply);
+	cmd_hello_auth_append(&c, &reply);
 	TT_EQ_JSON(&reply, "{ \"saslSupportedMechs\" : [ \"SCRAM-SHA-1\", \"SCRAM-SHA-256\" ] }");
 	bson_destroy(&reply);
 	bson_destroy(hello);
@@ -1127,6 +1264,8 @@ main(void)
 	TT_RUN(test_scram_sha256_rfc7677_vector);
 	TT_RUN(test_scram_sha1_mongodb_vector);
 	TT_RUN(test_saslprep);
+	TT_RUN(test_saslprep_login);
+	TT_RUN(test_speculative_missing_mechanism);
 	TT_RUN(test_scram_malformed);
 	TT_RUN(test_render);
 	TT_RUN(test_builtin_roles);

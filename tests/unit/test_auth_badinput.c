@@ -6,7 +6,7 @@
  */
 #include "tt.h"
 
-#include "commands/auth.h"
+#include "auth/auth.h"
 #include "commands/commands_private.h"
 
 static engine_t *eng;
@@ -50,7 +50,7 @@ run(client_t *cl, const char *db, const bson_t *cmd, bson_t *reply)
 	bson_iter_init(&c.first, cmd);
 	bson_iter_next(&c.first);
 	c.name = bson_iter_key(&c.first);
-	if (auth_check_command(&c, cmd_lookup(c.name), &err) != 0) {
+	if (cmd_auth_check(&c, cmd_lookup(c.name), &err) != 0) {
 		bson_init(reply);
 		BSON_APPEND_UTF8(reply, "errmsg", err.msg);
 		rc = err.code;
@@ -179,7 +179,7 @@ test_hostile_commands(void)
 		bson_destroy(&reply);
 		bson_destroy(cmd);
 	}
-	auth_client_forget(cl);
+	auth_client_forget(cl, &cl->has_auth);
 	client_free(cl);
 	close_engine();
 }
@@ -201,7 +201,7 @@ test_nul_in_names(void)
 	TT_EQ_INT(run(cl, "d", &cmd, &reply), 2);
 	bson_destroy(&reply);
 	bson_destroy(&cmd);
-	auth_client_forget(cl);
+	auth_client_forget(cl, &cl->has_auth);
 	client_free(cl);
 	close_engine();
 }
@@ -224,7 +224,7 @@ test_unauthorized_message_hides_password(void)
 	bson_destroy(&reply);
 	bson_destroy(cmd);
 	info.is_local = true;
-	auth_client_forget(cl);
+	auth_client_forget(cl, &cl->has_auth);
 	client_free(cl);
 	cl = client_new(eng, &info);
 	cmd = tt_json("{\"createUser\": \"x\", \"pwd\": \"secretpw\", \"roles\": [], \"$db\": \"other\"}");
@@ -234,7 +234,7 @@ test_unauthorized_message_hides_password(void)
 	    "{ createUser: \"x\", pwd: \"xxx\", roles: [], $db: \"other\" }");
 	bson_destroy(&reply);
 	bson_destroy(cmd);
-	auth_client_forget(cl);
+	auth_client_forget(cl, &cl->has_auth);
 	client_free(cl);
 	close_engine();
 }

@@ -84,7 +84,7 @@ test_add_diff_trunc(void)
 	TXERR("{\"$dateAdd\": {\"startDate\": " D1 ", \"unit\": \"day\"}}", NULL,
 	      "ERR 5166402 $dateAdd requires startDate, unit, and amount to be present");
 	TXERR("{\"$dateAdd\": {\"startDate\": " D1 ", \"unit\": \"year\", \"amount\": 9000000000000000000}}", NULL,
-	      "ERR 5166406 $dateAdd overflowed");
+	      "ERR 5976500 invalid dateAdd 'amount' parameter value: 9000000000000000000 year");
 	TX("{\"$dateDiff\": {\"startDate\": " DT("1609459199000") ", \"endDate\": " DT("1609459201000") ", \"unit\": \"year\"}}",
 	   NULL, RL("1"));
 	TX("{\"$dateDiff\": {\"startDate\": " DT("0") ", \"endDate\": " DT("1614834367089") ", \"unit\": \"day\"}}", NULL,

@@ -551,7 +551,7 @@ test_ttl_pass(void)
 	tt_free_reply(r);
 	{
 		ttl_monitor_t *m = NULL;
-		TT_EQ_INT(ttl_monitor_start(engine_storage(eng), 60, &m, &err), 0);
+		TT_EQ_INT(ttl_monitor_start(engine_storage(eng), NULL, NULL, &m, &err), 0);
 		ttl_monitor_stop(m);
 	}
 	terr_clear(&err);

@@ -1,7 +1,8 @@
 // auth_mongosh.js -- mongosh against tamgad --auth, as the seed runs its
 // scripts: an admin creates the application user (readWrite) and a custom
 // role, the app user inserts and updates but gets 13 on collMod, db.auth()
-// with a wrong password is 18.  Run without credentials in the URI (the
+// with a wrong password is 18, a view or a pipeline reading another database
+// is 13, listDatabases under the localhost exception shows nothing.  Run without credentials in the URI (the
 // localhost exception creates the first user):
 //   mongosh $TAMGA_URI --quiet --norc --file auth_mongosh.js
 // Prints "N passed, N failed" and exits non-zero when anything failed.
@@ -12,6 +13,12 @@ const bookstore = db.getSiblingDB('shbooks');
 
 test('unauthenticated find is refused', () => {
 	ok(code(() => bookstore.reviews.findOne()) === 13);
+});
+
+test('localhost exception: listDatabases shows nothing, dbStats is 13', () => {
+	const r = admin.runCommand({ listDatabases: 1 });
+	ok(r.ok === 1 && r.databases.length === 0, JSON.stringify(r));
+	ok(code(() => bookstore.stats()) === 13);
 });
 
 test('localhost exception: first user', () => {
@@ -48,6 +55,14 @@ test('readWrite: insert and update work, collMod is 13', () => {
 	ok(/not authorized on shbooks to execute command \{ collMod: "reviews"/.test(err.errmsg || err.message));
 	const st = bookstore.runCommand({ connectionStatus: 1 });
 	ok(st.authInfo.authenticatedUsers[0].user === 'app');
+});
+
+test('readWrite: a view reading another database is 13', () => {
+	const lookup = { $lookup: { from: { db: 'admin', coll: 'system.users' }, localField: 'x', foreignField: 'user', as: 'u' } };
+	ok(code(() => bookstore.createView('peek', 'reviews', [{ $facet: { a: [lookup] } }])) === 13);
+	ok(code(() => bookstore.reviews.aggregate([{ $unionWith: { coll: 'reviews', pipeline: [lookup] } }]).toArray()) === 13);
+	bookstore.createView('own', 'reviews', [{ $match: {} }]);
+	ok(bookstore.own.countDocuments({}) === 1);
 });
 
 done();

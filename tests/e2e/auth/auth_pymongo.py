@@ -2,8 +2,10 @@
 user, SCRAM-SHA-1 and SCRAM-SHA-256 logins (right and wrong passwords,
 unknown users: the same 18 AuthenticationFailed), the seed's role split
 (readWrite inserts and updates, collMod is 13 Unauthorized), a custom role
-that may collMod one collection, unauthenticated clients refused, and a run
-of failed attempts after which the server still serves.
+that may collMod one collection, unauthenticated clients refused, SASLprep
+of SCRAM-SHA-256 passwords ("\u2163"), a SCRAM-SHA-1-only user logging in
+without naming a mechanism, and a run of failed attempts after which the
+server still serves.
 
 Run by CTest through with_tamgad.sh --auth (TAMGA_URI, TAMGA_PORT); prints
 "N passed, N failed".  AUTH_FAILED_ATTEMPTS scales the failed-attempt run
@@ -151,6 +153,31 @@ class TamgaAuth(unittest.TestCase):
         self.assertEqual(len(more["cursor"]["nextBatch"]), 4)
         owner.close()
         other.close()
+
+    def test_saslprep_password(self):
+        # createUser SASLpreps the SCRAM-SHA-256 password as mongod: PyMongo
+        # preps "\u2163" to "IV" on its side, so both log in
+        self.root.admin.command("createUser", "pyroman", pwd="\u2163", roles=[])
+        for pwd in ("\u2163", "IV"):
+            c = client("pyroman", pwd, "admin", "SCRAM-SHA-256")
+            st = c.admin.command("connectionStatus")
+            self.assertEqual(st["authInfo"]["authenticatedUsers"], [{"user": "pyroman", "db": "admin"}])
+            c.close()
+        code, msg = code_of(lambda: self.root.admin.command("createUser", "pybad", pwd="a\u0007b", roles=[]))
+        self.assertEqual((code, msg.split(",")[0]), (2, "Unable to normalize input string"))
+
+    def test_sha1_only_user_default_mechanism(self):
+        # the speculative SCRAM-SHA-256 of PyMongo's handshake is not taken
+        # for a user without SCRAM-SHA-256 credentials: it falls back
+        self.root.admin.command("createUser", "pylegacy", pwd="legacypw", roles=[], mechanisms=["SCRAM-SHA-1"])
+        c = client("pylegacy", "legacypw", "admin")
+        st = c.admin.command("connectionStatus")
+        self.assertEqual(st["authInfo"]["authenticatedUsers"], [{"user": "pylegacy", "db": "admin"}])
+        c.close()
+        c = client("pylegacy", "legacypw", "admin", "SCRAM-SHA-256")
+        code, _ = code_of(lambda: c.admin.command("ping"))
+        self.assertEqual(code, 18)
+        c.close()
 
     def test_many_failed_attempts(self):
         t0 = time.time()

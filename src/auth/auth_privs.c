@@ -6,7 +6,7 @@
  * Not here: which command needs which privilege (auth_check.c) or where
  * users and roles are stored (auth_users.c).
  */
-#include "commands/auth_private.h"
+#include "auth/auth_private.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -1,13 +1,14 @@
 /*
  * auth_scram.c -- SCRAM-SHA-1 and SCRAM-SHA-256 (RFC 5802, RFC 7677) on
  * OpenSSL: stored credentials (PBKDF2, HMAC, H), the server side of one
- * conversation, SASLprep for SCRAM-SHA-256 passwords, base64.
+ * conversation, SASLprep for SCRAM-SHA-256 passwords (ICU's RFC 4013
+ * profile, as mongod), base64.
  *
  * Not here: where credentials live (auth_users.c) or the saslStart and
  * saslContinue commands (cmd_auth.c).  Nothing in this file logs, and no
  * password or key leaves it except as the stored (salted, hashed) form.
  */
-#include "commands/auth.h"
+#include "auth/auth.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -16,6 +17,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
+#include <unicode/usprep.h>
+#include <unicode/ustring.h>
 
 #define SCRAM_MAX_HASH 32
 
@@ -116,92 +119,80 @@ auth_b64_decode(const char *text, size_t n, uint8_t **out, size_t *out_len)
 
 /* ---- SASLprep -------------------------------------------------------------- */
 
-/* Decode one UTF-8 code point; returns its length or 0 when invalid. */
-static int
-utf8_next(const unsigned char *s, uint32_t *cp)
-{
-	if (s[0] < 0x80) {
-		*cp = s[0];
-		return 1;
-	}
-	if ((s[0] & 0xE0) == 0xC0 && (s[1] & 0xC0) == 0x80) {
-		*cp = ((uint32_t)(s[0] & 0x1F) << 6) | (s[1] & 0x3F);
-		return *cp >= 0x80 ? 2 : 0;
-	}
-	if ((s[0] & 0xF0) == 0xE0 && (s[1] & 0xC0) == 0x80 && (s[2] & 0xC0) == 0x80) {
-		*cp = ((uint32_t)(s[0] & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
-		return *cp >= 0x800 && (*cp < 0xD800 || *cp > 0xDFFF) ? 3 : 0;
-	}
-	if ((s[0] & 0xF8) == 0xF0 && (s[1] & 0xC0) == 0x80 && (s[2] & 0xC0) == 0x80 && (s[3] & 0xC0) == 0x80) {
-		*cp = ((uint32_t)(s[0] & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
-		    ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
-		return *cp >= 0x10000 && *cp <= 0x10FFFF ? 4 : 0;
-	}
-	return 0;
-}
-
-/* RFC 3454 C.1.2 non-ASCII space characters. */
-static bool
-is_nonascii_space(uint32_t cp)
-{
-	return cp == 0x00A0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200B) || cp == 0x202F ||
-	    cp == 0x205F || cp == 0x3000;
-}
-
-/* RFC 3454 B.1 commonly mapped to nothing. */
-static bool
-is_mapped_to_nothing(uint32_t cp)
-{
-	return cp == 0x00AD || cp == 0x034F || cp == 0x1806 || (cp >= 0x180B && cp <= 0x180D) ||
-	    (cp >= 0x200B && cp <= 0x200D) || cp == 0x2060 || (cp >= 0xFE00 && cp <= 0xFE0F) || cp == 0xFEFF;
-}
-
-/* RFC 4013 section 2.3 prohibited output (the tables that apply to
- * passwords: controls, private use, non-characters, surrogates, ...). */
-static bool
-is_prohibited(uint32_t cp)
-{
-	return cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F) || cp == 0x06DD || cp == 0x070F ||
-	    cp == 0x180E || (cp >= 0x200E && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) ||
-	    (cp >= 0x2060 && cp <= 0x206F) || (cp >= 0xE000 && cp <= 0xF8FF) || (cp >= 0xFDD0 && cp <= 0xFDEF) ||
-	    (cp & 0xFFFE) == 0xFFFE || (cp >= 0xFFF9 && cp <= 0xFFFD) || (cp >= 0xF0000) ||
-	    (cp >= 0x2FF0 && cp <= 0x2FFB) || (cp >= 0xE0001 && cp <= 0xE007F);
-}
-
+/*
+ * ICU's RFC 4013 profile (usprep), as mongod's icuSaslPrep: mapping (B.1
+ * to nothing, C.1.2 spaces to U+0020), NFKC, the prohibited tables, the
+ * bidirectional rule, unassigned code points refused.  mongod's messages:
+ * 2 "Non UTF-8 data encountered", 2 "Unable to normalize input string".
+ */
 int
 auth_saslprep(const char *in, char **out, terr_t *err)
 {
-	const unsigned char *s = (const unsigned char *)in;
-	bson_string_t *b;
-	uint32_t cp;
-	int n;
+	UErrorCode e = U_ZERO_ERROR;
+	UStringPrepProfile *prof = NULL;
+	UChar *u = NULL, *p = NULL;
+	int32_t ulen = 0, plen = 0, olen = 0;
+	size_t inlen = strlen(in);
+	char *o = NULL;
+	int ret = 0;
 
 	*out = NULL;
-	b = bson_string_new(NULL);
-	while (*s) {
-		n = utf8_next(s, &cp);
-		if (n == 0) {
-			bson_string_free(b, true);
-			return terr_set(err, TERR_BAD_VALUE, "Error preparing SCRAM password: invalid UTF-8");
-		}
-		if (is_nonascii_space(cp) && !is_mapped_to_nothing(cp)) {
-			bson_string_append_c(b, ' ');
-		} else if (is_mapped_to_nothing(cp)) {
-			/* dropped */
-		} else if (is_prohibited(cp)) {
-			bson_string_free(b, true);
-			return terr_set(err, TERR_BAD_VALUE,
-			    "Error preparing SCRAM password: prohibited character U+%04X", (unsigned)cp);
-		} else {
-			char tmp[5];
-			memcpy(tmp, s, (size_t)n);
-			tmp[n] = '\0';
-			bson_string_append(b, tmp);
-		}
-		s += n;
+	if (inlen == 0) {
+		*out = bson_strdup("");
+		return 0;
 	}
-	*out = bson_string_free(b, false);
-	return 0;
+	/* UTF-16 needs at most one unit per byte; ICU counts in int32_t, and
+	 * NFKC may expand a unit up to 18 times: keep every size in range */
+	if (inlen > (size_t)INT32_MAX / 32)
+		return terr_set(err, TERR_BAD_VALUE, "Unable to normalize input string");
+	u_strFromUTF8(NULL, 0, &ulen, in, (int32_t)inlen, &e);
+	if (e == U_INVALID_CHAR_FOUND)
+		return terr_set(err, TERR_BAD_VALUE, "Non UTF-8 data encountered");
+	if (e != U_BUFFER_OVERFLOW_ERROR)
+		return terr_set(err, 50687, "Error preflighting UTF-8 conversion: %s", u_errorName(e));
+	e = U_ZERO_ERROR;
+	u = bson_malloc(sizeof(UChar) * ((size_t)ulen + 1));
+	u_strFromUTF8(u, ulen + 1, &ulen, in, (int32_t)inlen, &e);
+	if (U_FAILURE(e))
+		ERR(terr_set(err, 50688, "Error converting UTF-8 string: %s", u_errorName(e)));
+	prof = usprep_openByType(USPREP_RFC4013_SASLPREP, &e);
+	if (U_FAILURE(e))
+		ERR(terr_set(err, 50691, "Unable to open unicode string prep profile: %s", u_errorName(e)));
+	plen = usprep_prepare(prof, u, ulen, NULL, 0, USPREP_DEFAULT, NULL, &e);
+	if (e == U_INVALID_CHAR_FOUND || e == U_STRINGPREP_PROHIBITED_ERROR || e == U_STRINGPREP_UNASSIGNED_ERROR ||
+	    e == U_STRINGPREP_CHECK_BIDI_ERROR)
+		ERR(terr_set(err, TERR_BAD_VALUE, "Unable to normalize input string"));
+	if (e != U_BUFFER_OVERFLOW_ERROR && U_FAILURE(e))
+		ERR(terr_set(err, 50692, "Error preflighting normalization: %s", u_errorName(e)));
+	e = U_ZERO_ERROR;
+	p = bson_malloc(sizeof(UChar) * ((size_t)plen + 1));
+	plen = usprep_prepare(prof, u, ulen, p, plen + 1, USPREP_DEFAULT, NULL, &e);
+	if (U_FAILURE(e))
+		ERR(terr_set(err, 50693, "Failed normalizing string: %s", u_errorName(e)));
+	u_strToUTF8(NULL, 0, &olen, p, plen, &e);
+	if (e != U_BUFFER_OVERFLOW_ERROR && U_FAILURE(e))
+		ERR(terr_set(err, 50689, "Error preflighting UTF-8 conversion: %s", u_errorName(e)));
+	e = U_ZERO_ERROR;
+	o = bson_malloc((size_t)olen + 1);
+	u_strToUTF8(o, olen + 1, &olen, p, plen, &e);
+	if (U_FAILURE(e)) {
+		bson_free(o);
+		ERR(terr_set(err, 50690, "Error converting string to UTF-8: %s", u_errorName(e)));
+	}
+	o[olen] = '\0';
+	*out = o;
+err:
+	if (prof != NULL)
+		usprep_close(prof);
+	if (u != NULL) {
+		OPENSSL_cleanse(u, sizeof(UChar) * (size_t)ulen);
+		bson_free(u);
+	}
+	if (p != NULL) {
+		OPENSSL_cleanse(p, sizeof(UChar) * (size_t)plen);
+		bson_free(p);
+	}
+	return ret;
 }
 
 /* ---- key derivation --------------------------------------------------------- */
@@ -417,7 +408,7 @@ step_first(auth_scram_t *s, const char *in, size_t len, auth_creds_lookup_fn loo
 	bson_t creds;
 	bool have = false;
 	bson_iter_t it;
-	int ret = 0;
+	int ret = 0, lr = -1;
 
 	c1 = memchr(in, ',', len);
 	if (c1 == NULL)
@@ -463,7 +454,15 @@ step_first(auth_scram_t *s, const char *in, size_t len, auth_creds_lookup_fn loo
 			ERR(bad(err, "Invalid SCRAM client nonce%s", ""));
 
 	/* The stored credentials, or fake ones made from the user name. */
-	if (lookup != NULL && lookup(ctx, s->user, &creds) == 0) {
+	if (lookup != NULL && (lr = lookup(ctx, s->user, &creds)) == AUTH_CREDS_NO_MECH) {
+		/* mongod: a user without credentials for this mechanism stops
+		 * here, so a driver's speculative SCRAM-SHA-256 is not embedded
+		 * and it falls back to the mechanisms saslSupportedMechs lists */
+		const char *mn = auth_mech_name(s->mech);
+		ERR(terr_set(err, TERR_MECHANISM_UNAVAILABLE, "Unable to use %s based authentication for user "
+		    "without any %s credentials registered", mn, mn));
+	}
+	if (lookup != NULL && lr == 0) {
 		have = true;
 		if (!bson_iter_init_find(&it, &creds, "iterationCount") || !BSON_ITER_HOLDS_NUMBER(&it) ||
 		    (iterations = (int)bson_iter_as_int64(&it)) <= 0 ||

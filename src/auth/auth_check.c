@@ -10,9 +10,12 @@
  * Also: connectionStatus's authInfo, hello's saslSupportedMechs, and
  * mongod's rendering of a command in "not authorized" messages.
  *
- * Not here: resolving a user's privileges (auth_users.c, auth_privs.c).
+ * Not here: resolving a user's privileges (auth_users.c, auth_privs.c);
+ * finding the namespaces a pipeline or a view definition touches
+ * (auth_ns.c, which aggregate, explain, create and collMod use).  A flag
+ * BSON repeats counts as the value that needs more privileges.
  */
-#include "commands/auth_private.h"
+#include "auth/auth_private.h"
 
 #include <math.h>
 #include <string.h>
@@ -212,10 +215,13 @@ auth_render_bson(const bson_t *doc)
 /* ---- the check context ------------------------------------------------------------- */
 
 typedef struct chk {
-	cmd_t *c;
+	const auth_ctx_t *x;
 	auth_client_t *ac;
 	const auth_privset_t *ps;
 	int depth;
+	/* a refusal that is not 13 (collMod's 72): the code and message */
+	int fail_code;
+	const char *fail_msg;
 } chk_t;
 
 static bool
@@ -289,12 +295,33 @@ first_string(const bson_t *body)
 	return NULL;
 }
 
+/* A flag that adds to what a command needs: true when any occurrence of
+ * it is (BSON may repeat a key; whichever the handler reads, the check
+ * covered it). */
 static bool
 field_true(const bson_t *body, const char *field)
 {
-	bson_iter_t it;
+	return auth_body_any_true(body, field);
+}
 
-	return bson_iter_init_find(&it, body, field) && bson_iter_as_bool(&it);
+/* A flag that lowers what a command needs: true only when present and
+ * every occurrence is true. */
+static bool
+field_all_true(const bson_t *body, const char *field)
+{
+	bson_iter_t it;
+	bool seen = false;
+
+	if (!bson_iter_init(&it, body))
+		return false;
+	while (bson_iter_next(&it)) {
+		if (strcmp(bson_iter_key(&it), field) != 0)
+			continue;
+		if (!bson_iter_as_bool(&it))
+			return false;
+		seen = true;
+	}
+	return seen;
 }
 
 /* The collection the command names first, or the database itself when it
@@ -305,8 +332,8 @@ can_target(chk_t *k, const bson_t *body, const char *actions)
 	const char *coll = first_string(body);
 
 	if (coll != NULL && coll[0] != '\0')
-		return can_ns_all(k, k->c->db, coll, actions);
-	return can_db_all(k, k->c->db, actions);
+		return can_ns_all(k, k->x->db, coll, actions);
+	return can_db_all(k, k->x->db, actions);
 }
 
 /* ---- commands whose needs depend on their arguments ------------------------------- */
@@ -333,9 +360,11 @@ chk_update(chk_t *k, const bson_t *body)
 	if (bson_iter_init_find(&it, body, "updates") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &el)) {
 		while (bson_iter_next(&el)) {
 			bson_iter_t u;
-			if (BSON_ITER_HOLDS_DOCUMENT(&el) && bson_iter_recurse(&el, &u) &&
-			    bson_iter_find(&u, "upsert") && bson_iter_as_bool(&u))
-				return can_target(k, body, "insert");
+			if (!BSON_ITER_HOLDS_DOCUMENT(&el) || !bson_iter_recurse(&el, &u))
+				continue;
+			while (bson_iter_next(&u))
+				if (strcmp(bson_iter_key(&u), "upsert") == 0 && bson_iter_as_bool(&u))
+					return can_target(k, body, "insert");
 		}
 	}
 	return true;
@@ -344,8 +373,12 @@ chk_update(chk_t *k, const bson_t *body)
 static bool
 chk_find_and_modify(chk_t *k, const bson_t *body)
 {
-	if (field_true(body, "remove"))
-		return can_target(k, body, "find remove");
+	/* remove: true needs remove, anything else update; a repeated remove
+	 * that disagrees with itself needs both */
+	if (field_true(body, "remove") && !can_target(k, body, "find remove"))
+		return false;
+	if (field_all_true(body, "remove"))
+		return true;
 	if (!can_target(k, body, "find update"))
 		return false;
 	if (field_true(body, "upsert") && !can_target(k, body, "insert"))
@@ -353,125 +386,86 @@ chk_find_and_modify(chk_t *k, const bson_t *body)
 	return !field_true(body, "bypassDocumentValidation") || can_target(k, body, "bypassDocumentValidation");
 }
 
-/* A namespace in a stage argument: "coll" or {db, coll}. */
+/* Every entry of l allowed (l is destroyed). */
 static bool
-stage_ns(chk_t *k, bson_iter_t *v, const char *actions)
+list_allowed(chk_t *k, auth_nslist_t *l)
 {
-	const char *db = k->c->db, *coll = NULL;
-	bson_iter_t sub;
+	bool ok = auth_nslist_allowed(l, k->ps);
 
-	if (BSON_ITER_HOLDS_UTF8(v)) {
-		coll = bson_iter_utf8(v, NULL);
-	} else if (BSON_ITER_HOLDS_DOCUMENT(v) && bson_iter_recurse(v, &sub)) {
-		while (bson_iter_next(&sub)) {
-			if (strcmp(bson_iter_key(&sub), "db") == 0 && BSON_ITER_HOLDS_UTF8(&sub))
-				db = bson_iter_utf8(&sub, NULL);
-			else if (strcmp(bson_iter_key(&sub), "coll") == 0 && BSON_ITER_HOLDS_UTF8(&sub))
-				coll = bson_iter_utf8(&sub, NULL);
-		}
-	}
-	if (coll == NULL)
-		return true; /* malformed: the stage parser refuses it */
-	return can_ns_all(k, db, coll, actions);
+	auth_nslist_destroy(l);
+	return ok;
 }
 
-static bool chk_pipeline(chk_t *k, bson_iter_t *arr, bool bypass);
-
-static bool
-chk_stage(chk_t *k, bson_iter_t *stage, bool bypass)
-{
-	bson_iter_t s, arg, f;
-
-	if (!BSON_ITER_HOLDS_DOCUMENT(stage) || !bson_iter_recurse(stage, &s) || !bson_iter_next(&s))
-		return true;
-	if (strcmp(bson_iter_key(&s), "$lookup") == 0 || strcmp(bson_iter_key(&s), "$graphLookup") == 0) {
-		if (!BSON_ITER_HOLDS_DOCUMENT(&s) || !bson_iter_recurse(&s, &arg))
-			return true;
-		while (bson_iter_next(&arg)) {
-			if (strcmp(bson_iter_key(&arg), "from") == 0 && !stage_ns(k, &arg, "find"))
-				return false;
-			if (strcmp(bson_iter_key(&arg), "pipeline") == 0 && !chk_pipeline(k, &arg, bypass))
-				return false;
-		}
-	} else if (strcmp(bson_iter_key(&s), "$unionWith") == 0) {
-		if (BSON_ITER_HOLDS_UTF8(&s))
-			return stage_ns(k, &s, "find");
-		if (!BSON_ITER_HOLDS_DOCUMENT(&s) || !bson_iter_recurse(&s, &arg))
-			return true;
-		while (bson_iter_next(&arg)) {
-			if (strcmp(bson_iter_key(&arg), "coll") == 0 && !stage_ns(k, &arg, "find"))
-				return false;
-			if (strcmp(bson_iter_key(&arg), "pipeline") == 0 && !chk_pipeline(k, &arg, bypass))
-				return false;
-		}
-	} else if (strcmp(bson_iter_key(&s), "$facet") == 0) {
-		if (!BSON_ITER_HOLDS_DOCUMENT(&s) || !bson_iter_recurse(&s, &arg))
-			return true;
-		while (bson_iter_next(&arg))
-			if (!chk_pipeline(k, &arg, bypass))
-				return false;
-	} else if (strcmp(bson_iter_key(&s), "$out") == 0) {
-		if (!stage_ns(k, &s, bypass ? "insert remove bypassDocumentValidation" : "insert remove"))
-			return false;
-	} else if (strcmp(bson_iter_key(&s), "$merge") == 0) {
-		const char *acts = bypass ? "insert update bypassDocumentValidation" : "insert update";
-		if (BSON_ITER_HOLDS_UTF8(&s))
-			return stage_ns(k, &s, acts);
-		if (BSON_ITER_HOLDS_DOCUMENT(&s) && bson_iter_recurse(&s, &f) && bson_iter_find(&f, "into"))
-			return stage_ns(k, &f, acts);
-	} else if (strcmp(bson_iter_key(&s), "$currentOp") == 0) {
-		return can_cluster(k, "inprog");
-	} else if (strcmp(bson_iter_key(&s), "$listLocalSessions") == 0 ||
-	    strcmp(bson_iter_key(&s), "$listSessions") == 0) {
-		return can_cluster(k, "listSessions");
-	} else if (strcmp(bson_iter_key(&s), "$indexStats") == 0) {
-		const char *coll = first_string(k->c->body);
-		return coll != NULL && can_ns(k, k->c->db, coll, "indexStats");
-	} else if (strcmp(bson_iter_key(&s), "$collStats") == 0) {
-		const char *coll = first_string(k->c->body);
-		return coll != NULL && can_ns(k, k->c->db, coll, "collStats");
-	}
-	return true;
-}
-
-static bool
-chk_pipeline(chk_t *k, bson_iter_t *arr, bool bypass)
-{
-	bson_iter_t el;
-
-	if (++k->depth > 50)
-		return false;
-	if (!BSON_ITER_HOLDS_ARRAY(arr) || !bson_iter_recurse(arr, &el))
-		return true;
-	while (bson_iter_next(&el))
-		if (!chk_stage(k, &el, bypass))
-			return false;
-	k->depth--;
-	return true;
-}
-
+/* aggregate: every namespace auth_aggregate_namespaces finds, at any depth. */
 static bool
 chk_aggregate(chk_t *k, const bson_t *body)
 {
+	auth_nslist_t l;
+
+	auth_nslist_init(&l);
+	auth_aggregate_namespaces(&l, k->x->db, body);
+	return list_allowed(k, &l);
+}
+
+/* A view definition (create with viewOn, collMod with viewOn + pipeline)
+ * as mongod's checkAuthForCreateOrModifyView: a user who may not read the
+ * view may define it freely (nothing is exposed to it); one who may must be
+ * able to read everything the definition reads. */
+static bool
+view_definition_allowed(chk_t *k, const char *view, const bson_t *body)
+{
+	auth_nslist_t l;
+
+	if (!can_ns(k, k->x->db, view, "find"))
+		return true;
+	auth_nslist_init(&l);
+	auth_view_namespaces(&l, k->x->db, body);
+	return list_allowed(k, &l);
+}
+
+static bool
+has_field(const bson_t *body, const char *field)
+{
 	bson_iter_t it;
-	bool bypass = field_true(body, "bypassDocumentValidation");
+
+	return bson_iter_init_find(&it, body, field);
+}
+
+/* create (mongod's checkAuthForCreate): a view needs createCollection and
+ * its definition's namespaces; a collection createCollection or insert;
+ * capped: convertToCapped as well. */
+static bool
+chk_create(chk_t *k, const bson_t *body)
+{
+	const char *coll = first_string(body);
+	bool create;
+
+	if (coll == NULL || coll[0] == '\0')
+		return can_db(k, k->x->db, "createCollection");
+	if (auth_body_any_true(body, "capped") && !can_ns(k, k->x->db, coll, "convertToCapped"))
+		return false;
+	create = can_ns(k, k->x->db, coll, "createCollection");
+	if (has_field(body, "viewOn"))
+		return create && view_definition_allowed(k, coll, body);
+	return create || can_ns(k, k->x->db, coll, "insert");
+}
+
+/* collMod (mongod's checkAuthForCollMod): with auth on, a view's viewOn and
+ * pipeline change together (72 otherwise), and the new definition's
+ * namespaces are checked as create checks them. */
+static bool
+chk_coll_mod(chk_t *k, const bson_t *body)
+{
 	const char *coll = first_string(body);
 
-	if (coll != NULL && !can_ns(k, k->c->db, coll, "find")) {
-		/* a pipeline that starts with $collStats/$indexStats needs only that */
-		bson_iter_t el, s;
-		bool stats_only = false;
-		if (bson_iter_init_find(&it, body, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it) &&
-		    bson_iter_recurse(&it, &el) && bson_iter_next(&el) && BSON_ITER_HOLDS_DOCUMENT(&el) &&
-		    bson_iter_recurse(&el, &s) && bson_iter_next(&s))
-			stats_only = strcmp(bson_iter_key(&s), "$collStats") == 0 ||
-			    strcmp(bson_iter_key(&s), "$indexStats") == 0;
-		if (!stats_only)
-			return false;
+	if (coll == NULL || !can_ns(k, k->x->db, coll, "collMod"))
+		return false;
+	if (has_field(body, "viewOn") != has_field(body, "pipeline")) {
+		k->fail_code = TERR_INVALID_OPTIONS;
+		k->fail_msg = "Must specify both 'viewOn' and 'pipeline' when modifying a view and auth is enabled";
+		return false;
 	}
-	if (bson_iter_init_find(&it, body, "pipeline"))
-		return chk_pipeline(k, &it, bypass);
-	return true;
+	return !has_field(body, "viewOn") || view_definition_allowed(k, coll, body);
 }
 
 static bool
@@ -480,21 +474,21 @@ chk_get_more(chk_t *k, const bson_t *body)
 	bson_iter_t it;
 
 	if (bson_iter_init_find(&it, body, "collection") && BSON_ITER_HOLDS_UTF8(&it))
-		return can_ns(k, k->c->db, bson_iter_utf8(&it, NULL), "find") ||
-		    can_ns(k, k->c->db, bson_iter_utf8(&it, NULL), "listCollections") ||
-		    can_ns(k, k->c->db, bson_iter_utf8(&it, NULL), "listIndexes") ||
-		    can_db(k, k->c->db, "listCollections");
+		return can_ns(k, k->x->db, bson_iter_utf8(&it, NULL), "find") ||
+		    can_ns(k, k->x->db, bson_iter_utf8(&it, NULL), "listCollections") ||
+		    can_ns(k, k->x->db, bson_iter_utf8(&it, NULL), "listIndexes") ||
+		    can_db(k, k->x->db, "listCollections");
 	return false;
 }
 
 static bool
 chk_list_collections(chk_t *k, const bson_t *body)
 {
-	if (can_db(k, k->c->db, "listCollections"))
+	if (can_db(k, k->x->db, "listCollections"))
 		return true;
 	/* mongod lets a user list the collections it has privileges on */
-	return field_true(body, "authorizedCollections") && field_true(body, "nameOnly") &&
-	    auth_privset_touches_db(k->ps, k->c->db);
+	return field_all_true(body, "authorizedCollections") && field_all_true(body, "nameOnly") &&
+	    auth_privset_touches_db(k->ps, k->x->db);
 }
 
 static bool
@@ -611,10 +605,10 @@ chk_bulk_write(chk_t *k, const bson_t *body)
 static bool
 chk_map_reduce(chk_t *k, const bson_t *body)
 {
-	const char *coll = first_string(body), *out_db = k->c->db, *out = NULL, *acts = "insert remove";
+	const char *coll = first_string(body), *out_db = k->x->db, *out = NULL, *acts = "insert remove";
 	bson_iter_t it, o;
 
-	if (coll == NULL || !can_ns(k, k->c->db, coll, "find"))
+	if (coll == NULL || !can_ns(k, k->x->db, coll, "find"))
 		return false;
 	if (!bson_iter_init_find(&it, body, "out"))
 		return true;
@@ -657,7 +651,7 @@ roles_field_allowed(chk_t *k, const bson_t *body, const char *field, const char 
 	if (!bson_iter_init_find(&it, body, field))
 		return true;
 	auth_rolelist_init(&l);
-	if (auth_rolelist_parse(&it, k->c->db, &l, field, &ignore) == 0) {
+	if (auth_rolelist_parse(&it, k->x->db, &l, field, &ignore) == 0) {
 		for (i = 0; i < l.n && ok; i++)
 			ok = can_db(k, l.db[i], action);
 	}
@@ -669,7 +663,7 @@ roles_field_allowed(chk_t *k, const bson_t *body, const char *field, const char 
 static bool
 chk_create_user(chk_t *k, const bson_t *body)
 {
-	return can_db(k, k->c->db, "createUser") && roles_field_allowed(k, body, "roles", "grantRole");
+	return can_db(k, k->x->db, "createUser") && roles_field_allowed(k, body, "roles", "grantRole");
 }
 
 static bool
@@ -683,16 +677,16 @@ chk_update_user(chk_t *k, const bson_t *body)
 {
 	const char *user = first_string(body);
 	bson_iter_t it;
-	bool self = user != NULL && is_self(k, user, k->c->db);
+	bool self = user != NULL && is_self(k, user, k->x->db);
 
 	if (bson_iter_init_find(&it, (bson_t *)body, "pwd") &&
-	    !(can_db(k, k->c->db, "changePassword") || (self && can_db(k, k->c->db, "changeOwnPassword"))))
+	    !(can_db(k, k->x->db, "changePassword") || (self && can_db(k, k->x->db, "changeOwnPassword"))))
 		return false;
 	if (bson_iter_init_find(&it, (bson_t *)body, "customData") &&
-	    !(can_db(k, k->c->db, "changeCustomData") || (self && can_db(k, k->c->db, "changeOwnCustomData"))))
+	    !(can_db(k, k->x->db, "changeCustomData") || (self && can_db(k, k->x->db, "changeOwnCustomData"))))
 		return false;
 	if (bson_iter_init_find(&it, (bson_t *)body, "authenticationRestrictions") &&
-	    !can_db(k, k->c->db, "setAuthenticationRestriction"))
+	    !can_db(k, k->x->db, "setAuthenticationRestriction"))
 		return false;
 	return roles_field_allowed(k, body, "roles", "grantRole") && roles_field_allowed(k, body, "roles", "revokeRole");
 }
@@ -704,7 +698,7 @@ chk_users_info(chk_t *k, const bson_t *body)
 
 	if (!bson_iter_init(&it, body) || !bson_iter_next(&it))
 		return false;
-	if (BSON_ITER_HOLDS_UTF8(&it) && is_self(k, bson_iter_utf8(&it, NULL), k->c->db))
+	if (BSON_ITER_HOLDS_UTF8(&it) && is_self(k, bson_iter_utf8(&it, NULL), k->x->db))
 		return true;
 	if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
 		bson_iter_t sub;
@@ -728,7 +722,7 @@ chk_users_info(chk_t *k, const bson_t *body)
 		bson_iter_t el;
 		bson_iter_recurse(&it, &el);
 		while (bson_iter_next(&el)) {
-			const char *u = NULL, *d = k->c->db;
+			const char *u = NULL, *d = k->x->db;
 			if (BSON_ITER_HOLDS_UTF8(&el)) {
 				u = bson_iter_utf8(&el, NULL);
 			} else if (BSON_ITER_HOLDS_DOCUMENT(&el)) {
@@ -746,19 +740,19 @@ chk_users_info(chk_t *k, const bson_t *body)
 		}
 		return true;
 	}
-	return can_db(k, k->c->db, "viewUser");
+	return can_db(k, k->x->db, "viewUser");
 }
 
 static bool
 chk_create_role(chk_t *k, const bson_t *body)
 {
-	return can_db(k, k->c->db, "createRole") && roles_field_allowed(k, body, "roles", "grantRole");
+	return can_db(k, k->x->db, "createRole") && roles_field_allowed(k, body, "roles", "grantRole");
 }
 
 static bool
 chk_update_role(chk_t *k, const bson_t *body)
 {
-	return can_db_all(k, k->c->db, "grantRole revokeRole") && roles_field_allowed(k, body, "roles", "grantRole");
+	return can_db_all(k, k->x->db, "grantRole revokeRole") && roles_field_allowed(k, body, "roles", "grantRole");
 }
 
 static bool
@@ -776,24 +770,24 @@ chk_revoke_roles(chk_t *k, const bson_t *body)
 static bool
 chk_grant_roles_to_role(chk_t *k, const bson_t *body)
 {
-	return can_db(k, k->c->db, "grantRole") && roles_field_allowed(k, body, "roles", "grantRole");
+	return can_db(k, k->x->db, "grantRole") && roles_field_allowed(k, body, "roles", "grantRole");
 }
 
 static bool
 chk_revoke_roles_from_role(chk_t *k, const bson_t *body)
 {
-	return can_db(k, k->c->db, "revokeRole") && roles_field_allowed(k, body, "roles", "revokeRole");
+	return can_db(k, k->x->db, "revokeRole") && roles_field_allowed(k, body, "roles", "revokeRole");
 }
 
 static bool
 chk_roles_info(chk_t *k, const bson_t *body)
 {
-	if (can_db(k, k->c->db, "viewRole"))
+	if (can_db(k, k->x->db, "viewRole"))
 		return true;
 	/* a user may always look at the roles it holds */
 	{
 		bson_iter_t it;
-		const char *r = NULL, *d = k->c->db;
+		const char *r = NULL, *d = k->x->db;
 		if (bson_iter_init(&it, body) && bson_iter_next(&it)) {
 			if (BSON_ITER_HOLDS_UTF8(&it)) {
 				r = bson_iter_utf8(&it, NULL);
@@ -874,10 +868,10 @@ static const priv_row_t priv_table[] = {
 	{"commitTransaction", NEED_AUTHED, NULL, NULL},
 	{"abortTransaction", NEED_AUTHED, NULL, NULL},
 	/* catalog */
-	{"create", NEED_NS, "createCollection", NULL},
+	{"create", NEED_SPECIAL, NULL, chk_create},
 	{"drop", NEED_NS, "dropCollection", NULL},
 	{"dropDatabase", NEED_DB, "dropDatabase", NULL},
-	{"collMod", NEED_NS, "collMod", NULL},
+	{"collMod", NEED_SPECIAL, NULL, chk_coll_mod},
 	{"collStats", NEED_NS, "collStats", NULL},
 	{"dbStats", NEED_DB, "dbStats", NULL},
 	{"listCollections", NEED_SPECIAL, NULL, chk_list_collections},
@@ -966,7 +960,7 @@ priv_lookup(const char *name)
 	return NULL;
 }
 
-/* Whether the privileges in k allow the command (name, body) on k->c->db. */
+/* Whether the privileges in k allow the command (name, body) on k->x->db. */
 static bool
 auth_allows(chk_t *k, const char *name, const bson_t *body)
 {
@@ -982,7 +976,7 @@ auth_allows(chk_t *k, const char *name, const bson_t *body)
 	case NEED_NS:
 		return can_target(k, body, row->actions);
 	case NEED_DB:
-		return can_db_all(k, k->c->db, row->actions);
+		return can_db_all(k, k->x->db, row->actions);
 	case NEED_CLUSTER:
 		return can_cluster(k, row->actions);
 	case NEED_SPECIAL:
@@ -992,38 +986,42 @@ auth_allows(chk_t *k, const char *name, const bson_t *body)
 }
 
 static int
-unauthorized(cmd_t *c, terr_t *err)
+unauthorized(const auth_ctx_t *x, const chk_t *k, terr_t *err)
 {
-	char *text = auth_render_bson(c->body);
+	char *text;
 
-	terr_set(err, TERR_UNAUTHORIZED, "not authorized on %s to execute command %s", c->db, text);
+	if (k->fail_code != 0) {
+		terr_clear(err);
+		return terr_set(err, k->fail_code, "%s", k->fail_msg);
+	}
+	text = auth_render_bson(x->body);
+
+	terr_set(err, TERR_UNAUTHORIZED, "not authorized on %s to execute command %s", x->db, text);
 	bson_free(text);
 	return -1;
 }
 
 int
-auth_check_command(cmd_t *c, const cmd_def_t *def, terr_t *err)
+auth_check_command(const auth_ctx_t *x, terr_t *err)
 {
+	const auth_conn_t *conn = x->conn;
 	const priv_row_t *row;
 	auth_client_t *ac;
 	storage_session_t *s;
 	chk_t k;
 
-	if (!auth_enabled(c->engine))
+	if (!conn->enabled)
 		return 0;
-	/* an unknown command runs nothing: the dispatcher answers 59 */
-	if (def == NULL || (def->flags & CMDF_NO_AUTH))
-		return 0;
-	row = priv_lookup(def->name);
+	row = priv_lookup(x->name);
 	if (row != NULL && row->need == NEED_NONE)
 		return 0;
-	ac = auth_client_peek(c->client);
+	ac = auth_client_peek(conn);
 	if (ac == NULL || ac->user == NULL) {
 		/* the localhost exception (no user and no role stored, a loopback
 		 * client): mongod's bootstrap privileges, enough to create the
 		 * first user in admin (with roles of admin) and nothing else */
-		if (c->client->is_local && (s = client_session(c->client, err)) != NULL &&
-		    !auth_store_any(c->engine->st, s)) {
+		if (conn->is_local && (s = conn->session(conn->session_arg, err)) != NULL &&
+		    !auth_store_any(conn->st, s)) {
 			auth_privset_t boot;
 			auth_actions_t a;
 			bool ok;
@@ -1036,52 +1034,74 @@ auth_check_command(cmd_t *c, const cmd_def_t *def, terr_t *err)
 			auth_actions_add_list(&a, "replSetGetStatus");
 			auth_privset_add(&boot, AUTH_RES_CLUSTER, NULL, NULL, &a);
 			memset(&k, 0, sizeof(k));
-			k.c = c;
+			k.x = x;
 			k.ac = ac;
 			k.ps = &boot;
-			ok = row != NULL && auth_allows(&k, row->cmd, c->body);
+			ok = row != NULL && auth_allows(&k, row->cmd, x->body);
 			auth_privset_destroy(&boot);
-			return ok ? 0 : unauthorized(c, err);
+			return ok ? 0 : unauthorized(x, &k, err);
 		}
 		terr_clear(err);
-		return terr_set(err, TERR_UNAUTHORIZED, "Command %s requires authentication", def->name);
+		return terr_set(err, TERR_UNAUTHORIZED, "Command %s requires authentication", x->name);
 	}
-	if (auth_client_resolve(c, ac, err) != 0)
+	if (auth_client_resolve(conn, ac, err) != 0)
 		return -1;
 	memset(&k, 0, sizeof(k));
-	k.c = c;
+	k.x = x;
 	k.ac = ac;
 	k.ps = &ac->privs;
-	if (row == NULL || !auth_allows(&k, row->cmd, c->body))
-		return unauthorized(c, err);
+	if (row == NULL || !auth_allows(&k, row->cmd, x->body))
+		return unauthorized(x, &k, err);
+	return 0;
+}
+
+int
+auth_list_databases_filter(const auth_conn_t *conn, const bool *authorized_databases, bool *filter, terr_t *err)
+{
+	auth_client_t *ac;
+	bool all = false;
+
+	*filter = false;
+	if (!conn->enabled)
+		return 0;
+	ac = auth_client_peek(conn);
+	if (ac != NULL && ac->user != NULL) {
+		if (auth_client_resolve(conn, ac, err) != 0)
+			return -1;
+		all = auth_privset_allows_cluster(&ac->privs, auth_action_index("listDatabases"));
+	}
+	if (authorized_databases != NULL) {
+		if (!*authorized_databases && !all)
+			return terr_set(err, TERR_UNAUTHORIZED, "Insufficient permissions to list all databases");
+		*filter = *authorized_databases;
+		return 0;
+	}
+	*filter = !all;
 	return 0;
 }
 
 bool
-auth_db_visible(cmd_t *c, const char *db)
+auth_db_visible(const auth_conn_t *conn, const char *db)
 {
 	auth_client_t *ac;
 	terr_t err = TERR_INIT;
-	bool ok;
 
-	if (!auth_enabled(c->engine))
+	if (!conn->enabled)
 		return true;
-	ac = auth_client_peek(c->client);
-	if (ac == NULL || ac->user == NULL || auth_client_resolve(c, ac, &err) != 0) {
+	ac = auth_client_peek(conn);
+	if (ac == NULL || ac->user == NULL || auth_client_resolve(conn, ac, &err) != 0) {
 		terr_clear(&err);
 		return false;
 	}
-	ok = auth_privset_allows_cluster(&ac->privs, auth_action_index("listDatabases")) ||
-	    auth_privset_touches_db(&ac->privs, db);
-	return ok;
+	return auth_privset_touches_db(&ac->privs, db);
 }
 
 /* ---- connectionStatus ----------------------------------------------------------------- */
 
 int
-auth_connection_status(cmd_t *c, bool show_privileges, bson_t *auth_info, terr_t *err)
+auth_connection_status(const auth_conn_t *conn, bool show_privileges, bson_t *auth_info, terr_t *err)
 {
-	auth_client_t *ac = auth_client_peek(c->client);
+	auth_client_t *ac = auth_client_peek(conn);
 	auth_rolelist_t all;
 	auth_privset_t privs;
 	storage_session_t *s;
@@ -1091,11 +1111,11 @@ auth_connection_status(cmd_t *c, bool show_privileges, bson_t *auth_info, terr_t
 	auth_rolelist_init(&all);
 	auth_privset_init(&privs);
 	if (ac != NULL && ac->user != NULL) {
-		if (auth_client_resolve(c, ac, err) != 0)
+		if (auth_client_resolve(conn, ac, err) != 0)
 			ERR(-1);
-		if ((s = client_session(c->client, err)) == NULL)
+		if ((s = conn->session(conn->session_arg, err)) == NULL)
 			ERR(-1);
-		ERR(auth_roles_resolve(c->engine->st, s, &ac->roles, &all, &privs, err));
+		ERR(auth_roles_resolve(conn->st, s, &ac->roles, &all, &privs, err));
 	}
 	BSON_APPEND_ARRAY_BEGIN(auth_info, "authenticatedUsers", &arr);
 	if (ac != NULL && ac->user != NULL) {

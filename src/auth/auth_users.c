@@ -7,7 +7,7 @@
  * Not here: the SCRAM arithmetic (auth_scram.c), the user/role commands
  * (cmd_auth.c), which command needs what (auth_check.c).
  */
-#include "commands/auth_private.h"
+#include "auth/auth_private.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -310,50 +310,50 @@ static auth_client_t *buckets[NBUCKETS];
 static pthread_rwlock_t clients_lock = PTHREAD_RWLOCK_INITIALIZER;
 
 static unsigned
-bucket_of(const client_t *cl)
+bucket_of(const void *key)
 {
-	uintptr_t p = (uintptr_t)cl;
+	uintptr_t p = (uintptr_t)key;
 
 	return (unsigned)((p >> 4) ^ (p >> 12)) % NBUCKETS;
 }
 
 auth_client_t *
-auth_client_get(client_t *cl)
+auth_client_get(const auth_conn_t *conn)
 {
-	unsigned b = bucket_of(cl);
+	unsigned b = bucket_of(conn->key);
 	auth_client_t *ac;
 
 	pthread_rwlock_rdlock(&clients_lock);
 	for (ac = buckets[b]; ac != NULL; ac = ac->next)
-		if (ac->cl == cl)
+		if (ac->key == conn->key)
 			break;
 	pthread_rwlock_unlock(&clients_lock);
 	if (ac != NULL)
 		return ac;
-	/* only cl's own thread adds cl's state, so nobody raced us to it */
+	/* only the connection's own thread adds its state, so nobody raced us to it */
 	ac = bson_malloc0(sizeof(*ac));
-	ac->cl = cl;
+	ac->key = conn->key;
 	auth_privset_init(&ac->privs);
 	auth_rolelist_init(&ac->roles);
 	pthread_rwlock_wrlock(&clients_lock);
 	ac->next = buckets[b];
 	buckets[b] = ac;
 	pthread_rwlock_unlock(&clients_lock);
-	cl->has_auth = true;
+	*conn->has_state = true;
 	return ac;
 }
 
 auth_client_t *
-auth_client_peek(client_t *cl)
+auth_client_peek(const auth_conn_t *conn)
 {
-	unsigned b = bucket_of(cl);
+	unsigned b = bucket_of(conn->key);
 	auth_client_t *ac;
 
-	if (!cl->has_auth)
+	if (!*conn->has_state)
 		return NULL;   /* never authenticated: no lock, no lookup */
 	pthread_rwlock_rdlock(&clients_lock);
 	for (ac = buckets[b]; ac != NULL; ac = ac->next)
-		if (ac->cl == cl)
+		if (ac->key == conn->key)
 			break;
 	pthread_rwlock_unlock(&clients_lock);
 	return ac;
@@ -372,17 +372,18 @@ auth_client_logout(auth_client_t *ac)
 }
 
 void
-auth_client_forget(client_t *cl)
+auth_client_forget(const void *key, bool *has_state)
 {
 	unsigned b;
 	auth_client_t **pp, *ac = NULL;
 
-	if (cl == NULL || !cl->has_auth)
+	if (key == NULL || !*has_state)
 		return;
-	b = bucket_of(cl);
+	*has_state = false;
+	b = bucket_of(key);
 	pthread_rwlock_wrlock(&clients_lock);
 	for (pp = &buckets[b]; *pp != NULL; pp = &(*pp)->next) {
-		if ((*pp)->cl == cl) {
+		if ((*pp)->key == key) {
 			ac = *pp;
 			*pp = ac->next;
 			break;
@@ -398,15 +399,9 @@ auth_client_forget(client_t *cl)
 }
 
 bool
-auth_enabled(const engine_t *e)
+auth_client_user(const auth_conn_t *conn, char *user, size_t ulen, char *db, size_t dlen)
 {
-	return e != NULL && e->opts.auth;
-}
-
-bool
-auth_client_user(client_t *cl, char *user, size_t ulen, char *db, size_t dlen)
-{
-	auth_client_t *ac = auth_client_peek(cl);
+	auth_client_t *ac = auth_client_peek(conn);
 
 	if (ac == NULL || ac->user == NULL)
 		return false;
@@ -416,7 +411,7 @@ auth_client_user(client_t *cl, char *user, size_t ulen, char *db, size_t dlen)
 }
 
 int
-auth_client_resolve(cmd_t *c, auth_client_t *ac, terr_t *err)
+auth_client_resolve(const auth_conn_t *conn, auth_client_t *ac, terr_t *err)
 {
 	storage_session_t *s;
 	bson_t doc;
@@ -426,12 +421,12 @@ auth_client_resolve(cmd_t *c, auth_client_t *ac, terr_t *err)
 
 	if (ac->user == NULL || (ac->resolved && ac->gen == gen))
 		return 0;
-	s = client_session(c->client, err);
+	s = conn->session(conn->session_arg, err);
 	if (s == NULL)
 		return -1;
 	auth_privset_destroy(&ac->privs);
 	auth_rolelist_destroy(&ac->roles);
-	r = auth_store_get(c->engine->st, s, "system.users", ac->db, ac->user, &doc, err);
+	r = auth_store_get(conn->st, s, "system.users", ac->db, ac->user, &doc, err);
 	if (r < 0)
 		return -1;
 	if (r == 1) {
@@ -446,7 +441,7 @@ auth_client_resolve(cmd_t *c, auth_client_t *ac, terr_t *err)
 		terr_clear(&ignore);
 	}
 	bson_destroy(&doc);
-	if (auth_roles_resolve(c->engine->st, s, &ac->roles, NULL, &ac->privs, err) != 0)
+	if (auth_roles_resolve(conn->st, s, &ac->roles, NULL, &ac->privs, err) != 0)
 		return -1;
 	ac->resolved = true;
 	ac->gen = gen;
