@@ -178,7 +178,19 @@ collstats_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		BSON_APPEND_INT64(&s, "numOrphanDocs", 0);
 		BSON_APPEND_INT64(&s, "storageSize", storage / sp->scale);
 		BSON_APPEND_INT64(&s, "freeStorageSize", 0);
-		BSON_APPEND_BOOL(&s, "capped", false);
+		BSON_APPEND_BOOL(&s, "capped", ss->coll->capped);
+		if (ss->coll->capped) {
+			/* mongod's appendNumber: an int when it fits */
+			int64_t mx = ss->coll->capped_max, ms = ss->coll->capped_size / sp->scale;
+			if (mx <= INT32_MAX)
+				BSON_APPEND_INT32(&s, "max", (int32_t)mx);
+			else
+				BSON_APPEND_INT64(&s, "max", mx);
+			if (ms <= INT32_MAX)
+				BSON_APPEND_INT32(&s, "maxSize", (int32_t)ms);
+			else
+				BSON_APPEND_INT64(&s, "maxSize", ms);
+		}
 		BSON_APPEND_INT32(&s, "nindexes", ss->coll->nindexes);
 		bson_append_document_begin(&s, "indexSizes", -1, &sizes);
 		for (int i = 0; i < ss->coll->nindexes; i++) {

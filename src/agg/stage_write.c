@@ -443,6 +443,10 @@ out_run(agg_rt_t *rt, write_state_t *ws, terr_t *err)
 	    rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
 	/* the temporary collection takes the target's options and indexes */
 	storage_coll_get(h->st, wp->db, wp->coll, &target, NULL);
+	if (target != NULL && target->capped) {
+		ret = terr_set(err, 17152, "namespace '%s.%s' is capped so it can't be used for $out", wp->db, wp->coll);
+		goto err;
+	}
 	ERR(storage_coll_create(h->st, NULL, wp->db, tmpname, target ? target->options : NULL, err));
 	created = true;
 	if (target != NULL)

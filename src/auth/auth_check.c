@@ -526,6 +526,21 @@ chk_rename(chk_t *k, const bson_t *body)
 	    (!field_true(body, "dropTarget") || can_ns(k, td, tdot + 1, "dropCollection"));
 }
 
+/* cloneCollectionAsCapped: find on the source; insert, createIndex and
+ * convertToCapped on the target (mongod's checkAuthForCommand). */
+static bool
+chk_clone_capped(chk_t *k, const bson_t *body)
+{
+	const char *from = first_string(body), *to = NULL;
+	bson_iter_t it;
+
+	if (bson_iter_init_find(&it, body, "toCollection") && BSON_ITER_HOLDS_UTF8(&it))
+		to = bson_iter_utf8(&it, NULL);
+	if (from == NULL || to == NULL)
+		return false;
+	return can_ns(k, k->x->db, from, "find") && can_ns_all(k, k->x->db, to, "insert createIndex convertToCapped");
+}
+
 static bool auth_allows(chk_t *k, const char *name, const bson_t *body);
 
 static bool
@@ -883,6 +898,7 @@ static const priv_row_t priv_table[] = {
 	{"listIndexes", NEED_NS, "listIndexes", NULL},
 	{"validate", NEED_NS, "validate", NULL},
 	{"convertToCapped", NEED_NS, "convertToCapped", NULL},
+	{"cloneCollectionAsCapped", NEED_SPECIAL, NULL, chk_clone_capped},
 	{"compact", NEED_NS, "compact", NULL},
 	{"reIndex", NEED_NS, "reIndex", NULL},
 	{"dbHash", NEED_DB, "dbHash", NULL},

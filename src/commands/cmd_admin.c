@@ -90,6 +90,8 @@ void
 cmd_admin_request_shutdown(engine_t *e)
 {
 	atomic_store(&e->shutdown, true);
+	/* awaitData getMores waiting for inserts end now (11600) */
+	cursor_registry_shutdown(e->cursors);
 }
 
 /* ---- small helpers ------------------------------------------------------ */

@@ -15,6 +15,7 @@
 #include "common/mem.h"
 #include "auth/auth.h"
 #include "commands/validation.h"
+#include "expr/decimal.h"
 #include "query/match.h"
 
 /* Options `create` accepts and stores; anything else is 40415 unknown. */
@@ -41,15 +42,13 @@ refuse_unsupported_create(cmd_t *c, terr_t *err)
 {
 	static const char *const unsupported[] = {
 		"timeseries", "clusteredIndex", "encryptedFields",
-		"capped", "changeStreamPreAndPostImages", NULL,
+		"changeStreamPreAndPostImages", NULL,
 	};
 	bson_iter_t it;
 	int i;
 
 	for (i = 0; unsupported[i] != NULL; i++) {
 		if (!bson_iter_init_find(&it, c->body, unsupported[i]))
-			continue;
-		if (strcmp(unsupported[i], "capped") == 0 && !bson_iter_as_bool(&it))
 			continue;
 		return terr_set(err, TERR_NOT_IMPLEMENTED,
 		    "create option '%s' is not supported by Tamga yet", unsupported[i]);
@@ -71,6 +70,126 @@ create_collation(cmd_t *c, const bson_iter_t *it, bson_t *options, terr_t *err)
 	RET(coll_parse_value(v, "create.collation", &coll, err));
 	if (coll != NULL)
 		BSON_APPEND_DOCUMENT(options, "collation", coll_spec(coll));
+	return 0;
+}
+
+/* A double or decimal as mongod's safeInt64 reads it: truncated toward
+ * zero, NaN as 0, out of range as the nearest int64. */
+static int64_t
+safe_int64(double d)
+{
+	if (d != d)
+		return 0;
+	if (d >= 9223372036854775808.0)
+		return INT64_MAX;
+	if (d <= -9223372036854775808.0)
+		return INT64_MIN;
+	return (int64_t)d;
+}
+
+/* A size or max of create / collMod / convertToCapped: a number read as
+ * mongod's safeInt64 (see safe_int64), *found when present; a null is
+ * absent. */
+int
+cmd_capped_number(cmd_t *c, const bson_t *holder, const char *field, int64_t *out, bool *found, terr_t *err)
+{
+	bson_iter_t it;
+
+	*found = false;
+	if (!bson_iter_init_find(&it, holder, field) || BSON_ITER_HOLDS_NULL(&it))
+		return 0;
+	if (BSON_ITER_HOLDS_DOUBLE(&it)) {
+		*out = safe_int64(bson_iter_double(&it));
+	} else if (BSON_ITER_HOLDS_DECIMAL128(&it)) {
+		bson_decimal128_t d;
+		bson_iter_decimal128(&it, &d);
+		if (!expr_decimal_to_int64(d, out))
+			*out = safe_int64(expr_decimal_to_double(d));
+	} else if (BSON_ITER_HOLDS_INT32(&it) || BSON_ITER_HOLDS_INT64(&it)) {
+		*out = bson_iter_as_int64(&it);
+	} else {
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field '%s.%s' is the wrong type '%s', expected types '[double, int, long, decimal]'",
+		    c->name, field, bv_type_name(bson_iter_type(&it)));
+	}
+	*found = true;
+	return 0;
+}
+
+int
+cmd_capped_range(const char *size_name, bool has_size, int64_t size, const char *max_name, bool has_max,
+                 int64_t max, terr_t *err)
+{
+	if (has_size && size < 1)
+		return terr_set(err, TERR_BAD_VALUE, "BSON field '%s' value must be >= 1, actual value '%lld'",
+		    size_name, (long long)size);
+	if (has_size && size > CMD_CAPPED_MAX_SIZE)
+		return terr_set(err, TERR_BAD_VALUE, "BSON field '%s' value must be <= %lld, actual value '%lld'",
+		    size_name, (long long)CMD_CAPPED_MAX_SIZE, (long long)size);
+	if (has_max && max >= ((int64_t)1 << 31))
+		return terr_set(err, TERR_BAD_VALUE,
+		    "BSON field '%s' value must be < 2147483648, actual value '%lld'", max_name, (long long)max);
+	return 0;
+}
+
+/* The stored capped size.  mongod used to round it up to a multiple of
+ * 256 (and cap at no less than 4096 bytes); since SERVER-67036
+ * (featureFlagCappedCollectionsRelaxedSize, on in 9.0) it keeps the size
+ * as given: so does this. */
+int64_t
+cmd_capped_size(int64_t size)
+{
+	return size;
+}
+
+/* mongod's capped max: none (<= 0) is stored as 2^31 - 1. */
+int64_t
+cmd_capped_adjust_max(int64_t max)
+{
+	return max <= 0 ? 0x7fffffff : max;
+}
+
+static void
+append_capped_number(bson_t *out, const char *field, int64_t v)
+{
+	if (v >= INT32_MIN && v <= INT32_MAX)
+		BSON_APPEND_INT32(out, field, (int32_t)v);
+	else
+		BSON_APPEND_INT64(out, field, v);
+}
+
+void
+cmd_capped_options_append(bson_t *out, int64_t size, bool has_max, int64_t max)
+{
+	BSON_APPEND_BOOL(out, "capped", true);
+	append_capped_number(out, "size", size);
+	if (has_max)
+		append_capped_number(out, "max", max);
+}
+
+/*
+ * create's capped, size and max, checked as mongod's create command and IDL
+ * do; for a capped collection appends {capped: true, size[,
+ * max]} to options (mongod stores them first).
+ */
+static int
+create_capped(cmd_t *c, bson_t *options, terr_t *err)
+{
+	bson_iter_t it;
+	int64_t size = 0, max = 0;
+	bool has_size, has_max, capped;
+
+	capped = bson_iter_init_find(&it, c->body, "capped") && bson_iter_as_bool(&it);
+	RET(cmd_capped_number(c, c->body, "size", &size, &has_size, err));
+	RET(cmd_capped_number(c, c->body, "max", &max, &has_max, err));
+	RET(cmd_capped_range("size", has_size, size, "max", has_max, max, err));
+	if (capped && !has_size)
+		return terr_set(err, TERR_INVALID_OPTIONS, "the 'size' field is required when 'capped' is true");
+	if (!capped && (has_size || has_max))
+		return terr_set(err, TERR_INVALID_OPTIONS,
+		    "the 'capped' field needs to be true when either the 'size' or 'max' fields are present");
+	if (capped)
+		cmd_capped_options_append(options, cmd_capped_size(size), has_max, cmd_capped_adjust_max(max));
 	return 0;
 }
 
@@ -100,8 +219,10 @@ CMD_HANDLER(cmd_create)
 		return view_create(c, name, err);
 	}
 	ERR(refuse_unsupported_create(c, err));
+	ERR(create_capped(c, &options, err));
 	/* The stored options are the request minus the command name and the
-	 * generic fields, in the order given, as listCollections shows them. */
+	 * generic fields, in the order given, as listCollections shows them
+	 * (the capped ones first, as create_capped wrote them). */
 	bson_iter_init(&it, c->body);
 	while (bson_iter_next(&it)) {
 		const char *k = bson_iter_key(&it);
@@ -114,6 +235,8 @@ CMD_HANDLER(cmd_create)
 		for (i = 0; create_fields[i] != NULL; i++)
 			if (strcmp(create_fields[i], k) == 0)
 				known = true;
+		if (strcmp(k, "capped") == 0 || strcmp(k, "size") == 0 || strcmp(k, "max") == 0)
+			continue;
 		if (known && strcmp(k, "collation") == 0)
 			ERR(create_collation(c, &it, &options, err));
 		else if (known)
@@ -587,7 +710,14 @@ CMD_HANDLER(cmd_coll_stats)
 		BSON_APPEND_INT64(c->reply, "avgObjSize", data / cnt);
 	BSON_APPEND_DOUBLE(c->reply, "storageSize", (double)stor / scale);
 	BSON_APPEND_INT64(c->reply, "freeStorageSize", 0);
-	BSON_APPEND_BOOL(c->reply, "capped", false);
+	BSON_APPEND_BOOL(c->reply, "capped", coll->capped);
+	if (coll->capped) {
+		if (coll->capped_max <= INT32_MAX)
+			BSON_APPEND_INT32(c->reply, "max", (int32_t)coll->capped_max);
+		else
+			BSON_APPEND_INT64(c->reply, "max", coll->capped_max);
+		BSON_APPEND_DOUBLE(c->reply, "maxSize", (double)coll->capped_size / scale);
+	}
 	BSON_APPEND_INT32(c->reply, "nindexes", coll->nindexes);
 	BSON_APPEND_DOUBLE(c->reply, "totalSize", (double)stor / scale);
 	BSON_APPEND_DOUBLE(c->reply, "scaleFactor", scale);

@@ -158,9 +158,11 @@ CMD_HANDLER(cmd_coll_mod)
 	bson_t opts = BSON_INITIALIZER, validator;
 	bson_iter_t it;
 	bool has_validator, found, prepare = false, has_prepare = false, upgrading = false;
+	bool has_capped_size, has_capped_max;
+	int64_t capped_size = 0, capped_max = 0;
 	int ret = -1;
 	static const char *const unsupported[] = {"expireAfterSeconds",
-		"changeStreamPreAndPostImages", "cappedSize", "cappedMax", "timeseries", "clusteredIndex",
+		"changeStreamPreAndPostImages", "timeseries", "clusteredIndex",
 		"dryRun", "timeseriesBucketsMayHaveMixedSchemaData", NULL};
 	static const char *const view_only[] = {"viewOn", "pipeline", NULL};
 	int i;
@@ -183,6 +185,10 @@ CMD_HANDLER(cmd_coll_mod)
 			goto err;
 		}
 	}
+	ERR(cmd_capped_number(c, c->body, "cappedSize", &capped_size, &has_capped_size, err));
+	ERR(cmd_capped_number(c, c->body, "cappedMax", &capped_max, &has_capped_max, err));
+	ERR(cmd_capped_range("cappedSize", has_capped_size, capped_size, "cappedMax", has_capped_max, capped_max,
+	    err));
 	ERR(cmd_get_doc(c, "validator", &validator, &has_validator, err));
 	ERR(cmd_get_string(c, "validationLevel", &new_level, &found, err));
 	ERR(cmd_get_string(c, "validationAction", &new_action, &found, err));
@@ -191,11 +197,28 @@ CMD_HANDLER(cmd_coll_mod)
 		ret = terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns does not exist: %s.%s", c->db, name);
 		goto err;
 	}
+	if ((has_capped_size || has_capped_max) && !coll->capped) {
+		ret = terr_set(err, TERR_INVALID_OPTIONS, "Collection must be capped.");
+		goto err;
+	}
 
 	/* the new options: the old ones with the given fields replaced */
 	if (coll->options != NULL && bson_iter_init(&it, coll->options)) {
 		while (bson_iter_next(&it)) {
 			const char *k = bson_iter_key(&it);
+			if (has_capped_size && strcmp(k, "size") == 0) {
+				/* mongod keeps the limits where create put them */
+				int64_t v = cmd_capped_size(capped_size);
+				if (v <= INT32_MAX)
+					BSON_APPEND_INT32(&opts, "size", (int32_t)v);
+				else
+					BSON_APPEND_INT64(&opts, "size", v);
+				continue;
+			}
+			if (has_capped_max && strcmp(k, "max") == 0) {
+				BSON_APPEND_INT32(&opts, "max", (int32_t)cmd_capped_adjust_max(capped_max));
+				continue;
+			}
 			if ((has_validator && strcmp(k, "validator") == 0) ||
 			    (new_level && strcmp(k, "validationLevel") == 0) ||
 			    (new_action && strcmp(k, "validationAction") == 0) ||
@@ -204,6 +227,8 @@ CMD_HANDLER(cmd_coll_mod)
 			bson_append_iter(&opts, k, -1, &it);
 		}
 	}
+	if (has_capped_max && !bson_has_field(coll->options, "max"))
+		BSON_APPEND_INT32(&opts, "max", (int32_t)cmd_capped_adjust_max(capped_max));
 	if (has_validator)
 		BSON_APPEND_DOCUMENT(&opts, "validator", &validator);
 	/* setting a validator makes the level and action explicit, as mongod's
@@ -266,7 +291,7 @@ CMD_HANDLER(cmd_coll_mod)
 		bson_iter_document(&it, &len, &data);
 		bson_init_static(&sa.validator, data, len);
 		ERR(storage_coll_set_options_checked(c->engine->st, s, c->db, name, &opts, scan_check, &sa, err));
-	} else if (has_validator || new_level || new_action || has_prepare) {
+	} else if (has_validator || new_level || new_action || has_prepare || has_capped_size || has_capped_max) {
 		/* only validation options change the stored options document */
 		ERR(storage_coll_set_options(c->engine->st, s, c->db, name, &opts, err));
 	}

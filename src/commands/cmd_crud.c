@@ -390,6 +390,16 @@ static const char *const find_fields[] = {
 	"snapshot", "includeQueryStatsMetrics", "rawData", NULL,
 };
 
+/* Is sort exactly {$natural: 1} (any numeric type, compared by value)? */
+static bool
+sort_is_natural_forward(const bson_t *sort)
+{
+	bson_iter_t it;
+
+	return bson_count_keys(sort) == 1 && bson_iter_init_find(&it, sort, "$natural") &&
+	    BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_double(&it) == 1.0;
+}
+
 static int
 nonneg(cmd_t *c, const char *field, int64_t *out, terr_t *err)
 {
@@ -410,7 +420,7 @@ CMD_HANDLER(cmd_find)
 	bool has_min = false, has_max = false;
 	bson_t filter, sort, proj, let = BSON_INITIALIZER;
 	bool has_filter, has_sort, has_proj, has_let, found, single_batch = false, no_timeout = false;
-	bool allow_disk = false, tailable = false;
+	bool allow_disk = false, tailable = false, await_data = false;
 	plan_request_t req;
 	plan_exec_t *x = NULL;
 	match_options_t mo = {0};
@@ -435,6 +445,11 @@ CMD_HANDLER(cmd_find)
 	ERR(cmd_get_bool(c, "noCursorTimeout", &no_timeout, &found, err));
 	ERR(cmd_get_allow_disk_use(c, &allow_disk, err));
 	ERR(cmd_get_bool(c, "tailable", &tailable, &found, err));
+	ERR(cmd_get_bool(c, "awaitData", &await_data, &found, err));
+	if (await_data && !tailable) {
+		ret = terr_set(err, TERR_FAILED_TO_PARSE, "Cannot set 'awaitData' without also setting 'tailable'");
+		goto err;
+	}
 	ERR(cmd_collation_type_check(c, c->body, err));
 	memset(&copts, 0, sizeof(copts));
 	copts.batch_size = -1;
@@ -461,10 +476,23 @@ CMD_HANDLER(cmd_find)
 	ERR(cmd_collation(c, c->body, req.coll, &req.collation, err));
 	mo.coll = req.collation;
 	if (tailable) {
-		ret = terr_set(err, TERR_BAD_VALUE,
-		    "error processing query: ns=%s planner returned error :: caused by :: tailable cursor requested on non capped collection",
-		    ns);
-		goto err;
+		/* mongod's checks of the request first, then of the collection (a
+		 * missing one answers no documents, as mongod's EOF plan) */
+		if (has_sort && !bson_empty(&sort) && !sort_is_natural_forward(&sort)) {
+			ret = terr_set(err, TERR_BAD_VALUE, "cannot use tailable option with a sort other than {$natural: 1}");
+			goto err;
+		}
+		if (single_batch) {
+			ret = terr_set(err, TERR_BAD_VALUE, "cannot use tailable option with the 'singleBatch' option");
+			goto err;
+		}
+		if (req.coll != NULL && !req.coll->capped) {
+			ret = terr_set(err, TERR_BAD_VALUE,
+			    "error processing query: ns=%s planner returned error :: caused by :: tailable cursor requested on non capped collection",
+			    ns);
+			goto err;
+		}
+		req.tailable = req.coll != NULL;
 	}
 	ERR(cmd_check_hint(c, c->body, req.coll, err));
 	if (has_let)
@@ -473,7 +501,7 @@ CMD_HANDLER(cmd_find)
 	/* {_id: <number, ObjectId, ...>} alone: the _id point lookup needs no
 	 * compiled filter (mongod's express path) */
 	if (has_filter && !has_let && !has_sort && !has_proj && !has_min && !has_max && req.hint == NULL &&
-	    plan_filter_id_point(&filter, &id_point))
+	    !req.tailable && plan_filter_id_point(&filter, &id_point))
 		req.id_point = &id_point;
 	else if (has_filter)
 		ERR(match_compile(&filter, &mo, &req.match, err));
@@ -502,8 +530,23 @@ CMD_HANDLER(cmd_find)
 	__atomic_fetch_add(&c->engine->counters.query, 1, __ATOMIC_RELAXED);
 	{
 		char owner_buf[256];
+		storage_coll_t *tail_coll = NULL;
 		copts.owner = cmd_cursor_owner(c, owner_buf);
+		if (req.tailable && storage_coll_get(c->engine->st, c->db, name, &tail_coll, NULL) == 0) {
+			int64_t count = 0;
+			copts.tailable = true;
+			copts.await_data = await_data;
+			copts.coll = tail_coll;
+			/* the plan's end is "nothing new yet": the registry counts
+			 * the limit, which ends a tailable cursor */
+			copts.limit = req.limit;
+			/* mongod keeps no tailable cursor on an empty collection
+			 * (shouldSaveCursor, SERVER-13955) */
+			if (storage_coll_stats(c->engine->st, s, tail_coll, &count, NULL, NULL, NULL) == 0 && count == 0)
+				copts.single_batch = true;
+		}
 		ret = cursor_first_batch(c->engine->cursors, s, ns, &src, &copts, c->reply, err);
+		storage_coll_release(tail_coll);
 	}
 err:
 	if (req.coll != NULL)
@@ -544,7 +587,7 @@ CMD_HANDLER(cmd_get_more)
 	{
 		char owner_buf[256];
 		return cursor_get_more(c->engine->cursors, s, id, ns, cmd_cursor_owner(c, owner_buf), bs,
-		    c->max_time_given, c->reply, err);
+		    c->deadline_us, c->max_time_given, c->reply, err);
 	}
 }
 
@@ -851,45 +894,94 @@ err:
 	return ret;
 }
 
-/* distinct collects values in a sorted array for dedup by MongoDB equality. */
+/*
+ * distinct collects values for dedup by MongoDB equality (under the
+ * collation) in sorted runs: vals holds runs one after the other, each
+ * sorted, their sizes decreasing (a binary counter: a new value is a run of
+ * one, and the last two runs merge while the earlier is no longer than the
+ * later).  A membership test is a binary search per run, so n distinct
+ * values cost O(n log^2 n) where sorted insertion cost O(n^2) moves.  The
+ * runs are merged into one sorted array at the end (distinct_finish).
+ */
+#define DISTINCT_MAX_RUNS 64
+
 typedef struct distinct_set {
-	bson_value_t *vals;
+	bson_value_t *vals, *tmp;
 	int n, cap;
+	int run_start[DISTINCT_MAX_RUNS];
+	int nruns;
 	size_t bytes;
 	const coll_t *coll;    /* strings equal under it are one value */
 } distinct_set_t;
+
+static int
+distinct_run_end(const distinct_set_t *d, int r)
+{
+	return r + 1 < d->nruns ? d->run_start[r + 1] : d->n;
+}
+
+/* Merge the last two runs into one. */
+static void
+distinct_merge_last(distinct_set_t *d)
+{
+	int a = d->run_start[d->nruns - 2], m = d->run_start[d->nruns - 1], b = d->n;
+	int i = a, j = m, k = 0;
+
+	while (i < m || j < b) {
+		if (j >= b || (i < m && bv_compare_coll(&d->vals[i], &d->vals[j], d->coll) < 0))
+			d->tmp[k++] = d->vals[i++];
+		else
+			d->tmp[k++] = d->vals[j++];
+	}
+	memcpy(&d->vals[a], d->tmp, sizeof(bson_value_t) * (size_t)k);
+	d->nruns--;
+}
 
 static bool
 distinct_add(const bpath_hit_t *hit, void *ctx)
 {
 	distinct_set_t *d = ctx;
 	const bson_value_t *v = &hit->value;
-	int lo = 0, hi = d->n;
 
 	/* the array at the end of the path is unwound (its elements are
 	 * visited); an array inside it is a value of its own: [1, [1]] gives
 	 * 1 and [1] */
 	if (v->value_type == BSON_TYPE_EOD || (v->value_type == BSON_TYPE_ARRAY && !hit->leaf_element))
 		return true;
-	while (lo < hi) {
-		int mid = (lo + hi) / 2;
-		int c = bv_compare_coll(&d->vals[mid], v, d->coll);
-		if (c == 0)
-			return true;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
+	for (int r = 0; r < d->nruns; r++) {
+		int lo = d->run_start[r], hi = distinct_run_end(d, r);
+		while (lo < hi) {
+			int mid = lo + (hi - lo) / 2;
+			int c = bv_compare_coll(&d->vals[mid], v, d->coll);
+			if (c == 0)
+				return true;
+			if (c < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
 	}
 	if (d->n == d->cap) {
 		d->cap = d->cap ? d->cap * 2 : 64;
 		d->vals = bson_realloc(d->vals, sizeof(bson_value_t) * (size_t)d->cap);
+		d->tmp = bson_realloc(d->tmp, sizeof(bson_value_t) * (size_t)d->cap);
 	}
-	memmove(&d->vals[lo + 1], &d->vals[lo], sizeof(bson_value_t) * (size_t)(d->n - lo));
-	bson_value_copy(v, &d->vals[lo]);
+	bson_value_copy(v, &d->vals[d->n]);
+	d->run_start[d->nruns++] = d->n;
 	d->n++;
 	d->bytes += 16;
+	/* sizes halve at least from run to run: at most log2(n) + 1 runs */
+	while (d->nruns >= 2 && d->run_start[d->nruns - 1] - d->run_start[d->nruns - 2] <= d->n - d->run_start[d->nruns - 1])
+		distinct_merge_last(d);
 	return true;
+}
+
+/* One sorted run of every value. */
+static void
+distinct_finish(distinct_set_t *d)
+{
+	while (d->nruns >= 2)
+		distinct_merge_last(d);
 }
 
 CMD_HANDLER(cmd_distinct)
@@ -951,6 +1043,7 @@ CMD_HANDLER(cmd_distinct)
 	}
 	if (rc < 0)
 		goto err;
+	distinct_finish(&d);
 	for (i = 0; i < d.n; i++) {
 		char k[16];
 		const char *kp;
@@ -967,6 +1060,7 @@ err:
 	for (i = 0; i < d.n; i++)
 		bson_value_destroy(&d.vals[i]);
 	bson_free(d.vals);
+	bson_free(d.tmp);
 	bson_destroy(&arr);
 	if (req.coll != NULL)
 		storage_coll_release(req.coll);

@@ -385,6 +385,16 @@ CMD_HANDLER(cmd_explain)
 	if (strcmp(r.kind, "find") == 0) {
 		req.min = r.has_min ? &r.min : NULL;
 		req.max = r.has_max ? &r.max : NULL;
+		/* a tailable find is planned as it runs: a collection scan */
+		if (bson_iter_init_find(&it, &inner, "tailable") && bson_iter_as_bool(&it) && req.coll != NULL) {
+			if (!req.coll->capped) {
+				ret = terr_set(err, TERR_BAD_VALUE,
+				    "error processing query: ns=%s planner returned error :: caused by :: tailable cursor requested on non capped collection",
+				    ns);
+				goto err;
+			}
+			req.tailable = true;
+		}
 	}
 	/* find's allowDiskUse, else (and for the sort of an update) the
 	 * server's allowDiskUseByDefault */

@@ -21,6 +21,8 @@ CMD_HANDLER(cmd_db_stats);
 CMD_HANDLER(cmd_coll_stats);
 /* cmd_collmod.c */
 CMD_HANDLER(cmd_coll_mod);
+CMD_HANDLER(cmd_clone_collection_as_capped);
+CMD_HANDLER(cmd_convert_to_capped);
 /* cmd_crud.c */
 CMD_HANDLER(cmd_insert);
 CMD_HANDLER(cmd_find);
@@ -117,6 +119,11 @@ static const cmd_def_t commands[] = {
 	/* catalog: cmd_catalog.c */
 	{"collMod", NULL, cmd_coll_mod, CMDF_WRITE, "change a collection's options (validation)"},
 	{"collStats", NULL, cmd_coll_stats, CMDF_NONE, "storage statistics of a collection"},
+	/* capped copies: cmd_capped.c */
+	{"cloneCollectionAsCapped", NULL, cmd_clone_collection_as_capped, CMDF_WRITE | CMDF_MAXTIME,
+	    "copy a collection into a new capped collection"},
+	{"convertToCapped", NULL, cmd_convert_to_capped, CMDF_WRITE | CMDF_MAXTIME,
+	    "replace a collection by a capped copy of it"},
 	{"create", NULL, cmd_create, CMDF_WRITE, "create a collection"},
 	{"dbStats", NULL, cmd_db_stats, CMDF_NONE, "storage statistics of a database"},
 	{"drop", NULL, cmd_drop, CMDF_WRITE, "drop a collection"},

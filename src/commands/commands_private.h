@@ -244,6 +244,26 @@ void cmd_explain_append_server(bson_t *reply);
 int view_coll_mod(cmd_t *c, const char *name, bson_t *reply, terr_t *err);
 /* Option names create / collMod know (cmd_catalog.c, cmd_collmod.c). */
 bool cmd_is_create_option(const char *field);
+
+/* Capped collections (cmd_catalog.c, cmd_capped.c). */
+#define CMD_CAPPED_MAX_SIZE ((int64_t)1 << 50)   /* 1 PB, mongod's limit on size */
+/* holder's numeric field (create's and convertToCapped's size and max):
+ * *found and *out when present; 14 TypeMismatch "BSON field
+ * '<cmd>.<field>' is the wrong type ..." otherwise; a null is absent. */
+int cmd_capped_number(cmd_t *c, const bson_t *holder, const char *field, int64_t *out, bool *found,
+                      terr_t *err);
+/* The IDL's bounds of create's size/max and collMod's cappedSize/cappedMax
+ * (size in [1, 1 PB], max < 2^31), checked for the ones given: 2 BadValue
+ * "BSON field '<name>' value must be >= 1, actual value '<v>'", "... <=
+ * 1125899906842624 ...", "... < 2147483648 ...". */
+int cmd_capped_range(const char *size_name, bool has_size, int64_t size, const char *max_name, bool has_max,
+                     int64_t max, terr_t *err);
+/* mongod's stored size (as given, since its relaxed capped sizes) and max
+ * (<= 0: 2^31 - 1). */
+int64_t cmd_capped_size(int64_t size);
+int64_t cmd_capped_adjust_max(int64_t max);
+/* Append {capped: true, size[, max]} as mongod stores them. */
+void cmd_capped_options_append(bson_t *out, int64_t size, bool has_max, int64_t max);
 bool cmd_is_coll_mod_option(const char *field);
 
 /* ---- handlers (one family per file) ------------------------------------- */

@@ -8,6 +8,7 @@
 #include "commands/cursor.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 #include <sys/random.h>
@@ -24,6 +25,10 @@ typedef struct cursor {
 	cursor_source_t src;
 	int64_t limit;         /* remaining documents allowed, -1 = unlimited */
 	bool no_timeout;
+	bool tailable;         /* the end of the source does not close it */
+	bool await_data;       /* an empty getMore waits for an insert into coll */
+	storage_coll_t *coll;  /* referenced (tailable cursors), for the insert notifier */
+	atomic_bool killed;    /* killCursors came while an awaitData getMore waited */
 	bool busy;
 	int64_t last_used_ms;
 	bson_t *pending;       /* a document read ahead that did not fit the last batch */
@@ -36,6 +41,7 @@ struct cursor_registry {
 	pthread_mutex_t lock;
 	cursor_t *head;
 	int count;
+	atomic_bool shutting_down;   /* cursor_registry_shutdown */
 };
 
 static int64_t
@@ -63,6 +69,7 @@ cursor_destroy(cursor_t *c)
 		c->src.free(c->src.state);
 	if (c->pending != NULL)
 		bson_destroy(c->pending);
+	storage_coll_release(c->coll);
 	bson_free(c->ns);
 	bson_free(c->owner);
 	bson_free(c);
@@ -129,7 +136,8 @@ key_next(char *key, int *len)
  */
 static int
 fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batch_size,
-    int64_t *limit, bson_t **pending, bool *exhausted, size_t *bytes_out, terr_t *err)
+    int64_t *limit, bson_t **pending, bool *exhausted, size_t *bytes_out, bool *ended, int64_t *n_out,
+    terr_t *err)
 {
 	int64_t n = 0;
 	size_t bytes = 0;
@@ -139,7 +147,9 @@ fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batc
 	int rc;
 
 	*exhausted = false;
+	*ended = false;
 	*bytes_out = 0;
+	*n_out = 0;
 	while (batch_size < 0 || n < batch_size) {
 		if (*limit == 0) {
 			*exhausted = true;
@@ -154,6 +164,7 @@ fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batc
 				return -1;
 			if (rc == 0) {
 				*exhausted = true;
+				*ended = true;
 				break;
 			}
 		}
@@ -171,6 +182,7 @@ fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batc
 		bytes += doc.len;
 		*bytes_out = bytes;
 		n++;
+		*n_out = n;
 		if (*limit > 0)
 			(*limit)--;
 		if (tm_interrupt_check(err) != 0)
@@ -220,7 +232,8 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 {
 	bson_t cur, arr;
 	bson_t *pending = NULL;
-	bool exhausted;
+	bool exhausted, ended;
+	int64_t n;
 	int64_t limit = opts->limit > 0 ? opts->limit : -1;
 	int64_t bs = opts->batch_size >= 0 ? opts->batch_size : 101;
 	int64_t id = 0;
@@ -232,13 +245,16 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 	if (limit > 0 && (bs < 0 || bs > limit))
 		bs = limit;
 	batch_open(reply, "firstBatch", 480, &cur, &arr);
-	if (fill_batch(src, s, &arr, bs, &limit, &pending, &exhausted, &bytes, err) != 0) {
+	if (fill_batch(src, s, &arr, bs, &limit, &pending, &exhausted, &bytes, &ended, &n, err) != 0) {
 		batch_close(reply, &cur, &arr, true, 0, ns);
 		if (pending)
 			bson_destroy(pending);
 		src->free(src->state);
 		return -1;
 	}
+	/* a tailable cursor outlives the end of the data, not its limit */
+	if (opts->tailable && ended && limit != 0)
+		exhausted = false;
 	if (exhausted || opts->single_batch) {
 		src->free(src->state);
 		if (pending)
@@ -257,6 +273,12 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		c->src = *src;
 		c->limit = limit;
 		c->no_timeout = opts->no_timeout;
+		c->tailable = opts->tailable;
+		c->await_data = opts->await_data && opts->coll != NULL;
+		if (opts->tailable && opts->coll != NULL) {
+			storage_coll_ref(opts->coll);
+			c->coll = opts->coll;
+		}
 		c->last_used_ms = mono_ms();
 		c->pending = pending;
 		c->last_bytes = bytes;
@@ -296,16 +318,74 @@ take(cursor_registry_t *r, int64_t id, bool remove)
 	return NULL;
 }
 
+#define CURSOR_KILLED 237    /* CursorKilled */
+#define INTERRUPTED_AT_SHUTDOWN 11600
+
+/* Default wait of an awaitData getMore without maxTimeMS (mongod's 1 s). */
+#define AWAIT_DATA_DEFAULT_US 1000000
+
+static int64_t
+mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/*
+ * One getMore's batch: fill it; a tailable awaitData cursor that found
+ * nothing new (the source at its end, no document in the batch) releases
+ * its storage resources and sleeps on the collection's insert notifier
+ * until an insert commits or await_until passes, then looks again.  The
+ * insert sequence is read before each look, so an insert that commits
+ * between the look and the wait is not missed.
+ */
+static int
+get_more_fill(cursor_registry_t *r, cursor_t *c, storage_session_t *s, bson_t *arr, int64_t batch_size,
+              int64_t await_until, bool *exhausted, size_t *bytes, terr_t *err)
+{
+	cursor_source_t *src = &c->src;
+	bool ended;
+	int64_t n;
+
+	for (;;) {
+		uint64_t seen = c->await_data ? storage_coll_insert_seq(c->coll) : 0;
+		if (atomic_load(&c->killed))
+			return terr_set(err, CURSOR_KILLED, "operation was interrupted");
+		if (fill_batch(src, s, arr, batch_size, &c->limit, &c->pending, exhausted, bytes, &ended, &n,
+		    err) != 0)
+			return -1;
+		if (c->tailable && ended && c->limit != 0)
+			*exhausted = false;
+		if (!c->await_data || !ended || n > 0 || *exhausted || mono_us() >= await_until)
+			return 0;
+		if (atomic_load(&r->shutting_down))
+			return terr_set(err, INTERRUPTED_AT_SHUTDOWN, "interrupted at shutdown");
+		if (src->save != NULL && src->save(src->state, err) != 0)
+			return -1;
+		storage_coll_wait_insert(c->coll, seen, await_until);
+		/* killCursors interrupts the wait, as mongod's interrupts the op */
+		if (atomic_load(&c->killed))
+			return terr_set(err, CURSOR_KILLED, "operation was interrupted");
+		if (atomic_load(&r->shutting_down))
+			return terr_set(err, INTERRUPTED_AT_SHUTDOWN, "interrupted at shutdown");
+		if (src->restore != NULL && src->restore(src->state, s, err) != 0)
+			return -1;
+	}
+}
+
 int
 cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const char *ns,
-                const char *owner, int64_t batch_size, bool max_time_given, bson_t *reply,
-                terr_t *err)
+                const char *owner, int64_t batch_size, int64_t deadline_us, bool has_max_time,
+                bson_t *reply, terr_t *err)
 {
 	cursor_t *c;
 	cursor_source_t *src;
 	bson_t cur, arr;
 	size_t bytes = 0;
 	bool exhausted = false;
+	int64_t await_until = 0;
 	int rc = 0;
 
 	pthread_mutex_lock(&r->lock);
@@ -331,24 +411,32 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 		return terr_set(err, 20 /* IllegalOperation? mongod: CursorInUse */,
 		    "Cursor already in use (namespace: '%s', id: %lld).", ns, (long long)id);
 	}
-	if (max_time_given) {
-		/* no cursor here is tailable (awaitData): mongod refuses the field */
+	if (has_max_time && !c->await_data) {
 		pthread_mutex_unlock(&r->lock);
 		return terr_set(err, TERR_BAD_VALUE,
 		    "cannot set maxTimeMS on getMore command for a non-awaitData cursor");
 	}
 	c->busy = true;
 	pthread_mutex_unlock(&r->lock);
+	if (c->await_data)
+		await_until = has_max_time && deadline_us != 0 ? deadline_us :
+		    has_max_time ? mono_us() : mono_us() + AWAIT_DATA_DEFAULT_US;
 
+	/* The operation's deadline: for an awaitData cursor the getMore's
+	 * maxTimeMS is only how long it waits for inserts (await_until), never
+	 * a time limit; any other cursor gets the originating command's
+	 * leftover time. */
 	int64_t t0 = tm_now_us();
-	if (c->time_left_us != 0)
+	if (c->await_data)
+		tm_opctx_set_deadline(0);
+	else if (c->time_left_us != 0)
 		tm_opctx_set_deadline(t0 + c->time_left_us);
 	src = &c->src;
 	batch_open(reply, "nextBatch", c->last_bytes + c->last_bytes / 8, &cur, &arr);
 	if (src->restore != NULL && src->restore(src->state, s, err) != 0) {
 		rc = -1;
 	} else {
-		rc = fill_batch(src, s, &arr, batch_size > 0 ? batch_size : -1, &c->limit, &c->pending,
+		rc = get_more_fill(r, c, s, &arr, batch_size > 0 ? batch_size : -1, await_until,
 		    &exhausted, &bytes, err);
 		if (rc == 0 && !exhausted && src->save != NULL)
 			rc = src->save(src->state, err);
@@ -395,6 +483,14 @@ cursor_kill(cursor_registry_t *r, const char *ns, const int64_t *ids, int n, bso
 			cursor_destroy(c);
 			bson_uint32_to_string((uint32_t)nk++, &k, key, sizeof(key));
 			bson_append_int64(&killed, k, -1, ids[i]);
+		} else if (c != NULL && strcmp(c->ns, ns) == 0 && c->await_data) {
+			/* a getMore waits on it: interrupt the wait; the getMore
+			 * fails with 237 and frees it */
+			atomic_store(&c->killed, true);
+			storage_coll_wake(c->coll);
+			pthread_mutex_unlock(&r->lock);
+			bson_uint32_to_string((uint32_t)nk++, &k, key, sizeof(key));
+			bson_append_int64(&killed, k, -1, ids[i]);
 		} else if (c != NULL && strcmp(c->ns, ns) == 0) {
 			pthread_mutex_unlock(&r->lock);
 			bson_uint32_to_string((uint32_t)na++, &k, key, sizeof(key));
@@ -416,6 +512,21 @@ cursor_kill(cursor_registry_t *r, const char *ns, const int64_t *ids, int n, bso
 	bson_destroy(&killed);
 	bson_destroy(&not_found);
 	bson_destroy(&alive);
+}
+
+void
+cursor_registry_shutdown(cursor_registry_t *r)
+{
+	cursor_t *c;
+
+	if (r == NULL)
+		return;
+	atomic_store(&r->shutting_down, true);
+	pthread_mutex_lock(&r->lock);
+	for (c = r->head; c != NULL; c = c->next)
+		if (c->busy && c->await_data)
+			storage_coll_wake(c->coll);
+	pthread_mutex_unlock(&r->lock);
 }
 
 int

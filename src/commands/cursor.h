@@ -54,7 +54,17 @@ typedef struct cursor_opts {
 	bool single_batch;
 	int64_t limit;
 	bool no_timeout;
+	/* tailable: reaching the end of src does not close the cursor (a
+	 * tailable cursor on a capped collection: src must be a tailable plan,
+	 * see plan_request_t.tailable); await_data: a getMore that finds
+	 * nothing new waits for an insert into coll (below).  coll: the
+	 * collection read, for the insert notifier; a reference is taken when
+	 * the cursor is registered.  Required with await_data.  (find keeps no
+	 * tailable cursor on an empty collection, as mongod: it passes
+	 * single_batch then.) */
 	bool tailable;
+	bool await_data;
+	storage_coll_t *coll;
 	int64_t connection_id;
 	const char *owner;     /* authenticated user name or NULL */
 } cursor_opts_t;
@@ -63,21 +73,40 @@ int cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *n
                        cursor_source_t *src, const cursor_opts_t *opts,
                        bson_t *reply, terr_t *err);
 
-/* getMore: continue cursor id on namespace ns.  Errors: 43 CursorNotFound
+/* getMore: continue cursor id on namespace ns.
+ *   deadline_us: the request's maxTimeMS deadline (0 = none); has_max_time:
+ *   maxTimeMS was given.  For an awaitData cursor maxTimeMS is not a time
+ *   limit but how long a getMore that finds nothing new waits for an insert
+ *   into the collection (storage_coll_wait_insert: woken by the commit, no
+ *   polling; 1 second when absent, as mongod); after that it answers an
+ *   empty batch and the cursor stays open.  maxTimeMS on any other cursor
+ *   is 2 BadValue "cannot set maxTimeMS on getMore command for a
+ *   non-awaitData cursor" (the cursor stays).  A tailable cursor stays
+ *   open at the end of the data, and dies with 136 CappedPositionLost
+ *   when capping deleted its position.
+ * Errors: 43 CursorNotFound
  * "cursor id <id> not found", 13 Unauthorized when ns does not match
  * ("Requested getMore on namespace '<ns>', but cursor belongs to a different
  * namespace <ns2>"), 13 "cursor id <id> was not created by the authenticated
  * user" when owner (the caller's "user@db", NULL without auth) differs from
- * the one recorded when the cursor was made.  2 BadValue "cannot set
- * maxTimeMS on getMore command for a non-awaitData cursor" when
- * max_time_given.  The operation's deadline is the cursor's leftover time:
- * the originating command's maxTimeMS less what its batches used. */
+ * the one recorded when the cursor was made.  The operation's deadline
+ * (common/opctx.h) is, for a cursor that is not awaitData, the cursor's
+ * leftover time: the originating command's maxTimeMS less what its batches
+ * used. */
 int cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const char *ns,
-                    const char *owner, int64_t batch_size, bool max_time_given, bson_t *reply,
-                    terr_t *err);
+                    const char *owner, int64_t batch_size, int64_t deadline_us, bool has_max_time,
+                    bson_t *reply, terr_t *err);
 
-/* killCursors: appends cursorsKilled/NotFound/Alive/Unknown arrays. */
+/* killCursors: appends cursorsKilled/NotFound/Alive/Unknown arrays.  A
+ * cursor in use by a getMore is alive, except an awaitData cursor: it is
+ * killed (listed so), its waiting getMore fails with 237 CursorKilled
+ * "operation was interrupted" and frees it. */
 void cursor_kill(cursor_registry_t *r, const char *ns, const int64_t *ids, int n, bson_t *reply);
+
+/* Shutdown: every awaitData getMore waiting for inserts, now or later,
+ * ends with 11600 InterruptedAtShutdown "interrupted at shutdown" instead of
+ * waiting out its maxTimeMS (the server waits for its connections). */
+void cursor_registry_shutdown(cursor_registry_t *r);
 
 /* Reap cursors idle longer than timeout_ms (called periodically). */
 int cursor_reap(cursor_registry_t *r, int64_t timeout_ms);

@@ -109,6 +109,7 @@ struct plan_exec {
 	bson_t *parsed;                /* owned: the filter for explain (lazy) */
 	bool hinted;
 	bool express;                  /* ACCESS_IXSCAN on one equality (EXPRESS_IXSCAN) */
+	bool tailable;                 /* a tailable COLLSCAN: the end is only "nothing yet" */
 	bson_t *proj_doc;              /* owned copy for explain */
 	plan_stats_t stats;
 	bool for_count;                /* plan_request_t.count */
@@ -1090,7 +1091,13 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 		x->sort_spec_doc = bson_copy(req->sort);
 	if (!spec_empty(req->projection))
 		x->proj_doc = bson_copy(req->projection);
-	if (minmax) {
+	if (req->tailable) {
+		/* mongod plans a tailable query as a forward collection scan only */
+		x->access = ACCESS_SCAN;
+		x->stats.stage = "COLLSCAN";
+		x->tailable = true;
+		x->backward = false;
+	} else if (minmax) {
 		x->access = ACCESS_SCAN;
 		x->stats.stage = "COLLSCAN";
 		if (x->coll != NULL) {
@@ -1694,14 +1701,18 @@ plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson
 		return text_next(x, s, recid, doc, err);
 	if (x->access == ACCESS_IXSCAN)
 		return ixscan_next(x, s, recid, doc, err);
-	if (x->cur == NULL && storage_scan_open(s, x->coll, x->backward, &x->cur, err) != 0)
-		return -1;
+	if (x->cur == NULL) {
+		if (storage_scan_open(s, x->coll, x->backward, &x->cur, err) != 0)
+			return -1;
+		if (x->tailable)
+			storage_cursor_set_tailable(x->cur);
+	}
 	for (;;) {
 		if (x->work_limit > 0 && x->stats.docs_examined >= x->work_limit)
 			return 2;
 		rc = storage_cursor_next(x->cur, recid == &own ? NULL : recid, doc, NULL, NULL, err);
 		if (rc <= 0) {
-			if (rc == 0) {
+			if (rc == 0 && !x->tailable) {
 				x->scan_done = true;
 				storage_cursor_close(x->cur);
 				x->cur = NULL;

@@ -90,6 +90,13 @@ typedef struct plan_request {
 	 * projection, for aggregation stages reading {$meta: "textScore"}
 	 * (agg/ strips it from what leaves the pipeline). */
 	bool keep_text_score;
+	/* A tailable cursor (find's tailable on a capped collection): a
+	 * forward collection scan whatever the filter and hint, and reaching
+	 * the end does not close it: plan_exec_next returns 0 while nothing
+	 * new is there, then the documents inserted since (see
+	 * storage_cursor_set_tailable; 136 CappedPositionLost when capping
+	 * removed its place).  sort must be absent or {$natural: 1}. */
+	bool tailable;
 } plan_request_t;
 
 /* Is filter exactly {_id: v}, for a v whose equality the _id index answers

@@ -160,9 +160,19 @@ exhaust_continues(const wire_request_t *req, const char *name, bson_t *reply, te
 		*rc = err->code;
 		return false;
 	}
-	return strcmp(name, "getMore") == 0 && bson_iter_init_find(&it, reply, "cursor") &&
+	if (!(strcmp(name, "getMore") == 0 && bson_iter_init_find(&it, reply, "cursor") &&
 	    BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &sub) && bson_iter_find(&sub, "id") &&
-	    BSON_ITER_HOLDS_NUMBER(&sub) && bson_iter_as_int64(&sub) != 0;
+	    BSON_ITER_HOLDS_NUMBER(&sub) && bson_iter_as_int64(&sub) != 0))
+		return false;
+	/* a tailable cursor at its end answers empty batches at once: without
+	 * an await time (maxTimeMS) the stream would spin, so it stops */
+	if (!bson_has_field(&req->cmd, "maxTimeMS") && bson_iter_init_find(&it, reply, "cursor") &&
+	    bson_iter_recurse(&it, &sub) && bson_iter_find(&sub, "nextBatch") && BSON_ITER_HOLDS_ARRAY(&sub)) {
+		bson_iter_t batch;
+		if (bson_iter_recurse(&sub, &batch) && !bson_iter_next(&batch))
+			return false;
+	}
+	return true;
 }
 
 /*

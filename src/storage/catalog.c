@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "common/log.h"
 
@@ -43,6 +44,16 @@ coll_rt_new(void)
 	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	pthread_rwlock_init(&rt->gate, &attr);
 	pthread_rwlockattr_destroy(&attr);
+	pthread_mutex_init(&rt->capped_lock, NULL);
+	pthread_mutex_init(&rt->ins_mu, NULL);
+	{
+		/* insert waiters' deadlines are CLOCK_MONOTONIC (storage_coll_wait_insert) */
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&rt->ins_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	return rt;
 }
 
@@ -57,6 +68,9 @@ coll_rt_release(coll_rt_t *rt)
 {
 	if (rt != NULL && atomic_fetch_sub(&rt->refs, 1) == 1) {
 		pthread_rwlock_destroy(&rt->gate);
+		pthread_mutex_destroy(&rt->capped_lock);
+		pthread_mutex_destroy(&rt->ins_mu);
+		pthread_cond_destroy(&rt->ins_cond);
 		bson_free(rt);
 	}
 }
@@ -133,6 +147,33 @@ stored_collation(const bson_t *doc)
 
 /* Build a descriptor from a catalog row.  rt: the table's counters (a
  * reference is taken), or NULL for new ones. */
+/* A descriptor's capped fields from its options (as create/collMod stored
+ * them), also published to the table's counters for writers holding older
+ * descriptors. */
+static void
+capped_from_options(storage_coll_t *c)
+{
+	coll_rt_t *rt = storage_coll_rt(c);
+	bson_iter_t it;
+
+	c->capped = bson_iter_init_find(&it, c->options, "capped") && bson_iter_as_bool(&it);
+	if (!c->capped)
+		return;
+	if (bson_iter_init_find(&it, c->options, "size") && BSON_ITER_HOLDS_NUMBER(&it))
+		c->capped_size = bson_iter_as_int64(&it);
+	if (bson_iter_init_find(&it, c->options, "max") && BSON_ITER_HOLDS_NUMBER(&it))
+		c->capped_max = bson_iter_as_int64(&it);
+	if (c->capped_max < 0)
+		c->capped_max = 0;
+	atomic_store(&rt->cap_size, c->capped_size);
+	atomic_store(&rt->cap_max, c->capped_max);
+	/* the oplog is capped for its readers, but its owner (repl/) orders it
+	 * by timestamp and truncates its oldest end itself, as mongod's
+	 * truncate markers do: its inserts are neither serialised nor capped */
+	if (strcmp(c->ns, STORAGE_OPLOG_NS) != 0)
+		atomic_store(&rt->capped, true);
+}
+
 static int
 coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_coll_t **out, terr_t *err)
 {
@@ -254,6 +295,7 @@ coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_co
 	if (c->options == NULL)
 		c->options = bson_new();
 	c->collation = stored_collation(c->options);
+	capped_from_options(c);
 	if (c->indexes == NULL)
 		c->indexes = bson_malloc0(sizeof(*c->indexes));
 	c->db = bson_strndup(c->ns, (size_t)(dot - c->ns));
@@ -1054,6 +1096,7 @@ storage_coll_drop(storage_t *st, storage_session_t *s, const char *db, const cha
 	pthread_rwlock_wrlock(&st->cat_lock);
 	cat_remove(st, c->ns);
 	pthread_rwlock_unlock(&st->cat_lock);
+	storage_coll_wake(c);      /* tailers waiting for inserts find out now */
 	drop_tables_of(st, c);
 err:
 	pthread_mutex_unlock(&st->ddl_lock);
@@ -1163,8 +1206,10 @@ storage_db_drop(storage_t *st, storage_session_t *s, const char *db, terr_t *err
 	for (int i = 0; i < n; i++)
 		cat_remove(st, colls[i]->ns);
 	pthread_rwlock_unlock(&st->cat_lock);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
+		storage_coll_wake(colls[i]);   /* tailers waiting for inserts */
 		drop_tables_of(st, colls[i]);
+	}
 err:
 	pthread_mutex_unlock(&st->ddl_lock);
 	for (int i = 0; i < n; i++)

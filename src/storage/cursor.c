@@ -47,6 +47,8 @@ struct storage_cursor {
 	const storage_index_t *ix;     /* NULL for collection scans; points into c */
 	WT_CURSOR *wc;
 	bool backward;
+	bool tailable;                 /* storage_cursor_set_tailable */
+	bool restored;                 /* repositioning after a restore (not after a commit) */
 	enum cur_state state;
 	uint64_t epoch;                /* s->txn_epoch when last positioned */
 	recid_t last_recid;            /* valid unless key_lazy */
@@ -324,6 +326,7 @@ storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
 {
 	WT_CURSOR *wc = cur->wc;
 	WT_ITEM k, v;
+	recid_t tail_rid;
 	int ret = 0;
 
 	if (cur->state == CUR_EOF)
@@ -339,6 +342,8 @@ storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
 		return terr_set(err, TERR_INTERNAL_ERROR, "scan lost its position");
 	cur->epoch = cur->s->txn_epoch;
 
+	if (cur->tailable)
+		recid = recid != NULL ? recid : &tail_rid;   /* its place must survive the end */
 	switch (cur->state) {
 	case CUR_START:
 		ret = cur->ix != NULL ? index_start(cur) : wc_move(cur);
@@ -348,10 +353,25 @@ storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
 			k.data = cur->last_key.data;
 			k.size = cur->last_key.len;
 			wc->set_key(wc, &k);
+			ret = wc_seek(cur, true);
+		} else if ((cur->restored || cur->tailable) && cur->c->capped) {
+			/* mongod: a capped scan must not skip what capping removed
+			 * under it; it dies instead */
+			wc->set_key(wc, (int64_t)cur->last_recid);
+			ret = wc->search(wc);
+			if (ret == WT_NOTFOUND) {
+				cur->state = CUR_EOF;
+				return terr_set(err, STORAGE_CODE_CAPPED_POSITION_LOST,
+				    "CollectionScan died due to position in capped collection being deleted. "
+				    "Last seen record id: RecordId(%" PRId64 ")", (int64_t)cur->last_recid);
+			}
+			if (ret == 0)
+				ret = wc_move(cur);
 		} else {
 			wc->set_key(wc, (int64_t)cur->last_recid);
+			ret = wc_seek(cur, true);
 		}
-		ret = wc_seek(cur, true);
+		cur->restored = false;
 		break;
 	default:
 		ret = wc_move(cur);
@@ -359,7 +379,14 @@ storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
 	}
 	for (;;) {
 		if (ret == WT_NOTFOUND) {
-			cur->state = CUR_EOF;
+			/* a tailable scan waits after its last document (or at the
+			 * start) for the next call */
+			if (cur->tailable)
+				cur->state = cur->state == CUR_START ? CUR_START : CUR_REPOSITION;
+			else
+				cur->state = CUR_EOF;
+			if (cur->tailable && cur->state == CUR_START)
+				cur->wc->reset(cur->wc);
 			return 0;
 		}
 		if (ret != 0)
@@ -513,7 +540,15 @@ storage_cursor_restore(storage_cursor_t *cur, storage_session_t *s, terr_t *err)
 	}
 	if (!same)
 		return terr_set(err, STORAGE_CODE_QUERY_PLAN_KILLED, "collection dropped");
+	cur->restored = cur->state == CUR_REPOSITION;
 	return cursor_attach(cur, s, err);
+}
+
+void
+storage_cursor_set_tailable(storage_cursor_t *cur)
+{
+	if (cur->ix == NULL && !cur->backward)
+		cur->tailable = true;
 }
 
 void

@@ -528,15 +528,65 @@ storage_session_buf(storage_session_t *s, size_t n)
 
 /* ---- transactions ------------------------------------------------------- */
 
+/* Wake rt's insert waiters (storage_coll_wait_insert).  The sequence moves
+ * before the waiter count is read, and a waiter counts itself before it
+ * reads the sequence under ins_mu: one of the two always sees the other. */
+static void
+insert_notify(coll_rt_t *rt)
+{
+	atomic_fetch_add(&rt->ins_seq, 1);
+	if (atomic_load(&rt->ins_waiters) > 0) {
+		pthread_mutex_lock(&rt->ins_mu);
+		pthread_cond_broadcast(&rt->ins_cond);
+		pthread_mutex_unlock(&rt->ins_mu);
+	}
+}
+
+/* End of a transaction: after a commit (committed) the tables it inserted
+ * into wake their waiters, then every capped lock and gate is let go (a
+ * capped table's next writer gets RecordIds after this commit's). */
+static void
+deltas_clear_ex(storage_session_t *s, bool committed)
+{
+	for (int i = 0; i < s->ndeltas; i++) {
+		txn_delta_t *d = &s->deltas[i];
+		if (committed && d->inserted)
+			insert_notify(d->rt);
+		if (d->capped_locked && committed)
+			atomic_fetch_add(&s->st->capped_commits, 1);
+		if (d->capped_locked && !committed && d->keep_locks && d->gated && s->prelocked == NULL) {
+			/* the retry starts with them held (storage_txn_capped_lock) */
+			coll_rt_ref(d->rt);
+			s->prelocked = d->rt;
+		} else {
+			if (d->capped_locked)
+				pthread_mutex_unlock(&d->rt->capped_lock);
+			if (d->gated)
+				pthread_rwlock_unlock(&d->rt->gate);
+		}
+		coll_rt_release(d->rt);
+	}
+	s->ndeltas = 0;
+}
+
+/* Let go of locks kept for a retry that did not use them. */
+static void
+prelocked_release(storage_session_t *s)
+{
+	coll_rt_t *rt = s->prelocked;
+
+	if (rt == NULL)
+		return;
+	s->prelocked = NULL;
+	pthread_mutex_unlock(&rt->capped_lock);
+	pthread_rwlock_unlock(&rt->gate);
+	coll_rt_release(rt);
+}
+
 static void
 deltas_clear(storage_session_t *s)
 {
-	for (int i = 0; i < s->ndeltas; i++) {
-		if (s->deltas[i].gated)
-			pthread_rwlock_unlock(&s->deltas[i].rt->gate);
-		coll_rt_release(s->deltas[i].rt);
-	}
-	s->ndeltas = 0;
+	deltas_clear_ex(s, false);
 }
 
 int
@@ -546,6 +596,7 @@ storage_txn_begin(storage_session_t *s, terr_t *err)
 
 	if (s->in_txn)
 		return terr_set(err, TERR_ILLEGAL_OPERATION, "a storage transaction is already open on this session");
+	s->begin_capped = atomic_load(&s->st->capped_commits);
 	if ((ret = s->ws->begin_transaction(s->ws, NULL)) != 0)
 		return storage_wt_err(ret, "begin_transaction", err);
 	s->in_txn = true;
@@ -580,7 +631,7 @@ storage_txn_commit(storage_session_t *s, bool sync, terr_t *err)
 	}
 	if (!sync)
 		atomic_store(&s->st->dirty, true);
-	deltas_clear(s);
+	deltas_clear_ex(s, true);
 	return 0;
 }
 
@@ -644,7 +695,16 @@ storage_txn_gate(storage_session_t *s, coll_rt_t *rt, terr_t *err)
 	txn_delta_t *d = delta_of(s, rt);
 
 	if (!d->gated) {
-		pthread_rwlock_rdlock(&rt->gate);
+		if (s->prelocked == rt) {
+			/* kept from the last attempt with the capped lock, held since
+			 * before this transaction began: its snapshot is newer than
+			 * every capped commit to rt */
+			s->prelocked = NULL;
+			coll_rt_release(rt);
+			d->capped_locked = true;
+		} else {
+			pthread_rwlock_rdlock(&rt->gate);
+		}
 		d->gated = true;
 		/* the table's row is gone and its drop waits for the gates to be
 		 * free: writing now would put updates under the drop */
@@ -652,6 +712,85 @@ storage_txn_gate(storage_session_t *s, coll_rt_t *rt, terr_t *err)
 			return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "collection dropped");
 	}
 	return 0;
+}
+
+int
+storage_txn_capped_lock(storage_session_t *s, coll_rt_t *rt, terr_t *err)
+{
+	txn_delta_t *d = delta_of(s, rt);
+
+	if (d->capped_locked)
+		return 0;
+	pthread_mutex_lock(&rt->capped_lock);
+	d->capped_locked = true;
+	/* Only when rt is the first table the transaction writes: the retry
+	 * then takes the same locks in the same order (gate, capped lock,
+	 * then any other table's gate), so keeping them cannot deadlock with
+	 * an index build waiting on another gate.  Otherwise the write goes
+	 * on: a conflict on a document another writer capped is retried the
+	 * ordinary way. */
+	if (s->in_run && s->ndeltas == 1 && atomic_load(&s->st->capped_commits) != s->begin_capped) {
+		d->keep_locks = true;
+		return terr_set(err, TERR_WRITE_CONFLICT, "capped write with an old snapshot: retried");
+	}
+	return 0;
+}
+
+void
+storage_txn_inserted(storage_session_t *s, coll_rt_t *rt)
+{
+	delta_of(s, rt)->inserted = true;
+}
+
+void
+storage_txn_pending(storage_session_t *s, coll_rt_t *rt, int64_t *dcount, int64_t *dsize)
+{
+	*dcount = 0;
+	*dsize = 0;
+	for (int i = 0; i < s->ndeltas; i++)
+		if (s->deltas[i].rt == rt) {
+			*dcount = s->deltas[i].dcount;
+			*dsize = s->deltas[i].dsize;
+		}
+}
+
+uint64_t
+storage_coll_insert_seq(const storage_coll_t *c)
+{
+	return atomic_load(&storage_coll_rt(c)->ins_seq);
+}
+
+int
+storage_coll_wait_insert(const storage_coll_t *c, uint64_t seen, int64_t deadline_us)
+{
+	coll_rt_t *rt = storage_coll_rt(c);
+	struct timespec ts;
+	int moved;
+
+	if (atomic_load(&rt->ins_seq) != seen)
+		return 1;
+	if (deadline_us <= 0)
+		return 0;
+	/* the deadline is on CLOCK_MONOTONIC, as the condition's clock */
+	ts.tv_sec = (time_t)(deadline_us / 1000000);
+	ts.tv_nsec = (long)(deadline_us % 1000000) * 1000;
+	pthread_mutex_lock(&rt->ins_mu);
+	atomic_fetch_add(&rt->ins_waiters, 1);
+	while ((moved = atomic_load(&rt->ins_seq) != seen) == 0) {
+		if (pthread_cond_timedwait(&rt->ins_cond, &rt->ins_mu, &ts) == ETIMEDOUT) {
+			moved = atomic_load(&rt->ins_seq) != seen;
+			break;
+		}
+	}
+	atomic_fetch_sub(&rt->ins_waiters, 1);
+	pthread_mutex_unlock(&rt->ins_mu);
+	return moved;
+}
+
+void
+storage_coll_wake(const storage_coll_t *c)
+{
+	insert_notify(storage_coll_rt(c));
 }
 
 int
@@ -690,6 +829,7 @@ storage_txn_run(storage_session_t *s, storage_txn_fn fn, void *arg, bool sync, t
 
 	if (s->in_txn)
 		return storage_txn_fail(s, fn(s, arg, err));
+	s->in_run = true;
 	for (int attempt = 0; ; attempt++) {
 		terr_clear(&local);
 		if ((rc = storage_txn_begin(s, &local)) != 0)
@@ -705,8 +845,12 @@ storage_txn_run(storage_session_t *s, storage_txn_fn fn, void *arg, bool sync, t
 		}
 		if (!storage_is_write_conflict(&local) || attempt >= TXN_RETRY_MAX)
 			break;
-		conflict_backoff(attempt, &seed);
+		/* a capped write retried with its locks held goes again at once */
+		if (s->prelocked == NULL)
+			conflict_backoff(attempt, &seed);
 	}
+	s->in_run = false;
+	prelocked_release(s);
 	if (rc != 0 && err != NULL)
 		terr_move(err, &local);
 	terr_clear(&local);

@@ -413,6 +413,8 @@ write_begin(storage_session_t *s, storage_coll_t *c, storage_coll_t **ixc, terr_
 
 	*ixc = c;
 	RET(storage_txn_gate(s, rt, err));
+	if (atomic_load(&rt->capped))
+		RET(storage_txn_capped_lock(s, rt, err));
 	if (((coll_impl_t *)c->impl)->ixgen != atomic_load(&rt->ixgen)) {
 		*ixc = storage_coll_by_ident(s->st, c->ident);
 		if (*ixc == NULL) {
@@ -450,6 +452,78 @@ write_end(storage_coll_t *c, storage_coll_t *ixc)
 		storage_coll_release(ixc);
 }
 
+/* The size limit a capped table enforces (INT64_MAX: none). */
+static int64_t
+capped_size_limit(coll_rt_t *rt)
+{
+	int64_t size = atomic_load(&rt->cap_size);
+
+	return size > 0 ? size : INT64_MAX;
+}
+
+/*
+ * After an insert into a capped table (its capped lock held, so no other
+ * transaction changes its count or size until this one ends): delete the
+ * oldest documents, index entries included, while the table is past either
+ * limit, never the document just inserted (keep).
+ */
+static int
+capped_trim(storage_session_t *s, storage_coll_t *c, storage_coll_t *ixc, recid_t keep, terr_t *err)
+{
+	coll_rt_t *rt = storage_coll_rt(c);
+	int64_t max = atomic_load(&rt->cap_max), limit = capped_size_limit(rt);
+	int64_t dcount, dsize, count, size;
+	WT_CURSOR *cur = NULL;
+	int ret = 0, wret;
+
+	storage_txn_pending(s, rt, &dcount, &dsize);
+	count = atomic_load(&rt->count) + dcount;
+	size = atomic_load(&rt->data_size) + dsize;
+	while ((max > 0 && count > max) || size > limit) {
+		int64_t rid;
+		WT_ITEM v;
+		bson_t *old;
+
+		ERR(storage_session_cursor(s, c->ident, &cur, err));
+		/* the oldest document this transaction still sees */
+		if ((wret = cur->next(cur)) != 0 || (wret = cur->get_key(cur, &rid)) != 0 ||
+		    (wret = cur->get_value(cur, &v)) != 0) {
+			ret = wret == WT_NOTFOUND ? 0 : storage_wt_err(wret, "capped delete", err);
+			goto err;
+		}
+		if (rid == keep)
+			break;
+		old = bson_new_from_data(v.data, v.size);
+		storage_session_cursor_done(cur);
+		cur = NULL;
+		if (old == NULL) {
+			ret = terr_set(err, TERR_INTERNAL_ERROR, "corrupt record %" PRId64 " in %s", rid, c->ns);
+			goto err;
+		}
+		ret = index_apply(s, ixc, rid, old, NULL, err);
+		if (ret == 0) {
+			ret = storage_session_cursor(s, c->ident, &cur, err);
+			if (ret == 0) {
+				cur->set_key(cur, rid);
+				if ((wret = cur->remove(cur)) != 0)
+					ret = storage_wt_err(wret, "capped delete", err);
+				storage_session_cursor_done(cur);
+				cur = NULL;
+			}
+		}
+		if (ret == 0)
+			ret = storage_txn_delta(s, rt, -1, -(int64_t)old->len, err);
+		count--;
+		size -= old->len;
+		bson_destroy(old);
+		if (ret != 0)
+			goto err;
+	}
+err:
+	storage_session_cursor_done(cur);
+	return ret;
+}
+
 int
 storage_doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc,
                    recid_t *recid, terr_t *err)
@@ -482,6 +556,12 @@ storage_doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc,
 		goto err;
 	}
 	ERR(storage_txn_delta(s, rt, 1, doc->len, err));
+	storage_txn_inserted(s, rt);
+	if (atomic_load(&rt->capped)) {
+		storage_session_cursor_done(cur);
+		cur = NULL;
+		ERR(capped_trim(s, c, ixc, id, err));
+	}
 	if (recid != NULL)
 		*recid = id;
 err:

@@ -136,6 +136,12 @@ typedef struct storage_coll {
 	/* options.collation, the collection's default (NULL = simple); the _id
 	 * index has it too.  Interned, never freed. */
 	const coll_t *collation;
+	/* A capped collection (options.capped): at most capped_size bytes of
+	 * documents (options.size) and capped_max documents (options.max; 0 =
+	 * none).  See "capped collections" below. */
+	bool capped;
+	int64_t capped_size;
+	int64_t capped_max;
 	/* A slot higher layers may use to cache derived state (a compiled
 	 * validator) for the life of this descriptor: set once with
 	 * storage_coll_cache_set; freed with free_fn when the descriptor dies. */
@@ -143,6 +149,43 @@ typedef struct storage_coll {
 	void (*cache_free)(void *);
 	void *impl;        /* storage-private (refcount, recid counter...) */
 } storage_coll_t;
+
+/*
+ * Capped collections.  The record table keeps insertion order (RecordIds
+ * are handed out in commit order: every write to a capped collection holds
+ * the table's capped lock from its first write until its transaction
+ * commits or rolls back, so writers are serialised, as on mongod).  An
+ * insert that takes the collection past capped_max documents or past
+ * capped_size bytes deletes the oldest documents, index entries included,
+ * in the same transaction; it never deletes the document it inserted (one
+ * larger than the size limit stays alone, as on mongod 7.0+).  A scan
+ * over a capped collection restored after its last document was deleted
+ * (by capping or by a delete) fails with 136 CappedPositionLost.
+ * STORAGE_OPLOG_NS is capped for readers (tailable, collStats) only.
+ */
+/* The one capped collection storage does not cap on insert nor serialise:
+ * the oplog, truncated from its oldest end by repl/. */
+#define STORAGE_OPLOG_NS "local.oplog.rs"
+
+#define STORAGE_CODE_CAPPED_POSITION_LOST 136
+
+/*
+ * The insert notifier: every collection table counts the committed
+ * transactions that inserted into it.  A reader that found nothing new
+ * (a tailable awaitData cursor, the oplog's and change streams' readers)
+ * remembers storage_coll_insert_seq(c) before it looks, then calls
+ * storage_coll_wait_insert(c, seen, deadline_us), which returns 1 as soon
+ * as a later insert into the same table has committed (it is then visible
+ * to a new read) or storage_coll_wake was called, and 0 once deadline_us
+ * (CLOCK_MONOTONIC microseconds; 0 = no wait) passes.  No polling: the
+ * waiter sleeps on a condition variable the committing thread signals
+ * after its commit.  c is any descriptor of the table (renames and
+ * collMod keep the notifier); the caller holds its reference while waiting.
+ * storage_coll_wake wakes every waiter without an insert (a drop, a kill).
+ */
+uint64_t storage_coll_insert_seq(const storage_coll_t *c);
+int storage_coll_wait_insert(const storage_coll_t *c, uint64_t seen, int64_t deadline_us);
+void storage_coll_wake(const storage_coll_t *c);
 
 /* Look up a collection.  Returns 0 and a reference in *out (release it with
  * storage_coll_release), or TERR_NAMESPACE_NOT_FOUND (26) without setting
@@ -339,6 +382,16 @@ int storage_doc_find_id(storage_session_t *s, storage_coll_t *c, const bson_valu
 /* Full scan in RecordId order (forward or backward = $natural: -1). */
 int storage_scan_open(storage_session_t *s, storage_coll_t *c, bool backward,
                       storage_cursor_t **out, terr_t *err);
+/*
+ * Make a forward collection scan tailable (a tailable cursor on a capped
+ * collection): at the end, storage_cursor_next returns 0 but the cursor
+ * stays after the last document it returned, and the next call returns the
+ * documents inserted since (or from the start when it never returned one).
+ * Whenever it comes back to that position it checks the document is still
+ * there: 136 CappedPositionLost when capping (or a delete) removed it.
+ * Call right after storage_scan_open.
+ */
+void storage_cursor_set_tailable(storage_cursor_t *cur);
 /* Index scan over [lo, hi] KeyString bounds (NULL = unbounded), inclusive
  * flags, direction.  Bounds are compared with the value part of each key
  * (the RecordId ending a non-unique key is ignored), so an exclusive bound

@@ -54,6 +54,23 @@ typedef struct coll_rt {
 	 * pages of a dropped table, uncommitted updates included, and the
 	 * writer's commit or rollback would then write to freed memory. */
 	atomic_bool dropped;
+	/* Capped collections (storage.h): whether the table is capped and its
+	 * current limits (refreshed with every descriptor built for it, so a
+	 * collMod of cappedSize/cappedMax applies to writers holding older
+	 * descriptors); capped_lock serialises the writes to it, held from a
+	 * transaction's first write to the table until it ends. */
+	atomic_bool capped;
+	atomic_llong cap_size;
+	atomic_llong cap_max;
+	pthread_mutex_t capped_lock;
+	/* The insert notifier (storage_coll_wait_insert): ins_seq counts the
+	 * committed transactions that inserted here; waiters sleep on ins_cond
+	 * under ins_mu, and a committer takes ins_mu only when ins_waiters is
+	 * not zero. */
+	atomic_ullong ins_seq;
+	atomic_int ins_waiters;
+	pthread_mutex_t ins_mu;
+	pthread_cond_t ins_cond;
 } coll_rt_t;
 
 /* storage_coll_t.impl */
@@ -71,6 +88,9 @@ typedef struct txn_delta {
 	int64_t dcount;
 	int64_t dsize;
 	bool gated;
+	bool capped_locked;        /* holds rt->capped_lock (a capped table) */
+	bool keep_locks;           /* a rollback keeps the gate and capped lock for the retry (s->prelocked) */
+	bool inserted;             /* inserted into the table: wake its waiters at commit */
 } txn_delta_t;
 
 /*
@@ -111,6 +131,16 @@ struct storage_session {
 	size_t buf_cap;
 	txn_delta_t *deltas;
 	int ndeltas, deltas_cap;
+	/* Capped writes inside storage_txn_run (in_run): a transaction whose
+	 * snapshot may predate another transaction's capped commit
+	 * (st->capped_commits moved since begin_capped) would conflict on the
+	 * documents that one already capped; it is retried instead with the
+	 * table's gate and capped lock kept across the rollback (prelocked,
+	 * referenced), so its next snapshot is taken with no capped writer
+	 * able to commit in between. */
+	bool in_run;
+	uint64_t begin_capped;
+	coll_rt_t *prelocked;
 	keystring_t ks;            /* scratch key */
 	keystring_t ks2;
 	keystring_t tb;            /* scratch type bits */
@@ -186,6 +216,9 @@ struct storage {
 	 * cursors when they see it move (idle pooled ones are closed by the
 	 * dropper), so the drop does not find the table busy. */
 	atomic_ullong cursor_epoch;
+
+	/* Commits of transactions that held a capped lock (s->prelocked). */
+	atomic_ullong capped_commits;
 };
 
 /* ---- engine.c ---- */
@@ -203,6 +236,16 @@ void storage_cursor_settle(storage_session_t *s);
 int storage_txn_fail(storage_session_t *s, int rc);
 /* Take rt's gate shared for the rest of the open transaction (once). */
 int storage_txn_gate(storage_session_t *s, coll_rt_t *rt, terr_t *err);
+/* For a write to a capped table: take rt's capped lock for the rest of
+ * the open transaction (once; after the gate).  Inside storage_txn_run, a
+ * snapshot that may be older than another capped commit fails with 112
+ * (retried, the locks kept for the retry: see s->prelocked). */
+int storage_txn_capped_lock(storage_session_t *s, coll_rt_t *rt, terr_t *err);
+/* The open transaction inserted into rt: its insert waiters are woken
+ * after the commit. */
+void storage_txn_inserted(storage_session_t *s, coll_rt_t *rt);
+/* This transaction's uncommitted count/size changes to rt (0 when none). */
+void storage_txn_pending(storage_session_t *s, coll_rt_t *rt, int64_t *dcount, int64_t *dsize);
 /* Record a count/size change for the open transaction. */
 int storage_txn_delta(storage_session_t *s, coll_rt_t *rt, int64_t dcount, int64_t dsize, terr_t *err);
 /* Queue an ident for a later drop (after EBUSY, or while rt's gate is

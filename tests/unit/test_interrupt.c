@@ -150,6 +150,19 @@ static const struct {
 	{"$bucketAuto",
 	 "{'aggregate': 'c', 'pipeline': [{'$bucketAuto': {'groupBy': {'$size': " BIG_RANGE "}, 'buckets': 3}}],"
 	 " 'cursor': {}, 'maxTimeMS': %d}"},
+	{"$graphLookup",
+	 "{'aggregate': 'c', 'pipeline': [{'$graphLookup': {'from': 'c', 'startWith': '$k', 'connectFromField': 'k',"
+	 " 'connectToField': '_id', 'as': 'g'}}, {'$count': 'n'}], 'cursor': {}, 'maxTimeMS': %d}"},
+	{"$fill",
+	 "{'aggregate': 'c', 'pipeline': [{'$set': {'v': {'$cond': [{'$eq': [{'$mod': ['$_id', 2]}, 0]}, null,"
+	 " {'$size': " BIG_RANGE "}]}}}, {'$fill': {'sortBy': {'_id': 1}, 'output': {'v': {'method': 'linear'}}}},"
+	 " {'$count': 'n'}], 'cursor': {}, 'maxTimeMS': %d}"},
+	{"$out",
+	 "{'aggregate': 'c', 'pipeline': [{'$project': {'s': {'$size': " BIG_RANGE "}}}, {'$out': 'outc'}],"
+	 " 'cursor': {}, 'maxTimeMS': %d}"},
+	{"$merge",
+	 "{'aggregate': 'c', 'pipeline': [{'$project': {'s': {'$size': " BIG_RANGE "}}}, {'$merge': {'into': 'mergec'}}],"
+	 " 'cursor': {}, 'maxTimeMS': %d}"},
 	{"find with $expr (collection scan)",
 	 "{'find': 'c', 'filter': {'$expr': {'$lt': [{'$size': " BIG_RANGE "}, 0]}}, 'maxTimeMS': %d}"},
 	{"count with $expr",

@@ -654,9 +654,9 @@ test_audit_updates(void)
 		 "y :: TTL index 'expireAfterSeconds' must be within the range of a 32-bit integer"},
 		{"{'createIndexes': 'u', 'indexes': [{'key': {'g': '2d'}, 'name': 'g', 'bits': " I64MAX "}]}", "error 238: 2d indexes are not supported by Tamga yet"},
 		{"{'collMod': 'u', 'index': {'name': 't', 'expireAfterSeconds': " I64MIN "}}", "error 72: TTL index 'expireAfterSeconds' option cannot be less than 0"},
-		{"{'create': 'capped', 'capped': true, 'size': " I64MAX ", 'max': " I64MIN "}", "error 238: create option 'capped' is not supported by Tamga yet"},
-		{"{'create': 'capped2', 'capped': true, 'size': 1e300}", "error 238: create option 'capped' is not supported by Tamga yet"},
-		{"{'create': 'capped3', 'capped': true, 'size': " I64MIN "}", "error 238: create option 'capped' is not supported by Tamga yet"},
+		{"{'create': 'capped', 'capped': true, 'size': " I64MAX ", 'max': " I64MIN "}", "error 2: BSON field 'size' value must be <= 1125899906842624, actual value '9223372036854775807'"},
+		{"{'create': 'capped2', 'capped': true, 'size': 1e300}", "error 2: BSON field 'size' value must be <= 1125899906842624, actual value '9223372036854775807'"},
+		{"{'create': 'capped3', 'capped': true, 'size': " I64MIN "}", "error 2: BSON field 'size' value must be >= 1, actual value '-9223372036854775808'"},
 	};
 	run_cases(cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -1,8 +1,8 @@
 /*
  * test_parse_linear.c -- parsing a request is linear in its size: a
  * projection, an update's $set, an aggregation $project / $addFields /
- * $group, a filter and a long pipeline, each with N fields, through the
- * embedded API.
+ * $group and filters ($in, $or), each with N fields, through the embedded
+ * API; and distinct's dedup of N values (one document's array).
  *
  * Timing without flakiness: the cost is the calling thread's CPU time
  * (the embedded API runs the command in it), which other processes on a
@@ -289,6 +289,98 @@ test_linear(void)
 	}
 }
 
+/* One document {a: [n distinct values, shuffled, each twice, half as
+ * doubles]} in collection coll. */
+static void
+insert_values(const char *coll, int n)
+{
+	bson_t *cmd = tm_bson_array_new(1), docs, d, a;
+	bson_t *r;
+	unsigned seed = 7;
+	int *perm = bson_malloc(sizeof(int) * (size_t)n), rc;
+	char key[16];
+	const char *k;
+
+	for (int i = 0; i < n; i++)
+		perm[i] = i;
+	for (int i = n - 1; i > 0; i--) {
+		int j = (int)(rand_r(&seed) % (unsigned)(i + 1)), t = perm[i];
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+	bson_init(cmd);
+	BSON_APPEND_UTF8(cmd, "insert", coll);
+	bson_append_array_begin(cmd, "documents", -1, &docs);
+	bson_append_document_begin(&docs, "0", -1, &d);
+	bson_append_array_begin(&d, "a", -1, &a);
+	for (int i = 0; i < 2 * n; i++) {
+		int v = perm[i % n];
+		bson_uint32_to_string((uint32_t)i, &k, key, sizeof(key));
+		if (i >= n && v % 2 == 0)
+			BSON_APPEND_DOUBLE(&a, k, (double)v);    /* 4.0 is 4: the same value */
+		else
+			BSON_APPEND_INT32(&a, k, v);
+	}
+	bson_append_array_end(&d, &a);
+	bson_append_document_end(&docs, &d);
+	bson_append_array_end(cmd, &docs);
+	r = tt_run_bson(db, "pl", cmd, &rc);
+	TT_EQ_INT(rc, 0);
+	tt_free_reply(r);
+	bson_destroy(cmd);
+	bson_free(cmd);
+	bson_free(perm);
+}
+
+static int64_t
+distinct_cost(const char *coll, int n)
+{
+	char cmd[128];
+	int64_t best = INT64_MAX;
+
+	snprintf(cmd, sizeof(cmd), "{'distinct': '%s', 'key': 'a'}", coll);
+	for (int r = 0; r < 2; r++) {
+		int rc;
+		int64_t t0 = thread_cpu_us();
+		bson_t *reply = tt_run_sq(db, "pl", cmd, &rc);
+		int64_t us = thread_cpu_us() - t0;
+		bson_iter_t it, v;
+		int i = 0;
+		bool sorted = true;
+		TT_EQ_INT(rc, 0);
+		/* n values, in order, each once */
+		if (tt_get(reply, "values", &it) && bson_iter_recurse(&it, &v))
+			while (bson_iter_next(&v)) {
+				if (bson_iter_as_int64(&v) != i)
+					sorted = false;
+				i++;
+			}
+		TT_EQ_INT(i, n);
+		TT_ASSERT(sorted);
+		tt_free_reply(reply);
+		if (us < best)
+			best = us;
+	}
+	return best;
+}
+
+/* distinct dedups n values in O(n log^2 n) (sorted runs), not by sorted
+ * insertion (O(n^2) moves: minutes for a million values) */
+static void
+test_distinct_linear(void)
+{
+	int64_t t0, t1;
+
+	insert_values("d_small", 25000);
+	insert_values("d_big", 100000);
+	t0 = distinct_cost("d_small", 25000);
+	t1 = distinct_cost("d_big", 100000);
+	printf("  %-32s %7.1f ms at %d, %7.1f ms at %d (x%.1f)\n", "distinct values", t0 / 1000.0, 25000,
+	    t1 / 1000.0, 100000, (double)t1 / (double)(t0 > 0 ? t0 : 1));
+	if (t1 > 9 * t0 + 1000)
+		TT_FAIL_("distinct: %lld us at 25000 values, %lld us at 100000", (long long)t0, (long long)t1);
+}
+
 int
 main(void)
 {
@@ -303,6 +395,7 @@ main(void)
 	TT_EQ_INT(rc, 0);
 	tt_free_reply(r);
 	TT_RUN(test_linear);
+	TT_RUN(test_distinct_linear);
 	tt_close_rm(db, dir);
 	return tt_finish();
 }

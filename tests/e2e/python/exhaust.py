@@ -4,7 +4,10 @@ last, each reply's responseTo the previous reply's requestID, checksums
 kept), an awaitable hello streaming every maxAwaitTimeMS, and a client
 that hangs up mid-stream.  (Debian's PyMongo 3.11 sends its exhaust cursors
 as legacy OP_QUERY, which mongod 9.0 refuses too, so the stream is driven
-by hand here.)  Prints "N passed, N failed".
+by hand here.)  Also a tailable awaitData cursor's stream (an empty batch each
+maxTimeMS, then what another client inserts) and a tailable cursor without an
+await time, whose stream stops at the end instead of spinning.  Prints "N
+passed, N failed".
 """
 import struct
 import sys
@@ -145,6 +148,56 @@ def exhaust_hello_needs_max_await():
     s.sendall(op_msg({"hello": 1, "$db": "admin"}, flags=EXHAUST_ALLOWED, rid=3))
     _, _, flags, body = read_msg(s)
     assert not flags & MORE_TO_COME and body["code"] == 51756, body
+    s.close()
+
+
+def open_tailable(s, name, await_data):
+    coll = client.e2e_exhaust[name]
+    coll.drop()
+    client.e2e_exhaust.create_collection(name, capped=True, size=1 << 20)
+    coll.insert_one({"_id": 0})
+    s.sendall(op_msg({"find": name, "tailable": True, "awaitData": await_data, "$db": "e2e_exhaust"}, rid=1))
+    body = read_msg(s)[3]
+    assert [d["_id"] for d in body["cursor"]["firstBatch"]] == [0], body
+    return coll, body["cursor"]["id"]
+
+
+@case
+def tailable_await_stream_waits_for_inserts():
+    from bson.int64 import Int64
+    s = connect()
+    coll, cid = open_tailable(s, "tail_await", True)
+    s.sendall(op_msg({"getMore": Int64(cid), "collection": "tail_await", "maxTimeMS": 200, "$db": "e2e_exhaust"},
+                     flags=EXHAUST_ALLOWED, rid=5))
+    t0 = time.monotonic()
+    # nothing new: an empty batch after the await time, the stream goes on
+    _, _, flags, body = read_msg(s)
+    assert body["ok"] == 1.0 and body["cursor"]["nextBatch"] == [] and flags & MORE_TO_COME, body
+    assert time.monotonic() - t0 >= 0.15, "an empty batch came before maxTimeMS"
+    coll.insert_one({"_id": 1})
+    got = []
+    for _ in range(5):
+        _, _, flags, body = read_msg(s)
+        assert flags & MORE_TO_COME and body["cursor"]["id"] == cid, body
+        got += [d["_id"] for d in body["cursor"]["nextBatch"]]
+        if got:
+            break
+    assert got == [1], got
+    s.close()
+
+
+@case
+def tailable_stream_without_await_stops_at_the_end():
+    from bson.int64 import Int64
+    s = connect()
+    _, cid = open_tailable(s, "tail_plain", False)
+    s.sendall(op_msg({"getMore": Int64(cid), "collection": "tail_plain", "$db": "e2e_exhaust"},
+                     flags=EXHAUST_ALLOWED, rid=5))
+    _, _, flags, body = read_msg(s)
+    # an empty batch at once and no moreToCome: the stream would spin
+    assert body["cursor"]["nextBatch"] == [] and body["cursor"]["id"] == cid and not flags & MORE_TO_COME, body
+    s.sendall(op_msg({"ping": 1, "$db": "admin"}, rid=99))
+    assert read_msg(s)[3]["ok"] == 1.0
     s.close()
 
 

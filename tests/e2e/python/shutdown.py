@@ -1,6 +1,8 @@
 """The shutdown command: refused outside admin, then stops tamgad cleanly
 (the connection closes without a reply, as with mongod, and the port stops
-listening).  with_tamgad.sh then checks that tamgad exited with status 0."""
+listening), and a tailable awaitData getMore waiting for inserts ends with
+11600 InterruptedAtShutdown instead of holding it up.  with_tamgad.sh then
+checks that tamgad exited with status 0."""
 import os
 import socket
 import struct
@@ -8,6 +10,7 @@ import sys
 import time
 
 import bson
+import bson.int64
 
 PORT = int(os.environ["TAMGA_PORT"])
 
@@ -37,6 +40,19 @@ else:
     failed += 1
     print("not ok - shutdown outside admin: %r" % (r,))
 
+# a tailable awaitData getMore waiting for inserts (maxTimeMS 60 s) must not
+# hold the shutdown up: it ends with 11600 InterruptedAtShutdown
+tail = socket.create_connection(("127.0.0.1", PORT), timeout=30)
+tail.sendall(op_msg({"create": "tail", "capped": True, "size": 4096, "$db": "test"}))
+reply(tail)
+tail.sendall(op_msg({"insert": "tail", "documents": [{"_id": 1}], "$db": "test"}))
+reply(tail)
+tail.sendall(op_msg({"find": "tail", "tailable": True, "awaitData": True, "$db": "test"}))
+cid = reply(tail)["cursor"]["id"]
+tail.sendall(op_msg({"getMore": bson.int64.Int64(cid), "collection": "tail", "maxTimeMS": 60000, "$db": "test"}))
+time.sleep(0.3)
+started = time.time()
+
 s.sendall(op_msg({"shutdown": 1, "$db": "admin"}))
 r = reply(s)
 if r is None:
@@ -63,5 +79,15 @@ if stopped:
 else:
     failed += 1
     print("not ok - the server still listens")
+try:
+    r = reply(tail)
+except OSError as e:
+    r = e
+if isinstance(r, dict) and r.get("code") == 11600 and time.time() - started < 15:
+    passed += 1
+    print("ok - the waiting awaitData getMore ended with 11600")
+else:
+    failed += 1
+    print("not ok - the waiting getMore: %r after %.1f s" % (r, time.time() - started))
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)

@@ -1,5 +1,6 @@
 """PyMongo (Debian's python3-pymongo) against tamgad: the legacy OP_QUERY
-isMaster handshake, CRUD, a cursor over several getMore batches, errors.
+isMaster handshake, CRUD, a cursor over several getMore batches, errors, a
+capped collection tailed by a TAILABLE_AWAIT cursor woken by another client.
 
 Run by CTest through with_tamgad.sh (TAMGA_URI); prints "N passed, N failed".
 """
@@ -72,6 +73,29 @@ class TamgaPyMongo(unittest.TestCase):
         with self.assertRaises(OperationFailure) as cm:
             self.db.command("noSuchCommand")
         self.assertEqual(cm.exception.code, 59)
+
+    def test_capped_tailable_await(self):
+        import threading
+        import time
+        self.db.create_collection("capped", capped=True, size=4096, max=3)
+        coll = self.db["capped"]
+        self.assertTrue(coll.options()["capped"])
+        coll.insert_many([{"_id": i} for i in range(5)])
+        self.assertEqual([d["_id"] for d in coll.find()], [2, 3, 4])
+        cursor = coll.find(cursor_type=pymongo.CursorType.TAILABLE_AWAIT).max_await_time_ms(3000)
+        self.assertEqual([next(cursor)["_id"] for _ in range(3)], [2, 3, 4])
+        writer = pymongo.MongoClient(URI, serverSelectionTimeoutMS=10000)
+        timer = threading.Timer(0.2, lambda: writer["e2e_python"]["capped"].insert_one({"_id": 5}))
+        started = time.monotonic()
+        timer.start()
+        doc = next(cursor)   # the getMore waits, woken by the other client's insert
+        waited = time.monotonic() - started
+        timer.join()
+        writer.close()
+        self.assertEqual(doc["_id"], 5)
+        self.assertTrue(0.15 <= waited < 2.5, waited)
+        self.assertTrue(cursor.alive)
+        cursor.close()
 
 
 if __name__ == "__main__":
