@@ -788,6 +788,8 @@ text_setup(plan_exec_t *x, const plan_request_t *req, terr_t *err)
 		return terr_set(err, TERR_INDEX_NOT_FOUND, "text index required for $text query");
 	if (req->hint != NULL)
 		return terr_set(err, TERR_BAD_VALUE, "text and hint not allowed in same query");
+	if (req->tailable)
+		return terr_set(err, TERR_BAD_VALUE, "text and tailable cursor not allowed in same query");
 	if (!spec_empty(req->min) || !spec_empty(req->max))
 		return terr_set(err, TERR_NOT_IMPLEMENTED, "min and max with $text are not supported by Tamga yet");
 	x->text_index = i;
