@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
-      libbson-dev libmongoc-dev libwiredtiger-dev wiredtiger libpcre2-dev libssl-dev libicu-dev
+      libbson-dev libmongoc-dev libwiredtiger-dev wiredtiger libpcre2-dev libssl-dev libicu-dev libstemmer-dev
       zlib1g-dev libzstd-dev libsnappy-dev libyaml-dev
       libsqlite3-dev libpq-dev postgresql
       python3 python3-pymongo openssl)

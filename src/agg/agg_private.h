@@ -75,6 +75,7 @@ struct agg_pipeline {
 	int64_t source_limit;         /* and a $limit (0 = none) */
 	bson_t *source_project;       /* then a plain inclusion $project, the find projection (owned or NULL) */
 	int first_stage;              /* index of the first stage run on top of the source */
+	bool source_text_score;       /* the source appends "$textScore" (stages read {$meta: "textScore"}) */
 	bool facet;                   /* a $facet sub-pipeline (no source) */
 	bool sub;                     /* a $lookup/$unionWith sub-pipeline */
 	/* the deepest nesting of $lookup / $unionWith pipelines inside this one
@@ -185,6 +186,8 @@ struct agg_exec {
 	const char *error_context;    /* prefix for runtime errors (static string) or NULL */
 	bool done;
 	bson_t result;                /* copy of the last result (stable view) */
+	bson_t stripped;              /* a result without its "$textScore" (source_text_score) */
+	bool stripped_init;
 	/* variable values set on every stage's env (command let, $lookup let) */
 	int *var_ids;
 	char **var_names;             /* owned */
@@ -261,6 +264,8 @@ typedef struct agg_sort_spec {
 	const coll_t *coll;           /* strings order by it (set by the stage) */
 } agg_sort_spec_t;
 int agg_sort_spec_parse(const bson_t *spec, agg_sort_spec_t *out, terr_t *err);
+/* stage_basic.c: whether p's first stage is a $match holding a $text. */
+bool agg_first_is_text_match(const agg_pipeline_t *p);
 void agg_sort_spec_destroy(agg_sort_spec_t *s);
 /* Fill vals[i] (borrowed from doc) with the sort key of doc for key i. */
 void agg_sort_key_values(const agg_sort_spec_t *s, const bson_t *doc, bson_value_t *vals);

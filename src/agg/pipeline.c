@@ -15,6 +15,7 @@
 #include "common/mem.h"
 #include "common/version.h"
 #include "query/plan.h"
+#include "query/sort.h"
 
 /* ---- stage lookup ------------------------------------------------------- */
 
@@ -281,6 +282,99 @@ pipeline_setup_source(agg_pipeline_t *p)
 	}
 }
 
+/* Does a document (at any depth) hold {$meta: "textScore"} (or, with
+ * key "$text", a $text key)? */
+static bool
+doc_has(const bson_t *d, const char *key, int depth)
+{
+	bson_iter_t it;
+
+	if (depth > 100 || !bson_iter_init(&it, d))
+		return false;
+	while (bson_iter_next(&it)) {
+		if (strcmp(bson_iter_key(&it), key) == 0 &&
+		    (strcmp(key, "$text") == 0 ||
+		     (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "textScore") == 0)))
+			return true;
+		if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
+			const uint8_t *data;
+			uint32_t len;
+			bson_t sub;
+			if (BSON_ITER_HOLDS_DOCUMENT(&it))
+				bson_iter_document(&it, &len, &data);
+			else
+				bson_iter_array(&it, &len, &data);
+			if (bson_init_static(&sub, data, len) && doc_has(&sub, key, depth + 1))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Whether a $project stage's explain form {$project: spec} only excludes
+ * fields (so it keeps the others, "$textScore" among them). */
+static bool
+project_excludes(const bson_t *ex)
+{
+	bson_iter_t it, f;
+
+	if (ex == NULL || !bson_iter_init_find(&it, ex, "$project") || !bson_iter_recurse(&it, &f))
+		return false;
+	while (bson_iter_next(&f)) {
+		if (strcmp(bson_iter_key(&f), "_id") == 0 && !BSON_ITER_HOLDS_DOCUMENT(&f))
+			continue;
+		if (BSON_ITER_HOLDS_DOCUMENT(&f) || BSON_ITER_HOLDS_UTF8(&f) || bson_iter_as_bool(&f))
+			return false;
+	}
+	return true;
+}
+
+/* The text score reaches the find executor (a pushed-down $sort) but no
+ * stage after it: a later stage reading {$meta: "textScore"} behind a
+ * $text $match is refused rather than left without its value. */
+static int
+text_score_check(agg_pipeline_t *p, terr_t *err)
+{
+	/* stages that pass documents through whole or read them; the score
+	 * field must not reach written collections or nested results */
+	static const char *const plain[] = {"$project", "$addFields", "$set", "$unset", "$match", "$sort",
+		"$limit", "$skip", "$group", "$count", "$replaceRoot", "$replaceWith", NULL};
+	bool uses = false;
+	int i, k;
+
+	if (p->source_filter == NULL || !doc_has(p->source_filter, "$text", 0))
+		return 0;
+	for (i = p->first_stage; i < p->nstages; i++)
+		if (p->stages[i].explain != NULL && doc_has(p->stages[i].explain, "$meta", 0))
+			uses = true;
+	if (!uses)
+		return 0;
+	for (i = p->first_stage; i < p->nstages; i++) {
+		for (k = 0; plain[k] != NULL && strcmp(plain[k], p->stages[i].def->name) != 0; k++)
+			;
+		if (plain[k] == NULL)
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "{$meta: \"textScore\"} in a pipeline with %s is not supported by Tamga yet", p->stages[i].def->name);
+	}
+	/* the score rides in a field: a stage that rebuilds documents drops it,
+	 * where mongod's metadata would go on ($project) or be gone */
+	{
+		bool carried = true;
+		for (i = p->first_stage; i < p->nstages; i++) {
+			const char *name = p->stages[i].def->name;
+			const bson_t *ex = p->stages[i].explain;
+			if (!carried && ex != NULL && doc_has(ex, "$meta", 0))
+				return terr_set(err, TERR_NOT_IMPLEMENTED,
+				    "{$meta: \"textScore\"} after a %s is not supported by Tamga yet", p->stages[i - 1].def->name);
+			if (!strcmp(name, "$group") || !strcmp(name, "$count") || !strcmp(name, "$replaceRoot") ||
+			    !strcmp(name, "$replaceWith") || (!strcmp(name, "$project") && !project_excludes(ex)))
+				carried = false;
+		}
+	}
+	p->source_text_score = true;
+	return 0;
+}
+
 int
 agg_pipeline_parse(const bson_t *stages, const bson_t *let, const agg_host_t *host,
     agg_pipeline_t **out, terr_t *err)
@@ -304,6 +398,7 @@ agg_pipeline_parse(const bson_t *stages, const bson_t *let, const agg_host_t *ho
 	pc.let_doc = p->let_doc;
 	ERR(parse_stages(&pc, stages, err));
 	pipeline_setup_source(p);
+	ERR(text_score_check(p, err));
 	*out = p;
 	return 0;
 err:
@@ -627,6 +722,7 @@ exec_open_source(agg_exec_t *x, storage_coll_t *coll, const bson_t *filter, terr
 			req.sort_memory_limit = x->p->host->sort_memory_limit;
 		}
 		req.hint = x->p->host != NULL ? x->p->host->hint : NULL;
+		req.keep_text_score = x->p->source_text_score;
 	}
 	ret = plan_exec_new(&req, &pe, err);
 	req.coll = NULL;
@@ -816,6 +912,20 @@ exec_next(agg_exec_t *x, storage_session_t *s, bson_t *doc, bool results, terr_t
 		bson_free(first);
 		rc = -1;
 	}
+	if (rc == 1 && x->top && x->p->source_text_score) {
+		/* the score field stays inside the pipeline */
+		bson_iter_t it;
+		if (x->stripped_init)
+			bson_reinit(&x->stripped);
+		else
+			bson_init(&x->stripped);
+		x->stripped_init = true;
+		bson_iter_init(&it, d);
+		while (bson_iter_next(&it))
+			if (strcmp(bson_iter_key(&it), SORT_TEXT_SCORE_FIELD) != 0)
+				bson_append_iter(&x->stripped, NULL, 0, &it);
+		d = &x->stripped;
+	}
 	if (rc == 1) {
 		bson_init_static(doc, bson_get_data(d), d->len);
 		return 1;
@@ -886,5 +996,7 @@ agg_exec_free(agg_exec_t *x)
 	bson_free(x->var_names);
 	bson_free(x->var_ids);
 	bson_free(x->var_vals);
+	if (x->stripped_init)
+		bson_destroy(&x->stripped);
 	bson_free(x);
 }

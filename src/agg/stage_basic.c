@@ -55,8 +55,20 @@ match_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		match_free_plan(mp);
 		return -1;
 	}
+	/* $text runs over the collection's text index: first stage only */
+	if (pc->p->nstages > 0 && match_has_text(mp->m)) {
+		match_free_plan(mp);
+		return terr_set(err, 17313, "$match with $text is only allowed as the first pipeline stage");
+	}
 	agg_pctx_add(pc, &agg_stages_basic[0], mp, agg_explain_doc("$match", spec));
 	return 0;
+}
+
+bool
+agg_first_is_text_match(const agg_pipeline_t *p)
+{
+	return p->nstages > 0 && strcmp(p->stages[0].def->name, "$match") == 0 && p->stages[0].plan != NULL &&
+	    match_has_text(((const match_plan_t *)p->stages[0].plan)->m);
 }
 
 /* In a $lookup sub-run the variables change per outer document, and the

@@ -154,7 +154,11 @@ sort_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	if (bson_empty(&d))
 		return terr_set(err, 15976, "$sort stage must have at least one sort key");
 	sp = bson_malloc0(sizeof(*sp));
-	if (sort_spec_parse(&d, &sp->spec, err) != 0) {
+	/* {$meta: "textScore"} after a leading $text $match: pushed down
+	 * right after it (the find executor sorts by the score), later it
+	 * sorts by the "$textScore" field the source then carries; without
+	 * a $text, 40218 */
+	if (sort_spec_parse_meta(&d, pc->depth == 0 && agg_first_is_text_match(pc->p), &sp->spec, err) != 0) {
 		bson_free(sp);
 		return -1;
 	}

@@ -6,9 +6,12 @@
  * IndexOptionsConflict, 86 IndexKeySpecsConflict, 67 for the 64-index
  * limit).  The build itself (over existing documents, a unique violation
  * leaving nothing behind) is storage_index_create with the keygen of
- * query/keygen.c.  Special index kinds (text, 2d, 2dsphere, hashed,
- * columnstore, compound wildcard) are refused with 238 until they exist;
- * single-field wildcard indexes ($**, a.$**, wildcardProjection) exist.
+ * query/keygen.c.  Special index kinds not built yet (2d, 2dsphere,
+ * columnstore, compound wildcard) are refused with 238; single-field
+ * wildcard indexes ($**, a.$**, wildcardProjection), hashed indexes (one
+ * hashed field, never unique: 31303, 16764) and text indexes (normalized by
+ * text/'s fixSpec, one per collection: 67, or the catalog's 85 for the same
+ * key pattern with other options) exist.
  */
 #include "commands/commands_private.h"
 
@@ -20,6 +23,7 @@
 #include "common/mem.h"
 #include "query/keygen.h"
 #include "query/match.h"
+#include "text/text.h"
 
 /* cmd_catalog.c */
 int cmd_cursor_options(cmd_t *c, cursor_opts_t *o, terr_t *err);
@@ -41,7 +45,7 @@ static const char *const spec_fields[] = {
  * conflicting ones; the rest (name, v, ns, background, hidden) do not. */
 static const char *const equiv_fields[] = {
 	"unique", "sparse", "partialFilterExpression", "expireAfterSeconds", "collation",
-	"prepareUnique", NULL,
+	"prepareUnique", "weights", "default_language", "language_override", "textIndexVersion", NULL,
 };
 
 static bool
@@ -69,9 +73,13 @@ is_bool_like(const bson_iter_t *it)
 	return BSON_ITER_HOLDS_BOOL(it) || BSON_ITER_HOLDS_NUMBER(it);
 }
 
-/* The key pattern rules of validateKeyPattern plus the plugin refusals. */
+/* Index plugins built so far (the others answer 238). */
+static const char *const built_plugins[] = {"hashed", "text", NULL};
+
+/* The key pattern rules of validateKeyPattern plus the plugin refusals;
+ * *plugin_out: the plugin named (NULL: a plain index). */
 static int
-key_pattern_check(const bson_t *key, terr_t *err)
+key_pattern_check(const bson_t *key, const char **plugin_out, terr_t *err)
 {
 	bson_iter_t it;
 	const char *plugin = NULL;
@@ -158,6 +166,9 @@ key_pattern_check(const bson_t *key, terr_t *err)
 			    "GeoHaystack indexes cannot be created in version 5.0 and above");
 		if (!in_list(known, plugin))
 			return terr_set(err, TERR_CANNOT_CREATE_INDEX, "Unknown index plugin '%s'", plugin);
+		*plugin_out = plugin;
+		if (in_list(built_plugins, plugin))
+			return 0;
 		return terr_set(err, TERR_NOT_IMPLEMENTED, "%s indexes are not supported by Tamga yet", plugin);
 	}
 	return 0;
@@ -484,17 +495,77 @@ wildcard_projection_check(const bson_t *spec, bson_iter_t *it, terr_t *err)
 	return 0;
 }
 
+/* What the hashed access method refuses (mongod's parseHashParams and
+ * HashAccessMethod): more than one hashed field, unique. */
+static int
+hashed_check(const bson_t *spec, const bson_t *key, terr_t *err)
+{
+	bson_iter_t it;
+	int n = 0;
+
+	bson_iter_init(&it, key);
+	while (bson_iter_next(&it)) {
+		n += BSON_ITER_HOLDS_UTF8(&it);
+		if (strstr(bson_iter_key(&it), "$**") != NULL)
+			return terr_set(err, TERR_NOT_IMPLEMENTED, "hashed wildcard indexes are not supported by Tamga yet");
+	}
+	if (n != 1) {
+		char *s = bv_doc_to_mongo_string(key);
+		terr_set(err, 31303, "A maximum of one index field is allowed to be hashed but found %d for 'key' %s", n, s);
+		bson_free(s);
+		return -1;
+	}
+	if (bson_iter_init_find(&it, spec, "unique") && bson_iter_as_bool(&it))
+		return terr_set(err, 16764, "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.");
+	return 0;
+}
+
 /*
  * Validate one requested spec and build the spec to store in *out (v: 2
  * first, then key and name, then the other fields as given, ns dropped,
  * expireAfterSeconds as an int32).  Errors carry mongod's framing.
  */
+static int spec_prepare_fixed(const bson_t *spec, bool is_text, bson_t *out, terr_t *err);
+
 static int
 spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 {
 	bson_iter_t it;
+	bson_t key, fixed;
+	int ret;
+
+	/* a text index spec is first normalized as mongod's fixSpec does (key
+	 * {_fts: "text", _ftsx: 1}, weights, languages, textIndexVersion) */
+	if (bson_iter_init_find(&it, spec, "key") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+		const uint8_t *d;
+		uint32_t l;
+		const char *plugin = NULL;
+		bson_iter_document(&it, &l, &d);
+		bson_init_static(&key, d, l);
+		if (text_key_is_text(&key)) {
+			if (key_pattern_check(&key, &plugin, err) != 0) {
+				bson_init(out);
+				return spec_wrap(err, err->code == TERR_NOT_IMPLEMENTED ? WRAP_PLAIN : WRAP_GIVEN, spec);
+			}
+			if (text_spec_fix(spec, &fixed, err) != 0) {
+				bson_destroy(&fixed);
+				bson_init(out);
+				return -1;
+			}
+			ret = spec_prepare_fixed(&fixed, true, out, err);
+			bson_destroy(&fixed);
+			return ret;
+		}
+	}
+	return spec_prepare_fixed(spec, false, out, err);
+}
+
+static int
+spec_prepare_fixed(const bson_t *spec, bool is_text, bson_t *out, terr_t *err)
+{
+	bson_iter_t it;
 	bson_t key, pf;
-	const char *name = NULL;
+	const char *name = NULL, *plugin = NULL;
 	bool has_key = false, has_partial = false, sparse = false, has_ttl = false, unsupported;
 	int32_t ttl = 0;
 	wrap_t how = WRAP_GIVEN;
@@ -519,7 +590,7 @@ spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 			}
 			bson_iter_document(&it, &l, &d);
 			bson_init_static(&key, d, l);
-			if (key_pattern_check(&key, err) != 0) {
+			if (key_pattern_check(&key, &plugin, err) != 0) {
 				if (err->code == TERR_NOT_IMPLEMENTED)
 					how = WRAP_PLAIN;
 				goto err;
@@ -596,7 +667,7 @@ spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 		} else if (!strcmp(f, "wildcardProjection")) {
 			if (wildcard_projection_check(spec, &it, err) != 0)
 				goto err;
-		} else if (!strcmp(f, "weights") || !strcmp(f, "columnstoreProjection")) {
+		} else if ((!strcmp(f, "weights") && !is_text) || !strcmp(f, "columnstoreProjection")) {
 			terr_set(err, TERR_NOT_IMPLEMENTED, "the index option '%s' is not supported by Tamga yet", f);
 			how = WRAP_PLAIN;
 			goto err;
@@ -621,7 +692,9 @@ spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 		terr_set(err, TERR_BAD_VALUE, "The index name '*' is not valid.");
 		goto err;
 	}
-	if (bson_count_keys(&key) == 1 && bson_iter_init_find(&it, &key, "_id")) {
+	/* {_id: "hashed"} is an ordinary secondary index (hashed sharding on _id) */
+	if (bson_count_keys(&key) == 1 && bson_iter_init_find(&it, &key, "_id") &&
+	    !(BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "hashed") == 0)) {
 		if (!BSON_ITER_HOLDS_NUMBER(&it) || bson_iter_as_double(&it) != 1) {
 			char *s = bv_doc_to_mongo_string(&key);
 			terr_set(err, TERR_BAD_VALUE, "The field 'key' for an _id index must be {_id: 1}, but got %s", s);
@@ -660,6 +733,17 @@ spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 			    "cannot make a TTL index :: caused by :: Index type 'wildcard' does not support the 'expireAfterSeconds' option");
 			goto err;
 		}
+	}
+	if (is_text && collation != NULL) {
+		char *cs = bv_doc_to_mongo_string(coll_spec(collation));
+		terr_set(err, TERR_CANNOT_CREATE_INDEX, "Index type 'text' does not support collation: %s", cs);
+		bson_free(cs);
+		how = WRAP_PLAIN;
+		goto err;
+	}
+	if (plugin != NULL && strcmp(plugin, "hashed") == 0 && hashed_check(spec, &key, err) != 0) {
+		how = WRAP_PLAIN;
+		goto err;
 	}
 	if (has_partial && sparse) {
 		terr_set(err, TERR_CANNOT_CREATE_INDEX, "cannot mix \"partialFilterExpression\" and \"sparse\" options");
@@ -819,6 +903,14 @@ spec_against(const storage_coll_t *coll, const bson_t *spec, terr_t *err)
 			    "An equivalent index already exists with a different name and options.", spec, ix->spec);
 		}
 	}
+	/* then, as the index catalog does, one text index per collection (one
+	 * with the same key pattern was answered above) */
+	if (text_key_is_text(&key))
+		for (i = 0; i < coll->nindexes; i++)
+			if (text_key_is_text(coll->indexes[i].key))
+				return terr_set(err, TERR_CANNOT_CREATE_INDEX,
+				    "only one text index per collection allowed, found existing text index \"%s\"",
+				    coll->indexes[i].name);
 	return 0;
 }
 

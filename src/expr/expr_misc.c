@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "bson/value.h"
+#include "expr/hash.h"
 
 /* ---- trigonometry ------------------------------------------------------ */
 
@@ -227,6 +228,39 @@ static int
 eval_meta(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 {
 	expr_path_eval(env, &env->meta, (const char *)e->extra, out);
+	/* an aggregation over $text carries the score as the document's
+	 * trailing "$textScore" field (query/plan.h keep_text_score) */
+	if (out->value_type == BSON_TYPE_EOD && strcmp((const char *)e->extra, "textScore") == 0 &&
+	    env->root.value_type == BSON_TYPE_DOCUMENT) {
+		bson_iter_t it;
+		if (bson_iter_init_from_data(&it, env->root.value.v_doc.data, env->root.value.v_doc.data_len) &&
+		    bson_iter_find(&it, "$textScore"))
+			*out = *bson_iter_value(&it);
+	}
+	return 0;
+}
+
+/* ---- $toHashedIndexKey ---------------------------------------------------- */
+
+/* The operand is one expression, an array literal included (mongod's
+ * parseOperand), so no list-form arity. */
+static int
+parse_hashed_key(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
+{
+	expr_t *part = NULL;
+
+	RET(expr_parse_sub(arg, scope, &part, err));
+	expr_args_set(e, &part, 1);
+	return 0;
+}
+
+static int
+eval_hashed_key(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
+{
+	bson_value_t v;
+
+	RET(expr_eval_arg(e, 0, env, &v, err));
+	expr_set_int64(out, expr_hash64(&v));   /* missing hashes as null */
 	return 0;
 }
 
@@ -247,7 +281,7 @@ eval_unavailable(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *er
 const expr_op_t expr_ops_misc[] = {
 	{"$meta", 0, -1, parse_meta, eval_meta, EXPR_OP_NOFOLD},
 	{"$function", 0, -1, parse_unavailable, eval_unavailable, 0},
-	{"$toHashedIndexKey", 0, -1, parse_unavailable, eval_unavailable, 0},
+	{"$toHashedIndexKey", 0, -1, parse_hashed_key, eval_hashed_key, 0},
 	{"$sin", 1, 1, NULL, eval_trig, 0},
 	{"$cos", 1, 1, NULL, eval_trig, 0},
 	{"$tan", 1, 1, NULL, eval_trig, 0},

@@ -14,7 +14,12 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "bson/collation.h"
 #include "bson/keystring.h"
+#include "bson/value.h"
+#include "expr/hash.h"
+#include "text/text.h"
+#include <openssl/evp.h>
 #include "query/match.h"
 
 typedef struct kg_field {
@@ -423,6 +428,342 @@ wildcard_keys(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn 
 	return 0;
 }
 
+
+/* ---- hashed --------------------------------------------------------------- */
+
+bool
+keygen_is_hashed(const storage_index_t *idx)
+{
+	bson_iter_t it;
+
+	if (idx->key == NULL || !bson_iter_init(&it, idx->key))
+		return false;
+	while (bson_iter_next(&it))
+		if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "hashed") == 0)
+			return true;
+	return false;
+}
+
+/* The value at path in doc as mongod's extractElementAtOrArrayAlongDottedPath
+ * sees it: descending documents, stopping at the first array (16766 for a
+ * hashed index, naming the path up to it), EOD when missing. */
+static int
+hashed_field_value(const bson_t *doc, const char *path, bson_value_t *out, terr_t *err)
+{
+	bson_value_t cur;
+	const char *p = path;
+
+	cur.value_type = BSON_TYPE_DOCUMENT;
+	cur.value.v_doc.data = (uint8_t *)bson_get_data(doc);
+	cur.value.v_doc.data_len = doc->len;
+	while (p != NULL) {
+		const char *dot = strchr(p, '.');
+		size_t len = dot ? (size_t)(dot - p) : strlen(p);
+		bson_iter_t it;
+		if (cur.value_type != BSON_TYPE_DOCUMENT ||
+		    !bson_iter_init_from_data(&it, cur.value.v_doc.data, cur.value.v_doc.data_len) ||
+		    !bson_iter_find_w_len(&it, p, (int)len)) {
+			out->value_type = BSON_TYPE_EOD;
+			return 0;
+		}
+		cur = *bson_iter_value(&it);
+		if (cur.value_type == BSON_TYPE_ARRAY)
+			return terr_set(err, 16766,
+			    "Error: hashed indexes do not currently support array values. Found array at path: %.*s",
+			    (int)(p + len - path), path);
+		p = dot ? dot + 1 : NULL;
+	}
+	*out = cur;
+	return 0;
+}
+
+int64_t
+keygen_hash_value(const bson_value_t *v, const coll_t *coll)
+{
+	uint8_t stack[256], *buf = stack;
+	size_t n;
+	bson_value_t k;
+	int64_t h;
+
+	if (coll == NULL || (v->value_type != BSON_TYPE_UTF8 && v->value_type != BSON_TYPE_SYMBOL))
+		return expr_hash64(v);
+	/* a collated index hashes the string's comparison key */
+	n = coll_sort_key(coll, v->value.v_utf8.str, v->value.v_utf8.len, stack, sizeof(stack));
+	if (n > sizeof(stack)) {
+		buf = bson_malloc(n);
+		n = coll_sort_key(coll, v->value.v_utf8.str, v->value.v_utf8.len, buf, n);
+	}
+	k.value_type = BSON_TYPE_UTF8;
+	k.value.v_utf8.str = (char *)buf;
+	k.value.v_utf8.len = (uint32_t)n;
+	h = expr_hash64(&k);
+	if (buf != stack)
+		bson_free(buf);
+	return h;
+}
+
+/* One key: each field's value (the hashed one as its int64 hash), no
+ * array anywhere on any field's path (mongod's getHashKeys). */
+static int
+hashed_keys(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx, terr_t *err)
+{
+	keystring_t ks, tb;
+	bson_iter_t it;
+	bool any = false;
+	int ret = 0;
+
+	if (!bson_iter_init(&it, idx->key))
+		return terr_set(err, TERR_INVALID_BSON, "invalid index key pattern");
+	keystring_init(&ks);
+	keystring_init(&tb);
+	while (bson_iter_next(&it)) {
+		bson_value_t v, null_v = {.value_type = BSON_TYPE_NULL};
+		if ((ret = hashed_field_value(doc, bson_iter_key(&it), &v, err)) != 0)
+			goto done;
+		if (v.value_type == BSON_TYPE_EOD)
+			v = null_v;
+		else
+			any = true;
+		if (BSON_ITER_HOLDS_UTF8(&it)) {
+			bson_value_t h;
+			h.value_type = BSON_TYPE_INT64;
+			h.value.v_int64 = keygen_hash_value(&v, idx->collation);
+			keystring_append_value_tb(&ks, &tb, &h, false);
+		} else {
+			keystring_append_value_tb_coll(&ks, &tb, &v, bson_iter_as_double(&it) < 0, idx->collation);
+		}
+	}
+	if (!idx->sparse || any)
+		add(ctx, ks.buf, ks.len, tb.buf, tb.len);
+done:
+	keystring_destroy(&ks);
+	keystring_destroy(&tb);
+	return ret;
+}
+
+/* ---- text ----------------------------------------------------------------- */
+
+bool
+keygen_is_text(const storage_index_t *idx)
+{
+	return idx->key != NULL && bson_has_field(idx->key, "_fts");
+}
+
+static uint64_t
+rotl64(uint64_t x, int r)
+{
+	return (x << r) | (x >> (64 - r));
+}
+
+static uint64_t
+fmix64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ull;
+	k ^= k >> 33;
+	return k;
+}
+
+/* MurmurHash3_x64_128 (seed 0) of data, as 16 bytes in memory order. */
+static void
+murmur3_128(const uint8_t *data, size_t len, uint8_t out[16])
+{
+	const uint64_t c1 = 0x87c37b91114253d5ull, c2 = 0x4cf5ad432745937full;
+	size_t nblocks = len / 16, i;
+	uint64_t h1 = 0, h2 = 0, k1, k2;
+	const uint8_t *tail = data + nblocks * 16;
+
+	for (i = 0; i < nblocks; i++) {
+		memcpy(&k1, data + i * 16, 8);
+		memcpy(&k2, data + i * 16 + 8, 8);
+		k1 *= c1; k1 = rotl64(k1, 31); k1 *= c2; h1 ^= k1;
+		h1 = rotl64(h1, 27); h1 += h2; h1 = h1 * 5 + 0x52dce729;
+		k2 *= c2; k2 = rotl64(k2, 33); k2 *= c1; h2 ^= k2;
+		h2 = rotl64(h2, 31); h2 += h1; h2 = h2 * 5 + 0x38495ab5;
+	}
+	k1 = k2 = 0;
+	switch (len & 15) {
+	case 15: k2 ^= (uint64_t)tail[14] << 48; /* fall through */
+	case 14: k2 ^= (uint64_t)tail[13] << 40; /* fall through */
+	case 13: k2 ^= (uint64_t)tail[12] << 32; /* fall through */
+	case 12: k2 ^= (uint64_t)tail[11] << 24; /* fall through */
+	case 11: k2 ^= (uint64_t)tail[10] << 16; /* fall through */
+	case 10: k2 ^= (uint64_t)tail[9] << 8; /* fall through */
+	case 9: k2 ^= (uint64_t)tail[8];
+		k2 *= c2; k2 = rotl64(k2, 33); k2 *= c1; h2 ^= k2; /* fall through */
+	case 8: k1 ^= (uint64_t)tail[7] << 56; /* fall through */
+	case 7: k1 ^= (uint64_t)tail[6] << 48; /* fall through */
+	case 6: k1 ^= (uint64_t)tail[5] << 40; /* fall through */
+	case 5: k1 ^= (uint64_t)tail[4] << 32; /* fall through */
+	case 4: k1 ^= (uint64_t)tail[3] << 24; /* fall through */
+	case 3: k1 ^= (uint64_t)tail[2] << 16; /* fall through */
+	case 2: k1 ^= (uint64_t)tail[1] << 8; /* fall through */
+	case 1: k1 ^= (uint64_t)tail[0];
+		k1 *= c1; k1 = rotl64(k1, 31); k1 *= c2; h1 ^= k1;
+		break;
+	default:
+		break;
+	}
+	h1 ^= (uint64_t)len;
+	h2 ^= (uint64_t)len;
+	h1 += h2;
+	h2 += h1;
+	h1 = fmix64(h1);
+	h2 = fmix64(h2);
+	h1 += h2;
+	h2 += h1;
+	memcpy(out, &h1, 8);
+	memcpy(out + 8, &h2, 8);
+}
+
+const char *
+keygen_text_term(const char *term, size_t len, int version, char buf[KEYGEN_TEXT_TERM_MAX + 1], size_t *out_len)
+{
+	uint8_t md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	*out_len = len;
+	if (version == 2) {
+		if (len <= 32)
+			return term;
+		murmur3_128((const uint8_t *)term, len, md);
+		memcpy(buf, term, 32);
+		for (unsigned int j = 0; j < 16; j++)
+			snprintf(buf + 32 + 2 * j, 3, "%02x", md[j]);
+		*out_len = 64;
+		return buf;
+	}
+	if (len <= 224)
+		return term;
+	EVP_Digest(term, len, md, &mdlen, EVP_md5(), NULL);
+	memcpy(buf, term, 224);
+	for (unsigned int j = 0; j < 16; j++)
+		snprintf(buf + 224 + 2 * j, 3, "%02x", md[j]);
+	*out_len = 256;
+	return buf;
+}
+
+/* A prefix or suffix field of a text index: no array anywhere on its path
+ * (201 CannotBuildIndexKeys, mongod's extractNonFTSKeyElement). */
+static int
+text_extra_value(const bson_t *doc, const char *path, bson_value_t *out, terr_t *err)
+{
+	bson_value_t cur;
+	const char *p = path;
+
+	cur.value_type = BSON_TYPE_DOCUMENT;
+	cur.value.v_doc.data = (uint8_t *)bson_get_data(doc);
+	cur.value.v_doc.data_len = doc->len;
+	out->value_type = BSON_TYPE_NULL;
+	while (p != NULL) {
+		const char *dot = strchr(p, '.');
+		size_t len = dot ? (size_t)(dot - p) : strlen(p);
+		bson_iter_t it;
+		if (cur.value_type != BSON_TYPE_DOCUMENT ||
+		    !bson_iter_init_from_data(&it, cur.value.v_doc.data, cur.value.v_doc.data_len) ||
+		    !bson_iter_find_w_len(&it, p, (int)len))
+			return 0;
+		cur = *bson_iter_value(&it);
+		if (cur.value_type == BSON_TYPE_ARRAY) {
+			char *s = bv_doc_to_mongo_string(doc);
+			terr_set(err, 201, "Field '%s' of text index contains an array in document: %s", path, s);
+			bson_free(s);
+			return -1;
+		}
+		p = dot ? dot + 1 : NULL;
+	}
+	*out = cur;
+	return 0;
+}
+
+typedef struct text_kg {
+	const storage_index_t *idx;
+	storage_key_add_fn add;
+	void *ctx;
+	keystring_t ks, tb;
+	const bson_value_t *before, *after;
+	const bool *before_desc, *after_desc;
+	int nbefore, nafter;
+	int version;             /* textIndexVersion */
+} text_kg_t;
+
+/* Key of one term: prefix values, the term (version 3: past 224 bytes, its
+ * first 224 and the hex MD5 of the whole), its score, suffix values. */
+static void
+text_key(void *ctx, const char *term, size_t len, double score)
+{
+	text_kg_t *k = ctx;
+	bson_value_t t, sc;
+	char buf[KEYGEN_TEXT_TERM_MAX + 1];
+	int i;
+
+	keystring_reset(&k->ks);
+	keystring_reset(&k->tb);
+	for (i = 0; i < k->nbefore; i++)
+		keystring_append_value_tb(&k->ks, &k->tb, &k->before[i], k->before_desc[i]);
+	t.value_type = BSON_TYPE_UTF8;
+	t.value.v_utf8.str = (char *)keygen_text_term(term, len, k->version, buf, &len);
+	t.value.v_utf8.len = (uint32_t)len;
+	keystring_append_value_tb(&k->ks, &k->tb, &t, false);
+	sc.value_type = BSON_TYPE_DOUBLE;
+	sc.value.v_double = score;
+	keystring_append_value_tb(&k->ks, &k->tb, &sc, false);
+	for (i = 0; i < k->nafter; i++)
+		keystring_append_value_tb(&k->ks, &k->tb, &k->after[i], k->after_desc[i]);
+	k->add(k->ctx, k->ks.buf, k->ks.len, k->tb.buf, k->tb.len);
+}
+
+static int
+text_keys(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx, terr_t *err)
+{
+	bson_value_t before[KEYGEN_MAX_FIELDS], after[KEYGEN_MAX_FIELDS];
+	bool bdesc[KEYGEN_MAX_FIELDS], adesc[KEYGEN_MAX_FIELDS];
+	text_kg_t k;
+	const text_spec_t *spec;
+	bson_iter_t it;
+	bool passed = false;
+	int nb = 0, na = 0, ret;
+
+	if (idx->spec == NULL || (spec = text_spec_get(idx->spec, err)) == NULL)
+		return -1;
+	bson_iter_init(&it, idx->key);
+	while (bson_iter_next(&it)) {
+		const char *f = bson_iter_key(&it);
+		if (!strcmp(f, "_fts") || !strcmp(f, "_ftsx")) {
+			passed = true;
+			continue;
+		}
+		if ((passed ? na : nb) >= KEYGEN_MAX_FIELDS)
+			return terr_set(err, 13103, "too many compound keys");
+		if (passed) {
+			adesc[na] = bson_iter_as_double(&it) < 0;
+			RET(text_extra_value(doc, f, &after[na++], err));
+		} else {
+			bdesc[nb] = bson_iter_as_double(&it) < 0;
+			RET(text_extra_value(doc, f, &before[nb++], err));
+		}
+	}
+	memset(&k, 0, sizeof(k));
+	k.idx = idx;
+	k.add = add;
+	k.ctx = ctx;
+	k.before = before;
+	k.after = after;
+	k.before_desc = bdesc;
+	k.after_desc = adesc;
+	k.nbefore = nb;
+	k.nafter = na;
+	k.version = text_spec_version(spec);
+	keystring_init(&k.ks);
+	keystring_init(&k.tb);
+	ret = text_score_document(spec, doc, text_key, &k, err);
+	keystring_destroy(&k.ks);
+	keystring_destroy(&k.tb);
+	return ret;
+}
+
 static int keygen_run(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx,
                       uint32_t *mk, terr_t *err);
 
@@ -451,7 +792,7 @@ keygen_multikey_paths(const storage_index_t *idx, const bson_t *doc, uint32_t *m
 	if (n > KEYGEN_MAX_FIELDS)
 		n = KEYGEN_MAX_FIELDS;
 	memset(masks, 0, sizeof(uint32_t) * (size_t)n);
-	if (keygen_is_wildcard(idx))
+	if (keygen_is_wildcard(idx) || keygen_is_text(idx))
 		return 0;
 	if (keygen_run(idx, doc, no_key, NULL, masks, err) != 0)
 		return -1;
@@ -513,6 +854,10 @@ keygen_run(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add
 		return rc;
 	if (keygen_is_wildcard(idx))
 		return wildcard_keys(idx, doc, add, ctx);
+	if (keygen_is_hashed(idx))
+		return hashed_keys(idx, doc, add, ctx, err);   /* never multikey */
+	if (keygen_is_text(idx))
+		return text_keys(idx, doc, add, ctx, err);
 	if (!bson_iter_init(&it, idx->key))
 		return terr_set(err, TERR_INVALID_BSON, "invalid index key pattern");
 	while (bson_iter_next(&it)) {

@@ -14,8 +14,15 @@
  *
  * The storage layer calls this through storage_set_keygen; it computes the
  * key diffs, uniqueness and the multikey flag itself.  Special index types
- * (text, 2dsphere, hashed, wildcard) are refused at creation
+ * not built yet (2d, 2dsphere) are refused at creation
  * (commands/cmd_index.c) and fail here with 238 should one ever appear.
+ *
+ * Hashed indexes ({a: "hashed"}, compound with one hashed field): one key per
+ * document, the hashed field's part the int64 expr_hash64 of its value (a
+ * collated index hashes a string's comparison key), the other fields their
+ * values; an array on any field's path is refused (16766 "Error: hashed
+ * indexes do not currently support array values. Found array at path:
+ * a.b"), so these indexes are never multikey.
  */
 #ifndef TAMGA_QUERY_KEYGEN_H
 #define TAMGA_QUERY_KEYGEN_H
@@ -61,6 +68,29 @@ int keygen_multikey_paths(const storage_index_t *idx, const bson_t *doc, uint32_
 /* Append {field: ["a", "a.b"], ...} for the masks of key_pattern's fields
  * (what explain prints under multiKeyPaths) as fields of out. */
 void keygen_multikey_paths_append(const bson_t *key_pattern, const uint32_t *masks, bson_t *out);
+
+/* True when idx's key pattern has a "hashed" field. */
+bool keygen_is_hashed(const storage_index_t *idx);
+/* The int64 a hashed index keys v as (coll: the index's collation, NULL =
+ * simple); the planner bounds equalities with it. */
+int64_t keygen_hash_value(const bson_value_t *v, const coll_t *coll);
+
+/*
+ * Text indexes (key {prefix..., _fts: "text", _ftsx: 1, suffix...}, spec
+ * fixed by text_spec_fix): one key per distinct term of the document
+ * (text/text.h's scores): prefix values, the term, its score (double),
+ * suffix values.  An array on a prefix or suffix path is refused (201
+ * "Field 'a' of text index contains an array in document: { ... }").
+ * multiKeyPaths are not tracked for them.
+ */
+bool keygen_is_text(const storage_index_t *idx);
+/* The term as a key of textIndexVersion `version` holds it: itself up to
+ * 224 bytes (version 2: 32), else its first 224 bytes and the hex MD5 of
+ * the whole (version 2: 32 bytes and the hex MurmurHash3 x64-128, seed 0),
+ * in buf.  Returns term or buf; *out_len its length. */
+#define KEYGEN_TEXT_TERM_MAX 256
+const char *keygen_text_term(const char *term, size_t len, int version, char buf[KEYGEN_TEXT_TERM_MAX + 1],
+                             size_t *out_len);
 
 /* Maximum number of fields in a compound key pattern (mongod's 32). */
 #define KEYGEN_MAX_FIELDS 32

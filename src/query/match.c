@@ -16,6 +16,7 @@
 
 #include "bson/value.h"
 #include "common/opctx.h"
+#include "text/text.h"
 
 #define MATCH_MAX_DEPTH 100
 
@@ -302,6 +303,28 @@ eval_false_value(const mnode_t *n, const bson_value_t *v)
 	return false;
 }
 
+/* $text: the bound index spec and query decide (text/text.h's matcher);
+ * unbound, the evaluation fails (plan_exec binds every $text it runs). */
+static bool
+eval_text_doc(const mnode_t *n, const uint8_t *data, uint32_t len, int *pos, mctx_t *c)
+{
+	bson_t doc;
+	int rc;
+
+	if (n->u.text.spec == NULL || n->u.text.query == NULL) {
+		if (!c->failed)
+			terr_set(c->err, TERR_INDEX_NOT_FOUND, "text index required for $text query");
+		c->failed = true;
+		return false;
+	}
+	if (!bson_init_static(&doc, data, len))
+		return false;
+	rc = text_query_matches(n->u.text.spec, n->u.text.query, &doc, c->err);
+	if (rc < 0)
+		c->failed = true;
+	return rc == 1;
+}
+
 /* The operator table: one row per node kind. */
 const mop_t match_ops[MK__COUNT] = {
 	[MK_AND] = {"$and", MK_AND, false, eval_and_doc, eval_and_value},
@@ -332,6 +355,7 @@ const mop_t match_ops[MK__COUNT] = {
 	[MK_BITS_ANY_CLEAR] = {"$bitsAnyClear", MK_BITS_ANY_CLEAR, true, eval_leaf_doc,
 	                       match_bits_value},
 	[MK_SAMPLE] = {"$sampleRate", MK_SAMPLE, false, eval_sample_doc, NULL},
+	[MK_TEXT] = {"$text", MK_TEXT, false, eval_text_doc, NULL},
 };
 
 bool
@@ -1034,12 +1058,64 @@ static int
 t_text(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel_t lvl,
        mnode_t **out)
 {
+	bson_iter_t it;
+	mnode_t *n;
+	int expected = 1, nfields = 0;
+
+	if (p->opts != NULL && (p->opts->disallow & MATCH_DISALLOW_TEXT))
+		return terr_set(p->err, TERR_BAD_VALUE, "$text is not allowed in this context");
 	if (lvl == LVL_USER_SUB)
 		return terr_set(p->err, TERR_BAD_VALUE,
 		                "$text can only be applied to the top-level document");
-	if (p->opts != NULL && (p->opts->disallow & MATCH_DISALLOW_TEXT))
-		return terr_set(p->err, TERR_BAD_VALUE, "$text is not allowed in this context");
-	return terr_set(p->err, TERR_NOT_IMPLEMENTED, "$text is not supported yet");
+	if (arg->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(p->err, TERR_BAD_VALUE, "$text expects an object");
+	n = match_node_new(MK_TEXT);
+	n->val = *arg;
+	bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+	while (bson_iter_next(&it))
+		nfields++;
+	if (!bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len) ||
+	    !bson_iter_find(&it, "$search") || !BSON_ITER_HOLDS_UTF8(&it)) {
+		match_node_free(n);
+		return terr_set(p->err, TERR_TYPE_MISMATCH, "$search requires a string value");
+	}
+	n->u.text.search = bson_iter_utf8(&it, &n->u.text.search_len);
+	bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+	if (bson_iter_find(&it, "$language")) {
+		expected++;
+		if (!BSON_ITER_HOLDS_UTF8(&it)) {
+			match_node_free(n);
+			return terr_set(p->err, TERR_TYPE_MISMATCH, "$language requires a string value");
+		}
+		n->u.text.language = bson_iter_utf8(&it, NULL);
+		if (*n->u.text.language == '\0')
+			n->u.text.language = "none";
+	}
+	bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+	if (bson_iter_find(&it, "$caseSensitive")) {
+		expected++;
+		if (!BSON_ITER_HOLDS_BOOL(&it)) {
+			match_node_free(n);
+			return terr_set(p->err, TERR_TYPE_MISMATCH, "$caseSensitive requires a boolean value");
+		}
+		n->u.text.case_sensitive = bson_iter_bool(&it);
+	}
+	bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+	if (bson_iter_find(&it, "$diacriticSensitive")) {
+		expected++;
+		if (!BSON_ITER_HOLDS_BOOL(&it)) {
+			match_node_free(n);
+			return terr_set(p->err, TERR_TYPE_MISMATCH, "$diacriticSensitive requires a boolean value");
+		}
+		n->u.text.diacritic_sensitive = bson_iter_bool(&it);
+	}
+	if (nfields != expected) {
+		match_node_free(n);
+		return terr_set(p->err, TERR_BAD_VALUE, "extra fields in $text");
+	}
+	p->m->can_fail = true;
+	*out = n;
+	return 0;
 }
 
 static int
@@ -1529,6 +1605,18 @@ node_to_bson(const mnode_t *n, bson_t *out)
 	case MK_SCHEMA:
 		bv_append(out, match_ops[n->kind].name, -1, &n->val);
 		return;
+	case MK_TEXT: {
+		/* as mongod prints a parsed $text */
+		bson_t t;
+		bson_append_document_begin(out, "$text", -1, &t);
+		bson_append_utf8(&t, "$search", -1, n->u.text.search, (int)n->u.text.search_len);
+		BSON_APPEND_UTF8(&t, "$language", n->u.text.language != NULL ? n->u.text.language :
+		    n->u.text.spec != NULL ? text_lang_name(text_spec_default_lang(n->u.text.spec)) : "english");
+		BSON_APPEND_BOOL(&t, "$caseSensitive", n->u.text.case_sensitive);
+		BSON_APPEND_BOOL(&t, "$diacriticSensitive", n->u.text.diacritic_sensitive);
+		bson_append_document_end(out, &t);
+		return;
+	}
 	case MK_SAMPLE:
 		BSON_APPEND_DOUBLE(out, "$sampleRate", n->u.rate);
 		return;
@@ -1550,6 +1638,67 @@ node_to_bson(const mnode_t *n, bson_t *out)
 		bson_append_document_end(out, &ops);
 		return;
 	}
+}
+
+static void
+text_walk(const mnode_t *n, bool nor, bool or_not, match_text_params_t *out, int *count)
+{
+	if (n->kind == MK_TEXT) {
+		if (*count == 0) {
+			out->search = n->u.text.search;
+			out->search_len = n->u.text.search_len;
+			out->language = n->u.text.language;
+			out->case_sensitive = n->u.text.case_sensitive;
+			out->diacritic_sensitive = n->u.text.diacritic_sensitive;
+		}
+		out->under_nor = out->under_nor || nor;
+		out->under_or = out->under_or || or_not;
+		(*count)++;
+		return;
+	}
+	if (n->kind == MK_ELEM_OBJ || n->kind == MK_ELEM_VAL)
+		return;
+	for (uint32_t i = 0; i < n->nkids; i++)
+		text_walk(n->kids[i], nor || n->kind == MK_NOR, or_not || n->kind == MK_OR || n->kind == MK_NOT, out,
+		    count);
+}
+
+int
+match_text_info(const match_t *m, match_text_params_t *out)
+{
+	int count = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (m != NULL && m->root != NULL)
+		text_walk(m->root, false, false, out, &count);
+	return count;
+}
+
+bool
+match_has_text(const match_t *m)
+{
+	match_text_params_t p;
+
+	return match_text_info(m, &p) > 0;
+}
+
+static void
+text_bind(mnode_t *n, const void *spec, const void *query)
+{
+	if (n->kind == MK_TEXT) {
+		n->u.text.spec = spec;
+		n->u.text.query = query;
+		return;
+	}
+	for (uint32_t i = 0; i < n->nkids; i++)
+		text_bind(n->kids[i], spec, query);
+}
+
+void
+match_text_bind(match_t *m, const void *spec, const void *query)
+{
+	if (m != NULL && m->root != NULL)
+		text_bind(m->root, spec, query);
 }
 
 bson_t *
@@ -1597,6 +1746,18 @@ match_exec_skip(const match_t *m, uint64_t skip, const bson_t *doc, terr_t *err)
 	if (c.failed)
 		return -1;
 	return r ? 1 : 0;
+}
+
+uint64_t
+match_text_conjuncts(const match_t *m)
+{
+	const mnode_t *n;
+	uint64_t mask = 0;
+
+	for (uint32_t i = 0; i < 64 && (n = conjunct(m, i)) != NULL; i++)
+		if (n->kind == MK_TEXT)
+			mask |= 1ull << i;
+	return mask;
 }
 
 bson_t *

@@ -31,7 +31,7 @@ typedef struct coll coll_t;
 enum {
 	MATCH_DISALLOW_EXPR = 1u << 0,         /* $expr */
 	MATCH_DISALLOW_JSON_SCHEMA = 1u << 1,  /* $jsonSchema */
-	MATCH_DISALLOW_TEXT = 1u << 2,         /* $text (never supported yet) */
+	MATCH_DISALLOW_TEXT = 1u << 2,         /* $text */
 	MATCH_DISALLOW_WHERE = 1u << 3,        /* $where (never supported yet) */
 	MATCH_DISALLOW_GEO_NEAR = 1u << 4,     /* $near, $nearSphere */
 };
@@ -157,5 +157,32 @@ bool match_references_field(const match_t *m, const char *field);
  * shape: {a: {$eq: 1}}, {$and: [...]}, $ne as {a: {$not: {$eq: 1}}}, $in
  * values sorted.  A new document the caller destroys. */
 bson_t *match_to_bson(const match_t *m);
+
+/*
+ * $text.  match_compile parses {$text: {$search, $language,
+ * $caseSensitive, $diacriticSensitive}} (mongod's messages: "$search
+ * requires a string value", "extra fields in $text", ...) into a node that
+ * cannot be evaluated until plan_exec binds it to the collection's text
+ * index (its language and tokenizer).  match_text_info reports where the
+ * $text nodes are: *count of them, *bad_place set when one sits under $or,
+ * $nor or $not (where Tamga does not run it), and the parameters of the
+ * first (borrowed from m: search/len, language NULL when not given).
+ */
+typedef struct match_text_params {
+	const char *search;
+	uint32_t search_len;
+	const char *language;
+	bool case_sensitive, diacritic_sensitive;
+	bool under_nor;              /* some $text sits under $nor */
+	bool under_or;               /* ... under $or or $not */
+} match_text_params_t;
+int match_text_info(const match_t *m, match_text_params_t *out);
+/* Bind every $text node to spec (a const text_spec_t *, cached forever)
+ * and query (a const text_query_t * that must outlive m's evaluations). */
+void match_text_bind(match_t *m, const void *spec, const void *query);
+/* The top-level conjuncts (bits as match_exec_skip's) that are $text. */
+uint64_t match_text_conjuncts(const match_t *m);
+/* Whether m holds a $text. */
+bool match_has_text(const match_t *m);
 
 #endif

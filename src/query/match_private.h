@@ -30,6 +30,7 @@ typedef enum {
 	MK_EQ, MK_LT, MK_LTE, MK_GT, MK_GTE, MK_IN, MK_EXISTS, MK_TYPE, MK_MOD,
 	MK_REGEX, MK_SIZE, MK_ELEM_OBJ, MK_ELEM_VAL,
 	MK_BITS_ALL_SET, MK_BITS_ANY_SET, MK_BITS_ALL_CLEAR, MK_BITS_ANY_CLEAR, MK_SAMPLE,
+	MK_TEXT,
 	MK__COUNT
 } mkind_t;
 
@@ -61,6 +62,15 @@ struct mnode {
 		bool or_same_path;       /* $or: every branch is a leaf on one path */
 		void *expr;              /* expr_t * */
 		void *schema;            /* schema_t * */
+		/* $text (val: its argument): the parsed parameters, and what
+		 * plan_exec binds (match_text_bind): the index spec and query */
+		struct {
+			const char *search; uint32_t search_len;
+			const char *language;    /* NULL: the index's default */
+			bool case_sensitive, diacritic_sensitive;
+			const void *spec;        /* const text_spec_t * (cached forever) */
+			const void *query;       /* const text_query_t * (the binder's) */
+		} text;
 	} u;
 };
 

@@ -23,8 +23,9 @@
 #include "query/planner.h"
 #include "query/projection.h"
 #include "query/sort.h"
+#include "text/text.h"
 
-typedef enum { ACCESS_ID, ACCESS_SCAN, ACCESS_IXSCAN } access_t;
+typedef enum { ACCESS_ID, ACCESS_SCAN, ACCESS_IXSCAN, ACCESS_TEXT } access_t;
 
 /* RecordIds an index scan already returned (open addressing, 0 = empty
  * slot, so ids are stored +1... recids are >= 1 in storage). */
@@ -126,6 +127,32 @@ struct plan_exec {
 	double trial_score;
 	int ntrials;
 	struct plan_exec **trials;     /* owned views, in candidate order (the planner's) */
+	/* ACCESS_TEXT: $text over the collection's text index */
+	int text_index;
+	const text_spec_t *text_spec;  /* cached by text/ forever */
+	text_query_t *text_query;      /* owned */
+	bson_t *text_prefix;           /* owned: the prefix fields' equality values, in key order */
+	bool text_want_score;          /* TEXT_OR: something reads textScore */
+	bool text_sort_meta;           /* the sort orders by textScore (hidden field, SORT_TEXT_SCORE_FIELD) */
+	bool text_scanned;             /* the index scans ran */
+	int64_t *text_recs;            /* matching RecordIds in first-seen order */
+	double *text_scores;           /* their summed term scores */
+	size_t text_n, text_cap, text_pos;
+	size_t *text_slot;             /* open addressing: recid -> index + 1 */
+	size_t text_slot_cap;
+	int64_t *text_term_keys;       /* keys examined per term (explain) */
+	double text_score;             /* the current document's */
+	bool text_has_score;
+	bson_t *text_sort_doc;         /* the document with its hidden score (lazy, as proj_out) */
+	bson_t *text_strip_doc;        /* a sorted document without it */
+	bool text_keep;                /* plan_request_t.keep_text_score */
+	/* sorted by the score alone, nothing but a plain $text in the filter:
+	 * every scanned document matches, so they are fetched in score order
+	 * (ties in first-seen order, as the sorter keeps them) and the SORT
+	 * reads no more of them than skip + limit need */
+	bool text_ranked;
+	size_t *text_order;
+	bson_t *text_keep_doc;         /* a result with its score appended */
 };
 
 /* An output document the executor refills for every result: created on
@@ -176,7 +203,7 @@ fetch_skip(const plan_exec_t *x)
 static bool
 sort_needed(const plan_exec_t *x)
 {
-	return x->sort != NULL && !(x->access == ACCESS_IXSCAN && x->sol->provides_sort);
+	return x->sort != NULL && !(x->access == ACCESS_IXSCAN && x->sol->provides_sort) && !x->text_ranked;
 }
 
 /* ---- index usage ($indexStats accesses.ops) ----------------------------- */
@@ -300,7 +327,8 @@ express_index(const storage_coll_t *coll, const match_t *m, int64_t limit)
 		const storage_index_t *ix = &coll->indexes[i];
 		bson_iter_t k;
 		int n = ix->nfields;
-		if (ix->is_id || ix->hidden || ix->partial ||
+		/* a text index holds keys only for documents with terms */
+		if (ix->is_id || ix->hidden || ix->partial || keygen_is_text(ix) ||
 		    !bson_iter_init(&k, ix->key) || !bson_iter_next(&k) || !BSON_ITER_HOLDS_NUMBER(&k) ||
 		    strcmp(bson_iter_key(&k), path) != 0)
 			continue;
@@ -325,7 +353,7 @@ distinct_index(const storage_coll_t *coll, const char *key)
 		const storage_index_t *ix = &coll->indexes[i];
 		bson_iter_t k;
 		int n = ix->nfields;
-		if (ix->multikey || ix->hidden || ix->sparse || ix->partial || ix->wildcard ||
+		if (ix->multikey || ix->hidden || ix->sparse || ix->partial || ix->wildcard || keygen_is_text(ix) ||
 		    !bson_iter_init(&k, ix->key) || !bson_iter_next(&k) || !BSON_ITER_HOLDS_NUMBER(&k) ||
 		    strcmp(bson_iter_key(&k), key) != 0)
 			continue;
@@ -590,6 +618,15 @@ choose_modes(plan_exec_t *x)
 	if (x->access != ACCESS_IXSCAN || x->express || sol == NULL || sol->kind != PLANNER_IXSCAN ||
 	    sol->wildcard_path != NULL || sol->nfields == 0)
 		return;
+	/* a hashed index's keys hold hashes, not the values */
+	if (sol->index < x->coll->nindexes && keygen_is_hashed(&x->coll->indexes[sol->index])) {
+		x->covered = false;
+		if (x->for_count && (x->match == NULL || match_is_trivially_true(x->match)) && single_interval(sol)) {
+			x->count_scan = true;
+			x->stats.stage = "COUNT_SCAN";
+		}
+		return;
+	}
 	covered = x->match == NULL || match_is_trivially_true(x->match) || sol->exact;
 	if (!covered)
 		return;
@@ -653,6 +690,335 @@ distinct_skip(plan_exec_t *x, const planner_solution_t *sc, const uint8_t *key, 
 	bson_destroy(&vals);
 }
 
+
+/* ---- $text (TEXT_MATCH over TEXT_OR / OR of index scans) --------------------
+ *
+ * mongod's text plan: one backward index scan per query term over the keys
+ * (prefix values, term, score, ...), the scores of one document summed
+ * (TEXT_OR) or the documents only deduplicated (OR), then each document
+ * fetched and checked by the $text matcher (negations, phrases, case and
+ * diacritic sensitivity) and the rest of the filter.  The matching
+ * RecordIds are collected first, in the order the scans meet them. */
+
+typedef struct text_eq_ctx {
+	const char *path;
+	const bson_value_t *found;
+} text_eq_ctx_t;
+
+static bool
+text_eq_cb(const char *path, const bson_value_t *value, void *ctx)
+{
+	text_eq_ctx_t *c = ctx;
+
+	if (c->found == NULL && strcmp(path, c->path) == 0)
+		c->found = value;
+	return true;
+}
+
+/* $text under a top-level $or: mongod plans it only when every other
+ * branch has an index (291 otherwise, its message); Tamga does not run
+ * that union yet (238). */
+static int
+text_or_refuse(plan_exec_t *x, const plan_request_t *req, terr_t *err)
+{
+	bson_t *f = match_to_bson(x->match);
+	bson_iter_t it, br;
+	bool root_or = false, all_indexed = true;
+
+	if (bson_iter_init(&it, f) && bson_iter_next(&it) && strcmp(bson_iter_key(&it), "$or") == 0 &&
+	    BSON_ITER_HOLDS_ARRAY(&it) && !bson_iter_next(&it))
+		root_or = true;
+	if (root_or && x->coll != NULL && bson_iter_init_find(&it, f, "$or") && bson_iter_recurse(&it, &br)) {
+		while (bson_iter_next(&br) && all_indexed) {
+			const uint8_t *d;
+			uint32_t l;
+			bson_t b;
+			match_t *m = NULL;
+			planner_solution_t *sol = NULL;
+			match_options_t mo = {0};
+			terr_t e2 = TERR_INIT;
+			if (!BSON_ITER_HOLDS_DOCUMENT(&br))
+				continue;
+			bson_iter_document(&br, &l, &d);
+			bson_init_static(&b, d, l);
+			if (bson_has_field(&b, "$text"))
+				continue;
+			mo.coll = req->collation;
+			if (match_compile(&b, &mo, &m, &e2) != 0 ||
+			    planner_plan(x->coll, m, NULL, NULL, req->collation, &sol, &e2) != 0 ||
+			    sol->kind == PLANNER_COLLSCAN)
+				all_indexed = false;
+			planner_solution_free(sol);
+			match_free(m);
+			terr_clear(&e2);
+		}
+	}
+	bson_destroy(f);
+	if (root_or && !all_indexed)
+		return terr_set(err, 291,
+		    "error processing query: ns=%s planner returned error :: caused by :: Failed to produce a solution for TEXT under OR - other non-TEXT clauses under OR have to be indexed as well.",
+		    x->coll->ns);
+	return terr_set(err, TERR_NOT_IMPLEMENTED, "$text under $or or $not is not supported by Tamga yet");
+}
+
+/* Bind x's $text to the collection's text index: the errors mongod gives
+ * when building the TextMatchExpression and the TEXT plan. */
+static int
+text_setup(plan_exec_t *x, const plan_request_t *req, terr_t *err)
+{
+	match_text_params_t tp;
+	const storage_index_t *ix = NULL;
+	const text_lang_t *lang;
+	int n = match_text_info(x->match, &tp), i;
+
+	if (n > 1)
+		return terr_set(err, TERR_BAD_VALUE, "Too many text expressions");
+	if (tp.under_nor)
+		return terr_set(err, TERR_BAD_VALUE, "text expression not allowed in nor");
+	if (tp.under_or)
+		return text_or_refuse(x, req, err);
+	if (x->coll == NULL)
+		return terr_set(err, TERR_INDEX_NOT_FOUND, "text index required for $text query (no such collection)");
+	for (i = 0; i < x->coll->nindexes; i++)
+		if (keygen_is_text(&x->coll->indexes[i]) && !x->coll->indexes[i].hidden) {
+			ix = &x->coll->indexes[i];
+			break;
+		}
+	if (ix == NULL)
+		return terr_set(err, TERR_INDEX_NOT_FOUND, "text index required for $text query");
+	if (req->hint != NULL)
+		return terr_set(err, TERR_BAD_VALUE, "text and hint not allowed in same query");
+	if (req->tailable)
+		return terr_set(err, TERR_BAD_VALUE, "text and tailable cursor not allowed in same query");
+	if (!spec_empty(req->min) || !spec_empty(req->max))
+		return terr_set(err, TERR_NOT_IMPLEMENTED, "min and max with $text are not supported by Tamga yet");
+	x->text_index = i;
+	if ((x->text_spec = text_spec_get(ix->spec, err)) == NULL)
+		return -1;
+	lang = tp.language != NULL ? text_lang_find(tp.language) : text_spec_default_lang(x->text_spec);
+	if (lang == NULL)
+		return terr_set(err, TERR_BAD_VALUE, "unsupported language: \"%s\" for text index version %d", tp.language,
+		    text_spec_version(x->text_spec));
+	if (text_query_new(tp.search, tp.search_len, lang, text_spec_version(x->text_spec), tp.case_sensitive,
+	    tp.diacritic_sensitive, &x->text_query, err) != 0)
+		return -1;
+	/* a compound text index needs an equality on every prefix field */
+	x->text_prefix = bson_new();
+	for (i = 0; i < text_spec_nprefix(x->text_spec); i++) {
+		text_eq_ctx_t c = {text_spec_prefix(x->text_spec, i), NULL};
+		match_equalities(x->match, text_eq_cb, &c);
+		if (c.found == NULL || c.found->value_type == BSON_TYPE_ARRAY || c.found->value_type == BSON_TYPE_REGEX)
+			return terr_set(err, 291,
+			    "error processing query: ns=%s planner returned error :: caused by :: failed to use text index to satisfy $text query (if text index is compound, are equality predicates given for all prefix fields?)",
+			    x->coll->ns);
+		bv_append(x->text_prefix, c.path, -1, c.found);
+	}
+	match_text_bind(x->match, x->text_spec, x->text_query);
+	x->text_term_keys = tm_malloc0(sizeof(int64_t) * (text_query_nbounds(x->text_query) + 1));
+	x->access = ACCESS_TEXT;
+	x->stats.stage = "TEXT_MATCH";
+	usage_bump(x->coll, ix);
+	return 0;
+}
+
+static void
+text_add(plan_exec_t *x, int64_t recid, double score)
+{
+	size_t i, h;
+
+	if ((x->text_n + 1) * 2 > x->text_slot_cap) {
+		size_t cap = x->text_slot_cap ? x->text_slot_cap * 2 : 256;
+		bson_free(x->text_slot);
+		x->text_slot = tm_malloc0(sizeof(size_t) * cap);
+		x->text_slot_cap = cap;
+		for (i = 0; i < x->text_n; i++) {
+			for (h = rs_hash(x->text_recs[i]) & (cap - 1); x->text_slot[h] != 0; h = (h + 1) & (cap - 1))
+				;
+			x->text_slot[h] = i + 1;
+		}
+	}
+	for (h = rs_hash(recid) & (x->text_slot_cap - 1); x->text_slot[h] != 0; h = (h + 1) & (x->text_slot_cap - 1))
+		if (x->text_recs[x->text_slot[h] - 1] == recid) {
+			x->text_scores[x->text_slot[h] - 1] += score;
+			return;
+		}
+	if (x->text_n == x->text_cap) {
+		x->text_cap = x->text_cap ? x->text_cap * 2 : 64;
+		x->text_recs = bson_realloc(x->text_recs, sizeof(int64_t) * x->text_cap);
+		x->text_scores = bson_realloc(x->text_scores, sizeof(double) * x->text_cap);
+	}
+	x->text_recs[x->text_n] = recid;
+	x->text_scores[x->text_n] = score;
+	x->text_slot[h] = ++x->text_n;
+}
+
+/* Higher score first, then first seen. */
+static int
+text_rank_cmp(const void *a, const void *b, void *scores)
+{
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	const double *sc = scores;
+
+	if (sc[i] != sc[j])
+		return sc[i] > sc[j] ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+/* The key prefix (prefix values, term) of one term's keys, into ks. */
+static void
+text_term_key(const plan_exec_t *x, const bool *desc, const char *term, keystring_t *ks)
+{
+	bson_value_t tv = {.value_type = BSON_TYPE_UTF8};
+	bson_iter_t pit;
+	int i;
+
+	keystring_reset(ks);
+	bson_iter_init(&pit, x->text_prefix);
+	for (i = 0; bson_iter_next(&pit); i++)
+		keystring_append_value(ks, bson_iter_value(&pit), desc[i]);
+	{
+		char buf[KEYGEN_TEXT_TERM_MAX + 1];
+		size_t n;
+		tv.value.v_utf8.str = (char *)keygen_text_term(term, strlen(term), text_spec_version(x->text_spec), buf, &n);
+		tv.value.v_utf8.len = (uint32_t)n;
+		keystring_append_value(ks, &tv, false);
+	}
+}
+
+/* The index scans: for each term, the keys [prefix, term, *] backward. */
+static int
+text_scan(plan_exec_t *x, storage_session_t *s, terr_t *err)
+{
+	const storage_index_t *ix = &x->coll->indexes[x->text_index];
+	int np = text_spec_nprefix(x->text_spec);
+	bool desc[KEYGEN_MAX_FIELDS_PLAN];
+	bson_iter_t kp;
+	keystring_t lo, hi;
+	int i = 0, ret = 0;
+
+	memset(desc, 0, sizeof(desc));
+	bson_iter_init(&kp, ix->key);
+	while (bson_iter_next(&kp) && i < np && i < KEYGEN_MAX_FIELDS_PLAN)
+		desc[i++] = bson_iter_as_double(&kp) < 0;
+	keystring_init(&lo);
+	keystring_init(&hi);
+	for (size_t t = 0; t < text_query_nbounds(x->text_query); t++) {
+		const char *term = text_query_bound(x->text_query, t);
+		storage_cursor_t *cur = NULL;
+		int rc;
+		/* a $search of many words: maxTimeMS and killOp between the scans too */
+		if (tm_interrupt_check(err) != 0)
+			ERR(-1);
+		text_term_key(x, desc, term, &lo);
+		text_term_key(x, desc, term, &hi);
+		keystring_append_max(&hi);
+		x->seeks++;
+		if (storage_index_scan_open(s, x->coll, ix, lo.buf, lo.len, true, hi.buf, hi.len, true, true, &cur, err) != 0)
+			ERR(-1);
+		for (;;) {
+			recid_t recid;
+			const uint8_t *key;
+			size_t klen;
+			bson_t unused, parts;
+			bson_iter_t it;
+			double score = 0;
+			rc = storage_cursor_next(cur, &recid, &unused, &key, &klen, err);
+			if (rc <= 0)
+				break;
+			x->stats.keys_examined++;
+			x->text_term_keys[t]++;
+			if (tm_interrupt_check(err) != 0) {
+				rc = -1;
+				break;
+			}
+			bson_init(&parts);
+			if (keystring_decode_values(key, klen, np + 2, desc, &parts) && bson_iter_init(&it, &parts)) {
+				for (i = 0; i < np + 2 && bson_iter_next(&it); i++)
+					if (i == np + 1)
+						score = bson_iter_as_double(&it);
+			}
+			bson_destroy(&parts);
+			text_add(x, recid, score);
+		}
+		storage_cursor_close(cur);
+		if (rc < 0)
+			ERR(-1);
+	}
+	x->text_scanned = true;
+	if (x->text_ranked && x->text_n > 0) {
+		x->text_order = tm_malloc0(sizeof(size_t) * x->text_n);
+		for (size_t k = 0; k < x->text_n; k++)
+			x->text_order[k] = k;
+		qsort_r(x->text_order, x->text_n, sizeof(size_t), text_rank_cmp, x->text_scores);
+	}
+err:
+	keystring_destroy(&lo);
+	keystring_destroy(&hi);
+	return ret;
+}
+
+static int
+text_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, terr_t *err)
+{
+	int rc;
+
+	if (!x->text_scanned && text_scan(x, s, err) != 0)
+		return -1;
+	while (x->text_pos < x->text_n) {
+		size_t i = x->text_order != NULL ? x->text_order[x->text_pos++] : x->text_pos++;
+		*recid = x->text_recs[i];
+		rc = storage_doc_get(s, x->coll, *recid, doc, err);
+		if (rc < 0)
+			return -1;
+		if (rc == 1)
+			continue;
+		x->stats.docs_examined++;
+		if (tm_interrupt_check(err) != 0)
+			return -1;
+		if ((rc = match_exec(x->match, doc, NULL, err)) < 0)
+			return -1;
+		if (rc == 1) {
+			x->text_score = x->text_scores[i];
+			x->text_has_score = true;
+			x->stats.access_returned++;
+			return 1;
+		}
+	}
+	x->scan_done = true;
+	return 0;
+}
+
+/* The document with its score appended as SORT_TEXT_SCORE_FIELD, for the
+ * sorter (valid until the next call). */
+static const bson_t *
+text_doc_with_score(plan_exec_t *x, const bson_t *doc)
+{
+	x->text_sort_doc = lazy_doc(x->text_sort_doc);
+	bson_concat(x->text_sort_doc, doc);
+	BSON_APPEND_DOUBLE(x->text_sort_doc, SORT_TEXT_SCORE_FIELD, x->text_score);
+	return x->text_sort_doc;
+}
+
+/* A sorted document back without its score field (into doc), the score
+ * kept as the current one. */
+static void
+text_doc_strip(plan_exec_t *x, bson_t *doc)
+{
+	bson_iter_t it;
+
+	x->text_strip_doc = lazy_doc(x->text_strip_doc);
+	bson_iter_init(&it, doc);
+	while (bson_iter_next(&it)) {
+		if (strcmp(bson_iter_key(&it), SORT_TEXT_SCORE_FIELD) == 0) {
+			x->text_score = bson_iter_as_double(&it);
+			x->text_has_score = true;
+			continue;
+		}
+		bson_append_iter(x->text_strip_doc, NULL, 0, &it);
+	}
+	bson_init_static(doc, bson_get_data(x->text_strip_doc), x->text_strip_doc->len);
+}
+
 int
 plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 {
@@ -679,7 +1045,7 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 	}
 	if (!spec_empty(req->sort) && !natural_sort(req->sort, &backward)) {
 		int dir;
-		if (sort_spec_parse(req->sort, &x->sort, err) != 0) {
+		if (sort_spec_parse_meta(req->sort, match_has_text(x->match), &x->sort, err) != 0) {
 			plan_exec_free(x);
 			return -1;
 		}
@@ -701,6 +1067,28 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 		x->spill_dir = bson_strdup(req->spill_dir);
 	x->backward = backward;
 	x->hinted = req->hint != NULL;
+	if (match_has_text(x->match)) {
+		if (text_setup(x, req, err) != 0) {
+			plan_exec_free(x);
+			return -1;
+		}
+		x->text_sort_meta = sort_spec_has_text_score(x->sort);
+		x->text_keep = req->keep_text_score;
+		{
+			bson_t *rest = match_to_bson_skip(x->match, match_text_conjuncts(x->match));
+			x->text_ranked = x->text_sort_meta && sort_spec_nkeys(x->sort) == 1 && rest == NULL &&
+			    text_query_plain(x->text_query);
+			if (rest != NULL)
+				bson_destroy(rest);
+		}
+		x->text_want_score = x->text_sort_meta || x->text_keep || projection_wants_text_score(x->proj);
+		if (x->sort != NULL)
+			x->sort_spec_doc = bson_copy(req->sort);
+		if (!spec_empty(req->projection))
+			x->proj_doc = bson_copy(req->projection);
+		*out = x;
+		return 0;
+	}
 	if (x->sort != NULL)
 		x->sort_spec_doc = bson_copy(req->sort);
 	if (!spec_empty(req->projection))
@@ -1311,6 +1699,8 @@ plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson
 	}
 	if (x->scan_done)
 		return 0;
+	if (x->access == ACCESS_TEXT)
+		return text_next(x, s, recid, doc, err);
 	if (x->access == ACCESS_IXSCAN)
 		return ixscan_next(x, s, recid, doc, err);
 	if (x->cur == NULL) {
@@ -1360,7 +1750,8 @@ fill_sorter(plan_exec_t *x, storage_session_t *s, terr_t *err)
 	if (x->spill_dir != NULL)
 		sorter_set_spill_dir(x->sorter, x->spill_dir);
 	while ((rc = plan_exec_next_record(x, s, &recid, &doc, err)) == 1) {
-		if (sorter_add(x->sorter, &doc, err) != 0)
+		/* the score travels with the document through the sort */
+		if (sorter_add(x->sorter, x->text_want_score ? text_doc_with_score(x, &doc) : &doc, err) != 0)
 			return -1;
 	}
 	if (rc < 0)
@@ -1391,6 +1782,8 @@ plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
 			if ((rc = sorter_next_ex(x->sorter, &next, err)) <= 0)
 				return rc;
 			bson_init_static(doc, bson_get_data(next), next->len);
+			if (x->text_want_score)
+				text_doc_strip(x, doc);
 			rc = 1;
 		} else {
 			rc = plan_exec_next_record(x, s, NULL, doc, err);
@@ -1409,9 +1802,16 @@ plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
 			    match_exec(x->match, doc, &pos, err) < 0)
 				return -1;
 			x->proj_out = lazy_doc(x->proj_out);
-			if (projection_apply(x->proj, doc, pos, x->proj_out, err) != 0)
+			if (projection_apply_meta(x->proj, doc, pos, x->text_has_score ? &x->text_score : NULL, x->proj_out,
+			    err) != 0)
 				return -1;
 			bson_init_static(doc, bson_get_data(x->proj_out), x->proj_out->len);
+		}
+		if (x->text_keep && x->text_has_score) {
+			x->text_keep_doc = lazy_doc(x->text_keep_doc);
+			bson_concat(x->text_keep_doc, doc);
+			BSON_APPEND_DOUBLE(x->text_keep_doc, SORT_TEXT_SCORE_FIELD, x->text_score);
+			bson_init_static(doc, bson_get_data(x->text_keep_doc), x->text_keep_doc->len);
 		}
 		return 1;
 	}
@@ -1468,6 +1868,19 @@ plan_exec_free(plan_exec_t *x)
 	lazy_doc_free(x->covered_doc);
 	if (x->id_check)
 		bson_value_destroy(&x->id_copy);
+	if (x->text_query != NULL && x->borrowed)
+		match_text_bind(x->match, NULL, NULL);   /* the query dies here, the match lives on */
+	text_query_free(x->text_query);
+	if (x->text_prefix != NULL)
+		bson_destroy(x->text_prefix);
+	bson_free(x->text_recs);
+	bson_free(x->text_scores);
+	bson_free(x->text_slot);
+	bson_free(x->text_term_keys);
+	bson_free(x->text_order);
+	lazy_doc_free(x->text_sort_doc);
+	lazy_doc_free(x->text_strip_doc);
+	lazy_doc_free(x->text_keep_doc);
 	if (x->coll != NULL && !x->borrowed)
 		storage_coll_release(x->coll);
 	bson_free(x);
@@ -1718,6 +2131,111 @@ access_works(const plan_exec_t *x)
 	return x->stats.docs_examined + (x->scan_done ? 1 : 0);
 }
 
+/* One term's IXSCAN under TEXT_OR / OR (mongod prints simple-range bounds
+ * as indexBounds {}). */
+static void
+append_text_ixscan(const plan_exec_t *x, size_t t, bool es, bson_t *out)
+{
+	const storage_index_t *ix = &x->coll->indexes[x->text_index];
+	int64_t keys = x->text_term_keys[t];
+	bson_t sub;
+
+	BSON_APPEND_UTF8(out, "stage", "IXSCAN");
+	if (es)
+		append_common_stats(out, keys, keys + (x->text_scanned ? 1 : 0), keys, x->text_scanned);
+	BSON_APPEND_DOCUMENT(out, "keyPattern", ix->key);
+	BSON_APPEND_UTF8(out, "indexName", ix->name);
+	BSON_APPEND_BOOL(out, "isMultiKey", ix->multikey);
+	BSON_APPEND_BOOL(out, "isUnique", false);
+	BSON_APPEND_BOOL(out, "isSparse", spec_flag(ix->spec, "sparse"));
+	BSON_APPEND_BOOL(out, "isPartial", bson_has_field(ix->spec, "partialFilterExpression"));
+	BSON_APPEND_INT32(out, "indexVersion", 2);
+	BSON_APPEND_UTF8(out, "direction", "backward");
+	BSON_APPEND_DOCUMENT_BEGIN(out, "indexBounds", &sub);
+	bson_append_document_end(out, &sub);
+	if (es) {
+		BSON_APPEND_INT32(out, "keysExamined", (int32_t)keys);
+		BSON_APPEND_INT32(out, "seeks", 1);
+		BSON_APPEND_INT32(out, "dupsTested", (int32_t)(ix->multikey ? keys : 0));
+		BSON_APPEND_INT32(out, "dupsDropped", 0);
+	}
+}
+
+/* TEXT_MATCH over TEXT_OR (the score is needed) or FETCH over OR / one
+ * IXSCAN, the filter's other conjuncts on TEXT_OR or FETCH. */
+static void
+append_text(const plan_exec_t *x, bool es, bson_t *out)
+{
+	const storage_index_t *ix = &x->coll->indexes[x->text_index];
+	size_t n = text_query_nbounds(x->text_query);
+	uint64_t skip = match_text_conjuncts(x->match);
+	bson_t parsed, in, mid, arr, one;
+	char key[16];
+	const char *k;
+
+	BSON_APPEND_UTF8(out, "stage", "TEXT_MATCH");
+	if (es) {
+		append_common_stats(out, x->stats.access_returned, x->stats.docs_examined + 1, x->stats.access_returned,
+		    x->scan_done);
+		BSON_APPEND_INT32(out, "docsRejected", (int32_t)(x->stats.docs_examined - x->stats.access_returned));
+	}
+	BSON_APPEND_DOCUMENT(out, "indexPrefix", x->text_prefix);
+	BSON_APPEND_UTF8(out, "indexName", ix->name);
+	bson_append_document_begin(out, "parsedTextQuery", -1, &parsed);
+	text_query_append_parsed(x->text_query, &parsed);
+	bson_append_document_end(out, &parsed);
+	BSON_APPEND_INT32(out, "textIndexVersion", text_spec_version(x->text_spec));
+	BSON_APPEND_DOCUMENT_BEGIN(out, "inputStage", &in);
+	if (x->text_want_score) {
+		BSON_APPEND_UTF8(&in, "stage", "TEXT_OR");
+		append_filter(x, skip, &in);
+		if (es) {
+			append_common_stats(&in, x->text_n, x->stats.keys_examined + 1, x->text_n, x->text_scanned);
+			BSON_APPEND_INT32(&in, "docsExamined", (int32_t)x->stats.docs_examined);
+		}
+		bson_append_array_begin(&in, "inputStages", -1, &arr);
+		for (size_t t = 0; t < n; t++) {
+			bson_uint32_to_string((uint32_t)t, &k, key, sizeof(key));
+			bson_append_document_begin(&arr, k, -1, &one);
+			append_text_ixscan(x, t, es, &one);
+			bson_append_document_end(&arr, &one);
+		}
+		bson_append_array_end(&in, &arr);
+	} else {
+		BSON_APPEND_UTF8(&in, "stage", "FETCH");
+		append_filter(x, skip, &in);
+		if (es) {
+			append_common_stats(&in, x->stats.access_returned, x->stats.docs_examined + 1, x->stats.access_returned,
+			    x->scan_done);
+			BSON_APPEND_INT32(&in, "docsExamined", (int32_t)x->stats.docs_examined);
+			BSON_APPEND_INT32(&in, "alreadyHasObj", 0);
+		}
+		BSON_APPEND_DOCUMENT_BEGIN(&in, "inputStage", &mid);
+		if (n == 0) {
+			BSON_APPEND_UTF8(&mid, "stage", "EOF");
+		} else if (n == 1) {
+			append_text_ixscan(x, 0, es, &mid);
+		} else {
+			BSON_APPEND_UTF8(&mid, "stage", "OR");
+			if (es) {
+				append_common_stats(&mid, x->text_n, x->stats.keys_examined + 1, x->text_n, x->text_scanned);
+				BSON_APPEND_INT32(&mid, "dupsTested", (int32_t)x->stats.keys_examined);
+				BSON_APPEND_INT32(&mid, "dupsDropped", (int32_t)(x->stats.keys_examined - (int64_t)x->text_n));
+			}
+			bson_append_array_begin(&mid, "inputStages", -1, &arr);
+			for (size_t t = 0; t < n; t++) {
+				bson_uint32_to_string((uint32_t)t, &k, key, sizeof(key));
+				bson_append_document_begin(&arr, k, -1, &one);
+				append_text_ixscan(x, t, es, &one);
+				bson_append_document_end(&arr, &one);
+			}
+			bson_append_array_end(&mid, &arr);
+		}
+		bson_append_document_end(&in, &mid);
+	}
+	bson_append_document_end(out, &in);
+}
+
 static void
 append_stage(const plan_exec_t *x, stage_kind_t k, bool es, bson_t *out)
 {
@@ -1784,6 +2302,10 @@ append_stage(const plan_exec_t *x, stage_kind_t k, bool es, bson_t *out)
 		bson_append_document_end(out, &in);
 		return;
 	case ST_ACCESS:
+		if (x->access == ACCESS_TEXT) {
+			append_text(x, es, out);
+			return;
+		}
 		if (x->access == ACCESS_ID) {
 			BSON_APPEND_UTF8(out, "stage", "EXPRESS_IXSCAN");
 			BSON_APPEND_UTF8(out, "keyPattern", "{ _id: 1 }");
@@ -1882,6 +2404,8 @@ plan_exec_explain_append(const plan_exec_t *x, bool exec_stats, bson_t *out)
 const char *
 plan_exec_index_name(const plan_exec_t *x)
 {
+	if (x->access == ACCESS_TEXT && x->coll != NULL && x->text_index < x->coll->nindexes)
+		return x->coll->indexes[x->text_index].name;
 	if (x->access == ACCESS_IXSCAN && x->coll != NULL && x->sol->kind == PLANNER_IXSCAN &&
 	    x->sol->index < x->coll->nindexes)
 		return x->coll->indexes[x->sol->index].name;

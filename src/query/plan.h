@@ -85,6 +85,11 @@ typedef struct plan_request {
 	 * collation (the values it takes hold no string).  Borrowed during
 	 * plan_exec_new (copied). */
 	const bson_value_t *id_point;
+	/* With a $text filter: append each result's text score as a trailing
+	 * field SORT_TEXT_SCORE_FIELD ("$textScore", query/sort.h), after the
+	 * projection, for aggregation stages reading {$meta: "textScore"}
+	 * (agg/ strips it from what leaves the pipeline). */
+	bool keep_text_score;
 	/* A tailable cursor (find's tailable on a capped collection): a
 	 * forward collection scan whatever the filter and hint, and reaching
 	 * the end does not close it: plan_exec_next returns 0 while nothing

@@ -1146,7 +1146,7 @@ sort_provided(const bson_t *sort, const planner_field_t *f, int nf, int from, bo
 		if (!BSON_ITER_HOLDS_NUMBER(&it))
 			return false;
 		d = bson_iter_as_double(&it);
-		if (i >= nf || strcmp(bson_iter_key(&it), f[i].path) != 0)
+		if (i >= nf || f[i].hashed || strcmp(bson_iter_key(&it), f[i].path) != 0)
 			return false;
 		rel = ((d < 0) != f[i].desc) ? -1 : 1;
 		if (dir != 0 && rel != dir)
@@ -1171,7 +1171,7 @@ pred_exact(const cand_t *c, const preds_t *ps, const pred_t *p)
 	for (fi = 0; fi < c->nfields; fi++)
 		if (c->fields[fi].bounded && strcmp(c->fields[fi].path, p->path) == 0)
 			break;
-	if (fi == c->nfields)
+	if (fi == c->nfields || c->fields[fi].hashed)
 		return false;
 	switch (p->op) {
 	case MATCH_PRED_EQ: case MATCH_PRED_IN:
@@ -1209,7 +1209,7 @@ pred_keyable(const cand_t *c, const pred_t *p)
 		return false;
 	for (fi = 0; fi < c->nfields; fi++)
 		if (strcmp(c->fields[fi].path, p->path) == 0)
-			return !c->fields[fi].multikey;
+			return !c->fields[fi].multikey && !c->fields[fi].hashed;
 	return false;
 }
 
@@ -1241,6 +1241,72 @@ cand_exactness(cand_t *c, const preds_t *ps)
 	c->key_complete = complete && (good & keyed) == 0 && c->key_mask != 0;
 }
 
+static int
+i64_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Bounds of a hashed field (mongod's translateEquality for hashed
+ * indexes): the first top-level equality or $in on its path gives one point
+ * per value, each the value's hash, sorted and distinct; nothing else
+ * bounds it (ranges, $regex, $ne ... scan it whole).  An array, a regex or
+ * MinKey/MaxKey among the values (a document, on a collated index) leaves
+ * the field unbounded.  Never exact:
+ * different values share a hash, so the filter still decides.  *missing: a
+ * null was asked for (a missing field is keyed as the hash of null).
+ * Returns the number of points, or -1.
+ */
+static int
+hashed_bounds(const preds_t *ps, const char *path, const coll_t *ix_coll, planner_interval_t **out, bool *missing)
+{
+	int i, k, n = 0, nv;
+	const bson_value_t *vals;
+	int64_t *h;
+	planner_interval_t *iv;
+
+	*missing = false;
+	for (i = 0; i < ps->n; i++) {
+		const pred_t *p = &ps->p[i];
+		if (p->group != 0 || strcmp(p->path, path) != 0)
+			continue;
+		if (p->op == MATCH_PRED_EQ || (p->op == MATCH_PRED_IN && !p->in_regex && p->nin > 0 &&
+		    p->nin <= MAX_RANGES))
+			break;
+	}
+	if (i == ps->n)
+		return -1;
+	vals = ps->p[i].op == MATCH_PRED_EQ ? &ps->p[i].val : ps->p[i].in;
+	nv = ps->p[i].op == MATCH_PRED_EQ ? 1 : (int)ps->p[i].nin;
+	h = tm_arena_alloc(ps->arena, sizeof(*h) * (size_t)nv);
+	for (k = 0; k < nv; k++) {
+		bson_type_t t = vals[k].value_type;
+		if (t == BSON_TYPE_ARRAY || t == BSON_TYPE_REGEX || t == BSON_TYPE_MINKEY || t == BSON_TYPE_MAXKEY)
+			return -1;
+		/* strings inside a document compare by the collation but hash by
+		 * their bytes: no point for them on a collated index */
+		if (ix_coll != NULL && t == BSON_TYPE_DOCUMENT)
+			return -1;
+		h[k] = keygen_hash_value(&vals[k], ix_coll);
+	}
+	qsort(h, (size_t)nv, sizeof(*h), i64_cmp);
+	iv = tm_arena_alloc(ps->arena, sizeof(*iv) * (size_t)nv);
+	for (k = 0; k < nv; k++) {
+		bson_value_t v = {.value_type = BSON_TYPE_INT64};
+		if (n > 0 && iv[n - 1].lo.value.v_int64 == h[k])
+			continue;
+		v.value.v_int64 = h[k];
+		iv_set(&iv[n], &v, true, &v, true);
+		n++;
+	}
+	*missing = ps->p[i].has_null;
+	*out = iv;
+	return n;
+}
+
 /* Bounds of index ix for the predicates; false when the index is unusable. */
 static bool
 cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t *sort, bool hinted,
@@ -1265,6 +1331,31 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 		int n = -1, g = 0, j;
 		bool points = false, missing = false;
 		uint64_t used = 0;
+		if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "hashed") == 0) {
+			f->path = tm_arena_memdup(ps->arena, bson_iter_key(&it), bson_iter_key_len(&it) + 1);
+			f->hashed = true;
+			nf++;
+			c->nfields = nf;
+			n = hashed_bounds(ps, f->path, ix->collation, &iv, &missing);
+			groups[nf - 1] = 0;
+			if (n < 0) {
+				bson_value_t lo = v_minkey(), hi = v_maxkey();
+				f->iv = tm_arena_alloc(ps->arena, sizeof(planner_interval_t));
+				iv_set(&f->iv[0], &lo, true, &hi, true);
+				f->n = 1;
+				continue;
+			}
+			f->iv = iv;
+			f->n = n;
+			f->bounded = f->points = true;
+			c->missing = c->missing || missing;
+			if (c->nbounded == nf - 1) {
+				c->nbounded++;
+				if (c->npoints == c->nbounded - 1)
+					c->npoints++;
+			}
+			continue;
+		}
 		if (!BSON_ITER_HOLDS_NUMBER(&it)) {
 			c->nfields = nf;
 			return false;

@@ -74,6 +74,7 @@ typedef struct planner_field {
 	bool bounded;                /* some predicate gave this field bounds */
 	bool points;                 /* ... and they are points (equality, $in) */
 	bool multikey;               /* the index's multiKeyPaths has an array on this path */
+	bool hashed;                 /* a "hashed" field: intervals are points of int64 hashes */
 	int n;                       /* intervals, sorted in key order */
 	planner_interval_t *iv;
 	planner_range_t *enc;        /* iv as this field's KeyString part (n entries) */

@@ -51,6 +51,8 @@ struct projection {
 	int *ids;
 	int nvars;
 	int64_t now_ms;          /* $$NOW, fixed when compiled */
+	char **meta;             /* fields set to {$meta: "textScore"} (top-level names) */
+	int nmeta;
 };
 
 typedef struct pparse {
@@ -377,6 +379,18 @@ parse_object(pparse_t *pp, const char *path, const bson_value_t *v, bool positio
 		return ret;
 	}
 	if (strcmp(first, "$meta") == 0) {
+		if (arg->value_type == BSON_TYPE_UTF8 && strcmp(arg->value.v_utf8.str, "textScore") == 0 &&
+		    pp->query != NULL && match_has_text(pp->query)) {
+			/* appended after the projected fields (replacing a field of
+			 * that name), in neither inclusion nor exclusion */
+			projection_t *pr = pp->p;
+			if (strchr(path, '.') != NULL)
+				return terr_set(pp->err, TERR_NOT_IMPLEMENTED,
+				                "$meta on a dotted path is not supported by Tamga yet");
+			pr->meta = bson_realloc(pr->meta, sizeof(char *) * (size_t)(pr->nmeta + 1));
+			pr->meta[pr->nmeta++] = bson_strdup(path);
+			return 0;
+		}
 		if (arg->value_type == BSON_TYPE_UTF8 && strcmp(arg->value.v_utf8.str, "textScore") == 0)
 			return terr_set(pp->err, 40218,
 			                "query requires text score metadata, but it is not available");
@@ -520,6 +534,9 @@ projection_free(projection_t *p)
 	if (p == NULL)
 		return;
 	pnode_free_kids(&p->root);
+	for (int i = 0; i < p->nmeta; i++)
+		bson_free(p->meta[i]);
+	bson_free(p->meta);
 	if (p->let != NULL)
 		bson_destroy(p->let);
 	bson_free(p->ids);
@@ -860,4 +877,40 @@ err:
 	if (a.env != NULL)
 		expr_env_destroy(a.env);
 	return ret;
+}
+
+bool
+projection_wants_text_score(const projection_t *p)
+{
+	return p != NULL && p->nmeta > 0;
+}
+
+int
+projection_apply_meta(const projection_t *p, const bson_t *doc, int match_pos, const double *text_score,
+                      bson_t *out, terr_t *err)
+{
+	bson_t tmp;
+	bson_iter_t it;
+	int i;
+
+	if (p->nmeta == 0)
+		return projection_apply(p, doc, match_pos, out, err);
+	bson_init(&tmp);
+	if (projection_apply(p, doc, match_pos, &tmp, err) != 0) {
+		bson_destroy(&tmp);
+		return -1;
+	}
+	bson_iter_init(&it, &tmp);
+	while (bson_iter_next(&it)) {
+		for (i = 0; i < p->nmeta; i++)
+			if (strcmp(bson_iter_key(&it), p->meta[i]) == 0)
+				break;
+		if (i == p->nmeta)
+			bson_append_iter(out, NULL, 0, &it);
+	}
+	if (text_score != NULL)
+		for (i = 0; i < p->nmeta; i++)
+			BSON_APPEND_DOUBLE(out, p->meta[i], *text_score);
+	bson_destroy(&tmp);
+	return 0;
 }

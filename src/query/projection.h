@@ -53,4 +53,13 @@ bool projection_is_inclusion(const projection_t *p);
 int projection_apply(const projection_t *p, const bson_t *doc, int match_pos, bson_t *out,
                      terr_t *err);
 
+/* Fields set to {$meta: "textScore"} (compiled only when the query has a
+ * $text; else 40218) are left to projection_apply_meta, which appends each
+ * as the document's score (text_score; NULL: left out) after the other
+ * projected fields, replacing a field of the same name.  A projection
+ * holding nothing else keeps every field. */
+bool projection_wants_text_score(const projection_t *p);
+int projection_apply_meta(const projection_t *p, const bson_t *doc, int match_pos, const double *text_score,
+                          bson_t *out, terr_t *err);
+
 #endif

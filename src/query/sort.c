@@ -25,6 +25,7 @@
 typedef struct sort_key_spec {
 	bpath_t path;
 	int dir;
+	bool text_score;         /* {$meta: "textScore"}: path is SORT_TEXT_SCORE_FIELD */
 } sort_key_spec_t;
 
 struct sort_spec {
@@ -64,6 +65,21 @@ check_path(const char *k, terr_t *err)
 int
 sort_spec_parse(const bson_t *spec, sort_spec_t **out, terr_t *err)
 {
+	return sort_spec_parse_meta(spec, false, out, err);
+}
+
+bool
+sort_spec_has_text_score(const sort_spec_t *s)
+{
+	for (size_t i = 0; s != NULL && i < s->n; i++)
+		if (s->keys[i].text_score)
+			return true;
+	return false;
+}
+
+int
+sort_spec_parse_meta(const bson_t *spec, bool text_score, sort_spec_t **out, terr_t *err)
+{
 	sort_spec_t *s = bson_malloc0(sizeof *s);
 	bson_iter_t it;
 	char *str = NULL;
@@ -83,6 +99,16 @@ sort_spec_parse(const bson_t *spec, sort_spec_t **out, terr_t *err)
 
 			if (bson_iter_recurse(&it, &sub) && bson_iter_next(&sub) &&
 			    strcmp(bson_iter_key(&sub), "$meta") == 0) {
+				if (BSON_ITER_HOLDS_UTF8(&sub) && text_score &&
+				    strcmp(bson_iter_utf8(&sub, NULL), "textScore") == 0) {
+					if (s->n >= SORT_MAX_KEYS)
+						ERR(terr_set(err, 13103, "too many compound keys"));
+					bpath_init(&s->keys[s->n].path, SORT_TEXT_SCORE_FIELD);
+					s->keys[s->n].dir = -1;
+					s->keys[s->n].text_score = true;
+					s->n++;
+					continue;
+				}
 				if (BSON_ITER_HOLDS_UTF8(&sub) &&
 				    strcmp(bson_iter_utf8(&sub, NULL), "textScore") == 0)
 					ERR(terr_set(err, 40218,

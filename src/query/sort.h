@@ -33,6 +33,14 @@ typedef struct sort_spec sort_spec_t;
  * valid spec with no keys.  {$natural: 1|-1} is recorded as natural order.
  */
 int sort_spec_parse(const bson_t *spec, sort_spec_t **out, terr_t *err);
+/* As sort_spec_parse; with text_score (the query has a $text) a key
+ * {$meta: "textScore"} sorts descending by the field SORT_TEXT_SCORE_FIELD
+ * the caller appends to each document it adds (plan.c), as mongod orders
+ * by the score metadata. */
+int sort_spec_parse_meta(const bson_t *spec, bool text_score, sort_spec_t **out, terr_t *err);
+#define SORT_TEXT_SCORE_FIELD "$textScore"
+/* Whether some key of s is the textScore one. */
+bool sort_spec_has_text_score(const sort_spec_t *s);
 void sort_spec_free(sort_spec_t *s);
 
 /* Order strings by a collation (bson/collation.h; NULL = simple, the

@@ -112,6 +112,17 @@ commands = {
                                            "s": {"$exists": False}}},
     "explain_regex": {"explain": {"find": "c", "filter": {"t": {"$regex": "b", "$options": "i"}, "a": None}},
                       "verbosity": "allPlansExecution"},
+    # text and hashed indexes, $text with textScore, hashed bounds
+    "createIndexes_text": {"createIndexes": "c", "indexes": [
+        {"key": {"g": 1, "t": "text", "$**": "text"}, "name": "text", "weights": {"t": 5},
+         "default_language": "french", "language_override": "lang"},
+        {"key": {"h": "hashed", "a": 1}, "name": "h_hashed"}]},
+    "find_text": {"find": "c", "filter": {"g": 1, "$text": {"$search": "-\"a b\" café -x y", "$language": "en",
+                                                           "$caseSensitive": True}, "h": {"$in": [1, "x"]}},
+                  "projection": {"s": {"$meta": "textScore"}}, "sort": {"s": {"$meta": "textScore"}}},
+    "aggregate_text": {"aggregate": "c", "pipeline": [{"$match": {"g": 1, "$text": {"$search": "slow start"}}},
+                                                      {"$addFields": {"s": {"$meta": "textScore"}}},
+                                                      {"$sort": {"s": -1}}], "cursor": {}},
 }
 # the numbers of issue 21 at the places that size, count or loop by them
 L = bson.int64.Int64

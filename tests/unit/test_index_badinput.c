@@ -51,7 +51,7 @@ test_bad_commands(void)
 		"{\"createIndexes\": \"b\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"x\", \"collation\": {\"locale\": \"xx\"}}]}",
 		"{\"createIndexes\": \"b\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"x\", \"collation\": {\"locale\": \"fr\", \"strength\": 9}}]}",
 		"{\"createIndexes\": \"b\", \"indexes\": [{\"key\": {\"a\": \"2dsphere\"}, \"name\": \"x\"}]}",
-		"{\"createIndexes\": \"b\", \"indexes\": [{\"key\": {\"a\": \"hashed\"}, \"name\": \"x\"}]}",
+		"{\"createIndexes\": \"b\", \"indexes\": [{\"key\": {\"a\": \"hashed\"}, \"name\": \"x\", \"unique\": true}]}",
 		"{\"createIndexes\": \"b\", \"indexes\": [{\"key\": {\"$**\": 1, \"b\": 1}, \"name\": \"x\"}]}",
 		"{\"createIndexes\": \"b\", \"indexes\": [{\"key\": {\"$**\": 1}, \"name\": \"x\", \"wildcardProjection\": {}}]}",
 		"{\"createIndexes\": \"b\", \"indexes\": [{\"key\": {\"$**\": 1}, \"name\": \"x\", \"wildcardProjection\": 3}]}",
@@ -103,7 +103,8 @@ test_awkward_documents(void)
 	    "{\"key\": {\"a\": 1}, \"name\": \"a\"}, {\"key\": {\"a.b.c\": -1, \"z\": 1}, \"name\": \"abc\"},"
 	    "{\"key\": {\"$**\": 1}, \"name\": \"all\"}, {\"key\": {\"s\": 1}, \"name\": \"s\", \"sparse\": true},"
 	    "{\"key\": {\"p\": 1}, \"name\": \"p\", \"partialFilterExpression\": {\"p\": {\"$exists\": true}}},"
-	    "{\"key\": {\"a.0\": 1}, \"name\": \"a0\"}]}"), 0);
+	    "{\"key\": {\"a.0\": 1}, \"name\": \"a0\"}, {\"key\": {\"$**\": \"text\"}, \"name\": \"txt\"},"
+	    "{\"key\": {\"x\": \"hashed\"}, \"name\": \"xh\"}]}"), 0);
 	/* deep nesting, big arrays, empty names, every type */
 	cmd = bson_new();
 	BSON_APPEND_UTF8(cmd, "insert", "k");
@@ -130,6 +131,9 @@ test_awkward_documents(void)
 	    "{\"_id\": 4, \"a\": {\"b\": {\"c\": {\"$regularExpression\": {\"pattern\": \"x\", \"options\": \"i\"}}}}, \"p\": [1, 2]},"
 	    "{\"_id\": 5, \"a\": [{\"b\": 1}, {\"b\": {\"c\": [[[[1]]]]}}], \"z\": [1, 2]}]}"), 0);
 	TT_EQ_INT(run_code("{\"find\": \"k\", \"filter\": {\"a\": {\"$in\": [1, null, [], {}]}}}"), 0);
+	TT_EQ_INT(run_code("{\"find\": \"k\", \"filter\": {\"$text\": {\"$search\": \"x -y \\\"\\\" - \\\"a\"}},"
+	    " \"projection\": {\"s\": {\"$meta\": \"textScore\"}}, \"sort\": {\"s\": {\"$meta\": \"textScore\"}}}"), 0);
+	TT_EQ_INT(run_code("{\"find\": \"k\", \"filter\": {\"x\": {\"\": {\"\": 2}}}}"), 0);
 	TT_EQ_INT(run_code("{\"find\": \"k\", \"filter\": {\"a.b.c\": {\"$gte\": {\"$minKey\": 1}}}}"), 0);
 	TT_EQ_INT(run_code("{\"find\": \"k\", \"filter\": {\"a\": {\"$elemMatch\": {\"$gt\": {\"$numberDecimal\": \"NaN\"}}}}}"), 0);
 	TT_EQ_INT(run_code("{\"explain\": {\"find\": \"k\", \"filter\": {\"$or\": [{\"a\": 1}, {\"s\": 2}, {\"p\": 1}]}, \"sort\": {\"z\": -1}}}"), 0);

@@ -518,7 +518,9 @@ test_errors(void)
 	ERRC("{\"$where\": \"1\"}", 238, NULL);
 	ERRC("{\"$sampleRate\": 2}", 2, "numeric argument to $sampleRate must be in [0, 1]");
 	ERRC("{\"$sampleRate\": \"x\"}", 2, "argument to $sampleRate must be a numeric type");
-	ERRC("{\"$text\": {\"$search\": \"x\"}}", 238, NULL);
+	ERRC("{\"$text\": {\"$search\": \"x\"}}", 0, NULL);
+	ERRC("{\"$text\": \"x\"}", 2, "$text expects an object");
+	ERRC("{\"$text\": {\"$search\": \"x\", \"$caseSensitive\": 1}}", 14, "$caseSensitive requires a boolean value");
 	ERRC("{\"a\": {\"$near\": [0, 0]}}", 238, NULL);
 	ERRC("{\"a\": {\"$geoWithin\": {}}}", 238, NULL);
 	ERRC("{\"a\": {\"$elemMatch\": {\"$expr\": {\"$eq\": [1, 1]}}}}", 2,
