@@ -582,6 +582,7 @@ static const struct flag {
 	{"--nounixsocket", "net.unixDomainSocket.enabled", false, "false"},
 	{"--unixSocketPrefix", "net.unixDomainSocket.pathPrefix", true},
 	{"--filePermissions", "net.unixDomainSocket.filePermissions", true},
+	{"--setParameter", "setParameter", true},
 };
 
 static int
