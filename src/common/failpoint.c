@@ -120,7 +120,7 @@ failpoint_configure(const char *name, const bson_iter_t *mode, const bson_t *dat
                     terr_t *err)
 {
 	failpoint_t *fp = find(name);
-	fp_mode_t m;
+	fp_mode_t m = FP_OFF;
 	int64_t n;
 	double p;
 
