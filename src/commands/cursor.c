@@ -324,15 +324,6 @@ take(cursor_registry_t *r, int64_t id, bool remove)
 /* Default wait of an awaitData getMore without maxTimeMS (mongod's 1 s). */
 #define AWAIT_DATA_DEFAULT_US 1000000
 
-static int64_t
-mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /*
  * One getMore's batch: fill it; a tailable awaitData cursor that found
  * nothing new (the source at its end, no document in the batch) releases
@@ -358,7 +349,7 @@ get_more_fill(cursor_registry_t *r, cursor_t *c, storage_session_t *s, bson_t *a
 			return -1;
 		if (c->tailable && ended && c->limit != 0)
 			*exhausted = false;
-		if (!c->await_data || !ended || n > 0 || *exhausted || mono_us() >= await_until)
+		if (!c->await_data || !ended || n > 0 || *exhausted || tm_now_us() >= await_until)
 			return 0;
 		if (atomic_load(&r->shutting_down))
 			return terr_set(err, INTERRUPTED_AT_SHUTDOWN, "interrupted at shutdown");
@@ -420,7 +411,7 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 	pthread_mutex_unlock(&r->lock);
 	if (c->await_data)
 		await_until = has_max_time && deadline_us != 0 ? deadline_us :
-		    has_max_time ? mono_us() : mono_us() + AWAIT_DATA_DEFAULT_US;
+		    has_max_time ? tm_now_us() : tm_now_us() + AWAIT_DATA_DEFAULT_US;
 
 	/* The operation's deadline: for an awaitData cursor the getMore's
 	 * maxTimeMS is only how long it waits for inserts (await_until), never

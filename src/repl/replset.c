@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/opctx.h"
 
 #define CONFIG_COLL "system.replset"
 #define ELECTION_COLL "replset.election"
@@ -78,14 +79,6 @@ wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int64_t
-mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* ---- the clock (until repl/clock.h) ------------------------------------------------ */
 
@@ -1209,7 +1202,7 @@ repl_set_topology_wait(repl_set_t *rs, uint64_t counter, int64_t deadline_us, co
 
 	pthread_mutex_lock(&rs->lock);
 	for (;;) {
-		int64_t now = mono_us(), until;
+		int64_t now = tm_now_us(), until;
 		struct timespec ts;
 
 		refresh_locked(rs);
@@ -1257,11 +1250,11 @@ repl_set_step_down(repl_set_t *rs, int64_t secs, int64_t catch_up_secs, bool for
 	if (!force) {
 		/* no secondary can ever catch up: wait the catch-up period, as
 		 * mongod, then refuse */
-		int64_t until = mono_us() + catch_up_secs * 1000000;
+		int64_t until = tm_now_us() + catch_up_secs * 1000000;
 		char date[96];
 		if (deadline_us != 0 && deadline_us < until)
 			until = deadline_us;
-		while (mono_us() < until) {
+		while (tm_now_us() < until) {
 			struct timespec ts = {0, 20 * 1000 * 1000};
 			nanosleep(&ts, NULL);
 		}

@@ -18,6 +18,7 @@
 #include <openssl/sha.h>
 
 #include "common/mem.h"
+#include "common/opctx.h"
 
 struct repl_session {
 	repl_sessions_t *reg;
@@ -57,15 +58,6 @@ repl_now_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t
-repl_mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 void
@@ -446,7 +438,7 @@ repl_session_checkout(repl_sessions_t *ss, const uint8_t *id, int64_t deadline_u
 		if (!s->checked_out)
 			break;
 		if (deadline_us != 0) {
-			int64_t now = repl_mono_us(), wait;
+			int64_t now = tm_now_us(), wait;
 			struct timespec ts;
 			if (now >= deadline_us) {
 				pthread_mutex_unlock(&ss->mu);

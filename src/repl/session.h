@@ -121,7 +121,6 @@ void repl_sessions_visit_idle(repl_sessions_t *ss, repl_session_visit_fn fn, voi
 
 /* Wall clock in milliseconds (lastUse, expiry). */
 int64_t repl_now_ms(void);
-/* Monotonic clock in microseconds (deadlines). */
-int64_t repl_mono_us(void);
+/* Deadlines use tm_now_us (common/opctx.h), the one monotonic clock. */
 
 #endif

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/opctx.h"
 #include "common/mem.h"
 
 static const char *
@@ -272,7 +273,7 @@ static void *
 reaper_main(void *arg)
 {
 	repl_txn_reaper_t *r = arg;
-	int64_t next_refresh = repl_mono_us() / 1000 + r->refresh_ms;
+	int64_t next_refresh = tm_now_us() / 1000 + r->refresh_ms;
 
 	pthread_mutex_lock(&r->mu);
 	while (!r->stop) {
@@ -284,7 +285,7 @@ reaper_main(void *arg)
 			break;
 		pthread_mutex_unlock(&r->mu);
 		repl_txn_reap(r->ss, repl_now_ms());
-		if (r->refresh_ms > 0 && repl_mono_us() / 1000 >= next_refresh) {
+		if (r->refresh_ms > 0 && tm_now_us() / 1000 >= next_refresh) {
 			storage_t *st = repl_sessions_storage(r->ss);
 			terr_t e = TERR_INIT;
 			storage_session_t *s = storage_session_pool_get(st, &e);
@@ -292,7 +293,7 @@ reaper_main(void *arg)
 				tlog('W', "CONTROL", 20714, e.msg ? e.msg : "Failed to refresh session cache", NULL);
 			storage_session_pool_put(st, s);
 			terr_clear(&e);
-			next_refresh = repl_mono_us() / 1000 + r->refresh_ms;
+			next_refresh = tm_now_us() / 1000 + r->refresh_ms;
 		}
 		pthread_mutex_lock(&r->mu);
 	}
