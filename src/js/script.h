@@ -1,0 +1,73 @@
+/*
+ * script.h -- what the layers above call to run server-side JavaScript:
+ * BSON <-> JavaScript values with mongod's types, compiled functions kept
+ * per thread, and one-call invocation.
+ *
+ * Built on js.h (the SpiderMonkey wrapper).  Conversion follows mongod's
+ * ValueReader/ValueWriter: BSON int32 and double become JavaScript numbers,
+ * int64 a NumberLong, decimal128 a NumberDecimal, ObjectId / Timestamp /
+ * BinData / DBPointer / MinKey / MaxKey / Code their mongod classes, dates
+ * Date, regular expressions RegExp, documents beginning with $ref a DBRef.
+ * Back: every JavaScript number is a double (NumberInt objects an int32),
+ * functions become Code, and mongod's errors apply: 17279 for nesting
+ * deeper than 150 (a cycle), 16985 for a NUL in a property name, 16662 for a
+ * value BSON cannot hold.
+ *
+ * Callers check js_enabled() first and answer their feature's code (6108304
+ * for $where, 31264 for $function, $accumulator and mapReduce).
+ */
+#ifndef TAMGA_JS_SCRIPT_H
+#define TAMGA_JS_SCRIPT_H
+
+#include <bson/bson.h>
+
+#include "js/js.h"
+
+/* mongod's limit on nesting when writing JavaScript objects as BSON. */
+#define JS_MAX_WRITE_DEPTH 150
+
+/*
+ * The calling thread's context, on the global kept for scope_key (the
+ * database and user: "db\0user" flattened by the caller; NULL = "").
+ * Borrowed, as js_ctx_get.  Returns 0 or -1 with err.
+ */
+int js_scope_enter(const char *scope_key, js_ctx_t **out, terr_t *err);
+
+/* A BSON value / document as a JavaScript value, pushed.  -1 with err
+ * (139 "Out of memory" when the heap limit is reached). */
+js_ref_t js_push_bson_value(js_ctx_t *ctx, const bson_value_t *v, terr_t *err);
+js_ref_t js_push_bson_doc(js_ctx_t *ctx, const bson_t *doc, terr_t *err);
+/* A BSON array's elements as a JavaScript array. */
+js_ref_t js_push_bson_array(js_ctx_t *ctx, const bson_t *arr, terr_t *err);
+
+/* Append value v as field key of out (mongod's ValueWriter).  0 or -1 with
+ * err. */
+int js_append_bson(js_ctx_t *ctx, bson_t *out, const char *key, size_t keylen, js_ref_t v,
+                   terr_t *err);
+/* Object v's enumerable properties as the fields of out (initialised by
+ * the caller).  A non-object fails with 139.  0 or -1. */
+int js_object_to_bson(js_ctx_t *ctx, js_ref_t v, bson_t *out, terr_t *err);
+
+/*
+ * The function a source string denotes, compiled once per thread and
+ * global and cached: "function (a) {...}" is that function; anything else
+ * is made a function as mongod does ("this.a > 1" returns the value of its
+ * last expression statement; statements with their own `return` run as a
+ * body).  Pushed; -1 with err (139 with the SyntaxError's message).
+ */
+js_ref_t js_function_get(js_ctx_t *ctx, const char *src, size_t len, terr_t *err);
+
+/*
+ * Call fn with this = this_doc (NULL: undefined) and the elements of args
+ * (a BSON array, NULL = none) as arguments; the result is written as field
+ * "r" of *result (initialised here, caller destroys it, also on error), so
+ * a missing/undefined result is {r: undefined}.  Returns 0 or -1 with err.
+ */
+int js_invoke(js_ctx_t *ctx, js_ref_t fn, const bson_t *this_doc, const bson_t *args,
+              bson_t *result, terr_t *err);
+
+/* Install mongod's helpers on a fresh global (js_set_global_init's hook;
+ * js_helpers.c).  Exposed for tests. */
+int js_helpers_install(js_ctx_t *ctx, terr_t *err);
+
+#endif
