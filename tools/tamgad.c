@@ -18,6 +18,7 @@
 #include <bson/bson.h>
 
 #include "commands/cmd_admin.h"
+#include "js/js.h"
 #include "commands/commands.h"
 #include "common/log.h"
 #include "common/version.h"
@@ -89,6 +90,7 @@ usage(FILE *f)
 	    "  --auth                         Run with security (clients must authenticate)\n"
 	    "  --keyFile arg                  Private key for cluster authentication (implies --auth)\n"
 	    "  --noauth                       Run without security\n"
+	    "  --noscripting                  Disable the scripting engine\n"
 	    "  --tlsMode arg                  disabled, allowTLS, preferTLS or requireTLS\n"
 	    "  --tlsCertificateKeyFile arg    PEM file with the server's certificate and key\n"
 	    "  --tlsCertificateKeyFilePassword arg  Password of an encrypted key\n"
@@ -248,6 +250,12 @@ apply(opts_t *o, const char *name, const char *v)
 		fclose(kf);
 		set_str(&o->key_file, v);
 		o->auth = true;
+	} else if (strcmp(name, "security.javascriptEnabled") == 0) {
+		/* --noscripting: $where, $function, $accumulator, mapReduce refuse
+		 * with mongod's codes (js/js.h) */
+		js_set_enabled(parse_bool(v));
+	} else if (strcmp(name, "setParameter.jsHeapLimitMB") == 0) {
+		js_set_heap_limit_mb((uint32_t)strtoul(v, NULL, 10));
 	} else if (strcmp(name, "security.noauth") == 0) {
 		o->auth = !parse_bool(v);
 	} else if (strcmp(name, "storage.dbPath") == 0) {
@@ -567,6 +575,7 @@ static const struct flag {
 	{"--replSetAutoInitiate", "replication.autoInitiate", false},
 	{"--oplogSize", "replication.oplogSizeMB", true},
 	{"--noauth", "security.noauth", false},
+	{"--noscripting", "security.javascriptEnabled", false, "false"},
 	{"--tlsMode", "net.tls.mode", true},
 	{"--tlsCertificateKeyFile", "net.tls.certificateKeyFile", true},
 	{"--tlsCertificateKeyFilePassword", "net.tls.certificateKeyFilePassword", true},

@@ -50,7 +50,7 @@ match_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	mp->filter = bson_copy(&f);
 	mo.let = pc->let_doc;
 	mo.coll = agg_host_collation(pc->host);
-	mo.disallow = MATCH_DISALLOW_GEO_NEAR;
+	mo.disallow = MATCH_DISALLOW_GEO_NEAR | MATCH_DISALLOW_WHERE;   /* mongod: no $where in $match */
 	if (match_compile(&f, &mo, &mp->m, err) != 0) {
 		match_free_plan(mp);
 		return -1;

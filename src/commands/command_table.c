@@ -39,6 +39,8 @@ CMD_HANDLER(cmd_bulk_write);
 
 /* aggregation: cmd_aggregate.c */
 CMD_HANDLER(cmd_aggregate);
+/* server-side JavaScript: cmd_mapreduce.c */
+CMD_HANDLER(cmd_map_reduce);
 
 /* indexes and explain: cmd_index.c, cmd_explain.c */
 CMD_HANDLER(cmd_create_indexes);
@@ -107,6 +109,7 @@ CMD_HANDLER(cmd_kill_op);
 static const cmd_def_t commands[] = {
 	/* aggregation: cmd_aggregate.c */
 	{"aggregate", NULL, cmd_aggregate, CMDF_MAXTIME, "run an aggregation pipeline"},
+	{"mapReduce", "mapreduce", cmd_map_reduce, CMDF_MAXTIME | CMDF_WRITE, "map-reduce in JavaScript (rewritten as an aggregation, as mongod 5.0+)"},
 	/* handshake and admin: cmd_admin.c */
 	{"abortTransaction", NULL, cmd_abort_transaction, CMDF_ADMIN_ONLY | CMDF_WRITE, "abort a multi-document transaction (cmd_txn.c)"},
 	{"buildInfo", "buildinfo", cmd_build_info, CMDF_NO_AUTH, "version and build information"},

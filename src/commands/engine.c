@@ -7,6 +7,7 @@
  * $db...), counting, and turning a terr_t into mongod's error reply.
  */
 #include "commands/commands_private.h"
+#include "js/script.h"
 #include "auth/auth.h"
 #include "commands/cmd_repl.h"
 #include "commands/validation.h"
@@ -482,6 +483,13 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	}
 	if (cmd_auth_check(&c, def, er) != 0)
 		goto fail;
+	{
+		/* the scripts this command runs see this database's and this
+		 * connection's JavaScript globals only (js/script.h) */
+		char cid[24];
+		snprintf(cid, sizeof(cid), "%lld", cl != NULL ? (long long)cl->connection_id : 0LL);
+		js_thread_set_scope(dbname, cid);
+	}
 	/* replica set and test commands (cmd_repl.c): failCommand, the
 	 * primary gate, $clusterTime, read / write concern -- before the
 	 * transaction checks, as mongod answers "not primary" first */

@@ -53,6 +53,7 @@ struct accum {
 	size_t nps;
 	int method;             /* 0 approximate/discrete, 1 continuous */
 	const coll_t *coll;     /* the scope's collation at parse time */
+	accum_js_t *js;         /* $accumulator (accum_js.c) */
 };
 
 typedef int (*accum_add_fn)(const accum_t *a, accum_state_t *st, const bson_value_t *v, bson_value_t *keys,
@@ -750,6 +751,32 @@ static const accum_op_t accum_ops[] = {
 	{NULL, NULL, NULL, NULL, 0},
 };
 
+/* ---- $accumulator (the JavaScript is in accum_js.c) --------------------- */
+
+static int
+parse_js(accum_t *a, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
+{
+	return accum_js_parse(arg, scope, &a->js, err);
+}
+
+static int
+add_js(const accum_t *a, accum_state_t *st, const bson_value_t *v, bson_value_t *keys, terr_t *err)
+{
+	return terr_set(err, TERR_BAD_VALUE, "$accumulator needs the whole document");
+}
+
+static int
+fin_js(const accum_t *a, const accum_state_t *st, expr_env_t *env, bson_value_t *out, terr_t *err)
+{
+	if (!st->has) {
+		expr_set_null(out);
+		return 0;
+	}
+	return accum_js_finalize(a->js, &st->val, env, out, err);
+}
+
+static const accum_op_t accum_op_js = {"$accumulator", parse_js, add_js, fin_js, 0};
+
 static const accum_op_t *
 accum_find(const char *name)
 {
@@ -757,6 +784,8 @@ accum_find(const char *name)
 		if (strcmp(op->name, name) == 0)
 			return op;
 	}
+	if (strcmp(name, accum_op_js.name) == 0)
+		return &accum_op_js;
 	return NULL;
 }
 
@@ -773,8 +802,6 @@ accum_parse(const char *name, const bson_value_t *arg, expr_scope_t *scope, accu
 	accum_t *a;
 	int ret = 0;
 
-	if (op == NULL && strcmp(name, "$accumulator") == 0)
-		return terr_set(err, TERR_NOT_IMPLEMENTED, "$accumulator is not implemented");
 	if (op == NULL)
 		return terr_set(err, 15952, "unknown group operator '%s'", name);
 	a = bson_malloc0(sizeof(*a));
@@ -826,6 +853,7 @@ accum_destroy(accum_t *a)
 	bson_free(a->paths);
 	bson_free(a->dirs);
 	bson_free(a->ps);
+	accum_js_free(a->js);
 	bson_free(a);
 }
 
@@ -883,6 +911,15 @@ accum_process(const accum_t *a, accum_state_t *st, expr_env_t *env, terr_t *err)
 {
 	bson_value_t v, *keys = NULL;
 
+	if (a->js != NULL) {
+		if (!st->has) {
+			RET(accum_js_init(a->js, env, &st->val, err));
+			st->has = true;
+		}
+		RET(accum_js_accumulate(a->js, env, &st->val, err));
+		st->mem = value_size(&st->val);
+		return 0;
+	}
 	RET(expr_eval(a->arg, env, &v, err));
 	if (a->nkeys > 0) {
 		keys = expr_env_alloc(env, a->nkeys * sizeof(*keys));
@@ -900,6 +937,16 @@ accum_merge(const accum_t *a, accum_state_t *into, const accum_state_t *from, te
 {
 	const accum_op_t *op = a->op;
 
+	if (a->js != NULL) {
+		if (!from->has)
+			return 0;
+		if (!into->has) {
+			bson_value_copy(&from->val, &into->val);
+			into->has = true;
+			return 0;
+		}
+		return accum_js_merge(a->js, &into->val, &from->val, err);
+	}
 	if (op->flags & ACC_MERGE_BY_ITEMS) {
 		for (size_t i = 0; i < from->n; i++)
 			RET(op->add(a, into, &from->items[i].v, from->items[i].keys, err));

@@ -264,23 +264,8 @@ eval_hashed_key(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err
 	return 0;
 }
 
-/* ---- not available ------------------------------------------------------- */
-
-static int
-parse_unavailable(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *err)
-{
-	return terr_set(err, TERR_NOT_IMPLEMENTED, "%s is not implemented", e->op->name);
-}
-
-static int
-eval_unavailable(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
-{
-	return terr_set(err, TERR_NOT_IMPLEMENTED, "%s is not implemented", e->op->name);
-}
-
 const expr_op_t expr_ops_misc[] = {
 	{"$meta", 0, -1, parse_meta, eval_meta, EXPR_OP_NOFOLD},
-	{"$function", 0, -1, parse_unavailable, eval_unavailable, 0},
 	{"$toHashedIndexKey", 0, -1, parse_hashed_key, eval_hashed_key, 0},
 	{"$sin", 1, 1, NULL, eval_trig, 0},
 	{"$cos", 1, 1, NULL, eval_trig, 0},

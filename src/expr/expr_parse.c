@@ -18,7 +18,7 @@
 
 static const expr_op_t *const op_tables[] = {
 	expr_ops_arith, expr_ops_logic, expr_ops_string, expr_ops_array,
-	expr_ops_object, expr_ops_type, expr_ops_date, expr_ops_accum, expr_ops_misc,
+	expr_ops_object, expr_ops_type, expr_ops_date, expr_ops_accum, expr_ops_misc, expr_ops_js,
 };
 
 static const expr_op_t *

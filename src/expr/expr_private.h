@@ -72,6 +72,18 @@ extern const expr_op_t expr_ops_type[];
 extern const expr_op_t expr_ops_date[];
 extern const expr_op_t expr_ops_accum[];
 extern const expr_op_t expr_ops_misc[];
+extern const expr_op_t expr_ops_js[];      /* $function (expr_js.c) */
+
+/* $accumulator's JavaScript (accum_js.c), called by accum.c.  States are
+ * owned bson_values (copies); each call replaces *state / *into. */
+typedef struct accum_js accum_js_t;
+int accum_js_parse(const bson_value_t *arg, expr_scope_t *scope, accum_js_t **out, terr_t *err);
+void accum_js_free(accum_js_t *j);
+int accum_js_init(const accum_js_t *j, expr_env_t *env, bson_value_t *state, terr_t *err);
+int accum_js_accumulate(const accum_js_t *j, expr_env_t *env, bson_value_t *state, terr_t *err);
+int accum_js_merge(const accum_js_t *j, bson_value_t *into, const bson_value_t *from, terr_t *err);
+int accum_js_finalize(const accum_js_t *j, const bson_value_t *state, expr_env_t *env,
+                      bson_value_t *out, terr_t *err);
 
 /* ---- env ---------------------------------------------------------------- */
 

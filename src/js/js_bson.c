@@ -14,6 +14,7 @@
  * This file does not define JavaScript behaviour; it only converts.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -770,11 +771,22 @@ fn_cache_free(void)
 	}
 }
 
+static __thread char thread_scope[512];
+
+void
+js_thread_set_scope(const char *db, const char *user)
+{
+	snprintf(thread_scope, sizeof(thread_scope), "%s%c%s", db != NULL ? db : "", 1,
+	         user != NULL ? user : "");
+}
+
 int
 js_scope_enter(const char *scope_key, js_ctx_t **out, terr_t *err)
 {
 	js_ctx_t *ctx;
 
+	if (scope_key == NULL)
+		scope_key = thread_scope;
 	js_set_global_init(js_helpers_install);
 	js_set_release_hook(fn_cache_free);
 	if (js_ctx_get(&ctx, err) != 0)

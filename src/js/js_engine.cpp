@@ -117,6 +117,12 @@ key_destructor(void *p)
 void
 process_fini()
 {
+	/* exit() runs on the exiting thread: its own context goes first */
+	js_ctx *mine = static_cast<js_ctx *>(pthread_getspecific(g_key));
+	if (mine != nullptr) {
+		pthread_setspecific(g_key, nullptr);
+		ctx_destroy(mine);
+	}
 	std::lock_guard<std::mutex> lk(g_list_mu);
 	if (g_list == nullptr)
 		JS_ShutDown();

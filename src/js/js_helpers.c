@@ -358,6 +358,39 @@ n_bsonsize(js_ctx_t *ctx, int argc, const js_ref_t *args, js_ref_t self, js_ref_
 	return 0;
 }
 
+static __thread js_emit_fn emit_fn;
+static __thread void *emit_arg;
+
+void
+js_set_emit_sink(js_emit_fn fn, void *arg)
+{
+	emit_fn = fn;
+	emit_arg = arg;
+}
+
+static int
+n_emit(js_ctx_t *ctx, int argc, const js_ref_t *args, js_ref_t self, js_ref_t *ret, terr_t *err)
+{
+	bson_t kv = BSON_INITIALIZER;
+	int rc;
+
+	if (emit_fn == NULL) {
+		bson_destroy(&kv);
+		return terr_set(err, 139, "emit is only available in mapReduce's map function");
+	}
+	if (argc != 2) {
+		bson_destroy(&kv);
+		return terr_set(err, 139, "emit takes 2 args");
+	}
+	rc = js_append_bson(ctx, &kv, "k", 1, args[0], err);
+	if (rc == 0)
+		rc = js_append_bson(ctx, &kv, "v", 1, args[1], err);
+	if (rc == 0)
+		rc = emit_fn(emit_arg, &kv, err);
+	bson_destroy(&kv);
+	return rc;
+}
+
 /* Re-raise nothing: a getter's exception stays pending and this call makes
  * js_call report it (js_bson.c uses it after a failed conversion step). */
 static int
@@ -375,6 +408,7 @@ static const struct native_row {
 	{"sleep", n_sleep, 1},
 	{"hex_md5", n_hex_md5, 1},
 	{"__tm_oid_new", n_oid_new, 0},
+	{"emit", n_emit, 2},
 	{"__tm_rethrow", n_rethrow, 0},
 };
 

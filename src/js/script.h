@@ -26,8 +26,14 @@
 /* mongod's limit on nesting when writing JavaScript objects as BSON. */
 #define JS_MAX_WRITE_DEPTH 150
 
+/* The scope the calling thread's next scripts run in: the command's
+ * database and user (the commands dispatcher sets it for each command), so
+ * one user's globals are never seen by another's scripts.  Copied. */
+void js_thread_set_scope(const char *db, const char *user);
+
 /*
- * The calling thread's context, on the global kept for scope_key (the
+ * The calling thread's context, on the global kept for scope_key (NULL:
+ * the thread's scope from js_thread_set_scope) (the
  * database and user: "db\0user" flattened by the caller; NULL = "").
  * Borrowed, as js_ctx_get.  Returns 0 or -1 with err.
  */
@@ -65,6 +71,14 @@ js_ref_t js_function_get(js_ctx_t *ctx, const char *src, size_t len, terr_t *err
  */
 int js_invoke(js_ctx_t *ctx, js_ref_t fn, const bson_t *this_doc, const bson_t *args,
               bson_t *result, terr_t *err);
+
+/* mapReduce's emit(key, value): while a sink is set on the calling thread,
+ * each emit call hands fn a document {k: key, v: value} (borrowed for the
+ * call); a non-zero return throws in the script.  Without a sink, emit
+ * throws "emit is only available in mapReduce's map function".  NULL
+ * removes the sink. */
+typedef int (*js_emit_fn)(void *arg, const bson_t *kv, terr_t *err);
+void js_set_emit_sink(js_emit_fn fn, void *arg);
 
 /* Install mongod's helpers on a fresh global (js_set_global_init's hook;
  * js_helpers.c).  Exposed for tests. */

@@ -10,6 +10,7 @@
  * Not here: planning, index bounds, projection.
  */
 #include "query/match_private.h"
+#include "js/js.h"
 
 #include <string.h>
 #include <time.h>
@@ -1041,17 +1042,47 @@ t_schema(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel
 	return 0;
 }
 
+/* $where desugars as mongod's does: {$expr: {$function: {body, args:
+ * ["$$CURRENT"], lang: "js", _internalSetObjToThis: true}}} (expr/expr_js.c
+ * runs it; `this` and `obj` are the document). */
 static int
 t_where(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel_t lvl,
         mnode_t **out)
 {
+	bson_t spec = BSON_INITIALIZER, fn, args;
+	int rc;
+
 	if (p->opts != NULL && (p->opts->disallow & MATCH_DISALLOW_WHERE))
 		return terr_set(p->err, TERR_BAD_VALUE, "$where is not allowed in this context");
 	if (lvl == LVL_USER_SUB)
 		return terr_set(p->err, TERR_BAD_VALUE,
 		                "$where can only be applied to the top-level document");
-	return terr_set(p->err, TERR_NOT_IMPLEMENTED,
-	                "$where is not supported: server-side JavaScript is not available");
+	if (!js_enabled())
+		return terr_set(p->err, 6108304, "no globalScriptEngine in $where parsing");
+	if (arg->value_type == BSON_TYPE_CODEWSCOPE)
+		return terr_set(p->err, 4649200, "$where no longer supports deprecated BSON type CodeWScope");
+	if (arg->value_type != BSON_TYPE_UTF8 && arg->value_type != BSON_TYPE_CODE)
+		return terr_set(p->err, TERR_BAD_VALUE, "$where got bad type");
+	BSON_APPEND_DOCUMENT_BEGIN(&spec, "$function", &fn);
+	bson_append_value(&fn, "body", 4, arg);
+	BSON_APPEND_ARRAY_BEGIN(&fn, "args", &args);
+	BSON_APPEND_UTF8(&args, "0", "$$CURRENT");
+	bson_append_array_end(&fn, &args);
+	BSON_APPEND_UTF8(&fn, "lang", "js");
+	BSON_APPEND_BOOL(&fn, "_internalSetObjToThis", true);
+	bson_append_document_end(&spec, &fn);
+	{
+		mnode_t *n = match_node_new(MK_EXPR);
+		rc = match_where_compile(n, &spec, p->opts, p->err);
+		if (rc != 0)
+			match_node_free(n);
+		else {
+			p->m->can_fail = true;
+			*out = n;
+		}
+	}
+	bson_destroy(&spec);
+	return rc;
 }
 
 static int

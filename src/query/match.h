@@ -32,7 +32,7 @@ enum {
 	MATCH_DISALLOW_EXPR = 1u << 0,         /* $expr */
 	MATCH_DISALLOW_JSON_SCHEMA = 1u << 1,  /* $jsonSchema */
 	MATCH_DISALLOW_TEXT = 1u << 2,         /* $text */
-	MATCH_DISALLOW_WHERE = 1u << 3,        /* $where (never supported yet) */
+	MATCH_DISALLOW_WHERE = 1u << 3,        /* $where (validators, aggregation $match) */
 	MATCH_DISALLOW_GEO_NEAR = 1u << 4,     /* $near, $nearSphere */
 };
 

@@ -21,6 +21,7 @@ typedef struct mexpr {
 	int *ids;         /* variable id per let field, in order */
 	int nvars;
 	int64_t now_ms;   /* $$NOW, fixed at compile time */
+	bson_t *owned;    /* $where: the {$function: ...} the node's val points into */
 } mexpr_t;
 
 /* One evaluation environment per thread, reused across documents (reset
@@ -154,9 +155,32 @@ match_expr_free(mnode_t *n)
 	expr_destroy(x->e);
 	if (x->let != NULL)
 		bson_destroy(x->let);
+	if (x->owned != NULL)
+		bson_destroy(x->owned);
 	bson_free(x->ids);
 	bson_free(x);
 	n->u.expr = NULL;
+}
+
+int
+match_where_compile(mnode_t *n, const bson_t *fn_spec, const match_options_t *opts, terr_t *err)
+{
+	bson_t *owned = bson_copy(fn_spec);
+	bson_value_t v;
+
+	v.value_type = BSON_TYPE_DOCUMENT;
+	v.value.v_doc.data = (uint8_t *)bson_get_data(owned);
+	v.value.v_doc.data_len = owned->len;
+	n->val = v;
+	if (match_expr_compile(n, &v, opts, err) != 0) {
+		if (n->u.expr != NULL)
+			((mexpr_t *)n->u.expr)->owned = owned;
+		else
+			bson_destroy(owned);
+		return -1;
+	}
+	((mexpr_t *)n->u.expr)->owned = owned;
+	return 0;
 }
 
 int

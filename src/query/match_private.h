@@ -148,6 +148,10 @@ bool match_elem_val_array(const mnode_t *n, const bson_value_t *arr, int *pos);
 bool match_elem_value(const mnode_t *n, const bson_value_t *v);
 
 /* match_logical.c: $expr / $jsonSchema hooks */
+/* $where as mongod desugars it: fn_spec is {$function: {...}} (copied and
+ * kept by the node, which serialises as {$expr: fn_spec}). */
+int match_where_compile(mnode_t *n, const bson_t *fn_spec, const match_options_t *opts,
+                        terr_t *err);
 int match_expr_compile(mnode_t *n, const bson_value_t *arg, const match_options_t *opts,
                        terr_t *err);
 bool match_expr_eval(const mnode_t *n, mctx_t *c);

@@ -515,7 +515,10 @@ test_errors(void)
 	ERRC("{\"a\": {\"$all\": [{\"$foo\": 1}]}}", 0, NULL);
 	ERRC("{\"a\": {\"$bitsAllSet\": \"x\"}}", 2, NULL);
 	ERRC("{\"$alwaysTrue\": 2}", 9, "$alwaysTrue must be an integer value of 1");
-	ERRC("{\"$where\": \"1\"}", 238, NULL);
+	ERRC("{\"$where\": \"1\"}", 0, NULL);   /* server-side JavaScript (js/) */
+	ERRC("{\"$where\": 1}", 2, "$where got bad type");
+	ERRC("{\"a\": {\"$elemMatch\": {\"$where\": \"1\"}}}", 2,
+	     "$where can only be applied to the top-level document");
 	ERRC("{\"$sampleRate\": 2}", 2, "numeric argument to $sampleRate must be in [0, 1]");
 	ERRC("{\"$sampleRate\": \"x\"}", 2, "argument to $sampleRate must be a numeric type");
 	ERRC("{\"$text\": {\"$search\": \"x\"}}", 0, NULL);
