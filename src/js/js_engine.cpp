@@ -207,6 +207,10 @@ new_global(js_ctx *c, terr_t *err)
 	c->old_realm = JS::EnterRealm(cx, g);
 	if (!JS::InitRealmStandardClasses(cx))
 		return terr_set(err, 139, "Failed to initialise the JavaScript standard classes");
+	/* Reflect.parse, for the function maker's last-expression rule (as
+	 * mongod's parse helper) */
+	if (!JS_InitReflectParse(cx, g))
+		return terr_set(err, 139, "Failed to initialise Reflect.parse");
 	/* the standard library only: nothing of the shell's host functions */
 	if (g_global_init != nullptr && g_global_init(c, err) != 0)
 		return -1;

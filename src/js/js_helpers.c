@@ -235,6 +235,17 @@ static const char prelude[] =
 "    if (typeof f === 'function') return f;\n"
 "  }\n"
 "  try { return new Function('return (' + s + '\\n);'); } catch (e) { if (!(e instanceof SyntaxError)) throw e; }\n"
+/* statements: as mongod, the last expression statement's value is returned */
+"  if (R && typeof R.parse === 'function') {\n"
+"    var tree = null;\n"
+"    try { tree = R.parse(s); } catch (e) { if (!(e instanceof SyntaxError)) throw e; }\n"
+"    var body = tree ? tree.body : [], last = body[body.length - 1];\n"
+"    if (last && last.type === 'ExpressionStatement' && last.loc) {\n"
+"      var lines = s.split('\\n'), ln = last.loc.start.line - 1, col = last.loc.start.column;\n"
+"      lines[ln] = lines[ln].substr(0, col) + 'return ' + lines[ln].substr(col);\n"
+"      try { return new Function(lines.join('\\n')); } catch (e) { if (!(e instanceof SyntaxError)) throw e; }\n"
+"    }\n"
+"  }\n"
 "  return new Function(s);\n"
 "});\n"
 "})(this);\n";

@@ -210,6 +210,9 @@ test_function_maker(void)
 {
 	EXPECT_JSON("this.a > 1", NULL, "{\"a\": 2}", "{ \"r\" : true }");
 	EXPECT_JSON("return this.a == 3;", NULL, "{\"a\": 3}", "{ \"r\" : true }");
+	EXPECT_JSON("var x = 2;\nx * this.a", NULL, "{\"a\": 3}", "{ \"r\" : { \"$numberDouble\" : \"6.0\" } }");
+	EXPECT_JSON("var y = this.a; y == 3;", NULL, "{\"a\": 3}", "{ \"r\" : true }");
+	EXPECT_JSON("if (this.a) { 1 } else { 2 }", NULL, "{\"a\": 3}", "{ \"r\" : { \"$undefined\" : true } }");
 	EXPECT_JSON("function () { return this.a; }", NULL, "{\"a\": \"x\"}", "{ \"r\" : \"x\" }");
 	EXPECT_JSON("  function named(a, b) { return a + b }  ", "{\"a\": [1, 2]}", NULL,
 	            "{ \"r\" : { \"$numberDouble\" : \"3.0\" } }");
