@@ -98,7 +98,8 @@ compile_match(const bson_t *validator, const coll_t *coll, match_t **out, terr_t
 	match_options_t mo = {0};
 
 	mo.coll = coll;
-	mo.disallow = MATCH_DISALLOW_TEXT | MATCH_DISALLOW_WHERE | MATCH_DISALLOW_GEO_NEAR;
+	mo.disallow = MATCH_DISALLOW_TEXT | MATCH_DISALLOW_WHERE | MATCH_DISALLOW_GEO_NEAR |
+	              MATCH_DISALLOW_FUNCTION;
 	return match_compile(validator, &mo, out, err);
 }
 

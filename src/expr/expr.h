@@ -76,6 +76,10 @@ typedef struct coll coll_t;
 void expr_scope_set_collation(expr_scope_t *scope, const coll_t *coll);
 const coll_t *expr_scope_collation(const expr_scope_t *scope);
 
+/* The scope parses a collection validator: $function is refused there
+ * (4660800), as mongod's isParsingCollectionValidator. */
+void expr_scope_set_validator(expr_scope_t *scope, bool on);
+
 /* The id of a visible variable ("ROOT", "x"; no "$$"), or -1. */
 int expr_scope_lookup(const expr_scope_t *scope, const char *name);
 

@@ -235,6 +235,12 @@ expr_scope_set_collation(expr_scope_t *scope, const coll_t *coll)
 	scope->coll = coll;
 }
 
+void
+expr_scope_set_validator(expr_scope_t *scope, bool on)
+{
+	scope->in_validator = on;
+}
+
 const coll_t *
 expr_scope_collation(const expr_scope_t *scope)
 {

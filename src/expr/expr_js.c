@@ -44,6 +44,8 @@ parse_function(expr_t *e, const bson_value_t *arg, expr_scope_t *scope, terr_t *
 	const bson_value_t *bv;
 	fn_spec_t *f;
 
+	if (scope->in_validator)
+		return terr_set(err, 4660800, "$function cannot be used inside a validator.");
 	if (arg->value_type != BSON_TYPE_DOCUMENT)
 		return terr_set(err, 31260, "$function requires an object as an argument, found: %s",
 		                expr_type_name(arg));

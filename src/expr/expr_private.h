@@ -116,6 +116,7 @@ struct expr_scope {
 	int level;
 	int depth;      /* parse recursion guard */
 	const coll_t *coll; /* the command's collation (NULL: simple); nodes copy it */
+	bool in_validator;  /* parsing a collection validator: no $function (4660800) */
 };
 
 /* Bind a new variable for an operator's body ($let vars, $map as, ...):

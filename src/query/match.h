@@ -34,6 +34,7 @@ enum {
 	MATCH_DISALLOW_TEXT = 1u << 2,         /* $text */
 	MATCH_DISALLOW_WHERE = 1u << 3,        /* $where (validators, aggregation $match) */
 	MATCH_DISALLOW_GEO_NEAR = 1u << 4,     /* $near, $nearSphere */
+	MATCH_DISALLOW_FUNCTION = 1u << 5,     /* $function inside $expr (validators: 4660800) */
 };
 
 typedef struct match_options {

@@ -76,6 +76,8 @@ match_expr_compile(mnode_t *n, const bson_value_t *arg, const match_options_t *o
 	n->u.expr = x;
 	if (opts != NULL)
 		expr_scope_set_collation(scope, opts->coll);
+	if (opts != NULL && (opts->disallow & MATCH_DISALLOW_FUNCTION))
+		expr_scope_set_validator(scope, true);
 	if (opts != NULL && opts->let != NULL) {
 		x->let = bson_copy(opts->let);
 		x->ids = tm_malloc0(sizeof(int) * (bson_count_keys(x->let) + 1));
