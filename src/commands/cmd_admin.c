@@ -297,7 +297,7 @@ CMD_HANDLER(cmd_build_info)
 	BSON_APPEND_ARRAY_BEGIN(c->reply, "modules", &a);
 	bson_append_array_end(c->reply, &a);
 	BSON_APPEND_UTF8(c->reply, "allocator", "system");
-	BSON_APPEND_UTF8(c->reply, "javascriptEngine", "none");
+	BSON_APPEND_UTF8(c->reply, "javascriptEngine", "mozjs");   /* js/: SpiderMonkey, as mongod */
 	BSON_APPEND_UTF8(c->reply, "sysInfo", "deprecated");
 	BSON_APPEND_ARRAY_BEGIN(c->reply, "versionArray", &a);
 	for (i = 0; i < sizeof(varr) / sizeof(varr[0]); i++) {

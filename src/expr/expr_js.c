@@ -153,7 +153,8 @@ eval_function(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 			js_pop_to(ctx, mark);
 			return terr_is_set(err) ? -1 : terr_set(err, 139, "Out of memory");
 		}
-		rc = js_invoke(ctx, fn, &self, NULL, &result, err);
+		/* one conversion: `this` and `obj` are the same object */
+		rc = js_invoke_this(ctx, fn, o, NULL, &result, err);
 	} else
 		rc = js_invoke(ctx, fn, NULL, &args, &result, err);
 	js_pop_to(ctx, mark);

@@ -732,13 +732,28 @@ int
 js_invoke(js_ctx_t *ctx, js_ref_t fn, const bson_t *this_doc, const bson_t *args, bson_t *result,
           terr_t *err)
 {
+	int mark = js_top(ctx), rc;
+	js_ref_t self = -1;
+
+	if (this_doc != NULL && (self = js_push_bson_doc(ctx, this_doc, err)) < 0) {
+		bson_init(result);
+		js_pop_to(ctx, mark);
+		return -1;
+	}
+	rc = js_invoke_this(ctx, fn, self, args, result, err);
+	js_pop_to(ctx, mark);
+	return rc;
+}
+
+int
+js_invoke_this(js_ctx_t *ctx, js_ref_t fn, js_ref_t self, const bson_t *args, bson_t *result,
+               terr_t *err)
+{
 	int mark = js_top(ctx), rc = -1, argc = 0;
-	js_ref_t self = -1, argv[32], *av = argv, r;
+	js_ref_t argv[32], *av = argv, r;
 	bson_iter_t it;
 
 	bson_init(result);
-	if (this_doc != NULL && (self = js_push_bson_doc(ctx, this_doc, err)) < 0)
-		goto out;
 	if (args != NULL) {
 		uint32_t n = bson_count_keys(args);
 		if (n > 32)
@@ -755,6 +770,11 @@ js_invoke(js_ctx_t *ctx, js_ref_t fn, const bson_t *this_doc, const bson_t *args
 	if (r < 0)
 		goto out;
 	rc = js_append_bson(ctx, result, "r", 1, r, err);
+	/* a script's value is a BSON value: mongod's 16 MB user limit */
+	if (rc == 0 && result->len > 16 * 1024 * 1024 + 16 * 1024)
+		rc = terr_set(err, TERR_BSON_OBJECT_TOO_LARGE,
+		              "BSONObj size: %u (0x%X) is invalid. Size must be between 0 and 16793600(16MB)",
+		              result->len, result->len);
 out:
 	if (av != argv)
 		bson_free(av);

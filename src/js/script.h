@@ -80,6 +80,12 @@ int js_invoke(js_ctx_t *ctx, js_ref_t fn, const bson_t *this_doc, const bson_t *
 typedef int (*js_emit_fn)(void *arg, const bson_t *kv, terr_t *err);
 void js_set_emit_sink(js_emit_fn fn, void *arg);
 
+/* js_invoke with `this` already a JavaScript value (a slot; -1:
+ * undefined): $where converts its document once for both `this` and
+ * `obj`. */
+int js_invoke_this(js_ctx_t *ctx, js_ref_t fn, js_ref_t self, const bson_t *args, bson_t *result,
+                   terr_t *err);
+
 /* Install mongod's helpers on a fresh global (js_set_global_init's hook;
  * js_helpers.c).  Exposed for tests. */
 int js_helpers_install(js_ctx_t *ctx, terr_t *err);

@@ -253,6 +253,7 @@ test_bad_values(void)
 	           "unable to convert JavaScript property to mongo element r");
 	EXPECT_ERR("function f() { return f() + 1; }", NULL, NULL, 139, "too much recursion");
 	EXPECT_ERR("function () { return NumberLong('abc'); }", NULL, NULL, 139, "could not convert");
+	EXPECT_ERR("function () { return 'x'.repeat(17 * 1024 * 1024); }", NULL, NULL, 10334, "BSONObj size");
 }
 
 /* maxTimeMS reaches scripts through the operation context. */

@@ -234,7 +234,7 @@ test_admin_commands(void)
 	r = roundtrip("{\"buildInfo\": 1, \"$db\": \"admin\"}", 0, NULL);
 	TT_EQ_STR(get_str(r, "version"), "9.0.8");
 	TT_EQ_INT(get_int(r, "versionArray.0"), 9);
-	TT_EQ_STR(get_str(r, "javascriptEngine"), "none");
+	TT_EQ_STR(get_str(r, "javascriptEngine"), "mozjs");
 	TT_EQ_STR(get_str(r, "storageEngines.0"), "wiredTiger");
 	TT_ASSERT(get_str(r, "tamgaVersion") != NULL);
 	bson_destroy(r);

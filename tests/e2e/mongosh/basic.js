@@ -25,7 +25,7 @@ test('buildInfo', () => {
 	ok(/^\d+\.\d+\.\d+$/.test(b.version), 'version ' + b.version);
 	eq(b.versionArray.length, 4, 'versionArray');
 	ok(typeof b.tamgaVersion === 'string', 'tamgaVersion');
-	eq(b.javascriptEngine, 'none');
+	eq(b.javascriptEngine, 'mozjs');
 	eq(db.version(), b.version, 'db.version()');
 });
 test('serverStatus', () => {

@@ -34,7 +34,7 @@ class TamgaPyMongo(unittest.TestCase):
         hello = self.client.admin.command("ismaster")
         self.assertTrue(hello["ismaster"])
         self.assertEqual(hello["maxBsonObjectSize"], 16 * 1024 * 1024)
-        self.assertEqual(self.client.server_info()["javascriptEngine"], "none")
+        self.assertEqual(self.client.server_info()["javascriptEngine"], "mozjs")
 
     def test_compressed(self):
         for comp in ("zlib", "zstd", "snappy"):
