@@ -151,6 +151,9 @@ js_ref_t js_push_bigint(js_ctx_t *ctx, int64_t v);
 /* An object whose prototype is the registered kind's (JS_K_*). */
 js_ref_t js_push_kind_object(js_ctx_t *ctx, int kind);
 js_ref_t js_push_global(js_ctx_t *ctx);
+/* An array kept with the current global but unreachable from scripts (the
+ * compiled-function cache of js_bson.c). */
+js_ref_t js_push_cache(js_ctx_t *ctx);
 /* The pending exception's value after a failed call (undefined if none). */
 
 /* All push functions return -1 (err-free; the next call that takes an err

@@ -661,7 +661,7 @@ js_object_to_bson(js_ctx_t *ctx, js_ref_t v, bson_t *out, terr_t *err)
 
 /* ---- compiled functions -------------------------------------------------- */
 
-/* A thread's cache: source -> index in the global's hidden __tm_fn array,
+/* A thread's cache: source -> index in the context's script-unreachable array (js_push_cache),
  * valid for one global generation. */
 #define FN_CACHE 32
 static __thread struct fn_entry {
@@ -695,8 +695,7 @@ js_function_get(js_ctx_t *ctx, const char *src, size_t len, terr_t *err)
 	for (int i = 0; i < FN_CACHE; i++) {
 		e = &fn_cache[i];
 		if (e->gen == gen && e->hash == h && e->len == len && memcmp(e->src, src, len) == 0) {
-			g = js_push_global(ctx);
-			arr = js_get(ctx, g, "__tm_fn");
+			arr = js_push_cache(ctx);
 			f = arr >= 0 ? js_get_index(ctx, arr, e->index) : -1;
 			if (f >= 0 && js_type(ctx, f) == JS_T_FUNCTION)
 				return f;   /* the slots below it go with the caller's mark */
@@ -705,7 +704,7 @@ js_function_get(js_ctx_t *ctx, const char *src, size_t len, terr_t *err)
 	}
 	g = js_push_global(ctx);
 	mk = js_get(ctx, g, "__tm_makefn");
-	arr = js_get(ctx, g, "__tm_fn");
+	arr = js_push_cache(ctx);
 	s = js_push_string(ctx, src, len);
 	if (mk < 0 || arr < 0 || s < 0)
 		return OOM(err);

@@ -76,6 +76,7 @@ struct js_ctx {
 	JS::Heap<JS::Value> *stack = nullptr;
 	int top = 0;
 	JS::Heap<JSObject *> protos[JS_K_MAX];
+	JS::Heap<JSObject *> cache;   /* compiled functions; unreachable from scripts */
 	std::atomic<int> running{0};
 	bool oom = false;
 	uint32_t heap_mb = 1100;
@@ -151,6 +152,8 @@ trace_roots(JSTracer *trc, void *data)
 			JS::TraceEdge(trc, &c->protos[k], "tamga js proto");
 	if (c->global)
 		JS::TraceEdge(trc, &c->global, "tamga js global");
+	if (c->cache)
+		JS::TraceEdge(trc, &c->cache, "tamga js cache");
 }
 
 bool
@@ -198,6 +201,7 @@ new_global(js_ctx *c, terr_t *err)
 	}
 	for (int k = 0; k < JS_K_MAX; k++)
 		c->protos[k] = nullptr;
+	c->cache = nullptr;
 	JS::RootedObject g(cx, JS_NewGlobalObject(cx, &global_class, nullptr,
 	                                          JS::FireOnNewGlobalHook, opts));
 	if (!g)
@@ -207,6 +211,9 @@ new_global(js_ctx *c, terr_t *err)
 	c->old_realm = JS::EnterRealm(cx, g);
 	if (!JS::InitRealmStandardClasses(cx))
 		return terr_set(err, 139, "Failed to initialise the JavaScript standard classes");
+	c->cache = JS::NewArrayObject(cx, 0);
+	if (!c->cache)
+		return terr_set(err, 139, "Out of memory");
 	/* Reflect.parse, for the function maker's last-expression rule (as
 	 * mongod's parse helper) */
 	if (!JS_InitReflectParse(cx, g))
@@ -237,6 +244,7 @@ ctx_destroy(js_ctx *c)
 		if (c->old_realm != nullptr || c->global)
 			JS::LeaveRealm(c->cx, c->old_realm);
 		c->global = nullptr;
+		c->cache = nullptr;
 		for (int k = 0; k < JS_K_MAX; k++)
 			c->protos[k] = nullptr;
 		JS_RemoveExtraGCRootsTracer(c->cx, trace_roots, c);
@@ -644,6 +652,14 @@ js_ref_t
 js_push_global(js_ctx_t *c)
 {
 	return push(c, JS::ObjectValue(*c->global.get()));
+}
+
+js_ref_t
+js_push_cache(js_ctx_t *c)
+{
+	if (!c->cache)
+		return -1;
+	return push(c, JS::ObjectValue(*c->cache.get()));
 }
 
 int

@@ -223,10 +223,9 @@ static const char prelude[] =
 "arrDefine('stdDev', function (arr) { if (!Array.isArray(arr)) throw new Error('The first argument to Array.stdDev must be an array'); var avg = Array.avg(arr), s = 0; for (var k = 0; k < arr.length; k++) s += Math.pow(arr[k] - avg, 2); return Math.sqrt(s / arr.length); });\n"
 "arrDefine('tojson', function (a, indent, nolint) { return tojsonArray(a, indent, nolint); });\n"
 /* The function maker: mongod's parse helper, in effect */
-"var fnCache = [];\n"
-"global('__tm_fn', fnCache);\n"
+"function internal(name, v) { Object.defineProperty(g, name, {value: v, writable: false, enumerable: false, configurable: false}); }\n"
 "var R = typeof Reflect !== 'undefined' ? Reflect : null;\n"
-"global('__tm_makefn', function (src) {\n"
+"internal('__tm_makefn', function (src) {\n"
 "  var s = String(src);\n"
 "  while (/[;\\s]$/.test(s)) s = s.slice(0, -1);\n"
 "  var f;\n"

@@ -236,6 +236,10 @@ test_sandbox(void)
 	            "\"undefined\", \"undefined\", \"undefined\", \"undefined\", \"undefined\", \"undefined\", "
 	            "\"undefined\", \"undefined\", \"undefined\", \"undefined\" ] }");
 	EXPECT_ERR("function () { return load('/etc/passwd'); }", NULL, NULL, 139, "load is not defined");
+	/* scripts cannot reach the compiled-function cache or the function maker */
+	EXPECT_JSON("function () { __tm_makefn = null; return [typeof __tm_fn, typeof __tm_makefn]; }", NULL, NULL,
+	            "{ \"r\" : [ \"undefined\", \"function\" ] }");
+	EXPECT_JSON("function () { return 'still compiles'; }", NULL, NULL, "{ \"r\" : \"still compiles\" }");
 	EXPECT_ERR("function () { return readFile('/etc/passwd'); }", NULL, NULL, 139, "readFile is not defined");
 	EXPECT_ERR("function () { return new Mongo('localhost'); }", NULL, NULL, 139, "Mongo is not defined");
 	EXPECT_ERR("function () { return run('ls'); }", NULL, NULL, 139, "run is not defined");
