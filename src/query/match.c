@@ -1632,7 +1632,15 @@ node_to_bson(const mnode_t *n, bson_t *out)
 	case MK_FALSE:
 		BSON_APPEND_INT32(out, match_ops[n->kind].name, 1);
 		return;
-	case MK_EXPR:
+	case MK_EXPR: {
+		bson_value_t code;
+		if (match_where_body(n, &code)) {   /* shown as given, as mongod */
+			bv_append(out, "$where", -1, &code);
+			return;
+		}
+		bv_append(out, match_ops[n->kind].name, -1, &n->val);
+		return;
+	}
 	case MK_SCHEMA:
 		bv_append(out, match_ops[n->kind].name, -1, &n->val);
 		return;

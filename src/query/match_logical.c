@@ -185,6 +185,19 @@ match_where_compile(mnode_t *n, const bson_t *fn_spec, const match_options_t *op
 	return 0;
 }
 
+bool
+match_where_body(const mnode_t *n, bson_value_t *out)
+{
+	const mexpr_t *x = n->u.expr;
+	bson_iter_t it, b;
+
+	if (x == NULL || x->owned == NULL || !bson_iter_init(&it, x->owned) ||
+	    !bson_iter_find_descendant(&it, "$function.body", &b))
+		return false;
+	*out = *bson_iter_value(&b);
+	return true;
+}
+
 int
 match_schema_compile(mnode_t *n, const bson_value_t *arg, terr_t *err)
 {

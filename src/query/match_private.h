@@ -152,6 +152,8 @@ bool match_elem_value(const mnode_t *n, const bson_value_t *v);
  * kept by the node, which serialises as {$expr: fn_spec}). */
 int match_where_compile(mnode_t *n, const bson_t *fn_spec, const match_options_t *opts,
                         terr_t *err);
+/* True for a $where node: *out borrows its code (from the node). */
+bool match_where_body(const mnode_t *n, bson_value_t *out);
 int match_expr_compile(mnode_t *n, const bson_value_t *arg, const match_options_t *opts,
                        terr_t *err);
 bool match_expr_eval(const mnode_t *n, mctx_t *c);

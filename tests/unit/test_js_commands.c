@@ -59,6 +59,14 @@ test_where(void)
 	             "[ { \"_id\" : 3, \"a\" : 3, \"s\" : \"x\" } ]");
 	EXPECT_BATCH("{\"find\": \"c\", \"filter\": {\"$or\": [{\"$where\": \"this.a == 1\"}, {\"a\": 3}]}, \"sort\": {\"_id\": 1}, \"projection\": {\"_id\": 1}}",
 	             "[ { \"_id\" : 1 }, { \"_id\" : 3 } ]");
+	{
+		/* explain shows the $where as given */
+		int rc;
+		bson_t *r = tt_run_json(db, "t", "{\"explain\": {\"find\": \"c\", \"filter\": {\"$where\": \"this.a > 1\"}}}", &rc);
+		TT_EQ_INT(rc, 0);
+		TT_EQ_STR(tt_get_str(r, "queryPlanner.parsedQuery.$where"), "this.a > 1");
+		tt_free_reply(r);
+	}
 	EXPECT_CODE("{\"find\": \"c\", \"filter\": {\"$where\": 1}}", 2);
 	EXPECT_CODE("{\"find\": \"c\", \"filter\": {\"$where\": {\"$code\": \"1\", \"$scope\": {}}}}", 4649200);
 	EXPECT_CODE("{\"find\": \"c\", \"filter\": {\"$where\": \"throw new Error('x')\"}}", 139);
