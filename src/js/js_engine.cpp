@@ -323,6 +323,29 @@ utf8_of(JSContext *cx, JS::HandleString s, size_t *len)
 	return out;
 }
 
+/* User functions are compiled by the prelude (new Function / eval), so
+ * their frames read "f@tamga:prelude line 240 > Function:3:1": keep what
+ * the user wrote ("f@:3:1", mongod's shape for functions it compiles). */
+void
+strip_prelude_frames(std::string &m)
+{
+	static const char tag[] = "tamga:prelude line ";
+	size_t at;
+
+	while ((at = m.find(tag)) != std::string::npos) {
+		size_t p = at + sizeof(tag) - 1;
+		while (p < m.size() && m[p] >= '0' && m[p] <= '9')
+			p++;
+		if (m.compare(p, 11, " > Function") == 0)
+			p += 11;
+		else if (m.compare(p, 7, " > eval") == 0)
+			p += 7;
+		else
+			break;
+		m.erase(at, p - at);
+	}
+}
+
 /* After a failed call: what stopped it, as mongod reports it. */
 int
 report_failure(js_ctx *c, terr_t *err)
@@ -370,6 +393,7 @@ report_failure(js_ctx *c, terr_t *err)
 		}
 		JS_ClearPendingException(cx);
 	}
+	strip_prelude_frames(msg);
 	return terr_set(err, 139, "%s", msg.c_str());
 }
 

@@ -218,7 +218,8 @@ test_function_maker(void)
 	            "{ \"r\" : { \"$numberDouble\" : \"3.0\" } }");
 	EXPECT_ERR("function ( { ", NULL, NULL, 139, "SyntaxError");
 	EXPECT_ERR("function () { throw new Error('boom'); }", NULL, NULL, 139, "Error: boom");
-	EXPECT_ERR("function () { return nosuch + 1; }", NULL, NULL, 139, "ReferenceError: nosuch is not defined");
+	EXPECT_ERR("function () { return nosuch + 1; }", NULL, NULL, 139, "ReferenceError: nosuch is not defined :\n@:1:");
+	EXPECT_ERR("this.a.b.c", NULL, "{\"a\": 1}", 139, "TypeError: this.a.b is undefined :\nanonymous@:");
 	EXPECT_ERR("function () { throw 'plain'; }", NULL, NULL, 139, "plain");
 }
 
