@@ -202,6 +202,64 @@ test_limits(void)
 	EXPECT_BATCH("{\"find\": \"c\", \"filter\": {\"$where\": \"this._id == 1\"}, \"projection\": {\"_id\": 1}}", "[ { \"_id\" : 1 } ]");
 }
 
+/* Randomised: $where and $function agree with the same predicate written
+ * as a query operator, over int32 / int64 / double / missing / string
+ * values (NumberLong compares through valueOf, as in mongod). */
+static void
+test_random_agree(void)
+{
+	uint64_t x = 88172645463325252ULL;
+	int rc;
+	bson_t cmd = BSON_INITIALIZER, docs, d;
+
+	BSON_APPEND_UTF8(&cmd, "insert", "r");
+	BSON_APPEND_ARRAY_BEGIN(&cmd, "documents", &docs);
+	for (int i = 0; i < 300; i++) {
+		char k[16];
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		snprintf(k, sizeof k, "%d", i);
+		BSON_APPEND_DOCUMENT_BEGIN(&docs, k, &d);
+		BSON_APPEND_INT32(&d, "_id", i);
+		switch (x % 5) {
+		case 0: BSON_APPEND_INT32(&d, "v", (int32_t)(x % 200) - 100); break;
+		case 1: BSON_APPEND_INT64(&d, "v", (int64_t)(x % 200) - 100); break;
+		case 2: BSON_APPEND_DOUBLE(&d, "v", (double)(x % 2000) / 10.0 - 100.0); break;
+		case 3: break;   /* missing */
+		default: BSON_APPEND_UTF8(&d, "v", "str"); break;
+		}
+		bson_append_document_end(&docs, &d);
+	}
+	bson_append_array_end(&cmd, &docs);
+	tt_free_reply(tt_run_bson(db, "t", &cmd, &rc));
+	bson_destroy(&cmd);
+	TT_EQ_INT(rc, 0);
+	for (int t = 0; t < 25; t++) {
+		char q[512];
+		int k;
+		bson_t *r;
+		int64_t n_op, n_where, n_fn;
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		k = (int)(x % 220) - 110;
+		snprintf(q, sizeof q, "{\"count\": \"r\", \"query\": {\"v\": {\"$gt\": %d, \"$type\": \"number\"}}}", k);
+		r = tt_run_json(db, "t", q, &rc);
+		n_op = tt_get_i64(r, "n");
+		tt_free_reply(r);
+		snprintf(q, sizeof q, "{\"count\": \"r\", \"query\": {\"$where\": \"typeof this.v == 'number' || this.v instanceof NumberLong ? this.v > %d : false\"}}", k);
+		r = tt_run_json(db, "t", q, &rc);
+		TT_EQ_INT(rc, 0);
+		n_where = tt_get_i64(r, "n");
+		tt_free_reply(r);
+		snprintf(q, sizeof q, "{\"count\": \"r\", \"query\": {\"$expr\": {\"$function\": {\"lang\": \"js\", \"args\": [\"$v\", %d], "
+		         "\"body\": \"function (v, k) { return (typeof v == 'number' || v instanceof NumberLong) && v > k; }\"}}}}", k);
+		r = tt_run_json(db, "t", q, &rc);
+		TT_EQ_INT(rc, 0);
+		n_fn = tt_get_i64(r, "n");
+		tt_free_reply(r);
+		TT_EQ_INT(n_where, n_op);
+		TT_EQ_INT(n_fn, n_op);
+	}
+}
+
 static void
 test_disabled(void)
 {
@@ -228,6 +286,7 @@ main(void)
 	TT_RUN(test_accumulator);
 	TT_RUN(test_map_reduce);
 	TT_RUN(test_limits);
+	TT_RUN(test_random_agree);
 	TT_RUN(test_disabled);
 	tt_close_rm(db, dir);
 	js_thread_release();
