@@ -43,6 +43,8 @@
 #include <mutex>
 #include <pthread.h>
 #include <string>
+#include <cstdio>
+#include <unistd.h>
 
 extern "C" {
 #include "common/opctx.h"
@@ -80,6 +82,7 @@ struct js_ctx {
 	std::atomic<int> running{0};
 	bool oom = false;
 	uint32_t heap_mb = 1100;
+	int64_t rss_start = -1;       /* resident bytes when the outermost call began */
 	terr_t term = TERR_INIT;      /* why the running script was stopped */
 	js_ctx *next = nullptr;       /* the watchdog's list */
 };
@@ -156,6 +159,24 @@ trace_roots(JSTracer *trc, void *data)
 		JS::TraceEdge(trc, &c->cache, "tamga js cache");
 }
 
+/* The process's resident bytes (/proc/self/statm), -1 if unknown. */
+int64_t
+resident_bytes()
+{
+	char buf[128];
+	long long size = 0, res = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f == nullptr)
+		return -1;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	if (sscanf(buf, "%lld %lld", &size, &res) != 2)
+		return -1;
+	return static_cast<int64_t>(res) * sysconf(_SC_PAGESIZE);
+}
+
 bool
 interrupt_cb(JSContext *cx)
 {
@@ -177,6 +198,20 @@ interrupt_cb(JSContext *cx)
 		}
 	} else
 		JS_MaybeGC(cx);
+	/* what the GC heap does not count (the elements of large arrays, big
+	 * strings' characters live in malloc'd memory): the process may not
+	 * grow by more than the limit while the script runs */
+	if (c->rss_start >= 0) {
+		int64_t now = resident_bytes();
+		if (now >= 0 && now - c->rss_start > static_cast<int64_t>(limit)) {
+			JS_GC(cx);
+			now = resident_bytes();
+			if (now >= 0 && now - c->rss_start > static_cast<int64_t>(limit)) {
+				c->oom = true;
+				return false;
+			}
+		}
+	}
 	return true;
 }
 
@@ -443,8 +478,16 @@ native_trampoline(JSContext *cx, unsigned argc, JS::Value *vp)
 
 struct running_guard {
 	js_ctx *c;
-	explicit running_guard(js_ctx *c_) : c(c_) { c->running.fetch_add(1); }
-	~running_guard() { c->running.fetch_sub(1); }
+	explicit running_guard(js_ctx *c_) : c(c_)
+	{
+		if (c->running.fetch_add(1) == 0)
+			c->rss_start = resident_bytes();
+	}
+	~running_guard()
+	{
+		if (c->running.fetch_sub(1) == 1)
+			c->rss_start = -1;
+	}
 };
 
 }  // namespace

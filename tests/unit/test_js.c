@@ -342,6 +342,14 @@ test_memory_limit(void)
 	TT_ASSERT(err.msg != NULL && (strstr(err.msg, "Out of memory") != NULL ||
 	                              strstr(err.msg, "out of memory") != NULL));
 	terr_clear(&err);
+	/* numbers only: the elements are malloc'd, outside the GC heap */
+	t0 = tm_now_us();
+	r = run("function () { var a = []; while (true) a.push(a.length); }", NULL, NULL, &err);
+	fprintf(stderr, "memory (elements): %d %s after %lld ms\n", err.code, err.msg ? err.msg : "",
+	        (long long)(tm_now_us() - t0) / 1000);
+	TT_ASSERT(r == NULL);
+	TT_EQ_INT(err.code, 139);
+	terr_clear(&err);
 	r = run("function () { var s = 'x'; while (true) s += s; }", NULL, NULL, &err);
 	TT_ASSERT(r == NULL);
 	TT_EQ_INT(err.code, 139);
