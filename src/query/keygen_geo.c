@@ -158,6 +158,14 @@ s2_field_cells(const geo_s2_params_t *prm, const bson_t *doc, const char *path, 
 	collect_path(doc, path, false, &raw, any);
 	for (size_t i = 0; i < raw.n; i++) {
 		geo_shape_t s;
+		const bson_value_t *e = &raw.v[i];
+		bson_iter_t eit;
+		/* null, an empty array or document: no geometry here (mongod indexes nothing) */
+		if (e->value_type == BSON_TYPE_NULL || e->value_type == BSON_TYPE_UNDEFINED ||
+		    ((e->value_type == BSON_TYPE_ARRAY || e->value_type == BSON_TYPE_DOCUMENT) &&
+		     bson_iter_init_from_data(&eit, e->value.v_doc.data, e->value.v_doc.data_len) &&
+		     !bson_iter_next(&eit)))
+			continue;
 		terr_t why = TERR_INIT;
 		uint64_t *cells = NULL;
 		size_t n = 0;
