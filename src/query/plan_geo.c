@@ -53,6 +53,7 @@ struct geo_run {
 	int64_t *seen;
 	size_t seen_cap, seen_n;
 	const geo_shape_t *shape;
+	uint64_t near_bits;         /* the filter's $near conjunct (rings answer it: not re-checked) */
 };
 
 /* ---- a set of RecordIds (open addressing, 0 = empty) ---------------------- */
@@ -226,7 +227,10 @@ plan_geo_setup(const storage_coll_t *coll, const match_t *m, const plan_request_
 			return terr_set(err, TERR_BAD_VALUE, "geoNear must be top-level expr");
 		if (match_has_text(m))
 			return terr_set(err, TERR_BAD_VALUE, "text and geoNear not allowed in same query");
-		return near_setup(coll, &gi, req, out, err);
+		if (near_setup(coll, &gi, req, out, err) != 0)
+			return -1;
+		(*out)->near_bits = match_geo_near_conjuncts(m);
+		return 0;
 	}
 	/* $geoWithin / $geoIntersects on the first field of a 2dsphere index */
 	if (gi.geo_path == NULL || coll == NULL || req->min != NULL || req->max != NULL)
@@ -410,7 +414,7 @@ consider(geo_run_t *r, const bson_t *doc, const match_t *m, int64_t recid, doubl
 		return 0;
 	if (d < lo || d < r->min_q || d > r->max_q || (last ? d > hi : d >= hi))
 		return 0;
-	if ((rc = match_exec(m, doc, NULL, err)) < 0)
+	if ((rc = match_exec_skip(m, r->near_bits, doc, err)) < 0)
 		return -1;
 	if (rc == 1)
 		hit_add(r, recid, d);
