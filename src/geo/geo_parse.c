@@ -596,8 +596,7 @@ geo_query_parse(geo_pred_t pred, const bson_value_t *arg, geo_shape_t *out, terr
 
 	memset(out, 0, sizeof *out);
 	if (arg->value_type != BSON_TYPE_DOCUMENT || !sub_iter(arg, &it) || !bson_iter_next(&it))
-		return bad(err, pred == GEO_PRED_WITHIN ? "geometry must be an object: " : "geometry must be an object: ",
-		           arg, NULL);
+		return bad(err, "geometry must be an object: ", arg, NULL);
 	k = bson_iter_key(&it);
 	v = bson_iter_value(&it);
 	if (strcmp(k, "$geometry") == 0) {
@@ -654,9 +653,12 @@ geo_near_parse(const char *opname, const bson_value_t *arg, const bson_value_t *
 	memset(out, 0, sizeof *out);
 	out->max_dist = DBL_MAX;
 	out->is_near_sphere = sphere;
-	if (!is_obj(arg))
-		return terr_set(err, TERR_BAD_VALUE, "near must be first in: %s",
-		                "{ ... }");
+	if (!is_obj(arg)) {
+		char *v = bv_to_mongo_string(arg);
+		terr_set(err, TERR_BAD_VALUE, "near must be first in: { %s: %s }", opname, v);
+		bson_free(v);
+		return -1;
+	}
 	/* {$geometry: point, $maxDistance...}, or the GeoJSON point itself
 	 * ($geoNear's near: {type: "Point", coordinates: [...]}) */
 	if (arg->value_type == BSON_TYPE_DOCUMENT && !field_of(arg, "$geometry", &g) && field_of(arg, "type", &g))
@@ -668,8 +670,7 @@ geo_near_parse(const char *opname, const bson_value_t *arg, const bson_value_t *
 		bson_value_t t;
 		if (!is_obj(&g) || !field_of(&g, "type", &t) || t.value_type != BSON_TYPE_UTF8 ||
 		    strcmp(t.value.v_utf8.str, "Point") != 0)
-			return terr_set(err, TERR_BAD_VALUE, "invalid point in geo near query $geometry argument: %s",
-			                "");
+			return bad(err, "invalid point in geo near query $geometry argument: ", &g, NULL);
 		if (parse_geojson(&g, &s, err) != 0)
 			return -1;
 		out->geojson = true;
