@@ -172,9 +172,9 @@ static double
 run_pg(PGconn *c, qkind_t q, double limit, int64_t *results)
 {
 	static const char *const sql[] = {
-		"SELECT id FROM shops ORDER BY geog <-> ST_SetSRID(ST_MakePoint($1, $2), 4326)::geography LIMIT 10",
-		"SELECT id FROM shops WHERE ST_Intersects(geog, ST_MakeEnvelope($1, $2, $1 + 0.1, $2 + 0.1, 4326)::geography)",
-		"SELECT id FROM shops WHERE ST_DWithin(geog, ST_SetSRID(ST_MakePoint($1, $2), 4326)::geography, 2000)",
+		"SELECT id FROM shops ORDER BY geog <-> ST_SetSRID(ST_MakePoint($1::float8, $2::float8), 4326)::geography LIMIT 10",
+		"SELECT id FROM shops WHERE ST_Intersects(geog, ST_MakeEnvelope($1::float8, $2::float8, $1::float8 + 0.1, $2::float8 + 0.1, 4326)::geography)",
+		"SELECT id FROM shops WHERE ST_DWithin(geog, ST_SetSRID(ST_MakePoint($1::float8, $2::float8), 4326)::geography, 2000)",
 	};
 	double t0 = now();
 	int64_t k = 0;

@@ -469,6 +469,7 @@ const agg_stage_def_t agg_stages_stats[] = {
 	    AGG_F_FIRST | AGG_F_NOT_IN_FACET},
 	{"$listSearchIndexes", search_indexes_parse, NULL, search_indexes_next, NULL, NULL, AGG_F_FIRST},
 	{"$planCacheStats", plancache_parse, NULL, nothing_next, NULL, NULL, AGG_F_FIRST | AGG_F_NOT_IN_FACET},
+	{"$geoNear", not_built_parse},
 	{"$currentOp", not_built_parse},
 	{"$listLocalSessions", local_sessions_parse, local_sessions_open, local_sessions_next, local_sessions_close,
 	    local_sessions_free, AGG_F_FIRST | AGG_F_NO_COLL | AGG_F_NOT_IN_FACET | AGG_F_NOT_IN_LOOKUP},

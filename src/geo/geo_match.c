@@ -225,14 +225,26 @@ geo_2d_params(const bson_t *spec, geo_2d_params_t *out, terr_t *err)
 {
 	double bits, mn, mx, cell;
 
+	int ibits = 26;
+	bson_iter_t it;
+
 	RET(num_field(spec, "bits", 26, &bits, err));
 	RET(num_field(spec, "max", 180.0, &mx, err));
 	RET(num_field(spec, "min", -180.0, &mn, err));
-	/* FieldParser::extractNumber into an int truncates */
-	if (!(bits >= 1 && bits < 33))
+	/* FieldParser::extractNumber into an int: BSONElement::numberInt, a
+	 * long keeps its low 32 bits, a double truncates (INT_MIN when out of range) */
+	if (spec != NULL && bson_iter_init_find(&it, spec, "bits")) {
+		if (BSON_ITER_HOLDS_INT64(&it))
+			ibits = (int)(int32_t)(uint32_t)(uint64_t)bson_iter_int64(&it);
+		else if (BSON_ITER_HOLDS_INT32(&it))
+			ibits = bson_iter_int32(&it);
+		else
+			ibits = bits >= -2147483648.0 && bits < 2147483648.0 ? (int)bits : INT32_MIN;
+	}
+	if (ibits < 1 || ibits > 32)
 		return terr_set(err, TERR_INVALID_OPTIONS,
-		                "bits for hash must be > 0 and <= 32, but %d bits were specified",
-		                isfinite(bits) && fabs(bits) < 2e9 ? (int)bits : 0);
+		                "bits for hash must be > 0 and <= 32, but %d bits were specified", ibits);
+	bits = ibits;
 	if (!(mn < mx) || isinf(mn) || isinf(mx))
 		return terr_set(err, TERR_INVALID_OPTIONS,
 		                "region for hash must be valid and have positive area, but [%g, %g] was "

@@ -710,6 +710,13 @@ plan_geo_explain(const geo_run_t *r, const storage_coll_t *coll, const match_t *
 			BSON_APPEND_DOCUMENT(&in, "keyPattern", ix->key);
 			BSON_APPEND_UTF8(&in, "indexName", ix->name);
 			BSON_APPEND_BOOL(&in, "isMultiKey", ix->multikey);
+			{
+				uint32_t masks[KEYGEN_MAX_FIELDS] = {0};
+				bson_t mk;
+				BSON_APPEND_DOCUMENT_BEGIN(&in, "multiKeyPaths", &mk);
+				keygen_multikey_paths_append(ix->key, masks, &mk);
+				bson_append_document_end(&in, &mk);
+			}
 			BSON_APPEND_BOOL(&in, "isUnique", false);
 			BSON_APPEND_BOOL(&in, "isSparse", false);
 			BSON_APPEND_BOOL(&in, "isPartial", false);
