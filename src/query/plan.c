@@ -2475,6 +2475,6 @@ plan_exec_geo_distance(const plan_exec_t *x, double *dist, bson_value_t *loc, bo
 	if (x->access != ACCESS_GEO || !plan_geo_is_near(x->geo))
 		return false;
 	*dist = plan_geo_distance(x->geo);
-	*has_loc = plan_geo_location(x->geo, loc);
+	*has_loc = plan_geo_location(x->geo, loc);   /* measured on demand: the run's cache */
 	return true;
 }

@@ -46,7 +46,8 @@ struct geo_run {
 	bool done, scanned;
 	double cur_dist;
 	bson_value_t cur_loc;
-	bool has_loc;
+	bool has_loc, loc_known;
+	bson_t cur_doc;             /* a view of the current document (valid as plan_exec_next's) */
 	/* GR_COVER: the covering intervals, their scan state and the seen set */
 	ivl_t *iv;
 	size_t niv, ivpos;
@@ -610,10 +611,9 @@ plan_geo_next(geo_run_t *r, storage_session_t *s, storage_coll_t *coll, const ma
 				continue;
 			*recid = h->recid;
 			r->cur_dist = h->dist;
-			{
-				double d;
-				r->has_loc = doc_distance(r, doc, &d, &r->cur_loc);
-			}
+			/* the location is measured again only when asked for (includeLocs) */
+			r->cur_doc = *doc;
+			r->loc_known = false;
 			st->access_returned++;
 			return 1;
 		}
@@ -642,8 +642,13 @@ plan_geo_distance(const geo_run_t *r)
 }
 
 bool
-plan_geo_location(const geo_run_t *r, bson_value_t *loc)
+plan_geo_location(geo_run_t *r, bson_value_t *loc)
 {
+	if (!r->loc_known) {
+		double d;
+		r->has_loc = doc_distance(r, &r->cur_doc, &d, &r->cur_loc);
+		r->loc_known = true;
+	}
 	if (!r->has_loc)
 		return false;
 	*loc = r->cur_loc;

@@ -53,7 +53,7 @@ bool plan_geo_is_near(const geo_run_t *r);
 /* The current document's distance (near plans) in the query's units, and
  * its nearest location (a view into the current document, valid as it). */
 double plan_geo_distance(const geo_run_t *r);
-bool plan_geo_location(const geo_run_t *r, bson_value_t *loc);
+bool plan_geo_location(geo_run_t *r, bson_value_t *loc);
 
 /* The index it uses (position in coll->indexes, -1 none). */
 int plan_geo_index(const geo_run_t *r);
