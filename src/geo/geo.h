@@ -44,7 +44,7 @@ typedef struct geo_shape {
 	double box[4];           /* BOX: min x, min y, max x, max y */
 	double *poly;            /* FLAT_POLYGON: x, y pairs (owned) */
 	size_t npoly;
-	s2w_geom_t *s2;          /* the spherical form; NULL for flat shapes and off-sphere points */
+	s2w_geom_t *s2;          /* the spherical form; NULL for flat shapes and for a stored point (xyz is enough) */
 } geo_shape_t;
 
 void geo_shape_destroy(geo_shape_t *s);

@@ -60,7 +60,14 @@ geo_shape_matches(geo_pred_t pred, const geo_shape_t *q, const geo_shape_t *doc)
 	default:
 		break;
 	}
-	if (q->s2 == NULL || doc->s2 == NULL)
+	if (q->s2 == NULL)
+		return false;
+	if (doc->kind == GEO_POINT && doc->s2 == NULL) {
+		if (!doc->sphere_ok)
+			return false;
+		return pred == GEO_PRED_WITHIN ? s2w_within_point(q->s2, doc->xyz) : s2w_intersects_point(q->s2, doc->xyz);
+	}
+	if (doc->s2 == NULL)
 		return false;
 	if (pred == GEO_PRED_WITHIN)
 		return s2w_within(q->s2, doc->s2);
@@ -101,10 +108,12 @@ geo_near_distance(const geo_near_t *n, const geo_shape_t *doc, double *out)
 			*out = geo_spheredist_deg(n->x, n->y, doc->x, doc->y);
 		return true;
 	}
-	if (doc->s2 == NULL)
+	if (doc->kind == GEO_POINT && doc->s2 == NULL && doc->sphere_ok)
+		rad = s2w_angle(n->xyz, doc->xyz);
+	else if (doc->s2 == NULL)
 		return false;
-	rad = doc->kind == GEO_POINT && doc->sphere_ok ? s2w_angle(n->xyz, doc->xyz)
-	                                               : s2w_distance(doc->s2, n->xyz);
+	else
+		rad = s2w_distance(doc->s2, n->xyz);
 	if (!isfinite(rad))
 		return false;
 	*out = n->unit_radians ? rad : rad * GEO_EARTH_RADIUS_M;
@@ -179,6 +188,26 @@ geo_s2_cells(const geo_s2_params_t *p, const geo_shape_t *s, uint64_t **cells, s
 		return terr_set(err, TERR_BAD_VALUE, "can't index geometry with strict winding order");
 	if (p->version == 1 && (s->kind != GEO_POINT && s->kind != GEO_LINE && s->kind != GEO_POLYGON))
 		return terr_set(err, TERR_BAD_VALUE, "given geometry can't be indexed in the old index format");
+	if (s->kind == GEO_POINT && s->s2 == NULL) {
+		s2w_geom_t *g;
+		int rc;
+		if (!s->sphere_ok)
+			return terr_set(err, TERR_BAD_VALUE, "can't project geometry from flat CRS into spherical CRS");
+		/* version 3: points at the finest level, one leaf cell */
+		if (p->version >= 3) {
+			if ((*cells = malloc(sizeof(uint64_t))) == NULL)
+				return terr_set(err, TERR_INTERNAL_ERROR, "out of memory");
+			(*cells)[0] = s2w_cell_from_point(s->xyz, 30);
+			*n = 1;
+			return 0;
+		}
+		if ((g = s2w_geom_new()) == NULL)
+			return terr_set(err, TERR_INTERNAL_ERROR, "out of memory");
+		s2w_geom_add_point(g, s->xyz);
+		rc = s2w_cover(g, lo, hi, p->max_cells, cells, n);
+		s2w_geom_free(g);
+		return rc != 0 ? terr_set(err, TERR_INTERNAL_ERROR, "out of memory") : 0;
+	}
 	if (s->s2 == NULL)
 		return terr_set(err, TERR_BAD_VALUE, "can't project geometry from flat CRS into spherical CRS");
 	if (p->version >= 3 && s2w_geom_is_point(s->s2))

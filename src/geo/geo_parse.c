@@ -440,12 +440,37 @@ parse_geojson_into(const bson_value_t *obj, geo_kind_t kind, geo_shape_t *out, s
 }
 
 static int
+parse_geojson_point(const bson_value_t *obj, geo_shape_t *out, terr_t *err)
+{
+	bson_value_t coords = {.value_type = BSON_TYPE_EOD};
+	geo_crs_t crs;
+
+	if (geojson_crs(obj, false, &crs, err) != 0)
+		return -1;
+	out->kind = GEO_POINT;
+	out->crs = crs;
+	field_of(obj, "coordinates", &coords);
+	if (flat_point(&coords, true, &out->x, &out->y, err) != 0)
+		return -1;
+	if (!valid_lnglat(out->x, out->y))
+		return terr_set(err, TERR_BAD_VALUE, "longitude/latitude is out of bounds, lng: %g lat: %g", out->x,
+		                out->y);
+	s2w_point_from_lnglat(out->x, out->y, out->xyz);
+	out->sphere_ok = true;
+	return 0;
+}
+
+static int
 parse_geojson(const bson_value_t *obj, geo_shape_t *out, terr_t *err)
 {
 	geo_kind_t kind;
 
 	if (!geojson_type(obj, &kind))
 		return bad(err, "unknown GeoJSON type: ", obj, NULL);
+	/* a point needs no S2 geometry (geo_shape_matches and the distances
+	 * use its unit vector); a collection's points do */
+	if (kind == GEO_POINT)
+		return parse_geojson_point(obj, out, err);
 	if ((out->s2 = s2w_geom_new()) == NULL)
 		return terr_set(err, TERR_INTERNAL_ERROR, "out of memory");
 	if (parse_geojson_into(obj, kind, out, out->s2, false, err) != 0) {
@@ -485,9 +510,6 @@ legacy_point(const bson_value_t *v, bool allow_more, geo_shape_t *out, terr_t *e
 	if (valid_lnglat(out->x, out->y)) {
 		out->sphere_ok = true;
 		s2w_point_from_lnglat(out->x, out->y, out->xyz);
-		if ((out->s2 = s2w_geom_new()) == NULL)
-			return terr_set(err, TERR_INTERNAL_ERROR, "out of memory");
-		s2w_geom_add_point(out->s2, out->xyz);
 	}
 	return 0;
 }
@@ -604,6 +626,11 @@ geo_query_parse(geo_pred_t pred, const bson_value_t *arg, geo_shape_t *out, terr
 			return bad(err, "geometry must be an object: ", arg, NULL);
 		if ((rc = parse_geojson(v, out, err)) != 0)
 			return rc;
+		if (out->s2 == NULL && out->kind == GEO_POINT) {
+			if ((out->s2 = s2w_geom_new()) == NULL)
+				return terr_set(err, TERR_INTERNAL_ERROR, "out of memory");
+			s2w_geom_add_point(out->s2, out->xyz);
+		}
 		if (pred == GEO_PRED_WITHIN && out->kind != GEO_POLYGON && out->kind != GEO_MULTIPOLYGON) {
 			geo_shape_destroy(out);
 			return bad(err, "$geoWithin not supported with provided geometry: ", arg, NULL);

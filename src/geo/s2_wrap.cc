@@ -289,6 +289,28 @@ s2w_within(const s2w_geom_t *region, const s2w_geom_t *g)
 	return true;
 }
 
+bool
+s2w_within_point(const s2w_geom_t *region, const double p[3])
+{
+	S2Point q = to_point(p);
+
+	if (region->has_cap)
+		return region->cap.Contains(q);
+	for (const auto &r : region->polys)
+		if (r->Contains(q))
+			return true;
+	return false;
+}
+
+bool
+s2w_intersects_point(const s2w_geom_t *a, const double p[3])
+{
+	s2w_geom_t pt;
+
+	pt.points.push_back(to_point(p));
+	return s2w_intersects(a, &pt);
+}
+
 static double
 parts_distance(const s2w_geom_t *g, const S2Point &p)
 {

@@ -84,6 +84,11 @@ void s2w_geom_set_cap(s2w_geom_t *g, const double center[3], double radians);
 bool s2w_within(const s2w_geom_t *region, const s2w_geom_t *g);
 bool s2w_intersects(const s2w_geom_t *a, const s2w_geom_t *b);
 
+/* s2w_within / s2w_intersects for a single point p as the second
+ * geometry, without building one. */
+bool s2w_within_point(const s2w_geom_t *region, const double p[3]);
+bool s2w_intersects_point(const s2w_geom_t *a, const double p[3]);
+
 /* Smallest angle in radians from p to g (0 inside a polygon). */
 double s2w_distance(const s2w_geom_t *g, const double p[3]);
 
