@@ -303,7 +303,9 @@ cells_to_intervals(const geo_s2_params_t *p, const uint64_t *cells, size_t n, iv
 	{
 		size_t w = 0;
 		for (size_t i = 0; i < k; i++) {
-			if (w > 0 && iv[i].lo <= iv[w - 1].hi) {
+			/* overlapping or adjacent (a parent's id sits between its
+			 * second and third children's ranges): one interval */
+			if (w > 0 && (iv[i].lo <= iv[w - 1].hi || (iv[w - 1].hi < INT64_MAX && iv[i].lo == iv[w - 1].hi + 1))) {
 				if (iv[i].hi > iv[w - 1].hi)
 					iv[w - 1].hi = iv[i].hi;
 				continue;
