@@ -239,8 +239,10 @@ geo_near_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 
 	if ((rc = agg_rt_pull(rt, &doc, err)) != 1)
 		return rc;
+	/* only the top-level pipeline's source is the near plan */
 	if (rt->x->plan == NULL || !plan_exec_geo_distance(rt->x->plan, &dist, &loc, &has_loc))
-		return terr_set(err, TERR_INTERNAL_ERROR, "$geoNear ran without its near plan");
+		return terr_set(err, TERR_NOT_IMPLEMENTED,
+		                "$geoNear is supported by Tamga only as the first stage of a top-level pipeline");
 	if (gp->has_multiplier)
 		dist *= gp->multiplier;
 	dv.value.v_double = dist;
