@@ -213,11 +213,15 @@ batch_open(bson_t *reply, const char *batch_name, size_t expect, bson_t *cur, bs
 }
 
 /* Close what batch_open opened; with id and ns unless the batch failed (the
- * dispatcher then replaces the whole reply with the error). */
+ * dispatcher then replaces the whole reply with the error); a source's
+ * batch_end adds its fields first (src may be NULL). */
 static void
-batch_close(bson_t *reply, bson_t *cur, bson_t *arr, bool failed, int64_t id, const char *ns)
+batch_close(bson_t *reply, bson_t *cur, bson_t *arr, bool failed, int64_t id, const char *ns,
+            const cursor_source_t *src, bool ended, bool pending)
 {
 	bson_append_array_end(cur, arr);
+	if (!failed && src != NULL && src->batch_end != NULL)
+		src->batch_end(src->state, ended, pending, cur);
 	if (!failed) {
 		BSON_APPEND_INT64(cur, "id", id);
 		BSON_APPEND_UTF8(cur, "ns", ns);
@@ -246,22 +250,23 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		bs = limit;
 	batch_open(reply, "firstBatch", 480, &cur, &arr);
 	if (fill_batch(src, s, &arr, bs, &limit, &pending, &exhausted, &bytes, &ended, &n, err) != 0) {
-		batch_close(reply, &cur, &arr, true, 0, ns);
+		batch_close(reply, &cur, &arr, true, 0, ns, NULL, false, false);
 		if (pending)
 			bson_destroy(pending);
 		src->free(src->state);
 		return -1;
 	}
 	/* a tailable cursor outlives the end of the data, not its limit */
-	if (opts->tailable && ended && limit != 0)
+	if (opts->tailable && ended && limit != 0 && !(src->finished != NULL && src->finished(src->state)))
 		exhausted = false;
 	if (exhausted || opts->single_batch) {
+		batch_close(reply, &cur, &arr, false, 0, ns, src, ended, pending != NULL);
 		src->free(src->state);
 		if (pending)
 			bson_destroy(pending);
 	} else {
 		if (src->save != NULL && src->save(src->state, err) != 0) {
-			batch_close(reply, &cur, &arr, true, 0, ns);
+			batch_close(reply, &cur, &arr, true, 0, ns, NULL, false, false);
 			if (pending)
 				bson_destroy(pending);
 			src->free(src->state);
@@ -296,8 +301,9 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		r->head = c;
 		r->count++;
 		pthread_mutex_unlock(&r->lock);
+		batch_close(reply, &cur, &arr, false, id, ns, &c->src, ended, pending != NULL);
+		return 0;
 	}
-	batch_close(reply, &cur, &arr, false, id, ns);
 	return 0;
 }
 
@@ -334,7 +340,7 @@ take(cursor_registry_t *r, int64_t id, bool remove)
  */
 static int
 get_more_fill(cursor_registry_t *r, cursor_t *c, storage_session_t *s, bson_t *arr, int64_t batch_size,
-              int64_t await_until, bool *exhausted, size_t *bytes, terr_t *err)
+              int64_t await_until, bool *exhausted, size_t *bytes, bool *ended_out, terr_t *err)
 {
 	cursor_source_t *src = &c->src;
 	bool ended;
@@ -347,7 +353,8 @@ get_more_fill(cursor_registry_t *r, cursor_t *c, storage_session_t *s, bson_t *a
 		if (fill_batch(src, s, arr, batch_size, &c->limit, &c->pending, exhausted, bytes, &ended, &n,
 		    err) != 0)
 			return -1;
-		if (c->tailable && ended && c->limit != 0)
+		*ended_out = ended;
+		if (c->tailable && ended && c->limit != 0 && !(src->finished != NULL && src->finished(src->state)))
 			*exhausted = false;
 		if (!c->await_data || !ended || n > 0 || *exhausted || tm_now_us() >= await_until)
 			return 0;
@@ -375,7 +382,7 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 	cursor_source_t *src;
 	bson_t cur, arr;
 	size_t bytes = 0;
-	bool exhausted = false;
+	bool exhausted = false, ended = false;
 	int64_t await_until = 0;
 	int rc = 0;
 
@@ -428,7 +435,7 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 		rc = -1;
 	} else {
 		rc = get_more_fill(r, c, s, &arr, batch_size > 0 ? batch_size : -1, await_until,
-		    &exhausted, &bytes, err);
+		    &exhausted, &bytes, &ended, err);
 		if (rc == 0 && !exhausted && src->save != NULL)
 			rc = src->save(src->state, err);
 	}
@@ -446,7 +453,7 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 		take(r, id, true);
 	pthread_mutex_unlock(&r->lock);
 
-	batch_close(reply, &cur, &arr, rc != 0, exhausted ? 0 : id, ns);
+	batch_close(reply, &cur, &arr, rc != 0, exhausted ? 0 : id, ns, &c->src, ended, c->pending != NULL);
 	if (rc != 0) {
 		cursor_destroy(c);
 		return -1;

@@ -31,6 +31,13 @@ typedef struct cursor_source {
 	int (*save)(void *state, terr_t *err);
 	int (*restore)(void *state, storage_session_t *s, terr_t *err);
 	void (*free)(void *state);
+	/* Optional (change streams): batch_end appends fields to the batch's
+	 * cursor document before id and ns (postBatchResumeToken); ended: the
+	 * source returned 0 in this batch; pending: a document read for it did
+	 * not fit and waits for the next.  finished: a tailable source ended
+	 * for good (the cursor then closes at its end). */
+	void (*batch_end)(void *state, bool ended, bool pending, bson_t *cursor);
+	bool (*finished)(void *state);
 } cursor_source_t;
 
 cursor_registry_t *cursor_registry_new(void);
