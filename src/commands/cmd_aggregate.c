@@ -480,6 +480,8 @@ CMD_HANDLER(cmd_aggregate)
 		char owner_buf[256];
 		copts.owner = cmd_cursor_owner(c, owner_buf);
 		ret = cursor_first_batch(c->engine->cursors, s, ns, &src, &copts, c->reply, err);
+		if (ret != 0 && src.batch_end != NULL)
+			cursor_change_stream_labels(err);
 	}
 err:
 	storage_coll_release(oplog_coll);

@@ -14,6 +14,7 @@
 #include <sys/random.h>
 
 #include "bson/value.h"
+#include "common/failpoint.h"
 #include "common/mem.h"
 #include "common/opctx.h"
 #include "common/version.h"
@@ -325,6 +326,55 @@ take(cursor_registry_t *r, int64_t id, bool remove)
 }
 
 #define CURSOR_KILLED 237    /* CursorKilled */
+
+void
+cursor_change_stream_labels(terr_t *err)
+{
+	/* mongod's isResumableChangeStreamError candidates (retriable,
+	 * network and shard-retargeting errors, RetryChangeStream,
+	 * FailedToSatisfyReadPreference) and ChangeStreamFatalError */
+	static const int resumable[] = {6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436, 63, 150,
+		13388, 234, 133};
+	const char *label = NULL;
+	bson_t *extra, arr;
+	bson_iter_t it;
+
+	if (err == NULL || !terr_is_set(err) ||
+	    (err->extra != NULL && bson_iter_init_find(&it, err->extra, "errorLabels")))
+		return;
+	if (err->code == 280)
+		label = "NonResumableChangeStreamError";
+	for (size_t i = 0; i < sizeof(resumable) / sizeof(resumable[0]) && label == NULL; i++)
+		if (resumable[i] == err->code)
+			label = "ResumableChangeStreamError";
+	if (label == NULL)
+		return;
+	extra = bson_new();
+	if (err->extra != NULL && bson_iter_init(&it, err->extra))
+		while (bson_iter_next(&it))
+			bson_append_iter(extra, bson_iter_key(&it), -1, &it);
+	bson_append_array_begin(extra, "errorLabels", -1, &arr);
+	BSON_APPEND_UTF8(&arr, "0", label);
+	bson_append_array_end(extra, &arr);
+	terr_set_extra_steal(err, extra);
+}
+
+/* failGetMoreAfterCursorCheckout: the getMore fails with data.errorCode
+ * once it holds the cursor. */
+static int
+get_more_fail_point(terr_t *err)
+{
+	bson_t data;
+	bson_iter_t it;
+	int code = TERR_INTERNAL_ERROR;
+
+	if (!failpoint_any_active() || !failpoint_fire("failGetMoreAfterCursorCheckout", NULL, NULL, &data))
+		return 0;
+	if (bson_iter_init_find(&it, &data, "errorCode") && BSON_ITER_HOLDS_NUMBER(&it))
+		code = (int)bson_iter_as_int64(&it);
+	bson_destroy(&data);
+	return terr_set(err, code, "Failing command via 'failGetMoreAfterCursorCheckout' failpoint");
+}
 #define INTERRUPTED_AT_SHUTDOWN 11600
 
 /* Default wait of an awaitData getMore without maxTimeMS (mongod's 1 s). */
@@ -431,7 +481,9 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 		tm_opctx_set_deadline(t0 + c->time_left_us);
 	src = &c->src;
 	batch_open(reply, "nextBatch", c->last_bytes + c->last_bytes / 8, &cur, &arr);
-	if (src->restore != NULL && src->restore(src->state, s, err) != 0) {
+	if (get_more_fail_point(err) != 0) {
+		rc = -1;
+	} else if (src->restore != NULL && src->restore(src->state, s, err) != 0) {
 		rc = -1;
 	} else {
 		rc = get_more_fill(r, c, s, &arr, batch_size > 0 ? batch_size : -1, await_until,
@@ -455,6 +507,8 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 
 	batch_close(reply, &cur, &arr, rc != 0, exhausted ? 0 : id, ns, &c->src, ended, c->pending != NULL);
 	if (rc != 0) {
+		if (c->src.batch_end != NULL)
+			cursor_change_stream_labels(err);
 		cursor_destroy(c);
 		return -1;
 	}

@@ -104,6 +104,15 @@ int cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, cons
                     const char *owner, int64_t batch_size, int64_t deadline_us, bool has_max_time,
                     bson_t *reply, terr_t *err);
 
+/* A change stream's error gets mongod's label: ResumableChangeStreamError
+ * for the errors a driver resumes after (retriable, network, retargeting,
+ * RetryChangeStream, FailedToSatisfyReadPreference), NonResumableChangeStreamError
+ * for 280 ChangeStreamFatalError; labels already there stay.  getMore on a
+ * change stream's cursor (a source with batch_end) calls it; so does the
+ * aggregate that opens one.  The fail point failGetMoreAfterCursorCheckout
+ * makes a getMore fail with its data.errorCode after it took the cursor. */
+void cursor_change_stream_labels(terr_t *err);
+
 /* killCursors: appends cursorsKilled/NotFound/Alive/Unknown arrays.  A
  * cursor in use by a getMore is alive, except an awaitData cursor: it is
  * killed (listed so), its waiting getMore fails with 237 CursorKilled
