@@ -792,6 +792,38 @@ static const struct {
 	{"collMod", c_coll_mod},
 };
 
+/* A view's definition is a document of <db>.system.views ({_id: "<db>.<view>",
+ * viewOn, pipeline}): its insert, update and delete are the view's create,
+ * modify and drop (mongod's ChangeStreamViewDefinitionEventTransformation). */
+static int
+v_view(const bson_t *op, const bson_t *o, ev_t *e, bool expanded, bool raw)
+{
+	const char *kind = str_field(op, "op"), *id = str_field(o, "_id");
+	bson_t o2;
+
+	if (id == NULL && sub_doc(op, "o2", &o2))
+		id = str_field(&o2, "_id");
+	if (id == NULL)
+		return 0;
+	split_ns(id, e->db, e->coll);
+	e->expanded_only = true;
+	e->has_uuid = false;
+	if (strcmp(kind, "i") == 0) {
+		const char *on = str_field(o, "viewOn");
+		e->type = "create";
+		copy_except(o, &e->op_desc, "_id", NULL);
+		e->has_desc = true;
+		e->ns_type = on != NULL && strncmp(on, "system.buckets.", 15) == 0 ? "timeseries" : "view";
+	} else if (strcmp(kind, "u") == 0) {
+		e->type = "modify";
+		copy_except(o, &e->op_desc, "_id", NULL);
+		e->has_desc = true;
+	} else {
+		e->type = "drop";
+	}
+	return 1;
+}
+
 static const struct {
 	char op;
 	xform_fn fn;
@@ -825,6 +857,9 @@ classify(const bson_t *op, bool expanded, bool raw, ev_t *e)
 			e->has_uuid = true;
 		}
 	}
+	if (strcmp(e->coll, "system.views") == 0 && (strcmp(kind, "i") == 0 || strcmp(kind, "u") == 0 ||
+	    strcmp(kind, "d") == 0))
+		return v_view(op, &o, e, expanded, raw);
 	for (size_t i = 0; i < sizeof(CRUD) / sizeof(CRUD[0]); i++)
 		if (kind[0] == CRUD[i].op && kind[1] == '\0')
 			return CRUD[i].fn(op, &o, e, expanded, raw);
