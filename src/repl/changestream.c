@@ -21,6 +21,7 @@
 #include "common/mem.h"
 #include "query/match.h"
 #include "repl/cs_token.h"
+#include "repl/preimage.h"
 
 enum { LVL_COLL, LVL_DB, LVL_CLUSTER };
 enum { FD_DEFAULT, FD_LOOKUP, FD_WHEN, FD_REQUIRED };
@@ -361,6 +362,7 @@ typedef struct ev {
 	const char *ns_type;
 	bool expanded_only;
 	bool is_update;            /* an operator update (updateLookup reads it) */
+	bson_t diff;               /* an operator update's $v: 2 diff (post-images) */
 } ev_t;
 
 static void
@@ -372,6 +374,7 @@ ev_init(ev_t *e)
 	bson_init(&e->op_desc);
 	bson_init(&e->upd_desc);
 	bson_init(&e->before_state);
+	bson_init(&e->diff);
 }
 
 static void
@@ -382,6 +385,7 @@ ev_destroy(ev_t *e)
 	bson_destroy(&e->op_desc);
 	bson_destroy(&e->upd_desc);
 	bson_destroy(&e->before_state);
+	bson_destroy(&e->diff);
 }
 
 static bool
@@ -628,8 +632,11 @@ x_update(const bson_t *op, const bson_t *o, ev_t *e, bool expanded, bool raw)
 	bson_iter_t it;
 
 	if (bson_iter_init_find(&it, o, "$v")) {
+		bson_t d;
 		e->type = "update";
 		e->is_update = true;
+		if (sub_doc(o, "diff", &d))
+			bson_concat(&e->diff, &d);
 		update_description(o, expanded, raw, &e->upd_desc);
 		e->has_upd = true;
 	} else {
@@ -1196,22 +1203,44 @@ handle_op(cs_run_t *r, const bson_t *op, const op_view_t *v, terr_t *err)
 		char *hex = NULL;
 		assemble(&e, v, p->expanded, &hex, ev);
 		bson_free(hex);
-		if (e.is_update && p->full_doc == FD_LOOKUP)
-			ERR(lookup(r, &e, ev, err));
-		else if (e.is_update && p->full_doc == FD_WHEN)
-			bson_append_null(ev, "fullDocument", -1);
-		else if (e.is_update && p->full_doc == FD_REQUIRED) {
-			char *j = bson_as_relaxed_extended_json(ev, NULL);
-			ret = terr_set(err, CODE_NO_MATCHING_DOCUMENT,
-			    "Change stream was configured to require a post-image for all update events, but the post-image was not found for event: %s",
-			    j);
-			bson_free(j);
-			goto err;
+		bool pre_wanted = p->before != FB_OFF && (e.is_update || strcmp(e.type, "replace") == 0 ||
+		    strcmp(e.type, "delete") == 0);
+		bool post_wanted = e.is_update && (p->full_doc == FD_WHEN || p->full_doc == FD_REQUIRED);
+		bson_t pre;
+		int found = 1;
+		/* pre-images (changeStreamPreAndPostImages) are kept for writes
+		 * outside multi-document transactions */
+		if ((pre_wanted || post_wanted) && e.has_uuid && !v->in_txn) {
+			found = repl_preimage_find(p->svc->st, r->s, e.uuid, v->ts, &pre, err);
+			if (found < 0) {
+				ret = -1;
+				goto err;
+			}
 		}
-		if (p->before != FB_OFF && (e.is_update || strcmp(e.type, "replace") == 0 || strcmp(e.type, "delete") == 0)) {
-			/* pre-images are not kept (changeStreamPreAndPostImages is
-			 * refused at create / collMod), so none is ever available */
-			if (p->before == FB_REQUIRED) {
+		if (e.is_update && p->full_doc == FD_LOOKUP) {
+			ERR(lookup(r, &e, ev, err));
+		} else if (post_wanted) {
+			bson_t post = BSON_INITIALIZER;
+			bool have = found == 0 && repl_diff_apply(&pre, &e.diff, &post);
+			if (!have && p->full_doc == FD_REQUIRED) {
+				char *j = bson_as_relaxed_extended_json(ev, NULL);
+				ret = terr_set(err, CODE_NO_MATCHING_DOCUMENT,
+				    "Change stream was configured to require a post-image for all update events, but the post-image was not found for event: %s",
+				    j);
+				bson_free(j);
+				bson_destroy(&post);
+				if (found == 0)
+					bson_destroy(&pre);
+				goto err;
+			}
+			if (have)
+				bson_append_document(ev, "fullDocument", -1, &post);
+			else
+				bson_append_null(ev, "fullDocument", -1);
+			bson_destroy(&post);
+		}
+		if (pre_wanted) {
+			if (found != 0 && p->before == FB_REQUIRED) {
 				char *j = bson_as_relaxed_extended_json(ev, NULL);
 				ret = terr_set(err, CODE_NO_MATCHING_DOCUMENT,
 				    "Change stream was configured to require a pre-image for all update, delete and replace events, but the pre-image was not found for event: %s",
@@ -1219,8 +1248,13 @@ handle_op(cs_run_t *r, const bson_t *op, const op_view_t *v, terr_t *err)
 				bson_free(j);
 				goto err;
 			}
-			bson_append_null(ev, "fullDocumentBeforeChange", -1);
+			if (found == 0)
+				bson_append_document(ev, "fullDocumentBeforeChange", -1, &pre);
+			else
+				bson_append_null(ev, "fullDocumentBeforeChange", -1);
 		}
+		if (found == 0)
+			bson_destroy(&pre);
 	}
 invalidate:
 	if (inval) {
