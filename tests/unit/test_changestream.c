@@ -14,6 +14,8 @@
 #include "common/mem.h"
 #include "repl/changestream.h"
 #include "repl/cs_token.h"
+#include "repl/oplog_diff.h"
+#include "repl/preimage.h"
 
 /* ---- tokens -------------------------------------------------------------- */
 
@@ -510,6 +512,87 @@ test_update_lookup(void)
 	    "{ \"_id\" : true, \"operationType\" : \"update\", \"fullDocument\" : { \"_id\" : 2, \"n\" : 5 }, \"fullDocumentBeforeChange\" : null }]");
 }
 
+/* A diff computed from pre to post, applied to pre, gives post back. */
+static void
+test_diff_round_trip(void)
+{
+	static const char *const pairs[][2] = {
+		{"{\"_id\": 1, \"a\": 1}", "{\"_id\": 1, \"a\": 2}"},
+		{"{\"_id\": 1, \"a\": 1, \"b\": 2}", "{\"_id\": 1, \"b\": 2}"},
+		{"{\"_id\": 1}", "{\"_id\": 1, \"n\": {\"x\": [1, 2]}}"},
+		{"{\"_id\": 1, \"o\": {\"p\": {\"q\": 1, \"r\": \"long string value here\"}, \"s\": 3}}",
+		 "{\"_id\": 1, \"o\": {\"p\": {\"q\": 2, \"r\": \"long string value here\"}, \"s\": 3}}"},
+		{"{\"_id\": 1, \"arr\": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}", "{\"_id\": 1, \"arr\": [1, 2, 30, 4, 5, 6, 7, 8, 9, 10]}"},
+		{"{\"_id\": 1, \"arr\": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}", "{\"_id\": 1, \"arr\": [1, 2, 3, 4, 5, 6, 7, 8]}"},
+		{"{\"_id\": 1, \"arr\": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}", "{\"_id\": 1, \"arr\": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]}"},
+		{"{\"_id\": 1, \"arr\": [{\"k\": 1, \"v\": \"aaaaaaaaaaaa\"}, {\"k\": 2, \"v\": \"bbbbbbbbbbbbbb\"}]}",
+		 "{\"_id\": 1, \"arr\": [{\"k\": 1, \"v\": \"aaaaaaaaaaaa\"}, {\"k\": 3, \"v\": \"bbbbbbbbbbbbbb\"}]}"},
+		{"{\"_id\": 1, \"a\": 1, \"b\": 2, \"c\": 3}", "{\"_id\": 1, \"c\": 4, \"d\": 5}"},
+	};
+
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		bson_t *pre = tt_json(pairs[i][0]), *post = tt_json(pairs[i][1]);
+		bson_t diff = BSON_INITIALIZER, out = BSON_INITIALIZER;
+		if (!repl_diff_compute(pre, post, SIZE_MAX / 2, &diff)) {
+			TT_FAIL_("no diff for %s", pairs[i][0]);
+		} else if (!repl_diff_apply(pre, &diff, &out) || !bson_equal(&out, post)) {
+			char *a = bson_as_relaxed_extended_json(&out, NULL), *d = bson_as_relaxed_extended_json(&diff, NULL);
+			TT_FAIL_("pair %zu: diff %s gave %s, want %s", i, d, a, pairs[i][1]);
+			bson_free(a);
+			bson_free(d);
+		}
+		bson_destroy(&diff);
+		bson_destroy(&out);
+		bson_destroy(pre);
+		bson_destroy(post);
+	}
+}
+
+static void
+test_pre_and_post_images(void)
+{
+	int code;
+	int64_t id, id2;
+
+	ok("pi", "{'create': 'c', 'changeStreamPreAndPostImages': {'enabled': true}}");
+	ok("pi", "{'create': 'off'}");
+	expect_code("pi", "{'collMod': 'off', 'changeStreamPreAndPostImages': {'enabled': 1}}", 14);
+	expect_code("pi", "{'collMod': 'off', 'changeStreamPreAndPostImages': {}}", 40414);
+	expect_code("pi", "{'collMod': 'off', 'changeStreamPreAndPostImages': {'enabled': true, 'x': 1}}", 40415);
+	ok("pi", "{'insert': 'c', 'documents': [{'_id': 1, 'n': 1, 'keep': 'k'}]}");
+	ok("pi", "{'insert': 'off', 'documents': [{'_id': 1, 'n': 1}]}");
+	id = open_stream("pi", "{'aggregate': 'c', 'pipeline': [{'$changeStream': {'fullDocument': 'required', "
+	    "'fullDocumentBeforeChange': 'required'}}, {'$project': {'operationType': 1, 'fullDocument': 1, 'fullDocumentBeforeChange': 1}}], 'cursor': {}}", &code);
+	ok("pi", "{'update': 'c', 'updates': [{'q': {'_id': 1}, 'u': {'$inc': {'n': 1}}}]}");
+	ok("pi", "{'update': 'c', 'updates': [{'q': {'_id': 1}, 'u': {'x': 1}}]}");
+	ok("pi", "{'delete': 'c', 'deletes': [{'q': {'_id': 1}, 'limit': 1}]}");
+	/* point-in-time images, whatever happened to the document since */
+	expect_more("pi", "c", id,
+	    "[{ \"_id\" : true, \"operationType\" : \"update\", \"fullDocument\" : { \"_id\" : 1, \"n\" : 2, \"keep\" : \"k\" }, "
+	    "\"fullDocumentBeforeChange\" : { \"_id\" : 1, \"n\" : 1, \"keep\" : \"k\" } }, "
+	    "{ \"_id\" : true, \"operationType\" : \"replace\", \"fullDocument\" : { \"_id\" : 1, \"x\" : 1 }, "
+	    "\"fullDocumentBeforeChange\" : { \"_id\" : 1, \"n\" : 2, \"keep\" : \"k\" } }, "
+	    "{ \"_id\" : true, \"operationType\" : \"delete\", \"fullDocumentBeforeChange\" : { \"_id\" : 1, \"x\" : 1 } }]");
+	/* a collection without the option: none, so required fails with 47 */
+	id2 = open_stream("pi", "{'aggregate': 'off', 'pipeline': [{'$changeStream': {'fullDocumentBeforeChange': 'required'}}], 'cursor': {}}", &code);
+	ok("pi", "{'update': 'off', 'updates': [{'q': {'_id': 1}, 'u': {'$inc': {'n': 1}}}]}");
+	{
+		char *got = more("pi", "off", id2, NULL);
+		TT_EQ_STR(got, "[error 47");
+		bson_free(got);
+	}
+	/* the option is listed, and can be turned off */
+	{
+		int rc;
+		bson_t *r = run("pi", "{'listCollections': 1, 'filter': {'name': 'c'}}", &rc);
+		char *t = tt_batch_text(r, rc, "none");
+		TT_ASSERT(strstr(t, "\"changeStreamPreAndPostImages\" : { \"enabled\" : true }") != NULL);
+		bson_free(t);
+		tt_free_reply(r);
+	}
+	ok("pi", "{'collMod': 'c', 'changeStreamPreAndPostImages': {'enabled': false}}");
+}
+
 static void
 test_standalone(void)
 {
@@ -530,6 +613,7 @@ main(void)
 	TT_RUN(test_token_order);
 	TT_RUN(test_token_malformed);
 	TT_RUN(test_standalone);
+	TT_RUN(test_diff_round_trip);
 	dir = tt_tmpdir("changestream");
 	db = tt_open_replset(dir, "replSet=rs0");
 	if (db == NULL)
@@ -540,6 +624,7 @@ main(void)
 	TT_RUN(test_transaction_events);
 	TT_RUN(test_bad_input);
 	TT_RUN(test_update_lookup);
+	TT_RUN(test_pre_and_post_images);
 	tt_close_rm(db, dir);
 	return tt_finish();
 }
