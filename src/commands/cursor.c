@@ -377,6 +377,9 @@ get_more_fail_point(terr_t *err)
 }
 #define INTERRUPTED_AT_SHUTDOWN 11600
 
+/* How long a change stream's getMore woken by a commit waits for more. */
+#define CHANGE_STREAM_COALESCE_US 300
+
 /* Default wait of an awaitData getMore without maxTimeMS (mongod's 1 s). */
 #define AWAIT_DATA_DEFAULT_US 1000000
 
@@ -412,7 +415,15 @@ get_more_fill(cursor_registry_t *r, cursor_t *c, storage_session_t *s, bson_t *a
 			return terr_set(err, INTERRUPTED_AT_SHUTDOWN, "interrupted at shutdown");
 		if (src->save != NULL && src->save(src->state, err) != 0)
 			return -1;
-		storage_coll_wait_insert(c->coll, seen, await_until);
+		/* a change stream woken by a commit lets the commits right behind it
+		 * land too (one batch for a burst of writes instead of one getMore
+		 * per write); at most CHANGE_STREAM_COALESCE_US, never past the wait */
+		if (storage_coll_wait_insert(c->coll, seen, await_until) == 1 && src->batch_end != NULL) {
+			int64_t left = await_until - tm_now_us();
+			struct timespec d = {0, (long)(left < CHANGE_STREAM_COALESCE_US ? (left > 0 ? left : 0) :
+			    CHANGE_STREAM_COALESCE_US) * 1000};
+			nanosleep(&d, NULL);
+		}
 		/* killCursors interrupts the wait, as mongod's interrupts the op */
 		if (atomic_load(&c->killed))
 			return terr_set(err, CURSOR_KILLED, "operation was interrupted");
