@@ -48,9 +48,10 @@ write_insert_one(cmd_t *c, storage_session_t *s, storage_coll_t *coll, const bso
 	bson_t *prepared = tm_bson_array_new(1);
 	int ret;
 
-	(void)c;
 	bson_init(&prepared[0]);
-	ret = write_prepare_doc_view(doc, &prepared[0], err);
+	ret = write_capped_txn_check(c, coll, false, err);
+	if (ret == 0)
+		ret = write_prepare_doc_view(doc, &prepared[0], err);
 	if (ret == 0)
 		ret = validation_check_write(coll, &prepared[0], NULL, bypass, &vr, err);
 	if (ret == 0) {
@@ -143,7 +144,7 @@ CMD_HANDLER(cmd_insert)
 		ret = 0;
 		goto err;
 	}
-	if ((s = client_session(c->client, err)) == NULL) {
+	if (write_capped_txn_check(c, coll, false, err) != 0 || (s = client_session(c->client, err)) == NULL) {
 		ret = -1;
 		goto err;
 	}
@@ -687,6 +688,10 @@ write_delete_run(cmd_t *c, storage_session_t *s, storage_coll_t *coll, const bso
 	if (coll == NULL) {
 		match_free(m);
 		return 0;
+	}
+	if (write_capped_txn_check(c, coll, true, err) != 0) {
+		match_free(m);
+		return -1;
 	}
 	memset(&d, 0, sizeof(d));
 	d.coll = coll;

@@ -29,8 +29,7 @@ enum {
 	TXN_ALLOWED = 1 << 0,      /* may run inside a multi-document transaction */
 	TXN_RETRYABLE = 1 << 1,    /* a retryable write: txnNumber without autocommit */
 	TXN_ENDS = 1 << 2,         /* commitTransaction / abortTransaction */
-	TXN_REFUSED_DDL = 1 << 3,  /* mongod allows it; Tamga's catalog changes are not
-	                            * transactional, so it is refused (README) */
+	TXN_DDL = 1 << 3,          /* creates a collection or an index: only with readConcern local */
 };
 
 /* mongod's txnCmdAllowlist (commands.cpp) and its retryable writes. */
@@ -42,8 +41,8 @@ static const struct txn_rule {
 	{"aggregate", TXN_ALLOWED},
 	{"bulkWrite", TXN_ALLOWED | TXN_RETRYABLE},
 	{"commitTransaction", TXN_ALLOWED | TXN_ENDS},
-	{"create", TXN_REFUSED_DDL},
-	{"createIndexes", TXN_REFUSED_DDL},
+	{"create", TXN_ALLOWED | TXN_DDL},
+	{"createIndexes", TXN_ALLOWED | TXN_DDL},
 	{"delete", TXN_ALLOWED | TXN_RETRYABLE},
 	{"distinct", TXN_ALLOWED},
 	{"find", TXN_ALLOWED},
@@ -68,6 +67,20 @@ bool
 cmd_in_transaction(const cmd_t *c)
 {
 	return c->txn_kind == REPL_TXN_KIND_MULTI;
+}
+
+int
+cmd_txn_check_create(cmd_t *c, const char *db, const char *name, terr_t *err)
+{
+	if (!cmd_in_transaction(c))
+		return 0;
+	if (strncmp(name, "system.", 7) == 0)
+		return terr_set(err, TERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+		    "Cannot create system collection %s.%s within a transaction.", db, name);
+	if (c->txn_session != NULL && repl_session_txn(c->txn_session)->read_concern_nonlocal)
+		return terr_set(err, TERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+		    "Cannot create namespace %s.%s in multi-document transaction.", db, name);
+	return 0;
 }
 
 /* An aggregate's $out / $merge: mongod refuses them in a transaction. */
@@ -109,9 +122,11 @@ check_allowed_in_txn(cmd_t *c, unsigned flags, terr_t *err)
 	return 0;
 }
 
-/* readConcern / writeConcern on a transaction's statements. */
+/* readConcern / writeConcern on a transaction's statements; the first
+ * statement's level is remembered in t (create and createIndexes need
+ * "local", as mongod). */
 static int
-check_concerns(cmd_t *c, bool start, unsigned flags, terr_t *err)
+check_concerns(cmd_t *c, repl_txn_state_t *t, bool start, unsigned flags, terr_t *err)
 {
 	bson_iter_t it, rc;
 
@@ -126,8 +141,13 @@ check_concerns(cmd_t *c, bool start, unsigned flags, terr_t *err)
 				return terr_set(err, TERR_INVALID_OPTIONS,
 				    "The readConcern level must be either 'local' (default), 'majority' or 'snapshot' in "
 				    "order to run in a transaction");
+			t->read_concern_nonlocal = strcmp(lv, "local") != 0;
 		}
 	}
+	if ((flags & TXN_DDL) && t->read_concern_nonlocal)
+		return terr_set(err, TERR_INVALID_OPTIONS,
+		    "Cannot run '%s' in a multi-document transaction with a readConcern level other than 'local'.",
+		    c->name);
 	if (!(flags & TXN_ENDS) && cmd_find_field(c, "writeConcern", &it))
 		return terr_set(err, TERR_INVALID_OPTIONS, "Cannot set write concern after starting a transaction.");
 	return 0;
@@ -398,9 +418,6 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 		return terr_set(err, TERR_INVALID_OPTIONS, "Specifying startTransaction=false is not allowed.");
 	flags = txn_flags(c->name);
 	if (has_auto) {
-		if (flags & TXN_REFUSED_DDL)
-			return terr_set(err, TERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
-			    "Cannot run '%s' in a multi-document transaction.", c->name);
 		RET(check_allowed_in_txn(c, flags, err));
 	} else if (!(flags & TXN_RETRYABLE)) {
 		return terr_set(err, 50768,
@@ -415,8 +432,11 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 	c->txn_kind = (int)kind;
 	/* checked once the transaction is known, as mongod's unstash does: a
 	 * failure ends the transaction (cmd_txn_leave) */
-	if (kind == REPL_TXN_KIND_MULTI)
-		RET(check_concerns(c, start, flags, err));
+	if (kind == REPL_TXN_KIND_MULTI) {
+		if (start)
+			repl_session_txn(s)->read_concern_nonlocal = false;
+		RET(check_concerns(c, repl_session_txn(s), start, flags, err));
+	}
 	if (kind == REPL_TXN_KIND_RETRYABLE) {
 		bson_t prev;
 		RET(snapshot_read_enter(c, err));   /* refuses it: writes take no snapshot readConcern */
@@ -447,6 +467,8 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 		c->txn_saved_session = c->client->session;
 		c->client->session = ts;
 		c->txn_swapped = true;
+		/* the collections the transaction created are seen by its statements only */
+		storage_session_bind_thread(ts);
 		atomic_fetch_add(&repl_txn_stats(c->engine->sessions)->current_active, 1);
 	}
 	return 0;
@@ -637,6 +659,7 @@ cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
 	if (c->txn_snapshot_ts != 0)
 		snapshot_read_leave(c);
 	if (c->txn_swapped) {
+		storage_session_bind_thread(NULL);
 		c->client->session = c->txn_saved_session;
 		c->txn_swapped = false;
 		atomic_fetch_sub(&repl_txn_stats(c->engine->sessions)->current_active, 1);

@@ -482,16 +482,17 @@ body_index_set_spec(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
 static const struct {
 	storage_op_kind_t kind;
 	body_fn fn;
-	bool crud;          /* collected in a transaction's applyOps */
+	bool crud;          /* collected in a transaction's applyOps (a create and an
+	                     * index on an empty collection can be in one too) */
 } BODIES[] = {
 	{STORAGE_OP_INSERT, body_insert, true},
 	{STORAGE_OP_UPDATE, body_update, true},
 	{STORAGE_OP_DELETE, body_delete, true},
-	{STORAGE_OP_CREATE, body_create, false},
+	{STORAGE_OP_CREATE, body_create, true},
 	{STORAGE_OP_DROP, body_drop, false},
 	{STORAGE_OP_RENAME, body_rename, false},
 	{STORAGE_OP_DROP_DB, body_drop_db, false},
-	{STORAGE_OP_INDEX_CREATE, body_index_create, false},
+	{STORAGE_OP_INDEX_CREATE, body_index_create, true},
 	{STORAGE_OP_INDEX_DROP, body_index_drop, false},
 	{STORAGE_OP_SET_OPTIONS, body_set_options, false},
 	{STORAGE_OP_INDEX_SET_SPEC, body_index_set_spec, false},
@@ -642,7 +643,7 @@ on_write(void *arg, storage_session_t *s, const storage_op_t *op, terr_t *err)
 	bson_init(&bodies[0]);
 	bson_init(&bodies[1]);
 	n = BODIES[op->kind].fn(ctx, op, bodies);
-	if (n > 0 && ctx != NULL && ctx->collect && BODIES[op->kind].crud) {
+	if (n == 1 && ctx != NULL && ctx->collect && BODIES[op->kind].crud) {
 		/* a transaction's operation: written at commit, in applyOps */
 		if (ctx->nops == ctx->cap) {
 			ctx->cap = ctx->cap ? ctx->cap * 2 : 8;

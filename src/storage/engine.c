@@ -418,6 +418,7 @@ storage_session_close(storage_session_t *s)
 	keystring_destroy(&s->ks2);
 	keystring_destroy(&s->tb);
 	bson_free(s->deltas);
+	bson_free(s->staged);
 	bson_free(s->buf);
 	bson_free(s->kbuf);
 	bson_free(s->oldk.data);
@@ -762,6 +763,12 @@ storage_txn_commit(storage_session_t *s, bool sync, terr_t *err)
 		return terr_set(err, TERR_INTERNAL_ERROR,
 		    "storage transaction failed earlier and was rolled back");
 	}
+	/* collections this transaction created: their catalog rows go into
+	 * the same WiredTiger transaction (catalog.c) */
+	if (s->nstaged > 0 && storage_staged_prepare(s, err) != 0) {
+		storage_txn_rollback(s);
+		return -1;
+	}
 	if (s->observed && s->st->obs.on_commit != NULL &&
 	    s->st->obs.on_commit(s->st->obs.arg, s, err) != 0) {
 		storage_txn_rollback(s);
@@ -774,6 +781,7 @@ storage_txn_commit(storage_session_t *s, bool sync, terr_t *err)
 	if (ret != 0) {
 		/* A failed commit is a rollback in WiredTiger. */
 		deltas_clear(s);
+		storage_staged_finish(s, false);
 		txn_ended(s, false);
 		return storage_wt_err(ret, "commit_transaction", err);
 	}
@@ -783,6 +791,7 @@ storage_txn_commit(storage_session_t *s, bool sync, terr_t *err)
 	}
 	if (!sync)
 		atomic_store(&s->st->dirty, true);
+	storage_staged_finish(s, true);
 	deltas_clear_ex(s, true);
 	txn_ended(s, true);
 	return 0;
@@ -799,6 +808,7 @@ storage_txn_rollback(storage_session_t *s)
 	s->txn_epoch++;
 	s->txn_failed = false;
 	deltas_clear(s);
+	storage_staged_finish(s, false);
 	txn_ended(s, false);
 }
 
