@@ -440,7 +440,8 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 	if (kind == REPL_TXN_KIND_RETRYABLE) {
 		bson_t prev;
 		RET(snapshot_read_enter(c, err));   /* refuses it: writes take no snapshot readConcern */
-		int r = repl_retryable_replay(s, c->name, &prev, err);
+		storage_session_t *ss = client_session(c->client, err);
+		int r = ss == NULL ? -1 : repl_retryable_replay(s, c->engine->oplog, ss, c->name, statement_count(c), &prev, err);
 		if (r < 0)
 			return r;
 		if (r == 0) {
@@ -449,6 +450,7 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 		}
 		bson_concat(c->reply, &prev);
 		bson_destroy(&prev);
+		c->txn_replayed = true;
 		return 1;
 	}
 	/* the first statement: the transaction logs as one applyOps at commit */
@@ -673,6 +675,9 @@ cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
 			repl_txn_abort_quietly(s, st);   /* as mongod: a failed statement ends the transaction */
 		else
 			repl_session_txn(s)->nstatements++;
+	} else if (c->txn_kind == REPL_TXN_KIND_RETRYABLE && c->txn_replayed) {
+		/* the first execution's row stands (rewriting it would lose its
+		 * lastWriteOpTime, which a retry after a restart reads) */
 	} else if (c->txn_kind == REPL_TXN_KIND_RETRYABLE && c->txn_row_written) {
 		/* run_retryable_in_txn wrote the row with the write */
 		if (c->txn_close_after && rc == 0 && !terr_is_set(err))

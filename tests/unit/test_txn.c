@@ -378,6 +378,32 @@ test_retryable_writes(void)
 	TT_EQ_INT(code_of("t", "{'insert': 'r', 'documents': [{'_id': 3}], 'lsid': %s, 'txnNumber': 8}", LSID_B), 225);
 	TT_EQ_INT(code_of("t", "{'insert': 'r', 'documents': [{'_id': 3}], 'lsid': %s, 'txnNumber': 11}", LSID_B), 0);
 	TT_EQ_INT(count_docs("r", "{}"), 3);
+
+	/* single-statement writes retried after a restart: the reply rebuilt
+	 * from the oplog entry (mongod's), nothing applied twice; a write that
+	 * changed nothing left no entry and runs again */
+	TT_EQ_INT(code_of("t", "{'update': 'r', 'updates': [{'q': {'_id': 9}, 'u': {'$set': {'u': 1}}, 'upsert': true}], "
+	    "'lsid': %s, 'txnNumber': 12}", LSID_C), 0);
+	TT_EQ_INT(code_of("t", "{'update': 'r', 'updates': [{'q': {'_id': 1}, 'u': {'$inc': {'n': 1}}}], 'lsid': %s, "
+	    "'txnNumber': 13}", LSID_B), 0);
+	tamga_close(db);
+	TT_ASSERT((db = tt_open_replset(dir, "replSet=rs0,enableTestCommands")) != NULL);
+	TT_EQ_INT(run_code("t", "{'insert': 'r', 'documents': [{'_id': 3}], 'lsid': " LSID_B ", 'txnNumber': 13}", &r),
+	    0);   /* statement 0 ran: an insert retry answers n: 1, as mongod, and inserts nothing */
+	TT_EQ_INT(tt_get_i64(r, "n"), 1);
+	tt_free_reply(r);
+	TT_EQ_INT(count_docs("r", "{'_id': 3}"), 1);
+	TT_EQ_INT(run_code("t", "{'update': 'r', 'updates': [{'q': {'_id': 1}, 'u': {'$inc': {'n': 1}}}], 'lsid': " LSID_B
+	    ", 'txnNumber': 13}", &r), 0);
+	TT_EQ_INT(tt_get_i64(r, "n"), 1);
+	TT_EQ_INT(tt_get_i64(r, "nModified"), 1);
+	tt_free_reply(r);
+	TT_EQ_INT(count_docs("r", "{'_id': 1, 'n': 2}"), 1);
+	TT_EQ_INT(run_code("t", "{'update': 'r', 'updates': [{'q': {'_id': 9}, 'u': {'$set': {'u': 1}}, 'upsert': true}], "
+	    "'lsid': " LSID_C ", 'txnNumber': 12}", &r), 0);
+	TT_EQ_INT(tt_get_i64(r, "upserted.0._id"), 9);
+	tt_free_reply(r);
+	TT_EQ_INT(count_docs("r", "{'_id': 9}"), 1);
 }
 
 /* readConcern snapshot outside a transaction: a read at a cluster time sees
