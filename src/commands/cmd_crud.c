@@ -534,6 +534,7 @@ CMD_HANDLER(cmd_find)
 	copts.single_batch = single_batch;
 	copts.no_timeout = no_timeout;
 	copts.connection_id = c->client->connection_id;
+	copts.read_ts = c->txn_snapshot_ts;   /* a snapshot read: its getMores read there too */
 	__atomic_fetch_add(&c->engine->counters.query, 1, __ATOMIC_RELAXED);
 	{
 		char owner_buf[256];
@@ -593,8 +594,33 @@ CMD_HANDLER(cmd_get_more)
 	__atomic_fetch_add(&c->engine->counters.getmore, 1, __ATOMIC_RELAXED);
 	{
 		char owner_buf[256];
-		return cursor_get_more(c->engine->cursors, s, id, ns, cmd_cursor_owner(c, owner_buf), bs,
+		uint64_t at = cmd_in_transaction(c) ? 0 : cursor_read_ts(c->engine->cursors, id);
+		storage_session_t *snap = NULL;
+		int rc;
+		if (at != 0) {
+			/* a snapshot read's cursor: this batch reads at the same
+			 * timestamp as its first (mongod's atClusterTime) */
+			if ((snap = storage_session_pool_get(c->engine->st, err)) == NULL)
+				return -1;
+			if (storage_txn_begin_at(snap, at, err) != 0) {
+				storage_session_pool_put(c->engine->st, snap);
+				if (err->code == TERR_INTERNAL_ERROR) {
+					terr_clear(err);
+					return terr_set(err, TERR_SNAPSHOT_TOO_OLD,
+					    "Read timestamp Timestamp(%u, %u) is older than the oldest available timestamp.",
+					    (uint32_t)(at >> 32), (uint32_t)at);
+				}
+				return -1;
+			}
+			s = snap;
+		}
+		rc = cursor_get_more(c->engine->cursors, s, id, ns, cmd_cursor_owner(c, owner_buf), bs,
 		    c->deadline_us, c->max_time_given, c->reply, err);
+		if (snap != NULL) {
+			storage_txn_rollback(snap);
+			storage_session_pool_put(c->engine->st, snap);
+		}
+		return rc;
 	}
 }
 

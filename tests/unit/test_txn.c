@@ -438,6 +438,30 @@ test_snapshot_reads(void)
 	TT_EQ_INT(run_code("t", "{'find': 's', 'readConcern': {'level': 'snapshot'}}", &r), 0);
 	TT_ASSERT(tt_get(r, "cursor.firstBatch.1", &it));
 	tt_free_reply(r);
+	/* a snapshot cursor's getMore reads at its atClusterTime too, not the
+	 * latest data: documents changed and added after the first batch are
+	 * seen as they were */
+	{
+		int64_t cid;
+		char gm[160];
+		TT_EQ_INT(code_of("t", "{'insert': 's', 'documents': [{'_id': 10, 'x': 10}, {'_id': 11, 'x': 11}, "
+		    "{'_id': 12, 'x': 12}]}"), 0);
+		TT_EQ_INT(run_code("t", "{'find': 's', 'filter': {'_id': {'$gte': 10}}, 'sort': {'_id': 1}, 'batchSize': 1, "
+		    "'readConcern': {'level': 'snapshot'}}", &r), 0);
+		TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.x"), 10);
+		cid = tt_get_i64(r, "cursor.id");
+		tt_free_reply(r);
+		TT_ASSERT(cid != 0);
+		TT_EQ_INT(code_of("t", "{'update': 's', 'updates': [{'q': {'_id': 11}, 'u': {'$set': {'x': 99}}}]}"), 0);
+		TT_EQ_INT(code_of("t", "{'delete': 's', 'deletes': [{'q': {'_id': 12}, 'limit': 1}]}"), 0);
+		TT_EQ_INT(code_of("t", "{'insert': 's', 'documents': [{'_id': 13, 'x': 13}]}"), 0);
+		snprintf(gm, sizeof(gm), "{'getMore': {'$numberLong': '%lld'}, 'collection': 's'}", (long long)cid);
+		TT_EQ_INT(run_code("t", gm, &r), 0);
+		TT_EQ_INT(tt_get_i64(r, "cursor.nextBatch.0.x"), 11);
+		TT_EQ_INT(tt_get_i64(r, "cursor.nextBatch.1.x"), 12);
+		TT_ASSERT(!tt_get(r, "cursor.nextBatch.2", &it));
+		tt_free_reply(r);
+	}
 	/* long before the oldest kept history */
 	TT_EQ_INT(code_of("t", "{'find': 's', 'readConcern': {'level': 'snapshot', 'atClusterTime': "
 	    "{'$timestamp': {'t': 1, 'i': 1}}}}"), 239);
