@@ -14,6 +14,7 @@
 #include "commands/validation.h"
 #include "commands/write.h"
 #include "query/plan.h"
+#include "repl/oplog.h"
 
 /* cmd_catalog.c */
 int cmd_cursor_options(cmd_t *c, cursor_opts_t *o, terr_t *err);
@@ -600,6 +601,7 @@ CMD_HANDLER(cmd_get_more)
 		if (at != 0) {
 			/* a snapshot read's cursor: this batch reads at the same
 			 * timestamp as its first (mongod's atClusterTime) */
+			repl_oplog_note_snapshot_read(c->engine->oplog);
 			if ((snap = storage_session_pool_get(c->engine->st, err)) == NULL)
 				return -1;
 			if (storage_txn_begin_at(snap, at, err) != 0) {

@@ -295,6 +295,7 @@ snapshot_read_enter(cmd_t *c, terr_t *err)
 		    c->name);
 	if (c->engine->oplog == NULL || !repl_oplog_exists(c->engine->oplog))
 		return terr_set(err, 246 /* SnapshotUnavailable */, "Unable to read from a snapshot: the replica set is not initiated");
+	repl_oplog_note_snapshot_read(c->engine->oplog);   /* history is kept while such reads come */
 	if (at == 0)
 		at = repl_oplog_visible(c->engine->oplog);
 	if ((ss = storage_session_pool_get(c->engine->st, err)) == NULL)
@@ -753,12 +754,9 @@ run_retryable_in_txn(cmd_t *c, const cmd_def_t *def, storage_session_t *ss, terr
 		code = rc != 0 || terr_is_set(err) ? err->code : first_write_error(c->reply);
 		if (code == 0) {
 			uint64_t ts = storage_txn_first_timestamp(ss);
-			int64_t term = 1;
-			if (c->engine->rs != NULL) {
-				repl_set_info_t in;
-				repl_set_info(c->engine->rs, &in);
-				term = in.term;
-			}
+			/* the term alone: repl_set_info also refreshes the last
+			 * applied optime (a WiredTiger query), not needed here */
+			int64_t term = c->engine->rs != NULL ? repl_set_term(c->engine->rs) : 1;
 			if (repl_retryable_record_in_txn(c->txn_session, c->engine->st, ss, c->name, c->reply, ts, term,
 			    err) != 0) {
 				storage_txn_rollback(ss);

@@ -25,6 +25,7 @@
 
 #include "common/log.h"
 #include "common/mem.h"
+#include "common/opctx.h"
 
 #define MB (1024.0 * 1024.0)
 #define DEFAULT_MIN_BYTES (990.0 * MB)
@@ -48,6 +49,10 @@ struct repl_oplog {
 	uint8_t uuid[16];
 	atomic_ullong recovered;       /* the last entry at open */
 	atomic_ullong stable;          /* last stable_timestamp set */
+	atomic_ullong oldest;          /* last oldest_timestamp set */
+	/* CLOCK_MONOTONIC ms of the last read at a past timestamp
+	 * (repl_oplog_note_snapshot_read); history is kept while recent */
+	atomic_llong snapshot_ms;
 	atomic_llong max_bytes;
 	double min_retention_hours;    /* under coll_lock */
 	/* the newest committed entry's opTime (hello's lastWrite without a
@@ -833,17 +838,46 @@ repl_oplog_last_optime(repl_oplog_t *o)
 
 /* ---- thread: stable/oldest, truncation ------------------------------------ */
 
+void
+repl_oplog_note_snapshot_read(repl_oplog_t *o)
+{
+	if (o != NULL)
+		atomic_store(&o->snapshot_ms, tm_now_us() / 1000);
+}
+
+/*
+ * stable follows the visibility point.  oldest trails it by
+ * REPL_OPLOG_HISTORY_SECS while snapshot reads are in use (one within the
+ * last REPL_OPLOG_HISTORY_SECS), and otherwise follows stable: every
+ * timestamped version younger than oldest stays in a key's update chain,
+ * and WiredTiger 3.2 walks that chain on every update of the key
+ * (__wt_update_obsolete_check), so 5 s of history on a hot key -- a
+ * session's config.transactions row, rewritten by each of its retryable
+ * writes -- cost a retryable insert 2x its CPU (docs/benchmarks.md).
+ * oldest never moves back: once reads at past times start, the window
+ * grows from there.
+ */
 static void
 move_timestamps(repl_oplog_t *o)
 {
-	repl_ts_t vis = repl_oplog_visible(o), oldest = 0;
+	repl_ts_t vis = repl_oplog_visible(o), oldest = 0, cur = atomic_load(&o->oldest);
+	int64_t since = tm_now_us() / 1000 - atomic_load(&o->snapshot_ms);
 
 	if (vis == 0 || vis <= atomic_load(&o->stable))
 		return;
-	if (repl_ts_secs(vis) > REPL_OPLOG_HISTORY_SECS)
-		oldest = REPL_TS(repl_ts_secs(vis) - REPL_OPLOG_HISTORY_SECS, 0);
-	if (storage_ts_set(o->st, vis, oldest, NULL) == 0)
+	if (atomic_load(&o->snapshot_ms) != 0 && since < REPL_OPLOG_HISTORY_SECS * 1000) {
+		if (repl_ts_secs(vis) > REPL_OPLOG_HISTORY_SECS)
+			oldest = REPL_TS(repl_ts_secs(vis) - REPL_OPLOG_HISTORY_SECS, 0);
+	} else {
+		oldest = vis;
+	}
+	if (oldest <= cur)
+		oldest = 0;   /* unchanged */
+	if (storage_ts_set(o->st, vis, oldest, NULL) == 0) {
 		atomic_store(&o->stable, vis);
+		if (oldest != 0)
+			atomic_store(&o->oldest, oldest);
+	}
 }
 
 /* The periodic no-op: only when nothing was logged since the last look. */

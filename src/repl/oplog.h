@@ -22,7 +22,8 @@
  * visibility point is WiredTiger's all_committed: every entry <= it is
  * committed; forward scans of the oplog (also find's) stop there, so a
  * reader never sees a hole.  stable_timestamp follows it, oldest_timestamp
- * trails it by REPL_OPLOG_HISTORY_SECS.
+ * trails it by REPL_OPLOG_HISTORY_SECS while reads at past timestamps are in
+ * use (repl_oplog_note_snapshot_read), and follows it otherwise.
  *
  * Lifetime: the engine opens it when started with --replSet (never for a
  * standalone) and closes it before storage_close.  Until the set is
@@ -145,6 +146,11 @@ bool repl_oplog_wait_visible(repl_oplog_t *op, repl_ts_t ts, int64_t timeout_ms)
  * IllegalOperation when the oplog does not exist.
  */
 int repl_oplog_noop(repl_oplog_t *op, storage_session_t *s, const bson_t *o, repl_oplog_optime_t *at, terr_t *err);
+
+/* A read at a past timestamp (readConcern snapshot, a snapshot cursor's
+ * getMore) is being served: keep REPL_OPLOG_HISTORY_SECS of history from now
+ * on, until none came for that long (op may be NULL). */
+void repl_oplog_note_snapshot_read(repl_oplog_t *op);
 
 /* Read the entry with exactly this ts (a retryable write's statement, a
  * transaction's prevOpTime chain): 0 with *entry initialised to a copy (the
