@@ -454,7 +454,12 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 		c->txn_replayed = true;
 		return 1;
 	}
-	/* the first statement: the transaction logs as one applyOps at commit */
+	/* the first statement: the transaction logs as one applyOps at commit,
+	 * and its writes wait for a table's lock at most
+	 * maxTransactionLockRequestTimeoutMillis (mongod's; -1 for ever) */
+	if (start && repl_txn_storage(s) != NULL)
+		storage_session_set_lock_timeout(repl_txn_storage(s),
+		    atomic_load(&c->engine->max_txn_lock_request_timeout_ms));
 	if (start) {
 		bson_t lsid;
 		if (lsid_doc(c, &lsid) && repl_txn_attach_oplog(s, c->engine->oplog, &lsid, err) != 0)

@@ -504,10 +504,18 @@ storage_session_pool_get(storage_t *st, terr_t *err)
 }
 
 void
+storage_session_set_lock_timeout(storage_session_t *s, int64_t ms)
+{
+	s->lock_timeout_set = ms >= 0;
+	s->lock_timeout_ms = ms;
+}
+
+void
 storage_session_pool_put(storage_t *st, storage_session_t *s)
 {
 	if (s == NULL)
 		return;
+	s->lock_timeout_set = false;
 	if (s->in_txn)
 		storage_txn_rollback(s);
 	if (s->cur_epoch != atomic_load(&st->cursor_epoch))
@@ -866,6 +874,16 @@ storage_txn_gate(storage_session_t *s, coll_rt_t *rt, terr_t *err)
 			s->prelocked = NULL;
 			coll_rt_release(rt);
 			d->capped_locked = true;
+		} else if (s->lock_timeout_set) {
+			struct timespec until;
+			int64_t ns;
+			clock_gettime(CLOCK_REALTIME, &until);
+			ns = until.tv_nsec + (s->lock_timeout_ms % 1000) * 1000000;
+			until.tv_sec += (time_t)(s->lock_timeout_ms / 1000 + ns / 1000000000);
+			until.tv_nsec = (long)(ns % 1000000000);
+			if (pthread_rwlock_timedrdlock(&rt->gate, &until) != 0)
+				return storage_txn_fail(s, terr_set(err, TERR_LOCK_TIMEOUT,
+				    "Unable to acquire IX lock within %lldms.", (long long)s->lock_timeout_ms));
 		} else {
 			pthread_rwlock_rdlock(&rt->gate);
 		}

@@ -84,6 +84,15 @@ bool storage_txn_active(const storage_session_t *s);
 typedef int (*storage_txn_fn)(storage_session_t *s, void *arg, terr_t *err);
 int storage_txn_run(storage_session_t *s, storage_txn_fn fn, void *arg, bool sync, terr_t *err);
 
+/* Bound how long a write on s waits for a table that an index build, an
+ * index drop or a validated collMod holds (the table's gate): past ms
+ * milliseconds the write fails with 24 LockTimeout "Unable to acquire IX
+ * lock within <ms>ms." and the transaction is failed (mongod's
+ * maxTransactionLockRequestTimeoutMillis for a multi-document transaction).
+ * ms < 0: wait for ever (the default, and again once s goes back to the
+ * pool). */
+void storage_session_set_lock_timeout(storage_session_t *s, int64_t ms);
+
 /* True when err carries the internal write-conflict marker (code 112
  * WriteConflict) that storage_txn_run retries on. */
 bool storage_is_write_conflict(const terr_t *err);

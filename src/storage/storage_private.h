@@ -183,6 +183,10 @@ struct storage_session {
 	staged_coll_t *staged;
 	int nstaged, staged_cap;
 	bool staged_locked;
+	/* storage_session_set_lock_timeout: how long a write waits for a
+	 * table's gate (lock_timeout_set false: for ever) */
+	bool lock_timeout_set;
+	int64_t lock_timeout_ms;
 };
 
 /* An ident whose drop failed (EBUSY: a cursor still open somewhere); the
