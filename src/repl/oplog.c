@@ -77,6 +77,7 @@ typedef struct sess_ctx {
 	bool wrote;
 	repl_oplog_optime_t txn_last;   /* the newest entry the open transaction wrote */
 	bool replacement;
+	const char *retry_image;   /* "preImage" / "postImage": needsRetryImage (repl_oplog_session_set_image) */
 	bool collect;
 	bson_t **ops;              /* collect mode: the transaction's operations (bson_new'd) */
 	int nops, cap;
@@ -242,6 +243,8 @@ body_update(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
 		bson_append_document_end(&body[0], &o);
 	}
 	append_id_doc(&body[0], "o2", op->doc);
+	if (ctx != NULL && ctx->has_info && ctx->retry_image != NULL)
+		bson_append_utf8(&body[0], "needsRetryImage", -1, ctx->retry_image, -1);
 	bson_destroy(&diff);
 	return 1;
 }
@@ -249,11 +252,12 @@ body_update(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
 static int
 body_delete(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
 {
-	(void)ctx;
 	bson_append_utf8(&body[0], "op", 2, "d", 1);
 	append_ns(&body[0], op->coll->db, op->coll->name);
 	append_uuid(&body[0], "ui", op->coll->uuid);
 	append_id_doc(&body[0], "o", op->old_doc);
+	if (ctx != NULL && ctx->has_info && ctx->retry_image != NULL)
+		bson_append_utf8(&body[0], "needsRetryImage", -1, ctx->retry_image, -1);
 	return 1;
 }
 
@@ -1462,6 +1466,14 @@ repl_oplog_session_set_stmt(storage_session_t *s, int32_t stmt_id)
 	ctx->stmt = stmt_id < 0 ? -1 : stmt_id;
 }
 
+void
+repl_oplog_session_set_image(storage_session_t *s, const char *kind)
+{
+	sess_ctx_t *ctx = ctx_of(s, true);
+
+	ctx->retry_image = kind;
+}
+
 repl_oplog_optime_t
 repl_oplog_session_last(storage_session_t *s)
 {
@@ -1485,6 +1497,7 @@ repl_oplog_session_clear(storage_session_t *s)
 	ctx->prev = ctx->chain = REPL_OPLOG_OPTIME_NULL;
 	ctx->collect = false;
 	ctx->replacement = false;
+	ctx->retry_image = NULL;
 	ctx_ops_clear(ctx);
 }
 

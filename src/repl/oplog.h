@@ -218,6 +218,11 @@ int repl_oplog_session_set(repl_oplog_t *op, storage_session_t *s, const bson_t 
 /* The statement id the next logged write carries (retryable writes: one
  * per statement of the batch); < 0 = none. */
 void repl_oplog_session_set_stmt(storage_session_t *s, int32_t stmt_id);
+/* A retryable findAndModify's update or delete: its entry carries
+ * needsRetryImage: kind ("preImage" or "postImage", a static string; NULL:
+ * none), as mongod 5.1+ writes it when the image is kept in
+ * config.image_collection.  Until changed or repl_oplog_session_clear. */
+void repl_oplog_session_set_image(storage_session_t *s, const char *kind);
 /* The opTime of the last entry written through s with the current session
  * info and committed ({0, -1} when none): what config.transactions records
  * as lastWriteOpTime, and what a retry finds with repl_oplog_find. */
