@@ -296,6 +296,7 @@ CMD_HANDLER(cmd_aggregate)
 		return terr_set(err, TERR_FAILED_TO_PARSE,
 		    "Aggregation explain does not support the'writeConcern' option");
 	RET(cmd_cursor_options(c, &copts, err));
+	copts.read_ts = c->txn_snapshot_ts;   /* a snapshot read: its getMores read there too */
 	{
 		/* cursor: {batchSize} and nothing else (SimpleCursorOptions) */
 		bson_t cur;

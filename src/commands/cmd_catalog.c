@@ -217,7 +217,15 @@ CMD_HANDLER(cmd_create)
 				return terr_set(err, TERR_INVALID_OPTIONS, "option not supported on a view: %s", k);
 		}
 		ERR(refuse_unsupported_create(c, err));
+		if (cmd_in_transaction(c))
+			return terr_set(err, TERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+			    "Cannot create a view in a multi-document transaction.");
 		return view_create(c, name, err);
+	}
+	if (cmd_in_transaction(c) && bson_has_field(c->body, "timeseries")) {
+		ret = terr_set(err, TERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+		    "Cannot create a time-series collection in a multi-document transaction.");
+		goto err;
 	}
 	ERR(refuse_unsupported_create(c, err));
 	ERR(create_capped(c, &options, err));
@@ -254,6 +262,13 @@ CMD_HANDLER(cmd_create)
 	ERR(validation_check_namespace(c->db, name, NULL, &options, err));
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
+	if (cmd_in_transaction(c)) {
+		/* seen by this transaction only until it commits; an existing
+		 * name is an error here even with the same options, as mongod */
+		ERR(cmd_txn_check_create(c, c->db, name, err));
+		ret = storage_coll_create_in_txn(c->engine->st, s, c->db, name, &options, err);
+		goto err;
+	}
 	ret = storage_coll_create(c->engine->st, s, c->db, name, &options, err);
 	if (ret != 0 && err->code == TERR_NAMESPACE_EXISTS &&
 	    storage_coll_get(c->engine->st, c->db, name, &existing, NULL) == 0) {

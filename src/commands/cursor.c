@@ -35,6 +35,7 @@ typedef struct cursor {
 	bson_t *pending;       /* a document read ahead that did not fit the last batch */
 	size_t last_bytes;     /* the documents' size in the last batch: the next one's room */
 	int64_t time_left_us;  /* what remains of the find's maxTimeMS (0 = none) */
+	uint64_t read_ts;      /* a snapshot read's timestamp (0 = none) */
 	struct cursor *next;
 } cursor_t;
 
@@ -279,6 +280,7 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		c->src = *src;
 		c->limit = limit;
 		c->no_timeout = opts->no_timeout;
+		c->read_ts = opts->read_ts;
 		c->tailable = opts->tailable;
 		c->await_data = opts->await_data && opts->coll != NULL;
 		if (opts->tailable && opts->coll != NULL) {
@@ -432,6 +434,19 @@ get_more_fill(cursor_registry_t *r, cursor_t *c, storage_session_t *s, bson_t *a
 		if (src->restore != NULL && src->restore(src->state, s, err) != 0)
 			return -1;
 	}
+}
+
+uint64_t
+cursor_read_ts(cursor_registry_t *r, int64_t id)
+{
+	uint64_t ts = 0;
+	cursor_t *c;
+
+	pthread_mutex_lock(&r->lock);
+	if ((c = take(r, id, false)) != NULL)
+		ts = c->read_ts;
+	pthread_mutex_unlock(&r->lock);
+	return ts;
 }
 
 int

@@ -74,6 +74,10 @@ typedef struct cursor_opts {
 	storage_coll_t *coll;
 	int64_t connection_id;
 	const char *owner;     /* authenticated user name or NULL */
+	/* A snapshot read's timestamp (readConcern snapshot outside a
+	 * transaction, 0 = none): its getMores read at it too
+	 * (cursor_read_ts). */
+	uint64_t read_ts;
 } cursor_opts_t;
 
 int cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
@@ -112,6 +116,10 @@ int cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, cons
  * aggregate that opens one.  The fail point failGetMoreAfterCursorCheckout
  * makes a getMore fail with its data.errorCode after it took the cursor. */
 void cursor_change_stream_labels(terr_t *err);
+/* The read timestamp cursor id was opened at (cursor_opts_t.read_ts), 0
+ * when none or no such cursor.  getMore begins its storage transaction at
+ * it, so a snapshot read's later batches see the same data as its first. */
+uint64_t cursor_read_ts(cursor_registry_t *r, int64_t id);
 
 /* killCursors: appends cursorsKilled/NotFound/Alive/Unknown arrays.  A
  * cursor in use by a getMore is alive, except an awaitData cursor: it is
