@@ -475,6 +475,7 @@ CMD_HANDLER(cmd_aggregate)
 		storage_coll_get(c->engine->st, REPL_OPLOG_DB, REPL_OPLOG_COLL, &oplog_coll, NULL);
 		copts.coll = oplog_coll;
 		copts.single_batch = false;
+		copts.connection_id = c->client->connection_id;
 	}
 	a = NULL;
 	{

@@ -30,6 +30,7 @@ typedef struct cursor {
 	bool await_data;       /* an empty getMore waits for an insert into coll */
 	storage_coll_t *coll;  /* referenced (tailable cursors), for the insert notifier */
 	atomic_bool killed;    /* killCursors came while an awaitData getMore waited */
+	int64_t connection_id; /* the connection that opened it (0: embedded) */
 	bool busy;
 	int64_t last_used_ms;
 	bson_t *pending;       /* a document read ahead that did not fit the last batch */
@@ -280,6 +281,7 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		c->src = *src;
 		c->limit = limit;
 		c->no_timeout = opts->no_timeout;
+		c->connection_id = opts->connection_id;
 		c->read_ts = opts->read_ts;
 		c->tailable = opts->tailable;
 		c->await_data = opts->await_data && opts->coll != NULL;
@@ -541,6 +543,31 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 	if (exhausted)
 		cursor_destroy(c);
 	return 0;
+}
+
+void
+cursor_close_connection(cursor_registry_t *r, int64_t connection_id)
+{
+	cursor_t **pp, *c, *dead = NULL;
+
+	if (r == NULL || connection_id <= 0)
+		return;
+	pthread_mutex_lock(&r->lock);
+	for (pp = &r->head; (c = *pp) != NULL;) {
+		if (c->connection_id == connection_id && c->src.batch_end != NULL && !c->busy) {
+			*pp = c->next;
+			r->count--;
+			c->next = dead;
+			dead = c;
+		} else {
+			pp = &c->next;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	while ((c = dead) != NULL) {
+		dead = c->next;
+		cursor_destroy(c);
+	}
 }
 
 void

@@ -121,6 +121,12 @@ void cursor_change_stream_labels(terr_t *err);
  * it, so a snapshot read's later batches see the same data as its first. */
 uint64_t cursor_read_ts(cursor_registry_t *r, int64_t id);
 
+/* A connection closed: the change streams it opened that no getMore is
+ * using are freed (their reader and oplog cursor; a driver resumes after
+ * 43 CursorNotFound).  Other cursors stay until killCursors or the idle
+ * timeout, as on mongod. */
+void cursor_close_connection(cursor_registry_t *r, int64_t connection_id);
+
 /* killCursors: appends cursorsKilled/NotFound/Alive/Unknown arrays.  A
  * cursor in use by a getMore is alive, except an awaitData cursor: it is
  * killed (listed so), its waiting getMore fails with 237 CursorKilled

@@ -241,6 +241,7 @@ void
 client_release(client_t *c)
 {
 	auth_client_forget(c, &c->has_auth);
+	cursor_close_connection(c->engine->cursors, c->connection_id);
 	if (c->session != NULL)
 		storage_session_pool_put(c->engine->st, c->session);
 	c->session = NULL;

@@ -141,6 +141,17 @@ async function primary(client) {
 		await s.close();
 	});
 
+	await test('closing the connection frees its change stream', async () => {
+		const a = new MongoClient(uri, { maxPoolSize: 1 });
+		await a.connect();
+		const r = await a.db('e2e_cs').command({ aggregate: 'books', pipeline: [{ $changeStream: {} }], cursor: {} });
+		assert.ok(r.cursor.id.toString() !== '0');
+		await a.close();
+		await new Promise((res) => setTimeout(res, 300));
+		const k = await client.db('e2e_cs').command({ killCursors: 'books', cursors: [r.cursor.id] });
+		assert.equal(k.cursorsNotFound.length, 1, JSON.stringify(k));
+	});
+
 	// a pooled connection's late error while the client closes is no result
 	process.on('uncaughtException', (e) => { if (!(e && e.name === 'MongoClientClosedError')) throw e; });
 	await client.close().catch(() => {});
