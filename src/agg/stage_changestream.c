@@ -27,6 +27,8 @@ cs_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	cs_plan_t *cp;
 	void *plan = NULL;
 
+	if (pc->in_lookup)
+		return terr_set(err, 51047, "%s is not allowed to be used within a $lookup stage", pc->name);
 	if (pc->host == NULL || pc->host->change_stream == NULL)
 		return terr_set(err, 40573, "The $changeStream stage is only supported on replica sets");
 	if (spec->value_type != BSON_TYPE_DOCUMENT)

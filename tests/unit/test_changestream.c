@@ -469,6 +469,8 @@ test_bad_input(void)
 	expect_code("bad", "{'aggregate': 'c', 'pipeline': [{'$match': {}}, {'$changeStream': {}}], 'cursor': {}}", 40602);
 	expect_code("bad", "{'aggregate': 'c', 'pipeline': [{'$facet': {'a': [{'$changeStream': {}}]}}], 'cursor': {}}", 40600);
 	expect_code("bad", "{'aggregate': 'c', 'pipeline': [{'$changeStreamSplitLargeEvent': {}}], 'cursor': {}}", 20);
+	expect_code("bad", "{'aggregate': 'c', 'pipeline': [{'$lookup': {'from': 'c', 'as': 'x', 'pipeline': [{'$changeStream': {}}]}}], 'cursor': {}}", 51047);
+	expect_code("bad", "{'aggregate': 'c', 'pipeline': [{'$unionWith': {'coll': 'c', 'pipeline': [{'$changeStream': {}}]}}], 'cursor': {}}", 51047);
 	expect_code("bad", "{'aggregate': 'c', 'pipeline': [{'$changeStream': {'resumeAfter': {'_data': "
 	    "'826B0F52FB000000052B022C0100296F04'}}}], 'cursor': {}}", 260);
 	/* allowed stages parse */
