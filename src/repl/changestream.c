@@ -19,6 +19,7 @@
 
 #include "bson/value.h"
 #include "common/mem.h"
+#include "common/opctx.h"
 #include "query/match.h"
 #include "repl/cs_token.h"
 #include "repl/preimage.h"
@@ -64,6 +65,7 @@ typedef struct cs_run {
 	int nq, iq, capq;
 	repl_ts_t scanned;         /* the last entry read (0: none) */
 	bool at_end;               /* the scan returned 0: reopened at restore */
+	uint64_t scanned_n;        /* entries read (for the interrupt check) */
 	bool invalidated;          /* the invalidate was handed on */
 	bson_t out;
 } cs_run_t;
@@ -1479,6 +1481,9 @@ cs_next(void *st, storage_session_t *s, const bson_t **doc, terr_t *err)
 			return 1;
 		}
 		queue_clear(r);
+		/* a long scan of entries that make no event honours maxTimeMS and killOp */
+		if ((++r->scanned_n & 1023) == 0)
+			RET(tm_interrupt_check(err));
 		if (r->cur == NULL)
 			RET(repl_oplog_scan_open(r->p->svc->op, s, r->scanned > r->after ? r->scanned : r->after, &r->cur, err));
 		rc = repl_oplog_cursor_next(r->cur, &entry, err);
