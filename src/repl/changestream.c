@@ -365,6 +365,7 @@ typedef struct ev {
 	bool expanded_only;
 	bool is_update;            /* an operator update (updateLookup reads it) */
 	bson_t diff;               /* an operator update's $v: 2 diff (post-images) */
+	bool raw_upd;              /* showRawUpdateDescription: the oplog's o as rawUpdateDescription */
 } ev_t;
 
 static void
@@ -641,6 +642,7 @@ x_update(const bson_t *op, const bson_t *o, ev_t *e, bool expanded, bool raw)
 			bson_concat(&e->diff, &d);
 		update_description(o, expanded, raw, &e->upd_desc);
 		e->has_upd = true;
+		e->raw_upd = raw;
 	} else {
 		e->type = "replace";
 		bson_concat(&e->full_doc, o);
@@ -980,7 +982,7 @@ assemble(const ev_t *e, const op_view_t *v, bool expanded, char **hex, bson_t *o
 	if (expanded && e->has_desc)
 		bson_append_document(out, "operationDescription", -1, &e->op_desc);
 	if (e->has_upd)
-		bson_append_document(out, "updateDescription", -1, &e->upd_desc);
+		bson_append_document(out, e->raw_upd ? "rawUpdateDescription" : "updateDescription", -1, &e->upd_desc);
 	if (expanded && e->has_before)
 		bson_append_document(out, "stateBeforeChange", -1, &e->before_state);
 	if (expanded && e->ns_type != NULL)

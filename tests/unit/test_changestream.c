@@ -490,6 +490,20 @@ test_bad_input(void)
 }
 
 static void
+test_raw_update_description(void)
+{
+	int code;
+	int64_t id;
+
+	ok("raw", "{'insert': 'c', 'documents': [{'_id': 1, 'n': 0}]}");
+	id = open_stream("raw", "{'aggregate': 'c', 'pipeline': [{'$changeStream': {'showRawUpdateDescription': true}}, "
+	    "{'$project': {'rawUpdateDescription': 1, 'updateDescription': 1}}], 'cursor': {}}", &code);
+	ok("raw", "{'update': 'c', 'updates': [{'q': {'_id': 1}, 'u': {'$set': {'n': 1}}}]}");
+	expect_more("raw", "c", id,
+	    "[{ \"_id\" : true, \"rawUpdateDescription\" : { \"$v\" : 2, \"diff\" : { \"u\" : { \"n\" : 1 } } } }]");
+}
+
+static void
 test_update_lookup(void)
 {
 	int code;
@@ -626,6 +640,7 @@ main(void)
 	TT_RUN(test_transaction_events);
 	TT_RUN(test_bad_input);
 	TT_RUN(test_update_lookup);
+	TT_RUN(test_raw_update_description);
 	TT_RUN(test_pre_and_post_images);
 	tt_close_rm(db, dir);
 	return tt_finish();
