@@ -307,6 +307,10 @@ CMD_HANDLER(cmd_coll_mod)
 	    has_preimages) {
 		/* only validation options change the stored options document */
 		ERR(storage_coll_set_options(c->engine->st, s, c->db, name, &opts, err));
+	} else if (c->engine->oplog != NULL && !bson_has_field(c->body, "index")) {
+		/* a collMod naming no option is still logged on a replica set, as
+		 * mongod logs it ({collMod: <name>}: change streams' modify event) */
+		ERR(storage_coll_set_options(c->engine->st, s, c->db, name, &opts, err));
 	}
 	if (bson_iter_init_find(&it, c->body, "index"))
 		ERR(cmd_index_coll_mod(c, name, &it, c->reply, err));
