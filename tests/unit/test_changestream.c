@@ -504,6 +504,24 @@ test_raw_update_description(void)
 }
 
 static void
+test_modify_event(void)
+{
+	int code;
+	int64_t id;
+
+	ok("mod", "{'create': 'c'}");
+	id = open_stream("mod", "{'aggregate': 'c', 'pipeline': [{'$changeStream': {'showExpandedEvents': true}}, "
+	    "{'$project': {'operationType': 1, 'operationDescription': 1, 'stateBeforeChange': 1}}], 'cursor': {}}", &code);
+	ok("mod", "{'collMod': 'c'}");
+	ok("mod", "{'collMod': 'c', 'validator': {'a': {'$exists': true}}}");
+	expect_more("mod", "c", id,
+	    "[{ \"_id\" : true, \"operationType\" : \"modify\", \"operationDescription\" : {  }, "
+	    "\"stateBeforeChange\" : { \"collectionOptions\" : {  } } }, "
+	    "{ \"_id\" : true, \"operationType\" : \"modify\", \"operationDescription\" : { \"validator\" : { \"a\" : { \"$exists\" : true } }, "
+	    "\"validationLevel\" : \"strict\", \"validationAction\" : \"error\" }, \"stateBeforeChange\" : { \"collectionOptions\" : {  } } }]");
+}
+
+static void
 test_update_lookup(void)
 {
 	int code;
@@ -641,6 +659,7 @@ main(void)
 	TT_RUN(test_bad_input);
 	TT_RUN(test_update_lookup);
 	TT_RUN(test_raw_update_description);
+	TT_RUN(test_modify_event);
 	TT_RUN(test_pre_and_post_images);
 	tt_close_rm(db, dir);
 	return tt_finish();
