@@ -458,6 +458,7 @@ CMD_HANDLER(cmd_server_status)
 	BSON_APPEND_BOOL(&sub, "persistent", !c->engine->opts.storage.in_memory);
 	bson_append_document_end(c->reply, &sub);
 	cmd_txn_server_status(c, c->reply);
+	cmd_toolbelt_server_status(c);   /* validation counters, $queryStats store (cmd_toolbelt.c) */
 	return 0;
 }
 
@@ -520,6 +521,9 @@ static const param_t params[] = {
 	 .wide = true, .min = 0, .strict = true},
 	/* AtomicWord<int>, validator gte: 0 */
 	{"internalQueryMaxBlockingSortMemoryUsageBytes", PARAM_INT, BOTH, HELD(sort_memory_limit), .min = 0},
+	/* int, gte: -1: $queryStats' recordings per second, 0 off (mongod's
+	 * default), -1 every query (src/toolbelt/tb_qstats.c) */
+	{"internalQueryStatsRateLimit", PARAM_INT, BOTH, HELD(qstats_rate_limit), .min = -1},
 	{"localLogicalSessionTimeoutMinutes", PARAM_INT, .i = SESSION_TIMEOUT_MINUTES, .startup = true},
 	{"logLevel", PARAM_INT, .i = 0, BOTH},
 	{"maxBSONDepth", PARAM_INT, .i = 200, .startup = true},

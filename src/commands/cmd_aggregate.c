@@ -311,6 +311,7 @@ CMD_HANDLER(cmd_aggregate)
 	a->host.get_or_create_coll = host_get_or_create;
 	a->host.list_local_sessions = host_list_sessions;
 	a->host.list_sessions_filter = host_list_sessions_filter;
+	a->host.query_stats = cmd_toolbelt_query_stats;   /* $queryStats (cmd_toolbelt.c) */
 	/* every view the stages read, and those their views read, resolves
 	 * (mongod's involved namespaces, before the pipeline is parsed) */
 	ERR(agg_view_check_involved(c->engine->st, c->db, stages, err));
