@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <strings.h>
 
 #include "bson/value.h"
 #include "common/log.h"
@@ -51,6 +52,13 @@ cmd_toolbelt_after(cmd_t *c, int rc, const terr_t *err)
 	const bson_t *md = c->client != NULL ? client_metadata(c->client) : NULL;
 	bson_iter_t it;
 
+	if (!prof && !qs)
+		return;
+	/* an awaitable hello and an awaitData getMore wait by design: not slow */
+	if (prof && ((strcmp(c->name, "hello") == 0 || strcasecmp(c->name, "isMaster") == 0) ?
+	             cmd_find_field(c, "maxAwaitTimeMS", &it) :
+	             strcmp(c->name, "getMore") == 0 && cmd_find_field(c, "maxTimeMS", &it)))
+		prof = false;
 	if (!prof && !qs)
 		return;
 	memset(&op, 0, sizeof(op));
@@ -321,7 +329,7 @@ err:
 }
 
 static const char *const infer_fields[] = {"sample", "requiredThreshold", "enumMax", "ranges", "discriminator",
-	NULL};
+	"tighten", NULL};
 
 CMD_HANDLER(cmd_infer_schema)
 {
@@ -346,6 +354,15 @@ CMD_HANDLER(cmd_infer_schema)
 		o.enum_max = bson_iter_as_int64(&it);
 	}
 	RET(cmd_get_bool(c, "ranges", &o.ranges, &found, err));
+	if (cmd_find_field(c, "tighten", &it)) {
+		/* true: types under 5% of a field's values; a number: that share */
+		if (BSON_ITER_HOLDS_BOOL(&it))
+			o.tighten = bson_iter_bool(&it) ? 0.05 : 0;
+		else if (BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_double(&it) >= 0 && bson_iter_as_double(&it) < 1)
+			o.tighten = bson_iter_as_double(&it);
+		else
+			return terr_set(err, TERR_BAD_VALUE, "tighten must be a bool or a share in [0, 1)");
+	}
 	if (cmd_find_field(c, "discriminator", &it)) {
 		if (BSON_ITER_HOLDS_BOOL(&it) && !bson_iter_bool(&it))
 			o.no_discriminator = true;

@@ -224,9 +224,25 @@ object_schema(const node_t *n, const toolbelt_infer_opts_t *o, bson_t *out, bool
 }
 
 static void
-schema_of(const node_t *n, const toolbelt_infer_opts_t *o, bson_t *out, bool top)
+schema_of(const node_t *n_in, const toolbelt_infer_opts_t *o, bson_t *out, bool top)
 {
-	int64_t nt = ntypes(n);
+	node_t tight, *n = (node_t *)n_in;
+	int64_t nt;
+
+	/* tightened: the rare types (a legacy string among ints) are left out,
+	 * so the validator rejects the documents that carry them */
+	if (o->tighten > 0 && ntypes(n) > 1) {
+		int64_t kept = 0;
+		tight = *n;
+		for (int i = 0; i < NTYPES; i++)
+			if (tight.types[i] > 0 && (double)tight.types[i] < o->tighten * (double)n->count)
+				tight.types[i] = 0;
+		for (int i = 0; i < NTYPES; i++)
+			kept += tight.types[i];
+		if (kept > 0)
+			n = &tight;
+	}
+	nt = ntypes(n);
 	bool only_numbers = true, only_strings = n->types[type_slot(BSON_TYPE_UTF8)] > 0 && nt == 1;
 
 	for (int i = 0; i < NTYPES; i++)

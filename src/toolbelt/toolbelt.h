@@ -179,6 +179,7 @@ typedef struct toolbelt_infer_opts {
 	double required_threshold; /* a field is required when present in >= this share (1.0) */
 	int64_t enum_max;          /* strings with at most this many distinct values become an enum (0: none) */
 	bool ranges;               /* minimum/maximum, minLength/maxLength */
+	double tighten;            /* > 0: leave out types seen in fewer than this share of a field's values */
 	const char *discriminator; /* NULL: detect (schemaVersion, format, type, kind, _t) */
 	bool no_discriminator;     /* never split by variant */
 } toolbelt_infer_opts_t;
