@@ -195,7 +195,14 @@ named_walk(const bson_t *d, const char *arrk, const char *namek, const char *kw,
 		if (n == NULL)
 			continue;
 		snprintf(p, sizeof(p), "%s%s.%s.", prefix, kw, n);
-		details_walk(&el, "details", p, depth, fn, ctx);
+		/* a clause's details is one document ($and), a property's an array */
+		if (bson_iter_init_find(&ni, &el, "details") && BSON_ITER_HOLDS_DOCUMENT(&ni)) {
+			bson_t one;
+			if (sub_doc(&ni, &one))
+				detail_walk(&one, p, depth + 1, fn, ctx);
+		} else {
+			details_walk(&el, "details", p, depth, fn, ctx);
+		}
 	}
 }
 

@@ -133,6 +133,7 @@ toolbelt_preview(storage_session_t *s, storage_coll_t *coll, const toolbelt_prev
 		validator = &vdoc;
 	}
 	mo.coll = coll->collation;
+	mo.disallow = MATCH_DISALLOW_TEXT | MATCH_DISALLOW_WHERE | MATCH_DISALLOW_GEO_NEAR;   /* a validator's rules */
 	if (match_compile(validator, &mo, &m, err) != 0) {
 		terr_wrap(err, "Parsing of collection validator failed");
 		return -1;

@@ -130,8 +130,11 @@ toolbelt_profile_command(const char *db, int64_t level, bool has_slowms, int64_t
 		if (level >= 0 && level <= 2)
 			p->level = (int)level;
 		if (has_filter) {
-			/* the old compiled filter may be in use by a command finishing
-			 * now: kept (a few per process at most), the new one replaces it */
+			/* filters are only evaluated under prof_mu (toolbelt_profile_op),
+			 * so the old one can go now */
+			match_free(p->match);
+			if (p->filter != NULL)
+				bson_destroy(p->filter);
 			p->match = m;
 			m = NULL;
 			p->filter = filter != NULL ? bson_copy(filter) : NULL;
@@ -426,26 +429,27 @@ toolbelt_profile_op(storage_t *st, const toolbelt_op_t *op)
 
 	if (op->ns != NULL && strstr(op->ns, ".system.profile") != NULL)
 		return;
-	pthread_mutex_lock(&prof_mu);
-	if ((p = find_db(op->db)) != NULL) {
-		level = p->level;
-		m = p->match;
-		use_filter = m != NULL;
-	}
-	pthread_mutex_unlock(&prof_mu);
 	if (sample_seed == 0)
 		sample_seed = (unsigned)(uintptr_t)&sample_seed ^ (unsigned)time(NULL);
 	sampled = r >= 1.0 || ((double)rand_r(&sample_seed) / ((double)RAND_MAX + 1.0)) < r;
 	slow = op->micros >= atomic_load(&slowms) * 1000;
 	bson_init(&entry);
 	build_entry(op, &entry);
+	pthread_mutex_lock(&prof_mu);
+	if ((p = find_db(op->db)) != NULL) {
+		level = p->level;
+		m = p->match;
+		use_filter = m != NULL;
+	}
 	if (use_filter) {
-		/* a filter replaces slowms and sampleRate for both */
+		/* a filter replaces slowms and sampleRate for both (evaluated
+		 * under the lock: a profile command may replace it) */
 		terr_t e = TERR_INIT;
 		log_it = profile_it = match_exec(m, &entry, NULL, &e) == 1;
 		terr_clear(&e);
-		profile_it = profile_it && level >= 0;
-	} else {
+	}
+	pthread_mutex_unlock(&prof_mu);
+	if (!use_filter) {
 		log_it = slow && sampled;
 		profile_it = sampled && (level == 2 || (level == 1 && slow));
 	}

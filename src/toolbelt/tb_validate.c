@@ -157,6 +157,7 @@ toolbelt_validate(storage_t *st, storage_session_t *s, storage_coll_t *coll, con
 		bson_iter_document(&vit, &l, &d);
 		bson_init_static(&vd, d, l);
 		mo.coll = coll->collation;
+	mo.disallow = MATCH_DISALLOW_TEXT | MATCH_DISALLOW_WHERE | MATCH_DISALLOW_GEO_NEAR;   /* a validator's rules */
 		if (!bson_empty(&vd) && match_compile(&vd, &mo, &validator, &e) != 0)
 			validator = NULL;
 		terr_clear(&e);
