@@ -322,7 +322,7 @@ CMD_HANDLER(cmd_validation_preview)
 	RET(tool_collection(c, "tamgaValidationPreview", &coll, err));
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
-	ERR(toolbelt_preview(s, coll, &o, c->reply, err));
+	ERR(toolbelt_preview(c->engine->st, s, coll, &o, c->reply, err));
 err:
 	storage_coll_release(coll);
 	return ret;

@@ -38,7 +38,9 @@ typedef struct node {
 	int nkids, kidcap;
 	struct node *items;        /* elements of array values */
 	char **strs;               /* distinct string values, up to DISTINCT_MAX */
+	uint64_t *strh;            /* their hashes (compared first) */
 	int nstrs;
+	int disc;                  /* a top-level field that may be a discriminator: its index, else -1 */
 	bool strs_overflow;
 	double min, max;
 	int64_t minlen, maxlen;
@@ -74,6 +76,7 @@ node_new(const char *name)
 	n->min = DBL_MAX;
 	n->max = -DBL_MAX;
 	n->minlen = n->minitems = INT64_MAX;
+	n->disc = -1;
 	return n;
 }
 
@@ -89,13 +92,18 @@ node_free(node_t *n)
 	for (int i = 0; i < n->nstrs; i++)
 		bson_free(n->strs[i]);
 	bson_free(n->strs);
+	bson_free(n->strh);
 	bson_free(n->name);
 	bson_free(n);
 }
 
 static node_t *
-kid(node_t *n, const char *name)
+kid(node_t *n, const char *name, int hint)
 {
+	/* documents of a collection mostly keep their fields in one order: the
+	 * hint-th child is the likely one */
+	if (hint < n->nkids && strcmp(n->kids[hint]->name, name) == 0)
+		return n->kids[hint];
 	for (int i = 0; i < n->nkids; i++)
 		if (strcmp(n->kids[i]->name, name) == 0)
 			return n->kids[i];
@@ -153,15 +161,22 @@ add_value(node_t *n, const bson_iter_t *it, int depth)
 		if (chars > n->maxlen)
 			n->maxlen = chars;
 		if (!n->strs_overflow) {
+			uint64_t h = 1469598103934665603ULL;
 			int i;
+			for (uint32_t k = 0; k < l; k++) {
+				h ^= (unsigned char)s[k];
+				h *= 1099511628211ULL;
+			}
 			for (i = 0; i < n->nstrs; i++)
-				if (strcmp(n->strs[i], s) == 0)
+				if (n->strh[i] == h && strcmp(n->strs[i], s) == 0)
 					break;
 			if (i == n->nstrs) {
 				if (n->nstrs == DISTINCT_MAX || l > 256) {
 					n->strs_overflow = true;
 				} else {
 					n->strs = bson_realloc(n->strs, (size_t)(n->nstrs + 1) * sizeof(*n->strs));
+					n->strh = bson_realloc(n->strh, (size_t)(n->nstrs + 1) * sizeof(*n->strh));
+					n->strh[n->nstrs] = h;
 					n->strs[n->nstrs++] = bson_strdup(s);
 				}
 			}
@@ -173,9 +188,10 @@ static void
 add_doc(node_t *n, const bson_iter_t *children, int depth)
 {
 	bson_iter_t c = *children;
+	int pos = 0;
 
 	while (bson_iter_next(&c))
-		add_value(kid(n, bson_iter_key(&c)), &c, depth);
+		add_value(kid(n, bson_iter_key(&c), pos++), &c, depth);
 }
 
 static int64_t
@@ -372,22 +388,25 @@ typedef struct disc {
 	bool dead;                 /* too many values, or not a scalar */
 } disc_t;
 
+/* Count the document's value of d's field: it (NULL: the field is missing);
+ * doc, in the second pass, is added to its variant's tree. */
 static void
-disc_add(disc_t *d, const bson_t *doc, bool build)
+disc_add(disc_t *d, const bson_iter_t *it, const bson_t *doc)
 {
-	bson_iter_t it, c;
+	bson_iter_t c;
 	bson_value_t missing = {.value_type = BSON_TYPE_EOD};
 	const bson_value_t *v = &missing;
+	bool build = doc != NULL;
 	int i;
 
 	if (d->dead)
 		return;
-	if (bson_iter_init_find(&it, doc, d->field)) {
-		if (!(BSON_ITER_HOLDS_UTF8(&it) || BSON_ITER_HOLDS_NUMBER(&it) || BSON_ITER_HOLDS_BOOL(&it))) {
+	if (it != NULL) {
+		if (!(BSON_ITER_HOLDS_UTF8(it) || BSON_ITER_HOLDS_NUMBER(it) || BSON_ITER_HOLDS_BOOL(it))) {
 			d->dead = true;
 			return;
 		}
-		v = bson_iter_value(&it);
+		v = bson_iter_value((bson_iter_t *)it);
 	}
 	for (i = 0; i < d->n; i++)
 		if ((d->v[i].value.value_type == BSON_TYPE_EOD) == (v->value_type == BSON_TYPE_EOD) &&
@@ -463,10 +482,28 @@ toolbelt_infer(storage_session_t *s, storage_coll_t *coll, const toolbelt_infer_
 		n++;
 		root->count++;
 		root->objects++;
-		if (bson_iter_init(&it, &doc))
-			add_doc(root, &it, 1);
-		for (int i = 0; i < ndiscs; i++)
-			disc_add(&discs[i], &doc, false);
+		/* the top level by hand: the candidate discriminators are noted on
+		 * their nodes once, and read from this same iteration */
+		if (bson_iter_init(&it, &doc)) {
+			bool present[8] = {false};
+			int pos = 0;
+			while (bson_iter_next(&it)) {
+				int before = root->nkids;
+				node_t *k = kid(root, bson_iter_key(&it), pos++);
+				if (root->nkids != before)
+					for (int i = 0; i < ndiscs; i++)
+						if (strcmp(discs[i].field, k->name) == 0)
+							k->disc = i;
+				add_value(k, &it, 1);
+				if (k->disc >= 0 && !present[k->disc]) {
+					present[k->disc] = true;
+					disc_add(&discs[k->disc], &it, NULL);
+				}
+			}
+			for (int i = 0; i < ndiscs; i++)
+				if (!present[i])
+					disc_add(&discs[i], NULL, NULL);
+		}
 	}
 	storage_cursor_close(cur);
 	cur = NULL;
@@ -499,7 +536,10 @@ toolbelt_infer(storage_session_t *s, storage_coll_t *coll, const toolbelt_infer_
 				break;
 			ERR(tm_interrupt_check(err));
 			m++;
-			disc_add(chosen, &doc, true);
+			{
+				bson_iter_t fit;
+				disc_add(chosen, bson_iter_init_find(&fit, &doc, chosen->field) ? &fit : NULL, &doc);
+			}
 		}
 		storage_cursor_close(cur);
 		cur = NULL;

@@ -429,10 +429,23 @@ toolbelt_profile_op(storage_t *st, const toolbelt_op_t *op)
 
 	if (op->ns != NULL && strstr(op->ns, ".system.profile") != NULL)
 		return;
+	slow = op->micros >= atomic_load(&slowms) * 1000;
+	/* the common case first, before any entry is built: a fast command on
+	 * a database at level 0 or 1 without a filter */
+	if (!slow) {
+		bool filtered = false;
+		pthread_mutex_lock(&prof_mu);
+		if ((p = find_db(op->db)) != NULL) {
+			level = p->level;
+			filtered = p->match != NULL;
+		}
+		pthread_mutex_unlock(&prof_mu);
+		if (!filtered && level < 2)
+			return;
+	}
 	if (sample_seed == 0)
 		sample_seed = (unsigned)(uintptr_t)&sample_seed ^ (unsigned)time(NULL);
 	sampled = r >= 1.0 || ((double)rand_r(&sample_seed) / ((double)RAND_MAX + 1.0)) < r;
-	slow = op->micros >= atomic_load(&slowms) * 1000;
 	bson_init(&entry);
 	build_entry(op, &entry);
 	pthread_mutex_lock(&prof_mu);

@@ -156,21 +156,22 @@ typedef struct toolbelt_preview_opts {
 	const bson_t *validator;   /* the candidate ({$jsonSchema: ...}); NULL: the collection's */
 	int64_t max_ids;           /* offending _ids kept per rule (default 10) */
 	int64_t limit;             /* documents this call scans; 0 = to the end */
-	const bson_value_t *resume_after;   /* scan the _ids after this one (NULL: from the start) */
+	const bson_value_t *resume_after;   /* go on after the document with this _id (NULL: from the start) */
 } toolbelt_preview_opts_t;
 
 /*
- * One pass over coll in _id order (through the _id index, so the scan can
- * resume from the last _id), outside any transaction and without the
- * catalog lock: writers are never held.  Appends {ns, validator,
+ * One pass over coll in natural order, resumable after the document with
+ * a given _id (the last one of the previous page), outside any transaction
+ * and without the catalog lock: writers are never held.  Appends {ns, validator,
  * scanned, failed, passed, rules: [{rule, failed, examples: [{_id,
  * errInfo}]}], levels: {strict, moderate, constraint, off}, complete,
  * resumeAfter?}.  Errors: 9 / 2 for a validator that does not compile
  * ("Parsing of collection validator failed :: caused by :: ..."), 2 for a
- * collection without a validator when none is given.
+ * collection without a validator when none is given, 2 for a resume _id
+ * that is not in the collection (any more).
  */
-int toolbelt_preview(storage_session_t *s, storage_coll_t *coll, const toolbelt_preview_opts_t *o, bson_t *reply,
-                     terr_t *err);
+int toolbelt_preview(storage_t *st, storage_session_t *s, storage_coll_t *coll, const toolbelt_preview_opts_t *o,
+                     bson_t *reply, terr_t *err);
 
 /* ---- inference (tb_infer.c) --------------------------------------------------- */
 

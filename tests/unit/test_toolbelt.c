@@ -364,7 +364,13 @@ test_preview_pages(tamga_t *db)
 	TT_ASSERT(!tt_get(r, "resumeAfter", &it));
 	tt_free_reply(r);
 	/* bad input, with mongod's codes where it has one */
-	TT_EQ_INT(run_code(db, "{\"tamgaValidationPreview\": \"p\", \"resumeAfter\": 5, \"validator\": {}}"), 2);
+	TT_EQ_INT(run_code(db, "{\"tamgaValidationPreview\": \"p\", \"resumeAfter\": 99, \"validator\": {}}"), 2);
+	/* after the last document: nothing left, complete */
+	r = tt_run_json(db, "t", "{\"tamgaValidationPreview\": \"p\", \"resumeAfter\": 5, \"validator\": {}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(tt_get_i64(r, "scanned"), 0);
+	TT_ASSERT(tt_get(r, "complete", &it) && bson_iter_bool(&it));
+	tt_free_reply(r);
 	TT_EQ_INT(run_code(db, "{\"tamgaValidationPreview\": \"p\"}"), 2);
 	TT_EQ_INT(run_code(db, "{\"tamgaValidationPreview\": \"p\", \"validator\": {\"$where\": \"1\"}}"), 2);
 	TT_EQ_INT(run_code(db, "{\"tamgaValidationPreview\": \"nope\", \"validator\": {}}"), 26);
@@ -374,6 +380,49 @@ test_preview_pages(tamga_t *db)
 	/* never writes: the collection is as it was */
 	r = tt_run_json(db, "t", "{\"count\": \"p\"}", &rc);
 	TT_EQ_INT(tt_get_i64(r, "n"), 5);
+	tt_free_reply(r);
+}
+
+/* A whole scan past PREVIEW_SPLIT_MIN documents runs on several threads:
+ * the counts and the examples (in natural order) are those of one pass. */
+static void
+test_preview_split(tamga_t *db)
+{
+	int rc;
+	bson_t *r;
+	bson_iter_t it;
+
+	for (int b = 0; b < 60; b++) {
+		bson_string_t *js = bson_string_new("{\"insert\": \"big\", \"documents\": [");
+		for (int i = 0; i < 1000; i++) {
+			int id = b * 1000 + i;
+			bson_string_append_printf(js, "%s{\"_id\": %d, \"a\": %s}", i ? ", " : "", id,
+			    id % 1000 == 7 ? "\"x\"" : "1");
+		}
+		bson_string_append(js, "]}");
+		run_ok(db, js->str);
+		bson_string_free(js, true);
+	}
+	r = tt_run_json(db, "t", "{\"tamgaValidationPreview\": \"big\", \"validator\": {\"a\": {\"$type\": \"int\"}}, "
+	    "\"maxIds\": 3}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(tt_get_i64(r, "scanned"), 60000);
+	TT_EQ_INT(tt_get_i64(r, "failed"), 60);
+	TT_EQ_STR(tt_get_str(r, "rules.0.rule"), "a.$type");
+	TT_EQ_INT(tt_get_i64(r, "rules.0.failed"), 60);
+	TT_EQ_INT(tt_get_i64(r, "rules.0.examples.0._id"), 7);
+	TT_EQ_INT(tt_get_i64(r, "rules.0.examples.1._id"), 1007);
+	TT_EQ_INT(tt_get_i64(r, "rules.0.examples.2._id"), 2007);
+	TT_ASSERT(!tt_get(r, "rules.0.examples.3", &it));
+	TT_EQ_INT(tt_get_i64(r, "levels.constraint.firstOffendingId"), 7);
+	TT_ASSERT(tt_get(r, "complete", &it) && bson_iter_bool(&it));
+	tt_free_reply(r);
+	/* and from a resume point */
+	r = tt_run_json(db, "t", "{\"tamgaValidationPreview\": \"big\", \"validator\": {\"a\": {\"$type\": \"int\"}}, "
+	    "\"resumeAfter\": 1007}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "scanned"), 60000 - 1008);
+	TT_EQ_INT(tt_get_i64(r, "failed"), 58);
+	TT_EQ_INT(tt_get_i64(r, "rules.0.examples.0._id"), 2007);
 	tt_free_reply(r);
 }
 
@@ -535,6 +584,9 @@ main(void)
 		tt_cur_name = "test_preview_pages"; tt_cur_failed = 0; test_preview_pages(d);
 		if (tt_cur_failed) { tt_failed++; fprintf(stderr, "not ok - test_preview_pages\n"); }
 		else { tt_passed++; fprintf(stderr, "ok - test_preview_pages\n"); }
+		tt_cur_name = "test_preview_split"; tt_cur_failed = 0; test_preview_split(d);
+		if (tt_cur_failed) { tt_failed++; fprintf(stderr, "not ok - test_preview_split\n"); }
+		else { tt_passed++; fprintf(stderr, "ok - test_preview_split\n"); }
 		tt_cur_name = "test_infer"; tt_cur_failed = 0; test_infer(d);
 		if (tt_cur_failed) { tt_failed++; fprintf(stderr, "not ok - test_infer\n"); }
 		else { tt_passed++; fprintf(stderr, "ok - test_infer\n"); }
