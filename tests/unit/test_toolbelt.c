@@ -565,6 +565,43 @@ test_validate_command(tamga_t *db)
 	run_ok(db, "{\"validate\": \"q\", \"full\": true}");
 }
 
+static void
+test_qstats_parameters(tamga_t *db)
+{
+	int rc;
+	bson_t *r;
+
+	r = tt_run_json(db, "admin", "{\"setParameter\": 1, \"internalQueryStatsCacheSize\": \"2MB\"}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_STR(tt_get_str(r, "was"), "1%");
+	tt_free_reply(r);
+	r = tt_run_json(db, "admin", "{\"getParameter\": 1, \"internalQueryStatsCacheSize\": 1, "
+	    "\"internalQueryStatsRateLimit\": 1}", &rc);
+	TT_EQ_STR(tt_get_str(r, "internalQueryStatsCacheSize"), "2MB");
+	TT_EQ_INT(tt_get_i64(r, "internalQueryStatsRateLimit"), 0);
+	tt_free_reply(r);
+	r = tt_run_json(db, "admin", "{\"setParameter\": 1, \"internalQueryStatsCacheSize\": \"much\"}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "code"), 2);
+	tt_free_reply(r);
+	r = tt_run_json(db, "admin", "{\"setParameter\": 1, \"internalQueryStatsRateLimit\": -2}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "code"), 2);
+	tt_free_reply(r);
+	/* on: a find is recorded, $queryStats shows it */
+	r = tt_run_json(db, "admin", "{\"setParameter\": 1, \"internalQueryStatsRateLimit\": -1}", &rc);
+	tt_free_reply(r);
+	run_ok(db, "{\"find\": \"q\", \"filter\": {\"zz\": {\"$gt\": 3}}}");
+	r = tt_run_json(db, "admin", "{\"aggregate\": 1, \"pipeline\": [{\"$queryStats\": {}}, {\"$match\": "
+	    "{\"key.queryShape.filter.zz\": {\"$exists\": true}}}], \"cursor\": {}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.key.queryShape.filter.zz.$gt"), "?number");
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.metrics.execCount"), 1);
+	tt_free_reply(r);
+	r = tt_run_json(db, "admin", "{\"setParameter\": 1, \"internalQueryStatsRateLimit\": 0, "
+	    "\"internalQueryStatsCacheSize\": \"1%\"}", &rc);
+	TT_EQ_INT(rc, 0);
+	tt_free_reply(r);
+}
+
 int
 main(void)
 {
@@ -593,6 +630,9 @@ main(void)
 		tt_cur_name = "test_profiler"; tt_cur_failed = 0; test_profiler(d);
 		if (tt_cur_failed) { tt_failed++; fprintf(stderr, "not ok - test_profiler\n"); }
 		else { tt_passed++; fprintf(stderr, "ok - test_profiler\n"); }
+		tt_cur_name = "test_qstats_parameters"; tt_cur_failed = 0; test_qstats_parameters(d);
+		if (tt_cur_failed) { tt_failed++; fprintf(stderr, "not ok - test_qstats_parameters\n"); }
+		else { tt_passed++; fprintf(stderr, "ok - test_qstats_parameters\n"); }
 		tt_cur_name = "test_validate_command"; tt_cur_failed = 0; test_validate_command(d);
 		if (tt_cur_failed) { tt_failed++; fprintf(stderr, "not ok - test_validate_command\n"); }
 		else { tt_passed++; fprintf(stderr, "ok - test_validate_command\n"); }

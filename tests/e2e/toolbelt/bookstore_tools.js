@@ -167,4 +167,9 @@ r = cmd(admin, { aggregate: 1, pipeline: [{ $queryStats: { transformIdentifiers:
 print("bad algorithm:", r.code);
 r = cmd(bs, { aggregate: 1, pipeline: [{ $queryStats: {} }], cursor: {} });
 print("not admin:", r.code, r.errmsg);
+// the same $lookup on every read of the book page: ten more times
+for (let i = 0; i < 10; i++) bs.books.aggregate([{ $match: { year: 1965 + i } }, { $lookup: { from: "reviews",
+  localField: "_id", foreignField: "bookId", as: "r" } }]).toArray();
+const lk = cmd(bs, { tamgaSchemaAdvice: "books" }).findings.filter(f => f.type === "lookupEveryRead");
+print("lookup on every read:", lk.length, lk.length ? N(lk[0].evidence.executions) + " executions -> " + lk[0].pattern : "");
 cmd(admin, { setParameter: 1, internalQueryStatsRateLimit: 0 });
