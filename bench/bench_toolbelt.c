@@ -6,8 +6,12 @@
  *                     over the collection (docs/s) against a plain full scan
  *                     of it (find {}, drained, docs/s); three rounds, best
  *                     of each.  Target: ratio >= 0.7.
- *   infer_full        tamgaInferSchema over all N documents, docs/s (and the
- *                     seconds on stderr).  Target: 1M in under 2 s.
+ *   infer_full        tamgaInferSchema over all N documents, docs/s and
+ *                     seconds.  Target: 1M in under 2 s.
+ *   infer_sample      tamgaInferSchema with sample: BENCH_INFER_PEER_N (the
+ *                     first 100 000) against the mongodb-schema npm package
+ *                     on the same documents (bench_infer_peer.js, its rate in
+ *                     BENCH_INFER_PEER from run.sh), docs/s.
  *   profiler_qstats   through tamgad (TAMGA_URI, libmongoc, one
  *                     connection): find by _id with profiling at level 1,
  *                     slowms 100 and $queryStats on
@@ -136,7 +140,27 @@ embedded_cases(const char *workdir)
 	bson_destroy(&reply);
 	bson_destroy(c);
 	fprintf(stderr, "bench_toolbelt: tamgaInferSchema over %lld documents: %.2f s\n", (long long)N, x);
-	report_peer_na("infer_full", (double)N / x, "mongodb-schema", "the npm package is not pinned in tests/clients");
+	printf("bench infer_full: tamga %.0f docs/s, %.2f s for %lld documents (target: 1M in under 2 s)\n",
+	    (double)N / x, x, (long long)N);
+	/* beside mongodb-schema (run.sh ran bench_infer_peer.js on the first
+	 * BENCH_INFER_PEER_N documents of the same shape): the same count, sampled
+	 * the same way (the first ones) */
+	{
+		const char *peer = getenv("BENCH_INFER_PEER"), *pn = getenv("BENCH_INFER_PEER_N");
+		int64_t sample = pn != NULL ? atoll(pn) : 0;
+		if (peer != NULL && sample > 0 && sample <= N) {
+			c = BCON_NEW("tamgaInferSchema", "reviews", "sample", BCON_INT64(sample));
+			t0 = now();
+			tcmd(t, DB, c, &reply);
+			x = now() - t0;
+			bson_destroy(&reply);
+			bson_destroy(c);
+			report("infer_sample", (double)sample / x, "mongodb_schema", atof(peer));
+		} else {
+			report_peer_na("infer_sample", (double)N / x, "mongodb_schema",
+			    "bench_infer_peer.js did not run (no node or no mongodb-schema in tests/clients)");
+		}
+	}
 	bson_destroy(schema);
 	tamga_close(t);
 }

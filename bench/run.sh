@@ -181,6 +181,17 @@ for b in $only; do
 	if [ "$b" = repl ] && [ -z "$rs_pid" ]; then
 		start_tamgad_rs
 	fi
+	# --- issue 20: inference's peer, the mongodb-schema npm package, on the
+	# first 100 000 reviews (it analyses about 10 000 documents a second) ---
+	if [ "$b" = toolbelt ] && command -v node >/dev/null 2>&1 &&
+	    [ -d "$(dirname "$0")/../tests/clients/node_modules/mongodb-schema" ]; then
+		peer_n=$(( BENCH_N < 100000 ? BENCH_N : 100000 ))
+		if peer=$(BENCH_N=$peer_n node "$(dirname "$0")/bench_infer_peer.js"); then
+			export BENCH_INFER_PEER=$(echo "$peer" | cut -d' ' -f2) BENCH_INFER_PEER_N=$peer_n
+			echo "run.sh: mongodb-schema: $peer_n documents in $(echo "$peer" | cut -d' ' -f3) s" >&2
+		fi
+	fi
+	# --- end issue 20 ---
 	start=$(date +%s)
 	"${cmd[@]}" || { echo "run.sh: bench_$b failed" >&2; status=1; }
 	echo "run.sh: bench_$b took $(( $(date +%s) - start )) s" >&2
