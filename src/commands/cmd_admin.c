@@ -526,12 +526,12 @@ static const param_t params[] = {
 	 .wide = true, .min = 0, .strict = true},
 	/* AtomicWord<int>, validator gte: 0 */
 	{"internalQueryMaxBlockingSortMemoryUsageBytes", PARAM_INT, BOTH, HELD(sort_memory_limit), .min = 0},
-	/* int, gte: -1: $queryStats' recordings per second, 0 off (mongod's
-	 * default), -1 every query (src/toolbelt/tb_qstats.c) */
-	{"internalQueryStatsRateLimit", PARAM_INT, BOTH, HELD(qstats_rate_limit), .min = -1},
 	/* string, "1%" of memory or "<n>MB": the $queryStats store's bound */
 	{"internalQueryStatsCacheSize", PARAM_STR_HOOK, BOTH, .held = true,
 	 .str_get = toolbelt_qstats_cache_size, .str_set = toolbelt_qstats_set_cache_size},
+	/* int, gte: -1: $queryStats' recordings per second, 0 off (mongod's
+	 * default), -1 every query (src/toolbelt/tb_qstats.c) */
+	{"internalQueryStatsRateLimit", PARAM_INT, BOTH, HELD(qstats_rate_limit), .min = -1},
 	{"localLogicalSessionTimeoutMinutes", PARAM_INT, .i = SESSION_TIMEOUT_MINUTES, .startup = true},
 	{"logLevel", PARAM_INT, .i = 0, BOTH},
 	{"maxBSONDepth", PARAM_INT, .i = 200, .startup = true},

@@ -251,8 +251,14 @@ wall_ms(void)
 }
 
 /* The profile entry of op, in mongod's field order. */
+/* The query's hashes, computed once per profiled command (sh 65, ph 9
+ * bytes; empty when the command is no query). */
+typedef struct hashes {
+	char sh[65], ph[9];
+} hashes_t;
+
 static void
-build_entry(const toolbelt_op_t *op, bson_t *e)
+build_entry(const toolbelt_op_t *op, const hashes_t *hs, bson_t *e)
 {
 	int64_t millis = op->micros / 1000, n;
 	bson_t users;
@@ -264,9 +270,9 @@ build_entry(const toolbelt_op_t *op, bson_t *e)
 	} else {
 		/* mongod abbreviates commands past 50 KB */
 		bson_t t;
-		char *j = bson_as_relaxed_extended_json(op->cmd, NULL);
-		if (j != NULL && strlen(j) > 1024)
-			j[1024] = '\0';
+		bson_json_opts_t *jo = bson_json_opts_new(BSON_JSON_MODE_RELAXED, 1024);
+		char *j = bson_as_json_with_opts(op->cmd, NULL, jo);
+		bson_json_opts_destroy(jo);
 		BSON_APPEND_DOCUMENT_BEGIN(e, "command", &t);
 		BSON_APPEND_UTF8(&t, "$truncated", j != NULL ? j : "");
 		bson_append_document_end(e, &t);
@@ -291,12 +297,10 @@ build_entry(const toolbelt_op_t *op, bson_t *e)
 		BSON_APPEND_INT64(e, "nreturned", n);
 	else if (strcmp(op->name, "count") == 0 && (n = reply_int(op->reply, "n")) >= 0)
 		BSON_APPEND_INT64(e, "nreturned", 1);
-	if (is_query_command(op->name)) {
-		char sh[65], ph[9];
-		toolbelt_query_hashes(op->db, op->cmd, sh, ph);
-		BSON_APPEND_UTF8(e, "queryHash", ph);
-		BSON_APPEND_UTF8(e, "planCacheShapeHash", ph);
-		BSON_APPEND_UTF8(e, "queryShapeHash", sh);
+	if (hs->sh[0] != '\0') {
+		BSON_APPEND_UTF8(e, "queryHash", hs->ph);
+		BSON_APPEND_UTF8(e, "planCacheShapeHash", hs->ph);
+		BSON_APPEND_UTF8(e, "queryShapeHash", hs->sh);
 	}
 	BSON_APPEND_UTF8(e, "queryFramework", "classic");
 	if (op->code != 0) {
@@ -332,7 +336,7 @@ build_entry(const toolbelt_op_t *op, bson_t *e)
 
 /* mongod's "Slow query" attributes. */
 static void
-log_slow(const toolbelt_op_t *op)
+log_slow(const toolbelt_op_t *op, const hashes_t *hs)
 {
 	bson_t a = BSON_INITIALIZER;
 	int64_t n;
@@ -349,12 +353,10 @@ log_slow(const toolbelt_op_t *op)
 	BSON_APPEND_INT64(&a, "docsExamined", op->docs_examined);
 	if ((n = nreturned(op->reply)) >= 0)
 		BSON_APPEND_INT64(&a, "nreturned", n);
-	if (is_query_command(op->name)) {
-		char sh[65], ph[9];
-		toolbelt_query_hashes(op->db, op->cmd, sh, ph);
-		BSON_APPEND_UTF8(&a, "queryHash", ph);
-		BSON_APPEND_UTF8(&a, "planCacheShapeHash", ph);
-		BSON_APPEND_UTF8(&a, "queryShapeHash", sh);
+	if (hs->sh[0] != '\0') {
+		BSON_APPEND_UTF8(&a, "queryHash", hs->ph);
+		BSON_APPEND_UTF8(&a, "planCacheShapeHash", hs->ph);
+		BSON_APPEND_UTF8(&a, "queryShapeHash", hs->sh);
 	}
 	if (op->code != 0) {
 		BSON_APPEND_UTF8(&a, "ok", "0");
@@ -426,6 +428,7 @@ toolbelt_profile_op(storage_t *st, const toolbelt_op_t *op)
 	bson_t entry;
 	double r = rate();
 	bool sampled;
+	hashes_t hashes;
 
 	if (op->ns != NULL && strstr(op->ns, ".system.profile") != NULL)
 		return;
@@ -446,8 +449,11 @@ toolbelt_profile_op(storage_t *st, const toolbelt_op_t *op)
 	if (sample_seed == 0)
 		sample_seed = (unsigned)(uintptr_t)&sample_seed ^ (unsigned)time(NULL);
 	sampled = r >= 1.0 || ((double)rand_r(&sample_seed) / ((double)RAND_MAX + 1.0)) < r;
+	hashes.sh[0] = hashes.ph[0] = '\0';
+	if (is_query_command(op->name))
+		toolbelt_query_hashes(op->db, op->cmd, hashes.sh, hashes.ph);
 	bson_init(&entry);
-	build_entry(op, &entry);
+	build_entry(op, &hashes, &entry);
 	pthread_mutex_lock(&prof_mu);
 	if ((p = find_db(op->db)) != NULL) {
 		level = p->level;
@@ -467,7 +473,7 @@ toolbelt_profile_op(storage_t *st, const toolbelt_op_t *op)
 		profile_it = sampled && (level == 2 || (level == 1 && slow));
 	}
 	if (log_it)
-		log_slow(op);
+		log_slow(op, &hashes);
 	if (profile_it) {
 		terr_t e = TERR_INIT;
 		if (profile_insert(st, op->db, &entry, &e) != 0) {

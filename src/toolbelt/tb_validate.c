@@ -232,8 +232,10 @@ toolbelt_validate(storage_t *st, storage_session_t *s, storage_coll_t *coll, con
 		}
 		storage_cursor_close(cur);
 		cur = NULL;
-		qsort(ix[i].want.v, ix[i].want.n, sizeof(fp_t), fp_cmp);
-		qsort(ix[i].have.v, ix[i].have.n, sizeof(fp_t), fp_cmp);
+		if (ix[i].want.n > 1)
+			qsort(ix[i].want.v, ix[i].want.n, sizeof(fp_t), fp_cmp);
+		if (ix[i].have.n > 1)
+			qsort(ix[i].have.v, ix[i].have.n, sizeof(fp_t), fp_cmp);
 		while (a < ix[i].want.n || b < ix[i].have.n) {
 			int c = a == ix[i].want.n ? 1 : b == ix[i].have.n ? -1 : fp_cmp(&ix[i].want.v[a], &ix[i].have.v[b]);
 			if (c < 0) {
