@@ -28,6 +28,11 @@
 #define NTYPES 20
 #define DISTINCT_MAX 64
 #define DEPTH_MAX 50
+/* distinct field names kept per object node: past it, new names are not
+ * analysed (the reply says fieldsTruncated), so a document with 100 000
+ * different keys costs linear time, not quadratic */
+#define KIDS_MAX 1000
+static __thread bool kids_truncated;
 
 typedef struct node {
 	char *name;
@@ -107,6 +112,10 @@ kid(node_t *n, const char *name, int hint)
 	for (int i = 0; i < n->nkids; i++)
 		if (strcmp(n->kids[i]->name, name) == 0)
 			return n->kids[i];
+	if (n->nkids >= KIDS_MAX) {
+		kids_truncated = true;
+		return NULL;
+	}
 	if (n->nkids == n->kidcap) {
 		n->kidcap = n->kidcap ? n->kidcap * 2 : 8;
 		n->kids = bson_realloc(n->kids, (size_t)n->kidcap * sizeof(*n->kids));
@@ -190,8 +199,11 @@ add_doc(node_t *n, const bson_iter_t *children, int depth)
 	bson_iter_t c = *children;
 	int pos = 0;
 
-	while (bson_iter_next(&c))
-		add_value(kid(n, bson_iter_key(&c), pos++), &c, depth);
+	while (bson_iter_next(&c)) {
+		node_t *k = kid(n, bson_iter_key(&c), pos++);
+		if (k != NULL)
+			add_value(k, &c, depth);
+	}
 }
 
 static int64_t
@@ -459,6 +471,7 @@ toolbelt_infer(storage_session_t *s, storage_coll_t *coll, const toolbelt_infer_
 	bson_t js, arr, v;
 
 	memset(discs, 0, sizeof(discs));
+	kids_truncated = false;
 	if (o.required_threshold <= 0 || o.required_threshold > 1)
 		o.required_threshold = 1.0;
 	if (!o.no_discriminator) {
@@ -490,6 +503,8 @@ toolbelt_infer(storage_session_t *s, storage_coll_t *coll, const toolbelt_infer_
 			while (bson_iter_next(&it)) {
 				int before = root->nkids;
 				node_t *k = kid(root, bson_iter_key(&it), pos++);
+				if (k == NULL)
+					continue;
 				if (root->nkids != before)
 					for (int i = 0; i < ndiscs; i++)
 						if (strcmp(discs[i].field, k->name) == 0)
@@ -620,6 +635,8 @@ toolbelt_infer(storage_session_t *s, storage_coll_t *coll, const toolbelt_infer_
 		}
 		bson_append_array_end(reply, &vs);
 	}
+	if (kids_truncated)
+		BSON_APPEND_BOOL(reply, "fieldsTruncated", true);
 	BSON_APPEND_ARRAY_BEGIN(reply, "fields", &arr);
 	stats_of(root, NULL, n, &arr, &nrow);
 	bson_append_array_end(reply, &arr);

@@ -466,6 +466,21 @@ test_infer(tamga_t *db)
 	TT_EQ_STR(tt_get_str(r, "validator.$jsonSchema.required.3"), "arr");
 	TT_ASSERT(!tt_get(r, "validator.$jsonSchema.properties.s.enum", &(bson_iter_t){0}));
 	tt_free_reply(r);
+	/* a document with 3000 distinct keys: the first 1000 analysed, said so */
+	{
+		bson_string_t *js = bson_string_new("{\"insert\": \"wide\", \"documents\": [{");
+		bson_iter_t it;
+		for (int i = 0; i < 3000; i++)
+			bson_string_append_printf(js, "%s\"f%d\": %d", i ? ", " : "", i, i);
+		bson_string_append(js, "}]}");
+		run_ok(db, js->str);
+		bson_string_free(js, true);
+		r = tt_run_json(db, "t", "{\"tamgaInferSchema\": \"wide\"}", &rc);
+		TT_EQ_INT(rc, 0);
+		TT_ASSERT(tt_get(r, "fieldsTruncated", &it) && bson_iter_bool(&it));
+		TT_EQ_STR(tt_get_str(r, "validator.$jsonSchema.properties.f998.bsonType"), "int");
+		tt_free_reply(r);
+	}
 	/* bad input */
 	TT_EQ_INT(run_code(db, "{\"tamgaInferSchema\": \"i\", \"sample\": 0}"), 51024);
 	TT_EQ_INT(run_code(db, "{\"tamgaInferSchema\": \"i\", \"sample\": 5}"), 2);
