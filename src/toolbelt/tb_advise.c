@@ -16,6 +16,8 @@
  *   prefixIndex          an index whose key is a prefix of another one's
  *   caseInsensitiveRegex /i regexes (or $options: "i") that scanned the
  *                        collection (system.profile): a collation index
+ *   unboundedPush        profiled updates that $push / $addToSet into an
+ *                        array without $slice: it grows with every write
  *   lookupEveryRead      an aggregation with $lookup run again and again
  *                        ($queryStats or system.profile): extended
  *                        reference / computed
@@ -433,6 +435,54 @@ filter_has_ci_regex(bson_iter_t *it, int depth)
 	return false;
 }
 
+typedef struct push_count {
+	char ns[300];
+	char path[PATH_MAX_LEN];
+	int64_t pushes, unsliced;
+} push_count_t;
+
+/* The $push / $addToSet paths of one update document u. */
+static void
+count_pushes(push_count_t **v, int *n, int *cap, const char *ns, const bson_t *u)
+{
+	bson_iter_t it, ops, spec;
+
+	if (!bson_iter_init(&it, u))
+		return;
+	while (bson_iter_next(&it)) {
+		bool add_to_set = strcmp(bson_iter_key(&it), "$addToSet") == 0;
+		if ((strcmp(bson_iter_key(&it), "$push") != 0 && !add_to_set) || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
+		    !bson_iter_recurse(&it, &ops))
+			continue;
+		while (bson_iter_next(&ops)) {
+			bool sliced = false;
+			push_count_t *pc = NULL;
+			if (BSON_ITER_HOLDS_DOCUMENT(&ops) && bson_iter_recurse(&ops, &spec))
+				while (bson_iter_next(&spec))
+					if (strcmp(bson_iter_key(&spec), "$slice") == 0)
+						sliced = true;
+			for (int i = 0; i < *n; i++)
+				if (strcmp((*v)[i].ns, ns) == 0 && strcmp((*v)[i].path, bson_iter_key(&ops)) == 0)
+					pc = &(*v)[i];
+			if (pc == NULL) {
+				if (*n == 1024)
+					continue;
+				if (*n == *cap) {
+					*cap = *cap ? *cap * 2 : 8;
+					*v = bson_realloc(*v, (size_t)*cap * sizeof(**v));
+				}
+				pc = &(*v)[(*n)++];
+				memset(pc, 0, sizeof(*pc));
+				snprintf(pc->ns, sizeof(pc->ns), "%s", ns);
+				snprintf(pc->path, sizeof(pc->path), "%s", bson_iter_key(&ops));
+			}
+			pc->pushes++;
+			if (!sliced)
+				pc->unsliced++;
+		}
+	}
+}
+
 static bool
 pipeline_has_lookup(const bson_t *cmd)
 {
@@ -480,7 +530,8 @@ check_queries(storage_t *st, storage_session_t *s, const char *db, const char *o
 	storage_coll_t *prof = NULL;
 	storage_cursor_t *cur = NULL;
 	shape_count_t *v = NULL;
-	int nv = 0, cap = 0, rc, ret = -1;
+	push_count_t *pv = NULL;
+	int nv = 0, cap = 0, npv = 0, pcap = 0, rc, ret = -1;
 	bson_t one, ev, rows = BSON_INITIALIZER;
 	bson_iter_t ri;
 	char only_ns[300];
@@ -528,6 +579,21 @@ check_queries(storage_t *st, storage_session_t *s, const char *db, const char *o
 				shape_count_t *sc = shape_get(&v, &nv, &cap, ns, hash, false);
 				if (sc != NULL)
 					sc->n++;
+			}
+			/* update statements pushing into arrays */
+			if (bson_iter_init_find(&ci, &cmd, "updates") && BSON_ITER_HOLDS_ARRAY(&ci)) {
+				bson_iter_t st, uf;
+				if (bson_iter_recurse(&ci, &st))
+					while (bson_iter_next(&st))
+						if (BSON_ITER_HOLDS_DOCUMENT(&st) && bson_iter_recurse(&st, &uf) &&
+						    bson_iter_find(&uf, "u") && BSON_ITER_HOLDS_DOCUMENT(&uf)) {
+							bson_t ud;
+							const uint8_t *ud_d;
+							uint32_t ud_l;
+							bson_iter_document(&uf, &ud_l, &ud_d);
+							bson_init_static(&ud, ud_d, ud_l);
+							count_pushes(&pv, &npv, &pcap, ns, &ud);
+						}
 			}
 		}
 		storage_cursor_close(cur);
@@ -593,6 +659,19 @@ check_queries(storage_t *st, storage_session_t *s, const char *db, const char *o
 			    "lookup-on-every-read");
 		}
 	}
+	for (int i = 0; i < npv; i++) {
+		if (pv[i].unsliced == 0)
+			continue;
+		finding_begin(f, &one, &ev, "unboundedPush", pv[i].ns, pv[i].unsliced >= 100 ? "high" : "medium");
+		BSON_APPEND_UTF8(&ev, "path", pv[i].path);
+		BSON_APPEND_INT64(&ev, "pushesProfiled", pv[i].pushes);
+		BSON_APPEND_INT64(&ev, "withoutSlice", pv[i].unsliced);
+		BSON_APPEND_UTF8(&ev, "source", "system.profile");
+		finding_end(f, &one, &ev, "subset",
+		    "Every write adds to this array and none trims it: keep the last few with $push {$each, $sort, "
+		    "$slice} (subset) and the rest in a collection of their own, or one document per element.",
+		    "unbounded-arrays");
+	}
 	ret = 0;
 err:
 	if (cur != NULL)
@@ -600,6 +679,7 @@ err:
 	storage_coll_release(prof);
 	bson_destroy(&rows);
 	bson_free(v);
+	bson_free(pv);
 	return ret;
 }
 

@@ -135,15 +135,20 @@ bs.customers.find({ name: /^ada/i }).toArray();
 bs.customers.find({ _id: 7 }).toArray();
 print("profile now:", JSON.stringify(cmd(bs, { profile: 1, slowms: 0 })));
 bs.books.find({ _id: 26 }).toArray();
+bs.books.updateOne({ _id: 26 }, { $push: { tags_t: "dune" } });                          // grows
+bs.books.updateOne({ _id: 26 }, { $push: { recent_t: { $each: [1], $slice: -3 } } });    // bounded
 cmd(bs, { profile: 0, slowms: 100 });
+const up = cmd(bs, { tamgaSchemaAdvice: "books" }).findings.filter(f => f.type === "unboundedPush");
+print("unbounded pushes from the profiler:", JSON.stringify(up.map(f => [f.evidence.path, N(f.evidence.withoutSlice), f.pattern])));
+bs.books.updateOne({ _id: 26 }, { $unset: { tags_t: "", recent_t: "" } });
 const entries = bs.system.profile.find({ ns: { $in: ["bookstore.customers", "bookstore.books"] } }, { op: 1, ns: 1, nreturned: 1, docsExamined: 1,
   keysExamined: 1, planSummary: 1 }).toArray();
 entries.forEach(e => print("  entry", e.op, e.ns, e.planSummary, "keys", N(e.keysExamined), "docs", N(e.docsExamined),
-  "returned", N(e.nreturned)));
+  "returned", e.nreturned === undefined ? "-" : N(e.nreturned)));
 const ci = cmd(bs, { tamgaSchemaAdvice: "customers" }).findings.filter(f => f.type === "caseInsensitiveRegex");
 print("case-insensitive regex found from the profiler:", ci.length, ci.length ? ci[0].pattern : "");
 const slow = db.adminCommand({ getLog: "global" }).log.map(l => JSON.parse(l)).filter(l => l.id === 51803 &&
-  l.attr.ns === "bookstore.books");
+  l.attr.ns === "bookstore.books" && (l.attr.command.find || l.attr.command.update));
 print("slow query lines:", slow.length, slow.length ? JSON.stringify(Object.keys(slow[0].attr)) : "");
 r = cmd(bs, { profile: 1, sampleRate: 2 });
 print("bad sampleRate:", r.code, r.errmsg);
