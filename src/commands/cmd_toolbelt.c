@@ -98,7 +98,6 @@ cmd_toolbelt_server_status(cmd_t *c)
 {
 	bson_t sub;
 
-	(void)c;
 	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "validation", &sub);
 	schema_counters_append_all(&sub);
 	bson_append_document_end(c->reply, &sub);
