@@ -47,19 +47,22 @@ cmd_toolbelt_after(cmd_t *c, int rc, const terr_t *err)
 	bool qs = rc == 0 && is_qstats_command(c->name) &&
 	    toolbelt_qstats_wanted(atomic_load_explicit(&c->engine->qstats_rate_limit, memory_order_relaxed)) &&
 	    !reads_query_stats(c->body);
+	/* a getMore of a recorded query's cursor adds to its entry */
+	bool qs_more = strcmp(c->name, "getMore") == 0 && toolbelt_qstats_cursors_open() &&
+	    BSON_ITER_HOLDS_INT64(&c->first);
 	toolbelt_op_t op;
 	char ns[512], owner[256], app[128];
 	const bson_t *md = c->client != NULL ? client_metadata(c->client) : NULL;
 	bson_iter_t it;
 
-	if (!prof && !qs)
+	if (!prof && !qs && !qs_more)
 		return;
 	/* an awaitable hello and an awaitData getMore wait by design: not slow */
 	if (prof && ((strcmp(c->name, "hello") == 0 || strcasecmp(c->name, "isMaster") == 0) ?
 	             cmd_find_field(c, "maxAwaitTimeMS", &it) :
 	             strcmp(c->name, "getMore") == 0 && cmd_find_field(c, "maxTimeMS", &it)))
 		prof = false;
-	if (!prof && !qs)
+	if (!prof && !qs && !qs_more)
 		return;
 	memset(&op, 0, sizeof(op));
 	if (strcmp(c->name, "getMore") == 0 && bson_iter_init_find(&it, c->body, "collection") &&
@@ -91,6 +94,8 @@ cmd_toolbelt_after(cmd_t *c, int rc, const terr_t *err)
 		toolbelt_profile_op(c->engine->st, &op);
 	if (qs)
 		toolbelt_qstats_record(&op, md);
+	if (qs_more)
+		toolbelt_qstats_getmore(&op, bson_iter_int64(&c->first));
 }
 
 void

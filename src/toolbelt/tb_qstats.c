@@ -597,6 +597,43 @@ now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* ---- open cursors: their getMores add to the query's entry ---------------------- */
+
+#define QS_CURSORS 4096
+typedef struct qs_cursor {
+	int64_t id;                /* 0: free */
+	uint64_t h;                /* the entry's key hash */
+} qs_cursor_t;
+static qs_cursor_t qs_cursors[QS_CURSORS];   /* open addressing by id, under qs_mu */
+static atomic_int qs_ncursors;
+
+static qs_cursor_t *
+cursor_slot(int64_t id, bool insert)
+{
+	uint64_t i = ((uint64_t)id * 0x9E3779B97F4A7C15ULL) % QS_CURSORS;
+
+	for (int probe = 0; probe < 16; probe++, i = (i + 1) % QS_CURSORS) {
+		if (qs_cursors[i].id == id)
+			return &qs_cursors[i];
+		if (insert && qs_cursors[i].id == 0)
+			return &qs_cursors[i];
+	}
+	/* full around it: the insert replaces the first probed slot (that
+	 * cursor's getMores are then not added) */
+	return insert ? &qs_cursors[((uint64_t)id * 0x9E3779B97F4A7C15ULL) % QS_CURSORS] : NULL;
+}
+
+static int64_t
+reply_cursor_id(const bson_t *reply)
+{
+	bson_iter_t it, c;
+
+	if (reply != NULL && bson_iter_init(&it, reply) && bson_iter_find_descendant(&it, "cursor.id", &c) &&
+	    BSON_ITER_HOLDS_NUMBER(&c))
+		return bson_iter_as_int64(&c);
+	return 0;
+}
+
 static int64_t
 docs_returned(const bson_t *reply)
 {
@@ -683,8 +720,58 @@ toolbelt_qstats_record(const toolbelt_op_t *op, const bson_t *client_md)
 	metric_add(&e->docs_examined, op->docs_examined, fresh);
 	e->last_seen_ms = now_ms();
 	evict_locked();
+	{
+		int64_t cid = reply_cursor_id(op->reply);
+		if (cid != 0) {
+			qs_cursor_t *slot = cursor_slot(cid, true);
+			if (slot->id == 0)
+				atomic_fetch_add(&qs_ncursors, 1);
+			slot->id = cid;
+			slot->h = h;
+		}
+	}
 	pthread_mutex_unlock(&qs_mu);
 	bson_destroy(&key);
+}
+
+bool
+toolbelt_qstats_cursors_open(void)
+{
+	return atomic_load_explicit(&qs_ncursors, memory_order_relaxed) > 0;
+}
+
+void
+toolbelt_qstats_getmore(const toolbelt_op_t *op, int64_t cursor_id)
+{
+	qs_cursor_t *slot;
+	qs_entry_t *e;
+	int64_t n = 0;
+	bson_iter_t it, b;
+
+	if (op->reply != NULL && bson_iter_init(&it, op->reply) &&
+	    bson_iter_find_descendant(&it, "cursor.nextBatch", &b))
+		n = toolbelt_iter_count(&b);
+	pthread_mutex_lock(&qs_mu);
+	if ((slot = cursor_slot(cursor_id, false)) != NULL) {
+		for (e = qs_bucket[slot->h % QS_BUCKETS]; e != NULL; e = e->hnext)
+			if (e->h == slot->h)
+				break;
+		if (e != NULL) {
+			/* the query's totals (not its count): mongod records a query
+			 * once, with every batch in it */
+			e->total_micros.sum += op->micros;
+			e->last_micros += op->micros;
+			e->docs_returned.sum += n;
+			e->keys_examined.sum += op->keys_examined;
+			e->docs_examined.sum += op->docs_examined;
+			e->last_seen_ms = now_ms();
+		}
+		if (op->reply == NULL || reply_cursor_id(op->reply) == 0) {
+			slot->id = 0;
+			atomic_fetch_sub(&qs_ncursors, 1);
+		}
+	}
+	pthread_mutex_unlock(&qs_mu);
 }
 
 /* ---- $queryStats output ------------------------------------------------------- */

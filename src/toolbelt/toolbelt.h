@@ -134,6 +134,14 @@ bool toolbelt_qstats_wanted(int64_t limit);
  */
 void toolbelt_qstats_record(const toolbelt_op_t *op, const bson_t *client_md);
 
+/* A getMore of cursor_id (op: its outcome): when the cursor belongs to a
+ * recorded query, its time, documents and examined counts are added to the
+ * query's entry (totalExecMicros, docsReturned... sums; execCount stays),
+ * and the cursor is forgotten once exhausted.  cursors_open: whether any
+ * recorded query still has one (the dispatcher's cheap test). */
+bool toolbelt_qstats_cursors_open(void);
+void toolbelt_qstats_getmore(const toolbelt_op_t *op, int64_t cursor_id);
+
 /*
  * The $queryStats stage's rows, appended to out (an array being built):
  * {key, keyHash, queryShapeHash, metrics, asOf} per shape.  hmac_key

@@ -611,6 +611,27 @@ test_qstats_parameters(tamga_t *db)
 	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.key.queryShape.filter.zz.$gt"), "?number");
 	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.metrics.execCount"), 1);
 	tt_free_reply(r);
+	/* a cursor's getMores add to their query's entry: one execution, every document */
+	{
+		int64_t id;
+		char json[160];
+		r = tt_run_json(db, "t", "{\"find\": \"q\", \"filter\": {\"yy\": {\"$exists\": false}}, \"batchSize\": 1}",
+		    &rc);
+		TT_EQ_INT(rc, 0);
+		id = tt_get_i64(r, "cursor.id");
+		TT_ASSERT(id != 0);
+		tt_free_reply(r);
+		snprintf(json, sizeof(json), "{\"getMore\": {\"$numberLong\": \"%lld\"}, \"collection\": \"q\"}",
+		    (long long)id);
+		run_ok(db, json);
+		r = tt_run_json(db, "admin", "{\"aggregate\": 1, \"pipeline\": [{\"$queryStats\": {}}, {\"$match\": "
+		    "{\"key.queryShape.filter.yy\": {\"$exists\": true}}}], \"cursor\": {}}", &rc);
+		TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.metrics.execCount"), 1);
+		TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.metrics.docsReturned.sum"), 3);
+		TT_ASSERT(tt_get_i64(r, "cursor.firstBatch.0.metrics.totalExecMicros.sum") >=
+		    tt_get_i64(r, "cursor.firstBatch.0.metrics.firstResponseExecMicros.sum"));
+		tt_free_reply(r);
+	}
 	r = tt_run_json(db, "admin", "{\"setParameter\": 1, \"internalQueryStatsRateLimit\": 0, "
 	    "\"internalQueryStatsCacheSize\": \"1%\"}", &rc);
 	TT_EQ_INT(rc, 0);
