@@ -43,7 +43,7 @@ void
 cmd_toolbelt_after(cmd_t *c, int rc, const terr_t *err)
 {
 	int64_t micros = tm_now_us() - c->op.start_us;
-	bool prof = toolbelt_profile_wanted(micros);
+	bool prof = toolbelt_profile_wanted(micros) && toolbelt_profile_needed(c->db, micros);
 	bool qs = rc == 0 && is_qstats_command(c->name) &&
 	    toolbelt_qstats_wanted(atomic_load_explicit(&c->engine->qstats_rate_limit, memory_order_relaxed)) &&
 	    !reads_query_stats(c->body);
@@ -84,11 +84,14 @@ cmd_toolbelt_after(cmd_t *c, int rc, const terr_t *err)
 	op.docs_examined = c->op.docs_examined;
 	op.plan_summary = c->op.plan_summary;
 	op.client = c->client != NULL ? c->client->remote : NULL;
-	op.user = c->client != NULL ? cmd_cursor_owner(c, owner) : NULL;
-	if (md != NULL && bson_iter_init(&it, md) && bson_iter_find_descendant(&it, "application.name", &it) &&
-	    BSON_ITER_HOLDS_UTF8(&it)) {
-		snprintf(app, sizeof(app), "%s", bson_iter_utf8(&it, NULL));
-		op.app_name = app;
+	/* who and which application: only a profile entry or a log line shows them */
+	if (prof) {
+		op.user = c->client != NULL ? cmd_cursor_owner(c, owner) : NULL;
+		if (md != NULL && bson_iter_init(&it, md) && bson_iter_find_descendant(&it, "application.name", &it) &&
+		    BSON_ITER_HOLDS_UTF8(&it)) {
+			snprintf(app, sizeof(app), "%s", bson_iter_utf8(&it, NULL));
+			op.app_name = app;
+		}
 	}
 	if (prof)
 		toolbelt_profile_op(c->engine->st, &op);

@@ -191,6 +191,23 @@ toolbelt_profile_wanted(int64_t micros)
 	    micros >= atomic_load_explicit(&slowms, memory_order_relaxed) * 1000;
 }
 
+bool
+toolbelt_profile_needed(const char *db, int64_t micros)
+{
+	db_prof_t *p;
+	bool need;
+
+	if (micros >= atomic_load_explicit(&slowms, memory_order_relaxed) * 1000)
+		return true;
+	if (atomic_load_explicit(&nprofiled, memory_order_relaxed) == 0)
+		return false;
+	pthread_mutex_lock(&prof_mu);
+	p = find_db(db);
+	need = p != NULL && (p->level == 2 || p->match != NULL);
+	pthread_mutex_unlock(&prof_mu);
+	return need;
+}
+
 /* mongod's op names: find is a query, the write commands their own, the
  * rest commands. */
 static const char *

@@ -98,6 +98,10 @@ int toolbelt_profile_command(const char *db, int64_t level, bool has_slowms, int
 /* True when op may need profiling or the slow query log: some database is
  * profiled, or micros reaches slowms.  Cheap (two atomic loads). */
 bool toolbelt_profile_wanted(int64_t micros);
+/* The next test, when wanted: db's level or filter may take a command of
+ * micros (slow, level 2, or a filter to evaluate); a fast command on a
+ * level-1 database is not.  One lookup under the settings' lock. */
+bool toolbelt_profile_needed(const char *db, int64_t micros);
 
 /*
  * After a command: the "Slow query" log line (I COMMAND 51803) when it ran
