@@ -9,7 +9,7 @@
 # Environment:
 #   BENCH_N        document count (default 1000000); use 20000 while developing
 #   BENCH_SECONDS  time cap per side of each read case through tamgad (default 10)
-#   BENCH_ONLY     space-separated subset of: core update schema text wire node repl geo changestream js
+#   BENCH_ONLY     space-separated subset of: core update schema text wire node repl geo changestream js toolbelt
 #   BENCH_KEEP=1   keep the work folder (data, tamgad.log, postgresql.log)
 #
 # This script starts, for the run only, PostgreSQL 15 (Debian's, as the
@@ -18,7 +18,7 @@
 # the work folder); both are stopped on exit, whatever happens.
 set -uo pipefail
 build=${1:-build-bench}
-only=${BENCH_ONLY:-core update schema text wire node repl geo changestream js}
+only=${BENCH_ONLY:-core update schema text wire node repl geo changestream js toolbelt}
 export BENCH_N=${BENCH_N:-1000000}
 work=$(mktemp -d "${TMPDIR:-/tmp}/tamga-bench-XXXXXX")
 chmod 755 "$work"
@@ -182,12 +182,24 @@ for b in $only; do
 			continue
 		fi
 	fi
-	if { [ "$b" = wire ] || [ "$b" = node ] || [ "$b" = repl ]; } && [ -z "$tamgad_pid" ]; then
+	# (toolbelt: issue 20's profiler case runs through tamgad)
+	if { [ "$b" = wire ] || [ "$b" = node ] || [ "$b" = repl ] || [ "$b" = toolbelt ]; } && [ -z "$tamgad_pid" ]; then
 		start_tamgad
 	fi
 	if { [ "$b" = repl ] || [ "$b" = changestream ]; } && [ -z "$rs_pid" ]; then
 		start_tamgad_rs
 	fi
+	# --- issue 20: inference's peer, the mongodb-schema npm package, on the
+	# first 100 000 reviews (it analyses about 10 000 documents a second) ---
+	if [ "$b" = toolbelt ] && command -v node >/dev/null 2>&1 &&
+	    [ -d "$(dirname "$0")/../tests/clients/node_modules/mongodb-schema" ]; then
+		peer_n=$(( BENCH_N < 100000 ? BENCH_N : 100000 ))
+		if peer=$(BENCH_N=$peer_n node "$(dirname "$0")/bench_infer_peer.js"); then
+			export BENCH_INFER_PEER=$(echo "$peer" | cut -d' ' -f2) BENCH_INFER_PEER_N=$peer_n
+			echo "run.sh: mongodb-schema: $peer_n documents in $(echo "$peer" | cut -d' ' -f3) s" >&2
+		fi
+	fi
+	# --- end issue 20 ---
 	start=$(date +%s)
 	"${cmd[@]}" || { echo "run.sh: bench_$b failed" >&2; status=1; }
 	echo "run.sh: bench_$b took $(( $(date +%s) - start )) s" >&2
@@ -199,6 +211,9 @@ for b in $only; do
 	# ---- js (issue 22 item 8): bench_js's data
 	rm -rf "$work/tamga-js"
 	# ---- end js
+	# --- issue 20 (toolbelt): bench_toolbelt's data ---
+	rm -rf "$work/tamga-toolbelt"
+	# --- end issue 20 ---
 done
 echo "run.sh: done, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 exit $status

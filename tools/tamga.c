@@ -6,6 +6,13 @@
  *   tamga import --dbpath DIR --db D --collection C --file F [--jsonArray] [--drop]
  *   tamga export --dbpath DIR --db D --collection C --out F [--jsonArray]
  *   tamga stats  --dbpath DIR
+ *   tamga schema check --dbpath DIR --db D --collection C [--validator JSON|@FILE] [--limit N] [--max-ids N] [--json]
+ *   tamga schema infer --dbpath DIR --db D --collection C [--sample N] [--ranges] [--json]
+ *   tamga advise --dbpath DIR --db D [--collection C] [--array-max N] [--json]
+ *
+ * schema check / schema infer / advise run tamgaValidationPreview,
+ * tamgaInferSchema and tamgaSchemaAdvice (src/toolbelt/) and print a short
+ * report (--json: the whole reply as relaxed Extended JSON).
  *
  * Files are Extended JSON (canonical on export), one document per line by
  * default, so mongoimport/mongoexport files go both ways.
@@ -19,8 +26,12 @@
 #include "tamga/tamga.h"
 
 typedef struct opts {
-	const char *cmd, *dbpath, *db, *coll, *file, *out;
+	const char *cmd, *sub, *dbpath, *db, *coll, *file, *out;
 	bool json_array, drop;
+	/* schema check / schema infer / advise */
+	const char *validator;
+	long long limit, max_ids, sample, array_max;
+	bool ranges, json;
 } opts_t;
 
 static void
@@ -31,6 +42,9 @@ usage(FILE *f)
 	    "  tamga import --dbpath DIR --db D --collection C --file F [--jsonArray] [--drop]\n"
 	    "  tamga export --dbpath DIR --db D --collection C [--out F] [--jsonArray]\n"
 	    "  tamga stats  --dbpath DIR\n"
+	    "  tamga schema check --dbpath DIR --db D --collection C [--validator JSON|@FILE] [--limit N] [--max-ids N] [--json]\n"
+	    "  tamga schema infer --dbpath DIR --db D --collection C [--sample N] [--ranges] [--json]\n"
+	    "  tamga advise --dbpath DIR --db D [--collection C] [--array-max N] [--json]\n"
 	    "  tamga --version\n");
 }
 
@@ -322,6 +336,204 @@ do_stats(tamga_t *t)
 	return 0;
 }
 
+/* ---- schema check / schema infer / advise ----------------------------------- */
+
+static void
+print_json(const bson_t *b)
+{
+	char *j = bson_as_relaxed_extended_json(b, NULL);
+
+	printf("%s\n", j != NULL ? j : "{}");
+	bson_free(j);
+}
+
+static char *
+value_text(const bson_iter_t *it)
+{
+	bson_t d = BSON_INITIALIZER;
+	char *j, *v;
+	size_t n;
+
+	bson_append_value(&d, "v", 1, bson_iter_value((bson_iter_t *)it));
+	j = bson_as_relaxed_extended_json(&d, NULL);
+	bson_destroy(&d);
+	/* { "v" : X } -> X */
+	v = j != NULL && strlen(j) > 9 ? bson_strdup(j + 8) : bson_strdup("?");
+	bson_free(j);
+	n = strlen(v);
+	if (n >= 2)
+		v[n - 2] = '\0';
+	return v;
+}
+
+static int
+run_tool(tamga_t *t, const opts_t *o, bson_t *cmd, bson_t *reply)
+{
+	int rc = run(t, o->db, cmd, reply);
+
+	bson_destroy(cmd);
+	return rc;
+}
+
+static int
+do_schema_check(tamga_t *t, const opts_t *o)
+{
+	bson_t cmd = BSON_INITIALIZER, reply, v;
+	bson_iter_t it, r, f;
+	bson_error_t be;
+
+	BSON_APPEND_UTF8(&cmd, "tamgaValidationPreview", o->coll);
+	if (o->validator != NULL) {
+		char *text = NULL;
+		if (o->validator[0] == '@') {
+			FILE *f = fopen(o->validator + 1, "r");
+			long len;
+			if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+				fprintf(stderr, "tamga: cannot read %s: %s\n", o->validator + 1, strerror(errno));
+				if (f != NULL)
+					fclose(f);
+				bson_destroy(&cmd);
+				return 1;
+			}
+			text = bson_malloc0((size_t)len + 1);
+			if (fread(text, 1, (size_t)len, f) != (size_t)len)
+				len = 0;
+			fclose(f);
+		}
+		if (!bson_init_from_json(&v, text != NULL ? text : o->validator, -1, &be)) {
+			fprintf(stderr, "tamga: --validator is not JSON: %s\n", be.message);
+			bson_free(text);
+			bson_destroy(&cmd);
+			return 1;
+		}
+		bson_free(text);
+		BSON_APPEND_DOCUMENT(&cmd, "validator", &v);
+		bson_destroy(&v);
+	}
+	if (o->limit > 0)
+		BSON_APPEND_INT64(&cmd, "limit", o->limit);
+	if (o->max_ids > 0)
+		BSON_APPEND_INT64(&cmd, "maxIds", o->max_ids);
+	if (run_tool(t, o, &cmd, &reply) != 0) {
+		bson_destroy(&reply);
+		return 1;
+	}
+	if (o->json) {
+		print_json(&reply);
+		bson_destroy(&reply);
+		return 0;
+	}
+	printf("%s.%s: %lld scanned, %lld passed, %lld failed\n", o->db, o->coll,
+	    bson_iter_init_find(&it, &reply, "scanned") ? (long long)bson_iter_as_int64(&it) : 0LL,
+	    bson_iter_init_find(&it, &reply, "passed") ? (long long)bson_iter_as_int64(&it) : 0LL,
+	    bson_iter_init_find(&it, &reply, "failed") ? (long long)bson_iter_as_int64(&it) : 0LL);
+	printf("%-48s %8s  %s\n", "rule", "failed", "first offending _ids");
+	if (bson_iter_init_find(&it, &reply, "rules") && bson_iter_recurse(&it, &r))
+		while (bson_iter_next(&r)) {
+			const char *name = "";
+			long long failed = 0;
+			bson_iter_t ex, e1, idf;
+			if (bson_iter_recurse(&r, &f) && bson_iter_find(&f, "rule"))
+				name = bson_iter_utf8(&f, NULL);
+			if (bson_iter_recurse(&r, &f) && bson_iter_find(&f, "failed"))
+				failed = bson_iter_as_int64(&f);
+			printf("%-48s %8lld ", name, failed);
+			if (bson_iter_recurse(&r, &f) && bson_iter_find(&f, "examples") && bson_iter_recurse(&f, &ex))
+				while (bson_iter_next(&ex))
+					if (bson_iter_recurse(&ex, &e1) && bson_iter_find(&e1, "_id")) {
+						char *txt = value_text(&e1);
+						printf(" %s", txt);
+						bson_free(txt);
+						(void)idf;
+					}
+			printf("\n");
+		}
+	if (bson_iter_init(&it, &reply) && bson_iter_find_descendant(&it, "levels.constraint.upgradeSucceeds", &f))
+		printf("constraint: the upgrade %s\n", bson_iter_as_bool(&f) ? "would succeed" : "would fail");
+	if (bson_iter_init(&it, &reply) && bson_iter_find_descendant(&it, "levels.moderate.updatesNotChecked", &f))
+		printf("moderate: updates of %lld document(s) would not be checked\n", (long long)bson_iter_as_int64(&f));
+	bson_destroy(&reply);
+	return 0;
+}
+
+static int
+do_schema_infer(tamga_t *t, const opts_t *o)
+{
+	bson_t cmd = BSON_INITIALIZER, reply, v;
+	bson_iter_t it;
+
+	BSON_APPEND_UTF8(&cmd, "tamgaInferSchema", o->coll);
+	if (o->sample > 0)
+		BSON_APPEND_INT64(&cmd, "sample", o->sample);
+	if (o->ranges)
+		BSON_APPEND_BOOL(&cmd, "ranges", true);
+	if (run_tool(t, o, &cmd, &reply) != 0) {
+		bson_destroy(&reply);
+		return 1;
+	}
+	if (o->json) {
+		print_json(&reply);
+	} else if (bson_iter_init_find(&it, &reply, "validator") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+		const uint8_t *d;
+		uint32_t l;
+		bson_iter_document(&it, &l, &d);
+		bson_init_static(&v, d, l);
+		print_json(&v);
+	}
+	bson_destroy(&reply);
+	return 0;
+}
+
+static int
+do_advise(tamga_t *t, const opts_t *o)
+{
+	bson_t cmd = BSON_INITIALIZER, reply;
+	bson_iter_t it, fs, f, ev;
+	int n = 0;
+
+	if (o->coll != NULL)
+		BSON_APPEND_UTF8(&cmd, "tamgaSchemaAdvice", o->coll);
+	else
+		BSON_APPEND_INT32(&cmd, "tamgaSchemaAdvice", 1);
+	if (o->array_max > 0)
+		BSON_APPEND_INT64(&cmd, "arrayMax", o->array_max);
+	if (run_tool(t, o, &cmd, &reply) != 0) {
+		bson_destroy(&reply);
+		return 1;
+	}
+	if (o->json) {
+		print_json(&reply);
+		bson_destroy(&reply);
+		return 0;
+	}
+	if (bson_iter_init_find(&it, &reply, "findings") && bson_iter_recurse(&it, &fs))
+		while (bson_iter_next(&fs)) {
+			const char *type = "", *ns = "", *sev = "", *pat = "", *doc = "";
+			n++;
+			if (bson_iter_recurse(&fs, &f) && bson_iter_find(&f, "type"))
+				type = bson_iter_utf8(&f, NULL);
+			if (bson_iter_recurse(&fs, &f) && bson_iter_find(&f, "ns"))
+				ns = bson_iter_utf8(&f, NULL);
+			if (bson_iter_recurse(&fs, &f) && bson_iter_find(&f, "severity"))
+				sev = bson_iter_utf8(&f, NULL);
+			if (bson_iter_recurse(&fs, &f) && bson_iter_find(&f, "pattern"))
+				pat = bson_iter_utf8(&f, NULL);
+			if (bson_iter_recurse(&fs, &f) && bson_iter_find(&f, "doc"))
+				doc = bson_iter_utf8(&f, NULL);
+			printf("[%s] %s %s -> %s (%s)\n", sev, type, ns, pat, doc);
+			if (bson_iter_recurse(&fs, &f) && bson_iter_find(&f, "evidence") && bson_iter_recurse(&f, &ev))
+				while (bson_iter_next(&ev)) {
+					char *txt = value_text(&ev);
+					printf("    %s: %s\n", bson_iter_key(&ev), txt);
+					bson_free(txt);
+				}
+		}
+	if (n == 0)
+		printf("no findings\n");
+	bson_destroy(&reply);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -333,6 +545,13 @@ main(int argc, char **argv)
 		{"out", required_argument, NULL, 'o'},
 		{"jsonArray", no_argument, NULL, 'a'},
 		{"drop", no_argument, NULL, 'x'},
+		{"validator", required_argument, NULL, 'V'},
+		{"limit", required_argument, NULL, 'l'},
+		{"max-ids", required_argument, NULL, 'm'},
+		{"sample", required_argument, NULL, 's'},
+		{"array-max", required_argument, NULL, 'A'},
+		{"ranges", no_argument, NULL, 'r'},
+		{"json", no_argument, NULL, 'j'},
 		{"version", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -342,7 +561,7 @@ main(int argc, char **argv)
 	tamga_error_t e;
 	int ch, rc;
 
-	while ((ch = getopt_long(argc, argv, "p:d:c:f:o:axvh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "p:d:c:f:o:axvhV:l:m:s:A:rj", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'p': o.dbpath = optarg; break;
 		case 'd': o.db = optarg; break;
@@ -351,6 +570,13 @@ main(int argc, char **argv)
 		case 'o': o.out = optarg; break;
 		case 'a': o.json_array = true; break;
 		case 'x': o.drop = true; break;
+		case 'V': o.validator = optarg; break;
+		case 'l': o.limit = atoll(optarg); break;
+		case 'm': o.max_ids = atoll(optarg); break;
+		case 's': o.sample = atoll(optarg); break;
+		case 'A': o.array_max = atoll(optarg); break;
+		case 'r': o.ranges = true; break;
+		case 'j': o.json = true; break;
 		case 'v':
 			printf("tamga %s (MongoDB %s compatible)\n", tamga_version(), tamga_mongodb_version());
 			return 0;
@@ -363,6 +589,7 @@ main(int argc, char **argv)
 		return 2;
 	}
 	o.cmd = argv[optind];
+	o.sub = optind + 1 < argc ? argv[optind + 1] : NULL;
 	if (o.dbpath == NULL) {
 		fprintf(stderr, "tamga: --dbpath is required\n");
 		return 2;
@@ -375,7 +602,17 @@ main(int argc, char **argv)
 		fprintf(stderr, "tamga: import needs --file\n");
 		return 2;
 	}
-	if (strcmp(o.cmd, "import") != 0 && strcmp(o.cmd, "export") != 0 && strcmp(o.cmd, "stats") != 0) {
+	if (strcmp(o.cmd, "schema") == 0 && (o.sub == NULL || (strcmp(o.sub, "check") != 0 && strcmp(o.sub, "infer") != 0))) {
+		fprintf(stderr, "tamga: schema needs check or infer\n");
+		return 2;
+	}
+	if ((strcmp(o.cmd, "schema") == 0 && (o.db == NULL || o.coll == NULL)) ||
+	    (strcmp(o.cmd, "advise") == 0 && o.db == NULL)) {
+		fprintf(stderr, "tamga: %s needs --db%s\n", o.cmd, strcmp(o.cmd, "schema") == 0 ? " and --collection" : "");
+		return 2;
+	}
+	if (strcmp(o.cmd, "import") != 0 && strcmp(o.cmd, "export") != 0 && strcmp(o.cmd, "stats") != 0 &&
+	    strcmp(o.cmd, "schema") != 0 && strcmp(o.cmd, "advise") != 0) {
 		fprintf(stderr, "tamga: unknown command '%s'\n", o.cmd);
 		usage(stderr);
 		return 2;
@@ -388,6 +625,12 @@ main(int argc, char **argv)
 		rc = do_import(t, &o);
 	else if (strcmp(o.cmd, "export") == 0)
 		rc = do_export(t, &o);
+	else if (strcmp(o.cmd, "schema") == 0 && strcmp(o.sub, "check") == 0)
+		rc = do_schema_check(t, &o);
+	else if (strcmp(o.cmd, "schema") == 0)
+		rc = do_schema_infer(t, &o);
+	else if (strcmp(o.cmd, "advise") == 0)
+		rc = do_advise(t, &o);
 	else
 		rc = do_stats(t);
 	tamga_close(t);

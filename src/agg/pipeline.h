@@ -128,6 +128,11 @@ struct agg_host {
 	 * the rows' _id.uid for spec ({}: the client's own user, {allUsers},
 	 * {users}), into filter (initialised).  NULL: 238 NotImplemented. */
 	void (*list_sessions_filter)(void *ctx, const bson_t *spec, bson_t *filter);
+	/* $queryStats (src/toolbelt/): check spec ({transformIdentifiers}) as
+	 * mongod's parser does and append the store's rows to out, an array
+	 * being built; 0 or -1 with err.  Called while the pipeline is parsed.
+	 * NULL: 238 NotImplemented. */
+	int (*query_stats)(void *ctx, const bson_t *spec, bson_t *out, terr_t *err);
 	/* $changeStream (above).  NULL: a standalone, 40573. */
 	const agg_change_stream_ops_t *change_stream;
 	void *change_stream_ctx;

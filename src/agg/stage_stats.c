@@ -13,9 +13,11 @@
 #include "bson/value.h"
 #include "common/mem.h"
 #include "query/plan.h"
+#include "schema/schema_rules.h"
 
 typedef struct stats_plan {
 	bool count, storage;
+	bool validation;          /* Tamga's {validation: {}}: the violation counters (schema/schema_rules.h) */
 	int64_t scale;
 } stats_plan_t;
 
@@ -64,6 +66,8 @@ collstats_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		}
 		if (strcmp(k, "count") == 0) {
 			sp->count = true;
+		} else if (strcmp(k, "validation") == 0) {
+			sp->validation = true;
 		} else if (strcmp(k, "storageStats") == 0) {
 			bson_iter_t s;
 			sp->storage = true;
@@ -206,6 +210,12 @@ collstats_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	}
 	if (sp->count)
 		BSON_APPEND_INT64(&ss->out, "count", count);
+	if (sp->validation) {
+		bson_t v;
+		BSON_APPEND_DOCUMENT_BEGIN(&ss->out, "validation", &v);
+		schema_counters_append(schema_counters_find(ss->coll->uuid), &v);
+		bson_append_document_end(&ss->out, &v);
+	}
 	*out = &ss->out;
 	return 1;
 }

@@ -905,6 +905,10 @@ static const priv_row_t priv_table[] = {
 	{"reIndex", NEED_NS, "reIndex", NULL},
 	{"dbHash", NEED_DB, "dbHash", NULL},
 	{"profile", NEED_DB, "enableProfiler", NULL},
+	/* the schema toolbelt (src/toolbelt/): they read what find reads */
+	{"tamgaValidationPreview", NEED_NS, "find", NULL},
+	{"tamgaInferSchema", NEED_NS, "find", NULL},
+	{"tamgaSchemaAdvice", NEED_DB, "dbStats", NULL},
 	{"analyze", NEED_NS, "analyze", NULL},
 	{"planCacheClear", NEED_NS, "planCacheWrite", NULL},
 	{"planCacheClearFilters", NEED_NS, "planCacheIndexFilter", NULL},

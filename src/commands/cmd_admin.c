@@ -37,6 +37,7 @@
 #include "repl/session.h"
 #include "repl/replset.h"
 #include "query/planner_ttl.h"
+#include "toolbelt/toolbelt.h"
 
 #define SESSION_TIMEOUT_MINUTES REPL_SESSION_TIMEOUT_MINUTES
 #define CURSOR_TIMEOUT_MS 600000
@@ -458,6 +459,7 @@ CMD_HANDLER(cmd_server_status)
 	BSON_APPEND_BOOL(&sub, "persistent", !c->engine->opts.storage.in_memory);
 	bson_append_document_end(c->reply, &sub);
 	cmd_txn_server_status(c, c->reply);
+	cmd_toolbelt_server_status(c);   /* validation counters, $queryStats store (cmd_toolbelt.c) */
 	return 0;
 }
 
@@ -474,7 +476,9 @@ CMD_HANDLER(cmd_server_status)
  * parameter answers 20, of a runtime one Tamga holds fixed 238;
  * --setParameter of a runtime-only one is refused at startup.
  */
-typedef enum { PARAM_INT, PARAM_BOOL, PARAM_STR, PARAM_FCV, PARAM_MECHS, PARAM_DOUBLE } param_kind_t;
+/* PARAM_STR_HOOK: a string another module keeps (str_get / str_set), e.g.
+ * internalQueryStatsCacheSize (src/toolbelt/) */
+typedef enum { PARAM_INT, PARAM_BOOL, PARAM_STR, PARAM_FCV, PARAM_MECHS, PARAM_DOUBLE, PARAM_STR_HOOK } param_kind_t;
 
 typedef struct param {
 	const char *name;
@@ -488,6 +492,8 @@ typedef struct param {
 	int64_t min;             /* PARAM_INT / PARAM_DOUBLE bound */
 	bool strict;
 	bool wakes_ttl;          /* the TTL monitor re-reads its period */
+	const char *(*str_get)(void);                     /* PARAM_STR_HOOK */
+	int (*str_set)(const char *value, terr_t *err);   /* PARAM_STR_HOOK */
 } param_t;
 
 /* The engine's value of a held row. */
@@ -520,6 +526,12 @@ static const param_t params[] = {
 	 .wide = true, .min = 0, .strict = true},
 	/* AtomicWord<int>, validator gte: 0 */
 	{"internalQueryMaxBlockingSortMemoryUsageBytes", PARAM_INT, BOTH, HELD(sort_memory_limit), .min = 0},
+	/* string, "1%" of memory or "<n>MB": the $queryStats store's bound */
+	{"internalQueryStatsCacheSize", PARAM_STR_HOOK, BOTH, .held = true,
+	 .str_get = toolbelt_qstats_cache_size, .str_set = toolbelt_qstats_set_cache_size},
+	/* int, gte: -1: $queryStats' recordings per second, 0 off (mongod's
+	 * default), -1 every query (src/toolbelt/tb_qstats.c) */
+	{"internalQueryStatsRateLimit", PARAM_INT, BOTH, HELD(qstats_rate_limit), .min = -1},
 	{"localLogicalSessionTimeoutMinutes", PARAM_INT, .i = SESSION_TIMEOUT_MINUTES, .startup = true},
 	{"logLevel", PARAM_INT, .i = 0, BOTH},
 	{"maxBSONDepth", PARAM_INT, .i = 200, .startup = true},
@@ -574,6 +586,9 @@ param_append(engine_t *e, bson_t *out, const char *key, const param_t *p)
 		break;
 	case PARAM_STR:
 		BSON_APPEND_UTF8(out, key, p->s);
+		break;
+	case PARAM_STR_HOOK:
+		BSON_APPEND_UTF8(out, key, p->str_get());
 		break;
 	case PARAM_FCV:
 		BSON_APPEND_DOCUMENT_BEGIN(out, key, &sub);
@@ -762,6 +777,15 @@ CMD_HANDLER(cmd_set_parameter)
 			continue;
 		}
 		p = param_find(k);
+		if (p->kind == PARAM_STR_HOOK) {
+			if (!BSON_ITER_HOLDS_UTF8(&it))
+				return terr_set(err, TERR_BAD_VALUE, "Failed validating %s: the value must be a string", k);
+			if (n == 0)
+				param_append(c->engine, c->reply, "was", p);
+			RET(p->str_set(bson_iter_utf8(&it, NULL), err));
+			n++;
+			continue;
+		}
 		RET(param_value_from_bson(p, &it, &v, err));
 		bson_init(&attr);
 		BSON_APPEND_UTF8(&attr, "parameterName", k);
@@ -855,6 +879,10 @@ cmd_admin_startup_parameters(engine_t *e, const bson_t *params_doc, terr_t *err)
 			    k);
 		if (!BSON_ITER_HOLDS_UTF8(&it))
 			return terr_set(err, TERR_BAD_VALUE, "Bad value for parameter \"%s\": not a string", k);
+		if (p->kind == PARAM_STR_HOOK) {
+			RET(p->str_set(bson_iter_utf8(&it, NULL), err));
+			continue;
+		}
 		RET(param_value_from_string(p, bson_iter_utf8(&it, NULL), &v, err));
 		atomic_store(held_value(e, p), v);
 		param_changed(e, p);

@@ -379,6 +379,7 @@ CMD_HANDLER(cmd_aggregate)
 		a->host.change_stream = &repl_cs_ops;
 		a->host.change_stream_ctx = c->engine->cs;
 	}
+	a->host.query_stats = cmd_toolbelt_query_stats;   /* $queryStats (cmd_toolbelt.c) */
 	/* every view the stages read, and those their views read, resolves
 	 * (mongod's involved namespaces, before the pipeline is parsed) */
 	ERR(agg_view_check_involved(c->engine->st, c->db, stages, err));

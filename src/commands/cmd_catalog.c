@@ -6,6 +6,7 @@
  */
 #include "commands/commands_private.h"
 #include "commands/preimages_opt.h"
+#include "schema/schema_rules.h"
 #include "commands/cmd_repl_oplog.h"
 
 #include <string.h>
@@ -747,6 +748,19 @@ CMD_HANDLER(cmd_coll_stats)
 	BSON_APPEND_INT32(c->reply, "nindexes", coll->nindexes);
 	BSON_APPEND_DOUBLE(c->reply, "totalSize", (double)stor / scale);
 	BSON_APPEND_DOUBLE(c->reply, "scaleFactor", scale);
+	{
+		/* Tamga: the violation counters of the writes validated here
+		 * (schema/schema_rules.h), when the collection has a validator or
+		 * had one */
+		schema_counters_t *vc = schema_counters_find(coll->uuid);
+		bson_iter_t vi;
+		if (vc != NULL || (coll->options != NULL && bson_iter_init_find(&vi, coll->options, "validator"))) {
+			bson_t v;
+			BSON_APPEND_DOCUMENT_BEGIN(c->reply, "validation", &v);
+			schema_counters_append(vc, &v);
+			bson_append_document_end(c->reply, &v);
+		}
+	}
 	ret = 0;
 err:
 	storage_coll_release(coll);

@@ -102,6 +102,12 @@ CMD_HANDLER(cmd_repl_set_maintenance);
 /* the oplog's: cmd_repl_oplog.c */
 CMD_HANDLER(cmd_repl_set_resize_oplog);
 CMD_HANDLER(cmd_configure_fail_point);
+/* the schema toolbelt: cmd_toolbelt.c */
+CMD_HANDLER(cmd_validate);
+CMD_HANDLER(cmd_profile);
+CMD_HANDLER(cmd_validation_preview);
+CMD_HANDLER(cmd_infer_schema);
+CMD_HANDLER(cmd_schema_advice);
 /* cmd_currentop.c */
 CMD_HANDLER(cmd_current_op);
 CMD_HANDLER(cmd_kill_op);
@@ -202,6 +208,13 @@ static const cmd_def_t commands[] = {
 	{"updateRole", NULL, cmd_update_role, CMDF_WRITE, "replace a custom role's privileges or roles"},
 	{"updateUser", NULL, cmd_update_user, CMDF_WRITE, "change a user's password, custom data or roles"},
 	{"usersInfo", NULL, cmd_users_info, CMDF_NONE, "describe users"},
+	/* the schema toolbelt: cmd_toolbelt.c (src/toolbelt/) */
+	{"profile", NULL, cmd_profile, CMDF_NONE, "the database profiler's level, slowms, sampleRate and filter"},
+	{"tamgaInferSchema", NULL, cmd_infer_schema, CMDF_MAXTIME, "infer a $jsonSchema validator from the documents"},
+	{"tamgaSchemaAdvice", NULL, cmd_schema_advice, CMDF_MAXTIME, "schema anti-patterns found from the server's evidence"},
+	{"tamgaValidationPreview", NULL, cmd_validation_preview, CMDF_MAXTIME,
+	    "what a validator would say of the documents stored, per rule"},
+	{"validate", NULL, cmd_validate, CMDF_MAXTIME, "check a collection's records, indexes and validator"},
 };
 
 static const size_t ncommands = sizeof(commands) / sizeof(commands[0]);

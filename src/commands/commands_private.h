@@ -68,6 +68,9 @@ struct engine {
 	 * requireApiVersion (startup and runtime) */
 	atomic_llong enable_test_commands;
 	atomic_llong require_api_version;
+	/* internalQueryStatsRateLimit (0: $queryStats collects nothing, as
+	 * mongod's default; -1: every query; cmd_toolbelt.c) */
+	atomic_llong qstats_rate_limit;
 };
 
 /* A double held in an atomic_llong row (its bits) and back. */
@@ -321,6 +324,16 @@ int64_t cmd_capped_adjust_max(int64_t max);
 /* Append {capped: true, size[, max]} as mongod stores them. */
 void cmd_capped_options_append(bson_t *out, int64_t size, bool has_max, int64_t max);
 bool cmd_is_coll_mod_option(const char *field);
+
+/* ---- the schema toolbelt's hooks (cmd_toolbelt.c, src/toolbelt/) -------- */
+/* After a command's handler, inside its operation: the slow query log, the
+ * profiler (system.profile) and $queryStats, each only when wanted (a few
+ * atomic loads otherwise).  rc / err are the command's outcome. */
+void cmd_toolbelt_after(cmd_t *c, int rc, const terr_t *err);
+/* serverStatus' validation (violation counters) and queryStats sections. */
+void cmd_toolbelt_server_status(cmd_t *c);
+/* agg_host_t.query_stats: $queryStats' spec checked, the rows appended. */
+int cmd_toolbelt_query_stats(void *ctx, const bson_t *spec, bson_t *out, terr_t *err);
 
 /* ---- handlers (one family per file) ------------------------------------- */
 #define CMD_HANDLER(fn) int fn(cmd_t *c, terr_t *err)

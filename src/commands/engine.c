@@ -513,6 +513,8 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	else if (rc == 1)
 		rc = 0;                  /* a retried write: its first reply */
 	rc = cmd_txn_leave(&c, rc, er);
+	/* the slow query log, the profiler, $queryStats (cmd_toolbelt.c) */
+	cmd_toolbelt_after(&c, rc, er);
 	/* what follows must complete whatever happened to the command (a
 	 * reload of the views after a partial write): outside the operation,
 	 * so neither its deadline nor a killOp can cut it short */

@@ -26,6 +26,7 @@
 #include "query/match.h"
 #include "query/match_explain.h"
 #include "schema/schema.h"
+#include "schema/schema_rules.h"
 
 #define TERR_QUERY_FEATURE_NOT_ALLOWED 224
 
@@ -45,6 +46,7 @@ typedef struct validator {
 	bson_t *filter;          /* owned copy of the validator (for $expr recompiles) */
 	match_t *match;          /* the whole validator */
 	const coll_t *coll;      /* the collection's default collation: the validator's too */
+	schema_counters_t *counters;   /* the collection's violation counters (schema_rules.h; lazy) */
 } validator_t;
 
 static void
@@ -322,8 +324,15 @@ validation_check_write(storage_coll_t *coll, const bson_t *new_doc, const bson_t
 			    "prepareConstraintValidationLevel: false})");
 		return 0;
 	}
+	/* the violation counters (schema_rules.h): one pointer per descriptor */
+	schema_counters_t *sc = __atomic_load_n(&v->counters, __ATOMIC_ACQUIRE);
+	if (sc == NULL) {
+		sc = schema_counters_get(coll->uuid, coll->ns);
+		__atomic_store_n(&v->counters, sc, __ATOMIC_RELEASE);
+	}
 	if (passes(v, new_doc, &fresh)) {
 		match_free(fresh);
+		schema_counters_passed(sc);
 		return 0;
 	}
 	/* moderate: updates to documents that already fail are not checked */
@@ -333,6 +342,7 @@ validation_check_write(storage_coll_t *coll, const bson_t *new_doc, const bson_t
 	}
 	info = match_explain_errinfo(fresh != NULL ? fresh : v->match, new_doc, NULL);
 	match_free(fresh);
+	schema_counters_failed(sc, info, v->action == ACTION_WARN && v->level != LEVEL_CONSTRAINT);
 	/* warn is escalated to error at constraint, as mongod does */
 	if (v->action == ACTION_WARN && v->level != LEVEL_CONSTRAINT) {
 		log_failure(coll, 20294, "Document would fail validation", new_doc, info);

@@ -5,6 +5,8 @@
  */
 #include "common/opctx.h"
 
+#include <stdio.h>
+
 #include <pthread.h>
 #include <string.h>
 #include <sys/time.h>
@@ -124,6 +126,19 @@ tm_opctx_kill(int32_t opid)
 		}
 	pthread_mutex_unlock(&reg_lock);
 	return found;
+}
+
+void
+tm_opctx_add_plan_stats(int64_t keys, int64_t docs, const char *summary)
+{
+	tm_opctx_t *op = tm_opctx_tls;
+
+	if (op == NULL)
+		return;
+	op->keys_examined += keys;
+	op->docs_examined += docs;
+	if (summary != NULL && op->plan_summary[0] == '\0')
+		snprintf(op->plan_summary, sizeof(op->plan_summary), "%s", summary);
 }
 
 bool

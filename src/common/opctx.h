@@ -44,6 +44,14 @@ typedef struct tm_opctx {
 	void *owner;                 /* the caller's description (commands: its cmd_t) */
 	struct tm_opctx *outer;      /* the thread's operation before this one */
 	struct tm_opctx *prev, *next;/* registry links */
+	/* ---- what the operation's plans examined (the profiler, the slow
+	 * query log and $queryStats read them: src/toolbelt/).  Added by
+	 * query/plan.c when a plan is saved between batches or freed
+	 * (tm_opctx_add_plan_stats); plan_summary is the first plan's
+	 * "IXSCAN { a: 1 }" / "COLLSCAN" / "EXPRESS_IXSCAN { _id: 1 }". */
+	int64_t keys_examined;
+	int64_t docs_examined;
+	char plan_summary[96];
 } tm_opctx_t;
 
 /* Monotonic clock in microseconds (CLOCK_MONOTONIC). */
@@ -92,6 +100,11 @@ bool tm_opctx_kill(int32_t opid);
  * end operations.
  */
 void tm_opctx_foreach(void (*fn)(const tm_opctx_t *op, void *arg), void *arg);
+
+/* Add a plan's examined keys and documents to the calling thread's current
+ * operation (nothing without one); summary (may be NULL) becomes its
+ * plan_summary when it has none yet. */
+void tm_opctx_add_plan_stats(int64_t keys, int64_t docs, const char *summary);
 
 /* True when killOp has marked op. */
 bool tm_opctx_kill_pending(const tm_opctx_t *op);

@@ -113,6 +113,7 @@ struct plan_exec {
 	bool tailable;                 /* a tailable COLLSCAN: the end is only "nothing yet" */
 	bson_t *proj_doc;              /* owned copy for explain */
 	plan_stats_t stats;
+	int64_t rep_keys, rep_docs;    /* stats already added to the operation (opctx_flush) */
 	bool for_count;                /* plan_request_t.count */
 	bool count_scan;               /* COUNT_SCAN: keys counted, no fetch */
 	bool covered;                  /* PROJECTION_COVERED: documents rebuilt from index keys, no fetch */
@@ -1838,9 +1839,57 @@ plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
 	}
 }
 
+/* ---- the operation's examined counts (common/opctx.h; src/toolbelt/) ---- */
+/* Add what x examined since the last call to the calling thread's current
+ * operation, with the plan's summary ("IXSCAN { a: 1 }") the first time. */
+static void
+opctx_flush(plan_exec_t *x)
+{
+	char summary[96];
+	const char *ix;
+
+	if (x->is_view || tm_opctx_tls == NULL)
+		return;
+	summary[0] = '\0';
+	if (x->stats.stage != NULL) {
+		snprintf(summary, sizeof(summary), "%s", x->stats.stage);
+		if ((ix = plan_exec_index_name(x)) != NULL && x->coll != NULL) {
+			for (int i = 0; i < x->coll->nindexes; i++) {
+				if (strcmp(x->coll->indexes[i].name, ix) != 0)
+					continue;
+				bson_iter_t kit;
+				size_t n = strlen(summary);
+				bool first = true;
+				/* mongod's form: "IXSCAN { a: 1, b: -1 }" */
+				if (bson_iter_init(&kit, x->coll->indexes[i].key)) {
+					while (bson_iter_next(&kit) && n < sizeof(summary)) {
+						if (BSON_ITER_HOLDS_UTF8(&kit))
+							n += snprintf(summary + n, sizeof(summary) - n, "%s%s: \"%s\"",
+							    first ? " { " : ", ", bson_iter_key(&kit), bson_iter_utf8(&kit, NULL));
+						else
+							n += snprintf(summary + n, sizeof(summary) - n, "%s%s: %g",
+							    first ? " { " : ", ", bson_iter_key(&kit), bson_iter_as_double(&kit));
+						first = false;
+					}
+					if (n < sizeof(summary))
+						snprintf(summary + n, sizeof(summary) - n, " }");
+				}
+				break;
+			}
+		} else if (strcmp(x->stats.stage, "EXPRESS_IXSCAN") == 0) {
+			snprintf(summary, sizeof(summary), "EXPRESS_IXSCAN { _id: 1 }");
+		}
+	}
+	tm_opctx_add_plan_stats(x->stats.keys_examined - x->rep_keys, x->stats.docs_examined - x->rep_docs,
+	    summary[0] != '\0' ? summary : NULL);
+	x->rep_keys = x->stats.keys_examined;
+	x->rep_docs = x->stats.docs_examined;
+}
+
 int
 plan_exec_save(plan_exec_t *x, terr_t *err)
 {
+	opctx_flush(x);
 	if (x->cur != NULL)
 		return storage_cursor_save(x->cur, err);
 	return 0;
@@ -1861,6 +1910,7 @@ plan_exec_free(plan_exec_t *x)
 
 	if (x == NULL)
 		return;
+	opctx_flush(x);
 	for (i = 0; i < x->ntrials; i++)
 		trial_view_free(x->trials[i]);
 	bson_free(x->trials);
