@@ -114,9 +114,15 @@ check_target_ns(storage_t *st, const char *stage, const char *db, const char *co
 		return terr_set(err, TERR_COMMAND_NOT_SUPPORTED_ON_VIEW, "Namespace %s.%s is a view, not a collection",
 		    db, coll);
 	}
+	bool out = strcmp(stage, "$out") == 0;
+
+	/* mongod's wording differs between the two stages ("Can't" / "Cannot") */
 	if (strncmp(coll, "system.", 7) == 0)
-		return terr_set(err, strcmp(stage, "$out") == 0 ? 17385 : 31319,
-		    "Can't %s to special collection: %s", stage, coll);
+		return terr_set(err, out ? 17385 : 31319, "%s %s to special collection: %s",
+		    out ? "Can't" : "Cannot", stage, coll);
+	if (strcmp(db, "admin") == 0 || strcmp(db, "config") == 0 || strcmp(db, "local") == 0)
+		return terr_set(err, out ? 31321 : 31320, "%s %s to internal database: %s",
+		    out ? "Can't" : "Cannot", stage, db);
 	if (storage_ns_check(db, coll, err) != 0) {
 		terr_clear(err);
 		return terr_set(err, TERR_INVALID_NAMESPACE, "Invalid %s target namespace, %s.%s", stage, db,
@@ -205,6 +211,8 @@ err:
 	expr_scope_pop(pc->scope);
 	return ret;
 }
+
+static int merge_check_on(const write_plan_t *wp, storage_coll_t *coll, terr_t *err);
 
 static int
 merge_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
@@ -322,6 +330,27 @@ merge_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		goto err;
 	}
 	ERR(check_target_ns(pc->host != NULL ? pc->host->st : NULL, "$merge", wp->db, wp->coll, err));
+	/* mongod checks the unique index of `on` while it parses (51183 with
+	 * no executor prefix); the run checks again for a target created since */
+	if (pc->host != NULL && pc->host->st != NULL) {
+		storage_coll_t *tc = NULL;
+		bool id_only = wp->non == 0 || (wp->non == 1 && strcmp(wp->on[0], "_id") == 0);
+
+		if (storage_coll_get(pc->host->st, wp->db, wp->coll, &tc, NULL) != 0) {
+			if (!id_only) {
+				ret = terr_set(err, 51183, "Cannot find index to verify that join fields will be unique");
+				goto err;
+			}
+		} else {
+			int rc = merge_check_on(wp, tc, err);
+
+			storage_coll_release(tc);
+			if (rc != 0) {
+				ret = -1;
+				goto err;
+			}
+		}
+	}
 	if (has_let && !has_pipe) {
 		ret = terr_set(err, 51199, "Cannot use 'let' variables with 'whenMatched: %s' mode",
 		    wm_names[wp->when_matched]);

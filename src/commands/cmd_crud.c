@@ -276,34 +276,62 @@ err:
 /* ---- find / getMore / killCursors --------------------------------------- */
 
 /* A plan as a cursor source: the exec itself is the state. */
+/*
+ * A find's plan as a cursor source.  Errors the executor raises carry
+ * mongod's context: "Executor error during find command" in the first
+ * batch, "Executor error during getMore" in later ones (restore marks the
+ * change: every getMore restores the plan first).
+ */
+typedef struct plan_src {
+	plan_exec_t *x;
+	const char *context;
+} plan_src_t;
+
 static int
 plan_src_next(void *state, storage_session_t *s, bson_t *doc, terr_t *err)
 {
-	return plan_exec_next(state, s, doc, err);
+	plan_src_t *ps = state;
+	int rc = plan_exec_next(ps->x, s, doc, err);
+
+	if (rc < 0 && terr_is_set(err) && ps->context != NULL)
+		terr_wrap(err, ps->context);
+	return rc;
 }
 
 static int
 plan_src_save(void *state, terr_t *err)
 {
-	return plan_exec_save(state, err);
+	plan_src_t *ps = state;
+
+	return plan_exec_save(ps->x, err);
 }
 
 static int
 plan_src_restore(void *state, storage_session_t *s, terr_t *err)
 {
-	return plan_exec_restore(state, s, err);
+	plan_src_t *ps = state;
+
+	ps->context = "Executor error during getMore";
+	return plan_exec_restore(ps->x, s, err);
 }
 
 static void
 plan_src_free(void *state)
 {
-	plan_exec_free(state);
+	plan_src_t *ps = state;
+
+	plan_exec_free(ps->x);
+	bson_free(ps);
 }
 
 static void
 plan_source(plan_exec_t *x, cursor_source_t *src)
 {
-	src->state = x;
+	plan_src_t *ps = bson_malloc0(sizeof *ps);
+
+	ps->x = x;
+	ps->context = "Executor error during find command";
+	src->state = ps;
 	src->next = plan_src_next;
 	src->save = plan_src_save;
 	src->restore = plan_src_restore;
@@ -702,7 +730,9 @@ write_delete_run(cmd_t *c, storage_session_t *s, storage_coll_t *coll, const bso
 	return 0;
 }
 
-static const char *const delete_fields[] = {"deletes", "ordered", "let", "collectionUUID", "rawData", NULL};
+/* bypassDocumentValidation: accepted as mongod's write commands all do */
+static const char *const delete_fields[] = {"deletes", "ordered", "let", "collectionUUID", "rawData",
+	"bypassDocumentValidation", NULL};
 
 CMD_HANDLER(cmd_delete)
 {

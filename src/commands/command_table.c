@@ -103,6 +103,12 @@ CMD_HANDLER(cmd_configure_fail_point);
 /* cmd_currentop.c */
 CMD_HANDLER(cmd_current_op);
 CMD_HANDLER(cmd_kill_op);
+/* tools' commands (issue 22 item 7): cmd_tools.c, cmd_top.c */
+CMD_HANDLER(cmd_data_size);
+CMD_HANDLER(cmd_db_hash);
+CMD_HANDLER(cmd_filemd5);
+CMD_HANDLER(cmd_get_diagnostic_data);
+CMD_HANDLER(cmd_apply_ops);
 
 static const cmd_def_t commands[] = {
 	/* aggregation: cmd_aggregate.c */
@@ -147,14 +153,14 @@ static const cmd_def_t commands[] = {
 	{"killOp", NULL, cmd_kill_op, CMDF_ADMIN_ONLY, "interrupt a running operation"},
 	/* catalog: cmd_catalog.c */
 	{"collMod", NULL, cmd_coll_mod, CMDF_WRITE, "change a collection's options (validation)"},
-	{"collStats", NULL, cmd_coll_stats, CMDF_NONE, "storage statistics of a collection"},
+	{"collStats", "collstats", cmd_coll_stats, CMDF_NONE, "storage statistics of a collection"},
 	/* capped copies: cmd_capped.c */
 	{"cloneCollectionAsCapped", NULL, cmd_clone_collection_as_capped, CMDF_WRITE | CMDF_MAXTIME,
 	    "copy a collection into a new capped collection"},
 	{"convertToCapped", NULL, cmd_convert_to_capped, CMDF_WRITE | CMDF_MAXTIME,
 	    "replace a collection by a capped copy of it"},
 	{"create", NULL, cmd_create, CMDF_WRITE, "create a collection"},
-	{"dbStats", NULL, cmd_db_stats, CMDF_NONE, "storage statistics of a database"},
+	{"dbStats", "dbstats", cmd_db_stats, CMDF_NONE, "storage statistics of a database"},
 	{"drop", NULL, cmd_drop, CMDF_WRITE, "drop a collection"},
 	{"dropDatabase", NULL, cmd_drop_database, CMDF_WRITE, "drop a database"},
 	{"listCollections", NULL, cmd_list_collections, CMDF_NONE, "list collections"},
@@ -199,6 +205,12 @@ static const cmd_def_t commands[] = {
 	{"updateRole", NULL, cmd_update_role, CMDF_WRITE, "replace a custom role's privileges or roles"},
 	{"updateUser", NULL, cmd_update_user, CMDF_WRITE, "change a user's password, custom data or roles"},
 	{"usersInfo", NULL, cmd_users_info, CMDF_NONE, "describe users"},
+	/* tools' commands (issue 22 item 7): cmd_tools.c */
+	{"applyOps", NULL, cmd_apply_ops, CMDF_ADMIN_ONLY | CMDF_WRITE, "apply oplog entries (insert, update, delete, command, no-op)"},
+	{"dataSize", "datasize", cmd_data_size, CMDF_MAXTIME, "the size in bytes of a collection's documents"},
+	{"dbHash", "dbhash", cmd_db_hash, CMDF_MAXTIME, "an MD5 hash of each collection's documents"},
+	{"filemd5", NULL, cmd_filemd5, CMDF_MAXTIME, "the MD5 of a GridFS file's chunks"},
+	{"getDiagnosticData", NULL, cmd_get_diagnostic_data, CMDF_ADMIN_ONLY, "the latest diagnostic sample (serverStatus)"},
 };
 
 static const size_t ncommands = sizeof(commands) / sizeof(commands[0]);

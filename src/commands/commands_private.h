@@ -143,6 +143,25 @@ int cmd_auth_check(cmd_t *c, const cmd_def_t *def, terr_t *err);
  * fails the hello. */
 void cmd_hello_auth_append(cmd_t *c, bson_t *reply);
 
+/* ---- the Stable API parameters (api_version.c) ---------------------------- */
+/* apiVersion / apiStrict / apiDeprecationErrors of c, checked as mongod does
+ * before def runs: 0, or -1 with 322 APIVersionError (apiVersion not "1"),
+ * 4886600 (apiStrict or apiDeprecationErrors without apiVersion), 323
+ * APIStrictError (apiStrict: true and def, or one of an aggregate's stages,
+ * outside API Version 1), 14 for a wrong type. */
+int cmd_api_check(cmd_t *c, const cmd_def_t *def, terr_t *err);
+
+/* ---- collections by UUID, collectionUUID (coll_uuid.c) -------------------- */
+/* find / count / distinct / listIndexes whose first element is a UUID: *out
+ * (initialised; the caller destroys it) is body with the collection's name
+ * in its place and *rewritten true.  26 NamespaceNotFound when no collection
+ * of db has the UUID; 0 with *rewritten false for every other command. */
+int cmd_uuid_resolve(engine_t *e, const char *db, const bson_t *body, bson_t *out, bool *rewritten,
+                     terr_t *err);
+/* A collectionUUID field that does not name c's collection: -1 with 361
+ * CollectionUUIDMismatch and mongod's extra reply fields; 0 otherwise. */
+int cmd_collection_uuid_check(cmd_t *c, terr_t *err);
+
 /* ---- argument helpers (mongod IDL messages) ------------------------------ */
 
 /* The collection name of a command whose first element is the collection

@@ -430,6 +430,8 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	const cmd_def_t *def = NULL;
 	cmd_repl_ctx_t rx;
 	cmd_t c;
+	bson_t uuid_body;
+	bool uuid_rewritten = false;
 	bool op_begun = false;
 	int rc;
 
@@ -446,6 +448,14 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	if (!bson_iter_init(&c.first, body) || !bson_iter_next(&c.first)) {
 		terr_set(er, TERR_FAILED_TO_PARSE, "Failed to parse: command document is empty");
 		goto fail;
+	}
+	/* a collection named by its UUID (coll_uuid.c): the handler sees the name */
+	if (cmd_uuid_resolve(e, dbname, body, &uuid_body, &uuid_rewritten, er) != 0)
+		goto fail;
+	if (uuid_rewritten) {
+		c.body = &uuid_body;
+		bson_iter_init(&c.first, c.body);
+		bson_iter_next(&c.first);
 	}
 	c.name = bson_iter_key(&c.first);
 	def = cmd_lookup_fast(c.name);
@@ -480,6 +490,11 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 			goto fail;
 		}
 	}
+	/* the Stable API parameters (api_version.c) */
+	if (cmd_api_check(&c, def, er) != 0)
+		goto fail;
+	if (cmd_collection_uuid_check(&c, er) != 0)
+		goto fail;
 	if (cmd_auth_check(&c, def, er) != 0)
 		goto fail;
 	/* replica set and test commands (cmd_repl.c): failCommand, the
@@ -533,6 +548,8 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 		auth_invalidate_cache();
 	if (op_begun)
 		tm_opctx_end(&c.op);
+	if (uuid_rewritten)
+		bson_destroy(&uuid_body);
 	terr_clear(&local);
 	return 0;
 
@@ -543,6 +560,8 @@ fail:
 	cmd_repl_times(&c, def, &rx, er->code, reply);
 	cmd_repl_ctx_clear(&rx);
 	rc = er->code;
+	if (uuid_rewritten)
+		bson_destroy(&uuid_body);
 	terr_clear(&local);
 	return rc;
 }
