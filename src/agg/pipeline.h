@@ -96,6 +96,14 @@ typedef struct agg_host {
 	 * the rows' _id.uid for spec ({}: the client's own user, {allUsers},
 	 * {users}), into filter (initialised).  NULL: 238 NotImplemented. */
 	void (*list_sessions_filter)(void *ctx, const bson_t *spec, bson_t *filter);
+	/* $currentOp: append the running operations' documents (mongod's
+	 * currentOp shape; allUsers false: the caller's own only) to out, an
+	 * array being built; called while the pipeline is parsed.  NULL: 238. */
+	void (*current_op)(void *ctx, bool all_users, bson_t *out);
+	/* $collStats latencyStats: append reads / writes / commands /
+	 * transactions ({latency, ops[, histogram]}) of namespace ns to out.
+	 * NULL: 238 NotImplemented. */
+	void (*latency_stats)(void *ctx, const char *ns, bool histograms, bson_t *out);
 } agg_host_t;
 
 /*

@@ -118,6 +118,21 @@ host_list_sessions_filter(void *ctx, const bson_t *spec, bson_t *filter)
 	cmd_admin_sessions_filter(w->c->client, spec, filter);
 }
 
+static void
+host_current_op(void *ctx, bool all_users, bson_t *out)
+{
+	write_ctx_t *w = ctx;
+
+	cmd_current_op_docs(w->c, all_users, out);
+}
+
+static void
+host_latency_stats(void *ctx, const char *ns, bool histograms, bson_t *out)
+{
+	(void)ctx;
+	cmd_metrics_latency_append(ns, histograms, out);
+}
+
 /* ---- arguments ---------------------------------------------------------- */
 
 static const char *const aggregate_fields[] = {
@@ -311,6 +326,8 @@ CMD_HANDLER(cmd_aggregate)
 	a->host.get_or_create_coll = host_get_or_create;
 	a->host.list_local_sessions = host_list_sessions;
 	a->host.list_sessions_filter = host_list_sessions_filter;
+	a->host.current_op = host_current_op;
+	a->host.latency_stats = host_latency_stats;
 	/* every view the stages read, and those their views read, resolves
 	 * (mongod's involved namespaces, before the pipeline is parsed) */
 	ERR(agg_view_check_involved(c->engine->st, c->db, stages, err));

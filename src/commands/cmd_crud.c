@@ -285,7 +285,50 @@ err:
 typedef struct plan_src {
 	plan_exec_t *x;
 	const char *context;
+	/* returnKey: {index name: key pattern} of the collection's indexes;
+	 * each result becomes the keys of the index the plan scans ({} for a
+	 * collection scan), built in key */
+	bson_t *key_patterns;
+	bson_t key;
 } plan_src_t;
+
+/* The index keys of doc for returnKey: each key-pattern field's value (null
+ * when missing).  A multikey field gives its first element (mongod gives the
+ * entry the scan met); hashed, text and geo keys answer 238. */
+static int
+return_key(plan_src_t *ps, bson_t *doc, terr_t *err)
+{
+	const char *ix = plan_exec_index_name(ps->x);
+	bson_iter_t it, k;
+
+	bson_reinit(&ps->key);
+	if (ix != NULL && bson_iter_init_find(&it, ps->key_patterns, ix) && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+		bson_iter_recurse(&it, &k);
+		while (bson_iter_next(&k)) {
+			bson_iter_t v;
+
+			if (!BSON_ITER_HOLDS_NUMBER(&k))
+				return terr_set(err, TERR_NOT_IMPLEMENTED,
+				    "returnKey over a %s index is not supported by Tamga yet",
+				    BSON_ITER_HOLDS_UTF8(&k) ? bson_iter_utf8(&k, NULL) : "special");
+			if (!bpath_get(doc, bson_iter_key(&k), &v)) {
+				BSON_APPEND_NULL(&ps->key, bson_iter_key(&k));
+			} else if (BSON_ITER_HOLDS_ARRAY(&v)) {
+				bson_iter_t e;
+
+				bson_iter_recurse(&v, &e);
+				if (bson_iter_next(&e))
+					BSON_APPEND_VALUE(&ps->key, bson_iter_key(&k), bson_iter_value(&e));
+				else
+					BSON_APPEND_UNDEFINED(&ps->key, bson_iter_key(&k));
+			} else {
+				BSON_APPEND_VALUE(&ps->key, bson_iter_key(&k), bson_iter_value(&v));
+			}
+		}
+	}
+	bson_init_static(doc, bson_get_data(&ps->key), ps->key.len);
+	return 0;
+}
 
 static int
 plan_src_next(void *state, storage_session_t *s, bson_t *doc, terr_t *err)
@@ -293,6 +336,8 @@ plan_src_next(void *state, storage_session_t *s, bson_t *doc, terr_t *err)
 	plan_src_t *ps = state;
 	int rc = plan_exec_next(ps->x, s, doc, err);
 
+	if (rc == 1 && ps->key_patterns != NULL && return_key(ps, doc, err) != 0)
+		return -1;
 	if (rc < 0 && terr_is_set(err) && ps->context != NULL)
 		terr_wrap(err, ps->context);
 	return rc;
@@ -321,13 +366,17 @@ plan_src_free(void *state)
 	plan_src_t *ps = state;
 
 	plan_exec_free(ps->x);
+	if (ps->key_patterns != NULL) {
+		bson_destroy(ps->key_patterns);
+		bson_destroy(&ps->key);
+	}
 	bson_free(ps);
 }
 
 static void
 plan_source(plan_exec_t *x, cursor_source_t *src)
 {
-	plan_src_t *ps = bson_malloc0(sizeof *ps);
+	plan_src_t *ps = tm_alloc0(sizeof *ps);
 
 	ps->x = x;
 	ps->context = "Executor error during find command";
@@ -454,7 +503,7 @@ CMD_HANDLER(cmd_find)
 	bool has_min = false, has_max = false;
 	bson_t filter, sort, proj, let = BSON_INITIALIZER;
 	bool has_filter, has_sort, has_proj, has_let, found, single_batch = false, no_timeout = false;
-	bool allow_disk = false, tailable = false, await_data = false;
+	bool allow_disk = false, tailable = false, await_data = false, return_key_on = false, has_coll;
 	plan_request_t req;
 	plan_exec_t *x = NULL;
 	match_options_t mo = {0};
@@ -480,6 +529,18 @@ CMD_HANDLER(cmd_find)
 	ERR(cmd_get_allow_disk_use(c, &allow_disk, err));
 	ERR(cmd_get_bool(c, "tailable", &tailable, &found, err));
 	ERR(cmd_get_bool(c, "awaitData", &await_data, &found, err));
+	ERR(cmd_get_bool(c, "returnKey", &return_key_on, &found, err));
+	{
+		bool show_rid = false;
+
+		/* the plan does not hand out RecordIds with its results yet: a
+		 * clear error rather than documents without $recordId */
+		ERR(cmd_get_bool(c, "showRecordId", &show_rid, &found, err));
+		if (show_rid) {
+			ret = terr_set(err, TERR_NOT_IMPLEMENTED, "find with showRecordId is not supported by Tamga yet");
+			goto err;
+		}
+	}
 	if (await_data && !tailable) {
 		ret = terr_set(err, TERR_FAILED_TO_PARSE, "Cannot set 'awaitData' without also setting 'tailable'");
 		goto err;
@@ -507,6 +568,7 @@ CMD_HANDLER(cmd_find)
 		ret = view_read(c, "find", name, err);
 		goto err;
 	}
+	has_coll = req.coll != NULL;
 	ERR(cmd_collation(c, c->body, req.coll, &req.collation, err));
 	mo.coll = req.collation;
 	if (tailable) {
@@ -535,12 +597,16 @@ CMD_HANDLER(cmd_find)
 	/* {_id: <number, ObjectId, ...>} alone: the _id point lookup needs no
 	 * compiled filter (mongod's express path) */
 	if (has_filter && !has_let && !has_sort && !has_proj && !has_min && !has_max && req.hint == NULL &&
-	    !req.tailable && plan_filter_id_point(&filter, &id_point))
+	    !req.tailable && !return_key_on && plan_filter_id_point(&filter, &id_point))
 		req.id_point = &id_point;
 	else if (has_filter)
 		ERR(match_compile(&filter, &mo, &req.match, err));
 	req.sort = has_sort ? &sort : NULL;
 	req.projection = has_proj ? &proj : NULL;
+	/* returnKey: the keys replace the documents, a projection has nothing
+	 * left to shape (mongod ignores it but for $meta) */
+	if (return_key_on)
+		req.projection = NULL;
 	req.allow_disk_use = allow_disk;
 	req.min = has_min ? &min_doc : NULL;
 	req.max = has_max ? &max_doc : NULL;
@@ -556,8 +622,31 @@ CMD_HANDLER(cmd_find)
 		ret = -1;
 		goto err;
 	}
+	/* notablescan: a query only a collection scan answers is refused, as
+	 * mongod's planner does (the internal databases are exempt) */
+	if (atomic_load(&c->engine->notablescan) != 0 && has_coll && req.id_point == NULL && !req.tailable &&
+	    strcmp(c->db, "admin") != 0 && strcmp(c->db, "local") != 0 && strcmp(c->db, "config") != 0) {
+		ERR(plan_exec_choose(x, s, err));
+		if (plan_exec_index_name(x) == NULL) {
+			ret = terr_set(err, 291, "error processing query: ns=%s planner returned error :: caused by :: "
+			    "No indexed plans available, and running with 'notablescan'", ns);
+			goto err;
+		}
+	}
 	plan_source(x, &src);
 	x = NULL;
+	if (return_key_on) {
+		plan_src_t *ps = src.state;
+		storage_coll_t *kc = NULL;
+
+		ps->key_patterns = bson_new();
+		bson_init(&ps->key);
+		if (storage_coll_get(c->engine->st, c->db, name, &kc, NULL) == 0) {
+			for (int i = 0; i < kc->nindexes; i++)
+				BSON_APPEND_DOCUMENT(ps->key_patterns, kc->indexes[i].name, kc->indexes[i].key);
+			storage_coll_release(kc);
+		}
+	}
 	copts.single_batch = single_batch;
 	copts.no_timeout = no_timeout;
 	copts.connection_id = c->client->connection_id;
@@ -1042,7 +1131,15 @@ CMD_HANDLER(cmd_distinct)
 		ret = terr_set(err, 40414, "BSON field 'distinct.key' is missing but a required field");
 		goto err;
 	}
-	ERR(cmd_get_doc(c, "query", &query, &has_query, err));
+	{
+		bson_iter_t qi;
+
+		/* query: null is no query (mongod's IDL takes null for the optional object) */
+		if (cmd_find_field(c, "query", &qi) && BSON_ITER_HOLDS_NULL(&qi))
+			has_query = false;
+		else
+			ERR(cmd_get_doc(c, "query", &query, &has_query, err));
+	}
 	ERR(cmd_collation_type_check(c, c->body, err));
 	storage_coll_get(c->engine->st, c->db, name, &req.coll, NULL);
 	if (req.coll == NULL && view_exists(c, c->db, name)) {

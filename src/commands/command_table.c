@@ -109,6 +109,7 @@ CMD_HANDLER(cmd_db_hash);
 CMD_HANDLER(cmd_filemd5);
 CMD_HANDLER(cmd_get_diagnostic_data);
 CMD_HANDLER(cmd_apply_ops);
+CMD_HANDLER(cmd_top);
 
 static const cmd_def_t commands[] = {
 	/* aggregation: cmd_aggregate.c */
@@ -210,6 +211,7 @@ static const cmd_def_t commands[] = {
 	{"dataSize", "datasize", cmd_data_size, CMDF_MAXTIME, "the size in bytes of a collection's documents"},
 	{"dbHash", "dbhash", cmd_db_hash, CMDF_MAXTIME, "an MD5 hash of each collection's documents"},
 	{"filemd5", NULL, cmd_filemd5, CMDF_MAXTIME, "the MD5 of a GridFS file's chunks"},
+	{"top", NULL, cmd_top, CMDF_ADMIN_ONLY, "time and counts of the operations on each collection"},
 	{"getDiagnosticData", NULL, cmd_get_diagnostic_data, CMDF_ADMIN_ONLY, "the latest diagnostic sample (serverStatus)"},
 };
 

@@ -65,6 +65,11 @@ struct engine {
 	 * requireApiVersion (startup and runtime) */
 	atomic_llong enable_test_commands;
 	atomic_llong require_api_version;
+	/* logLevel (0; logComponentVerbosity.verbosity is the same value) and
+	 * notablescan (0: a query a collection scan answers is refused with
+	 * 291 when set) -- startup and runtime (issue 22) */
+	atomic_llong log_level;
+	atomic_llong notablescan;
 };
 
 /* A double held in an atomic_llong row (its bits) and back. */
@@ -142,6 +147,22 @@ int cmd_auth_check(cmd_t *c, const cmd_def_t *def, terr_t *err);
  * done, payload} -- on any failure nothing is appended, as mongod.  Never
  * fails the hello. */
 void cmd_hello_auth_append(cmd_t *c, bson_t *reply);
+
+/* ---- $currentOp, counters (cmd_currentop.c, cmd_metrics.c) ---------------- */
+/* The running operations' currentOp documents appended to arr (an array
+ * being built): every user's when all_users, else the caller's own. */
+void cmd_current_op_docs(cmd_t *c, bool all_users, bson_t *arr);
+/* After each command (engine_run_command): count it for
+ * serverStatus.metrics.commands (def NULL: "<UNKNOWN>") and, for a
+ * command on a collection, for top and latencyStats. */
+void cmd_metrics_record(const cmd_def_t *def, const char *name, const char *db, const bson_t *body,
+                        int64_t elapsed_us, bool failed);
+/* metrics.commands' fields ({<name>: {failed, total}}) appended to out. */
+void cmd_metrics_commands_append(bson_t *out);
+/* top's totals: {note, <ns>: {total, readLock, ...: {time, count}}}. */
+void cmd_metrics_top_append(bson_t *totals);
+/* $collStats latencyStats of ns: reads, writes, commands, transactions. */
+void cmd_metrics_latency_append(const char *ns, bool histograms, bson_t *out);
 
 /* ---- the Stable API parameters (api_version.c) ---------------------------- */
 /* apiVersion / apiStrict / apiDeprecationErrors of c, checked as mongod does

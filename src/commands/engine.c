@@ -432,6 +432,7 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	cmd_t c;
 	bson_t uuid_body;
 	bool uuid_rewritten = false;
+	int64_t start_us = 0;
 	bool op_begun = false;
 	int rc;
 
@@ -463,9 +464,11 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	if (def != NULL && (def->flags & CMDF_TEST) && !engine_test_commands_enabled(e))
 		def = NULL;
 	if (def == NULL) {
+		cmd_metrics_record(NULL, c.name, NULL, NULL, 0, true);
 		terr_set(er, TERR_COMMAND_NOT_FOUND, "no such command: '%s'", c.name);
 		goto fail;
 	}
+	start_us = tm_now_us();
 	if (dbname == NULL || dbname[0] == '\0') {
 		terr_set(er, TERR_INVALID_NAMESPACE, "Invalid database name: ''");
 		goto fail;
@@ -548,6 +551,7 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 		auth_invalidate_cache();
 	if (op_begun)
 		tm_opctx_end(&c.op);
+	cmd_metrics_record(def, c.name, c.db, c.body, tm_now_us() - start_us, false);
 	if (uuid_rewritten)
 		bson_destroy(&uuid_body);
 	terr_clear(&local);
@@ -560,6 +564,8 @@ fail:
 	cmd_repl_times(&c, def, &rx, er->code, reply);
 	cmd_repl_ctx_clear(&rx);
 	rc = er->code;
+	if (def != NULL && start_us != 0)
+		cmd_metrics_record(def, c.name, c.db, c.body, tm_now_us() - start_us, true);
 	if (uuid_rewritten)
 		bson_destroy(&uuid_body);
 	terr_clear(&local);
