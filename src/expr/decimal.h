@@ -9,7 +9,8 @@
  * for $round/$trunc, and conversions.  Results carry IEEE's preferred
  * exponents (1.0 + 2.00 = 3.00; 10 / 4 = 2.5) so printing matches mongod.
  *
- * Not here: pow for decimals; callers report it as not implemented.
+ * Not here: pow (expr_arith.c builds it from mul, exp and ln) and the
+ * trigonometric functions (their callers answer 238 for decimals).
  */
 #ifndef TAMGA_EXPR_DECIMAL_H
 #define TAMGA_EXPR_DECIMAL_H
