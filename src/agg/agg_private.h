@@ -113,6 +113,16 @@ int agg_pipeline_parse_sub(agg_pctx_t *pc, const bson_t *stages, bool in_facet, 
 #define AGG_MAX_SUB_DEPTH 20
 int agg_sub_depth_exceeded(terr_t *err);
 
+/* optimize.c: mongod's rewrites of a pipeline ($skip/$limit/$match
+ * coalescing, $match moved before $sort and split across $project /
+ * $addFields / $set / $unset): true with *out (initialised; the caller
+ * destroys it) the rewritten stages array, false when nothing changes
+ * (out untouched). */
+bool agg_pipeline_optimize(const bson_t *stages, bson_t *out);
+/* agg_pipeline_parse without the rewrites (pipeline.c). */
+int agg_pipeline_parse_as_is(const bson_t *stages, const bson_t *let, const agg_host_t *host,
+                             agg_pipeline_t **out, terr_t *err);
+
 /*
  * Views read by $lookup / $unionWith / $graphLookup (agg/view.c).  A query
  * resolves each view once and parses its stages once, whatever the number

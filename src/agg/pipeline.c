@@ -397,6 +397,56 @@ agg_pipeline_parse(const bson_t *stages, const bson_t *let, const agg_host_t *ho
 	pc.scope = p->scope;
 	pc.let_doc = p->let_doc;
 	ERR(parse_stages(&pc, stages, err));
+	/* parsed as written (its errors are mongod's); then again as mongod's
+	 * optimizer rewrites it (optimize.c), when it does */
+	{
+		bson_t opt;
+		agg_pipeline_t *p2 = NULL;
+		terr_t e2 = TERR_INIT;
+
+		if (agg_pipeline_optimize(stages, &opt)) {
+			int rc = agg_pipeline_parse_as_is(&opt, let, host, &p2, &e2);
+
+			terr_clear(&e2);
+			bson_destroy(&opt);
+			if (rc == 0) {
+				agg_pipeline_free(p);
+				*out = p2;
+				return 0;
+			}
+		}
+	}
+	pipeline_setup_source(p);
+	ERR(text_score_check(p, err));
+	*out = p;
+	return 0;
+err:
+	agg_pipeline_free(p);
+	return ret;
+}
+
+int
+agg_pipeline_parse_as_is(const bson_t *stages, const bson_t *let, const agg_host_t *host,
+    agg_pipeline_t **out, terr_t *err)
+{
+	agg_pipeline_t *p = bson_malloc0(sizeof(*p));
+	agg_pctx_t pc;
+	int ret = 0;
+
+	*out = NULL;
+	p->host = host;
+	p->scope = expr_scope_new();
+	expr_scope_set_collation(p->scope, agg_host_collation(host));
+	p->owns_scope = true;
+	if (let != NULL)
+		ERR(parse_let(p, let, err));
+	memset(&pc, 0, sizeof(pc));
+	pc.p = p;
+	pc.root = p;
+	pc.host = host;
+	pc.scope = p->scope;
+	pc.let_doc = p->let_doc;
+	ERR(parse_stages(&pc, stages, err));
 	pipeline_setup_source(p);
 	ERR(text_score_check(p, err));
 	*out = p;

@@ -131,6 +131,8 @@ check_target_ns(storage_t *st, const char *stage, const char *db, const char *co
 	return 0;
 }
 
+static bson_t *write_explain(const struct write_plan *wp, const bson_value_t *merge_spec);
+
 static int
 out_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 {
@@ -147,12 +149,49 @@ out_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		write_free_plan(wp);
 		return -1;
 	}
-	agg_pctx_add(pc, &agg_stages_write[0], wp, agg_explain_doc("$out", spec));
+	agg_pctx_add(pc, &agg_stages_write[0], wp, write_explain(wp, NULL));
 	return 0;
 }
 
 static const char *const wm_names[] = {"replace", "keepExisting", "merge", "fail", NULL};
 static const char *const wnm_names[] = {"insert", "discard", "fail", NULL};
+
+/* explain's form of $out / $merge (mongod's serialize): the target as
+ * {db, coll}; $merge with its resolved on, whenMatched, whenNotMatched
+ * (merge_spec non-NULL). */
+static bson_t *
+write_explain(const write_plan_t *wp, const bson_value_t *merge_spec)
+{
+	bson_t *d = bson_new(), s, into, on;
+
+	(void)merge_spec;
+	BSON_APPEND_DOCUMENT_BEGIN(d, wp->merge ? "$merge" : "$out", &s);
+	if (!wp->merge) {
+		BSON_APPEND_UTF8(&s, "db", wp->db);
+		BSON_APPEND_UTF8(&s, "coll", wp->coll);
+	} else {
+		BSON_APPEND_DOCUMENT_BEGIN(&s, "into", &into);
+		BSON_APPEND_UTF8(&into, "db", wp->db);
+		BSON_APPEND_UTF8(&into, "coll", wp->coll);
+		bson_append_document_end(&s, &into);
+		if (wp->non <= 1) {
+			BSON_APPEND_UTF8(&s, "on", wp->non == 1 ? wp->on[0] : "_id");
+		} else {
+			char key[16];
+
+			BSON_APPEND_ARRAY_BEGIN(&s, "on", &on);
+			for (int i = 0; i < wp->non; i++) {
+				bv_array_key((uint32_t)i, key);
+				BSON_APPEND_UTF8(&on, key, wp->on[i]);
+			}
+			bson_append_array_end(&s, &on);
+		}
+		BSON_APPEND_UTF8(&s, "whenMatched", wm_names[wp->when_matched]);
+		BSON_APPEND_UTF8(&s, "whenNotMatched", wnm_names[wp->when_not_matched]);
+	}
+	bson_append_document_end(d, &s);
+	return d;
+}
 
 static int
 enum_value(const char *const *names, const char *v)
@@ -358,7 +397,7 @@ merge_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	}
 	if (has_pipe)
 		ERR(merge_parse_pipeline(pc, wp, &pipe, has_let ? &let : NULL, err));
-	agg_pctx_add(pc, &agg_stages_write[1], wp, agg_explain_doc("$merge", spec));
+	agg_pctx_add(pc, &agg_stages_write[1], wp, has_pipe ? agg_explain_doc("$merge", spec) : write_explain(wp, spec));
 	return 0;
 err:
 	write_free_plan(wp);
