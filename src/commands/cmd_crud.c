@@ -504,6 +504,9 @@ CMD_HANDLER(cmd_find)
 	bson_t filter, sort, proj, let = BSON_INITIALIZER;
 	bool has_filter, has_sort, has_proj, has_let, found, single_batch = false, no_timeout = false;
 	bool allow_disk = false, tailable = false, await_data = false, return_key_on = false, has_coll;
+	bson_t filter_hint;
+	bson_iter_t filter_hint_it;
+	bool has_filter_hint = false;
 	plan_request_t req;
 	plan_exec_t *x = NULL;
 	match_options_t mo = {0};
@@ -594,6 +597,14 @@ CMD_HANDLER(cmd_find)
 	if (has_let)
 		mo.let = &let;
 	req.hint = hint_for_plan(c, c->body, &hint_it);
+	/* an index filter for the query's shape (cmd_plancache.c) */
+	if (req.hint == NULL && req.coll != NULL &&
+	    cmd_plan_filter_hint(c, name, has_filter ? &filter : NULL, has_sort ? &sort : NULL,
+	        has_proj ? &proj : NULL, &filter_hint)) {
+		has_filter_hint = true;
+		if (bson_iter_init_find(&filter_hint_it, &filter_hint, "hint"))
+			req.hint = bson_iter_value(&filter_hint_it);
+	}
 	/* {_id: <number, ObjectId, ...>} alone: the _id point lookup needs no
 	 * compiled filter (mongod's express path) */
 	if (has_filter && !has_let && !has_sort && !has_proj && !has_min && !has_max && req.hint == NULL &&
@@ -677,6 +688,8 @@ err:
 	match_free(req.match);
 	plan_exec_free(x);
 	bson_destroy(&let);
+	if (has_filter_hint)
+		bson_destroy(&filter_hint);
 	return ret;
 }
 

@@ -110,6 +110,11 @@ CMD_HANDLER(cmd_filemd5);
 CMD_HANDLER(cmd_get_diagnostic_data);
 CMD_HANDLER(cmd_apply_ops);
 CMD_HANDLER(cmd_top);
+/* index filters: cmd_plancache.c */
+CMD_HANDLER(cmd_plan_cache_set_filter);
+CMD_HANDLER(cmd_plan_cache_list_filters);
+CMD_HANDLER(cmd_plan_cache_clear_filters);
+CMD_HANDLER(cmd_plan_cache_clear);
 
 static const cmd_def_t commands[] = {
 	/* aggregation: cmd_aggregate.c */
@@ -211,6 +216,10 @@ static const cmd_def_t commands[] = {
 	{"dataSize", "datasize", cmd_data_size, CMDF_MAXTIME, "the size in bytes of a collection's documents"},
 	{"dbHash", "dbhash", cmd_db_hash, CMDF_MAXTIME, "an MD5 hash of each collection's documents"},
 	{"filemd5", NULL, cmd_filemd5, CMDF_MAXTIME, "the MD5 of a GridFS file's chunks"},
+	{"planCacheClear", NULL, cmd_plan_cache_clear, CMDF_NONE, "drop cached plans (Tamga caches none)"},
+	{"planCacheClearFilters", NULL, cmd_plan_cache_clear_filters, CMDF_NONE, "drop index filters"},
+	{"planCacheListFilters", NULL, cmd_plan_cache_list_filters, CMDF_NONE, "list a collection's index filters"},
+	{"planCacheSetFilter", NULL, cmd_plan_cache_set_filter, CMDF_NONE, "restrict a query shape to some indexes"},
 	{"top", NULL, cmd_top, CMDF_ADMIN_ONLY, "time and counts of the operations on each collection"},
 	{"getDiagnosticData", NULL, cmd_get_diagnostic_data, CMDF_ADMIN_ONLY, "the latest diagnostic sample (serverStatus)"},
 };

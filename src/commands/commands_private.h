@@ -164,6 +164,14 @@ void cmd_metrics_top_append(bson_t *totals);
 /* $collStats latencyStats of ns: reads, writes, commands, transactions. */
 void cmd_metrics_latency_append(const char *ns, bool histograms, bson_t *out);
 
+/* ---- index filters (cmd_plancache.c) ------------------------------------- */
+/* When an index filter is set for the shape of (query, sort, proj) on
+ * c->db.coll: true with *hint initialised ({hint: <key pattern>} of the
+ * first listed index the collection has, {$natural: 1} when none is left;
+ * the caller destroys it).  False (hint untouched) otherwise. */
+bool cmd_plan_filter_hint(cmd_t *c, const char *coll, const bson_t *query, const bson_t *sort,
+                          const bson_t *proj, bson_t *hint);
+
 /* ---- the Stable API parameters (api_version.c) ---------------------------- */
 /* apiVersion / apiStrict / apiDeprecationErrors of c, checked as mongod does
  * before def runs: 0, or -1 with 322 APIVersionError (apiVersion not "1"),
