@@ -9,7 +9,7 @@
  * the database's md5 is MD5 over each collection's name and hex digest.
  * filemd5 is MD5 over a GridFS file's chunks in n order.  applyOps applies
  * insert, update (a modifier or replacement document, or the oplog's `$v: 2`
- * diff), delete, no-op and command entries one by one through the ordinary
+ * diff, applied to the stored document), delete, no-op and command entries one by one through the ordinary
  * command path (validation bypassed, as mongod's oplog application), and
  * reports each one's success.  What it does not do: the `preCondition`
  * array's mongod 4.x semantics beyond a plain query, or atomic application
@@ -374,87 +374,139 @@ CMD_HANDLER(cmd_get_diagnostic_data)
 
 /* ---- applyOps ----------------------------------------------------------- */
 
-/* The update operators that do what a `$v: 2` diff (repl/oplog_diff.h)
- * describes, for the path prefix: u/i -> $set, d -> $unset, s<field> -> the
- * sub diff one level down; an array's u<index> -> $set of path.<index>, its
- * l (new length) -> $push {$each: [], $slice: l}. */
-static int
-diff_to_ops(const bson_t *diff, const char *prefix, bson_t *set, bson_t *unset, bson_t *push,
-            int depth, terr_t *err)
+/*
+ * Apply a `$v: 2` diff (repl/oplog_diff.h) to doc into out, as mongod's
+ * doc_diff applier: a document's fields in their order, d dropping, u
+ * replacing, s<field> applying a sub diff, then the i fields appended; an
+ * array resized to l first (cut, or grown with nulls), then u<index>
+ * setting and s<index> applying a sub diff at that index.
+ */
+static int apply_diff_value(const bson_iter_t *cur, const bson_t *diff, bson_t *out, const char *key,
+                            int depth, terr_t *err);
+
+static bool
+diff_sub(const bson_t *diff, const char *section, const char *field, bson_iter_t *out)
 {
 	bson_iter_t it;
-	bool is_array = bson_has_field(diff, "a");
+
+	if (!bson_iter_init_find(&it, diff, section) || !BSON_ITER_HOLDS_DOCUMENT(&it))
+		return false;
+	return bson_iter_recurse(&it, out) && bson_iter_find(out, field);
+}
+
+static void
+iter_doc(const bson_iter_t *it, bson_t *d)
+{
+	const uint8_t *data;
+	uint32_t len;
+
+	if (BSON_ITER_HOLDS_ARRAY(it))
+		bson_iter_array(it, &len, &data);
+	else
+		bson_iter_document(it, &len, &data);
+	bson_init_static(d, data, len);
+}
+
+static int
+apply_doc_diff(const bson_t *doc, const bson_t *diff, bson_t *out, int depth, terr_t *err)
+{
+	bson_iter_t it, f, ins;
+	char skey[1100];
 
 	if (depth > 100)
 		return terr_set(err, TERR_BAD_VALUE, "diff nested too deeply");
-	if (!bson_iter_init(&it, diff))
-		return terr_set(err, TERR_BAD_VALUE, "malformed diff");
+	if (!bson_iter_init(&it, doc))
+		return terr_set(err, TERR_BAD_VALUE, "malformed document");
 	while (bson_iter_next(&it)) {
 		const char *k = bson_iter_key(&it);
-		char path[1024];
 
-		if (is_array) {
-			if (strcmp(k, "a") == 0)
-				continue;
-			if (strcmp(k, "l") == 0) {
-				bson_t spec, each;
-
-				snprintf(path, sizeof path, "%s", prefix);
-				BSON_APPEND_DOCUMENT_BEGIN(push, path, &spec);
-				BSON_APPEND_ARRAY_BEGIN(&spec, "$each", &each);
-				bson_append_array_end(&spec, &each);
-				BSON_APPEND_VALUE(&spec, "$slice", bson_iter_value(&it));
-				bson_append_document_end(push, &spec);
-				continue;
-			}
-			snprintf(path, sizeof path, "%s.%s", prefix, k + 1);
-			if (k[0] == 'u') {
-				BSON_APPEND_VALUE(set, path, bson_iter_value(&it));
-			} else if (k[0] == 's' && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-				bson_t sub;
-				const uint8_t *d;
-				uint32_t l;
-
-				bson_iter_document(&it, &l, &d);
-				bson_init_static(&sub, d, l);
-				RET(diff_to_ops(&sub, path, set, unset, push, depth + 1, err));
-			} else {
-				return terr_set(err, TERR_BAD_VALUE, "malformed array diff field: %s", k);
-			}
+		if (diff_sub(diff, "d", k, &f))
+			continue;
+		if (diff_sub(diff, "u", k, &f)) {
+			bson_append_value(out, k, -1, bson_iter_value(&f));
 			continue;
 		}
-		if ((strcmp(k, "u") == 0 || strcmp(k, "i") == 0 || strcmp(k, "d") == 0) &&
-		    BSON_ITER_HOLDS_DOCUMENT(&it)) {
-			bson_iter_t f;
-
-			bson_iter_recurse(&it, &f);
-			while (bson_iter_next(&f)) {
-				if (prefix[0])
-					snprintf(path, sizeof path, "%s.%s", prefix, bson_iter_key(&f));
-				else
-					snprintf(path, sizeof path, "%s", bson_iter_key(&f));
-				if (k[0] == 'd')
-					BSON_APPEND_INT32(unset, path, 1);
-				else
-					BSON_APPEND_VALUE(set, path, bson_iter_value(&f));
-			}
-		} else if (k[0] == 's' && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+		snprintf(skey, sizeof skey, "s%s", k);
+		if (bson_iter_init_find(&f, diff, skey) && BSON_ITER_HOLDS_DOCUMENT(&f)) {
 			bson_t sub;
-			const uint8_t *d;
-			uint32_t l;
 
-			if (prefix[0])
-				snprintf(path, sizeof path, "%s.%s", prefix, k + 1);
-			else
-				snprintf(path, sizeof path, "%s", k + 1);
-			bson_iter_document(&it, &l, &d);
-			bson_init_static(&sub, d, l);
-			RET(diff_to_ops(&sub, path, set, unset, push, depth + 1, err));
-		} else {
-			return terr_set(err, TERR_BAD_VALUE, "malformed diff field: %s", k);
+			iter_doc(&f, &sub);
+			RET(apply_diff_value(&it, &sub, out, k, depth + 1, err));
+			continue;
 		}
+		bson_append_iter(out, k, -1, &it);
+	}
+	if (bson_iter_init_find(&ins, diff, "i") && BSON_ITER_HOLDS_DOCUMENT(&ins) && bson_iter_recurse(&ins, &f))
+		while (bson_iter_next(&f))
+			bson_append_value(out, bson_iter_key(&f), -1, bson_iter_value(&f));
+	return 0;
+}
+
+static int
+apply_array_diff(const bson_t *arr, const bson_t *diff, bson_t *out, int depth, terr_t *err)
+{
+	bson_iter_t it, f;
+	int64_t len = 0, n = 0;
+	char key[16], k2[24];
+
+	if (depth > 100)
+		return terr_set(err, TERR_BAD_VALUE, "diff nested too deeply");
+	len = bson_count_keys(arr);
+	if (bson_iter_init_find(&f, diff, "l")) {
+		if (!BSON_ITER_HOLDS_NUMBER(&f) || bson_iter_as_int64(&f) < 0 || bson_iter_as_int64(&f) > 16 * 1024 * 1024)
+			return terr_set(err, TERR_BAD_VALUE, "malformed array diff: bad length");
+		len = bson_iter_as_int64(&f);
+	}
+	bson_iter_init(&it, arr);
+	for (n = 0; n < len; n++) {
+		bool have = bson_iter_next(&it);
+
+		bv_array_key((uint32_t)n, key);
+		snprintf(k2, sizeof k2, "u%lld", (long long)n);
+		if (bson_iter_init_find(&f, diff, k2)) {
+			bson_append_value(out, key, -1, bson_iter_value(&f));
+			continue;
+		}
+		snprintf(k2, sizeof k2, "s%lld", (long long)n);
+		if (have && bson_iter_init_find(&f, diff, k2) && BSON_ITER_HOLDS_DOCUMENT(&f)) {
+			bson_t sub;
+
+			iter_doc(&f, &sub);
+			RET(apply_diff_value(&it, &sub, out, key, depth + 1, err));
+			continue;
+		}
+		if (have)
+			bson_append_iter(out, key, -1, &it);
+		else
+			bson_append_null(out, key, -1);
 	}
 	return 0;
+}
+
+/* cur's value with diff applied, appended to out as key */
+static int
+apply_diff_value(const bson_iter_t *cur, const bson_t *diff, bson_t *out, const char *key, int depth,
+                 terr_t *err)
+{
+	bson_t old, child;
+	int rc;
+
+	if (bson_has_field(diff, "a")) {
+		if (!BSON_ITER_HOLDS_ARRAY(cur))
+			return terr_set(err, TERR_BAD_VALUE, "array diff on a field that is not an array: %s", key);
+		iter_doc(cur, &old);
+		bson_append_array_begin(out, key, -1, &child);
+		rc = apply_array_diff(&old, diff, &child, depth, err);
+		bson_append_array_end(out, &child);
+		return rc;
+	}
+	if (!BSON_ITER_HOLDS_DOCUMENT(cur))
+		return terr_set(err, TERR_BAD_VALUE, "document diff on a field that is not a document: %s", key);
+	iter_doc(cur, &old);
+	bson_append_document_begin(out, key, -1, &child);
+	rc = apply_doc_diff(&old, diff, &child, depth, err);
+	bson_append_document_end(out, &child);
+	return rc;
 }
 
 /* Run sub on db as a command of this client; its error becomes err. */
@@ -486,13 +538,44 @@ run_sub(cmd_t *c, const char *db, const bson_t *sub, terr_t *err)
 	return rc != 0 ? -1 : 0;
 }
 
+/* The document of db.coll matching q into doc (initialised; destroy it):
+ * 0, or -1 with 26 when none does (mongod: the update of a missing
+ * document fails its application). */
+static int
+fetch_one(cmd_t *c, const char *db, const char *coll, const bson_t *q, bson_t *doc, terr_t *err)
+{
+	bson_t cmd = BSON_INITIALIZER, reply;
+	bson_iter_t it;
+	int rc;
+
+	BSON_APPEND_UTF8(&cmd, "find", coll);
+	BSON_APPEND_DOCUMENT(&cmd, "filter", q);
+	BSON_APPEND_INT32(&cmd, "limit", 1);
+	BSON_APPEND_BOOL(&cmd, "singleBatch", true);
+	rc = engine_run_command(c->engine, c->client, db, &cmd, &reply, err);
+	bson_destroy(&cmd);
+	if (rc == 0 && bson_iter_init(&it, &reply) && bson_iter_find_descendant(&it, "cursor.firstBatch.0", &it) &&
+	    BSON_ITER_HOLDS_DOCUMENT(&it)) {
+		bson_t v;
+
+		iter_doc(&it, &v);
+		bson_copy_to(&v, doc);
+		bson_destroy(&reply);
+		return 0;
+	}
+	bson_destroy(&reply);
+	if (rc != 0)
+		return -1;
+	return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "update of a missing document in %s.%s", db, coll);
+}
+
 /* Apply one oplog entry. */
 static int
 apply_one(cmd_t *c, const bson_t *op, terr_t *err)
 {
 	bson_iter_t it;
 	const char *type = NULL, *ns = NULL;
-	bson_t o, o2, sub = BSON_INITIALIZER, arr, one;
+	bson_t o, o2, sub = BSON_INITIALIZER, arr, one, pre = BSON_INITIALIZER;
 	bool has_o = false, has_o2 = false;
 	char db[256], coll[256];
 	int ret = -1;
@@ -575,37 +658,25 @@ apply_one(cmd_t *c, const bson_t *op, terr_t *err)
 		BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &one);
 		BSON_APPEND_DOCUMENT(&one, "q", &o2);
 		if (bson_iter_init_find(&v, &o, "$v") && bson_iter_as_int64(&v) == 2) {
+			/* the diff applied to the stored document, written back whole */
 			bson_iter_t d;
-			bson_t diff, u, set = BSON_INITIALIZER, unset = BSON_INITIALIZER, push = BSON_INITIALIZER;
-			const uint8_t *dd;
-			uint32_t dl;
+			bson_t diff, post = BSON_INITIALIZER;
 			int rc;
 
 			if (!bson_iter_init_find(&d, &o, "diff") || !BSON_ITER_HOLDS_DOCUMENT(&d)) {
-				bson_destroy(&set);
-				bson_destroy(&unset);
-				bson_destroy(&push);
+				bson_destroy(&post);
 				ret = terr_set(err, TERR_BAD_VALUE, "A $v: 2 update must have a diff document");
 				bson_append_document_end(&arr, &one);
 				bson_append_array_end(&sub, &arr);
 				goto err;
 			}
-			bson_iter_document(&d, &dl, &dd);
-			bson_init_static(&diff, dd, dl);
-			rc = diff_to_ops(&diff, "", &set, &unset, &push, 0, err);
-			BSON_APPEND_DOCUMENT_BEGIN(&one, "u", &u);
-			if (!bson_empty(&set))
-				BSON_APPEND_DOCUMENT(&u, "$set", &set);
-			if (!bson_empty(&unset))
-				BSON_APPEND_DOCUMENT(&u, "$unset", &unset);
-			if (!bson_empty(&push))
-				BSON_APPEND_DOCUMENT(&u, "$push", &push);
-			if (bson_empty(&set) && bson_empty(&unset) && bson_empty(&push))
-				BSON_APPEND_DOCUMENT(&u, "$set", &set);
-			bson_append_document_end(&one, &u);
-			bson_destroy(&set);
-			bson_destroy(&unset);
-			bson_destroy(&push);
+			iter_doc(&d, &diff);
+			rc = fetch_one(c, db, coll, &o2, &pre, err);
+			if (rc == 0)
+				rc = apply_doc_diff(&pre, &diff, &post, 0, err);
+			if (rc == 0)
+				BSON_APPEND_DOCUMENT(&one, "u", &post);
+			bson_destroy(&post);
 			if (rc != 0) {
 				bson_append_document_end(&arr, &one);
 				bson_append_array_end(&sub, &arr);
@@ -634,6 +705,7 @@ apply_one(cmd_t *c, const bson_t *op, terr_t *err)
 	ret = run_sub(c, db, &sub, err);
 err:
 	bson_destroy(&sub);
+	bson_destroy(&pre);
 	return ret;
 }
 
