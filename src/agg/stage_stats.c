@@ -1,8 +1,10 @@
 /*
  * stage_stats.c -- stages that describe the collection instead of reading
- * it: $collStats (count, storageStats; latencyStats and queryExecStats answer 238) and
- * $indexStats; plus the rows of stages MongoDB has and Tamga does not build
- * yet, so they fail with 238 NotImplemented instead of 40324.
+ * it: $collStats (count, storageStats, latencyStats from the host's counters;
+ * queryExecStats answers 238), $indexStats and $currentOp (the host's running
+ * operations, read while the pipeline is parsed); plus the rows of stages
+ * MongoDB has and Tamga does not build yet, so they fail with 238
+ * NotImplemented instead of 40324.
  */
 #include "agg/agg_private.h"
 
