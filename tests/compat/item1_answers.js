@@ -98,6 +98,12 @@
 			r0: {$round: [NumberDecimal('2.50')]}}}]);
 		eq(r, [{r: NumberDecimal('1.23'), t: NumberDecimal('1.23'), r0: NumberDecimal('2')}]);
 	});
+	compat(1, '$round / $trunc / $floor of a decimal: mongod\'s quantize exponent', () => {
+		const r = agg(cdb, 'i1', [{$match: {_id: 1}}, {$project: {_id: 0,
+			r: {$round: [NumberDecimal('1.298'), 33]}, t: {$trunc: [NumberDecimal('5'), 2]},
+			f: {$floor: NumberDecimal('1E+2')}}}]);
+		eq(r, [{r: NumberDecimal('1.298000000000000000000000000000000'), t: NumberDecimal('5.00'), f: NumberDecimal('100')}]);
+	});
 	compat(1, '$pow / $sqrt / $exp / $ln with decimal arguments answer decimals', () => {
 		const r = agg(cdb, 'i1', [{$match: {_id: 1}}, {$project: {_id: 0,
 			p: {$pow: [NumberDecimal('2'), NumberInt(10)]}, s: {$sqrt: NumberDecimal('16')},
