@@ -104,6 +104,25 @@
 			f: {$floor: NumberDecimal('1E+2')}}}]);
 		eq(r, [{r: NumberDecimal('1.298000000000000000000000000000000'), t: NumberDecimal('5.00'), f: NumberDecimal('100')}]);
 	});
+	compat(1, '$dateFromString reads the formats mongod\'s jstests parse ("11:56.02")', () => {
+		const r = agg(cdb, 'i1', [{$match: {_id: 1}}, {$project: {_id: 0,
+			a: {$dateFromString: {dateString: '2017-07-04T11:56.02'}},
+			b: {$dateFromString: {dateString: '2017-07-04T11:56.02.81'}}}}]);
+		eq(r, [{a: ISODate('2017-07-04T11:56:02Z'), b: ISODate('2017-07-04T11:56:02.810Z')}]);
+	});
+	compat(1, '$merge of large documents in several batches, also into its own collection', () => {
+		cdb.i1big.drop();
+		cdb.i1bigout.drop();
+		const big = 'x'.repeat(4 * 1024 * 1024);
+		for (let i = 0; i < 6; i++) cdb.i1big.insertOne({_id: i, s: big});
+		agg(cdb, 'i1big', [{$merge: {into: 'i1bigout'}}]);
+		agg(cdb, 'i1big', [{$project: {s: 1, t: '$s'}}, {$merge: {into: 'i1bigout', whenMatched: 'replace'}}]);
+		eq(cdb.i1bigout.countDocuments({t: {$exists: true}}), 6);
+		agg(cdb, 'i1big', [{$addFields: {n: 1}}, {$merge: {into: 'i1big', whenMatched: 'merge'}}]);
+		eq(cdb.i1big.countDocuments({n: 1}), 6);
+		cdb.i1big.drop();
+		cdb.i1bigout.drop();
+	});
 	compat(1, '$pow / $sqrt / $exp / $ln with decimal arguments answer decimals', () => {
 		const r = agg(cdb, 'i1', [{$match: {_id: 1}}, {$project: {_id: 0,
 			p: {$pow: [NumberDecimal('2'), NumberInt(10)]}, s: {$sqrt: NumberDecimal('16')},
