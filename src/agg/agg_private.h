@@ -74,6 +74,10 @@ struct agg_pipeline {
 	int64_t source_skip;          /* then a $skip */
 	int64_t source_limit;         /* and a $limit (0 = none) */
 	bson_t *source_project;       /* then a plain inclusion $project, the find projection (owned or NULL) */
+	/* a $sort {k: 1} followed by a $group on "$k" with only $first
+	 * accumulators: the source may be a DISTINCT_SCAN on k (the first
+	 * document of each k in sort order, mongod's rewrite), owned or NULL */
+	char *source_distinct;
 	int first_stage;              /* index of the first stage run on top of the source */
 	bool source_text_score;       /* the source appends "$textScore" (stages read {$meta: "textScore"}) */
 	bool facet;                   /* a $facet sub-pipeline (no source) */

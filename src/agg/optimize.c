@@ -16,8 +16,8 @@
  * What the rest of the pipeline sees is the same documents in the same
  * order: a conjunct moves only when the stage it passes neither changes nor
  * removes any path it reads.  Not here: $match across $lookup / $unwind /
- * $group, $limit pushed into $sort (the find layer's top-k does it), and
- * $group + $first into DISTINCT_SCAN.
+ * $group, and $limit pushed into $sort (the find layer's top-k does it);
+ * $sort + $group with $first as a DISTINCT_SCAN is pipeline.c's (its source).
  */
 #include "agg/agg_private.h"
 

@@ -245,6 +245,67 @@ next_stage_spec(const agg_pipeline_t *p, const char *name, bson_t *spec)
 	return true;
 }
 
+/* The k of a $group spec {_id: "$k", <field>: {$first: <expr>}, ...} when
+ * the sort is exactly {k: 1}; NULL otherwise (caller frees). */
+static char *
+group_first_key(const bson_t *sort, const bson_t *group)
+{
+	bson_iter_t it, acc, s;
+	const char *k;
+
+	if (!bson_iter_init_find(&it, group, "_id") || !BSON_ITER_HOLDS_UTF8(&it))
+		return NULL;
+	k = bson_iter_utf8(&it, NULL);
+	if (k[0] != '$' || k[1] == '$' || k[1] == '\0')
+		return NULL;
+	k++;
+	if (bson_count_keys(sort) != 1 || !bson_iter_init_find(&s, sort, k) || !BSON_ITER_HOLDS_NUMBER(&s) ||
+	    bson_iter_as_int64(&s) != 1)
+		return NULL;
+	bson_iter_init(&it, group);
+	while (bson_iter_next(&it)) {
+		if (strcmp(bson_iter_key(&it), "_id") == 0)
+			continue;
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &acc) || !bson_iter_next(&acc) ||
+		    strcmp(bson_iter_key(&acc), "$first") != 0 || bson_iter_next(&acc))
+			return NULL;
+	}
+	return bson_strdup(k);
+}
+
+/*
+ * plan_exec_new for the pipeline's source: with source_distinct, first as
+ * a DISTINCT_SCAN on it without the sort (the index's order is the sort's);
+ * when the planner does not make that plan, the request as it is.  coll
+ * and match of req are stolen as plan_exec_new steals them.
+ */
+static int
+source_plan_new(const agg_pipeline_t *p, plan_request_t *req, plan_exec_t **pe, terr_t *err)
+{
+	if (p->source_distinct != NULL && req->coll != NULL) {
+		plan_request_t d = *req;
+		plan_exec_t *x = NULL;
+		terr_t e = TERR_INIT;
+
+		d.sort = NULL;
+		d.distinct_key = p->source_distinct;
+		d.borrow = true;
+		if (plan_exec_new(&d, &x, &e) == 0) {
+			const plan_stats_t *st = plan_exec_stats(x);
+
+			if (st != NULL && st->stage != NULL && strcmp(st->stage, "DISTINCT_SCAN") == 0) {
+				/* the exec borrowed them: hand over the request's own */
+				plan_exec_free(x);
+				d.borrow = false;
+				return plan_exec_new(&d, pe, err);
+			}
+			plan_exec_free(x);
+		}
+		terr_clear(&e);
+	}
+	return plan_exec_new(req, pe, err);
+}
+
 static void
 pipeline_setup_source(agg_pipeline_t *p)
 {
@@ -280,6 +341,11 @@ pipeline_setup_source(agg_pipeline_t *p)
 		p->source_project = bson_copy(&spec);
 		p->first_stage++;
 	}
+	/* $sort {k: 1} + $group {_id: "$k", f: {$first: ...}, ...}: a
+	 * DISTINCT_SCAN may hand the $group the first document of each k */
+	if (p->source_sort != NULL && p->source_skip == 0 && p->source_limit == 0 && p->source_project == NULL &&
+	    next_stage_spec(p, "$group", &spec))
+		p->source_distinct = group_first_key(p->source_sort, &spec);
 }
 
 /* Does a document (at any depth) hold {$meta: "textScore"} (or, with
@@ -529,6 +595,7 @@ agg_pipeline_free(agg_pipeline_t *p)
 		bson_destroy(p->source_filter);
 	if (p->source_sort != NULL)
 		bson_destroy(p->source_sort);
+	bson_free(p->source_distinct);
 	if (p->source_project != NULL)
 		bson_destroy(p->source_project);
 	if (p->owns_scope)
@@ -589,7 +656,7 @@ explain_query_planner(const agg_pipeline_t *p, bson_t *qp)
 	req.sort_memory_limit = p->host->sort_memory_limit;
 	req.hint = p->host->hint;
 	bson_append_document_begin(qp, "winningPlan", -1, &wp);
-	if (plan_exec_new(&req, &pe, &e) == 0) {
+	if (source_plan_new(p, &req, &pe, &e) == 0) {
 		plan_exec_explain_append(pe, false, &wp);
 		plan_exec_free(pe);
 	} else {
@@ -774,7 +841,7 @@ exec_open_source(agg_exec_t *x, storage_coll_t *coll, const bson_t *filter, terr
 		req.hint = x->p->host != NULL ? x->p->host->hint : NULL;
 		req.keep_text_score = x->p->source_text_score;
 	}
-	ret = plan_exec_new(&req, &pe, err);
+	ret = x->top ? source_plan_new(x->p, &req, &pe, err) : plan_exec_new(&req, &pe, err);
 	req.coll = NULL;
 	req.match = NULL;
 	if (ret != 0)

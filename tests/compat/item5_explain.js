@@ -84,10 +84,14 @@
 		cmdOk(cdb, {planCacheClear: 'i5'});
 		eq(agg(cdb, 'i5', [{$planCacheStats: {}}]), []);
 	});
-	// mongod turns it into a DISTINCT_SCAN on {a: 1}; Tamga's planner does
-	// not make that plan for aggregation yet
-	compat.todo(5, '$sort + $group with $first on the sorted prefix is a DISTINCT_SCAN', () => {
-		const r = ex([{$sort: {a: 1}}, {$group: {_id: '$a', f: {$first: '$a'}}}]);
-		ok(JSON.stringify(r).includes('DISTINCT_SCAN'), cj(r));
+	compat(5, '$sort + $group with $first on the sorted prefix is a DISTINCT_SCAN', () => {
+		const p = [{$sort: {a: 1}}, {$group: {_id: '$a', f: {$first: '$b'}}}];
+		const r = ex(p);
+		ok(JSON.stringify(r).includes('"stage":"DISTINCT_SCAN"'), cj(r));
+		eq(agg(cdb, 'i5', p.concat([{$sort: {_id: 1}}])), [{_id: 0, f: 0}, {_id: 1, f: 1}, {_id: 2, f: 2}, {_id: 3, f: 3}]);
+		// not with $last, another sort, or no index
+		ok(!JSON.stringify(ex([{$sort: {a: 1}}, {$group: {_id: '$a', f: {$last: '$b'}}}])).includes('DISTINCT_SCAN'));
+		ok(!JSON.stringify(ex([{$sort: {b: 1}}, {$group: {_id: '$b', f: {$first: '$a'}}}])).includes('DISTINCT_SCAN') ||
+			c.getIndexes().some((i) => i.name === 'b_1'));
 	});
 }
