@@ -23,6 +23,7 @@
 
 #include "bson/value.h"
 #include "common/opctx.h"
+#include "common/version.h"
 
 /* ---- shared ------------------------------------------------------------- */
 
@@ -453,7 +454,9 @@ apply_array_diff(const bson_t *arr, const bson_t *diff, bson_t *out, int depth, 
 		return terr_set(err, TERR_BAD_VALUE, "diff nested too deeply");
 	len = bson_count_keys(arr);
 	if (bson_iter_init_find(&f, diff, "l")) {
-		if (!BSON_ITER_HOLDS_NUMBER(&f) || bson_iter_as_int64(&f) < 0 || bson_iter_as_int64(&f) > 16 * 1024 * 1024)
+		/* no longer than a 16 MB document can hold (3 bytes a null) */
+		if (!BSON_ITER_HOLDS_NUMBER(&f) || bson_iter_as_int64(&f) < 0 ||
+		    bson_iter_as_int64(&f) > TAMGA_MAX_BSON_SIZE / 3)
 			return terr_set(err, TERR_BAD_VALUE, "malformed array diff: bad length");
 		len = bson_iter_as_int64(&f);
 	}
@@ -738,6 +741,8 @@ CMD_HANDLER(cmd_apply_ops)
 
 		bson_iter_document(&it, &l, &d);
 		bson_init_static(&op, d, l);
+		if (cmd_check_deadline(c, err))
+			goto err;
 		if (apply_one(c, &op, err) != 0)
 			goto err;
 		bv_array_key((uint32_t)applied++, key);
