@@ -252,10 +252,11 @@ err:
 
 /* ---- filemd5 ------------------------------------------------------------ */
 
+/* a chunk's n and RecordId: the data is read again in n order, so a
+ * large file is never held in memory */
 typedef struct chunk {
 	int64_t n;
-	uint8_t *data;
-	uint32_t len;
+	recid_t rid;
 } chunk_t;
 
 static int
@@ -291,12 +292,11 @@ CMD_HANDLER(cmd_filemd5)
 		return -1;
 	if (storage_coll_get(c->engine->st, c->db, chunks_name, &coll, NULL) == 0) {
 		ERR(storage_scan_open(s, coll, false, &cur, err));
-		while ((rc = storage_cursor_next(cur, NULL, &doc, NULL, NULL, err)) == 1) {
+		recid_t rid;
+
+		while ((rc = storage_cursor_next(cur, &rid, &doc, NULL, NULL, err)) == 1) {
 			bson_iter_t it;
 			int64_t n;
-			const uint8_t *data;
-			uint32_t len;
-			bson_subtype_t sub;
 
 			if (!bson_iter_init_find(&it, &doc, "files_id") || !bv_equal(bson_iter_value(&it), id))
 				continue;
@@ -305,19 +305,12 @@ CMD_HANDLER(cmd_filemd5)
 				goto err;
 			}
 			n = bson_iter_as_int64(&it);
-			if (!bson_iter_init_find(&it, &doc, "data") || !BSON_ITER_HOLDS_BINARY(&it)) {
-				ret = terr_set(err, 10066, "chunk data must be binData");
-				goto err;
-			}
-			bson_iter_binary(&it, &sub, &len, &data);
 			if (nch == cap) {
 				cap = cap ? cap * 2 : 16;
 				ch = bson_realloc(ch, cap * sizeof *ch);
 			}
 			ch[nch].n = n;
-			ch[nch].len = len;
-			ch[nch].data = bson_malloc(len ? len : 1);
-			memcpy(ch[nch].data, data, len);
+			ch[nch].rid = rid;
 			nch++;
 			if ((nch & 255) == 0 && cmd_check_deadline(c, err))
 				goto err;
@@ -325,23 +318,38 @@ CMD_HANDLER(cmd_filemd5)
 		if (rc < 0)
 			goto err;
 	}
+	storage_cursor_close(cur);
+	cur = NULL;
 	qsort(ch, nch, sizeof *ch, chunk_cmp);
 	ctx = EVP_MD_CTX_new();
 	EVP_DigestInit_ex(ctx, EVP_md5(), NULL);
 	for (size_t i = 0; i < nch; i++) {
+		bson_iter_t it;
+		const uint8_t *data;
+		uint32_t len;
+		bson_subtype_t sub;
+
 		if (ch[i].n != (int64_t)i) {
 			ret = terr_set(err, 20, "chunk missing; expected %zu, got %lld", i, (long long)ch[i].n);
 			goto err;
 		}
-		EVP_DigestUpdate(ctx, ch[i].data, ch[i].len);
+		rc = storage_doc_get(s, coll, ch[i].rid, &doc, err);
+		if (rc < 0)
+			goto err;
+		if (rc == 1 || !bson_iter_init_find(&it, &doc, "data") || !BSON_ITER_HOLDS_BINARY(&it)) {
+			ret = terr_set(err, 10066, "chunk data must be binData");
+			goto err;
+		}
+		bson_iter_binary(&it, &sub, &len, &data);
+		EVP_DigestUpdate(ctx, data, len);
+		if ((i & 255) == 255 && cmd_check_deadline(c, err))
+			goto err;
 	}
 	md5_hex(ctx, hex);
 	append_number(c->reply, "numChunks", (int64_t)nch);
 	BSON_APPEND_UTF8(c->reply, "md5", hex);
 	ret = 0;
 err:
-	for (size_t i = 0; i < nch; i++)
-		bson_free(ch[i].data);
 	bson_free(ch);
 	EVP_MD_CTX_free(ctx);
 	storage_cursor_close(cur);
