@@ -290,6 +290,9 @@ typedef struct plan_src {
 	 * collection scan), built in key */
 	bson_t *key_patterns;
 	bson_t key;
+	/* showRecordId: each result with $recordId appended, built in rid_doc */
+	bool show_rid;
+	bson_t *rid_doc;
 } plan_src_t;
 
 /* The index keys of doc for returnKey: each key-pattern field's value (null
@@ -338,6 +341,17 @@ plan_src_next(void *state, storage_session_t *s, bson_t *doc, terr_t *err)
 
 	if (rc == 1 && ps->key_patterns != NULL && return_key(ps, doc, err) != 0)
 		return -1;
+	if (rc == 1 && ps->show_rid) {
+		recid_t rid;
+
+		if (!plan_exec_last_recid(ps->x, &rid))
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "find with showRecordId and a blocking sort is not supported by Tamga yet");
+		bson_reinit(ps->rid_doc);
+		bson_concat(ps->rid_doc, doc);
+		BSON_APPEND_INT64(ps->rid_doc, "$recordId", rid);
+		bson_init_static(doc, bson_get_data(ps->rid_doc), ps->rid_doc->len);
+	}
 	if (rc < 0 && terr_is_set(err) && ps->context != NULL)
 		terr_wrap(err, ps->context);
 	return rc;
@@ -370,6 +384,8 @@ plan_src_free(void *state)
 		bson_destroy(ps->key_patterns);
 		bson_destroy(&ps->key);
 	}
+	if (ps->rid_doc != NULL)
+		bson_destroy(ps->rid_doc);
 	bson_free(ps);
 }
 
@@ -506,7 +522,7 @@ CMD_HANDLER(cmd_find)
 	bool allow_disk = false, tailable = false, await_data = false, return_key_on = false, has_coll;
 	bson_t filter_hint;
 	bson_iter_t filter_hint_it;
-	bool has_filter_hint = false;
+	bool has_filter_hint = false, show_rid = false;
 	plan_request_t req;
 	plan_exec_t *x = NULL;
 	match_options_t mo = {0};
@@ -533,17 +549,7 @@ CMD_HANDLER(cmd_find)
 	ERR(cmd_get_bool(c, "tailable", &tailable, &found, err));
 	ERR(cmd_get_bool(c, "awaitData", &await_data, &found, err));
 	ERR(cmd_get_bool(c, "returnKey", &return_key_on, &found, err));
-	{
-		bool show_rid = false;
-
-		/* the plan does not hand out RecordIds with its results yet: a
-		 * clear error rather than documents without $recordId */
-		ERR(cmd_get_bool(c, "showRecordId", &show_rid, &found, err));
-		if (show_rid) {
-			ret = terr_set(err, TERR_NOT_IMPLEMENTED, "find with showRecordId is not supported by Tamga yet");
-			goto err;
-		}
-	}
+	ERR(cmd_get_bool(c, "showRecordId", &show_rid, &found, err));
 	if (await_data && !tailable) {
 		ret = terr_set(err, TERR_FAILED_TO_PARSE, "Cannot set 'awaitData' without also setting 'tailable'");
 		goto err;
@@ -608,7 +614,7 @@ CMD_HANDLER(cmd_find)
 	/* {_id: <number, ObjectId, ...>} alone: the _id point lookup needs no
 	 * compiled filter (mongod's express path) */
 	if (has_filter && !has_let && !has_sort && !has_proj && !has_min && !has_max && req.hint == NULL &&
-	    !req.tailable && !return_key_on && plan_filter_id_point(&filter, &id_point))
+	    !req.tailable && !return_key_on && !show_rid && plan_filter_id_point(&filter, &id_point))
 		req.id_point = &id_point;
 	else if (has_filter)
 		ERR(match_compile(&filter, &mo, &req.match, err));
@@ -644,8 +650,16 @@ CMD_HANDLER(cmd_find)
 			goto err;
 		}
 	}
+	if (show_rid)
+		plan_exec_want_recid(x);
 	plan_source(x, &src);
 	x = NULL;
+	if (show_rid) {
+		plan_src_t *ps = src.state;
+
+		ps->show_rid = true;
+		ps->rid_doc = bson_new();
+	}
 	if (return_key_on) {
 		plan_src_t *ps = src.state;
 		storage_coll_t *kc = NULL;

@@ -117,6 +117,11 @@ struct plan_exec {
 	bool covered;                  /* PROJECTION_COVERED: documents rebuilt from index keys, no fetch */
 	bson_t *covered_doc;           /* the current rebuilt document (lazy, as proj_out) */
 	char *distinct_key;            /* owned copy of plan_request_t.distinct_key */
+	/* issue 22 (find showRecordId): keep the RecordId of each result read
+	 * straight from the access path (none through a blocking sort) */
+	bool want_recid;
+	bool have_recid;
+	recid_t last_recid;
 	int distinct_pos;              /* >= 0: DISTINCT_SCAN on this key field */
 	/* trial runs (mongod's multi-planner) */
 	bool trial_pending;            /* candidates not raced yet */
@@ -1786,7 +1791,8 @@ plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
 				text_doc_strip(x, doc);
 			rc = 1;
 		} else {
-			rc = plan_exec_next_record(x, s, NULL, doc, err);
+			rc = plan_exec_next_record(x, s, x->want_recid ? &x->last_recid : NULL, doc, err);
+			x->have_recid = x->want_recid && rc == 1;
 		}
 		if (rc <= 0)
 			return rc;
@@ -1815,6 +1821,21 @@ plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
 		}
 		return 1;
 	}
+}
+
+void
+plan_exec_want_recid(plan_exec_t *x)
+{
+	x->want_recid = true;
+}
+
+bool
+plan_exec_last_recid(const plan_exec_t *x, recid_t *out)
+{
+	if (!x->have_recid || sort_needed(x))
+		return false;
+	*out = x->last_recid;
+	return true;
 }
 
 int

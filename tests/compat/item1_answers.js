@@ -45,8 +45,7 @@
 		const r3 = cmdOk(cdb, {find: 'i1rk', filter: {}, returnKey: true, sort: {_id: -1}});
 		eq(r3.cursor.firstBatch, [{_id: 2}, {_id: 1}]);
 	});
-	// the plan does not hand out RecordIds with its results yet (238 today)
-	compat.todo(1, 'find showRecordId adds $recordId', () => {
+	compat(1, 'find showRecordId adds $recordId', () => {
 		const r = cmdOk(cdb, {find: 'i1rk', filter: {_id: 1}, showRecordId: true});
 		const d = r.cursor.firstBatch[0];
 		ok(d.$recordId !== undefined, 'no $recordId: ' + cj(d));

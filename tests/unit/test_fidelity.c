@@ -249,7 +249,12 @@ test_find_and_writes(void)
 	ok_run("fw", "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"k\": 1}, \"name\": \"k_1\"}]}");
 	FIELD_EQ("fw", "{\"find\": \"c\", \"filter\": {\"k\": 3}, \"returnKey\": true, \"hint\": \"k_1\", "
 	    "\"projection\": {\"x\": 1}}", "cursor.firstBatch", "{ \"v\" : [ { \"k\" : 3 } ] }");
-	fails("fw", "{\"find\": \"c\", \"showRecordId\": true}", 238);
+	FIELD_EQ("fw", "{\"find\": \"c\", \"filter\": {\"_id\": 1}, \"showRecordId\": true, \"projection\": {\"x\": 1}}",
+	    "cursor.firstBatch", "{ \"v\" : [ { \"_id\" : 1, \"x\" : 1, \"$recordId\" : 1 } ] }");
+	FIELD_EQ("fw", "{\"find\": \"c\", \"filter\": {\"k\": 3}, \"hint\": \"k_1\", \"showRecordId\": true, \"returnKey\": true}",
+	    "cursor.firstBatch", "{ \"v\" : [ { \"k\" : 3, \"$recordId\" : 1 } ] }");
+	/* through a blocking sort the RecordId is not kept yet */
+	fails("fw", "{\"find\": \"c\", \"sort\": {\"x\": 1}, \"showRecordId\": true}", 238);
 	/* an upsert may create a top-level $-field; an update of a stored one may not */
 	ok_run("fw", "{\"update\": \"c\", \"updates\": [{\"q\": {\"_id\": 5}, \"u\": {\"$set\": {\"$k\": 1}}, \"upsert\": true}]}");
 	FIELD_EQ("fw", "{\"find\": \"c\", \"filter\": {\"_id\": 5}}", "cursor.firstBatch", "{ \"v\" : [ { \"_id\" : 5, \"$k\" : 1 } ] }");
