@@ -214,7 +214,7 @@ CMD_HANDLER(cmd_aggregate)
 	bool found, has_let = false, explain = false, allow_disk = false, bypass = false;
 	const char *coll = NULL;
 	cursor_opts_t copts;
-	cursor_source_t src;
+	cursor_source_t src = {0};
 	storage_session_t *s;
 	write_ctx_t wctx;
 	view_t view = {0};

@@ -473,7 +473,7 @@ CMD_HANDLER(cmd_list_collections)
 	match_t *m = NULL;
 	bool name_only = false, found_filter, found;
 	int n = 0, i, nout = 0, ret = -1;
-	cursor_source_t src;
+	cursor_source_t src = {0};
 	cursor_opts_t copts;
 	char ns[300], key[16];
 	const char *k;

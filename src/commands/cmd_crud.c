@@ -293,7 +293,27 @@ typedef struct plan_src {
 	/* showRecordId: each result with $recordId appended, built in rid_doc */
 	bool show_rid;
 	bson_t *rid_doc;
+	/* $_requestResumeToken: the RecordIds of the last two results (the
+	 * last may be held back for the next batch) for postBatchResumeToken */
+	bool resume_token;
+	bool have_rid, have_prev;
+	recid_t rid, prev_rid;
 } plan_src_t;
+
+static void
+plan_src_append_cursor(void *state, bool pending, bson_t *cursor)
+{
+	plan_src_t *ps = state;
+	bson_t tok;
+	bool have = pending ? ps->have_prev : ps->have_rid;
+
+	BSON_APPEND_DOCUMENT_BEGIN(cursor, "postBatchResumeToken", &tok);
+	if (have)
+		BSON_APPEND_INT64(&tok, "$recordId", pending ? ps->prev_rid : ps->rid);
+	else
+		BSON_APPEND_NULL(&tok, "$recordId");
+	bson_append_document_end(cursor, &tok);
+}
 
 /* The index keys of doc for returnKey: each key-pattern field's value (null
  * when missing).  A multikey field gives its first element (mongod gives the
@@ -341,6 +361,17 @@ plan_src_next(void *state, storage_session_t *s, bson_t *doc, terr_t *err)
 
 	if (rc == 1 && ps->key_patterns != NULL && return_key(ps, doc, err) != 0)
 		return -1;
+	if (rc == 1 && ps->resume_token) {
+		recid_t r;
+
+		if (!plan_exec_last_recid(ps->x, &r))
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "$_requestResumeToken without a collection scan is not supported by Tamga yet");
+		ps->prev_rid = ps->rid;
+		ps->have_prev = ps->have_rid;
+		ps->rid = r;
+		ps->have_rid = true;
+	}
 	if (rc == 1 && ps->show_rid) {
 		recid_t rid;
 
@@ -486,7 +517,7 @@ static const char *const find_fields[] = {
 	"min", "max", "let", "allowDiskUse", "collation", "noCursorTimeout", "tailable",
 	"awaitData", "returnKey", "showRecordId", "allowPartialResults", "oplogReplay",
 	"readOnce", "term", "collectionUUID", "requestResumeToken", "resumeAfter", "maxScan",
-	"snapshot", "includeQueryStatsMetrics", "rawData", NULL,
+	"snapshot", "includeQueryStatsMetrics", "rawData", "$_requestResumeToken", "$_resumeAfter", NULL,
 };
 
 /* Is sort exactly {$natural: 1} (any numeric type, compared by value)? */
@@ -522,12 +553,12 @@ CMD_HANDLER(cmd_find)
 	bool allow_disk = false, tailable = false, await_data = false, return_key_on = false, has_coll;
 	bson_t filter_hint;
 	bson_iter_t filter_hint_it;
-	bool has_filter_hint = false, show_rid = false;
+	bool has_filter_hint = false, show_rid = false, want_token = false;
 	plan_request_t req;
 	plan_exec_t *x = NULL;
 	match_options_t mo = {0};
 	cursor_opts_t copts;
-	cursor_source_t src;
+	cursor_source_t src = {0};
 	storage_session_t *s;
 	bson_iter_t hint_it;
 	bson_value_t id_point;
@@ -550,6 +581,29 @@ CMD_HANDLER(cmd_find)
 	ERR(cmd_get_bool(c, "awaitData", &await_data, &found, err));
 	ERR(cmd_get_bool(c, "returnKey", &return_key_on, &found, err));
 	ERR(cmd_get_bool(c, "showRecordId", &show_rid, &found, err));
+	ERR(cmd_get_bool(c, "$_requestResumeToken", &want_token, &found, err));
+	{
+		bson_iter_t ra, rr;
+
+		if (cmd_find_field(c, "$_resumeAfter", &ra)) {
+			if (!BSON_ITER_HOLDS_DOCUMENT(&ra) || !bson_iter_recurse(&ra, &rr) ||
+			    !bson_iter_find(&rr, "$recordId") ||
+			    !(BSON_ITER_HOLDS_INT64(&rr) || BSON_ITER_HOLDS_INT32(&rr) || BSON_ITER_HOLDS_NULL(&rr))) {
+				ret = terr_set(err, TERR_BAD_VALUE,
+				    "Malformed resume token: the '_resumeAfter' object must contain '$recordId', of type NumberLong or jstNULL.");
+				goto err;
+			}
+			if (!want_token) {
+				ret = terr_set(err, TERR_BAD_VALUE,
+				    "$_resumeAfter is only supported with $_requestResumeToken: true");
+				goto err;
+			}
+			if (!BSON_ITER_HOLDS_NULL(&rr)) {
+				req.has_resume_after = true;
+				req.resume_after = bson_iter_as_int64(&rr);
+			}
+		}
+	}
 	if (await_data && !tailable) {
 		ret = terr_set(err, TERR_FAILED_TO_PARSE, "Cannot set 'awaitData' without also setting 'tailable'");
 		goto err;
@@ -614,7 +668,7 @@ CMD_HANDLER(cmd_find)
 	/* {_id: <number, ObjectId, ...>} alone: the _id point lookup needs no
 	 * compiled filter (mongod's express path) */
 	if (has_filter && !has_let && !has_sort && !has_proj && !has_min && !has_max && req.hint == NULL &&
-	    !req.tailable && !return_key_on && !show_rid && plan_filter_id_point(&filter, &id_point))
+	    !req.tailable && !return_key_on && !show_rid && !want_token && plan_filter_id_point(&filter, &id_point))
 		req.id_point = &id_point;
 	else if (has_filter)
 		ERR(match_compile(&filter, &mo, &req.match, err));
@@ -650,6 +704,36 @@ CMD_HANDLER(cmd_find)
 			goto err;
 		}
 	}
+	if (want_token) {
+		/* a resumable collection scan: forward, hinted {$natural: 1} */
+		bson_iter_t h, n;
+
+		if (!cmd_find_field(c, "hint", &h) || !BSON_ITER_HOLDS_DOCUMENT(&h) || !bson_iter_recurse(&h, &n) ||
+		    !bson_iter_find(&n, "$natural") || bson_iter_as_int64(&n) != 1 || has_sort) {
+			ret = terr_set(err, TERR_BAD_VALUE,
+			    "$_requestResumeToken is only supported with a forward {$natural: 1} hint and no sort");
+			goto err;
+		}
+		if (req.has_resume_after) {
+			storage_coll_t *rc2 = NULL;
+			bson_t d;
+
+			/* resuming from a RecordId that is gone: mongod's KeyNotFound */
+			if (storage_coll_get(c->engine->st, c->db, name, &rc2, NULL) == 0) {
+				int g = storage_doc_get(s, rc2, req.resume_after, &d, err);
+
+				storage_coll_release(rc2);
+				if (g < 0)
+					goto err;
+				if (g == 1) {
+					ret = terr_set(err, TERR_KEY_NOT_FOUND,
+					    "Resume of find command failed because the recordId from which we are attempting to resume no longer exists in the collection");
+					goto err;
+				}
+			}
+		}
+		plan_exec_want_recid(x);
+	}
 	if (show_rid)
 		plan_exec_want_recid(x);
 	plan_source(x, &src);
@@ -659,6 +743,16 @@ CMD_HANDLER(cmd_find)
 
 		ps->show_rid = true;
 		ps->rid_doc = bson_new();
+	}
+	if (want_token) {
+		plan_src_t *ps = src.state;
+
+		ps->resume_token = true;
+		src.append_cursor = plan_src_append_cursor;
+		if (req.has_resume_after) {
+			ps->rid = req.resume_after;
+			ps->have_rid = true;
+		}
 	}
 	if (return_key_on) {
 		plan_src_t *ps = src.state;

@@ -213,11 +213,15 @@ batch_open(bson_t *reply, const char *batch_name, size_t expect, bson_t *cur, bs
 }
 
 /* Close what batch_open opened; with id and ns unless the batch failed (the
- * dispatcher then replaces the whole reply with the error). */
+ * dispatcher then replaces the whole reply with the error); extra's fields
+ * (a source's append_cursor) before id. */
 static void
-batch_close(bson_t *reply, bson_t *cur, bson_t *arr, bool failed, int64_t id, const char *ns)
+batch_close_extra(bson_t *reply, bson_t *cur, bson_t *arr, bool failed, int64_t id, const char *ns,
+                  const bson_t *extra)
 {
 	bson_append_array_end(cur, arr);
+	if (!failed && extra != NULL)
+		bson_concat(cur, extra);
 	if (!failed) {
 		BSON_APPEND_INT64(cur, "id", id);
 		BSON_APPEND_UTF8(cur, "ns", ns);
@@ -225,12 +229,18 @@ batch_close(bson_t *reply, bson_t *cur, bson_t *arr, bool failed, int64_t id, co
 	bson_append_document_end(reply, cur);
 }
 
+static void
+batch_close(bson_t *reply, bson_t *cur, bson_t *arr, bool failed, int64_t id, const char *ns)
+{
+	batch_close_extra(reply, cur, arr, failed, id, ns, NULL);
+}
+
 int
 cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
                    cursor_source_t *src, const cursor_opts_t *opts,
                    bson_t *reply, terr_t *err)
 {
-	bson_t cur, arr;
+	bson_t cur, arr, extra;
 	bson_t *pending = NULL;
 	bool exhausted, ended;
 	int64_t n;
@@ -252,6 +262,9 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		src->free(src->state);
 		return -1;
 	}
+	bson_init(&extra);
+	if (src->append_cursor != NULL)
+		src->append_cursor(src->state, pending != NULL, &extra);
 	/* a tailable cursor outlives the end of the data, not its limit */
 	if (opts->tailable && ended && limit != 0)
 		exhausted = false;
@@ -262,6 +275,7 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 	} else {
 		if (src->save != NULL && src->save(src->state, err) != 0) {
 			batch_close(reply, &cur, &arr, true, 0, ns);
+			bson_destroy(&extra);
 			if (pending)
 				bson_destroy(pending);
 			src->free(src->state);
@@ -297,7 +311,8 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		r->count++;
 		pthread_mutex_unlock(&r->lock);
 	}
-	batch_close(reply, &cur, &arr, false, id, ns);
+	batch_close_extra(reply, &cur, &arr, false, id, ns, &extra);
+	bson_destroy(&extra);
 	return 0;
 }
 
@@ -446,7 +461,14 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 		take(r, id, true);
 	pthread_mutex_unlock(&r->lock);
 
-	batch_close(reply, &cur, &arr, rc != 0, exhausted ? 0 : id, ns);
+	{
+		bson_t extra = BSON_INITIALIZER;
+
+		if (rc == 0 && src->append_cursor != NULL)
+			src->append_cursor(src->state, c->pending != NULL, &extra);
+		batch_close_extra(reply, &cur, &arr, rc != 0, exhausted ? 0 : id, ns, &extra);
+		bson_destroy(&extra);
+	}
 	if (rc != 0) {
 		cursor_destroy(c);
 		return -1;

@@ -31,6 +31,10 @@ typedef struct cursor_source {
 	int (*save)(void *state, terr_t *err);
 	int (*restore)(void *state, storage_session_t *s, terr_t *err);
 	void (*free)(void *state);
+	/* Optional (NULL: none): fields for the reply's cursor document after
+	 * each batch (find's postBatchResumeToken); pending: the last document
+	 * the source produced was kept for the next batch, not returned. */
+	void (*append_cursor)(void *state, bool pending, bson_t *cursor);
 } cursor_source_t;
 
 cursor_registry_t *cursor_registry_new(void);

@@ -122,6 +122,8 @@ struct plan_exec {
 	bool want_recid;
 	bool have_recid;
 	recid_t last_recid;
+	bool has_resume_after;         /* plan_request_t.resume_after */
+	recid_t resume_after;
 	int distinct_pos;              /* >= 0: DISTINCT_SCAN on this key field */
 	/* trial runs (mongod's multi-planner) */
 	bool trial_pending;            /* candidates not raced yet */
@@ -1098,6 +1100,8 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 		x->sort_spec_doc = bson_copy(req->sort);
 	if (!spec_empty(req->projection))
 		x->proj_doc = bson_copy(req->projection);
+	x->has_resume_after = req->has_resume_after;
+	x->resume_after = req->resume_after;
 	if (req->tailable) {
 		/* mongod plans a tailable query as a forward collection scan only */
 		x->access = ACCESS_SCAN;
@@ -1713,6 +1717,8 @@ plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson
 			return -1;
 		if (x->tailable)
 			storage_cursor_set_tailable(x->cur);
+		if (x->has_resume_after)
+			storage_cursor_seek_after(x->cur, x->resume_after);
 	}
 	for (;;) {
 		if (x->work_limit > 0 && x->stats.docs_examined >= x->work_limit)

@@ -97,6 +97,10 @@ typedef struct plan_request {
 	 * storage_cursor_set_tailable; 136 CappedPositionLost when capping
 	 * removed its place).  sort must be absent or {$natural: 1}. */
 	bool tailable;
+	/* find's $_resumeAfter (issue 22): a collection scan (the caller makes
+	 * sure: hint {$natural: 1}) starting past RecordId resume_after */
+	bool has_resume_after;
+	int64_t resume_after;
 } plan_request_t;
 
 /* Is filter exactly {_id: v}, for a v whose equality the _id index answers

@@ -46,13 +46,21 @@
 		const r = cmdOk(cdb, {find: uuid, filter: {}});
 		eq(r.cursor.ns, 'compat22.i3');
 	});
-	// resumable collection scans are not built yet (the field is refused, 40415)
-	compat.todo(3, 'find with $_requestResumeToken and $_resumeAfter (resumable collection scan)', () => {
+	compat(3, 'find with $_requestResumeToken and $_resumeAfter (resumable collection scan)', () => {
 		const r = cmdOk(cdb, {find: 'i3', filter: {}, hint: {$natural: 1}, batchSize: 1, $_requestResumeToken: true});
 		const tok = r.cursor.postBatchResumeToken;
 		ok(tok && tok.$recordId !== undefined, cj(r.cursor));
 		const r2 = cmdOk(cdb, {find: 'i3', filter: {}, hint: {$natural: 1}, $_requestResumeToken: true, $_resumeAfter: tok});
 		eq(r2.cursor.firstBatch.map((d) => d._id), [2, 3]);
+		// across getMores: each batch's token resumes after its last document
+		const r3 = cmdOk(cdb, {find: 'i3', filter: {}, hint: {$natural: 1}, batchSize: 1, $_requestResumeToken: true, $_resumeAfter: tok});
+		const m = cmdOk(cdb, {getMore: r3.cursor.id, collection: 'i3', batchSize: 1});
+		const r4 = cmdOk(cdb, {find: 'i3', filter: {}, hint: {$natural: 1}, $_requestResumeToken: true,
+			$_resumeAfter: m.cursor.postBatchResumeToken});
+		eq(r4.cursor.firstBatch, []);
+		wantErr(cdb, {find: 'i3', filter: {}, $_requestResumeToken: true}, 2);
+		wantErr(cdb, {find: 'i3', filter: {}, hint: {$natural: 1}, $_requestResumeToken: true,
+			$_resumeAfter: {$recordId: NumberLong(999)}}, 211);
 	});
 	compat(3, 'setParameter notablescan: a collection scan is refused with 291', () => {
 		const admin = db.getSiblingDB('admin');

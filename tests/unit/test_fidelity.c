@@ -253,6 +253,17 @@ test_find_and_writes(void)
 	    "cursor.firstBatch", "{ \"v\" : [ { \"_id\" : 1, \"x\" : 1, \"$recordId\" : 1 } ] }");
 	FIELD_EQ("fw", "{\"find\": \"c\", \"filter\": {\"k\": 3}, \"hint\": \"k_1\", \"showRecordId\": true, \"returnKey\": true}",
 	    "cursor.firstBatch", "{ \"v\" : [ { \"k\" : 3, \"$recordId\" : 1 } ] }");
+	/* resumable scans: the token of the last returned document */
+	FIELD_EQ("fw", "{\"find\": \"c\", \"hint\": {\"$natural\": 1}, \"batchSize\": 1, \"$_requestResumeToken\": true}",
+	    "cursor.postBatchResumeToken", "{ \"v\" : { \"$recordId\" : 1 } }");
+	FIELD_EQ("fw", "{\"find\": \"c\", \"hint\": {\"$natural\": 1}, \"$_requestResumeToken\": true, "
+	    "\"$_resumeAfter\": {\"$recordId\": 1}, \"projection\": {\"_id\": 1}}",
+	    "cursor", "{ \"v\" : { \"firstBatch\" : [  ], \"postBatchResumeToken\" : { \"$recordId\" : 1 }, \"id\" : 0, \"ns\" : \"fw.c\" } }");
+	fails("fw", "{\"find\": \"c\", \"hint\": {\"$natural\": 1}, \"$_requestResumeToken\": true, "
+	    "\"$_resumeAfter\": {\"$recordId\": 7}}", 211);
+	fails("fw", "{\"find\": \"c\", \"$_resumeAfter\": {\"$recordId\": 1}}", 2);
+	fails("fw", "{\"find\": \"c\", \"hint\": {\"$natural\": 1}, \"$_requestResumeToken\": true, "
+	    "\"$_resumeAfter\": {\"$recordId\": \"x\"}}", 2);
 	/* through a blocking sort the RecordId is not kept yet */
 	fails("fw", "{\"find\": \"c\", \"sort\": {\"x\": 1}, \"showRecordId\": true}", 238);
 	/* an upsert may create a top-level $-field; an update of a stored one may not */
