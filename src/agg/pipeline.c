@@ -846,6 +846,18 @@ exec_open_source(agg_exec_t *x, storage_coll_t *coll, const bson_t *filter, terr
 	req.match = NULL;
 	if (ret != 0)
 		goto err;
+	if (x->top && x->p->host != NULL && x->p->host->notablescan && coll != NULL) {
+		const plan_stats_t *st = plan_exec_stats(pe);
+
+		if (plan_exec_index_name(pe) == NULL && st != NULL && st->stage != NULL &&
+		    strcmp(st->stage, "COLLSCAN") == 0) {
+			plan_exec_free(pe);
+			ret = terr_set(err, 291, "error processing query: ns=%s.%s planner returned error :: caused by :: "
+			    "No indexed plans available, and running with 'notablescan'", x->p->host->db,
+			    x->p->host->coll);
+			goto err;
+		}
+	}
 	x->plan = pe;
 err:
 	bson_destroy(&let);

@@ -67,6 +67,10 @@ typedef struct agg_host {
 	 * sort; 0 = AGG_MEMORY_LIMIT. */
 	uint64_t bucket_auto_memory_limit;
 	bool bypass_validation;       /* bypassDocumentValidation for $out / $merge */
+	/* setParameter notablescan: a source only a collection scan answers
+	 * fails with 291 (the command layer leaves it off for admin, local and
+	 * config) */
+	bool notablescan;
 	bool sync;                    /* writes of $out/$merge wait for the journal */
 	const bson_value_t *hint;     /* the command's hint (index name or key pattern) or NULL */
 	/* The command's collation (or the collection's default; NULL = simple):

@@ -327,6 +327,8 @@ CMD_HANDLER(cmd_aggregate)
 	a->host.list_local_sessions = host_list_sessions;
 	a->host.list_sessions_filter = host_list_sessions_filter;
 	a->host.current_op = host_current_op;
+	a->host.notablescan = atomic_load(&c->engine->notablescan) != 0 && strcmp(c->db, "admin") != 0 &&
+	    strcmp(c->db, "local") != 0 && strcmp(c->db, "config") != 0;
 	a->host.latency_stats = host_latency_stats;
 	/* every view the stages read, and those their views read, resolves
 	 * (mongod's involved namespaces, before the pipeline is parsed) */

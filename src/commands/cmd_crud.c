@@ -543,6 +543,31 @@ nonneg(cmd_t *c, const char *field, int64_t *out, terr_t *err)
 	return 0;
 }
 
+/*
+ * notablescan (setParameter): a query only a collection scan answers is
+ * refused with 291, as mongod's planner does; the internal databases are
+ * exempt, and so is a collection that does not exist.  0 when the plan may
+ * run.
+ */
+static int
+notablescan_check(cmd_t *c, plan_exec_t *x, storage_session_t *s, const char *ns, terr_t *err)
+{
+	if (atomic_load(&c->engine->notablescan) == 0 || strcmp(c->db, "admin") == 0 ||
+	    strcmp(c->db, "local") == 0 || strcmp(c->db, "config") == 0)
+		return 0;
+	RET(plan_exec_choose(x, s, err));
+	if (plan_exec_index_name(x) != NULL)
+		return 0;
+	{
+		const plan_stats_t *st = plan_exec_stats(x);
+
+		if (st == NULL || st->stage == NULL || strcmp(st->stage, "COLLSCAN") != 0)
+			return 0;
+	}
+	return terr_set(err, 291, "error processing query: ns=%s planner returned error :: caused by :: "
+	    "No indexed plans available, and running with 'notablescan'", ns);
+}
+
 CMD_HANDLER(cmd_find)
 {
 	const char *name;
@@ -695,14 +720,9 @@ CMD_HANDLER(cmd_find)
 	}
 	/* notablescan: a query only a collection scan answers is refused, as
 	 * mongod's planner does (the internal databases are exempt) */
-	if (atomic_load(&c->engine->notablescan) != 0 && has_coll && req.id_point == NULL && !req.tailable &&
-	    strcmp(c->db, "admin") != 0 && strcmp(c->db, "local") != 0 && strcmp(c->db, "config") != 0) {
-		ERR(plan_exec_choose(x, s, err));
-		if (plan_exec_index_name(x) == NULL) {
-			ret = terr_set(err, 291, "error processing query: ns=%s planner returned error :: caused by :: "
-			    "No indexed plans available, and running with 'notablescan'", ns);
-			goto err;
-		}
+	if (has_coll && req.id_point == NULL && !req.tailable && notablescan_check(c, x, s, ns, err) != 0) {
+		ret = -1;
+		goto err;
 	}
 	if (want_token) {
 		/* a resumable collection scan: forward, hinted {$natural: 1} */
@@ -1125,6 +1145,13 @@ CMD_HANDLER(cmd_count)
 		if (ret != 0)
 			goto err;
 		ret = -1;
+		{
+			char cns[512];
+
+			cmd_ns(cns, sizeof cns, c->db, name);
+			if (notablescan_check(c, x, s, cns, err) != 0)
+				goto err;
+		}
 		while ((rc = plan_exec_next(x, s, &doc, err)) == 1)
 			n++;
 		if (rc < 0)
@@ -1288,6 +1315,13 @@ CMD_HANDLER(cmd_distinct)
 	if (ret != 0)
 		goto err;
 	ret = -1;
+	{
+		char dns[512];
+
+		cmd_ns(dns, sizeof dns, c->db, name);
+		if (notablescan_check(c, x, s, dns, err) != 0)
+			goto err;
+	}
 	while ((rc = plan_exec_next(x, s, &doc, err)) == 1) {
 		bpath_walk(&doc, key, true, distinct_add, &d);
 		if (d.bytes > 16 * 1024 * 1024) {

@@ -69,6 +69,11 @@
 			const e = wantErr(cdb, {find: 'i3', filter: {b: 1}}, 291);
 			ok(/notablescan/.test(e.errmsg), e.errmsg);
 			cmdOk(cdb, {find: 'i3', filter: {a: 1}}); // indexed
+			wantErr(cdb, {count: 'i3', query: {b: 1}}, 291);
+			wantErr(cdb, {distinct: 'i3', key: 'a', query: {b: 1}}, 291);
+			wantErr(cdb, {aggregate: 'i3', pipeline: [{$match: {b: 1}}], cursor: {}}, 291);
+			cmdOk(cdb, {aggregate: 'i3', pipeline: [{$match: {a: 1}}], cursor: {}});
+			cmdOk(cdb, {find: 'nosuchcoll', filter: {b: 1}});
 		} finally {
 			cmdOk(admin, {setParameter: 1, notablescan: false});
 		}
