@@ -298,6 +298,102 @@ test_find_and_writes(void)
 	TT_ASSERT(after == before + 1);
 }
 
+/*
+ * Random pipelines of the stages the rewrites touch, each run as written
+ * and with {$skip: 0} between every two stages (which no rewrite crosses):
+ * the same documents in the same order.
+ */
+static const char *const rnd_stages[] = {
+	"{\"$match\": {\"a\": {\"$gte\": 2}}}", "{\"$match\": {\"b\": 3, \"a\": {\"$lt\": 4}}}",
+	"{\"$match\": {\"c.d\": 1}}", "{\"$match\": {\"x\": {\"$in\": [1, 2]}}}",
+	"{\"$match\": {\"z\": {\"$gt\": 2}}}", "{\"$match\": {\"e\": 1}}",
+	"{\"$match\": {\"$or\": [{\"a\": 1}, {\"b\": 2}]}}", "{\"$match\": {\"c\": {\"$exists\": false}}}",
+	"{\"$project\": {\"a\": 1, \"b\": 1, \"c\": 1, \"e\": 1}}", "{\"$project\": {\"x\": \"$a\", \"b\": 1, \"z\": 1}}",
+	"{\"$project\": {\"b\": 0}}", "{\"$project\": {\"c.d\": 0}}", "{\"$project\": {\"_id\": 0, \"a\": 1, \"x\": 1}}",
+	"{\"$addFields\": {\"z\": {\"$add\": [\"$a\", 1]}}}", "{\"$addFields\": {\"a\": \"$b\"}}",
+	"{\"$addFields\": {\"x\": \"$b\"}}", "{\"$set\": {\"c.d\": 5}}", "{\"$unset\": \"c\"}",
+	"{\"$unset\": [\"a\", \"x\"]}", "{\"$sort\": {\"a\": 1, \"_id\": 1}}", "{\"$sort\": {\"b\": -1, \"_id\": 1}}",
+	"{\"$skip\": 3}", "{\"$limit\": 20}", "{\"$limit\": 7}", "{\"$skip\": 1}",
+};
+
+static char *
+agg_result(const char *pipeline)
+{
+	char cmd[4096];
+	int rc;
+	bson_t *r;
+	bson_iter_t f;
+	char *s;
+
+	snprintf(cmd, sizeof cmd, "{\"aggregate\": \"r\", \"pipeline\": %s, \"cursor\": {\"batchSize\": 1000}}",
+	    pipeline);
+	r = run("rnd", cmd, &rc);
+	if (rc == 0 && tt_get(r, "cursor.firstBatch", &f)) {
+		bson_t one = BSON_INITIALIZER;
+
+		bson_append_iter(&one, "v", 1, &f);
+		s = bson_as_relaxed_extended_json(&one, NULL);
+		bson_destroy(&one);
+	} else {
+		s = bson_as_relaxed_extended_json(r, NULL);
+	}
+	tt_free_reply(r);
+	return s;
+}
+
+static void
+test_random_rewrites(void)
+{
+	uint32_t seed = 22;
+	size_t ns = sizeof rnd_stages / sizeof rnd_stages[0];
+	int rewritten = 0;
+
+	for (int i = 0; i < 60; i++) {
+		char doc[256];
+
+		snprintf(doc, sizeof doc,
+		    "{\"insert\": \"r\", \"documents\": [{\"_id\": %d, \"a\": %d, \"b\": %d, \"c\": {\"d\": %d}, "
+		    "\"e\": [%d, %d], \"x\": %d}]}", i, i % 5, i % 7, i % 3, i % 2, i % 4, i % 6);
+		ok_run("rnd", doc);
+	}
+	for (int t = 0; t < 300; t++) {
+		char plain[4096] = "[", guarded[4096] = "[";
+		int n;
+		char *a, *b;
+
+		seed = seed * 1103515245u + 12345u;
+		n = 1 + (int)((seed >> 16) % 5);
+		for (int k = 0; k < n; k++) {
+			const char *st;
+
+			seed = seed * 1103515245u + 12345u;
+			st = rnd_stages[(seed >> 16) % ns];
+			if (k > 0) {
+				strcat(plain, ", ");
+				strcat(guarded, ", {\"$skip\": 0}, ");
+			}
+			strcat(plain, st);
+			strcat(guarded, st);
+		}
+		strcat(plain, "]");
+		strcat(guarded, "]");
+		{
+			char *o = opt(plain);
+
+			rewritten += strcmp(o, "same") != 0;
+			bson_free(o);
+		}
+		a = agg_result(plain);
+		b = agg_result(guarded);
+		if (strcmp(a, b) != 0)
+			TT_FAIL_("%s\n  rewritten: %s\n  as written: %s", plain, a, b);
+		bson_free(a);
+		bson_free(b);
+	}
+	/* the shapes do reach the rewrites */
+	TT_ASSERT(rewritten > 60);
+}
+
 int
 main(void)
 {
@@ -311,6 +407,7 @@ main(void)
 	TT_RUN(test_api_and_uuid);
 	TT_RUN(test_plan_filters);
 	TT_RUN(test_find_and_writes);
+	TT_RUN(test_random_rewrites);
 	tt_close_rm(db, dir);
 	return tt_finish();
 }
