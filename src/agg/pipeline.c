@@ -636,9 +636,6 @@ explain_query_planner(const agg_pipeline_t *p, bson_t *qp)
 	char ns[512];
 
 	snprintf(ns, sizeof(ns), "%s.%s", p->host->db, p->host->coll);
-	BSON_APPEND_UTF8(qp, "namespace", ns);
-	BSON_APPEND_DOCUMENT(qp, "parsedQuery", p->source_filter != NULL ? p->source_filter : &empty);
-	BSON_APPEND_BOOL(qp, "indexFilterSet", false);
 	memset(&req, 0, sizeof(req));
 	storage_coll_get(p->host->st, p->host->db, p->host->coll, &req.coll, NULL);
 	mo.let = p->let_doc;
@@ -647,6 +644,21 @@ explain_query_planner(const agg_pipeline_t *p, bson_t *qp)
 	if (p->source_filter != NULL && !bson_empty(p->source_filter) &&
 	    match_compile(p->source_filter, &mo, &req.match, &e) != 0)
 		terr_clear(&e);
+	/* the fields mongod's find layer shows, as find's explain has them
+	 * (parsedQuery in its canonical form) */
+	BSON_APPEND_UTF8(qp, "namespace", ns);
+	{
+		bson_t *parsed = req.match != NULL ? match_to_bson(req.match) : NULL;
+
+		BSON_APPEND_DOCUMENT(qp, "parsedQuery", parsed != NULL ? parsed : &empty);
+		if (parsed != NULL)
+			bson_destroy(parsed);
+	}
+	BSON_APPEND_BOOL(qp, "indexFilterSet", false);
+	BSON_APPEND_BOOL(qp, "maxIndexedOrSolutionsReached", false);
+	BSON_APPEND_BOOL(qp, "maxIndexedAndSolutionsReached", false);
+	BSON_APPEND_BOOL(qp, "maxScansToExplodeReached", false);
+	BSON_APPEND_BOOL(qp, "prunedSimilarIndexes", false);
 	req.sort = p->source_sort;
 	req.skip = p->source_skip;
 	req.limit = p->source_limit;
@@ -656,6 +668,7 @@ explain_query_planner(const agg_pipeline_t *p, bson_t *qp)
 	req.sort_memory_limit = p->host->sort_memory_limit;
 	req.hint = p->host->hint;
 	bson_append_document_begin(qp, "winningPlan", -1, &wp);
+	BSON_APPEND_BOOL(&wp, "isCached", false);
 	if (source_plan_new(p, &req, &pe, &e) == 0) {
 		plan_exec_explain_append(pe, false, &wp);
 		plan_exec_free(pe);
