@@ -45,7 +45,7 @@ static int64_t (*cmd_counts)[2];          /* per command table row: total, faile
 static int cmd_rows;
 static int64_t unknown_total;
 static ns_stats_t *ns_tab;
-static int ns_n;
+static int ns_n, ns_cap;
 
 static ns_stats_t *
 ns_get(const char *ns)
@@ -55,8 +55,13 @@ ns_get(const char *ns)
 			return &ns_tab[i];
 	if (ns_n >= METRICS_MAX_NS)
 		return NULL;
-	if (ns_tab == NULL)
-		ns_tab = bson_malloc0(METRICS_MAX_NS * sizeof *ns_tab);
+	if (ns_n == ns_cap) {
+		int cap = ns_cap ? ns_cap * 2 : 16;
+
+		ns_tab = bson_realloc(ns_tab, (size_t)cap * sizeof *ns_tab);
+		memset(&ns_tab[ns_cap], 0, (size_t)(cap - ns_cap) * sizeof *ns_tab);
+		ns_cap = cap;
+	}
 	ns_tab[ns_n].ns = bson_strdup(ns);
 	return &ns_tab[ns_n++];
 }

@@ -629,7 +629,14 @@ apply_one(cmd_t *c, const bson_t *op, terr_t *err)
 	}
 	if (strcmp(type, "c") == 0) {
 		char cdb[256], ccoll[256];
+		bson_iter_t first;
 
+		/* no applyOps inside applyOps (no unbounded recursion) */
+		if (bson_iter_init(&first, &o) && bson_iter_next(&first) &&
+		    strcmp(bson_iter_key(&first), "applyOps") == 0) {
+			ret = terr_set(err, TERR_BAD_VALUE, "applyOps may not be nested in an applyOps command entry");
+			goto err;
+		}
 		ERR(split_ns(ns, cdb, ccoll, sizeof cdb, err));
 		ret = run_sub(c, cdb, &o, err);
 		goto err;

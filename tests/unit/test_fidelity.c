@@ -199,6 +199,7 @@ test_apply_ops(void)
 	fails("admin", "{\"applyOps\": [{\"op\": \"z\", \"ns\": \"ao.c\", \"o\": {}}]}", 2);
 	fails("admin", "{\"applyOps\": [{\"ns\": \"ao.c\", \"o\": {}}]}", 40414);
 	fails("admin", "{\"applyOps\": 1}", 9);
+	fails("admin", "{\"applyOps\": [{\"op\": \"c\", \"ns\": \"admin.$cmd\", \"o\": {\"applyOps\": []}}]}", 2);
 	fails("ao", "{\"applyOps\": []}", 13);
 }
 
