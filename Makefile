@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 PORT ?= 27017
 DBPATH ?= ./data
 
-.PHONY: all build deps run run-standalone test test-unit bench conformance fuzz install clean demo
+.PHONY: all build deps run run-standalone test test-unit bench conformance compat fuzz install clean demo
 
 all: build
 
@@ -42,6 +42,11 @@ bench: deps
 
 conformance: build
 	@tests/conformance/run.sh build
+
+# issue 22's compatibility cases against a fresh tamgad: per item (1-7) how
+# many pass (also in `make test` as e2e.compat)
+compat: build
+	@tests/compat/run.sh build
 
 fuzz: deps
 	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DTAMGA_FUZZ=ON -DTAMGA_TESTS=OFF >/dev/null

@@ -798,6 +798,11 @@ main(int argc, char **argv)
 		code = EXIT_BADOPTIONS;
 		goto out;
 	}
+	if (engine_server_dbs_init(engine, NULL, &err) != 0) {
+		log_error(20557, "DBException in initAndListen, terminating", &err);
+		code = EXIT_UNCAUGHT;
+		goto out;
+	}
 	if (!o.auth)
 		tlog('W', "CONTROL", 22120,
 		    "Access control is not enabled for the database. Read and write access to data and configuration is unrestricted",

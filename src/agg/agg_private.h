@@ -74,6 +74,10 @@ struct agg_pipeline {
 	int64_t source_skip;          /* then a $skip */
 	int64_t source_limit;         /* and a $limit (0 = none) */
 	bson_t *source_project;       /* then a plain inclusion $project, the find projection (owned or NULL) */
+	/* a $sort {k: 1} followed by a $group on "$k" with only $first
+	 * accumulators: the source may be a DISTINCT_SCAN on k (the first
+	 * document of each k in sort order, mongod's rewrite), owned or NULL */
+	char *source_distinct;
 	int first_stage;              /* index of the first stage run on top of the source */
 	bool source_text_score;       /* the source appends "$textScore" (stages read {$meta: "textScore"}) */
 	bool facet;                   /* a $facet sub-pipeline (no source) */
@@ -112,6 +116,16 @@ int agg_pipeline_parse_sub(agg_pctx_t *pc, const bson_t *stages, bool in_facet, 
  * err by agg_sub_depth_exceeded, which returns -1). */
 #define AGG_MAX_SUB_DEPTH 20
 int agg_sub_depth_exceeded(terr_t *err);
+
+/* optimize.c: mongod's rewrites of a pipeline ($skip/$limit/$match
+ * coalescing, $match moved before $sort and split across $project /
+ * $addFields / $set / $unset): true with *out (initialised; the caller
+ * destroys it) the rewritten stages array, false when nothing changes
+ * (out untouched). */
+bool agg_pipeline_optimize(const bson_t *stages, bson_t *out);
+/* agg_pipeline_parse without the rewrites (pipeline.c). */
+int agg_pipeline_parse_as_is(const bson_t *stages, const bson_t *let, const agg_host_t *host,
+                             agg_pipeline_t **out, terr_t *err);
 
 /*
  * Views read by $lookup / $unionWith / $graphLookup (agg/view.c).  A query

@@ -247,6 +247,67 @@ next_stage_spec(const agg_pipeline_t *p, const char *name, bson_t *spec)
 	return true;
 }
 
+/* The k of a $group spec {_id: "$k", <field>: {$first: <expr>}, ...} when
+ * the sort is exactly {k: 1}; NULL otherwise (caller frees). */
+static char *
+group_first_key(const bson_t *sort, const bson_t *group)
+{
+	bson_iter_t it, acc, s;
+	const char *k;
+
+	if (!bson_iter_init_find(&it, group, "_id") || !BSON_ITER_HOLDS_UTF8(&it))
+		return NULL;
+	k = bson_iter_utf8(&it, NULL);
+	if (k[0] != '$' || k[1] == '$' || k[1] == '\0')
+		return NULL;
+	k++;
+	if (bson_count_keys(sort) != 1 || !bson_iter_init_find(&s, sort, k) || !BSON_ITER_HOLDS_NUMBER(&s) ||
+	    bson_iter_as_int64(&s) != 1)
+		return NULL;
+	bson_iter_init(&it, group);
+	while (bson_iter_next(&it)) {
+		if (strcmp(bson_iter_key(&it), "_id") == 0)
+			continue;
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &acc) || !bson_iter_next(&acc) ||
+		    strcmp(bson_iter_key(&acc), "$first") != 0 || bson_iter_next(&acc))
+			return NULL;
+	}
+	return bson_strdup(k);
+}
+
+/*
+ * plan_exec_new for the pipeline's source: with source_distinct, first as
+ * a DISTINCT_SCAN on it without the sort (the index's order is the sort's);
+ * when the planner does not make that plan, the request as it is.  coll
+ * and match of req are stolen as plan_exec_new steals them.
+ */
+static int
+source_plan_new(const agg_pipeline_t *p, plan_request_t *req, plan_exec_t **pe, terr_t *err)
+{
+	if (p->source_distinct != NULL && req->coll != NULL) {
+		plan_request_t d = *req;
+		plan_exec_t *x = NULL;
+		terr_t e = TERR_INIT;
+
+		d.sort = NULL;
+		d.distinct_key = p->source_distinct;
+		d.borrow = true;
+		if (plan_exec_new(&d, &x, &e) == 0) {
+			const plan_stats_t *st = plan_exec_stats(x);
+
+			if (st != NULL && st->stage != NULL && strcmp(st->stage, "DISTINCT_SCAN") == 0) {
+				/* the exec borrowed them: hand over the request's own */
+				plan_exec_free(x);
+				d.borrow = false;
+				return plan_exec_new(&d, pe, err);
+			}
+			plan_exec_free(x);
+		}
+		terr_clear(&e);
+	}
+	return plan_exec_new(req, pe, err);
+}
+
 static void
 pipeline_setup_source(agg_pipeline_t *p)
 {
@@ -288,6 +349,11 @@ pipeline_setup_source(agg_pipeline_t *p)
 		p->source_project = bson_copy(&spec);
 		p->first_stage++;
 	}
+	/* $sort {k: 1} + $group {_id: "$k", f: {$first: ...}, ...}: a
+	 * DISTINCT_SCAN may hand the $group the first document of each k */
+	if (p->source_sort != NULL && p->source_skip == 0 && p->source_limit == 0 && p->source_project == NULL &&
+	    next_stage_spec(p, "$group", &spec))
+		p->source_distinct = group_first_key(p->source_sort, &spec);
 }
 
 /* Does a document (at any depth) hold {$meta: "textScore"} (or, with
@@ -406,6 +472,57 @@ agg_pipeline_parse(const bson_t *stages, const bson_t *let, const agg_host_t *ho
 	pc.let_doc = p->let_doc;
 	ERR(parse_stages(&pc, stages, err));
 	ERR(agg_change_stream_check(p, err));
+	/* parsed as written (its errors are mongod's); then again as mongod's
+	 * optimizer rewrites it (optimize.c), when it does */
+	{
+		bson_t opt;
+		agg_pipeline_t *p2 = NULL;
+		terr_t e2 = TERR_INIT;
+
+		if (agg_pipeline_optimize(stages, &opt)) {
+			int rc = agg_pipeline_parse_as_is(&opt, let, host, &p2, &e2);
+
+			terr_clear(&e2);
+			bson_destroy(&opt);
+			if (rc == 0) {
+				agg_pipeline_free(p);
+				*out = p2;
+				return 0;
+			}
+		}
+	}
+	pipeline_setup_source(p);
+	ERR(text_score_check(p, err));
+	*out = p;
+	return 0;
+err:
+	agg_pipeline_free(p);
+	return ret;
+}
+
+int
+agg_pipeline_parse_as_is(const bson_t *stages, const bson_t *let, const agg_host_t *host,
+    agg_pipeline_t **out, terr_t *err)
+{
+	agg_pipeline_t *p = bson_malloc0(sizeof(*p));
+	agg_pctx_t pc;
+	int ret = 0;
+
+	*out = NULL;
+	p->host = host;
+	p->scope = expr_scope_new();
+	expr_scope_set_collation(p->scope, agg_host_collation(host));
+	p->owns_scope = true;
+	if (let != NULL)
+		ERR(parse_let(p, let, err));
+	memset(&pc, 0, sizeof(pc));
+	pc.p = p;
+	pc.root = p;
+	pc.host = host;
+	pc.scope = p->scope;
+	pc.let_doc = p->let_doc;
+	ERR(parse_stages(&pc, stages, err));
+	ERR(agg_change_stream_check(p, err));
 	pipeline_setup_source(p);
 	ERR(text_score_check(p, err));
 	*out = p;
@@ -488,6 +605,7 @@ agg_pipeline_free(agg_pipeline_t *p)
 		bson_destroy(p->source_filter);
 	if (p->source_sort != NULL)
 		bson_destroy(p->source_sort);
+	bson_free(p->source_distinct);
 	if (p->source_project != NULL)
 		bson_destroy(p->source_project);
 	if (p->owns_scope)
@@ -528,9 +646,6 @@ explain_query_planner(const agg_pipeline_t *p, bson_t *qp)
 	char ns[512];
 
 	snprintf(ns, sizeof(ns), "%s.%s", p->host->db, p->host->coll);
-	BSON_APPEND_UTF8(qp, "namespace", ns);
-	BSON_APPEND_DOCUMENT(qp, "parsedQuery", p->source_filter != NULL ? p->source_filter : &empty);
-	BSON_APPEND_BOOL(qp, "indexFilterSet", false);
 	memset(&req, 0, sizeof(req));
 	storage_coll_get(p->host->st, p->host->db, p->host->coll, &req.coll, NULL);
 	mo.let = p->let_doc;
@@ -539,6 +654,21 @@ explain_query_planner(const agg_pipeline_t *p, bson_t *qp)
 	if (p->source_filter != NULL && !bson_empty(p->source_filter) &&
 	    match_compile(p->source_filter, &mo, &req.match, &e) != 0)
 		terr_clear(&e);
+	/* the fields mongod's find layer shows, as find's explain has them
+	 * (parsedQuery in its canonical form) */
+	BSON_APPEND_UTF8(qp, "namespace", ns);
+	{
+		bson_t *parsed = req.match != NULL ? match_to_bson(req.match) : NULL;
+
+		BSON_APPEND_DOCUMENT(qp, "parsedQuery", parsed != NULL ? parsed : &empty);
+		if (parsed != NULL)
+			bson_destroy(parsed);
+	}
+	BSON_APPEND_BOOL(qp, "indexFilterSet", false);
+	BSON_APPEND_BOOL(qp, "maxIndexedOrSolutionsReached", false);
+	BSON_APPEND_BOOL(qp, "maxIndexedAndSolutionsReached", false);
+	BSON_APPEND_BOOL(qp, "maxScansToExplodeReached", false);
+	BSON_APPEND_BOOL(qp, "prunedSimilarIndexes", false);
 	req.sort = p->source_sort;
 	req.skip = p->source_skip;
 	req.limit = p->source_limit;
@@ -548,7 +678,8 @@ explain_query_planner(const agg_pipeline_t *p, bson_t *qp)
 	req.sort_memory_limit = p->host->sort_memory_limit;
 	req.hint = p->host->hint;
 	bson_append_document_begin(qp, "winningPlan", -1, &wp);
-	if (plan_exec_new(&req, &pe, &e) == 0) {
+	BSON_APPEND_BOOL(&wp, "isCached", false);
+	if (source_plan_new(p, &req, &pe, &e) == 0) {
 		plan_exec_explain_append(pe, false, &wp);
 		plan_exec_free(pe);
 	} else {
@@ -734,11 +865,23 @@ exec_open_source(agg_exec_t *x, storage_coll_t *coll, const bson_t *filter, terr
 		req.hint = x->p->host != NULL ? x->p->host->hint : NULL;
 		req.keep_text_score = x->p->source_text_score;
 	}
-	ret = plan_exec_new(&req, &pe, err);
+	ret = x->top ? source_plan_new(x->p, &req, &pe, err) : plan_exec_new(&req, &pe, err);
 	req.coll = NULL;
 	req.match = NULL;
 	if (ret != 0)
 		goto err;
+	if (x->top && x->p->host != NULL && x->p->host->notablescan && coll != NULL) {
+		const plan_stats_t *st = plan_exec_stats(pe);
+
+		if (plan_exec_index_name(pe) == NULL && st != NULL && st->stage != NULL &&
+		    strcmp(st->stage, "COLLSCAN") == 0) {
+			plan_exec_free(pe);
+			ret = terr_set(err, 291, "error processing query: ns=%s.%s planner returned error :: caused by :: "
+			    "No indexed plans available, and running with 'notablescan'", x->p->host->db,
+			    x->p->host->coll);
+			goto err;
+		}
+	}
 	x->plan = pe;
 err:
 	bson_destroy(&let);

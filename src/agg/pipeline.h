@@ -99,6 +99,10 @@ struct agg_host {
 	 * sort; 0 = AGG_MEMORY_LIMIT. */
 	uint64_t bucket_auto_memory_limit;
 	bool bypass_validation;       /* bypassDocumentValidation for $out / $merge */
+	/* setParameter notablescan: a source only a collection scan answers
+	 * fails with 291 (the command layer leaves it off for admin, local and
+	 * config) */
+	bool notablescan;
 	bool sync;                    /* writes of $out/$merge wait for the journal */
 	const bson_value_t *hint;     /* the command's hint (index name or key pattern) or NULL */
 	/* The command's collation (or the collection's default; NULL = simple):
@@ -133,6 +137,14 @@ struct agg_host {
 	 * being built; 0 or -1 with err.  Called while the pipeline is parsed.
 	 * NULL: 238 NotImplemented. */
 	int (*query_stats)(void *ctx, const bson_t *spec, bson_t *out, terr_t *err);
+	/* $currentOp: append the running operations' documents (mongod's
+	 * currentOp shape; allUsers false: the caller's own only) to out, an
+	 * array being built; called while the pipeline is parsed.  NULL: 238. */
+	void (*current_op)(void *ctx, bool all_users, bson_t *out);
+	/* $collStats latencyStats: append reads / writes / commands /
+	 * transactions ({latency, ops[, histogram]}) of namespace ns to out.
+	 * NULL: 238 NotImplemented. */
+	void (*latency_stats)(void *ctx, const char *ns, bool histograms, bson_t *out);
 	/* $changeStream (above).  NULL: a standalone, 40573. */
 	const agg_change_stream_ops_t *change_stream;
 	void *change_stream_ctx;

@@ -8,6 +8,7 @@
  */
 #include "agg/agg_private.h"
 
+#include <math.h>
 #include <string.h>
 #include <sys/random.h>
 
@@ -15,6 +16,7 @@
 #include "bson/value.h"
 #include "common/checked.h"
 #include "common/mem.h"
+#include "expr/decimal.h"
 #include "query/sort.h"
 
 /* ---- $match ------------------------------------------------------------- */
@@ -132,25 +134,56 @@ typedef struct count_plan {
 	int64_t n;
 } count_plan_t;
 
+/*
+ * mongod's BSONElement::parseIntegerElementToNonNegativeLong, as $skip and
+ * $limit parse their argument: a number (an integral double, or a decimal
+ * exactly representable as a 64-bit integer) that is not negative.  The
+ * reason is formatted into "invalid argument to <stage> stage: <reason>"
+ * with code (5107200 $skip, 5107201 $limit).  -0.0 is 0.
+ */
 static int
-number_arg(const bson_value_t *spec, int64_t *n)
+nonneg_long_arg(const char *stage, int code, const bson_value_t *spec, int64_t *n, terr_t *err)
 {
-	if (!bv_is_number(spec))
-		return -1;
-	if (!bv_as_int64_exact(spec, n))
-		*n = tm_double_to_i64_sat(bv_as_double(spec));
-	return 0;
+	char *shown = bv_to_mongo_string(spec);
+	const char *why = NULL;
+	int ret = 0;
+
+	if (!bv_is_number(spec)) {
+		why = "Expected a number in: ";
+	} else if (spec->value_type == BSON_TYPE_DOUBLE) {
+		double d = spec->value.v_double;
+
+		if (isnan(d))
+			why = "Expected an integer, but found NaN in: ";
+		else if (d >= 9223372036854775808.0 || d < -9223372036854775808.0)
+			why = "Cannot represent as a 64-bit integer: ";
+		else if (d != (double)(int64_t)d)
+			why = "Expected an integer: ";
+		else
+			*n = (int64_t)d;
+	} else if (spec->value_type == BSON_TYPE_DECIMAL128) {
+		if (!expr_decimal_is_integral(spec->value.v_decimal128) ||
+		    !expr_decimal_to_int64(spec->value.v_decimal128, n))
+			why = "Cannot represent as a 64-bit integer: ";
+	} else if (!bv_as_int64_exact(spec, n)) {
+		why = "Cannot represent as a 64-bit integer: ";
+	}
+	if (why == NULL && *n < 0)
+		why = "Expected a non-negative number in: ";
+	if (why != NULL)
+		ret = terr_set(err, code, "invalid argument to %s stage: %s%s: %s", stage, why, stage, shown);
+	bson_free(shown);
+	return ret;
 }
 
 static int
 limit_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 {
 	count_plan_t *cp;
-	int64_t n;
+	int64_t n = 0;
 
-	if (number_arg(spec, &n) != 0)
-		return terr_set(err, 15957, "the limit must be specified as a number");
-	if (n <= 0)
+	RET(nonneg_long_arg("$limit", 5107201, spec, &n, err));
+	if (n == 0)
 		return terr_set(err, 15958, "the limit must be positive");
 	cp = bson_malloc0(sizeof(*cp));
 	cp->n = n;
@@ -193,13 +226,9 @@ static int
 skip_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 {
 	count_plan_t *cp;
-	int64_t n;
+	int64_t n = 0;
 
-	if (number_arg(spec, &n) != 0)
-		return terr_set(err, 15972, "Argument to $skip must be a number not a %s",
-		    bv_type_name(spec->value_type));
-	if (n < 0)
-		return terr_set(err, 15956, "Argument to $skip cannot be negative");
+	RET(nonneg_long_arg("$skip", 5107200, spec, &n, err));
 	cp = bson_malloc0(sizeof(*cp));
 	cp->n = n;
 	{

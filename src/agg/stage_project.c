@@ -10,6 +10,7 @@
  *
  * Not here: find's projection ($elemMatch, $slice, positional $) -- query/.
  */
+#include "bson/path.h"
 #include "agg/agg_private.h"
 #include "common/nameidx.h"
 
@@ -144,7 +145,7 @@ place(pparse_t *pp, pnode_t *root, const char *path, pn_kind_t kind, expr_t *e)
 			expr_destroy(e);
 			return perr(pp, 31324, "Cannot use positional projection in aggregation projection%s%s", "", "");
 		}
-		if (p[0] == '$') {
+		if (p[0] == '$' && !bpath_is_dbref_field(p, len)) {
 			expr_destroy(e);
 			return perr(pp, 16410,
 			    "FieldPath field names may not start with '$'. Consider using $getField or $setField.%s%s",

@@ -1,8 +1,10 @@
 /*
  * stage_stats.c -- stages that describe the collection instead of reading
- * it: $collStats (count, storageStats; latencyStats and queryExecStats answer 238) and
- * $indexStats; plus the rows of stages MongoDB has and Tamga does not build
- * yet, so they fail with 238 NotImplemented instead of 40324.
+ * it: $collStats (count, storageStats, latencyStats from the host's counters;
+ * queryExecStats answers 238), $indexStats and $currentOp (the host's running
+ * operations, read while the pipeline is parsed); plus the rows of stages
+ * MongoDB has and Tamga does not build yet, so they fail with 238
+ * NotImplemented instead of 40324.
  */
 #include "agg/agg_private.h"
 
@@ -16,7 +18,7 @@
 #include "schema/schema_rules.h"
 
 typedef struct stats_plan {
-	bool count, storage;
+	bool count, storage, latency, histograms;
 	bool validation;          /* Tamga's {validation: {}}: the violation counters (schema/schema_rules.h) */
 	int64_t scale;
 } stats_plan_t;
@@ -80,6 +82,12 @@ collstats_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 				}
 				sp->scale = bson_iter_as_int64(&s);
 			}
+		} else if (strcmp(k, "latencyStats") == 0 && pc->host != NULL && pc->host->latency_stats != NULL) {
+			bson_iter_t s;
+
+			sp->latency = true;
+			if (bson_iter_recurse(&it, &s) && bson_iter_find(&s, "histograms"))
+				sp->histograms = bson_iter_as_bool(&s);
 		} else if (strcmp(k, "latencyStats") == 0 || strcmp(k, "queryExecStats") == 0) {
 			/* not tracked yet: refuse rather than report zeros */
 			bson_free(sp);
@@ -171,6 +179,13 @@ collstats_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	BSON_APPEND_UTF8(&ss->out, "ns", ns);
 	append_host(&ss->out);
 	BSON_APPEND_DATE_TIME(&ss->out, "localTime", now_ms());
+	if (sp->latency) {
+		bson_t l;
+
+		bson_append_document_begin(&ss->out, "latencyStats", -1, &l);
+		h->latency_stats(h->ctx, ns, sp->histograms, &l);
+		bson_append_document_end(&ss->out, &l);
+	}
 	if (sp->storage) {
 		bson_t s, sizes;
 		int64_t idx_total = 0;
@@ -371,6 +386,55 @@ local_sessions_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	return 0;
 }
 
+/* ---- $currentOp ------------------------------------------------------------ */
+
+/* mongod's $currentOp: the running operations, read from the host while the
+ * pipeline is parsed (as $listLocalSessions); on admin with {aggregate: 1}
+ * only (73).  Options are the documented booleans; idle connections,
+ * cursors and sessions are not tracked, so those options list the same
+ * running operations. */
+static int
+currentop_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	static const char *const opts[] = {"allUsers", "idleConnections", "idleCursors", "idleSessions",
+		"localOps", "truncateOps", "backtrace", "targetAllNodes", NULL};
+	bson_t d, *docs;
+	bson_iter_t it;
+	bool all_users = false;
+
+	if (spec->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field '$currentOp' is the wrong type '%s', expected type 'object'",
+		    bv_type_name(spec->value_type));
+	agg_value_doc(spec, &d);
+	bson_iter_init(&it, &d);
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		bool known = false;
+
+		for (const char *const *o = opts; *o; o++)
+			known = known || strcmp(*o, k) == 0;
+		if (!known)
+			return terr_set(err, 40415, "BSON field '$currentOp.%s' is an unknown field.", k);
+		if (!BSON_ITER_HOLDS_BOOL(&it))
+			return terr_set(err, TERR_TYPE_MISMATCH,
+			    "BSON field '$currentOp.%s' is the wrong type '%s', expected type 'bool'", k,
+			    bv_type_name(bson_iter_type(&it)));
+		if (strcmp(k, "allUsers") == 0)
+			all_users = bson_iter_bool(&it);
+	}
+	if (pc->host == NULL || pc->host->db == NULL || strcmp(pc->host->db, "admin") != 0 ||
+	    pc->host->coll != NULL)
+		return terr_set(err, TERR_INVALID_NAMESPACE,
+		    "$currentOp must be run against the 'admin' database with {aggregate: 1}");
+	if (pc->host->current_op == NULL)
+		return terr_set(err, TERR_NOT_IMPLEMENTED, "The $currentOp stage is not supported here");
+	docs = bson_new();
+	pc->host->current_op(pc->host->ctx, all_users, docs);
+	agg_pctx_add(pc, &agg_stages_stats[5], docs, agg_explain_doc("$currentOp", spec));
+	return 0;
+}
+
 /* ---- $listSessions ---------------------------------------------------------- */
 
 /* mongod's $listSessions: the rows of config.system.sessions of the users
@@ -478,7 +542,8 @@ const agg_stage_def_t agg_stages_stats[] = {
 	{"$listSearchIndexes", search_indexes_parse, NULL, search_indexes_next, NULL, NULL, AGG_F_FIRST},
 	{"$planCacheStats", plancache_parse, NULL, nothing_next, NULL, NULL, AGG_F_FIRST | AGG_F_NOT_IN_FACET},
 	{"$geoNear", not_built_parse},
-	{"$currentOp", not_built_parse},
+	{"$currentOp", currentop_parse, local_sessions_open, local_sessions_next, local_sessions_close,
+	    local_sessions_free, AGG_F_FIRST | AGG_F_NO_COLL | AGG_F_NOT_IN_FACET | AGG_F_NOT_IN_LOOKUP},
 	{"$listLocalSessions", local_sessions_parse, local_sessions_open, local_sessions_next, local_sessions_close,
 	    local_sessions_free, AGG_F_FIRST | AGG_F_NO_COLL | AGG_F_NOT_IN_FACET | AGG_F_NOT_IN_LOOKUP},
 	/* parsed into the $match it stands for (no stage of its own at run time) */

@@ -114,9 +114,15 @@ check_target_ns(storage_t *st, const char *stage, const char *db, const char *co
 		return terr_set(err, TERR_COMMAND_NOT_SUPPORTED_ON_VIEW, "Namespace %s.%s is a view, not a collection",
 		    db, coll);
 	}
+	bool out = strcmp(stage, "$out") == 0;
+
+	/* mongod's wording differs between the two stages ("Can't" / "Cannot") */
 	if (strncmp(coll, "system.", 7) == 0)
-		return terr_set(err, strcmp(stage, "$out") == 0 ? 17385 : 31319,
-		    "Can't %s to special collection: %s", stage, coll);
+		return terr_set(err, out ? 17385 : 31319, "%s %s to special collection: %s",
+		    out ? "Can't" : "Cannot", stage, coll);
+	if (strcmp(db, "admin") == 0 || strcmp(db, "config") == 0 || strcmp(db, "local") == 0)
+		return terr_set(err, out ? 31321 : 31320, "%s %s to internal database: %s",
+		    out ? "Can't" : "Cannot", stage, db);
 	if (storage_ns_check(db, coll, err) != 0) {
 		terr_clear(err);
 		return terr_set(err, TERR_INVALID_NAMESPACE, "Invalid %s target namespace, %s.%s", stage, db,
@@ -124,6 +130,8 @@ check_target_ns(storage_t *st, const char *stage, const char *db, const char *co
 	}
 	return 0;
 }
+
+static bson_t *write_explain(const struct write_plan *wp, const bson_value_t *merge_spec);
 
 static int
 out_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
@@ -141,12 +149,49 @@ out_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		write_free_plan(wp);
 		return -1;
 	}
-	agg_pctx_add(pc, &agg_stages_write[0], wp, agg_explain_doc("$out", spec));
+	agg_pctx_add(pc, &agg_stages_write[0], wp, write_explain(wp, NULL));
 	return 0;
 }
 
 static const char *const wm_names[] = {"replace", "keepExisting", "merge", "fail", NULL};
 static const char *const wnm_names[] = {"insert", "discard", "fail", NULL};
+
+/* explain's form of $out / $merge (mongod's serialize): the target as
+ * {db, coll}; $merge with its resolved on, whenMatched, whenNotMatched
+ * (merge_spec non-NULL). */
+static bson_t *
+write_explain(const write_plan_t *wp, const bson_value_t *merge_spec)
+{
+	bson_t *d = bson_new(), s, into, on;
+
+	(void)merge_spec;
+	BSON_APPEND_DOCUMENT_BEGIN(d, wp->merge ? "$merge" : "$out", &s);
+	if (!wp->merge) {
+		BSON_APPEND_UTF8(&s, "db", wp->db);
+		BSON_APPEND_UTF8(&s, "coll", wp->coll);
+	} else {
+		BSON_APPEND_DOCUMENT_BEGIN(&s, "into", &into);
+		BSON_APPEND_UTF8(&into, "db", wp->db);
+		BSON_APPEND_UTF8(&into, "coll", wp->coll);
+		bson_append_document_end(&s, &into);
+		if (wp->non <= 1) {
+			BSON_APPEND_UTF8(&s, "on", wp->non == 1 ? wp->on[0] : "_id");
+		} else {
+			char key[16];
+
+			BSON_APPEND_ARRAY_BEGIN(&s, "on", &on);
+			for (int i = 0; i < wp->non; i++) {
+				bv_array_key((uint32_t)i, key);
+				BSON_APPEND_UTF8(&on, key, wp->on[i]);
+			}
+			bson_append_array_end(&s, &on);
+		}
+		BSON_APPEND_UTF8(&s, "whenMatched", wm_names[wp->when_matched]);
+		BSON_APPEND_UTF8(&s, "whenNotMatched", wnm_names[wp->when_not_matched]);
+	}
+	bson_append_document_end(d, &s);
+	return d;
+}
 
 static int
 enum_value(const char *const *names, const char *v)
@@ -205,6 +250,8 @@ err:
 	expr_scope_pop(pc->scope);
 	return ret;
 }
+
+static int merge_check_on(const write_plan_t *wp, storage_coll_t *coll, terr_t *err);
 
 static int
 merge_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
@@ -322,6 +369,27 @@ merge_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		goto err;
 	}
 	ERR(check_target_ns(pc->host != NULL ? pc->host->st : NULL, "$merge", wp->db, wp->coll, err));
+	/* mongod checks the unique index of `on` while it parses (51183 with
+	 * no executor prefix); the run checks again for a target created since */
+	if (pc->host != NULL && pc->host->st != NULL) {
+		storage_coll_t *tc = NULL;
+		bool id_only = wp->non == 0 || (wp->non == 1 && strcmp(wp->on[0], "_id") == 0);
+
+		if (storage_coll_get(pc->host->st, wp->db, wp->coll, &tc, NULL) != 0) {
+			if (!id_only) {
+				ret = terr_set(err, 51183, "Cannot find index to verify that join fields will be unique");
+				goto err;
+			}
+		} else {
+			int rc = merge_check_on(wp, tc, err);
+
+			storage_coll_release(tc);
+			if (rc != 0) {
+				ret = -1;
+				goto err;
+			}
+		}
+	}
 	if (has_let && !has_pipe) {
 		ret = terr_set(err, 51199, "Cannot use 'let' variables with 'whenMatched: %s' mode",
 		    wm_names[wp->when_matched]);
@@ -329,7 +397,7 @@ merge_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	}
 	if (has_pipe)
 		ERR(merge_parse_pipeline(pc, wp, &pipe, has_let ? &let : NULL, err));
-	agg_pctx_add(pc, &agg_stages_write[1], wp, agg_explain_doc("$merge", spec));
+	agg_pctx_add(pc, &agg_stages_write[1], wp, has_pipe ? agg_explain_doc("$merge", spec) : write_explain(wp, spec));
 	return 0;
 err:
 	write_free_plan(wp);

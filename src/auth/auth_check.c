@@ -882,6 +882,7 @@ static const priv_row_t priv_table[] = {
 	{"mapReduce", NEED_SPECIAL, NULL, chk_map_reduce},
 	{"mapreduce", NEED_SPECIAL, NULL, chk_map_reduce},
 	{"dataSize", NEED_NS, "find", NULL},
+	{"filemd5", NEED_NS, "find", NULL},
 	{"commitTransaction", NEED_AUTHED, NULL, NULL},
 	{"abortTransaction", NEED_AUTHED, NULL, NULL},
 	/* catalog */
@@ -929,6 +930,9 @@ static const priv_row_t priv_table[] = {
 	{"currentOp", NEED_CLUSTER, "inprog", NULL},
 	{"killOp", NEED_CLUSTER, "killop", NULL},
 	{"top", NEED_CLUSTER, "top", NULL},
+	{"getDiagnosticData", NEED_CLUSTER, "serverStatus", NULL},
+	/* mongod checks each entry's privileges; Tamga keeps it to internal users */
+	{"applyOps", NEED_CLUSTER, "internal", NULL},
 	{"fsync", NEED_CLUSTER, "fsync", NULL},
 	{"logRotate", NEED_CLUSTER, "logRotate", NULL},
 	{"getDefaultRWConcern", NEED_CLUSTER, "getDefaultRWConcern", NULL},

@@ -348,3 +348,10 @@ bpath_walk(const bson_t *doc, const char *path, bool expand_leaf_arrays, bpath_v
 	bpath_destroy(&p);
 	return r;
 }
+
+bool
+bpath_is_dbref_field(const char *comp, size_t len)
+{
+	return (len == 3 && (memcmp(comp, "$id", 3) == 0 || memcmp(comp, "$db", 3) == 0)) ||
+	    (len == 4 && memcmp(comp, "$ref", 4) == 0);
+}

@@ -39,6 +39,10 @@ bool bpath_get(const bson_t *doc, const char *path, bson_iter_t *out);
  * false when nothing is there. */
 bool bpath_get_value(const bson_value_t *v, const char *path, bson_value_t *out);
 
+/* Whether comp[0..len) is one of the DBRef fields ($ref, $id, $db): the
+ * $-prefixed names mongod's FieldPath accepts as path components. */
+bool bpath_is_dbref_field(const char *comp, size_t len);
+
 /* Whether comp[0..len) is an array position: a non-negative decimal integer
  * without leading zeros (or "0") that fits in int32; *idx receives it. */
 bool bpath_is_array_index(const char *comp, size_t len, uint32_t *idx);

@@ -460,6 +460,16 @@ CMD_HANDLER(cmd_server_status)
 	bson_append_document_end(c->reply, &sub);
 	cmd_txn_server_status(c, c->reply);
 	cmd_toolbelt_server_status(c);   /* validation counters, $queryStats store (cmd_toolbelt.c) */
+	/* metrics.commands: each command's runs (cmd_metrics.c) */
+	{
+		bson_t m, cmds;
+
+		BSON_APPEND_DOCUMENT_BEGIN(c->reply, "metrics", &m);
+		BSON_APPEND_DOCUMENT_BEGIN(&m, "commands", &cmds);
+		cmd_metrics_commands_append(&cmds);
+		bson_append_document_end(&m, &cmds);
+		bson_append_document_end(c->reply, &m);
+	}
 	return 0;
 }
 
@@ -478,7 +488,7 @@ CMD_HANDLER(cmd_server_status)
  */
 /* PARAM_STR_HOOK: a string another module keeps (str_get / str_set), e.g.
  * internalQueryStatsCacheSize (src/toolbelt/) */
-typedef enum { PARAM_INT, PARAM_BOOL, PARAM_STR, PARAM_FCV, PARAM_MECHS, PARAM_DOUBLE, PARAM_STR_HOOK } param_kind_t;
+typedef enum { PARAM_INT, PARAM_BOOL, PARAM_STR, PARAM_FCV, PARAM_MECHS, PARAM_DOUBLE, PARAM_STR_HOOK, PARAM_LOGCOMP } param_kind_t;
 
 typedef struct param {
 	const char *name;
@@ -533,13 +543,16 @@ static const param_t params[] = {
 	 * default), -1 every query (src/toolbelt/tb_qstats.c) */
 	{"internalQueryStatsRateLimit", PARAM_INT, BOTH, HELD(qstats_rate_limit), .min = -1},
 	{"localLogicalSessionTimeoutMinutes", PARAM_INT, .i = SESSION_TIMEOUT_MINUTES, .startup = true},
-	{"logLevel", PARAM_INT, .i = 0, BOTH},
+	{"logComponentVerbosity", PARAM_LOGCOMP, BOTH, HELD(log_level)},
+	{"logLevel", PARAM_INT, BOTH, HELD(log_level), .min = 0},
 	{"maxBSONDepth", PARAM_INT, .i = 200, .startup = true},
 	{"maxSessions", PARAM_INT, .i = 1000000, .startup = true},
 	/* AtomicWord<int> (repl/txn.h): accepted and held; Tamga's transactions
 	 * take no lock it would bound */
 	{"maxTransactionLockRequestTimeoutMillis", PARAM_INT, BOTH, HELD(max_txn_lock_request_timeout_ms),
 	 .min = INT32_MIN},
+	/* bool: refuse queries a collection scan would answer (291) */
+	{"notablescan", PARAM_BOOL, BOTH, HELD(notablescan)},
 	{"quiet", PARAM_BOOL, BOTH},
 	/* bool, startup and runtime: commands must name apiVersion (498870) */
 	{"requireApiVersion", PARAM_BOOL, BOTH, HELD(require_api_version)},
@@ -563,6 +576,92 @@ param_find(const char *name)
 		if (strcmp(params[i].name, name) == 0)
 			return &params[i];
 	return NULL;
+}
+
+/*
+ * logComponentVerbosity: mongod's log components, each -1 (inherit the
+ * global logLevel) until set; the global verbosity is logLevel itself.
+ * Tamga's log has no debug lines these would enable: the settings are kept
+ * and reported, as tools and tests read them back.
+ */
+static const char *const log_components[] = {
+	"accessControl", "assert", "command", "control", "executor", "geo", "globalIndex", "index",
+	"network", "processHealth", "query", "queryStats", "replication", "sharding", "storage", "write",
+	"ftdc", "tracking", "transaction", "tenantMigration", "test", "resourceConsumption",
+	"streams", NULL,
+};
+static pthread_mutex_t logcomp_lock = PTHREAD_MUTEX_INITIALIZER;
+static int logcomp_level[sizeof log_components / sizeof log_components[0]] = {
+	[0 ... sizeof log_components / sizeof log_components[0] - 1] = -1,
+};
+
+static int
+logcomp_index(const char *name)
+{
+	for (int i = 0; log_components[i] != NULL; i++)
+		if (strcmp(log_components[i], name) == 0)
+			return i;
+	return -1;
+}
+
+static void
+logcomp_append(engine_t *e, bson_t *out, const char *key)
+{
+	bson_t d, one;
+
+	BSON_APPEND_DOCUMENT_BEGIN(out, key, &d);
+	BSON_APPEND_INT32(&d, "verbosity", (int32_t)atomic_load(&e->log_level));
+	pthread_mutex_lock(&logcomp_lock);
+	for (int i = 0; log_components[i] != NULL; i++) {
+		BSON_APPEND_DOCUMENT_BEGIN(&d, log_components[i], &one);
+		BSON_APPEND_INT32(&one, "verbosity", logcomp_level[i]);
+		bson_append_document_end(&d, &one);
+	}
+	pthread_mutex_unlock(&logcomp_lock);
+	bson_append_document_end(out, &d);
+}
+
+/* Check (apply false) or apply a logComponentVerbosity document: {verbosity:
+ * n, <component>: n | {verbosity: n}, ...}; n an integer >= -1 (the global
+ * one >= 0). */
+static int
+logcomp_set(engine_t *e, const bson_iter_t *in, bool apply, terr_t *err)
+{
+	bson_iter_t it;
+
+	if (!BSON_ITER_HOLDS_DOCUMENT(in))
+		return terr_set(err, TERR_BAD_VALUE,
+		    "Invalid logComponentVerbosity: must be an object, not %s", bv_type_name(bson_iter_type(in)));
+	bson_iter_recurse(in, &it);
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		bson_iter_t v = it, sub;
+		int idx = -2;
+
+		if (strcmp(k, "verbosity") != 0 && (idx = logcomp_index(k)) < 0)
+			return terr_set(err, TERR_BAD_VALUE, "Invalid component name logComponentVerbosity.%s", k);
+		if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			bson_iter_recurse(&it, &sub);
+			if (!bson_iter_find(&sub, "verbosity"))
+				continue;
+			v = sub;
+		}
+		if (!BSON_ITER_HOLDS_NUMBER(&v))
+			return terr_set(err, TERR_BAD_VALUE, "Expected logComponentVerbosity.%s to be a number", k);
+		if (bson_iter_as_int64(&v) < (idx == -2 ? 0 : -1) || bson_iter_as_int64(&v) > 5)
+			return terr_set(err, TERR_BAD_VALUE, "Invalid verbosity for logComponentVerbosity.%s: %lld", k,
+			    (long long)bson_iter_as_int64(&v));
+		if (!apply)
+			continue;
+		if (idx == -2) {
+			atomic_store(&e->log_level, bson_iter_as_int64(&v));
+		} else {
+			pthread_mutex_lock(&logcomp_lock);
+			logcomp_level[idx] = (int)bson_iter_as_int64(&v);
+			pthread_mutex_unlock(&logcomp_lock);
+		}
+	}
+	return 0;
 }
 
 static void
@@ -600,6 +699,9 @@ param_append(engine_t *e, bson_t *out, const char *key, const param_t *p)
 		BSON_APPEND_UTF8(&sub, "0", "SCRAM-SHA-1");
 		BSON_APPEND_UTF8(&sub, "1", "SCRAM-SHA-256");
 		bson_append_array_end(out, &sub);
+		break;
+	case PARAM_LOGCOMP:
+		logcomp_append(e, out, key);
 		break;
 	}
 }
@@ -763,6 +865,8 @@ CMD_HANDLER(cmd_set_parameter)
 		if (!p->held)
 			return terr_set(err, TERR_NOT_IMPLEMENTED,
 			    "setParameter cannot change %s: Tamga holds it fixed", k);
+		if (p->kind == PARAM_LOGCOMP)
+			RET(logcomp_set(c->engine, &it, false, err));
 	}
 	bson_iter_init(&it, c->body);
 	first = true;
@@ -783,6 +887,13 @@ CMD_HANDLER(cmd_set_parameter)
 			if (n == 0)
 				param_append(c->engine, c->reply, "was", p);
 			RET(p->str_set(bson_iter_utf8(&it, NULL), err));
+			n++;
+			continue;
+		}
+		if (p->kind == PARAM_LOGCOMP) {
+			if (n == 0)
+				param_append(c->engine, c->reply, "was", p);
+			RET(logcomp_set(c->engine, &it, true, err));
 			n++;
 			continue;
 		}

@@ -165,6 +165,21 @@ host_list_sessions_filter(void *ctx, const bson_t *spec, bson_t *filter)
 	cmd_admin_sessions_filter(w->c->client, spec, filter);
 }
 
+static void
+host_current_op(void *ctx, bool all_users, bson_t *out)
+{
+	write_ctx_t *w = ctx;
+
+	cmd_current_op_docs(w->c, all_users, out);
+}
+
+static void
+host_latency_stats(void *ctx, const char *ns, bool histograms, bson_t *out)
+{
+	(void)ctx;
+	cmd_metrics_latency_append(ns, histograms, out);
+}
+
 /* ---- arguments ---------------------------------------------------------- */
 
 static const char *const aggregate_fields[] = {
@@ -256,7 +271,7 @@ CMD_HANDLER(cmd_aggregate)
 	bool found, has_let = false, explain = false, allow_disk = false, bypass = false;
 	const char *coll = NULL;
 	cursor_opts_t copts;
-	cursor_source_t src;
+	cursor_source_t src = {0};
 	storage_session_t *s;
 	write_ctx_t wctx;
 	view_t view = {0};
@@ -375,6 +390,10 @@ CMD_HANDLER(cmd_aggregate)
 	a->host.get_or_create_coll = host_get_or_create;
 	a->host.list_local_sessions = host_list_sessions;
 	a->host.list_sessions_filter = host_list_sessions_filter;
+	a->host.current_op = host_current_op;
+	a->host.notablescan = atomic_load(&c->engine->notablescan) != 0 && strcmp(c->db, "admin") != 0 &&
+	    strcmp(c->db, "local") != 0 && strcmp(c->db, "config") != 0;
+	a->host.latency_stats = host_latency_stats;
 	if (c->engine->cs != NULL) {
 		a->host.change_stream = &repl_cs_ops;
 		a->host.change_stream_ctx = c->engine->cs;

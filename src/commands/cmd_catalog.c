@@ -745,6 +745,21 @@ CMD_HANDLER(cmd_coll_stats)
 			BSON_APPEND_INT64(c->reply, "max", coll->capped_max);
 		BSON_APPEND_DOUBLE(c->reply, "maxSize", (double)coll->capped_size / scale);
 	}
+	/* the storage engine's section, as tools read it: the record table's
+	 * URI and type (WiredTiger's own statistics are not copied in) */
+	{
+		bson_t wt, md;
+		char uri[300];
+
+		BSON_APPEND_DOCUMENT_BEGIN(c->reply, "wiredTiger", &wt);
+		BSON_APPEND_DOCUMENT_BEGIN(&wt, "metadata", &md);
+		BSON_APPEND_INT32(&md, "formatVersion", 1);
+		bson_append_document_end(&wt, &md);
+		BSON_APPEND_UTF8(&wt, "type", "file");
+		snprintf(uri, sizeof uri, "statistics:%s", coll->ident);
+		BSON_APPEND_UTF8(&wt, "uri", uri);
+		bson_append_document_end(c->reply, &wt);
+	}
 	BSON_APPEND_INT32(c->reply, "nindexes", coll->nindexes);
 	BSON_APPEND_DOUBLE(c->reply, "totalSize", (double)stor / scale);
 	BSON_APPEND_DOUBLE(c->reply, "scaleFactor", scale);

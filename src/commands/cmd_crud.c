@@ -278,34 +278,159 @@ err:
 /* ---- find / getMore / killCursors --------------------------------------- */
 
 /* A plan as a cursor source: the exec itself is the state. */
+/*
+ * A find's plan as a cursor source.  Errors the executor raises carry
+ * mongod's context: "Executor error during find command" in the first
+ * batch, "Executor error during getMore" in later ones (restore marks the
+ * change: every getMore restores the plan first).
+ */
+typedef struct plan_src {
+	plan_exec_t *x;
+	const char *context;
+	/* returnKey: {index name: key pattern} of the collection's indexes;
+	 * each result becomes the keys of the index the plan scans ({} for a
+	 * collection scan), built in key */
+	bson_t *key_patterns;
+	bson_t key;
+	/* showRecordId: each result with $recordId appended, built in rid_doc */
+	bool show_rid;
+	bson_t *rid_doc;
+	/* $_requestResumeToken: the RecordIds of the last two results (the
+	 * last may be held back for the next batch) for postBatchResumeToken */
+	bool resume_token;
+	bool have_rid, have_prev;
+	recid_t rid, prev_rid;
+} plan_src_t;
+
+static void
+plan_src_batch_end(void *state, bool ended, bool pending, bson_t *cursor)
+{
+	plan_src_t *ps = state;
+	bson_t tok;
+	bool have = pending ? ps->have_prev : ps->have_rid;
+
+	(void)ended;
+	BSON_APPEND_DOCUMENT_BEGIN(cursor, "postBatchResumeToken", &tok);
+	if (have)
+		BSON_APPEND_INT64(&tok, "$recordId", pending ? ps->prev_rid : ps->rid);
+	else
+		BSON_APPEND_NULL(&tok, "$recordId");
+	bson_append_document_end(cursor, &tok);
+}
+
+/* The index keys of doc for returnKey: each key-pattern field's value (null
+ * when missing).  A multikey field gives its first element (mongod gives the
+ * entry the scan met); hashed, text and geo keys answer 238. */
+static int
+return_key(plan_src_t *ps, bson_t *doc, terr_t *err)
+{
+	const char *ix = plan_exec_index_name(ps->x);
+	bson_iter_t it, k;
+
+	bson_reinit(&ps->key);
+	if (ix != NULL && bson_iter_init_find(&it, ps->key_patterns, ix) && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+		bson_iter_recurse(&it, &k);
+		while (bson_iter_next(&k)) {
+			bson_iter_t v;
+
+			if (!BSON_ITER_HOLDS_NUMBER(&k))
+				return terr_set(err, TERR_NOT_IMPLEMENTED,
+				    "returnKey over a %s index is not supported by Tamga yet",
+				    BSON_ITER_HOLDS_UTF8(&k) ? bson_iter_utf8(&k, NULL) : "special");
+			if (!bpath_get(doc, bson_iter_key(&k), &v)) {
+				BSON_APPEND_NULL(&ps->key, bson_iter_key(&k));
+			} else if (BSON_ITER_HOLDS_ARRAY(&v)) {
+				bson_iter_t e;
+
+				bson_iter_recurse(&v, &e);
+				if (bson_iter_next(&e))
+					BSON_APPEND_VALUE(&ps->key, bson_iter_key(&k), bson_iter_value(&e));
+				else
+					BSON_APPEND_UNDEFINED(&ps->key, bson_iter_key(&k));
+			} else {
+				BSON_APPEND_VALUE(&ps->key, bson_iter_key(&k), bson_iter_value(&v));
+			}
+		}
+	}
+	bson_init_static(doc, bson_get_data(&ps->key), ps->key.len);
+	return 0;
+}
+
 static int
 plan_src_next(void *state, storage_session_t *s, bson_t *doc, terr_t *err)
 {
-	return plan_exec_next(state, s, doc, err);
+	plan_src_t *ps = state;
+	int rc = plan_exec_next(ps->x, s, doc, err);
+
+	if (rc == 1 && ps->key_patterns != NULL && return_key(ps, doc, err) != 0)
+		return -1;
+	if (rc == 1 && ps->resume_token) {
+		recid_t r;
+
+		if (!plan_exec_last_recid(ps->x, &r))
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "$_requestResumeToken without a collection scan is not supported by Tamga yet");
+		ps->prev_rid = ps->rid;
+		ps->have_prev = ps->have_rid;
+		ps->rid = r;
+		ps->have_rid = true;
+	}
+	if (rc == 1 && ps->show_rid) {
+		recid_t rid;
+
+		if (!plan_exec_last_recid(ps->x, &rid))
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "find with showRecordId and a blocking sort is not supported by Tamga yet");
+		bson_reinit(ps->rid_doc);
+		bson_concat(ps->rid_doc, doc);
+		BSON_APPEND_INT64(ps->rid_doc, "$recordId", rid);
+		bson_init_static(doc, bson_get_data(ps->rid_doc), ps->rid_doc->len);
+	}
+	if (rc < 0 && terr_is_set(err) && ps->context != NULL)
+		terr_wrap(err, ps->context);
+	return rc;
 }
 
 static int
 plan_src_save(void *state, terr_t *err)
 {
-	return plan_exec_save(state, err);
+	plan_src_t *ps = state;
+
+	return plan_exec_save(ps->x, err);
 }
 
 static int
 plan_src_restore(void *state, storage_session_t *s, terr_t *err)
 {
-	return plan_exec_restore(state, s, err);
+	plan_src_t *ps = state;
+
+	ps->context = "Executor error during getMore";
+	return plan_exec_restore(ps->x, s, err);
 }
 
 static void
 plan_src_free(void *state)
 {
-	plan_exec_free(state);
+	plan_src_t *ps = state;
+
+	plan_exec_free(ps->x);
+	if (ps->key_patterns != NULL) {
+		bson_destroy(ps->key_patterns);
+		bson_destroy(&ps->key);
+	}
+	if (ps->rid_doc != NULL)
+		bson_destroy(ps->rid_doc);
+	bson_free(ps);
 }
 
 static void
 plan_source(plan_exec_t *x, cursor_source_t *src)
 {
-	src->state = x;
+	plan_src_t *ps = tm_alloc0(sizeof *ps);
+
+	ps->x = x;
+	ps->context = "Executor error during find command";
+	src->state = ps;
 	src->next = plan_src_next;
 	src->save = plan_src_save;
 	src->restore = plan_src_restore;
@@ -395,7 +520,7 @@ static const char *const find_fields[] = {
 	"min", "max", "let", "allowDiskUse", "collation", "noCursorTimeout", "tailable",
 	"awaitData", "returnKey", "showRecordId", "allowPartialResults", "oplogReplay",
 	"readOnce", "term", "collectionUUID", "requestResumeToken", "resumeAfter", "maxScan",
-	"snapshot", "includeQueryStatsMetrics", "rawData", NULL,
+	"snapshot", "includeQueryStatsMetrics", "rawData", "$_requestResumeToken", "$_resumeAfter", NULL,
 };
 
 /* Is sort exactly {$natural: 1} (any numeric type, compared by value)? */
@@ -421,6 +546,31 @@ nonneg(cmd_t *c, const char *field, int64_t *out, terr_t *err)
 	return 0;
 }
 
+/*
+ * notablescan (setParameter): a query only a collection scan answers is
+ * refused with 291, as mongod's planner does; the internal databases are
+ * exempt, and so is a collection that does not exist.  0 when the plan may
+ * run.
+ */
+static int
+notablescan_check(cmd_t *c, plan_exec_t *x, storage_session_t *s, const char *ns, terr_t *err)
+{
+	if (atomic_load(&c->engine->notablescan) == 0 || strcmp(c->db, "admin") == 0 ||
+	    strcmp(c->db, "local") == 0 || strcmp(c->db, "config") == 0)
+		return 0;
+	RET(plan_exec_choose(x, s, err));
+	if (plan_exec_index_name(x) != NULL)
+		return 0;
+	{
+		const plan_stats_t *st = plan_exec_stats(x);
+
+		if (st == NULL || st->stage == NULL || strcmp(st->stage, "COLLSCAN") != 0)
+			return 0;
+	}
+	return terr_set(err, 291, "error processing query: ns=%s planner returned error :: caused by :: "
+	    "No indexed plans available, and running with 'notablescan'", ns);
+}
+
 CMD_HANDLER(cmd_find)
 {
 	const char *name;
@@ -428,7 +578,10 @@ CMD_HANDLER(cmd_find)
 	bool has_min = false, has_max = false;
 	bson_t filter, sort, proj, let = BSON_INITIALIZER;
 	bool has_filter, has_sort, has_proj, has_let, found, single_batch = false, no_timeout = false;
-	bool allow_disk = false, tailable = false, await_data = false;
+	bool allow_disk = false, tailable = false, await_data = false, return_key_on = false, has_coll;
+	bson_t filter_hint;
+	bson_iter_t filter_hint_it;
+	bool has_filter_hint = false, show_rid = false, want_token = false;
 	plan_request_t req;
 	plan_exec_t *x = NULL;
 	match_options_t mo = {0};
@@ -454,6 +607,31 @@ CMD_HANDLER(cmd_find)
 	ERR(cmd_get_allow_disk_use(c, &allow_disk, err));
 	ERR(cmd_get_bool(c, "tailable", &tailable, &found, err));
 	ERR(cmd_get_bool(c, "awaitData", &await_data, &found, err));
+	ERR(cmd_get_bool(c, "returnKey", &return_key_on, &found, err));
+	ERR(cmd_get_bool(c, "showRecordId", &show_rid, &found, err));
+	ERR(cmd_get_bool(c, "$_requestResumeToken", &want_token, &found, err));
+	{
+		bson_iter_t ra, rr;
+
+		if (cmd_find_field(c, "$_resumeAfter", &ra)) {
+			if (!BSON_ITER_HOLDS_DOCUMENT(&ra) || !bson_iter_recurse(&ra, &rr) ||
+			    !bson_iter_find(&rr, "$recordId") ||
+			    !(BSON_ITER_HOLDS_INT64(&rr) || BSON_ITER_HOLDS_INT32(&rr) || BSON_ITER_HOLDS_NULL(&rr))) {
+				ret = terr_set(err, TERR_BAD_VALUE,
+				    "Malformed resume token: the '_resumeAfter' object must contain '$recordId', of type NumberLong or jstNULL.");
+				goto err;
+			}
+			if (!want_token) {
+				ret = terr_set(err, TERR_BAD_VALUE,
+				    "$_resumeAfter is only supported with $_requestResumeToken: true");
+				goto err;
+			}
+			if (!BSON_ITER_HOLDS_NULL(&rr)) {
+				req.has_resume_after = true;
+				req.resume_after = bson_iter_as_int64(&rr);
+			}
+		}
+	}
 	if (await_data && !tailable) {
 		ret = terr_set(err, TERR_FAILED_TO_PARSE, "Cannot set 'awaitData' without also setting 'tailable'");
 		goto err;
@@ -481,6 +659,7 @@ CMD_HANDLER(cmd_find)
 		ret = view_read(c, "find", name, err);
 		goto err;
 	}
+	has_coll = req.coll != NULL;
 	ERR(cmd_collation(c, c->body, req.coll, &req.collation, err));
 	mo.coll = req.collation;
 	if (tailable) {
@@ -506,15 +685,27 @@ CMD_HANDLER(cmd_find)
 	if (has_let)
 		mo.let = &let;
 	req.hint = hint_for_plan(c, c->body, &hint_it);
+	/* an index filter for the query's shape (cmd_plancache.c) */
+	if (req.hint == NULL && req.coll != NULL &&
+	    cmd_plan_filter_hint(c, name, has_filter ? &filter : NULL, has_sort ? &sort : NULL,
+	        has_proj ? &proj : NULL, &filter_hint)) {
+		has_filter_hint = true;
+		if (bson_iter_init_find(&filter_hint_it, &filter_hint, "hint"))
+			req.hint = bson_iter_value(&filter_hint_it);
+	}
 	/* {_id: <number, ObjectId, ...>} alone: the _id point lookup needs no
 	 * compiled filter (mongod's express path) */
 	if (has_filter && !has_let && !has_sort && !has_proj && !has_min && !has_max && req.hint == NULL &&
-	    !req.tailable && plan_filter_id_point(&filter, &id_point))
+	    !req.tailable && !return_key_on && !show_rid && !want_token && plan_filter_id_point(&filter, &id_point))
 		req.id_point = &id_point;
 	else if (has_filter)
 		ERR(match_compile(&filter, &mo, &req.match, err));
 	req.sort = has_sort ? &sort : NULL;
 	req.projection = has_proj ? &proj : NULL;
+	/* returnKey: the keys replace the documents, a projection has nothing
+	 * left to shape (mongod ignores it but for $meta) */
+	if (return_key_on)
+		req.projection = NULL;
 	req.allow_disk_use = allow_disk;
 	req.min = has_min ? &min_doc : NULL;
 	req.max = has_max ? &max_doc : NULL;
@@ -530,8 +721,74 @@ CMD_HANDLER(cmd_find)
 		ret = -1;
 		goto err;
 	}
+	/* notablescan: a query only a collection scan answers is refused, as
+	 * mongod's planner does (the internal databases are exempt) */
+	if (has_coll && req.id_point == NULL && !req.tailable && notablescan_check(c, x, s, ns, err) != 0) {
+		ret = -1;
+		goto err;
+	}
+	if (want_token) {
+		/* a resumable collection scan: forward, hinted {$natural: 1} */
+		bson_iter_t h, n;
+
+		if (!cmd_find_field(c, "hint", &h) || !BSON_ITER_HOLDS_DOCUMENT(&h) || !bson_iter_recurse(&h, &n) ||
+		    !bson_iter_find(&n, "$natural") || bson_iter_as_int64(&n) != 1 || has_sort) {
+			ret = terr_set(err, TERR_BAD_VALUE,
+			    "$_requestResumeToken is only supported with a forward {$natural: 1} hint and no sort");
+			goto err;
+		}
+		if (req.has_resume_after) {
+			storage_coll_t *rc2 = NULL;
+			bson_t d;
+
+			/* resuming from a RecordId that is gone: mongod's KeyNotFound */
+			if (storage_coll_get(c->engine->st, c->db, name, &rc2, NULL) == 0) {
+				int g = storage_doc_get(s, rc2, req.resume_after, &d, err);
+
+				storage_coll_release(rc2);
+				if (g < 0)
+					goto err;
+				if (g == 1) {
+					ret = terr_set(err, TERR_KEY_NOT_FOUND,
+					    "Resume of find command failed because the recordId from which we are attempting to resume no longer exists in the collection");
+					goto err;
+				}
+			}
+		}
+		plan_exec_want_recid(x);
+	}
+	if (show_rid)
+		plan_exec_want_recid(x);
 	plan_source(x, &src);
 	x = NULL;
+	if (show_rid) {
+		plan_src_t *ps = src.state;
+
+		ps->show_rid = true;
+		ps->rid_doc = bson_new();
+	}
+	if (want_token) {
+		plan_src_t *ps = src.state;
+
+		ps->resume_token = true;
+		src.batch_end = plan_src_batch_end;
+		if (req.has_resume_after) {
+			ps->rid = req.resume_after;
+			ps->have_rid = true;
+		}
+	}
+	if (return_key_on) {
+		plan_src_t *ps = src.state;
+		storage_coll_t *kc = NULL;
+
+		ps->key_patterns = bson_new();
+		bson_init(&ps->key);
+		if (storage_coll_get(c->engine->st, c->db, name, &kc, NULL) == 0) {
+			for (int i = 0; i < kc->nindexes; i++)
+				BSON_APPEND_DOCUMENT(ps->key_patterns, kc->indexes[i].name, kc->indexes[i].key);
+			storage_coll_release(kc);
+		}
+	}
 	copts.single_batch = single_batch;
 	copts.no_timeout = no_timeout;
 	copts.connection_id = c->client->connection_id;
@@ -563,6 +820,8 @@ err:
 	match_free(req.match);
 	plan_exec_free(x);
 	bson_destroy(&let);
+	if (has_filter_hint)
+		bson_destroy(&filter_hint);
 	return ret;
 }
 
@@ -735,7 +994,9 @@ write_delete_run(cmd_t *c, storage_session_t *s, storage_coll_t *coll, const bso
 	return 0;
 }
 
-static const char *const delete_fields[] = {"deletes", "ordered", "let", "collectionUUID", "rawData", NULL};
+/* bypassDocumentValidation: accepted as mongod's write commands all do */
+static const char *const delete_fields[] = {"deletes", "ordered", "let", "collectionUUID", "rawData",
+	"bypassDocumentValidation", NULL};
 
 CMD_HANDLER(cmd_delete)
 {
@@ -918,6 +1179,13 @@ CMD_HANDLER(cmd_count)
 		if (ret != 0)
 			goto err;
 		ret = -1;
+		{
+			char cns[512];
+
+			cmd_ns(cns, sizeof cns, c->db, name);
+			if (notablescan_check(c, x, s, cns, err) != 0)
+				goto err;
+		}
 		while ((rc = plan_exec_next(x, s, &doc, err)) == 1)
 			n++;
 		if (rc < 0)
@@ -1045,7 +1313,15 @@ CMD_HANDLER(cmd_distinct)
 		ret = terr_set(err, 40414, "BSON field 'distinct.key' is missing but a required field");
 		goto err;
 	}
-	ERR(cmd_get_doc(c, "query", &query, &has_query, err));
+	{
+		bson_iter_t qi;
+
+		/* query: null is no query (mongod's IDL takes null for the optional object) */
+		if (cmd_find_field(c, "query", &qi) && BSON_ITER_HOLDS_NULL(&qi))
+			has_query = false;
+		else
+			ERR(cmd_get_doc(c, "query", &query, &has_query, err));
+	}
 	ERR(cmd_collation_type_check(c, c->body, err));
 	storage_coll_get(c->engine->st, c->db, name, &req.coll, NULL);
 	if (req.coll == NULL && view_exists(c, c->db, name)) {
@@ -1073,6 +1349,13 @@ CMD_HANDLER(cmd_distinct)
 	if (ret != 0)
 		goto err;
 	ret = -1;
+	{
+		char dns[512];
+
+		cmd_ns(dns, sizeof dns, c->db, name);
+		if (notablescan_check(c, x, s, dns, err) != 0)
+			goto err;
+	}
 	while ((rc = plan_exec_next(x, s, &doc, err)) == 1) {
 		bpath_walk(&doc, key, true, distinct_add, &d);
 		if (d.bytes > 16 * 1024 * 1024) {

@@ -12,7 +12,7 @@
  *
  * What is not here: idle connections and system threads ($all lists the
  * same running operations), lock statistics (Tamga has no lock manager to
- * report: locks and lockStats are empty), the $currentOp stage, and killOp of
+ * report: locks and lockStats are empty), and killOp of
  * another user's operation without the killop privilege (refused by the
  * privilege table rather than allowed for co-authorized users).
  */
@@ -244,6 +244,23 @@ err:
 	match_free(m);
 	bson_destroy(&filter);
 	return ret;
+}
+
+void
+cmd_current_op_docs(cmd_t *c, bool all_users, bson_t *arr)
+{
+	list_ctx_t lc;
+	char own_buf[256];
+	terr_t e = TERR_INIT;
+
+	memset(&lc, 0, sizeof(lc));
+	lc.self = c;
+	lc.own_only = !all_users;
+	lc.own_user = lc.own_only ? cmd_cursor_owner(c, own_buf) : NULL;
+	lc.err = &e;
+	lc.arr = arr;
+	tm_opctx_foreach(list_one, &lc);
+	terr_clear(&e);
 }
 
 CMD_HANDLER(cmd_kill_op)

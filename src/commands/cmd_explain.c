@@ -304,6 +304,9 @@ CMD_HANDLER(cmd_explain)
 	plan_exec_t *x = NULL;
 	match_options_t mo = {0};
 	storage_session_t *s;
+	bson_t filter_hint;
+	bson_iter_t fh;     /* req.hint points into it */
+	bool has_filter_hint = false;
 	const char *const *k;
 	int64_t n = 0, t0;
 	char ns[512];
@@ -406,6 +409,14 @@ CMD_HANDLER(cmd_explain)
 	req.limit = r.limit;
 	req.let = r.has_let ? &r.let : NULL;
 	req.hint = r.has_hint ? &r.hint : NULL;
+	/* an index filter for a find's shape (cmd_plancache.c) */
+	if (req.hint == NULL && req.coll != NULL && strcmp(r.kind, "find") == 0 &&
+	    cmd_plan_filter_hint(c, r.coll, r.has_filter ? &r.filter : NULL, r.has_sort ? &r.sort : NULL,
+	        r.has_proj ? &r.proj : NULL, &filter_hint)) {
+		has_filter_hint = true;
+		if (bson_iter_init_find(&fh, &filter_hint, "hint"))
+			req.hint = bson_iter_value(&fh);
+	}
 	ret = plan_exec_new(&req, &x, err);
 	req.coll = NULL;
 	req.match = NULL;
@@ -438,7 +449,7 @@ CMD_HANDLER(cmd_explain)
 		if (parsed != NULL)
 			bson_destroy(parsed);
 		bson_destroy(&empty);
-		BSON_APPEND_BOOL(&qp, "indexFilterSet", false);
+		BSON_APPEND_BOOL(&qp, "indexFilterSet", has_filter_hint);
 		BSON_APPEND_BOOL(&qp, "maxIndexedOrSolutionsReached", false);
 		BSON_APPEND_BOOL(&qp, "maxIndexedAndSolutionsReached", false);
 		BSON_APPEND_BOOL(&qp, "maxScansToExplodeReached", false);
@@ -490,5 +501,7 @@ err:
 		storage_coll_release(req.coll);
 	match_free(req.match);
 	plan_exec_free(x);
+	if (has_filter_hint)
+		bson_destroy(&filter_hint);
 	return ret;
 }

@@ -25,6 +25,7 @@
 #include "query/match.h"
 #include "geo/geo.h"
 #include "text/text.h"
+#include "common/log.h"
 
 /* cmd_catalog.c */
 int cmd_cursor_options(cmd_t *c, cursor_opts_t *o, terr_t *err);
@@ -1133,7 +1134,40 @@ CMD_HANDLER(cmd_create_indexes)
 	} else for (i = 0; i < nspecs; i++) {
 		if (bson_empty(&specs[i]))
 			continue;
-		if (storage_index_create(c->engine->st, NULL, c->db, name, &specs[i], err) != 0) {
+		if (storage_index_create(c->engine->st, NULL, c->db, name, &specs[i], err) != 0 &&
+		    (err->code == TERR_INDEX_ALREADY_EXISTS || err->code == TERR_INDEX_OPTIONS_CONFLICT ||
+		     err->code == TERR_INDEX_KEY_SPECS_CONFLICT)) {
+			/* another createIndexes built it meanwhile (the catalog lock
+			 * made this one wait for that build, mongod's 20450): the
+			 * same index is success, as mongod answers both */
+			storage_coll_t *now = NULL;
+			terr_t e2 = TERR_INIT;
+			int rc = -1;
+
+			if (storage_coll_get(c->engine->st, c->db, name, &now, NULL) == 0) {
+				rc = spec_against(now, &specs[i], &e2);
+				storage_coll_release(now);
+			}
+			if (rc == 1) {
+				bson_t attr = BSON_INITIALIZER;
+
+				BSON_APPEND_UTF8(&attr, "namespace", ns);
+				tlog('I', "INDEX", 20450, "Waited for an index build in progress: the same index now exists", &attr);
+				bson_destroy(&attr);
+				terr_clear(err);
+				terr_clear(&e2);
+				bson_destroy(&specs[i]);
+				bson_init(&specs[i]);
+				nnew--;
+				continue;
+			}
+			if (rc < 0 && terr_is_set(&e2)) {
+				terr_clear(err);
+				terr_move(err, &e2);
+			}
+			terr_clear(&e2);
+		}
+		if (terr_is_set(err)) {
 			/* Undo the ones this command built: all or nothing. */
 			for (j = 0; j < i; j++) {
 				bson_iter_t n2;

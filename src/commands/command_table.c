@@ -111,6 +111,18 @@ CMD_HANDLER(cmd_schema_advice);
 /* cmd_currentop.c */
 CMD_HANDLER(cmd_current_op);
 CMD_HANDLER(cmd_kill_op);
+/* tools' commands (issue 22 item 7): cmd_tools.c, cmd_top.c */
+CMD_HANDLER(cmd_data_size);
+CMD_HANDLER(cmd_db_hash);
+CMD_HANDLER(cmd_filemd5);
+CMD_HANDLER(cmd_get_diagnostic_data);
+CMD_HANDLER(cmd_apply_ops);
+CMD_HANDLER(cmd_top);
+/* index filters: cmd_plancache.c */
+CMD_HANDLER(cmd_plan_cache_set_filter);
+CMD_HANDLER(cmd_plan_cache_list_filters);
+CMD_HANDLER(cmd_plan_cache_clear_filters);
+CMD_HANDLER(cmd_plan_cache_clear);
 
 static const cmd_def_t commands[] = {
 	/* aggregation: cmd_aggregate.c */
@@ -156,14 +168,14 @@ static const cmd_def_t commands[] = {
 	{"killOp", NULL, cmd_kill_op, CMDF_ADMIN_ONLY, "interrupt a running operation"},
 	/* catalog: cmd_catalog.c */
 	{"collMod", NULL, cmd_coll_mod, CMDF_WRITE, "change a collection's options (validation)"},
-	{"collStats", NULL, cmd_coll_stats, CMDF_NONE, "storage statistics of a collection"},
+	{"collStats", "collstats", cmd_coll_stats, CMDF_NONE, "storage statistics of a collection"},
 	/* capped copies: cmd_capped.c */
 	{"cloneCollectionAsCapped", NULL, cmd_clone_collection_as_capped, CMDF_WRITE | CMDF_MAXTIME,
 	    "copy a collection into a new capped collection"},
 	{"convertToCapped", NULL, cmd_convert_to_capped, CMDF_WRITE | CMDF_MAXTIME,
 	    "replace a collection by a capped copy of it"},
 	{"create", NULL, cmd_create, CMDF_WRITE, "create a collection"},
-	{"dbStats", NULL, cmd_db_stats, CMDF_NONE, "storage statistics of a database"},
+	{"dbStats", "dbstats", cmd_db_stats, CMDF_NONE, "storage statistics of a database"},
 	{"drop", NULL, cmd_drop, CMDF_WRITE, "drop a collection"},
 	{"dropDatabase", NULL, cmd_drop_database, CMDF_WRITE, "drop a database"},
 	{"listCollections", NULL, cmd_list_collections, CMDF_NONE, "list collections"},
@@ -215,6 +227,17 @@ static const cmd_def_t commands[] = {
 	{"tamgaValidationPreview", NULL, cmd_validation_preview, CMDF_MAXTIME,
 	    "what a validator would say of the documents stored, per rule"},
 	{"validate", NULL, cmd_validate, CMDF_MAXTIME, "check a collection's records, indexes and validator"},
+	/* tools' commands (issue 22 item 7): cmd_tools.c */
+	{"applyOps", NULL, cmd_apply_ops, CMDF_ADMIN_ONLY | CMDF_WRITE, "apply oplog entries (insert, update, delete, command, no-op)"},
+	{"dataSize", "datasize", cmd_data_size, CMDF_MAXTIME, "the size in bytes of a collection's documents"},
+	{"dbHash", "dbhash", cmd_db_hash, CMDF_MAXTIME, "an MD5 hash of each collection's documents"},
+	{"filemd5", NULL, cmd_filemd5, CMDF_MAXTIME, "the MD5 of a GridFS file's chunks"},
+	{"planCacheClear", NULL, cmd_plan_cache_clear, CMDF_NONE, "drop cached plans (Tamga caches none)"},
+	{"planCacheClearFilters", NULL, cmd_plan_cache_clear_filters, CMDF_NONE, "drop index filters"},
+	{"planCacheListFilters", NULL, cmd_plan_cache_list_filters, CMDF_NONE, "list a collection's index filters"},
+	{"planCacheSetFilter", NULL, cmd_plan_cache_set_filter, CMDF_NONE, "restrict a query shape to some indexes"},
+	{"top", NULL, cmd_top, CMDF_ADMIN_ONLY, "time and counts of the operations on each collection"},
+	{"getDiagnosticData", NULL, cmd_get_diagnostic_data, CMDF_ADMIN_ONLY, "the latest diagnostic sample (serverStatus)"},
 };
 
 static const size_t ncommands = sizeof(commands) / sizeof(commands[0]);

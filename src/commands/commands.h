@@ -102,6 +102,14 @@ void client_set_metadata_steal(client_t *c, bson_t *meta);
 const bson_t *client_metadata(const client_t *c);
 
 /*
+ * tamgad's start (commands/server_dbs.c): admin.system.version's
+ * featureCompatibilityVersion document (kept when present) and a new
+ * local.startup_log document (cmd_line, may be NULL, as its cmdLine), as a
+ * mongod server holds them.  Returns 0 or -1 with err.
+ */
+int engine_server_dbs_init(engine_t *e, const bson_t *cmd_line, terr_t *err);
+
+/*
  * Run one command.  cmd is the command document as the driver sent it, with
  * OP_MSG kind-1 sequences already folded in as arrays; dbname is `$db`.
  * reply must be uninitialised: this call bson_init()s it and fills it with

@@ -71,6 +71,11 @@ struct engine {
 	/* internalQueryStatsRateLimit (0: $queryStats collects nothing, as
 	 * mongod's default; -1: every query; cmd_toolbelt.c) */
 	atomic_llong qstats_rate_limit;
+	/* logLevel (0; logComponentVerbosity.verbosity is the same value) and
+	 * notablescan (0: a query a collection scan answers is refused with
+	 * 291 when set) -- startup and runtime (issue 22) */
+	atomic_llong log_level;
+	atomic_llong notablescan;
 };
 
 /* A double held in an atomic_llong row (its bits) and back. */
@@ -148,6 +153,49 @@ int cmd_auth_check(cmd_t *c, const cmd_def_t *def, terr_t *err);
  * done, payload} -- on any failure nothing is appended, as mongod.  Never
  * fails the hello. */
 void cmd_hello_auth_append(cmd_t *c, bson_t *reply);
+
+/* ---- $currentOp, counters (cmd_currentop.c, cmd_metrics.c) ---------------- */
+/* The running operations' currentOp documents appended to arr (an array
+ * being built): every user's when all_users, else the caller's own. */
+void cmd_current_op_docs(cmd_t *c, bool all_users, bson_t *arr);
+/* After each command (engine_run_command): count it for
+ * serverStatus.metrics.commands (def NULL: "<UNKNOWN>") and, for a
+ * command on a collection, for top and latencyStats. */
+void cmd_metrics_record(const cmd_def_t *def, const char *name, const char *db, const bson_t *body,
+                        int64_t elapsed_us, bool failed);
+/* metrics.commands' fields ({<name>: {failed, total}}) appended to out. */
+void cmd_metrics_commands_append(bson_t *out);
+/* top's totals: {note, <ns>: {total, readLock, ...: {time, count}}}. */
+void cmd_metrics_top_append(bson_t *totals);
+/* $collStats latencyStats of ns: reads, writes, commands, transactions. */
+void cmd_metrics_latency_append(const char *ns, bool histograms, bson_t *out);
+
+/* ---- index filters (cmd_plancache.c) ------------------------------------- */
+/* When an index filter is set for the shape of (query, sort, proj) on
+ * c->db.coll: true with *hint initialised ({hint: <key pattern>} of the
+ * first listed index the collection has, {$natural: 1} when none is left;
+ * the caller destroys it).  False (hint untouched) otherwise. */
+bool cmd_plan_filter_hint(cmd_t *c, const char *coll, const bson_t *query, const bson_t *sort,
+                          const bson_t *proj, bson_t *hint);
+
+/* ---- the Stable API parameters (api_version.c) ---------------------------- */
+/* apiVersion / apiStrict / apiDeprecationErrors of c, checked as mongod does
+ * before def runs: 0, or -1 with 322 APIVersionError (apiVersion not "1"),
+ * 4886600 (apiStrict or apiDeprecationErrors without apiVersion), 323
+ * APIStrictError (apiStrict: true and def, or one of an aggregate's stages,
+ * outside API Version 1), 14 for a wrong type. */
+int cmd_api_check(cmd_t *c, const cmd_def_t *def, terr_t *err);
+
+/* ---- collections by UUID, collectionUUID (coll_uuid.c) -------------------- */
+/* find / count / distinct / listIndexes whose first element is a UUID: *out
+ * (initialised; the caller destroys it) is body with the collection's name
+ * in its place and *rewritten true.  26 NamespaceNotFound when no collection
+ * of db has the UUID; 0 with *rewritten false for every other command. */
+int cmd_uuid_resolve(engine_t *e, const char *db, const bson_t *body, bson_t *out, bool *rewritten,
+                     terr_t *err);
+/* A collectionUUID field that does not name c's collection: -1 with 361
+ * CollectionUUIDMismatch and mongod's extra reply fields; 0 otherwise. */
+int cmd_collection_uuid_check(cmd_t *c, terr_t *err);
 
 /* ---- argument helpers (mongod IDL messages) ------------------------------ */
 

@@ -435,6 +435,9 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	const cmd_def_t *def = NULL;
 	cmd_repl_ctx_t rx;
 	cmd_t c;
+	bson_t uuid_body;
+	bool uuid_rewritten = false;
+	int64_t start_us = 0;
 	bool op_begun = false;
 	int rc;
 
@@ -452,15 +455,25 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 		terr_set(er, TERR_FAILED_TO_PARSE, "Failed to parse: command document is empty");
 		goto fail;
 	}
+	/* a collection named by its UUID (coll_uuid.c): the handler sees the name */
+	if (cmd_uuid_resolve(e, dbname, body, &uuid_body, &uuid_rewritten, er) != 0)
+		goto fail;
+	if (uuid_rewritten) {
+		c.body = &uuid_body;
+		bson_iter_init(&c.first, c.body);
+		bson_iter_next(&c.first);
+	}
 	c.name = bson_iter_key(&c.first);
 	def = cmd_lookup_fast(c.name);
 	/* test commands exist only with --setParameter enableTestCommands=1 */
 	if (def != NULL && (def->flags & CMDF_TEST) && !engine_test_commands_enabled(e))
 		def = NULL;
 	if (def == NULL) {
+		cmd_metrics_record(NULL, c.name, NULL, NULL, 0, true);
 		terr_set(er, TERR_COMMAND_NOT_FOUND, "no such command: '%s'", c.name);
 		goto fail;
 	}
+	start_us = tm_now_us();
 	if (dbname == NULL || dbname[0] == '\0') {
 		terr_set(er, TERR_INVALID_NAMESPACE, "Invalid database name: ''");
 		goto fail;
@@ -485,6 +498,11 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 			goto fail;
 		}
 	}
+	/* the Stable API parameters (api_version.c) */
+	if (cmd_api_check(&c, def, er) != 0)
+		goto fail;
+	if (cmd_collection_uuid_check(&c, er) != 0)
+		goto fail;
 	if (cmd_auth_check(&c, def, er) != 0)
 		goto fail;
 	{
@@ -547,6 +565,9 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 		auth_invalidate_cache();
 	if (op_begun)
 		tm_opctx_end(&c.op);
+	cmd_metrics_record(def, c.name, c.db, c.body, tm_now_us() - start_us, false);
+	if (uuid_rewritten)
+		bson_destroy(&uuid_body);
 	terr_clear(&local);
 	return 0;
 
@@ -557,6 +578,10 @@ fail:
 	cmd_repl_times(&c, def, &rx, er->code, reply);
 	cmd_repl_ctx_clear(&rx);
 	rc = er->code;
+	if (def != NULL && start_us != 0)
+		cmd_metrics_record(def, c.name, c.db, c.body, tm_now_us() - start_us, true);
+	if (uuid_rewritten)
+		bson_destroy(&uuid_body);
 	terr_clear(&local);
 	return rc;
 }

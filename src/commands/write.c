@@ -3,6 +3,8 @@
  */
 #include "commands/write.h"
 
+#include <pthread.h>
+#include <time.h>
 #include <string.h>
 
 #include "bson/value.h"
@@ -217,13 +219,63 @@ write_check_stored_doc(const bson_t *doc, terr_t *err)
 	return check_size_depth(doc, err);
 }
 
+/* The next value for an empty Timestamp(0, 0) an insert fills in, as
+ * mongod's fixDocumentForInsert takes from its clock: the current second,
+ * and an increment that makes every value handed out unique. */
+static void
+next_fill_timestamp(uint32_t *t, uint32_t *i)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static uint32_t last_t, last_i;
+	uint32_t now = (uint32_t)time(NULL);
+
+	pthread_mutex_lock(&lock);
+	if (now > last_t) {
+		last_t = now;
+		last_i = 0;
+	}
+	if (last_i == UINT32_MAX) {
+		last_t++;
+		last_i = 0;
+	}
+	*t = last_t;
+	*i = ++last_i;
+	pthread_mutex_unlock(&lock);
+}
+
+static bool
+is_empty_timestamp(const bson_iter_t *it)
+{
+	uint32_t t, i;
+
+	if (!BSON_ITER_HOLDS_TIMESTAMP(it))
+		return false;
+	bson_iter_timestamp(it, &t, &i);
+	return t == 0 && i == 0;
+}
+
+/* Append it to out, an empty Timestamp(0, 0) replaced by the clock's next
+ * value (top-level fields other than _id only, as mongod). */
+static void
+append_filled(bson_t *out, bson_iter_t *it)
+{
+	if (is_empty_timestamp(it)) {
+		uint32_t t, i;
+
+		next_fill_timestamp(&t, &i);
+		bson_append_timestamp(out, bson_iter_key(it), -1, t, i);
+	} else {
+		bson_append_iter(out, bson_iter_key(it), -1, it);
+	}
+}
+
 /* Both forms below: out is a copy, or (view) doc's own bytes when it is
  * already in stored form. */
 static int
 prepare_doc(const bson_t *doc, bson_t *out, bool view, terr_t *err)
 {
 	bson_iter_t it;
-	bool has_id = false, id_first = false, first = true;
+	bool has_id = false, id_first = false, first = true, empty_ts = false;
 
 	if (!bson_iter_init(&it, doc))
 		return terr_set(err, TERR_INVALID_BSON, "invalid BSON document");
@@ -234,13 +286,15 @@ prepare_doc(const bson_t *doc, bson_t *out, bool view, terr_t *err)
 			has_id = true;
 			id_first = first;
 			RET(check_id(&it, err));
+		} else if (is_empty_timestamp(&it)) {
+			empty_ts = true;
 		}
 		first = false;
 	}
-	if (has_id && id_first && view) {
+	if (has_id && id_first && view && !empty_ts) {
 		bson_destroy(out);   /* an empty initialised bson_t: nothing to lose */
 		bson_init_static(out, bson_get_data(doc), doc->len);
-	} else if (has_id && id_first) {
+	} else if (has_id && id_first && !empty_ts) {
 		bson_concat(out, doc);
 	} else {
 		if (has_id) {
@@ -254,7 +308,7 @@ prepare_doc(const bson_t *doc, bson_t *out, bool view, terr_t *err)
 		bson_iter_init(&it, doc);
 		while (bson_iter_next(&it))
 			if (strcmp(bson_iter_key(&it), "_id") != 0)
-				bson_append_iter(out, bson_iter_key(&it), -1, &it);
+				append_filled(out, &it);
 	}
 	/* the _id was checked above (or generated) */
 	return check_size_depth(out, err);

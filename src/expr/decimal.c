@@ -650,16 +650,40 @@ dec_quantize(bson_decimal128_t ad, int target_exp, int mode)
 	return dec_finish(a, false);
 }
 
+/* mongod's Decimal128::quantize(10^target, mode) */
+static bson_decimal128_t
+dec_quantize_to(bson_decimal128_t a, int target, int mode)
+{
+	dec_t d = dec_unpack(a);
+
+	/* mongod's Decimal128::quantize(1E-places): a value with fewer
+	 * digits after the point gains trailing zeros (1.298 at 33 places is
+	 * 1.298000000000000000000000000000000); one that would need more
+	 * than 34 digits is NaN (IEEE's invalid operation) */
+	if (d.kind == DK_FINITE && d.exp > target) {
+		int grow = d.exp - target;
+
+		if (!big_is_zero(&d.c) && big_digits(&d.c) + grow > 34)
+			return dec_pack_special(DK_NAN, false);
+		for (int i = 0; i < grow; i++)
+			big_mul_small(&d.c, 10, 0);
+		d.exp = target;
+		return dec_finish(d, false);
+	}
+	return dec_quantize(a, target, mode);
+}
+
 bson_decimal128_t
 expr_decimal_round(bson_decimal128_t a, int places, bool trunc)
 {
-	return dec_quantize(a, -places, trunc ? 3 : 0);
+	return dec_quantize_to(a, -places, trunc ? 3 : 0);
 }
 
 bson_decimal128_t
 expr_decimal_to_integral(bson_decimal128_t a, int mode)
 {
-	return dec_quantize(a, 0, mode);
+	/* $floor / $ceil / $trunc: quantize to kNormalizedZero (1E+2 -> 100) */
+	return dec_quantize_to(a, 0, mode);
 }
 
 /* ---- wide internal arithmetic (for exp and ln) --------------------------

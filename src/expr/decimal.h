@@ -9,7 +9,8 @@
  * for $round/$trunc, and conversions.  Results carry IEEE's preferred
  * exponents (1.0 + 2.00 = 3.00; 10 / 4 = 2.5) so printing matches mongod.
  *
- * Not here: pow for decimals; callers report it as not implemented.
+ * Not here: pow (expr_arith.c builds it from mul, exp and ln) and the
+ * trigonometric functions (their callers answer 238 for decimals).
  */
 #ifndef TAMGA_EXPR_DECIMAL_H
 #define TAMGA_EXPR_DECIMAL_H
@@ -37,10 +38,12 @@ bson_decimal128_t expr_decimal_log10(bson_decimal128_t a);
 bson_decimal128_t expr_decimal_sqrt(bson_decimal128_t a);
 
 /* Round to `places` digits after the point (negative: before), half to even
- * (round) or toward zero (trunc=true).  Exponent of the result is -places
- * unless the value already has fewer digits. */
+ * (round) or toward zero (trunc=true), as mongod's quantize: the result's
+ * exponent is always -places (trailing zeros added; NaN when that needs
+ * more than 34 digits). */
 bson_decimal128_t expr_decimal_round(bson_decimal128_t a, int places, bool trunc);
-/* Round to an integer: mode 0 half-even, 1 floor, 2 ceil, 3 toward zero. */
+/* Round to an integer: mode 0 half-even, 1 floor, 2 ceil, 3 toward zero;
+ * the exponent is always 0, as mongod's quantize to kNormalizedZero. */
 bson_decimal128_t expr_decimal_to_integral(bson_decimal128_t a, int mode);
 
 bson_decimal128_t expr_decimal_from_int64(int64_t i);

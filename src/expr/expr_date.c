@@ -1176,7 +1176,11 @@ date_parse_free(const char *s, size_t len, int64_t *local, int *zone, int64_t *o
 		if (!DIGITS_AT(i, 2, &h) || !DIGITS_AT(i + 3, 2, &mi))
 			return -1;
 		i += 5;
-		if (i < len && s[i] == ':') {
+		/* seconds after ':' or, as mongod's timelib also reads them, after
+		 * '.' when exactly two digits follow ("11:56.02", "11:56.02.813") */
+		if (i < len && (s[i] == ':' ||
+		    (s[i] == '.' && i + 2 < len && s[i + 1] >= '0' && s[i + 1] <= '9' && s[i + 2] >= '0' &&
+		     s[i + 2] <= '9' && (i + 3 == len || s[i + 3] < '0' || s[i + 3] > '9')))) {
 			if (!DIGITS_AT(i + 1, 2, &se))
 				return -1;
 			i += 3;

@@ -8,6 +8,7 @@
  * Not here: what each operator does (expr_<family>.c), evaluation of the
  * generic node kinds (expr_eval.c).
  */
+#include "bson/path.h"
 #include "expr/expr_private.h"
 
 #include <string.h>
@@ -102,7 +103,7 @@ check_field_path(const char *p, size_t len, terr_t *err)
 		if (i == len || p[i] == '.') {
 			if (i == start)
 				return terr_set(err, 15998, "FieldPath field names may not be empty strings.");
-			if (p[start] == '$')
+			if (p[start] == '$' && !bpath_is_dbref_field(p + start, i - start))
 				return terr_set(err, 16410, "FieldPath field names may not start with '$'. "
 				                "Consider using $getField or $setField.");
 			start = i + 1;

@@ -119,6 +119,13 @@ struct plan_exec {
 	bool covered;                  /* PROJECTION_COVERED: documents rebuilt from index keys, no fetch */
 	bson_t *covered_doc;           /* the current rebuilt document (lazy, as proj_out) */
 	char *distinct_key;            /* owned copy of plan_request_t.distinct_key */
+	/* issue 22 (find showRecordId): keep the RecordId of each result read
+	 * straight from the access path (none through a blocking sort) */
+	bool want_recid;
+	bool have_recid;
+	recid_t last_recid;
+	bool has_resume_after;         /* plan_request_t.resume_after */
+	recid_t resume_after;
 	int distinct_pos;              /* >= 0: DISTINCT_SCAN on this key field */
 	/* trial runs (mongod's multi-planner) */
 	bool trial_pending;            /* candidates not raced yet */
@@ -1096,6 +1103,8 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 		x->sort_spec_doc = bson_copy(req->sort);
 	if (!spec_empty(req->projection))
 		x->proj_doc = bson_copy(req->projection);
+	x->has_resume_after = req->has_resume_after;
+	x->resume_after = req->resume_after;
 	/* geo: the near search, or S2 covering bounds (query/plan_geo.c) */
 	if (x->match != NULL && !req->tailable) {
 		if (plan_geo_setup(x->coll, x->match, req, &x->geo, err) != 0) {
@@ -1730,6 +1739,8 @@ plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson
 			return -1;
 		if (x->tailable)
 			storage_cursor_set_tailable(x->cur);
+		if (x->has_resume_after)
+			storage_cursor_seek_after(x->cur, x->resume_after);
 	}
 	for (;;) {
 		if (x->work_limit > 0 && x->stats.docs_examined >= x->work_limit)
@@ -1808,7 +1819,8 @@ plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
 				text_doc_strip(x, doc);
 			rc = 1;
 		} else {
-			rc = plan_exec_next_record(x, s, NULL, doc, err);
+			rc = plan_exec_next_record(x, s, x->want_recid ? &x->last_recid : NULL, doc, err);
+			x->have_recid = x->want_recid && rc == 1;
 		}
 		if (rc <= 0)
 			return rc;
@@ -1884,6 +1896,21 @@ opctx_flush(plan_exec_t *x)
 	    summary[0] != '\0' ? summary : NULL);
 	x->rep_keys = x->stats.keys_examined;
 	x->rep_docs = x->stats.docs_examined;
+}
+
+void
+plan_exec_want_recid(plan_exec_t *x)
+{
+	x->want_recid = true;
+}
+
+bool
+plan_exec_last_recid(const plan_exec_t *x, recid_t *out)
+{
+	if (!x->have_recid || sort_needed(x))
+		return false;
+	*out = x->last_recid;
+	return true;
 }
 
 int

@@ -97,6 +97,10 @@ typedef struct plan_request {
 	 * storage_cursor_set_tailable; 136 CappedPositionLost when capping
 	 * removed its place).  sort must be absent or {$natural: 1}. */
 	bool tailable;
+	/* find's $_resumeAfter (issue 22): a collection scan (the caller makes
+	 * sure: hint {$natural: 1}) starting past RecordId resume_after */
+	bool has_resume_after;
+	int64_t resume_after;
 } plan_request_t;
 
 /* Is filter exactly {_id: v}, for a v whose equality the _id index answers
@@ -174,6 +178,13 @@ void plan_exec_rejected_append(const plan_exec_t *x, bson_t *arr);
  * $indexStats' accesses.ops.  Counted per collection UUID and index table,
  * so a rebuilt index (a new table) starts at 0.  Lock-free. */
 int64_t plan_index_ops(const storage_coll_t *coll, const storage_index_t *ix);
+
+/* find's showRecordId (issue 22): after plan_exec_want_recid, true with
+ * *out the RecordId of the result plan_exec_next returned last, when it
+ * came straight from the access path; false through a blocking sort (whose
+ * documents do not carry it) or before any result. */
+void plan_exec_want_recid(plan_exec_t *x);
+bool plan_exec_last_recid(const plan_exec_t *x, recid_t *out);
 
 /* The namespace's index the plan scans ("a_1"), or NULL (COLLSCAN/EXPRESS). */
 const char *plan_exec_index_name(const plan_exec_t *x);

@@ -10,6 +10,7 @@
  *
  * Not here: the $project stage's richer rules (agg/).
  */
+#include "bson/path.h"
 #include "query/projection.h"
 
 #include <string.h>
@@ -142,7 +143,7 @@ check_path(const char *k, terr_t *err)
 
 		if (l == 0)
 			return terr_set(err, 15998, "FieldPath field names may not be empty strings.");
-		if (c[0] == '$')
+		if (c[0] == '$' && !bpath_is_dbref_field(c, l))
 			return terr_set(err, 16410,
 			                "FieldPath field names may not start with '$'. Consider using "
 			                "$getField or $setField.");

@@ -51,7 +51,7 @@ check_path(const char *k, terr_t *err)
 
 		if (l == 0)
 			return terr_set(err, 15998, "FieldPath field names may not be empty strings.");
-		if (c[0] == '$')
+		if (c[0] == '$' && !bpath_is_dbref_field(c, l))
 			return terr_set(err, 16410,
 			                "FieldPath field names may not start with '$'. Consider using "
 			                "$getField or $setField.");

@@ -1444,7 +1444,11 @@ apply_node(const unode_t *n, const bson_value_t *cur, uapply_t *st, ures_t *out,
 			return terr_set(err, TERR_OVERFLOW, "Document exceeds maximum nesting depth of %d",
 			                UPDATE_MAX_DEPTH);
 		}
-		if (out->kind == UR_SET && st->ncomp == 1 && st->comp[0][0] == '$') {
+		/* a top-level $-prefixed field: refused when it changes a stored
+		 * document, allowed in the document an upsert inserts (mongod's
+		 * allowTopLevelDollarPrefixes, since 5.0) */
+		if (out->kind == UR_SET && st->ncomp == 1 && st->comp[0][0] == '$' &&
+		    !(st->ctx != NULL && st->ctx->is_insert)) {
 			res_clear(out);
 			return terr_set(err, TERR_DOLLAR_PREFIXED_FIELD_NAME,
 			                "The dollar ($) prefixed field '%s' in '%s' is not allowed in the "

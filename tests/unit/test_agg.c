@@ -130,8 +130,16 @@ test_limit_skip_count_sort(void)
 	AGG_EQ("c", "[{\"$count\": \"n\"}]", "[ { \"n\" : 4 } ]");
 	AGG_EQ("c", "[{\"$match\": {\"zz\": 1}}, {\"$count\": \"n\"}]", "[ ]");
 	AGG_ERR("c", "[{\"$limit\": 0}]", 15958);
-	AGG_ERR("c", "[{\"$limit\": \"x\"}]", 15957);
-	AGG_ERR("c", "[{\"$skip\": -1}]", 15956);
+	/* mongod 9.0: parseIntegerElementToNonNegativeLong (issue 22) */
+	AGG_ERR("c", "[{\"$limit\": \"x\"}]", 5107201);
+	AGG_ERR("c", "[{\"$limit\": -1}]", 5107201);
+	AGG_ERR("c", "[{\"$limit\": 1.5}]", 5107201);
+	AGG_ERR("c", "[{\"$skip\": -1}]", 5107200);
+	AGG_ERR("c", "[{\"$skip\": 0.5}]", 5107200);
+	AGG_ERR("c", "[{\"$skip\": 1e300}]", 5107200);
+	AGG_ERR("c", "[{\"$skip\": {\"$numberDecimal\": \"1.5\"}}]", 5107200);
+	AGG_EQ("c", "[{\"$sort\": {\"_id\": 1}}, {\"$skip\": -0.0}, {\"$skip\": {\"$numberDecimal\": \"3\"}}, {\"$project\": {\"_id\": 1}}]",
+	    "[ { \"_id\" : 4 } ]");
 	AGG_ERR("c", "[{\"$count\": \"$n\"}]", 40158);
 	AGG_ERR("c", "[{\"$count\": \"a.b\"}]", 40160);
 	AGG_ERR("c", "[{\"$sort\": {\"a\": 2}}]", 15975);

@@ -109,7 +109,18 @@ test_unary(void)
 	TX("{\"$log10\": " ND("1000") "}", NULL, RDEC("3"));
 	TX("{\"$log10\": " ND("2") "}", NULL, RDEC("0.3010299956639811952137388947244930"));
 	TX("{\"$log\": [" ND("8") ", 2]}", NULL, RDEC("3.000000000000000000000000000000000"));
-	TXERR("{\"$pow\": [" ND("2") ", 2]}", NULL, "ERR 238 $pow is not implemented for decimal arguments yet");
+	/* $round / $trunc / $floor of decimals keep mongod's quantize exponent */
+	TX("{\"$round\": [" ND("1.298") ", 33]}", NULL, RDEC("1.298000000000000000000000000000000"));
+	TX("{\"$trunc\": [" ND("5") ", 2]}", NULL, RDEC("5.00"));
+	TX("{\"$floor\": " ND("1E+2") "}", NULL, RDEC("100"));
+	TX("{\"$round\": [" ND("12345678901234567890") ", 20]}", NULL, RDEC("NaN"));
+	TX("{\"$round\": [" ND("Infinity") ", 2]}", NULL, RDEC("Infinity"));
+	/* decimal powers (issue 22): exact when they fit in 34 digits */
+	TX("{\"$pow\": [" ND("2") ", 2]}", NULL, RDEC("4"));
+	TX("{\"$pow\": [" ND("2") ", 10]}", NULL, RDEC("1024"));
+	TX("{\"$pow\": [" ND("2") ", -2]}", NULL, RDEC("0.25"));
+	TX("{\"$pow\": [2, " ND("3") "]}", NULL, RDEC("8"));
+	TX("{\"$pow\": [" ND("-8") ", " ND("0.5") "]}", NULL, RDEC("NaN"));
 	TX("{\"$sqrt\": " ND("16") "}", NULL, RDEC("4"));
 	TX("{\"$sqrt\": " ND("2") "}", NULL, RDEC("1.414213562373095048801688724209698"));
 	TX("{\"$sqrt\": " ND("1.44") "}", NULL, RDEC("1.2"));

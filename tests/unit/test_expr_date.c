@@ -121,6 +121,10 @@ test_from_string(void)
 {
 	TX("{\"$dateFromString\": {\"dateString\": \"2021-03-04T05:06:07.089Z\"}}", NULL, RDATE("1614834367089"));
 	TX("{\"$dateFromString\": {\"dateString\": \"2021-03-04\"}}", NULL, RDATE("1614816000000"));
+	/* mongod's jstests: seconds after a '.' (timelib) */
+	TX("{\"$dateFromString\": {\"dateString\": \"2017-07-04T11:56.02\"}}", NULL, RDATE("1499169362000"));
+	TX("{\"$dateFromString\": {\"dateString\": \"2017-07-04T11:56.02.813\"}}", NULL, RDATE("1499169362813"));
+	TX("{\"$dateFromString\": {\"dateString\": \"2017-07-04T11:56.02.8\"}}", NULL, RDATE("1499169362800"));
 	TX("{\"$dateFromString\": {\"dateString\": \"2021-03-04T05:06:07\", \"timezone\": \"+01:00\"}}", NULL,
 	   RDATE("1614830767000"));
 	TX("{\"$dateFromString\": {\"dateString\": \"04/03/2021 05:06\", \"format\": \"%d/%m/%Y %H:%M\"}}", NULL,

@@ -109,8 +109,10 @@ test_int64_edges(void)
 		 "5, \"b\" : 1, \"d\" : { \"$date\" : \"2020-01-09T00:00:00Z\" } } ]"},
 		{"{'find': 'c', 'limit': 1e300}", "error 2: BSON field 'find.limit' value must be a number in range"},
 		{AGG("[{'$skip': " I64MAX "}, {'$limit': " I64MAX "}]"), "[ ]"},
-		{AGG("[{'$limit': 1e300}, {'$skip': {'$numberDouble': 'NaN'}}, {'$count': 'n'}]"), "[ { \"n\" : 3 } ]"},
-		{AGG("[{'$limit': {'$numberDouble': 'NaN'}}]"), "error 15958: the limit must be positive"},
+		/* mongod 9.0's parseIntegerElementToNonNegativeLong (issue 22) */
+		{AGG("[{'$limit': 1e300}, {'$count': 'n'}]"), "error 5107201: invalid argument to $limit stage: Cannot represent as a 64-bit integer: $limit: 1e+300.0"},
+		{AGG("[{'$skip': {'$numberDouble': 'NaN'}}, {'$count': 'n'}]"), "error 5107200: invalid argument to $skip stage: Expected an integer, but found NaN in: $skip: nan.0"},
+		{AGG("[{'$limit': {'$numberDouble': 'NaN'}}]"), "error 5107201: invalid argument to $limit stage: Expected an integer, but found NaN in: $limit: nan.0"},
 		{PROJ("{'$year': " DMIN "}"), "[ { \"v\" : -292275055 }, { \"v\" : -292275055 }, { \"v\" : -292275055 } ]"},
 		{PROJ("{'$year': " DMAX "}"), "[ { \"v\" : 292278994 }, { \"v\" : 292278994 }, { \"v\" : 292278994 } ]"},
 		{PROJ("{'$year': {'date': " DMAX ", 'timezone': '+14:00'}}"), "[ { \"v\" : 292278994 }, { \"v\" : 292278994 }, { \"v\" : 292278994 } ]"},

@@ -424,7 +424,7 @@ test_system_views(void)
 	BATCH_EQ("{'aggregate': 'c', 'pipeline': [{'$out': 'system.views'}], 'cursor': {}}",
 	    "error 17385: Can't $out to special collection: system.views");
 	BATCH_EQ("{'aggregate': 'c', 'pipeline': [{'$merge': {'into': 'system.views'}}], 'cursor': {}}",
-	    "error 31319: Can't $merge to special collection: system.views");
+	    "error 31319: Cannot $merge to special collection: system.views");
 	/* neither away from system.views nor onto it (mongod's 20) */
 	r = tt_run_json(db, "admin", "{\"renameCollection\": \"vj.system.views\", \"to\": \"vj.other\"}", &rc);
 	TT_EQ_INT(tt_get_i64(r, "code"), 20);

@@ -229,7 +229,8 @@ test('sorts spill by default; allowDiskUse false answers 292', async () => {
 			assert.ok(e instanceof MongoServerError);
 			assert.equal(e.code, 292);
 			assert.equal(e.codeName, 'QueryExceededMemoryLimitNoDiskUseAllowed');
-			assert.equal(e.message, 'Sort exceeded memory limit of 32768 bytes, but did not opt in to external sorting.');
+			// a find's executor error carries mongod's context (issue 22)
+			assert.equal(e.message, 'Executor error during find command :: caused by :: Sort exceeded memory limit of 32768 bytes, but did not opt in to external sorting.');
 			return true;
 		});
 		await assert.rejects(coll.aggregate([{ $sort: { k: 1 } }], { allowDiskUse: false }).toArray(),

@@ -1,0 +1,63 @@
+// item4_codes.js -- issue 22 item 4: the code (and message) current mongod
+// answers, including the prefix of errors raised during a getMore.
+{
+	cdb.i4.insertMany([{_id: 1, s: 'x', n: 1}, {_id: 2, s: 'y', n: 2}, {_id: 3, s: 'z', n: 0}]);
+	const proj = (e) => ({aggregate: 'i4', pipeline: [{$match: {_id: 1}}, {$project: {v: e}}], cursor: {}});
+
+	compat(4, '$skip: 5107200 with parseIntegerElementToNonNegativeLong messages', () => {
+		const st = (v) => ({aggregate: 'i4', pipeline: [{$skip: v}], cursor: {}});
+		wantErr(cdb, st(-1), 5107200, 'invalid argument to $skip stage: Expected a non-negative number in: $skip: -1');
+		wantErr(cdb, st(1.5), 5107200, 'invalid argument to $skip stage: Expected an integer: $skip: 1.5');
+		wantErr(cdb, st('a'), 5107200, 'invalid argument to $skip stage: Expected a number in: $skip: "a"');
+		wantErr(cdb, st(1e300), 5107200);
+	});
+	compat(4, '$limit: 5107201, and 15958 for zero', () => {
+		const st = (v) => ({aggregate: 'i4', pipeline: [{$limit: v}], cursor: {}});
+		wantErr(cdb, st(-1), 5107201, 'invalid argument to $limit stage: Expected a non-negative number in: $limit: -1');
+		wantErr(cdb, st(2.5), 5107201, 'invalid argument to $limit stage: Expected an integer: $limit: 2.5');
+		wantErr(cdb, st(true), 5107201, 'invalid argument to $limit stage: Expected a number in: $limit: true');
+		wantErr(cdb, st(0), 15958, 'the limit must be positive');
+	});
+	compat(4, 'arithmetic type errors: TypeMismatch (14) with mongod 9.0 messages', () => {
+		wantErr(cdb, proj({$add: ['$s', 1]}), 14, 'PlanExecutor error during aggregation :: caused by :: $add only supports numeric or date types, not string');
+		wantErr(cdb, proj({$multiply: ['$s', 1]}), 14);
+		wantErr(cdb, proj({$divide: ['$s', 1]}), 14);
+		wantErr(cdb, proj({$mod: ['$s', 1]}), 16611);
+	});
+	compat(4, 'divide and mod by zero: 2 / 16610', () => {
+		wantErr(cdb, {aggregate: 'i4', pipeline: [{$match: {_id: 3}}, {$project: {v: {$divide: [1, '$n']}}}], cursor: {}}, 2, "PlanExecutor error during aggregation :: caused by :: can't $divide by zero");
+		wantErr(cdb, {aggregate: 'i4', pipeline: [{$match: {_id: 3}}, {$project: {v: {$mod: [1, '$n']}}}], cursor: {}}, 16610);
+	});
+	compat(4, 'an expression with the wrong number of arguments: 16020', () => {
+		wantErr(cdb, proj({$subtract: [1]}), 16020, 'Expression $subtract takes exactly 2 arguments. 1 were passed in.');
+	});
+	compat(4, 'an error raised during a getMore carries "Executor error during getMore"', () => {
+		cdb.i4big.drop();
+		const docs = [];
+		for (let i = 0; i < 10; i++) docs.push({_id: i, v: i < 5 ? 1 : 'x'});
+		cdb.i4big.insertMany(docs);
+		const r = cmdOk(cdb, {aggregate: 'i4big', pipeline: [{$sort: {_id: 1}}, {$project: {w: {$add: ['$v', 1]}}}], cursor: {batchSize: 2}});
+		let e = null;
+		for (let i = 0; i < 10 && !e; i++) {
+			const m = cmdErrOrOk(cdb, {getMore: r.cursor.id, collection: 'i4big', batchSize: 2});
+			if (!m.ok) e = m;
+		}
+		ok(e, 'no error');
+		eq(e.code, 14);
+		eq(e.errmsg, 'Executor error during getMore :: caused by :: $add only supports numeric or date types, not string');
+	});
+	compat(4, 'find getMore error prefix too', () => {
+		const r = cmdOk(cdb, {find: 'i4big', filter: {$expr: {$gt: [{$add: ['$v', 1]}, 0]}}, sort: {_id: 1}, batchSize: 2});
+		let e = null;
+		for (let i = 0; i < 10 && !e; i++) {
+			const m = cmdErrOrOk(cdb, {getMore: r.cursor.id, collection: 'i4big', batchSize: 2});
+			if (!m.ok) e = m;
+		}
+		ok(e, 'no error');
+		ok(e.errmsg.startsWith('Executor error during getMore :: caused by :: '), e.errmsg);
+	});
+	compat(4, 'dropIndexes of a missing index: 27 IndexNotFound', () => {
+		wantErr(cdb, {dropIndexes: 'i4', index: 'nope_1'}, 27, "index not found with name [nope_1]");
+		wantErr(cdb, {dropIndexes: 'i4', index: {nope: 1}}, 27);
+	});
+}

@@ -1,0 +1,99 @@
+// item7_tools.js -- issue 22 item 7: server commands tools expect.
+{
+	const admin = db.getSiblingDB('admin');
+	cdb.i7.insertMany([{_id: 1, a: 1}, {_id: 2, a: 2}]);
+
+	compat(7, 'dataSize: size, numObjects, millis', () => {
+		const r = cmdOk(cdb, {dataSize: 'compat22.i7'});
+		eq(r.numObjects, 2);
+		eq(r.size, 2 * 21); // {_id: 1, a: 1}: 21 bytes
+		ok(typeof r.millis === 'number', cj(r));
+		const e = cmdOk(cdb, {dataSize: 'compat22.nope'});
+		eq([e.size, e.numObjects], [0, 0]);
+	});
+	compat(7, 'dbHash: md5 per collection and for the database', () => {
+		const r = cmdOk(cdb, {dbHash: 1, collections: ['i7']});
+		ok(/^[0-9a-f]{32}$/.test(r.md5), cj(r));
+		ok(/^[0-9a-f]{32}$/.test(r.collections.i7), cj(r));
+		eq(r.uuids.i7, cdb.getCollectionInfos({name: 'i7'})[0].info.uuid);
+		const r2 = cmdOk(cdb, {dbHash: 1, collections: ['i7']});
+		eq(r2.md5, r.md5, 'stable');
+		cdb.i7.insertOne({_id: 3});
+		ok(cmdOk(cdb, {dbHash: 1, collections: ['i7']}).collections.i7 !== r.collections.i7, 'changes with content');
+		cdb.i7.deleteOne({_id: 3});
+		eq(cmdOk(cdb, {dbHash: 1, collections: ['i7']}).collections.i7, r.collections.i7, 'same content, same hash');
+	});
+	compat(7, 'filemd5 of a GridFS file', () => {
+		cdb.fs.files.drop();
+		cdb.fs.chunks.drop();
+		const id = ObjectId();
+		cdb.fs.files.insertOne({_id: id, length: 6, chunkSize: 4, filename: 'f'});
+		cdb.fs.chunks.insertMany([{files_id: id, n: 0, data: BinData(0, 'YWJjZA==')}, {files_id: id, n: 1, data: BinData(0, 'ZWY=')}]);
+		const r = cmdOk(cdb, {filemd5: id, root: 'fs'});
+		eq(r.md5, 'e80b5017098950fc58aad83c8c14978e'); // md5("abcdef")
+		eq(r.numChunks, 2);
+	});
+	compat(7, 'top: per-namespace counters', () => {
+		const r = cmdOk(admin, {top: 1});
+		ok(r.totals && r.totals['compat22.i7'], 'no compat22.i7 in totals');
+		const t = r.totals['compat22.i7'];
+		for (const k of ['total', 'readLock', 'writeLock', 'queries', 'getmore', 'insert', 'update', 'remove', 'commands'])
+			ok(t[k] && typeof t[k].time === 'number' && typeof t[k].count === 'number', k + ': ' + cj(t[k]));
+		ok(t.insert.count >= 1, cj(t.insert));
+		wantErr(cdb, {top: 1}, 13, 'top may only be run against the admin database.');
+	});
+	compat(7, '$currentOp stage lists this operation', () => {
+		const ops = admin.aggregate([{$currentOp: {}}, {$match: {'command.aggregate': 1}}]).toArray();
+		ok(ops.length >= 1, 'no op');
+		ok(ops[0].opid !== undefined && ops[0].active === true, cj(ops[0]));
+		wantErr(cdb, {aggregate: 1, pipeline: [{$currentOp: {}}], cursor: {}}, 73);
+	});
+	compat(7, 'currentOp command and killOp of a missing op', () => {
+		const r = cmdOk(admin, {currentOp: 1});
+		ok(Array.isArray(r.inprog), cj(r));
+		cmdOk(admin, {killOp: 1, op: 123456789});
+	});
+	compat(7, '$collStats latencyStats and storageStats', () => {
+		cdb.i7.find().toArray();
+		const r = agg(cdb, 'i7', [{$collStats: {latencyStats: {histograms: true}, storageStats: {}, count: {}}}]);
+		eq(r.length, 1);
+		const l = r[0].latencyStats;
+		ok(l && l.reads && l.reads.latency !== undefined && Number(l.reads.ops) >= 1, cj(l));
+		ok(l.writes && l.commands && l.transactions, cj(l));
+		ok(Array.isArray(l.reads.histogram), 'histogram');
+		eq(Number(r[0].count), 2);
+		eq(Number(r[0].storageStats.count), 2);
+		eq(r[0].ns, 'compat22.i7');
+	});
+	compat(7, 'getDiagnosticData answers serverStatus under data', () => {
+		const r = cmdOk(admin, {getDiagnosticData: 1});
+		ok(r.data && r.data.serverStatus && r.data.serverStatus.uptime !== undefined, cj(Object.keys(r.data || {})));
+	});
+	compat(7, 'setParameter logLevel and logComponentVerbosity at run time', () => {
+		const was = cmdOk(admin, {setParameter: 1, logLevel: 2}).was;
+		eq(was, 0);
+		eq(cmdOk(admin, {getParameter: 1, logLevel: 1}).logLevel, 2);
+		cmdOk(admin, {setParameter: 1, logLevel: 0});
+		cmdOk(admin, {setParameter: 1, logComponentVerbosity: {query: {verbosity: 3}}});
+		const v = cmdOk(admin, {getParameter: 1, logComponentVerbosity: 1}).logComponentVerbosity;
+		eq(v.verbosity, 0);
+		eq(v.query.verbosity, 3);
+		cmdOk(admin, {setParameter: 1, logComponentVerbosity: {query: {verbosity: -1}}});
+		eq(cmdOk(admin, {getParameter: 1, logComponentVerbosity: 1}).logComponentVerbosity.query.verbosity, -1);
+	});
+	compat(7, 'applyOps: insert, update, delete in one command', () => {
+		cdb.i7a.drop();
+		cdb.createCollection('i7a');
+		const r = cmdOk(admin, {applyOps: [
+			{op: 'i', ns: 'compat22.i7a', o: {_id: 1, x: 1}},
+			{op: 'i', ns: 'compat22.i7a', o: {_id: 2, x: 2}},
+			{op: 'u', ns: 'compat22.i7a', o: {$v: 2, diff: {u: {x: 10}}}, o2: {_id: 1}},
+			{op: 'd', ns: 'compat22.i7a', o: {_id: 2}},
+			{op: 'n', ns: '', o: {msg: 'noop'}},
+		]});
+		eq(r.applied, 5);
+		eq(r.results, [true, true, true, true, true]);
+		eq(cdb.i7a.find().toArray(), [{_id: 1, x: 10}]);
+		wantErr(admin, {applyOps: [{op: 'z', ns: 'compat22.i7a', o: {}}]}, 2);
+	});
+}
