@@ -271,14 +271,14 @@ path_prefix(const char *prefix, size_t plen, const char *path)
  * pattern (every write asks, for every index): a wildcard pattern's first
  * field is "$**" or ends in ".$**"; a text pattern has an "_fts" field
  * (checked before "hashed", as keygen_run did); a hashed one a "hashed"
- * value. */
-typedef enum { KK_BTREE, KK_WILDCARD, KK_HASHED, KK_TEXT } key_kind_t;
+ * value; a geo one (keygen_geo.c) a "2dsphere" or "2d" value. */
+typedef enum { KK_BTREE, KK_WILDCARD, KK_HASHED, KK_TEXT, KK_GEO } key_kind_t;
 
 static key_kind_t
 key_kind(const storage_index_t *idx)
 {
 	biter_t it;
-	bool first = true, hashed = false;
+	bool first = true, hashed = false, geo = false;
 
 	if (idx->key == NULL || !biter_init(&it, bson_get_data(idx->key), idx->key->len))
 		return KK_BTREE;
@@ -291,8 +291,13 @@ key_kind(const storage_index_t *idx)
 			return KK_TEXT;
 		if (it.type == BSON_TYPE_UTF8 && it.val_len == 4 + 7 && memcmp(it.val + 4, "hashed", 7) == 0)
 			hashed = true;
+		/* keygen_geo_kind's "2dsphere" and "2d" (checked after hashed, as
+		 * keygen_run did) */
+		if (it.type == BSON_TYPE_UTF8 && ((it.val_len == 4 + 9 && memcmp(it.val + 4, "2dsphere", 9) == 0) ||
+		    (it.val_len == 4 + 3 && memcmp(it.val + 4, "2d", 3) == 0)))
+			geo = true;
 	}
-	return hashed ? KK_HASHED : KK_BTREE;
+	return hashed ? KK_HASHED : geo ? KK_GEO : KK_BTREE;
 }
 
 bool
@@ -804,7 +809,7 @@ keygen_multikey_paths(const storage_index_t *idx, const bson_t *doc, uint32_t *m
 	if (n > KEYGEN_MAX_FIELDS)
 		n = KEYGEN_MAX_FIELDS;
 	memset(masks, 0, sizeof(uint32_t) * (size_t)n);
-	if (keygen_is_wildcard(idx) || keygen_is_text(idx))
+	if (keygen_is_wildcard(idx) || keygen_is_text(idx) || keygen_geo_kind(idx, NULL))
 		return 0;
 	if (keygen_run(idx, doc, no_key, NULL, masks, err) != 0)
 		return -1;
@@ -871,6 +876,8 @@ keygen_run(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add
 		return hashed_keys(idx, doc, add, ctx, err);   /* never multikey */
 	case KK_TEXT:
 		return text_keys(idx, doc, add, ctx, err);
+	case KK_GEO:   /* keygen_geo_kind */
+		return keygen_geo_keys(idx, doc, add, ctx, err);
 	default:
 		break;
 	}
