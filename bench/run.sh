@@ -9,7 +9,8 @@
 # Environment:
 #   BENCH_N        document count (default 1000000); use 20000 while developing
 #   BENCH_SECONDS  time cap per side of each read case through tamgad (default 10)
-#   BENCH_ONLY     space-separated subset of: core update schema text wire node repl geo changestream js toolbelt
+#   BENCH_ONLY     space-separated subset of: core update schema text wire node repl geo changestream js toolbelt bookstore
+#   BENCH_BOOKS    books of the bookstore case (default BENCH_N; 10x as many reviews)
 #   BENCH_KEEP=1   keep the work folder (data, tamgad.log, postgresql.log)
 #
 # This script starts, for the run only, PostgreSQL 15 (Debian's, as the
@@ -18,7 +19,7 @@
 # the work folder); both are stopped on exit, whatever happens.
 set -uo pipefail
 build=${1:-build-bench}
-only=${BENCH_ONLY:-core update schema text wire node repl geo changestream js toolbelt}
+only=${BENCH_ONLY:-core update schema text wire node repl geo changestream js toolbelt bookstore}
 export BENCH_N=${BENCH_N:-1000000}
 work=$(mktemp -d "${TMPDIR:-/tmp}/tamga-bench-XXXXXX")
 chmod 755 "$work"
@@ -183,7 +184,8 @@ for b in $only; do
 		fi
 	fi
 	# (toolbelt: issue 20's profiler case runs through tamgad)
-	if { [ "$b" = wire ] || [ "$b" = node ] || [ "$b" = repl ] || [ "$b" = toolbelt ]; } && [ -z "$tamgad_pid" ]; then
+	# --- bookstore (issue 23): through tamgad like wire ---
+	if { [ "$b" = wire ] || [ "$b" = node ] || [ "$b" = repl ] || [ "$b" = toolbelt ] || [ "$b" = bookstore ]; } && [ -z "$tamgad_pid" ]; then
 		start_tamgad
 	fi
 	if { [ "$b" = repl ] || [ "$b" = changestream ]; } && [ -z "$rs_pid" ]; then

@@ -16,6 +16,7 @@
 
 #include <string.h>
 
+#include "bson/iter.h"
 #include "bson/value.h"
 #include "common/mem.h"
 
@@ -29,6 +30,11 @@ typedef struct pnode {
 	int nkids, cap;
 	tm_nameidx_t idx;         /* kids by name (common/nameidx.h): linear parsing */
 	bool computed;            /* PN_EXPR, or a PN_SUB with one below */
+	uint32_t name_len;        /* strlen(name), set by pnode_index_all */
+	/* bit c & 63 set when some kid's name starts with byte c (set by
+	 * pnode_index_all): most fields of a document are told apart from the
+	 * kids by their first byte, without a lookup */
+	uint64_t first;
 } pnode_t;
 
 typedef enum { PM_INCLUSION, PM_EXCLUSION, PM_ADD } pmode_t;
@@ -87,8 +93,28 @@ static void
 pnode_index_all(pnode_t *n)
 {
 	(void)pnode_find(n, "", 0);
-	for (int i = 0; i < n->nkids; i++)
+	n->name_len = n->name != NULL ? (uint32_t)strlen(n->name) : 0;
+	n->first = 0;
+	for (int i = 0; i < n->nkids; i++) {
 		pnode_index_all(&n->kids[i]);
+		n->first |= 1ull << ((uint8_t)n->kids[i].name[0] & 63);
+	}
+}
+
+/* pnode_find at run time (after pnode_index_all): the first-byte filter,
+ * then a scan of a few kids, or the index. */
+static const pnode_t *
+pnode_lookup(const pnode_t *n, const char *name, uint32_t len)
+{
+	if (len == 0 || !(n->first & (1ull << ((uint8_t)name[0] & 63))))
+		return NULL;
+	if (n->nkids <= 8) {
+		for (int i = 0; i < n->nkids; i++)
+			if (n->kids[i].name_len == len && memcmp(n->kids[i].name, name, len) == 0)
+				return &n->kids[i];
+		return NULL;
+	}
+	return pnode_find(n, name, len);
 }
 
 static pnode_t *
@@ -411,50 +437,68 @@ exprs_to_value(agg_rt_t *rt, const pnode_t *n, const bson_value_t *v, bson_t *ou
 	return 0;
 }
 
+/* The fields of cur a spec leaves alone are copied as raw bytes, one copy
+ * per run of them (bv_append_raw), not one append each: for a $set of a
+ * field or two, that is one copy of the document. */
 static int
 apply_exprs(agg_rt_t *rt, const pnode_t *n, const bson_t *cur, bson_t *out, terr_t *err)
 {
-	bson_iter_t it;
-	bool *done = NULL;
+	bool done_stack[64], *done = done_stack;
 	int i, ret = 0;
 	bson_value_t v;
 
-	if (n->nkids > 0)
+	if (n->nkids > 64)
 		done = bson_malloc0(sizeof(bool) * (size_t)n->nkids);
+	else if (n->nkids > 0)
+		memset(done_stack, 0, sizeof(bool) * (size_t)n->nkids);
 	if (cur != NULL) {
-		bson_iter_init(&it, cur);
-		while (bson_iter_next(&it)) {
-			const pnode_t *k = pnode_find(n, bson_iter_key(&it), bson_iter_key_len(&it));
+		biter_t it;
+		const uint8_t *data = bson_get_data(cur);
+		uint32_t run_start = 0, run_end = 0;
+		biter_init(&it, data, cur->len);
+		while (biter_next(&it)) {
+			const pnode_t *k = pnode_lookup(n, it.key, it.key_len);
 			if (k == NULL || !k->computed) {
-				bson_append_iter(out, bson_iter_key(&it), -1, &it);
+				if (run_end == 0)
+					run_start = it.off;
+				run_end = it.next;
 				continue;
+			}
+			if (run_end != 0) {
+				bv_append_raw(out, data + run_start, run_end - run_start);
+				run_end = 0;
 			}
 			done[k - n->kids] = true;
 			if (k->kind == PN_EXPR) {
 				ERR(expr_eval(k->e, rt->env, &v, err));
 				if (v.value_type != BSON_TYPE_EOD)
-					bv_append(out, k->name, -1, &v);
+					bv_append(out, k->name, (int)k->name_len, &v);
 			} else {
-				ERR(exprs_to_value(rt, k, bson_iter_value(&it), out, k->name, err));
+				bson_value_t cv;
+				biter_value(&it, &cv);
+				ERR(exprs_to_value(rt, k, &cv, out, k->name, err));
 			}
 		}
+		if (run_end != 0)
+			bv_append_raw(out, data + run_start, run_end - run_start);
 	}
 	for (i = 0; i < n->nkids; i++) {
 		const pnode_t *k = &n->kids[i];
-		if (done != NULL && done[i])
+		if (done[i])
 			continue;
 		if (!k->computed)
 			continue;
 		if (k->kind == PN_EXPR) {
 			ERR(expr_eval(k->e, rt->env, &v, err));
 			if (v.value_type != BSON_TYPE_EOD)
-				bv_append(out, k->name, -1, &v);
+				bv_append(out, k->name, (int)k->name_len, &v);
 		} else {
 			ERR(exprs_to_value(rt, k, NULL, out, k->name, err));
 		}
 	}
 err:
-	bson_free(done);
+	if (done != done_stack)
+		bson_free(done);
 	return ret;
 }
 

@@ -1612,6 +1612,96 @@ append_raw_string_element(bson_t *doc, const char *key, size_t keylen, const bso
 }
 
 bool
+bv_append_raw(bson_t *doc, const uint8_t *elems, uint32_t n)
+{
+	uint8_t stackbuf[1024], *buf = stackbuf, *p;
+	uint32_t old = doc->len, total;
+	bson_t tmp;
+	bool ok;
+
+	if (n == 0)
+		return true;
+	if (n > (uint32_t)INT32_MAX - 5 || old > (uint32_t)INT32_MAX - n)
+		return false;
+	/* a document of its own (not a child, not read-only): grow it and copy
+	 * the bytes over its trailing NUL */
+	if ((p = bson_reserve_buffer(doc, old + n)) != NULL) {
+		memcpy(p + old - 1, elems, n);
+		p[old + n - 1] = 0;
+		le32(p, old + n);
+		return true;
+	}
+	total = n + 5;
+	if (total > sizeof stackbuf)
+		buf = bson_malloc(total);
+	le32(buf, total);
+	memcpy(buf + 4, elems, n);
+	buf[4 + n] = 0;
+	ok = bson_init_static(&tmp, buf, total) && bson_concat(doc, &tmp);
+	if (buf != stackbuf)
+		bson_free(buf);
+	return ok;
+}
+
+/* The common scalar types written as one raw element (type, key, value)
+ * and appended with bv_append_raw: libbson's bson_append_value goes through
+ * a va_list appender that costs several times the bytes it writes.  False
+ * when v is not such a value or the element is larger than the buffer (the
+ * caller then takes libbson's path). */
+static bool
+append_scalar_raw(bson_t *doc, const char *key, size_t klen, const bson_value_t *v)
+{
+	uint8_t buf[256], *p;
+	uint64_t u;
+	uint32_t slen;
+
+	if (klen > 128)
+		return false;
+	p = buf;
+	*p++ = (uint8_t)v->value_type;
+	memcpy(p, key, klen);
+	p += klen;
+	*p++ = 0;
+	switch (v->value_type) {
+	case BSON_TYPE_DOUBLE:
+		memcpy(&u, &v->value.v_double, 8);
+		u = BSON_UINT64_TO_LE(u);
+		memcpy(p, &u, 8);
+		p += 8;
+		break;
+	case BSON_TYPE_INT64:
+	case BSON_TYPE_DATE_TIME:
+		u = BSON_UINT64_TO_LE((uint64_t)(v->value_type == BSON_TYPE_INT64 ? v->value.v_int64 :
+		    v->value.v_datetime));
+		memcpy(p, &u, 8);
+		p += 8;
+		break;
+	case BSON_TYPE_INT32:
+		le32(p, (uint32_t)v->value.v_int32);
+		p += 4;
+		break;
+	case BSON_TYPE_BOOL:
+		*p++ = v->value.v_bool ? 1 : 0;
+		break;
+	case BSON_TYPE_NULL:
+		break;
+	case BSON_TYPE_UTF8:
+		slen = v->value.v_utf8.len;
+		if (slen > sizeof(buf) - (size_t)(p - buf) - 5)
+			return false;
+		le32(p, slen + 1);
+		p += 4;
+		memcpy(p, v->value.v_utf8.str, slen);
+		p += slen;
+		*p++ = 0;
+		break;
+	default:
+		return false;
+	}
+	return bv_append_raw(doc, buf, (uint32_t)(p - buf));
+}
+
+bool
 bv_append(bson_t *doc, const char *key, int keylen, const bson_value_t *v)
 {
 	size_t klen = keylen < 0 ? strlen(key) : (size_t)keylen;
@@ -1619,6 +1709,11 @@ bv_append(bson_t *doc, const char *key, int keylen, const bson_value_t *v)
 	if (memchr(key, 0, klen) != NULL)
 		return false;
 	switch (v->value_type) {
+	case BSON_TYPE_DOUBLE: case BSON_TYPE_INT64: case BSON_TYPE_DATE_TIME: case BSON_TYPE_INT32:
+	case BSON_TYPE_BOOL: case BSON_TYPE_NULL: case BSON_TYPE_UTF8:
+		if (append_scalar_raw(doc, key, klen, v))
+			return true;
+		break;
 	case BSON_TYPE_CODE:
 		if (memchr(v->value.v_code.code, 0, v->value.v_code.code_len) == NULL)
 			break;

@@ -121,6 +121,13 @@ bool bv_type_from_name(const char *name, bson_type_t *out);
  * refuses (key with a NUL, document too large). */
 bool bv_append(bson_t *doc, const char *key, int keylen, const bson_value_t *v);
 
+/* Append n bytes of encoded elements (a run of whole elements cut from a
+ * valid document: type byte, key, value, ...) to doc as they are: one copy
+ * instead of one append per field.  doc may be a child being built
+ * (bson_append_document_begin); then the bytes take one more copy.  False
+ * when doc would pass 2 GB. */
+bool bv_append_raw(bson_t *doc, const uint8_t *elems, uint32_t n);
+
 /* The array key of position i ("0", "1", ... "4294967295") written to buf
  * (at least 11 bytes, NUL-terminated); returns its length.  What
  * bson_uint32_to_string gives, without the snprintf it uses past 999 (a

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "bson/iter.h"
 #include "bson/value.h"
 #include "common/checked.h"
 #include "expr/decimal.h"
@@ -107,104 +108,18 @@ path_eval_array(expr_env_t *env, const bson_value_t *arr, const char *path, bson
 	expr_set_doc_from(env, out, &b, true);
 }
 
-/* Size of an element's value of BSON type t starting at p (n bytes left),
- * or -1 when malformed. */
-static int64_t
-elem_value_size(uint8_t t, const uint8_t *p, size_t n)
-{
-	int32_t l;
-
-	switch (t) {
-	case BSON_TYPE_DOUBLE:
-	case BSON_TYPE_DATE_TIME:
-	case BSON_TYPE_TIMESTAMP:
-	case BSON_TYPE_INT64:
-		return 8;
-	case BSON_TYPE_INT32:
-		return 4;
-	case BSON_TYPE_BOOL:
-		return 1;
-	case BSON_TYPE_OID:
-		return 12;
-	case BSON_TYPE_DECIMAL128:
-		return 16;
-	case BSON_TYPE_UNDEFINED:
-	case BSON_TYPE_NULL:
-	case BSON_TYPE_MINKEY:
-	case BSON_TYPE_MAXKEY:
-		return 0;
-	case BSON_TYPE_UTF8:
-	case BSON_TYPE_CODE:
-	case BSON_TYPE_SYMBOL:
-		if (n < 4)
-			return -1;
-		memcpy(&l, p, 4);
-		l = (int32_t)BSON_UINT32_FROM_LE((uint32_t)l);
-		return l < 1 ? -1 : 4 + (int64_t)l;
-	case BSON_TYPE_DOCUMENT:
-	case BSON_TYPE_ARRAY:
-	case BSON_TYPE_CODEWSCOPE:
-		if (n < 4)
-			return -1;
-		memcpy(&l, p, 4);
-		l = (int32_t)BSON_UINT32_FROM_LE((uint32_t)l);
-		return l < 5 ? -1 : l;
-	case BSON_TYPE_BINARY:
-		if (n < 4)
-			return -1;
-		memcpy(&l, p, 4);
-		l = (int32_t)BSON_UINT32_FROM_LE((uint32_t)l);
-		return l < 0 ? -1 : 5 + (int64_t)l;
-	case BSON_TYPE_DBPOINTER:
-		if (n < 4)
-			return -1;
-		memcpy(&l, p, 4);
-		l = (int32_t)BSON_UINT32_FROM_LE((uint32_t)l);
-		return l < 1 ? -1 : 4 + (int64_t)l + 12;
-	case BSON_TYPE_REGEX: {
-		const uint8_t *a = memchr(p, 0, n);
-		if (a == NULL)
-			return -1;
-		const uint8_t *b = memchr(a + 1, 0, n - (size_t)(a + 1 - p));
-		return b == NULL ? -1 : (int64_t)(b + 1 - p);
-	}
-	default:
-		return -1;
-	}
-}
-
 /* Find field key (len bytes) in a document value; *out borrows from it.
- * A raw scan: no key strlen, no per-element validation beyond bounds. */
+ * The lean walk of bson/iter.h: no key strlen, no per-element validation
+ * beyond bounds, the value decoded without libbson for the common types. */
 static bool
 doc_find(const bson_value_t *doc, const char *key, size_t len, bson_value_t *out)
 {
-	const uint8_t *d = doc->value.v_doc.data;
-	size_t n = doc->value.v_doc.data_len, off = 4;
+	biter_t it;
 
-	if (n < 5)
+	if (len > UINT32_MAX || !biter_init_value(&it, doc) || !biter_find(&it, key, (uint32_t)len))
 		return false;
-	while (off < n - 1) {
-		uint8_t t = d[off];
-		const uint8_t *k = d + off + 1;
-		const uint8_t *kend = memchr(k, 0, n - off - 1);
-		if (kend == NULL)
-			return false;
-		size_t kl = (size_t)(kend - k), voff = off + 1 + kl + 1;
-		if (voff > n)
-			return false;
-		int64_t vs = elem_value_size(t, d + voff, n - voff);
-		if (vs < 0 || voff + (size_t)vs > n - 1)
-			return false;
-		if (kl == len && memcmp(k, key, len) == 0) {
-			bson_iter_t it;
-			if (!bson_iter_init_from_data_at_offset(&it, d, n, (uint32_t)off, (uint32_t)kl))
-				return false;
-			*out = *bson_iter_value(&it);
-			return true;
-		}
-		off = voff + (size_t)vs;
-	}
-	return false;
+	biter_value(&it, out);
+	return true;
 }
 
 /* base is a document: look up the first component, recurse. */

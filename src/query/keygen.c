@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "bson/collation.h"
+#include "bson/iter.h"
 #include "bson/keystring.h"
 #include "bson/value.h"
 #include "expr/hash.h"
@@ -52,7 +53,7 @@ field_descend(kg_field_t *f)
 	while (f->rest != NULL) {
 		const char *dot = strchr(f->rest, '.');
 		size_t len = dot ? (size_t)(dot - f->rest) : strlen(f->rest);
-		bson_iter_t it;
+		biter_t it;   /* the lean walk: stored documents were validated on the way in */
 
 		if (f->val.value_type == BSON_TYPE_ARRAY) {
 			uint32_t pos;
@@ -64,15 +65,13 @@ field_descend(kg_field_t *f)
 				return;
 			pos = (uint32_t)strtoul(f->rest, NULL, 10);
 			bson_snprintf(key, sizeof(key), "%u", pos);
-			if (!bson_iter_init_from_data(&it, f->val.value.v_doc.data, f->val.value.v_doc.data_len) ||
-			    !bson_iter_find_w_len(&it, key, (int)strlen(key))) {
+			if (!biter_init_value(&it, &f->val) || !biter_find(&it, key, (uint32_t)strlen(key))) {
 				f->val.value_type = BSON_TYPE_EOD;
 				f->rest = NULL;
 				return;
 			}
 		} else if (f->val.value_type == BSON_TYPE_DOCUMENT) {
-			if (!bson_iter_init_from_data(&it, f->val.value.v_doc.data, f->val.value.v_doc.data_len) ||
-			    !bson_iter_find_w_len(&it, f->rest, (int)len)) {
+			if (len > UINT32_MAX || !biter_init_value(&it, &f->val) || !biter_find(&it, f->rest, (uint32_t)len)) {
 				f->val.value_type = BSON_TYPE_EOD;
 				f->rest = NULL;
 				return;
@@ -84,7 +83,7 @@ field_descend(kg_field_t *f)
 		}
 		f->name = f->rest;
 		f->name_len = (uint32_t)len;
-		f->val = *bson_iter_value(&it);
+		biter_value(&it, &f->val);
 		f->rest = dot ? dot + 1 : NULL;
 		f->depth++;
 	}
@@ -268,18 +267,43 @@ path_prefix(const char *prefix, size_t plen, const char *path)
 	return strncmp(prefix, path, plen) == 0 && (path[plen] == '\0' || path[plen] == '.');
 }
 
+/* What kind of keys an index pattern makes, from one lean walk of the
+ * pattern (every write asks, for every index): a wildcard pattern's first
+ * field is "$**" or ends in ".$**"; a text pattern has an "_fts" field
+ * (checked before "hashed", as keygen_run did); a hashed one a "hashed"
+ * value; a geo one (keygen_geo.c) a "2dsphere" or "2d" value. */
+typedef enum { KK_BTREE, KK_WILDCARD, KK_HASHED, KK_TEXT, KK_GEO } key_kind_t;
+
+static key_kind_t
+key_kind(const storage_index_t *idx)
+{
+	biter_t it;
+	bool first = true, hashed = false, geo = false;
+
+	if (idx->key == NULL || !biter_init(&it, bson_get_data(idx->key), idx->key->len))
+		return KK_BTREE;
+	while (biter_next(&it)) {
+		if (first && (strcmp(it.key, "$**") == 0 ||
+		    (it.key_len > 4 && strcmp(it.key + it.key_len - 4, ".$**") == 0)))
+			return KK_WILDCARD;
+		first = false;
+		if (it.key_len == 4 && memcmp(it.key, "_fts", 4) == 0)
+			return KK_TEXT;
+		if (it.type == BSON_TYPE_UTF8 && it.val_len == 4 + 7 && memcmp(it.val + 4, "hashed", 7) == 0)
+			hashed = true;
+		/* keygen_geo_kind's "2dsphere" and "2d" (checked after hashed, as
+		 * keygen_run did) */
+		if (it.type == BSON_TYPE_UTF8 && ((it.val_len == 4 + 9 && memcmp(it.val + 4, "2dsphere", 9) == 0) ||
+		    (it.val_len == 4 + 3 && memcmp(it.val + 4, "2d", 3) == 0)))
+			geo = true;
+	}
+	return hashed ? KK_HASHED : geo ? KK_GEO : KK_BTREE;
+}
+
 bool
 keygen_is_wildcard(const storage_index_t *idx)
 {
-	bson_iter_t it;
-	const char *k;
-	size_t n;
-
-	if (idx->key == NULL || !bson_iter_init(&it, idx->key) || !bson_iter_next(&it))
-		return false;
-	k = bson_iter_key(&it);
-	n = strlen(k);
-	return strcmp(k, "$**") == 0 || (n > 4 && strcmp(k + n - 4, ".$**") == 0);
+	return key_kind(idx) == KK_WILDCARD;
 }
 
 /* Whether a path at any depth may hold indexed values: inside the subtree
@@ -434,14 +458,7 @@ wildcard_keys(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn 
 bool
 keygen_is_hashed(const storage_index_t *idx)
 {
-	bson_iter_t it;
-
-	if (idx->key == NULL || !bson_iter_init(&it, idx->key))
-		return false;
-	while (bson_iter_next(&it))
-		if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "hashed") == 0)
-			return true;
-	return false;
+	return key_kind(idx) == KK_HASHED;
 }
 
 /* The value at path in doc as mongod's extractElementAtOrArrayAlongDottedPath
@@ -546,7 +563,7 @@ done:
 bool
 keygen_is_text(const storage_index_t *idx)
 {
-	return idx->key != NULL && bson_has_field(idx->key, "_fts");
+	return key_kind(idx) == KK_TEXT;
 }
 
 static uint64_t
@@ -852,14 +869,18 @@ keygen_run(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add
 	g.coll = idx->collation;
 	if ((rc = partial_pass(idx, doc, err)) <= 0)
 		return rc;
-	if (keygen_is_wildcard(idx))
+	switch (key_kind(idx)) {
+	case KK_WILDCARD:
 		return wildcard_keys(idx, doc, add, ctx);
-	if (keygen_is_hashed(idx))
+	case KK_HASHED:
 		return hashed_keys(idx, doc, add, ctx, err);   /* never multikey */
-	if (keygen_is_text(idx))
+	case KK_TEXT:
 		return text_keys(idx, doc, add, ctx, err);
-	if (keygen_geo_kind(idx, NULL))
+	case KK_GEO:   /* keygen_geo_kind */
 		return keygen_geo_keys(idx, doc, add, ctx, err);
+	default:
+		break;
+	}
 	if (!bson_iter_init(&it, idx->key))
 		return terr_set(err, TERR_INVALID_BSON, "invalid index key pattern");
 	while (bson_iter_next(&it)) {

@@ -422,11 +422,24 @@ id_lookup_collation_ok(const storage_coll_t *coll, const bson_value_t *id, const
  * the bounds, the projection only includes fields of the index (and _id is
  * excluded or indexed), no needed field is a multikey path, and a blocking
  * sort only uses index fields.  Our entries carry type bits
- * (storage_index_t.typebits), so the keys give back the exact values.  A key
- * cannot tell a missing field from null, so a projected field other than _id
- * must be one whose bounds exclude null (or the index a sparse one-field
- * index); otherwise the plan fetches, and the answer stays the same with or
- * without the index.
+ * (storage_index_t.typebits), so the keys give back the exact values.
+ *
+ * A key cannot tell a missing field from null.  mongod's covered projection
+ * (ProjectionStageCovered) copies the key's elements as they are, so a
+ * document missing a projected field comes back with that field null: with
+ * {city: 1, age: 1}, find({city: "Berlin"}, {_id: 0, city: 1, age: 1})
+ * answers {city: "Berlin", age: null} for {city: "Berlin"}.  We do the same.
+ * What mongod does fetch for is a projected field whose own predicate tests
+ * null ({a: null}, {a: {$in: [null, 2]}}: the null key could be either, and
+ * the answer must say which; jstests cover_null_queries.js), and so do we:
+ * a projected field whose bounds have null as an end fetches (a one-field
+ * sparse index holds no missing fields, so its null keys are nulls).
+ *
+ * The documents are rebuilt in key-pattern order (_id where the key pattern
+ * has it), as mongod's covered projection and its index-key rehydration do.
+ * A projection of top-level fields is mongod's PROJECTION_COVERED; one with
+ * dotted fields is its PROJECTION_DEFAULT over the IXSCAN, still with no
+ * FETCH and no document examined.
  */
 
 /* Position of the field path in sol, or -1. */
@@ -439,22 +452,21 @@ sol_field(const planner_solution_t *sol, const char *path)
 	return -1;
 }
 
-/* Could field i's key part be null (a null or a missing value)? */
+/* Does a predicate on field i test null: an interval of its bounds that
+ * starts or ends at null ([null, null] from {a: null} or an $in with null,
+ * $lte/$gte null)?  Unbounded fields ([MinKey, MaxKey]) and ranges that
+ * merely span null ($ne) do not. */
 static bool
-field_may_be_null(const planner_solution_t *sol, int i)
+field_tests_null(const planner_solution_t *sol, int i)
 {
 	const planner_field_t *f = &sol->fields[i];
 	bson_value_t null_v = {.value_type = BSON_TYPE_NULL};
 
 	if (!f->bounded)
-		return true;
+		return false;
 	for (int k = 0; k < f->n; k++) {
 		const planner_interval_t *iv = &f->iv[k];
-		/* descending fields list intervals high to low */
-		const bson_value_t *lo = f->desc ? &iv->hi : &iv->lo, *hi = f->desc ? &iv->lo : &iv->hi;
-		bool lo_incl = f->desc ? iv->hi_incl : iv->lo_incl, hi_incl = f->desc ? iv->lo_incl : iv->hi_incl;
-		int a = bv_compare(lo, &null_v), b = bv_compare(&null_v, hi);
-		if ((a < 0 || (a == 0 && lo_incl)) && (b < 0 || (b == 0 && hi_incl)))
+		if (bv_compare(&iv->lo, &null_v) == 0 || bv_compare(&iv->hi, &null_v) == 0)
 			return true;
 	}
 	return false;
@@ -516,7 +528,7 @@ covered_for(const plan_exec_t *x, const planner_solution_t *sol)
 			continue;
 		}
 		if (!on || (i = sol_field(sol, k)) < 0 || sol->fields[i].multikey ||
-		    (!sparse1 && field_may_be_null(sol, i)))
+		    (!sparse1 && field_tests_null(sol, i)))
 			return false;
 		any = true;
 	}
@@ -533,8 +545,7 @@ covered_for(const plan_exec_t *x, const planner_solution_t *sol)
 }
 
 /* Append the fields idx[0..n) of sc (paths read from off[field] on) to out
- * as nested documents ({"a.b", "a.c"} -> {a: {b, c}}), in key order (the
- * caller puts _id first, where every stored document has it). */
+ * as nested documents ({"a.b", "a.c"} -> {a: {b, c}}), in key order. */
 static void
 covered_level(bson_t *out, const planner_solution_t *sc, const bson_value_t *vals, const int *idx, int n,
               size_t *off)
@@ -585,19 +596,15 @@ covered_rebuild(plan_exec_t *x, const planner_solution_t *sc, const uint8_t *key
 	size_t tblen;
 	bson_t parts;
 	bson_iter_t it;
-	int i, m, n = sc->nfields;
+	int i, n = sc->nfields;
 
 	if (storage_cursor_typebits(x->cur, &tb, &tblen, err) != 0)
 		return -1;
-	for (i = 0; i < n; i++)
+	/* key-pattern order, _id included where it sits (see above) */
+	for (i = 0; i < n; i++) {
 		desc[i] = sc->fields[i].desc;
-	/* _id first, as in the stored document; then key order */
-	for (i = 0, m = 0; i < n; i++)
-		if (strcmp(sc->fields[i].path, "_id") == 0)
-			idx[m++] = i;
-	for (i = 0; i < n; i++)
-		if (strcmp(sc->fields[i].path, "_id") != 0)
-			idx[m++] = i;
+		idx[i] = i;
+	}
 	bson_init(&parts);
 	if (!keystring_decode_values_tb(key, klen, tb, tblen, n, desc, &parts) || !bson_iter_init(&it, &parts)) {
 		bson_destroy(&parts);
@@ -2335,6 +2342,20 @@ append_text(const plan_exec_t *x, bool es, bson_t *out)
 	bson_append_document_end(out, &in);
 }
 
+/* Does projection spec p name a dotted path? */
+static bool
+proj_has_dotted(const bson_t *p)
+{
+	bson_iter_t it;
+
+	if (p == NULL || !bson_iter_init(&it, p))
+		return false;
+	while (bson_iter_next(&it))
+		if (strchr(bson_iter_key(&it), '.') != NULL)
+			return true;
+	return false;
+}
+
 static void
 append_stage(const plan_exec_t *x, stage_kind_t k, bool es, bson_t *out)
 {
@@ -2345,7 +2366,10 @@ append_stage(const plan_exec_t *x, stage_kind_t k, bool es, bson_t *out)
 
 	switch (k) {
 	case ST_PROJ:
-		BSON_APPEND_UTF8(out, "stage", x->covered ? "PROJECTION_COVERED" : "PROJECTION_DEFAULT");
+		/* mongod's covered fast path takes top-level fields only; dotted
+		 * ones are its default projection over the keys (no FETCH either) */
+		BSON_APPEND_UTF8(out, "stage", x->covered && !proj_has_dotted(x->proj_doc) ? "PROJECTION_COVERED" :
+		    "PROJECTION_DEFAULT");
 		if (es)
 			append_common_stats(out, nret, works, nret, eof);
 		if (x->covered) {

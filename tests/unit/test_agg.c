@@ -117,6 +117,37 @@ test_add_fields_unset(void)
 	AGG_ERR("c", "[{\"$unset\": 1}]", 31002);
 }
 
+/* $set keeps the runs of untouched fields as they are, replaces computed
+ * ones in place and appends new ones in spec order, whatever the number of
+ * fields in the spec (a few, more than 8: the name index, more than 64: the
+ * heap array of seen fields). */
+static void
+test_set_many_fields(void)
+{
+	bson_string_t *spec = bson_string_new("[{\"$set\": {"), *want = bson_string_new("[ { \"_id\" : 1, ");
+	char *got;
+
+	load("m", "[{\"_id\": 1, \"f3\": \"keep\", \"x\": 1, \"f7\": 0, \"y\": {\"z\": 2}, \"f70\": 5}]");
+	for (int i = 0; i < 72; i++)
+		bson_string_append_printf(spec, "%s\"f%d\": %d", i ? ", " : "", i, i * 10);
+	bson_string_append(spec, "}}]");
+	/* document order: _id, f3 (replaced), x, f7 (replaced), y, f70 (replaced), then the new ones */
+	bson_string_append(want, "\"f3\" : 30, \"x\" : 1, \"f7\" : 70, \"y\" : { \"z\" : 2 }, \"f70\" : 700");
+	for (int i = 0; i < 72; i++)
+		if (i != 3 && i != 7 && i != 70)
+			bson_string_append_printf(want, ", \"f%d\" : %d", i, i * 10);
+	bson_string_append(want, " } ]");
+	got = agg("m", spec->str);
+	TT_EQ_STR(got, want->str);
+	bson_free(got);
+	/* few fields, computed from the document, a field named like a kid's prefix */
+	AGG_EQ("m", "[{\"$set\": {\"x\": {\"$add\": [\"$x\", 1]}, \"f\": \"$y.z\", \"y.w\": \"$f3\"}}]",
+	    "[ { \"_id\" : 1, \"f3\" : \"keep\", \"x\" : 2, \"f7\" : 0, \"y\" : { \"z\" : 2, \"w\" : \"keep\" }, "
+	    "\"f70\" : 5, \"f\" : 2 } ]");
+	bson_string_free(spec, true);
+	bson_string_free(want, true);
+}
+
 static void
 test_limit_skip_count_sort(void)
 {
@@ -682,6 +713,7 @@ main(void)
 		return 1;
 	TT_RUN(test_match_project);
 	TT_RUN(test_add_fields_unset);
+	TT_RUN(test_set_many_fields);
 	TT_RUN(test_limit_skip_count_sort);
 	TT_RUN(test_group);
 	TT_RUN(test_unwind_replace);

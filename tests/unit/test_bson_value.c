@@ -633,6 +633,75 @@ test_array_key(void)
 	}
 }
 
+/* bv_append's raw scalar path and bv_append_raw write exactly libbson's
+ * bytes: into a document of its own (grown in place) and into a child being
+ * built (the copy path), for every scalar type the raw path takes, the
+ * extremes included, and long strings and keys that fall back to libbson. */
+static void
+test_append_raw_same_bytes(void)
+{
+	bson_value_t vs[16];
+	char longstr[600], longkey[200];
+	int n = 0;
+
+	memset(longstr, 'x', sizeof longstr - 1);
+	longstr[sizeof longstr - 1] = '\0';
+	memset(longkey, 'k', sizeof longkey - 1);
+	longkey[sizeof longkey - 1] = '\0';
+	vs[n++] = v_i32(INT32_MIN);
+	vs[n++] = v_i32(-1);
+	vs[n++] = v_i64(INT64_MAX);
+	vs[n].value_type = BSON_TYPE_DOUBLE; vs[n++].value.v_double = -0.0;
+	vs[n].value_type = BSON_TYPE_DOUBLE; vs[n++].value.v_double = 1e308;
+	vs[n].value_type = BSON_TYPE_DATE_TIME; vs[n++].value.v_datetime = -62135596800000LL;
+	vs[n].value_type = BSON_TYPE_BOOL; vs[n++].value.v_bool = true;
+	vs[n].value_type = BSON_TYPE_BOOL; vs[n++].value.v_bool = false;
+	vs[n++].value_type = BSON_TYPE_NULL;
+	vs[n].value_type = BSON_TYPE_UTF8; vs[n].value.v_utf8.str = (char *)""; vs[n++].value.v_utf8.len = 0;
+	vs[n].value_type = BSON_TYPE_UTF8; vs[n].value.v_utf8.str = (char *)"héllo"; vs[n++].value.v_utf8.len = 6;
+	vs[n].value_type = BSON_TYPE_UTF8; vs[n].value.v_utf8.str = longstr; vs[n++].value.v_utf8.len = (uint32_t)strlen(longstr);
+	for (int child = 0; child < 2; child++) {
+		for (int k = 0; k < 2; k++) {
+			const char *key = k == 0 ? "f" : longkey;
+			bson_t got = BSON_INITIALIZER, want = BSON_INITIALIZER, gc, wc;
+			BSON_APPEND_INT32(&got, "pre", 1);
+			BSON_APPEND_INT32(&want, "pre", 1);
+			if (child) {
+				bson_append_document_begin(&got, "c", 1, &gc);
+				bson_append_document_begin(&want, "c", 1, &wc);
+			}
+			for (int i = 0; i < n; i++) {
+				TT_ASSERT(bv_append(child ? &gc : &got, key, -1, &vs[i]));
+				TT_ASSERT(bson_append_value(child ? &wc : &want, key, -1, &vs[i]));
+			}
+			if (child) {
+				bson_append_document_end(&got, &gc);
+				bson_append_document_end(&want, &wc);
+			}
+			TT_EQ_INT((int)got.len, (int)want.len);
+			TT_ASSERT(memcmp(bson_get_data(&got), bson_get_data(&want), want.len) == 0);
+			/* a run of raw elements cut from one document, appended to another */
+			{
+				bson_t dst = BSON_INITIALIZER, cdst = BSON_INITIALIZER, sub;
+				const uint8_t *d = bson_get_data(&want);
+				TT_ASSERT(bv_append_raw(&dst, d + 4, want.len - 5));
+				TT_EQ_INT((int)dst.len, (int)want.len);
+				TT_ASSERT(memcmp(bson_get_data(&dst), d, want.len) == 0);
+				TT_ASSERT(bv_append_raw(&dst, d + 4, 0));
+				TT_EQ_INT((int)dst.len, (int)want.len);
+				bson_append_document_begin(&cdst, "x", 1, &sub);
+				TT_ASSERT(bv_append_raw(&sub, d + 4, want.len - 5));
+				bson_append_document_end(&cdst, &sub);
+				TT_ASSERT(bson_validate(&cdst, BSON_VALIDATE_NONE, NULL));
+				bson_destroy(&dst);
+				bson_destroy(&cdst);
+			}
+			bson_destroy(&got);
+			bson_destroy(&want);
+		}
+	}
+}
+
 int
 main(void)
 {
@@ -649,5 +718,6 @@ main(void)
 	TT_RUN(test_append);
 	TT_RUN(test_append_embedded_nul);
 	TT_RUN(test_hash);
+	TT_RUN(test_append_raw_same_bytes);
 	return tt_finish();
 }

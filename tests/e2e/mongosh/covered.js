@@ -72,12 +72,53 @@ test('_id included and not indexed: FETCH', () => {
 	eq(e.executionStats.totalDocsExamined, 4, 'totalDocsExamined');
 });
 
-test('a field the index may hold as null (missing) is fetched', () => {
-	// b is unbounded: a missing b and a null b share one key
+test('an unbounded suffix field is covered; a missing one comes back null, as from mongod', () => {
+	// b is unbounded: a missing b and a null b share one key, and mongod's
+	// covered projection copies the key (null) for both
 	const e = c.find({a: {$gte: 1}}, {b: 1, _id: 0}).hint({a: 1, b: 1}).explain('executionStats');
-	ok(!stages(e.queryPlanner.winningPlan).includes('PROJECTION_COVERED'), 'not covered');
-	const r = c.find({a: {$gte: 0}}, {b: 1, _id: 0}).hint({a: 1, b: 1}).toArray();
+	eq(stages(e.queryPlanner.winningPlan), ['PROJECTION_COVERED', 'IXSCAN'], 'covered');
+	eq(e.executionStats.totalDocsExamined, 0, 'totalDocsExamined');
+	const r = c.find({a: {$gte: 0}}, {a: 1, b: 1, _id: 0}).hint({a: 1, b: 1}).toArray();
 	eq(r.length, 4, 'count');
+	// {_id: 5, b: 8} has no a: its key holds a: null
+	const all = c.find({}, {a: 1, b: 1, _id: 0}).hint({a: 1, b: 1}).toArray();
+	eq(all[0], {a: null, b: 8}, 'missing a is null');
+});
+
+test('the issue 23 example: {city: 1, age: 1}, find({city: "Berlin"}, {_id: 0, city: 1, age: 1})', () => {
+	const p = d.people;
+	const docs = [];
+	for (let i = 0; i < 500; i++)
+		docs.push(i % 3 === 0 ? {_id: i, city: 'Berlin'} : {_id: i, city: ['Berlin', 'Paris', 'Rome'][i % 3], age: 20 + i % 50});
+	p.insertMany(docs);
+	p.createIndex({city: 1, age: 1});
+	const q = {city: 'Berlin'}, proj = {_id: 0, city: 1, age: 1};
+	const e = p.find(q, proj).explain('executionStats');
+	eq(stages(e.queryPlanner.winningPlan), ['PROJECTION_COVERED', 'IXSCAN'], 'stages');
+	eq(e.executionStats.totalDocsExamined, 0, 'totalDocsExamined');
+	eq(e.executionStats.nReturned, 167, 'nReturned');
+	const r = p.find(q, proj).toArray();
+	eq(r[0], {city: 'Berlin', age: null}, 'a document without age: age null (the key)');
+	eq(r.filter(x => x.age === null).length, 167, 'every Berlin document here lacks age');
+	// a predicate that tests null on a projected field fetches (mongod: the
+	// answer must tell null from missing)
+	const f = p.find({city: 'Berlin', age: null}, proj).explain('executionStats');
+	ok(stages(f.queryPlanner.winningPlan).includes('FETCH'), 'null test fetches');
+	eq(p.find({city: 'Berlin', age: null}, proj).toArray()[0], {city: 'Berlin'}, 'missing stays missing');
+});
+
+test('dotted fields: PROJECTION_DEFAULT over IXSCAN, nested in key order', () => {
+	const t = d.dotted;
+	t.insertOne({_id: 1, a: 1, b: {c: 1, d: 1, e: 1}, c: 1, e: 1});
+	t.createIndex({a: 1, 'b.c': 1, 'b.d': 1, c: 1});
+	const proj = {_id: 0, a: 1, 'b.c': 1, 'b.d': 1, c: 1};
+	const e = t.find({a: 1}, proj).explain('executionStats');
+	eq(stages(e.queryPlanner.winningPlan), ['PROJECTION_DEFAULT', 'IXSCAN'], 'stages');
+	eq(e.executionStats.totalDocsExamined, 0, 'totalDocsExamined');
+	eq(t.findOne({a: 1}, proj), {a: 1, b: {c: 1, d: 1}, c: 1}, 'value');
+	eq(t.findOne({a: 1}, {_id: 0, 'b.c': 1, c: 1}), {b: {c: 1}, c: 1}, 'subset');
+	ok(stages(t.find({a: 1}, {a: 1, 'b.c': 1}).explain().queryPlanner.winningPlan).includes('FETCH'),
+		'_id included: FETCH');
 });
 
 test('sparse one-field index covers without bounds', () => {

@@ -1,0 +1,263 @@
+/*
+ * bench_insns.c -- instruction counts per operation of the core cases, for
+ * callgrind (bench/insns.sh runs it): the numbers docs/benchmarks.md records
+ * so that a regression shows as a number, whatever the load of the machine.
+ *
+ *   valgrind --tool=callgrind --collect-atstart=no bench_insns WORKDIR CASE
+ *
+ * Each case sets its data up with collection off, then runs its measured
+ * loop between two CALLGRIND_TOGGLE_COLLECT()s (the commands are built
+ * before it, so the loop is the engine's work plus reading the replies) and
+ * prints "ops <n> <unit>" on stdout: insns.sh divides callgrind's total by
+ * n.  Cases: insert_single, insert_batch, insert_3_indexes, id_lookup,
+ * full_scan, filter_scan, constraint_scan, set_stage, addfields_stage,
+ * covered_find.  BENCH_N (default 20000) sizes the collections.  Without
+ * valgrind the program runs the same loops (the toggles do nothing).
+ */
+#include <valgrind/callgrind.h>
+
+#include "bench_common.h"
+
+#define DB "bench"
+
+static tamga_t *t;
+
+static void
+fill(const char *coll, int64_t n)
+{
+	bson_t cmd, docs, d;
+	char key[16];
+
+	for (int64_t i = 0; i < n; i += 1000) {
+		int64_t j;
+		bson_init(&cmd);
+		BSON_APPEND_UTF8(&cmd, "insert", coll);
+		bson_append_array_begin(&cmd, "documents", -1, &docs);
+		for (j = 0; j < 1000 && i + j < n; j++) {
+			snprintf(key, sizeof(key), "%d", (int)j);
+			make_doc(&d, i + j);
+			bson_append_document(&docs, key, -1, &d);
+			bson_destroy(&d);
+		}
+		bson_append_array_end(&cmd, &docs);
+		twrite(t, DB, &cmd, j, NULL, 0);
+		bson_destroy(&cmd);
+	}
+}
+
+/* n insert commands of `per` documents each, built first, then run
+ * measured; documents numbered from base. */
+static void
+inserts(const char *coll, int64_t n, int per, int64_t base)
+{
+	bson_t **cmds = calloc((size_t)n, sizeof(bson_t *));
+	char key[16];
+
+	for (int64_t i = 0; i < n; i++) {
+		bson_t docs, d;
+		cmds[i] = bson_new();
+		BSON_APPEND_UTF8(cmds[i], "insert", coll);
+		bson_append_array_begin(cmds[i], "documents", -1, &docs);
+		for (int j = 0; j < per; j++) {
+			snprintf(key, sizeof(key), "%d", j);
+			make_doc(&d, base + i * per + j);
+			bson_append_document(&docs, key, -1, &d);
+			bson_destroy(&d);
+		}
+		bson_append_array_end(cmds[i], &docs);
+	}
+	CALLGRIND_TOGGLE_COLLECT;
+	for (int64_t i = 0; i < n; i++)
+		twrite(t, DB, cmds[i], per, NULL, 0);
+	CALLGRIND_TOGGLE_COLLECT;
+	for (int64_t i = 0; i < n; i++)
+		bson_destroy(cmds[i]);
+	free(cmds);
+	printf("ops %lld documents\n", (long long)(n * per));
+}
+
+static void
+index_on(const char *coll, const char *field, const char *name)
+{
+	bson_t *c = BCON_NEW("createIndexes", BCON_UTF8(coll), "indexes", "[", "{", "key", "{", field, BCON_INT32(1),
+	    "}", "name", BCON_UTF8(name), "}", "]");
+	tcmd0(t, DB, c);
+	bson_destroy(c);
+}
+
+/* One command drained, measured; returns the documents seen. */
+static int64_t
+drained(const bson_t *cmd, const char *coll)
+{
+	bson_t reply;
+	int64_t seen;
+
+	CALLGRIND_TOGGLE_COLLECT;
+	tcmd(t, DB, cmd, &reply);
+	seen = tdrain(t, DB, coll, &reply, 10000);
+	CALLGRIND_TOGGLE_COLLECT;
+	return seen;
+}
+
+static void
+case_lookup(void)
+{
+	int64_t ops = N / 4 < 5000 ? N / 4 : 5000;
+	bson_t **cmds = calloc((size_t)ops, sizeof(bson_t *));
+	rng_t rg;
+
+	fill("docs", N);
+	rnd_reset(&rg, 7);
+	for (int64_t i = 0; i < ops; i++)
+		cmds[i] = BCON_NEW("find", "docs", "filter", "{", "_id", BCON_INT64(rnd(&rg, N)), "}");
+	CALLGRIND_TOGGLE_COLLECT;
+	for (int64_t i = 0; i < ops; i++) {
+		bson_t reply;
+		tcmd(t, DB, cmds[i], &reply);
+		if (tdrain(t, DB, "docs", &reply, 10000) != 1)
+			die("id_lookup", "not one document");
+	}
+	CALLGRIND_TOGGLE_COLLECT;
+	for (int64_t i = 0; i < ops; i++)
+		bson_destroy(cmds[i]);
+	free(cmds);
+	printf("ops %lld finds\n", (long long)ops);
+}
+
+static void
+case_scan(bool filtered)
+{
+	bson_t *c;
+	int64_t seen;
+
+	fill("docs", N);
+	if (filtered)
+		c = BCON_NEW("find", "docs", "filter", "{", "rating", "{", "$gte", BCON_INT32(3), "}",
+		    "customer.country", "TR", "}", "batchSize", BCON_INT32(10000));
+	else
+		c = BCON_NEW("find", "docs", "batchSize", BCON_INT32(10000));
+	seen = drained(c, "docs");
+	if (!filtered && seen != N)
+		die("full_scan", "wrong count");
+	bson_destroy(c);
+	printf("ops %lld documents\n", (long long)N);
+}
+
+/* The seed's reviewSchema on the bench documents' shape would reject them;
+ * this one accepts them and checks as many fields as the review schema
+ * does (types, required fields, a nested object, bounds, an array). */
+static void
+case_constraint(void)
+{
+	bson_t *c;
+	char why[600];
+
+	c = BCON_NEW("create", "docs", "validator", "{", "$jsonSchema", "{", "bsonType", "object",
+	    "required", "[", "title", "customer", "rating", "at", "]",
+	    "properties", "{",
+	    "title", "{", "bsonType", "string", "minLength", BCON_INT32(1), "}",
+	    "customer", "{", "bsonType", "object", "required", "[", "name", "country", "]",
+	    "properties", "{", "name", "{", "bsonType", "string", "}", "country", "{", "bsonType", "string",
+	    "maxLength", BCON_INT32(2), "}", "}", "}",
+	    "rating", "{", "bsonType", "int", "minimum", BCON_INT32(1), "maximum", BCON_INT32(5), "}",
+	    "score", "{", "bsonType", "double", "}",
+	    "at", "{", "bsonType", "date", "}",
+	    "tags", "{", "bsonType", "array", "items", "{", "bsonType", "string", "}", "}",
+	    "}", "}", "}", "validationLevel", "strict", "validationAction", "error");
+	tcmd0(t, DB, c);
+	bson_destroy(c);
+	fill("docs", N);
+	c = BCON_NEW("collMod", "docs", "prepareConstraintValidationLevel", BCON_BOOL(true));
+	if (ttry(t, DB, c, why, sizeof(why)) != 0)
+		die("collMod prepare", why);
+	bson_destroy(c);
+	c = BCON_NEW("collMod", "docs", "validationLevel", "constraint", "validationAction", "error");
+	CALLGRIND_TOGGLE_COLLECT;
+	if (ttry(t, DB, c, why, sizeof(why)) != 0)
+		die("collMod constraint", why);
+	CALLGRIND_TOGGLE_COLLECT;
+	bson_destroy(c);
+	printf("ops %lld documents\n", (long long)N);
+}
+
+static void
+case_stage(const char *stage)
+{
+	bson_t *c;
+
+	fill("docs", N);
+	c = BCON_NEW("aggregate", "docs", "pipeline", "[", "{", stage, "{", "bonus", "{", "$add", "[", "$score",
+	    BCON_INT32(1), "]", "}", "country", "$customer.country", "}", "}", "]", "cursor", "{", "batchSize",
+	    BCON_INT32(10000), "}");
+	if (drained(c, "docs") != N)
+		die(stage, "wrong count");
+	bson_destroy(c);
+	printf("ops %lld documents\n", (long long)N);
+}
+
+/* The issue's covered query: {city: 1, age: 1}, find({city: "Berlin"},
+ * {_id: 0, city: 1, age: 1}); per document returned. */
+static void
+case_covered(void)
+{
+	bson_t *c;
+	int64_t seen;
+
+	fill("docs", N);
+	index_on("docs", "customer.city", "city_1");
+	c = BCON_NEW("find", "docs", "filter", "{", "customer.city", "Berlin", "}", "projection", "{", "_id",
+	    BCON_INT32(0), "customer.city", BCON_INT32(1), "}", "batchSize", BCON_INT32(10000));
+	seen = drained(c, "docs");
+	bson_destroy(c);
+	printf("ops %lld documents\n", (long long)seen);
+}
+
+int
+main(int argc, char **argv)
+{
+	char path[4096];
+	tamga_error_t e;
+	const char *k;
+	const char *env = getenv("BENCH_N");
+
+	if (argc < 3)
+		die("usage", "bench_insns WORKDIR CASE");
+	N = env != NULL && atoll(env) > 0 ? atoll(env) : 20000;
+	k = argv[2];
+	snprintf(path, sizeof(path), "%s/tamga-insns-%s", argv[1], k);
+	if (tamga_open(path, "create,cache_size=1G", &t, &e) != 0)
+		die("tamga_open", e.message);
+	/* one command of each kind first: the catalog and cursor caches warm */
+	fill("warm", 10);
+	if (strcmp(k, "insert_single") == 0) {
+		fill("single", 10);
+		inserts("single", N / 10, 1, 1000);
+	} else if (strcmp(k, "insert_batch") == 0) {
+		fill("docs", 1000);
+		inserts("docs", N / 1000, 1000, 1000);
+	} else if (strcmp(k, "insert_3_indexes") == 0) {
+		fill("docs", 1000);
+		index_on("docs", "title", "title_1");
+		index_on("docs", "customer.city", "city_1");
+		index_on("docs", "score", "score_1");
+		inserts("docs", N / 1000, 1000, 1000);
+	} else if (strcmp(k, "id_lookup") == 0) {
+		case_lookup();
+	} else if (strcmp(k, "full_scan") == 0) {
+		case_scan(false);
+	} else if (strcmp(k, "filter_scan") == 0) {
+		case_scan(true);
+	} else if (strcmp(k, "constraint_scan") == 0) {
+		case_constraint();
+	} else if (strcmp(k, "set_stage") == 0) {
+		case_stage("$set");
+	} else if (strcmp(k, "addfields_stage") == 0) {
+		case_stage("$addFields");
+	} else if (strcmp(k, "covered_find") == 0) {
+		case_covered();
+	} else {
+		die("unknown case", k);
+	}
+	tamga_close(t);
+	return 0;
+}
