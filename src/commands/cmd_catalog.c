@@ -15,6 +15,7 @@
 #include "common/checked.h"
 #include "common/mem.h"
 #include "auth/auth.h"
+#include "commands/clustered.h"
 #include "commands/validation.h"
 #include "expr/decimal.h"
 #include "query/match.h"
@@ -42,8 +43,7 @@ static int
 refuse_unsupported_create(cmd_t *c, terr_t *err)
 {
 	static const char *const unsupported[] = {
-		"timeseries", "clusteredIndex", "encryptedFields",
-		"changeStreamPreAndPostImages", NULL,
+		"timeseries", "encryptedFields", "changeStreamPreAndPostImages", NULL,
 	};
 	bson_iter_t it;
 	int i;
@@ -197,15 +197,16 @@ create_capped(cmd_t *c, bson_t *options, terr_t *err)
 CMD_HANDLER(cmd_create)
 {
 	const char *name;
-	bson_t options = BSON_INITIALIZER;
+	bson_t options = BSON_INITIALIZER, clustered_spec = BSON_INITIALIZER;
 	storage_session_t *s;
 	storage_coll_t *existing = NULL;
 	bson_iter_t it;
-	bool first = true;
+	bool first = true, clustered = false;
 	int ret = -1;
 
 	ERR(cmd_collection_arg(c, &name, err));
 	ERR(cmd_check_fields(c, create_fields, err));
+	ERR(cmd_clustered_check_create(c, engine_test_commands_enabled(c->engine), &clustered_spec, &clustered, err));
 	if (bson_has_field(c->body, "viewOn") || bson_has_field(c->body, "pipeline")) {
 		/* a view takes viewOn, pipeline and collation only */
 		bson_iter_init(&it, c->body);
@@ -240,6 +241,12 @@ CMD_HANDLER(cmd_create)
 			continue;
 		if (known && strcmp(k, "collation") == 0)
 			ERR(create_collation(c, &it, &options, err));
+		else if (known && strcmp(k, "clusteredIndex") == 0 && clustered)
+			BSON_APPEND_DOCUMENT(&options, k, &clustered_spec);   /* mongod's canonical form */
+		else if (known && strcmp(k, "clusteredIndex") == 0)
+			continue;   /* {clusteredIndex: false} */
+		else if (known && strcmp(k, "expireAfterSeconds") == 0 && clustered)
+			BSON_APPEND_INT64(&options, k, bson_iter_as_int64(&it));
 		else if (known)
 			bson_append_iter(&options, k, -1, &it);
 	}
@@ -264,6 +271,7 @@ CMD_HANDLER(cmd_create)
 	}
 err:
 	bson_destroy(&options);
+	bson_destroy(&clustered_spec);
 	return ret;
 }
 
@@ -382,6 +390,8 @@ append_coll_info(bson_t *out, const storage_coll_t *coll, bool name_only)
 	BSON_APPEND_BOOL(&info, "readOnly", false);
 	bson_append_binary(&info, "uuid", -1, BSON_SUBTYPE_UUID, coll->uuid, 16);
 	bson_append_document_end(out, &info);
+	if (coll->clustered_ix != NULL)
+		return;   /* mongod shows options.clusteredIndex and no idIndex */
 	bson_append_document_begin(out, "idIndex", -1, &id);
 	BSON_APPEND_INT32(&id, "v", 2);
 	{

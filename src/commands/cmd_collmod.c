@@ -150,6 +150,34 @@ scan_check(void *arg, terr_t *err)
 	return scan_for_violations(sa->c, sa->coll, &sa->validator, err);
 }
 
+/* collMod's collection-level expireAfterSeconds (clustered and time-series
+ * collections): a non-negative number of seconds or "off" (mongod's IDL
+ * and validateExpireAfterSeconds). */
+static int
+collmod_ttl(cmd_t *c, bool *has, bool *off, int64_t *secs, terr_t *err)
+{
+	bson_iter_t it;
+
+	*has = bson_iter_init_find(&it, c->body, "expireAfterSeconds");
+	if (!*has)
+		return 0;
+	if (BSON_ITER_HOLDS_UTF8(&it)) {
+		if (strcmp(bson_iter_utf8(&it, NULL), "off") != 0)
+			return terr_set(err, TERR_INVALID_OPTIONS,
+			    "Invalid value for 'expireAfterSeconds'. Must be 'off' or a number.");
+		*off = true;
+		return 0;
+	}
+	if (!BSON_ITER_HOLDS_NUMBER(&it))
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field 'collMod.expireAfterSeconds' is the wrong type '%s', expected types '[string, long]'",
+		    bv_type_name(bson_iter_type(&it)));
+	*secs = bson_iter_as_int64(&it);
+	if (*secs < 0)
+		return terr_set(err, TERR_INVALID_OPTIONS, "TTL index 'expireAfterSeconds' option cannot be less than 0");
+	return 0;
+}
+
 CMD_HANDLER(cmd_coll_mod)
 {
 	const char *name, *new_level = NULL, *new_action = NULL;
@@ -161,7 +189,9 @@ CMD_HANDLER(cmd_coll_mod)
 	bool has_capped_size, has_capped_max;
 	int64_t capped_size = 0, capped_max = 0;
 	int ret = -1;
-	static const char *const unsupported[] = {"expireAfterSeconds",
+	bool has_ttl = false, ttl_off = false;
+	int64_t ttl_secs = 0;
+	static const char *const unsupported[] = {
 		"changeStreamPreAndPostImages", "timeseries", "clusteredIndex",
 		"dryRun", "timeseriesBucketsMayHaveMixedSchemaData", NULL};
 	static const char *const view_only[] = {"viewOn", "pipeline", NULL};
@@ -185,6 +215,7 @@ CMD_HANDLER(cmd_coll_mod)
 			goto err;
 		}
 	}
+	ERR(collmod_ttl(c, &has_ttl, &ttl_off, &ttl_secs, err));
 	ERR(cmd_capped_number(c, c->body, "cappedSize", &capped_size, &has_capped_size, err));
 	ERR(cmd_capped_number(c, c->body, "cappedMax", &capped_max, &has_capped_max, err));
 	ERR(cmd_capped_range("cappedSize", has_capped_size, capped_size, "cappedMax", has_capped_max, capped_max,
@@ -195,6 +226,11 @@ CMD_HANDLER(cmd_coll_mod)
 	ERR(cmd_get_bool(c, "prepareConstraintValidationLevel", &prepare, &has_prepare, err));
 	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0) {
 		ret = terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns does not exist: %s.%s", c->db, name);
+		goto err;
+	}
+	if (has_ttl && coll->clustered_ix == NULL && !bson_has_field(coll->options, "timeseries")) {
+		ret = terr_set(err, TERR_INVALID_OPTIONS,
+		    "'expireAfterSeconds' option is only supported on collections clustered by _id");
 		goto err;
 	}
 	if ((has_capped_size || has_capped_max) && !coll->capped) {
@@ -219,6 +255,8 @@ CMD_HANDLER(cmd_coll_mod)
 				BSON_APPEND_INT32(&opts, "max", (int32_t)cmd_capped_adjust_max(capped_max));
 				continue;
 			}
+			if (has_ttl && strcmp(k, "expireAfterSeconds") == 0)
+				continue;
 			if ((has_validator && strcmp(k, "validator") == 0) ||
 			    (new_level && strcmp(k, "validationLevel") == 0) ||
 			    (new_action && strcmp(k, "validationAction") == 0) ||
@@ -229,6 +267,8 @@ CMD_HANDLER(cmd_coll_mod)
 	}
 	if (has_capped_max && !bson_has_field(coll->options, "max"))
 		BSON_APPEND_INT32(&opts, "max", (int32_t)cmd_capped_adjust_max(capped_max));
+	if (has_ttl && !ttl_off)
+		BSON_APPEND_INT64(&opts, "expireAfterSeconds", ttl_secs);
 	if (has_validator)
 		BSON_APPEND_DOCUMENT(&opts, "validator", &validator);
 	/* setting a validator makes the level and action explicit, as mongod's
@@ -291,7 +331,8 @@ CMD_HANDLER(cmd_coll_mod)
 		bson_iter_document(&it, &len, &data);
 		bson_init_static(&sa.validator, data, len);
 		ERR(storage_coll_set_options_checked(c->engine->st, s, c->db, name, &opts, scan_check, &sa, err));
-	} else if (has_validator || new_level || new_action || has_prepare || has_capped_size || has_capped_max) {
+	} else if (has_validator || new_level || new_action || has_prepare || has_capped_size || has_capped_max ||
+	           has_ttl) {
 		/* only validation options change the stored options document */
 		ERR(storage_coll_set_options(c->engine->st, s, c->db, name, &opts, err));
 	}

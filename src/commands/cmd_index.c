@@ -14,6 +14,7 @@
  * key pattern with other options) exist.
  */
 #include "commands/commands_private.h"
+#include "commands/clustered.h"
 
 #include <math.h>
 #include <string.h>
@@ -1120,6 +1121,13 @@ CMD_HANDLER(cmd_list_indexes)
 	docs = bson_new();
 	for (i = 0; i < coll->nindexes; i++) {
 		bson_uint32_to_string((uint32_t)i, &k, key, sizeof(key));
+		if (coll->indexes[i].clustered) {
+			bson_t one;
+			bson_append_document_begin(docs, k, -1, &one);
+			cmd_clustered_index_spec(coll, &coll->indexes[i], &one);
+			bson_append_document_end(docs, &one);
+			continue;
+		}
 		bson_append_document(docs, k, -1, coll->indexes[i].spec);
 	}
 	cmd_array_source(docs, &src);
@@ -1143,6 +1151,9 @@ drop_target(const storage_coll_t *coll, bson_iter_t *it, const char **out, terr_
 
 	if (BSON_ITER_HOLDS_UTF8(it)) {
 		const char *n = bson_iter_utf8(it, NULL);
+		for (i = 0; i < coll->nindexes; i++)
+			if (coll->indexes[i].clustered && strcmp(coll->indexes[i].name, n) == 0)
+				return terr_set(err, 5979800, "It is illegal to drop the clusteredIndex");
 		if (strcmp(n, "_id_") == 0)
 			return terr_set(err, TERR_INVALID_OPTIONS, "cannot drop _id index");
 		for (i = 0; i < coll->nindexes; i++)
@@ -1163,6 +1174,8 @@ drop_target(const storage_coll_t *coll, bson_iter_t *it, const char **out, terr_
 		bson_init_static(&key, d, l);
 		for (i = 0; i < coll->nindexes; i++)
 			if (key_equal(coll->indexes[i].key, &key)) {
+				if (coll->indexes[i].clustered)
+					return terr_set(err, 5979800, "It is illegal to drop the clusteredIndex");
 				if (coll->indexes[i].is_id)
 					return terr_set(err, TERR_INVALID_OPTIONS, "cannot drop _id index");
 				found = coll->indexes[i].name;

@@ -112,13 +112,12 @@ delete_one(storage_session_t *s, void *arg, terr_t *err)
 	return rc;
 }
 
+/* Delete what ix finds expired: dates in field older than secs before
+ * now_ms (ix ordered descending when desc). */
 static int
-ttl_index(storage_session_t *s, storage_coll_t *coll, const storage_index_t *ix, int64_t now_ms,
-          int64_t *deleted, terr_t *err)
+ttl_range(storage_session_t *s, storage_coll_t *coll, const storage_index_t *ix, int64_t secs, const char *field,
+          bool desc, int64_t now_ms, int64_t *deleted, terr_t *err)
 {
-	const char *field;
-	bool desc;
-	int64_t secs = index_ttl(ix, &field, &desc);
 	keystring_t lo, hi;
 	bson_value_t v;
 	storage_cursor_t *cur = NULL;
@@ -174,6 +173,28 @@ ttl_index(storage_session_t *s, storage_coll_t *coll, const storage_index_t *ix,
 	return ret;
 }
 
+static int
+ttl_index(storage_session_t *s, storage_coll_t *coll, const storage_index_t *ix, int64_t now_ms,
+          int64_t *deleted, terr_t *err)
+{
+	const char *field = NULL;
+	bool desc = false;
+	int64_t secs = index_ttl(ix, &field, &desc);
+
+	return ttl_range(s, coll, ix, secs, field, desc, now_ms, deleted, err);
+}
+
+/* A clustered collection with expireAfterSeconds: documents whose _id is a
+ * date older than the cutoff go, found through the clustered index itself
+ * (mongod's clustered TTL: a bounded scan of the record store). */
+static int
+ttl_clustered(storage_session_t *s, storage_coll_t *coll, int64_t now_ms, int64_t *deleted, terr_t *err)
+{
+	if (coll->clustered_ix == NULL || coll->clustered_ttl < 0)
+		return 0;
+	return ttl_range(s, coll, coll->clustered_ix, coll->clustered_ttl, "_id", false, now_ms, deleted, err);
+}
+
 static bool
 coll_capped(const storage_coll_t *c)
 {
@@ -205,6 +226,8 @@ ttl_pass(storage_t *st, int64_t now_ms, int64_t *deleted, terr_t *err)
 		for (j = 0; j < nc; j++) {
 			for (k = 0; ret == 0 && !coll_capped(colls[j]) && k < colls[j]->nindexes; k++)
 				ret = ttl_index(s, colls[j], &colls[j]->indexes[k], now_ms, deleted, err);
+			if (ret == 0)
+				ret = ttl_clustered(s, colls[j], now_ms, deleted, err);
 			storage_coll_release(colls[j]);
 		}
 		bson_free(colls);

@@ -523,7 +523,8 @@ async function runnerOp(op, ents) {
 	}
 	case 'assertCollectionExists':
 	case 'assertCollectionNotExists': {
-		const c = ents.clients[0];
+		/* the runner's own client: the spec's assertions are not observed events */
+		const c = ents.runnerClient || ents.clients[0];
 		const names = (await c.db(a.databaseName).listCollections({}, { nameOnly: true }).toArray()).map((x) => x.name);
 		const exists = names.includes(a.collectionName);
 		if (exists !== (op.name === 'assertCollectionExists'))
@@ -532,7 +533,7 @@ async function runnerOp(op, ents) {
 	}
 	case 'assertIndexExists':
 	case 'assertIndexNotExists': {
-		const c = ents.clients[0];
+		const c = ents.runnerClient || ents.clients[0];
 		let names = [];
 		try {
 			names = (await c.db(a.databaseName).collection(a.collectionName).listIndexes().toArray()).map((x) => x.name);
@@ -784,6 +785,7 @@ async function runTest(file, spec, test, server, verbose) {
 	const skipReason = test.skipReason || (await requirementsUnmet(test.runOnRequirements, server));
 	if (skipReason) return { status: 'skip', reason: skipReason };
 	const ents = new Entities(server.uri);
+	ents.runnerClient = server.client;
 	ents.failPoints = [];
 	try {
 		await setupData(server.client, spec.initialData);
