@@ -222,6 +222,7 @@ extern const agg_stage_def_t agg_stages_write[];
 extern const agg_stage_def_t agg_stages_stats[];
 extern const agg_stage_def_t agg_stages_window[];
 extern const agg_stage_def_t agg_stages_densify[];
+extern const agg_stage_def_t agg_stages_unpack[];   /* $_internalUnpackBucket (time-series) */
 
 /* Look up a stage by name across the tables (NULL when unknown). */
 const agg_stage_def_t *agg_stage_lookup(const char *name);

@@ -24,7 +24,8 @@ stage_tables(void)
 {
 	static const agg_stage_def_t *const tables[] = {
 		agg_stages_basic, agg_stages_project, agg_stages_group, agg_stages_sort,
-		agg_stages_lookup, agg_stages_write, agg_stages_window, agg_stages_densify, agg_stages_stats, NULL,
+		agg_stages_lookup, agg_stages_write, agg_stages_window, agg_stages_densify, agg_stages_stats,
+		agg_stages_unpack, NULL,
 	};
 	return tables;
 }

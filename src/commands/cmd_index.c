@@ -15,6 +15,7 @@
  */
 #include "commands/commands_private.h"
 #include "commands/clustered.h"
+#include "commands/cmd_timeseries.h"
 
 #include <math.h>
 #include <string.h>
@@ -1106,7 +1107,7 @@ CMD_HANDLER(cmd_list_indexes)
 	bson_t *docs;
 	char ns[512], key[16];
 	const char *k;
-	int i, ret = -1;
+	int i, ret = -1, hidden_n = 0;
 
 	ERR(cmd_collection_arg(c, &name, err));
 	ERR(cmd_check_fields(c, fields, err));
@@ -1120,7 +1121,17 @@ CMD_HANDLER(cmd_list_indexes)
 	}
 	docs = bson_new();
 	for (i = 0; i < coll->nindexes; i++) {
-		bson_uint32_to_string((uint32_t)i, &k, key, sizeof(key));
+		bson_uint32_to_string((uint32_t)(i - hidden_n), &k, key, sizeof(key));
+		if (cmd_ts_is(coll) && !cmd_ts_raw(c)) {
+			/* a time-series collection's indexes in measurement terms */
+			bson_t one = BSON_INITIALIZER;
+			if (cmd_ts_index_spec(coll, &coll->indexes[i], &one))
+				bson_append_document(docs, k, -1, &one);
+			else
+				hidden_n++;
+			bson_destroy(&one);
+			continue;
+		}
 		if (coll->indexes[i].clustered) {
 			bson_t one;
 			bson_append_document_begin(docs, k, -1, &one);

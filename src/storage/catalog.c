@@ -377,6 +377,9 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 		 * holds the documents (no type bits) */
 		bool clustered = options != NULL && bson_iter_init_find(&ci, options, "clusteredIndex") &&
 		    BSON_ITER_HOLDS_DOCUMENT(&ci);
+		/* a time-series collection's buckets are clustered by their _id */
+		bool ts = !clustered && options != NULL && bson_iter_init_find(&cn, options, "timeseries") &&
+		    BSON_ITER_HOLDS_DOCUMENT(&cn);
 		bson_init(&spec);
 		BSON_APPEND_INT32(&spec, "v", 2);
 		BSON_APPEND_DOCUMENT_BEGIN(&spec, "key", &k);
@@ -387,7 +390,7 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 			BSON_APPEND_UTF8(&spec, "name", bson_iter_utf8(&cn, NULL));
 		else
 			BSON_APPEND_UTF8(&spec, "name", "_id_");
-		if (clustered)
+		if (clustered || ts)
 			BSON_APPEND_BOOL(&spec, "unique", true);
 		{
 			/* the _id index orders by the collection's default collation */
@@ -397,12 +400,12 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 				bson_append_iter(&spec, "collation", -1, &ci);
 		}
 		bson_snprintf(key, sizeof(key), "%d", n++);
-		if (clustered)
+		if (clustered || ts)
 			BSON_APPEND_BOOL(&spec, "clustered", true);
 		bson_append_document_begin(&arr, key, -1, &ix);
 		BSON_APPEND_DOCUMENT(&ix, "spec", &spec);
 		BSON_APPEND_UTF8(&ix, "ident", id_ident);
-		entry_index_flags(&ix, false, !clustered, true, NULL, NULL);
+		entry_index_flags(&ix, false, !(clustered || ts), true, NULL, NULL);
 		bson_append_document_end(&arr, &ix);
 		bson_destroy(&spec);
 	} else if (src != NULL) {
