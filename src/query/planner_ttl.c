@@ -195,6 +195,102 @@ ttl_clustered(storage_session_t *s, storage_coll_t *coll, int64_t now_ms, int64_
 	return ttl_range(s, coll, coll->clustered_ix, coll->clustered_ttl, "_id", false, now_ms, deleted, err);
 }
 
+/* A time-series collection with expireAfterSeconds: whole buckets go once
+ * their newest measurement (control.max.<timeField>) is past the cutoff,
+ * so no measurement is deleted before its time. */
+typedef struct ts_ttl_del {
+	storage_coll_t *coll;
+	recid_t recid;
+	char path[512];
+	int64_t cutoff;
+	bool deleted;
+} ts_ttl_del_t;
+
+static bool
+bucket_expired(const bson_t *bucket, const char *path, int64_t cutoff)
+{
+	bson_iter_t it, f;
+
+	return bson_iter_init(&it, bucket) && bson_iter_find_descendant(&it, path, &f) && BSON_ITER_HOLDS_DATE_TIME(&f) &&
+	    bson_iter_date_time(&f) < cutoff;
+}
+
+static int
+ts_delete_one(storage_session_t *s, void *arg, terr_t *err)
+{
+	ts_ttl_del_t *d = arg;
+	bson_t doc, copy;
+	int rc;
+
+	d->deleted = false;
+	rc = storage_doc_get(s, d->coll, d->recid, &doc, err);
+	if (rc != 0)
+		return rc < 0 ? -1 : 0;
+	bson_copy_to(&doc, &copy);
+	rc = 0;
+	if (bucket_expired(&copy, d->path, d->cutoff)) {
+		rc = storage_doc_delete(s, d->coll, d->recid, &copy, err);
+		d->deleted = rc == 0;
+	}
+	bson_destroy(&copy);
+	return rc;
+}
+
+static int
+ttl_timeseries(storage_session_t *s, storage_coll_t *coll, int64_t now_ms, int64_t *deleted, terr_t *err)
+{
+	bson_iter_t it, ts;
+	const char *time = NULL;
+	int64_t secs;
+	storage_cursor_t *cur = NULL;
+	recid_t *ids = NULL;
+	size_t n = 0, cap = 0;
+	int rc, ret = 0;
+	ts_ttl_del_t d;
+
+	if (coll->options == NULL || !bson_iter_init_find(&it, coll->options, "timeseries") ||
+	    !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &ts) || !bson_iter_find(&ts, "timeField") ||
+	    !BSON_ITER_HOLDS_UTF8(&ts))
+		return 0;
+	time = bson_iter_utf8(&ts, NULL);
+	if (!bson_iter_init_find(&it, coll->options, "expireAfterSeconds") || !BSON_ITER_HOLDS_NUMBER(&it))
+		return 0;
+	secs = bson_iter_as_int64(&it);
+	memset(&d, 0, sizeof(d));
+	d.coll = coll;
+	d.cutoff = now_ms - secs * 1000;
+	bson_snprintf(d.path, sizeof(d.path), "control.max.%s", time);
+	RET(storage_scan_open(s, coll, false, &cur, err));
+	for (;;) {
+		recid_t id;
+		bson_t doc;
+		rc = storage_cursor_next(cur, &id, &doc, NULL, NULL, err);
+		if (rc < 0)
+			ret = -1;
+		if (rc <= 0)
+			break;
+		if (!bucket_expired(&doc, d.path, d.cutoff))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			ids = bson_realloc(ids, cap * sizeof(*ids));
+		}
+		ids[n++] = id;
+	}
+	storage_cursor_close(cur);
+	for (size_t i = 0; ret == 0 && i < n; i++) {
+		d.recid = ids[i];
+		ret = storage_txn_run(s, ts_delete_one, &d, false, err);
+		if (ret == 0 && d.deleted) {
+			atomic_fetch_add(&ttl_deleted, 1);
+			if (deleted != NULL)
+				(*deleted)++;
+		}
+	}
+	bson_free(ids);
+	return ret;
+}
+
 static bool
 coll_capped(const storage_coll_t *c)
 {
@@ -228,6 +324,8 @@ ttl_pass(storage_t *st, int64_t now_ms, int64_t *deleted, terr_t *err)
 				ret = ttl_index(s, colls[j], &colls[j]->indexes[k], now_ms, deleted, err);
 			if (ret == 0)
 				ret = ttl_clustered(s, colls[j], now_ms, deleted, err);
+			if (ret == 0)
+				ret = ttl_timeseries(s, colls[j], now_ms, deleted, err);
 			storage_coll_release(colls[j]);
 		}
 		bson_free(colls);

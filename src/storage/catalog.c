@@ -304,8 +304,8 @@ coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_co
 	for (int i = 0; i < c->nindexes; i++)
 		if (c->indexes[i].clustered)
 			c->clustered_ix = &c->indexes[i];
-	if (c->clustered_ix != NULL && bson_iter_init_find(&it, c->options, "expireAfterSeconds") &&
-	    BSON_ITER_HOLDS_NUMBER(&it))
+	if (c->clustered_ix != NULL && !bson_has_field(c->options, "timeseries") &&
+	    bson_iter_init_find(&it, c->options, "expireAfterSeconds") && BSON_ITER_HOLDS_NUMBER(&it))
 		c->clustered_ttl = bson_iter_as_int64(&it);
 	c->db = bson_strndup(c->ns, (size_t)(dot - c->ns));
 	c->name = bson_strdup(dot + 1);
