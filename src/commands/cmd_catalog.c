@@ -490,7 +490,7 @@ cmd_cursor_options(cmd_t *c, cursor_opts_t *o, terr_t *err)
 
 CMD_HANDLER(cmd_list_collections)
 {
-	static const char *const fields[] = {"filter", "nameOnly", "authorizedCollections", "cursor", NULL};
+	static const char *const fields[] = {"filter", "nameOnly", "authorizedCollections", "cursor", "rawData", NULL};
 	storage_coll_t **colls = NULL;
 	bson_t filter, *docs;
 	match_t *m = NULL;
