@@ -358,72 +358,43 @@ measurement_check(const ts_options_t *o, const bson_t *m, bson_value_t *meta, in
 	return 0;
 }
 
-static int
-collect_m(void *ctx, const bson_t *m, terr_t *err)
-{
-	bson_t *arr = ctx;
-	char key[16];
-
-	bson_snprintf(key, sizeof(key), "%d", (int)bson_count_keys(arr));
-	BSON_APPEND_DOCUMENT(arr, key, m);
-	return 0;
-}
-
-/* Write one target: build the whole bucket (the stored one's measurements
- * first) and insert or replace it. */
+/* Write one target: a new bucket built from its measurements, or the
+ * stored one with them appended (its bytes copied, nothing unpacked). */
 static int
 write_target(storage_session_t *s, ts_batch_t *b, ts_target_t *t, bool *updated, terr_t *err)
 {
-	bson_t old = BSON_INITIALIZER, olds = BSON_INITIALIZER, nb = BSON_INITIALIZER, view;
-	const bson_t **ms = NULL;
-	bson_t *oldm = NULL;
-	int nold = 0, n = 0, rc, ret = 0;
+	bson_t old = BSON_INITIALIZER, nb = BSON_INITIALIZER, view;
+	const bson_t **ms = bson_malloc0(sizeof(*ms) * (size_t)(t->n + 1));
+	int rc, ret = 0;
 	recid_t recid = 0;
 
 	*updated = false;
+	for (int i = 0; i < t->n; i++)
+		ms[i] = &b->docs[t->ms[i]];
 	if (t->existing) {
 		bson_value_t idv = {.value_type = BSON_TYPE_OID};
 		bson_oid_copy(&t->id, &idv.value.v_oid);
 		rc = storage_doc_find_id(s, b->coll, &idv, &recid, &view, err);
-		if (rc < 0)
-			return -1;
+		if (rc < 0) {
+			ret = -1;
+			goto err;
+		}
 		if (rc == 0) {
-			bson_t scratch = BSON_INITIALIZER;
-			bson_iter_t it;
-			bson_copy_to(&view, &old);
 			bson_destroy(&old);
 			bson_copy_to(&view, &old);
-			ret = ts_bucket_unpack(&b->o, &old, &scratch, collect_m, &olds, err);
-			bson_destroy(&scratch);
-			if (ret != 0)
-				goto err;
-			nold = (int)bson_count_keys(&olds);
-			oldm = tm_bson_array_new((size_t)(nold + 1));
-			bson_iter_init(&it, &olds);
-			for (int i = 0; bson_iter_next(&it); i++) {
-				const uint8_t *d;
-				uint32_t l;
-				bson_iter_document(&it, &l, &d);
-				bson_init_static(&oldm[i], d, l);
-			}
 			*updated = true;
 		}
 	}
-	ms = bson_malloc0(sizeof(*ms) * (size_t)(nold + t->n + 1));
-	for (int i = 0; i < nold; i++)
-		ms[n++] = &oldm[i];
-	for (int i = 0; i < t->n; i++)
-		ms[n++] = &b->docs[t->ms[i]];
-	ts_bucket_build(&b->o, &t->id, t->start_ms, &t->meta, ms, n, &nb);
-	if (*updated)
+	if (*updated) {
+		ts_bucket_append(&b->o, &old, ms, t->n, &nb);
 		ret = storage_doc_update(s, b->coll, recid, &old, &nb, err);
-	else
+	} else {
+		ts_bucket_build(&b->o, &t->id, t->start_ms, &t->meta, ms, t->n, &nb);
 		ret = storage_doc_insert(s, b->coll, &nb, NULL, err);
+	}
 err:
 	bson_free(ms);
-	bson_free(oldm);
 	bson_destroy(&nb);
-	bson_destroy(&olds);
 	bson_destroy(&old);
 	return ret;
 }

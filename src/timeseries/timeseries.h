@@ -71,6 +71,15 @@ void ts_bucket_build(const ts_options_t *o, const bson_oid_t *id, int64_t start_
                      const bson_t *const *measurements, int n, bson_t *out);
 
 /*
+ * Append n measurements to the bucket old, into out (initialised by the
+ * caller): old's columns and values kept byte for byte, the new values at
+ * keys count, count + 1, ... (new fields as new columns), control.min/max
+ * widened; _id, meta and the bucket's start stay.  The caller routed the
+ * measurements here (same meta, inside the bucket's time window).
+ */
+void ts_bucket_append(const ts_options_t *o, const bson_t *old, const bson_t *const *ms, int n, bson_t *out);
+
+/*
  * Unpack a bucket: call fn(ctx, measurement) for each measurement in index
  * order, measurement built into scratch (reinitialised for each; valid
  * during the call) with its columns' fields in column order, then the

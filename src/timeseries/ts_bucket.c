@@ -284,6 +284,114 @@ ts_bucket_build(const ts_options_t *o, const bson_oid_t *id, int64_t start_ms, c
 	bson_free(cols);
 }
 
+void
+ts_bucket_append(const ts_options_t *o, const bson_t *old, const bson_t *const *ms, int n, bson_t *out)
+{
+	int ccap = 16, ncols = 0, first = ts_bucket_count(o, old);
+	column_t *cols = bson_malloc0(sizeof(*cols) * (size_t)ccap);
+	bson_t *vals;
+	bson_iter_t it, sub, data;
+	bson_t control, min, max, dout;
+	char key[16];
+
+	/* the old columns first (their order stays), then new fields */
+	if (bson_iter_init_find(&it, old, "data") && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &data))
+		while (bson_iter_next(&data)) {
+			if (ncols == ccap) {
+				ccap *= 2;
+				cols = bson_realloc(cols, sizeof(*cols) * (size_t)ccap);
+			}
+			memset(&cols[ncols], 0, sizeof(cols[ncols]));
+			cols[ncols++].name = bson_iter_key(&data);
+		}
+	for (int i = 0; i < n; i++) {
+		if (!bson_iter_init(&it, ms[i]))
+			continue;
+		while (bson_iter_next(&it)) {
+			const char *f = bson_iter_key(&it);
+			if ((o->meta_field != NULL && strcmp(f, o->meta_field) == 0) || column_of(cols, ncols, f) >= 0)
+				continue;
+			if (ncols == ccap) {
+				ccap *= 2;
+				cols = bson_realloc(cols, sizeof(*cols) * (size_t)ccap);
+			}
+			memset(&cols[ncols], 0, sizeof(cols[ncols]));
+			cols[ncols++].name = f;
+		}
+	}
+	vals = tm_bson_array_new((size_t)(ncols + 1));
+	for (int c = 0; c < ncols; c++)
+		bson_init(&vals[c]);
+	/* the old values as they are, and the old bounds */
+	if (bson_iter_init_find(&it, old, "data") && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &data))
+		for (int c = 0; bson_iter_next(&data) && c < ncols; c++) {
+			if (!BSON_ITER_HOLDS_DOCUMENT(&data) || !bson_iter_recurse(&data, &sub))
+				continue;
+			while (bson_iter_next(&sub))
+				bson_append_iter(&vals[c], bson_iter_key(&sub), -1, &sub);
+		}
+	for (int pass = 0; pass < 2; pass++) {
+		bson_iter_t ct, b;
+		if (!bson_iter_init(&ct, old) || !bson_iter_find_descendant(&ct, pass ? "control.max" : "control.min", &b) ||
+		    !BSON_ITER_HOLDS_DOCUMENT(&b) || !bson_iter_recurse(&b, &sub))
+			continue;
+		while (bson_iter_next(&sub)) {
+			int c = column_of(cols, ncols, bson_iter_key(&sub));
+			if (c < 0)
+				continue;
+			if (pass)
+				cols[c].max = *bson_iter_value(&sub);
+			else
+				cols[c].min = *bson_iter_value(&sub);
+			cols[c].any = true;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		bson_snprintf(key, sizeof(key), "%d", first + i);
+		if (!bson_iter_init(&it, ms[i]))
+			continue;
+		while (bson_iter_next(&it)) {
+			const bson_value_t *v = bson_iter_value(&it);
+			int c = column_of(cols, ncols, bson_iter_key(&it));
+			if (c < 0)
+				continue;
+			bv_append(&vals[c], key, -1, v);
+			if (!cols[c].any || bv_compare(v, &cols[c].min) < 0)
+				cols[c].min = *v;
+			if (!cols[c].any || bv_compare(v, &cols[c].max) > 0)
+				cols[c].max = *v;
+			cols[c].any = true;
+		}
+	}
+	/* the same document shape as ts_bucket_build; the time minimum stays the
+	 * bucket's start (a later measurement cannot be earlier: routing) */
+	if (bson_iter_init_find(&it, old, "_id"))
+		bson_append_iter(out, "_id", -1, &it);
+	bson_append_document_begin(out, "control", -1, &control);
+	BSON_APPEND_INT32(&control, "version", 1);
+	bson_append_document_begin(&control, "min", -1, &min);
+	for (int c = 0; c < ncols; c++)
+		if (cols[c].any)
+			bv_append(&min, cols[c].name, -1, &cols[c].min);
+	bson_append_document_end(&control, &min);
+	bson_append_document_begin(&control, "max", -1, &max);
+	for (int c = 0; c < ncols; c++)
+		if (cols[c].any)
+			bv_append(&max, cols[c].name, -1, &cols[c].max);
+	bson_append_document_end(&control, &max);
+	bson_append_document_end(out, &control);
+	if (bson_iter_init_find(&it, old, "meta"))
+		bson_append_iter(out, "meta", -1, &it);
+	bson_append_document_begin(out, "data", -1, &dout);
+	for (int c = 0; c < ncols; c++) {
+		BSON_APPEND_DOCUMENT(&dout, cols[c].name, &vals[c]);
+		bson_destroy(&vals[c]);
+	}
+	bson_append_document_end(out, &dout);
+	bson_free(vals);
+	bson_free(cols);
+}
+
 /* The time column of a bucket. */
 static bool
 time_column(const ts_options_t *o, const bson_t *bucket, bson_iter_t *col)
