@@ -947,7 +947,7 @@ build_error_wrap(terr_t *err, const char *ns, const uint8_t *coll_uuid)
 
 static const char *const create_fields[] = {
 	"indexes", "commitQuorum", "writeConcern", "ignoreUnknownIndexOptions", "isTimeseriesNamespace",
-	"collectionUUID", "returnOnStart", NULL,
+	"collectionUUID", "returnOnStart", "rawData", NULL,
 };
 
 CMD_HANDLER(cmd_create_indexes)
@@ -956,7 +956,7 @@ CMD_HANDLER(cmd_create_indexes)
 	bson_t arr, *specs = NULL;
 	bson_iter_t it;
 	bool found, created = false;
-	storage_coll_t *coll = NULL;
+	storage_coll_t *coll = NULL, *ts_coll = NULL;
 	int nspecs = 0, i, j, before, ret = -1, nnew = 0;
 	char ns[512];
 
@@ -977,6 +977,11 @@ CMD_HANDLER(cmd_create_indexes)
 	specs = tm_bson_array_new((size_t)nspecs);
 	for (i = 0; i < nspecs; i++)
 		bson_init(&specs[i]);
+	storage_coll_get(c->engine->st, c->db, name, &ts_coll, NULL);
+	if (!cmd_ts_is(ts_coll) || cmd_ts_raw(c)) {
+		storage_coll_release(ts_coll);
+		ts_coll = NULL;
+	}
 	bson_iter_init(&it, &arr);
 	for (i = 0; bson_iter_next(&it); i++) {
 		const uint8_t *d;
@@ -991,6 +996,22 @@ CMD_HANDLER(cmd_create_indexes)
 		bson_iter_document(&it, &l, &d);
 		bson_init_static(&spec, d, l);
 		bson_destroy(&specs[i]);
+		if (ts_coll != NULL) {
+			/* measurement terms to bucket terms */
+			bson_t tr = BSON_INITIALIZER;
+			bson_init(&specs[i]);
+			ret = cmd_ts_index_translate(ts_coll, &spec, &tr, err);
+			bson_destroy(&specs[i]);
+			if (ret == 0)
+				ret = spec_prepare(&tr, &specs[i], err);
+			else
+				bson_init(&specs[i]);
+			bson_destroy(&tr);
+			if (ret != 0)
+				goto err;
+			ret = -1;   /* what the paths below expect until the end */
+			continue;
+		}
 		ERR(spec_prepare(&spec, &specs[i], err));
 	}
 	/* Two requested specs may not conflict with each other either. */
@@ -1094,12 +1115,13 @@ err:
 		bson_free(specs);
 	}
 	storage_coll_release(coll);
+	storage_coll_release(ts_coll);
 	return ret;
 }
 
 CMD_HANDLER(cmd_list_indexes)
 {
-	static const char *const fields[] = {"cursor", "includeBuildUUIDs", "includeIndexBuildInfo", NULL};
+	static const char *const fields[] = {"cursor", "includeBuildUUIDs", "includeIndexBuildInfo", "rawData", NULL};
 	const char *name;
 	storage_coll_t *coll = NULL;
 	cursor_source_t src;

@@ -905,3 +905,70 @@ cmd_ts_stats_append(const storage_coll_t *coll, int64_t bucket_count, bson_t *ou
 		BSON_APPEND_INT64(&ts, "avgNumMeasurementsPerCommit", r->measurements / r->commits);
 	bson_append_document_end(out, &ts);
 }
+
+/* ---- createIndexes ----------------------------------------------------------------- */
+
+int
+cmd_ts_index_translate(const storage_coll_t *coll, const bson_t *spec, bson_t *out, terr_t *err)
+{
+	ts_options_t o;
+	bson_iter_t it, k;
+	bson_t key;
+	bson_string_t *name = bson_string_new(NULL);
+	bool has_name = bson_has_field(spec, "name"), first = true;
+	int ret = 0;
+
+	if (!ts_options_get(coll->options, &o)) {
+		bson_string_free(name, true);
+		return terr_set(err, TERR_INTERNAL_ERROR, "not a time-series collection");
+	}
+	bson_iter_init(&it, spec);
+	while (ret == 0 && bson_iter_next(&it)) {
+		const char *f = bson_iter_key(&it);
+		if (strcmp(f, "key") != 0) {
+			bson_append_iter(out, f, -1, &it);
+			continue;
+		}
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			ret = terr_set(err, TERR_TYPE_MISMATCH, "The field 'key' must be an object, but got %s",
+			    bv_type_name(bson_iter_type(&it)));
+			break;
+		}
+		bson_append_document_begin(out, "key", -1, &key);
+		bson_iter_recurse(&it, &k);
+		while (bson_iter_next(&k)) {
+			const char *p = bson_iter_key(&k);
+			size_t ml = o.meta_field != NULL ? strlen(o.meta_field) : 0;
+			char path[600];
+			double d;
+			if (!BSON_ITER_HOLDS_NUMBER(&k)) {
+				ret = terr_set(err, TERR_NOT_IMPLEMENTED,
+				    "special index types on time-series collections are not supported by Tamga yet");
+				break;
+			}
+			d = bson_iter_as_double(&k);
+			bson_string_append_printf(name, "%s%s_%lld", first ? "" : "_", p, (long long)d);
+			first = false;
+			if (o.meta_field != NULL && strncmp(p, o.meta_field, ml) == 0 && (p[ml] == '\0' || p[ml] == '.')) {
+				bson_snprintf(path, sizeof(path), "meta%s", p + ml);
+				bson_append_iter(&key, path, -1, &k);
+			} else if (strcmp(p, o.time_field) == 0) {
+				/* mongod's translation: both control bounds, in the key's direction */
+				char a[600], b[600];
+				bson_snprintf(a, sizeof(a), "control.%s.%s", d < 0 ? "max" : "min", o.time_field);
+				bson_snprintf(b, sizeof(b), "control.%s.%s", d < 0 ? "min" : "max", o.time_field);
+				bson_append_iter(&key, a, -1, &k);
+				bson_append_iter(&key, b, -1, &k);
+			} else {
+				ret = terr_set(err, TERR_NOT_IMPLEMENTED,
+				    "indexes on time-series measurement fields ('%s') are not supported by Tamga yet", p);
+				break;
+			}
+		}
+		bson_append_document_end(out, &key);
+	}
+	if (ret == 0 && !has_name)
+		BSON_APPEND_UTF8(out, "name", name->str);
+	bson_string_free(name, true);
+	return ret;
+}

@@ -49,6 +49,12 @@ int cmd_ts_update(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_va
  * metaField / timeField) appended to out; false when it is not shown (the
  * clustered index) or coll is no time-series collection. */
 bool cmd_ts_index_spec(const storage_coll_t *coll, const storage_index_t *ix, bson_t *out);
+/* createIndexes on a time-series collection: spec with its key in bucket
+ * terms (metaField paths under "meta", the timeField as both control
+ * bounds in the key's direction) into out; the name defaults to one built
+ * from the user's key.  238 for measurement fields and special index
+ * types (not built yet). */
+int cmd_ts_index_translate(const storage_coll_t *coll, const bson_t *spec, bson_t *out, terr_t *err);
 /* collStats' timeseries section (bucketCount and the bucket catalog's
  * counters). */
 void cmd_ts_stats_append(const storage_coll_t *coll, int64_t bucket_count, bson_t *out);

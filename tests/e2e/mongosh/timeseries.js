@@ -94,6 +94,16 @@ test('collMod granularity and expireAfterSeconds', () => {
 	eq(Number(t.getCollectionInfos({name: 'w'})[0].options.expireAfterSeconds), 10, 'ttl stored');
 });
 
+test('secondary indexes on meta subfields and time', () => {
+	eq(t.w.createIndex({'sensor.room': 1, ts: -1}), 'sensor.room_1_ts_-1', 'created');
+	const ix = t.w.getIndexes().find(i => i.name === 'sensor.room_1_ts_-1');
+	eq(ix.key, {'sensor.room': 1, ts: -1}, 'shown in measurement terms');
+	const raw = t.runCommand({listIndexes: 'w', rawData: true}).cursor.firstBatch.find(i => i.name === 'sensor.room_1_ts_-1');
+	eq(raw.key, {'meta.room': 1, 'control.max.ts': -1, 'control.min.ts': -1}, 'bucket terms');
+	eq(t.w.find({'sensor.room': 'r1'}).itcount(), t.w.countDocuments({'sensor.room': 'r1'}), 'reads');
+	eq(code(() => t.w.createIndex({temp: 1})), 238, 'measurement field: not built yet');
+});
+
 test('bad input', () => {
 	eq(code(() => t.w.insertOne({sensor: 1})), 2, 'no time');
 	eq(code(() => t.w.insertOne({sensor: 1, ts: 'yesterday'})), 2, 'not a date');
