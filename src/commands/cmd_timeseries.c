@@ -226,7 +226,11 @@ typedef struct ts_target {
 	int n, cap;
 	int64_t bytes;
 	ts_open_t *open;             /* the catalog row it continues or will become */
+	uint64_t hash;               /* meta_hash of meta */
+	int chain;                   /* the next target in its ts_batch_t.heads chain, -1 */
 } ts_target_t;
+
+#define TS_BATCH_HASH 2048
 
 typedef struct ts_batch {
 	cmd_t *c;
@@ -236,8 +240,29 @@ typedef struct ts_batch {
 	int ndocs;
 	ts_target_t *t;
 	int nt, tcap;
+	/* the batch's targets by meta: chains of indexes into t, newest first */
+	int heads[TS_BATCH_HASH];
 	int64_t closed[4];           /* count, size, forward, backward */
 } ts_batch_t;
+
+/* A new target slot for meta (hash h), linked into the batch's hash. */
+static ts_target_t *
+target_slot(ts_batch_t *b, const bson_value_t *meta, uint64_t h)
+{
+	ts_target_t *t;
+
+	if (b->nt == b->tcap) {
+		b->tcap = b->tcap ? b->tcap * 2 : 16;
+		b->t = bson_realloc(b->t, sizeof(*b->t) * (size_t)b->tcap);
+	}
+	t = &b->t[b->nt];
+	memset(t, 0, sizeof(*t));
+	t->meta = *meta;
+	t->hash = h;
+	t->chain = b->heads[h % TS_BATCH_HASH];
+	b->heads[h % TS_BATCH_HASH] = b->nt++;
+	return t;
+}
 
 static void
 target_add(ts_target_t *t, int i, int64_t bytes)
@@ -274,19 +299,12 @@ round_down(int64_t ms, int64_t rounding_s)
 }
 
 static ts_target_t *
-target_new(ts_batch_t *b, const bson_value_t *meta, int64_t t_ms)
+target_new(ts_batch_t *b, const bson_value_t *meta, uint64_t h, int64_t t_ms)
 {
-	ts_target_t *t;
+	ts_target_t *t = target_slot(b, meta, h);
 
-	if (b->nt == b->tcap) {
-		b->tcap = b->tcap ? b->tcap * 2 : 16;
-		b->t = bson_realloc(b->t, sizeof(*b->t) * (size_t)b->tcap);
-	}
-	t = &b->t[b->nt++];
-	memset(t, 0, sizeof(*t));
 	t->start_ms = round_down(t_ms, b->o.rounding);
 	new_oid(&t->id, t->start_ms);
-	t->meta = *meta;
 	return t;
 }
 
@@ -301,22 +319,16 @@ route(ts_batch_t *b, int i, const bson_value_t *meta, int64_t t_ms)
 	ts_target_t *t = NULL;
 	int k;
 
-	/* a target of this batch already continuing that bucket or new for this meta */
-	for (k = b->nt - 1; k >= 0; k--)
-		if (meta_same(&b->t[k].meta, meta)) {
+	/* the newest target of this batch for this meta, if any */
+	for (k = b->heads[h % TS_BATCH_HASH]; k >= 0; k = b->t[k].chain)
+		if (b->t[k].hash == h && meta_same(&b->t[k].meta, meta)) {
 			t = &b->t[k];
 			break;
 		}
 	if (t == NULL && open != NULL) {
-		if (b->nt == b->tcap) {
-			b->tcap = b->tcap ? b->tcap * 2 : 16;
-			b->t = bson_realloc(b->t, sizeof(*b->t) * (size_t)b->tcap);
-		}
-		t = &b->t[b->nt++];
-		memset(t, 0, sizeof(*t));
+		t = target_slot(b, meta, h);
 		t->id = open->id;
 		t->start_ms = open->start_ms;
-		t->meta = *meta;
 		t->existing = true;
 		t->open = open;
 	}
@@ -338,7 +350,7 @@ route(ts_batch_t *b, int i, const bson_value_t *meta, int64_t t_ms)
 		}
 	}
 	if (t == NULL)
-		t = target_new(b, meta, t_ms);
+		t = target_new(b, meta, h, t_ms);
 	target_add(t, i, m->len);
 }
 
@@ -476,6 +488,8 @@ insert_measurements(cmd_t *c, storage_session_t *s, storage_coll_t *coll, bson_t
 	ts_options_get(coll->options, &b.o);
 	b.docs = docs;
 	b.ndocs = n;
+	for (int i = 0; i < TS_BATCH_HASH; i++)
+		b.heads[i] = -1;
 	pthread_mutex_lock(&ts_lock);
 	for (int i = 0; i < n; i++) {
 		bson_value_t meta;
