@@ -950,6 +950,42 @@ static const char *const create_fields[] = {
 	"collectionUUID", "returnOnStart", "rawData", NULL,
 };
 
+/* createIndexes' `clustered` option (mongod: only true, only on the
+ * cluster key of an existing clustered collection, where it changes
+ * nothing): out gets spec without it. */
+static int
+clustered_spec_check(cmd_t *c, const char *name, const bson_t *spec, bson_t *out, terr_t *err)
+{
+	storage_coll_t *cc = NULL;
+	bson_iter_t it;
+	bson_t key;
+	bool on_key;
+	int ret = 0;
+
+	bson_iter_init_find(&it, spec, "clustered");
+	if (!bson_iter_as_bool(&it))
+		return terr_set(err, 6492800, "Cannot create index with option 'clustered' set to false");
+	storage_coll_get(c->engine->st, c->db, name, &cc, NULL);
+	spec_key(spec, &key);
+	on_key = cc != NULL && cc->clustered_ix != NULL && key_equal(cc->clustered_ix->key, &key);
+	if (!on_key) {
+		char *j = bv_doc_to_mongo_string(spec);
+		ret = terr_set(err, 6243700,
+		    "Cannot create index with option 'clustered' unless it is the cluster key of a clustered collection: %s", j);
+		bson_free(j);
+	} else {
+		/* the cluster key's own spec: unique and expireAfterSeconds are
+		 * the clustered collection's, not an _id index's options */
+		bson_iter_init(&it, spec);
+		while (bson_iter_next(&it))
+			if (strcmp(bson_iter_key(&it), "clustered") != 0 && strcmp(bson_iter_key(&it), "unique") != 0 &&
+			    strcmp(bson_iter_key(&it), "expireAfterSeconds") != 0)
+				bson_append_iter(out, bson_iter_key(&it), -1, &it);
+	}
+	storage_coll_release(cc);
+	return ret;
+}
+
 CMD_HANDLER(cmd_create_indexes)
 {
 	const char *name;
@@ -1010,6 +1046,24 @@ CMD_HANDLER(cmd_create_indexes)
 			if (ret != 0)
 				goto err;
 			ret = -1;   /* what the paths below expect until the end */
+			continue;
+		}
+		if (bson_has_field(&spec, "clustered")) {
+			/* only the cluster key of a clustered collection, and then a no-op */
+			bson_t stripped = BSON_INITIALIZER;
+			bson_iter_t ci;
+			bson_init(&specs[i]);
+			ret = clustered_spec_check(c, name, &spec, &stripped, err);
+			bson_destroy(&specs[i]);
+			if (ret == 0)
+				ret = spec_prepare(&stripped, &specs[i], err);
+			else
+				bson_init(&specs[i]);
+			bson_destroy(&stripped);
+			(void)ci;
+			if (ret != 0)
+				goto err;
+			ret = -1;
 			continue;
 		}
 		ERR(spec_prepare(&spec, &specs[i], err));

@@ -56,6 +56,14 @@ test('explain: CLUSTERED_IXSCAN and EXPRESS_CLUSTERED_IXSCAN', () => {
 	eq(t.c.find({_id: 7}).explain().queryPlanner.winningPlan.stage, 'EXPRESS_CLUSTERED_IXSCAN', 'express');
 });
 
+test('createIndexes with the clustered option', () => {
+	const before = t.c.getIndexes();
+	eq(t.runCommand({createIndexes: 'c', indexes: [before[0]]}).ok, 1, 'the cluster key again: a no-op');
+	eq(t.c.getIndexes(), before, 'nothing added');
+	eq(code(() => t.runCommand({createIndexes: 'c', indexes: [{key: {notMyIndex: 1}, name: 'n', clustered: true, unique: true}]})), 6243700, 'not the cluster key');
+	eq(code(() => t.runCommand({createIndexes: 'c', indexes: [{key: {s: 1}, name: 's2', clustered: false, unique: true}]})), 6492800, 'false');
+});
+
 test('the clustered index cannot be dropped', () => {
 	eq(code(() => t.c.dropIndex('by id')), 5979800, 'by name');
 	eq(code(() => t.c.dropIndex({_id: 1})), 5979800, 'by key');
