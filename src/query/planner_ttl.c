@@ -43,6 +43,19 @@ wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* now_ms - secs seconds, saturated (a clustered or time-series
+ * collection's expireAfterSeconds is an int64: nothing expires past the
+ * oldest date). */
+static int64_t
+ttl_cutoff(int64_t now_ms, int64_t secs)
+{
+	if (secs < 0)
+		return now_ms;
+	if (secs > INT64_MAX / 1000 || now_ms < INT64_MIN + secs * 1000)
+		return INT64_MIN;
+	return now_ms - secs * 1000;
+}
+
 /* expireAfterSeconds of a single-field index, or -1. */
 static int64_t
 index_ttl(const storage_index_t *ix, const char **field, bool *desc)
@@ -133,7 +146,7 @@ ttl_range(storage_session_t *s, storage_coll_t *coll, const storage_index_t *ix,
 	v.value_type = BSON_TYPE_DATE_TIME;
 	v.value.v_datetime = INT64_MIN;
 	keystring_append_value(desc ? &hi : &lo, &v, desc);
-	v.value.v_datetime = now_ms - secs * 1000;
+	v.value.v_datetime = ttl_cutoff(now_ms, secs);
 	keystring_append_value(desc ? &lo : &hi, &v, desc);
 	/* Collect first, delete after: deleting moves the index under a cursor. */
 	ret = storage_index_scan_open(s, coll, ix, lo.buf, lo.len, desc ? false : true, hi.buf, hi.len,
@@ -157,7 +170,7 @@ ttl_range(storage_session_t *s, storage_coll_t *coll, const storage_index_t *ix,
 	if (cur != NULL)
 		storage_cursor_close(cur);
 	for (i = 0; ret == 0 && i < n; i++) {
-		del_arg_t d = {coll, ids[i], field, now_ms - secs * 1000, false};
+		del_arg_t d = {coll, ids[i], field, ttl_cutoff(now_ms, secs), false};
 		if (i > 0 && ids[i] == ids[i - 1])
 			continue;
 		ret = storage_txn_run(s, delete_one, &d, false, err);
@@ -258,7 +271,7 @@ ttl_timeseries(storage_session_t *s, storage_coll_t *coll, int64_t now_ms, int64
 	secs = bson_iter_as_int64(&it);
 	memset(&d, 0, sizeof(d));
 	d.coll = coll;
-	d.cutoff = now_ms - secs * 1000;
+	d.cutoff = ttl_cutoff(now_ms, secs);
 	bson_snprintf(d.path, sizeof(d.path), "control.max.%s", time);
 	RET(storage_scan_open(s, coll, false, &cur, err));
 	for (;;) {

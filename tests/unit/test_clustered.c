@@ -307,6 +307,11 @@ test_ttl(void)
 	TT_EQ_INT(run_err("{\"collMod\": \"t\", \"expireAfterSeconds\": -5}"), 72);
 	TT_EQ_INT(run_err("{\"collMod\": \"t\", \"expireAfterSeconds\": \"on\"}"), 72);
 	TT_EQ_INT(run_err("{\"collMod\": \"rp\", \"expireAfterSeconds\": 5}"), 72);
+	/* the largest expireAfterSeconds: nothing expires, nothing overflows */
+	TT_EQ_INT(run_code("{\"collMod\": \"t\", \"expireAfterSeconds\": {\"$numberLong\": \"9223372036854775807\"}}"), 0);
+	deleted = 0;
+	TT_EQ_INT(ttl_pass(engine_storage(eng), 200000000, &deleted, &err), 0);
+	TT_EQ_INT(deleted, 0);
 	terr_clear(&err);
 }
 
