@@ -545,6 +545,11 @@ CMD_HANDLER(cmd_find_and_modify)
 	has_update = bson_iter_init_find(&it, c->body, "update");
 	ERR(cmd_collation_type_check(c, c->body, err));
 	storage_coll_get(c->engine->st, c->db, name, &u.coll, NULL);
+	if (cmd_ts_is(u.coll) && !cmd_ts_raw(c)) {
+		ret = terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "findAndModify on a time-series collection is not supported by Tamga yet");
+		goto err;
+	}
 	ERR(cmd_collation(c, c->body, u.coll, &u.collation, err));
 	mo.coll = u.collation;
 	uo.coll = u.collation;

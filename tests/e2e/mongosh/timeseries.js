@@ -104,6 +104,20 @@ test('secondary indexes on meta subfields and time', () => {
 	eq(code(() => t.w.createIndex({temp: 1})), 238, 'measurement field: not built yet');
 });
 
+test('$lookup and $unionWith read measurements', () => {
+	t.sensors.drop();
+	t.sensors.insertMany([{_id: 0, name: 'zero'}, {_id: 1, name: 'one'}]);
+	const j = t.sensors.aggregate([
+		{$lookup: {from: 'w', localField: '_id', foreignField: 'sensor.id', as: 'r'}},
+		{$project: {name: 1, n: {$size: '$r'}}}, {$sort: {_id: 1}}]).toArray();
+	eq(j.map(d => d.n), [t.w.countDocuments({'sensor.id': 0}), t.w.countDocuments({'sensor.id': 1})], 'lookup counts');
+	ok(j[0].n > 0, 'some');
+	const u = t.sensors.aggregate([{$unionWith: {coll: 'w', pipeline: [{$match: {'sensor.id': 1}}]}}, {$count: 'n'}]).toArray();
+	eq(u[0].n, 2 + t.w.countDocuments({'sensor.id': 1}), 'unionWith');
+	eq(code(() => t.w.findOneAndUpdate({'sensor.id': 1}, {$set: {x: 1}})), 238, 'findAndModify: not built');
+	eq(code(() => t.sensors.aggregate([{$out: 'w'}]).toArray()), 238, '$out into time-series: not built');
+});
+
 test('bad input', () => {
 	eq(code(() => t.w.insertOne({sensor: 1})), 2, 'no time');
 	eq(code(() => t.w.insertOne({sensor: 1, ts: 'yesterday'})), 2, 'not a date');
