@@ -82,8 +82,9 @@ void ts_bucket_append(const ts_options_t *o, const bson_t *old, const bson_t *co
 /*
  * Unpack a bucket: call fn(ctx, measurement) for each measurement in index
  * order, measurement built into scratch (reinitialised for each; valid
- * during the call) with its columns' fields in column order, then the
- * metaField holding the bucket's meta.  fn returns 0 to go on, non-zero to
+ * during the call) as mongod unpacks it: the timeField, the metaField
+ * holding the bucket's meta, then the other columns' fields in column
+ * order.  fn returns 0 to go on, non-zero to
  * stop (returned).  A bucket that is not one (no data document) unpacks to
  * nothing.  Returns the number of measurements in *n when n is not NULL.
  */

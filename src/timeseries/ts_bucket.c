@@ -449,19 +449,23 @@ ts_bucket_unpack(const ts_options_t *o, const bson_t *bucket, bson_t *scratch, t
 		bson_iter_t names;
 		int c = 0;
 
+		/* mongod's order: the time, the meta, then the other fields in
+		 * column order */
 		bson_reinit(scratch);
+		bson_append_iter(scratch, o->time_field, -1, &tcol);
+		if (has_meta)
+			bson_append_iter(scratch, o->meta_field, -1, &meta);
 		bson_iter_recurse(&it, &names);
 		while (bson_iter_next(&names) && c < ncols) {
 			if (!BSON_ITER_HOLDS_DOCUMENT(&names))
 				continue;
 			if (live[c] && strcmp(bson_iter_key(&cols[c]), idx) == 0) {
-				bson_append_iter(scratch, bson_iter_key(&names), -1, &cols[c]);
+				if (strcmp(bson_iter_key(&names), o->time_field) != 0)
+					bson_append_iter(scratch, bson_iter_key(&names), -1, &cols[c]);
 				live[c] = bson_iter_next(&cols[c]);
 			}
 			c++;
 		}
-		if (has_meta)
-			bson_append_iter(scratch, o->meta_field, -1, &meta);
 		if ((rc = fn(ctx, scratch, err)) != 0)
 			break;
 	}
