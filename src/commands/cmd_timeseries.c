@@ -308,6 +308,78 @@ target_new(ts_batch_t *b, const bson_value_t *meta, uint64_t h, int64_t t_ms)
 	return t;
 }
 
+CMD_HANDLER(cmd_find);
+
+/*
+ * No open bucket of this meta is known (a restart, or a rewrite made the
+ * catalog forget): the newest stored bucket of the meta, by its start (the
+ * default {meta, control.min, control.max} index when there is one), is
+ * taken up again as the open one when it still has room.  Under ts_lock.
+ */
+static ts_open_t *
+reopen(ts_batch_t *b, const bson_value_t *meta, uint64_t h)
+{
+	bson_t body = BSON_INITIALIZER, filter, sort, reply = BSON_INITIALIZER;
+	bson_iter_t it, f;
+	terr_t e = TERR_INIT;
+	cmd_t sub = *b->c;
+	char path[600];
+	ts_open_t *o = NULL;
+
+	BSON_APPEND_UTF8(&body, "find", b->coll->name);
+	BSON_APPEND_DOCUMENT_BEGIN(&body, "filter", &filter);
+	if (meta->value_type == BSON_TYPE_EOD) {
+		bson_t ex;
+		BSON_APPEND_DOCUMENT_BEGIN(&filter, "meta", &ex);
+		BSON_APPEND_BOOL(&ex, "$exists", false);
+		bson_append_document_end(&filter, &ex);
+	} else {
+		bv_append(&filter, "meta", -1, meta);
+	}
+	bson_append_document_end(&body, &filter);
+	bson_snprintf(path, sizeof(path), "control.min.%s", b->o.time_field);
+	BSON_APPEND_DOCUMENT_BEGIN(&body, "sort", &sort);
+	BSON_APPEND_INT32(&sort, path, -1);
+	bson_append_document_end(&body, &sort);
+	BSON_APPEND_INT32(&body, "limit", 1);
+	BSON_APPEND_BOOL(&body, "singleBatch", true);
+	BSON_APPEND_BOOL(&body, "rawData", true);
+	sub.body = &body;
+	sub.name = "find";
+	sub.reply = &reply;
+	bson_iter_init(&sub.first, &body);
+	bson_iter_next(&sub.first);
+	if (cmd_find(&sub, &e) == 0 && bson_iter_init(&it, &reply) &&
+	    bson_iter_find_descendant(&it, "cursor.firstBatch.0", &f) && BSON_ITER_HOLDS_DOCUMENT(&f)) {
+		const uint8_t *d;
+		uint32_t l;
+		bson_t bucket;
+		bson_iter_t idit, st;
+		bson_iter_document(&f, &l, &d);
+		if (bson_init_static(&bucket, d, l) && bson_iter_init_find(&idit, &bucket, "_id") &&
+		    BSON_ITER_HOLDS_OID(&idit) && bson_iter_init(&st, &bucket) &&
+		    bson_iter_find_descendant(&st, path, &st) && BSON_ITER_HOLDS_DATE_TIME(&st)) {
+			o = bson_malloc0(sizeof(*o));
+			memcpy(o->uuid, b->coll->uuid, 16);
+			if (meta->value_type == BSON_TYPE_EOD)
+				o->meta.value_type = BSON_TYPE_EOD;
+			else
+				bson_value_copy(meta, &o->meta);
+			o->hash = h;
+			bson_oid_copy(bson_iter_oid(&idit), &o->id);
+			o->start_ms = bson_iter_date_time(&st);
+			o->count = ts_bucket_count(&b->o, &bucket);
+			o->bytes = bucket.len;
+			o->next = ts_open_buckets[h % TS_HASH];
+			ts_open_buckets[h % TS_HASH] = o;
+		}
+	}
+	terr_clear(&e);
+	bson_destroy(&reply);
+	bson_destroy(&body);
+	return o;
+}
+
 /* Route measurement i (time t_ms) to a target: the open bucket of its meta
  * when it fits (time window, count, bytes), else a new one. */
 static void
@@ -325,6 +397,8 @@ route(ts_batch_t *b, int i, const bson_value_t *meta, int64_t t_ms)
 			t = &b->t[k];
 			break;
 		}
+	if (t == NULL && open == NULL)
+		open = reopen(b, meta, h);
 	if (t == NULL && open != NULL) {
 		t = target_slot(b, meta, h);
 		t->id = open->id;
