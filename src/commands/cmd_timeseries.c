@@ -676,6 +676,18 @@ cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bson_t *out
 	bson_init(out);
 	if (!ts_options_get(coll->options, &o))
 		return -1;
+	/* stages about the collection itself stay first and read it as it is */
+	if (bson_iter_init(&it, user) && bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+	    bson_iter_recurse(&it, &st) && bson_iter_next(&st) &&
+	    (strcmp(bson_iter_key(&st), "$collStats") == 0 || strcmp(bson_iter_key(&st), "$indexStats") == 0 ||
+	     strcmp(bson_iter_key(&st), "$planCacheStats") == 0)) {
+		bson_iter_init(&it, user);
+		while (bson_iter_next(&it)) {
+			bson_snprintf(key, sizeof(key), "%d", n++);
+			bson_append_iter(out, key, -1, &it);
+		}
+		return 0;
+	}
 	/* a leading $match: its meta/time part decides buckets first */
 	if (bson_iter_init(&it, user) && bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
 	    bson_iter_recurse(&it, &st) && bson_iter_next(&st) && strcmp(bson_iter_key(&st), "$match") == 0 &&

@@ -80,6 +80,8 @@ test('deletes and updates with any filter', () => {
 });
 
 test('collStats timeseries section', () => {
+	ok(t.w.aggregate([{$collStats: {count: {}}}]).toArray().length === 1, '$collStats stays first');
+	ok(t.w.aggregate([{$indexStats: {}}]).toArray().length >= 1, '$indexStats');
 	const s = t.runCommand({collStats: 'w'});
 	ok(s.timeseries.bucketCount > 0, 'bucketCount');
 	ok(s.timeseries.numBucketInserts > 0, 'inserts');
