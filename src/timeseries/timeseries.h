@@ -99,7 +99,9 @@ int ts_bucket_count(const ts_options_t *o, const bson_t *bucket);
  * decide, appended to out as a query on buckets: predicates on metaField
  * (and its subfields) become the same predicates on "meta", and a
  * timeField compared with a date ($eq, $gt, $gte, $lt, $lte) becomes
- * bounds on control.min/control.max of the time field.  The result keeps
+ * bounds on control.min/control.max of the time field, and a top-level
+ * measurement field compared with a number ($gt, $gte, $lt, $lte) a bound
+ * that only holds when the bucket's min and max of it are both numbers.  The result keeps
  * every bucket that holds a matching measurement (the measurement filter
  * still runs after unpacking).  Returns true when something was appended.
  */

@@ -541,6 +541,65 @@ time_bounds(const ts_options_t *o, const bson_iter_t *pred, bson_t *out)
 	return any;
 }
 
+/*
+ * {f: <numeric comparison>} on a top-level measurement field: a bucket can
+ * only be left out when its control.min.f and control.max.f are both
+ * numbers (then every value of the column is a number: BSON order puts
+ * every other type outside them) and the bound rules out [min, max].
+ * Appends {$or: [bound on min/max, min not a number, max not a number]}.
+ */
+static bool
+measurement_bounds(const char *field, const bson_iter_t *pred, bson_t *out)
+{
+	char minp[512], maxp[512];
+	bson_iter_t ops;
+	bool any = false;
+
+	if (strchr(field, '.') != NULL || strlen(field) > 400 || !BSON_ITER_HOLDS_DOCUMENT(pred) ||
+	    !bson_iter_recurse(pred, &ops))
+		return false;
+	bson_snprintf(minp, sizeof(minp), "control.min.%s", field);
+	bson_snprintf(maxp, sizeof(maxp), "control.max.%s", field);
+	while (bson_iter_next(&ops)) {
+		const char *op = bson_iter_key(&ops);
+		const char *path;
+		const bson_value_t *v = bson_iter_value(&ops);
+		bson_t arr, a, b, c, cmp, nt, t;
+		if (!bv_is_number(v) || bv_is_nan(v))
+			continue;
+		if (strcmp(op, "$gt") == 0 || strcmp(op, "$gte") == 0)
+			path = maxp;
+		else if (strcmp(op, "$lt") == 0 || strcmp(op, "$lte") == 0)
+			path = minp;
+		else
+			continue;
+		bson_append_array_begin(out, "$or", -1, &arr);
+		bson_append_document_begin(&arr, "0", 1, &a);
+		bson_append_document_begin(&a, path, -1, &cmp);
+		bv_append(&cmp, op, -1, v);
+		bson_append_document_end(&a, &cmp);
+		bson_append_document_end(&arr, &a);
+		bson_append_document_begin(&arr, "1", 1, &b);
+		bson_append_document_begin(&b, minp, -1, &nt);
+		bson_append_document_begin(&nt, "$not", -1, &t);
+		BSON_APPEND_UTF8(&t, "$type", "number");
+		bson_append_document_end(&nt, &t);
+		bson_append_document_end(&b, &nt);
+		bson_append_document_end(&arr, &b);
+		bson_append_document_begin(&arr, "2", 1, &c);
+		bson_append_document_begin(&c, maxp, -1, &nt);
+		bson_append_document_begin(&nt, "$not", -1, &t);
+		BSON_APPEND_UTF8(&t, "$type", "number");
+		bson_append_document_end(&nt, &t);
+		bson_append_document_end(&c, &nt);
+		bson_append_document_end(&arr, &c);
+		bson_append_array_end(out, &arr);
+		any = true;
+		break;   /* one bound per predicate document is enough */
+	}
+	return any;
+}
+
 static bool
 filter_conjuncts(const ts_options_t *o, const bson_t *filter, bson_t *out, int *n, int depth)
 {
@@ -582,6 +641,17 @@ filter_conjuncts(const ts_options_t *o, const bson_t *filter, bson_t *out, int *
 			bson_snprintf(key, sizeof(key), "%d", *n);
 			bson_append_document_begin(out, key, -1, &one);
 			if (time_bounds(o, &it, &one)) {
+				(*n)++;
+				any = true;
+			}
+			bson_append_document_end(out, &one);
+		} else {
+			/* a measurement field: numeric bounds, where sound */
+			bson_t one;
+			char key[16];
+			bson_snprintf(key, sizeof(key), "%d", *n);
+			bson_append_document_begin(out, key, -1, &one);
+			if (measurement_bounds(k, &it, &one)) {
 				(*n)++;
 				any = true;
 			}
