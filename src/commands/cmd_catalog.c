@@ -308,6 +308,7 @@ CMD_HANDLER(cmd_drop)
 		return 0;
 	}
 	nindexes = coll->nindexes;
+	cmd_ts_forget(coll);   /* its open buckets (a new one would get a new UUID anyway) */
 	storage_coll_release(coll);
 	ERR(cmd_repl_oplog_guard(c->engine, c->db, name, NULL, NULL, err));   /* the live oplog stays */
 	if ((s = client_session(c->client, err)) == NULL)

@@ -140,7 +140,7 @@ typedef struct ts_open {
 typedef struct ts_stats_row {
 	uint8_t uuid[16];
 	int64_t bucket_inserts, bucket_updates, commits, measurements;
-	int64_t closed_count, closed_size, closed_forward, closed_backward;
+	int64_t closed_count, closed_size, closed_forward, closed_backward, opened_meta;
 	struct ts_stats_row *next;
 } ts_stats_row_t;
 
@@ -214,6 +214,25 @@ open_forget(const uint8_t *uuid)
 	}
 }
 
+void
+cmd_ts_forget(const storage_coll_t *coll)
+{
+	ts_stats_row_t **pp;
+
+	if (!cmd_ts_is(coll))
+		return;
+	pthread_mutex_lock(&ts_lock);
+	open_forget(coll->uuid);
+	for (pp = &ts_stats; *pp != NULL; pp = &(*pp)->next)
+		if (memcmp((*pp)->uuid, coll->uuid, 16) == 0) {
+			ts_stats_row_t *r = *pp;
+			*pp = r->next;
+			bson_free(r);
+			break;
+		}
+	pthread_mutex_unlock(&ts_lock);
+}
+
 /* ---- insert ---------------------------------------------------------------------- */
 
 /* One bucket an insert writes: an open one (existing) or a new one. */
@@ -243,6 +262,7 @@ typedef struct ts_batch {
 	/* the batch's targets by meta: chains of indexes into t, newest first */
 	int heads[TS_BATCH_HASH];
 	int64_t closed[4];           /* count, size, forward, backward */
+	int64_t opened_meta;         /* new buckets for a meta with none open */
 } ts_batch_t;
 
 /* A new target slot for meta (hash h), linked into the batch's hash. */
@@ -389,6 +409,7 @@ route(ts_batch_t *b, int i, const bson_value_t *meta, int64_t t_ms)
 	uint64_t h = meta_hash(b->coll->uuid, meta);
 	ts_open_t *open = open_find(b->coll->uuid, meta, h);
 	ts_target_t *t = NULL;
+	bool closed_here = false;
 	int k;
 
 	/* the newest target of this batch for this meta, if any */
@@ -421,8 +442,11 @@ route(ts_batch_t *b, int i, const bson_value_t *meta, int64_t t_ms)
 		if (why >= 0) {
 			b->closed[why]++;
 			t = NULL;
+			closed_here = true;
 		}
 	}
+	if (t == NULL && open == NULL && closed_here == false)
+		b->opened_meta++;
 	if (t == NULL)
 		t = target_new(b, meta, h, t_ms);
 	target_add(t, i, m->len);
@@ -546,6 +570,7 @@ catalog_commit(ts_batch_t *b)
 	r->closed_size += b->closed[1];
 	r->closed_forward += b->closed[2];
 	r->closed_backward += b->closed[3];
+	r->opened_meta += b->opened_meta;
 }
 
 /* Insert n prepared measurements (docs, ownership stays with the caller)
@@ -1012,7 +1037,7 @@ cmd_ts_stats_append(const storage_coll_t *coll, int64_t bucket_count, bson_t *ou
 	BSON_APPEND_INT64(&ts, "bucketCount", bucket_count);
 	BSON_APPEND_INT64(&ts, "numBucketInserts", r->bucket_inserts);
 	BSON_APPEND_INT64(&ts, "numBucketUpdates", r->bucket_updates);
-	BSON_APPEND_INT64(&ts, "numBucketsOpenedDueToMetadata", r->bucket_inserts);
+	BSON_APPEND_INT64(&ts, "numBucketsOpenedDueToMetadata", r->opened_meta);
 	BSON_APPEND_INT64(&ts, "numBucketsClosedDueToCount", r->closed_count);
 	BSON_APPEND_INT64(&ts, "numBucketsClosedDueToSize", r->closed_size);
 	BSON_APPEND_INT64(&ts, "numBucketsClosedDueToTimeForward", r->closed_forward);

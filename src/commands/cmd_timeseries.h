@@ -21,6 +21,9 @@ int cmd_ts_check_create(cmd_t *c, bson_t *ts_opts, bool *is_ts, terr_t *err);
 /* After a time-series create: the default {meta, time} bucket index when
  * the collection has a metaField. */
 int cmd_ts_after_create(cmd_t *c, const char *name, terr_t *err);
+/* coll was dropped: the bucket catalog forgets its open buckets and
+ * counters (no-op for other collections). */
+void cmd_ts_forget(const storage_coll_t *coll);
 /* True for a time-series collection (options.timeseries). */
 bool cmd_ts_is(const storage_coll_t *coll);
 /* The command's rawData: true (reads and writes the buckets themselves). */

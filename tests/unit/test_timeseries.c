@@ -296,6 +296,7 @@ test_buckets_and_limits(void)
 	r = run("{\"collStats\": \"lim\"}", &rc);
 	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsClosedDueToTimeForward"), 1);
 	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsClosedDueToTimeBackward"), 1);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsOpenedDueToMetadata"), 1);
 	TT_EQ_INT(tt_get_i64(r, "timeseries.bucketCount"), 5);
 	tt_free_reply(r);
 	TT_EQ_INT(run_i64("{\"count\": \"lim\"}", "n"), 2503);
@@ -305,6 +306,12 @@ test_buckets_and_limits(void)
 	TT_EQ_INT(run_i64("{\"insert\": \"lim\", \"documents\": [{\"t\": {\"$date\": {\"$numberLong\": \"1700012001000\"}}, \"m\": \"s\"}]}", "n"), 1);
 	TT_EQ_INT(run_i64("{\"count\": \"lim\", \"rawData\": true}", "n"), 5);
 	TT_EQ_INT(run_i64("{\"count\": \"lim\"}", "n"), 2503);
+	/* drop forgets the collection's catalog rows; a new one starts at zero */
+	TT_EQ_INT(run_err("{\"drop\": \"lim\"}"), 0);
+	TT_EQ_INT(run_err("{\"create\": \"lim\", \"timeseries\": {\"timeField\": \"t\", \"metaField\": \"m\"}}"), 0);
+	r = run("{\"collStats\": \"lim\"}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketInserts"), 0);
+	tt_free_reply(r);
 	/* the explain shows the unpack stage and the bucket filter */
 	r = run("{\"explain\": {\"aggregate\": \"lim\", \"pipeline\": [{\"$match\": {\"m\": \"s\"}}], \"cursor\": {}}}", &rc);
 	TT_EQ_INT(rc, 0);
