@@ -9,7 +9,7 @@
 # Environment:
 #   BENCH_N        document count (default 1000000); use 20000 while developing
 #   BENCH_SECONDS  time cap per side of each read case through tamgad (default 10)
-#   BENCH_ONLY     space-separated subset of: core update schema text wire node repl timeseries
+#   BENCH_ONLY     space-separated subset of: core update schema text wire node repl geo timeseries
 #   BENCH_TS_N     measurements for bench_timeseries (default 10000000; issue 19)
 #   BENCH_KEEP=1   keep the work folder (data, tamgad.log, postgresql.log)
 #
@@ -20,7 +20,7 @@
 set -uo pipefail
 build=${1:-build-bench}
 # >>> issue 19: timeseries appended
-only=${BENCH_ONLY:-core update schema text wire node repl timeseries}
+only=${BENCH_ONLY:-core update schema text wire node repl geo timeseries}
 # <<< issue 19
 export BENCH_N=${BENCH_N:-1000000}
 work=$(mktemp -d "${TMPDIR:-/tmp}/tamga-bench-XXXXXX")
@@ -189,6 +189,9 @@ for b in $only; do
 	# each program's data is dropped as soon as it is done with it
 	rm -rf "$work/tamga-ts"   # issue 19
 	rm -rf "$work/tamga" "$work/tamga-update" "$work/tamga-schema" "$work/tamga-text" "$work/wt" "$work/wt-update" "$work"/sqlite.db*
+	# --- geo (issue 18): bench_geo's data ---
+	rm -rf "$work/tamga-geo"
+	# --- end geo ---
 done
 echo "run.sh: done, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 exit $status
