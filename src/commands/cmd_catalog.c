@@ -5,6 +5,7 @@
  * commands live in cmd_index.c.
  */
 #include "commands/commands_private.h"
+#include "commands/preimages_opt.h"
 #include "commands/cmd_repl_oplog.h"
 
 #include <string.h>
@@ -44,7 +45,7 @@ static int
 refuse_unsupported_create(cmd_t *c, terr_t *err)
 {
 	static const char *const unsupported[] = {
-		"encryptedFields", "changeStreamPreAndPostImages", NULL,
+		"encryptedFields", NULL,
 	};
 	bson_iter_t it;
 	int i;
@@ -222,7 +223,15 @@ CMD_HANDLER(cmd_create)
 				return terr_set(err, TERR_INVALID_OPTIONS, "option not supported on a view: %s", k);
 		}
 		ERR(refuse_unsupported_create(c, err));
+		if (cmd_in_transaction(c))
+			return terr_set(err, TERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+			    "Cannot create a view in a multi-document transaction.");
 		return view_create(c, name, err);
+	}
+	if (cmd_in_transaction(c) && bson_has_field(c->body, "timeseries")) {
+		ret = terr_set(err, TERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+		    "Cannot create a time-series collection in a multi-document transaction.");
+		goto err;
 	}
 	ERR(refuse_unsupported_create(c, err));
 	if (!is_ts)
@@ -258,13 +267,27 @@ CMD_HANDLER(cmd_create)
 			continue;   /* {clusteredIndex: false} */
 		else if (known && strcmp(k, "expireAfterSeconds") == 0 && clustered)
 			BSON_APPEND_INT64(&options, k, bson_iter_as_int64(&it));
-		else if (known)
+		else if (known && strcmp(k, "changeStreamPreAndPostImages") == 0) {
+			bool on = false;
+			ERR(cmd_preimages_option(c, &it, "create", &on, err));
+			bson_t pd;
+			bson_append_document_begin(&options, k, -1, &pd);
+			BSON_APPEND_BOOL(&pd, "enabled", on);
+			bson_append_document_end(&options, &pd);
+		} else if (known)
 			bson_append_iter(&options, k, -1, &it);
 	}
 	ERR(validation_check_options(&options, true, err));
 	ERR(validation_check_namespace(c->db, name, NULL, &options, err));
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
+	if (cmd_in_transaction(c)) {
+		/* seen by this transaction only until it commits; an existing
+		 * name is an error here even with the same options, as mongod */
+		ERR(cmd_txn_check_create(c, c->db, name, err));
+		ret = storage_coll_create_in_txn(c->engine->st, s, c->db, name, &options, err);
+		goto err;
+	}
 	ret = storage_coll_create(c->engine->st, s, c->db, name, &options, err);
 	if (ret == 0 && is_ts)
 		ret = cmd_ts_after_create(c, name, err);
@@ -497,7 +520,7 @@ CMD_HANDLER(cmd_list_collections)
 	match_t *m = NULL;
 	bool name_only = false, found_filter, found;
 	int n = 0, i, nout = 0, ret = -1;
-	cursor_source_t src;
+	cursor_source_t src = {0};
 	cursor_opts_t copts;
 	char ns[300], key[16];
 	const char *k;

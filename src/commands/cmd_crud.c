@@ -15,6 +15,7 @@
 #include "commands/validation.h"
 #include "commands/write.h"
 #include "query/plan.h"
+#include "repl/oplog.h"
 
 /* cmd_catalog.c */
 int cmd_cursor_options(cmd_t *c, cursor_opts_t *o, terr_t *err);
@@ -49,9 +50,10 @@ write_insert_one(cmd_t *c, storage_session_t *s, storage_coll_t *coll, const bso
 	bson_t *prepared = tm_bson_array_new(1);
 	int ret;
 
-	(void)c;
 	bson_init(&prepared[0]);
-	ret = write_prepare_doc_view(doc, &prepared[0], err);
+	ret = write_capped_txn_check(c, coll, false, err);
+	if (ret == 0)
+		ret = write_prepare_doc_view(doc, &prepared[0], err);
 	if (ret == 0)
 		ret = validation_check_write(coll, &prepared[0], NULL, bypass, &vr, err);
 	if (ret == 0) {
@@ -149,7 +151,7 @@ CMD_HANDLER(cmd_insert)
 		ret = cmd_ts_insert(c, coll, &w.stmts, ordered, err);
 		goto err;
 	}
-	if ((s = client_session(c->client, err)) == NULL) {
+	if (write_capped_txn_check(c, coll, false, err) != 0 || (s = client_session(c->client, err)) == NULL) {
 		ret = -1;
 		goto err;
 	}
@@ -437,7 +439,7 @@ CMD_HANDLER(cmd_find)
 	plan_exec_t *x = NULL;
 	match_options_t mo = {0};
 	cursor_opts_t copts;
-	cursor_source_t src;
+	cursor_source_t src = {0};
 	storage_session_t *s;
 	bson_iter_t hint_it;
 	bson_value_t id_point;
@@ -540,6 +542,7 @@ CMD_HANDLER(cmd_find)
 	copts.single_batch = single_batch;
 	copts.no_timeout = no_timeout;
 	copts.connection_id = c->client->connection_id;
+	copts.read_ts = c->txn_snapshot_ts;   /* a snapshot read: its getMores read there too */
 	__atomic_fetch_add(&c->engine->counters.query, 1, __ATOMIC_RELAXED);
 	{
 		char owner_buf[256];
@@ -599,8 +602,34 @@ CMD_HANDLER(cmd_get_more)
 	__atomic_fetch_add(&c->engine->counters.getmore, 1, __ATOMIC_RELAXED);
 	{
 		char owner_buf[256];
-		return cursor_get_more(c->engine->cursors, s, id, ns, cmd_cursor_owner(c, owner_buf), bs,
+		uint64_t at = cmd_in_transaction(c) ? 0 : cursor_read_ts(c->engine->cursors, id);
+		storage_session_t *snap = NULL;
+		int rc;
+		if (at != 0) {
+			/* a snapshot read's cursor: this batch reads at the same
+			 * timestamp as its first (mongod's atClusterTime) */
+			repl_oplog_note_snapshot_read(c->engine->oplog);
+			if ((snap = storage_session_pool_get(c->engine->st, err)) == NULL)
+				return -1;
+			if (storage_txn_begin_at(snap, at, err) != 0) {
+				storage_session_pool_put(c->engine->st, snap);
+				if (err->code == TERR_INTERNAL_ERROR) {
+					terr_clear(err);
+					return terr_set(err, TERR_SNAPSHOT_TOO_OLD,
+					    "Read timestamp Timestamp(%u, %u) is older than the oldest available timestamp.",
+					    (uint32_t)(at >> 32), (uint32_t)at);
+				}
+				return -1;
+			}
+			s = snap;
+		}
+		rc = cursor_get_more(c->engine->cursors, s, id, ns, cmd_cursor_owner(c, owner_buf), bs,
 		    c->deadline_us, c->max_time_given, c->reply, err);
+		if (snap != NULL) {
+			storage_txn_rollback(snap);
+			storage_session_pool_put(c->engine->st, snap);
+		}
+		return rc;
 	}
 }
 
@@ -694,6 +723,10 @@ write_delete_run(cmd_t *c, storage_session_t *s, storage_coll_t *coll, const bso
 	if (coll == NULL) {
 		match_free(m);
 		return 0;
+	}
+	if (write_capped_txn_check(c, coll, true, err) != 0) {
+		match_free(m);
+		return -1;
 	}
 	memset(&d, 0, sizeof(d));
 	d.coll = coll;

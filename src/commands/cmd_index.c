@@ -1136,7 +1136,15 @@ CMD_HANDLER(cmd_create_indexes)
 			ret = -1;
 			goto err;
 		}
-		if (storage_coll_create(c->engine->st, NULL, c->db, name, NULL, &e2) != 0 &&
+		if (cmd_in_transaction(c)) {
+			/* seen by this transaction only, published by its commit */
+			storage_session_t *ts = client_session(c->client, err);
+			if (ts == NULL || cmd_txn_check_create(c, c->db, name, err) != 0 ||
+			    storage_coll_create_in_txn(c->engine->st, ts, c->db, name, NULL, err) != 0) {
+				ret = -1;
+				goto err;
+			}
+		} else if (storage_coll_create(c->engine->st, NULL, c->db, name, NULL, &e2) != 0 &&
 		    e2.code != TERR_NAMESPACE_EXISTS) {
 			terr_move(err, &e2);
 			goto err;
@@ -1188,7 +1196,18 @@ CMD_HANDLER(cmd_create_indexes)
 		}
 		goto err;
 	}
-	for (i = 0; i < nspecs; i++) {
+	if (cmd_in_transaction(c) && nnew > 0) {
+		/* only on a collection this transaction created, while it is
+		 * empty (mongod's runCreateIndexesOnNewCollection); a failure
+		 * aborts the transaction, so nothing needs undoing */
+		storage_session_t *ts = client_session(c->client, err);
+		ret = ts == NULL ? -1 : 0;
+		for (i = 0; i < nspecs && ret == 0; i++)
+			if (!bson_empty(&specs[i]))
+				ret = storage_index_create_in_txn(c->engine->st, ts, c->db, name, &specs[i], err);
+		if (ret != 0)
+			goto err;
+	} else for (i = 0; i < nspecs; i++) {
 		if (bson_empty(&specs[i]))
 			continue;
 		if (storage_index_create(c->engine->st, NULL, c->db, name, &specs[i], err) != 0) {
@@ -1227,7 +1246,7 @@ CMD_HANDLER(cmd_list_indexes)
 	static const char *const fields[] = {"cursor", "includeBuildUUIDs", "includeIndexBuildInfo", "rawData", NULL};
 	const char *name;
 	storage_coll_t *coll = NULL;
-	cursor_source_t src;
+	cursor_source_t src = {0};
 	cursor_opts_t copts;
 	bson_t *docs;
 	char ns[512], key[16];

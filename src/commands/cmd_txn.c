@@ -29,8 +29,7 @@ enum {
 	TXN_ALLOWED = 1 << 0,      /* may run inside a multi-document transaction */
 	TXN_RETRYABLE = 1 << 1,    /* a retryable write: txnNumber without autocommit */
 	TXN_ENDS = 1 << 2,         /* commitTransaction / abortTransaction */
-	TXN_REFUSED_DDL = 1 << 3,  /* mongod allows it; Tamga's catalog changes are not
-	                            * transactional, so it is refused (README) */
+	TXN_DDL = 1 << 3,          /* creates a collection or an index: only with readConcern local */
 };
 
 /* mongod's txnCmdAllowlist (commands.cpp) and its retryable writes. */
@@ -42,8 +41,8 @@ static const struct txn_rule {
 	{"aggregate", TXN_ALLOWED},
 	{"bulkWrite", TXN_ALLOWED | TXN_RETRYABLE},
 	{"commitTransaction", TXN_ALLOWED | TXN_ENDS},
-	{"create", TXN_REFUSED_DDL},
-	{"createIndexes", TXN_REFUSED_DDL},
+	{"create", TXN_ALLOWED | TXN_DDL},
+	{"createIndexes", TXN_ALLOWED | TXN_DDL},
 	{"delete", TXN_ALLOWED | TXN_RETRYABLE},
 	{"distinct", TXN_ALLOWED},
 	{"find", TXN_ALLOWED},
@@ -68,6 +67,20 @@ bool
 cmd_in_transaction(const cmd_t *c)
 {
 	return c->txn_kind == REPL_TXN_KIND_MULTI;
+}
+
+int
+cmd_txn_check_create(cmd_t *c, const char *db, const char *name, terr_t *err)
+{
+	if (!cmd_in_transaction(c))
+		return 0;
+	if (strncmp(name, "system.", 7) == 0)
+		return terr_set(err, TERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+		    "Cannot create system collection %s.%s within a transaction.", db, name);
+	if (c->txn_session != NULL && repl_session_txn(c->txn_session)->read_concern_nonlocal)
+		return terr_set(err, TERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+		    "Cannot create namespace %s.%s in multi-document transaction.", db, name);
+	return 0;
 }
 
 /* An aggregate's $out / $merge: mongod refuses them in a transaction. */
@@ -109,9 +122,11 @@ check_allowed_in_txn(cmd_t *c, unsigned flags, terr_t *err)
 	return 0;
 }
 
-/* readConcern / writeConcern on a transaction's statements. */
+/* readConcern / writeConcern on a transaction's statements; the first
+ * statement's level is remembered in t (create and createIndexes need
+ * "local", as mongod). */
 static int
-check_concerns(cmd_t *c, bool start, unsigned flags, terr_t *err)
+check_concerns(cmd_t *c, repl_txn_state_t *t, bool start, unsigned flags, terr_t *err)
 {
 	bson_iter_t it, rc;
 
@@ -126,8 +141,13 @@ check_concerns(cmd_t *c, bool start, unsigned flags, terr_t *err)
 				return terr_set(err, TERR_INVALID_OPTIONS,
 				    "The readConcern level must be either 'local' (default), 'majority' or 'snapshot' in "
 				    "order to run in a transaction");
+			t->read_concern_nonlocal = strcmp(lv, "local") != 0;
 		}
 	}
+	if ((flags & TXN_DDL) && t->read_concern_nonlocal)
+		return terr_set(err, TERR_INVALID_OPTIONS,
+		    "Cannot run '%s' in a multi-document transaction with a readConcern level other than 'local'.",
+		    c->name);
 	if (!(flags & TXN_ENDS) && cmd_find_field(c, "writeConcern", &it))
 		return terr_set(err, TERR_INVALID_OPTIONS, "Cannot set write concern after starting a transaction.");
 	return 0;
@@ -275,6 +295,7 @@ snapshot_read_enter(cmd_t *c, terr_t *err)
 		    c->name);
 	if (c->engine->oplog == NULL || !repl_oplog_exists(c->engine->oplog))
 		return terr_set(err, 246 /* SnapshotUnavailable */, "Unable to read from a snapshot: the replica set is not initiated");
+	repl_oplog_note_snapshot_read(c->engine->oplog);   /* history is kept while such reads come */
 	if (at == 0)
 		at = repl_oplog_visible(c->engine->oplog);
 	if ((ss = storage_session_pool_get(c->engine->st, err)) == NULL)
@@ -398,9 +419,6 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 		return terr_set(err, TERR_INVALID_OPTIONS, "Specifying startTransaction=false is not allowed.");
 	flags = txn_flags(c->name);
 	if (has_auto) {
-		if (flags & TXN_REFUSED_DDL)
-			return terr_set(err, TERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
-			    "Cannot run '%s' in a multi-document transaction.", c->name);
 		RET(check_allowed_in_txn(c, flags, err));
 	} else if (!(flags & TXN_RETRYABLE)) {
 		return terr_set(err, 50768,
@@ -415,12 +433,16 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 	c->txn_kind = (int)kind;
 	/* checked once the transaction is known, as mongod's unstash does: a
 	 * failure ends the transaction (cmd_txn_leave) */
-	if (kind == REPL_TXN_KIND_MULTI)
-		RET(check_concerns(c, start, flags, err));
+	if (kind == REPL_TXN_KIND_MULTI) {
+		if (start)
+			repl_session_txn(s)->read_concern_nonlocal = false;
+		RET(check_concerns(c, repl_session_txn(s), start, flags, err));
+	}
 	if (kind == REPL_TXN_KIND_RETRYABLE) {
 		bson_t prev;
 		RET(snapshot_read_enter(c, err));   /* refuses it: writes take no snapshot readConcern */
-		int r = repl_retryable_replay(s, c->name, &prev, err);
+		storage_session_t *ss = client_session(c->client, err);
+		int r = ss == NULL ? -1 : repl_retryable_replay(s, c->engine->oplog, ss, c->name, statement_count(c), &prev, err);
 		if (r < 0)
 			return r;
 		if (r == 0) {
@@ -429,9 +451,15 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 		}
 		bson_concat(c->reply, &prev);
 		bson_destroy(&prev);
+		c->txn_replayed = true;
 		return 1;
 	}
-	/* the first statement: the transaction logs as one applyOps at commit */
+	/* the first statement: the transaction logs as one applyOps at commit,
+	 * and its writes wait for a table's lock at most
+	 * maxTransactionLockRequestTimeoutMillis (mongod's; -1 for ever) */
+	if (start && repl_txn_storage(s) != NULL)
+		storage_session_set_lock_timeout(repl_txn_storage(s),
+		    atomic_load(&c->engine->max_txn_lock_request_timeout_ms));
 	if (start) {
 		bson_t lsid;
 		if (lsid_doc(c, &lsid) && repl_txn_attach_oplog(s, c->engine->oplog, &lsid, err) != 0)
@@ -447,6 +475,8 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 		c->txn_saved_session = c->client->session;
 		c->client->session = ts;
 		c->txn_swapped = true;
+		/* the collections the transaction created are seen by its statements only */
+		storage_session_bind_thread(ts);
 		atomic_fetch_add(&repl_txn_stats(c->engine->sessions)->current_active, 1);
 	}
 	return 0;
@@ -637,6 +667,7 @@ cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
 	if (c->txn_snapshot_ts != 0)
 		snapshot_read_leave(c);
 	if (c->txn_swapped) {
+		storage_session_bind_thread(NULL);
 		c->client->session = c->txn_saved_session;
 		c->txn_swapped = false;
 		atomic_fetch_sub(&repl_txn_stats(c->engine->sessions)->current_active, 1);
@@ -650,6 +681,9 @@ cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
 			repl_txn_abort_quietly(s, st);   /* as mongod: a failed statement ends the transaction */
 		else
 			repl_session_txn(s)->nstatements++;
+	} else if (c->txn_kind == REPL_TXN_KIND_RETRYABLE && c->txn_replayed) {
+		/* the first execution's row stands (rewriting it would lose its
+		 * lastWriteOpTime, which a retry after a restart reads) */
 	} else if (c->txn_kind == REPL_TXN_KIND_RETRYABLE && c->txn_row_written) {
 		/* run_retryable_in_txn wrote the row with the write */
 		if (c->txn_close_after && rc == 0 && !terr_is_set(err))
@@ -725,12 +759,9 @@ run_retryable_in_txn(cmd_t *c, const cmd_def_t *def, storage_session_t *ss, terr
 		code = rc != 0 || terr_is_set(err) ? err->code : first_write_error(c->reply);
 		if (code == 0) {
 			uint64_t ts = storage_txn_first_timestamp(ss);
-			int64_t term = 1;
-			if (c->engine->rs != NULL) {
-				repl_set_info_t in;
-				repl_set_info(c->engine->rs, &in);
-				term = in.term;
-			}
+			/* the term alone: repl_set_info also refreshes the last
+			 * applied optime (a WiredTiger query), not needed here */
+			int64_t term = c->engine->rs != NULL ? repl_set_term(c->engine->rs) : 1;
 			if (repl_retryable_record_in_txn(c->txn_session, c->engine->st, ss, c->name, c->reply, ts, term,
 			    err) != 0) {
 				storage_txn_rollback(ss);

@@ -379,6 +379,10 @@ write_update_run(cmd_t *c, storage_session_t *s, const char *db, const char *nam
 	}
 	if (rc == 0 && *coll == NULL)
 		rc = write_get_coll_in(c, db, name, u.upsert, coll, err);
+	if (rc == 0 && write_capped_txn_check(c, *coll, false, err) != 0) {
+		rc = -1;
+		*cmd_error = true;
+	}
 	if (rc == 0 && *coll != NULL && cmd_ts_is(*coll) && !cmd_ts_raw(c)) {
 		/* measurements: their buckets are rewritten (cmd_timeseries.c) */
 		bson_iter_t uit;
@@ -591,6 +595,7 @@ CMD_HANDLER(cmd_find_and_modify)
 	sync = write_concern_sync(c);
 	if (u.coll == NULL)
 		ERR(write_get_coll_in(c, c->db, name, upsert, &u.coll, err));
+	ERR(write_capped_txn_check(c, u.coll, false, err));
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
 	u.filter = &query;

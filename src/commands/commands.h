@@ -156,6 +156,7 @@ typedef struct cmd {
 	bool txn_oplog_session;    /* the client's storage session carries the write's session info */
 	bool txn_retryable_write;
 	bool txn_row_written;      /* the write and its config.transactions row committed together */
+	bool txn_replayed;         /* a retried write answered from its first reply: nothing to record */
 	uint64_t txn_snapshot_ts;  /* a snapshot read outside a transaction reads at it (0: none) */  /* a txnNumber without autocommit (RetryableWriteError applies) */
 	struct storage_session *txn_saved_session;
 } cmd_t;

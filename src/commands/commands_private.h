@@ -40,6 +40,9 @@ struct engine {
 	 * oplog (repl/); both NULL for a standalone. */
 	repl_clock_t *clock;
 	repl_oplog_t *oplog;
+	/* change streams' reader over that oplog (repl/changestream.h); NULL
+	 * for a standalone */
+	struct repl_cs_service *cs;
 	/* logical sessions and their transactions (repl/session.h, repl/txn.h) */
 	struct repl_sessions *sessions;
 	atomic_llong txn_lifetime_limit_seconds;       /* 60 */
@@ -217,6 +220,12 @@ void cmd_txn_error_labels(cmd_t *c, terr_t *err);
 void cmd_txn_reply_labels(cmd_t *c, bson_t *reply);
 /* True while c runs inside a multi-document transaction. */
 bool cmd_in_transaction(const cmd_t *c);
+/* Inside a multi-document transaction, may it create db.name?  mongod's
+ * rules: 263 "Cannot create system collection <ns> within a transaction."
+ * for system.* names, and 263 "Cannot create namespace <ns> in
+ * multi-document transaction." when the transaction's readConcern is not
+ * "local".  0 outside a transaction. */
+int cmd_txn_check_create(cmd_t *c, const char *db, const char *name, terr_t *err);
 /* serverStatus.transactions. */
 void cmd_txn_server_status(cmd_t *c, bson_t *reply);
 

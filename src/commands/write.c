@@ -22,13 +22,14 @@ write_get_coll_in(cmd_t *c, const char *db, const char *name, bool create, stora
 		RET(view_refuse(c, db, name, err));
 		if (!create)
 			return 0;
-		/* storage's catalog changes are not transactional: a collection
-		 * a transaction created would outlive its abort (README) */
-		if (cmd_in_transaction(c))
-			return terr_set(err, TERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
-			    "Cannot create namespace %s.%s in multi-document transaction.", db, name);
 		if ((s = client_session(c->client, err)) == NULL)
 			return -1;
+		if (cmd_in_transaction(c)) {
+			/* seen by this transaction only, published by its commit */
+			RET(cmd_txn_check_create(c, db, name, err));
+			RET(storage_coll_create_in_txn(c->engine->st, s, db, name, NULL, err));
+			continue;
+		}
 		if (storage_coll_create(c->engine->st, s, db, name, NULL, err) != 0) {
 			if (err->code != TERR_NAMESPACE_EXISTS)
 				return -1;
@@ -37,6 +38,19 @@ write_get_coll_in(cmd_t *c, const char *db, const char *name, bool create, stora
 	}
 	return storage_coll_get(c->engine->st, db, name, out, err) == 0 ? 0 :
 	    terr_set(err, TERR_INTERNAL_ERROR, "could not create collection %s.%s", db, name);
+}
+
+int
+write_capped_txn_check(cmd_t *c, const storage_coll_t *coll, bool is_delete, terr_t *err)
+{
+	if (coll == NULL || !coll->capped || !cmd_in_transaction(c))
+		return 0;
+	if (is_delete)
+		return terr_set(err, TERR_ILLEGAL_OPERATION,
+		    "Cannot remove from a capped collection in a multi-document transaction: %s", coll->ns);
+	return terr_set(err, TERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+	    "Collection '%s' is a capped collection. Writes in transactions are not allowed on capped collections.",
+	    coll->ns);
 }
 
 int

@@ -25,6 +25,16 @@ int write_get_coll_in(cmd_t *c, const char *db, const char *name, bool create, s
 int write_get_or_create_coll_in(cmd_t *c, const char *db, const char *name, storage_coll_t **out,
                                 terr_t *err);
 
+/* mongod's refusal of writes to a capped collection inside a
+ * multi-document transaction (its checkIfTransactionOnCappedColl and the
+ * delete path's check): returns 0 when c is not in a transaction or coll is
+ * NULL or not capped; else -1 with 263 OperationNotSupportedInTransaction
+ * "Collection '<ns>' is a capped collection. Writes in transactions are not
+ * allowed on capped collections." (insert, update, findAndModify), or, when
+ * is_delete, 20 IllegalOperation "Cannot remove from a capped collection in
+ * a multi-document transaction: <ns>". */
+int write_capped_txn_check(cmd_t *c, const storage_coll_t *coll, bool is_delete, terr_t *err);
+
 /* Copy doc into out (initialised by the caller) with _id as its first field,
  * generating an ObjectId when absent, and checking the rules of a stored
  * document: _id not an array/regex/undefined (53 InvalidIdField), nesting

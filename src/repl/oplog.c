@@ -11,6 +11,7 @@
  * replSetResizeOplog command's parsing (commands/cmd_repl_oplog.c).
  */
 #include "repl/oplog.h"
+#include "repl/preimage.h"
 #include "repl/oplog_diff.h"
 
 #include <errno.h>
@@ -25,6 +26,7 @@
 
 #include "common/log.h"
 #include "common/mem.h"
+#include "common/opctx.h"
 
 #define MB (1024.0 * 1024.0)
 #define DEFAULT_MIN_BYTES (990.0 * MB)
@@ -48,6 +50,10 @@ struct repl_oplog {
 	uint8_t uuid[16];
 	atomic_ullong recovered;       /* the last entry at open */
 	atomic_ullong stable;          /* last stable_timestamp set */
+	atomic_ullong oldest;          /* last oldest_timestamp set */
+	/* CLOCK_MONOTONIC ms of the last read at a past timestamp
+	 * (repl_oplog_note_snapshot_read); history is kept while recent */
+	atomic_llong snapshot_ms;
 	atomic_llong max_bytes;
 	double min_retention_hours;    /* under coll_lock */
 	/* the newest committed entry's opTime (hello's lastWrite without a
@@ -72,6 +78,7 @@ typedef struct sess_ctx {
 	bool wrote;
 	repl_oplog_optime_t txn_last;   /* the newest entry the open transaction wrote */
 	bool replacement;
+	const char *retry_image;   /* "preImage" / "postImage": needsRetryImage (repl_oplog_session_set_image) */
 	bool collect;
 	bson_t **ops;              /* collect mode: the transaction's operations (bson_new'd) */
 	int nops, cap;
@@ -237,6 +244,8 @@ body_update(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
 		bson_append_document_end(&body[0], &o);
 	}
 	append_id_doc(&body[0], "o2", op->doc);
+	if (ctx != NULL && ctx->has_info && ctx->retry_image != NULL)
+		bson_append_utf8(&body[0], "needsRetryImage", -1, ctx->retry_image, -1);
 	bson_destroy(&diff);
 	return 1;
 }
@@ -244,11 +253,12 @@ body_update(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
 static int
 body_delete(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
 {
-	(void)ctx;
 	bson_append_utf8(&body[0], "op", 2, "d", 1);
 	append_ns(&body[0], op->coll->db, op->coll->name);
 	append_uuid(&body[0], "ui", op->coll->uuid);
 	append_id_doc(&body[0], "o", op->old_doc);
+	if (ctx != NULL && ctx->has_info && ctx->retry_image != NULL)
+		bson_append_utf8(&body[0], "needsRetryImage", -1, ctx->retry_image, -1);
 	return 1;
 }
 
@@ -482,16 +492,17 @@ body_index_set_spec(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
 static const struct {
 	storage_op_kind_t kind;
 	body_fn fn;
-	bool crud;          /* collected in a transaction's applyOps */
+	bool crud;          /* collected in a transaction's applyOps (a create and an
+	                     * index on an empty collection can be in one too) */
 } BODIES[] = {
 	{STORAGE_OP_INSERT, body_insert, true},
 	{STORAGE_OP_UPDATE, body_update, true},
 	{STORAGE_OP_DELETE, body_delete, true},
-	{STORAGE_OP_CREATE, body_create, false},
+	{STORAGE_OP_CREATE, body_create, true},
 	{STORAGE_OP_DROP, body_drop, false},
 	{STORAGE_OP_RENAME, body_rename, false},
 	{STORAGE_OP_DROP_DB, body_drop_db, false},
-	{STORAGE_OP_INDEX_CREATE, body_index_create, false},
+	{STORAGE_OP_INDEX_CREATE, body_index_create, true},
 	{STORAGE_OP_INDEX_DROP, body_index_drop, false},
 	{STORAGE_OP_SET_OPTIONS, body_set_options, false},
 	{STORAGE_OP_INDEX_SET_SPEC, body_index_set_spec, false},
@@ -642,7 +653,7 @@ on_write(void *arg, storage_session_t *s, const storage_op_t *op, terr_t *err)
 	bson_init(&bodies[0]);
 	bson_init(&bodies[1]);
 	n = BODIES[op->kind].fn(ctx, op, bodies);
-	if (n > 0 && ctx != NULL && ctx->collect && BODIES[op->kind].crud) {
+	if (n == 1 && ctx != NULL && ctx->collect && BODIES[op->kind].crud) {
 		/* a transaction's operation: written at commit, in applyOps */
 		if (ctx->nops == ctx->cap) {
 			ctx->cap = ctx->cap ? ctx->cap * 2 : 8;
@@ -653,6 +664,13 @@ on_write(void *arg, storage_session_t *s, const storage_op_t *op, terr_t *err)
 		ret = 0;
 	} else {
 		ret = n > 0 ? log_bodies(o, s, ctx, bodies, n, err) : 0;
+		/* changeStreamPreAndPostImages: the document before, at the entry's ts */
+		if (ret == 0 && n > 0 && (op->kind == STORAGE_OP_UPDATE || op->kind == STORAGE_OP_DELETE) &&
+		    op->old_doc != NULL && repl_preimage_enabled(op->coll)) {
+			sess_ctx_t *cx = ctx_of(s, false);
+			if (cx != NULL && cx->txn_last.ts != 0)
+				ret = repl_preimage_write(o->st, s, op->coll, cx->txn_last.ts, op->old_doc, err);
+		}
 	}
 	bson_destroy(&bodies[0]);
 	bson_destroy(&bodies[1]);
@@ -832,17 +850,46 @@ repl_oplog_last_optime(repl_oplog_t *o)
 
 /* ---- thread: stable/oldest, truncation ------------------------------------ */
 
+void
+repl_oplog_note_snapshot_read(repl_oplog_t *o)
+{
+	if (o != NULL)
+		atomic_store(&o->snapshot_ms, tm_now_us() / 1000);
+}
+
+/*
+ * stable follows the visibility point.  oldest trails it by
+ * REPL_OPLOG_HISTORY_SECS while snapshot reads are in use (one within the
+ * last REPL_OPLOG_HISTORY_SECS), and otherwise follows stable: every
+ * timestamped version younger than oldest stays in a key's update chain,
+ * and WiredTiger 3.2 walks that chain on every update of the key
+ * (__wt_update_obsolete_check), so 5 s of history on a hot key -- a
+ * session's config.transactions row, rewritten by each of its retryable
+ * writes -- cost a retryable insert 2x its CPU (docs/benchmarks.md).
+ * oldest never moves back: once reads at past times start, the window
+ * grows from there.
+ */
 static void
 move_timestamps(repl_oplog_t *o)
 {
-	repl_ts_t vis = repl_oplog_visible(o), oldest = 0;
+	repl_ts_t vis = repl_oplog_visible(o), oldest = 0, cur = atomic_load(&o->oldest);
+	int64_t since = tm_now_us() / 1000 - atomic_load(&o->snapshot_ms);
 
 	if (vis == 0 || vis <= atomic_load(&o->stable))
 		return;
-	if (repl_ts_secs(vis) > REPL_OPLOG_HISTORY_SECS)
-		oldest = REPL_TS(repl_ts_secs(vis) - REPL_OPLOG_HISTORY_SECS, 0);
-	if (storage_ts_set(o->st, vis, oldest, NULL) == 0)
+	if (atomic_load(&o->snapshot_ms) != 0 && since < REPL_OPLOG_HISTORY_SECS * 1000) {
+		if (repl_ts_secs(vis) > REPL_OPLOG_HISTORY_SECS)
+			oldest = REPL_TS(repl_ts_secs(vis) - REPL_OPLOG_HISTORY_SECS, 0);
+	} else {
+		oldest = vis;
+	}
+	if (oldest <= cur)
+		oldest = 0;   /* unchanged */
+	if (storage_ts_set(o->st, vis, oldest, NULL) == 0) {
 		atomic_store(&o->stable, vis);
+		if (oldest != 0)
+			atomic_store(&o->oldest, oldest);
+	}
 }
 
 /* The periodic no-op: only when nothing was logged since the last look. */
@@ -989,6 +1036,8 @@ repl_oplog_truncate(repl_oplog_t *o, int64_t *removed, terr_t *err)
 	ERR(storage_txn_commit(s, false, err));
 	if (removed != NULL)
 		*removed = nrem;
+	/* pre-images live as long as their entries (repl/preimage.h) */
+	ERR(repl_preimage_expire(o->st, s, (repl_ts_t)upto + 1, NULL, err));
 err:
 	storage_cursor_close(cur);
 	storage_session_pool_put(o->st, s);
@@ -1427,6 +1476,14 @@ repl_oplog_session_set_stmt(storage_session_t *s, int32_t stmt_id)
 	ctx->stmt = stmt_id < 0 ? -1 : stmt_id;
 }
 
+void
+repl_oplog_session_set_image(storage_session_t *s, const char *kind)
+{
+	sess_ctx_t *ctx = ctx_of(s, true);
+
+	ctx->retry_image = kind;
+}
+
 repl_oplog_optime_t
 repl_oplog_session_last(storage_session_t *s)
 {
@@ -1450,6 +1507,7 @@ repl_oplog_session_clear(storage_session_t *s)
 	ctx->prev = ctx->chain = REPL_OPLOG_OPTIME_NULL;
 	ctx->collect = false;
 	ctx->replacement = false;
+	ctx->retry_image = NULL;
 	ctx_ops_clear(ctx);
 }
 

@@ -22,7 +22,8 @@
  * visibility point is WiredTiger's all_committed: every entry <= it is
  * committed; forward scans of the oplog (also find's) stop there, so a
  * reader never sees a hole.  stable_timestamp follows it, oldest_timestamp
- * trails it by REPL_OPLOG_HISTORY_SECS.
+ * trails it by REPL_OPLOG_HISTORY_SECS while reads at past timestamps are in
+ * use (repl_oplog_note_snapshot_read), and follows it otherwise.
  *
  * Lifetime: the engine opens it when started with --replSet (never for a
  * standalone) and closes it before storage_close.  Until the set is
@@ -146,6 +147,11 @@ bool repl_oplog_wait_visible(repl_oplog_t *op, repl_ts_t ts, int64_t timeout_ms)
  */
 int repl_oplog_noop(repl_oplog_t *op, storage_session_t *s, const bson_t *o, repl_oplog_optime_t *at, terr_t *err);
 
+/* A read at a past timestamp (readConcern snapshot, a snapshot cursor's
+ * getMore) is being served: keep REPL_OPLOG_HISTORY_SECS of history from now
+ * on, until none came for that long (op may be NULL). */
+void repl_oplog_note_snapshot_read(repl_oplog_t *op);
+
 /* Read the entry with exactly this ts (a retryable write's statement, a
  * transaction's prevOpTime chain): 0 with *entry initialised to a copy (the
  * caller destroys it), 1 when there is none (entry untouched), -1 with
@@ -212,6 +218,11 @@ int repl_oplog_session_set(repl_oplog_t *op, storage_session_t *s, const bson_t 
 /* The statement id the next logged write carries (retryable writes: one
  * per statement of the batch); < 0 = none. */
 void repl_oplog_session_set_stmt(storage_session_t *s, int32_t stmt_id);
+/* A retryable findAndModify's update or delete: its entry carries
+ * needsRetryImage: kind ("preImage" or "postImage", a static string; NULL:
+ * none), as mongod 5.1+ writes it when the image is kept in
+ * config.image_collection.  Until changed or repl_oplog_session_clear. */
+void repl_oplog_session_set_image(storage_session_t *s, const char *kind);
 /* The opTime of the last entry written through s with the current session
  * info and committed ({0, -1} when none): what config.transactions records
  * as lastWriteOpTime, and what a retry finds with repl_oplog_find. */

@@ -4,6 +4,7 @@
  */
 #include "repl/retryable.h"
 #include "repl/txn.h"
+#include "repl/oplog.h"
 
 #include <string.h>
 
@@ -11,7 +12,8 @@
 
 struct repl_retry_record {
 	char cmd[32];
-	bool lost;          /* ran before a restart: the reply is gone */
+	bool lost;          /* ran before a restart: the reply is rebuilt from the oplog */
+	uint64_t last_ts;   /* lost: the row's lastWriteOpTime.ts */
 	bson_t reply;
 };
 
@@ -36,19 +38,128 @@ same_command(const char *a, const char *b)
 	return strcmp(a, b) == 0;
 }
 
+static int
+incomplete(repl_session_t *s, terr_t *err)
+{
+	char desc[160];
+
+	return terr_set(err, TERR_INCOMPLETE_TRANSACTION_HISTORY,
+	    "Incomplete history detected for transaction %lld on session %s",
+	    (long long)repl_session_txn(s)->txn_number, repl_session_describe(s, desc));
+}
+
+static bool
+entry_is(const bson_t *e, const char *field, const char *value)
+{
+	bson_iter_t it;
+
+	return bson_iter_init_find(&it, e, field) && BSON_ITER_HOLDS_UTF8(&it) &&
+	    strcmp(bson_iter_utf8(&it, NULL), value) == 0;
+}
+
+/* The oldest entry's ts (0: none). */
+static uint64_t
+oldest_ts(repl_oplog_t *op, storage_session_t *ss)
+{
+	repl_oplog_cursor_t *cur = NULL;
+	bson_t e;
+	bson_iter_t it;
+	uint64_t ts = 0;
+	terr_t err = TERR_INIT;
+
+	if (repl_oplog_scan_open(op, ss, 0, &cur, &err) == 0 && repl_oplog_cursor_next(cur, &e, &err) == 1 &&
+	    bson_iter_init_find(&it, &e, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+		uint32_t t, i;
+		bson_iter_timestamp(&it, &t, &i);
+		ts = (uint64_t)t << 32 | i;
+	}
+	if (cur != NULL)
+		repl_oplog_cursor_close(cur);
+	terr_clear(&err);
+	return ts;
+}
+
+/*
+ * A single-statement retryable write that ran before a restart: its reply
+ * rebuilt from its oplog entry (mongod's parseOplogEntryForInsert /
+ * Update / Delete: the entry at the row's lastWriteOpTime carries the
+ * session's lsid, txnNumber and stmtId 0).  1 with *reply, 0 when the
+ * statement left no entry (it wrote nothing: run it again, as mongod does
+ * for a stmtId it cannot find), -1 with 217 when the history is gone or
+ * cannot answer this command.
+ */
+static int
+rebuild(repl_session_t *s, repl_retry_record_t *r, repl_oplog_t *op, storage_session_t *ss, const char *cmd,
+        bson_t *reply, terr_t *err)
+{
+	repl_txn_state_t *t = repl_session_txn(s);
+	bson_t e, o;
+	bson_iter_t it;
+	int rc;
+
+	if (op == NULL || ss == NULL || r->last_ts == 0)
+		return incomplete(s, err);
+	if ((rc = repl_oplog_find(op, ss, r->last_ts, &e, err)) < 0)
+		return -1;
+	if (rc == 1) {
+		/* no entry: the write changed nothing (the row's time is the
+		 * wall clock's), unless the oplog was truncated past it */
+		if (r->last_ts < oldest_ts(op, ss))
+			return incomplete(s, err);
+		return 0;
+	}
+	rc = -1;
+	if (!bson_iter_init_find(&it, &e, "txnNumber") || bson_iter_as_int64(&it) != t->txn_number ||
+	    !bson_iter_init_find(&it, &e, "stmtId") || bson_iter_as_int64(&it) != 0)
+		goto out;
+	bson_init(reply);
+	/* mongod answers an executed insert or delete statement n: 1 whatever
+	 * its entry, and parses an update's */
+	if (strcmp(cmd, "insert") == 0 || strcmp(cmd, "delete") == 0) {
+		BSON_APPEND_INT32(reply, "n", 1);
+		rc = 1;
+	} else if (strcmp(cmd, "update") == 0 && entry_is(&e, "op", "u")) {
+		BSON_APPEND_INT32(reply, "n", 1);
+		BSON_APPEND_INT32(reply, "nModified", 1);
+		rc = 1;
+	} else if (strcmp(cmd, "update") == 0 && entry_is(&e, "op", "i") && bson_iter_init_find(&it, &e, "o") &&
+	    BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &it) && bson_iter_find(&it, "_id")) {
+		/* an upsert */
+		bson_t arr, up;
+		BSON_APPEND_INT32(reply, "n", 1);
+		BSON_APPEND_INT32(reply, "nModified", 0);
+		bson_append_array_begin(reply, "upserted", -1, &arr);
+		bson_append_document_begin(&arr, "0", 1, &up);
+		BSON_APPEND_INT32(&up, "index", 0);
+		bson_append_iter(&up, "_id", 3, &it);
+		bson_append_document_end(&arr, &up);
+		bson_append_array_end(reply, &arr);
+		rc = 1;
+	}
+	if (rc != 1)
+		bson_destroy(reply);
+	(void)o;
+out:
+	bson_destroy(&e);
+	if (rc == 1) {
+		atomic_fetch_add(&repl_txn_stats(repl_session_registry(s))->retried_commands, 1);
+		atomic_fetch_add(&repl_txn_stats(repl_session_registry(s))->retried_statements, 1);
+		return 1;
+	}
+	return incomplete(s, err);
+}
+
 int
-repl_retryable_replay(repl_session_t *s, const char *cmd, bson_t *reply, terr_t *err)
+repl_retryable_replay(repl_session_t *s, repl_oplog_t *op, storage_session_t *ss, const char *cmd,
+                      int nstatements, bson_t *reply, terr_t *err)
 {
 	repl_txn_state_t *t = repl_session_txn(s);
 	repl_txn_stats_t *stats = repl_txn_stats(repl_session_registry(s));
-	char desc[160];
 
 	if (t->retry == NULL)
 		return 0;
 	if (t->retry->lost)
-		return terr_set(err, TERR_INCOMPLETE_TRANSACTION_HISTORY,
-		    "Incomplete history detected for transaction %lld on session %s",
-		    (long long)t->txn_number, repl_session_describe(s, desc));
+		return nstatements == 1 ? rebuild(s, t->retry, op, ss, cmd, reply, err) : incomplete(s, err);
 	if (!same_command(t->retry->cmd, cmd))
 		return 0;
 	bson_copy_to(&t->retry->reply, reply);
@@ -241,8 +352,16 @@ repl_retryable_load(repl_sessions_t *ss, storage_session_t *s, terr_t *err)
 				/* a committed transaction answers a retried commit ok */
 				t->phase = committed ? REPL_TXN_COMMITTED : REPL_TXN_RETRYABLE;
 				if (!committed) {
+					bson_iter_t ot;
 					t->retry = tm_alloc0(sizeof(*t->retry));
 					t->retry->lost = true;
+					if (bson_iter_init_find(&it, &doc, "lastWriteOpTime") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+					    bson_iter_recurse(&it, &ot) && bson_iter_find(&ot, "ts") &&
+					    BSON_ITER_HOLDS_TIMESTAMP(&ot)) {
+						uint32_t ts, inc;
+						bson_iter_timestamp(&ot, &ts, &inc);
+						t->retry->last_ts = (uint64_t)ts << 32 | inc;
+					}
 					bson_init(&t->retry->reply);
 				}
 			}

@@ -9,14 +9,15 @@
  * session's row of config.transactions as mongod does ({_id: lsid, txnNum,
  * lastWriteOpTime, lastWriteDate}), and at open the rows are read back: after
  * a restart the session still knows its newest txnNumber, so an older one
- * answers 225 TransactionTooOld and a retry of the same one 217
- * IncompleteTransactionHistory (mongod's answer when the oplog entries that
- * would rebuild the reply are gone) instead of applying the write twice.
+ * answers 225 TransactionTooOld, and a retry of the same one gets its reply
+ * rebuilt from the oplog entry the row points at (single-statement writes)
+ * or 217 IncompleteTransactionHistory (batches, findAndModify), never the
+ * write applied twice.
  *
  * What it does not do: per-statement (stmtId) replies of a batch that was
- * cut short, findAndModify images in config.image_collection, and the row is
- * written in its own storage transaction right after the write's (a crash
- * between the two can lose the row).
+ * cut short, findAndModify images in config.image_collection, and a batch's
+ * row is written in its own storage transaction right after the batch's (a
+ * crash between the two can lose the row).
  */
 #ifndef TAMGA_REPL_RETRYABLE_H
 #define TAMGA_REPL_RETRYABLE_H
@@ -33,9 +34,15 @@ void repl_retry_record_free(repl_retry_record_t *r);
 /* The session is at a retryable txnNumber (repl_txn_begin_or_continue said
  * REPL_TXN_KIND_RETRYABLE): returns 1 with reply (initialised, caller
  * destroys) a copy of the first execution's reply when cmd already ran under
- * it; 0 when it did not (run it); -1 with 217 IncompleteTransactionHistory
- * when it ran before a restart (its reply is gone). */
-int repl_retryable_replay(repl_session_t *s, const char *cmd, bson_t *reply, terr_t *err);
+ * it; 0 when it did not (run it).  When it ran before a restart, a
+ * single-statement insert, update or delete (nstatements 1) gets the reply
+ * rebuilt from its oplog entry (read through op on ss, outside any
+ * transaction), as mongod does; 0 when that write left no entry (it changed
+ * nothing: it runs again); -1 with 217 IncompleteTransactionHistory for a
+ * batch, a findAndModify, or an entry the oplog no longer has. */
+struct repl_oplog;
+int repl_retryable_replay(repl_session_t *s, struct repl_oplog *op, storage_session_t *ss, const char *cmd,
+                          int nstatements, bson_t *reply, terr_t *err);
 
 /* Keep reply (copied) as what cmd did under the session's txnNumber, and
  * write the session's config.transactions row (on storage session ss, its

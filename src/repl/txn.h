@@ -53,6 +53,7 @@ typedef struct repl_txn_state {
 	int64_t expire_ms;        /* start + transactionLifetimeLimitSeconds */
 	bool killed;              /* killed while checked out: abort at check-in */
 	bool read_concern_set;    /* the first statement named a readConcern */
+	bool read_concern_nonlocal; /* ... and its level is not "local" (no DDL then, as mongod) */
 	int nstatements;          /* statements run so far */
 	bool oplog_attached;      /* its storage session carries session info (repl_txn_attach_oplog) */
 	uint64_t last_ts;         /* the last commit's applyOps opTime */

@@ -517,10 +517,67 @@ cat_get_locked(storage_t *st, const char *ns)
 	return st->colls[pos];
 }
 
+/* ---- collections a transaction created (staged until its commit) -------- */
+
+/* The session whose staged collections storage_coll_get sees on this
+ * thread (storage_session_bind_thread). */
+static __thread storage_session_t *bound_session;
+
+void
+storage_session_bind_thread(storage_session_t *s)
+{
+	bound_session = s;
+}
+
+/* The bound session's staged descriptor of ns (a new reference), or NULL. */
+static storage_coll_t *
+staged_get(storage_t *st, const char *ns)
+{
+	storage_session_t *s = bound_session;
+
+	if (s == NULL || s->st != st || s->nstaged == 0)
+		return NULL;
+	for (int i = 0; i < s->nstaged; i++)
+		if (strcmp(s->staged[i].c->ns, ns) == 0) {
+			storage_coll_ref(s->staged[i].c);
+			return s->staged[i].c;
+		}
+	return NULL;
+}
+
+static int
+staged_index(const storage_session_t *s, const char *ns)
+{
+	for (int i = 0; i < s->nstaged; i++)
+		if (strcmp(s->staged[i].c->ns, ns) == 0)
+			return i;
+	return -1;
+}
+
+bool
+storage_coll_created_in_txn(const storage_session_t *s, const storage_coll_t *c)
+{
+	if (s == NULL || c == NULL)
+		return false;
+	for (int i = 0; i < s->nstaged; i++)
+		if (storage_coll_rt(s->staged[i].c) == storage_coll_rt(c))
+			return true;
+	return false;
+}
+
 storage_coll_t *
 storage_coll_by_ident(storage_t *st, const char *ident)
 {
 	storage_coll_t *c = NULL;
+	storage_session_t *bs = bound_session;
+
+	if (bs != NULL && bs->st == st) {
+		for (int i = 0; i < bs->nstaged; i++)
+			if (strcmp(bs->staged[i].c->ident, ident) == 0) {
+				storage_coll_ref(bs->staged[i].c);
+				return bs->staged[i].c;
+			}
+	}
 
 	pthread_rwlock_rdlock(&st->cat_lock);
 	for (int i = 0; i < st->ncolls && c == NULL; i++) {
@@ -551,7 +608,7 @@ system_name_legal(const char *db, const char *coll)
 	static const char *const anydb[] = {"system.users", "system.js", "system.views", "system.profile"};
 	static const char *const admin[] = {"system.roles", "system.version", "system.keys",
 	                                    "system.backup_users", "system.new_users"};
-	static const char *const config[] = {"system.sessions", "system.indexBuilds"};
+	static const char *const config[] = {"system.sessions", "system.indexBuilds", "system.preimages"};
 	static const char *const local[] = {"system.replset", "system.healthlog"};
 
 	for (size_t i = 0; i < sizeof(anydb) / sizeof(anydb[0]); i++)
@@ -914,9 +971,11 @@ storage_coll_get(storage_t *st, const char *db, const char *name, storage_coll_t
 	memcpy(ns, db, dl);
 	ns[dl] = '.';
 	memcpy(ns + dl + 1, name, nl + 1);
-	pthread_rwlock_rdlock(&st->cat_lock);
-	*out = cat_get_locked(st, ns);
-	pthread_rwlock_unlock(&st->cat_lock);
+	if ((*out = staged_get(st, ns)) == NULL) {
+		pthread_rwlock_rdlock(&st->cat_lock);
+		*out = cat_get_locked(st, ns);
+		pthread_rwlock_unlock(&st->cat_lock);
+	}
 	if (ns != buf)
 		bson_free(ns);
 	return *out != NULL ? 0 : TERR_NAMESPACE_NOT_FOUND;
@@ -986,6 +1045,245 @@ err:
 	bson_free(ident);
 	bson_free(id_ident);
 	return ret;
+}
+
+/* Drop the tables of a descriptor no one else ever saw (a staged
+ * collection, or a staged version's new index table). */
+static void
+staged_tables_drop(storage_t *st, WT_SESSION *ws, const storage_coll_t *c, coll_rt_t *rt)
+{
+	storage_ident_drop(st, ws, c->ident, rt);
+	for (int i = 0; i < c->nindexes; i++)
+		storage_ident_drop(st, ws, c->indexes[i].ident, rt);
+}
+
+int
+storage_coll_create_in_txn(storage_t *st, storage_session_t *s, const char *db, const char *name,
+                           const bson_t *options, terr_t *err)
+{
+	storage_coll_t *c = NULL;
+	char *ns = NULL, *ident = NULL, *id_ident = NULL;
+	uint8_t uuid[16];
+	bson_t entry;
+	bool have_entry = false, tables = false, exists;
+	int ret = 0;
+
+	RET(storage_require_txn(s, err));
+	RET(storage_ns_check(db, name, err));
+	ns = bson_strdup_printf("%s.%s", db, name);
+	pthread_mutex_lock(&st->ddl_lock);
+	pthread_rwlock_rdlock(&st->cat_lock);
+	exists = staged_index(s, ns) >= 0 || cat_find(st, ns) >= 0 || view_find_locked(st, ns, NULL);
+	pthread_rwlock_unlock(&st->cat_lock);
+	if (exists) {
+		pthread_mutex_unlock(&st->ddl_lock);
+		ret = terr_set(err, TERR_NAMESPACE_EXISTS, "Collection %s already exists.", ns);
+		goto err;
+	}
+	ident = new_ident(st, "collection");
+	id_ident = new_ident(st, "index");
+	new_uuid(uuid);
+	tables = true;
+	ret = table_create(st, ident, RECORD_TABLE_CONFIG, err);
+	if (ret == 0)
+		ret = table_create(st, id_ident, UNIQUE_INDEX_CONFIG, err);
+	pthread_mutex_unlock(&st->ddl_lock);
+	if (ret != 0)
+		goto err;
+	entry_build(&entry, ns, uuid, ident, options, NULL, id_ident, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+	have_entry = true;
+	ERR(coll_from_entry(&entry, NULL, 1, &c, err));
+	{
+		/* logged inside the transaction's applyOps, before its writes */
+		storage_op_t op = {.kind = STORAGE_OP_CREATE, .db = db, .coll = c};
+		if ((ret = storage_observe(s, &op, err)) != 0) {
+			storage_txn_fail(s, ret);
+			goto err;
+		}
+	}
+	if (s->nstaged == s->staged_cap) {
+		s->staged_cap = s->staged_cap ? s->staged_cap * 2 : 4;
+		s->staged = bson_realloc(s->staged, (size_t)s->staged_cap * sizeof(*s->staged));
+	}
+	s->staged[s->nstaged].c = c;
+	s->staged[s->nstaged].entry = bson_copy(&entry);
+	s->nstaged++;
+	c = NULL;
+	tables = false;
+err:
+	if (tables) {
+		storage_session_cursors_close(s);
+		storage_ident_drop(st, s->ws, ident, NULL);
+		storage_ident_drop(st, s->ws, id_ident, NULL);
+	}
+	storage_coll_release(c);
+	if (have_entry)
+		bson_destroy(&entry);
+	bson_free(ns);
+	bson_free(ident);
+	bson_free(id_ident);
+	return ret;
+}
+
+int
+storage_index_create_in_txn(storage_t *st, storage_session_t *s, const char *db, const char *name,
+                            const bson_t *spec, terr_t *err)
+{
+	storage_coll_t *c, *nc = NULL;
+	char *ns, *ident = NULL;
+	const char *ixname;
+	bson_iter_t it;
+	bson_t entry;
+	bool unique = false;
+	int64_t dcount = 0, dsize = 0;
+	int i, ret = 0;
+
+	RET(storage_require_txn(s, err));
+	if (!bson_iter_init_find(&it, spec, "name") || !BSON_ITER_HOLDS_UTF8(&it))
+		return terr_set(err, TERR_CANNOT_CREATE_INDEX, "index spec has no name");
+	ixname = bson_iter_utf8(&it, NULL);
+	if (!bson_iter_init_find(&it, spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+		return terr_set(err, TERR_CANNOT_CREATE_INDEX, "index spec has no key pattern");
+	if (bson_iter_init_find(&it, spec, "unique"))
+		unique = bson_iter_as_bool(&it);
+	ns = bson_strdup_printf("%s.%s", db, name);
+	i = staged_index(s, ns);
+	if (i < 0) {
+		ret = terr_set(err, TERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+		    "Cannot create new indexes on existing collection %s in a multi-document transaction.", ns);
+		bson_free(ns);
+		return ret;
+	}
+	c = s->staged[i].c;
+	storage_txn_pending(s, storage_coll_rt(c), &dcount, &dsize);
+	if (dcount + atomic_load(&storage_coll_rt(c)->count) != 0) {
+		ret = terr_set(err, TERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+		    "Cannot create new indexes on non-empty collection %s in a multi-document transaction.", ns);
+		bson_free(ns);
+		return ret;
+	}
+	bson_free(ns);
+	for (int k = 0; k < c->nindexes; k++)
+		if (strcmp(c->indexes[k].name, ixname) == 0)
+			return terr_set(err, TERR_INDEX_ALREADY_EXISTS, "index with name %s already exists", ixname);
+	pthread_mutex_lock(&st->ddl_lock);
+	ident = new_ident(st, "index");
+	ret = table_create(st, ident, unique ? UNIQUE_INDEX_CONFIG : INDEX_TABLE_CONFIG, err);
+	pthread_mutex_unlock(&st->ddl_lock);
+	if (ret != 0) {
+		bson_free(ident);
+		return ret;
+	}
+	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, spec, ident, NULL, NULL, NULL,
+	    NULL);
+	/* a writer of this transaction holding the older descriptor maintains
+	 * the new one's indexes (write_begin finds it by ident) */
+	atomic_fetch_add(&storage_coll_rt(c)->ixgen, 1);
+	ret = coll_from_entry(&entry, storage_coll_rt(c), c->version + 1, &nc, err);
+	if (ret == 0) {
+		storage_op_t op = {.kind = STORAGE_OP_INDEX_CREATE, .db = c->db, .coll = nc, .doc = spec,
+		    .num_records = 0};
+		if ((ret = storage_observe(s, &op, err)) != 0)
+			storage_txn_fail(s, ret);
+	}
+	if (ret != 0) {
+		storage_coll_release(nc);
+		bson_destroy(&entry);
+		storage_session_cursors_close(s);
+		storage_ident_drop(st, s->ws, ident, NULL);
+		bson_free(ident);
+		return ret;
+	}
+	storage_coll_release(c);
+	bson_destroy(s->staged[i].entry);
+	s->staged[i].c = nc;
+	s->staged[i].entry = bson_copy(&entry);
+	bson_destroy(&entry);
+	bson_free(ident);
+	return 0;
+}
+
+int
+storage_staged_prepare(storage_session_t *s, terr_t *err)
+{
+	storage_t *st = s->st;
+	bool conflict = false;
+	WT_CURSOR *cur = NULL;
+	int ret = 0;
+
+	pthread_mutex_lock(&st->ddl_lock);
+	s->staged_locked = true;
+	pthread_rwlock_rdlock(&st->cat_lock);
+	for (int i = 0; i < s->nstaged && !conflict; i++)
+		conflict = cat_find(st, s->staged[i].c->ns) >= 0 || view_find_locked(st, s->staged[i].c->ns, NULL);
+	pthread_rwlock_unlock(&st->cat_lock);
+	/* someone created the name since (mongod: the later commit fails) */
+	if (conflict) {
+		ret = storage_wt_err(WT_ROLLBACK, "create collection", err);
+		goto err;
+	}
+	if ((ret = s->ws->open_cursor(s->ws, STORAGE_CATALOG_URI, NULL, NULL, &cur)) != 0) {
+		ret = storage_wt_err(ret, "open catalog", err);
+		goto err;
+	}
+	for (int i = 0; i < s->nstaged; i++) {
+		WT_ITEM item;
+		item.data = bson_get_data(s->staged[i].entry);
+		item.size = s->staged[i].entry->len;
+		cur->set_key(cur, s->staged[i].c->ns);
+		cur->set_value(cur, &item);
+		if ((ret = cur->insert(cur)) != 0) {
+			/* a row our snapshot still sees, changed since: the name
+			 * was dropped or renamed meanwhile */
+			ret = storage_wt_err(ret == WT_DUPLICATE_KEY ? WT_ROLLBACK : ret, "write catalog", err);
+			goto err;
+		}
+	}
+	cur->close(cur);
+	return 0;
+err:
+	if (cur != NULL)
+		cur->close(cur);
+	s->staged_locked = false;
+	pthread_mutex_unlock(&st->ddl_lock);
+	return ret;
+}
+
+void
+storage_staged_finish(storage_session_t *s, bool committed)
+{
+	storage_t *st = s->st;
+	int n = s->nstaged;
+
+	if (n == 0) {
+		if (s->staged_locked) {
+			s->staged_locked = false;
+			pthread_mutex_unlock(&st->ddl_lock);
+		}
+		return;
+	}
+	s->nstaged = 0;
+	if (committed) {
+		pthread_rwlock_wrlock(&st->cat_lock);
+		for (int i = 0; i < n; i++)
+			cat_insert(st, s->staged[i].c);   /* the array takes the reference */
+		pthread_rwlock_unlock(&st->cat_lock);
+	}
+	if (s->staged_locked) {
+		s->staged_locked = false;
+		pthread_mutex_unlock(&st->ddl_lock);
+	}
+	if (!committed)
+		storage_session_cursors_close(s);   /* its cached cursors would keep the tables busy */
+	for (int i = 0; i < n; i++) {
+		if (!committed) {
+			coll_rt_t *rt = storage_coll_rt(s->staged[i].c);
+			atomic_store(&rt->dropped, true);
+			staged_tables_drop(st, s->ws, s->staged[i].c, rt);
+			storage_coll_release(s->staged[i].c);
+		}
+		bson_destroy(s->staged[i].entry);
+	}
 }
 
 /* Store one catalog entry in its own catalog transaction (rolled back on
@@ -1568,6 +1866,19 @@ storage_index_mark_multikey(storage_t *st, const char *db, const char *name, con
 	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, NULL, NULL, ix_name, masks, NULL,
 	    NULL);
 	have_entry = true;
+	if (bound_session != NULL && bound_session->st == st && staged_index(bound_session, c->ns) >= 0) {
+		/* created by this thread's transaction: its staged row and
+		 * descriptor change, written and published with its commit */
+		storage_session_t *bs = bound_session;
+		int i = staged_index(bs, c->ns);
+		storage_coll_t *nc;
+		ERR(coll_from_entry(&entry, storage_coll_rt(c), c->version + 1, &nc, err));
+		storage_coll_release(bs->staged[i].c);
+		bson_destroy(bs->staged[i].entry);
+		bs->staged[i].c = nc;
+		bs->staged[i].entry = bson_copy(&entry);
+		goto err;
+	}
 	ERR(ddl_put_entry(st, c->ns, &entry, NULL, err));
 	ERR(republish(st, c, &entry, NULL, err));
 err:

@@ -418,6 +418,7 @@ storage_session_close(storage_session_t *s)
 	keystring_destroy(&s->ks2);
 	keystring_destroy(&s->tb);
 	bson_free(s->deltas);
+	bson_free(s->staged);
 	bson_free(s->buf);
 	bson_free(s->kbuf);
 	bson_free(s->oldk.data);
@@ -503,10 +504,18 @@ storage_session_pool_get(storage_t *st, terr_t *err)
 }
 
 void
+storage_session_set_lock_timeout(storage_session_t *s, int64_t ms)
+{
+	s->lock_timeout_set = ms >= 0;
+	s->lock_timeout_ms = ms;
+}
+
+void
 storage_session_pool_put(storage_t *st, storage_session_t *s)
 {
 	if (s == NULL)
 		return;
+	s->lock_timeout_set = false;
 	if (s->in_txn)
 		storage_txn_rollback(s);
 	if (s->cur_epoch != atomic_load(&st->cursor_epoch))
@@ -762,6 +771,12 @@ storage_txn_commit(storage_session_t *s, bool sync, terr_t *err)
 		return terr_set(err, TERR_INTERNAL_ERROR,
 		    "storage transaction failed earlier and was rolled back");
 	}
+	/* collections this transaction created: their catalog rows go into
+	 * the same WiredTiger transaction (catalog.c) */
+	if (s->nstaged > 0 && storage_staged_prepare(s, err) != 0) {
+		storage_txn_rollback(s);
+		return -1;
+	}
 	if (s->observed && s->st->obs.on_commit != NULL &&
 	    s->st->obs.on_commit(s->st->obs.arg, s, err) != 0) {
 		storage_txn_rollback(s);
@@ -774,6 +789,7 @@ storage_txn_commit(storage_session_t *s, bool sync, terr_t *err)
 	if (ret != 0) {
 		/* A failed commit is a rollback in WiredTiger. */
 		deltas_clear(s);
+		storage_staged_finish(s, false);
 		txn_ended(s, false);
 		return storage_wt_err(ret, "commit_transaction", err);
 	}
@@ -783,6 +799,7 @@ storage_txn_commit(storage_session_t *s, bool sync, terr_t *err)
 	}
 	if (!sync)
 		atomic_store(&s->st->dirty, true);
+	storage_staged_finish(s, true);
 	deltas_clear_ex(s, true);
 	txn_ended(s, true);
 	return 0;
@@ -799,6 +816,7 @@ storage_txn_rollback(storage_session_t *s)
 	s->txn_epoch++;
 	s->txn_failed = false;
 	deltas_clear(s);
+	storage_staged_finish(s, false);
 	txn_ended(s, false);
 }
 
@@ -856,6 +874,16 @@ storage_txn_gate(storage_session_t *s, coll_rt_t *rt, terr_t *err)
 			s->prelocked = NULL;
 			coll_rt_release(rt);
 			d->capped_locked = true;
+		} else if (s->lock_timeout_set) {
+			struct timespec until;
+			int64_t ns;
+			clock_gettime(CLOCK_REALTIME, &until);
+			ns = until.tv_nsec + (s->lock_timeout_ms % 1000) * 1000000;
+			until.tv_sec += (time_t)(s->lock_timeout_ms / 1000 + ns / 1000000000);
+			until.tv_nsec = (long)(ns % 1000000000);
+			if (pthread_rwlock_timedrdlock(&rt->gate, &until) != 0)
+				return storage_txn_fail(s, terr_set(err, TERR_LOCK_TIMEOUT,
+				    "Unable to acquire IX lock within %lldms.", (long long)s->lock_timeout_ms));
 		} else {
 			pthread_rwlock_rdlock(&rt->gate);
 		}

@@ -84,6 +84,15 @@ bool storage_txn_active(const storage_session_t *s);
 typedef int (*storage_txn_fn)(storage_session_t *s, void *arg, terr_t *err);
 int storage_txn_run(storage_session_t *s, storage_txn_fn fn, void *arg, bool sync, terr_t *err);
 
+/* Bound how long a write on s waits for a table that an index build, an
+ * index drop or a validated collMod holds (the table's gate): past ms
+ * milliseconds the write fails with 24 LockTimeout "Unable to acquire IX
+ * lock within <ms>ms." and the transaction is failed (mongod's
+ * maxTransactionLockRequestTimeoutMillis for a multi-document transaction).
+ * ms < 0: wait for ever (the default, and again once s goes back to the
+ * pool). */
+void storage_session_set_lock_timeout(storage_session_t *s, int64_t ms);
+
 /* True when err carries the internal write-conflict marker (code 112
  * WriteConflict) that storage_txn_run retries on. */
 bool storage_is_write_conflict(const terr_t *err);
@@ -273,6 +282,44 @@ int storage_coll_rename(storage_t *st, storage_session_t *s, const char *db, con
  * bad target name; the table and UUID are kept.  db_drop: every collection
  * of db; a missing db is not an error. */
 int storage_db_drop(storage_t *st, storage_session_t *s, const char *db, terr_t *err);
+
+/*
+ * Catalog changes inside a transaction (mongod 4.4+: create, createIndexes
+ * on a collection the transaction created, implicit creation by a write).
+ * storage_coll_create_in_txn creates db.name (with its _id index) for the
+ * transaction open on s: its tables are made at once (WiredTiger's create
+ * is not transactional), its descriptor is seen only on a thread bound to
+ * s (storage_session_bind_thread: storage_coll_get and the write paths then
+ * return it), its op is shown to the observer inside s's transaction (the
+ * oplog collects it into the transaction's applyOps), and its catalog row
+ * is written in s's transaction by storage_txn_commit, which publishes the
+ * descriptor after WiredTiger's commit.  So others see the collection
+ * exactly when they see the transaction's writes, and a crash never shows
+ * half of it (tables no row names are dropped at the next open).  A
+ * rollback drops the tables.  Errors: 48 NamespaceExists ("Collection <ns>
+ * already exists.") when the name is a visible collection or view or s
+ * created it already, 73 as storage_ns_check.  Someone else creating the
+ * same name meanwhile (outside a transaction, or a transaction that
+ * commits first) succeeds; this transaction's commit then fails with 112
+ * WriteConflict, as on mongod.
+ *
+ * storage_index_create_in_txn adds an index (spec validated by the caller)
+ * to a collection s created: 263 "Cannot create new indexes on existing
+ * collection <ns> in a multi-document transaction." for any other, 263
+ * "Cannot create new indexes on non-empty collection <ns> in a
+ * multi-document transaction." once the transaction wrote documents to it,
+ * 68 for a name it has.  storage_coll_created_in_txn: c is a collection
+ * s's open transaction created.
+ */
+int storage_coll_create_in_txn(storage_t *st, storage_session_t *s, const char *db, const char *name,
+                               const bson_t *options, terr_t *err);
+int storage_index_create_in_txn(storage_t *st, storage_session_t *s, const char *db, const char *name,
+                                const bson_t *spec, terr_t *err);
+bool storage_coll_created_in_txn(const storage_session_t *s, const storage_coll_t *c);
+/* The session whose created-in-transaction collections storage_coll_get
+ * returns on the calling thread (NULL: none).  A transaction's statement
+ * binds its storage session for as long as it runs. */
+void storage_session_bind_thread(storage_session_t *s);
 
 /*
  * Add an index (spec as listIndexes shows it: {v, key, name, unique...},

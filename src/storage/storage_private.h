@@ -108,6 +108,15 @@ typedef struct keyset {
 	int n, ncap;
 } keyset_t;
 
+/* A collection created by the transaction open on a session (storage.h,
+ * "catalog changes inside a transaction"): its descriptor (a reference,
+ * published at commit) and its catalog row, written in the transaction at
+ * commit. */
+typedef struct staged_coll {
+	storage_coll_t *c;
+	bson_t *entry;
+} staged_coll_t;
+
 /* Point-operation cursors a session keeps open between calls (see
  * storage_session_cursor). */
 #define SESSION_CURSORS 16
@@ -168,6 +177,16 @@ struct storage_session {
 	bool observed;             /* on_write was called in the open transaction */
 	uint64_t first_ts;         /* the open transaction's first commit timestamp, 0 = none */
 	bool internal;             /* st->ddl_s: its WT_SESSION is ddl_ws, closed with the connection */
+	/* Collections the open transaction created (catalog.c); staged_locked:
+	 * the commit holds st->ddl_lock from writing their rows until they are
+	 * published or discarded. */
+	staged_coll_t *staged;
+	int nstaged, staged_cap;
+	bool staged_locked;
+	/* storage_session_set_lock_timeout: how long a write waits for a
+	 * table's gate (lock_timeout_set false: for ever) */
+	bool lock_timeout_set;
+	int64_t lock_timeout_ms;
 };
 
 /* An ident whose drop failed (EBUSY: a cursor still open somewhere); the
@@ -292,6 +311,17 @@ void storage_session_cursors_close(storage_session_t *s);
 int storage_observe(storage_session_t *s, const storage_op_t *op, terr_t *err);
 
 /* ---- catalog.c ---- */
+/* A commit of a transaction that created collections (s->nstaged > 0),
+ * before WiredTiger's commit: takes st->ddl_lock (s->staged_locked), fails
+ * with 112 WriteConflict when one of the names exists now (created,
+ * renamed or made a view by someone else since), else writes their catalog
+ * rows in s's transaction.  On failure the lock is let go again. */
+int storage_staged_prepare(storage_session_t *s, terr_t *err);
+/* After WiredTiger's commit (committed) or a rollback: publishes the
+ * staged descriptors, or releases them and drops their tables (s has no
+ * transaction open any more); lets go of ddl_lock when held.  No-op when
+ * nothing is staged. */
+void storage_staged_finish(storage_session_t *s, bool committed);
 /* Load the catalog table into memory, drop unreferenced idents, initialise
  * counters.  Called once by storage_open. */
 int storage_catalog_load(storage_t *st, terr_t *err);

@@ -1515,6 +1515,81 @@ test_in_memory(void)
 	bson_free(d);
 }
 
+/* storage_session_set_lock_timeout (maxTransactionLockRequestTimeoutMillis):
+ * a write waiting for a gate a validated collMod holds fails with 24 after
+ * its timeout instead of waiting the collMod out; without one it waits. */
+struct gate_holder {
+	atomic_int state;   /* 1: the check runs (gate held); 2: let it finish */
+};
+
+static int
+hold_gate(void *arg, terr_t *err)
+{
+	struct gate_holder *h = arg;
+
+	(void)err;
+	atomic_store(&h->state, 1);
+	while (atomic_load(&h->state) != 2)
+		usleep(1000);
+	return 0;
+}
+
+static void *
+run_collmod(void *arg)
+{
+	void **a = arg;
+	terr_t err = TERR_INIT;
+	bson_t *opts = tt_json("{\"validationLevel\": \"moderate\"}");
+
+	storage_coll_set_options_checked(a[0], NULL, "t", "lk", opts, hold_gate, a[1], &err);
+	bson_destroy(opts);
+	return NULL;
+}
+
+static void
+test_lock_timeout(void)
+{
+	storage_t *st = open_fresh("lock-timeout");
+	storage_session_t *s = NULL;
+	storage_coll_t *c = NULL;
+	struct gate_holder h = {0};
+	void *args[2] = {st, &h};
+	terr_t err = TERR_INIT;
+	pthread_t th;
+	bson_t *doc = tt_json("{\"_id\": 1}");
+	int64_t t0, t1;
+	struct timespec ts;
+
+	TT_EQ_INT(storage_session_open(st, &s, &err), 0);
+	TT_EQ_INT(storage_coll_create(st, s, "t", "lk", NULL, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "t", "lk", &c, &err), 0);
+	pthread_create(&th, NULL, run_collmod, args);
+	while (atomic_load(&h.state) != 1)
+		usleep(1000);
+	storage_session_set_lock_timeout(s, 20);
+	TT_EQ_INT(storage_txn_begin(s, &err), 0);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t0 = ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	TT_ASSERT(storage_doc_insert(s, c, doc, NULL, &err) != 0);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t1 = ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	TT_EQ_INT(err.code, 24);
+	TT_ASSERT(t1 - t0 >= 15 && t1 - t0 < 2000);
+	storage_txn_rollback(s);
+	terr_clear(&err);
+	/* no bound: the write waits until the collMod is done, then goes in */
+	storage_session_set_lock_timeout(s, -1);
+	TT_EQ_INT(storage_txn_begin(s, &err), 0);
+	atomic_store(&h.state, 2);
+	TT_EQ_INT(storage_doc_insert(s, c, doc, NULL, &err), 0);
+	TT_EQ_INT(storage_txn_commit(s, false, &err), 0);
+	pthread_join(th, NULL);
+	bson_destroy(doc);
+	storage_coll_release(c);
+	storage_session_close(s);
+	close_and_clean(st);
+}
+
 int
 main(void)
 {
@@ -1533,5 +1608,6 @@ main(void)
 	TT_RUN(test_drop_waits_for_writer);
 	TT_RUN(test_reopen);
 	TT_RUN(test_in_memory);
+	TT_RUN(test_lock_timeout);
 	return tt_finish();
 }

@@ -218,11 +218,15 @@ test_abort_leaves_nothing(void)
 	tt_free_reply(r);
 	TT_EQ_INT(code_of("t", "{'find': 'c', 'lsid': %s, 'txnNumber': 11, 'autocommit': false}", LSID_A), 251);
 	TT_EQ_INT(count_docs("c", "{'_id': 4}"), 0);
-	/* collections are not created inside a transaction */
+	/* a collection created inside goes with the abort (a newer txnNumber
+	 * aborts 12; test_txn_ddl has the rest) */
 	TT_EQ_INT(code_of("t", "{'insert': 'newcoll', 'documents': [{'_id': 1}], 'lsid': %s, 'txnNumber': 12, "
-	    "'autocommit': false, 'startTransaction': true}", LSID_A), 263);
+	    "'autocommit': false, 'startTransaction': true}", LSID_A), 0);
 	TT_EQ_INT(code_of("t", "{'create': 'newcoll', 'lsid': %s, 'txnNumber': 13, 'autocommit': false, "
-	    "'startTransaction': true}", LSID_A), 263);
+	    "'startTransaction': true}", LSID_A), 0);
+	TT_EQ_INT(code_of("admin", "{'abortTransaction': 1, 'lsid': %s, 'txnNumber': 13, 'autocommit': false}", LSID_A), 0);
+	TT_EQ_INT(count_docs("newcoll", "{}"), 0);
+	TT_EQ_INT(code_of("t", "{'create': 'newcoll'}"), 0);
 }
 
 static void
@@ -374,6 +378,32 @@ test_retryable_writes(void)
 	TT_EQ_INT(code_of("t", "{'insert': 'r', 'documents': [{'_id': 3}], 'lsid': %s, 'txnNumber': 8}", LSID_B), 225);
 	TT_EQ_INT(code_of("t", "{'insert': 'r', 'documents': [{'_id': 3}], 'lsid': %s, 'txnNumber': 11}", LSID_B), 0);
 	TT_EQ_INT(count_docs("r", "{}"), 3);
+
+	/* single-statement writes retried after a restart: the reply rebuilt
+	 * from the oplog entry (mongod's), nothing applied twice; a write that
+	 * changed nothing left no entry and runs again */
+	TT_EQ_INT(code_of("t", "{'update': 'r', 'updates': [{'q': {'_id': 9}, 'u': {'$set': {'u': 1}}, 'upsert': true}], "
+	    "'lsid': %s, 'txnNumber': 12}", LSID_C), 0);
+	TT_EQ_INT(code_of("t", "{'update': 'r', 'updates': [{'q': {'_id': 1}, 'u': {'$inc': {'n': 1}}}], 'lsid': %s, "
+	    "'txnNumber': 13}", LSID_B), 0);
+	tamga_close(db);
+	TT_ASSERT((db = tt_open_replset(dir, "replSet=rs0,enableTestCommands")) != NULL);
+	TT_EQ_INT(run_code("t", "{'insert': 'r', 'documents': [{'_id': 3}], 'lsid': " LSID_B ", 'txnNumber': 13}", &r),
+	    0);   /* statement 0 ran: an insert retry answers n: 1, as mongod, and inserts nothing */
+	TT_EQ_INT(tt_get_i64(r, "n"), 1);
+	tt_free_reply(r);
+	TT_EQ_INT(count_docs("r", "{'_id': 3}"), 1);
+	TT_EQ_INT(run_code("t", "{'update': 'r', 'updates': [{'q': {'_id': 1}, 'u': {'$inc': {'n': 1}}}], 'lsid': " LSID_B
+	    ", 'txnNumber': 13}", &r), 0);
+	TT_EQ_INT(tt_get_i64(r, "n"), 1);
+	TT_EQ_INT(tt_get_i64(r, "nModified"), 1);
+	tt_free_reply(r);
+	TT_EQ_INT(count_docs("r", "{'_id': 1, 'n': 2}"), 1);
+	TT_EQ_INT(run_code("t", "{'update': 'r', 'updates': [{'q': {'_id': 9}, 'u': {'$set': {'u': 1}}, 'upsert': true}], "
+	    "'lsid': " LSID_C ", 'txnNumber': 12}", &r), 0);
+	TT_EQ_INT(tt_get_i64(r, "upserted.0._id"), 9);
+	tt_free_reply(r);
+	TT_EQ_INT(count_docs("r", "{'_id': 9}"), 1);
 }
 
 /* readConcern snapshot outside a transaction: a read at a cluster time sees
@@ -408,6 +438,30 @@ test_snapshot_reads(void)
 	TT_EQ_INT(run_code("t", "{'find': 's', 'readConcern': {'level': 'snapshot'}}", &r), 0);
 	TT_ASSERT(tt_get(r, "cursor.firstBatch.1", &it));
 	tt_free_reply(r);
+	/* a snapshot cursor's getMore reads at its atClusterTime too, not the
+	 * latest data: documents changed and added after the first batch are
+	 * seen as they were */
+	{
+		int64_t cid;
+		char gm[160];
+		TT_EQ_INT(code_of("t", "{'insert': 's', 'documents': [{'_id': 10, 'x': 10}, {'_id': 11, 'x': 11}, "
+		    "{'_id': 12, 'x': 12}]}"), 0);
+		TT_EQ_INT(run_code("t", "{'find': 's', 'filter': {'_id': {'$gte': 10}}, 'sort': {'_id': 1}, 'batchSize': 1, "
+		    "'readConcern': {'level': 'snapshot'}}", &r), 0);
+		TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.x"), 10);
+		cid = tt_get_i64(r, "cursor.id");
+		tt_free_reply(r);
+		TT_ASSERT(cid != 0);
+		TT_EQ_INT(code_of("t", "{'update': 's', 'updates': [{'q': {'_id': 11}, 'u': {'$set': {'x': 99}}}]}"), 0);
+		TT_EQ_INT(code_of("t", "{'delete': 's', 'deletes': [{'q': {'_id': 12}, 'limit': 1}]}"), 0);
+		TT_EQ_INT(code_of("t", "{'insert': 's', 'documents': [{'_id': 13, 'x': 13}]}"), 0);
+		snprintf(gm, sizeof(gm), "{'getMore': {'$numberLong': '%lld'}, 'collection': 's'}", (long long)cid);
+		TT_EQ_INT(run_code("t", gm, &r), 0);
+		TT_EQ_INT(tt_get_i64(r, "cursor.nextBatch.0.x"), 11);
+		TT_EQ_INT(tt_get_i64(r, "cursor.nextBatch.1.x"), 12);
+		TT_ASSERT(!tt_get(r, "cursor.nextBatch.2", &it));
+		tt_free_reply(r);
+	}
 	/* long before the oldest kept history */
 	TT_EQ_INT(code_of("t", "{'find': 's', 'readConcern': {'level': 'snapshot', 'atClusterTime': "
 	    "{'$timestamp': {'t': 1, 'i': 1}}}}"), 239);
