@@ -9,6 +9,10 @@
  *   insert_batch    [2] N documents, 1000 per insert command / transaction
  *   id_lookup       [2] N/15 finds by _id per round, random keys (the same
  *                       keys for every engine)
+ *   id_lookup_clustered [19] the same finds in a clustered collection
+ *                       ({clusteredIndex: {key: {_id: 1}}}, the same N
+ *                       documents): one table per lookup, against the
+ *                       one-table floor and SQLite
  *   full_scan       [2] read every document (cursor batches of 10000)
  *   filter_scan     [4] {rating: {$gte: 3}, "customer.country": "TR"} over N
  *                       documents (docs scanned/s); floor: a hand-written
@@ -67,7 +71,8 @@
 typedef struct result {
 	double insert_single, insert_batch, lookup, scan, filter, group, sort_limit;
 	double index_build, index_lookup, insert_3idx, insert_0idx;
-	char index_why[300], lookup_why[300], idx3_why[300], group_why[300], sort_why[300];
+	double clustered_lookup;   /* issue 19: NA until the clustered collection is loaded */
+	char index_why[300], lookup_why[300], idx3_why[300], group_why[300], sort_why[300], clustered_why[300];
 } result_t;
 
 static int64_t filter_expected;
@@ -79,6 +84,7 @@ init_result(result_t *r)
 	memset(r, 0, sizeof(*r));
 	r->insert_single = r->insert_batch = r->lookup = r->scan = r->filter = NA;
 	r->group = r->sort_limit = r->index_build = r->index_lookup = r->insert_3idx = r->insert_0idx = NA;
+	r->clustered_lookup = NA;
 }
 
 static void
@@ -215,7 +221,7 @@ tamga_insert(tamga_t *t, bool batch, int64_t from, int64_t to)
 }
 
 static double
-tamga_lookup(tamga_t *t, int64_t ops, uint64_t seed)
+tamga_lookup(tamga_t *t, const char *coll, int64_t ops, uint64_t seed)
 {
 	bson_t cmd, filter, reply;
 	double t0 = now();
@@ -225,12 +231,12 @@ tamga_lookup(tamga_t *t, int64_t ops, uint64_t seed)
 	rnd_reset(&rg, seed);
 	for (i = 0; i < ops; i++) {
 		bson_init(&cmd);
-		BSON_APPEND_UTF8(&cmd, "find", "docs");
+		BSON_APPEND_UTF8(&cmd, "find", coll);
 		bson_append_document_begin(&cmd, "filter", -1, &filter);
 		BSON_APPEND_INT64(&filter, "_id", rnd(&rg, N));
 		bson_append_document_end(&cmd, &filter);
 		tcmd(t, DB, &cmd, &reply);
-		if (tdrain(t, DB, "docs", &reply, 10000) != 1)
+		if (tdrain(t, DB, coll, &reply, 10000) != 1)
 			die("tamga lookup", "not exactly one document");
 		bson_destroy(&cmd);
 	}
@@ -287,7 +293,11 @@ tamga_reads(tamga_t *t, result_t *r, int round)
 {
 	bson_t *c;
 
-	keep_best(&r->lookup, tamga_lookup(t, N / 5 / ROUNDS, (uint64_t)round + 1));
+	keep_best(&r->lookup, tamga_lookup(t, "docs", N / 5 / ROUNDS, (uint64_t)round + 1));
+	/* >>> issue 19: _id lookups in a clustered collection (the same documents) */
+	if (r->clustered_lookup > NA)
+		keep_best(&r->clustered_lookup, tamga_lookup(t, "cdocs", N / 5 / ROUNDS, (uint64_t)round + 1));
+	/* <<< issue 19 */
 	keep_best(&r->scan, tamga_scan(t, false));
 	keep_best(&r->filter, tamga_scan(t, true));
 	if (round == 0 || r->group >= 0) {
@@ -947,6 +957,20 @@ main(int argc, char **argv)
 		*(batch ? &s.insert_batch : &s.insert_single) = (double)total / secs[2];
 		*(batch ? &l.insert_batch : &l.insert_single) = (double)total / secs[3];
 	}
+	/* >>> issue 19: the same N documents in a clustered collection (not timed) */
+	{
+		bson_t *c = BCON_NEW("create", "cdocs", "clusteredIndex", "{", "key", "{", "_id", BCON_INT32(1), "}",
+		    "unique", BCON_BOOL(true), "}");
+		bson_t reply;
+		tamga_error_t te;
+		if (tamga_run_command(tg, DB, c, &reply, &te) != 0)
+			snprintf(t.clustered_why, sizeof(t.clustered_why), "clustered create: %s", te.message);
+		else if (tamga_insert_range(tg, "cdocs", 0, N, t.clustered_why, sizeof(t.clustered_why)) == 0)
+			t.clustered_lookup = 0;
+		bson_destroy(&reply);
+		bson_destroy(c);
+	}
+	/* <<< issue 19 */
 	if ((pc = pg_connect(pg_why, sizeof(pg_why))) != NULL)
 		fprintf(stderr, "bench_core: postgresql COPY of %lld documents: %.0f docs/s\n", (long long)N,
 		    pg_load_docs(pc, "docs", N));
@@ -1010,6 +1034,12 @@ main(int argc, char **argv)
 	report("id_lookup", t.lookup, "wiredtiger", w.lookup);
 	report("id_lookup", t.lookup, "wiredtiger_layout", l.lookup);
 	report("id_lookup", t.lookup, "sqlite", s.lookup);
+	/* >>> issue 19 */
+	line("id_lookup_clustered", t.clustered_lookup > 0 ? t.clustered_lookup : NA, t.clustered_why, "wiredtiger",
+	    true, w.lookup, NULL);
+	line("id_lookup_clustered", t.clustered_lookup > 0 ? t.clustered_lookup : NA, t.clustered_why, "sqlite", true,
+	    s.lookup, NULL);
+	/* <<< issue 19 */
 	report("full_scan", t.scan, "wiredtiger", w.scan);
 	report("full_scan", t.scan, "sqlite", s.scan);
 	report("filter_scan", t.filter, "wiredtiger", w.filter);

@@ -9,8 +9,9 @@
 # Environment:
 #   BENCH_N        document count (default 1000000); use 20000 while developing
 #   BENCH_SECONDS  time cap per side of each read case through tamgad (default 10)
-#   BENCH_ONLY     space-separated subset of: core update schema text wire node repl geo changestream js toolbelt bookstore
+#   BENCH_ONLY     space-separated subset of: core update schema text wire node repl geo changestream js toolbelt bookstore timeseries
 #   BENCH_BOOKS    books of the bookstore case (default BENCH_N; 10x as many reviews)
+#   BENCH_TS_N     measurements for bench_timeseries (default 10000000; issue 19)
 #   BENCH_KEEP=1   keep the work folder (data, tamgad.log, postgresql.log)
 #
 # This script starts, for the run only, PostgreSQL 15 (Debian's, as the
@@ -19,7 +20,7 @@
 # the work folder); both are stopped on exit, whatever happens.
 set -uo pipefail
 build=${1:-build-bench}
-only=${BENCH_ONLY:-core update schema text wire node repl geo changestream js toolbelt bookstore}
+only=${BENCH_ONLY:-core update schema text wire node repl geo changestream js toolbelt bookstore timeseries}
 export BENCH_N=${BENCH_N:-1000000}
 work=$(mktemp -d "${TMPDIR:-/tmp}/tamga-bench-XXXXXX")
 chmod 755 "$work"
@@ -206,6 +207,7 @@ for b in $only; do
 	"${cmd[@]}" || { echo "run.sh: bench_$b failed" >&2; status=1; }
 	echo "run.sh: bench_$b took $(( $(date +%s) - start )) s" >&2
 	# each program's data is dropped as soon as it is done with it
+	rm -rf "$work/tamga-ts"   # issue 19
 	rm -rf "$work/tamga" "$work/tamga-update" "$work/tamga-schema" "$work/tamga-text" "$work/wt" "$work/wt-update" "$work"/sqlite.db*
 	# --- geo (issue 18): bench_geo's data ---
 	rm -rf "$work/tamga-geo"

@@ -323,6 +323,19 @@ do_stats(tamga_t *t)
 							stor = bson_iter_as_int64(&sf);
 						printf("%-24s %-32s %12lld %14lld %14lld\n", db,
 						    bson_iter_utf8(&nf, NULL), cnt, size, stor);
+						if (bson_iter_init_find(&sf, &sreply, "timeseries")) {
+							/* a time-series collection: count is its buckets' */
+							bson_t ccmd = BSON_INITIALIZER, cr;
+							bson_iter_t nit;
+							long long m = -1;
+							BSON_APPEND_UTF8(&ccmd, "count", bson_iter_utf8(&nf, NULL));
+							if (run(t, db, &ccmd, &cr) == 0 && bson_iter_init_find(&nit, &cr, "n"))
+								m = bson_iter_as_int64(&nit);
+							printf("%-24s %-32s %12lld measurements in %lld buckets\n", "", "  (time-series)", m,
+							    cnt);
+							bson_destroy(&cr);
+							bson_destroy(&ccmd);
+						}
 					}
 					bson_destroy(&sreply);
 					bson_destroy(&scmd);

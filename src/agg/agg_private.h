@@ -244,6 +244,7 @@ extern const agg_stage_def_t agg_stages_changestream[];
  * stream; hands a $match right after $changeStream to the reader. */
 int agg_change_stream_check(agg_pipeline_t *p, terr_t *err);
 extern const agg_stage_def_t agg_stages_qstats[];     /* stage_querystats.c */
+extern const agg_stage_def_t agg_stages_unpack[];   /* $_internalUnpackBucket (time-series) */
 
 /* Look up a stage by name across the tables (NULL when unknown). */
 const agg_stage_def_t *agg_stage_lookup(const char *name);

@@ -26,7 +26,7 @@ stage_tables(void)
 		agg_stages_basic, agg_stages_project, agg_stages_group, agg_stages_sort,
 		agg_stages_lookup, agg_stages_write, agg_stages_window, agg_stages_densify,
 		/* geo before stats: agg_stages_stats keeps a (now unreached) $geoNear placeholder row */
-		agg_stages_geo, agg_stages_changestream, agg_stages_stats, agg_stages_qstats, NULL,
+		agg_stages_geo, agg_stages_changestream, agg_stages_stats, agg_stages_qstats, agg_stages_unpack, NULL,
 	};
 	return tables;
 }

@@ -511,6 +511,10 @@ out_run(agg_rt_t *rt, write_state_t *ws, terr_t *err)
 	    rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
 	/* the temporary collection takes the target's options and indexes */
 	storage_coll_get(h->st, wp->db, wp->coll, &target, NULL);
+	if (target != NULL && bson_has_field(target->options, "timeseries")) {
+		ret = terr_set(err, TERR_NOT_IMPLEMENTED, "$out into a time-series collection is not supported by Tamga yet");
+		goto err;
+	}
 	if (target != NULL && target->capped) {
 		ret = terr_set(err, 17152, "namespace '%s.%s' is capped so it can't be used for $out", wp->db, wp->coll);
 		goto err;
@@ -860,6 +864,10 @@ merge_run(agg_rt_t *rt, write_state_t *ws, terr_t *err)
 	if (storage_coll_get(h->st, wp->db, wp->coll, &coll, NULL) != 0 &&
 	    !(wp->non == 0 || (wp->non == 1 && strcmp(wp->on[0], "_id") == 0))) {
 		ret = terr_set(err, 51183, "Cannot find index to verify that join fields will be unique");
+		goto err;
+	}
+	if (coll != NULL && bson_has_field(coll->options, "timeseries")) {
+		ret = terr_set(err, TERR_NOT_IMPLEMENTED, "$merge into a time-series collection is not supported by Tamga yet");
 		goto err;
 	}
 	if (coll != NULL)

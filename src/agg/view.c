@@ -12,6 +12,7 @@
  * resolves and parses each view once however many stages read it.
  */
 #include "agg/agg_private.h"
+#include "timeseries/timeseries.h"
 
 #include <string.h>
 
@@ -179,6 +180,23 @@ agg_view_ref(agg_pctx_t *pc, const char *db, const char *name, agg_view_ref_t **
 	if (rc < 0) {
 		bson_free(r);
 		return -1;
+	}
+	if (rc == 0) {
+		/* a time-series collection read by $lookup / $unionWith /
+		 * $graphLookup: its measurements, like a view on its buckets */
+		storage_coll_t *tc = NULL;
+		ts_options_t o;
+		if (storage_coll_get(pc->host->st, db, name, &tc, NULL) == 0 && ts_options_get(tc->options, &o)) {
+			bson_t st, spec;
+			bson_init(&r->stages);
+			bson_append_document_begin(&r->stages, "0", 1, &st);
+			bson_append_document_begin(&st, "$_internalUnpackBucket", -1, &spec);
+			ts_unpack_spec(&o, &spec);
+			bson_append_document_end(&st, &spec);
+			bson_append_document_end(&r->stages, &st);
+			r->base = bson_strdup(name);
+		}
+		storage_coll_release(tc);
 	}
 	r->db = bson_strdup(db);
 	r->name = bson_strdup(name);

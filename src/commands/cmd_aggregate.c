@@ -9,6 +9,7 @@
  * reply, whatever the batch size, and reply with an empty first batch.
  */
 #include "commands/commands_private.h"
+#include "commands/cmd_timeseries.h"
 #include "commands/cmd_admin.h"
 
 #include <string.h>
@@ -276,6 +277,7 @@ CMD_HANDLER(cmd_aggregate)
 	write_ctx_t wctx;
 	view_t view = {0};
 	bson_t combined;
+	bool combined_ts = false;           /* combined holds a time-series read (cmd_ts_read_pipeline) */
 	const bson_t *stages = &pipeline;   /* the view's stages + the pipeline for a view */
 	char ns[512];
 	storage_coll_t *oplog_coll = NULL;
@@ -342,6 +344,16 @@ CMD_HANDLER(cmd_aggregate)
 		agg_view_append_stages(&combined, &n, &view.pipeline);
 		agg_view_append_stages(&combined, &n, &pipeline);
 		stages = &combined;
+		ret = -1;
+	} else if (coll != NULL && !cmd_ts_raw(c)) {
+		/* a time-series collection: the measurements of its buckets */
+		storage_coll_t *tc = NULL;
+		if (storage_coll_get(c->engine->st, c->db, coll, &tc, NULL) == 0 && cmd_ts_is(tc) &&
+		    cmd_ts_read_pipeline(tc, &pipeline, &combined) == 0) {
+			stages = &combined;
+			combined_ts = true;
+		}
+		storage_coll_release(tc);
 		ret = -1;
 	}
 
@@ -513,5 +525,7 @@ err:
 		bson_destroy(&combined);
 		view_free(&view);
 	}
+	if (combined_ts)
+		bson_destroy(&combined);
 	return ret;
 }

@@ -14,6 +14,7 @@
  * time-series data (no time-series collections exist).
  */
 #include "commands/commands_private.h"
+#include "commands/cmd_timeseries.h"
 
 #include <string.h>
 #include <sys/time.h>
@@ -302,6 +303,11 @@ run_op(cmd_t *c, storage_session_t *s, const bson_t *op, int kind, bw_ns_t *ns, 
 	*n = 0;
 	*fatal = false;
 	memset(r, 0, sizeof(*r));
+	if (ns->ref == NULL)
+		storage_coll_get(c->engine->st, ns->db, ns->coll, &ns->ref, NULL);
+	if (cmd_ts_is(ns->ref) && !cmd_ts_raw(c))
+		return terr_set(e, TERR_NOT_IMPLEMENTED,
+		    "bulkWrite on a time-series collection is not supported by Tamga yet (use insert/update/delete)");
 	if (kind == BW_INSERT) {
 		bson_iter_init_find(&it, op, "document");
 		sub_view(&it, &sub);

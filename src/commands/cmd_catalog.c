@@ -17,6 +17,8 @@
 #include "common/checked.h"
 #include "common/mem.h"
 #include "auth/auth.h"
+#include "commands/clustered.h"
+#include "commands/cmd_timeseries.h"
 #include "commands/validation.h"
 #include "expr/decimal.h"
 #include "query/match.h"
@@ -44,7 +46,7 @@ static int
 refuse_unsupported_create(cmd_t *c, terr_t *err)
 {
 	static const char *const unsupported[] = {
-		"timeseries", "clusteredIndex", "encryptedFields", NULL,
+		"encryptedFields", NULL,
 	};
 	bson_iter_t it;
 	int i;
@@ -198,15 +200,19 @@ create_capped(cmd_t *c, bson_t *options, terr_t *err)
 CMD_HANDLER(cmd_create)
 {
 	const char *name;
-	bson_t options = BSON_INITIALIZER;
+	bson_t options = BSON_INITIALIZER, clustered_spec = BSON_INITIALIZER;
 	storage_session_t *s;
 	storage_coll_t *existing = NULL;
 	bson_iter_t it;
-	bool first = true;
+	bool first = true, clustered = false, is_ts = false;
 	int ret = -1;
 
 	ERR(cmd_collection_arg(c, &name, err));
 	ERR(cmd_check_fields(c, create_fields, err));
+	ERR(cmd_ts_check_create(c, &options, &is_ts, err));
+	if (!is_ts)
+		ERR(cmd_clustered_check_create(c, engine_test_commands_enabled(c->engine), &clustered_spec, &clustered,
+		    err));
 	if (bson_has_field(c->body, "viewOn") || bson_has_field(c->body, "pipeline")) {
 		/* a view takes viewOn, pipeline and collation only */
 		bson_iter_init(&it, c->body);
@@ -229,7 +235,8 @@ CMD_HANDLER(cmd_create)
 		goto err;
 	}
 	ERR(refuse_unsupported_create(c, err));
-	ERR(create_capped(c, &options, err));
+	if (!is_ts)
+		ERR(create_capped(c, &options, err));
 	/* The stored options are the request minus the command name and the
 	 * generic fields, in the order given, as listCollections shows them
 	 * (the capped ones first, as create_capped wrote them). */
@@ -247,8 +254,20 @@ CMD_HANDLER(cmd_create)
 				known = true;
 		if (strcmp(k, "capped") == 0 || strcmp(k, "size") == 0 || strcmp(k, "max") == 0)
 			continue;
+		if (is_ts && strcmp(k, "timeseries") == 0)
+			continue;   /* cmd_ts_check_create stored its normalized form */
+		if (is_ts && strcmp(k, "expireAfterSeconds") == 0) {
+			BSON_APPEND_INT64(&options, k, bson_iter_as_int64(&it));
+			continue;
+		}
 		if (known && strcmp(k, "collation") == 0)
 			ERR(create_collation(c, &it, &options, err));
+		else if (known && strcmp(k, "clusteredIndex") == 0 && clustered)
+			BSON_APPEND_DOCUMENT(&options, k, &clustered_spec);   /* mongod's canonical form */
+		else if (known && strcmp(k, "clusteredIndex") == 0)
+			continue;   /* {clusteredIndex: false} */
+		else if (known && strcmp(k, "expireAfterSeconds") == 0 && clustered)
+			BSON_APPEND_INT64(&options, k, bson_iter_as_int64(&it));
 		else if (known && strcmp(k, "changeStreamPreAndPostImages") == 0) {
 			bool on = false;
 			ERR(cmd_preimages_option(c, &it, "create", &on, err));
@@ -271,6 +290,8 @@ CMD_HANDLER(cmd_create)
 		goto err;
 	}
 	ret = storage_coll_create(c->engine->st, s, c->db, name, &options, err);
+	if (ret == 0 && is_ts)
+		ret = cmd_ts_after_create(c, name, err);
 	if (ret != 0 && err->code == TERR_NAMESPACE_EXISTS &&
 	    storage_coll_get(c->engine->st, c->db, name, &existing, NULL) == 0) {
 		/* Creating what already exists with the same options succeeds. */
@@ -287,6 +308,7 @@ CMD_HANDLER(cmd_create)
 	}
 err:
 	bson_destroy(&options);
+	bson_destroy(&clustered_spec);
 	return ret;
 }
 
@@ -310,6 +332,7 @@ CMD_HANDLER(cmd_drop)
 		return 0;
 	}
 	nindexes = coll->nindexes;
+	cmd_ts_forget(coll);   /* its open buckets (a new one would get a new UUID anyway) */
 	storage_coll_release(coll);
 	ERR(cmd_repl_oplog_guard(c->engine, c->db, name, NULL, NULL, err));   /* the live oplog stays */
 	if ((s = client_session(c->client, err)) == NULL)
@@ -393,7 +416,7 @@ append_coll_info(bson_t *out, const storage_coll_t *coll, bool name_only)
 	bson_iter_t it;
 
 	BSON_APPEND_UTF8(out, "name", coll->name);
-	BSON_APPEND_UTF8(out, "type", "collection");
+	BSON_APPEND_UTF8(out, "type", cmd_ts_is(coll) ? "timeseries" : "collection");
 	if (name_only)
 		return;
 	bson_append_document_begin(out, "options", -1, &opts);
@@ -405,6 +428,8 @@ append_coll_info(bson_t *out, const storage_coll_t *coll, bool name_only)
 	BSON_APPEND_BOOL(&info, "readOnly", false);
 	bson_append_binary(&info, "uuid", -1, BSON_SUBTYPE_UUID, coll->uuid, 16);
 	bson_append_document_end(out, &info);
+	if (coll->clustered_ix != NULL)
+		return;   /* mongod shows options.clusteredIndex (or timeseries) and no idIndex */
 	bson_append_document_begin(out, "idIndex", -1, &id);
 	BSON_APPEND_INT32(&id, "v", 2);
 	{
@@ -490,7 +515,7 @@ cmd_cursor_options(cmd_t *c, cursor_opts_t *o, terr_t *err)
 
 CMD_HANDLER(cmd_list_collections)
 {
-	static const char *const fields[] = {"filter", "nameOnly", "authorizedCollections", "cursor", NULL};
+	static const char *const fields[] = {"filter", "nameOnly", "authorizedCollections", "cursor", "rawData", NULL};
 	storage_coll_t **colls = NULL;
 	bson_t filter, *docs;
 	match_t *m = NULL;
@@ -760,6 +785,8 @@ CMD_HANDLER(cmd_coll_stats)
 		BSON_APPEND_UTF8(&wt, "uri", uri);
 		bson_append_document_end(c->reply, &wt);
 	}
+	if (cmd_ts_is(coll))
+		cmd_ts_stats_append(coll, cnt, c->reply);   /* count is the buckets' */
 	BSON_APPEND_INT32(c->reply, "nindexes", coll->nindexes);
 	BSON_APPEND_DOUBLE(c->reply, "totalSize", (double)stor / scale);
 	BSON_APPEND_DOUBLE(c->reply, "scaleFactor", scale);

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "commands/validation.h"
 #include "query/plan.h"
+#include "timeseries/timeseries.h"
 
 static const char *const collmod_fields[] = {
 	"validator", "validationLevel", "validationAction", "prepareConstraintValidationLevel",
@@ -151,6 +152,87 @@ scan_check(void *arg, terr_t *err)
 	return scan_for_violations(sa->c, sa->coll, &sa->validator, err);
 }
 
+/* collMod's collection-level expireAfterSeconds (clustered and time-series
+ * collections): a non-negative number of seconds or "off" (mongod's IDL
+ * and validateExpireAfterSeconds). */
+static int
+collmod_ttl(cmd_t *c, bool *has, bool *off, int64_t *secs, terr_t *err)
+{
+	bson_iter_t it;
+
+	*has = bson_iter_init_find(&it, c->body, "expireAfterSeconds");
+	if (!*has)
+		return 0;
+	if (BSON_ITER_HOLDS_UTF8(&it)) {
+		if (strcmp(bson_iter_utf8(&it, NULL), "off") != 0)
+			return terr_set(err, TERR_INVALID_OPTIONS,
+			    "Invalid value for 'expireAfterSeconds'. Must be 'off' or a number.");
+		*off = true;
+		return 0;
+	}
+	if (!BSON_ITER_HOLDS_NUMBER(&it))
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field 'collMod.expireAfterSeconds' is the wrong type '%s', expected types '[string, long]'",
+		    bv_type_name(bson_iter_type(&it)));
+	*secs = bson_iter_as_int64(&it);
+	if (*secs < 0)
+		return terr_set(err, TERR_INVALID_OPTIONS, "TTL index 'expireAfterSeconds' option cannot be less than 0");
+	return 0;
+}
+
+/* collMod {timeseries: {granularity}}: only coarser (mongod's transitions
+ * seconds -> minutes -> hours), bucketMaxSpanSeconds following it; out
+ * gets the new timeseries document. */
+static int
+collmod_timeseries(cmd_t *c, const storage_coll_t *coll, bson_t *out, terr_t *err)
+{
+	static const char *const order[] = {"seconds", "minutes", "hours", NULL};
+	ts_options_t o;
+	bson_iter_t it, f;
+	const char *gran = NULL;
+	int from = -1, to = -1;
+	int64_t span, rounding;
+
+	if (!ts_options_get(coll->options, &o))
+		return terr_set(err, TERR_INVALID_OPTIONS, "option only supported on a time-series collection: timeseries");
+	bson_iter_init_find(&it, c->body, "timeseries");
+	if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field 'collMod.timeseries' is the wrong type '%s', expected type 'object'",
+		    bv_type_name(bson_iter_type(&it)));
+	bson_iter_recurse(&it, &f);
+	while (bson_iter_next(&f)) {
+		const char *k = bson_iter_key(&f);
+		if (strcmp(k, "granularity") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+			gran = bson_iter_utf8(&f, NULL);
+		else if (strcmp(k, "bucketMaxSpanSeconds") == 0 || strcmp(k, "bucketRoundingSeconds") == 0)
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "collMod of timeseries.%s is not supported by Tamga yet", k);
+		else
+			return terr_set(err, 40415, "BSON field 'collMod.timeseries.%s' is an unknown field.", k);
+	}
+	if (gran == NULL || !ts_granularity_spans(gran, &span, &rounding))
+		return terr_set(err, TERR_BAD_VALUE,
+		    "Enumeration value '%s' for field 'collMod.timeseries.granularity' is not a valid value.",
+		    gran ? gran : "");
+	for (int i = 0; order[i] != NULL; i++) {
+		if (o.granularity != NULL && strcmp(order[i], o.granularity) == 0)
+			from = i;
+		if (strcmp(order[i], gran) == 0)
+			to = i;
+	}
+	if (from < 0 || to < from)
+		return terr_set(err, TERR_INVALID_OPTIONS,
+		    "Invalid transition for timeseries.granularity. Can only transition from 'seconds' to 'minutes' or "
+		    "'minutes' to 'hours'.");
+	BSON_APPEND_UTF8(out, "timeField", o.time_field);
+	if (o.meta_field != NULL)
+		BSON_APPEND_UTF8(out, "metaField", o.meta_field);
+	BSON_APPEND_UTF8(out, "granularity", gran);
+	BSON_APPEND_INT32(out, "bucketMaxSpanSeconds", (int32_t)span);
+	return 0;
+}
+
 CMD_HANDLER(cmd_coll_mod)
 {
 	const char *name, *new_level = NULL, *new_action = NULL;
@@ -162,8 +244,12 @@ CMD_HANDLER(cmd_coll_mod)
 	bool has_capped_size, has_capped_max, has_preimages = false, preimages = false;
 	int64_t capped_size = 0, capped_max = 0;
 	int ret = -1;
-	static const char *const unsupported[] = {"expireAfterSeconds",
-		"timeseries", "clusteredIndex",
+	bool has_ttl = false, ttl_off = false;
+	int64_t ttl_secs = 0;
+	bson_t ts_new = BSON_INITIALIZER;
+	bool has_ts = false;
+	static const char *const unsupported[] = {
+		"clusteredIndex",
 		"dryRun", "timeseriesBucketsMayHaveMixedSchemaData", NULL};
 	static const char *const view_only[] = {"viewOn", "pipeline", NULL};
 	int i;
@@ -186,6 +272,7 @@ CMD_HANDLER(cmd_coll_mod)
 			goto err;
 		}
 	}
+	ERR(collmod_ttl(c, &has_ttl, &ttl_off, &ttl_secs, err));
 	ERR(cmd_capped_number(c, c->body, "cappedSize", &capped_size, &has_capped_size, err));
 	ERR(cmd_capped_number(c, c->body, "cappedMax", &capped_max, &has_capped_max, err));
 	ERR(cmd_capped_range("cappedSize", has_capped_size, capped_size, "cappedMax", has_capped_max, capped_max,
@@ -201,6 +288,15 @@ CMD_HANDLER(cmd_coll_mod)
 	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0) {
 		ret = terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns does not exist: %s.%s", c->db, name);
 		goto err;
+	}
+	if (has_ttl && coll->clustered_ix == NULL && !bson_has_field(coll->options, "timeseries")) {
+		ret = terr_set(err, TERR_INVALID_OPTIONS,
+		    "'expireAfterSeconds' option is only supported on collections clustered by _id");
+		goto err;
+	}
+	if (bson_has_field(c->body, "timeseries")) {
+		ERR(collmod_timeseries(c, coll, &ts_new, err));
+		has_ts = true;
 	}
 	if ((has_capped_size || has_capped_max) && !coll->capped) {
 		ret = terr_set(err, TERR_INVALID_OPTIONS, "Collection must be capped.");
@@ -224,6 +320,12 @@ CMD_HANDLER(cmd_coll_mod)
 				BSON_APPEND_INT32(&opts, "max", (int32_t)cmd_capped_adjust_max(capped_max));
 				continue;
 			}
+			if (has_ttl && strcmp(k, "expireAfterSeconds") == 0)
+				continue;
+			if (has_ts && strcmp(k, "timeseries") == 0) {
+				BSON_APPEND_DOCUMENT(&opts, k, &ts_new);
+				continue;
+			}
 			if ((has_validator && strcmp(k, "validator") == 0) ||
 			    (new_level && strcmp(k, "validationLevel") == 0) ||
 			    (new_action && strcmp(k, "validationAction") == 0) ||
@@ -235,6 +337,8 @@ CMD_HANDLER(cmd_coll_mod)
 	}
 	if (has_capped_max && !bson_has_field(coll->options, "max"))
 		BSON_APPEND_INT32(&opts, "max", (int32_t)cmd_capped_adjust_max(capped_max));
+	if (has_ttl && !ttl_off)
+		BSON_APPEND_INT64(&opts, "expireAfterSeconds", ttl_secs);
 	if (has_validator)
 		BSON_APPEND_DOCUMENT(&opts, "validator", &validator);
 	if (has_preimages) {
@@ -304,7 +408,7 @@ CMD_HANDLER(cmd_coll_mod)
 		bson_init_static(&sa.validator, data, len);
 		ERR(storage_coll_set_options_checked(c->engine->st, s, c->db, name, &opts, scan_check, &sa, err));
 	} else if (has_validator || new_level || new_action || has_prepare || has_capped_size || has_capped_max ||
-	    has_preimages) {
+	           has_ttl || has_ts || has_preimages) {
 		/* only validation options change the stored options document */
 		ERR(storage_coll_set_options(c->engine->st, s, c->db, name, &opts, err));
 	} else if (c->engine->oplog != NULL && !bson_has_field(c->body, "index")) {
@@ -319,5 +423,6 @@ err:
 	if (coll != NULL)
 		storage_coll_release(coll);
 	bson_destroy(&opts);
+	bson_destroy(&ts_new);
 	return ret;
 }

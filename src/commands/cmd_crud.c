@@ -4,6 +4,7 @@
  * cmd_aggregate.c.)
  */
 #include "commands/commands_private.h"
+#include "commands/cmd_timeseries.h"
 
 #include <string.h>
 
@@ -143,6 +144,11 @@ CMD_HANDLER(cmd_insert)
 		BSON_APPEND_INT32(c->reply, "n", 0);
 		BSON_APPEND_ARRAY(c->reply, "writeErrors", &write_errors);
 		ret = 0;
+		goto err;
+	}
+	if (cmd_ts_is(coll) && !cmd_ts_raw(c)) {
+		/* measurements go into buckets (cmd_timeseries.c) */
+		ret = cmd_ts_insert(c, coll, &w.stmts, ordered, err);
 		goto err;
 	}
 	if (write_capped_txn_check(c, coll, false, err) != 0 || (s = client_session(c->client, err)) == NULL) {
@@ -655,7 +661,8 @@ CMD_HANDLER(cmd_find)
 	ERR(cmd_get_doc(c, "max", &max_doc, &has_max, err));
 	cmd_ns(ns, sizeof(ns), c->db, name);
 	storage_coll_get(c->engine->st, c->db, name, &req.coll, NULL);
-	if (req.coll == NULL && view_exists(c, c->db, name)) {
+	if ((req.coll == NULL && view_exists(c, c->db, name)) || (cmd_ts_is(req.coll) && !cmd_ts_raw(c))) {
+		/* a view, or a time-series collection's measurements: an aggregation */
 		ret = view_read(c, "find", name, err);
 		goto err;
 	}
@@ -1079,8 +1086,10 @@ CMD_HANDLER(cmd_delete)
 		}
 		if ((coll == NULL && view_refuse(c, c->db, name, &e) != 0) ||
 		    cmd_collation(c, &op, coll, &collation, &e) != 0 ||
-		    write_delete_run(c, s, coll, &q, has_let ? &let : NULL, collation, limit == 1, sync, &nd,
-		                     &e) != 0) {
+		    (cmd_ts_is(coll) && !cmd_ts_raw(c) ?
+		     cmd_ts_delete(c, coll, &q, limit != 1, &nd, &e) :
+		     write_delete_run(c, s, coll, &q, has_let ? &let : NULL, collation, limit == 1, sync, &nd,
+		                      &e)) != 0) {
 			if (write_error_is_interruption(&e)) {
 				terr_move(err, &e);
 				ret = -1;
@@ -1143,7 +1152,8 @@ CMD_HANDLER(cmd_count)
 	}
 	ERR(cmd_collation_type_check(c, c->body, err));
 	storage_coll_get(c->engine->st, c->db, name, &req.coll, NULL);
-	if (req.coll == NULL && view_exists(c, c->db, name)) {
+	if ((req.coll == NULL && view_exists(c, c->db, name)) || (cmd_ts_is(req.coll) && !cmd_ts_raw(c))) {
+		/* a view, or a time-series collection's measurements: an aggregation */
 		ret = view_read(c, "count", name, err);
 		goto err;
 	}
@@ -1324,7 +1334,8 @@ CMD_HANDLER(cmd_distinct)
 	}
 	ERR(cmd_collation_type_check(c, c->body, err));
 	storage_coll_get(c->engine->st, c->db, name, &req.coll, NULL);
-	if (req.coll == NULL && view_exists(c, c->db, name)) {
+	if ((req.coll == NULL && view_exists(c, c->db, name)) || (cmd_ts_is(req.coll) && !cmd_ts_raw(c))) {
+		/* a view, or a time-series collection's measurements: an aggregation */
 		ret = view_read(c, "distinct", name, err);
 		goto err;
 	}

@@ -11,6 +11,7 @@
  * serverInfo, serverParameters.
  */
 #include "commands/commands_private.h"
+#include "commands/cmd_timeseries.h"
 
 #include <string.h>
 
@@ -345,7 +346,17 @@ CMD_HANDLER(cmd_explain)
 	if (strcmp(*k, "aggregate") == 0)
 		return explain_aggregate(c, &inner, err);
 	ERR(parse_inner(&inner, &r, err));
-	if (storage_coll_get(c->engine->st, c->db, r.coll, &req.coll, NULL) != 0 && view_exists(c, c->db, r.coll)) {
+	if (storage_coll_get(c->engine->st, c->db, r.coll, &req.coll, NULL) == 0 && cmd_ts_is(req.coll) &&
+	    !bson_has_field(&inner, "rawData") &&
+	    (strcmp(r.kind, "find") == 0 || strcmp(r.kind, "count") == 0 || strcmp(r.kind, "distinct") == 0)) {
+		/* a time-series read: the aggregate over its buckets */
+		bson_t agg;
+		ERR(view_read_as_aggregate(r.kind, &inner, r.coll, &agg, err));
+		ret = explain_aggregate(c, &agg, err);
+		bson_destroy(&agg);
+		goto err;
+	}
+	if (req.coll == NULL && view_exists(c, c->db, r.coll)) {
 		/* a view: reads are explained as the aggregate they become,
 		 * writes are refused */
 		bson_t agg;

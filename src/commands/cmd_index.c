@@ -14,6 +14,8 @@
  * key pattern with other options) exist.
  */
 #include "commands/commands_private.h"
+#include "commands/clustered.h"
+#include "commands/cmd_timeseries.h"
 
 #include <math.h>
 #include <string.h>
@@ -995,8 +997,44 @@ build_error_wrap(terr_t *err, const char *ns, const uint8_t *coll_uuid)
 
 static const char *const create_fields[] = {
 	"indexes", "commitQuorum", "writeConcern", "ignoreUnknownIndexOptions", "isTimeseriesNamespace",
-	"collectionUUID", "returnOnStart", NULL,
+	"collectionUUID", "returnOnStart", "rawData", NULL,
 };
+
+/* createIndexes' `clustered` option (mongod: only true, only on the
+ * cluster key of an existing clustered collection, where it changes
+ * nothing): out gets spec without it. */
+static int
+clustered_spec_check(cmd_t *c, const char *name, const bson_t *spec, bson_t *out, terr_t *err)
+{
+	storage_coll_t *cc = NULL;
+	bson_iter_t it;
+	bson_t key;
+	bool on_key;
+	int ret = 0;
+
+	bson_iter_init_find(&it, spec, "clustered");
+	if (!bson_iter_as_bool(&it))
+		return terr_set(err, 6492800, "Cannot create index with option 'clustered' set to false");
+	storage_coll_get(c->engine->st, c->db, name, &cc, NULL);
+	spec_key(spec, &key);
+	on_key = cc != NULL && cc->clustered_ix != NULL && key_equal(cc->clustered_ix->key, &key);
+	if (!on_key) {
+		char *j = bv_doc_to_mongo_string(spec);
+		ret = terr_set(err, 6243700,
+		    "Cannot create index with option 'clustered' unless it is the cluster key of a clustered collection: %s", j);
+		bson_free(j);
+	} else {
+		/* the cluster key's own spec: unique and expireAfterSeconds are
+		 * the clustered collection's, not an _id index's options */
+		bson_iter_init(&it, spec);
+		while (bson_iter_next(&it))
+			if (strcmp(bson_iter_key(&it), "clustered") != 0 && strcmp(bson_iter_key(&it), "unique") != 0 &&
+			    strcmp(bson_iter_key(&it), "expireAfterSeconds") != 0)
+				bson_append_iter(out, bson_iter_key(&it), -1, &it);
+	}
+	storage_coll_release(cc);
+	return ret;
+}
 
 CMD_HANDLER(cmd_create_indexes)
 {
@@ -1004,7 +1042,7 @@ CMD_HANDLER(cmd_create_indexes)
 	bson_t arr, *specs = NULL;
 	bson_iter_t it;
 	bool found, created = false;
-	storage_coll_t *coll = NULL;
+	storage_coll_t *coll = NULL, *ts_coll = NULL;
 	int nspecs = 0, i, j, before, ret = -1, nnew = 0;
 	char ns[512];
 
@@ -1025,6 +1063,11 @@ CMD_HANDLER(cmd_create_indexes)
 	specs = tm_bson_array_new((size_t)nspecs);
 	for (i = 0; i < nspecs; i++)
 		bson_init(&specs[i]);
+	storage_coll_get(c->engine->st, c->db, name, &ts_coll, NULL);
+	if (!cmd_ts_is(ts_coll) || cmd_ts_raw(c)) {
+		storage_coll_release(ts_coll);
+		ts_coll = NULL;
+	}
 	bson_iter_init(&it, &arr);
 	for (i = 0; bson_iter_next(&it); i++) {
 		const uint8_t *d;
@@ -1039,6 +1082,40 @@ CMD_HANDLER(cmd_create_indexes)
 		bson_iter_document(&it, &l, &d);
 		bson_init_static(&spec, d, l);
 		bson_destroy(&specs[i]);
+		if (ts_coll != NULL) {
+			/* measurement terms to bucket terms */
+			bson_t tr = BSON_INITIALIZER;
+			bson_init(&specs[i]);
+			ret = cmd_ts_index_translate(ts_coll, &spec, &tr, err);
+			bson_destroy(&specs[i]);
+			if (ret == 0)
+				ret = spec_prepare(&tr, &specs[i], err);
+			else
+				bson_init(&specs[i]);
+			bson_destroy(&tr);
+			if (ret != 0)
+				goto err;
+			ret = -1;   /* what the paths below expect until the end */
+			continue;
+		}
+		if (bson_has_field(&spec, "clustered")) {
+			/* only the cluster key of a clustered collection, and then a no-op */
+			bson_t stripped = BSON_INITIALIZER;
+			bson_iter_t ci;
+			bson_init(&specs[i]);
+			ret = clustered_spec_check(c, name, &spec, &stripped, err);
+			bson_destroy(&specs[i]);
+			if (ret == 0)
+				ret = spec_prepare(&stripped, &specs[i], err);
+			else
+				bson_init(&specs[i]);
+			bson_destroy(&stripped);
+			(void)ci;
+			if (ret != 0)
+				goto err;
+			ret = -1;
+			continue;
+		}
 		ERR(spec_prepare(&spec, &specs[i], err));
 	}
 	/* Two requested specs may not conflict with each other either. */
@@ -1194,12 +1271,13 @@ err:
 		bson_free(specs);
 	}
 	storage_coll_release(coll);
+	storage_coll_release(ts_coll);
 	return ret;
 }
 
 CMD_HANDLER(cmd_list_indexes)
 {
-	static const char *const fields[] = {"cursor", "includeBuildUUIDs", "includeIndexBuildInfo", NULL};
+	static const char *const fields[] = {"cursor", "includeBuildUUIDs", "includeIndexBuildInfo", "rawData", NULL};
 	const char *name;
 	storage_coll_t *coll = NULL;
 	cursor_source_t src = {0};
@@ -1207,7 +1285,7 @@ CMD_HANDLER(cmd_list_indexes)
 	bson_t *docs;
 	char ns[512], key[16];
 	const char *k;
-	int i, ret = -1;
+	int i, ret = -1, hidden_n = 0;
 
 	ERR(cmd_collection_arg(c, &name, err));
 	ERR(cmd_check_fields(c, fields, err));
@@ -1221,7 +1299,24 @@ CMD_HANDLER(cmd_list_indexes)
 	}
 	docs = bson_new();
 	for (i = 0; i < coll->nindexes; i++) {
-		bson_uint32_to_string((uint32_t)i, &k, key, sizeof(key));
+		bson_uint32_to_string((uint32_t)(i - hidden_n), &k, key, sizeof(key));
+		if (cmd_ts_is(coll) && !cmd_ts_raw(c)) {
+			/* a time-series collection's indexes in measurement terms */
+			bson_t one = BSON_INITIALIZER;
+			if (cmd_ts_index_spec(coll, &coll->indexes[i], &one))
+				bson_append_document(docs, k, -1, &one);
+			else
+				hidden_n++;
+			bson_destroy(&one);
+			continue;
+		}
+		if (coll->indexes[i].clustered) {
+			bson_t one;
+			bson_append_document_begin(docs, k, -1, &one);
+			cmd_clustered_index_spec(coll, &coll->indexes[i], &one);
+			bson_append_document_end(docs, &one);
+			continue;
+		}
 		bson_append_document(docs, k, -1, coll->indexes[i].spec);
 	}
 	cmd_array_source(docs, &src);
@@ -1245,6 +1340,9 @@ drop_target(const storage_coll_t *coll, bson_iter_t *it, const char **out, terr_
 
 	if (BSON_ITER_HOLDS_UTF8(it)) {
 		const char *n = bson_iter_utf8(it, NULL);
+		for (i = 0; i < coll->nindexes; i++)
+			if (coll->indexes[i].clustered && strcmp(coll->indexes[i].name, n) == 0)
+				return terr_set(err, 5979800, "It is illegal to drop the clusteredIndex");
 		if (strcmp(n, "_id_") == 0)
 			return terr_set(err, TERR_INVALID_OPTIONS, "cannot drop _id index");
 		for (i = 0; i < coll->nindexes; i++)
@@ -1265,6 +1363,8 @@ drop_target(const storage_coll_t *coll, bson_iter_t *it, const char **out, terr_
 		bson_init_static(&key, d, l);
 		for (i = 0; i < coll->nindexes; i++)
 			if (key_equal(coll->indexes[i].key, &key)) {
+				if (coll->indexes[i].clustered)
+					return terr_set(err, 5979800, "It is illegal to drop the clusteredIndex");
 				if (coll->indexes[i].is_id)
 					return terr_set(err, TERR_INVALID_OPTIONS, "cannot drop _id index");
 				found = coll->indexes[i].name;

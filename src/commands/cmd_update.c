@@ -4,6 +4,7 @@
  * each update statement is one transaction (write conflicts retried).
  */
 #include "commands/commands_private.h"
+#include "commands/cmd_timeseries.h"
 #include "repl/oplog.h"
 
 #include <string.h>
@@ -382,6 +383,19 @@ write_update_run(cmd_t *c, storage_session_t *s, const char *db, const char *nam
 		rc = -1;
 		*cmd_error = true;
 	}
+	if (rc == 0 && *coll != NULL && cmd_ts_is(*coll) && !cmd_ts_raw(c)) {
+		/* measurements: their buckets are rewritten (cmd_timeseries.c) */
+		bson_iter_t uit;
+		if (u.upsert)
+			rc = terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "upsert into a time-series collection is not supported by Tamga yet");
+		else if (bson_iter_init_find(&uit, stmt, "u"))
+			rc = cmd_ts_update(c, *coll, &filter, bson_iter_value(&uit), u.multi, &res->n, &res->modified, err);
+		stmt_reset(&u);
+		match_free(u.match);
+		update_free(u.update);
+		return rc == 0 ? 0 : -1;
+	}
 	if (rc == 0) {
 		u.coll = *coll;
 		u.bypass = bypass;
@@ -535,6 +549,11 @@ CMD_HANDLER(cmd_find_and_modify)
 	has_update = bson_iter_init_find(&it, c->body, "update");
 	ERR(cmd_collation_type_check(c, c->body, err));
 	storage_coll_get(c->engine->st, c->db, name, &u.coll, NULL);
+	if (cmd_ts_is(u.coll) && !cmd_ts_raw(c)) {
+		ret = terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "findAndModify on a time-series collection is not supported by Tamga yet");
+		goto err;
+	}
 	ERR(cmd_collation(c, c->body, u.coll, &u.collation, err));
 	mo.coll = u.collation;
 	uo.coll = u.collation;

@@ -1471,7 +1471,14 @@ ixscan_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, t
 			x->stats.access_returned++;
 			return 1;
 		}
-		rc = storage_doc_get(s, x->coll, *recid, doc, err);
+		if (x->coll->indexes[sc->index].clustered) {
+			/* CLUSTERED_IXSCAN: the clustered table gave the document */
+			if (!bson_init_static(doc, bson_get_data(&unused), unused.len))
+				return terr_set(err, TERR_INTERNAL_ERROR, "corrupt clustered record");
+			rc = 0;
+		} else {
+			rc = storage_doc_get(s, x->coll, *recid, doc, err);
+		}
 		if (rc < 0)
 			return -1;
 		if (rc == 1)
@@ -2041,6 +2048,44 @@ append_filter(const plan_exec_t *x, uint64_t skip, bson_t *out)
 	bson_destroy(f);
 }
 
+/* One bound of a clustered scan as explain's minRecord/maxRecord: the _id
+ * value the KeyString bound holds, when it is a real value. */
+static void
+append_record_bound(const char *name, const uint8_t *key, size_t len, bson_t *out)
+{
+	bool desc = false;
+	bson_t vals = BSON_INITIALIZER;
+	bson_iter_t it;
+
+	if (key != NULL && keystring_decode_values(key, len, 1, &desc, &vals) && bson_iter_init(&it, &vals) &&
+	    bson_iter_next(&it) && bson_iter_type(&it) != BSON_TYPE_MINKEY && bson_iter_type(&it) != BSON_TYPE_MAXKEY)
+		bson_append_iter(out, name, -1, &it);
+	bson_destroy(&vals);
+}
+
+/*
+ * A clustered collection's bounded _id scan as mongod shows it: one stage,
+ * {stage: "CLUSTERED_IXSCAN", filter, direction, minRecord, maxRecord}
+ * (the documents come from the clustered table itself: no FETCH).
+ */
+static void
+append_clustered_ixscan(const plan_exec_t *x, bool es, int64_t works, bson_t *out)
+{
+	const planner_solution_t *sc = x->sol;
+
+	BSON_APPEND_UTF8(out, "stage", "CLUSTERED_IXSCAN");
+	append_filter(x, 0, out);
+	if (es)
+		append_common_stats(out, x->stats.access_returned, works, x->stats.access_returned, x->scan_done);
+	BSON_APPEND_UTF8(out, "direction", sc->backward ? "backward" : "forward");
+	if (sc->nranges > 0) {
+		append_record_bound("minRecord", sc->ranges[0].lo, sc->ranges[0].lo_len, out);
+		append_record_bound("maxRecord", sc->ranges[sc->nranges - 1].hi, sc->ranges[sc->nranges - 1].hi_len, out);
+	}
+	if (es)
+		BSON_APPEND_INT32(out, "docsExamined", (int32_t)x->stats.docs_examined);
+}
+
 static bool
 spec_flag(const bson_t *spec, const char *name)
 {
@@ -2412,6 +2457,11 @@ append_stage(const plan_exec_t *x, stage_kind_t k, bool es, bson_t *out)
 			append_ixscan(x, es, out);
 			return;
 		}
+		if (x->sol->kind == PLANNER_IXSCAN && x->sol->index < x->coll->nindexes &&
+		    x->coll->indexes[x->sol->index].clustered) {
+			append_clustered_ixscan(x, es, works, out);
+			return;
+		}
 		BSON_APPEND_UTF8(out, "stage", "FETCH");
 		if (!x->sol->exact)
 			append_filter(x, fetch_skip(x), out);
@@ -2431,6 +2481,15 @@ append_stage(const plan_exec_t *x, stage_kind_t k, bool es, bson_t *out)
 		}
 		if (x->access == ACCESS_GEO) {
 			plan_geo_explain(x->geo, x->coll, x->match, es, &x->stats, out);
+			return;
+		}
+		if (x->access == ACCESS_ID && x->coll != NULL && x->coll->clustered_ix != NULL) {
+			BSON_APPEND_UTF8(out, "stage", "EXPRESS_CLUSTERED_IXSCAN");
+			if (es) {
+				BSON_APPEND_INT32(out, "keysExamined", (int32_t)x->stats.keys_examined);
+				BSON_APPEND_INT32(out, "docsExamined", (int32_t)x->stats.docs_examined);
+				BSON_APPEND_INT32(out, "nReturned", (int32_t)x->stats.access_returned);
+			}
 			return;
 		}
 		if (x->access == ACCESS_ID) {
@@ -2484,11 +2543,16 @@ append_express(const plan_exec_t *x, bool es, bson_t *out)
 		for (i = 0; i < x->coll->nindexes; i++)
 			if (x->coll->indexes[i].is_id)
 				ix = &x->coll->indexes[i];
-	BSON_APPEND_UTF8(out, "stage", "EXPRESS_IXSCAN");
-	kp = ix != NULL ? bv_doc_to_mongo_string(ix->key) : bson_strdup("{ _id: 1 }");
-	BSON_APPEND_UTF8(out, "keyPattern", kp);
-	bson_free(kp);
-	BSON_APPEND_UTF8(out, "indexName", ix != NULL ? ix->name : "_id_");
+	if (ix != NULL && ix->clustered) {
+		/* a clustered collection's _id lookup names no index */
+		BSON_APPEND_UTF8(out, "stage", "EXPRESS_CLUSTERED_IXSCAN");
+	} else {
+		BSON_APPEND_UTF8(out, "stage", "EXPRESS_IXSCAN");
+		kp = ix != NULL ? bv_doc_to_mongo_string(ix->key) : bson_strdup("{ _id: 1 }");
+		BSON_APPEND_UTF8(out, "keyPattern", kp);
+		bson_free(kp);
+		BSON_APPEND_UTF8(out, "indexName", ix != NULL ? ix->name : "_id_");
+	}
 	if (x->proj_doc != NULL) {
 		BSON_APPEND_DOCUMENT(out, "projection", x->proj_doc);
 		BSON_APPEND_BOOL(out, "projectionCovered", false);

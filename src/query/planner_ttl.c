@@ -43,6 +43,19 @@ wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* now_ms - secs seconds, saturated (a clustered or time-series
+ * collection's expireAfterSeconds is an int64: nothing expires past the
+ * oldest date). */
+static int64_t
+ttl_cutoff(int64_t now_ms, int64_t secs)
+{
+	if (secs < 0)
+		return now_ms;
+	if (secs > INT64_MAX / 1000 || now_ms < INT64_MIN + secs * 1000)
+		return INT64_MIN;
+	return now_ms - secs * 1000;
+}
+
 /* expireAfterSeconds of a single-field index, or -1. */
 static int64_t
 index_ttl(const storage_index_t *ix, const char **field, bool *desc)
@@ -112,13 +125,12 @@ delete_one(storage_session_t *s, void *arg, terr_t *err)
 	return rc;
 }
 
+/* Delete what ix finds expired: dates in field older than secs before
+ * now_ms (ix ordered descending when desc). */
 static int
-ttl_index(storage_session_t *s, storage_coll_t *coll, const storage_index_t *ix, int64_t now_ms,
-          int64_t *deleted, terr_t *err)
+ttl_range(storage_session_t *s, storage_coll_t *coll, const storage_index_t *ix, int64_t secs, const char *field,
+          bool desc, int64_t now_ms, int64_t *deleted, terr_t *err)
 {
-	const char *field;
-	bool desc;
-	int64_t secs = index_ttl(ix, &field, &desc);
 	keystring_t lo, hi;
 	bson_value_t v;
 	storage_cursor_t *cur = NULL;
@@ -134,7 +146,7 @@ ttl_index(storage_session_t *s, storage_coll_t *coll, const storage_index_t *ix,
 	v.value_type = BSON_TYPE_DATE_TIME;
 	v.value.v_datetime = INT64_MIN;
 	keystring_append_value(desc ? &hi : &lo, &v, desc);
-	v.value.v_datetime = now_ms - secs * 1000;
+	v.value.v_datetime = ttl_cutoff(now_ms, secs);
 	keystring_append_value(desc ? &lo : &hi, &v, desc);
 	/* Collect first, delete after: deleting moves the index under a cursor. */
 	ret = storage_index_scan_open(s, coll, ix, lo.buf, lo.len, desc ? false : true, hi.buf, hi.len,
@@ -158,7 +170,7 @@ ttl_index(storage_session_t *s, storage_coll_t *coll, const storage_index_t *ix,
 	if (cur != NULL)
 		storage_cursor_close(cur);
 	for (i = 0; ret == 0 && i < n; i++) {
-		del_arg_t d = {coll, ids[i], field, now_ms - secs * 1000, false};
+		del_arg_t d = {coll, ids[i], field, ttl_cutoff(now_ms, secs), false};
 		if (i > 0 && ids[i] == ids[i - 1])
 			continue;
 		ret = storage_txn_run(s, delete_one, &d, false, err);
@@ -171,6 +183,124 @@ ttl_index(storage_session_t *s, storage_coll_t *coll, const storage_index_t *ix,
 	bson_free(ids);
 	keystring_destroy(&lo);
 	keystring_destroy(&hi);
+	return ret;
+}
+
+static int
+ttl_index(storage_session_t *s, storage_coll_t *coll, const storage_index_t *ix, int64_t now_ms,
+          int64_t *deleted, terr_t *err)
+{
+	const char *field = NULL;
+	bool desc = false;
+	int64_t secs = index_ttl(ix, &field, &desc);
+
+	return ttl_range(s, coll, ix, secs, field, desc, now_ms, deleted, err);
+}
+
+/* A clustered collection with expireAfterSeconds: documents whose _id is a
+ * date older than the cutoff go, found through the clustered index itself
+ * (mongod's clustered TTL: a bounded scan of the record store). */
+static int
+ttl_clustered(storage_session_t *s, storage_coll_t *coll, int64_t now_ms, int64_t *deleted, terr_t *err)
+{
+	if (coll->clustered_ix == NULL || coll->clustered_ttl < 0)
+		return 0;
+	return ttl_range(s, coll, coll->clustered_ix, coll->clustered_ttl, "_id", false, now_ms, deleted, err);
+}
+
+/* A time-series collection with expireAfterSeconds: whole buckets go once
+ * their newest measurement (control.max.<timeField>) is past the cutoff,
+ * so no measurement is deleted before its time. */
+typedef struct ts_ttl_del {
+	storage_coll_t *coll;
+	recid_t recid;
+	char path[512];
+	int64_t cutoff;
+	bool deleted;
+} ts_ttl_del_t;
+
+static bool
+bucket_expired(const bson_t *bucket, const char *path, int64_t cutoff)
+{
+	bson_iter_t it, f;
+
+	return bson_iter_init(&it, bucket) && bson_iter_find_descendant(&it, path, &f) && BSON_ITER_HOLDS_DATE_TIME(&f) &&
+	    bson_iter_date_time(&f) < cutoff;
+}
+
+static int
+ts_delete_one(storage_session_t *s, void *arg, terr_t *err)
+{
+	ts_ttl_del_t *d = arg;
+	bson_t doc, copy;
+	int rc;
+
+	d->deleted = false;
+	rc = storage_doc_get(s, d->coll, d->recid, &doc, err);
+	if (rc != 0)
+		return rc < 0 ? -1 : 0;
+	bson_copy_to(&doc, &copy);
+	rc = 0;
+	if (bucket_expired(&copy, d->path, d->cutoff)) {
+		rc = storage_doc_delete(s, d->coll, d->recid, &copy, err);
+		d->deleted = rc == 0;
+	}
+	bson_destroy(&copy);
+	return rc;
+}
+
+static int
+ttl_timeseries(storage_session_t *s, storage_coll_t *coll, int64_t now_ms, int64_t *deleted, terr_t *err)
+{
+	bson_iter_t it, ts;
+	const char *time = NULL;
+	int64_t secs;
+	storage_cursor_t *cur = NULL;
+	recid_t *ids = NULL;
+	size_t n = 0, cap = 0;
+	int rc, ret = 0;
+	ts_ttl_del_t d;
+
+	if (coll->options == NULL || !bson_iter_init_find(&it, coll->options, "timeseries") ||
+	    !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &ts) || !bson_iter_find(&ts, "timeField") ||
+	    !BSON_ITER_HOLDS_UTF8(&ts))
+		return 0;
+	time = bson_iter_utf8(&ts, NULL);
+	if (!bson_iter_init_find(&it, coll->options, "expireAfterSeconds") || !BSON_ITER_HOLDS_NUMBER(&it))
+		return 0;
+	secs = bson_iter_as_int64(&it);
+	memset(&d, 0, sizeof(d));
+	d.coll = coll;
+	d.cutoff = ttl_cutoff(now_ms, secs);
+	bson_snprintf(d.path, sizeof(d.path), "control.max.%s", time);
+	RET(storage_scan_open(s, coll, false, &cur, err));
+	for (;;) {
+		recid_t id;
+		bson_t doc;
+		rc = storage_cursor_next(cur, &id, &doc, NULL, NULL, err);
+		if (rc < 0)
+			ret = -1;
+		if (rc <= 0)
+			break;
+		if (!bucket_expired(&doc, d.path, d.cutoff))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			ids = bson_realloc(ids, cap * sizeof(*ids));
+		}
+		ids[n++] = id;
+	}
+	storage_cursor_close(cur);
+	for (size_t i = 0; ret == 0 && i < n; i++) {
+		d.recid = ids[i];
+		ret = storage_txn_run(s, ts_delete_one, &d, false, err);
+		if (ret == 0 && d.deleted) {
+			atomic_fetch_add(&ttl_deleted, 1);
+			if (deleted != NULL)
+				(*deleted)++;
+		}
+	}
+	bson_free(ids);
 	return ret;
 }
 
@@ -205,6 +335,10 @@ ttl_pass(storage_t *st, int64_t now_ms, int64_t *deleted, terr_t *err)
 		for (j = 0; j < nc; j++) {
 			for (k = 0; ret == 0 && !coll_capped(colls[j]) && k < colls[j]->nindexes; k++)
 				ret = ttl_index(s, colls[j], &colls[j]->indexes[k], now_ms, deleted, err);
+			if (ret == 0)
+				ret = ttl_clustered(s, colls[j], now_ms, deleted, err);
+			if (ret == 0)
+				ret = ttl_timeseries(s, colls[j], now_ms, deleted, err);
 			storage_coll_release(colls[j]);
 		}
 		bson_free(colls);

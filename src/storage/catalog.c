@@ -269,7 +269,9 @@ coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_co
 				} else {
 					ix->key = bson_new();
 				}
-				ix->is_id = strcmp(ix->name, "_id_") == 0;
+				ix->clustered = bson_iter_init_find(&sub, ix->spec, "clustered") &&
+				    bson_iter_as_bool(&sub);
+				ix->is_id = strcmp(ix->name, "_id_") == 0 || ix->clustered;
 				ix->unique = ix->is_id;
 				ix->collation = stored_collation(ix->spec);
 				ix->sparse = bson_iter_init_find(&sub, ix->spec, "sparse") && bson_iter_as_bool(&sub);
@@ -298,6 +300,13 @@ coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_co
 	capped_from_options(c);
 	if (c->indexes == NULL)
 		c->indexes = bson_malloc0(sizeof(*c->indexes));
+	c->clustered_ttl = -1;
+	for (int i = 0; i < c->nindexes; i++)
+		if (c->indexes[i].clustered)
+			c->clustered_ix = &c->indexes[i];
+	if (c->clustered_ix != NULL && !bson_has_field(c->options, "timeseries") &&
+	    bson_iter_init_find(&it, c->options, "expireAfterSeconds") && BSON_ITER_HOLDS_NUMBER(&it))
+		c->clustered_ttl = bson_iter_as_int64(&it);
 	c->db = bson_strndup(c->ns, (size_t)(dot - c->ns));
 	c->name = bson_strdup(dot + 1);
 	*out = c;
@@ -362,12 +371,27 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 	BSON_APPEND_ARRAY_BEGIN(out, "indexes", &arr);
 	if (src == NULL && id_ident != NULL) {
 		bson_t spec, k;
+		bson_iter_t ci, cn;
+		/* a clustered collection's clustered index: its name comes from
+		 * options.clusteredIndex (the caller checked it), and its table
+		 * holds the documents (no type bits) */
+		bool clustered = options != NULL && bson_iter_init_find(&ci, options, "clusteredIndex") &&
+		    BSON_ITER_HOLDS_DOCUMENT(&ci);
+		/* a time-series collection's buckets are clustered by their _id */
+		bool ts = !clustered && options != NULL && bson_iter_init_find(&cn, options, "timeseries") &&
+		    BSON_ITER_HOLDS_DOCUMENT(&cn);
 		bson_init(&spec);
 		BSON_APPEND_INT32(&spec, "v", 2);
 		BSON_APPEND_DOCUMENT_BEGIN(&spec, "key", &k);
 		BSON_APPEND_INT32(&k, "_id", 1);
 		bson_append_document_end(&spec, &k);
-		BSON_APPEND_UTF8(&spec, "name", "_id_");
+		if (clustered && bson_iter_recurse(&ci, &cn) && bson_iter_find(&cn, "name") &&
+		    BSON_ITER_HOLDS_UTF8(&cn))
+			BSON_APPEND_UTF8(&spec, "name", bson_iter_utf8(&cn, NULL));
+		else
+			BSON_APPEND_UTF8(&spec, "name", "_id_");
+		if (clustered || ts)
+			BSON_APPEND_BOOL(&spec, "unique", true);
 		{
 			/* the _id index orders by the collection's default collation */
 			bson_iter_t ci;
@@ -376,10 +400,12 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 				bson_append_iter(&spec, "collation", -1, &ci);
 		}
 		bson_snprintf(key, sizeof(key), "%d", n++);
+		if (clustered || ts)
+			BSON_APPEND_BOOL(&spec, "clustered", true);
 		bson_append_document_begin(&arr, key, -1, &ix);
 		BSON_APPEND_DOCUMENT(&ix, "spec", &spec);
 		BSON_APPEND_UTF8(&ix, "ident", id_ident);
-		entry_index_flags(&ix, false, true, true, NULL, NULL);
+		entry_index_flags(&ix, false, !(clustered || ts), true, NULL, NULL);
 		bson_append_document_end(&arr, &ix);
 		bson_destroy(&spec);
 	} else if (src != NULL) {
@@ -2007,8 +2033,16 @@ rt_init(storage_t *st, storage_coll_t *c, const bson_t *saved, terr_t *err)
 		}
 	}
 	ret = 0;
+	if (c->clustered_ix != NULL) {
+		/* the record table maps RecordIds to keys: the documents are
+		 * in the clustered table (value: RecordId, document) */
+		cur->close(cur);
+		if ((ret = ws->open_cursor(ws, c->clustered_ix->ident, NULL, NULL, &cur)) != 0)
+			return storage_wt_err(ret, "open clustered table", err);
+	}
 	while (ret == 0 && (ret = cur->next(cur)) == 0) {
-		if ((ret = cur->get_value(cur, &v)) != 0)
+		int64_t rid;
+		if ((ret = c->clustered_ix != NULL ? cur->get_value(cur, &rid, &v) : cur->get_value(cur, &v)) != 0)
 			break;
 		count++;
 		size += (int64_t)v.size;

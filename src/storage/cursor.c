@@ -216,7 +216,8 @@ int
 storage_scan_open(storage_session_t *s, storage_coll_t *c, bool backward,
                   storage_cursor_t **out, terr_t *err)
 {
-	storage_cursor_t *cur = cursor_new(c, NULL, backward);
+	/* a clustered collection's documents are its clustered table, in _id order */
+	storage_cursor_t *cur = cursor_new(c, c->clustered_ix, backward);
 
 	*out = NULL;
 	if (cursor_attach(cur, s, err) != 0) {
@@ -477,7 +478,15 @@ storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
 		}
 		bytes_set(&cur->last_key, k.data, k.size);
 		cur->tb_read = false;
-		if (cur->ix->unique) {
+		if (cur->ix->clustered) {
+			int64_t rid;
+			if ((ret = wc->get_value(wc, &rid, &v)) != 0)
+				return storage_wt_err(ret, "clustered scan", err);
+			cur->last_recid = rid;
+			bytes_set(&cur->doc, v.data, v.size);
+			if (doc != NULL && !bson_init_static(doc, cur->doc.data, cur->doc.len))
+				return terr_set(err, TERR_INTERNAL_ERROR, "corrupt record in %s", cur->c->ns);
+		} else if (cur->ix->unique) {
 			int64_t rid;
 			if (cur->ix->typebits)
 				ret = wc->get_value(wc, &rid, &v);

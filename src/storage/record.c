@@ -14,6 +14,7 @@
  */
 #include "storage/storage_private.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <string.h>
@@ -281,6 +282,12 @@ index_entry(storage_session_t *s, const storage_coll_t *c, const storage_index_t
 		cur->set_key(cur, &k);
 		if (op == IX_REMOVE) {
 			wret = cur->remove(cur);
+		} else if (ix->clustered) {
+			/* the clustered table holds the document itself */
+			v.data = bson_get_data(doc);
+			v.size = doc->len;
+			cur->set_value(cur, (int64_t)recid, &v);
+			wret = add ? cur->insert(cur) : cur->update(cur);
 		} else {
 			if (ix->typebits)
 				cur->set_value(cur, (int64_t)recid, &v);
@@ -386,7 +393,7 @@ index_apply(storage_session_t *s, const storage_coll_t *c, recid_t recid,
 				ERR(index_entry(s, c, ix, ka, alen, tba, ta, recid, IX_REMOVE, old_doc, err));
 			else if (cmp > 0)
 				ERR(index_entry(s, c, ix, kb, blen, tbb, tbl, recid, IX_ADD, new_doc, err));
-			else if (ix->typebits && (ta != tbl || memcmp(tba, tbb, ta) != 0))
+			else if (ix->clustered || (ix->typebits && (ta != tbl || memcmp(tba, tbb, ta) != 0)))
 				ERR(index_entry(s, c, ix, kb, blen, tbb, tbl, recid, IX_RETYPE, new_doc, err));
 			a += cmp <= 0;
 			b += cmp >= 0;
@@ -534,6 +541,21 @@ has_id_index(const storage_coll_t *c)
 	return false;
 }
 
+/* A clustered collection: doc's key in the clustered table (its _id's
+ * KeyString under the collection's collation), in s->ks. */
+static void
+clustered_key(storage_session_t *s, const storage_coll_t *c, const bson_t *doc)
+{
+	bson_iter_t it;
+	bson_value_t null_v = {.value_type = BSON_TYPE_NULL};
+
+	keystring_reset(&s->ks);
+	if (doc_id(doc, &it) || bson_iter_init_find(&it, doc, "_id"))
+		keystring_append_value_coll(&s->ks, bson_iter_value(&it), false, c->clustered_ix->collation);
+	else
+		keystring_append_value_coll(&s->ks, &null_v, false, NULL);
+}
+
 /* Insert doc at RecordId at (0: the next one of the collection's counter). */
 static int
 doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc, recid_t at, recid_t *recid,
@@ -567,8 +589,16 @@ doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc, recid_t a
 	}
 	ERR(index_apply(s, ixc, id, NULL, doc, err));
 	ERR(storage_session_cursor(s, c->ident, &cur, err));
-	v.data = bson_get_data(doc);
-	v.size = doc->len;
+	if (c->clustered_ix != NULL) {
+		/* the record table of a clustered collection maps the RecordId
+		 * to the document's key in the clustered table */
+		clustered_key(s, c, doc);
+		v.data = s->ks.buf;
+		v.size = s->ks.len;
+	} else {
+		v.data = bson_get_data(doc);
+		v.size = doc->len;
+	}
 	cur->set_key(cur, (int64_t)id);
 	cur->set_value(cur, &v);
 	if ((wret = cur->insert(cur)) != 0) {
@@ -635,8 +665,14 @@ storage_doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid,
 	ERR(write_recheck(s, c, new_doc, old_doc, err));
 	ERR(index_apply(s, ixc, recid, old_doc, new_doc, err));
 	ERR(storage_session_cursor(s, c->ident, &cur, err));
-	v.data = bson_get_data(new_doc);
-	v.size = new_doc->len;
+	if (c->clustered_ix != NULL) {
+		clustered_key(s, c, new_doc);
+		v.data = s->ks.buf;
+		v.size = s->ks.len;
+	} else {
+		v.data = bson_get_data(new_doc);
+		v.size = new_doc->len;
+	}
 	cur->set_key(cur, (int64_t)recid);
 	cur->set_value(cur, &v);
 	if ((wret = cur->update(cur)) != 0) {
@@ -877,7 +913,7 @@ build_part_run(void *arg)
 	tm_opctx_t *outer;
 	storage_session_t *s = bp->s;
 	terr_t *err = &bp->err;
-	WT_CURSOR *wc = NULL;
+	WT_CURSOR *wc = NULL, *idc = NULL;
 	keyset_t keys = {0};
 	WT_ITEM v;
 	bson_t doc;
@@ -902,6 +938,20 @@ build_part_run(void *arg)
 		if (rid > bp->to)
 			break;
 		ERR(tm_interrupt_check(err));
+		if (bp->c->clustered_ix != NULL) {
+			/* the record table holds the key: the document is in
+			 * the clustered table */
+			int64_t crid;
+			if (idc == NULL && (wret = s->ws->open_cursor(s->ws, bp->c->clustered_ix->ident, NULL, NULL,
+			    &idc)) != 0)
+				break;
+			idc->set_key(idc, &v);
+			if ((wret = idc->search(idc)) != 0 || (wret = idc->get_value(idc, &crid, &v)) != 0) {
+				ret = storage_wt_err(wret == WT_NOTFOUND ? EINVAL : wret, "clustered record for an index build",
+				    err);
+				goto err;
+			}
+		}
 		if (!bson_init_static(&doc, v.data, v.size)) {
 			ret = terr_set(err, TERR_INTERNAL_ERROR, "corrupt record %" PRId64 " in %s", rid, bp->c->ns);
 			goto err;
@@ -928,6 +978,8 @@ build_part_run(void *arg)
 err:
 	if (wc != NULL)
 		wc->close(wc);
+	if (idc != NULL)
+		idc->close(idc);
 	if (storage_txn_active(s))
 		storage_txn_rollback(s);    /* read only */
 	keyset_free(&keys);
@@ -1127,6 +1179,30 @@ record_read(storage_session_t *s, const storage_coll_t *c, recid_t recid, bson_t
 		ret = storage_wt_err(wret, "read record", err);
 		goto err;
 	}
+	if (c->clustered_ix != NULL) {
+		/* the map gave the key: the document is in the clustered table */
+		WT_ITEM k;
+		int64_t rid;
+		if (s->kbuf_cap < v.size) {
+			s->kbuf_cap = v.size * 2;
+			s->kbuf = bson_realloc(s->kbuf, s->kbuf_cap);
+		}
+		memcpy(s->kbuf, v.data, v.size);
+		k.data = s->kbuf;
+		k.size = v.size;
+		storage_session_cursor_done(cur);
+		cur = NULL;
+		ERR(storage_session_cursor(s, c->clustered_ix->ident, &cur, err));
+		cur->set_key(cur, &k);
+		if ((wret = cur->search(cur)) == WT_NOTFOUND) {
+			ret = 1;
+			goto err;
+		}
+		if (wret != 0 || (wret = cur->get_value(cur, &rid, &v)) != 0) {
+			ret = storage_wt_err(wret, "read clustered record", err);
+			goto err;
+		}
+	}
 	buf = storage_session_buf(s, v.size);
 	memcpy(buf, v.data, v.size);
 	if (!bson_init_static(doc, buf, v.size)) {
@@ -1168,6 +1244,24 @@ storage_doc_find_id(storage_session_t *s, storage_coll_t *c, const bson_value_t 
 	wret = cur->search(cur);
 	if (wret == WT_NOTFOUND) {
 		ret = 1;
+		goto err;
+	}
+	if (wret == 0 && ix->clustered) {
+		/* one lookup: the clustered table holds the document */
+		WT_ITEM v;
+		uint8_t *buf;
+		if ((wret = cur->get_value(cur, &rid, &v)) != 0) {
+			ret = storage_wt_err(wret, "read clustered record", err);
+			goto err;
+		}
+		buf = storage_session_buf(s, v.size);
+		memcpy(buf, v.data, v.size);
+		if (!bson_init_static(doc, buf, v.size)) {
+			ret = terr_set(err, TERR_INTERNAL_ERROR, "corrupt record %" PRId64 " in %s", rid, c->ns);
+			goto err;
+		}
+		if (recid != NULL)
+			*recid = rid;
 		goto err;
 	}
 	if (wret == 0) {
@@ -1227,6 +1321,8 @@ storage_coll_stats(storage_t *st, storage_session_t *s, storage_coll_t *c,
 	if (data_size != NULL)
 		*data_size = atomic_load(&rt->data_size);
 	if (storage_size != NULL)
-		*storage_size = st->in_memory ? atomic_load(&rt->data_size) : ident_file_size(st, c->ident);
+		*storage_size = st->in_memory ? atomic_load(&rt->data_size)
+		    : ident_file_size(st, c->ident) +
+		      (c->clustered_ix != NULL ? ident_file_size(st, c->clustered_ix->ident) : 0);
 	return 0;
 }

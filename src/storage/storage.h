@@ -110,6 +110,10 @@ typedef struct storage_index {
 	char *ident;       /* WiredTiger table name, "table:index-<n>" */
 	bool unique;
 	bool is_id;
+	/* The clustered index of a clustered collection (spec.clustered): its
+	 * table holds the documents themselves (see "clustered collections"
+	 * below); an index scan over it returns each document too. */
+	bool clustered;
 	bool sparse;       /* spec.sparse, parsed once (key generation reads it per document) */
 	bool partial;      /* spec has a partialFilterExpression */
 	bool hidden;       /* spec.hidden: the planner does not choose it unless hinted */
@@ -151,6 +155,12 @@ typedef struct storage_coll {
 	bool capped;
 	int64_t capped_size;
 	int64_t capped_max;
+	/* A clustered collection (options.clusteredIndex): clustered_ix points
+	 * at its clustered index in indexes, NULL otherwise. */
+	const storage_index_t *clustered_ix;
+	/* options.expireAfterSeconds of a clustered collection (TTL by _id),
+	 * -1 when none. */
+	int64_t clustered_ttl;
 	/* A slot higher layers may use to cache derived state (a compiled
 	 * validator) for the life of this descriptor: set once with
 	 * storage_coll_cache_set; freed with free_fn when the descriptor dies. */
@@ -172,6 +182,20 @@ typedef struct storage_coll {
  * (by capping or by a delete) fails with 136 CappedPositionLost.
  * STORAGE_OPLOG_NS is capped for readers (tailable, collStats) only.
  */
+/*
+ * Clustered collections (created with options {clusteredIndex: {key: {_id:
+ * 1}, unique: true[, name]}}): the documents live in the clustered index's
+ * table, keyed by the _id's KeyString (value: RecordId, document), so a
+ * lookup by _id (storage_doc_find_id) and a range of _ids (an index scan
+ * over clustered_ix, storage_cursor_next handing out the documents) read
+ * one table, and a collection scan is in _id order (mongod's natural order
+ * for clustered collections).  There is no separate _id index.  Secondary
+ * indexes keep pointing at int64 RecordIds: the collection's record table
+ * maps each RecordId to its document's _id KeyString, so
+ * storage_doc_get(recid) is that map, then the clustered table.  Capped
+ * clustered collections are not supported (the caller refuses them).
+ */
+
 /* The one capped collection storage does not cap on insert nor serialise:
  * the oplog, truncated from its oldest end by repl/. */
 #define STORAGE_OPLOG_NS "local.oplog.rs"
@@ -570,7 +594,8 @@ void storage_cursor_seek_after(storage_cursor_t *cur, recid_t recid);
  * Call right after storage_scan_open.
  */
 void storage_cursor_set_tailable(storage_cursor_t *cur);
-/* Index scan over [lo, hi] KeyString bounds (NULL = unbounded), inclusive
+/* Index scan over [lo, hi] KeyString bounds (for the clustered index of a
+ * clustered collection, storage_cursor_next also gives each document) (NULL = unbounded), inclusive
  * flags, direction.  Bounds are compared with the value part of each key
  * (the RecordId ending a non-unique key is ignored), so an exclusive bound
  * skips every entry equal to it.  idx must point into c->indexes.  Cursors

@@ -101,6 +101,10 @@ insert_one(storage_session_t *s, void *p, terr_t *err)
 	return rc;
 }
 
+/* The options "crash.docs" is created with (NULL: a plain collection;
+ * test_kill9_clustered sets a clustered one). */
+static bson_t *coll_opts;
+
 /* Child: insert ids from 1 up (to limit, then wait; 0 = no limit), each
  * in its own commit; write each acknowledged id to fd.  Never returns. */
 static void
@@ -114,7 +118,7 @@ child_insert(const char *dir, int fd, bool sync, int32_t limit)
 
 	if (storage_open(dir, &o, &st, &err) != 0 || storage_session_open(st, &s, &err) != 0)
 		_exit(2);
-	if ((storage_coll_create(st, s, "crash", "docs", NULL, &err) != 0 && err.code != 48) ||
+	if ((storage_coll_create(st, s, "crash", "docs", coll_opts, &err) != 0 && err.code != 48) ||
 	    storage_coll_get(st, "crash", "docs", &c, &err) != 0)
 		_exit(3);
 	for (int32_t id = 1; limit == 0 || id <= limit; id++) {
@@ -185,7 +189,7 @@ test_kill9_sync(void)
 		terr_t err = TERR_INIT;
 		TT_EQ_INT(storage_open(dir, &o, &st, &err), 0);
 		TT_EQ_INT(storage_session_open(st, &s, &err), 0);
-		TT_EQ_INT(storage_coll_create(st, s, "crash", "docs", NULL, &err), 0);
+		TT_EQ_INT(storage_coll_create(st, s, "crash", "docs", coll_opts, &err), 0);
 		TT_EQ_INT(storage_coll_get(st, "crash", "docs", &c, &err), 0);
 		for (int32_t i = -10; i < 0; i++) {
 			ins_arg_t a = {c, i};
@@ -216,6 +220,17 @@ test_kill9_sync(void)
 	check_present(dir, last, 10);
 	tt_rmdir(dir);
 	bson_free(dir);
+}
+
+/* The same crash on a clustered collection: the documents live in the
+ * clustered table, and the count after the crash is counted from it. */
+static void
+test_kill9_clustered(void)
+{
+	coll_opts = tt_json("{\"clusteredIndex\": {\"v\": 2, \"key\": {\"_id\": 1}, \"name\": \"_id_\", \"unique\": true}}");
+	test_kill9_sync();
+	bson_destroy(coll_opts);
+	coll_opts = NULL;
 }
 
 static void
@@ -429,6 +444,7 @@ main(void)
 	/* Fork before this process has any WiredTiger threads running. */
 	TT_RUN(test_second_process_refused);
 	TT_RUN(test_kill9_sync);
+	TT_RUN(test_kill9_clustered);
 	TT_RUN(test_kill9_group_commit);
 	TT_RUN(test_kill9_during_ddl);
 	TT_RUN(test_orphan_tables_dropped);

@@ -1,0 +1,1117 @@
+/*
+ * cmd_timeseries.c -- time-series collections on the command side, viewless
+ * as in MongoDB 9.0: the namespace itself holds the buckets (a collection
+ * clustered by the buckets' ObjectId _ids, options {timeseries: ...}), and
+ * every command that reads or writes measurements goes through here.
+ *
+ * - create: options checked (timeseries/), the incompatible create options
+ *   refused, the default index on the buckets' meta and time created;
+ * - insert: each measurement checked (its time a date), routed into an
+ *   open bucket of its meta value and time window (the bucket catalog: in
+ *   memory, per collection, mongod's limits of 1000 measurements, 125 KiB
+ *   and bucketMaxSpanSeconds per bucket), every bucket an insert touches
+ *   written once, all in one transaction (nothing half-bucketed);
+ * - reads: the pipeline a find/count/distinct/aggregate runs is prefixed
+ *   with a bucket-level $match (meta and time predicates, timeseries/) and
+ *   $_internalUnpackBucket; rawData: true reads and writes the buckets;
+ * - delete and update with any filter: every bucket holding a match is
+ *   unpacked, the matching measurements deleted or updated, and the bucket
+ *   rewritten (or removed when empty); updated measurements are routed
+ *   again like inserts;
+ * - listCollections type "timeseries", listIndexes in measurement terms,
+ *   collStats' timeseries section.
+ *
+ * Not here: the bucket format and filter translation (timeseries/), the
+ * unpack stage (agg/stage_unpack.c), TTL of whole buckets (the clustered
+ * TTL of query/planner_ttl.c with the bucket _id's time).
+ */
+#include "commands/commands_private.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "bson/value.h"
+#include "commands/cmd_timeseries.h"
+#include "commands/write.h"
+#include "common/mem.h"
+#include "query/match.h"
+#include "timeseries/timeseries.h"
+#include "update/update.h"
+
+/* ---- create ------------------------------------------------------------------ */
+
+/* create options a time-series collection refuses (mongod: InvalidOptions) */
+static const char *const ts_incompatible[] = {
+	"capped", "size", "max", "idIndex", "validator", "validationLevel", "validationAction", "viewOn", "pipeline",
+	"clusteredIndex", "autoIndexId", "changeStreamPreAndPostImages", "encryptedFields", NULL,
+};
+
+int
+cmd_ts_check_create(cmd_t *c, bson_t *ts_opts, bool *is_ts, terr_t *err)
+{
+	bson_iter_t it;
+
+	*is_ts = bson_has_field(c->body, "timeseries");
+	if (!*is_ts)
+		return 0;
+	RET(ts_options_check(c->body, ts_opts, err));
+	for (int i = 0; ts_incompatible[i] != NULL; i++)
+		if (bson_has_field(c->body, ts_incompatible[i]))
+			return terr_set(err, TERR_INVALID_OPTIONS, "Invalid option '%s' for a time-series collection",
+			    ts_incompatible[i]);
+	if (bson_iter_init_find(&it, c->body, "expireAfterSeconds")) {
+		int64_t secs;
+		if (!BSON_ITER_HOLDS_NUMBER(&it))
+			return terr_set(err, TERR_TYPE_MISMATCH,
+			    "BSON field 'create.expireAfterSeconds' is the wrong type '%s', expected type 'long'",
+			    bv_type_name(bson_iter_type(&it)));
+		secs = bson_iter_as_int64(&it);
+		if (secs < 0)
+			return terr_set(err, TERR_INVALID_OPTIONS, "TTL index 'expireAfterSeconds' option cannot be less than 0");
+		if (secs > INT64_MAX / 2000)
+			return terr_set(err, TERR_INVALID_OPTIONS,
+			    "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number");
+	}
+	return 0;
+}
+
+/* The default index mongod creates with a metaField: {meta: 1,
+ * control.min.<time>: 1, control.max.<time>: 1}, shown as
+ * {<meta>: 1, <time>: 1}, named "<meta>_1_<time>_1". */
+int
+cmd_ts_after_create(cmd_t *c, const char *name, terr_t *err)
+{
+	storage_coll_t *coll = NULL;
+	ts_options_t o;
+	bson_t spec = BSON_INITIALIZER, key;
+	char path[600], iname[600];
+	int ret = 0;
+
+	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0)
+		return 0;
+	if (ts_options_get(coll->options, &o) && o.meta_field != NULL && coll->nindexes <= 1) {
+		BSON_APPEND_INT32(&spec, "v", 2);
+		BSON_APPEND_DOCUMENT_BEGIN(&spec, "key", &key);
+		BSON_APPEND_INT32(&key, "meta", 1);
+		bson_snprintf(path, sizeof(path), "control.min.%s", o.time_field);
+		BSON_APPEND_INT32(&key, path, 1);
+		bson_snprintf(path, sizeof(path), "control.max.%s", o.time_field);
+		BSON_APPEND_INT32(&key, path, 1);
+		bson_append_document_end(&spec, &key);
+		bson_snprintf(iname, sizeof(iname), "%s_1_%s_1", o.meta_field, o.time_field);
+		BSON_APPEND_UTF8(&spec, "name", iname);
+		ret = storage_index_create(c->engine->st, NULL, c->db, name, &spec, err);
+	}
+	bson_destroy(&spec);
+	storage_coll_release(coll);
+	return ret;
+}
+
+bool
+cmd_ts_is(const storage_coll_t *coll)
+{
+	bson_iter_t it;
+
+	return coll != NULL && coll->options != NULL && bson_iter_init_find(&it, coll->options, "timeseries") &&
+	    BSON_ITER_HOLDS_DOCUMENT(&it);
+}
+
+bool
+cmd_ts_raw(const cmd_t *c)
+{
+	bson_iter_t it;
+
+	return bson_iter_init_find(&it, c->body, "rawData") && bson_iter_as_bool(&it);
+}
+
+/* ---- the bucket catalog --------------------------------------------------------- */
+
+typedef struct ts_open {
+	uint8_t uuid[16];
+	bson_value_t meta;           /* owned copy; EOD: no meta */
+	uint64_t hash;
+	bson_oid_t id;
+	int64_t start_ms;
+	int count;
+	int64_t bytes;
+	struct ts_open *next;
+} ts_open_t;
+
+typedef struct ts_stats_row {
+	uint8_t uuid[16];
+	int64_t bucket_inserts, bucket_updates, commits, measurements;
+	int64_t closed_count, closed_size, closed_forward, closed_backward, opened_meta;
+	struct ts_stats_row *next;
+} ts_stats_row_t;
+
+#define TS_HASH 4096
+static pthread_mutex_t ts_lock = PTHREAD_MUTEX_INITIALIZER;
+static ts_open_t *ts_open_buckets[TS_HASH];
+static ts_stats_row_t *ts_stats;
+
+static ts_stats_row_t *
+stats_row(const uint8_t *uuid)
+{
+	ts_stats_row_t *r;
+
+	for (r = ts_stats; r != NULL; r = r->next)
+		if (memcmp(r->uuid, uuid, 16) == 0)
+			return r;
+	r = bson_malloc0(sizeof(*r));
+	memcpy(r->uuid, uuid, 16);
+	r->next = ts_stats;
+	ts_stats = r;
+	return r;
+}
+
+static uint64_t
+meta_hash(const uint8_t *uuid, const bson_value_t *meta)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (int i = 0; i < 16; i++)
+		h = (h ^ uuid[i]) * 1099511628211ull;
+	return h ^ (meta->value_type == BSON_TYPE_EOD ? 0x9e3779b97f4a7c15ull : bv_hash(meta));
+}
+
+static bool
+meta_same(const bson_value_t *a, const bson_value_t *b)
+{
+	if (a->value_type == BSON_TYPE_EOD || b->value_type == BSON_TYPE_EOD)
+		return a->value_type == b->value_type;
+	/* a bucket's meta must be the same value, field order included */
+	return a->value_type == b->value_type && bv_compare(a, b) == 0 &&
+	    (a->value_type != BSON_TYPE_DOCUMENT ||
+	     (a->value.v_doc.data_len == b->value.v_doc.data_len &&
+	      memcmp(a->value.v_doc.data, b->value.v_doc.data, a->value.v_doc.data_len) == 0));
+}
+
+static ts_open_t *
+open_find(const uint8_t *uuid, const bson_value_t *meta, uint64_t h)
+{
+	for (ts_open_t *b = ts_open_buckets[h % TS_HASH]; b != NULL; b = b->next)
+		if (b->hash == h && memcmp(b->uuid, uuid, 16) == 0 && meta_same(&b->meta, meta))
+			return b;
+	return NULL;
+}
+
+/* Forget every open bucket of a collection (its buckets were rewritten). */
+static void
+open_forget(const uint8_t *uuid)
+{
+	for (int i = 0; i < TS_HASH; i++) {
+		ts_open_t **pp = &ts_open_buckets[i];
+		while (*pp != NULL) {
+			ts_open_t *b = *pp;
+			if (memcmp(b->uuid, uuid, 16) == 0) {
+				*pp = b->next;
+				bson_value_destroy(&b->meta);
+				bson_free(b);
+			} else {
+				pp = &b->next;
+			}
+		}
+	}
+}
+
+void
+cmd_ts_forget(const storage_coll_t *coll)
+{
+	ts_stats_row_t **pp;
+
+	if (!cmd_ts_is(coll))
+		return;
+	pthread_mutex_lock(&ts_lock);
+	open_forget(coll->uuid);
+	for (pp = &ts_stats; *pp != NULL; pp = &(*pp)->next)
+		if (memcmp((*pp)->uuid, coll->uuid, 16) == 0) {
+			ts_stats_row_t *r = *pp;
+			*pp = r->next;
+			bson_free(r);
+			break;
+		}
+	pthread_mutex_unlock(&ts_lock);
+}
+
+/* ---- insert ---------------------------------------------------------------------- */
+
+/* One bucket an insert writes: an open one (existing) or a new one. */
+typedef struct ts_target {
+	bson_oid_t id;
+	int64_t start_ms;
+	bson_value_t meta;           /* borrowed from a measurement */
+	bool existing;
+	int *ms;                     /* indexes into the batch's measurements */
+	int n, cap;
+	int64_t bytes;
+	ts_open_t *open;             /* the catalog row it continues or will become */
+	uint64_t hash;               /* meta_hash of meta */
+	int chain;                   /* the next target in its ts_batch_t.heads chain, -1 */
+} ts_target_t;
+
+#define TS_BATCH_HASH 2048
+
+typedef struct ts_batch {
+	cmd_t *c;
+	storage_coll_t *coll;
+	ts_options_t o;
+	bson_t *docs;                /* prepared measurements (tm_bson_array_new) */
+	int ndocs;
+	ts_target_t *t;
+	int nt, tcap;
+	/* the batch's targets by meta: chains of indexes into t, newest first */
+	int heads[TS_BATCH_HASH];
+	int64_t closed[4];           /* count, size, forward, backward */
+	int64_t opened_meta;         /* new buckets for a meta with none open */
+} ts_batch_t;
+
+/* A new target slot for meta (hash h), linked into the batch's hash. */
+static ts_target_t *
+target_slot(ts_batch_t *b, const bson_value_t *meta, uint64_t h)
+{
+	ts_target_t *t;
+
+	if (b->nt == b->tcap) {
+		b->tcap = b->tcap ? b->tcap * 2 : 16;
+		b->t = bson_realloc(b->t, sizeof(*b->t) * (size_t)b->tcap);
+	}
+	t = &b->t[b->nt];
+	memset(t, 0, sizeof(*t));
+	t->meta = *meta;
+	t->hash = h;
+	t->chain = b->heads[h % TS_BATCH_HASH];
+	b->heads[h % TS_BATCH_HASH] = b->nt++;
+	return t;
+}
+
+static void
+target_add(ts_target_t *t, int i, int64_t bytes)
+{
+	if (t->n == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 8;
+		t->ms = bson_realloc(t->ms, sizeof(int) * (size_t)t->cap);
+	}
+	t->ms[t->n++] = i;
+	t->bytes += bytes;
+}
+
+static void
+new_oid(bson_oid_t *id, int64_t start_ms)
+{
+	uint32_t secs = (uint32_t)(start_ms / 1000);
+
+	bson_oid_init(id, NULL);
+	/* the bucket's _id carries its start time (mongod: buckets sort by time) */
+	id->bytes[0] = (uint8_t)(secs >> 24);
+	id->bytes[1] = (uint8_t)(secs >> 16);
+	id->bytes[2] = (uint8_t)(secs >> 8);
+	id->bytes[3] = (uint8_t)secs;
+}
+
+static int64_t
+round_down(int64_t ms, int64_t rounding_s)
+{
+	int64_t r = rounding_s * 1000, q = ms / r;
+
+	if (ms % r != 0 && ms < 0)
+		q--;
+	return q * r;
+}
+
+static ts_target_t *
+target_new(ts_batch_t *b, const bson_value_t *meta, uint64_t h, int64_t t_ms)
+{
+	ts_target_t *t = target_slot(b, meta, h);
+
+	t->start_ms = round_down(t_ms, b->o.rounding);
+	new_oid(&t->id, t->start_ms);
+	return t;
+}
+
+CMD_HANDLER(cmd_find);
+
+/*
+ * No open bucket of this meta is known (a restart, or a rewrite made the
+ * catalog forget): the newest stored bucket of the meta, by its start (the
+ * default {meta, control.min, control.max} index when there is one), is
+ * taken up again as the open one when it still has room.  Under ts_lock.
+ */
+static ts_open_t *
+reopen(ts_batch_t *b, const bson_value_t *meta, uint64_t h)
+{
+	bson_t body = BSON_INITIALIZER, filter, sort, reply = BSON_INITIALIZER;
+	bson_iter_t it, f;
+	terr_t e = TERR_INIT;
+	cmd_t sub = *b->c;
+	char path[600];
+	ts_open_t *o = NULL;
+
+	BSON_APPEND_UTF8(&body, "find", b->coll->name);
+	BSON_APPEND_DOCUMENT_BEGIN(&body, "filter", &filter);
+	if (meta->value_type == BSON_TYPE_EOD) {
+		bson_t ex;
+		BSON_APPEND_DOCUMENT_BEGIN(&filter, "meta", &ex);
+		BSON_APPEND_BOOL(&ex, "$exists", false);
+		bson_append_document_end(&filter, &ex);
+	} else {
+		bv_append(&filter, "meta", -1, meta);
+	}
+	bson_append_document_end(&body, &filter);
+	bson_snprintf(path, sizeof(path), "control.min.%s", b->o.time_field);
+	BSON_APPEND_DOCUMENT_BEGIN(&body, "sort", &sort);
+	BSON_APPEND_INT32(&sort, path, -1);
+	bson_append_document_end(&body, &sort);
+	BSON_APPEND_INT32(&body, "limit", 1);
+	BSON_APPEND_BOOL(&body, "singleBatch", true);
+	BSON_APPEND_BOOL(&body, "rawData", true);
+	sub.body = &body;
+	sub.name = "find";
+	sub.reply = &reply;
+	bson_iter_init(&sub.first, &body);
+	bson_iter_next(&sub.first);
+	if (cmd_find(&sub, &e) == 0 && bson_iter_init(&it, &reply) &&
+	    bson_iter_find_descendant(&it, "cursor.firstBatch.0", &f) && BSON_ITER_HOLDS_DOCUMENT(&f)) {
+		const uint8_t *d;
+		uint32_t l;
+		bson_t bucket;
+		bson_iter_t idit, st;
+		bson_iter_document(&f, &l, &d);
+		if (bson_init_static(&bucket, d, l) && bson_iter_init_find(&idit, &bucket, "_id") &&
+		    BSON_ITER_HOLDS_OID(&idit) && bson_iter_init(&st, &bucket) &&
+		    bson_iter_find_descendant(&st, path, &st) && BSON_ITER_HOLDS_DATE_TIME(&st)) {
+			o = bson_malloc0(sizeof(*o));
+			memcpy(o->uuid, b->coll->uuid, 16);
+			if (meta->value_type == BSON_TYPE_EOD)
+				o->meta.value_type = BSON_TYPE_EOD;
+			else
+				bson_value_copy(meta, &o->meta);
+			o->hash = h;
+			bson_oid_copy(bson_iter_oid(&idit), &o->id);
+			o->start_ms = bson_iter_date_time(&st);
+			o->count = ts_bucket_count(&b->o, &bucket);
+			o->bytes = bucket.len;
+			o->next = ts_open_buckets[h % TS_HASH];
+			ts_open_buckets[h % TS_HASH] = o;
+		}
+	}
+	terr_clear(&e);
+	bson_destroy(&reply);
+	bson_destroy(&body);
+	return o;
+}
+
+/* Route measurement i (time t_ms) to a target: the open bucket of its meta
+ * when it fits (time window, count, bytes), else a new one. */
+static void
+route(ts_batch_t *b, int i, const bson_value_t *meta, int64_t t_ms)
+{
+	const bson_t *m = &b->docs[i];
+	uint64_t h = meta_hash(b->coll->uuid, meta);
+	ts_open_t *open = open_find(b->coll->uuid, meta, h);
+	ts_target_t *t = NULL;
+	bool closed_here = false;
+	int k;
+
+	/* the newest target of this batch for this meta, if any */
+	for (k = b->heads[h % TS_BATCH_HASH]; k >= 0; k = b->t[k].chain)
+		if (b->t[k].hash == h && meta_same(&b->t[k].meta, meta)) {
+			t = &b->t[k];
+			break;
+		}
+	if (t == NULL && open == NULL)
+		open = reopen(b, meta, h);
+	if (t == NULL && open != NULL) {
+		t = target_slot(b, meta, h);
+		t->id = open->id;
+		t->start_ms = open->start_ms;
+		t->existing = true;
+		t->open = open;
+	}
+	if (t != NULL) {
+		int count = t->n + (t->existing ? t->open->count : 0);
+		int64_t bytes = t->bytes + (t->existing ? t->open->bytes : 0);
+		int why = -1;
+		if (count >= TS_BUCKET_MAX_COUNT)
+			why = 0;
+		else if (bytes + m->len > TS_BUCKET_MAX_BYTES && count > 0)
+			why = 1;
+		else if (t_ms >= t->start_ms + b->o.max_span * 1000)
+			why = 2;
+		else if (t_ms < t->start_ms)
+			why = 3;
+		if (why >= 0) {
+			b->closed[why]++;
+			t = NULL;
+			closed_here = true;
+		}
+	}
+	if (t == NULL && open == NULL && closed_here == false)
+		b->opened_meta++;
+	if (t == NULL)
+		t = target_new(b, meta, h, t_ms);
+	target_add(t, i, m->len);
+}
+
+/* The measurement's meta (EOD when absent) and time. */
+static int
+measurement_check(const ts_options_t *o, const bson_t *m, bson_value_t *meta, int64_t *t_ms, terr_t *err)
+{
+	bson_iter_t it;
+
+	meta->value_type = BSON_TYPE_EOD;
+	if (o->meta_field != NULL && bson_iter_init_find(&it, m, o->meta_field))
+		*meta = *bson_iter_value(&it);
+	if (!bson_iter_init_find(&it, m, o->time_field) || !BSON_ITER_HOLDS_DATE_TIME(&it))
+		return terr_set(err, TERR_BAD_VALUE, "'%s' must be present and contain a valid BSON UTC datetime value",
+		    o->time_field);
+	*t_ms = bson_iter_date_time(&it);
+	return 0;
+}
+
+/* Write one target: a new bucket built from its measurements, or the
+ * stored one with them appended (its bytes copied, nothing unpacked). */
+static int
+write_target(storage_session_t *s, ts_batch_t *b, ts_target_t *t, bool *updated, terr_t *err)
+{
+	bson_t old = BSON_INITIALIZER, nb = BSON_INITIALIZER, view;
+	const bson_t **ms = bson_malloc0(sizeof(*ms) * (size_t)(t->n + 1));
+	int rc, ret = 0;
+	recid_t recid = 0;
+
+	*updated = false;
+	for (int i = 0; i < t->n; i++)
+		ms[i] = &b->docs[t->ms[i]];
+	if (t->existing) {
+		bson_value_t idv = {.value_type = BSON_TYPE_OID};
+		bson_oid_copy(&t->id, &idv.value.v_oid);
+		rc = storage_doc_find_id(s, b->coll, &idv, &recid, &view, err);
+		if (rc < 0) {
+			ret = -1;
+			goto err;
+		}
+		if (rc == 0) {
+			bson_destroy(&old);
+			bson_copy_to(&view, &old);
+			*updated = true;
+		}
+	}
+	if (*updated) {
+		ts_bucket_append(&b->o, &old, ms, t->n, &nb);
+		ret = storage_doc_update(s, b->coll, recid, &old, &nb, err);
+	} else {
+		ts_bucket_build(&b->o, &t->id, t->start_ms, &t->meta, ms, t->n, &nb);
+		ret = storage_doc_insert(s, b->coll, &nb, NULL, err);
+	}
+err:
+	bson_free(ms);
+	bson_destroy(&nb);
+	bson_destroy(&old);
+	return ret;
+}
+
+static int
+insert_txn(storage_session_t *s, void *arg, terr_t *err)
+{
+	ts_batch_t *b = arg;
+	int64_t ins = 0, upd = 0;
+
+	for (int k = 0; k < b->nt; k++) {
+		bool updated;
+		RET(write_target(s, b, &b->t[k], &updated, err));
+		if (updated)
+			upd++;
+		else
+			ins++;
+	}
+	(void)ins;
+	(void)upd;
+	return 0;
+}
+
+/* After the commit: the catalog learns the buckets the insert left open. */
+static void
+catalog_commit(ts_batch_t *b)
+{
+	ts_stats_row_t *r = stats_row(b->coll->uuid);
+
+	for (int k = 0; k < b->nt; k++) {
+		ts_target_t *t = &b->t[k];
+		uint64_t h = meta_hash(b->coll->uuid, &t->meta);
+		ts_open_t *o = open_find(b->coll->uuid, &t->meta, h);
+		if (t->existing)
+			r->bucket_updates++;
+		else
+			r->bucket_inserts++;
+		r->measurements += t->n;
+		if (o == NULL) {
+			o = bson_malloc0(sizeof(*o));
+			memcpy(o->uuid, b->coll->uuid, 16);
+			if (t->meta.value_type == BSON_TYPE_EOD)
+				o->meta.value_type = BSON_TYPE_EOD;
+			else
+				bson_value_copy(&t->meta, &o->meta);
+			o->hash = h;
+			o->next = ts_open_buckets[h % TS_HASH];
+			ts_open_buckets[h % TS_HASH] = o;
+			o->count = 0;
+			o->bytes = 0;
+		} else if (!(t->existing && bson_oid_equal(&o->id, &t->id))) {
+			o->count = 0;
+			o->bytes = 0;
+		}
+		/* the last target of a meta is the one left open */
+		o->id = t->id;
+		o->start_ms = t->start_ms;
+		o->count += t->n;
+		o->bytes += t->bytes;
+	}
+	r->commits++;
+	r->closed_count += b->closed[0];
+	r->closed_size += b->closed[1];
+	r->closed_forward += b->closed[2];
+	r->closed_backward += b->closed[3];
+	r->opened_meta += b->opened_meta;
+}
+
+/* Insert n prepared measurements (docs, ownership stays with the caller)
+ * routed into buckets, in one transaction. */
+static int
+insert_measurements(cmd_t *c, storage_session_t *s, storage_coll_t *coll, bson_t *docs, int n, terr_t *err)
+{
+	ts_batch_t b;
+	int ret;
+
+	memset(&b, 0, sizeof(b));
+	b.c = c;
+	b.coll = coll;
+	ts_options_get(coll->options, &b.o);
+	b.docs = docs;
+	b.ndocs = n;
+	for (int i = 0; i < TS_BATCH_HASH; i++)
+		b.heads[i] = -1;
+	pthread_mutex_lock(&ts_lock);
+	for (int i = 0; i < n; i++) {
+		bson_value_t meta;
+		int64_t t_ms = 0;
+		terr_t e = TERR_INIT;
+		measurement_check(&b.o, &docs[i], &meta, &t_ms, &e);
+		terr_clear(&e);
+		route(&b, i, &meta, t_ms);
+	}
+	ret = storage_txn_run(s, insert_txn, &b, write_concern_sync(c), err);
+	if (ret == 0)
+		catalog_commit(&b);
+	pthread_mutex_unlock(&ts_lock);
+	for (int k = 0; k < b.nt; k++)
+		bson_free(b.t[k].ms);
+	bson_free(b.t);
+	return ret;
+}
+
+/* A measurement as stored: as given, with a generated ObjectId _id
+ * appended when it has none (mongod adds it last: a measurement's _id is
+ * no key of anything); 10334 past 16 MiB. */
+static int
+measurement_prepare(const bson_t *d, bson_t *out, terr_t *err)
+{
+	if (d->len > 16 * 1024 * 1024)
+		return terr_set(err, TERR_BSON_OBJECT_TOO_LARGE,
+		    "object to insert too large. size in bytes: %u, max size: %d", d->len, 16 * 1024 * 1024);
+	bson_concat(out, d);
+	if (!bson_has_field(d, "_id")) {
+		bson_oid_t oid;
+		bson_oid_init(&oid, NULL);
+		BSON_APPEND_OID(out, "_id", &oid);
+	}
+	return 0;
+}
+
+int
+cmd_ts_insert(cmd_t *c, storage_coll_t *coll, const bson_t *stmts, bool ordered, terr_t *err)
+{
+	ts_options_t o;
+	bson_t write_errors = BSON_INITIALIZER;
+	bson_iter_t it;
+	storage_session_t *s;
+	int ndocs = (int)bson_count_keys(stmts), nok = 0, nerr = 0, ret = -1;
+	bson_t *docs = tm_bson_array_new((size_t)(ndocs + 1));
+	int *orig = bson_malloc0(sizeof(int) * (size_t)(ndocs + 1));
+
+	ts_options_get(coll->options, &o);
+	if ((s = client_session(c->client, err)) == NULL)
+		goto err;
+	bson_iter_init(&it, stmts);
+	for (int i = 0; bson_iter_next(&it); i++) {
+		const uint8_t *data;
+		uint32_t len;
+		bson_t d;
+		bson_value_t meta;
+		int64_t t_ms;
+		terr_t e = TERR_INIT;
+
+		bson_iter_document(&it, &len, &data);
+		bson_init_static(&d, data, len);
+		bson_init(&docs[nok]);
+		if (measurement_prepare(&d, &docs[nok], &e) != 0 || measurement_check(&o, &docs[nok], &meta, &t_ms, &e) != 0) {
+			bson_destroy(&docs[nok]);
+			write_error_append(&write_errors, nerr++, i, &e);
+			terr_clear(&e);
+			if (ordered)
+				break;
+			continue;
+		}
+		orig[nok++] = i;
+	}
+	if (nok > 0 && insert_measurements(c, s, coll, docs, nok, err) != 0) {
+		/* the whole batch is one transaction: every statement failed */
+		terr_t e = TERR_INIT;
+		if (write_error_is_interruption(err))
+			goto err;
+		terr_set(&e, err->code, "%s", err->msg ? err->msg : "");
+		for (int i = 0; i < nok; i++)
+			write_error_append(&write_errors, nerr++, orig[i], &e);
+		terr_clear(&e);
+		terr_clear(err);
+		nok = 0;
+	}
+	BSON_APPEND_INT32(c->reply, "n", nok);
+	if (nerr > 0)
+		BSON_APPEND_ARRAY(c->reply, "writeErrors", &write_errors);
+	ret = 0;
+err:
+	for (int i = 0; i < nok; i++)
+		bson_destroy(&docs[i]);
+	bson_free(docs);
+	bson_free(orig);
+	bson_destroy(&write_errors);
+	return ret;
+}
+
+/* ---- reads ------------------------------------------------------------------------ */
+
+int
+cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bson_t *out)
+{
+	ts_options_t o;
+	bson_iter_t it, st;
+	bson_t stage, spec;
+	int n = 0;
+	char key[16];
+
+	bson_init(out);
+	if (!ts_options_get(coll->options, &o))
+		return -1;
+	/* stages about the collection itself stay first and read it as it is */
+	if (bson_iter_init(&it, user) && bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+	    bson_iter_recurse(&it, &st) && bson_iter_next(&st) &&
+	    (strcmp(bson_iter_key(&st), "$collStats") == 0 || strcmp(bson_iter_key(&st), "$indexStats") == 0 ||
+	     strcmp(bson_iter_key(&st), "$planCacheStats") == 0)) {
+		bson_iter_init(&it, user);
+		while (bson_iter_next(&it)) {
+			bson_snprintf(key, sizeof(key), "%d", n++);
+			bson_append_iter(out, key, -1, &it);
+		}
+		return 0;
+	}
+	/* a leading $match: its meta/time part decides buckets first */
+	if (bson_iter_init(&it, user) && bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+	    bson_iter_recurse(&it, &st) && bson_iter_next(&st) && strcmp(bson_iter_key(&st), "$match") == 0 &&
+	    BSON_ITER_HOLDS_DOCUMENT(&st)) {
+		const uint8_t *d;
+		uint32_t l;
+		bson_t f, bf = BSON_INITIALIZER;
+		bson_iter_document(&st, &l, &d);
+		bson_init_static(&f, d, l);
+		if (ts_bucket_filter(&o, &f, &bf)) {
+			bson_snprintf(key, sizeof(key), "%d", n++);
+			bson_append_document_begin(out, key, -1, &stage);
+			BSON_APPEND_DOCUMENT(&stage, "$match", &bf);
+			bson_append_document_end(out, &stage);
+		}
+		bson_destroy(&bf);
+	}
+	bson_snprintf(key, sizeof(key), "%d", n++);
+	bson_append_document_begin(out, key, -1, &stage);
+	bson_append_document_begin(&stage, "$_internalUnpackBucket", -1, &spec);
+	ts_unpack_spec(&o, &spec);
+	bson_append_document_end(&stage, &spec);
+	bson_append_document_end(out, &stage);
+	if (bson_iter_init(&it, user))
+		while (bson_iter_next(&it)) {
+			bson_snprintf(key, sizeof(key), "%d", n++);
+			bson_append_iter(out, key, -1, &it);
+		}
+	return 0;
+}
+
+/* ---- delete and update ------------------------------------------------------------ */
+
+typedef struct ts_rewrite {
+	cmd_t *c;
+	storage_coll_t *coll;
+	ts_options_t o;
+	match_t *m;
+	bool multi;
+	const bson_value_t *update;  /* NULL: delete */
+	update_t *u;
+	int64_t matched, modified;
+	bson_t moved;                /* updated measurements to route again: {"0": {...}, ...} */
+	int nmoved;
+} ts_rewrite_t;
+
+typedef struct ts_unpacked {
+	ts_rewrite_t *r;
+	bson_t keep;                 /* measurements that stay: {"0": ...} */
+	int nkeep;
+	bool changed;
+	terr_t *err;
+} ts_unpacked_t;
+
+static int
+rewrite_m(void *ctx, const bson_t *m, terr_t *err)
+{
+	ts_unpacked_t *u = ctx;
+	ts_rewrite_t *r = u->r;
+	char key[16];
+	int rc;
+
+	rc = (r->multi || r->matched == 0) ? match_exec(r->m, m, NULL, err) : 0;
+	if (rc < 0)
+		return -1;
+	if (rc == 1) {
+		r->matched++;
+		u->changed = true;
+		if (r->update != NULL) {
+			bson_t nd;
+			bool mod = false;
+			if (update_apply(r->u, m, NULL, &nd, &mod, err) != 0)
+				return -1;
+			if (mod)
+				r->modified++;
+			bson_snprintf(key, sizeof(key), "%d", r->nmoved++);
+			BSON_APPEND_DOCUMENT(&r->moved, key, &nd);
+			bson_destroy(&nd);
+		}
+		return 0;
+	}
+	bson_snprintf(key, sizeof(key), "%d", u->nkeep++);
+	BSON_APPEND_DOCUMENT(&u->keep, key, m);
+	return 0;
+}
+
+static int
+rewrite_txn(storage_session_t *s, void *arg, terr_t *err)
+{
+	ts_rewrite_t *r = arg;
+	storage_cursor_t *cur = NULL;
+	recid_t *ids = NULL;
+	size_t n = 0, cap = 0;
+	int rc, ret = 0;
+
+	r->matched = r->modified = 0;
+	r->nmoved = 0;
+	bson_reinit(&r->moved);
+	/* the buckets first (a rewrite moves them under a scan) */
+	RET(storage_scan_open(s, r->coll, false, &cur, err));
+	for (;;) {
+		recid_t id;
+		bson_t doc;
+		rc = storage_cursor_next(cur, &id, &doc, NULL, NULL, err);
+		if (rc < 0)
+			ret = -1;
+		if (rc <= 0)
+			break;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			ids = bson_realloc(ids, sizeof(*ids) * cap);
+		}
+		ids[n++] = id;
+	}
+	storage_cursor_close(cur);
+	for (size_t i = 0; ret == 0 && i < n && (r->multi || r->matched == 0); i++) {
+		bson_t view, old = BSON_INITIALIZER, scratch = BSON_INITIALIZER;
+		ts_unpacked_t u = {r, BSON_INITIALIZER, 0, false, err};
+		if ((rc = storage_doc_get(s, r->coll, ids[i], &view, err)) != 0) {
+			ret = rc < 0 ? -1 : 0;
+			bson_destroy(&old);
+			bson_destroy(&scratch);
+			bson_destroy(&u.keep);
+			continue;
+		}
+		bson_destroy(&old);
+		bson_copy_to(&view, &old);
+		ret = tm_interrupt_check(err);
+		if (ret == 0)
+			ret = ts_bucket_unpack(&r->o, &old, &scratch, rewrite_m, &u, err);
+		if (ret == 0 && u.changed) {
+			if (u.nkeep == 0) {
+				ret = storage_doc_delete(s, r->coll, ids[i], &old, err);
+			} else {
+				/* the rest stays in the same bucket, rebuilt */
+				bson_t nb = BSON_INITIALIZER, *keep = tm_bson_array_new((size_t)u.nkeep);
+				const bson_t **ms = bson_malloc0(sizeof(*ms) * (size_t)u.nkeep);
+				bson_iter_t it, idit, mit;
+				bson_oid_t oid;
+				int64_t start = 0;
+				bson_value_t meta = {.value_type = BSON_TYPE_EOD};
+				int k = 0;
+				bson_iter_init(&it, &u.keep);
+				while (bson_iter_next(&it) && k < u.nkeep) {
+					const uint8_t *d;
+					uint32_t l;
+					bson_iter_document(&it, &l, &d);
+					bson_init_static(&keep[k], d, l);
+					ms[k] = &keep[k];
+					k++;
+				}
+				if (bson_iter_init_find(&idit, &old, "_id") && BSON_ITER_HOLDS_OID(&idit))
+					bson_oid_copy(bson_iter_oid(&idit), &oid);
+				else
+					bson_oid_init(&oid, NULL);
+				{
+					char p[600];
+					bson_iter_t ct;
+					bson_snprintf(p, sizeof(p), "control.min.%s", r->o.time_field);
+					if (bson_iter_init(&ct, &old) && bson_iter_find_descendant(&ct, p, &mit) &&
+					    BSON_ITER_HOLDS_DATE_TIME(&mit))
+						start = bson_iter_date_time(&mit);
+				}
+				if (bson_iter_init_find(&mit, &old, "meta"))
+					meta = *bson_iter_value(&mit);
+				ts_bucket_build(&r->o, &oid, start, &meta, ms, k, &nb);
+				ret = storage_doc_update(s, r->coll, ids[i], &old, &nb, err);
+				bson_destroy(&nb);
+				bson_free(ms);
+				bson_free(keep);
+			}
+		}
+		bson_destroy(&u.keep);
+		bson_destroy(&scratch);
+		bson_destroy(&old);
+	}
+	bson_free(ids);
+	return ret;
+}
+
+/* Run one delete (update NULL) or update statement with filter q. */
+static int
+ts_rewrite(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *update, bool multi, int64_t *matched,
+           int64_t *modified, terr_t *err)
+{
+	ts_rewrite_t r;
+	match_options_t mo = {0};
+	storage_session_t *s;
+	int ret = -1;
+
+	memset(&r, 0, sizeof(r));
+	r.c = c;
+	r.coll = coll;
+	r.multi = multi;
+	r.update = update;
+	bson_init(&r.moved);
+	ts_options_get(coll->options, &r.o);
+	if ((s = client_session(c->client, err)) == NULL)
+		goto err;
+	ERR(match_compile(q, &mo, &r.m, err));
+	if (update != NULL) {
+		update_options_t uo;
+		memset(&uo, 0, sizeof(uo));
+		ERR(update_compile(update, &uo, &r.u, err));
+	}
+	pthread_mutex_lock(&ts_lock);
+	ret = storage_txn_run(s, rewrite_txn, &r, write_concern_sync(c), err);
+	if (ret == 0)
+		open_forget(coll->uuid);
+	pthread_mutex_unlock(&ts_lock);
+	if (ret == 0 && r.nmoved > 0) {
+		/* updated measurements go where they now belong */
+		bson_t *docs = tm_bson_array_new((size_t)r.nmoved);
+		bson_iter_t it;
+		int k = 0;
+		bson_iter_init(&it, &r.moved);
+		while (bson_iter_next(&it) && k < r.nmoved) {
+			const uint8_t *d;
+			uint32_t l;
+			ts_options_t o = r.o;
+			bson_value_t meta;
+			int64_t t_ms;
+			bson_iter_document(&it, &l, &d);
+			bson_init_static(&docs[k], d, l);
+			if (measurement_check(&o, &docs[k], &meta, &t_ms, err) != 0) {
+				ret = -1;
+				break;
+			}
+			k++;
+		}
+		if (ret == 0)
+			ret = insert_measurements(c, s, coll, docs, k, err);
+		bson_free(docs);
+	}
+	*matched = r.matched;
+	*modified = r.update != NULL ? r.modified : r.matched;
+err:
+	if (r.m != NULL)
+		match_free(r.m);
+	if (r.u != NULL)
+		update_free(r.u);
+	bson_destroy(&r.moved);
+	return ret;
+}
+
+int
+cmd_ts_delete(cmd_t *c, storage_coll_t *coll, const bson_t *q, bool multi, int64_t *n, terr_t *err)
+{
+	int64_t modified;
+
+	return ts_rewrite(c, coll, q, NULL, multi, n, &modified, err);
+}
+
+int
+cmd_ts_update(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *u, bool multi, int64_t *matched,
+              int64_t *modified, terr_t *err)
+{
+	return ts_rewrite(c, coll, q, u, multi, matched, modified, err);
+}
+
+/* ---- catalog views --------------------------------------------------------------- */
+
+bool
+cmd_ts_index_spec(const storage_coll_t *coll, const storage_index_t *ix, bson_t *out)
+{
+	ts_options_t o;
+	bson_iter_t it, k;
+	bson_t key;
+	char minp[600], maxp[600];
+
+	if (!ts_options_get(coll->options, &o))
+		return false;
+	if (ix->clustered)
+		return false;   /* the buckets' clustered index is not shown */
+	bson_snprintf(minp, sizeof(minp), "control.min.%s", o.time_field);
+	bson_snprintf(maxp, sizeof(maxp), "control.max.%s", o.time_field);
+	bson_iter_init(&it, ix->spec);
+	while (bson_iter_next(&it)) {
+		if (strcmp(bson_iter_key(&it), "key") != 0) {
+			bson_append_iter(out, bson_iter_key(&it), -1, &it);
+			continue;
+		}
+		bson_append_document_begin(out, "key", -1, &key);
+		bson_iter_recurse(&it, &k);
+		while (bson_iter_next(&k)) {
+			const char *f = bson_iter_key(&k);
+			char name[600];
+			if (strcmp(f, "meta") == 0 && o.meta_field != NULL) {
+				bson_append_iter(&key, o.meta_field, -1, &k);
+			} else if (strncmp(f, "meta.", 5) == 0 && o.meta_field != NULL) {
+				bson_snprintf(name, sizeof(name), "%s.%s", o.meta_field, f + 5);
+				bson_append_iter(&key, name, -1, &k);
+			} else if (strcmp(f, minp) == 0 || strcmp(f, maxp) == 0) {
+				/* the pair of control bounds is the one time key */
+				if (strcmp(f, minp) == 0 || !bson_has_field(&key, o.time_field))
+					if (!bson_has_field(&key, o.time_field))
+						bson_append_iter(&key, o.time_field, -1, &k);
+			} else {
+				bson_append_iter(&key, f, -1, &k);
+			}
+		}
+		bson_append_document_end(out, &key);
+	}
+	return true;
+}
+
+void
+cmd_ts_stats_append(const storage_coll_t *coll, int64_t bucket_count, bson_t *out)
+{
+	ts_options_t o;
+	ts_stats_row_t r0 = {{0}}, *r = &r0;
+	bson_t ts;
+
+	if (!ts_options_get(coll->options, &o))
+		return;
+	pthread_mutex_lock(&ts_lock);
+	for (ts_stats_row_t *x = ts_stats; x != NULL; x = x->next)
+		if (memcmp(x->uuid, coll->uuid, 16) == 0)
+			r0 = *x;
+	pthread_mutex_unlock(&ts_lock);
+	bson_append_document_begin(out, "timeseries", -1, &ts);
+	BSON_APPEND_INT64(&ts, "bucketCount", bucket_count);
+	BSON_APPEND_INT64(&ts, "numBucketInserts", r->bucket_inserts);
+	BSON_APPEND_INT64(&ts, "numBucketUpdates", r->bucket_updates);
+	BSON_APPEND_INT64(&ts, "numBucketsOpenedDueToMetadata", r->opened_meta);
+	BSON_APPEND_INT64(&ts, "numBucketsClosedDueToCount", r->closed_count);
+	BSON_APPEND_INT64(&ts, "numBucketsClosedDueToSize", r->closed_size);
+	BSON_APPEND_INT64(&ts, "numBucketsClosedDueToTimeForward", r->closed_forward);
+	BSON_APPEND_INT64(&ts, "numBucketsClosedDueToTimeBackward", r->closed_backward);
+	BSON_APPEND_INT64(&ts, "numCommits", r->commits);
+	BSON_APPEND_INT64(&ts, "numMeasurementsCommitted", r->measurements);
+	if (r->commits > 0)
+		BSON_APPEND_INT64(&ts, "avgNumMeasurementsPerCommit", r->measurements / r->commits);
+	bson_append_document_end(out, &ts);
+}
+
+/* ---- createIndexes ----------------------------------------------------------------- */
+
+int
+cmd_ts_index_translate(const storage_coll_t *coll, const bson_t *spec, bson_t *out, terr_t *err)
+{
+	ts_options_t o;
+	bson_iter_t it, k;
+	bson_t key;
+	bson_string_t *name = bson_string_new(NULL);
+	bool has_name = bson_has_field(spec, "name"), first = true;
+	int ret = 0;
+
+	if (!ts_options_get(coll->options, &o)) {
+		bson_string_free(name, true);
+		return terr_set(err, TERR_INTERNAL_ERROR, "not a time-series collection");
+	}
+	bson_iter_init(&it, spec);
+	while (ret == 0 && bson_iter_next(&it)) {
+		const char *f = bson_iter_key(&it);
+		if (strcmp(f, "key") != 0) {
+			bson_append_iter(out, f, -1, &it);
+			continue;
+		}
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			ret = terr_set(err, TERR_TYPE_MISMATCH, "The field 'key' must be an object, but got %s",
+			    bv_type_name(bson_iter_type(&it)));
+			break;
+		}
+		bson_append_document_begin(out, "key", -1, &key);
+		bson_iter_recurse(&it, &k);
+		while (bson_iter_next(&k)) {
+			const char *p = bson_iter_key(&k);
+			size_t ml = o.meta_field != NULL ? strlen(o.meta_field) : 0;
+			char path[600];
+			double d;
+			if (!BSON_ITER_HOLDS_NUMBER(&k)) {
+				ret = terr_set(err, TERR_NOT_IMPLEMENTED,
+				    "special index types on time-series collections are not supported by Tamga yet");
+				break;
+			}
+			d = bson_iter_as_double(&k);
+			bson_string_append_printf(name, "%s%s_%lld", first ? "" : "_", p, (long long)d);
+			first = false;
+			if (o.meta_field != NULL && strncmp(p, o.meta_field, ml) == 0 && (p[ml] == '\0' || p[ml] == '.')) {
+				bson_snprintf(path, sizeof(path), "meta%s", p + ml);
+				bson_append_iter(&key, path, -1, &k);
+			} else if (strcmp(p, o.time_field) == 0) {
+				/* mongod's translation: both control bounds, in the key's direction */
+				char a[600], b[600];
+				bson_snprintf(a, sizeof(a), "control.%s.%s", d < 0 ? "max" : "min", o.time_field);
+				bson_snprintf(b, sizeof(b), "control.%s.%s", d < 0 ? "min" : "max", o.time_field);
+				bson_append_iter(&key, a, -1, &k);
+				bson_append_iter(&key, b, -1, &k);
+			} else {
+				ret = terr_set(err, TERR_NOT_IMPLEMENTED,
+				    "indexes on time-series measurement fields ('%s') are not supported by Tamga yet", p);
+				break;
+			}
+		}
+		bson_append_document_end(out, &key);
+	}
+	if (ret == 0 && !has_name)
+		BSON_APPEND_UTF8(out, "name", name->str);
+	bson_string_free(name, true);
+	return ret;
+}

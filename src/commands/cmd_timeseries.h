@@ -1,0 +1,65 @@
+/*
+ * cmd_timeseries.h -- time-series collections in the command layer
+ * (cmd_timeseries.c): create's checks and default index, inserts routed
+ * into buckets, the read pipeline over buckets, deletes and updates with
+ * any filter, and the catalog views (listIndexes, collStats).
+ */
+#ifndef TAMGA_COMMANDS_CMD_TIMESERIES_H
+#define TAMGA_COMMANDS_CMD_TIMESERIES_H
+
+#include <stdbool.h>
+#include <bson/bson.h>
+
+#include "commands/commands.h"
+#include "storage/storage.h"
+
+/* create with timeseries: *is_ts, and the normalized {timeseries: {...}}
+ * appended to ts_opts (initialised by the caller); 72 for options a
+ * time-series collection refuses, the option checks of
+ * ts_options_check, 14/72 for a bad expireAfterSeconds. */
+int cmd_ts_check_create(cmd_t *c, bson_t *ts_opts, bool *is_ts, terr_t *err);
+/* After a time-series create: the default {meta, time} bucket index when
+ * the collection has a metaField. */
+int cmd_ts_after_create(cmd_t *c, const char *name, terr_t *err);
+/* coll was dropped: the bucket catalog forgets its open buckets and
+ * counters (no-op for other collections). */
+void cmd_ts_forget(const storage_coll_t *coll);
+/* True for a time-series collection (options.timeseries). */
+bool cmd_ts_is(const storage_coll_t *coll);
+/* The command's rawData: true (reads and writes the buckets themselves). */
+bool cmd_ts_raw(const cmd_t *c);
+
+/* insert into a time-series collection: stmts is the documents array;
+ * writes the reply ({n, writeErrors}); measurements without a date in the
+ * timeField fail alone with 2 (mongod's message).  Returns 0, or -1 when
+ * the command itself fails. */
+int cmd_ts_insert(cmd_t *c, storage_coll_t *coll, const bson_t *stmts, bool ordered, terr_t *err);
+
+/* The pipeline a read of coll runs over its buckets: a bucket-level $match
+ * (from user's leading $match), $_internalUnpackBucket, then user's stages
+ * (a pipeline array document).  out is initialised here. */
+int cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bson_t *out);
+
+/* One delete statement (any filter q; multi or the first match) and one
+ * update statement (u: an update document or pipeline), on measurements:
+ * affected buckets rewritten in one transaction, updated measurements
+ * routed again.  *n / *matched / *modified as the reply counts them. */
+int cmd_ts_delete(cmd_t *c, storage_coll_t *coll, const bson_t *q, bool multi, int64_t *n, terr_t *err);
+int cmd_ts_update(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *u, bool multi,
+                  int64_t *matched, int64_t *modified, terr_t *err);
+
+/* listIndexes without rawData: ix as the user sees it (bucket paths back to
+ * metaField / timeField) appended to out; false when it is not shown (the
+ * clustered index) or coll is no time-series collection. */
+bool cmd_ts_index_spec(const storage_coll_t *coll, const storage_index_t *ix, bson_t *out);
+/* createIndexes on a time-series collection: spec with its key in bucket
+ * terms (metaField paths under "meta", the timeField as both control
+ * bounds in the key's direction) into out; the name defaults to one built
+ * from the user's key.  238 for measurement fields and special index
+ * types (not built yet). */
+int cmd_ts_index_translate(const storage_coll_t *coll, const bson_t *spec, bson_t *out, terr_t *err);
+/* collStats' timeseries section (bucketCount and the bucket catalog's
+ * counters). */
+void cmd_ts_stats_append(const storage_coll_t *coll, int64_t bucket_count, bson_t *out);
+
+#endif

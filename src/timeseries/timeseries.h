@@ -1,0 +1,113 @@
+/*
+ * timeseries.h -- time-series collections' own rules, below agg/ (whose
+ * $_internalUnpackBucket stage unpacks buckets with them) and above query/:
+ * the create options checked and stored as mongod 9.0 shows them, the
+ * bucket document (control.version 1: control.min/max, meta, data columns
+ * of "0", "1", ... per measurement), unpacking a bucket into its
+ * measurements, and the translation of a query on measurements into a
+ * filter on buckets (metaField and timeField predicates) that keeps every
+ * bucket holding a match.
+ *
+ * Not here: where buckets are stored (a clustered collection under the
+ * time-series namespace itself, storage/), the routing of inserts to open
+ * buckets and the writes (commands/cmd_timeseries.c).
+ */
+#ifndef TAMGA_TIMESERIES_TIMESERIES_H
+#define TAMGA_TIMESERIES_TIMESERIES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <bson/bson.h>
+
+#include "common/error.h"
+
+/* mongod's limits (timeseries_constants.h and its server parameters):
+ * measurements per bucket, bucket bytes, and the granularities' spans. */
+#define TS_BUCKET_MAX_COUNT 1000
+#define TS_BUCKET_MAX_BYTES (125 * 1024)
+#define TS_MAX_SPAN_LIMIT 31536000     /* a year: the largest bucketMaxSpanSeconds */
+
+/* A time-series collection's options, parsed (strings borrowed from the
+ * options document they came from). */
+typedef struct ts_options {
+	const char *time_field;
+	const char *meta_field;      /* NULL: none */
+	const char *granularity;     /* "seconds", "minutes", "hours", or NULL (custom bucketing) */
+	int64_t max_span;            /* bucketMaxSpanSeconds */
+	int64_t rounding;            /* bucketRoundingSeconds */
+} ts_options_t;
+
+/*
+ * Check create's timeseries document (and what may go with it) as mongod
+ * does and append the normalized {timeField, metaField, granularity,
+ * bucketRoundingSeconds, bucketMaxSpanSeconds} to out under "timeseries"
+ * (granularity "seconds" and its span when nothing was given).  Errors:
+ * 14 TypeMismatch (not a document, a field of the wrong type), 40415 an
+ * unknown field, 40414 timeField missing, 2 BadValue a NUL inside a name or
+ * an unknown granularity, 72 InvalidOptions: a dotted timeField/metaField,
+ * metaField equal to timeField or "_id", bucketing values that do not fit
+ * the granularity or each other.
+ */
+int ts_options_check(const bson_t *ts_doc_holder, bson_t *out, terr_t *err);
+
+/* Parse the stored options (the collection's options document holding
+ * "timeseries"); false when it holds none.  o borrows from options. */
+bool ts_options_get(const bson_t *options, ts_options_t *o);
+
+/* A granularity's bucketMaxSpanSeconds and bucketRoundingSeconds
+ * (3600/60, 86400/3600, 2592000/86400); false for an unknown name. */
+bool ts_granularity_spans(const char *granularity, int64_t *max_span, int64_t *rounding);
+
+/*
+ * Build a bucket document (control.version 1) into out (initialised by
+ * the caller): _id as given, control.min/max over the measurements (the
+ * time minimum rounded down to the bucket's start, start_ms), meta (when
+ * the collection has a metaField and meta is not NULL), and data columns
+ * with measurement i's value of every field at key "i".  measurements are
+ * n documents, each with its time field a date; the meta field is left out
+ * of the columns.
+ */
+void ts_bucket_build(const ts_options_t *o, const bson_oid_t *id, int64_t start_ms, const bson_value_t *meta,
+                     const bson_t *const *measurements, int n, bson_t *out);
+
+/*
+ * Append n measurements to the bucket old, into out (initialised by the
+ * caller): old's columns and values kept byte for byte, the new values at
+ * keys count, count + 1, ... (new fields as new columns), control.min/max
+ * widened; _id, meta and the bucket's start stay.  The caller routed the
+ * measurements here (same meta, inside the bucket's time window).
+ */
+void ts_bucket_append(const ts_options_t *o, const bson_t *old, const bson_t *const *ms, int n, bson_t *out);
+
+/*
+ * Unpack a bucket: call fn(ctx, measurement) for each measurement in index
+ * order, measurement built into scratch (reinitialised for each; valid
+ * during the call) as mongod unpacks it: the timeField, the metaField
+ * holding the bucket's meta, then the other columns' fields in column
+ * order.  fn returns 0 to go on, non-zero to
+ * stop (returned).  A bucket that is not one (no data document) unpacks to
+ * nothing.  Returns the number of measurements in *n when n is not NULL.
+ */
+typedef int (*ts_measurement_fn)(void *ctx, const bson_t *measurement, terr_t *err);
+int ts_bucket_unpack(const ts_options_t *o, const bson_t *bucket, bson_t *scratch, ts_measurement_fn fn,
+                     void *ctx, terr_t *err);
+/* The measurement count of a bucket (entries of its time column). */
+int ts_bucket_count(const ts_options_t *o, const bson_t *bucket);
+
+/*
+ * The part of filter (a query on measurements) that a bucket filter can
+ * decide, appended to out as a query on buckets: predicates on metaField
+ * (and its subfields) become the same predicates on "meta", and a
+ * timeField compared with a date ($eq, $gt, $gte, $lt, $lte) becomes
+ * bounds on control.min/control.max of the time field, and a top-level
+ * measurement field compared with a number ($gt, $gte, $lt, $lte) a bound
+ * that only holds when the bucket's min and max of it are both numbers.  The result keeps
+ * every bucket that holds a matching measurement (the measurement filter
+ * still runs after unpacking).  Returns true when something was appended.
+ */
+bool ts_bucket_filter(const ts_options_t *o, const bson_t *filter, bson_t *out);
+
+/* The explain / stage spec of $_internalUnpackBucket for o, into out. */
+void ts_unpack_spec(const ts_options_t *o, bson_t *out);
+
+#endif

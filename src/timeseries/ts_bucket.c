@@ -1,0 +1,704 @@
+/*
+ * ts_bucket.c -- time-series options and buckets (timeseries.h): create's
+ * timeseries document checked and normalized, the control.version 1 bucket
+ * built from measurements and unpacked again, and the bucket-level filter
+ * a query on measurements implies.
+ *
+ * Buckets here are mongod's uncompressed layout (control.version 1); the
+ * BSONColumn-compressed control.version 2 is not built yet.
+ */
+#include "timeseries/timeseries.h"
+
+#include <string.h>
+
+#include "bson/value.h"
+#include "common/mem.h"
+
+/* ---- options --------------------------------------------------------------- */
+
+static const struct granularity {
+	const char *name;
+	int64_t max_span, rounding;
+} granularities[] = {
+	{"seconds", 3600, 60},
+	{"minutes", 86400, 3600},
+	{"hours", 2592000, 86400},
+	{NULL, 0, 0},
+};
+
+bool
+ts_granularity_spans(const char *name, int64_t *max_span, int64_t *rounding)
+{
+	for (int i = 0; granularities[i].name != NULL; i++)
+		if (strcmp(granularities[i].name, name) == 0) {
+			*max_span = granularities[i].max_span;
+			*rounding = granularities[i].rounding;
+			return true;
+		}
+	return false;
+}
+
+static int
+ts_name_check(const char *field, const bson_iter_t *it, const char **out, terr_t *err)
+{
+	uint32_t len;
+	const char *s;
+
+	if (!BSON_ITER_HOLDS_UTF8(it))
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field 'create.timeseries.%s' is the wrong type '%s', expected type 'string'", field,
+		    bv_type_name(bson_iter_type(it)));
+	s = bson_iter_utf8(it, &len);
+	if (strlen(s) != len)
+		return terr_set(err, TERR_BAD_VALUE, "The '%s' field cannot contain embedded null characters", field);
+	if (s[0] == '$')
+		return terr_set(err, TERR_BAD_VALUE, "The '%s' field cannot start with '$': %s", field, s);
+	if (strchr(s, '.') != NULL)
+		return terr_set(err, TERR_INVALID_OPTIONS, "The '%s' field cannot contain embedded fields", field);
+	*out = s;
+	return 0;
+}
+
+static int
+ts_seconds(const char *field, const bson_iter_t *it, int64_t *out, terr_t *err)
+{
+	if (!BSON_ITER_HOLDS_NUMBER(it))
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field 'create.timeseries.%s' is the wrong type '%s', expected types '[long, int, decimal, double]'",
+		    field, bv_type_name(bson_iter_type(it)));
+	*out = bson_iter_as_int64(it);
+	if (*out < 1 || *out > TS_MAX_SPAN_LIMIT)
+		return terr_set(err, TERR_BAD_VALUE, "BSON field 'create.timeseries.%s' value must be in the range [1, %d]",
+		    field, TS_MAX_SPAN_LIMIT);
+	return 0;
+}
+
+int
+ts_options_check(const bson_t *holder, bson_t *out, terr_t *err)
+{
+	bson_iter_t it, f;
+	const char *time = NULL, *meta = NULL, *gran = NULL;
+	int64_t span = 0, rounding = 0, gspan, grounding;
+	bool has_span = false, has_rounding = false;
+	bson_t ts;
+
+	if (!bson_iter_init_find(&it, holder, "timeseries"))
+		return 0;
+	if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field 'create.timeseries' is the wrong type '%s', expected type 'object'",
+		    bv_type_name(bson_iter_type(&it)));
+	bson_iter_recurse(&it, &f);
+	while (bson_iter_next(&f)) {
+		const char *k = bson_iter_key(&f);
+		if (strcmp(k, "timeField") == 0) {
+			RET(ts_name_check("timeField", &f, &time, err));
+		} else if (strcmp(k, "metaField") == 0) {
+			RET(ts_name_check("metaField", &f, &meta, err));
+		} else if (strcmp(k, "granularity") == 0) {
+			if (!BSON_ITER_HOLDS_UTF8(&f))
+				return terr_set(err, TERR_TYPE_MISMATCH,
+				    "BSON field 'create.timeseries.granularity' is the wrong type '%s', expected type 'string'",
+				    bv_type_name(bson_iter_type(&f)));
+			gran = bson_iter_utf8(&f, NULL);
+			if (!ts_granularity_spans(gran, &gspan, &grounding))
+				return terr_set(err, TERR_BAD_VALUE,
+				    "Enumeration value '%s' for field 'create.timeseries.granularity' is not a valid value.", gran);
+		} else if (strcmp(k, "bucketMaxSpanSeconds") == 0) {
+			RET(ts_seconds(k, &f, &span, err));
+			has_span = true;
+		} else if (strcmp(k, "bucketRoundingSeconds") == 0) {
+			RET(ts_seconds(k, &f, &rounding, err));
+			has_rounding = true;
+		} else {
+			return terr_set(err, 40415, "BSON field 'create.timeseries.%s' is an unknown field.", k);
+		}
+	}
+	if (time == NULL)
+		return terr_set(err, 40414, "BSON field 'create.timeseries.timeField' is missing but a required field");
+	if (meta != NULL && strcmp(meta, time) == 0)
+		return terr_set(err, TERR_INVALID_OPTIONS, "The 'metaField' cannot be the same as the 'timeField'");
+	if (meta != NULL && strcmp(meta, "_id") == 0)
+		return terr_set(err, TERR_INVALID_OPTIONS, "The 'metaField' field cannot be \"_id\"");
+	if (gran != NULL || (!has_span && !has_rounding)) {
+		if (gran == NULL)
+			gran = "seconds";
+		ts_granularity_spans(gran, &gspan, &grounding);
+		if (has_rounding)
+			return terr_set(err, TERR_INVALID_OPTIONS,
+			    "Timeseries 'bucketRoundingSeconds' cannot be set with 'granularity'");
+		if (has_span && span != gspan)
+			return terr_set(err, TERR_INVALID_OPTIONS,
+			    "Timeseries 'bucketMaxSpanSeconds' is not configurable to a value other than the default of %lld for the provided granularity",
+			    (long long)gspan);
+		span = gspan;
+		rounding = grounding;
+	} else {
+		if (!has_span || !has_rounding)
+			return terr_set(err, TERR_INVALID_OPTIONS,
+			    "Timeseries 'bucketMaxSpanSeconds' and 'bucketRoundingSeconds' must both be set");
+		if (span != rounding)
+			return terr_set(err, TERR_INVALID_OPTIONS,
+			    "Timeseries 'bucketRoundingSeconds' needs to be equal to 'bucketMaxSpanSeconds'");
+	}
+	bson_append_document_begin(out, "timeseries", -1, &ts);
+	BSON_APPEND_UTF8(&ts, "timeField", time);
+	if (meta != NULL)
+		BSON_APPEND_UTF8(&ts, "metaField", meta);
+	if (gran != NULL) {
+		BSON_APPEND_UTF8(&ts, "granularity", gran);
+	} else {
+		BSON_APPEND_INT32(&ts, "bucketRoundingSeconds", (int32_t)rounding);
+	}
+	BSON_APPEND_INT32(&ts, "bucketMaxSpanSeconds", (int32_t)span);
+	bson_append_document_end(out, &ts);
+	return 0;
+}
+
+bool
+ts_options_get(const bson_t *options, ts_options_t *o)
+{
+	bson_iter_t it, f;
+
+	memset(o, 0, sizeof(*o));
+	if (options == NULL || !bson_iter_init_find(&it, options, "timeseries") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+		return false;
+	bson_iter_recurse(&it, &f);
+	while (bson_iter_next(&f)) {
+		const char *k = bson_iter_key(&f);
+		if (strcmp(k, "timeField") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+			o->time_field = bson_iter_utf8(&f, NULL);
+		else if (strcmp(k, "metaField") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+			o->meta_field = bson_iter_utf8(&f, NULL);
+		else if (strcmp(k, "granularity") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+			o->granularity = bson_iter_utf8(&f, NULL);
+		else if (strcmp(k, "bucketMaxSpanSeconds") == 0 && BSON_ITER_HOLDS_NUMBER(&f))
+			o->max_span = bson_iter_as_int64(&f);
+		else if (strcmp(k, "bucketRoundingSeconds") == 0 && BSON_ITER_HOLDS_NUMBER(&f))
+			o->rounding = bson_iter_as_int64(&f);
+	}
+	if (o->granularity != NULL) {
+		int64_t span;
+		ts_granularity_spans(o->granularity, &span, &o->rounding);
+		if (o->max_span <= 0)
+			o->max_span = span;
+	}
+	if (o->max_span <= 0)
+		o->max_span = 3600;
+	if (o->rounding <= 0)
+		o->rounding = o->max_span;
+	return o->time_field != NULL;
+}
+
+/* ---- buckets ------------------------------------------------------------------ */
+
+/* One column being built: a field name, its values (vals[c]) and bounds. */
+typedef struct column {
+	const char *name;
+	bson_value_t min, max;       /* shallow: point into the measurements */
+	bool any;
+} column_t;
+
+static int
+column_of(const column_t *cols, int ncols, const char *f)
+{
+	for (int c = ncols - 1; c >= 0; c--)
+		if (strcmp(cols[c].name, f) == 0)
+			return c;
+	return -1;
+}
+
+void
+ts_bucket_build(const ts_options_t *o, const bson_oid_t *id, int64_t start_ms, const bson_value_t *meta,
+                const bson_t *const *ms, int n, bson_t *out)
+{
+	int ccap = 16, ncols = 0;
+	column_t *cols = bson_malloc0(sizeof(*cols) * (size_t)ccap);
+	bson_t *vals;
+	char key[16];
+	bson_t control, min, max, data;
+
+	/* the columns, in the order fields first appear */
+	for (int i = 0; i < n; i++) {
+		bson_iter_t it;
+		if (!bson_iter_init(&it, ms[i]))
+			continue;
+		while (bson_iter_next(&it)) {
+			const char *f = bson_iter_key(&it);
+			if ((o->meta_field != NULL && strcmp(f, o->meta_field) == 0) || column_of(cols, ncols, f) >= 0)
+				continue;
+			if (ncols == ccap) {
+				ccap *= 2;
+				cols = bson_realloc(cols, sizeof(*cols) * (size_t)ccap);
+			}
+			memset(&cols[ncols], 0, sizeof(cols[ncols]));
+			cols[ncols++].name = f;
+		}
+	}
+	vals = tm_bson_array_new((size_t)(ncols + 1));
+	for (int c = 0; c < ncols; c++)
+		bson_init(&vals[c]);
+	for (int i = 0; i < n; i++) {
+		bson_iter_t it;
+		bson_snprintf(key, sizeof(key), "%d", i);
+		if (!bson_iter_init(&it, ms[i]))
+			continue;
+		while (bson_iter_next(&it)) {
+			const bson_value_t *v = bson_iter_value(&it);
+			int c = column_of(cols, ncols, bson_iter_key(&it));
+			if (c < 0)
+				continue;
+			bv_append(&vals[c], key, -1, v);
+			if (!cols[c].any || bv_compare(v, &cols[c].min) < 0)
+				cols[c].min = *v;
+			if (!cols[c].any || bv_compare(v, &cols[c].max) > 0)
+				cols[c].max = *v;
+			cols[c].any = true;
+		}
+	}
+	BSON_APPEND_OID(out, "_id", id);
+	bson_append_document_begin(out, "control", -1, &control);
+	BSON_APPEND_INT32(&control, "version", 1);
+	bson_append_document_begin(&control, "min", -1, &min);
+	for (int c = 0; c < ncols; c++) {
+		if (strcmp(cols[c].name, o->time_field) == 0)
+			BSON_APPEND_DATE_TIME(&min, cols[c].name, start_ms);
+		else
+			bv_append(&min, cols[c].name, -1, &cols[c].min);
+	}
+	bson_append_document_end(&control, &min);
+	bson_append_document_begin(&control, "max", -1, &max);
+	for (int c = 0; c < ncols; c++)
+		bv_append(&max, cols[c].name, -1, &cols[c].max);
+	bson_append_document_end(&control, &max);
+	bson_append_document_end(out, &control);
+	if (o->meta_field != NULL && meta != NULL && meta->value_type != BSON_TYPE_EOD)
+		bv_append(out, "meta", -1, meta);
+	bson_append_document_begin(out, "data", -1, &data);
+	for (int c = 0; c < ncols; c++) {
+		BSON_APPEND_DOCUMENT(&data, cols[c].name, &vals[c]);
+		bson_destroy(&vals[c]);
+	}
+	bson_append_document_end(out, &data);
+	bson_free(vals);
+	bson_free(cols);
+}
+
+void
+ts_bucket_append(const ts_options_t *o, const bson_t *old, const bson_t *const *ms, int n, bson_t *out)
+{
+	int ccap = 16, ncols = 0, first = ts_bucket_count(o, old);
+	column_t *cols = bson_malloc0(sizeof(*cols) * (size_t)ccap);
+	bson_t *vals;
+	bson_iter_t it, sub, data;
+	bson_t control, min, max, dout;
+	char key[16];
+
+	/* the old columns first (their order stays), then new fields */
+	if (bson_iter_init_find(&it, old, "data") && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &data))
+		while (bson_iter_next(&data)) {
+			if (ncols == ccap) {
+				ccap *= 2;
+				cols = bson_realloc(cols, sizeof(*cols) * (size_t)ccap);
+			}
+			memset(&cols[ncols], 0, sizeof(cols[ncols]));
+			cols[ncols++].name = bson_iter_key(&data);
+		}
+	for (int i = 0; i < n; i++) {
+		if (!bson_iter_init(&it, ms[i]))
+			continue;
+		while (bson_iter_next(&it)) {
+			const char *f = bson_iter_key(&it);
+			if ((o->meta_field != NULL && strcmp(f, o->meta_field) == 0) || column_of(cols, ncols, f) >= 0)
+				continue;
+			if (ncols == ccap) {
+				ccap *= 2;
+				cols = bson_realloc(cols, sizeof(*cols) * (size_t)ccap);
+			}
+			memset(&cols[ncols], 0, sizeof(cols[ncols]));
+			cols[ncols++].name = f;
+		}
+	}
+	vals = tm_bson_array_new((size_t)(ncols + 1));
+	for (int c = 0; c < ncols; c++)
+		bson_init(&vals[c]);
+	/* the old values as they are, and the old bounds */
+	if (bson_iter_init_find(&it, old, "data") && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &data))
+		for (int c = 0; bson_iter_next(&data) && c < ncols; c++) {
+			if (!BSON_ITER_HOLDS_DOCUMENT(&data) || !bson_iter_recurse(&data, &sub))
+				continue;
+			while (bson_iter_next(&sub))
+				bson_append_iter(&vals[c], bson_iter_key(&sub), -1, &sub);
+		}
+	for (int pass = 0; pass < 2; pass++) {
+		bson_iter_t ct, b;
+		if (!bson_iter_init(&ct, old) || !bson_iter_find_descendant(&ct, pass ? "control.max" : "control.min", &b) ||
+		    !BSON_ITER_HOLDS_DOCUMENT(&b) || !bson_iter_recurse(&b, &sub))
+			continue;
+		while (bson_iter_next(&sub)) {
+			int c = column_of(cols, ncols, bson_iter_key(&sub));
+			if (c < 0)
+				continue;
+			if (pass)
+				cols[c].max = *bson_iter_value(&sub);
+			else
+				cols[c].min = *bson_iter_value(&sub);
+			cols[c].any = true;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		bson_snprintf(key, sizeof(key), "%d", first + i);
+		if (!bson_iter_init(&it, ms[i]))
+			continue;
+		while (bson_iter_next(&it)) {
+			const bson_value_t *v = bson_iter_value(&it);
+			int c = column_of(cols, ncols, bson_iter_key(&it));
+			if (c < 0)
+				continue;
+			bv_append(&vals[c], key, -1, v);
+			if (!cols[c].any || bv_compare(v, &cols[c].min) < 0)
+				cols[c].min = *v;
+			if (!cols[c].any || bv_compare(v, &cols[c].max) > 0)
+				cols[c].max = *v;
+			cols[c].any = true;
+		}
+	}
+	/* the same document shape as ts_bucket_build; the time minimum stays the
+	 * bucket's start (a later measurement cannot be earlier: routing) */
+	if (bson_iter_init_find(&it, old, "_id"))
+		bson_append_iter(out, "_id", -1, &it);
+	bson_append_document_begin(out, "control", -1, &control);
+	BSON_APPEND_INT32(&control, "version", 1);
+	bson_append_document_begin(&control, "min", -1, &min);
+	for (int c = 0; c < ncols; c++)
+		if (cols[c].any)
+			bv_append(&min, cols[c].name, -1, &cols[c].min);
+	bson_append_document_end(&control, &min);
+	bson_append_document_begin(&control, "max", -1, &max);
+	for (int c = 0; c < ncols; c++)
+		if (cols[c].any)
+			bv_append(&max, cols[c].name, -1, &cols[c].max);
+	bson_append_document_end(&control, &max);
+	bson_append_document_end(out, &control);
+	if (bson_iter_init_find(&it, old, "meta"))
+		bson_append_iter(out, "meta", -1, &it);
+	bson_append_document_begin(out, "data", -1, &dout);
+	for (int c = 0; c < ncols; c++) {
+		BSON_APPEND_DOCUMENT(&dout, cols[c].name, &vals[c]);
+		bson_destroy(&vals[c]);
+	}
+	bson_append_document_end(out, &dout);
+	bson_free(vals);
+	bson_free(cols);
+}
+
+/* The time column of a bucket. */
+static bool
+time_column(const ts_options_t *o, const bson_t *bucket, bson_iter_t *col)
+{
+	bson_iter_t it, d;
+
+	return bson_iter_init_find(&it, bucket, "data") && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &d) &&
+	    bson_iter_find(&d, o->time_field) && BSON_ITER_HOLDS_DOCUMENT(&d) && bson_iter_recurse(&d, col);
+}
+
+int
+ts_bucket_count(const ts_options_t *o, const bson_t *bucket)
+{
+	bson_iter_t col;
+	int n = 0;
+
+	if (!time_column(o, bucket, &col))
+		return 0;
+	while (bson_iter_next(&col))
+		n++;
+	return n;
+}
+
+int
+ts_bucket_unpack(const ts_options_t *o, const bson_t *bucket, bson_t *scratch, ts_measurement_fn fn, void *ctx,
+                 terr_t *err)
+{
+	bson_iter_t it, data, tcol, meta;
+	bson_iter_t *cols;
+	bool *live;
+	int ncols = 0, rc = 0, total = 0;
+	bool has_meta;
+
+	if (!bson_iter_init_find(&it, bucket, "data") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !time_column(o, bucket, &tcol))
+		return 0;
+	bson_iter_recurse(&it, &data);
+	while (bson_iter_next(&data))
+		total++;
+	cols = tm_alloc0(sizeof(*cols) * (size_t)(total + 1));
+	live = bson_malloc0(sizeof(*live) * (size_t)(total + 1));
+	bson_iter_recurse(&it, &data);
+	while (bson_iter_next(&data) && ncols < total) {
+		if (!BSON_ITER_HOLDS_DOCUMENT(&data))
+			continue;
+		bson_iter_recurse(&data, &cols[ncols]);
+		live[ncols] = bson_iter_next(&cols[ncols]);
+		ncols++;
+	}
+	has_meta = o->meta_field != NULL && bson_iter_init_find(&meta, bucket, "meta");
+	/* columns are sparse: each holds the indexes of the measurements that
+	 * have the field, in order; walk them side by side with the time
+	 * column, which every measurement has */
+	while (bson_iter_next(&tcol)) {
+		const char *idx = bson_iter_key(&tcol);
+		bson_iter_t names;
+		int c = 0;
+
+		/* mongod's order: the time, the meta, then the other fields in
+		 * column order */
+		bson_reinit(scratch);
+		bson_append_iter(scratch, o->time_field, -1, &tcol);
+		if (has_meta)
+			bson_append_iter(scratch, o->meta_field, -1, &meta);
+		bson_iter_recurse(&it, &names);
+		while (bson_iter_next(&names) && c < ncols) {
+			if (!BSON_ITER_HOLDS_DOCUMENT(&names))
+				continue;
+			if (live[c] && strcmp(bson_iter_key(&cols[c]), idx) == 0) {
+				if (strcmp(bson_iter_key(&names), o->time_field) != 0)
+					bson_append_iter(scratch, bson_iter_key(&names), -1, &cols[c]);
+				live[c] = bson_iter_next(&cols[c]);
+			}
+			c++;
+		}
+		if ((rc = fn(ctx, scratch, err)) != 0)
+			break;
+	}
+	bson_free(cols);
+	bson_free(live);
+	return rc;
+}
+
+/* ---- the bucket filter -------------------------------------------------------- */
+
+/* path is the metaField or one of its subfields: the same path under "meta". */
+static bool
+meta_path(const ts_options_t *o, const char *path, char *buf, size_t size)
+{
+	size_t ml;
+
+	if (o->meta_field == NULL)
+		return false;
+	ml = strlen(o->meta_field);
+	if (strncmp(path, o->meta_field, ml) != 0 || (path[ml] != '\0' && path[ml] != '.'))
+		return false;
+	bson_snprintf(buf, size, "meta%s", path + ml);
+	return strlen(path + ml) + 5 <= size;
+}
+
+/* {time: <pred>} with date operands: bounds on control.min/max.time. */
+static bool
+time_bounds(const ts_options_t *o, const bson_iter_t *pred, bson_t *out)
+{
+	char minp[512], maxp[512];
+	bson_iter_t ops;
+	bool any = false;
+
+	bson_snprintf(minp, sizeof(minp), "control.min.%s", o->time_field);
+	bson_snprintf(maxp, sizeof(maxp), "control.max.%s", o->time_field);
+	if (BSON_ITER_HOLDS_DATE_TIME(pred)) {
+		bson_t a, b;
+		BSON_APPEND_DOCUMENT_BEGIN(out, minp, &a);
+		BSON_APPEND_DATE_TIME(&a, "$lte", bson_iter_date_time(pred));
+		bson_append_document_end(out, &a);
+		BSON_APPEND_DOCUMENT_BEGIN(out, maxp, &b);
+		BSON_APPEND_DATE_TIME(&b, "$gte", bson_iter_date_time(pred));
+		bson_append_document_end(out, &b);
+		return true;
+	}
+	if (!BSON_ITER_HOLDS_DOCUMENT(pred) || !bson_iter_recurse(pred, &ops))
+		return false;
+	while (bson_iter_next(&ops)) {
+		const char *op = bson_iter_key(&ops);
+		const char *path = NULL;
+		bson_t b;
+		if (!BSON_ITER_HOLDS_DATE_TIME(&ops))
+			continue;
+		if (strcmp(op, "$gt") == 0 || strcmp(op, "$gte") == 0)
+			path = maxp;
+		else if (strcmp(op, "$lt") == 0 || strcmp(op, "$lte") == 0)
+			path = minp;
+		else if (strcmp(op, "$eq") == 0) {
+			bson_t a;
+			BSON_APPEND_DOCUMENT_BEGIN(out, minp, &a);
+			BSON_APPEND_DATE_TIME(&a, "$lte", bson_iter_date_time(&ops));
+			bson_append_document_end(out, &a);
+			path = maxp;
+			op = "$gte";
+		}
+		if (path == NULL)
+			continue;
+		BSON_APPEND_DOCUMENT_BEGIN(out, path, &b);
+		BSON_APPEND_DATE_TIME(&b, op, bson_iter_date_time(&ops));
+		bson_append_document_end(out, &b);
+		any = true;
+	}
+	return any;
+}
+
+/*
+ * {f: <numeric comparison>} on a top-level measurement field: a bucket can
+ * only be left out when its control.min.f and control.max.f are both
+ * numbers (then every value of the column is a number: BSON order puts
+ * every other type outside them) and the bound rules out [min, max].
+ * Appends {$or: [bound on min/max, min not a number, max not a number]}.
+ */
+static bool
+measurement_bounds(const char *field, const bson_iter_t *pred, bson_t *out)
+{
+	char minp[512], maxp[512];
+	bson_iter_t ops;
+	bool any = false;
+
+	if (strchr(field, '.') != NULL || strlen(field) > 400 || !BSON_ITER_HOLDS_DOCUMENT(pred) ||
+	    !bson_iter_recurse(pred, &ops))
+		return false;
+	bson_snprintf(minp, sizeof(minp), "control.min.%s", field);
+	bson_snprintf(maxp, sizeof(maxp), "control.max.%s", field);
+	while (bson_iter_next(&ops)) {
+		const char *op = bson_iter_key(&ops);
+		const char *path;
+		const bson_value_t *v = bson_iter_value(&ops);
+		bson_t arr, a, b, c, cmp, nt, t;
+		if (!bv_is_number(v) || bv_is_nan(v))
+			continue;
+		if (strcmp(op, "$gt") == 0 || strcmp(op, "$gte") == 0)
+			path = maxp;
+		else if (strcmp(op, "$lt") == 0 || strcmp(op, "$lte") == 0)
+			path = minp;
+		else
+			continue;
+		bson_append_array_begin(out, "$or", -1, &arr);
+		bson_append_document_begin(&arr, "0", 1, &a);
+		bson_append_document_begin(&a, path, -1, &cmp);
+		bv_append(&cmp, op, -1, v);
+		bson_append_document_end(&a, &cmp);
+		bson_append_document_end(&arr, &a);
+		bson_append_document_begin(&arr, "1", 1, &b);
+		bson_append_document_begin(&b, minp, -1, &nt);
+		bson_append_document_begin(&nt, "$not", -1, &t);
+		BSON_APPEND_UTF8(&t, "$type", "number");
+		bson_append_document_end(&nt, &t);
+		bson_append_document_end(&b, &nt);
+		bson_append_document_end(&arr, &b);
+		bson_append_document_begin(&arr, "2", 1, &c);
+		bson_append_document_begin(&c, maxp, -1, &nt);
+		bson_append_document_begin(&nt, "$not", -1, &t);
+		BSON_APPEND_UTF8(&t, "$type", "number");
+		bson_append_document_end(&nt, &t);
+		bson_append_document_end(&c, &nt);
+		bson_append_document_end(&arr, &c);
+		bson_append_array_end(out, &arr);
+		any = true;
+		break;   /* one bound per predicate document is enough */
+	}
+	return any;
+}
+
+static bool
+filter_conjuncts(const ts_options_t *o, const bson_t *filter, bson_t *out, int *n, int depth)
+{
+	bson_iter_t it;
+	bool any = false;
+
+	if (depth > 20 || !bson_iter_init(&it, filter))
+		return false;
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		char mp[512];
+		if (strcmp(k, "$and") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
+			bson_iter_t arr;
+			bson_iter_recurse(&it, &arr);
+			while (bson_iter_next(&arr)) {
+				const uint8_t *d;
+				uint32_t l;
+				bson_t sub;
+				if (!BSON_ITER_HOLDS_DOCUMENT(&arr))
+					continue;
+				bson_iter_document(&arr, &l, &d);
+				if (bson_init_static(&sub, d, l))
+					any = filter_conjuncts(o, &sub, out, n, depth + 1) || any;
+			}
+		} else if (k[0] == '$') {
+			continue;
+		} else if (meta_path(o, k, mp, sizeof(mp))) {
+			/* every measurement of a bucket shares its meta: exact */
+			bson_t one;
+			char key[16];
+			bson_snprintf(key, sizeof(key), "%d", (*n)++);
+			bson_append_document_begin(out, key, -1, &one);
+			bson_append_iter(&one, mp, -1, &it);
+			bson_append_document_end(out, &one);
+			any = true;
+		} else if (strcmp(k, o->time_field) == 0) {
+			bson_t one;
+			char key[16];
+			bson_snprintf(key, sizeof(key), "%d", *n);
+			bson_append_document_begin(out, key, -1, &one);
+			if (time_bounds(o, &it, &one)) {
+				(*n)++;
+				any = true;
+			}
+			bson_append_document_end(out, &one);
+		} else {
+			/* a measurement field: numeric bounds, where sound */
+			bson_t one;
+			char key[16];
+			bson_snprintf(key, sizeof(key), "%d", *n);
+			bson_append_document_begin(out, key, -1, &one);
+			if (measurement_bounds(k, &it, &one)) {
+				(*n)++;
+				any = true;
+			}
+			bson_append_document_end(out, &one);
+		}
+	}
+	return any;
+}
+
+bool
+ts_bucket_filter(const ts_options_t *o, const bson_t *filter, bson_t *out)
+{
+	bson_t arr = BSON_INITIALIZER;
+	int n = 0;
+	bool any = filter != NULL && filter_conjuncts(o, filter, &arr, &n, 0) && n > 0;
+
+	if (any) {
+		/* drop an empty time entry left by a predicate without dates */
+		bson_t clean = BSON_INITIALIZER;
+		bson_iter_t it;
+		int m = 0;
+		bson_iter_init(&it, &arr);
+		while (bson_iter_next(&it)) {
+			char key[16];
+			if (bson_iter_value(&it)->value.v_doc.data_len <= 5)
+				continue;
+			bson_snprintf(key, sizeof(key), "%d", m++);
+			bson_append_iter(&clean, key, -1, &it);
+		}
+		if (m > 0)
+			BSON_APPEND_ARRAY(out, "$and", &clean);
+		any = m > 0;
+		bson_destroy(&clean);
+	}
+	bson_destroy(&arr);
+	return any;
+}
+
+void
+ts_unpack_spec(const ts_options_t *o, bson_t *out)
+{
+	bson_t ex = BSON_INITIALIZER;
+
+	BSON_APPEND_ARRAY(out, "exclude", &ex);
+	BSON_APPEND_UTF8(out, "timeField", o->time_field);
+	if (o->meta_field != NULL)
+		BSON_APPEND_UTF8(out, "metaField", o->meta_field);
+	BSON_APPEND_INT32(out, "bucketMaxSpanSeconds", (int32_t)o->max_span);
+	bson_destroy(&ex);
+}

@@ -1,0 +1,137 @@
+// Time-series collections through mongosh: create (listCollections type
+// "timeseries", viewless: no system.buckets namespace), insertMany routed
+// into buckets, reads that return measurements (find, aggregate with
+// $dateTrunc groups, countDocuments, distinct), explain's
+// $_internalUnpackBucket and bucket-level filter, rawData reads of the
+// buckets, deletes and updates with any filter, collMod, collStats, and
+// mongod's codes for bad input.
+load(__dirname + '/harness.js');
+
+const t = db.getSiblingDB('timeseries_e2e');
+t.dropDatabase();
+const base = new Date('2024-03-01T00:00:00Z').getTime();
+
+test('create and listCollections', () => {
+	eq(t.createCollection('w', {timeseries: {timeField: 'ts', metaField: 'sensor'}, expireAfterSeconds: 86400}).ok, 1, 'create');
+	const info = t.getCollectionInfos({name: 'w'})[0];
+	eq(info.type, 'timeseries', 'type');
+	eq(info.options.timeseries, {timeField: 'ts', metaField: 'sensor', granularity: 'seconds', bucketMaxSpanSeconds: 3600}, 'options');
+	eq(Number(info.options.expireAfterSeconds), 86400, 'ttl');
+	eq(t.getCollectionNames().filter(n => n.startsWith('system.buckets')), [], 'viewless');
+	eq(t.w.getIndexes().map(i => i.name), ['sensor_1_ts_1'], 'default index');
+});
+
+test('insertMany fills buckets; reads return measurements', () => {
+	const docs = [];
+	for (let i = 0; i < 600; i++)
+		docs.push({sensor: {id: i % 4, room: 'r' + (i % 2)}, ts: new Date(base + i * 30000), temp: 15 + (i % 11), hum: i % 3 ? 40 + i % 7 : undefined});
+	eq(t.w.insertMany(docs).insertedIds[599] !== undefined, true, 'inserted');
+	eq(t.w.countDocuments(), 600, 'count');
+	eq(t.w.find({'sensor.id': 2}).itcount(), 150, 'meta filter');
+	const raw = t.runCommand({count: 'w', rawData: true}).n;
+	ok(raw >= 4 && raw <= 24, 'buckets: ' + raw);
+	const one = t.w.find({'sensor.id': 1}).sort({ts: 1}).limit(1).toArray()[0];
+	eq(one.temp, 16, 'first measurement of sensor 1');
+	eq(one.sensor, {id: 1, room: 'r1'}, 'meta back in place');
+	const hours = t.w.aggregate([
+		{$match: {'sensor.id': 0}},
+		{$group: {_id: {$dateTrunc: {date: '$ts', unit: 'hour'}}, avg: {$avg: '$temp'}, n: {$sum: 1}}},
+		{$sort: {_id: 1}}]).toArray();
+	eq(hours.length, 5, 'hours');
+	eq(hours.reduce((s, h) => s + h.n, 0), 150, 'all of sensor 0');
+	eq(t.w.distinct('sensor.room').sort(), ['r0', 'r1'], 'distinct');
+	const last = t.w.aggregate([{$sort: {ts: -1}}, {$group: {_id: '$sensor.id', last: {$first: '$temp'}}}, {$sort: {_id: 1}}]).toArray();
+	eq(last.map(l => l._id), [0, 1, 2, 3], 'last reading per sensor');
+});
+
+test('explain shows the unpack stage and the bucket filter', () => {
+	const e = t.w.explain().aggregate([{$match: {'sensor.id': 3, ts: {$gte: new Date(base + 3600000)}}}]);
+	const names = e.stages.map(s => Object.keys(s)[0]);
+	eq(names[0], '$cursor', 'cursor');
+	eq(names[1], '$_internalUnpackBucket', 'unpack');
+	const q = JSON.stringify(e.stages[0].$cursor.queryPlanner.parsedQuery);
+	ok(q.includes('meta.id') && q.includes('control.max.ts'), 'bucket filter ' + q);
+	eq(e.stages[1].$_internalUnpackBucket.timeField, 'ts', 'timeField');
+	const f = t.w.find({'sensor.id': 3}).explain();
+	ok(JSON.stringify(f).includes('$_internalUnpackBucket'), 'find explain');
+});
+
+test('rawData reads the buckets', () => {
+	const b = t.runCommand({find: 'w', filter: {'meta.id': 0}, rawData: true, limit: 1}).cursor.firstBatch[0];
+	eq(b.control.version, 1, 'version');
+	eq(b.meta, {id: 0, room: 'r0'}, 'meta');
+	ok(b.data.ts['0'] instanceof Date, 'time column');
+	ok(b.control.min.ts <= b.control.max.ts, 'control');
+});
+
+test('deletes and updates with any filter', () => {
+	const hot = t.w.countDocuments({temp: {$gte: 24}});
+	ok(hot > 0, 'some to delete');
+	eq(t.w.deleteMany({temp: {$gte: 24}}).deletedCount, hot, 'deletedCount');
+	eq(t.w.countDocuments({temp: {$gte: 24}}), 0, 'deleted');
+	const before = t.w.countDocuments();
+	const r = t.w.updateMany({hum: {$exists: false}}, {$set: {hum: 0}});
+	eq(r.matchedCount, r.modifiedCount, 'modified');
+	eq(t.w.countDocuments({hum: 0}), r.matchedCount, 'updated');
+	eq(t.w.countDocuments(), before, 'same count');
+	t.w.updateOne({'sensor.id': 3}, {$set: {'sensor.id': 9}});
+	eq(t.w.countDocuments({'sensor.id': 9}), 1, 'meta changed: moved');
+	eq(t.w.deleteOne({'sensor.id': 9}).deletedCount, 1, 'deleteOne');
+});
+
+test('collStats timeseries section', () => {
+	ok(t.w.aggregate([{$collStats: {count: {}}}]).toArray().length === 1, '$collStats stays first');
+	ok(t.w.aggregate([{$indexStats: {}}]).toArray().length >= 1, '$indexStats');
+	const s = t.runCommand({collStats: 'w'});
+	ok(s.timeseries.bucketCount > 0, 'bucketCount');
+	ok(s.timeseries.numBucketInserts > 0, 'inserts');
+	ok(s.timeseries.avgNumMeasurementsPerCommit > 0, 'avg');
+});
+
+test('collMod granularity and expireAfterSeconds', () => {
+	eq(t.runCommand({collMod: 'w', timeseries: {granularity: 'hours'}}).ok, 1, 'coarser');
+	eq(code(() => t.runCommand({collMod: 'w', timeseries: {granularity: 'minutes'}})), 72, 'finer refused');
+	eq(t.getCollectionInfos({name: 'w'})[0].options.timeseries.bucketMaxSpanSeconds, 2592000, 'span');
+	eq(t.runCommand({collMod: 'w', expireAfterSeconds: 10}).ok, 1, 'ttl');
+	eq(Number(t.getCollectionInfos({name: 'w'})[0].options.expireAfterSeconds), 10, 'ttl stored');
+});
+
+test('secondary indexes on meta subfields and time', () => {
+	eq(t.w.createIndex({'sensor.room': 1, ts: -1}), 'sensor.room_1_ts_-1', 'created');
+	const ix = t.w.getIndexes().find(i => i.name === 'sensor.room_1_ts_-1');
+	eq(ix.key, {'sensor.room': 1, ts: -1}, 'shown in measurement terms');
+	const raw = t.runCommand({listIndexes: 'w', rawData: true}).cursor.firstBatch.find(i => i.name === 'sensor.room_1_ts_-1');
+	eq(raw.key, {'meta.room': 1, 'control.max.ts': -1, 'control.min.ts': -1}, 'bucket terms');
+	eq(t.w.find({'sensor.room': 'r1'}).itcount(), t.w.countDocuments({'sensor.room': 'r1'}), 'reads');
+	eq(code(() => t.w.createIndex({temp: 1})), 238, 'measurement field: not built yet');
+});
+
+test('$lookup and $unionWith read measurements', () => {
+	t.sensors.drop();
+	t.sensors.insertMany([{_id: 0, name: 'zero'}, {_id: 1, name: 'one'}]);
+	const j = t.sensors.aggregate([
+		{$lookup: {from: 'w', localField: '_id', foreignField: 'sensor.id', as: 'r'}},
+		{$project: {name: 1, n: {$size: '$r'}}}, {$sort: {_id: 1}}]).toArray();
+	eq(j.map(d => d.n), [t.w.countDocuments({'sensor.id': 0}), t.w.countDocuments({'sensor.id': 1})], 'lookup counts');
+	ok(j[0].n > 0, 'some');
+	const u = t.sensors.aggregate([{$unionWith: {coll: 'w', pipeline: [{$match: {'sensor.id': 1}}]}}, {$count: 'n'}]).toArray();
+	eq(u[0].n, 2 + t.w.countDocuments({'sensor.id': 1}), 'unionWith');
+	eq(code(() => t.w.findOneAndUpdate({'sensor.id': 1}, {$set: {x: 1}})), 238, 'findAndModify: not built');
+	eq(code(() => t.sensors.aggregate([{$out: 'w'}]).toArray()), 238, '$out into time-series: not built');
+});
+
+test('bad input', () => {
+	eq(code(() => t.w.insertOne({sensor: 1})), 2, 'no time');
+	eq(code(() => t.w.insertOne({sensor: 1, ts: 'yesterday'})), 2, 'not a date');
+	const c = (o) => code(() => t.runCommand(Object.assign({create: 'bad'}, o)));
+	eq(c({timeseries: {timeField: 't', metaField: '_id'}}), 72, 'meta _id');
+	eq(c({timeseries: {timeField: 't', metaField: 't'}}), 72, 'meta = time');
+	eq(c({timeseries: {metaField: 'm'}}), 40414, 'no timeField');
+	eq(c({timeseries: {timeField: 't'}, capped: true, size: 10}), 72, 'capped');
+	eq(c({timeseries: {timeField: 't', granularity: 'weeks'}}), 2, 'granularity');
+	t.createCollection('plain');
+	eq(code(() => t.runCommand({create: 'plain', timeseries: {timeField: 't'}})), 48, 'existing collection');
+	eq(t.getCollectionNames().includes('bad'), false, 'nothing created');
+});
+
+done();

@@ -1,0 +1,90 @@
+// timeseries.test.js -- time-series and clustered collections through the
+// official Node driver (node:test): createCollection with the driver's
+// timeseries and clusteredIndex options, concurrent insertMany batches
+// from two clients routed into buckets without losing a measurement, the
+// seed's sensor queries (average per sensor per hour, last reading per
+// sensor) equal on a time-series and a plain collection, rawData, and
+// clustered _id lookups and ranges.  TAMGA_URI comes from with_tamgad.sh.
+'use strict';
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const path = require('node:path');
+const { MongoClient } = require(path.join(__dirname, '../../clients/node_modules/mongodb'));
+
+const uri = process.env.TAMGA_URI || 'mongodb://127.0.0.1:27017';
+let a, b, db, db2;
+const base = Date.UTC(2024, 0, 1);
+
+before(async () => {
+	a = new MongoClient(uri, { serverSelectionTimeoutMS: 10000 });
+	b = new MongoClient(uri, { serverSelectionTimeoutMS: 10000 });
+	await a.connect();
+	await b.connect();
+	db = a.db('e2e_ts');
+	db2 = b.db('e2e_ts');
+	await db.dropDatabase().catch(() => {});
+});
+after(async () => {
+	if (a) await a.close();
+	if (b) await b.close();
+});
+
+function batch(from, n) {
+	const docs = [];
+	for (let i = from; i < from + n; i++)
+		docs.push({ sensor: i % 10, t: new Date(base + Math.floor(i / 10) * 1000), temp: (i * 7) % 31, hum: (i * 3) % 17 });
+	return docs;
+}
+
+test('createCollection with timeseries, concurrent inserts', async () => {
+	await db.createCollection('m', { timeseries: { timeField: 't', metaField: 'sensor', granularity: 'seconds' } });
+	await db.createCollection('plain');
+	const colls = await db.listCollections({ name: 'm' }).toArray();
+	assert.equal(colls[0].type, 'timeseries');
+	const work = [];
+	for (let k = 0; k < 8; k++) {
+		const docs = batch(k * 500, 500);
+		work.push((k % 2 ? db2 : db).collection('m').insertMany(docs));
+		work.push(db.collection('plain').insertMany(docs.map(d => ({ ...d }))));
+	}
+	await Promise.all(work);
+	assert.equal(await db.collection('m').countDocuments(), 4000);
+	const buckets = await db.command({ count: 'm', rawData: true });
+	assert.ok(buckets.n >= 10 && buckets.n < 400, `buckets ${buckets.n}`);
+});
+
+test('the seed queries answer the same on both', async () => {
+	const hourly = [
+		{ $match: { t: { $gte: new Date(base), $lt: new Date(base + 86400000) } } },
+		{ $group: { _id: { s: '$sensor', h: { $dateTrunc: { date: '$t', unit: 'hour' } } }, avg: { $avg: '$temp' }, n: { $sum: 1 } } },
+		{ $sort: { '_id.s': 1, '_id.h': 1 } }];
+	const last = [{ $sort: { t: -1 } }, { $group: { _id: '$sensor', t: { $first: '$t' } } }, { $sort: { _id: 1 } }];
+	for (const p of [hourly, last]) {
+		const x = await db.collection('m').aggregate(p).toArray();
+		const y = await db.collection('plain').aggregate(p).toArray();
+		assert.deepEqual(x, y);
+		assert.ok(x.length > 0);
+	}
+	const r = await db.collection('m').find({ sensor: 3, temp: { $gt: 20 } }).sort({ t: 1 }).project({ _id: 0 }).toArray();
+	const s = await db.collection('plain').find({ sensor: 3, temp: { $gt: 20 } }).sort({ t: 1 }).project({ _id: 0 }).toArray();
+	assert.deepEqual(r.map(d => [d.t.getTime(), d.temp]), s.map(d => [d.t.getTime(), d.temp]));
+});
+
+test('rawData through the driver', async () => {
+	const raw = await db.collection('m').find({}, { rawData: true }).limit(1).toArray();
+	assert.equal(raw[0].control.version, 1);
+	assert.ok('meta' in raw[0]);
+});
+
+test('clustered collection through the driver', async () => {
+	await db.createCollection('c', { clusteredIndex: { key: { _id: 1 }, unique: true, name: 'cl' } });
+	await db.collection('c').insertMany([...Array(200).keys()].map(i => ({ _id: 199 - i, v: i })));
+	const ix = await db.collection('c').listIndexes().toArray();
+	assert.deepEqual(ix, [{ v: 2, key: { _id: 1 }, name: 'cl', unique: true, clustered: true }]);
+	assert.equal((await db.collection('c').findOne({ _id: 42 })).v, 157);
+	const range = await db.collection('c').find({ _id: { $gte: 10, $lt: 15 } }).toArray();
+	assert.deepEqual(range.map(d => d._id), [10, 11, 12, 13, 14]);
+	const e = await db.collection('c').find({ _id: { $gte: 10, $lt: 15 } }).explain();
+	assert.equal(e.queryPlanner.winningPlan.stage, 'CLUSTERED_IXSCAN');
+	await assert.rejects(db.collection('c').insertOne({ _id: 5 }), (err) => err.code === 11000);
+});

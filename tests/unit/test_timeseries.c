@@ -1,0 +1,424 @@
+/*
+ * test_timeseries.c -- time-series collections through the command layer:
+ * a randomized comparison of every query's answer on a time-series
+ * collection with the same query on a plain collection holding the same
+ * measurements (find, aggregate, count, distinct; after deletes and
+ * updates with arbitrary filters too), the bucket layout (rawData), bucket
+ * limits (1000 measurements, the time span), create's and insert's bad
+ * input with mongod's codes (nothing stored half-bucketed), collMod of
+ * granularity (coarser only) and TTL of whole buckets.
+ */
+#include "tt.h"
+#include "tt_embedded.h"
+
+#include "commands/commands_private.h"
+#include "common/mem.h"
+#include "query/keygen.h"
+#include "query/planner_ttl.h"
+
+static engine_t *eng;
+static client_t *cl;
+
+static bson_t *
+run(const char *json, int *rc)
+{
+	bson_t *cmd = tt_json(json);
+	bson_t *reply = tm_bson_array_new(1);
+
+	*rc = engine_run_command(eng, cl, "ts", cmd, reply, NULL);
+	bson_destroy(cmd);
+	return reply;
+}
+
+static int
+run_err(const char *json)
+{
+	int rc;
+	bson_t *r = run(json, &rc);
+	int code = rc == 0 ? 0 : (int)tt_get_i64(r, "code");
+
+	bson_iter_t f;
+
+	if (rc == 0 && tt_get(r, "writeErrors.0.code", &f))
+		code = (int)tt_get_i64(r, "writeErrors.0.code");
+	tt_free_reply(r);
+	return code;
+}
+
+static int64_t
+run_i64(const char *json, const char *path)
+{
+	int rc;
+	bson_t *r = run(json, &rc);
+	int64_t v = rc == 0 ? tt_get_i64(r, path) : -1;
+
+	tt_free_reply(r);
+	return v;
+}
+
+static char *
+batch_text(const char *json)
+{
+	int rc;
+	bson_t *r = run(json, &rc);
+	char *t = tt_batch_text(r, rc, "none");
+
+	tt_free_reply(r);
+	return t;
+}
+
+static uint64_t rng = 99;
+
+static uint64_t
+next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+#define BASE_MS 1700000000000LL
+
+/* One random measurement with _id i: meta of a few shapes (or none), a
+ * time over ten hours, fields sometimes missing or of another type. */
+static void
+random_measurement(bson_string_t *s, int i)
+{
+	static const char *const metas[] = {"1", "2", "\"x\"", "{\"site\": \"a\", \"n\": 1}", "{\"site\": \"b\", \"n\": 2}", NULL};
+	int mi = (int)(next_rand() % 6);
+	long long t = BASE_MS + (long long)(next_rand() % 36000) * 1000;
+
+	bson_string_append_printf(s, "{\"_id\": %d, \"t\": {\"$date\": {\"$numberLong\": \"%lld\"}}", i, t);
+	if (metas[mi] != NULL)
+		bson_string_append_printf(s, ", \"m\": %s", metas[mi]);
+	switch (next_rand() % 4) {
+	case 0: break;
+	case 1: bson_string_append_printf(s, ", \"a\": %d", (int)(next_rand() % 100)); break;
+	case 2: bson_string_append_printf(s, ", \"a\": %d.5", (int)(next_rand() % 100)); break;
+	default: bson_string_append_printf(s, ", \"a\": \"s%d\"", (int)(next_rand() % 10)); break;
+	}
+	if (next_rand() % 2)
+		bson_string_append_printf(s, ", \"b\": {\"c\": %d}", (int)(next_rand() % 5));
+	bson_string_append(s, "}");
+}
+
+/* The same pipeline on both collections, documents normalized to one field
+ * order: identical text. */
+static void
+same_agg(const char *stages)
+{
+	const char *norm = "{\"$replaceWith\": {\"_id\": \"$_id\", \"t\": \"$t\", \"m\": \"$m\", \"a\": \"$a\", \"b\": \"$b\"}}";
+	char *q1 = bson_strdup_printf("{\"aggregate\": \"w\", \"pipeline\": [%s, %s], \"cursor\": {\"batchSize\": 100000}}", stages, norm);
+	char *q2 = bson_strdup_printf("{\"aggregate\": \"p\", \"pipeline\": [%s, %s], \"cursor\": {\"batchSize\": 100000}}", stages, norm);
+	char *a = batch_text(q1), *b = batch_text(q2);
+
+	if (strcmp(a, b) != 0)
+		TT_FAIL_("pipeline %s differs:\n ts:    %.300s\n plain: %.300s", stages, a, b);
+	bson_free(a);
+	bson_free(b);
+	bson_free(q1);
+	bson_free(q2);
+}
+
+static void
+same_count(const char *filter)
+{
+	char *q1 = bson_strdup_printf("{\"count\": \"w\", \"query\": %s}", filter);
+	char *q2 = bson_strdup_printf("{\"count\": \"p\", \"query\": %s}", filter);
+	int64_t a = run_i64(q1, "n"), b = run_i64(q2, "n");
+
+	if (a != b)
+		TT_FAIL_("count %s: ts %lld, plain %lld", filter, (long long)a, (long long)b);
+	bson_free(q1);
+	bson_free(q2);
+}
+
+static const char *const filters[] = {
+	"{}",
+	"{\"m\": 1}",
+	"{\"m\": \"x\"}",
+	"{\"m.site\": \"a\"}",
+	"{\"m\": {\"$exists\": false}}",
+	"{\"m\": {\"$in\": [2, \"x\"]}}",
+	"{\"t\": {\"$gte\": {\"$date\": {\"$numberLong\": \"1700010000000\"}}}}",
+	"{\"t\": {\"$lt\": {\"$date\": {\"$numberLong\": \"1700005000000\"}}}, \"m\": 2}",
+	"{\"t\": {\"$gt\": {\"$date\": {\"$numberLong\": \"1700003000000\"}}, \"$lte\": {\"$date\": {\"$numberLong\": \"1700020000000\"}}}}",
+	"{\"a\": {\"$gte\": 50}}",
+	"{\"a\": {\"$type\": \"string\"}}",
+	"{\"a\": {\"$lt\": 20.5}}",
+	"{\"a\": {\"$gt\": 90, \"$lte\": 99}}",
+	"{\"a\": {\"$gte\": 10}, \"m\": {\"$in\": [1, \"x\"]}}",
+	"{\"b.c\": {\"$gte\": 2}}",
+	"{\"b.c\": 3, \"m.n\": {\"$gte\": 1}}",
+	"{\"$or\": [{\"m\": 1}, {\"a\": {\"$lt\": 10}}]}",
+	"{\"$and\": [{\"m.site\": {\"$ne\": \"b\"}}, {\"t\": {\"$gte\": {\"$date\": {\"$numberLong\": \"1700020000000\"}}}}]}",
+};
+
+static void
+compare_all(void)
+{
+	for (size_t f = 0; f < sizeof(filters) / sizeof(filters[0]); f++) {
+		char *st = bson_strdup_printf("{\"$match\": %s}, {\"$sort\": {\"_id\": 1}}", filters[f]);
+		same_agg(st);
+		bson_free(st);
+		same_count(filters[f]);
+	}
+	same_agg("{\"$sort\": {\"t\": -1, \"_id\": 1}}, {\"$limit\": 25}");
+	same_agg("{\"$match\": {\"m\": 1}}, {\"$sort\": {\"t\": 1, \"_id\": 1}}, {\"$skip\": 3}, {\"$limit\": 7}");
+	{
+		/* $group on meta and hourly windows */
+		const char *g = "{\"aggregate\": \"%s\", \"pipeline\": [{\"$group\": {\"_id\": {\"m\": \"$m\", \"h\": {\"$dateTrunc\": {\"date\": \"$t\", \"unit\": \"hour\"}}}, \"n\": {\"$sum\": 1}, \"s\": {\"$sum\": {\"$cond\": [{\"$isNumber\": \"$a\"}, \"$a\", 0]}}}}, {\"$sort\": {\"_id.h\": 1, \"_id.m\": 1}}], \"cursor\": {\"batchSize\": 100000}}";
+		char *q1 = bson_strdup_printf(g, "w"), *q2 = bson_strdup_printf(g, "p");
+		char *a = batch_text(q1), *b = batch_text(q2);
+		TT_EQ_STR(a, b);
+		bson_free(a);
+		bson_free(b);
+		bson_free(q1);
+		bson_free(q2);
+	}
+	{
+		/* find and distinct straight */
+		char *a = batch_text("{\"find\": \"w\", \"filter\": {\"m\": 2}, \"sort\": {\"_id\": 1}, \"projection\": {\"_id\": 1}, \"batchSize\": 100000}");
+		char *b = batch_text("{\"find\": \"p\", \"filter\": {\"m\": 2}, \"sort\": {\"_id\": 1}, \"projection\": {\"_id\": 1}, \"batchSize\": 100000}");
+		TT_EQ_STR(a, b);
+		bson_free(a);
+		bson_free(b);
+	}
+	{
+		int rc;
+		bson_t *r1 = run("{\"distinct\": \"w\", \"key\": \"b.c\"}", &rc), *r2 = run("{\"distinct\": \"p\", \"key\": \"b.c\"}", &rc);
+		bson_iter_t i1, i2;
+		int n1 = 0, n2 = 0;
+		if (tt_get(r1, "values", &i1) && tt_get(r2, "values", &i2)) {
+			bson_iter_t a, b;
+			bson_iter_recurse(&i1, &a);
+			bson_iter_recurse(&i2, &b);
+			while (bson_iter_next(&a))
+				n1++;
+			while (bson_iter_next(&b))
+				n2++;
+		}
+		TT_EQ_INT(n1, n2);
+		TT_ASSERT(n1 > 0);
+		tt_free_reply(r1);
+		tt_free_reply(r2);
+	}
+}
+
+static void
+test_random_equivalence(void)
+{
+	int id = 0;
+
+	run_err("{\"drop\": \"w\"}");
+	run_err("{\"drop\": \"p\"}");
+	TT_EQ_INT(run_err("{\"create\": \"w\", \"timeseries\": {\"timeField\": \"t\", \"metaField\": \"m\"}}"), 0);
+	TT_EQ_INT(run_err("{\"create\": \"p\"}"), 0);
+	for (int batch = 0; batch < 12; batch++) {
+		int n = 1 + (int)(next_rand() % 150);
+		bson_string_t *a = bson_string_new("{\"insert\": \"w\", \"documents\": [");
+		bson_string_t *b = bson_string_new("{\"insert\": \"p\", \"documents\": [");
+		for (int i = 0; i < n; i++, id++) {
+			bson_string_t *m = bson_string_new("");
+			random_measurement(m, id);
+			bson_string_append_printf(a, "%s%s", i ? ", " : "", m->str);
+			bson_string_append_printf(b, "%s%s", i ? ", " : "", m->str);
+			bson_string_free(m, true);
+		}
+		bson_string_append(a, "]}");
+		bson_string_append(b, "]}");
+		TT_EQ_INT(run_i64(a->str, "n"), n);
+		TT_EQ_INT(run_i64(b->str, "n"), n);
+		bson_string_free(a, true);
+		bson_string_free(b, true);
+	}
+	compare_all();
+	/* fewer buckets than measurements (out-of-order times open new ones) */
+	TT_ASSERT(run_i64("{\"count\": \"w\", \"rawData\": true}", "n") < id);
+	TT_EQ_INT(run_i64("{\"count\": \"w\"}", "n"), id);
+	/* deletes and updates with filters on any field */
+	TT_EQ_INT(run_err("{\"delete\": \"w\", \"deletes\": [{\"q\": {\"a\": {\"$lt\": 30}}, \"limit\": 0}]}"), 0);
+	TT_EQ_INT(run_err("{\"delete\": \"p\", \"deletes\": [{\"q\": {\"a\": {\"$lt\": 30}}, \"limit\": 0}]}"), 0);
+	TT_EQ_INT(run_err("{\"update\": \"w\", \"updates\": [{\"q\": {\"m.site\": \"a\"}, \"u\": {\"$inc\": {\"m.n\": 10}, \"$set\": {\"b\": 7}}, \"multi\": true}]}"), 0);
+	TT_EQ_INT(run_err("{\"update\": \"p\", \"updates\": [{\"q\": {\"m.site\": \"a\"}, \"u\": {\"$inc\": {\"m.n\": 10}, \"$set\": {\"b\": 7}}, \"multi\": true}]}"), 0);
+	TT_EQ_INT(run_err("{\"update\": \"w\", \"updates\": [{\"q\": {\"a\": {\"$type\": \"string\"}}, \"u\": {\"$set\": {\"t\": {\"$date\": {\"$numberLong\": \"1700040000000\"}}}}, \"multi\": true}]}"), 0);
+	TT_EQ_INT(run_err("{\"update\": \"p\", \"updates\": [{\"q\": {\"a\": {\"$type\": \"string\"}}, \"u\": {\"$set\": {\"t\": {\"$date\": {\"$numberLong\": \"1700040000000\"}}}}, \"multi\": true}]}"), 0);
+	TT_EQ_INT(run_err("{\"delete\": \"w\", \"deletes\": [{\"q\": {\"m\": 1}, \"limit\": 1}]}"), 0);
+	TT_EQ_INT(run_i64("{\"count\": \"w\", \"query\": {\"m\": 1}}", "n") + 1, run_i64("{\"count\": \"p\", \"query\": {\"m\": 1}}", "n"));
+	TT_EQ_INT(run_err("{\"delete\": \"p\", \"deletes\": [{\"q\": {\"m\": 1}, \"limit\": 0}]}"), 0);
+	TT_EQ_INT(run_err("{\"delete\": \"w\", \"deletes\": [{\"q\": {\"m\": 1}, \"limit\": 0}]}"), 0);
+	compare_all();
+	/* an update that would need an upsert is refused, not half done */
+	TT_EQ_INT(run_err("{\"update\": \"w\", \"updates\": [{\"q\": {\"m\": 9}, \"u\": {\"$set\": {\"a\": 1}}, \"upsert\": true}]}"), 238);
+}
+
+static void
+test_buckets_and_limits(void)
+{
+	bson_string_t *s = bson_string_new("{\"insert\": \"lim\", \"documents\": [");
+	int rc;
+	bson_t *r;
+
+	run_err("{\"drop\": \"lim\"}");
+	TT_EQ_INT(run_err("{\"create\": \"lim\", \"timeseries\": {\"timeField\": \"t\", \"metaField\": \"m\", \"granularity\": \"seconds\"}}"), 0);
+	/* 2500 measurements one second apart with one meta: count limit (1000)
+	 * and span (3600 s) both close buckets */
+	for (int i = 0; i < 2500; i++)
+		bson_string_append_printf(s, "%s{\"t\": {\"$date\": {\"$numberLong\": \"%lld\"}}, \"m\": \"s\", \"v\": %d}", i ? ", " : "",
+		    BASE_MS + (long long)i * 2000, i);
+	bson_string_append(s, "]}");
+	TT_EQ_INT(run_i64(s->str, "n"), 2500);
+	bson_string_free(s, true);
+	TT_EQ_INT(run_i64("{\"count\": \"lim\"}", "n"), 2500);
+	TT_EQ_INT(run_i64("{\"count\": \"lim\", \"rawData\": true}", "n"), 3);
+	r = run("{\"find\": \"lim\", \"rawData\": true, \"sort\": {\"_id\": 1}, \"limit\": 1}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.control.version"), 1);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.meta"), "s");
+	TT_ASSERT(tt_get(r, "cursor.firstBatch.0.data.v.999", &(bson_iter_t){0}));
+	TT_ASSERT(!tt_get(r, "cursor.firstBatch.0.data.v.1000", &(bson_iter_t){0}));
+	tt_free_reply(r);
+	r = run("{\"collStats\": \"lim\"}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.bucketCount"), 3);
+	/* 1000 per bucket: the span (3600 s = 1800 measurements) never closes one */
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsClosedDueToCount"), 2);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsClosedDueToTimeForward"), 0);
+	tt_free_reply(r);
+	/* later inserts continue the open bucket: one bucket updated */
+	TT_EQ_INT(run_i64("{\"insert\": \"lim\", \"documents\": [{\"t\": {\"$date\": {\"$numberLong\": \"1700004990000\"}}, \"m\": \"s\"}]}", "n"), 1);
+	TT_EQ_INT(run_i64("{\"count\": \"lim\", \"rawData\": true}", "n"), 3);
+	r = run("{\"collStats\": \"lim\"}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketUpdates"), 1);
+	tt_free_reply(r);
+	/* two hours later, and then back: time forward and backward close it */
+	TT_EQ_INT(run_i64("{\"insert\": \"lim\", \"documents\": [{\"t\": {\"$date\": {\"$numberLong\": \"1700012000000\"}}, \"m\": \"s\"}]}", "n"), 1);
+	TT_EQ_INT(run_i64("{\"insert\": \"lim\", \"documents\": [{\"t\": {\"$date\": {\"$numberLong\": \"1700006000000\"}}, \"m\": \"s\"}]}", "n"), 1);
+	r = run("{\"collStats\": \"lim\"}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsClosedDueToTimeForward"), 1);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsClosedDueToTimeBackward"), 1);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsOpenedDueToMetadata"), 1);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.bucketCount"), 5);
+	tt_free_reply(r);
+	TT_EQ_INT(run_i64("{\"count\": \"lim\"}", "n"), 2503);
+	/* a delete rewrites buckets and the catalog forgets them: the next
+	 * insert takes the newest stored bucket of its meta up again */
+	TT_EQ_INT(run_err("{\"delete\": \"lim\", \"deletes\": [{\"q\": {\"v\": 0}, \"limit\": 1}]}"), 0);
+	TT_EQ_INT(run_i64("{\"insert\": \"lim\", \"documents\": [{\"t\": {\"$date\": {\"$numberLong\": \"1700012001000\"}}, \"m\": \"s\"}]}", "n"), 1);
+	TT_EQ_INT(run_i64("{\"count\": \"lim\", \"rawData\": true}", "n"), 5);
+	TT_EQ_INT(run_i64("{\"count\": \"lim\"}", "n"), 2503);
+	/* drop forgets the collection's catalog rows; a new one starts at zero */
+	TT_EQ_INT(run_err("{\"drop\": \"lim\"}"), 0);
+	TT_EQ_INT(run_err("{\"create\": \"lim\", \"timeseries\": {\"timeField\": \"t\", \"metaField\": \"m\"}}"), 0);
+	r = run("{\"collStats\": \"lim\"}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketInserts"), 0);
+	tt_free_reply(r);
+	/* the explain shows the unpack stage and the bucket filter */
+	r = run("{\"explain\": {\"aggregate\": \"lim\", \"pipeline\": [{\"$match\": {\"m\": \"s\"}}], \"cursor\": {}}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(tt_get(r, "stages.1.$_internalUnpackBucket", &(bson_iter_t){0}));
+	TT_EQ_STR(tt_get_str(r, "stages.0.$cursor.queryPlanner.winningPlan.inputStage.indexName"), "m_1_t_1");
+	tt_free_reply(r);
+	/* listIndexes in measurement terms, rawData in bucket terms */
+	r = run("{\"listIndexes\": \"lim\"}", &rc);
+	{
+		char *t = tt_batch_text(r, rc, "none");
+		TT_EQ_STR(t, "[ { \"v\" : 2, \"key\" : { \"m\" : 1, \"t\" : 1 }, \"name\" : \"m_1_t_1\" } ]");
+		bson_free(t);
+	}
+	tt_free_reply(r);
+}
+
+static void
+test_bad_input(void)
+{
+	int rc;
+	bson_t *r;
+
+	run_err("{\"drop\": \"bad\"}");
+	TT_EQ_INT(run_err("{\"create\": \"bad\", \"timeseries\": {\"timeField\": \"t\", \"metaField\": \"_id\"}}"), 72);
+	TT_EQ_INT(run_err("{\"create\": \"bad\", \"timeseries\": {\"timeField\": \"t\", \"metaField\": \"t\"}}"), 72);
+	TT_EQ_INT(run_err("{\"create\": \"bad\", \"timeseries\": {\"timeField\": \"a.b\"}}"), 72);
+	TT_EQ_INT(run_err("{\"create\": \"bad\", \"timeseries\": {\"metaField\": \"m\"}}"), 40414);
+	TT_EQ_INT(run_err("{\"create\": \"bad\", \"timeseries\": {\"timeField\": 1}}"), 14);
+	TT_EQ_INT(run_err("{\"create\": \"bad\", \"timeseries\": {\"timeField\": \"t\", \"x\": 1}}"), 40415);
+	TT_EQ_INT(run_err("{\"create\": \"bad\", \"timeseries\": {\"timeField\": \"t\", \"granularity\": \"days\"}}"), 2);
+	TT_EQ_INT(run_err("{\"create\": \"bad\", \"timeseries\": {\"timeField\": \"t\", \"granularity\": \"minutes\", \"bucketMaxSpanSeconds\": 3600}}"), 72);
+	TT_EQ_INT(run_err("{\"create\": \"bad\", \"timeseries\": {\"timeField\": \"t\", \"bucketMaxSpanSeconds\": 10}}"), 72);
+	TT_EQ_INT(run_err("{\"create\": \"bad\", \"timeseries\": {\"timeField\": \"t\"}, \"capped\": true, \"size\": 100}"), 72);
+	TT_EQ_INT(run_err("{\"create\": \"bad\", \"timeseries\": {\"timeField\": \"t\"}, \"clusteredIndex\": true}"), 72);
+	TT_EQ_INT(run_err("{\"create\": \"bad\", \"timeseries\": {\"timeField\": \"t\"}, \"expireAfterSeconds\": -1}"), 72);
+	TT_EQ_INT(run_err("{\"create\": \"bad\", \"timeseries\": {\"timeField\": \"t\"}, \"validator\": {}}"), 72);
+	r = run("{\"listCollections\": 1, \"filter\": {\"name\": \"bad\"}}", &rc);
+	TT_ASSERT(!tt_get(r, "cursor.firstBatch.0", &(bson_iter_t){0}));
+	tt_free_reply(r);
+	/* timeseries on an existing plain collection */
+	run_err("{\"drop\": \"plain\"}");
+	TT_EQ_INT(run_err("{\"create\": \"plain\"}"), 0);
+	TT_EQ_INT(run_err("{\"create\": \"plain\", \"timeseries\": {\"timeField\": \"t\"}}"), 48);
+	/* measurements without a date time: 2, nothing stored (ordered stops) */
+	TT_EQ_INT(run_err("{\"create\": \"bad\", \"timeseries\": {\"timeField\": \"t\"}}"), 0);
+	TT_EQ_INT(run_err("{\"insert\": \"bad\", \"documents\": [{\"x\": 1}]}"), 2);
+	TT_EQ_INT(run_err("{\"insert\": \"bad\", \"documents\": [{\"t\": 5}]}"), 2);
+	r = run("{\"insert\": \"bad\", \"documents\": [{\"t\": {\"$date\": {\"$numberLong\": \"1000\"}}}, {\"t\": \"no\"}, {\"t\": {\"$date\": {\"$numberLong\": \"2000\"}}}], \"ordered\": false}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "n"), 2);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.index"), 1);
+	TT_EQ_STR(tt_get_str(r, "writeErrors.0.errmsg"), "'t' must be present and contain a valid BSON UTC datetime value");
+	tt_free_reply(r);
+	TT_EQ_INT(run_i64("{\"count\": \"bad\"}", "n"), 2);
+	/* collMod: granularity only coarser */
+	TT_EQ_INT(run_err("{\"collMod\": \"bad\", \"timeseries\": {\"granularity\": \"minutes\"}}"), 0);
+	TT_EQ_INT(run_err("{\"collMod\": \"bad\", \"timeseries\": {\"granularity\": \"seconds\"}}"), 72);
+	r = run("{\"listCollections\": 1, \"filter\": {\"name\": \"bad\"}}", &rc);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.options.timeseries.granularity"), "minutes");
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.options.timeseries.bucketMaxSpanSeconds"), 86400);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.type"), "timeseries");
+	tt_free_reply(r);
+}
+
+static void
+test_ttl(void)
+{
+	terr_t err = TERR_INIT;
+	int64_t deleted = 0;
+
+	run_err("{\"drop\": \"ttl\"}");
+	TT_EQ_INT(run_err("{\"create\": \"ttl\", \"timeseries\": {\"timeField\": \"t\", \"metaField\": \"m\"}, \"expireAfterSeconds\": 60}"), 0);
+	TT_EQ_INT(run_i64("{\"insert\": \"ttl\", \"documents\": ["
+	    "{\"t\": {\"$date\": {\"$numberLong\": \"1000\"}}, \"m\": 1},"
+	    "{\"t\": {\"$date\": {\"$numberLong\": \"2000\"}}, \"m\": 1},"
+	    "{\"t\": {\"$date\": {\"$numberLong\": \"99000000\"}}, \"m\": 2},"
+	    "{\"t\": {\"$date\": {\"$numberLong\": \"99990000\"}}, \"m\": 2}]}", "n"), 4);
+	/* now = 100000 s: the m=1 bucket is all expired, m=2's newest is not */
+	TT_EQ_INT(ttl_pass(engine_storage(eng), 100000000, &deleted, &err), 0);
+	TT_EQ_INT(deleted, 1);
+	TT_EQ_INT(run_i64("{\"count\": \"ttl\"}", "n"), 2);
+	TT_EQ_INT(run_err("{\"collMod\": \"ttl\", \"expireAfterSeconds\": \"off\"}"), 0);
+	terr_clear(&err);
+}
+
+int
+main(void)
+{
+	char *dir = tt_tmpdir("timeseries");
+	engine_options_t o;
+	terr_t err = TERR_INIT;
+
+	memset(&o, 0, sizeof(o));
+	o.storage.create = true;
+	o.storage.in_memory = true;
+	if (engine_open(dir, &o, &eng, &err) != 0) {
+		fprintf(stderr, "engine_open: %s\n", err.msg);
+		return 1;
+	}
+	query_keygen_register(engine_storage(eng));
+	cl = client_new(eng, NULL);
+	TT_RUN(test_random_equivalence);
+	TT_RUN(test_buckets_and_limits);
+	TT_RUN(test_bad_input);
+	TT_RUN(test_ttl);
+	client_free(cl);
+	engine_close(eng);
+	tt_rmdir(dir);
+	bson_free(dir);
+	return tt_finish();
+}

@@ -1,0 +1,215 @@
+/*
+ * test_ts_bucket.c -- timeseries/ on its own: options normalized (defaults,
+ * custom bucketing) and refused; buckets built, appended to and unpacked
+ * (sparse columns, measurements without the meta, field order); and the
+ * bucket filter a measurement query implies (meta paths, time bounds,
+ * $and, what it must leave alone).
+ */
+#include "tt.h"
+
+#include "common/mem.h"
+#include "timeseries/timeseries.h"
+
+static char *
+json_of(const bson_t *b)
+{
+	return bson_as_relaxed_extended_json(b, NULL);
+}
+
+static void
+expect_options(const char *in, const char *want)
+{
+	bson_t *h = tt_json(in), out = BSON_INITIALIZER;
+	terr_t err = TERR_INIT;
+
+	TT_EQ_INT(ts_options_check(h, &out, &err), 0);
+	{
+		char *j = json_of(&out);
+		TT_EQ_STR(j, want);
+		bson_free(j);
+	}
+	bson_destroy(&out);
+	bson_destroy(h);
+	terr_clear(&err);
+}
+
+static int
+options_code(const char *in)
+{
+	bson_t *h = tt_json(in), out = BSON_INITIALIZER;
+	terr_t err = TERR_INIT;
+	int code = ts_options_check(h, &out, &err) == 0 ? 0 : err.code;
+
+	bson_destroy(&out);
+	bson_destroy(h);
+	terr_clear(&err);
+	return code;
+}
+
+static void
+test_options(void)
+{
+	expect_options("{\"timeseries\": {\"timeField\": \"t\"}}",
+	    "{ \"timeseries\" : { \"timeField\" : \"t\", \"granularity\" : \"seconds\", \"bucketMaxSpanSeconds\" : 3600 } }");
+	expect_options("{\"timeseries\": {\"timeField\": \"t\", \"metaField\": \"m\", \"granularity\": \"hours\"}}",
+	    "{ \"timeseries\" : { \"timeField\" : \"t\", \"metaField\" : \"m\", \"granularity\" : \"hours\", \"bucketMaxSpanSeconds\" : 2592000 } }");
+	expect_options("{\"timeseries\": {\"timeField\": \"t\", \"bucketMaxSpanSeconds\": 600, \"bucketRoundingSeconds\": 600}}",
+	    "{ \"timeseries\" : { \"timeField\" : \"t\", \"bucketRoundingSeconds\" : 600, \"bucketMaxSpanSeconds\" : 600 } }");
+	TT_EQ_INT(options_code("{\"timeseries\": {\"timeField\": \"t\", \"bucketMaxSpanSeconds\": 600, \"bucketRoundingSeconds\": 60}}"), 72);
+	TT_EQ_INT(options_code("{\"timeseries\": {\"timeField\": \"t\", \"bucketMaxSpanSeconds\": 0, \"bucketRoundingSeconds\": 0}}"), 2);
+	TT_EQ_INT(options_code("{\"timeseries\": {\"timeField\": \"t\", \"granularity\": \"seconds\", \"bucketRoundingSeconds\": 60}}"), 72);
+	TT_EQ_INT(options_code("{\"timeseries\": {\"timeField\": \"$t\"}}"), 2);
+	TT_EQ_INT(options_code("{\"timeseries\": \"t\"}"), 14);
+	TT_EQ_INT(options_code("{\"timeseries\": {\"timeField\": \"t\", \"metaField\": \"m.x\"}}"), 72);
+	{
+		bson_t *h = tt_json("{\"timeseries\": {\"timeField\": \"t\", \"granularity\": \"minutes\", \"bucketMaxSpanSeconds\": 86400}}");
+		ts_options_t o;
+		TT_ASSERT(ts_options_get(h, &o));
+		TT_EQ_INT(o.max_span, 86400);
+		TT_EQ_INT(o.rounding, 3600);
+		TT_ASSERT(o.meta_field == NULL);
+		bson_destroy(h);
+	}
+}
+
+typedef struct collected {
+	bson_string_t *s;
+	int n;
+} collected_t;
+
+static int
+collect(void *ctx, const bson_t *m, terr_t *err)
+{
+	collected_t *c = ctx;
+	char *j = json_of(m);
+
+	bson_string_append_printf(c->s, "%s%s", c->n++ ? " | " : "", j);
+	bson_free(j);
+	return 0;
+}
+
+static char *
+unpack_text(const ts_options_t *o, const bson_t *bucket, int *n)
+{
+	collected_t c = {bson_string_new(NULL), 0};
+	bson_t scratch = BSON_INITIALIZER;
+	terr_t err = TERR_INIT;
+
+	TT_EQ_INT(ts_bucket_unpack(o, bucket, &scratch, collect, &c, &err), 0);
+	bson_destroy(&scratch);
+	*n = c.n;
+	return bson_string_free(c.s, false);
+}
+
+static void
+test_build_append_unpack(void)
+{
+	ts_options_t o = {.time_field = "t", .meta_field = "m", .max_span = 3600, .rounding = 60};
+	bson_t *a = tt_json("{\"t\": {\"$date\": {\"$numberLong\": \"65000\"}}, \"x\": 1, \"m\": {\"k\": 1}}");
+	bson_t *b = tt_json("{\"y\": \"s\", \"t\": {\"$date\": {\"$numberLong\": \"61000\"}}, \"m\": {\"k\": 1}}");
+	bson_t *c = tt_json("{\"t\": {\"$date\": {\"$numberLong\": \"70000\"}}, \"x\": -5, \"z\": [1, 2]}");
+	const bson_t *ms[2];
+	bson_t bucket = BSON_INITIALIZER, grown = BSON_INITIALIZER;
+	bson_oid_t id;
+	bson_value_t meta;
+	bson_iter_t it;
+	int n;
+	char *t;
+
+	bson_oid_init_from_string(&id, "000000000000000000000001");
+	bson_iter_init_find(&it, a, "m");
+	meta = *bson_iter_value(&it);
+	ms[0] = a;
+	ms[1] = b;
+	ts_bucket_build(&o, &id, 60000, &meta, ms, 2, &bucket);
+	t = json_of(&bucket);
+	TT_EQ_STR(t, "{ \"_id\" : { \"$oid\" : \"000000000000000000000001\" }, \"control\" : { \"version\" : 1, "
+	    "\"min\" : { \"t\" : { \"$date\" : \"1970-01-01T00:01:00Z\" }, \"x\" : 1, \"y\" : \"s\" }, "
+	    "\"max\" : { \"t\" : { \"$date\" : \"1970-01-01T00:01:05Z\" }, \"x\" : 1, \"y\" : \"s\" } }, "
+	    "\"meta\" : { \"k\" : 1 }, \"data\" : { \"t\" : { \"0\" : { \"$date\" : \"1970-01-01T00:01:05Z\" }, "
+	    "\"1\" : { \"$date\" : \"1970-01-01T00:01:01Z\" } }, \"x\" : { \"0\" : 1 }, \"y\" : { \"1\" : \"s\" } } }");
+	bson_free(t);
+	TT_EQ_INT(ts_bucket_count(&o, &bucket), 2);
+	/* sparse columns come back per measurement: time, meta, the rest */
+	t = unpack_text(&o, &bucket, &n);
+	TT_EQ_INT(n, 2);
+	TT_EQ_STR(t, "{ \"t\" : { \"$date\" : \"1970-01-01T00:01:05Z\" }, \"m\" : { \"k\" : 1 }, \"x\" : 1 } | "
+	    "{ \"t\" : { \"$date\" : \"1970-01-01T00:01:01Z\" }, \"m\" : { \"k\" : 1 }, \"y\" : \"s\" }");
+	bson_free(t);
+	/* appending keeps the old bytes, adds columns, widens bounds */
+	ms[0] = c;
+	ts_bucket_append(&o, &bucket, ms, 1, &grown);
+	TT_EQ_INT(ts_bucket_count(&o, &grown), 3);
+	t = unpack_text(&o, &grown, &n);
+	TT_EQ_INT(n, 3);
+	TT_ASSERT(strstr(t, "\"x\" : -5, \"z\" : [ 1, 2 ] }") != NULL);
+	bson_free(t);
+	TT_ASSERT(bson_iter_init(&it, &grown) && bson_iter_find_descendant(&it, "control.min.x", &it) &&
+	    bson_iter_as_int64(&it) == -5);
+	TT_ASSERT(bson_iter_init(&it, &grown) && bson_iter_find_descendant(&it, "control.min.t", &it) &&
+	    bson_iter_date_time(&it) == 60000);
+	TT_ASSERT(bson_iter_init(&it, &grown) && bson_iter_find_descendant(&it, "control.max.t", &it) &&
+	    bson_iter_date_time(&it) == 70000);
+	/* not a bucket: nothing */
+	{
+		bson_t *junk = tt_json("{\"_id\": 1, \"data\": 5}");
+		t = unpack_text(&o, junk, &n);
+		TT_EQ_INT(n, 0);
+		bson_free(t);
+		bson_destroy(junk);
+	}
+	bson_destroy(&bucket);
+	bson_destroy(&grown);
+	bson_destroy(a);
+	bson_destroy(b);
+	bson_destroy(c);
+}
+
+static void
+expect_filter(const char *filter, const char *want)
+{
+	ts_options_t o = {.time_field = "t", .meta_field = "m", .max_span = 3600, .rounding = 60};
+	bson_t *f = tt_json(filter), out = BSON_INITIALIZER;
+	bool any = ts_bucket_filter(&o, f, &out);
+	char *j = any ? json_of(&out) : bson_strdup("none");
+
+	TT_EQ_STR(j, want);
+	bson_free(j);
+	bson_destroy(&out);
+	bson_destroy(f);
+}
+
+static void
+test_bucket_filter(void)
+{
+	expect_filter("{\"m\": 3}", "{ \"$and\" : [ { \"meta\" : 3 } ] }");
+	expect_filter("{\"m.a.b\": {\"$gt\": 1}}", "{ \"$and\" : [ { \"meta.a.b\" : { \"$gt\" : 1 } } ] }");
+	expect_filter("{\"mx\": 1}", "none");                 /* a field that only starts like the meta */
+	/* a measurement field: only buckets whose bounds are both numbers can go */
+	expect_filter("{\"x\": {\"$gte\": 5}}", "{ \"$and\" : [ { \"$or\" : [ { \"control.max.x\" : { \"$gte\" : 5 } }, "
+	    "{ \"control.min.x\" : { \"$not\" : { \"$type\" : \"number\" } } }, "
+	    "{ \"control.max.x\" : { \"$not\" : { \"$type\" : \"number\" } } } ] } ] }");
+	expect_filter("{\"x\": {\"$gte\": \"s\"}}", "none");  /* not a number */
+	expect_filter("{\"x.y\": {\"$lt\": 5}}", "none");      /* subfields: min/max are of the whole value */
+	expect_filter("{\"x\": 5}", "none");                    /* equality: not pushed */
+	expect_filter("{\"t\": {\"$gte\": {\"$date\": {\"$numberLong\": \"1000\"}}}}",
+	    "{ \"$and\" : [ { \"control.max.t\" : { \"$gte\" : { \"$date\" : \"1970-01-01T00:00:01Z\" } } } ] }");
+	expect_filter("{\"t\": {\"$lt\": {\"$date\": {\"$numberLong\": \"1000\"}}, \"$ne\": 5}}",
+	    "{ \"$and\" : [ { \"control.min.t\" : { \"$lt\" : { \"$date\" : \"1970-01-01T00:00:01Z\" } } } ] }");
+	expect_filter("{\"t\": {\"$date\": {\"$numberLong\": \"1000\"}}}",
+	    "{ \"$and\" : [ { \"control.min.t\" : { \"$lte\" : { \"$date\" : \"1970-01-01T00:00:01Z\" } }, "
+	    "\"control.max.t\" : { \"$gte\" : { \"$date\" : \"1970-01-01T00:00:01Z\" } } } ] }");
+	expect_filter("{\"t\": {\"$gte\": 5}}", "none");      /* not a date: no bound */
+	expect_filter("{\"$and\": [{\"m\": 1}, {\"x\": 2}]}", "{ \"$and\" : [ { \"meta\" : 1 } ] }");
+	expect_filter("{\"$or\": [{\"m\": 1}, {\"x\": 2}]}", "none");
+	expect_filter("{\"x\": 1, \"m\": {\"$in\": [1, 2]}}", "{ \"$and\" : [ { \"meta\" : { \"$in\" : [ 1, 2 ] } } ] }");
+}
+
+int
+main(void)
+{
+	TT_RUN(test_options);
+	TT_RUN(test_build_append_unpack);
+	TT_RUN(test_bucket_filter);
+	return tt_finish();
+}
