@@ -289,6 +289,10 @@ snapshot_read_enter(cmd_t *c, terr_t *err)
 	}
 	if (!snapshot || c->engine->opts.repl_set_name == NULL)
 		return 0;   /* a standalone's answer is the replica-set layer's (concerns) */
+	/* a snapshot session's getMore (drivers send its readConcern again):
+	 * the cursor reads at its own atClusterTime (cmd_get_more) */
+	if (strcmp(c->name, "getMore") == 0)
+		return 0;
 	if (strcmp(c->name, "find") != 0 && strcmp(c->name, "aggregate") != 0 && strcmp(c->name, "distinct") != 0)
 		return terr_set(err, TERR_INVALID_OPTIONS,
 		    "Command %s does not support { readConcern: { level: \"snapshot\" } } outside a multi-document transaction",

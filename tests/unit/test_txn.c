@@ -457,7 +457,7 @@ test_snapshot_reads(void)
 	 * seen as they were */
 	{
 		int64_t cid;
-		char gm[160];
+		char gm[200];
 		TT_EQ_INT(code_of("t", "{'insert': 's', 'documents': [{'_id': 10, 'x': 10}, {'_id': 11, 'x': 11}, "
 		    "{'_id': 12, 'x': 12}]}"), 0);
 		TT_EQ_INT(run_code("t", "{'find': 's', 'filter': {'_id': {'$gte': 10}}, 'sort': {'_id': 1}, 'batchSize': 1, "
@@ -469,7 +469,8 @@ test_snapshot_reads(void)
 		TT_EQ_INT(code_of("t", "{'update': 's', 'updates': [{'q': {'_id': 11}, 'u': {'$set': {'x': 99}}}]}"), 0);
 		TT_EQ_INT(code_of("t", "{'delete': 's', 'deletes': [{'q': {'_id': 12}, 'limit': 1}]}"), 0);
 		TT_EQ_INT(code_of("t", "{'insert': 's', 'documents': [{'_id': 13, 'x': 13}]}"), 0);
-		snprintf(gm, sizeof(gm), "{'getMore': {'$numberLong': '%lld'}, 'collection': 's'}", (long long)cid);
+		snprintf(gm, sizeof(gm), "{'getMore': {'$numberLong': '%lld'}, 'collection': 's', "
+		    "'readConcern': {'level': 'snapshot'}}", (long long)cid);   /* as a snapshot session sends it */
 		TT_EQ_INT(run_code("t", gm, &r), 0);
 		TT_EQ_INT(tt_get_i64(r, "cursor.nextBatch.0.x"), 11);
 		TT_EQ_INT(tt_get_i64(r, "cursor.nextBatch.1.x"), 12);
