@@ -9,7 +9,7 @@
 # Environment:
 #   BENCH_N        document count (default 1000000); use 20000 while developing
 #   BENCH_SECONDS  time cap per side of each read case through tamgad (default 10)
-#   BENCH_ONLY     space-separated subset of: core update schema text wire node repl
+#   BENCH_ONLY     space-separated subset of: core update schema text wire node repl geo
 #   BENCH_KEEP=1   keep the work folder (data, tamgad.log, postgresql.log)
 #
 # This script starts, for the run only, PostgreSQL 15 (Debian's, as the
@@ -18,7 +18,7 @@
 # the work folder); both are stopped on exit, whatever happens.
 set -uo pipefail
 build=${1:-build-bench}
-only=${BENCH_ONLY:-core update schema text wire node repl}
+only=${BENCH_ONLY:-core update schema text wire node repl geo}
 export BENCH_N=${BENCH_N:-1000000}
 work=$(mktemp -d "${TMPDIR:-/tmp}/tamga-bench-XXXXXX")
 chmod 755 "$work"
@@ -185,6 +185,9 @@ for b in $only; do
 	echo "run.sh: bench_$b took $(( $(date +%s) - start )) s" >&2
 	# each program's data is dropped as soon as it is done with it
 	rm -rf "$work/tamga" "$work/tamga-update" "$work/tamga-schema" "$work/tamga-text" "$work/wt" "$work/wt-update" "$work"/sqlite.db*
+	# --- geo (issue 18): bench_geo's data ---
+	rm -rf "$work/tamga-geo"
+	# --- end geo ---
 done
 echo "run.sh: done, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 exit $status

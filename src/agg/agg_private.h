@@ -218,6 +218,7 @@ extern const agg_stage_def_t agg_stages_project[];
 extern const agg_stage_def_t agg_stages_group[];
 extern const agg_stage_def_t agg_stages_sort[];
 extern const agg_stage_def_t agg_stages_lookup[];
+extern const agg_stage_def_t agg_stages_geo[];
 extern const agg_stage_def_t agg_stages_write[];
 extern const agg_stage_def_t agg_stages_stats[];
 extern const agg_stage_def_t agg_stages_window[];

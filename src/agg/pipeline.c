@@ -24,7 +24,9 @@ stage_tables(void)
 {
 	static const agg_stage_def_t *const tables[] = {
 		agg_stages_basic, agg_stages_project, agg_stages_group, agg_stages_sort,
-		agg_stages_lookup, agg_stages_write, agg_stages_window, agg_stages_densify, agg_stages_stats, NULL,
+		agg_stages_lookup, agg_stages_write, agg_stages_window, agg_stages_densify,
+		/* geo before stats: agg_stages_stats keeps a (now unreached) $geoNear placeholder row */
+		agg_stages_geo, agg_stages_stats, NULL,
 	};
 	return tables;
 }
@@ -258,6 +260,12 @@ pipeline_setup_source(agg_pipeline_t *p)
 		const bson_t *filter = *(bson_t *const *)p->stages[0].plan;
 		p->source_filter = bson_copy(filter);
 		p->first_stage = 1;
+	}
+	/* $geoNear is a near query (agg/stage_geo.c): its filter is the
+	 * source's, the stage itself stays to write the distances */
+	if (p->nstages > 0 && strcmp(p->stages[0].def->name, "$geoNear") == 0) {
+		p->source_filter = bson_copy(*(bson_t *const *)p->stages[0].plan);
+		return;
 	}
 	/* then a $sort (and the $limit after it): the find executor sorts
 	 * with the same keys and limits, top-k */

@@ -23,6 +23,7 @@
 #include "common/mem.h"
 #include "query/keygen.h"
 #include "query/match.h"
+#include "geo/geo.h"
 #include "text/text.h"
 
 /* cmd_catalog.c */
@@ -74,7 +75,7 @@ is_bool_like(const bson_iter_t *it)
 }
 
 /* Index plugins built so far (the others answer 238). */
-static const char *const built_plugins[] = {"hashed", "text", NULL};
+static const char *const built_plugins[] = {"hashed", "text", "2d", "2dsphere", NULL};
 
 /* The key pattern rules of validateKeyPattern plus the plugin refusals;
  * *plugin_out: the plugin named (NULL: a plain index). */
@@ -495,6 +496,46 @@ wildcard_projection_check(const bson_t *spec, bson_iter_t *it, terr_t *err)
 	return 0;
 }
 
+/* What the geo access methods refuse (2d_common.cpp, s2_common.cpp):
+ * one 2d field and first; levels, versions, bits, min and max. */
+static int
+geo_spec_check(const bson_t *spec, const bson_t *key, const char *plugin, terr_t *err)
+{
+	bson_iter_t it;
+	int n2d = 0, pos = 0, first2d = -1;
+
+	if (strcmp(plugin, "2dsphere") == 0) {
+		geo_s2_params_t p;
+		bson_t copy;
+		int rc;
+		if (bson_iter_init_find(&it, spec, "2dsphereIndexVersion"))
+			return geo_s2_params(spec, &p, err);
+		/* a spec without a version is version 3 */
+		bson_copy_to(spec, &copy);
+		BSON_APPEND_INT32(&copy, "2dsphereIndexVersion", 3);
+		rc = geo_s2_params(&copy, &p, err);
+		bson_destroy(&copy);
+		return rc;
+	}
+	bson_iter_init(&it, key);
+	while (bson_iter_next(&it)) {
+		if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "2d") == 0) {
+			if (first2d < 0)
+				first2d = pos;
+			n2d++;
+		}
+		pos++;
+	}
+	if (n2d > 1)
+		return terr_set(err, 16800, "can't have 2 geo fields");
+	if (first2d != 0)
+		return terr_set(err, 16801, "2d has to be first in index");
+	{
+		geo_2d_params_t p;
+		return geo_2d_params(spec, &p, err);
+	}
+}
+
 /* What the hashed access method refuses (mongod's parseHashParams and
  * HashAccessMethod): more than one hashed field, unique. */
 static int
@@ -745,6 +786,11 @@ spec_prepare_fixed(const bson_t *spec, bool is_text, bson_t *out, terr_t *err)
 		how = WRAP_PLAIN;
 		goto err;
 	}
+	if (plugin != NULL && (strcmp(plugin, "2dsphere") == 0 || strcmp(plugin, "2d") == 0) &&
+	    geo_spec_check(spec, &key, plugin, err) != 0) {
+		how = WRAP_PLAIN;
+		goto err;
+	}
 	if (has_partial && sparse) {
 		terr_set(err, TERR_CANNOT_CREATE_INDEX, "cannot mix \"partialFilterExpression\" and \"sparse\" options");
 		goto err;
@@ -778,6 +824,9 @@ spec_prepare_fixed(const bson_t *spec, bool is_text, bson_t *out, terr_t *err)
 		}
 		bson_append_iter(out, f, -1, &it);
 	}
+	/* S2AccessMethod::fixSpec: a 2dsphere index without a version is version 3 */
+	if (plugin != NULL && strcmp(plugin, "2dsphere") == 0 && !bson_has_field(spec, "2dsphereIndexVersion"))
+		BSON_APPEND_INT32(out, "2dsphereIndexVersion", 3);
 	/* kept normalized, last, as mongod lists it; simple is not kept */
 	if (collation != NULL)
 		BSON_APPEND_DOCUMENT(out, "collation", coll_spec(collation));

@@ -792,7 +792,7 @@ keygen_multikey_paths(const storage_index_t *idx, const bson_t *doc, uint32_t *m
 	if (n > KEYGEN_MAX_FIELDS)
 		n = KEYGEN_MAX_FIELDS;
 	memset(masks, 0, sizeof(uint32_t) * (size_t)n);
-	if (keygen_is_wildcard(idx) || keygen_is_text(idx))
+	if (keygen_is_wildcard(idx) || keygen_is_text(idx) || keygen_geo_kind(idx, NULL))
 		return 0;
 	if (keygen_run(idx, doc, no_key, NULL, masks, err) != 0)
 		return -1;
@@ -858,6 +858,8 @@ keygen_run(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add
 		return hashed_keys(idx, doc, add, ctx, err);   /* never multikey */
 	if (keygen_is_text(idx))
 		return text_keys(idx, doc, add, ctx, err);
+	if (keygen_geo_kind(idx, NULL))
+		return keygen_geo_keys(idx, doc, add, ctx, err);
 	if (!bson_iter_init(&it, idx->key))
 		return terr_set(err, TERR_INVALID_BSON, "invalid index key pattern");
 	while (bson_iter_next(&it)) {

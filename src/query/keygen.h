@@ -13,9 +13,8 @@
  * documents not matching partialFilterExpression.
  *
  * The storage layer calls this through storage_set_keygen; it computes the
- * key diffs, uniqueness and the multikey flag itself.  Special index types
- * not built yet (2d, 2dsphere) are refused at creation
- * (commands/cmd_index.c) and fail here with 238 should one ever appear.
+ * key diffs, uniqueness and the multikey flag itself.  Geo indexes (2d,
+ * 2dsphere) are keyed by keygen_geo.c (below).
  *
  * Hashed indexes ({a: "hashed"}, compound with one hashed field): one key per
  * document, the hashed field's part the int64 expr_hash64 of its value (a
@@ -91,6 +90,22 @@ bool keygen_is_text(const storage_index_t *idx);
 #define KEYGEN_TEXT_TERM_MAX 256
 const char *keygen_text_term(const char *term, size_t len, int version, char buf[KEYGEN_TEXT_TERM_MAX + 1],
                              size_t *out_len);
+
+/*
+ * Geo indexes (keygen_geo.c).  2dsphere: each geometry of a "2dsphere"
+ * field becomes its S2 cells (geo/geo.h's geo_s2_cells), one NumberLong
+ * key part each (the cell id cast to int64, as mongod's version 3); other
+ * fields as btree fields; the cartesian product of all; version 2+ skips
+ * documents with no geometry; a bad geometry fails with 16755 "Can't
+ * extract geo keys: <doc>  <reason>".  2d (first field): each location's
+ * GeoHash as BinData(128, 8 big-endian bytes), the other fields' values;
+ * no location, no key; 13027 for a point out of [min, max], 13026/13067/
+ * 13068 for malformed pairs.  multiKeyPaths are not tracked for them.
+ */
+/* True when idx has a "2dsphere" or "2d" field; *is_2d says which. */
+bool keygen_geo_kind(const storage_index_t *idx, bool *is_2d);
+int keygen_geo_keys(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx,
+                    terr_t *err);
 
 /* Maximum number of fields in a compound key pattern (mongod's 32). */
 #define KEYGEN_MAX_FIELDS 32

@@ -16,6 +16,7 @@
 
 #include "bson/value.h"
 #include "common/opctx.h"
+#include "geo/geo.h"
 #include "text/text.h"
 
 #define MATCH_MAX_DEPTH 100
@@ -84,6 +85,13 @@ match_node_free(mnode_t *n)
 		break;
 	case MK_SCHEMA:
 		match_schema_free(n);
+		break;
+	case MK_GEO:
+		geo_shape_destroy(n->u.geo.shape);
+		bson_free(n->u.geo.shape);
+		break;
+	case MK_GEO_NEAR:
+		bson_free(n->u.geo.near);
 		break;
 	default:
 		break;
@@ -325,6 +333,42 @@ eval_text_doc(const mnode_t *n, const uint8_t *data, uint32_t len, int *pos, mct
 	return rc == 1;
 }
 
+/* $geoWithin / $geoIntersects on one value the path reaches: a value that
+ * is no geometry does not match (GeoMatchExpression). */
+static bool
+eval_geo_value(const mnode_t *n, const bson_value_t *v)
+{
+	geo_shape_t s;
+	bool ok;
+
+	if (v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY)
+		return false;
+	if (geo_parse_stored(NULL, v, &s, NULL) != 0)
+		return false;
+	ok = geo_shape_matches((geo_pred_t)n->u.geo.pred, n->u.geo.shape, &s);
+	geo_shape_destroy(&s);
+	return ok;
+}
+
+/* $near / $nearSphere outside the near stage: a geometry within
+ * [$minDistance, $maxDistance] (the order is the near plan's job). */
+static bool
+eval_geo_near_value(const mnode_t *n, const bson_value_t *v)
+{
+	const geo_near_t *near = n->u.geo.near;
+	geo_shape_t s;
+	double d;
+	bool ok;
+
+	if (v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY)
+		return false;
+	if (geo_parse_stored(NULL, v, &s, NULL) != 0)
+		return false;
+	ok = geo_near_distance(near, &s, &d) && d >= near->min_dist && d <= near->max_dist;
+	geo_shape_destroy(&s);
+	return ok;
+}
+
 /* The operator table: one row per node kind. */
 const mop_t match_ops[MK__COUNT] = {
 	[MK_AND] = {"$and", MK_AND, false, eval_and_doc, eval_and_value},
@@ -356,6 +400,8 @@ const mop_t match_ops[MK__COUNT] = {
 	                       match_bits_value},
 	[MK_SAMPLE] = {"$sampleRate", MK_SAMPLE, false, eval_sample_doc, NULL},
 	[MK_TEXT] = {"$text", MK_TEXT, false, eval_text_doc, NULL},
+	[MK_GEO] = {"$geoWithin", MK_GEO, true, eval_leaf_doc, eval_geo_value},
+	[MK_GEO_NEAR] = {"$near", MK_GEO_NEAR, true, eval_leaf_doc, eval_geo_near_value},
 };
 
 bool
@@ -857,6 +903,7 @@ p_geo(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
 {
 	bool near = strcmp(opname, "$near") == 0 || strcmp(opname, "$nearSphere") == 0 ||
 	            strcmp(opname, "$geoNear") == 0;
+	mnode_t *n;
 
 	if (near && p->opts != NULL && (p->opts->disallow & MATCH_DISALLOW_GEO_NEAR))
 		return terr_set(p->err, 5626500,
@@ -865,7 +912,29 @@ p_geo(pctx_t *p, const char *path, const char *opname, const bson_value_t *arg,
 		                "using $geoWithin instead. Check out "
 		                "https://dochub.mongodb.org/core/near-sort-operation and "
 		                "https://dochub.mongodb.org/core/nearSphere-sort-operationfor more details.");
-	return terr_set(p->err, TERR_NOT_IMPLEMENTED, "%s is not supported yet", opname);
+	if (near) {
+		geo_near_t *g = tm_malloc0(sizeof *g);
+		if (geo_near_parse(strcmp(opname, "$nearSphere") == 0 ? "$nearSphere" : "$near", arg, sub, g,
+		                   p->err) != 0) {
+			bson_free(g);
+			return -1;
+		}
+		n = leaf_new(MK_GEO_NEAR, path, arg);
+		n->u.geo.near = g;
+	} else {
+		geo_shape_t *s = tm_malloc0(sizeof *s);
+		geo_pred_t pred = strcmp(opname, "$geoIntersects") == 0 ? GEO_PRED_INTERSECTS : GEO_PRED_WITHIN;
+		if (geo_query_parse(pred, arg, s, p->err) != 0) {
+			bson_free(s);
+			return -1;
+		}
+		n = leaf_new(MK_GEO, path, arg);
+		n->u.geo.shape = s;
+		n->u.geo.pred = (int)pred;
+	}
+	n->u.geo.opname = opname;
+	match_node_add(root, n);
+	return 0;
 }
 
 static const struct {
@@ -909,6 +978,18 @@ parse_sub(pctx_t *p, const char *path, const bson_value_t *sub, mnode_t *root, i
 		for (i = 0; i < sizeof path_ops / sizeof path_ops[0]; i++)
 			if (strcmp(path_ops[i].name, k) == 0)
 				break;
+		if (i == sizeof path_ops / sizeof path_ops[0] &&
+		    (strcmp(k, "$maxDistance") == 0 || strcmp(k, "$minDistance") == 0) &&
+		    sub->value_type == BSON_TYPE_DOCUMENT) {
+			bson_iter_t nit;
+			bool has_near = false;
+			bson_iter_init_from_data(&nit, sub->value.v_doc.data, sub->value.v_doc.data_len);
+			while (bson_iter_next(&nit))
+				if (!strcmp(bson_iter_key(&nit), "$near") || !strcmp(bson_iter_key(&nit), "$nearSphere"))
+					has_near = true;
+			if (has_near)
+				continue;
+		}
 		if (i == sizeof path_ops / sizeof path_ops[0]) {
 			if (strcmp(k, "$where") == 0)
 				return terr_set(p->err, TERR_BAD_VALUE, "$where cannot be applied to a field");
@@ -1531,6 +1612,9 @@ leaf_ops(const mnode_t *n, bson_t *op_doc)
 			leaf_ops(n->kids[i], &sub);
 		bson_append_document_end(op_doc, &sub);
 		break;
+	case MK_GEO: case MK_GEO_NEAR:
+		bv_append(op_doc, n->u.geo.opname, -1, &n->val);
+		break;
 	case MK_NOT:
 		bson_append_document_begin(op_doc, "$not", -1, &sub);
 		if (n->kids[0]->kind == MK_AND)
@@ -1793,4 +1877,68 @@ match_to_bson_skip(const match_t *m, uint64_t skip)
 	}
 	bson_append_array_end(out, &arr);
 	return out;
+}
+
+/* ---- geo ------------------------------------------------------------------ */
+
+static void
+geo_walk(const mnode_t *n, bool top, int *count, int *top_count, const mnode_t **first_near,
+         const mnode_t **first_geo)
+{
+	if (n->kind == MK_GEO_NEAR) {
+		(*count)++;
+		if (top)
+			(*top_count)++;
+		if (*first_near == NULL)
+			*first_near = n;
+		return;
+	}
+	if (n->kind == MK_GEO) {
+		if (top && *first_geo == NULL)
+			*first_geo = n;
+		return;
+	}
+	for (uint32_t i = 0; i < n->nkids; i++)
+		geo_walk(n->kids[i], top && n->kind == MK_AND, count, top_count, first_near, first_geo);
+}
+
+int
+match_geo_info(const match_t *m, match_geo_info_t *out)
+{
+	int count = 0, top = 0;
+	const mnode_t *near = NULL, *geo = NULL;
+
+	memset(out, 0, sizeof(*out));
+	if (m == NULL || m->root == NULL)
+		return 0;
+	geo_walk(m->root, true, &count, &top, &near, &geo);
+	out->nnear = count;
+	out->near_top_level = count == 1 && top == 1;
+	if (near != NULL) {
+		out->near_path = near->path.full;
+		out->near = near->u.geo.near;
+	}
+	if (geo != NULL) {
+		out->geo_path = geo->path.full;
+		out->geo_shape = geo->u.geo.shape;
+		out->geo_pred = geo->u.geo.pred;
+	}
+	return count;
+}
+
+uint64_t
+match_geo_near_conjuncts(const match_t *m)
+{
+	uint64_t bits = 0;
+
+	if (m == NULL || m->root == NULL)
+		return 0;
+	if (m->root->kind == MK_GEO_NEAR)
+		return 1;
+	if (m->root->kind != MK_AND)
+		return 0;
+	for (uint32_t i = 0; i < m->root->nkids && i < 64; i++)
+		if (m->root->kids[i]->kind == MK_GEO_NEAR)
+			bits |= 1ull << i;
+	return bits;
 }

@@ -185,4 +185,29 @@ uint64_t match_text_conjuncts(const match_t *m);
 /* Whether m holds a $text. */
 bool match_has_text(const match_t *m);
 
+/*
+ * Geo predicates.  match_compile parses $geoWithin/$within and
+ * $geoIntersects into leaves evaluated with geo/geo.h (no index needed),
+ * and $near/$nearSphere into a leaf that matches a geometry within
+ * [$minDistance, $maxDistance]; ordering by distance is the near plan's
+ * (query/plan_geo.c).  match_geo_info reports the $near leaves: how many
+ * (nnear), whether the one there is a top-level conjunct (mongod's
+ * "geoNear must be top-level expr"), its path and parsed point (a const
+ * geo_near_t *, borrowed from m); and the first top-level $geoWithin /
+ * $geoIntersects (geo_shape: a const geo_shape_t *, geo_pred a
+ * geo_pred_t).  Returns nnear.
+ */
+typedef struct match_geo_info {
+	int nnear;
+	bool near_top_level;
+	const char *near_path;
+	const void *near;
+	const char *geo_path;
+	const void *geo_shape;
+	int geo_pred;
+} match_geo_info_t;
+int match_geo_info(const match_t *m, match_geo_info_t *out);
+/* The top-level conjuncts (match_exec_skip's bits) that are $near. */
+uint64_t match_geo_near_conjuncts(const match_t *m);
+
 #endif

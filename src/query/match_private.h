@@ -30,7 +30,7 @@ typedef enum {
 	MK_EQ, MK_LT, MK_LTE, MK_GT, MK_GTE, MK_IN, MK_EXISTS, MK_TYPE, MK_MOD,
 	MK_REGEX, MK_SIZE, MK_ELEM_OBJ, MK_ELEM_VAL,
 	MK_BITS_ALL_SET, MK_BITS_ANY_SET, MK_BITS_ALL_CLEAR, MK_BITS_ANY_CLEAR, MK_SAMPLE,
-	MK_TEXT,
+	MK_TEXT, MK_GEO, MK_GEO_NEAR,
 	MK__COUNT
 } mkind_t;
 
@@ -71,6 +71,15 @@ struct mnode {
 			const void *spec;        /* const text_spec_t * (cached forever) */
 			const void *query;       /* const text_query_t * (the binder's) */
 		} text;
+		/* $geoWithin / $geoIntersects (shape: geo_shape_t *, owned) and
+		 * $near / $nearSphere (near: geo_near_t *, owned); val: the operand;
+		 * opname borrows from the filter copy */
+		struct {
+			void *shape;
+			void *near;
+			int pred;                /* geo_pred_t */
+			const char *opname;
+		} geo;
 	} u;
 };
 

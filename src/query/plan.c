@@ -23,9 +23,10 @@
 #include "query/planner.h"
 #include "query/projection.h"
 #include "query/sort.h"
+#include "query/plan_geo.h"
 #include "text/text.h"
 
-typedef enum { ACCESS_ID, ACCESS_SCAN, ACCESS_IXSCAN, ACCESS_TEXT } access_t;
+typedef enum { ACCESS_ID, ACCESS_SCAN, ACCESS_IXSCAN, ACCESS_TEXT, ACCESS_GEO } access_t;
 
 /* RecordIds an index scan already returned (open addressing, 0 = empty
  * slot, so ids are stored +1... recids are >= 1 in storage). */
@@ -127,6 +128,7 @@ struct plan_exec {
 	double trial_score;
 	int ntrials;
 	struct plan_exec **trials;     /* owned views, in candidate order (the planner's) */
+	geo_run_t *geo;                /* ACCESS_GEO: $near, or a covering-bounded $geoWithin/$geoIntersects (plan_geo.h) */
 	/* ACCESS_TEXT: $text over the collection's text index */
 	int text_index;
 	const text_spec_t *text_spec;  /* cached by text/ forever */
@@ -328,7 +330,7 @@ express_index(const storage_coll_t *coll, const match_t *m, int64_t limit)
 		bson_iter_t k;
 		int n = ix->nfields;
 		/* a text index holds keys only for documents with terms */
-		if (ix->is_id || ix->hidden || ix->partial || keygen_is_text(ix) ||
+		if (ix->is_id || ix->hidden || ix->partial || keygen_is_text(ix) || keygen_geo_kind(ix, NULL) ||
 		    !bson_iter_init(&k, ix->key) || !bson_iter_next(&k) || !BSON_ITER_HOLDS_NUMBER(&k) ||
 		    strcmp(bson_iter_key(&k), path) != 0)
 			continue;
@@ -354,7 +356,7 @@ distinct_index(const storage_coll_t *coll, const char *key)
 		bson_iter_t k;
 		int n = ix->nfields;
 		if (ix->multikey || ix->hidden || ix->sparse || ix->partial || ix->wildcard || keygen_is_text(ix) ||
-		    !bson_iter_init(&k, ix->key) || !bson_iter_next(&k) || !BSON_ITER_HOLDS_NUMBER(&k) ||
+		    keygen_geo_kind(ix, NULL) || !bson_iter_init(&k, ix->key) || !bson_iter_next(&k) || !BSON_ITER_HOLDS_NUMBER(&k) ||
 		    strcmp(bson_iter_key(&k), key) != 0)
 			continue;
 		if (best < 0 || n < best_n) {
@@ -1093,6 +1095,19 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 		x->sort_spec_doc = bson_copy(req->sort);
 	if (!spec_empty(req->projection))
 		x->proj_doc = bson_copy(req->projection);
+	/* geo: the near search, or S2 covering bounds (query/plan_geo.c) */
+	if (x->match != NULL && !req->tailable) {
+		if (plan_geo_setup(x->coll, x->match, req, &x->geo, err) != 0) {
+			plan_exec_free(x);
+			return -1;
+		}
+		if (x->geo != NULL) {
+			x->access = ACCESS_GEO;
+			x->stats.stage = plan_geo_is_near(x->geo) ? "GEO_NEAR" : "IXSCAN";
+			*out = x;
+			return 0;
+		}
+	}
 	if (req->tailable) {
 		/* mongod plans a tailable query as a forward collection scan only */
 		x->access = ACCESS_SCAN;
@@ -1701,6 +1716,12 @@ plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson
 		return 0;
 	if (x->access == ACCESS_TEXT)
 		return text_next(x, s, recid, doc, err);
+	if (x->access == ACCESS_GEO) {
+		rc = plan_geo_next(x->geo, s, x->coll, x->match, recid, doc, &x->stats, err);
+		if (rc == 0)
+			x->scan_done = true;
+		return rc;
+	}
 	if (x->access == ACCESS_IXSCAN)
 		return ixscan_next(x, s, recid, doc, err);
 	if (x->cur == NULL) {
@@ -1845,6 +1866,7 @@ plan_exec_free(plan_exec_t *x)
 	bson_free(x->trials);
 	if (x->cur != NULL)
 		storage_cursor_close(x->cur);
+	plan_geo_free(x->geo);
 	planner_solution_free(x->sol);
 	bson_free(x->branch_keys);
 	bson_free(x->seek_key);
@@ -2306,6 +2328,10 @@ append_stage(const plan_exec_t *x, stage_kind_t k, bool es, bson_t *out)
 			append_text(x, es, out);
 			return;
 		}
+		if (x->access == ACCESS_GEO) {
+			plan_geo_explain(x->geo, x->coll, x->match, es, &x->stats, out);
+			return;
+		}
 		if (x->access == ACCESS_ID) {
 			BSON_APPEND_UTF8(out, "stage", "EXPRESS_IXSCAN");
 			BSON_APPEND_UTF8(out, "keyPattern", "{ _id: 1 }");
@@ -2406,6 +2432,9 @@ plan_exec_index_name(const plan_exec_t *x)
 {
 	if (x->access == ACCESS_TEXT && x->coll != NULL && x->text_index < x->coll->nindexes)
 		return x->coll->indexes[x->text_index].name;
+	if (x->access == ACCESS_GEO && x->coll != NULL && plan_geo_index(x->geo) >= 0 &&
+	    plan_geo_index(x->geo) < x->coll->nindexes)
+		return x->coll->indexes[plan_geo_index(x->geo)].name;
 	if (x->access == ACCESS_IXSCAN && x->coll != NULL && x->sol->kind == PLANNER_IXSCAN &&
 	    x->sol->index < x->coll->nindexes)
 		return x->coll->indexes[x->sol->index].name;
@@ -2438,4 +2467,14 @@ plan_exec_rejected_append(const plan_exec_t *x, bson_t *arr)
 		bson_append_document_end(arr, &d);
 	}
 	bson_free(view);
+}
+
+bool
+plan_exec_geo_distance(const plan_exec_t *x, double *dist, bson_value_t *loc, bool *has_loc)
+{
+	if (x->access != ACCESS_GEO || !plan_geo_is_near(x->geo))
+		return false;
+	*dist = plan_geo_distance(x->geo);
+	*has_loc = plan_geo_location(x->geo, loc);   /* measured on demand: the run's cache */
+	return true;
 }

@@ -178,6 +178,13 @@ int64_t plan_index_ops(const storage_coll_t *coll, const storage_index_t *ix);
 /* The namespace's index the plan scans ("a_1"), or NULL (COLLSCAN/EXPRESS). */
 const char *plan_exec_index_name(const plan_exec_t *x);
 
+/* A near plan ($near/$nearSphere in the filter): the distance of the
+ * document plan_exec_next returned last, in the query's units, and the
+ * location it was measured to (*loc a view into that document, valid as
+ * it; *has_loc false when none).  False when x is not a near plan.
+ * ($geoNear's distanceField and includeLocs.) */
+bool plan_exec_geo_distance(const plan_exec_t *x, double *dist, bson_value_t *loc, bool *has_loc);
+
 void plan_exec_free(plan_exec_t *x);
 
 #endif

@@ -1832,6 +1832,9 @@ best_candidate(const storage_coll_t *coll, const preds_t *ps, const bson_t *sort
 		const storage_index_t *ix = &coll->indexes[i];
 		if (hinted >= 0 && i != hinted)
 			continue;
+		/* geo indexes are planned by plan_geo.c (their keys are cells or hashes) */
+		if (keygen_geo_kind(ix, NULL))
+			continue;
 		if (hinted < 0 && !leading_field_used(ix, ps, sort))
 			continue;
 		if (hinted < 0 && ix->hidden)

@@ -65,7 +65,7 @@ test_create_list_drop(void)
 	TT_EQ_INT(run_code("{\"createIndexes\": \"c1\", \"indexes\": [{\"key\": {\"a\": 0}, \"name\": \"z\"}]}"), 67);
 	TT_EQ_INT(run_code("{\"createIndexes\": \"c1\", \"indexes\": [{\"key\": {\"$a\": 1}, \"name\": \"d\"}]}"), 67);
 	TT_EQ_INT(run_code("{\"createIndexes\": \"c1\", \"indexes\": [{\"key\": {\"a\": 1}}]}"), 9);
-	TT_EQ_INT(run_code("{\"createIndexes\": \"c1\", \"indexes\": [{\"key\": {\"a\": \"2d\"}, \"name\": \"t\"}]}"), 238);
+	TT_EQ_INT(run_code("{\"createIndexes\": \"c1\", \"indexes\": [{\"key\": {\"b\": 1, \"a\": \"2d\"}, \"name\": \"t\"}]}"), 16801);
 	TT_EQ_INT(run_code("{\"createIndexes\": \"c1\", \"indexes\": [{\"key\": {\"a\": \"foo\"}, \"name\": \"t\"}]}"), 67);
 	TT_EQ_INT(run_code("{\"createIndexes\": \"c1\", \"indexes\": [{\"key\": {\"b\": 1}, \"name\": \"b\", \"bogus\": 1}]}"), 197);
 	TT_EQ_INT(run_code("{\"createIndexes\": \"c1\", \"indexes\": []}"), 2);
@@ -1233,6 +1233,168 @@ test_random_sorted(void)
 	}
 }
 
+
+/* ---- randomized geo: 2dsphere/2d plans return what the scan returns ----------- */
+
+/* _ids of a find on rgeo, in the order returned ("ERR" on error). */
+static char *
+geo_ids(const char *filter, const char *hint, bool keep_order)
+{
+	char *cmd = bson_strdup_printf("{\"find\": \"rgeo\", \"filter\": %s, \"batchSize\": 100000, \"projection\": {\"_id\": 1}%s%s}",
+	    filter, hint ? ", \"hint\": " : "", hint ? hint : "");
+	int rc, ids[2000], n = 0, i, j;
+	bson_t *r = run(cmd, &rc);
+	bson_iter_t it, arr;
+	bson_string_t *out = bson_string_new(rc == 0 ? "" : "ERR");
+
+	if (rc == 0 && bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "cursor.firstBatch", &arr) &&
+	    bson_iter_recurse(&arr, &it))
+		while (bson_iter_next(&it) && n < 2000) {
+			bson_iter_t d;
+			bson_iter_recurse(&it, &d);
+			bson_iter_find(&d, "_id");
+			ids[n++] = bson_iter_int32(&d);
+		}
+	if (!keep_order)
+		for (i = 1; i < n; i++)
+			for (j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
+				int t = ids[j];
+				ids[j] = ids[j - 1];
+				ids[j - 1] = t;
+			}
+	for (i = 0; i < n; i++)
+		bson_string_append_printf(out, "%d,", ids[i]);
+	tt_free_reply(r);
+	bson_free(cmd);
+	return bson_string_free(out, false);
+}
+
+static double
+rcoord(double lo, double span)
+{
+	return lo + (double)rnd(100000) / 100000.0 * span;
+}
+
+/* A random geo leaf on g (2dsphere) or p (2d). */
+static char *
+rand_geo_leaf(void)
+{
+	double x = rcoord(10, 2), y = rcoord(50, 2), w = rcoord(0.05, 0.8), h = rcoord(0.05, 0.8);
+
+	switch (rnd(6)) {
+	case 0:
+		return bson_strdup_printf("{\"g\": {\"$geoWithin\": {\"$geometry\": {\"type\": \"Polygon\", \"coordinates\": "
+		    "[[[%.5f, %.5f], [%.5f, %.5f], [%.5f, %.5f], [%.5f, %.5f], [%.5f, %.5f]]]}}}}",
+		    x, y, x + w, y, x + w, y + h, x, y + h, x, y);
+	case 1:
+		return bson_strdup_printf("{\"g\": {\"$geoWithin\": {\"$centerSphere\": [[%.5f, %.5f], %.6f]}}}", x, y, w / 100);
+	case 2:
+		return bson_strdup_printf("{\"g\": {\"$geoIntersects\": {\"$geometry\": {\"type\": \"LineString\", "
+		    "\"coordinates\": [[%.5f, %.5f], [%.5f, %.5f]]}}}}", x, y, x + w, y + h);
+	case 3:
+		return bson_strdup_printf("{\"g\": {\"$geoIntersects\": {\"$geometry\": {\"type\": \"Polygon\", \"coordinates\": "
+		    "[[[%.5f, %.5f], [%.5f, %.5f], [%.5f, %.5f], [%.5f, %.5f]]]}}}}", x, y, x + w, y, x, y + h, x, y);
+	case 4:
+		return bson_strdup_printf("{\"p\": {\"$geoWithin\": {\"$box\": [[%.5f, %.5f], [%.5f, %.5f]]}}}", x, y, x + w, y + h);
+	default:
+		return bson_strdup_printf("{\"g\": {\"$geoWithin\": {\"$box\": [[%.5f, %.5f], [%.5f, %.5f]]}}}", x, y, x + w, y + h);
+	}
+}
+
+static void
+test_random_geo(void)
+{
+	int i, q, nix = 0;
+
+	rng = 4242;
+	run_code("{\"drop\": \"rgeo\"}");
+	TT_EQ_INT(run_code("{\"createIndexes\": \"rgeo\", \"indexes\": [{\"key\": {\"g\": \"2dsphere\"}, \"name\": \"g_2dsphere\"}, "
+	    "{\"key\": {\"p\": \"2d\"}, \"name\": \"p_2d\"}]}"), 0);
+	for (i = 0; i < 300; i++) {
+		double x = rcoord(10, 2), y = rcoord(50, 2), d = rcoord(0.001, 0.2);
+		char *g, *cmd;
+		switch (rnd(6)) {
+		case 0:
+			g = bson_strdup_printf("{\"type\": \"LineString\", \"coordinates\": [[%.5f, %.5f], [%.5f, %.5f]]}", x, y, x + d, y + d);
+			break;
+		case 1:
+			g = bson_strdup_printf("{\"type\": \"Polygon\", \"coordinates\": [[[%.5f, %.5f], [%.5f, %.5f], [%.5f, %.5f], [%.5f, %.5f]]]}",
+			    x, y, x + d, y, x, y + d, x, y);
+			break;
+		case 2:
+			g = bson_strdup_printf("[%.5f, %.5f]", x, y);
+			break;
+		case 3:
+			g = bson_strdup_printf("{\"type\": \"MultiPoint\", \"coordinates\": [[%.5f, %.5f], [%.5f, %.5f]]}", x, y, x + d, y);
+			break;
+		default:
+			g = bson_strdup_printf("{\"type\": \"Point\", \"coordinates\": [%.5f, %.5f]}", x, y);
+			break;
+		}
+		if (rnd(8) != 0)
+			cmd = bson_strdup_printf("{\"insert\": \"rgeo\", \"documents\": [{\"_id\": %d, \"a\": %u, \"g\": %s, \"p\": [%.5f, %.5f]}]}",
+			    i, rnd(4), g, y - 40, x);
+		else
+			cmd = bson_strdup_printf("{\"insert\": \"rgeo\", \"documents\": [{\"_id\": %d, \"a\": %u, \"p\": [%.5f, %.5f]}]}", i,
+			    rnd(4), y - 40, x);
+		TT_EQ_INT(run_code(cmd), 0);
+		bson_free(cmd);
+		bson_free(g);
+	}
+	for (q = 0; q < 150; q++) {
+		char *leaf = rand_geo_leaf(), *f, *base, *plain;
+		switch (rnd(3)) {
+		case 0: f = bson_strdup(leaf); break;
+		case 1: f = bson_strdup_printf("{\"$and\": [%s, {\"a\": {\"$lte\": %u}}]}", leaf, rnd(4)); break;
+		default: f = bson_strdup_printf("{\"$or\": [%s, {\"a\": %u}]}", leaf, rnd(4)); break;
+		}
+		base = geo_ids(f, "{\"$natural\": 1}", false);
+		plain = geo_ids(f, NULL, false);
+		if (strcmp(base, plain) != 0)
+			TT_FAIL_("geo filter %s: planned %s != scan %s", f, plain, base);
+		if (strcmp(base, "ERR") == 0)
+			TT_FAIL_("geo filter %s failed", f);
+		{
+			char *e = bson_strdup_printf("{\"explain\": {\"find\": \"rgeo\", \"filter\": %s}, \"verbosity\": \"queryPlanner\"}", f);
+			int rc;
+			bson_t *r = run(e, &rc);
+			if (strcmp(tt_get_str(r, "queryPlanner.winningPlan.inputStage.stage"), "IXSCAN") == 0)
+				nix++;
+			tt_free_reply(r);
+			bson_free(e);
+		}
+		bson_free(base);
+		bson_free(plain);
+		bson_free(f);
+		bson_free(leaf);
+	}
+	TT_ASSERT(nix > 20);
+	/* $near over points: the set of $geoWithin $centerSphere (same metres), nearest first */
+	for (q = 0; q < 40; q++) {
+		double x = rcoord(10, 2), y = rcoord(50, 2), m = rcoord(1000, 40000);
+		char *near = bson_strdup_printf("{\"$and\": [{\"g.type\": \"Point\"}, {\"g\": {\"$near\": {\"$geometry\": {\"type\": \"Point\", "
+		    "\"coordinates\": [%.5f, %.5f]}, \"$maxDistance\": %.3f}}}]}", x, y, m);
+		char *within = bson_strdup_printf("{\"g.type\": \"Point\", \"g\": {\"$geoWithin\": {\"$centerSphere\": [[%.5f, %.5f], %.17g]}}}",
+		    x, y, m / 6378100.0);
+		char *a = geo_ids(near, NULL, false), *b = geo_ids(within, "{\"$natural\": 1}", false);
+		char *n2d = bson_strdup_printf("{\"p\": {\"$near\": [%.5f, %.5f], \"$maxDistance\": %.4f}}", y - 40, x, m / 20000);
+		char *w2d = bson_strdup_printf("{\"p\": {\"$geoWithin\": {\"$center\": [[%.5f, %.5f], %.4f]}}}", y - 40, x, m / 20000);
+		char *c = geo_ids(n2d, NULL, false), *d = geo_ids(w2d, NULL, false);
+		if (strcmp(a, b) != 0)
+			TT_FAIL_("near %s: %s != within %s", near, a, b);
+		if (strcmp(c, d) != 0)
+			TT_FAIL_("2d near %s: %s != within %s", n2d, c, d);
+		bson_free(a);
+		bson_free(b);
+		bson_free(c);
+		bson_free(d);
+		bson_free(near);
+		bson_free(within);
+		bson_free(n2d);
+		bson_free(w2d);
+	}
+}
+
 static void
 test_random_equivalence(void)
 {
@@ -1279,6 +1441,7 @@ main(void)
 	TT_RUN(test_parallel_build);
 	TT_RUN(test_random_equivalence);
 	TT_RUN(test_random_sorted);
+	TT_RUN(test_random_geo);
 	client_free(cl);
 	engine_close(eng);
 	tt_rmdir(dir);

@@ -521,8 +521,12 @@ test_errors(void)
 	ERRC("{\"$text\": {\"$search\": \"x\"}}", 0, NULL);
 	ERRC("{\"$text\": \"x\"}", 2, "$text expects an object");
 	ERRC("{\"$text\": {\"$search\": \"x\", \"$caseSensitive\": 1}}", 14, "$caseSensitive requires a boolean value");
-	ERRC("{\"a\": {\"$near\": [0, 0]}}", 238, NULL);
-	ERRC("{\"a\": {\"$geoWithin\": {}}}", 238, NULL);
+	ERRC("{\"a\": {\"$near\": [0, 0]}}", 0, NULL);
+	ERRC("{\"a\": {\"$geoWithin\": {}}}", 2, NULL);
+	ERRC("{\"a\": {\"$geoWithin\": {\"$box\": [[0, 0]]}}}", 2, "Point must be an array or object");
+	ERRC("{\"a\": {\"$geoIntersects\": {\"$geometry\": {\"type\": \"Point\", \"coordinates\": [0, 91]}}}}", 2,
+	     "longitude/latitude is out of bounds, lng: 0 lat: 91");
+	ERRC("{\"a\": {\"$geoWithin\": {\"$center\": [[0, 0], -1]}}}", 2, "radius must be a non-negative number");
 	ERRC("{\"a\": {\"$elemMatch\": {\"$expr\": {\"$eq\": [1, 1]}}}}", 2,
 	     "$expr can only be applied to the top-level document");
 	ERRC("{\"$jsonSchema\": 1}", 14, "$jsonSchema must be an object");

@@ -652,7 +652,7 @@ test_audit_updates(void)
 		{"{'createIndexes': 'u', 'indexes': [{'key': {'t': 1}, 'name': 't', 'expireAfterSeconds': 1e300}]}",
 		 "error 67: . Index spec: { key: { t: 1 }, name: \"t\", expireAfterSeconds: 1e+300.0 } :: caused b"
 		 "y :: TTL index 'expireAfterSeconds' must be within the range of a 32-bit integer"},
-		{"{'createIndexes': 'u', 'indexes': [{'key': {'g': '2d'}, 'name': 'g', 'bits': " I64MAX "}]}", "error 238: 2d indexes are not supported by Tamga yet"},
+		{"{'createIndexes': 'u', 'indexes': [{'key': {'g': '2d'}, 'name': 'g', 'bits': " I64MAX "}]}", "error 72: bits for hash must be > 0 and <= 32, but -1 bits were specified"},
 		{"{'collMod': 'u', 'index': {'name': 't', 'expireAfterSeconds': " I64MIN "}}", "error 72: TTL index 'expireAfterSeconds' option cannot be less than 0"},
 		{"{'create': 'capped', 'capped': true, 'size': " I64MAX ", 'max': " I64MIN "}", "error 2: BSON field 'size' value must be <= 1125899906842624, actual value '9223372036854775807'"},
 		{"{'create': 'capped2', 'capped': true, 'size': 1e300}", "error 2: BSON field 'size' value must be <= 1125899906842624, actual value '9223372036854775807'"},
