@@ -9,7 +9,7 @@
 # Environment:
 #   BENCH_N        document count (default 1000000); use 20000 while developing
 #   BENCH_SECONDS  time cap per side of each read case through tamgad (default 10)
-#   BENCH_ONLY     space-separated subset of: core update schema text wire node repl geo
+#   BENCH_ONLY     space-separated subset of: core update schema text wire node repl geo changestream
 #   BENCH_KEEP=1   keep the work folder (data, tamgad.log, postgresql.log)
 #
 # This script starts, for the run only, PostgreSQL 15 (Debian's, as the
@@ -18,7 +18,7 @@
 # the work folder); both are stopped on exit, whatever happens.
 set -uo pipefail
 build=${1:-build-bench}
-only=${BENCH_ONLY:-core update schema text wire node repl geo}
+only=${BENCH_ONLY:-core update schema text wire node repl geo changestream}
 export BENCH_N=${BENCH_N:-1000000}
 work=$(mktemp -d "${TMPDIR:-/tmp}/tamga-bench-XXXXXX")
 chmod 755 "$work"
@@ -167,6 +167,14 @@ for b in $only; do
 			continue
 		fi
 		cmd=(node "$(dirname "$0")/bench_node.js" "$work")
+	# --- changestream (issue 17): the Node driver against the --replSet tamgad
+	elif [ "$b" = changestream ]; then
+		if ! command -v node >/dev/null 2>&1; then
+			echo "run.sh: no node: bench_changestream skipped" >&2
+			continue
+		fi
+		cmd=(node "$(dirname "$0")/bench_changestream.js" "$work")
+	# --- end changestream
 	else
 		cmd=("$build/bench/bench_$b" "$work")
 		if [ ! -x "${cmd[0]}" ]; then
@@ -177,7 +185,7 @@ for b in $only; do
 	if { [ "$b" = wire ] || [ "$b" = node ] || [ "$b" = repl ]; } && [ -z "$tamgad_pid" ]; then
 		start_tamgad
 	fi
-	if [ "$b" = repl ] && [ -z "$rs_pid" ]; then
+	if { [ "$b" = repl ] || [ "$b" = changestream ]; } && [ -z "$rs_pid" ]; then
 		start_tamgad_rs
 	fi
 	start=$(date +%s)

@@ -223,6 +223,12 @@ extern const agg_stage_def_t agg_stages_write[];
 extern const agg_stage_def_t agg_stages_stats[];
 extern const agg_stage_def_t agg_stages_window[];
 extern const agg_stage_def_t agg_stages_densify[];
+extern const agg_stage_def_t agg_stages_changestream[];
+/* stage_changestream.c: after parsing a top-level pipeline, mongod's rules
+ * for what may follow $changeStream (20 "<stage> is not permitted in a
+ * $changeStream pipeline"), $changeStreamSplitLargeEvent only in a change
+ * stream; hands a $match right after $changeStream to the reader. */
+int agg_change_stream_check(agg_pipeline_t *p, terr_t *err);
 
 /* Look up a stage by name across the tables (NULL when unknown). */
 const agg_stage_def_t *agg_stage_lookup(const char *name);

@@ -26,7 +26,7 @@ stage_tables(void)
 		agg_stages_basic, agg_stages_project, agg_stages_group, agg_stages_sort,
 		agg_stages_lookup, agg_stages_write, agg_stages_window, agg_stages_densify,
 		/* geo before stats: agg_stages_stats keeps a (now unreached) $geoNear placeholder row */
-		agg_stages_geo, agg_stages_stats, NULL,
+		agg_stages_geo, agg_stages_changestream, agg_stages_stats, NULL,
 	};
 	return tables;
 }
@@ -254,7 +254,7 @@ pipeline_setup_source(agg_pipeline_t *p)
 
 	/* A leading $match runs inside the find executor (and can use its
 	 * access paths); later stages run on top of it. */
-	if (p->host == NULL || p->host->coll == NULL || p->facet)
+	if (p->host == NULL || p->host->coll == NULL || p->facet || agg_pipeline_change_stream(p))
 		return;
 	if (p->nstages > 0 && strcmp(p->stages[0].def->name, "$match") == 0) {
 		const bson_t *filter = *(bson_t *const *)p->stages[0].plan;
@@ -405,6 +405,7 @@ agg_pipeline_parse(const bson_t *stages, const bson_t *let, const agg_host_t *ho
 	pc.scope = p->scope;
 	pc.let_doc = p->let_doc;
 	ERR(parse_stages(&pc, stages, err));
+	ERR(agg_change_stream_check(p, err));
 	pipeline_setup_source(p);
 	ERR(text_score_check(p, err));
 	*out = p;
@@ -588,7 +589,8 @@ explain_common(const agg_pipeline_t *p, const agg_exec_t *x, int64_t time_ms, bs
 	char key[16];
 	const char *k;
 	int i, n = 0;
-	bool source = p->host != NULL && p->host->coll != NULL && !agg_pipeline_collectionless(p);
+	bool source = p->host != NULL && p->host->coll != NULL && !agg_pipeline_collectionless(p) &&
+	    !agg_pipeline_change_stream(p);
 
 	BSON_APPEND_UTF8(out, "explainVersion", "1");
 	if (source && p->first_stage == p->nstages) {
@@ -758,7 +760,8 @@ agg_exec_new(const agg_pipeline_t *p, agg_exec_t **out, terr_t *err)
 	x->top = true;
 	x->error_context = "PlanExecutor error during aggregation";
 	ERR(exec_build(p, x, err));
-	if (p->host != NULL && p->host->coll != NULL && !agg_pipeline_collectionless(p)) {
+	if (p->host != NULL && p->host->coll != NULL && !agg_pipeline_collectionless(p) &&
+	    !agg_pipeline_change_stream(p)) {
 		storage_coll_get(p->host->st, p->host->db, p->host->coll, &coll, NULL);
 		ERR(exec_open_source(x, coll, p->source_filter, err));
 	} else {
@@ -889,7 +892,8 @@ agg_exec_pull(agg_exec_t *x, const bson_t **doc, terr_t *err)
 		if (rc == 1)
 			x->rts[x->nrts - 1].nreturned++;
 	}
-	if (rc == 0)
+	/* a change stream has no end: the next batch reads on */
+	if (rc == 0 && !agg_pipeline_change_stream(x->p))
 		x->done = true;
 	return rc;
 }

@@ -42,8 +42,40 @@ typedef struct agg_exec agg_exec_t;
  * and must outlive the pipeline and every run of it.
  */
 typedef struct coll coll_t;
+typedef struct agg_host agg_host_t;
 
-typedef struct agg_host {
+/*
+ * $changeStream's source.  agg/ sits below repl/, which reads the oplog, so
+ * the stage is a shell: the aggregate command hands in these callbacks
+ * (repl/changestream.h implements them) and the stage calls them.  ctx
+ * (agg_host_t.change_stream_ctx) lives as long as the engine.
+ *   parse: the stage's spec for host's namespace (host->coll NULL: a
+ *          database, or the whole deployment on admin) -> *plan (freed
+ *          with free_plan); mongod's errors for a bad spec.
+ *   push_match: the $match right after $changeStream (its filter, borrowed
+ *          for the call), which the reader may apply while it reads.
+ *   open/close: one run (state).  next: 1 with *doc (valid until the next
+ *          call), 0 when nothing more is there now, -1 with err.
+ *   save/restore: between batches.
+ *   batch_end: append postBatchResumeToken to a batch's cursor document;
+ *          last is the _id of the last document of the batch (NULL: none),
+ *          ended says the run returned 0 (read all there is).
+ *   finished: the stream ended for good (after an invalidate).
+ */
+typedef struct agg_change_stream_ops {
+	int (*parse)(void *ctx, const agg_host_t *host, const bson_value_t *spec, void **plan, terr_t *err);
+	void (*push_match)(void *plan, const bson_t *filter);
+	int (*open)(void *ctx, const void *plan, void **state, terr_t *err);
+	int (*next)(void *state, storage_session_t *s, const bson_t **doc, terr_t *err);
+	int (*save)(void *state, terr_t *err);
+	int (*restore)(void *state, storage_session_t *s, terr_t *err);
+	void (*batch_end)(void *state, const bson_value_t *last, bool ended, bson_t *cursor);
+	bool (*finished)(void *state);
+	void (*close)(void *state);
+	void (*free_plan)(void *plan);
+} agg_change_stream_ops_t;
+
+struct agg_host {
 	storage_t *st;
 	const char *db;               /* the aggregate's database */
 	const char *coll;             /* the aggregated collection; NULL for {aggregate: 1} */
@@ -96,7 +128,10 @@ typedef struct agg_host {
 	 * the rows' _id.uid for spec ({}: the client's own user, {allUsers},
 	 * {users}), into filter (initialised).  NULL: 238 NotImplemented. */
 	void (*list_sessions_filter)(void *ctx, const bson_t *spec, bson_t *filter);
-} agg_host_t;
+	/* $changeStream (above).  NULL: a standalone, 40573. */
+	const agg_change_stream_ops_t *change_stream;
+	void *change_stream_ctx;
+};
 
 /*
  * Parse a pipeline (an array of stage documents) with MongoDB's rules and
@@ -153,6 +188,14 @@ void agg_view_append_stages(bson_t *out, int *n, const bson_t *pipeline);
 bool agg_pipeline_writes(const agg_pipeline_t *p);
 /* The pipeline starts with a stage that needs no collection ($documents). */
 bool agg_pipeline_collectionless(const agg_pipeline_t *p);
+/* The pipeline starts with $changeStream (runs on a collection, a database
+ * with {aggregate: 1}, or the deployment on admin). */
+bool agg_pipeline_change_stream(const agg_pipeline_t *p);
+/* A change stream's run (agg_pipeline_change_stream): the cursor's
+ * postBatchResumeToken after a batch (see agg_change_stream_ops_t.batch_end)
+ * and whether the stream ended for good.  No-ops for other pipelines. */
+void agg_exec_batch_end(agg_exec_t *x, const bson_value_t *last, bool ended, bson_t *cursor);
+bool agg_exec_finished(agg_exec_t *x);
 /* The name of the first stage ("$match") or NULL when empty. */
 const char *agg_pipeline_first_stage(const agg_pipeline_t *p);
 

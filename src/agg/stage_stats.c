@@ -432,8 +432,6 @@ local_sessions_free(void *plan)
 static int
 standalone_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 {
-	if (strcmp(pc->name, "$changeStream") == 0)
-		return terr_set(err, 40573, "The $changeStream stage is only supported on replica sets");
 	return terr_set(err, 31082,
 	    "Using $search and $vectorSearch aggregation stages requires additional configuration. Please connect to Atlas or an AtlasCLI local deployment to enable. For more information on how to connect, see https://dochub.mongodb.org/core/atlas-cli-deploy-local-reqs");
 }
@@ -476,7 +474,6 @@ const agg_stage_def_t agg_stages_stats[] = {
 	/* parsed into the $match it stands for (no stage of its own at run time) */
 	{"$listSessions", list_sessions_parse, NULL, NULL, NULL, NULL, AGG_F_FIRST | AGG_F_NOT_IN_FACET |
 	    AGG_F_NOT_IN_LOOKUP},
-	{"$changeStream", standalone_parse},
 	{"$search", standalone_parse},
 	{"$searchMeta", standalone_parse},
 	{"$vectorSearch", standalone_parse},

@@ -328,7 +328,17 @@ auth_pipeline_namespaces(auth_nslist_t *out, const char *db, const char *source,
 	w.bypass = bypass;
 	/* the source is read unless the pipeline starts with a stage that
 	 * reads only statistics (mongod's isInitialSource for these two) */
-	if (source != NULL && !(first != NULL && (strcmp(first, "$collStats") == 0 ||
+	if (first != NULL && strcmp(first, "$changeStream") == 0) {
+		/* mongod's change-stream privileges: the collection, the
+		 * database, or (on admin, the whole deployment) every normal
+		 * namespace, each with changeStream and find */
+		if (source != NULL)
+			auth_nslist_add(out, AUTH_RES_NS, db, source, "changeStream find");
+		else if (strcmp(db, "admin") == 0)
+			auth_nslist_add(out, AUTH_RES_ANY_NORMAL, NULL, NULL, "changeStream find");
+		else
+			auth_nslist_add(out, AUTH_RES_DB, db, NULL, "changeStream find");
+	} else if (source != NULL && !(first != NULL && (strcmp(first, "$collStats") == 0 ||
 	    strcmp(first, "$indexStats") == 0)))
 		auth_nslist_add(out, AUTH_RES_NS, db, source, "find");
 	if (pipeline != NULL)
@@ -416,6 +426,8 @@ auth_nslist_allowed(const auth_nslist_t *l, const auth_privset_t *ps)
 			if (!auth_actions_has(&e->actions, a))
 				continue;
 			if (e->kind == AUTH_RES_CLUSTER ? !auth_privset_allows_cluster(ps, a) :
+			    e->kind == AUTH_RES_DB || e->kind == AUTH_RES_ANY_NORMAL ?
+			    !auth_privset_allows_pattern(ps, e->kind, e->db, a) :
 			    !auth_privset_allows_ns(ps, e->db, e->coll, a))
 				return false;
 		}

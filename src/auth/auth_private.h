@@ -54,6 +54,10 @@ void auth_nslist_init(auth_nslist_t *l);
 void auth_nslist_destroy(auth_nslist_t *l);
 /* Append (copies the strings); actions is a space-separated list of
  * MongoDB's action names. */
+/* A whole-database (AUTH_RES_DB, db) or every-normal-namespace
+ * (AUTH_RES_ANY_NORMAL) resource, as mongod's isAuthorizedForActionsOnResource
+ * on such a pattern: granted by a privilege on that pattern or a wider one. */
+bool auth_privset_allows_pattern(const auth_privset_t *ps, int kind, const char *db, int action);
 void auth_nslist_add(auth_nslist_t *l, auth_res_kind_t kind, const char *db, const char *coll, const char *actions);
 
 /*

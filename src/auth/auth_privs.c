@@ -224,6 +224,19 @@ auth_privset_allows_ns(const auth_privset_t *ps, const char *db, const char *col
 }
 
 bool
+auth_privset_allows_pattern(const auth_privset_t *ps, int kind, const char *db, int action)
+{
+	for (int i = 0; i < ps->n; i++) {
+		const auth_priv_t *p = &ps->v[i];
+		bool match = p->kind == AUTH_RES_ANY || p->kind == AUTH_RES_ANY_NORMAL ||
+		    (kind == AUTH_RES_DB && p->kind == AUTH_RES_DB && strcmp(p->db, db) == 0);
+		if (match && auth_actions_has(&p->actions, action))
+			return true;
+	}
+	return false;
+}
+
+bool
 auth_privset_allows_cluster(const auth_privset_t *ps, int action)
 {
 	int i;

@@ -18,6 +18,7 @@
 #include "commands/validation.h"
 #include "commands/write.h"
 #include "common/mem.h"
+#include "repl/changestream.h"
 
 /* cmd_catalog.c */
 int cmd_cursor_options(cmd_t *c, cursor_opts_t *o, terr_t *err);
@@ -29,12 +30,54 @@ typedef struct agg_src {
 	bson_value_t hint;         /* owned copy; BSON_TYPE_EOD = none */
 	agg_pipeline_t *p;
 	agg_exec_t *x;
+	/* a change stream: the _id of the last two documents handed out (the
+	 * last may wait as the cursor's pending document) */
+	bool change_stream;
+	bson_value_t last_id, prev_id;   /* BSON_TYPE_EOD = none */
 } agg_src_t;
+
+/* mongod's DSCSCheckResumability refusal of an event whose resume token a
+ * stage changed. */
+static int
+check_event_id(agg_src_t *a, const bson_t *doc, terr_t *err)
+{
+	bson_iter_t it, d;
+
+	if (!bson_iter_init_find(&it, doc, "_id") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &d) ||
+	    !bson_iter_find(&d, "_data") || !BSON_ITER_HOLDS_UTF8(&d))
+		return terr_set(err, 280,
+		    "Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. Modifying the _id field of an event makes it impossible to resume the stream from that point. Only transformations that retain the unmodified _id field are allowed.");
+	if (a->prev_id.value_type != BSON_TYPE_EOD)
+		bson_value_destroy(&a->prev_id);
+	a->prev_id = a->last_id;
+	bson_value_copy(bson_iter_value(&it), &a->last_id);
+	return 0;
+}
 
 static int
 src_next(void *state, storage_session_t *s, bson_t *doc, terr_t *err)
 {
-	return agg_exec_next(((agg_src_t *)state)->x, s, doc, err);
+	agg_src_t *a = state;
+	int rc = agg_exec_next(a->x, s, doc, err);
+
+	if (rc == 1 && a->change_stream && check_event_id(a, doc, err) != 0)
+		return -1;
+	return rc;
+}
+
+static void
+src_batch_end(void *state, bool ended, bool pending, bson_t *cursor)
+{
+	agg_src_t *a = state;
+	const bson_value_t *last = pending ? &a->prev_id : &a->last_id;
+
+	agg_exec_batch_end(a->x, last->value_type != BSON_TYPE_EOD ? last : NULL, ended && !pending, cursor);
+}
+
+static bool
+src_finished(void *state)
+{
+	return agg_exec_finished(((agg_src_t *)state)->x);
 }
 
 static int
@@ -62,6 +105,10 @@ src_free(void *state)
 	agg_pipeline_free(a->p);
 	if (a->hint.value_type != BSON_TYPE_EOD)
 		bson_value_destroy(&a->hint);
+	if (a->last_id.value_type != BSON_TYPE_EOD)
+		bson_value_destroy(&a->last_id);
+	if (a->prev_id.value_type != BSON_TYPE_EOD)
+		bson_value_destroy(&a->prev_id);
 	bson_free(a->db);
 	bson_free(a->coll);
 	bson_free(a);
@@ -167,6 +214,16 @@ get_pipeline(cmd_t *c, bson_t *out, terr_t *err)
 
 static void explain_reply_tail(cmd_t *c);
 
+/* The pipeline array's first stage is name. */
+static bool
+first_stage_is(const bson_t *pipeline, const char *name)
+{
+	bson_iter_t it, st;
+
+	return bson_iter_init(&it, pipeline) && bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+	    bson_iter_recurse(&it, &st) && bson_iter_next(&st) && strcmp(bson_iter_key(&st), name) == 0;
+}
+
 static void
 explain_reply(cmd_t *c, const agg_pipeline_t *p)
 {
@@ -206,6 +263,7 @@ CMD_HANDLER(cmd_aggregate)
 	bson_t combined;
 	const bson_t *stages = &pipeline;   /* the view's stages + the pipeline for a view */
 	char ns[512];
+	storage_coll_t *oplog_coll = NULL;
 	int ret = -1;
 
 	/* {aggregate: "coll"} or {aggregate: 1} */
@@ -260,6 +318,11 @@ CMD_HANDLER(cmd_aggregate)
 		int n = 0;
 		if (ret < 0)
 			return -1;
+		if (first_stage_is(&pipeline, "$changeStream")) {
+			view_free(&view);
+			return terr_set(err, TERR_COMMAND_NOT_SUPPORTED_ON_VIEW, "Namespace %s.%s is a view, not a collection",
+			    c->db, coll);
+		}
 		bson_init(&combined);
 		agg_view_append_stages(&combined, &n, &view.pipeline);
 		agg_view_append_stages(&combined, &n, &pipeline);
@@ -312,6 +375,10 @@ CMD_HANDLER(cmd_aggregate)
 	a->host.get_or_create_coll = host_get_or_create;
 	a->host.list_local_sessions = host_list_sessions;
 	a->host.list_sessions_filter = host_list_sessions_filter;
+	if (c->engine->cs != NULL) {
+		a->host.change_stream = &repl_cs_ops;
+		a->host.change_stream_ctx = c->engine->cs;
+	}
 	/* every view the stages read, and those their views read, resolves
 	 * (mongod's involved namespaces, before the pipeline is parsed) */
 	ERR(agg_view_check_involved(c->engine->st, c->db, stages, err));
@@ -319,8 +386,11 @@ CMD_HANDLER(cmd_aggregate)
 	/* the views the pipeline reads share its collation */
 	ERR(view_check_involved(c, stages, a->host.collation, err));
 
+	a->change_stream = agg_pipeline_change_stream(a->p);
 	/* {aggregate: 1} only for collectionless first stages, and those only there */
-	if (coll == NULL) {
+	if (a->change_stream) {
+		cmd_ns(ns, sizeof(ns), c->db, coll != NULL ? coll : "$cmd.aggregate");
+	} else if (coll == NULL) {
 		if (agg_pipeline_first_stage(a->p) == NULL) {
 			ret = terr_set(err, TERR_INVALID_NAMESPACE, "{aggregate: 1} is not valid for an empty pipeline.");
 			goto err;
@@ -395,13 +465,28 @@ CMD_HANDLER(cmd_aggregate)
 	src.save = src_save;
 	src.restore = src_restore;
 	src.free = src_free;
+	if (a->change_stream) {
+		/* a tailable awaitData cursor: a getMore that finds nothing new
+		 * sleeps on the oplog's insert notifier (woken by a commit) */
+		src.batch_end = src_batch_end;
+		src.finished = src_finished;
+		copts.tailable = true;
+		copts.await_data = true;
+		storage_coll_get(c->engine->st, REPL_OPLOG_DB, REPL_OPLOG_COLL, &oplog_coll, NULL);
+		copts.coll = oplog_coll;
+		copts.single_batch = false;
+		copts.connection_id = c->client->connection_id;
+	}
 	a = NULL;
 	{
 		char owner_buf[256];
 		copts.owner = cmd_cursor_owner(c, owner_buf);
 		ret = cursor_first_batch(c->engine->cursors, s, ns, &src, &copts, c->reply, err);
+		if (ret != 0 && src.batch_end != NULL)
+			cursor_change_stream_labels(err);
 	}
 err:
+	storage_coll_release(oplog_coll);
 	if (a != NULL)
 		src_free(a);
 	if (view.base != NULL) {

@@ -350,7 +350,7 @@ CMD_HANDLER(cmd_bulk_write)
 	bson_iter_t it;
 	storage_session_t *s;
 	cursor_opts_t copts;
-	cursor_source_t src;
+	cursor_source_t src = {0};
 	terr_t e = TERR_INIT;
 	char cns[64];
 

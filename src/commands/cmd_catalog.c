@@ -5,6 +5,7 @@
  * commands live in cmd_index.c.
  */
 #include "commands/commands_private.h"
+#include "commands/preimages_opt.h"
 #include "commands/cmd_repl_oplog.h"
 
 #include <string.h>
@@ -42,8 +43,7 @@ static int
 refuse_unsupported_create(cmd_t *c, terr_t *err)
 {
 	static const char *const unsupported[] = {
-		"timeseries", "clusteredIndex", "encryptedFields",
-		"changeStreamPreAndPostImages", NULL,
+		"timeseries", "clusteredIndex", "encryptedFields", NULL,
 	};
 	bson_iter_t it;
 	int i;
@@ -248,7 +248,14 @@ CMD_HANDLER(cmd_create)
 			continue;
 		if (known && strcmp(k, "collation") == 0)
 			ERR(create_collation(c, &it, &options, err));
-		else if (known)
+		else if (known && strcmp(k, "changeStreamPreAndPostImages") == 0) {
+			bool on = false;
+			ERR(cmd_preimages_option(c, &it, "create", &on, err));
+			bson_t pd;
+			bson_append_document_begin(&options, k, -1, &pd);
+			BSON_APPEND_BOOL(&pd, "enabled", on);
+			bson_append_document_end(&options, &pd);
+		} else if (known)
 			bson_append_iter(&options, k, -1, &it);
 	}
 	ERR(validation_check_options(&options, true, err));
@@ -488,7 +495,7 @@ CMD_HANDLER(cmd_list_collections)
 	match_t *m = NULL;
 	bool name_only = false, found_filter, found;
 	int n = 0, i, nout = 0, ret = -1;
-	cursor_source_t src;
+	cursor_source_t src = {0};
 	cursor_opts_t copts;
 	char ns[300], key[16];
 	const char *k;

@@ -5,6 +5,7 @@
  * Index options (hidden, expireAfterSeconds) arrive with secondary indexes.
  */
 #include "commands/commands_private.h"
+#include "commands/preimages_opt.h"
 
 #include <string.h>
 
@@ -158,11 +159,11 @@ CMD_HANDLER(cmd_coll_mod)
 	bson_t opts = BSON_INITIALIZER, validator;
 	bson_iter_t it;
 	bool has_validator, found, prepare = false, has_prepare = false, upgrading = false;
-	bool has_capped_size, has_capped_max;
+	bool has_capped_size, has_capped_max, has_preimages = false, preimages = false;
 	int64_t capped_size = 0, capped_max = 0;
 	int ret = -1;
 	static const char *const unsupported[] = {"expireAfterSeconds",
-		"changeStreamPreAndPostImages", "timeseries", "clusteredIndex",
+		"timeseries", "clusteredIndex",
 		"dryRun", "timeseriesBucketsMayHaveMixedSchemaData", NULL};
 	static const char *const view_only[] = {"viewOn", "pipeline", NULL};
 	int i;
@@ -193,6 +194,10 @@ CMD_HANDLER(cmd_coll_mod)
 	ERR(cmd_get_string(c, "validationLevel", &new_level, &found, err));
 	ERR(cmd_get_string(c, "validationAction", &new_action, &found, err));
 	ERR(cmd_get_bool(c, "prepareConstraintValidationLevel", &prepare, &has_prepare, err));
+	if (bson_iter_init_find(&it, c->body, "changeStreamPreAndPostImages")) {
+		ERR(cmd_preimages_option(c, &it, "collMod", &preimages, err));
+		has_preimages = true;
+	}
 	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0) {
 		ret = terr_set(err, TERR_NAMESPACE_NOT_FOUND, "ns does not exist: %s.%s", c->db, name);
 		goto err;
@@ -222,7 +227,8 @@ CMD_HANDLER(cmd_coll_mod)
 			if ((has_validator && strcmp(k, "validator") == 0) ||
 			    (new_level && strcmp(k, "validationLevel") == 0) ||
 			    (new_action && strcmp(k, "validationAction") == 0) ||
-			    strcmp(k, "prepareConstraintValidationLevel") == 0)
+			    strcmp(k, "prepareConstraintValidationLevel") == 0 ||
+			    (has_preimages && strcmp(k, "changeStreamPreAndPostImages") == 0))
 				continue;
 			bson_append_iter(&opts, k, -1, &it);
 		}
@@ -231,6 +237,12 @@ CMD_HANDLER(cmd_coll_mod)
 		BSON_APPEND_INT32(&opts, "max", (int32_t)cmd_capped_adjust_max(capped_max));
 	if (has_validator)
 		BSON_APPEND_DOCUMENT(&opts, "validator", &validator);
+	if (has_preimages) {
+		bson_t pd;
+		bson_append_document_begin(&opts, "changeStreamPreAndPostImages", -1, &pd);
+		BSON_APPEND_BOOL(&pd, "enabled", preimages);
+		bson_append_document_end(&opts, &pd);
+	}
 	/* setting a validator makes the level and action explicit, as mongod's
 	 * setValidator does */
 	if (new_level)
@@ -291,8 +303,13 @@ CMD_HANDLER(cmd_coll_mod)
 		bson_iter_document(&it, &len, &data);
 		bson_init_static(&sa.validator, data, len);
 		ERR(storage_coll_set_options_checked(c->engine->st, s, c->db, name, &opts, scan_check, &sa, err));
-	} else if (has_validator || new_level || new_action || has_prepare || has_capped_size || has_capped_max) {
+	} else if (has_validator || new_level || new_action || has_prepare || has_capped_size || has_capped_max ||
+	    has_preimages) {
 		/* only validation options change the stored options document */
+		ERR(storage_coll_set_options(c->engine->st, s, c->db, name, &opts, err));
+	} else if (c->engine->oplog != NULL && !bson_has_field(c->body, "index")) {
+		/* a collMod naming no option is still logged on a replica set, as
+		 * mongod logs it ({collMod: <name>}: change streams' modify event) */
 		ERR(storage_coll_set_options(c->engine->st, s, c->db, name, &opts, err));
 	}
 	if (bson_iter_init_find(&it, c->body, "index"))

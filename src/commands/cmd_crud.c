@@ -433,7 +433,7 @@ CMD_HANDLER(cmd_find)
 	plan_exec_t *x = NULL;
 	match_options_t mo = {0};
 	cursor_opts_t copts;
-	cursor_source_t src;
+	cursor_source_t src = {0};
 	storage_session_t *s;
 	bson_iter_t hint_it;
 	bson_value_t id_point;

@@ -1168,7 +1168,7 @@ CMD_HANDLER(cmd_list_indexes)
 	static const char *const fields[] = {"cursor", "includeBuildUUIDs", "includeIndexBuildInfo", NULL};
 	const char *name;
 	storage_coll_t *coll = NULL;
-	cursor_source_t src;
+	cursor_source_t src = {0};
 	cursor_opts_t copts;
 	bson_t *docs;
 	char ns[512], key[16];

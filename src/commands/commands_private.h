@@ -40,6 +40,9 @@ struct engine {
 	 * oplog (repl/); both NULL for a standalone. */
 	repl_clock_t *clock;
 	repl_oplog_t *oplog;
+	/* change streams' reader over that oplog (repl/changestream.h); NULL
+	 * for a standalone */
+	struct repl_cs_service *cs;
 	/* logical sessions and their transactions (repl/session.h, repl/txn.h) */
 	struct repl_sessions *sessions;
 	atomic_llong txn_lifetime_limit_seconds;       /* 60 */

@@ -14,6 +14,7 @@
 #include <sys/random.h>
 
 #include "bson/value.h"
+#include "common/failpoint.h"
 #include "common/mem.h"
 #include "common/opctx.h"
 #include "common/version.h"
@@ -29,6 +30,7 @@ typedef struct cursor {
 	bool await_data;       /* an empty getMore waits for an insert into coll */
 	storage_coll_t *coll;  /* referenced (tailable cursors), for the insert notifier */
 	atomic_bool killed;    /* killCursors came while an awaitData getMore waited */
+	int64_t connection_id; /* the connection that opened it (0: embedded) */
 	bool busy;
 	int64_t last_used_ms;
 	bson_t *pending;       /* a document read ahead that did not fit the last batch */
@@ -214,11 +216,15 @@ batch_open(bson_t *reply, const char *batch_name, size_t expect, bson_t *cur, bs
 }
 
 /* Close what batch_open opened; with id and ns unless the batch failed (the
- * dispatcher then replaces the whole reply with the error). */
+ * dispatcher then replaces the whole reply with the error); a source's
+ * batch_end adds its fields first (src may be NULL). */
 static void
-batch_close(bson_t *reply, bson_t *cur, bson_t *arr, bool failed, int64_t id, const char *ns)
+batch_close(bson_t *reply, bson_t *cur, bson_t *arr, bool failed, int64_t id, const char *ns,
+            const cursor_source_t *src, bool ended, bool pending)
 {
 	bson_append_array_end(cur, arr);
+	if (!failed && src != NULL && src->batch_end != NULL)
+		src->batch_end(src->state, ended, pending, cur);
 	if (!failed) {
 		BSON_APPEND_INT64(cur, "id", id);
 		BSON_APPEND_UTF8(cur, "ns", ns);
@@ -247,22 +253,23 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		bs = limit;
 	batch_open(reply, "firstBatch", 480, &cur, &arr);
 	if (fill_batch(src, s, &arr, bs, &limit, &pending, &exhausted, &bytes, &ended, &n, err) != 0) {
-		batch_close(reply, &cur, &arr, true, 0, ns);
+		batch_close(reply, &cur, &arr, true, 0, ns, NULL, false, false);
 		if (pending)
 			bson_destroy(pending);
 		src->free(src->state);
 		return -1;
 	}
 	/* a tailable cursor outlives the end of the data, not its limit */
-	if (opts->tailable && ended && limit != 0)
+	if (opts->tailable && ended && limit != 0 && !(src->finished != NULL && src->finished(src->state)))
 		exhausted = false;
 	if (exhausted || opts->single_batch) {
+		batch_close(reply, &cur, &arr, false, 0, ns, src, ended, pending != NULL);
 		src->free(src->state);
 		if (pending)
 			bson_destroy(pending);
 	} else {
 		if (src->save != NULL && src->save(src->state, err) != 0) {
-			batch_close(reply, &cur, &arr, true, 0, ns);
+			batch_close(reply, &cur, &arr, true, 0, ns, NULL, false, false);
 			if (pending)
 				bson_destroy(pending);
 			src->free(src->state);
@@ -274,6 +281,7 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		c->src = *src;
 		c->limit = limit;
 		c->no_timeout = opts->no_timeout;
+		c->connection_id = opts->connection_id;
 		c->read_ts = opts->read_ts;
 		c->tailable = opts->tailable;
 		c->await_data = opts->await_data && opts->coll != NULL;
@@ -298,8 +306,9 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		r->head = c;
 		r->count++;
 		pthread_mutex_unlock(&r->lock);
+		batch_close(reply, &cur, &arr, false, id, ns, &c->src, ended, pending != NULL);
+		return 0;
 	}
-	batch_close(reply, &cur, &arr, false, id, ns);
 	return 0;
 }
 
@@ -321,7 +330,59 @@ take(cursor_registry_t *r, int64_t id, bool remove)
 }
 
 #define CURSOR_KILLED 237    /* CursorKilled */
+
+void
+cursor_change_stream_labels(terr_t *err)
+{
+	/* mongod's isResumableChangeStreamError candidates (retriable,
+	 * network and shard-retargeting errors, RetryChangeStream,
+	 * FailedToSatisfyReadPreference) and ChangeStreamFatalError */
+	static const int resumable[] = {6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436, 63, 150,
+		13388, 234, 133};
+	const char *label = NULL;
+	bson_t *extra, arr;
+	bson_iter_t it;
+
+	if (err == NULL || !terr_is_set(err) ||
+	    (err->extra != NULL && bson_iter_init_find(&it, err->extra, "errorLabels")))
+		return;
+	if (err->code == 280)
+		label = "NonResumableChangeStreamError";
+	for (size_t i = 0; i < sizeof(resumable) / sizeof(resumable[0]) && label == NULL; i++)
+		if (resumable[i] == err->code)
+			label = "ResumableChangeStreamError";
+	if (label == NULL)
+		return;
+	extra = bson_new();
+	if (err->extra != NULL && bson_iter_init(&it, err->extra))
+		while (bson_iter_next(&it))
+			bson_append_iter(extra, bson_iter_key(&it), -1, &it);
+	bson_append_array_begin(extra, "errorLabels", -1, &arr);
+	BSON_APPEND_UTF8(&arr, "0", label);
+	bson_append_array_end(extra, &arr);
+	terr_set_extra_steal(err, extra);
+}
+
+/* failGetMoreAfterCursorCheckout: the getMore fails with data.errorCode
+ * once it holds the cursor. */
+static int
+get_more_fail_point(terr_t *err)
+{
+	bson_t data;
+	bson_iter_t it;
+	int code = TERR_INTERNAL_ERROR;
+
+	if (!failpoint_any_active() || !failpoint_fire("failGetMoreAfterCursorCheckout", NULL, NULL, &data))
+		return 0;
+	if (bson_iter_init_find(&it, &data, "errorCode") && BSON_ITER_HOLDS_NUMBER(&it))
+		code = (int)bson_iter_as_int64(&it);
+	bson_destroy(&data);
+	return terr_set(err, code, "Failing command via 'failGetMoreAfterCursorCheckout' failpoint");
+}
 #define INTERRUPTED_AT_SHUTDOWN 11600
+
+/* How long a change stream's getMore woken by a commit waits for more. */
+#define CHANGE_STREAM_COALESCE_US 300
 
 /* Default wait of an awaitData getMore without maxTimeMS (mongod's 1 s). */
 #define AWAIT_DATA_DEFAULT_US 1000000
@@ -336,7 +397,7 @@ take(cursor_registry_t *r, int64_t id, bool remove)
  */
 static int
 get_more_fill(cursor_registry_t *r, cursor_t *c, storage_session_t *s, bson_t *arr, int64_t batch_size,
-              int64_t await_until, bool *exhausted, size_t *bytes, terr_t *err)
+              int64_t await_until, bool *exhausted, size_t *bytes, bool *ended_out, terr_t *err)
 {
 	cursor_source_t *src = &c->src;
 	bool ended;
@@ -349,7 +410,8 @@ get_more_fill(cursor_registry_t *r, cursor_t *c, storage_session_t *s, bson_t *a
 		if (fill_batch(src, s, arr, batch_size, &c->limit, &c->pending, exhausted, bytes, &ended, &n,
 		    err) != 0)
 			return -1;
-		if (c->tailable && ended && c->limit != 0)
+		*ended_out = ended;
+		if (c->tailable && ended && c->limit != 0 && !(src->finished != NULL && src->finished(src->state)))
 			*exhausted = false;
 		if (!c->await_data || !ended || n > 0 || *exhausted || tm_now_us() >= await_until)
 			return 0;
@@ -357,7 +419,15 @@ get_more_fill(cursor_registry_t *r, cursor_t *c, storage_session_t *s, bson_t *a
 			return terr_set(err, INTERRUPTED_AT_SHUTDOWN, "interrupted at shutdown");
 		if (src->save != NULL && src->save(src->state, err) != 0)
 			return -1;
-		storage_coll_wait_insert(c->coll, seen, await_until);
+		/* a change stream woken by a commit lets the commits right behind it
+		 * land too (one batch for a burst of writes instead of one getMore
+		 * per write); at most CHANGE_STREAM_COALESCE_US, never past the wait */
+		if (storage_coll_wait_insert(c->coll, seen, await_until) == 1 && src->batch_end != NULL) {
+			int64_t left = await_until - tm_now_us();
+			struct timespec d = {0, (long)(left < CHANGE_STREAM_COALESCE_US ? (left > 0 ? left : 0) :
+			    CHANGE_STREAM_COALESCE_US) * 1000};
+			nanosleep(&d, NULL);
+		}
 		/* killCursors interrupts the wait, as mongod's interrupts the op */
 		if (atomic_load(&c->killed))
 			return terr_set(err, CURSOR_KILLED, "operation was interrupted");
@@ -390,7 +460,7 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 	cursor_source_t *src;
 	bson_t cur, arr;
 	size_t bytes = 0;
-	bool exhausted = false;
+	bool exhausted = false, ended = false;
 	int64_t await_until = 0;
 	int rc = 0;
 
@@ -439,11 +509,13 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 		tm_opctx_set_deadline(t0 + c->time_left_us);
 	src = &c->src;
 	batch_open(reply, "nextBatch", c->last_bytes + c->last_bytes / 8, &cur, &arr);
-	if (src->restore != NULL && src->restore(src->state, s, err) != 0) {
+	if (get_more_fail_point(err) != 0) {
+		rc = -1;
+	} else if (src->restore != NULL && src->restore(src->state, s, err) != 0) {
 		rc = -1;
 	} else {
 		rc = get_more_fill(r, c, s, &arr, batch_size > 0 ? batch_size : -1, await_until,
-		    &exhausted, &bytes, err);
+		    &exhausted, &bytes, &ended, err);
 		if (rc == 0 && !exhausted && src->save != NULL)
 			rc = src->save(src->state, err);
 	}
@@ -461,14 +533,41 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 		take(r, id, true);
 	pthread_mutex_unlock(&r->lock);
 
-	batch_close(reply, &cur, &arr, rc != 0, exhausted ? 0 : id, ns);
+	batch_close(reply, &cur, &arr, rc != 0, exhausted ? 0 : id, ns, &c->src, ended, c->pending != NULL);
 	if (rc != 0) {
+		if (c->src.batch_end != NULL)
+			cursor_change_stream_labels(err);
 		cursor_destroy(c);
 		return -1;
 	}
 	if (exhausted)
 		cursor_destroy(c);
 	return 0;
+}
+
+void
+cursor_close_connection(cursor_registry_t *r, int64_t connection_id)
+{
+	cursor_t **pp, *c, *dead = NULL;
+
+	if (r == NULL || connection_id <= 0)
+		return;
+	pthread_mutex_lock(&r->lock);
+	for (pp = &r->head; (c = *pp) != NULL;) {
+		if (c->connection_id == connection_id && c->src.batch_end != NULL && !c->busy) {
+			*pp = c->next;
+			r->count--;
+			c->next = dead;
+			dead = c;
+		} else {
+			pp = &c->next;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	while ((c = dead) != NULL) {
+		dead = c->next;
+		cursor_destroy(c);
+	}
 }
 
 void

@@ -31,6 +31,13 @@ typedef struct cursor_source {
 	int (*save)(void *state, terr_t *err);
 	int (*restore)(void *state, storage_session_t *s, terr_t *err);
 	void (*free)(void *state);
+	/* Optional (change streams): batch_end appends fields to the batch's
+	 * cursor document before id and ns (postBatchResumeToken); ended: the
+	 * source returned 0 in this batch; pending: a document read for it did
+	 * not fit and waits for the next.  finished: a tailable source ended
+	 * for good (the cursor then closes at its end). */
+	void (*batch_end)(void *state, bool ended, bool pending, bson_t *cursor);
+	bool (*finished)(void *state);
 } cursor_source_t;
 
 cursor_registry_t *cursor_registry_new(void);
@@ -101,10 +108,24 @@ int cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, cons
                     const char *owner, int64_t batch_size, int64_t deadline_us, bool has_max_time,
                     bson_t *reply, terr_t *err);
 
+/* A change stream's error gets mongod's label: ResumableChangeStreamError
+ * for the errors a driver resumes after (retriable, network, retargeting,
+ * RetryChangeStream, FailedToSatisfyReadPreference), NonResumableChangeStreamError
+ * for 280 ChangeStreamFatalError; labels already there stay.  getMore on a
+ * change stream's cursor (a source with batch_end) calls it; so does the
+ * aggregate that opens one.  The fail point failGetMoreAfterCursorCheckout
+ * makes a getMore fail with its data.errorCode after it took the cursor. */
+void cursor_change_stream_labels(terr_t *err);
 /* The read timestamp cursor id was opened at (cursor_opts_t.read_ts), 0
  * when none or no such cursor.  getMore begins its storage transaction at
  * it, so a snapshot read's later batches see the same data as its first. */
 uint64_t cursor_read_ts(cursor_registry_t *r, int64_t id);
+
+/* A connection closed: the change streams it opened that no getMore is
+ * using are freed (their reader and oplog cursor; a driver resumes after
+ * 43 CursorNotFound).  Other cursors stay until killCursors or the idle
+ * timeout, as on mongod. */
+void cursor_close_connection(cursor_registry_t *r, int64_t connection_id);
 
 /* killCursors: appends cursorsKilled/NotFound/Alive/Unknown arrays.  A
  * cursor in use by a getMore is alive, except an awaitData cursor: it is

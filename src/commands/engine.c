@@ -10,6 +10,7 @@
 #include "auth/auth.h"
 #include "commands/cmd_repl.h"
 #include "commands/validation.h"
+#include "repl/changestream.h"
 #include "repl/replset.h"
 #include "query/keygen.h"
 #include "query/sort.h"
@@ -125,6 +126,7 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 			return -1;
 		}
 		repl_set_attach_oplog(e->rs, e->oplog);
+		e->cs = repl_cs_service_new(e->st, e->oplog);
 	}
 	e->cursors = cursor_registry_new();
 	/* logical sessions; on a replica set their transactions and retryable
@@ -161,9 +163,10 @@ engine_close(engine_t *e)
 	ttl_monitor_stop(e->ttl);
 	repl_txn_reaper_stop(e->txn_reaper);
 	repl_sessions_free(e->sessions);   /* open transactions are aborted */
-	repl_oplog_close(e->oplog);
 	bson_free(e->tmp_dir);
-	cursor_registry_free(e->cursors);
+	cursor_registry_free(e->cursors);   /* change streams first: they read the oplog */
+	repl_oplog_close(e->oplog);
+	repl_cs_service_free(e->cs);
 	cmd_repl_close(e);
 	storage_close(e->st);
 	repl_clock_free(e->clock);
@@ -238,6 +241,7 @@ void
 client_release(client_t *c)
 {
 	auth_client_forget(c, &c->has_auth);
+	cursor_close_connection(c->engine->cursors, c->connection_id);
 	if (c->session != NULL)
 		storage_session_pool_put(c->engine->st, c->session);
 	c->session = NULL;

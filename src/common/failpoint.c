@@ -32,6 +32,9 @@ static failpoint_t table[] = {
 	 * data.failBeforeCommitExceptionCode before it runs, or (closeConnection)
 	 * runs and the connection closes instead of the reply */
 	{"onPrimaryTransactionalWrite"},
+	/* commands/cursor.c: a getMore fails with data.errorCode once it took
+	 * its cursor (change streams' resume tests) */
+	{"failGetMoreAfterCursorCheckout"},
 };
 
 static pthread_mutex_t fp_lock = PTHREAD_MUTEX_INITIALIZER;

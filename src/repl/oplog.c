@@ -11,6 +11,7 @@
  * replSetResizeOplog command's parsing (commands/cmd_repl_oplog.c).
  */
 #include "repl/oplog.h"
+#include "repl/preimage.h"
 #include "repl/oplog_diff.h"
 
 #include <errno.h>
@@ -663,6 +664,13 @@ on_write(void *arg, storage_session_t *s, const storage_op_t *op, terr_t *err)
 		ret = 0;
 	} else {
 		ret = n > 0 ? log_bodies(o, s, ctx, bodies, n, err) : 0;
+		/* changeStreamPreAndPostImages: the document before, at the entry's ts */
+		if (ret == 0 && n > 0 && (op->kind == STORAGE_OP_UPDATE || op->kind == STORAGE_OP_DELETE) &&
+		    op->old_doc != NULL && repl_preimage_enabled(op->coll)) {
+			sess_ctx_t *cx = ctx_of(s, false);
+			if (cx != NULL && cx->txn_last.ts != 0)
+				ret = repl_preimage_write(o->st, s, op->coll, cx->txn_last.ts, op->old_doc, err);
+		}
 	}
 	bson_destroy(&bodies[0]);
 	bson_destroy(&bodies[1]);
@@ -1028,6 +1036,8 @@ repl_oplog_truncate(repl_oplog_t *o, int64_t *removed, terr_t *err)
 	ERR(storage_txn_commit(s, false, err));
 	if (removed != NULL)
 		*removed = nrem;
+	/* pre-images live as long as their entries (repl/preimage.h) */
+	ERR(repl_preimage_expire(o->st, s, (repl_ts_t)upto + 1, NULL, err));
 err:
 	storage_cursor_close(cur);
 	storage_session_pool_put(o->st, s);

@@ -582,7 +582,7 @@ system_name_legal(const char *db, const char *coll)
 	static const char *const anydb[] = {"system.users", "system.js", "system.views", "system.profile"};
 	static const char *const admin[] = {"system.roles", "system.version", "system.keys",
 	                                    "system.backup_users", "system.new_users"};
-	static const char *const config[] = {"system.sessions", "system.indexBuilds"};
+	static const char *const config[] = {"system.sessions", "system.indexBuilds", "system.preimages"};
 	static const char *const local[] = {"system.replset", "system.healthlog"};
 
 	for (size_t i = 0; i < sizeof(anydb) / sizeof(anydb[0]); i++)

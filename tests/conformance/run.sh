@@ -43,7 +43,9 @@ while [ $# -gt 0 ]; do
 	esac
 done
 REPLSET_FOLDERS=(transactions-unified transactions-convenient-api-unified retryable-writes-unified
-	retryable-reads-unified sessions-unified run-command-unified)
+	retryable-reads-unified sessions-unified run-command-unified change-streams-unified
+	collection-management-unified/createCollection-pre_and_post_images.json
+	collection-management-unified/modifyCollection-pre_and_post_images.json)
 mkdir -p "$BUILD/tmp"
 export TMPDIR="$BUILD/tmp"
 export WITH_TAMGAD_NO_LOG=1

@@ -369,6 +369,27 @@ function clientBulkModels(models) {
 	});
 }
 
+// watch() on a collection, a database or a client; the driver sends the
+// aggregate lazily, the spec wants it (and its error) here: the cursor is
+// initialised before the stream is handed back.
+async function createChangeStream(w, a, e) {
+	const [[p], o] = splitArgs(a, ['pipeline'], e);
+	const cs = w.watch(p || [], o);
+	try {
+		await cs.cursor.cursorInit();
+	} catch (err) {
+		await cs.close().catch(() => {});
+		throw err;
+	}
+	return cs;
+}
+
+const CHANGE_STREAM_OPS = {
+	iterateUntilDocumentOrError: (cs) => cs.next(),
+	iterateOnce: (cs) => cs.tryNext(),
+	close: (cs) => cs.close(),
+};
+
 const COLLECTION_OPS = {
 	insertOne: (c, a, e) => { const [[doc], o] = splitArgs(a, ['document'], e); return c.insertOne(doc, o); },
 	insertMany: (c, a, e) => { const [[docs], o] = splitArgs(a, ['documents'], e); return c.insertMany(docs, o); },
@@ -392,7 +413,7 @@ const COLLECTION_OPS = {
 	dropIndex: (c, a, e) => { const [[n], o] = splitArgs(a, ['name'], e); return c.dropIndex(n, o); },
 	listIndexes: (c, a, e) => { const [, o] = splitArgs(a, [], e); return c.listIndexes(o).toArray(); },
 	listIndexNames: (c, a, e) => { const [, o] = splitArgs(a, [], e); return c.listIndexes(o).toArray().then((l) => l.map((x) => x.name)); },
-	createChangeStream: () => { throw new Skip('change streams are not implemented by the server (a later issue)'); },
+	createChangeStream: (w, a, e) => createChangeStream(w, a, e),
 	drop: (c, a, e) => { const [, o] = splitArgs(a, [], e); return c.drop(o); },
 	rename: (c, a, e) => { const [[to], o] = splitArgs(a, ['to'], e); return c.rename(to, o); },
 };
@@ -409,7 +430,7 @@ const DATABASE_OPS = {
 	listCollections: (d, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return d.listCollections(f || {}, o).toArray(); },
 	listCollectionNames: (d, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return d.listCollections(f || {}, { ...o, nameOnly: true }).toArray().then((l) => l.map((x) => x.name)); },
 	listCollectionObjects: (d, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return d.listCollections(f || {}, o).toArray(); },
-	createChangeStream: () => { throw new Skip('change streams are not implemented by the server (a later issue)'); },
+	createChangeStream: (w, a, e) => createChangeStream(w, a, e),
 	// the run-command spec: a command whose reply is a cursor, iterated to the end
 	runCursorCommand: (d, a, e) => {
 		const [[cmd], o] = splitArgs(a, ['command', 'commandName'], e);
@@ -432,7 +453,7 @@ const CLIENT_OPS = {
 	listDatabases: (c, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return c.db('admin').admin().listDatabases({ ...o, filter: f }); },
 	listDatabaseNames: (c, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return c.db('admin').admin().listDatabases({ ...o, filter: f, nameOnly: true }).then((r) => r.databases.map((x) => x.name)); },
 	listDatabaseObjects: (c, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return c.db('admin').admin().listDatabases({ ...o, filter: f }).then((r) => r.databases); },
-	createChangeStream: () => { throw new Skip('change streams are not implemented by the server (a later issue)'); },
+	createChangeStream: (w, a, e) => createChangeStream(w, a, e),
 	clientBulkWrite: (c, a, e) => { const [[m], o] = splitArgs(a, ['models'], e); return c.bulkWrite(clientBulkModels(m), o); },
 };
 
@@ -563,6 +584,7 @@ async function runOp(op, ents) {
 	else if (target instanceof mongodb.Db) table = DATABASE_OPS;
 	else if (target instanceof MongoClient) table = CLIENT_OPS;
 	else if (target instanceof mongodb.ClientSession) table = SESSION_OPS;
+	else if (target instanceof mongodb.ChangeStream) table = CHANGE_STREAM_OPS;
 	else throw new Skip(`operations on ${op.object} are not implemented by the runner`);
 	const fn = table[op.name];
 	if (!fn) throw new Skip(`operation ${op.name} is not implemented by the runner`);

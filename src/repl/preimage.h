@@ -1,0 +1,57 @@
+/*
+ * preimage.h -- change streams' pre-images: config.system.preimages.
+ *
+ * A collection created or modified with changeStreamPreAndPostImages:
+ * {enabled: true} keeps, for each update, replace and delete logged outside
+ * a multi-document transaction, the document as it was before, in
+ * config.system.preimages as mongod's ChangeStreamPreImage:
+ *   {_id: {nsUUID, ts, applyOpsIndex: NumberLong(0)}, operationTime: Date,
+ *    preImage: <document>}
+ * written by the oplog's observer in the write's own transaction (the entry's
+ * ts), not logged itself.  Change streams read them for
+ * fullDocumentBeforeChange and compute post-images (fullDocument
+ * whenAvailable / required) by applying the entry's $v: 2 diff to them.
+ * Pre-images older than the oldest oplog entry are removed by
+ * repl_preimage_expire (the oplog's truncation pass calls it), so they live
+ * as long as the oplog holds their entry.
+ */
+#ifndef TAMGA_REPL_PREIMAGE_H
+#define TAMGA_REPL_PREIMAGE_H
+
+#include <stdbool.h>
+#include <bson/bson.h>
+
+#include "common/error.h"
+#include "repl/clock.h"
+#include "storage/storage.h"
+
+#define REPL_PREIMAGES_DB "config"
+#define REPL_PREIMAGES_COLL "system.preimages"
+
+/* c's options hold changeStreamPreAndPostImages: {enabled: true}. */
+bool repl_preimage_enabled(const storage_coll_t *c);
+
+/* Create config.system.preimages when missing (0, or -1 with err). */
+int repl_preimage_ensure(storage_t *st, storage_session_t *s, terr_t *err);
+
+/* Record pre (the document before a write to c logged at ts) in s's open
+ * transaction, unobserved.  Nothing when the collection is missing. */
+int repl_preimage_write(storage_t *st, storage_session_t *s, const storage_coll_t *c, repl_ts_t ts,
+                        const bson_t *pre, terr_t *err);
+
+/* The pre-image of the write to the collection uuid at ts: 0 with out
+ * initialised to a copy (the caller destroys it), 1 when there is none,
+ * -1 with err. */
+int repl_preimage_find(storage_t *st, storage_session_t *s, const uint8_t uuid[16], repl_ts_t ts, bson_t *out,
+                       terr_t *err);
+
+/* Remove the pre-images older than oldest (the oldest oplog entry's ts);
+ * *removed (may be NULL) gets the count. */
+int repl_preimage_expire(storage_t *st, storage_session_t *s, repl_ts_t oldest, int64_t *removed, terr_t *err);
+
+/* Apply a $v: 2 update diff (mongod's doc_diff: i / u / d / s<field>,
+ * arrays {a: true, l, u<n>, s<n>}) to pre into out (initialised).  false
+ * when the diff does not fit the document. */
+bool repl_diff_apply(const bson_t *pre, const bson_t *diff, bson_t *out);
+
+#endif
