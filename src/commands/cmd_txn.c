@@ -289,6 +289,10 @@ snapshot_read_enter(cmd_t *c, terr_t *err)
 	}
 	if (!snapshot || c->engine->opts.repl_set_name == NULL)
 		return 0;   /* a standalone's answer is the replica-set layer's (concerns) */
+	/* a snapshot session's getMore (drivers send its readConcern again):
+	 * the cursor reads at its own atClusterTime (cmd_get_more) */
+	if (strcmp(c->name, "getMore") == 0)
+		return 0;
 	if (strcmp(c->name, "find") != 0 && strcmp(c->name, "aggregate") != 0 && strcmp(c->name, "distinct") != 0)
 		return terr_set(err, TERR_INVALID_OPTIONS,
 		    "Command %s does not support { readConcern: { level: \"snapshot\" } } outside a multi-document transaction",
@@ -442,7 +446,7 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 		bson_t prev;
 		RET(snapshot_read_enter(c, err));   /* refuses it: writes take no snapshot readConcern */
 		storage_session_t *ss = client_session(c->client, err);
-		int r = ss == NULL ? -1 : repl_retryable_replay(s, c->engine->oplog, ss, c->name, statement_count(c), &prev, err);
+		int r = ss == NULL ? -1 : repl_retryable_replay(s, c->engine->oplog, ss, c->name, c->body, statement_count(c), &prev, err);
 		if (r < 0)
 			return r;
 		if (r == 0) {
@@ -715,6 +719,10 @@ cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
 		terr_clear(&e);
 		c->txn_oplog_session = false;
 	}
+	if (c->txn_image != NULL) {
+		bson_destroy(c->txn_image);
+		c->txn_image = NULL;
+	}
 	if (s != NULL)
 		repl_session_checkin(s);
 	c->txn_session = NULL;
@@ -762,6 +770,12 @@ run_retryable_in_txn(cmd_t *c, const cmd_def_t *def, storage_session_t *ss, terr
 			/* the term alone: repl_set_info also refreshes the last
 			 * applied optime (a WiredTiger query), not needed here */
 			int64_t term = c->engine->rs != NULL ? repl_set_term(c->engine->rs) : 1;
+			if (c->txn_image != NULL && ts != 0 &&
+			    repl_retryable_image_in_txn(c->txn_session, c->engine->st, ss, ts, c->txn_image_kind, c->txn_image,
+			    err) != 0) {
+				storage_txn_rollback(ss);
+				return -1;
+			}
 			if (repl_retryable_record_in_txn(c->txn_session, c->engine->st, ss, c->name, c->reply, ts, term,
 			    err) != 0) {
 				storage_txn_rollback(ss);

@@ -608,7 +608,21 @@ CMD_HANDLER(cmd_find_and_modify)
 	u.now_ms = wall_ms();
 	u.deadline_us = c->deadline_us;
 	stmt_sort_options(c, &u);
-	ERR(storage_txn_run(s, update_txn, &u, sync, err));
+	if (c->txn_oplog_session)   /* a retryable findAndModify: its entry says which image is kept */
+		repl_oplog_session_set_image(s, remove || !want_new ? "preImage" : "postImage");
+	ret = storage_txn_run(s, update_txn, &u, sync, err);
+	if (c->txn_oplog_session)
+		repl_oplog_session_set_image(s, NULL);
+	if (ret != 0)
+		goto err;
+	if (c->txn_oplog_session && u.doc_out != NULL && !u.upserted) {
+		/* config.image_collection's copy, written with the row
+		 * (run_retryable_in_txn) */
+		if (c->txn_image != NULL)
+			bson_destroy(c->txn_image);
+		c->txn_image = bson_copy(u.doc_out);
+		c->txn_image_kind = remove || !want_new ? "preImage" : "postImage";
+	}
 	if (u.doc_out != NULL && proj != NULL) {
 		/* the returned image is projected as find would: the positional
 		 * form takes the array position the query matches in it */

@@ -165,6 +165,10 @@ typedef struct cmd {
 	bool txn_retryable_write;
 	bool txn_row_written;      /* the write and its config.transactions row committed together */
 	bool txn_replayed;         /* a retried write answered from its first reply: nothing to record */
+	/* a retryable findAndModify's image (the document before or after it,
+	 * unprojected; owned) and its kind, for config.image_collection */
+	bson_t *txn_image;
+	const char *txn_image_kind;
 	uint64_t txn_snapshot_ts;  /* a snapshot read outside a transaction reads at it (0: none) */  /* a txnNumber without autocommit (RetryableWriteError applies) */
 	struct storage_session *txn_saved_session;
 } cmd_t;

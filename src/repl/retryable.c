@@ -38,6 +38,10 @@ same_command(const char *a, const char *b)
 	return strcmp(a, b) == 0;
 }
 
+static int image_read(repl_session_t *s, storage_t *st, storage_session_t *ss, uint64_t ts, bson_t *image,
+                      terr_t *err);
+static void append_lsid(bson_t *doc, const char *key, repl_session_t *s);
+
 static int
 incomplete(repl_session_t *s, terr_t *err)
 {
@@ -90,7 +94,7 @@ oldest_ts(repl_oplog_t *op, storage_session_t *ss)
  */
 static int
 rebuild(repl_session_t *s, repl_retry_record_t *r, repl_oplog_t *op, storage_session_t *ss, const char *cmd,
-        bson_t *reply, terr_t *err)
+        const bson_t *body, bson_t *reply, terr_t *err)
 {
 	repl_txn_state_t *t = repl_session_txn(s);
 	bson_t e, o;
@@ -136,6 +140,49 @@ rebuild(repl_session_t *s, repl_retry_record_t *r, repl_oplog_t *op, storage_ses
 		bson_append_array_end(reply, &arr);
 		rc = 1;
 	}
+	else if (strcasecmp(cmd, "findAndModify") == 0 && (entry_is(&e, "op", "u") || entry_is(&e, "op", "d")) &&
+	    bson_iter_init_find(&it, &e, "needsRetryImage")) {
+		/* mongod 5.1+: the document returned is in config.image_collection */
+		bson_t img, leo;
+		bool del = entry_is(&e, "op", "d");
+		int ir = image_read(s, repl_sessions_storage(repl_session_registry(s)), ss, r->last_ts, &img, err);
+		if (ir < 0) {
+			bson_destroy(reply);
+			bson_destroy(&e);
+			return -1;
+		}
+		if (ir == 1) {
+			bson_append_document_begin(reply, "lastErrorObject", -1, &leo);
+			BSON_APPEND_INT32(&leo, "n", 1);
+			if (!del)
+				BSON_APPEND_BOOL(&leo, "updatedExisting", true);
+			bson_append_document_end(reply, &leo);
+			BSON_APPEND_DOCUMENT(reply, "value", &img);
+			bson_destroy(&img);
+			rc = 1;
+		}
+	} else if (strcasecmp(cmd, "findAndModify") == 0 && entry_is(&e, "op", "i") &&
+	    bson_iter_init_find(&it, &e, "o") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+		/* an upsert: the inserted document is the entry's */
+		bson_t leo, ins;
+		bson_iter_t id, nw;
+		const uint8_t *d;
+		uint32_t len;
+		bool want_new = body != NULL && bson_iter_init_find(&nw, body, "new") && bson_iter_as_bool(&nw);
+		bson_iter_document(&it, &len, &d);
+		if (bson_init_static(&ins, d, len) && bson_iter_init_find(&id, &ins, "_id")) {
+			bson_append_document_begin(reply, "lastErrorObject", -1, &leo);
+			BSON_APPEND_INT32(&leo, "n", 1);
+			BSON_APPEND_BOOL(&leo, "updatedExisting", false);
+			bson_append_iter(&leo, "upserted", -1, &id);
+			bson_append_document_end(reply, &leo);
+			if (want_new)
+				BSON_APPEND_DOCUMENT(reply, "value", &ins);
+			else
+				BSON_APPEND_NULL(reply, "value");
+			rc = 1;
+		}
+	}
 	if (rc != 1)
 		bson_destroy(reply);
 	(void)o;
@@ -151,7 +198,7 @@ out:
 
 int
 repl_retryable_replay(repl_session_t *s, repl_oplog_t *op, storage_session_t *ss, const char *cmd,
-                      int nstatements, bson_t *reply, terr_t *err)
+                      const bson_t *body, int nstatements, bson_t *reply, terr_t *err)
 {
 	repl_txn_state_t *t = repl_session_txn(s);
 	repl_txn_stats_t *stats = repl_txn_stats(repl_session_registry(s));
@@ -159,7 +206,7 @@ repl_retryable_replay(repl_session_t *s, repl_oplog_t *op, storage_session_t *ss
 	if (t->retry == NULL)
 		return 0;
 	if (t->retry->lost)
-		return nstatements == 1 ? rebuild(s, t->retry, op, ss, cmd, reply, err) : incomplete(s, err);
+		return nstatements == 1 ? rebuild(s, t->retry, op, ss, cmd, body, reply, err) : incomplete(s, err);
 	if (!same_command(t->retry->cmd, cmd))
 		return 0;
 	bson_copy_to(&t->retry->reply, reply);
@@ -270,6 +317,119 @@ repl_retryable_record(repl_session_t *s, storage_t *st, storage_session_t *ss, c
 	rc = storage_txn_run(ss, row_write_txn, &w, sync, err);
 	storage_session_set_unobserved(ss, was);
 	return rc;
+}
+
+#define IMAGE_TABLE "image_collection"
+
+/* Create config.<name> when missing (its own catalog transaction). */
+static int
+ensure_table(storage_t *st, storage_session_t *ss, const char *name, terr_t *err)
+{
+	storage_coll_t *c = NULL;
+	terr_t e = TERR_INIT;
+
+	if (storage_coll_get(st, TXN_TABLE_DB, name, &c, NULL) == 0) {
+		storage_coll_release(c);
+		return 0;
+	}
+	if (storage_coll_create(st, ss, TXN_TABLE_DB, name, NULL, &e) != 0 && e.code != TERR_NAMESPACE_EXISTS) {
+		terr_move(err, &e);
+		return -1;
+	}
+	terr_clear(&e);
+	return 0;
+}
+
+/* Insert doc, or replace the document with its _id, in config.<name>. */
+static int
+upsert_by_id(storage_t *st, storage_session_t *ss, const char *name, const bson_t *doc, terr_t *err)
+{
+	storage_coll_t *c = NULL;
+	bson_iter_t it;
+	bson_t old;
+	recid_t recid;
+	int rc, ret;
+
+	if (storage_coll_get(st, TXN_TABLE_DB, name, &c, NULL) != 0)
+		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "config.%s does not exist", name);
+	bson_iter_init_find(&it, doc, "_id");
+	rc = storage_doc_find_id(ss, c, bson_iter_value(&it), &recid, &old, err);
+	if (rc < 0)
+		ret = -1;
+	else if (rc == 0)
+		ret = storage_doc_update(ss, c, recid, &old, doc, err);
+	else
+		ret = storage_doc_insert(ss, c, doc, NULL, err);
+	storage_coll_release(c);
+	return ret;
+}
+
+int
+repl_retryable_image_in_txn(repl_session_t *s, storage_t *st, storage_session_t *ss, uint64_t ts,
+                            const char *kind, const bson_t *image, terr_t *err)
+{
+	bson_t doc = BSON_INITIALIZER;
+	bool was;
+	int rc;
+
+	RET(ensure_table(st, ss, IMAGE_TABLE, err));
+	append_lsid(&doc, "_id", s);
+	BSON_APPEND_INT64(&doc, "txnNum", repl_session_txn(s)->txn_number);
+	bson_append_timestamp(&doc, "ts", 2, (uint32_t)(ts >> 32), (uint32_t)ts);
+	BSON_APPEND_UTF8(&doc, "imageKind", kind);
+	BSON_APPEND_DOCUMENT(&doc, "image", image);
+	BSON_APPEND_BOOL(&doc, "invalidated", false);
+	/* unreplicated, as mongod's */
+	was = storage_session_set_unobserved(ss, true);
+	rc = upsert_by_id(st, ss, IMAGE_TABLE, &doc, err);
+	storage_session_set_unobserved(ss, was);
+	bson_destroy(&doc);
+	return rc;
+}
+
+/* The image config.image_collection keeps for s's txnNumber at ts, copied
+ * into *image: 1, or 0 when there is none (or another write's). */
+static int
+image_read(repl_session_t *s, storage_t *st, storage_session_t *ss, uint64_t ts, bson_t *image, terr_t *err)
+{
+	storage_coll_t *c = NULL;
+	bson_t key = BSON_INITIALIZER, doc;
+	bson_iter_t it, f;
+	recid_t recid;
+	int rc, ret = 0;
+
+	if (storage_coll_get(st, TXN_TABLE_DB, IMAGE_TABLE, &c, NULL) != 0)
+		return 0;
+	append_lsid(&key, "_id", s);
+	bson_iter_init_find(&it, &key, "_id");
+	if ((rc = storage_txn_begin(ss, err)) == 0) {
+		rc = storage_doc_find_id(ss, c, bson_iter_value(&it), &recid, &doc, err);
+		if (rc < 0) {
+			ret = -1;
+		} else if (rc == 0 && bson_iter_init_find(&f, &doc, "txnNum") &&
+		    bson_iter_as_int64(&f) == repl_session_txn(s)->txn_number && bson_iter_init_find(&f, &doc, "ts") &&
+		    BSON_ITER_HOLDS_TIMESTAMP(&f)) {
+			uint32_t t, i;
+			bson_iter_timestamp(&f, &t, &i);
+			if (((uint64_t)t << 32 | i) == ts && bson_iter_init_find(&f, &doc, "image") &&
+			    BSON_ITER_HOLDS_DOCUMENT(&f)) {
+				const uint8_t *d;
+				uint32_t len;
+				bson_t view;
+				bson_iter_document(&f, &len, &d);
+				if (bson_init_static(&view, d, len)) {
+					bson_copy_to(&view, image);
+					ret = 1;
+				}
+			}
+		}
+		storage_txn_rollback(ss);
+	} else {
+		ret = -1;
+	}
+	bson_destroy(&key);
+	storage_coll_release(c);
+	return ret;
 }
 
 int

@@ -37,12 +37,23 @@ void repl_retry_record_free(repl_retry_record_t *r);
  * it; 0 when it did not (run it).  When it ran before a restart, a
  * single-statement insert, update or delete (nstatements 1) gets the reply
  * rebuilt from its oplog entry (read through op on ss, outside any
- * transaction), as mongod does; 0 when that write left no entry (it changed
- * nothing: it runs again); -1 with 217 IncompleteTransactionHistory for a
- * batch, a findAndModify, or an entry the oplog no longer has. */
+ * transaction), as mongod does, a findAndModify's from its entry and its
+ * config.image_collection image; 0 when that write left no entry (it
+ * changed nothing: it runs again); -1 with 217 IncompleteTransactionHistory
+ * for a batch, or an entry or image no longer kept. */
 struct repl_oplog;
 int repl_retryable_replay(repl_session_t *s, struct repl_oplog *op, storage_session_t *ss, const char *cmd,
-                          int nstatements, bson_t *reply, terr_t *err);
+                          const bson_t *body, int nstatements, bson_t *reply, terr_t *err);
+
+/* A retryable findAndModify that updated or removed a document: keep the
+ * document it returns (image, unprojected; kind "preImage" or "postImage")
+ * in config.image_collection as mongod 5.1+ does ({_id: lsid, txnNum, ts,
+ * imageKind, image, invalidated: false}, one per session, unreplicated),
+ * inside ss's open storage transaction with the write (ts: its oplog
+ * entry's).  A retry after a restart answers {lastErrorObject, value} from
+ * it (repl_retryable_replay; body: the command, for an upsert's `new`). */
+int repl_retryable_image_in_txn(repl_session_t *s, storage_t *st, storage_session_t *ss, uint64_t ts,
+                                const char *kind, const bson_t *image, terr_t *err);
 
 /* Keep reply (copied) as what cmd did under the session's txnNumber, and
  * write the session's config.transactions row (on storage session ss, its

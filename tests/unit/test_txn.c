@@ -372,9 +372,23 @@ test_retryable_writes(void)
 	{
 		TT_ASSERT((db = tt_open_replset(dir, "replSet=rs0,enableTestCommands")) != NULL);
 	}
-	TT_EQ_INT(code_of("t", "{'findAndModify': 'r', 'query': {'_id': 2}, 'update': {'$inc': {'n': 5}}, 'lsid': %s, "
-	    "'txnNumber': 10}", LSID_B), 217);
+	/* findAndModify: rebuilt from its entry (needsRetryImage) and
+	 * config.image_collection, as mongod 5.1+ */
+	TT_EQ_INT(run_code("t", "{'findAndModify': 'r', 'query': {'_id': 2}, 'update': {'$inc': {'n': 5}}, 'lsid': "
+	    LSID_B ", 'txnNumber': 10}", &r), 0);
+	TT_EQ_INT(tt_get_i64(r, "lastErrorObject.n"), 1);
+	{ bson_iter_t ue; TT_ASSERT(tt_get(r, "lastErrorObject.updatedExisting", &ue) && bson_iter_as_bool(&ue)); }
+	TT_EQ_INT(tt_get_i64(r, "value._id"), 2);
+	TT_ASSERT(!tt_get(r, "value.n", &(bson_iter_t){0}));   /* the pre-image (new: false) */
+	tt_free_reply(r);
 	TT_EQ_INT(count_docs("r", "{'_id': 2, 'n': 5}"), 1);
+	TT_EQ_INT(run_code("config", "{'find': 'image_collection', 'filter': {'txnNum': 10}}", &r), 0);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.imageKind"), "preImage");
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.image._id"), 2);
+	tt_free_reply(r);
+	TT_EQ_INT(run_code("local", "{'find': 'oplog.rs', 'filter': {'txnNumber': 10, 'op': 'u'}}", &r), 0);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.0.needsRetryImage"), "preImage");
+	tt_free_reply(r);
 	TT_EQ_INT(code_of("t", "{'insert': 'r', 'documents': [{'_id': 3}], 'lsid': %s, 'txnNumber': 8}", LSID_B), 225);
 	TT_EQ_INT(code_of("t", "{'insert': 'r', 'documents': [{'_id': 3}], 'lsid': %s, 'txnNumber': 11}", LSID_B), 0);
 	TT_EQ_INT(count_docs("r", "{}"), 3);
@@ -443,7 +457,7 @@ test_snapshot_reads(void)
 	 * seen as they were */
 	{
 		int64_t cid;
-		char gm[160];
+		char gm[200];
 		TT_EQ_INT(code_of("t", "{'insert': 's', 'documents': [{'_id': 10, 'x': 10}, {'_id': 11, 'x': 11}, "
 		    "{'_id': 12, 'x': 12}]}"), 0);
 		TT_EQ_INT(run_code("t", "{'find': 's', 'filter': {'_id': {'$gte': 10}}, 'sort': {'_id': 1}, 'batchSize': 1, "
@@ -455,7 +469,8 @@ test_snapshot_reads(void)
 		TT_EQ_INT(code_of("t", "{'update': 's', 'updates': [{'q': {'_id': 11}, 'u': {'$set': {'x': 99}}}]}"), 0);
 		TT_EQ_INT(code_of("t", "{'delete': 's', 'deletes': [{'q': {'_id': 12}, 'limit': 1}]}"), 0);
 		TT_EQ_INT(code_of("t", "{'insert': 's', 'documents': [{'_id': 13, 'x': 13}]}"), 0);
-		snprintf(gm, sizeof(gm), "{'getMore': {'$numberLong': '%lld'}, 'collection': 's'}", (long long)cid);
+		snprintf(gm, sizeof(gm), "{'getMore': {'$numberLong': '%lld'}, 'collection': 's', "
+		    "'readConcern': {'level': 'snapshot'}}", (long long)cid);   /* as a snapshot session sends it */
 		TT_EQ_INT(run_code("t", gm, &r), 0);
 		TT_EQ_INT(tt_get_i64(r, "cursor.nextBatch.0.x"), 11);
 		TT_EQ_INT(tt_get_i64(r, "cursor.nextBatch.1.x"), 12);

@@ -4,7 +4,9 @@
 // by an insert, by createIndex) that others see only at commit, an abort
 // leaving nothing, a creator outside the transaction winning (the commit
 // fails with WriteConflict, TransientTransactionError), and the capped
-// refusals (263 for inserts, 20 for deletes).  TAMGA_URI from with_tamgad.sh.
+// refusals (263 for inserts, 20 for deletes); and a snapshot session's
+// cursor whose later batches (getMore) still read at its atClusterTime.
+// TAMGA_URI from with_tamgad.sh.
 'use strict';
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
@@ -112,4 +114,22 @@ test('capped collections refuse transactional writes with mongod codes', async (
 		await session.abortTransaction().catch(() => {});
 	} finally { await session.endSession(); }
 	assert.equal(await db.collection('log').countDocuments(), 1);
+});
+
+test('a snapshot cursor reads every batch at its atClusterTime', async () => {
+	const coll = db.collection('snap');
+	await coll.insertMany([{ _id: 1, v: 1 }, { _id: 2, v: 2 }, { _id: 3, v: 3 }]);
+	const session = client.startSession({ snapshot: true });
+	try {
+		const cursor = coll.find({}, { session, batchSize: 1, sort: { _id: 1 } });
+		const first = await cursor.next();
+		assert.equal(first.v, 1);
+		// changed and added after the first batch, outside the session
+		await coll.updateOne({ _id: 2 }, { $set: { v: 20 } });
+		await coll.deleteOne({ _id: 3 });
+		await coll.insertOne({ _id: 4, v: 4 });
+		const rest = await cursor.toArray();   // getMores
+		assert.deepEqual(rest.map((d) => d.v), [2, 3]);
+	} finally { await session.endSession(); }
+	assert.deepEqual((await coll.find({}, { sort: { _id: 1 } }).toArray()).map((d) => d.v), [1, 20, 4]);
 });
