@@ -44,6 +44,7 @@ engine_server_dbs_init(engine_t *e, const bson_t *cmd_line, terr_t *err)
 	char host[256], idbuf[300], local_time[64];
 	time_t now = time(NULL);
 	struct tm tmv;
+	int64_t now_ms;
 	int ret = -1, rc;
 
 	ERR(storage_session_open(e->st, &s, err));
@@ -65,12 +66,19 @@ engine_server_dbs_init(engine_t *e, const bson_t *cmd_line, terr_t *err)
 	if (gethostname(host, sizeof host) != 0)
 		strcpy(host, "localhost");
 	host[sizeof host - 1] = '\0';
-	snprintf(idbuf, sizeof idbuf, "%s-%lld", host, (long long)now * 1000);
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+		now = ts.tv_sec;
+	}
+	snprintf(idbuf, sizeof idbuf, "%s-%lld", host, (long long)now_ms);
 	localtime_r(&now, &tmv);
 	strftime(local_time, sizeof local_time, "%a %b %e %H:%M:%S.000", &tmv);
 	BSON_APPEND_UTF8(&doc, "_id", idbuf);
 	BSON_APPEND_UTF8(&doc, "hostname", host);
-	BSON_APPEND_DATE_TIME(&doc, "startTime", (int64_t)now * 1000);
+	BSON_APPEND_DATE_TIME(&doc, "startTime", now_ms);
 	BSON_APPEND_UTF8(&doc, "startTimeLocal", local_time);
 	if (cmd_line != NULL)
 		BSON_APPEND_DOCUMENT(&doc, "cmdLine", cmd_line);
@@ -79,7 +87,16 @@ engine_server_dbs_init(engine_t *e, const bson_t *cmd_line, terr_t *err)
 	BSON_APPEND_UTF8(&bi, "version", TAMGA_MONGODB_VERSION);
 	BSON_APPEND_UTF8(&bi, "tamgaVersion", TAMGA_VERSION);
 	bson_append_document_end(&doc, &bi);
-	ERR(storage_doc_insert(s, log, &doc, NULL, err));
+	/* two starts within one millisecond (a restart loop, a test) would
+	 * share the _id: the log is informational, so the later start keeps
+	 * the first document rather than failing to start */
+	id.value.v_utf8.str = idbuf;
+	id.value.v_utf8.len = (uint32_t)strlen(idbuf);
+	rc = storage_doc_find_id(s, log, &id, &rid, &found, err);
+	if (rc < 0)
+		goto err;
+	if (rc == 1)
+		ERR(storage_doc_insert(s, log, &doc, NULL, err));
 	ERR(storage_txn_commit(s, false, err));
 	ret = 0;
 err:
