@@ -460,6 +460,11 @@ window_open(agg_rt_t *rt, terr_t *err)
 }
 
 static __thread const window_plan_t *tls_wp;
+/* set by wentry_cmp when the operation's deadline passed or it was killed
+ * during the sort: the remaining comparisons answer "equal" at once so qsort
+ * ends quickly, and the caller reports the interruption (its order is then
+ * discarded) */
+static __thread bool tls_sort_stopped;
 
 static void
 pkey_value(const wentry_t *e, bson_value_t *v)
@@ -478,6 +483,17 @@ wentry_cmp(const void *pa, const void *pb)
 	bson_value_t x, y;
 	int c;
 
+	if (tls_sort_stopped)
+		return 0;
+	{
+		terr_t e = TERR_INIT;
+
+		if (tm_interrupt_check(&e) != 0) {
+			terr_clear(&e);
+			tls_sort_stopped = true;
+			return 0;
+		}
+	}
 	pkey_value(a, &x);
 	pkey_value(b, &y);
 	c = bv_compare(&x, &y);
@@ -919,8 +935,13 @@ window_fill(agg_rt_t *rt, terr_t *err)
 	if (rc < 0)
 		return -1;
 	tls_wp = wp;
+	tls_sort_stopped = false;
 	if (ws->n > 1)
 		qsort(ws->e, (size_t)ws->n, sizeof(wentry_t), wentry_cmp);
+	if (tls_sort_stopped) {
+		tls_sort_stopped = false;
+		RET(tm_interrupt_check_now(err));
+	}
 	ws->out = bson_malloc0(sizeof(bson_t *) * (size_t)(ws->n + 1));
 	for (i = 0; i < ws->n; i++) {
 		RET(tm_interrupt_check(err));
