@@ -1877,7 +1877,8 @@ opctx_flush(plan_exec_t *x)
 	if (x->is_view || tm_opctx_tls == NULL)
 		return;
 	summary[0] = '\0';
-	if (x->stats.stage != NULL) {
+	/* the summary is kept only by the operation's first plan: formatted once */
+	if (x->stats.stage != NULL && tm_opctx_tls->plan_summary[0] == '\0') {
 		snprintf(summary, sizeof(summary), "%s", x->stats.stage);
 		if ((ix = plan_exec_index_name(x)) != NULL && x->coll != NULL) {
 			for (int i = 0; i < x->coll->nindexes; i++) {

@@ -208,123 +208,148 @@ column_of(const column_t *cols, int ncols, const char *f)
 	return -1;
 }
 
-void
-ts_bucket_build(const ts_options_t *o, const bson_oid_t *id, int64_t start_ms, const bson_value_t *meta,
-                const bson_t *const *ms, int n, bson_t *out)
-{
-	int ccap = 16, ncols = 0;
-	column_t *cols = bson_malloc0(sizeof(*cols) * (size_t)ccap);
-	bson_t *vals;
-	char key[16];
-	bson_t control, min, max, data;
+/* The columns of a bucket being written, grown as fields appear. */
+typedef struct colset {
+	column_t *cols;
+	int n, cap;
+} colset_t;
 
-	/* the columns, in the order fields first appear */
+static void
+colset_add(colset_t *cs, const char *name)
+{
+	if (cs->n == cs->cap) {
+		cs->cap = cs->cap ? cs->cap * 2 : 16;
+		cs->cols = bson_realloc(cs->cols, sizeof(*cs->cols) * (size_t)cs->cap);
+	}
+	memset(&cs->cols[cs->n], 0, sizeof(cs->cols[cs->n]));
+	cs->cols[cs->n++].name = name;
+}
+
+/* A column for each field of the measurements not yet in cs (the meta field
+ * excepted), in the order the fields first appear. */
+static void
+colset_add_fields(colset_t *cs, const ts_options_t *o, const bson_t *const *ms, int n)
+{
 	for (int i = 0; i < n; i++) {
 		bson_iter_t it;
 		if (!bson_iter_init(&it, ms[i]))
 			continue;
 		while (bson_iter_next(&it)) {
 			const char *f = bson_iter_key(&it);
-			if ((o->meta_field != NULL && strcmp(f, o->meta_field) == 0) || column_of(cols, ncols, f) >= 0)
-				continue;
-			if (ncols == ccap) {
-				ccap *= 2;
-				cols = bson_realloc(cols, sizeof(*cols) * (size_t)ccap);
-			}
-			memset(&cols[ncols], 0, sizeof(cols[ncols]));
-			cols[ncols++].name = f;
+			if ((o->meta_field == NULL || strcmp(f, o->meta_field) != 0) && column_of(cs->cols, cs->n, f) < 0)
+				colset_add(cs, f);
 		}
 	}
-	vals = tm_bson_array_new((size_t)(ncols + 1));
-	for (int c = 0; c < ncols; c++)
-		bson_init(&vals[c]);
+}
+
+/* Append measurement i's values to vals[c] under key first + i and widen
+ * the columns' bounds. */
+static void
+colset_fill(colset_t *cs, bson_t *vals, const bson_t *const *ms, int n, int first)
+{
+	char key[16];
+
 	for (int i = 0; i < n; i++) {
 		bson_iter_t it;
-		bson_snprintf(key, sizeof(key), "%d", i);
+		bson_snprintf(key, sizeof(key), "%d", first + i);
 		if (!bson_iter_init(&it, ms[i]))
 			continue;
 		while (bson_iter_next(&it)) {
 			const bson_value_t *v = bson_iter_value(&it);
-			int c = column_of(cols, ncols, bson_iter_key(&it));
+			int c = column_of(cs->cols, cs->n, bson_iter_key(&it));
+			column_t *col;
 			if (c < 0)
 				continue;
+			col = &cs->cols[c];
 			bv_append(&vals[c], key, -1, v);
-			if (!cols[c].any || bv_compare(v, &cols[c].min) < 0)
-				cols[c].min = *v;
-			if (!cols[c].any || bv_compare(v, &cols[c].max) > 0)
-				cols[c].max = *v;
-			cols[c].any = true;
+			if (!col->any || bv_compare(v, &col->min) < 0)
+				col->min = *v;
+			if (!col->any || bv_compare(v, &col->max) > 0)
+				col->max = *v;
+			col->any = true;
 		}
 	}
-	BSON_APPEND_OID(out, "_id", id);
+}
+
+/* control (version 1, min, max: the time field's minimum replaced by
+ * start_ms when time_field is given), then meta (when given) and data; frees
+ * vals and the columns. */
+static void
+colset_write(colset_t *cs, bson_t *vals, const char *time_field, int64_t start_ms, const bson_value_t *meta,
+             bson_t *out)
+{
+	bson_t control, min, max, data;
+
 	bson_append_document_begin(out, "control", -1, &control);
 	BSON_APPEND_INT32(&control, "version", 1);
 	bson_append_document_begin(&control, "min", -1, &min);
-	for (int c = 0; c < ncols; c++) {
-		if (strcmp(cols[c].name, o->time_field) == 0)
-			BSON_APPEND_DATE_TIME(&min, cols[c].name, start_ms);
-		else
-			bv_append(&min, cols[c].name, -1, &cols[c].min);
+	for (int c = 0; c < cs->n; c++) {
+		if (time_field != NULL && strcmp(cs->cols[c].name, time_field) == 0)
+			BSON_APPEND_DATE_TIME(&min, cs->cols[c].name, start_ms);
+		else if (cs->cols[c].any)
+			bv_append(&min, cs->cols[c].name, -1, &cs->cols[c].min);
 	}
 	bson_append_document_end(&control, &min);
 	bson_append_document_begin(&control, "max", -1, &max);
-	for (int c = 0; c < ncols; c++)
-		bv_append(&max, cols[c].name, -1, &cols[c].max);
+	for (int c = 0; c < cs->n; c++)
+		if (cs->cols[c].any)
+			bv_append(&max, cs->cols[c].name, -1, &cs->cols[c].max);
 	bson_append_document_end(&control, &max);
 	bson_append_document_end(out, &control);
-	if (o->meta_field != NULL && meta != NULL && meta->value_type != BSON_TYPE_EOD)
+	if (meta != NULL)
 		bv_append(out, "meta", -1, meta);
 	bson_append_document_begin(out, "data", -1, &data);
-	for (int c = 0; c < ncols; c++) {
-		BSON_APPEND_DOCUMENT(&data, cols[c].name, &vals[c]);
+	for (int c = 0; c < cs->n; c++) {
+		BSON_APPEND_DOCUMENT(&data, cs->cols[c].name, &vals[c]);
 		bson_destroy(&vals[c]);
 	}
 	bson_append_document_end(out, &data);
 	bson_free(vals);
-	bson_free(cols);
+	bson_free(cs->cols);
+}
+
+static bson_t *
+colset_vals_new(const colset_t *cs)
+{
+	bson_t *vals = tm_bson_array_new((size_t)(cs->n + 1));
+
+	for (int c = 0; c < cs->n; c++)
+		bson_init(&vals[c]);
+	return vals;
+}
+
+void
+ts_bucket_build(const ts_options_t *o, const bson_oid_t *id, int64_t start_ms, const bson_value_t *meta,
+                const bson_t *const *ms, int n, bson_t *out)
+{
+	colset_t cs = {0};
+	bson_t *vals;
+
+	colset_add_fields(&cs, o, ms, n);
+	vals = colset_vals_new(&cs);
+	colset_fill(&cs, vals, ms, n, 0);
+	BSON_APPEND_OID(out, "_id", id);
+	colset_write(&cs, vals, o->time_field, start_ms,
+	    o->meta_field != NULL && meta != NULL && meta->value_type != BSON_TYPE_EOD ? meta : NULL, out);
 }
 
 void
 ts_bucket_append(const ts_options_t *o, const bson_t *old, const bson_t *const *ms, int n, bson_t *out)
 {
-	int ccap = 16, ncols = 0, first = ts_bucket_count(o, old);
-	column_t *cols = bson_malloc0(sizeof(*cols) * (size_t)ccap);
+	colset_t cs = {0};
 	bson_t *vals;
 	bson_iter_t it, sub, data;
-	bson_t control, min, max, dout;
-	char key[16];
+	const bson_value_t *meta = NULL;
 
 	/* the old columns first (their order stays), then new fields */
 	if (bson_iter_init_find(&it, old, "data") && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &data))
-		while (bson_iter_next(&data)) {
-			if (ncols == ccap) {
-				ccap *= 2;
-				cols = bson_realloc(cols, sizeof(*cols) * (size_t)ccap);
-			}
-			memset(&cols[ncols], 0, sizeof(cols[ncols]));
-			cols[ncols++].name = bson_iter_key(&data);
-		}
-	for (int i = 0; i < n; i++) {
-		if (!bson_iter_init(&it, ms[i]))
-			continue;
-		while (bson_iter_next(&it)) {
-			const char *f = bson_iter_key(&it);
-			if ((o->meta_field != NULL && strcmp(f, o->meta_field) == 0) || column_of(cols, ncols, f) >= 0)
-				continue;
-			if (ncols == ccap) {
-				ccap *= 2;
-				cols = bson_realloc(cols, sizeof(*cols) * (size_t)ccap);
-			}
-			memset(&cols[ncols], 0, sizeof(cols[ncols]));
-			cols[ncols++].name = f;
-		}
-	}
-	vals = tm_bson_array_new((size_t)(ncols + 1));
-	for (int c = 0; c < ncols; c++)
-		bson_init(&vals[c]);
+		while (bson_iter_next(&data))
+			colset_add(&cs, bson_iter_key(&data));
+	colset_add_fields(&cs, o, ms, n);
+	vals = colset_vals_new(&cs);
 	/* the old values as they are, and the old bounds */
 	if (bson_iter_init_find(&it, old, "data") && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &data))
-		for (int c = 0; bson_iter_next(&data) && c < ncols; c++) {
+		for (int c = 0; bson_iter_next(&data) && c < cs.n; c++) {
 			if (!BSON_ITER_HOLDS_DOCUMENT(&data) || !bson_iter_recurse(&data, &sub))
 				continue;
 			while (bson_iter_next(&sub))
@@ -336,60 +361,24 @@ ts_bucket_append(const ts_options_t *o, const bson_t *old, const bson_t *const *
 		    !BSON_ITER_HOLDS_DOCUMENT(&b) || !bson_iter_recurse(&b, &sub))
 			continue;
 		while (bson_iter_next(&sub)) {
-			int c = column_of(cols, ncols, bson_iter_key(&sub));
+			int c = column_of(cs.cols, cs.n, bson_iter_key(&sub));
 			if (c < 0)
 				continue;
 			if (pass)
-				cols[c].max = *bson_iter_value(&sub);
+				cs.cols[c].max = *bson_iter_value(&sub);
 			else
-				cols[c].min = *bson_iter_value(&sub);
-			cols[c].any = true;
+				cs.cols[c].min = *bson_iter_value(&sub);
+			cs.cols[c].any = true;
 		}
 	}
-	for (int i = 0; i < n; i++) {
-		bson_snprintf(key, sizeof(key), "%d", first + i);
-		if (!bson_iter_init(&it, ms[i]))
-			continue;
-		while (bson_iter_next(&it)) {
-			const bson_value_t *v = bson_iter_value(&it);
-			int c = column_of(cols, ncols, bson_iter_key(&it));
-			if (c < 0)
-				continue;
-			bv_append(&vals[c], key, -1, v);
-			if (!cols[c].any || bv_compare(v, &cols[c].min) < 0)
-				cols[c].min = *v;
-			if (!cols[c].any || bv_compare(v, &cols[c].max) > 0)
-				cols[c].max = *v;
-			cols[c].any = true;
-		}
-	}
+	colset_fill(&cs, vals, ms, n, ts_bucket_count(o, old));
 	/* the same document shape as ts_bucket_build; the time minimum stays the
 	 * bucket's start (a later measurement cannot be earlier: routing) */
 	if (bson_iter_init_find(&it, old, "_id"))
 		bson_append_iter(out, "_id", -1, &it);
-	bson_append_document_begin(out, "control", -1, &control);
-	BSON_APPEND_INT32(&control, "version", 1);
-	bson_append_document_begin(&control, "min", -1, &min);
-	for (int c = 0; c < ncols; c++)
-		if (cols[c].any)
-			bv_append(&min, cols[c].name, -1, &cols[c].min);
-	bson_append_document_end(&control, &min);
-	bson_append_document_begin(&control, "max", -1, &max);
-	for (int c = 0; c < ncols; c++)
-		if (cols[c].any)
-			bv_append(&max, cols[c].name, -1, &cols[c].max);
-	bson_append_document_end(&control, &max);
-	bson_append_document_end(out, &control);
 	if (bson_iter_init_find(&it, old, "meta"))
-		bson_append_iter(out, "meta", -1, &it);
-	bson_append_document_begin(out, "data", -1, &dout);
-	for (int c = 0; c < ncols; c++) {
-		BSON_APPEND_DOCUMENT(&dout, cols[c].name, &vals[c]);
-		bson_destroy(&vals[c]);
-	}
-	bson_append_document_end(out, &dout);
-	bson_free(vals);
-	bson_free(cols);
+		meta = bson_iter_value(&it);
+	colset_write(&cs, vals, NULL, 0, meta, out);
 }
 
 /* The time column of a bucket. */
