@@ -733,16 +733,14 @@ main(void)
 
 	if (shared == NULL || *shared == '\0') {
 		printf("TAMGA_SHARED is not set: bson corpus not run\n");
-		printf("0 passed, 0 failed, 0 skipped\n");
-		return 0;
+		return 77; /* ctest: skipped (SKIP_RETURN_CODE), never a silent pass */
 	}
 	dir = bson_strdup_printf("%s/conformance/bson-corpus", shared);
 	d = opendir(dir);
 	if (d == NULL) {
 		printf("%s: %s: bson corpus not run\n", dir, strerror(errno));
-		printf("0 passed, 0 failed, 0 skipped\n");
 		bson_free(dir);
-		return 0;
+		return 77;
 	}
 	while ((de = readdir(d)) != NULL) {
 		size_t l = strlen(de->d_name);

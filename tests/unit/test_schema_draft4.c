@@ -408,16 +408,14 @@ main(void)
 	if (shared == NULL || !*shared) {
 		printf("TAMGA_SHARED is not set: the draft-4 suite (../shared/conformance/json-schema-draft4) "
 		       "was not found, so everything is skipped\n");
-		printf("0 passed, 0 failed, 0 skipped\n");
-		return 0;
+		return 77; /* ctest: skipped (SKIP_RETURN_CODE), never a silent pass */
 	}
 	dir = bson_strdup_printf("%s/conformance/json-schema-draft4", shared);
 	collect(dir, "", &names, &n, &cap);
 	if (n == 0) {
 		printf("no draft-4 files under %s: everything is skipped\n", dir);
-		printf("0 passed, 0 failed, 0 skipped\n");
 		bson_free(dir);
-		return 0;
+		return 77;
 	}
 	qsort(names, n, sizeof *names, cmp_names);
 	for (int i = 0; i < n; i++) {
