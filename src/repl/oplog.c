@@ -83,6 +83,14 @@ typedef struct sess_ctx {
 	bson_t **ops;              /* collect mode: the transaction's operations (bson_new'd) */
 	int nops, cap;
 	int64_t ops_bytes;
+	/* the statements written with a stmtId since the session info was set:
+	 * [0, nstmts_done) committed, the rest in the open transaction */
+	repl_oplog_stmt_t *stmts;
+	int nstmts, nstmts_done, stmts_cap;
+	/* called in on_commit of a transaction that wrote entries with this
+	 * session info (repl_oplog_session_set_commit_hook) */
+	repl_oplog_commit_hook_fn commit_hook;
+	void *commit_hook_arg;
 } sess_ctx_t;
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -591,6 +599,13 @@ log_bodies(repl_oplog_t *o, storage_session_t *s, sess_ctx_t *ctx, bson_t *bodie
 		if (ctx != NULL && ctx->has_info) {
 			ctx->chain = (repl_oplog_optime_t){first + (repl_ts_t)i, t};
 			ctx->wrote = true;
+			if (ctx->stmt >= 0) {
+				if (ctx->nstmts == ctx->stmts_cap) {
+					ctx->stmts_cap = ctx->stmts_cap ? ctx->stmts_cap * 2 : 8;
+					ctx->stmts = bson_realloc(ctx->stmts, (size_t)ctx->stmts_cap * sizeof(*ctx->stmts));
+				}
+				ctx->stmts[ctx->nstmts++] = (repl_oplog_stmt_t){ctx->stmt, first + (repl_ts_t)i};
+			}
 		}
 	}
 err:
@@ -616,6 +631,7 @@ ctx_free(void *p)
 		return;
 	ctx_ops_clear(ctx);
 	bson_free(ctx->ops);
+	bson_free(ctx->stmts);
 	if (ctx->lsid != NULL)
 		bson_destroy(ctx->lsid);
 	bson_free(ctx);
@@ -689,6 +705,10 @@ on_commit(void *arg, storage_session_t *s, terr_t *err)
 	repl_ts_t first = 0;
 	int64_t t, acc = 0;
 
+	/* a retryable write's storage transaction: its owner's bookkeeping
+	 * (config.transactions) commits with it */
+	if (ctx != NULL && ctx->has_info && !ctx->collect && ctx->wrote && ctx->commit_hook != NULL)
+		return ctx->commit_hook(ctx->commit_hook_arg, s, ctx->chain, err);
 	if (ctx == NULL || !ctx->collect || ctx->nops == 0 || !atomic_load(&o->exists))
 		return 0;
 	if ((c = coll_get(o)) == NULL)
@@ -758,6 +778,10 @@ on_end(void *arg, storage_session_t *s, bool committed)
 		ctx->prev = ctx->chain;
 	else
 		ctx->chain = ctx->prev;
+	if (committed)
+		ctx->nstmts_done = ctx->nstmts;
+	else
+		ctx->nstmts = ctx->nstmts_done;
 	ctx->wrote = false;
 	ctx->collect = false;
 	ctx_ops_clear(ctx);
@@ -1465,7 +1489,28 @@ repl_oplog_session_set(repl_oplog_t *o, storage_session_t *s, const bson_t *lsid
 	ctx->stmt = -1;
 	ctx->prev = ctx->chain = prev;
 	ctx->wrote = false;
+	ctx->nstmts = ctx->nstmts_done = 0;
+	ctx->commit_hook = NULL;
+	ctx->commit_hook_arg = NULL;
 	return 0;
+}
+
+void
+repl_oplog_session_set_commit_hook(storage_session_t *s, repl_oplog_commit_hook_fn fn, void *arg)
+{
+	sess_ctx_t *ctx = ctx_of(s, true);
+
+	ctx->commit_hook = fn;
+	ctx->commit_hook_arg = arg;
+}
+
+int
+repl_oplog_session_stmts(storage_session_t *s, const repl_oplog_stmt_t **out)
+{
+	sess_ctx_t *ctx = ctx_of(s, false);
+
+	*out = ctx != NULL && ctx->has_info ? ctx->stmts : NULL;
+	return ctx != NULL && ctx->has_info ? ctx->nstmts_done : 0;
 }
 
 void
@@ -1508,6 +1553,9 @@ repl_oplog_session_clear(storage_session_t *s)
 	ctx->collect = false;
 	ctx->replacement = false;
 	ctx->retry_image = NULL;
+	ctx->nstmts = ctx->nstmts_done = 0;
+	ctx->commit_hook = NULL;
+	ctx->commit_hook_arg = NULL;
 	ctx_ops_clear(ctx);
 }
 
