@@ -229,6 +229,8 @@ statement_count(cmd_t *c)
 	static const char *const arrays[] = {"documents", "updates", "deletes", "ops", NULL};
 	bson_iter_t it;
 
+	if (c->txn_stmt_ids != NULL)
+		return c->txn_nstmts;   /* counted once (stmt_ids_init) */
 	if (strcasecmp(c->name, "findAndModify") == 0)
 		return 1;
 	for (int i = 0; arrays[i] != NULL; i++)

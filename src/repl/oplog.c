@@ -60,6 +60,19 @@ struct repl_oplog {
 	 * scan), under last_lock */
 	pthread_mutex_t last_lock;
 	repl_oplog_optime_t last;
+	/* The visibility point cached: WiredTiger's all_committed moves only
+	 * when a stamped transaction ends, and each end bumps commit_gen (in
+	 * on_end, after the commit or rollback); a reader whose generation is
+	 * the cached one reuses the answer instead of querying WiredTiger (whose
+	 * query_timestamp parses its configuration string every call).  The
+	 * generation is read before the query, so a cached answer is never
+	 * newer than its generation says, only possibly older (a lower bound:
+	 * never a hole). */
+	atomic_ullong commit_gen;
+	pthread_mutex_t vis_lock;
+	uint64_t vis_gen;
+	repl_ts_t vis_ts;
+	bool vis_valid;
 	/* background thread */
 	pthread_t thread;
 	bool running, stopping;
@@ -78,6 +91,7 @@ typedef struct sess_ctx {
 	bool wrote;
 	repl_oplog_optime_t txn_last;   /* the newest entry the open transaction wrote */
 	bool replacement;
+	bool stamped;              /* the open transaction was given a commit timestamp */
 	const char *retry_image;   /* "preImage" / "postImage": needsRetryImage (repl_oplog_session_set_image) */
 	bool collect;
 	bson_t **ops;              /* collect mode: the transaction's operations (bson_new'd) */
@@ -518,6 +532,8 @@ static const struct {
 
 /* ---- stamping and writing ------------------------------------------------- */
 
+static sess_ctx_t *ctx_of(storage_session_t *s, bool create);
+
 /* Reserve n Timestamps and stamp s's transaction: the first one is the
  * transaction's first commit timestamp (its place in all_committed's
  * order), the last one what its writes carry.  Under stamp_lock, so no
@@ -528,6 +544,7 @@ stamp(repl_oplog_t *o, storage_session_t *s, uint32_t n, repl_ts_t *first, terr_
 {
 	int ret;
 
+	ctx_of(s, true)->stamped = true;   /* its end moves the visibility point */
 	pthread_mutex_lock(&o->stamp_lock);
 	ret = repl_clock_reserve(o->clock, n, first, err);
 	if (ret == 0)
@@ -767,6 +784,10 @@ on_end(void *arg, storage_session_t *s, bool committed)
 
 	if (ctx == NULL)
 		return;
+	if (ctx->stamped) {
+		ctx->stamped = false;
+		atomic_fetch_add(&o->commit_gen, 1);
+	}
 	if (committed && ctx->txn_last.ts != 0) {
 		pthread_mutex_lock(&o->last_lock);
 		if (ctx->txn_last.ts > o->last.ts)
@@ -804,9 +825,26 @@ repl_ts_t
 repl_oplog_visible(repl_oplog_t *o)
 {
 	uint64_t ts = 0, rec = atomic_load(&o->recovered);
+	uint64_t gen = atomic_load(&o->commit_gen);
+	bool ok;
 
-	if (storage_ts_all_committed(o->st, &ts, NULL) != 0)
+	pthread_mutex_lock(&o->vis_lock);
+	if (o->vis_valid && o->vis_gen == gen) {
+		ts = o->vis_ts;
+		pthread_mutex_unlock(&o->vis_lock);
+		return ts > rec ? ts : rec;
+	}
+	pthread_mutex_unlock(&o->vis_lock);
+	ok = storage_ts_all_committed(o->st, &ts, NULL) == 0;
+	if (!ok)
 		ts = 0;
+	pthread_mutex_lock(&o->vis_lock);
+	if (ok && (!o->vis_valid || gen >= o->vis_gen)) {
+		o->vis_gen = gen;
+		o->vis_ts = ts;
+		o->vis_valid = true;
+	}
+	pthread_mutex_unlock(&o->vis_lock);
 	return ts > rec ? ts : rec;
 }
 
@@ -1122,6 +1160,7 @@ repl_oplog_open(storage_t *st, repl_clock_t *clock, const repl_oplog_options_t *
 	pthread_mutex_init(&o->stamp_lock, NULL);
 	pthread_mutex_init(&o->coll_lock, NULL);
 	pthread_mutex_init(&o->last_lock, NULL);
+	pthread_mutex_init(&o->vis_lock, NULL);
 	pthread_mutex_init(&o->thr_lock, NULL);
 	pthread_cond_init(&o->thr_cond, NULL);
 	atomic_init(&o->exists, false);
@@ -1182,6 +1221,7 @@ repl_oplog_close(repl_oplog_t *o)
 	pthread_mutex_destroy(&o->stamp_lock);
 	pthread_mutex_destroy(&o->coll_lock);
 	pthread_mutex_destroy(&o->last_lock);
+	pthread_mutex_destroy(&o->vis_lock);
 	pthread_mutex_destroy(&o->thr_lock);
 	pthread_cond_destroy(&o->thr_cond);
 	bson_free(o);
