@@ -993,6 +993,17 @@ repl_set_state(repl_set_t *rs)
 	return s;
 }
 
+uint64_t
+repl_set_topology_counter(repl_set_t *rs)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&rs->lock);
+	n = rs->topology_counter;
+	pthread_mutex_unlock(&rs->lock);
+	return n;
+}
+
 bool
 repl_set_writable(repl_set_t *rs)
 {
