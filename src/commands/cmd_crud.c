@@ -154,7 +154,19 @@ CMD_HANDLER(cmd_insert)
 		goto err;
 	}
 	if (cmd_ts_is(coll) && !cmd_ts_raw(c)) {
-		/* measurements go into buckets (cmd_timeseries.c) */
+		/* measurements go into buckets (cmd_timeseries.c); a retryable
+		 * one is kept whole (cmd_retry_whole) */
+		storage_session_t *ts_s = client_session(c->client, err);
+		int rw = ts_s == NULL ? -1 : cmd_retry_whole(c, ts_s, err);
+		if (rw < 0) {
+			ret = -1;
+			goto err;
+		}
+		if (rw == 1) {
+			BSON_APPEND_INT32(c->reply, "n", ndocs);
+			ret = 0;
+			goto err;
+		}
 		ret = cmd_ts_insert(c, coll, &w.stmts, ordered, err);
 		goto err;
 	}

@@ -375,6 +375,42 @@ cmd_retry_stmt(cmd_t *c, storage_session_t *s, int index, uint64_t *ts, terr_t *
 }
 
 int
+cmd_retry_whole(cmd_t *c, storage_session_t *s, terr_t *err)
+{
+	char desc[160];
+
+	int found = 0;
+
+	if (!c->txn_oplog_session || c->txn_stmt_ids == NULL)
+		return 0;
+	for (int i = 0; i < c->txn_nstmts; i++) {
+		uint64_t ts;
+		int r = repl_retryable_stmt_executed(c->txn_session, c->engine->oplog, s, c->txn_stmt_ids[i], &ts, err);
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		found++;
+	}
+	if (found > 0 && found == c->txn_nstmts) {
+		/* every statement ran (a single one, or a retry in memory): each
+		 * answers n: 1 */
+		for (int i = 0; i < c->txn_nstmts; i++) {
+			uint64_t ts;
+			(void)cmd_retry_stmt(c, s, i, &ts, err);
+		}
+		return 1;
+	}
+	if (repl_retryable_any_executed(c->txn_session))
+		return terr_set(err, TERR_INCOMPLETE_TRANSACTION_HISTORY,
+		    "Incomplete history detected for transaction %lld on session %s",
+		    (long long)repl_session_txn(c->txn_session)->txn_number, repl_session_describe(c->txn_session, desc));
+	repl_oplog_session_set_stmt(s, c->txn_stmt_ids[0]);
+	c->txn_keep_reply = true;
+	return 0;
+}
+
+int
 cmd_retry_update_result(cmd_t *c, storage_session_t *s, uint64_t ts, int64_t *n, int64_t *nmod,
                         bson_value_t *upserted, bool *has_upserted, terr_t *err)
 {
@@ -835,7 +871,7 @@ cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
 		}
 		terr_clear(&e);
 		if (rc == 0 && !terr_is_set(err)) {
-			if (!c->txn_row_written && strcmp(c->name, "bulkWrite") == 0)
+			if ((!c->txn_row_written && strcmp(c->name, "bulkWrite") == 0) || c->txn_keep_reply)
 				repl_retryable_keep_reply(s, c->name, c->reply);
 			if (c->txn_retried != NULL)
 				BSON_APPEND_ARRAY(c->reply, "retriedStmtIds", c->txn_retried);

@@ -178,6 +178,7 @@ typedef struct cmd {
 	int txn_nstmts;
 	bson_t *txn_retried;
 	int txn_nretried;
+	bool txn_keep_reply;       /* kept whole: its statements are not tracked one by one */
 } cmd_t;
 
 typedef int (*cmd_handler_fn)(cmd_t *c, terr_t *err);

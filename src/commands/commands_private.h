@@ -277,6 +277,15 @@ void cmd_txn_reply_labels(cmd_t *c, bson_t *reply);
  * IncompleteTransactionHistory (a command error, as mongod's).  0 at once
  * when c is not a retryable write. */
 int cmd_retry_stmt(cmd_t *c, storage_session_t *s, int index, uint64_t *ts, terr_t *err);
+/* A retryable write whose statements cannot be told apart in the oplog (a
+ * time-series insert: one bucket write holds several measurements): 1 when
+ * every statement is found executed (answer n: 1 each; they are in
+ * retriedStmtIds), 0 to run it (its reply is then kept whole for its retries, its entries carry
+ * the first stmtId), -1 with 217 IncompleteTransactionHistory when the
+ * session already executed something at this txnNumber that left no whole
+ * reply (after a restart): never applied twice.  0 when c is not a
+ * retryable write. */
+int cmd_retry_whole(cmd_t *c, storage_session_t *s, terr_t *err);
 /* The same write's update statement found executed at ts: its n,
  * nModified and upserted _id (copied into *upserted, *has_upserted) rebuilt
  * from the entry, as mongod's parseOplogEntryForUpdate. */

@@ -428,6 +428,14 @@ repl_retryable_note_stmts(repl_session_t *s, const repl_oplog_stmt_t *stmts, int
 		r->last_write = last;
 }
 
+bool
+repl_retryable_any_executed(repl_session_t *s)
+{
+	repl_retry_record_t *r = repl_session_txn(s)->retry;
+
+	return r != NULL && (r->n > 0 || r->has_reply || (r->lost && r->last_ts != 0));
+}
+
 repl_oplog_optime_t
 repl_retryable_last_write(repl_session_t *s)
 {
@@ -467,7 +475,13 @@ repl_retryable_replay(repl_session_t *s, repl_oplog_t *op, storage_session_t *ss
 		return 0;
 	if (!whole_reply_command(cmd)) {
 		/* insert, update, delete: each statement is looked up as it comes
-		 * (repl_retryable_stmt_executed) */
+		 * (repl_retryable_stmt_executed), but a write kept whole (a
+		 * time-series insert) answers its first reply */
+		if (r->has_reply && same_command(r->cmd, cmd)) {
+			bson_copy_to(&r->reply, reply);
+			atomic_fetch_add(&stats->retried_commands, 1);
+			return 1;
+		}
 		RET(load_history(s, r, op, ss, err));
 		return 0;
 	}

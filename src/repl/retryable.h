@@ -66,6 +66,9 @@ int repl_retryable_update_result(struct repl_oplog *op, storage_session_t *ss, u
  * newest entry, ts 0: none) becomes the next write's prevOpTime. */
 void repl_retryable_note_stmts(repl_session_t *s, const repl_oplog_stmt_t *stmts, int n,
                                repl_oplog_optime_t last);
+/* Something already ran at the active txnNumber (a statement, a kept
+ * reply, or a write before a restart). */
+bool repl_retryable_any_executed(repl_session_t *s);
 /* The newest entry written at the active txnNumber ({0, -1}: none): a
  * retried command's first entry links to it (prevOpTime). */
 repl_oplog_optime_t repl_retryable_last_write(repl_session_t *s);

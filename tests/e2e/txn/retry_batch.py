@@ -161,6 +161,24 @@ class RetryBatch(unittest.TestCase):
         self.assertEqual(again["retriedStmtIds"], [0, 1])
         self.assertEqual(self.db.up2.find_one({"_id": 1})["x"], 1)
 
+    def test_timeseries_batch_kept_whole(self):
+        """a time-series insert writes several measurements per bucket entry:
+        its retry answers the first reply whole, nothing is inserted twice"""
+        import datetime
+        self.db.create_collection("ts", timeseries={"timeField": "t", "metaField": "m"})
+        now = datetime.datetime(2026, 1, 1)
+        docs = [{"t": now + datetime.timedelta(seconds=i), "m": "a", "v": i} for i in range(4)]
+        self.fail_point({"times": 1})   # closes the connection after the commit
+        r = self.db.ts.insert_many(docs)
+        self.assertEqual(len(r.inserted_ids), 4)
+        self.assertEqual(self.db.ts.count_documents({}), 4)
+        s = self.client.start_session()
+        cmd = {"insert": "ts", "documents": [{"t": now, "m": "b", "v": 9}, {"t": now, "m": "b", "v": 10}],
+               "txnNumber": Int64(1)}
+        self.assertEqual(self.db.command(cmd, session=s)["n"], 2)
+        self.assertEqual(self.db.command(cmd, session=s)["n"], 2)
+        self.assertEqual(self.db.ts.count_documents({"m": "b"}), 2)
+
     def test_refusals(self):
         s = self.client.start_session()  # its lsid; the txnNumbers are ours
         r = self.db.command({"update": "ref", "updates": [{"q": {}, "u": {"$set": {"a": 1}}, "multi": True}],
