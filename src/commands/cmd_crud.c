@@ -27,6 +27,9 @@ typedef struct insert_batch {
 	storage_coll_t *coll;
 	bson_t *docs;        /* prepared and validated documents, _id first */
 	int from, to;        /* [from, to) of docs to insert in this transaction */
+	/* a retryable write: the stmtId of docs[i] is stmt_ids[orig_index[i]] */
+	const int32_t *stmt_ids;
+	const int *orig_index;
 } insert_batch_t;
 
 static int
@@ -35,9 +38,12 @@ insert_txn(storage_session_t *s, void *arg, terr_t *err)
 	insert_batch_t *b = arg;
 	int i;
 
-	for (i = b->from; i < b->to; i++)
+	for (i = b->from; i < b->to; i++) {
+		if (b->stmt_ids != NULL)
+			repl_oplog_session_set_stmt(s, b->stmt_ids[b->orig_index[i]]);
 		if (storage_doc_insert(s, b->coll, &b->docs[i], NULL, err) != 0)
 			return -1;
+	}
 	return 0;
 }
 
@@ -85,7 +91,8 @@ insert_error_add(insert_errors_t *ie, int index, terr_t *e)
 }
 
 static const char *const insert_fields[] = {
-	"documents", "ordered", "bypassDocumentValidation", "let", "collectionUUID", "rawData", NULL,
+	"documents", "ordered", "bypassDocumentValidation", "let", "collectionUUID", "rawData", "stmtId", "stmtIds",
+	NULL,
 };
 
 /*
@@ -106,7 +113,7 @@ CMD_HANDLER(cmd_insert)
 	storage_coll_t *coll = NULL;
 	storage_session_t *s;
 	bson_t *docs = NULL;
-	int ndocs = 0, nprep = 0, i, n = 0, ret = -1, stop_at;
+	int ndocs = 0, nprep = 0, i, n = 0, ret = -1, stop_at, rr;
 	int *orig_index = NULL;
 	insert_batch_t b;
 	insert_errors_t ie = {0};
@@ -147,7 +154,19 @@ CMD_HANDLER(cmd_insert)
 		goto err;
 	}
 	if (cmd_ts_is(coll) && !cmd_ts_raw(c)) {
-		/* measurements go into buckets (cmd_timeseries.c) */
+		/* measurements go into buckets (cmd_timeseries.c); a retryable
+		 * one is kept whole (cmd_retry_whole) */
+		storage_session_t *ts_s = client_session(c->client, err);
+		int rw = ts_s == NULL ? -1 : cmd_retry_whole(c, ts_s, err);
+		if (rw < 0) {
+			ret = -1;
+			goto err;
+		}
+		if (rw == 1) {
+			BSON_APPEND_INT32(c->reply, "n", ndocs);
+			ret = 0;
+			goto err;
+		}
 		ret = cmd_ts_insert(c, coll, &w.stmts, ordered, err);
 		goto err;
 	}
@@ -175,6 +194,18 @@ CMD_HANDLER(cmd_insert)
 		bson_t d;
 		validation_result_t vr;
 
+		uint64_t done_ts;
+
+		/* a retried statement the session executed already: n: 1, as
+		 * mongod answers it (not inserted again) */
+		if ((rr = cmd_retry_stmt(c, s, i, &done_ts, err)) < 0) {
+			ret = -1;
+			goto err;
+		}
+		if (rr == 1) {
+			n++;
+			continue;
+		}
 		bson_iter_document(&it, &len, &data);
 		bson_init_static(&d, data, len);
 		bson_init(&docs[nprep]);
@@ -192,6 +223,10 @@ CMD_HANDLER(cmd_insert)
 	memset(&b, 0, sizeof(b));
 	b.coll = coll;
 	b.docs = docs;
+	if (c->txn_oplog_session && c->txn_stmt_ids != NULL && c->txn_nstmts == ndocs) {
+		b.stmt_ids = c->txn_stmt_ids;
+		b.orig_index = orig_index;
+	}
 	stop_at = nprep;
 	for (i = 0; i < stop_at;) {
 		int group = stop_at - i < 256 ? stop_at - i : 256;
@@ -1003,7 +1038,7 @@ write_delete_run(cmd_t *c, storage_session_t *s, storage_coll_t *coll, const bso
 
 /* bypassDocumentValidation: accepted as mongod's write commands all do */
 static const char *const delete_fields[] = {"deletes", "ordered", "let", "collectionUUID", "rawData",
-	"bypassDocumentValidation", NULL};
+	"bypassDocumentValidation", "stmtId", "stmtIds", NULL};
 
 CMD_HANDLER(cmd_delete)
 {
@@ -1083,6 +1118,28 @@ CMD_HANDLER(cmd_delete)
 		if (!has_q) {
 			ret = terr_set(err, 40414, "BSON field 'delete.deletes.q' is missing but a required field");
 			goto err;
+		}
+		if (c->txn_oplog_session) {
+			/* a retryable write: a statement the session executed answers
+			 * n: 1 (mongod's makeWriteResultForInsertOrDeleteRetry) */
+			uint64_t done_ts;
+			int rr = cmd_retry_stmt(c, s, i, &done_ts, err);
+			if (rr < 0) {
+				ret = -1;
+				goto err;
+			}
+			if (rr == 1) {
+				n++;
+				continue;
+			}
+			if (limit != 1) {
+				terr_set(&e, TERR_INVALID_OPTIONS, "Cannot use (or request) retryable writes with limit=0");
+				write_error_append(&write_errors, nerr++, i, &e);
+				terr_clear(&e);
+				if (ordered)
+					break;
+				continue;
+			}
 		}
 		if ((coll == NULL && view_refuse(c, c->db, name, &e) != 0) ||
 		    cmd_collation(c, &op, coll, &collation, &e) != 0 ||

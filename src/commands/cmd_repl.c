@@ -762,8 +762,16 @@ cmd_repl_before(cmd_t *c, const cmd_def_t *def, cmd_repl_ctx_t *x, terr_t *err)
 	if (failpoint_any_active())
 		RET(fail_command(c, def, x, err));
 	if (c->engine->rs != NULL) {
+		/* read before the state: a refusal names the topology it saw, so
+		 * a driver that already heard of a newer one (replSetInitiate
+		 * between the two) ignores it as stale */
+		uint64_t tv = repl_set_topology_counter(c->engine->rs);
 		RET(gossip(c, err));
-		RET(gate(c, def, err));
+		if (gate(c, def, err) != 0) {
+			x->tv_set = true;
+			x->tv_counter = tv;
+			return -1;
+		}
 	}
 	return concerns(c, x, err);
 }
@@ -828,6 +836,20 @@ cmd_repl_times(cmd_t *c, const cmd_def_t *def, cmd_repl_ctx_t *x, int rc, bson_t
 	repl_set_t *rs = c->engine->rs;
 	uint32_t op_s = 0, op_i = 0, ct_s, ct_i;
 
+	/* mongod appends topologyVersion to the errors of its NotPrimaryError
+	 * and ShutdownError categories (appendErrorLabelsAndTopologyVersion):
+	 * SDAM compares it with what the driver knows */
+	if (rs != NULL && (rc == TERR_NOT_WRITABLE_PRIMARY || rc == TERR_NOT_PRIMARY_NO_SECONDARY_OK ||
+	    rc == TERR_NOT_PRIMARY_OR_SECONDARY || rc == 189 /* PrimarySteppedDown */ ||
+	    rc == 11602 /* InterruptedDueToReplStateChange */ || rc == 91 /* ShutdownInProgress */ ||
+	    rc == 11600 /* InterruptedAtShutdown */) && !bson_has_field(reply, "topologyVersion")) {
+		bson_t tv;
+		BSON_APPEND_DOCUMENT_BEGIN(reply, "topologyVersion", &tv);
+		BSON_APPEND_OID(&tv, "processId", repl_set_process_id());
+		BSON_APPEND_INT64(&tv, "counter", (int64_t)(x != NULL && x->tv_set ? x->tv_counter :
+		    repl_set_topology_counter(rs)));
+		bson_append_document_end(reply, &tv);
+	}
 	if (rs == NULL || !repl_set_initiated(rs))
 		return;
 	/* the write's optime (until the oplog assigns it, the dispatcher ticks

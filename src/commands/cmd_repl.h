@@ -26,6 +26,8 @@ typedef struct cmd_repl_ctx {
 	bson_t *fail_labels;       /* failCommand's errorLabels array (bson_new), or NULL */
 	bool tick_done;
 	uint32_t op_secs, op_inc;  /* operationTime */
+	bool tv_set;               /* the gate refused: its topologyVersion counter */
+	uint64_t tv_counter;
 } cmd_repl_ctx_t;
 void cmd_repl_ctx_clear(cmd_repl_ctx_t *x);
 

@@ -221,14 +221,16 @@ lsid_doc(cmd_t *c, bson_t *out)
 	return bson_init_static(out, d, len);
 }
 
-/* How many statements a retryable write has (its oplog entries carry
- * stmtId 0 when it has one; a batch's are left without, see README). */
+/* How many statements a retryable write has (documents, updates, deletes,
+ * a bulkWrite's ops; findAndModify one). */
 static int
 statement_count(cmd_t *c)
 {
 	static const char *const arrays[] = {"documents", "updates", "deletes", "ops", NULL};
 	bson_iter_t it;
 
+	if (c->txn_stmt_ids != NULL)
+		return c->txn_nstmts;   /* counted once (stmt_ids_init) */
 	if (strcasecmp(c->name, "findAndModify") == 0)
 		return 1;
 	for (int i = 0; arrays[i] != NULL; i++)
@@ -242,23 +244,177 @@ statement_count(cmd_t *c)
 	return 0;
 }
 
+/* Each statement's stmtId, as mongod's getStmtIdForWriteAt: stmtIds[i]
+ * when given (as many as statements, InvalidLength otherwise; not with
+ * stmtId, InvalidOptions), else stmtId (default 0) + i. */
+static int
+stmt_ids_init(cmd_t *c, int n, terr_t *err)
+{
+	bson_iter_t ids, one, it;
+	bool has_ids = cmd_find_field(c, "stmtIds", &ids), has_one = cmd_find_field(c, "stmtId", &one);
+	int32_t base = 0;
+	int k = 0;
+
+	if (has_ids && has_one)
+		return terr_set(err, TERR_INVALID_OPTIONS, "May not specify both stmtId and stmtIds in %s command",
+		    strcmp(c->name, "bulkWrite") == 0 ? "bulkWrite" : "write");
+	if (has_one) {
+		if (!BSON_ITER_HOLDS_INT32(&one))
+			return terr_set(err, TERR_TYPE_MISMATCH,
+			    "BSON field '%s.stmtId' is the wrong type '%s', expected type 'int'", c->name,
+			    bv_type_name(bson_iter_type(&one)));
+		base = bson_iter_int32(&one);
+	}
+	if (has_ids && (!BSON_ITER_HOLDS_ARRAY(&ids) || !bson_iter_recurse(&ids, &it)))
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field '%s.stmtIds' is the wrong type '%s', expected type 'array'", c->name,
+		    bv_type_name(bson_iter_type(&ids)));
+	c->txn_stmt_ids = bson_malloc0(sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
+	c->txn_nstmts = n;
+	if (!has_ids) {
+		for (int i = 0; i < n; i++)
+			c->txn_stmt_ids[i] = (int32_t)((int64_t)base + i > INT32_MAX ? INT32_MAX : base + i);
+		return 0;
+	}
+	while (bson_iter_next(&it)) {
+		if (!BSON_ITER_HOLDS_INT32(&it))
+			return terr_set(err, TERR_TYPE_MISMATCH,
+			    "BSON field '%s.stmtIds.%d' is the wrong type '%s', expected type 'int'", c->name, k,
+			    bv_type_name(bson_iter_type(&it)));
+		if (k < n)
+			c->txn_stmt_ids[k] = bson_iter_int32(&it);
+		k++;
+	}
+	if (k != n)
+		return terr_set(err, 16 /* InvalidLength */,
+		    "Number of statement ids must match the number of batch entries. Got %d statement ids but %d "
+		    "operations.", k, n);
+	return 0;
+}
+
+/* A batch's storage transaction commits: mongod's onPrimaryTransactionalWrite
+ * fail point acts here (after each write, before its commit), then the
+ * session's config.transactions row joins the transaction. */
+static int
+retryable_commit_hook(void *arg, storage_session_t *ss, repl_oplog_optime_t last, terr_t *err)
+{
+	cmd_t *c = arg;
+	bson_t data;
+	bson_iter_t it;
+
+	if (failpoint_any_active() && failpoint_fire("onPrimaryTransactionalWrite", NULL, NULL, &data)) {
+		bool close = !bson_iter_init_find(&it, &data, "closeConnection") || bson_iter_as_bool(&it);
+		int code = 0;
+		if (bson_iter_init_find(&it, &data, "failBeforeCommitExceptionCode") && BSON_ITER_HOLDS_NUMBER(&it))
+			code = (int)bson_iter_as_int64(&it);
+		bson_destroy(&data);
+		if (close)
+			c->txn_close_after = true;
+		if (code != 0)
+			return terr_set(err, code, "Failing write for test");
+	}
+	return repl_retryable_row_in_txn(c->txn_session, c->engine->st, ss, last, err);
+}
+
 /* A retryable write about to run: its oplog entries carry the session info
- * (lsid, txnNumber, stmtId). */
+ * (lsid, txnNumber, stmtId; the first links to the txnNumber's last entry);
+ * a batch's storage transactions each write the session's
+ * config.transactions row (the commit hook). */
 static int
 retryable_oplog_begin(cmd_t *c, int64_t txn_number, terr_t *err)
 {
 	storage_session_t *ss;
 	bson_t lsid;
+	int n;
 
 	if (c->engine->oplog == NULL || !repl_oplog_exists(c->engine->oplog) || !lsid_doc(c, &lsid))
 		return 0;
 	if ((ss = client_session(c->client, err)) == NULL)
 		return -1;
-	RET(repl_oplog_session_set(c->engine->oplog, ss, &lsid, txn_number, REPL_OPLOG_OPTIME_NULL, err));
-	if (statement_count(c) == 1)
-		repl_oplog_session_set_stmt(ss, 0);
+	n = statement_count(c);
+	if (c->txn_stmt_ids == NULL)
+		RET(stmt_ids_init(c, n, err));
+	if (n != 1)
+		RET(repl_retryable_prepare(c->engine->st, ss, err));
+	RET(repl_oplog_session_set(c->engine->oplog, ss, &lsid, txn_number, repl_retryable_last_write(c->txn_session),
+	    err));
+	if (n == 1)
+		repl_oplog_session_set_stmt(ss, c->txn_stmt_ids[0]);
+	else
+		repl_oplog_session_set_commit_hook(ss, retryable_commit_hook, c);
 	c->txn_oplog_session = true;
 	return 0;
+}
+
+int
+cmd_retry_stmt(cmd_t *c, storage_session_t *s, int index, uint64_t *ts, terr_t *err)
+{
+	int32_t stmt;
+	int r;
+
+	if (!c->txn_oplog_session || c->txn_stmt_ids == NULL || index < 0 || index >= c->txn_nstmts)
+		return 0;
+	stmt = c->txn_stmt_ids[index];
+	if ((r = repl_retryable_stmt_executed(c->txn_session, c->engine->oplog, s, stmt, ts, err)) != 1) {
+		if (r == 0)
+			repl_oplog_session_set_stmt(s, stmt);
+		return r;
+	}
+	atomic_fetch_add(&repl_txn_stats(c->engine->sessions)->retried_statements, 1);
+	if (c->txn_retried == NULL) {
+		c->txn_retried = bson_new();
+		atomic_fetch_add(&repl_txn_stats(c->engine->sessions)->retried_commands, 1);
+	}
+	{
+		char key[16];
+		const char *k;
+		bson_uint32_to_string((uint32_t)c->txn_nretried++, &k, key, sizeof(key));
+		bson_append_int32(c->txn_retried, k, -1, stmt);
+	}
+	return 1;
+}
+
+int
+cmd_retry_whole(cmd_t *c, storage_session_t *s, terr_t *err)
+{
+	char desc[160];
+
+	int found = 0;
+
+	if (!c->txn_oplog_session || c->txn_stmt_ids == NULL)
+		return 0;
+	for (int i = 0; i < c->txn_nstmts; i++) {
+		uint64_t ts;
+		int r = repl_retryable_stmt_executed(c->txn_session, c->engine->oplog, s, c->txn_stmt_ids[i], &ts, err);
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		found++;
+	}
+	if (found > 0 && found == c->txn_nstmts) {
+		/* every statement ran (a single one, or a retry in memory): each
+		 * answers n: 1 */
+		for (int i = 0; i < c->txn_nstmts; i++) {
+			uint64_t ts;
+			(void)cmd_retry_stmt(c, s, i, &ts, err);
+		}
+		return 1;
+	}
+	if (repl_retryable_any_executed(c->txn_session))
+		return terr_set(err, TERR_INCOMPLETE_TRANSACTION_HISTORY,
+		    "Incomplete history detected for transaction %lld on session %s",
+		    (long long)repl_session_txn(c->txn_session)->txn_number, repl_session_describe(c->txn_session, desc));
+	repl_oplog_session_set_stmt(s, c->txn_stmt_ids[0]);
+	c->txn_keep_reply = true;
+	return 0;
+}
+
+int
+cmd_retry_update_result(cmd_t *c, storage_session_t *s, uint64_t ts, int64_t *n, int64_t *nmod,
+                        bson_value_t *upserted, bool *has_upserted, terr_t *err)
+{
+	return repl_retryable_update_result(c->engine->oplog, s, ts, n, nmod, upserted, has_upserted, err);
 }
 
 /* ---- snapshot reads outside transactions -------------------------------- */
@@ -450,7 +606,21 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 		if (r < 0)
 			return r;
 		if (r == 0) {
-			RET(retryable_fail_point_before(c, err));
+			int n = statement_count(c);
+			uint64_t ts;
+			RET(stmt_ids_init(c, n, err));
+			/* a single statement's fail point acts before it runs (a
+			 * batch's in each of its storage transactions' commits), and
+			 * not on a retry of what already ran (as mongod's) */
+			if (n == 1 && strcmp(c->name, "bulkWrite") != 0) {
+				int ex = repl_retryable_stmt_executed(s, c->engine->oplog, ss, c->txn_stmt_ids[0], &ts, err);
+				if (ex < 0)
+					return -1;
+				if (ex == 0)
+					RET(retryable_fail_point_before(c, err));
+			} else if (n == 1) {
+				RET(retryable_fail_point_before(c, err));
+			}
 			return retryable_oplog_begin(c, txn_number, err);
 		}
 		bson_concat(c->reply, &prev);
@@ -688,30 +858,31 @@ cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
 	} else if (c->txn_kind == REPL_TXN_KIND_RETRYABLE && c->txn_replayed) {
 		/* the first execution's row stands (rewriting it would lose its
 		 * lastWriteOpTime, which a retry after a restart reads) */
-	} else if (c->txn_kind == REPL_TXN_KIND_RETRYABLE && c->txn_row_written) {
-		/* run_retryable_in_txn wrote the row with the write */
-		if (c->txn_close_after && rc == 0 && !terr_is_set(err))
-			c->client->close_requested = true;
-	} else if (c->txn_kind == REPL_TXN_KIND_RETRYABLE && rc == 0 && !terr_is_set(err)) {
+	} else if (c->txn_kind == REPL_TXN_KIND_RETRYABLE) {
+		/* what committed is noted, whatever became of the command: the
+		 * single statement's row committed with it (run_retryable_in_txn),
+		 * each storage transaction of a batch wrote its own (the hook) */
 		terr_t e = TERR_INIT;
 		storage_session_t *ss = client_session(c->client, &e);
-		repl_oplog_optime_t last = REPL_OPLOG_OPTIME_NULL;
 		if (ss != NULL && c->txn_oplog_session) {
-			last = repl_oplog_session_last(ss);
-			repl_oplog_session_clear(ss);
-			c->txn_oplog_session = false;
+			const repl_oplog_stmt_t *st;
+			int n = repl_oplog_session_stmts(ss, &st);
+			repl_retryable_note_stmts(s, st, n, repl_oplog_session_last(ss));
 		}
-		if (ss == NULL || repl_retryable_record(s, st, ss, c->name, c->reply, write_concern_sync(c), last.ts,
-		    last.t, NULL, &e) != 0)
-			terr_move(err, &e), rc = -1;
 		terr_clear(&e);
+		if (rc == 0 && !terr_is_set(err)) {
+			if ((!c->txn_row_written && strcmp(c->name, "bulkWrite") == 0) || c->txn_keep_reply)
+				repl_retryable_keep_reply(s, c->name, c->reply);
+			if (c->txn_retried != NULL)
+				BSON_APPEND_ARRAY(c->reply, "retriedStmtIds", c->txn_retried);
+		}
 		/* onPrimaryTransactionalWrite's closeConnection: the write stands,
 		 * the client never hears of it and retries */
-		if (c->txn_close_after && rc == 0)
+		if (c->txn_close_after && (rc == 0 || !c->txn_row_written))
 			c->client->close_requested = true;
 	}
 	if (c->txn_oplog_session) {
-		/* a retryable write that failed: its storage session goes back clean */
+		/* its storage session goes back clean */
 		terr_t e = TERR_INIT;
 		storage_session_t *ss = client_session(c->client, &e);
 		if (ss != NULL)
@@ -719,6 +890,12 @@ cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
 		terr_clear(&e);
 		c->txn_oplog_session = false;
 	}
+	if (c->txn_retried != NULL) {
+		bson_destroy(c->txn_retried);
+		c->txn_retried = NULL;
+	}
+	bson_free(c->txn_stmt_ids);
+	c->txn_stmt_ids = NULL;
 	if (c->txn_image != NULL) {
 		bson_destroy(c->txn_image);
 		c->txn_image = NULL;
@@ -770,6 +947,15 @@ run_retryable_in_txn(cmd_t *c, const cmd_def_t *def, storage_session_t *ss, terr
 			/* the term alone: repl_set_info also refreshes the last
 			 * applied optime (a WiredTiger query), not needed here */
 			int64_t term = c->engine->rs != NULL ? repl_set_term(c->engine->rs) : 1;
+			if (ts == 0 && c->txn_oplog_session) {
+				/* it logged nothing (a retry answered from the history, an
+				 * update that changed nothing): the row keeps pointing at
+				 * the txnNumber's last entry */
+				repl_oplog_optime_t lw = repl_retryable_last_write(c->txn_session);
+				ts = lw.ts;
+				if (lw.ts != 0)
+					term = lw.t;
+			}
 			if (c->txn_image != NULL && ts != 0 &&
 			    repl_retryable_image_in_txn(c->txn_session, c->engine->st, ss, ts, c->txn_image_kind, c->txn_image,
 			    err) != 0) {
@@ -798,8 +984,8 @@ run_retryable_in_txn(cmd_t *c, const cmd_def_t *def, storage_session_t *ss, terr
 			bson_t lsid;
 			if (lsid_doc(c, &lsid))
 				repl_oplog_session_set(c->engine->oplog, ss, &lsid, repl_session_txn(c->txn_session)->txn_number,
-				    REPL_OPLOG_OPTIME_NULL, NULL);
-			repl_oplog_session_set_stmt(ss, 0);
+				    repl_retryable_last_write(c->txn_session), NULL);
+			repl_oplog_session_set_stmt(ss, c->txn_stmt_ids != NULL ? c->txn_stmt_ids[0] : 0);
 		}
 		usleep((useconds_t)(attempt < 3 ? 0 : 100 + rand_r(&seed) % 2000));
 	}

@@ -258,7 +258,7 @@ get_sub_doc(bson_iter_t *f, const char *what, bson_t *out, terr_t *err)
 }
 
 static const char *const update_fields[] = {
-	"updates", "ordered", "bypassDocumentValidation", "let", "collectionUUID", "rawData", NULL,
+	"updates", "ordered", "bypassDocumentValidation", "let", "collectionUUID", "rawData", "stmtId", "stmtIds", NULL,
 };
 
 /* Parse one entry of updates[] into the statement; compile q and u. */
@@ -459,8 +459,28 @@ CMD_HANDLER(cmd_update)
 			bson_iter_document(&it, &len, &data);
 			bson_init_static(&op, data, len);
 		}
-		rc = write_update_run(c, s, c->db, name, &coll, &op, has_let ? &let : NULL, bypass, sync, now,
-		    &r, &fatal, &e);
+		memset(&r, 0, sizeof(r));
+		fatal = false;
+		rc = 1;
+		if (c->txn_oplog_session) {
+			/* a retryable write: a statement the session executed is
+			 * answered from its oplog entry (mongod's
+			 * parseOplogEntryForUpdate), a multi one refused */
+			bson_iter_t mf;
+			uint64_t done_ts;
+			int rr = cmd_retry_stmt(c, s, i, &done_ts, err);
+			if (rr < 0)
+				goto err;
+			if (rr == 1) {
+				rc = cmd_retry_update_result(c, s, done_ts, &r.n, &r.modified, &r.upserted_id, &r.upserted, &e);
+				fatal = rc != 0;
+			} else if (bson_iter_init_find(&mf, &op, "multi") && bson_iter_as_bool(&mf)) {
+				rc = terr_set(&e, TERR_INVALID_OPTIONS, "Cannot use (or request) retryable writes with multi=true");
+			}
+		}
+		if (rc == 1)
+			rc = write_update_run(c, s, c->db, name, &coll, &op, has_let ? &let : NULL, bypass, sync, now,
+			    &r, &fatal, &e);
 		if (rc != 0 && fatal) {
 			/* a parse error of the command, not a write error */
 			terr_move(err, &e);

@@ -169,8 +169,16 @@ typedef struct cmd {
 	 * unprojected; owned) and its kind, for config.image_collection */
 	bson_t *txn_image;
 	const char *txn_image_kind;
-	uint64_t txn_snapshot_ts;  /* a snapshot read outside a transaction reads at it (0: none) */  /* a txnNumber without autocommit (RetryableWriteError applies) */
+	uint64_t txn_snapshot_ts;  /* a snapshot read outside a transaction reads at it (0: none) */
 	struct storage_session *txn_saved_session;
+	/* a retryable write: each statement's stmtId (bson_malloc'd, mongod's
+	 * getStmtIdForWriteAt), and the retriedStmtIds of its reply (bson_new'd,
+	 * NULL until a statement is answered from the session's history) */
+	int32_t *txn_stmt_ids;
+	int txn_nstmts;
+	bson_t *txn_retried;
+	int txn_nretried;
+	bool txn_keep_reply;       /* kept whole: its statements are not tracked one by one */
 } cmd_t;
 
 typedef int (*cmd_handler_fn)(cmd_t *c, terr_t *err);

@@ -269,6 +269,28 @@ void cmd_txn_error_labels(cmd_t *c, terr_t *err);
  * getErrorLabels: RetryableWriteError, UnknownTransactionCommitResult), once
  * the replica-set layer added it; call before `ok` is appended. */
 void cmd_txn_reply_labels(cmd_t *c, bson_t *reply);
+/* A retryable write's statement `index` (its position in documents /
+ * updates / deletes), before it runs: 1 when the session executed its
+ * stmtId already (*ts: its oplog entry's ts; the stmtId joins the reply's
+ * retriedStmtIds: answer it from there, do not run it), 0 to run it (its
+ * oplog entries carry its stmtId from now on), -1 with 217
+ * IncompleteTransactionHistory (a command error, as mongod's).  0 at once
+ * when c is not a retryable write. */
+int cmd_retry_stmt(cmd_t *c, storage_session_t *s, int index, uint64_t *ts, terr_t *err);
+/* A retryable write whose statements cannot be told apart in the oplog (a
+ * time-series insert: one bucket write holds several measurements): 1 when
+ * every statement is found executed (answer n: 1 each; they are in
+ * retriedStmtIds), 0 to run it (its reply is then kept whole for its retries, its entries carry
+ * the first stmtId), -1 with 217 IncompleteTransactionHistory when the
+ * session already executed something at this txnNumber that left no whole
+ * reply (after a restart): never applied twice.  0 when c is not a
+ * retryable write. */
+int cmd_retry_whole(cmd_t *c, storage_session_t *s, terr_t *err);
+/* The same write's update statement found executed at ts: its n,
+ * nModified and upserted _id (copied into *upserted, *has_upserted) rebuilt
+ * from the entry, as mongod's parseOplogEntryForUpdate. */
+int cmd_retry_update_result(cmd_t *c, storage_session_t *s, uint64_t ts, int64_t *n, int64_t *nmod,
+                            bson_value_t *upserted, bool *has_upserted, terr_t *err);
 /* True while c runs inside a multi-document transaction. */
 bool cmd_in_transaction(const cmd_t *c);
 /* Inside a multi-document transaction, may it create db.name?  mongod's

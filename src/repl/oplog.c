@@ -60,6 +60,19 @@ struct repl_oplog {
 	 * scan), under last_lock */
 	pthread_mutex_t last_lock;
 	repl_oplog_optime_t last;
+	/* The visibility point cached: WiredTiger's all_committed moves only
+	 * when a stamped transaction ends, and each end bumps commit_gen (in
+	 * on_end, after the commit or rollback); a reader whose generation is
+	 * the cached one reuses the answer instead of querying WiredTiger (whose
+	 * query_timestamp parses its configuration string every call).  The
+	 * generation is read before the query, so a cached answer is never
+	 * newer than its generation says, only possibly older (a lower bound:
+	 * never a hole). */
+	atomic_ullong commit_gen;
+	pthread_mutex_t vis_lock;
+	uint64_t vis_gen;
+	repl_ts_t vis_ts;
+	bool vis_valid;
 	/* background thread */
 	pthread_t thread;
 	bool running, stopping;
@@ -78,11 +91,20 @@ typedef struct sess_ctx {
 	bool wrote;
 	repl_oplog_optime_t txn_last;   /* the newest entry the open transaction wrote */
 	bool replacement;
+	bool stamped;              /* the open transaction was given a commit timestamp */
 	const char *retry_image;   /* "preImage" / "postImage": needsRetryImage (repl_oplog_session_set_image) */
 	bool collect;
 	bson_t **ops;              /* collect mode: the transaction's operations (bson_new'd) */
 	int nops, cap;
 	int64_t ops_bytes;
+	/* the statements written with a stmtId since the session info was set:
+	 * [0, nstmts_done) committed, the rest in the open transaction */
+	repl_oplog_stmt_t *stmts;
+	int nstmts, nstmts_done, stmts_cap;
+	/* called in on_commit of a transaction that wrote entries with this
+	 * session info (repl_oplog_session_set_commit_hook) */
+	repl_oplog_commit_hook_fn commit_hook;
+	void *commit_hook_arg;
 } sess_ctx_t;
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -510,6 +532,8 @@ static const struct {
 
 /* ---- stamping and writing ------------------------------------------------- */
 
+static sess_ctx_t *ctx_of(storage_session_t *s, bool create);
+
 /* Reserve n Timestamps and stamp s's transaction: the first one is the
  * transaction's first commit timestamp (its place in all_committed's
  * order), the last one what its writes carry.  Under stamp_lock, so no
@@ -520,6 +544,7 @@ stamp(repl_oplog_t *o, storage_session_t *s, uint32_t n, repl_ts_t *first, terr_
 {
 	int ret;
 
+	ctx_of(s, true)->stamped = true;   /* its end moves the visibility point */
 	pthread_mutex_lock(&o->stamp_lock);
 	ret = repl_clock_reserve(o->clock, n, first, err);
 	if (ret == 0)
@@ -591,6 +616,13 @@ log_bodies(repl_oplog_t *o, storage_session_t *s, sess_ctx_t *ctx, bson_t *bodie
 		if (ctx != NULL && ctx->has_info) {
 			ctx->chain = (repl_oplog_optime_t){first + (repl_ts_t)i, t};
 			ctx->wrote = true;
+			if (ctx->stmt >= 0) {
+				if (ctx->nstmts == ctx->stmts_cap) {
+					ctx->stmts_cap = ctx->stmts_cap ? ctx->stmts_cap * 2 : 8;
+					ctx->stmts = bson_realloc(ctx->stmts, (size_t)ctx->stmts_cap * sizeof(*ctx->stmts));
+				}
+				ctx->stmts[ctx->nstmts++] = (repl_oplog_stmt_t){ctx->stmt, first + (repl_ts_t)i};
+			}
 		}
 	}
 err:
@@ -616,6 +648,7 @@ ctx_free(void *p)
 		return;
 	ctx_ops_clear(ctx);
 	bson_free(ctx->ops);
+	bson_free(ctx->stmts);
 	if (ctx->lsid != NULL)
 		bson_destroy(ctx->lsid);
 	bson_free(ctx);
@@ -689,6 +722,10 @@ on_commit(void *arg, storage_session_t *s, terr_t *err)
 	repl_ts_t first = 0;
 	int64_t t, acc = 0;
 
+	/* a retryable write's storage transaction: its owner's bookkeeping
+	 * (config.transactions) commits with it */
+	if (ctx != NULL && ctx->has_info && !ctx->collect && ctx->wrote && ctx->commit_hook != NULL)
+		return ctx->commit_hook(ctx->commit_hook_arg, s, ctx->chain, err);
 	if (ctx == NULL || !ctx->collect || ctx->nops == 0 || !atomic_load(&o->exists))
 		return 0;
 	if ((c = coll_get(o)) == NULL)
@@ -747,6 +784,10 @@ on_end(void *arg, storage_session_t *s, bool committed)
 
 	if (ctx == NULL)
 		return;
+	if (ctx->stamped) {
+		ctx->stamped = false;
+		atomic_fetch_add(&o->commit_gen, 1);
+	}
 	if (committed && ctx->txn_last.ts != 0) {
 		pthread_mutex_lock(&o->last_lock);
 		if (ctx->txn_last.ts > o->last.ts)
@@ -758,6 +799,10 @@ on_end(void *arg, storage_session_t *s, bool committed)
 		ctx->prev = ctx->chain;
 	else
 		ctx->chain = ctx->prev;
+	if (committed)
+		ctx->nstmts_done = ctx->nstmts;
+	else
+		ctx->nstmts = ctx->nstmts_done;
 	ctx->wrote = false;
 	ctx->collect = false;
 	ctx_ops_clear(ctx);
@@ -780,9 +825,26 @@ repl_ts_t
 repl_oplog_visible(repl_oplog_t *o)
 {
 	uint64_t ts = 0, rec = atomic_load(&o->recovered);
+	uint64_t gen = atomic_load(&o->commit_gen);
+	bool ok;
 
-	if (storage_ts_all_committed(o->st, &ts, NULL) != 0)
+	pthread_mutex_lock(&o->vis_lock);
+	if (o->vis_valid && o->vis_gen == gen) {
+		ts = o->vis_ts;
+		pthread_mutex_unlock(&o->vis_lock);
+		return ts > rec ? ts : rec;
+	}
+	pthread_mutex_unlock(&o->vis_lock);
+	ok = storage_ts_all_committed(o->st, &ts, NULL) == 0;
+	if (!ok)
 		ts = 0;
+	pthread_mutex_lock(&o->vis_lock);
+	if (ok && (!o->vis_valid || gen >= o->vis_gen)) {
+		o->vis_gen = gen;
+		o->vis_ts = ts;
+		o->vis_valid = true;
+	}
+	pthread_mutex_unlock(&o->vis_lock);
 	return ts > rec ? ts : rec;
 }
 
@@ -1098,6 +1160,7 @@ repl_oplog_open(storage_t *st, repl_clock_t *clock, const repl_oplog_options_t *
 	pthread_mutex_init(&o->stamp_lock, NULL);
 	pthread_mutex_init(&o->coll_lock, NULL);
 	pthread_mutex_init(&o->last_lock, NULL);
+	pthread_mutex_init(&o->vis_lock, NULL);
 	pthread_mutex_init(&o->thr_lock, NULL);
 	pthread_cond_init(&o->thr_cond, NULL);
 	atomic_init(&o->exists, false);
@@ -1158,6 +1221,7 @@ repl_oplog_close(repl_oplog_t *o)
 	pthread_mutex_destroy(&o->stamp_lock);
 	pthread_mutex_destroy(&o->coll_lock);
 	pthread_mutex_destroy(&o->last_lock);
+	pthread_mutex_destroy(&o->vis_lock);
 	pthread_mutex_destroy(&o->thr_lock);
 	pthread_cond_destroy(&o->thr_cond);
 	bson_free(o);
@@ -1465,7 +1529,28 @@ repl_oplog_session_set(repl_oplog_t *o, storage_session_t *s, const bson_t *lsid
 	ctx->stmt = -1;
 	ctx->prev = ctx->chain = prev;
 	ctx->wrote = false;
+	ctx->nstmts = ctx->nstmts_done = 0;
+	ctx->commit_hook = NULL;
+	ctx->commit_hook_arg = NULL;
 	return 0;
+}
+
+void
+repl_oplog_session_set_commit_hook(storage_session_t *s, repl_oplog_commit_hook_fn fn, void *arg)
+{
+	sess_ctx_t *ctx = ctx_of(s, true);
+
+	ctx->commit_hook = fn;
+	ctx->commit_hook_arg = arg;
+}
+
+int
+repl_oplog_session_stmts(storage_session_t *s, const repl_oplog_stmt_t **out)
+{
+	sess_ctx_t *ctx = ctx_of(s, false);
+
+	*out = ctx != NULL && ctx->has_info ? ctx->stmts : NULL;
+	return ctx != NULL && ctx->has_info ? ctx->nstmts_done : 0;
 }
 
 void
@@ -1508,6 +1593,9 @@ repl_oplog_session_clear(storage_session_t *s)
 	ctx->collect = false;
 	ctx->replacement = false;
 	ctx->retry_image = NULL;
+	ctx->nstmts = ctx->nstmts_done = 0;
+	ctx->commit_hook = NULL;
+	ctx->commit_hook_arg = NULL;
 	ctx_ops_clear(ctx);
 }
 

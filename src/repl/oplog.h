@@ -223,6 +223,24 @@ void repl_oplog_session_set_stmt(storage_session_t *s, int32_t stmt_id);
  * none), as mongod 5.1+ writes it when the image is kept in
  * config.image_collection.  Until changed or repl_oplog_session_clear. */
 void repl_oplog_session_set_image(storage_session_t *s, const char *kind);
+/* A statement a retryable write executed: its stmtId and its entry's ts. */
+typedef struct repl_oplog_stmt {
+	int32_t stmt;
+	repl_ts_t ts;
+} repl_oplog_stmt_t;
+/* The statements (entries with a stmtId) committed through s since the
+ * session info was set, in commit order: the count, *out borrowed until the
+ * next write through s or repl_oplog_session_clear / _set. */
+int repl_oplog_session_stmts(storage_session_t *s, const repl_oplog_stmt_t **out);
+/* A storage transaction on s that wrote entries with the current session
+ * info (outside collect mode) calls fn(arg, s, last, err) in its commit,
+ * just before WiredTiger's, with last the opTime of its newest entry: the
+ * owner writes its bookkeeping (a retryable write's config.transactions
+ * row) in the same transaction; a non-zero return rolls the transaction
+ * back and fails its commit with err.  Until changed (NULL: none), or
+ * repl_oplog_session_set / _clear. */
+typedef int (*repl_oplog_commit_hook_fn)(void *arg, storage_session_t *s, repl_oplog_optime_t last, terr_t *err);
+void repl_oplog_session_set_commit_hook(storage_session_t *s, repl_oplog_commit_hook_fn fn, void *arg);
 /* The opTime of the last entry written through s with the current session
  * info and committed ({0, -1} when none): what config.transactions records
  * as lastWriteOpTime, and what a retry finds with repl_oplog_find. */

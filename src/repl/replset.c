@@ -153,9 +153,9 @@ repl_set_clock_tick(repl_set_t *rs, uint32_t *secs, uint32_t *inc)
 {
 	if (rs->oplog != NULL) {
 		/* a write's operationTime: the cluster time after it (its entry's
-		 * ts or later); last applied: the newest visible entry */
+		 * ts or later); last applied is refreshed where it is read
+		 * (repl_set_info), not on every write */
 		repl_ts_t now = repl_clock_now(repl_oplog_clock(rs->oplog));
-		last_applied_from_oplog(rs);
 		*secs = repl_ts_secs(now);
 		*inc = repl_ts_inc(now);
 		return;
@@ -991,6 +991,17 @@ repl_set_state(repl_set_t *rs)
 	s = rs->state;
 	pthread_mutex_unlock(&rs->lock);
 	return s;
+}
+
+uint64_t
+repl_set_topology_counter(repl_set_t *rs)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&rs->lock);
+	n = rs->topology_counter;
+	pthread_mutex_unlock(&rs->lock);
+	return n;
 }
 
 bool

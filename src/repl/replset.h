@@ -68,6 +68,11 @@ void repl_set_set_self(repl_set_t *rs, const char *host_port);
 const char *repl_set_name(const repl_set_t *rs);
 /* True once replSetInitiate succeeded (now or before a restart). */
 bool repl_set_initiated(repl_set_t *rs);
+/* The topology counter alone (hello's topologyVersion.counter), without
+ * the optimes repl_set_info refreshes: what an error reply of a state
+ * change carries. */
+uint64_t repl_set_topology_counter(repl_set_t *rs);
+
 /* The member state now (a stepdown or freeze that has run out ends first:
  * the node elects itself again). */
 repl_member_state_t repl_set_state(repl_set_t *rs);

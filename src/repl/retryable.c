@@ -9,12 +9,25 @@
 #include <string.h>
 
 #include "common/mem.h"
+#include "common/opctx.h"
 
 struct repl_retry_record {
 	char cmd[32];
-	bool lost;          /* ran before a restart: the reply is rebuilt from the oplog */
+	bool has_reply;     /* reply holds the first reply (findAndModify, bulkWrite) */
+	bool lost;          /* ran before a restart: rebuilt from the oplog */
 	uint64_t last_ts;   /* lost: the row's lastWriteOpTime.ts */
 	bson_t reply;
+	/* the statements executed at this txnNumber, stmtId -> its entry's ts
+	 * (mongod's activeTxnCommittedStatements): open addressing, keys + 1
+	 * (0: empty slot) */
+	int64_t *keys;
+	uint64_t *vals;
+	size_t cap, n;
+	/* the newest entry written at this txnNumber (the next write's
+	 * prevOpTime, config.transactions' lastWriteOpTime) */
+	repl_oplog_optime_t last_write;
+	bool history_loaded;   /* lost: the chain was read back */
+	bool incomplete;       /* ... and an entry of it is gone from the oplog */
 };
 
 #define TXN_TABLE_DB "config"
@@ -26,7 +39,75 @@ repl_retry_record_free(repl_retry_record_t *r)
 	if (r == NULL)
 		return;
 	bson_destroy(&r->reply);
+	bson_free(r->keys);
+	bson_free(r->vals);
 	bson_free(r);
+}
+
+/* The record of s's txnNumber, created empty when there is none. */
+static repl_retry_record_t *
+record_of(repl_session_t *s)
+{
+	repl_txn_state_t *t = repl_session_txn(s);
+
+	if (t->retry == NULL) {
+		t->retry = tm_alloc0(sizeof(*t->retry));
+		bson_init(&t->retry->reply);
+		t->retry->last_write = REPL_OPLOG_OPTIME_NULL;
+		t->retry->history_loaded = true;
+	}
+	return t->retry;
+}
+
+static size_t
+slot_of(int64_t key, size_t cap)
+{
+	uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;
+
+	return (size_t)(h >> 17) & (cap - 1);
+}
+
+static void
+map_put(repl_retry_record_t *r, int32_t stmt, uint64_t ts)
+{
+	int64_t key = (int64_t)stmt + 1;
+	size_t i;
+
+	if ((r->n + 1) * 2 > r->cap) {
+		size_t ocap = r->cap, ncap = ocap ? ocap * 2 : 16;
+		int64_t *ok = r->keys;
+		uint64_t *ov = r->vals;
+		r->keys = bson_malloc0(ncap * sizeof(*r->keys));
+		r->vals = bson_malloc0(ncap * sizeof(*r->vals));
+		r->cap = ncap;
+		r->n = 0;
+		for (size_t j = 0; j < ocap; j++)
+			if (ok[j] != 0)
+				map_put(r, (int32_t)(ok[j] - 1), ov[j]);
+		bson_free(ok);
+		bson_free(ov);
+	}
+	for (i = slot_of(key, r->cap); r->keys[i] != 0 && r->keys[i] != key; i = (i + 1) & (r->cap - 1))
+		;
+	if (r->keys[i] == 0)
+		r->n++;
+	r->keys[i] = key;
+	r->vals[i] = ts;
+}
+
+static bool
+map_get(const repl_retry_record_t *r, int32_t stmt, uint64_t *ts)
+{
+	int64_t key = (int64_t)stmt + 1;
+
+	if (r->cap == 0)
+		return false;
+	for (size_t i = slot_of(key, r->cap); r->keys[i] != 0; i = (i + 1) & (r->cap - 1))
+		if (r->keys[i] == key) {
+			*ts = r->vals[i];
+			return true;
+		}
+	return false;
 }
 
 /* findAndModify has two spellings; both are the same command's retries */
@@ -196,20 +277,220 @@ out:
 	return incomplete(s, err);
 }
 
+/* An entry's timestamp field (0: none). */
+static uint64_t
+entry_ts(const bson_t *e, const char *field, const char *sub)
+{
+	bson_iter_t it, d;
+	uint32_t t, i;
+
+	if (!bson_iter_init_find(&it, e, field))
+		return 0;
+	if (sub != NULL) {
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &d) || !bson_iter_find(&d, sub))
+			return 0;
+		it = d;
+	}
+	if (!BSON_ITER_HOLDS_TIMESTAMP(&it))
+		return 0;
+	bson_iter_timestamp(&it, &t, &i);
+	return (uint64_t)t << 32 | i;
+}
+
+/*
+ * A record that ran before a restart: read its statements back from the
+ * oplog (mongod's fetchActiveTransactionHistory): from the entry the
+ * config.transactions row names, back through prevOpTime while the entries
+ * are this txnNumber's, each stmtId with its entry's ts.  An entry the
+ * chain names that truncation removed marks the history incomplete: a
+ * statement not found then answers 217.
+ */
+static int
+load_history(repl_session_t *s, repl_retry_record_t *r, repl_oplog_t *op, storage_session_t *ss, terr_t *err)
+{
+	repl_txn_state_t *t = repl_session_txn(s);
+	uint64_t ts, oldest = 0;
+
+	if (!r->lost || r->history_loaded)
+		return 0;
+	if (op == NULL || ss == NULL) {
+		r->incomplete = true;
+		r->history_loaded = true;
+		return 0;
+	}
+	for (ts = r->last_ts; ts != 0;) {
+		bson_t e;
+		bson_iter_t it;
+		int rc;
+
+		if (tm_interrupt_check_now(err) != 0)
+			return -1;   /* read again by the next retry */
+		if ((rc = repl_oplog_find(op, ss, ts, &e, err)) < 0)
+			return -1;
+		if (rc == 1) {
+			/* gone (truncated), or never written: a row's time stands in
+			 * for a write that logged nothing */
+			if (oldest == 0)
+				oldest = oldest_ts(op, ss);
+			if (ts < oldest)
+				r->incomplete = true;
+			break;
+		}
+		if (!bson_iter_init_find(&it, &e, "txnNumber") || bson_iter_as_int64(&it) != t->txn_number) {
+			bson_destroy(&e);
+			break;
+		}
+		if (bson_iter_init_find(&it, &e, "stmtId") && (BSON_ITER_HOLDS_INT32(&it) || BSON_ITER_HOLDS_INT64(&it)) &&
+		    bson_iter_as_int64(&it) >= 0 && bson_iter_as_int64(&it) <= INT32_MAX) {
+			uint64_t known;
+			int32_t stmt = (int32_t)bson_iter_as_int64(&it);
+			if (!map_get(r, stmt, &known))
+				map_put(r, stmt, ts);
+		}
+		ts = entry_ts(&e, "prevOpTime", "ts");
+		bson_destroy(&e);
+	}
+	r->history_loaded = true;
+	return 0;
+}
+
+int
+repl_retryable_stmt_executed(repl_session_t *s, repl_oplog_t *op, storage_session_t *ss, int32_t stmt,
+                             uint64_t *ts, terr_t *err)
+{
+	repl_retry_record_t *r = repl_session_txn(s)->retry;
+
+	if (r == NULL)
+		return 0;
+	RET(load_history(s, r, op, ss, err));
+	if (map_get(r, stmt, ts))
+		return 1;
+	if (r->incomplete)
+		return incomplete(s, err);
+	return 0;
+}
+
+int
+repl_retryable_update_result(repl_oplog_t *op, storage_session_t *ss, uint64_t ts, int64_t *n, int64_t *nmod,
+                             bson_value_t *upserted, bool *has_upserted, terr_t *err)
+{
+	bson_t e;
+	bson_iter_t it;
+	int rc;
+
+	*has_upserted = false;
+	if (op == NULL || ss == NULL)
+		return terr_set(err, TERR_INCOMPLETE_TRANSACTION_HISTORY,
+		    "oplog no longer contains the complete write history of this transaction");
+	if ((rc = repl_oplog_find(op, ss, ts, &e, err)) < 0)
+		return -1;
+	if (rc == 1)
+		return terr_set(err, TERR_INCOMPLETE_TRANSACTION_HISTORY,
+		    "oplog no longer contains the complete write history of this transaction, log with ts "
+		    "Timestamp(%u, %u) cannot be found", (uint32_t)(ts >> 32), (uint32_t)ts);
+	rc = 0;
+	if (entry_is(&e, "op", "i")) {
+		/* an upsert is logged as an insert */
+		bson_iter_t d;
+		*n = 1;
+		*nmod = 0;
+		if (bson_iter_init_find(&it, &e, "o") && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &d) &&
+		    bson_iter_find(&d, "_id")) {
+			bson_value_copy(bson_iter_value(&d), upserted);
+			*has_upserted = true;
+		}
+	} else if (entry_is(&e, "op", "u")) {
+		*n = 1;
+		*nmod = 1;
+	} else {
+		bson_iter_t o;
+		const char *opname = bson_iter_init_find(&o, &e, "op") && BSON_ITER_HOLDS_UTF8(&o) ?
+		    bson_iter_utf8(&o, NULL) : "?";
+		rc = terr_set(err, 40638,
+		    "update retry request is not compatible with previous write in the transaction of type: %s, "
+		    "oplogTs: Timestamp(%u, %u)", opname, (uint32_t)(ts >> 32), (uint32_t)ts);
+	}
+	bson_destroy(&e);
+	return rc;
+}
+
+void
+repl_retryable_note_stmts(repl_session_t *s, const repl_oplog_stmt_t *stmts, int n, repl_oplog_optime_t last)
+{
+	repl_retry_record_t *r;
+
+	if (n == 0 && last.ts == 0)
+		return;
+	r = record_of(s);
+	for (int i = 0; i < n; i++)
+		map_put(r, stmts[i].stmt, stmts[i].ts);
+	if (last.ts != 0)
+		r->last_write = last;
+}
+
+bool
+repl_retryable_any_executed(repl_session_t *s)
+{
+	repl_retry_record_t *r = repl_session_txn(s)->retry;
+
+	return r != NULL && (r->n > 0 || r->has_reply || (r->lost && r->last_ts != 0));
+}
+
+repl_oplog_optime_t
+repl_retryable_last_write(repl_session_t *s)
+{
+	repl_retry_record_t *r = repl_session_txn(s)->retry;
+
+	return r != NULL ? r->last_write : REPL_OPLOG_OPTIME_NULL;
+}
+
+void
+repl_retryable_keep_reply(repl_session_t *s, const char *cmd, const bson_t *reply)
+{
+	repl_retry_record_t *r = record_of(s);
+
+	bson_strncpy(r->cmd, cmd, sizeof(r->cmd));
+	bson_reinit(&r->reply);
+	bson_concat(&r->reply, reply);
+	r->has_reply = true;
+}
+
+/* Commands whose retry answers the first reply kept whole (their replies
+ * are not rebuilt statement by statement). */
+static bool
+whole_reply_command(const char *cmd)
+{
+	return strcasecmp(cmd, "findAndModify") == 0 || strcmp(cmd, "bulkWrite") == 0;
+}
+
 int
 repl_retryable_replay(repl_session_t *s, repl_oplog_t *op, storage_session_t *ss, const char *cmd,
                       const bson_t *body, int nstatements, bson_t *reply, terr_t *err)
 {
 	repl_txn_state_t *t = repl_session_txn(s);
 	repl_txn_stats_t *stats = repl_txn_stats(repl_session_registry(s));
+	repl_retry_record_t *r = t->retry;
 
-	if (t->retry == NULL)
+	if (r == NULL)
 		return 0;
-	if (t->retry->lost)
-		return nstatements == 1 ? rebuild(s, t->retry, op, ss, cmd, body, reply, err) : incomplete(s, err);
-	if (!same_command(t->retry->cmd, cmd))
+	if (!whole_reply_command(cmd)) {
+		/* insert, update, delete: each statement is looked up as it comes
+		 * (repl_retryable_stmt_executed), but a write kept whole (a
+		 * time-series insert) answers its first reply */
+		if (r->has_reply && same_command(r->cmd, cmd)) {
+			bson_copy_to(&r->reply, reply);
+			atomic_fetch_add(&stats->retried_commands, 1);
+			return 1;
+		}
+		RET(load_history(s, r, op, ss, err));
 		return 0;
-	bson_copy_to(&t->retry->reply, reply);
+	}
+	if (r->lost && !r->has_reply)
+		return nstatements == 1 && strcmp(cmd, "bulkWrite") != 0 ? rebuild(s, r, op, ss, cmd, body, reply, err) :
+		    incomplete(s, err);
+	if (!r->has_reply || !same_command(r->cmd, cmd))
+		return 0;
+	bson_copy_to(&r->reply, reply);
 	atomic_fetch_add(&stats->retried_commands, 1);
 	return 1;
 }
@@ -294,12 +575,8 @@ repl_retryable_record(repl_session_t *s, storage_t *st, storage_session_t *ss, c
 	bool was;
 	int rc;
 
-	if (reply != NULL) {
-		repl_retry_record_free(t->retry);
-		t->retry = tm_alloc0(sizeof(*t->retry));
-		bson_strncpy(t->retry->cmd, cmd, sizeof(t->retry->cmd));
-		bson_copy_to(reply, &t->retry->reply);
-	}
+	if (reply != NULL && whole_reply_command(cmd))
+		repl_retryable_keep_reply(s, cmd, reply);
 	if (storage_coll_get(st, TXN_TABLE_DB, TXN_TABLE, &c, NULL) != 0) {
 		terr_t e = TERR_INIT;
 		if (storage_coll_create(st, ss, TXN_TABLE_DB, TXN_TABLE, NULL, &e) != 0 &&
@@ -460,21 +737,45 @@ repl_retryable_record_in_txn(repl_session_t *s, storage_t *st, storage_session_t
 	storage_session_set_unobserved(ss, was);
 	if (rc != 0)
 		return -1;   /* the caller rolls back */
-	repl_retry_record_free(t->retry);
-	t->retry = tm_alloc0(sizeof(*t->retry));
-	bson_strncpy(t->retry->cmd, cmd, sizeof(t->retry->cmd));
-	bson_copy_to(reply, &t->retry->reply);
+	if (whole_reply_command(cmd))
+		repl_retryable_keep_reply(s, cmd, reply);
 	atomic_fetch_add(&stats->transactions_collection_writes, 1);
 	return 0;
+}
+
+int
+repl_retryable_prepare(storage_t *st, storage_session_t *ss, terr_t *err)
+{
+	return ensure_table(st, ss, TXN_TABLE, err);
+}
+
+int
+repl_retryable_row_in_txn(repl_session_t *s, storage_t *st, storage_session_t *ss, repl_oplog_optime_t last,
+                          terr_t *err)
+{
+	struct row_write w = {st, s, repl_session_txn(s)->txn_number, last.ts, last.t, NULL};
+	bool was;
+	int rc;
+
+	was = storage_session_set_unobserved(ss, true);
+	rc = row_write_txn(ss, &w, err);
+	storage_session_set_unobserved(ss, was);
+	if (rc == 0)
+		atomic_fetch_add(&repl_txn_stats(repl_session_registry(s))->transactions_collection_writes, 1);
+	return rc;
 }
 
 void
 repl_retryable_forget(repl_session_t *s)
 {
-	repl_txn_state_t *t = repl_session_txn(s);
+	repl_retry_record_t *r = repl_session_txn(s)->retry;
 
-	repl_retry_record_free(t->retry);
-	t->retry = NULL;
+	/* only the reply the rolled-back attempt kept: the statements it
+	 * executed were never noted (they are noted after commit) */
+	if (r != NULL && r->has_reply) {
+		r->has_reply = false;
+		bson_reinit(&r->reply);
+	}
 }
 
 int
@@ -513,16 +814,13 @@ repl_retryable_load(repl_sessions_t *ss, storage_session_t *s, terr_t *err)
 				t->phase = committed ? REPL_TXN_COMMITTED : REPL_TXN_RETRYABLE;
 				if (!committed) {
 					bson_iter_t ot;
-					t->retry = tm_alloc0(sizeof(*t->retry));
-					t->retry->lost = true;
+					repl_retry_record_t *r = record_of(sess);
+					r->lost = true;
+					r->history_loaded = false;
+					r->last_ts = entry_ts(&doc, "lastWriteOpTime", "ts");
 					if (bson_iter_init_find(&it, &doc, "lastWriteOpTime") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
-					    bson_iter_recurse(&it, &ot) && bson_iter_find(&ot, "ts") &&
-					    BSON_ITER_HOLDS_TIMESTAMP(&ot)) {
-						uint32_t ts, inc;
-						bson_iter_timestamp(&ot, &ts, &inc);
-						t->retry->last_ts = (uint64_t)ts << 32 | inc;
-					}
-					bson_init(&t->retry->reply);
+					    bson_iter_recurse(&it, &ot) && bson_iter_find(&ot, "t"))
+						r->last_write = (repl_oplog_optime_t){r->last_ts, bson_iter_as_int64(&ot)};
 				}
 			}
 		}

@@ -3,21 +3,22 @@
  * (no autocommit) did, so that a retry of the same txnNumber is not applied
  * again (mongod's retryable writes, its config.transactions collection).
  *
- * In memory the session keeps the reply of the write that ran under its
- * active txnNumber; a retry of the same command answers that reply, the
- * statements are not run again.  Each executed write also updates the
- * session's row of config.transactions as mongod does ({_id: lsid, txnNum,
- * lastWriteOpTime, lastWriteDate}), and at open the rows are read back: after
- * a restart the session still knows its newest txnNumber, so an older one
- * answers 225 TransactionTooOld, and a retry of the same one gets its reply
- * rebuilt from the oplog entry the row points at (single-statement writes)
- * or 217 IncompleteTransactionHistory (batches, findAndModify), never the
- * write applied twice.
- *
- * What it does not do: per-statement (stmtId) replies of a batch that was
- * cut short, findAndModify images in config.image_collection, and a batch's
- * row is written in its own storage transaction right after the batch's (a
- * crash between the two can lose the row).
+ * As mongod's TransactionParticipant: in memory the session keeps, for its
+ * active txnNumber, the statements executed (stmtId -> the ts of the oplog
+ * entry that carries it); a retried insert, update or delete answers each
+ * statement found there from its entry (insert/delete n: 1, an update's
+ * n/nModified/upserted parsed from the entry) and runs the others.
+ * findAndModify and bulkWrite keep their first reply whole as well.  Every
+ * storage transaction that writes statements also writes the session's row
+ * of config.transactions ({_id: lsid, txnNum, lastWriteOpTime,
+ * lastWriteDate}) in the same WiredTiger transaction, and each entry links
+ * to the previous one of the same txnNumber (prevOpTime).  At open the rows
+ * are read back: the session knows its newest txnNumber (an older one
+ * answers 225 TransactionTooOld), and its first retry reads the executed
+ * statements back from the oplog chain the row starts (mongod's
+ * fetchActiveTransactionHistory); a statement not found when an entry of
+ * the chain was truncated away answers 217 IncompleteTransactionHistory,
+ * never the write applied twice.
  */
 #ifndef TAMGA_REPL_RETRYABLE_H
 #define TAMGA_REPL_RETRYABLE_H
@@ -25,6 +26,7 @@
 #include <stdbool.h>
 #include <bson/bson.h>
 
+#include "repl/oplog.h"
 #include "repl/session.h"
 
 typedef struct repl_retry_record repl_retry_record_t;
@@ -44,6 +46,42 @@ void repl_retry_record_free(repl_retry_record_t *r);
 struct repl_oplog;
 int repl_retryable_replay(repl_session_t *s, struct repl_oplog *op, storage_session_t *ss, const char *cmd,
                           const bson_t *body, int nstatements, bson_t *reply, terr_t *err);
+
+/* Statement stmt of the session's active txnNumber (a retryable write):
+ * 1 with *ts its entry's ts when it was executed, 0 when not (run it), -1 with 217
+ * IncompleteTransactionHistory when it is not known and the history is
+ * incomplete, or with err when reading the history back failed.  After a
+ * restart the first call reads the history from the oplog (op, on ss, no
+ * transaction open). */
+int repl_retryable_stmt_executed(repl_session_t *s, struct repl_oplog *op, storage_session_t *ss, int32_t stmt,
+                                 uint64_t *ts, terr_t *err);
+/* An executed update statement's result rebuilt from its entry at ts
+ * (mongod's parseOplogEntryForUpdate): 'u' n 1 nModified 1; 'i' (an
+ * upsert) n 1 nModified 0 and *upserted (copied, caller destroys) its _id;
+ * else 40638.  217 when the entry is gone. */
+int repl_retryable_update_result(struct repl_oplog *op, storage_session_t *ss, uint64_t ts, int64_t *n,
+                                 int64_t *nmod, bson_value_t *upserted, bool *has_upserted, terr_t *err);
+/* After a retryable write: the statements it committed (from
+ * repl_oplog_session_stmts) join the session's executed ones, and last (its
+ * newest entry, ts 0: none) becomes the next write's prevOpTime. */
+void repl_retryable_note_stmts(repl_session_t *s, const repl_oplog_stmt_t *stmts, int n,
+                               repl_oplog_optime_t last);
+/* Something already ran at the active txnNumber (a statement, a kept
+ * reply, or a write before a restart). */
+bool repl_retryable_any_executed(repl_session_t *s);
+/* The newest entry written at the active txnNumber ({0, -1}: none): a
+ * retried command's first entry links to it (prevOpTime). */
+repl_oplog_optime_t repl_retryable_last_write(repl_session_t *s);
+/* Keep reply (copied) as the first reply of cmd at the active txnNumber. */
+void repl_retryable_keep_reply(repl_session_t *s, const char *cmd, const bson_t *reply);
+/* config.transactions exists (created when missing, its own catalog
+ * transaction): call before a batch whose storage transactions write rows. */
+int repl_retryable_prepare(storage_t *st, storage_session_t *ss, terr_t *err);
+/* Write the session's config.transactions row with lastWriteOpTime last
+ * inside ss's open storage transaction (unobserved): what a batch's commit
+ * hook does (repl_oplog_session_set_commit_hook). */
+int repl_retryable_row_in_txn(repl_session_t *s, storage_t *st, storage_session_t *ss, repl_oplog_optime_t last,
+                              terr_t *err);
 
 /* A retryable findAndModify that updated or removed a document: keep the
  * document it returns (image, unprojected; kind "preImage" or "postImage")

@@ -175,6 +175,35 @@ exhaust_continues(const wire_request_t *req, const char *name, bson_t *reply, te
 	return true;
 }
 
+/* An exhaust hello's next round waits on the topologyVersion its last
+ * reply gave (mongod's exhaust hello: the next request carries the
+ * response's), not on the one the client first sent: else a monitor whose
+ * first request predates a change (replSetInitiate) would be answered at
+ * once, round after round, for ever.  req->cmd becomes an owned copy with
+ * tv in place of its topologyVersion ($db kept in own_db). */
+static void
+exhaust_hello_advance(wire_request_t *req, const bson_iter_t *tv)
+{
+	bson_t nb = BSON_INITIALIZER;
+	bson_iter_t it;
+	char *db = req->db != NULL ? bson_strdup(req->db) : NULL;
+
+	if (bson_iter_init(&it, &req->cmd)) {
+		while (bson_iter_next(&it))
+			if (strcmp(bson_iter_key(&it), "topologyVersion") != 0)
+				bson_append_iter(&nb, bson_iter_key(&it), -1, &it);
+	}
+	bson_append_iter(&nb, "topologyVersion", -1, tv);
+	if (req->have_cmd)
+		bson_destroy(&req->cmd);
+	bson_steal(&req->cmd, &nb);
+	req->have_cmd = true;
+	req->lsid_off = 0;
+	bson_free(req->own_db);
+	req->own_db = db;
+	req->db = db;
+}
+
 /*
  * Run a parsed request and build its reply (none for moreToCome requests).
  * response_to is the id the reply answers: the request's own, or in an
@@ -182,7 +211,7 @@ exhaust_continues(const wire_request_t *req, const char *name, bson_t *reply, te
  * moreToCome and the same request must run again (exhaust).
  */
 static bool
-run_request(server_t *srv, client_t *cl, wire_compression_t *comp, const wire_request_t *req,
+run_request(server_t *srv, client_t *cl, wire_compression_t *comp, wire_request_t *req,
             int32_t response_to, wire_buf_t *out, bool *close_after, int32_t *reply_id)
 {
 	terr_t err = TERR_INIT;
@@ -240,6 +269,8 @@ run_request(server_t *srv, client_t *cl, wire_compression_t *comp, const wire_re
 	} else {
 		again = exhaust_continues(req, name, &reply, &err, &rc);
 		*reply_id = build_reply(req, response_to, again ? WIRE_MSG_MORE_TO_COME : 0, &reply, out);
+		if (again && hello && bson_iter_init_find(&it, &reply, "topologyVersion") && BSON_ITER_HOLDS_DOCUMENT(&it))
+			exhaust_hello_advance(req, &it);
 	}
 	bson_destroy(&reply);
 done:

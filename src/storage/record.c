@@ -352,6 +352,15 @@ index_apply(storage_session_t *s, const storage_coll_t *c, recid_t recid,
 		uint32_t mk[STORAGE_INDEX_MAX_FIELDS];
 		bool mk_any = false;
 
+		if (old_doc != NULL && new_doc != NULL && ix->is_id && !ix->clustered) {
+			/* an update that keeps _id byte for byte (every update but a
+			 * replacement of _id's type): its key is the same, nothing to
+			 * compute or change */
+			bson_iter_t ia, ib;
+			if (doc_id(old_doc, &ia) && doc_id(new_doc, &ib) && ia.next_off - ia.off == ib.next_off - ib.off &&
+			    memcmp(ia.raw + ia.off, ib.raw + ib.off, ia.next_off - ia.off) == 0)
+				continue;
+		}
 		if (old_doc == NULL && ix->is_id) {
 			/* an insert's _id_ entry: one key, nothing to merge */
 			bson_iter_t it;

@@ -377,6 +377,11 @@ test_engine_set(void)
 	bson_destroy(r);
 	r = run(e, "test", "{\"find\": \"c\", \"$readPreference\": {\"mode\": \"secondaryPreferred\"}}", &rc);
 	TT_EQ_INT(rc, 13436);
+	/* as mongod's NotPrimaryError replies: the topologyVersion the refusal
+	 * saw, so a driver that heard of a newer one (the set initiated
+	 * meanwhile) ignores it as stale instead of dropping the server */
+	TT_EQ_INT(tt_get_i64(r, "topologyVersion.counter"), 0);
+	TT_ASSERT(tt_get(r, "topologyVersion.processId", &it) && BSON_ITER_HOLDS_OID(&it));
 	bson_destroy(r);
 	r = run(e, "local", "{\"insert\": \"scratch\", \"documents\": [{\"_id\": 1}]}", &rc);
 	TT_EQ_INT(rc, 0);    /* local is always writable */

@@ -21,6 +21,7 @@ static char *dir;
 #define LSID_A "{'id': {'$binary': {'base64': 'AAAAAAAAQACAAAAAAAAAAQ==', 'subType': '04'}}}"
 #define LSID_B "{'id': {'$binary': {'base64': 'AAAAAAAAQACAAAAAAAAAAg==', 'subType': '04'}}}"
 #define LSID_C "{'id': {'$binary': {'base64': 'AAAAAAAAQACAAAAAAAAAAw==', 'subType': '04'}}}"
+#define LSID_D "{'id': {'$binary': {'base64': 'AAAAAAAAQACAAAAAAAAABA==', 'subType': '04'}}}"
 
 /* Run a single-quoted command; returns its code (0 ok). */
 static int
@@ -420,6 +421,87 @@ test_retryable_writes(void)
 	TT_EQ_INT(count_docs("r", "{'_id': 9}"), 1);
 }
 
+/* Retryable batches per stmtId (mongod's checkStatementExecuted): a retry
+ * answers the statements the session executed and runs the others, in
+ * memory and after a restart (the history read back from the oplog chain
+ * the config.transactions row starts); each storage transaction of a batch
+ * writes the row with it. */
+static void
+test_retryable_batches(void)
+{
+	bson_t *r;
+
+	TT_EQ_INT(code_of("t", "{'insert': 'b', 'documents': [{'_id': 2}]}"), 0);
+	/* stmtIds 5, 6, 7: the second fails (duplicate _id) */
+	TT_EQ_INT(run_code("t", "{'insert': 'b', 'ordered': false, 'documents': [{'_id': 1}, {'_id': 2}, {'_id': 3}], "
+	    "'stmtIds': [5, 6, 7], 'lsid': " LSID_D ", 'txnNumber': 20}", &r), 0);
+	TT_EQ_INT(tt_get_i64(r, "n"), 2);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.index"), 1);
+	TT_ASSERT(!tt_get(r, "retriedStmtIds", &(bson_iter_t){0}));
+	tt_free_reply(r);
+	/* each entry carries its stmtId; the row points at the newest */
+	TT_EQ_INT(run_code("local", "{'find': 'oplog.rs', 'filter': {'ns': 't.b', 'txnNumber': 20}, 'sort': {'$natural': 1}}",
+	    &r), 0);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.stmtId"), 5);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.1.stmtId"), 7);
+	TT_ASSERT(!tt_get(r, "cursor.firstBatch.2", &(bson_iter_t){0}));
+	tt_free_reply(r);
+	TT_EQ_INT(code_of("t", "{'delete': 'b', 'deletes': [{'q': {'_id': 2}, 'limit': 1}]}"), 0);
+	/* in memory: 5 and 7 answered (n: 1 each), 6 runs now */
+	TT_EQ_INT(run_code("t", "{'insert': 'b', 'ordered': false, 'documents': [{'_id': 1}, {'_id': 2}, {'_id': 3}], "
+	    "'stmtIds': [5, 6, 7], 'lsid': " LSID_D ", 'txnNumber': 20}", &r), 0);
+	TT_EQ_INT(tt_get_i64(r, "n"), 3);
+	TT_ASSERT(!tt_get(r, "writeErrors", &(bson_iter_t){0}));
+	TT_EQ_INT(tt_get_i64(r, "retriedStmtIds.0"), 5);
+	TT_EQ_INT(tt_get_i64(r, "retriedStmtIds.1"), 7);
+	tt_free_reply(r);
+	TT_EQ_INT(count_docs("b", "{}"), 3);
+	/* an update batch and its partial retry after a restart */
+	TT_EQ_INT(run_code("t", "{'update': 'b', 'updates': [{'q': {'_id': 1}, 'u': {'$inc': {'n': 1}}}, "
+	    "{'q': {'_id': 9}, 'u': {'$set': {'u': 1}}, 'upsert': true}], 'lsid': " LSID_D ", 'txnNumber': 21}", &r), 0);
+	TT_EQ_INT(tt_get_i64(r, "nModified"), 1);
+	tt_free_reply(r);
+	tamga_close(db);
+	TT_ASSERT((db = tt_open_replset(dir, "replSet=rs0,enableTestCommands")) != NULL);
+	/* a third statement the first run did not have: it runs; the first two
+	 * are rebuilt from their entries */
+	TT_EQ_INT(run_code("t", "{'update': 'b', 'updates': [{'q': {'_id': 1}, 'u': {'$inc': {'n': 1}}}, "
+	    "{'q': {'_id': 9}, 'u': {'$set': {'u': 1}}, 'upsert': true}, {'q': {'_id': 3}, 'u': {'$set': {'t': 1}}}], "
+	    "'lsid': " LSID_D ", 'txnNumber': 21}", &r), 0);
+	TT_EQ_INT(tt_get_i64(r, "n"), 3);
+	TT_EQ_INT(tt_get_i64(r, "nModified"), 2);
+	TT_EQ_INT(tt_get_i64(r, "upserted.0.index"), 1);
+	TT_EQ_INT(tt_get_i64(r, "upserted.0._id"), 9);
+	TT_EQ_INT(tt_get_i64(r, "retriedStmtIds.1"), 1);
+	TT_ASSERT(!tt_get(r, "retriedStmtIds.2", &(bson_iter_t){0}));
+	tt_free_reply(r);
+	TT_EQ_INT(count_docs("b", "{'_id': 1, 'n': 1}"), 1);
+	TT_EQ_INT(count_docs("b", "{'t': 1}"), 1);
+	/* the third statement's entry links to the second's (one chain per
+	 * txnNumber, across commands and restarts) */
+	TT_EQ_INT(run_code("local", "{'find': 'oplog.rs', 'filter': {'ns': 't.b', 'txnNumber': 21}, 'sort': {'$natural': 1}}", &r), 0);
+	{
+		bson_iter_t a, b;
+		uint32_t t1, i1, t2, i2;
+		TT_ASSERT(tt_get(r, "cursor.firstBatch.1.ts", &a) && tt_get(r, "cursor.firstBatch.2.prevOpTime.ts", &b));
+		bson_iter_timestamp(&a, &t1, &i1);
+		bson_iter_timestamp(&b, &t2, &i2);
+		TT_ASSERT(t1 == t2 && i1 == i2);
+		TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.2.stmtId"), 2);
+	}
+	tt_free_reply(r);
+	/* multi / limit 0 are refused in retryable writes (72 write errors),
+	 * stmtId with stmtIds (72), a stmtIds of the wrong length (16) */
+	TT_EQ_INT(run_code("t", "{'update': 'b', 'updates': [{'q': {}, 'u': {'$set': {'m': 1}}, 'multi': true}], "
+	    "'lsid': " LSID_D ", 'txnNumber': 22}", &r), 0);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 72);
+	tt_free_reply(r);
+	TT_EQ_INT(code_of("t", "{'insert': 'b', 'documents': [{}], 'stmtId': 1, 'stmtIds': [1], 'lsid': %s, "
+	    "'txnNumber': 23}", LSID_D), 72);
+	TT_EQ_INT(code_of("t", "{'insert': 'b', 'documents': [{}, {}], 'stmtIds': [1], 'lsid': %s, 'txnNumber': 24}",
+	    LSID_D), 16);
+}
+
 /* readConcern snapshot outside a transaction: a read at a cluster time sees
  * exactly the writes before it; too old a time is 239; writes refuse it */
 static void
@@ -596,6 +678,7 @@ main(void)
 	TT_RUN(test_retryable_writes);
 	TT_RUN(test_snapshot_reads);
 	TT_RUN(test_retryable_single_statement);
+	TT_RUN(test_retryable_batches);
 	TT_RUN(test_sessions_commands);
 	tt_close_rm(db, dir);
 	return tt_finish();

@@ -5,8 +5,13 @@ connection to the restarted server with the same lsid and txnNumber, and
 must answer its original reply without being applied again: an insert
 (n: 1), an update ($inc: n and nModified 1, the document incremented
 once), an upsert (upserted _id), and findAndModify (value from the image
-mongod 5.1+ keeps in config.image_collection).  Raw OP_MSG, so the lsid is
-ours and not a driver's implicit session.
+mongod 5.1+ keeps in config.image_collection).  Batches too, per statement
+(mongod's history read back from the oplog chain the config.transactions
+row starts): an insert batch whose second document failed, an update batch
+with an upsert, a delete batch -- each retried after the restart answers
+the statements it executed from their entries (retriedStmtIds) and runs
+only the others.  Raw OP_MSG, so the lsid is ours and not a driver's
+implicit session.
 
     python3 retry_restart.py path/to/tamgad
 
@@ -96,6 +101,24 @@ def lsid(n):
     return {"id": Binary(uuid.UUID(int=n).bytes, UUID_SUBTYPE)}
 
 
+# batches: (name, lsid number, command, first reply check, retry reply check)
+BATCHES = [
+    ("insert batch", 200, {"insert": "b", "ordered": False,
+                           "documents": [{"_id": 30, "n": 0}, {"_id": 31}, {"_id": 32}]},
+     lambda r: r.get("n") == 2 and [e["index"] for e in r.get("writeErrors", [])] == [1],
+     lambda r: r.get("n") == 3 and "writeErrors" not in r and r.get("retriedStmtIds") == [0, 2]),
+    ("update batch", 201, {"update": "b", "updates": [{"q": {"_id": 30}, "u": {"$inc": {"n": 1}}},
+                                                      {"q": {"_id": 40}, "u": {"$set": {"u": 1}}, "upsert": True},
+                                                      {"q": {"_id": 99}, "u": {"$set": {"z": 1}}}]},
+     lambda r: (r.get("n"), r.get("nModified"), r.get("upserted")) == (2, 1, [{"index": 1, "_id": 40}]),
+     lambda r: (r.get("n"), r.get("nModified"), r.get("upserted"), r.get("retriedStmtIds")) ==
+     (2, 1, [{"index": 1, "_id": 40}], [0, 1])),
+    ("delete batch", 202, {"delete": "b", "deletes": [{"q": {"_id": 32}, "limit": 1},
+                                                      {"q": {"_id": 40}, "limit": 1}]},
+     lambda r: r.get("n") == 2,
+     lambda r: r.get("n") == 2 and r.get("retriedStmtIds") == [0, 1]),
+]
+
 # (name, command, what its reply must hold)
 WRITES = [
     ("insert", {"insert": "r", "documents": [{"_id": 1, "n": 0}]}, lambda r: r.get("n") == 1),
@@ -120,6 +143,15 @@ def main():
             full = dict(cmd, lsid=lsid(100 + i), txnNumber=Int64(1), writeConcern={"w": 1, "j": True})
             r = c.cmd("t", full)
             check("%s applied" % name, r.get("ok") == 1 and good(r), r)
+        # the insert batch's second document fails the first time (its _id
+        # is taken), then is free for the retry
+        c.cmd("t", {"insert": "b", "documents": [{"_id": 31, "pre": 1}]})
+        for name, n, cmd, first, _ in BATCHES:
+            r = c.cmd("t", dict(cmd, lsid=lsid(n), txnNumber=Int64(3), writeConcern={"w": 1, "j": True}))
+            check("%s applied" % name, r.get("ok") == 1 and first(r), r)
+            if n == 200:
+                c.cmd("t", {"delete": "b", "deletes": [{"q": {"_id": 31}, "limit": 1}],
+                            "writeConcern": {"w": 1, "j": True}})
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         proc, c = start(dbpath, port, log)
@@ -130,6 +162,13 @@ def main():
         r = c.cmd("t", {"find": "r", "sort": {"_id": 1}})
         docs = r["cursor"]["firstBatch"]
         check("nothing applied twice", docs == [{"_id": 1, "n": 11}, {"_id": 2, "u": 1}], docs)
+        for name, n, cmd, _, again in BATCHES:
+            r = c.cmd("t", dict(cmd, lsid=lsid(n), txnNumber=Int64(3)))
+            check("%s retried after kill -9: executed statements from the oplog, the rest run" % name,
+                  r.get("ok") == 1 and again(r), r)
+        r = c.cmd("t", {"find": "b", "sort": {"_id": 1}})
+        docs = r["cursor"]["firstBatch"]
+        check("no statement of a batch applied twice", docs == [{"_id": 30, "n": 1}, {"_id": 31}], docs)
         r = c.cmd("t", {"insert": "r", "documents": [{"_id": 1}], "lsid": lsid(100), "txnNumber": Int64(0)})
         check("an older txnNumber is too old (225)", r.get("code") == 225, r)
     finally:
