@@ -508,9 +508,7 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	{
 		/* the scripts this command runs see this database's and this
 		 * connection's JavaScript globals only (js/script.h) */
-		char cid[24];
-		snprintf(cid, sizeof(cid), "%lld", cl != NULL ? (long long)cl->connection_id : 0LL);
-		js_thread_set_scope(dbname, cid);
+		js_thread_set_scope_conn(dbname, cl != NULL ? (int64_t)cl->connection_id : 0);
 	}
 	/* replica set and test commands (cmd_repl.c): failCommand, the
 	 * primary gate, $clusterTime, read / write concern -- before the
