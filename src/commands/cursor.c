@@ -232,35 +232,109 @@ fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batc
  * buffer (and copy it) a dozen times on the way.
  */
 static void
-batch_open(bson_t *reply, size_t expect, bson_t *cur, bson_t *arr)
+batch_open(bson_t *reply, size_t expect, bson_t *arr)
 {
 	if (reply->len == 5 && expect > 0 && expect < (size_t)TAMGA_MAX_BSON_SIZE &&
 	    bson_reserve_buffer(reply, (uint32_t)expect + 512) != NULL)
 		bson_reinit(reply); /* keeps the buffer */
-	bson_append_document_begin(reply, "cursor", 6, cur);
 	/* the array is a document of its own, so batch_add can write into its
-	 * buffer directly; batch_close copies it into the reply at once */
+	 * buffer directly; batch_close writes it into the reply at once */
 	bson_init(arr);
 	if (expect > 0 && expect < (size_t)TAMGA_MAX_BSON_SIZE && bson_reserve_buffer(arr, (uint32_t)expect) != NULL)
 		bson_reinit(arr);
 }
 
-/* Close what batch_open opened; with id and ns unless the batch failed (the
- * dispatcher then replaces the whole reply with the error); a source's
- * batch_end adds its fields first (src may be NULL). */
-static void
-batch_close(bson_t *reply, const char *batch_name, bson_t *cur, bson_t *arr, bool failed, int64_t id,
-            const char *ns, const cursor_source_t *src, bool ended, bool pending)
+static uint8_t *
+put_le32(uint8_t *p, uint32_t v)
 {
-	bson_append_array(cur, batch_name, -1, arr);
-	bson_destroy(arr);
-	if (!failed && src != NULL && src->batch_end != NULL)
-		src->batch_end(src->state, ended, pending, cur);
-	if (!failed) {
-		BSON_APPEND_INT64(cur, "id", id);
-		BSON_APPEND_UTF8(cur, "ns", ns);
+	p[0] = (uint8_t)(v & 0xff);
+	p[1] = (uint8_t)((v >> 8) & 0xff);
+	p[2] = (uint8_t)((v >> 16) & 0xff);
+	p[3] = (uint8_t)((v >> 24) & 0xff);
+	return p + 4;
+}
+
+/* Append {cursor: {<batch_name>: arr, <extra's fields>, id, ns}} (id and ns
+ * only when with_id) to reply as raw bytes: libbson's appenders into a
+ * child document were ~2 000 instructions of a find by _id.  False when
+ * reply is not a document of its own (the caller then uses libbson). */
+static bool
+cursor_doc_raw(bson_t *reply, const char *batch_name, const bson_t *arr, const bson_t *extra, bool with_id,
+               int64_t id, const char *ns)
+{
+	size_t bn = strlen(batch_name), nl = with_id ? strlen(ns) : 0;
+	uint32_t ex = extra != NULL ? extra->len - 5 : 0;
+	uint64_t body = 4 + (1 + bn + 1 + arr->len) + ex + (with_id ? (1 + 3 + 8) + (1 + 3 + 4 + nl + 1) : 0) + 1;
+	uint64_t elem = 1 + 7 + body;          /* 0x03 "cursor\0" body */
+	uint32_t old = reply->len;
+	uint8_t *p;
+
+	if (body > (uint64_t)INT32_MAX || old + elem > (uint64_t)INT32_MAX ||
+	    (p = bson_reserve_buffer(reply, old + (uint32_t)elem)) == NULL)
+		return false;
+	put_le32(p, old + (uint32_t)elem);
+	p += old - 1;                         /* over the trailing NUL */
+	*p++ = BSON_TYPE_DOCUMENT;
+	memcpy(p, "cursor", 7);
+	p += 7;
+	p = put_le32(p, (uint32_t)body);
+	*p++ = BSON_TYPE_ARRAY;
+	memcpy(p, batch_name, bn + 1);
+	p += bn + 1;
+	memcpy(p, bson_get_data(arr), arr->len);
+	p += arr->len;
+	if (ex > 0) {
+		memcpy(p, bson_get_data(extra) + 4, ex);
+		p += ex;
 	}
-	bson_append_document_end(reply, cur);
+	if (with_id) {
+		uint64_t u = (uint64_t)id;
+		*p++ = BSON_TYPE_INT64;
+		memcpy(p, "id", 3);
+		p += 3;
+		for (int i = 0; i < 8; i++)
+			*p++ = (uint8_t)(u >> (8 * i));
+		*p++ = BSON_TYPE_UTF8;
+		memcpy(p, "ns", 3);
+		p += 3;
+		p = put_le32(p, (uint32_t)(nl + 1));
+		memcpy(p, ns, nl + 1);
+		p += nl + 1;
+	}
+	*p++ = '\0';                          /* the cursor document's end */
+	*p = '\0';                            /* the reply's */
+	return true;
+}
+
+/* Close what batch_open opened: the cursor document with the batch, and id
+ * and ns unless the batch failed (the dispatcher then replaces the whole
+ * reply with the error); a source's batch_end adds its fields first (src
+ * may be NULL).  Frees arr. */
+static void
+batch_close(bson_t *reply, const char *batch_name, bson_t *arr, bool failed, int64_t id, const char *ns,
+            const cursor_source_t *src, bool ended, bool pending)
+{
+	bson_t extra, cur;
+	bool has_extra = !failed && src != NULL && src->batch_end != NULL;
+
+	if (has_extra) {
+		bson_init(&extra);
+		src->batch_end(src->state, ended, pending, &extra);
+	}
+	if (!cursor_doc_raw(reply, batch_name, arr, has_extra ? &extra : NULL, !failed, id, ns)) {
+		bson_append_document_begin(reply, "cursor", 6, &cur);
+		bson_append_array(&cur, batch_name, -1, arr);
+		if (has_extra)
+			bson_concat(&cur, &extra);
+		if (!failed) {
+			BSON_APPEND_INT64(&cur, "id", id);
+			BSON_APPEND_UTF8(&cur, "ns", ns);
+		}
+		bson_append_document_end(reply, &cur);
+	}
+	if (has_extra)
+		bson_destroy(&extra);
+	bson_destroy(arr);
 }
 
 int
@@ -268,7 +342,7 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
                    cursor_source_t *src, const cursor_opts_t *opts,
                    bson_t *reply, terr_t *err)
 {
-	bson_t cur, arr;
+	bson_t arr;
 	bson_t *pending = NULL;
 	bool exhausted, ended;
 	int64_t n;
@@ -282,9 +356,9 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		bs = -1;	/* singleBatch without batchSize: everything up to 16 MiB */
 	if (limit > 0 && (bs < 0 || bs > limit))
 		bs = limit;
-	batch_open(reply, 480, &cur, &arr);
+	batch_open(reply, 480, &arr);
 	if (fill_batch(src, s, &arr, bs, &limit, &pending, &exhausted, &bytes, &ended, &n, err) != 0) {
-		batch_close(reply, "firstBatch", &cur, &arr, true, 0, ns, NULL, false, false);
+		batch_close(reply, "firstBatch", &arr, true, 0, ns, NULL, false, false);
 		if (pending)
 			bson_destroy(pending);
 		src->free(src->state);
@@ -294,13 +368,13 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 	if (opts->tailable && ended && limit != 0 && !(src->finished != NULL && src->finished(src->state)))
 		exhausted = false;
 	if (exhausted || opts->single_batch) {
-		batch_close(reply, "firstBatch", &cur, &arr, false, 0, ns, src, ended, pending != NULL);
+		batch_close(reply, "firstBatch", &arr, false, 0, ns, src, ended, pending != NULL);
 		src->free(src->state);
 		if (pending)
 			bson_destroy(pending);
 	} else {
 		if (src->save != NULL && src->save(src->state, err) != 0) {
-			batch_close(reply, "firstBatch", &cur, &arr, true, 0, ns, NULL, false, false);
+			batch_close(reply, "firstBatch", &arr, true, 0, ns, NULL, false, false);
 			if (pending)
 				bson_destroy(pending);
 			src->free(src->state);
@@ -337,7 +411,7 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		r->head = c;
 		r->count++;
 		pthread_mutex_unlock(&r->lock);
-		batch_close(reply, "firstBatch", &cur, &arr, false, id, ns, &c->src, ended, pending != NULL);
+		batch_close(reply, "firstBatch", &arr, false, id, ns, &c->src, ended, pending != NULL);
 		return 0;
 	}
 	return 0;
@@ -489,7 +563,7 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 {
 	cursor_t *c;
 	cursor_source_t *src;
-	bson_t cur, arr;
+	bson_t arr;
 	size_t bytes = 0;
 	bool exhausted = false, ended = false;
 	int64_t await_until = 0;
@@ -539,7 +613,7 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 	else if (c->time_left_us != 0)
 		tm_opctx_set_deadline(t0 + c->time_left_us);
 	src = &c->src;
-	batch_open(reply, c->last_bytes + c->last_bytes / 8, &cur, &arr);
+	batch_open(reply, c->last_bytes + c->last_bytes / 8, &arr);
 	if (get_more_fail_point(err) != 0) {
 		rc = -1;
 	} else if (src->restore != NULL && src->restore(src->state, s, err) != 0) {
@@ -564,7 +638,7 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 		take(r, id, true);
 	pthread_mutex_unlock(&r->lock);
 
-	batch_close(reply, "nextBatch", &cur, &arr, rc != 0, exhausted ? 0 : id, ns, &c->src, ended, c->pending != NULL);
+	batch_close(reply, "nextBatch", &arr, rc != 0, exhausted ? 0 : id, ns, &c->src, ended, c->pending != NULL);
 	if (rc != 0) {
 		if (c->src.batch_end != NULL)
 			cursor_change_stream_labels(err);

@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "bson/value.h"
 #include "common/checked.h"
 #include "common/log.h"
 #include "common/version.h"
@@ -552,7 +553,12 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	}
 	cmd_repl_after(&c, def, &rx, 0, reply);
 	cmd_txn_reply_labels(&c, reply);
-	BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+	{
+		/* ok: 1.0 as one raw element (libbson's appender is ~300 instructions) */
+		static const uint8_t ok_elem[] = {BSON_TYPE_DOUBLE, 'o', 'k', 0, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
+		if (!bv_append_raw(reply, ok_elem, sizeof ok_elem))
+			BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+	}
 	cmd_repl_times(&c, def, &rx, 0, reply);
 	cmd_repl_ctx_clear(&rx);
 	/* a direct write to the user or role collections changes privileges:
