@@ -130,30 +130,34 @@ key_next(char *key, int *len)
 	(*len)++;
 }
 
-/* Append doc to the batch arr (a document of its own, batch_open) under
- * key as one raw element: libbson's bson_append_document into a child of a
- * child cost ~360 instructions a document, more than a quarter of a scan. */
+/* A batch being built: the array's bytes (a length word, then elements),
+ * in a buffer of our own, so that a document costs one bounds check and
+ * two copies (libbson's bson_append_document into a child of a child cost
+ * ~360 instructions a document, bson_reserve_buffer ~100); batch_close
+ * ends it and writes it into the reply. */
+typedef struct batch_buf {
+	uint8_t *p;
+	size_t len, cap;
+} batch_buf_t;
+
 static void
-batch_add(bson_t *arr, const char *key, int klen, const bson_t *doc)
+batch_add(batch_buf_t *b, const char *key, int klen, const bson_t *doc)
 {
-	uint32_t old = arr->len, add = 2 + (uint32_t)klen + doc->len, total = old + add;
+	size_t need = b->len + 2 + (size_t)klen + doc->len + 1;   /* + the array's end */
 	uint8_t *p;
 
-	if (total < old || total > (uint32_t)INT32_MAX || (p = bson_reserve_buffer(arr, total)) == NULL) {
-		bson_append_document(arr, key, klen, doc);
-		return;
+	if (need > b->cap) {
+		size_t cap = b->cap * 2 > need ? b->cap * 2 : need;
+		b->p = bson_realloc(b->p, cap);
+		b->cap = cap;
 	}
-	p[0] = (uint8_t)(total & 0xff);
-	p[1] = (uint8_t)((total >> 8) & 0xff);
-	p[2] = (uint8_t)((total >> 16) & 0xff);
-	p[3] = (uint8_t)((total >> 24) & 0xff);
-	p += old - 1;                         /* over the old trailing NUL */
+	p = b->p + b->len;
 	*p++ = BSON_TYPE_DOCUMENT;
 	memcpy(p, key, (size_t)klen);
 	p += klen;
 	*p++ = '\0';
 	memcpy(p, bson_get_data(doc), doc->len);
-	p[doc->len] = '\0';
+	b->len = need - 1;
 }
 
 /*
@@ -164,7 +168,7 @@ batch_add(bson_t *arr, const char *key, int klen, const bson_t *doc)
  * and *bytes to the documents' total size.
  */
 static int
-fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batch_size,
+fill_batch(cursor_source_t *src, storage_session_t *s, batch_buf_t *arr, int64_t batch_size,
     int64_t *limit, bson_t **pending, bool *exhausted, size_t *bytes_out, bool *ended, int64_t *n_out,
     terr_t *err)
 {
@@ -232,16 +236,28 @@ fill_batch(cursor_source_t *src, storage_session_t *s, bson_t *arr, int64_t batc
  * buffer (and copy it) a dozen times on the way.
  */
 static void
-batch_open(bson_t *reply, size_t expect, bson_t *arr)
+batch_open(bson_t *reply, size_t expect, batch_buf_t *arr)
 {
 	if (reply->len == 5 && expect > 0 && expect < (size_t)TAMGA_MAX_BSON_SIZE &&
 	    bson_reserve_buffer(reply, (uint32_t)expect + 512) != NULL)
 		bson_reinit(reply); /* keeps the buffer */
-	/* the array is a document of its own, so batch_add can write into its
-	 * buffer directly; batch_close writes it into the reply at once */
-	bson_init(arr);
-	if (expect > 0 && expect < (size_t)TAMGA_MAX_BSON_SIZE && bson_reserve_buffer(arr, (uint32_t)expect) != NULL)
-		bson_reinit(arr);
+	arr->cap = expect > 64 && expect < (size_t)TAMGA_MAX_BSON_SIZE ? expect : 64;
+	arr->p = bson_malloc(arr->cap);
+	arr->len = 4;                         /* the length word, written at the end */
+}
+
+/* End the array (its terminator and length) and view it as a document. */
+static void
+batch_seal(batch_buf_t *b, bson_t *view)
+{
+	uint32_t n = (uint32_t)(b->len + 1);
+
+	b->p[b->len] = '\0';
+	b->p[0] = (uint8_t)(n & 0xff);
+	b->p[1] = (uint8_t)((n >> 8) & 0xff);
+	b->p[2] = (uint8_t)((n >> 16) & 0xff);
+	b->p[3] = (uint8_t)((n >> 24) & 0xff);
+	bson_init_static(view, b->p, n);
 }
 
 static uint8_t *
@@ -309,13 +325,15 @@ cursor_doc_raw(bson_t *reply, const char *batch_name, const bson_t *arr, const b
 /* Close what batch_open opened: the cursor document with the batch, and id
  * and ns unless the batch failed (the dispatcher then replaces the whole
  * reply with the error); a source's batch_end adds its fields first (src
- * may be NULL).  Frees arr. */
+ * may be NULL).  Frees the batch's buffer. */
 static void
-batch_close(bson_t *reply, const char *batch_name, bson_t *arr, bool failed, int64_t id, const char *ns,
+batch_close(bson_t *reply, const char *batch_name, batch_buf_t *buf, bool failed, int64_t id, const char *ns,
             const cursor_source_t *src, bool ended, bool pending)
 {
-	bson_t extra, cur;
+	bson_t extra, cur, view, *arr = &view;
 	bool has_extra = !failed && src != NULL && src->batch_end != NULL;
+
+	batch_seal(buf, &view);
 
 	if (has_extra) {
 		bson_init(&extra);
@@ -334,7 +352,8 @@ batch_close(bson_t *reply, const char *batch_name, bson_t *arr, bool failed, int
 	}
 	if (has_extra)
 		bson_destroy(&extra);
-	bson_destroy(arr);
+	bson_free(buf->p);
+	buf->p = NULL;
 }
 
 int
@@ -342,7 +361,7 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
                    cursor_source_t *src, const cursor_opts_t *opts,
                    bson_t *reply, terr_t *err)
 {
-	bson_t arr;
+	batch_buf_t arr;
 	bson_t *pending = NULL;
 	bool exhausted, ended;
 	int64_t n;
@@ -501,7 +520,7 @@ get_more_fail_point(terr_t *err)
  * between the look and the wait is not missed.
  */
 static int
-get_more_fill(cursor_registry_t *r, cursor_t *c, storage_session_t *s, bson_t *arr, int64_t batch_size,
+get_more_fill(cursor_registry_t *r, cursor_t *c, storage_session_t *s, batch_buf_t *arr, int64_t batch_size,
               int64_t await_until, bool *exhausted, size_t *bytes, bool *ended_out, terr_t *err)
 {
 	cursor_source_t *src = &c->src;
@@ -563,7 +582,7 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 {
 	cursor_t *c;
 	cursor_source_t *src;
-	bson_t arr;
+	batch_buf_t arr;
 	size_t bytes = 0;
 	bool exhausted = false, ended = false;
 	int64_t await_until = 0;

@@ -5,7 +5,8 @@
  * databases, names sharing prefixes, a getMore counted under its
  * collection), the plan summary built by hand (compound, descending and
  * string key patterns, the express path), and cursor batches written raw
- * (array keys past 9 and 99, a getMore's nextBatch, an empty batch).
+ * (array keys past 9 and 99, a getMore's nextBatch, an empty batch, a
+ * batch cut before 16 MiB).
  */
 #include "tt.h"
 
@@ -204,6 +205,49 @@ test_batches_raw(void)
 	tt_free_reply(r);
 }
 
+/* 20 documents of 1 MB: the first batch stops before 16 MiB, the document
+ * that did not fit starts the next batch */
+static void
+test_batches_16mb(void)
+{
+	char *big = bson_malloc(1000001);
+	char cmd[256];
+	bson_t *r;
+	int rc, n1, n2;
+	int64_t id;
+
+	memset(big, 'x', 1000000);
+	big[1000000] = '\0';
+	for (int i = 0; i < 20; i++) {
+		bson_t *ins = bson_new(), docs, d;
+		BSON_APPEND_UTF8(ins, "insert", "big");
+		bson_append_array_begin(ins, "documents", -1, &docs);
+		bson_append_document_begin(&docs, "0", -1, &d);
+		BSON_APPEND_INT32(&d, "_id", i);
+		BSON_APPEND_UTF8(&d, "pad", big);
+		bson_append_document_end(&docs, &d);
+		bson_append_array_end(ins, &docs);
+		bson_t *rep = tt_run_bson(db, "bt", ins, &rc);
+		TT_EQ_INT(rc, 0);
+		tt_free_reply(rep);
+		bson_destroy(ins);
+	}
+	bson_free(big);
+	r = tt_run_json(db, "bt", "{\"find\": \"big\", \"sort\": {\"_id\": 1}}", &rc);
+	TT_EQ_INT(rc, 0);
+	n1 = check_batch(r, "cursor.firstBatch", 0);
+	TT_ASSERT(n1 >= 10 && n1 < 17);
+	TT_ASSERT(r->len <= 16 * 1024 * 1024 + 16 * 1024);
+	id = tt_get_i64(r, "cursor.id");
+	tt_free_reply(r);
+	snprintf(cmd, sizeof(cmd), "{\"getMore\": {\"$numberLong\": \"%lld\"}, \"collection\": \"big\"}", (long long)id);
+	r = tt_run_json(db, "bt", cmd, &rc);
+	TT_EQ_INT(rc, 0);
+	n2 = check_batch(r, "cursor.nextBatch", n1);
+	TT_EQ_INT(n1 + n2, 20);
+	tt_free_reply(r);
+}
+
 int
 main(void)
 {
@@ -214,6 +258,7 @@ main(void)
 	TT_RUN(test_top_many_namespaces);
 	TT_RUN(test_plan_summary);
 	TT_RUN(test_batches_raw);
+	TT_RUN(test_batches_16mb);
 	tt_close_rm(db, dir);
 	return tt_finish();
 }
