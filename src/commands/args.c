@@ -24,16 +24,14 @@ key_bit(const char *key, size_t len)
 	return 1ULL << ((len * 7 + (unsigned char)key[0] + (unsigned char)key[len - 1]) & 63);
 }
 
-static const cmd_args_t *
-args_index(cmd_t *c)
+static __attribute__((noinline)) const cmd_args_t *
+args_index_build(cmd_t *c)
 {
 	cmd_args_t *ix = &c->args;
 	const uint8_t *data;
 	uint32_t len = c->body->len;
 	bson_iter_t it;
 
-	if (ix->body == c->body && ix->len == len)
-		return ix;
 	data = bson_get_data(c->body);
 	ix->body = c->body;
 	ix->data = data;
@@ -57,6 +55,18 @@ args_index(cmd_t *c)
 		ix->n++;
 	}
 	return ix;
+}
+
+/* The index of c's body, built by its first lookup (a command asks for
+ * ~30 fields: the check is inline, the build is not). */
+static inline const cmd_args_t *
+args_index(cmd_t *c)
+{
+	const cmd_args_t *ix = &c->args;
+
+	if (ix->body == c->body && ix->len == c->body->len)
+		return ix;
+	return args_index_build(c);
 }
 
 /* bson_iter_init_find(it, c->body, field), from the index. */

@@ -47,12 +47,32 @@ static int64_t unknown_total;
 static ns_stats_t *ns_tab;
 static int ns_n, ns_cap;
 
-static ns_stats_t *
-ns_get(const char *ns)
+/* Namespaces are found through an open-addressing table of indexes into
+ * ns_tab (slot = index + 1, 0 empty), sized for METRICS_MAX_NS: a command
+ * costs one hash of its namespace, not a walk of every namespace seen. */
+#define NS_SLOTS (METRICS_MAX_NS * 2)
+static int32_t ns_slot[NS_SLOTS];
+
+static uint32_t
+ns_hash(const char *ns, size_t len)
 {
-	for (int i = 0; i < ns_n; i++)
-		if (strcmp(ns_tab[i].ns, ns) == 0)
-			return &ns_tab[i];
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (uint8_t)ns[i]) * 16777619u;
+	return h;
+}
+
+static ns_stats_t *
+ns_get(const char *ns, size_t len)
+{
+	uint32_t i = ns_hash(ns, len) & (NS_SLOTS - 1);
+
+	for (; ns_slot[i] != 0; i = (i + 1) & (NS_SLOTS - 1)) {
+		ns_stats_t *s = &ns_tab[ns_slot[i] - 1];
+		if (strcmp(s->ns, ns) == 0)
+			return s;
+	}
 	if (ns_n >= METRICS_MAX_NS)
 		return NULL;
 	if (ns_n == ns_cap) {
@@ -63,8 +83,34 @@ ns_get(const char *ns)
 		ns_cap = cap;
 	}
 	ns_tab[ns_n].ns = bson_strdup(ns);
+	ns_slot[i] = ns_n + 1;
 	return &ns_tab[ns_n++];
 }
+
+/* What `top` and latencyStats count a command as, from its name. */
+enum { MK_QUERY = 1, MK_GETMORE = 2, MK_INSERT = 4, MK_UPDATE = 8, MK_REMOVE = 16, MK_READ = 32, MK_WRITE = 64 };
+
+static uint8_t
+metrics_kind(const char *n)
+{
+	uint8_t k = 0;
+
+	if (strcmp(n, "find") == 0 || strcmp(n, "aggregate") == 0)
+		k |= MK_QUERY | MK_READ;
+	else if (strcmp(n, "getMore") == 0)
+		k |= MK_GETMORE | MK_READ;
+	else if (strcmp(n, "count") == 0 || strcmp(n, "distinct") == 0)
+		k |= MK_READ;
+	else if (strcmp(n, "insert") == 0)
+		k |= MK_INSERT | MK_WRITE;
+	else if (strcmp(n, "update") == 0 || strcmp(n, "findAndModify") == 0)
+		k |= MK_UPDATE | MK_WRITE;
+	else if (strcmp(n, "delete") == 0)
+		k |= MK_REMOVE | MK_WRITE;
+	return k;
+}
+
+static uint8_t *row_kind;                /* metrics_kind of each command table row */
 
 static void
 lat_add(lat_t *l, int64_t us)
@@ -94,12 +140,17 @@ cmd_metrics_record(const cmd_def_t *def, const char *name, const char *db, const
 	const char *coll = NULL;
 	int tn;
 	const cmd_def_t *tab = cmd_table(&tn);
+	bool in_tab;
+	uint8_t kind;
 
 	(void)name;
 	pthread_mutex_lock(&m_lock);
 	if (cmd_counts == NULL) {
 		cmd_rows = tn;
 		cmd_counts = bson_malloc0((size_t)tn * sizeof *cmd_counts);
+		row_kind = bson_malloc0((size_t)tn);
+		for (int i = 0; i < tn; i++)
+			row_kind[i] = metrics_kind(tab[i].name);
 	}
 	if (def == NULL) {
 		unknown_total++;
@@ -112,8 +163,10 @@ cmd_metrics_record(const cmd_def_t *def, const char *name, const char *db, const
 			cmd_counts[def - tab][1]++;
 	}
 	/* the namespace: getMore names it in `collection`, the rest first */
+	in_tab = def >= tab && def < tab + cmd_rows;
+	kind = in_tab ? row_kind[def - tab] : metrics_kind(def->name);
 	if (db != NULL && body != NULL) {
-		if (strcmp(def->name, "getMore") == 0) {
+		if (kind & MK_GETMORE) {
 			if (bson_iter_init_find(&it, body, "collection") && BSON_ITER_HOLDS_UTF8(&it))
 				coll = bson_iter_utf8(&it, NULL);
 		} else if (bson_iter_init(&it, body) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it)) {
@@ -122,32 +175,34 @@ cmd_metrics_record(const cmd_def_t *def, const char *name, const char *db, const
 	}
 	if (coll != NULL && coll[0] != '\0') {
 		ns_stats_t *s;
+		/* "<db>.<coll>", cut at sizeof ns - 1 bytes as snprintf would */
+		size_t dl = strnlen(db, sizeof ns - 1), cl, len = dl;
 
-		snprintf(ns, sizeof ns, "%s.%s", db, coll);
-		if ((s = ns_get(ns)) != NULL) {
-			const char *n = def->name;
-			bool write = (def->flags & CMDF_WRITE) != 0;
-			bool read = strcmp(n, "find") == 0 || strcmp(n, "aggregate") == 0 ||
-			    strcmp(n, "getMore") == 0 || strcmp(n, "count") == 0 || strcmp(n, "distinct") == 0;
-
+		memcpy(ns, db, dl);
+		if (len < sizeof ns - 1)
+			ns[len++] = '.';
+		cl = strnlen(coll, sizeof ns - 1 - len);
+		memcpy(ns + len, coll, cl);
+		len += cl;
+		ns[len] = '\0';
+		if ((s = ns_get(ns, len)) != NULL) {
 			tc_add(&s->total, elapsed_us);
-			tc_add(write ? &s->write_lock : &s->read_lock, elapsed_us);
-			if (strcmp(n, "find") == 0 || strcmp(n, "aggregate") == 0)
+			tc_add((def->flags & CMDF_WRITE) ? &s->write_lock : &s->read_lock, elapsed_us);
+			if (kind & MK_QUERY)
 				tc_add(&s->queries, elapsed_us);
-			else if (strcmp(n, "getMore") == 0)
+			else if (kind & MK_GETMORE)
 				tc_add(&s->getmore, elapsed_us);
-			else if (strcmp(n, "insert") == 0)
+			else if (kind & MK_INSERT)
 				tc_add(&s->insert, elapsed_us);
-			else if (strcmp(n, "update") == 0 || strcmp(n, "findAndModify") == 0)
+			else if (kind & MK_UPDATE)
 				tc_add(&s->update, elapsed_us);
-			else if (strcmp(n, "delete") == 0)
+			else if (kind & MK_REMOVE)
 				tc_add(&s->remove, elapsed_us);
 			else
 				tc_add(&s->commands, elapsed_us);
-			if (read)
+			if (kind & MK_READ)
 				lat_add(&s->reads, elapsed_us);
-			else if (strcmp(n, "insert") == 0 || strcmp(n, "update") == 0 ||
-			    strcmp(n, "delete") == 0 || strcmp(n, "findAndModify") == 0)
+			else if (kind & MK_WRITE)
 				lat_add(&s->writes, elapsed_us);
 			else
 				lat_add(&s->cmds, elapsed_us);

@@ -137,8 +137,11 @@ tm_opctx_add_plan_stats(int64_t keys, int64_t docs, const char *summary)
 		return;
 	op->keys_examined += keys;
 	op->docs_examined += docs;
-	if (summary != NULL && op->plan_summary[0] == '\0')
-		snprintf(op->plan_summary, sizeof(op->plan_summary), "%s", summary);
+	if (summary != NULL && op->plan_summary[0] == '\0') {
+		size_t n = strnlen(summary, sizeof(op->plan_summary) - 1);
+		memcpy(op->plan_summary, summary, n);
+		op->plan_summary[n] = '\0';
+	}
 }
 
 bool

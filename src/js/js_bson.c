@@ -791,12 +791,29 @@ fn_cache_free(void)
 }
 
 static __thread char thread_scope[512];
+/* js_thread_set_scope_conn keeps its two parts and the key is formatted
+ * only when a script runs: every command sets the scope, few run scripts */
+static __thread char thread_db[256];
+static __thread int64_t thread_conn;
+static __thread bool thread_lazy;
 
 void
 js_thread_set_scope(const char *db, const char *user)
 {
+	thread_lazy = false;
 	snprintf(thread_scope, sizeof(thread_scope), "%s%c%s", db != NULL ? db : "", 1,
 	         user != NULL ? user : "");
+}
+
+void
+js_thread_set_scope_conn(const char *db, int64_t conn_id)
+{
+	size_t n = db != NULL ? strnlen(db, sizeof(thread_db) - 1) : 0;
+
+	memcpy(thread_db, db != NULL ? db : "", n);
+	thread_db[n] = '\0';
+	thread_conn = conn_id;
+	thread_lazy = true;
 }
 
 int
@@ -804,8 +821,13 @@ js_scope_enter(const char *scope_key, js_ctx_t **out, terr_t *err)
 {
 	js_ctx_t *ctx;
 
-	if (scope_key == NULL)
+	if (scope_key == NULL) {
+		if (thread_lazy) {
+			snprintf(thread_scope, sizeof(thread_scope), "%s%c%lld", thread_db, 1, (long long)thread_conn);
+			thread_lazy = false;
+		}
 		scope_key = thread_scope;
+	}
 	js_set_global_init(js_helpers_install);
 	js_set_release_hook(fn_cache_free);
 	if (js_ctx_get(&ctx, err) != 0)

@@ -30,6 +30,10 @@
  * database and user (the commands dispatcher sets it for each command), so
  * one user's globals are never seen by another's scripts.  Copied. */
 void js_thread_set_scope(const char *db, const char *user);
+/* The same for a connection: the scope of database `db` (copied, up to 255
+ * bytes) and connection `conn_id`, the key "<db>\1<conn_id>"; formatted
+ * only when a script asks for it (no formatting on commands without one). */
+void js_thread_set_scope_conn(const char *db, int64_t conn_id);
 
 /*
  * The calling thread's context, on the global kept for scope_key (NULL:

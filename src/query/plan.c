@@ -1868,6 +1868,21 @@ plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
 /* ---- the operation's examined counts (common/opctx.h; src/toolbelt/) ---- */
 /* Add what x examined since the last call to the calling thread's current
  * operation, with the plan's summary ("IXSCAN { a: 1 }") the first time. */
+/* Append s to the summary being built at *n (cut at the buffer's end). */
+static void
+summary_cat(char *buf, size_t cap, size_t *n, const char *s)
+{
+	size_t l = strlen(s);
+
+	if (*n >= cap - 1)
+		return;
+	if (l > cap - 1 - *n)
+		l = cap - 1 - *n;
+	memcpy(buf + *n, s, l);
+	*n += l;
+	buf[*n] = '\0';
+}
+
 static void
 opctx_flush(plan_exec_t *x)
 {
@@ -1877,34 +1892,47 @@ opctx_flush(plan_exec_t *x)
 	if (x->is_view || tm_opctx_tls == NULL)
 		return;
 	summary[0] = '\0';
-	/* the summary is kept only by the operation's first plan: formatted once */
+	/* the summary is kept only by the operation's first plan: formatted
+	 * once, by hand (snprintf was a tenth of a find by _id) */
 	if (x->stats.stage != NULL && tm_opctx_tls->plan_summary[0] == '\0') {
-		snprintf(summary, sizeof(summary), "%s", x->stats.stage);
+		size_t n = 0;
+
+		summary_cat(summary, sizeof(summary), &n, x->stats.stage);
 		if ((ix = plan_exec_index_name(x)) != NULL && x->coll != NULL) {
 			for (int i = 0; i < x->coll->nindexes; i++) {
 				if (strcmp(x->coll->indexes[i].name, ix) != 0)
 					continue;
 				bson_iter_t kit;
-				size_t n = strlen(summary);
 				bool first = true;
 				/* mongod's form: "IXSCAN { a: 1, b: -1 }" */
 				if (bson_iter_init(&kit, x->coll->indexes[i].key)) {
-					while (bson_iter_next(&kit) && n < sizeof(summary)) {
-						if (BSON_ITER_HOLDS_UTF8(&kit))
-							n += snprintf(summary + n, sizeof(summary) - n, "%s%s: \"%s\"",
-							    first ? " { " : ", ", bson_iter_key(&kit), bson_iter_utf8(&kit, NULL));
-						else
-							n += snprintf(summary + n, sizeof(summary) - n, "%s%s: %g",
-							    first ? " { " : ", ", bson_iter_key(&kit), bson_iter_as_double(&kit));
+					while (bson_iter_next(&kit) && n < sizeof(summary) - 1) {
+						summary_cat(summary, sizeof(summary), &n, first ? " { " : ", ");
+						summary_cat(summary, sizeof(summary), &n, bson_iter_key(&kit));
+						summary_cat(summary, sizeof(summary), &n, ": ");
+						if (BSON_ITER_HOLDS_UTF8(&kit)) {
+							summary_cat(summary, sizeof(summary), &n, "\"");
+							summary_cat(summary, sizeof(summary), &n, bson_iter_utf8(&kit, NULL));
+							summary_cat(summary, sizeof(summary), &n, "\"");
+						} else {
+							double d = bson_iter_as_double(&kit);
+							char num[32];
+							if (d == 1.0 || d == -1.0)
+								summary_cat(summary, sizeof(summary), &n, d > 0 ? "1" : "-1");
+							else {
+								snprintf(num, sizeof(num), "%g", d);
+								summary_cat(summary, sizeof(summary), &n, num);
+							}
+						}
 						first = false;
 					}
-					if (n < sizeof(summary))
-						snprintf(summary + n, sizeof(summary) - n, " }");
+					summary_cat(summary, sizeof(summary), &n, " }");
 				}
 				break;
 			}
 		} else if (strcmp(x->stats.stage, "EXPRESS_IXSCAN") == 0) {
-			snprintf(summary, sizeof(summary), "EXPRESS_IXSCAN { _id: 1 }");
+			n = 0;
+			summary_cat(summary, sizeof(summary), &n, "EXPRESS_IXSCAN { _id: 1 }");
 		}
 	}
 	tm_opctx_add_plan_stats(x->stats.keys_examined - x->rep_keys, x->stats.docs_examined - x->rep_docs,
