@@ -10,6 +10,7 @@
  * before it, so the loop is the engine's work plus reading the replies) and
  * prints "ops <n> <unit>" on stdout: insns.sh divides callgrind's total by
  * n.  Cases: insert_single, insert_batch, insert_3_indexes, id_lookup,
+ * id_lookup_toolbelt (profiler level 1 + $queryStats on every query),
  * full_scan, filter_scan, constraint_scan, preview_scan, set_stage,
  * addfields_stage, covered_find.  BENCH_N (default 20000) sizes the collections.  Without
  * valgrind the program runs the same loops (the toggles do nothing).
@@ -99,14 +100,24 @@ drained(const bson_t *cmd, const char *coll)
 	return seen;
 }
 
+/* toolbelt: the profiler at level 1 (slowms 100) and $queryStats on every
+ * query (internalQueryStatsRateLimit -1), issue 20's overhead target. */
 static void
-case_lookup(void)
+case_lookup(bool toolbelt)
 {
 	int64_t ops = N / 4 < 5000 ? N / 4 : 5000;
 	bson_t **cmds = calloc((size_t)ops, sizeof(bson_t *));
 	rng_t rg;
 
 	fill("docs", N);
+	if (toolbelt) {
+		bson_t *c = BCON_NEW("profile", BCON_INT32(1), "slowms", BCON_INT32(100));
+		tcmd0(t, DB, c);
+		bson_destroy(c);
+		c = BCON_NEW("setParameter", BCON_INT32(1), "internalQueryStatsRateLimit", BCON_INT32(-1));
+		tcmd0(t, "admin", c);
+		bson_destroy(c);
+	}
 	rnd_reset(&rg, 7);
 	for (int64_t i = 0; i < ops; i++)
 		cmds[i] = BCON_NEW("find", "docs", "filter", "{", "_id", BCON_INT64(rnd(&rg, N)), "}");
@@ -272,7 +283,9 @@ main(int argc, char **argv)
 		index_on("docs", "score", "score_1");
 		inserts("docs", N / 1000, 1000, 1000);
 	} else if (strcmp(k, "id_lookup") == 0) {
-		case_lookup();
+		case_lookup(false);
+	} else if (strcmp(k, "id_lookup_toolbelt") == 0) {
+		case_lookup(true);
 	} else if (strcmp(k, "full_scan") == 0) {
 		case_scan(false);
 	} else if (strcmp(k, "filter_scan") == 0) {

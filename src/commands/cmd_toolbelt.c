@@ -46,7 +46,7 @@ cmd_toolbelt_after(cmd_t *c, int rc, const terr_t *err)
 	bool prof = toolbelt_profile_wanted(micros) && toolbelt_profile_needed(c->db, micros);
 	bool qs = rc == 0 && is_qstats_command(c->name) &&
 	    toolbelt_qstats_wanted(atomic_load_explicit(&c->engine->qstats_rate_limit, memory_order_relaxed)) &&
-	    !reads_query_stats(c->body);
+	    !(strcmp(c->name, "aggregate") == 0 && reads_query_stats(c->body));
 	/* a getMore of a recorded query's cursor adds to its entry */
 	bool qs_more = strcmp(c->name, "getMore") == 0 && toolbelt_qstats_cursors_open() &&
 	    BSON_ITER_HOLDS_INT64(&c->first);
