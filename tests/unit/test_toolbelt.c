@@ -632,6 +632,31 @@ test_qstats_parameters(tamga_t *db)
 		    tt_get_i64(r, "cursor.firstBatch.0.metrics.firstResponseExecMicros.sum"));
 		tt_free_reply(r);
 	}
+	/* the fast path (a query seen before, its shape not rebuilt): equal
+	 * material counts on the entry; an int then a long are one shape
+	 * ("?number"), a string another; the counts stay the slow path's */
+	run_ok(db, "{\"find\": \"q\", \"filter\": {\"ww\": 1}}");
+	run_ok(db, "{\"find\": \"q\", \"filter\": {\"ww\": 2}}");
+	run_ok(db, "{\"find\": \"q\", \"filter\": {\"ww\": 3}, \"batchSize\": 5}");
+	run_ok(db, "{\"find\": \"q\", \"filter\": {\"ww\": {\"$numberLong\": \"4\"}}}");
+	run_ok(db, "{\"find\": \"q\", \"filter\": {\"ww\": \"x\"}}");
+	run_ok(db, "{\"find\": \"q\", \"filter\": {\"ww\": \"y\"}}");
+	r = tt_run_json(db, "admin", "{\"aggregate\": 1, \"pipeline\": [{\"$queryStats\": {}}, {\"$match\": "
+	    "{\"key.queryShape.filter.ww.$eq\": \"?number\", \"key.batchSize\": {\"$exists\": false}}}], "
+	    "\"cursor\": {}}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.metrics.execCount"), 3);
+	{ bson_iter_t f_; TT_ASSERT(!tt_get(r, "cursor.firstBatch.1", &f_)); }
+	tt_free_reply(r);
+	r = tt_run_json(db, "admin", "{\"aggregate\": 1, \"pipeline\": [{\"$queryStats\": {}}, {\"$match\": "
+	    "{\"key.queryShape.filter.ww.$eq\": \"?string\"}}], \"cursor\": {}}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.metrics.execCount"), 2);
+	{ bson_iter_t f_; TT_ASSERT(!tt_get(r, "cursor.firstBatch.1", &f_)); }
+	tt_free_reply(r);
+	r = tt_run_json(db, "admin", "{\"aggregate\": 1, \"pipeline\": [{\"$queryStats\": {}}, {\"$match\": "
+	    "{\"key.queryShape.filter.ww.$eq\": \"?number\", \"key.batchSize\": \"?number\"}}], "
+	    "\"cursor\": {}}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.metrics.execCount"), 1);
+	tt_free_reply(r);
 	r = tt_run_json(db, "admin", "{\"setParameter\": 1, \"internalQueryStatsRateLimit\": 0, "
 	    "\"internalQueryStatsCacheSize\": \"1%\"}", &rc);
 	TT_EQ_INT(rc, 0);
