@@ -186,23 +186,30 @@ CMD_HANDLER(cmd_validate)
 	storage_coll_t *coll = NULL;
 	storage_session_t *s;
 	toolbelt_validate_opts_t o = {0};
-	bool found, b;
+	bool found, background = false, fast_count = false, check_bson = false, repair = false;
 	int ret = -1;
 
 	RET(cmd_collection_arg(c, &name, err));
 	RET(cmd_check_fields(c, validate_fields, err));
 	RET(cmd_get_bool(c, "full", &o.full, &found, err));
-	RET(cmd_get_bool(c, "repair", &b, &found, err));
-	if (found && b)
-		return terr_set(err, TERR_NOT_IMPLEMENTED, "validate with repair: true is not supported by Tamga");
-	RET(cmd_get_bool(c, "metadata", &b, &found, err));
-	if (found && b)
-		return terr_set(err, TERR_NOT_IMPLEMENTED, "validate with metadata: true is not supported by Tamga");
-	RET(cmd_get_bool(c, "background", &b, &found, err));
-	if (found && b && o.full)
+	/* mongod's parseValidateOptions, in its order */
+	RET(cmd_get_bool(c, "background", &background, &found, err));
+	if (background && o.full)
 		return terr_set(err, TERR_INVALID_OPTIONS,
-		    "Running the validate command with { background: true } cannot be done in conjunction with "
-		    "{ full: true }");
+		    "Running the validate command with both { background: true } and { full: true } is not supported.");
+	RET(cmd_get_bool(c, "enforceFastCount", &fast_count, &found, err));
+	if (background && fast_count)
+		return terr_set(err, TERR_INVALID_OPTIONS, "Running the validate command with both { background: true } "
+		    "and { enforceFastCount: true } is not supported.");
+	RET(cmd_get_bool(c, "checkBSONConformance", &check_bson, &found, err));
+	RET(cmd_get_bool(c, "repair", &repair, &found, err));
+	RET(cmd_get_bool(c, "metadata", &o.metadata, &found, err));
+	if (o.metadata && (background || o.full || fast_count || check_bson || repair))
+		return terr_set(err, TERR_INVALID_OPTIONS,
+		    "Running the validate command with { metadata: true } is not supported with any other options");
+	if (repair)
+		return terr_set(err, TERR_NOT_IMPLEMENTED, "validate with repair: true is not supported by Tamga");
+	o.spec_check = cmd_index_spec_check;
 	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0) {
 		if (view_exists(c, c->db, name))
 			return terr_set(err, TERR_COMMAND_NOT_SUPPORTED_ON_VIEW, "Cannot validate a view");

@@ -578,6 +578,50 @@ test_validate_command(tamga_t *db)
 	TT_EQ_INT(run_code(db, "{\"tamgaSchemaAdvice\": \"qv\"}"), 166);
 	TT_EQ_INT(run_code(db, "{\"tamgaSchemaAdvice\": true}"), 14);
 	run_ok(db, "{\"validate\": \"q\", \"full\": true}");
+	/* {metadata: true}: the catalog entry only, and every kind of stored
+	 * index spec passes createIndexes' checks again (no warning) */
+	{
+		bson_t *r;
+		int rc;
+		bson_iter_t f;
+		run_ok(db, "{\"create\": \"qm\", \"validator\": {\"$jsonSchema\": {\"required\": [\"a\"]}}}");
+		run_ok(db, "{\"insert\": \"qm\", \"documents\": [{\"a\": 1, \"t\": \"some words\", "
+		    "\"g\": {\"type\": \"Point\", \"coordinates\": [1, 2]}, \"at\": {\"$date\": 0}}]}");
+		run_ok(db, "{\"createIndexes\": \"qm\", \"indexes\": ["
+		    "{\"key\": {\"t\": \"text\"}, \"name\": \"t_text\", \"weights\": {\"t\": 2}},"
+		    "{\"key\": {\"g\": \"2dsphere\"}, \"name\": \"g_2dsphere\"},"
+		    "{\"key\": {\"a\": \"hashed\"}, \"name\": \"a_hashed\"},"
+		    "{\"key\": {\"$**\": 1}, \"name\": \"all\", \"wildcardProjection\": {\"t\": 0}},"
+		    "{\"key\": {\"a\": 1}, \"name\": \"a_1\", \"unique\": true, "
+		    "\"partialFilterExpression\": {\"a\": {\"$gt\": 0}}},"
+		    "{\"key\": {\"at\": 1}, \"name\": \"at_1\", \"expireAfterSeconds\": 3600, \"hidden\": true}]}");
+		r = tt_run_json(db, "t", "{\"validate\": \"qm\", \"metadata\": true}", &rc);
+		TT_EQ_INT(rc, 0);
+		TT_ASSERT(tt_get(r, "valid", &f) && bson_iter_as_bool(&f));
+		TT_ASSERT(!tt_get(r, "warnings.0", &f));
+		TT_ASSERT(!tt_get(r, "errors.0", &f));
+		TT_EQ_INT(tt_get_i64(r, "nIndexes"), 7);
+		TT_EQ_INT(tt_get_i64(r, "keysPerIndex.a_hashed"), 0);
+		TT_ASSERT(tt_get(r, "indexDetails.t_text.valid", &f) && bson_iter_as_bool(&f));
+		TT_ASSERT(!tt_get(r, "nrecords", &f));
+		TT_ASSERT(!tt_get(r, "nInvalidDocuments", &f));
+		TT_EQ_STR(tt_get_str(r, "ns"), "t.qm");
+		tt_free_reply(r);
+		/* the whole validation still counts what metadata does not */
+		r = tt_run_json(db, "t", "{\"validate\": \"qm\"}", &rc);
+		TT_EQ_INT(tt_get_i64(r, "nrecords"), 1);
+		TT_EQ_INT(tt_get_i64(r, "keysPerIndex.a_hashed"), 1);
+		tt_free_reply(r);
+		r = tt_run_json(db, "t", "{\"validate\": \"qm\", \"metadata\": true, \"full\": true}", &rc);
+		TT_EQ_INT(tt_get_i64(r, "code"), 72);
+		TT_EQ_STR(tt_get_str(r, "errmsg"),
+		    "Running the validate command with { metadata: true } is not supported with any other options");
+		tt_free_reply(r);
+		TT_EQ_INT(run_code(db, "{\"validate\": \"qm\", \"metadata\": true, \"checkBSONConformance\": true}"), 72);
+		TT_EQ_INT(run_code(db, "{\"validate\": \"qm\", \"metadata\": true, \"repair\": true}"), 72);
+		TT_EQ_INT(run_code(db, "{\"validate\": \"qm\", \"background\": true, \"full\": true}"), 72);
+		TT_EQ_INT(run_code(db, "{\"validate\": \"qm\", \"metadata\": false}"), 0);
+	}
 }
 
 static void
