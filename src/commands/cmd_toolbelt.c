@@ -177,8 +177,17 @@ cmd_toolbelt_query_stats(void *ctx, const bson_t *spec, bson_t *out, terr_t *err
 
 /* ---- validate ------------------------------------------------------------------ */
 
-static const char *const validate_fields[] = {"full", "repair", "metadata", "checkBSONConformance",
-	"background", "enforceFastCount", "fixMultikey", "collHash", "hashPrefixes", "$_internalCheckTS", NULL};
+/* validate is not a typed command in mongod: its options are read by name
+ * with BSONElement::trueValue (a string or a document is true, 0 / null
+ * false) and other fields are ignored -- PyMongo 3's validate_collection
+ * still sends the old scandata. */
+static bool
+validate_flag(cmd_t *c, const char *name)
+{
+	bson_iter_t it;
+
+	return cmd_find_field(c, name, &it) && bson_iter_as_bool(&it);
+}
 
 CMD_HANDLER(cmd_validate)
 {
@@ -186,24 +195,23 @@ CMD_HANDLER(cmd_validate)
 	storage_coll_t *coll = NULL;
 	storage_session_t *s;
 	toolbelt_validate_opts_t o = {0};
-	bool found, background = false, fast_count = false, check_bson = false, repair = false;
+	bool background, fast_count, check_bson, repair;
 	int ret = -1;
 
 	RET(cmd_collection_arg(c, &name, err));
-	RET(cmd_check_fields(c, validate_fields, err));
-	RET(cmd_get_bool(c, "full", &o.full, &found, err));
 	/* mongod's parseValidateOptions, in its order */
-	RET(cmd_get_bool(c, "background", &background, &found, err));
+	o.full = validate_flag(c, "full");
+	background = validate_flag(c, "background");
 	if (background && o.full)
 		return terr_set(err, TERR_INVALID_OPTIONS,
 		    "Running the validate command with both { background: true } and { full: true } is not supported.");
-	RET(cmd_get_bool(c, "enforceFastCount", &fast_count, &found, err));
+	fast_count = validate_flag(c, "enforceFastCount");
 	if (background && fast_count)
 		return terr_set(err, TERR_INVALID_OPTIONS, "Running the validate command with both { background: true } "
 		    "and { enforceFastCount: true } is not supported.");
-	RET(cmd_get_bool(c, "checkBSONConformance", &check_bson, &found, err));
-	RET(cmd_get_bool(c, "repair", &repair, &found, err));
-	RET(cmd_get_bool(c, "metadata", &o.metadata, &found, err));
+	check_bson = validate_flag(c, "checkBSONConformance");
+	repair = validate_flag(c, "repair");
+	o.metadata = validate_flag(c, "metadata");
 	if (o.metadata && (background || o.full || fast_count || check_bson || repair))
 		return terr_set(err, TERR_INVALID_OPTIONS,
 		    "Running the validate command with { metadata: true } is not supported with any other options");
