@@ -65,7 +65,11 @@ cmd_toolbelt_after(cmd_t *c, int rc, const terr_t *err)
 	if (!prof && !qs && !qs_more)
 		return;
 	memset(&op, 0, sizeof(op));
-	if (strcmp(c->name, "getMore") == 0 && bson_iter_init_find(&it, c->body, "collection") &&
+	/* the namespace string: only a profile entry or a log line shows it
+	 * ($queryStats reads the command itself) */
+	if (!prof)
+		ns[0] = '\0';
+	else if (strcmp(c->name, "getMore") == 0 && bson_iter_init_find(&it, c->body, "collection") &&
 	    BSON_ITER_HOLDS_UTF8(&it))
 		cmd_ns(ns, sizeof(ns), c->db, bson_iter_utf8(&it, NULL));
 	else if (BSON_ITER_HOLDS_UTF8(&c->first))

@@ -654,20 +654,31 @@ reply_cursor_id(const bson_t *reply)
 	}
 }
 
+/* The documents a reply returned; *cursor_id (when not NULL) gets its
+ * cursor's id (0: none) from the same walk. */
 static int64_t
-docs_returned(const bson_t *reply)
+docs_returned(const bson_t *reply, int64_t *cursor_id)
 {
 	bson_iter_t it;
 	biter_t c, b;
 
+	if (cursor_id != NULL)
+		*cursor_id = 0;
 	if (reply == NULL)
 		return 0;
 	if (reply_cursor(reply, &c)) {
 		int64_t n = 0;
-		if (!biter_find(&c, "firstBatch", 10) || !biter_init(&b, c.val, c.val_len))
-			return 0;
-		while (biter_next(&b))
-			n++;
+		while (biter_next_inline(&c)) {
+			if (c.key_len == 10 && memcmp(c.key, "firstBatch", 10) == 0 && biter_init(&b, c.val, c.val_len)) {
+				while (biter_next_inline(&b))
+					n++;
+			} else if (c.key_len == 2 && memcmp(c.key, "id", 2) == 0 && cursor_id != NULL) {
+				bson_value_t v;
+				biter_value(&c, &v);
+				*cursor_id = v.value_type == BSON_TYPE_INT64 ? v.value.v_int64 :
+				    v.value_type == BSON_TYPE_INT32 ? v.value.v_int32 : 0;
+			}
+		}
 		return n;
 	}
 	if (bson_iter_init_find(&it, reply, "values") && BSON_ITER_HOLDS_ARRAY(&it))
@@ -734,19 +745,57 @@ mat_name(mat_t *m, const biter_t *it)
 	mat_put(m, it->key, it->key_len + 1u);
 }
 
-static const char *const mat_whole[] = {"pipeline", "sort", "hint", "key", "collation", "returnKey",
-	"showRecordId", "tailable", "awaitData", "allowPartialResults", "singleBatch", "projection", "let",
-	"readConcern", "allowDiskUse", "noCursorTimeout", "apiVersion", "apiStrict", NULL};
-static const char *const mat_scalar[] = {"skip", "limit", "max", "min", NULL};
-static const char *const mat_named[] = {"batchSize", "maxTimeMS", "comment", NULL};
+/* What the key does with each command field (none: the field is not in it). */
+enum { MAT_NONE, MAT_FILTER, MAT_WHOLE, MAT_SCALAR, MAT_NAMED };
 
-static bool
-in_list(const char *const *l, const char *k)
+static const struct {
+	const char *name;
+	uint32_t len;
+	int kind;
+} mat_fields[] = {
+	{"filter", 6, MAT_FILTER}, {"query", 5, MAT_FILTER},
+	{"pipeline", 8, MAT_WHOLE}, {"sort", 4, MAT_WHOLE}, {"hint", 4, MAT_WHOLE}, {"key", 3, MAT_WHOLE},
+	{"collation", 9, MAT_WHOLE}, {"returnKey", 9, MAT_WHOLE}, {"showRecordId", 12, MAT_WHOLE},
+	{"tailable", 8, MAT_WHOLE}, {"awaitData", 9, MAT_WHOLE}, {"allowPartialResults", 19, MAT_WHOLE},
+	{"singleBatch", 11, MAT_WHOLE}, {"projection", 10, MAT_WHOLE}, {"let", 3, MAT_WHOLE},
+	{"readConcern", 11, MAT_WHOLE}, {"allowDiskUse", 12, MAT_WHOLE}, {"noCursorTimeout", 15, MAT_WHOLE},
+	{"apiVersion", 10, MAT_WHOLE}, {"apiStrict", 9, MAT_WHOLE},
+	{"skip", 4, MAT_SCALAR}, {"limit", 5, MAT_SCALAR}, {"max", 3, MAT_SCALAR}, {"min", 3, MAT_SCALAR},
+	{"batchSize", 9, MAT_NAMED}, {"maxTimeMS", 9, MAT_NAMED}, {"comment", 7, MAT_NAMED},
+};
+
+static int
+mat_kind(const char *k, uint32_t len)
 {
-	for (; *l != NULL; l++)
-		if (strcmp(*l, k) == 0)
-			return true;
-	return false;
+	/* most fields of a command are none of these (lsid, $db, ...): the
+	 * lengths no listed name has end the search at once */
+	static const uint32_t lens = (1u << 3) | (1u << 4) | (1u << 5) | (1u << 6) | (1u << 7) | (1u << 8) |
+	    (1u << 9) | (1u << 10) | (1u << 11) | (1u << 12) | (1u << 15) | (1u << 19);
+
+	if (len >= 32 || !(lens & (1u << len)) || k[0] == '$')
+		return MAT_NONE;
+	for (size_t i = 0; i < sizeof(mat_fields) / sizeof(mat_fields[0]); i++)
+		if (mat_fields[i].len == len && mat_fields[i].name[0] == k[0] && memcmp(mat_fields[i].name, k, len) == 0)
+			return mat_fields[i].kind;
+	return MAT_NONE;
+}
+
+/* A hash of the material (word at a time; equality is checked on the
+ * bytes, so this only spreads the slots). */
+static uint64_t
+mat_hash(const uint8_t *d, size_t n)
+{
+	uint64_t h = 0x9E3779B97F4A7C15ull ^ n, w;
+
+	for (; n >= 8; d += 8, n -= 8) {
+		memcpy(&w, d, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	w = 0;
+	memcpy(&w, d, n);
+	h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 29);
 }
 
 /* A filter of plain fields with scalar values: names and type bytes only. */
@@ -756,7 +805,7 @@ mat_filter(mat_t *m, const biter_t *f)
 	biter_t it;
 	bool flat = biter_init(&it, f->val, f->val_len);
 
-	while (flat && biter_next(&it))
+	while (flat && biter_next_inline(&it))
 		if (it.key[0] == '$' || it.type == BSON_TYPE_DOCUMENT || it.type == BSON_TYPE_ARRAY ||
 		    it.type == BSON_TYPE_REGEX)
 			flat = false;
@@ -767,49 +816,58 @@ mat_filter(mat_t *m, const biter_t *f)
 	}
 	mat_byte(m, 'F');
 	biter_init(&it, f->val, f->val_len);
-	while (biter_next(&it))
+	while (biter_next_inline(&it))
 		mat_name(m, &it);
 }
 
+/* The material of op, in m; *hashed is where the bytes the hash covers
+ * begin (the client metadata before them is compared, not hashed: it is
+ * the same on every query of a connection).  False when there is none
+ * (too large, no command). */
 static bool
-make_material(const toolbelt_op_t *op, const bson_t *client_md, mat_t *m)
+make_material(const toolbelt_op_t *op, const bson_t *client_md, mat_t *m, uint32_t *hashed)
 {
 	biter_t it;
 	bool first = true;
+	uint32_t mdlen = client_md != NULL ? client_md->len : 0;
 
 	m->n = 0;
 	m->ok = true;
-	mat_put(m, op->db, strlen(op->db) + 1);
-	mat_byte(m, op->code == 26);
+	mat_put(m, &mdlen, sizeof(mdlen));
 	if (client_md != NULL)
 		mat_put(m, bson_get_data(client_md), client_md->len);
-	mat_byte(m, 0xff);
+	*hashed = m->n;
+	mat_put(m, &mdlen, sizeof(mdlen));
+	mat_put(m, op->db, strlen(op->db) + 1);
+	mat_byte(m, op->code == 26);
 	if (!biter_init(&it, bson_get_data(op->cmd), op->cmd->len))
 		return false;
-	while (m->ok && biter_next(&it)) {
+	while (m->ok && biter_next_inline(&it)) {
+		int kind;
 		if (first) {
 			mat_name(m, &it);
 			mat_put(m, it.val, it.val_len);
 			first = false;
-		} else if ((strcmp(it.key, "filter") == 0 || strcmp(it.key, "query") == 0) &&
-		           it.type == BSON_TYPE_DOCUMENT) {
+			continue;
+		}
+		kind = mat_kind(it.key, it.key_len);
+		if (kind == MAT_FILTER && it.type == BSON_TYPE_DOCUMENT) {
 			mat_name(m, &it);
 			mat_filter(m, &it);
-		} else if (in_list(mat_whole, it.key) || strcmp(it.key, "filter") == 0 || strcmp(it.key, "query") == 0) {
+		} else if (kind == MAT_FILTER || kind == MAT_WHOLE) {
 			mat_name(m, &it);
 			mat_put(m, it.val, it.val_len);
-		} else if (in_list(mat_scalar, it.key)) {
+		} else if (kind == MAT_SCALAR) {
 			mat_name(m, &it);
 			if (it.type == BSON_TYPE_DOCUMENT || it.type == BSON_TYPE_ARRAY)
 				mat_put(m, it.val, it.val_len);
-		} else if (in_list(mat_named, it.key)) {
+		} else if (kind == MAT_NAMED) {
 			mat_put(m, it.key, it.key_len + 1u);
 		}
 	}
 	return m->ok && !first;
 }
 
-static uint64_t fnv(const uint8_t *d, size_t n);
 static void entry_count_locked(qs_entry_t *e, const toolbelt_op_t *op, bool fresh);
 
 /* The entry of material m, if the fast table knows it (under qs_mu). */
@@ -858,11 +916,10 @@ entry_count_locked(qs_entry_t *e, const toolbelt_op_t *op, bool fresh)
 	e->last_micros = op->micros;
 	metric_add(&e->total_micros, op->micros, fresh);
 	metric_add(&e->first_micros, op->micros, fresh);
-	metric_add(&e->docs_returned, docs_returned(op->reply), fresh);
+	metric_add(&e->docs_returned, docs_returned(op->reply, &cid), fresh);
 	metric_add(&e->keys_examined, op->keys_examined, fresh);
 	metric_add(&e->docs_examined, op->docs_examined, fresh);
 	e->last_seen_ms = now_ms();
-	cid = reply_cursor_id(op->reply);
 	if (cid != 0) {
 		qs_cursor_t *slot = cursor_slot(cid, true);
 		if (slot->id == 0)
@@ -882,10 +939,11 @@ toolbelt_qstats_record(const toolbelt_op_t *op, const bson_t *client_md)
 	bool fresh = false;
 	bson_iter_t it;
 	mat_t mb, *m = &mb;
-	bool have_mat = make_material(op, client_md, m);
+	uint32_t hashed = 0;
+	bool have_mat = make_material(op, client_md, m, &hashed);
 
 	if (have_mat) {
-		fh = fnv(m->b, m->n) | 1;
+		fh = mat_hash(m->b + hashed, m->n - hashed) | 1;
 		pthread_mutex_lock(&qs_mu);
 		if ((e = fast_find_locked(m, fh)) != NULL) {
 			entry_count_locked(e, op, false);

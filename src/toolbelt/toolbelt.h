@@ -70,7 +70,7 @@ int toolbelt_validate(storage_t *st, storage_session_t *s, storage_coll_t *coll,
 /* What the dispatcher knows of one finished command.  Everything borrowed. */
 typedef struct toolbelt_op {
 	const char *db;
-	const char *ns;            /* "db.coll" or "db.$cmd" */
+	const char *ns;            /* "db.coll" or "db.$cmd"; "" unless the profiler wants the op */
 	const char *name;          /* the command's name */
 	const bson_t *cmd;         /* the command document */
 	const bson_t *reply;       /* its reply so far (no ok yet), NULL on failure */
