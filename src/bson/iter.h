@@ -113,21 +113,46 @@ biter_string_size(const uint8_t *v, uint32_t avail)
 	return 4 + l;
 }
 
-/* biter_next, inlined: for the loops that visit every element of every
- * document (biter_find, the $jsonSchema matcher), where the walk should
- * stay in registers.  Same contract as biter_next. */
+/* biter_next_inline, also giving the key's first bytes as one word: the
+ * first min(key_len, 8) bytes copied into a zeroed uint64_t (memcpy order),
+ * which the search for the key's end has loaded anyway.  Lookups by name
+ * (the $jsonSchema properties) hash and compare that word instead of
+ * reading the key again.  Same contract as biter_next. */
 static inline __attribute__((always_inline)) bool
-biter_next_inline(biter_t *it)
+biter_next_kw(biter_t *it, uint64_t *kw)
 {
-	const uint8_t *d = it->doc, *z, *z2;
-	uint32_t end = it->doc_len - 1, p = it->next, k, v, avail, n, l;
+	const uint8_t *d = it->doc, *z, *z2, *s;
+	uint32_t end = it->doc_len - 1, p = it->next, k, v, avail, n, l, rem;
 	bson_type_t t;
 
 	if (p >= end)
 		return false;
 	t = (bson_type_t)d[p];
-	if ((z = biter_find_nul(d + p + 1, end - (p + 1))) == NULL)
-		goto bad;
+	s = d + p + 1;
+	rem = end - (p + 1);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (rem >= 8) {
+		uint64_t w, zz;
+
+		memcpy(&w, s, 8);
+		zz = (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
+		if (zz != 0) {
+			/* the lowest flag is the first NUL exactly; keep the bytes below it */
+			z = s + (__builtin_ctzll(zz) >> 3);
+			*kw = w & ((zz ^ (zz - 1)) >> 8);
+		} else {
+			*kw = w;
+			if ((z = biter_find_nul(s + 8, rem - 8)) == NULL)
+				goto bad;
+		}
+	} else
+#endif
+	{
+		if ((z = biter_find_nul(s, rem)) == NULL)
+			goto bad;
+		*kw = 0;
+		memcpy(kw, s, (size_t)(z - s) < 8 ? (size_t)(z - s) : 8);
+	}
 	k = (uint32_t)(z - d);
 	v = k + 1;
 	avail = end - v;
@@ -207,6 +232,31 @@ done:
 bad:
 	it->next = end;
 	return false;
+}
+
+/* biter_next, inlined: for the loops that visit every element of every
+ * document (biter_find, the $jsonSchema matcher), where the walk should
+ * stay in registers.  Same contract as biter_next. */
+static inline __attribute__((always_inline)) bool
+biter_next_inline(biter_t *it)
+{
+	uint64_t unused;
+
+	return biter_next_kw(it, &unused);
+}
+
+/* biter_init, inlined (same contract). */
+static inline __attribute__((always_inline)) bool
+biter_init_inline(biter_t *it, const uint8_t *data, uint32_t len)
+{
+	it->doc = data;
+	it->doc_len = len;
+	it->next = 4;
+	if (data == NULL || len < 5 || biter_rd32(data) != len || data[len - 1] != 0) {
+		it->doc_len = 5;   /* nothing to walk */
+		return false;
+	}
+	return true;
 }
 
 #endif

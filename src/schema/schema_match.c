@@ -549,14 +549,25 @@ static bool match_object(const snode_t *n, const uint8_t *data, uint32_t len);
  * bson_value_t only for the keywords that need one (logic, enum, encrypt,
  * dependencies, decimals).  A node with nothing to check for the value's
  * type costs its type test alone. */
+/* sch_type_bit by table, for the types a walk can hand out. */
+#define TB(t) [t] = 1u << (t)
+static const uint32_t type_bit_tab[256] = {
+	TB(1), TB(2), TB(3), TB(4), TB(5), TB(6), TB(7), TB(8), TB(9), TB(10), TB(11), TB(12), TB(13), TB(14),
+	TB(15), TB(16), TB(17), TB(18), TB(19),
+	[BSON_TYPE_MINKEY] = 1u << SCH_BIT_MINKEY, [BSON_TYPE_MAXKEY] = 1u << SCH_BIT_MAXKEY,
+};
+#undef TB
+
 static inline __attribute__((always_inline)) bool
 el_match(const snode_t *n, const biter_t *it)
 {
 	bson_type_t t = it->type;
 	bson_value_t v;
 
-	if (n->has_type && !(n->type_mask & sch_type_bit(t)))
+	if (!(n->type_ok & type_bit_tab[(uint8_t)t]))
 		return false;
+	if (n->leaf)
+		return true;
 	if (n->slow)
 		goto slow;
 	switch ((int)t) {
@@ -610,13 +621,13 @@ slow:
 	return sch_node_match(n, &v);
 }
 
-/* The slot of a property name in a node's hash. */
+/* The slot of a property name in a node's hash, from its first
+ * min(len, 8) bytes as one word (sch_prop_t.word, biter_next_kw's kw). */
+_Static_assert(SCH_PROP_SLOTS == 64, "prop_hash keeps 6 bits");
 static inline uint32_t
-prop_hash(const char *key, uint32_t len)
+prop_hash(uint64_t word)
 {
-	uint32_t last = len ? (uint8_t)key[len - 1] : 0, first = len ? (uint8_t)key[0] : 0;
-
-	return (len * 31u + first * 7u + last) & (SCH_PROP_SLOTS - 1);
+	return (uint32_t)((word * 0x9E3779B97F4A7C15ull) >> 58);
 }
 
 static void
@@ -636,7 +647,7 @@ prop_hash_build(snode_t *n)
 		return;
 	for (uint32_t i = 0; i < n->nprops; i++) {
 		const sch_prop_t *p = &n->props[i];
-		uint32_t h = prop_hash(p->name, p->len);
+		uint32_t h = prop_hash(p->word);
 		bool dup = false;
 		if (p->dotted)
 			continue;
@@ -692,6 +703,10 @@ sch_node_finish(snode_t *n)
 	    n->items_kind != SCH_ITEMS_NONE);
 	n->obj_check = !n->off_object && (n->nprops || n->has_allowed || n->req_mask || n->nreq_extra ||
 	    n->min_props >= 0 || n->max_props >= 0);
+	n->type_ok = n->has_type ? n->type_mask : ~0u;
+	for (uint32_t i = 0; i < n->nprops; i++)
+		n->props[i].req_m = n->props[i].req_bit >= 0 ? 1ull << n->props[i].req_bit : 0;
+	n->leaf = !n->slow && !n->str_check && !n->num_check && !n->arr_check && !n->obj_check;
 	n->has_dotted = false;
 	for (uint32_t i = 0; i < n->nprops; i++)
 		n->has_dotted = n->has_dotted || n->props[i].dotted;
@@ -716,7 +731,7 @@ match_array(const snode_t *n, const bson_value_t *v)
 		return false;
 	if (n->items_kind == SCH_ITEMS_NONE)
 		return true;
-	biter_init_value(&it, v);
+	biter_init_inline(&it, v->value.v_doc.data, v->value.v_doc.data_len);   /* v is an array */
 	while (biter_next_inline(&it)) {
 		const snode_t *sub;
 		if (n->items_kind == SCH_ITEMS_SCHEMA) {
@@ -788,34 +803,19 @@ find_prop_next(const snode_t *n, const char *name, uint32_t len, uint32_t *next)
 	return p;
 }
 
-/* The plain property named key (klen bytes at key, inside a document
- * that goes on for at least `room` bytes from key) through the node's
- * hash; names up to 8 bytes compare as one masked word. */
+/* The plain property named key (klen bytes at key; kw its first
+ * min(klen, 8) bytes as biter_next_kw gives them) through the node's hash:
+ * one word compare decides names up to 8 bytes. */
 static inline const sch_prop_t *
-find_prop_hashed(const snode_t *n, const char *key, uint32_t klen, uint32_t room)
+find_prop_hashed(const snode_t *n, const char *key, uint32_t klen, uint64_t kw)
 {
-	uint32_t h = prop_hash(key, klen);
-	uint64_t w = 0;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	bool wide = klen <= 8 && room >= 8;
-#else
-	bool wide = false;
-#endif
-
-	if (wide) {
-		memcpy(&w, key, 8);
-		if (klen < 8)
-			w &= (1ull << (klen * 8)) - 1;   /* little-endian: the first klen bytes */
-	}
-	for (;; h = (h + 1) & (SCH_PROP_SLOTS - 1)) {
+	for (uint32_t h = prop_hash(kw);; h = (h + 1) & (SCH_PROP_SLOTS - 1)) {
 		uint8_t slot = n->prop_slot[h];
 		const sch_prop_t *p;
 		if (slot == 0)
 			return NULL;
 		p = &n->props[slot - 1];
-		if (p->len != klen)
-			continue;
-		if (wide ? p->word == w : key_eq(p->name, key, klen))
+		if (p->word == kw && p->len == klen && (klen <= 8 || key_eq(p->name + 8, key + 8, klen - 8)))
 			return p;
 	}
 }
@@ -863,30 +863,37 @@ match_object(const snode_t *n, const uint8_t *data, uint32_t len)
 	uint32_t next = 0;
 	bson_value_t dv;
 
-	biter_init(&it, data, len);
-	while (biter_next_inline(&it)) {
+	uint64_t kw;
+	/* read once: the calls below (recursion, regexes) make the compiler reload n's fields */
+	const bool allowed = n->has_allowed, hashed = n->prop_hashed, props = n->nprops != 0;
+
+	biter_init_inline(&it, data, len);
+	if (!props && !allowed) {
+		/* nothing per field: count them (the walk checks each one as before) */
+		while (biter_next_inline(&it))
+			nfields++;
+		goto after;
+	}
+	while (biter_next_kw(&it, &kw)) {
 		const char *key;
 		uint32_t klen;
 		const sch_prop_t *p;
 
 		nfields++;
-		if (n->nprops == 0 && !n->has_allowed)
-			continue;
 		key = it.key;
 		klen = it.key_len;
-		if (n->prop_hashed)
-			p = find_prop_hashed(n, key, klen, (uint32_t)((const char *)data + len - key));
+		if (hashed)
+			p = find_prop_hashed(n, key, klen, kw);
 		else
-			p = n->nprops ? find_prop_next(n, key, klen, &next) : NULL;
-		if (p == NULL && !n->has_allowed)
+			p = props ? find_prop_next(n, key, klen, &next) : NULL;
+		if (p == NULL && !allowed)
 			continue;
 		if (p) {
-			if (p->req_bit >= 0)
-				seen |= 1ull << p->req_bit;
+			seen |= p->req_m;
 			if (!el_match(p->schema, &it))
 				return false;
 		}
-		if (n->has_allowed) {
+		if (allowed) {
 			bool other = p == NULL && !(n->nprops && find_prop(n, key, klen, true));
 			for (uint32_t i = 0; i < n->npats; i++) {
 				if (!sch_regex_search(n->pats[i].re, key, klen))
@@ -903,6 +910,7 @@ match_object(const snode_t *n, const uint8_t *data, uint32_t len)
 			}
 		}
 	}
+after:
 	if ((seen & n->req_mask) != n->req_mask)
 		return false;
 	if (n->nreq_extra == 0 && !n->has_dotted)

@@ -40,6 +40,7 @@ typedef struct {
 	uint32_t len;
 	snode_t *schema;
 	int req_bit;            /* bit in the "required seen" mask, or -1 */
+	uint64_t req_m;         /* 1 << req_bit, or 0 (sch_node_finish) */
 	bool dotted;            /* "a.b": a path into embedded documents, as in mongod */
 	uint64_t word;          /* the name's first 8 bytes, zero-padded (fast compare) */
 } sch_prop_t;
@@ -130,6 +131,8 @@ struct snode {
 	 * look at, decided once by sch_node_finish: false means "nothing of
 	 * this kind can fail here", so the value is not even decoded. */
 	bool slow;              /* logic, enum, encrypt, dependencies or always_false */
+	bool leaf;              /* nothing but the type to check (no slow, no *_check) */
+	uint32_t type_ok;       /* type_mask with a type, else every type's bit */
 	bool str_check;         /* a string restriction is on */
 	bool num_check;         /* a number restriction is on */
 	bool arr_check;         /* an array restriction or items is on */
