@@ -10,8 +10,9 @@
  * before it, so the loop is the engine's work plus reading the replies) and
  * prints "ops <n> <unit>" on stdout: insns.sh divides callgrind's total by
  * n.  Cases: insert_single, insert_batch, insert_3_indexes, id_lookup,
- * full_scan, filter_scan, constraint_scan, set_stage, addfields_stage,
- * covered_find.  BENCH_N (default 20000) sizes the collections.  Without
+ * id_lookup_toolbelt (profiler level 1 + $queryStats on every query),
+ * full_scan, filter_scan, constraint_scan, preview_scan, set_stage,
+ * addfields_stage, covered_find.  BENCH_N (default 20000) sizes the collections.  Without
  * valgrind the program runs the same loops (the toggles do nothing).
  */
 #include <valgrind/callgrind.h>
@@ -99,14 +100,24 @@ drained(const bson_t *cmd, const char *coll)
 	return seen;
 }
 
+/* toolbelt: the profiler at level 1 (slowms 100) and $queryStats on every
+ * query (internalQueryStatsRateLimit -1), issue 20's overhead target. */
 static void
-case_lookup(void)
+case_lookup(bool toolbelt)
 {
 	int64_t ops = N / 4 < 5000 ? N / 4 : 5000;
 	bson_t **cmds = calloc((size_t)ops, sizeof(bson_t *));
 	rng_t rg;
 
 	fill("docs", N);
+	if (toolbelt) {
+		bson_t *c = BCON_NEW("profile", BCON_INT32(1), "slowms", BCON_INT32(100));
+		tcmd0(t, DB, c);
+		bson_destroy(c);
+		c = BCON_NEW("setParameter", BCON_INT32(1), "internalQueryStatsRateLimit", BCON_INT32(-1));
+		tcmd0(t, "admin", c);
+		bson_destroy(c);
+	}
 	rnd_reset(&rg, 7);
 	for (int64_t i = 0; i < ops; i++)
 		cmds[i] = BCON_NEW("find", "docs", "filter", "{", "_id", BCON_INT64(rnd(&rg, N)), "}");
@@ -145,14 +156,22 @@ case_scan(bool filtered)
 
 /* The seed's reviewSchema on the bench documents' shape would reject them;
  * this one accepts them and checks as many fields as the review schema
- * does (types, required fields, a nested object, bounds, an array). */
+ * does (types, required fields, a nested object, bounds, an array).
+ * preview: the same validator through tamgaValidationPreview (one thread
+ * below 50 000 documents), the collection created without it. */
 static void
-case_constraint(void)
+case_constraint(bool preview)
 {
 	bson_t *c;
 	char why[600];
 
-	c = BCON_NEW("create", "docs", "validator", "{", "$jsonSchema", "{", "bsonType", "object",
+	if (preview) {
+		tcmd0(t, DB, (c = BCON_NEW("create", "docs")));
+		bson_destroy(c);
+		fill("docs", N);
+	}
+	c = BCON_NEW(preview ? "tamgaValidationPreview" : "create", "docs", "validator", "{", "$jsonSchema", "{",
+	    "bsonType", "object",
 	    "required", "[", "title", "customer", "rating", "at", "]",
 	    "properties", "{",
 	    "title", "{", "bsonType", "string", "minLength", BCON_INT32(1), "}",
@@ -164,6 +183,28 @@ case_constraint(void)
 	    "at", "{", "bsonType", "date", "}",
 	    "tags", "{", "bsonType", "array", "items", "{", "bsonType", "string", "}", "}",
 	    "}", "}", "}", "validationLevel", "strict", "validationAction", "error");
+	if (preview) {
+		bson_t reply;
+		bson_iter_t it;
+		/* validationLevel/Action are create's: the preview is given the
+		 * validator alone */
+		bson_t *v = bson_new();
+		bson_iter_init(&it, c);
+		while (bson_iter_next(&it))
+			if (strcmp(bson_iter_key(&it), "validationLevel") != 0 &&
+			    strcmp(bson_iter_key(&it), "validationAction") != 0)
+				bson_append_iter(v, NULL, 0, &it);
+		CALLGRIND_TOGGLE_COLLECT;
+		tcmd(t, DB, v, &reply);
+		CALLGRIND_TOGGLE_COLLECT;
+		if (!bson_iter_init_find(&it, &reply, "scanned") || bson_iter_as_int64(&it) != N)
+			die("tamgaValidationPreview", "wrong count");
+		bson_destroy(&reply);
+		bson_destroy(v);
+		bson_destroy(c);
+		printf("ops %lld documents\n", (long long)N);
+		return;
+	}
 	tcmd0(t, DB, c);
 	bson_destroy(c);
 	fill("docs", N);
@@ -251,13 +292,17 @@ main(int argc, char **argv)
 		index_on("docs", "score", "score_1");
 		inserts("docs", N / 1000, 1000, 1000);
 	} else if (strcmp(k, "id_lookup") == 0) {
-		case_lookup();
+		case_lookup(false);
+	} else if (strcmp(k, "id_lookup_toolbelt") == 0) {
+		case_lookup(true);
 	} else if (strcmp(k, "full_scan") == 0) {
 		case_scan(false);
 	} else if (strcmp(k, "filter_scan") == 0) {
 		case_scan(true);
 	} else if (strcmp(k, "constraint_scan") == 0) {
-		case_constraint();
+		case_constraint(false);
+	} else if (strcmp(k, "preview_scan") == 0) {
+		case_constraint(true);
 	} else if (strcmp(k, "set_stage") == 0) {
 		case_stage("$set");
 	} else if (strcmp(k, "addfields_stage") == 0) {

@@ -604,6 +604,29 @@ spec_prepare(const bson_t *spec, bson_t *out, terr_t *err)
 	return spec_prepare_fixed(spec, false, out, err);
 }
 
+int
+cmd_index_spec_check(const bson_t *spec, terr_t *err)
+{
+	bson_iter_t it;
+	bson_t out;
+	int ret;
+
+	if (bson_iter_init_find(&it, spec, "name") && BSON_ITER_HOLDS_UTF8(&it) &&
+	    strcmp(bson_iter_utf8(&it, NULL), "_id_") == 0) {
+		/* the _id index has its own, shorter list of fields */
+		bson_iter_init(&it, spec);
+		while (bson_iter_next(&it))
+			if (!in_list(id_spec_fields, bson_iter_key(&it)))
+				return spec_error(err, 197,
+				    "The field '%s' is not valid for an index specification. Specification: %s",
+				    bson_iter_key(&it), spec);
+		return 0;
+	}
+	ret = spec_prepare(spec, &out, err);
+	bson_destroy(&out);
+	return ret;
+}
+
 static int
 spec_prepare_fixed(const bson_t *spec, bool is_text, bson_t *out, terr_t *err)
 {

@@ -46,7 +46,7 @@ cmd_toolbelt_after(cmd_t *c, int rc, const terr_t *err)
 	bool prof = toolbelt_profile_wanted(micros) && toolbelt_profile_needed(c->db, micros);
 	bool qs = rc == 0 && is_qstats_command(c->name) &&
 	    toolbelt_qstats_wanted(atomic_load_explicit(&c->engine->qstats_rate_limit, memory_order_relaxed)) &&
-	    !reads_query_stats(c->body);
+	    !(strcmp(c->name, "aggregate") == 0 && reads_query_stats(c->body));
 	/* a getMore of a recorded query's cursor adds to its entry */
 	bool qs_more = strcmp(c->name, "getMore") == 0 && toolbelt_qstats_cursors_open() &&
 	    BSON_ITER_HOLDS_INT64(&c->first);
@@ -65,7 +65,11 @@ cmd_toolbelt_after(cmd_t *c, int rc, const terr_t *err)
 	if (!prof && !qs && !qs_more)
 		return;
 	memset(&op, 0, sizeof(op));
-	if (strcmp(c->name, "getMore") == 0 && bson_iter_init_find(&it, c->body, "collection") &&
+	/* the namespace string: only a profile entry or a log line shows it
+	 * ($queryStats reads the command itself) */
+	if (!prof)
+		ns[0] = '\0';
+	else if (strcmp(c->name, "getMore") == 0 && bson_iter_init_find(&it, c->body, "collection") &&
 	    BSON_ITER_HOLDS_UTF8(&it))
 		cmd_ns(ns, sizeof(ns), c->db, bson_iter_utf8(&it, NULL));
 	else if (BSON_ITER_HOLDS_UTF8(&c->first))
@@ -177,8 +181,17 @@ cmd_toolbelt_query_stats(void *ctx, const bson_t *spec, bson_t *out, terr_t *err
 
 /* ---- validate ------------------------------------------------------------------ */
 
-static const char *const validate_fields[] = {"full", "repair", "metadata", "checkBSONConformance",
-	"background", "enforceFastCount", "fixMultikey", "collHash", "hashPrefixes", "$_internalCheckTS", NULL};
+/* validate is not a typed command in mongod: its options are read by name
+ * with BSONElement::trueValue (a string or a document is true, 0 / null
+ * false) and other fields are ignored -- PyMongo 3's validate_collection
+ * still sends the old scandata. */
+static bool
+validate_flag(cmd_t *c, const char *name)
+{
+	bson_iter_t it;
+
+	return cmd_find_field(c, name, &it) && bson_iter_as_bool(&it);
+}
 
 CMD_HANDLER(cmd_validate)
 {
@@ -186,23 +199,29 @@ CMD_HANDLER(cmd_validate)
 	storage_coll_t *coll = NULL;
 	storage_session_t *s;
 	toolbelt_validate_opts_t o = {0};
-	bool found, b;
+	bool background, fast_count, check_bson, repair;
 	int ret = -1;
 
 	RET(cmd_collection_arg(c, &name, err));
-	RET(cmd_check_fields(c, validate_fields, err));
-	RET(cmd_get_bool(c, "full", &o.full, &found, err));
-	RET(cmd_get_bool(c, "repair", &b, &found, err));
-	if (found && b)
-		return terr_set(err, TERR_NOT_IMPLEMENTED, "validate with repair: true is not supported by Tamga");
-	RET(cmd_get_bool(c, "metadata", &b, &found, err));
-	if (found && b)
-		return terr_set(err, TERR_NOT_IMPLEMENTED, "validate with metadata: true is not supported by Tamga");
-	RET(cmd_get_bool(c, "background", &b, &found, err));
-	if (found && b && o.full)
+	/* mongod's parseValidateOptions, in its order */
+	o.full = validate_flag(c, "full");
+	background = validate_flag(c, "background");
+	if (background && o.full)
 		return terr_set(err, TERR_INVALID_OPTIONS,
-		    "Running the validate command with { background: true } cannot be done in conjunction with "
-		    "{ full: true }");
+		    "Running the validate command with both { background: true } and { full: true } is not supported.");
+	fast_count = validate_flag(c, "enforceFastCount");
+	if (background && fast_count)
+		return terr_set(err, TERR_INVALID_OPTIONS, "Running the validate command with both { background: true } "
+		    "and { enforceFastCount: true } is not supported.");
+	check_bson = validate_flag(c, "checkBSONConformance");
+	repair = validate_flag(c, "repair");
+	o.metadata = validate_flag(c, "metadata");
+	if (o.metadata && (background || o.full || fast_count || check_bson || repair))
+		return terr_set(err, TERR_INVALID_OPTIONS,
+		    "Running the validate command with { metadata: true } is not supported with any other options");
+	if (repair)
+		return terr_set(err, TERR_NOT_IMPLEMENTED, "validate with repair: true is not supported by Tamga");
+	o.spec_check = cmd_index_spec_check;
 	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0) {
 		if (view_exists(c, c->db, name))
 			return terr_set(err, TERR_COMMAND_NOT_SUPPORTED_ON_VIEW, "Cannot validate a view");

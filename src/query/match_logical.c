@@ -214,11 +214,7 @@ match_schema_compile(mnode_t *n, const bson_value_t *arg, terr_t *err)
 bool
 match_schema_eval(const mnode_t *n, const uint8_t *data, uint32_t len)
 {
-	bson_t doc;
-
-	if (!bson_init_static(&doc, data, len))
-		return false;
-	return schema_matches(n->u.schema, &doc);
+	return schema_matches_data(n->u.schema, data, len);
 }
 
 void

@@ -63,6 +63,12 @@ void schema_free(schema_t *s);
  * schema is read-only and may be shared between threads. */
 bool schema_matches(const schema_t *s, const bson_t *doc);
 
+/* schema_matches on the document at data (len bytes, length prefix
+ * included; borrowed): what a scan that holds raw records calls, without
+ * wrapping them in a bson_t first.  A buffer whose framing is not a
+ * document's (length prefix, final NUL) fails; nothing is read past len. */
+bool schema_matches_data(const schema_t *s, const uint8_t *data, uint32_t len);
+
 /* Same answer as schema_matches.  When doc fails (returns false) appends to
  * details, which must be an empty document being built by the caller, the
  * fields of mongod's explanation, in mongod's order:

@@ -997,6 +997,7 @@ compile_node(cctx_t *cx, const uint8_t *data, uint32_t len, bool top, int depth,
 
 	if (top && n->has_type && !(n->type_mask & (1u << BSON_TYPE_DOCUMENT)))
 		n->always_false = true;
+	sch_node_finish(n);
 	*out = n;
 	return 0;
 err:

@@ -23,7 +23,7 @@ doc_find(const bson_value_t *doc, const char *name, uint32_t len, bson_value_t *
 	biter_t it;
 
 	biter_init_value(&it, doc);
-	while (biter_next(&it)) {
+	while (biter_next_inline(&it)) {
 		if (it.key_len == len && memcmp(it.key, name, len) == 0) {
 			biter_value(&it, out);
 			return true;
@@ -77,7 +77,7 @@ count_fields(const bson_value_t *v)
 	uint32_t n = 0;
 
 	biter_init_value(&it, v);
-	while (biter_next(&it))
+	while (biter_next_inline(&it))
 		n++;
 	return n;
 }
@@ -495,11 +495,8 @@ utf8_len(const char *s, uint32_t len)
 /* ---- the matcher ---------------------------------------------------- */
 
 static bool
-match_string(const snode_t *n, const bson_value_t *v)
+match_string(const snode_t *n, const char *s, uint32_t len)
 {
-	const char *s = v->value.v_utf8.str;
-	uint32_t len = v->value.v_utf8.len;
-
 	if (n->pattern && !sch_regex_search(n->pattern, s, len))
 		return false;
 	/* len/4 <= code points <= len: count only when that range straddles a bound */
@@ -526,6 +523,197 @@ match_number(const snode_t *n, const bson_value_t *v)
 	return true;
 }
 
+static uint32_t
+rd32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return BSON_UINT32_FROM_LE(v);
+}
+
+static uint64_t
+rd64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return BSON_UINT64_FROM_LE(v);
+}
+
+static bool match_array(const snode_t *n, const bson_value_t *v);
+static bool match_object(const snode_t *n, const uint8_t *data, uint32_t len);
+
+/* sch_node_match on the current element of it: the same answer, with the
+ * value read straight from the document's bytes, and decoded into a
+ * bson_value_t only for the keywords that need one (logic, enum, encrypt,
+ * dependencies, decimals).  A node with nothing to check for the value's
+ * type costs its type test alone. */
+/* sch_type_bit by table, for the types a walk can hand out. */
+#define TB(t) [t] = 1u << (t)
+static const uint32_t type_bit_tab[256] = {
+	TB(1), TB(2), TB(3), TB(4), TB(5), TB(6), TB(7), TB(8), TB(9), TB(10), TB(11), TB(12), TB(13), TB(14),
+	TB(15), TB(16), TB(17), TB(18), TB(19),
+	[BSON_TYPE_MINKEY] = 1u << SCH_BIT_MINKEY, [BSON_TYPE_MAXKEY] = 1u << SCH_BIT_MAXKEY,
+};
+#undef TB
+
+static inline __attribute__((always_inline)) bool
+el_match(const snode_t *n, const biter_t *it)
+{
+	bson_type_t t = it->type;
+	bson_value_t v;
+
+	if (!(n->type_ok & type_bit_tab[(uint8_t)t]))
+		return false;
+	if (n->leaf)
+		return true;
+	if (n->slow)
+		goto slow;
+	switch ((int)t) {
+	case BSON_TYPE_UTF8:
+		return !n->str_check || match_string(n, (const char *)it->val + 4, rd32(it->val) - 1);
+	case BSON_TYPE_INT32:
+		if (!n->num_check)
+			return true;
+		v.value_type = t;
+		v.value.v_int32 = (int32_t)rd32(it->val);
+		if (n->int_bounds)
+			return v.value.v_int32 >= n->imin && v.value.v_int32 <= n->imax;
+		return match_number(n, &v);
+	case BSON_TYPE_INT64:
+		if (!n->num_check)
+			return true;
+		if (n->int_bounds) {
+			int64_t x = (int64_t)rd64(it->val);
+			return x >= n->imin && x <= n->imax;
+		}
+		v.value_type = t;
+		v.value.v_int64 = (int64_t)rd64(it->val);
+		return match_number(n, &v);
+	case BSON_TYPE_DOUBLE: {
+		uint64_t u;
+		if (!n->num_check)
+			return true;
+		u = rd64(it->val);
+		v.value_type = t;
+		memcpy(&v.value.v_double, &u, 8);
+		return match_number(n, &v);
+	}
+	case BSON_TYPE_DECIMAL128:
+		if (!n->num_check)
+			return true;
+		goto slow;
+	case BSON_TYPE_DOCUMENT:
+		return !n->obj_check || match_object(n, it->val, it->val_len);
+	case BSON_TYPE_ARRAY:
+		if (!n->arr_check)
+			return true;
+		v.value_type = t;
+		v.value.v_doc.data = (uint8_t *)it->val;
+		v.value.v_doc.data_len = it->val_len;
+		return match_array(n, &v);
+	default:
+		return true;
+	}
+slow:
+	biter_value(it, &v);
+	return sch_node_match(n, &v);
+}
+
+/* The slot of a property name in a node's hash, from its first
+ * min(len, 8) bytes as one word (sch_prop_t.word, biter_next_kw's kw). */
+_Static_assert(SCH_PROP_SLOTS == 64, "prop_hash keeps 6 bits");
+static inline uint32_t
+prop_hash(uint64_t word)
+{
+	return (uint32_t)((word * 0x9E3779B97F4A7C15ull) >> 58);
+}
+
+static void
+prop_hash_build(snode_t *n)
+{
+	uint32_t plain = 0;
+
+	memset(n->prop_slot, 0, sizeof(n->prop_slot));
+	for (uint32_t i = 0; i < n->nprops; i++) {
+		sch_prop_t *p = &n->props[i];
+		p->word = 0;
+		memcpy(&p->word, p->name, p->len < 8 ? p->len : 8);
+		plain += !p->dotted;
+	}
+	n->prop_hashed = plain > 0 && plain <= SCH_PROP_SLOTS / 2 && n->nprops < 255;
+	if (!n->prop_hashed)
+		return;
+	for (uint32_t i = 0; i < n->nprops; i++) {
+		const sch_prop_t *p = &n->props[i];
+		uint32_t h = prop_hash(p->word);
+		bool dup = false;
+		if (p->dotted)
+			continue;
+		/* the first of two equal names wins, as in the linear search */
+		for (; n->prop_slot[h] != 0; h = (h + 1) & (SCH_PROP_SLOTS - 1)) {
+			const sch_prop_t *q = &n->props[n->prop_slot[h] - 1];
+			if (q->len == p->len && memcmp(q->name, p->name, p->len) == 0)
+				dup = true;
+		}
+		if (!dup)
+			n->prop_slot[h] = (uint8_t)(i + 1);
+	}
+}
+
+static bool
+int_bound(const bson_value_t *b, bool excl, bool is_max, int64_t *out)
+{
+	int64_t x;
+
+	if (b->value_type == BSON_TYPE_INT32)
+		x = b->value.v_int32;
+	else if (b->value_type == BSON_TYPE_INT64)
+		x = b->value.v_int64;
+	else
+		return false;
+	if (excl) {
+		if (x == (is_max ? INT64_MIN : INT64_MAX))
+			return false;   /* nothing passes: the general comparison says so */
+		x += is_max ? -1 : 1;
+	}
+	*out = x;
+	return true;
+}
+
+static void
+int_bounds_build(snode_t *n)
+{
+	n->imin = INT64_MIN;
+	n->imax = INT64_MAX;
+	n->int_bounds = !n->has_multiple_of &&
+	    (!n->has_min || int_bound(&n->minimum, n->excl_min, false, &n->imin)) &&
+	    (!n->has_max || int_bound(&n->maximum, n->excl_max, true, &n->imax));
+}
+
+void
+sch_node_finish(snode_t *n)
+{
+	n->slow = n->always_false || n->encrypt || n->nall_of || n->nany_of || n->none_of || n->not_ ||
+	    n->enum_arr != NULL || n->has_deps;
+	n->str_check = !n->off_string && (n->pattern != NULL || n->min_len >= 0 || n->max_len >= 0);
+	n->num_check = !n->off_number && (n->has_multiple_of || n->has_min || n->has_max);
+	n->arr_check = !n->off_array && (n->min_items >= 0 || n->max_items >= 0 || n->unique_items ||
+	    n->items_kind != SCH_ITEMS_NONE);
+	n->obj_check = !n->off_object && (n->nprops || n->has_allowed || n->req_mask || n->nreq_extra ||
+	    n->min_props >= 0 || n->max_props >= 0);
+	n->type_ok = n->has_type ? n->type_mask : ~0u;
+	for (uint32_t i = 0; i < n->nprops; i++)
+		n->props[i].req_m = n->props[i].req_bit >= 0 ? 1ull << n->props[i].req_bit : 0;
+	n->leaf = !n->slow && !n->str_check && !n->num_check && !n->arr_check && !n->obj_check;
+	n->has_dotted = false;
+	for (uint32_t i = 0; i < n->nprops; i++)
+		n->has_dotted = n->has_dotted || n->props[i].dotted;
+	prop_hash_build(n);
+	int_bounds_build(n);
+}
+
 static bool
 match_array(const snode_t *n, const bson_value_t *v)
 {
@@ -543,11 +731,9 @@ match_array(const snode_t *n, const bson_value_t *v)
 		return false;
 	if (n->items_kind == SCH_ITEMS_NONE)
 		return true;
-	biter_init_value(&it, v);
-	while (biter_next(&it)) {
-		bson_value_t e;
+	biter_init_inline(&it, v->value.v_doc.data, v->value.v_doc.data_len);   /* v is an array */
+	while (biter_next_inline(&it)) {
 		const snode_t *sub;
-		biter_value(&it, &e);
 		if (n->items_kind == SCH_ITEMS_SCHEMA) {
 			sub = n->items;
 		} else if (i < n->nitems) {
@@ -559,17 +745,35 @@ match_array(const snode_t *n, const bson_value_t *v)
 		} else {
 			break;
 		}
-		if (!sch_node_match(sub, &e))
+		if (!el_match(sub, &it))
 			return false;
 		i++;
 	}
 	return true;
 }
 
+/* a == b over len bytes; keys are short, so inline words beat a call to
+ * memcmp. */
+static inline bool
+key_eq(const char *a, const char *b, uint32_t len)
+{
+	for (; len >= 8; a += 8, b += 8, len -= 8) {
+		uint64_t x, y;
+		memcpy(&x, a, 8);
+		memcpy(&y, b, 8);
+		if (x != y)
+			return false;
+	}
+	for (; len > 0; len--)
+		if (*a++ != *b++)
+			return false;
+	return true;
+}
+
 static bool
 prop_is(const sch_prop_t *p, const char *name, uint32_t len, bool any)
 {
-	return p->len == len && (any || !p->dotted) && p->name[0] == name[0] && memcmp(p->name, name, len) == 0;
+	return p->len == len && (any || !p->dotted) && key_eq(p->name, name, len);
 }
 
 /* The property named exactly name (dotted ones included when any). */
@@ -597,6 +801,23 @@ find_prop_next(const snode_t *n, const char *name, uint32_t len, uint32_t *next)
 	}
 	*next = (uint32_t)(p - n->props) + 1;
 	return p;
+}
+
+/* The plain property named key (klen bytes at key; kw its first
+ * min(klen, 8) bytes as biter_next_kw gives them) through the node's hash:
+ * one word compare decides names up to 8 bytes. */
+static inline const sch_prop_t *
+find_prop_hashed(const snode_t *n, const char *key, uint32_t klen, uint64_t kw)
+{
+	for (uint32_t h = prop_hash(kw);; h = (h + 1) & (SCH_PROP_SLOTS - 1)) {
+		uint8_t slot = n->prop_slot[h];
+		const sch_prop_t *p;
+		if (slot == 0)
+			return NULL;
+		p = &n->props[slot - 1];
+		if (p->word == kw && p->len == klen && (klen <= 8 || key_eq(p->name + 8, key + 8, klen - 8)))
+			return p;
+	}
 }
 
 bool
@@ -632,67 +853,84 @@ sch_field_is_additional(const snode_t *n, const char *name, uint32_t len)
 	return true;
 }
 
+/* The object restrictions of n on the document data (len bytes). */
 static bool
-match_object(const snode_t *n, const bson_value_t *v)
+match_object(const snode_t *n, const uint8_t *data, uint32_t len)
 {
 	biter_t it;
 	int64_t nfields = 0;
 	uint64_t seen = 0;
 	uint32_t next = 0;
+	bson_value_t dv;
 
-	biter_init_value(&it, v);
-	while (biter_next(&it)) {
+	uint64_t kw;
+	/* read once: the calls below (recursion, regexes) make the compiler reload n's fields */
+	const bool allowed = n->has_allowed, hashed = n->prop_hashed, props = n->nprops != 0;
+
+	biter_init_inline(&it, data, len);
+	if (!props && !allowed) {
+		/* nothing per field: count them (the walk checks each one as before) */
+		while (biter_next_inline(&it))
+			nfields++;
+		goto after;
+	}
+	while (biter_next_kw(&it, &kw)) {
 		const char *key;
 		uint32_t klen;
 		const sch_prop_t *p;
-		bson_value_t e;
 
 		nfields++;
-		if (n->nprops == 0 && !n->has_allowed)
-			continue;
 		key = it.key;
 		klen = it.key_len;
-		p = n->nprops ? find_prop_next(n, key, klen, &next) : NULL;
-		if (p == NULL && !n->has_allowed)
+		if (hashed)
+			p = find_prop_hashed(n, key, klen, kw);
+		else
+			p = props ? find_prop_next(n, key, klen, &next) : NULL;
+		if (p == NULL && !allowed)
 			continue;
-		biter_value(&it, &e);
 		if (p) {
-			if (p->req_bit >= 0)
-				seen |= 1ull << p->req_bit;
-			if (!sch_node_match(p->schema, &e))
+			seen |= p->req_m;
+			if (!el_match(p->schema, &it))
 				return false;
 		}
-		if (n->has_allowed) {
+		if (allowed) {
 			bool other = p == NULL && !(n->nprops && find_prop(n, key, klen, true));
 			for (uint32_t i = 0; i < n->npats; i++) {
 				if (!sch_regex_search(n->pats[i].re, key, klen))
 					continue;
 				other = false;
-				if (!sch_node_match(n->pats[i].schema, &e))
+				if (!el_match(n->pats[i].schema, &it))
 					return false;
 			}
 			if (other) {
 				if (n->addl_props_kind == SCH_ADDL_FALSE)
 					return false;
-				if (n->addl_props_kind == SCH_ADDL_SCHEMA &&
-				    !sch_node_match(n->addl_props, &e))
+				if (n->addl_props_kind == SCH_ADDL_SCHEMA && !el_match(n->addl_props, &it))
 					return false;
 			}
 		}
 	}
+after:
 	if ((seen & n->req_mask) != n->req_mask)
 		return false;
+	if (n->nreq_extra == 0 && !n->has_dotted)
+		goto counts;
+	memset(&dv, 0, sizeof(dv));
+	dv.value_type = BSON_TYPE_DOCUMENT;
+	dv.value.v_doc.data = (uint8_t *)data;
+	dv.value.v_doc.data_len = len;
 	for (uint32_t i = 0; i < n->nreq_extra; i++) {
 		bson_value_t x;
-		if (!sch_path_get(v, n->req_extra[i], &x))
+		if (!sch_path_get(&dv, n->req_extra[i], &x))
 			return false;
 	}
 	for (uint32_t i = 0; i < n->nprops; i++) {
 		bson_value_t x;
-		if (n->props[i].dotted && sch_path_get(v, n->props[i].name, &x) &&
+		if (n->props[i].dotted && sch_path_get(&dv, n->props[i].name, &x) &&
 		    !sch_node_match(n->props[i].schema, &x))
 			return false;
 	}
+counts:
 	if (n->min_props >= 0 && nfields < n->min_props)
 		return false;
 	if (n->max_props >= 0 && nfields > n->max_props)
@@ -761,7 +999,7 @@ sch_node_match(const snode_t *n, const bson_value_t *v)
 	if (n->has_type && !(n->type_mask & sch_type_bit(t)))
 		return false;
 	if (t == BSON_TYPE_UTF8) {
-		if (!n->off_string && !match_string(n, v))
+		if (!n->off_string && !match_string(n, v->value.v_utf8.str, v->value.v_utf8.len))
 			return false;
 	} else if (sch_is_num(t)) {
 		if (!n->off_number && !match_number(n, v))
@@ -770,7 +1008,7 @@ sch_node_match(const snode_t *n, const bson_value_t *v)
 		if (!n->off_array && !match_array(n, v))
 			return false;
 	} else if (t == BSON_TYPE_DOCUMENT) {
-		if (!n->off_object && !match_object(n, v))
+		if (!n->off_object && !match_object(n, v->value.v_doc.data, v->value.v_doc.data_len))
 			return false;
 		if (n->has_deps && !match_deps(n, v))
 			return false;
@@ -801,6 +1039,20 @@ sch_node_match(const snode_t *n, const bson_value_t *v)
 	if (n->enum_arr && (n->enum_always_false || !sch_enum_contains(n, v)))
 		return false;
 	return true;
+}
+
+bool
+schema_matches_data(const schema_t *s, const uint8_t *data, uint32_t len)
+{
+	bson_value_t v;
+
+	/* the framing bson_init_static checks: a buffer that is no document fails */
+	if (data == NULL || len < 5 || rd32(data) != len || data[len - 1] != 0)
+		return false;
+	v.value_type = BSON_TYPE_DOCUMENT;
+	v.value.v_doc.data = (uint8_t *)data;
+	v.value.v_doc.data_len = len;
+	return sch_node_match(s->root, &v);
 }
 
 bool

@@ -40,8 +40,14 @@ typedef struct {
 	uint32_t len;
 	snode_t *schema;
 	int req_bit;            /* bit in the "required seen" mask, or -1 */
+	uint64_t req_m;         /* 1 << req_bit, or 0 (sch_node_finish) */
 	bool dotted;            /* "a.b": a path into embedded documents, as in mongod */
+	uint64_t word;          /* the name's first 8 bytes, zero-padded (fast compare) */
 } sch_prop_t;
+
+/* Slots of a node's property hash (at most half full: nodes with more than
+ * half as many plain property names keep the linear search). */
+#define SCH_PROP_SLOTS 64
 
 typedef struct {
 	char *src;
@@ -120,6 +126,24 @@ struct snode {
 	/* encryption */
 	bool encrypt;
 	uint32_t encrypt_type_mask;     /* 0 = any */
+
+	/* What the raw-element fast path (schema_match.c's el_match) needs to
+	 * look at, decided once by sch_node_finish: false means "nothing of
+	 * this kind can fail here", so the value is not even decoded. */
+	bool slow;              /* logic, enum, encrypt, dependencies or always_false */
+	bool leaf;              /* nothing but the type to check (no slow, no *_check) */
+	uint32_t type_ok;       /* type_mask with a type, else every type's bit */
+	bool str_check;         /* a string restriction is on */
+	bool num_check;         /* a number restriction is on */
+	bool arr_check;         /* an array restriction or items is on */
+	bool obj_check;         /* an object restriction or properties is on */
+	bool has_dotted;        /* a property name with a dot (a path) */
+	bool prop_hashed;       /* prop_slot is in use */
+	uint8_t prop_slot[SCH_PROP_SLOTS];   /* 1 + index of a plain property, by name hash; 0 empty */
+	/* Integer bounds for int/long values, inclusive, when minimum/maximum
+	 * are ints or longs and there is no multipleOf (else match_number). */
+	bool int_bounds;
+	int64_t imin, imax;
 };
 
 struct schema {
@@ -181,5 +205,9 @@ sch_iter_of(const bson_value_t *v, bson_iter_t *it)
 
 /* schema_compile.c */
 void sch_node_free(snode_t *n);
+
+/* schema_match.c: set n's fast-path flags (slow, str_check, ...) from its
+ * compiled keywords; the compiler calls it once per node, last. */
+void sch_node_finish(snode_t *n);
 
 #endif

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bson/iter.h"
 #include "bson/value.h"
 #include "common/mem.h"
 
@@ -421,6 +422,7 @@ typedef struct agg_metric {
 
 typedef struct qs_entry {
 	uint64_t h;
+	uint64_t id;               /* unique for the process: the fast path's handle */
 	uint8_t *key;              /* the key's BSON bytes */
 	uint32_t key_len;
 	uint8_t shape_hash[32];
@@ -623,31 +625,308 @@ cursor_slot(int64_t id, bool insert)
 	return insert ? &qs_cursors[((uint64_t)id * 0x9E3779B97F4A7C15ULL) % QS_CURSORS] : NULL;
 }
 
-static int64_t
-reply_cursor_id(const bson_t *reply)
+/* reply.cursor, walked with the lean iterator (false without one). */
+static bool
+reply_cursor(const bson_t *reply, biter_t *cur)
 {
-	bson_iter_t it, c;
+	biter_t it;
 
-	if (reply != NULL && bson_iter_init(&it, reply) && bson_iter_find_descendant(&it, "cursor.id", &c) &&
-	    BSON_ITER_HOLDS_NUMBER(&c))
-		return bson_iter_as_int64(&c);
-	return 0;
+	if (reply == NULL || !biter_init(&it, bson_get_data(reply), reply->len) ||
+	    !biter_find(&it, "cursor", 6) || it.type != BSON_TYPE_DOCUMENT)
+		return false;
+	return biter_init(cur, it.val, it.val_len);
 }
 
 static int64_t
-docs_returned(const bson_t *reply)
+reply_cursor_id(const bson_t *reply)
 {
-	bson_iter_t it, b;
+	biter_t c;
+	bson_value_t v;
 
+	if (!reply_cursor(reply, &c) || !biter_find(&c, "id", 2))
+		return 0;
+	biter_value(&c, &v);
+	switch ((int)v.value_type) {
+	case BSON_TYPE_INT64: return v.value.v_int64;
+	case BSON_TYPE_INT32: return v.value.v_int32;
+	case BSON_TYPE_DOUBLE: return (int64_t)v.value.v_double;
+	default: return 0;
+	}
+}
+
+/* The documents a reply returned; *cursor_id (when not NULL) gets its
+ * cursor's id (0: none) from the same walk. */
+static int64_t
+docs_returned(const bson_t *reply, int64_t *cursor_id)
+{
+	bson_iter_t it;
+	biter_t c, b;
+
+	if (cursor_id != NULL)
+		*cursor_id = 0;
 	if (reply == NULL)
 		return 0;
-	if (bson_iter_init(&it, reply) && bson_iter_find_descendant(&it, "cursor.firstBatch", &b))
-		return toolbelt_iter_count(&b);
+	if (reply_cursor(reply, &c)) {
+		int64_t n = 0;
+		while (biter_next_inline(&c)) {
+			if (c.key_len == 10 && memcmp(c.key, "firstBatch", 10) == 0 && biter_init(&b, c.val, c.val_len)) {
+				while (biter_next_inline(&b))
+					n++;
+			} else if (c.key_len == 2 && memcmp(c.key, "id", 2) == 0 && cursor_id != NULL) {
+				bson_value_t v;
+				biter_value(&c, &v);
+				*cursor_id = v.value_type == BSON_TYPE_INT64 ? v.value.v_int64 :
+				    v.value_type == BSON_TYPE_INT32 ? v.value.v_int32 : 0;
+			}
+		}
+		return n;
+	}
 	if (bson_iter_init_find(&it, reply, "values") && BSON_ITER_HOLDS_ARRAY(&it))
 		return toolbelt_iter_count(&it);
 	if (bson_iter_init_find(&it, reply, "n"))
 		return 1;
 	return 0;
+}
+
+/*
+ * The fast path: a query whose key was made before is found again without
+ * building its shape.  Its "material" is what the key is a function of,
+ * never coarser: the database, the collection type, the client metadata's
+ * bytes, the command's first element, and in their order the fields the key
+ * reads -- each whole, except a flat equality filter ({a: v, b: w}) as
+ * its names and the values' type bytes (the shape keeps only
+ * "?number"-like placeholders of them), skip/limit/max/min scalars as
+ * their type byte, batchSize/maxTimeMS/comment as their name (the key
+ * writes a constant for them).  Equal material therefore means an equal
+ * key; the material is compared whole (no hash is trusted), and the entry
+ * it names is found again by its id (an evicted one is simply not there).
+ */
+#define QS_FAST_SLOTS 512
+#define QS_FAST_MAX 1024
+
+typedef struct qs_fast {
+	uint64_t fh;               /* hash of the material (0: free) */
+	uint64_t eid, h;           /* the entry's id and key hash */
+	uint32_t len;
+	uint8_t mat[QS_FAST_MAX];
+} qs_fast_t;
+
+static qs_fast_t *qs_fast;          /* under qs_mu, made on first use */
+static uint64_t qs_next_id = 1;     /* under qs_mu */
+
+typedef struct mat {
+	uint8_t b[QS_FAST_MAX];
+	uint32_t n;
+	bool ok;
+} mat_t;
+
+static void
+mat_put(mat_t *m, const void *p, size_t len)
+{
+	if (!m->ok || len > QS_FAST_MAX - m->n) {
+		m->ok = false;
+		return;
+	}
+	memcpy(m->b + m->n, p, len);
+	m->n += (uint32_t)len;
+}
+
+static void
+mat_byte(mat_t *m, uint8_t c)
+{
+	mat_put(m, &c, 1);
+}
+
+/* The element's key (with its NUL) and type byte. */
+static void
+mat_name(mat_t *m, const biter_t *it)
+{
+	mat_byte(m, (uint8_t)it->type);
+	mat_put(m, it->key, it->key_len + 1u);
+}
+
+/* What the key does with each command field (none: the field is not in it). */
+enum { MAT_NONE, MAT_FILTER, MAT_WHOLE, MAT_SCALAR, MAT_NAMED };
+
+static const struct {
+	const char *name;
+	uint32_t len;
+	int kind;
+} mat_fields[] = {
+	{"filter", 6, MAT_FILTER}, {"query", 5, MAT_FILTER},
+	{"pipeline", 8, MAT_WHOLE}, {"sort", 4, MAT_WHOLE}, {"hint", 4, MAT_WHOLE}, {"key", 3, MAT_WHOLE},
+	{"collation", 9, MAT_WHOLE}, {"returnKey", 9, MAT_WHOLE}, {"showRecordId", 12, MAT_WHOLE},
+	{"tailable", 8, MAT_WHOLE}, {"awaitData", 9, MAT_WHOLE}, {"allowPartialResults", 19, MAT_WHOLE},
+	{"singleBatch", 11, MAT_WHOLE}, {"projection", 10, MAT_WHOLE}, {"let", 3, MAT_WHOLE},
+	{"readConcern", 11, MAT_WHOLE}, {"allowDiskUse", 12, MAT_WHOLE}, {"noCursorTimeout", 15, MAT_WHOLE},
+	{"apiVersion", 10, MAT_WHOLE}, {"apiStrict", 9, MAT_WHOLE},
+	{"skip", 4, MAT_SCALAR}, {"limit", 5, MAT_SCALAR}, {"max", 3, MAT_SCALAR}, {"min", 3, MAT_SCALAR},
+	{"batchSize", 9, MAT_NAMED}, {"maxTimeMS", 9, MAT_NAMED}, {"comment", 7, MAT_NAMED},
+};
+
+static int
+mat_kind(const char *k, uint32_t len)
+{
+	/* most fields of a command are none of these (lsid, $db, ...): the
+	 * lengths no listed name has end the search at once */
+	static const uint32_t lens = (1u << 3) | (1u << 4) | (1u << 5) | (1u << 6) | (1u << 7) | (1u << 8) |
+	    (1u << 9) | (1u << 10) | (1u << 11) | (1u << 12) | (1u << 15) | (1u << 19);
+
+	if (len >= 32 || !(lens & (1u << len)) || k[0] == '$')
+		return MAT_NONE;
+	for (size_t i = 0; i < sizeof(mat_fields) / sizeof(mat_fields[0]); i++)
+		if (mat_fields[i].len == len && mat_fields[i].name[0] == k[0] && memcmp(mat_fields[i].name, k, len) == 0)
+			return mat_fields[i].kind;
+	return MAT_NONE;
+}
+
+/* A hash of the material (word at a time; equality is checked on the
+ * bytes, so this only spreads the slots). */
+static uint64_t
+mat_hash(const uint8_t *d, size_t n)
+{
+	uint64_t h = 0x9E3779B97F4A7C15ull ^ n, w;
+
+	for (; n >= 8; d += 8, n -= 8) {
+		memcpy(&w, d, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	w = 0;
+	memcpy(&w, d, n);
+	h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 29);
+}
+
+/* A filter of plain fields with scalar values: names and type bytes only. */
+static void
+mat_filter(mat_t *m, const biter_t *f)
+{
+	biter_t it;
+	bool flat = biter_init(&it, f->val, f->val_len);
+
+	while (flat && biter_next_inline(&it))
+		if (it.key[0] == '$' || it.type == BSON_TYPE_DOCUMENT || it.type == BSON_TYPE_ARRAY ||
+		    it.type == BSON_TYPE_REGEX)
+			flat = false;
+	if (!flat) {
+		mat_byte(m, 'R');
+		mat_put(m, f->val, f->val_len);
+		return;
+	}
+	mat_byte(m, 'F');
+	biter_init(&it, f->val, f->val_len);
+	while (biter_next_inline(&it))
+		mat_name(m, &it);
+}
+
+/* The material of op, in m; *hashed is where the bytes the hash covers
+ * begin (the client metadata before them is compared, not hashed: it is
+ * the same on every query of a connection).  False when there is none
+ * (too large, no command). */
+static bool
+make_material(const toolbelt_op_t *op, const bson_t *client_md, mat_t *m, uint32_t *hashed)
+{
+	biter_t it;
+	bool first = true;
+	uint32_t mdlen = client_md != NULL ? client_md->len : 0;
+
+	m->n = 0;
+	m->ok = true;
+	mat_put(m, &mdlen, sizeof(mdlen));
+	if (client_md != NULL)
+		mat_put(m, bson_get_data(client_md), client_md->len);
+	*hashed = m->n;
+	mat_put(m, &mdlen, sizeof(mdlen));
+	mat_put(m, op->db, strlen(op->db) + 1);
+	mat_byte(m, op->code == 26);
+	if (!biter_init(&it, bson_get_data(op->cmd), op->cmd->len))
+		return false;
+	while (m->ok && biter_next_inline(&it)) {
+		int kind;
+		if (first) {
+			mat_name(m, &it);
+			mat_put(m, it.val, it.val_len);
+			first = false;
+			continue;
+		}
+		kind = mat_kind(it.key, it.key_len);
+		if (kind == MAT_FILTER && it.type == BSON_TYPE_DOCUMENT) {
+			mat_name(m, &it);
+			mat_filter(m, &it);
+		} else if (kind == MAT_FILTER || kind == MAT_WHOLE) {
+			mat_name(m, &it);
+			mat_put(m, it.val, it.val_len);
+		} else if (kind == MAT_SCALAR) {
+			mat_name(m, &it);
+			if (it.type == BSON_TYPE_DOCUMENT || it.type == BSON_TYPE_ARRAY)
+				mat_put(m, it.val, it.val_len);
+		} else if (kind == MAT_NAMED) {
+			mat_put(m, it.key, it.key_len + 1u);
+		}
+	}
+	return m->ok && !first;
+}
+
+static void entry_count_locked(qs_entry_t *e, const toolbelt_op_t *op, bool fresh);
+
+/* The entry of material m, if the fast table knows it (under qs_mu). */
+static qs_entry_t *
+fast_find_locked(const mat_t *m, uint64_t fh)
+{
+	qs_fast_t *f;
+	qs_entry_t *e;
+
+	if (qs_fast == NULL)
+		return NULL;
+	f = &qs_fast[fh % QS_FAST_SLOTS];
+	if (f->fh != fh || f->len != m->n || memcmp(f->mat, m->b, m->n) != 0)
+		return NULL;
+	for (e = qs_bucket[f->h % QS_BUCKETS]; e != NULL; e = e->hnext)
+		if (e->id == f->eid)
+			return e;
+	return NULL;
+}
+
+static void
+fast_store_locked(const mat_t *m, uint64_t fh, const qs_entry_t *e)
+{
+	qs_fast_t *f;
+
+	if (qs_fast == NULL)
+		qs_fast = bson_malloc0(sizeof(*qs_fast) * QS_FAST_SLOTS);
+	f = &qs_fast[fh % QS_FAST_SLOTS];
+	f->fh = fh;
+	f->eid = e->id;
+	f->h = e->h;
+	f->len = m->n;
+	memcpy(f->mat, m->b, m->n);
+}
+
+/* What recording op adds to its entry e (under qs_mu). */
+static void
+entry_count_locked(qs_entry_t *e, const toolbelt_op_t *op, bool fresh)
+{
+	int64_t cid;
+
+	if (!fresh)
+		list_unlink(e);
+	list_push(e);
+	e->exec_count++;
+	e->last_micros = op->micros;
+	metric_add(&e->total_micros, op->micros, fresh);
+	metric_add(&e->first_micros, op->micros, fresh);
+	metric_add(&e->docs_returned, docs_returned(op->reply, &cid), fresh);
+	metric_add(&e->keys_examined, op->keys_examined, fresh);
+	metric_add(&e->docs_examined, op->docs_examined, fresh);
+	e->last_seen_ms = now_ms();
+	if (cid != 0) {
+		qs_cursor_t *slot = cursor_slot(cid, true);
+		if (slot->id == 0)
+			atomic_fetch_add(&qs_ncursors, 1);
+		slot->id = cid;
+		slot->h = e->h;
+	}
 }
 
 void
@@ -656,10 +935,24 @@ toolbelt_qstats_record(const toolbelt_op_t *op, const bson_t *client_md)
 	bson_t key = BSON_INITIALIZER, shape;
 	const char *command = NULL;
 	qs_entry_t *e;
-	uint64_t h;
+	uint64_t h, fh = 0;
 	bool fresh = false;
 	bson_iter_t it;
+	mat_t mb, *m = &mb;
+	uint32_t hashed = 0;
+	bool have_mat = make_material(op, client_md, m, &hashed);
 
+	if (have_mat) {
+		fh = mat_hash(m->b + hashed, m->n - hashed) | 1;
+		pthread_mutex_lock(&qs_mu);
+		if ((e = fast_find_locked(m, fh)) != NULL) {
+			entry_count_locked(e, op, false);
+			evict_locked();
+			pthread_mutex_unlock(&qs_mu);
+			return;
+		}
+		pthread_mutex_unlock(&qs_mu);
+	}
 	BSON_APPEND_DOCUMENT_BEGIN(&key, "queryShape", &shape);
 	if (!build_shape(op->db, op->cmd, &shape, &command)) {
 		bson_append_document_end(&key, &shape);
@@ -691,6 +984,7 @@ toolbelt_qstats_record(const toolbelt_op_t *op, const bson_t *client_md)
 	if (e == NULL) {
 		e = tm_malloc0(sizeof(*e));
 		e->h = h;
+		e->id = qs_next_id++;
 		e->key_len = key.len;
 		e->key = bson_malloc(key.len);
 		memcpy(e->key, bson_get_data(&key), key.len);
@@ -707,29 +1001,11 @@ toolbelt_qstats_record(const toolbelt_op_t *op, const bson_t *client_md)
 		qs_bytes += (int64_t)entry_bytes(e);
 		qs_entries++;
 		fresh = true;
-	} else {
-		list_unlink(e);
 	}
-	list_push(e);
-	e->exec_count++;
-	e->last_micros = op->micros;
-	metric_add(&e->total_micros, op->micros, fresh);
-	metric_add(&e->first_micros, op->micros, fresh);
-	metric_add(&e->docs_returned, docs_returned(op->reply), fresh);
-	metric_add(&e->keys_examined, op->keys_examined, fresh);
-	metric_add(&e->docs_examined, op->docs_examined, fresh);
-	e->last_seen_ms = now_ms();
+	entry_count_locked(e, op, fresh);
+	if (have_mat)
+		fast_store_locked(m, fh, e);
 	evict_locked();
-	{
-		int64_t cid = reply_cursor_id(op->reply);
-		if (cid != 0) {
-			qs_cursor_t *slot = cursor_slot(cid, true);
-			if (slot->id == 0)
-				atomic_fetch_add(&qs_ncursors, 1);
-			slot->id = cid;
-			slot->h = h;
-		}
-	}
 	pthread_mutex_unlock(&qs_mu);
 	bson_destroy(&key);
 }

@@ -17,10 +17,12 @@
  */
 #include "toolbelt/toolbelt.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bson/keystring.h"
+#include "bson/value.h"
 #include "common/mem.h"
 #include "common/opctx.h"
 #include "query/keygen.h"
@@ -127,6 +129,89 @@ add_string(bson_t *arr, int *n, const char *s)
 	(*n)++;
 }
 
+/* validate {metadata: true}: the catalog entry of coll, nothing else read
+ * (mongod's _validateCatalogEntry, then its ValidateResults fields). */
+static int
+validate_metadata(storage_coll_t *coll, const toolbelt_validate_opts_t *o, bson_t *reply, terr_t *err)
+{
+	static const uint8_t no_uuid[16] = {0};
+	bson_t warnings, errors, arr, sub, one;
+	int nw = 0, ne = 0;
+	bson_iter_t vit;
+	char m[1024];
+
+	BSON_APPEND_BOOL(reply, "valid", true);      /* rewritten below when an error is found */
+	BSON_APPEND_BOOL(reply, "repaired", false);
+	BSON_APPEND_UTF8(reply, "ns", coll->ns);
+	BSON_APPEND_BINARY(reply, "uuid", BSON_SUBTYPE_UUID, coll->uuid, 16);
+	BSON_APPEND_ARRAY_BEGIN(reply, "warnings", &warnings);
+	for (int i = 0; i < coll->nindexes; i++) {
+		terr_t e = TERR_INIT;
+		if (coll->indexes[i].spec == NULL || o->spec_check(coll->indexes[i].spec, &e) == 0) {
+			terr_clear(&e);
+			continue;
+		}
+		snprintf(m, sizeof(m), "The index specification for index '%s' contains invalid fields. %s. Run the "
+		    "'collMod' command on the collection without any arguments to fix the invalid index options",
+		    coll->indexes[i].name, e.msg);
+		add_string(&warnings, &nw, m);
+		terr_clear(&e);
+	}
+	bson_append_array_end(reply, &warnings);
+	BSON_APPEND_ARRAY_BEGIN(reply, "errors", &errors);
+	if (memcmp(coll->uuid, no_uuid, 16) == 0)
+		add_string(&errors, &ne, "UUID missing on collection.");
+	/* the stored validator must still be one (mongod compares the stored
+	 * options with the ones the collection runs with) */
+	if (coll->options != NULL && bson_iter_init_find(&vit, coll->options, "validator") &&
+	    BSON_ITER_HOLDS_DOCUMENT(&vit)) {
+		const uint8_t *d;
+		uint32_t l;
+		bson_t vd;
+		match_t *mt = NULL;
+		match_options_t mo = {0};
+		terr_t e = TERR_INIT;
+		bson_iter_document(&vit, &l, &d);
+		bson_init_static(&vd, d, l);
+		mo.coll = coll->collation;
+		mo.disallow = MATCH_DISALLOW_TEXT | MATCH_DISALLOW_WHERE | MATCH_DISALLOW_GEO_NEAR;
+		if (match_compile(&vd, &mo, &mt, &e) != 0) {
+			char *opts = bv_doc_to_mongo_string(coll->options);
+			snprintf(m, sizeof(m), "collection options are not valid for storage: %s", opts);
+			bson_free(opts);
+			add_string(&errors, &ne, m);
+		}
+		match_free(mt);
+		terr_clear(&e);
+	}
+	bson_append_array_end(reply, &errors);
+	if (ne > 0) {
+		bson_iter_t it;
+		if (bson_iter_init_find(&it, reply, "valid"))
+			bson_iter_overwrite_bool(&it, false);
+	}
+	BSON_APPEND_ARRAY_BEGIN(reply, "extraIndexEntries", &arr);
+	bson_append_array_end(reply, &arr);
+	BSON_APPEND_ARRAY_BEGIN(reply, "missingIndexEntries", &arr);
+	bson_append_array_end(reply, &arr);
+	BSON_APPEND_ARRAY_BEGIN(reply, "corruptRecords", &arr);
+	bson_append_array_end(reply, &arr);
+	BSON_APPEND_INT32(reply, "nIndexes", coll->nindexes);
+	BSON_APPEND_DOCUMENT_BEGIN(reply, "keysPerIndex", &sub);
+	for (int i = 0; i < coll->nindexes; i++)
+		append_number(&sub, coll->indexes[i].name, 0);
+	bson_append_document_end(reply, &sub);
+	BSON_APPEND_DOCUMENT_BEGIN(reply, "indexDetails", &sub);
+	for (int i = 0; i < coll->nindexes; i++) {
+		BSON_APPEND_DOCUMENT_BEGIN(&sub, coll->indexes[i].name, &one);
+		BSON_APPEND_BOOL(&one, "valid", true);
+		bson_append_document_end(&sub, &one);
+	}
+	bson_append_document_end(reply, &sub);
+	(void)err;
+	return 0;
+}
+
 int
 toolbelt_validate(storage_t *st, storage_session_t *s, storage_coll_t *coll, const toolbelt_validate_opts_t *o,
                   bson_t *reply, terr_t *err)
@@ -144,6 +229,8 @@ toolbelt_validate(storage_t *st, storage_session_t *s, storage_coll_t *coll, con
 	bool valid = true, in_txn = false;
 
 	(void)st;
+	if (o->metadata)
+		return validate_metadata(coll, o, reply, err);
 	keystring_init(&ks);
 	keystring_init(&tb);
 	ix = bson_malloc0(sizeof(*ix) * (size_t)(nix > 0 ? nix : 1));

@@ -41,6 +41,14 @@ toolbelt_iter_count(const bson_iter_t *it)
 
 typedef struct toolbelt_validate_opts {
 	bool full;                 /* {full: true}: the same checks (no storage-level verify yet) */
+	/* {metadata: true}: mongod's kMetadata mode, the catalog entry only (no
+	 * record or index entry is read): the UUID, the validator and its
+	 * level/action, each index spec through spec_check (an invalid one is
+	 * a warning, in mongod's words).  The reply has no nInvalidDocuments,
+	 * nNonCompliantDocuments or nrecords, and keysPerIndex counts 0 keys,
+	 * as mongod's (its non-full index validation traverses none). */
+	bool metadata;
+	int (*spec_check)(const bson_t *spec, terr_t *err);   /* required with metadata */
 } toolbelt_validate_opts_t;
 
 /*
@@ -62,7 +70,7 @@ int toolbelt_validate(storage_t *st, storage_session_t *s, storage_coll_t *coll,
 /* What the dispatcher knows of one finished command.  Everything borrowed. */
 typedef struct toolbelt_op {
 	const char *db;
-	const char *ns;            /* "db.coll" or "db.$cmd" */
+	const char *ns;            /* "db.coll" or "db.$cmd"; "" unless the profiler wants the op */
 	const char *name;          /* the command's name */
 	const bson_t *cmd;         /* the command document */
 	const bson_t *reply;       /* its reply so far (no ok yet), NULL on failure */

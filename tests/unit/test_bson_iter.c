@@ -3,7 +3,8 @@
  * the same elements, keys, types and values on documents holding every BSON
  * type, and on randomly damaged copies of them: never a read outside the
  * buffer (ASan), never an element libbson would not give, and the same walk
- * for the copies that stay valid; biter_find against a biter_next loop.
+ * for the copies that stay valid; biter_find against a biter_next loop;
+ * biter_next_kw's walk and key word against biter_next.
  */
 #include "tt.h"
 
@@ -24,6 +25,8 @@ static const char *const docs_json[] = {
 	" \"\": \"empty key\"}",
 	"{}",
 	"{\"only\": [[], {}, [[1]], \"\"]}",
+	/* keys around the 8 bytes biter_next_kw reads as one word, the last close to the end */
+	"{\"abcdefg\": 1, \"abcdefgh\": 2, \"abcdefghi\": {\"abcdefghijklmnopq\": true}, \"\u00e9\u00e9\u00e9\u00e9\": null, \"z\": null}",
 };
 
 /* Two values are the same when they are the same bytes. */
@@ -134,6 +137,32 @@ find_agrees(const uint8_t *data, uint32_t len)
 	return !biter_find(&f, "no such key", 11) && !biter_next(&f);
 }
 
+/* biter_next_kw walks as biter_next does, and its word is the key's first
+ * min(key_len, 8) bytes in a zeroed word. */
+static bool
+kw_agrees(const uint8_t *data, uint32_t len)
+{
+	biter_t a, b;
+	uint64_t kw;
+
+	biter_init(&a, data, len);
+	biter_init(&b, data, len);
+	for (;;) {
+		bool ra = biter_next(&a), rb = biter_next_kw(&b, &kw);
+		uint64_t want = 0;
+		if (ra != rb)
+			return false;
+		if (!ra)
+			return a.next == b.next;
+		if (a.type != b.type || a.key != b.key || a.key_len != b.key_len || a.val != b.val ||
+		    a.val_len != b.val_len || a.next != b.next)
+			return false;
+		memcpy(&want, a.key, a.key_len < 8 ? a.key_len : 8);
+		if (kw != want)
+			return false;
+	}
+}
+
 static void
 test_every_type(void)
 {
@@ -145,6 +174,7 @@ test_every_type(void)
 			continue;
 		TT_ASSERT(walk_both(bson_get_data(d), d->len, 0, true) >= 0);
 		TT_ASSERT(find_agrees(bson_get_data(d), d->len));
+		TT_ASSERT(kw_agrees(bson_get_data(d), d->len));
 		bson_destroy(d);
 	}
 	{
@@ -198,6 +228,7 @@ test_damaged(void)
 			}
 			(void)walk_lean(b, n, 0);
 			TT_ASSERT(find_agrees(b, n));
+			TT_ASSERT(kw_agrees(b, n));
 			{
 				bson_t view;
 				size_t off;

@@ -712,6 +712,259 @@ test_random(void)
 	TT_EQ_INT(empty, 0);
 }
 
+/* ---- the raw-element fast path (schema_match.c's el_match, the property
+ * hash, integer bounds): every keyword family on passing and failing
+ * documents, with the answer written down, and schema_matches_data,
+ * schema_explain and schema_matches agreeing on it ---- */
+typedef struct {
+	const char *schema, *doc;
+	bool pass;
+} fast_case_t;
+
+static const fast_case_t fast_cases[] = {
+	/* integer bounds: ints, longs, exclusive, edges of int64 */
+	{"{\"properties\": {\"r\": {\"bsonType\": \"int\", \"minimum\": 1, \"maximum\": 5}}}", "{\"r\": 5}", true},
+	{"{\"properties\": {\"r\": {\"bsonType\": \"int\", \"minimum\": 1, \"maximum\": 5}}}", "{\"r\": 6}", false},
+	{"{\"properties\": {\"r\": {\"bsonType\": \"int\", \"minimum\": 1, \"maximum\": 5}}}", "{\"r\": 0}", false},
+	{"{\"properties\": {\"r\": {\"minimum\": 1, \"exclusiveMinimum\": true}}}", "{\"r\": 1}", false},
+	{"{\"properties\": {\"r\": {\"minimum\": 1, \"exclusiveMinimum\": true}}}", "{\"r\": {\"$numberLong\": \"2\"}}", true},
+	{"{\"properties\": {\"r\": {\"maximum\": {\"$numberLong\": \"9223372036854775807\"}, \"exclusiveMaximum\": true}}}",
+	    "{\"r\": {\"$numberLong\": \"9223372036854775807\"}}", false},
+	{"{\"properties\": {\"r\": {\"minimum\": {\"$numberLong\": \"-9223372036854775808\"}, \"exclusiveMinimum\": true}}}",
+	    "{\"r\": {\"$numberLong\": \"-9223372036854775808\"}}", false},
+	{"{\"properties\": {\"r\": {\"minimum\": {\"$numberLong\": \"-9223372036854775808\"}}}}",
+	    "{\"r\": {\"$numberLong\": \"-9223372036854775808\"}}", true},
+	/* double bounds and double values take the general comparison */
+	{"{\"properties\": {\"r\": {\"maximum\": 1.5}}}", "{\"r\": 1}", true},
+	{"{\"properties\": {\"r\": {\"maximum\": 1.5}}}", "{\"r\": 2}", false},
+	{"{\"properties\": {\"r\": {\"maximum\": 2}}}", "{\"r\": 2.5}", false},
+	{"{\"properties\": {\"r\": {\"maximum\": 2}}}", "{\"r\": {\"$numberDouble\": \"NaN\"}}", false},
+	{"{\"properties\": {\"r\": {\"minimum\": 2}}}", "{\"r\": {\"$numberDecimal\": \"1.99\"}}", false},
+	{"{\"properties\": {\"r\": {\"minimum\": 2}}}", "{\"r\": {\"$numberDecimal\": \"2.00\"}}", true},
+	{"{\"properties\": {\"r\": {\"multipleOf\": 0.01}}}", "{\"r\": 19.99}", true},
+	{"{\"properties\": {\"r\": {\"multipleOf\": 3}}}", "{\"r\": 10}", false},
+	/* restrictions ignore other types; a single type switches them off */
+	{"{\"properties\": {\"r\": {\"minimum\": 3}}}", "{\"r\": \"1\"}", true},
+	{"{\"properties\": {\"r\": {\"bsonType\": \"int\"}}}", "{\"r\": \"1\"}", false},
+	{"{\"properties\": {\"r\": {\"bsonType\": [\"int\", \"string\"], \"minLength\": 2}}}", "{\"r\": \"1\"}", false},
+	/* strings */
+	{"{\"properties\": {\"s\": {\"minLength\": 2, \"maxLength\": 3}}}", "{\"s\": \"\\u00e9\\u00e9\\u00e9\"}", true},
+	{"{\"properties\": {\"s\": {\"maxLength\": 2}}}", "{\"s\": \"abc\"}", false},
+	{"{\"properties\": {\"s\": {\"minLength\": 1}}}", "{\"s\": \"\"}", false},
+	{"{\"properties\": {\"s\": {\"pattern\": \"^a+$\"}}}", "{\"s\": \"aab\"}", false},
+	{"{\"properties\": {\"s\": {\"pattern\": \"^a+$\"}}}", "{\"s\": \"aa\"}", true},
+	/* arrays: items, counts, unique, tuples */
+	{"{\"properties\": {\"t\": {\"items\": {\"bsonType\": \"string\"}}}}", "{\"t\": [\"a\", \"b\"]}", true},
+	{"{\"properties\": {\"t\": {\"items\": {\"bsonType\": \"string\"}}}}", "{\"t\": [\"a\", 1]}", false},
+	{"{\"properties\": {\"t\": {\"minItems\": 2}}}", "{\"t\": [1]}", false},
+	{"{\"properties\": {\"t\": {\"uniqueItems\": true}}}", "{\"t\": [1, 1.0]}", false},
+	{"{\"properties\": {\"t\": {\"items\": [{\"bsonType\": \"int\"}], \"additionalItems\": false}}}", "{\"t\": [1, 2]}", false},
+	{"{\"properties\": {\"t\": {\"items\": [{\"bsonType\": \"int\"}], \"additionalItems\": false}}}", "{\"t\": [1]}", true},
+	{"{\"properties\": {\"t\": {\"items\": {\"items\": {\"maximum\": 1}}}}}", "{\"t\": [[0], [2]]}", false},
+	/* objects: nested required, properties by hash, keys of 0, 8 and 9 bytes, keys at the document's end */
+	{"{\"required\": [\"c\"], \"properties\": {\"c\": {\"required\": [\"n\"], \"properties\": {\"n\": {\"bsonType\": \"string\"}}}}}",
+	    "{\"c\": {\"n\": \"x\"}}", true},
+	{"{\"required\": [\"c\"], \"properties\": {\"c\": {\"required\": [\"n\"], \"properties\": {\"n\": {\"bsonType\": \"string\"}}}}}",
+	    "{\"c\": {\"m\": \"x\"}}", false},
+	{"{\"required\": [\"c\"], \"properties\": {\"c\": {\"required\": [\"n\"]}}}", "{\"x\": 1}", false},
+	{"{\"properties\": {\"customer\": {\"bsonType\": \"int\"}, \"customers\": {\"bsonType\": \"int\"}, \"\": {\"bsonType\": \"int\"}}}",
+	    "{\"customer\": 1, \"customers\": 2, \"\": 3}", true},
+	{"{\"properties\": {\"customer\": {\"bsonType\": \"int\"}, \"customers\": {\"bsonType\": \"int\"}}}",
+	    "{\"customers\": \"x\"}", false},
+	{"{\"properties\": {\"customer\": {\"bsonType\": \"int\"}}}", "{\"customeR\": \"x\", \"customer\": 1}", true},
+	{"{\"properties\": {\"\": {\"bsonType\": \"int\"}}}", "{\"\": \"x\"}", false},
+	{"{\"properties\": {\"a\": {\"bsonType\": \"int\"}}}", "{\"a\": null}", false},
+	{"{\"properties\": {\"a\": {\"bsonType\": \"null\"}}}", "{\"a\": null}", true},
+	{"{\"properties\": {\"a.b\": {\"bsonType\": \"int\"}}}", "{\"a\": {\"b\": \"x\"}}", false},
+	{"{\"properties\": {\"a.b\": {\"bsonType\": \"int\"}, \"a\": {\"bsonType\": \"object\"}}}", "{\"a\": {\"b\": 1}}", true},
+	{"{\"required\": [\"a.b\"]}", "{\"a\": {\"c\": 1}}", false},
+	{"{\"minProperties\": 2, \"maxProperties\": 2}", "{\"a\": 1, \"b\": 2}", true},
+	{"{\"maxProperties\": 1}", "{\"a\": 1, \"b\": 2}", false},
+	{"{\"additionalProperties\": false, \"properties\": {\"a\": {}}}", "{\"a\": 1, \"b\": 2}", false},
+	{"{\"patternProperties\": {\"^x\": {\"bsonType\": \"int\"}}}", "{\"xa\": \"s\"}", false},
+	/* the slow keywords still decide inside the fast walk */
+	{"{\"properties\": {\"e\": {\"enum\": [1, \"a\"]}}}", "{\"e\": 1.0}", true},
+	{"{\"properties\": {\"e\": {\"enum\": [1, \"a\"]}}}", "{\"e\": \"b\"}", false},
+	{"{\"properties\": {\"e\": {\"anyOf\": [{\"bsonType\": \"int\"}, {\"bsonType\": \"string\"}]}}}", "{\"e\": true}", false},
+	{"{\"properties\": {\"e\": {\"not\": {\"bsonType\": \"int\"}}}}", "{\"e\": 1}", false},
+	{"{\"properties\": {\"e\": {\"oneOf\": [{\"minimum\": 1}, {\"maximum\": 5}]}}}", "{\"e\": 3}", false},
+	{"{\"properties\": {\"e\": {\"dependencies\": {\"a\": [\"b\"]}}}}", "{\"e\": {\"a\": 1}}", false},
+	{"{\"properties\": {\"e\": {\"dependencies\": {\"a\": [\"b\"]}}}}", "{\"e\": {\"a\": 1, \"b\": 1}}", true},
+	{"{\"properties\": {\"e\": {\"allOf\": [{\"bsonType\": \"object\"}, {\"required\": [\"z\"]}]}}}", "{\"e\": {}}", false},
+	/* the key word from the walk (biter_next_kw): names sharing their first 8 bytes, 7 to 17 bytes long */
+	{"{\"properties\": {\"abcdefg\": {\"bsonType\": \"int\"}, \"abcdefgh\": {\"bsonType\": \"string\"}, "
+	    "\"abcdefghi\": {\"bsonType\": \"bool\"}, \"abcdefghijklmnop\": {\"bsonType\": \"double\"}, "
+	    "\"abcdefghijklmnopq\": {\"bsonType\": \"null\"}}}",
+	    "{\"abcdefg\": 1, \"abcdefgh\": \"s\", \"abcdefghi\": true, \"abcdefghijklmnop\": 1.5, \"abcdefghijklmnopq\": null}", true},
+	{"{\"properties\": {\"abcdefg\": {\"bsonType\": \"int\"}, \"abcdefgh\": {\"bsonType\": \"string\"}}}",
+	    "{\"abcdefgh\": 1}", false},
+	{"{\"properties\": {\"abcdefgh\": {\"bsonType\": \"string\"}, \"abcdefghi\": {\"bsonType\": \"bool\"}}}",
+	    "{\"abcdefghi\": \"s\"}", false},
+	{"{\"properties\": {\"abcdefghijklmnop\": {\"bsonType\": \"double\"}, \"abcdefghijklmnoq\": {\"bsonType\": \"int\"}}}",
+	    "{\"abcdefghijklmnoq\": 1.5}", false},
+	{"{\"properties\": {\"abcdefghijklmnop\": {\"bsonType\": \"double\"}}}", "{\"abcdefghijklmnoq\": \"x\"}", true},
+	{"{\"properties\": {\"abcdefghijklmnopq\": {\"bsonType\": \"null\"}}}", "{\"abcdefghijklmnopq\": 0}", false},
+	/* keys ending less than 8 bytes before the document's end, keys with high and low bytes */
+	{"{\"properties\": {\"ab\": {\"bsonType\": \"int\"}}}", "{\"ab\": null}", false},
+	{"{\"properties\": {\"a\": {\"bsonType\": \"bool\"}}}", "{\"a\": 1}", false},
+	{"{\"properties\": {\"a\": {\"bsonType\": \"int\"}}}", "{\"x\": 1, \"a\": true}", false},
+	{"{\"properties\": {\"\\u00e9t\\u00e9\": {\"bsonType\": \"int\"}}}", "{\"\\u00e9t\\u00e9\": \"x\"}", false},
+	{"{\"properties\": {\"\\u0001\\u0001\\u0001a\": {\"bsonType\": \"int\"}}}", "{\"\\u0001\\u0001\\u0001a\": \"x\"}", false},
+	{"{\"properties\": {\"\\u0001\\u0001\\u0001a\": {\"bsonType\": \"int\"}}}", "{\"\\u0001\\u0001\\u0001\": \"x\"}", true},
+	/* type-only nodes (leaf), every type's bit (minKey/maxKey by table) */
+	{"{\"properties\": {\"d\": {\"bsonType\": \"date\"}}}", "{\"d\": \"x\"}", false},
+	{"{\"properties\": {\"d\": {\"bsonType\": \"date\"}}}", "{\"d\": {\"$date\": 0}}", true},
+	{"{\"properties\": {\"m\": {\"bsonType\": \"minKey\"}}}", "{\"m\": {\"$minKey\": 1}}", true},
+	{"{\"properties\": {\"m\": {\"bsonType\": \"minKey\"}}}", "{\"m\": {\"$maxKey\": 1}}", false},
+	{"{\"properties\": {\"m\": {\"bsonType\": \"maxKey\"}}}", "{\"m\": {\"$maxKey\": 1}}", true},
+	{"{\"properties\": {\"m\": {}}}", "{\"m\": {\"$minKey\": 1}}", true},
+	{"{\"properties\": {\"m\": {\"bsonType\": \"decimal\"}}}", "{\"m\": {\"$numberDecimal\": \"1\"}}", true},
+	/* required ticked off during the walk, beside other properties; a nested node with counts only */
+	{"{\"required\": [\"a\", \"b\"], \"properties\": {\"a\": {}, \"b\": {}, \"c\": {}}}", "{\"a\": 1, \"c\": 1}", false},
+	{"{\"required\": [\"a\", \"b\"], \"properties\": {\"a\": {}, \"b\": {}, \"c\": {}}}", "{\"c\": 1, \"b\": 1, \"a\": 1}", true},
+	{"{\"properties\": {\"c\": {\"maxProperties\": 1}}}", "{\"c\": {\"a\": 1, \"b\": 2}}", false},
+	{"{\"properties\": {\"c\": {\"minProperties\": 2}}}", "{\"c\": {\"a\": 1, \"b\": 2}}", true},
+};
+
+/* The same schema with 40 more (empty) properties: more than the property
+ * hash holds, so the node takes the linear search -- the general path the
+ * hashed one must agree with, errInfo included (empty properties never
+ * fail, so they add nothing to it).  NULL when the schema has no top-level
+ * properties. */
+static bson_t *
+with_many_props(const bson_t *sch)
+{
+	bson_iter_t it, pi;
+	bson_t *out = bson_new(), props;
+	bool any = false;
+	char k[16];
+
+	bson_iter_init(&it, sch);
+	while (bson_iter_next(&it)) {
+		if (strcmp(bson_iter_key(&it), "properties") != 0 || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			bson_append_iter(out, NULL, 0, &it);
+			continue;
+		}
+		any = true;
+		bson_append_document_begin(out, "properties", -1, &props);
+		bson_iter_recurse(&it, &pi);
+		while (bson_iter_next(&pi))
+			bson_append_iter(&props, NULL, 0, &pi);
+		for (int i = 0; i < 40; i++) {
+			bson_t e = BSON_INITIALIZER;
+			snprintf(k, sizeof k, "zz%d", i);
+			bson_append_document(&props, k, -1, &e);
+		}
+		bson_append_document_end(out, &props);
+	}
+	if (!any) {
+		bson_destroy(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* A node with more plain properties than the hash holds: the linear search. */
+static void
+fast_many_props(void)
+{
+	bson_t sch = BSON_INITIALIZER, props, p, ok = BSON_INITIALIZER, bad = BSON_INITIALIZER;
+	schema_t *s = NULL;
+	terr_t err = TERR_INIT;
+	char k[16];
+
+	bson_append_document_begin(&sch, "properties", -1, &props);
+	for (int i = 0; i < 40; i++) {
+		snprintf(k, sizeof k, "f%d", i);
+		bson_append_document_begin(&props, k, -1, &p);
+		BSON_APPEND_UTF8(&p, "bsonType", "int");
+		bson_append_document_end(&props, &p);
+		bson_append_int32(&ok, k, -1, i);
+		if (i == 39)
+			bson_append_utf8(&bad, k, -1, "x", 1);
+		else
+			bson_append_int32(&bad, k, -1, i);
+	}
+	bson_append_document_end(&sch, &props);
+	TT_ASSERT(schema_compile(&sch, &s, &err) == 0);
+	TT_ASSERT(schema_matches(s, &ok));
+	TT_ASSERT(!schema_matches(s, &bad));
+	schema_free(s);
+	bson_destroy(&sch);
+	bson_destroy(&ok);
+	bson_destroy(&bad);
+}
+
+static void
+test_fast_paths(void)
+{
+	for (size_t i = 0; i < sizeof(fast_cases) / sizeof(fast_cases[0]); i++) {
+		const fast_case_t *c = &fast_cases[i];
+		bson_error_t e;
+		bson_t *sch = bson_new_from_json((const uint8_t *)c->schema, -1, &e);
+		bson_t *doc = bson_new_from_json((const uint8_t *)c->doc, -1, &e);
+		bson_t det = BSON_INITIALIZER;
+		schema_t *s = NULL;
+		terr_t err = TERR_INIT;
+
+		TT_ASSERT(sch != NULL && doc != NULL);
+		if (sch == NULL || doc == NULL)
+			continue;
+		TT_ASSERT(schema_compile(sch, &s, &err) == 0);
+		if (s != NULL) {
+			bool m = schema_matches(s, doc);
+			if (m != c->pass)
+				fprintf(stderr, "fast case %zu: %s on %s: %s, expected %s\n", i, c->schema, c->doc,
+				    m ? "passes" : "fails", c->pass ? "pass" : "fail");
+			TT_ASSERT(m == c->pass);
+			TT_ASSERT(schema_matches_data(s, bson_get_data(doc), doc->len) == c->pass);
+			TT_ASSERT(schema_explain(s, doc, &det) == c->pass);
+			TT_ASSERT(c->pass == bson_empty(&det));
+			schema_free(s);
+		}
+		{
+			bson_t *lin = with_many_props(sch), det2 = BSON_INITIALIZER;
+			schema_t *ls = NULL;
+			if (lin != NULL && schema_compile(lin, &ls, &err) == 0) {
+				TT_ASSERT(schema_matches(ls, doc) == c->pass);
+				TT_ASSERT(schema_matches_data(ls, bson_get_data(doc), doc->len) == c->pass);
+				TT_ASSERT(schema_explain(ls, doc, &det2) == c->pass);
+				if (!bson_equal(&det, &det2)) {
+					char *a = bson_as_canonical_extended_json(&det, NULL);
+					char *b = bson_as_canonical_extended_json(&det2, NULL);
+					fprintf(stderr, "fast case %zu: errInfo %s, linear %s\n", i, a, b);
+					bson_free(a);
+					bson_free(b);
+				}
+				TT_ASSERT(bson_equal(&det, &det2));
+				schema_free(ls);
+			}
+			if (lin != NULL)
+				bson_destroy(lin);
+			bson_destroy(&det2);
+		}
+		terr_clear(&err);
+		bson_destroy(&det);
+		bson_destroy(sch);
+		bson_destroy(doc);
+	}
+	/* a buffer that is no document fails whatever the schema */
+	{
+		bson_t *sch = bson_new();
+		schema_t *s = NULL;
+		terr_t err = TERR_INIT;
+		static const uint8_t bad_len[] = {9, 0, 0, 0, 0};
+		static const uint8_t no_nul[] = {5, 0, 0, 0, 1};
+		TT_ASSERT(schema_compile(sch, &s, &err) == 0);
+		TT_ASSERT(!schema_matches_data(s, bad_len, sizeof bad_len));
+		TT_ASSERT(!schema_matches_data(s, no_nul, sizeof no_nul));
+		TT_ASSERT(!schema_matches_data(s, NULL, 0));
+		schema_free(s);
+		bson_destroy(sch);
+	}
+	fast_many_props();
+}
+
 int
 main(void)
 {
@@ -723,5 +976,6 @@ main(void)
 	TT_RUN(test_explain_variants);
 	TT_RUN(test_threads);
 	TT_RUN(test_random);
+	TT_RUN(test_fast_paths);
 	return tt_finish();
 }

@@ -570,14 +570,60 @@ test_validate_command(tamga_t *db)
 {
 	TT_EQ_INT(run_code(db, "{\"validate\": \"nope\"}"), 26);
 	TT_EQ_INT(run_code(db, "{\"validate\": \"q\", \"repair\": true}"), 238);
-	TT_EQ_INT(run_code(db, "{\"validate\": \"q\", \"full\": \"yes\"}"), 14);
-	TT_EQ_INT(run_code(db, "{\"validate\": \"q\", \"what\": 1}"), 40415);
+	/* options read as mongod's trueValue, other fields ignored (no IDL) */
+	TT_EQ_INT(run_code(db, "{\"validate\": \"q\", \"full\": \"yes\"}"), 0);
+	TT_EQ_INT(run_code(db, "{\"validate\": \"q\", \"what\": 1, \"scandata\": true}"), 0);
+	TT_EQ_INT(run_code(db, "{\"validate\": \"q\", \"full\": 1, \"background\": \"x\"}"), 72);
 	run_ok(db, "{\"create\": \"qv\", \"viewOn\": \"q\", \"pipeline\": []}");
 	TT_EQ_INT(run_code(db, "{\"validate\": \"qv\"}"), 166);
 	TT_EQ_INT(run_code(db, "{\"tamgaInferSchema\": \"qv\"}"), 166);
 	TT_EQ_INT(run_code(db, "{\"tamgaSchemaAdvice\": \"qv\"}"), 166);
 	TT_EQ_INT(run_code(db, "{\"tamgaSchemaAdvice\": true}"), 14);
 	run_ok(db, "{\"validate\": \"q\", \"full\": true}");
+	/* {metadata: true}: the catalog entry only, and every kind of stored
+	 * index spec passes createIndexes' checks again (no warning) */
+	{
+		bson_t *r;
+		int rc;
+		bson_iter_t f;
+		run_ok(db, "{\"create\": \"qm\", \"validator\": {\"$jsonSchema\": {\"required\": [\"a\"]}}}");
+		run_ok(db, "{\"insert\": \"qm\", \"documents\": [{\"a\": 1, \"t\": \"some words\", "
+		    "\"g\": {\"type\": \"Point\", \"coordinates\": [1, 2]}, \"at\": {\"$date\": 0}}]}");
+		run_ok(db, "{\"createIndexes\": \"qm\", \"indexes\": ["
+		    "{\"key\": {\"t\": \"text\"}, \"name\": \"t_text\", \"weights\": {\"t\": 2}},"
+		    "{\"key\": {\"g\": \"2dsphere\"}, \"name\": \"g_2dsphere\"},"
+		    "{\"key\": {\"a\": \"hashed\"}, \"name\": \"a_hashed\"},"
+		    "{\"key\": {\"$**\": 1}, \"name\": \"all\", \"wildcardProjection\": {\"t\": 0}},"
+		    "{\"key\": {\"a\": 1}, \"name\": \"a_1\", \"unique\": true, "
+		    "\"partialFilterExpression\": {\"a\": {\"$gt\": 0}}},"
+		    "{\"key\": {\"at\": 1}, \"name\": \"at_1\", \"expireAfterSeconds\": 3600, \"hidden\": true}]}");
+		r = tt_run_json(db, "t", "{\"validate\": \"qm\", \"metadata\": true}", &rc);
+		TT_EQ_INT(rc, 0);
+		TT_ASSERT(tt_get(r, "valid", &f) && bson_iter_as_bool(&f));
+		TT_ASSERT(!tt_get(r, "warnings.0", &f));
+		TT_ASSERT(!tt_get(r, "errors.0", &f));
+		TT_EQ_INT(tt_get_i64(r, "nIndexes"), 7);
+		TT_EQ_INT(tt_get_i64(r, "keysPerIndex.a_hashed"), 0);
+		TT_ASSERT(tt_get(r, "indexDetails.t_text.valid", &f) && bson_iter_as_bool(&f));
+		TT_ASSERT(!tt_get(r, "nrecords", &f));
+		TT_ASSERT(!tt_get(r, "nInvalidDocuments", &f));
+		TT_EQ_STR(tt_get_str(r, "ns"), "t.qm");
+		tt_free_reply(r);
+		/* the whole validation still counts what metadata does not */
+		r = tt_run_json(db, "t", "{\"validate\": \"qm\"}", &rc);
+		TT_EQ_INT(tt_get_i64(r, "nrecords"), 1);
+		TT_EQ_INT(tt_get_i64(r, "keysPerIndex.a_hashed"), 1);
+		tt_free_reply(r);
+		r = tt_run_json(db, "t", "{\"validate\": \"qm\", \"metadata\": true, \"full\": true}", &rc);
+		TT_EQ_INT(tt_get_i64(r, "code"), 72);
+		TT_EQ_STR(tt_get_str(r, "errmsg"),
+		    "Running the validate command with { metadata: true } is not supported with any other options");
+		tt_free_reply(r);
+		TT_EQ_INT(run_code(db, "{\"validate\": \"qm\", \"metadata\": true, \"checkBSONConformance\": true}"), 72);
+		TT_EQ_INT(run_code(db, "{\"validate\": \"qm\", \"metadata\": true, \"repair\": true}"), 72);
+		TT_EQ_INT(run_code(db, "{\"validate\": \"qm\", \"background\": true, \"full\": true}"), 72);
+		TT_EQ_INT(run_code(db, "{\"validate\": \"qm\", \"metadata\": false}"), 0);
+	}
 }
 
 static void
@@ -632,6 +678,31 @@ test_qstats_parameters(tamga_t *db)
 		    tt_get_i64(r, "cursor.firstBatch.0.metrics.firstResponseExecMicros.sum"));
 		tt_free_reply(r);
 	}
+	/* the fast path (a query seen before, its shape not rebuilt): equal
+	 * material counts on the entry; an int then a long are one shape
+	 * ("?number"), a string another; the counts stay the slow path's */
+	run_ok(db, "{\"find\": \"q\", \"filter\": {\"ww\": 1}}");
+	run_ok(db, "{\"find\": \"q\", \"filter\": {\"ww\": 2}}");
+	run_ok(db, "{\"find\": \"q\", \"filter\": {\"ww\": 3}, \"batchSize\": 5}");
+	run_ok(db, "{\"find\": \"q\", \"filter\": {\"ww\": {\"$numberLong\": \"4\"}}}");
+	run_ok(db, "{\"find\": \"q\", \"filter\": {\"ww\": \"x\"}}");
+	run_ok(db, "{\"find\": \"q\", \"filter\": {\"ww\": \"y\"}}");
+	r = tt_run_json(db, "admin", "{\"aggregate\": 1, \"pipeline\": [{\"$queryStats\": {}}, {\"$match\": "
+	    "{\"key.queryShape.filter.ww.$eq\": \"?number\", \"key.batchSize\": {\"$exists\": false}}}], "
+	    "\"cursor\": {}}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.metrics.execCount"), 3);
+	{ bson_iter_t f_; TT_ASSERT(!tt_get(r, "cursor.firstBatch.1", &f_)); }
+	tt_free_reply(r);
+	r = tt_run_json(db, "admin", "{\"aggregate\": 1, \"pipeline\": [{\"$queryStats\": {}}, {\"$match\": "
+	    "{\"key.queryShape.filter.ww.$eq\": \"?string\"}}], \"cursor\": {}}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.metrics.execCount"), 2);
+	{ bson_iter_t f_; TT_ASSERT(!tt_get(r, "cursor.firstBatch.1", &f_)); }
+	tt_free_reply(r);
+	r = tt_run_json(db, "admin", "{\"aggregate\": 1, \"pipeline\": [{\"$queryStats\": {}}, {\"$match\": "
+	    "{\"key.queryShape.filter.ww.$eq\": \"?number\", \"key.batchSize\": \"?number\"}}], "
+	    "\"cursor\": {}}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.metrics.execCount"), 1);
+	tt_free_reply(r);
 	r = tt_run_json(db, "admin", "{\"setParameter\": 1, \"internalQueryStatsRateLimit\": 0, "
 	    "\"internalQueryStatsCacheSize\": \"1%\"}", &rc);
 	TT_EQ_INT(rc, 0);

@@ -97,6 +97,36 @@ class TamgaPyMongo(unittest.TestCase):
         self.assertTrue(cursor.alive)
         cursor.close()
 
+    def test_validate_metadata_and_query_stats(self):
+        # validate {metadata: true}: the catalog entry only (issue 20)
+        coll = self.db["tb_meta"]
+        coll.drop()
+        coll.insert_many([{"_id": i, "a": i} for i in range(3)])
+        coll.create_index("a")
+        r = self.db.command("validate", "tb_meta", metadata=True)
+        self.assertTrue(r["valid"])
+        self.assertNotIn("nrecords", r)
+        self.assertEqual(r["nIndexes"], 2)
+        self.assertEqual(r["keysPerIndex"], {"_id_": 0, "a_1": 0})
+        self.assertEqual(self.db.validate_collection("tb_meta")["nrecords"], 3)
+        with self.assertRaises(pymongo.errors.OperationFailure) as e:
+            self.db.command("validate", "tb_meta", metadata=True, full=True)
+        self.assertEqual(e.exception.code, 72)
+        # $queryStats on every query: the same shape counted on one entry
+        admin = self.client.admin
+        admin.command("setParameter", 1, internalQueryStatsRateLimit=-1)
+        try:
+            for i in range(4):
+                list(coll.find({"a": i}))
+            list(coll.find({"a": "x"}))
+            rows = list(admin.aggregate([{"$queryStats": {}}, {"$match": {
+                "key.queryShape.cmdNs.coll": "tb_meta"}}]))
+            counts = sorted((r["key"]["queryShape"]["filter"]["a"]["$eq"], r["metrics"]["execCount"])
+                            for r in rows)
+            self.assertEqual(counts, [("?number", 4), ("?string", 1)])
+        finally:
+            admin.command("setParameter", 1, internalQueryStatsRateLimit=0)
+
 
 if __name__ == "__main__":
     result = unittest.main(exit=False, verbosity=2).result

@@ -105,6 +105,11 @@ const v = cmd(bs, { validate: "reviews" });
 print("validate:", v.valid, N(v.nrecords), JSON.stringify(v.keysPerIndex), v.errors.length, N(v.nInvalidDocuments));
 r = cmd(bs, { validate: "nosuch" });
 print("validate missing:", r.code, r.errmsg);
+const vm = cmd(bs, { validate: "reviews", metadata: true });
+print("validate metadata:", vm.valid, vm.nrecords === undefined, JSON.stringify(vm.keysPerIndex), vm.warnings.length,
+  vm.errors.length, vm.nIndexes);
+r = cmd(bs, { validate: "reviews", metadata: true, full: true });
+print("validate metadata full:", r.code, r.errmsg);
 
 // ---- the seed's anti-patterns, then the advisor
 bs.books_embedded.drop();
