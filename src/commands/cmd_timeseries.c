@@ -263,6 +263,7 @@ typedef struct ts_batch {
 	int heads[TS_BATCH_HASH];
 	int64_t closed[4];           /* count, size, forward, backward */
 	int64_t opened_meta;         /* new buckets for a meta with none open */
+	bool fresh;                  /* new buckets only (the open ones may have been rewritten) */
 } ts_batch_t;
 
 /* A new target slot for meta (hash h), linked into the batch's hash. */
@@ -407,7 +408,7 @@ route(ts_batch_t *b, int i, const bson_value_t *meta, int64_t t_ms)
 {
 	const bson_t *m = &b->docs[i];
 	uint64_t h = meta_hash(b->coll->uuid, meta);
-	ts_open_t *open = open_find(b->coll->uuid, meta, h);
+	ts_open_t *open = b->fresh ? NULL : open_find(b->coll->uuid, meta, h);
 	ts_target_t *t = NULL;
 	bool closed_here = false;
 	int k;
@@ -418,7 +419,7 @@ route(ts_batch_t *b, int i, const bson_value_t *meta, int64_t t_ms)
 			t = &b->t[k];
 			break;
 		}
-	if (t == NULL && open == NULL)
+	if (t == NULL && open == NULL && !b->fresh)
 		open = reopen(b, meta, h);
 	if (t == NULL && open != NULL) {
 		t = target_slot(b, meta, h);
@@ -799,6 +800,55 @@ rewrite_m(void *ctx, const bson_t *m, terr_t *err)
 	return 0;
 }
 
+/*
+ * The updated measurements routed again and written in the rewrite's own
+ * transaction (so an update never loses what it took out of a bucket):
+ * into new buckets only, since the catalog's open buckets may be among
+ * those this transaction rewrote (it forgets them after the commit).
+ */
+static int
+moved_insert(storage_session_t *s, ts_rewrite_t *r, terr_t *err)
+{
+	ts_batch_t b;
+	bson_t *docs = tm_bson_array_new((size_t)r->nmoved);
+	bson_iter_t it;
+	int k = 0, ret = 0;
+
+	memset(&b, 0, sizeof(b));
+	b.c = r->c;
+	b.coll = r->coll;
+	b.o = r->o;
+	b.fresh = true;
+	for (int i = 0; i < TS_BATCH_HASH; i++)
+		b.heads[i] = -1;
+	bson_iter_init(&it, &r->moved);
+	while (ret == 0 && bson_iter_next(&it) && k < r->nmoved) {
+		const uint8_t *d;
+		uint32_t l;
+		bson_value_t meta;
+		int64_t t_ms;
+		bson_iter_document(&it, &l, &d);
+		bson_init_static(&docs[k], d, l);
+		if ((ret = measurement_check(&r->o, &docs[k], &meta, &t_ms, err)) == 0)
+			k++;
+	}
+	b.docs = docs;
+	b.ndocs = k;
+	for (int i = 0; ret == 0 && i < k; i++) {
+		bson_value_t meta;
+		int64_t t_ms = 0;
+		measurement_check(&b.o, &docs[i], &meta, &t_ms, err);
+		route(&b, i, &meta, t_ms);
+	}
+	if (ret == 0)
+		ret = insert_txn(s, &b, err);
+	for (int i = 0; i < b.nt; i++)
+		bson_free(b.t[i].ms);
+	bson_free(b.t);
+	bson_free(docs);
+	return ret;
+}
+
 static int
 rewrite_txn(storage_session_t *s, void *arg, terr_t *err)
 {
@@ -890,6 +940,8 @@ rewrite_txn(storage_session_t *s, void *arg, terr_t *err)
 		bson_destroy(&old);
 	}
 	bson_free(ids);
+	if (ret == 0 && r->nmoved > 0)
+		ret = moved_insert(s, r, err);
 	return ret;
 }
 
@@ -923,30 +975,6 @@ ts_rewrite(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *
 	if (ret == 0)
 		open_forget(coll->uuid);
 	pthread_mutex_unlock(&ts_lock);
-	if (ret == 0 && r.nmoved > 0) {
-		/* updated measurements go where they now belong */
-		bson_t *docs = tm_bson_array_new((size_t)r.nmoved);
-		bson_iter_t it;
-		int k = 0;
-		bson_iter_init(&it, &r.moved);
-		while (bson_iter_next(&it) && k < r.nmoved) {
-			const uint8_t *d;
-			uint32_t l;
-			ts_options_t o = r.o;
-			bson_value_t meta;
-			int64_t t_ms;
-			bson_iter_document(&it, &l, &d);
-			bson_init_static(&docs[k], d, l);
-			if (measurement_check(&o, &docs[k], &meta, &t_ms, err) != 0) {
-				ret = -1;
-				break;
-			}
-			k++;
-		}
-		if (ret == 0)
-			ret = insert_measurements(c, s, coll, docs, k, err);
-		bson_free(docs);
-	}
 	*matched = r.matched;
 	*modified = r.update != NULL ? r.modified : r.matched;
 err:
