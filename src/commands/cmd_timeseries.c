@@ -758,6 +758,9 @@ typedef struct ts_rewrite {
 	int64_t matched, modified;
 	bson_t moved;                /* updated measurements to route again: {"0": {...}, ...} */
 	int nmoved;
+	const bson_t *q;             /* the statement's filter (an upsert's seed) */
+	bool upsert, upserted;
+	bson_value_t upserted_id;    /* owned when upserted */
 } ts_rewrite_t;
 
 typedef struct ts_unpacked {
@@ -849,6 +852,32 @@ moved_insert(storage_session_t *s, ts_rewrite_t *r, terr_t *err)
 	return ret;
 }
 
+/*
+ * Nothing matched an upsert: the document it inserts (the filter's
+ * equalities, then the update, _id generated when neither gives one), added
+ * to the measurements routed in this transaction; its _id is the upserted
+ * one.  A result without a date in the time field fails as an insert does.
+ */
+static int
+upsert_add(ts_rewrite_t *r, terr_t *err)
+{
+	bson_t doc;
+	bson_iter_t it;
+	char key[16];
+
+	RET(update_build_upsert_doc(r->u, r->q, NULL, &doc, err));
+	if (bson_iter_init_find(&it, &doc, "_id")) {
+		if (r->upserted)
+			bson_value_destroy(&r->upserted_id);
+		bson_value_copy(bson_iter_value(&it), &r->upserted_id);
+		r->upserted = true;
+	}
+	bson_snprintf(key, sizeof(key), "%d", r->nmoved++);
+	BSON_APPEND_DOCUMENT(&r->moved, key, &doc);
+	bson_destroy(&doc);
+	return 0;
+}
+
 static int
 rewrite_txn(storage_session_t *s, void *arg, terr_t *err)
 {
@@ -860,6 +889,9 @@ rewrite_txn(storage_session_t *s, void *arg, terr_t *err)
 
 	r->matched = r->modified = 0;
 	r->nmoved = 0;
+	if (r->upserted)
+		bson_value_destroy(&r->upserted_id);
+	r->upserted = false;
 	bson_reinit(&r->moved);
 	/* the buckets first (a rewrite moves them under a scan) */
 	RET(storage_scan_open(s, r->coll, false, &cur, err));
@@ -940,6 +972,8 @@ rewrite_txn(storage_session_t *s, void *arg, terr_t *err)
 		bson_destroy(&old);
 	}
 	bson_free(ids);
+	if (ret == 0 && r->upsert && r->matched == 0)
+		ret = upsert_add(r, err);
 	if (ret == 0 && r->nmoved > 0)
 		ret = moved_insert(s, r, err);
 	return ret;
@@ -947,8 +981,8 @@ rewrite_txn(storage_session_t *s, void *arg, terr_t *err)
 
 /* Run one delete (update NULL) or update statement with filter q. */
 static int
-ts_rewrite(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *update, bool multi, int64_t *matched,
-           int64_t *modified, terr_t *err)
+ts_rewrite(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *update, bool multi, bool upsert,
+           int64_t *matched, int64_t *modified, bson_value_t *upserted_id, bool *upserted, terr_t *err)
 {
 	ts_rewrite_t r;
 	match_options_t mo = {0};
@@ -960,6 +994,8 @@ ts_rewrite(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *
 	r.coll = coll;
 	r.multi = multi;
 	r.update = update;
+	r.q = q;
+	r.upsert = upsert && update != NULL;
 	bson_init(&r.moved);
 	ts_options_get(coll->options, &r.o);
 	if ((s = client_session(c->client, err)) == NULL)
@@ -977,7 +1013,15 @@ ts_rewrite(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *
 	pthread_mutex_unlock(&ts_lock);
 	*matched = r.matched;
 	*modified = r.update != NULL ? r.modified : r.matched;
+	if (ret == 0 && r.upserted && upserted != NULL) {
+		/* mongod's reply: n counts the upserted document */
+		*upserted = true;
+		bson_value_copy(&r.upserted_id, upserted_id);
+		*matched = 1;
+	}
 err:
+	if (r.upserted)
+		bson_value_destroy(&r.upserted_id);
 	if (r.m != NULL)
 		match_free(r.m);
 	if (r.u != NULL)
@@ -991,14 +1035,14 @@ cmd_ts_delete(cmd_t *c, storage_coll_t *coll, const bson_t *q, bool multi, int64
 {
 	int64_t modified;
 
-	return ts_rewrite(c, coll, q, NULL, multi, n, &modified, err);
+	return ts_rewrite(c, coll, q, NULL, multi, false, n, &modified, NULL, NULL, err);
 }
 
 int
-cmd_ts_update(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *u, bool multi, int64_t *matched,
-              int64_t *modified, terr_t *err)
+cmd_ts_update(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *u, bool multi, bool upsert,
+              int64_t *matched, int64_t *modified, bson_value_t *upserted_id, bool *upserted, terr_t *err)
 {
-	return ts_rewrite(c, coll, q, u, multi, matched, modified, err);
+	return ts_rewrite(c, coll, q, u, multi, upsert, matched, modified, upserted_id, upserted, err);
 }
 
 /* ---- catalog views --------------------------------------------------------------- */

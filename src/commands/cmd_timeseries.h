@@ -43,10 +43,13 @@ int cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bson_t 
 /* One delete statement (any filter q; multi or the first match) and one
  * update statement (u: an update document or pipeline), on measurements:
  * affected buckets rewritten in one transaction, updated measurements
- * routed again.  *n / *matched / *modified as the reply counts them. */
+ * routed again.  *n / *matched / *modified as the reply counts them.  An
+ * update with upsert that matched nothing inserts the upsert document as a
+ * measurement in the same transaction: *upserted set, *upserted_id a copy
+ * of its _id (the caller bson_value_destroy()s it), *matched 1. */
 int cmd_ts_delete(cmd_t *c, storage_coll_t *coll, const bson_t *q, bool multi, int64_t *n, terr_t *err);
-int cmd_ts_update(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *u, bool multi,
-                  int64_t *matched, int64_t *modified, terr_t *err);
+int cmd_ts_update(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *u, bool multi, bool upsert,
+                  int64_t *matched, int64_t *modified, bson_value_t *upserted_id, bool *upserted, terr_t *err);
 
 /* listIndexes without rawData: ix as the user sees it (bucket paths back to
  * metaField / timeField) appended to out; false when it is not shown (the

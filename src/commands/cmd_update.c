@@ -386,11 +386,9 @@ write_update_run(cmd_t *c, storage_session_t *s, const char *db, const char *nam
 	if (rc == 0 && *coll != NULL && cmd_ts_is(*coll) && !cmd_ts_raw(c)) {
 		/* measurements: their buckets are rewritten (cmd_timeseries.c) */
 		bson_iter_t uit;
-		if (u.upsert)
-			rc = terr_set(err, TERR_NOT_IMPLEMENTED,
-			    "upsert into a time-series collection is not supported by Tamga yet");
-		else if (bson_iter_init_find(&uit, stmt, "u"))
-			rc = cmd_ts_update(c, *coll, &filter, bson_iter_value(&uit), u.multi, &res->n, &res->modified, err);
+		if (bson_iter_init_find(&uit, stmt, "u"))
+			rc = cmd_ts_update(c, *coll, &filter, bson_iter_value(&uit), u.multi, u.upsert, &res->n, &res->modified,
+			    &res->upserted_id, &res->upserted, err);
 		stmt_reset(&u);
 		match_free(u.match);
 		update_free(u.update);

@@ -278,8 +278,42 @@ test_random_equivalence(void)
 		TT_EQ_INT(run_err("{\"update\": \"p\", \"updates\": [{\"q\": {\"b.c\": {\"$gte\": 3}}, \"u\": {\"$set\": {\"m\": 2}}, \"multi\": true}]}"), 0);
 		compare_all();
 	}
-	/* an update that would need an upsert is refused, not half done */
-	TT_EQ_INT(run_err("{\"update\": \"w\", \"updates\": [{\"q\": {\"m\": 9}, \"u\": {\"$set\": {\"a\": 1}}, \"upsert\": true}]}"), 238);
+	{
+		/* upserts (mongod 8.0+): nothing matched inserts the upsert
+		 * document as a measurement; one that matches updates; one whose
+		 * document has no time field fails with 2 and stores nothing */
+		const char *up = "{\"update\": \"%s\", \"updates\": [{\"q\": {\"_id\": 100000, \"m\": 9}, \"u\": {\"$set\": "
+		    "{\"a\": 1, \"t\": {\"$date\": {\"$numberLong\": \"1700001000000\"}}}}, \"upsert\": true}]}";
+		char *qw = bson_strdup_printf(up, "w"), *qp = bson_strdup_printf(up, "p");
+		int rc;
+		bson_t *r = run(qw, &rc);
+		TT_EQ_INT(rc, 0);
+		TT_EQ_INT(tt_get_i64(r, "n"), 1);
+		TT_EQ_INT(tt_get_i64(r, "nModified"), 0);
+		TT_EQ_INT(tt_get_i64(r, "upserted.0.index"), 0);
+		TT_EQ_INT(tt_get_i64(r, "upserted.0._id"), 100000);
+		tt_free_reply(r);
+		TT_EQ_INT(run_err(qp), 0);
+		compare_all();
+		/* the same statement again matches the measurement now */
+		r = run(qw, &rc);
+		TT_EQ_INT(rc, 0);
+		TT_EQ_INT(tt_get_i64(r, "n"), 1);
+		{
+			bson_iter_t f;
+			TT_ASSERT(!tt_get(r, "upserted", &f));
+		}
+		tt_free_reply(r);
+		TT_EQ_INT(run_err(qp), 0);
+		compare_all();
+		bson_free(qw);
+		bson_free(qp);
+		{
+			int64_t before = run_i64("{\"count\": \"w\"}", "n");
+			TT_EQ_INT(run_err("{\"update\": \"w\", \"updates\": [{\"q\": {\"m\": 77}, \"u\": {\"$set\": {\"a\": 1}}, \"upsert\": true}]}"), 2);
+			TT_EQ_INT(run_i64("{\"count\": \"w\"}", "n"), before);
+		}
+	}
 }
 
 static void

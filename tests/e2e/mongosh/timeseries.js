@@ -117,6 +117,16 @@ test('$lookup and $unionWith read measurements', () => {
 	const u = t.sensors.aggregate([{$unionWith: {coll: 'w', pipeline: [{$match: {'sensor.id': 1}}]}}, {$count: 'n'}]).toArray();
 	eq(u[0].n, 2 + t.w.countDocuments({'sensor.id': 1}), 'unionWith');
 	eq(code(() => t.w.findOneAndUpdate({'sensor.id': 1}, {$set: {x: 1}})), 238, 'findAndModify: not built');
+	// upserts (mongod 8.0+): the upsert document becomes a measurement
+	const before = t.w.countDocuments({});
+	const up = t.w.updateOne({'sensor.id': 42, temp: -1}, {$set: {ts: new Date()}}, {upsert: true});
+	eq(up.upsertedCount, 1, 'upserted');
+	ok(up.insertedId !== null && up.insertedId !== undefined, 'upserted _id (mongosh: insertedId)');
+	eq(t.w.countDocuments({}), before + 1, 'one more measurement');
+	eq(t.w.findOne({_id: up.insertedId}).temp, -1, 'seeded from the filter');
+	eq(t.w.updateOne({'sensor.id': 42, temp: -1}, {$set: {temp: -2}}, {upsert: true}).modifiedCount, 1, 'then matched');
+	eq(code(() => t.w.updateOne({'sensor.id': 43}, {$set: {temp: 1}}, {upsert: true})), 2, 'upsert without time');
+	eq(t.w.countDocuments({}), before + 1, 'nothing stored');
 	eq(code(() => t.sensors.aggregate([{$out: 'w'}]).toArray()), 238, '$out into time-series: not built');
 });
 
