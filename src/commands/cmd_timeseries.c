@@ -474,14 +474,17 @@ measurement_check(const ts_options_t *o, const bson_t *m, bson_value_t *meta, in
 static int
 write_target(storage_session_t *s, ts_batch_t *b, ts_target_t *t, bool *updated, terr_t *err)
 {
-	bson_t old = BSON_INITIALIZER, nb = BSON_INITIALIZER, view;
+	bson_t old = BSON_INITIALIZER, *nb = NULL, view;
 	const bson_t **ms = bson_malloc0(sizeof(*ms) * (size_t)(t->n + 1));
 	int rc, ret = 0;
 	recid_t recid = 0;
+	size_t want = 512;
 
 	*updated = false;
-	for (int i = 0; i < t->n; i++)
+	for (int i = 0; i < t->n; i++) {
 		ms[i] = &b->docs[t->ms[i]];
+		want += b->docs[t->ms[i]].len;
+	}
 	if (t->existing) {
 		bson_value_t idv = {.value_type = BSON_TYPE_OID};
 		bson_oid_copy(&t->id, &idv.value.v_oid);
@@ -496,16 +499,21 @@ write_target(storage_session_t *s, ts_batch_t *b, ts_target_t *t, bool *updated,
 			*updated = true;
 		}
 	}
+	/* sized once: the old bucket and the new measurements (no chain of
+	 * reallocs as the bucket grows past each power of two) */
+	want += old.len;
+	nb = bson_sized_new(want < (size_t)INT32_MAX / 2 ? want : 512);
 	if (*updated) {
-		ts_bucket_append(&b->o, &old, ms, t->n, &nb);
-		ret = storage_doc_update(s, b->coll, recid, &old, &nb, err);
+		ts_bucket_append(&b->o, &old, ms, t->n, nb);
+		ret = storage_doc_update(s, b->coll, recid, &old, nb, err);
 	} else {
-		ts_bucket_build(&b->o, &t->id, t->start_ms, &t->meta, ms, t->n, &nb);
-		ret = storage_doc_insert(s, b->coll, &nb, NULL, err);
+		ts_bucket_build(&b->o, &t->id, t->start_ms, &t->meta, ms, t->n, nb);
+		ret = storage_doc_insert(s, b->coll, nb, NULL, err);
 	}
 err:
 	bson_free(ms);
-	bson_destroy(&nb);
+	if (nb != NULL)
+		bson_destroy(nb);
 	bson_destroy(&old);
 	return ret;
 }
@@ -761,6 +769,8 @@ typedef struct ts_rewrite {
 	const bson_t *q;             /* the statement's filter (an upsert's seed) */
 	bool upsert, upserted;
 	bson_value_t upserted_id;    /* owned when upserted */
+	bool want_doc, want_new;     /* findAndModify: keep the matched measurement (or its new form) */
+	bson_t *doc_out;             /* owned */
 } ts_rewrite_t;
 
 typedef struct ts_unpacked {
@@ -785,6 +795,8 @@ rewrite_m(void *ctx, const bson_t *m, terr_t *err)
 	if (rc == 1) {
 		r->matched++;
 		u->changed = true;
+		if (r->want_doc && (r->update == NULL || !r->want_new) && r->doc_out == NULL)
+			r->doc_out = bson_copy(m);
 		if (r->update != NULL) {
 			bson_t nd;
 			bool mod = false;
@@ -792,6 +804,8 @@ rewrite_m(void *ctx, const bson_t *m, terr_t *err)
 				return -1;
 			if (mod)
 				r->modified++;
+			if (r->want_doc && r->want_new && r->doc_out == NULL)
+				r->doc_out = bson_copy(&nd);
 			bson_snprintf(key, sizeof(key), "%d", r->nmoved++);
 			BSON_APPEND_DOCUMENT(&r->moved, key, &nd);
 			bson_destroy(&nd);
@@ -874,6 +888,8 @@ upsert_add(ts_rewrite_t *r, terr_t *err)
 	}
 	bson_snprintf(key, sizeof(key), "%d", r->nmoved++);
 	BSON_APPEND_DOCUMENT(&r->moved, key, &doc);
+	if (r->want_doc && r->want_new && r->doc_out == NULL)
+		r->doc_out = bson_copy(&doc);
 	bson_destroy(&doc);
 	return 0;
 }
@@ -892,6 +908,9 @@ rewrite_txn(storage_session_t *s, void *arg, terr_t *err)
 	if (r->upserted)
 		bson_value_destroy(&r->upserted_id);
 	r->upserted = false;
+	if (r->doc_out != NULL)
+		bson_destroy(r->doc_out);
+	r->doc_out = NULL;
 	bson_reinit(&r->moved);
 	/* the buckets first (a rewrite moves them under a scan) */
 	RET(storage_scan_open(s, r->coll, false, &cur, err));
@@ -982,7 +1001,8 @@ rewrite_txn(storage_session_t *s, void *arg, terr_t *err)
 /* Run one delete (update NULL) or update statement with filter q. */
 static int
 ts_rewrite(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *update, bool multi, bool upsert,
-           int64_t *matched, int64_t *modified, bson_value_t *upserted_id, bool *upserted, terr_t *err)
+           int64_t *matched, int64_t *modified, bson_value_t *upserted_id, bool *upserted, int want,
+           bson_t **doc_out, terr_t *err)
 {
 	ts_rewrite_t r;
 	match_options_t mo = {0};
@@ -996,6 +1016,8 @@ ts_rewrite(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *
 	r.update = update;
 	r.q = q;
 	r.upsert = upsert && update != NULL;
+	r.want_doc = want != 0;
+	r.want_new = want == 2;
 	bson_init(&r.moved);
 	ts_options_get(coll->options, &r.o);
 	if ((s = client_session(c->client, err)) == NULL)
@@ -1019,9 +1041,15 @@ ts_rewrite(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *
 		bson_value_copy(&r.upserted_id, upserted_id);
 		*matched = 1;
 	}
+	if (ret == 0 && doc_out != NULL) {
+		*doc_out = r.doc_out;
+		r.doc_out = NULL;
+	}
 err:
 	if (r.upserted)
 		bson_value_destroy(&r.upserted_id);
+	if (r.doc_out != NULL)
+		bson_destroy(r.doc_out);
 	if (r.m != NULL)
 		match_free(r.m);
 	if (r.u != NULL)
@@ -1035,14 +1063,26 @@ cmd_ts_delete(cmd_t *c, storage_coll_t *coll, const bson_t *q, bool multi, int64
 {
 	int64_t modified;
 
-	return ts_rewrite(c, coll, q, NULL, multi, false, n, &modified, NULL, NULL, err);
+	return ts_rewrite(c, coll, q, NULL, multi, false, n, &modified, NULL, NULL, 0, NULL, err);
 }
 
 int
 cmd_ts_update(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *u, bool multi, bool upsert,
               int64_t *matched, int64_t *modified, bson_value_t *upserted_id, bool *upserted, terr_t *err)
 {
-	return ts_rewrite(c, coll, q, u, multi, upsert, matched, modified, upserted_id, upserted, err);
+	return ts_rewrite(c, coll, q, u, multi, upsert, matched, modified, upserted_id, upserted, 0, NULL, err);
+}
+
+int
+cmd_ts_find_and_modify(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *u, bool upsert,
+                       bool want_new, int64_t *n, bson_value_t *upserted_id, bool *upserted, bson_t **doc_out,
+                       terr_t *err)
+{
+	int64_t modified;
+
+	*doc_out = NULL;
+	return ts_rewrite(c, coll, q, u, false, upsert, n, &modified, upserted_id, upserted, want_new ? 2 : 1, doc_out,
+	    err);
 }
 
 /* ---- catalog views --------------------------------------------------------------- */

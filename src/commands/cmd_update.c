@@ -531,6 +531,7 @@ CMD_HANDLER(cmd_find_and_modify)
 	projection_t *proj = NULL;
 	bson_t leo;
 	int ret = -1;
+	bool is_ts = false;
 
 	memset(&u, 0, sizeof(u));
 	ERR(cmd_collection_arg(c, &name, err));
@@ -548,9 +549,15 @@ CMD_HANDLER(cmd_find_and_modify)
 	ERR(cmd_collation_type_check(c, c->body, err));
 	storage_coll_get(c->engine->st, c->db, name, &u.coll, NULL);
 	if (cmd_ts_is(u.coll) && !cmd_ts_raw(c)) {
-		ret = terr_set(err, TERR_NOT_IMPLEMENTED,
-		    "findAndModify on a time-series collection is not supported by Tamga yet");
-		goto err;
+		/* measurements (cmd_timeseries.c): without a sort, outside a
+		 * retryable write (whose image would have to be kept) */
+		is_ts = true;
+		if ((has_sort && !bson_empty(&sort)) || c->txn_oplog_session) {
+			ret = terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "findAndModify on a time-series collection with a sort or as a retryable write is not "
+			    "supported by Tamga yet");
+			goto err;
+		}
 	}
 	ERR(cmd_collation(c, c->body, u.coll, &u.collation, err));
 	mo.coll = u.collation;
@@ -590,6 +597,11 @@ CMD_HANDLER(cmd_find_and_modify)
 		uo.let = has_let ? &let : NULL;
 		ERR(update_compile(&uval, &uo, &u.update, err));
 	}
+	if (is_ts) {
+		ERR(cmd_ts_find_and_modify(c, u.coll, &query, has_update ? &uval : NULL, upsert, want_new, &u.n,
+		    &u.upserted_id, &u.upserted, &u.doc_out, err));
+		goto reply;
+	}
 	sync = write_concern_sync(c);
 	if (u.coll == NULL)
 		ERR(write_get_coll_in(c, c->db, name, upsert, &u.coll, err));
@@ -621,6 +633,7 @@ CMD_HANDLER(cmd_find_and_modify)
 		c->txn_image = bson_copy(u.doc_out);
 		c->txn_image_kind = remove || !want_new ? "preImage" : "postImage";
 	}
+reply:
 	if (u.doc_out != NULL && proj != NULL) {
 		/* the returned image is projected as find would: the positional
 		 * form takes the array position the query matches in it */
