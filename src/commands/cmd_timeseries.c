@@ -1000,7 +1000,8 @@ rewrite_txn(storage_session_t *s, void *arg, terr_t *err)
 
 /* Run one delete (update NULL) or update statement with filter q. */
 static int
-ts_rewrite(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *update, bool multi, bool upsert,
+ts_rewrite(cmd_t *c, storage_coll_t *coll, const bson_t *q, const coll_t *collation, const bson_value_t *update,
+           bool multi, bool upsert,
            int64_t *matched, int64_t *modified, bson_value_t *upserted_id, bool *upserted, int want,
            bson_t **doc_out, terr_t *err)
 {
@@ -1022,10 +1023,12 @@ ts_rewrite(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *
 	ts_options_get(coll->options, &r.o);
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
+	mo.coll = collation;
 	ERR(match_compile(q, &mo, &r.m, err));
 	if (update != NULL) {
 		update_options_t uo;
 		memset(&uo, 0, sizeof(uo));
+		uo.coll = collation;
 		ERR(update_compile(update, &uo, &r.u, err));
 	}
 	pthread_mutex_lock(&ts_lock);
@@ -1059,29 +1062,33 @@ err:
 }
 
 int
-cmd_ts_delete(cmd_t *c, storage_coll_t *coll, const bson_t *q, bool multi, int64_t *n, terr_t *err)
+cmd_ts_delete(cmd_t *c, storage_coll_t *coll, const bson_t *q, const coll_t *collation, bool multi, int64_t *n,
+              terr_t *err)
 {
 	int64_t modified;
 
-	return ts_rewrite(c, coll, q, NULL, multi, false, n, &modified, NULL, NULL, 0, NULL, err);
+	return ts_rewrite(c, coll, q, collation, NULL, multi, false, n, &modified, NULL, NULL, 0, NULL, err);
 }
 
 int
-cmd_ts_update(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *u, bool multi, bool upsert,
+cmd_ts_update(cmd_t *c, storage_coll_t *coll, const bson_t *q, const coll_t *collation, const bson_value_t *u,
+              bool multi, bool upsert,
               int64_t *matched, int64_t *modified, bson_value_t *upserted_id, bool *upserted, terr_t *err)
 {
-	return ts_rewrite(c, coll, q, u, multi, upsert, matched, modified, upserted_id, upserted, 0, NULL, err);
+	return ts_rewrite(c, coll, q, collation, u, multi, upsert, matched, modified, upserted_id, upserted, 0, NULL, err);
 }
 
 int
-cmd_ts_find_and_modify(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *u, bool upsert,
+cmd_ts_find_and_modify(cmd_t *c, storage_coll_t *coll, const bson_t *q, const coll_t *collation,
+                       const bson_value_t *u, bool upsert,
                        bool want_new, int64_t *n, bson_value_t *upserted_id, bool *upserted, bson_t **doc_out,
                        terr_t *err)
 {
 	int64_t modified;
 
 	*doc_out = NULL;
-	return ts_rewrite(c, coll, q, u, false, upsert, n, &modified, upserted_id, upserted, want_new ? 2 : 1, doc_out,
+	return ts_rewrite(c, coll, q, collation, u, false, upsert, n, &modified, upserted_id, upserted, want_new ? 2 : 1,
+	    doc_out,
 	    err);
 }
 

@@ -387,7 +387,7 @@ write_update_run(cmd_t *c, storage_session_t *s, const char *db, const char *nam
 		/* measurements: their buckets are rewritten (cmd_timeseries.c) */
 		bson_iter_t uit;
 		if (bson_iter_init_find(&uit, stmt, "u"))
-			rc = cmd_ts_update(c, *coll, &filter, bson_iter_value(&uit), u.multi, u.upsert, &res->n, &res->modified,
+			rc = cmd_ts_update(c, *coll, &filter, u.collation, bson_iter_value(&uit), u.multi, u.upsert, &res->n, &res->modified,
 			    &res->upserted_id, &res->upserted, err);
 		stmt_reset(&u);
 		match_free(u.match);
@@ -598,7 +598,7 @@ CMD_HANDLER(cmd_find_and_modify)
 		ERR(update_compile(&uval, &uo, &u.update, err));
 	}
 	if (is_ts) {
-		ERR(cmd_ts_find_and_modify(c, u.coll, &query, has_update ? &uval : NULL, upsert, want_new, &u.n,
+		ERR(cmd_ts_find_and_modify(c, u.coll, &query, u.collation, has_update ? &uval : NULL, upsert, want_new, &u.n,
 		    &u.upserted_id, &u.upserted, &u.doc_out, err));
 		goto reply;
 	}

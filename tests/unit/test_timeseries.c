@@ -352,6 +352,25 @@ test_random_equivalence(void)
 		}
 		compare_all();
 		TT_EQ_INT(run_err("{\"findAndModify\": \"w\", \"query\": {}, \"sort\": {\"t\": 1}, \"remove\": true}"), 238);
+		/* a statement's collation reaches the measurements' filter and update */
+		{
+			const char *st[] = {
+				"{\"update\": \"%s\", \"updates\": [{\"q\": {\"a\": \"S3\"}, \"u\": {\"$set\": {\"b\": 9}}, \"multi\": true, "
+				    "\"collation\": {\"locale\": \"en\", \"strength\": 2}}]}",
+				"{\"delete\": \"%s\", \"deletes\": [{\"q\": {\"a\": {\"$in\": [\"S4\", \"s5\"]}}, \"limit\": 0, "
+				    "\"collation\": {\"locale\": \"en\", \"strength\": 2}}]}",
+			};
+			int64_t b9 = run_i64("{\"count\": \"p\", \"query\": {\"b\": 9}}", "n");
+			for (size_t k = 0; k < 2; k++) {
+				char *qw = bson_strdup_printf(st[k], "w"), *qp = bson_strdup_printf(st[k], "p");
+				TT_EQ_INT(run_err(qw), 0);
+				TT_EQ_INT(run_err(qp), 0);
+				bson_free(qw);
+				bson_free(qp);
+			}
+			TT_ASSERT(run_i64("{\"count\": \"p\", \"query\": {\"b\": 9}}", "n") > b9);   /* it matched something */
+			compare_all();
+		}
 	}
 }
 
