@@ -1001,7 +1001,7 @@ rewrite_txn(storage_session_t *s, void *arg, terr_t *err)
 /* Run one delete (update NULL) or update statement with filter q. */
 static int
 ts_rewrite(cmd_t *c, storage_coll_t *coll, const bson_t *q, const coll_t *collation, const bson_value_t *update,
-           bool multi, bool upsert,
+           match_t *m_in, update_t *u_in, bool multi, bool upsert,
            int64_t *matched, int64_t *modified, bson_value_t *upserted_id, bool *upserted, int want,
            bson_t **doc_out, terr_t *err)
 {
@@ -1024,8 +1024,13 @@ ts_rewrite(cmd_t *c, storage_coll_t *coll, const bson_t *q, const coll_t *collat
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
 	mo.coll = collation;
-	ERR(match_compile(q, &mo, &r.m, err));
-	if (update != NULL) {
+	if (m_in != NULL)
+		r.m = m_in;
+	else
+		ERR(match_compile(q, &mo, &r.m, err));
+	if (update != NULL && u_in != NULL) {
+		r.u = u_in;
+	} else if (update != NULL) {
 		update_options_t uo;
 		memset(&uo, 0, sizeof(uo));
 		uo.coll = collation;
@@ -1053,9 +1058,9 @@ err:
 		bson_value_destroy(&r.upserted_id);
 	if (r.doc_out != NULL)
 		bson_destroy(r.doc_out);
-	if (r.m != NULL)
+	if (r.m != NULL && r.m != m_in)
 		match_free(r.m);
-	if (r.u != NULL)
+	if (r.u != NULL && r.u != u_in)
 		update_free(r.u);
 	bson_destroy(&r.moved);
 	return ret;
@@ -1067,15 +1072,16 @@ cmd_ts_delete(cmd_t *c, storage_coll_t *coll, const bson_t *q, const coll_t *col
 {
 	int64_t modified;
 
-	return ts_rewrite(c, coll, q, collation, NULL, multi, false, n, &modified, NULL, NULL, 0, NULL, err);
+	return ts_rewrite(c, coll, q, collation, NULL, NULL, NULL, multi, false, n, &modified, NULL, NULL, 0, NULL, err);
 }
 
 int
 cmd_ts_update(cmd_t *c, storage_coll_t *coll, const bson_t *q, const coll_t *collation, const bson_value_t *u,
-              bool multi, bool upsert,
+              match_t *m, update_t *up, bool multi, bool upsert,
               int64_t *matched, int64_t *modified, bson_value_t *upserted_id, bool *upserted, terr_t *err)
 {
-	return ts_rewrite(c, coll, q, collation, u, multi, upsert, matched, modified, upserted_id, upserted, 0, NULL, err);
+	return ts_rewrite(c, coll, q, collation, u, m, up, multi, upsert, matched, modified, upserted_id, upserted, 0, NULL,
+	    err);
 }
 
 int
@@ -1087,8 +1093,8 @@ cmd_ts_find_and_modify(cmd_t *c, storage_coll_t *coll, const bson_t *q, const co
 	int64_t modified;
 
 	*doc_out = NULL;
-	return ts_rewrite(c, coll, q, collation, u, false, upsert, n, &modified, upserted_id, upserted, want_new ? 2 : 1,
-	    doc_out,
+	return ts_rewrite(c, coll, q, collation, u, NULL, NULL, false, upsert, n, &modified, upserted_id, upserted,
+	    want_new ? 2 : 1, doc_out,
 	    err);
 }
 

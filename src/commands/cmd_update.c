@@ -387,8 +387,8 @@ write_update_run(cmd_t *c, storage_session_t *s, const char *db, const char *nam
 		/* measurements: their buckets are rewritten (cmd_timeseries.c) */
 		bson_iter_t uit;
 		if (bson_iter_init_find(&uit, stmt, "u"))
-			rc = cmd_ts_update(c, *coll, &filter, u.collation, bson_iter_value(&uit), u.multi, u.upsert, &res->n, &res->modified,
-			    &res->upserted_id, &res->upserted, err);
+			rc = cmd_ts_update(c, *coll, &filter, u.collation, bson_iter_value(&uit), u.match, u.update, u.multi,
+			    u.upsert, &res->n, &res->modified, &res->upserted_id, &res->upserted, err);
 		stmt_reset(&u);
 		match_free(u.match);
 		update_free(u.update);

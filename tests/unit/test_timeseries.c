@@ -371,6 +371,22 @@ test_random_equivalence(void)
 			TT_ASSERT(run_i64("{\"count\": \"p\", \"query\": {\"b\": 9}}", "n") > b9);   /* it matched something */
 			compare_all();
 		}
+		{
+			/* let and arrayFilters reach an update of measurements */
+			const char *st = "{\"update\": \"%s\", \"updates\": [{\"q\": {\"$expr\": {\"$eq\": [\"$b.c\", \"$$two\"]}}, "
+			    "\"u\": {\"$set\": {\"arr\": [1, 5, 9]}}, \"multi\": true}, "
+			    "{\"q\": {\"arr\": {\"$exists\": true}}, \"u\": {\"$set\": {\"arr.$[big]\": 0}}, \"multi\": true, "
+			    "\"arrayFilters\": [{\"big\": {\"$gt\": 4}}]}], \"let\": {\"two\": 2}}";
+			char *qw = bson_strdup_printf(st, "w"), *qp = bson_strdup_printf(st, "p");
+			TT_EQ_INT(run_err(qw), 0);
+			TT_EQ_INT(run_err(qp), 0);
+			TT_ASSERT(run_i64("{\"count\": \"w\", \"query\": {\"arr\": [1, 0, 0]}}", "n") > 0);
+			TT_EQ_INT(run_i64("{\"count\": \"w\", \"query\": {\"arr\": [1, 0, 0]}}", "n"),
+			    run_i64("{\"count\": \"p\", \"query\": {\"arr\": [1, 0, 0]}}", "n"));
+			bson_free(qw);
+			bson_free(qp);
+			compare_all();
+		}
 	}
 }
 
