@@ -18,10 +18,16 @@
  * Lines: bench <case>: tamga <x/s>, <peer> <y/s>, ratio <x/y> (run.sh).
  * PostgreSQL is not run here yet (the issue asks for it next to the
  * queries: reported as not available).
+ *
+ * BENCH_TS_INGEST_ONLY=ts|plain ingests into that collection only, with
+ * callgrind collecting only around the ingest loop, for instruction counts:
+ *   valgrind --tool=callgrind --collect-atstart=no bench_timeseries WORKDIR
+ * (total instructions / BENCH_TS_N = instructions per measurement).
  */
 #include "bench_common.h"
 
 #include <sys/stat.h>
+#include <valgrind/callgrind.h>
 
 #define SENSORS 1000
 #define TS_DB "tsbench"
@@ -46,29 +52,56 @@ reading(bson_t *d, int64_t i, bool with_id)
 	BSON_APPEND_DOUBLE(d, "press", 1000.0 + (double)((i * 11) % 300) / 10.0);
 }
 
-/* Insert measurements [0, TS_N) into coll in commands of 1000; seconds. */
+/* One insert command of measurements first, first + step, ... (n of them). */
+static void
+insert_run(tamga_t *t, const char *coll, int64_t first, int64_t step, int n)
+{
+	bson_t cmd, docs, d;
+	char key[16];
+
+	bson_init(&cmd);
+	BSON_APPEND_UTF8(&cmd, "insert", coll);
+	bson_append_array_begin(&cmd, "documents", -1, &docs);
+	for (int j = 0; j < n; j++) {
+		snprintf(key, sizeof(key), "%d", j);
+		reading(&d, first + step * j, false);
+		bson_append_document(&docs, key, -1, &d);
+		bson_destroy(&d);
+	}
+	bson_append_array_end(&cmd, &docs);
+	twrite(t, TS_DB, &cmd, -1, NULL, 0);
+	bson_destroy(&cmd);
+}
+
+/*
+ * Insert measurements [0, TS_N) into coll in commands of (at most) 1000;
+ * seconds.  by_sensor false: each command is one second of every sensor
+ * (1,000 buckets touched, one measurement each); true: each command is up
+ * to 1,000 consecutive seconds of one sensor (one bucket touched) -- the
+ * same measurements in another order.
+ */
+static double
+ingest_order(tamga_t *t, const char *coll, bool by_sensor)
+{
+	double t0 = now();
+	int64_t secs = TS_N / SENSORS;
+
+	if (!by_sensor) {
+		for (int64_t i = 0; i < TS_N; i += SENSORS)
+			insert_run(t, coll, i, 1, SENSORS);
+		return now() - t0;
+	}
+	for (int64_t sec0 = 0; sec0 < secs; sec0 += 1000)
+		for (int64_t sensor = 0; sensor < SENSORS; sensor++)
+			insert_run(t, coll, sec0 * SENSORS + sensor, SENSORS,
+			    (int)(secs - sec0 < 1000 ? secs - sec0 : 1000));
+	return now() - t0;
+}
+
 static double
 ingest(tamga_t *t, const char *coll)
 {
-	double t0 = now();
-
-	for (int64_t i = 0; i < TS_N; i += SENSORS) {
-		bson_t cmd, docs, d;
-		char key[16];
-		bson_init(&cmd);
-		BSON_APPEND_UTF8(&cmd, "insert", coll);
-		bson_append_array_begin(&cmd, "documents", -1, &docs);
-		for (int j = 0; j < SENSORS && i + j < TS_N; j++) {
-			snprintf(key, sizeof(key), "%d", j);
-			reading(&d, i + j, false);
-			bson_append_document(&docs, key, -1, &d);
-			bson_destroy(&d);
-		}
-		bson_append_array_end(&cmd, &docs);
-		twrite(t, TS_DB, &cmd, -1, NULL, 0);
-		bson_destroy(&cmd);
-	}
-	return now() - t0;
+	return ingest_order(t, coll, false);
 }
 
 /* The seed's manual buckets: {sensor, hour} upserts with $push/$inc. */
@@ -197,12 +230,33 @@ main(int argc, char **argv)
 		bson_destroy(c);
 	}
 	fprintf(stderr, "bench_timeseries: N=%lld measurements\n", (long long)TS_N);
+	if (getenv("BENCH_TS_INGEST_ONLY") != NULL) {
+		const char *which = getenv("BENCH_TS_INGEST_ONLY");
+		bool by_sensor = getenv("BENCH_TS_BY_SENSOR") != NULL;
+		double s;
+		CALLGRIND_TOGGLE_COLLECT;
+		s = ingest_order(t, strcmp(which, "plain") == 0 ? "plain" : "ts", by_sensor);
+		CALLGRIND_TOGGLE_COLLECT;
+		printf("ingest %s: %lld measurements in %.3f s, %.0f/s\n", which, (long long)TS_N, s, (double)TS_N / s);
+		tamga_close(t);
+		return 0;
+	}
 	/* alternate the order so no engine gets the machine's quiet moment */
 	plain_s = ingest(t, "plain");
 	ts_s = ingest(t, "ts");
 	manual_s = ingest_manual(t);
 	report("ts_ingest", (double)TS_N / ts_s, "plain", (double)TS_N / plain_s);
 	report("ts_ingest", (double)TS_N / ts_s, "manual_buckets", (double)TS_N / manual_s);
+	{
+		/* the same measurements, each command one sensor's 1,000 seconds */
+		bson_t *c = BCON_NEW("create", "ts_s", "timeseries", "{", "timeField", "t", "metaField", "sensor", "}");
+		double a, p;
+		tcmd0(t, TS_DB, c);
+		bson_destroy(c);
+		p = ingest_order(t, "plain_s", true);
+		a = ingest_order(t, "ts_s", true);
+		report("ts_ingest_sensor_batches", (double)TS_N / a, "plain", (double)TS_N / p);
+	}
 	{
 		bson_t *c = BCON_NEW("createIndexes", "plain", "indexes", "[", "{", "key", "{", "sensor", BCON_INT32(1), "t",
 		    BCON_INT32(1), "}", "name", "sensor_1_t_1", "}", "]");

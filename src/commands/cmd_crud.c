@@ -1184,7 +1184,7 @@ CMD_HANDLER(cmd_delete)
 		if ((coll == NULL && view_refuse(c, c->db, name, &e) != 0) ||
 		    cmd_collation(c, &op, coll, &collation, &e) != 0 ||
 		    (cmd_ts_is(coll) && !cmd_ts_raw(c) ?
-		     cmd_ts_delete(c, coll, &q, limit != 1, &nd, &e) :
+		     cmd_ts_delete(c, coll, &q, collation, limit != 1, &nd, &e) :
 		     write_delete_run(c, s, coll, &q, has_let ? &let : NULL, collation, limit == 1, sync, &nd,
 		                      &e)) != 0) {
 			if (write_error_is_interruption(&e)) {

@@ -263,6 +263,7 @@ typedef struct ts_batch {
 	int heads[TS_BATCH_HASH];
 	int64_t closed[4];           /* count, size, forward, backward */
 	int64_t opened_meta;         /* new buckets for a meta with none open */
+	bool fresh;                  /* new buckets only (the open ones may have been rewritten) */
 } ts_batch_t;
 
 /* A new target slot for meta (hash h), linked into the batch's hash. */
@@ -407,7 +408,7 @@ route(ts_batch_t *b, int i, const bson_value_t *meta, int64_t t_ms)
 {
 	const bson_t *m = &b->docs[i];
 	uint64_t h = meta_hash(b->coll->uuid, meta);
-	ts_open_t *open = open_find(b->coll->uuid, meta, h);
+	ts_open_t *open = b->fresh ? NULL : open_find(b->coll->uuid, meta, h);
 	ts_target_t *t = NULL;
 	bool closed_here = false;
 	int k;
@@ -418,7 +419,7 @@ route(ts_batch_t *b, int i, const bson_value_t *meta, int64_t t_ms)
 			t = &b->t[k];
 			break;
 		}
-	if (t == NULL && open == NULL)
+	if (t == NULL && open == NULL && !b->fresh)
 		open = reopen(b, meta, h);
 	if (t == NULL && open != NULL) {
 		t = target_slot(b, meta, h);
@@ -473,14 +474,17 @@ measurement_check(const ts_options_t *o, const bson_t *m, bson_value_t *meta, in
 static int
 write_target(storage_session_t *s, ts_batch_t *b, ts_target_t *t, bool *updated, terr_t *err)
 {
-	bson_t old = BSON_INITIALIZER, nb = BSON_INITIALIZER, view;
+	bson_t old = BSON_INITIALIZER, *nb = NULL, view;
 	const bson_t **ms = bson_malloc0(sizeof(*ms) * (size_t)(t->n + 1));
 	int rc, ret = 0;
 	recid_t recid = 0;
+	size_t want = 512;
 
 	*updated = false;
-	for (int i = 0; i < t->n; i++)
+	for (int i = 0; i < t->n; i++) {
 		ms[i] = &b->docs[t->ms[i]];
+		want += b->docs[t->ms[i]].len;
+	}
 	if (t->existing) {
 		bson_value_t idv = {.value_type = BSON_TYPE_OID};
 		bson_oid_copy(&t->id, &idv.value.v_oid);
@@ -495,16 +499,21 @@ write_target(storage_session_t *s, ts_batch_t *b, ts_target_t *t, bool *updated,
 			*updated = true;
 		}
 	}
+	/* sized once: the old bucket and the new measurements (no chain of
+	 * reallocs as the bucket grows past each power of two) */
+	want += old.len;
+	nb = bson_sized_new(want < (size_t)INT32_MAX / 2 ? want : 512);
 	if (*updated) {
-		ts_bucket_append(&b->o, &old, ms, t->n, &nb);
-		ret = storage_doc_update(s, b->coll, recid, &old, &nb, err);
+		ts_bucket_append(&b->o, &old, ms, t->n, nb);
+		ret = storage_doc_update(s, b->coll, recid, &old, nb, err);
 	} else {
-		ts_bucket_build(&b->o, &t->id, t->start_ms, &t->meta, ms, t->n, &nb);
-		ret = storage_doc_insert(s, b->coll, &nb, NULL, err);
+		ts_bucket_build(&b->o, &t->id, t->start_ms, &t->meta, ms, t->n, nb);
+		ret = storage_doc_insert(s, b->coll, nb, NULL, err);
 	}
 err:
 	bson_free(ms);
-	bson_destroy(&nb);
+	if (nb != NULL)
+		bson_destroy(nb);
 	bson_destroy(&old);
 	return ret;
 }
@@ -757,6 +766,11 @@ typedef struct ts_rewrite {
 	int64_t matched, modified;
 	bson_t moved;                /* updated measurements to route again: {"0": {...}, ...} */
 	int nmoved;
+	const bson_t *q;             /* the statement's filter (an upsert's seed) */
+	bool upsert, upserted;
+	bson_value_t upserted_id;    /* owned when upserted */
+	bool want_doc, want_new;     /* findAndModify: keep the matched measurement (or its new form) */
+	bson_t *doc_out;             /* owned */
 } ts_rewrite_t;
 
 typedef struct ts_unpacked {
@@ -781,6 +795,8 @@ rewrite_m(void *ctx, const bson_t *m, terr_t *err)
 	if (rc == 1) {
 		r->matched++;
 		u->changed = true;
+		if (r->want_doc && (r->update == NULL || !r->want_new) && r->doc_out == NULL)
+			r->doc_out = bson_copy(m);
 		if (r->update != NULL) {
 			bson_t nd;
 			bool mod = false;
@@ -788,6 +804,8 @@ rewrite_m(void *ctx, const bson_t *m, terr_t *err)
 				return -1;
 			if (mod)
 				r->modified++;
+			if (r->want_doc && r->want_new && r->doc_out == NULL)
+				r->doc_out = bson_copy(&nd);
 			bson_snprintf(key, sizeof(key), "%d", r->nmoved++);
 			BSON_APPEND_DOCUMENT(&r->moved, key, &nd);
 			bson_destroy(&nd);
@@ -796,6 +814,83 @@ rewrite_m(void *ctx, const bson_t *m, terr_t *err)
 	}
 	bson_snprintf(key, sizeof(key), "%d", u->nkeep++);
 	BSON_APPEND_DOCUMENT(&u->keep, key, m);
+	return 0;
+}
+
+/*
+ * The updated measurements routed again and written in the rewrite's own
+ * transaction (so an update never loses what it took out of a bucket):
+ * into new buckets only, since the catalog's open buckets may be among
+ * those this transaction rewrote (it forgets them after the commit).
+ */
+static int
+moved_insert(storage_session_t *s, ts_rewrite_t *r, terr_t *err)
+{
+	ts_batch_t b;
+	bson_t *docs = tm_bson_array_new((size_t)r->nmoved);
+	bson_iter_t it;
+	int k = 0, ret = 0;
+
+	memset(&b, 0, sizeof(b));
+	b.c = r->c;
+	b.coll = r->coll;
+	b.o = r->o;
+	b.fresh = true;
+	for (int i = 0; i < TS_BATCH_HASH; i++)
+		b.heads[i] = -1;
+	bson_iter_init(&it, &r->moved);
+	while (ret == 0 && bson_iter_next(&it) && k < r->nmoved) {
+		const uint8_t *d;
+		uint32_t l;
+		bson_value_t meta;
+		int64_t t_ms;
+		bson_iter_document(&it, &l, &d);
+		bson_init_static(&docs[k], d, l);
+		if ((ret = measurement_check(&r->o, &docs[k], &meta, &t_ms, err)) == 0)
+			k++;
+	}
+	b.docs = docs;
+	b.ndocs = k;
+	for (int i = 0; ret == 0 && i < k; i++) {
+		bson_value_t meta;
+		int64_t t_ms = 0;
+		measurement_check(&b.o, &docs[i], &meta, &t_ms, err);
+		route(&b, i, &meta, t_ms);
+	}
+	if (ret == 0)
+		ret = insert_txn(s, &b, err);
+	for (int i = 0; i < b.nt; i++)
+		bson_free(b.t[i].ms);
+	bson_free(b.t);
+	bson_free(docs);
+	return ret;
+}
+
+/*
+ * Nothing matched an upsert: the document it inserts (the filter's
+ * equalities, then the update, _id generated when neither gives one), added
+ * to the measurements routed in this transaction; its _id is the upserted
+ * one.  A result without a date in the time field fails as an insert does.
+ */
+static int
+upsert_add(ts_rewrite_t *r, terr_t *err)
+{
+	bson_t doc;
+	bson_iter_t it;
+	char key[16];
+
+	RET(update_build_upsert_doc(r->u, r->q, NULL, &doc, err));
+	if (bson_iter_init_find(&it, &doc, "_id")) {
+		if (r->upserted)
+			bson_value_destroy(&r->upserted_id);
+		bson_value_copy(bson_iter_value(&it), &r->upserted_id);
+		r->upserted = true;
+	}
+	bson_snprintf(key, sizeof(key), "%d", r->nmoved++);
+	BSON_APPEND_DOCUMENT(&r->moved, key, &doc);
+	if (r->want_doc && r->want_new && r->doc_out == NULL)
+		r->doc_out = bson_copy(&doc);
+	bson_destroy(&doc);
 	return 0;
 }
 
@@ -810,6 +905,12 @@ rewrite_txn(storage_session_t *s, void *arg, terr_t *err)
 
 	r->matched = r->modified = 0;
 	r->nmoved = 0;
+	if (r->upserted)
+		bson_value_destroy(&r->upserted_id);
+	r->upserted = false;
+	if (r->doc_out != NULL)
+		bson_destroy(r->doc_out);
+	r->doc_out = NULL;
 	bson_reinit(&r->moved);
 	/* the buckets first (a rewrite moves them under a scan) */
 	RET(storage_scan_open(s, r->coll, false, &cur, err));
@@ -890,13 +991,19 @@ rewrite_txn(storage_session_t *s, void *arg, terr_t *err)
 		bson_destroy(&old);
 	}
 	bson_free(ids);
+	if (ret == 0 && r->upsert && r->matched == 0)
+		ret = upsert_add(r, err);
+	if (ret == 0 && r->nmoved > 0)
+		ret = moved_insert(s, r, err);
 	return ret;
 }
 
 /* Run one delete (update NULL) or update statement with filter q. */
 static int
-ts_rewrite(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *update, bool multi, int64_t *matched,
-           int64_t *modified, terr_t *err)
+ts_rewrite(cmd_t *c, storage_coll_t *coll, const bson_t *q, const coll_t *collation, const bson_value_t *update,
+           match_t *m_in, update_t *u_in, bool multi, bool upsert,
+           int64_t *matched, int64_t *modified, bson_value_t *upserted_id, bool *upserted, int want,
+           bson_t **doc_out, terr_t *err)
 {
 	ts_rewrite_t r;
 	match_options_t mo = {0};
@@ -908,14 +1015,25 @@ ts_rewrite(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *
 	r.coll = coll;
 	r.multi = multi;
 	r.update = update;
+	r.q = q;
+	r.upsert = upsert && update != NULL;
+	r.want_doc = want != 0;
+	r.want_new = want == 2;
 	bson_init(&r.moved);
 	ts_options_get(coll->options, &r.o);
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
-	ERR(match_compile(q, &mo, &r.m, err));
-	if (update != NULL) {
+	mo.coll = collation;
+	if (m_in != NULL)
+		r.m = m_in;
+	else
+		ERR(match_compile(q, &mo, &r.m, err));
+	if (update != NULL && u_in != NULL) {
+		r.u = u_in;
+	} else if (update != NULL) {
 		update_options_t uo;
 		memset(&uo, 0, sizeof(uo));
+		uo.coll = collation;
 		ERR(update_compile(update, &uo, &r.u, err));
 	}
 	pthread_mutex_lock(&ts_lock);
@@ -923,54 +1041,61 @@ ts_rewrite(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *
 	if (ret == 0)
 		open_forget(coll->uuid);
 	pthread_mutex_unlock(&ts_lock);
-	if (ret == 0 && r.nmoved > 0) {
-		/* updated measurements go where they now belong */
-		bson_t *docs = tm_bson_array_new((size_t)r.nmoved);
-		bson_iter_t it;
-		int k = 0;
-		bson_iter_init(&it, &r.moved);
-		while (bson_iter_next(&it) && k < r.nmoved) {
-			const uint8_t *d;
-			uint32_t l;
-			ts_options_t o = r.o;
-			bson_value_t meta;
-			int64_t t_ms;
-			bson_iter_document(&it, &l, &d);
-			bson_init_static(&docs[k], d, l);
-			if (measurement_check(&o, &docs[k], &meta, &t_ms, err) != 0) {
-				ret = -1;
-				break;
-			}
-			k++;
-		}
-		if (ret == 0)
-			ret = insert_measurements(c, s, coll, docs, k, err);
-		bson_free(docs);
-	}
 	*matched = r.matched;
 	*modified = r.update != NULL ? r.modified : r.matched;
+	if (ret == 0 && r.upserted && upserted != NULL) {
+		/* mongod's reply: n counts the upserted document */
+		*upserted = true;
+		bson_value_copy(&r.upserted_id, upserted_id);
+		*matched = 1;
+	}
+	if (ret == 0 && doc_out != NULL) {
+		*doc_out = r.doc_out;
+		r.doc_out = NULL;
+	}
 err:
-	if (r.m != NULL)
+	if (r.upserted)
+		bson_value_destroy(&r.upserted_id);
+	if (r.doc_out != NULL)
+		bson_destroy(r.doc_out);
+	if (r.m != NULL && r.m != m_in)
 		match_free(r.m);
-	if (r.u != NULL)
+	if (r.u != NULL && r.u != u_in)
 		update_free(r.u);
 	bson_destroy(&r.moved);
 	return ret;
 }
 
 int
-cmd_ts_delete(cmd_t *c, storage_coll_t *coll, const bson_t *q, bool multi, int64_t *n, terr_t *err)
+cmd_ts_delete(cmd_t *c, storage_coll_t *coll, const bson_t *q, const coll_t *collation, bool multi, int64_t *n,
+              terr_t *err)
 {
 	int64_t modified;
 
-	return ts_rewrite(c, coll, q, NULL, multi, n, &modified, err);
+	return ts_rewrite(c, coll, q, collation, NULL, NULL, NULL, multi, false, n, &modified, NULL, NULL, 0, NULL, err);
 }
 
 int
-cmd_ts_update(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *u, bool multi, int64_t *matched,
-              int64_t *modified, terr_t *err)
+cmd_ts_update(cmd_t *c, storage_coll_t *coll, const bson_t *q, const coll_t *collation, const bson_value_t *u,
+              match_t *m, update_t *up, bool multi, bool upsert,
+              int64_t *matched, int64_t *modified, bson_value_t *upserted_id, bool *upserted, terr_t *err)
 {
-	return ts_rewrite(c, coll, q, u, multi, matched, modified, err);
+	return ts_rewrite(c, coll, q, collation, u, m, up, multi, upsert, matched, modified, upserted_id, upserted, 0, NULL,
+	    err);
+}
+
+int
+cmd_ts_find_and_modify(cmd_t *c, storage_coll_t *coll, const bson_t *q, const coll_t *collation,
+                       const bson_value_t *u, bool upsert,
+                       bool want_new, int64_t *n, bson_value_t *upserted_id, bool *upserted, bson_t **doc_out,
+                       terr_t *err)
+{
+	int64_t modified;
+
+	*doc_out = NULL;
+	return ts_rewrite(c, coll, q, collation, u, NULL, NULL, false, upsert, n, &modified, upserted_id, upserted,
+	    want_new ? 2 : 1, doc_out,
+	    err);
 }
 
 /* ---- catalog views --------------------------------------------------------------- */

@@ -11,7 +11,9 @@
 #include <bson/bson.h>
 
 #include "commands/commands.h"
+#include "query/match.h"
 #include "storage/storage.h"
+#include "update/update.h"
 
 /* create with timeseries: *is_ts, and the normalized {timeseries: {...}}
  * appended to ts_opts (initialised by the caller); 72 for options a
@@ -43,10 +45,27 @@ int cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bson_t 
 /* One delete statement (any filter q; multi or the first match) and one
  * update statement (u: an update document or pipeline), on measurements:
  * affected buckets rewritten in one transaction, updated measurements
- * routed again.  *n / *matched / *modified as the reply counts them. */
-int cmd_ts_delete(cmd_t *c, storage_coll_t *coll, const bson_t *q, bool multi, int64_t *n, terr_t *err);
-int cmd_ts_update(cmd_t *c, storage_coll_t *coll, const bson_t *q, const bson_value_t *u, bool multi,
-                  int64_t *matched, int64_t *modified, terr_t *err);
+ * routed again.  collation (NULL: simple) is the statement's, for the
+ * filter and the update; cmd_ts_update takes the statement's filter and
+ * update already compiled (m, up: borrowed, with its let and arrayFilters)
+ * when not NULL.  *n / *matched / *modified as the reply counts them.  An
+ * update with upsert that matched nothing inserts the upsert document as a
+ * measurement in the same transaction: *upserted set, *upserted_id a copy
+ * of its _id (the caller bson_value_destroy()s it), *matched 1. */
+int cmd_ts_delete(cmd_t *c, storage_coll_t *coll, const bson_t *q, const coll_t *collation, bool multi, int64_t *n,
+                  terr_t *err);
+int cmd_ts_update(cmd_t *c, storage_coll_t *coll, const bson_t *q, const coll_t *collation, const bson_value_t *u,
+                  match_t *m, update_t *up, bool multi, bool upsert,
+                  int64_t *matched, int64_t *modified, bson_value_t *upserted_id, bool *upserted, terr_t *err);
+/* findAndModify without a sort on measurements: u NULL removes the first
+ * measurement matching q, else updates it (upsert as cmd_ts_update), in one
+ * transaction.  *doc_out (owned by the caller, NULL when nothing matched
+ * or was upserted-and-not-new) is the measurement before the change, or
+ * after it when want_new; *n is 1 or 0. */
+int cmd_ts_find_and_modify(cmd_t *c, storage_coll_t *coll, const bson_t *q, const coll_t *collation,
+                           const bson_value_t *u, bool upsert,
+                           bool want_new, int64_t *n, bson_value_t *upserted_id, bool *upserted, bson_t **doc_out,
+                           terr_t *err);
 
 /* listIndexes without rawData: ix as the user sees it (bucket paths back to
  * metaField / timeField) appended to out; false when it is not shown (the

@@ -386,11 +386,9 @@ write_update_run(cmd_t *c, storage_session_t *s, const char *db, const char *nam
 	if (rc == 0 && *coll != NULL && cmd_ts_is(*coll) && !cmd_ts_raw(c)) {
 		/* measurements: their buckets are rewritten (cmd_timeseries.c) */
 		bson_iter_t uit;
-		if (u.upsert)
-			rc = terr_set(err, TERR_NOT_IMPLEMENTED,
-			    "upsert into a time-series collection is not supported by Tamga yet");
-		else if (bson_iter_init_find(&uit, stmt, "u"))
-			rc = cmd_ts_update(c, *coll, &filter, bson_iter_value(&uit), u.multi, &res->n, &res->modified, err);
+		if (bson_iter_init_find(&uit, stmt, "u"))
+			rc = cmd_ts_update(c, *coll, &filter, u.collation, bson_iter_value(&uit), u.match, u.update, u.multi,
+			    u.upsert, &res->n, &res->modified, &res->upserted_id, &res->upserted, err);
 		stmt_reset(&u);
 		match_free(u.match);
 		update_free(u.update);
@@ -553,6 +551,7 @@ CMD_HANDLER(cmd_find_and_modify)
 	projection_t *proj = NULL;
 	bson_t leo;
 	int ret = -1;
+	bool is_ts = false;
 
 	memset(&u, 0, sizeof(u));
 	ERR(cmd_collection_arg(c, &name, err));
@@ -570,9 +569,15 @@ CMD_HANDLER(cmd_find_and_modify)
 	ERR(cmd_collation_type_check(c, c->body, err));
 	storage_coll_get(c->engine->st, c->db, name, &u.coll, NULL);
 	if (cmd_ts_is(u.coll) && !cmd_ts_raw(c)) {
-		ret = terr_set(err, TERR_NOT_IMPLEMENTED,
-		    "findAndModify on a time-series collection is not supported by Tamga yet");
-		goto err;
+		/* measurements (cmd_timeseries.c): without a sort, outside a
+		 * retryable write (whose image would have to be kept) */
+		is_ts = true;
+		if ((has_sort && !bson_empty(&sort)) || c->txn_oplog_session) {
+			ret = terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "findAndModify on a time-series collection with a sort or as a retryable write is not "
+			    "supported by Tamga yet");
+			goto err;
+		}
 	}
 	ERR(cmd_collation(c, c->body, u.coll, &u.collation, err));
 	mo.coll = u.collation;
@@ -612,6 +617,11 @@ CMD_HANDLER(cmd_find_and_modify)
 		uo.let = has_let ? &let : NULL;
 		ERR(update_compile(&uval, &uo, &u.update, err));
 	}
+	if (is_ts) {
+		ERR(cmd_ts_find_and_modify(c, u.coll, &query, u.collation, has_update ? &uval : NULL, upsert, want_new, &u.n,
+		    &u.upserted_id, &u.upserted, &u.doc_out, err));
+		goto reply;
+	}
 	sync = write_concern_sync(c);
 	if (u.coll == NULL)
 		ERR(write_get_coll_in(c, c->db, name, upsert, &u.coll, err));
@@ -643,6 +653,7 @@ CMD_HANDLER(cmd_find_and_modify)
 		c->txn_image = bson_copy(u.doc_out);
 		c->txn_image_kind = remove || !want_new ? "preImage" : "postImage";
 	}
+reply:
 	if (u.doc_out != NULL && proj != NULL) {
 		/* the returned image is projected as find would: the positional
 		 * form takes the array position the query matches in it */

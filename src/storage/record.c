@@ -565,6 +565,23 @@ clustered_key(storage_session_t *s, const storage_coll_t *c, const bson_t *doc)
 		keystring_append_value_coll(&s->ks, &null_v, false, NULL);
 }
 
+/* Whether a and b hold byte-identical _id values (then their clustered
+ * keys are equal, whatever the collation). */
+static bool
+same_id(const bson_t *a, const bson_t *b)
+{
+	bson_iter_t ia, ib;
+	uint32_t la, lb;
+
+	if (!bson_iter_init_find(&ia, a, "_id") || !bson_iter_init_find(&ib, b, "_id") ||
+	    bson_iter_type(&ia) != bson_iter_type(&ib))
+		return false;
+	/* the value's bytes: from its first data byte to the next element */
+	la = ia.next_off - ia.d1;
+	lb = ib.next_off - ib.d1;
+	return la == lb && memcmp(ia.raw + ia.d1, ib.raw + ib.d1, la) == 0;
+}
+
 /* Insert doc at RecordId at (0: the next one of the collection's counter). */
 static int
 doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc, recid_t at, recid_t *recid,
@@ -673,6 +690,8 @@ storage_doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid,
 	ERR(write_begin(s, c, &ixc, err));
 	ERR(write_recheck(s, c, new_doc, old_doc, err));
 	ERR(index_apply(s, ixc, recid, old_doc, new_doc, err));
+	if (c->clustered_ix != NULL && same_id(old_doc, new_doc))
+		goto written;   /* the record map holds the clustered key, unchanged */
 	ERR(storage_session_cursor(s, c->ident, &cur, err));
 	if (c->clustered_ix != NULL) {
 		clustered_key(s, c, new_doc);
@@ -692,6 +711,7 @@ storage_doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid,
 	}
 	storage_session_cursor_done(cur);
 	cur = NULL;
+written:
 	ERR(storage_txn_delta(s, storage_coll_rt(c), 0, (int64_t)new_doc->len - (int64_t)old_doc->len, err));
 	{
 		storage_op_t op = {.kind = STORAGE_OP_UPDATE, .db = c->db, .coll = c, .recid = recid,

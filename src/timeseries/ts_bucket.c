@@ -232,12 +232,21 @@ colset_add_fields(colset_t *cs, const ts_options_t *o, const bson_t *const *ms, 
 {
 	for (int i = 0; i < n; i++) {
 		bson_iter_t it;
+		int c = -1;
 		if (!bson_iter_init(&it, ms[i]))
 			continue;
 		while (bson_iter_next(&it)) {
 			const char *f = bson_iter_key(&it);
-			if ((o->meta_field == NULL || strcmp(f, o->meta_field) != 0) && column_of(cs->cols, cs->n, f) < 0)
+			if (c + 1 < cs->n && strcmp(cs->cols[c + 1].name, f) == 0) {
+				c++;   /* the usual case: the field order of the one before */
+				continue;
+			}
+			if (o->meta_field != NULL && strcmp(f, o->meta_field) == 0)
+				continue;
+			if ((c = column_of(cs->cols, cs->n, f)) < 0) {
 				colset_add(cs, f);
+				c = cs->n - 1;
+			}
 		}
 	}
 }
@@ -247,17 +256,26 @@ colset_add_fields(colset_t *cs, const ts_options_t *o, const bson_t *const *ms, 
 static void
 colset_fill(colset_t *cs, bson_t *vals, const bson_t *const *ms, int n, int first)
 {
-	char key[16];
+	char buf[16];
+	const char *key;
 
 	for (int i = 0; i < n; i++) {
 		bson_iter_t it;
-		bson_snprintf(key, sizeof(key), "%d", first + i);
+		int c = -1;
+		/* no printf per key: libbson's table-backed conversion */
+		bson_uint32_to_string((uint32_t)(first + i), &key, buf, sizeof(buf));
 		if (!bson_iter_init(&it, ms[i]))
 			continue;
 		while (bson_iter_next(&it)) {
 			const bson_value_t *v = bson_iter_value(&it);
-			int c = column_of(cs->cols, cs->n, bson_iter_key(&it));
+			const char *f = bson_iter_key(&it);
 			column_t *col;
+			/* measurements mostly share a field order: try the column
+			 * after the last one first */
+			if (c + 1 < cs->n && c >= -1 && strcmp(cs->cols[c + 1].name, f) == 0)
+				c = c + 1;
+			else
+				c = column_of(cs->cols, cs->n, f);
 			if (c < 0)
 				continue;
 			col = &cs->cols[c];
@@ -347,13 +365,19 @@ ts_bucket_append(const ts_options_t *o, const bson_t *old, const bson_t *const *
 			colset_add(&cs, bson_iter_key(&data));
 	colset_add_fields(&cs, o, ms, n);
 	vals = colset_vals_new(&cs);
-	/* the old values as they are, and the old bounds */
+	/* the old values as they are (each column's bytes copied whole: a
+	 * per-value copy made appending one measurement cost the whole bucket
+	 * in appends), and the old bounds */
 	if (bson_iter_init_find(&it, old, "data") && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &data))
 		for (int c = 0; bson_iter_next(&data) && c < cs.n; c++) {
-			if (!BSON_ITER_HOLDS_DOCUMENT(&data) || !bson_iter_recurse(&data, &sub))
+			const uint8_t *cd;
+			uint32_t cl;
+			bson_t col;
+			if (!BSON_ITER_HOLDS_DOCUMENT(&data))
 				continue;
-			while (bson_iter_next(&sub))
-				bson_append_iter(&vals[c], bson_iter_key(&sub), -1, &sub);
+			bson_iter_document(&data, &cl, &cd);
+			if (bson_init_static(&col, cd, cl))
+				bson_concat(&vals[c], &col);
 		}
 	for (int pass = 0; pass < 2; pass++) {
 		bson_iter_t ct, b;
@@ -391,12 +415,55 @@ time_column(const ts_options_t *o, const bson_t *bucket, bson_iter_t *col)
 	    bson_iter_find(&d, o->time_field) && BSON_ITER_HOLDS_DOCUMENT(&d) && bson_iter_recurse(&d, col);
 }
 
+/*
+ * The count a time column of len bytes has when it holds dates under keys
+ * "0", "1", ... (as buckets are written): each element is 10 bytes (type,
+ * key's NUL, 8 of date) plus its key's digits, and a document has 5 bytes
+ * of its own.  -1 when no count gives len (then the caller walks it).
+ */
+static int
+time_column_count(uint32_t len)
+{
+	int64_t rest = (int64_t)len - 5, n = 0;
+
+	for (int64_t digits = 1, lo = 0, hi = 10; rest > 0 && digits <= 10; digits++, lo = hi, hi *= 10) {
+		int64_t per = 10 + digits, k = rest / per;
+		if (k > hi - lo)
+			k = hi - lo;
+		n += k;
+		rest -= k * per;
+		if (k < hi - lo)
+			break;
+	}
+	return rest == 0 && n <= INT32_MAX ? (int)n : -1;
+}
+
 int
 ts_bucket_count(const ts_options_t *o, const bson_t *bucket)
 {
-	bson_iter_t col;
+	bson_iter_t col, it, d;
 	int n = 0;
 
+	/* the column's length says its count (no walk of every value) when
+	 * its elements are dates under keys 0..n-1, and the last one confirms */
+	if (bson_iter_init_find(&it, bucket, "data") && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &d) &&
+	    bson_iter_find(&d, o->time_field) && BSON_ITER_HOLDS_DOCUMENT(&d)) {
+		const uint8_t *cd;
+		uint32_t cl;
+		bson_iter_document(&d, &cl, &cd);
+		n = time_column_count(cl);
+		if (n == 0)
+			return 0;
+		if (n > 0) {
+			/* the last element starts at cl - 1 - 10 - digits(n - 1): its key must be n - 1 */
+			char key[16];
+			int kl = bson_snprintf(key, sizeof(key), "%d", n - 1);
+			uint32_t at = cl - 1 - 10 - (uint32_t)kl;
+			if (cd[at] == BSON_TYPE_DATE_TIME && memcmp(cd + at + 1, key, (size_t)kl + 1) == 0)
+				return n;
+		}
+	}
+	n = 0;
 	if (!time_column(o, bucket, &col))
 		return 0;
 	while (bson_iter_next(&col))

@@ -205,11 +205,60 @@ test_bucket_filter(void)
 	expect_filter("{\"x\": 1, \"m\": {\"$in\": [1, 2]}}", "{ \"$and\" : [ { \"meta\" : { \"$in\" : [ 1, 2 ] } } ] }");
 }
 
+/* A bucket grown one measurement at a time past the 1-, 2- and 3-digit key
+ * boundaries: the count (read from the time column's length) and the
+ * values (old columns copied whole) stay right at every step, and a time
+ * column that is not dates under 0..n-1 is still counted by walking it. */
+static void
+test_append_many(void)
+{
+	ts_options_t o = {.time_field = "t", .meta_field = "m", .max_span = 3600, .rounding = 60};
+	bson_t bucket = BSON_INITIALIZER;
+	bson_oid_t id;
+	int n;
+
+	bson_oid_init_from_string(&id, "000000000000000000000002");
+	for (int i = 0; i < 1005; i++) {
+		bson_t m = BSON_INITIALIZER, next = BSON_INITIALIZER;
+		const bson_t *ms[1] = {&m};
+		BSON_APPEND_DATE_TIME(&m, "t", 60000 + i);
+		BSON_APPEND_INT32(&m, "v", i);
+		if (i == 0) {
+			ts_bucket_build(&o, &id, 60000, NULL, ms, 1, &next);
+		} else {
+			TT_EQ_INT(ts_bucket_count(&o, &bucket), i);
+			ts_bucket_append(&o, &bucket, ms, 1, &next);
+		}
+		bson_destroy(&bucket);
+		bson_steal(&bucket, &next);
+		bson_destroy(&m);
+	}
+	TT_EQ_INT(ts_bucket_count(&o, &bucket), 1005);
+	{
+		char *t = unpack_text(&o, &bucket, &n);
+		TT_EQ_INT(n, 1005);
+		TT_ASSERT(strstr(t, "\"v\" : 999 } | ") != NULL);
+		TT_ASSERT(strstr(t, "\"v\" : 1004 }") != NULL);
+		bson_free(t);
+	}
+	bson_destroy(&bucket);
+	{
+		/* keys not 0..n-1 (a raw write): counted by walking */
+		bson_t *odd = tt_json("{\"data\": {\"t\": {\"0\": {\"$date\": 1}, \"7\": {\"$date\": 2}, \"1\": 5}}}");
+		TT_EQ_INT(ts_bucket_count(&o, odd), 3);
+		bson_destroy(odd);
+		odd = tt_json("{\"data\": {\"t\": {\"0\": {\"$date\": 1}, \"5\": {\"$date\": 2}}}}");
+		TT_EQ_INT(ts_bucket_count(&o, odd), 2);
+		bson_destroy(odd);
+	}
+}
+
 int
 main(void)
 {
 	TT_RUN(test_options);
 	TT_RUN(test_build_append_unpack);
 	TT_RUN(test_bucket_filter);
+	TT_RUN(test_append_many);
 	return tt_finish();
 }

@@ -116,7 +116,24 @@ test('$lookup and $unionWith read measurements', () => {
 	ok(j[0].n > 0, 'some');
 	const u = t.sensors.aggregate([{$unionWith: {coll: 'w', pipeline: [{$match: {'sensor.id': 1}}]}}, {$count: 'n'}]).toArray();
 	eq(u[0].n, 2 + t.w.countDocuments({'sensor.id': 1}), 'unionWith');
-	eq(code(() => t.w.findOneAndUpdate({'sensor.id': 1}, {$set: {x: 1}})), 238, 'findAndModify: not built');
+	// findAndModify (no sort) on measurements
+	const fm = t.w.findOneAndUpdate({'sensor.id': 1}, {$set: {x: 1}}, {returnDocument: 'after'});
+	eq(fm.x, 1, 'findOneAndUpdate returns the new measurement');
+	eq(t.w.countDocuments({x: 1}), 1, 'one measurement changed');
+	const fd = t.w.findOneAndDelete({x: 1});
+	eq(fd._id, fm._id, 'findOneAndDelete returns it');
+	eq(t.w.countDocuments({x: 1}), 0, 'and removes it');
+	eq(code(() => t.w.findOneAndUpdate({}, {$set: {x: 1}}, {sort: {ts: 1}})), 238, 'findAndModify with a sort: not built');
+	// upserts (mongod 8.0+): the upsert document becomes a measurement
+	const before = t.w.countDocuments({});
+	const up = t.w.updateOne({'sensor.id': 42, temp: -1}, {$set: {ts: new Date()}}, {upsert: true});
+	eq(up.upsertedCount, 1, 'upserted');
+	ok(up.insertedId !== null && up.insertedId !== undefined, 'upserted _id (mongosh: insertedId)');
+	eq(t.w.countDocuments({}), before + 1, 'one more measurement');
+	eq(t.w.findOne({_id: up.insertedId}).temp, -1, 'seeded from the filter');
+	eq(t.w.updateOne({'sensor.id': 42, temp: -1}, {$set: {temp: -2}}, {upsert: true}).modifiedCount, 1, 'then matched');
+	eq(code(() => t.w.updateOne({'sensor.id': 43}, {$set: {temp: 1}}, {upsert: true})), 2, 'upsert without time');
+	eq(t.w.countDocuments({}), before + 1, 'nothing stored');
 	eq(code(() => t.sensors.aggregate([{$out: 'w'}]).toArray()), 238, '$out into time-series: not built');
 });
 
