@@ -10,6 +10,7 @@
 #include "js/script.h"
 #include "auth/auth.h"
 #include "commands/cmd_repl.h"
+#include "commands/cmd_repl_member.h"
 #include "commands/validation.h"
 #include "repl/changestream.h"
 #include "repl/replset.h"
@@ -127,6 +128,7 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 			return -1;
 		}
 		repl_set_attach_oplog(e->rs, e->oplog);
+		e->raft_dir = bson_strdup_printf("%s/raft", path);
 		e->cs = repl_cs_service_new(e->st, e->oplog);
 	}
 	e->cursors = cursor_registry_new();
@@ -166,6 +168,9 @@ engine_close(engine_t *e)
 	repl_sessions_free(e->sessions);   /* open transactions are aborted */
 	bson_free(e->tmp_dir);
 	cursor_registry_free(e->cursors);   /* change streams first: they read the oplog */
+	cmd_repl_member_stop(e);            /* its applier and feeder use the oplog */
+	bson_free(e->raft_dir);
+	bson_free(e->self_host);
 	repl_oplog_close(e->oplog);
 	repl_cs_service_free(e->cs);
 	cmd_repl_close(e);

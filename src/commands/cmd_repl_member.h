@@ -1,0 +1,37 @@
+/*
+ * cmd_repl_member.h -- what cmd_repl.c and engine.c ask of the commands
+ * side of a replica set of several members (cmd_repl_member.c, issue 24).
+ * Every call is a no-op returning false/0 for a standalone or a
+ * single-member set, which keep today's path.
+ */
+#ifndef TAMGA_COMMANDS_CMD_REPL_MEMBER_H
+#define TAMGA_COMMANDS_CMD_REPL_MEMBER_H
+
+#include "commands/commands_private.h"
+#include "commands/concern.h"
+
+/* True when cfg names more than one member. */
+bool cmd_repl_member_config_is_multi(const bson_t *cfg);
+/* replSetInitiate of several members: the checks (93 InvalidReplicaSetConfig,
+ * 103 for duplicate hosts as repl_set_config_check answers, 23), the quorum
+ * check and hand-over to every other member (74 NodeNotFound when one does
+ * not answer or refuses; nothing is stored anywhere then), then this node
+ * joins and starts its Raft server. */
+int cmd_repl_member_initiate(cmd_t *c, const bson_t *cfg, terr_t *err);
+/* engine_set_self_host: start the member's Raft server when the stored
+ * configuration has several members (errors are logged). */
+void cmd_repl_member_on_self_host(engine_t *e);
+/* engine_close: stop it (before the oplog closes). */
+void cmd_repl_member_stop(engine_t *e);
+/* replSetGetStatus of a set of several: the whole reply body; false when
+ * this node is not such a member (the single-member reply applies). */
+bool cmd_repl_member_status(engine_t *e, bson_t *reply);
+/* hello: append `hosts` (every member) and set *primary_host to the
+ * leader's host (NULL when unknown; borrowed from *cfg_out, which the
+ * caller destroys whenever true is returned).  false: not such a member. */
+bool cmd_repl_member_hello(engine_t *e, bson_t *out, const char **primary_host, bson_t *cfg_out);
+/* After a write command that succeeded: wait as its write concern says
+ * (see the file's comment); true when a writeConcernError was appended. */
+bool cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, bson_t *reply);
+
+#endif
