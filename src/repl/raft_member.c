@@ -195,14 +195,16 @@ repl_member_peers(const bson_t *cfg, const char *self_host, repl_member_peer_t *
 		if (colon == NULL)
 			end = (char *)"";
 		if (*end != '\0' || port <= 0 || port > 65535) {
+			terr_set(err, TERR_INVALID_REPLICA_SET_CONFIG, "member host %s has no valid port", r->host);
 			bson_free(p);
-			return terr_set(err, TERR_INVALID_REPLICA_SET_CONFIG, "member host %s has no valid port", r->host);
+			return -1;
 		}
 		if (port + REPL_RAFT_PORT_OFFSET > 65535) {
-			bson_free(p);
-			return terr_set(err, TERR_INVALID_REPLICA_SET_CONFIG,
+			terr_set(err, TERR_INVALID_REPLICA_SET_CONFIG,
 			    "member %s: its replication port (the port + %d) would be past 65535; use a port up to %d",
 			    r->host, REPL_RAFT_PORT_OFFSET, 65535 - REPL_RAFT_PORT_OFFSET);
+			bson_free(p);
+			return -1;
 		}
 		snprintf(r->raft_addr, sizeof(r->raft_addr), "%.*s:%ld", colon != NULL ? (int)(colon - r->host) :
 		    (int)strlen(r->host), r->host, port + REPL_RAFT_PORT_OFFSET);
@@ -225,10 +227,11 @@ role_set_locked(repl_member_t *m, bool primary, uint64_t term)
 		return;
 	m->primary = primary;
 	m->term = term;
-	if (primary) {
+	if (primary)
 		m->fed_ts = m->local_last_ts;
-	}
-	repl_set_raft_role(m->o.rs, primary ? REPL_STATE_PRIMARY : REPL_STATE_SECONDARY, (int64_t)term);
+	/* a member whose applier stopped stays RECOVERING */
+	repl_set_raft_role(m->o.rs, m->failed ? REPL_STATE_RECOVERING : primary ? REPL_STATE_PRIMARY :
+	    REPL_STATE_SECONDARY, (int64_t)term);
 	pthread_cond_broadcast(&m->cond);
 }
 
@@ -238,9 +241,16 @@ static int
 fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 {
 	repl_member_t *m = fsm->data;
-	entry_node_t *n = node_new(buf->base, (uint32_t)buf->len);
+	entry_node_t *n;
+	uint32_t len = 0;
 
 	*result = NULL;
+	/* the entry is the BSON document at the start of the (padded) buffer */
+	if (buf->len >= 5)
+		memcpy(&len, buf->base, 4);
+	if (len < 5 || len > buf->len)
+		len = (uint32_t)buf->len;   /* the applier then refuses it as malformed */
+	n = node_new(buf->base, len);
 	pthread_mutex_lock(&m->lock);
 	if (n->ts > m->committed_ts)
 		m->committed_ts = n->ts;
@@ -351,10 +361,15 @@ on_submit(uv_async_t *h)
 		int rv;
 		if (raft_state(&m->raft) != RAFT_LEADER)
 			break;   /* never replicated: see "rollback" in raft_member.h */
-		buf.len = n->len;
-		buf.base = raft_malloc(n->len);
+		/* padded to 8 bytes: libraft 0.15 decodes a batch of several
+		 * entries past its buffer when an entry's size is not a multiple
+		 * of 8 (seen under ASan when a member catches up); the BSON's own
+		 * length tells the FSM where the entry ends */
+		buf.len = (n->len + 7u) & ~(size_t)7u;
+		buf.base = raft_malloc(buf.len);
 		if (buf.base == NULL)
 			break;
+		memset(buf.base, 0, buf.len);
 		memcpy(buf.base, n->data, n->len);
 		req = bson_malloc0(sizeof(*req));
 		rv = raft_apply(&m->raft, req, &buf, 1, apply_done);
@@ -562,8 +577,21 @@ applier_main(void *arg)
 		entry_node_t *list, *n;
 		if (m->draining && m->applied >= m->drain_target && !m->failed) {
 			m->draining = false;
-			if (m->leader_seen && m->leader_term == m->drain_term)
+			if (m->leader_seen && m->leader_term == m->drain_term) {
+				bson_t msg = BSON_INITIALIZER;
 				role_set_locked(m, true, m->drain_term);
+				pthread_mutex_unlock(&m->lock);
+				/* mongod's "new primary" no-op: the term's first entry,
+				 * replicated as any other */
+				BSON_APPEND_UTF8(&msg, "msg", "new primary");
+				if (repl_oplog_noop(m->o.oplog, s, &msg, NULL, &err) != 0) {
+					log_msg('W', 5000246, "could not write the new primary's no-op", err.msg);
+					terr_clear(&err);
+				}
+				bson_destroy(&msg);
+				pthread_mutex_lock(&m->lock);
+				continue;
+			}
 		}
 		if (m->to_apply.head == NULL || m->failed) {
 			struct timespec until;

@@ -96,7 +96,7 @@ class Member:
         self.proc = None
         return rc
 
-    def tail(self, n=40):
+    def tail(self, n=120):
         try:
             with open(self.log, "rb") as f:
                 return b"\n".join(f.read().splitlines()[-n:]).decode("utf-8", "replace")
