@@ -28,6 +28,7 @@
 #include "repl/member_rpc.h"
 #include "repl/raft_member.h"
 #include "repl/replset.h"
+#include "repl/retryable.h"
 
 #define JOIN_TIMEOUT_MS 10000
 
@@ -65,6 +66,23 @@ cmd_repl_member_config_is_multi(const bson_t *cfg)
 
 /* ---- starting the member ------------------------------------------------------------------------ */
 
+/* This member became primary: the sessions' rows its applier wrote while
+ * it was a secondary (config.transactions) become known to the session
+ * registry, so a retried write answers its first result. */
+static void
+on_primary(void *arg)
+{
+	engine_t *e = arg;
+	storage_session_t *s = storage_session_pool_get(e->st, NULL);
+	terr_t err = TERR_INIT;
+
+	if (s != NULL && repl_retryable_load(e->sessions, s, &err) != 0)
+		tlog('W', "REPL", 5000251, err.msg ? err.msg : "could not read config.transactions", NULL);
+	terr_clear(&err);
+	if (s != NULL)
+		storage_session_pool_put(e->st, s);
+}
+
 static int
 member_start(engine_t *e, const bson_t *cfg, terr_t *err)
 {
@@ -91,6 +109,8 @@ member_start(engine_t *e, const bson_t *cfg, terr_t *err)
 	o.self_index = self;
 	o.bootstrap = true;   /* a no-op on a restart (Raft keeps its own state) */
 	o.election_timeout_ms = election_timeout_of(cfg);
+	o.on_primary = on_primary;
+	o.on_primary_arg = e;
 	ret = repl_member_start(&o, &e->member, err);
 	bson_free(peers);
 	return ret;

@@ -163,12 +163,14 @@ engine_close(engine_t *e)
 {
 	if (e == NULL)
 		return;
+	/* a set of several members: Raft, its applier and feeder first (they
+	 * use the oplog, the sessions and storage) */
+	cmd_repl_member_stop(e);
 	ttl_monitor_stop(e->ttl);
 	repl_txn_reaper_stop(e->txn_reaper);
 	repl_sessions_free(e->sessions);   /* open transactions are aborted */
 	bson_free(e->tmp_dir);
 	cursor_registry_free(e->cursors);   /* change streams first: they read the oplog */
-	cmd_repl_member_stop(e);            /* its applier and feeder use the oplog */
 	bson_free(e->raft_dir);
 	bson_free(e->self_host);
 	repl_oplog_close(e->oplog);

@@ -520,6 +520,62 @@ apply_ops_crud(storage_t *st, storage_session_t *s, const bson_t *ops, terr_t *e
 	return 0;
 }
 
+/* A write of a retryable write or a transaction: the session's row of
+ * config.transactions, as the primary keeps it ({_id: lsid, txnNum,
+ * lastWriteOpTime, lastWriteDate[, state]}), in s's open transaction, so a
+ * retry that reaches this member once it is primary answers the first
+ * result (repl/retryable.h rebuilds it from the entry) instead of running
+ * again.  Mongod's secondaries keep the same table the same way. */
+static int
+session_row(storage_t *st, storage_session_t *s, const bson_t *entry, bool txn, terr_t *err)
+{
+	static const parsed_t table = {.db = "config", .coll = "transactions"};
+	bson_iter_t it, lsid, num, ts;
+	storage_coll_t *c = NULL;
+	bson_t row = BSON_INITIALIZER, cur, old, ot;
+	recid_t rid;
+	uint32_t secs, inc;
+	int64_t t = -1;
+	int r, ret = 0;
+
+	if (!bson_iter_init_find(&lsid, entry, "lsid") || !BSON_ITER_HOLDS_DOCUMENT(&lsid) ||
+	    !bson_iter_init_find(&num, entry, "txnNumber") || !bson_iter_init_find(&ts, entry, "ts") ||
+	    !BSON_ITER_HOLDS_TIMESTAMP(&ts))
+		return 0;
+	if (bson_iter_init_find(&it, entry, "t"))
+		t = bson_iter_as_int64(&it);
+	bson_iter_timestamp(&ts, &secs, &inc);
+	if (storage_coll_get(st, table.db, table.coll, &c, NULL) != 0)
+		return 0;   /* created before the transaction (repl_oplog_apply_entry) */
+	bson_append_iter(&row, "_id", 3, &lsid);
+	BSON_APPEND_INT64(&row, "txnNum", bson_iter_as_int64(&num));
+	BSON_APPEND_DOCUMENT_BEGIN(&row, "lastWriteOpTime", &ot);
+	BSON_APPEND_TIMESTAMP(&ot, "ts", secs, inc);
+	BSON_APPEND_INT64(&ot, "t", t);
+	bson_append_document_end(&row, &ot);
+	if (bson_iter_init_find(&it, entry, "wall") && BSON_ITER_HOLDS_DATE_TIME(&it))
+		BSON_APPEND_DATE_TIME(&row, "lastWriteDate", bson_iter_date_time(&it));
+	if (txn)
+		BSON_APPEND_UTF8(&row, "state", "committed");
+	{
+		bson_iter_t idit;
+		bson_iter_init_find(&idit, &row, "_id");
+		r = storage_doc_find_id(s, c, bson_iter_value(&idit), &rid, &cur, err);
+	}
+	if (r < 0) {
+		ret = -1;
+	} else if (r == 0) {
+		bson_copy_to(&cur, &old);
+		ret = storage_doc_update(s, c, rid, &old, &row, err);
+		bson_destroy(&old);
+	} else {
+		ret = storage_doc_insert(s, c, &row, NULL, err);
+	}
+	bson_destroy(&row);
+	storage_coll_release(c);
+	return ret;
+}
+
 int
 repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, const bson_t *entry,
                        bool *applied, terr_t *err)
@@ -555,6 +611,13 @@ repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, co
 	was = storage_thread_set_unobserved(true);
 	if (p.op[0] == 'c')
 		ret = is_ops ? apply_ops_ddl(st, s, &ops, err) : apply_ddl(st, s, &p, err);
+	if (ret == 0 && bson_has_field(entry, "lsid") && bson_has_field(entry, "txnNumber")) {
+		/* the session table must exist before the entry's transaction */
+		static const parsed_t table = {.op = "i", .db = "config", .coll = "transactions"};
+		storage_coll_t *c = NULL;
+		ret = coll_of(st, s, &table, true, &c, err) == 0 ? 0 : -1;
+		storage_coll_release(c);
+	}
 	if (ret == 0)
 		ret = storage_txn_begin(s, err);
 	if (ret == 0) {
@@ -564,6 +627,8 @@ repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, co
 			ret = apply_ops_crud(st, s, &ops, err);
 		else if (p.op[0] != 'n' && p.op[0] != 'c')
 			ret = terr_set(err, TERR_NOT_IMPLEMENTED, "cannot apply an oplog entry of op '%s'", p.op);
+		if (ret == 0)
+			ret = session_row(st, s, entry, is_ops, err);
 		if (ret == 0)
 			ret = repl_oplog_write_replicated(op, s, entry, err);
 		if (ret == 0)

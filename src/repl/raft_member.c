@@ -589,6 +589,8 @@ applier_main(void *arg)
 					terr_clear(&err);
 				}
 				bson_destroy(&msg);
+				if (m->o.on_primary != NULL)
+					m->o.on_primary(m->o.on_primary_arg);
 				pthread_mutex_lock(&m->lock);
 				continue;
 			}

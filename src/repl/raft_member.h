@@ -73,6 +73,11 @@ typedef struct repl_member_options {
 	int npeers, self_index;
 	bool bootstrap;               /* first start of the set: bootstrap Raft with the peers */
 	int election_timeout_ms;      /* settings.electionTimeoutMillis */
+	/* called (applier thread, no lock held) each time this member became
+	 * PRIMARY, after its new-primary no-op: the commands layer reloads
+	 * what secondaries kept of sessions (config.transactions) */
+	void (*on_primary)(void *arg);
+	void *on_primary_arg;
 } repl_member_options_t;
 
 /* Start the member (its loop thread, applier and feeder).  0 with *out, or
