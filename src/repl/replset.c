@@ -1100,11 +1100,12 @@ repl_set_initiate(repl_set_t *rs, const bson_t *cfg, bson_t *reply_extra, terr_t
 	rs->initiated = true;
 	rs->term = 0;
 	config_adopt_locked(rs, full);
-	if (rs->nmembers > 1)
+	if (rs->nmembers > 1) {
 		rs->state = REPL_STATE_STARTUP2;   /* Raft elects (repl_set_raft_role) */
-	else
+		bump_locked(rs);
+	} else {
 		elect_locked(rs);
-	bump_locked(rs);
+	}
 	pthread_mutex_unlock(&rs->lock);
 	ret = 0;
 out:
