@@ -63,6 +63,14 @@ engine_primary(void *rs)
 	return repl_set_writable(rs);
 }
 
+/* A member of a set of several logs changes only as the primary (the
+ * others' entries come from the set's log); a single member always. */
+static bool
+engine_may_log(void *rs)
+{
+	return repl_set_member_count(rs) <= 1 || repl_set_writable(rs);
+}
+
 int
 engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr_t *err)
 {
@@ -115,7 +123,7 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 	if (e->rs != NULL) {
 		repl_oplog_options_t oo = {.size_mb = e->opts.oplog_size_mb, .dbpath = path,
 		    .in_memory = e->opts.storage.in_memory, .term = engine_term, .term_arg = e->rs,
-		    .primary = engine_primary};
+		    .primary = engine_primary, .may_log = engine_may_log};
 		e->clock = repl_clock_new();
 		if (repl_oplog_open(e->st, e->clock, &oo, &e->oplog, err) != 0) {
 			repl_clock_free(e->clock);

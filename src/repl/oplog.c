@@ -647,6 +647,10 @@ on_write(void *arg, storage_session_t *s, const storage_op_t *op, terr_t *err)
 		return 0;
 	if (!ns_logged(op->db, op->coll != NULL ? op->coll->name : NULL))
 		return 0;
+	/* a secondary of a set of several members logs nothing of its own:
+	 * its entries come from the set's log (issue 24, may_log) */
+	if (o->opts.may_log != NULL && !o->opts.may_log(o->opts.term_arg))
+		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary");
 	if ((unsigned)op->kind >= sizeof(BODIES) / sizeof(BODIES[0]) || BODIES[op->kind].kind != op->kind)
 		return terr_set(err, TERR_INTERNAL_ERROR, "oplog: unknown change kind %d", (int)op->kind);
 	ctx = ctx_of(s, false);

@@ -95,6 +95,11 @@ typedef struct repl_oplog_options {
 	 * always), so the cluster time readers see keeps moving. */
 	int noop_interval_secs;
 	bool (*primary)(void *arg);
+	/* A set of several members (issue 24): false while this member may not
+	 * log a change of its own (not primary); such a write then fails with
+	 * 10107 (an internal writer on a secondary: the session cache's
+	 * refresh, TTL deletes).  Called with term_arg; NULL: always. */
+	bool (*may_log)(void *arg);
 	/* For the default size: the data folder (free disk space), or an
 	 * in-memory engine (physical memory).  dbpath may be NULL (then the
 	 * default is the lower bound). */

@@ -578,7 +578,7 @@ session_row(storage_t *st, storage_session_t *s, const bson_t *entry, bool txn, 
 
 int
 repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, const bson_t *entry,
-                       bool *applied, terr_t *err)
+                       const repl_ts_t *after_ts, bool *applied, terr_t *err)
 {
 	parsed_t p;
 	bson_iter_t it;
@@ -597,6 +597,34 @@ repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, co
 	if (r == 0) {
 		bson_destroy(&found);
 		return 0;   /* already here: its writer's own, or applied before a restart */
+	}
+	/* an entry of this member's own that the set's log does not have (it
+	 * wrote it as a primary that lost its leadership before Raft took it):
+	 * applying the set's entries over it would diverge silently */
+	if (after_ts != NULL) {
+		repl_oplog_cursor_t *cur = NULL;
+		bson_t own;
+		int got = 0;
+		if (repl_oplog_scan_open(op, s, *after_ts, &cur, err) != 0)
+			return -1;
+		got = repl_oplog_cursor_next(cur, &own, err);
+		if (got == 1) {
+			bson_iter_t ot;
+			uint32_t os = 0, oi = 0;
+			if (bson_iter_init_find(&ot, &own, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&ot))
+				bson_iter_timestamp(&ot, &os, &oi);
+			repl_oplog_cursor_close(cur);
+			if (storage_txn_active(s))
+				storage_txn_rollback(s);
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "this member's oplog has an entry (ts Timestamp(%u, %u)) that the set's log does not have: it needs a rollback, which Tamga does not do yet",
+			    os, oi);
+		}
+		repl_oplog_cursor_close(cur);
+		if (storage_txn_active(s))
+			storage_txn_rollback(s);
+		if (got < 0)
+			return -1;
 	}
 	RET(parse(entry, &p, err));
 	if (p.op[0] == 'c' && bson_iter_init(&it, &p.o) && bson_iter_next(&it) &&

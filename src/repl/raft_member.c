@@ -566,6 +566,10 @@ applier_main(void *arg)
 	repl_member_t *m = arg;
 	storage_session_t *s = NULL;
 	terr_t err = TERR_INIT;
+	/* the previous entry of the set's log this applier saw (the check for
+	 * a deposed primary's own entries starts after the first one) */
+	repl_ts_t prev_ts = 0;
+	bool have_prev = false;
 
 	if (storage_session_open(m->o.st, &s, &err) != 0) {
 		log_msg('E', 5000242, "the applier could not open a storage session", err.msg);
@@ -613,7 +617,12 @@ applier_main(void *arg)
 			bool applied = false;
 			int rc = -1;
 			if (bson_init_static(&e, n->data, n->len))
-				rc = repl_oplog_apply_entry(m->o.oplog, m->o.st, s, &e, &applied, &err);
+				rc = repl_oplog_apply_entry(m->o.oplog, m->o.st, s, &e, have_prev ? &prev_ts : NULL,
+				    &applied, &err);
+			if (rc == 0) {
+				prev_ts = n->ts;
+				have_prev = true;
+			}
 			pthread_mutex_lock(&m->lock);
 			if (rc != 0) {
 				/* no later entry may be applied past a hole */
