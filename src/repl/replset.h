@@ -6,11 +6,11 @@
  * topologyVersion counter streaming `hello` waits on, and the optimes `hello`
  * and `replSetGetStatus` report.
  *
- * Tamga runs single-member replica sets: a configuration naming another
- * member is refused (238 NotImplemented) rather than pretending to replicate.
- * The single member elects itself as mongod's does: on initiate (term 1), on
+ * A single member elects itself as mongod's does: on initiate (term 1), on
  * every restart (term + 1, the set comes back as the same initiated set) and
- * when a stepdown or freeze period ends.
+ * when a stepdown or freeze period ends.  A set of several members runs on
+ * Raft (repl/raft_member.h), which sets the state and term through
+ * repl_set_raft_role; this module then never elects itself.
  *
  * What this module does not do: the commands' argument reading and reply
  * shapes (commands/cmd_repl.c), the oplog (repl/oplog.h), the cluster-time
