@@ -666,9 +666,16 @@ feeder_main(void *arg)
 		repl_ts_t after;
 		bool primary;
 		int got = 0;
+		uint64_t seq = 0;
+		storage_coll_t *oc = NULL;
+		/* the oplog's insert notifier wakes the feeder on a commit (no
+		 * polling while the primary is idle) */
+		if (storage_coll_get(m->o.st, REPL_OPLOG_DB, REPL_OPLOG_COLL, &oc, NULL) == 0)
+			seq = storage_coll_insert_seq(oc);
 		pthread_mutex_lock(&m->lock);
 		if (m->stopping) {
 			pthread_mutex_unlock(&m->lock);
+			storage_coll_release(oc);
 			break;
 		}
 		primary = m->primary;
@@ -706,10 +713,13 @@ feeder_main(void *arg)
 			}
 			terr_clear(&err);
 		}
-		if (got == 0) {
-			struct timespec nap = {0, primary ? 1000 * 1000 : 20 * 1000 * 1000};
+		if (got == 0 && primary && oc != NULL) {
+			storage_coll_wait_insert(oc, seq, tm_now_us() + 50 * 1000);
+		} else if (got == 0) {
+			struct timespec nap = {0, 20 * 1000 * 1000};
 			nanosleep(&nap, NULL);
 		}
+		storage_coll_release(oc);
 	}
 	storage_session_close(s);
 	return NULL;
