@@ -712,7 +712,8 @@ node_of(engine_t *e, concern_node_t *n, bson_t *cfg)
 	n->initiated = repl_set_config_copy(e->rs, cfg);
 	n->config = n->initiated ? cfg : NULL;
 	n->primary = repl_set_state(e->rs) == REPL_STATE_PRIMARY;
-	n->data_members = 1;
+	/* a set of several members (cmd_repl_member.c): every member bears data */
+	n->data_members = repl_set_member_count(e->rs) > 1 ? repl_set_member_count(e->rs) : 1;
 }
 
 static int

@@ -11,10 +11,10 @@
  *   - replSetGetStatus's members, hello's hosts / primary;
  *   - write concern: w: "majority" (and mongod's implicit default, which is
  *     majority in a set of several data-bearing voters) waits for the Raft
- *     commit of the write's oplog entry; w: N > 1 waits for the same commit
- *     (a majority holds the entry durably in its Raft log), which is N
- *     members only while N is at most the majority -- a larger N answers a
- *     writeConcernError rather than wait for what is not counted.
+ *     commit of the write's oplog entry; w: N > 1 waits until N members
+ *     hold it: the primary (which applied it) and the members whose Raft
+ *     log holds it durably (they apply it in log order next) -- the
+ *     leader's Raft match indexes; more than the members: 100.
  * A single-member set never reaches this file's paths (today's path).
  */
 #include "commands/cmd_repl_member.h"
@@ -499,11 +499,19 @@ cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, bson_t *reply)
 	 * majority */
 	if (wc->present && wc->has_w && wc->w_mode[0] == '\0' && !wc->w_tags && wc->w_num <= 1)
 		return false;
-	if (wc->present && wc->has_w && wc->w_mode[0] == '\0' && !wc->w_tags && wc->w_num > n / 2 + 1) {
-		wce(reply, TERR_NOT_IMPLEMENTED, "NotImplemented",
-		    "w: N larger than a majority of the members is not supported yet", false);
-		return true;
+	/* inside a transaction only its commit or abort waits (mongod refuses
+	 * a writeConcern on the other statements) */
+	{
+		bson_iter_t it;
+		if (cmd_find_field(c, "autocommit", &it) && strcmp(c->name, "commitTransaction") != 0 &&
+		    strcmp(c->name, "abortTransaction") != 0)
+			return false;
 	}
+	if (wc->present && wc->has_w && wc->w_mode[0] == '\0' && !wc->w_tags && wc->w_num > n)
+		return false;   /* unsatisfiable: cmd_repl_after answers 100 */
+	if (wc->present && wc->w_tags)
+		return false;   /* tag modes: cmd_repl_after's checks */
+	bool count = wc->present && wc->has_w && wc->w_mode[0] == '\0' && wc->w_num > 1;
 	/* this write's entry is at or below the clock; once everything up to
 	 * the clock is visible, the newest visible entry is at or past it */
 	repl_oplog_wait_visible(e->oplog, repl_clock_now(e->clock), 1000);
@@ -513,7 +521,9 @@ cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, bson_t *reply)
 		deadline = tm_now_us() + wc->wtimeout * 1000;
 	for (;;) {
 		int64_t step = tm_now_us() + 100 * 1000;
-		int r = repl_member_wait_committed(e->member, target, deadline > 0 && deadline < step ? deadline : step);
+		int64_t until = deadline > 0 && deadline < step ? deadline : step;
+		int r = count ? repl_member_wait_count(e->member, target, (int)wc->w_num, until) :
+		    repl_member_wait_committed(e->member, target, until);
 		if (r == 0)
 			return false;
 		if (r == 2) {

@@ -84,6 +84,11 @@ struct repl_member {
 	int leader_index;             /* row in peers, -1 */
 	int64_t last_contact_ms[REPL_MAX_MEMBERS];
 	bool reachable[REPL_MAX_MEMBERS];
+	/* w: N on the leader: the Raft index of the entries it submitted
+	 * (a ring of the last SUB_RING) and each peer's match index */
+	struct { repl_ts_t ts; uint64_t idx; } sub[4096];
+	unsigned sub_next;
+	uint64_t match[REPL_MAX_MEMBERS];
 
 	pthread_t applier_thread, feeder_thread;
 };
@@ -237,6 +242,19 @@ role_set_locked(repl_member_t *m, bool primary, uint64_t term)
 
 /* ---- FSM (loop thread) ----------------------------------------------------------------- */
 
+/* The leader's view of each peer's match index (loop thread, m->lock). */
+static void
+match_snapshot_locked(repl_member_t *m)
+{
+	if (raft_state(&m->raft) != RAFT_LEADER || m->raft.leader_state.progress == NULL)
+		return;
+	for (unsigned k = 0; k < m->raft.configuration.n; k++)
+		for (int i = 0; i < m->o.npeers; i++)
+			if ((raft_id)(m->peers[i].member_id + 1) == m->raft.configuration.servers[k].id)
+				m->match[i] = m->raft.leader_state.progress[k].match_index;
+	pthread_cond_broadcast(&m->cond);
+}
+
 static int
 fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 {
@@ -256,6 +274,7 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 		m->committed_ts = n->ts;
 	queue_push(&m->to_apply, n);
 	m->enqueued++;
+	match_snapshot_locked(m);
 	pthread_cond_broadcast(&m->cond);
 	pthread_mutex_unlock(&m->lock);
 	return 0;
@@ -379,6 +398,12 @@ on_submit(uv_async_t *h)
 			log_msg('W', 5000241, "could not submit an oplog entry to Raft", raft_strerror(rv));
 			break;
 		}
+		/* raft_apply appended it to the leader's log: its index is the last */
+		pthread_mutex_lock(&m->lock);
+		m->sub[m->sub_next % 4096].ts = n->ts;
+		m->sub[m->sub_next % 4096].idx = raft_last_index(&m->raft);
+		m->sub_next++;
+		pthread_mutex_unlock(&m->lock);
 	}
 	queue_free(list);
 }
@@ -401,6 +426,7 @@ on_watch(uv_timer_t *t)
 			m->leader_index = i;
 	}
 	if (state == RAFT_LEADER) {
+		match_snapshot_locked(m);
 		/* who the leader heard from within an election timeout */
 		for (unsigned k = 0; k < m->raft.configuration.n; k++) {
 			raft_id id = m->raft.configuration.servers[k].id;
@@ -868,4 +894,52 @@ repl_member_view(repl_member_t *m, repl_member_view_t *rows, int max, int *leade
 	*leader_index = m->leader_index;
 	pthread_mutex_unlock(&m->lock);
 	return n;
+}
+
+int
+repl_member_wait_count(repl_member_t *m, repl_ts_t ts, int n, int64_t deadline_us)
+{
+	int rc = 0;
+	uint64_t term;
+
+	pthread_mutex_lock(&m->lock);
+	term = m->term;
+	for (;;) {
+		struct timespec until;
+		uint64_t idx = 0;
+		unsigned first = m->sub_next > 4096 ? m->sub_next - 4096 : 0;
+		if (!m->primary || m->term != term || m->stopping) {
+			rc = 2;
+			break;
+		}
+		/* the first entry submitted at or after ts; a ts older than the
+		 * ring is majority-committed or it would still be in it */
+		for (unsigned k = first; k < m->sub_next; k++) {
+			if (m->sub[k % 4096].ts >= ts) {
+				idx = m->sub[k % 4096].idx;
+				break;
+			}
+		}
+		if (idx != 0) {
+			int have = 1;   /* this member applied it: it wrote it */
+			for (int i = 0; i < m->o.npeers; i++)
+				if (i != m->o.self_index && m->match[i] >= idx)
+					have++;
+			if (have >= n)
+				break;
+		}
+		if (deadline_us > 0 && tm_now_us() >= deadline_us) {
+			rc = 1;
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 20 * 1000 * 1000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&m->cond, &m->lock, &until);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return rc;
 }

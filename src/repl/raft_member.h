@@ -97,6 +97,14 @@ repl_ts_t repl_member_local_last_ts(repl_member_t *m);
  */
 int repl_member_wait_committed(repl_member_t *m, repl_ts_t ts, int64_t deadline_us);
 
+/*
+ * w: N: wait until n members hold the entry with ts `ts`: this member (the
+ * primary, which wrote and applied it) and the others whose Raft log holds
+ * it durably (the leader's match index; they apply it in order next).
+ * Returns as repl_member_wait_committed.
+ */
+int repl_member_wait_count(repl_member_t *m, repl_ts_t ts, int n, int64_t deadline_us);
+
 /* What replSetGetStatus shows of each member. */
 typedef struct repl_member_view {
 	int64_t member_id;

@@ -175,14 +175,23 @@ def replicate(cl, p):
         db.capped_one.drop()
         db.docs.drop_index("k_1")
         db.docs.create_index([("sub.a", 1)])
+    # w: N counts the members holding the write; more than the members: 100
+    with MongoClient(cl.uri(), serverSelectionTimeoutMS=10000) as c:
+        for w in (2, 3):
+            r = c.repl.get_collection("wn", write_concern=WriteConcern(w=w, wtimeout=10000)).insert_one({"w": w})
+            check(r.acknowledged, "w: %d" % w)
+        r = c.repl.command("insert", "wn", documents=[{"w": 4}], writeConcern={"w": 4})
+        check(r.get("writeConcernError", {}).get("code") == 100, "w: 4 of 3 members: %r" % r)
+        r = c.repl.command("insert", "wn", documents=[{"w": 1}], writeConcern={"w": 1})
+        check("writeConcernError" not in r and r["n"] == 1, "w: 1")
     wait_caught_up(cl.members)
-    for coll in ("docs", "other", "renamed"):
+    for coll in ("docs", "other", "renamed", "wn"):
         h = wait_equal(cl.members, "repl", coll)
         check(h, "equal %s" % coll)
     for m in cl.members:
         with m.client(read_preference=ReadPreference.SECONDARY_PREFERRED) as c:
             names = sorted(c.repl.list_collection_names())
-            check(names == ["docs", "other", "renamed"], "collections on %s: %r" % (m.host, names))
+            check(names == ["docs", "other", "renamed", "wn"], "collections on %s: %r" % (m.host, names))
             idx = sorted(ix["name"] for ix in c.repl.docs.list_indexes())
             check(idx == ["_id_", "sub.a_1"], "indexes on %s: %r" % (m.host, idx))
             check(c.repl.docs.count_documents({}) == 251, "count on %s" % m.host)
@@ -245,6 +254,13 @@ def failover(cl, p):
     took = time.time() - t_kill
     print("new primary %s %.1fs after kill -9" % (np.host, took))
     check(took <= 10, "new primary within 10 s: %.1f" % took)
+    # two members left: w: 3 cannot be met (64 after wtimeout), majority can
+    with MongoClient(cl.uri(), serverSelectionTimeoutMS=10000) as c:
+        r = c.repl.command("insert", "wn3", documents=[{"x": 1}], writeConcern={"w": 3, "wtimeout": 500})
+        wce = r.get("writeConcernError", {})
+        check(wce.get("code") == 64 and wce.get("errInfo", {}).get("wtimeout") is True, "w: 3 of 2 alive: %r" % r)
+        r = c.repl.command("insert", "wn3", documents=[{"x": 2}], writeConcern={"w": "majority", "wtimeout": 5000})
+        check("writeConcernError" not in r, "majority of 2 alive: %r" % r)
     deadline = time.time() + 15
     while len(acked) < before + 20 and time.time() < deadline:
         time.sleep(0.1)
