@@ -374,35 +374,47 @@ on_submit(uv_async_t *h)
 	pthread_mutex_lock(&m->lock);
 	list = queue_take_all(&m->to_submit);
 	pthread_mutex_unlock(&m->lock);
-	for (n = list; n != NULL; n = n->next) {
+	n = list;
+	while (n != NULL && raft_state(&m->raft) == RAFT_LEADER) {
+		/* up to FEED_BATCH entries per raft_apply (one log entry each) */
+		struct raft_buffer bufs[FEED_BATCH];
+		repl_ts_t tss[FEED_BATCH];
 		struct raft_apply *req;
-		struct raft_buffer buf;
+		unsigned cnt = 0;
+		raft_index last;
 		int rv;
-		if (raft_state(&m->raft) != RAFT_LEADER)
-			break;   /* never replicated: see "rollback" in raft_member.h */
-		/* padded to 8 bytes: libraft 0.15 decodes a batch of several
-		 * entries past its buffer when an entry's size is not a multiple
-		 * of 8 (seen under ASan when a member catches up); the BSON's own
-		 * length tells the FSM where the entry ends */
-		buf.len = (n->len + 7u) & ~(size_t)7u;
-		buf.base = raft_malloc(buf.len);
-		if (buf.base == NULL)
-			break;
-		memset(buf.base, 0, buf.len);
-		memcpy(buf.base, n->data, n->len);
-		req = bson_malloc0(sizeof(*req));
-		rv = raft_apply(&m->raft, req, &buf, 1, apply_done);
-		if (rv != 0) {
-			raft_free(buf.base);
-			bson_free(req);
-			log_msg('W', 5000241, "could not submit an oplog entry to Raft", raft_strerror(rv));
-			break;
+		for (; n != NULL && cnt < FEED_BATCH; n = n->next) {
+			/* padded to 8 bytes: libraft 0.15 decodes a batch of several
+			 * entries past its buffer when an entry's size is not a
+			 * multiple of 8 (seen under ASan when a member catches up);
+			 * the BSON's own length tells the FSM where the entry ends */
+			bufs[cnt].len = (n->len + 7u) & ~(size_t)7u;
+			bufs[cnt].base = raft_malloc(bufs[cnt].len);
+			if (bufs[cnt].base == NULL)
+				break;
+			memset(bufs[cnt].base, 0, bufs[cnt].len);
+			memcpy(bufs[cnt].base, n->data, n->len);
+			tss[cnt++] = n->ts;
 		}
-		/* raft_apply appended it to the leader's log: its index is the last */
+		if (cnt == 0)
+			break;
+		req = bson_malloc0(sizeof(*req));
+		rv = raft_apply(&m->raft, req, bufs, cnt, apply_done);
+		if (rv != 0) {
+			for (unsigned k = 0; k < cnt; k++)
+				raft_free(bufs[k].base);
+			bson_free(req);
+			log_msg('W', 5000241, "could not submit oplog entries to Raft", raft_strerror(rv));
+			break;   /* never replicated: see "rollback" in raft_member.h */
+		}
+		/* raft_apply appended them to the leader's log: the last cnt */
+		last = raft_last_index(&m->raft);
 		pthread_mutex_lock(&m->lock);
-		m->sub[m->sub_next % 4096].ts = n->ts;
-		m->sub[m->sub_next % 4096].idx = raft_last_index(&m->raft);
-		m->sub_next++;
+		for (unsigned k = 0; k < cnt; k++) {
+			m->sub[m->sub_next % 4096].ts = tss[k];
+			m->sub[m->sub_next % 4096].idx = last - (cnt - 1 - k);
+			m->sub_next++;
+		}
 		pthread_mutex_unlock(&m->lock);
 	}
 	queue_free(list);
@@ -640,10 +652,15 @@ applier_main(void *arg)
 		pthread_mutex_unlock(&m->lock);
 		for (n = list; n != NULL; n = n->next) {
 			bson_t e;
-			bool applied = false;
+			bool applied = false, check;
 			int rc = -1;
+			/* the check for a deposed primary's own entries costs a scan:
+			 * only when this member wrote past the set's last entry */
+			pthread_mutex_lock(&m->lock);
+			check = have_prev && m->local_last_ts > prev_ts;
+			pthread_mutex_unlock(&m->lock);
 			if (bson_init_static(&e, n->data, n->len))
-				rc = repl_oplog_apply_entry(m->o.oplog, m->o.st, s, &e, have_prev ? &prev_ts : NULL,
+				rc = repl_oplog_apply_entry(m->o.oplog, m->o.st, s, &e, check ? &prev_ts : NULL,
 				    &applied, &err);
 			if (rc == 0) {
 				prev_ts = n->ts;
