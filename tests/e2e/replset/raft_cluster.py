@@ -130,7 +130,7 @@ class Cluster:
         subprocess.call(["rm", "-rf", self.dir])
         return False
 
-    def config(self, election_ms=2000):
+    def config(self, election_ms=4000):
         return {"_id": self.set_name,
                 "members": [{"_id": i, "host": m.host} for i, m in enumerate(self.members)],
                 "settings": {"electionTimeoutMillis": election_ms}}
