@@ -6,10 +6,13 @@ primary under a PyMongo write load (retryWrites, replicaSet URI, w:
 "majority"): a new primary within 10 s, every acknowledged write on the
 survivors, and the killed member back in the set with the same data.
 
-usage: raft_set.py path/to/tamgad
+usage: raft_set.py path/to/tamgad [path/to/mongosh]
 """
+import json
+import os
 import socket
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -22,6 +25,7 @@ sys.path.insert(0, __import__("os").path.dirname(__file__))
 from raft_cluster import Cluster, coll_hash, free_ports, wait_equal  # noqa: E402
 
 TAMGAD = sys.argv[1]
+MONGOSH = sys.argv[2] if len(sys.argv) > 2 and os.path.exists(sys.argv[2]) else None
 checks = 0
 
 
@@ -148,6 +152,24 @@ def topology(cl, p):
     check(r["ok"] == 0 and r["code"] == 13435, "read without secondaryOk: %r" % r)
     with s.client(read_preference=ReadPreference.SECONDARY_PREFERRED) as c:
         check(c.test.gate.count_documents({}) == 0, "read with secondaryOk")
+
+
+def mongosh_view(cl, p):
+    """mongosh (when given) through the replicaSet URI: rs.status() and
+    hello as an operator reads them, and a write that reaches the primary."""
+    if MONGOSH is None:
+        print("mongosh: not given, skipped")
+        return
+    script = ("const s = rs.status(); const h = db.hello();"
+              "db.getSiblingDB('sh').t.insertOne({a: 1});"
+              "print(JSON.stringify({states: s.members.map(m => m.stateStr).sort(), primary: h.primary,"
+              " hosts: h.hosts.length, n: db.getSiblingDB('sh').t.countDocuments()}))")
+    out = subprocess.run([MONGOSH, cl.uri(), "--quiet", "--norc", "--eval", script],
+                         capture_output=True, text=True, timeout=120)
+    check(out.returncode == 0, "mongosh ran: %s" % out.stderr[-500:])
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    check(got["states"] == ["PRIMARY", "SECONDARY", "SECONDARY"], "mongosh rs.status(): %r" % got)
+    check(got["primary"] == p.host and got["hosts"] == 3 and got["n"] == 1, "mongosh hello/insert: %r" % got)
 
 
 def replicate(cl, p):
@@ -288,8 +310,18 @@ def failover(cl, p):
     while time.time() < deadline:
         with p.client() as c:
             state = c.admin.command("replSetGetStatus")["myState"]
-        if state in (2, 3):
+        if state == 3:
             break
+        if state == 2:
+            try:
+                hs = set()
+                for m in cl.members:
+                    with m.client(read_preference=ReadPreference.SECONDARY_PREFERRED) as c:
+                        hs.add(coll_hash(c, "repl", "load"))
+                if len(hs) == 1:
+                    break
+            except PyMongoError:
+                pass   # it turned RECOVERING meanwhile: seen at the next look
         time.sleep(0.2)
     if state == 3:
         check("needs a rollback" in p.tail(400), "RECOVERING with the rollback reason")
@@ -311,6 +343,7 @@ def main():
         bad_configs(cl)
         p = initiate(cl)
         topology(cl, p)
+        mongosh_view(cl, p)
         replicate(cl, p)
         np, state = failover(cl, p)
         wait_equal(cl.members if state == 2 else [m for m in cl.members if m is not p], "repl", "docs")
