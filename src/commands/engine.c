@@ -68,7 +68,7 @@ engine_primary(void *rs)
 static bool
 engine_may_log(void *rs)
 {
-	return repl_set_member_count(rs) <= 1 || repl_set_writable(rs);
+	return !repl_set_multi_member(rs) || repl_set_writable(rs);
 }
 
 int

@@ -578,7 +578,7 @@ session_row(storage_t *st, storage_session_t *s, const bson_t *entry, bool txn, 
 
 int
 repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, const bson_t *entry,
-                       const repl_ts_t *after_ts, bool *applied, terr_t *err)
+                       const repl_ts_t *after_ts, bool sync, bool *applied, terr_t *err)
 {
 	parsed_t p;
 	bson_iter_t it;
@@ -660,7 +660,7 @@ repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, co
 		if (ret == 0)
 			ret = repl_oplog_write_replicated(op, s, entry, err);
 		if (ret == 0)
-			ret = storage_txn_commit(s, false, err);
+			ret = storage_txn_commit(s, sync, err);
 		else
 			storage_txn_rollback(s);
 	}

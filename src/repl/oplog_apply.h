@@ -31,9 +31,10 @@
  * of the previous entry of the set's log: a local entry after it that is
  * not this one was never replicated (a deposed primary's) and fails the
  * call with 238 (a rollback is needed, not built) rather than let the
- * member diverge.  0, or -1 with err. */
+ * member diverge.  sync: the commit waits for the journal (everything
+ * applied before it is durable too).  0, or -1 with err. */
 int repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, const bson_t *entry,
-                           const repl_ts_t *after_ts, bool *applied, terr_t *err);
+                           const repl_ts_t *after_ts, bool sync, bool *applied, terr_t *err);
 
 /* Apply a $v: 2 diff (`diff` of an update entry's o) to doc into out
  * (initialised here).  0, or -1 with err (a malformed diff: 2 BadValue). */

@@ -31,7 +31,7 @@
 /* A Raft snapshot every this many entries, and as many kept behind it for
  * members that lag (a member that falls past them needs an initial sync,
  * which is not built). */
-#define SNAPSHOT_THRESHOLD 8192
+#define SNAPSHOT_THRESHOLD 1024
 #define SNAPSHOT_TRAILING 65536
 
 /* A queue of BSON entries (copied bytes). */
@@ -74,6 +74,12 @@ struct repl_member {
 	entry_queue_t to_apply;       /* committed, for the applier */
 	entry_queue_t to_submit;      /* from the feeder, for raft_apply */
 	uint64_t enqueued, applied;   /* entries queued to / done by the applier */
+	/* a snapshot says "everything up to here is applied": only once it is
+	 * durable -- a commit with sync (asked for by fsm_snapshot) or the
+	 * journal's ~100 ms flusher since the last entry was done */
+	uint64_t durable_applied;
+	int64_t last_apply_us;
+	bool sync_requested;
 	uint64_t drain_target;        /* PRIMARY once applied reaches it */
 	bool draining;
 	uint64_t drain_term;
@@ -290,7 +296,9 @@ fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs)
 	uint64_t ts;
 
 	pthread_mutex_lock(&m->lock);
-	if (m->applied != m->enqueued) {
+	if (m->applied != m->enqueued ||
+	    (m->durable_applied != m->applied && tm_now_us() - m->last_apply_us < 300 * 1000)) {
+		m->sync_requested = true;   /* the applier's next commit syncs */
 		pthread_mutex_unlock(&m->lock);
 		return RAFT_BUSY;
 	}
@@ -652,16 +660,20 @@ applier_main(void *arg)
 		pthread_mutex_unlock(&m->lock);
 		for (n = list; n != NULL; n = n->next) {
 			bson_t e;
-			bool applied = false, check;
+			bool applied = false, check, sync;
+			bool synced = false;
 			int rc = -1;
 			/* the check for a deposed primary's own entries costs a scan:
 			 * only when this member wrote past the set's last entry */
 			pthread_mutex_lock(&m->lock);
 			check = have_prev && m->local_last_ts > prev_ts;
+			sync = m->sync_requested;
+			m->sync_requested = false;
 			pthread_mutex_unlock(&m->lock);
 			if (bson_init_static(&e, n->data, n->len))
-				rc = repl_oplog_apply_entry(m->o.oplog, m->o.st, s, &e, check ? &prev_ts : NULL,
+				rc = repl_oplog_apply_entry(m->o.oplog, m->o.st, s, &e, check ? &prev_ts : NULL, sync,
 				    &applied, &err);
+			synced = rc == 0 && sync && applied;
 			if (rc == 0) {
 				prev_ts = n->ts;
 				have_prev = true;
@@ -678,6 +690,9 @@ applier_main(void *arg)
 				break;
 			}
 			m->applied++;
+			m->last_apply_us = tm_now_us();
+			if (synced)
+				m->durable_applied = m->applied;
 			if (n->ts > m->local_last_ts)
 				m->local_last_ts = n->ts;
 			pthread_cond_broadcast(&m->cond);

@@ -790,6 +790,7 @@ static void
 config_adopt_locked(repl_set_t *rs, bson_t *cfg)
 {
 	bson_iter_t it, m, f;
+	int n = 0;
 
 	if (rs->config != NULL)
 		bson_destroy(rs->config);
@@ -799,7 +800,6 @@ config_adopt_locked(repl_set_t *rs, bson_t *cfg)
 	rs->self_index = 0;
 	rs->self_id = 0;
 	rs->self_host[0] = '\0';
-	rs->nmembers = 0;
 	/* this node's member: the one whose host is this node (the first
 	 * while this node's host:port is not known yet) */
 	if (bson_iter_init_find(&it, cfg, "members") && bson_iter_recurse(&it, &m)) {
@@ -822,8 +822,10 @@ config_adopt_locked(repl_set_t *rs, bson_t *cfg)
 			}
 			idx++;
 		}
-		rs->nmembers = idx;
+		n = idx;
 	}
+	/* read without the lock by repl_set_multi_member (every logged write) */
+	__atomic_store_n(&rs->nmembers, n, __ATOMIC_RELEASE);
 }
 
 static int
@@ -1458,4 +1460,10 @@ repl_set_config_completed(const bson_t *cfg)
 	if (bson_iter_init_find(&it, cfg, "version"))
 		version = bson_iter_as_int64(&it);
 	return config_complete(cfg, version, 1, NULL);
+}
+
+bool
+repl_set_multi_member(repl_set_t *rs)
+{
+	return __atomic_load_n(&rs->nmembers, __ATOMIC_ACQUIRE) > 1;
 }

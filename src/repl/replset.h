@@ -193,6 +193,9 @@ int64_t repl_set_term(repl_set_t *rs);
  * cfg has one): what the initiating node sends to the others, so every
  * member stores the same document.  The caller bson_destroys it. */
 bson_t *repl_set_config_completed(const bson_t *cfg);
+/* True when the stored configuration has several members (no lock: cheap
+ * enough for every logged write). */
+bool repl_set_multi_member(repl_set_t *rs);
 /* Members of the configuration (0 before initiation). */
 int repl_set_member_count(repl_set_t *rs);
 /* A member that the initiating node told of the set (cmd_repl.c's join):
