@@ -282,6 +282,21 @@ CMD_HANDLER(cmd_tamga_repl_set_join)
 	return join_self(e, &cfg, err);
 }
 
+/* ---- replSetStepDown ------------------------------------------------------------------------------------ */
+
+int
+cmd_repl_member_step_down(cmd_t *c, int64_t catch_up_secs, terr_t *err)
+{
+	engine_t *e = c->engine;
+	int64_t deadline = tm_now_us() + (catch_up_secs > 0 ? catch_up_secs : 10) * 1000000;
+
+	if (e->member == NULL)
+		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary so can't step down");
+	if (c->deadline_us > 0 && c->deadline_us < deadline)
+		deadline = c->deadline_us;
+	return repl_member_step_down(e->member, deadline, err);
+}
+
 /* ---- status, hello -------------------------------------------------------------------------------------- */
 
 static const char *
@@ -463,6 +478,26 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 	bson_append_array_end(reply, &arr);
 	bson_destroy(&cfg);
 	return true;
+}
+
+bool
+cmd_repl_member_interrupted(cmd_t *c, const bson_t *reply, terr_t *err)
+{
+	engine_t *e = c->engine;
+	bson_iter_t it, we, f;
+
+	if (e->rs == NULL || e->member == NULL || !repl_set_multi_member(e->rs) || repl_set_writable(e->rs))
+		return false;
+	if (!bson_iter_init_find(&it, reply, "writeErrors") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &we))
+		return false;
+	while (bson_iter_next(&we)) {
+		if (bson_iter_recurse(&we, &f) && bson_iter_find(&f, "code") &&
+		    bson_iter_as_int64(&f) == TERR_NOT_WRITABLE_PRIMARY) {
+			terr_set(err, 11602, "operation was interrupted because a replication state change happened");
+			return true;
+		}
+	}
+	return false;
 }
 
 /* ---- write concern --------------------------------------------------------------------------------------- */

@@ -23,6 +23,12 @@ int cmd_repl_member_initiate(cmd_t *c, const bson_t *cfg, terr_t *err);
 void cmd_repl_member_on_self_host(engine_t *e);
 /* engine_close: stop it (before the oplog closes). */
 void cmd_repl_member_stop(engine_t *e);
+/* replSetStepDown of a set of several: stop taking writes and hand the
+ * leadership over (repl_member_step_down), waiting up to
+ * secondaryCatchUpPeriodSecs (10 s when 0) or maxTimeMS.  force and the
+ * stepdown period are not honoured yet (a failed transfer leaves this member
+ * primary, 262). */
+int cmd_repl_member_step_down(cmd_t *c, int64_t catch_up_secs, terr_t *err);
 /* replSetGetStatus of a set of several: the whole reply body; false when
  * this node is not such a member (the single-member reply applies). */
 bool cmd_repl_member_status(engine_t *e, bson_t *reply);
@@ -30,6 +36,11 @@ bool cmd_repl_member_status(engine_t *e, bson_t *reply);
  * leader's host (NULL when unknown; borrowed from *cfg_out, which the
  * caller destroys whenever true is returned).  false: not such a member. */
 bool cmd_repl_member_hello(engine_t *e, bson_t *out, const char **primary_host, bson_t *cfg_out);
+/* After a handler that returned 0: true (err set to 11602
+ * InterruptedDueToReplStateChange) when this member of a set of several is
+ * no longer primary and the reply holds a 10107 write error -- it stepped
+ * down while the write ran (the oplog's may_log refused the rest). */
+bool cmd_repl_member_interrupted(cmd_t *c, const bson_t *reply, terr_t *err);
 /* After a write command that succeeded: wait as its write concern says
  * (see the file's comment); true when a writeConcernError was appended. */
 bool cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, bson_t *reply);

@@ -560,6 +560,11 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	    strcmp(c.name, "findAndModify") == 0 || strcmp(c.name, "findandmodify") == 0) &&
 	    BSON_ITER_HOLDS_UTF8(&c.first) && view_is_system_views(bson_iter_utf8(&c.first, NULL)))
 		view_reload(&c, c.db);
+	/* a set of several members: a write this member stopped taking in the
+	 * middle (it stepped down) fails whole with 11602, which drivers retry
+	 * on the new primary, rather than as a write error they do not */
+	if (rc == 0 && !terr_is_set(er) && cmd_repl_member_interrupted(&c, reply, er))
+		rc = -1;
 	/* an error set but not returned is still an error: never report ok: 1
 	 * with a failure inside */
 	if (rc != 0 || terr_is_set(er)) {

@@ -63,6 +63,9 @@ struct repl_member {
 	struct raft raft;
 	struct raft_barrier barrier;
 	bool barrier_pending;
+	/* replSetStepDown: Raft's leadership transfer */
+	struct raft_transfer transfer;
+	bool transfer_requested, transfer_pending;
 	bool leader_seen;             /* loop's view: leader in leader_term */
 	uint64_t leader_term;
 	int start_rc;                 /* set by the loop thread before `started` */
@@ -373,6 +376,21 @@ barrier_done(struct raft_barrier *req, int status)
 	pthread_mutex_unlock(&m->lock);
 }
 
+/* The transfer ended: when this member is still the leader (no follower
+ * caught up in time), it takes writes again. */
+static void
+transfer_done(struct raft_transfer *req)
+{
+	repl_member_t *m = req->data;
+
+	pthread_mutex_lock(&m->lock);
+	m->transfer_pending = false;
+	if (raft_state(&m->raft) == RAFT_LEADER && m->leader_seen && !m->primary)
+		role_set_locked(m, true, m->leader_term);
+	pthread_cond_broadcast(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+}
+
 static void
 on_submit(uv_async_t *h)
 {
@@ -381,6 +399,18 @@ on_submit(uv_async_t *h)
 
 	pthread_mutex_lock(&m->lock);
 	list = queue_take_all(&m->to_submit);
+	if (m->transfer_requested) {
+		m->transfer_requested = false;
+		if (raft_state(&m->raft) == RAFT_LEADER && !m->transfer_pending) {
+			m->transfer.data = m;
+			/* 0: Raft picks the most up-to-date voting follower */
+			if (raft_transfer(&m->raft, &m->transfer, 0, transfer_done) == 0)
+				m->transfer_pending = true;
+			else if (m->leader_seen && !m->primary)
+				role_set_locked(m, true, m->leader_term);
+		}
+		pthread_cond_broadcast(&m->cond);
+	}
 	pthread_mutex_unlock(&m->lock);
 	n = list;
 	while (n != NULL && raft_state(&m->raft) == RAFT_LEADER) {
@@ -629,7 +659,17 @@ applier_main(void *arg)
 			m->draining = false;
 			if (m->leader_seen && m->leader_term == m->drain_term) {
 				bson_t msg = BSON_INITIALIZER;
-				role_set_locked(m, true, m->drain_term);
+				uint64_t dterm = m->drain_term;
+				/* the sessions' rows first: a retried write that reaches
+				 * the new primary must find its first execution */
+				if (m->o.on_primary != NULL) {
+					pthread_mutex_unlock(&m->lock);
+					m->o.on_primary(m->o.on_primary_arg);
+					pthread_mutex_lock(&m->lock);
+					if (!m->leader_seen || m->leader_term != dterm)
+						continue;
+				}
+				role_set_locked(m, true, dterm);
 				pthread_mutex_unlock(&m->lock);
 				/* mongod's "new primary" no-op: the term's first entry,
 				 * replicated as any other */
@@ -639,8 +679,6 @@ applier_main(void *arg)
 					terr_clear(&err);
 				}
 				bson_destroy(&msg);
-				if (m->o.on_primary != NULL)
-					m->o.on_primary(m->o.on_primary_arg);
 				pthread_mutex_lock(&m->lock);
 				continue;
 			}
@@ -974,4 +1012,55 @@ repl_member_wait_count(repl_member_t *m, repl_ts_t ts, int n, int64_t deadline_u
 	}
 	pthread_mutex_unlock(&m->lock);
 	return rc;
+}
+
+int
+repl_member_step_down(repl_member_t *m, int64_t deadline_us, terr_t *err)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&m->lock);
+	if (!m->primary) {
+		pthread_mutex_unlock(&m->lock);
+		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary so can't step down");
+	}
+	/* no more writes from now on; the loop thread starts the transfer */
+	role_set_locked(m, false, m->term);
+	m->transfer_requested = true;
+	pthread_mutex_unlock(&m->lock);
+	uv_async_send(&m->submit_async);
+	pthread_mutex_lock(&m->lock);
+	for (;;) {
+		struct timespec until;
+		if (m->leader_index >= 0 && m->leader_index != m->o.self_index)
+			break;   /* another member leads */
+		if (!m->transfer_requested && !m->transfer_pending && m->primary) {
+			rc = -1;   /* the transfer ended with this member still leading */
+			break;
+		}
+		if (m->stopping || tm_now_us() >= deadline_us) {
+			rc = -1;
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 20 * 1000 * 1000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&m->cond, &m->lock, &until);
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (rc != 0) {
+		struct timespec ts;
+		struct tm tm;
+		char date[64];
+		clock_gettime(CLOCK_REALTIME, &ts);
+		gmtime_r(&ts.tv_sec, &tm);
+		strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
+		return terr_set(err, TERR_EXCEEDED_TIME_LIMIT,
+		    "No electable secondaries caught up as of %s.%03ldZ. Please use the replSetStepDown command with the argument {force: true} to force node to step down.",
+		    date, ts.tv_nsec / 1000000);
+	}
+	return 0;
 }

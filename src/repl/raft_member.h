@@ -105,6 +105,16 @@ int repl_member_wait_committed(repl_member_t *m, repl_ts_t ts, int64_t deadline_
  */
 int repl_member_wait_count(repl_member_t *m, repl_ts_t ts, int n, int64_t deadline_us);
 
+/*
+ * replSetStepDown: stop taking writes at once and hand the leadership to
+ * the most up-to-date follower (raft_transfer).  0 once another member
+ * leads; 10107 when not primary; 262 ExceededTimeLimit with mongod's
+ * message when no follower took over by deadline_us (the member then takes
+ * writes again).  Not done: mongod's stepDownSecs (this member may be
+ * elected again at once if the set needs it).
+ */
+int repl_member_step_down(repl_member_t *m, int64_t deadline_us, terr_t *err);
+
 /* What replSetGetStatus shows of each member. */
 typedef struct repl_member_view {
 	int64_t member_id;

@@ -244,6 +244,61 @@ def wait_caught_up(members, timeout=20):
         time.sleep(0.2)
 
 
+def step_down(cl, p):
+    """replSetStepDown hands the leadership to another member while a
+    PyMongo writer (retryWrites, replicaSet URI) keeps writing."""
+    acked, stop, errors, twice = [], threading.Event(), [], []
+
+    def writer():
+        # a surfaced error leaves the write's outcome unknown: the same _id
+        # is tried again, and a duplicate key then means the first attempt
+        # landed; a duplicate key on an _id's first call would be the
+        # driver's own retry running the write twice
+        with MongoClient(cl.uri(), serverSelectionTimeoutMS=20000, retryWrites=True, w="majority") as c:
+            i, attempt = 0, 0
+            while not stop.is_set():
+                attempt += 1
+                try:
+                    c.repl.sd.insert_one({"_id": i})
+                    ok = True
+                except PyMongoError as e:
+                    ok = "duplicate key" in str(e) and attempt > 1
+                    if "duplicate key" in str(e) and attempt == 1:
+                        twice.append(i)
+                    if not ok:
+                        errors.append(repr(e))
+                        time.sleep(0.05)
+                if ok:
+                    acked.append(i)
+                    i, attempt = i + 1, 0
+
+    t = threading.Thread(target=writer)
+    t.start()
+    time.sleep(1)
+    with p.client() as c:
+        r = c.admin.command("replSetStepDown", 30, secondaryCatchUpPeriodSecs=10)
+        check(r["ok"] == 1, "replSetStepDown")
+        h = c.admin.command("hello")
+        check(not h["isWritablePrimary"], "the old primary no longer takes writes")
+        expect_code(lambda: c.repl.sd.insert_one({"_id": "x"}), 10107, "a write on the stepped-down member")
+    np = cl.wait_primary(10, among=[m for m in cl.members if m is not p])
+    before = len(acked)
+    deadline = time.time() + 10
+    while len(acked) < before + 20 and time.time() < deadline:
+        time.sleep(0.1)
+    stop.set()
+    t.join(60)
+    check(len(acked) >= before + 20, "writes went on after the stepdown: %r" % errors[-3:])
+    check(not twice, "a retried write ran twice: %r" % twice)
+    with np.client() as c:
+        have = set(d["_id"] for d in c.repl.sd.find({}, {"_id": 1}))
+    check(all(i in have for i in acked), "acknowledged writes on the new primary")
+    with p.client() as c:
+        expect_code(lambda: c.admin.command("replSetStepDown", 30), 10107, "stepping down a secondary")
+    print("stepdown: %s -> %s, %d writes, writer errors %d %r" % (p.host, np.host, len(acked), len(errors), errors[:2]))
+    return cl.wait_primary(10)
+
+
 def failover(cl, p):
     acked = []
     stop = threading.Event()
@@ -345,6 +400,7 @@ def main():
         topology(cl, p)
         mongosh_view(cl, p)
         replicate(cl, p)
+        p = step_down(cl, p)
         np, state = failover(cl, p)
         wait_equal(cl.members if state == 2 else [m for m in cl.members if m is not p], "repl", "docs")
     print("raft_set: %d checks passed in %.1fs" % (checks, time.time() - t0))
