@@ -186,8 +186,9 @@ int64_t repl_set_term(repl_set_t *rs);
 /* ---- a set of several members, on Raft (repl/raft_member.h) ---------------------------
  * A configuration with more than one member is accepted (checked as
  * above); the node is then never elected by this module: Raft's role comes
- * through repl_set_raft_role, and replSetStepDown / replSetReconfig answer
- * 238 NotImplemented for such a set. */
+ * through repl_set_raft_role, and replSetReconfig answers 238
+ * NotImplemented for such a set (its replSetStepDown is Raft's leadership
+ * transfer: commands/cmd_repl_member.c). */
 
 /* cfg completed with mongod's defaults and a new replicaSetId (kept when
  * cfg has one): what the initiating node sends to the others, so every
