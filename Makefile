@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 PORT ?= 27017
 DBPATH ?= ./data
 
-.PHONY: all build deps run run-standalone test test-unit bench conformance compat fuzz install clean demo
+.PHONY: all build deps run run-standalone cluster test test-unit bench conformance compat fuzz install clean demo
 
 all: build
 
@@ -26,6 +26,12 @@ run: build
 run-standalone: build
 	@mkdir -p $(DBPATH)
 	./build/tamgad --dbpath $(DBPATH) --port $(PORT) --bind_ip 127.0.0.1
+
+# A replica set of three members on 127.0.0.1 (ports PORT..PORT+2, their Raft
+# ports + 1000), data under $(DBPATH)/rs0, rs1, rs2; initiated on its first
+# start (scripts/cluster.sh).
+cluster: build
+	@scripts/cluster.sh ./build/tamgad $(PORT) $(DBPATH) $(REPLSET)
 
 # Every test, built with AddressSanitizer and UndefinedBehaviorSanitizer.
 test: deps

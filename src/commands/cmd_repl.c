@@ -20,6 +20,7 @@
 
 #include "common/failpoint.h"
 #include "common/log.h"
+#include "commands/cmd_repl_member.h"
 #include "repl/cluster_time.h"
 #include "repl/replset.h"
 
@@ -61,8 +62,13 @@ cmd_repl_close(engine_t *e)
 void
 engine_set_self_host(engine_t *e, const char *host_port)
 {
-	if (e->rs != NULL)
+	if (e->rs != NULL) {
 		repl_set_set_self(e->rs, host_port);
+		bson_free(e->self_host);
+		e->self_host = host_port ? bson_strdup(host_port) : NULL;
+		/* a set of several members: start this member's Raft server */
+		cmd_repl_member_on_self_host(e);
+	}
 }
 
 void
@@ -128,6 +134,10 @@ CMD_HANDLER(cmd_repl_set_initiate)
 		bson_iter_document(&c->first, &l, &d);
 		have = bson_init_static(&cfg, d, l);
 	}
+	/* several members: replicated on Raft (cmd_repl_member.c); one member
+	 * keeps the path below */
+	if (have && cmd_repl_member_config_is_multi(&cfg))
+		return cmd_repl_member_initiate(c, &cfg, err);
 	bson_init(&extra);
 	r = repl_set_initiate(c->engine->rs, have ? &cfg : NULL, &extra, err);
 	if (r == 0) {
@@ -163,6 +173,8 @@ CMD_HANDLER(cmd_repl_set_get_status)
 	int64_t now = wall_ms();
 
 	RET(need_initiated(c, err));
+	if (cmd_repl_member_status(c->engine, c->reply))
+		return 0;   /* a set of several members */
 	repl_set_info(c->engine->rs, &in);
 	BSON_APPEND_UTF8(c->reply, "set", repl_set_name(c->engine->rs));
 	BSON_APPEND_DATE_TIME(c->reply, "date", now);
@@ -315,6 +327,9 @@ CMD_HANDLER(cmd_repl_set_step_down)
 		return terr_set(err, TERR_BAD_VALUE, "secondaryCatchUpPeriodSecs must be a non-negative integer");
 	if (catch_up > secs)
 		return terr_set(err, TERR_BAD_VALUE, "stepdown period must be longer than secondaryCatchUpPeriodSecs");
+	/* a set of several members: Raft's leadership transfer */
+	if (repl_set_multi_member(c->engine->rs))
+		return cmd_repl_member_step_down(c, catch_up, err);
 	return repl_set_step_down(c->engine->rs, secs, catch_up, force, c->deadline_us, err);
 }
 
@@ -417,15 +432,27 @@ cmd_repl_fields_append(engine_t *e, bson_t *out, bool legacy)
 		BSON_APPEND_BOOL(out, "isreplicaset", true);
 		return;
 	}
-	BSON_APPEND_ARRAY_BEGIN(out, "hosts", &hosts);
-	BSON_APPEND_UTF8(&hosts, "0", in.self_host);
-	bson_append_array_end(out, &hosts);
-	BSON_APPEND_UTF8(out, "setName", name);
-	BSON_APPEND_INT32(out, "setVersion", (int32_t)in.config_version);
-	BSON_APPEND_BOOL(out, legacy ? "ismaster" : "isWritablePrimary", in.state == REPL_STATE_PRIMARY);
-	BSON_APPEND_BOOL(out, "secondary", in.state == REPL_STATE_SECONDARY);
-	if (in.state == REPL_STATE_PRIMARY)
-		BSON_APPEND_UTF8(out, "primary", in.self_host);
+	{
+		/* a set of several members: every host, and the leader as primary */
+		bson_t mcfg;
+		const char *prim = NULL;
+		bool multi = cmd_repl_member_hello(e, out, &prim, &mcfg);
+		if (!multi) {
+			BSON_APPEND_ARRAY_BEGIN(out, "hosts", &hosts);
+			BSON_APPEND_UTF8(&hosts, "0", in.self_host);
+			bson_append_array_end(out, &hosts);
+		}
+		BSON_APPEND_UTF8(out, "setName", name);
+		BSON_APPEND_INT32(out, "setVersion", (int32_t)in.config_version);
+		BSON_APPEND_BOOL(out, legacy ? "ismaster" : "isWritablePrimary", in.state == REPL_STATE_PRIMARY);
+		BSON_APPEND_BOOL(out, "secondary", in.state == REPL_STATE_SECONDARY);
+		if (in.state == REPL_STATE_PRIMARY)
+			BSON_APPEND_UTF8(out, "primary", in.self_host);
+		else if (prim != NULL)
+			BSON_APPEND_UTF8(out, "primary", prim);
+		if (multi)
+			bson_destroy(&mcfg);
+	}
 	BSON_APPEND_UTF8(out, "me", in.self_host);
 	if (in.state == REPL_STATE_PRIMARY)
 		BSON_APPEND_OID(out, "electionId", &in.election_id);
@@ -688,7 +715,8 @@ node_of(engine_t *e, concern_node_t *n, bson_t *cfg)
 	n->initiated = repl_set_config_copy(e->rs, cfg);
 	n->config = n->initiated ? cfg : NULL;
 	n->primary = repl_set_state(e->rs) == REPL_STATE_PRIMARY;
-	n->data_members = 1;
+	/* a set of several members (cmd_repl_member.c): every member bears data */
+	n->data_members = repl_set_member_count(e->rs) > 1 ? repl_set_member_count(e->rs) : 1;
 }
 
 static int
@@ -808,6 +836,9 @@ cmd_repl_after(cmd_t *c, const cmd_def_t *def, cmd_repl_ctx_t *x, int rc, bson_t
 
 	if (rc == 0 && x->fail_wce != NULL) {
 		BSON_APPEND_DOCUMENT(reply, "writeConcernError", x->fail_wce);
+	} else if (rc == 0 && rs != NULL && def != NULL && (def->flags & CMDF_WRITE) &&
+	    cmd_repl_member_wait_write(c, &x->wc, reply)) {
+		/* a set of several members: the wait for the Raft commit failed */
 	} else if (rc == 0 && rs != NULL && x->wc.present && def != NULL && (def->flags & CMDF_WRITE)) {
 		concern_node_t node;
 		bson_t cfg;

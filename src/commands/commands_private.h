@@ -52,6 +52,12 @@ struct engine {
 	 * identity and state, NULL on a standalone; the cluster-time keys */
 	struct repl_set *rs;
 	struct cluster_keys *keys;
+	/* a set of several members (cmd_repl_member.c, repl/raft_member.h):
+	 * the Raft member (NULL otherwise), its folder (<dbpath>/raft) and
+	 * this node's host:port (engine_set_self_host) */
+	struct repl_member *member;
+	char *raft_dir;
+	char *self_host;
 	/* ttlMonitorSleepSecs (60) and ttlMonitorEnabled (1): read by the TTL
 	 * monitor before each sleep (query/planner_ttl.h) */
 	atomic_llong ttl_monitor_sleep_secs;

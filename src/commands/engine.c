@@ -10,6 +10,7 @@
 #include "js/script.h"
 #include "auth/auth.h"
 #include "commands/cmd_repl.h"
+#include "commands/cmd_repl_member.h"
 #include "commands/validation.h"
 #include "repl/changestream.h"
 #include "repl/replset.h"
@@ -61,6 +62,14 @@ static bool
 engine_primary(void *rs)
 {
 	return repl_set_writable(rs);
+}
+
+/* A member of a set of several logs changes only as the primary (the
+ * others' entries come from the set's log); a single member always. */
+static bool
+engine_may_log(void *rs)
+{
+	return !repl_set_multi_member(rs) || repl_set_writable(rs);
 }
 
 int
@@ -115,7 +124,7 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 	if (e->rs != NULL) {
 		repl_oplog_options_t oo = {.size_mb = e->opts.oplog_size_mb, .dbpath = path,
 		    .in_memory = e->opts.storage.in_memory, .term = engine_term, .term_arg = e->rs,
-		    .primary = engine_primary};
+		    .primary = engine_primary, .may_log = engine_may_log};
 		e->clock = repl_clock_new();
 		if (repl_oplog_open(e->st, e->clock, &oo, &e->oplog, err) != 0) {
 			repl_clock_free(e->clock);
@@ -128,6 +137,7 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 			return -1;
 		}
 		repl_set_attach_oplog(e->rs, e->oplog);
+		e->raft_dir = bson_strdup_printf("%s/raft", path);
 		e->cs = repl_cs_service_new(e->st, e->oplog);
 	}
 	e->cursors = cursor_registry_new();
@@ -162,11 +172,16 @@ engine_close(engine_t *e)
 {
 	if (e == NULL)
 		return;
+	/* a set of several members: Raft, its applier and feeder first (they
+	 * use the oplog, the sessions and storage) */
+	cmd_repl_member_stop(e);
 	ttl_monitor_stop(e->ttl);
 	repl_txn_reaper_stop(e->txn_reaper);
 	repl_sessions_free(e->sessions);   /* open transactions are aborted */
 	bson_free(e->tmp_dir);
 	cursor_registry_free(e->cursors);   /* change streams first: they read the oplog */
+	bson_free(e->raft_dir);
+	bson_free(e->self_host);
 	repl_oplog_close(e->oplog);
 	repl_cs_service_free(e->cs);
 	cmd_repl_close(e);
@@ -544,6 +559,11 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	    strcmp(c.name, "findAndModify") == 0 || strcmp(c.name, "findandmodify") == 0) &&
 	    BSON_ITER_HOLDS_UTF8(&c.first) && view_is_system_views(bson_iter_utf8(&c.first, NULL)))
 		view_reload(&c, c.db);
+	/* a set of several members: a write this member stopped taking in the
+	 * middle (it stepped down) fails whole with 11602, which drivers retry
+	 * on the new primary, rather than as a write error they do not */
+	if (rc == 0 && !terr_is_set(er) && cmd_repl_member_interrupted(&c, reply, er))
+		rc = -1;
 	/* an error set but not returned is still an error: never report ok: 1
 	 * with a failure inside */
 	if (rc != 0 || terr_is_set(er)) {

@@ -680,6 +680,10 @@ on_write(void *arg, storage_session_t *s, const storage_op_t *op, terr_t *err)
 		return 0;
 	if (!ns_logged(op->db, op->coll != NULL ? op->coll->name : NULL))
 		return 0;
+	/* a secondary of a set of several members logs nothing of its own:
+	 * its entries come from the set's log (issue 24, may_log) */
+	if (o->opts.may_log != NULL && !o->opts.may_log(o->opts.term_arg))
+		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary");
 	if ((unsigned)op->kind >= sizeof(BODIES) / sizeof(BODIES[0]) || BODIES[op->kind].kind != op->kind)
 		return terr_set(err, TERR_INTERNAL_ERROR, "oplog: unknown change kind %d", (int)op->kind);
 	ctx = ctx_of(s, false);
@@ -1294,6 +1298,8 @@ repl_oplog_create(repl_oplog_t *o, const bson_t *msg, bool *created, repl_oplog_
 	atomic_store_explicit(&o->exists, true, memory_order_release);
 	if (created != NULL)
 		*created = true;
+	if (msg == REPL_OPLOG_CREATE_EMPTY)
+		goto done;   /* a member of several: entries come from the set's log */
 	if ((s = storage_session_pool_get(o->st, err)) == NULL) {
 		ret = -1;
 		goto done;
@@ -1621,4 +1627,45 @@ repl_oplog_txn_collect(repl_oplog_t *o, storage_session_t *s, terr_t *err)
 	ctx->collect = true;
 	ctx_ops_clear(ctx);
 	return 0;
+}
+
+/* ---- replication between members (repl/raft_member.c) ---------------------------------- */
+
+/*
+ * Write a replicated entry as it came from the primary (issue 24): at
+ * RecordId = its ts, with its ts as s's commit timestamp (under stamp_lock,
+ * the clock raised to it first, so no local writer can take an earlier ts
+ * afterwards).  s's transaction must be open; its data changes must be
+ * unobserved.  A small addition kept apart from the write path above.
+ */
+int
+repl_oplog_write_replicated(repl_oplog_t *o, storage_session_t *s, const bson_t *entry, terr_t *err)
+{
+	storage_coll_t *c = coll_get(o);
+	bson_iter_t it;
+	uint32_t secs, inc;
+	repl_ts_t ts;
+	int64_t t = -1;
+	int ret = 0;
+
+	if (c == NULL)
+		return terr_set(err, TERR_ILLEGAL_OPERATION, "the oplog does not exist");
+	if (!bson_iter_init_find(&it, entry, "ts") || !BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+		storage_coll_release(c);
+		return terr_set(err, TERR_BAD_VALUE, "a replicated oplog entry has no ts");
+	}
+	bson_iter_timestamp(&it, &secs, &inc);
+	ts = REPL_TS(secs, inc);
+	if (bson_iter_init_find(&it, entry, "t"))
+		t = bson_iter_as_int64(&it);
+	pthread_mutex_lock(&o->stamp_lock);
+	repl_clock_recover(o->clock, ts);
+	ret = storage_txn_set_timestamp(s, ts, err);
+	pthread_mutex_unlock(&o->stamp_lock);
+	if (ret == 0)
+		ret = storage_doc_insert_at(s, c, (recid_t)ts, entry, err);
+	if (ret == 0)
+		note_written(s, ts, t);
+	storage_coll_release(c);
+	return ret;
 }

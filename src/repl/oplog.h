@@ -95,6 +95,11 @@ typedef struct repl_oplog_options {
 	 * always), so the cluster time readers see keeps moving. */
 	int noop_interval_secs;
 	bool (*primary)(void *arg);
+	/* A set of several members (issue 24): false while this member may not
+	 * log a change of its own (not primary); such a write then fails with
+	 * 10107 (an internal writer on a secondary: the session cache's
+	 * refresh, TTL deletes).  Called with term_arg; NULL: always. */
+	bool (*may_log)(void *arg);
 	/* For the default size: the data folder (free disk space), or an
 	 * in-memory engine (physical memory).  dbpath may be NULL (then the
 	 * default is the lower bound). */
@@ -123,6 +128,18 @@ void repl_oplog_close(repl_oplog_t *op);
  * false (may be NULL).  *at (may be NULL) gets the last no-op's opTime.
  */
 int repl_oplog_create(repl_oplog_t *op, const bson_t *msg, bool *created, repl_oplog_optime_t *at, terr_t *err);
+/* repl_oplog_create's msg for a member of a set of several (issue 24):
+ * create the oplog without the two no-ops; its entries come from the set's
+ * replicated log. */
+#define REPL_OPLOG_CREATE_EMPTY ((const bson_t *)1)
+/*
+ * Write a replicated entry verbatim (a secondary applying the primary's
+ * entry, repl/oplog_apply.h) in s's open transaction: RecordId and commit
+ * timestamp are the entry's ts; the clock is raised to it.  The caller
+ * makes its data changes unobserved.  Errors: 20 without an oplog, 2 when
+ * the entry has no ts, storage's (the ts at or below the stable point).
+ */
+int repl_oplog_write_replicated(repl_oplog_t *op, storage_session_t *s, const bson_t *entry, terr_t *err);
 /* local.oplog.rs exists (the set was initiated). */
 bool repl_oplog_exists(repl_oplog_t *op);
 /* The clock the oplog stamps from (borrowed). */

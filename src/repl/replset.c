@@ -52,6 +52,10 @@ struct repl_set {
 	repl_oplog_t *oplog;
 	uint64_t topology_counter;
 	int64_t start_wall_ms;
+	/* members in the configuration: more than one means the set runs on
+	 * Raft (repl/raft_member.h), which decides the state and the term;
+	 * this module then never elects itself */
+	int nmembers;
 };
 
 static bson_oid_t process_id;
@@ -633,9 +637,7 @@ repl_set_config_check(const bson_t *cfg, const char *set_name, const char *self_
 		return terr_set(err, TERR_NODE_NOT_ELECTABLE,
 		    "This node, %s, with _id %lld is not electable under the new configuration with {version: %lld, term: 0} for replica set %s",
 		    hosts[self], (long long)ids[self], (long long)version, id);
-	if (n > 1)
-		return terr_set(err, TERR_NOT_IMPLEMENTED,
-		    "Tamga runs single-member replica sets only: the configuration names %d members", n);
+	/* several members: replicated on Raft (repl/raft_member.h) */
 	*self_index = self;
 	return 0;
 }
@@ -788,6 +790,7 @@ static void
 config_adopt_locked(repl_set_t *rs, bson_t *cfg)
 {
 	bson_iter_t it, m, f;
+	int n = 0;
 
 	if (rs->config != NULL)
 		bson_destroy(rs->config);
@@ -797,15 +800,32 @@ config_adopt_locked(repl_set_t *rs, bson_t *cfg)
 	rs->self_index = 0;
 	rs->self_id = 0;
 	rs->self_host[0] = '\0';
-	if (bson_iter_init_find(&it, cfg, "members") && bson_iter_recurse(&it, &m) && bson_iter_next(&m) &&
-	    bson_iter_recurse(&m, &f)) {
-		while (bson_iter_next(&f)) {
-			if (strcmp(bson_iter_key(&f), "_id") == 0)
-				rs->self_id = (int)bson_iter_as_int64(&f);
-			else if (strcmp(bson_iter_key(&f), "host") == 0)
-				bson_strncpy(rs->self_host, bson_iter_utf8(&f, NULL), sizeof(rs->self_host));
+	/* this node's member: the one whose host is this node (the first
+	 * while this node's host:port is not known yet) */
+	if (bson_iter_init_find(&it, cfg, "members") && bson_iter_recurse(&it, &m)) {
+		int idx = 0;
+		while (bson_iter_next(&m)) {
+			int64_t id = 0;
+			const char *host = "";
+			if (!bson_iter_recurse(&m, &f))
+				continue;
+			while (bson_iter_next(&f)) {
+				if (strcmp(bson_iter_key(&f), "_id") == 0)
+					id = bson_iter_as_int64(&f);
+				else if (strcmp(bson_iter_key(&f), "host") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+					host = bson_iter_utf8(&f, NULL);
+			}
+			if (idx == 0 || host_is_self(host, rs->self)) {
+				rs->self_index = idx;
+				rs->self_id = (int)id;
+				bson_strncpy(rs->self_host, host, sizeof(rs->self_host));
+			}
+			idx++;
 		}
+		n = idx;
 	}
+	/* read without the lock by repl_set_multi_member (every logged write) */
+	__atomic_store_n(&rs->nmembers, n, __ATOMIC_RELEASE);
 }
 
 static int
@@ -872,7 +892,7 @@ refresh_locked(repl_set_t *rs)
 {
 	int64_t now;
 
-	if (!rs->initiated || rs->state == REPL_STATE_PRIMARY)
+	if (!rs->initiated || rs->state == REPL_STATE_PRIMARY || rs->nmembers > 1)
 		return;
 	now = wall_ms();
 	if (rs->stepdown_until_ms > now || rs->freeze_until_ms > now || rs->maintenance > 0)
@@ -928,7 +948,11 @@ repl_set_open(storage_t *st, const char *name, repl_set_t **out, terr_t *err)
 			rs->initiated = true;
 			config_adopt_locked(rs, bson_copy(&cfg));
 			bson_destroy(&cfg);
-			elect_locked(rs);
+			/* several members: Raft elects (repl_set_raft_role) */
+			if (rs->nmembers > 1)
+				rs->state = REPL_STATE_STARTUP2;
+			else
+				elect_locked(rs);
 		}
 	}
 	*out = rs;
@@ -961,6 +985,11 @@ repl_set_set_self(repl_set_t *rs, const char *host_port)
 	pthread_mutex_lock(&rs->lock);
 	bson_free(rs->self);
 	rs->self = host_port ? bson_strdup(host_port) : NULL;
+	if (rs->config != NULL && rs->nmembers > 1) {
+		/* find this node's member again, now that its host is known */
+		bson_t *cfg = bson_copy(rs->config);
+		config_adopt_locked(rs, cfg);
+	}
 	pthread_mutex_unlock(&rs->lock);
 }
 
@@ -1084,7 +1113,12 @@ repl_set_initiate(repl_set_t *rs, const bson_t *cfg, bson_t *reply_extra, terr_t
 	rs->initiated = true;
 	rs->term = 0;
 	config_adopt_locked(rs, full);
-	elect_locked(rs);
+	if (rs->nmembers > 1) {
+		rs->state = REPL_STATE_STARTUP2;   /* Raft elects (repl_set_raft_role) */
+		bump_locked(rs);
+	} else {
+		elect_locked(rs);
+	}
 	pthread_mutex_unlock(&rs->lock);
 	ret = 0;
 out:
@@ -1111,6 +1145,11 @@ repl_set_reconfig(repl_set_t *rs, const bson_t *cfg, bool force, terr_t *err)
 	if (!force && rs->state != REPL_STATE_PRIMARY) {
 		pthread_mutex_unlock(&rs->lock);
 		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "replSetReconfig should only be run on a writable PRIMARY. Current state SECONDARY;");
+	}
+	if (rs->nmembers > 1) {
+		pthread_mutex_unlock(&rs->lock);
+		return terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "replSetReconfig of a set of several members is not supported yet");
 	}
 	cur_version = rs->config_version;
 	term = rs->term;
@@ -1257,6 +1296,11 @@ repl_set_step_down(repl_set_t *rs, int64_t secs, int64_t catch_up_secs, bool for
 		pthread_mutex_unlock(&rs->lock);
 		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary so can't step down");
 	}
+	if (rs->nmembers > 1) {
+		pthread_mutex_unlock(&rs->lock);
+		return terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "replSetStepDown in a set of several members is not supported yet");
+	}
 	pthread_mutex_unlock(&rs->lock);
 	if (!force) {
 		/* no secondary can ever catch up: wait the catch-up period, as
@@ -1334,4 +1378,103 @@ repl_set_freeze(repl_set_t *rs, int64_t secs, const char **info, terr_t *err)
 		*info = "you really want to freeze for only 1 second?";
 	pthread_mutex_unlock(&rs->lock);
 	return 0;
+}
+
+/* ---- a set of several members (repl/raft_member.h) ------------------------------------ */
+
+int
+repl_set_member_count(repl_set_t *rs)
+{
+	int n;
+
+	pthread_mutex_lock(&rs->lock);
+	n = rs->initiated ? rs->nmembers : 0;
+	pthread_mutex_unlock(&rs->lock);
+	return n;
+}
+
+int
+repl_set_store_config(repl_set_t *rs, const bson_t *cfg, terr_t *err)
+{
+	bson_t *full;
+	bson_iter_t it;
+	int64_t version = 1;
+
+	if (bson_iter_init_find(&it, cfg, "version"))
+		version = bson_iter_as_int64(&it);
+	full = config_complete(cfg, version, 1, NULL);
+	if (store_run(rs->st, CONFIG_COLL, full, NULL, NULL, err) != 0) {
+		bson_destroy(full);
+		return -1;
+	}
+	pthread_mutex_lock(&rs->lock);
+	if (rs->initiated) {
+		pthread_mutex_unlock(&rs->lock);
+		bson_destroy(full);
+		return terr_set(err, TERR_ALREADY_INITIALIZED, "already initialized");
+	}
+	rs->initiated = true;
+	rs->term = 0;
+	config_adopt_locked(rs, full);
+	rs->state = REPL_STATE_STARTUP2;
+	bump_locked(rs);
+	pthread_mutex_unlock(&rs->lock);
+	return 0;
+}
+
+void
+repl_set_raft_role(repl_set_t *rs, repl_member_state_t state, int64_t term)
+{
+	bool was_primary;
+
+	last_applied_from_oplog(rs);
+	pthread_mutex_lock(&rs->lock);
+	if (rs->state == state && rs->term == term) {
+		pthread_mutex_unlock(&rs->lock);
+		return;
+	}
+	was_primary = rs->state == REPL_STATE_PRIMARY;
+	if (term > rs->term) {
+		terr_t err = TERR_INIT;
+		rs->term = term;
+		if (store_election(rs, term, &err) != 0)
+			terr_clear(&err);
+	}
+	rs->state = state;
+	if (state == REPL_STATE_PRIMARY) {
+		rs->election_optime = rs->last_applied;
+		rs->election_wall_ms = wall_ms();
+	}
+	bump_locked(rs);
+	pthread_mutex_unlock(&rs->lock);
+	{
+		bson_t attr;
+		bson_init(&attr);
+		BSON_APPEND_INT64(&attr, "term", term);
+		BSON_APPEND_INT32(&attr, "newState", (int32_t)state);
+		if (state == REPL_STATE_PRIMARY)
+			tlog('I', "REPL", 21331, "Transition to primary complete; database writes are now permitted", &attr);
+		else if (was_primary)
+			tlog('I', "REPL", 21358, "Replica set state transition: PRIMARY -> SECONDARY (Raft)", &attr);
+		else
+			tlog('I', "REPL", 21358, "Replica set state transition", &attr);
+		bson_destroy(&attr);
+	}
+}
+
+bson_t *
+repl_set_config_completed(const bson_t *cfg)
+{
+	bson_iter_t it;
+	int64_t version = 1;
+
+	if (bson_iter_init_find(&it, cfg, "version"))
+		version = bson_iter_as_int64(&it);
+	return config_complete(cfg, version, 1, NULL);
+}
+
+bool
+repl_set_multi_member(repl_set_t *rs)
+{
+	return __atomic_load_n(&rs->nmembers, __ATOMIC_ACQUIRE) > 1;
 }

@@ -6,11 +6,11 @@
  * topologyVersion counter streaming `hello` waits on, and the optimes `hello`
  * and `replSetGetStatus` report.
  *
- * Tamga runs single-member replica sets: a configuration naming another
- * member is refused (238 NotImplemented) rather than pretending to replicate.
- * The single member elects itself as mongod's does: on initiate (term 1), on
+ * A single member elects itself as mongod's does: on initiate (term 1), on
  * every restart (term + 1, the set comes back as the same initiated set) and
- * when a stepdown or freeze period ends.
+ * when a stepdown or freeze period ends.  A set of several members runs on
+ * Raft (repl/raft_member.h), which sets the state and term through
+ * repl_set_raft_role; this module then never elects itself.
  *
  * What this module does not do: the commands' argument reading and reply
  * shapes (commands/cmd_repl.c), the oplog (repl/oplog.h), the cluster-time
@@ -43,7 +43,8 @@ typedef enum repl_member_state {
 	REPL_STATE_STARTUP = 0,
 	REPL_STATE_PRIMARY = 1,
 	REPL_STATE_SECONDARY = 2,
-	REPL_STATE_RECOVERING = 3,   /* a secondary in maintenance mode */
+	REPL_STATE_RECOVERING = 3,   /* a secondary in maintenance mode, or one that stopped applying */
+	REPL_STATE_STARTUP2 = 5,     /* initiated, before Raft told the role */
 } repl_member_state_t;
 
 /* Mongod's limits on a configuration (repl_set_config.h). */
@@ -186,5 +187,29 @@ int repl_set_maintenance(repl_set_t *rs, bool on, terr_t *err);
 
 /* Persist the term and vote (local.replset.election) -- for tests. */
 int64_t repl_set_term(repl_set_t *rs);
+
+/* ---- a set of several members, on Raft (repl/raft_member.h) ---------------------------
+ * A configuration with more than one member is accepted (checked as
+ * above); the node is then never elected by this module: Raft's role comes
+ * through repl_set_raft_role, and replSetReconfig answers 238
+ * NotImplemented for such a set (its replSetStepDown is Raft's leadership
+ * transfer: commands/cmd_repl_member.c). */
+
+/* cfg completed with mongod's defaults and a new replicaSetId (kept when
+ * cfg has one): what the initiating node sends to the others, so every
+ * member stores the same document.  The caller bson_destroys it. */
+bson_t *repl_set_config_completed(const bson_t *cfg);
+/* True when the stored configuration has several members (no lock: cheap
+ * enough for every logged write). */
+bool repl_set_multi_member(repl_set_t *rs);
+/* Members of the configuration (0 before initiation). */
+int repl_set_member_count(repl_set_t *rs);
+/* A member that the initiating node told of the set (cmd_repl.c's join):
+ * store cfg (checked by the caller) durably as this node's configuration,
+ * state STARTUP2.  23 AlreadyInitialized. */
+int repl_set_store_config(repl_set_t *rs, const bson_t *cfg, terr_t *err);
+/* Raft's role: state (PRIMARY, SECONDARY, RECOVERING) in term (stored with
+ * local.replset.election when it grew); moves the topology counter. */
+void repl_set_raft_role(repl_set_t *rs, repl_member_state_t state, int64_t term);
 
 #endif

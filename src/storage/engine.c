@@ -748,12 +748,25 @@ storage_session_set_unobserved(storage_session_t *s, bool on)
 	return was;
 }
 
+/* storage_thread_set_unobserved's flag (a secondary's applier: catalog
+ * changes run on the catalog's own session, on the calling thread). */
+static _Thread_local bool thread_unobserved;
+
+bool
+storage_thread_set_unobserved(bool on)
+{
+	bool was = thread_unobserved;
+
+	thread_unobserved = on;
+	return was;
+}
+
 int
 storage_observe(storage_session_t *s, const storage_op_t *op, terr_t *err)
 {
 	storage_t *st = s->st;
 
-	if (st->obs.on_write == NULL || s->unobserved)
+	if (st->obs.on_write == NULL || s->unobserved || thread_unobserved)
 		return 0;
 	s->observed = true;
 	return st->obs.on_write(st->obs.arg, s, op, err);

@@ -460,6 +460,11 @@ void *storage_session_observer_ctx(const storage_session_t *s);
  * UnreplicatedWritesBlock: the oplog's own truncation, config.transactions
  * bookkeeping).  Returns the previous setting, so callers can nest. */
 bool storage_session_set_unobserved(storage_session_t *s, bool on);
+/* The same for every change the calling thread makes, catalog changes
+ * included (they run on the catalog's own session): a replica-set
+ * secondary's oplog application, whose only entry is the primary's.
+ * Returns the previous setting. */
+bool storage_thread_set_unobserved(bool on);
 
 /* ---- timestamps (WiredTiger 3.2) ---------------------------------------- */
 /* Timestamps are the repl layer's Timestamps as uint64 (seconds << 32 |

@@ -1,0 +1,578 @@
+/*
+ * cmd_repl_member.c -- the commands side of a replica set of several
+ * members (issue 24; the Raft member itself is repl/raft_member.h):
+ *   - replSetInitiate with more than one member: checked as mongod's
+ *     (93, 103 for duplicate hosts, 74 when a member does not answer), then
+ *     a quorum check and the hand-over of the completed configuration to
+ *     every other member (`_tamgaReplSetJoin`, Tamga's internal command:
+ *     first {dryRun: true} to all, then for real), then this node;
+ *   - starting the member's Raft server once this node's host is known
+ *     (engine_set_self_host), stopping it before the oplog closes;
+ *   - replSetGetStatus's members, hello's hosts / primary;
+ *   - write concern: w: "majority" (and mongod's implicit default, which is
+ *     majority in a set of several data-bearing voters) waits for the Raft
+ *     commit of the write's oplog entry; w: N > 1 waits until N members
+ *     hold it: the primary (which applied it) and the members whose Raft
+ *     log holds it durably (they apply it in log order next) -- the
+ *     leader's Raft match indexes; more than the members: 100.
+ * A single-member set never reaches this file's paths (today's path).
+ */
+#include "commands/cmd_repl_member.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "auth/auth.h"
+#include "common/log.h"
+#include "repl/member_rpc.h"
+#include "repl/raft_member.h"
+#include "repl/replset.h"
+#include "repl/retryable.h"
+
+#define JOIN_TIMEOUT_MS 10000
+
+static int
+members_of(const bson_t *cfg)
+{
+	bson_iter_t it, m;
+	int n = 0;
+
+	if (bson_iter_init_find(&it, cfg, "members") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &m))
+		while (bson_iter_next(&m))
+			n++;
+	return n;
+}
+
+static int
+election_timeout_of(const bson_t *cfg)
+{
+	bson_iter_t it;
+
+	if (bson_iter_init_find(&it, cfg, "settings") && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &it) &&
+	    bson_iter_find(&it, "electionTimeoutMillis") && BSON_ITER_HOLDS_NUMBER(&it)) {
+		int64_t v = bson_iter_as_int64(&it);
+		if (v > 0 && v <= 24 * 3600 * 1000)
+			return (int)v;
+	}
+	return 10000;
+}
+
+bool
+cmd_repl_member_config_is_multi(const bson_t *cfg)
+{
+	return cfg != NULL && members_of(cfg) > 1;
+}
+
+/* ---- starting the member ------------------------------------------------------------------------ */
+
+/* This member became primary: the sessions' rows its applier wrote while
+ * it was a secondary (config.transactions) become known to the session
+ * registry, so a retried write answers its first result. */
+static void
+on_primary(void *arg)
+{
+	engine_t *e = arg;
+	storage_session_t *s = storage_session_pool_get(e->st, NULL);
+	terr_t err = TERR_INIT;
+
+	if (s != NULL && repl_retryable_load(e->sessions, s, &err) != 0)
+		tlog('W', "REPL", 5000251, err.msg ? err.msg : "could not read config.transactions", NULL);
+	terr_clear(&err);
+	if (s != NULL)
+		storage_session_pool_put(e->st, s);
+}
+
+static int
+member_start(engine_t *e, const bson_t *cfg, terr_t *err)
+{
+	repl_member_peer_t *peers = NULL;
+	repl_member_options_t o;
+	repl_set_info_t in;
+	int n = 0, self = -1, ret;
+
+	if (e->member != NULL)
+		return 0;
+	repl_set_info(e->rs, &in);
+	RET(repl_member_peers(cfg, in.self_host, &peers, &n, &self, err));
+	if (self < 0) {
+		bson_free(peers);
+		return terr_set(err, TERR_NODE_NOT_FOUND, "this node is not a member of the stored configuration");
+	}
+	memset(&o, 0, sizeof(o));
+	o.dir = e->raft_dir;
+	o.st = e->st;
+	o.oplog = e->oplog;
+	o.rs = e->rs;
+	o.peers = peers;
+	o.npeers = n;
+	o.self_index = self;
+	o.bootstrap = true;   /* a no-op on a restart (Raft keeps its own state) */
+	o.election_timeout_ms = election_timeout_of(cfg);
+	o.on_primary = on_primary;
+	o.on_primary_arg = e;
+	ret = repl_member_start(&o, &e->member, err);
+	bson_free(peers);
+	return ret;
+}
+
+void
+cmd_repl_member_on_self_host(engine_t *e)
+{
+	bson_t cfg;
+	terr_t err = TERR_INIT;
+
+	if (e->rs == NULL || e->oplog == NULL || repl_set_member_count(e->rs) <= 1)
+		return;
+	if (!repl_set_config_copy(e->rs, &cfg)) {
+		bson_destroy(&cfg);
+		return;
+	}
+	if (member_start(e, &cfg, &err) != 0) {
+		bson_t attr;
+		bson_init(&attr);
+		BSON_APPEND_UTF8(&attr, "error", err.msg ? err.msg : "");
+		tlog('E', "REPL", 5000250, "could not start replication between members", &attr);
+		bson_destroy(&attr);
+		terr_clear(&err);
+	}
+	bson_destroy(&cfg);
+}
+
+void
+cmd_repl_member_stop(engine_t *e)
+{
+	repl_member_stop(e->member);
+	e->member = NULL;
+}
+
+/* ---- initiate and join ------------------------------------------------------------------------------- */
+
+/* The checks every member runs on a configuration of several: mongod's
+ * (repl_set_config_check), this build's limits, the Raft ports. */
+static int
+check_multi(engine_t *e, const bson_t *cfg, terr_t *err)
+{
+	repl_member_peer_t *peers = NULL;
+	repl_set_info_t in;
+	int idx, n, self;
+
+	repl_set_info(e->rs, &in);
+	if (e->opts.auth)
+		return terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "a replica set of several members under --auth or --keyFile is not supported yet (member authentication is not built)");
+	if (e->oplog == NULL || e->raft_dir == NULL)
+		return terr_set(err, TERR_NOT_IMPLEMENTED, "a replica set of several members needs tamgad with a data folder");
+	{
+		char self_host[300];
+		/* the node's own host:port, as engine_set_self_host gave it */
+		self_host[0] = '\0';
+		if (e->self_host != NULL)
+			bson_strncpy(self_host, e->self_host, sizeof(self_host));
+		if (repl_set_config_check(cfg, repl_set_name(e->rs), self_host[0] ? self_host : NULL, true, &idx, err) != 0) {
+			if (err->code != TERR_NODE_NOT_FOUND && err->code != TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE)
+				err->code = TERR_INVALID_REPLICA_SET_CONFIG;
+			return -1;
+		}
+	}
+	RET(repl_member_peers(cfg, NULL, &peers, &n, &self, err));
+	bson_free(peers);
+	return 0;
+}
+
+/* Tell host of the set: {_tamgaReplSetJoin: cfg, dryRun}. */
+static int
+join_one(const char *host, const bson_t *cfg, bool dry_run, terr_t *err)
+{
+	bson_t cmd = BSON_INITIALIZER, reply;
+	bson_iter_t it;
+	int ret = 0;
+
+	BSON_APPEND_DOCUMENT(&cmd, "_tamgaReplSetJoin", cfg);
+	BSON_APPEND_BOOL(&cmd, "dryRun", dry_run);
+	if (repl_member_rpc(host, "admin", &cmd, JOIN_TIMEOUT_MS, &reply, err) != 0) {
+		bson_destroy(&cmd);
+		return -1;
+	}
+	bson_destroy(&cmd);
+	if (!bson_iter_init_find(&it, &reply, "ok") || bson_iter_as_double(&it) != 1.0) {
+		const char *msg = bson_iter_init_find(&it, &reply, "errmsg") && BSON_ITER_HOLDS_UTF8(&it) ?
+		    bson_iter_utf8(&it, NULL) : "refused";
+		int code = bson_iter_init_find(&it, &reply, "code") ? (int)bson_iter_as_int64(&it) : 0;
+		ret = terr_set(err, code != 0 ? code : TERR_NODE_NOT_FOUND, "%s", msg);
+	}
+	bson_destroy(&reply);
+	return ret;
+}
+
+/* This node joins the set of cfg (a completed configuration). */
+static int
+join_self(engine_t *e, const bson_t *cfg, terr_t *err)
+{
+	RET(repl_set_store_config(e->rs, cfg, err));
+	RET(repl_oplog_create(e->oplog, REPL_OPLOG_CREATE_EMPTY, NULL, NULL, err));
+	return member_start(e, cfg, err);
+}
+
+int
+cmd_repl_member_initiate(cmd_t *c, const bson_t *cfg, terr_t *err)
+{
+	engine_t *e = c->engine;
+	bson_t *full;
+	repl_member_peer_t *peers = NULL;
+	repl_set_info_t in;
+	int n = 0, self = -1, ret = 0;
+
+	if (repl_set_initiated(e->rs))
+		return terr_set(err, TERR_ALREADY_INITIALIZED, "already initialized");
+	RET(check_multi(e, cfg, err));
+	full = repl_set_config_completed(cfg);
+	repl_set_info(e->rs, &in);
+	if (repl_member_peers(full, e->self_host, &peers, &n, &self, err) != 0) {
+		bson_destroy(full);
+		return -1;
+	}
+	/* mongod's quorum check: every member must answer before anything is
+	 * stored anywhere */
+	for (int pass = 0; pass < 2 && ret == 0; pass++) {
+		for (int i = 0; i < n && ret == 0; i++) {
+			terr_t je = TERR_INIT;
+			if (i == self)
+				continue;
+			if (join_one(peers[i].host, full, pass == 0, &je) != 0) {
+				ret = terr_set(err, TERR_NODE_NOT_FOUND,
+				    "replSetInitiate quorum check failed because not all proposed set members responded affirmatively: %s failed with %s",
+				    peers[i].host, je.msg ? je.msg : "no answer");
+				terr_clear(&je);
+			}
+		}
+	}
+	if (ret == 0)
+		ret = join_self(e, full, err);
+	bson_free(peers);
+	bson_destroy(full);
+	return ret;
+}
+
+CMD_HANDLER(cmd_tamga_repl_set_join)
+{
+	static const char *const fields[] = {"dryRun", NULL};
+	engine_t *e = c->engine;
+	bson_t cfg;
+	bool dry = false, found;
+	const uint8_t *d;
+	uint32_t l;
+
+	RET(cmd_check_fields(c, fields, err));
+	RET(cmd_get_bool(c, "dryRun", &dry, &found, err));
+	if (e->rs == NULL)
+		return terr_set(err, TERR_NO_REPLICATION_ENABLED, "This node was not started with replication enabled.");
+	if (!BSON_ITER_HOLDS_DOCUMENT(&c->first))
+		return terr_set(err, TERR_TYPE_MISMATCH, "BSON field '_tamgaReplSetJoin' is the wrong type, expected type 'object'");
+	bson_iter_document(&c->first, &l, &d);
+	if (!bson_init_static(&cfg, d, l))
+		return terr_set(err, TERR_INVALID_BSON, "invalid BSON");
+	if (repl_set_initiated(e->rs))
+		return terr_set(err, TERR_ALREADY_INITIALIZED, "already initialized");
+	if (members_of(&cfg) < 2)
+		return terr_set(err, TERR_INVALID_REPLICA_SET_CONFIG, "a join needs a configuration of several members");
+	RET(check_multi(e, &cfg, err));
+	if (dry)
+		return 0;
+	return join_self(e, &cfg, err);
+}
+
+/* ---- replSetStepDown ------------------------------------------------------------------------------------ */
+
+int
+cmd_repl_member_step_down(cmd_t *c, int64_t catch_up_secs, terr_t *err)
+{
+	engine_t *e = c->engine;
+	int64_t deadline = tm_now_us() + (catch_up_secs > 0 ? catch_up_secs : 10) * 1000000;
+
+	if (e->member == NULL)
+		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary so can't step down");
+	if (c->deadline_us > 0 && c->deadline_us < deadline)
+		deadline = c->deadline_us;
+	return repl_member_step_down(e->member, deadline, err);
+}
+
+/* ---- status, hello -------------------------------------------------------------------------------------- */
+
+static const char *
+state_str(repl_member_state_t s)
+{
+	return s == REPL_STATE_PRIMARY ? "PRIMARY" : s == REPL_STATE_SECONDARY ? "SECONDARY" :
+	    s == REPL_STATE_RECOVERING ? "RECOVERING" : s == REPL_STATE_STARTUP2 ? "STARTUP2" : "STARTUP";
+}
+
+/* members[i].host of cfg, or NULL. */
+static const char *
+host_at(const bson_t *cfg, int i, int64_t *id)
+{
+	bson_iter_t it, m, f;
+	int k = 0;
+
+	if (!bson_iter_init_find(&it, cfg, "members") || !bson_iter_recurse(&it, &m))
+		return NULL;
+	while (bson_iter_next(&m)) {
+		const char *h = NULL;
+		if (k++ != i)
+			continue;
+		if (!bson_iter_recurse(&m, &f))
+			return NULL;
+		while (bson_iter_next(&f)) {
+			if (strcmp(bson_iter_key(&f), "host") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+				h = bson_iter_utf8(&f, NULL);
+			else if (strcmp(bson_iter_key(&f), "_id") == 0 && id != NULL)
+				*id = bson_iter_as_int64(&f);
+		}
+		return h;
+	}
+	return NULL;
+}
+
+bool
+cmd_repl_member_hello(engine_t *e, bson_t *out, const char **primary_host, bson_t *cfg_out)
+{
+	repl_member_view_t rows[REPL_MAX_MEMBERS];
+	int leader = -1, n;
+	bson_t hosts;
+
+	*primary_host = NULL;
+	if (e->member == NULL || repl_set_member_count(e->rs) <= 1)
+		return false;
+	repl_set_config_copy(e->rs, cfg_out);
+	BSON_APPEND_ARRAY_BEGIN(out, "hosts", &hosts);
+	n = members_of(cfg_out);
+	for (int i = 0; i < n; i++) {
+		char k[16];
+		const char *h = host_at(cfg_out, i, NULL);
+		snprintf(k, sizeof(k), "%d", i);
+		if (h != NULL)
+			BSON_APPEND_UTF8(&hosts, k, h);
+	}
+	bson_append_array_end(out, &hosts);
+	repl_member_view(e->member, rows, REPL_MAX_MEMBERS, &leader);
+	if (leader >= 0)
+		*primary_host = host_at(cfg_out, leader, NULL);
+	return true;
+}
+
+static void
+append_optime_doc(bson_t *b, const char *key, repl_ts_t ts, int64_t t)
+{
+	bson_t d;
+
+	bson_append_document_begin(b, key, -1, &d);
+	BSON_APPEND_TIMESTAMP(&d, "ts", repl_ts_secs(ts), repl_ts_inc(ts));
+	BSON_APPEND_INT64(&d, "t", t);
+	bson_append_document_end(b, &d);
+}
+
+bool
+cmd_repl_member_status(engine_t *e, bson_t *reply)
+{
+	repl_member_view_t rows[REPL_MAX_MEMBERS];
+	repl_set_info_t in;
+	bson_t cfg, op, arr;
+	int leader = -1, n, nv, maj;
+	int64_t now;
+	repl_ts_t committed;
+	const char *leader_host;
+	struct timespec ts;
+
+	if (e->member == NULL || repl_set_member_count(e->rs) <= 1)
+		return false;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	repl_set_info(e->rs, &in);
+	repl_set_config_copy(e->rs, &cfg);
+	n = repl_member_view(e->member, rows, REPL_MAX_MEMBERS, &leader);
+	nv = n;
+	maj = nv / 2 + 1;
+	committed = repl_member_committed_ts(e->member);
+	leader_host = leader >= 0 ? host_at(&cfg, leader, NULL) : NULL;
+	BSON_APPEND_UTF8(reply, "set", repl_set_name(e->rs));
+	BSON_APPEND_DATE_TIME(reply, "date", now);
+	BSON_APPEND_INT32(reply, "myState", (int32_t)in.state);
+	BSON_APPEND_INT64(reply, "term", in.term);
+	/* a secondary's entries come from the leader's Raft log */
+	BSON_APPEND_UTF8(reply, "syncSourceHost",
+	    in.state != REPL_STATE_PRIMARY && leader_host != NULL ? leader_host : "");
+	BSON_APPEND_INT32(reply, "syncSourceId",
+	    in.state != REPL_STATE_PRIMARY && leader >= 0 ? (int32_t)rows[leader].member_id : -1);
+	BSON_APPEND_INT64(reply, "heartbeatIntervalMillis", 2000);
+	BSON_APPEND_INT32(reply, "majorityVoteCount", maj);
+	BSON_APPEND_INT32(reply, "writeMajorityCount", maj);
+	BSON_APPEND_INT32(reply, "votingMembersCount", nv);
+	BSON_APPEND_INT32(reply, "writableVotingMembersCount", nv);
+	BSON_APPEND_DOCUMENT_BEGIN(reply, "optimes", &op);
+	append_optime_doc(&op, "lastCommittedOpTime", committed, in.term);
+	BSON_APPEND_DATE_TIME(&op, "lastCommittedWallTime", (int64_t)repl_ts_secs(committed) * 1000);
+	{
+		repl_optime_t *la = &in.last_applied;
+		bson_t d;
+		bson_append_document_begin(&op, "appliedOpTime", -1, &d);
+		BSON_APPEND_TIMESTAMP(&d, "ts", la->secs, la->inc);
+		BSON_APPEND_INT64(&d, "t", la->term);
+		bson_append_document_end(&op, &d);
+	}
+	BSON_APPEND_DATE_TIME(&op, "lastAppliedWallTime", in.last_applied_wall_ms);
+	bson_append_document_end(reply, &op);
+	BSON_APPEND_ARRAY_BEGIN(reply, "members", &arr);
+	for (int i = 0; i < n; i++) {
+		bson_t m;
+		char k[16];
+		int64_t id = rows[i].member_id;
+		const char *h = host_at(&cfg, i, &id);
+		repl_member_state_t st;
+		snprintf(k, sizeof(k), "%d", i);
+		if (rows[i].self)
+			st = in.state;
+		else if (rows[i].leader)
+			st = REPL_STATE_PRIMARY;
+		else
+			st = REPL_STATE_SECONDARY;
+		BSON_APPEND_DOCUMENT_BEGIN(&arr, k, &m);
+		BSON_APPEND_INT32(&m, "_id", (int32_t)id);
+		BSON_APPEND_UTF8(&m, "name", h != NULL ? h : "");
+		BSON_APPEND_DOUBLE(&m, "health", rows[i].reachable ? 1.0 : 0.0);
+		if (!rows[i].reachable) {
+			BSON_APPEND_INT32(&m, "state", 8);
+			BSON_APPEND_UTF8(&m, "stateStr", "(not reachable/healthy)");
+		} else {
+			BSON_APPEND_INT32(&m, "state", (int32_t)st);
+			BSON_APPEND_UTF8(&m, "stateStr", state_str(st));
+		}
+		if (rows[i].self) {
+			BSON_APPEND_INT64(&m, "uptime", (now - in.start_wall_ms) / 1000);
+			{
+				bson_t d;
+				bson_append_document_begin(&m, "optime", -1, &d);
+				BSON_APPEND_TIMESTAMP(&d, "ts", in.last_applied.secs, in.last_applied.inc);
+				BSON_APPEND_INT64(&d, "t", in.last_applied.term);
+				bson_append_document_end(&m, &d);
+			}
+			BSON_APPEND_DATE_TIME(&m, "optimeDate", (int64_t)in.last_applied.secs * 1000);
+			BSON_APPEND_UTF8(&m, "syncSourceHost",
+			    in.state != REPL_STATE_PRIMARY && leader_host != NULL ? leader_host : "");
+			if (in.state == REPL_STATE_PRIMARY) {
+				BSON_APPEND_TIMESTAMP(&m, "electionTime", in.election_optime.secs, in.election_optime.inc);
+				BSON_APPEND_DATE_TIME(&m, "electionDate", in.election_wall_ms);
+			}
+			BSON_APPEND_BOOL(&m, "self", true);
+		} else {
+			/* what this member knows of the other: when it last heard of
+			 * it (Raft's traffic is the heartbeat) */
+			if (rows[i].last_contact_ms > 0) {
+				BSON_APPEND_DATE_TIME(&m, "lastHeartbeat", rows[i].last_contact_ms);
+				BSON_APPEND_DATE_TIME(&m, "lastHeartbeatRecv", rows[i].last_contact_ms);
+			}
+			BSON_APPEND_UTF8(&m, "syncSourceHost", rows[i].leader ? "" : (leader_host != NULL ? leader_host : ""));
+		}
+		BSON_APPEND_INT64(&m, "configVersion", in.config_version);
+		BSON_APPEND_INT64(&m, "configTerm", in.config_term);
+		bson_append_document_end(&arr, &m);
+	}
+	bson_append_array_end(reply, &arr);
+	bson_destroy(&cfg);
+	return true;
+}
+
+bool
+cmd_repl_member_interrupted(cmd_t *c, const bson_t *reply, terr_t *err)
+{
+	engine_t *e = c->engine;
+	bson_iter_t it, we, f;
+
+	if (e->rs == NULL || e->member == NULL || !repl_set_multi_member(e->rs) || repl_set_writable(e->rs))
+		return false;
+	if (!bson_iter_init_find(&it, reply, "writeErrors") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &we))
+		return false;
+	while (bson_iter_next(&we)) {
+		if (bson_iter_recurse(&we, &f) && bson_iter_find(&f, "code") &&
+		    bson_iter_as_int64(&f) == TERR_NOT_WRITABLE_PRIMARY) {
+			terr_set(err, 11602, "operation was interrupted because a replication state change happened");
+			return true;
+		}
+	}
+	return false;
+}
+
+/* ---- write concern --------------------------------------------------------------------------------------- */
+
+static void
+wce(bson_t *reply, int code, const char *name, const char *msg, bool wtimeout)
+{
+	bson_t w, info;
+
+	BSON_APPEND_DOCUMENT_BEGIN(reply, "writeConcernError", &w);
+	BSON_APPEND_INT32(&w, "code", code);
+	BSON_APPEND_UTF8(&w, "codeName", name);
+	BSON_APPEND_UTF8(&w, "errmsg", msg);
+	if (wtimeout) {
+		BSON_APPEND_DOCUMENT_BEGIN(&w, "errInfo", &info);
+		BSON_APPEND_BOOL(&info, "wtimeout", true);
+		bson_append_document_end(&w, &info);
+	}
+	bson_append_document_end(reply, &w);
+}
+
+bool
+cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, bson_t *reply)
+{
+	engine_t *e = c->engine;
+	repl_oplog_optime_t last;
+	repl_ts_t target;
+	int64_t deadline = 0;
+	int n = repl_set_member_count(e->rs);
+
+	if (e->member == NULL || n <= 1 || strcmp(c->db, "local") == 0)
+		return false;
+	/* w: 0 / 1 ask for nothing more; absent: mongod's implicit default,
+	 * majority */
+	if (wc->present && wc->has_w && wc->w_mode[0] == '\0' && !wc->w_tags && wc->w_num <= 1)
+		return false;
+	/* inside a transaction only its commit or abort waits (mongod refuses
+	 * a writeConcern on the other statements) */
+	{
+		bson_iter_t it;
+		if (cmd_find_field(c, "autocommit", &it) && strcmp(c->name, "commitTransaction") != 0 &&
+		    strcmp(c->name, "abortTransaction") != 0)
+			return false;
+	}
+	if (wc->present && wc->has_w && wc->w_mode[0] == '\0' && !wc->w_tags && wc->w_num > n)
+		return false;   /* unsatisfiable: cmd_repl_after answers 100 */
+	if (wc->present && wc->w_tags)
+		return false;   /* tag modes: cmd_repl_after's checks */
+	bool count = wc->present && wc->has_w && wc->w_mode[0] == '\0' && wc->w_num > 1;
+	/* this write's entry is at or below the clock; once everything up to
+	 * the clock is visible, the newest visible entry is at or past it */
+	repl_oplog_wait_visible(e->oplog, repl_clock_now(e->clock), 1000);
+	last = repl_oplog_last_optime(e->oplog);
+	target = last.ts;
+	if (wc->present && wc->wtimeout > 0)
+		deadline = tm_now_us() + wc->wtimeout * 1000;
+	for (;;) {
+		int64_t step = tm_now_us() + 100 * 1000;
+		int64_t until = deadline > 0 && deadline < step ? deadline : step;
+		int r = count ? repl_member_wait_count(e->member, target, (int)wc->w_num, until) :
+		    repl_member_wait_committed(e->member, target, until);
+		if (r == 0)
+			return false;
+		if (r == 2) {
+			wce(reply, 11602, "InterruptedDueToReplStateChange",
+			    "operation was interrupted because a replication state change happened", false);
+			return true;
+		}
+		if (deadline > 0 && tm_now_us() >= deadline) {
+			wce(reply, 64, "WriteConcernFailed", "waiting for replication timed out", true);
+			return true;
+		}
+		if (engine_shutdown_requested(e)) {
+			wce(reply, 11600, "InterruptedAtShutdown", "interrupted at shutdown", false);
+			return true;
+		}
+	}
+}

@@ -1,0 +1,48 @@
+/*
+ * cmd_repl_member.h -- what cmd_repl.c and engine.c ask of the commands
+ * side of a replica set of several members (cmd_repl_member.c, issue 24).
+ * Every call is a no-op returning false/0 for a standalone or a
+ * single-member set, which keep today's path.
+ */
+#ifndef TAMGA_COMMANDS_CMD_REPL_MEMBER_H
+#define TAMGA_COMMANDS_CMD_REPL_MEMBER_H
+
+#include "commands/commands_private.h"
+#include "commands/concern.h"
+
+/* True when cfg names more than one member. */
+bool cmd_repl_member_config_is_multi(const bson_t *cfg);
+/* replSetInitiate of several members: the checks (93 InvalidReplicaSetConfig,
+ * 103 for duplicate hosts as repl_set_config_check answers, 23), the quorum
+ * check and hand-over to every other member (74 NodeNotFound when one does
+ * not answer or refuses; nothing is stored anywhere then), then this node
+ * joins and starts its Raft server. */
+int cmd_repl_member_initiate(cmd_t *c, const bson_t *cfg, terr_t *err);
+/* engine_set_self_host: start the member's Raft server when the stored
+ * configuration has several members (errors are logged). */
+void cmd_repl_member_on_self_host(engine_t *e);
+/* engine_close: stop it (before the oplog closes). */
+void cmd_repl_member_stop(engine_t *e);
+/* replSetStepDown of a set of several: stop taking writes and hand the
+ * leadership over (repl_member_step_down), waiting up to
+ * secondaryCatchUpPeriodSecs (10 s when 0) or maxTimeMS.  force and the
+ * stepdown period are not honoured yet (a failed transfer leaves this member
+ * primary, 262). */
+int cmd_repl_member_step_down(cmd_t *c, int64_t catch_up_secs, terr_t *err);
+/* replSetGetStatus of a set of several: the whole reply body; false when
+ * this node is not such a member (the single-member reply applies). */
+bool cmd_repl_member_status(engine_t *e, bson_t *reply);
+/* hello: append `hosts` (every member) and set *primary_host to the
+ * leader's host (NULL when unknown; borrowed from *cfg_out, which the
+ * caller destroys whenever true is returned).  false: not such a member. */
+bool cmd_repl_member_hello(engine_t *e, bson_t *out, const char **primary_host, bson_t *cfg_out);
+/* After a handler that returned 0: true (err set to 11602
+ * InterruptedDueToReplStateChange) when this member of a set of several is
+ * no longer primary and the reply holds a 10107 write error -- it stepped
+ * down while the write ran (the oplog's may_log refused the rest). */
+bool cmd_repl_member_interrupted(cmd_t *c, const bson_t *reply, terr_t *err);
+/* After a write command that succeeded: wait as its write concern says
+ * (see the file's comment); true when a writeConcernError was appended. */
+bool cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, bson_t *reply);
+
+#endif

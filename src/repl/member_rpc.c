@@ -1,0 +1,145 @@
+/*
+ * member_rpc.c -- a blocking OP_MSG round trip to another member
+ * (member_rpc.h): connect with a deadline, one section-0 message, read the
+ * reply's header and body.
+ */
+#include "repl/member_rpc.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/opctx.h"
+
+#define OP_MSG 2013
+#define REPLY_MAX (48 * 1024 * 1024)
+
+static int
+wait_fd(int fd, short ev, int64_t deadline_us)
+{
+	struct pollfd p = {fd, ev, 0};
+	int64_t left = (deadline_us - tm_now_us()) / 1000;
+
+	if (left <= 0)
+		return -1;
+	return poll(&p, 1, (int)left) == 1 ? 0 : -1;
+}
+
+static int
+io_all(int fd, uint8_t *buf, size_t len, bool sending, int64_t deadline_us)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n;
+		if (wait_fd(fd, sending ? POLLOUT : POLLIN, deadline_us) != 0)
+			return -1;
+		n = sending ? send(fd, buf + done, len - done, MSG_NOSIGNAL) : recv(fd, buf + done, len - done, 0);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			return -1;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int
+connect_to(const char *host, int64_t deadline_us, terr_t *err)
+{
+	char name[256], port[16];
+	const char *colon = strrchr(host, ':');
+	struct addrinfo hints, *res = NULL, *ai;
+	int fd = -1;
+
+	if (colon == NULL || (size_t)(colon - host) >= sizeof(name) || strlen(colon + 1) >= sizeof(port))
+		return terr_set(err, TERR_HOST_UNREACHABLE, "bad member host %s", host);
+	memcpy(name, host, (size_t)(colon - host));
+	name[colon - host] = '\0';
+	strcpy(port, colon + 1);
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	if (getaddrinfo(name, port, &hints, &res) != 0)
+		return terr_set(err, TERR_HOST_UNREACHABLE, "cannot resolve %s", host);
+	for (ai = res; ai != NULL && fd < 0; ai = ai->ai_next) {
+		int so = 0;
+		socklen_t sl = sizeof(so);
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+		if (fd < 0)
+			continue;
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 &&
+		    (errno != EINPROGRESS || wait_fd(fd, POLLOUT, deadline_us) != 0 ||
+		     getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &sl) != 0 || so != 0)) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	freeaddrinfo(res);
+	if (fd < 0)
+		return terr_set(err, TERR_HOST_UNREACHABLE, "Connection refused connecting to %s", host);
+	return fd;
+}
+
+int
+repl_member_rpc(const char *host, const char *db, const bson_t *cmd, int timeout_ms, bson_t *reply,
+                terr_t *err)
+{
+	int64_t deadline = tm_now_us() + (int64_t)timeout_ms * 1000;
+	bson_t body;
+	uint8_t hdr[16], *msg = NULL, *in = NULL;
+	uint32_t len, rlen;
+	int fd, ret = -1;
+
+	fd = connect_to(host, deadline, err);
+	if (fd < 0)
+		return -1;
+	bson_copy_to(cmd, &body);
+	BSON_APPEND_UTF8(&body, "$db", db);
+	len = 16 + 4 + 1 + body.len;
+	msg = bson_malloc(len);
+	{
+		int32_t v[4] = {(int32_t)len, 1, 0, OP_MSG};
+		uint32_t flags = 0;
+		memcpy(msg, v, 16);
+		memcpy(msg + 16, &flags, 4);
+		msg[20] = 0;
+		memcpy(msg + 21, bson_get_data(&body), body.len);
+	}
+	bson_destroy(&body);
+	if (io_all(fd, msg, len, true, deadline) != 0 || io_all(fd, hdr, 16, false, deadline) != 0) {
+		terr_set(err, TERR_HOST_UNREACHABLE, "no answer from %s", host);
+		goto out;
+	}
+	memcpy(&rlen, hdr, 4);
+	if (rlen < 16 + 4 + 1 + 5 || rlen > REPLY_MAX) {
+		terr_set(err, TERR_BAD_VALUE, "a malformed reply from %s", host);
+		goto out;
+	}
+	in = bson_malloc(rlen - 16);
+	if (io_all(fd, in, rlen - 16, false, deadline) != 0) {
+		terr_set(err, TERR_HOST_UNREACHABLE, "no answer from %s", host);
+		goto out;
+	}
+	{
+		int32_t op;
+		bson_t view;
+		uint32_t dl = 0;
+		memcpy(&op, hdr + 12, 4);
+		memcpy(&dl, in + 5, 4);
+		if (op != OP_MSG || in[4] != 0 || dl > rlen - 16 - 5 || !bson_init_static(&view, in + 5, dl)) {
+			terr_set(err, TERR_BAD_VALUE, "a malformed reply from %s", host);
+			goto out;
+		}
+		bson_copy_to(&view, reply);
+	}
+	ret = 0;
+out:
+	bson_free(msg);
+	bson_free(in);
+	close(fd);
+	return ret;
+}

@@ -1,0 +1,671 @@
+/*
+ * oplog_apply.c -- a secondary applies the primary's oplog entries
+ * (oplog_apply.h): $v: 2 diffs, CRUD in one storage transaction with the
+ * entry, DDL through storage's catalog calls (each a transaction of its
+ * own, then the entry), applyOps of a transaction in one.  Every data
+ * change is made with the session unobserved: the only oplog entry written
+ * is the primary's own (repl_oplog_write_replicated).
+ */
+#include "repl/oplog_apply.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define DIFF_MAX_DEPTH 200
+
+/* ---- $v: 2 diffs ------------------------------------------------------------------------------- */
+
+static int diff_doc(const bson_t *doc, const bson_t *diff, bson_t *out, int depth, terr_t *err);
+
+static bool
+sub_of(const bson_iter_t *it, bson_t *out)
+{
+	const uint8_t *d;
+	uint32_t l;
+
+	if (BSON_ITER_HOLDS_DOCUMENT(it))
+		bson_iter_document(it, &l, &d);
+	else if (BSON_ITER_HOLDS_ARRAY(it))
+		bson_iter_array(it, &l, &d);
+	else
+		return false;
+	return bson_init_static(out, d, l);
+}
+
+static bool
+section(const bson_t *diff, const char *name, bson_t *out)
+{
+	bson_iter_t it;
+
+	return bson_iter_init_find(&it, diff, name) && BSON_ITER_HOLDS_DOCUMENT(&it) && sub_of(&it, out);
+}
+
+static bool
+has_key(const bson_t *sec, bool have, const char *key, bson_iter_t *at)
+{
+	return have && bson_iter_init_find(at, sec, key);
+}
+
+/* Apply a sub diff to the value `old` (may be NULL: a missing field) as key
+ * into out. */
+static int
+diff_value(const bson_iter_t *old, const bson_t *sub, const char *key, bson_t *out, int depth, terr_t *err)
+{
+	bson_t od, res;
+	bool is_array = false;
+	bson_iter_t a;
+	int ret;
+
+	if (depth > DIFF_MAX_DEPTH)
+		return terr_set(err, TERR_BAD_VALUE, "an update diff nests too deep");
+	if (bson_iter_init_find(&a, sub, "a") && bson_iter_as_bool(&a))
+		is_array = true;
+	if (old == NULL || !sub_of(old, &od))
+		bson_init(&od);
+	if (!is_array) {
+		ret = diff_doc(&od, sub, &res, depth + 1, err);
+		if (ret == 0)
+			bson_append_document(out, key, -1, &res);
+	} else {
+		/* {a: true, [l: len], u<i>: value, s<i>: sub} */
+		bson_iter_t it;
+		uint32_t oldlen = 0, newlen;
+		int64_t l = -1, maxidx = -1;
+		bson_t arr;
+		if (bson_iter_init(&it, &od))
+			while (bson_iter_next(&it))
+				oldlen++;
+		if (bson_iter_init(&it, sub)) {
+			while (bson_iter_next(&it)) {
+				const char *k = bson_iter_key(&it);
+				if (strcmp(k, "l") == 0)
+					l = bson_iter_as_int64(&it);
+				else if ((k[0] == 'u' || k[0] == 's') && k[1] >= '0' && k[1] <= '9') {
+					int64_t i = strtoll(k + 1, NULL, 10);
+					if (i > maxidx)
+						maxidx = i;
+				}
+			}
+		}
+		newlen = l >= 0 ? (uint32_t)(l > 16 * 1024 * 1024 ? 16 * 1024 * 1024 : l) :
+		    (maxidx + 1 > (int64_t)oldlen ? (uint32_t)(maxidx + 1) : oldlen);
+		if (maxidx >= (int64_t)16 * 1024 * 1024) {
+			if (old == NULL)
+				bson_destroy(&od);
+			return terr_set(err, TERR_BAD_VALUE, "an update diff's array index is out of range");
+		}
+		bson_init(&res);
+		ret = 0;
+		for (uint32_t i = 0; i < newlen && ret == 0; i++) {
+			char ik[16], uk[18];
+			bson_iter_t ov, dv;
+			bool have_old;
+			snprintf(ik, sizeof(ik), "%u", i);
+			have_old = bson_iter_init_find(&ov, &od, ik);
+			snprintf(uk, sizeof(uk), "u%u", i);
+			if (bson_iter_init_find(&dv, sub, uk)) {
+				bson_append_value(&res, ik, -1, bson_iter_value(&dv));
+				continue;
+			}
+			uk[0] = 's';
+			if (bson_iter_init_find(&dv, sub, uk)) {
+				bson_t s2;
+				if (!sub_of(&dv, &s2))
+					ret = terr_set(err, TERR_BAD_VALUE, "an update diff's sub diff is not a document");
+				else
+					ret = diff_value(have_old ? &ov : NULL, &s2, ik, &res, depth + 1, err);
+				continue;
+			}
+			if (have_old)
+				bson_append_iter(&res, ik, -1, &ov);
+			else
+				bson_append_null(&res, ik, -1);
+		}
+		if (ret == 0) {
+			bson_init(&arr);
+			bson_append_array(out, key, -1, &res);
+			bson_destroy(&arr);
+		}
+	}
+	bson_destroy(&res);
+	if (old == NULL)
+		bson_destroy(&od);
+	return ret;
+}
+
+/* {d: {f: false}, u: {f: v}, i: {f: v}, s<f>: sub} over doc, fields kept in
+ * doc's order, inserts at the end (as mongod's applier). */
+static int
+diff_doc(const bson_t *doc, const bson_t *diff, bson_t *out, int depth, terr_t *err)
+{
+	bson_t del, upd, ins;
+	bool hd = section(diff, "d", &del), hu = section(diff, "u", &upd), hi = section(diff, "i", &ins);
+	bson_iter_t it, at;
+	int ret = 0;
+
+	bson_init(out);
+	if (bson_iter_init(&it, doc)) {
+		while (ret == 0 && bson_iter_next(&it)) {
+			const char *k = bson_iter_key(&it);
+			char sk[1024];
+			if (has_key(&del, hd, k, &at))
+				continue;
+			if (has_key(&upd, hu, k, &at)) {
+				bson_append_value(out, k, -1, bson_iter_value(&at));
+				continue;
+			}
+			if (has_key(&ins, hi, k, &at))
+				continue;   /* re-inserted below, at the end */
+			if (strlen(k) + 2 <= sizeof(sk)) {
+				snprintf(sk, sizeof(sk), "s%s", k);
+				if (bson_iter_init_find(&at, diff, sk)) {
+					bson_t sub;
+					if (!sub_of(&at, &sub))
+						ret = terr_set(err, TERR_BAD_VALUE, "an update diff's sub diff is not a document");
+					else
+						ret = diff_value(&it, &sub, k, out, depth, err);
+					continue;
+				}
+			}
+			bson_append_iter(out, k, -1, &it);
+		}
+	}
+	/* updates of fields the document lacks, and inserts, go at the end */
+	if (ret == 0 && hu && bson_iter_init(&it, &upd))
+		while (bson_iter_next(&it))
+			if (!bson_has_field(doc, bson_iter_key(&it)))
+				bson_append_iter(out, bson_iter_key(&it), -1, &it);
+	if (ret == 0 && hi && bson_iter_init(&it, &ins))
+		while (bson_iter_next(&it))
+			bson_append_iter(out, bson_iter_key(&it), -1, &it);
+	/* sub diffs of fields the document lacks create them */
+	if (ret == 0 && bson_iter_init(&it, diff)) {
+		while (ret == 0 && bson_iter_next(&it)) {
+			const char *k = bson_iter_key(&it);
+			bson_t sub;
+			if (k[0] != 's' || k[1] == '\0' || bson_has_field(doc, k + 1))
+				continue;
+			if (!sub_of(&it, &sub))
+				ret = terr_set(err, TERR_BAD_VALUE, "an update diff's sub diff is not a document");
+			else
+				ret = diff_value(NULL, &sub, k + 1, out, depth, err);
+		}
+	}
+	if (ret != 0)
+		bson_destroy(out);
+	return ret;
+}
+
+int
+repl_oplog_diff_apply(const bson_t *doc, const bson_t *diff, bson_t *out, terr_t *err)
+{
+	return diff_doc(doc, diff, out, 0, err);
+}
+
+/* ---- entries ---------------------------------------------------------------------------------- */
+
+typedef struct parsed {
+	const char *op, *ns;
+	bson_t o, o2;
+	bool has_o, has_o2;
+	char db[128], coll[256];
+} parsed_t;
+
+static int
+parse(const bson_t *e, parsed_t *p, terr_t *err)
+{
+	bson_iter_t it;
+	const char *dot;
+
+	memset(p, 0, sizeof(*p));
+	if (bson_iter_init_find(&it, e, "op") && BSON_ITER_HOLDS_UTF8(&it))
+		p->op = bson_iter_utf8(&it, NULL);
+	if (bson_iter_init_find(&it, e, "ns") && BSON_ITER_HOLDS_UTF8(&it))
+		p->ns = bson_iter_utf8(&it, NULL);
+	if (bson_iter_init_find(&it, e, "o") && BSON_ITER_HOLDS_DOCUMENT(&it))
+		p->has_o = sub_of(&it, &p->o);
+	if (bson_iter_init_find(&it, e, "o2") && BSON_ITER_HOLDS_DOCUMENT(&it))
+		p->has_o2 = sub_of(&it, &p->o2);
+	if (p->op == NULL || p->ns == NULL)
+		return terr_set(err, TERR_BAD_VALUE, "an oplog entry without op or ns");
+	if (p->op[0] == 'n')
+		return 0;
+	if (!p->has_o)
+		return terr_set(err, TERR_BAD_VALUE, "an oplog entry without o");
+	dot = strchr(p->ns, '.');
+	if (dot == NULL || (size_t)(dot - p->ns) >= sizeof(p->db) || strlen(dot + 1) >= sizeof(p->coll))
+		return terr_set(err, TERR_BAD_VALUE, "an oplog entry's ns is not <db>.<collection>: %s", p->ns);
+	memcpy(p->db, p->ns, (size_t)(dot - p->ns));
+	p->db[dot - p->ns] = '\0';
+	strcpy(p->coll, dot + 1);
+	return 0;
+}
+
+static bool
+id_of(const bson_t *d, bson_iter_t *it)
+{
+	return bson_iter_init_find(it, d, "_id");
+}
+
+/* Collection of p, created (unlogged) when missing: implicit creation by
+ * an insert ('i' entries of mongod come after their create, but a member
+ * may replay a log whose create came first in another folder's life). */
+static int
+coll_of(storage_t *st, storage_session_t *s, const parsed_t *p, bool create, storage_coll_t **c, terr_t *err)
+{
+	if (storage_coll_get(st, p->db, p->coll, c, err) == 0)
+		return 0;
+	terr_clear(err);
+	if (!create)
+		return 1;
+	if (storage_coll_create(st, s, p->db, p->coll, NULL, err) != 0) {
+		if (err->code != TERR_NAMESPACE_EXISTS)
+			return -1;
+		terr_clear(err);
+	}
+	return storage_coll_get(st, p->db, p->coll, c, err) == 0 ? 0 : -1;
+}
+
+/* One CRUD operation, in s's open transaction. */
+static int
+apply_crud(storage_t *st, storage_session_t *s, const parsed_t *p, terr_t *err)
+{
+	storage_coll_t *c = NULL;
+	bson_iter_t id;
+	recid_t rid;
+	bson_t cur, next;
+	int r, ret = 0;
+
+	r = coll_of(st, s, p, false, &c, err);
+	if (r < 0)
+		return -1;
+	if (r == 1) {
+		if (p->op[0] == 'd')
+			return 0;   /* dropped later in the log: nothing to delete */
+		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "applying an oplog entry: no collection %s", p->ns);
+	}
+	switch (p->op[0]) {
+	case 'i':
+		if (!id_of(&p->o, &id)) {
+			ret = terr_set(err, TERR_BAD_VALUE, "an insert entry's document has no _id");
+			break;
+		}
+		r = storage_doc_find_id(s, c, bson_iter_value(&id), &rid, &cur, err);
+		if (r < 0) {
+			ret = -1;
+		} else if (r == 0) {
+			bson_t old;
+			bson_copy_to(&cur, &old);
+			ret = storage_doc_update(s, c, rid, &old, &p->o, err);
+			bson_destroy(&old);
+		} else {
+			ret = storage_doc_insert(s, c, &p->o, NULL, err);
+		}
+		break;
+	case 'u': {
+		bson_iter_t v, dv;
+		if (!p->has_o2 || !id_of(&p->o2, &id)) {
+			ret = terr_set(err, TERR_BAD_VALUE, "an update entry without o2._id");
+			break;
+		}
+		r = storage_doc_find_id(s, c, bson_iter_value(&id), &rid, &cur, err);
+		if (r != 0) {
+			ret = r < 0 ? -1 : terr_set(err, 47 /* NoMatchingDocument */,
+			    "applying an update to %s: the document is missing", p->ns);
+			break;
+		}
+		{
+			bson_t old;
+			bson_copy_to(&cur, &old);
+			if (bson_iter_init_find(&v, &p->o, "$v") && bson_iter_init_find(&dv, &p->o, "diff")) {
+				bson_t diff;
+				if (!sub_of(&dv, &diff))
+					ret = terr_set(err, TERR_BAD_VALUE, "an update entry's diff is not a document");
+				else if ((ret = repl_oplog_diff_apply(&old, &diff, &next, err)) == 0) {
+					ret = storage_doc_update(s, c, rid, &old, &next, err);
+					bson_destroy(&next);
+				}
+			} else {
+				ret = storage_doc_update(s, c, rid, &old, &p->o, err);
+			}
+			bson_destroy(&old);
+		}
+		break;
+	}
+	case 'd':
+		if (!id_of(&p->o, &id)) {
+			ret = terr_set(err, TERR_BAD_VALUE, "a delete entry without o._id");
+			break;
+		}
+		r = storage_doc_find_id(s, c, bson_iter_value(&id), &rid, &cur, err);
+		if (r < 0) {
+			ret = -1;
+		} else if (r == 0) {
+			bson_t old;
+			bson_copy_to(&cur, &old);
+			ret = storage_doc_delete(s, c, rid, &old, err);
+			bson_destroy(&old);
+		}
+		break;
+	default:
+		ret = terr_set(err, TERR_NOT_IMPLEMENTED, "cannot apply an oplog entry of op '%s'", p->op);
+	}
+	storage_coll_release(c);
+	return ret;
+}
+
+/* Copy every field of o but the ones named into out. */
+static void
+copy_except(const bson_t *o, bson_t *out, const char *a, const char *b)
+{
+	bson_iter_t it;
+
+	bson_init(out);
+	if (bson_iter_init(&it, o))
+		while (bson_iter_next(&it)) {
+			const char *k = bson_iter_key(&it);
+			if ((a != NULL && strcmp(k, a) == 0) || (b != NULL && strcmp(k, b) == 0))
+				continue;
+			bson_append_iter(out, k, -1, &it);
+		}
+}
+
+static int
+tolerate(terr_t *err, int code1, int code2)
+{
+	if (err->code == code1 || (code2 != 0 && err->code == code2)) {
+		terr_clear(err);
+		return 0;
+	}
+	return -1;
+}
+
+/* A DDL command entry ('c' but applyOps), s with no transaction open. */
+static int
+apply_ddl(storage_t *st, storage_session_t *s, const parsed_t *p, terr_t *err)
+{
+	bson_iter_t it;
+	const char *cmd, *arg;
+	bson_t rest;
+	int ret = 0;
+
+	if (!bson_iter_init(&it, &p->o) || !bson_iter_next(&it))
+		return terr_set(err, TERR_BAD_VALUE, "an empty command entry");
+	cmd = bson_iter_key(&it);
+	arg = BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : NULL;
+	if (strcmp(cmd, "create") == 0 && arg != NULL) {
+		copy_except(&p->o, &rest, "create", "idIndex");
+		ret = storage_coll_create(st, s, p->db, arg, bson_empty(&rest) ? NULL : &rest, err);
+		bson_destroy(&rest);
+		return ret == 0 ? 0 : tolerate(err, TERR_NAMESPACE_EXISTS, 0);
+	}
+	if (strcmp(cmd, "drop") == 0 && arg != NULL) {
+		ret = storage_coll_drop(st, s, p->db, arg, err);
+		return ret == 0 ? 0 : tolerate(err, TERR_NAMESPACE_NOT_FOUND, 0);
+	}
+	if (strcmp(cmd, "dropDatabase") == 0)
+		return storage_db_drop(st, s, p->db, err);
+	if (strcmp(cmd, "renameCollection") == 0 && arg != NULL) {
+		const char *to = NULL, *fdot, *tdot;
+		bool drop_target = false;
+		char fdb[128], tdb[128];
+		if (bson_iter_init_find(&it, &p->o, "to") && BSON_ITER_HOLDS_UTF8(&it))
+			to = bson_iter_utf8(&it, NULL);
+		if (bson_iter_init_find(&it, &p->o, "dropTarget"))
+			drop_target = !BSON_ITER_HOLDS_BOOL(&it) || bson_iter_bool(&it);
+		fdot = strchr(arg, '.');
+		tdot = to != NULL ? strchr(to, '.') : NULL;
+		if (fdot == NULL || tdot == NULL || (size_t)(fdot - arg) >= sizeof(fdb) || (size_t)(tdot - to) >= sizeof(tdb))
+			return terr_set(err, TERR_BAD_VALUE, "a renameCollection entry without valid namespaces");
+		snprintf(fdb, sizeof(fdb), "%.*s", (int)(fdot - arg), arg);
+		snprintf(tdb, sizeof(tdb), "%.*s", (int)(tdot - to), to);
+		ret = storage_coll_rename(st, s, fdb, fdot + 1, tdb, tdot + 1, drop_target, err);
+		return ret == 0 ? 0 : tolerate(err, TERR_NAMESPACE_NOT_FOUND, 0);
+	}
+	if (strcmp(cmd, "createIndexes") == 0 && arg != NULL) {
+		copy_except(&p->o, &rest, "createIndexes", NULL);
+		ret = storage_index_create(st, s, p->db, arg, &rest, err);
+		bson_destroy(&rest);
+		return ret == 0 ? 0 : tolerate(err, TERR_INDEX_ALREADY_EXISTS, 86 /* IndexKeySpecsConflict */);
+	}
+	if (strcmp(cmd, "commitIndexBuild") == 0 && arg != NULL) {
+		bson_iter_t ix, one;
+		if (bson_iter_init_find(&ix, &p->o, "indexes") && bson_iter_recurse(&ix, &one)) {
+			while (ret == 0 && bson_iter_next(&one)) {
+				bson_t spec;
+				if (!sub_of(&one, &spec))
+					continue;
+				ret = storage_index_create(st, s, p->db, arg, &spec, err);
+				if (ret != 0)
+					ret = tolerate(err, TERR_INDEX_ALREADY_EXISTS, 86);
+			}
+		}
+		return ret;
+	}
+	if (strcmp(cmd, "startIndexBuild") == 0 || strcmp(cmd, "abortIndexBuild") == 0)
+		return 0;
+	if (strcmp(cmd, "dropIndexes") == 0 && arg != NULL) {
+		const char *name = NULL;
+		if (bson_iter_init_find(&it, &p->o, "index") && BSON_ITER_HOLDS_UTF8(&it))
+			name = bson_iter_utf8(&it, NULL);
+		if (name == NULL)
+			return terr_set(err, TERR_BAD_VALUE, "a dropIndexes entry without an index name");
+		ret = storage_index_drop(st, s, p->db, arg, name, err);
+		return ret == 0 ? 0 : tolerate(err, TERR_INDEX_NOT_FOUND, TERR_NAMESPACE_NOT_FOUND);
+	}
+	if (strcmp(cmd, "collMod") == 0 && arg != NULL && !bson_has_field(&p->o, "index")) {
+		storage_coll_t *c = NULL;
+		bson_t merged;
+		bson_iter_t oi;
+		if (storage_coll_get(st, p->db, arg, &c, err) != 0)
+			return tolerate(err, TERR_NAMESPACE_NOT_FOUND, 0);
+		copy_except(c->options != NULL ? c->options : &rest, &merged, NULL, NULL);
+		storage_coll_release(c);
+		{
+			bson_t next = BSON_INITIALIZER;
+			if (bson_iter_init(&oi, &merged))
+				while (bson_iter_next(&oi))
+					if (!bson_has_field(&p->o, bson_iter_key(&oi)))
+						bson_append_iter(&next, bson_iter_key(&oi), -1, &oi);
+			if (bson_iter_init(&oi, &p->o))
+				while (bson_iter_next(&oi))
+					if (strcmp(bson_iter_key(&oi), "collMod") != 0)
+						bson_append_iter(&next, bson_iter_key(&oi), -1, &oi);
+			ret = storage_coll_set_options(st, s, p->db, arg, &next, err);
+			bson_destroy(&next);
+		}
+		bson_destroy(&merged);
+		return ret;
+	}
+	return terr_set(err, TERR_NOT_IMPLEMENTED, "applying the oplog command %s is not supported yet", cmd);
+}
+
+/* The 'c' entries an applyOps holds before its writes (collections the
+ * transaction created): run them first, each on its own. */
+static int
+apply_ops_ddl(storage_t *st, storage_session_t *s, const bson_t *ops, terr_t *err)
+{
+	bson_iter_t it;
+
+	if (!bson_iter_init(&it, ops))
+		return 0;
+	while (bson_iter_next(&it)) {
+		bson_t one;
+		parsed_t p;
+		if (!sub_of(&it, &one))
+			return terr_set(err, TERR_BAD_VALUE, "an applyOps operation is not a document");
+		RET(parse(&one, &p, err));
+		if (p.op[0] == 'c')
+			RET(apply_ddl(st, s, &p, err));
+	}
+	return 0;
+}
+
+static int
+apply_ops_crud(storage_t *st, storage_session_t *s, const bson_t *ops, terr_t *err)
+{
+	bson_iter_t it;
+
+	if (!bson_iter_init(&it, ops))
+		return 0;
+	while (bson_iter_next(&it)) {
+		bson_t one;
+		parsed_t p;
+		if (!sub_of(&it, &one))
+			return terr_set(err, TERR_BAD_VALUE, "an applyOps operation is not a document");
+		RET(parse(&one, &p, err));
+		if (p.op[0] == 'i' || p.op[0] == 'u' || p.op[0] == 'd')
+			RET(apply_crud(st, s, &p, err));
+	}
+	return 0;
+}
+
+/* A write of a retryable write or a transaction: the session's row of
+ * config.transactions, as the primary keeps it ({_id: lsid, txnNum,
+ * lastWriteOpTime, lastWriteDate[, state]}), in s's open transaction, so a
+ * retry that reaches this member once it is primary answers the first
+ * result (repl/retryable.h rebuilds it from the entry) instead of running
+ * again.  Mongod's secondaries keep the same table the same way. */
+static int
+session_row(storage_t *st, storage_session_t *s, const bson_t *entry, bool txn, terr_t *err)
+{
+	static const parsed_t table = {.db = "config", .coll = "transactions"};
+	bson_iter_t it, lsid, num, ts;
+	storage_coll_t *c = NULL;
+	bson_t row = BSON_INITIALIZER, cur, old, ot;
+	recid_t rid;
+	uint32_t secs, inc;
+	int64_t t = -1;
+	int r, ret = 0;
+
+	if (!bson_iter_init_find(&lsid, entry, "lsid") || !BSON_ITER_HOLDS_DOCUMENT(&lsid) ||
+	    !bson_iter_init_find(&num, entry, "txnNumber") || !bson_iter_init_find(&ts, entry, "ts") ||
+	    !BSON_ITER_HOLDS_TIMESTAMP(&ts))
+		return 0;
+	if (bson_iter_init_find(&it, entry, "t"))
+		t = bson_iter_as_int64(&it);
+	bson_iter_timestamp(&ts, &secs, &inc);
+	if (storage_coll_get(st, table.db, table.coll, &c, NULL) != 0)
+		return 0;   /* created before the transaction (repl_oplog_apply_entry) */
+	bson_append_iter(&row, "_id", 3, &lsid);
+	BSON_APPEND_INT64(&row, "txnNum", bson_iter_as_int64(&num));
+	BSON_APPEND_DOCUMENT_BEGIN(&row, "lastWriteOpTime", &ot);
+	BSON_APPEND_TIMESTAMP(&ot, "ts", secs, inc);
+	BSON_APPEND_INT64(&ot, "t", t);
+	bson_append_document_end(&row, &ot);
+	if (bson_iter_init_find(&it, entry, "wall") && BSON_ITER_HOLDS_DATE_TIME(&it))
+		BSON_APPEND_DATE_TIME(&row, "lastWriteDate", bson_iter_date_time(&it));
+	if (txn)
+		BSON_APPEND_UTF8(&row, "state", "committed");
+	{
+		bson_iter_t idit;
+		bson_iter_init_find(&idit, &row, "_id");
+		r = storage_doc_find_id(s, c, bson_iter_value(&idit), &rid, &cur, err);
+	}
+	if (r < 0) {
+		ret = -1;
+	} else if (r == 0) {
+		bson_copy_to(&cur, &old);
+		ret = storage_doc_update(s, c, rid, &old, &row, err);
+		bson_destroy(&old);
+	} else {
+		ret = storage_doc_insert(s, c, &row, NULL, err);
+	}
+	bson_destroy(&row);
+	storage_coll_release(c);
+	return ret;
+}
+
+int
+repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, const bson_t *entry,
+                       const repl_ts_t *after_ts, bool sync, bool *applied, terr_t *err)
+{
+	parsed_t p;
+	bson_iter_t it;
+	bson_t found, ops;
+	uint32_t secs, inc;
+	bool was, is_ops = false;
+	int r, ret = 0;
+
+	*applied = false;
+	if (!bson_iter_init_find(&it, entry, "ts") || !BSON_ITER_HOLDS_TIMESTAMP(&it))
+		return terr_set(err, TERR_BAD_VALUE, "a replicated oplog entry has no ts");
+	bson_iter_timestamp(&it, &secs, &inc);
+	r = repl_oplog_find(op, s, REPL_TS(secs, inc), &found, err);
+	if (r < 0)
+		return -1;
+	if (r == 0) {
+		bson_destroy(&found);
+		return 0;   /* already here: its writer's own, or applied before a restart */
+	}
+	/* an entry of this member's own that the set's log does not have (it
+	 * wrote it as a primary that lost its leadership before Raft took it):
+	 * applying the set's entries over it would diverge silently */
+	if (after_ts != NULL) {
+		repl_oplog_cursor_t *cur = NULL;
+		bson_t own;
+		int got = 0;
+		if (repl_oplog_scan_open(op, s, *after_ts, &cur, err) != 0)
+			return -1;
+		got = repl_oplog_cursor_next(cur, &own, err);
+		if (got == 1) {
+			bson_iter_t ot;
+			uint32_t os = 0, oi = 0;
+			if (bson_iter_init_find(&ot, &own, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&ot))
+				bson_iter_timestamp(&ot, &os, &oi);
+			repl_oplog_cursor_close(cur);
+			if (storage_txn_active(s))
+				storage_txn_rollback(s);
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "this member's oplog has an entry (ts Timestamp(%u, %u)) that the set's log does not have: it needs a rollback, which Tamga does not do yet",
+			    os, oi);
+		}
+		repl_oplog_cursor_close(cur);
+		if (storage_txn_active(s))
+			storage_txn_rollback(s);
+		if (got < 0)
+			return -1;
+	}
+	RET(parse(entry, &p, err));
+	if (p.op[0] == 'c' && bson_iter_init(&it, &p.o) && bson_iter_next(&it) &&
+	    strcmp(bson_iter_key(&it), "applyOps") == 0) {
+		if (bson_has_field(&p.o, "partialTxn") || bson_has_field(&p.o, "count"))
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "applying a transaction of more than one oplog entry is not supported yet");
+		if (!BSON_ITER_HOLDS_ARRAY(&it) || !sub_of(&it, &ops))
+			return terr_set(err, TERR_BAD_VALUE, "applyOps is not an array");
+		is_ops = true;
+	}
+	was = storage_thread_set_unobserved(true);
+	if (p.op[0] == 'c')
+		ret = is_ops ? apply_ops_ddl(st, s, &ops, err) : apply_ddl(st, s, &p, err);
+	if (ret == 0 && bson_has_field(entry, "lsid") && bson_has_field(entry, "txnNumber")) {
+		/* the session table must exist before the entry's transaction */
+		static const parsed_t table = {.op = "i", .db = "config", .coll = "transactions"};
+		storage_coll_t *c = NULL;
+		ret = coll_of(st, s, &table, true, &c, err) == 0 ? 0 : -1;
+		storage_coll_release(c);
+	}
+	if (ret == 0)
+		ret = storage_txn_begin(s, err);
+	if (ret == 0) {
+		if (p.op[0] == 'i' || p.op[0] == 'u' || p.op[0] == 'd')
+			ret = apply_crud(st, s, &p, err);
+		else if (is_ops)
+			ret = apply_ops_crud(st, s, &ops, err);
+		else if (p.op[0] != 'n' && p.op[0] != 'c')
+			ret = terr_set(err, TERR_NOT_IMPLEMENTED, "cannot apply an oplog entry of op '%s'", p.op);
+		if (ret == 0)
+			ret = session_row(st, s, entry, is_ops, err);
+		if (ret == 0)
+			ret = repl_oplog_write_replicated(op, s, entry, err);
+		if (ret == 0)
+			ret = storage_txn_commit(s, sync, err);
+		else
+			storage_txn_rollback(s);
+	}
+	storage_thread_set_unobserved(was);
+	if (ret == 0)
+		*applied = true;
+	return ret;
+}

@@ -1,0 +1,43 @@
+/*
+ * oplog_apply.h -- a secondary's oplog application: one entry written by the
+ * primary (mongod's format, repl/oplog.h) applied to this member's data and
+ * written to its own oplog with the primary's ts, in one storage
+ * transaction where the entry allows it.
+ *
+ * Idempotent as mongod's application is: an entry whose ts is already in
+ * the local oplog is skipped; an insert of an _id that exists replaces the
+ * document; a delete of a missing document, a create of an existing
+ * collection, a drop of a missing one do nothing.
+ *
+ * Kinds: 'n'; 'i'; 'u' ($v: 2 diffs, replacements); 'd'; 'c' with create,
+ * drop, dropDatabase, renameCollection, createIndexes, commitIndexBuild
+ * (startIndexBuild and abortIndexBuild do nothing: the index is built at
+ * the commit), dropIndexes, collMod (options as logged) and applyOps (each
+ * operation in the entry's one transaction).  Anything else fails (238):
+ * the member stops applying rather than diverge silently.
+ */
+#ifndef TAMGA_REPL_OPLOG_APPLY_H
+#define TAMGA_REPL_OPLOG_APPLY_H
+
+#include <stdbool.h>
+#include <bson/bson.h>
+
+#include "common/error.h"
+#include "storage/storage.h"
+#include "repl/oplog.h"
+
+/* Apply entry through s (no transaction open).  *applied false when it was
+ * already in the local oplog.  after_ts (may be NULL: no check) is the ts
+ * of the previous entry of the set's log: a local entry after it that is
+ * not this one was never replicated (a deposed primary's) and fails the
+ * call with 238 (a rollback is needed, not built) rather than let the
+ * member diverge.  sync: the commit waits for the journal (everything
+ * applied before it is durable too).  0, or -1 with err. */
+int repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, const bson_t *entry,
+                           const repl_ts_t *after_ts, bool sync, bool *applied, terr_t *err);
+
+/* Apply a $v: 2 diff (`diff` of an update entry's o) to doc into out
+ * (initialised here).  0, or -1 with err (a malformed diff: 2 BadValue). */
+int repl_oplog_diff_apply(const bson_t *doc, const bson_t *diff, bson_t *out, terr_t *err);
+
+#endif

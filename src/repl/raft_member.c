@@ -1,0 +1,1066 @@
+/*
+ * raft_member.c -- the Raft server of a replica-set member of several
+ * machines (see raft_member.h for what and why).  Three threads:
+ *   loop     the libuv loop: every raft_* call, the FSM callbacks, a 50 ms
+ *            timer that watches the Raft state (leader or not, term, who
+ *            was heard from) and two uv_async handles (submit, stop);
+ *   applier  applies committed entries (queued by the FSM callback) in log
+ *            order, each in one storage transaction with the primary's ts;
+ *   feeder   while PRIMARY, reads the local oplog after the last entry it
+ *            handed over and queues new entries for raft_apply.
+ */
+#include "repl/raft_member.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <raft.h>
+#include <raft/uv.h>
+#include <uv.h>
+
+#include "common/log.h"
+#include "common/opctx.h"
+#include "repl/oplog_apply.h"
+
+/* Entries handed to raft_apply at once, at most. */
+#define FEED_BATCH 256
+/* A Raft snapshot every this many entries, and as many kept behind it for
+ * members that lag (a member that falls past them needs an initial sync,
+ * which is not built). */
+#define SNAPSHOT_THRESHOLD 1024
+#define SNAPSHOT_TRAILING 65536
+
+/* A queue of BSON entries (copied bytes). */
+typedef struct entry_node {
+	struct entry_node *next;
+	repl_ts_t ts;
+	uint32_t len;
+	uint8_t data[];
+} entry_node_t;
+
+typedef struct entry_queue {
+	entry_node_t *head, *tail;
+	size_t count;
+} entry_queue_t;
+
+struct repl_member {
+	repl_member_options_t o;
+	repl_member_peer_t *peers;
+	char *dir;
+
+	/* loop thread */
+	pthread_t loop_thread;
+	uv_loop_t loop;
+	uv_async_t submit_async, stop_async;
+	uv_timer_t watch_timer;
+	struct raft_uv_transport transport;
+	struct raft_io io;
+	struct raft_fsm fsm;
+	struct raft raft;
+	struct raft_barrier barrier;
+	bool barrier_pending;
+	/* replSetStepDown: Raft's leadership transfer */
+	struct raft_transfer transfer;
+	bool transfer_requested, transfer_pending;
+	bool leader_seen;             /* loop's view: leader in leader_term */
+	uint64_t leader_term;
+	int start_rc;                 /* set by the loop thread before `started` */
+	char start_msg[256];
+	bool started;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	entry_queue_t to_apply;       /* committed, for the applier */
+	entry_queue_t to_submit;      /* from the feeder, for raft_apply */
+	uint64_t enqueued, applied;   /* entries queued to / done by the applier */
+	/* a snapshot says "everything up to here is applied": only once it is
+	 * durable -- a commit with sync (asked for by fsm_snapshot) or the
+	 * journal's ~100 ms flusher since the last entry was done */
+	uint64_t durable_applied;
+	int64_t last_apply_us;
+	bool sync_requested;
+	uint64_t drain_target;        /* PRIMARY once applied reaches it */
+	bool draining;
+	uint64_t drain_term;
+	bool primary;                 /* role told to replset */
+	uint64_t term;
+	bool stopping, failed;
+	repl_ts_t committed_ts, local_last_ts, fed_ts;
+	int leader_index;             /* row in peers, -1 */
+	int64_t last_contact_ms[REPL_MAX_MEMBERS];
+	bool reachable[REPL_MAX_MEMBERS];
+	/* w: N on the leader: the Raft index of the entries it submitted
+	 * (a ring of the last SUB_RING) and each peer's match index */
+	struct { repl_ts_t ts; uint64_t idx; } sub[4096];
+	unsigned sub_next;
+	uint64_t match[REPL_MAX_MEMBERS];
+
+	pthread_t applier_thread, feeder_thread;
+};
+
+static int64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+log_msg(char sev, int id, const char *msg, const char *detail)
+{
+	bson_t attr;
+
+	bson_init(&attr);
+	if (detail != NULL)
+		BSON_APPEND_UTF8(&attr, "detail", detail);
+	tlog(sev, "REPL", id, msg, &attr);
+	bson_destroy(&attr);
+}
+
+/* ---- queues ----------------------------------------------------------------------------- */
+
+static entry_node_t *
+node_new(const uint8_t *data, uint32_t len)
+{
+	entry_node_t *n = bson_malloc(sizeof(*n) + len);
+	bson_t b;
+	bson_iter_t it;
+
+	n->next = NULL;
+	n->len = len;
+	n->ts = 0;
+	memcpy(n->data, data, len);
+	if (bson_init_static(&b, n->data, len) && bson_iter_init_find(&it, &b, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+		uint32_t s, i;
+		bson_iter_timestamp(&it, &s, &i);
+		n->ts = REPL_TS(s, i);
+	}
+	return n;
+}
+
+static void
+queue_push(entry_queue_t *q, entry_node_t *n)
+{
+	if (q->tail != NULL)
+		q->tail->next = n;
+	else
+		q->head = n;
+	q->tail = n;
+	q->count++;
+}
+
+static entry_node_t *
+queue_take_all(entry_queue_t *q)
+{
+	entry_node_t *h = q->head;
+
+	q->head = q->tail = NULL;
+	q->count = 0;
+	return h;
+}
+
+static void
+queue_free(entry_node_t *n)
+{
+	while (n != NULL) {
+		entry_node_t *next = n->next;
+		bson_free(n);
+		n = next;
+	}
+}
+
+/* ---- peers ------------------------------------------------------------------------------ */
+
+int
+repl_member_peers(const bson_t *cfg, const char *self_host, repl_member_peer_t **out, int *n, int *self_index,
+                  terr_t *err)
+{
+	bson_iter_t it, m, f;
+	repl_member_peer_t *p = NULL;
+	int cnt = 0;
+
+	*out = NULL;
+	*n = 0;
+	*self_index = -1;
+	if (!bson_iter_init_find(&it, cfg, "members") || !bson_iter_recurse(&it, &m))
+		return terr_set(err, TERR_INVALID_REPLICA_SET_CONFIG, "the configuration has no members");
+	p = bson_malloc0(sizeof(*p) * REPL_MAX_MEMBERS);
+	while (bson_iter_next(&m) && cnt < REPL_MAX_MEMBERS) {
+		repl_member_peer_t *r = &p[cnt];
+		const char *colon;
+		char *end;
+		long port;
+		if (!bson_iter_recurse(&m, &f))
+			continue;
+		while (bson_iter_next(&f)) {
+			if (strcmp(bson_iter_key(&f), "_id") == 0)
+				r->member_id = bson_iter_as_int64(&f);
+			else if (strcmp(bson_iter_key(&f), "host") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+				bson_strncpy(r->host, bson_iter_utf8(&f, NULL), sizeof(r->host));
+		}
+		colon = strrchr(r->host, ':');
+		port = colon != NULL ? strtol(colon + 1, &end, 10) : 27017;
+		if (colon == NULL)
+			end = (char *)"";
+		if (*end != '\0' || port <= 0 || port > 65535) {
+			terr_set(err, TERR_INVALID_REPLICA_SET_CONFIG, "member host %s has no valid port", r->host);
+			bson_free(p);
+			return -1;
+		}
+		if (port + REPL_RAFT_PORT_OFFSET > 65535) {
+			terr_set(err, TERR_INVALID_REPLICA_SET_CONFIG,
+			    "member %s: its replication port (the port + %d) would be past 65535; use a port up to %d",
+			    r->host, REPL_RAFT_PORT_OFFSET, 65535 - REPL_RAFT_PORT_OFFSET);
+			bson_free(p);
+			return -1;
+		}
+		snprintf(r->raft_addr, sizeof(r->raft_addr), "%.*s:%ld", colon != NULL ? (int)(colon - r->host) :
+		    (int)strlen(r->host), r->host, port + REPL_RAFT_PORT_OFFSET);
+		if (self_host != NULL && strcmp(self_host, r->host) == 0)
+			*self_index = cnt;
+		cnt++;
+	}
+	*out = p;
+	*n = cnt;
+	return 0;
+}
+
+/* ---- role ----------------------------------------------------------------------------------- */
+
+/* Tell replset (under m->lock). */
+static void
+role_set_locked(repl_member_t *m, bool primary, uint64_t term)
+{
+	if (m->primary == primary && m->term == term)
+		return;
+	m->primary = primary;
+	m->term = term;
+	if (primary)
+		m->fed_ts = m->local_last_ts;
+	/* a member whose applier stopped stays RECOVERING */
+	repl_set_raft_role(m->o.rs, m->failed ? REPL_STATE_RECOVERING : primary ? REPL_STATE_PRIMARY :
+	    REPL_STATE_SECONDARY, (int64_t)term);
+	pthread_cond_broadcast(&m->cond);
+}
+
+/* ---- FSM (loop thread) ----------------------------------------------------------------- */
+
+/* The leader's view of each peer's match index (loop thread, m->lock). */
+static void
+match_snapshot_locked(repl_member_t *m)
+{
+	if (raft_state(&m->raft) != RAFT_LEADER || m->raft.leader_state.progress == NULL)
+		return;
+	for (unsigned k = 0; k < m->raft.configuration.n; k++)
+		for (int i = 0; i < m->o.npeers; i++)
+			if ((raft_id)(m->peers[i].member_id + 1) == m->raft.configuration.servers[k].id)
+				m->match[i] = m->raft.leader_state.progress[k].match_index;
+	pthread_cond_broadcast(&m->cond);
+}
+
+static int
+fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
+{
+	repl_member_t *m = fsm->data;
+	entry_node_t *n;
+	uint32_t len = 0;
+
+	*result = NULL;
+	/* the entry is the BSON document at the start of the (padded) buffer */
+	if (buf->len >= 5)
+		memcpy(&len, buf->base, 4);
+	if (len < 5 || len > buf->len)
+		len = (uint32_t)buf->len;   /* the applier then refuses it as malformed */
+	n = node_new(buf->base, len);
+	pthread_mutex_lock(&m->lock);
+	if (n->ts > m->committed_ts)
+		m->committed_ts = n->ts;
+	queue_push(&m->to_apply, n);
+	m->enqueued++;
+	match_snapshot_locked(m);
+	pthread_cond_broadcast(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+/* The snapshot is the ts of the newest committed entry: the data itself
+ * is in WiredTiger.  Taken only once the applier has caught up (RAFT_BUSY
+ * makes Raft try later). */
+static int
+fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs)
+{
+	repl_member_t *m = fsm->data;
+	uint64_t ts;
+
+	pthread_mutex_lock(&m->lock);
+	if (m->applied != m->enqueued ||
+	    (m->durable_applied != m->applied && tm_now_us() - m->last_apply_us < 300 * 1000)) {
+		m->sync_requested = true;   /* the applier's next commit syncs */
+		pthread_mutex_unlock(&m->lock);
+		return RAFT_BUSY;
+	}
+	ts = m->committed_ts;
+	pthread_mutex_unlock(&m->lock);
+	*bufs = raft_malloc(sizeof(struct raft_buffer));
+	if (*bufs == NULL)
+		return RAFT_NOMEM;
+	(*bufs)[0].len = 8;
+	(*bufs)[0].base = raft_malloc(8);
+	if ((*bufs)[0].base == NULL) {
+		raft_free(*bufs);
+		return RAFT_NOMEM;
+	}
+	memcpy((*bufs)[0].base, &ts, 8);
+	*n_bufs = 1;
+	return 0;
+}
+
+/* Restoring a snapshot is fine when this member already has every entry up
+ * to its ts (its own snapshot at a restart); otherwise it needs an initial
+ * sync, which is not built. */
+static int
+fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
+{
+	repl_member_t *m = fsm->data;
+	uint64_t ts = 0;
+	int rc = 0;
+
+	if (buf->len >= 8)
+		memcpy(&ts, buf->base, 8);
+	pthread_mutex_lock(&m->lock);
+	if (ts > m->local_last_ts) {
+		m->failed = true;
+		rc = RAFT_INVALID;
+	} else if (ts > m->committed_ts) {
+		m->committed_ts = ts;
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (rc != 0)
+		log_msg('E', 5000240, "this member is behind the set's retained log and needs an initial sync, which Tamga does not do yet",
+		    NULL);
+	else
+		raft_free(buf->base);
+	return rc;
+}
+
+/* ---- loop callbacks ---------------------------------------------------------------------- */
+
+static void
+apply_done(struct raft_apply *req, int status, void *result)
+{
+	(void)status;
+	(void)result;
+	bson_free(req);
+}
+
+static void
+barrier_done(struct raft_barrier *req, int status)
+{
+	repl_member_t *m = req->data;
+
+	pthread_mutex_lock(&m->lock);
+	m->barrier_pending = false;
+	if (status == 0 && m->leader_seen) {
+		/* every entry before the barrier is queued: PRIMARY once applied */
+		m->draining = true;
+		m->drain_target = m->enqueued;
+		m->drain_term = m->leader_term;
+		pthread_cond_broadcast(&m->cond);
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* The transfer ended: when this member is still the leader (no follower
+ * caught up in time), it takes writes again. */
+static void
+transfer_done(struct raft_transfer *req)
+{
+	repl_member_t *m = req->data;
+
+	pthread_mutex_lock(&m->lock);
+	m->transfer_pending = false;
+	if (raft_state(&m->raft) == RAFT_LEADER && m->leader_seen && !m->primary)
+		role_set_locked(m, true, m->leader_term);
+	pthread_cond_broadcast(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void
+on_submit(uv_async_t *h)
+{
+	repl_member_t *m = h->data;
+	entry_node_t *list, *n;
+
+	pthread_mutex_lock(&m->lock);
+	list = queue_take_all(&m->to_submit);
+	if (m->transfer_requested) {
+		m->transfer_requested = false;
+		if (raft_state(&m->raft) == RAFT_LEADER && !m->transfer_pending) {
+			m->transfer.data = m;
+			/* 0: Raft picks the most up-to-date voting follower */
+			if (raft_transfer(&m->raft, &m->transfer, 0, transfer_done) == 0)
+				m->transfer_pending = true;
+			else if (m->leader_seen && !m->primary)
+				role_set_locked(m, true, m->leader_term);
+		}
+		pthread_cond_broadcast(&m->cond);
+	}
+	pthread_mutex_unlock(&m->lock);
+	n = list;
+	while (n != NULL && raft_state(&m->raft) == RAFT_LEADER) {
+		/* up to FEED_BATCH entries per raft_apply (one log entry each) */
+		struct raft_buffer bufs[FEED_BATCH];
+		repl_ts_t tss[FEED_BATCH];
+		struct raft_apply *req;
+		unsigned cnt = 0;
+		raft_index last;
+		int rv;
+		for (; n != NULL && cnt < FEED_BATCH; n = n->next) {
+			/* padded to 8 bytes: libraft 0.15 decodes a batch of several
+			 * entries past its buffer when an entry's size is not a
+			 * multiple of 8 (seen under ASan when a member catches up);
+			 * the BSON's own length tells the FSM where the entry ends */
+			bufs[cnt].len = (n->len + 7u) & ~(size_t)7u;
+			bufs[cnt].base = raft_malloc(bufs[cnt].len);
+			if (bufs[cnt].base == NULL)
+				break;
+			memset(bufs[cnt].base, 0, bufs[cnt].len);
+			memcpy(bufs[cnt].base, n->data, n->len);
+			tss[cnt++] = n->ts;
+		}
+		if (cnt == 0)
+			break;
+		req = bson_malloc0(sizeof(*req));
+		rv = raft_apply(&m->raft, req, bufs, cnt, apply_done);
+		if (rv != 0) {
+			for (unsigned k = 0; k < cnt; k++)
+				raft_free(bufs[k].base);
+			bson_free(req);
+			log_msg('W', 5000241, "could not submit oplog entries to Raft", raft_strerror(rv));
+			break;   /* never replicated: see "rollback" in raft_member.h */
+		}
+		/* raft_apply appended them to the leader's log: the last cnt */
+		last = raft_last_index(&m->raft);
+		pthread_mutex_lock(&m->lock);
+		for (unsigned k = 0; k < cnt; k++) {
+			m->sub[m->sub_next % 4096].ts = tss[k];
+			m->sub[m->sub_next % 4096].idx = last - (cnt - 1 - k);
+			m->sub_next++;
+		}
+		pthread_mutex_unlock(&m->lock);
+	}
+	queue_free(list);
+}
+
+static void
+on_watch(uv_timer_t *t)
+{
+	repl_member_t *m = t->data;
+	int state = raft_state(&m->raft);
+	uint64_t term = m->raft.current_term;
+	raft_id lid = 0;
+	const char *laddr = NULL;
+	int64_t now = wall_ms();
+
+	raft_leader(&m->raft, &lid, &laddr);
+	pthread_mutex_lock(&m->lock);
+	m->leader_index = -1;
+	for (int i = 0; i < m->o.npeers; i++) {
+		if ((raft_id)(m->peers[i].member_id + 1) == lid)
+			m->leader_index = i;
+	}
+	if (state == RAFT_LEADER) {
+		match_snapshot_locked(m);
+		/* who the leader heard from within an election timeout */
+		for (unsigned k = 0; k < m->raft.configuration.n; k++) {
+			raft_id id = m->raft.configuration.servers[k].id;
+			for (int i = 0; i < m->o.npeers; i++) {
+				if ((raft_id)(m->peers[i].member_id + 1) != id)
+					continue;
+				if (i == m->o.self_index || (m->raft.leader_state.progress != NULL &&
+				    m->raft.leader_state.progress[k].recent_recv)) {
+					m->reachable[i] = true;
+					m->last_contact_ms[i] = now;
+				} else if (now - m->last_contact_ms[i] > m->o.election_timeout_ms) {
+					m->reachable[i] = false;
+				}
+			}
+		}
+		if (!m->leader_seen || m->leader_term != term) {
+			m->leader_seen = true;
+			m->leader_term = term;
+			m->draining = false;
+			if (!m->barrier_pending) {
+				m->barrier.data = m;
+				if (raft_barrier(&m->raft, &m->barrier, barrier_done) == 0)
+					m->barrier_pending = true;
+				else
+					m->leader_seen = false;   /* try again at the next tick */
+			}
+		}
+	} else {
+		if (lid != 0) {
+			for (int i = 0; i < m->o.npeers; i++) {
+				m->reachable[i] = i == m->o.self_index || i == m->leader_index;
+				if (m->reachable[i])
+					m->last_contact_ms[i] = now;
+			}
+		}
+		m->leader_seen = false;
+		m->draining = false;
+		if (m->primary || m->term != term)
+			role_set_locked(m, false, term);
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void
+on_closed(struct raft *r)
+{
+	repl_member_t *m = r->data;
+
+	raft_uv_close(&m->io);
+	raft_uv_tcp_close(&m->transport);
+	uv_close((uv_handle_t *)&m->submit_async, NULL);
+	uv_close((uv_handle_t *)&m->stop_async, NULL);
+	uv_close((uv_handle_t *)&m->watch_timer, NULL);
+}
+
+static void
+on_stop(uv_async_t *h)
+{
+	repl_member_t *m = h->data;
+
+	uv_timer_stop(&m->watch_timer);
+	raft_close(&m->raft, on_closed);
+}
+
+static void *
+loop_main(void *arg)
+{
+	repl_member_t *m = arg;
+	struct raft_configuration conf;
+	int rv;
+	unsigned et = (unsigned)m->o.election_timeout_ms / 2;
+
+	rv = uv_loop_init(&m->loop);
+	if (rv != 0) {
+		snprintf(m->start_msg, sizeof(m->start_msg), "uv_loop_init: %s", uv_strerror(rv));
+		goto fail_noloop;
+	}
+	uv_async_init(&m->loop, &m->submit_async, on_submit);
+	uv_async_init(&m->loop, &m->stop_async, on_stop);
+	uv_timer_init(&m->loop, &m->watch_timer);
+	m->submit_async.data = m->stop_async.data = m->watch_timer.data = m;
+	rv = raft_uv_tcp_init(&m->transport, &m->loop);
+	if (rv == 0)
+		rv = raft_uv_init(&m->io, &m->loop, m->dir, &m->transport);
+	if (rv != 0) {
+		snprintf(m->start_msg, sizeof(m->start_msg), "raft I/O: %s", raft_strerror(rv));
+		goto fail;
+	}
+	m->fsm.version = 1;
+	m->fsm.data = m;
+	m->fsm.apply = fsm_apply;
+	m->fsm.snapshot = fsm_snapshot;
+	m->fsm.restore = fsm_restore;
+	rv = raft_init(&m->raft, &m->io, &m->fsm, (raft_id)(m->peers[m->o.self_index].member_id + 1),
+	    m->peers[m->o.self_index].raft_addr);
+	if (rv != 0) {
+		snprintf(m->start_msg, sizeof(m->start_msg), "raft_init: %s", raft_errmsg(&m->raft));
+		raft_uv_close(&m->io);
+		goto fail;
+	}
+	m->raft.data = m;
+	if (m->o.bootstrap) {
+		raft_configuration_init(&conf);
+		for (int i = 0; i < m->o.npeers && rv == 0; i++)
+			rv = raft_configuration_add(&conf, (raft_id)(m->peers[i].member_id + 1), m->peers[i].raft_addr,
+			    RAFT_VOTER);
+		if (rv == 0)
+			rv = raft_bootstrap(&m->raft, &conf);
+		raft_configuration_close(&conf);
+		if (rv == RAFT_CANTBOOTSTRAP)
+			rv = 0;   /* already bootstrapped: a restart */
+		if (rv != 0) {
+			snprintf(m->start_msg, sizeof(m->start_msg), "raft_bootstrap: %s", raft_strerror(rv));
+			goto fail_raft;
+		}
+	}
+	/* mongod's electionTimeoutMillis is the longest a set waits for a dead
+	 * primary: Raft draws each timeout in [T, 2T], so T is half of it */
+	raft_set_election_timeout(&m->raft, et < 100 ? 100 : et);
+	raft_set_heartbeat_timeout(&m->raft, et / 10 < 20 ? 20 : et / 10 > 200 ? 200 : et / 10);
+	raft_set_snapshot_threshold(&m->raft, SNAPSHOT_THRESHOLD);
+	raft_set_snapshot_trailing(&m->raft, SNAPSHOT_TRAILING);
+	raft_set_pre_vote(&m->raft, true);
+	rv = raft_start(&m->raft);
+	if (rv != 0) {
+		snprintf(m->start_msg, sizeof(m->start_msg), "raft_start: %s", raft_errmsg(&m->raft));
+		goto fail_raft;
+	}
+	uv_timer_start(&m->watch_timer, on_watch, 50, 50);
+	pthread_mutex_lock(&m->lock);
+	m->start_rc = 0;
+	m->started = true;
+	pthread_cond_broadcast(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+	uv_run(&m->loop, UV_RUN_DEFAULT);
+	uv_loop_close(&m->loop);
+	return NULL;
+fail_raft:
+	raft_close(&m->raft, on_closed);
+	uv_run(&m->loop, UV_RUN_DEFAULT);
+	goto done;
+fail:
+	uv_close((uv_handle_t *)&m->submit_async, NULL);
+	uv_close((uv_handle_t *)&m->stop_async, NULL);
+	uv_close((uv_handle_t *)&m->watch_timer, NULL);
+	uv_run(&m->loop, UV_RUN_DEFAULT);
+done:
+	uv_loop_close(&m->loop);
+fail_noloop:
+	pthread_mutex_lock(&m->lock);
+	m->start_rc = -1;
+	m->started = true;
+	pthread_cond_broadcast(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
+/* ---- applier ------------------------------------------------------------------------------- */
+
+static void *
+applier_main(void *arg)
+{
+	repl_member_t *m = arg;
+	storage_session_t *s = NULL;
+	terr_t err = TERR_INIT;
+	/* the previous entry of the set's log this applier saw (the check for
+	 * a deposed primary's own entries starts after the first one) */
+	repl_ts_t prev_ts = 0;
+	bool have_prev = false;
+
+	if (storage_session_open(m->o.st, &s, &err) != 0) {
+		log_msg('E', 5000242, "the applier could not open a storage session", err.msg);
+		terr_clear(&err);
+		return NULL;
+	}
+	pthread_mutex_lock(&m->lock);
+	while (!m->stopping) {
+		entry_node_t *list, *n;
+		if (m->draining && m->applied >= m->drain_target && !m->failed) {
+			m->draining = false;
+			if (m->leader_seen && m->leader_term == m->drain_term) {
+				bson_t msg = BSON_INITIALIZER;
+				uint64_t dterm = m->drain_term;
+				/* the sessions' rows first: a retried write that reaches
+				 * the new primary must find its first execution */
+				if (m->o.on_primary != NULL) {
+					pthread_mutex_unlock(&m->lock);
+					m->o.on_primary(m->o.on_primary_arg);
+					pthread_mutex_lock(&m->lock);
+					if (!m->leader_seen || m->leader_term != dterm)
+						continue;
+				}
+				role_set_locked(m, true, dterm);
+				pthread_mutex_unlock(&m->lock);
+				/* mongod's "new primary" no-op: the term's first entry,
+				 * replicated as any other */
+				BSON_APPEND_UTF8(&msg, "msg", "new primary");
+				if (repl_oplog_noop(m->o.oplog, s, &msg, NULL, &err) != 0) {
+					log_msg('W', 5000246, "could not write the new primary's no-op", err.msg);
+					terr_clear(&err);
+				}
+				bson_destroy(&msg);
+				pthread_mutex_lock(&m->lock);
+				continue;
+			}
+		}
+		if (m->to_apply.head == NULL || m->failed) {
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_nsec += 50 * 1000 * 1000;
+			if (until.tv_nsec >= 1000000000) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&m->cond, &m->lock, &until);
+			continue;
+		}
+		list = queue_take_all(&m->to_apply);
+		pthread_mutex_unlock(&m->lock);
+		for (n = list; n != NULL; n = n->next) {
+			bson_t e;
+			bool applied = false, check, sync;
+			bool synced = false;
+			int rc = -1;
+			/* the check for a deposed primary's own entries costs a scan:
+			 * only when this member wrote past the set's last entry */
+			pthread_mutex_lock(&m->lock);
+			check = have_prev && m->local_last_ts > prev_ts;
+			sync = m->sync_requested;
+			m->sync_requested = false;
+			pthread_mutex_unlock(&m->lock);
+			if (bson_init_static(&e, n->data, n->len))
+				rc = repl_oplog_apply_entry(m->o.oplog, m->o.st, s, &e, check ? &prev_ts : NULL, sync,
+				    &applied, &err);
+			synced = rc == 0 && sync && applied;
+			if (rc == 0) {
+				prev_ts = n->ts;
+				have_prev = true;
+			}
+			pthread_mutex_lock(&m->lock);
+			if (rc != 0) {
+				/* no later entry may be applied past a hole */
+				m->failed = true;
+				pthread_mutex_unlock(&m->lock);
+				log_msg('E', 5000243, "could not apply a replicated oplog entry; this member stops applying",
+				    err.msg);
+				repl_set_raft_role(m->o.rs, REPL_STATE_RECOVERING, (int64_t)m->term);
+				terr_clear(&err);
+				break;
+			}
+			m->applied++;
+			m->last_apply_us = tm_now_us();
+			if (synced)
+				m->durable_applied = m->applied;
+			if (n->ts > m->local_last_ts)
+				m->local_last_ts = n->ts;
+			pthread_cond_broadcast(&m->cond);
+			pthread_mutex_unlock(&m->lock);
+		}
+		queue_free(list);
+		pthread_mutex_lock(&m->lock);
+	}
+	pthread_mutex_unlock(&m->lock);
+	storage_session_close(s);
+	return NULL;
+}
+
+/* ---- feeder -------------------------------------------------------------------------------- */
+
+static void *
+feeder_main(void *arg)
+{
+	repl_member_t *m = arg;
+	storage_session_t *s = NULL;
+	terr_t err = TERR_INIT;
+
+	if (storage_session_open(m->o.st, &s, &err) != 0) {
+		log_msg('E', 5000244, "the feeder could not open a storage session", err.msg);
+		terr_clear(&err);
+		return NULL;
+	}
+	for (;;) {
+		repl_ts_t after;
+		bool primary;
+		int got = 0;
+		uint64_t seq = 0;
+		storage_coll_t *oc = NULL;
+		/* the oplog's insert notifier wakes the feeder on a commit (no
+		 * polling while the primary is idle) */
+		if (storage_coll_get(m->o.st, REPL_OPLOG_DB, REPL_OPLOG_COLL, &oc, NULL) == 0)
+			seq = storage_coll_insert_seq(oc);
+		pthread_mutex_lock(&m->lock);
+		if (m->stopping) {
+			pthread_mutex_unlock(&m->lock);
+			storage_coll_release(oc);
+			break;
+		}
+		primary = m->primary;
+		after = m->fed_ts;
+		pthread_mutex_unlock(&m->lock);
+		if (primary) {
+			repl_oplog_cursor_t *cur = NULL;
+			if (repl_oplog_scan_open(m->o.oplog, s, after, &cur, &err) == 0) {
+				bson_t e;
+				entry_queue_t q = {0};
+				while (got < FEED_BATCH && repl_oplog_cursor_next(cur, &e, &err) == 1) {
+					entry_node_t *n = node_new(bson_get_data(&e), e.len);
+					after = n->ts;
+					queue_push(&q, n);
+					got++;
+				}
+				repl_oplog_cursor_close(cur);
+				if (storage_txn_active(s))
+					storage_txn_rollback(s);
+				pthread_mutex_lock(&m->lock);
+				if (m->primary && m->fed_ts < after) {
+					for (entry_node_t *n = queue_take_all(&q), *next; n != NULL; n = next) {
+						next = n->next;
+						n->next = NULL;
+						queue_push(&m->to_submit, n);
+					}
+					m->fed_ts = after;
+					if (after > m->local_last_ts)
+						m->local_last_ts = after;
+				}
+				pthread_mutex_unlock(&m->lock);
+				queue_free(queue_take_all(&q));
+				if (got > 0)
+					uv_async_send(&m->submit_async);
+			}
+			terr_clear(&err);
+		}
+		if (got == 0 && primary && oc != NULL) {
+			storage_coll_wait_insert(oc, seq, tm_now_us() + 50 * 1000);
+		} else if (got == 0) {
+			struct timespec nap = {0, 20 * 1000 * 1000};
+			nanosleep(&nap, NULL);
+		}
+		storage_coll_release(oc);
+	}
+	storage_session_close(s);
+	return NULL;
+}
+
+/* ---- start / stop ----------------------------------------------------------------------------- */
+
+int
+repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *err)
+{
+	repl_member_t *m = bson_malloc0(sizeof(*m));
+	repl_oplog_optime_t last;
+
+	*out = NULL;
+	m->o = *o;
+	m->peers = bson_malloc0(sizeof(*m->peers) * (size_t)o->npeers);
+	memcpy(m->peers, o->peers, sizeof(*m->peers) * (size_t)o->npeers);
+	m->o.peers = m->peers;
+	if (m->o.election_timeout_ms <= 0)
+		m->o.election_timeout_ms = 10000;
+	m->dir = bson_strdup(o->dir);
+	m->o.dir = m->dir;
+	m->leader_index = -1;
+	if (mkdir(m->dir, 0700) != 0 && errno != EEXIST) {
+		terr_set(err, TERR_INTERNAL_ERROR, "cannot create %s: %s", m->dir, strerror(errno));
+		bson_free(m->peers);
+		bson_free(m->dir);
+		bson_free(m);
+		return -1;
+	}
+	last = repl_oplog_last_optime(o->oplog);
+	m->local_last_ts = last.ts;
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->cond, NULL);
+	pthread_create(&m->loop_thread, NULL, loop_main, m);
+	pthread_mutex_lock(&m->lock);
+	while (!m->started)
+		pthread_cond_wait(&m->cond, &m->lock);
+	pthread_mutex_unlock(&m->lock);
+	if (m->start_rc != 0) {
+		pthread_join(m->loop_thread, NULL);
+		terr_set(err, TERR_INTERNAL_ERROR, "could not start replication: %s", m->start_msg);
+		pthread_mutex_destroy(&m->lock);
+		pthread_cond_destroy(&m->cond);
+		bson_free(m->peers);
+		bson_free(m->dir);
+		bson_free(m);
+		return -1;
+	}
+	pthread_create(&m->applier_thread, NULL, applier_main, m);
+	pthread_create(&m->feeder_thread, NULL, feeder_main, m);
+	log_msg('I', 5000245, "replication started on Raft", m->peers[m->o.self_index].raft_addr);
+	*out = m;
+	return 0;
+}
+
+void
+repl_member_stop(repl_member_t *m)
+{
+	if (m == NULL)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->stopping = true;
+	pthread_cond_broadcast(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+	pthread_join(m->feeder_thread, NULL);
+	pthread_join(m->applier_thread, NULL);
+	uv_async_send(&m->stop_async);
+	pthread_join(m->loop_thread, NULL);
+	queue_free(queue_take_all(&m->to_apply));
+	queue_free(queue_take_all(&m->to_submit));
+	pthread_mutex_destroy(&m->lock);
+	pthread_cond_destroy(&m->cond);
+	bson_free(m->peers);
+	bson_free(m->dir);
+	bson_free(m);
+}
+
+/* ---- getters ----------------------------------------------------------------------------------- */
+
+repl_ts_t
+repl_member_committed_ts(repl_member_t *m)
+{
+	repl_ts_t t;
+
+	pthread_mutex_lock(&m->lock);
+	t = m->committed_ts;
+	pthread_mutex_unlock(&m->lock);
+	return t;
+}
+
+repl_ts_t
+repl_member_local_last_ts(repl_member_t *m)
+{
+	repl_ts_t t;
+
+	pthread_mutex_lock(&m->lock);
+	t = m->local_last_ts;
+	pthread_mutex_unlock(&m->lock);
+	return t;
+}
+
+int
+repl_member_wait_committed(repl_member_t *m, repl_ts_t ts, int64_t deadline_us)
+{
+	int rc = 0;
+	uint64_t term;
+
+	pthread_mutex_lock(&m->lock);
+	term = m->term;
+	while (m->committed_ts < ts) {
+		struct timespec until;
+		if (!m->primary || m->term != term || m->stopping) {
+			rc = 2;
+			break;
+		}
+		if (deadline_us > 0 && tm_now_us() >= deadline_us) {
+			rc = 1;
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 20 * 1000 * 1000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&m->cond, &m->lock, &until);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+int
+repl_member_view(repl_member_t *m, repl_member_view_t *rows, int max, int *leader_index)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&m->lock);
+	for (int i = 0; i < m->o.npeers && n < max; i++, n++) {
+		rows[n].member_id = m->peers[i].member_id;
+		rows[n].self = i == m->o.self_index;
+		rows[n].leader = i == m->leader_index;
+		rows[n].reachable = m->reachable[i] || rows[n].self;
+		rows[n].last_contact_ms = m->last_contact_ms[i];
+	}
+	*leader_index = m->leader_index;
+	pthread_mutex_unlock(&m->lock);
+	return n;
+}
+
+int
+repl_member_wait_count(repl_member_t *m, repl_ts_t ts, int n, int64_t deadline_us)
+{
+	int rc = 0;
+	uint64_t term;
+
+	pthread_mutex_lock(&m->lock);
+	term = m->term;
+	for (;;) {
+		struct timespec until;
+		uint64_t idx = 0;
+		unsigned first = m->sub_next > 4096 ? m->sub_next - 4096 : 0;
+		if (!m->primary || m->term != term || m->stopping) {
+			rc = 2;
+			break;
+		}
+		/* the first entry submitted at or after ts; a ts older than the
+		 * ring is majority-committed or it would still be in it */
+		for (unsigned k = first; k < m->sub_next; k++) {
+			if (m->sub[k % 4096].ts >= ts) {
+				idx = m->sub[k % 4096].idx;
+				break;
+			}
+		}
+		if (idx != 0) {
+			int have = 1;   /* this member applied it: it wrote it */
+			for (int i = 0; i < m->o.npeers; i++)
+				if (i != m->o.self_index && m->match[i] >= idx)
+					have++;
+			if (have >= n)
+				break;
+		}
+		if (deadline_us > 0 && tm_now_us() >= deadline_us) {
+			rc = 1;
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 20 * 1000 * 1000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&m->cond, &m->lock, &until);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+int
+repl_member_step_down(repl_member_t *m, int64_t deadline_us, terr_t *err)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&m->lock);
+	if (!m->primary) {
+		pthread_mutex_unlock(&m->lock);
+		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary so can't step down");
+	}
+	/* no more writes from now on; the loop thread starts the transfer */
+	role_set_locked(m, false, m->term);
+	m->transfer_requested = true;
+	pthread_mutex_unlock(&m->lock);
+	uv_async_send(&m->submit_async);
+	pthread_mutex_lock(&m->lock);
+	for (;;) {
+		struct timespec until;
+		if (m->leader_index >= 0 && m->leader_index != m->o.self_index)
+			break;   /* another member leads */
+		if (!m->transfer_requested && !m->transfer_pending && m->primary) {
+			rc = -1;   /* the transfer ended with this member still leading */
+			break;
+		}
+		if (m->stopping || tm_now_us() >= deadline_us) {
+			rc = -1;
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 20 * 1000 * 1000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&m->cond, &m->lock, &until);
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (rc != 0) {
+		struct timespec ts;
+		struct tm tm;
+		char date[64];
+		clock_gettime(CLOCK_REALTIME, &ts);
+		gmtime_r(&ts.tv_sec, &tm);
+		strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
+		return terr_set(err, TERR_EXCEEDED_TIME_LIMIT,
+		    "No electable secondaries caught up as of %s.%03ldZ. Please use the replSetStepDown command with the argument {force: true} to force node to step down.",
+		    date, ts.tv_nsec / 1000000);
+	}
+	return 0;
+}

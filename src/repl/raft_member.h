@@ -1,0 +1,128 @@
+/*
+ * raft_member.h -- a member of a replica set of several machines, on
+ * canonical/raft (libraft, libuv I/O backend).
+ *
+ * What it does: runs one Raft server for this member (its id is the
+ * member's `_id` + 1 -- Raft ids must be > 0 --, its address the member's
+ * host with the port + REPL_RAFT_PORT_OFFSET) on a libuv loop in a thread of
+ * its own; every Raft call happens on that thread (other threads hand work
+ * over with uv_async).  Raft does what it is good at: electing a leader and
+ * keeping a majority-committed log.  The log carries oplog entries, one
+ * BSON entry per Raft command entry: there is one log, the primary's oplog.
+ *   - Leader: a feeder thread reads the entries the primary wrote to its
+ *     own local.oplog.rs (after their local commit, up to the visibility
+ *     point, in ts order) and submits them with raft_apply.  The leader
+ *     becomes PRIMARY only once every entry of earlier terms is applied
+ *     locally (a raft_barrier, then the applier's queue drained).
+ *   - Every member: committed entries reach the FSM in log order; they are
+ *     queued to an applier thread that applies each one not already in the
+ *     local oplog (looked up by ts: idempotent, also across restarts, when
+ *     Raft replays its log) with repl/oplog_apply.h, with the primary's ts.
+ *   - The majority commit point (w: "majority") is the ts of the last
+ *     committed entry that reached the FSM.
+ * The role (PRIMARY / SECONDARY, term) is told to repl/replset.h.
+ *
+ * What it does not do: initial sync (Raft snapshots carry only the ts of
+ * the last applied entry: a member that fell past the retained log, or a
+ * wiped one, cannot be rebuilt and stops with an error), rollback of entries
+ * a deposed primary wrote that never reached Raft (its applier stops at the
+ * first entry it cannot place, RECOVERING), reconfiguration.
+ *
+ * Threads: start/stop from one thread; the getters from any thread.
+ */
+#ifndef TAMGA_REPL_RAFT_MEMBER_H
+#define TAMGA_REPL_RAFT_MEMBER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <bson/bson.h>
+
+#include "common/error.h"
+#include "storage/storage.h"
+#include "repl/oplog.h"
+#include "repl/replset.h"
+
+/* A member's Raft port is its host port + this offset: canonical/raft's
+ * libuv transport listens on a socket of its own with its own framing, so
+ * it cannot share the wire-protocol port without a transport of ours. */
+#define REPL_RAFT_PORT_OFFSET 1000
+
+typedef struct repl_member repl_member_t;
+
+typedef struct repl_member_peer {
+	int64_t member_id;            /* the configuration's members[i]._id */
+	char host[256];               /* members[i].host */
+	char raft_addr[280];          /* host with the port + REPL_RAFT_PORT_OFFSET */
+} repl_member_peer_t;
+
+/*
+ * The peers of a (checked) configuration: *out (bson_free it) gets one row
+ * per member in the configuration's order, *n their count, *self_index the
+ * row of self_host (-1 when none).  Errors: 93 InvalidReplicaSetConfig when
+ * a member's port + REPL_RAFT_PORT_OFFSET is past 65535.
+ */
+int repl_member_peers(const bson_t *cfg, const char *self_host, repl_member_peer_t **out, int *n, int *self_index,
+                      terr_t *err);
+
+typedef struct repl_member_options {
+	const char *dir;              /* Raft's folder (created if missing) */
+	storage_t *st;
+	repl_oplog_t *oplog;
+	repl_set_t *rs;               /* told the role */
+	const repl_member_peer_t *peers;
+	int npeers, self_index;
+	bool bootstrap;               /* first start of the set: bootstrap Raft with the peers */
+	int election_timeout_ms;      /* settings.electionTimeoutMillis */
+	/* called (applier thread, no lock held) each time this member became
+	 * PRIMARY, after its new-primary no-op: the commands layer reloads
+	 * what secondaries kept of sessions (config.transactions) */
+	void (*on_primary)(void *arg);
+	void *on_primary_arg;
+} repl_member_options_t;
+
+/* Start the member (its loop thread, applier and feeder).  0 with *out, or
+ * -1 with err (the Raft error's text).  Options are copied. */
+int repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *err);
+/* Stop and free (NULL is fine). */
+void repl_member_stop(repl_member_t *m);
+
+/* The ts of the newest majority-committed entry (0: none yet). */
+repl_ts_t repl_member_committed_ts(repl_member_t *m);
+/* The newest entry written locally (or applied) by now (0: none). */
+repl_ts_t repl_member_local_last_ts(repl_member_t *m);
+/*
+ * Wait until the entry with ts `ts` is majority-committed: 0; 1 when the
+ * deadline (tm_now_us's clock; 0 = none) passed; 2 when this member stopped
+ * being the leader meanwhile (the write may or may not commit).
+ */
+int repl_member_wait_committed(repl_member_t *m, repl_ts_t ts, int64_t deadline_us);
+
+/*
+ * w: N: wait until n members hold the entry with ts `ts`: this member (the
+ * primary, which wrote and applied it) and the others whose Raft log holds
+ * it durably (the leader's match index; they apply it in order next).
+ * Returns as repl_member_wait_committed.
+ */
+int repl_member_wait_count(repl_member_t *m, repl_ts_t ts, int n, int64_t deadline_us);
+
+/*
+ * replSetStepDown: stop taking writes at once and hand the leadership to
+ * the most up-to-date follower (raft_transfer).  0 once another member
+ * leads; 10107 when not primary; 262 ExceededTimeLimit with mongod's
+ * message when no follower took over by deadline_us (the member then takes
+ * writes again).  Not done: mongod's stepDownSecs (this member may be
+ * elected again at once if the set needs it).
+ */
+int repl_member_step_down(repl_member_t *m, int64_t deadline_us, terr_t *err);
+
+/* What replSetGetStatus shows of each member. */
+typedef struct repl_member_view {
+	int64_t member_id;
+	bool self, leader, reachable;
+	int64_t last_contact_ms;      /* wall time the leader last heard of it (0: unknown) */
+} repl_member_view_t;
+/* Fill up to max rows (the peers' order); returns the count.  *leader_index
+ * gets the leader's row (-1: none known). */
+int repl_member_view(repl_member_t *m, repl_member_view_t *rows, int max, int *leader_index);
+
+#endif

@@ -1,0 +1,180 @@
+"""raft_cluster.py -- start and stop a set of tamgad members on 127.0.0.1 for
+the tests of replica sets of several members (issue 24), and small helpers.
+
+Each member gets a free port p whose Raft port p + 1000 is free too (see
+src/repl/raft_member.h), its own --dbpath under a temporary folder, and is
+stopped by the test (SIGTERM, then SIGKILL) whatever happens.
+"""
+import hashlib
+import os
+import random
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import bson
+from pymongo import MongoClient
+
+RAFT_OFFSET = 1000
+
+
+def port_free(p):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def free_ports(n):
+    got = []
+    while len(got) < n:
+        p = random.randint(30000, 50000)
+        if p in got or p + RAFT_OFFSET in got:
+            continue
+        if port_free(p) and port_free(p + RAFT_OFFSET):
+            got.append(p)
+    return got
+
+
+class Member:
+    def __init__(self, tamgad, port, dbpath, set_name, extra):
+        self.tamgad, self.port, self.dbpath = tamgad, port, dbpath
+        self.set_name, self.extra = set_name, extra
+        self.proc = None
+        self.host = "127.0.0.1:%d" % port
+        self.log = os.path.join(os.path.dirname(dbpath), "member-%d.log" % port)
+
+    def start(self):
+        os.makedirs(self.dbpath, exist_ok=True)
+        logf = open(self.log, "ab")
+        self.proc = subprocess.Popen(
+            [self.tamgad, "--port", str(self.port), "--bind_ip", "127.0.0.1", "--dbpath", self.dbpath,
+             "--replSet", self.set_name, "--nounixsocket", "--oplogSize", "64"] + self.extra,
+            stdout=logf, stderr=subprocess.STDOUT)
+        logf.close()
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("member %s exited at start:\n%s" % (self.host, self.tail()))
+            s = socket.socket()
+            s.settimeout(0.2)
+            if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                s.close()
+                return
+            s.close()
+            time.sleep(0.05)
+        raise RuntimeError("member %s did not listen" % self.host)
+
+    def client(self, **kw):
+        kw.setdefault("serverSelectionTimeoutMS", 5000)
+        return MongoClient(self.host, directConnection=True, **kw)
+
+    def kill9(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+        self.proc = None
+
+    def stop(self):
+        """SIGTERM; returns the exit code (SIGKILL after 30 s: -9)."""
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        rc = self.proc.returncode
+        self.proc = None
+        return rc
+
+    def tail(self, n=120):
+        try:
+            with open(self.log, "rb") as f:
+                return b"\n".join(f.read().splitlines()[-n:]).decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+
+class Cluster:
+    def __init__(self, tamgad, n=3, set_name="rs0", extra=None):
+        self.dir = tempfile.mkdtemp(prefix="tamga-raft-", dir=os.environ.get("TMPDIR", "/tmp"))
+        self.set_name = set_name
+        self.members = [Member(tamgad, p, os.path.join(self.dir, "db%d" % i), set_name, extra or [])
+                        for i, p in enumerate(free_ports(n))]
+
+    def __enter__(self):
+        for m in self.members:
+            m.start()
+        return self
+
+    def __exit__(self, *exc):
+        bad = []
+        for m in self.members:
+            rc = m.stop()
+            if rc not in (0, None):
+                bad.append((m.host, rc))
+        if exc[0] is not None or bad:
+            for m in self.members:
+                print("---- log of %s ----\n%s" % (m.host, m.tail()))
+        if bad and exc[0] is None:
+            raise AssertionError("members did not stop cleanly: %r" % bad)
+        subprocess.call(["rm", "-rf", self.dir])
+        return False
+
+    def config(self, election_ms=4000):
+        return {"_id": self.set_name,
+                "members": [{"_id": i, "host": m.host} for i, m in enumerate(self.members)],
+                "settings": {"electionTimeoutMillis": election_ms}}
+
+    def uri(self):
+        return "mongodb://%s/?replicaSet=%s" % (",".join(m.host for m in self.members), self.set_name)
+
+    def wait_primary(self, timeout=20, among=None):
+        """The member that says it is primary (and that every other live
+        member names as primary), within timeout seconds."""
+        among = among or [m for m in self.members if m.proc is not None]
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            for m in among:
+                try:
+                    with m.client(serverSelectionTimeoutMS=500) as c:
+                        h = c.admin.command("hello")
+                    if h.get("isWritablePrimary"):
+                        return m
+                except Exception:
+                    pass
+            time.sleep(0.1)
+        raise AssertionError("no primary within %ss" % timeout)
+
+
+def coll_hash(client, db, coll):
+    """sha1 of every document of db.coll in _id order (the data-equality
+    check of the issue)."""
+    h = hashlib.sha1()
+    for d in client[db][coll].find({}, sort=[("_id", 1)]):
+        h.update(bson.encode(d))
+    return h.hexdigest()
+
+
+def wait_equal(members, db, coll, timeout=20):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        hashes = []
+        for m in members:
+            with m.client() as c:
+                hashes.append(coll_hash(c, db, coll))
+        if len(set(hashes)) == 1:
+            return hashes[0]
+        last = hashes
+        time.sleep(0.2)
+    raise AssertionError("members differ on %s.%s: %r" % (db, coll, last))

@@ -1,0 +1,242 @@
+/*
+ * test_oplog_apply.c -- a secondary's oplog application (repl/oplog_apply.h)
+ * and the member table of a set on Raft (repl/raft_member.h):
+ *   - $v: 2 diffs: hand-written cases of mongod's shapes, and a model check:
+ *     random documents pre/post, the primary's diff (repl_diff_compute),
+ *     applied to pre must give post byte for byte;
+ *   - malformed diffs fail (2) rather than write a wrong document;
+ *   - repl_member_peers: Raft ids and ports, the 65535 limit (93).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tt.h"
+#include "repl/oplog_apply.h"
+#include "repl/oplog_diff.h"
+#include "repl/raft_member.h"
+
+static void
+apply_json(const char *doc, const char *diff, const char *want)
+{
+	bson_t *d = tt_json(doc), *df = tt_json(diff), out;
+	terr_t err = TERR_INIT;
+
+	TT_EQ_INT(repl_oplog_diff_apply(d, df, &out, &err), 0);
+	if (err.code == 0) {
+		TT_EQ_JSON(&out, want);
+		bson_destroy(&out);
+	}
+	terr_clear(&err);
+	bson_destroy(d);
+	bson_destroy(df);
+}
+
+static void
+test_diff_cases(void)
+{
+	apply_json("{\"_id\": 1, \"a\": 1, \"b\": 2}", "{\"u\": {\"a\": 5}}", "{ \"_id\" : 1, \"a\" : 5, \"b\" : 2 }");
+	apply_json("{\"_id\": 1, \"a\": 1, \"b\": 2}", "{\"d\": {\"a\": false}, \"i\": {\"c\": 3}}",
+	    "{ \"_id\" : 1, \"b\" : 2, \"c\" : 3 }");
+	apply_json("{\"_id\": 1, \"s\": {\"x\": 1, \"y\": 2}}", "{\"ss\": {\"u\": {\"y\": 9}, \"i\": {\"z\": 1}}}",
+	    "{ \"_id\" : 1, \"s\" : { \"x\" : 1, \"y\" : 9, \"z\" : 1 } }");
+	/* arrays: update an index, grow, shrink */
+	apply_json("{\"_id\": 1, \"a\": [1, 2, 3]}", "{\"sa\": {\"a\": true, \"u1\": 20}}",
+	    "{ \"_id\" : 1, \"a\" : [ 1, 20, 3 ] }");
+	apply_json("{\"_id\": 1, \"a\": [1, 2, 3]}", "{\"sa\": {\"a\": true, \"u4\": 5}}",
+	    "{ \"_id\" : 1, \"a\" : [ 1, 2, 3, null, 5 ] }");
+	apply_json("{\"_id\": 1, \"a\": [1, 2, 3]}", "{\"sa\": {\"a\": true, \"l\": 1}}", "{ \"_id\" : 1, \"a\" : [ 1 ] }");
+	apply_json("{\"_id\": 1, \"a\": [{\"x\": 1}, {\"x\": 2}]}", "{\"sa\": {\"a\": true, \"s1\": {\"u\": {\"x\": 7}}}}",
+	    "{ \"_id\" : 1, \"a\" : [ { \"x\" : 1 }, { \"x\" : 7 } ] }");
+	/* a sub diff of a field the document lacks creates it */
+	apply_json("{\"_id\": 1}", "{\"sn\": {\"i\": {\"k\": 1}}}", "{ \"_id\" : 1, \"n\" : { \"k\" : 1 } }");
+}
+
+static void
+test_diff_malformed(void)
+{
+	bson_t *d = tt_json("{\"_id\": 1, \"a\": {\"b\": 1}}"), out;
+	const char *bad[] = {
+		"{\"sa\": 5}",
+		"{\"sa\": {\"a\": true, \"s0\": 3}}",
+		"{\"sa\": {\"a\": true, \"u99999999\": 1}}",
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		bson_t *df = tt_json(bad[i]);
+		terr_t err = TERR_INIT;
+		int r = repl_oplog_diff_apply(d, df, &out, &err);
+		TT_EQ_INT(r, -1);
+		TT_EQ_INT(err.code, 2);
+		if (r == 0)
+			bson_destroy(&out);
+		terr_clear(&err);
+		bson_destroy(df);
+	}
+	bson_destroy(d);
+}
+
+/* ---- model check against the primary's diff ------------------------------------------- */
+
+static unsigned rng = 12345;
+
+static unsigned
+rnd(unsigned n)
+{
+	rng = rng * 1103515245u + 12345u;
+	return (rng >> 8) % n;
+}
+
+static void gen_value(bson_t *b, const char *key, int depth);
+
+static void
+gen_doc(bson_t *b, int depth, bool with_id)
+{
+	static const char *names[] = {"a", "b", "c", "d", "e", "f"};
+	int n = (int)rnd(5);
+
+	if (with_id)
+		BSON_APPEND_INT32(b, "_id", 1);
+	for (int i = 0; i < n; i++) {
+		const char *k = names[rnd(6)];
+		if (bson_has_field(b, k))
+			continue;
+		gen_value(b, k, depth);
+	}
+}
+
+static void
+gen_value(bson_t *b, const char *key, int depth)
+{
+	bson_t sub;
+
+	switch (depth < 3 ? rnd(5) : rnd(3)) {
+	case 0:
+		BSON_APPEND_INT32(b, key, (int32_t)rnd(4));
+		break;
+	case 1:
+		BSON_APPEND_UTF8(b, key, rnd(2) ? "x" : "yy");
+		break;
+	case 2:
+		BSON_APPEND_NULL(b, key);
+		break;
+	case 3:
+		BSON_APPEND_DOCUMENT_BEGIN(b, key, &sub);
+		gen_doc(&sub, depth + 1, false);
+		bson_append_document_end(b, &sub);
+		break;
+	default: {
+		int n = (int)rnd(5);
+		BSON_APPEND_ARRAY_BEGIN(b, key, &sub);
+		for (int i = 0; i < n; i++) {
+			char k[16];
+			snprintf(k, sizeof(k), "%d", i);
+			gen_value(&sub, k, depth + 1);
+		}
+		bson_append_array_end(b, &sub);
+	}
+	}
+}
+
+/* post: pre with random changes (some fields kept, some changed, some new) */
+static void
+mutate(const bson_t *pre, bson_t *post, int depth)
+{
+	bson_iter_t it;
+
+	bson_init(post);
+	if (bson_iter_init(&it, pre)) {
+		while (bson_iter_next(&it)) {
+			const char *k = bson_iter_key(&it);
+			unsigned r = rnd(6);
+			if (strcmp(k, "_id") == 0 || r < 3) {
+				bson_append_iter(post, k, -1, &it);
+			} else if (r == 3 && BSON_ITER_HOLDS_DOCUMENT(&it) && depth < 3) {
+				bson_t sub, m;
+				const uint8_t *d;
+				uint32_t l;
+				bson_iter_document(&it, &l, &d);
+				bson_init_static(&sub, d, l);
+				mutate(&sub, &m, depth + 1);
+				bson_append_document(post, k, -1, &m);
+				bson_destroy(&m);
+			} else if (r == 4) {
+				gen_value(post, k, depth);
+			}
+			/* r == 5: removed */
+		}
+	}
+	if (rnd(2))
+		gen_value(post, rnd(2) ? "g" : "h", depth);
+}
+
+static void
+test_diff_model(void)
+{
+	int checked = 0;
+
+	for (int i = 0; i < 3000; i++) {
+		bson_t pre = BSON_INITIALIZER, post, diff = BSON_INITIALIZER, got;
+		terr_t err = TERR_INIT;
+		gen_doc(&pre, 0, true);
+		mutate(&pre, &post, 0);
+		if (repl_diff_compute(&pre, &post, 1 << 20, &diff)) {
+			if (repl_oplog_diff_apply(&pre, &diff, &got, &err) != 0) {
+				TT_ASSERT(!"a diff of the primary's failed to apply");
+			} else {
+				if (!bson_equal(&got, &post)) {
+					char *a = bson_as_relaxed_extended_json(&pre, NULL), *b = bson_as_relaxed_extended_json(&post, NULL),
+					    *c = bson_as_relaxed_extended_json(&diff, NULL), *g = bson_as_relaxed_extended_json(&got, NULL);
+					fprintf(stderr, "pre %s\npost %s\ndiff %s\ngot %s\n", a, b, c, g);
+					bson_free(a);
+					bson_free(b);
+					bson_free(c);
+					bson_free(g);
+					TT_ASSERT(!"applying the diff did not give the new document");
+					i = 1 << 30;
+				}
+				bson_destroy(&got);
+				checked++;
+			}
+		}
+		terr_clear(&err);
+		bson_destroy(&pre);
+		bson_destroy(&post);
+		bson_destroy(&diff);
+	}
+	TT_ASSERT(checked > 1000);
+}
+
+static void
+test_peers(void)
+{
+	bson_t *cfg = tt_json("{\"_id\": \"rs0\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:30000\"},"
+	    " {\"_id\": 5, \"host\": \"db2.example:27017\"}, {\"_id\": 2, \"host\": \"127.0.0.1:30002\"}]}");
+	repl_member_peer_t *p = NULL;
+	int n = 0, self = -1;
+	terr_t err = TERR_INIT;
+
+	TT_EQ_INT(repl_member_peers(cfg, "127.0.0.1:30002", &p, &n, &self, &err), 0);
+	TT_EQ_INT(n, 3);
+	TT_EQ_INT(self, 2);
+	TT_EQ_STR(p[0].raft_addr, "127.0.0.1:31000");
+	TT_EQ_STR(p[1].raft_addr, "db2.example:28017");
+	TT_EQ_INT(p[1].member_id, 5);
+	bson_free(p);
+	bson_destroy(cfg);
+	cfg = tt_json("{\"_id\": \"rs0\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:64600\"}]}");
+	TT_EQ_INT(repl_member_peers(cfg, NULL, &p, &n, &self, &err), -1);
+	TT_EQ_INT(err.code, 93);
+	terr_clear(&err);
+	bson_destroy(cfg);
+}
+
+int
+main(void)
+{
+	TT_RUN(test_diff_cases);
+	TT_RUN(test_diff_malformed);
+	TT_RUN(test_diff_model);
+	TT_RUN(test_peers);
+	return tt_finish();
+}
