@@ -8,6 +8,15 @@
  * element), then the computed fields, which replace a field in place or are
  * appended in spec order; a computed value that is missing drops the field.
  *
+ * mongod's documents keep a removed field's slot (Document::remove leaves a
+ * missing value in place), so a field an exclusion removes and a later
+ * $addFields / $set sets again comes back at the position it had before the
+ * exclusion (jstests/aggregation/bugs/exclusion_projection_does_not_affect_
+ * field_order.js, SERVER-37791), while excluding a field the document lacks
+ * leaves no slot.  Here the setting stage reorders its output after the
+ * exclusion's input when the exclusion is the stage before it (or before a
+ * chain of $match / $limit / $skip, which hand documents through unchanged).
+ *
  * Not here: find's projection ($elemMatch, $slice, positional $) -- query/.
  */
 #include "bson/path.h"
@@ -46,6 +55,12 @@ typedef struct proj_plan {
 
 typedef struct proj_state {
 	bson_t pass1, out;
+	bson_t fused;               /* $addFields after an exclusion: out reordered */
+	const bson_t *last_in;      /* the input of the last next (valid until the next pull) */
+	/* $addFields / $set only: the exclusion ($project / $unset) this stage
+	 * reads through $match / $limit / $skip, when a field it excludes is one
+	 * this stage sets (else NULL) */
+	const agg_rt_t *excl_rt;
 } proj_state_t;
 
 static void
@@ -600,6 +615,111 @@ unset_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	return ret;
 }
 
+/* ---- slots of excluded fields (see the head comment) --------------------- */
+
+/* Does some field set by `add` have a slot `excl` removes (excluded, or an
+ * exclusion below it that `add` also writes below)? */
+static bool
+slots_meet(const pnode_t *excl, const pnode_t *add)
+{
+	for (int i = 0; i < add->nkids; i++) {
+		const pnode_t *k = pnode_lookup(excl, add->kids[i].name, add->kids[i].name_len);
+		if (k == NULL)
+			continue;
+		if (k->kind == PN_EXCLUDE)
+			return true;
+		if (k->kind == PN_SUB && add->kids[i].kind == PN_SUB && slots_meet(k, &add->kids[i]))
+			return true;
+	}
+	return false;
+}
+
+/* Append to res the fields of out (the setting stage's result for one
+ * document level) in mongod's order: the fields of ref (the exclusion's
+ * input) in ref's order -- a field the exclusion removed and `add` set again
+ * takes its old slot --, then the fields new to ref in out's order.  out
+ * holds the fields of ref the exclusion kept in ref's order (values updated
+ * in place), then the appended ones. */
+static void
+slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *add, bson_t *res)
+{
+	bson_iter_t r, o, f;
+	bool o_more;
+	const char *moved_stack[16], **moved = moved_stack;
+	int nmoved = 0, cap = 16;
+
+	bson_iter_init(&o, out);
+	o_more = bson_iter_next(&o);
+	bson_iter_init(&r, ref);
+	while (bson_iter_next(&r)) {
+		const char *name = bson_iter_key(&r);
+		uint32_t len = bson_iter_key_len(&r);
+		const pnode_t *k1 = pnode_lookup(excl, name, len);
+		const pnode_t *k2 = pnode_lookup(add, name, len);
+		if (k1 != NULL && k1->kind == PN_EXCLUDE) {
+			/* removed; set again: it is among out's appended fields */
+			if (k2 != NULL && bson_iter_init_find_w_len(&f, out, name, (int)len)) {
+				bson_append_iter(res, name, (int)len, &f);
+				if (nmoved == cap) {
+					cap *= 2;
+					moved = moved == moved_stack ? memcpy(bson_malloc(sizeof(*moved) * (size_t)cap), moved_stack,
+					                                      sizeof(moved_stack))
+					                             : bson_realloc(moved, sizeof(*moved) * (size_t)cap);
+				}
+				moved[nmoved++] = name;
+			}
+			continue;
+		}
+		/* kept by the exclusion: out's next field, unless $$REMOVE dropped it */
+		if (!o_more || bson_iter_key_len(&o) != len || memcmp(bson_iter_key(&o), name, len) != 0)
+			continue;
+		if (k1 != NULL && k1->kind == PN_SUB && k2 != NULL && k2->kind == PN_SUB && BSON_ITER_HOLDS_DOCUMENT(&o) &&
+		    BSON_ITER_HOLDS_DOCUMENT(&r) && slots_meet(k1, k2)) {
+			bson_t osub, rsub, child;
+			agg_value_doc(bson_iter_value(&o), &osub);
+			agg_value_doc(bson_iter_value(&r), &rsub);
+			bson_append_document_begin(res, name, (int)len, &child);
+			slots_reorder(&osub, &rsub, k1, k2, &child);
+			bson_append_document_end(res, &child);
+		} else {
+			bson_append_iter(res, name, (int)len, &o);
+		}
+		o_more = bson_iter_next(&o);
+	}
+	/* the appended fields not moved into a slot */
+	for (; o_more; o_more = bson_iter_next(&o)) {
+		const char *name = bson_iter_key(&o);
+		bool was_moved = false;
+		for (int i = 0; i < nmoved && !was_moved; i++)
+			was_moved = strcmp(moved[i], name) == 0;
+		if (!was_moved)
+			bson_append_iter(res, name, (int)bson_iter_key_len(&o), &o);
+	}
+	if (moved != moved_stack)
+		bson_free(moved);
+}
+
+/* The exclusion a $addFields / $set at rt reads (through $match / $limit /
+ * $skip) whose removed slots it may fill, or NULL. */
+static const agg_rt_t *
+slots_source(const agg_rt_t *rt)
+{
+	const proj_plan_t *plan = rt->st->plan;
+	const agg_rt_t *in = rt->input;
+
+	if (plan->mode != PM_ADD)
+		return NULL;
+	while (in != NULL && (strcmp(in->st->def->name, "$match") == 0 || strcmp(in->st->def->name, "$limit") == 0 ||
+	                      strcmp(in->st->def->name, "$skip") == 0))
+		in = in->input;
+	if (in == NULL || in->st->def->open != rt->st->def->open)
+		return NULL;
+	const proj_plan_t *ip = in->st->plan;
+	if (ip->mode != PM_EXCLUSION || !slots_meet(&ip->root, &plan->root))
+		return NULL;
+	return in;
+}
+
 static int
 proj_open(agg_rt_t *rt, terr_t *err)
 {
@@ -607,7 +727,9 @@ proj_open(agg_rt_t *rt, terr_t *err)
 
 	bson_init(&ps->pass1);
 	bson_init(&ps->out);
+	bson_init(&ps->fused);
 	rt->state = ps;
+	ps->excl_rt = slots_source(rt);
 	return 0;
 }
 
@@ -622,6 +744,7 @@ proj_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	rc = agg_rt_pull(rt, &in, err);
 	if (rc != 1)
 		return rc;
+	ps->last_in = in;
 	bson_reinit(&ps->pass1);
 	switch (plan->mode) {
 	case PM_INCLUSION:
@@ -645,6 +768,13 @@ proj_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	bson_reinit(&ps->out);
 	RET(apply_exprs(rt, &plan->root, cur, &ps->out, err));
 	*out = &ps->out;
+	if (ps->excl_rt != NULL) {
+		const proj_state_t *es = ps->excl_rt->state;
+		const proj_plan_t *ep = ps->excl_rt->st->plan;
+		bson_reinit(&ps->fused);
+		slots_reorder(&ps->out, es->last_in, &ep->root, &plan->root, &ps->fused);
+		*out = &ps->fused;
+	}
 	return 1;
 }
 
@@ -655,6 +785,7 @@ proj_close(agg_rt_t *rt)
 
 	bson_destroy(&ps->pass1);
 	bson_destroy(&ps->out);
+	bson_destroy(&ps->fused);
 	bson_free(ps);
 }
 

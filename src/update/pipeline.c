@@ -815,12 +815,85 @@ incl_doc(const pnode_t *t, const bson_t *in, bool top, bool id_excluded, expr_en
 	return 0;
 }
 
+/* ---- slots of excluded fields ----------------------------------------------
+ * mongod runs an update pipeline on its Document, which keeps a removed
+ * field's slot: a field $unset / an exclusion $project removes and the next
+ * $set / $addFields sets again comes back at its old position (excluding a
+ * field the document lacks leaves no slot).  Same rule as agg/stage_project.c. */
+
+static bool
+slots_meet(const pnode_t *excl, const pnode_t *set)
+{
+	for (size_t i = 0; i < set->n; i++) {
+		const pnode_t *k = pnode_find(excl, set->names[i]);
+		if (k == NULL)
+			continue;
+		if (k->leaf)
+			return true;
+		if (!set->kids[i]->leaf && slots_meet(k, set->kids[i]))
+			return true;
+	}
+	return false;
+}
+
+/* res = out's fields in mongod's order: ref's (the exclusion's input) order,
+ * a removed field set again in its old slot, then the fields new to ref in
+ * out's order.  out holds ref's kept fields in ref's order, then the
+ * appended ones. */
+static void
+slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *set, bson_t *res)
+{
+	bson_iter_t r, o, f;
+	bool o_more;
+	const pnode_t *k1, *k2;
+
+	bson_iter_init(&o, out);
+	o_more = bson_iter_next(&o);
+	bson_iter_init(&r, ref);
+	while (bson_iter_next(&r)) {
+		const char *name = bson_iter_key(&r);
+		uint32_t len = bson_iter_key_len(&r);
+		k1 = pnode_find(excl, name);
+		k2 = pnode_find(set, name);
+		if (k1 != NULL && k1->leaf) {
+			if (k2 != NULL && bson_iter_init_find_w_len(&f, out, name, (int)len))
+				bson_append_iter(res, name, (int)len, &f);
+			continue;
+		}
+		if (!o_more || bson_iter_key_len(&o) != len || memcmp(bson_iter_key(&o), name, len) != 0)
+			continue;
+		if (k1 != NULL && k2 != NULL && !k2->leaf && BSON_ITER_HOLDS_DOCUMENT(&o) && BSON_ITER_HOLDS_DOCUMENT(&r) &&
+		    slots_meet(k1, k2)) {
+			bson_t osub, rsub, child;
+			const bson_value_t *ov = bson_iter_value(&o), *rv = bson_iter_value(&r);
+			bson_init_static(&osub, ov->value.v_doc.data, ov->value.v_doc.data_len);
+			bson_init_static(&rsub, rv->value.v_doc.data, rv->value.v_doc.data_len);
+			bson_append_document_begin(res, name, (int)len, &child);
+			slots_reorder(&osub, &rsub, k1, k2, &child);
+			bson_append_document_end(res, &child);
+		} else {
+			bson_append_iter(res, name, (int)len, &o);
+		}
+		o_more = bson_iter_next(&o);
+	}
+	/* the appended fields, but those moved into a slot (removed from ref
+	 * by the exclusion and present in ref) */
+	for (; o_more; o_more = bson_iter_next(&o)) {
+		const char *name = bson_iter_key(&o);
+		k1 = pnode_find(excl, name);
+		if (k1 != NULL && k1->leaf && bson_iter_init_find_w_len(&f, ref, name, (int)bson_iter_key_len(&o)))
+			continue;
+		bson_append_iter(res, name, (int)bson_iter_key_len(&o), &o);
+	}
+}
+
+
 int
 update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *ctx, bson_t *out,
                 terr_t *err)
 {
 	expr_env_t *env = expr_env_new();
-	bson_t *cur = bson_copy(doc), *next = NULL;
+	bson_t *cur = bson_copy(doc), *next = NULL, *slot_ref = NULL;
 	bson_iter_t it;
 	int ret = -1;
 
@@ -836,6 +909,11 @@ update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *c
 	ret = -1; /* until every stage ran */
 	for (size_t i = 0; i < p->n; i++) {
 		const pstage_t *ps = &p->st[i];
+		/* an exclusion followed by a $set that fills one of its slots:
+		 * keep the exclusion's input for the $set */
+		bool keep_ref = ps->kind == PS_PROJECT_EXCL && i + 1 < p->n && p->st[i + 1].kind == PS_SET &&
+		                slots_meet(ps->tree, p->st[i + 1].tree);
+		const pstage_t *prev = i > 0 ? &p->st[i - 1] : NULL;
 
 		expr_env_set_root(env, cur);
 		next = bson_new();
@@ -843,6 +921,12 @@ update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *c
 		case PS_SET:
 			if (set_doc(ps->tree, cur, env, next, err) != 0)
 				goto err;
+			if (slot_ref != NULL) {
+				bson_t *fused = bson_new();
+				slots_reorder(next, slot_ref, prev->tree, ps->tree, fused);
+				bson_destroy(next);
+				next = fused;
+			}
 			break;
 		case PS_PROJECT_EXCL:
 			excl_doc(ps->tree, cur, next);
@@ -878,7 +962,14 @@ update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *c
 		}
 		expr_env_reset(env);
 		expr_env_set_root(env, NULL);
-		bson_destroy(cur);
+		if (slot_ref != NULL) {
+			bson_destroy(slot_ref);
+			slot_ref = NULL;
+		}
+		if (keep_ref)
+			slot_ref = cur;
+		else
+			bson_destroy(cur);
 		cur = next;
 		next = NULL;
 		if (cur->len > UPDATE_MAX_BSON_SIZE) {
@@ -892,6 +983,8 @@ update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *c
 err:
 	if (next != NULL)
 		bson_destroy(next);
+	if (slot_ref != NULL)
+		bson_destroy(slot_ref);
 	bson_destroy(cur);
 	expr_env_destroy(env);
 	return ret;
