@@ -245,4 +245,27 @@
 			PE + 'cannot apply $acosh to 0.9, value must in [1,inf]');
 		cdb.i1trig.drop();
 	});
+	// mongod loads <db>.system.js for $where and mapReduce only
+	// (ExpressionContext::getJsExecWithScope: "Stored procedures are only
+	// loaded for the $where expression and MapReduce command";
+	// jstests where_system_js.js, system_js_access.js)
+	compat(1, 'system.js stored functions: $where and mapReduce see them, $function does not', () => {
+		cdb.i1js.drop();
+		cdb.system.js.drop();
+		cdb.i1js.insertMany([{_id: 1, a: 1}, {_id: 2, a: 2}]);
+		cdb.system.js.insertOne({_id: 'addOne', value: Code('function(x) { return x + 1; }')});
+		cdb.system.js.insertOne({_id: 'K', value: 2});
+		eq(cdb.i1js.find({$where: 'addOne(this.a) == K'}).toArray(), [{_id: 1, a: 1}]);
+		const mr = cmdOk(cdb, {mapReduce: 'i1js', map: 'function() { emit(addOne(this.a), 1); }',
+			reduce: 'function(k, v) { return Array.sum(v); }', out: {inline: 1}});
+		eq(mr.results.map(r => r._id).sort(), [2, 3]);
+		const e = wantErr(cdb, {aggregate: 'i1js', pipeline: [{$project: {r: {$function: {
+			body: 'function(a) { return addOne(a); }', args: ['$a'], lang: 'js'}}}}], cursor: {}}, 139);
+		ok(/addOne is not defined/.test(e.errmsg), e.errmsg);
+		// a function removed from system.js is gone for the next operation
+		cdb.system.js.deleteOne({_id: 'addOne'});
+		wantErr(cdb, {find: 'i1js', filter: {$where: 'addOne(this.a) == K'}}, 139);
+		cdb.system.js.drop();
+		cdb.i1js.drop();
+	});
 }
