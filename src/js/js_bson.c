@@ -835,7 +835,7 @@ static __thread void *stored_loader_arg;
 static __thread int32_t mode_op;        /* the operation whose script kind is known */
 static __thread int mode_kind;          /* 1: without system.js, 2: with */
 static __thread int32_t stored_op;      /* the operation stored_docs was read for */
-static __thread uint64_t stored_hash;
+static __thread char stored_key[sizeof(thread_scope) + 24]; /* its global's scope key */
 
 void
 js_thread_set_stored_loader(js_stored_loader_fn fn, void *loader_arg)
@@ -914,7 +914,6 @@ js_scope_enter_for(bool stored, js_ctx_t **out, terr_t *err)
 	tm_opctx_t *op = tm_opctx_current();
 	int32_t opid = op != NULL ? op->opid : 0;
 	int kind = stored ? 2 : 1;
-	char key[sizeof(thread_scope) + 24];
 	js_ctx_t *ctx;
 
 	if (opid != 0) {
@@ -944,12 +943,12 @@ js_scope_enter_for(bool stored, js_ctx_t **out, terr_t *err)
 		const uint8_t *p = bson_get_data(docs);
 		for (uint32_t i = 0; i < docs->len; i++)
 			h = (h ^ p[i]) * 1099511628211ULL;
-		stored_hash = h;
+		/* the thread's scope (set per command) and the content */
+		snprintf(stored_key, sizeof stored_key, "%s%c%016llx", thread_scope, 2, (unsigned long long)h);
 		stored_op = opid;
 		stored_valid = true;
 	}
-	snprintf(key, sizeof key, "%s%c%016llx", thread_scope, 2, (unsigned long long)stored_hash);
-	if (js_scope_enter(key, &ctx, err) != 0)
+	if (js_scope_enter(stored_key, &ctx, err) != 0)
 		return -1;
 	if (stored_docs == NULL) /* the context was released: read again next time */
 		stored_valid = false;
