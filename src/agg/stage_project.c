@@ -53,14 +53,18 @@ typedef struct proj_plan {
 	pnode_t root;
 } proj_plan_t;
 
+#define SLOTS_MAX 8
+
 typedef struct proj_state {
 	bson_t pass1, out;
 	bson_t fused;               /* $addFields after an exclusion: out reordered */
 	const bson_t *last_in;      /* the input of the last next (valid until the next pull) */
-	/* $addFields / $set only: the exclusion ($project / $unset) this stage
-	 * reads through $match / $limit / $skip, when a field it excludes is one
-	 * this stage sets (else NULL) */
-	const agg_rt_t *excl_rt;
+	bson_t fused2;              /* the same, one more exclusion up */
+	/* $addFields / $set only: the exclusions ($project / $unset) this stage
+	 * reads through $match / $limit / $skip / $addFields / $set, nearest
+	 * first, each excluding a field this stage sets (none: nexcl 0) */
+	const agg_rt_t *excl_rts[SLOTS_MAX];
+	int nexcl;
 } proj_state_t;
 
 static void
@@ -634,12 +638,56 @@ slots_meet(const pnode_t *excl, const pnode_t *add)
 	return false;
 }
 
-/* Append to res the fields of out (the setting stage's result for one
+static void slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *add,
+                          bson_t *res);
+
+/* Append out's value o under name, reordered after r's when the exclusion
+ * has paths below it (k1 a sub-tree) and the setting stage did not replace
+ * it whole (k2 NULL or a sub-tree): documents by their fields, arrays
+ * element by element (each element a document of its own in mongod). */
+static void
+slots_value(bson_t *res, const char *name, int len, const bson_iter_t *o, const bson_iter_t *r, const pnode_t *k1,
+            const pnode_t *k2)
+{
+	bool docs = BSON_ITER_HOLDS_DOCUMENT(o) && BSON_ITER_HOLDS_DOCUMENT(r);
+	bool arrs = BSON_ITER_HOLDS_ARRAY(o) && BSON_ITER_HOLDS_ARRAY(r);
+	bson_t osub, rsub, child;
+
+	if (k1 == NULL || k1->kind != PN_SUB || (k2 != NULL && k2->kind != PN_SUB) || (!docs && !arrs)) {
+		bson_append_iter(res, name, len, o);
+		return;
+	}
+	agg_value_doc(bson_iter_value((bson_iter_t *)o), &osub);
+	agg_value_doc(bson_iter_value((bson_iter_t *)r), &rsub);
+	if (docs) {
+		bson_append_document_begin(res, name, len, &child);
+		slots_reorder(&osub, &rsub, k1, k2, &child);
+		bson_append_document_end(res, &child);
+		return;
+	}
+	bson_iter_t oi, ri;
+	bool r_more;
+	bson_append_array_begin(res, name, len, &child);
+	bson_iter_init(&oi, &osub);
+	bson_iter_init(&ri, &rsub);
+	r_more = bson_iter_next(&ri);
+	while (bson_iter_next(&oi)) {
+		if (r_more)
+			slots_value(&child, bson_iter_key(&oi), (int)bson_iter_key_len(&oi), &oi, &ri, k1, k2);
+		else
+			bson_append_iter(&child, bson_iter_key(&oi), (int)bson_iter_key_len(&oi), &oi);
+		r_more = r_more && bson_iter_next(&ri);
+	}
+	bson_append_array_end(res, &child);
+}
+
+/* Append to res the fields of out (the setting stages' result for one
  * document level) in mongod's order: the fields of ref (the exclusion's
- * input) in ref's order -- a field the exclusion removed and `add` set again
- * takes its old slot --, then the fields new to ref in out's order.  out
- * holds the fields of ref the exclusion kept in ref's order (values updated
- * in place), then the appended ones. */
+ * input) in ref's order -- a field the exclusion removed and a later stage
+ * set again takes its old slot --, then the fields new to ref in out's
+ * order.  out holds the fields of ref the exclusion kept in ref's order
+ * (values updated in place), then the appended ones.  add: the last
+ * setting stage's node at this level (NULL: it sets nothing here). */
 static void
 slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *add, bson_t *res)
 {
@@ -655,10 +703,10 @@ slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const p
 		const char *name = bson_iter_key(&r);
 		uint32_t len = bson_iter_key_len(&r);
 		const pnode_t *k1 = pnode_lookup(excl, name, len);
-		const pnode_t *k2 = pnode_lookup(add, name, len);
+		const pnode_t *k2 = add != NULL ? pnode_lookup(add, name, len) : NULL;
 		if (k1 != NULL && k1->kind == PN_EXCLUDE) {
 			/* removed; set again: it is among out's appended fields */
-			if (k2 != NULL && bson_iter_init_find_w_len(&f, out, name, (int)len)) {
+			if (bson_iter_init_find_w_len(&f, out, name, (int)len)) {
 				bson_append_iter(res, name, (int)len, &f);
 				if (nmoved == cap) {
 					cap *= 2;
@@ -673,17 +721,7 @@ slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const p
 		/* kept by the exclusion: out's next field, unless $$REMOVE dropped it */
 		if (!o_more || bson_iter_key_len(&o) != len || memcmp(bson_iter_key(&o), name, len) != 0)
 			continue;
-		if (k1 != NULL && k1->kind == PN_SUB && k2 != NULL && k2->kind == PN_SUB && BSON_ITER_HOLDS_DOCUMENT(&o) &&
-		    BSON_ITER_HOLDS_DOCUMENT(&r) && slots_meet(k1, k2)) {
-			bson_t osub, rsub, child;
-			agg_value_doc(bson_iter_value(&o), &osub);
-			agg_value_doc(bson_iter_value(&r), &rsub);
-			bson_append_document_begin(res, name, (int)len, &child);
-			slots_reorder(&osub, &rsub, k1, k2, &child);
-			bson_append_document_end(res, &child);
-		} else {
-			bson_append_iter(res, name, (int)len, &o);
-		}
+		slots_value(res, name, (int)len, &o, &r, k1, k2);
 		o_more = bson_iter_next(&o);
 	}
 	/* the appended fields not moved into a slot */
@@ -699,25 +737,33 @@ slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const p
 		bson_free(moved);
 }
 
-/* The exclusion a $addFields / $set at rt reads (through $match / $limit /
- * $skip) whose removed slots it may fill, or NULL. */
-static const agg_rt_t *
-slots_source(const agg_rt_t *rt)
+/* The exclusions a $addFields / $set at rt reads (through $match / $limit /
+ * $skip, other $addFields / $set and other exclusions, which all hand
+ * mongod's Document on with its slots) whose removed slots it may fill:
+ * into ps->excl_rts, nearest first. */
+static void
+slots_sources(const agg_rt_t *rt, proj_state_t *ps)
 {
 	const proj_plan_t *plan = rt->st->plan;
-	const agg_rt_t *in = rt->input;
+	const agg_rt_t *in;
 
+	ps->nexcl = 0;
 	if (plan->mode != PM_ADD)
-		return NULL;
-	while (in != NULL && (strcmp(in->st->def->name, "$match") == 0 || strcmp(in->st->def->name, "$limit") == 0 ||
-	                      strcmp(in->st->def->name, "$skip") == 0))
-		in = in->input;
-	if (in == NULL || in->st->def->open != rt->st->def->open)
-		return NULL;
-	const proj_plan_t *ip = in->st->plan;
-	if (ip->mode != PM_EXCLUSION || !slots_meet(&ip->root, &plan->root))
-		return NULL;
-	return in;
+		return;
+	for (in = rt->input; in != NULL && ps->nexcl < SLOTS_MAX; in = in->input) {
+		const char *n = in->st->def->name;
+		if (strcmp(n, "$match") == 0 || strcmp(n, "$limit") == 0 || strcmp(n, "$skip") == 0)
+			continue;
+		if (in->st->def->open != rt->st->def->open)
+			break;
+		const proj_plan_t *ip = in->st->plan;
+		if (ip->mode == PM_ADD)
+			continue;
+		if (ip->mode != PM_EXCLUSION)
+			break;
+		if (slots_meet(&ip->root, &plan->root))
+			ps->excl_rts[ps->nexcl++] = in;
+	}
 }
 
 static int
@@ -728,8 +774,9 @@ proj_open(agg_rt_t *rt, terr_t *err)
 	bson_init(&ps->pass1);
 	bson_init(&ps->out);
 	bson_init(&ps->fused);
+	bson_init(&ps->fused2);
 	rt->state = ps;
-	ps->excl_rt = slots_source(rt);
+	slots_sources(rt, ps);
 	return 0;
 }
 
@@ -768,12 +815,15 @@ proj_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	bson_reinit(&ps->out);
 	RET(apply_exprs(rt, &plan->root, cur, &ps->out, err));
 	*out = &ps->out;
-	if (ps->excl_rt != NULL) {
-		const proj_state_t *es = ps->excl_rt->state;
-		const proj_plan_t *ep = ps->excl_rt->st->plan;
-		bson_reinit(&ps->fused);
-		slots_reorder(&ps->out, es->last_in, &ep->root, &plan->root, &ps->fused);
-		*out = &ps->fused;
+	/* each exclusion's slots, nearest first: the result of one is laid
+	 * out after the next one's input */
+	for (int i = 0; i < ps->nexcl; i++) {
+		const proj_state_t *es = ps->excl_rts[i]->state;
+		const proj_plan_t *ep = ps->excl_rts[i]->st->plan;
+		bson_t *dst = *out == &ps->fused ? &ps->fused2 : &ps->fused;
+		bson_reinit(dst);
+		slots_reorder(*out, es->last_in, &ep->root, &plan->root, dst);
+		*out = dst;
 	}
 	return 1;
 }
@@ -786,6 +836,7 @@ proj_close(agg_rt_t *rt)
 	bson_destroy(&ps->pass1);
 	bson_destroy(&ps->out);
 	bson_destroy(&ps->fused);
+	bson_destroy(&ps->fused2);
 	bson_free(ps);
 }
 

@@ -836,10 +836,55 @@ slots_meet(const pnode_t *excl, const pnode_t *set)
 	return false;
 }
 
+static void slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *set,
+                          bson_t *res);
+
+/* out's value o under name, reordered after r's when the exclusion has
+ * paths below it and the $set did not replace it whole: documents by
+ * field, arrays element by element. */
+static void
+slots_value(bson_t *res, const char *name, int len, const bson_iter_t *o, const bson_iter_t *r, const pnode_t *k1,
+            const pnode_t *k2)
+{
+	bool docs = BSON_ITER_HOLDS_DOCUMENT(o) && BSON_ITER_HOLDS_DOCUMENT(r);
+	bool arrs = BSON_ITER_HOLDS_ARRAY(o) && BSON_ITER_HOLDS_ARRAY(r);
+	const bson_value_t *ov, *rv;
+	bson_t osub, rsub, child;
+
+	if (k1 == NULL || k1->leaf || (k2 != NULL && k2->leaf) || (!docs && !arrs)) {
+		bson_append_iter(res, name, len, o);
+		return;
+	}
+	ov = bson_iter_value((bson_iter_t *)o);
+	rv = bson_iter_value((bson_iter_t *)r);
+	bson_init_static(&osub, ov->value.v_doc.data, ov->value.v_doc.data_len);
+	bson_init_static(&rsub, rv->value.v_doc.data, rv->value.v_doc.data_len);
+	if (docs) {
+		bson_append_document_begin(res, name, len, &child);
+		slots_reorder(&osub, &rsub, k1, k2, &child);
+		bson_append_document_end(res, &child);
+		return;
+	}
+	bson_iter_t oi, ri;
+	bool r_more;
+	bson_append_array_begin(res, name, len, &child);
+	bson_iter_init(&oi, &osub);
+	bson_iter_init(&ri, &rsub);
+	r_more = bson_iter_next(&ri);
+	while (bson_iter_next(&oi)) {
+		if (r_more)
+			slots_value(&child, bson_iter_key(&oi), (int)bson_iter_key_len(&oi), &oi, &ri, k1, k2);
+		else
+			bson_append_iter(&child, bson_iter_key(&oi), (int)bson_iter_key_len(&oi), &oi);
+		r_more = r_more && bson_iter_next(&ri);
+	}
+	bson_append_array_end(res, &child);
+}
+
 /* res = out's fields in mongod's order: ref's (the exclusion's input) order,
  * a removed field set again in its old slot, then the fields new to ref in
  * out's order.  out holds ref's kept fields in ref's order, then the
- * appended ones. */
+ * appended ones.  set: the $set's node at this level (NULL: none). */
 static void
 slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *set, bson_t *res)
 {
@@ -854,26 +899,15 @@ slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const p
 		const char *name = bson_iter_key(&r);
 		uint32_t len = bson_iter_key_len(&r);
 		k1 = pnode_find(excl, name);
-		k2 = pnode_find(set, name);
+		k2 = set != NULL ? pnode_find(set, name) : NULL;
 		if (k1 != NULL && k1->leaf) {
-			if (k2 != NULL && bson_iter_init_find_w_len(&f, out, name, (int)len))
+			if (bson_iter_init_find_w_len(&f, out, name, (int)len))
 				bson_append_iter(res, name, (int)len, &f);
 			continue;
 		}
 		if (!o_more || bson_iter_key_len(&o) != len || memcmp(bson_iter_key(&o), name, len) != 0)
 			continue;
-		if (k1 != NULL && k2 != NULL && !k2->leaf && BSON_ITER_HOLDS_DOCUMENT(&o) && BSON_ITER_HOLDS_DOCUMENT(&r) &&
-		    slots_meet(k1, k2)) {
-			bson_t osub, rsub, child;
-			const bson_value_t *ov = bson_iter_value(&o), *rv = bson_iter_value(&r);
-			bson_init_static(&osub, ov->value.v_doc.data, ov->value.v_doc.data_len);
-			bson_init_static(&rsub, rv->value.v_doc.data, rv->value.v_doc.data_len);
-			bson_append_document_begin(res, name, (int)len, &child);
-			slots_reorder(&osub, &rsub, k1, k2, &child);
-			bson_append_document_end(res, &child);
-		} else {
-			bson_append_iter(res, name, (int)len, &o);
-		}
+		slots_value(res, name, (int)len, &o, &r, k1, k2);
 		o_more = bson_iter_next(&o);
 	}
 	/* the appended fields, but those moved into a slot (removed from ref
@@ -893,7 +927,13 @@ update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *c
                 terr_t *err)
 {
 	expr_env_t *env = expr_env_new();
-	bson_t *cur = bson_copy(doc), *next = NULL, *slot_ref = NULL;
+	bson_t *cur = bson_copy(doc), *next = NULL;
+	/* the inputs of the exclusions before the current stage, whose slots
+	 * a $set may fill (a chain of exclusions and $set stages), oldest
+	 * first */
+	bson_t *slot_ref[8];
+	const pnode_t *slot_excl[8];
+	size_t nslots = 0;
 	bson_iter_t it;
 	int ret = -1;
 
@@ -909,11 +949,15 @@ update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *c
 	ret = -1; /* until every stage ran */
 	for (size_t i = 0; i < p->n; i++) {
 		const pstage_t *ps = &p->st[i];
-		/* an exclusion followed by a $set that fills one of its slots:
-		 * keep the exclusion's input for the $set */
-		bool keep_ref = ps->kind == PS_PROJECT_EXCL && i + 1 < p->n && p->st[i + 1].kind == PS_SET &&
-		                slots_meet(ps->tree, p->st[i + 1].tree);
-		const pstage_t *prev = i > 0 ? &p->st[i - 1] : NULL;
+		/* an exclusion followed by $set stages, one of which may fill its
+		 * slots: keep the exclusion's input for them (mongod's Document
+		 * keeps the slots through every $set) */
+		bool keep_ref = false;
+		if (ps->kind == PS_PROJECT_EXCL && nslots < 8) {
+			for (size_t j = i + 1; j < p->n && (p->st[j].kind == PS_SET || p->st[j].kind == PS_PROJECT_EXCL) &&
+			                       !keep_ref; j++)
+				keep_ref = p->st[j].kind == PS_SET && slots_meet(ps->tree, p->st[j].tree);
+		}
 
 		expr_env_set_root(env, cur);
 		next = bson_new();
@@ -921,9 +965,10 @@ update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *c
 		case PS_SET:
 			if (set_doc(ps->tree, cur, env, next, err) != 0)
 				goto err;
-			if (slot_ref != NULL) {
+			/* each exclusion's slots, nearest first */
+			for (size_t k = nslots; k-- > 0;) {
 				bson_t *fused = bson_new();
-				slots_reorder(next, slot_ref, prev->tree, ps->tree, fused);
+				slots_reorder(next, slot_ref[k], slot_excl[k], ps->tree, fused);
 				bson_destroy(next);
 				next = fused;
 			}
@@ -962,14 +1007,18 @@ update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *c
 		}
 		expr_env_reset(env);
 		expr_env_set_root(env, NULL);
-		if (slot_ref != NULL) {
-			bson_destroy(slot_ref);
-			slot_ref = NULL;
+		/* the slots last while $set stages follow the exclusion */
+		/* the slots last while exclusions and $set stages follow */
+		if (ps->kind != PS_SET && ps->kind != PS_PROJECT_EXCL) {
+			while (nslots > 0)
+				bson_destroy(slot_ref[--nslots]);
 		}
-		if (keep_ref)
-			slot_ref = cur;
-		else
+		if (keep_ref) {
+			slot_ref[nslots] = cur;
+			slot_excl[nslots++] = ps->tree;
+		} else {
 			bson_destroy(cur);
+		}
 		cur = next;
 		next = NULL;
 		if (cur->len > UPDATE_MAX_BSON_SIZE) {
@@ -983,8 +1032,8 @@ update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *c
 err:
 	if (next != NULL)
 		bson_destroy(next);
-	if (slot_ref != NULL)
-		bson_destroy(slot_ref);
+	while (nslots > 0)
+		bson_destroy(slot_ref[--nslots]);
 	bson_destroy(cur);
 	expr_env_destroy(env);
 	return ret;
