@@ -186,10 +186,18 @@ big_digits(const big_t *a)
 		}
 		return n;
 	}
-	while (!big_is_zero(&t)) {
-		big_div_small(&t, 10);
-		n++;
+	/* above 64 bits, 19 digits at a time (t >= 2^64 > 10^19) */
+	for (;;) {
+		uint64_t hi = 0;
+		for (int i = 1; i < NLIMB; i++)
+			hi |= t.w[i];
+		if (hi == 0)
+			break;
+		big_div_small(&t, 10000000000000000000ULL);
+		n += 19;
 	}
+	for (uint64_t v = t.w[0]; v; v /= 10)
+		n++;
 	return n;
 }
 
@@ -705,11 +713,17 @@ wround(dec_t *r, bool sticky)
 	int drop = nd - WDIG;
 	uint64_t last = 0;
 	bool below = sticky;
-	for (int i = 0; i < drop; i++) {
-		if (last)
+	/* all but the last dropped digit only count as sticky: 19 at a time */
+	for (int left = drop - 1; left > 0;) {
+		int step = left > 19 ? 19 : left;
+		uint64_t m = 1;
+		for (int i = 0; i < step; i++)
+			m *= 10;
+		if (big_div_small(&r->c, m) != 0)
 			below = true;
-		last = big_div_small(&r->c, 10);
+		left -= step;
 	}
+	last = big_div_small(&r->c, 10);
 	r->exp += drop;
 	if (last > 5 || (last == 5 && (below || (r->c.w[0] & 1)))) {
 		big_t one = {{1}};
@@ -811,6 +825,31 @@ wdiv(dec_t a, dec_t b)
 	return r;
 }
 
+/* wdiv(a, wint(d)) for 0 < d < 2^63, by one-limb division (the same
+ * digits: the series divide every term by a small integer) */
+static dec_t
+wdiv_small(dec_t a, uint64_t d)
+{
+	dec_t r;
+	big_t num = a.c;
+	int dd = 0;
+	for (uint64_t t = d; t; t /= 10)
+		dd++;
+	int k = dd + WDIG + 1 - big_digits(&a.c);
+
+	if (k < 0)
+		k = 0;
+	big_mul_pow10(&num, k);
+	memset(&r, 0, sizeof(r));
+	r.kind = DK_FINITE;
+	r.neg = a.neg;
+	uint64_t rem = big_div_small(&num, d);
+	r.c = num;
+	r.exp = a.exp - k;
+	wround(&r, rem != 0);
+	return r;
+}
+
 /* magnitude bound: value < 10^(digits + exp) */
 static int
 wmag(const dec_t *a)
@@ -868,10 +907,10 @@ expr_decimal_exp(bson_decimal128_t ad)
 	dec_t ln10 = wconst(LN10, 0);
 	dec_t r = wadd(x, wmul(wint(-k), ln10));
 	/* exp(r) = exp(r / 2^10)^(2^10) */
-	dec_t rr = wdiv(r, wint(1024));
+	dec_t rr = wdiv_small(r, 1024);
 	dec_t sum = wint(1), term = wint(1);
 	for (int n = 1; n < 200; n++) {
-		term = wdiv(wmul(term, rr), wint(n));
+		term = wdiv_small(wmul(term, rr), (uint64_t)n);
 		if (big_is_zero(&term.c) || wmag(&term) < wmag(&sum) - WDIG - 2)
 			break;
 		sum = wadd(sum, term);
@@ -911,7 +950,7 @@ wln(dec_t x)
 		sum = z;
 		for (int n = 3; n < 400; n += 2) {
 			p = wmul(p, z2);
-			dec_t termv = wdiv(p, wint(n));
+			dec_t termv = wdiv_small(p, (uint64_t)n);
 			if (big_is_zero(&termv.c) || wmag(&termv) < wmag(&sum) - WDIG - 2)
 				break;
 			sum = wadd(sum, termv);
@@ -1254,10 +1293,10 @@ wexp(dec_t x)
 		return wint(1);
 	int64_t k = llround(wto_double(&x) / 2.302585092994045684);
 	dec_t r = wadd(x, wmul(wint(-k), wconst(LN10, 0)));
-	dec_t rr = wdiv(r, wint(1024));
+	dec_t rr = wdiv_small(r, 1024);
 	dec_t sum = wint(1), term = wint(1);
 	for (int n = 1; n < 200; n++) {
-		term = wdiv(wmul(term, rr), wint(n));
+		term = wdiv_small(wmul(term, rr), (uint64_t)n);
 		if (wis_zero(&term) || wmag(&term) < wmag(&sum) - WDIG - 2)
 			break;
 		sum = wadd(sum, term);
@@ -1278,7 +1317,7 @@ wtaylor(dec_t x, bool odd, bool alt)
 		x2.neg = !x2.neg;
 	dec_t term = odd ? x : wint(1), sum = term;
 	for (int n = odd ? 2 : 1; n < 400; n += 2) {
-		term = wdiv(wmul(term, x2), wint((int64_t)n * (n + 1)));
+		term = wdiv_small(wmul(term, x2), (uint64_t)n * (uint64_t)(n + 1));
 		if (wis_zero(&term) || wmag(&term) < wmag(&sum) - WDIG - 2)
 			break;
 		sum = wadd(sum, term);
@@ -1296,7 +1335,7 @@ wodd_series(dec_t x, bool alt)
 	dec_t p = x, sum = x;
 	for (int n = 3; n < 1000; n += 2) {
 		p = wmul(p, x2);
-		dec_t t = wdiv(p, wint(n));
+		dec_t t = wdiv_small(p, (uint64_t)n);
 		if (wis_zero(&t) || wmag(&t) < wmag(&sum) - WDIG - 2)
 			break;
 		sum = wadd(sum, t);
