@@ -13,9 +13,16 @@
  * $addFields / $set sets again comes back at the position it had before the
  * exclusion (jstests/aggregation/bugs/exclusion_projection_does_not_affect_
  * field_order.js, SERVER-37791), while excluding a field the document lacks
- * leaves no slot.  Here the setting stage reorders its output after the
- * exclusion's input when the exclusion is the stage before it (or before a
- * chain of $match / $limit / $skip, which hand documents through unchanged).
+ * leaves no slot (ProjectionNode::applyProjections removes only the fields it
+ * meets).  A computed field whose value is missing ($$REMOVE, a missing path)
+ * does leave one, even when the document lacked it: setField of a missing
+ * value appends a slot (DocumentStorage::getField), which a later $addFields
+ * fills in place.  Here the setting stage reorders its output after the
+ * input of each exclusion (and the holes of each $addFields) it reads through
+ * $match / $limit / $skip / $addFields / exclusions, which hand mongod's
+ * Document on; a stage that buffers or rebuilds documents ($sort, $unwind,
+ * $lookup, ...) ends the chain (mongod keeps the slots through $sort,
+ * $unwind and $lookup too: not done).
  *
  * Not here: find's projection ($elemMatch, $slice, positional $) -- query/.
  */
@@ -65,6 +72,15 @@ typedef struct proj_state {
 	 * first, each excluding a field this stage sets (none: nexcl 0) */
 	const agg_rt_t *excl_rts[SLOTS_MAX];
 	int nexcl;
+	/* $addFields / $set a later one reads (keep_holes): the top-level
+	 * fields whose value was missing for the last document (mongod's
+	 * setField of a missing value leaves a slot, even for a field the
+	 * document lacked), and that document laid out with a null in each
+	 * such slot (hole_ref; valid while nholes > 0) */
+	bool keep_holes;
+	int nholes;
+	const pnode_t **holes;
+	bson_t hole_ref;
 } proj_state_t;
 
 static void
@@ -413,7 +429,8 @@ exclude_doc(const pnode_t *n, const bson_t *in, bson_t *out)
 
 /* ---- pass 2: computed fields -------------------------------------------- */
 
-static int apply_exprs(agg_rt_t *rt, const pnode_t *n, const bson_t *cur, bson_t *out, terr_t *err);
+static int apply_exprs(agg_rt_t *rt, const pnode_t *n, const bson_t *cur, bson_t *out, proj_state_t *hs,
+                       terr_t *err);
 
 /* The value of a computed sub-tree applied to v (may be missing): documents
  * get the fields, arrays each element, anything else becomes a new document. */
@@ -444,11 +461,11 @@ exprs_to_value(agg_rt_t *rt, const pnode_t *n, const bson_value_t *v, bson_t *ou
 	bson_append_document_begin(out, key, -1, &child);
 	if (v != NULL && v->value_type == BSON_TYPE_DOCUMENT) {
 		agg_value_doc(v, &sub);
-		if (apply_exprs(rt, n, &sub, &child, err) != 0) {
+		if (apply_exprs(rt, n, &sub, &child, NULL, err) != 0) {
 			bson_append_document_end(out, &child);
 			return -1;
 		}
-	} else if (apply_exprs(rt, n, NULL, &child, err) != 0) {
+	} else if (apply_exprs(rt, n, NULL, &child, NULL, err) != 0) {
 		bson_append_document_end(out, &child);
 		return -1;
 	}
@@ -456,11 +473,24 @@ exprs_to_value(agg_rt_t *rt, const pnode_t *n, const bson_value_t *v, bson_t *ou
 	return 0;
 }
 
+/* A computed field whose value is missing: dropped, or (hs: the stage keeps
+ * its holes for a later $addFields) a null placeholder in its slot, noted in
+ * hs->holes. */
+static void
+put_missing(const pnode_t *k, bson_t *out, proj_state_t *hs)
+{
+	if (hs == NULL || !hs->keep_holes)
+		return;
+	bson_append_null(out, k->name, (int)k->name_len);
+	hs->holes[hs->nholes++] = k;
+}
+
 /* The fields of cur a spec leaves alone are copied as raw bytes, one copy
  * per run of them (bv_append_raw), not one append each: for a $set of a
- * field or two, that is one copy of the document. */
+ * field or two, that is one copy of the document.  hs: the stage's state at
+ * the top level (holes kept there), NULL below. */
 static int
-apply_exprs(agg_rt_t *rt, const pnode_t *n, const bson_t *cur, bson_t *out, terr_t *err)
+apply_exprs(agg_rt_t *rt, const pnode_t *n, const bson_t *cur, bson_t *out, proj_state_t *hs, terr_t *err)
 {
 	bool done_stack[64], *done = done_stack;
 	int i, ret = 0;
@@ -492,6 +522,8 @@ apply_exprs(agg_rt_t *rt, const pnode_t *n, const bson_t *cur, bson_t *out, terr
 				ERR(expr_eval(k->e, rt->env, &v, err));
 				if (v.value_type != BSON_TYPE_EOD)
 					bv_append(out, k->name, (int)k->name_len, &v);
+				else
+					put_missing(k, out, hs);
 			} else {
 				bson_value_t cv;
 				biter_value(&it, &cv);
@@ -511,6 +543,8 @@ apply_exprs(agg_rt_t *rt, const pnode_t *n, const bson_t *cur, bson_t *out, terr
 			ERR(expr_eval(k->e, rt->env, &v, err));
 			if (v.value_type != BSON_TYPE_EOD)
 				bv_append(out, k->name, (int)k->name_len, &v);
+			else
+				put_missing(k, out, hs);
 		} else {
 			ERR(exprs_to_value(rt, k, NULL, out, k->name, err));
 		}
@@ -621,6 +655,16 @@ unset_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 
 /* ---- slots of excluded fields (see the head comment) --------------------- */
 
+/* Is name one of the holes (missing computed values) hs noted? */
+static bool
+is_hole(const proj_state_t *hs, const char *name, uint32_t len)
+{
+	for (int i = 0; hs != NULL && i < hs->nholes; i++)
+		if (hs->holes[i]->name_len == len && memcmp(hs->holes[i]->name, name, len) == 0)
+			return true;
+	return false;
+}
+
 /* Does some field set by `add` have a slot `excl` removes (excluded, or an
  * exclusion below it that `add` also writes below)? */
 static bool
@@ -639,7 +683,7 @@ slots_meet(const pnode_t *excl, const pnode_t *add)
 }
 
 static void slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *add,
-                          bson_t *res);
+                          const proj_state_t *hs, bson_t *res);
 
 /* Append out's value o under name, reordered after r's when the exclusion
  * has paths below it (k1 a sub-tree) and the setting stage did not replace
@@ -661,7 +705,7 @@ slots_value(bson_t *res, const char *name, int len, const bson_iter_t *o, const 
 	agg_value_doc(bson_iter_value((bson_iter_t *)r), &rsub);
 	if (docs) {
 		bson_append_document_begin(res, name, len, &child);
-		slots_reorder(&osub, &rsub, k1, k2, &child);
+		slots_reorder(&osub, &rsub, k1, k2, NULL, &child);
 		bson_append_document_end(res, &child);
 		return;
 	}
@@ -687,9 +731,12 @@ slots_value(bson_t *res, const char *name, int len, const bson_iter_t *o, const 
  * set again takes its old slot --, then the fields new to ref in out's
  * order.  out holds the fields of ref the exclusion kept in ref's order
  * (values updated in place), then the appended ones.  add: the last
- * setting stage's node at this level (NULL: it sets nothing here). */
+ * setting stage's node at this level (NULL: it sets nothing here).  The
+ * slots are the fields excl excludes or, for a $addFields source (excl
+ * NULL, ref its hole_ref), the holes hs noted. */
 static void
-slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *add, bson_t *res)
+slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *add, const proj_state_t *hs,
+              bson_t *res)
 {
 	bson_iter_t r, o, f;
 	bool o_more;
@@ -702,9 +749,9 @@ slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const p
 	while (bson_iter_next(&r)) {
 		const char *name = bson_iter_key(&r);
 		uint32_t len = bson_iter_key_len(&r);
-		const pnode_t *k1 = pnode_lookup(excl, name, len);
+		const pnode_t *k1 = excl != NULL ? pnode_lookup(excl, name, len) : NULL;
 		const pnode_t *k2 = add != NULL ? pnode_lookup(add, name, len) : NULL;
-		if (k1 != NULL && k1->kind == PN_EXCLUDE) {
+		if ((k1 != NULL && k1->kind == PN_EXCLUDE) || is_hole(hs, name, len)) {
 			/* removed; set again: it is among out's appended fields */
 			if (bson_iter_init_find_w_len(&f, out, name, (int)len)) {
 				bson_append_iter(res, name, (int)len, &f);
@@ -737,10 +784,24 @@ slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const p
 		bson_free(moved);
 }
 
+/* Does `add` set a top-level field `src` (a $addFields) computes, which may
+ * be missing and leave a slot? */
+static bool
+holes_meet(const pnode_t *src, const pnode_t *add)
+{
+	for (int i = 0; i < add->nkids; i++) {
+		const pnode_t *k = pnode_lookup(src, add->kids[i].name, add->kids[i].name_len);
+		if (k != NULL && k->kind == PN_EXPR)
+			return true;
+	}
+	return false;
+}
+
 /* The exclusions a $addFields / $set at rt reads (through $match / $limit /
  * $skip, other $addFields / $set and other exclusions, which all hand
- * mongod's Document on with its slots) whose removed slots it may fill:
- * into ps->excl_rts, nearest first. */
+ * mongod's Document on with its slots) whose removed slots it may fill, and
+ * the $addFields / $set whose missing values' slots it may fill (those keep
+ * their holes from now on): into ps->excl_rts, nearest first. */
 static void
 slots_sources(const agg_rt_t *rt, proj_state_t *ps)
 {
@@ -757,8 +818,16 @@ slots_sources(const agg_rt_t *rt, proj_state_t *ps)
 		if (in->st->def->open != rt->st->def->open)
 			break;
 		const proj_plan_t *ip = in->st->plan;
-		if (ip->mode == PM_ADD)
+		if (ip->mode == PM_ADD) {
+			proj_state_t *is = in->state;
+			if (holes_meet(&ip->root, &plan->root)) {
+				if (is->holes == NULL)
+					is->holes = bson_malloc(sizeof(*is->holes) * (size_t)ip->root.nkids);
+				is->keep_holes = true;
+				ps->excl_rts[ps->nexcl++] = in;
+			}
 			continue;
+		}
 		if (ip->mode != PM_EXCLUSION)
 			break;
 		if (slots_meet(&ip->root, &plan->root))
@@ -775,6 +844,7 @@ proj_open(agg_rt_t *rt, terr_t *err)
 	bson_init(&ps->out);
 	bson_init(&ps->fused);
 	bson_init(&ps->fused2);
+	bson_init(&ps->hole_ref);
 	rt->state = ps;
 	slots_sources(rt, ps);
 	return 0;
@@ -813,7 +883,8 @@ proj_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	expr_env_reset(rt->env);
 	expr_env_set_root(rt->env, in);
 	bson_reinit(&ps->out);
-	RET(apply_exprs(rt, &plan->root, cur, &ps->out, err));
+	ps->nholes = 0;
+	RET(apply_exprs(rt, &plan->root, cur, &ps->out, ps, err));
 	*out = &ps->out;
 	/* each exclusion's slots, nearest first: the result of one is laid
 	 * out after the next one's input */
@@ -821,8 +892,27 @@ proj_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		const proj_state_t *es = ps->excl_rts[i]->state;
 		const proj_plan_t *ep = ps->excl_rts[i]->st->plan;
 		bson_t *dst = *out == &ps->fused ? &ps->fused2 : &ps->fused;
+		if (ep->mode == PM_ADD && es->nholes == 0)
+			continue;
 		bson_reinit(dst);
-		slots_reorder(*out, es->last_in, &ep->root, &plan->root, dst);
+		if (ep->mode == PM_ADD)
+			slots_reorder(*out, &es->hole_ref, NULL, &plan->root, es, dst);
+		else
+			slots_reorder(*out, es->last_in, &ep->root, &plan->root, NULL, dst);
+		*out = dst;
+	}
+	/* this stage's own holes: kept laid out for a later stage, dropped
+	 * from what it hands on */
+	if (ps->nholes > 0) {
+		bson_t *dst = *out == &ps->fused ? &ps->fused2 : &ps->fused;
+		bson_iter_t it;
+		bson_reinit(&ps->hole_ref);
+		bson_concat(&ps->hole_ref, *out);
+		bson_reinit(dst);
+		bson_iter_init(&it, &ps->hole_ref);
+		while (bson_iter_next(&it))
+			if (!BSON_ITER_HOLDS_NULL(&it) || !is_hole(ps, bson_iter_key(&it), bson_iter_key_len(&it)))
+				bson_append_iter(dst, NULL, 0, &it);
 		*out = dst;
 	}
 	return 1;
@@ -837,6 +927,8 @@ proj_close(agg_rt_t *rt)
 	bson_destroy(&ps->out);
 	bson_destroy(&ps->fused);
 	bson_destroy(&ps->fused2);
+	bson_destroy(&ps->hole_ref);
+	bson_free(ps->holes);
 	bson_free(ps);
 }
 
