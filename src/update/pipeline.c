@@ -531,9 +531,18 @@ err:
 static int set_value(const pnode_t *t, const bson_value_t *in, expr_env_t *env, bson_value_t *out,
                      bool *own, terr_t *err);
 
-/* $set tree over a document (in may be NULL: start from nothing). */
+/* The top-level fields a $set's expressions left missing, kept for a later
+ * $set (mongod's setField of a missing value leaves a slot). */
+typedef struct set_holes {
+	const char **names;
+	size_t n;
+} set_holes_t;
+
+/* $set tree over a document (in may be NULL: start from nothing).  holes
+ * (top level only, else NULL): a missing value leaves a null placeholder
+ * in its slot and its name in holes. */
 static int
-set_doc(const pnode_t *t, const bson_t *in, expr_env_t *env, bson_t *b, terr_t *err)
+set_doc(const pnode_t *t, const bson_t *in, expr_env_t *env, bson_t *b, set_holes_t *holes, terr_t *err)
 {
 	bson_iter_t it;
 	bool *seen = bson_malloc0(t->n + 1);
@@ -556,6 +565,10 @@ set_doc(const pnode_t *t, const bson_t *in, expr_env_t *env, bson_t *b, terr_t *
 				ERR(set_value(t->kids[idx], bson_iter_value(&it), env, &v, &own, err));
 				if (v.value_type != BSON_TYPE_EOD)
 					bson_append_value(b, k, (int)bson_iter_key_len(&it), &v);
+				else if (holes != NULL && t->kids[idx]->leaf) {
+					bson_append_null(b, k, (int)bson_iter_key_len(&it));
+					holes->names[holes->n++] = t->names[idx];
+				}
 				if (own)
 					bson_value_destroy(&v);
 			}
@@ -570,6 +583,10 @@ set_doc(const pnode_t *t, const bson_t *in, expr_env_t *env, bson_t *b, terr_t *
 		ERR(set_value(t->kids[i], NULL, env, &v, &own, err));
 		if (v.value_type != BSON_TYPE_EOD)
 			bson_append_value(b, t->names[i], -1, &v);
+		else if (holes != NULL && t->kids[i]->leaf) {
+			bson_append_null(b, t->names[i], -1);
+			holes->names[holes->n++] = t->names[i];
+		}
 		if (own)
 			bson_value_destroy(&v);
 	}
@@ -615,7 +632,7 @@ set_value(const pnode_t *t, const bson_value_t *in, expr_env_t *env, bson_value_
 	bson_init(&b);
 	if (in != NULL && in->value_type == BSON_TYPE_DOCUMENT) {
 		bson_init_static(&sub, in->value.v_doc.data, in->value.v_doc.data_len);
-		if (set_doc(t, &sub, env, &b, err) != 0) {
+		if (set_doc(t, &sub, env, &b, NULL, err) != 0) {
 			bson_destroy(&b);
 			return -1;
 		}
@@ -642,7 +659,7 @@ set_value(const pnode_t *t, const bson_value_t *in, expr_env_t *env, bson_value_
 		}
 		steal_into(&b, true, out);
 	} else {
-		if (set_doc(t, NULL, env, &b, err) != 0) {
+		if (set_doc(t, NULL, env, &b, NULL, err) != 0) {
 			bson_destroy(&b);
 			return -1;
 		}
@@ -837,7 +854,29 @@ slots_meet(const pnode_t *excl, const pnode_t *set)
 }
 
 static void slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *set,
-                          bson_t *res);
+                          const set_holes_t *holes, bson_t *res);
+
+/* Is name one of the holes a $set left? */
+static bool
+is_hole(const set_holes_t *h, const char *name)
+{
+	for (size_t i = 0; h != NULL && i < h->n; i++)
+		if (strcmp(h->names[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* Does `set` set a top-level field `src` (an earlier $set) computes? */
+static bool
+holes_meet(const pnode_t *src, const pnode_t *set)
+{
+	for (size_t i = 0; i < set->n; i++) {
+		const pnode_t *k = pnode_find(src, set->names[i]);
+		if (k != NULL && k->leaf)
+			return true;
+	}
+	return false;
+}
 
 /* out's value o under name, reordered after r's when the exclusion has
  * paths below it and the $set did not replace it whole: documents by
@@ -861,7 +900,7 @@ slots_value(bson_t *res, const char *name, int len, const bson_iter_t *o, const 
 	bson_init_static(&rsub, rv->value.v_doc.data, rv->value.v_doc.data_len);
 	if (docs) {
 		bson_append_document_begin(res, name, len, &child);
-		slots_reorder(&osub, &rsub, k1, k2, &child);
+		slots_reorder(&osub, &rsub, k1, k2, NULL, &child);
 		bson_append_document_end(res, &child);
 		return;
 	}
@@ -886,7 +925,8 @@ slots_value(bson_t *res, const char *name, int len, const bson_iter_t *o, const 
  * out's order.  out holds ref's kept fields in ref's order, then the
  * appended ones.  set: the $set's node at this level (NULL: none). */
 static void
-slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *set, bson_t *res)
+slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *set, const set_holes_t *holes,
+              bson_t *res)
 {
 	bson_iter_t r, o, f;
 	bool o_more;
@@ -898,9 +938,9 @@ slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const p
 	while (bson_iter_next(&r)) {
 		const char *name = bson_iter_key(&r);
 		uint32_t len = bson_iter_key_len(&r);
-		k1 = pnode_find(excl, name);
+		k1 = excl != NULL ? pnode_find(excl, name) : NULL;
 		k2 = set != NULL ? pnode_find(set, name) : NULL;
-		if (k1 != NULL && k1->leaf) {
+		if ((k1 != NULL && k1->leaf) || is_hole(holes, name)) {
 			if (bson_iter_init_find_w_len(&f, out, name, (int)len))
 				bson_append_iter(res, name, (int)len, &f);
 			continue;
@@ -914,8 +954,9 @@ slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const p
 	 * by the exclusion and present in ref) */
 	for (; o_more; o_more = bson_iter_next(&o)) {
 		const char *name = bson_iter_key(&o);
-		k1 = pnode_find(excl, name);
-		if (k1 != NULL && k1->leaf && bson_iter_init_find_w_len(&f, ref, name, (int)bson_iter_key_len(&o)))
+		k1 = excl != NULL ? pnode_find(excl, name) : NULL;
+		if (((k1 != NULL && k1->leaf) || is_hole(holes, name)) &&
+		    bson_iter_init_find_w_len(&f, ref, name, (int)bson_iter_key_len(&o)))
 			continue;
 		bson_append_iter(res, name, (int)bson_iter_key_len(&o), &o);
 	}
@@ -932,7 +973,8 @@ update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *c
 	 * a $set may fill (a chain of exclusions and $set stages), oldest
 	 * first */
 	bson_t *slot_ref[8];
-	const pnode_t *slot_excl[8];
+	const pnode_t *slot_excl[8];      /* NULL: a $set's holes */
+	set_holes_t slot_holes[8];
 	size_t nslots = 0;
 	bson_iter_t it;
 	int ret = -1;
@@ -958,20 +1000,49 @@ update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *c
 			                       !keep_ref; j++)
 				keep_ref = p->st[j].kind == PS_SET && slots_meet(ps->tree, p->st[j].tree);
 		}
+		/* a $set whose missing values a later $set may set again */
+		bool keep_holes = false;
+		if (ps->kind == PS_SET && nslots < 8) {
+			for (size_t j = i + 1; j < p->n && (p->st[j].kind == PS_SET || p->st[j].kind == PS_PROJECT_EXCL) &&
+			                       !keep_holes; j++)
+				keep_holes = p->st[j].kind == PS_SET && holes_meet(ps->tree, p->st[j].tree);
+		}
+		set_holes_t holes = {NULL, 0};
 
 		expr_env_set_root(env, cur);
 		next = bson_new();
 		switch (ps->kind) {
 		case PS_SET:
-			if (set_doc(ps->tree, cur, env, next, err) != 0)
+			if (keep_holes)
+				holes.names = bson_malloc(sizeof(*holes.names) * (ps->tree->n + 1));
+			if (set_doc(ps->tree, cur, env, next, keep_holes ? &holes : NULL, err) != 0) {
+				bson_free(holes.names);
 				goto err;
-			/* each exclusion's slots, nearest first */
+			}
+			/* each exclusion's (and earlier $set's holes') slots, nearest first */
 			for (size_t k = nslots; k-- > 0;) {
 				bson_t *fused = bson_new();
-				slots_reorder(next, slot_ref[k], slot_excl[k], ps->tree, fused);
+				slots_reorder(next, slot_ref[k], slot_excl[k], ps->tree, slot_excl[k] == NULL ? &slot_holes[k] : NULL,
+				              fused);
 				bson_destroy(next);
 				next = fused;
 			}
+			/* this $set's own holes: kept laid out for a later $set, dropped
+			 * from what it hands on */
+			if (holes.n > 0) {
+				bson_t *handed = bson_new();
+				bson_iter_t hi;
+				bson_iter_init(&hi, next);
+				while (bson_iter_next(&hi))
+					if (!BSON_ITER_HOLDS_NULL(&hi) || !is_hole(&holes, bson_iter_key(&hi)))
+						bson_append_iter(handed, NULL, 0, &hi);
+				slot_ref[nslots] = next;
+				slot_excl[nslots] = NULL;
+				slot_holes[nslots++] = holes;
+				holes.names = NULL;
+				next = handed;
+			}
+			bson_free(holes.names);
 			break;
 		case PS_PROJECT_EXCL:
 			excl_doc(ps->tree, cur, next);
@@ -1007,13 +1078,15 @@ update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *c
 		}
 		expr_env_reset(env);
 		expr_env_set_root(env, NULL);
-		/* the slots last while $set stages follow the exclusion */
 		/* the slots last while exclusions and $set stages follow */
 		if (ps->kind != PS_SET && ps->kind != PS_PROJECT_EXCL) {
-			while (nslots > 0)
+			while (nslots > 0) {
 				bson_destroy(slot_ref[--nslots]);
+				if (slot_excl[nslots] == NULL)
+					bson_free(slot_holes[nslots].names);
+			}
 		}
-		if (keep_ref) {
+		if (keep_ref && nslots < 8) {
 			slot_ref[nslots] = cur;
 			slot_excl[nslots++] = ps->tree;
 		} else {
@@ -1032,8 +1105,11 @@ update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *c
 err:
 	if (next != NULL)
 		bson_destroy(next);
-	while (nslots > 0)
+	while (nslots > 0) {
 		bson_destroy(slot_ref[--nslots]);
+		if (slot_excl[nslots] == NULL)
+			bson_free(slot_holes[nslots].names);
+	}
 	bson_destroy(cur);
 	expr_env_destroy(env);
 	return ret;
