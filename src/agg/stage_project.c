@@ -19,10 +19,10 @@
  * value appends a slot (DocumentStorage::getField), which a later $addFields
  * fills in place.  Here the setting stage reorders its output after the
  * input of each exclusion (and the holes of each $addFields) it reads through
- * $match / $limit / $skip / $addFields / exclusions, which hand mongod's
- * Document on; a stage that buffers or rebuilds documents ($sort, $unwind,
- * $lookup, ...) ends the chain (mongod keeps the slots through $sort,
- * $unwind and $lookup too: not done).
+ * $match / $limit / $skip / $addFields / exclusions / $unwind / $lookup,
+ * which hand mongod's Document on; a stage that buffers or rebuilds
+ * documents ($sort, $group, ...) ends the chain (mongod's in-memory sort
+ * keeps the Documents and their slots too: not done).
  *
  * Not here: find's projection ($elemMatch, $slice, positional $) -- query/.
  */
@@ -813,7 +813,13 @@ slots_sources(const agg_rt_t *rt, proj_state_t *ps)
 		return;
 	for (in = rt->input; in != NULL && ps->nexcl < SLOTS_MAX; in = in->input) {
 		const char *n = in->st->def->name;
-		if (strcmp(n, "$match") == 0 || strcmp(n, "$limit") == 0 || strcmp(n, "$skip") == 0)
+		/* $unwind and $lookup set a field in (a copy of) the same Document,
+		 * slots included (DocumentSourceUnwind's _output, DocumentSourceLookUp's
+		 * MutableDocument of its input; DocumentStorage::clone copies the
+		 * removed fields too); here both emit from one input at a time, so
+		 * the source's last input is still the current document's */
+		if (strcmp(n, "$match") == 0 || strcmp(n, "$limit") == 0 || strcmp(n, "$skip") == 0 ||
+		    strcmp(n, "$unwind") == 0 || strcmp(n, "$lookup") == 0)
 			continue;
 		if (in->st->def->open != rt->st->def->open)
 			break;
