@@ -78,7 +78,7 @@ typedef struct proj_state {
 	 * document lacked), and that document laid out with a null in each
 	 * such slot (hole_ref; valid while nholes > 0) */
 	bool keep_holes;
-	int nholes;
+	int nholes, holes_cap;
 	const pnode_t **holes;
 	bson_t hole_ref;
 } proj_state_t;
@@ -436,7 +436,7 @@ static int apply_exprs(agg_rt_t *rt, const pnode_t *n, const bson_t *cur, bson_t
  * get the fields, arrays each element, anything else becomes a new document. */
 static int
 exprs_to_value(agg_rt_t *rt, const pnode_t *n, const bson_value_t *v, bson_t *out, const char *key,
-    terr_t *err)
+    proj_state_t *hs, terr_t *err)
 {
 	bson_t sub, child;
 
@@ -450,7 +450,7 @@ exprs_to_value(agg_rt_t *rt, const pnode_t *n, const bson_value_t *v, bson_t *ou
 		bson_iter_init(&it, &sub);
 		while (bson_iter_next(&it)) {
 			bson_uint32_to_string(i++, &k, kb, sizeof(kb));
-			if (exprs_to_value(rt, n, bson_iter_value(&it), &child, k, err) != 0) {
+			if (exprs_to_value(rt, n, bson_iter_value(&it), &child, k, hs, err) != 0) {
 				bson_append_array_end(out, &child);
 				return -1;
 			}
@@ -461,11 +461,11 @@ exprs_to_value(agg_rt_t *rt, const pnode_t *n, const bson_value_t *v, bson_t *ou
 	bson_append_document_begin(out, key, -1, &child);
 	if (v != NULL && v->value_type == BSON_TYPE_DOCUMENT) {
 		agg_value_doc(v, &sub);
-		if (apply_exprs(rt, n, &sub, &child, NULL, err) != 0) {
+		if (apply_exprs(rt, n, &sub, &child, hs, err) != 0) {
 			bson_append_document_end(out, &child);
 			return -1;
 		}
-	} else if (apply_exprs(rt, n, NULL, &child, NULL, err) != 0) {
+	} else if (apply_exprs(rt, n, NULL, &child, hs, err) != 0) {
 		bson_append_document_end(out, &child);
 		return -1;
 	}
@@ -482,13 +482,20 @@ put_missing(const pnode_t *k, bson_t *out, proj_state_t *hs)
 	if (hs == NULL || !hs->keep_holes)
 		return;
 	bson_append_null(out, k->name, (int)k->name_len);
+	for (int i = 0; i < hs->nholes; i++)
+		if (hs->holes[i] == k)
+			return;
+	if (hs->nholes == hs->holes_cap) {
+		hs->holes_cap = hs->holes_cap == 0 ? 8 : hs->holes_cap * 2;
+		hs->holes = bson_realloc(hs->holes, sizeof(*hs->holes) * (size_t)hs->holes_cap);
+	}
 	hs->holes[hs->nholes++] = k;
 }
 
 /* The fields of cur a spec leaves alone are copied as raw bytes, one copy
  * per run of them (bv_append_raw), not one append each: for a $set of a
- * field or two, that is one copy of the document.  hs: the stage's state at
- * the top level (holes kept there), NULL below. */
+ * field or two, that is one copy of the document.  hs: the stage's state
+ * (where its holes are kept). */
 static int
 apply_exprs(agg_rt_t *rt, const pnode_t *n, const bson_t *cur, bson_t *out, proj_state_t *hs, terr_t *err)
 {
@@ -527,7 +534,7 @@ apply_exprs(agg_rt_t *rt, const pnode_t *n, const bson_t *cur, bson_t *out, proj
 			} else {
 				bson_value_t cv;
 				biter_value(&it, &cv);
-				ERR(exprs_to_value(rt, k, &cv, out, k->name, err));
+				ERR(exprs_to_value(rt, k, &cv, out, k->name, hs, err));
 			}
 		}
 		if (run_end != 0)
@@ -546,7 +553,7 @@ apply_exprs(agg_rt_t *rt, const pnode_t *n, const bson_t *cur, bson_t *out, proj
 			else
 				put_missing(k, out, hs);
 		} else {
-			ERR(exprs_to_value(rt, k, NULL, out, k->name, err));
+			ERR(exprs_to_value(rt, k, NULL, out, k->name, hs, err));
 		}
 	}
 err:
@@ -655,14 +662,62 @@ unset_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 
 /* ---- slots of excluded fields (see the head comment) --------------------- */
 
-/* Is name one of the holes (missing computed values) hs noted? */
+/* Is plan node k one of the holes (missing computed values) hs noted for
+ * the last document? */
 static bool
-is_hole(const proj_state_t *hs, const char *name, uint32_t len)
+is_hole(const proj_state_t *hs, const pnode_t *k)
 {
-	for (int i = 0; hs != NULL && i < hs->nholes; i++)
-		if (hs->holes[i]->name_len == len && memcmp(hs->holes[i]->name, name, len) == 0)
+	for (int i = 0; hs != NULL && k != NULL && i < hs->nholes; i++)
+		if (hs->holes[i] == k)
 			return true;
 	return false;
+}
+
+static void holes_drop(const bson_t *in, const pnode_t *n, const proj_state_t *hs, bson_t *out);
+
+/* it's value under k (a computed sub-tree) without hs's placeholders:
+ * documents by field, arrays element by element. */
+static void
+holes_drop_value(bson_t *out, const bson_iter_t *it, const pnode_t *k, const proj_state_t *hs)
+{
+	bson_t sub, child;
+	bson_iter_t ai;
+
+	if (!BSON_ITER_HOLDS_DOCUMENT(it) && !BSON_ITER_HOLDS_ARRAY(it)) {
+		bson_append_iter(out, NULL, 0, it);
+		return;
+	}
+	agg_value_doc(bson_iter_value((bson_iter_t *)it), &sub);
+	if (BSON_ITER_HOLDS_DOCUMENT(it)) {
+		bson_append_document_begin(out, bson_iter_key(it), (int)bson_iter_key_len(it), &child);
+		holes_drop(&sub, k, hs, &child);
+		bson_append_document_end(out, &child);
+		return;
+	}
+	bson_append_array_begin(out, bson_iter_key(it), (int)bson_iter_key_len(it), &child);
+	bson_iter_init(&ai, &sub);
+	while (bson_iter_next(&ai))
+		holes_drop_value(&child, &ai, k, hs);
+	bson_append_array_end(out, &child);
+}
+
+/* Copy in to out without the null placeholders of hs's holes (n: the plan
+ * node at this level). */
+static void
+holes_drop(const bson_t *in, const pnode_t *n, const proj_state_t *hs, bson_t *out)
+{
+	bson_iter_t it;
+
+	bson_iter_init(&it, in);
+	while (bson_iter_next(&it)) {
+		const pnode_t *k = pnode_lookup(n, bson_iter_key(&it), bson_iter_key_len(&it));
+		if (k != NULL && k->kind == PN_EXPR && BSON_ITER_HOLDS_NULL(&it) && is_hole(hs, k))
+			continue;
+		if (k == NULL || k->kind != PN_SUB)
+			bson_append_iter(out, NULL, 0, &it);
+		else
+			holes_drop_value(out, &it, k, hs);
+	}
 }
 
 /* Does some field set by `add` have a slot `excl` removes (excluded, or an
@@ -691,7 +746,7 @@ static void slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *e
  * element by element (each element a document of its own in mongod). */
 static void
 slots_value(bson_t *res, const char *name, int len, const bson_iter_t *o, const bson_iter_t *r, const pnode_t *k1,
-            const pnode_t *k2)
+            const pnode_t *k2, const proj_state_t *hs)
 {
 	bool docs = BSON_ITER_HOLDS_DOCUMENT(o) && BSON_ITER_HOLDS_DOCUMENT(r);
 	bool arrs = BSON_ITER_HOLDS_ARRAY(o) && BSON_ITER_HOLDS_ARRAY(r);
@@ -705,7 +760,7 @@ slots_value(bson_t *res, const char *name, int len, const bson_iter_t *o, const 
 	agg_value_doc(bson_iter_value((bson_iter_t *)r), &rsub);
 	if (docs) {
 		bson_append_document_begin(res, name, len, &child);
-		slots_reorder(&osub, &rsub, k1, k2, NULL, &child);
+		slots_reorder(&osub, &rsub, k1, k2, hs, &child);
 		bson_append_document_end(res, &child);
 		return;
 	}
@@ -717,7 +772,7 @@ slots_value(bson_t *res, const char *name, int len, const bson_iter_t *o, const 
 	r_more = bson_iter_next(&ri);
 	while (bson_iter_next(&oi)) {
 		if (r_more)
-			slots_value(&child, bson_iter_key(&oi), (int)bson_iter_key_len(&oi), &oi, &ri, k1, k2);
+			slots_value(&child, bson_iter_key(&oi), (int)bson_iter_key_len(&oi), &oi, &ri, k1, k2, hs);
 		else
 			bson_append_iter(&child, bson_iter_key(&oi), (int)bson_iter_key_len(&oi), &oi);
 		r_more = r_more && bson_iter_next(&ri);
@@ -733,7 +788,7 @@ slots_value(bson_t *res, const char *name, int len, const bson_iter_t *o, const 
  * (values updated in place), then the appended ones.  add: the last
  * setting stage's node at this level (NULL: it sets nothing here).  The
  * slots are the fields excl excludes or, for a $addFields source (excl
- * NULL, ref its hole_ref), the holes hs noted. */
+ * its plan, ref its hole_ref), the holes hs noted. */
 static void
 slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *add, const proj_state_t *hs,
               bson_t *res)
@@ -751,7 +806,7 @@ slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const p
 		uint32_t len = bson_iter_key_len(&r);
 		const pnode_t *k1 = excl != NULL ? pnode_lookup(excl, name, len) : NULL;
 		const pnode_t *k2 = add != NULL ? pnode_lookup(add, name, len) : NULL;
-		if ((k1 != NULL && k1->kind == PN_EXCLUDE) || is_hole(hs, name, len)) {
+		if (k1 != NULL && (k1->kind == PN_EXCLUDE || is_hole(hs, k1))) {
 			/* removed; set again: it is among out's appended fields */
 			if (bson_iter_init_find_w_len(&f, out, name, (int)len)) {
 				bson_append_iter(res, name, (int)len, &f);
@@ -768,7 +823,7 @@ slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const p
 		/* kept by the exclusion: out's next field, unless $$REMOVE dropped it */
 		if (!o_more || bson_iter_key_len(&o) != len || memcmp(bson_iter_key(&o), name, len) != 0)
 			continue;
-		slots_value(res, name, (int)len, &o, &r, k1, k2);
+		slots_value(res, name, (int)len, &o, &r, k1, k2, hs);
 		o_more = bson_iter_next(&o);
 	}
 	/* the appended fields not moved into a slot */
@@ -784,14 +839,18 @@ slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const p
 		bson_free(moved);
 }
 
-/* Does `add` set a top-level field `src` (a $addFields) computes, which may
- * be missing and leave a slot? */
+/* Does `add` set a field `src` (a $addFields) computes, which may be
+ * missing and leave a slot? */
 static bool
 holes_meet(const pnode_t *src, const pnode_t *add)
 {
 	for (int i = 0; i < add->nkids; i++) {
 		const pnode_t *k = pnode_lookup(src, add->kids[i].name, add->kids[i].name_len);
-		if (k != NULL && k->kind == PN_EXPR)
+		if (k == NULL)
+			continue;
+		if (k->kind == PN_EXPR)
+			return true;
+		if (k->kind == PN_SUB && add->kids[i].kind == PN_SUB && holes_meet(k, &add->kids[i]))
 			return true;
 	}
 	return false;
@@ -827,8 +886,6 @@ slots_sources(const agg_rt_t *rt, proj_state_t *ps)
 		if (ip->mode == PM_ADD) {
 			proj_state_t *is = in->state;
 			if (holes_meet(&ip->root, &plan->root)) {
-				if (is->holes == NULL)
-					is->holes = bson_malloc(sizeof(*is->holes) * (size_t)ip->root.nkids);
 				is->keep_holes = true;
 				ps->excl_rts[ps->nexcl++] = in;
 			}
@@ -902,7 +959,7 @@ proj_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 			continue;
 		bson_reinit(dst);
 		if (ep->mode == PM_ADD)
-			slots_reorder(*out, &es->hole_ref, NULL, &plan->root, es, dst);
+			slots_reorder(*out, &es->hole_ref, &ep->root, &plan->root, es, dst);
 		else
 			slots_reorder(*out, es->last_in, &ep->root, &plan->root, NULL, dst);
 		*out = dst;
@@ -911,14 +968,10 @@ proj_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	 * from what it hands on */
 	if (ps->nholes > 0) {
 		bson_t *dst = *out == &ps->fused ? &ps->fused2 : &ps->fused;
-		bson_iter_t it;
 		bson_reinit(&ps->hole_ref);
 		bson_concat(&ps->hole_ref, *out);
 		bson_reinit(dst);
-		bson_iter_init(&it, &ps->hole_ref);
-		while (bson_iter_next(&it))
-			if (!BSON_ITER_HOLDS_NULL(&it) || !is_hole(ps, bson_iter_key(&it), bson_iter_key_len(&it)))
-				bson_append_iter(dst, NULL, 0, &it);
+		holes_drop(&ps->hole_ref, &plan->root, ps, dst);
 		*out = dst;
 	}
 	return 1;
