@@ -528,19 +528,35 @@ err:
 /* ------------------------------------------------------------------ */
 /* run                                                                 */
 
+typedef struct set_holes set_holes_t;
 static int set_value(const pnode_t *t, const bson_value_t *in, expr_env_t *env, bson_value_t *out,
-                     bool *own, terr_t *err);
+                     bool *own, set_holes_t *holes, terr_t *err);
 
-/* The top-level fields a $set's expressions left missing, kept for a later
- * $set (mongod's setField of a missing value leaves a slot). */
-typedef struct set_holes {
-	const char **names;
-	size_t n;
-} set_holes_t;
+/* The $set tree's leaves whose value was missing, kept for a later $set
+ * (mongod's setField of a missing value leaves a slot, at any depth). */
+struct set_holes {
+	const pnode_t **nodes;
+	size_t n, cap;
+};
+
+/* A missing value of leaf k: a null placeholder in its slot, k noted once. */
+static void
+hole_put(set_holes_t *h, const pnode_t *k, const char *name, int len, bson_t *b)
+{
+	bson_append_null(b, name, len);
+	for (size_t i = 0; i < h->n; i++)
+		if (h->nodes[i] == k)
+			return;
+	if (h->n == h->cap) {
+		h->cap = h->cap == 0 ? 8 : h->cap * 2;
+		h->nodes = bson_realloc(h->nodes, sizeof(*h->nodes) * h->cap);
+	}
+	h->nodes[h->n++] = k;
+}
 
 /* $set tree over a document (in may be NULL: start from nothing).  holes
- * (top level only, else NULL): a missing value leaves a null placeholder
- * in its slot and its name in holes. */
+ * (NULL: none kept): a missing value leaves a null placeholder in its slot
+ * and its node in holes. */
 static int
 set_doc(const pnode_t *t, const bson_t *in, expr_env_t *env, bson_t *b, set_holes_t *holes, terr_t *err)
 {
@@ -562,13 +578,11 @@ set_doc(const pnode_t *t, const bson_t *in, expr_env_t *env, bson_t *b, set_hole
 				bson_value_t v;
 				bool own = false;
 
-				ERR(set_value(t->kids[idx], bson_iter_value(&it), env, &v, &own, err));
+				ERR(set_value(t->kids[idx], bson_iter_value(&it), env, &v, &own, holes, err));
 				if (v.value_type != BSON_TYPE_EOD)
 					bson_append_value(b, k, (int)bson_iter_key_len(&it), &v);
-				else if (holes != NULL && t->kids[idx]->leaf) {
-					bson_append_null(b, k, (int)bson_iter_key_len(&it));
-					holes->names[holes->n++] = t->names[idx];
-				}
+				else if (holes != NULL && t->kids[idx]->leaf)
+					hole_put(holes, t->kids[idx], k, (int)bson_iter_key_len(&it), b);
 				if (own)
 					bson_value_destroy(&v);
 			}
@@ -580,13 +594,11 @@ set_doc(const pnode_t *t, const bson_t *in, expr_env_t *env, bson_t *b, set_hole
 
 		if (seen[i])
 			continue;
-		ERR(set_value(t->kids[i], NULL, env, &v, &own, err));
+		ERR(set_value(t->kids[i], NULL, env, &v, &own, holes, err));
 		if (v.value_type != BSON_TYPE_EOD)
 			bson_append_value(b, t->names[i], -1, &v);
-		else if (holes != NULL && t->kids[i]->leaf) {
-			bson_append_null(b, t->names[i], -1);
-			holes->names[holes->n++] = t->names[i];
-		}
+		else if (holes != NULL && t->kids[i]->leaf)
+			hole_put(holes, t->kids[i], t->names[i], -1, b);
 		if (own)
 			bson_value_destroy(&v);
 	}
@@ -611,7 +623,7 @@ steal_into(bson_t *b, bool is_array, bson_value_t *out)
 /* The new value of one field under a $set tree node. */
 static int
 set_value(const pnode_t *t, const bson_value_t *in, expr_env_t *env, bson_value_t *out, bool *own,
-          terr_t *err)
+          set_holes_t *holes, terr_t *err)
 {
 	bson_t b, sub;
 	bson_iter_t it;
@@ -632,7 +644,7 @@ set_value(const pnode_t *t, const bson_value_t *in, expr_env_t *env, bson_value_
 	bson_init(&b);
 	if (in != NULL && in->value_type == BSON_TYPE_DOCUMENT) {
 		bson_init_static(&sub, in->value.v_doc.data, in->value.v_doc.data_len);
-		if (set_doc(t, &sub, env, &b, NULL, err) != 0) {
+		if (set_doc(t, &sub, env, &b, holes, err) != 0) {
 			bson_destroy(&b);
 			return -1;
 		}
@@ -649,7 +661,7 @@ set_value(const pnode_t *t, const bson_value_t *in, expr_env_t *env, bson_value_
 			bool o = false;
 
 			bson_uint32_to_string(i++, &kp, key, sizeof key);
-			if (set_value(t, bson_iter_value(&it), env, &v, &o, err) != 0) {
+			if (set_value(t, bson_iter_value(&it), env, &v, &o, holes, err) != 0) {
 				bson_destroy(&b);
 				return -1;
 			}
@@ -659,7 +671,7 @@ set_value(const pnode_t *t, const bson_value_t *in, expr_env_t *env, bson_value_
 		}
 		steal_into(&b, true, out);
 	} else {
-		if (set_doc(t, NULL, env, &b, NULL, err) != 0) {
+		if (set_doc(t, NULL, env, &b, holes, err) != 0) {
 			bson_destroy(&b);
 			return -1;
 		}
@@ -856,26 +868,85 @@ slots_meet(const pnode_t *excl, const pnode_t *set)
 static void slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *set,
                           const set_holes_t *holes, bson_t *res);
 
-/* Is name one of the holes a $set left? */
+/* Is leaf k one of the holes a $set left? */
 static bool
-is_hole(const set_holes_t *h, const char *name)
+is_hole(const set_holes_t *h, const pnode_t *k)
 {
-	for (size_t i = 0; h != NULL && i < h->n; i++)
-		if (strcmp(h->names[i], name) == 0)
+	for (size_t i = 0; h != NULL && k != NULL && i < h->n; i++)
+		if (h->nodes[i] == k)
 			return true;
 	return false;
 }
 
-/* Does `set` set a top-level field `src` (an earlier $set) computes? */
+/* Is k1 (a node of the exclusion, or of the earlier $set when holes) a slot? */
+static bool
+is_slot(const pnode_t *k1, const set_holes_t *holes)
+{
+	return k1 != NULL && (holes != NULL ? is_hole(holes, k1) : k1->leaf);
+}
+
+/* Does `set` set a field `src` (an earlier $set) computes? */
 static bool
 holes_meet(const pnode_t *src, const pnode_t *set)
 {
 	for (size_t i = 0; i < set->n; i++) {
 		const pnode_t *k = pnode_find(src, set->names[i]);
-		if (k != NULL && k->leaf)
+		if (k == NULL)
+			continue;
+		if (k->leaf)
+			return true;
+		if (!set->kids[i]->leaf && holes_meet(k, set->kids[i]))
 			return true;
 	}
 	return false;
+}
+
+static void holes_drop(const bson_t *in, const pnode_t *t, const set_holes_t *h, bson_t *out);
+
+/* it's value under t (a $set sub-tree) without h's placeholders. */
+static void
+holes_drop_value(bson_t *out, const bson_iter_t *it, const pnode_t *t, const set_holes_t *h)
+{
+	const bson_value_t *v;
+	bson_t sub, child;
+	bson_iter_t ai;
+
+	if (!BSON_ITER_HOLDS_DOCUMENT(it) && !BSON_ITER_HOLDS_ARRAY(it)) {
+		bson_append_iter(out, NULL, 0, it);
+		return;
+	}
+	v = bson_iter_value((bson_iter_t *)it);
+	bson_init_static(&sub, v->value.v_doc.data, v->value.v_doc.data_len);
+	if (BSON_ITER_HOLDS_DOCUMENT(it)) {
+		bson_append_document_begin(out, bson_iter_key(it), (int)bson_iter_key_len(it), &child);
+		holes_drop(&sub, t, h, &child);
+		bson_append_document_end(out, &child);
+		return;
+	}
+	bson_append_array_begin(out, bson_iter_key(it), (int)bson_iter_key_len(it), &child);
+	bson_iter_init(&ai, &sub);
+	while (bson_iter_next(&ai))
+		holes_drop_value(&child, &ai, t, h);
+	bson_append_array_end(out, &child);
+}
+
+/* Copy in to out without the null placeholders of h's holes (t: the $set's
+ * node at this level). */
+static void
+holes_drop(const bson_t *in, const pnode_t *t, const set_holes_t *h, bson_t *out)
+{
+	bson_iter_t it;
+
+	bson_iter_init(&it, in);
+	while (bson_iter_next(&it)) {
+		const pnode_t *k = pnode_find(t, bson_iter_key(&it));
+		if (k != NULL && k->leaf && BSON_ITER_HOLDS_NULL(&it) && is_hole(h, k))
+			continue;
+		if (k == NULL || k->leaf)
+			bson_append_iter(out, NULL, 0, &it);
+		else
+			holes_drop_value(out, &it, k, h);
+	}
 }
 
 /* out's value o under name, reordered after r's when the exclusion has
@@ -883,7 +954,7 @@ holes_meet(const pnode_t *src, const pnode_t *set)
  * field, arrays element by element. */
 static void
 slots_value(bson_t *res, const char *name, int len, const bson_iter_t *o, const bson_iter_t *r, const pnode_t *k1,
-            const pnode_t *k2)
+            const pnode_t *k2, const set_holes_t *holes)
 {
 	bool docs = BSON_ITER_HOLDS_DOCUMENT(o) && BSON_ITER_HOLDS_DOCUMENT(r);
 	bool arrs = BSON_ITER_HOLDS_ARRAY(o) && BSON_ITER_HOLDS_ARRAY(r);
@@ -900,7 +971,7 @@ slots_value(bson_t *res, const char *name, int len, const bson_iter_t *o, const 
 	bson_init_static(&rsub, rv->value.v_doc.data, rv->value.v_doc.data_len);
 	if (docs) {
 		bson_append_document_begin(res, name, len, &child);
-		slots_reorder(&osub, &rsub, k1, k2, NULL, &child);
+		slots_reorder(&osub, &rsub, k1, k2, holes, &child);
 		bson_append_document_end(res, &child);
 		return;
 	}
@@ -912,7 +983,7 @@ slots_value(bson_t *res, const char *name, int len, const bson_iter_t *o, const 
 	r_more = bson_iter_next(&ri);
 	while (bson_iter_next(&oi)) {
 		if (r_more)
-			slots_value(&child, bson_iter_key(&oi), (int)bson_iter_key_len(&oi), &oi, &ri, k1, k2);
+			slots_value(&child, bson_iter_key(&oi), (int)bson_iter_key_len(&oi), &oi, &ri, k1, k2, holes);
 		else
 			bson_append_iter(&child, bson_iter_key(&oi), (int)bson_iter_key_len(&oi), &oi);
 		r_more = r_more && bson_iter_next(&ri);
@@ -938,24 +1009,24 @@ slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const p
 	while (bson_iter_next(&r)) {
 		const char *name = bson_iter_key(&r);
 		uint32_t len = bson_iter_key_len(&r);
-		k1 = excl != NULL ? pnode_find(excl, name) : NULL;
+		k1 = pnode_find(excl, name);
 		k2 = set != NULL ? pnode_find(set, name) : NULL;
-		if ((k1 != NULL && k1->leaf) || is_hole(holes, name)) {
+		if (is_slot(k1, holes)) {
 			if (bson_iter_init_find_w_len(&f, out, name, (int)len))
 				bson_append_iter(res, name, (int)len, &f);
 			continue;
 		}
 		if (!o_more || bson_iter_key_len(&o) != len || memcmp(bson_iter_key(&o), name, len) != 0)
 			continue;
-		slots_value(res, name, (int)len, &o, &r, k1, k2);
+		slots_value(res, name, (int)len, &o, &r, k1, k2, holes);
 		o_more = bson_iter_next(&o);
 	}
 	/* the appended fields, but those moved into a slot (removed from ref
 	 * by the exclusion and present in ref) */
 	for (; o_more; o_more = bson_iter_next(&o)) {
 		const char *name = bson_iter_key(&o);
-		k1 = excl != NULL ? pnode_find(excl, name) : NULL;
-		if (((k1 != NULL && k1->leaf) || is_hole(holes, name)) &&
+		k1 = pnode_find(excl, name);
+		if (is_slot(k1, holes) &&
 		    bson_iter_init_find_w_len(&f, ref, name, (int)bson_iter_key_len(&o)))
 			continue;
 		bson_append_iter(res, name, (int)bson_iter_key_len(&o), &o);
@@ -973,8 +1044,8 @@ update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *c
 	 * a $set may fill (a chain of exclusions and $set stages), oldest
 	 * first */
 	bson_t *slot_ref[8];
-	const pnode_t *slot_excl[8];      /* NULL: a $set's holes */
-	set_holes_t slot_holes[8];
+	const pnode_t *slot_excl[8];      /* the exclusion's tree, or the $set's */
+	set_holes_t slot_holes[8];        /* the $set's holes (nodes NULL: an exclusion) */
 	size_t nslots = 0;
 	bson_iter_t it;
 	int ret = -1;
@@ -1007,23 +1078,21 @@ update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *c
 			                       !keep_holes; j++)
 				keep_holes = p->st[j].kind == PS_SET && holes_meet(ps->tree, p->st[j].tree);
 		}
-		set_holes_t holes = {NULL, 0};
+		set_holes_t holes = {NULL, 0, 0};
 
 		expr_env_set_root(env, cur);
 		next = bson_new();
 		switch (ps->kind) {
 		case PS_SET:
-			if (keep_holes)
-				holes.names = bson_malloc(sizeof(*holes.names) * (ps->tree->n + 1));
 			if (set_doc(ps->tree, cur, env, next, keep_holes ? &holes : NULL, err) != 0) {
-				bson_free(holes.names);
+				bson_free(holes.nodes);
 				goto err;
 			}
 			/* each exclusion's (and earlier $set's holes') slots, nearest first */
 			for (size_t k = nslots; k-- > 0;) {
 				bson_t *fused = bson_new();
-				slots_reorder(next, slot_ref[k], slot_excl[k], ps->tree, slot_excl[k] == NULL ? &slot_holes[k] : NULL,
-				              fused);
+				slots_reorder(next, slot_ref[k], slot_excl[k], ps->tree,
+				              slot_holes[k].nodes != NULL ? &slot_holes[k] : NULL, fused);
 				bson_destroy(next);
 				next = fused;
 			}
@@ -1031,18 +1100,14 @@ update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *c
 			 * from what it hands on */
 			if (holes.n > 0) {
 				bson_t *handed = bson_new();
-				bson_iter_t hi;
-				bson_iter_init(&hi, next);
-				while (bson_iter_next(&hi))
-					if (!BSON_ITER_HOLDS_NULL(&hi) || !is_hole(&holes, bson_iter_key(&hi)))
-						bson_append_iter(handed, NULL, 0, &hi);
+				holes_drop(next, ps->tree, &holes, handed);
 				slot_ref[nslots] = next;
-				slot_excl[nslots] = NULL;
+				slot_excl[nslots] = ps->tree;
 				slot_holes[nslots++] = holes;
-				holes.names = NULL;
+				holes.nodes = NULL;
 				next = handed;
 			}
-			bson_free(holes.names);
+			bson_free(holes.nodes);
 			break;
 		case PS_PROJECT_EXCL:
 			excl_doc(ps->tree, cur, next);
@@ -1082,12 +1147,12 @@ update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *c
 		if (ps->kind != PS_SET && ps->kind != PS_PROJECT_EXCL) {
 			while (nslots > 0) {
 				bson_destroy(slot_ref[--nslots]);
-				if (slot_excl[nslots] == NULL)
-					bson_free(slot_holes[nslots].names);
+				bson_free(slot_holes[nslots].nodes);
 			}
 		}
 		if (keep_ref && nslots < 8) {
 			slot_ref[nslots] = cur;
+			slot_holes[nslots] = (set_holes_t){NULL, 0, 0};
 			slot_excl[nslots++] = ps->tree;
 		} else {
 			bson_destroy(cur);
@@ -1107,8 +1172,7 @@ err:
 		bson_destroy(next);
 	while (nslots > 0) {
 		bson_destroy(slot_ref[--nslots]);
-		if (slot_excl[nslots] == NULL)
-			bson_free(slot_holes[nslots].names);
+		bson_free(slot_holes[nslots].nodes);
 	}
 	bson_destroy(cur);
 	expr_env_destroy(env);

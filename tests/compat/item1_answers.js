@@ -203,6 +203,8 @@
 			['_id', 'a', B, 'c', 'd', 'z', 'n']],
 		['pipeline: $$REMOVE of a present field, $unset, then $set', [{$set: {a: '$$REMOVE'}}, {$unset: 'c'}, {$set: {n: 1, a: 2}}],
 			['_id', 'a', B, 'd', 'n']],
+		['pipeline: nested $$REMOVE, then $set (a slot inside b)', [{$set: {'b.x': '$$REMOVE'}}, {$set: {'b.x': 1}}],
+			['_id', 'a', B, 'c', 'd']],
 		['replacement keeps _id first', {z: 1, a: 2}, ['_id', 'z', 'a']],
 		['upsert: query equalities, then the update', {$set: {z: 1, c: 3}}, ['_id', 'a', 'b', 'c', 'z'], {b: 1, a: 2}],
 		['upsert with _id in the query', {$set: {a: 1}}, ['_id', 'b', 'a'], {b: 1, _id: 5}],
