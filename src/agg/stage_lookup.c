@@ -1203,8 +1203,12 @@ graph_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 				goto err;
 			}
 			agg_value_doc(v, &f);
-			/* checked now, compiled per query with the join condition */
-			ERR(match_compile(&f, NULL, &m, err));
+			/* checked now, compiled per query with the join condition;
+			 * its $expr sees the variables defined above the stage (the
+			 * command's let, an enclosing $lookup's let), as mongod's
+			 * (jstests/aggregation/sources/graphLookup/filter.js) */
+			match_options_t mo = {.let = pc->let_doc};
+			ERR(match_compile(&f, &mo, &m, err));
 			match_free(m);
 			gp->restrict_filter = bson_copy(&f);
 			continue;
@@ -1407,8 +1411,11 @@ graph_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		 * pushed into the find executor, or applied to a view's output */
 		rc = agg_exec_new_sub(gp->reader, rt->x, &sub, err);
 		if (rc == 0 && gp->from_view) {
-			match_options_t mo = {.coll = coll};
+			bson_t *ld = rt->x->nvars > 0 ? agg_exec_let_doc(rt->x) : NULL;
+			match_options_t mo = {.coll = coll, .let = ld != NULL ? ld : rt->x->p->let_doc};
 			rc = match_compile(&filter, &mo, &m, err);
+			if (ld != NULL)
+				bson_destroy(ld);
 		}
 		if (rc == 0)
 			rc = agg_exec_open_source(sub, gs->foreign, gp->from_view ? NULL : &filter, err);

@@ -8,6 +8,22 @@
  * element), then the computed fields, which replace a field in place or are
  * appended in spec order; a computed value that is missing drops the field.
  *
+ * mongod's documents keep a removed field's slot (Document::remove leaves a
+ * missing value in place), so a field an exclusion removes and a later
+ * $addFields / $set sets again comes back at the position it had before the
+ * exclusion (jstests/aggregation/bugs/exclusion_projection_does_not_affect_
+ * field_order.js, SERVER-37791), while excluding a field the document lacks
+ * leaves no slot (ProjectionNode::applyProjections removes only the fields it
+ * meets).  A computed field whose value is missing ($$REMOVE, a missing path)
+ * does leave one, even when the document lacked it: setField of a missing
+ * value appends a slot (DocumentStorage::getField), which a later $addFields
+ * fills in place.  Here the setting stage reorders its output after the
+ * input of each exclusion (and the holes of each $addFields) it reads through
+ * $match / $limit / $skip / $addFields / exclusions / $unwind / $lookup,
+ * which hand mongod's Document on; a stage that buffers or rebuilds
+ * documents ($sort, $group, ...) ends the chain (mongod's in-memory sort
+ * keeps the Documents and their slots too: not done).
+ *
  * Not here: find's projection ($elemMatch, $slice, positional $) -- query/.
  */
 #include "bson/path.h"
@@ -44,8 +60,27 @@ typedef struct proj_plan {
 	pnode_t root;
 } proj_plan_t;
 
+#define SLOTS_MAX 8
+
 typedef struct proj_state {
 	bson_t pass1, out;
+	bson_t fused;               /* $addFields after an exclusion: out reordered */
+	const bson_t *last_in;      /* the input of the last next (valid until the next pull) */
+	bson_t fused2;              /* the same, one more exclusion up */
+	/* $addFields / $set only: the exclusions ($project / $unset) this stage
+	 * reads through $match / $limit / $skip / $addFields / $set, nearest
+	 * first, each excluding a field this stage sets (none: nexcl 0) */
+	const agg_rt_t *excl_rts[SLOTS_MAX];
+	int nexcl;
+	/* $addFields / $set a later one reads (keep_holes): the top-level
+	 * fields whose value was missing for the last document (mongod's
+	 * setField of a missing value leaves a slot, even for a field the
+	 * document lacked), and that document laid out with a null in each
+	 * such slot (hole_ref; valid while nholes > 0) */
+	bool keep_holes;
+	int nholes, holes_cap;
+	const pnode_t **holes;
+	bson_t hole_ref;
 } proj_state_t;
 
 static void
@@ -394,13 +429,14 @@ exclude_doc(const pnode_t *n, const bson_t *in, bson_t *out)
 
 /* ---- pass 2: computed fields -------------------------------------------- */
 
-static int apply_exprs(agg_rt_t *rt, const pnode_t *n, const bson_t *cur, bson_t *out, terr_t *err);
+static int apply_exprs(agg_rt_t *rt, const pnode_t *n, const bson_t *cur, bson_t *out, proj_state_t *hs,
+                       terr_t *err);
 
 /* The value of a computed sub-tree applied to v (may be missing): documents
  * get the fields, arrays each element, anything else becomes a new document. */
 static int
 exprs_to_value(agg_rt_t *rt, const pnode_t *n, const bson_value_t *v, bson_t *out, const char *key,
-    terr_t *err)
+    proj_state_t *hs, terr_t *err)
 {
 	bson_t sub, child;
 
@@ -414,7 +450,7 @@ exprs_to_value(agg_rt_t *rt, const pnode_t *n, const bson_value_t *v, bson_t *ou
 		bson_iter_init(&it, &sub);
 		while (bson_iter_next(&it)) {
 			bson_uint32_to_string(i++, &k, kb, sizeof(kb));
-			if (exprs_to_value(rt, n, bson_iter_value(&it), &child, k, err) != 0) {
+			if (exprs_to_value(rt, n, bson_iter_value(&it), &child, k, hs, err) != 0) {
 				bson_append_array_end(out, &child);
 				return -1;
 			}
@@ -425,11 +461,11 @@ exprs_to_value(agg_rt_t *rt, const pnode_t *n, const bson_value_t *v, bson_t *ou
 	bson_append_document_begin(out, key, -1, &child);
 	if (v != NULL && v->value_type == BSON_TYPE_DOCUMENT) {
 		agg_value_doc(v, &sub);
-		if (apply_exprs(rt, n, &sub, &child, err) != 0) {
+		if (apply_exprs(rt, n, &sub, &child, hs, err) != 0) {
 			bson_append_document_end(out, &child);
 			return -1;
 		}
-	} else if (apply_exprs(rt, n, NULL, &child, err) != 0) {
+	} else if (apply_exprs(rt, n, NULL, &child, hs, err) != 0) {
 		bson_append_document_end(out, &child);
 		return -1;
 	}
@@ -437,11 +473,31 @@ exprs_to_value(agg_rt_t *rt, const pnode_t *n, const bson_value_t *v, bson_t *ou
 	return 0;
 }
 
+/* A computed field whose value is missing: dropped, or (hs: the stage keeps
+ * its holes for a later $addFields) a null placeholder in its slot, noted in
+ * hs->holes. */
+static void
+put_missing(const pnode_t *k, bson_t *out, proj_state_t *hs)
+{
+	if (hs == NULL || !hs->keep_holes)
+		return;
+	bson_append_null(out, k->name, (int)k->name_len);
+	for (int i = 0; i < hs->nholes; i++)
+		if (hs->holes[i] == k)
+			return;
+	if (hs->nholes == hs->holes_cap) {
+		hs->holes_cap = hs->holes_cap == 0 ? 8 : hs->holes_cap * 2;
+		hs->holes = bson_realloc(hs->holes, sizeof(*hs->holes) * (size_t)hs->holes_cap);
+	}
+	hs->holes[hs->nholes++] = k;
+}
+
 /* The fields of cur a spec leaves alone are copied as raw bytes, one copy
  * per run of them (bv_append_raw), not one append each: for a $set of a
- * field or two, that is one copy of the document. */
+ * field or two, that is one copy of the document.  hs: the stage's state
+ * (where its holes are kept). */
 static int
-apply_exprs(agg_rt_t *rt, const pnode_t *n, const bson_t *cur, bson_t *out, terr_t *err)
+apply_exprs(agg_rt_t *rt, const pnode_t *n, const bson_t *cur, bson_t *out, proj_state_t *hs, terr_t *err)
 {
 	bool done_stack[64], *done = done_stack;
 	int i, ret = 0;
@@ -473,10 +529,12 @@ apply_exprs(agg_rt_t *rt, const pnode_t *n, const bson_t *cur, bson_t *out, terr
 				ERR(expr_eval(k->e, rt->env, &v, err));
 				if (v.value_type != BSON_TYPE_EOD)
 					bv_append(out, k->name, (int)k->name_len, &v);
+				else
+					put_missing(k, out, hs);
 			} else {
 				bson_value_t cv;
 				biter_value(&it, &cv);
-				ERR(exprs_to_value(rt, k, &cv, out, k->name, err));
+				ERR(exprs_to_value(rt, k, &cv, out, k->name, hs, err));
 			}
 		}
 		if (run_end != 0)
@@ -492,8 +550,10 @@ apply_exprs(agg_rt_t *rt, const pnode_t *n, const bson_t *cur, bson_t *out, terr
 			ERR(expr_eval(k->e, rt->env, &v, err));
 			if (v.value_type != BSON_TYPE_EOD)
 				bv_append(out, k->name, (int)k->name_len, &v);
+			else
+				put_missing(k, out, hs);
 		} else {
-			ERR(exprs_to_value(rt, k, NULL, out, k->name, err));
+			ERR(exprs_to_value(rt, k, NULL, out, k->name, hs, err));
 		}
 	}
 err:
@@ -600,6 +660,244 @@ unset_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	return ret;
 }
 
+/* ---- slots of excluded fields (see the head comment) --------------------- */
+
+/* Is plan node k one of the holes (missing computed values) hs noted for
+ * the last document? */
+static bool
+is_hole(const proj_state_t *hs, const pnode_t *k)
+{
+	for (int i = 0; hs != NULL && k != NULL && i < hs->nholes; i++)
+		if (hs->holes[i] == k)
+			return true;
+	return false;
+}
+
+static void holes_drop(const bson_t *in, const pnode_t *n, const proj_state_t *hs, bson_t *out);
+
+/* it's value under k (a computed sub-tree) without hs's placeholders:
+ * documents by field, arrays element by element. */
+static void
+holes_drop_value(bson_t *out, const bson_iter_t *it, const pnode_t *k, const proj_state_t *hs)
+{
+	bson_t sub, child;
+	bson_iter_t ai;
+
+	if (!BSON_ITER_HOLDS_DOCUMENT(it) && !BSON_ITER_HOLDS_ARRAY(it)) {
+		bson_append_iter(out, NULL, 0, it);
+		return;
+	}
+	agg_value_doc(bson_iter_value((bson_iter_t *)it), &sub);
+	if (BSON_ITER_HOLDS_DOCUMENT(it)) {
+		bson_append_document_begin(out, bson_iter_key(it), (int)bson_iter_key_len(it), &child);
+		holes_drop(&sub, k, hs, &child);
+		bson_append_document_end(out, &child);
+		return;
+	}
+	bson_append_array_begin(out, bson_iter_key(it), (int)bson_iter_key_len(it), &child);
+	bson_iter_init(&ai, &sub);
+	while (bson_iter_next(&ai))
+		holes_drop_value(&child, &ai, k, hs);
+	bson_append_array_end(out, &child);
+}
+
+/* Copy in to out without the null placeholders of hs's holes (n: the plan
+ * node at this level). */
+static void
+holes_drop(const bson_t *in, const pnode_t *n, const proj_state_t *hs, bson_t *out)
+{
+	bson_iter_t it;
+
+	bson_iter_init(&it, in);
+	while (bson_iter_next(&it)) {
+		const pnode_t *k = pnode_lookup(n, bson_iter_key(&it), bson_iter_key_len(&it));
+		if (k != NULL && k->kind == PN_EXPR && BSON_ITER_HOLDS_NULL(&it) && is_hole(hs, k))
+			continue;
+		if (k == NULL || k->kind != PN_SUB)
+			bson_append_iter(out, NULL, 0, &it);
+		else
+			holes_drop_value(out, &it, k, hs);
+	}
+}
+
+/* Does some field set by `add` have a slot `excl` removes (excluded, or an
+ * exclusion below it that `add` also writes below)? */
+static bool
+slots_meet(const pnode_t *excl, const pnode_t *add)
+{
+	for (int i = 0; i < add->nkids; i++) {
+		const pnode_t *k = pnode_lookup(excl, add->kids[i].name, add->kids[i].name_len);
+		if (k == NULL)
+			continue;
+		if (k->kind == PN_EXCLUDE)
+			return true;
+		if (k->kind == PN_SUB && add->kids[i].kind == PN_SUB && slots_meet(k, &add->kids[i]))
+			return true;
+	}
+	return false;
+}
+
+static void slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *add,
+                          const proj_state_t *hs, bson_t *res);
+
+/* Append out's value o under name, reordered after r's when the exclusion
+ * has paths below it (k1 a sub-tree) and the setting stage did not replace
+ * it whole (k2 NULL or a sub-tree): documents by their fields, arrays
+ * element by element (each element a document of its own in mongod). */
+static void
+slots_value(bson_t *res, const char *name, int len, const bson_iter_t *o, const bson_iter_t *r, const pnode_t *k1,
+            const pnode_t *k2, const proj_state_t *hs)
+{
+	bool docs = BSON_ITER_HOLDS_DOCUMENT(o) && BSON_ITER_HOLDS_DOCUMENT(r);
+	bool arrs = BSON_ITER_HOLDS_ARRAY(o) && BSON_ITER_HOLDS_ARRAY(r);
+	bson_t osub, rsub, child;
+
+	if (k1 == NULL || k1->kind != PN_SUB || (k2 != NULL && k2->kind != PN_SUB) || (!docs && !arrs)) {
+		bson_append_iter(res, name, len, o);
+		return;
+	}
+	agg_value_doc(bson_iter_value((bson_iter_t *)o), &osub);
+	agg_value_doc(bson_iter_value((bson_iter_t *)r), &rsub);
+	if (docs) {
+		bson_append_document_begin(res, name, len, &child);
+		slots_reorder(&osub, &rsub, k1, k2, hs, &child);
+		bson_append_document_end(res, &child);
+		return;
+	}
+	bson_iter_t oi, ri;
+	bool r_more;
+	bson_append_array_begin(res, name, len, &child);
+	bson_iter_init(&oi, &osub);
+	bson_iter_init(&ri, &rsub);
+	r_more = bson_iter_next(&ri);
+	while (bson_iter_next(&oi)) {
+		if (r_more)
+			slots_value(&child, bson_iter_key(&oi), (int)bson_iter_key_len(&oi), &oi, &ri, k1, k2, hs);
+		else
+			bson_append_iter(&child, bson_iter_key(&oi), (int)bson_iter_key_len(&oi), &oi);
+		r_more = r_more && bson_iter_next(&ri);
+	}
+	bson_append_array_end(res, &child);
+}
+
+/* Append to res the fields of out (the setting stages' result for one
+ * document level) in mongod's order: the fields of ref (the exclusion's
+ * input) in ref's order -- a field the exclusion removed and a later stage
+ * set again takes its old slot --, then the fields new to ref in out's
+ * order.  out holds the fields of ref the exclusion kept in ref's order
+ * (values updated in place), then the appended ones.  add: the last
+ * setting stage's node at this level (NULL: it sets nothing here).  The
+ * slots are the fields excl excludes or, for a $addFields source (excl
+ * its plan, ref its hole_ref), the holes hs noted. */
+static void
+slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *add, const proj_state_t *hs,
+              bson_t *res)
+{
+	bson_iter_t r, o, f;
+	bool o_more;
+	const char *moved_stack[16], **moved = moved_stack;
+	int nmoved = 0, cap = 16;
+
+	bson_iter_init(&o, out);
+	o_more = bson_iter_next(&o);
+	bson_iter_init(&r, ref);
+	while (bson_iter_next(&r)) {
+		const char *name = bson_iter_key(&r);
+		uint32_t len = bson_iter_key_len(&r);
+		const pnode_t *k1 = excl != NULL ? pnode_lookup(excl, name, len) : NULL;
+		const pnode_t *k2 = add != NULL ? pnode_lookup(add, name, len) : NULL;
+		if (k1 != NULL && (k1->kind == PN_EXCLUDE || is_hole(hs, k1))) {
+			/* removed; set again: it is among out's appended fields */
+			if (bson_iter_init_find_w_len(&f, out, name, (int)len)) {
+				bson_append_iter(res, name, (int)len, &f);
+				if (nmoved == cap) {
+					cap *= 2;
+					moved = moved == moved_stack ? memcpy(bson_malloc(sizeof(*moved) * (size_t)cap), moved_stack,
+					                                      sizeof(moved_stack))
+					                             : bson_realloc(moved, sizeof(*moved) * (size_t)cap);
+				}
+				moved[nmoved++] = name;
+			}
+			continue;
+		}
+		/* kept by the exclusion: out's next field, unless $$REMOVE dropped it */
+		if (!o_more || bson_iter_key_len(&o) != len || memcmp(bson_iter_key(&o), name, len) != 0)
+			continue;
+		slots_value(res, name, (int)len, &o, &r, k1, k2, hs);
+		o_more = bson_iter_next(&o);
+	}
+	/* the appended fields not moved into a slot */
+	for (; o_more; o_more = bson_iter_next(&o)) {
+		const char *name = bson_iter_key(&o);
+		bool was_moved = false;
+		for (int i = 0; i < nmoved && !was_moved; i++)
+			was_moved = strcmp(moved[i], name) == 0;
+		if (!was_moved)
+			bson_append_iter(res, name, (int)bson_iter_key_len(&o), &o);
+	}
+	if (moved != moved_stack)
+		bson_free(moved);
+}
+
+/* Does `add` set a field `src` (a $addFields) computes, which may be
+ * missing and leave a slot? */
+static bool
+holes_meet(const pnode_t *src, const pnode_t *add)
+{
+	for (int i = 0; i < add->nkids; i++) {
+		const pnode_t *k = pnode_lookup(src, add->kids[i].name, add->kids[i].name_len);
+		if (k == NULL)
+			continue;
+		if (k->kind == PN_EXPR)
+			return true;
+		if (k->kind == PN_SUB && add->kids[i].kind == PN_SUB && holes_meet(k, &add->kids[i]))
+			return true;
+	}
+	return false;
+}
+
+/* The exclusions a $addFields / $set at rt reads (through $match / $limit /
+ * $skip, other $addFields / $set and other exclusions, which all hand
+ * mongod's Document on with its slots) whose removed slots it may fill, and
+ * the $addFields / $set whose missing values' slots it may fill (those keep
+ * their holes from now on): into ps->excl_rts, nearest first. */
+static void
+slots_sources(const agg_rt_t *rt, proj_state_t *ps)
+{
+	const proj_plan_t *plan = rt->st->plan;
+	const agg_rt_t *in;
+
+	ps->nexcl = 0;
+	if (plan->mode != PM_ADD)
+		return;
+	for (in = rt->input; in != NULL && ps->nexcl < SLOTS_MAX; in = in->input) {
+		const char *n = in->st->def->name;
+		/* $unwind and $lookup set a field in (a copy of) the same Document,
+		 * slots included (DocumentSourceUnwind's _output, DocumentSourceLookUp's
+		 * MutableDocument of its input; DocumentStorage::clone copies the
+		 * removed fields too); here both emit from one input at a time, so
+		 * the source's last input is still the current document's */
+		if (strcmp(n, "$match") == 0 || strcmp(n, "$limit") == 0 || strcmp(n, "$skip") == 0 ||
+		    strcmp(n, "$unwind") == 0 || strcmp(n, "$lookup") == 0)
+			continue;
+		if (in->st->def->open != rt->st->def->open)
+			break;
+		const proj_plan_t *ip = in->st->plan;
+		if (ip->mode == PM_ADD) {
+			proj_state_t *is = in->state;
+			if (holes_meet(&ip->root, &plan->root)) {
+				is->keep_holes = true;
+				ps->excl_rts[ps->nexcl++] = in;
+			}
+			continue;
+		}
+		if (ip->mode != PM_EXCLUSION)
+			break;
+		if (slots_meet(&ip->root, &plan->root))
+			ps->excl_rts[ps->nexcl++] = in;
+	}
+}
+
 static int
 proj_open(agg_rt_t *rt, terr_t *err)
 {
@@ -607,7 +905,11 @@ proj_open(agg_rt_t *rt, terr_t *err)
 
 	bson_init(&ps->pass1);
 	bson_init(&ps->out);
+	bson_init(&ps->fused);
+	bson_init(&ps->fused2);
+	bson_init(&ps->hole_ref);
 	rt->state = ps;
+	slots_sources(rt, ps);
 	return 0;
 }
 
@@ -622,6 +924,7 @@ proj_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	rc = agg_rt_pull(rt, &in, err);
 	if (rc != 1)
 		return rc;
+	ps->last_in = in;
 	bson_reinit(&ps->pass1);
 	switch (plan->mode) {
 	case PM_INCLUSION:
@@ -643,8 +946,34 @@ proj_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	expr_env_reset(rt->env);
 	expr_env_set_root(rt->env, in);
 	bson_reinit(&ps->out);
-	RET(apply_exprs(rt, &plan->root, cur, &ps->out, err));
+	ps->nholes = 0;
+	RET(apply_exprs(rt, &plan->root, cur, &ps->out, ps, err));
 	*out = &ps->out;
+	/* each exclusion's slots, nearest first: the result of one is laid
+	 * out after the next one's input */
+	for (int i = 0; i < ps->nexcl; i++) {
+		const proj_state_t *es = ps->excl_rts[i]->state;
+		const proj_plan_t *ep = ps->excl_rts[i]->st->plan;
+		bson_t *dst = *out == &ps->fused ? &ps->fused2 : &ps->fused;
+		if (ep->mode == PM_ADD && es->nholes == 0)
+			continue;
+		bson_reinit(dst);
+		if (ep->mode == PM_ADD)
+			slots_reorder(*out, &es->hole_ref, &ep->root, &plan->root, es, dst);
+		else
+			slots_reorder(*out, es->last_in, &ep->root, &plan->root, NULL, dst);
+		*out = dst;
+	}
+	/* this stage's own holes: kept laid out for a later stage, dropped
+	 * from what it hands on */
+	if (ps->nholes > 0) {
+		bson_t *dst = *out == &ps->fused ? &ps->fused2 : &ps->fused;
+		bson_reinit(&ps->hole_ref);
+		bson_concat(&ps->hole_ref, *out);
+		bson_reinit(dst);
+		holes_drop(&ps->hole_ref, &plan->root, ps, dst);
+		*out = dst;
+	}
 	return 1;
 }
 
@@ -655,6 +984,10 @@ proj_close(agg_rt_t *rt)
 
 	bson_destroy(&ps->pass1);
 	bson_destroy(&ps->out);
+	bson_destroy(&ps->fused);
+	bson_destroy(&ps->fused2);
+	bson_destroy(&ps->hole_ref);
+	bson_free(ps->holes);
 	bson_free(ps);
 }
 

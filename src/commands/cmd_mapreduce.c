@@ -389,7 +389,7 @@ CMD_HANDLER(cmd_map_reduce)
 		               "Cannot run server-side javascript without the javascript engine enabled");
 		goto err;
 	}
-	ERR(js_scope_enter(NULL, &ctx, err));
+	ERR(js_scope_enter_for(true, &ctx, err)); /* mapReduce sees system.js */
 	mark = js_top(ctx);
 	if (cmd_find_field(c, "scope", &it) && BSON_ITER_HOLDS_DOCUMENT(&it)) {
 		bson_t sc;

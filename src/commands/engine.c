@@ -442,6 +442,38 @@ cmd_lookup_fast(const char *name)
 	return cmd_lookup(name);              /* unknown names (59), or an unhashed table */
 }
 
+/* js/'s system.js loader (js_thread_set_stored_loader): each document of
+ * the running command's <db>.system.js, read on the command's storage
+ * session (mongod reads it with a direct client of the operation). */
+static int
+stored_js_load(void *arg, js_stored_each_fn each, void *each_arg, terr_t *err)
+{
+	cmd_t *c = arg;
+	storage_coll_t *coll = NULL;
+	storage_cursor_t *cur = NULL;
+	storage_session_t *s;
+	bson_t doc;
+	int rc, ret = -1;
+
+	if (storage_coll_get(c->engine->st, c->db, "system.js", &coll, NULL) != 0)
+		return 0; /* none: nothing to load */
+	if ((s = client_session(c->client, err)) == NULL)
+		goto out;
+	if (storage_scan_open(s, coll, false, &cur, err) != 0)
+		goto out;
+	while ((rc = storage_cursor_next(cur, NULL, &doc, NULL, NULL, err)) == 1) {
+		if (each(each_arg, &doc, err) != 0)
+			goto out;
+	}
+	if (rc == 0)
+		ret = 0;
+out:
+	if (cur != NULL)
+		storage_cursor_close(cur);
+	storage_coll_release(coll);
+	return ret;
+}
+
 int
 engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *body,
                    bson_t *reply, terr_t *err)
@@ -525,6 +557,7 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 		/* the scripts this command runs see this database's and this
 		 * connection's JavaScript globals only (js/script.h) */
 		js_thread_set_scope_conn(dbname, cl != NULL ? (int64_t)cl->connection_id : 0);
+		js_thread_set_stored_loader(stored_js_load, &c);
 	}
 	/* replica set and test commands (cmd_repl.c): failCommand, the
 	 * primary gate, $clusterTime, read / write concern -- before the
@@ -589,6 +622,7 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 		auth_invalidate_cache();
 	if (op_begun)
 		tm_opctx_end(&c.op);
+	js_thread_set_stored_loader(NULL, NULL);
 	cmd_metrics_record(def, c.name, c.db, c.body, tm_now_us() - start_us, false);
 	if (uuid_rewritten)
 		bson_destroy(&uuid_body);
@@ -598,6 +632,7 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 fail:
 	if (op_begun)
 		tm_opctx_end(&c.op);
+	js_thread_set_stored_loader(NULL, NULL);
 	error_reply(reply, er);
 	cmd_repl_times(&c, def, &rx, er->code, reply);
 	cmd_repl_ctx_clear(&rx);

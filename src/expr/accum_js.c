@@ -159,7 +159,7 @@ call(const accum_js_t *j, int f, const bson_value_t *state, const bson_value_t *
 	if (arr != NULL && expr_iter_init(&it, arr))
 		while (bson_iter_next(&it))
 			expr_array_append(&args, &idx, bson_iter_value(&it));
-	if (js_scope_enter(NULL, &ctx, err) != 0) {
+	if (js_scope_enter_for(false, &ctx, err) != 0) {
 		bson_destroy(&args);
 		return -1;
 	}

@@ -186,10 +186,18 @@ big_digits(const big_t *a)
 		}
 		return n;
 	}
-	while (!big_is_zero(&t)) {
-		big_div_small(&t, 10);
-		n++;
+	/* above 64 bits, 19 digits at a time (t >= 2^64 > 10^19) */
+	for (;;) {
+		uint64_t hi = 0;
+		for (int i = 1; i < NLIMB; i++)
+			hi |= t.w[i];
+		if (hi == 0)
+			break;
+		big_div_small(&t, 10000000000000000000ULL);
+		n += 19;
 	}
+	for (uint64_t v = t.w[0]; v; v /= 10)
+		n++;
 	return n;
 }
 
@@ -705,11 +713,17 @@ wround(dec_t *r, bool sticky)
 	int drop = nd - WDIG;
 	uint64_t last = 0;
 	bool below = sticky;
-	for (int i = 0; i < drop; i++) {
-		if (last)
+	/* all but the last dropped digit only count as sticky: 19 at a time */
+	for (int left = drop - 1; left > 0;) {
+		int step = left > 19 ? 19 : left;
+		uint64_t m = 1;
+		for (int i = 0; i < step; i++)
+			m *= 10;
+		if (big_div_small(&r->c, m) != 0)
 			below = true;
-		last = big_div_small(&r->c, 10);
+		left -= step;
 	}
+	last = big_div_small(&r->c, 10);
 	r->exp += drop;
 	if (last > 5 || (last == 5 && (below || (r->c.w[0] & 1)))) {
 		big_t one = {{1}};
@@ -811,6 +825,31 @@ wdiv(dec_t a, dec_t b)
 	return r;
 }
 
+/* wdiv(a, wint(d)) for 0 < d < 2^63, by one-limb division (the same
+ * digits: the series divide every term by a small integer) */
+static dec_t
+wdiv_small(dec_t a, uint64_t d)
+{
+	dec_t r;
+	big_t num = a.c;
+	int dd = 0;
+	for (uint64_t t = d; t; t /= 10)
+		dd++;
+	int k = dd + WDIG + 1 - big_digits(&a.c);
+
+	if (k < 0)
+		k = 0;
+	big_mul_pow10(&num, k);
+	memset(&r, 0, sizeof(r));
+	r.kind = DK_FINITE;
+	r.neg = a.neg;
+	uint64_t rem = big_div_small(&num, d);
+	r.c = num;
+	r.exp = a.exp - k;
+	wround(&r, rem != 0);
+	return r;
+}
+
 /* magnitude bound: value < 10^(digits + exp) */
 static int
 wmag(const dec_t *a)
@@ -868,10 +907,10 @@ expr_decimal_exp(bson_decimal128_t ad)
 	dec_t ln10 = wconst(LN10, 0);
 	dec_t r = wadd(x, wmul(wint(-k), ln10));
 	/* exp(r) = exp(r / 2^10)^(2^10) */
-	dec_t rr = wdiv(r, wint(1024));
+	dec_t rr = wdiv_small(r, 1024);
 	dec_t sum = wint(1), term = wint(1);
 	for (int n = 1; n < 200; n++) {
-		term = wdiv(wmul(term, rr), wint(n));
+		term = wdiv_small(wmul(term, rr), (uint64_t)n);
 		if (big_is_zero(&term.c) || wmag(&term) < wmag(&sum) - WDIG - 2)
 			break;
 		sum = wadd(sum, term);
@@ -911,7 +950,7 @@ wln(dec_t x)
 		sum = z;
 		for (int n = 3; n < 400; n += 2) {
 			p = wmul(p, z2);
-			dec_t termv = wdiv(p, wint(n));
+			dec_t termv = wdiv_small(p, (uint64_t)n);
 			if (big_is_zero(&termv.c) || wmag(&termv) < wmag(&sum) - WDIG - 2)
 				break;
 			sum = wadd(sum, termv);
@@ -1165,4 +1204,401 @@ expr_decimal_cmp(bson_decimal128_t ad, bson_decimal128_t bd)
 		}
 	}
 	return sa > 0 ? mag : -mag;
+}
+
+/* ---- trigonometric and hyperbolic functions ------------------------------
+ * mongod computes these with Intel's decimal library (bid128_sin, ...), whose
+ * results are good to about 34 digits.  Here each is computed with the
+ * 60-digit intermediates above and rounded once to 34 digits: the reduction
+ * by pi/2 is exact (integer arithmetic on a 115-digit pi/2), the inverse
+ * functions halve their argument before a Taylor series, and the hyperbolic
+ * ones are built from exp and ln. */
+
+/* pi/2 to 115 digits, the first digit in the units place */
+static const char PIO2[] =
+	"1570796326794896619231321691639751442098584699687552910487472296153908203143104499314017412671058533991074043256641";
+#define PIO2_EXP (-(int)(sizeof(PIO2) - 2))
+
+static dec_t
+wzero(void)
+{
+	dec_t z;
+	memset(&z, 0, sizeof(z));
+	z.kind = DK_FINITE;
+	return z;
+}
+
+static dec_t
+wneg(dec_t a)
+{
+	a.neg = !a.neg;
+	return a;
+}
+
+static bool
+wis_zero(const dec_t *a)
+{
+	return big_is_zero(&a->c);
+}
+
+static dec_t
+wpio2(void)
+{
+	return wconst(PIO2, 0);
+}
+
+/* sqrt of a non-negative wide value, WDIG digits */
+static dec_t
+wsqrt(dec_t x)
+{
+	if (wis_zero(&x))
+		return wzero();
+	big_t c = x.c;
+	int e = x.exp;
+	int k = 2 * WDIG + 2 - big_digits(&c);
+	if (k < 0) {
+		for (int i = 0; i < -k; i++)
+			big_div_small(&c, 10);
+		e -= k;
+		k = 0;
+	}
+	if ((e - k) % 2 != 0)
+		k++;
+	big_mul_pow10(&c, k);
+	e -= k;
+	dec_t r = wzero();
+	big_isqrt(&c, &r.c);
+	r.exp = e / 2;
+	wround(&r, true);
+	return r;
+}
+
+/* a double near a wide value (its leading 17 digits) */
+static double
+wto_double(const dec_t *x)
+{
+	big_t c = x->c;
+	int e = x->exp, nd = big_digits(&c);
+	for (; nd > 17; nd--, e++)
+		big_div_small(&c, 10);
+	double v = (double)big_to_u128(&c) * pow(10.0, e);
+	return x->neg ? -v : v;
+}
+
+/* e^x for a finite x with |x| <= 15000, WDIG digits (as expr_decimal_exp) */
+static dec_t
+wexp(dec_t x)
+{
+	if (wis_zero(&x))
+		return wint(1);
+	int64_t k = llround(wto_double(&x) / 2.302585092994045684);
+	dec_t r = wadd(x, wmul(wint(-k), wconst(LN10, 0)));
+	dec_t rr = wdiv_small(r, 1024);
+	dec_t sum = wint(1), term = wint(1);
+	for (int n = 1; n < 200; n++) {
+		term = wdiv_small(wmul(term, rr), (uint64_t)n);
+		if (wis_zero(&term) || wmag(&term) < wmag(&sum) - WDIG - 2)
+			break;
+		sum = wadd(sum, term);
+	}
+	for (int i = 0; i < 10; i++)
+		sum = wmul(sum, sum);
+	sum.exp += (int)k;
+	return sum;
+}
+
+/* Taylor series of sin/sinh (odd) or cos/cosh (even); `alt` alternates the
+ * signs (sin, cos).  For |x| below about 1. */
+static dec_t
+wtaylor(dec_t x, bool odd, bool alt)
+{
+	dec_t x2 = wmul(x, x);
+	if (alt)
+		x2.neg = !x2.neg;
+	dec_t term = odd ? x : wint(1), sum = term;
+	for (int n = odd ? 2 : 1; n < 400; n += 2) {
+		term = wdiv_small(wmul(term, x2), (uint64_t)n * (uint64_t)(n + 1));
+		if (wis_zero(&term) || wmag(&term) < wmag(&sum) - WDIG - 2)
+			break;
+		sum = wadd(sum, term);
+	}
+	return sum;
+}
+
+/* x + s x^3/3 + x^5/5 ... (s = -1: atan, s = +1: atanh), for |x| <= 1/2 */
+static dec_t
+wodd_series(dec_t x, bool alt)
+{
+	dec_t x2 = wmul(x, x);
+	if (alt)
+		x2.neg = !x2.neg;
+	dec_t p = x, sum = x;
+	for (int n = 3; n < 1000; n += 2) {
+		p = wmul(p, x2);
+		dec_t t = wdiv_small(p, (uint64_t)n);
+		if (wis_zero(&t) || wmag(&t) < wmag(&sum) - WDIG - 2)
+			break;
+		sum = wadd(sum, t);
+	}
+	return sum;
+}
+
+/* atan of a finite value */
+static dec_t
+watan(dec_t x)
+{
+	bool neg = x.neg, inv = false;
+	dec_t a = x, one = wint(1);
+	a.neg = false;
+	if (wis_zero(&a))
+		return x;
+	if (wmag(&a) > 1 || (wmag(&a) == 1 && !wadd(a, wint(-1)).neg)) {
+		if (wmag(&a) > 80) /* pi/2 - 1/a: 1/a lies below 60 digits */
+			return neg ? wneg(wpio2()) : wpio2();
+		a = wdiv(one, a);
+		inv = true;
+	}
+	/* atan a = 2 atan(a / (1 + sqrt(1 + a^2))), three times: |a| < 0.1 */
+	for (int i = 0; i < 3; i++)
+		a = wdiv(a, wadd(one, wsqrt(wadd(one, wmul(a, a)))));
+	dec_t r = wmul(wodd_series(a, true), wint(8));
+	if (inv)
+		r = wadd(wpio2(), wneg(r));
+	r.neg = neg;
+	return r;
+}
+
+/* atanh of |x| < 1 */
+static dec_t
+watanh(dec_t x)
+{
+	dec_t a = x, one = wint(1);
+	a.neg = false;
+	if (wmag(&a) <= 0 && wto_double(&a) <= 0.5)
+		return wodd_series(x, false);
+	/* 1/2 ln((1 + a) / (1 - a)) */
+	dec_t r = wdiv(wln(wdiv(wadd(one, a), wadd(one, wneg(a)))), wint(2));
+	r.neg = x.neg;
+	return r;
+}
+
+/* Reduce x (|x| < 10^30) by pi/2: x = k pi/2 + r, |r| <= pi/4 (about);
+ * *quadrant = k mod 4.  Exact: x and k pi/2 are aligned as integers. */
+static dec_t
+wreduce(dec_t x, int *quadrant)
+{
+	*quadrant = 0;
+	if (wmag(&x) <= 0)
+		return x;
+	/* k = round(|x| / (pi/2)) */
+	dec_t ax = x;
+	ax.neg = false;
+	dec_t q = wdiv(ax, wpio2());
+	big_t k = q.c;
+	uint64_t last = 0;
+	for (int i = 0; i < -q.exp; i++)
+		last = big_div_small(&k, 10);
+	if (q.exp > 0)
+		big_mul_pow10(&k, q.exp);
+	if (last >= 5) {
+		big_t one = {{1}};
+		big_add(&k, &one);
+	}
+	/* r = |x| - k pi/2 at exponent PIO2_EXP */
+	big_t p, kp;
+	memset(&p, 0, sizeof(p));
+	for (const char *s = PIO2; *s; s++)
+		big_mul_small(&p, 10, (uint64_t)(*s - '0'));
+	big_mul(&kp, &k, &p);
+	dec_t xs = ax, kps = wzero(), r = wzero();
+	big_mul_pow10(&xs.c, ax.exp - PIO2_EXP);
+	xs.exp = PIO2_EXP;
+	kps.c = kp;
+	kps.exp = PIO2_EXP;
+	kps.neg = true;
+	r.exp = PIO2_EXP;
+	add_aligned(&xs, &kps, &r);
+	wround(&r, false);
+	int km = (int)(k.w[0] & 3);
+	if (x.neg) {
+		r.neg = !r.neg;
+		km = (4 - km) & 3;
+	}
+	*quadrant = km;
+	return r;
+}
+
+bool
+expr_decimal_trig(expr_dtrig_t fn, bson_decimal128_t ad, bson_decimal128_t *out)
+{
+	dec_t x = dec_unpack(ad), one = wint(1), r;
+
+	if (x.kind == DK_NAN) {
+		*out = ad;
+		return true;
+	}
+	if (x.kind == DK_INF) {
+		bson_decimal128_t inf = dec_pack_special(DK_INF, x.neg);
+		switch (fn) {
+		case DT_ATAN: *out = wfinish(x.neg ? wneg(wpio2()) : wpio2()); break;
+		case DT_SINH: case DT_ASINH: *out = inf; break;
+		case DT_COSH: *out = dec_pack_special(DK_INF, false); break;
+		case DT_ACOSH: *out = x.neg ? dec_pack_special(DK_NAN, false) : inf; break;
+		case DT_TANH: *out = expr_decimal_from_int64(x.neg ? -1 : 1); break;
+		default: *out = dec_pack_special(DK_NAN, false); break; /* outside the domain */
+		}
+		return true;
+	}
+	dec_t ax = x;
+	ax.neg = false;
+	switch (fn) {
+	case DT_SIN:
+	case DT_COS:
+	case DT_TAN: {
+		if (wmag(&x) > 30)
+			return false;
+		int quad;
+		dec_t rr = wreduce(x, &quad);
+		dec_t s = wtaylor(rr, true, true), c = wtaylor(rr, false, true);
+		dec_t sv = (quad == 0) ? s : (quad == 1) ? c : (quad == 2) ? wneg(s) : wneg(c);
+		dec_t cv = (quad == 0) ? c : (quad == 1) ? wneg(s) : (quad == 2) ? wneg(c) : s;
+		if (fn == DT_SIN)
+			r = wis_zero(&x) ? x : sv;
+		else if (fn == DT_COS)
+			r = cv;
+		else
+			r = wis_zero(&x) ? x : wdiv(sv, cv);
+		break;
+	}
+	case DT_ASIN:
+	case DT_ACOS: {
+		int c1 = expr_decimal_cmp(expr_decimal_abs(ad), expr_decimal_from_int64(1));
+		if (c1 > 0) {
+			*out = dec_pack_special(DK_NAN, false);
+			return true;
+		}
+		dec_t as;
+		if (c1 == 0)
+			as = x.neg ? wneg(wpio2()) : wpio2();
+		else if (wis_zero(&x))
+			as = x;
+		else
+			as = watan(wdiv(x, wsqrt(wmul(wadd(one, wneg(x)), wadd(one, x)))));
+		r = fn == DT_ASIN ? as : wadd(wpio2(), wneg(as));
+		if (fn == DT_ACOS && wis_zero(&r))
+			r = wzero();
+		break;
+	}
+	case DT_ATAN:
+		r = watan(x);
+		break;
+	case DT_SINH:
+	case DT_COSH:
+	case DT_TANH: {
+		if (wmag(&x) > 5) { /* |x| >= 10^5: e^|x| beyond decimal128 */
+			if (fn == DT_TANH)
+				*out = expr_decimal_from_int64(x.neg ? -1 : 1);
+			else
+				*out = dec_pack_special(DK_INF, fn == DT_SINH && x.neg);
+			return true;
+		}
+		dec_t s, c;
+		if (wmag(&x) <= 0) {
+			s = wtaylor(x, true, false);
+			c = wtaylor(x, false, false);
+		} else {
+			dec_t e = wexp(ax), ie = wdiv(one, e);
+			s = wdiv(wadd(e, wneg(ie)), wint(2));
+			c = wdiv(wadd(e, ie), wint(2));
+			s.neg = x.neg;
+		}
+		r = fn == DT_SINH ? s : fn == DT_COSH ? c : wdiv(s, c);
+		if (fn != DT_COSH && wis_zero(&x))
+			r = x;
+		break;
+	}
+	case DT_ASINH:
+		if (wis_zero(&x)) {
+			r = x;
+		} else if (wmag(&x) <= 0 && wto_double(&ax) <= 0.5) {
+			r = watanh(wdiv(x, wsqrt(wadd(one, wmul(x, x)))));
+		} else {
+			r = wln(wadd(ax, wsqrt(wadd(wmul(ax, ax), one))));
+			r.neg = x.neg;
+		}
+		break;
+	case DT_ACOSH:
+		if (expr_decimal_cmp(ad, expr_decimal_from_int64(1)) < 0) {
+			*out = dec_pack_special(DK_NAN, false);
+			return true;
+		}
+		r = wln(wadd(x, wsqrt(wmul(wadd(x, wint(-1)), wadd(x, one)))));
+		break;
+	case DT_ATANH: {
+		int c1 = expr_decimal_cmp(expr_decimal_abs(ad), expr_decimal_from_int64(1));
+		if (c1 > 0) {
+			*out = dec_pack_special(DK_NAN, false);
+			return true;
+		}
+		if (c1 == 0) {
+			*out = dec_pack_special(DK_INF, x.neg);
+			return true;
+		}
+		r = wis_zero(&x) ? x : watanh(x);
+		break;
+	}
+	default:
+		*out = dec_pack_special(DK_NAN, false);
+		return true;
+	}
+	*out = wfinish(r);
+	/* tanh saturating at +-1 answers the integer, as it does for Infinity */
+	if (fn == DT_TANH && expr_decimal_cmp(expr_decimal_abs(*out), expr_decimal_from_int64(1)) == 0)
+		*out = expr_decimal_from_int64(x.neg ? -1 : 1);
+	return true;
+}
+
+bson_decimal128_t
+expr_decimal_atan2(bson_decimal128_t yd, bson_decimal128_t xd)
+{
+	dec_t y = dec_unpack(yd), x = dec_unpack(xd), r;
+	dec_t pi = wmul(wpio2(), wint(2));
+
+	if (y.kind == DK_NAN || x.kind == DK_NAN)
+		return dec_pack_special(DK_NAN, false);
+	bool yz = y.kind == DK_FINITE && wis_zero(&y);
+	bool xz = x.kind == DK_FINITE && wis_zero(&x);
+	if (y.kind == DK_INF) {
+		if (x.kind == DK_INF) /* pi/4 or 3 pi/4 */
+			r = x.neg ? wdiv(wmul(pi, wint(3)), wint(4)) : wdiv(pi, wint(4));
+		else
+			r = wpio2();
+		r.neg = y.neg;
+	} else if (x.kind == DK_INF) {
+		if (x.neg) {
+			r = pi;
+			r.neg = y.neg;
+		} else {
+			r = yz ? y : wzero();
+			r.neg = y.neg;
+			if (yz)
+				return yd;
+		}
+	} else if (yz) {
+		/* +-0: x > 0 or +0 keeps y; x < 0 or -0 gives +-pi */
+		if (x.neg) {
+			r = pi;
+			r.neg = y.neg;
+		} else {
+			return yd;
+		}
+	} else if (xz) {
+		r = wpio2();
+		r.neg = y.neg;
+	} else {
+		r = watan(wdiv(y, x));
+		if (x.neg)
+			r = wadd(r, y.neg ? wneg(pi) : pi);
+	}
+	return wfinish(r);
 }

@@ -9,8 +9,7 @@
  * for $round/$trunc, and conversions.  Results carry IEEE's preferred
  * exponents (1.0 + 2.00 = 3.00; 10 / 4 = 2.5) so printing matches mongod.
  *
- * Not here: pow (expr_arith.c builds it from mul, exp and ln) and the
- * trigonometric functions (their callers answer 238 for decimals).
+ * Not here: pow (expr_arith.c builds it from mul, exp and ln).
  */
 #ifndef TAMGA_EXPR_DECIMAL_H
 #define TAMGA_EXPR_DECIMAL_H
@@ -33,6 +32,22 @@ bson_decimal128_t expr_decimal_exp(bson_decimal128_t a);
 bson_decimal128_t expr_decimal_ln(bson_decimal128_t a);
 /* log10, exact for powers of ten. */
 bson_decimal128_t expr_decimal_log10(bson_decimal128_t a);
+
+/* The trigonometric and hyperbolic functions of $sin ... $atanh, computed
+ * with 60-digit intermediates and rounded once to 34 digits (mongod uses
+ * Intel's bid128_sin ..., good to about 34 digits: the last digit may differ).
+ * NaN gives the argument; infinities give IEEE's limits (atan +-pi/2, tanh
+ * +-1, sinh/cosh/asinh/acosh +-Infinity); arguments outside a function's
+ * domain give NaN (callers refuse them first with 50989).  False, *out
+ * unset, for $sin/$cos/$tan of |a| >= 10^30 (the reduction by pi/2 is exact
+ * only below that). */
+typedef enum {
+	DT_SIN, DT_COS, DT_TAN, DT_ASIN, DT_ACOS, DT_ATAN,
+	DT_SINH, DT_COSH, DT_TANH, DT_ASINH, DT_ACOSH, DT_ATANH,
+} expr_dtrig_t;
+bool expr_decimal_trig(expr_dtrig_t fn, bson_decimal128_t a, bson_decimal128_t *out);
+/* atan2(y, x) with IEEE's signed zeros and infinities (NaN if either is). */
+bson_decimal128_t expr_decimal_atan2(bson_decimal128_t y, bson_decimal128_t x);
 
 /* Square root, correctly rounded (negative -> NaN; -0 -> -0). */
 bson_decimal128_t expr_decimal_sqrt(bson_decimal128_t a);

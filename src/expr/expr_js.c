@@ -128,7 +128,8 @@ eval_function(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		return terr_set(err, 31266, "The args field must be of type array");
 	if (!bson_init_static(&args, argv.value.v_doc.data, argv.value.v_doc.data_len))
 		return terr_set(err, TERR_BAD_VALUE, "invalid args array");
-	RET(js_scope_enter(NULL, &ctx, err));
+	/* $where (the _internalSetObjToThis form) sees system.js, $function not */
+	RET(js_scope_enter_for(f->this_is_arg, &ctx, err));
 	mark = js_top(ctx);
 	fn = js_function_get(ctx, f->body, f->len, err);
 	if (fn < 0) {

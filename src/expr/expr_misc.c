@@ -4,8 +4,9 @@
  * $bitNot), timestamps ($tsSecond $tsIncrement) and sizes ($binarySize
  * $bsonSize).
  *
- * Decimal trigonometry needs 34-digit transcendental functions and answers
- * 238 NotImplemented for now.
+ * Decimal arguments are computed in decimal (expr/decimal.h) as mongod
+ * computes them with Intel's library; the degree conversions multiply by
+ * mongod's decimal constants (pi to 34 digits, divided by 180 and back).
  */
 #include "expr/expr_private.h"
 
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "bson/value.h"
+#include "expr/decimal.h"
 #include "expr/hash.h"
 
 /* ---- trigonometry ------------------------------------------------------ */
@@ -24,6 +26,7 @@ typedef struct trig {
 	double lo, hi;      /* domain */
 	bool lo_open, hi_open;
 	const char *bounds; /* as mongod prints it */
+	int dfn;            /* expr_dtrig_t, or -1: a degree conversion */
 } trig_t;
 
 static double
@@ -39,21 +42,62 @@ rad2deg(double r)
 }
 
 static const trig_t trigs[] = {
-	{"$sin", sin, -INFINITY, INFINITY, true, true, "(-inf,inf)"},
-	{"$cos", cos, -INFINITY, INFINITY, true, true, "(-inf,inf)"},
-	{"$tan", tan, -INFINITY, INFINITY, true, true, "(-inf,inf)"},
-	{"$asin", asin, -1, 1, false, false, "[-1,1]"},
-	{"$acos", acos, -1, 1, false, false, "[-1,1]"},
-	{"$atan", atan, -INFINITY, INFINITY, false, false, NULL},
-	{"$sinh", sinh, -INFINITY, INFINITY, false, false, NULL},
-	{"$cosh", cosh, -INFINITY, INFINITY, false, false, NULL},
-	{"$tanh", tanh, -INFINITY, INFINITY, false, false, NULL},
-	{"$asinh", asinh, -INFINITY, INFINITY, false, false, NULL},
-	{"$acosh", acosh, 1, INFINITY, false, false, "[1,inf)"},
-	{"$atanh", atanh, -1, 1, false, false, "[-1,1]"},
-	{"$degreesToRadians", deg2rad, -INFINITY, INFINITY, false, false, NULL},
-	{"$radiansToDegrees", rad2deg, -INFINITY, INFINITY, false, false, NULL},
+	{"$sin", sin, -INFINITY, INFINITY, true, true, "(-inf,inf)", DT_SIN},
+	{"$cos", cos, -INFINITY, INFINITY, true, true, "(-inf,inf)", DT_COS},
+	{"$tan", tan, -INFINITY, INFINITY, true, true, "(-inf,inf)", DT_TAN},
+	{"$asin", asin, -1, 1, false, false, "[-1,1]", DT_ASIN},
+	{"$acos", acos, -1, 1, false, false, "[-1,1]", DT_ACOS},
+	{"$atan", atan, -INFINITY, INFINITY, false, false, NULL, DT_ATAN},
+	{"$sinh", sinh, -INFINITY, INFINITY, false, false, NULL, DT_SINH},
+	{"$cosh", cosh, -INFINITY, INFINITY, false, false, NULL, DT_COSH},
+	{"$tanh", tanh, -INFINITY, INFINITY, false, false, NULL, DT_TANH},
+	{"$asinh", asinh, -INFINITY, INFINITY, false, false, NULL, DT_ASINH},
+	{"$acosh", acosh, 1, INFINITY, false, false, "[1,inf]", DT_ACOSH},
+	{"$atanh", atanh, -1, 1, false, false, "[-1,1]", DT_ATANH},
+	{"$degreesToRadians", deg2rad, -INFINITY, INFINITY, false, false, NULL, -1},
+	{"$radiansToDegrees", rad2deg, -INFINITY, INFINITY, false, false, NULL, -1},
 };
+
+/* mongod's Decimal128::kPi (its 50-digit literal rounded to 34 digits) and
+ * kPiOver180 = kPi / 180, k180OverPi = 180 / kPi, each rounded once */
+static bson_decimal128_t
+dec_degree_factor(bool to_radians)
+{
+	bson_decimal128_t pi, d180;
+	/* the 50-digit literal, rounded to 34 digits as Decimal128(string) does */
+	bson_decimal128_from_string("3.141592653589793238462643383279503", &pi);
+	d180 = expr_decimal_from_int64(180);
+	return to_radians ? expr_decimal_div(pi, d180) : expr_decimal_div(d180, pi);
+}
+
+/* A decimal argument: bounds as mongod checks them (Decimal128 comparisons
+ * against the double bounds, NaN passed through), then the decimal function. */
+static int
+eval_trig_decimal(const trig_t *t, bson_decimal128_t d, bson_value_t *out, terr_t *err)
+{
+	bson_decimal128_t r;
+
+	if (t->dfn < 0) {
+		r = expr_decimal_is_nan(d) ? d : expr_decimal_mul(d, dec_degree_factor(t->name[1] == 'd'));
+	} else {
+		if (t->bounds != NULL && !expr_decimal_is_nan(d)) {
+			int clo = expr_decimal_cmp(d, expr_decimal_from_double(t->lo));
+			int chi = expr_decimal_cmp(d, expr_decimal_from_double(t->hi));
+			bool ok = (t->lo_open ? clo > 0 : clo >= 0) && (t->hi_open ? chi < 0 : chi <= 0);
+			if (!ok) {
+				char s[BSON_DECIMAL128_STRING];
+				bson_decimal128_to_string(&d, s);
+				return terr_set(err, 50989, "cannot apply %s to %s, value must in %s", t->name, s, t->bounds);
+			}
+		}
+		if (!expr_decimal_trig((expr_dtrig_t)t->dfn, d, &r))
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			                "%s of a decimal of magnitude 1E+30 or more is not implemented", t->name);
+	}
+	out->value_type = BSON_TYPE_DECIMAL128;
+	out->value.v_decimal128 = r;
+	return 0;
+}
 
 static const trig_t *
 trig_find(const char *name)
@@ -79,7 +123,7 @@ eval_trig(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	if (!bv_is_number(&v))
 		return terr_set(err, 28765, "%s only supports numeric types, not %s", t->name, expr_type_name(&v));
 	if (v.value_type == BSON_TYPE_DECIMAL128)
-		return terr_set(err, TERR_NOT_IMPLEMENTED, "%s is not implemented for decimal arguments yet", t->name);
+		return eval_trig_decimal(t, v.value.v_decimal128, out, err);
 	double d = expr_num_to_double(&v);
 	if (t->bounds != NULL && !isnan(d)) {
 		bool ok = (t->lo_open ? d > t->lo : d >= t->lo) && (t->hi_open ? d < t->hi : d <= t->hi);
@@ -105,8 +149,11 @@ eval_atan2(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 		return terr_set(err, 51044, "$atan2 only supports numeric types, not %s", expr_type_name(&y));
 	if (!bv_is_number(&x))
 		return terr_set(err, 51045, "$atan2 only supports numeric types, not %s", expr_type_name(&x));
-	if (y.value_type == BSON_TYPE_DECIMAL128 || x.value_type == BSON_TYPE_DECIMAL128)
-		return terr_set(err, TERR_NOT_IMPLEMENTED, "$atan2 is not implemented for decimal arguments yet");
+	if (y.value_type == BSON_TYPE_DECIMAL128 || x.value_type == BSON_TYPE_DECIMAL128) {
+		out->value_type = BSON_TYPE_DECIMAL128;
+		out->value.v_decimal128 = expr_decimal_atan2(expr_num_to_decimal(&y), expr_num_to_decimal(&x));
+		return 0;
+	}
 	expr_set_double(out, atan2(expr_num_to_double(&y), expr_num_to_double(&x)));
 	return 0;
 }

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "js/script.h"
+#include "common/opctx.h"
 
 #define OOM(err) terr_set((err), 139, "Out of memory")
 
@@ -781,9 +782,20 @@ out:
 	return rc;
 }
 
+/* system.js as last read on this thread (js_scope_enter_for) */
+static __thread bson_t *stored_docs;
+static __thread bool stored_valid;
+static __thread uint64_t stored_gen;    /* the global generation they were set on */
+
 static void
 fn_cache_free(void)
 {
+	if (stored_docs != NULL) {
+		bson_destroy(stored_docs);
+		stored_docs = NULL;
+	}
+	stored_valid = false;
+	stored_gen = 0;
 	for (int i = 0; i < FN_CACHE; i++) {
 		bson_free(fn_cache[i].src);
 		memset(&fn_cache[i], 0, sizeof(fn_cache[i]));
@@ -816,24 +828,165 @@ js_thread_set_scope_conn(const char *db, int64_t conn_id)
 	thread_lazy = true;
 }
 
+/* the thread's scope key, formatted on first use after js_thread_set_scope_conn */
+static const char *
+thread_scope_key(void)
+{
+	if (thread_lazy) {
+		snprintf(thread_scope, sizeof(thread_scope), "%s%c%lld", thread_db, 1, (long long)thread_conn);
+		thread_lazy = false;
+	}
+	return thread_scope;
+}
+
 int
 js_scope_enter(const char *scope_key, js_ctx_t **out, terr_t *err)
 {
 	js_ctx_t *ctx;
 
-	if (scope_key == NULL) {
-		if (thread_lazy) {
-			snprintf(thread_scope, sizeof(thread_scope), "%s%c%lld", thread_db, 1, (long long)thread_conn);
-			thread_lazy = false;
-		}
-		scope_key = thread_scope;
-	}
+	if (scope_key == NULL)
+		scope_key = thread_scope_key();
 	js_set_global_init(js_helpers_install);
 	js_set_release_hook(fn_cache_free);
 	if (js_ctx_get(&ctx, err) != 0)
 		return -1;
 	if (js_ctx_use_global(ctx, scope_key != NULL ? scope_key : "", err) != 0)
 		return -1;
+	*out = ctx;
+	return 0;
+}
+
+/* ---- system.js ------------------------------------------------------------ */
+
+static __thread js_stored_loader_fn stored_loader;
+static __thread void *stored_loader_arg;
+static __thread int32_t mode_op;        /* the operation whose script kind is known */
+static __thread int mode_kind;          /* 1: without system.js, 2: with */
+static __thread int32_t stored_op;      /* the operation stored_docs was read for */
+static __thread char stored_key[sizeof(thread_scope) + 24]; /* its global's scope key */
+
+void
+js_thread_set_stored_loader(js_stored_loader_fn fn, void *loader_arg)
+{
+	stored_loader = fn;
+	stored_loader_arg = loader_arg;
+}
+
+/* one document of system.js, checked as Scope::loadStored checks it */
+static int
+stored_collect(void *arg, const bson_t *doc, terr_t *err)
+{
+	bson_t *arr = arg;
+	bson_iter_t id, v;
+	char key[16];
+	const char *kp;
+
+	if (!bson_iter_init_find(&id, doc, "_id") || !BSON_ITER_HOLDS_UTF8(&id)) {
+		char *s = bson_as_relaxed_extended_json(doc, NULL);
+		terr_set(err, 10209, "name has to be a string: %s", s != NULL ? s : "");
+		bson_free(s);
+		return -1;
+	}
+	if (!bson_iter_init_find(&v, doc, "value"))
+		return terr_set(err, 10210, "value has to be set");
+	if (BSON_ITER_HOLDS_CODEWSCOPE(&v))
+		return terr_set(err, 4546000,
+		                "BSON type 'CodeWithScope' not supported in system.js scripts. As an alternative use "
+		                "'Code'. Script _id value: '%s'",
+		                bson_iter_utf8(&id, NULL));
+	bson_uint32_to_string(bson_count_keys(arr), &kp, key, sizeof key);
+	return bson_append_document(arr, kp, -1, doc) ? 0 : terr_set(err, 10334, "system.js is too large");
+}
+
+/* set the entries of stored_docs on ctx's current global */
+static int
+stored_install(js_ctx_t *ctx, terr_t *err)
+{
+	int mark = js_top(ctx), rc = 0;
+	bson_iter_t it;
+	js_ref_t g = js_push_global(ctx);
+
+	if (g < 0)
+		return OOM(err);
+	bson_iter_init(&it, stored_docs);
+	while (rc == 0 && bson_iter_next(&it)) {
+		bson_t doc;
+		bson_iter_t id, v;
+		uint32_t len;
+		const uint8_t *data;
+		js_ref_t val;
+
+		bson_iter_document(&it, &len, &data);
+		bson_init_static(&doc, data, len);
+		if (!bson_iter_init_find(&id, &doc, "_id") || !bson_iter_init_find(&v, &doc, "value"))
+			continue;
+		if (BSON_ITER_HOLDS_CODE(&v)) {
+			uint32_t clen;
+			const char *code = bson_iter_code(&v, &clen);
+			val = js_function_get(ctx, code, clen, err);
+		} else {
+			val = js_push_bson_value(ctx, bson_iter_value(&v), err);
+		}
+		uint32_t nlen;
+		const char *name = bson_iter_utf8(&id, &nlen);
+		if (val < 0 || js_set(ctx, g, name, nlen, val) != 0)
+			rc = terr_is_set(err) ? -1 : OOM(err);
+	}
+	js_pop_to(ctx, mark);
+	return rc;
+}
+
+int
+js_scope_enter_for(bool stored, js_ctx_t **out, terr_t *err)
+{
+	tm_opctx_t *op = tm_opctx_current();
+	int32_t opid = op != NULL ? op->opid : 0;
+	int kind = stored ? 2 : 1;
+	js_ctx_t *ctx;
+
+	if (opid != 0) {
+		if (mode_op != opid) {
+			mode_op = opid;
+			mode_kind = kind;
+		} else if (mode_kind != kind) {
+			return terr_set(err, 4649200,
+			                "A single operation cannot use both JavaScript aggregation expressions and $where.");
+		}
+	}
+	if (!stored)
+		return js_scope_enter(NULL, out, err);
+	/* read system.js once per operation */
+	if (!stored_valid || opid == 0 || stored_op != opid) {
+		bson_t *docs = bson_new();
+		stored_valid = false;
+		if (stored_loader != NULL && stored_loader(stored_loader_arg, stored_collect, docs, err) != 0) {
+			bson_destroy(docs);
+			return -1;
+		}
+		if (stored_docs != NULL)
+			bson_destroy(stored_docs);
+		stored_docs = docs;
+		/* FNV-1a of the entries: the global is kept per content */
+		uint64_t h = 1469598103934665603ULL;
+		const uint8_t *p = bson_get_data(docs);
+		for (uint32_t i = 0; i < docs->len; i++)
+			h = (h ^ p[i]) * 1099511628211ULL;
+		/* the thread's scope (set per command) and the content */
+		snprintf(stored_key, sizeof stored_key, "%s%c%016llx", thread_scope_key(), 2, (unsigned long long)h);
+		stored_op = opid;
+		stored_valid = true;
+	}
+	if (js_scope_enter(stored_key, &ctx, err) != 0)
+		return -1;
+	if (stored_docs == NULL) /* the context was released: read again next time */
+		stored_valid = false;
+	else if (js_global_generation(ctx) != stored_gen) {
+		if (stored_install(ctx, err) != 0) {
+			stored_gen = 0;
+			return -1;
+		}
+		stored_gen = js_global_generation(ctx);
+	}
 	*out = ctx;
 	return 0;
 }

@@ -43,6 +43,31 @@ void js_thread_set_scope_conn(const char *db, int64_t conn_id);
  */
 int js_scope_enter(const char *scope_key, js_ctx_t **out, terr_t *err);
 
+/*
+ * system.js, mongod's stored functions: $where and mapReduce see the
+ * functions (and values) saved in <db>.system.js as globals; $function and
+ * $accumulator do not (ExpressionContext::getJsExecWithScope loads stored
+ * procedures only for $where and MapReduce).  The commands layer installs,
+ * for each command it runs on a thread, a loader that hands each document of
+ * the command's <db>.system.js to `each` (NULL: none; js/ sits below
+ * storage/ and cannot read it itself).
+ */
+typedef int (*js_stored_each_fn)(void *each_arg, const bson_t *doc, terr_t *err);
+typedef int (*js_stored_loader_fn)(void *loader_arg, js_stored_each_fn each, void *each_arg, terr_t *err);
+void js_thread_set_stored_loader(js_stored_loader_fn fn, void *loader_arg);
+
+/*
+ * js_scope_enter(NULL, ...) for a script that sees system.js (stored: $where,
+ * mapReduce) or not ($function, $accumulator).  With stored, system.js is
+ * read once per operation and its entries set on a global kept for that
+ * content (mongod's Scope::loadStored: 10209 for an _id that is not a
+ * string, 10210 for a missing value, 4546000 for a CodeWScope value; Code
+ * becomes a function, other values are set as they are).  One operation
+ * asking for both kinds answers 4649200 "A single operation cannot use both
+ * JavaScript aggregation expressions and $where.", as mongod.
+ */
+int js_scope_enter_for(bool stored, js_ctx_t **out, terr_t *err);
+
 /* A BSON value / document as a JavaScript value, pushed.  -1 with err
  * (139 "Out of memory" when the heap limit is reached). */
 js_ref_t js_push_bson_value(js_ctx_t *ctx, const bson_value_t *v, terr_t *err);

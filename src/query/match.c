@@ -1141,7 +1141,7 @@ t_where(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel_
 	if (!js_enabled())
 		return terr_set(p->err, 6108304, "no globalScriptEngine in $where parsing");
 	if (arg->value_type == BSON_TYPE_CODEWSCOPE)
-		return terr_set(p->err, 4649200, "$where no longer supports deprecated BSON type CodeWScope");
+		return terr_set(p->err, 4649201, "$where no longer supports deprecated BSON type CodeWScope");
 	if (arg->value_type != BSON_TYPE_UTF8 && arg->value_type != BSON_TYPE_CODE)
 		return terr_set(p->err, TERR_BAD_VALUE, "$where got bad type");
 	BSON_APPEND_DOCUMENT_BEGIN(&spec, "$function", &fn);

@@ -528,12 +528,37 @@ err:
 /* ------------------------------------------------------------------ */
 /* run                                                                 */
 
+typedef struct set_holes set_holes_t;
 static int set_value(const pnode_t *t, const bson_value_t *in, expr_env_t *env, bson_value_t *out,
-                     bool *own, terr_t *err);
+                     bool *own, set_holes_t *holes, terr_t *err);
 
-/* $set tree over a document (in may be NULL: start from nothing). */
+/* The $set tree's leaves whose value was missing, kept for a later $set
+ * (mongod's setField of a missing value leaves a slot, at any depth). */
+struct set_holes {
+	const pnode_t **nodes;
+	size_t n, cap;
+};
+
+/* A missing value of leaf k: a null placeholder in its slot, k noted once. */
+static void
+hole_put(set_holes_t *h, const pnode_t *k, const char *name, int len, bson_t *b)
+{
+	bson_append_null(b, name, len);
+	for (size_t i = 0; i < h->n; i++)
+		if (h->nodes[i] == k)
+			return;
+	if (h->n == h->cap) {
+		h->cap = h->cap == 0 ? 8 : h->cap * 2;
+		h->nodes = bson_realloc(h->nodes, sizeof(*h->nodes) * h->cap);
+	}
+	h->nodes[h->n++] = k;
+}
+
+/* $set tree over a document (in may be NULL: start from nothing).  holes
+ * (NULL: none kept): a missing value leaves a null placeholder in its slot
+ * and its node in holes. */
 static int
-set_doc(const pnode_t *t, const bson_t *in, expr_env_t *env, bson_t *b, terr_t *err)
+set_doc(const pnode_t *t, const bson_t *in, expr_env_t *env, bson_t *b, set_holes_t *holes, terr_t *err)
 {
 	bson_iter_t it;
 	bool *seen = bson_malloc0(t->n + 1);
@@ -553,9 +578,11 @@ set_doc(const pnode_t *t, const bson_t *in, expr_env_t *env, bson_t *b, terr_t *
 				bson_value_t v;
 				bool own = false;
 
-				ERR(set_value(t->kids[idx], bson_iter_value(&it), env, &v, &own, err));
+				ERR(set_value(t->kids[idx], bson_iter_value(&it), env, &v, &own, holes, err));
 				if (v.value_type != BSON_TYPE_EOD)
 					bson_append_value(b, k, (int)bson_iter_key_len(&it), &v);
+				else if (holes != NULL && t->kids[idx]->leaf)
+					hole_put(holes, t->kids[idx], k, (int)bson_iter_key_len(&it), b);
 				if (own)
 					bson_value_destroy(&v);
 			}
@@ -567,9 +594,11 @@ set_doc(const pnode_t *t, const bson_t *in, expr_env_t *env, bson_t *b, terr_t *
 
 		if (seen[i])
 			continue;
-		ERR(set_value(t->kids[i], NULL, env, &v, &own, err));
+		ERR(set_value(t->kids[i], NULL, env, &v, &own, holes, err));
 		if (v.value_type != BSON_TYPE_EOD)
 			bson_append_value(b, t->names[i], -1, &v);
+		else if (holes != NULL && t->kids[i]->leaf)
+			hole_put(holes, t->kids[i], t->names[i], -1, b);
 		if (own)
 			bson_value_destroy(&v);
 	}
@@ -594,7 +623,7 @@ steal_into(bson_t *b, bool is_array, bson_value_t *out)
 /* The new value of one field under a $set tree node. */
 static int
 set_value(const pnode_t *t, const bson_value_t *in, expr_env_t *env, bson_value_t *out, bool *own,
-          terr_t *err)
+          set_holes_t *holes, terr_t *err)
 {
 	bson_t b, sub;
 	bson_iter_t it;
@@ -615,7 +644,7 @@ set_value(const pnode_t *t, const bson_value_t *in, expr_env_t *env, bson_value_
 	bson_init(&b);
 	if (in != NULL && in->value_type == BSON_TYPE_DOCUMENT) {
 		bson_init_static(&sub, in->value.v_doc.data, in->value.v_doc.data_len);
-		if (set_doc(t, &sub, env, &b, err) != 0) {
+		if (set_doc(t, &sub, env, &b, holes, err) != 0) {
 			bson_destroy(&b);
 			return -1;
 		}
@@ -632,7 +661,7 @@ set_value(const pnode_t *t, const bson_value_t *in, expr_env_t *env, bson_value_
 			bool o = false;
 
 			bson_uint32_to_string(i++, &kp, key, sizeof key);
-			if (set_value(t, bson_iter_value(&it), env, &v, &o, err) != 0) {
+			if (set_value(t, bson_iter_value(&it), env, &v, &o, holes, err) != 0) {
 				bson_destroy(&b);
 				return -1;
 			}
@@ -642,7 +671,7 @@ set_value(const pnode_t *t, const bson_value_t *in, expr_env_t *env, bson_value_
 		}
 		steal_into(&b, true, out);
 	} else {
-		if (set_doc(t, NULL, env, &b, err) != 0) {
+		if (set_doc(t, NULL, env, &b, holes, err) != 0) {
 			bson_destroy(&b);
 			return -1;
 		}
@@ -815,12 +844,209 @@ incl_doc(const pnode_t *t, const bson_t *in, bool top, bool id_excluded, expr_en
 	return 0;
 }
 
+/* ---- slots of excluded fields ----------------------------------------------
+ * mongod runs an update pipeline on its Document, which keeps a removed
+ * field's slot: a field $unset / an exclusion $project removes and the next
+ * $set / $addFields sets again comes back at its old position (excluding a
+ * field the document lacks leaves no slot).  Same rule as agg/stage_project.c. */
+
+static bool
+slots_meet(const pnode_t *excl, const pnode_t *set)
+{
+	for (size_t i = 0; i < set->n; i++) {
+		const pnode_t *k = pnode_find(excl, set->names[i]);
+		if (k == NULL)
+			continue;
+		if (k->leaf)
+			return true;
+		if (!set->kids[i]->leaf && slots_meet(k, set->kids[i]))
+			return true;
+	}
+	return false;
+}
+
+static void slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *set,
+                          const set_holes_t *holes, bson_t *res);
+
+/* Is leaf k one of the holes a $set left? */
+static bool
+is_hole(const set_holes_t *h, const pnode_t *k)
+{
+	for (size_t i = 0; h != NULL && k != NULL && i < h->n; i++)
+		if (h->nodes[i] == k)
+			return true;
+	return false;
+}
+
+/* Is k1 (a node of the exclusion, or of the earlier $set when holes) a slot? */
+static bool
+is_slot(const pnode_t *k1, const set_holes_t *holes)
+{
+	return k1 != NULL && (holes != NULL ? is_hole(holes, k1) : k1->leaf);
+}
+
+/* Does `set` set a field `src` (an earlier $set) computes? */
+static bool
+holes_meet(const pnode_t *src, const pnode_t *set)
+{
+	for (size_t i = 0; i < set->n; i++) {
+		const pnode_t *k = pnode_find(src, set->names[i]);
+		if (k == NULL)
+			continue;
+		if (k->leaf)
+			return true;
+		if (!set->kids[i]->leaf && holes_meet(k, set->kids[i]))
+			return true;
+	}
+	return false;
+}
+
+static void holes_drop(const bson_t *in, const pnode_t *t, const set_holes_t *h, bson_t *out);
+
+/* it's value under t (a $set sub-tree) without h's placeholders. */
+static void
+holes_drop_value(bson_t *out, const bson_iter_t *it, const pnode_t *t, const set_holes_t *h)
+{
+	const bson_value_t *v;
+	bson_t sub, child;
+	bson_iter_t ai;
+
+	if (!BSON_ITER_HOLDS_DOCUMENT(it) && !BSON_ITER_HOLDS_ARRAY(it)) {
+		bson_append_iter(out, NULL, 0, it);
+		return;
+	}
+	v = bson_iter_value((bson_iter_t *)it);
+	bson_init_static(&sub, v->value.v_doc.data, v->value.v_doc.data_len);
+	if (BSON_ITER_HOLDS_DOCUMENT(it)) {
+		bson_append_document_begin(out, bson_iter_key(it), (int)bson_iter_key_len(it), &child);
+		holes_drop(&sub, t, h, &child);
+		bson_append_document_end(out, &child);
+		return;
+	}
+	bson_append_array_begin(out, bson_iter_key(it), (int)bson_iter_key_len(it), &child);
+	bson_iter_init(&ai, &sub);
+	while (bson_iter_next(&ai))
+		holes_drop_value(&child, &ai, t, h);
+	bson_append_array_end(out, &child);
+}
+
+/* Copy in to out without the null placeholders of h's holes (t: the $set's
+ * node at this level). */
+static void
+holes_drop(const bson_t *in, const pnode_t *t, const set_holes_t *h, bson_t *out)
+{
+	bson_iter_t it;
+
+	bson_iter_init(&it, in);
+	while (bson_iter_next(&it)) {
+		const pnode_t *k = pnode_find(t, bson_iter_key(&it));
+		if (k != NULL && k->leaf && BSON_ITER_HOLDS_NULL(&it) && is_hole(h, k))
+			continue;
+		if (k == NULL || k->leaf)
+			bson_append_iter(out, NULL, 0, &it);
+		else
+			holes_drop_value(out, &it, k, h);
+	}
+}
+
+/* out's value o under name, reordered after r's when the exclusion has
+ * paths below it and the $set did not replace it whole: documents by
+ * field, arrays element by element. */
+static void
+slots_value(bson_t *res, const char *name, int len, const bson_iter_t *o, const bson_iter_t *r, const pnode_t *k1,
+            const pnode_t *k2, const set_holes_t *holes)
+{
+	bool docs = BSON_ITER_HOLDS_DOCUMENT(o) && BSON_ITER_HOLDS_DOCUMENT(r);
+	bool arrs = BSON_ITER_HOLDS_ARRAY(o) && BSON_ITER_HOLDS_ARRAY(r);
+	const bson_value_t *ov, *rv;
+	bson_t osub, rsub, child;
+
+	if (k1 == NULL || k1->leaf || (k2 != NULL && k2->leaf) || (!docs && !arrs)) {
+		bson_append_iter(res, name, len, o);
+		return;
+	}
+	ov = bson_iter_value((bson_iter_t *)o);
+	rv = bson_iter_value((bson_iter_t *)r);
+	bson_init_static(&osub, ov->value.v_doc.data, ov->value.v_doc.data_len);
+	bson_init_static(&rsub, rv->value.v_doc.data, rv->value.v_doc.data_len);
+	if (docs) {
+		bson_append_document_begin(res, name, len, &child);
+		slots_reorder(&osub, &rsub, k1, k2, holes, &child);
+		bson_append_document_end(res, &child);
+		return;
+	}
+	bson_iter_t oi, ri;
+	bool r_more;
+	bson_append_array_begin(res, name, len, &child);
+	bson_iter_init(&oi, &osub);
+	bson_iter_init(&ri, &rsub);
+	r_more = bson_iter_next(&ri);
+	while (bson_iter_next(&oi)) {
+		if (r_more)
+			slots_value(&child, bson_iter_key(&oi), (int)bson_iter_key_len(&oi), &oi, &ri, k1, k2, holes);
+		else
+			bson_append_iter(&child, bson_iter_key(&oi), (int)bson_iter_key_len(&oi), &oi);
+		r_more = r_more && bson_iter_next(&ri);
+	}
+	bson_append_array_end(res, &child);
+}
+
+/* res = out's fields in mongod's order: ref's (the exclusion's input) order,
+ * a removed field set again in its old slot, then the fields new to ref in
+ * out's order.  out holds ref's kept fields in ref's order, then the
+ * appended ones.  set: the $set's node at this level (NULL: none). */
+static void
+slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *set, const set_holes_t *holes,
+              bson_t *res)
+{
+	bson_iter_t r, o, f;
+	bool o_more;
+	const pnode_t *k1, *k2;
+
+	bson_iter_init(&o, out);
+	o_more = bson_iter_next(&o);
+	bson_iter_init(&r, ref);
+	while (bson_iter_next(&r)) {
+		const char *name = bson_iter_key(&r);
+		uint32_t len = bson_iter_key_len(&r);
+		k1 = pnode_find(excl, name);
+		k2 = set != NULL ? pnode_find(set, name) : NULL;
+		if (is_slot(k1, holes)) {
+			if (bson_iter_init_find_w_len(&f, out, name, (int)len))
+				bson_append_iter(res, name, (int)len, &f);
+			continue;
+		}
+		if (!o_more || bson_iter_key_len(&o) != len || memcmp(bson_iter_key(&o), name, len) != 0)
+			continue;
+		slots_value(res, name, (int)len, &o, &r, k1, k2, holes);
+		o_more = bson_iter_next(&o);
+	}
+	/* the appended fields, but those moved into a slot (removed from ref
+	 * by the exclusion and present in ref) */
+	for (; o_more; o_more = bson_iter_next(&o)) {
+		const char *name = bson_iter_key(&o);
+		k1 = pnode_find(excl, name);
+		if (is_slot(k1, holes) &&
+		    bson_iter_init_find_w_len(&f, ref, name, (int)bson_iter_key_len(&o)))
+			continue;
+		bson_append_iter(res, name, (int)bson_iter_key_len(&o), &o);
+	}
+}
+
+
 int
 update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *ctx, bson_t *out,
                 terr_t *err)
 {
 	expr_env_t *env = expr_env_new();
 	bson_t *cur = bson_copy(doc), *next = NULL;
+	/* the inputs of the exclusions before the current stage, whose slots
+	 * a $set may fill (a chain of exclusions and $set stages), oldest
+	 * first */
+	bson_t *slot_ref[8];
+	const pnode_t *slot_excl[8];      /* the exclusion's tree, or the $set's */
+	set_holes_t slot_holes[8];        /* the $set's holes (nodes NULL: an exclusion) */
+	size_t nslots = 0;
 	bson_iter_t it;
 	int ret = -1;
 
@@ -836,13 +1062,52 @@ update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *c
 	ret = -1; /* until every stage ran */
 	for (size_t i = 0; i < p->n; i++) {
 		const pstage_t *ps = &p->st[i];
+		/* an exclusion followed by $set stages, one of which may fill its
+		 * slots: keep the exclusion's input for them (mongod's Document
+		 * keeps the slots through every $set) */
+		bool keep_ref = false;
+		if (ps->kind == PS_PROJECT_EXCL && nslots < 8) {
+			for (size_t j = i + 1; j < p->n && (p->st[j].kind == PS_SET || p->st[j].kind == PS_PROJECT_EXCL) &&
+			                       !keep_ref; j++)
+				keep_ref = p->st[j].kind == PS_SET && slots_meet(ps->tree, p->st[j].tree);
+		}
+		/* a $set whose missing values a later $set may set again */
+		bool keep_holes = false;
+		if (ps->kind == PS_SET && nslots < 8) {
+			for (size_t j = i + 1; j < p->n && (p->st[j].kind == PS_SET || p->st[j].kind == PS_PROJECT_EXCL) &&
+			                       !keep_holes; j++)
+				keep_holes = p->st[j].kind == PS_SET && holes_meet(ps->tree, p->st[j].tree);
+		}
+		set_holes_t holes = {NULL, 0, 0};
 
 		expr_env_set_root(env, cur);
 		next = bson_new();
 		switch (ps->kind) {
 		case PS_SET:
-			if (set_doc(ps->tree, cur, env, next, err) != 0)
+			if (set_doc(ps->tree, cur, env, next, keep_holes ? &holes : NULL, err) != 0) {
+				bson_free(holes.nodes);
 				goto err;
+			}
+			/* each exclusion's (and earlier $set's holes') slots, nearest first */
+			for (size_t k = nslots; k-- > 0;) {
+				bson_t *fused = bson_new();
+				slots_reorder(next, slot_ref[k], slot_excl[k], ps->tree,
+				              slot_holes[k].nodes != NULL ? &slot_holes[k] : NULL, fused);
+				bson_destroy(next);
+				next = fused;
+			}
+			/* this $set's own holes: kept laid out for a later $set, dropped
+			 * from what it hands on */
+			if (holes.n > 0) {
+				bson_t *handed = bson_new();
+				holes_drop(next, ps->tree, &holes, handed);
+				slot_ref[nslots] = next;
+				slot_excl[nslots] = ps->tree;
+				slot_holes[nslots++] = holes;
+				holes.nodes = NULL;
+				next = handed;
+			}
+			bson_free(holes.nodes);
 			break;
 		case PS_PROJECT_EXCL:
 			excl_doc(ps->tree, cur, next);
@@ -878,7 +1143,20 @@ update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *c
 		}
 		expr_env_reset(env);
 		expr_env_set_root(env, NULL);
-		bson_destroy(cur);
+		/* the slots last while exclusions and $set stages follow */
+		if (ps->kind != PS_SET && ps->kind != PS_PROJECT_EXCL) {
+			while (nslots > 0) {
+				bson_destroy(slot_ref[--nslots]);
+				bson_free(slot_holes[nslots].nodes);
+			}
+		}
+		if (keep_ref && nslots < 8) {
+			slot_ref[nslots] = cur;
+			slot_holes[nslots] = (set_holes_t){NULL, 0, 0};
+			slot_excl[nslots++] = ps->tree;
+		} else {
+			bson_destroy(cur);
+		}
 		cur = next;
 		next = NULL;
 		if (cur->len > UPDATE_MAX_BSON_SIZE) {
@@ -892,6 +1170,10 @@ update_pipe_run(const upipe_t *p, const bson_t *doc, const update_apply_ctx_t *c
 err:
 	if (next != NULL)
 		bson_destroy(next);
+	while (nslots > 0) {
+		bson_destroy(slot_ref[--nslots]);
+		bson_free(slot_holes[nslots].nodes);
+	}
 	bson_destroy(cur);
 	expr_env_destroy(env);
 	return ret;

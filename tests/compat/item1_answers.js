@@ -87,10 +87,128 @@
 		ok(s.wiredTiger && typeof s.wiredTiger === 'object', 'no wiredTiger');
 		ok(s.wiredTiger.uri && s.wiredTiger.uri.startsWith('statistics:table:'), cj(s.wiredTiger.uri));
 	});
+	// mongod's Document keeps a removed field's slot (Document::remove sets a
+	// missing value in place), so a field an exclusion removes and a later
+	// $addFields sets again comes back where it was; excluding an absent
+	// field leaves no slot (SERVER-37791,
+	// jstests/aggregation/bugs/exclusion_projection_does_not_affect_field_order.js)
 	compat(1, 'a field excluded by $project and set by $addFields keeps its input position', () => {
 		const r = agg(cdb, 'i1', [{$match: {_id: 1}}, {$project: {b: 0, z: 0}}, {$addFields: {b: 5}}]);
-		eq(Object.keys(r[0]), ['_id', 'a', 'c', 'b']);
+		eq(Object.keys(r[0]), ['_id', 'a', 'b', 'c']);
+		cdb.i1slots.drop();
+		cdb.i1slots.insertMany([{_id: 1}, {_id: 2, c: 1}, {_id: 3, y: 1, z: 1}]);
+		eq(agg(cdb, 'i1slots', [{$project: {b: 0, c: 0}}, {$addFields: {x: 3, y: 4, b: 5, c: 6, a: 7}},
+			{$sort: {_id: 1}}]), [{_id: 1, x: 3, y: 4, b: 5, c: 6, a: 7}, {_id: 2, c: 6, x: 3, y: 4, b: 5, a: 7},
+			{_id: 3, y: 4, z: 1, x: 3, b: 5, c: 6, a: 7}]);
+		cdb.i1slots.drop();
 	});
+	// The field order of every reshaping stage and update form, as mongod
+	// builds it: inclusion $project keeps the input's order and appends
+	// computed fields in spec order (InclusionNode); $addFields/$set and
+	// $lookup/$unwind/$setWindowFields/$fill outputs replace a field in place
+	// and append new ones (MutableDocument::setField); $group/$bucket put _id
+	// first, then the accumulators in spec order; update operators replace in
+	// place and append new fields in field-name order (UpdateObjectNode's
+	// children are a sorted map), a pipeline update follows aggregation; an
+	// upsert starts from the query's equalities.
+	const FO_DOC = {_id: 1, a: 1, b: {x: 1, y: 2}, c: [1, 2], d: 'd'};
+	// the keys of a document, nested documents as [name, keys]
+	const shape = (d) => Object.keys(d).map(k => (d[k] !== null && typeof d[k] === 'object' &&
+		!Array.isArray(d[k]) && d[k]._bsontype === undefined && !(d[k] instanceof Date)) ? [k, shape(d[k])] : k);
+	const foAgg = (rows) => {
+		cdb.i1fo.drop();
+		cdb.i1fo.insertOne(FO_DOC);
+		const bad = [];
+		for (const [name, pipeline, want] of rows) {
+			const got = shape(agg(cdb, 'i1fo', pipeline)[0]);
+			if (cj(got) !== cj(want)) bad.push(`${name}: got ${cj(got)}, want ${cj(want)}`);
+		}
+		cdb.i1fo.drop();
+		if (bad.length) throw new Error(bad.join('; '));
+	};
+	const foUpdate = (rows) => {
+		const bad = [];
+		for (const [name, u, want, query] of rows) {
+			cdb.i1fo.drop();
+			if (query === undefined) cdb.i1fo.insertOne(FO_DOC);
+			cmdOk(cdb, {update: 'i1fo', updates: [{q: query || {_id: 1}, u, upsert: query !== undefined}]});
+			const got = shape(cdb.i1fo.findOne());
+			if (cj(got) !== cj(want)) bad.push(`${name}: got ${cj(got)}, want ${cj(want)}`);
+		}
+		cdb.i1fo.drop();
+		if (bad.length) throw new Error(bad.join('; '));
+	};
+	const B = ['b', ['x', 'y']];
+	compat(1, 'field order: aggregation stages', () => foAgg([
+		['inclusion keeps the input order', [{$project: {d: 1, a: 1}}], ['_id', 'a', 'd']],
+		['inclusion: computed fields after, in spec order', [{$project: {z: '$a', d: 1, a: '$d'}}], ['_id', 'd', 'z', 'a']],
+		['inclusion: _id where the input has it', [{$project: {a: 1, _id: 1}}], ['_id', 'a']],
+		['inclusion of nested paths', [{$project: {'b.y': 1, 'b.z': '$a', 'b.x': 1}}], ['_id', ['b', ['x', 'y', 'z']]]],
+		['exclusion', [{$project: {b: 0}}], ['_id', 'a', 'c', 'd']],
+		['$addFields: in place, then appended', [{$addFields: {z: 1, a: 5, e: 2}}], ['_id', 'a', B, 'c', 'd', 'z', 'e']],
+		['$set of nested paths', [{$set: {'b.z': 1, 'b.x': 9}}], ['_id', 'a', ['b', ['x', 'y', 'z']], 'c', 'd']],
+		['$unset then $set (a slot)', [{$unset: ['a', 'd']}, {$set: {d: 1, a: 2}}], ['_id', 'a', B, 'c', 'd']],
+		['$unset, $match, $set (a slot)', [{$unset: 'a'}, {$match: {_id: 1}}, {$set: {n: 1, a: 2}}], ['_id', 'a', B, 'c', 'd', 'n']],
+		['nested exclusion then $set (a slot)', [{$project: {'b.x': 0}}, {$set: {'b.x': 3}}], ['_id', 'a', B, 'c', 'd']],
+		['$unset, $set, $set (the slot lasts)', [{$unset: 'a'}, {$set: {z: 1}}, {$set: {a: 3}}], ['_id', 'a', B, 'c', 'd', 'z']],
+		['two exclusions then $set (both slots)', [{$unset: 'a'}, {$unset: 'b'}, {$set: {b: 1, a: 2}}], ['_id', 'a', 'b', 'c', 'd']],
+		['exclusion inside array elements then $set', [{$set: {c: [{x: 1, y: 2}]}}, {$project: {'c.x': 0}},
+			{$set: {'c.x': 7}}, {$project: {c: {$arrayElemAt: ['$c', 0]}}}], ['_id', ['c', ['x', 'y']]]],
+		['$$REMOVE of an absent field leaves a slot (setField of a missing value appends one, DocumentStorage::getField)',
+			[{$addFields: {z: '$$REMOVE'}}, {$addFields: {n: 1}}, {$addFields: {z: 2}}], ['_id', 'a', B, 'c', 'd', 'z', 'n']],
+		['$$REMOVE of a present field, then $set (a slot)', [{$set: {a: '$$REMOVE'}}, {$set: {n: 1, a: 2}}], ['_id', 'a', B, 'c', 'd', 'n']],
+		['a missing field path, $match, then $set (a slot)', [{$set: {z: '$nope', y: 1}}, {$match: {y: 1}}, {$set: {z: 1}}],
+			['_id', 'a', B, 'c', 'd', 'z', 'y']],
+		['exclusion, $unwind, $set (the slot lasts: DocumentSourceUnwind sets the field in a copy of the Document)',
+			[{$set: {u: [1, 2]}}, {$project: {a: 0}}, {$unwind: '$u'}, {$set: {a: 3}}], ['_id', 'a', B, 'c', 'd', 'u']],
+		['exclusion, $lookup, $set (the slot lasts: $lookup sets as on a MutableDocument of its input)',
+			[{$project: {a: 0}}, {$lookup: {from: 'i1fo', pipeline: [{$limit: 1}], as: 'j'}}, {$set: {a: 3}}, {$unset: 'j'}],
+			['_id', 'a', B, 'c', 'd']],
+		['$$REMOVE, $unwind, then $set (a slot)', [{$set: {u: [1], z: '$$REMOVE'}}, {$unwind: '$u'}, {$set: {n: 1}}, {$set: {z: 1}}],
+			['_id', 'a', B, 'c', 'd', 'u', 'z', 'n']],
+		['nested $$REMOVE, then $set (a slot inside b)', [{$set: {'b.x': '$$REMOVE'}}, {$set: {'b.x': 1}}], ['_id', 'a', B, 'c', 'd']],
+		['nested $$REMOVE in array elements, then $set', [{$set: {c: [{x: 1, y: 2}]}}, {$set: {'c.x': '$$REMOVE'}},
+			{$set: {'c.x': 7}}, {$project: {c: {$arrayElemAt: ['$c', 0]}}}], ['_id', ['c', ['x', 'y']]]],
+		['exclusion then $set of an object (merged)', [{$project: {'b.x': 0, c: 0}}, {$set: {b: {x: 7}, c: 1}}], ['_id', 'a', B, 'c', 'd']],
+		['$replaceRoot $mergeObjects', [{$replaceRoot: {newRoot: {$mergeObjects: ['$b', {x: 5, q: 1, y: 0}]}}}], ['x', 'y', 'q']],
+		['$group', [{$group: {_id: '$a', z: {$sum: 1}, a: {$first: '$d'}}}], ['_id', 'z', 'a']],
+		['$lookup into an existing field', [{$lookup: {from: 'i1fo', localField: 'a', foreignField: 'a', as: 'b'}},
+			{$project: {c: 0, d: 0}}], ['_id', 'a', 'b']],
+		['$unwind includeArrayIndex (existing)', [{$unwind: {path: '$c', includeArrayIndex: 'a'}}], ['_id', 'a', B, 'c', 'd']],
+		['$unwind includeArrayIndex (new)', [{$unwind: {path: '$c', includeArrayIndex: 'i'}}], ['_id', 'a', B, 'c', 'd', 'i']],
+		['$facet', [{$facet: {z: [{$count: 'n'}], a: [{$count: 'n'}]}}], ['z', 'a']],
+		['$bucket', [{$bucket: {groupBy: '$a', boundaries: [0, 5], output: {z: {$sum: 1}, a: {$sum: 1}}}}], ['_id', 'z', 'a']],
+		['$bucketAuto', [{$bucketAuto: {groupBy: '$a', buckets: 1}}], [['_id', ['min', 'max']], 'count']],
+		['$sortByCount', [{$sortByCount: '$a'}], ['_id', 'count']],
+		['$setWindowFields', [{$setWindowFields: {sortBy: {a: 1}, output: {z: {$sum: 1}, a: {$sum: 1}}}}], ['_id', 'a', B, 'c', 'd', 'z']],
+		['$fill', [{$fill: {output: {z: {value: 1}, a: {value: 2}}}}], ['_id', 'a', B, 'c', 'd', 'z']],
+		['$setField', [{$replaceWith: {$setField: {field: 'a', input: '$$ROOT', value: 7}}}], ['_id', 'a', B, 'c', 'd']],
+		['$unsetField', [{$replaceWith: {$unsetField: {field: 'a', input: '$$ROOT'}}}], ['_id', B, 'c', 'd']],
+		['inclusion after an exclusion (a new document)', [{$project: {a: 0}}, {$project: {d: 1, a: '$d'}}], ['_id', 'd', 'a']],
+	]));
+	compat(1, 'field order: updates', () => foUpdate([
+		['$set: new fields in name order', {$set: {z: 1, e: 2}}, ['_id', 'a', B, 'c', 'd', 'e', 'z']],
+		['$set: existing in place', {$set: {z: 1, a: 5}}, ['_id', 'a', B, 'c', 'd', 'z']],
+		['$set of nested new fields', {$set: {'b.z': 1, 'b.a': 2}}, ['_id', 'a', ['b', ['x', 'y', 'a', 'z']], 'c', 'd']],
+		['operators together, in name order', {$set: {z: 1}, $inc: {m: 1}, $min: {k: 1}}, ['_id', 'a', B, 'c', 'd', 'k', 'm', 'z']],
+		['$rename to a new field', {$rename: {a: 'z'}}, ['_id', B, 'c', 'd', 'z']],
+		['$rename onto an existing field', {$rename: {a: 'd'}}, ['_id', B, 'c', 'd']],
+		['$rename inside a document', {$rename: {'b.x': 'b.w'}}, ['_id', 'a', ['b', ['y', 'w']], 'c', 'd']],
+		['pipeline: aggregation order', [{$set: {z: 1, e: 2, a: 7}}], ['_id', 'a', B, 'c', 'd', 'z', 'e']],
+		['pipeline: $unset then $set (a slot)', [{$unset: 'a'}, {$set: {a: 5, n: 1}}], ['_id', 'a', B, 'c', 'd', 'n']],
+		['pipeline: nested exclusion then $set (a slot)', [{$project: {'b.x': 0}}, {$set: {'b.x': 5}}], ['_id', 'a', B, 'c', 'd']],
+		['pipeline: $unset, $set, $set (the slot lasts)', [{$unset: 'a'}, {$set: {z: 1}}, {$set: {a: 3}}], ['_id', 'a', B, 'c', 'd', 'z']],
+		['pipeline: two exclusions then $set', [{$unset: 'a'}, {$unset: 'b'}, {$set: {b: 1, a: 2}}], ['_id', 'a', 'b', 'c', 'd']],
+		['pipeline: $$REMOVE of an absent field leaves a slot', [{$set: {z: '$$REMOVE'}}, {$set: {n: 1}}, {$set: {z: 2}}],
+			['_id', 'a', B, 'c', 'd', 'z', 'n']],
+		['pipeline: $$REMOVE of a present field, $unset, then $set', [{$set: {a: '$$REMOVE'}}, {$unset: 'c'}, {$set: {n: 1, a: 2}}],
+			['_id', 'a', B, 'd', 'n']],
+		['pipeline: nested $$REMOVE, then $set (a slot inside b)', [{$set: {'b.x': '$$REMOVE'}}, {$set: {'b.x': 1}}],
+			['_id', 'a', B, 'c', 'd']],
+		['replacement keeps _id first', {z: 1, a: 2}, ['_id', 'z', 'a']],
+		['upsert: query equalities, then the update', {$set: {z: 1, c: 3}}, ['_id', 'a', 'b', 'c', 'z'], {b: 1, a: 2}],
+		['upsert with _id in the query', {$set: {a: 1}}, ['_id', 'b', 'a'], {b: 1, _id: 5}],
+	]));
 	compat(1, '$round / $trunc of a decimal keep its exponent', () => {
 		const r = agg(cdb, 'i1', [{$match: {_id: 1}}, {$project: {_id: 0,
 			r: {$round: [NumberDecimal('1.2345'), 2]}, t: {$trunc: [NumberDecimal('1.2399'), 2]},
@@ -131,12 +249,50 @@
 		eq(Number(r[0].s.toString()), 4);
 		ok(Math.abs(Number(r[0].f.toString()) - 2) < 1e-30, cj(r[0].f));
 	});
-	// Intel's decimal library computes these to 34 digits; Tamga has no such
-	// implementation yet (238 rather than a double's 16 digits)
-	compat.todo(1, '$acos / $sin with decimal arguments', () => {
+	// mongod computes these with Intel's decimal library (34 digits, a decimal
+	// result); bounds as expression_trigonometric.js checks them (50989)
+	compat(1, 'trigonometric operators with decimal arguments answer decimals', () => {
+		const D = NumberDecimal;
 		const r = agg(cdb, 'i1', [{$match: {_id: 1}}, {$project: {_id: 0,
-			a: {$acos: NumberDecimal('1')}, s: {$sin: NumberDecimal('0')}}}]);
-		eq(Number(r[0].a.toString()), 0);
-		eq(Number(r[0].s.toString()), 0);
+			a: {$acos: D('1')}, s: {$sin: D('0')}, c: {$cos: D('0')}, t: {$tanh: D('Infinity')},
+			at: {$atan: D('1')}, a2: {$atan2: [D('1'), 1]}, sh: {$sinh: D('-Infinity')},
+			ah: {$atanh: D('-1')}, d: {$degreesToRadians: D('180')}, g: {$radiansToDegrees: D('NaN')}, g1: {$radiansToDegrees: D('1')}}}]);
+		eq(r, [{a: D('0'), s: D('0'), c: D('1'), t: D('1'),
+			at: D('0.7853981633974483096156608458198757'), a2: D('0.7853981633974483096156608458198757'),
+			sh: D('-Infinity'), ah: D('-Infinity'), d: D('3.141592653589793238462643383279503'),
+			g: D('NaN'), g1: D('57.29577951308232087679815481410517')}]);
+		cdb.i1trig.drop();
+		cdb.i1trig.insertOne({_id: 1, y: D('1.1'), i: D('-Infinity'), h: D('0.9')});
+		const PE = 'PlanExecutor error during aggregation :: caused by :: ';
+		wantErr(cdb, {aggregate: 'i1trig', pipeline: [{$project: {r: {$acos: '$y'}}}], cursor: {}}, 50989,
+			PE + 'cannot apply $acos to 1.1, value must in [-1,1]');
+		wantErr(cdb, {aggregate: 'i1trig', pipeline: [{$project: {r: {$sin: '$i'}}}], cursor: {}}, 50989,
+			PE + 'cannot apply $sin to -Infinity, value must in (-inf,inf)');
+		wantErr(cdb, {aggregate: 'i1trig', pipeline: [{$project: {r: {$acosh: '$h'}}}], cursor: {}}, 50989,
+			PE + 'cannot apply $acosh to 0.9, value must in [1,inf]');
+		cdb.i1trig.drop();
+	});
+	// mongod loads <db>.system.js for $where and mapReduce only
+	// (ExpressionContext::getJsExecWithScope: "Stored procedures are only
+	// loaded for the $where expression and MapReduce command";
+	// jstests where_system_js.js, system_js_access.js)
+	compat(1, 'system.js stored functions: $where and mapReduce see them, $function does not', () => {
+		cdb.i1js.drop();
+		cdb.system.js.drop();
+		cdb.i1js.insertMany([{_id: 1, a: 1}, {_id: 2, a: 2}]);
+		cdb.system.js.insertOne({_id: 'addOne', value: Code('function(x) { return x + 1; }')});
+		cdb.system.js.insertOne({_id: 'K', value: 2});
+		eq(cdb.i1js.find({$where: 'addOne(this.a) == K'}).toArray(), [{_id: 1, a: 1}]);
+		const mr = cmdOk(cdb, {mapReduce: 'i1js', map: 'function() { emit(addOne(this.a), 1); }',
+			reduce: 'function(k, v) { return Array.sum(v); }', out: {inline: 1}});
+		eq(mr.results.map(r => r._id).sort(), [2, 3]);
+		const e = wantErr(cdb, {aggregate: 'i1js', pipeline: [{$project: {r: {$function: {
+			body: 'function(a) { return addOne(a); }', args: ['$a'], lang: 'js'}}}}], cursor: {}}, 139);
+		ok(/addOne is not defined/.test(e.errmsg), e.errmsg);
+		// a function removed from system.js is gone for the next operation
+		cdb.system.js.deleteOne({_id: 'addOne'});
+		wantErr(cdb, {find: 'i1js', filter: {$where: 'addOne(this.a) == K'}}, 139);
+		cdb.system.js.drop();
+		cdb.i1js.drop();
 	});
 }

@@ -79,4 +79,24 @@
 		}
 		eq(cmdOk(admin, {getParameter: 1, notablescan: 1}).notablescan, false);
 	});
+	// restrictSearchWithMatch's $expr sees the variables defined above the
+	// stage (jstests/aggregation/sources/graphLookup/filter.js: an enclosing
+	// $lookup's let); an unbound one is still refused (error.js)
+	compat(3, '$graphLookup restrictSearchWithMatch reads variables of an enclosing $lookup or the command', () => {
+		cdb.i3gl.drop();
+		cdb.i3glf.drop();
+		cdb.i3gl.insertOne({starting: 0});
+		cdb.i3glf.insertMany([{from: 0, to: 1, inc: true}, {from: 1, to: 2, inc: false}, {from: 2, to: 3, inc: true}]);
+		const gl = {$graphLookup: {from: 'i3glf', startWith: '$starting', connectFromField: 'to',
+			connectToField: 'from', as: 'r', restrictSearchWithMatch: {$expr: {$eq: ['$inc', '$$foo']}}}};
+		const r1 = agg(cdb, 'i3gl', [{$lookup: {from: 'i3gl', let: {foo: true}, pipeline: [gl], as: 'a'}}]);
+		eq(r1[0].a[0].r.length, 1);
+		const r2 = agg(cdb, 'i3gl', [gl], {let: {foo: true}});
+		eq(r2[0].r.length, 1);
+		const bad = JSON.parse(JSON.stringify(gl));
+		bad.$graphLookup.restrictSearchWithMatch = {$expr: {$eq: ['$inc', '$$unbound']}};
+		wantErr(cdb, {aggregate: 'i3gl', pipeline: [bad], cursor: {}}, 17276);
+		cdb.i3gl.drop();
+		cdb.i3glf.drop();
+	});
 }

@@ -60,4 +60,29 @@
 		wantErr(cdb, {dropIndexes: 'i4', index: 'nope_1'}, 27, "index not found with name [nope_1]");
 		wantErr(cdb, {dropIndexes: 'i4', index: {nope: 1}}, 27);
 	});
+	// JavaScript's codes in 9.0: CodeWScope in $where (4649201,
+	// where_parser), $where and a JavaScript expression in one operation
+	// (4649200, getJsExecWithScope), a CodeWScope in system.js (4546000,
+	// Scope::loadStored), $function in a validator (4660800,
+	// doc_validation_invalid_validators.js)
+	compat(4, 'server-side JavaScript codes: 4649201, 4649200, 4546000, 4660800', () => {
+		cdb.i4js.drop();
+		cdb.system.js.drop();
+		cdb.i4js.insertOne({_id: 1, a: 1});
+		wantErr(cdb, {find: 'i4js', filter: {$where: Code('function() { return x; }', {x: true})}}, 4649201,
+			'$where no longer supports deprecated BSON type CodeWScope');
+		wantErr(cdb, {find: 'i4js', filter: {$and: [{$expr: {$function: {body: 'function() { return true; }',
+			args: [], lang: 'js'}}}, {$where: 'true'}]}}, 4649200,
+			'Executor error during find command :: caused by :: ' +
+			'A single operation cannot use both JavaScript aggregation expressions and $where.');
+		cdb.system.js.insertOne({_id: 'cws', value: Code('function() { return 1; }', {})});
+		wantErr(cdb, {find: 'i4js', filter: {$where: 'true'}}, 4546000,
+			'Executor error during find command :: caused by :: ' +
+			"BSON type 'CodeWithScope' not supported in system.js scripts. As an alternative use 'Code'. " +
+			"Script _id value: 'cws'");
+		cdb.system.js.drop();
+		wantErr(cdb, {collMod: 'i4js', validator: {$expr: {$function: {body: 'function(a) { return true; }',
+			args: ['$a'], lang: 'js'}}}}, 4660800);
+		cdb.i4js.drop();
+	});
 }

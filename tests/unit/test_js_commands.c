@@ -68,7 +68,7 @@ test_where(void)
 		tt_free_reply(r);
 	}
 	EXPECT_CODE("{\"find\": \"c\", \"filter\": {\"$where\": 1}}", 2);
-	EXPECT_CODE("{\"find\": \"c\", \"filter\": {\"$where\": {\"$code\": \"1\", \"$scope\": {}}}}", 4649200);
+	EXPECT_CODE("{\"find\": \"c\", \"filter\": {\"$where\": {\"$code\": \"1\", \"$scope\": {}}}}", 4649201);
 	EXPECT_CODE("{\"find\": \"c\", \"filter\": {\"$where\": \"throw new Error('x')\"}}", 139);
 	EXPECT_CODE("{\"find\": \"c\", \"filter\": {\"$where\": \"this.a >\"}}", 139);
 	EXPECT_CODE("{\"aggregate\": \"c\", \"pipeline\": [{\"$match\": {\"$where\": \"true\"}}], \"cursor\": {}}", 2);
