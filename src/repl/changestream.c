@@ -487,27 +487,49 @@ path_str(const path_t *p, const char *last, char *buf, size_t cap)
 
 	buf[0] = '\0';
 	for (int i = 0; i < p->n; i++)
-		len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s.", p->part[i]);
-	snprintf(buf + (len < cap ? len : cap - 1), len < cap ? cap - len : 1, "%s", last);
+		len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s%s", i ? "." : "", p->part[i]);
+	if (last != NULL)
+		snprintf(buf + (len < cap ? len : cap - 1), len < cap ? cap - len : 1, "%s%s", p->n ? "." : "",
+		         last);
 }
 
-/* mongod's disambiguatedPaths: paths with an array index or a numeric
- * (or dotted) field name, as arrays of their parts. */
+/* FieldRef::isNumericPathComponentStrict: digits, no leading zero. */
+static bool
+numeric_strict(const char *s)
+{
+	return numeric_name(s) && (s[1] == '\0' || s[0] != '0');
+}
+
+/*
+ * mongod's disambiguatedPaths (change_stream_document_diff_parser): a path
+ * is ambiguous from its first field name (not array index) that is numeric
+ * (past the first part) or holds a dot; such a path is listed as the array
+ * of its parts, array indices as ints.
+ */
 static void
 note_ambiguous(upd_acc_t *a, const path_t *p, const char *last, bool last_index, const char *full)
 {
-	bool amb = last_index || numeric_name(last) || strchr(last, '.') != NULL;
+	bool amb = false;
 	bson_t arr;
 	char key[16];
 
-	for (int i = 0; i < p->n && !amb; i++)
-		amb = p->index[i] || numeric_name(p->part[i]) || strchr(p->part[i], '.') != NULL;
-	if (!amb || !a->expanded)
+	if (!a->expanded)
+		return;
+	for (int i = 0; i <= p->n && !amb; i++) {
+		const char *part = i < p->n ? p->part[i] : last;
+		bool idx = i < p->n ? p->index[i] : last_index;
+		if (part == NULL || idx)
+			continue;
+		amb = (i > 0 && numeric_strict(part)) || strchr(part, '.') != NULL;
+	}
+	if (!amb)
 		return;
 	bson_append_array_begin(&a->disamb, full, -1, &arr);
 	for (int i = 0; i <= p->n; i++) {
 		const char *part = i < p->n ? p->part[i] : last;
 		bool idx = i < p->n ? p->index[i] : last_index;
+		if (part == NULL)
+			break;
 		snprintf(key, sizeof(key), "%d", i);
 		if (idx)
 			bson_append_int32(&arr, key, -1, (int32_t)strtol(part, NULL, 10));
@@ -527,37 +549,40 @@ diff_walk(upd_acc_t *a, const bson_t *diff, path_t *p, bool array, int depth)
 
 	if (depth > 100 || !bson_iter_init(&it, diff))
 		return;
+	if (!array) {
+		/* mongod's order: updates, inserts, deletes, then sub diffs */
+		static const char *const sections[] = {"u", "i", "d"};
+		for (int s = 0; s < 3; s++) {
+			if (!bson_iter_init_find(&it, diff, sections[s]) || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
+			    !bson_iter_recurse(&it, &f))
+				continue;
+			while (bson_iter_next(&f)) {
+				path_str(p, bson_iter_key(&f), full, sizeof(full));
+				if (s < 2) {
+					bson_append_value(&a->updated, full, -1, bson_iter_value(&f));
+				} else {
+					char key[16];
+					snprintf(key, sizeof(key), "%d", (int)bson_count_keys(&a->removed));
+					bson_append_utf8(&a->removed, key, -1, full, -1);
+				}
+				note_ambiguous(a, p, bson_iter_key(&f), false, full);
+			}
+		}
+	} else if (bson_iter_init_find(&it, diff, "l")) {
+		bson_t t;
+		char key[16];
+		snprintf(key, sizeof(key), "%d", a->ntrunc++);
+		path_str(p, NULL, full, sizeof(full));
+		bson_append_document_begin(&a->truncated, key, -1, &t);
+		bson_append_utf8(&t, "field", 5, full, -1);
+		bson_append_int32(&t, "newSize", 7, (int32_t)bson_iter_as_int64(&it));
+		bson_append_document_end(&a->truncated, &t);
+		note_ambiguous(a, p, NULL, false, full);
+	}
+	bson_iter_init(&it, diff);
 	while (bson_iter_next(&it)) {
 		const char *k = bson_iter_key(&it);
-		if (!array && (strcmp(k, "u") == 0 || strcmp(k, "i") == 0) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
-		    bson_iter_recurse(&it, &f)) {
-			while (bson_iter_next(&f)) {
-				path_str(p, bson_iter_key(&f), full, sizeof(full));
-				bson_append_value(&a->updated, full, -1, bson_iter_value(&f));
-				note_ambiguous(a, p, bson_iter_key(&f), false, full);
-			}
-		} else if (!array && strcmp(k, "d") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &f)) {
-			while (bson_iter_next(&f)) {
-				char key[16];
-				path_str(p, bson_iter_key(&f), full, sizeof(full));
-				snprintf(key, sizeof(key), "%d", (int)bson_count_keys(&a->removed));
-				bson_append_utf8(&a->removed, key, -1, full, -1);
-				note_ambiguous(a, p, bson_iter_key(&f), false, full);
-			}
-		} else if (array && strcmp(k, "a") == 0) {
-			continue;
-		} else if (array && strcmp(k, "l") == 0) {
-			bson_t t;
-			char key[16], field[4096];
-			snprintf(key, sizeof(key), "%d", a->ntrunc++);
-			path_str(p, "", field, sizeof(field));
-			if (field[0] != '\0')
-				field[strlen(field) - 1] = '\0';
-			bson_append_document_begin(&a->truncated, key, -1, &t);
-			bson_append_utf8(&t, "field", 5, field, -1);
-			bson_append_int32(&t, "newSize", 7, (int32_t)bson_iter_as_int64(&it));
-			bson_append_document_end(&a->truncated, &t);
-		} else if (array && k[0] == 'u') {
+		if (array && k[0] == 'u') {
 			path_str(p, k + 1, full, sizeof(full));
 			bson_append_value(&a->updated, full, -1, bson_iter_value(&it));
 			note_ambiguous(a, p, k + 1, true, full);

@@ -78,6 +78,7 @@ typedef struct sess_ctx {
 	bool wrote;
 	repl_oplog_optime_t txn_last;   /* the newest entry the open transaction wrote */
 	bool replacement;
+	const update_t *update;    /* the update being written (repl_oplog_session_set_update) */
 	const char *retry_image;   /* "preImage" / "postImage": needsRetryImage (repl_oplog_session_set_image) */
 	bool collect;
 	bson_t **ops;              /* collect mode: the transaction's operations (bson_new'd) */
@@ -225,7 +226,9 @@ body_update(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
 	/* an operator or pipeline update is logged as its diff (mongod's
 	 * update driver logs one for every operator update) */
 	bson_init(&diff);
-	if (!whole && !repl_diff_compute(op->old_doc, op->doc, SIZE_MAX / 2, &diff))
+	if (!whole && ctx != NULL && ctx->update != NULL)
+		repl_diff_compute_update(op->old_doc, op->doc, ctx->update, &diff);
+	else if (!whole && !repl_diff_compute(op->old_doc, op->doc, SIZE_MAX / 2, &diff))
 		whole = true;
 	if (!whole && bson_empty(&diff)) {
 		/* nothing changed: mongod writes no entry for a no-op update */
@@ -1507,6 +1510,7 @@ repl_oplog_session_clear(storage_session_t *s)
 	ctx->prev = ctx->chain = REPL_OPLOG_OPTIME_NULL;
 	ctx->collect = false;
 	ctx->replacement = false;
+	ctx->update = NULL;
 	ctx->retry_image = NULL;
 	ctx_ops_clear(ctx);
 }
@@ -1518,6 +1522,15 @@ repl_oplog_session_set_replacement(storage_session_t *s, bool on)
 
 	if (ctx != NULL)
 		ctx->replacement = on;
+}
+
+void
+repl_oplog_session_set_update(storage_session_t *s, const update_t *u)
+{
+	sess_ctx_t *ctx = ctx_of(s, u != NULL);
+
+	if (ctx != NULL)
+		ctx->update = u;
 }
 
 int

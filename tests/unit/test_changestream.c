@@ -260,6 +260,8 @@ test_crud_events(void)
 	expect_more("cs", "c", id, "[]");
 	ok("cs", "{'insert': 'c', 'documents': [{'_id': 1, 'a': 1, 'arr': [1, 2, 3], 'o': {'1': 0}}]}");
 	ok("cs", "{'update': 'c', 'updates': [{'q': {'_id': 1}, 'u': {'$set': {'b': 2, 'o.1': 5}, '$unset': {'a': 1}, '$pop': {'arr': 1}}}]}");
+	/* a pipeline update is diffed by size: the shrunk array is a truncation */
+	ok("cs", "{'update': 'c', 'updates': [{'q': {'_id': 1}, 'u': [{'$set': {'arr': {'$slice': ['$arr', 1]}}}]}]}");
 	ok("cs", "{'update': 'c', 'updates': [{'q': {'_id': 1}, 'u': {'x': 1}}]}");
 	ok("cs", "{'delete': 'c', 'deletes': [{'q': {'_id': 1}, 'limit': 1}]}");
 	expect_more("cs", "c", id,
@@ -268,8 +270,12 @@ test_crud_events(void)
 	    "\"ns\" : { \"db\" : \"cs\", \"coll\" : \"c\" }, \"documentKey\" : { \"_id\" : 1 } }, "
 	    "{ \"_id\" : true, \"operationType\" : \"update\", \"clusterTime\" : true, \"wallTime\" : true, "
 	    "\"ns\" : { \"db\" : \"cs\", \"coll\" : \"c\" }, \"documentKey\" : { \"_id\" : 1 }, "
-	    "\"updateDescription\" : { \"updatedFields\" : { \"o\" : { \"1\" : 5 }, \"b\" : 2 }, \"removedFields\" : [ \"a\" ], "
-	    "\"truncatedArrays\" : [ { \"field\" : \"arr\", \"newSize\" : 2 } ] } }, "
+	    "\"updateDescription\" : { \"updatedFields\" : { \"arr\" : [ 1, 2 ], \"b\" : 2, \"o.1\" : 5 }, "
+	    "\"removedFields\" : [ \"a\" ], \"truncatedArrays\" : [  ] } }, "
+	    "{ \"_id\" : true, \"operationType\" : \"update\", \"clusterTime\" : true, \"wallTime\" : true, "
+	    "\"ns\" : { \"db\" : \"cs\", \"coll\" : \"c\" }, \"documentKey\" : { \"_id\" : 1 }, "
+	    "\"updateDescription\" : { \"updatedFields\" : {  }, \"removedFields\" : [  ], "
+	    "\"truncatedArrays\" : [ { \"field\" : \"arr\", \"newSize\" : 1 } ] } }, "
 	    "{ \"_id\" : true, \"operationType\" : \"replace\", \"clusterTime\" : true, \"wallTime\" : true, "
 	    "\"fullDocument\" : { \"_id\" : 1, \"x\" : 1 }, \"ns\" : { \"db\" : \"cs\", \"coll\" : \"c\" }, "
 	    "\"documentKey\" : { \"_id\" : 1 } }, "

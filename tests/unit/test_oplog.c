@@ -165,6 +165,95 @@ test_diffs(void)
 	}
 }
 
+/* Operator updates: the diff follows the update's paths as mongod's update
+ * driver logs them, whatever the sizes. */
+static void
+test_diffs_update(void)
+{
+	static const struct {
+		const char *update, *pre, *post, *diff;
+	} cases[] = {
+		/* a numeric field name: a sub diff even though larger than the value */
+		{"{\"$set\": {\"a.1\": 2}}", "{\"_id\": 1, \"a\": {\"1\": 1}}", "{\"_id\": 1, \"a\": {\"1\": 2}}",
+		 "{ \"sa\" : { \"u\" : { \"1\" : 2 } } }"},
+		{"{\"$set\": {\"a.0.1\": 2}}", "{\"_id\": 1, \"a\": [{\"1\": 1}]}", "{\"_id\": 1, \"a\": [{\"1\": 2}]}",
+		 "{ \"sa\" : { \"a\" : true, \"s0\" : { \"u\" : { \"1\" : 2 } } } }"},
+		/* the path's end is logged whole */
+		{"{\"$set\": {\"a\": {\"x\": 1, \"y\": 3, \"z\": \"some long text\"}}}",
+		 "{\"_id\": 1, \"a\": {\"x\": 1, \"y\": 2, \"z\": \"some long text\"}}",
+		 "{\"_id\": 1, \"a\": {\"x\": 1, \"y\": 3, \"z\": \"some long text\"}}",
+		 "{ \"u\" : { \"a\" : { \"x\" : 1, \"y\" : 3, \"z\" : \"some long text\" } } }"},
+		/* $push appends: u<index>; onto an empty array: the whole array */
+		{"{\"$push\": {\"arr\": 3}}", "{\"_id\": 1, \"arr\": [1, 2]}", "{\"_id\": 1, \"arr\": [1, 2, 3]}",
+		 "{ \"sarr\" : { \"a\" : true, \"u2\" : 3 } }"},
+		{"{\"$push\": {\"arr\": 3}}", "{\"_id\": 1, \"arr\": []}", "{\"_id\": 1, \"arr\": [3]}",
+		 "{ \"u\" : { \"arr\" : [ 3 ] } }"},
+		{"{\"$push\": {\"arr\": {\"$each\": [0], \"$sort\": 1}}}", "{\"_id\": 1, \"arr\": [1, 2]}",
+		 "{\"_id\": 1, \"arr\": [0, 1, 2]}", "{ \"u\" : { \"arr\" : [ 0, 1, 2 ] } }"},
+		{"{\"$addToSet\": {\"arr\": 9}}", "{\"_id\": 1, \"arr\": [1]}", "{\"_id\": 1, \"arr\": [1, 9]}",
+		 "{ \"sarr\" : { \"a\" : true, \"u1\" : 9 } }"},
+		/* $pop rewrites the array */
+		{"{\"$pop\": {\"arr\": 1}}", "{\"_id\": 1, \"arr\": [1, 2, 3]}", "{\"_id\": 1, \"arr\": [1, 2]}",
+		 "{ \"u\" : { \"arr\" : [ 1, 2 ] } }"},
+		/* an index past the end: that index only */
+		{"{\"$set\": {\"a.4\": 1}}", "{\"_id\": 1, \"a\": [0, 0]}", "{\"_id\": 1, \"a\": [0, 0, null, null, 1]}",
+		 "{ \"sa\" : { \"a\" : true, \"u4\" : 1 } }"},
+		/* created below an existing document: inserted from the first new part */
+		{"{\"$set\": {\"x.y.z\": 1}}", "{\"_id\": 1, \"x\": {}}", "{\"_id\": 1, \"x\": {\"y\": {\"z\": 1}}}",
+		 "{ \"sx\" : { \"i\" : { \"y\" : { \"z\" : 1 } } } }"},
+		{"{\"$unset\": {\"a.b\": 1}}", "{\"_id\": 1, \"a\": {\"b\": 1, \"c\": 2}}", "{\"_id\": 1, \"a\": {\"c\": 2}}",
+		 "{ \"sa\" : { \"d\" : { \"b\" : false } } }"},
+		{"{\"$rename\": {\"a\": \"b\"}}", "{\"_id\": 1, \"a\": 1, \"c\": 2}", "{\"_id\": 1, \"c\": 2, \"b\": 1}",
+		 "{ \"d\" : { \"a\" : false }, \"i\" : { \"b\" : 1 } }"},
+		/* $[] and arrayFilters' identifiers match every index */
+		{"{\"$inc\": {\"a.$[].q\": 1}}", "{\"_id\": 1, \"a\": [{\"q\": 1}, {\"q\": 2}]}",
+		 "{\"_id\": 1, \"a\": [{\"q\": 2}, {\"q\": 3}]}",
+		 "{ \"sa\" : { \"a\" : true, \"s0\" : { \"u\" : { \"q\" : 2 } }, \"s1\" : { \"u\" : { \"q\" : 3 } } } }"},
+		/* a pipeline update: mongod's diff calculator, by size */
+		{"[{\"$set\": {\"a\": {\"1\": 2}}}]", "{\"_id\": 1, \"a\": {\"1\": 1}}", "{\"_id\": 1, \"a\": {\"1\": 2}}",
+		 "{ \"u\" : { \"a\" : { \"1\" : 2 } } }"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		bson_t *spec = tt_json(cases[i].update[0] == '[' ? "{}" : cases[i].update);
+		bson_t *pre = tt_json(cases[i].pre), *post = tt_json(cases[i].post);
+		bson_t d = BSON_INITIALIZER;
+		bson_value_t uv;
+		update_t *u = NULL;
+		terr_t err = TERR_INIT;
+		char *j;
+
+		if (cases[i].update[0] == '[') {
+			bson_t *wrap;
+			char *w = bson_strdup_printf("{\"p\": %s}", cases[i].update);
+			bson_iter_t it;
+			wrap = tt_json(w);
+			bson_free(w);
+			bson_iter_init_find(&it, wrap, "p");
+			bson_value_copy(bson_iter_value(&it), &uv);
+			bson_destroy(wrap);
+		} else {
+			uv.value_type = BSON_TYPE_DOCUMENT;
+			uv.value.v_doc.data = (uint8_t *)bson_get_data(spec);
+			uv.value.v_doc.data_len = spec->len;
+		}
+		TT_ASSERT(update_compile(&uv, NULL, &u, &err) == 0);
+		repl_diff_compute_update(pre, post, u, &d);
+		j = bson_as_relaxed_extended_json(&d, NULL);
+		if (strcmp(j, cases[i].diff) != 0)
+			fprintf(stderr, "case %zu: %s\n", i, j);
+		TT_EQ_STR(j, cases[i].diff);
+		bson_free(j);
+		if (cases[i].update[0] == '[')
+			bson_value_destroy(&uv);
+		update_free(u);
+		bson_destroy(&d);
+		bson_destroy(spec);
+		bson_destroy(pre);
+		bson_destroy(post);
+	}
+}
+
 /* ---- an engine in replica-set mode --------------------------------------- */
 
 typedef struct rs {
@@ -1289,6 +1378,7 @@ main(void)
 {
 	TT_RUN(test_clock);
 	TT_RUN(test_diffs);
+	TT_RUN(test_diffs_update);
 	TT_RUN(test_standalone_and_uninitiated);
 	TT_RUN(test_entries);
 	TT_RUN(test_concurrent_writers);
