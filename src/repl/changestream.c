@@ -366,6 +366,8 @@ typedef struct ev {
 	bool is_update;            /* an operator update (updateLookup reads it) */
 	bson_t diff;               /* an operator update's $v: 2 diff (post-images) */
 	bool raw_upd;              /* showRawUpdateDescription: the oplog's o as rawUpdateDescription */
+	bson_t o2;                 /* the operation's o2 (a static view), when has_o2 */
+	bool has_o2;
 } ev_t;
 
 static void
@@ -644,8 +646,9 @@ x_insert(const bson_t *op, const bson_t *o, ev_t *e, bool expanded, bool raw)
 	e->type = "insert";
 	bson_concat(&e->full_doc, o);
 	e->has_full = true;
-	if (sub_doc(op, "o2", &o2)) {
-		bson_concat(&e->doc_key, &o2);
+	(void)o2;
+	if (e->has_o2) {
+		bson_concat(&e->doc_key, &e->o2);
 	} else if (bson_iter_init_find(&it, o, "_id")) {
 		bson_append_value(&e->doc_key, "_id", 3, bson_iter_value(&it));
 	}
@@ -673,8 +676,9 @@ x_update(const bson_t *op, const bson_t *o, ev_t *e, bool expanded, bool raw)
 		bson_concat(&e->full_doc, o);
 		e->has_full = true;
 	}
-	if (sub_doc(op, "o2", &o2))
-		bson_concat(&e->doc_key, &o2);
+	(void)o2;
+	if (e->has_o2)
+		bson_concat(&e->doc_key, &e->o2);
 	e->has_doc_key = true;
 	return 1;
 }
@@ -876,23 +880,42 @@ static const struct {
 static int
 classify(const bson_t *op, bool expanded, bool raw, ev_t *e)
 {
-	const char *kind = str_field(op, "op"), *ns = str_field(op, "ns");
+	const char *kind = NULL, *ns = NULL;
 	bson_t o;
+	bool has_o = false;
 	bson_iter_t it;
 
-	if (kind == NULL || ns == NULL || !sub_doc(op, "o", &o))
+	/* one pass over the operation's fields (an event per entry per stream:
+	 * a find per field would walk the entry again each time) */
+	if (!bson_iter_init(&it, op))
 		return 0;
-	split_ns(ns, e->db, e->coll);
-	if (bson_iter_init_find(&it, op, "ui") && BSON_ITER_HOLDS_BINARY(&it)) {
-		bson_subtype_t st;
-		uint32_t len;
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
 		const uint8_t *data;
-		bson_iter_binary(&it, &st, &len, &data);
-		if (st == BSON_SUBTYPE_UUID && len == 16) {
-			memcpy(e->uuid, data, 16);
-			e->has_uuid = true;
+		uint32_t len;
+		if (k[0] == 'o' && k[1] == 'p' && k[2] == '\0' && BSON_ITER_HOLDS_UTF8(&it)) {
+			kind = bson_iter_utf8(&it, NULL);
+		} else if (k[0] == 'n' && k[1] == 's' && k[2] == '\0' && BSON_ITER_HOLDS_UTF8(&it)) {
+			ns = bson_iter_utf8(&it, NULL);
+		} else if (k[0] == 'o' && (k[1] == '\0' || (k[1] == '2' && k[2] == '\0')) &&
+		           BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			bson_iter_document(&it, &len, &data);
+			if (k[1] == '\0')
+				has_o = bson_init_static(&o, data, len);
+			else
+				e->has_o2 = bson_init_static(&e->o2, data, len);
+		} else if (k[0] == 'u' && k[1] == 'i' && k[2] == '\0' && BSON_ITER_HOLDS_BINARY(&it)) {
+			bson_subtype_t st;
+			bson_iter_binary(&it, &st, &len, &data);
+			if (st == BSON_SUBTYPE_UUID && len == 16) {
+				memcpy(e->uuid, data, 16);
+				e->has_uuid = true;
+			}
 		}
 	}
+	if (kind == NULL || ns == NULL || !has_o)
+		return 0;
+	split_ns(ns, e->db, e->coll);
 	if (strcmp(e->coll, "system.views") == 0 && (strcmp(kind, "i") == 0 || strcmp(kind, "u") == 0 ||
 	    strcmp(kind, "d") == 0))
 		return v_view(op, &o, e, expanded, raw);
@@ -1387,7 +1410,9 @@ unwind(cs_run_t *r, const bson_t *entry, op_view_t *v, terr_t *err)
 	return 0;
 }
 
-/* One oplog entry into the queue. */
+static void pos_set(cs_run_t *r, const char *hex);
+
+/* One oplog entry into the queue; the scan's position moves to it. */
 static int
 handle_entry(cs_run_t *r, const bson_t *entry, terr_t *err)
 {
@@ -1395,17 +1420,32 @@ handle_entry(cs_run_t *r, const bson_t *entry, terr_t *err)
 	bson_iter_t it;
 	uint32_t ts, inc;
 	bson_t o, lsid;
-	const char *kind = str_field(entry, "op"), *ns = str_field(entry, "ns");
+	const char *kind = NULL, *ns = NULL;
 
-	if (bson_iter_init_find(&it, entry, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
-		bson_iter_timestamp(&it, &ts, &inc);
-		v.ts = ((repl_ts_t)ts << 32) | inc;
+	/* one pass for what every entry needs */
+	if (bson_iter_init(&it, entry))
+		while (bson_iter_next(&it)) {
+			const char *k = bson_iter_key(&it);
+			if (strcmp(k, "op") == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
+				kind = bson_iter_utf8(&it, NULL);
+			} else if (strcmp(k, "ns") == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
+				ns = bson_iter_utf8(&it, NULL);
+			} else if (strcmp(k, "ts") == 0 && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+				bson_iter_timestamp(&it, &ts, &inc);
+				v.ts = ((repl_ts_t)ts << 32) | inc;
+			} else if (strcmp(k, "wall") == 0 && BSON_ITER_HOLDS_DATE_TIME(&it)) {
+				v.wall = bson_iter_date_time(&it);
+			}
+		}
+	if (v.ts != 0) {
+		char *h = cs_token_hwm_hex(v.ts);
+		r->scanned = v.ts;
+		pos_set(r, h);
+		bson_free(h);
 	}
-	if (bson_iter_init_find(&it, entry, "wall") && BSON_ITER_HOLDS_DATE_TIME(&it))
-		v.wall = bson_iter_date_time(&it);
 	if (kind == NULL || ns == NULL)
 		return 0;
-	if (strcmp(kind, "c") == 0 && strcmp(ns, "admin.$cmd") == 0 && sub_doc(entry, "o", &o) &&
+	if (kind[0] == 'c' && kind[1] == '\0' && strcmp(ns, "admin.$cmd") == 0 && sub_doc(entry, "o", &o) &&
 	    bson_iter_init_find(&it, &o, "applyOps")) {
 		bson_t **chain = NULL;
 		int n = 0, ret = 0;
@@ -1519,18 +1559,6 @@ cs_next(void *st, storage_session_t *s, const bson_t **doc, terr_t *err)
 		if (rc == 0) {
 			r->at_end = true;
 			return 0;
-		}
-		{
-			bson_iter_t it;
-			uint32_t t, i;
-			if (bson_iter_init_find(&it, &entry, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
-				char *h;
-				bson_iter_timestamp(&it, &t, &i);
-				r->scanned = ((repl_ts_t)t << 32) | i;
-				h = cs_token_hwm_hex(r->scanned);
-				pos_set(r, h);
-				bson_free(h);
-			}
 		}
 		RET(handle_entry(r, &entry, err));
 	}
