@@ -59,6 +59,8 @@ typedef struct cs_run {
 	repl_ts_t after;           /* the scan starts after it */
 	bool opened;
 	char *resume_hex;          /* events <= it are skipped */
+	char *resume_base;         /* a fragment's token: its event's token (handed on whole) */
+	char *frag_hex;            /* that event, when handed on: the split stage asks (resume_fragment) */
 	bool must_find;            /* an event token: it must be seen first */
 	char *pos;                 /* the position token (owned hex) */
 	bson_t **queue;            /* events of the entry being unwound (tm_bson_array_new(1) each) */
@@ -1116,6 +1118,8 @@ cs_open(void *ctx, const void *pp, void **out, terr_t *err)
 		r->after = p->tok.ts > 0 ? p->tok.ts - 1 : 0;
 		r->resume_hex = bson_strdup(p->tok_hex);
 		r->must_find = p->tok.type == CS_TOKEN_EVENT;
+		if (p->tok.fragment >= 0)
+			r->resume_base = cs_token_hex_unfragment(p->tok_hex, p->tok.fragment);
 		r->pos = bson_strdup(p->tok_hex);
 		break;
 	case RS_AT:
@@ -1153,6 +1157,8 @@ cs_close(void *st)
 	queue_clear(r);
 	bson_free(r->queue);
 	bson_free(r->resume_hex);
+	bson_free(r->resume_base);
+	bson_free(r->frag_hex);
 	bson_free(r->pos);
 	bson_destroy(&r->out);
 	bson_free(r);
@@ -1517,6 +1523,15 @@ cs_next(void *st, storage_session_t *s, const bson_t **doc, terr_t *err)
 			bson_t *ev = r->queue[r->iq++];
 			const char *hex = doc_token(ev);
 			const char *type = str_field(ev, "operationType");
+			if (r->resume_hex != NULL && r->resume_base != NULL && hex != NULL &&
+			    strcmp(hex, r->resume_base) == 0) {
+				/* the event a fragment's token points into: handed on
+				 * whole, the split stage drops the fragments up to it */
+				r->frag_hex = bson_strdup(hex);
+				r->must_find = false;
+				bson_free(r->resume_hex);
+				r->resume_hex = NULL;
+			}
 			if (r->resume_hex != NULL) {
 				int c = strcmp(hex, r->resume_hex);
 				if (c <= 0) {
@@ -1632,6 +1647,28 @@ cs_finished(void *st)
 	return r->invalidated && r->iq >= r->nq;
 }
 
+static int32_t
+cs_resume_fragment(void *st, const char *hex)
+{
+	cs_run_t *r = st;
+	int32_t n = -1;
+
+	if (r->frag_hex != NULL && hex != NULL && strcmp(r->frag_hex, hex) == 0) {
+		n = r->p->tok.fragment;
+		bson_free(r->frag_hex);
+		r->frag_hex = NULL;
+	}
+	return n;
+}
+
+static bool
+cs_resumes_split(const void *pp)
+{
+	const cs_plan_t *p = pp;
+
+	return p->resume != RS_NONE && p->resume != RS_AT && p->tok.fragment >= 0;
+}
+
 const agg_change_stream_ops_t repl_cs_ops = {
 	.parse = cs_parse,
 	.push_match = cs_push_match,
@@ -1643,4 +1680,7 @@ const agg_change_stream_ops_t repl_cs_ops = {
 	.finished = cs_finished,
 	.close = cs_close,
 	.free_plan = plan_free,
+	.fragment_token = cs_token_hex_fragment,
+	.resume_fragment = cs_resume_fragment,
+	.resumes_split = cs_resumes_split,
 };

@@ -342,6 +342,61 @@ cs_token_hwm_hex(repl_ts_t ts)
 	return cs_token_hex(&t);
 }
 
+/* The hex of fragment number n's KeyString value followed by the end byte. */
+static char *
+fragment_suffix(int32_t n)
+{
+	static const char hexd[] = "0123456789ABCDEF";
+	buf_t b = {0};
+	char *out;
+
+	put_int(&b, n);
+	put1(&b, KS_END);
+	out = bson_malloc(b.len * 2 + 1);
+	for (size_t i = 0; i < b.len; i++) {
+		out[2 * i] = hexd[b.p[i] >> 4];
+		out[2 * i + 1] = hexd[b.p[i] & 15];
+	}
+	out[b.len * 2] = '\0';
+	bson_free(b.p);
+	return out;
+}
+
+char *
+cs_token_hex_fragment(const char *hex, int32_t n)
+{
+	size_t len = strlen(hex);
+	char *suf, *out;
+
+	if (len < 2 || n < 0)
+		return NULL;
+	suf = fragment_suffix(n);
+	out = bson_malloc(len - 2 + strlen(suf) + 1);
+	memcpy(out, hex, len - 2);
+	strcpy(out + len - 2, suf);
+	bson_free(suf);
+	return out;
+}
+
+char *
+cs_token_hex_unfragment(const char *hex, int32_t n)
+{
+	size_t len = strlen(hex), sl;
+	char *suf, *out = NULL;
+
+	if (n < 0)
+		return NULL;
+	suf = fragment_suffix(n);
+	sl = strlen(suf);
+	if (len > sl && strcmp(hex + len - sl, suf) == 0) {
+		out = bson_malloc(len - sl + 3);
+		memcpy(out, hex, len - sl);
+		strcpy(out + len - sl, "04");
+	}
+	bson_free(suf);
+	return out;
+}
+
 void
 cs_token_append(bson_t *out, const char *key, const char *hex)
 {

@@ -57,6 +57,12 @@ char *cs_token_hex(const cs_token_t *t);
 void cs_token_append(bson_t *out, const char *key, const char *hex);
 /* A high-water-mark token at ts (owned hex). */
 char *cs_token_hwm_hex(repl_ts_t ts);
+/* $changeStreamSplitLargeEvent: the token of fragment n (0-based) of the
+ * event whose token is hex (an event token without a fragment), and back:
+ * the event's token from its fragment n's token (NULL when hex does not
+ * end with fragment n).  Owned hex, bson_free. */
+char *cs_token_hex_fragment(const char *hex, int32_t n);
+char *cs_token_hex_unfragment(const char *hex, int32_t n);
 
 /*
  * Parse a resume token document ({_data: string[, _typeBits: BinData 0]}):

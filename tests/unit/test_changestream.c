@@ -7,7 +7,8 @@
  * arrays and disambiguated paths, a transaction's events at its commit,
  * drop + invalidate), the three levels, resumeAfter / startAfter /
  * startAtOperationTime, postBatchResumeToken, 286 and 280, the allowlist of
- * stages, the pushed-down $match, mongod's errors for bad specs.
+ * stages, the pushed-down $match, mongod's errors for bad specs, events past
+ * 16 MB cut by $changeStreamSplitLargeEvent (and resumed from a fragment).
  */
 #include "tt.h"
 #include "tt_embedded.h"
@@ -633,6 +634,185 @@ test_pre_and_post_images(void)
 	ok("pi", "{'collMod': 'c', 'changeStreamPreAndPostImages': {'enabled': false}}");
 }
 
+/* ---- $changeStreamSplitLargeEvent ----------------------------------------- */
+
+/* Run a command built as BSON (big strings do not go through JSON). */
+static bson_t *
+run_bson(const char *dbname, const bson_t *cmd, int *rc)
+{
+	bson_t *reply = tm_bson_array_new(1);
+	tamga_error_t e;
+
+	*rc = tamga_run_command(db, dbname, cmd, reply, &e);
+	return reply;
+}
+
+/* getMore on id: the batch's events as "fragment/of:<size ok>" (or
+ * "whole"), "|"-separated, with each event's token in toks[] (owned). */
+static char *
+split_more(int64_t id, char **toks, int *ntok, int *code)
+{
+	char *cmd = bson_strdup_printf("{'getMore': %lld, 'collection': 'big'}", (long long)id);
+	int rc;
+	bson_t *r = run("sp", cmd, &rc);
+	bson_string_t *s = bson_string_new("");
+	bson_iter_t it, ev, f;
+
+	bson_free(cmd);
+	*code = rc == 0 ? 0 : (int)tt_get_i64(r, "code");
+	*ntok = 0;
+	if (rc == 0 && bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "cursor.nextBatch", &f) &&
+	    bson_iter_recurse(&f, &ev)) {
+		while (bson_iter_next(&ev)) {
+			bson_t d;
+			const uint8_t *data;
+			uint32_t len;
+			bson_iter_t x;
+			bson_iter_document(&ev, &len, &data);
+			bson_init_static(&d, data, len);
+			if (bson_iter_init(&x, &d) && bson_iter_find_descendant(&x, "splitEvent.fragment", &f)) {
+				bson_iter_t o;
+				bson_iter_init(&o, &d);
+				bson_iter_find_descendant(&o, "splitEvent.of", &o);
+				bson_string_append_printf(s, "%s%d/%d:%s", s->len ? "|" : "", bson_iter_int32(&f),
+				    bson_iter_int32(&o), len <= 16 * 1024 * 1024 ? "ok" : "big");
+			} else {
+				bson_string_append_printf(s, "%swhole", s->len ? "|" : "");
+			}
+			if (bson_iter_init(&x, &d) && bson_iter_find_descendant(&x, "_id._data", &f) && *ntok < 8)
+				toks[(*ntok)++] = bson_strdup(bson_iter_utf8(&f, NULL));
+		}
+	}
+	tt_free_reply(r);
+	return bson_string_free(s, false);
+}
+
+static void
+test_split_large_event(void)
+{
+	size_t big = 9 * 1024 * 1024;
+	char *a = bson_malloc(big + 1), *b = bson_malloc(big + 1);
+	bson_t *cmd, docs, d, ups, u, q, set;
+	int code, rc, ntok;
+	int64_t split, whole;
+	char *toks[8], *got, *resume;
+	bson_t *r;
+
+	memset(a, 'a', big);
+	a[big] = '\0';
+	memset(b, 'b', big);
+	b[big] = '\0';
+	ok("sp", "{'create': 'big', 'changeStreamPreAndPostImages': {'enabled': true}}");
+	cmd = bson_new();
+	BSON_APPEND_UTF8(cmd, "insert", "big");
+	bson_append_array_begin(cmd, "documents", -1, &docs);
+	bson_append_document_begin(&docs, "0", -1, &d);
+	BSON_APPEND_INT32(&d, "_id", 1);
+	BSON_APPEND_UTF8(&d, "s", a);
+	bson_append_document_end(&docs, &d);
+	bson_append_array_end(cmd, &docs);
+	r = run_bson("sp", cmd, &rc);
+	TT_EQ_INT(rc, 0);
+	tt_free_reply(r);
+	bson_destroy(cmd);
+
+	/* the stage's spec and place, and the stream that needs it */
+	expect_code("sp", "{'aggregate': 'big', 'pipeline': [{'$changeStream': {}}, {'$changeStreamSplitLargeEvent': {'a': 1}}], 'cursor': {}}", 7182800);
+	expect_code("sp", "{'aggregate': 'big', 'pipeline': [{'$changeStream': {}}, {'$changeStreamSplitLargeEvent': {}}, "
+	    "{'$match': {}}], 'cursor': {}}", 7182802);
+	split = open_stream("sp", "{'aggregate': 'big', 'pipeline': [{'$changeStream': {'fullDocument': 'required', "
+	    "'fullDocumentBeforeChange': 'required'}}, {'$changeStreamSplitLargeEvent': {}}], 'cursor': {}}", &code);
+	TT_ASSERT(split != 0);
+	whole = open_stream("sp", "{'aggregate': 'big', 'pipeline': [{'$changeStream': {'fullDocument': 'required', "
+	    "'fullDocumentBeforeChange': 'required'}}], 'cursor': {}}", &code);
+	TT_ASSERT(whole != 0);
+
+	/* an update whose event holds the old document, the new one and the
+	 * new value: about 27 MB */
+	cmd = bson_new();
+	BSON_APPEND_UTF8(cmd, "update", "big");
+	bson_append_array_begin(cmd, "updates", -1, &ups);
+	bson_append_document_begin(&ups, "0", -1, &u);
+	bson_append_document_begin(&u, "q", -1, &q);
+	BSON_APPEND_INT32(&q, "_id", 1);
+	bson_append_document_end(&u, &q);
+	bson_append_document_begin(&u, "u", -1, &q);
+	bson_append_document_begin(&q, "$set", -1, &set);
+	BSON_APPEND_UTF8(&set, "s", b);
+	bson_append_document_end(&q, &set);
+	bson_append_document_end(&u, &q);
+	bson_append_document_end(&ups, &u);
+	bson_append_array_end(cmd, &ups);
+	r = run_bson("sp", cmd, &rc);
+	TT_EQ_INT(rc, 0);
+	tt_free_reply(r);
+	bson_destroy(cmd);
+
+	/* fragments, smallest fields first, each under 16 MB, one per batch */
+	got = split_more(split, toks, &ntok, &code);
+	TT_EQ_STR(got, "1/3:ok");
+	resume = ntok > 0 ? bson_strdup(toks[0]) : NULL;
+	for (int i = 0; i < ntok; i++)
+		bson_free(toks[i]);
+	bson_free(got);
+	{
+		char *prev = resume != NULL ? bson_strdup(resume) : NULL;
+		for (int k = 2; k <= 3; k++) {
+			char want[16];
+			got = split_more(split, toks, &ntok, &code);
+			snprintf(want, sizeof(want), "%d/3:ok", k);
+			TT_EQ_STR(got, want);
+			/* fragment tokens sort in order */
+			if (ntok > 0 && prev != NULL)
+				TT_ASSERT(strcmp(prev, toks[0]) < 0);
+			bson_free(prev);
+			prev = ntok > 0 ? bson_strdup(toks[0]) : NULL;
+			for (int i = 0; i < ntok; i++)
+				bson_free(toks[i]);
+			bson_free(got);
+		}
+		bson_free(prev);
+	}
+	/* without the stage the event is too large: mongod's 10334 */
+	got = split_more(whole, toks, &ntok, &code);
+	TT_EQ_INT(code, 10334);
+	bson_free(got);
+
+	/* resuming after fragment 1 gives fragments 2 and 3; without the
+	 * stage, 280 */
+	if (resume != NULL) {
+		char *c = bson_strdup_printf("{'aggregate': 'big', 'pipeline': [{'$changeStream': {'fullDocument': 'required', "
+		    "'fullDocumentBeforeChange': 'required', 'resumeAfter': {'_data': '%s'}}}, {'$changeStreamSplitLargeEvent': {}}], "
+		    "'cursor': {'batchSize': 0}}", resume);
+		int64_t again = open_stream("sp", c, &code);
+		TT_ASSERT(again != 0);
+		got = split_more(again, toks, &ntok, &code);
+		TT_EQ_STR(got, "2/3:ok");
+		for (int i = 0; i < ntok; i++)
+			bson_free(toks[i]);
+		bson_free(got);
+		bson_free(c);
+		c = bson_strdup_printf("{'aggregate': 'big', 'pipeline': [{'$changeStream': {'resumeAfter': {'_data': '%s'}}}], "
+		    "'cursor': {}}", resume);
+		expect_code("sp", c, 280);
+		bson_free(c);
+		/* the same fragment with a pipeline that does not split the event */
+		c = bson_strdup_printf("{'aggregate': 'big', 'pipeline': [{'$changeStream': {'resumeAfter': {'_data': '%s'}}}, "
+		    "{'$changeStreamSplitLargeEvent': {}}], 'cursor': {'batchSize': 0}}", resume);
+		again = open_stream("sp", c, &code);
+		TT_EQ_INT(code, 0);
+		got = split_more(again, toks, &ntok, &code);
+		TT_EQ_INT(code, 280);
+		for (int i = 0; i < ntok; i++)
+			bson_free(toks[i]);
+		bson_free(got);
+		bson_free(c);
+	}
+	bson_free(resume);
+	bson_free(a);
+	bson_free(b);
+}
+
 static void
 test_standalone(void)
 {
@@ -667,6 +847,7 @@ main(void)
 	TT_RUN(test_raw_update_description);
 	TT_RUN(test_modify_event);
 	TT_RUN(test_pre_and_post_images);
+	TT_RUN(test_split_large_event);
 	tt_close_rm(db, dir);
 	return tt_finish();
 }
