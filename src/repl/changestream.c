@@ -350,6 +350,8 @@ typedef struct op_view {
 	const bson_t *lsid;        /* a transaction's, or NULL */
 	int64_t txn_number;
 	int32_t idx;               /* txnOpIndex (0 outside transactions) */
+	repl_ts_t entry_ts;        /* a transaction's: the applyOps entry holding the operation */
+	int32_t entry_idx;         /* ... and its index there (its pre-image's applyOpsIndex) */
 	bool in_txn;
 } op_view_t;
 
@@ -1266,10 +1268,11 @@ handle_op(cs_run_t *r, const bson_t *op, const op_view_t *v, terr_t *err)
 		bool post_wanted = e.is_update && (p->full_doc == FD_WHEN || p->full_doc == FD_REQUIRED);
 		bson_t pre;
 		int found = 1;
-		/* pre-images (changeStreamPreAndPostImages) are kept for writes
-		 * outside multi-document transactions */
-		if ((pre_wanted || post_wanted) && e.has_uuid && !v->in_txn) {
-			found = repl_preimage_find(p->svc->st, r->s, e.uuid, v->ts, &pre, err);
+		/* pre-images (changeStreamPreAndPostImages): a transaction's by
+		 * its applyOps entry and index */
+		if ((pre_wanted || post_wanted) && e.has_uuid) {
+			found = v->in_txn ? repl_preimage_find_at(p->svc->st, r->s, e.uuid, v->entry_ts, v->entry_idx, &pre, err)
+			                  : repl_preimage_find(p->svc->st, r->s, e.uuid, v->ts, &pre, err);
 			if (found < 0) {
 				ret = -1;
 				goto err;
@@ -1402,16 +1405,24 @@ unwind(cs_run_t *r, const bson_t *entry, op_view_t *v, terr_t *err)
 	const uint8_t *d;
 	uint32_t l;
 
+	v->entry_ts = 0;
+	v->entry_idx = 0;
+	if (bson_iter_init_find(&it, entry, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+		uint32_t t, i;
+		bson_iter_timestamp(&it, &t, &i);
+		v->entry_ts = ((repl_ts_t)t << 32) | i;
+	}
 	if (!sub_doc(entry, "o", &o) || !bson_iter_init_find(&it, &o, "applyOps") || !BSON_ITER_HOLDS_ARRAY(&it) ||
 	    !bson_iter_recurse(&it, &el))
 		return 0;
 	while (bson_iter_next(&el)) {
-		if (!BSON_ITER_HOLDS_DOCUMENT(&el))
-			continue;
-		bson_iter_document(&el, &l, &d);
-		bson_init_static(&op, d, l);
-		RET(handle_op(r, &op, v, err));
-		v->idx++;
+		if (BSON_ITER_HOLDS_DOCUMENT(&el)) {
+			bson_iter_document(&el, &l, &d);
+			bson_init_static(&op, d, l);
+			RET(handle_op(r, &op, v, err));
+			v->idx++;
+		}
+		v->entry_idx++;
 	}
 	return 0;
 }

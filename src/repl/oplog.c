@@ -82,6 +82,8 @@ typedef struct sess_ctx {
 	const char *retry_image;   /* "preImage" / "postImage": needsRetryImage (repl_oplog_session_set_image) */
 	bool collect;
 	bson_t **ops;              /* collect mode: the transaction's operations (bson_new'd) */
+	bson_t **pre;              /* ... and each one's pre-image (changeStreamPreAndPostImages) or NULL */
+	uint8_t *pre_uuid;         /* ... of the collection: 16 bytes per operation */
 	int nops, cap;
 	int64_t ops_bytes;
 } sess_ctx_t;
@@ -604,8 +606,11 @@ err:
 static void
 ctx_ops_clear(sess_ctx_t *ctx)
 {
-	for (int i = 0; i < ctx->nops; i++)
+	for (int i = 0; i < ctx->nops; i++) {
 		bson_destroy(ctx->ops[i]);
+		if (ctx->pre != NULL && ctx->pre[i] != NULL)
+			bson_destroy(ctx->pre[i]);
+	}
 	ctx->nops = 0;
 	ctx->ops_bytes = 0;
 }
@@ -619,6 +624,8 @@ ctx_free(void *p)
 		return;
 	ctx_ops_clear(ctx);
 	bson_free(ctx->ops);
+	bson_free(ctx->pre);
+	bson_free(ctx->pre_uuid);
 	if (ctx->lsid != NULL)
 		bson_destroy(ctx->lsid);
 	bson_free(ctx);
@@ -661,7 +668,14 @@ on_write(void *arg, storage_session_t *s, const storage_op_t *op, terr_t *err)
 		if (ctx->nops == ctx->cap) {
 			ctx->cap = ctx->cap ? ctx->cap * 2 : 8;
 			ctx->ops = bson_realloc(ctx->ops, (size_t)ctx->cap * sizeof(*ctx->ops));
+			ctx->pre = bson_realloc(ctx->pre, (size_t)ctx->cap * sizeof(*ctx->pre));
+			ctx->pre_uuid = bson_realloc(ctx->pre_uuid, (size_t)ctx->cap * 16);
 		}
+		/* its pre-image is written at the commit, keyed by the applyOps
+		 * entry and index that hold the operation */
+		ctx->pre[ctx->nops] = (op->kind == STORAGE_OP_UPDATE || op->kind == STORAGE_OP_DELETE) &&
+		    op->old_doc != NULL && repl_preimage_enabled(op->coll) ? bson_copy(op->old_doc) : NULL;
+		memcpy(ctx->pre_uuid + 16 * (size_t)ctx->nops, op->coll->uuid, 16);
 		ctx->ops[ctx->nops++] = bson_copy(&bodies[0]);
 		ctx->ops_bytes += bodies[0].len;
 		ret = 0;
@@ -735,6 +749,12 @@ on_commit(void *arg, storage_session_t *s, terr_t *err)
 		ctx->chain = (repl_oplog_optime_t){first + (repl_ts_t)e, t};
 		ctx->wrote = true;
 		note_written(s, first + (repl_ts_t)e, t);
+		for (int i = from; i < ends[e] && ret == 0; i++)
+			if (ctx->pre[i] != NULL)
+				ret = repl_preimage_write_at(o->st, s, ctx->pre_uuid + 16 * (size_t)i, first + (repl_ts_t)e,
+				    i - from, ctx->pre[i], err);
+		if (ret != 0)
+			goto err;
 	}
 err:
 	bson_free(ends);

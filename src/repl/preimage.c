@@ -40,20 +40,27 @@ repl_preimage_ensure(storage_t *st, storage_session_t *s, terr_t *err)
 }
 
 static void
-append_id(bson_t *out, const uint8_t uuid[16], repl_ts_t ts)
+append_id(bson_t *out, const uint8_t uuid[16], repl_ts_t ts, int64_t index)
 {
 	bson_t id;
 
 	bson_append_document_begin(out, "_id", 3, &id);
 	bson_append_binary(&id, "nsUUID", -1, BSON_SUBTYPE_UUID, uuid, 16);
 	bson_append_timestamp(&id, "ts", 2, repl_ts_secs(ts), repl_ts_inc(ts));
-	bson_append_int64(&id, "applyOpsIndex", -1, 0);
+	bson_append_int64(&id, "applyOpsIndex", -1, index);
 	bson_append_document_end(out, &id);
 }
 
 int
 repl_preimage_write(storage_t *st, storage_session_t *s, const storage_coll_t *c, repl_ts_t ts, const bson_t *pre,
                     terr_t *err)
+{
+	return repl_preimage_write_at(st, s, c->uuid, ts, 0, pre, err);
+}
+
+int
+repl_preimage_write_at(storage_t *st, storage_session_t *s, const uint8_t uuid[16], repl_ts_t ts, int64_t index,
+                       const bson_t *pre, terr_t *err)
 {
 	storage_coll_t *pc = NULL;
 	struct timespec now;
@@ -64,7 +71,7 @@ repl_preimage_write(storage_t *st, storage_session_t *s, const storage_coll_t *c
 	if (storage_coll_get(st, REPL_PREIMAGES_DB, REPL_PREIMAGES_COLL, &pc, NULL) != 0 || pc == NULL)
 		return 0;
 	clock_gettime(CLOCK_REALTIME, &now);
-	append_id(&doc, c->uuid, ts);
+	append_id(&doc, uuid, ts, index);
 	bson_append_date_time(&doc, "operationTime", -1, (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
 	bson_append_document(&doc, "preImage", -1, pre);
 	was = storage_session_set_unobserved(s, true);
@@ -79,6 +86,13 @@ int
 repl_preimage_find(storage_t *st, storage_session_t *s, const uint8_t uuid[16], repl_ts_t ts, bson_t *out,
                    terr_t *err)
 {
+	return repl_preimage_find_at(st, s, uuid, ts, 0, out, err);
+}
+
+int
+repl_preimage_find_at(storage_t *st, storage_session_t *s, const uint8_t uuid[16], repl_ts_t ts, int64_t index,
+                      bson_t *out, terr_t *err)
+{
 	storage_coll_t *pc = NULL;
 	bson_t key = BSON_INITIALIZER, doc;
 	bson_iter_t it;
@@ -87,7 +101,7 @@ repl_preimage_find(storage_t *st, storage_session_t *s, const uint8_t uuid[16], 
 
 	if (storage_coll_get(st, REPL_PREIMAGES_DB, REPL_PREIMAGES_COLL, &pc, NULL) != 0 || pc == NULL)
 		return 1;
-	append_id(&key, uuid, ts);
+	append_id(&key, uuid, ts, index);
 	if (bson_iter_init_find(&it, &key, "_id"))
 		rc = storage_doc_find_id(s, pc, bson_iter_value(&it), &rid, &doc, err);
 	if (rc == 0) {

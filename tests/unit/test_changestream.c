@@ -631,6 +631,48 @@ test_pre_and_post_images(void)
 		bson_free(t);
 		tt_free_reply(r);
 	}
+	/* writes in a transaction: images by their applyOps entry and index */
+	{
+		int rc;
+		bson_t *r;
+		const char *ls = "'lsid': {'id': {'$binary': {'base64': 'AQEBAQEBAQEBAQEBAQEBAQ==', 'subType': '04'}}}, "
+		    "'txnNumber': {'$numberLong': '1'}, 'autocommit': false";
+		char *c;
+		ok("pi", "{'insert': 'c', 'documents': [{'_id': 7, 'n': 1}, {'_id': 8, 'n': 1}]}");
+		id = open_stream("pi", "{'aggregate': 'c', 'pipeline': [{'$changeStream': {'fullDocument': 'required', "
+		    "'fullDocumentBeforeChange': 'required'}}, {'$project': {'operationType': 1, 'fullDocument': 1, "
+		    "'fullDocumentBeforeChange': 1}}], 'cursor': {}}", &code);
+		c = bson_strdup_printf("{'update': 'c', 'updates': [{'q': {'_id': 7}, 'u': {'$inc': {'n': 5}}}], 'startTransaction': true, %s}", ls);
+		r = run("pi", c, &rc);
+		TT_EQ_INT(rc, 0);
+		tt_free_reply(r);
+		bson_free(c);
+		c = bson_strdup_printf("{'insert': 'c', 'documents': [{'_id': 9}], %s}", ls);
+		r = run("pi", c, &rc);
+		tt_free_reply(r);
+		bson_free(c);
+		c = bson_strdup_printf("{'delete': 'c', 'deletes': [{'q': {'_id': 8}, 'limit': 1}], %s}", ls);
+		r = run("pi", c, &rc);
+		tt_free_reply(r);
+		bson_free(c);
+		c = bson_strdup_printf("{'commitTransaction': 1, %s}", ls);
+		r = run("admin", c, &rc);
+		TT_EQ_INT(rc, 0);
+		tt_free_reply(r);
+		bson_free(c);
+		expect_more("pi", "c", id,
+		    "[{ \"_id\" : true, \"operationType\" : \"update\", \"fullDocument\" : { \"_id\" : 7, \"n\" : 6 }, "
+		    "\"fullDocumentBeforeChange\" : { \"_id\" : 7, \"n\" : 1 } }, "
+		    "{ \"_id\" : true, \"operationType\" : \"insert\", \"fullDocument\" : { \"_id\" : 9 } }, "
+		    "{ \"_id\" : true, \"operationType\" : \"delete\", \"fullDocumentBeforeChange\" : { \"_id\" : 8, \"n\" : 1 } }]");
+		/* config.system.preimages holds them as mongod does */
+		r = run("config", "{'find': 'system.preimages', 'filter': {'_id.applyOpsIndex': {'$numberLong': '2'}}, "
+		    "'projection': {'_id': 0, 'preImage': 1}}", &rc);
+		c = tt_batch_text(r, rc, "none");
+		TT_EQ_STR(c, "[ { \"preImage\" : { \"_id\" : 8, \"n\" : 1 } } ]");
+		bson_free(c);
+		tt_free_reply(r);
+	}
 	ok("pi", "{'collMod': 'c', 'changeStreamPreAndPostImages': {'enabled': false}}");
 }
 
