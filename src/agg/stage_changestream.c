@@ -168,14 +168,17 @@ split_field_cmp(const void *a, const void *b)
 	return strcmp(x->key, y->key);
 }
 
-/* {_id: {_data: hex}, splitEvent: {fragment, of}} */
+/* {_id: {_data: hex[, _typeBits]}, splitEvent: {fragment, of}}; tb: the
+ * event's _typeBits or NULL */
 static bson_t *
-split_head(const char *hex, int32_t fragment, int32_t of)
+split_head(const char *hex, const bson_iter_t *tb, int32_t fragment, int32_t of)
 {
 	bson_t *d = bson_new(), id, se;
 
 	bson_append_document_begin(d, "_id", 3, &id);
 	bson_append_utf8(&id, "_data", 5, hex, -1);
+	if (tb != NULL)
+		bson_append_iter(&id, "_typeBits", 9, tb);
 	bson_append_document_end(d, &id);
 	bson_append_document_begin(d, "splitEvent", 10, &se);
 	bson_append_int32(&se, "fragment", 8, fragment);
@@ -192,8 +195,8 @@ split_head(const char *hex, int32_t fragment, int32_t of)
  * first skip fragments are not kept.
  */
 static int
-split_event(const agg_change_stream_ops_t *ops, const bson_t *ev, const char *hex, size_t token_size,
-            int skip, split_state_t *st, terr_t *err)
+split_event(const agg_change_stream_ops_t *ops, const bson_t *ev, const char *hex, const bson_iter_t *tb,
+            size_t token_size, int skip, split_state_t *st, terr_t *err)
 {
 	bson_iter_t it;
 	split_field_t *f = NULL;
@@ -230,7 +233,7 @@ split_event(const agg_change_stream_ops_t *ops, const bson_t *ev, const char *he
 	 * mongod counts its sort key, the token again) then the fields */
 	for (size_t i = 0; i < nf;) {
 		char *fh = ops->fragment_token(hex, nfrag);
-		bson_t *h = split_head(fh != NULL ? fh : hex, nfrag + 1, 0);
+		bson_t *h = split_head(fh != NULL ? fh : hex, tb, nfrag + 1, 0);
 		size_t size = h->len + token_size;
 		bson_destroy(h);
 		bson_free(fh);
@@ -255,7 +258,7 @@ split_event(const agg_change_stream_ops_t *ops, const bson_t *ev, const char *he
 	st->q = bson_malloc0((size_t)nfrag * sizeof(bson_t *));
 	for (int k = skip; k < nfrag; k++) {
 		char *fh = ops->fragment_token(hex, k);
-		bson_t *d = split_head(fh != NULL ? fh : hex, k + 1, nfrag);
+		bson_t *d = split_head(fh != NULL ? fh : hex, tb, k + 1, nfrag);
 		bson_free(fh);
 		for (size_t i = starts[k]; i < starts[k + 1]; i++)
 			bson_append_iter(d, f[i].key, -1, &f[i].it);
@@ -313,8 +316,13 @@ split_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		{
 			uint32_t idlen;
 			const uint8_t *iddata;
+			bson_iter_t tb;
+			bool has_tb;
 			bson_iter_document(&it, &idlen, &iddata);
-			RET(split_event(ops, ev, hex, idlen, frag >= 0 ? frag + 1 : 0, st, err));
+			/* the fragments keep the event's _typeBits (the fragment number,
+			 * an int, adds only zero bits) */
+			has_tb = bson_iter_recurse(&it, &tb) && bson_iter_find(&tb, "_typeBits") && BSON_ITER_HOLDS_BINARY(&tb);
+			RET(split_event(ops, ev, hex, has_tb ? &tb : NULL, idlen, frag >= 0 ? frag + 1 : 0, st, err));
 		}
 	}
 }

@@ -1017,8 +1017,7 @@ assemble(const ev_t *e, const op_view_t *v, bool expanded, char **hex, bson_t *o
 	t.event_id = &eid;
 	t.has_uuid = e->has_uuid;
 	memcpy(t.uuid, e->uuid, 16);
-	*hex = cs_token_hex(&t);
-	cs_token_append(out, "_id", *hex);
+	*hex = cs_token_append_id(out, "_id", &t);
 	bson_append_utf8(out, "operationType", -1, e->type, -1);
 	bson_append_timestamp(out, "clusterTime", -1, repl_ts_secs(v->ts), repl_ts_inc(v->ts));
 	if (expanded && e->has_uuid)
@@ -1058,8 +1057,7 @@ assemble_invalidate(const ev_t *e, const op_view_t *v, char **hex, bson_t *out)
 	t.event_id = &eid;
 	t.has_uuid = e->has_uuid;
 	memcpy(t.uuid, e->uuid, 16);
-	*hex = cs_token_hex(&t);
-	cs_token_append(out, "_id", *hex);
+	*hex = cs_token_append_id(out, "_id", &t);
 	bson_append_utf8(out, "operationType", -1, "invalidate", -1);
 	bson_append_timestamp(out, "clusterTime", -1, repl_ts_secs(v->ts), repl_ts_inc(v->ts));
 	bson_append_date_time(out, "wallTime", -1, v->wall);
@@ -1646,8 +1644,19 @@ cs_batch_end(void *st, const bson_value_t *last, bool ended, bson_t *cursor)
 	}
 	if (hex == NULL || (ended && r->pos != NULL && strcmp(r->pos, hex) > 0))
 		hex = r->pos;
-	if (hex != NULL)
+	if (hex != NULL && last != NULL && last->value_type == BSON_TYPE_DOCUMENT && hex != r->pos) {
+		/* the last event's token, with its _typeBits */
+		bson_t id, pb;
+		bson_iter_t tb;
+		bson_init_static(&id, last->value.v_doc.data, last->value.v_doc.data_len);
+		bson_append_document_begin(cursor, "postBatchResumeToken", -1, &pb);
+		bson_append_utf8(&pb, "_data", 5, hex, -1);
+		if (bson_iter_init_find(&tb, &id, "_typeBits") && BSON_ITER_HOLDS_BINARY(&tb))
+			bson_append_iter(&pb, "_typeBits", 9, &tb);
+		bson_append_document_end(cursor, &pb);
+	} else if (hex != NULL) {
 		cs_token_append(cursor, "postBatchResumeToken", hex);
+	}
 }
 
 static bool

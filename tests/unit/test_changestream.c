@@ -101,6 +101,63 @@ test_token_order(void)
 	bson_destroy(k2);
 }
 
+/* _typeBits as mongod writes them: tokens of real mongod events whose
+ * documentKey holds doubles (a driver's JavaScript numbers). */
+static void
+test_token_type_bits(void)
+{
+	static const struct {
+		uint32_t t, i;
+		const char *uuid, *eid, *data, *tb;
+	} cases[] = {
+		{0x647A41A6, 1, "2409C0859BCF45ABBE0E0BD72AB40403",
+		 "{\"_id\": {\"foo\": 1.0, \"bar\": 2.0}}",
+		 "82647A41A6000000012B022C0100296E5A10042409C0859BCF45ABBE0E0BD72AB4040346465F696400461E666F6F002B021E626172002B04000004",
+		 "824001"},
+		{0x63ED0F8C, 0x62, "63B6F177E0FD4903B80618784767A672", "{\"_id\": 632368455327866.0}",
+		 "8263ED0F8C000000622B022C0100296E5A100463B6F177E0FD4903B80618784767A672461E5F69640031047E45824B40F40004",
+		 "40"},
+		/* int32s only: no _typeBits */
+		{0x63ED0F8C, 0x62, "63B6F177E0FD4903B80618784767A672", "{\"_id\": 5}", NULL, NULL},
+	};
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		bson_t *eid = tt_json(cases[c].eid), out = BSON_INITIALIZER;
+		cs_token_t t = {.ts = ((repl_ts_t)cases[c].t << 32) | cases[c].i, .version = 1, .type = CS_TOKEN_EVENT,
+		                .has_uuid = true, .event_id = eid, .fragment = -1};
+		bson_iter_t it;
+		char *hex;
+
+		for (int k = 0; k < 16; k++) {
+			unsigned v;
+			sscanf(cases[c].uuid + 2 * k, "%2x", &v);
+			t.uuid[k] = (uint8_t)v;
+		}
+		hex = cs_token_append_id(&out, "_id", &t);
+		if (cases[c].data != NULL)
+			TT_EQ_STR(hex, cases[c].data);
+		if (cases[c].tb == NULL) {
+			TT_ASSERT(!bson_iter_init_find(&it, &out, "_id._typeBits") &&
+			    !(bson_iter_init(&it, &out) && bson_iter_find_descendant(&it, "_id._typeBits", &it)));
+		} else {
+			bson_iter_t f;
+			bson_subtype_t st;
+			uint32_t len;
+			const uint8_t *d;
+			char got[64] = "";
+			TT_ASSERT(bson_iter_init(&it, &out) && bson_iter_find_descendant(&it, "_id._typeBits", &f));
+			bson_iter_binary(&f, &st, &len, &d);
+			TT_EQ_INT(st, BSON_SUBTYPE_BINARY);
+			for (uint32_t k = 0; k < len && k < 30; k++)
+				snprintf(got + 2 * k, 3, "%02X", d[k]);
+			TT_EQ_STR(got, cases[c].tb);
+		}
+		bson_free(hex);
+		bson_destroy(&out);
+		bson_destroy(eid);
+	}
+}
+
 static void
 bad_token(const char *json, int code)
 {
@@ -873,6 +930,7 @@ main(void)
 {
 	TT_RUN(test_token_mongod_bytes);
 	TT_RUN(test_token_order);
+	TT_RUN(test_token_type_bits);
 	TT_RUN(test_token_malformed);
 	TT_RUN(test_standalone);
 	TT_RUN(test_diff_round_trip);

@@ -5,11 +5,12 @@
 // driver resumes from a fragment's token with the rest of the fragments;
 // without the stage the getMore fails with mongod's 10334.  Also the
 // updateDescription of an operator update as mongod logs it
-// (disambiguatedPaths).  Prints "N passed, N failed".
+// (disambiguatedPaths), and _typeBits in the tokens of events whose
+// documentKey holds an int64.  Prints "N passed, N failed".
 'use strict';
 const path = require('node:path');
 const assert = require('node:assert/strict');
-const { MongoClient } = require(path.join(__dirname, '../../clients/node_modules/mongodb'));
+const { MongoClient, Long } = require(path.join(__dirname, '../../clients/node_modules/mongodb'));
 
 const uri = process.env.TAMGA_URI;
 const MB = 1024 * 1024;
@@ -82,6 +83,25 @@ async function test(name, fn) {
 		while (!(e = await cs.tryNext()));
 		assert.deepEqual(e.updateDescription.updatedFields, { 'a.1': 2, 'arr.1': 6 });
 		assert.deepEqual(e.updateDescription.disambiguatedPaths, { 'a.1': ['a', '1'] });
+		await cs.close();
+	});
+
+	await test('_typeBits of an int64 documentKey, in the event and the resume token', async () => {
+		const c = db.collection('tb');
+		const cs = c.watch([], { maxAwaitTimeMS: 200 });
+		await cs.tryNext();
+		await c.insertOne({ _id: Long.fromNumber(7) });
+		await c.insertOne({ _id: Long.fromNumber(8) });
+		let e;
+		while (!(e = await cs.tryNext()));
+		// mongod's TypeBits: 3 ints, a string, then kLong (0b01): bit 8 set
+		assert.deepEqual([...e._id._typeBits.buffer], [0x82, 0x00, 0x01]);
+		const again = c.watch([], { resumeAfter: e._id, maxAwaitTimeMS: 200 });
+		let n;
+		while (!(n = await again.tryNext()));
+		assert.equal(Number(n.documentKey._id), 8);
+		assert.deepEqual(again.resumeToken, n._id);
+		await again.close();
 		await cs.close();
 	});
 
