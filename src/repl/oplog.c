@@ -12,6 +12,7 @@
  */
 #include "repl/oplog.h"
 #include "repl/preimage.h"
+#include "repl/cluster_params.h"
 #include "repl/oplog_diff.h"
 
 #include <errno.h>
@@ -943,6 +944,47 @@ periodic_noop(repl_oplog_t *o, repl_ts_t *seen)
 	pthread_mutex_unlock(&o->last_lock);
 }
 
+/*
+ * Pre-images older than changeStreamOptions.preAndPostImages.
+ * expireAfterSeconds (repl/cluster_params.h), when it is a number: batches
+ * of PREIMAGE_BATCH, each its own transaction, stopping at shutdown.
+ */
+#define PREIMAGE_BATCH 1000
+
+static void
+preimage_pass(repl_oplog_t *o)
+{
+	storage_session_t *s;
+	int64_t secs, removed = 0;
+	bool stop = false;
+
+	if ((s = storage_session_pool_get(o->st, NULL)) == NULL)
+		return;
+	if ((secs = repl_cluster_param_preimage_expire_secs(o->st, s)) > 0) {
+		struct timespec ts;
+		int64_t now_ms;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+		int64_t before = secs < now_ms / 1000 ? now_ms - secs * 1000 : 0;
+		terr_t err = TERR_INIT;
+		do {
+			if (before <= 0 || repl_preimage_expire(o->st, s, 0, before, PREIMAGE_BATCH, &removed, &err) != 0)
+				break;
+			pthread_mutex_lock(&o->thr_lock);
+			stop = o->stopping;
+			pthread_mutex_unlock(&o->thr_lock);
+		} while (removed == PREIMAGE_BATCH && !stop);
+		if (err.code != 0) {
+			bson_t attr = BSON_INITIALIZER;
+			BSON_APPEND_UTF8(&attr, "error", err.msg != NULL ? err.msg : "");
+			tlog('W', "REPL", 7080100, "Pre-image expiry failed", &attr);
+			bson_destroy(&attr);
+		}
+		terr_clear(&err);
+	}
+	storage_session_pool_put(o->st, s);
+}
+
 static void *
 thread_main(void *arg)
 {
@@ -983,6 +1025,7 @@ thread_main(void *arg)
 				bson_destroy(&attr);
 			}
 			terr_clear(&err);
+			preimage_pass(o);
 		}
 		pthread_mutex_lock(&o->thr_lock);
 	}
@@ -1060,7 +1103,7 @@ repl_oplog_truncate(repl_oplog_t *o, int64_t *removed, terr_t *err)
 	if (removed != NULL)
 		*removed = nrem;
 	/* pre-images live as long as their entries (repl/preimage.h) */
-	ERR(repl_preimage_expire(o->st, s, (repl_ts_t)upto + 1, NULL, err));
+	ERR(repl_preimage_expire(o->st, s, (repl_ts_t)upto + 1, 0, 0, NULL, err));
 err:
 	storage_cursor_close(cur);
 	storage_session_pool_put(o->st, s);

@@ -123,14 +123,15 @@ repl_preimage_find_at(storage_t *st, storage_session_t *s, const uint8_t uuid[16
 }
 
 int
-repl_preimage_expire(storage_t *st, storage_session_t *s, repl_ts_t oldest, int64_t *removed, terr_t *err)
+repl_preimage_expire(storage_t *st, storage_session_t *s, repl_ts_t oldest, int64_t before_ms, int64_t limit,
+                     int64_t *removed, terr_t *err)
 {
 	storage_coll_t *pc = NULL;
 	storage_cursor_t *cur = NULL;
 	recid_t rid;
 	bson_t doc;
 	int64_t n = 0;
-	int ret = 0, r;
+	int ret = 0, r = 0;
 	bool was;
 
 	if (removed != NULL)
@@ -140,16 +141,22 @@ repl_preimage_expire(storage_t *st, storage_session_t *s, repl_ts_t oldest, int6
 	was = storage_session_set_unobserved(s, true);
 	ERR(storage_txn_begin(s, err));
 	ERR(storage_scan_open(s, pc, false, &cur, err));
-	/* written in ts order: stop at the first one the oplog still covers */
-	while ((r = storage_cursor_next(cur, &rid, &doc, NULL, NULL, err)) == 1) {
+	/* written in ts (and operationTime) order: stop at the first one
+	 * neither the oplog's end nor the time limit takes */
+	while ((limit <= 0 || n < limit) && (r = storage_cursor_next(cur, &rid, &doc, NULL, NULL, err)) == 1) {
 		bson_iter_t it, id;
 		uint32_t t, i;
 		bson_t copy;
+		bool gone;
 		if (!bson_iter_init_find(&it, &doc, "_id") || !bson_iter_recurse(&it, &id) || !bson_iter_find(&id, "ts") ||
 		    !BSON_ITER_HOLDS_TIMESTAMP(&id))
 			continue;
 		bson_iter_timestamp(&id, &t, &i);
-		if ((((repl_ts_t)t << 32) | i) >= oldest)
+		gone = (((repl_ts_t)t << 32) | i) < oldest;
+		if (!gone && before_ms > 0 && bson_iter_init_find(&it, &doc, "operationTime") &&
+		    BSON_ITER_HOLDS_DATE_TIME(&it))
+			gone = bson_iter_date_time(&it) <= before_ms;
+		if (!gone)
 			break;
 		bson_copy_to(&doc, &copy);
 		ret = storage_doc_delete(s, pc, rid, &copy, err);

@@ -15,7 +15,10 @@
  * whenAvailable / required) by applying the entry's $v: 2 diff to them.
  * Pre-images older than the oldest oplog entry are removed by
  * repl_preimage_expire (the oplog's truncation pass calls it), so they live
- * as long as the oplog holds their entry.
+ * as long as the oplog holds their entry; with the cluster parameter
+ * changeStreamOptions.preAndPostImages.expireAfterSeconds set
+ * (repl/cluster_params.h) the oplog thread also removes those older than
+ * that, in bounded batches.
  */
 #ifndef TAMGA_REPL_PREIMAGE_H
 #define TAMGA_REPL_PREIMAGE_H
@@ -54,9 +57,14 @@ int repl_preimage_find(storage_t *st, storage_session_t *s, const uint8_t uuid[1
 int repl_preimage_find_at(storage_t *st, storage_session_t *s, const uint8_t uuid[16], repl_ts_t ts, int64_t index,
                           bson_t *out, terr_t *err);
 
-/* Remove the pre-images older than oldest (the oldest oplog entry's ts);
- * *removed (may be NULL) gets the count. */
-int repl_preimage_expire(storage_t *st, storage_session_t *s, repl_ts_t oldest, int64_t *removed, terr_t *err);
+/* Remove, in one transaction, the pre-images older than oldest (the
+ * oldest oplog entry's ts; 0: none by it) or, when before_ms > 0, whose
+ * operationTime is at or before before_ms (wall-clock ms: now less
+ * changeStreamOptions.preAndPostImages.expireAfterSeconds, as mongod's
+ * expiry); at most limit of them (<= 0: no bound).  *removed (may be
+ * NULL) gets the count: limit means there may be more. */
+int repl_preimage_expire(storage_t *st, storage_session_t *s, repl_ts_t oldest, int64_t before_ms, int64_t limit,
+                         int64_t *removed, terr_t *err);
 
 /* Apply a $v: 2 update diff (mongod's doc_diff: i / u / d / s<field>,
  * arrays {a: true, l, u<n>, s<n>}) to pre into out (initialised).  false

@@ -2,7 +2,7 @@
 // collection's, a database's and the deployment's stream, tryNext() and
 // getResumeToken(), resuming with resumeAfter, the standalone-only
 // errors a shell user meets, updateDescription's paths and
-// $changeStreamSplitLargeEvent.
+// $changeStreamSplitLargeEvent, changeStreamOptions (set/getClusterParameter).
 load(__dirname + '/../mongosh/harness.js');
 
 {
@@ -95,6 +95,24 @@ test('$changeStreamSplitLargeEvent: a 27 MB event in three fragments', () => {
 	again.close();
 	eq(code(() => d.runCommand({aggregate: 'big', pipeline: [{$changeStream: {}}, {$changeStreamSplitLargeEvent: {}}, {$match: {}}], cursor: {}})), 7182802);
 	eq(code(() => d.runCommand({aggregate: 'big', pipeline: [{$changeStream: {resumeAfter: f[0]._id}}], cursor: {}})), 280);
+});
+
+test('changeStreamOptions through setClusterParameter / getClusterParameter', () => {
+	const admin = db.getSiblingDB('admin');
+	const set = (v) => admin.runCommand({setClusterParameter: {changeStreamOptions: {preAndPostImages: {expireAfterSeconds: v}}}});
+	eq(code(() => set(0)), 2);
+	eq(code(() => set(-10)), 2);
+	eq(code(() => set('never')), 2);
+	eq(code(() => admin.runCommand({getClusterParameter: 'nothing'})), 4);
+	eq(set(86400).ok, 1);
+	const p = admin.runCommand({getClusterParameter: '*'}).clusterParameters;
+	eq(p.length, 1);
+	eq(p[0]._id, 'changeStreamOptions');
+	eq(Number(p[0].preAndPostImages.expireAfterSeconds), 86400);
+	ok(p[0].clusterParameterTime.t > 0, 'clusterParameterTime stamped');
+	eq(set('off').ok, 1);
+	eq(admin.runCommand({getClusterParameter: ['changeStreamOptions']}).clusterParameters[0].preAndPostImages,
+	    {expireAfterSeconds: 'off'});
 });
 
 done();
