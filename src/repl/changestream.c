@@ -15,6 +15,8 @@
  */
 #include "repl/changestream.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "bson/value.h"
@@ -34,9 +36,33 @@ enum { RS_NONE, RS_AFTER, RS_START_AFTER, RS_AT };
 #define CODE_INVALID_RESUME_TOKEN 260
 #define CODE_NO_MATCHING_DOCUMENT 47
 
+/*
+ * Events built once for every stream: the streams of a deployment read the
+ * same oplog entries, and streams whose options agree (showExpandedEvents,
+ * showRawUpdateDescription) build the same event for an operation, token
+ * included.  The first stream to build it leaves a copy here, keyed by the
+ * operation's ts, its index in the entry (txnOpIndex) and those options;
+ * the others copy it.  An operation's event never changes (oplog entries
+ * are immutable), so a slot is only ever replaced, by another operation
+ * hashing to it.  Only the event as assemble() makes it: the per-stream
+ * parts (pre/post-images, updateLookup) are added after.
+ */
+#define EV_CACHE_SLOTS 256
+
+typedef struct ev_slot {
+	repl_ts_t ts;
+	int32_t idx;
+	uint8_t opts;               /* bit 0 expanded, bit 1 raw update */
+	bool used;
+	bson_t doc;
+} ev_slot_t;
+
 struct repl_cs_service {
 	storage_t *st;
 	repl_oplog_t *op;
+	pthread_mutex_t cache_lock;
+	ev_slot_t cache[EV_CACHE_SLOTS];
+	atomic_ullong cache_hits, cache_misses;
 };
 
 typedef struct cs_plan {
@@ -79,13 +105,68 @@ repl_cs_service_new(storage_t *st, repl_oplog_t *op)
 
 	svc->st = st;
 	svc->op = op;
+	pthread_mutex_init(&svc->cache_lock, NULL);
 	return svc;
 }
 
 void
 repl_cs_service_free(repl_cs_service_t *svc)
 {
+	if (svc == NULL)
+		return;
+	for (int i = 0; i < EV_CACHE_SLOTS; i++)
+		if (svc->cache[i].used)
+			bson_destroy(&svc->cache[i].doc);
+	pthread_mutex_destroy(&svc->cache_lock);
 	bson_free(svc);
+}
+
+void
+repl_cs_service_cache_stats(repl_cs_service_t *svc, uint64_t *hits, uint64_t *misses)
+{
+	*hits = atomic_load(&svc->cache_hits);
+	*misses = atomic_load(&svc->cache_misses);
+}
+
+static ev_slot_t *
+cache_slot(repl_cs_service_t *svc, repl_ts_t ts, int32_t idx, uint8_t opts)
+{
+	uint64_t h = (ts ^ (ts >> 29) ^ ((uint64_t)(uint32_t)idx * 0x9E3779B97F4A7C15ull)) * 4 + opts;
+
+	return &svc->cache[h % EV_CACHE_SLOTS];
+}
+
+/* Copy the shared event of (ts, idx, opts) into out (empty): true when
+ * there was one. */
+static bool
+cache_get(repl_cs_service_t *svc, repl_ts_t ts, int32_t idx, uint8_t opts, bson_t *out)
+{
+	ev_slot_t *sl = cache_slot(svc, ts, idx, opts);
+	bool hit;
+
+	pthread_mutex_lock(&svc->cache_lock);
+	hit = sl->used && sl->ts == ts && sl->idx == idx && sl->opts == opts;
+	if (hit)
+		bson_concat(out, &sl->doc);
+	pthread_mutex_unlock(&svc->cache_lock);
+	atomic_fetch_add(hit ? &svc->cache_hits : &svc->cache_misses, 1);
+	return hit;
+}
+
+static void
+cache_put(repl_cs_service_t *svc, repl_ts_t ts, int32_t idx, uint8_t opts, const bson_t *doc)
+{
+	ev_slot_t *sl = cache_slot(svc, ts, idx, opts);
+
+	pthread_mutex_lock(&svc->cache_lock);
+	if (sl->used)
+		bson_destroy(&sl->doc);
+	bson_copy_to(doc, &sl->doc);
+	sl->ts = ts;
+	sl->idx = idx;
+	sl->opts = opts;
+	sl->used = true;
+	pthread_mutex_unlock(&svc->cache_lock);
 }
 
 /* ---- the spec ------------------------------------------------------------ */
@@ -1258,9 +1339,13 @@ handle_op(cs_run_t *r, const bson_t *op, const op_view_t *v, terr_t *err)
 	}
 	{
 		bson_t *ev = queue_push(r);
-		char *hex = NULL;
-		assemble(&e, v, p->expanded, &hex, ev);
-		bson_free(hex);
+		uint8_t opts = (uint8_t)((p->expanded ? 1 : 0) | (e.raw_upd ? 2 : 0));
+		if (!cache_get(p->svc, v->ts, v->idx, opts, ev)) {
+			char *hex = NULL;
+			assemble(&e, v, p->expanded, &hex, ev);
+			bson_free(hex);
+			cache_put(p->svc, v->ts, v->idx, opts, ev);
+		}
 		bool pre_wanted = p->before != FB_OFF && (e.is_update || strcmp(e.type, "replace") == 0 ||
 		    strcmp(e.type, "delete") == 0);
 		bool post_wanted = e.is_update && (p->full_doc == FD_WHEN || p->full_doc == FD_REQUIRED);

@@ -925,6 +925,49 @@ test_standalone(void)
 	tt_close_rm(sdb, d2);
 }
 
+/* Streams whose options agree share the event one of them built
+ * (changestream.c's cache); streams whose options differ get their own:
+ * showExpandedEvents adds collectionUUID, showRawUpdateDescription has
+ * rawUpdateDescription -- whichever stream reads first. */
+static void
+test_shared_events(void)
+{
+	int code;
+	int64_t a, b, x, raw;
+	char *ga, *gb, *gx, *graw;
+
+	ok("sh", "{'create': 'c'}");
+	x = open_stream("sh", "{'aggregate': 'c', 'pipeline': [{'$changeStream': {'showExpandedEvents': true}}], 'cursor': {}}", &code);
+	a = open_stream("sh", "{'aggregate': 'c', 'pipeline': [{'$changeStream': {}}], 'cursor': {}}", &code);
+	raw = open_stream("sh", "{'aggregate': 'c', 'pipeline': [{'$changeStream': {'showRawUpdateDescription': true}}], 'cursor': {}}", &code);
+	b = open_stream("sh", "{'aggregate': 'c', 'pipeline': [{'$changeStream': {}}], 'cursor': {}}", &code);
+	TT_ASSERT(a != 0 && b != 0 && x != 0 && raw != 0);
+	ok("sh", "{'insert': 'c', 'documents': [{'_id': 1, 'n': 1}]}");
+	ok("sh", "{'update': 'c', 'updates': [{'q': {'_id': 1}, 'u': {'$set': {'n': 2}}}]}");
+	/* the expanded stream reads first: the plain ones must not get its event */
+	gx = more("sh", "c", x, NULL);
+	ga = more("sh", "c", a, NULL);
+	graw = more("sh", "c", raw, NULL);
+	gb = more("sh", "c", b, NULL);
+	TT_EQ_STR(ga, gb);
+	TT_EQ_STR(ga,
+	    "[{ \"_id\" : true, \"operationType\" : \"insert\", \"clusterTime\" : true, \"wallTime\" : true, "
+	    "\"fullDocument\" : { \"_id\" : 1, \"n\" : 1 }, \"ns\" : { \"db\" : \"sh\", \"coll\" : \"c\" }, "
+	    "\"documentKey\" : { \"_id\" : 1 } }, "
+	    "{ \"_id\" : true, \"operationType\" : \"update\", \"clusterTime\" : true, \"wallTime\" : true, "
+	    "\"ns\" : { \"db\" : \"sh\", \"coll\" : \"c\" }, \"documentKey\" : { \"_id\" : 1 }, "
+	    "\"updateDescription\" : { \"updatedFields\" : { \"n\" : 2 }, \"removedFields\" : [  ], "
+	    "\"truncatedArrays\" : [  ] } }]");
+	TT_ASSERT(strstr(gx, "\"collectionUUID\" : true") != NULL);
+	TT_ASSERT(strstr(ga, "collectionUUID") == NULL);
+	TT_ASSERT(strstr(graw, "rawUpdateDescription") != NULL && strstr(graw, "\"updateDescription\"") == NULL);
+	bson_free(ga);
+	bson_free(gb);
+	bson_free(gx);
+	bson_free(graw);
+	ok("sh", "{'dropDatabase': 1}");
+}
+
 int
 main(void)
 {
@@ -948,6 +991,7 @@ main(void)
 	TT_RUN(test_modify_event);
 	TT_RUN(test_pre_and_post_images);
 	TT_RUN(test_split_large_event);
+	TT_RUN(test_shared_events);
 	tt_close_rm(db, dir);
 	return tt_finish();
 }
