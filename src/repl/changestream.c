@@ -45,9 +45,13 @@ enum { RS_NONE, RS_AFTER, RS_START_AFTER, RS_AT };
  * the others copy it.  An operation's event never changes (oplog entries
  * are immutable), so a slot is only ever replaced, by another operation
  * hashing to it.  Only the event as assemble() makes it: the per-stream
- * parts (pre/post-images, updateLookup) are added after.
+ * parts (pre/post-images, updateLookup) are added after.  Events past
+ * EV_CACHE_MAX_DOC are not kept (memory).
  */
 #define EV_CACHE_SLOTS 256
+/* larger events are built by each stream: the cache holds at most
+ * EV_CACHE_SLOTS * EV_CACHE_MAX_DOC bytes (16 MiB) */
+#define EV_CACHE_MAX_DOC (64 * 1024)
 
 typedef struct ev_slot {
 	repl_ts_t ts;
@@ -158,6 +162,8 @@ cache_put(repl_cs_service_t *svc, repl_ts_t ts, int32_t idx, uint8_t opts, const
 {
 	ev_slot_t *sl = cache_slot(svc, ts, idx, opts);
 
+	if (doc->len > EV_CACHE_MAX_DOC)
+		return;
 	pthread_mutex_lock(&svc->cache_lock);
 	if (sl->used)
 		bson_destroy(&sl->doc);
