@@ -8,6 +8,9 @@
 //   changestream_writes_8: insertOne throughput of 8 concurrent writers with
 //     8 open change streams consuming the events, against the same writes
 //     with no stream (goal: ratio >= 0.8).
+//     Each write run also reports the CPU it cost per insert: tamgad's (from
+//     /proc/TAMGA_RS_PID/stat when run.sh gives the pid) and this client's
+//     (the writers and, with streams, the 8 consumers decoding every event).
 //   node bench_changestream.js WORKDIR      (BENCH_SECONDS caps each write run, default 10)
 'use strict';
 const path = require('path');
@@ -18,6 +21,14 @@ const seconds = Math.min(Number(process.env.BENCH_SECONDS || 10), 10);
 
 function pct(a, p) { const s = [...a].sort((x, y) => x - y); return s[Math.min(s.length - 1, Math.floor(p * s.length))]; }
 const now = () => Number(process.hrtime.bigint()) / 1e6;
+const fs = require('fs');
+// tamgad's CPU time in microseconds (utime + stime), or NaN without its pid
+function serverCpuUs() {
+	try {
+		const f = fs.readFileSync(`/proc/${process.env.TAMGA_RS_PID}/stat`, 'utf8').split(') ')[1].split(' ');
+		return (Number(f[11]) + Number(f[12])) * 1e6 / 100;
+	} catch (e) { return NaN; }
+}
 
 async function initiate() {
 	const d = new MongoClient(uri, { directConnection: true });
@@ -71,14 +82,15 @@ async function writes(client, streams) {
 	}
 	if (streams) await new Promise((r) => setTimeout(r, 500));
 	let n = 0, stop = false;
-	const t0 = now();
+	const t0 = now(), s0 = serverCpuUs(), c0 = process.cpuUsage();
 	setTimeout(() => { stop = true; }, seconds * 1000);
 	await Promise.all(Array.from({ length: 8 }, async (_, w) => {
 		for (let k = 0; !stop; k++) { await coll.insertOne({ w, k }); n++; }
 	}));
 	const rate = n / ((now() - t0) / 1000);
+	const c1 = process.cpuUsage(c0), serverUs = (serverCpuUs() - s0) / n, clientUs = (c1.user + c1.system) / n;
 	for (const cs of open) await cs.close();
-	return { rate, seen };
+	return { rate, seen, serverUs, clientUs };
 }
 
 (async () => {
@@ -92,6 +104,6 @@ async function writes(client, streams) {
 	}
 	const base = await writes(client, 0);
 	const with8 = await writes(client, 8);
-	console.log(`bench changestream_writes_8: tamga ${with8.rate.toFixed(0)} inserts/s with 8 streams, ${base.rate.toFixed(0)} inserts/s with none, ratio ${(with8.rate / base.rate).toFixed(2)} (goal >= 0.8; ${with8.seen} events consumed)`);
+	console.log(`bench changestream_writes_8: tamga ${with8.rate.toFixed(0)} inserts/s with 8 streams, ${base.rate.toFixed(0)} inserts/s with none, ratio ${(with8.rate / base.rate).toFixed(2)} (goal >= 0.8; ${with8.seen} events consumed); CPU per insert: tamgad ${with8.serverUs.toFixed(0)} us with 8 streams, ${base.serverUs.toFixed(0)} us with none; client ${with8.clientUs.toFixed(0)} us, ${base.clientUs.toFixed(0)} us`);
 	await client.close();
 })().catch((e) => { console.error('bench_changestream:', e); process.exit(1); });

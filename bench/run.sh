@@ -149,7 +149,7 @@ start_tamgad_rs() {
 			return 1
 		fi
 		if python3 -c "import socket,sys; s=socket.socket(); s.settimeout(0.2); sys.exit(0 if s.connect_ex(('127.0.0.1',$port))==0 else 1)" 2>/dev/null; then
-			export TAMGA_RS_URI="mongodb://127.0.0.1:$port"
+			export TAMGA_RS_URI="mongodb://127.0.0.1:$port" TAMGA_RS_PID=$rs_pid
 			echo "run.sh: tamgad --replSet rs0 on port $port" >&2
 			return 0
 		fi

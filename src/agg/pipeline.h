@@ -61,6 +61,12 @@ typedef struct agg_host agg_host_t;
  *          last is the _id of the last document of the batch (NULL: none),
  *          ended says the run returned 0 (read all there is).
  *   finished: the stream ended for good (after an invalidate).
+ *   $changeStreamSplitLargeEvent: fragment_token is the token (owned hex)
+ *          of fragment n (0-based) of the event whose token is hex;
+ *          resume_fragment says, once, whether the event whose token is
+ *          hex is the one a resume token of a fragment points into: that
+ *          fragment's number (-1: not it); resumes_split says the stream
+ *          resumes from such a token (the stage is then required).
  */
 typedef struct agg_change_stream_ops {
 	int (*parse)(void *ctx, const agg_host_t *host, const bson_value_t *spec, void **plan, terr_t *err);
@@ -73,6 +79,9 @@ typedef struct agg_change_stream_ops {
 	bool (*finished)(void *state);
 	void (*close)(void *state);
 	void (*free_plan)(void *plan);
+	char *(*fragment_token)(const char *hex, int32_t n);
+	int32_t (*resume_fragment)(void *state, const char *hex);
+	bool (*resumes_split)(const void *plan);
 } agg_change_stream_ops_t;
 
 struct agg_host {

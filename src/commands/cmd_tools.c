@@ -19,6 +19,7 @@
 
 #include <openssl/evp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bson/value.h"
@@ -468,6 +469,22 @@ apply_array_diff(const bson_t *arr, const bson_t *diff, bson_t *out, int depth, 
 			return terr_set(err, TERR_BAD_VALUE, "malformed array diff: bad length");
 		len = bson_iter_as_int64(&f);
 	}
+	/* a u<index> past the end grows the array, nulls before it (mongod's
+	 * update driver logs only the index it set) */
+	if (bson_iter_init(&f, diff))
+		while (bson_iter_next(&f)) {
+			const char *k = bson_iter_key(&f);
+			char *end;
+			long long idx;
+
+			if (k[0] != 'u' || k[1] < '0' || k[1] > '9')
+				continue;
+			idx = strtoll(k + 1, &end, 10);
+			if (*end != '\0' || idx < 0 || idx >= TAMGA_MAX_BSON_SIZE / 3)
+				return terr_set(err, TERR_BAD_VALUE, "malformed array diff: bad index %s", k);
+			if (idx + 1 > len)
+				len = idx + 1;
+		}
 	bson_iter_init(&it, arr);
 	for (n = 0; n < len; n++) {
 		bool have = bson_iter_next(&it);

@@ -211,9 +211,13 @@ update_txn(storage_session_t *s, void *arg, terr_t *err)
 				bool repl = update_is_replacement(u->update);
 				if (repl)
 					repl_oplog_session_set_replacement(s, true);
+				else
+					repl_oplog_session_set_update(s, u->update);
 				rc = storage_doc_update(s, u->coll, recid, &old_copy, &new_doc, err);
 				if (repl)
 					repl_oplog_session_set_replacement(s, false);
+				else
+					repl_oplog_session_set_update(s, NULL);
 			}
 			if (rc == 0 && u->want_doc)
 				u->doc_out = bson_copy(u->want_new ? &new_doc : &old_copy);

@@ -119,6 +119,9 @@ CMD_HANDLER(cmd_filemd5);
 CMD_HANDLER(cmd_get_diagnostic_data);
 CMD_HANDLER(cmd_apply_ops);
 CMD_HANDLER(cmd_top);
+/* cluster parameters: cmd_clusterparam.c */
+CMD_HANDLER(cmd_set_cluster_parameter);
+CMD_HANDLER(cmd_get_cluster_parameter);
 /* index filters: cmd_plancache.c */
 CMD_HANDLER(cmd_plan_cache_set_filter);
 CMD_HANDLER(cmd_plan_cache_list_filters);
@@ -136,6 +139,7 @@ static const cmd_def_t commands[] = {
 	{"connectionStatus", NULL, cmd_connection_status, CMDF_NO_AUTH, "the connection's authenticated users and roles"},
 	{"endSessions", NULL, cmd_end_sessions, CMDF_NO_AUTH, "end logical sessions"},
 	{"getCmdLineOpts", NULL, cmd_get_cmd_line_opts, CMDF_ADMIN_ONLY, "the server's command line options"},
+	{"getClusterParameter", NULL, cmd_get_cluster_parameter, CMDF_ADMIN_ONLY, "cluster-wide parameters (cmd_clusterparam.c)"},
 	{"getLog", NULL, cmd_get_log, CMDF_ADMIN_ONLY, "recent log lines"},
 	{"getParameter", NULL, cmd_get_parameter, CMDF_ADMIN_ONLY, "server parameters"},
 	{"hello", "isMaster", cmd_hello, CMDF_NO_AUTH, "the handshake: server role, limits and wire versions"},
@@ -150,6 +154,7 @@ static const cmd_def_t commands[] = {
 	 "write the logical session cache to config.system.sessions now (test command)"},
 	{"refreshSessions", NULL, cmd_end_sessions, CMDF_NONE, "refresh logical sessions"},
 	{"serverStatus", NULL, cmd_server_status, CMDF_NONE, "server statistics"},
+	{"setClusterParameter", NULL, cmd_set_cluster_parameter, CMDF_ADMIN_ONLY | CMDF_WRITE, "set a cluster-wide parameter (cmd_clusterparam.c)"},
 	{"setParameter", NULL, cmd_set_parameter, CMDF_ADMIN_ONLY, "change server parameters at runtime"},
 	{"shutdown", NULL, cmd_shutdown, CMDF_ADMIN_ONLY, "stop the server cleanly"},
 	{"startSession", NULL, cmd_start_session, CMDF_NONE, "start a logical session"},

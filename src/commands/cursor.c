@@ -160,6 +160,10 @@ batch_add(batch_buf_t *b, const char *key, int klen, const bson_t *doc)
 	b->len = need - 1;
 }
 
+/* mongod's BSONObjMaxInternalSize (16 MB + 16 KB): no change event past it
+ * leaves the server. */
+#define CHANGE_EVENT_MAX_BSON (16 * 1024 * 1024 + 16 * 1024)
+
 /*
  * Append up to batch_size documents (-1 = no count limit) to arr, stopping
  * before the batch would pass 16 MiB.  Sources cannot "unread", so the
@@ -200,6 +204,21 @@ fill_batch(cursor_source_t *src, storage_session_t *s, batch_buf_t *arr, int64_t
 				*ended = true;
 				break;
 			}
+		}
+		if (src->batch_end != NULL && doc.len > CHANGE_EVENT_MAX_BSON) {
+			/* a change event past mongod's internal BSON limit
+			 * (BSONObjMaxInternalSize): $changeStreamSplitLargeEvent
+			 * would have cut it */
+			bson_iter_t it;
+			const char *hex = NULL;
+			if (bson_iter_init_find(&it, &doc, "_id") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+				bson_iter_t d;
+				if (bson_iter_recurse(&it, &d) && bson_iter_find(&d, "_data") && BSON_ITER_HOLDS_UTF8(&d))
+					hex = bson_iter_utf8(&d, NULL);
+			}
+			return terr_set(err, 10334,
+			    "Executor error during getMore :: caused by :: BSONObj size: %u (0x%X) is invalid. Size must be between 0 and 16793600(16MB) First element: _id: { _data: \"%s\" }",
+			    doc.len, doc.len, hex != NULL ? hex : "");
 		}
 		if (n > 0 && bytes + doc.len > (size_t)TAMGA_MAX_BSON_SIZE) {
 			if (*pending == NULL)

@@ -15,6 +15,8 @@
  */
 #include "repl/changestream.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "bson/value.h"
@@ -34,9 +36,37 @@ enum { RS_NONE, RS_AFTER, RS_START_AFTER, RS_AT };
 #define CODE_INVALID_RESUME_TOKEN 260
 #define CODE_NO_MATCHING_DOCUMENT 47
 
+/*
+ * Events built once for every stream: the streams of a deployment read the
+ * same oplog entries, and streams whose options agree (showExpandedEvents,
+ * showRawUpdateDescription) build the same event for an operation, token
+ * included.  The first stream to build it leaves a copy here, keyed by the
+ * operation's ts, its index in the entry (txnOpIndex) and those options;
+ * the others copy it.  An operation's event never changes (oplog entries
+ * are immutable), so a slot is only ever replaced, by another operation
+ * hashing to it.  Only the event as assemble() makes it: the per-stream
+ * parts (pre/post-images, updateLookup) are added after.  Events past
+ * EV_CACHE_MAX_DOC are not kept (memory).
+ */
+#define EV_CACHE_SLOTS 256
+/* larger events are built by each stream: the cache holds at most
+ * EV_CACHE_SLOTS * EV_CACHE_MAX_DOC bytes (16 MiB) */
+#define EV_CACHE_MAX_DOC (64 * 1024)
+
+typedef struct ev_slot {
+	repl_ts_t ts;
+	int32_t idx;
+	uint8_t opts;               /* bit 0 expanded, bit 1 raw update */
+	bool used;
+	bson_t doc;
+} ev_slot_t;
+
 struct repl_cs_service {
 	storage_t *st;
 	repl_oplog_t *op;
+	pthread_mutex_t cache_lock;
+	ev_slot_t cache[EV_CACHE_SLOTS];
+	atomic_ullong cache_hits, cache_misses;
 };
 
 typedef struct cs_plan {
@@ -59,6 +89,8 @@ typedef struct cs_run {
 	repl_ts_t after;           /* the scan starts after it */
 	bool opened;
 	char *resume_hex;          /* events <= it are skipped */
+	char *resume_base;         /* a fragment's token: its event's token (handed on whole) */
+	char *frag_hex;            /* that event, when handed on: the split stage asks (resume_fragment) */
 	bool must_find;            /* an event token: it must be seen first */
 	char *pos;                 /* the position token (owned hex) */
 	bson_t **queue;            /* events of the entry being unwound (tm_bson_array_new(1) each) */
@@ -77,13 +109,70 @@ repl_cs_service_new(storage_t *st, repl_oplog_t *op)
 
 	svc->st = st;
 	svc->op = op;
+	pthread_mutex_init(&svc->cache_lock, NULL);
 	return svc;
 }
 
 void
 repl_cs_service_free(repl_cs_service_t *svc)
 {
+	if (svc == NULL)
+		return;
+	for (int i = 0; i < EV_CACHE_SLOTS; i++)
+		if (svc->cache[i].used)
+			bson_destroy(&svc->cache[i].doc);
+	pthread_mutex_destroy(&svc->cache_lock);
 	bson_free(svc);
+}
+
+void
+repl_cs_service_cache_stats(repl_cs_service_t *svc, uint64_t *hits, uint64_t *misses)
+{
+	*hits = atomic_load(&svc->cache_hits);
+	*misses = atomic_load(&svc->cache_misses);
+}
+
+static ev_slot_t *
+cache_slot(repl_cs_service_t *svc, repl_ts_t ts, int32_t idx, uint8_t opts)
+{
+	uint64_t h = (ts ^ (ts >> 29) ^ ((uint64_t)(uint32_t)idx * 0x9E3779B97F4A7C15ull)) * 4 + opts;
+
+	return &svc->cache[h % EV_CACHE_SLOTS];
+}
+
+/* Copy the shared event of (ts, idx, opts) into out (empty): true when
+ * there was one. */
+static bool
+cache_get(repl_cs_service_t *svc, repl_ts_t ts, int32_t idx, uint8_t opts, bson_t *out)
+{
+	ev_slot_t *sl = cache_slot(svc, ts, idx, opts);
+	bool hit;
+
+	pthread_mutex_lock(&svc->cache_lock);
+	hit = sl->used && sl->ts == ts && sl->idx == idx && sl->opts == opts;
+	if (hit)
+		bson_concat(out, &sl->doc);
+	pthread_mutex_unlock(&svc->cache_lock);
+	atomic_fetch_add(hit ? &svc->cache_hits : &svc->cache_misses, 1);
+	return hit;
+}
+
+static void
+cache_put(repl_cs_service_t *svc, repl_ts_t ts, int32_t idx, uint8_t opts, const bson_t *doc)
+{
+	ev_slot_t *sl = cache_slot(svc, ts, idx, opts);
+
+	if (doc->len > EV_CACHE_MAX_DOC)
+		return;
+	pthread_mutex_lock(&svc->cache_lock);
+	if (sl->used)
+		bson_destroy(&sl->doc);
+	bson_copy_to(doc, &sl->doc);
+	sl->ts = ts;
+	sl->idx = idx;
+	sl->opts = opts;
+	sl->used = true;
+	pthread_mutex_unlock(&svc->cache_lock);
 }
 
 /* ---- the spec ------------------------------------------------------------ */
@@ -348,6 +437,8 @@ typedef struct op_view {
 	const bson_t *lsid;        /* a transaction's, or NULL */
 	int64_t txn_number;
 	int32_t idx;               /* txnOpIndex (0 outside transactions) */
+	repl_ts_t entry_ts;        /* a transaction's: the applyOps entry holding the operation */
+	int32_t entry_idx;         /* ... and its index there (its pre-image's applyOpsIndex) */
 	bool in_txn;
 } op_view_t;
 
@@ -366,6 +457,8 @@ typedef struct ev {
 	bool is_update;            /* an operator update (updateLookup reads it) */
 	bson_t diff;               /* an operator update's $v: 2 diff (post-images) */
 	bool raw_upd;              /* showRawUpdateDescription: the oplog's o as rawUpdateDescription */
+	bson_t o2;                 /* the operation's o2 (a static view), when has_o2 */
+	bool has_o2;
 } ev_t;
 
 static void
@@ -487,27 +580,49 @@ path_str(const path_t *p, const char *last, char *buf, size_t cap)
 
 	buf[0] = '\0';
 	for (int i = 0; i < p->n; i++)
-		len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s.", p->part[i]);
-	snprintf(buf + (len < cap ? len : cap - 1), len < cap ? cap - len : 1, "%s", last);
+		len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s%s", i ? "." : "", p->part[i]);
+	if (last != NULL)
+		snprintf(buf + (len < cap ? len : cap - 1), len < cap ? cap - len : 1, "%s%s", p->n ? "." : "",
+		         last);
 }
 
-/* mongod's disambiguatedPaths: paths with an array index or a numeric
- * (or dotted) field name, as arrays of their parts. */
+/* FieldRef::isNumericPathComponentStrict: digits, no leading zero. */
+static bool
+numeric_strict(const char *s)
+{
+	return numeric_name(s) && (s[1] == '\0' || s[0] != '0');
+}
+
+/*
+ * mongod's disambiguatedPaths (change_stream_document_diff_parser): a path
+ * is ambiguous from its first field name (not array index) that is numeric
+ * (past the first part) or holds a dot; such a path is listed as the array
+ * of its parts, array indices as ints.
+ */
 static void
 note_ambiguous(upd_acc_t *a, const path_t *p, const char *last, bool last_index, const char *full)
 {
-	bool amb = last_index || numeric_name(last) || strchr(last, '.') != NULL;
+	bool amb = false;
 	bson_t arr;
 	char key[16];
 
-	for (int i = 0; i < p->n && !amb; i++)
-		amb = p->index[i] || numeric_name(p->part[i]) || strchr(p->part[i], '.') != NULL;
-	if (!amb || !a->expanded)
+	if (!a->expanded)
+		return;
+	for (int i = 0; i <= p->n && !amb; i++) {
+		const char *part = i < p->n ? p->part[i] : last;
+		bool idx = i < p->n ? p->index[i] : last_index;
+		if (part == NULL || idx)
+			continue;
+		amb = (i > 0 && numeric_strict(part)) || strchr(part, '.') != NULL;
+	}
+	if (!amb)
 		return;
 	bson_append_array_begin(&a->disamb, full, -1, &arr);
 	for (int i = 0; i <= p->n; i++) {
 		const char *part = i < p->n ? p->part[i] : last;
 		bool idx = i < p->n ? p->index[i] : last_index;
+		if (part == NULL)
+			break;
 		snprintf(key, sizeof(key), "%d", i);
 		if (idx)
 			bson_append_int32(&arr, key, -1, (int32_t)strtol(part, NULL, 10));
@@ -527,37 +642,40 @@ diff_walk(upd_acc_t *a, const bson_t *diff, path_t *p, bool array, int depth)
 
 	if (depth > 100 || !bson_iter_init(&it, diff))
 		return;
+	if (!array) {
+		/* mongod's order: updates, inserts, deletes, then sub diffs */
+		static const char *const sections[] = {"u", "i", "d"};
+		for (int s = 0; s < 3; s++) {
+			if (!bson_iter_init_find(&it, diff, sections[s]) || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
+			    !bson_iter_recurse(&it, &f))
+				continue;
+			while (bson_iter_next(&f)) {
+				path_str(p, bson_iter_key(&f), full, sizeof(full));
+				if (s < 2) {
+					bson_append_value(&a->updated, full, -1, bson_iter_value(&f));
+				} else {
+					char key[16];
+					snprintf(key, sizeof(key), "%d", (int)bson_count_keys(&a->removed));
+					bson_append_utf8(&a->removed, key, -1, full, -1);
+				}
+				note_ambiguous(a, p, bson_iter_key(&f), false, full);
+			}
+		}
+	} else if (bson_iter_init_find(&it, diff, "l")) {
+		bson_t t;
+		char key[16];
+		snprintf(key, sizeof(key), "%d", a->ntrunc++);
+		path_str(p, NULL, full, sizeof(full));
+		bson_append_document_begin(&a->truncated, key, -1, &t);
+		bson_append_utf8(&t, "field", 5, full, -1);
+		bson_append_int32(&t, "newSize", 7, (int32_t)bson_iter_as_int64(&it));
+		bson_append_document_end(&a->truncated, &t);
+		note_ambiguous(a, p, NULL, false, full);
+	}
+	bson_iter_init(&it, diff);
 	while (bson_iter_next(&it)) {
 		const char *k = bson_iter_key(&it);
-		if (!array && (strcmp(k, "u") == 0 || strcmp(k, "i") == 0) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
-		    bson_iter_recurse(&it, &f)) {
-			while (bson_iter_next(&f)) {
-				path_str(p, bson_iter_key(&f), full, sizeof(full));
-				bson_append_value(&a->updated, full, -1, bson_iter_value(&f));
-				note_ambiguous(a, p, bson_iter_key(&f), false, full);
-			}
-		} else if (!array && strcmp(k, "d") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &f)) {
-			while (bson_iter_next(&f)) {
-				char key[16];
-				path_str(p, bson_iter_key(&f), full, sizeof(full));
-				snprintf(key, sizeof(key), "%d", (int)bson_count_keys(&a->removed));
-				bson_append_utf8(&a->removed, key, -1, full, -1);
-				note_ambiguous(a, p, bson_iter_key(&f), false, full);
-			}
-		} else if (array && strcmp(k, "a") == 0) {
-			continue;
-		} else if (array && strcmp(k, "l") == 0) {
-			bson_t t;
-			char key[16], field[4096];
-			snprintf(key, sizeof(key), "%d", a->ntrunc++);
-			path_str(p, "", field, sizeof(field));
-			if (field[0] != '\0')
-				field[strlen(field) - 1] = '\0';
-			bson_append_document_begin(&a->truncated, key, -1, &t);
-			bson_append_utf8(&t, "field", 5, field, -1);
-			bson_append_int32(&t, "newSize", 7, (int32_t)bson_iter_as_int64(&it));
-			bson_append_document_end(&a->truncated, &t);
-		} else if (array && k[0] == 'u') {
+		if (array && k[0] == 'u') {
 			path_str(p, k + 1, full, sizeof(full));
 			bson_append_value(&a->updated, full, -1, bson_iter_value(&it));
 			note_ambiguous(a, p, k + 1, true, full);
@@ -619,8 +737,9 @@ x_insert(const bson_t *op, const bson_t *o, ev_t *e, bool expanded, bool raw)
 	e->type = "insert";
 	bson_concat(&e->full_doc, o);
 	e->has_full = true;
-	if (sub_doc(op, "o2", &o2)) {
-		bson_concat(&e->doc_key, &o2);
+	(void)o2;
+	if (e->has_o2) {
+		bson_concat(&e->doc_key, &e->o2);
 	} else if (bson_iter_init_find(&it, o, "_id")) {
 		bson_append_value(&e->doc_key, "_id", 3, bson_iter_value(&it));
 	}
@@ -648,8 +767,9 @@ x_update(const bson_t *op, const bson_t *o, ev_t *e, bool expanded, bool raw)
 		bson_concat(&e->full_doc, o);
 		e->has_full = true;
 	}
-	if (sub_doc(op, "o2", &o2))
-		bson_concat(&e->doc_key, &o2);
+	(void)o2;
+	if (e->has_o2)
+		bson_concat(&e->doc_key, &e->o2);
 	e->has_doc_key = true;
 	return 1;
 }
@@ -851,23 +971,42 @@ static const struct {
 static int
 classify(const bson_t *op, bool expanded, bool raw, ev_t *e)
 {
-	const char *kind = str_field(op, "op"), *ns = str_field(op, "ns");
+	const char *kind = NULL, *ns = NULL;
 	bson_t o;
+	bool has_o = false;
 	bson_iter_t it;
 
-	if (kind == NULL || ns == NULL || !sub_doc(op, "o", &o))
+	/* one pass over the operation's fields (an event per entry per stream:
+	 * a find per field would walk the entry again each time) */
+	if (!bson_iter_init(&it, op))
 		return 0;
-	split_ns(ns, e->db, e->coll);
-	if (bson_iter_init_find(&it, op, "ui") && BSON_ITER_HOLDS_BINARY(&it)) {
-		bson_subtype_t st;
-		uint32_t len;
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
 		const uint8_t *data;
-		bson_iter_binary(&it, &st, &len, &data);
-		if (st == BSON_SUBTYPE_UUID && len == 16) {
-			memcpy(e->uuid, data, 16);
-			e->has_uuid = true;
+		uint32_t len;
+		if (k[0] == 'o' && k[1] == 'p' && k[2] == '\0' && BSON_ITER_HOLDS_UTF8(&it)) {
+			kind = bson_iter_utf8(&it, NULL);
+		} else if (k[0] == 'n' && k[1] == 's' && k[2] == '\0' && BSON_ITER_HOLDS_UTF8(&it)) {
+			ns = bson_iter_utf8(&it, NULL);
+		} else if (k[0] == 'o' && (k[1] == '\0' || (k[1] == '2' && k[2] == '\0')) &&
+		           BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			bson_iter_document(&it, &len, &data);
+			if (k[1] == '\0')
+				has_o = bson_init_static(&o, data, len);
+			else
+				e->has_o2 = bson_init_static(&e->o2, data, len);
+		} else if (k[0] == 'u' && k[1] == 'i' && k[2] == '\0' && BSON_ITER_HOLDS_BINARY(&it)) {
+			bson_subtype_t st;
+			bson_iter_binary(&it, &st, &len, &data);
+			if (st == BSON_SUBTYPE_UUID && len == 16) {
+				memcpy(e->uuid, data, 16);
+				e->has_uuid = true;
+			}
 		}
 	}
+	if (kind == NULL || ns == NULL || !has_o)
+		return 0;
+	split_ns(ns, e->db, e->coll);
 	if (strcmp(e->coll, "system.views") == 0 && (strcmp(kind, "i") == 0 || strcmp(kind, "u") == 0 ||
 	    strcmp(kind, "d") == 0))
 		return v_view(op, &o, e, expanded, raw);
@@ -965,8 +1104,7 @@ assemble(const ev_t *e, const op_view_t *v, bool expanded, char **hex, bson_t *o
 	t.event_id = &eid;
 	t.has_uuid = e->has_uuid;
 	memcpy(t.uuid, e->uuid, 16);
-	*hex = cs_token_hex(&t);
-	cs_token_append(out, "_id", *hex);
+	*hex = cs_token_append_id(out, "_id", &t);
 	bson_append_utf8(out, "operationType", -1, e->type, -1);
 	bson_append_timestamp(out, "clusterTime", -1, repl_ts_secs(v->ts), repl_ts_inc(v->ts));
 	if (expanded && e->has_uuid)
@@ -1006,8 +1144,7 @@ assemble_invalidate(const ev_t *e, const op_view_t *v, char **hex, bson_t *out)
 	t.event_id = &eid;
 	t.has_uuid = e->has_uuid;
 	memcpy(t.uuid, e->uuid, 16);
-	*hex = cs_token_hex(&t);
-	cs_token_append(out, "_id", *hex);
+	*hex = cs_token_append_id(out, "_id", &t);
 	bson_append_utf8(out, "operationType", -1, "invalidate", -1);
 	bson_append_timestamp(out, "clusterTime", -1, repl_ts_secs(v->ts), repl_ts_inc(v->ts));
 	bson_append_date_time(out, "wallTime", -1, v->wall);
@@ -1068,6 +1205,8 @@ cs_open(void *ctx, const void *pp, void **out, terr_t *err)
 		r->after = p->tok.ts > 0 ? p->tok.ts - 1 : 0;
 		r->resume_hex = bson_strdup(p->tok_hex);
 		r->must_find = p->tok.type == CS_TOKEN_EVENT;
+		if (p->tok.fragment >= 0)
+			r->resume_base = cs_token_hex_unfragment(p->tok_hex, p->tok.fragment);
 		r->pos = bson_strdup(p->tok_hex);
 		break;
 	case RS_AT:
@@ -1105,6 +1244,8 @@ cs_close(void *st)
 	queue_clear(r);
 	bson_free(r->queue);
 	bson_free(r->resume_hex);
+	bson_free(r->resume_base);
+	bson_free(r->frag_hex);
 	bson_free(r->pos);
 	bson_destroy(&r->out);
 	bson_free(r);
@@ -1204,18 +1345,23 @@ handle_op(cs_run_t *r, const bson_t *op, const op_view_t *v, terr_t *err)
 	}
 	{
 		bson_t *ev = queue_push(r);
-		char *hex = NULL;
-		assemble(&e, v, p->expanded, &hex, ev);
-		bson_free(hex);
+		uint8_t opts = (uint8_t)((p->expanded ? 1 : 0) | (e.raw_upd ? 2 : 0));
+		if (!cache_get(p->svc, v->ts, v->idx, opts, ev)) {
+			char *hex = NULL;
+			assemble(&e, v, p->expanded, &hex, ev);
+			bson_free(hex);
+			cache_put(p->svc, v->ts, v->idx, opts, ev);
+		}
 		bool pre_wanted = p->before != FB_OFF && (e.is_update || strcmp(e.type, "replace") == 0 ||
 		    strcmp(e.type, "delete") == 0);
 		bool post_wanted = e.is_update && (p->full_doc == FD_WHEN || p->full_doc == FD_REQUIRED);
 		bson_t pre;
 		int found = 1;
-		/* pre-images (changeStreamPreAndPostImages) are kept for writes
-		 * outside multi-document transactions */
-		if ((pre_wanted || post_wanted) && e.has_uuid && !v->in_txn) {
-			found = repl_preimage_find(p->svc->st, r->s, e.uuid, v->ts, &pre, err);
+		/* pre-images (changeStreamPreAndPostImages): a transaction's by
+		 * its applyOps entry and index */
+		if ((pre_wanted || post_wanted) && e.has_uuid) {
+			found = v->in_txn ? repl_preimage_find_at(p->svc->st, r->s, e.uuid, v->entry_ts, v->entry_idx, &pre, err)
+			                  : repl_preimage_find(p->svc->st, r->s, e.uuid, v->ts, &pre, err);
 			if (found < 0) {
 				ret = -1;
 				goto err;
@@ -1348,21 +1494,31 @@ unwind(cs_run_t *r, const bson_t *entry, op_view_t *v, terr_t *err)
 	const uint8_t *d;
 	uint32_t l;
 
+	v->entry_ts = 0;
+	v->entry_idx = 0;
+	if (bson_iter_init_find(&it, entry, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+		uint32_t t, i;
+		bson_iter_timestamp(&it, &t, &i);
+		v->entry_ts = ((repl_ts_t)t << 32) | i;
+	}
 	if (!sub_doc(entry, "o", &o) || !bson_iter_init_find(&it, &o, "applyOps") || !BSON_ITER_HOLDS_ARRAY(&it) ||
 	    !bson_iter_recurse(&it, &el))
 		return 0;
 	while (bson_iter_next(&el)) {
-		if (!BSON_ITER_HOLDS_DOCUMENT(&el))
-			continue;
-		bson_iter_document(&el, &l, &d);
-		bson_init_static(&op, d, l);
-		RET(handle_op(r, &op, v, err));
-		v->idx++;
+		if (BSON_ITER_HOLDS_DOCUMENT(&el)) {
+			bson_iter_document(&el, &l, &d);
+			bson_init_static(&op, d, l);
+			RET(handle_op(r, &op, v, err));
+			v->idx++;
+		}
+		v->entry_idx++;
 	}
 	return 0;
 }
 
-/* One oplog entry into the queue. */
+static void pos_set(cs_run_t *r, const char *hex);
+
+/* One oplog entry into the queue; the scan's position moves to it. */
 static int
 handle_entry(cs_run_t *r, const bson_t *entry, terr_t *err)
 {
@@ -1370,17 +1526,32 @@ handle_entry(cs_run_t *r, const bson_t *entry, terr_t *err)
 	bson_iter_t it;
 	uint32_t ts, inc;
 	bson_t o, lsid;
-	const char *kind = str_field(entry, "op"), *ns = str_field(entry, "ns");
+	const char *kind = NULL, *ns = NULL;
 
-	if (bson_iter_init_find(&it, entry, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
-		bson_iter_timestamp(&it, &ts, &inc);
-		v.ts = ((repl_ts_t)ts << 32) | inc;
+	/* one pass for what every entry needs */
+	if (bson_iter_init(&it, entry))
+		while (bson_iter_next(&it)) {
+			const char *k = bson_iter_key(&it);
+			if (strcmp(k, "op") == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
+				kind = bson_iter_utf8(&it, NULL);
+			} else if (strcmp(k, "ns") == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
+				ns = bson_iter_utf8(&it, NULL);
+			} else if (strcmp(k, "ts") == 0 && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+				bson_iter_timestamp(&it, &ts, &inc);
+				v.ts = ((repl_ts_t)ts << 32) | inc;
+			} else if (strcmp(k, "wall") == 0 && BSON_ITER_HOLDS_DATE_TIME(&it)) {
+				v.wall = bson_iter_date_time(&it);
+			}
+		}
+	if (v.ts != 0) {
+		char *h = cs_token_hwm_hex(v.ts);
+		r->scanned = v.ts;
+		pos_set(r, h);
+		bson_free(h);
 	}
-	if (bson_iter_init_find(&it, entry, "wall") && BSON_ITER_HOLDS_DATE_TIME(&it))
-		v.wall = bson_iter_date_time(&it);
 	if (kind == NULL || ns == NULL)
 		return 0;
-	if (strcmp(kind, "c") == 0 && strcmp(ns, "admin.$cmd") == 0 && sub_doc(entry, "o", &o) &&
+	if (kind[0] == 'c' && kind[1] == '\0' && strcmp(ns, "admin.$cmd") == 0 && sub_doc(entry, "o", &o) &&
 	    bson_iter_init_find(&it, &o, "applyOps")) {
 		bson_t **chain = NULL;
 		int n = 0, ret = 0;
@@ -1452,6 +1623,15 @@ cs_next(void *st, storage_session_t *s, const bson_t **doc, terr_t *err)
 			bson_t *ev = r->queue[r->iq++];
 			const char *hex = doc_token(ev);
 			const char *type = str_field(ev, "operationType");
+			if (r->resume_hex != NULL && r->resume_base != NULL && hex != NULL &&
+			    strcmp(hex, r->resume_base) == 0) {
+				/* the event a fragment's token points into: handed on
+				 * whole, the split stage drops the fragments up to it */
+				r->frag_hex = bson_strdup(hex);
+				r->must_find = false;
+				bson_free(r->resume_hex);
+				r->resume_hex = NULL;
+			}
 			if (r->resume_hex != NULL) {
 				int c = strcmp(hex, r->resume_hex);
 				if (c <= 0) {
@@ -1494,18 +1674,6 @@ cs_next(void *st, storage_session_t *s, const bson_t **doc, terr_t *err)
 		if (rc == 0) {
 			r->at_end = true;
 			return 0;
-		}
-		{
-			bson_iter_t it;
-			uint32_t t, i;
-			if (bson_iter_init_find(&it, &entry, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
-				char *h;
-				bson_iter_timestamp(&it, &t, &i);
-				r->scanned = ((repl_ts_t)t << 32) | i;
-				h = cs_token_hwm_hex(r->scanned);
-				pos_set(r, h);
-				bson_free(h);
-			}
 		}
 		RET(handle_entry(r, &entry, err));
 	}
@@ -1567,8 +1735,19 @@ cs_batch_end(void *st, const bson_value_t *last, bool ended, bson_t *cursor)
 	}
 	if (hex == NULL || (ended && r->pos != NULL && strcmp(r->pos, hex) > 0))
 		hex = r->pos;
-	if (hex != NULL)
+	if (hex != NULL && last != NULL && last->value_type == BSON_TYPE_DOCUMENT && hex != r->pos) {
+		/* the last event's token, with its _typeBits */
+		bson_t id, pb;
+		bson_iter_t tb;
+		bson_init_static(&id, last->value.v_doc.data, last->value.v_doc.data_len);
+		bson_append_document_begin(cursor, "postBatchResumeToken", -1, &pb);
+		bson_append_utf8(&pb, "_data", 5, hex, -1);
+		if (bson_iter_init_find(&tb, &id, "_typeBits") && BSON_ITER_HOLDS_BINARY(&tb))
+			bson_append_iter(&pb, "_typeBits", 9, &tb);
+		bson_append_document_end(cursor, &pb);
+	} else if (hex != NULL) {
 		cs_token_append(cursor, "postBatchResumeToken", hex);
+	}
 }
 
 static bool
@@ -1577,6 +1756,28 @@ cs_finished(void *st)
 	cs_run_t *r = st;
 
 	return r->invalidated && r->iq >= r->nq;
+}
+
+static int32_t
+cs_resume_fragment(void *st, const char *hex)
+{
+	cs_run_t *r = st;
+	int32_t n = -1;
+
+	if (r->frag_hex != NULL && hex != NULL && strcmp(r->frag_hex, hex) == 0) {
+		n = r->p->tok.fragment;
+		bson_free(r->frag_hex);
+		r->frag_hex = NULL;
+	}
+	return n;
+}
+
+static bool
+cs_resumes_split(const void *pp)
+{
+	const cs_plan_t *p = pp;
+
+	return p->resume != RS_NONE && p->resume != RS_AT && p->tok.fragment >= 0;
 }
 
 const agg_change_stream_ops_t repl_cs_ops = {
@@ -1590,4 +1791,7 @@ const agg_change_stream_ops_t repl_cs_ops = {
 	.finished = cs_finished,
 	.close = cs_close,
 	.free_plan = plan_free,
+	.fragment_token = cs_token_hex_fragment,
+	.resume_fragment = cs_resume_fragment,
+	.resumes_split = cs_resumes_split,
 };

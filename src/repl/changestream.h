@@ -40,6 +40,9 @@ typedef struct repl_cs_service repl_cs_service_t;
  * outlive it.  Owned by the caller (repl_cs_service_free). */
 repl_cs_service_t *repl_cs_service_new(storage_t *st, repl_oplog_t *op);
 void repl_cs_service_free(repl_cs_service_t *svc);
+/* The shared event cache's hits and misses since the start (events one
+ * stream built and the others copied; changestream.c). */
+void repl_cs_service_cache_stats(repl_cs_service_t *svc, uint64_t *hits, uint64_t *misses);
 
 /* The callbacks agg's $changeStream calls; ctx is a repl_cs_service_t. */
 extern const agg_change_stream_ops_t repl_cs_ops;

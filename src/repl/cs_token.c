@@ -31,10 +31,42 @@ enum {
 
 #define KS_MAX_DEPTH 200
 
+/* The KeyString and its TypeBits (mongod's key_string::TypeBits: the BSON
+ * types the KeyString's values lose -- a bit per string, kString 0 /
+ * kSymbol 1; two per number, kInt 0, kLong 1, kDouble 2, high bit first;
+ * packed from the low bit of each byte). */
 typedef struct buf {
 	uint8_t *p;
 	size_t len, cap;
+	uint8_t tb[127];
+	uint32_t tb_n;            /* bits appended */
+	bool tb_one;              /* a bit set: the token carries _typeBits */
+	bool tb_lost;             /* a value whose type bits are not written (decimals): none */
 } buf_t;
+
+static void
+tb_bit(buf_t *b, unsigned bit)
+{
+	if (b->tb_n >= 8 * sizeof(b->tb)) {
+		b->tb_lost = true;
+		return;
+	}
+	if (b->tb_n % 8 == 0)
+		b->tb[b->tb_n / 8] = (uint8_t)bit;
+	else
+		b->tb[b->tb_n / 8] |= (uint8_t)(bit << (b->tb_n % 8));
+	b->tb_one |= bit != 0;
+	b->tb_n++;
+}
+
+enum { TB_INT = 0, TB_LONG = 1, TB_DOUBLE = 2 };
+
+static void
+tb_num(buf_t *b, unsigned kind)
+{
+	tb_bit(b, kind >> 1);
+	tb_bit(b, kind & 1);
+}
 
 static void
 put(buf_t *b, const void *d, size_t n)
@@ -199,10 +231,22 @@ put_value(buf_t *b, const bson_iter_t *it, int depth)
 	case BSON_TYPE_MINKEY: put1(b, KS_MINKEY); break;
 	case BSON_TYPE_MAXKEY: put1(b, KS_MAXKEY); break;
 	case BSON_TYPE_UNDEFINED: put1(b, KS_UNDEFINED); break;
-	case BSON_TYPE_INT32: put_int(b, bson_iter_int32(it)); break;
-	case BSON_TYPE_INT64: put_int(b, bson_iter_int64(it)); break;
-	case BSON_TYPE_DOUBLE: put_double(b, bson_iter_double(it)); break;
+	case BSON_TYPE_INT32: put_int(b, bson_iter_int32(it)); tb_num(b, TB_INT); break;
+	case BSON_TYPE_INT64: put_int(b, bson_iter_int64(it)); tb_num(b, TB_LONG); break;
+	case BSON_TYPE_DOUBLE: {
+		double d = bson_iter_double(it);
+		put_double(b, d);
+		if (d == 0 && signbit(d)) {
+			/* kV1NegativeDoubleZero, five bits 0b11000 */
+			for (int k = 4; k >= 0; k--)
+				tb_bit(b, (0x18u >> k) & 1);
+		} else {
+			tb_num(b, TB_DOUBLE);
+		}
+		break;
+	}
 	case BSON_TYPE_DECIMAL128: {
+		b->tb_lost = true;
 		bson_decimal128_t dec;
 		char str[BSON_DECIMAL128_STRING];
 		bson_iter_decimal128(it, &dec);
@@ -214,11 +258,13 @@ put_value(buf_t *b, const bson_iter_t *it, int depth)
 		s = bson_iter_utf8(it, &len);
 		put1(b, KS_STRING);
 		put_cstring(b, s, len);
+		tb_bit(b, 0);
 		break;
 	case BSON_TYPE_SYMBOL:
 		s = bson_iter_symbol(it, &len);
 		put1(b, KS_STRING);
 		put_cstring(b, s, len);
+		tb_bit(b, 1);
 		break;
 	case BSON_TYPE_DOCUMENT:
 		bson_iter_document(it, &len, &data);
@@ -296,33 +342,113 @@ put_value(buf_t *b, const bson_iter_t *it, int depth)
 	}
 }
 
+/* Encode t into b (its KeyString and type bits). */
+static void
+encode(const cs_token_t *t, buf_t *b)
+{
+	put1(b, KS_TIMESTAMP);
+	put_be(b, t->ts, 8, false);
+	put_int(b, t->version);
+	tb_num(b, TB_INT);
+	put_int(b, t->type);
+	tb_num(b, TB_INT);
+	put_int(b, t->txn_op_index);
+	tb_num(b, TB_INT);
+	put1(b, t->from_invalidate ? KS_TRUE : KS_FALSE);
+	if (t->has_uuid) {
+		put1(b, KS_BINDATA);
+		put1(b, 16);
+		put1(b, BSON_SUBTYPE_UUID);
+		put(b, t->uuid, 16);
+	} else {
+		put1(b, KS_NULL);
+	}
+	if (t->event_id != NULL) {
+		put1(b, KS_OBJECT);
+		put_doc_body(b, bson_get_data(t->event_id), t->event_id->len, false, 0);
+	}
+	if (t->fragment >= 0) {
+		put_int(b, t->fragment);
+		tb_num(b, TB_INT);
+	}
+	put1(b, KS_END);
+}
+
+static char *
+to_hex(const uint8_t *p, size_t n)
+{
+	static const char hexd[] = "0123456789ABCDEF";
+	char *out = bson_malloc(n * 2 + 1);
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = hexd[p[i] >> 4];
+		out[2 * i + 1] = hexd[p[i] & 15];
+	}
+	out[n * 2] = '\0';
+	return out;
+}
+
 char *
 cs_token_hex(const cs_token_t *t)
+{
+	buf_t b = {0};
+	char *out;
+
+	encode(t, &b);
+	out = to_hex(b.p, b.len);
+	bson_free(b.p);
+	return out;
+}
+
+char *
+cs_token_append_id(bson_t *out, const char *key, const cs_token_t *t)
+{
+	buf_t b = {0};
+	bson_t d;
+	char *hex;
+
+	encode(t, &b);
+	hex = to_hex(b.p, b.len);
+	bson_append_document_begin(out, key, -1, &d);
+	bson_append_utf8(&d, "_data", 5, hex, -1);
+	if (b.tb_one && !b.tb_lost) {
+		/* mongod's TypeBits::getBuffer: one data byte alone when its high
+		 * bit is clear, else a size byte (0x80 | count) before them */
+		uint8_t buf[1 + sizeof(b.tb)];
+		uint32_t n = (b.tb_n + 7) / 8;
+		size_t len;
+		if (n == 1 && !(b.tb[0] & 0x80)) {
+			buf[0] = b.tb[0];
+			len = 1;
+		} else {
+			buf[0] = (uint8_t)(0x80 | n);
+			memcpy(buf + 1, b.tb, n);
+			len = n + 1;
+		}
+		bson_append_binary(&d, "_typeBits", 9, BSON_SUBTYPE_BINARY, buf, (uint32_t)len);
+	}
+	bson_append_document_end(out, &d);
+	bson_free(b.p);
+	return hex;
+}
+
+char *
+cs_token_hwm_hex(repl_ts_t ts)
+{
+	cs_token_t t = {.ts = ts, .version = CS_TOKEN_VERSION, .type = CS_TOKEN_HWM, .fragment = -1};
+
+	return cs_token_hex(&t);
+}
+
+/* The hex of fragment number n's KeyString value followed by the end byte. */
+static char *
+fragment_suffix(int32_t n)
 {
 	static const char hexd[] = "0123456789ABCDEF";
 	buf_t b = {0};
 	char *out;
 
-	put1(&b, KS_TIMESTAMP);
-	put_be(&b, t->ts, 8, false);
-	put_int(&b, t->version);
-	put_int(&b, t->type);
-	put_int(&b, t->txn_op_index);
-	put1(&b, t->from_invalidate ? KS_TRUE : KS_FALSE);
-	if (t->has_uuid) {
-		put1(&b, KS_BINDATA);
-		put1(&b, 16);
-		put1(&b, BSON_SUBTYPE_UUID);
-		put(&b, t->uuid, 16);
-	} else {
-		put1(&b, KS_NULL);
-	}
-	if (t->event_id != NULL) {
-		put1(&b, KS_OBJECT);
-		put_doc_body(&b, bson_get_data(t->event_id), t->event_id->len, false, 0);
-	}
-	if (t->fragment >= 0)
-		put_int(&b, t->fragment);
+	put_int(&b, n);
 	put1(&b, KS_END);
 	out = bson_malloc(b.len * 2 + 1);
 	for (size_t i = 0; i < b.len; i++) {
@@ -335,11 +461,38 @@ cs_token_hex(const cs_token_t *t)
 }
 
 char *
-cs_token_hwm_hex(repl_ts_t ts)
+cs_token_hex_fragment(const char *hex, int32_t n)
 {
-	cs_token_t t = {.ts = ts, .version = CS_TOKEN_VERSION, .type = CS_TOKEN_HWM, .fragment = -1};
+	size_t len = strlen(hex);
+	char *suf, *out;
 
-	return cs_token_hex(&t);
+	if (len < 2 || n < 0)
+		return NULL;
+	suf = fragment_suffix(n);
+	out = bson_malloc(len - 2 + strlen(suf) + 1);
+	memcpy(out, hex, len - 2);
+	strcpy(out + len - 2, suf);
+	bson_free(suf);
+	return out;
+}
+
+char *
+cs_token_hex_unfragment(const char *hex, int32_t n)
+{
+	size_t len = strlen(hex), sl;
+	char *suf, *out = NULL;
+
+	if (n < 0)
+		return NULL;
+	suf = fragment_suffix(n);
+	sl = strlen(suf);
+	if (len > sl && strcmp(hex + len - sl, suf) == 0) {
+		out = bson_malloc(len - sl + 3);
+		memcpy(out, hex, len - sl);
+		strcpy(out + len - sl, "04");
+	}
+	bson_free(suf);
+	return out;
 }
 
 void

@@ -20,8 +20,9 @@
  * non-integral doubles and decimals, which the encoder writes in a form of
  * its own: see README) and answers mongod's codes for a malformed token.
  * mongod's `_typeBits` (the BSON types of numbers inside documentKey,
- * other than int32) are not written; a `_typeBits` given back is checked
- * for its type and ignored.
+ * other than int32) are written with events' tokens (cs_token_append_id)
+ * but for decimals, whose KeyString is not mongod's; a `_typeBits` given
+ * back is checked for its type and ignored (tokens compare by _data).
  */
 #ifndef TAMGA_REPL_CS_TOKEN_H
 #define TAMGA_REPL_CS_TOKEN_H
@@ -55,8 +56,19 @@ typedef struct cs_token {
 char *cs_token_hex(const cs_token_t *t);
 /* Append {_data: hex} as the document key to out. */
 void cs_token_append(bson_t *out, const char *key, const char *hex);
+/* Append t's token as the document key to out: {_data: hex[, _typeBits:
+ * BinData 0]}, with mongod's _typeBits when the KeyString loses a type
+ * (int64s, doubles, symbols in the eventIdentifier); returns its hex
+ * (owned). */
+char *cs_token_append_id(bson_t *out, const char *key, const cs_token_t *t);
 /* A high-water-mark token at ts (owned hex). */
 char *cs_token_hwm_hex(repl_ts_t ts);
+/* $changeStreamSplitLargeEvent: the token of fragment n (0-based) of the
+ * event whose token is hex (an event token without a fragment), and back:
+ * the event's token from its fragment n's token (NULL when hex does not
+ * end with fragment n).  Owned hex, bson_free. */
+char *cs_token_hex_fragment(const char *hex, int32_t n);
+char *cs_token_hex_unfragment(const char *hex, int32_t n);
 
 /*
  * Parse a resume token document ({_data: string[, _typeBits: BinData 0]}):

@@ -12,6 +12,7 @@
  */
 #include "repl/oplog.h"
 #include "repl/preimage.h"
+#include "repl/cluster_params.h"
 #include "repl/oplog_diff.h"
 
 #include <errno.h>
@@ -92,9 +93,12 @@ typedef struct sess_ctx {
 	repl_oplog_optime_t txn_last;   /* the newest entry the open transaction wrote */
 	bool replacement;
 	bool stamped;              /* the open transaction was given a commit timestamp */
+	const update_t *update;    /* the update being written (repl_oplog_session_set_update) */
 	const char *retry_image;   /* "preImage" / "postImage": needsRetryImage (repl_oplog_session_set_image) */
 	bool collect;
 	bson_t **ops;              /* collect mode: the transaction's operations (bson_new'd) */
+	bson_t **pre;              /* ... and each one's pre-image (changeStreamPreAndPostImages) or NULL */
+	uint8_t *pre_uuid;         /* ... of the collection: 16 bytes per operation */
 	int nops, cap;
 	int64_t ops_bytes;
 	/* the statements written with a stmtId since the session info was set:
@@ -247,7 +251,9 @@ body_update(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
 	/* an operator or pipeline update is logged as its diff (mongod's
 	 * update driver logs one for every operator update) */
 	bson_init(&diff);
-	if (!whole && !repl_diff_compute(op->old_doc, op->doc, SIZE_MAX / 2, &diff))
+	if (!whole && ctx != NULL && ctx->update != NULL)
+		repl_diff_compute_update(op->old_doc, op->doc, ctx->update, &diff);
+	else if (!whole && !repl_diff_compute(op->old_doc, op->doc, SIZE_MAX / 2, &diff))
 		whole = true;
 	if (!whole && bson_empty(&diff)) {
 		/* nothing changed: mongod writes no entry for a no-op update */
@@ -633,8 +639,11 @@ err:
 static void
 ctx_ops_clear(sess_ctx_t *ctx)
 {
-	for (int i = 0; i < ctx->nops; i++)
+	for (int i = 0; i < ctx->nops; i++) {
 		bson_destroy(ctx->ops[i]);
+		if (ctx->pre != NULL && ctx->pre[i] != NULL)
+			bson_destroy(ctx->pre[i]);
+	}
 	ctx->nops = 0;
 	ctx->ops_bytes = 0;
 }
@@ -649,6 +658,8 @@ ctx_free(void *p)
 	ctx_ops_clear(ctx);
 	bson_free(ctx->ops);
 	bson_free(ctx->stmts);
+	bson_free(ctx->pre);
+	bson_free(ctx->pre_uuid);
 	if (ctx->lsid != NULL)
 		bson_destroy(ctx->lsid);
 	bson_free(ctx);
@@ -695,7 +706,14 @@ on_write(void *arg, storage_session_t *s, const storage_op_t *op, terr_t *err)
 		if (ctx->nops == ctx->cap) {
 			ctx->cap = ctx->cap ? ctx->cap * 2 : 8;
 			ctx->ops = bson_realloc(ctx->ops, (size_t)ctx->cap * sizeof(*ctx->ops));
+			ctx->pre = bson_realloc(ctx->pre, (size_t)ctx->cap * sizeof(*ctx->pre));
+			ctx->pre_uuid = bson_realloc(ctx->pre_uuid, (size_t)ctx->cap * 16);
 		}
+		/* its pre-image is written at the commit, keyed by the applyOps
+		 * entry and index that hold the operation */
+		ctx->pre[ctx->nops] = (op->kind == STORAGE_OP_UPDATE || op->kind == STORAGE_OP_DELETE) &&
+		    op->old_doc != NULL && repl_preimage_enabled(op->coll) ? bson_copy(op->old_doc) : NULL;
+		memcpy(ctx->pre_uuid + 16 * (size_t)ctx->nops, op->coll->uuid, 16);
 		ctx->ops[ctx->nops++] = bson_copy(&bodies[0]);
 		ctx->ops_bytes += bodies[0].len;
 		ret = 0;
@@ -773,6 +791,12 @@ on_commit(void *arg, storage_session_t *s, terr_t *err)
 		ctx->chain = (repl_oplog_optime_t){first + (repl_ts_t)e, t};
 		ctx->wrote = true;
 		note_written(s, first + (repl_ts_t)e, t);
+		for (int i = from; i < ends[e] && ret == 0; i++)
+			if (ctx->pre[i] != NULL)
+				ret = repl_preimage_write_at(o->st, s, ctx->pre_uuid + 16 * (size_t)i, first + (repl_ts_t)e,
+				    i - from, ctx->pre[i], err);
+		if (ret != 0)
+			goto err;
 	}
 err:
 	bson_free(ends);
@@ -986,6 +1010,47 @@ periodic_noop(repl_oplog_t *o, repl_ts_t *seen)
 	pthread_mutex_unlock(&o->last_lock);
 }
 
+/*
+ * Pre-images older than changeStreamOptions.preAndPostImages.
+ * expireAfterSeconds (repl/cluster_params.h), when it is a number: batches
+ * of PREIMAGE_BATCH, each its own transaction, stopping at shutdown.
+ */
+#define PREIMAGE_BATCH 1000
+
+static void
+preimage_pass(repl_oplog_t *o)
+{
+	storage_session_t *s;
+	int64_t secs, removed = 0;
+	bool stop = false;
+
+	if ((s = storage_session_pool_get(o->st, NULL)) == NULL)
+		return;
+	if ((secs = repl_cluster_param_preimage_expire_secs(o->st, s)) > 0) {
+		struct timespec ts;
+		int64_t now_ms;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+		int64_t before = secs < now_ms / 1000 ? now_ms - secs * 1000 : 0;
+		terr_t err = TERR_INIT;
+		do {
+			if (before <= 0 || repl_preimage_expire(o->st, s, 0, before, PREIMAGE_BATCH, &removed, &err) != 0)
+				break;
+			pthread_mutex_lock(&o->thr_lock);
+			stop = o->stopping;
+			pthread_mutex_unlock(&o->thr_lock);
+		} while (removed == PREIMAGE_BATCH && !stop);
+		if (err.code != 0) {
+			bson_t attr = BSON_INITIALIZER;
+			BSON_APPEND_UTF8(&attr, "error", err.msg != NULL ? err.msg : "");
+			tlog('W', "REPL", 7080100, "Pre-image expiry failed", &attr);
+			bson_destroy(&attr);
+		}
+		terr_clear(&err);
+	}
+	storage_session_pool_put(o->st, s);
+}
+
 static void *
 thread_main(void *arg)
 {
@@ -1026,6 +1091,7 @@ thread_main(void *arg)
 				bson_destroy(&attr);
 			}
 			terr_clear(&err);
+			preimage_pass(o);
 		}
 		pthread_mutex_lock(&o->thr_lock);
 	}
@@ -1103,7 +1169,7 @@ repl_oplog_truncate(repl_oplog_t *o, int64_t *removed, terr_t *err)
 	if (removed != NULL)
 		*removed = nrem;
 	/* pre-images live as long as their entries (repl/preimage.h) */
-	ERR(repl_preimage_expire(o->st, s, (repl_ts_t)upto + 1, NULL, err));
+	ERR(repl_preimage_expire(o->st, s, (repl_ts_t)upto + 1, 0, 0, NULL, err));
 err:
 	storage_cursor_close(cur);
 	storage_session_pool_put(o->st, s);
@@ -1598,6 +1664,7 @@ repl_oplog_session_clear(storage_session_t *s)
 	ctx->prev = ctx->chain = REPL_OPLOG_OPTIME_NULL;
 	ctx->collect = false;
 	ctx->replacement = false;
+	ctx->update = NULL;
 	ctx->retry_image = NULL;
 	ctx->nstmts = ctx->nstmts_done = 0;
 	ctx->commit_hook = NULL;
@@ -1612,6 +1679,15 @@ repl_oplog_session_set_replacement(storage_session_t *s, bool on)
 
 	if (ctx != NULL)
 		ctx->replacement = on;
+}
+
+void
+repl_oplog_session_set_update(storage_session_t *s, const update_t *u)
+{
+	sess_ctx_t *ctx = ctx_of(s, u != NULL);
+
+	if (ctx != NULL)
+		ctx->update = u;
 }
 
 int

@@ -272,6 +272,12 @@ void repl_oplog_session_clear(storage_session_t *s);
  * (commands/cmd_update.c) around a replacement-style update. */
 void repl_oplog_session_set_replacement(storage_session_t *s, bool on);
 
+/* The operator update whose write comes next (borrowed until cleared with
+ * NULL): its entry's diff follows the update's paths as mongod logs them
+ * (repl/oplog_diff.h); without one, a diff of the two documents. */
+typedef struct update update_t;
+void repl_oplog_session_set_update(storage_session_t *s, const update_t *u);
+
 /* ---- multi-document transactions (for `txn`) ----------------------------- */
 
 /*

@@ -13,6 +13,12 @@
  * longer has are deletes.  A sub diff is used for a nested document or array
  * only when it is smaller than the new value itself.
  *
+ * An operator update's diff (repl_diff_compute_update) is shaped by the
+ * update's paths as mongod's update driver logs it: sub diffs all the way
+ * down each path ("a.0.b" gives {sa: {a: true, s0: {u: {b: ...}}}} whatever
+ * the sizes), the path's end logged whole (u, or i when created, d when
+ * unset), the elements a $push/$addToSet appended as u<index> entries.
+ *
  * What it does not do: apply diffs (a secondary or a change stream would).
  */
 #ifndef TAMGA_REPL_OPLOG_DIFF_H
@@ -20,6 +26,8 @@
 
 #include <stdbool.h>
 #include <bson/bson.h>
+
+#include "update/update.h"
 
 /*
  * Compute the diff turning pre into post into out (initialised by the
@@ -29,5 +37,12 @@
  * document instead.  An unchanged document gives an empty diff.
  */
 bool repl_diff_compute(const bson_t *pre, const bson_t *post, size_t padding, bson_t *out);
+
+/*
+ * The oplog diff of an update: operator updates follow u's paths (above);
+ * a pipeline or replacement update gets repl_diff_compute's shape, with no
+ * size limit.  u is borrowed for the call.
+ */
+void repl_diff_compute_update(const bson_t *pre, const bson_t *post, const update_t *u, bson_t *out);
 
 #endif

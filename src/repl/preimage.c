@@ -40,20 +40,27 @@ repl_preimage_ensure(storage_t *st, storage_session_t *s, terr_t *err)
 }
 
 static void
-append_id(bson_t *out, const uint8_t uuid[16], repl_ts_t ts)
+append_id(bson_t *out, const uint8_t uuid[16], repl_ts_t ts, int64_t index)
 {
 	bson_t id;
 
 	bson_append_document_begin(out, "_id", 3, &id);
 	bson_append_binary(&id, "nsUUID", -1, BSON_SUBTYPE_UUID, uuid, 16);
 	bson_append_timestamp(&id, "ts", 2, repl_ts_secs(ts), repl_ts_inc(ts));
-	bson_append_int64(&id, "applyOpsIndex", -1, 0);
+	bson_append_int64(&id, "applyOpsIndex", -1, index);
 	bson_append_document_end(out, &id);
 }
 
 int
 repl_preimage_write(storage_t *st, storage_session_t *s, const storage_coll_t *c, repl_ts_t ts, const bson_t *pre,
                     terr_t *err)
+{
+	return repl_preimage_write_at(st, s, c->uuid, ts, 0, pre, err);
+}
+
+int
+repl_preimage_write_at(storage_t *st, storage_session_t *s, const uint8_t uuid[16], repl_ts_t ts, int64_t index,
+                       const bson_t *pre, terr_t *err)
 {
 	storage_coll_t *pc = NULL;
 	struct timespec now;
@@ -64,7 +71,7 @@ repl_preimage_write(storage_t *st, storage_session_t *s, const storage_coll_t *c
 	if (storage_coll_get(st, REPL_PREIMAGES_DB, REPL_PREIMAGES_COLL, &pc, NULL) != 0 || pc == NULL)
 		return 0;
 	clock_gettime(CLOCK_REALTIME, &now);
-	append_id(&doc, c->uuid, ts);
+	append_id(&doc, uuid, ts, index);
 	bson_append_date_time(&doc, "operationTime", -1, (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
 	bson_append_document(&doc, "preImage", -1, pre);
 	was = storage_session_set_unobserved(s, true);
@@ -79,6 +86,13 @@ int
 repl_preimage_find(storage_t *st, storage_session_t *s, const uint8_t uuid[16], repl_ts_t ts, bson_t *out,
                    terr_t *err)
 {
+	return repl_preimage_find_at(st, s, uuid, ts, 0, out, err);
+}
+
+int
+repl_preimage_find_at(storage_t *st, storage_session_t *s, const uint8_t uuid[16], repl_ts_t ts, int64_t index,
+                      bson_t *out, terr_t *err)
+{
 	storage_coll_t *pc = NULL;
 	bson_t key = BSON_INITIALIZER, doc;
 	bson_iter_t it;
@@ -87,7 +101,7 @@ repl_preimage_find(storage_t *st, storage_session_t *s, const uint8_t uuid[16], 
 
 	if (storage_coll_get(st, REPL_PREIMAGES_DB, REPL_PREIMAGES_COLL, &pc, NULL) != 0 || pc == NULL)
 		return 1;
-	append_id(&key, uuid, ts);
+	append_id(&key, uuid, ts, index);
 	if (bson_iter_init_find(&it, &key, "_id"))
 		rc = storage_doc_find_id(s, pc, bson_iter_value(&it), &rid, &doc, err);
 	if (rc == 0) {
@@ -109,14 +123,15 @@ repl_preimage_find(storage_t *st, storage_session_t *s, const uint8_t uuid[16], 
 }
 
 int
-repl_preimage_expire(storage_t *st, storage_session_t *s, repl_ts_t oldest, int64_t *removed, terr_t *err)
+repl_preimage_expire(storage_t *st, storage_session_t *s, repl_ts_t oldest, int64_t before_ms, int64_t limit,
+                     int64_t *removed, terr_t *err)
 {
 	storage_coll_t *pc = NULL;
 	storage_cursor_t *cur = NULL;
 	recid_t rid;
 	bson_t doc;
 	int64_t n = 0;
-	int ret = 0, r;
+	int ret = 0, r = 0;
 	bool was;
 
 	if (removed != NULL)
@@ -126,16 +141,22 @@ repl_preimage_expire(storage_t *st, storage_session_t *s, repl_ts_t oldest, int6
 	was = storage_session_set_unobserved(s, true);
 	ERR(storage_txn_begin(s, err));
 	ERR(storage_scan_open(s, pc, false, &cur, err));
-	/* written in ts order: stop at the first one the oplog still covers */
-	while ((r = storage_cursor_next(cur, &rid, &doc, NULL, NULL, err)) == 1) {
+	/* written in ts (and operationTime) order: stop at the first one
+	 * neither the oplog's end nor the time limit takes */
+	while ((limit <= 0 || n < limit) && (r = storage_cursor_next(cur, &rid, &doc, NULL, NULL, err)) == 1) {
 		bson_iter_t it, id;
 		uint32_t t, i;
 		bson_t copy;
+		bool gone;
 		if (!bson_iter_init_find(&it, &doc, "_id") || !bson_iter_recurse(&it, &id) || !bson_iter_find(&id, "ts") ||
 		    !BSON_ITER_HOLDS_TIMESTAMP(&id))
 			continue;
 		bson_iter_timestamp(&id, &t, &i);
-		if ((((repl_ts_t)t << 32) | i) >= oldest)
+		gone = (((repl_ts_t)t << 32) | i) < oldest;
+		if (!gone && before_ms > 0 && bson_iter_init_find(&it, &doc, "operationTime") &&
+		    BSON_ITER_HOLDS_DATE_TIME(&it))
+			gone = bson_iter_date_time(&it) <= before_ms;
+		if (!gone)
 			break;
 		bson_copy_to(&doc, &copy);
 		ret = storage_doc_delete(s, pc, rid, &copy, err);

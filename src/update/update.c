@@ -867,6 +867,32 @@ update_is_replacement(const update_t *u)
 	return u->kind == UPDATE_KIND_REPLACEMENT;
 }
 
+static void
+node_each_path(const unode_t *n, update_path_fn fn, void *ctx)
+{
+	if (n == NULL)
+		return;
+	if (n->kind == UNODE_LEAF) {
+		if (n->op == &update_op_rename_from)
+			fn(n->path, "$rename", NULL, ctx);
+		else
+			fn(n->path, n->op->name, &n->arg, ctx);
+		return;
+	}
+	for (size_t i = 0; i < n->n; i++)
+		node_each_path(n->kids[i], fn, ctx);
+	node_each_path(n->positional, fn, ctx);
+}
+
+bool
+update_for_each_path(const update_t *u, update_path_fn fn, void *ctx)
+{
+	if (u == NULL || u->kind != UPDATE_KIND_OPERATORS)
+		return false;
+	node_each_path(u->root, fn, ctx);
+	return true;
+}
+
 bool
 update_uses_positional(const update_t *u)
 {

@@ -79,6 +79,18 @@ void update_free(update_t *u);
 update_kind_t update_kind(const update_t *u);
 bool update_is_replacement(const update_t *u);
 
+/*
+ * The paths an operator update names, as written ("a.$[x].b", "a.$"):
+ * fn(path, opname, arg, ctx) once per leaf of the update's tree (a $rename
+ * gives its source, with opname "$rename" and a NULL arg, and its
+ * destination), in the tree's order.  path, opname and arg are borrowed
+ * from u.  Returns false, calling nothing, for a replacement or pipeline
+ * update (they name no paths).  The oplog's diff follows these paths as
+ * mongod's update driver logs them (repl/oplog_diff.h).
+ */
+typedef void (*update_path_fn)(const char *path, const char *opname, const bson_value_t *arg, void *ctx);
+bool update_for_each_path(const update_t *u, update_path_fn fn, void *ctx);
+
 /* True when the update uses the positional $ operator, so the caller must
  * pass the matched array position (match_exec's array_pos) in the ctx. */
 bool update_uses_positional(const update_t *u);

@@ -7,7 +7,8 @@
  * arrays and disambiguated paths, a transaction's events at its commit,
  * drop + invalidate), the three levels, resumeAfter / startAfter /
  * startAtOperationTime, postBatchResumeToken, 286 and 280, the allowlist of
- * stages, the pushed-down $match, mongod's errors for bad specs.
+ * stages, the pushed-down $match, mongod's errors for bad specs, events past
+ * 16 MB cut by $changeStreamSplitLargeEvent (and resumed from a fragment).
  */
 #include "tt.h"
 #include "tt_embedded.h"
@@ -98,6 +99,63 @@ test_token_order(void)
 	bson_free(hw2);
 	bson_destroy(k1);
 	bson_destroy(k2);
+}
+
+/* _typeBits as mongod writes them: tokens of real mongod events whose
+ * documentKey holds doubles (a driver's JavaScript numbers). */
+static void
+test_token_type_bits(void)
+{
+	static const struct {
+		uint32_t t, i;
+		const char *uuid, *eid, *data, *tb;
+	} cases[] = {
+		{0x647A41A6, 1, "2409C0859BCF45ABBE0E0BD72AB40403",
+		 "{\"_id\": {\"foo\": 1.0, \"bar\": 2.0}}",
+		 "82647A41A6000000012B022C0100296E5A10042409C0859BCF45ABBE0E0BD72AB4040346465F696400461E666F6F002B021E626172002B04000004",
+		 "824001"},
+		{0x63ED0F8C, 0x62, "63B6F177E0FD4903B80618784767A672", "{\"_id\": 632368455327866.0}",
+		 "8263ED0F8C000000622B022C0100296E5A100463B6F177E0FD4903B80618784767A672461E5F69640031047E45824B40F40004",
+		 "40"},
+		/* int32s only: no _typeBits */
+		{0x63ED0F8C, 0x62, "63B6F177E0FD4903B80618784767A672", "{\"_id\": 5}", NULL, NULL},
+	};
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		bson_t *eid = tt_json(cases[c].eid), out = BSON_INITIALIZER;
+		cs_token_t t = {.ts = ((repl_ts_t)cases[c].t << 32) | cases[c].i, .version = 1, .type = CS_TOKEN_EVENT,
+		                .has_uuid = true, .event_id = eid, .fragment = -1};
+		bson_iter_t it;
+		char *hex;
+
+		for (int k = 0; k < 16; k++) {
+			unsigned v;
+			sscanf(cases[c].uuid + 2 * k, "%2x", &v);
+			t.uuid[k] = (uint8_t)v;
+		}
+		hex = cs_token_append_id(&out, "_id", &t);
+		if (cases[c].data != NULL)
+			TT_EQ_STR(hex, cases[c].data);
+		if (cases[c].tb == NULL) {
+			TT_ASSERT(!bson_iter_init_find(&it, &out, "_id._typeBits") &&
+			    !(bson_iter_init(&it, &out) && bson_iter_find_descendant(&it, "_id._typeBits", &it)));
+		} else {
+			bson_iter_t f;
+			bson_subtype_t st;
+			uint32_t len;
+			const uint8_t *d;
+			char got[64] = "";
+			TT_ASSERT(bson_iter_init(&it, &out) && bson_iter_find_descendant(&it, "_id._typeBits", &f));
+			bson_iter_binary(&f, &st, &len, &d);
+			TT_EQ_INT(st, BSON_SUBTYPE_BINARY);
+			for (uint32_t k = 0; k < len && k < 30; k++)
+				snprintf(got + 2 * k, 3, "%02X", d[k]);
+			TT_EQ_STR(got, cases[c].tb);
+		}
+		bson_free(hex);
+		bson_destroy(&out);
+		bson_destroy(eid);
+	}
 }
 
 static void
@@ -260,6 +318,8 @@ test_crud_events(void)
 	expect_more("cs", "c", id, "[]");
 	ok("cs", "{'insert': 'c', 'documents': [{'_id': 1, 'a': 1, 'arr': [1, 2, 3], 'o': {'1': 0}}]}");
 	ok("cs", "{'update': 'c', 'updates': [{'q': {'_id': 1}, 'u': {'$set': {'b': 2, 'o.1': 5}, '$unset': {'a': 1}, '$pop': {'arr': 1}}}]}");
+	/* a pipeline update is diffed by size: the shrunk array is a truncation */
+	ok("cs", "{'update': 'c', 'updates': [{'q': {'_id': 1}, 'u': [{'$set': {'arr': {'$slice': ['$arr', 1]}}}]}]}");
 	ok("cs", "{'update': 'c', 'updates': [{'q': {'_id': 1}, 'u': {'x': 1}}]}");
 	ok("cs", "{'delete': 'c', 'deletes': [{'q': {'_id': 1}, 'limit': 1}]}");
 	expect_more("cs", "c", id,
@@ -268,8 +328,12 @@ test_crud_events(void)
 	    "\"ns\" : { \"db\" : \"cs\", \"coll\" : \"c\" }, \"documentKey\" : { \"_id\" : 1 } }, "
 	    "{ \"_id\" : true, \"operationType\" : \"update\", \"clusterTime\" : true, \"wallTime\" : true, "
 	    "\"ns\" : { \"db\" : \"cs\", \"coll\" : \"c\" }, \"documentKey\" : { \"_id\" : 1 }, "
-	    "\"updateDescription\" : { \"updatedFields\" : { \"o\" : { \"1\" : 5 }, \"b\" : 2 }, \"removedFields\" : [ \"a\" ], "
-	    "\"truncatedArrays\" : [ { \"field\" : \"arr\", \"newSize\" : 2 } ] } }, "
+	    "\"updateDescription\" : { \"updatedFields\" : { \"arr\" : [ 1, 2 ], \"b\" : 2, \"o.1\" : 5 }, "
+	    "\"removedFields\" : [ \"a\" ], \"truncatedArrays\" : [  ] } }, "
+	    "{ \"_id\" : true, \"operationType\" : \"update\", \"clusterTime\" : true, \"wallTime\" : true, "
+	    "\"ns\" : { \"db\" : \"cs\", \"coll\" : \"c\" }, \"documentKey\" : { \"_id\" : 1 }, "
+	    "\"updateDescription\" : { \"updatedFields\" : {  }, \"removedFields\" : [  ], "
+	    "\"truncatedArrays\" : [ { \"field\" : \"arr\", \"newSize\" : 1 } ] } }, "
 	    "{ \"_id\" : true, \"operationType\" : \"replace\", \"clusterTime\" : true, \"wallTime\" : true, "
 	    "\"fullDocument\" : { \"_id\" : 1, \"x\" : 1 }, \"ns\" : { \"db\" : \"cs\", \"coll\" : \"c\" }, "
 	    "\"documentKey\" : { \"_id\" : 1 } }, "
@@ -624,7 +688,228 @@ test_pre_and_post_images(void)
 		bson_free(t);
 		tt_free_reply(r);
 	}
+	/* writes in a transaction: images by their applyOps entry and index */
+	{
+		int rc;
+		bson_t *r;
+		const char *ls = "'lsid': {'id': {'$binary': {'base64': 'AQEBAQEBAQEBAQEBAQEBAQ==', 'subType': '04'}}}, "
+		    "'txnNumber': {'$numberLong': '1'}, 'autocommit': false";
+		char *c;
+		ok("pi", "{'insert': 'c', 'documents': [{'_id': 7, 'n': 1}, {'_id': 8, 'n': 1}]}");
+		id = open_stream("pi", "{'aggregate': 'c', 'pipeline': [{'$changeStream': {'fullDocument': 'required', "
+		    "'fullDocumentBeforeChange': 'required'}}, {'$project': {'operationType': 1, 'fullDocument': 1, "
+		    "'fullDocumentBeforeChange': 1}}], 'cursor': {}}", &code);
+		c = bson_strdup_printf("{'update': 'c', 'updates': [{'q': {'_id': 7}, 'u': {'$inc': {'n': 5}}}], 'startTransaction': true, %s}", ls);
+		r = run("pi", c, &rc);
+		TT_EQ_INT(rc, 0);
+		tt_free_reply(r);
+		bson_free(c);
+		c = bson_strdup_printf("{'insert': 'c', 'documents': [{'_id': 9}], %s}", ls);
+		r = run("pi", c, &rc);
+		tt_free_reply(r);
+		bson_free(c);
+		c = bson_strdup_printf("{'delete': 'c', 'deletes': [{'q': {'_id': 8}, 'limit': 1}], %s}", ls);
+		r = run("pi", c, &rc);
+		tt_free_reply(r);
+		bson_free(c);
+		c = bson_strdup_printf("{'commitTransaction': 1, %s}", ls);
+		r = run("admin", c, &rc);
+		TT_EQ_INT(rc, 0);
+		tt_free_reply(r);
+		bson_free(c);
+		expect_more("pi", "c", id,
+		    "[{ \"_id\" : true, \"operationType\" : \"update\", \"fullDocument\" : { \"_id\" : 7, \"n\" : 6 }, "
+		    "\"fullDocumentBeforeChange\" : { \"_id\" : 7, \"n\" : 1 } }, "
+		    "{ \"_id\" : true, \"operationType\" : \"insert\", \"fullDocument\" : { \"_id\" : 9 } }, "
+		    "{ \"_id\" : true, \"operationType\" : \"delete\", \"fullDocumentBeforeChange\" : { \"_id\" : 8, \"n\" : 1 } }]");
+		/* config.system.preimages holds them as mongod does */
+		r = run("config", "{'find': 'system.preimages', 'filter': {'_id.applyOpsIndex': {'$numberLong': '2'}}, "
+		    "'projection': {'_id': 0, 'preImage': 1}}", &rc);
+		c = tt_batch_text(r, rc, "none");
+		TT_EQ_STR(c, "[ { \"preImage\" : { \"_id\" : 8, \"n\" : 1 } } ]");
+		bson_free(c);
+		tt_free_reply(r);
+	}
 	ok("pi", "{'collMod': 'c', 'changeStreamPreAndPostImages': {'enabled': false}}");
+}
+
+/* ---- $changeStreamSplitLargeEvent ----------------------------------------- */
+
+/* Run a command built as BSON (big strings do not go through JSON). */
+static bson_t *
+run_bson(const char *dbname, const bson_t *cmd, int *rc)
+{
+	bson_t *reply = tm_bson_array_new(1);
+	tamga_error_t e;
+
+	*rc = tamga_run_command(db, dbname, cmd, reply, &e);
+	return reply;
+}
+
+/* getMore on id: the batch's events as "fragment/of:<size ok>" (or
+ * "whole"), "|"-separated, with each event's token in toks[] (owned). */
+static char *
+split_more(int64_t id, char **toks, int *ntok, int *code)
+{
+	char *cmd = bson_strdup_printf("{'getMore': %lld, 'collection': 'big'}", (long long)id);
+	int rc;
+	bson_t *r = run("sp", cmd, &rc);
+	bson_string_t *s = bson_string_new("");
+	bson_iter_t it, ev, f;
+
+	bson_free(cmd);
+	*code = rc == 0 ? 0 : (int)tt_get_i64(r, "code");
+	*ntok = 0;
+	if (rc == 0 && bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "cursor.nextBatch", &f) &&
+	    bson_iter_recurse(&f, &ev)) {
+		while (bson_iter_next(&ev)) {
+			bson_t d;
+			const uint8_t *data;
+			uint32_t len;
+			bson_iter_t x;
+			bson_iter_document(&ev, &len, &data);
+			bson_init_static(&d, data, len);
+			if (bson_iter_init(&x, &d) && bson_iter_find_descendant(&x, "splitEvent.fragment", &f)) {
+				bson_iter_t o;
+				bson_iter_init(&o, &d);
+				bson_iter_find_descendant(&o, "splitEvent.of", &o);
+				bson_string_append_printf(s, "%s%d/%d:%s", s->len ? "|" : "", bson_iter_int32(&f),
+				    bson_iter_int32(&o), len <= 16 * 1024 * 1024 ? "ok" : "big");
+			} else {
+				bson_string_append_printf(s, "%swhole", s->len ? "|" : "");
+			}
+			if (bson_iter_init(&x, &d) && bson_iter_find_descendant(&x, "_id._data", &f) && *ntok < 8)
+				toks[(*ntok)++] = bson_strdup(bson_iter_utf8(&f, NULL));
+		}
+	}
+	tt_free_reply(r);
+	return bson_string_free(s, false);
+}
+
+static void
+test_split_large_event(void)
+{
+	size_t big = 9 * 1024 * 1024;
+	char *a = bson_malloc(big + 1), *b = bson_malloc(big + 1);
+	bson_t *cmd, docs, d, ups, u, q, set;
+	int code, rc, ntok;
+	int64_t split, whole;
+	char *toks[8], *got, *resume;
+	bson_t *r;
+
+	memset(a, 'a', big);
+	a[big] = '\0';
+	memset(b, 'b', big);
+	b[big] = '\0';
+	ok("sp", "{'create': 'big', 'changeStreamPreAndPostImages': {'enabled': true}}");
+	cmd = bson_new();
+	BSON_APPEND_UTF8(cmd, "insert", "big");
+	bson_append_array_begin(cmd, "documents", -1, &docs);
+	bson_append_document_begin(&docs, "0", -1, &d);
+	BSON_APPEND_INT32(&d, "_id", 1);
+	BSON_APPEND_UTF8(&d, "s", a);
+	bson_append_document_end(&docs, &d);
+	bson_append_array_end(cmd, &docs);
+	r = run_bson("sp", cmd, &rc);
+	TT_EQ_INT(rc, 0);
+	tt_free_reply(r);
+	bson_destroy(cmd);
+
+	/* the stage's spec and place, and the stream that needs it */
+	expect_code("sp", "{'aggregate': 'big', 'pipeline': [{'$changeStream': {}}, {'$changeStreamSplitLargeEvent': {'a': 1}}], 'cursor': {}}", 7182800);
+	expect_code("sp", "{'aggregate': 'big', 'pipeline': [{'$changeStream': {}}, {'$changeStreamSplitLargeEvent': {}}, "
+	    "{'$match': {}}], 'cursor': {}}", 7182802);
+	split = open_stream("sp", "{'aggregate': 'big', 'pipeline': [{'$changeStream': {'fullDocument': 'required', "
+	    "'fullDocumentBeforeChange': 'required'}}, {'$changeStreamSplitLargeEvent': {}}], 'cursor': {}}", &code);
+	TT_ASSERT(split != 0);
+	whole = open_stream("sp", "{'aggregate': 'big', 'pipeline': [{'$changeStream': {'fullDocument': 'required', "
+	    "'fullDocumentBeforeChange': 'required'}}], 'cursor': {}}", &code);
+	TT_ASSERT(whole != 0);
+
+	/* an update whose event holds the old document, the new one and the
+	 * new value: about 27 MB */
+	cmd = bson_new();
+	BSON_APPEND_UTF8(cmd, "update", "big");
+	bson_append_array_begin(cmd, "updates", -1, &ups);
+	bson_append_document_begin(&ups, "0", -1, &u);
+	bson_append_document_begin(&u, "q", -1, &q);
+	BSON_APPEND_INT32(&q, "_id", 1);
+	bson_append_document_end(&u, &q);
+	bson_append_document_begin(&u, "u", -1, &q);
+	bson_append_document_begin(&q, "$set", -1, &set);
+	BSON_APPEND_UTF8(&set, "s", b);
+	bson_append_document_end(&q, &set);
+	bson_append_document_end(&u, &q);
+	bson_append_document_end(&ups, &u);
+	bson_append_array_end(cmd, &ups);
+	r = run_bson("sp", cmd, &rc);
+	TT_EQ_INT(rc, 0);
+	tt_free_reply(r);
+	bson_destroy(cmd);
+
+	/* fragments, smallest fields first, each under 16 MB, one per batch */
+	got = split_more(split, toks, &ntok, &code);
+	TT_EQ_STR(got, "1/3:ok");
+	resume = ntok > 0 ? bson_strdup(toks[0]) : NULL;
+	for (int i = 0; i < ntok; i++)
+		bson_free(toks[i]);
+	bson_free(got);
+	{
+		char *prev = resume != NULL ? bson_strdup(resume) : NULL;
+		for (int k = 2; k <= 3; k++) {
+			char want[16];
+			got = split_more(split, toks, &ntok, &code);
+			snprintf(want, sizeof(want), "%d/3:ok", k);
+			TT_EQ_STR(got, want);
+			/* fragment tokens sort in order */
+			if (ntok > 0 && prev != NULL)
+				TT_ASSERT(strcmp(prev, toks[0]) < 0);
+			bson_free(prev);
+			prev = ntok > 0 ? bson_strdup(toks[0]) : NULL;
+			for (int i = 0; i < ntok; i++)
+				bson_free(toks[i]);
+			bson_free(got);
+		}
+		bson_free(prev);
+	}
+	/* without the stage the event is too large: mongod's 10334 */
+	got = split_more(whole, toks, &ntok, &code);
+	TT_EQ_INT(code, 10334);
+	bson_free(got);
+
+	/* resuming after fragment 1 gives fragments 2 and 3; without the
+	 * stage, 280 */
+	if (resume != NULL) {
+		char *c = bson_strdup_printf("{'aggregate': 'big', 'pipeline': [{'$changeStream': {'fullDocument': 'required', "
+		    "'fullDocumentBeforeChange': 'required', 'resumeAfter': {'_data': '%s'}}}, {'$changeStreamSplitLargeEvent': {}}], "
+		    "'cursor': {'batchSize': 0}}", resume);
+		int64_t again = open_stream("sp", c, &code);
+		TT_ASSERT(again != 0);
+		got = split_more(again, toks, &ntok, &code);
+		TT_EQ_STR(got, "2/3:ok");
+		for (int i = 0; i < ntok; i++)
+			bson_free(toks[i]);
+		bson_free(got);
+		bson_free(c);
+		c = bson_strdup_printf("{'aggregate': 'big', 'pipeline': [{'$changeStream': {'resumeAfter': {'_data': '%s'}}}], "
+		    "'cursor': {}}", resume);
+		expect_code("sp", c, 280);
+		bson_free(c);
+		/* the same fragment with a pipeline that does not split the event */
+		c = bson_strdup_printf("{'aggregate': 'big', 'pipeline': [{'$changeStream': {'resumeAfter': {'_data': '%s'}}}, "
+		    "{'$changeStreamSplitLargeEvent': {}}], 'cursor': {'batchSize': 0}}", resume);
+		again = open_stream("sp", c, &code);
+		TT_EQ_INT(code, 0);
+		got = split_more(again, toks, &ntok, &code);
+		TT_EQ_INT(code, 280);
+		for (int i = 0; i < ntok; i++)
+			bson_free(toks[i]);
+		bson_free(got);
+		bson_free(c);
+	}
+	bson_free(resume);
+	bson_free(a);
+	bson_free(b);
 }
 
 static void
@@ -640,11 +925,55 @@ test_standalone(void)
 	tt_close_rm(sdb, d2);
 }
 
+/* Streams whose options agree share the event one of them built
+ * (changestream.c's cache); streams whose options differ get their own:
+ * showExpandedEvents adds collectionUUID, showRawUpdateDescription has
+ * rawUpdateDescription -- whichever stream reads first. */
+static void
+test_shared_events(void)
+{
+	int code;
+	int64_t a, b, x, raw;
+	char *ga, *gb, *gx, *graw;
+
+	ok("sh", "{'create': 'c'}");
+	x = open_stream("sh", "{'aggregate': 'c', 'pipeline': [{'$changeStream': {'showExpandedEvents': true}}], 'cursor': {}}", &code);
+	a = open_stream("sh", "{'aggregate': 'c', 'pipeline': [{'$changeStream': {}}], 'cursor': {}}", &code);
+	raw = open_stream("sh", "{'aggregate': 'c', 'pipeline': [{'$changeStream': {'showRawUpdateDescription': true}}], 'cursor': {}}", &code);
+	b = open_stream("sh", "{'aggregate': 'c', 'pipeline': [{'$changeStream': {}}], 'cursor': {}}", &code);
+	TT_ASSERT(a != 0 && b != 0 && x != 0 && raw != 0);
+	ok("sh", "{'insert': 'c', 'documents': [{'_id': 1, 'n': 1}]}");
+	ok("sh", "{'update': 'c', 'updates': [{'q': {'_id': 1}, 'u': {'$set': {'n': 2}}}]}");
+	/* the expanded stream reads first: the plain ones must not get its event */
+	gx = more("sh", "c", x, NULL);
+	ga = more("sh", "c", a, NULL);
+	graw = more("sh", "c", raw, NULL);
+	gb = more("sh", "c", b, NULL);
+	TT_EQ_STR(ga, gb);
+	TT_EQ_STR(ga,
+	    "[{ \"_id\" : true, \"operationType\" : \"insert\", \"clusterTime\" : true, \"wallTime\" : true, "
+	    "\"fullDocument\" : { \"_id\" : 1, \"n\" : 1 }, \"ns\" : { \"db\" : \"sh\", \"coll\" : \"c\" }, "
+	    "\"documentKey\" : { \"_id\" : 1 } }, "
+	    "{ \"_id\" : true, \"operationType\" : \"update\", \"clusterTime\" : true, \"wallTime\" : true, "
+	    "\"ns\" : { \"db\" : \"sh\", \"coll\" : \"c\" }, \"documentKey\" : { \"_id\" : 1 }, "
+	    "\"updateDescription\" : { \"updatedFields\" : { \"n\" : 2 }, \"removedFields\" : [  ], "
+	    "\"truncatedArrays\" : [  ] } }]");
+	TT_ASSERT(strstr(gx, "\"collectionUUID\" : true") != NULL);
+	TT_ASSERT(strstr(ga, "collectionUUID") == NULL);
+	TT_ASSERT(strstr(graw, "rawUpdateDescription") != NULL && strstr(graw, "\"updateDescription\"") == NULL);
+	bson_free(ga);
+	bson_free(gb);
+	bson_free(gx);
+	bson_free(graw);
+	ok("sh", "{'dropDatabase': 1}");
+}
+
 int
 main(void)
 {
 	TT_RUN(test_token_mongod_bytes);
 	TT_RUN(test_token_order);
+	TT_RUN(test_token_type_bits);
 	TT_RUN(test_token_malformed);
 	TT_RUN(test_standalone);
 	TT_RUN(test_diff_round_trip);
@@ -661,6 +990,8 @@ main(void)
 	TT_RUN(test_raw_update_description);
 	TT_RUN(test_modify_event);
 	TT_RUN(test_pre_and_post_images);
+	TT_RUN(test_split_large_event);
+	TT_RUN(test_shared_events);
 	tt_close_rm(db, dir);
 	return tt_finish();
 }

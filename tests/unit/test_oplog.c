@@ -22,6 +22,8 @@
 #include "repl/clock.h"
 #include "repl/oplog.h"
 #include "repl/oplog_diff.h"
+#include "repl/cluster_params.h"
+#include "repl/preimage.h"
 
 /* ---- clock -------------------------------------------------------------- */
 
@@ -160,6 +162,95 @@ test_diffs(void)
 		}
 		bson_free(j);
 		bson_destroy(&d);
+		bson_destroy(pre);
+		bson_destroy(post);
+	}
+}
+
+/* Operator updates: the diff follows the update's paths as mongod's update
+ * driver logs them, whatever the sizes. */
+static void
+test_diffs_update(void)
+{
+	static const struct {
+		const char *update, *pre, *post, *diff;
+	} cases[] = {
+		/* a numeric field name: a sub diff even though larger than the value */
+		{"{\"$set\": {\"a.1\": 2}}", "{\"_id\": 1, \"a\": {\"1\": 1}}", "{\"_id\": 1, \"a\": {\"1\": 2}}",
+		 "{ \"sa\" : { \"u\" : { \"1\" : 2 } } }"},
+		{"{\"$set\": {\"a.0.1\": 2}}", "{\"_id\": 1, \"a\": [{\"1\": 1}]}", "{\"_id\": 1, \"a\": [{\"1\": 2}]}",
+		 "{ \"sa\" : { \"a\" : true, \"s0\" : { \"u\" : { \"1\" : 2 } } } }"},
+		/* the path's end is logged whole */
+		{"{\"$set\": {\"a\": {\"x\": 1, \"y\": 3, \"z\": \"some long text\"}}}",
+		 "{\"_id\": 1, \"a\": {\"x\": 1, \"y\": 2, \"z\": \"some long text\"}}",
+		 "{\"_id\": 1, \"a\": {\"x\": 1, \"y\": 3, \"z\": \"some long text\"}}",
+		 "{ \"u\" : { \"a\" : { \"x\" : 1, \"y\" : 3, \"z\" : \"some long text\" } } }"},
+		/* $push appends: u<index>; onto an empty array: the whole array */
+		{"{\"$push\": {\"arr\": 3}}", "{\"_id\": 1, \"arr\": [1, 2]}", "{\"_id\": 1, \"arr\": [1, 2, 3]}",
+		 "{ \"sarr\" : { \"a\" : true, \"u2\" : 3 } }"},
+		{"{\"$push\": {\"arr\": 3}}", "{\"_id\": 1, \"arr\": []}", "{\"_id\": 1, \"arr\": [3]}",
+		 "{ \"u\" : { \"arr\" : [ 3 ] } }"},
+		{"{\"$push\": {\"arr\": {\"$each\": [0], \"$sort\": 1}}}", "{\"_id\": 1, \"arr\": [1, 2]}",
+		 "{\"_id\": 1, \"arr\": [0, 1, 2]}", "{ \"u\" : { \"arr\" : [ 0, 1, 2 ] } }"},
+		{"{\"$addToSet\": {\"arr\": 9}}", "{\"_id\": 1, \"arr\": [1]}", "{\"_id\": 1, \"arr\": [1, 9]}",
+		 "{ \"sarr\" : { \"a\" : true, \"u1\" : 9 } }"},
+		/* $pop rewrites the array */
+		{"{\"$pop\": {\"arr\": 1}}", "{\"_id\": 1, \"arr\": [1, 2, 3]}", "{\"_id\": 1, \"arr\": [1, 2]}",
+		 "{ \"u\" : { \"arr\" : [ 1, 2 ] } }"},
+		/* an index past the end: that index only */
+		{"{\"$set\": {\"a.4\": 1}}", "{\"_id\": 1, \"a\": [0, 0]}", "{\"_id\": 1, \"a\": [0, 0, null, null, 1]}",
+		 "{ \"sa\" : { \"a\" : true, \"u4\" : 1 } }"},
+		/* created below an existing document: inserted from the first new part */
+		{"{\"$set\": {\"x.y.z\": 1}}", "{\"_id\": 1, \"x\": {}}", "{\"_id\": 1, \"x\": {\"y\": {\"z\": 1}}}",
+		 "{ \"sx\" : { \"i\" : { \"y\" : { \"z\" : 1 } } } }"},
+		{"{\"$unset\": {\"a.b\": 1}}", "{\"_id\": 1, \"a\": {\"b\": 1, \"c\": 2}}", "{\"_id\": 1, \"a\": {\"c\": 2}}",
+		 "{ \"sa\" : { \"d\" : { \"b\" : false } } }"},
+		{"{\"$rename\": {\"a\": \"b\"}}", "{\"_id\": 1, \"a\": 1, \"c\": 2}", "{\"_id\": 1, \"c\": 2, \"b\": 1}",
+		 "{ \"d\" : { \"a\" : false }, \"i\" : { \"b\" : 1 } }"},
+		/* $[] and arrayFilters' identifiers match every index */
+		{"{\"$inc\": {\"a.$[].q\": 1}}", "{\"_id\": 1, \"a\": [{\"q\": 1}, {\"q\": 2}]}",
+		 "{\"_id\": 1, \"a\": [{\"q\": 2}, {\"q\": 3}]}",
+		 "{ \"sa\" : { \"a\" : true, \"s0\" : { \"u\" : { \"q\" : 2 } }, \"s1\" : { \"u\" : { \"q\" : 3 } } } }"},
+		/* a pipeline update: mongod's diff calculator, by size */
+		{"[{\"$set\": {\"a\": {\"1\": 2}}}]", "{\"_id\": 1, \"a\": {\"1\": 1}}", "{\"_id\": 1, \"a\": {\"1\": 2}}",
+		 "{ \"u\" : { \"a\" : { \"1\" : 2 } } }"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		bson_t *spec = tt_json(cases[i].update[0] == '[' ? "{}" : cases[i].update);
+		bson_t *pre = tt_json(cases[i].pre), *post = tt_json(cases[i].post);
+		bson_t d = BSON_INITIALIZER;
+		bson_value_t uv;
+		update_t *u = NULL;
+		terr_t err = TERR_INIT;
+		char *j;
+
+		if (cases[i].update[0] == '[') {
+			bson_t *wrap;
+			char *w = bson_strdup_printf("{\"p\": %s}", cases[i].update);
+			bson_iter_t it;
+			wrap = tt_json(w);
+			bson_free(w);
+			bson_iter_init_find(&it, wrap, "p");
+			bson_value_copy(bson_iter_value(&it), &uv);
+			bson_destroy(wrap);
+		} else {
+			uv.value_type = BSON_TYPE_DOCUMENT;
+			uv.value.v_doc.data = (uint8_t *)bson_get_data(spec);
+			uv.value.v_doc.data_len = spec->len;
+		}
+		TT_ASSERT(update_compile(&uv, NULL, &u, &err) == 0);
+		repl_diff_compute_update(pre, post, u, &d);
+		j = bson_as_relaxed_extended_json(&d, NULL);
+		if (strcmp(j, cases[i].diff) != 0)
+			fprintf(stderr, "case %zu: %s\n", i, j);
+		TT_EQ_STR(j, cases[i].diff);
+		bson_free(j);
+		if (cases[i].update[0] == '[')
+			bson_value_destroy(&uv);
+		update_free(u);
+		bson_destroy(&d);
+		bson_destroy(spec);
 		bson_destroy(pre);
 		bson_destroy(post);
 	}
@@ -1284,11 +1375,214 @@ test_periodic_noop(void)
 	bson_free(dir);
 }
 
+/* tt_json of single-quoted JSON (no quotes inside strings). */
+static bson_t *
+sq_json(const char *sq)
+{
+	char *j = bson_strdup(sq);
+	bson_t *b;
+
+	for (char *p = j; *p; p++)
+		if (*p == '\'')
+			*p = '"';
+	b = tt_json(j);
+	bson_free(j);
+	return b;
+}
+
+/* changeStreamOptions' validation as mongod's (BadValue messages), the
+ * stored document, the default, and the value read back. */
+static void
+test_cluster_params(void)
+{
+	static const struct {
+		const char *json;
+		int code;
+		const char *msg;
+	} cases[] = {
+		{"{'preAndPostImages': {'expireAfterSeconds': 'off'}}", 0, NULL},
+		{"{'preAndPostImages': {'expireAfterSeconds': 1}}", 0, NULL},
+		{"{'preAndPostImages': {'expireAfterSeconds': {'$numberLong': '9223372036854775807'}}}", 0, NULL},
+		{"{'preAndPostImages': {'expireAfterSeconds': 2.5}}", 0, NULL},
+		{"{'preAndPostImages': {'expireAfterSeconds': {'$numberDecimal': '7'}}}", 0, NULL},
+		{"{'preAndPostImages': {'expireAfterSeconds': 0.5}}", 2, "Numeric value of 'expireAfterSeconds' should be positive"},
+		{"{'preAndPostImages': {'expireAfterSeconds': {'$numberDouble': 'NaN'}}}", 2,
+		    "Numeric value of 'expireAfterSeconds' should be positive"},
+		{"{'preAndPostImages': {'expireAfterSeconds': -5}}", 2, "Numeric value of 'expireAfterSeconds' should be positive"},
+		{"{'preAndPostImages': {'expireAfterSeconds': 'Off'}}", 2, "Non-numeric value of 'expireAfterSeconds' should be 'off'"},
+		{"{'preAndPostImages': {'expireAfterSeconds': null}}", 2,
+		    "Failed parsing new changeStreamOptions valueBSON field 'changeStreamOptions.preAndPostImages."
+		    "expireAfterSeconds' is the wrong type 'null', expected types '[string, long, int, decimal, double]'"},
+		{"{'preAndPostImages': {'expireAfterSeconds': 1, 'x': 1}}", 2,
+		    "Failed parsing new changeStreamOptions valueBSON field 'changeStreamOptions.preAndPostImages.x' is an "
+		    "unknown field."},
+		{"{'preAndPostImages': 1}", 2,
+		    "Failed parsing new changeStreamOptions valueBSON field 'changeStreamOptions.expireAfterSeconds' is missing "
+		    "but a required field"},
+		{"{}", 2,
+		    "Failed parsing new changeStreamOptions valueBSON field 'changeStreamOptions.preAndPostImages' is missing "
+		    "but a required field"},
+	};
+	char *dir = tt_tmpdir("cluster-params");
+	storage_options_t so = {.create = true};
+	storage_t *st = NULL;
+	storage_session_t *s = NULL;
+	repl_clock_t *clk = repl_clock_new();
+	repl_oplog_t *op = NULL;
+	repl_oplog_options_t oo = {.size_mb = 1};
+	bson_t out, got;
+	char *j;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		bson_t *v = sq_json(cases[i].json);
+		terr_t err = TERR_INIT;
+		bson_init(&out);
+		TT_EQ_INT(repl_cluster_param_build("changeStreamOptions", v, REPL_TS(5, 1), &out, &err), cases[i].code ? -1 : 0);
+		TT_EQ_INT(err.code, cases[i].code);
+		if (cases[i].msg != NULL)
+			TT_EQ_STR(err.msg, cases[i].msg);
+		terr_clear(&err);
+		bson_destroy(&out);
+		bson_destroy(v);
+	}
+	{
+		bson_t *v = sq_json("{}");
+		terr_t err = TERR_INIT;
+		bson_init(&out);
+		TT_EQ_INT(repl_cluster_param_build("nope", v, 0, &out, &err), -1);
+		TT_EQ_INT(err.code, 4);
+		TT_EQ_STR(err.msg, "Unknown server parameter: nope");
+		terr_clear(&err);
+		bson_destroy(&out);
+		bson_destroy(v);
+	}
+	TT_EQ_INT(storage_open(dir, &so, &st, NULL), 0);
+	TT_EQ_INT(repl_oplog_open(st, clk, &oo, &op, NULL), 0);
+	TT_EQ_INT(repl_oplog_create(op, NULL, NULL, NULL, NULL), 0);
+	TT_EQ_INT(storage_session_open(st, &s, NULL), 0);
+	/* never set: the default */
+	bson_init(&got);
+	TT_EQ_INT(repl_cluster_param_get(st, s, "changeStreamOptions", true, &got, NULL), 0);
+	j = bson_as_relaxed_extended_json(&got, NULL);
+	TT_EQ_STR(j, "{ \"_id\" : \"changeStreamOptions\", \"clusterParameterTime\" : { \"$timestamp\" : { \"t\" : 0, \"i\" : 0 } }, "
+	    "\"preAndPostImages\" : { \"expireAfterSeconds\" : \"off\" } }");
+	bson_free(j);
+	bson_destroy(&got);
+	TT_EQ_INT(repl_cluster_param_preimage_expire_secs(st, s), 0);
+	/* stored as given (an int32), read back as mongod shows it (a long) */
+	{
+		bson_t *v = sq_json("{'preAndPostImages': {'expireAfterSeconds': 30}}");
+		bson_init(&out);
+		TT_EQ_INT(repl_cluster_param_build("changeStreamOptions", v, REPL_TS(7, 2), &out, NULL), 0);
+		TT_EQ_INT(repl_cluster_param_store(st, s, &out, false, NULL), 0);
+		bson_destroy(&out);
+		bson_destroy(v);
+	}
+	bson_init(&got);
+	TT_EQ_INT(repl_cluster_param_get(st, s, "changeStreamOptions", false, &got, NULL), 0);
+	j = bson_as_canonical_extended_json(&got, NULL);
+	TT_EQ_STR(j, "{ \"_id\" : \"changeStreamOptions\", \"preAndPostImages\" : { \"expireAfterSeconds\" : "
+	    "{ \"$numberLong\" : \"30\" } } }");
+	bson_free(j);
+	bson_destroy(&got);
+	TT_EQ_INT(repl_cluster_param_preimage_expire_secs(st, s), 30);
+	/* a second set replaces the document (one document, two oplog entries) */
+	{
+		bson_t *v = sq_json("{'preAndPostImages': {'expireAfterSeconds': 'off'}}");
+		bson_init(&out);
+		TT_EQ_INT(repl_cluster_param_build("changeStreamOptions", v, REPL_TS(8, 1), &out, NULL), 0);
+		TT_EQ_INT(repl_cluster_param_store(st, s, &out, false, NULL), 0);
+		bson_destroy(&out);
+		bson_destroy(v);
+	}
+	TT_EQ_INT(repl_cluster_param_preimage_expire_secs(st, s), 0);
+	{
+		storage_coll_t *c = NULL;
+		int64_t n = -1;
+		TT_EQ_INT(storage_coll_get(st, "config", "clusterParameters", &c, NULL), 0);
+		TT_EQ_INT(storage_coll_stats(st, s, c, &n, NULL, NULL, NULL), 0);
+		TT_EQ_INT(n, 1);
+		storage_coll_release(c);
+	}
+	storage_session_close(s);
+	repl_oplog_close(op);
+	storage_close(st);
+	repl_clock_free(clk);
+	tt_rmdir(dir);
+	bson_free(dir);
+}
+
+static int64_t
+count_preimages(storage_t *st, storage_session_t *s)
+{
+	storage_coll_t *c = NULL;
+	int64_t n = -1;
+
+	if (storage_coll_get(st, "config", "system.preimages", &c, NULL) != 0 || c == NULL)
+		return -1;
+	storage_coll_stats(st, s, c, &n, NULL, NULL, NULL);
+	storage_coll_release(c);
+	return n;
+}
+
+/* Pre-image expiry: by the oldest oplog entry, by operationTime, bounded
+ * per call. */
+static void
+test_preimage_expiry(void)
+{
+	char *dir = tt_tmpdir("preimage-expiry");
+	storage_options_t so = {.create = true};
+	storage_t *st = NULL;
+	storage_session_t *s = NULL;
+	repl_clock_t *clk = repl_clock_new();
+	repl_oplog_t *op = NULL;
+	repl_oplog_options_t oo = {.size_mb = 1};
+	static const uint8_t uuid[16] = {1, 2, 3};
+	struct timespec now;
+	int64_t removed = -1, now_ms;
+	bson_t *pre = sq_json("{'_id': 1, 'a': 'x'}");
+
+	TT_EQ_INT(storage_open(dir, &so, &st, NULL), 0);
+	TT_EQ_INT(repl_oplog_open(st, clk, &oo, &op, NULL), 0);
+	TT_EQ_INT(repl_oplog_create(op, NULL, NULL, NULL, NULL), 0);
+	TT_EQ_INT(storage_session_open(st, &s, NULL), 0);
+	TT_EQ_INT(repl_preimage_ensure(st, s, NULL), 0);
+	TT_EQ_INT(storage_txn_begin(s, NULL), 0);
+	for (int k = 0; k < 2500; k++)
+		TT_EQ_INT(repl_preimage_write_at(st, s, uuid, REPL_TS(100 + k, 1), 0, pre, NULL), 0);
+	TT_EQ_INT(storage_txn_commit(s, false, NULL), 0);
+	clock_gettime(CLOCK_REALTIME, &now);
+	now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	/* by the oplog's end: ts below 110 */
+	TT_EQ_INT(repl_preimage_expire(st, s, REPL_TS(110, 0), 0, 0, &removed, NULL), 0);
+	TT_EQ_INT(removed, 10);
+	/* by time: none written a minute ago */
+	TT_EQ_INT(repl_preimage_expire(st, s, 0, now_ms - 60000, 1000, &removed, NULL), 0);
+	TT_EQ_INT(removed, 0);
+	TT_EQ_INT(count_preimages(st, s), 2490);
+	/* all older than a second from now, 1000 at a time */
+	TT_EQ_INT(repl_preimage_expire(st, s, 0, now_ms + 1000, 1000, &removed, NULL), 0);
+	TT_EQ_INT(removed, 1000);
+	TT_EQ_INT(repl_preimage_expire(st, s, 0, now_ms + 1000, 1000, &removed, NULL), 0);
+	TT_EQ_INT(removed, 1000);
+	TT_EQ_INT(repl_preimage_expire(st, s, 0, now_ms + 1000, 1000, &removed, NULL), 0);
+	TT_EQ_INT(removed, 490);
+	TT_EQ_INT(count_preimages(st, s), 0);
+	bson_destroy(pre);
+	storage_session_close(s);
+	repl_oplog_close(op);
+	storage_close(st);
+	repl_clock_free(clk);
+	tt_rmdir(dir);
+	bson_free(dir);
+}
+
 int
 main(void)
 {
 	TT_RUN(test_clock);
 	TT_RUN(test_diffs);
+	TT_RUN(test_diffs_update);
 	TT_RUN(test_standalone_and_uninitiated);
 	TT_RUN(test_entries);
 	TT_RUN(test_concurrent_writers);
@@ -1299,5 +1593,7 @@ main(void)
 	TT_RUN(test_restart_resumes_clock);
 	TT_RUN(test_kill9_agree);
 	TT_RUN(test_periodic_noop);
+	TT_RUN(test_cluster_params);
+	TT_RUN(test_preimage_expiry);
 	return tt_finish();
 }
