@@ -868,12 +868,17 @@ cmd_repl_times(cmd_t *c, const cmd_def_t *def, cmd_repl_ctx_t *x, int rc, bson_t
 	uint32_t op_s = 0, op_i = 0, ct_s, ct_i;
 
 	/* mongod appends topologyVersion to the errors of its NotPrimaryError
-	 * and ShutdownError categories (appendErrorLabelsAndTopologyVersion):
-	 * SDAM compares it with what the driver knows */
-	if (rs != NULL && (rc == TERR_NOT_WRITABLE_PRIMARY || rc == TERR_NOT_PRIMARY_NO_SECONDARY_OK ||
+	 * category always, and to those of its ShutdownError category only
+	 * while it shuts down (quiesce mode; appendErrorLabelsAndTopologyVersion):
+	 * SDAM compares it with what the driver knows.  A ShutdownError that is
+	 * not a shutdown (failCommand's errorCode 91) carries none, so the driver
+	 * does not take it for a fresh topology and drop a healthy server */
+	bool not_primary = rc == TERR_NOT_WRITABLE_PRIMARY || rc == TERR_NOT_PRIMARY_NO_SECONDARY_OK ||
 	    rc == TERR_NOT_PRIMARY_OR_SECONDARY || rc == 189 /* PrimarySteppedDown */ ||
-	    rc == 11602 /* InterruptedDueToReplStateChange */ || rc == 91 /* ShutdownInProgress */ ||
-	    rc == 11600 /* InterruptedAtShutdown */) && !bson_has_field(reply, "topologyVersion")) {
+	    rc == 11602 /* InterruptedDueToReplStateChange */;
+	bool shutdown = (rc == 91 /* ShutdownInProgress */ || rc == 11600 /* InterruptedAtShutdown */) &&
+	    engine_shutdown_requested(c->engine);
+	if (rs != NULL && (not_primary || shutdown) && !bson_has_field(reply, "topologyVersion")) {
 		bson_t tv;
 		BSON_APPEND_DOCUMENT_BEGIN(reply, "topologyVersion", &tv);
 		BSON_APPEND_OID(&tv, "processId", repl_set_process_id());

@@ -1734,6 +1734,9 @@ repl_oplog_write_replicated(repl_oplog_t *o, storage_session_t *s, const bson_t 
 	ts = REPL_TS(secs, inc);
 	if (bson_iter_init_find(&it, entry, "t"))
 		t = bson_iter_as_int64(&it);
+	/* its end moves the visibility point, as stamp()'s do: the cached
+	 * answer of repl_oplog_visible is keyed by the generation on_end bumps */
+	ctx_of(s, true)->stamped = true;
 	pthread_mutex_lock(&o->stamp_lock);
 	repl_clock_recover(o->clock, ts);
 	ret = storage_txn_set_timestamp(s, ts, err);
