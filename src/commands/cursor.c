@@ -232,6 +232,21 @@ batch_close(bson_t *reply, bson_t *cur, bson_t *arr, bool failed, int64_t id, co
 	bson_append_document_end(reply, cur);
 }
 
+/* What a first batch put in reply, for the operation's readers
+ * ($queryStats' nreturned: tm_opctx_t.batch_*). */
+static void
+batch_note(bson_t *reply, int64_t n, int64_t id)
+{
+	tm_opctx_t *op = tm_opctx_current();
+
+	if (op == NULL)
+		return;
+	op->batch_reply = reply;
+	op->batch_reply_len = reply->len;
+	op->batch_n = n;
+	op->batch_cursor_id = id;
+}
+
 int
 cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
                    cursor_source_t *src, const cursor_opts_t *opts,
@@ -264,6 +279,7 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		exhausted = false;
 	if (exhausted || opts->single_batch) {
 		batch_close(reply, &cur, &arr, false, 0, ns, src, ended, pending != NULL);
+		batch_note(reply, n, 0);
 		src->free(src->state);
 		if (pending)
 			bson_destroy(pending);
@@ -307,6 +323,7 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		r->count++;
 		pthread_mutex_unlock(&r->lock);
 		batch_close(reply, &cur, &arr, false, id, ns, &c->src, ended, pending != NULL);
+		batch_note(reply, n, id);
 		return 0;
 	}
 	return 0;
