@@ -821,26 +821,28 @@ mat_hash(const uint8_t *d, size_t n)
 	return h ^ (h >> 29);
 }
 
-/* A filter of plain fields with scalar values: names and type bytes only. */
+/* A filter of plain fields with scalar values: names and type bytes only
+ * (written as the walk goes, taken back when a field is not plain). */
 static void
 mat_filter(mat_t *m, const biter_t *f)
 {
 	biter_t it;
+	uint32_t at = m->n;
 	bool flat = biter_init(&it, f->val, f->val_len);
 
-	while (flat && biter_next_inline(&it))
+	mat_byte(m, 'F');
+	while (flat && biter_next_inline(&it)) {
 		if (it.key[0] == '$' || it.type == BSON_TYPE_DOCUMENT || it.type == BSON_TYPE_ARRAY ||
 		    it.type == BSON_TYPE_REGEX)
 			flat = false;
+		else
+			mat_name(m, &it);
+	}
 	if (!flat) {
+		m->n = at;
 		mat_byte(m, 'R');
 		mat_put(m, f->val, f->val_len);
-		return;
 	}
-	mat_byte(m, 'F');
-	biter_init(&it, f->val, f->val_len);
-	while (biter_next_inline(&it))
-		mat_name(m, &it);
 }
 
 /* The material of op, in m; *hashed is where the bytes the hash covers
@@ -932,9 +934,11 @@ entry_count_locked(qs_entry_t *e, const toolbelt_op_t *op, bool fresh)
 {
 	int64_t cid;
 
-	if (!fresh)
-		list_unlink(e);
-	list_push(e);
+	if (fresh || e != qs_newest) {   /* the newest already: nothing to move */
+		if (!fresh)
+			list_unlink(e);
+		list_push(e);
+	}
 	e->exec_count++;
 	e->last_micros = op->micros;
 	metric_add(&e->total_micros, op->micros, fresh);
