@@ -81,6 +81,12 @@ cmd_toolbelt_after(cmd_t *c, int rc, const terr_t *err)
 	op.name = c->name;
 	op.cmd = c->body;
 	op.reply = rc == 0 ? c->reply : NULL;
+	/* the first batch's counts, when the reply is still exactly it */
+	if (op.reply != NULL && c->op.batch_reply == (const void *)c->reply && c->reply->len == c->op.batch_reply_len) {
+		op.batch_known = true;
+		op.batch_n = c->op.batch_n;
+		op.batch_cursor_id = c->op.batch_cursor_id;
+	}
 	op.code = rc != 0 && err != NULL ? err->code : 0;
 	op.errmsg = rc != 0 && err != NULL ? err->msg : NULL;
 	op.micros = micros;

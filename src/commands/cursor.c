@@ -375,6 +375,21 @@ batch_close(bson_t *reply, const char *batch_name, batch_buf_t *buf, bool failed
 	buf->p = NULL;
 }
 
+/* What a first batch put in reply, for the operation's readers
+ * ($queryStats' nreturned: tm_opctx_t.batch_*). */
+static void
+batch_note(bson_t *reply, int64_t n, int64_t id)
+{
+	tm_opctx_t *op = tm_opctx_current();
+
+	if (op == NULL)
+		return;
+	op->batch_reply = reply;
+	op->batch_reply_len = reply->len;
+	op->batch_n = n;
+	op->batch_cursor_id = id;
+}
+
 int
 cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
                    cursor_source_t *src, const cursor_opts_t *opts,
@@ -407,6 +422,7 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		exhausted = false;
 	if (exhausted || opts->single_batch) {
 		batch_close(reply, "firstBatch", &arr, false, 0, ns, src, ended, pending != NULL);
+		batch_note(reply, n, 0);
 		src->free(src->state);
 		if (pending)
 			bson_destroy(pending);
@@ -450,6 +466,7 @@ cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
 		r->count++;
 		pthread_mutex_unlock(&r->lock);
 		batch_close(reply, "firstBatch", &arr, false, id, ns, &c->src, ended, pending != NULL);
+		batch_note(reply, n, id);
 		return 0;
 	}
 	return 0;

@@ -52,6 +52,13 @@ typedef struct tm_opctx {
 	int64_t keys_examined;
 	int64_t docs_examined;
 	char plan_summary[96];
+	/* the last first batch written (commands/cursor.c): the reply it went
+	 * into, that reply's length then, its documents and cursor id (0:
+	 * none).  Whoever reads them checks that the reply is still that one
+	 * at that length (nothing appended since), else walks the reply. */
+	const void *batch_reply;
+	uint32_t batch_reply_len;
+	int64_t batch_n, batch_cursor_id;
 } tm_opctx_t;
 
 /* Monotonic clock in microseconds (CLOCK_MONOTONIC). */

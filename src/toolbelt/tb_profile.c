@@ -38,6 +38,8 @@ typedef struct db_prof {
 static pthread_mutex_t prof_mu = PTHREAD_MUTEX_INITIALIZER;
 static db_prof_t *prof_head;
 static atomic_int nprofiled;                       /* databases at level > 0 or with a filter */
+static atomic_int nevery;                          /* of them, those at level 2 or with a filter (under
+                                                    * prof_mu to change): the others profile slow ops only */
 static atomic_llong slowms = TOOLBELT_SLOWMS_DEFAULT;
 static atomic_llong sample_bits;                    /* a double's bits; 0 = 1.0 (see rate()) */
 static atomic_llong next_recid;
@@ -120,7 +122,8 @@ toolbelt_profile_command(const char *db, int64_t level, bool has_slowms, int64_t
 		old_filter = bson_copy(p->filter);
 	if ((level >= 0 && level <= 2) || has_filter) {
 		bool was_on = p != NULL && (p->level > 0 || p->match != NULL);
-		bool on;
+		bool was_every = p != NULL && (p->level == 2 || p->match != NULL);
+		bool on, every;
 		if (p == NULL) {
 			p = tm_alloc0(sizeof(*p));
 			p->db = bson_strdup(db);
@@ -142,6 +145,9 @@ toolbelt_profile_command(const char *db, int64_t level, bool has_slowms, int64_t
 		on = p->level > 0 || p->match != NULL;
 		if (on != was_on)
 			atomic_fetch_add(&nprofiled, on ? 1 : -1);
+		every = p->level == 2 || p->match != NULL;
+		if (every != was_every)
+			atomic_fetch_add(&nevery, every ? 1 : -1);
 	}
 	pthread_mutex_unlock(&prof_mu);
 	match_free(m);
@@ -199,7 +205,9 @@ toolbelt_profile_needed(const char *db, int64_t micros)
 
 	if (micros >= atomic_load_explicit(&slowms, memory_order_relaxed) * 1000)
 		return true;
-	if (atomic_load_explicit(&nprofiled, memory_order_relaxed) == 0)
+	/* level 1 everywhere (no filter): only slow ops, no lock to know it */
+	if (atomic_load_explicit(&nprofiled, memory_order_relaxed) == 0 ||
+	    atomic_load_explicit(&nevery, memory_order_relaxed) == 0)
 		return false;
 	pthread_mutex_lock(&prof_mu);
 	p = find_db(db);

@@ -763,20 +763,43 @@ static const struct {
 	{"skip", 4, MAT_SCALAR}, {"limit", 5, MAT_SCALAR}, {"max", 3, MAT_SCALAR}, {"min", 3, MAT_SCALAR},
 	{"batchSize", 9, MAT_NAMED}, {"maxTimeMS", 9, MAT_NAMED}, {"comment", 7, MAT_NAMED},
 };
+#define MAT_NFIELDS (sizeof(mat_fields) / sizeof(mat_fields[0]))
+
+/* mat_fields' indexes by name length: a field is looked up among the
+ * names of its length (at most 6, those of 9 bytes), not the whole table.
+ * Made once (pthread_once) from mat_fields, so the two cannot disagree. */
+static uint8_t mat_by_len[32][8];   /* indexes + 1, 0 ends (room for 7) */
+static pthread_once_t mat_once = PTHREAD_ONCE_INIT;
+
+static void
+mat_index(void)
+{
+	for (size_t i = 0; i < MAT_NFIELDS; i++) {
+		uint8_t *row = mat_by_len[mat_fields[i].len];
+		size_t j = 0;
+		while (row[j] != 0)
+			j++;
+		if (j < 7)
+			row[j] = (uint8_t)(i + 1);
+		else
+			abort();   /* a table edit put 8 names of one length: widen the rows */
+	}
+}
 
 static int
 mat_kind(const char *k, uint32_t len)
 {
-	/* most fields of a command are none of these (lsid, $db, ...): the
-	 * lengths no listed name has end the search at once */
-	static const uint32_t lens = (1u << 3) | (1u << 4) | (1u << 5) | (1u << 6) | (1u << 7) | (1u << 8) |
-	    (1u << 9) | (1u << 10) | (1u << 11) | (1u << 12) | (1u << 15) | (1u << 19);
+	const uint8_t *row;
 
-	if (len >= 32 || !(lens & (1u << len)) || k[0] == '$')
+	if (len >= 32 || k[0] == '$')
 		return MAT_NONE;
-	for (size_t i = 0; i < sizeof(mat_fields) / sizeof(mat_fields[0]); i++)
-		if (mat_fields[i].len == len && mat_fields[i].name[0] == k[0] && memcmp(mat_fields[i].name, k, len) == 0)
+	pthread_once(&mat_once, mat_index);
+	row = mat_by_len[len];
+	for (size_t j = 0; row[j] != 0; j++) {
+		size_t i = row[j] - 1u;
+		if (mat_fields[i].name[0] == k[0] && memcmp(mat_fields[i].name, k, len) == 0)
 			return mat_fields[i].kind;
+	}
 	return MAT_NONE;
 }
 
@@ -798,26 +821,28 @@ mat_hash(const uint8_t *d, size_t n)
 	return h ^ (h >> 29);
 }
 
-/* A filter of plain fields with scalar values: names and type bytes only. */
+/* A filter of plain fields with scalar values: names and type bytes only
+ * (written as the walk goes, taken back when a field is not plain). */
 static void
 mat_filter(mat_t *m, const biter_t *f)
 {
 	biter_t it;
+	uint32_t at = m->n;
 	bool flat = biter_init(&it, f->val, f->val_len);
 
-	while (flat && biter_next_inline(&it))
+	mat_byte(m, 'F');
+	while (flat && biter_next_inline(&it)) {
 		if (it.key[0] == '$' || it.type == BSON_TYPE_DOCUMENT || it.type == BSON_TYPE_ARRAY ||
 		    it.type == BSON_TYPE_REGEX)
 			flat = false;
+		else
+			mat_name(m, &it);
+	}
 	if (!flat) {
+		m->n = at;
 		mat_byte(m, 'R');
 		mat_put(m, f->val, f->val_len);
-		return;
 	}
-	mat_byte(m, 'F');
-	biter_init(&it, f->val, f->val_len);
-	while (biter_next_inline(&it))
-		mat_name(m, &it);
 }
 
 /* The material of op, in m; *hashed is where the bytes the hash covers
@@ -909,14 +934,21 @@ entry_count_locked(qs_entry_t *e, const toolbelt_op_t *op, bool fresh)
 {
 	int64_t cid;
 
-	if (!fresh)
-		list_unlink(e);
-	list_push(e);
+	if (fresh || e != qs_newest) {   /* the newest already: nothing to move */
+		if (!fresh)
+			list_unlink(e);
+		list_push(e);
+	}
 	e->exec_count++;
 	e->last_micros = op->micros;
 	metric_add(&e->total_micros, op->micros, fresh);
 	metric_add(&e->first_micros, op->micros, fresh);
-	metric_add(&e->docs_returned, docs_returned(op->reply, &cid), fresh);
+	if (op->batch_known) {   /* counted when the batch was written */
+		cid = op->batch_cursor_id;
+		metric_add(&e->docs_returned, op->batch_n, fresh);
+	} else {
+		metric_add(&e->docs_returned, docs_returned(op->reply, &cid), fresh);
+	}
 	metric_add(&e->keys_examined, op->keys_examined, fresh);
 	metric_add(&e->docs_examined, op->docs_examined, fresh);
 	e->last_seen_ms = now_ms();

@@ -74,6 +74,8 @@ typedef struct toolbelt_op {
 	const char *name;          /* the command's name */
 	const bson_t *cmd;         /* the command document */
 	const bson_t *reply;       /* its reply so far (no ok yet), NULL on failure */
+	bool batch_known;          /* reply is one first batch of batch_n documents and */
+	int64_t batch_n, batch_cursor_id;   /* cursor batch_cursor_id (0: none): no walk */
 	int code;                  /* 0, or the error code */
 	const char *errmsg;        /* on failure */
 	int64_t micros;            /* how long it ran */

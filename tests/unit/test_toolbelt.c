@@ -703,6 +703,42 @@ test_qstats_parameters(tamga_t *db)
 	    "\"cursor\": {}}", &rc);
 	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.metrics.execCount"), 1);
 	tt_free_reply(r);
+	/* docsReturned exact whether the first batch's own count is used (a
+	 * find, an aggregate: the reply is that batch) or the reply is walked
+	 * (a view's find, rewritten into an aggregate; distinct's values) --
+	 * each run twice, the second on the fast path */
+	run_ok(db, "{\"insert\": \"nr\", \"documents\": [{\"k\": 0}, {\"k\": 1}, {\"k\": 2}, {\"k\": 3}, "
+	    "{\"k\": 4}, {\"k\": 5}, {\"k\": 6}]}");
+	run_ok(db, "{\"create\": \"nrv\", \"viewOn\": \"nr\", \"pipeline\": [{\"$match\": {\"k\": {\"$lt\": 4}}}]}");
+	for (int i = 0; i < 2; i++) {
+		run_ok(db, "{\"find\": \"nr\", \"filter\": {\"k\": {\"$gte\": 0}}, \"batchSize\": 3}");
+		run_ok(db, "{\"find\": \"nr\", \"filter\": {\"k\": {\"$gte\": 2}}, \"limit\": 2}");
+		run_ok(db, "{\"aggregate\": \"nr\", \"pipeline\": [{\"$match\": {\"k\": {\"$gte\": 2}}}], \"cursor\": {}}");
+		run_ok(db, "{\"find\": \"nrv\", \"filter\": {\"k\": {\"$gte\": 1}}}");
+		run_ok(db, "{\"distinct\": \"nr\", \"key\": \"k\"}");
+	}
+	{
+		static const struct { const char *match; int64_t sum; } nr[] = {
+			{"\"key.queryShape.cmdNs.coll\": \"nr\", \"key.batchSize\": \"?number\"", 6},
+			{"\"key.queryShape.cmdNs.coll\": \"nr\", \"key.queryShape.limit\": {\"$exists\": true}", 4},
+			{"\"key.queryShape.cmdNs.coll\": \"nr\", \"key.queryShape.command\": \"aggregate\"", 10},
+			{"\"key.queryShape.cmdNs.coll\": \"nrv\"", 6},
+			{"\"key.queryShape.cmdNs.coll\": \"nr\", \"key.queryShape.command\": \"distinct\"", 14},
+		};
+		for (size_t i = 0; i < sizeof(nr) / sizeof(nr[0]); i++) {
+			char json[400];
+			snprintf(json, sizeof(json), "{\"aggregate\": 1, \"pipeline\": [{\"$queryStats\": {}}, "
+			    "{\"$match\": {%s}}], \"cursor\": {}}", nr[i].match);
+			r = tt_run_json(db, "admin", json, &rc);
+			TT_EQ_INT(rc, 0);
+			if (tt_get_i64(r, "cursor.firstBatch.0.metrics.docsReturned.sum") != nr[i].sum)
+				fprintf(stderr, "%s\n", json);
+			TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.metrics.execCount"), 2);
+			TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.metrics.docsReturned.sum"), nr[i].sum);
+			{ bson_iter_t f_; TT_ASSERT(!tt_get(r, "cursor.firstBatch.1", &f_)); }
+			tt_free_reply(r);
+		}
+	}
 	r = tt_run_json(db, "admin", "{\"setParameter\": 1, \"internalQueryStatsRateLimit\": 0, "
 	    "\"internalQueryStatsCacheSize\": \"1%\"}", &rc);
 	TT_EQ_INT(rc, 0);
