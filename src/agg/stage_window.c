@@ -440,15 +440,16 @@ window_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 
 typedef struct wentry {
 	bson_t *doc;              /* owned copy of the input */
-	bson_t *pkey;             /* {"": partition key} */
-	bson_value_t *keys;       /* sort key values (borrowed from doc) */
+	bson_value_t pk;          /* partition key (owned: bson_value_copy) */
+	bson_value_t *keys;       /* sort key values (borrowed from doc), in window_state_t.keyblock */
 	int64_t seq;
 } wentry_t;
 
 typedef struct window_state {
 	wentry_t *e;
 	int64_t n, cap, i;
-	bson_t **out;             /* computed output documents */
+	bson_value_t *keyblock;   /* every entry's sort keys, nkeys per entry */
+	bson_t **out;             /* computed output documents (NULL: the input unchanged) */
 	bool filled;
 } window_state_t;
 
@@ -469,11 +470,7 @@ static __thread bool tls_sort_stopped;
 static void
 pkey_value(const wentry_t *e, bson_value_t *v)
 {
-	bson_iter_t it;
-
-	bson_iter_init(&it, e->pkey);
-	bson_iter_next(&it);
-	*v = *bson_iter_value(&it);
+	*v = e->pk;
 }
 
 static int
@@ -906,7 +903,7 @@ window_fill(agg_rt_t *rt, terr_t *err)
 		memset(e, 0, sizeof(*e));
 		e->doc = bson_copy(d);
 		e->seq = ws->n++;
-		e->pkey = bson_new();
+		e->pk.value_type = BSON_TYPE_NULL;
 		if (wp->partition != NULL) {
 			RET(agg_eval(rt, wp->partition, e->doc, true, &pk, err));
 			if (pk.value_type == BSON_TYPE_ARRAY)
@@ -917,11 +914,7 @@ window_fill(agg_rt_t *rt, terr_t *err)
 		} else {
 			pk.value_type = BSON_TYPE_NULL;
 		}
-		bv_append(e->pkey, "", 0, &pk);
-		if (wp->sort.nkeys > 0) {
-			e->keys = bson_malloc(sizeof(bson_value_t) * (size_t)wp->sort.nkeys);
-			agg_sort_key_values(&wp->sort, e->doc, e->keys);
-		}
+		bson_value_copy(&pk, &e->pk);
 		bytes += d->len + 96;
 		if (bytes > AGG_MEMORY_LIMIT) {
 			if (h != NULL && h->allow_disk_use)
@@ -934,6 +927,17 @@ window_fill(agg_rt_t *rt, terr_t *err)
 	}
 	if (rc < 0)
 		return -1;
+	/* the sort keys of every entry in one block (a few allocations per
+	 * document less: a partition of many small documents was mostly
+	 * malloc and free, and its cleanup after a maxTimeMS ran long) */
+	if (wp->sort.nkeys > 0 && ws->n > 0) {
+		ws->keyblock = bson_malloc(sizeof(bson_value_t) * (size_t)wp->sort.nkeys * (size_t)ws->n);
+		for (i = 0; i < ws->n; i++) {
+			RET(tm_interrupt_check(err));
+			ws->e[i].keys = &ws->keyblock[(size_t)i * (size_t)wp->sort.nkeys];
+			agg_sort_key_values(&wp->sort, ws->e[i].doc, ws->e[i].keys);
+		}
+	}
 	tls_wp = wp;
 	tls_sort_stopped = false;
 	if (ws->n > 1)
@@ -943,10 +947,6 @@ window_fill(agg_rt_t *rt, terr_t *err)
 		RET(tm_interrupt_check_now(err));
 	}
 	ws->out = bson_malloc0(sizeof(bson_t *) * (size_t)(ws->n + 1));
-	for (i = 0; i < ws->n; i++) {
-		RET(tm_interrupt_check(err));
-		ws->out[i] = bson_copy(ws->e[i].doc);
-	}
 	for (ps = 0; ps < ws->n; ps = pe) {
 		bson_value_t a, b;
 		pkey_value(&ws->e[ps], &a);
@@ -969,8 +969,10 @@ window_fill(agg_rt_t *rt, terr_t *err)
 					return -1;
 				}
 				bson_t *nd = bson_new();
-				agg_doc_set_path(ws->out[i], wp->fields[f].path, bson_iter_value(&it), nd);
-				bson_destroy(ws->out[i]);
+				agg_doc_set_path(ws->out[i] != NULL ? ws->out[i] : ws->e[i].doc, wp->fields[f].path,
+				    bson_iter_value(&it), nd);
+				if (ws->out[i] != NULL)
+					bson_destroy(ws->out[i]);
 				ws->out[i] = nd;
 			}
 			bson_destroy(&vals);
@@ -990,7 +992,8 @@ window_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	}
 	if (ws->out == NULL || ws->i >= ws->n)
 		return 0;
-	*out = ws->out[ws->i++];
+	*out = ws->out[ws->i] != NULL ? ws->out[ws->i] : ws->e[ws->i].doc;
+	ws->i++;
 	return 1;
 }
 
@@ -1002,12 +1005,12 @@ window_close(agg_rt_t *rt)
 
 	for (i = 0; i < ws->n; i++) {
 		bson_destroy(ws->e[i].doc);
-		bson_destroy(ws->e[i].pkey);
-		bson_free(ws->e[i].keys);
+		bson_value_destroy(&ws->e[i].pk);
 		if (ws->out != NULL && ws->out[i] != NULL)
 			bson_destroy(ws->out[i]);
 	}
 	bson_free(ws->e);
+	bson_free(ws->keyblock);
 	bson_free(ws->out);
 	bson_free(ws);
 }
