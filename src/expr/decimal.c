@@ -9,6 +9,7 @@
  * what the expression language and accumulators need.
  */
 #include "expr/decimal.h"
+#include "expr/two_over_pi.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -1210,7 +1211,8 @@ expr_decimal_cmp(bson_decimal128_t ad, bson_decimal128_t bd)
  * mongod computes these with Intel's decimal library (bid128_sin, ...), whose
  * results are good to about 34 digits.  Here each is computed with the
  * 60-digit intermediates above and rounded once to 34 digits: the reduction
- * by pi/2 is exact (integer arithmetic on a 115-digit pi/2), the inverse
+ * by pi/2 is exact (integer arithmetic on a 115-digit pi/2 below 10^30, on
+ * the 6,300 digits of 2/pi in two_over_pi.h above), the inverse
  * functions halve their argument before a Taylor series, and the hyperbolic
  * ones are built from exp and ln. */
 
@@ -1428,6 +1430,60 @@ wreduce(dec_t x, int *quadrant)
 	return r;
 }
 
+/* Digits of 2/pi kept below the units place by wreduce_big: with a 34-digit
+ * coefficient the product below stays under 10^151, inside the 512-bit big_t,
+ * and the reduced fraction carries an error under 10^(34-115). */
+#define RED_PREC 115
+
+/* The i-th decimal digit of 2/pi (i = 1 is the first after the point; none
+ * at or before the units place, whose digit is 0). */
+static int
+two_over_pi_digit(int i)
+{
+	return (i >= 1 && i <= TWO_OVER_PI_NDIGITS) ? TWO_OVER_PI[i - 1] - '0' : 0;
+}
+
+/* Reduce any finite x = c 10^e (c below 10^34, e >= -RED_PREC + 2) by pi/2,
+ * as wreduce, Payne-Hanek style: x 2/pi = c (10^e 2/pi), and of 10^e 2/pi
+ * only the digits from the tens place (position e - 1) to RED_PREC places
+ * below the units matter -- the higher ones give multiples of 100, which
+ * change neither k mod 4 nor the fraction.  N = those RED_PREC + 2 digits as
+ * an integer; c N = k 10^RED_PREC + f, r = (f / 10^RED_PREC) pi/2. */
+static dec_t
+wreduce_big(dec_t x, int *quadrant)
+{
+	big_t n, t, q, f, pw, half;
+	memset(&n, 0, sizeof(n));
+	for (int i = x.exp - 1; i <= x.exp + RED_PREC; i++)
+		big_mul_small(&n, 10, (uint64_t)two_over_pi_digit(i));
+	big_mul(&t, &x.c, &n);
+	memset(&pw, 0, sizeof(pw));
+	pw.w[0] = 1;
+	big_mul_pow10(&pw, RED_PREC);
+	big_divmod(&t, &pw, &q, &f);
+	int km = (int)(q.w[0] & 3);
+	half = pw;
+	big_div_small(&half, 2);
+	dec_t fr = wzero();
+	fr.exp = -RED_PREC;
+	if (big_cmp(&f, &half) > 0) { /* round to the nearest k: f - 10^RED_PREC */
+		big_sub(&pw, &f);
+		fr.c = pw;
+		fr.neg = true;
+		km = (km + 1) & 3;
+	} else {
+		fr.c = f;
+	}
+	wround(&fr, false);
+	dec_t r = wmul(fr, wpio2());
+	if (x.neg) {
+		r.neg = !r.neg;
+		km = (4 - km) & 3;
+	}
+	*quadrant = km;
+	return r;
+}
+
 bool
 expr_decimal_trig(expr_dtrig_t fn, bson_decimal128_t ad, bson_decimal128_t *out)
 {
@@ -1455,10 +1511,8 @@ expr_decimal_trig(expr_dtrig_t fn, bson_decimal128_t ad, bson_decimal128_t *out)
 	case DT_SIN:
 	case DT_COS:
 	case DT_TAN: {
-		if (wmag(&x) > 30)
-			return false;
 		int quad;
-		dec_t rr = wreduce(x, &quad);
+		dec_t rr = wmag(&x) > 30 ? wreduce_big(x, &quad) : wreduce(x, &quad);
 		dec_t s = wtaylor(rr, true, true), c = wtaylor(rr, false, true);
 		dec_t sv = (quad == 0) ? s : (quad == 1) ? c : (quad == 2) ? wneg(s) : wneg(c);
 		dec_t cv = (quad == 0) ? c : (quad == 1) ? wneg(s) : (quad == 2) ? wneg(c) : s;

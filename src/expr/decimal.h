@@ -38,9 +38,10 @@ bson_decimal128_t expr_decimal_log10(bson_decimal128_t a);
  * Intel's bid128_sin ..., good to about 34 digits: the last digit may differ).
  * NaN gives the argument; infinities give IEEE's limits (atan +-pi/2, tanh
  * +-1, sinh/cosh/asinh/acosh +-Infinity); arguments outside a function's
- * domain give NaN (callers refuse them first with 50989).  False, *out
- * unset, for $sin/$cos/$tan of |a| >= 10^30 (the reduction by pi/2 is exact
- * only below that). */
+ * domain give NaN (callers refuse them first with 50989).  $sin/$cos/$tan
+ * reduce any finite argument exactly (up to 9.99E+6144, by the digits of
+ * 2/pi).  Returns true (false, *out unset, is kept for a function that
+ * cannot be computed; none is now). */
 typedef enum {
 	DT_SIN, DT_COS, DT_TAN, DT_ASIN, DT_ACOS, DT_ATAN,
 	DT_SINH, DT_COSH, DT_TANH, DT_ASINH, DT_ACOSH, DT_ATANH,

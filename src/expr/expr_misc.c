@@ -92,7 +92,7 @@ eval_trig_decimal(const trig_t *t, bson_decimal128_t d, bson_value_t *out, terr_
 		}
 		if (!expr_decimal_trig((expr_dtrig_t)t->dfn, d, &r))
 			return terr_set(err, TERR_NOT_IMPLEMENTED,
-			                "%s of a decimal of magnitude 1E+30 or more is not implemented", t->name);
+			                "%s of this decimal is not implemented", t->name);
 	}
 	out->value_type = BSON_TYPE_DECIMAL128;
 	out->value.v_decimal128 = r;
