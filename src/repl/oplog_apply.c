@@ -480,10 +480,11 @@ apply_ddl(storage_t *st, storage_session_t *s, const parsed_t *p, terr_t *err)
 	return terr_set(err, TERR_NOT_IMPLEMENTED, "applying the oplog command %s is not supported yet", cmd);
 }
 
-/* The 'c' entries an applyOps holds before its writes (collections the
- * transaction created): run them first, each on its own. */
+/* One pass over an applyOps' operations: the 'c' entries (ddl: the
+ * collections the transaction created, run first, each on its own) or the
+ * i/u/d ones (!ddl). */
 static int
-apply_ops_ddl(storage_t *st, storage_session_t *s, const bson_t *ops, terr_t *err)
+apply_ops_pass(storage_t *st, storage_session_t *s, const bson_t *ops, bool ddl, terr_t *err)
 {
 	bson_iter_t it;
 
@@ -495,26 +496,9 @@ apply_ops_ddl(storage_t *st, storage_session_t *s, const bson_t *ops, terr_t *er
 		if (!sub_of(&it, &one))
 			return terr_set(err, TERR_BAD_VALUE, "an applyOps operation is not a document");
 		RET(parse(&one, &p, err));
-		if (p.op[0] == 'c')
+		if (ddl && p.op[0] == 'c')
 			RET(apply_ddl(st, s, &p, err));
-	}
-	return 0;
-}
-
-static int
-apply_ops_crud(storage_t *st, storage_session_t *s, const bson_t *ops, terr_t *err)
-{
-	bson_iter_t it;
-
-	if (!bson_iter_init(&it, ops))
-		return 0;
-	while (bson_iter_next(&it)) {
-		bson_t one;
-		parsed_t p;
-		if (!sub_of(&it, &one))
-			return terr_set(err, TERR_BAD_VALUE, "an applyOps operation is not a document");
-		RET(parse(&one, &p, err));
-		if (p.op[0] == 'i' || p.op[0] == 'u' || p.op[0] == 'd')
+		else if (!ddl && (p.op[0] == 'i' || p.op[0] == 'u' || p.op[0] == 'd'))
 			RET(apply_crud(st, s, &p, err));
 	}
 	return 0;
@@ -638,7 +622,7 @@ repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, co
 	}
 	was = storage_thread_set_unobserved(true);
 	if (p.op[0] == 'c')
-		ret = is_ops ? apply_ops_ddl(st, s, &ops, err) : apply_ddl(st, s, &p, err);
+		ret = is_ops ? apply_ops_pass(st, s, &ops, true, err) : apply_ddl(st, s, &p, err);
 	if (ret == 0 && bson_has_field(entry, "lsid") && bson_has_field(entry, "txnNumber")) {
 		/* the session table must exist before the entry's transaction */
 		static const parsed_t table = {.op = "i", .db = "config", .coll = "transactions"};
@@ -652,7 +636,7 @@ repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, co
 		if (p.op[0] == 'i' || p.op[0] == 'u' || p.op[0] == 'd')
 			ret = apply_crud(st, s, &p, err);
 		else if (is_ops)
-			ret = apply_ops_crud(st, s, &ops, err);
+			ret = apply_ops_pass(st, s, &ops, false, err);
 		else if (p.op[0] != 'n' && p.op[0] != 'c')
 			ret = terr_set(err, TERR_NOT_IMPLEMENTED, "cannot apply an oplog entry of op '%s'", p.op);
 		if (ret == 0)

@@ -123,6 +123,22 @@ log_msg(char sev, int id, const char *msg, const char *detail)
 	bson_destroy(&attr);
 }
 
+/* Wait on m->cond (m->lock held) for at most ms milliseconds: the loops
+ * that wait re-check their condition on every wake and every period. */
+static void
+cond_wait_ms(repl_member_t *m, int ms)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += (long)ms * 1000 * 1000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(&m->cond, &m->lock, &until);
+}
+
 /* ---- queues ----------------------------------------------------------------------------- */
 
 static entry_node_t *
@@ -684,14 +700,7 @@ applier_main(void *arg)
 			}
 		}
 		if (m->to_apply.head == NULL || m->failed) {
-			struct timespec until;
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_nsec += 50 * 1000 * 1000;
-			if (until.tv_nsec >= 1000000000) {
-				until.tv_sec++;
-				until.tv_nsec -= 1000000000;
-			}
-			pthread_cond_timedwait(&m->cond, &m->lock, &until);
+			cond_wait_ms(m, 50);
 			continue;
 		}
 		list = queue_take_all(&m->to_apply);
@@ -927,7 +936,6 @@ repl_member_wait_committed(repl_member_t *m, repl_ts_t ts, int64_t deadline_us)
 	pthread_mutex_lock(&m->lock);
 	term = m->term;
 	while (m->committed_ts < ts) {
-		struct timespec until;
 		if (!m->primary || m->term != term || m->stopping) {
 			rc = 2;
 			break;
@@ -936,13 +944,7 @@ repl_member_wait_committed(repl_member_t *m, repl_ts_t ts, int64_t deadline_us)
 			rc = 1;
 			break;
 		}
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 20 * 1000 * 1000;
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&m->cond, &m->lock, &until);
+		cond_wait_ms(m, 20);
 	}
 	pthread_mutex_unlock(&m->lock);
 	return rc;
@@ -975,7 +977,6 @@ repl_member_wait_count(repl_member_t *m, repl_ts_t ts, int n, int64_t deadline_u
 	pthread_mutex_lock(&m->lock);
 	term = m->term;
 	for (;;) {
-		struct timespec until;
 		uint64_t idx = 0;
 		unsigned first = m->sub_next > 4096 ? m->sub_next - 4096 : 0;
 		if (!m->primary || m->term != term || m->stopping) {
@@ -1002,13 +1003,7 @@ repl_member_wait_count(repl_member_t *m, repl_ts_t ts, int n, int64_t deadline_u
 			rc = 1;
 			break;
 		}
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 20 * 1000 * 1000;
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&m->cond, &m->lock, &until);
+		cond_wait_ms(m, 20);
 	}
 	pthread_mutex_unlock(&m->lock);
 	return rc;
@@ -1031,7 +1026,6 @@ repl_member_step_down(repl_member_t *m, int64_t deadline_us, terr_t *err)
 	uv_async_send(&m->submit_async);
 	pthread_mutex_lock(&m->lock);
 	for (;;) {
-		struct timespec until;
 		if (m->leader_index >= 0 && m->leader_index != m->o.self_index)
 			break;   /* another member leads */
 		if (!m->transfer_requested && !m->transfer_pending && m->primary) {
@@ -1042,13 +1036,7 @@ repl_member_step_down(repl_member_t *m, int64_t deadline_us, terr_t *err)
 			rc = -1;
 			break;
 		}
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 20 * 1000 * 1000;
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&m->cond, &m->lock, &until);
+		cond_wait_ms(m, 20);
 	}
 	pthread_mutex_unlock(&m->lock);
 	if (rc != 0) {
