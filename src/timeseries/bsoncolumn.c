@@ -568,7 +568,7 @@ run_write(sout_t *o, const slot_t *s, size_t n, int scale)
 
 	s8_cfgs_init();
 	while (i < n) {
-		uint64_t w;
+		uint64_t w = 0;
 		uint32_t got = 0;
 		if (have_last) {
 			/* a repeat of the last slot 120 or more times: RLE */
@@ -640,6 +640,7 @@ typedef struct senc {
 	slot_t *s;
 	size_t ns, cap;
 	int scale;           /* -1: not chosen yet (0x80 if never) */
+	slot_t next;         /* the slot slot_ok prepared */
 } senc_t;
 
 static void
@@ -664,17 +665,17 @@ senc_flush(senc_t *e)
 	e->scale = -1;
 }
 
+/* Append the slot last prepared by slot_ok (e->next), or a missing one. */
 static void
-senc_slot(senc_t *e, u128 v, bool skip)
+senc_push(senc_t *e, bool skip)
 {
 	if (e->ns == e->cap) {
 		e->cap = e->cap ? e->cap * 2 : 64;
 		e->s = bson_realloc(e->s, sizeof(*e->s) * e->cap);
 	}
-	slot_t *s = &e->s[e->ns++];
-	s->v = v;
-	s->skip = skip;
-	slot_prepare(s);
+	if (skip)
+		e->next = (slot_t){.skip = true};
+	e->s[e->ns++] = e->next;
 }
 
 static void
@@ -689,12 +690,13 @@ senc_literal(senc_t *e, const elem_t *v)
 	senc_set_prev(e, v);
 }
 
+/* Prepare v as the next slot (e->next): false when no word holds it. */
 static bool
-slot_ok(u128 v)
+slot_ok(senc_t *e, u128 v)
 {
-	slot_t s = {.v = v};
-	slot_prepare(&s);
-	return slot_fits_any(&s);
+	e->next = (slot_t){.v = v};
+	slot_prepare(&e->next);
+	return slot_fits_any(&e->next);
 }
 
 /* Append one element: a slot of the open run when the format has a delta
@@ -705,7 +707,7 @@ senc_add(senc_t *e, const elem_t *v)
 	const elem_t *p = &e->prev;
 
 	if (v->type == 0) {
-		senc_slot(e, 0, true);
+		senc_push(e, true);
 		return;
 	}
 	if (p->type != v->type) {
@@ -715,14 +717,14 @@ senc_add(senc_t *e, const elem_t *v)
 	if (uses128(v->type)) {
 		u128 c;
 		if (elem_same(p, v)) {
-			senc_slot(e, 0, false);
+			(void)slot_ok(e, 0);
+			senc_push(e, false);
 			return;
 		}
 		if (e->p128_ok && enc128(v->type, v->v, v->vlen, &c) &&
 		    (v->type != BSON_TYPE_BINARY || (p->vlen == v->vlen && p->v[4] == v->v[4]))) {
-			u128 z = zz128(c - e->p128);
-			if (slot_ok(z)) {
-				senc_slot(e, z, false);
+			if (slot_ok(e, zz128(c - e->p128))) {
+				senc_push(e, false);
 				e->prev = *v;
 				e->p128 = c;
 				return;
@@ -737,8 +739,8 @@ senc_add(senc_t *e, const elem_t *v)
 		if (v->type != BSON_TYPE_OID || memcmp(p->v + 4, v->v + 4, 5) == 0) {
 			d = (int64_t)((uint64_t)c - (uint64_t)e->penc);
 			dd = (int64_t)((uint64_t)d - (uint64_t)e->pdelta);
-			if (slot_ok(zz64(dd))) {
-				senc_slot(e, zz64(dd), false);
+			if (slot_ok(e, zz64(dd))) {
+				senc_push(e, false);
 				e->prev = *v;
 				e->penc = c;
 				e->pdelta = d;
@@ -749,7 +751,8 @@ senc_add(senc_t *e, const elem_t *v)
 		return;
 	}
 	if (elem_same(p, v)) {
-		senc_slot(e, 0, false);   /* a repeat: delta 0 in any scale */
+		(void)slot_ok(e, 0);   /* a repeat: delta 0 in any scale */
+		senc_push(e, false);
 		return;
 	}
 	if (v->type == BSON_TYPE_DOUBLE) {
@@ -758,21 +761,21 @@ senc_add(senc_t *e, const elem_t *v)
 		memcpy(&pd, p->v, 8);
 		memcpy(&cd, v->v, 8);
 		if (e->scale >= 0 && dbl_encode(pd, e->scale, &pe) && dbl_encode(cd, e->scale, &ce) &&
-		    slot_ok(zz64((int64_t)((uint64_t)ce - (uint64_t)pe)))) {
-			senc_slot(e, zz64((int64_t)((uint64_t)ce - (uint64_t)pe)), false);
+		    slot_ok(e, zz64((int64_t)((uint64_t)ce - (uint64_t)pe)))) {
+			senc_push(e, false);
 			e->prev = *v;
 			return;
 		}
 		for (int sc = 0; sc <= SCALE_RAW; sc++) {
 			if (!dbl_encode(pd, sc, &pe) || !dbl_encode(cd, sc, &ce) ||
-			    !slot_ok(zz64((int64_t)((uint64_t)ce - (uint64_t)pe))))
+			    !slot_ok(e, zz64((int64_t)((uint64_t)ce - (uint64_t)pe))))
 				continue;
 			/* a new scale starts a new control block (the reader rescales
 			 * the last value there) */
 			if (e->scale >= 0)
 				senc_flush(e);
 			e->scale = sc;
-			senc_slot(e, zz64((int64_t)((uint64_t)ce - (uint64_t)pe)), false);
+			senc_push(e, false);
 			e->prev = *v;
 			return;
 		}
@@ -781,8 +784,8 @@ senc_add(senc_t *e, const elem_t *v)
 	}
 	{
 		int64_t c;
-		if (enc64(v->type, v->v, &c) && slot_ok(zz64((int64_t)((uint64_t)c - (uint64_t)e->penc)))) {
-			senc_slot(e, zz64((int64_t)((uint64_t)c - (uint64_t)e->penc)), false);
+		if (enc64(v->type, v->v, &c) && slot_ok(e, zz64((int64_t)((uint64_t)c - (uint64_t)e->penc)))) {
+			senc_push(e, false);
 			e->prev = *v;
 			e->penc = c;
 			return;
@@ -979,10 +982,11 @@ bsoncolumn_encode(const bson_t *col, int n, uint8_t **data, uint32_t *len, terr_
 		return terr_set(err, TERR_BAD_VALUE, "invalid column document");
 	}
 	while (bson_iter_next(&it)) {
-		char *endp;
-		const char *key = bson_iter_key(&it);
-		long long i2 = strtoll(key, &endp, 10);
-		if (*key == '\0' || *endp != '\0' || i2 <= last || i2 >= n) {
+		const char *key = bson_iter_key(&it), *kp = key;
+		int64_t i2 = 0;
+		for (; *kp >= '0' && *kp <= '9' && i2 <= INT32_MAX; kp++)
+			i2 = i2 * 10 + (*kp - '0');
+		if (*key == '\0' || *kp != '\0' || (key[0] == '0' && key[1] != '\0') || i2 <= last || i2 >= n) {
 			bson_free(v);
 			return terr_set(err, TERR_BAD_VALUE, "column key '%s' is not an increasing index below %d", key, n);
 		}

@@ -40,9 +40,16 @@ tsort_cmp(const void *a, const void *b)
 static int
 key_index(const char *k, int n)
 {
-	char *end;
-	long v = strtol(k, &end, 10);
-	return *k != '\0' && *end == '\0' && v >= 0 && v < n ? (int)v : -1;
+	int64_t v = 0;
+
+	if (*k == '\0' || (k[0] == '0' && k[1] != '\0'))
+		return -1;
+	for (; *k; k++) {
+		if (*k < '0' || *k > '9' || v > INT32_MAX)
+			return -1;
+		v = v * 10 + (*k - '0');
+	}
+	return v < n ? (int)v : -1;
 }
 
 /* Column col reordered: position j holds old measurement perm[j]. */
@@ -84,7 +91,7 @@ ts_bucket_compress(const ts_options_t *o, const bson_t *bucket, bson_t *out, ter
 	bson_iter_t it, data, tcol;
 	tsort_t *ts = NULL;
 	int *inv = NULL, n, ret = 0;
-	bool found = false;
+	bool found = false, unsorted = false;
 
 	if (!bson_iter_init_find(&it, bucket, "data") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
 	    !bson_iter_recurse(&it, &data) || !bson_iter_find(&data, o->time_field) || !BSON_ITER_HOLDS_DOCUMENT(&data))
@@ -100,7 +107,10 @@ ts_bucket_compress(const ts_options_t *o, const bson_t *bucket, bson_t *out, ter
 		}
 		ts[k] = (tsort_t){bson_iter_date_time(&tcol), k};
 	}
-	qsort(ts, (size_t)n, sizeof(*ts), tsort_cmp);
+	for (int k = 1; k < n && !unsorted; k++)
+		unsorted = ts[k].t < ts[k - 1].t;
+	if (unsorted)
+		qsort(ts, (size_t)n, sizeof(*ts), tsort_cmp);
 	for (int j = 0; j < n; j++)
 		inv[ts[j].idx] = j;
 
@@ -130,6 +140,17 @@ ts_bucket_compress(const ts_options_t *o, const bson_t *bucket, bson_t *out, ter
 				uint32_t bl = 0;
 				if (!BSON_ITER_HOLDS_DOCUMENT(&col)) {
 					ret = terr_set(err, TERR_BAD_VALUE, "bucket column '%s' is not a document", bson_iter_key(&col));
+				} else if (!unsorted) {
+					/* in time order already: the column as it is */
+					const uint8_t *cd;
+					uint32_t cl;
+					bson_t c;
+					bson_iter_document(&col, &cl, &cd);
+					if (!bson_init_static(&c, cd, cl))
+						ret = terr_set(err, TERR_BAD_VALUE, "bucket column '%s' is not a document",
+						    bson_iter_key(&col));
+					else if ((ret = bsoncolumn_encode(&c, n, &bin, &bl, err)) == 0)
+						bson_append_binary(&d, bson_iter_key(&col), -1, BSON_SUBTYPE_COLUMN, bin, bl);
 				} else if ((ret = column_sorted(&col, inv, n, &sorted, err)) == 0 &&
 				           (ret = bsoncolumn_encode(&sorted, n, &bin, &bl, err)) == 0) {
 					bson_append_binary(&d, bson_iter_key(&col), -1, BSON_SUBTYPE_COLUMN, bin, bl);
