@@ -127,6 +127,44 @@ test_mongod_vectors(void)
 	expect_encode("{\"0\": {\"$oid\": \"65a6eba7e6d2e848e08c3750\"}, \"1\": {\"$oid\": \"65a6eba7e6d2e848e08c3751\"}}", 2,
 	    "BwBlpuun5tLoSOCMN1CALgAAAAAAAAAA");
 
+	/* mongod's BSONColumnTest.Interleaved: objects {x:1,y:2} {x:1,y:3} {x:1,y:3} (missing) {y:4}
+	 * {x:1,y:3} are 0xF1, the first object as reference, x's stream (control 0x80, one word of six
+	 * 10-bit slots: 0 0 0 skip skip 0), y's (0 +1 0 skip +1 -1), EOO, EOO -- our encoder writes
+	 * exactly that, and reads it back */
+	{
+		static const char *json = "{\"0\": {\"x\": 1, \"y\": 2}, \"1\": {\"x\": 1, \"y\": 3}, \"2\": {\"x\": 1, \"y\": 3}, "
+		                          "\"4\": {\"y\": 4}, \"5\": {\"x\": 1, \"y\": 3}}";
+		const uint64_t xs[6] = {0, 0, 0, 1023, 1023, 0}, ys[6] = {0, 2, 0, 1023, 2, 1};
+		uint8_t want[128];
+		uint32_t wn = 0;
+		bson_t *col = tt_json(json), *ref = tt_json("{\"x\": 1, \"y\": 2}"), out = BSON_INITIALIZER;
+		uint8_t *got = NULL;
+		uint32_t gn = 0;
+		terr_t err = TERR_INIT;
+		want[wn++] = 0xF1;
+		memcpy(want + wn, bson_get_data(ref), ref->len);
+		wn += ref->len;
+		for (int st = 0; st < 2; st++) {
+			uint64_t w = 9;   /* selector 9: six values of 10 bits */
+			for (int j = 0; j < 6; j++)
+				w |= (st == 0 ? xs[j] : ys[j]) << (4 + 10 * j);
+			want[wn++] = 0x80;
+			for (int b = 0; b < 8; b++)
+				want[wn++] = (uint8_t)(w >> (8 * b));
+		}
+		want[wn++] = 0;
+		want[wn++] = 0;
+		TT_EQ_INT(bsoncolumn_encode(col, 6, &got, &gn, &err), 0);
+		TT_EQ_INT(gn, wn);
+		TT_ASSERT(gn == wn && memcmp(got, want, wn) == 0);
+		TT_EQ_INT(bsoncolumn_decode(want, wn, &out, NULL, &err), 0);
+		TT_ASSERT(bson_equal(&out, col));
+		bson_free(got);
+		bson_destroy(&out);
+		bson_destroy(col);
+		bson_destroy(ref);
+	}
+
 	/* refused: random bytes (validate's corrupt column), a literal without the final EOO */
 	n = b64("O2FkZmdqYWtsamhnJ2xhamhkZzthaCdmZGphZ2hkYQ==", buf);
 	expect_invalid(buf, n);
