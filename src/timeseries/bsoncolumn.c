@@ -357,7 +357,6 @@ static const uint8_t s8_ints[EXT_N][16] = {
 };
 static const uint8_t s8_tzw[EXT_N] = {0, 4, 4, 5};     /* trailing-zero field width */
 static const uint8_t s8_tzmul[EXT_N] = {0, 1, 4, 4};   /* zeros per unit of it */
-static const uint8_t s8_tzmax[EXT_N] = {0, 15, 60, 124};
 
 static int
 bitlen128(u128 v)
@@ -375,12 +374,6 @@ ctz128(u128 v)
 	if (lo)
 		return __builtin_ctzll(lo);
 	return hi ? 64 + __builtin_ctzll(hi) : 0;
-}
-
-static u128
-mask128(int bits)
-{
-	return bits >= 128 ? ~(u128)0 : ((u128)1 << bits) - 1;
 }
 
 /*
@@ -430,93 +423,80 @@ s8_decode(uint64_t w, bool wide, u128 *v, bool *sk)
 	return (int)n;
 }
 
-/* An encoder's slot: a value (zigzag delta) or a missing one, with the bits
- * it needs under each extension and its trailing-zero unit counts. */
+/* An encoder's slot: a value (zigzag delta) or a missing one, with the
+ * meaningful bits it needs under each extension and the trailing zeros each
+ * would strip (mongod's PendingValue). */
 typedef struct slot {
 	u128 v;
-	bool skip;
-	uint8_t bits[EXT_N], cnt[EXT_N];
+	bool skip, bad;           /* bad: no word holds it (a literal instead) */
+	uint8_t bits[EXT_N], tz[EXT_N];
 } slot_t;
 
-#define BITS_NEVER 255
+/* Bits to hold v with the all-ones pattern (missing) kept free. */
+static int
+s8_bits_needed(u128 v)
+{
+	uint64_t hi = (uint64_t)(v >> 64), lo = (uint64_t)v;
+	if (hi)
+		return 128 - __builtin_clzll(hi);
+	return lo == UINT64_MAX ? 65 : bitlen128((u128)lo + 1);
+}
 
 static void
-slot_prepare(slot_t *s)
+slot_prepare(slot_t *s, bool wide)
 {
+	u128 v = s->v;
+	int tzc, bits, tz7, tz8s, tz8l;
+
+	memset(s->bits, 0, sizeof(s->bits));
+	memset(s->tz, 0, sizeof(s->tz));
+	s->bad = false;
 	if (s->skip)
 		return;
-	for (int e = 0; e < EXT_N; e++) {
-		if (e == EXT_BASE) {
-			s->cnt[e] = 0;
-			s->bits[e] = s->v == ~(u128)0 ? BITS_NEVER : (uint8_t)bitlen128(s->v + 1);
-			continue;
-		}
-		int tz = ctz128(s->v);
-		if (tz > s8_tzmax[e])
-			tz = s8_tzmax[e];
-		int cnt = tz / s8_tzmul[e];
-		u128 sh = s->v >> (cnt * s8_tzmul[e]);
-		int b = bitlen128(sh);
-		/* a slot of all ones would read as missing: one more bit */
-		if (cnt == (1 << s8_tzw[e]) - 1 && sh == mask128(b))
-			b++;
-		s->cnt[e] = (uint8_t)cnt;
-		s->bits[e] = (uint8_t)b;
-	}
-}
-
-static bool
-slot_fits(const slot_t *s, int ext, int idx)
-{
-	return s->skip || s->bits[ext] <= s8_bits[ext][idx];
-}
-
-/* Whether any one-value word holds the slot (else: a literal). */
-static bool
-slot_fits_any(const slot_t *s)
-{
-	return slot_fits(s, EXT_BASE, 14) || slot_fits(s, EXT_SEVEN, 9) || slot_fits(s, EXT_EIGHT_S, 7) ||
-	    slot_fits(s, EXT_EIGHT_L, 13);
-}
-
-/* The word configurations, most values first. */
-typedef struct s8cfg {
-	uint8_t ext, idx, ints;
-} s8cfg_t;
-static s8cfg_t s8_cfgs[64];
-static int s8_ncfg;
-
-static void
-s8_cfgs_init(void)
-{
-	if (s8_ncfg > 0)
+	if ((!wide && v >= (u128)UINT64_MAX) || v == ~(u128)0) {
+		s->bad = true;
 		return;
-	int k = 0;
-	for (int ints = 60; ints >= 1; ints--)
-		for (int e = 0; e < EXT_N; e++)
-			for (int i = 1; i < 15; i++)
-				if (s8_ints[e][i] == ints && k < 64)
-					s8_cfgs[k++] = (s8cfg_t){(uint8_t)e, (uint8_t)i, (uint8_t)ints};
-	__atomic_store_n(&s8_ncfg, k, __ATOMIC_RELEASE);
+	}
+	tzc = v ? ctz128(v) : 0;
+	bits = s8_bits_needed(v);
+	tz7 = tzc < 15 ? tzc : 15;
+	tz8s = (tzc < 60 ? tzc : 60) / 4 * 4;
+	tz8l = (tzc < 124 ? tzc : 124) / 4 * 4;
+	s->bits[EXT_BASE] = (uint8_t)bits;
+	s->bits[EXT_SEVEN] = (uint8_t)(bits - tz7);
+	s->bits[EXT_EIGHT_S] = (uint8_t)(bits - tz8s);
+	s->bits[EXT_EIGHT_L] = (uint8_t)(bits - tz8l);
+	/* a full trailing-zero field: one more bit, so the slot is never all ones */
+	if (tzc == 15)
+		s->bits[EXT_SEVEN] = (uint8_t)s8_bits_needed(v >> tzc);
+	else if (tzc == 60)
+		s->bits[EXT_EIGHT_S] = (uint8_t)s8_bits_needed(v >> tzc);
+	if (wide && tzc == 124)
+		s->bits[EXT_EIGHT_L] = (uint8_t)s8_bits_needed(v >> tzc);
+	s->tz[EXT_SEVEN] = (uint8_t)tz7;
+	s->tz[EXT_EIGHT_S] = (uint8_t)tz8s;
+	s->tz[EXT_EIGHT_L] = (uint8_t)tz8l;
+	s->bad = bits > 60 && s->bits[EXT_SEVEN] + 4 > 56 && s->bits[EXT_EIGHT_S] + 4 > 56 && s->bits[EXT_EIGHT_L] + 5 > 56;
 }
 
+/* One word of the first ints slots under extension ext, selector idx. */
 static uint64_t
-s8_word(const slot_t *s, const s8cfg_t *c)
+s8_word(const slot_t *s, int ext, int idx)
 {
-	int ext = c->ext, sel = ext == EXT_BASE ? c->idx : (ext == EXT_SEVEN ? 7 : 8);
-	int start = (sel == 7 || sel == 8) ? 8 : 4, tzw = s8_tzw[ext], slotw = s8_bits[ext][c->idx] + tzw;
+	int sel = ext == EXT_BASE ? idx : (ext == EXT_SEVEN ? 7 : 8);
+	int start = (sel == 7 || sel == 8) ? 8 : 4, tzw = s8_tzw[ext], slotw = s8_bits[ext][idx] + tzw;
 	uint64_t w = (uint64_t)sel, m = slotw >= 64 ? ~0ULL : (1ULL << slotw) - 1;
 
 	if (ext != EXT_BASE)
-		w |= (uint64_t)c->idx << 4;
-	for (int j = 0; j < c->ints; j++) {
+		w |= (uint64_t)idx << 4;
+	for (int j = 0; j < s8_ints[ext][idx]; j++) {
 		uint64_t x;
 		if (s[j].skip)
 			x = m;
 		else if (ext == EXT_BASE)
 			x = (uint64_t)s[j].v;
 		else
-			x = (uint64_t)s[j].cnt[ext] | (uint64_t)(s[j].v >> (s[j].cnt[ext] * s8_tzmul[ext])) << tzw;
+			x = (uint64_t)(s[j].tz[ext] / (s8_tzmul[ext])) | (uint64_t)(s[j].v >> s[j].tz[ext]) << tzw;
 		w |= (x & m) << (start + j * slotw);
 	}
 	return w;
@@ -555,65 +535,235 @@ sout_free(sout_t *o)
 	memset(o, 0, sizeof(*o));
 }
 
-/* Write a run of slots as control blocks of at most 16 words. */
-static void
-run_write(sout_t *o, const slot_t *s, size_t n, int scale)
-{
-	static const uint8_t ctl[6] = {0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0x80};
+/*
+ * The Simple-8b builder, as mongod's Simple8bBuilder decides: values are
+ * kept pending while some extension (tried in the order base, 7, 8-small,
+ * 8-large) holds them all; when the next one does not fit, the largest
+ * word of the last extension that fitted is written; a value equal to the
+ * last one of the word before (0 before any word) starts a run that
+ * becomes RLE words past 120; missing values are all-ones slots.  Words go
+ * out in control blocks of at most 16 behind the run's control byte.
+ */
+typedef struct s8b {
+	sout_t *o;
+	uint8_t ctl;
 	uint64_t words[16];
-	uint32_t counts = 0;
-	int nw = 0;
-	size_t i = 0;
-	bool have_last = false;
+	uint32_t counts;
+	int nw;
+	slot_t pend[64];
+	int np;
+	uint8_t curmax[EXT_N];
+	bool possible[EXT_N];
+	int last_ext;
+	uint32_t rle;
+	bool last_has;              /* the last value of the word before: a value (true) or missing */
+	u128 last;
+} s8b_t;
 
-	s8_cfgs_init();
-	while (i < n) {
-		uint64_t w = 0;
-		uint32_t got = 0;
-		if (have_last) {
-			/* a repeat of the last slot 120 or more times: RLE */
-			size_t r = 0;
-			const slot_t *l = &s[i - 1];
-			while (i + r < n && s[i + r].skip == l->skip && (l->skip || s[i + r].v == l->v) &&
-			       r < (size_t)16 * BC_SKIP_RLE)
-				r++;
-			if (r >= BC_SKIP_RLE) {
-				uint32_t k = (uint32_t)(r / BC_SKIP_RLE);
-				w = 15 | (uint64_t)(k - 1) << 4;
-				got = k * BC_SKIP_RLE;
-			}
+static const uint8_t s8_min_bits[EXT_N] = {1, 2, 4, 4};
+static const uint8_t s8_data_bits[EXT_N] = {60, 56, 56, 56};
+static const uint8_t s8_min_sel[EXT_N] = {1, 1, 1, 8};
+static const uint8_t s8_max_sel[EXT_N] = {14, 9, 7, 13};
+
+static void
+s8b_emit(s8b_t *b, uint64_t w, uint32_t count)
+{
+	b->words[b->nw++] = w;
+	b->counts += count;
+	if (b->nw == 16) {
+		size_t off = b->o->b.len;
+		bb_u8(&b->o->b, (uint8_t)(b->ctl | 15));
+		for (int k = 0; k < 16; k++) {
+			uint8_t le[8];
+			le64_put(le, b->words[k]);
+			bb_put(&b->o->b, le, 8);
 		}
-		if (got == 0) {
-			for (int c = 0; c < s8_ncfg; c++) {
-				const s8cfg_t *cf = &s8_cfgs[c];
-				bool ok = cf->ints <= n - i;
-				for (int j = 0; ok && j < cf->ints; j++)
-					ok = slot_fits(&s[i + j], cf->ext, cf->idx);
-				if (ok) {
-					w = s8_word(&s[i], cf);
-					got = cf->ints;
-					break;
-				}
-			}
+		sout_chunk(b->o, off, b->counts);
+		b->nw = 0;
+		b->counts = 0;
+	}
+}
+
+static void
+s8b_reset_selectors(s8b_t *b)
+{
+	for (int t = 0; t < EXT_N; t++)
+		b->possible[t] = true;
+}
+
+static bool
+s8b_fits(s8b_t *b, const uint8_t *bits)
+{
+	for (int t = 0; t < EXT_N; t++) {
+		if (!b->possible[t])
+			continue;
+		int need = ((bits[t] > b->curmax[t] ? bits[t] : b->curmax[t]) + s8_tzw[t]) * (b->np + 1);
+		if (need > s8_data_bits[t]) {
+			b->possible[t] = false;
+			continue;
 		}
-		/* every slot the encoder keeps fits a one-value word (slot_fits_any) */
-		words[nw++] = w;
-		counts += got;
-		i += got;
-		have_last = true;
-		if (nw == 16 || i == n) {
-			size_t off = o->b.len;
-			bb_u8(&o->b, (uint8_t)(ctl[scale] | (nw - 1)));
-			for (int k = 0; k < nw; k++) {
-				uint8_t le[8];
-				le64_put(le, words[k]);
-				bb_put(&o->b, le, 8);
-			}
-			sout_chunk(o, off, counts);
-			nw = 0;
-			counts = 0;
+		b->last_ext = t;
+		return true;
+	}
+	return false;
+}
+
+static void
+s8b_push(s8b_t *b, const slot_t *s)
+{
+	b->pend[b->np++] = *s;
+	for (int t = 0; t < EXT_N; t++)
+		if (s->bits[t] > b->curmax[t])
+			b->curmax[t] = s->bits[t];
+}
+
+/* Write the largest word of extension ext the pending values fill. */
+static void
+s8b_word(s8b_t *b, int ext)
+{
+	int idx = s8_max_sel[ext], n;
+
+	for (int i = s8_min_sel[ext]; i < s8_max_sel[ext]; i++)
+		if (s8_ints[ext][i] <= b->np) {
+			idx = i;
+			break;
+		}
+	n = s8_ints[ext][idx];
+	s8b_emit(b, s8_word(b->pend, ext, idx), (uint32_t)n);
+	memmove(b->pend, b->pend + n, sizeof(*b->pend) * (size_t)(b->np - n));
+	b->np -= n;
+	memcpy(b->curmax, s8_min_bits, sizeof(b->curmax));
+	for (int k = 0; k < b->np; k++)
+		for (int t = 0; t < EXT_N; t++)
+			if (b->pend[k].bits[t] > b->curmax[t])
+				b->curmax[t] = b->pend[k].bits[t];
+	s8b_reset_selectors(b);
+}
+
+static void
+s8b_append_value(s8b_t *b, const slot_t *s, bool try_rle)
+{
+	if (s8b_fits(b, s->bits)) {
+		s8b_push(b, s);
+		return;
+	}
+	slot_t lastp = b->pend[b->np - 1];
+	do
+		s8b_word(b, b->last_ext);
+	while (!s8b_fits(b, s->bits));
+	if (try_rle && b->np == 0 && !lastp.skip && lastp.v == s->v) {
+		b->rle = 1;
+		b->last_has = true;
+		b->last = lastp.v;
+		b->last_ext = 0;
+		s8b_reset_selectors(b);
+	} else {
+		s8b_push(b, s);
+	}
+}
+
+static void
+s8b_append_skip(s8b_t *b, bool try_rle)
+{
+	static const slot_t skip = {.skip = true};
+
+	if (b->np > 0) {
+		bool last_skip = b->pend[b->np - 1].skip;
+		if (!s8b_fits(b, s8_min_bits)) {
+			s8b_word(b, b->last_ext);
+			b->last_ext = EXT_BASE;
+		}
+		if (b->np == 0 && last_skip && try_rle) {
+			b->rle = 1;
+			b->last_has = false;
+			return;
 		}
 	}
+	s8b_push(b, &skip);
+}
+
+static void
+s8b_rle_end(s8b_t *b)
+{
+	uint32_t count = b->rle / BC_SKIP_RLE;
+
+	while (count > 0) {
+		uint32_t k = count > 16 ? 16 : count;
+		s8b_emit(b, 15 | (uint64_t)(k - 1) << 4, k * BC_SKIP_RLE);
+		b->rle -= k * BC_SKIP_RLE;
+		count -= k;
+	}
+	for (; b->rle > 0; b->rle--) {
+		if (!b->last_has) {
+			s8b_append_skip(b, false);
+		} else {
+			slot_t s = {.v = b->last};
+			slot_prepare(&s, true);
+			s8b_append_value(b, &s, false);
+		}
+	}
+	b->last_has = true;
+	b->last = 0;
+	if (b->np == 0) {
+		b->last_ext = 0;
+		s8b_reset_selectors(b);
+	}
+}
+
+static void
+s8b_add(s8b_t *b, const slot_t *s)
+{
+	if (b->np == 0 || b->rle != 0) {
+		if (s->skip ? !b->last_has : (b->last_has && b->last == s->v)) {
+			b->rle++;
+			b->last_ext = 0;
+			s8b_reset_selectors(b);
+			return;
+		}
+		s8b_rle_end(b);
+	}
+	if (s->skip)
+		s8b_append_skip(b, true);
+	else
+		s8b_append_value(b, s, true);
+}
+
+/*
+ * Write a run of slots (after a literal, or after the run before it in the
+ * same reader state: last_has/last are the reader's last slot then) under
+ * control byte ctl.  last_has and last get the run's last slot.
+ */
+static void
+run_write(sout_t *o, const slot_t *s, size_t n, uint8_t ctl, bool *last_has, u128 *last)
+{
+	s8b_t *b = bson_malloc0(sizeof(*b));
+
+	b->o = o;
+	b->ctl = ctl;
+	b->last_has = *last_has;
+	b->last = *last;
+	memcpy(b->curmax, s8_min_bits, sizeof(b->curmax));
+	s8b_reset_selectors(b);
+	for (size_t i = 0; i < n; i++)
+		s8b_add(b, &s[i]);
+	s8b_rle_end(b);
+	while (b->np > 0)
+		s8b_word(b, b->last_ext);
+	if (b->nw > 0) {
+		size_t off = o->b.len;
+		bb_u8(&o->b, (uint8_t)(ctl | (b->nw - 1)));
+		for (int k = 0; k < b->nw; k++) {
+			uint8_t le[8];
+			le64_put(le, b->words[k]);
+			bb_put(&o->b, le, 8);
+		}
+		sout_chunk(o, off, b->counts);
+	}
+	if (n > 0) {
+		*last_has = !s[n - 1].skip;
+		*last = s[n - 1].skip ? 0 : s[n - 1].v;
+	}
+	bson_free(b);
 }
 
 /* ---- the regular-mode encoder -------------------------------------------------------- */
@@ -641,6 +791,9 @@ typedef struct senc {
 	size_t ns, cap;
 	int scale;           /* -1: not chosen yet (0x80 if never) */
 	slot_t next;         /* the slot slot_ok prepared */
+	bool wide;           /* the reader's state is 128-bit */
+	bool rle_has;        /* the reader's last Simple-8b slot: a value (rle_last) or missing */
+	u128 rle_last;
 } senc_t;
 
 static void
@@ -650,6 +803,10 @@ senc_set_prev(senc_t *e, const elem_t *v)
 	e->pdelta = 0;
 	e->penc = 0;
 	e->p128_ok = false;
+	/* a literal (or a reference scalar) starts a new reader state: RLE repeats 0 */
+	e->wide = uses128(v->type);
+	e->rle_has = true;
+	e->rle_last = 0;
 	if (uses128(v->type))
 		e->p128_ok = enc128(v->type, v->v, v->vlen, &e->p128);
 	else
@@ -659,8 +816,17 @@ senc_set_prev(senc_t *e, const elem_t *v)
 static void
 senc_flush(senc_t *e)
 {
+	static const uint8_t ctl[6] = {0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0x80};
+	if (e->ns > 0 && e->scale < 0 && e->prev.type == BSON_TYPE_DOUBLE) {
+		/* only repeats and missing values after a double: its own smallest scale, as mongod */
+		double pd;
+		int64_t x;
+		memcpy(&pd, e->prev.v, 8);
+		for (e->scale = 0; e->scale < SCALE_RAW && !dbl_encode(pd, e->scale, &x); e->scale++)
+			;
+	}
 	if (e->ns > 0)
-		run_write(e->o, e->s, e->ns, e->scale < 0 ? SCALE_RAW : e->scale);
+		run_write(e->o, e->s, e->ns, ctl[e->scale < 0 ? SCALE_RAW : e->scale], &e->rle_has, &e->rle_last);
 	e->ns = 0;
 	e->scale = -1;
 }
@@ -673,8 +839,10 @@ senc_push(senc_t *e, bool skip)
 		e->cap = e->cap ? e->cap * 2 : 64;
 		e->s = bson_realloc(e->s, sizeof(*e->s) * e->cap);
 	}
-	if (skip)
+	if (skip) {
 		e->next = (slot_t){.skip = true};
+		slot_prepare(&e->next, e->wide);
+	}
 	e->s[e->ns++] = e->next;
 }
 
@@ -695,8 +863,8 @@ static bool
 slot_ok(senc_t *e, u128 v)
 {
 	e->next = (slot_t){.v = v};
-	slot_prepare(&e->next);
-	return slot_fits_any(&e->next);
+	slot_prepare(&e->next, e->wide);
+	return !e->next.bad;
 }
 
 /* Append one element: a slot of the open run when the format has a delta
@@ -799,7 +967,7 @@ senc_add(senc_t *e, const elem_t *v)
 static void
 stream_encode(const elem_t *v, size_t n, const elem_t *ref, sout_t *o)
 {
-	senc_t e = {.o = o, .scale = -1};
+	senc_t e = {.o = o, .scale = -1, .rle_has = true};
 
 	if (ref != NULL)
 		senc_set_prev(&e, ref);
@@ -968,7 +1136,7 @@ bsoncolumn_encode(const bson_t *col, int n, uint8_t **data, uint32_t *len, terr_
 	elem_t *v;
 	bson_iter_t it;
 	sout_t top = {0};
-	senc_t e = {.o = &top, .scale = -1};
+	senc_t e = {.o = &top, .scale = -1, .rle_has = true};
 	int64_t last = -1;
 	size_t i = 0;
 

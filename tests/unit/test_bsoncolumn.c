@@ -119,6 +119,32 @@ test_mongod_vectors(void)
 		bson_destroy(&out);
 	}
 
+	/* validate()'s column: 2.0 then 999 repeats (scale 10^0: RLE 960, 30, 8, 1), byte for byte */
+	{
+		bson_t c;
+		char k[16];
+		bson_init(&c);
+		for (int i = 0; i < 1000; i++) {
+			bson_snprintf(k, sizeof(k), "%d", i);
+			BSON_APPEND_DOUBLE(&c, k, 2.0);
+		}
+		n = b64("AQAAAAAAAAAAQJN/AAAAAAAAAAIAAAAAAAAABwAAAAAAAAAOAAAAAAAAAAA=", buf);
+		{
+			uint8_t *got = NULL;
+			uint32_t gn = 0;
+			terr_t err = TERR_INIT;
+			bson_t out = BSON_INITIALIZER;
+			TT_EQ_INT(bsoncolumn_encode(&c, 1000, &got, &gn, &err), 0);
+			TT_EQ_INT(gn, n);
+			TT_ASSERT(gn == n && memcmp(got, buf, n) == 0);
+			TT_EQ_INT(bsoncolumn_decode(buf, n, &out, NULL, &err), 0);
+			TT_ASSERT(bson_equal(&out, &c));
+			bson_free(got);
+			bson_destroy(&out);
+		}
+		bson_destroy(&c);
+	}
+
 	/* our encoder writes the same bytes for these */
 	expect_encode("{\"0\": {\"$date\": 1000}}", 1, "CQDoAwAAAAAAAAA=");
 	expect_encode("{\"0\": {\"$date\": 1000}, \"1\": {\"$date\": 1000}}", 2, "CQDoAwAAAAAAAIAOAAAAAAAAAAA=");
