@@ -17,9 +17,12 @@
  *    its bit pattern (control 0x8); each control block rescales the last
  *    value, so the encoder only changes scale at a control byte.
  * The encoder sees the whole column at once (buckets are compressed when
- * they close), so it packs each word with as many values as fit rather
- * than streaming; its output is valid for mongod's reader, not always byte
- * for byte what mongod's builder writes.
+ * they close).  Its Simple-8b words are packed as mongod's builder packs
+ * them; a double's scale (the smallest that holds it and the value before,
+ * changed only at a new control block) and an interleaved run's reference
+ * (the first object, the run ending at the first object that is not an
+ * ordered subset of it) are our own choices -- valid for mongod's reader,
+ * not always mongod's bytes.
  */
 #include "timeseries/bsoncolumn.h"
 
