@@ -33,6 +33,7 @@
 typedef unsigned __int128 u128;
 
 #define BC_MAX_ELEMS (1 << 24)  /* a column longer than this is refused (RLE can expand 8 bytes to 1,920) */
+#define BC_MAX_OUT (64 << 20)   /* nor one whose values take more than 64 MiB decoded */
 #define BC_MAX_DEPTH 100
 #define BC_SKIP_RLE 120
 
@@ -1474,6 +1475,8 @@ dout_emit(dout_t *o, uint8_t t, const uint8_t *v, uint32_t vl, terr_t *err)
 {
 	if (o->count >= BC_MAX_ELEMS)
 		return terr_set(err, TERR_BAD_VALUE, "a BSONColumn holds at most %d elements", BC_MAX_ELEMS);
+	if (o->b.len + vl > BC_MAX_OUT)
+		return terr_set(err, TERR_BAD_VALUE, "a BSONColumn decodes to at most %d bytes", BC_MAX_OUT);
 	if (t != 0) {
 		char key[16];
 		const char *k;

@@ -191,6 +191,36 @@ test_mongod_vectors(void)
 		bson_destroy(ref);
 	}
 
+	/* refused: RLE that expands past the limits (16M elements of missing values; 64 MiB of values) */
+	for (int which = 0; which < 2; which++) {
+		size_t blocks = which == 0 ? 600 : 250, len = 0;
+		uint8_t *b = bson_malloc(7 + blocks * 129 + 1);
+		bson_t out = BSON_INITIALIZER;
+		terr_t err = TERR_INIT;
+		if (which == 1) {
+			/* an int32 literal, then deltas of 0 */
+			b[len++] = 0x10;
+			b[len++] = 0;
+			memset(b + len, 0, 4);
+			len += 4;
+		}
+		for (size_t k = 0; k < blocks; k++) {
+			b[len++] = 0x8F;
+			for (int w = 0; w < 16; w++) {
+				/* which 0: a word of 60 missing values first, then RLE of them */
+				uint64_t word = (which == 0 && k == 0 && w == 0) ? (~(uint64_t)0 << 4 | 1) : 0xFF;
+				for (int i = 0; i < 8; i++)
+					b[len++] = (uint8_t)(word >> (8 * i));
+			}
+		}
+		b[len++] = 0;
+		TT_ASSERT(bsoncolumn_decode(b, (uint32_t)len, &out, NULL, &err) != 0);
+		TT_ASSERT(err.msg != NULL && strstr(err.msg, which == 0 ? "elements" : "bytes") != NULL);
+		terr_clear(&err);
+		bson_destroy(&out);
+		bson_free(b);
+	}
+
 	/* refused: random bytes (validate's corrupt column), a literal without the final EOO */
 	n = b64("O2FkZmdqYWtsamhnJ2xhamhkZzthaCdmZGphZ2hkYQ==", buf);
 	expect_invalid(buf, n);
