@@ -893,12 +893,17 @@ senc_add(senc_t *e, const elem_t *v)
 			senc_push(e, false);
 			return;
 		}
-		if (e->p128_ok && enc128(v->type, v->v, v->vlen, &c) &&
+		/* as mongod: from the previous value's integer, or from 0 when it has none
+		 * (a long string) -- but never a 0 then, which would read as a repeat */
+		if (enc128(v->type, v->v, v->vlen, &c) && (e->p128_ok || c != 0) &&
 		    (v->type != BSON_TYPE_BINARY || (p->vlen == v->vlen && p->v[4] == v->v[4]))) {
+			if (!e->p128_ok)
+				e->p128 = 0;
 			if (slot_ok(e, zz128(c - e->p128))) {
 				senc_push(e, false);
 				e->prev = *v;
 				e->p128 = c;
+				e->p128_ok = true;
 				return;
 			}
 		}
@@ -1124,6 +1129,32 @@ interleave_encode(const elem_t *v, size_t n, bbuf_t *out)
 	bson_free(refs);
 }
 
+/* Whether a document holds an empty sub-object (or array) at any depth:
+ * the reader always writes those, so a missing element cannot be
+ * interleaved against such a reference (it would read back as an object). */
+static bool
+has_empty_sub(const uint8_t *doc, uint32_t len, int depth)
+{
+	bson_t b;
+	bson_iter_t it;
+
+	if (depth > BC_MAX_DEPTH || !bson_init_static(&b, doc, len) || !bson_iter_init(&it, &b))
+		return true;
+	while (bson_iter_next(&it)) {
+		const uint8_t *d;
+		uint32_t l;
+		if (BSON_ITER_HOLDS_DOCUMENT(&it))
+			bson_iter_document(&it, &l, &d);
+		else if (BSON_ITER_HOLDS_ARRAY(&it))
+			bson_iter_array(&it, &l, &d);
+		else
+			continue;
+		if (l == 5 || has_empty_sub(d, l, depth + 1))
+			return true;
+	}
+	return false;
+}
+
 /* An object the interleaved mode takes: a non-empty document with scalars
  * to stream (a reference of only empty sub-objects has none). */
 static bool
@@ -1173,8 +1204,9 @@ bsoncolumn_encode(const bson_t *col, int n, uint8_t **data, uint32_t *len, terr_
 	while (i < (size_t)n) {
 		if (interleavable(&v[i])) {
 			size_t j = i + 1, end = i + 1;
+			bool skips_ok = !has_empty_sub(v[i].v, v[i].vlen, 0);
 			while (j < (size_t)n &&
-			       (v[j].type == 0 || (v[j].type == BSON_TYPE_DOCUMENT && v[j].vlen > 5 &&
+			       ((v[j].type == 0 && skips_ok) || (v[j].type == BSON_TYPE_DOCUMENT && v[j].vlen > 5 &&
 			                              interleave_walk(v[i].v, v[i].vlen, v[j].v, v[j].vlen, NULL, &(size_t){0}, 0)))) {
 				if (v[j].type != 0)
 					end = j + 1;

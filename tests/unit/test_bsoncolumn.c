@@ -326,6 +326,13 @@ test_edges(void)
 	        "\"3\": {\"b\": {\"d\": [1]}}, \"4\": {\"a\": 3}, \"5\": {\"a\": \"x\", \"b\": {\"c\": 1}}, \"6\": {\"z\": 1}, "
 	        "\"7\": {}, \"8\": {}, \"9\": {\"e\": {}, \"f\": 1}, \"10\": {\"e\": {}, \"f\": 2}, \"11\": {\"f\": 3}, "
 	        "\"12\": [1, 2], \"13\": [1, 2], \"14\": 7, \"15\": {\"a\": {\"b\": {\"c\": {}}}}}", 17);
+	/* a missing object between objects whose reference holds an empty sub-object; strings
+	 * after one too long for an integer (deltas from 0), and an empty one after it */
+	rt_json("{\"0\": {\"e\": {}, \"f\": 1}, \"2\": {\"e\": {}, \"f\": 2}, \"4\": {\"a\": {\"b\": []}, \"c\": 1}, "
+	        "\"6\": {\"a\": {\"b\": []}, \"c\": 2}}", 7);
+	rt_json("{\"0\": \"abcdefghijklmnopqrstuvwxyz\", \"1\": \"ab\", \"2\": \"ac\", \"3\": \"abcdefghijklmnopqrstuvwxyz\", "
+	        "\"4\": \"\", \"5\": \"\", \"6\": \"z\"}", 7);
+
 	/* long runs: RLE of values, of missing values, of deltas */
 	bson_init(&c);
 	for (int i = 0; i < 5000; i++) {
