@@ -414,6 +414,21 @@ rnd_value(bson_t *c, const char *k, int kind, int i, int64_t *walk)
 			BSON_APPEND_DOUBLE(&sub, "y", (double)(rnd() % 100) / 10.0);
 		if (rnd() % 8 == 0)
 			BSON_APPEND_UTF8(&sub, "z", "q");
+		if (rnd() % 6 == 0) {
+			/* nested: a sub-document (sometimes empty), an array (sometimes empty) */
+			bson_t n2, a2;
+			BSON_APPEND_DOCUMENT_BEGIN(&sub, "n", &n2);
+			if (rnd() % 3)
+				BSON_APPEND_INT64(&n2, "k", (int64_t)(rnd() % 5));
+			bson_append_document_end(&sub, &n2);
+			BSON_APPEND_ARRAY_BEGIN(&sub, "a", &a2);
+			for (int j = 0; j < (int)(rnd() % 3); j++) {
+				char ak[4];
+				bson_snprintf(ak, sizeof(ak), "%d", j);
+				BSON_APPEND_INT32(&a2, ak, (int32_t)(rnd() % 4));
+			}
+			bson_append_array_end(&sub, &a2);
+		}
 		bson_append_document_end(c, &sub);
 		break;
 	}
