@@ -119,6 +119,38 @@ test_mongod_vectors(void)
 		bson_destroy(&out);
 	}
 
+	/* mongod's BSONColumnTest.DoubleIncreaseScaleFromLiteral (1.0, 1.1: the literal, then control
+	 * 0xA0 -- scale 10^1 -- and one word of zigzag(11 - 10)) and DoubleLiteralAndScaleAfterSkip
+	 * (the same after a missing value: 0x80 and a word of one skip first) */
+	for (int skip_first = 0; skip_first < 2; skip_first++) {
+		uint8_t want[64], *got = NULL;
+		uint32_t wn = 0, gn = 0;
+		double one = 1.0;
+		uint64_t w;
+		terr_t err = TERR_INIT;
+		bson_t *col = tt_json(skip_first ? "{\"1\": 1.0, \"2\": 1.1}" : "{\"0\": 1.0, \"1\": 1.1}");
+		if (skip_first) {
+			want[wn++] = 0x80;
+			w = ~(uint64_t)0 << 4 | 14;
+			for (int b = 0; b < 8; b++)
+				want[wn++] = (uint8_t)(w >> (8 * b));
+		}
+		want[wn++] = 0x01;
+		want[wn++] = 0;
+		memcpy(want + wn, &one, 8);
+		wn += 8;
+		want[wn++] = 0xA0;
+		w = 14 | (uint64_t)2 << 4;
+		for (int b = 0; b < 8; b++)
+			want[wn++] = (uint8_t)(w >> (8 * b));
+		want[wn++] = 0;
+		TT_EQ_INT(bsoncolumn_encode(col, 2 + skip_first, &got, &gn, &err), 0);
+		TT_EQ_INT(gn, wn);
+		TT_ASSERT(gn == wn && memcmp(got, want, wn) == 0);
+		bson_free(got);
+		bson_destroy(col);
+	}
+
 	/* validate()'s column: 2.0 then 999 repeats (scale 10^0: RLE 960, 30, 8, 1), byte for byte */
 	{
 		bson_t c;
