@@ -4,8 +4,9 @@
  * built from measurements and unpacked again, and the bucket-level filter
  * a query on measurements implies.
  *
- * Buckets here are mongod's uncompressed layout (control.version 1); the
- * BSONColumn-compressed control.version 2 is not built yet.
+ * Buckets built here are mongod's uncompressed layout (control.version 1);
+ * compressed ones (2 and 3, ts_bucket_v2.c) are counted and unpacked
+ * through their v1 form.
  */
 #include "timeseries/timeseries.h"
 #include "timeseries/ts_compress.h"
