@@ -98,6 +98,38 @@ ingest_order(tamga_t *t, const char *coll, bool by_sensor)
 	return now() - t0;
 }
 
+/*
+ * The same N measurements as TS_N / 10,000 sensors of 10,000 seconds each
+ * (the issue's 10M run has 10,000 seconds per sensor: about nine of every
+ * ten buckets fill their 1,000 measurements and close), one sensor's 1,000
+ * seconds per command, into coll: the storage of closed (compressed)
+ * buckets at any N.
+ */
+static void
+ingest_long(tamga_t *t, const char *coll)
+{
+	int64_t sensors = TS_N / 10000 > 0 ? TS_N / 10000 : 1, secs = TS_N / sensors;
+
+	for (int64_t s = 0; s < sensors; s++)
+		for (int64_t sec0 = 0; sec0 < secs; sec0 += 1000) {
+			bson_t cmd, docs, d;
+			char key[16];
+			bson_init(&cmd);
+			BSON_APPEND_UTF8(&cmd, "insert", coll);
+			bson_append_array_begin(&cmd, "documents", -1, &docs);
+			for (int64_t j = 0; j < 1000 && sec0 + j < secs; j++) {
+				int64_t i = (sec0 + j) * SENSORS + s;   /* reading()'s values for this sensor and second */
+				snprintf(key, sizeof(key), "%d", (int)j);
+				reading(&d, i, false);
+				bson_append_document(&docs, key, -1, &d);
+				bson_destroy(&d);
+			}
+			bson_append_array_end(&cmd, &docs);
+			twrite(t, TS_DB, &cmd, -1, NULL, 0);
+			bson_destroy(&cmd);
+		}
+}
+
 static double
 ingest(tamga_t *t, const char *coll)
 {
@@ -258,6 +290,14 @@ main(int argc, char **argv)
 		report("ts_ingest_sensor_batches", (double)TS_N / a, "plain", (double)TS_N / p);
 	}
 	{
+		/* buckets that close: the storage of compressed buckets */
+		bson_t *c = BCON_NEW("create", "ts_c", "timeseries", "{", "timeField", "t", "metaField", "sensor", "}");
+		tcmd0(t, TS_DB, c);
+		bson_destroy(c);
+		ingest_long(t, "plain_c");
+		ingest_long(t, "ts_c");
+	}
+	{
 		bson_t *c = BCON_NEW("createIndexes", "plain", "indexes", "[", "{", "key", "{", "sensor", BCON_INT32(1), "t",
 		    BCON_INT32(1), "}", "name", "sensor_1_t_1", "}", "]");
 		tcmd0(t, TS_DB, c);
@@ -272,6 +312,12 @@ main(int argc, char **argv)
 	printf("bench ts_storage_size: tamga %lld bytes, plain %lld bytes, ratio %.2f (manual buckets %lld bytes)\n",
 	    (long long)ts_size, (long long)plain_size, plain_size > 0 ? (double)ts_size / (double)plain_size : 0.0,
 	    (long long)manual_size);
+	{
+		int64_t a = storage_size(t, "ts_c"), p = storage_size(t, "plain_c");
+		printf("bench ts_storage_size_closed: tamga %lld bytes, plain %lld bytes, ratio %.2f (%lld sensors x %lld s)\n",
+		    (long long)a, (long long)p, p > 0 ? (double)a / (double)p : 0.0,
+		    (long long)(TS_N / 10000 > 0 ? TS_N / 10000 : 1), (long long)(TS_N / (TS_N / 10000 > 0 ? TS_N / 10000 : 1)));
+	}
 	hours = (TS_N / SENSORS + 3599) / 3600;
 	if (hours > 24)
 		hours = 24;

@@ -36,6 +36,7 @@
 #include "common/mem.h"
 #include "query/match.h"
 #include "timeseries/timeseries.h"
+#include "timeseries/ts_compress.h"
 #include "update/update.h"
 
 /* ---- create ------------------------------------------------------------------ */
@@ -247,6 +248,7 @@ typedef struct ts_target {
 	ts_open_t *open;             /* the catalog row it continues or will become */
 	uint64_t hash;               /* meta_hash of meta */
 	int chain;                   /* the next target in its ts_batch_t.heads chain, -1 */
+	bool closed;                 /* full or rolled over: compressed once written */
 } ts_target_t;
 
 #define TS_BATCH_HASH 2048
@@ -377,7 +379,9 @@ reopen(ts_batch_t *b, const bson_value_t *meta, uint64_t h)
 		bson_t bucket;
 		bson_iter_t idit, st;
 		bson_iter_document(&f, &l, &d);
-		if (bson_init_static(&bucket, d, l) && bson_iter_init_find(&idit, &bucket, "_id") &&
+		/* a compressed bucket is closed: never appended to again */
+		if (bson_init_static(&bucket, d, l) && !ts_bucket_is_compressed(&bucket) &&
+		    bson_iter_init_find(&idit, &bucket, "_id") &&
 		    BSON_ITER_HOLDS_OID(&idit) && bson_iter_init(&st, &bucket) &&
 		    bson_iter_find_descendant(&st, path, &st) && BSON_ITER_HOLDS_DATE_TIME(&st)) {
 			o = bson_malloc0(sizeof(*o));
@@ -442,6 +446,7 @@ route(ts_batch_t *b, int i, const bson_value_t *meta, int64_t t_ms)
 			why = 3;
 		if (why >= 0) {
 			b->closed[why]++;
+			t->closed = true;
 			t = NULL;
 			closed_here = true;
 		}
@@ -518,6 +523,43 @@ err:
 	return ret;
 }
 
+/*
+ * A bucket that closed in this batch is stored compressed (control.version
+ * 2): read back as written and rewritten as BSONColumns in the same
+ * transaction.  A bucket the column format cannot hold (CodeWScope) stays
+ * v1.  See timeseries/README.md for why at close.
+ */
+static int
+compress_closed(storage_session_t *s, ts_batch_t *b, terr_t *err)
+{
+	for (int k = 0; k < b->nt; k++) {
+		ts_target_t *t = &b->t[k];
+		bson_value_t idv = {.value_type = BSON_TYPE_OID};
+		bson_t view, old = BSON_INITIALIZER, nb = BSON_INITIALIZER;
+		recid_t recid = 0;
+		terr_t e = TERR_INIT;
+		int rc, ret = 0;
+
+		if (!t->closed)
+			continue;
+		bson_oid_copy(&t->id, &idv.value.v_oid);
+		rc = storage_doc_find_id(s, b->coll, &idv, &recid, &view, err);
+		if (rc < 0)
+			return -1;
+		if (rc == 0) {
+			bson_destroy(&old);
+			bson_copy_to(&view, &old);
+			if (!ts_bucket_is_compressed(&old) && ts_bucket_compress(&b->o, &old, &nb, &e) == 0)
+				ret = storage_doc_update(s, b->coll, recid, &old, &nb, err);
+		}
+		terr_clear(&e);
+		bson_destroy(&nb);
+		bson_destroy(&old);
+		RET(ret);
+	}
+	return 0;
+}
+
 static int
 insert_txn(storage_session_t *s, void *arg, terr_t *err)
 {
@@ -534,7 +576,7 @@ insert_txn(storage_session_t *s, void *arg, terr_t *err)
 	}
 	(void)ins;
 	(void)upd;
-	return 0;
+	return compress_closed(s, b, err);
 }
 
 /* After the commit: the catalog learns the buckets the insert left open. */
@@ -980,6 +1022,18 @@ rewrite_txn(storage_session_t *s, void *arg, terr_t *err)
 				if (bson_iter_init_find(&mit, &old, "meta"))
 					meta = *bson_iter_value(&mit);
 				ts_bucket_build(&r->o, &oid, start, &meta, ms, k, &nb);
+				if (ts_bucket_is_compressed(&old)) {
+					/* a closed bucket stays closed and compressed */
+					bson_t cb = BSON_INITIALIZER;
+					terr_t e = TERR_INIT;
+					if (ts_bucket_compress(&r->o, &nb, &cb, &e) == 0) {
+						bson_destroy(&nb);
+						bson_steal(&nb, &cb);
+					} else {
+						bson_destroy(&cb);
+					}
+					terr_clear(&e);
+				}
 				ret = storage_doc_update(s, r->coll, ids[i], &old, &nb, err);
 				bson_destroy(&nb);
 				bson_free(ms);

@@ -86,12 +86,15 @@ void ts_bucket_append(const ts_options_t *o, const bson_t *old, const bson_t *co
  * holding the bucket's meta, then the other columns' fields in column
  * order.  fn returns 0 to go on, non-zero to
  * stop (returned).  A bucket that is not one (no data document) unpacks to
- * nothing.  Returns the number of measurements in *n when n is not NULL.
+ * nothing; a compressed one (control.version 2/3) unpacks as its v1 form
+ * (a malformed BSONColumn: 2).  Returns the number of measurements in *n
+ * when n is not NULL.
  */
 typedef int (*ts_measurement_fn)(void *ctx, const bson_t *measurement, terr_t *err);
 int ts_bucket_unpack(const ts_options_t *o, const bson_t *bucket, bson_t *scratch, ts_measurement_fn fn,
                      void *ctx, terr_t *err);
-/* The measurement count of a bucket (entries of its time column). */
+/* The measurement count of a bucket (entries of its time column;
+ * control.count of a compressed one). */
 int ts_bucket_count(const ts_options_t *o, const bson_t *bucket);
 
 /*

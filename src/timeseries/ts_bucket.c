@@ -4,10 +4,12 @@
  * built from measurements and unpacked again, and the bucket-level filter
  * a query on measurements implies.
  *
- * Buckets here are mongod's uncompressed layout (control.version 1); the
- * BSONColumn-compressed control.version 2 is not built yet.
+ * Buckets built here are mongod's uncompressed layout (control.version 1);
+ * compressed ones (2 and 3, ts_bucket_v2.c) are counted and unpacked
+ * through their v1 form.
  */
 #include "timeseries/timeseries.h"
+#include "timeseries/ts_compress.h"
 
 #include <string.h>
 
@@ -444,6 +446,18 @@ ts_bucket_count(const ts_options_t *o, const bson_t *bucket)
 	bson_iter_t col, it, d;
 	int n = 0;
 
+	if (ts_bucket_is_compressed(bucket)) {
+		/* control.count, else the decompressed time column's */
+		bson_t v1 = BSON_INITIALIZER;
+		terr_t e = TERR_INIT;
+		if (bson_iter_init(&it, bucket) && bson_iter_find_descendant(&it, "control.count", &d) &&
+		    BSON_ITER_HOLDS_NUMBER(&d) && bson_iter_as_int64(&d) >= 0 && bson_iter_as_int64(&d) <= INT32_MAX)
+			return (int)bson_iter_as_int64(&d);
+		n = ts_bucket_decompress(bucket, &v1, &e) == 0 ? ts_bucket_count(o, &v1) : 0;
+		terr_clear(&e);
+		bson_destroy(&v1);
+		return n;
+	}
 	/* the column's length says its count (no walk of every value) when
 	 * its elements are dates under keys 0..n-1, and the last one confirms */
 	if (bson_iter_init_find(&it, bucket, "data") && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &d) &&
@@ -481,6 +495,15 @@ ts_bucket_unpack(const ts_options_t *o, const bson_t *bucket, bson_t *scratch, t
 	int ncols = 0, rc = 0, total = 0;
 	bool has_meta;
 
+	if (ts_bucket_is_compressed(bucket)) {
+		/* a compressed bucket unpacks as its v1 form */
+		bson_t v1 = BSON_INITIALIZER;
+		rc = ts_bucket_decompress(bucket, &v1, err);
+		if (rc == 0)
+			rc = ts_bucket_unpack(o, &v1, scratch, fn, ctx, err);
+		bson_destroy(&v1);
+		return rc;
+	}
 	if (!bson_iter_init_find(&it, bucket, "data") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !time_column(o, bucket, &tcol))
 		return 0;
 	bson_iter_recurse(&it, &data);

@@ -57,11 +57,17 @@ test('explain shows the unpack stage and the bucket filter', () => {
 });
 
 test('rawData reads the buckets', () => {
-	const b = t.runCommand({find: 'w', filter: {'meta.id': 0}, rawData: true, limit: 1}).cursor.firstBatch[0];
+	// the open bucket of a meta is v1; one that closed is compressed (v2, BSONColumns, control.count)
+	const b = t.runCommand({find: 'w', filter: {'meta.id': 0, 'control.version': 1}, rawData: true, limit: 1}).cursor.firstBatch[0];
 	eq(b.control.version, 1, 'version');
 	eq(b.meta, {id: 0, room: 'r0'}, 'meta');
 	ok(b.data.ts['0'] instanceof Date, 'time column');
 	ok(b.control.min.ts <= b.control.max.ts, 'control');
+	const c = t.runCommand({find: 'w', filter: {'control.version': 2}, rawData: true, limit: 1}).cursor.firstBatch[0];
+	ok(c !== undefined, 'a closed bucket');
+	ok(c.data.ts.sub_type === 7, 'time column as BSONColumn');
+	ok(c.control.count > 0 && c.control.min.ts <= c.control.max.ts, 'count and bounds');
+	eq(t.w.countDocuments({'sensor.id': c.meta.id, ts: {$gte: c.control.min.ts, $lte: c.control.max.ts}}) >= c.control.count, true, 'its measurements read back');
 });
 
 test('deletes and updates with any filter', () => {

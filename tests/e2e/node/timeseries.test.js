@@ -76,6 +76,27 @@ test('rawData through the driver', async () => {
 	assert.ok('meta' in raw[0]);
 });
 
+test('closed buckets are compressed (control.version 2, BSONColumn) and read back', async () => {
+	await db.createCollection('full', { timeseries: { timeField: 't', metaField: 'sensor' } });
+	const docs = [];
+	for (let i = 0; i < 2500; i++)
+		docs.push({ sensor: 'a', t: new Date(base + i * 1000), v: i % 7 === 0 ? null : i * 0.5, s: `k${i % 3}`,
+			...(i % 5 ? { o: { x: i, y: [i % 2, 'q'] } } : {}) });
+	await db.collection('full').insertMany(docs);
+	const raw = await db.collection('full').find({}, { rawData: true }).sort({ 'control.min.t': 1 }).toArray();
+	assert.deepEqual(raw.map(b => b.control.version), [2, 2, 1]);
+	assert.deepEqual(raw.map(b => b.control.count), [1000, 1000, undefined]);
+	for (const f of ['t', 'v', 's', 'o'])
+		assert.equal(raw[0].data[f].sub_type, 7, `column ${f}`);
+	assert.ok(raw[0].data.t.buffer.length < 100, 'time column compressed');
+	const back = await db.collection('full').find({}, { projection: { _id: 0 } }).sort({ t: 1 }).toArray();
+	assert.equal(back.length, 2500);
+	assert.deepEqual(back.map(d => [d.t.getTime(), d.v, d.s, d.o]),
+		docs.map(d => [d.t.getTime(), d.v, d.s, d.o]));
+	assert.equal(await db.collection('full').countDocuments({ v: { $gte: 100, $lt: 200 } }),
+		docs.filter(d => d.v !== null && d.v >= 100 && d.v < 200).length);
+});
+
 test('clustered collection through the driver', async () => {
 	await db.createCollection('c', { clusteredIndex: { key: { _id: 1 }, unique: true, name: 'cl' } });
 	await db.collection('c').insertMany([...Array(200).keys()].map(i => ({ _id: 199 - i, v: i })));
