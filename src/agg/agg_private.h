@@ -227,6 +227,25 @@ int agg_exec_pull(agg_exec_t *x, const bson_t **doc, terr_t *err);
 
 
 /* ---- stage tables (one per family) -------------------------------------- */
+/* Removed fields' slots across $sort (see stage_project.c's head comment).
+ * agg_sort_carry_slots: a $addFields / $set, at its open, asks the $sort
+ * sort_rt it reads through to keep, with each document it holds in memory,
+ * the slots of the exclusion excl (upstream of the sort) and to hand them
+ * back to excl as the document leaves (false: it cannot -- too many
+ * exclusions, or already running; the chain then ends there).
+ * agg_is_sort_stage: rt runs $sort.
+ * agg_proj_slot_skeleton (stage_project.c): appends to out excl's input of
+ * its last document reduced to what reordering reads (its field names in
+ * order, values only below the exclusion's sub-paths; a few bytes per
+ * field), and returns whether that document had a field excl removed (a
+ * slot; false: nothing to keep).  agg_proj_slot_set: excl's input of the
+ * current document becomes ref (borrowed: the caller keeps it valid until
+ * it sets another or the pipeline closes; NULL: the document has no slot). */
+bool agg_sort_carry_slots(const agg_rt_t *sort_rt, const agg_rt_t *excl);
+bool agg_is_sort_stage(const agg_rt_t *rt);
+bool agg_proj_slot_skeleton(const agg_rt_t *excl, bson_t *out);
+void agg_proj_slot_set(const agg_rt_t *excl, const bson_t *ref);
+
 extern const agg_stage_def_t agg_stages_basic[];
 extern const agg_stage_def_t agg_stages_project[];
 extern const agg_stage_def_t agg_stages_group[];

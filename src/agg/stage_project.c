@@ -20,9 +20,14 @@
  * fills in place.  Here the setting stage reorders its output after the
  * input of each exclusion (and the holes of each $addFields) it reads through
  * $match / $limit / $skip / $addFields / exclusions / $unwind / $lookup,
- * which hand mongod's Document on; a stage that buffers or rebuilds
- * documents ($sort, $group, ...) ends the chain (mongod's in-memory sort
- * keeps the Documents and their slots too: not done).
+ * which hand mongod's Document on, and through $sort: mongod's in-memory
+ * sorter keeps the Documents, so the sort keeps with each document it holds
+ * a skeleton of each exclusion's input (field names, counted in its memory
+ * limit, dropped with the document by top-k) and hands it back as the
+ * document leaves; a sort that spilled wrote BSON (Document::
+ * serializeForSorter skips missing values) and lost them, here too.  A
+ * $addFields' holes end the chain at a $sort, and a stage that rebuilds
+ * documents ($group, ...) ends it.
  *
  * Not here: find's projection ($elemMatch, $slice, positional $) -- query/.
  */
@@ -839,6 +844,79 @@ slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const p
 		bson_free(moved);
 }
 
+static bool slots_skeleton(const bson_t *ref, const pnode_t *excl, bson_t *out);
+
+/* it's value under k (a sub-tree of the exclusion) as a skeleton under
+ * name: documents by field, arrays element by element (as slots_value
+ * walks them), anything else null. */
+static bool
+skeleton_value(bson_t *out, const char *name, int len, const bson_iter_t *it, const pnode_t *k)
+{
+	bson_t sub, child;
+	bson_iter_t ai;
+	bool slot = false;
+
+	if (!BSON_ITER_HOLDS_DOCUMENT(it) && !BSON_ITER_HOLDS_ARRAY(it)) {
+		bson_append_null(out, name, len);
+		return false;
+	}
+	agg_value_doc(bson_iter_value((bson_iter_t *)it), &sub);
+	if (BSON_ITER_HOLDS_DOCUMENT(it)) {
+		bson_append_document_begin(out, name, len, &child);
+		slot = slots_skeleton(&sub, k, &child);
+		bson_append_document_end(out, &child);
+		return slot;
+	}
+	bson_append_array_begin(out, name, len, &child);
+	bson_iter_init(&ai, &sub);
+	while (bson_iter_next(&ai))
+		slot |= skeleton_value(&child, bson_iter_key(&ai), (int)bson_iter_key_len(&ai), &ai, k);
+	bson_append_array_end(out, &child);
+	return slot;
+}
+
+/* Append to out ref's fields in order, each value null except below a
+ * sub-tree of the exclusion node excl: all slots_reorder reads of an
+ * exclusion's input, a few bytes per field.  Returns whether ref holds a
+ * field excl removes (a slot). */
+static bool
+slots_skeleton(const bson_t *ref, const pnode_t *excl, bson_t *out)
+{
+	bson_iter_t it;
+	bool slot = false;
+
+	bson_iter_init(&it, ref);
+	while (bson_iter_next(&it)) {
+		const char *name = bson_iter_key(&it);
+		uint32_t len = bson_iter_key_len(&it);
+		const pnode_t *k = pnode_lookup(excl, name, len);
+		if (k != NULL && k->kind == PN_EXCLUDE)
+			slot = true;
+		if (k == NULL || k->kind != PN_SUB)
+			bson_append_null(out, name, (int)len);
+		else
+			slot |= skeleton_value(out, name, (int)len, &it, k);
+	}
+	return slot;
+}
+
+bool
+agg_proj_slot_skeleton(const agg_rt_t *excl, bson_t *out)
+{
+	const proj_state_t *es = excl->state;
+	const proj_plan_t *ep = excl->st->plan;
+
+	return es->last_in != NULL && slots_skeleton(es->last_in, &ep->root, out);
+}
+
+void
+agg_proj_slot_set(const agg_rt_t *excl, const bson_t *ref)
+{
+	proj_state_t *es = excl->state;
+
+	es->last_in = ref;
+}
+
 /* Does `add` set a field `src` (a $addFields) computes, which may be
  * missing and leave a slot? */
 static bool
@@ -865,7 +943,8 @@ static void
 slots_sources(const agg_rt_t *rt, proj_state_t *ps)
 {
 	const proj_plan_t *plan = rt->st->plan;
-	const agg_rt_t *in;
+	const agg_rt_t *in, *sorts[4];
+	int nsorts = 0;
 
 	ps->nexcl = 0;
 	if (plan->mode != PM_ADD)
@@ -880,12 +959,23 @@ slots_sources(const agg_rt_t *rt, proj_state_t *ps)
 		if (strcmp(n, "$match") == 0 || strcmp(n, "$limit") == 0 || strcmp(n, "$skip") == 0 ||
 		    strcmp(n, "$unwind") == 0 || strcmp(n, "$lookup") == 0)
 			continue;
+		/* an in-memory $sort keeps the Documents, slots included: each
+		 * exclusion found past it is carried by it (agg_sort_carry_slots) */
+		if (agg_is_sort_stage(in)) {
+			if (nsorts == (int)(sizeof(sorts) / sizeof(sorts[0])))
+				break;
+			sorts[nsorts++] = in;
+			continue;
+		}
 		if (in->st->def->open != rt->st->def->open)
 			break;
 		const proj_plan_t *ip = in->st->plan;
 		if (ip->mode == PM_ADD) {
 			proj_state_t *is = in->state;
 			if (holes_meet(&ip->root, &plan->root)) {
+				/* holes are not carried across a sort (not built) */
+				if (nsorts > 0)
+					break;
 				is->keep_holes = true;
 				ps->excl_rts[ps->nexcl++] = in;
 			}
@@ -893,8 +983,14 @@ slots_sources(const agg_rt_t *rt, proj_state_t *ps)
 		}
 		if (ip->mode != PM_EXCLUSION)
 			break;
-		if (slots_meet(&ip->root, &plan->root))
+		if (slots_meet(&ip->root, &plan->root)) {
+			bool carried = true;
+			for (int i = 0; i < nsorts && carried; i++)
+				carried = agg_sort_carry_slots(sorts[i], in);
+			if (!carried)
+				break;
 			ps->excl_rts[ps->nexcl++] = in;
+		}
 	}
 }
 
@@ -955,8 +1051,8 @@ proj_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		const proj_state_t *es = ps->excl_rts[i]->state;
 		const proj_plan_t *ep = ps->excl_rts[i]->st->plan;
 		bson_t *dst = *out == &ps->fused ? &ps->fused2 : &ps->fused;
-		if (ep->mode == PM_ADD && es->nholes == 0)
-			continue;
+		if (ep->mode == PM_ADD ? es->nholes == 0 : es->last_in == NULL)
+			continue;       /* no slot in this document */
 		bson_reinit(dst);
 		if (ep->mode == PM_ADD)
 			slots_reorder(*out, &es->hole_ref, &ep->root, &plan->root, es, dst);

@@ -102,6 +102,37 @@
 			{_id: 3, y: 4, z: 1, x: 3, b: 5, c: 6, a: 7}]);
 		cdb.i1slots.drop();
 	});
+	// an in-memory $sort hands the Documents on, each with its own slots
+	// (the sorter keeps them); a spilled one serialised them to BSON
+	// (Document::serializeForSorter skips missing values): no slot
+	compat(1, 'a removed field\'s slot lasts through $sort and top-k $sort + $limit, per document', () => {
+		cdb.i1slots.drop();
+		cdb.i1slots.insertMany([{_id: 1, b: 1, a: 2, c: 1}, {_id: 2, a: 1, b: 2}, {_id: 3, c: 0, a: 3, b: 3},
+			{_id: 4, a: 0}]);
+		const p = [{$project: {b: 0}}, {$sort: {a: 1}}, {$addFields: {b: 5}}];
+		eq(agg(cdb, 'i1slots', p), [{_id: 4, a: 0, b: 5}, {_id: 2, a: 1, b: 5}, {_id: 1, b: 5, a: 2, c: 1},
+			{_id: 3, c: 0, a: 3, b: 5}]);
+		eq(agg(cdb, 'i1slots', [{$unset: 'b'}, {$match: {a: {$gt: 1}}}, {$sort: {a: -1}}, {$limit: 1},
+			{$set: {n: 1, b: 5}}]), [{_id: 3, c: 0, a: 3, b: 5, n: 1}]);
+		eq(agg(cdb, 'i1slots', [{$unset: 'b'}, {$sort: {c: 1, a: 1}}, {$limit: 3}, {$sort: {_id: 1}}, {$set: {b: 5}}]),
+			[{_id: 2, a: 1, b: 5}, {_id: 3, c: 0, a: 3, b: 5}, {_id: 4, a: 0, b: 5}]);
+		// two exclusions carried by one sort, one of them nested
+		cdb.i1slots2.drop();
+		cdb.i1slots2.insertMany([{_id: 1, s: {x: 1, y: 2}, k: 1, m: 2}, {_id: 2, k: 0, s: [{x: 2, y: 1}, {y: 3}], m: 1}]);
+		eq(agg(cdb, 'i1slots2', [{$project: {'s.x': 0}}, {$unset: 'k'}, {$sort: {m: 1}}, {$set: {'s.x': 9, k: 8}}]),
+			[{_id: 2, k: 8, s: [{x: 9, y: 1}, {y: 3, x: 9}], m: 1}, {_id: 1, s: {x: 9, y: 2}, k: 8, m: 2}]);
+		cdb.i1slots2.drop();
+		const old = cmdOk(cdb.getSiblingDB('admin'), {getParameter: 1, internalQueryMaxBlockingSortMemoryUsageBytes: 1})
+			.internalQueryMaxBlockingSortMemoryUsageBytes;
+		cmdOk(cdb.getSiblingDB('admin'), {setParameter: 1, internalQueryMaxBlockingSortMemoryUsageBytes: 1});
+		try {
+			const r = cmdOk(cdb, {aggregate: 'i1slots', pipeline: p, allowDiskUse: true, cursor: {}}).cursor.firstBatch;
+			eq(r, [{_id: 4, a: 0, b: 5}, {_id: 2, a: 1, b: 5}, {_id: 1, a: 2, c: 1, b: 5}, {_id: 3, c: 0, a: 3, b: 5}]);
+		} finally {
+			cmdOk(cdb.getSiblingDB('admin'), {setParameter: 1, internalQueryMaxBlockingSortMemoryUsageBytes: old});
+		}
+		cdb.i1slots.drop();
+	});
 	// The field order of every reshaping stage and update form, as mongod
 	// builds it: inclusion $project keeps the input's order and appends
 	// computed fields in spec order (InclusionNode); $addFields/$set and
@@ -161,6 +192,12 @@
 			['_id', 'a', B, 'c', 'd', 'z', 'y']],
 		['exclusion, $unwind, $set (the slot lasts: DocumentSourceUnwind sets the field in a copy of the Document)',
 			[{$set: {u: [1, 2]}}, {$project: {a: 0}}, {$unwind: '$u'}, {$set: {a: 3}}], ['_id', 'a', B, 'c', 'd', 'u']],
+		['exclusion, $sort, $set (the slot lasts: the in-memory sorter keeps the Documents)',
+			[{$set: {n: 1}}, {$project: {a: 0}}, {$sort: {d: 1}}, {$set: {a: 3}}], ['_id', 'a', B, 'c', 'd', 'n']],
+		['$unset, top-k $sort + $limit, $set (a slot)', [{$unset: 'a'}, {$sort: {d: -1}}, {$limit: 1}, {$set: {n: 1, a: 2}}],
+			['_id', 'a', B, 'c', 'd', 'n']],
+		['nested exclusion, $sort, $sort, $set (a slot inside b)', [{$project: {'b.x': 0}}, {$sort: {a: 1}}, {$sort: {d: 1}},
+			{$set: {'b.x': 3}}], ['_id', 'a', B, 'c', 'd']],
 		['exclusion, $lookup, $set (the slot lasts: $lookup sets as on a MutableDocument of its input)',
 			[{$project: {a: 0}}, {$lookup: {from: 'i1fo', pipeline: [{$limit: 1}], as: 'j'}}, {$set: {a: 3}}, {$unset: 'j'}],
 			['_id', 'a', B, 'c', 'd']],
