@@ -243,6 +243,11 @@ int agg_exec_pull(agg_exec_t *x, const bson_t **doc, terr_t *err);
  * it sets another or the pipeline closes; NULL: the document has no slot). */
 bool agg_sort_carry_slots(const agg_rt_t *sort_rt, const agg_rt_t *excl);
 bool agg_is_sort_stage(const agg_rt_t *rt);
+/* agg_replace_root_path (stage_basic.c): rt is a $replaceRoot /
+ * $replaceWith promoting the document at *path of its input ("$a.b";
+ * NULL: $$ROOT itself), whose Document -- slots included -- it hands on
+ * (ReplaceRootTransformation builds its output on newRoot's Document). */
+bool agg_replace_root_path(const agg_rt_t *rt, const char **path);
 bool agg_proj_slot_skeleton(const agg_rt_t *excl, bson_t *out);
 void agg_proj_slot_set(const agg_rt_t *excl, const bson_t *ref);
 

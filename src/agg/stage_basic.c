@@ -411,7 +411,16 @@ typedef struct rr_state {
 	bson_t out;
 } rr_state_t;
 
+
 AGG_DEFINE_OPEN_WITH_OUT(rr_open, rr_state_t)
+
+bool
+agg_replace_root_path(const agg_rt_t *rt, const char **path)
+{
+	const rr_plan_t *rp = rt->st->plan;
+
+	return rt->st->def->open == rr_open && expr_is_root_path(rp->e, path);
+}
 
 static int
 rr_next(agg_rt_t *rt, const bson_t **out, terr_t *err)

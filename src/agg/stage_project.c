@@ -76,6 +76,10 @@ typedef struct proj_state {
 	 * reads through $match / $limit / $skip / $addFields / $set, nearest
 	 * first, each excluding a field this stage sets (none: nexcl 0) */
 	const agg_rt_t *excl_rts[SLOTS_MAX];
+	/* for each, where this stage's document lies in the exclusion's
+	 * input: NULL for the whole of it, else the dotted path a $replaceRoot
+	 * / $replaceWith between them promoted (owned) */
+	char *excl_paths[SLOTS_MAX];
 	int nexcl;
 	/* $addFields / $set a later one reads (keep_holes): the top-level
 	 * fields whose value was missing for the last document (mongod's
@@ -917,6 +921,48 @@ agg_proj_slot_set(const agg_rt_t *excl, const bson_t *ref)
 	es->last_in = ref;
 }
 
+/* The node of exclusion tree n at dotted path (NULL: n itself), or NULL
+ * when the exclusion has no sub-tree there. */
+static const pnode_t *
+slots_node_at(const pnode_t *n, const char *path)
+{
+	while (path != NULL && n != NULL) {
+		const char *dot = strchr(path, '.');
+		size_t len = dot != NULL ? (size_t)(dot - path) : strlen(path);
+		n = pnode_lookup(n, path, (uint32_t)len);
+		if (n != NULL && n->kind != PN_SUB)
+			n = NULL;
+		path = dot != NULL ? dot + 1 : NULL;
+	}
+	return n;
+}
+
+/* The document at dotted path in ref (path NULL: ref) as *sub (static over
+ * ref's bytes); false when the path does not lead to a document. */
+static bool
+slots_doc_at(const bson_t *ref, const char *path, bson_t *sub)
+{
+	const bson_t *cur = ref;
+
+	while (path != NULL) {
+		const char *dot = strchr(path, '.');
+		size_t len = dot != NULL ? (size_t)(dot - path) : strlen(path);
+		bson_iter_t it;
+		const uint8_t *data;
+		uint32_t dlen;
+		if (!bson_iter_init_find_w_len(&it, cur, path, (int)len) || !BSON_ITER_HOLDS_DOCUMENT(&it))
+			return false;
+		bson_iter_document(&it, &dlen, &data);
+		if (!bson_init_static(sub, data, dlen))
+			return false;
+		cur = sub;
+		path = dot != NULL ? dot + 1 : NULL;
+	}
+	if (cur == ref && !bson_init_static(sub, bson_get_data(ref), ref->len))
+		return false;
+	return true;
+}
+
 /* Does `add` set a field `src` (a $addFields) computes, which may be
  * missing and leave a slot? */
 static bool
@@ -945,6 +991,8 @@ slots_sources(const agg_rt_t *rt, proj_state_t *ps)
 	const proj_plan_t *plan = rt->st->plan;
 	const agg_rt_t *in, *sorts[4];
 	int nsorts = 0;
+	char *prefix = NULL;    /* where rt's document lies in the input of `in` */
+	const char *rp;
 
 	ps->nexcl = 0;
 	if (plan->mode != PM_ADD)
@@ -967,12 +1015,23 @@ slots_sources(const agg_rt_t *rt, proj_state_t *ps)
 			sorts[nsorts++] = in;
 			continue;
 		}
+		/* $replaceRoot / $replaceWith of "$path" or $$ROOT hands on the
+		 * Document found there, with the slots inside it */
+		if (agg_replace_root_path(in, &rp)) {
+			if (rp != NULL) {
+				char *p = prefix != NULL ? bson_strdup_printf("%s.%s", rp, prefix) : bson_strdup(rp);
+				bson_free(prefix);
+				prefix = p;
+			}
+			continue;
+		}
 		if (in->st->def->open != rt->st->def->open)
 			break;
 		const proj_plan_t *ip = in->st->plan;
 		if (ip->mode == PM_ADD) {
 			proj_state_t *is = in->state;
-			if (holes_meet(&ip->root, &plan->root)) {
+			/* holes are not followed into a promoted document (not built) */
+			if (prefix == NULL && holes_meet(&ip->root, &plan->root)) {
 				/* holes are not carried across a sort (not built) */
 				if (nsorts > 0)
 					break;
@@ -983,15 +1042,18 @@ slots_sources(const agg_rt_t *rt, proj_state_t *ps)
 		}
 		if (ip->mode != PM_EXCLUSION)
 			break;
-		if (slots_meet(&ip->root, &plan->root)) {
+		const pnode_t *en = slots_node_at(&ip->root, prefix);
+		if (en != NULL && slots_meet(en, &plan->root)) {
 			bool carried = true;
 			for (int i = 0; i < nsorts && carried; i++)
 				carried = agg_sort_carry_slots(sorts[i], in);
 			if (!carried)
 				break;
+			ps->excl_paths[ps->nexcl] = prefix != NULL ? bson_strdup(prefix) : NULL;
 			ps->excl_rts[ps->nexcl++] = in;
 		}
 	}
+	bson_free(prefix);
 }
 
 static int
@@ -1054,10 +1116,18 @@ proj_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		if (ep->mode == PM_ADD ? es->nholes == 0 : es->last_in == NULL)
 			continue;       /* no slot in this document */
 		bson_reinit(dst);
-		if (ep->mode == PM_ADD)
+		if (ep->mode == PM_ADD) {
 			slots_reorder(*out, &es->hole_ref, &ep->root, &plan->root, es, dst);
-		else
+		} else if (ps->excl_paths[i] == NULL) {
 			slots_reorder(*out, es->last_in, &ep->root, &plan->root, NULL, dst);
+		} else {
+			/* the document a $replaceRoot promoted: its slots, inside */
+			bson_t sub;
+			const pnode_t *en = slots_node_at(&ep->root, ps->excl_paths[i]);
+			if (!slots_doc_at(es->last_in, ps->excl_paths[i], &sub))
+				continue;
+			slots_reorder(*out, &sub, en, &plan->root, NULL, dst);
+		}
 		*out = dst;
 	}
 	/* this stage's own holes: kept laid out for a later stage, dropped
@@ -1084,6 +1154,8 @@ proj_close(agg_rt_t *rt)
 	bson_destroy(&ps->fused2);
 	bson_destroy(&ps->hole_ref);
 	bson_free(ps->holes);
+	for (int i = 0; i < ps->nexcl; i++)
+		bson_free(ps->excl_paths[i]);
 	bson_free(ps);
 }
 
