@@ -5,6 +5,10 @@
  */
 #include "tt.h"
 
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
 #include "tt_embedded.h"
 
 static tamga_t *db;
@@ -705,6 +709,132 @@ test_bucket_auto_densify(void)
 	AGG_ERR("dn", "[{\"$densify\": {\"field\": \"t\", \"range\": {\"step\": -1, \"bounds\": \"full\"}}}]", 5733401);
 }
 
+/* ---- field-order slots, randomized --------------------------------------
+ * Removing a field and setting it again later must leave it where setting it
+ * in place would (mongod's Document keeps the removed field's slot,
+ * SERVER-37791): for random documents, a random set F of fields (top-level
+ * and inside "s") and random stages between, the pipeline
+ *   [$unset F, <between>, $set F]  must answer exactly what
+ *   [<between>, $set F]  answers (fields present: in place; absent:
+ * appended in spec order, in both).  <between>: $match, $sort (with or
+ * without a $limit: top-k), a $set of another field, and at most one
+ * $replaceWith "$s" (then F is taken inside s). */
+static uint64_t slot_rng;
+
+static uint32_t
+slot_rand(void)
+{
+	slot_rng ^= slot_rng << 13;
+	slot_rng ^= slot_rng >> 7;
+	slot_rng ^= slot_rng << 17;
+	return (uint32_t)(slot_rng >> 11);
+}
+
+/* Append the fields of names[0..n) in a random order, each with probability
+ * 3/4, as "name": value. */
+static void
+slot_fields(char *buf, size_t cap, const char *const *names, int n, int base)
+{
+	int order[8];
+
+	for (int i = 0; i < n; i++)
+		order[i] = i;
+	for (int i = n - 1; i > 0; i--) {
+		int j = (int)(slot_rand() % (uint32_t)(i + 1)), t = order[i];
+		order[i] = order[j];
+		order[j] = t;
+	}
+	for (int i = 0; i < n; i++) {
+		if (slot_rand() % 4 == 0)
+			continue;
+		size_t l = strlen(buf);
+		snprintf(buf + l, cap - l, ", \"%s\": %d", names[order[i]], base + i);
+	}
+}
+
+static void
+test_slots_randomized(void)
+{
+	static const char *const top[] = {"a", "b", "c", "d", "e"};
+	static const char *const in_s[] = {"x", "y", "z", "w"};
+	const char *seed_env = getenv("TAMGA_TEST_SEED");
+	uint64_t seed = seed_env != NULL ? strtoull(seed_env, NULL, 10) : (uint64_t)time(NULL);
+	int runs = 0;
+
+	slot_rng = seed * 2654435761u + 1;
+	printf("# test_slots_randomized seed %llu (TAMGA_TEST_SEED)\n", (unsigned long long)seed);
+	for (int iter = 0; iter < 120; iter++) {
+		char docs[8192] = "[", unset[256] = "", setf[256] = "", between[512] = "";
+		bool promote = slot_rand() % 3 == 0;
+		int ndocs = 1 + (int)(slot_rand() % 12);
+
+		for (int i = 0; i < ndocs; i++) {
+			char d[1024], sd[256] = "";
+			snprintf(d, sizeof(d), "{\"_id\": %d, \"k\": %d", i, (int)(slot_rand() % 5));
+			slot_fields(d, sizeof(d), top, 5, 10 * i);
+			slot_fields(sd, sizeof(sd), in_s, 4, 100 * i);
+			size_t l = strlen(d);
+			/* s: a document (always, when promoted), somewhere among the fields */
+			snprintf(d + l, sizeof(d) - l, ", \"s\": {\"sk\": %d%s}}", i, sd);
+			l = strlen(docs);
+			snprintf(docs + l, sizeof(docs) - l, "%s%s", i > 0 ? ", " : "", d);
+		}
+		strcat(docs, "]");
+		/* F: 1-3 fields, top-level or inside s ("s.x"; only these when promoted) */
+		int nf = 1 + (int)(slot_rand() % 3);
+		for (int i = 0; i < nf; i++) {
+			bool nested = promote || slot_rand() % 2 == 0;
+			const char *f = nested ? in_s[slot_rand() % 4] : top[slot_rand() % 5];
+			char path[16];
+			snprintf(path, sizeof(path), "%s%s", nested ? "s." : "", f);
+			if (strstr(unset, path) != NULL)
+				continue;
+			size_t l = strlen(unset);
+			snprintf(unset + l, sizeof(unset) - l, "%s\"%s\"", unset[0] ? ", " : "", path);
+			l = strlen(setf);
+			snprintf(setf + l, sizeof(setf) - l, "%s\"%s\": %d", setf[0] ? ", " : "", promote ? f : path,
+			         900 + i);
+		}
+		/* the stages between, in a random order of a few kinds */
+		int nb = (int)(slot_rand() % 4);
+		bool promoted = false;
+		for (int i = 0; i < nb + (promote ? 1 : 0); i++) {
+			const char *st;
+			int kind = (int)(slot_rand() % 5);
+			if (promote && !promoted && (i == nb || slot_rand() % 2 == 0)) {
+				st = "{\"$replaceWith\": \"$s\"}";
+				promoted = true;
+			} else if (kind == 0) {
+				st = promoted ? "{\"$match\": {\"sk\": {\"$gte\": 1}}}" : "{\"$match\": {\"_id\": {\"$gte\": 1}}}";
+			} else if (kind == 1) {
+				st = promoted ? "{\"$sort\": {\"sk\": -1}}" : "{\"$sort\": {\"k\": 1, \"_id\": -1}}";
+			} else if (kind == 2) {
+				st = promoted ? "{\"$sort\": {\"sk\": 1}}, {\"$limit\": 3}"
+				              : "{\"$sort\": {\"k\": -1, \"_id\": 1}}, {\"$limit\": 4}";
+			} else if (kind == 3) {
+				st = "{\"$set\": {\"n\": 1}}";
+			} else {
+				st = promoted ? "{\"$sort\": {\"sk\": 1}}" : "{\"$sort\": {\"_id\": 1}}";
+			}
+			size_t l = strlen(between);
+			snprintf(between + l, sizeof(between) - l, "%s, ", st);
+		}
+		char *p1 = bson_strdup_printf("[{\"$unset\": [%s]}, %s{\"$set\": {%s}}]", unset, between, setf);
+		char *p2 = bson_strdup_printf("[%s{\"$set\": {%s}}]", between, setf);
+		load("slotsr", docs);
+		char *g1 = agg("slotsr", p1), *g2 = agg("slotsr", p2);
+		if (strcmp(g1, g2) != 0)
+			TT_FAIL_("seed %llu iter %d\n  docs %s\n  %s\n  -> %s\n  %s\n  -> %s", (unsigned long long)seed, iter,
+			         docs, p1, g1, p2, g2);
+		runs += strncmp(g1, "error", 5) != 0;
+		bson_free(g1);
+		bson_free(g2);
+		bson_free(p1);
+		bson_free(p2);
+	}
+	TT_ASSERT(runs > 60);
+}
+
 int
 main(void)
 {
@@ -729,6 +859,7 @@ main(void)
 	TT_RUN(test_stats_stages);
 	TT_RUN(test_window);
 	TT_RUN(test_bucket_auto_densify);
+	TT_RUN(test_slots_randomized);
 	tt_close_rm(db, dir);
 	return tt_finish();
 }
