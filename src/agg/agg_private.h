@@ -196,6 +196,9 @@ struct agg_exec {
 	/* a sub-pipeline fed by its caller ($facet input, $lookup source) */
 	int (*feed)(void *ctx, const bson_t **doc, terr_t *err);
 	void *feed_ctx;
+	/* the $facet whose branch this is: it hands each document of its
+	 * input on, slots included (stage_project.c walks on into its input) */
+	const agg_rt_t *feeder;
 	bool top;                     /* the command's own run (not a sub-run) */
 	const char *error_context;    /* prefix for runtime errors (static string) or NULL */
 	bool done;
@@ -213,6 +216,10 @@ struct agg_exec {
  * variables.  Its input is x->feed when set, or the collection opened with
  * agg_exec_open_source, or nothing. */
 int agg_exec_new_sub(const agg_pipeline_t *p, agg_exec_t *parent, agg_exec_t **out, terr_t *err);
+/* agg_exec_new_sub for a $facet branch fed by the $facet feeder (set
+ * before the stages open, so they can see past it). */
+int agg_exec_new_branch(const agg_pipeline_t *p, agg_exec_t *parent, const agg_rt_t *feeder, agg_exec_t **out,
+                        terr_t *err);
 /* Read coll (borrowed; a reference is taken; NULL = empty) through the find
  * executor with filter (may be NULL), compiled with x's variables as let.
  * Replaces any source x had (so a $lookup re-runs one exec per document). */
@@ -250,6 +257,22 @@ bool agg_is_sort_stage(const agg_rt_t *rt);
 bool agg_replace_root_path(const agg_rt_t *rt, const char **path);
 bool agg_proj_slot_skeleton(const agg_rt_t *excl, bson_t *out);
 void agg_proj_slot_set(const agg_rt_t *excl, const bson_t *ref);
+/* The slots a carrier keeps with one document, as bytes: agg_proj_slots_pack
+ * writes into *buf (grown as needed, *cap its size; scratch a bson_t the
+ * caller owns) one skeleton per exclusion of srcs[0..n) (an empty document
+ * where it has none) and returns their length, 0 when the document has no
+ * slot anywhere (keep nothing).  agg_proj_slots_unpack hands them back:
+ * each srcs[j] gets views[j] (static over aux, so aux must stay valid as
+ * long as the document) or NULL (aux NULL or len 0: none at all).
+ * agg_proj_slot_candidates: the exclusions upstream of `from` (itself
+ * included) whose slots a stage after it may fill, into out[0..max),
+ * nearest first; returns how many (a $facet carries those for its branches).
+ * agg_facet_carry_slots (stage_lookup.c): whether the $facet facet_rt
+ * carries excl's slots to its branches (decided at its open). */
+size_t agg_proj_slots_pack(const agg_rt_t *const *srcs, int n, bson_t *scratch, uint8_t **buf, size_t *cap);
+void agg_proj_slots_unpack(const agg_rt_t *const *srcs, int n, const uint8_t *aux, uint32_t len, bson_t *views);
+int agg_proj_slot_candidates(const agg_rt_t *from, const agg_rt_t **out, int max);
+bool agg_facet_carry_slots(const agg_rt_t *facet_rt, const agg_rt_t *excl);
 
 extern const agg_stage_def_t agg_stages_basic[];
 extern const agg_stage_def_t agg_stages_project[];

@@ -19,15 +19,18 @@
  * value appends a slot (DocumentStorage::getField), which a later $addFields
  * fills in place.  Here the setting stage reorders its output after the
  * input of each exclusion (and the holes of each $addFields) it reads through
- * $match / $limit / $skip / $addFields / exclusions / $unwind / $lookup,
- * which hand mongod's Document on, and through $sort: mongod's in-memory
- * sorter keeps the Documents, so the sort keeps with each document it holds
- * a skeleton of each exclusion's input (field names, counted in its memory
- * limit, dropped with the document by top-k) and hands it back as the
- * document leaves; a sort that spilled wrote BSON (Document::
+ * the stages that hand mongod's Document on (slots_walk): $match / $limit /
+ * $skip / $addFields / exclusions / $unwind / $lookup; $replaceRoot /
+ * $replaceWith of a path (the reorder then works inside the promoted
+ * document); and the carriers, which hold Documents and hand them on later:
+ * an in-memory $sort and the $facet feeding a branch (mongod's sorter and
+ * TeeBuffer keep the Documents).  A carrier keeps with each document it
+ * holds a skeleton of each exclusion's input (field names; counted in its
+ * memory limit, dropped with the document by top-k) and hands it back as
+ * the document leaves; a sort that spilled wrote BSON (Document::
  * serializeForSorter skips missing values) and lost them, here too.  A
- * $addFields' holes end the chain at a $sort, and a stage that rebuilds
- * documents ($group, ...) ends it.
+ * $addFields' holes end the chain at a carrier or a $replaceRoot, and a
+ * stage that rebuilds documents ($group, ...) ends it.
  *
  * Not here: find's projection ($elemMatch, $slice, positional $) -- query/.
  */
@@ -980,43 +983,70 @@ holes_meet(const pnode_t *src, const pnode_t *add)
 	return false;
 }
 
-/* The exclusions a $addFields / $set at rt reads (through $match / $limit /
- * $skip, other $addFields / $set and other exclusions, which all hand
- * mongod's Document on with its slots) whose removed slots it may fill, and
- * the $addFields / $set whose missing values' slots it may fill (those keep
- * their holes from now on): into ps->excl_rts, nearest first. */
-static void
-slots_sources(const agg_rt_t *rt, proj_state_t *ps)
+static int proj_open(agg_rt_t *rt, terr_t *err);
+
+/* A stage that holds the Documents it reads and hands them on later, slots
+ * included: an in-memory $sort, or the $facet feeding a branch.  Asked to
+ * carry an exclusion's slots; false when it cannot. */
+static bool
+carrier_carry(const agg_rt_t *c, const agg_rt_t *excl)
 {
-	const proj_plan_t *plan = rt->st->plan;
-	const agg_rt_t *in, *sorts[4];
-	int nsorts = 0;
+	return agg_is_sort_stage(c) ? agg_sort_carry_slots(c, excl) : agg_facet_carry_slots(c, excl);
+}
+
+/* Walk up from the stage before rt (or, for a candidates walk, from `from`
+ * itself) through the stages that hand mongod's Document on with its slots:
+ * $match / $limit / $skip; $unwind and $lookup, which set a field in (a copy
+ * of) the same Document (DocumentSourceUnwind's _output, DocumentSourceLookUp's
+ * MutableDocument of its input; DocumentStorage::clone copies the removed
+ * fields too; here both emit from one input at a time, so the source's last
+ * input is still the current document's); other $addFields / $set and
+ * exclusions; $replaceRoot / $replaceWith of "$path" or $$ROOT (the Document
+ * found there, with the slots inside it; mongod's ReplaceRootTransformation
+ * builds on newRoot's Document); and the carriers, an in-memory $sort and a
+ * branch's $facet, which keep the Documents (each exclusion met past one
+ * must be carried by it).
+ *
+ * With ps (a $addFields / $set at rt): into ps->excl_rts, nearest first,
+ * the exclusions whose removed slots it may fill and the $addFields / $set
+ * whose missing values' slots it may fill (those keep their holes from now
+ * on).  Without (a $facet's open, from its input): into cands[0..max) the
+ * exclusions a stage after `from` may fill (any with a sub-tree where the
+ * document then lies); returns how many. */
+static int
+slots_walk(const agg_rt_t *rt, proj_state_t *ps, const agg_rt_t *from, const agg_rt_t **cands, int max)
+{
+	const proj_plan_t *plan = ps != NULL ? rt->st->plan : NULL;
+	const agg_rt_t *in, *carriers[4];
+	const agg_exec_t *x = ps != NULL ? rt->x : from != NULL ? from->x : NULL;
+	int ncarriers = 0, n = 0;
 	char *prefix = NULL;    /* where rt's document lies in the input of `in` */
 	const char *rp;
 
-	ps->nexcl = 0;
-	if (plan->mode != PM_ADD)
-		return;
-	for (in = rt->input; in != NULL && ps->nexcl < SLOTS_MAX; in = in->input) {
-		const char *n = in->st->def->name;
-		/* $unwind and $lookup set a field in (a copy of) the same Document,
-		 * slots included (DocumentSourceUnwind's _output, DocumentSourceLookUp's
-		 * MutableDocument of its input; DocumentStorage::clone copies the
-		 * removed fields too); here both emit from one input at a time, so
-		 * the source's last input is still the current document's */
-		if (strcmp(n, "$match") == 0 || strcmp(n, "$limit") == 0 || strcmp(n, "$skip") == 0 ||
-		    strcmp(n, "$unwind") == 0 || strcmp(n, "$lookup") == 0)
-			continue;
-		/* an in-memory $sort keeps the Documents, slots included: each
-		 * exclusion found past it is carried by it (agg_sort_carry_slots) */
-		if (agg_is_sort_stage(in)) {
-			if (nsorts == (int)(sizeof(sorts) / sizeof(sorts[0])))
+	if (ps != NULL)
+		ps->nexcl = 0;
+	if (ps != NULL && plan->mode != PM_ADD)
+		return 0;
+	for (in = ps != NULL ? rt->input : from; n < (ps != NULL ? SLOTS_MAX : max); in = in->input) {
+		if (in == NULL) {
+			/* a $facet branch: on into the pipeline feeding the $facet */
+			if (x == NULL || x->feeder == NULL || ncarriers == (int)(sizeof(carriers) / sizeof(carriers[0])))
 				break;
-			sorts[nsorts++] = in;
+			carriers[ncarriers++] = x->feeder;
+			in = x->feeder;
+			x = in->x;
 			continue;
 		}
-		/* $replaceRoot / $replaceWith of "$path" or $$ROOT hands on the
-		 * Document found there, with the slots inside it */
+		const char *name = in->st->def->name;
+		if (strcmp(name, "$match") == 0 || strcmp(name, "$limit") == 0 || strcmp(name, "$skip") == 0 ||
+		    strcmp(name, "$unwind") == 0 || strcmp(name, "$lookup") == 0)
+			continue;
+		if (agg_is_sort_stage(in)) {
+			if (ncarriers == (int)(sizeof(carriers) / sizeof(carriers[0])))
+				break;
+			carriers[ncarriers++] = in;
+			continue;
+		}
 		if (agg_replace_root_path(in, &rp)) {
 			if (rp != NULL) {
 				char *p = prefix != NULL ? bson_strdup_printf("%s.%s", rp, prefix) : bson_strdup(rp);
@@ -1025,35 +1055,91 @@ slots_sources(const agg_rt_t *rt, proj_state_t *ps)
 			}
 			continue;
 		}
-		if (in->st->def->open != rt->st->def->open)
+		if (in->st->def->open != proj_open)
 			break;
 		const proj_plan_t *ip = in->st->plan;
 		if (ip->mode == PM_ADD) {
 			proj_state_t *is = in->state;
-			/* holes are not followed into a promoted document (not built) */
-			if (prefix == NULL && holes_meet(&ip->root, &plan->root)) {
-				/* holes are not carried across a sort (not built) */
-				if (nsorts > 0)
+			/* holes are not followed into a promoted document nor carried
+			 * across a sort or a $facet (not built): the walk ends there */
+			if (ps != NULL && holes_meet(&ip->root, &plan->root)) {
+				if (prefix != NULL || ncarriers > 0)
 					break;
 				is->keep_holes = true;
 				ps->excl_rts[ps->nexcl++] = in;
+				n++;
 			}
 			continue;
 		}
 		if (ip->mode != PM_EXCLUSION)
 			break;
 		const pnode_t *en = slots_node_at(&ip->root, prefix);
-		if (en != NULL && slots_meet(en, &plan->root)) {
+		if (en != NULL && (ps == NULL || slots_meet(en, &plan->root))) {
 			bool carried = true;
-			for (int i = 0; i < nsorts && carried; i++)
-				carried = agg_sort_carry_slots(sorts[i], in);
+			for (int i = 0; i < ncarriers && carried; i++)
+				carried = carrier_carry(carriers[i], in);
 			if (!carried)
 				break;
-			ps->excl_paths[ps->nexcl] = prefix != NULL ? bson_strdup(prefix) : NULL;
-			ps->excl_rts[ps->nexcl++] = in;
+			if (ps != NULL) {
+				ps->excl_paths[ps->nexcl] = prefix != NULL ? bson_strdup(prefix) : NULL;
+				ps->excl_rts[ps->nexcl++] = in;
+			} else {
+				cands[n] = in;
+			}
+			n++;
 		}
 	}
 	bson_free(prefix);
+	return n;
+}
+
+int
+agg_proj_slot_candidates(const agg_rt_t *from, const agg_rt_t **out, int max)
+{
+	return from != NULL ? slots_walk(NULL, NULL, from, out, max) : 0;
+}
+
+size_t
+agg_proj_slots_pack(const agg_rt_t *const *srcs, int n, bson_t *scratch, uint8_t **buf, size_t *cap)
+{
+	size_t len = 0;
+	bool any = false;
+
+	for (int j = 0; j < n; j++) {
+		bson_reinit(scratch);
+		if (agg_proj_slot_skeleton(srcs[j], scratch))
+			any = true;
+		else
+			bson_reinit(scratch);
+		if (len + scratch->len > *cap) {
+			*cap = (len + scratch->len) * 2;
+			*buf = bson_realloc(*buf, *cap);
+		}
+		memcpy(*buf + len, bson_get_data(scratch), scratch->len);
+		len += scratch->len;
+	}
+	return any ? len : 0;
+}
+
+void
+agg_proj_slots_unpack(const agg_rt_t *const *srcs, int n, const uint8_t *aux, uint32_t len, bson_t *views)
+{
+	uint32_t off = 0;
+
+	for (int j = 0; j < n; j++) {
+		const bson_t *ref = NULL;
+		uint32_t l;
+		if (aux != NULL && len - off >= 5) {
+			memcpy(&l, aux + off, 4);
+			l = BSON_UINT32_FROM_LE(l);
+			if (l > len - off)
+				l = len - off;
+			else if (l > 5 && bson_init_static(&views[j], aux + off, l))
+				ref = &views[j];
+			off += l;
+		}
+		agg_proj_slot_set(srcs[j], ref);
+	}
 }
 
 static int
@@ -1067,7 +1153,7 @@ proj_open(agg_rt_t *rt, terr_t *err)
 	bson_init(&ps->fused2);
 	bson_init(&ps->hole_ref);
 	rt->state = ps;
-	slots_sources(rt, ps);
+	(void)slots_walk(rt, ps, NULL, NULL, 0);
 	return 0;
 }
 

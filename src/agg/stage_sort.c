@@ -201,53 +201,6 @@ sort_open(agg_rt_t *rt, terr_t *err)
 	return 0;
 }
 
-/* The skeletons of the current document's slots into ss->aux (aux_len 0
- * when it has none). */
-static __attribute__((noinline)) void
-slots_keep(sort_state_t *ss)
-{
-	bool any = false;
-
-	ss->aux_len = 0;
-	for (int j = 0; j < ss->nslot; j++) {
-		bson_reinit(&ss->sk);
-		if (!agg_proj_slot_skeleton(ss->slot_srcs[j], &ss->sk))
-			bson_reinit(&ss->sk);
-		else
-			any = true;
-		if (ss->aux_len + ss->sk.len > ss->aux_cap) {
-			ss->aux_cap = (ss->aux_len + ss->sk.len) * 2;
-			ss->aux = bson_realloc(ss->aux, ss->aux_cap);
-		}
-		memcpy(ss->aux + ss->aux_len, bson_get_data(&ss->sk), ss->sk.len);
-		ss->aux_len += ss->sk.len;
-	}
-	if (!any)
-		ss->aux_len = 0;
-}
-
-/* Hand each exclusion carried its slots of the document leaving the sort
- * (none for a document read back from a spilled run). */
-static __attribute__((noinline)) void
-slots_hand(sort_state_t *ss)
-{
-	uint32_t len, off = 0;
-	const uint8_t *aux = sorter_last_aux(ss->sorter, &len);
-
-	for (int j = 0; j < ss->nslot; j++) {
-		const bson_t *ref = NULL;
-		uint32_t l;
-		if (aux != NULL && len - off >= 5) {
-			memcpy(&l, aux + off, 4);
-			l = BSON_UINT32_FROM_LE(l);
-			if (l <= len - off && l > 5 && bson_init_static(&ss->views[j], aux + off, l))
-				ref = &ss->views[j];
-			off += l <= len - off ? l : len - off;
-		}
-		agg_proj_slot_set(ss->slot_srcs[j], ref);
-	}
-}
-
 static int
 sort_fill(agg_rt_t *rt, terr_t *err)
 {
@@ -257,7 +210,7 @@ sort_fill(agg_rt_t *rt, terr_t *err)
 
 	while ((rc = agg_rt_pull(rt, &d, err)) == 1) {
 		if (ss->nslot > 0) {
-			slots_keep(ss);
+			ss->aux_len = agg_proj_slots_pack(ss->slot_srcs, ss->nslot, &ss->sk, &ss->aux, &ss->aux_cap);
 			RET(sorter_add_aux(ss->sorter, d, ss->aux, (uint32_t)ss->aux_len, err));
 		} else {
 			RET(sorter_add(ss->sorter, d, err));
@@ -280,8 +233,12 @@ sort_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		RET(sort_fill(rt, err));
 	}
 	int rc = sorter_next_ex(ss->sorter, out, err);
-	if (rc == 1 && ss->nslot > 0)
-		slots_hand(ss);
+	if (rc == 1 && ss->nslot > 0) {
+		/* none when the document came back from a spilled run */
+		uint32_t len;
+		const uint8_t *aux = sorter_last_aux(ss->sorter, &len);
+		agg_proj_slots_unpack(ss->slot_srcs, ss->nslot, aux, len, ss->views);
+	}
 	return rc;
 }
 

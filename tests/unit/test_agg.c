@@ -718,7 +718,8 @@ test_bucket_auto_densify(void)
  *   [<between>, $set F]  answers (fields present: in place; absent:
  * appended in spec order, in both).  <between>: $match, $sort (with or
  * without a $limit: top-k), a $set of another field, and at most one
- * $replaceWith "$s" (then F is taken inside s). */
+ * $replaceWith "$s" (then F is taken inside s); and sometimes all of it in
+ * a $facet branch. */
 static uint64_t slot_rng;
 
 static uint32_t
@@ -819,8 +820,18 @@ test_slots_randomized(void)
 			size_t l = strlen(between);
 			snprintf(between + l, sizeof(between) - l, "%s, ", st);
 		}
-		char *p1 = bson_strdup_printf("[{\"$unset\": [%s]}, %s{\"$set\": {%s}}]", unset, between, setf);
-		char *p2 = bson_strdup_printf("[%s{\"$set\": {%s}}]", between, setf);
+		char *p1, *p2;
+		if (slot_rand() % 3 == 0) {
+			/* the stages between and the $set in a $facet branch */
+			const char *tail = "]}}, {\"$unwind\": \"$o\"}, {\"$replaceWith\": \"$o\"}]";
+			p1 = bson_strdup_printf("[{\"$unset\": [%s]}, {\"$facet\": {\"c\": [{\"$count\": \"n\"}], \"o\": [%s{\"$set\": {%s}}%s",
+			                        unset, between, setf, tail);
+			p2 = bson_strdup_printf("[{\"$facet\": {\"c\": [{\"$count\": \"n\"}], \"o\": [%s{\"$set\": {%s}}%s", between,
+			                        setf, tail);
+		} else {
+			p1 = bson_strdup_printf("[{\"$unset\": [%s]}, %s{\"$set\": {%s}}]", unset, between, setf);
+			p2 = bson_strdup_printf("[%s{\"$set\": {%s}}]", between, setf);
+		}
 		load("slotsr", docs);
 		char *g1 = agg("slotsr", p1), *g2 = agg("slotsr", p2);
 		if (strcmp(g1, g2) != 0)
