@@ -273,6 +273,19 @@ size_t agg_proj_slots_pack(const agg_rt_t *const *srcs, int n, bson_t *scratch, 
 void agg_proj_slots_unpack(const agg_rt_t *const *srcs, int n, const uint8_t *aux, uint32_t len, bson_t *views);
 int agg_proj_slot_candidates(const agg_rt_t *from, const agg_rt_t **out, int max);
 bool agg_facet_carry_slots(const agg_rt_t *facet_rt, const agg_rt_t *excl);
+/* A stage other than $addFields / $set that sets the field at a dotted
+ * path on its input's Document -- $lookup's `as`, $unwind's
+ * includeArrayIndex: mongod's MutableDocument::setNestedField on the input
+ * -- fills that field's slot as $addFields does.  agg_slot_filler_new, at
+ * the stage rt's open: NULL when no stage upstream may leave a slot there
+ * (nothing to do per document), else a filler the stage frees with
+ * agg_slot_filler_free.  agg_slot_filler_apply: the stage's output `out`
+ * for the current document, laid out with the path in its slot (out
+ * itself, or a document the filler owns, valid until its next call). */
+typedef struct agg_slot_filler agg_slot_filler_t;
+agg_slot_filler_t *agg_slot_filler_new(const agg_rt_t *rt, const char *path);
+const bson_t *agg_slot_filler_apply(agg_slot_filler_t *f, const bson_t *out);
+void agg_slot_filler_free(agg_slot_filler_t *f);
 
 extern const agg_stage_def_t agg_stages_basic[];
 extern const agg_stage_def_t agg_stages_project[];

@@ -479,6 +479,7 @@ typedef struct unwind_state {
 	bson_iter_t it;
 	int64_t idx;
 	bool active;
+	agg_slot_filler_t *filler;    /* includeArrayIndex fills a removed field's slot, or NULL */
 } unwind_state_t;
 
 static void
@@ -563,7 +564,18 @@ unwind_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	return 0;
 }
 
-AGG_DEFINE_OPEN_WITH_OUT(unwind_open, unwind_state_t)
+static int
+unwind_open(agg_rt_t *rt, terr_t *err)
+{
+	const unwind_plan_t *up = rt->st->plan;
+	unwind_state_t *us = tm_alloc0(sizeof(*us));
+
+	bson_init(&us->out);
+	rt->state = us;
+	if (up->index_field != NULL)
+		us->filler = agg_slot_filler_new(rt, up->index_field);
+	return 0;
+}
 
 /* out = in with path set to v (NULL = removed) and the index field. */
 static void
@@ -583,8 +595,21 @@ unwind_emit(const unwind_plan_t *up, unwind_state_t *us, const bson_t *in, const
 	}
 }
 
+static int unwind_next_doc(agg_rt_t *rt, const bson_t **out, terr_t *err);
+
 static int
 unwind_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	unwind_state_t *us = rt->state;
+	int rc = unwind_next_doc(rt, out, err);
+
+	if (rc == 1 && us->filler != NULL)
+		*out = agg_slot_filler_apply(us->filler, *out);
+	return rc;
+}
+
+static int
+unwind_next_doc(agg_rt_t *rt, const bson_t **out, terr_t *err)
 {
 	const unwind_plan_t *up = rt->st->plan;
 	unwind_state_t *us = rt->state;
@@ -651,6 +676,7 @@ unwind_close(agg_rt_t *rt)
 	unwind_state_t *us = rt->state;
 
 	bson_destroy(&us->out);
+	agg_slot_filler_free(us->filler);
 	bson_free(us);
 }
 

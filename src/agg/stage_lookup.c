@@ -368,6 +368,7 @@ typedef struct lookup_state {
 	bson_t out;
 	bson_t in;                /* the input document, copied when a query
 	                           * runs (it may read the input's collection) */
+	agg_slot_filler_t *filler;    /* `as` fills a removed field's slot, or NULL */
 } lookup_state_t;
 
 static void
@@ -536,6 +537,7 @@ lookup_open(agg_rt_t *rt, terr_t *err)
 	bson_init(&ls->out);
 	bson_init(&ls->in);
 	rt->state = ls;
+	ls->filler = agg_slot_filler_new(rt, ((const lookup_plan_t *)rt->st->plan)->as);
 	return 0;
 }
 
@@ -762,7 +764,7 @@ done:
 	av.value.v_doc.data_len = results.len;
 	bson_reinit(&ls->out);
 	agg_doc_set_path(in, lp->as, &av, &ls->out);
-	*out = &ls->out;
+	*out = ls->filler != NULL ? agg_slot_filler_apply(ls->filler, &ls->out) : &ls->out;
 	ret = 1;
 err:
 	agg_exec_free(sub);
@@ -780,6 +782,7 @@ lookup_close(agg_rt_t *rt)
 	lookup_state_t *ls = rt->state;
 
 	storage_coll_release(ls->foreign);
+	agg_slot_filler_free(ls->filler);
 	hj_free(ls->hj);
 	bson_destroy(&ls->out);
 	bson_destroy(&ls->in);
@@ -1069,11 +1072,13 @@ facet_open(agg_rt_t *rt, terr_t *err)
 	bson_init(&fs->out);
 	bson_init(&fs->sk);
 	rt->state = fs;
-	/* slots only matter to a branch that sets fields */
+	/* slots only matter to a branch that sets fields ($lookup's as and
+	 * $unwind's includeArrayIndex fill slots too) */
 	for (int i = 0; i < fp->n && !sets; i++)
 		for (int k = 0; k < fp->pipes[i]->nstages && !sets; k++) {
 			const char *name = fp->pipes[i]->stages[k].def->name;
-			sets = strcmp(name, "$addFields") == 0 || strcmp(name, "$set") == 0;
+			sets = strcmp(name, "$addFields") == 0 || strcmp(name, "$set") == 0 ||
+			       strcmp(name, "$lookup") == 0 || strcmp(name, "$unwind") == 0;
 		}
 	if (sets)
 		fs->nslot = agg_proj_slot_candidates(rt->input, fs->slot_srcs, FACET_SLOT_SRCS);

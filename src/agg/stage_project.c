@@ -830,6 +830,9 @@ slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const p
 				}
 				moved[nmoved++] = name;
 			}
+			/* already in its slot (an earlier stage filled it): past it */
+			if (o_more && bson_iter_key_len(&o) == len && memcmp(bson_iter_key(&o), name, len) == 0)
+				o_more = bson_iter_next(&o);
 			continue;
 		}
 		/* kept by the exclusion: out's next field, unless $$REMOVE dropped it */
@@ -1007,18 +1010,18 @@ carrier_carry(const agg_rt_t *c, const agg_rt_t *excl)
  * branch's $facet, which keep the Documents (each exclusion met past one
  * must be carried by it).
  *
- * With ps (a $addFields / $set at rt): into ps->excl_rts, nearest first,
+ * from: the first stage to look at (NULL: the source of x's pipeline).
+ * With ps (a stage setting the fields of plan): into ps->excl_rts, nearest first,
  * the exclusions whose removed slots it may fill and the $addFields / $set
  * whose missing values' slots it may fill (those keep their holes from now
  * on).  Without (a $facet's open, from its input): into cands[0..max) the
  * exclusions a stage after `from` may fill (any with a sub-tree where the
  * document then lies); returns how many. */
 static int
-slots_walk(const agg_rt_t *rt, proj_state_t *ps, const agg_rt_t *from, const agg_rt_t **cands, int max)
+slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, const agg_exec_t *x,
+           const agg_rt_t **cands, int max)
 {
-	const proj_plan_t *plan = ps != NULL ? rt->st->plan : NULL;
 	const agg_rt_t *in, *carriers[4];
-	const agg_exec_t *x = ps != NULL ? rt->x : from != NULL ? from->x : NULL;
 	int ncarriers = 0, n = 0;
 	char *prefix = NULL;    /* where rt's document lies in the input of `in` */
 	const char *rp;
@@ -1027,7 +1030,7 @@ slots_walk(const agg_rt_t *rt, proj_state_t *ps, const agg_rt_t *from, const agg
 		ps->nexcl = 0;
 	if (ps != NULL && plan->mode != PM_ADD)
 		return 0;
-	for (in = ps != NULL ? rt->input : from; n < (ps != NULL ? SLOTS_MAX : max); in = in->input) {
+	for (in = from; n < (ps != NULL ? SLOTS_MAX : max); in = in->input) {
 		if (in == NULL) {
 			/* a $facet branch: on into the pipeline feeding the $facet */
 			if (x == NULL || x->feeder == NULL || ncarriers == (int)(sizeof(carriers) / sizeof(carriers[0])))
@@ -1096,7 +1099,7 @@ slots_walk(const agg_rt_t *rt, proj_state_t *ps, const agg_rt_t *from, const agg
 int
 agg_proj_slot_candidates(const agg_rt_t *from, const agg_rt_t **out, int max)
 {
-	return from != NULL ? slots_walk(NULL, NULL, from, out, max) : 0;
+	return from != NULL ? slots_walk(NULL, NULL, from, from->x, out, max) : 0;
 }
 
 size_t
@@ -1142,6 +1145,92 @@ agg_proj_slots_unpack(const agg_rt_t *const *srcs, int n, const uint8_t *aux, ui
 	}
 }
 
+/* Lay *out (the setting stage's result for the current document) out after
+ * the input of each exclusion (or the holes of each $addFields) in ps, nearest
+ * first: the result of one is laid out after the next one's input.  *out
+ * may become ps->fused or ps->fused2. */
+static void
+slots_apply(const proj_plan_t *plan, proj_state_t *ps, const bson_t **out)
+{
+	for (int i = 0; i < ps->nexcl; i++) {
+		const proj_state_t *es = ps->excl_rts[i]->state;
+		const proj_plan_t *ep = ps->excl_rts[i]->st->plan;
+		bson_t *dst = *out == &ps->fused ? &ps->fused2 : &ps->fused;
+		if (ep->mode == PM_ADD ? es->nholes == 0 : es->last_in == NULL)
+			continue;       /* no slot in this document */
+		bson_reinit(dst);
+		if (ep->mode == PM_ADD) {
+			slots_reorder(*out, &es->hole_ref, &ep->root, &plan->root, es, dst);
+		} else if (ps->excl_paths[i] == NULL) {
+			slots_reorder(*out, es->last_in, &ep->root, &plan->root, NULL, dst);
+		} else {
+			/* the document a $replaceRoot promoted: its slots, inside */
+			bson_t sub;
+			const pnode_t *en = slots_node_at(&ep->root, ps->excl_paths[i]);
+			if (!slots_doc_at(es->last_in, ps->excl_paths[i], &sub))
+				continue;
+			slots_reorder(*out, &sub, en, &plan->root, NULL, dst);
+		}
+		*out = dst;
+	}
+}
+
+/* ---- slots filled by other stages ($lookup's as, $unwind's
+ * includeArrayIndex), which set a field on their input's Document as
+ * setField does (see agg_private.h) ---- */
+struct agg_slot_filler {
+	proj_plan_t plan;       /* PM_ADD: the one path set, a PN_EXPR leaf */
+	proj_state_t ps;
+};
+
+agg_slot_filler_t *
+agg_slot_filler_new(const agg_rt_t *rt, const char *path)
+{
+	agg_slot_filler_t *f;
+	pnode_t *n;
+
+	if (rt->input == NULL && rt->x->feeder == NULL)
+		return NULL;
+	f = tm_alloc0(sizeof(*f));
+	f->plan.mode = PM_ADD;
+	n = &f->plan.root;
+	for (const char *p = path; p != NULL;) {
+		const char *dot = strchr(p, '.');
+		size_t len = dot != NULL ? (size_t)(dot - p) : strlen(p);
+		n = pnode_add(n, p, len);
+		p = dot != NULL ? dot + 1 : NULL;
+	}
+	n->kind = PN_EXPR;
+	pnode_index_all(&f->plan.root);
+	bson_init(&f->ps.fused);
+	bson_init(&f->ps.fused2);
+	if (slots_walk(&f->plan, &f->ps, rt->input, rt->x, NULL, 0) == 0) {
+		agg_slot_filler_free(f);
+		return NULL;
+	}
+	return f;
+}
+
+const bson_t *
+agg_slot_filler_apply(agg_slot_filler_t *f, const bson_t *out)
+{
+	slots_apply(&f->plan, &f->ps, &out);
+	return out;
+}
+
+void
+agg_slot_filler_free(agg_slot_filler_t *f)
+{
+	if (f == NULL)
+		return;
+	pnode_destroy(&f->plan.root);
+	bson_destroy(&f->ps.fused);
+	bson_destroy(&f->ps.fused2);
+	for (int i = 0; i < f->ps.nexcl; i++)
+		bson_free(f->ps.excl_paths[i]);
+	bson_free(f);
+}
+
 static int
 proj_open(agg_rt_t *rt, terr_t *err)
 {
@@ -1153,7 +1242,7 @@ proj_open(agg_rt_t *rt, terr_t *err)
 	bson_init(&ps->fused2);
 	bson_init(&ps->hole_ref);
 	rt->state = ps;
-	(void)slots_walk(rt, ps, NULL, NULL, 0);
+	(void)slots_walk(rt->st->plan, ps, rt->input, rt->x, NULL, 0);
 	return 0;
 }
 
@@ -1193,29 +1282,7 @@ proj_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	ps->nholes = 0;
 	RET(apply_exprs(rt, &plan->root, cur, &ps->out, ps, err));
 	*out = &ps->out;
-	/* each exclusion's slots, nearest first: the result of one is laid
-	 * out after the next one's input */
-	for (int i = 0; i < ps->nexcl; i++) {
-		const proj_state_t *es = ps->excl_rts[i]->state;
-		const proj_plan_t *ep = ps->excl_rts[i]->st->plan;
-		bson_t *dst = *out == &ps->fused ? &ps->fused2 : &ps->fused;
-		if (ep->mode == PM_ADD ? es->nholes == 0 : es->last_in == NULL)
-			continue;       /* no slot in this document */
-		bson_reinit(dst);
-		if (ep->mode == PM_ADD) {
-			slots_reorder(*out, &es->hole_ref, &ep->root, &plan->root, es, dst);
-		} else if (ps->excl_paths[i] == NULL) {
-			slots_reorder(*out, es->last_in, &ep->root, &plan->root, NULL, dst);
-		} else {
-			/* the document a $replaceRoot promoted: its slots, inside */
-			bson_t sub;
-			const pnode_t *en = slots_node_at(&ep->root, ps->excl_paths[i]);
-			if (!slots_doc_at(es->last_in, ps->excl_paths[i], &sub))
-				continue;
-			slots_reorder(*out, &sub, en, &plan->root, NULL, dst);
-		}
-		*out = dst;
-	}
+	slots_apply(plan, ps, out);
 	/* this stage's own holes: kept laid out for a later stage, dropped
 	 * from what it hands on */
 	if (ps->nholes > 0) {

@@ -1014,6 +1014,9 @@ slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const p
 		if (is_slot(k1, holes)) {
 			if (bson_iter_init_find_w_len(&f, out, name, (int)len))
 				bson_append_iter(res, name, (int)len, &f);
+			/* already in its slot (an earlier $set filled it): past it */
+			if (o_more && bson_iter_key_len(&o) == len && memcmp(bson_iter_key(&o), name, len) == 0)
+				o_more = bson_iter_next(&o);
 			continue;
 		}
 		if (!o_more || bson_iter_key_len(&o) != len || memcmp(bson_iter_key(&o), name, len) != 0)

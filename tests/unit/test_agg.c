@@ -719,7 +719,9 @@ test_bucket_auto_densify(void)
  * appended in spec order, in both).  <between>: $match, $sort (with or
  * without a $limit: top-k), a $set of another field, and at most one
  * $replaceWith "$s" (then F is taken inside s); and sometimes all of it in
- * a $facet branch. */
+ * a $facet branch.  F's first field may be set by a $lookup `as` or an
+ * $unwind includeArrayIndex instead (both set a field on their input's
+ * Document, filling its slot). */
 static uint64_t slot_rng;
 
 static uint32_t
@@ -765,13 +767,13 @@ test_slots_randomized(void)
 	slot_rng = seed * 2654435761u + 1;
 	printf("# test_slots_randomized seed %llu (TAMGA_TEST_SEED)\n", (unsigned long long)seed);
 	for (int iter = 0; iter < 120; iter++) {
-		char docs[8192] = "[", unset[256] = "", setf[256] = "", between[512] = "";
+		char docs[8192] = "[", unset[256] = "", setf[256] = "", between[512] = "", rest[256] = "", first[16] = "";
 		bool promote = slot_rand() % 3 == 0;
 		int ndocs = 1 + (int)(slot_rand() % 12);
 
 		for (int i = 0; i < ndocs; i++) {
 			char d[1024], sd[256] = "";
-			snprintf(d, sizeof(d), "{\"_id\": %d, \"k\": %d", i, (int)(slot_rand() % 5));
+			snprintf(d, sizeof(d), "{\"_id\": %d, \"k\": %d, \"u\": [7, 8]", i, (int)(slot_rand() % 5));
 			slot_fields(d, sizeof(d), top, 5, 10 * i);
 			slot_fields(sd, sizeof(sd), in_s, 4, 100 * i);
 			size_t l = strlen(d);
@@ -795,6 +797,32 @@ test_slots_randomized(void)
 			l = strlen(setf);
 			snprintf(setf + l, sizeof(setf) - l, "%s\"%s\": %d", setf[0] ? ", " : "", promote ? f : path,
 			         900 + i);
+			if (first[0] == '\0') {
+				snprintf(first, sizeof(first), "%s", promote ? f : path);
+			} else {
+				l = strlen(rest);
+				snprintf(rest + l, sizeof(rest) - l, "%s\"%s\": %d", rest[0] ? ", " : "", promote ? f : path, 900 + i);
+			}
+		}
+		/* what sets F: a $set, or a $set of the rest then a $lookup `as` or an
+		 * $unwind includeArrayIndex setting the first (both fill its slot) */
+		char setter[512];
+		int how = (int)(slot_rand() % 6);
+		if (how == 0 || how == 1) {
+			size_t l = 0;
+			setter[0] = '\0';
+			if (rest[0] != '\0')
+				l = (size_t)snprintf(setter, sizeof(setter), "{\"$set\": {%s}}, ", rest);
+			if (how == 0)
+				snprintf(setter + l, sizeof(setter) - l,
+				         "{\"$lookup\": {\"from\": \"slotsr\", \"pipeline\": [{\"$limit\": 1}, {\"$project\": {\"_id\": 1}}],"
+				         " \"as\": \"%s\"}}", first);
+			else
+				snprintf(setter + l, sizeof(setter) - l,
+				         "{\"$unwind\": {\"path\": \"$u\", \"includeArrayIndex\": \"%s\", \"preserveNullAndEmptyArrays\": true}}",
+				         first);
+		} else {
+			snprintf(setter, sizeof(setter), "{\"$set\": {%s}}", setf);
 		}
 		/* the stages between, in a random order of a few kinds */
 		int nb = (int)(slot_rand() % 4);
@@ -824,13 +852,12 @@ test_slots_randomized(void)
 		if (slot_rand() % 3 == 0) {
 			/* the stages between and the $set in a $facet branch */
 			const char *tail = "]}}, {\"$unwind\": \"$o\"}, {\"$replaceWith\": \"$o\"}]";
-			p1 = bson_strdup_printf("[{\"$unset\": [%s]}, {\"$facet\": {\"c\": [{\"$count\": \"n\"}], \"o\": [%s{\"$set\": {%s}}%s",
-			                        unset, between, setf, tail);
-			p2 = bson_strdup_printf("[{\"$facet\": {\"c\": [{\"$count\": \"n\"}], \"o\": [%s{\"$set\": {%s}}%s", between,
-			                        setf, tail);
+			p1 = bson_strdup_printf("[{\"$unset\": [%s]}, {\"$facet\": {\"c\": [{\"$count\": \"n\"}], \"o\": [%s%s%s",
+			                        unset, between, setter, tail);
+			p2 = bson_strdup_printf("[{\"$facet\": {\"c\": [{\"$count\": \"n\"}], \"o\": [%s%s%s", between, setter, tail);
 		} else {
-			p1 = bson_strdup_printf("[{\"$unset\": [%s]}, %s{\"$set\": {%s}}]", unset, between, setf);
-			p2 = bson_strdup_printf("[%s{\"$set\": {%s}}]", between, setf);
+			p1 = bson_strdup_printf("[{\"$unset\": [%s]}, %s%s]", unset, between, setter);
+			p2 = bson_strdup_printf("[%s%s]", between, setter);
 		}
 		load("slotsr", docs);
 		char *g1 = agg("slotsr", p1), *g2 = agg("slotsr", p2);
