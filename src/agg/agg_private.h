@@ -255,6 +255,11 @@ bool agg_is_sort_stage(const agg_rt_t *rt);
  * NULL: $$ROOT itself), whose Document -- slots included -- it hands on
  * (ReplaceRootTransformation builds its output on newRoot's Document). */
 bool agg_replace_root_path(const agg_rt_t *rt, const char **path);
+/* agg_unwind_current (stage_basic.c): rt is an $unwind of *path; *index:
+ * the array element its last output holds in place of the array (-1: that
+ * output held no element -- a scalar, null, missing or empty array).  The
+ * element is the Value mongod's $unwind sets, a Document with its slots. */
+bool agg_unwind_current(const agg_rt_t *rt, const char **path, int64_t *index);
 bool agg_proj_slot_skeleton(const agg_rt_t *excl, bson_t *out);
 void agg_proj_slot_set(const agg_rt_t *excl, const bson_t *ref);
 /* The slots a carrier keeps with one document, as bytes: agg_proj_slots_pack

@@ -479,6 +479,7 @@ typedef struct unwind_state {
 	bson_iter_t it;
 	int64_t idx;
 	bool active;
+	int64_t emitted;      /* index of the element the last output holds, or -1 */
 	agg_slot_filler_t *filler;    /* includeArrayIndex fills a removed field's slot, or NULL */
 } unwind_state_t;
 
@@ -571,6 +572,7 @@ unwind_open(agg_rt_t *rt, terr_t *err)
 	unwind_state_t *us = tm_alloc0(sizeof(*us));
 
 	bson_init(&us->out);
+	us->emitted = -1;
 	rt->state = us;
 	if (up->index_field != NULL)
 		us->filler = agg_slot_filler_new(rt, up->index_field);
@@ -597,6 +599,19 @@ unwind_emit(const unwind_plan_t *up, unwind_state_t *us, const bson_t *in, const
 
 static int unwind_next_doc(agg_rt_t *rt, const bson_t **out, terr_t *err);
 
+bool
+agg_unwind_current(const agg_rt_t *rt, const char **path, int64_t *index)
+{
+	const unwind_plan_t *up = rt->st->plan;
+	const unwind_state_t *us = rt->state;
+
+	if (rt->st->def->open != unwind_open)
+		return false;
+	*path = up->path;
+	*index = us != NULL ? us->emitted : -1;
+	return true;
+}
+
 static int
 unwind_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 {
@@ -616,10 +631,12 @@ unwind_next_doc(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	bson_value_t v, nullv = {.value_type = BSON_TYPE_NULL};
 	int rc;
 
+	us->emitted = -1;
 	for (;;) {
 		if (us->active) {
 			if (bson_iter_next(&us->it)) {
 				bson_value_t ix = {.value_type = BSON_TYPE_INT64, .value.v_int64 = us->idx++};
+				us->emitted = ix.value.v_int64;
 				unwind_emit(up, us, us->in, bson_iter_value(&us->it), false, &ix);
 				*out = &us->out;
 				return 1;

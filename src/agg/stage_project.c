@@ -36,6 +36,7 @@
  */
 #include "bson/path.h"
 #include "agg/agg_private.h"
+#include "agg/agg_doc.h"
 #include "common/nameidx.h"
 
 #include <string.h>
@@ -69,6 +70,17 @@ typedef struct proj_plan {
 } proj_plan_t;
 
 #define SLOTS_MAX 8
+#define SLOT_OPS_MAX 8
+
+/* What happened to the Document between an exclusion and the stage using
+ * its slots, from the stage up: a $replaceRoot / $replaceWith promoted the
+ * document at path (unwind NULL), or the $unwind `unwind` put an element of
+ * the array at path in its place (the current one: agg_unwind_current).
+ * Paths borrow from the stages' plans. */
+typedef struct slot_op {
+	const char *path;
+	const agg_rt_t *unwind;
+} slot_op_t;
 
 typedef struct proj_state {
 	bson_t pass1, out;
@@ -79,10 +91,12 @@ typedef struct proj_state {
 	 * reads through $match / $limit / $skip / $addFields / $set, nearest
 	 * first, each excluding a field this stage sets (none: nexcl 0) */
 	const agg_rt_t *excl_rts[SLOTS_MAX];
-	/* for each, where this stage's document lies in the exclusion's
-	 * input: NULL for the whole of it, else the dotted path a $replaceRoot
-	 * / $replaceWith between them promoted (owned) */
-	char *excl_paths[SLOTS_MAX];
+	/* for each, how this stage's document came from the exclusion's
+	 * input (nearest op first; owned, NULL when excl_nops is 0), and two
+	 * buffers to rebuild that input's view through $unwind ops */
+	slot_op_t *excl_ops[SLOTS_MAX];
+	int excl_nops[SLOTS_MAX];
+	bson_t opbuf[2];
 	int nexcl;
 	/* $addFields / $set a later one reads (keep_holes): the top-level
 	 * fields whose value was missing for the last document (mongod's
@@ -1022,9 +1036,10 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
            const agg_rt_t **cands, int max)
 {
 	const agg_rt_t *in, *carriers[4];
-	int ncarriers = 0, n = 0;
-	char *prefix = NULL;    /* where rt's document lies in the input of `in` */
+	int ncarriers = 0, n = 0, nops = 0;
+	slot_op_t ops[SLOT_OPS_MAX];   /* how rt's document came from the input of `in` */
 	const char *rp;
+	int64_t idx;
 
 	if (ps != NULL)
 		ps->nexcl = 0;
@@ -1042,8 +1057,18 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 		}
 		const char *name = in->st->def->name;
 		if (strcmp(name, "$match") == 0 || strcmp(name, "$limit") == 0 || strcmp(name, "$skip") == 0 ||
-		    strcmp(name, "$unwind") == 0 || strcmp(name, "$lookup") == 0)
+		    strcmp(name, "$lookup") == 0)
 			continue;
+		/* the element $unwind puts in place is the Value of the array's
+		 * element, a Document with its own slots */
+		if (agg_unwind_current(in, &rp, &idx)) {
+			/* the $unwind's current element is not the one of a document
+			 * a carrier hands on later (not built: the walk ends) */
+			if (nops == SLOT_OPS_MAX || ncarriers > 0)
+				break;
+			ops[nops++] = (slot_op_t){rp, in};
+			continue;
+		}
 		if (agg_is_sort_stage(in)) {
 			if (ncarriers == (int)(sizeof(carriers) / sizeof(carriers[0])))
 				break;
@@ -1052,9 +1077,9 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 		}
 		if (agg_replace_root_path(in, &rp)) {
 			if (rp != NULL) {
-				char *p = prefix != NULL ? bson_strdup_printf("%s.%s", rp, prefix) : bson_strdup(rp);
-				bson_free(prefix);
-				prefix = p;
+				if (nops == SLOT_OPS_MAX)
+					break;
+				ops[nops++] = (slot_op_t){rp, NULL};
 			}
 			continue;
 		}
@@ -1066,7 +1091,10 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 			/* holes are not followed into a promoted document nor carried
 			 * across a sort or a $facet (not built): the walk ends there */
 			if (ps != NULL && holes_meet(&ip->root, &plan->root)) {
-				if (prefix != NULL || ncarriers > 0)
+				bool promoted = false;
+				for (int i = 0; i < nops; i++)
+					promoted |= ops[i].unwind == NULL;
+				if (promoted || ncarriers > 0)
 					break;
 				is->keep_holes = true;
 				ps->excl_rts[ps->nexcl++] = in;
@@ -1076,7 +1104,10 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 		}
 		if (ip->mode != PM_EXCLUSION)
 			break;
-		const pnode_t *en = slots_node_at(&ip->root, prefix);
+		const pnode_t *en = &ip->root;
+		for (int i = nops - 1; i >= 0 && en != NULL; i--)
+			if (ops[i].unwind == NULL)
+				en = slots_node_at(en, ops[i].path);
 		if (en != NULL && (ps == NULL || slots_meet(en, &plan->root))) {
 			bool carried = true;
 			for (int i = 0; i < ncarriers && carried; i++)
@@ -1084,7 +1115,10 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 			if (!carried)
 				break;
 			if (ps != NULL) {
-				ps->excl_paths[ps->nexcl] = prefix != NULL ? bson_strdup(prefix) : NULL;
+				ps->excl_nops[ps->nexcl] = nops;
+				ps->excl_ops[ps->nexcl] = nops > 0 ? bson_malloc(sizeof(slot_op_t) * (size_t)nops) : NULL;
+				if (nops > 0)
+					memcpy(ps->excl_ops[ps->nexcl], ops, sizeof(slot_op_t) * (size_t)nops);
 				ps->excl_rts[ps->nexcl++] = in;
 			} else {
 				cands[n] = in;
@@ -1092,7 +1126,6 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 			n++;
 		}
 	}
-	bson_free(prefix);
 	return n;
 }
 
@@ -1145,6 +1178,55 @@ agg_proj_slots_unpack(const agg_rt_t *const *srcs, int n, const uint8_t *aux, ui
 	}
 }
 
+/* The exclusion i's input seen as the current document: its ops applied
+ * from the exclusion on -- a promotion takes the document at its path (and
+ * the exclusion's sub-tree there), an $unwind puts the current element in
+ * place of the array at its path (rebuilt in ps->opbuf, only when the
+ * exclusion has a sub-tree there).  *sub: a static view; false when the
+ * path no longer leads to a document (no slot). */
+static bool
+slots_follow(proj_state_t *ps, int i, const bson_t *ref, const pnode_t **node, bson_t *sub)
+{
+	const slot_op_t *ops = ps->excl_ops[i];
+	int buf = 0;
+	bson_t cur;
+
+	if (!bson_init_static(sub, bson_get_data(ref), ref->len))
+		return false;
+	for (int k = ps->excl_nops[i] - 1; k >= 0; k--) {
+		const char *rp;
+		int64_t idx;
+		bson_value_t v;
+		if (ops[k].unwind == NULL) {
+			*node = slots_node_at(*node, ops[k].path);
+			cur = *sub;
+			if (*node == NULL || !slots_doc_at(&cur, ops[k].path, sub))
+				return false;
+			continue;
+		}
+		if (slots_node_at(*node, ops[k].path) == NULL)
+			continue;       /* nothing removed below the unwound path */
+		if (!agg_unwind_current(ops[k].unwind, &rp, &idx) || idx < 0 ||
+		    !agg_doc_get_path(sub, ops[k].path, &v) || v.value_type != BSON_TYPE_ARRAY)
+			continue;
+		bson_t arr;
+		bson_iter_t it;
+		char key[24];
+		const char *ks;
+		agg_value_doc(&v, &arr);
+		bson_uint32_to_string((uint32_t)idx, &ks, key, sizeof(key));
+		if (idx > UINT32_MAX || !bson_iter_init_find(&it, &arr, ks))
+			continue;
+		bson_t *dst = &ps->opbuf[buf];
+		bson_reinit(dst);
+		agg_doc_set_path(sub, ops[k].path, bson_iter_value(&it), dst);
+		buf ^= 1;
+		if (!bson_init_static(sub, bson_get_data(dst), dst->len))
+			return false;
+	}
+	return true;
+}
+
 /* Lay *out (the setting stage's result for the current document) out after
  * the input of each exclusion (or the holes of each $addFields) in ps, nearest
  * first: the result of one is laid out after the next one's input.  *out
@@ -1161,13 +1243,14 @@ slots_apply(const proj_plan_t *plan, proj_state_t *ps, const bson_t **out)
 		bson_reinit(dst);
 		if (ep->mode == PM_ADD) {
 			slots_reorder(*out, &es->hole_ref, &ep->root, &plan->root, es, dst);
-		} else if (ps->excl_paths[i] == NULL) {
+		} else if (ps->excl_nops[i] == 0) {
 			slots_reorder(*out, es->last_in, &ep->root, &plan->root, NULL, dst);
 		} else {
-			/* the document a $replaceRoot promoted: its slots, inside */
+			/* the document promoted or unwound from the exclusion's input:
+			 * its slots, inside */
 			bson_t sub;
-			const pnode_t *en = slots_node_at(&ep->root, ps->excl_paths[i]);
-			if (!slots_doc_at(es->last_in, ps->excl_paths[i], &sub))
+			const pnode_t *en = &ep->root;
+			if (!slots_follow(ps, i, es->last_in, &en, &sub))
 				continue;
 			slots_reorder(*out, &sub, en, &plan->root, NULL, dst);
 		}
@@ -1204,6 +1287,8 @@ agg_slot_filler_new(const agg_rt_t *rt, const char *path)
 	pnode_index_all(&f->plan.root);
 	bson_init(&f->ps.fused);
 	bson_init(&f->ps.fused2);
+	bson_init(&f->ps.opbuf[0]);
+	bson_init(&f->ps.opbuf[1]);
 	if (slots_walk(&f->plan, &f->ps, rt->input, rt->x, NULL, 0) == 0) {
 		agg_slot_filler_free(f);
 		return NULL;
@@ -1227,7 +1312,9 @@ agg_slot_filler_free(agg_slot_filler_t *f)
 	bson_destroy(&f->ps.fused);
 	bson_destroy(&f->ps.fused2);
 	for (int i = 0; i < f->ps.nexcl; i++)
-		bson_free(f->ps.excl_paths[i]);
+		bson_free(f->ps.excl_ops[i]);
+	bson_destroy(&f->ps.opbuf[0]);
+	bson_destroy(&f->ps.opbuf[1]);
 	bson_free(f);
 }
 
@@ -1241,6 +1328,8 @@ proj_open(agg_rt_t *rt, terr_t *err)
 	bson_init(&ps->fused);
 	bson_init(&ps->fused2);
 	bson_init(&ps->hole_ref);
+	bson_init(&ps->opbuf[0]);
+	bson_init(&ps->opbuf[1]);
 	rt->state = ps;
 	(void)slots_walk(rt->st->plan, ps, rt->input, rt->x, NULL, 0);
 	return 0;
@@ -1308,7 +1397,9 @@ proj_close(agg_rt_t *rt)
 	bson_destroy(&ps->hole_ref);
 	bson_free(ps->holes);
 	for (int i = 0; i < ps->nexcl; i++)
-		bson_free(ps->excl_paths[i]);
+		bson_free(ps->excl_ops[i]);
+	bson_destroy(&ps->opbuf[0]);
+	bson_destroy(&ps->opbuf[1]);
 	bson_free(ps);
 }
 
