@@ -35,6 +35,7 @@
  * Not here: find's projection ($elemMatch, $slice, positional $) -- query/.
  */
 #include "bson/path.h"
+#include "bson/slots.h"
 #include "agg/agg_private.h"
 #include "agg/agg_doc.h"
 #include "common/nameidx.h"
@@ -763,115 +764,42 @@ slots_meet(const pnode_t *excl, const pnode_t *add)
 	return false;
 }
 
-static void slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *add,
-                          const proj_state_t *hs, bson_t *res);
-
-/* Append out's value o under name, reordered after r's when the exclusion
- * has paths below it (k1 a sub-tree) and the setting stage did not replace
- * it whole (k2 NULL or a sub-tree): documents by their fields, arrays
- * element by element (each element a document of its own in mongod). */
-static void
-slots_value(bson_t *res, const char *name, int len, const bson_iter_t *o, const bson_iter_t *r, const pnode_t *k1,
-            const pnode_t *k2, const proj_state_t *hs)
+/* bson/slots.h's view of this file's trees: an exclusion's (or a
+ * $addFields' whose holes, in ctx, are its slots) and a setting stage's. */
+static const void *
+slot_child(const void *node, const char *name, uint32_t len)
 {
-	bool docs = BSON_ITER_HOLDS_DOCUMENT(o) && BSON_ITER_HOLDS_DOCUMENT(r);
-	bool arrs = BSON_ITER_HOLDS_ARRAY(o) && BSON_ITER_HOLDS_ARRAY(r);
-	bson_t osub, rsub, child;
-
-	if (k1 == NULL || k1->kind != PN_SUB || (k2 != NULL && k2->kind != PN_SUB) || (!docs && !arrs)) {
-		bson_append_iter(res, name, len, o);
-		return;
-	}
-	agg_value_doc(bson_iter_value((bson_iter_t *)o), &osub);
-	agg_value_doc(bson_iter_value((bson_iter_t *)r), &rsub);
-	if (docs) {
-		bson_append_document_begin(res, name, len, &child);
-		slots_reorder(&osub, &rsub, k1, k2, hs, &child);
-		bson_append_document_end(res, &child);
-		return;
-	}
-	bson_iter_t oi, ri;
-	bool r_more;
-	bson_append_array_begin(res, name, len, &child);
-	bson_iter_init(&oi, &osub);
-	bson_iter_init(&ri, &rsub);
-	r_more = bson_iter_next(&ri);
-	while (bson_iter_next(&oi)) {
-		if (r_more)
-			slots_value(&child, bson_iter_key(&oi), (int)bson_iter_key_len(&oi), &oi, &ri, k1, k2, hs);
-		else
-			bson_append_iter(&child, bson_iter_key(&oi), (int)bson_iter_key_len(&oi), &oi);
-		r_more = r_more && bson_iter_next(&ri);
-	}
-	bson_append_array_end(res, &child);
+	return pnode_lookup(node, name, len);
 }
 
-/* Append to res the fields of out (the setting stages' result for one
- * document level) in mongod's order: the fields of ref (the exclusion's
- * input) in ref's order -- a field the exclusion removed and a later stage
- * set again takes its old slot --, then the fields new to ref in out's
- * order.  out holds the fields of ref the exclusion kept in ref's order
- * (values updated in place), then the appended ones.  add: the last
- * setting stage's node at this level (NULL: it sets nothing here).  The
- * slots are the fields excl excludes or, for a $addFields source (excl
- * its plan, ref its hole_ref), the holes hs noted. */
+static bool
+slot_has_kids(const void *node)
+{
+	return ((const pnode_t *)node)->kind == PN_SUB;
+}
+
+static bool
+slot_is_slot(const void *ctx, const void *node)
+{
+	return ((const pnode_t *)node)->kind == PN_EXCLUDE || is_hole(ctx, node);
+}
+
+static const bslots_nodes_t slot_nodes = {slot_child, slot_has_kids, slot_is_slot};
+
+/* res: out laid out after ref (bslots_reorder), the slots being the fields
+ * excl excludes or, for a $addFields source (excl its plan, ref its
+ * hole_ref), the holes hs noted. */
 static void
 slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *add, const proj_state_t *hs,
               bson_t *res)
 {
-	bson_iter_t r, o, f;
-	bool o_more;
-	const char *moved_stack[16], **moved = moved_stack;
-	int nmoved = 0, cap = 16;
-
-	bson_iter_init(&o, out);
-	o_more = bson_iter_next(&o);
-	bson_iter_init(&r, ref);
-	while (bson_iter_next(&r)) {
-		const char *name = bson_iter_key(&r);
-		uint32_t len = bson_iter_key_len(&r);
-		const pnode_t *k1 = excl != NULL ? pnode_lookup(excl, name, len) : NULL;
-		const pnode_t *k2 = add != NULL ? pnode_lookup(add, name, len) : NULL;
-		if (k1 != NULL && (k1->kind == PN_EXCLUDE || is_hole(hs, k1))) {
-			/* removed; set again: it is among out's appended fields */
-			if (bson_iter_init_find_w_len(&f, out, name, (int)len)) {
-				bson_append_iter(res, name, (int)len, &f);
-				if (nmoved == cap) {
-					cap *= 2;
-					moved = moved == moved_stack ? memcpy(bson_malloc(sizeof(*moved) * (size_t)cap), moved_stack,
-					                                      sizeof(moved_stack))
-					                             : bson_realloc(moved, sizeof(*moved) * (size_t)cap);
-				}
-				moved[nmoved++] = name;
-			}
-			/* already in its slot (an earlier stage filled it): past it */
-			if (o_more && bson_iter_key_len(&o) == len && memcmp(bson_iter_key(&o), name, len) == 0)
-				o_more = bson_iter_next(&o);
-			continue;
-		}
-		/* kept by the exclusion: out's next field, unless $$REMOVE dropped it */
-		if (!o_more || bson_iter_key_len(&o) != len || memcmp(bson_iter_key(&o), name, len) != 0)
-			continue;
-		slots_value(res, name, (int)len, &o, &r, k1, k2, hs);
-		o_more = bson_iter_next(&o);
-	}
-	/* the appended fields not moved into a slot */
-	for (; o_more; o_more = bson_iter_next(&o)) {
-		const char *name = bson_iter_key(&o);
-		bool was_moved = false;
-		for (int i = 0; i < nmoved && !was_moved; i++)
-			was_moved = strcmp(moved[i], name) == 0;
-		if (!was_moved)
-			bson_append_iter(res, name, (int)bson_iter_key_len(&o), &o);
-	}
-	if (moved != moved_stack)
-		bson_free(moved);
+	bslots_reorder(out, ref, excl, add, &slot_nodes, hs, res);
 }
 
 static bool slots_skeleton(const bson_t *ref, const pnode_t *excl, bson_t *out);
 
 /* it's value under k (a sub-tree of the exclusion) as a skeleton under
- * name: documents by field, arrays element by element (as slots_value
+ * name: documents by field, arrays element by element (as bslots_reorder
  * walks them), anything else null. */
 static bool
 skeleton_value(bson_t *out, const char *name, int len, const bson_iter_t *it, const pnode_t *k)
