@@ -1299,7 +1299,8 @@ proj_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	ps->nholes = 0;
 	RET(apply_exprs(rt, &plan->root, cur, &ps->out, ps, err));
 	*out = &ps->out;
-	slots_apply(plan, ps, out);
+	if (ps->nexcl > 0)
+		slots_apply(plan, ps, out);
 	/* this stage's own holes: kept laid out for a later stage, dropped
 	 * from what it hands on */
 	if (ps->nholes > 0) {
