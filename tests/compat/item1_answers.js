@@ -133,6 +133,28 @@
 		}
 		cdb.i1slots.drop();
 	});
+	// the other stages that hand mongod's Document on with its slots: a
+	// $facet's TeeBuffer, $replaceRoot/$replaceWith (newRoot's Document),
+	// $unwind (the element's Value); and those that fill a slot by setting
+	// a field on their input ($lookup's as, $unwind's includeArrayIndex)
+	compat(1, 'a removed field\'s slot lasts into $facet, $replaceRoot, $unwind elements, and $lookup/$unwind fill it, per document', () => {
+		cdb.i1slots3.drop();
+		cdb.i1slots3.insertMany([{_id: 1, a: 1, s: {x: 1, y: 2}, k: 2, r: [{p: 1, q: 2}, {q: 3}]},
+			{_id: 2, k: 1, s: {y: 1}, a: 2, r: [{q: 1, p: 2}]}]);
+		const agg3 = (p) => agg(cdb, 'i1slots3', p);
+		eq(agg3([{$unset: ['a', 's.x']}, {$facet: {o: [{$sort: {k: 1}}, {$set: {a: 9, 's.x': 8}}]}}, {$unwind: '$o'},
+			{$replaceWith: '$o'}, {$project: {r: 0}}]),
+			[{_id: 2, k: 1, s: {y: 1, x: 8}, a: 9}, {_id: 1, a: 9, s: {x: 8, y: 2}, k: 2}]);
+		eq(agg3([{$project: {'s.x': 0}}, {$sort: {k: 1}}, {$replaceWith: '$s'}, {$set: {x: 0}}]),
+			[{y: 1, x: 0}, {x: 0, y: 2}]);
+		eq(agg3([{$project: {'r.p': 0}}, {$unwind: '$r'}, {$set: {'r.p': 0}}, {$project: {_id: 1, r: 1}}]),
+			[{_id: 1, r: {p: 0, q: 2}}, {_id: 1, r: {q: 3, p: 0}}, {_id: 2, r: {q: 1, p: 0}}]);
+		eq(agg3([{$unset: 'a'}, {$lookup: {from: 'i1slots3', pipeline: [{$count: 'n'}], as: 'a'}},
+			{$project: {r: 0, s: 0}}]), [{_id: 1, a: [{n: 2}], k: 2}, {_id: 2, k: 1, a: [{n: 2}]}]);
+		eq(agg3([{$unset: 'a'}, {$unwind: {path: '$r', includeArrayIndex: 'a'}}, {$project: {r: 0, s: 0}}]),
+			[{_id: 1, a: NumberLong(0), k: 2}, {_id: 1, a: NumberLong(1), k: 2}, {_id: 2, k: 1, a: NumberLong(0)}]);
+		cdb.i1slots3.drop();
+	});
 	// The field order of every reshaping stage and update form, as mongod
 	// builds it: inclusion $project keeps the input's order and appends
 	// computed fields in spec order (InclusionNode); $addFields/$set and
