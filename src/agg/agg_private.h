@@ -260,15 +260,21 @@ bool agg_replace_root_path(const agg_rt_t *rt, const char **path);
  * output held no element -- a scalar, null, missing or empty array).  The
  * element is the Value mongod's $unwind sets, a Document with its slots. */
 bool agg_unwind_current(const agg_rt_t *rt, const char **path, int64_t *index);
+/* agg_unwind_set_current: a carrier ($sort, $facet) handing on a document
+ * the $unwind rt emitted earlier sets back the element it held (rt has
+ * finished running by then). */
+void agg_unwind_set_current(const agg_rt_t *rt, int64_t index);
 bool agg_proj_slot_skeleton(const agg_rt_t *excl, bson_t *out);
 void agg_proj_slot_set(const agg_rt_t *excl, const bson_t *ref);
 /* The slots a carrier keeps with one document, as bytes: agg_proj_slots_pack
  * writes into *buf (grown as needed, *cap its size; scratch a bson_t the
  * caller owns) one skeleton per exclusion of srcs[0..n) (an empty document
- * where it has none) and returns their length, 0 when the document has no
- * slot anywhere (keep nothing).  agg_proj_slots_unpack hands them back:
+ * where it has none; for an $unwind among srcs, {i: its current element})
+ * and returns their length, 0 when the document has no slot anywhere (keep
+ * nothing).  agg_proj_slots_unpack hands them back:
  * each srcs[j] gets views[j] (static over aux, so aux must stay valid as
- * long as the document) or NULL (aux NULL or len 0: none at all).
+ * long as the document) or NULL (aux NULL or len 0: none at all); an
+ * $unwind gets its element back (agg_unwind_set_current).
  * agg_proj_slot_candidates: the exclusions upstream of `from` (itself
  * included) whose slots a stage after it may fill, into out[0..max),
  * nearest first; returns how many (a $facet carries those for its branches).

@@ -599,6 +599,14 @@ unwind_emit(const unwind_plan_t *up, unwind_state_t *us, const bson_t *in, const
 
 static int unwind_next_doc(agg_rt_t *rt, const bson_t **out, terr_t *err);
 
+void
+agg_unwind_set_current(const agg_rt_t *rt, int64_t index)
+{
+	unwind_state_t *us = rt->state;
+
+	us->emitted = index;
+}
+
 bool
 agg_unwind_current(const agg_rt_t *rt, const char **path, int64_t *index)
 {

@@ -990,10 +990,16 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 		/* the element $unwind puts in place is the Value of the array's
 		 * element, a Document with its own slots */
 		if (agg_unwind_current(in, &rp, &idx)) {
-			/* the $unwind's current element is not the one of a document
-			 * a carrier hands on later (not built: the walk ends) */
-			if (nops == SLOT_OPS_MAX || ncarriers > 0)
+			/* past a carrier, the $unwind's current element is that of the
+			 * document the carrier took last: each carrier keeps it with
+			 * its documents too and sets it back as it hands them on */
+			bool carried = nops < SLOT_OPS_MAX;
+			for (int i = 0; i < ncarriers && carried; i++)
+				carried = carrier_carry(carriers[i], in);
+			if (!carried)
 				break;
+			if (ps == NULL && n < max)
+				cands[n++] = in;
 			ops[nops++] = (slot_op_t){rp, in};
 			continue;
 		}
@@ -1070,8 +1076,12 @@ agg_proj_slots_pack(const agg_rt_t *const *srcs, int n, bson_t *scratch, uint8_t
 	bool any = false;
 
 	for (int j = 0; j < n; j++) {
+		const char *up;
+		int64_t idx;
 		bson_reinit(scratch);
-		if (agg_proj_slot_skeleton(srcs[j], scratch))
+		if (agg_unwind_current(srcs[j], &up, &idx))
+			BSON_APPEND_INT64(scratch, "i", idx);      /* its current element */
+		else if (agg_proj_slot_skeleton(srcs[j], scratch))
 			any = true;
 		else
 			bson_reinit(scratch);
@@ -1092,7 +1102,10 @@ agg_proj_slots_unpack(const agg_rt_t *const *srcs, int n, const uint8_t *aux, ui
 
 	for (int j = 0; j < n; j++) {
 		const bson_t *ref = NULL;
+		const char *up;
+		int64_t idx;
 		uint32_t l;
+		bson_iter_t it;
 		if (aux != NULL && len - off >= 5) {
 			memcpy(&l, aux + off, 4);
 			l = BSON_UINT32_FROM_LE(l);
@@ -1102,7 +1115,11 @@ agg_proj_slots_unpack(const agg_rt_t *const *srcs, int n, const uint8_t *aux, ui
 				ref = &views[j];
 			off += l;
 		}
-		agg_proj_slot_set(srcs[j], ref);
+		if (agg_unwind_current(srcs[j], &up, &idx))
+			agg_unwind_set_current(srcs[j], ref != NULL && bson_iter_init_find(&it, ref, "i") &&
+			                                        BSON_ITER_HOLDS_INT64(&it) ? bson_iter_int64(&it) : -1);
+		else
+			agg_proj_slot_set(srcs[j], ref);
 	}
 }
 

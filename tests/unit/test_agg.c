@@ -721,7 +721,8 @@ test_bucket_auto_densify(void)
  * $replaceWith "$s" (then F is taken inside s); and sometimes all of it in
  * a $facet branch.  F's first field may be set by a $lookup `as` or an
  * $unwind includeArrayIndex instead (both set a field on their input's
- * Document, filling its slot). */
+ * Document, filling its slot).  "r" is an array of documents: F may take
+ * fields inside its elements, and an $unwind of it may stand between. */
 static uint64_t slot_rng;
 
 static uint32_t
@@ -778,7 +779,25 @@ test_slots_randomized(void)
 			slot_fields(sd, sizeof(sd), in_s, 4, 100 * i);
 			size_t l = strlen(d);
 			/* s: a document (always, when promoted), somewhere among the fields */
-			snprintf(d + l, sizeof(d) - l, ", \"s\": {\"sk\": %d%s}}", i, sd);
+			snprintf(d + l, sizeof(d) - l, ", \"s\": {\"sk\": %d%s}, \"r\": [", i, sd);
+			/* r: 0-2 documents with p and q in either order, each maybe absent */
+			int nr = (int)(slot_rand() % 3);
+			for (int e = 0; e < nr; e++) {
+				bool pq = slot_rand() % 2 == 0;
+				const char *f1 = pq ? "p" : "q", *f2 = pq ? "q" : "p";
+				l = strlen(d);
+				snprintf(d + l, sizeof(d) - l, "%s{", e > 0 ? ", " : "");
+				if (slot_rand() % 4 != 0) {
+					l = strlen(d);
+					snprintf(d + l, sizeof(d) - l, "\"%s\": %d", f1, e);
+				}
+				if (slot_rand() % 4 != 0) {
+					l = strlen(d);
+					snprintf(d + l, sizeof(d) - l, "%s\"%s\": %d", d[strlen(d) - 1] == '{' ? "" : ", ", f2, 10 + e);
+				}
+				strcat(d, "}");
+			}
+			strcat(d, "]}");
 			l = strlen(docs);
 			snprintf(docs + l, sizeof(docs) - l, "%s%s", i > 0 ? ", " : "", d);
 		}
@@ -787,9 +806,10 @@ test_slots_randomized(void)
 		int nf = 1 + (int)(slot_rand() % 3);
 		for (int i = 0; i < nf; i++) {
 			bool nested = promote || slot_rand() % 2 == 0;
-			const char *f = nested ? in_s[slot_rand() % 4] : top[slot_rand() % 5];
+			bool in_r = !promote && slot_rand() % 4 == 0;
+			const char *f = in_r ? (slot_rand() % 2 ? "p" : "q") : nested ? in_s[slot_rand() % 4] : top[slot_rand() % 5];
 			char path[16];
-			snprintf(path, sizeof(path), "%s%s", nested ? "s." : "", f);
+			snprintf(path, sizeof(path), "%s%s", in_r ? "r." : nested ? "s." : "", f);
 			if (strstr(unset, path) != NULL)
 				continue;
 			size_t l = strlen(unset);
@@ -808,7 +828,7 @@ test_slots_randomized(void)
 		 * $unwind includeArrayIndex setting the first (both fill its slot) */
 		char setter[512];
 		int how = (int)(slot_rand() % 6);
-		if (how == 0 || how == 1) {
+		if ((how == 0 || how == 1) && strncmp(first, "r.", 2) != 0) {
 			size_t l = 0;
 			setter[0] = '\0';
 			if (rest[0] != '\0')
@@ -829,7 +849,7 @@ test_slots_randomized(void)
 		bool promoted = false;
 		for (int i = 0; i < nb + (promote ? 1 : 0); i++) {
 			const char *st;
-			int kind = (int)(slot_rand() % 5);
+			int kind = (int)(slot_rand() % 6);
 			if (promote && !promoted && (i == nb || slot_rand() % 2 == 0)) {
 				st = "{\"$replaceWith\": \"$s\"}";
 				promoted = true;
@@ -842,6 +862,8 @@ test_slots_randomized(void)
 				              : "{\"$sort\": {\"k\": -1, \"_id\": 1}}, {\"$limit\": 4}";
 			} else if (kind == 3) {
 				st = "{\"$set\": {\"n\": 1}}";
+			} else if (kind == 5 && !promoted) {
+				st = "{\"$unwind\": \"$r\"}";
 			} else {
 				st = promoted ? "{\"$sort\": {\"sk\": 1}}" : "{\"$sort\": {\"_id\": 1}}";
 			}
