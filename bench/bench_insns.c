@@ -12,7 +12,10 @@
  * n.  Cases: insert_single, insert_batch, insert_3_indexes, id_lookup,
  * id_lookup_toolbelt (profiler level 1 + $queryStats on every query),
  * full_scan, filter_scan, constraint_scan, preview_scan, set_stage,
- * addfields_stage, covered_find.  BENCH_N (default 20000) sizes the collections.  Without
+ * addfields_stage, sort_set_stage ($sort then $set: what a field-order
+ * slot carried through a sort costs a pipeline that removes nothing),
+ * unset_sort_set_stage ($unset, $sort, $set of the removed field: the
+ * slot carried), covered_find.  BENCH_N (default 20000) sizes the collections.  Without
  * valgrind the program runs the same loops (the toggles do nothing).
  */
 #include <valgrind/callgrind.h>
@@ -236,6 +239,26 @@ case_stage(const char *stage)
 	printf("ops %lld documents\n", (long long)N);
 }
 
+/* A $sort (in memory, not pushed into the planner: a stage before it)
+ * between $unset or $set and a $set; per document. */
+static void
+case_sort_set(bool unset)
+{
+	const char *json = unset
+	    ? "{\"aggregate\": \"docs\", \"pipeline\": [{\"$unset\": \"score\"}, {\"$sort\": {\"rating\": -1}},"
+	      " {\"$set\": {\"score\": 1, \"country\": \"$customer.country\"}}], \"cursor\": {\"batchSize\": 10000}}"
+	    : "{\"aggregate\": \"docs\", \"pipeline\": [{\"$set\": {\"n\": 1}}, {\"$sort\": {\"rating\": -1}},"
+	      " {\"$set\": {\"bonus\": {\"$add\": [\"$score\", 1]}, \"country\": \"$customer.country\"}}],"
+	      " \"cursor\": {\"batchSize\": 10000}}";
+	bson_t *c = bson_new_from_json((const uint8_t *)json, -1, NULL);
+
+	fill("docs", N);
+	if (c == NULL || drained(c, "docs") != N)
+		die("sort_set", "wrong count");
+	bson_destroy(c);
+	printf("ops %lld documents\n", (long long)N);
+}
+
 /* The issue's covered query: {city: 1, age: 1}, find({city: "Berlin"},
  * {_id: 0, city: 1, age: 1}); per document returned. */
 static void
@@ -307,6 +330,10 @@ main(int argc, char **argv)
 		case_stage("$set");
 	} else if (strcmp(k, "addfields_stage") == 0) {
 		case_stage("$addFields");
+	} else if (strcmp(k, "sort_set_stage") == 0) {
+		case_sort_set(false);
+	} else if (strcmp(k, "unset_sort_set_stage") == 0) {
+		case_sort_set(true);
 	} else if (strcmp(k, "covered_find") == 0) {
 		case_covered();
 	} else {

@@ -196,6 +196,9 @@ struct agg_exec {
 	/* a sub-pipeline fed by its caller ($facet input, $lookup source) */
 	int (*feed)(void *ctx, const bson_t **doc, terr_t *err);
 	void *feed_ctx;
+	/* the $facet whose branch this is: it hands each document of its
+	 * input on, slots included (stage_project.c walks on into its input) */
+	const agg_rt_t *feeder;
 	bool top;                     /* the command's own run (not a sub-run) */
 	const char *error_context;    /* prefix for runtime errors (static string) or NULL */
 	bool done;
@@ -213,6 +216,10 @@ struct agg_exec {
  * variables.  Its input is x->feed when set, or the collection opened with
  * agg_exec_open_source, or nothing. */
 int agg_exec_new_sub(const agg_pipeline_t *p, agg_exec_t *parent, agg_exec_t **out, terr_t *err);
+/* agg_exec_new_sub for a $facet branch fed by the $facet feeder (set
+ * before the stages open, so they can see past it). */
+int agg_exec_new_branch(const agg_pipeline_t *p, agg_exec_t *parent, const agg_rt_t *feeder, agg_exec_t **out,
+                        terr_t *err);
 /* Read coll (borrowed; a reference is taken; NULL = empty) through the find
  * executor with filter (may be NULL), compiled with x's variables as let.
  * Replaces any source x had (so a $lookup re-runs one exec per document). */
@@ -227,6 +234,70 @@ int agg_exec_pull(agg_exec_t *x, const bson_t **doc, terr_t *err);
 
 
 /* ---- stage tables (one per family) -------------------------------------- */
+/* Removed fields' slots across $sort (see stage_project.c's head comment).
+ * agg_sort_carry_slots: a $addFields / $set, at its open, asks the $sort
+ * sort_rt it reads through to keep, with each document it holds in memory,
+ * the slots of the exclusion excl (upstream of the sort) and to hand them
+ * back to excl as the document leaves (false: it cannot -- too many
+ * exclusions, or already running; the chain then ends there).
+ * agg_is_sort_stage: rt runs $sort.
+ * agg_proj_slot_skeleton (stage_project.c): appends to out excl's input of
+ * its last document reduced to what reordering reads (its field names in
+ * order, values only below the exclusion's sub-paths; a few bytes per
+ * field), and returns whether that document had a field excl removed (a
+ * slot; false: nothing to keep).  agg_proj_slot_set: excl's input of the
+ * current document becomes ref (borrowed: the caller keeps it valid until
+ * it sets another or the pipeline closes; NULL: the document has no slot). */
+bool agg_sort_carry_slots(const agg_rt_t *sort_rt, const agg_rt_t *excl);
+bool agg_is_sort_stage(const agg_rt_t *rt);
+/* agg_replace_root_path (stage_basic.c): rt is a $replaceRoot /
+ * $replaceWith promoting the document at *path of its input ("$a.b";
+ * NULL: $$ROOT itself), whose Document -- slots included -- it hands on
+ * (ReplaceRootTransformation builds its output on newRoot's Document). */
+bool agg_replace_root_path(const agg_rt_t *rt, const char **path);
+/* agg_unwind_current (stage_basic.c): rt is an $unwind of *path; *index:
+ * the array element its last output holds in place of the array (-1: that
+ * output held no element -- a scalar, null, missing or empty array).  The
+ * element is the Value mongod's $unwind sets, a Document with its slots. */
+bool agg_unwind_current(const agg_rt_t *rt, const char **path, int64_t *index);
+/* agg_unwind_set_current: a carrier ($sort, $facet) handing on a document
+ * the $unwind rt emitted earlier sets back the element it held (rt has
+ * finished running by then). */
+void agg_unwind_set_current(const agg_rt_t *rt, int64_t index);
+bool agg_proj_slot_skeleton(const agg_rt_t *excl, bson_t *out);
+void agg_proj_slot_set(const agg_rt_t *excl, const bson_t *ref);
+/* The slots a carrier keeps with one document, as bytes: agg_proj_slots_pack
+ * writes into *buf (grown as needed, *cap its size; scratch a bson_t the
+ * caller owns) one skeleton per exclusion of srcs[0..n) (an empty document
+ * where it has none; for an $unwind among srcs, {i: its current element})
+ * and returns their length, 0 when the document has no slot anywhere (keep
+ * nothing).  agg_proj_slots_unpack hands them back:
+ * each srcs[j] gets views[j] (static over aux, so aux must stay valid as
+ * long as the document) or NULL (aux NULL or len 0: none at all); an
+ * $unwind gets its element back (agg_unwind_set_current).
+ * agg_proj_slot_candidates: the exclusions upstream of `from` (itself
+ * included) whose slots a stage after it may fill, into out[0..max),
+ * nearest first; returns how many (a $facet carries those for its branches).
+ * agg_facet_carry_slots (stage_lookup.c): whether the $facet facet_rt
+ * carries excl's slots to its branches (decided at its open). */
+size_t agg_proj_slots_pack(const agg_rt_t *const *srcs, int n, bson_t *scratch, uint8_t **buf, size_t *cap);
+void agg_proj_slots_unpack(const agg_rt_t *const *srcs, int n, const uint8_t *aux, uint32_t len, bson_t *views);
+int agg_proj_slot_candidates(const agg_rt_t *from, const agg_rt_t **out, int max);
+bool agg_facet_carry_slots(const agg_rt_t *facet_rt, const agg_rt_t *excl);
+/* A stage other than $addFields / $set that sets the field at a dotted
+ * path on its input's Document -- $lookup's `as`, $unwind's
+ * includeArrayIndex: mongod's MutableDocument::setNestedField on the input
+ * -- fills that field's slot as $addFields does.  agg_slot_filler_new, at
+ * the stage rt's open: NULL when no stage upstream may leave a slot there
+ * (nothing to do per document), else a filler the stage frees with
+ * agg_slot_filler_free.  agg_slot_filler_apply: the stage's output `out`
+ * for the current document, laid out with the path in its slot (out
+ * itself, or a document the filler owns, valid until its next call). */
+typedef struct agg_slot_filler agg_slot_filler_t;
+agg_slot_filler_t *agg_slot_filler_new(const agg_rt_t *rt, const char *path);
+const bson_t *agg_slot_filler_apply(agg_slot_filler_t *f, const bson_t *out);
+void agg_slot_filler_free(agg_slot_filler_t *f);
+
 extern const agg_stage_def_t agg_stages_basic[];
 extern const agg_stage_def_t agg_stages_project[];
 extern const agg_stage_def_t agg_stages_group[];

@@ -944,10 +944,18 @@ agg_exec_set_var(agg_exec_t *x, int id, const char *name, const bson_value_t *v,
 int
 agg_exec_new_sub(const agg_pipeline_t *p, agg_exec_t *parent, agg_exec_t **out, terr_t *err)
 {
+	return agg_exec_new_branch(p, parent, NULL, out, err);
+}
+
+int
+agg_exec_new_branch(const agg_pipeline_t *p, agg_exec_t *parent, const agg_rt_t *feeder, agg_exec_t **out,
+                    terr_t *err)
+{
 	agg_exec_t *x = tm_alloc0(sizeof(*x));
 	int ret = 0, j;
 
 	*out = NULL;
+	x->feeder = feeder;
 	x->now_ms = parent->now_ms;
 	x->s = parent->s;
 	ERR(exec_build(p, x, err));

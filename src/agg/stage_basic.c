@@ -411,7 +411,16 @@ typedef struct rr_state {
 	bson_t out;
 } rr_state_t;
 
+
 AGG_DEFINE_OPEN_WITH_OUT(rr_open, rr_state_t)
+
+bool
+agg_replace_root_path(const agg_rt_t *rt, const char **path)
+{
+	const rr_plan_t *rp = rt->st->plan;
+
+	return rt->st->def->open == rr_open && expr_is_root_path(rp->e, path);
+}
 
 static int
 rr_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
@@ -470,6 +479,8 @@ typedef struct unwind_state {
 	bson_iter_t it;
 	int64_t idx;
 	bool active;
+	int64_t emitted;      /* index of the element the last output holds, or -1 */
+	agg_slot_filler_t *filler;    /* includeArrayIndex fills a removed field's slot, or NULL */
 } unwind_state_t;
 
 static void
@@ -554,7 +565,19 @@ unwind_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	return 0;
 }
 
-AGG_DEFINE_OPEN_WITH_OUT(unwind_open, unwind_state_t)
+static int
+unwind_open(agg_rt_t *rt, terr_t *err)
+{
+	const unwind_plan_t *up = rt->st->plan;
+	unwind_state_t *us = tm_alloc0(sizeof(*us));
+
+	bson_init(&us->out);
+	us->emitted = -1;
+	rt->state = us;
+	if (up->index_field != NULL)
+		us->filler = agg_slot_filler_new(rt, up->index_field);
+	return 0;
+}
 
 /* out = in with path set to v (NULL = removed) and the index field. */
 static void
@@ -574,18 +597,54 @@ unwind_emit(const unwind_plan_t *up, unwind_state_t *us, const bson_t *in, const
 	}
 }
 
+static int unwind_next_doc(agg_rt_t *rt, const bson_t **out, terr_t *err);
+
+void
+agg_unwind_set_current(const agg_rt_t *rt, int64_t index)
+{
+	unwind_state_t *us = rt->state;
+
+	us->emitted = index;
+}
+
+bool
+agg_unwind_current(const agg_rt_t *rt, const char **path, int64_t *index)
+{
+	const unwind_plan_t *up = rt->st->plan;
+	const unwind_state_t *us = rt->state;
+
+	if (rt->st->def->open != unwind_open)
+		return false;
+	*path = up->path;
+	*index = us != NULL ? us->emitted : -1;
+	return true;
+}
+
 static int
 unwind_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	unwind_state_t *us = rt->state;
+	int rc = unwind_next_doc(rt, out, err);
+
+	if (rc == 1 && us->filler != NULL)
+		*out = agg_slot_filler_apply(us->filler, *out);
+	return rc;
+}
+
+static int
+unwind_next_doc(agg_rt_t *rt, const bson_t **out, terr_t *err)
 {
 	const unwind_plan_t *up = rt->st->plan;
 	unwind_state_t *us = rt->state;
 	bson_value_t v, nullv = {.value_type = BSON_TYPE_NULL};
 	int rc;
 
+	us->emitted = -1;
 	for (;;) {
 		if (us->active) {
 			if (bson_iter_next(&us->it)) {
 				bson_value_t ix = {.value_type = BSON_TYPE_INT64, .value.v_int64 = us->idx++};
+				us->emitted = ix.value.v_int64;
 				unwind_emit(up, us, us->in, bson_iter_value(&us->it), false, &ix);
 				*out = &us->out;
 				return 1;
@@ -642,6 +701,7 @@ unwind_close(agg_rt_t *rt)
 	unwind_state_t *us = rt->state;
 
 	bson_destroy(&us->out);
+	agg_slot_filler_free(us->filler);
 	bson_free(us);
 }
 

@@ -368,6 +368,7 @@ typedef struct lookup_state {
 	bson_t out;
 	bson_t in;                /* the input document, copied when a query
 	                           * runs (it may read the input's collection) */
+	agg_slot_filler_t *filler;    /* `as` fills a removed field's slot, or NULL */
 } lookup_state_t;
 
 static void
@@ -536,6 +537,7 @@ lookup_open(agg_rt_t *rt, terr_t *err)
 	bson_init(&ls->out);
 	bson_init(&ls->in);
 	rt->state = ls;
+	ls->filler = agg_slot_filler_new(rt, ((const lookup_plan_t *)rt->st->plan)->as);
 	return 0;
 }
 
@@ -762,7 +764,7 @@ done:
 	av.value.v_doc.data_len = results.len;
 	bson_reinit(&ls->out);
 	agg_doc_set_path(in, lp->as, &av, &ls->out);
-	*out = &ls->out;
+	*out = ls->filler != NULL ? agg_slot_filler_apply(ls->filler, &ls->out) : &ls->out;
 	ret = 1;
 err:
 	agg_exec_free(sub);
@@ -780,6 +782,7 @@ lookup_close(agg_rt_t *rt)
 	lookup_state_t *ls = rt->state;
 
 	storage_coll_release(ls->foreign);
+	agg_slot_filler_free(ls->filler);
 	hj_free(ls->hj);
 	bson_destroy(&ls->out);
 	bson_destroy(&ls->in);
@@ -1017,11 +1020,27 @@ err:
 	return ret;
 }
 
+#define FACET_SLOT_SRCS 4
+
+/* docs: the input, buffered.  slot_srcs: the exclusions upstream whose
+ * removed fields' slots a $addFields / $set in a branch may fill (mongod's
+ * TeeBuffer hands each branch the same Documents, slots included): with
+ * each document, their skeletons (aux[i], aux_len[i]; agg_proj_slots_pack,
+ * counted in the memory limit with it), handed back as the branch reads it
+ * (views). */
 typedef struct facet_state {
 	bool done;
 	bson_t **docs;
 	int64_t n, cap;
 	bson_t out;
+	const agg_rt_t *slot_srcs[FACET_SLOT_SRCS];
+	int nslot;
+	uint8_t **aux;
+	uint32_t *aux_len;
+	bson_t sk;
+	uint8_t *pack;
+	size_t pack_cap;
+	bson_t views[FACET_SLOT_SRCS];
 } facet_state_t;
 
 typedef struct facet_feed {
@@ -1033,14 +1052,49 @@ static int
 facet_feed_next(void *ctx, const bson_t **doc, terr_t *err)
 {
 	facet_feed_t *f = ctx;
+	facet_state_t *fs = f->fs;
 
-	if (f->i >= f->fs->n)
+	if (f->i >= fs->n)
 		return 0;
-	*doc = f->fs->docs[f->i++];
+	if (fs->nslot > 0)
+		agg_proj_slots_unpack(fs->slot_srcs, fs->nslot, fs->aux[f->i], fs->aux_len[f->i], fs->views);
+	*doc = fs->docs[f->i++];
 	return 1;
 }
 
-AGG_DEFINE_OPEN_WITH_OUT(facet_open, facet_state_t)
+static int
+facet_open(agg_rt_t *rt, terr_t *err)
+{
+	const facet_plan_t *fp = rt->st->plan;
+	facet_state_t *fs = tm_alloc0(sizeof(*fs));
+	bool sets = false;
+
+	bson_init(&fs->out);
+	bson_init(&fs->sk);
+	rt->state = fs;
+	/* slots only matter to a branch that sets fields ($lookup's as and
+	 * $unwind's includeArrayIndex fill slots too) */
+	for (int i = 0; i < fp->n && !sets; i++)
+		for (int k = 0; k < fp->pipes[i]->nstages && !sets; k++) {
+			const char *name = fp->pipes[i]->stages[k].def->name;
+			sets = strcmp(name, "$addFields") == 0 || strcmp(name, "$set") == 0 ||
+			       strcmp(name, "$lookup") == 0 || strcmp(name, "$unwind") == 0;
+		}
+	if (sets)
+		fs->nslot = agg_proj_slot_candidates(rt->input, fs->slot_srcs, FACET_SLOT_SRCS);
+	return 0;
+}
+
+bool
+agg_facet_carry_slots(const agg_rt_t *facet_rt, const agg_rt_t *excl)
+{
+	const facet_state_t *fs = facet_rt->state;
+
+	for (int j = 0; j < fs->nslot; j++)
+		if (fs->slot_srcs[j] == excl)
+			return true;
+	return false;
+}
 
 static int
 facet_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
@@ -1058,6 +1112,18 @@ facet_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		if (fs->n == fs->cap) {
 			fs->cap = fs->cap ? fs->cap * 2 : 64;
 			fs->docs = bson_realloc(fs->docs, sizeof(bson_t *) * (size_t)fs->cap);
+			if (fs->nslot > 0) {
+				fs->aux = bson_realloc(fs->aux, sizeof(uint8_t *) * (size_t)fs->cap);
+				fs->aux_len = bson_realloc(fs->aux_len, sizeof(uint32_t) * (size_t)fs->cap);
+			}
+		}
+		if (fs->nslot > 0) {
+			size_t len = agg_proj_slots_pack(fs->slot_srcs, fs->nslot, &fs->sk, &fs->pack, &fs->pack_cap);
+			fs->aux[fs->n] = len > 0 ? bson_malloc(len) : NULL;
+			if (len > 0)
+				memcpy(fs->aux[fs->n], fs->pack, len);
+			fs->aux_len[fs->n] = (uint32_t)len;
+			bytes += (int64_t)len;
 		}
 		fs->docs[fs->n++] = bson_copy(d);
 		bytes += d->len;
@@ -1074,7 +1140,7 @@ facet_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		bson_t arr;
 		uint32_t k = 0;
 		size_t total = 0;
-		RET(agg_exec_new_sub(fp->pipes[i], rt->x, &sub, err));
+		RET(agg_exec_new_branch(fp->pipes[i], rt->x, rt, &sub, err));
 		sub->feed = facet_feed_next;
 		sub->feed_ctx = &feed;
 		bson_append_array_begin(&fs->out, fp->names[i], -1, &arr);
@@ -1106,9 +1172,16 @@ facet_close(agg_rt_t *rt)
 	facet_state_t *fs = rt->state;
 	int64_t i;
 
-	for (i = 0; i < fs->n; i++)
+	for (i = 0; i < fs->n; i++) {
 		bson_destroy(fs->docs[i]);
+		if (fs->nslot > 0)
+			bson_free(fs->aux[i]);
+	}
 	bson_free(fs->docs);
+	bson_free(fs->aux);
+	bson_free(fs->aux_len);
+	bson_free(fs->pack);
+	bson_destroy(&fs->sk);
 	bson_destroy(&fs->out);
 	bson_free(fs);
 }

@@ -19,15 +19,25 @@
  * value appends a slot (DocumentStorage::getField), which a later $addFields
  * fills in place.  Here the setting stage reorders its output after the
  * input of each exclusion (and the holes of each $addFields) it reads through
- * $match / $limit / $skip / $addFields / exclusions / $unwind / $lookup,
- * which hand mongod's Document on; a stage that buffers or rebuilds
- * documents ($sort, $group, ...) ends the chain (mongod's in-memory sort
- * keeps the Documents and their slots too: not done).
+ * the stages that hand mongod's Document on (slots_walk): $match / $limit /
+ * $skip / $addFields / exclusions / $unwind / $lookup; $replaceRoot /
+ * $replaceWith of a path (the reorder then works inside the promoted
+ * document); and the carriers, which hold Documents and hand them on later:
+ * an in-memory $sort and the $facet feeding a branch (mongod's sorter and
+ * TeeBuffer keep the Documents).  A carrier keeps with each document it
+ * holds a skeleton of each exclusion's input (field names; counted in its
+ * memory limit, dropped with the document by top-k) and hands it back as
+ * the document leaves; a sort that spilled wrote BSON (Document::
+ * serializeForSorter skips missing values) and lost them, here too.  A
+ * $addFields' holes end the chain at a carrier or a $replaceRoot, and a
+ * stage that rebuilds documents ($group, ...) ends it.
  *
  * Not here: find's projection ($elemMatch, $slice, positional $) -- query/.
  */
 #include "bson/path.h"
+#include "bson/slots.h"
 #include "agg/agg_private.h"
+#include "agg/agg_doc.h"
 #include "common/nameidx.h"
 
 #include <string.h>
@@ -61,6 +71,17 @@ typedef struct proj_plan {
 } proj_plan_t;
 
 #define SLOTS_MAX 8
+#define SLOT_OPS_MAX 8
+
+/* What happened to the Document between an exclusion and the stage using
+ * its slots, from the stage up: a $replaceRoot / $replaceWith promoted the
+ * document at path (unwind NULL), or the $unwind `unwind` put an element of
+ * the array at path in its place (the current one: agg_unwind_current).
+ * Paths borrow from the stages' plans. */
+typedef struct slot_op {
+	const char *path;
+	const agg_rt_t *unwind;
+} slot_op_t;
 
 typedef struct proj_state {
 	bson_t pass1, out;
@@ -71,6 +92,12 @@ typedef struct proj_state {
 	 * reads through $match / $limit / $skip / $addFields / $set, nearest
 	 * first, each excluding a field this stage sets (none: nexcl 0) */
 	const agg_rt_t *excl_rts[SLOTS_MAX];
+	/* for each, how this stage's document came from the exclusion's
+	 * input (nearest op first; owned, NULL when excl_nops is 0), and two
+	 * buffers to rebuild that input's view through $unwind ops */
+	slot_op_t *excl_ops[SLOTS_MAX];
+	int excl_nops[SLOTS_MAX];
+	bson_t opbuf[2];
 	int nexcl;
 	/* $addFields / $set a later one reads (keep_holes): the top-level
 	 * fields whose value was missing for the last document (mongod's
@@ -737,106 +764,151 @@ slots_meet(const pnode_t *excl, const pnode_t *add)
 	return false;
 }
 
-static void slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *add,
-                          const proj_state_t *hs, bson_t *res);
-
-/* Append out's value o under name, reordered after r's when the exclusion
- * has paths below it (k1 a sub-tree) and the setting stage did not replace
- * it whole (k2 NULL or a sub-tree): documents by their fields, arrays
- * element by element (each element a document of its own in mongod). */
-static void
-slots_value(bson_t *res, const char *name, int len, const bson_iter_t *o, const bson_iter_t *r, const pnode_t *k1,
-            const pnode_t *k2, const proj_state_t *hs)
+/* bson/slots.h's view of this file's trees: an exclusion's (or a
+ * $addFields' whose holes, in ctx, are its slots) and a setting stage's. */
+static const void *
+slot_child(const void *node, const char *name, uint32_t len)
 {
-	bool docs = BSON_ITER_HOLDS_DOCUMENT(o) && BSON_ITER_HOLDS_DOCUMENT(r);
-	bool arrs = BSON_ITER_HOLDS_ARRAY(o) && BSON_ITER_HOLDS_ARRAY(r);
-	bson_t osub, rsub, child;
-
-	if (k1 == NULL || k1->kind != PN_SUB || (k2 != NULL && k2->kind != PN_SUB) || (!docs && !arrs)) {
-		bson_append_iter(res, name, len, o);
-		return;
-	}
-	agg_value_doc(bson_iter_value((bson_iter_t *)o), &osub);
-	agg_value_doc(bson_iter_value((bson_iter_t *)r), &rsub);
-	if (docs) {
-		bson_append_document_begin(res, name, len, &child);
-		slots_reorder(&osub, &rsub, k1, k2, hs, &child);
-		bson_append_document_end(res, &child);
-		return;
-	}
-	bson_iter_t oi, ri;
-	bool r_more;
-	bson_append_array_begin(res, name, len, &child);
-	bson_iter_init(&oi, &osub);
-	bson_iter_init(&ri, &rsub);
-	r_more = bson_iter_next(&ri);
-	while (bson_iter_next(&oi)) {
-		if (r_more)
-			slots_value(&child, bson_iter_key(&oi), (int)bson_iter_key_len(&oi), &oi, &ri, k1, k2, hs);
-		else
-			bson_append_iter(&child, bson_iter_key(&oi), (int)bson_iter_key_len(&oi), &oi);
-		r_more = r_more && bson_iter_next(&ri);
-	}
-	bson_append_array_end(res, &child);
+	return pnode_lookup(node, name, len);
 }
 
-/* Append to res the fields of out (the setting stages' result for one
- * document level) in mongod's order: the fields of ref (the exclusion's
- * input) in ref's order -- a field the exclusion removed and a later stage
- * set again takes its old slot --, then the fields new to ref in out's
- * order.  out holds the fields of ref the exclusion kept in ref's order
- * (values updated in place), then the appended ones.  add: the last
- * setting stage's node at this level (NULL: it sets nothing here).  The
- * slots are the fields excl excludes or, for a $addFields source (excl
- * its plan, ref its hole_ref), the holes hs noted. */
+static bool
+slot_has_kids(const void *node)
+{
+	return ((const pnode_t *)node)->kind == PN_SUB;
+}
+
+static bool
+slot_is_slot(const void *ctx, const void *node)
+{
+	return ((const pnode_t *)node)->kind == PN_EXCLUDE || is_hole(ctx, node);
+}
+
+static const bslots_nodes_t slot_nodes = {slot_child, slot_has_kids, slot_is_slot};
+
+/* res: out laid out after ref (bslots_reorder), the slots being the fields
+ * excl excludes or, for a $addFields source (excl its plan, ref its
+ * hole_ref), the holes hs noted. */
 static void
 slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *add, const proj_state_t *hs,
               bson_t *res)
 {
-	bson_iter_t r, o, f;
-	bool o_more;
-	const char *moved_stack[16], **moved = moved_stack;
-	int nmoved = 0, cap = 16;
+	bslots_reorder(out, ref, excl, add, &slot_nodes, hs, res);
+}
 
-	bson_iter_init(&o, out);
-	o_more = bson_iter_next(&o);
-	bson_iter_init(&r, ref);
-	while (bson_iter_next(&r)) {
-		const char *name = bson_iter_key(&r);
-		uint32_t len = bson_iter_key_len(&r);
-		const pnode_t *k1 = excl != NULL ? pnode_lookup(excl, name, len) : NULL;
-		const pnode_t *k2 = add != NULL ? pnode_lookup(add, name, len) : NULL;
-		if (k1 != NULL && (k1->kind == PN_EXCLUDE || is_hole(hs, k1))) {
-			/* removed; set again: it is among out's appended fields */
-			if (bson_iter_init_find_w_len(&f, out, name, (int)len)) {
-				bson_append_iter(res, name, (int)len, &f);
-				if (nmoved == cap) {
-					cap *= 2;
-					moved = moved == moved_stack ? memcpy(bson_malloc(sizeof(*moved) * (size_t)cap), moved_stack,
-					                                      sizeof(moved_stack))
-					                             : bson_realloc(moved, sizeof(*moved) * (size_t)cap);
-				}
-				moved[nmoved++] = name;
-			}
-			continue;
-		}
-		/* kept by the exclusion: out's next field, unless $$REMOVE dropped it */
-		if (!o_more || bson_iter_key_len(&o) != len || memcmp(bson_iter_key(&o), name, len) != 0)
-			continue;
-		slots_value(res, name, (int)len, &o, &r, k1, k2, hs);
-		o_more = bson_iter_next(&o);
+static bool slots_skeleton(const bson_t *ref, const pnode_t *excl, bson_t *out);
+
+/* it's value under k (a sub-tree of the exclusion) as a skeleton under
+ * name: documents by field, arrays element by element (as bslots_reorder
+ * walks them), anything else null. */
+static bool
+skeleton_value(bson_t *out, const char *name, int len, const bson_iter_t *it, const pnode_t *k)
+{
+	bson_t sub, child;
+	bson_iter_t ai;
+	bool slot = false;
+
+	if (!BSON_ITER_HOLDS_DOCUMENT(it) && !BSON_ITER_HOLDS_ARRAY(it)) {
+		bson_append_null(out, name, len);
+		return false;
 	}
-	/* the appended fields not moved into a slot */
-	for (; o_more; o_more = bson_iter_next(&o)) {
-		const char *name = bson_iter_key(&o);
-		bool was_moved = false;
-		for (int i = 0; i < nmoved && !was_moved; i++)
-			was_moved = strcmp(moved[i], name) == 0;
-		if (!was_moved)
-			bson_append_iter(res, name, (int)bson_iter_key_len(&o), &o);
+	agg_value_doc(bson_iter_value((bson_iter_t *)it), &sub);
+	if (BSON_ITER_HOLDS_DOCUMENT(it)) {
+		bson_append_document_begin(out, name, len, &child);
+		slot = slots_skeleton(&sub, k, &child);
+		bson_append_document_end(out, &child);
+		return slot;
 	}
-	if (moved != moved_stack)
-		bson_free(moved);
+	bson_append_array_begin(out, name, len, &child);
+	bson_iter_init(&ai, &sub);
+	while (bson_iter_next(&ai))
+		slot |= skeleton_value(&child, bson_iter_key(&ai), (int)bson_iter_key_len(&ai), &ai, k);
+	bson_append_array_end(out, &child);
+	return slot;
+}
+
+/* Append to out ref's fields in order, each value null except below a
+ * sub-tree of the exclusion node excl: all slots_reorder reads of an
+ * exclusion's input, a few bytes per field.  Returns whether ref holds a
+ * field excl removes (a slot). */
+static bool
+slots_skeleton(const bson_t *ref, const pnode_t *excl, bson_t *out)
+{
+	bson_iter_t it;
+	bool slot = false;
+
+	bson_iter_init(&it, ref);
+	while (bson_iter_next(&it)) {
+		const char *name = bson_iter_key(&it);
+		uint32_t len = bson_iter_key_len(&it);
+		const pnode_t *k = pnode_lookup(excl, name, len);
+		if (k != NULL && k->kind == PN_EXCLUDE)
+			slot = true;
+		if (k == NULL || k->kind != PN_SUB)
+			bson_append_null(out, name, (int)len);
+		else
+			slot |= skeleton_value(out, name, (int)len, &it, k);
+	}
+	return slot;
+}
+
+bool
+agg_proj_slot_skeleton(const agg_rt_t *excl, bson_t *out)
+{
+	const proj_state_t *es = excl->state;
+	const proj_plan_t *ep = excl->st->plan;
+
+	return es->last_in != NULL && slots_skeleton(es->last_in, &ep->root, out);
+}
+
+void
+agg_proj_slot_set(const agg_rt_t *excl, const bson_t *ref)
+{
+	proj_state_t *es = excl->state;
+
+	es->last_in = ref;
+}
+
+/* The node of exclusion tree n at dotted path (NULL: n itself), or NULL
+ * when the exclusion has no sub-tree there. */
+static const pnode_t *
+slots_node_at(const pnode_t *n, const char *path)
+{
+	while (path != NULL && n != NULL) {
+		const char *dot = strchr(path, '.');
+		size_t len = dot != NULL ? (size_t)(dot - path) : strlen(path);
+		n = pnode_lookup(n, path, (uint32_t)len);
+		if (n != NULL && n->kind != PN_SUB)
+			n = NULL;
+		path = dot != NULL ? dot + 1 : NULL;
+	}
+	return n;
+}
+
+/* The document at dotted path in ref (path NULL: ref) as *sub (static over
+ * ref's bytes); false when the path does not lead to a document. */
+static bool
+slots_doc_at(const bson_t *ref, const char *path, bson_t *sub)
+{
+	const bson_t *cur = ref;
+
+	while (path != NULL) {
+		const char *dot = strchr(path, '.');
+		size_t len = dot != NULL ? (size_t)(dot - path) : strlen(path);
+		bson_iter_t it;
+		const uint8_t *data;
+		uint32_t dlen;
+		if (!bson_iter_init_find_w_len(&it, cur, path, (int)len) || !BSON_ITER_HOLDS_DOCUMENT(&it))
+			return false;
+		bson_iter_document(&it, &dlen, &data);
+		if (!bson_init_static(sub, data, dlen))
+			return false;
+		cur = sub;
+		path = dot != NULL ? dot + 1 : NULL;
+	}
+	if (cur == ref && !bson_init_static(sub, bson_get_data(ref), ref->len))
+		return false;
+	return true;
 }
 
 /* Does `add` set a field `src` (a $addFields) computes, which may be
@@ -856,46 +928,339 @@ holes_meet(const pnode_t *src, const pnode_t *add)
 	return false;
 }
 
-/* The exclusions a $addFields / $set at rt reads (through $match / $limit /
- * $skip, other $addFields / $set and other exclusions, which all hand
- * mongod's Document on with its slots) whose removed slots it may fill, and
- * the $addFields / $set whose missing values' slots it may fill (those keep
- * their holes from now on): into ps->excl_rts, nearest first. */
-static void
-slots_sources(const agg_rt_t *rt, proj_state_t *ps)
-{
-	const proj_plan_t *plan = rt->st->plan;
-	const agg_rt_t *in;
+static int proj_open(agg_rt_t *rt, terr_t *err);
 
-	ps->nexcl = 0;
-	if (plan->mode != PM_ADD)
-		return;
-	for (in = rt->input; in != NULL && ps->nexcl < SLOTS_MAX; in = in->input) {
-		const char *n = in->st->def->name;
-		/* $unwind and $lookup set a field in (a copy of) the same Document,
-		 * slots included (DocumentSourceUnwind's _output, DocumentSourceLookUp's
-		 * MutableDocument of its input; DocumentStorage::clone copies the
-		 * removed fields too); here both emit from one input at a time, so
-		 * the source's last input is still the current document's */
-		if (strcmp(n, "$match") == 0 || strcmp(n, "$limit") == 0 || strcmp(n, "$skip") == 0 ||
-		    strcmp(n, "$unwind") == 0 || strcmp(n, "$lookup") == 0)
+/* A stage that holds the Documents it reads and hands them on later, slots
+ * included: an in-memory $sort, or the $facet feeding a branch.  Asked to
+ * carry an exclusion's slots; false when it cannot. */
+static bool
+carrier_carry(const agg_rt_t *c, const agg_rt_t *excl)
+{
+	return agg_is_sort_stage(c) ? agg_sort_carry_slots(c, excl) : agg_facet_carry_slots(c, excl);
+}
+
+/* Walk up from the stage before rt (or, for a candidates walk, from `from`
+ * itself) through the stages that hand mongod's Document on with its slots:
+ * $match / $limit / $skip; $unwind and $lookup, which set a field in (a copy
+ * of) the same Document (DocumentSourceUnwind's _output, DocumentSourceLookUp's
+ * MutableDocument of its input; DocumentStorage::clone copies the removed
+ * fields too; here both emit from one input at a time, so the source's last
+ * input is still the current document's); other $addFields / $set and
+ * exclusions; $replaceRoot / $replaceWith of "$path" or $$ROOT (the Document
+ * found there, with the slots inside it; mongod's ReplaceRootTransformation
+ * builds on newRoot's Document); and the carriers, an in-memory $sort and a
+ * branch's $facet, which keep the Documents (each exclusion met past one
+ * must be carried by it).
+ *
+ * from: the first stage to look at (NULL: the source of x's pipeline).
+ * With ps (a stage setting the fields of plan): into ps->excl_rts, nearest first,
+ * the exclusions whose removed slots it may fill and the $addFields / $set
+ * whose missing values' slots it may fill (those keep their holes from now
+ * on).  Without (a $facet's open, from its input): into cands[0..max) the
+ * exclusions a stage after `from` may fill (any with a sub-tree where the
+ * document then lies); returns how many. */
+static int
+slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, const agg_exec_t *x,
+           const agg_rt_t **cands, int max)
+{
+	const agg_rt_t *in, *carriers[4];
+	int ncarriers = 0, n = 0, nops = 0;
+	slot_op_t ops[SLOT_OPS_MAX];   /* how rt's document came from the input of `in` */
+	const char *rp;
+	int64_t idx;
+
+	if (ps != NULL)
+		ps->nexcl = 0;
+	if (ps != NULL && plan->mode != PM_ADD)
+		return 0;
+	for (in = from; n < (ps != NULL ? SLOTS_MAX : max); in = in->input) {
+		if (in == NULL) {
+			/* a $facet branch: on into the pipeline feeding the $facet */
+			if (x == NULL || x->feeder == NULL || ncarriers == (int)(sizeof(carriers) / sizeof(carriers[0])))
+				break;
+			carriers[ncarriers++] = x->feeder;
+			in = x->feeder;
+			x = in->x;
 			continue;
-		if (in->st->def->open != rt->st->def->open)
+		}
+		const char *name = in->st->def->name;
+		if (strcmp(name, "$match") == 0 || strcmp(name, "$limit") == 0 || strcmp(name, "$skip") == 0 ||
+		    strcmp(name, "$lookup") == 0)
+			continue;
+		/* the element $unwind puts in place is the Value of the array's
+		 * element, a Document with its own slots */
+		if (agg_unwind_current(in, &rp, &idx)) {
+			/* past a carrier, the $unwind's current element is that of the
+			 * document the carrier took last: each carrier keeps it with
+			 * its documents too and sets it back as it hands them on */
+			bool carried = nops < SLOT_OPS_MAX;
+			for (int i = 0; i < ncarriers && carried; i++)
+				carried = carrier_carry(carriers[i], in);
+			if (!carried)
+				break;
+			if (ps == NULL && n < max)
+				cands[n++] = in;
+			ops[nops++] = (slot_op_t){rp, in};
+			continue;
+		}
+		if (agg_is_sort_stage(in)) {
+			if (ncarriers == (int)(sizeof(carriers) / sizeof(carriers[0])))
+				break;
+			carriers[ncarriers++] = in;
+			continue;
+		}
+		if (agg_replace_root_path(in, &rp)) {
+			if (rp != NULL) {
+				if (nops == SLOT_OPS_MAX)
+					break;
+				ops[nops++] = (slot_op_t){rp, NULL};
+			}
+			continue;
+		}
+		if (in->st->def->open != proj_open)
 			break;
 		const proj_plan_t *ip = in->st->plan;
 		if (ip->mode == PM_ADD) {
 			proj_state_t *is = in->state;
-			if (holes_meet(&ip->root, &plan->root)) {
+			/* holes are not followed into a promoted document nor carried
+			 * across a sort or a $facet (not built): the walk ends there */
+			if (ps != NULL && holes_meet(&ip->root, &plan->root)) {
+				bool promoted = false;
+				for (int i = 0; i < nops; i++)
+					promoted |= ops[i].unwind == NULL;
+				if (promoted || ncarriers > 0)
+					break;
 				is->keep_holes = true;
 				ps->excl_rts[ps->nexcl++] = in;
+				n++;
 			}
 			continue;
 		}
 		if (ip->mode != PM_EXCLUSION)
 			break;
-		if (slots_meet(&ip->root, &plan->root))
-			ps->excl_rts[ps->nexcl++] = in;
+		const pnode_t *en = &ip->root;
+		for (int i = nops - 1; i >= 0 && en != NULL; i--)
+			if (ops[i].unwind == NULL)
+				en = slots_node_at(en, ops[i].path);
+		if (en != NULL && (ps == NULL || slots_meet(en, &plan->root))) {
+			bool carried = true;
+			for (int i = 0; i < ncarriers && carried; i++)
+				carried = carrier_carry(carriers[i], in);
+			if (!carried)
+				break;
+			if (ps != NULL) {
+				ps->excl_nops[ps->nexcl] = nops;
+				ps->excl_ops[ps->nexcl] = nops > 0 ? bson_malloc(sizeof(slot_op_t) * (size_t)nops) : NULL;
+				if (nops > 0)
+					memcpy(ps->excl_ops[ps->nexcl], ops, sizeof(slot_op_t) * (size_t)nops);
+				ps->excl_rts[ps->nexcl++] = in;
+			} else {
+				cands[n] = in;
+			}
+			n++;
+		}
 	}
+	return n;
+}
+
+int
+agg_proj_slot_candidates(const agg_rt_t *from, const agg_rt_t **out, int max)
+{
+	return from != NULL ? slots_walk(NULL, NULL, from, from->x, out, max) : 0;
+}
+
+size_t
+agg_proj_slots_pack(const agg_rt_t *const *srcs, int n, bson_t *scratch, uint8_t **buf, size_t *cap)
+{
+	size_t len = 0;
+	bool any = false;
+
+	for (int j = 0; j < n; j++) {
+		const char *up;
+		int64_t idx;
+		bson_reinit(scratch);
+		if (agg_unwind_current(srcs[j], &up, &idx))
+			BSON_APPEND_INT64(scratch, "i", idx);      /* its current element */
+		else if (agg_proj_slot_skeleton(srcs[j], scratch))
+			any = true;
+		else
+			bson_reinit(scratch);
+		if (len + scratch->len > *cap) {
+			*cap = (len + scratch->len) * 2;
+			*buf = bson_realloc(*buf, *cap);
+		}
+		memcpy(*buf + len, bson_get_data(scratch), scratch->len);
+		len += scratch->len;
+	}
+	return any ? len : 0;
+}
+
+void
+agg_proj_slots_unpack(const agg_rt_t *const *srcs, int n, const uint8_t *aux, uint32_t len, bson_t *views)
+{
+	uint32_t off = 0;
+
+	for (int j = 0; j < n; j++) {
+		const bson_t *ref = NULL;
+		const char *up;
+		int64_t idx;
+		uint32_t l;
+		bson_iter_t it;
+		if (aux != NULL && len - off >= 5) {
+			memcpy(&l, aux + off, 4);
+			l = BSON_UINT32_FROM_LE(l);
+			if (l > len - off)
+				l = len - off;
+			else if (l > 5 && bson_init_static(&views[j], aux + off, l))
+				ref = &views[j];
+			off += l;
+		}
+		if (agg_unwind_current(srcs[j], &up, &idx))
+			agg_unwind_set_current(srcs[j], ref != NULL && bson_iter_init_find(&it, ref, "i") &&
+			                                        BSON_ITER_HOLDS_INT64(&it) ? bson_iter_int64(&it) : -1);
+		else
+			agg_proj_slot_set(srcs[j], ref);
+	}
+}
+
+/* The exclusion i's input seen as the current document: its ops applied
+ * from the exclusion on -- a promotion takes the document at its path (and
+ * the exclusion's sub-tree there), an $unwind puts the current element in
+ * place of the array at its path (rebuilt in ps->opbuf, only when the
+ * exclusion has a sub-tree there).  *sub: a static view; false when the
+ * path no longer leads to a document (no slot). */
+static bool
+slots_follow(proj_state_t *ps, int i, const bson_t *ref, const pnode_t **node, bson_t *sub)
+{
+	const slot_op_t *ops = ps->excl_ops[i];
+	int buf = 0;
+	bson_t cur;
+
+	if (!bson_init_static(sub, bson_get_data(ref), ref->len))
+		return false;
+	for (int k = ps->excl_nops[i] - 1; k >= 0; k--) {
+		const char *rp;
+		int64_t idx;
+		bson_value_t v;
+		if (ops[k].unwind == NULL) {
+			*node = slots_node_at(*node, ops[k].path);
+			cur = *sub;
+			if (*node == NULL || !slots_doc_at(&cur, ops[k].path, sub))
+				return false;
+			continue;
+		}
+		if (slots_node_at(*node, ops[k].path) == NULL)
+			continue;       /* nothing removed below the unwound path */
+		if (!agg_unwind_current(ops[k].unwind, &rp, &idx) || idx < 0 ||
+		    !agg_doc_get_path(sub, ops[k].path, &v) || v.value_type != BSON_TYPE_ARRAY)
+			continue;
+		bson_t arr;
+		bson_iter_t it;
+		char key[24];
+		const char *ks;
+		agg_value_doc(&v, &arr);
+		bson_uint32_to_string((uint32_t)idx, &ks, key, sizeof(key));
+		if (idx > UINT32_MAX || !bson_iter_init_find(&it, &arr, ks))
+			continue;
+		bson_t *dst = &ps->opbuf[buf];
+		bson_reinit(dst);
+		agg_doc_set_path(sub, ops[k].path, bson_iter_value(&it), dst);
+		buf ^= 1;
+		if (!bson_init_static(sub, bson_get_data(dst), dst->len))
+			return false;
+	}
+	return true;
+}
+
+/* Lay *out (the setting stage's result for the current document) out after
+ * the input of each exclusion (or the holes of each $addFields) in ps, nearest
+ * first: the result of one is laid out after the next one's input.  *out
+ * may become ps->fused or ps->fused2. */
+static void
+slots_apply(const proj_plan_t *plan, proj_state_t *ps, const bson_t **out)
+{
+	for (int i = 0; i < ps->nexcl; i++) {
+		const proj_state_t *es = ps->excl_rts[i]->state;
+		const proj_plan_t *ep = ps->excl_rts[i]->st->plan;
+		bson_t *dst = *out == &ps->fused ? &ps->fused2 : &ps->fused;
+		if (ep->mode == PM_ADD ? es->nholes == 0 : es->last_in == NULL)
+			continue;       /* no slot in this document */
+		bson_reinit(dst);
+		if (ep->mode == PM_ADD) {
+			slots_reorder(*out, &es->hole_ref, &ep->root, &plan->root, es, dst);
+		} else if (ps->excl_nops[i] == 0) {
+			slots_reorder(*out, es->last_in, &ep->root, &plan->root, NULL, dst);
+		} else {
+			/* the document promoted or unwound from the exclusion's input:
+			 * its slots, inside */
+			bson_t sub;
+			const pnode_t *en = &ep->root;
+			if (!slots_follow(ps, i, es->last_in, &en, &sub))
+				continue;
+			slots_reorder(*out, &sub, en, &plan->root, NULL, dst);
+		}
+		*out = dst;
+	}
+}
+
+/* ---- slots filled by other stages ($lookup's as, $unwind's
+ * includeArrayIndex), which set a field on their input's Document as
+ * setField does (see agg_private.h) ---- */
+struct agg_slot_filler {
+	proj_plan_t plan;       /* PM_ADD: the one path set, a PN_EXPR leaf */
+	proj_state_t ps;
+};
+
+agg_slot_filler_t *
+agg_slot_filler_new(const agg_rt_t *rt, const char *path)
+{
+	agg_slot_filler_t *f;
+	pnode_t *n;
+
+	if (rt->input == NULL && rt->x->feeder == NULL)
+		return NULL;
+	f = tm_alloc0(sizeof(*f));
+	f->plan.mode = PM_ADD;
+	n = &f->plan.root;
+	for (const char *p = path; p != NULL;) {
+		const char *dot = strchr(p, '.');
+		size_t len = dot != NULL ? (size_t)(dot - p) : strlen(p);
+		n = pnode_add(n, p, len);
+		p = dot != NULL ? dot + 1 : NULL;
+	}
+	n->kind = PN_EXPR;
+	pnode_index_all(&f->plan.root);
+	bson_init(&f->ps.fused);
+	bson_init(&f->ps.fused2);
+	bson_init(&f->ps.opbuf[0]);
+	bson_init(&f->ps.opbuf[1]);
+	if (slots_walk(&f->plan, &f->ps, rt->input, rt->x, NULL, 0) == 0) {
+		agg_slot_filler_free(f);
+		return NULL;
+	}
+	return f;
+}
+
+const bson_t *
+agg_slot_filler_apply(agg_slot_filler_t *f, const bson_t *out)
+{
+	slots_apply(&f->plan, &f->ps, &out);
+	return out;
+}
+
+void
+agg_slot_filler_free(agg_slot_filler_t *f)
+{
+	if (f == NULL)
+		return;
+	pnode_destroy(&f->plan.root);
+	bson_destroy(&f->ps.fused);
+	bson_destroy(&f->ps.fused2);
+	for (int i = 0; i < f->ps.nexcl; i++)
+		bson_free(f->ps.excl_ops[i]);
+	bson_destroy(&f->ps.opbuf[0]);
+	bson_destroy(&f->ps.opbuf[1]);
+	bson_free(f);
 }
 
 static int
@@ -908,8 +1273,10 @@ proj_open(agg_rt_t *rt, terr_t *err)
 	bson_init(&ps->fused);
 	bson_init(&ps->fused2);
 	bson_init(&ps->hole_ref);
+	bson_init(&ps->opbuf[0]);
+	bson_init(&ps->opbuf[1]);
 	rt->state = ps;
-	slots_sources(rt, ps);
+	(void)slots_walk(rt->st->plan, ps, rt->input, rt->x, NULL, 0);
 	return 0;
 }
 
@@ -949,21 +1316,8 @@ proj_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	ps->nholes = 0;
 	RET(apply_exprs(rt, &plan->root, cur, &ps->out, ps, err));
 	*out = &ps->out;
-	/* each exclusion's slots, nearest first: the result of one is laid
-	 * out after the next one's input */
-	for (int i = 0; i < ps->nexcl; i++) {
-		const proj_state_t *es = ps->excl_rts[i]->state;
-		const proj_plan_t *ep = ps->excl_rts[i]->st->plan;
-		bson_t *dst = *out == &ps->fused ? &ps->fused2 : &ps->fused;
-		if (ep->mode == PM_ADD && es->nholes == 0)
-			continue;
-		bson_reinit(dst);
-		if (ep->mode == PM_ADD)
-			slots_reorder(*out, &es->hole_ref, &ep->root, &plan->root, es, dst);
-		else
-			slots_reorder(*out, es->last_in, &ep->root, &plan->root, NULL, dst);
-		*out = dst;
-	}
+	if (ps->nexcl > 0)
+		slots_apply(plan, ps, out);
 	/* this stage's own holes: kept laid out for a later stage, dropped
 	 * from what it hands on */
 	if (ps->nholes > 0) {
@@ -988,6 +1342,10 @@ proj_close(agg_rt_t *rt)
 	bson_destroy(&ps->fused2);
 	bson_destroy(&ps->hole_ref);
 	bson_free(ps->holes);
+	for (int i = 0; i < ps->nexcl; i++)
+		bson_free(ps->excl_ops[i]);
+	bson_destroy(&ps->opbuf[0]);
+	bson_destroy(&ps->opbuf[1]);
 	bson_free(ps);
 }
 

@@ -128,9 +128,23 @@ typedef struct sort_plan {
 	int64_t limit;        /* a following $limit (top-k), 0 = none */
 } sort_plan_t;
 
+#define SORT_SLOT_SRCS 4
+
+/* slot_srcs: the exclusions upstream whose removed fields' slots a later
+ * $addFields / $set fills (agg_sort_carry_slots).  Each document added
+ * carries, as the sorter's aux bytes (counted and dropped with it), one
+ * skeleton per exclusion (agg_proj_slot_skeleton; an empty document when
+ * it has no slot there), none at all when it has no slot anywhere; views
+ * are what the exclusions are handed as it leaves. */
 typedef struct sort_state {
 	sorter_t *sorter;
 	bool filled;
+	const agg_rt_t *slot_srcs[SORT_SLOT_SRCS];
+	int nslot;
+	bson_t sk;
+	uint8_t *aux;
+	size_t aux_len, aux_cap;
+	bson_t views[SORT_SLOT_SRCS];
 } sort_state_t;
 
 static void
@@ -195,7 +209,12 @@ sort_fill(agg_rt_t *rt, terr_t *err)
 	int rc;
 
 	while ((rc = agg_rt_pull(rt, &d, err)) == 1) {
-		RET(sorter_add(ss->sorter, d, err));
+		if (ss->nslot > 0) {
+			ss->aux_len = agg_proj_slots_pack(ss->slot_srcs, ss->nslot, &ss->sk, &ss->aux, &ss->aux_cap);
+			RET(sorter_add_aux(ss->sorter, d, ss->aux, (uint32_t)ss->aux_len, err));
+		} else {
+			RET(sorter_add(ss->sorter, d, err));
+		}
 		if (tm_interrupt_check(err) != 0)
 			return -1;
 	}
@@ -213,7 +232,36 @@ sort_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		ss->filled = true;
 		RET(sort_fill(rt, err));
 	}
-	return sorter_next_ex(ss->sorter, out, err);
+	int rc = sorter_next_ex(ss->sorter, out, err);
+	if (rc == 1 && ss->nslot > 0) {
+		/* none when the document came back from a spilled run */
+		uint32_t len;
+		const uint8_t *aux = sorter_last_aux(ss->sorter, &len);
+		agg_proj_slots_unpack(ss->slot_srcs, ss->nslot, aux, len, ss->views);
+	}
+	return rc;
+}
+
+bool
+agg_sort_carry_slots(const agg_rt_t *sort_rt, const agg_rt_t *excl)
+{
+	sort_state_t *ss = sort_rt->state;
+
+	for (int j = 0; j < ss->nslot; j++)
+		if (ss->slot_srcs[j] == excl)
+			return true;
+	if (ss->nslot == SORT_SLOT_SRCS || ss->filled)
+		return false;
+	if (ss->nslot == 0)
+		bson_init(&ss->sk);
+	ss->slot_srcs[ss->nslot++] = excl;
+	return true;
+}
+
+bool
+agg_is_sort_stage(const agg_rt_t *rt)
+{
+	return rt->st->def == &agg_stages_sort[0];
 }
 
 static void
@@ -222,6 +270,9 @@ sort_close(agg_rt_t *rt)
 	sort_state_t *ss = rt->state;
 
 	sorter_free(ss->sorter);
+	if (ss->nslot > 0)
+		bson_destroy(&ss->sk);
+	bson_free(ss->aux);
 	bson_free(ss);
 }
 

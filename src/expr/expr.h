@@ -116,6 +116,10 @@ void expr_destroy(expr_t *e);
  * borrow from e. */
 bool expr_is_constant(const expr_t *e, const bson_value_t **v);
 bool expr_is_field_path(const expr_t *e, const char **path);
+/* expr_is_root_path: true for "$a.b" and for $$ROOT / $$CURRENT (not
+ * rebound) with or without a path: the value at *path of the document a
+ * stage evaluates against (*path borrows, NULL for the whole document). */
+bool expr_is_root_path(const expr_t *e, const char **path);
 size_t expr_object_nfields(const expr_t *e);
 void expr_object_field(const expr_t *e, size_t i, const char **name, const expr_t **sub);
 

@@ -484,6 +484,16 @@ expr_is_field_path(const expr_t *e, const char **path)
 	return true;
 }
 
+bool
+expr_is_root_path(const expr_t *e, const char **path)
+{
+	if (e->kind != EXPR_FIELD &&
+	    (e->kind != EXPR_VAR || (e->var != EXPR_VAR_ROOT && e->var != EXPR_VAR_CURRENT)))
+		return false;
+	*path = e->path;
+	return true;
+}
+
 size_t
 expr_object_nfields(const expr_t *e)
 {

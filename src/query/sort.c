@@ -394,12 +394,15 @@ sort_compare_docs(const sort_spec_t *s, const bson_t *a, const bson_t *b)
 
 /* ---- sorter ------------------------------------------------------------------ */
 
-/* A held document: its keys and a copy of its bytes in one allocation
- * (keys first, then the document they borrow from). */
+/* A held document: its keys, a copy of its bytes and its caller's bytes
+ * (sorter_add_aux) in one allocation (keys first, then the document they
+ * borrow from, then the aux bytes), so the memory limit counts all three
+ * and a dropped document takes its aux bytes with it. */
 typedef struct sitem {
 	bson_value_t *keys;   /* the block; NULL for an empty slot */
 	const uint8_t *data;  /* inside the block */
 	uint32_t len;
+	uint32_t aux_len;     /* bytes after the document (never written to a run) */
 	uint32_t cap;         /* bytes the block has room for after the keys */
 	uint64_t seq;         /* arrival order: ties keep it */
 } sitem_t;
@@ -483,21 +486,23 @@ item_size(const sitem_t *it, size_t nkeys)
 	return it->cap + sizeof(sitem_t) + sizeof(bson_value_t) * nkeys + 64;
 }
 
-/* A block for a document of len bytes: it->data is where its bytes go;
- * the keys are extracted by item_set_keys once they are there.  A block
- * already there is kept when the document fits (the top-k's evicted root). */
+/* A block for a document of len bytes and aux_len aux bytes: it->data is
+ * where its bytes go, the aux bytes right after; the keys are extracted by
+ * item_set_keys once they are there.  A block already there is kept when
+ * both fit (the top-k's evicted root). */
 static void
-item_alloc(const sort_spec_t *s, sitem_t *it, uint32_t len)
+item_alloc(const sort_spec_t *s, sitem_t *it, uint32_t len, uint32_t aux_len)
 {
 	size_t koff = sizeof(bson_value_t) * s->n;
 
-	if (it->keys == NULL || it->cap < len) {
+	if (it->keys == NULL || (uint64_t)it->cap < (uint64_t)len + aux_len) {
 		bson_free(it->keys);
-		it->keys = bson_malloc(koff + len);
-		it->cap = len;
+		it->keys = bson_malloc(koff + (size_t)len + aux_len);
+		it->cap = len + aux_len;
 	}
 	it->data = (const uint8_t *)it->keys + koff;
 	it->len = len;
+	it->aux_len = aux_len;
 }
 
 static void
@@ -513,6 +518,7 @@ item_free(sitem_t *it)
 	it->keys = NULL;
 	it->data = NULL;
 	it->len = 0;
+	it->aux_len = 0;
 	it->cap = 0;
 }
 
@@ -675,6 +681,12 @@ spill(sorter_t *st, terr_t *err)
 int
 sorter_add(sorter_t *st, const bson_t *doc, terr_t *err)
 {
+	return sorter_add_aux(st, doc, NULL, 0, err);
+}
+
+int
+sorter_add_aux(sorter_t *st, const bson_t *doc, const uint8_t *aux, uint32_t aux_len, terr_t *err)
+{
 	const sort_spec_t *s = st->spec;
 	const uint8_t *data = bson_get_data(doc);
 	size_t nread = 0;
@@ -701,8 +713,12 @@ sorter_add(sorter_t *st, const bson_t *doc, terr_t *err)
 	/* the keys: those the comparison read, then the rest, moved onto the copy */
 	for (size_t i = nread; i < s->n; i++)
 		key_extract_one(s, i, data, doc->len, &st->probe[i]);
-	item_alloc(s, it, doc->len);
+	if (aux_len > UINT32_MAX - doc->len)
+		return terr_set(err, TERR_INTERNAL_ERROR, "Sort item too large");
+	item_alloc(s, it, doc->len, aux_len);
 	memcpy((uint8_t *)it->data, data, doc->len);
+	if (aux_len > 0)
+		memcpy((uint8_t *)it->data + doc->len, aux, aux_len);
 	for (size_t i = 0; i < s->n; i++) {
 		it->keys[i] = st->probe[i];
 		if (!key_rebase(&it->keys[i], data, doc->len, it->data)) {
@@ -745,7 +761,7 @@ run_advance(sorter_t *st, srun_t *r, terr_t *err)
 	      (uint32_t)lenbuf[3] << 24;
 	if (len < 5 || len > 64 * 1024 * 1024)
 		return terr_set(err, TERR_INTERNAL_ERROR, "Sort spill file is corrupt");
-	item_alloc(st->spec, &r->head, len);
+	item_alloc(st->spec, &r->head, len, 0);
 	memcpy((uint8_t *)r->head.data, lenbuf, 4);
 	if (fread((uint8_t *)r->head.data + 4, 1, len - 4, r->f) != len - 4) {
 		item_free(&r->head);
@@ -846,6 +862,21 @@ bool
 sorter_spilled(const sorter_t *st)
 {
 	return st->nruns > 0;
+}
+
+const uint8_t *
+sorter_last_aux(const sorter_t *st, uint32_t *len)
+{
+	const sitem_t *it;
+
+	*len = 0;
+	if (st->merging || st->next == 0 || st->next > st->n)
+		return NULL;
+	it = &st->items[st->next - 1];
+	if (it->aux_len == 0)
+		return NULL;
+	*len = it->aux_len;
+	return it->data + it->len;
 }
 
 void

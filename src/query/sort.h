@@ -99,6 +99,13 @@ void sorter_set_spill_dir(sorter_t *st, const char *dir);
 /* Copy doc into the sorter (or drop it, see top-k above); doc is only read
  * during the call.  Returns 0 or -1 with err set. */
 int sorter_add(sorter_t *st, const bson_t *doc, terr_t *err);
+/* sorter_add with aux_len bytes of the caller's kept with the document
+ * (copied; aux may be NULL when aux_len is 0): counted in the memory limit
+ * with it, dropped with it by top-k, and never written to disk -- a
+ * document read back from a spilled run has none (the agg $sort keeps a
+ * document's field-order slots this way, lost on spilling as mongod's
+ * serialised Documents lose them). */
+int sorter_add_aux(sorter_t *st, const bson_t *doc, const uint8_t *aux, uint32_t aux_len, terr_t *err);
 /* Sort what was added; call once, before sorter_next.  sorter_finish_ex
  * reports I/O errors of a spilled sort (0 or -1 with err set);
  * sorter_finish ignores them (the merge then ends early). */
@@ -115,6 +122,11 @@ int sorter_next_ex(sorter_t *st, const bson_t **out, terr_t *err);
  * sort spilled to disk (explain's usedDisk). */
 uint64_t sorter_memory(const sorter_t *st);
 bool sorter_spilled(const sorter_t *st);
+/* The aux bytes of the document sorter_next returned last (borrowed, valid
+ * as that document), with *len; NULL (*len 0) when it had none, when there
+ * is no such document, or when the sort spilled (every document then comes
+ * back from disk). */
+const uint8_t *sorter_last_aux(const sorter_t *st, uint32_t *len);
 void sorter_free(sorter_t *st);
 
 #endif

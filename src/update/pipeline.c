@@ -17,6 +17,7 @@
 
 #include <string.h>
 
+#include "bson/slots.h"
 #include "bson/value.h"
 #include "expr/expr.h"
 #include "common/nameidx.h"
@@ -865,8 +866,6 @@ slots_meet(const pnode_t *excl, const pnode_t *set)
 	return false;
 }
 
-static void slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *set,
-                          const set_holes_t *holes, bson_t *res);
 
 /* Is leaf k one of the holes a $set left? */
 static bool
@@ -949,88 +948,38 @@ holes_drop(const bson_t *in, const pnode_t *t, const set_holes_t *h, bson_t *out
 	}
 }
 
-/* out's value o under name, reordered after r's when the exclusion has
- * paths below it and the $set did not replace it whole: documents by
- * field, arrays element by element. */
-static void
-slots_value(bson_t *res, const char *name, int len, const bson_iter_t *o, const bson_iter_t *r, const pnode_t *k1,
-            const pnode_t *k2, const set_holes_t *holes)
+/* bson/slots.h's view of the trees: an exclusion's, or an earlier $set's
+ * whose holes (ctx, non-NULL) are its slots. */
+static const void *
+slot_child(const void *node, const char *name, uint32_t len)
 {
-	bool docs = BSON_ITER_HOLDS_DOCUMENT(o) && BSON_ITER_HOLDS_DOCUMENT(r);
-	bool arrs = BSON_ITER_HOLDS_ARRAY(o) && BSON_ITER_HOLDS_ARRAY(r);
-	const bson_value_t *ov, *rv;
-	bson_t osub, rsub, child;
+	const pnode_t *p = node;
+	size_t i = pnode_index_of(p, name, len);
 
-	if (k1 == NULL || k1->leaf || (k2 != NULL && k2->leaf) || (!docs && !arrs)) {
-		bson_append_iter(res, name, len, o);
-		return;
-	}
-	ov = bson_iter_value((bson_iter_t *)o);
-	rv = bson_iter_value((bson_iter_t *)r);
-	bson_init_static(&osub, ov->value.v_doc.data, ov->value.v_doc.data_len);
-	bson_init_static(&rsub, rv->value.v_doc.data, rv->value.v_doc.data_len);
-	if (docs) {
-		bson_append_document_begin(res, name, len, &child);
-		slots_reorder(&osub, &rsub, k1, k2, holes, &child);
-		bson_append_document_end(res, &child);
-		return;
-	}
-	bson_iter_t oi, ri;
-	bool r_more;
-	bson_append_array_begin(res, name, len, &child);
-	bson_iter_init(&oi, &osub);
-	bson_iter_init(&ri, &rsub);
-	r_more = bson_iter_next(&ri);
-	while (bson_iter_next(&oi)) {
-		if (r_more)
-			slots_value(&child, bson_iter_key(&oi), (int)bson_iter_key_len(&oi), &oi, &ri, k1, k2, holes);
-		else
-			bson_append_iter(&child, bson_iter_key(&oi), (int)bson_iter_key_len(&oi), &oi);
-		r_more = r_more && bson_iter_next(&ri);
-	}
-	bson_append_array_end(res, &child);
+	return i < p->n ? p->kids[i] : NULL;
 }
 
-/* res = out's fields in mongod's order: ref's (the exclusion's input) order,
- * a removed field set again in its old slot, then the fields new to ref in
- * out's order.  out holds ref's kept fields in ref's order, then the
- * appended ones.  set: the $set's node at this level (NULL: none). */
+static bool
+slot_has_kids(const void *node)
+{
+	return !((const pnode_t *)node)->leaf;
+}
+
+static bool
+slot_is_slot(const void *ctx, const void *node)
+{
+	return is_slot(node, ctx);
+}
+
+static const bslots_nodes_t slot_nodes = {slot_child, slot_has_kids, slot_is_slot};
+
+/* res = out laid out after ref, the exclusion's input (bslots_reorder):
+ * a removed field set again in its old slot.  set: the $set's tree. */
 static void
 slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const pnode_t *set, const set_holes_t *holes,
               bson_t *res)
 {
-	bson_iter_t r, o, f;
-	bool o_more;
-	const pnode_t *k1, *k2;
-
-	bson_iter_init(&o, out);
-	o_more = bson_iter_next(&o);
-	bson_iter_init(&r, ref);
-	while (bson_iter_next(&r)) {
-		const char *name = bson_iter_key(&r);
-		uint32_t len = bson_iter_key_len(&r);
-		k1 = pnode_find(excl, name);
-		k2 = set != NULL ? pnode_find(set, name) : NULL;
-		if (is_slot(k1, holes)) {
-			if (bson_iter_init_find_w_len(&f, out, name, (int)len))
-				bson_append_iter(res, name, (int)len, &f);
-			continue;
-		}
-		if (!o_more || bson_iter_key_len(&o) != len || memcmp(bson_iter_key(&o), name, len) != 0)
-			continue;
-		slots_value(res, name, (int)len, &o, &r, k1, k2, holes);
-		o_more = bson_iter_next(&o);
-	}
-	/* the appended fields, but those moved into a slot (removed from ref
-	 * by the exclusion and present in ref) */
-	for (; o_more; o_more = bson_iter_next(&o)) {
-		const char *name = bson_iter_key(&o);
-		k1 = pnode_find(excl, name);
-		if (is_slot(k1, holes) &&
-		    bson_iter_init_find_w_len(&f, ref, name, (int)bson_iter_key_len(&o)))
-			continue;
-		bson_append_iter(res, name, (int)bson_iter_key_len(&o), &o);
-	}
+	bslots_reorder(out, ref, excl, set, &slot_nodes, holes, res);
 }
 
 

@@ -102,6 +102,59 @@
 			{_id: 3, y: 4, z: 1, x: 3, b: 5, c: 6, a: 7}]);
 		cdb.i1slots.drop();
 	});
+	// an in-memory $sort hands the Documents on, each with its own slots
+	// (the sorter keeps them); a spilled one serialised them to BSON
+	// (Document::serializeForSorter skips missing values): no slot
+	compat(1, 'a removed field\'s slot lasts through $sort and top-k $sort + $limit, per document', () => {
+		cdb.i1slots.drop();
+		cdb.i1slots.insertMany([{_id: 1, b: 1, a: 2, c: 1}, {_id: 2, a: 1, b: 2}, {_id: 3, c: 0, a: 3, b: 3},
+			{_id: 4, a: 0}]);
+		const p = [{$project: {b: 0}}, {$sort: {a: 1}}, {$addFields: {b: 5}}];
+		eq(agg(cdb, 'i1slots', p), [{_id: 4, a: 0, b: 5}, {_id: 2, a: 1, b: 5}, {_id: 1, b: 5, a: 2, c: 1},
+			{_id: 3, c: 0, a: 3, b: 5}]);
+		eq(agg(cdb, 'i1slots', [{$unset: 'b'}, {$match: {a: {$gt: 1}}}, {$sort: {a: -1}}, {$limit: 1},
+			{$set: {n: 1, b: 5}}]), [{_id: 3, c: 0, a: 3, b: 5, n: 1}]);
+		eq(agg(cdb, 'i1slots', [{$unset: 'b'}, {$sort: {c: 1, a: 1}}, {$limit: 3}, {$sort: {_id: 1}}, {$set: {b: 5}}]),
+			[{_id: 2, a: 1, b: 5}, {_id: 3, c: 0, a: 3, b: 5}, {_id: 4, a: 0, b: 5}]);
+		// two exclusions carried by one sort, one of them nested
+		cdb.i1slots2.drop();
+		cdb.i1slots2.insertMany([{_id: 1, s: {x: 1, y: 2}, k: 1, m: 2}, {_id: 2, k: 0, s: [{x: 2, y: 1}, {y: 3}], m: 1}]);
+		eq(agg(cdb, 'i1slots2', [{$project: {'s.x': 0}}, {$unset: 'k'}, {$sort: {m: 1}}, {$set: {'s.x': 9, k: 8}}]),
+			[{_id: 2, k: 8, s: [{x: 9, y: 1}, {y: 3, x: 9}], m: 1}, {_id: 1, s: {x: 9, y: 2}, k: 8, m: 2}]);
+		cdb.i1slots2.drop();
+		const old = cmdOk(cdb.getSiblingDB('admin'), {getParameter: 1, internalQueryMaxBlockingSortMemoryUsageBytes: 1})
+			.internalQueryMaxBlockingSortMemoryUsageBytes;
+		cmdOk(cdb.getSiblingDB('admin'), {setParameter: 1, internalQueryMaxBlockingSortMemoryUsageBytes: 1});
+		try {
+			const r = cmdOk(cdb, {aggregate: 'i1slots', pipeline: p, allowDiskUse: true, cursor: {}}).cursor.firstBatch;
+			eq(r, [{_id: 4, a: 0, b: 5}, {_id: 2, a: 1, b: 5}, {_id: 1, a: 2, c: 1, b: 5}, {_id: 3, c: 0, a: 3, b: 5}]);
+		} finally {
+			cmdOk(cdb.getSiblingDB('admin'), {setParameter: 1, internalQueryMaxBlockingSortMemoryUsageBytes: old});
+		}
+		cdb.i1slots.drop();
+	});
+	// the other stages that hand mongod's Document on with its slots: a
+	// $facet's TeeBuffer, $replaceRoot/$replaceWith (newRoot's Document),
+	// $unwind (the element's Value); and those that fill a slot by setting
+	// a field on their input ($lookup's as, $unwind's includeArrayIndex)
+	compat(1, 'a removed field\'s slot lasts into $facet, $replaceRoot, $unwind elements, and $lookup/$unwind fill it, per document', () => {
+		cdb.i1slots3.drop();
+		cdb.i1slots3.insertMany([{_id: 1, a: 1, s: {x: 1, y: 2}, k: 2, r: [{p: 1, q: 2}, {q: 3}]},
+			{_id: 2, k: 1, s: {y: 1}, a: 2, r: [{q: 1, p: 2}]}]);
+		const agg3 = (p) => agg(cdb, 'i1slots3', p);
+		eq(agg3([{$unset: ['a', 's.x']}, {$facet: {o: [{$sort: {k: 1}}, {$set: {a: 9, 's.x': 8}}]}}, {$unwind: '$o'},
+			{$replaceWith: '$o'}, {$project: {r: 0}}]),
+			[{_id: 2, k: 1, s: {y: 1, x: 8}, a: 9}, {_id: 1, a: 9, s: {x: 8, y: 2}, k: 2}]);
+		eq(agg3([{$project: {'s.x': 0}}, {$sort: {k: 1}}, {$replaceWith: '$s'}, {$set: {x: 0}}]),
+			[{y: 1, x: 0}, {x: 0, y: 2}]);
+		eq(agg3([{$project: {'r.p': 0}}, {$unwind: '$r'}, {$set: {'r.p': 0}}, {$project: {_id: 1, r: 1}}]),
+			[{_id: 1, r: {p: 0, q: 2}}, {_id: 1, r: {q: 3, p: 0}}, {_id: 2, r: {q: 1, p: 0}}]);
+		eq(agg3([{$unset: 'a'}, {$lookup: {from: 'i1slots3', pipeline: [{$count: 'n'}], as: 'a'}},
+			{$project: {r: 0, s: 0}}]), [{_id: 1, a: [{n: 2}], k: 2}, {_id: 2, k: 1, a: [{n: 2}]}]);
+		eq(agg3([{$unset: 'a'}, {$unwind: {path: '$r', includeArrayIndex: 'a'}}, {$project: {r: 0, s: 0}}]),
+			[{_id: 1, a: NumberLong(0), k: 2}, {_id: 1, a: NumberLong(1), k: 2}, {_id: 2, k: 1, a: NumberLong(0)}]);
+		cdb.i1slots3.drop();
+	});
 	// The field order of every reshaping stage and update form, as mongod
 	// builds it: inclusion $project keeps the input's order and appends
 	// computed fields in spec order (InclusionNode); $addFields/$set and
@@ -152,6 +205,8 @@
 		['nested exclusion then $set (a slot)', [{$project: {'b.x': 0}}, {$set: {'b.x': 3}}], ['_id', 'a', B, 'c', 'd']],
 		['$unset, $set, $set (the slot lasts)', [{$unset: 'a'}, {$set: {z: 1}}, {$set: {a: 3}}], ['_id', 'a', B, 'c', 'd', 'z']],
 		['two exclusions then $set (both slots)', [{$unset: 'a'}, {$unset: 'b'}, {$set: {b: 1, a: 2}}], ['_id', 'a', 'b', 'c', 'd']],
+		['$unset of two fields, then a $set of each (each in its slot)', [{$unset: ['a', 'c']}, {$set: {a: 1}}, {$set: {c: 2}}],
+			['_id', 'a', B, 'c', 'd']],
 		['exclusion inside array elements then $set', [{$set: {c: [{x: 1, y: 2}]}}, {$project: {'c.x': 0}},
 			{$set: {'c.x': 7}}, {$project: {c: {$arrayElemAt: ['$c', 0]}}}], ['_id', ['c', ['x', 'y']]]],
 		['$$REMOVE of an absent field leaves a slot (setField of a missing value appends one, DocumentStorage::getField)',
@@ -161,6 +216,44 @@
 			['_id', 'a', B, 'c', 'd', 'z', 'y']],
 		['exclusion, $unwind, $set (the slot lasts: DocumentSourceUnwind sets the field in a copy of the Document)',
 			[{$set: {u: [1, 2]}}, {$project: {a: 0}}, {$unwind: '$u'}, {$set: {a: 3}}], ['_id', 'a', B, 'c', 'd', 'u']],
+		['exclusion, $sort, $set (the slot lasts: the in-memory sorter keeps the Documents)',
+			[{$set: {n: 1}}, {$project: {a: 0}}, {$sort: {d: 1}}, {$set: {a: 3}}], ['_id', 'a', B, 'c', 'd', 'n']],
+		['$unset, top-k $sort + $limit, $set (a slot)', [{$unset: 'a'}, {$sort: {d: -1}}, {$limit: 1}, {$set: {n: 1, a: 2}}],
+			['_id', 'a', B, 'c', 'd', 'n']],
+		['nested exclusion, $sort, $sort, $set (a slot inside b)', [{$project: {'b.x': 0}}, {$sort: {a: 1}}, {$sort: {d: 1}},
+			{$set: {'b.x': 3}}], ['_id', 'a', B, 'c', 'd']],
+		['nested exclusion, $replaceRoot, $set (a slot inside the promoted document: ReplaceRootTransformation keeps newRoot\'s Document)',
+			[{$project: {'b.x': 0}}, {$replaceRoot: {newRoot: '$b'}}, {$set: {x: 3}}], ['x', 'y']],
+		['$unset, $replaceWith $$ROOT, $set (a slot)', [{$unset: 'a'}, {$replaceWith: '$$ROOT'}, {$set: {n: 1, a: 2}}],
+			['_id', 'a', B, 'c', 'd', 'n']],
+		['nested exclusion, $sort, $replaceWith, $set (a slot)', [{$project: {'b.x': 0}}, {$sort: {a: 1}}, {$replaceWith: '$b'},
+			{$set: {x: 3}}], ['x', 'y']],
+		['two levels of $replaceRoot (a slot two levels down)', [{$set: {'b.z': {p: 1, q: 2}}}, {$project: {'b.z.p': 0}},
+			{$replaceRoot: {newRoot: '$b'}}, {$replaceWith: '$z'}, {$set: {p: 3}}], ['p', 'q']],
+		['$unset, $facet with a $set (a slot: the TeeBuffer hands each branch the same Documents)',
+			[{$unset: 'a'}, {$facet: {o: [{$set: {a: 2}}]}}, {$unwind: '$o'}, {$replaceWith: '$o'}], ['_id', 'a', B, 'c', 'd']],
+		['nested exclusion, $facet with $sort then $set, another branch (a slot inside b)',
+			[{$project: {'b.x': 0}}, {$facet: {p: [{$count: 'n'}], o: [{$sort: {d: 1}}, {$set: {'b.x': 3}}]}},
+				{$unwind: '$o'}, {$replaceWith: '$o'}], ['_id', 'a', B, 'c', 'd']],
+		['nested exclusion, $facet with $replaceWith then $set (a slot)',
+			[{$project: {'b.x': 0}}, {$facet: {o: [{$replaceWith: '$b'}, {$set: {x: 3}}]}}, {$unwind: '$o'},
+				{$replaceWith: '$o'}], ['x', 'y']],
+		['exclusion, then $lookup as the removed field (its slot: setNestedField on the input Document)',
+			[{$project: {a: 0}}, {$lookup: {from: 'i1fo', pipeline: [{$limit: 1}, {$project: {_id: 1}}], as: 'a'}}],
+			['_id', 'a', B, 'c', 'd']],
+		['$unset, then $unwind includeArrayIndex into the removed field (its slot)',
+			[{$unset: 'a'}, {$unwind: {path: '$c', includeArrayIndex: 'a'}}], ['_id', 'a', B, 'c', 'd']],
+		['$$REMOVE, then $unwind includeArrayIndex into that field (its slot)',
+			[{$set: {a: '$$REMOVE'}}, {$unwind: {path: '$c', includeArrayIndex: 'a'}}], ['_id', 'a', B, 'c', 'd']],
+		['exclusion inside array elements, $unwind, $set (a slot inside the element: $unwind sets the element\'s Document)',
+			[{$set: {c: [{x: 1, y: 2}, {x: 3, y: 4}]}}, {$project: {'c.x': 0}}, {$unwind: '$c'}, {$match: {'c.y': 4}},
+				{$set: {'c.x': 7}}], ['_id', 'a', B, ['c', ['x', 'y']], 'd']],
+		['exclusion inside array elements, $unwind, $sort, $replaceWith, $set (a slot: the sort keeps each element)',
+			[{$set: {c: [{x: 1, y: 2}, {y: 4, x: 3}]}}, {$project: {'c.x': 0}}, {$unwind: '$c'}, {$sort: {'c.y': 1}},
+				{$replaceWith: '$c'}, {$set: {x: 7}}], ['x', 'y']],
+		['exclusion inside array elements, $unwind, $replaceWith, $set (a slot)',
+			[{$set: {c: [{x: 1, y: 2}, {x: 3, y: 4}]}}, {$project: {'c.x': 0}}, {$unwind: '$c'}, {$match: {'c.y': 4}},
+				{$replaceWith: '$c'}, {$set: {x: 7}}], ['x', 'y']],
 		['exclusion, $lookup, $set (the slot lasts: $lookup sets as on a MutableDocument of its input)',
 			[{$project: {a: 0}}, {$lookup: {from: 'i1fo', pipeline: [{$limit: 1}], as: 'j'}}, {$set: {a: 3}}, {$unset: 'j'}],
 			['_id', 'a', B, 'c', 'd']],
@@ -199,6 +292,8 @@
 		['pipeline: nested exclusion then $set (a slot)', [{$project: {'b.x': 0}}, {$set: {'b.x': 5}}], ['_id', 'a', B, 'c', 'd']],
 		['pipeline: $unset, $set, $set (the slot lasts)', [{$unset: 'a'}, {$set: {z: 1}}, {$set: {a: 3}}], ['_id', 'a', B, 'c', 'd', 'z']],
 		['pipeline: two exclusions then $set', [{$unset: 'a'}, {$unset: 'b'}, {$set: {b: 1, a: 2}}], ['_id', 'a', 'b', 'c', 'd']],
+		['pipeline: $unset of two fields, then a $set of each', [{$unset: ['a', 'c']}, {$set: {a: 1}}, {$set: {c: 2}}],
+			['_id', 'a', B, 'c', 'd']],
 		['pipeline: $$REMOVE of an absent field leaves a slot', [{$set: {z: '$$REMOVE'}}, {$set: {n: 1}}, {$set: {z: 2}}],
 			['_id', 'a', B, 'c', 'd', 'z', 'n']],
 		['pipeline: $$REMOVE of a present field, $unset, then $set', [{$set: {a: '$$REMOVE'}}, {$unset: 'c'}, {$set: {n: 1, a: 2}}],

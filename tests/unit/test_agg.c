@@ -5,6 +5,10 @@
  */
 #include "tt.h"
 
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
 #include "tt_embedded.h"
 
 static tamga_t *db;
@@ -705,6 +709,192 @@ test_bucket_auto_densify(void)
 	AGG_ERR("dn", "[{\"$densify\": {\"field\": \"t\", \"range\": {\"step\": -1, \"bounds\": \"full\"}}}]", 5733401);
 }
 
+/* ---- field-order slots, randomized --------------------------------------
+ * Removing a field and setting it again later must leave it where setting it
+ * in place would (mongod's Document keeps the removed field's slot,
+ * SERVER-37791): for random documents, a random set F of fields (top-level
+ * and inside "s") and random stages between, the pipeline
+ *   [$unset F, <between>, $set F]  must answer exactly what
+ *   [<between>, $set F]  answers (fields present: in place; absent:
+ * appended in spec order, in both).  <between>: $match, $sort (with or
+ * without a $limit: top-k), a $set of another field, and at most one
+ * $replaceWith "$s" (then F is taken inside s); and sometimes all of it in
+ * a $facet branch.  F's first field may be set by a $lookup `as` or an
+ * $unwind includeArrayIndex instead (both set a field on their input's
+ * Document, filling its slot).  "r" is an array of documents: F may take
+ * fields inside its elements, and an $unwind of it may stand between. */
+static uint64_t slot_rng;
+
+static uint32_t
+slot_rand(void)
+{
+	slot_rng ^= slot_rng << 13;
+	slot_rng ^= slot_rng >> 7;
+	slot_rng ^= slot_rng << 17;
+	return (uint32_t)(slot_rng >> 11);
+}
+
+/* Append the fields of names[0..n) in a random order, each with probability
+ * 3/4, as "name": value. */
+static void
+slot_fields(char *buf, size_t cap, const char *const *names, int n, int base)
+{
+	int order[8];
+
+	for (int i = 0; i < n; i++)
+		order[i] = i;
+	for (int i = n - 1; i > 0; i--) {
+		int j = (int)(slot_rand() % (uint32_t)(i + 1)), t = order[i];
+		order[i] = order[j];
+		order[j] = t;
+	}
+	for (int i = 0; i < n; i++) {
+		if (slot_rand() % 4 == 0)
+			continue;
+		size_t l = strlen(buf);
+		snprintf(buf + l, cap - l, ", \"%s\": %d", names[order[i]], base + i);
+	}
+}
+
+static void
+test_slots_randomized(void)
+{
+	static const char *const top[] = {"a", "b", "c", "d", "e"};
+	static const char *const in_s[] = {"x", "y", "z", "w"};
+	const char *seed_env = getenv("TAMGA_TEST_SEED");
+	uint64_t seed = seed_env != NULL ? strtoull(seed_env, NULL, 10) : (uint64_t)time(NULL);
+	int runs = 0;
+
+	slot_rng = seed * 2654435761u + 1;
+	printf("# test_slots_randomized seed %llu (TAMGA_TEST_SEED)\n", (unsigned long long)seed);
+	for (int iter = 0; iter < 120; iter++) {
+		char docs[8192] = "[", unset[256] = "", setf[256] = "", between[512] = "", rest[256] = "", first[16] = "";
+		bool promote = slot_rand() % 3 == 0;
+		int ndocs = 1 + (int)(slot_rand() % 12);
+
+		for (int i = 0; i < ndocs; i++) {
+			char d[1024], sd[256] = "";
+			snprintf(d, sizeof(d), "{\"_id\": %d, \"k\": %d, \"u\": [7, 8]", i, (int)(slot_rand() % 5));
+			slot_fields(d, sizeof(d), top, 5, 10 * i);
+			slot_fields(sd, sizeof(sd), in_s, 4, 100 * i);
+			size_t l = strlen(d);
+			/* s: a document (always, when promoted), somewhere among the fields */
+			snprintf(d + l, sizeof(d) - l, ", \"s\": {\"sk\": %d%s}, \"r\": [", i, sd);
+			/* r: 0-2 documents with p and q in either order, each maybe absent */
+			int nr = (int)(slot_rand() % 3);
+			for (int e = 0; e < nr; e++) {
+				bool pq = slot_rand() % 2 == 0;
+				const char *f1 = pq ? "p" : "q", *f2 = pq ? "q" : "p";
+				l = strlen(d);
+				snprintf(d + l, sizeof(d) - l, "%s{", e > 0 ? ", " : "");
+				if (slot_rand() % 4 != 0) {
+					l = strlen(d);
+					snprintf(d + l, sizeof(d) - l, "\"%s\": %d", f1, e);
+				}
+				if (slot_rand() % 4 != 0) {
+					l = strlen(d);
+					snprintf(d + l, sizeof(d) - l, "%s\"%s\": %d", d[strlen(d) - 1] == '{' ? "" : ", ", f2, 10 + e);
+				}
+				strcat(d, "}");
+			}
+			strcat(d, "]}");
+			l = strlen(docs);
+			snprintf(docs + l, sizeof(docs) - l, "%s%s", i > 0 ? ", " : "", d);
+		}
+		strcat(docs, "]");
+		/* F: 1-3 fields, top-level or inside s ("s.x"; only these when promoted) */
+		int nf = 1 + (int)(slot_rand() % 3);
+		for (int i = 0; i < nf; i++) {
+			bool nested = promote || slot_rand() % 2 == 0;
+			bool in_r = !promote && slot_rand() % 4 == 0;
+			const char *f = in_r ? (slot_rand() % 2 ? "p" : "q") : nested ? in_s[slot_rand() % 4] : top[slot_rand() % 5];
+			char path[16];
+			snprintf(path, sizeof(path), "%s%s", in_r ? "r." : nested ? "s." : "", f);
+			if (strstr(unset, path) != NULL)
+				continue;
+			size_t l = strlen(unset);
+			snprintf(unset + l, sizeof(unset) - l, "%s\"%s\"", unset[0] ? ", " : "", path);
+			l = strlen(setf);
+			snprintf(setf + l, sizeof(setf) - l, "%s\"%s\": %d", setf[0] ? ", " : "", promote ? f : path,
+			         900 + i);
+			if (first[0] == '\0') {
+				snprintf(first, sizeof(first), "%s", promote ? f : path);
+			} else {
+				l = strlen(rest);
+				snprintf(rest + l, sizeof(rest) - l, "%s\"%s\": %d", rest[0] ? ", " : "", promote ? f : path, 900 + i);
+			}
+		}
+		/* what sets F: a $set, or a $set of the rest then a $lookup `as` or an
+		 * $unwind includeArrayIndex setting the first (both fill its slot) */
+		char setter[512];
+		int how = (int)(slot_rand() % 6);
+		if ((how == 0 || how == 1) && strncmp(first, "r.", 2) != 0) {
+			size_t l = 0;
+			setter[0] = '\0';
+			if (rest[0] != '\0')
+				l = (size_t)snprintf(setter, sizeof(setter), "{\"$set\": {%s}}, ", rest);
+			if (how == 0)
+				snprintf(setter + l, sizeof(setter) - l,
+				         "{\"$lookup\": {\"from\": \"slotsr\", \"pipeline\": [{\"$limit\": 1}, {\"$project\": {\"_id\": 1}}],"
+				         " \"as\": \"%s\"}}", first);
+			else
+				snprintf(setter + l, sizeof(setter) - l,
+				         "{\"$unwind\": {\"path\": \"$u\", \"includeArrayIndex\": \"%s\", \"preserveNullAndEmptyArrays\": true}}",
+				         first);
+		} else {
+			snprintf(setter, sizeof(setter), "{\"$set\": {%s}}", setf);
+		}
+		/* the stages between, in a random order of a few kinds */
+		int nb = (int)(slot_rand() % 4);
+		bool promoted = false;
+		for (int i = 0; i < nb + (promote ? 1 : 0); i++) {
+			const char *st;
+			int kind = (int)(slot_rand() % 6);
+			if (promote && !promoted && (i == nb || slot_rand() % 2 == 0)) {
+				st = "{\"$replaceWith\": \"$s\"}";
+				promoted = true;
+			} else if (kind == 0) {
+				st = promoted ? "{\"$match\": {\"sk\": {\"$gte\": 1}}}" : "{\"$match\": {\"_id\": {\"$gte\": 1}}}";
+			} else if (kind == 1) {
+				st = promoted ? "{\"$sort\": {\"sk\": -1}}" : "{\"$sort\": {\"k\": 1, \"_id\": -1}}";
+			} else if (kind == 2) {
+				st = promoted ? "{\"$sort\": {\"sk\": 1}}, {\"$limit\": 3}"
+				              : "{\"$sort\": {\"k\": -1, \"_id\": 1}}, {\"$limit\": 4}";
+			} else if (kind == 3) {
+				st = "{\"$set\": {\"n\": 1}}";
+			} else if (kind == 5 && !promoted) {
+				st = "{\"$unwind\": \"$r\"}";
+			} else {
+				st = promoted ? "{\"$sort\": {\"sk\": 1}}" : "{\"$sort\": {\"_id\": 1}}";
+			}
+			size_t l = strlen(between);
+			snprintf(between + l, sizeof(between) - l, "%s, ", st);
+		}
+		char *p1, *p2;
+		if (slot_rand() % 3 == 0) {
+			/* the stages between and the $set in a $facet branch */
+			const char *tail = "]}}, {\"$unwind\": \"$o\"}, {\"$replaceWith\": \"$o\"}]";
+			p1 = bson_strdup_printf("[{\"$unset\": [%s]}, {\"$facet\": {\"c\": [{\"$count\": \"n\"}], \"o\": [%s%s%s",
+			                        unset, between, setter, tail);
+			p2 = bson_strdup_printf("[{\"$facet\": {\"c\": [{\"$count\": \"n\"}], \"o\": [%s%s%s", between, setter, tail);
+		} else {
+			p1 = bson_strdup_printf("[{\"$unset\": [%s]}, %s%s]", unset, between, setter);
+			p2 = bson_strdup_printf("[%s%s]", between, setter);
+		}
+		load("slotsr", docs);
+		char *g1 = agg("slotsr", p1), *g2 = agg("slotsr", p2);
+		if (strcmp(g1, g2) != 0)
+			TT_FAIL_("seed %llu iter %d\n  docs %s\n  %s\n  -> %s\n  %s\n  -> %s", (unsigned long long)seed, iter,
+			         docs, p1, g1, p2, g2);
+		runs += strncmp(g1, "error", 5) != 0;
+		bson_free(g1);
+		bson_free(g2);
+		bson_free(p1);
+		bson_free(p2);
+	}
+	TT_ASSERT(runs > 60);
+}
+
 int
 main(void)
 {
@@ -729,6 +919,7 @@ main(void)
 	TT_RUN(test_stats_stages);
 	TT_RUN(test_window);
 	TT_RUN(test_bucket_auto_densify);
+	TT_RUN(test_slots_randomized);
 	tt_close_rm(db, dir);
 	return tt_finish();
 }

@@ -258,6 +258,88 @@ test_spill(void)
 	bson_free(dir);
 }
 
+/* sorter_add_aux: the aux bytes come back with their own document (top-k
+ * drops them with it), count in the memory limit like the document, and
+ * are gone once the sort spilled. */
+static void
+test_aux(void)
+{
+	bson_t *spec = tt_json("{\"v\": -1}");
+	sort_spec_t *s = NULL;
+	terr_t err = TERR_INIT;
+	char *dir = tt_tmpdir("sortaux");
+	sorter_t *st, *plain;
+	const bson_t *d;
+	uint8_t aux[300];
+	uint32_t len;
+	int n = 0;
+
+	TT_ASSERT(sort_spec_parse(spec, &s, &err) == 0);
+	/* top-k of 5 over 1000: each survivor's aux is its own value's */
+	st = sorter_new(s, 5, false, 0);
+	plain = sorter_new(s, 5, false, 0);
+	for (int i = 0; i < 1000; i++) {
+		bson_t *doc = bson_new();
+		int v = (i * 7919) % 1000;
+
+		BSON_APPEND_INT32(doc, "v", v);
+		memset(aux, v % 251, sizeof(aux));
+		TT_ASSERT(sorter_add_aux(st, doc, aux, (uint32_t)(100 + v % 200), &err) == 0);
+		TT_ASSERT(sorter_add(plain, doc, &err) == 0);
+		bson_destroy(doc);
+	}
+	/* held: 5 documents and their aux bytes, counted; nothing else kept */
+	TT_ASSERT(sorter_memory(st) >= sorter_memory(plain) + 5 * 100);
+	TT_ASSERT(sorter_memory(st) <= sorter_memory(plain) + 5 * 300);
+	sorter_finish(st);
+	TT_ASSERT(sorter_last_aux(st, &len) == NULL && len == 0);
+	while ((d = sorter_next(st)) != NULL) {
+		bson_iter_t it;
+		const uint8_t *a = sorter_last_aux(st, &len);
+		int v;
+
+		TT_ASSERT(bson_iter_init_find(&it, d, "v"));
+		v = bson_iter_int32(&it);
+		TT_ASSERT(a != NULL && len == (uint32_t)(100 + v % 200));
+		TT_ASSERT(a != NULL && a[0] == v % 251 && a[len - 1] == v % 251);
+		n++;
+	}
+	TT_EQ_INT(n, 5);
+	sorter_free(st);
+	sorter_free(plain);
+
+	/* no aux: none comes back */
+	st = sorter_new(s, 0, false, 0);
+	bson_t *one = tt_json("{\"v\": 1}");
+	TT_ASSERT(sorter_add_aux(st, one, NULL, 0, &err) == 0);
+	sorter_finish(st);
+	TT_ASSERT(sorter_next(st) != NULL && sorter_last_aux(st, &len) == NULL);
+	sorter_free(st);
+
+	/* the aux bytes push the sort past its limit: it spills, and they are lost */
+	st = sorter_new(s, 0, true, 4096);
+	sorter_set_spill_dir(st, dir);
+	for (int i = 0; i < 5; i++)
+		TT_ASSERT(sorter_add_aux(st, one, aux, sizeof(aux), &err) == 0);
+	TT_ASSERT(!sorter_spilled(st));
+	for (int i = 0; i < 15; i++)
+		TT_ASSERT(sorter_add_aux(st, one, aux, sizeof(aux), &err) == 0);
+	TT_ASSERT(sorter_spilled(st));
+	TT_ASSERT(sorter_finish_ex(st, &err) == 0);
+	n = 0;
+	while ((d = sorter_next(st)) != NULL) {
+		TT_ASSERT(sorter_last_aux(st, &len) == NULL && len == 0);
+		n++;
+	}
+	TT_EQ_INT(n, 20);
+	sorter_free(st);
+	bson_destroy(one);
+	sort_spec_free(s);
+	bson_destroy(spec);
+	tt_rmdir(dir);
+	bson_free(dir);
+}
+
 /* A memory limit of one byte makes every document a run of its own: past
  * 64 open runs they are merged into one (so 1000 runs fit in 200 open
  * files), and the order stays the sort's with ties in arrival order; with a
@@ -773,6 +855,7 @@ main(void)
 	TT_RUN(test_topk_and_limit);
 	TT_RUN(test_compare_docs);
 	TT_RUN(test_spill);
+	TT_RUN(test_aux);
 	TT_RUN(test_spill_many_runs);
 	TT_RUN(test_dotted_paths);
 	TT_RUN(test_topk_random);
