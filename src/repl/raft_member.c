@@ -295,8 +295,10 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 		len = (uint32_t)buf->len;   /* the applier then refuses it as malformed */
 	n = node_new(buf->base, len);
 	pthread_mutex_lock(&m->lock);
-	if (n->ts > m->committed_ts)
+	if (n->ts > m->committed_ts) {
 		m->committed_ts = n->ts;
+		repl_oplog_pin_oldest(m->o.oplog, n->ts);   /* readConcern majority reads there */
+	}
 	queue_push(&m->to_apply, n);
 	m->enqueued++;
 	match_snapshot_locked(m);
@@ -355,6 +357,7 @@ fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 		rc = RAFT_INVALID;
 	} else if (ts > m->committed_ts) {
 		m->committed_ts = ts;
+		repl_oplog_pin_oldest(m->o.oplog, ts);
 	}
 	pthread_mutex_unlock(&m->lock);
 	if (rc != 0)
@@ -894,6 +897,7 @@ repl_member_stop(repl_member_t *m)
 	pthread_join(m->applier_thread, NULL);
 	uv_async_send(&m->stop_async);
 	pthread_join(m->loop_thread, NULL);
+	repl_oplog_pin_oldest(m->o.oplog, 0);
 	queue_free(queue_take_all(&m->to_apply));
 	queue_free(queue_take_all(&m->to_submit));
 	pthread_mutex_destroy(&m->lock);
