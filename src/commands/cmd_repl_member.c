@@ -107,10 +107,19 @@ member_start(engine_t *e, const bson_t *cfg, terr_t *err)
 	o.peers = peers;
 	o.npeers = n;
 	o.self_index = self;
-	o.bootstrap = true;   /* a no-op on a restart (Raft keeps its own state) */
+	/* the initiated configuration bootstraps Raft (a no-op on a restart:
+	 * Raft keeps its own state); a member added later starts with an empty
+	 * log the leader fills from its first entry */
+	{
+		bson_iter_t v;
+		o.bootstrap = !bson_iter_init_find(&v, cfg, "version") || bson_iter_as_int64(&v) <= 1;
+	}
 	o.election_timeout_ms = election_timeout_of(cfg);
 	o.on_primary = on_primary;
 	o.on_primary_arg = e;
+	o.on_config = cmd_repl_member_on_config;
+	o.on_config_arg = e;
+	cmd_repl_member_self_role(cfg, in.self_host, &o.no_lead, &o.delay_secs);
 	ret = repl_member_start(&o, &e->member, err);
 	bson_free(peers);
 	return ret;
@@ -169,7 +178,12 @@ check_multi(engine_t *e, const bson_t *cfg, terr_t *err)
 		self_host[0] = '\0';
 		if (e->self_host != NULL)
 			bson_strncpy(self_host, e->self_host, sizeof(self_host));
-		if (repl_set_config_check(cfg, repl_set_name(e->rs), self_host[0] ? self_host : NULL, true, &idx, err) != 0) {
+		/* a configuration of a later version comes from a reconfig: this
+		 * node is being added, and need not be electable */
+		bson_iter_t v;
+		bool initiate = !bson_iter_init_find(&v, cfg, "version") || bson_iter_as_int64(&v) <= 1;
+		if (repl_set_config_check(cfg, repl_set_name(e->rs), self_host[0] ? self_host : NULL, initiate, &idx,
+		    err) != 0) {
 			if (err->code != TERR_NODE_NOT_FOUND && err->code != TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE)
 				err->code = TERR_INVALID_REPLICA_SET_CONFIG;
 			return -1;
@@ -277,6 +291,24 @@ CMD_HANDLER(cmd_tamga_repl_set_join)
 	if (members_of(&cfg) < 2)
 		return terr_set(err, TERR_INVALID_REPLICA_SET_CONFIG, "a join needs a configuration of several members");
 	RET(check_multi(e, &cfg, err));
+	{
+		/* added by a reconfig: no initial sync yet, so only a member with
+		 * no data of its own may join (it applies the set's whole log) */
+		bson_iter_t v;
+		char **names = NULL;
+		int nn = 0;
+		bool data = false;
+		if (bson_iter_init_find(&v, &cfg, "version") && bson_iter_as_int64(&v) > 1 &&
+		    storage_list_dbs(e->st, &names, &nn, NULL) == 0) {
+			for (int i = 0; i < nn; i++)
+				data = data || (strcmp(names[i], "local") != 0 && strcmp(names[i], "admin") != 0 &&
+				    strcmp(names[i], "config") != 0);
+			storage_free_names(names, nn);
+		}
+		if (data)
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "this node has data of its own; a member added to a set must start with an empty data folder (initial sync is not built yet)");
+	}
 	if (dry)
 		return 0;
 	return join_self(e, &cfg, err);

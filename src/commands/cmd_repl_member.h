@@ -41,6 +41,15 @@ bool cmd_repl_member_hello(engine_t *e, bson_t *out, const char **primary_host, 
  * mongod's HelloResponse (nothing for other nodes). */
 void cmd_repl_member_hello_self(engine_t *e, bson_t *out);
 
+/* replSetReconfig of a set of several members (cmd_repl_reconfig.c, see
+ * there for the rules and codes). */
+int cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err);
+/* The Raft member's on_config: adopt a configuration from the set's log. */
+void cmd_repl_member_on_config(void *arg, const bson_t *entry);
+/* This node's role in cfg: *no_lead (priority 0, votes 0: never stays
+ * primary) and its secondaryDelaySecs. */
+void cmd_repl_member_self_role(const bson_t *cfg, const char *self_host, bool *no_lead, int64_t *delay_secs);
+
 /* One member's options as the (completed) configuration holds them. */
 typedef struct member_opts {
 	double priority;

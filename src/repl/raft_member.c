@@ -100,6 +100,13 @@ struct repl_member {
 	uint64_t match[REPL_MAX_MEMBERS];
 
 	pthread_t applier_thread, feeder_thread;
+
+	/* reconfiguration (raft_reconfig.c): a call the loop thread runs at its
+	 * next wake, this member's priority-0 / delayed role */
+	void (*loop_fn)(struct raft *r, void *arg);
+	void *loop_arg;
+	bool no_lead;                 /* never stays the leader (priority 0) */
+	int64_t delay_secs;           /* secondaryDelaySecs: apply that late */
 };
 
 static int64_t
@@ -404,7 +411,7 @@ transfer_done(struct raft_transfer *req)
 
 	pthread_mutex_lock(&m->lock);
 	m->transfer_pending = false;
-	if (raft_state(&m->raft) == RAFT_LEADER && m->leader_seen && !m->primary)
+	if (raft_state(&m->raft) == RAFT_LEADER && m->leader_seen && !m->primary && !m->no_lead)
 		role_set_locked(m, true, m->leader_term);
 	pthread_cond_broadcast(&m->cond);
 	pthread_mutex_unlock(&m->lock);
@@ -417,6 +424,12 @@ on_submit(uv_async_t *h)
 	entry_node_t *list, *n;
 
 	pthread_mutex_lock(&m->lock);
+	if (m->loop_fn != NULL) {
+		void (*fn)(struct raft *, void *) = m->loop_fn;
+		m->loop_fn = NULL;
+		fn(&m->raft, m->loop_arg);
+		pthread_cond_broadcast(&m->cond);
+	}
 	list = queue_take_all(&m->to_submit);
 	if (m->transfer_requested) {
 		m->transfer_requested = false;
@@ -511,7 +524,14 @@ on_watch(uv_timer_t *t)
 				}
 			}
 		}
-		if (!m->leader_seen || m->leader_term != term) {
+		if (m->no_lead && !m->transfer_pending) {
+			/* priority 0 (or delayed): hand the leadership on at once */
+			m->transfer.data = m;
+			if (raft_transfer(&m->raft, &m->transfer, 0, transfer_done) == 0)
+				m->transfer_pending = true;
+		} else if (m->no_lead) {
+			/* the transfer runs */
+		} else if (!m->leader_seen || m->leader_term != term) {
 			m->leader_seen = true;
 			m->leader_term = term;
 			m->draining = false;
@@ -713,6 +733,27 @@ applier_main(void *arg)
 			bool applied = false, check, sync;
 			bool synced = false;
 			int rc = -1;
+			if (n->ts == 0 && bson_init_static(&e, n->data, n->len) && bson_has_field(&e, REPL_MEMBER_CONFIG_KEY)) {
+				/* a configuration the primary replicated (raft_reconfig.c) */
+				if (m->o.on_config != NULL)
+					m->o.on_config(m->o.on_config_arg, &e);
+				pthread_mutex_lock(&m->lock);
+				m->applied++;
+				pthread_cond_broadcast(&m->cond);
+				pthread_mutex_unlock(&m->lock);
+				continue;
+			}
+			/* secondaryDelaySecs: an entry is applied that long after its
+			 * primary wrote it (its ts's seconds) */
+			pthread_mutex_lock(&m->lock);
+			while (m->delay_secs > 0 && !m->stopping && !m->draining &&
+			    (int64_t)repl_ts_secs(n->ts) + m->delay_secs > wall_ms() / 1000)
+				cond_wait_ms(m, 200);
+			if (m->stopping) {
+				pthread_mutex_unlock(&m->lock);
+				break;
+			}
+			pthread_mutex_unlock(&m->lock);
 			/* the check for a deposed primary's own entries costs a scan:
 			 * only when this member wrote past the set's last entry */
 			pthread_mutex_lock(&m->lock);
@@ -843,6 +884,8 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 
 	*out = NULL;
 	m->o = *o;
+	m->no_lead = o->no_lead;
+	m->delay_secs = o->delay_secs;
 	m->peers = bson_malloc0(sizeof(*m->peers) * (size_t)o->npeers);
 	memcpy(m->peers, o->peers, sizeof(*m->peers) * (size_t)o->npeers);
 	m->o.peers = m->peers;
@@ -1054,5 +1097,92 @@ repl_member_step_down(repl_member_t *m, int64_t deadline_us, terr_t *err)
 		    "No electable secondaries caught up as of %s.%03ldZ. Please use the replSetStepDown command with the argument {force: true} to force node to step down.",
 		    date, ts.tv_nsec / 1000000);
 	}
+	return 0;
+}
+
+/* ---- reconfiguration (raft_reconfig.c) --------------------------------------------------------------- */
+
+int
+repl_member_on_loop(repl_member_t *m, void (*fn)(struct raft *r, void *arg), void *arg, int64_t deadline_us)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&m->lock);
+	while (m->loop_fn != NULL && !m->stopping && tm_now_us() < deadline_us)
+		cond_wait_ms(m, 20);
+	if (m->loop_fn != NULL || m->stopping) {
+		pthread_mutex_unlock(&m->lock);
+		return -1;
+	}
+	m->loop_fn = fn;
+	m->loop_arg = arg;
+	pthread_mutex_unlock(&m->lock);
+	uv_async_send(&m->submit_async);
+	pthread_mutex_lock(&m->lock);
+	while (m->loop_fn == fn && m->loop_arg == arg && !m->stopping && tm_now_us() < deadline_us)
+		cond_wait_ms(m, 20);
+	if (m->loop_fn == fn && m->loop_arg == arg) {
+		m->loop_fn = NULL;   /* never run */
+		rc = -1;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+void
+repl_member_reconfigure(repl_member_t *m, const repl_member_peer_t *peers, int n, int self_index, bool no_lead,
+                        int64_t delay_secs)
+{
+	repl_member_peer_t *np = bson_malloc0(sizeof(*np) * (size_t)(n > 0 ? n : 1));
+	int64_t contact[REPL_MAX_MEMBERS] = {0};
+	bool reach[REPL_MAX_MEMBERS] = {false};
+	uint64_t match[REPL_MAX_MEMBERS] = {0};
+
+	memcpy(np, peers, sizeof(*np) * (size_t)n);
+	pthread_mutex_lock(&m->lock);
+	/* what was known of each member follows it to its new row */
+	for (int i = 0; i < n && i < REPL_MAX_MEMBERS; i++)
+		for (int j = 0; j < m->o.npeers && j < REPL_MAX_MEMBERS; j++)
+			if (m->peers[j].member_id == np[i].member_id) {
+				contact[i] = m->last_contact_ms[j];
+				reach[i] = m->reachable[j];
+				match[i] = m->match[j];
+			}
+	memcpy(m->last_contact_ms, contact, sizeof(contact));
+	memcpy(m->reachable, reach, sizeof(reach));
+	memcpy(m->match, match, sizeof(match));
+	bson_free(m->peers);
+	m->peers = np;
+	m->o.peers = np;
+	m->o.npeers = n;
+	if (self_index >= 0)
+		m->o.self_index = self_index;
+	m->no_lead = no_lead;
+	m->delay_secs = delay_secs;
+	m->leader_index = -1;   /* the next watch tick finds it again */
+	if (no_lead && m->primary) {
+		/* demoted: stop taking writes and hand the leadership on */
+		role_set_locked(m, false, m->term);
+		m->transfer_requested = true;
+	}
+	pthread_cond_broadcast(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+	uv_async_send(&m->submit_async);
+}
+
+int
+repl_member_submit_config(repl_member_t *m, const bson_t *entry)
+{
+	entry_node_t *n;
+
+	pthread_mutex_lock(&m->lock);
+	if (!m->primary) {
+		pthread_mutex_unlock(&m->lock);
+		return -1;
+	}
+	n = node_new(bson_get_data(entry), entry->len);
+	queue_push(&m->to_submit, n);
+	pthread_mutex_unlock(&m->lock);
+	uv_async_send(&m->submit_async);
 	return 0;
 }
