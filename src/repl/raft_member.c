@@ -106,6 +106,7 @@ struct repl_member {
 	void (*loop_fn)(struct raft *r, void *arg);
 	void *loop_arg;
 	bool no_lead;                 /* never stays the leader (priority 0) */
+	storage_session_t *snap_session;  /* loop thread: fsm_snapshot's journal sync */
 	int64_t delay_secs;           /* secondaryDelaySecs: apply that late */
 };
 
@@ -324,14 +325,21 @@ fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs)
 	uint64_t ts;
 
 	pthread_mutex_lock(&m->lock);
-	if (m->applied != m->enqueued ||
-	    (m->durable_applied != m->applied && tm_now_us() - m->last_apply_us < 300 * 1000)) {
-		m->sync_requested = true;   /* the applier's next commit syncs */
+	if (m->applied != m->enqueued) {
 		pthread_mutex_unlock(&m->lock);
 		return RAFT_BUSY;
 	}
 	ts = m->committed_ts;
 	pthread_mutex_unlock(&m->lock);
+	/* everything up to ts is committed in WiredTiger (applied, or the
+	 * primary's own writes): make it durable before Raft may drop the log
+	 * it came from -- a primary's w: "majority" writes do not sync the
+	 * journal themselves (the Raft log is their durability), and "300 ms
+	 * without applying" did not make them durable (kill -9 lost them) */
+	if (m->snap_session == NULL && storage_session_open(m->o.st, &m->snap_session, NULL) != 0)
+		return RAFT_BUSY;
+	if (storage_journal_sync(m->snap_session, NULL) != 0)
+		return RAFT_BUSY;
 	*bufs = raft_malloc(sizeof(struct raft_buffer));
 	if (*bufs == NULL)
 		return RAFT_NOMEM;
@@ -940,6 +948,8 @@ repl_member_stop(repl_member_t *m)
 	pthread_join(m->applier_thread, NULL);
 	uv_async_send(&m->stop_async);
 	pthread_join(m->loop_thread, NULL);
+	if (m->snap_session != NULL)
+		storage_session_close(m->snap_session);
 	repl_oplog_pin_oldest(m->o.oplog, 0);
 	queue_free(queue_take_all(&m->to_apply));
 	queue_free(queue_take_all(&m->to_submit));

@@ -259,6 +259,17 @@ flusher_main(void *arg)
 	return NULL;
 }
 
+int
+storage_journal_sync(storage_session_t *s, terr_t *err)
+{
+	int ret;
+
+	if (s->st->in_memory)
+		return 0;
+	ret = s->ws->log_flush(s->ws, "sync=on");
+	return ret == 0 ? 0 : storage_wt_err(ret, "log_flush", err);
+}
+
 void
 storage_close(storage_t *st)
 {
