@@ -10,6 +10,7 @@ set of tamgad members on 127.0.0.1 (issue 24), through PyMongo and mongosh:
   - priority 0 + hidden: gone from `hosts`, the member says hidden/passive;
   - secondaryDelaySecs: a delayed member applies writes that late;
   - votes: 0 and back (one voting change at a time);
+  - the priority-0 member is never primary across stepdowns;
   - rs.remove() (mongosh): the member leaves hello's hosts, writes go on.
 
 usage: raft_reconfig.py path/to/tamgad [path/to/mongosh]
@@ -182,6 +183,25 @@ def member_options(cl, p):
     check([m for m in get_config(p)["members"] if m["host"] == new.host][0]["votes"] == 1, "votes back to 1")
 
 
+def priority_zero(cl, p):
+    """The hidden priority-0 member never becomes primary: two stepdowns
+    (Raft may hand it the leadership; it hands it on at once)."""
+    new = cl.members[3]
+    for _ in range(2):
+        with p.client() as c:
+            try:
+                c.admin.command("replSetStepDown", 30, secondaryCatchUpPeriodSecs=10)
+            except PyMongoError:
+                pass   # the connection may close as the member steps down
+        time.sleep(1)   # a hand-over through the priority-0 member takes two transfers
+        np = cl.wait_primary(30, among=cl.members)
+        check(np is not new, "the priority-0 member never primary (got %s)" % np.host)
+        with new.client() as c:
+            check(not c.admin.command("hello")["isWritablePrimary"], "the hidden member is no primary")
+        p = np
+    return p
+
+
 def remove_member(cl, p):
     new = cl.members[3]
     if MONGOSH is not None:
@@ -213,6 +233,7 @@ def main():
         refusals(cl, p)
         add_member(cl, p)
         member_options(cl, p)
+        p = priority_zero(cl, p)
         remove_member(cl, p)
     print("raft_reconfig: %d checks passed in %.1fs" % (checks, time.time() - t0))
     print("%d passed, 0 failed" % checks)
