@@ -213,9 +213,11 @@ cmd_repl_reads_linearize(cmd_t *c, terr_t *err)
 		if (r == 2)
 			return terr_set(err, 11602 /* InterruptedDueToReplStateChange */,
 			    "operation was interrupted because a replication state change happened");
+		/* mongod waits with no write-concern timeout of its own (147
+		 * LinearizableReadConcernError would answer one): the operation's
+		 * deadline ends the wait */
 		if (c->deadline_us > 0 && tm_now_us() >= c->deadline_us)
-			return terr_set(err, 147 /* LinearizableReadConcernError */,
-			    "Failed to confirm that read was linearizable.");
+			return terr_set(err, TERR_MAX_TIME_MS_EXPIRED, "operation exceeded time limit");
 		if (engine_shutdown_requested(e))
 			return terr_set(err, 11600 /* InterruptedAtShutdown */, "interrupted at shutdown");
 	}

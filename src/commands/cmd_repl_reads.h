@@ -41,8 +41,8 @@ bool cmd_repl_reads_majority_at(cmd_t *c, uint64_t *at, terr_t *err);
 /*
  * After a linearizable read that succeeded: write the no-op and wait for
  * its majority commit (maxTimeMS bounds the wait).  Errors: 10107 "No
- * longer primary when waiting for linearizable read concern", 147
- * LinearizableReadConcernError when the deadline passed, 11602 when this
+ * longer primary when waiting for linearizable read concern", 50
+ * MaxTimeMSExpired when maxTimeMS passed, 11602 when this
  * member lost the leadership meanwhile.
  */
 int cmd_repl_reads_linearize(cmd_t *c, terr_t *err);
