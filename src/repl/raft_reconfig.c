@@ -139,3 +139,22 @@ repl_member_change_apply(repl_member_t *m, const repl_member_change_t *ch, int n
 	}
 	return 0;
 }
+
+/* On the loop thread: the log's first index (raft_log.offset + 1). */
+static void
+first_index_run(struct raft *r, void *arg)
+{
+	uint64_t *out = arg;
+
+	*out = (uint64_t)r->log.offset + 1;
+}
+
+uint64_t
+repl_member_log_first_index(repl_member_t *m, int64_t deadline_us)
+{
+	uint64_t first = 0;
+
+	if (repl_member_on_loop(m, first_index_run, &first, deadline_us) != 0)
+		return 0;
+	return first;
+}

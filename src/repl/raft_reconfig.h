@@ -43,4 +43,9 @@ typedef struct repl_member_change {
 int repl_member_change_apply(repl_member_t *m, const repl_member_change_t *ch, int n, int64_t deadline_us,
                              terr_t *err);
 
+/* The index of the first entry m's Raft log still holds (1 while nothing
+ * was compacted away): a member added with no data catches up from the
+ * log only while it is 1.  0 when the loop did not answer by deadline_us. */
+uint64_t repl_member_log_first_index(repl_member_t *m, int64_t deadline_us);
+
 #endif
