@@ -105,6 +105,7 @@ struct repl_member {
 	 * next wake, this member's priority-0 / delayed role */
 	void (*loop_fn)(struct raft *r, void *arg);
 	void *loop_arg;
+	bool loop_running;            /* loop_fn runs now (without m->lock) */
 	bool no_lead;                 /* never stays the leader (priority 0) */
 	storage_session_t *snap_session;  /* loop thread: fsm_snapshot's journal sync */
 	int64_t delay_secs;           /* secondaryDelaySecs: apply that late */
@@ -432,10 +433,16 @@ on_submit(uv_async_t *h)
 	entry_node_t *list, *n;
 
 	pthread_mutex_lock(&m->lock);
-	if (m->loop_fn != NULL) {
+	if (m->loop_fn != NULL && !m->loop_running) {
+		/* outside m->lock: the raft_* calls it makes may reach the FSM */
 		void (*fn)(struct raft *, void *) = m->loop_fn;
+		void *arg = m->loop_arg;
+		m->loop_running = true;
+		pthread_mutex_unlock(&m->lock);
+		fn(&m->raft, arg);
+		pthread_mutex_lock(&m->lock);
+		m->loop_running = false;
 		m->loop_fn = NULL;
-		fn(&m->raft, m->loop_arg);
 		pthread_cond_broadcast(&m->cond);
 	}
 	list = queue_take_all(&m->to_submit);
@@ -1129,10 +1136,11 @@ repl_member_on_loop(repl_member_t *m, void (*fn)(struct raft *r, void *arg), voi
 	pthread_mutex_unlock(&m->lock);
 	uv_async_send(&m->submit_async);
 	pthread_mutex_lock(&m->lock);
-	while (m->loop_fn == fn && m->loop_arg == arg && !m->stopping && tm_now_us() < deadline_us)
+	while (m->loop_fn == fn && m->loop_arg == arg &&
+	    (m->loop_running || (!m->stopping && tm_now_us() < deadline_us)))
 		cond_wait_ms(m, 20);
 	if (m->loop_fn == fn && m->loop_arg == arg) {
-		m->loop_fn = NULL;   /* never run */
+		m->loop_fn = NULL;   /* never run (it is not running: checked above) */
 		rc = -1;
 	}
 	pthread_mutex_unlock(&m->lock);
