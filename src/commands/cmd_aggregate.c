@@ -8,6 +8,7 @@
  * sits below commands/.  Pipelines that write run to completion before the
  * reply, whatever the batch size, and reply with an empty first batch.
  */
+#include "commands/cmd_repl_reads.h"
 #include "commands/commands_private.h"
 #include "commands/cmd_timeseries.h"
 #include "commands/cmd_admin.h"
@@ -313,7 +314,9 @@ CMD_HANDLER(cmd_aggregate)
 		return terr_set(err, TERR_FAILED_TO_PARSE,
 		    "Aggregation explain does not support the'writeConcern' option");
 	RET(cmd_cursor_options(c, &copts, err));
-	copts.read_ts = c->txn_snapshot_ts;   /* a snapshot read: its getMores read there too */
+	/* a snapshot read: its getMores read there too; a majority read's at
+	 * their own commit point */
+	copts.read_ts = c->rc_majority_read ? CMD_READ_TS_MAJORITY : c->txn_snapshot_ts;
 	{
 		/* cursor: {batchSize} and nothing else (SimpleCursorOptions) */
 		bson_t cur;

@@ -3,6 +3,7 @@
  * (update and findAndModify are in cmd_update.c, aggregate in
  * cmd_aggregate.c.)
  */
+#include "commands/cmd_repl_reads.h"
 #include "commands/commands_private.h"
 #include "commands/cmd_timeseries.h"
 
@@ -874,7 +875,9 @@ CMD_HANDLER(cmd_find)
 	copts.single_batch = single_batch;
 	copts.no_timeout = no_timeout;
 	copts.connection_id = c->client->connection_id;
-	copts.read_ts = c->txn_snapshot_ts;   /* a snapshot read: its getMores read there too */
+	/* a snapshot read: its getMores read there too; a majority read's at
+	 * their own commit point */
+	copts.read_ts = c->rc_majority_read ? CMD_READ_TS_MAJORITY : c->txn_snapshot_ts;
 	__atomic_fetch_add(&c->engine->counters.query, 1, __ATOMIC_RELAXED);
 	{
 		char owner_buf[256];
@@ -939,10 +942,13 @@ CMD_HANDLER(cmd_get_more)
 		uint64_t at = cmd_in_transaction(c) ? 0 : cursor_read_ts(c->engine->cursors, id);
 		storage_session_t *snap = NULL;
 		int rc;
+		if (at == CMD_READ_TS_MAJORITY)
+			at = cmd_repl_reads_majority_now(c->engine);   /* readConcern majority (cmd_repl_reads.h) */
+		else if (at != 0)
+			repl_oplog_note_snapshot_read(c->engine->oplog);
 		if (at != 0) {
 			/* a snapshot read's cursor: this batch reads at the same
 			 * timestamp as its first (mongod's atClusterTime) */
-			repl_oplog_note_snapshot_read(c->engine->oplog);
 			if ((snap = storage_session_pool_get(c->engine->st, err)) == NULL)
 				return -1;
 			if (storage_txn_begin_at(snap, at, err) != 0) {

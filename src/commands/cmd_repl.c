@@ -21,6 +21,7 @@
 #include "common/failpoint.h"
 #include "common/log.h"
 #include "commands/cmd_repl_member.h"
+#include "commands/cmd_repl_reads.h"
 #include "repl/cluster_time.h"
 #include "repl/replset.h"
 
@@ -281,6 +282,9 @@ CMD_HANDLER(cmd_repl_set_reconfig)
 	bson_iter_document(&c->first, &l, &d);
 	if (!bson_init_static(&cfg, d, l))
 		return terr_set(err, TERR_INVALID_BSON, "invalid BSON");
+	/* a set of several members: on Raft (cmd_repl_reconfig.c) */
+	if (c->engine->member != NULL && repl_set_multi_member(c->engine->rs))
+		return cmd_repl_member_reconfig(c, &cfg, force, err);
 	return repl_set_reconfig(c->engine->rs, &cfg, force, err);
 }
 
@@ -450,8 +454,10 @@ cmd_repl_fields_append(engine_t *e, bson_t *out, bool legacy)
 			BSON_APPEND_UTF8(out, "primary", in.self_host);
 		else if (prim != NULL)
 			BSON_APPEND_UTF8(out, "primary", prim);
-		if (multi)
+		if (multi) {
+			cmd_repl_member_hello_self(e, out);
 			bson_destroy(&mcfg);
+		}
 	}
 	BSON_APPEND_UTF8(out, "me", in.self_host);
 	if (in.state == REPL_STATE_PRIMARY)
@@ -459,8 +465,14 @@ cmd_repl_fields_append(engine_t *e, bson_t *out, bool legacy)
 	BSON_APPEND_DOCUMENT_BEGIN(out, "lastWrite", &lw);
 	append_optime(&lw, "opTime", &in.last_applied);
 	BSON_APPEND_DATE_TIME(&lw, "lastWriteDate", (int64_t)in.last_applied.secs * 1000);
-	append_optime(&lw, "majorityOpTime", &in.last_applied);
-	BSON_APPEND_DATE_TIME(&lw, "majorityWriteDate", (int64_t)in.last_applied.secs * 1000);
+	{
+		/* a set of several members: the majority commit point */
+		repl_optime_t maj = in.last_applied;
+		if (cmd_repl_reads_majority_optime(e, &maj.secs, &maj.inc) && maj.secs == 0)
+			maj.term = -1;
+		append_optime(&lw, "majorityOpTime", &maj);
+		BSON_APPEND_DATE_TIME(&lw, "majorityWriteDate", (int64_t)maj.secs * 1000);
+	}
 	bson_append_document_end(out, &lw);
 }
 
@@ -776,6 +788,9 @@ concerns(cmd_t *c, cmd_repl_ctx_t *x, terr_t *err)
 		/* otherwise a single member has applied everything up to its
 		 * cluster time: nothing to wait for */
 	}
+	/* a set of several members: linearizable's checks, the wait for
+	 * afterClusterTime on what this member applied (cmd_repl_reads.c) */
+	ERR(cmd_repl_reads_before(c, &rc, &x->linearizable, err));
 err:
 	bson_destroy(&cfg);
 	return ret;

@@ -28,6 +28,8 @@ typedef struct cmd_repl_ctx {
 	uint32_t op_secs, op_inc;  /* operationTime */
 	bool tv_set;               /* the gate refused: its topologyVersion counter */
 	uint64_t tv_counter;
+	bool linearizable;         /* readConcern linearizable in a set of several members:
+	                            * cmd_repl_reads_linearize after the handler */
 } cmd_repl_ctx_t;
 void cmd_repl_ctx_clear(cmd_repl_ctx_t *x);
 

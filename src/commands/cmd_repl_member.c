@@ -12,9 +12,9 @@
  *   - write concern: w: "majority" (and mongod's implicit default, which is
  *     majority in a set of several data-bearing voters) waits for the Raft
  *     commit of the write's oplog entry; w: N > 1 waits until N members
- *     hold it: the primary (which applied it) and the members whose Raft
- *     log holds it durably (they apply it in log order next) -- the
- *     leader's Raft match indexes; more than the members: 100.
+ *     applied it: the primary (which wrote it) and the members whose Raft
+ *     log holds it (the leader's match indexes) and whose hello says they
+ *     applied it (wait_applied); more than the members: 100.
  * A single-member set never reaches this file's paths (today's path).
  */
 #include "commands/cmd_repl_member.h"
@@ -107,10 +107,19 @@ member_start(engine_t *e, const bson_t *cfg, terr_t *err)
 	o.peers = peers;
 	o.npeers = n;
 	o.self_index = self;
-	o.bootstrap = true;   /* a no-op on a restart (Raft keeps its own state) */
+	/* the initiated configuration bootstraps Raft (a no-op on a restart:
+	 * Raft keeps its own state); a member added later starts with an empty
+	 * log the leader fills from its first entry */
+	{
+		bson_iter_t v;
+		o.bootstrap = !bson_iter_init_find(&v, cfg, "version") || bson_iter_as_int64(&v) <= 1;
+	}
 	o.election_timeout_ms = election_timeout_of(cfg);
 	o.on_primary = on_primary;
 	o.on_primary_arg = e;
+	o.on_config = cmd_repl_member_on_config;
+	o.on_config_arg = e;
+	cmd_repl_member_self_role(cfg, in.self_host, &o.no_lead, &o.delay_secs);
 	ret = repl_member_start(&o, &e->member, err);
 	bson_free(peers);
 	return ret;
@@ -169,7 +178,12 @@ check_multi(engine_t *e, const bson_t *cfg, terr_t *err)
 		self_host[0] = '\0';
 		if (e->self_host != NULL)
 			bson_strncpy(self_host, e->self_host, sizeof(self_host));
-		if (repl_set_config_check(cfg, repl_set_name(e->rs), self_host[0] ? self_host : NULL, true, &idx, err) != 0) {
+		/* a configuration of a later version comes from a reconfig: this
+		 * node is being added, and need not be electable */
+		bson_iter_t v;
+		bool initiate = !bson_iter_init_find(&v, cfg, "version") || bson_iter_as_int64(&v) <= 1;
+		if (repl_set_config_check(cfg, repl_set_name(e->rs), self_host[0] ? self_host : NULL, initiate, &idx,
+		    err) != 0) {
 			if (err->code != TERR_NODE_NOT_FOUND && err->code != TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE)
 				err->code = TERR_INVALID_REPLICA_SET_CONFIG;
 			return -1;
@@ -277,6 +291,24 @@ CMD_HANDLER(cmd_tamga_repl_set_join)
 	if (members_of(&cfg) < 2)
 		return terr_set(err, TERR_INVALID_REPLICA_SET_CONFIG, "a join needs a configuration of several members");
 	RET(check_multi(e, &cfg, err));
+	{
+		/* added by a reconfig: no initial sync yet, so only a member with
+		 * no data of its own may join (it applies the set's whole log) */
+		bson_iter_t v;
+		char **names = NULL;
+		int nn = 0;
+		bool data = false;
+		if (bson_iter_init_find(&v, &cfg, "version") && bson_iter_as_int64(&v) > 1 &&
+		    storage_list_dbs(e->st, &names, &nn, NULL) == 0) {
+			for (int i = 0; i < nn; i++)
+				data = data || (strcmp(names[i], "local") != 0 && strcmp(names[i], "admin") != 0 &&
+				    strcmp(names[i], "config") != 0);
+			storage_free_names(names, nn);
+		}
+		if (data)
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "this node has data of its own; a member added to a set must start with an empty data folder (initial sync is not built yet)");
+	}
 	if (dry)
 		return 0;
 	return join_self(e, &cfg, err);
@@ -332,6 +364,81 @@ host_at(const bson_t *cfg, int i, int64_t *id)
 	return NULL;
 }
 
+void
+member_opts_at(const bson_t *cfg, int i, member_opts_t *mo)
+{
+	bson_iter_t it, m, f;
+	int k = 0;
+
+	memset(mo, 0, sizeof(*mo));
+	mo->priority = 1;
+	mo->votes = 1;
+	mo->build_indexes = true;
+	if (!bson_iter_init_find(&it, cfg, "members") || !bson_iter_recurse(&it, &m))
+		return;
+	while (bson_iter_next(&m)) {
+		if (k++ != i)
+			continue;
+		if (!bson_iter_recurse(&m, &f))
+			return;
+		while (bson_iter_next(&f)) {
+			const char *key = bson_iter_key(&f);
+			if (strcmp(key, "priority") == 0)
+				mo->priority = bson_iter_as_double(&f);
+			else if (strcmp(key, "votes") == 0)
+				mo->votes = (int)bson_iter_as_int64(&f);
+			else if (strcmp(key, "hidden") == 0)
+				mo->hidden = bson_iter_as_bool(&f);
+			else if (strcmp(key, "arbiterOnly") == 0)
+				mo->arbiter = bson_iter_as_bool(&f);
+			else if (strcmp(key, "buildIndexes") == 0)
+				mo->build_indexes = bson_iter_as_bool(&f);
+			else if (strcmp(key, "secondaryDelaySecs") == 0)
+				mo->delay_secs = bson_iter_as_int64(&f);
+			else if (strcmp(key, "tags") == 0 && BSON_ITER_HOLDS_DOCUMENT(&f)) {
+				uint32_t len;
+				const uint8_t *data;
+				bson_iter_document(&f, &len, &data);
+				mo->has_tags = bson_init_static(&mo->tags, data, len) && !bson_empty(&mo->tags);
+			}
+		}
+		return;
+	}
+}
+
+void
+cmd_repl_member_hello_self(engine_t *e, bson_t *out)
+{
+	bson_t cfg;
+	repl_set_info_t in;
+	int n;
+
+	if (e->member == NULL || repl_set_member_count(e->rs) <= 1)
+		return;
+	repl_set_info(e->rs, &in);
+	repl_set_config_copy(e->rs, &cfg);
+	n = members_of(&cfg);
+	for (int i = 0; i < n; i++) {
+		member_opts_t mo;
+		const char *h = host_at(&cfg, i, NULL);
+		if (h == NULL || strcmp(h, in.self_host) != 0)
+			continue;
+		member_opts_at(&cfg, i, &mo);
+		if (mo.priority == 0)
+			BSON_APPEND_BOOL(out, "passive", true);
+		if (mo.hidden)
+			BSON_APPEND_BOOL(out, "hidden", true);
+		if (!mo.build_indexes)
+			BSON_APPEND_BOOL(out, "buildIndexes", false);
+		if (mo.delay_secs > 0)
+			BSON_APPEND_INT64(out, "secondaryDelaySecs", mo.delay_secs);
+		if (mo.has_tags)
+			BSON_APPEND_DOCUMENT(out, "tags", &mo.tags);
+		break;
+	}
+	bson_destroy(&cfg);
+}
+
 bool
 cmd_repl_member_hello(engine_t *e, bson_t *out, const char **primary_host, bson_t *cfg_out)
 {
@@ -343,16 +450,32 @@ cmd_repl_member_hello(engine_t *e, bson_t *out, const char **primary_host, bson_
 	if (e->member == NULL || repl_set_member_count(e->rs) <= 1)
 		return false;
 	repl_set_config_copy(e->rs, cfg_out);
-	BSON_APPEND_ARRAY_BEGIN(out, "hosts", &hosts);
 	n = members_of(cfg_out);
-	for (int i = 0; i < n; i++) {
-		char k[16];
-		const char *h = host_at(cfg_out, i, NULL);
-		snprintf(k, sizeof(k), "%d", i);
-		if (h != NULL)
-			BSON_APPEND_UTF8(&hosts, k, h);
+	/* mongod's fillHelloForReplSet: hidden and delayed members are not
+	 * listed; priority 0 ones are `passives` */
+	for (int pass = 0; pass < 2; pass++) {
+		int k = 0;
+		bool any = false;
+		for (int i = 0; i < n; i++) {
+			member_opts_t mo;
+			char key[16];
+			const char *h = host_at(cfg_out, i, NULL);
+			member_opts_at(cfg_out, i, &mo);
+			if (h == NULL || mo.hidden || mo.delay_secs > 0 || (mo.priority == 0) != (pass == 1))
+				continue;
+			if (!any)
+				bson_append_array_begin(out, pass == 0 ? "hosts" : "passives", -1, &hosts);
+			any = true;
+			snprintf(key, sizeof(key), "%d", k++);
+			BSON_APPEND_UTF8(&hosts, key, h);
+		}
+		if (any)
+			bson_append_array_end(out, &hosts);
+		else if (pass == 0) {
+			bson_append_array_begin(out, "hosts", -1, &hosts);
+			bson_append_array_end(out, &hosts);
+		}
 	}
-	bson_append_array_end(out, &hosts);
 	repl_member_view(e->member, rows, REPL_MAX_MEMBERS, &leader);
 	if (leader >= 0)
 		*primary_host = host_at(cfg_out, leader, NULL);
@@ -519,6 +642,79 @@ wce(bson_t *reply, int code, const char *name, const char *msg, bool wtimeout)
 	bson_append_document_end(reply, &w);
 }
 
+/* The ts of the newest entry host applied (its hello's lastWrite.opTime;
+ * 0 when it does not answer within 1 s). */
+static repl_ts_t
+peer_applied(const char *host)
+{
+	bson_t cmd = BSON_INITIALIZER, reply;
+	bson_iter_t it;
+	terr_t err = TERR_INIT;
+	repl_ts_t ts = 0;
+
+	BSON_APPEND_INT32(&cmd, "hello", 1);
+	if (repl_member_rpc(host, "admin", &cmd, 1000, &reply, &err) == 0) {
+		if (bson_iter_init(&it, &reply) && bson_iter_find_descendant(&it, "lastWrite.opTime.ts", &it) &&
+		    BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+			uint32_t s, i;
+			bson_iter_timestamp(&it, &s, &i);
+			ts = REPL_TS(s, i);
+		}
+		bson_destroy(&reply);
+	}
+	terr_clear(&err);
+	bson_destroy(&cmd);
+	return ts;
+}
+
+/*
+ * w: N counts members that applied the write's entry, as mongod's
+ * replSetUpdatePosition reports do: this member (it wrote it) and each
+ * other member whose hello says it applied target, asked again every 2 ms
+ * (Raft's match index already says who holds the entry, so the wait is
+ * for their appliers).  0 once n applied; 1 past deadline_us (0: none); 2
+ * when this member stopped being primary.
+ */
+static int
+wait_applied(engine_t *e, repl_ts_t target, int n, int64_t deadline_us)
+{
+	bson_t cfg;
+	int total, have;
+	bool done[REPL_MAX_MEMBERS] = {false};
+	repl_set_info_t in;
+	int rc = 1;
+
+	repl_set_config_copy(e->rs, &cfg);
+	repl_set_info(e->rs, &in);
+	total = members_of(&cfg);
+	for (;;) {
+		struct timespec nap = {0, 2 * 1000 * 1000};
+		have = 1;
+		for (int i = 0; i < total && i < REPL_MAX_MEMBERS; i++) {
+			const char *h = host_at(&cfg, i, NULL);
+			if (h == NULL || strcmp(h, in.self_host) == 0)
+				continue;
+			if (!done[i] && have < n)
+				done[i] = peer_applied(h) >= target;
+			if (done[i])
+				have++;
+		}
+		if (have >= n) {
+			rc = 0;
+			break;
+		}
+		if (repl_set_state(e->rs) != REPL_STATE_PRIMARY) {
+			rc = 2;
+			break;
+		}
+		if ((deadline_us > 0 && tm_now_us() >= deadline_us) || engine_shutdown_requested(e))
+			break;
+		nanosleep(&nap, NULL);
+	}
+	bson_destroy(&cfg);
+	return rc;
+}
+
 bool
 cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, bson_t *reply)
 {
@@ -559,6 +755,8 @@ cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, bson_t *reply)
 		int64_t until = deadline > 0 && deadline < step ? deadline : step;
 		int r = count ? repl_member_wait_count(e->member, target, (int)wc->w_num, until) :
 		    repl_member_wait_committed(e->member, target, until);
+		if (r == 0 && count)
+			r = wait_applied(e, target, (int)wc->w_num, deadline);
 		if (r == 0)
 			return false;
 		if (r == 2) {

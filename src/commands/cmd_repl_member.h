@@ -36,6 +36,30 @@ bool cmd_repl_member_status(engine_t *e, bson_t *reply);
  * leader's host (NULL when unknown; borrowed from *cfg_out, which the
  * caller destroys whenever true is returned).  false: not such a member. */
 bool cmd_repl_member_hello(engine_t *e, bson_t *out, const char **primary_host, bson_t *cfg_out);
+/* hello, after `primary`: this member's own `passive` (priority 0),
+ * `hidden`, `buildIndexes: false`, `secondaryDelaySecs`, `tags`, as
+ * mongod's HelloResponse (nothing for other nodes). */
+void cmd_repl_member_hello_self(engine_t *e, bson_t *out);
+
+/* replSetReconfig of a set of several members (cmd_repl_reconfig.c, see
+ * there for the rules and codes). */
+int cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err);
+/* The Raft member's on_config: adopt a configuration from the set's log. */
+void cmd_repl_member_on_config(void *arg, const bson_t *entry);
+/* This node's role in cfg: *no_lead (priority 0, votes 0: never stays
+ * primary) and its secondaryDelaySecs. */
+void cmd_repl_member_self_role(const bson_t *cfg, const char *self_host, bool *no_lead, int64_t *delay_secs);
+
+/* One member's options as the (completed) configuration holds them. */
+typedef struct member_opts {
+	double priority;
+	int votes;
+	bool hidden, arbiter, build_indexes, has_tags;
+	int64_t delay_secs;
+	bson_t tags;                  /* static, into cfg (valid while cfg is) */
+} member_opts_t;
+/* members[i] of cfg (defaults when absent). */
+void member_opts_at(const bson_t *cfg, int i, member_opts_t *mo);
 /* After a handler that returned 0: true (err set to 11602
  * InterruptedDueToReplStateChange) when this member of a set of several is
  * no longer primary and the reply holds a 10107 write error -- it stepped

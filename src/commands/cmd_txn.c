@@ -8,6 +8,7 @@
  * repl/retryable.h.  A standalone (engine_options_t.repl_set_name NULL)
  * answers 20 IllegalOperation to every txnNumber, as mongod does.
  */
+#include "commands/cmd_repl_reads.h"
 #include "commands/commands_private.h"
 #include "commands/write.h"
 #include "bson/value.h"
@@ -434,6 +435,30 @@ snapshot_read_enter(cmd_t *c, terr_t *err)
 
 	if (!cmd_find_field(c, "readConcern", &it) || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &rc))
 		return 0;
+	/* a set of several members: readConcern majority reads at the commit
+	 * point the same way (cmd_repl_reads.c) */
+	if (cmd_repl_reads_majority_at(c, &at, err)) {
+		if (terr_is_set(err))
+			return -1;
+		if ((ss = storage_session_pool_get(c->engine->st, err)) == NULL)
+			return -1;
+		if (storage_txn_begin_at(ss, at, err) != 0) {
+			storage_session_pool_put(c->engine->st, ss);
+			if (err->code == TERR_INTERNAL_ERROR) {
+				/* the commit point is older than the history kept (a
+				 * restart, before the pin moved): not yet available */
+				terr_clear(err);
+				return terr_set(err, 134 /* ReadConcernMajorityNotAvailableYet */,
+				    "Read concern majority reads are currently not possible.");
+			}
+			return -1;
+		}
+		c->txn_saved_session = c->client->session;
+		c->client->session = ss;
+		c->txn_snapshot_ts = at;
+		c->rc_majority_read = true;
+		return 0;
+	}
 	while (bson_iter_next(&rc)) {
 		if (strcmp(bson_iter_key(&rc), "level") == 0 && BSON_ITER_HOLDS_UTF8(&rc))
 			snapshot = strcmp(bson_iter_utf8(&rc, NULL), "snapshot") == 0;
@@ -493,6 +518,12 @@ snapshot_read_leave(cmd_t *c)
 	c->txn_saved_session = NULL;
 	storage_txn_rollback(ss);
 	storage_session_pool_put(c->engine->st, ss);
+	if (c->rc_majority_read) {
+		/* a majority read: mongod's reply names no atClusterTime */
+		c->rc_majority_read = false;
+		c->txn_snapshot_ts = 0;
+		return;
+	}
 	if (bson_iter_init(&it, c->reply)) {
 		while (bson_iter_next(&it)) {
 			if (strcmp(bson_iter_key(&it), "cursor") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {

@@ -170,6 +170,7 @@ typedef struct cmd {
 	bson_t *txn_image;
 	const char *txn_image_kind;
 	uint64_t txn_snapshot_ts;  /* a snapshot read outside a transaction reads at it (0: none) */
+	bool rc_majority_read;     /* ... because of readConcern majority (no atClusterTime in the reply) */
 	struct storage_session *txn_saved_session;
 	/* a retryable write: each statement's stmtId (bson_malloc'd, mongod's
 	 * getStmtIdForWriteAt), and the retriedStmtIds of its reply (bson_new'd,

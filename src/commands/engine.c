@@ -11,6 +11,7 @@
 #include "auth/auth.h"
 #include "commands/cmd_repl.h"
 #include "commands/cmd_repl_member.h"
+#include "commands/cmd_repl_reads.h"
 #include "commands/validation.h"
 #include "repl/changestream.h"
 #include "repl/replset.h"
@@ -596,6 +597,10 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	 * middle (it stepped down) fails whole with 11602, which drivers retry
 	 * on the new primary, rather than as a write error they do not */
 	if (rc == 0 && !terr_is_set(er) && cmd_repl_member_interrupted(&c, reply, er))
+		rc = -1;
+	/* readConcern linearizable: a no-op confirmed by a majority after the
+	 * read (cmd_repl_reads.c) */
+	if (rc == 0 && !terr_is_set(er) && rx.linearizable && cmd_repl_reads_linearize(&c, er) != 0)
 		rc = -1;
 	/* an error set but not returned is still an error: never report ok: 1
 	 * with a failure inside */

@@ -10,6 +10,7 @@
 #include "bson/iter.h"
 #include "bson/value.h"
 #include "common/version.h"
+#include "repl/replset.h"
 #include "expr/expr.h"
 
 int
@@ -366,6 +367,7 @@ bool
 write_concern_sync(cmd_t *c)
 {
 	bson_iter_t it, wc;
+	bool majority = false;
 
 	if (!cmd_find_field(c, "writeConcern", &it) || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
 	    !bson_iter_recurse(&it, &wc))
@@ -374,12 +376,16 @@ write_concern_sync(cmd_t *c)
 		const char *k = bson_iter_key(&wc);
 		if ((strcmp(k, "j") == 0 || strcmp(k, "fsync") == 0) && bson_iter_as_bool(&wc))
 			return true;
-		/* w: "majority" implies the journal, as on mongod */
+		/* w: "majority" implies the journal, as on mongod; in a set of
+		 * several members the journal that counts is the Raft log, which
+		 * the acknowledgment already waits for on a majority (the
+		 * primary's included: raft_member.h), so the local commit does
+		 * not sync a second time (j: true still does) */
 		if (strcmp(k, "w") == 0 && BSON_ITER_HOLDS_UTF8(&wc) &&
 		    strcmp(bson_iter_utf8(&wc, NULL), "majority") == 0)
-			return true;
+			majority = true;
 	}
-	return false;
+	return majority && !(c->engine->member != NULL && c->engine->rs != NULL && repl_set_multi_member(c->engine->rs));
 }
 
 int

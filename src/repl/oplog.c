@@ -52,6 +52,7 @@ struct repl_oplog {
 	atomic_ullong recovered;       /* the last entry at open */
 	atomic_ullong stable;          /* last stable_timestamp set */
 	atomic_ullong oldest;          /* last oldest_timestamp set */
+	atomic_ullong oldest_pin;      /* oldest_timestamp stays at or below it (0: none) */
 	/* CLOCK_MONOTONIC ms of the last read at a past timestamp
 	 * (repl_oplog_note_snapshot_read); history is kept while recent */
 	atomic_llong snapshot_ms;
@@ -941,6 +942,13 @@ repl_oplog_last_optime(repl_oplog_t *o)
 /* ---- thread: stable/oldest, truncation ------------------------------------ */
 
 void
+repl_oplog_pin_oldest(repl_oplog_t *o, repl_ts_t ts)
+{
+	if (o != NULL)
+		atomic_store(&o->oldest_pin, ts);
+}
+
+void
 repl_oplog_note_snapshot_read(repl_oplog_t *o)
 {
 	if (o != NULL)
@@ -972,6 +980,13 @@ move_timestamps(repl_oplog_t *o)
 			oldest = REPL_TS(repl_ts_secs(vis) - REPL_OPLOG_HISTORY_SECS, 0);
 	} else {
 		oldest = vis;
+	}
+	{
+		/* a set of several members: history back to the commit point
+		 * stays readable (readConcern majority reads there) */
+		repl_ts_t pin = atomic_load(&o->oldest_pin);
+		if (pin != 0 && oldest > pin)
+			oldest = pin;
 	}
 	if (oldest <= cur)
 		oldest = 0;   /* unchanged */
@@ -1236,6 +1251,7 @@ repl_oplog_open(storage_t *st, repl_clock_t *clock, const repl_oplog_options_t *
 	atomic_init(&o->exists, false);
 	atomic_init(&o->recovered, 0);
 	atomic_init(&o->stable, 0);
+	atomic_init(&o->oldest_pin, 0);
 	atomic_init(&o->max_bytes, (long long)(o->opts.size_mb > 0 ? o->opts.size_mb * MB
 	    : default_bytes(opts != NULL ? opts : &o->opts)));
 	if (storage_coll_get(st, REPL_OPLOG_DB, REPL_OPLOG_COLL, &c, NULL) == 0) {

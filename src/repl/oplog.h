@@ -168,6 +168,12 @@ int repl_oplog_noop(repl_oplog_t *op, storage_session_t *s, const bson_t *o, rep
  * getMore) is being served: keep REPL_OPLOG_HISTORY_SECS of history from now
  * on, until none came for that long (op may be NULL). */
 void repl_oplog_note_snapshot_read(repl_oplog_t *op);
+/* A set of several members (repl/raft_member.h): oldest_timestamp is kept
+ * at or below ts, the majority commit point, so readConcern majority can
+ * read there; 0 lifts the pin.  A commit point that stops moving (no
+ * majority) keeps every version since in WiredTiger's cache, as mongod's
+ * majority read concern does. */
+void repl_oplog_pin_oldest(repl_oplog_t *op, repl_ts_t ts);
 
 /* Read the entry with exactly this ts (a retryable write's statement, a
  * transaction's prevOpTime chain): 0 with *entry initialised to a copy (the

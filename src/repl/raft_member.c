@@ -100,6 +100,15 @@ struct repl_member {
 	uint64_t match[REPL_MAX_MEMBERS];
 
 	pthread_t applier_thread, feeder_thread;
+
+	/* reconfiguration (raft_reconfig.c): a call the loop thread runs at its
+	 * next wake, this member's priority-0 / delayed role */
+	void (*loop_fn)(struct raft *r, void *arg);
+	void *loop_arg;
+	bool loop_running;            /* loop_fn runs now (without m->lock) */
+	bool no_lead;                 /* never stays the leader (priority 0) */
+	storage_session_t *snap_session;  /* loop thread: fsm_snapshot's journal sync */
+	int64_t delay_secs;           /* secondaryDelaySecs: apply that late */
 };
 
 static int64_t
@@ -295,8 +304,10 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 		len = (uint32_t)buf->len;   /* the applier then refuses it as malformed */
 	n = node_new(buf->base, len);
 	pthread_mutex_lock(&m->lock);
-	if (n->ts > m->committed_ts)
+	if (n->ts > m->committed_ts) {
 		m->committed_ts = n->ts;
+		repl_oplog_pin_oldest(m->o.oplog, n->ts);   /* readConcern majority reads there */
+	}
 	queue_push(&m->to_apply, n);
 	m->enqueued++;
 	match_snapshot_locked(m);
@@ -315,14 +326,21 @@ fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs)
 	uint64_t ts;
 
 	pthread_mutex_lock(&m->lock);
-	if (m->applied != m->enqueued ||
-	    (m->durable_applied != m->applied && tm_now_us() - m->last_apply_us < 300 * 1000)) {
-		m->sync_requested = true;   /* the applier's next commit syncs */
+	if (m->applied != m->enqueued) {
 		pthread_mutex_unlock(&m->lock);
 		return RAFT_BUSY;
 	}
 	ts = m->committed_ts;
 	pthread_mutex_unlock(&m->lock);
+	/* everything up to ts is committed in WiredTiger (applied, or the
+	 * primary's own writes): make it durable before Raft may drop the log
+	 * it came from -- a primary's w: "majority" writes do not sync the
+	 * journal themselves (the Raft log is their durability), and "300 ms
+	 * without applying" did not make them durable (kill -9 lost them) */
+	if (m->snap_session == NULL && storage_session_open(m->o.st, &m->snap_session, NULL) != 0)
+		return RAFT_BUSY;
+	if (storage_journal_sync(m->snap_session, NULL) != 0)
+		return RAFT_BUSY;
 	*bufs = raft_malloc(sizeof(struct raft_buffer));
 	if (*bufs == NULL)
 		return RAFT_NOMEM;
@@ -355,6 +373,7 @@ fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 		rc = RAFT_INVALID;
 	} else if (ts > m->committed_ts) {
 		m->committed_ts = ts;
+		repl_oplog_pin_oldest(m->o.oplog, ts);
 	}
 	pthread_mutex_unlock(&m->lock);
 	if (rc != 0)
@@ -401,7 +420,7 @@ transfer_done(struct raft_transfer *req)
 
 	pthread_mutex_lock(&m->lock);
 	m->transfer_pending = false;
-	if (raft_state(&m->raft) == RAFT_LEADER && m->leader_seen && !m->primary)
+	if (raft_state(&m->raft) == RAFT_LEADER && m->leader_seen && !m->primary && !m->no_lead)
 		role_set_locked(m, true, m->leader_term);
 	pthread_cond_broadcast(&m->cond);
 	pthread_mutex_unlock(&m->lock);
@@ -414,6 +433,18 @@ on_submit(uv_async_t *h)
 	entry_node_t *list, *n;
 
 	pthread_mutex_lock(&m->lock);
+	if (m->loop_fn != NULL && !m->loop_running) {
+		/* outside m->lock: the raft_* calls it makes may reach the FSM */
+		void (*fn)(struct raft *, void *) = m->loop_fn;
+		void *arg = m->loop_arg;
+		m->loop_running = true;
+		pthread_mutex_unlock(&m->lock);
+		fn(&m->raft, arg);
+		pthread_mutex_lock(&m->lock);
+		m->loop_running = false;
+		m->loop_fn = NULL;
+		pthread_cond_broadcast(&m->cond);
+	}
 	list = queue_take_all(&m->to_submit);
 	if (m->transfer_requested) {
 		m->transfer_requested = false;
@@ -508,7 +539,14 @@ on_watch(uv_timer_t *t)
 				}
 			}
 		}
-		if (!m->leader_seen || m->leader_term != term) {
+		if (m->no_lead && !m->transfer_pending) {
+			/* priority 0 (or delayed): hand the leadership on at once */
+			m->transfer.data = m;
+			if (raft_transfer(&m->raft, &m->transfer, 0, transfer_done) == 0)
+				m->transfer_pending = true;
+		} else if (m->no_lead) {
+			/* the transfer runs */
+		} else if (!m->leader_seen || m->leader_term != term) {
 			m->leader_seen = true;
 			m->leader_term = term;
 			m->draining = false;
@@ -710,6 +748,27 @@ applier_main(void *arg)
 			bool applied = false, check, sync;
 			bool synced = false;
 			int rc = -1;
+			if (n->ts == 0 && bson_init_static(&e, n->data, n->len) && bson_has_field(&e, REPL_MEMBER_CONFIG_KEY)) {
+				/* a configuration the primary replicated (raft_reconfig.c) */
+				if (m->o.on_config != NULL)
+					m->o.on_config(m->o.on_config_arg, &e);
+				pthread_mutex_lock(&m->lock);
+				m->applied++;
+				pthread_cond_broadcast(&m->cond);
+				pthread_mutex_unlock(&m->lock);
+				continue;
+			}
+			/* secondaryDelaySecs: an entry is applied that long after its
+			 * primary wrote it (its ts's seconds) */
+			pthread_mutex_lock(&m->lock);
+			while (m->delay_secs > 0 && !m->stopping && !m->draining &&
+			    (int64_t)repl_ts_secs(n->ts) + m->delay_secs > wall_ms() / 1000)
+				cond_wait_ms(m, 200);
+			if (m->stopping) {
+				pthread_mutex_unlock(&m->lock);
+				break;
+			}
+			pthread_mutex_unlock(&m->lock);
 			/* the check for a deposed primary's own entries costs a scan:
 			 * only when this member wrote past the set's last entry */
 			pthread_mutex_lock(&m->lock);
@@ -840,6 +899,8 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 
 	*out = NULL;
 	m->o = *o;
+	m->no_lead = o->no_lead;
+	m->delay_secs = o->delay_secs;
 	m->peers = bson_malloc0(sizeof(*m->peers) * (size_t)o->npeers);
 	memcpy(m->peers, o->peers, sizeof(*m->peers) * (size_t)o->npeers);
 	m->o.peers = m->peers;
@@ -894,6 +955,9 @@ repl_member_stop(repl_member_t *m)
 	pthread_join(m->applier_thread, NULL);
 	uv_async_send(&m->stop_async);
 	pthread_join(m->loop_thread, NULL);
+	if (m->snap_session != NULL)
+		storage_session_close(m->snap_session);
+	repl_oplog_pin_oldest(m->o.oplog, 0);
 	queue_free(queue_take_all(&m->to_apply));
 	queue_free(queue_take_all(&m->to_submit));
 	pthread_mutex_destroy(&m->lock);
@@ -1050,5 +1114,93 @@ repl_member_step_down(repl_member_t *m, int64_t deadline_us, terr_t *err)
 		    "No electable secondaries caught up as of %s.%03ldZ. Please use the replSetStepDown command with the argument {force: true} to force node to step down.",
 		    date, ts.tv_nsec / 1000000);
 	}
+	return 0;
+}
+
+/* ---- reconfiguration (raft_reconfig.c) --------------------------------------------------------------- */
+
+int
+repl_member_on_loop(repl_member_t *m, void (*fn)(struct raft *r, void *arg), void *arg, int64_t deadline_us)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&m->lock);
+	while (m->loop_fn != NULL && !m->stopping && tm_now_us() < deadline_us)
+		cond_wait_ms(m, 20);
+	if (m->loop_fn != NULL || m->stopping) {
+		pthread_mutex_unlock(&m->lock);
+		return -1;
+	}
+	m->loop_fn = fn;
+	m->loop_arg = arg;
+	pthread_mutex_unlock(&m->lock);
+	uv_async_send(&m->submit_async);
+	pthread_mutex_lock(&m->lock);
+	while (m->loop_fn == fn && m->loop_arg == arg &&
+	    (m->loop_running || (!m->stopping && tm_now_us() < deadline_us)))
+		cond_wait_ms(m, 20);
+	if (m->loop_fn == fn && m->loop_arg == arg) {
+		m->loop_fn = NULL;   /* never run (it is not running: checked above) */
+		rc = -1;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+void
+repl_member_reconfigure(repl_member_t *m, const repl_member_peer_t *peers, int n, int self_index, bool no_lead,
+                        int64_t delay_secs)
+{
+	repl_member_peer_t *np = bson_malloc0(sizeof(*np) * (size_t)(n > 0 ? n : 1));
+	int64_t contact[REPL_MAX_MEMBERS] = {0};
+	bool reach[REPL_MAX_MEMBERS] = {false};
+	uint64_t match[REPL_MAX_MEMBERS] = {0};
+
+	memcpy(np, peers, sizeof(*np) * (size_t)n);
+	pthread_mutex_lock(&m->lock);
+	/* what was known of each member follows it to its new row */
+	for (int i = 0; i < n && i < REPL_MAX_MEMBERS; i++)
+		for (int j = 0; j < m->o.npeers && j < REPL_MAX_MEMBERS; j++)
+			if (m->peers[j].member_id == np[i].member_id) {
+				contact[i] = m->last_contact_ms[j];
+				reach[i] = m->reachable[j];
+				match[i] = m->match[j];
+			}
+	memcpy(m->last_contact_ms, contact, sizeof(contact));
+	memcpy(m->reachable, reach, sizeof(reach));
+	memcpy(m->match, match, sizeof(match));
+	bson_free(m->peers);
+	m->peers = np;
+	m->o.peers = np;
+	m->o.npeers = n;
+	if (self_index >= 0)
+		m->o.self_index = self_index;
+	m->no_lead = no_lead;
+	m->delay_secs = delay_secs;
+	m->leader_index = -1;   /* the next watch tick finds it again */
+	if (no_lead && m->primary) {
+		/* demoted: stop taking writes and hand the leadership on */
+		role_set_locked(m, false, m->term);
+		m->transfer_requested = true;
+	}
+	pthread_cond_broadcast(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+	uv_async_send(&m->submit_async);
+}
+
+int
+repl_member_submit_config(repl_member_t *m, const bson_t *entry)
+{
+	entry_node_t *n;
+
+	pthread_mutex_lock(&m->lock);
+	if (!m->primary) {
+		pthread_mutex_unlock(&m->lock);
+		return -1;
+	}
+	n = node_new(bson_get_data(entry), entry->len);
+	queue_push(&m->to_submit, n);
+	pthread_mutex_unlock(&m->lock);
+	uv_async_send(&m->submit_async);
 	return 0;
 }

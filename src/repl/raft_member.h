@@ -78,7 +78,18 @@ typedef struct repl_member_options {
 	 * what secondaries kept of sessions (config.transactions) */
 	void (*on_primary)(void *arg);
 	void *on_primary_arg;
+	/* called (applier thread, no lock held) with each configuration entry
+	 * {REPL_MEMBER_CONFIG_KEY: cfg} the set's log delivers, in log order
+	 * (repl_member_submit_config): the commands layer stores and adopts it */
+	void (*on_config)(void *arg, const bson_t *entry);
+	void *on_config_arg;
+	bool no_lead;                 /* priority 0: never stays the leader */
+	int64_t delay_secs;           /* secondaryDelaySecs */
 } repl_member_options_t;
+
+/* The key of a configuration entry in the set's log: {_tamgaConfig: cfg}
+ * (no ts: it is no oplog entry, and never reaches an oplog). */
+#define REPL_MEMBER_CONFIG_KEY "_tamgaConfig"
 
 /* Start the member (its loop thread, applier and feeder).  0 with *out, or
  * -1 with err (the Raft error's text).  Options are copied. */
@@ -124,5 +135,27 @@ typedef struct repl_member_view {
 /* Fill up to max rows (the peers' order); returns the count.  *leader_index
  * gets the leader's row (-1: none known). */
 int repl_member_view(repl_member_t *m, repl_member_view_t *rows, int max, int *leader_index);
+
+/* ---- reconfiguration (raft_reconfig.h builds on these) ---- */
+
+struct raft;
+/*
+ * Run fn(raft, arg) once on the loop thread (every raft_* call belongs
+ * there) and return once it ran: 0, or -1 when it did not run by
+ * deadline_us (tm_now_us's clock) or the member stops.  fn must not block;
+ * the raft_* calls it makes report through their own callbacks.  One call
+ * at a time: a second waits for the first to run.
+ */
+int repl_member_on_loop(repl_member_t *m, void (*fn)(struct raft *r, void *arg), void *arg, int64_t deadline_us);
+/* The set's members changed (a configuration entry applied): the peers'
+ * rows, this member's row, whether it may lead (priority > 0, not
+ * delayed: else it hands the leadership on whenever Raft elects it) and
+ * its apply delay. */
+void repl_member_reconfigure(repl_member_t *m, const repl_member_peer_t *peers, int n, int self_index, bool no_lead,
+                             int64_t delay_secs);
+/* The primary appends entry ({REPL_MEMBER_CONFIG_KEY: cfg}) to the set's
+ * log; every member's on_config sees it once committed.  -1 when this
+ * member is not primary. */
+int repl_member_submit_config(repl_member_t *m, const bson_t *entry);
 
 #endif

@@ -1478,3 +1478,27 @@ repl_set_multi_member(repl_set_t *rs)
 {
 	return __atomic_load_n(&rs->nmembers, __ATOMIC_ACQUIRE) > 1;
 }
+
+/* ---- reconfiguration of a set of several members (commands/cmd_repl_reconfig.c) ---- */
+
+bson_t *
+repl_set_config_completed_for(const bson_t *cfg, int64_t version, int64_t term, const bson_t *old)
+{
+	return config_complete(cfg, version, term, old);
+}
+
+int
+repl_set_config_replace(repl_set_t *rs, const bson_t *full, terr_t *err)
+{
+	bson_t *copy = bson_copy(full);
+
+	if (store_run(rs->st, CONFIG_COLL, copy, NULL, NULL, err) != 0) {
+		bson_destroy(copy);
+		return -1;
+	}
+	pthread_mutex_lock(&rs->lock);
+	config_adopt_locked(rs, copy);
+	bump_locked(rs);
+	pthread_mutex_unlock(&rs->lock);
+	return 0;
+}

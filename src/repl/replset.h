@@ -208,6 +208,15 @@ int repl_set_member_count(repl_set_t *rs);
  * store cfg (checked by the caller) durably as this node's configuration,
  * state STARTUP2.  23 AlreadyInitialized. */
 int repl_set_store_config(repl_set_t *rs, const bson_t *cfg, terr_t *err);
+/* A set of several members: mongod's completed form of cfg with the given
+ * version and term (replicaSetId kept from old when given).  bson_destroy
+ * it. */
+bson_t *repl_set_config_completed_for(const bson_t *cfg, int64_t version, int64_t term, const bson_t *old);
+/* A set of several members adopts full (a completed configuration a
+ * reconfig made, from the set's log): stored in local.system.replset,
+ * this node's row found again, the topology counter bumped.  0, or -1 with
+ * err (storage's). */
+int repl_set_config_replace(repl_set_t *rs, const bson_t *full, terr_t *err);
 /* Raft's role: state (PRIMARY, SECONDARY, RECOVERING) in term (stored with
  * local.replset.election when it grew); moves the topology counter. */
 void repl_set_raft_role(repl_set_t *rs, repl_member_state_t state, int64_t term);

@@ -259,6 +259,17 @@ flusher_main(void *arg)
 	return NULL;
 }
 
+int
+storage_journal_sync(storage_session_t *s, terr_t *err)
+{
+	int ret;
+
+	if (s->st->in_memory)
+		return 0;
+	ret = s->ws->log_flush(s->ws, "sync=on");
+	return ret == 0 ? 0 : storage_wt_err(ret, "log_flush", err);
+}
+
 void
 storage_close(storage_t *st)
 {
@@ -813,8 +824,13 @@ storage_txn_commit(storage_session_t *s, bool sync, terr_t *err)
 	if (!sync)
 		atomic_store(&s->st->dirty, true);
 	storage_staged_finish(s, true);
-	deltas_clear_ex(s, true);
+	/* the observer first: it moves what readers take for visible (the
+	 * oplog's commit generation), then the insert waiters wake -- woken
+	 * first, a waiter could read the visibility point from before this
+	 * commit and go back to sleep with the commit unseen (the Raft feeder
+	 * slept 50 ms so, a change stream until the next commit) */
 	txn_ended(s, true);
+	deltas_clear_ex(s, true);
 	return 0;
 }
 

@@ -58,6 +58,10 @@ void storage_close(storage_t *st);
  * the pool. */
 int storage_session_open(storage_t *st, storage_session_t **out, terr_t *err);
 void storage_session_close(storage_session_t *s);
+/* Make every transaction committed so far durable (the journal written and
+ * synced), from any thread, through s (no transaction open on it).  0, or
+ * -1 with err (WiredTiger's log_flush). */
+int storage_journal_sync(storage_session_t *s, terr_t *err);
 storage_session_t *storage_session_pool_get(storage_t *st, terr_t *err);
 void storage_session_pool_put(storage_t *st, storage_session_t *s);
 

@@ -10,6 +10,8 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <string.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -835,6 +837,80 @@ test_no_hole_visible(void)
 	bson_free(dir);
 }
 
+/* A commit wakes the oplog's insert waiters only after the visibility point
+ * moved past it: a woken waiter (the Raft feeder, a change stream) that
+ * reads the point at once must see the entry (before, it could read the
+ * point cached from before the commit and go back to sleep). */
+typedef struct wake_arg {
+	repl_oplog_t *op;
+	storage_coll_t *oc;
+	_Atomic int ready, stale, woken;
+	atomic_ullong want;
+	_Atomic bool stop;
+} wake_arg_t;
+
+static void *
+wake_waiter(void *p)
+{
+	wake_arg_t *w = p;
+
+	while (!atomic_load(&w->stop)) {
+		uint64_t seq = storage_coll_insert_seq(w->oc);
+		(void)repl_oplog_visible(w->op);   /* caches the point at this generation */
+		atomic_store(&w->ready, 1);
+		if (storage_coll_wait_insert(w->oc, seq, tm_now_us() + 200 * 1000) && !atomic_load(&w->stop)) {
+			repl_ts_t vis = repl_oplog_visible(w->op);
+			atomic_fetch_add(&w->woken, 1);
+			if (vis < atomic_load(&w->want))
+				atomic_fetch_add(&w->stale, 1);
+		}
+	}
+	return NULL;
+}
+
+static void
+test_woken_sees_commit(void)
+{
+	char *dir = tt_tmpdir("oplog-wake");
+	rs_t r;
+	wake_arg_t w;
+	pthread_t th;
+	storage_coll_t *c = NULL;
+	storage_session_t *s = NULL;
+
+	memset(&w, 0, sizeof(w));
+	TT_ASSERT(rs_open(&r, dir, 0, true));
+	rs_ok(&r, "shop", "{'create': 'w'}");
+	w.op = engine_oplog(r.e);
+	TT_EQ_INT(storage_coll_get(engine_storage(r.e), "shop", "w", &c, NULL), 0);
+	TT_EQ_INT(storage_coll_get(engine_storage(r.e), REPL_OPLOG_DB, REPL_OPLOG_COLL, &w.oc, NULL), 0);
+	TT_EQ_INT(storage_session_open(engine_storage(r.e), &s, NULL), 0);
+	pthread_create(&th, NULL, wake_waiter, &w);
+	for (int i = 0; i < 300; i++) {
+		bson_t d = BSON_INITIALIZER;
+		repl_ts_t ts;
+		while (!atomic_load(&w.ready))
+			sched_yield();
+		atomic_store(&w.ready, 0);
+		BSON_APPEND_INT32(&d, "_id", i);
+		TT_EQ_INT(storage_txn_begin(s, NULL), 0);
+		TT_EQ_INT(storage_doc_insert(s, c, &d, NULL, NULL), 0);
+		ts = storage_txn_first_timestamp(s);
+		atomic_store(&w.want, ts);
+		TT_EQ_INT(storage_txn_commit(s, false, NULL), 0);
+		bson_destroy(&d);
+	}
+	atomic_store(&w.stop, true);
+	pthread_join(th, NULL);
+	TT_ASSERT(atomic_load(&w.woken) > 0);
+	TT_EQ_INT(atomic_load(&w.stale), 0);
+	storage_session_close(s);
+	storage_coll_release(c);
+	storage_coll_release(w.oc);
+	rs_close(&r, true);
+	bson_free(dir);
+}
+
 /* ---- transactions and retryable writes ------------------------------------ */
 
 static bson_t *
@@ -1587,6 +1663,7 @@ main(void)
 	TT_RUN(test_entries);
 	TT_RUN(test_concurrent_writers);
 	TT_RUN(test_no_hole_visible);
+	TT_RUN(test_woken_sees_commit);
 	TT_RUN(test_transaction_applyops);
 	TT_RUN(test_retryable_session_info);
 	TT_RUN(test_truncate_and_resize);

@@ -81,6 +81,13 @@ class Member:
             self.proc.wait()
         self.proc = None
 
+    def pause(self):
+        """SIGSTOP: the member stops answering (Raft and clients)."""
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self):
+        self.proc.send_signal(signal.SIGCONT)
+
     def stop(self):
         """SIGTERM; returns the exit code (SIGKILL after 30 s: -9)."""
         if self.proc is None:
@@ -119,6 +126,8 @@ class Cluster:
     def __exit__(self, *exc):
         bad = []
         for m in self.members:
+            if m.proc is not None and m.proc.poll() is None:
+                m.resume()   # a test that failed while a member was paused
             rc = m.stop()
             if rc not in (0, None):
                 bad.append((m.host, rc))

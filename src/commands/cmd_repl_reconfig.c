@@ -1,0 +1,431 @@
+/*
+ * cmd_repl_reconfig.c -- replSetReconfig (and so mongosh's rs.add,
+ * rs.remove, rs.reconfig) for a replica set of several members (issue 24),
+ * on canonical/raft's membership changes (repl/raft_reconfig.h).
+ *
+ * On the primary, in order: mongod's checks (validateConfigForReconfig and
+ * the reconfig command's own: 10107 not primary, 93 an invalid
+ * configuration or more than one voting member added or removed, 74 when
+ * no member of the new configuration is this node -- the primary cannot be
+ * removed --, 104 NodeNotElectable when this node would not be electable,
+ * 103 for a version and term not above the current ones, another set name
+ * or replicaSetId, a host moved to another _id, buildIndexes or arbiterOnly
+ * changed; 109 while another reconfig runs); then every new member is
+ * handed the completed configuration (`_tamgaReplSetJoin`, a dry run first:
+ * 74 when one does not answer or has data of its own); then the Raft
+ * changes, one at a time (a removed member leaves Raft's configuration, a
+ * new one is added and caught up from the log before it votes, a votes
+ * change is a role change); last, the configuration itself travels in the
+ * set's log ({_tamgaConfig: cfg}), so every member adopts it in log order
+ * (cmd_repl_member_on_config) and the command answers once this node did.
+ *
+ * A new member needs no data: it starts with an empty Raft log and an
+ * empty oplog and applies the set's log from its first entry, which the
+ * leader's log must still hold (Raft keeps 65536 entries behind each
+ * snapshot; once compacted, 238: an initial sync is needed, not built).  Not
+ * done: a forced reconfig (238), moving a member to another host under the
+ * same _id (238: remove it, then add it), a removed member's REMOVED state
+ * (it keeps its old configuration until it is stopped).
+ */
+#include "commands/cmd_repl_member.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/opctx.h"
+#include "repl/member_rpc.h"
+#include "repl/raft_member.h"
+#include "repl/raft_reconfig.h"
+#include "repl/replset.h"
+
+#define RECONFIG_TIMEOUT_MS 60000
+
+typedef struct row {
+	int64_t id;
+	char host[256];
+	member_opts_t o;
+} row_t;
+
+/* The members of cfg; returns their count (at most REPL_MAX_MEMBERS). */
+static int
+rows_of(const bson_t *cfg, row_t *rows)
+{
+	bson_iter_t it, m, f;
+	int n = 0;
+
+	if (!bson_iter_init_find(&it, cfg, "members") || !bson_iter_recurse(&it, &m))
+		return 0;
+	while (bson_iter_next(&m) && n < REPL_MAX_MEMBERS) {
+		row_t *r = &rows[n];
+		memset(r, 0, sizeof(*r));
+		if (bson_iter_recurse(&m, &f)) {
+			while (bson_iter_next(&f)) {
+				if (strcmp(bson_iter_key(&f), "_id") == 0)
+					r->id = bson_iter_as_int64(&f);
+				else if (strcmp(bson_iter_key(&f), "host") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+					bson_strncpy(r->host, bson_iter_utf8(&f, NULL), sizeof(r->host));
+			}
+		}
+		member_opts_at(cfg, n, &r->o);
+		n++;
+	}
+	return n;
+}
+
+static const row_t *
+by_id(const row_t *rows, int n, int64_t id)
+{
+	for (int i = 0; i < n; i++)
+		if (rows[i].id == id)
+			return &rows[i];
+	return NULL;
+}
+
+static int64_t
+int_field(const bson_t *cfg, const char *k, int64_t dflt)
+{
+	bson_iter_t it;
+
+	return bson_iter_init_find(&it, cfg, k) && BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : dflt;
+}
+
+static const char *
+str_field(const bson_t *cfg, const char *k)
+{
+	bson_iter_t it;
+
+	return bson_iter_init_find(&it, cfg, k) && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "";
+}
+
+static bool
+rsid_of(const bson_t *cfg, bson_oid_t *out)
+{
+	bson_iter_t it, s;
+
+	if (bson_iter_init_find(&it, cfg, "settings") && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &s) &&
+	    bson_iter_find(&s, "replicaSetId") && BSON_ITER_HOLDS_OID(&s)) {
+		bson_oid_copy(bson_iter_oid(&s), out);
+		return true;
+	}
+	return false;
+}
+
+void
+cmd_repl_member_self_role(const bson_t *cfg, const char *self_host, bool *no_lead, int64_t *delay_secs)
+{
+	row_t rows[REPL_MAX_MEMBERS];
+	int n = rows_of(cfg, rows);
+
+	*no_lead = false;
+	*delay_secs = 0;
+	for (int i = 0; i < n; i++) {
+		if (self_host == NULL || strcmp(rows[i].host, self_host) != 0)
+			continue;
+		/* mongod never elects a member with priority 0 (hidden and
+		 * delayed members must have it) */
+		*no_lead = rows[i].o.priority == 0 || rows[i].o.votes == 0 || rows[i].o.arbiter;
+		*delay_secs = rows[i].o.delay_secs;
+	}
+}
+
+/* ---- adopting a configuration from the set's log -------------------------------------------------- */
+
+void
+cmd_repl_member_on_config(void *arg, const bson_t *entry)
+{
+	engine_t *e = arg;
+	bson_iter_t it;
+	bson_t cfg;
+	const uint8_t *d;
+	uint32_t l;
+	repl_member_peer_t *peers = NULL;
+	repl_set_info_t in;
+	terr_t err = TERR_INIT;
+	int n = 0, self = -1;
+	bool no_lead;
+	int64_t delay;
+
+	if (!bson_iter_init_find(&it, entry, REPL_MEMBER_CONFIG_KEY) || !BSON_ITER_HOLDS_DOCUMENT(&it))
+		return;
+	bson_iter_document(&it, &l, &d);
+	if (!bson_init_static(&cfg, d, l))
+		return;
+	repl_set_info(e->rs, &in);
+	/* the log replays older configurations to a member that catches up */
+	if (int_field(&cfg, "version", 0) < in.config_version)
+		return;
+	if (repl_set_config_replace(e->rs, &cfg, &err) != 0 ||
+	    repl_member_peers(&cfg, in.self_host, &peers, &n, &self, &err) != 0) {
+		tlog('E', "REPL", 5000260, err.msg ? err.msg : "could not adopt a new replica set configuration", NULL);
+		terr_clear(&err);
+		bson_free(peers);
+		return;
+	}
+	cmd_repl_member_self_role(&cfg, in.self_host, &no_lead, &delay);
+	if (self < 0) {
+		/* removed from the set: it keeps going with what it had (mongod
+		 * would say REMOVED) */
+		tlog('W', "REPL", 5000261, "this member is not in the new replica set configuration", NULL);
+	} else if (e->member != NULL) {
+		repl_member_reconfigure(e->member, peers, n, self, no_lead, delay);
+	}
+	{
+		bson_t attr = BSON_INITIALIZER;
+		BSON_APPEND_INT64(&attr, "version", int_field(&cfg, "version", 0));
+		BSON_APPEND_INT32(&attr, "members", n);
+		tlog('I', "REPL", 5000262, "new replica set configuration", &attr);
+		bson_destroy(&attr);
+	}
+	bson_free(peers);
+}
+
+/* ---- replSetReconfig -------------------------------------------------------------------------------------- */
+
+static pthread_mutex_t reconfig_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Hand cfg to a new member: {_tamgaReplSetJoin: cfg, dryRun}. */
+static int
+join(const char *host, const bson_t *cfg, bool dry, terr_t *err)
+{
+	bson_t cmd = BSON_INITIALIZER, reply;
+	bson_iter_t it;
+	int ret = 0;
+
+	BSON_APPEND_DOCUMENT(&cmd, "_tamgaReplSetJoin", cfg);
+	BSON_APPEND_BOOL(&cmd, "dryRun", dry);
+	if (repl_member_rpc(host, "admin", &cmd, 10000, &reply, err) != 0) {
+		bson_destroy(&cmd);
+		return -1;
+	}
+	bson_destroy(&cmd);
+	if (!bson_iter_init_find(&it, &reply, "ok") || bson_iter_as_double(&it) != 1.0) {
+		const char *msg = bson_iter_init_find(&it, &reply, "errmsg") && BSON_ITER_HOLDS_UTF8(&it) ?
+		    bson_iter_utf8(&it, NULL) : "refused";
+		ret = terr_set(err, TERR_NODE_NOT_FOUND, "%s", msg);
+	}
+	bson_destroy(&reply);
+	return ret;
+}
+
+/* mongod's checks of old -> new (see the file's comment). */
+static int
+check_reconfig(engine_t *e, const bson_t *old, const bson_t *cfg, int64_t term, terr_t *err)
+{
+	row_t orow[REPL_MAX_MEMBERS], nrow[REPL_MAX_MEMBERS];
+	int on = rows_of(old, orow), nn = rows_of(cfg, nrow), self = -1, vdiff = 0;
+	int64_t version = int_field(cfg, "version", 0), over = int_field(old, "version", 1);
+	int64_t oterm = int_field(old, "term", 1);
+	repl_set_info_t in;
+	bson_oid_t a, b;
+	char vt[96];
+
+	repl_set_info(e->rs, &in);
+	snprintf(vt, sizeof(vt), "{version: %lld, term: %lld}", (long long)version, (long long)term);
+	{
+		int idx = -1;
+		if (repl_set_config_check(cfg, repl_set_name(e->rs), in.self_host, false, &idx, err) != 0) {
+			if (err->code == TERR_NODE_NOT_FOUND) {
+				terr_clear(err);
+				return terr_set(err, TERR_NODE_NOT_FOUND,
+				    "No host described in new configuration with %s for replica set %s maps to this node", vt,
+				    repl_set_name(e->rs));
+			}
+			if (err->code != TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE)
+				err->code = TERR_INVALID_REPLICA_SET_CONFIG;
+			return -1;
+		}
+	}
+	for (int i = 0; i < nn; i++)
+		if (strcmp(nrow[i].host, in.self_host) == 0)
+			self = i;
+	if (self < 0)
+		return terr_set(err, TERR_NODE_NOT_FOUND,
+		    "No host described in new configuration with %s for replica set %s maps to this node", vt,
+		    repl_set_name(e->rs));
+	/* version and term, as mongod's ConfigVersionAndTerm; mongod's new
+	 * primary writes its term into the configuration at each election, so
+	 * the current configuration's term is the set's term */
+	oterm = term;
+	if (version <= over)
+		return terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
+		    "New replica set configuration version and term must be greater than old, but %s is not greater than {version: %lld, term: %lld} for replica set %s",
+		    vt, (long long)over, (long long)oterm, repl_set_name(e->rs));
+	if (strcmp(str_field(old, "_id"), str_field(cfg, "_id")) != 0)
+		return terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
+		    "New and old configurations differ in replica set name; old was %s, and new is %s",
+		    str_field(old, "_id"), str_field(cfg, "_id"));
+	if (rsid_of(cfg, &b) && rsid_of(old, &a) && !bson_oid_equal(&a, &b)) {
+		char sa[25], sb[25];
+		bson_oid_to_string(&a, sa);
+		bson_oid_to_string(&b, sb);
+		return terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
+		    "New and old configurations differ in replica set ID; old was %s, and new is %s", sa, sb);
+	}
+	for (int i = 0; i < nn; i++) {
+		for (int j = 0; j < on; j++) {
+			bool ids = nrow[i].id == orow[j].id, hosts = strcmp(nrow[i].host, orow[j].host) == 0;
+			if (!ids && !hosts)
+				continue;
+			if (hosts && !ids)
+				return terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
+				    "New and old configurations both have members with host of %s but in the new configuration the _id field is %lld and in the old configuration it is %lld for replica set %s",
+				    orow[j].host, (long long)nrow[i].id, (long long)orow[j].id, repl_set_name(e->rs));
+			if (!hosts)
+				return terr_set(err, TERR_NOT_IMPLEMENTED,
+				    "moving member _id %lld from %s to %s is not supported yet: remove the member, then add it",
+				    (long long)nrow[i].id, orow[j].host, nrow[i].host);
+			if (nrow[i].o.build_indexes != orow[j].o.build_indexes)
+				return terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
+				    "New and old configurations differ in the setting of the buildIndexes field for member %s; to make this change, remove then re-add the member",
+				    orow[j].host);
+			if (nrow[i].o.arbiter != orow[j].o.arbiter)
+				return terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
+				    "New and old configurations differ in the setting of the arbiterOnly field for member %s; to make this change, remove then re-add the member",
+				    orow[j].host);
+		}
+	}
+	/* at most one voting member in or out (the symmetric difference of the
+	 * voters' _ids) */
+	for (int i = 0; i < nn; i++) {
+		const row_t *o = by_id(orow, on, nrow[i].id);
+		if (nrow[i].o.votes > 0 && (o == NULL || o->o.votes == 0))
+			vdiff++;
+	}
+	for (int j = 0; j < on; j++) {
+		const row_t *n = by_id(nrow, nn, orow[j].id);
+		if (orow[j].o.votes > 0 && (n == NULL || n->o.votes == 0))
+			vdiff++;
+	}
+	if (vdiff > 1)
+		return terr_set(err, TERR_INVALID_REPLICA_SET_CONFIG,
+		    "Non force replica set reconfig can only add or remove at most 1 voting member.");
+	for (int i = 0; i < nn; i++)
+		if (nrow[i].o.arbiter)
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "arbiters are not supported in a replica set of several members (every member bears data)");
+	if (nrow[self].o.priority <= 0 || nrow[self].o.votes == 0 || nrow[self].o.arbiter || nrow[self].o.hidden)
+		return terr_set(err, TERR_NODE_NOT_ELECTABLE,
+		    "This node, %s, with _id %lld is not electable under the new configuration with %s for replica set %s",
+		    nrow[self].host, (long long)nrow[self].id, vt, repl_set_name(e->rs));
+	return 0;
+}
+
+int
+cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
+{
+	engine_t *e = c->engine;
+	bson_t old, entry = BSON_INITIALIZER;
+	bson_t *full = NULL;
+	row_t orow[REPL_MAX_MEMBERS], nrow[REPL_MAX_MEMBERS];
+	repl_member_change_t ch[REPL_MAX_MEMBERS * 2];
+	repl_member_peer_t *peers = NULL;
+	int on, nn, nch = 0, np = 0, pself = -1, ret = 0;
+	int64_t term, version, deadline = tm_now_us() + (int64_t)RECONFIG_TIMEOUT_MS * 1000;
+
+	if (force)
+		return terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "replSetReconfig with force: true is not supported yet in a replica set of several members");
+	if (repl_set_state(e->rs) != REPL_STATE_PRIMARY)
+		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY,
+		    "replSetReconfig should only be run on a writable PRIMARY. Current state %s;",
+		    repl_set_state(e->rs) == REPL_STATE_SECONDARY ? "SECONDARY" : "RECOVERING");
+	if (pthread_mutex_trylock(&reconfig_mu) != 0)
+		return terr_set(err, 109 /* ConfigurationInProgress */,
+		    "Cannot run replSetReconfig because the node is currently updating its configuration");
+	if (c->deadline_us > 0 && c->deadline_us < deadline)
+		deadline = c->deadline_us;
+	repl_set_config_copy(e->rs, &old);
+	term = repl_set_term(e->rs);
+	if (check_reconfig(e, &old, cfg, term, err) != 0) {
+		ret = -1;
+		goto done;
+	}
+	version = int_field(cfg, "version", 0);
+	full = repl_set_config_completed_for(cfg, version, term, &old);
+	on = rows_of(&old, orow);
+	nn = rows_of(full, nrow);
+	if (repl_member_peers(full, NULL, &peers, &np, &pself, err) != 0) {
+		ret = -1;
+		goto done;
+	}
+	/* a new member has no data and no initial sync (not built): it catches
+	 * up from the set's log, which must still start at its first entry */
+	for (int i = 0; i < nn && ret == 0; i++) {
+		uint64_t first;
+		if (by_id(orow, on, nrow[i].id) != NULL)
+			continue;
+		first = repl_member_log_first_index(e->member, deadline);
+		if (first != 1)
+			ret = terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "cannot add %s: the set's replication log no longer starts at its first entry (compacted at %llu), so a new member needs an initial sync, which is not built yet",
+			    nrow[i].host, (unsigned long long)first);
+	}
+	/* new members first get the configuration (all of them answer, or
+	 * nothing changes) */
+	for (int pass = 0; pass < 2 && ret == 0; pass++) {
+		for (int i = 0; i < nn && ret == 0; i++) {
+			terr_t je = TERR_INIT;
+			if (by_id(orow, on, nrow[i].id) != NULL)
+				continue;
+			if (join(nrow[i].host, full, pass == 0, &je) != 0) {
+				ret = terr_set(err, TERR_NODE_NOT_FOUND,
+				    "Quorum check failed because not all proposed set members responded affirmatively: %s failed with %s",
+				    nrow[i].host, je.msg ? je.msg : "no answer");
+				terr_clear(&je);
+			}
+		}
+	}
+	if (ret != 0)
+		goto done;
+	/* Raft's changes: removals, then role changes, then additions */
+	for (int j = 0; j < on; j++)
+		if (by_id(nrow, nn, orow[j].id) == NULL)
+			ch[nch++] = (repl_member_change_t){.op = REPL_CHANGE_REMOVE, .member_id = orow[j].id};
+	for (int i = 0; i < nn; i++) {
+		const row_t *o = by_id(orow, on, nrow[i].id);
+		if (o != NULL && (o->o.votes > 0) != (nrow[i].o.votes > 0))
+			ch[nch++] = (repl_member_change_t){.op = REPL_CHANGE_ASSIGN, .member_id = nrow[i].id,
+			    .voter = nrow[i].o.votes > 0};
+	}
+	for (int i = 0; i < nn; i++) {
+		if (by_id(orow, on, nrow[i].id) != NULL)
+			continue;
+		ch[nch] = (repl_member_change_t){.op = REPL_CHANGE_ADD, .member_id = nrow[i].id, .voter = nrow[i].o.votes > 0};
+		bson_strncpy(ch[nch].raft_addr, peers[i].raft_addr, sizeof(ch[nch].raft_addr));
+		nch++;
+	}
+	if (repl_member_change_apply(e->member, ch, nch, deadline, err) != 0) {
+		ret = -1;
+		goto done;
+	}
+	/* the configuration itself, in the set's log; this node answers once
+	 * it adopted it */
+	BSON_APPEND_DOCUMENT(&entry, REPL_MEMBER_CONFIG_KEY, full);
+	if (repl_member_submit_config(e->member, &entry) != 0) {
+		ret = terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary: the new configuration was not replicated");
+		goto done;
+	}
+	for (;;) {
+		repl_set_info_t in;
+		struct timespec nap = {0, 5 * 1000 * 1000};
+		repl_set_info(e->rs, &in);
+		if (in.config_version >= version)
+			break;
+		if (tm_now_us() >= deadline) {
+			ret = terr_set(err, TERR_NODE_NOT_FOUND, "the new configuration was not committed in time");
+			break;
+		}
+		nanosleep(&nap, NULL);
+	}
+done:
+	bson_free(peers);
+	if (full != NULL)
+		bson_destroy(full);
+	bson_destroy(&entry);
+	bson_destroy(&old);
+	pthread_mutex_unlock(&reconfig_mu);
+	return ret;
+}

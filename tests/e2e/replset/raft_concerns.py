@@ -1,0 +1,218 @@
+"""raft_concerns.py -- read and write concerns on a replica set of three
+tamgad members on 127.0.0.1 (issue 24), through PyMongo and mongosh:
+  - hello: every member's `tags`, lastWrite (opTime, lastWriteDate,
+    majorityOpTime at the commit point);
+  - readConcern "majority" reads at the commit point: with both secondaries
+    paused (SIGSTOP) a w: 1 write is seen by a local read and not by a
+    majority read (find, getMore, count, distinct, aggregate), then seen
+    once they resume;
+  - readConcern "linearizable": on the primary it answers once a majority
+    confirmed; with the secondaries paused it fails with 50 after
+    maxTimeMS; on a secondary 10107; with afterOpTime 9;
+  - afterClusterTime: a causally consistent session reads its own write on a
+    secondary that was paused while the write happened;
+  - w: 3 means applied: right after a w: 3 insert every secondary's local
+    read sees it (applied, not only held in the Raft log);
+  - maxStalenessSeconds and tag sets: PyMongo selects secondaries with them
+    (a tag set picks the one member that carries it).
+
+usage: raft_concerns.py path/to/tamgad [path/to/mongosh]
+"""
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+from pymongo import MongoClient, ReadPreference, WriteConcern
+from pymongo.errors import PyMongoError
+from pymongo.read_concern import ReadConcern
+from pymongo.read_preferences import Secondary
+
+sys.path.insert(0, os.path.dirname(__file__))
+from raft_cluster import Cluster  # noqa: E402
+
+TAMGAD = sys.argv[1]
+MONGOSH = sys.argv[2] if len(sys.argv) > 2 and os.path.exists(sys.argv[2]) else None
+checks = 0
+DCS = ["east", "west", "north"]
+
+
+def check(cond, what):
+    global checks
+    if not cond:
+        raise AssertionError(what)
+    checks += 1
+
+
+def expect_code(fn, code, what):
+    try:
+        fn()
+    except PyMongoError as e:
+        got = getattr(e, "code", None)
+        if got is None and isinstance(getattr(e, "details", None), dict):
+            got = e.details.get("code")
+        check(got == code, "%s: expected code %d, got %r (%s)" % (what, code, got, e))
+        return e
+    raise AssertionError("%s: expected code %d, got success" % (what, code))
+
+
+def config(cl):
+    return {"_id": cl.set_name, "settings": {"electionTimeoutMillis": 4000},
+            "members": [{"_id": i, "host": m.host, "tags": {"dc": DCS[i]}} for i, m in enumerate(cl.members)]}
+
+
+def hello_fields(cl, p):
+    for i, m in enumerate(cl.members):
+        with m.client() as c:
+            h = c.admin.command("hello")
+        check(h.get("tags") == {"dc": DCS[i]}, "hello tags of %s: %r" % (m.host, h.get("tags")))
+        lw = h.get("lastWrite", {})
+        check("opTime" in lw and "lastWriteDate" in lw and "majorityOpTime" in lw and "majorityWriteDate" in lw,
+              "hello lastWrite: %r" % lw)
+        check(lw["majorityOpTime"]["ts"] <= lw["opTime"]["ts"], "commit point not past the applied point")
+        check("passive" not in h and "hidden" not in h, "no passive/hidden: %r" % h)
+
+
+def majority_reads(cl, p):
+    secs = [m for m in cl.members if m is not p]
+    with p.client() as c:
+        coll = c.rc.get_collection("maj", write_concern=WriteConcern(w="majority"))
+        coll.insert_many([{"_id": i, "k": "old"} for i in range(5)])
+        for s in secs:
+            s.pause()
+        try:
+            c.rc.get_collection("maj", write_concern=WriteConcern(w=1)).insert_many(
+                [{"_id": 100 + i, "k": "new"} for i in range(5)])
+            local = c.rc.maj
+            maj = c.rc.get_collection("maj", read_concern=ReadConcern("majority"))
+            check(local.count_documents({}) == 10, "local read sees the w:1 write")
+            got = [d["_id"] for d in maj.find({}, batch_size=2).sort("_id", 1)]
+            check(got == list(range(5)), "majority find (with getMores) sees only committed: %r" % got)
+            check(maj.count_documents({}) == 5, "majority count")
+            check(sorted(maj.distinct("k")) == ["old"], "majority distinct")
+            agg = list(maj.aggregate([{"$group": {"_id": "$k", "n": {"$sum": 1}}}]))
+            check(agg == [{"_id": "old", "n": 5}], "majority aggregate: %r" % agg)
+            h = c.admin.command("hello")
+            check(h["lastWrite"]["majorityOpTime"]["ts"] < h["lastWrite"]["opTime"]["ts"],
+                  "hello: commit point behind the last write while the secondaries are paused")
+            # linearizable cannot be confirmed without a majority
+            lin = c.rc.get_collection("maj", read_concern=ReadConcern("linearizable"))
+            expect_code(lambda: lin.find_one({"_id": 0}, max_time_ms=800), 50, "linearizable without a majority")
+        finally:
+            for s in secs:
+                s.resume()
+        deadline = time.time() + 20
+        while maj.count_documents({}) != 10 and time.time() < deadline:
+            time.sleep(0.1)
+        check(maj.count_documents({}) == 10, "majority read sees the write once committed")
+        check(lin.find_one({"_id": 100}, max_time_ms=20000)["k"] == "new", "linearizable read on the primary")
+        expect_code(lambda: c.rc.command("find", "maj", readConcern={
+            "level": "linearizable", "afterOpTime": {"ts": h["lastWrite"]["opTime"]["ts"], "t": 1}}),
+            9, "linearizable with afterOpTime")
+    # on a secondary: majority reads the commit point it learned; linearizable is refused
+    s = secs[0]
+    with s.client(read_preference=ReadPreference.SECONDARY_PREFERRED) as c:
+        deadline = time.time() + 20
+        maj = c.rc.get_collection("maj", read_concern=ReadConcern("majority"))
+        while maj.count_documents({}) != 10 and time.time() < deadline:
+            time.sleep(0.1)
+        check(maj.count_documents({}) == 10, "majority read on a secondary")
+        e = expect_code(lambda: c.rc.get_collection("maj", read_concern=ReadConcern("linearizable")).find_one(),
+                        10107, "linearizable on a secondary")
+        check("cannot satisfy linearizable read concern on non-primary node" in str(e), "message: %s" % e)
+
+
+def causal(cl, p):
+    """A causally consistent session's reads on a secondary that was paused
+    while the session wrote (the driver sends afterClusterTime)."""
+    i, s = [(i, m) for i, m in enumerate(cl.members) if m is not p][0]
+    pick = Secondary(tag_sets=[{"dc": DCS[i]}])
+    with MongoClient(cl.uri(), serverSelectionTimeoutMS=10000) as c:
+        c.rc.get_collection("causal", read_preference=pick).find_one({})   # a connection to s first
+        for k, level in enumerate((None, "majority")):
+            with c.start_session(causal_consistency=True) as sess:
+                s.pause()
+                try:
+                    c.rc.get_collection("causal", write_concern=WriteConcern(w="majority")).insert_one(
+                        {"_id": k, "v": "mine"}, session=sess)
+                finally:
+                    threading.Timer(0.5, s.resume).start()
+                coll = c.rc.get_collection("causal", read_preference=pick,
+                                           read_concern=ReadConcern(level) if level else ReadConcern())
+                cur = coll.find({"_id": k}, session=sess)
+                got = list(cur)
+                check("%s:%d" % cur.address == s.host, "served by the paused secondary: %r" % (cur.address,))
+                check(got == [{"_id": k, "v": "mine"}],
+                      "afterClusterTime (level %s) on a secondary waits for the session's write: %r" % (level, got))
+
+
+def w_applied(cl, p):
+    secs = [m for m in cl.members if m is not p]
+    with p.client() as c:
+        coll = c.rc.get_collection("w3", write_concern=WriteConcern(w=3, wtimeout=20000))
+        clients = [s.client(read_preference=ReadPreference.SECONDARY_PREFERRED) for s in secs]
+        try:
+            for i in range(30):
+                coll.insert_one({"_id": i})
+                for sc in clients:
+                    check(sc.rc.w3.find_one({"_id": i}) is not None, "w:3 write %d applied on every member" % i)
+        finally:
+            for sc in clients:
+                sc.close()
+
+
+def selection(cl, p):
+    secs = [(i, m) for i, m in enumerate(cl.members) if m is not p]
+    uri = cl.uri() + "&readPreference=secondary&maxStalenessSeconds=90"
+    with MongoClient(uri, serverSelectionTimeoutMS=10000) as c:
+        cur = c.rc.w3.find({})
+        check(len(list(cur)) == 30, "maxStalenessSeconds read")
+        check("%s:%d" % cur.address in [m.host for _, m in secs], "read served by a secondary: %r" % (cur.address,))
+    for i, m in secs:
+        with MongoClient(cl.uri(), serverSelectionTimeoutMS=10000) as c:
+            coll = c.rc.get_collection("w3", read_preference=Secondary(tag_sets=[{"dc": DCS[i]}]))
+            for _ in range(3):
+                cur = coll.find({})
+                check(len(list(cur)) == 30, "tagged read")
+                check("%s:%d" % cur.address == m.host, "tag set dc:%s picks %s, got %r" % (DCS[i], m.host, cur.address))
+
+
+def mongosh(cl, p):
+    if MONGOSH is None:
+        print("mongosh: not given, skipped")
+        return
+    script = ("const d = db.getSiblingDB('rc');"
+              "d.sh.insertOne({_id: 1}, {writeConcern: {w: 'majority'}});"
+              "const m = d.sh.find().readConcern('majority').toArray().length;"
+              "const l = d.runCommand({find: 'sh', readConcern: {level: 'linearizable'}, maxTimeMS: 20000});"
+              "const h = db.hello();"
+              "print(JSON.stringify({m: m, l: l.cursor.firstBatch.length, tags: h.tags,"
+              " maj: h.lastWrite.majorityOpTime !== undefined}))")
+    out = subprocess.run([MONGOSH, cl.uri(), "--quiet", "--norc", "--eval", script],
+                         capture_output=True, text=True, timeout=120)
+    check(out.returncode == 0, "mongosh ran: %s" % out.stderr[-500:])
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    i = [m.host for m in cl.members].index(p.host)
+    check(got == {"m": 1, "l": 1, "tags": {"dc": DCS[i]}, "maj": True}, "mongosh concerns: %r" % got)
+
+
+def main():
+    t0 = time.time()
+    with Cluster(TAMGAD) as cl:
+        with cl.members[0].client() as c:
+            c.admin.command("replSetInitiate", config(cl))
+        p = cl.wait_primary(30)
+        hello_fields(cl, p)
+        majority_reads(cl, p)
+        causal(cl, p)
+        w_applied(cl, p)
+        selection(cl, p)
+        mongosh(cl, p)
+    print("raft_concerns: %d checks passed in %.1fs" % (checks, time.time() - t0))
+    print("%d passed, 0 failed" % checks)
+
+
+if __name__ == "__main__":
+    main()
