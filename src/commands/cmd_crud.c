@@ -360,40 +360,28 @@ plan_src_batch_end(void *state, bool ended, bool pending, bson_t *cursor)
 	bson_append_document_end(cursor, &tok);
 }
 
-/* The index keys of doc for returnKey: each key-pattern field's value (null
- * when missing).  A multikey field gives its first element (mongod gives the
- * entry the scan met); hashed, text and geo keys answer 238. */
+/* The index keys of the result for returnKey: the index entry the plan met
+ * (plan_exec_last_key: for a multikey field the element the scan met, as
+ * mongod's RETURN_KEY reads the member's keyData), {} for a result no index
+ * entry gave (a collection scan).  Hashed, text and geo keys answer 238. */
 static int
 return_key(plan_src_t *ps, bson_t *doc, terr_t *err)
 {
 	const char *ix = plan_exec_index_name(ps->x);
 	bson_iter_t it, k;
+	bson_t key;
 
 	bson_reinit(&ps->key);
 	if (ix != NULL && bson_iter_init_find(&it, ps->key_patterns, ix) && BSON_ITER_HOLDS_DOCUMENT(&it)) {
 		bson_iter_recurse(&it, &k);
-		while (bson_iter_next(&k)) {
-			bson_iter_t v;
-
+		while (bson_iter_next(&k))
 			if (!BSON_ITER_HOLDS_NUMBER(&k))
 				return terr_set(err, TERR_NOT_IMPLEMENTED,
 				    "returnKey over a %s index is not supported by Tamga yet",
 				    BSON_ITER_HOLDS_UTF8(&k) ? bson_iter_utf8(&k, NULL) : "special");
-			if (!bpath_get(doc, bson_iter_key(&k), &v)) {
-				BSON_APPEND_NULL(&ps->key, bson_iter_key(&k));
-			} else if (BSON_ITER_HOLDS_ARRAY(&v)) {
-				bson_iter_t e;
-
-				bson_iter_recurse(&v, &e);
-				if (bson_iter_next(&e))
-					BSON_APPEND_VALUE(&ps->key, bson_iter_key(&k), bson_iter_value(&e));
-				else
-					BSON_APPEND_UNDEFINED(&ps->key, bson_iter_key(&k));
-			} else {
-				BSON_APPEND_VALUE(&ps->key, bson_iter_key(&k), bson_iter_value(&v));
-			}
-		}
 	}
+	if (plan_exec_last_key(ps->x, &key))
+		bson_concat(&ps->key, &key);
 	bson_init_static(doc, bson_get_data(&ps->key), ps->key.len);
 	return 0;
 }
@@ -422,7 +410,7 @@ plan_src_next(void *state, storage_session_t *s, bson_t *doc, terr_t *err)
 
 		if (!plan_exec_last_recid(ps->x, &rid))
 			return terr_set(err, TERR_NOT_IMPLEMENTED,
-			    "find with showRecordId and a blocking sort is not supported by Tamga yet");
+			    "find with showRecordId: this plan does not keep RecordIds");
 		bson_reinit(ps->rid_doc);
 		bson_concat(ps->rid_doc, doc);
 		BSON_APPEND_INT64(ps->rid_doc, "$recordId", rid);
@@ -865,6 +853,7 @@ CMD_HANDLER(cmd_find)
 
 		ps->key_patterns = bson_new();
 		bson_init(&ps->key);
+		plan_exec_want_key(ps->x);
 		if (storage_coll_get(c->engine->st, c->db, name, &kc, NULL) == 0) {
 			for (int i = 0; i < kc->nindexes; i++)
 				BSON_APPEND_DOCUMENT(ps->key_patterns, kc->indexes[i].name, kc->indexes[i].key);
