@@ -207,6 +207,37 @@ check_hint(cmd_t *c, bson_value_t *out, terr_t *err)
 	return 0;
 }
 
+/*
+ * $_requestResumeToken / $_resumeAfter (mongod's resumable aggregate scans,
+ * for resharding): mongod's check of the hint (2 BadValue unless
+ * {$natural: 1}), then 238: Tamga does not resume aggregations, and
+ * ignoring the fields would answer documents the client asked to skip.
+ */
+static int
+check_resume(cmd_t *c, terr_t *err)
+{
+	bson_iter_t it, h;
+	bool want = bson_iter_init_find(&it, c->body, "$_requestResumeToken") && bson_iter_as_bool(&it);
+
+	if (want) {
+		bool natural = false;
+
+		if (bson_iter_init_find(&h, c->body, "hint") && BSON_ITER_HOLDS_DOCUMENT(&h)) {
+			bson_iter_t n;
+
+			bson_iter_recurse(&h, &n);
+			natural = bson_iter_next(&n) && strcmp(bson_iter_key(&n), "$natural") == 0 &&
+			    BSON_ITER_HOLDS_NUMBER(&n) && bson_iter_as_double(&n) == 1.0 && !bson_iter_next(&n);
+		}
+		if (!natural)
+			return terr_set(err, TERR_BAD_VALUE, "hint must be {$natural:1} if 'requestResumeToken' is enabled");
+	}
+	if (want || bson_iter_init_find(&it, c->body, "$_resumeAfter"))
+		return terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "aggregate with $_requestResumeToken or $_resumeAfter is not supported by Tamga yet");
+	return 0;
+}
+
 /* The pipeline field: an array of objects. */
 static int
 get_pipeline(cmd_t *c, bson_t *out, terr_t *err)
@@ -358,6 +389,7 @@ CMD_HANDLER(cmd_aggregate)
 	}
 
 	a = bson_malloc0(sizeof(*a));
+	ERR(check_resume(c, err));
 	ERR(check_hint(c, &a->hint, err));
 	if (a->hint.value_type != BSON_TYPE_EOD)
 		a->host.hint = &a->hint;

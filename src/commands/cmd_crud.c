@@ -589,7 +589,8 @@ static const char *const find_fields[] = {
 	"min", "max", "let", "allowDiskUse", "collation", "noCursorTimeout", "tailable",
 	"awaitData", "returnKey", "showRecordId", "allowPartialResults", "oplogReplay",
 	"readOnce", "term", "collectionUUID", "requestResumeToken", "resumeAfter", "maxScan",
-	"snapshot", "includeQueryStatsMetrics", "rawData", "$_requestResumeToken", "$_resumeAfter", NULL,
+	"snapshot", "includeQueryStatsMetrics", "rawData", "$_requestResumeToken", "$_resumeAfter", "$_startAt",
+	NULL,
 };
 
 /* Is sort exactly {$natural: 1} (any numeric type, compared by value)? */
@@ -640,6 +641,123 @@ notablescan_check(cmd_t *c, plan_exec_t *x, storage_session_t *s, const char *ns
 	    "No indexed plans available, and running with 'notablescan'", ns);
 }
 
+/*
+ * find's resumable collection scans, as mongod's validateFindCommandRequest
+ * checks them when parsing (2 BadValue, its messages): $_requestResumeToken
+ * needs the hint {$natural: 1} and no sort but {$natural: 1};
+ * $_resumeAfter / $_startAt need $_requestResumeToken.
+ */
+static int
+resume_request_check(cmd_t *c, bool want_token, const bson_t *sort, bool has_resume_after, bool has_start_at,
+                     terr_t *err)
+{
+	bson_iter_t h;
+
+	if (!want_token) {
+		if (has_resume_after)
+			return terr_set(err, TERR_BAD_VALUE, "'requestResumeToken' must be true if 'resumeAfter' is specified");
+		if (has_start_at)
+			return terr_set(err, TERR_BAD_VALUE, "'requestResumeToken' must be true if 'startAt' is specified");
+		return 0;
+	}
+	if (!cmd_find_field(c, "hint", &h) || !BSON_ITER_HOLDS_DOCUMENT(&h)) {
+		return terr_set(err, TERR_BAD_VALUE, "hint must be {$natural:1} if 'requestResumeToken' is enabled");
+	} else {
+		const uint8_t *data;
+		uint32_t len;
+		bson_t hint;
+
+		bson_iter_document(&h, &len, &data);
+		bson_init_static(&hint, data, len);
+		if (!sort_is_natural_forward(&hint))
+			return terr_set(err, TERR_BAD_VALUE, "hint must be {$natural:1} if 'requestResumeToken' is enabled");
+	}
+	if (sort != NULL && !bson_empty(sort) && !sort_is_natural_forward(sort))
+		return terr_set(err, TERR_BAD_VALUE, "sort must be unset or {$natural:1} if 'requestResumeToken' is enabled");
+	return 0;
+}
+
+/*
+ * Where a resumable scan starts, as mongod's validateResumeInput and its
+ * CollectionScan decide: one of $_resumeAfter (past the RecordId, which
+ * must still exist: 211 KeyNotFound otherwise) and $_startAt (at it or the
+ * next one); {$recordId: NumberLong | BinData | null[, $initialSyncId:
+ * UUID]}; an $initialSyncId never matches (no initial sync made this
+ * node: 8132701); the RecordId's type must match the collection's (int64,
+ * BinData for a clustered one: 7738600); a null RecordId cannot be resumed
+ * from (211).  Errors the scan raises carry find's executor context, as
+ * mongod's do.  Sets req->has_resume_after / resume_after (a position to
+ * scan past).  Clustered collections (BinData RecordIds) answer 238.
+ */
+static int
+resume_input_check(cmd_t *c, const storage_coll_t *coll, const char *ns, const bson_t *resume_after,
+                   const bson_t *start_at, plan_request_t *req, terr_t *err)
+{
+	const char *name = resume_after != NULL ? "$_resumeAfter" : "$_startAt";
+	const bson_t *in = resume_after != NULL ? resume_after : start_at;
+	bool clustered = coll != NULL && coll->clustered_ix != NULL;
+	bson_iter_t rid, sid;
+	bool has_rid = bson_iter_init_find(&rid, in, "$recordId");
+	bool has_sid = bson_iter_init_find(&sid, in, "$initialSyncId");
+	uint32_t n = bson_count_keys(in);
+	bson_subtype_t sub = BSON_SUBTYPE_BINARY;
+	bson_t d;
+	int g;
+
+	(void)ns;
+	if (resume_after != NULL && start_at != NULL)
+		return terr_set(err, TERR_BAD_VALUE, "Cannot set both '$_resumeAfter' and '$_startAt'");
+	if (has_sid && BSON_ITER_HOLDS_BINARY(&sid))
+		bson_iter_binary(&sid, &sub, NULL, NULL);
+	if (n > 2 || !has_rid ||
+	    !(BSON_ITER_HOLDS_INT64(&rid) || BSON_ITER_HOLDS_BINARY(&rid) || BSON_ITER_HOLDS_NULL(&rid)) ||
+	    (n == 2 && !(has_sid && BSON_ITER_HOLDS_BINARY(&sid) && sub == BSON_SUBTYPE_UUID)))
+		return terr_set(err, TERR_BAD_VALUE,
+		    "Malformed resume token: the '%s' object must contain '$recordId', of type NumberLong, BinData "
+		    "or jstNULL and optional '$initialSyncId of type BinData.", name);
+	if (has_sid)
+		return terr_set(err, 8132701, "$initialSyncId mismatch, the query is no longer resumable.");
+	if ((clustered && BSON_ITER_HOLDS_INT64(&rid)) || (!clustered && BSON_ITER_HOLDS_BINARY(&rid)))
+		return terr_set(err, 7738600,
+		    "The '%s' parameter must match collection type. Clustered collections only have BinData "
+		    "recordIds, and all other collectionshave Long recordId.", name);
+	if (clustered)
+		return terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "resuming a scan of a clustered collection is not supported by Tamga yet");
+	if (BSON_ITER_HOLDS_NULL(&rid)) {
+		terr_set(err, TERR_KEY_NOT_FOUND, "Failed to resume collection scan: cannot resume from null recordId");
+		terr_wrap(err, "Executor error during find command");
+		return -1;
+	}
+	if (coll == NULL)
+		return 0;      /* no collection: no documents, as mongod's EOF plan */
+	req->has_resume_after = true;
+	req->resume_after = bson_iter_int64(&rid);
+	if (start_at != NULL) {
+		/* at the RecordId, or the next one when it is gone: past the one
+		 * before (RecordIds are >= 1) */
+		req->has_resume_after = req->resume_after > 1;
+		req->resume_after = req->resume_after - 1;
+		return 0;
+	}
+	{
+		storage_session_t *s = client_session(c->client, err);
+
+		if (s == NULL)
+			return -1;
+		if ((g = storage_doc_get(s, (storage_coll_t *)coll, req->resume_after, &d, err)) < 0)
+			return -1;
+	}
+	if (g == 1) {
+		terr_set(err, TERR_KEY_NOT_FOUND, "Failed to resume collection scan: the recordId from which we are "
+		    "attempting to resume no longer exists in the collection: RecordId(%lld)",
+		    (long long)req->resume_after);
+		terr_wrap(err, "Executor error during find command");
+		return -1;
+	}
+	return 0;
+}
+
 CMD_HANDLER(cmd_find)
 {
 	const char *name;
@@ -651,6 +769,8 @@ CMD_HANDLER(cmd_find)
 	bson_t filter_hint;
 	bson_iter_t filter_hint_it;
 	bool has_filter_hint = false, show_rid = false, want_token = false;
+	bson_t resume_after, start_at;
+	bool has_resume_after = false, has_start_at = false;
 	plan_request_t req;
 	plan_exec_t *x = NULL;
 	match_options_t mo = {0};
@@ -679,28 +799,11 @@ CMD_HANDLER(cmd_find)
 	ERR(cmd_get_bool(c, "returnKey", &return_key_on, &found, err));
 	ERR(cmd_get_bool(c, "showRecordId", &show_rid, &found, err));
 	ERR(cmd_get_bool(c, "$_requestResumeToken", &want_token, &found, err));
-	{
-		bson_iter_t ra, rr;
-
-		if (cmd_find_field(c, "$_resumeAfter", &ra)) {
-			if (!BSON_ITER_HOLDS_DOCUMENT(&ra) || !bson_iter_recurse(&ra, &rr) ||
-			    !bson_iter_find(&rr, "$recordId") ||
-			    !(BSON_ITER_HOLDS_INT64(&rr) || BSON_ITER_HOLDS_INT32(&rr) || BSON_ITER_HOLDS_NULL(&rr))) {
-				ret = terr_set(err, TERR_BAD_VALUE,
-				    "Malformed resume token: the '_resumeAfter' object must contain '$recordId', of type NumberLong or jstNULL.");
-				goto err;
-			}
-			if (!want_token) {
-				ret = terr_set(err, TERR_BAD_VALUE,
-				    "$_resumeAfter is only supported with $_requestResumeToken: true");
-				goto err;
-			}
-			if (!BSON_ITER_HOLDS_NULL(&rr)) {
-				req.has_resume_after = true;
-				req.resume_after = bson_iter_as_int64(&rr);
-			}
-		}
-	}
+	ERR(cmd_get_doc(c, "$_resumeAfter", &resume_after, &has_resume_after, err));
+	ERR(cmd_get_doc(c, "$_startAt", &start_at, &has_start_at, err));
+	has_resume_after = has_resume_after && !bson_empty(&resume_after);
+	has_start_at = has_start_at && !bson_empty(&start_at);
+	ERR(resume_request_check(c, want_token, has_sort ? &sort : NULL, has_resume_after, has_start_at, err));
 	if (await_data && !tailable) {
 		ret = terr_set(err, TERR_FAILED_TO_PARSE, "Cannot set 'awaitData' without also setting 'tailable'");
 		goto err;
@@ -752,6 +855,9 @@ CMD_HANDLER(cmd_find)
 		req.tailable = req.coll != NULL;
 	}
 	ERR(cmd_check_hint(c, c->body, req.coll, err));
+	if (has_resume_after || has_start_at)
+		ERR(resume_input_check(c, req.coll, ns, has_resume_after ? &resume_after : NULL,
+		    has_start_at ? &start_at : NULL, &req, err));
 	if (has_let)
 		mo.let = &let;
 	req.hint = hint_for_plan(c, c->body, &hint_it);
@@ -798,33 +904,9 @@ CMD_HANDLER(cmd_find)
 		goto err;
 	}
 	if (want_token) {
-		/* a resumable collection scan: forward, hinted {$natural: 1} */
-		bson_iter_t h, n;
-
-		if (!cmd_find_field(c, "hint", &h) || !BSON_ITER_HOLDS_DOCUMENT(&h) || !bson_iter_recurse(&h, &n) ||
-		    !bson_iter_find(&n, "$natural") || bson_iter_as_int64(&n) != 1 || has_sort) {
-			ret = terr_set(err, TERR_BAD_VALUE,
-			    "$_requestResumeToken is only supported with a forward {$natural: 1} hint and no sort");
-			goto err;
-		}
-		if (req.has_resume_after) {
-			storage_coll_t *rc2 = NULL;
-			bson_t d;
-
-			/* resuming from a RecordId that is gone: mongod's KeyNotFound */
-			if (storage_coll_get(c->engine->st, c->db, name, &rc2, NULL) == 0) {
-				int g = storage_doc_get(s, rc2, req.resume_after, &d, err);
-
-				storage_coll_release(rc2);
-				if (g < 0)
-					goto err;
-				if (g == 1) {
-					ret = terr_set(err, TERR_KEY_NOT_FOUND,
-					    "Resume of find command failed because the recordId from which we are attempting to resume no longer exists in the collection");
-					goto err;
-				}
-			}
-		}
+		/* a resumable collection scan: forward, hinted {$natural: 1}
+		 * (resume_request_check); where it starts was checked by
+		 * resume_input_check before the plan was built */
 		plan_exec_want_recid(x);
 	}
 	if (show_rid)
@@ -842,7 +924,7 @@ CMD_HANDLER(cmd_find)
 
 		ps->resume_token = true;
 		src.batch_end = plan_src_batch_end;
-		if (req.has_resume_after) {
+		if (req.has_resume_after && !has_start_at) {
 			ps->rid = req.resume_after;
 			ps->have_rid = true;
 		}
