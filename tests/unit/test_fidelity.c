@@ -258,15 +258,29 @@ test_find_and_writes(void)
 	FIELD_EQ("fw", "{\"find\": \"c\", \"hint\": {\"$natural\": 1}, \"batchSize\": 1, \"$_requestResumeToken\": true}",
 	    "cursor.postBatchResumeToken", "{ \"v\" : { \"$recordId\" : 1 } }");
 	FIELD_EQ("fw", "{\"find\": \"c\", \"hint\": {\"$natural\": 1}, \"$_requestResumeToken\": true, "
-	    "\"$_resumeAfter\": {\"$recordId\": 1}, \"projection\": {\"_id\": 1}}",
+	    "\"$_resumeAfter\": {\"$recordId\": {\"$numberLong\": \"1\"}}, \"projection\": {\"_id\": 1}}",
 	    "cursor", "{ \"v\" : { \"firstBatch\" : [  ], \"postBatchResumeToken\" : { \"$recordId\" : 1 }, \"id\" : 0, \"ns\" : \"fw.c\" } }");
 	fails("fw", "{\"find\": \"c\", \"hint\": {\"$natural\": 1}, \"$_requestResumeToken\": true, "
-	    "\"$_resumeAfter\": {\"$recordId\": 7}}", 211);
+	    "\"$_resumeAfter\": {\"$recordId\": {\"$numberLong\": \"7\"}}}", 211);
+	/* an int32 RecordId is malformed (mongod: NumberLong, BinData or null) */
+	fails("fw", "{\"find\": \"c\", \"hint\": {\"$natural\": 1}, \"$_requestResumeToken\": true, "
+	    "\"$_resumeAfter\": {\"$recordId\": 7}}", 2);
+	/* $_startAt: at the RecordId itself */
+	FIELD_EQ("fw", "{\"find\": \"c\", \"hint\": {\"$natural\": 1}, \"$_requestResumeToken\": true, "
+	    "\"$_startAt\": {\"$recordId\": {\"$numberLong\": \"1\"}}, \"projection\": {\"_id\": 1}}",
+	    "cursor.firstBatch", "{ \"v\" : [ { \"_id\" : 1 } ] }");
+	/* returnKey of a multikey field: the element the scan met, not the first */
+	FIELD_EQ("fw", "{\"find\": \"c\", \"filter\": {\"k\": 4}, \"returnKey\": true, \"hint\": \"k_1\"}",
+	    "cursor.firstBatch", "{ \"v\" : [ { \"k\" : 4 } ] }");
 	fails("fw", "{\"find\": \"c\", \"$_resumeAfter\": {\"$recordId\": 1}}", 2);
 	fails("fw", "{\"find\": \"c\", \"hint\": {\"$natural\": 1}, \"$_requestResumeToken\": true, "
 	    "\"$_resumeAfter\": {\"$recordId\": \"x\"}}", 2);
-	/* through a blocking sort the RecordId is not kept yet */
-	fails("fw", "{\"find\": \"c\", \"sort\": {\"x\": 1}, \"showRecordId\": true}", 238);
+	/* through a blocking sort the RecordId (and returnKey's key) travel too */
+	FIELD_EQ("fw", "{\"find\": \"c\", \"sort\": {\"x\": 1}, \"showRecordId\": true, \"projection\": {\"x\": 1}}",
+	    "cursor.firstBatch", "{ \"v\" : [ { \"_id\" : 1, \"x\" : 1, \"$recordId\" : 1 } ] }");
+	FIELD_EQ("fw", "{\"find\": \"c\", \"filter\": {\"k\": 4}, \"sort\": {\"x\": 1}, \"hint\": \"k_1\", "
+	    "\"showRecordId\": true, \"returnKey\": true}",
+	    "cursor.firstBatch", "{ \"v\" : [ { \"k\" : 4, \"$recordId\" : 1 } ] }");
 	/* an upsert may create a top-level $-field; an update of a stored one may not */
 	ok_run("fw", "{\"update\": \"c\", \"updates\": [{\"q\": {\"_id\": 5}, \"u\": {\"$set\": {\"$k\": 1}}, \"upsert\": true}]}");
 	FIELD_EQ("fw", "{\"find\": \"c\", \"filter\": {\"_id\": 5}}", "cursor.firstBatch", "{ \"v\" : [ { \"_id\" : 5, \"$k\" : 1 } ] }");
