@@ -154,6 +154,12 @@ struct agg_host {
 	 * transactions ({latency, ops[, histogram]}) of namespace ns to out.
 	 * NULL: 238 NotImplemented. */
 	void (*latency_stats)(void *ctx, const char *ns, bool histograms, bson_t *out);
+	/* Index filters (planCacheSetFilter): true when one is set for the
+	 * shape of the source's pushed-down filter, sort and projection (NULL
+	 * = none) on coll, with *allowed as plan_request_t.index_filter wants
+	 * it.  NULL: no filters. */
+	bool (*index_filter)(void *ctx, const storage_coll_t *coll, const bson_t *filter, const bson_t *sort,
+	                     const bson_t *proj, uint64_t *allowed);
 	/* $changeStream (above).  NULL: a standalone, 40573. */
 	const agg_change_stream_ops_t *change_stream;
 	void *change_stream_ctx;

@@ -181,6 +181,15 @@ host_latency_stats(void *ctx, const char *ns, bool histograms, bson_t *out)
 	cmd_metrics_latency_append(ns, histograms, out);
 }
 
+static bool
+host_index_filter(void *ctx, const storage_coll_t *coll, const bson_t *filter, const bson_t *sort,
+                  const bson_t *proj, uint64_t *allowed)
+{
+	write_ctx_t *w = ctx;
+
+	return cmd_plan_filter_mask(w->c, coll, filter, sort, proj, allowed);
+}
+
 /* ---- arguments ---------------------------------------------------------- */
 
 static const char *const aggregate_fields[] = {
@@ -438,6 +447,7 @@ CMD_HANDLER(cmd_aggregate)
 	a->host.notablescan = atomic_load(&c->engine->notablescan) != 0 && strcmp(c->db, "admin") != 0 &&
 	    strcmp(c->db, "local") != 0 && strcmp(c->db, "config") != 0;
 	a->host.latency_stats = host_latency_stats;
+	a->host.index_filter = host_index_filter;
 	if (c->engine->cs != NULL) {
 		a->host.change_stream = &repl_cs_ops;
 		a->host.change_stream_ctx = c->engine->cs;

@@ -766,9 +766,7 @@ CMD_HANDLER(cmd_find)
 	bson_t filter, sort, proj, let = BSON_INITIALIZER;
 	bool has_filter, has_sort, has_proj, has_let, found, single_batch = false, no_timeout = false;
 	bool allow_disk = false, tailable = false, await_data = false, return_key_on = false, has_coll;
-	bson_t filter_hint;
-	bson_iter_t filter_hint_it;
-	bool has_filter_hint = false, show_rid = false, want_token = false;
+	bool show_rid = false, want_token = false;
 	bson_t resume_after, start_at;
 	bool has_resume_after = false, has_start_at = false;
 	plan_request_t req;
@@ -861,13 +859,13 @@ CMD_HANDLER(cmd_find)
 	if (has_let)
 		mo.let = &let;
 	req.hint = hint_for_plan(c, c->body, &hint_it);
-	/* an index filter for the query's shape (cmd_plancache.c) */
-	if (req.hint == NULL && req.coll != NULL &&
-	    cmd_plan_filter_hint(c, name, has_filter ? &filter : NULL, has_sort ? &sort : NULL,
-	        has_proj ? &proj : NULL, &filter_hint)) {
-		has_filter_hint = true;
-		if (bson_iter_init_find(&filter_hint_it, &filter_hint, "hint"))
-			req.hint = bson_iter_value(&filter_hint_it);
+	/* an index filter for the query's shape (cmd_plancache.c): its
+	 * indexes compete, an index hint is ignored (min/max keep theirs) */
+	if (!has_min && !has_max &&
+	    cmd_plan_filter_mask(c, req.coll, has_filter ? &filter : NULL, has_sort ? &sort : NULL,
+	        has_proj ? &proj : NULL, &req.index_filter)) {
+		req.has_index_filter = true;
+		req.hint = cmd_plan_filter_keep_hint(req.hint);
 	}
 	/* {_id: <number, ObjectId, ...>} alone: the _id point lookup needs no
 	 * compiled filter (mongod's express path) */
@@ -973,8 +971,6 @@ err:
 	match_free(req.match);
 	plan_exec_free(x);
 	bson_destroy(&let);
-	if (has_filter_hint)
-		bson_destroy(&filter_hint);
 	return ret;
 }
 
@@ -1350,6 +1346,11 @@ CMD_HANDLER(cmd_count)
 		{
 		bson_iter_t hint_it;
 		req.hint = hint_for_plan(c, c->body, &hint_it);
+		/* an index filter for the query's shape (cmd_plancache.c) */
+		if (cmd_plan_filter_mask(c, req.coll, has_query ? &query : NULL, NULL, NULL, &req.index_filter)) {
+			req.has_index_filter = true;
+			req.hint = cmd_plan_filter_keep_hint(req.hint);
+		}
 		ret = plan_exec_new(&req, &x, err);
 	}
 		req.coll = NULL;
@@ -1521,6 +1522,11 @@ CMD_HANDLER(cmd_distinct)
 		bson_iter_t hint_it;
 		req.distinct_key = key;
 		req.hint = hint_for_plan(c, c->body, &hint_it);
+		/* an index filter for the query's shape (cmd_plancache.c) */
+		if (cmd_plan_filter_mask(c, req.coll, has_query ? &query : NULL, NULL, NULL, &req.index_filter)) {
+			req.has_index_filter = true;
+			req.hint = cmd_plan_filter_keep_hint(req.hint);
+		}
 		ret = plan_exec_new(&req, &x, err);
 	}
 	req.coll = NULL;

@@ -1294,6 +1294,8 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 			    express_index(x->coll, x->match, x->limit) : -1;
 			if (ex >= 0 && x->coll->indexes[ex].collation != req->collation)
 				ex = -1;
+			if (ex >= 0 && req->has_index_filter && (ex >= 64 || !(req->index_filter & (1ull << ex))))
+				ex = -1;
 			if (ex >= 0) {
 				ehint.value_type = BSON_TYPE_UTF8;
 				ehint.value.v_utf8.str = x->coll->indexes[ex].name;
@@ -1301,8 +1303,9 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 				hint = &ehint;
 				x->express = true;
 			}
-			if (planner_plan(x->coll, x->match, x->sort != NULL ? req->sort : NULL, hint,
-			    req->collation, &x->sol, err) != 0) {
+			if (planner_plan_filtered(x->coll, x->match, x->sort != NULL ? req->sort : NULL, hint,
+			    req->collation, req->has_index_filter ? req->index_filter : PLANNER_ALL_INDEXES, &x->sol,
+			    err) != 0) {
 				plan_exec_free(x);
 				return -1;
 			}
@@ -1311,6 +1314,8 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 				/* distinct without a filter: an index led by the key */
 				int di = distinct_index(x->coll, x->distinct_key);
 				if (di >= 0 && x->coll->indexes[di].collation != req->collation)
+					di = -1;
+				if (di >= 0 && req->has_index_filter && (di >= 64 || !(req->index_filter & (1ull << di))))
 					di = -1;
 				if (di >= 0) {
 					bson_value_t dh;

@@ -97,6 +97,12 @@ typedef struct plan_request {
 	 * storage_cursor_set_tailable; 136 CappedPositionLost when capping
 	 * removed its place).  sort must be absent or {$natural: 1}. */
 	bool tailable;
+	/* An index filter for the query's shape (planCacheSetFilter): only
+	 * the indexes at the positions set in index_filter (bit i:
+	 * coll->indexes[i]) are planned with, competing as usual; hint must
+	 * then be NULL or {$natural: d} (mongod ignores an index hint). */
+	bool has_index_filter;
+	uint64_t index_filter;
 	/* find's $_resumeAfter (issue 22): a collection scan (the caller makes
 	 * sure: hint {$natural: 1}) starting past RecordId resume_after */
 	bool has_resume_after;
