@@ -28,6 +28,7 @@
 #include "common/opctx.h"
 #include "common/version.h"
 #include "query/match.h"
+#include "query/plan.h"
 
 /* ---- shared ------------------------------------------------------------- */
 
@@ -74,15 +75,93 @@ append_number(bson_t *b, const char *k, int64_t v)
 static const char *const data_size_fields[] = {"keyPattern", "min", "max", "estimate", "maxSize",
 	"maxObjects", NULL};
 
+/*
+ * findShardKeyPrefixedIndex(keyPattern, requireSingleKey): an index whose
+ * key pattern starts with kp's fields and directions and that holds every
+ * document once (not multikey, sparse, partial or hidden, simple
+ * collation, no special key types); NULL when none.
+ */
+static const storage_index_t *
+prefixed_index(const storage_coll_t *coll, const bson_t *kp)
+{
+	for (int i = 0; i < coll->nindexes; i++) {
+		const storage_index_t *ix = &coll->indexes[i];
+		bson_iter_t a, b;
+		bool ok = !ix->multikey && !ix->sparse && !ix->partial && !ix->hidden && ix->collation == NULL &&
+		    !ix->wildcard;
+
+		if (!ok || !bson_iter_init(&a, ix->key) || !bson_iter_init(&b, kp))
+			continue;
+		while (ok && bson_iter_next(&b)) {
+			ok = bson_iter_next(&a) && strcmp(bson_iter_key(&a), bson_iter_key(&b)) == 0 &&
+			    BSON_ITER_HOLDS_NUMBER(&a) && BSON_ITER_HOLDS_NUMBER(&b) &&
+			    (bson_iter_as_double(&a) < 0) == (bson_iter_as_double(&b) < 0);
+		}
+		if (!ok)
+			continue;
+		while (ok && bson_iter_next(&a))
+			ok = BSON_ITER_HOLDS_NUMBER(&a);
+		if (ok)
+			return ix;
+	}
+	return NULL;
+}
+
+/*
+ * KeyPattern::extendRangeBound(bound, false): bound's fields must be the
+ * pattern's leading ones, in order (16649 "keyPattern doesn't match bound",
+ * 16634 for another name); the missing ones are appended as MinKey
+ * (ascending) or MaxKey (descending).  out initialised by the caller.
+ */
+static int
+extend_bound(const bson_t *pattern, const bson_t *bound, bson_t *out, terr_t *err)
+{
+	bson_iter_t pat, src;
+
+	bson_iter_init(&pat, pattern);
+	bson_iter_init(&src, bound);
+	while (bson_iter_next(&src)) {
+		if (!bson_iter_next(&pat))
+			return terr_set(err, 16649, "keyPattern doesn't match bound");
+		if (strcmp(bson_iter_key(&src), bson_iter_key(&pat)) != 0) {
+			char *b = bv_doc_to_mongo_string(bound), *p = bv_doc_to_mongo_string(pattern);
+
+			terr_set(err, 16634, "field names of bound %s do not match those of keyPattern %s", b, p);
+			bson_free(b);
+			bson_free(p);
+			return -1;
+		}
+		bson_append_iter(out, NULL, 0, &src);
+	}
+	while (bson_iter_next(&pat)) {
+		if (BSON_ITER_HOLDS_NUMBER(&pat) && bson_iter_as_double(&pat) < 0)
+			BSON_APPEND_MAXKEY(out, bson_iter_key(&pat));
+		else
+			BSON_APPEND_MINKEY(out, bson_iter_key(&pat));
+	}
+	return 0;
+}
+
+/*
+ * dataSize, as mongod 9.0's CmdDataSize: min and max both or neither (2),
+ * a missing or empty collection answers zeros; without bounds the whole
+ * collection (estimate: its stored data size); with them the documents in
+ * [min, max) of an index that keyPattern (or min's fields) prefixes, found
+ * as findShardKeyPrefixedIndex does (96 "Couldn't find valid index
+ * containing key pattern"), the bounds extended with MinKey/MaxKey to the
+ * index's fields; estimate counts the average document size for each;
+ * maxSize / maxObjects stop the count once passed (maxReached: true).
+ */
 CMD_HANDLER(cmd_data_size)
 {
 	char db[256], coll_name[256];
 	storage_coll_t *coll = NULL;
 	storage_session_t *s;
 	storage_cursor_t *cur = NULL;
-	bson_iter_t it;
-	bson_t doc;
-	int64_t size = 0, n = 0, t0 = tm_now_us();
+	plan_exec_t *x = NULL;
+	bson_t doc, min, max, kp, emin = BSON_INITIALIZER, emax = BSON_INITIALIZER;
+	bool has_min, has_max, has_kp, estimate = false, found, max_reached = false;
+	int64_t size = 0, n = 0, t0 = tm_now_us(), max_size = 0, max_objects = 0, records = 0, data = 0, avg;
 	int ret = -1, rc;
 
 	if (!BSON_ITER_HOLDS_UTF8(&c->first))
@@ -90,9 +169,15 @@ CMD_HANDLER(cmd_data_size)
 		    "BSON field 'dataSize.dataSize' is the wrong type '%s', expected type 'string'",
 		    bv_type_name(bson_iter_type(&c->first)));
 	RET(cmd_check_fields(c, data_size_fields, err));
-	if (cmd_find_field(c, "keyPattern", &it) || cmd_find_field(c, "min", &it) ||
-	    cmd_find_field(c, "max", &it))
-		return terr_set(err, TERR_NOT_IMPLEMENTED, "dataSize with keyPattern/min/max is not supported by Tamga yet");
+	RET(cmd_get_doc(c, "keyPattern", &kp, &has_kp, err));
+	RET(cmd_get_doc(c, "min", &min, &has_min, err));
+	RET(cmd_get_doc(c, "max", &max, &has_max, err));
+	RET(cmd_get_bool(c, "estimate", &estimate, &found, err));
+	RET(cmd_get_int64(c, "maxSize", &max_size, &found, err));
+	RET(cmd_get_int64(c, "maxObjects", &max_objects, &found, err));
+	if (has_min != has_max)
+		return terr_set(err, TERR_BAD_VALUE, "Max must %sbe set if min is %sset.", has_min ? "" : "not ",
+		    has_min ? "" : "not ");
 	RET(split_ns(bson_iter_utf8(&c->first, NULL), db, coll_name, sizeof db, err));
 	if (storage_coll_get(c->engine->st, db, coll_name, &coll, NULL) != 0) {
 		BSON_APPEND_INT32(c->reply, "size", 0);
@@ -102,22 +187,98 @@ CMD_HANDLER(cmd_data_size)
 	}
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
-	ERR(storage_scan_open(s, coll, false, &cur, err));
-	while ((rc = storage_cursor_next(cur, NULL, &doc, NULL, NULL, err)) == 1) {
-		size += doc.len;
-		if ((++n & 1023) == 0 && cmd_check_deadline(c, err))
-			goto err;
-	}
-	if (rc < 0)
+	ERR(storage_coll_stats(c->engine->st, s, coll, &records, &data, NULL, err));
+	if (records == 0) {
+		append_number(c->reply, "size", 0);
+		append_number(c->reply, "numObjects", 0);
+		append_number(c->reply, "millis", (tm_now_us() - t0) / 1000);
+		ret = 0;
 		goto err;
-	BSON_APPEND_BOOL(c->reply, "estimate", false);
+	}
+	has_min = has_min && !bson_empty(&min);
+	has_max = has_max && !bson_empty(&max);
+	if (has_min != has_max) {
+		ret = terr_set(err, TERR_BAD_VALUE, "Only one of min or max specified");
+		goto err;
+	}
+	avg = data / records;
+	if (!has_min) {
+		if (estimate) {
+			BSON_APPEND_BOOL(c->reply, "estimate", true);
+			append_number(c->reply, "size", data);
+			append_number(c->reply, "numObjects", records);
+			append_number(c->reply, "millis", (tm_now_us() - t0) / 1000);
+			ret = 0;
+			goto err;
+		}
+		ERR(storage_scan_open(s, coll, false, &cur, err));
+	} else {
+		plan_request_t req;
+		bson_t inferred = BSON_INITIALIZER;
+		const storage_index_t *ix;
+		bson_value_t hint;
+
+		if (!has_kp || bson_empty(&kp)) {
+			/* Helpers::inferKeyPattern: min's fields, ascending */
+			bson_iter_t f;
+
+			bson_iter_init(&f, &min);
+			while (bson_iter_next(&f))
+				BSON_APPEND_INT32(&inferred, bson_iter_key(&f), 1);
+		} else {
+			bson_concat(&inferred, &kp);
+		}
+		ix = prefixed_index(coll, &inferred);
+		bson_destroy(&inferred);
+		if (ix == NULL) {
+			ret = terr_set(err, 96, "Couldn't find valid index containing key pattern");
+			goto err;
+		}
+		ERR(extend_bound(ix->key, &min, &emin, err));
+		ERR(extend_bound(ix->key, &max, &emax, err));
+		memset(&req, 0, sizeof req);
+		hint.value_type = BSON_TYPE_DOCUMENT;
+		hint.value.v_doc.data = (uint8_t *)bson_get_data(ix->key);
+		hint.value.v_doc.data_len = ix->key->len;
+		req.coll = coll;
+		req.borrow = true;
+		req.hint = &hint;
+		req.min = &emin;
+		req.max = &emax;
+		ERR(plan_exec_new(&req, &x, err));
+	}
+	for (;;) {
+		rc = x != NULL ? plan_exec_next(x, s, &doc, err) : storage_cursor_next(cur, NULL, &doc, NULL, NULL, err);
+		if (rc < 0)
+			goto scan_err;
+		if (rc == 0)
+			break;
+		size += estimate ? avg : (int64_t)doc.len;
+		n++;
+		if ((max_size > 0 && size > max_size) || (max_objects > 0 && n > max_objects)) {
+			max_reached = true;
+			break;
+		}
+		if ((n & 1023) == 0 && cmd_check_deadline(c, err))
+			goto scan_err;
+	}
+	BSON_APPEND_BOOL(c->reply, "estimate", estimate);
 	append_number(c->reply, "size", size);
 	append_number(c->reply, "numObjects", n);
 	append_number(c->reply, "millis", (tm_now_us() - t0) / 1000);
+	if (max_reached)
+		BSON_APPEND_BOOL(c->reply, "maxReached", true);
 	ret = 0;
+	goto err;
+scan_err:
+	/* mongod's context for what the scan raised */
+	terr_wrap(err, "Executor error while reading during dataSize command");
 err:
+	plan_exec_free(x);
 	storage_cursor_close(cur);
 	storage_coll_release(coll);
+	bson_destroy(&emin);
+	bson_destroy(&emax);
 	return ret;
 }
 

@@ -11,6 +11,28 @@
 		const e = cmdOk(cdb, {dataSize: 'compat22.nope'});
 		eq([e.size, e.numObjects], [0, 0]);
 	});
+	compat(7, 'dataSize with keyPattern / min / max: the documents in [min, max) of an index', () => {
+		cdb.i7d.drop();
+		for (let i = 0; i < 10; i++)
+			cdb.i7d.insertOne({_id: i, a: i, b: 10 - i});   // 28 bytes each
+		cdb.i7d.createIndexes([{a: 1, b: -1}, {b: 1}]);
+		const ds = (extra) => cmdOk(cdb, Object.assign({dataSize: 'compat22.i7d'}, extra));
+		let r = ds({keyPattern: {a: 1}, min: {a: 2}, max: {a: 5}});
+		eq([r.size, r.numObjects, r.estimate], [84, 3, false]);
+		// keyPattern inferred from min; another index by its prefix
+		eq(ds({min: {a: 2}, max: {a: 5}}).numObjects, 3);
+		eq(ds({min: {b: 2}, max: {b: 4}}).numObjects, 2);
+		// estimate: the average size per document; maxObjects stops past the limit
+		r = ds({min: {a: 2}, max: {a: 5}, estimate: true});
+		eq([r.size, r.estimate], [84, true]);
+		r = ds({min: {a: 0}, max: {a: 9}, maxObjects: 2});
+		eq([r.numObjects, r.maxReached], [3, true]);
+		wantErr(cdb, {dataSize: 'compat22.i7d', min: {c: 1}, max: {c: 2}}, 96, "Couldn't find valid index containing key pattern");
+		wantErr(cdb, {dataSize: 'compat22.i7d', min: {a: 1}}, 2, 'Max must be set if min is set.');
+		wantErr(cdb, {dataSize: 'compat22.i7d', max: {a: 1}}, 2, 'Max must not be set if min is not set.');
+		wantErr(cdb, {dataSize: 'compat22.i7d', min: {}, max: {a: 1}}, 2, 'Only one of min or max specified');
+		wantErr(cdb, {dataSize: 'compat22.i7d', keyPattern: {a: 1}, min: {b: 1}, max: {b: 2}}, 16634);
+	});
 	compat(7, 'dbHash: md5 per collection and for the database', () => {
 		const r = cmdOk(cdb, {dbHash: 1, collections: ['i7']});
 		ok(/^[0-9a-f]{32}$/.test(r.md5), cj(r));

@@ -178,6 +178,13 @@ test_db_hash_data_size(void)
 	FIELD_EQ("h", "{\"dataSize\": \"h.nope\"}", "size", "{ \"v\" : 0 }");
 	fails("h", "{\"dataSize\": \"nodot\"}", 73);
 	fails("h", "{\"dataSize\": 1}", 14);
+	/* bounds over an index (mongod's CmdDataSize) */
+	ok_run("h", "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"_id\": 1, \"zz\": 1}, \"name\": \"idzz\"}]}");
+	FIELD_EQ("h", "{\"dataSize\": \"h.c\", \"min\": {\"_id\": 1}, \"max\": {\"_id\": 2}}", "size", "{ \"v\" : 21 }");
+	FIELD_EQ("h", "{\"dataSize\": \"h.c\", \"keyPattern\": {\"_id\": 1, \"zz\": 1}, \"min\": {\"_id\": 1}, "
+	    "\"max\": {\"_id\": 3}}", "numObjects", "{ \"v\" : 2 }");
+	fails("h", "{\"dataSize\": \"h.c\", \"min\": {\"q\": 1}, \"max\": {\"q\": 2}}", 96);
+	fails("h", "{\"dataSize\": \"h.c\", \"min\": {\"q\": 1}}", 2);
 }
 
 static void
