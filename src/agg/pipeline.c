@@ -470,7 +470,15 @@ agg_pipeline_parse(const bson_t *stages, const bson_t *let, const agg_host_t *ho
 	pc.host = host;
 	pc.scope = p->scope;
 	pc.let_doc = p->let_doc;
-	ERR(parse_stages(&pc, stages, err));
+	{
+		/* what mongod's optimize() evaluates fails with its context */
+		const char *fc = expr_fold_context_set("Failed to optimize pipeline");
+
+		ret = parse_stages(&pc, stages, err);
+		expr_fold_context_set(fc);
+		if (ret != 0)
+			goto err;
+	}
 	ERR(agg_change_stream_check(p, err));
 	/* parsed as written (its errors are mongod's); then again as mongod's
 	 * optimizer rewrites it (optimize.c), when it does */
@@ -521,7 +529,15 @@ agg_pipeline_parse_as_is(const bson_t *stages, const bson_t *let, const agg_host
 	pc.host = host;
 	pc.scope = p->scope;
 	pc.let_doc = p->let_doc;
-	ERR(parse_stages(&pc, stages, err));
+	{
+		/* what mongod's optimize() evaluates fails with its context */
+		const char *fc = expr_fold_context_set("Failed to optimize pipeline");
+
+		ret = parse_stages(&pc, stages, err);
+		expr_fold_context_set(fc);
+		if (ret != 0)
+			goto err;
+	}
 	ERR(agg_change_stream_check(p, err));
 	pipeline_setup_source(p);
 	ERR(text_score_check(p, err));

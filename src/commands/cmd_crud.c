@@ -1544,12 +1544,24 @@ CMD_HANDLER(cmd_distinct)
 	while ((rc = plan_exec_next(x, s, &doc, err)) == 1) {
 		bpath_walk(&doc, key, true, distinct_add, &d);
 		if (d.bytes > 16 * 1024 * 1024) {
-			ret = terr_set(err, 17217, "distinct too big, 16mb cap");
-			goto err;
+			terr_set(err, 17217, "distinct too big, 16mb cap");
+			rc = -1;
+			break;
 		}
 	}
-	if (rc < 0)
+	if (rc < 0) {
+		/* what the scan raised, with mongod's context */
+		char ctx[600];
+
+		cmd_ns(ctx, sizeof ctx, c->db, name);
+		if (terr_is_set(err)) {
+			char pre[700];
+
+			snprintf(pre, sizeof pre, "Executor error during distinct command on namespace: %s", ctx);
+			terr_wrap(err, pre);
+		}
 		goto err;
+	}
 	distinct_finish(&d);
 	for (i = 0; i < d.n; i++) {
 		char k[16];
@@ -1558,7 +1570,7 @@ CMD_HANDLER(cmd_distinct)
 		bv_append(&arr, kp, -1, &d.vals[i]);
 	}
 	if (arr.len > 16 * 1024 * 1024) {
-		ret = terr_set(err, 17217, "distinct too big, 16mb cap");
+		ret = terr_set(err, 31299, "distinct too big, 16mb cap");
 		goto err;
 	}
 	BSON_APPEND_ARRAY(c->reply, "values", &arr);

@@ -56,6 +56,36 @@
 		ok(e, 'no error');
 		ok(e.errmsg.startsWith('Executor error during getMore :: caused by :: '), e.errmsg);
 	});
+	compat(4, 'constant subexpressions fail while the pipeline is optimized: "Failed to optimize pipeline"', () => {
+		// mongod evaluates constant subtrees in optimize(), which adds this context
+		wantErr(cdb, proj({$divide: [1, 0]}), 2, "Failed to optimize pipeline :: caused by :: can't $divide by zero");
+		wantErr(cdb, {aggregate: 'i4', pipeline: [{$match: {$expr: {$divide: [1, 0]}}}], cursor: {}}, 2,
+			"Failed to optimize pipeline :: caused by :: can't $divide by zero");
+		// decimal $mod by zero: 5733415 (not 16610)
+		wantErr(cdb, proj({$mod: [NumberDecimal('1'), 0]}), 5733415, "Failed to optimize pipeline :: caused by :: can't $mod by zero");
+		// parse errors stay as they are; a find's filter is not a pipeline
+		wantErr(cdb, proj({$cond: [1]}), 16020, 'Expression $cond takes exactly 3 arguments. 1 were passed in.');
+		wantErr(cdb, {find: 'i4', filter: {$expr: {$divide: [1, 0]}}}, 2, "can't $divide by zero");
+	});
+	compat(4, 'distinct errors carry "Executor error during distinct command on namespace: <ns>"', () => {
+		wantErr(cdb, {distinct: 'i4', key: 'n', query: {$expr: {$gt: [{$add: ['$s', 1]}, 0]}}}, 14,
+			'Executor error during distinct command on namespace: compat22.i4 :: caused by :: $add only supports numeric or date types, not string');
+	});
+	compat(4, 'getMore of a find on a view: "Executor error during getMore"', () => {
+		cdb.i4v.drop();
+		cdb.createView('i4v', 'i4big', [{$sort: {_id: 1}}]);
+		const f = {$expr: {$gt: [{$add: ['$v', 1]}, 0]}};
+		for (const [coll, cmd] of [['i4v', {find: 'i4v', filter: f, batchSize: 2}]]) {
+			const r = cmdOk(cdb, cmd);
+			let e = null;
+			for (let i = 0; i < 10 && !e; i++) {
+				const m = cmdErrOrOk(cdb, {getMore: r.cursor.id, collection: coll, batchSize: 2});
+				if (!m.ok) e = m;
+			}
+			ok(e, 'no error');
+			eq(e.errmsg, 'Executor error during getMore :: caused by :: $add only supports numeric or date types, not string');
+		}
+	});
 	compat(4, 'dropIndexes of a missing index: 27 IndexNotFound', () => {
 		wantErr(cdb, {dropIndexes: 'i4', index: 'nope_1'}, 27, "index not found with name [nope_1]");
 		wantErr(cdb, {dropIndexes: 'i4', index: {nope: 1}}, 27);
