@@ -216,7 +216,10 @@ maybe_fold(expr_t **ep, terr_t *err)
 		expr_t *c = const_new(&v);
 		expr_destroy(e);
 		*ep = c;
-	} else if (fold_context != NULL && err != NULL && err->msg != NULL) {
+	} else if (fold_context != NULL && err != NULL && err->msg != NULL && !(e->kind == EXPR_OP &&
+	           strncmp(e->op->name, "$regex", 6) == 0)) {
+		/* (mongod compiles a constant regex and its options while parsing:
+		 * those errors have no optimize() context) */
 		terr_wrap(err, fold_context);
 	}
 	expr_env_destroy(env);
