@@ -267,9 +267,11 @@ int agg_exec_new(const agg_pipeline_t *p, agg_exec_t **out, terr_t *err);
 int agg_exec_next(agg_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err);
 
 /* The prefix runtime errors get, as mongod's "<context> :: caused by :: <msg>":
- * "PlanExecutor error during aggregation" for the aggregate command's batch
- * (the default), "Executor error during getMore" for later batches; NULL for
- * none.  context must be a static string. */
+ * the aggregate command sets "Executor error during aggregate command on
+ * namespace: <ns>" for its first batch ("PlanExecutor error during
+ * aggregation", mongod's older wording, is the default), "Executor error
+ * during getMore" for later batches; NULL for none.  context is borrowed and
+ * must outlive the exec. */
 void agg_exec_set_error_context(agg_exec_t *x, const char *context);
 
 /* Suspend / resume between getMore batches (no storage resources held). */

@@ -35,6 +35,9 @@ typedef struct agg_src {
 	 * last may wait as the cursor's pending document) */
 	bool change_stream;
 	bson_value_t last_id, prev_id;   /* BSON_TYPE_EOD = none */
+	/* the first batch's error context: "Executor error during aggregate
+	 * command on namespace: <the namespace the command named>" */
+	char first_context[600];
 } agg_src_t;
 
 /* mongod's DSCSCheckResumability refusal of an event whose resume token a
@@ -513,6 +516,8 @@ CMD_HANDLER(cmd_aggregate)
 		goto err;
 	}
 	ERR(agg_exec_new(a->p, &a->x, err));
+	snprintf(a->first_context, sizeof a->first_context, "Executor error during aggregate command on namespace: %s", ns);
+	agg_exec_set_error_context(a->x, a->first_context);
 	if ((s = client_session(c->client, err)) == NULL) {
 		ret = -1;
 		goto err;

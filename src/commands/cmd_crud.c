@@ -322,13 +322,14 @@ err:
 /* A plan as a cursor source: the exec itself is the state. */
 /*
  * A find's plan as a cursor source.  Errors the executor raises carry
- * mongod's context: "Executor error during find command" in the first
- * batch, "Executor error during getMore" in later ones (restore marks the
+ * mongod's context: "Executor error during find command: <ns>" in the
+ * first batch, "Executor error during getMore" in later ones (restore marks the
  * change: every getMore restores the plan first).
  */
 typedef struct plan_src {
 	plan_exec_t *x;
 	const char *context;
+	char find_context[600];     /* "Executor error during find command: <ns>" */
 	/* returnKey: {index name: key pattern} of the collection's indexes;
 	 * each result becomes the keys of the index the plan scans ({} for a
 	 * collection scan), built in key */
@@ -493,12 +494,13 @@ plan_src_free(void *state)
 }
 
 static void
-plan_source(plan_exec_t *x, cursor_source_t *src)
+plan_source(plan_exec_t *x, const char *ns, cursor_source_t *src)
 {
 	plan_src_t *ps = ps_take();
 
 	ps->x = x;
-	ps->context = "Executor error during find command";
+	snprintf(ps->find_context, sizeof ps->find_context, "Executor error during find command: %s", ns);
+	ps->context = ps->find_context;
 	src->state = ps;
 	src->next = plan_src_next;
 	src->save = plan_src_save;
@@ -677,6 +679,18 @@ resume_request_check(cmd_t *c, bool want_token, const bson_t *sort, bool has_res
 	return 0;
 }
 
+/* err with find's executor context ("Executor error during find command:
+ * <ns> :: caused by :: ..."); returns -1. */
+static int
+find_context_wrap(const char *ns, terr_t *err)
+{
+	char ctx[600];
+
+	snprintf(ctx, sizeof ctx, "Executor error during find command: %s", ns);
+	terr_wrap(err, ctx);
+	return -1;
+}
+
 /*
  * Where a resumable scan starts, as mongod's validateResumeInput and its
  * CollectionScan decide: one of $_resumeAfter (past the RecordId, which
@@ -704,7 +718,6 @@ resume_input_check(cmd_t *c, const storage_coll_t *coll, const char *ns, const b
 	bson_t d;
 	int g;
 
-	(void)ns;
 	if (resume_after != NULL && start_at != NULL)
 		return terr_set(err, TERR_BAD_VALUE, "Cannot set both '$_resumeAfter' and '$_startAt'");
 	if (has_sid && BSON_ITER_HOLDS_BINARY(&sid))
@@ -726,8 +739,7 @@ resume_input_check(cmd_t *c, const storage_coll_t *coll, const char *ns, const b
 		    "resuming a scan of a clustered collection is not supported by Tamga yet");
 	if (BSON_ITER_HOLDS_NULL(&rid)) {
 		terr_set(err, TERR_KEY_NOT_FOUND, "Failed to resume collection scan: cannot resume from null recordId");
-		terr_wrap(err, "Executor error during find command");
-		return -1;
+		return find_context_wrap(ns, err);
 	}
 	if (coll == NULL)
 		return 0;      /* no collection: no documents, as mongod's EOF plan */
@@ -752,8 +764,7 @@ resume_input_check(cmd_t *c, const storage_coll_t *coll, const char *ns, const b
 		terr_set(err, TERR_KEY_NOT_FOUND, "Failed to resume collection scan: the recordId from which we are "
 		    "attempting to resume no longer exists in the collection: RecordId(%lld)",
 		    (long long)req->resume_after);
-		terr_wrap(err, "Executor error during find command");
-		return -1;
+		return find_context_wrap(ns, err);
 	}
 	return 0;
 }
@@ -909,7 +920,7 @@ CMD_HANDLER(cmd_find)
 	}
 	if (show_rid)
 		plan_exec_want_recid(x);
-	plan_source(x, &src);
+	plan_source(x, ns, &src);
 	x = NULL;
 	if (show_rid) {
 		plan_src_t *ps = src.state;

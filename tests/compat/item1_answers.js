@@ -293,7 +293,7 @@
 			s30: D('-0.09011690191213805803038642895298733'), c6111: D('-0.9308997342432986931781750154976593')}]);
 		cdb.i1trig.drop();
 		cdb.i1trig.insertOne({_id: 1, y: D('1.1'), i: D('-Infinity'), h: D('0.9')});
-		const PE = 'PlanExecutor error during aggregation :: caused by :: ';
+		const PE = 'Executor error during aggregate command on namespace: compat22.i1trig :: caused by :: ';
 		wantErr(cdb, {aggregate: 'i1trig', pipeline: [{$project: {r: {$acos: '$y'}}}], cursor: {}}, 50989,
 			PE + 'cannot apply $acos to 1.1, value must in [-1,1]');
 		wantErr(cdb, {aggregate: 'i1trig', pipeline: [{$project: {r: {$sin: '$i'}}}], cursor: {}}, 50989,

@@ -62,7 +62,7 @@
 			"hint must be {$natural:1} if 'requestResumeToken' is enabled");
 		wantErr(cdb, {find: 'i3', filter: {}, hint: {$natural: 1}, $_requestResumeToken: true,
 			$_resumeAfter: {$recordId: NumberLong(999)}}, 211,
-			'Executor error during find command :: caused by :: Failed to resume collection scan: the recordId ' +
+			'Executor error during find command: compat22.i3 :: caused by :: Failed to resume collection scan: the recordId ' +
 			'from which we are attempting to resume no longer exists in the collection: RecordId(999)');
 	});
 	compat(3, 'resumable scans as 9.0 takes them: $_startAt, sort {$natural: 1}, mongod\'s checks and codes', () => {
@@ -97,7 +97,7 @@
 		wantErr(cdb, Object.assign({}, base, {$_resumeAfter: {$recordId: rids[0], $initialSyncId: UUID()}}), 8132701);
 		wantErr(cdb, Object.assign({}, base, {$_resumeAfter: {$recordId: BinData(0, 'AAAA')}}), 7738600);
 		wantErr(cdb, Object.assign({}, base, {$_resumeAfter: {$recordId: null}}), 211,
-			'Executor error during find command :: caused by :: Failed to resume collection scan: cannot resume from null recordId');
+			'Executor error during find command: compat22.i3 :: caused by :: Failed to resume collection scan: cannot resume from null recordId');
 		// aggregate checks the hint as mongod, and does not resume (238) rather than ignore the fields
 		wantErr(cdb, {aggregate: 'i3', pipeline: [], cursor: {}, $_requestResumeToken: true}, 2,
 			"hint must be {$natural:1} if 'requestResumeToken' is enabled");

@@ -19,13 +19,13 @@
 		wantErr(cdb, st(0), 15958, 'the limit must be positive');
 	});
 	compat(4, 'arithmetic type errors: TypeMismatch (14) with mongod 9.0 messages', () => {
-		wantErr(cdb, proj({$add: ['$s', 1]}), 14, 'PlanExecutor error during aggregation :: caused by :: $add only supports numeric or date types, not string');
+		wantErr(cdb, proj({$add: ['$s', 1]}), 14, 'Executor error during aggregate command on namespace: compat22.i4 :: caused by :: $add only supports numeric or date types, not string');
 		wantErr(cdb, proj({$multiply: ['$s', 1]}), 14);
 		wantErr(cdb, proj({$divide: ['$s', 1]}), 14);
 		wantErr(cdb, proj({$mod: ['$s', 1]}), 16611);
 	});
 	compat(4, 'divide and mod by zero: 2 / 16610', () => {
-		wantErr(cdb, {aggregate: 'i4', pipeline: [{$match: {_id: 3}}, {$project: {v: {$divide: [1, '$n']}}}], cursor: {}}, 2, "PlanExecutor error during aggregation :: caused by :: can't $divide by zero");
+		wantErr(cdb, {aggregate: 'i4', pipeline: [{$match: {_id: 3}}, {$project: {v: {$divide: [1, '$n']}}}], cursor: {}}, 2, "Executor error during aggregate command on namespace: compat22.i4 :: caused by :: can't $divide by zero");
 		wantErr(cdb, {aggregate: 'i4', pipeline: [{$match: {_id: 3}}, {$project: {v: {$mod: [1, '$n']}}}], cursor: {}}, 16610);
 	});
 	compat(4, 'an expression with the wrong number of arguments: 16020', () => {
@@ -103,11 +103,11 @@
 			'$where no longer supports deprecated BSON type CodeWScope');
 		wantErr(cdb, {find: 'i4js', filter: {$and: [{$expr: {$function: {body: 'function() { return true; }',
 			args: [], lang: 'js'}}}, {$where: 'true'}]}}, 4649200,
-			'Executor error during find command :: caused by :: ' +
+			'Executor error during find command: compat22.i4js :: caused by :: ' +
 			'A single operation cannot use both JavaScript aggregation expressions and $where.');
 		cdb.system.js.insertOne({_id: 'cws', value: Code('function() { return 1; }', {})});
 		wantErr(cdb, {find: 'i4js', filter: {$where: 'true'}}, 4546000,
-			'Executor error during find command :: caused by :: ' +
+			'Executor error during find command: compat22.i4js :: caused by :: ' +
 			"BSON type 'CodeWithScope' not supported in system.js scripts. As an alternative use 'Code'. " +
 			"Script _id value: 'cws'");
 		cdb.system.js.drop();

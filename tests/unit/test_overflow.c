@@ -325,7 +325,7 @@ test_audit_expressions(void)
 		{PROJ("{'$replaceAll': {'input': 'aaa', 'find': '', 'replacement': 'xx'}}"), "[ { \"v\" : \"xxaxxaxxaxx\" }, { \"v\" : \"xxaxxaxxaxx\" }, { \"v\" : \"xxaxxaxxaxx\" } ]"},
 		{PROJ("{'$strLenBytes': 'abc'}"), "[ { \"v\" : 3 }, { \"v\" : 3 }, { \"v\" : 3 } ]"},
 		{PROJ("{'$concat': ['a', 'b']}"), "[ { \"v\" : \"ab\" }, { \"v\" : \"ab\" }, { \"v\" : \"ab\" } ]"},
-		{PROJ("{'$regexFind': {'input': 'abc', 'regex': 'b', 'options': 'zz'}}"), "error 51108: Failed to optimize pipeline :: caused by :: $regexFind invalid flag in regex options: z"},
+		{PROJ("{'$regexFind': {'input': 'abc', 'regex': 'b', 'options': 'zz'}}"), "error 51108: $regexFind invalid flag in regex options: z"},
 		{PROJ("{'$trunc': [1.5, " I64MAX "]}"),
 		 "error 51083: Failed to optimize pipeline :: caused by :: cannot apply $trunc with precision value 9223372036854775807 value must be in [-20,"
 		 " 100]"},
@@ -371,12 +371,12 @@ test_audit_stages(void)
 		 "error 40242: The $bucketAuto 'buckets' field must be representable as a 32-bit integer, but foun"
 		 "d 1e+300.0."},
 		{AGG("[{'$densify': {'field': 'a', 'range': {'step': 1e-300, 'bounds': [0, 1]}}}, {'$limit': 3}]"),
-		 "error 5897900: PlanExecutor error during aggregation :: caused by :: Generated 500001 documents in"
+		 "error 5897900: Executor error during aggregate command on namespace: o.c :: caused by :: Generated 500001 documents in"
 		 " $densify, which is over the limit of 500000. Increase the 'internalQueryMaxAllowedDensifyDocs'"
 		 " parameter to allow more generated documents"},
 		/* -inf + step is -inf: only the cap ends the loop */
 		{AGG("[{'$densify': {'field': 'a', 'range': {'step': " I64MAX ", 'bounds': [{'$numberDouble': '-Infinity'}, 0]}}}]"),
-		 "error 5897900: PlanExecutor error during aggregation :: caused by :: Generated 500001 documents in"
+		 "error 5897900: Executor error during aggregate command on namespace: o.c :: caused by :: Generated 500001 documents in"
 		 " $densify, which is over the limit of 500000. Increase the 'internalQueryMaxAllowedDensifyDocs'"
 		 " parameter to allow more generated documents"},
 		{AGG("[{'$setWindowFields': {'sortBy': {'a': 1}, 'output': {'v': {'$sum': 1, 'window': {'documents': [{'$numberInt': '-2147483648'}, {'$numberInt': '2147483647'}]}}}}}, {'$project': {'v': 1}}]"),
@@ -390,7 +390,7 @@ test_audit_stages(void)
 		 "\" }, \"m\" : -2147483648 }, { \"_id\" : 3, \"a\" : 5, \"b\" : 1, \"d\" : { \"$date\" : \"2020-01"
 		 "-09T00:00:00Z\" } } ]"},
 		{AGG("[{'$densify': {'field': 'd', 'range': {'step': " I64MAX ", 'unit': 'day', 'bounds': 'full'}}}]"),
-		 "error 5976500: PlanExecutor error during aggregation :: caused by :: invalid dateAdd 'amount' parameter"
+		 "error 5976500: Executor error during aggregate command on namespace: o.c :: caused by :: invalid dateAdd 'amount' parameter"
 		 " value: 9223372036854775807 day"},
 		{AGG("[{'$densify': {'field': 'd', 'range': {'step': " I64MAX ", 'unit': 'millisecond', 'bounds': [" DMIN ", " DMAX "]}}}]"),
 		 "[ { \"d\" : { \"$date\" : { \"$numberLong\" : \"-9223372036854775808\" } } }, { \"d\" : { \"$dat"
@@ -563,7 +563,7 @@ test_audit_stages(void)
 		 ":12:55.807Z\" } }, { \"_id\" : 2, \"d\" : { \"$date\" : \"292278994-08-17T07:12:55.807Z\" }, \"v"
 		 "\" : 2, \"n\" : 9223372036854775807, \"w\" : 1 } ]"},
 		{"{'aggregate': 'e', 'pipeline': [{'$setWindowFields': {'sortBy': {'v': 1}, 'output': {'d2': {'$linearFill': '$d2'}}}}], 'cursor': {}}",
-		 "error 6050106: PlanExecutor error during aggregation :: caused by :: Value to be filled must be "
+		 "error 6050106: Executor error during aggregate command on namespace: o.e :: caused by :: Value to be filled must be "
 		 "numeric for $linearFill, but was date"},
 		{"{'aggregate': 'e', 'pipeline': [{'$densify': {'field': 'd', 'range': {'step': 1, 'unit': 'month', 'bounds': 'full'}}}, {'$limit': 2}], 'cursor': {}}",
 		 "[ { \"_id\" : 1, \"d\" : { \"$date\" : { \"$numberLong\" : \"-9223372036854775808\" } }, \"v\" :"
@@ -572,7 +572,7 @@ test_audit_stages(void)
 		 " 1.000000000000000011e+308, \"w\" : 5, \"d2\" : { \"$date\" : \"292278994-08-17T07:12:55.807Z\" "
 		 "} } ]"},
 		{"{'aggregate': 'e', 'pipeline': [{'$densify': {'field': 'd', 'range': {'step': " I64MAX ", 'unit': 'year', 'bounds': 'full'}}}], 'cursor': {}}",
-		 "error 5976500: PlanExecutor error during aggregation :: caused by :: invalid dateAdd 'amount' pa"
+		 "error 5976500: Executor error during aggregate command on namespace: o.e :: caused by :: invalid dateAdd 'amount' pa"
 		 "rameter value: 9223372036854775807 year"},
 		{"{'aggregate': 'e', 'pipeline': [{'$bucketAuto': {'groupBy': '$n', 'buckets': 2, 'granularity': 'POWERSOF2'}}], 'cursor': {}}", "error 238: $bucketAuto with 'granularity' is not supported by Tamga yet"},
 		{"{'aggregate': 'e', 'pipeline': [{'$bucketAuto': {'groupBy': '$n', 'buckets': 2, 'granularity': 'R5'}}], 'cursor': {}}", "error 238: $bucketAuto with 'granularity' is not supported by Tamga yet"},
@@ -684,7 +684,7 @@ test_sample_memory(void)
 	TT_EQ_INT(rc, 0);
 	tt_free_reply(r);
 	t = answer("{'aggregate': 's', 'pipeline': [{'$sample': {'size': 50}}], 'allowDiskUse': false, 'cursor': {}}");
-	TT_EQ_STR(t, "error 292: PlanExecutor error during aggregation :: caused by :: Sort exceeded memory limit of 4096 "
+	TT_EQ_STR(t, "error 292: Executor error during aggregate command on namespace: o.s :: caused by :: Sort exceeded memory limit of 4096 "
 	          "bytes, but did not opt in to external sorting.");
 	bson_free(t);
 	/* spilled: 50 distinct documents of the 60, every one may come out */
