@@ -1148,8 +1148,12 @@ write_delete_run(cmd_t *c, storage_session_t *s, storage_coll_t *coll, const bso
 	d.deadline_us = c->deadline_us;
 	rc = storage_txn_run(s, delete_txn, &d, sync, err);
 	match_free(m);
-	if (rc != 0)
+	if (rc != 0) {
+		/* mongod's executor context (write_ops_exec's advanceExecutor) */
+		if (terr_is_set(err))
+			terr_wrap(err, "Plan executor error during delete");
 		return -1;
+	}
 	*n = d.n;
 	return 0;
 }

@@ -86,6 +86,23 @@
 			eq(e.errmsg, 'Executor error during getMore :: caused by :: $add only supports numeric or date types, not string');
 		}
 	});
+	compat(4, 'write errors raised while a statement runs carry "Plan executor error during update|delete|findAndModify"', () => {
+		cdb.i4w.drop();
+		cdb.i4w.insertMany([{_id: 1, s: 'x', n: 1}, {_id: 2, n: 2}]);
+		cdb.i4w.createIndex({n: 1}, {unique: true});
+		const we = (cmd) => cmdOk(cdb, cmd).writeErrors[0];
+		// applying the update to the stored document, a duplicate key, the query itself
+		eq(we({update: 'i4w', updates: [{q: {_id: 1}, u: {$inc: {s: 1}}}]}).errmsg,
+			"Plan executor error during update :: caused by :: Cannot apply $inc to a value of non-numeric type. {_id: 1} has the field 's' of non-numeric type string");
+		const dup = we({update: 'i4w', updates: [{q: {_id: 1}, u: {$set: {n: 2}}}]});
+		eq([dup.code, dup.errmsg.startsWith('Plan executor error during update :: caused by :: E11000 duplicate key error')], [11000, true]);
+		eq(we({delete: 'i4w', deletes: [{q: {$expr: {$add: ['$s', 1]}}, limit: 0}]}).errmsg,
+			'Plan executor error during delete :: caused by :: $add only supports numeric or date types, not string');
+		wantErr(cdb, {findAndModify: 'i4w', query: {_id: 1}, update: {$set: {_id: 5}}}, 66,
+			"Plan executor error during findAndModify :: caused by :: Performing an update on the path '_id' would modify the immutable field '_id'");
+		// what the update spec alone shows is a parse error: no context
+		eq(we({update: 'i4w', updates: [{q: {_id: 1}, u: {$inc: {n: 'x'}}}]}).errmsg, 'Cannot increment with non-numeric argument: {n: "x"}');
+	});
 	compat(4, 'dropIndexes of a missing index: 27 IndexNotFound', () => {
 		wantErr(cdb, {dropIndexes: 'i4', index: 'nope_1'}, 27, "index not found with name [nope_1]");
 		wantErr(cdb, {dropIndexes: 'i4', index: {nope: 1}}, 27);

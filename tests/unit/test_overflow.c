@@ -614,26 +614,26 @@ test_audit_updates(void)
 		 "\"Expected an integer: arr: 1e+300.0\" } ] }"},
 		{UPD("{'$set': {'arr.99999999': 1}}"),
 		 "{ \"n\" : 0, \"nModified\" : 0, \"writeErrors\" : [ { \"index\" : 0, \"code\" : 34, \"errmsg\" :"
-		 " \"can't backfill more than 1500000 elements\" } ] }"},
+		 " \"Plan executor error during update :: caused by :: can't backfill more than 1500000 elements\" } ] }"},
 		{UPD("{'$set': {'arr.9223372036854775807': 1}}"),
 		 "{ \"n\" : 0, \"nModified\" : 0, \"writeErrors\" : [ { \"index\" : 0, \"code\" : 28, \"errmsg\" :"
-		 " \"Cannot create field '9223372036854775807' in element {arr: [ 9, 9, 1, 2, 3, 9, 9, 9 ]}\" } ] "
+		 " \"Plan executor error during update :: caused by :: Cannot create field '9223372036854775807' in element {arr: [ 9, 9, 1, 2, 3, 9, 9, 9 ]}\" } ] "
 		 "}"},
 		{UPD("{'$set': {'x.2147483648': 1}}"), "{ \"n\" : 1, \"nModified\" : 1 }"},
 		{UPD("{'$inc': {'n': " I64MAX "}}"),
 		 "{ \"n\" : 0, \"nModified\" : 0, \"writeErrors\" : [ { \"index\" : 0, \"code\" : 2, \"errmsg\" : "
-		 "\"Failed to apply $inc operations to current value ((NumberInt)1) for document {_id: 1}\" } ] }"},
+		 "\"Plan executor error during update :: caused by :: Failed to apply $inc operations to current value ((NumberInt)1) for document {_id: 1}\" } ] }"},
 		{UPD("{'$inc': {'n': " I64MAX "}}"),
 		 "{ \"n\" : 0, \"nModified\" : 0, \"writeErrors\" : [ { \"index\" : 0, \"code\" : 2, \"errmsg\" : "
-		 "\"Failed to apply $inc operations to current value ((NumberInt)1) for document {_id: 1}\" } ] }"},
+		 "\"Plan executor error during update :: caused by :: Failed to apply $inc operations to current value ((NumberInt)1) for document {_id: 1}\" } ] }"},
 		{UPD("{'$inc': {'i': {'$numberInt': '2147483647'}}}"), "{ \"n\" : 1, \"nModified\" : 1 }"},
 		{UPD("{'$inc': {'i': {'$numberInt': '2147483647'}}}"), "{ \"n\" : 1, \"nModified\" : 1 }"},
 		{UPD("{'$mul': {'m': " I64MIN "}}"),
 		 "{ \"n\" : 0, \"nModified\" : 0, \"writeErrors\" : [ { \"index\" : 0, \"code\" : 2, \"errmsg\" : "
-		 "\"Failed to apply $mul operations to current value ((NumberInt)2) for document {_id: 1}\" } ] }"},
+		 "\"Plan executor error during update :: caused by :: Failed to apply $mul operations to current value ((NumberInt)2) for document {_id: 1}\" } ] }"},
 		{UPD("{'$mul': {'m': " I64MIN "}}"),
 		 "{ \"n\" : 0, \"nModified\" : 0, \"writeErrors\" : [ { \"index\" : 0, \"code\" : 2, \"errmsg\" : "
-		 "\"Failed to apply $mul operations to current value ((NumberInt)2) for document {_id: 1}\" } ] }"},
+		 "\"Plan executor error during update :: caused by :: Failed to apply $mul operations to current value ((NumberInt)2) for document {_id: 1}\" } ] }"},
 		{UPD("{'$mul': {'m': -1}}"), "{ \"n\" : 1, \"nModified\" : 1 }"},
 		{UPD("{'$bit': {'b': {'and': " I64MIN "}}}"), "{ \"n\" : 1, \"nModified\" : 0 }"},
 		{UPD("{'$bit': {'b': {'xor': " I64MAX "}}}"), "{ \"n\" : 1, \"nModified\" : 1 }"},
