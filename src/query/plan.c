@@ -1067,13 +1067,15 @@ text_doc_with_score(plan_exec_t *x, const bson_t *doc)
 }
 
 /* The document to sort with its RecordId appended as the last element
- * (valid until the next call). */
+ * (valid until the next call).  A $-prefixed name: no sort pattern can
+ * name it (mongod refuses such sort paths), so a document that lacks a
+ * sorted field never sorts by the appended one; taken off by position. */
 static const bson_t *
 recid_doc_for_sort(plan_exec_t *x, const bson_t *doc, recid_t recid)
 {
 	x->recid_sort_doc = lazy_doc(x->recid_sort_doc);
 	bson_concat(x->recid_sort_doc, doc);
-	BSON_APPEND_INT64(x->recid_sort_doc, "r", recid);
+	BSON_APPEND_INT64(x->recid_sort_doc, "$recordId", recid);
 	return x->recid_sort_doc;
 }
 
@@ -1085,9 +1087,9 @@ key_doc_for_sort(plan_exec_t *x, const bson_t *doc)
 	x->key_sort_doc = lazy_doc(x->key_sort_doc);
 	bson_concat(x->key_sort_doc, doc);
 	if (x->have_key)
-		BSON_APPEND_DOCUMENT(x->key_sort_doc, "k", x->key_doc);
+		BSON_APPEND_DOCUMENT(x->key_sort_doc, "$returnKey", x->key_doc);
 	else
-		BSON_APPEND_NULL(x->key_sort_doc, "k");
+		BSON_APPEND_NULL(x->key_sort_doc, "$returnKey");
 	return x->key_sort_doc;
 }
 
