@@ -64,6 +64,10 @@
 		eq(r2.cursor.firstBatch, [{_id: 2, a: 1, $recordId: ids[2]}]);
 		const m = cmdOk(cdb, {getMore: r2.cursor.id, collection: 'i1srt'});
 		eq(m.cursor.nextBatch, [{_id: 3, a: 2, $recordId: ids[3]}]);
+		// a sorted field no document has leaves the order to the next key
+		const r3 = cmdOk(cdb, {find: 'i1srt', filter: {}, sort: {r: -1, k: -1, _id: 1}, showRecordId: true, returnKey: true,
+			hint: {_id: 1}});
+		eq(r3.cursor.firstBatch, [{_id: 1, $recordId: ids[1]}, {_id: 2, $recordId: ids[2]}, {_id: 3, $recordId: ids[3]}]);
 	});
 	compat(1, 'find returnKey of a multikey field: the key the index scan met', () => {
 		cdb.i1rkm.drop();
