@@ -470,7 +470,15 @@ agg_pipeline_parse(const bson_t *stages, const bson_t *let, const agg_host_t *ho
 	pc.host = host;
 	pc.scope = p->scope;
 	pc.let_doc = p->let_doc;
-	ERR(parse_stages(&pc, stages, err));
+	{
+		/* what mongod's optimize() evaluates fails with its context */
+		const char *fc = expr_fold_context_set("Failed to optimize pipeline");
+
+		ret = parse_stages(&pc, stages, err);
+		expr_fold_context_set(fc);
+		if (ret != 0)
+			goto err;
+	}
 	ERR(agg_change_stream_check(p, err));
 	/* parsed as written (its errors are mongod's); then again as mongod's
 	 * optimizer rewrites it (optimize.c), when it does */
@@ -521,7 +529,15 @@ agg_pipeline_parse_as_is(const bson_t *stages, const bson_t *let, const agg_host
 	pc.host = host;
 	pc.scope = p->scope;
 	pc.let_doc = p->let_doc;
-	ERR(parse_stages(&pc, stages, err));
+	{
+		/* what mongod's optimize() evaluates fails with its context */
+		const char *fc = expr_fold_context_set("Failed to optimize pipeline");
+
+		ret = parse_stages(&pc, stages, err);
+		expr_fold_context_set(fc);
+		if (ret != 0)
+			goto err;
+	}
 	ERR(agg_change_stream_check(p, err));
 	pipeline_setup_source(p);
 	ERR(text_score_check(p, err));
@@ -633,6 +649,32 @@ agg_pipeline_first_stage(const agg_pipeline_t *p)
 
 /* ---- explain ------------------------------------------------------------ */
 
+/* The host's index filter for the source's shape (its pushed-down $match,
+ * $sort and projection) into req->has_index_filter / index_filter. */
+static void
+source_index_filter(const agg_pipeline_t *p, plan_request_t *req)
+{
+	const bson_t *f = p->source_filter != NULL && !bson_empty(p->source_filter) ? p->source_filter : NULL;
+
+	if (p->host != NULL && p->host->index_filter != NULL && req->coll != NULL &&
+	    p->host->index_filter(p->host->ctx, req->coll, f, p->source_sort, p->source_project, &req->index_filter))
+		req->has_index_filter = true;
+}
+
+/* Under an index filter an index hint is ignored (as mongod), a
+ * {$natural: d} hint kept. */
+static const bson_value_t *
+index_filter_hint(const bson_value_t *hint)
+{
+	bson_iter_t it;
+	bson_t h;
+
+	if (hint == NULL || hint->value_type != BSON_TYPE_DOCUMENT ||
+	    !bson_init_static(&h, hint->value.v_doc.data, hint->value.v_doc.data_len))
+		return NULL;
+	return bson_iter_init_find(&it, &h, "$natural") ? hint : NULL;
+}
+
 /* {namespace, parsedQuery, winningPlan, rejectedPlans} of the source: the
  * find executor's own plan for the pushed-down filter, sort and limit. */
 static void
@@ -664,7 +706,8 @@ explain_query_planner(const agg_pipeline_t *p, bson_t *qp)
 		if (parsed != NULL)
 			bson_destroy(parsed);
 	}
-	BSON_APPEND_BOOL(qp, "indexFilterSet", false);
+	source_index_filter(p, &req);
+	BSON_APPEND_BOOL(qp, "indexFilterSet", req.has_index_filter);
 	BSON_APPEND_BOOL(qp, "maxIndexedOrSolutionsReached", false);
 	BSON_APPEND_BOOL(qp, "maxIndexedAndSolutionsReached", false);
 	BSON_APPEND_BOOL(qp, "maxScansToExplodeReached", false);
@@ -676,7 +719,7 @@ explain_query_planner(const agg_pipeline_t *p, bson_t *qp)
 	req.allow_disk_use = p->host->allow_disk_use;
 	req.spill_dir = p->host->spill_dir;
 	req.sort_memory_limit = p->host->sort_memory_limit;
-	req.hint = p->host->hint;
+	req.hint = req.has_index_filter ? index_filter_hint(p->host->hint) : p->host->hint;
 	bson_append_document_begin(qp, "winningPlan", -1, &wp);
 	BSON_APPEND_BOOL(&wp, "isCached", false);
 	if (source_plan_new(p, &req, &pe, &e) == 0) {
@@ -863,6 +906,9 @@ exec_open_source(agg_exec_t *x, storage_coll_t *coll, const bson_t *filter, terr
 			req.sort_memory_limit = x->p->host->sort_memory_limit;
 		}
 		req.hint = x->p->host != NULL ? x->p->host->hint : NULL;
+		source_index_filter(x->p, &req);
+		if (req.has_index_filter)
+			req.hint = index_filter_hint(req.hint);
 		req.keep_text_score = x->p->source_text_score;
 	}
 	ret = x->top ? source_plan_new(x->p, &req, &pe, err) : plan_exec_new(&req, &pe, err);

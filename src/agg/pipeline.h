@@ -154,6 +154,12 @@ struct agg_host {
 	 * transactions ({latency, ops[, histogram]}) of namespace ns to out.
 	 * NULL: 238 NotImplemented. */
 	void (*latency_stats)(void *ctx, const char *ns, bool histograms, bson_t *out);
+	/* Index filters (planCacheSetFilter): true when one is set for the
+	 * shape of the source's pushed-down filter, sort and projection (NULL
+	 * = none) on coll, with *allowed as plan_request_t.index_filter wants
+	 * it.  NULL: no filters. */
+	bool (*index_filter)(void *ctx, const storage_coll_t *coll, const bson_t *filter, const bson_t *sort,
+	                     const bson_t *proj, uint64_t *allowed);
 	/* $changeStream (above).  NULL: a standalone, 40573. */
 	const agg_change_stream_ops_t *change_stream;
 	void *change_stream_ctx;
@@ -261,9 +267,11 @@ int agg_exec_new(const agg_pipeline_t *p, agg_exec_t **out, terr_t *err);
 int agg_exec_next(agg_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err);
 
 /* The prefix runtime errors get, as mongod's "<context> :: caused by :: <msg>":
- * "PlanExecutor error during aggregation" for the aggregate command's batch
- * (the default), "Executor error during getMore" for later batches; NULL for
- * none.  context must be a static string. */
+ * the aggregate command sets "Executor error during aggregate command on
+ * namespace: <ns>" for its first batch ("PlanExecutor error during
+ * aggregation", mongod's older wording, is the default), "Executor error
+ * during getMore" for later batches; NULL for none.  context is borrowed and
+ * must outlive the exec. */
 void agg_exec_set_error_context(agg_exec_t *x, const char *context);
 
 /* Suspend / resume between getMore batches (no storage resources held). */

@@ -219,9 +219,12 @@ typedef struct chk {
 	auth_client_t *ac;
 	const auth_privset_t *ps;
 	int depth;
-	/* a refusal that is not 13 (collMod's 72): the code and message */
+	/* a refusal with its own code or message (collMod's 72, applyOps'
+	 * "Unauthorized"): the code and message (fail_msg may point into
+	 * fail_buf) */
 	int fail_code;
 	const char *fail_msg;
+	char fail_buf[600];
 } chk_t;
 
 static bool
@@ -559,6 +562,246 @@ chk_explain(chk_t *k, const bson_t *body)
 	if (strcmp(bson_iter_key(&in), "explain") == 0 || ++k->depth > 3)
 		return false;
 	return auth_allows(k, bson_iter_key(&in), &inner);
+}
+
+/*
+ * applyOps, as mongod's validateApplyOpsCommand and
+ * OplogApplicationChecks::checkAuthForOperation: an empty batch (at any
+ * nesting depth), or a create/renameCollection among several entries,
+ * needs every privilege (root); an entry holding a UUID needs useUUID on
+ * the cluster, a create with one forceUUID too; then each top-level entry
+ * needs what it does: a no-op appendOplogNote on the cluster, an insert
+ * insert, an update update (and insert when it may upsert: its b or the
+ * command's alwaysUpsert, true by default), a delete remove, a command
+ * entry what that command needs on its namespace's database (admin for
+ * renameCollection; a nested applyOps the same check again); and each
+ * preCondition's namespace find.  Refusals say "Unauthorized", "not
+ * authorized for insert on <ns>", ... as mongod.  A malformed command
+ * passes here and is refused by the handler.
+ */
+enum { AO_OK, AO_USE_UUID, AO_FORCE_UUID, AO_SUPERUSER };
+
+static bool
+bin_uuid_at_top(const bson_t *d)
+{
+	bson_iter_t it;
+
+	if (!bson_iter_init(&it, d))
+		return false;
+	while (bson_iter_next(&it))
+		if (BSON_ITER_HOLDS_BINARY(&it)) {
+			bson_subtype_t st;
+
+			bson_iter_binary(&it, &st, NULL, NULL);
+			if (st == BSON_SUBTYPE_UUID)
+				return true;
+		}
+	return false;
+}
+
+/* The entry's o as a document (false when absent or not one). */
+static bool
+op_o(const bson_t *op, bson_t *o)
+{
+	bson_iter_t it;
+	const uint8_t *d;
+	uint32_t l;
+
+	if (!bson_iter_init_find(&it, op, "o") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+		return false;
+	bson_iter_document(&it, &l, &d);
+	return bson_init_static(o, d, l);
+}
+
+/* A command entry ({op: "c", o: {<name>: ...}}) running name? */
+static bool
+op_is_command(const bson_t *op, const char *name)
+{
+	bson_iter_t it;
+	bson_t o;
+
+	if (!bson_iter_init_find(&it, op, "op") || !BSON_ITER_HOLDS_UTF8(&it) ||
+	    strcmp(bson_iter_utf8(&it, NULL), "c") != 0 || !op_o(op, &o) || !bson_iter_init(&it, &o) ||
+	    !bson_iter_next(&it))
+		return false;
+	return strcmp(bson_iter_key(&it), name) == 0;
+}
+
+/* The validity level of an applyOps body (its first field the array). */
+static int
+apply_ops_validity(const bson_t *body, int depth)
+{
+	bson_iter_t it, el;
+	int ret = AO_OK, n = 0;
+
+	if (depth > 10 || !bson_iter_init(&it, body) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_ARRAY(&it) ||
+	    !bson_iter_recurse(&it, &el))
+		return AO_OK;
+	while (bson_iter_next(&el))
+		n++;
+	if (n == 0)
+		return AO_SUPERUSER;
+	bson_iter_recurse(&it, &el);
+	while (bson_iter_next(&el)) {
+		const uint8_t *d;
+		uint32_t l;
+		bson_t op, o;
+		bson_iter_t t;
+		bool uuid;
+		int v;
+
+		if (!BSON_ITER_HOLDS_DOCUMENT(&el))
+			continue;
+		bson_iter_document(&el, &l, &d);
+		bson_init_static(&op, d, l);
+		if (n > 1 && (op_is_command(&op, "create") || op_is_command(&op, "renameCollection")))
+			return AO_SUPERUSER;
+		uuid = bin_uuid_at_top(&op);
+		if (!uuid && bson_iter_init_find(&t, &op, "op") && BSON_ITER_HOLDS_UTF8(&t) &&
+		    strcmp(bson_iter_utf8(&t, NULL), "c") == 0 && op_o(&op, &o))
+			uuid = bin_uuid_at_top(&o);
+		if (uuid && ret < AO_USE_UUID)
+			ret = AO_USE_UUID;
+		if (uuid && op_is_command(&op, "create") && ret < AO_FORCE_UUID)
+			ret = AO_FORCE_UUID;
+		if (op_is_command(&op, "applyOps") && op_o(&op, &o) && (v = apply_ops_validity(&o, depth + 1)) > ret)
+			ret = v;
+		if (ret == AO_SUPERUSER)
+			return ret;
+	}
+	return ret;
+}
+
+/* Every action on every resource (mongod's universal privileges: root). */
+static bool
+is_superuser(chk_t *k)
+{
+	for (int i = 0; i < k->ps->n; i++) {
+		const auth_priv_t *p = &k->ps->v[i];
+		bool all = p->kind == AUTH_RES_ANY;
+
+		for (int a = 0; all && a < auth_action_count(); a++)
+			all = auth_actions_has(&p->actions, a);
+		if (all)
+			return true;
+	}
+	return false;
+}
+
+static bool
+ao_fail(chk_t *k, const char *fmt, const char *a, const char *b)
+{
+	snprintf(k->fail_buf, sizeof k->fail_buf, fmt, a != NULL ? a : "", b != NULL ? b : "");
+	k->fail_code = TERR_UNAUTHORIZED;
+	k->fail_msg = k->fail_buf;
+	return false;
+}
+
+/* One top-level entry's privileges (checkOperationAuthorization). */
+static bool
+apply_op_allowed(chk_t *k, const bson_t *op, bool always_upsert)
+{
+	bson_iter_t it;
+	const char *type, *ns, *dot;
+	char db[256];
+	bson_t o;
+
+	if (!bson_iter_init_find(&it, op, "op") || !BSON_ITER_HOLDS_UTF8(&it))
+		return true;
+	type = bson_iter_utf8(&it, NULL);
+	if (strcmp(type, "n") == 0)
+		return can_cluster(k, "appendOplogNote") || ao_fail(k, "Unauthorized%s%s", NULL, NULL);
+	if (!bson_iter_init_find(&it, op, "ns") || !BSON_ITER_HOLDS_UTF8(&it))
+		return true;
+	ns = bson_iter_utf8(&it, NULL);
+	dot = strchr(ns, '.');
+	snprintf(db, sizeof db, "%.*s", dot != NULL ? (int)(dot - ns) : (int)strlen(ns), ns);
+	if (strcmp(type, "c") == 0) {
+		auth_ctx_t x2 = *k->x;
+		chk_t k2;
+		bool ok;
+
+		if (!op_o(op, &o) || !bson_iter_init(&it, &o) || !bson_iter_next(&it))
+			return true;
+		x2.name = bson_iter_key(&it);
+		x2.db = strcmp(x2.name, "renameCollection") == 0 ? "admin" : db;
+		x2.body = &o;
+		if (!auth_command_known(x2.name) || ++k->depth > 10)
+			return false;
+		memset(&k2, 0, sizeof k2);
+		k2.x = &x2;
+		k2.ac = k->ac;
+		k2.ps = k->ps;
+		k2.depth = k->depth;
+		ok = auth_allows(&k2, x2.name, &o);
+		if (!ok && k2.fail_code != 0) {
+			k->fail_code = k2.fail_code;
+			snprintf(k->fail_buf, sizeof k->fail_buf, "%s", k2.fail_msg);
+			k->fail_msg = k->fail_buf;
+		}
+		return ok;
+	}
+	if (dot == NULL)
+		return true;   /* not a namespace: the handler refuses it */
+	if (strcmp(type, "i") == 0)
+		return can_ns(k, db, dot + 1, "insert") || ao_fail(k, "not authorized for insert on %s%s", ns, NULL);
+	if (strcmp(type, "u") == 0) {
+		bool upsert = always_upsert || (bson_iter_init_find(&it, op, "b") && bson_iter_as_bool(&it));
+
+		if (!can_ns(k, db, dot + 1, "update") || (upsert && !can_ns(k, db, dot + 1, "insert")))
+			return ao_fail(k, "not authorized for %s on %s", upsert ? "upsert" : "update", ns);
+		return true;
+	}
+	if (strcmp(type, "d") == 0)
+		return can_ns(k, db, dot + 1, "remove") || ao_fail(k, "not authorized for remove on %s%s", ns, NULL);
+	return true;
+}
+
+static bool
+chk_apply_ops(chk_t *k, const bson_t *body)
+{
+	bson_iter_t it, el;
+	bool always_upsert = true;
+	int v = apply_ops_validity(body, 0);
+
+	if (v == AO_SUPERUSER)
+		return is_superuser(k) || ao_fail(k, "Unauthorized%s%s", NULL, NULL);
+	if (v == AO_FORCE_UUID && !(can_cluster(k, "forceUUID") && can_cluster(k, "useUUID")))
+		return ao_fail(k, "Unauthorized%s%s", NULL, NULL);
+	if (v == AO_USE_UUID && !can_cluster(k, "useUUID"))
+		return ao_fail(k, "Unauthorized%s%s", NULL, NULL);
+	if (bson_iter_init_find(&it, body, "alwaysUpsert"))
+		always_upsert = bson_iter_as_bool(&it);
+	if (bson_iter_init(&it, body) && bson_iter_next(&it) && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &el))
+		while (bson_iter_next(&el)) {
+			const uint8_t *d;
+			uint32_t l;
+			bson_t op;
+
+			if (!BSON_ITER_HOLDS_DOCUMENT(&el))
+				continue;
+			bson_iter_document(&el, &l, &d);
+			bson_init_static(&op, d, l);
+			if (!apply_op_allowed(k, &op, always_upsert))
+				return false;
+		}
+	if (bson_iter_init_find(&it, body, "preCondition") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &el))
+		while (bson_iter_next(&el)) {
+			bson_iter_t ns;
+			const char *n, *dot;
+			char db[256];
+
+			if (!BSON_ITER_HOLDS_DOCUMENT(&el) || !bson_iter_recurse(&el, &ns) || !bson_iter_find(&ns, "ns") ||
+			    !BSON_ITER_HOLDS_UTF8(&ns))
+				continue;
+			n = bson_iter_utf8(&ns, NULL);
+			if ((dot = strchr(n, '.')) == NULL)
+				continue;
+			snprintf(db, sizeof db, "%.*s", (int)(dot - n), n);
+			if (!can_ns(k, db, dot + 1, "find"))
+				return ao_fail(k, "Unauthorized to check precondition%s%s", NULL, NULL);
+		}
+	return true;
 }
 
 /* bulkWrite (run on admin): each op needs its action on the namespace
@@ -931,8 +1174,7 @@ static const priv_row_t priv_table[] = {
 	{"killOp", NEED_CLUSTER, "killop", NULL},
 	{"top", NEED_CLUSTER, "top", NULL},
 	{"getDiagnosticData", NEED_CLUSTER, "serverStatus", NULL},
-	/* mongod checks each entry's privileges; Tamga keeps it to internal users */
-	{"applyOps", NEED_CLUSTER, "internal", NULL},
+	{"applyOps", NEED_SPECIAL, NULL, chk_apply_ops},
 	{"fsync", NEED_CLUSTER, "fsync", NULL},
 	{"logRotate", NEED_CLUSTER, "logRotate", NULL},
 	{"getDefaultRWConcern", NEED_CLUSTER, "getDefaultRWConcern", NULL},

@@ -36,6 +36,9 @@ typedef struct agg_src {
 	 * last may wait as the cursor's pending document) */
 	bool change_stream;
 	bson_value_t last_id, prev_id;   /* BSON_TYPE_EOD = none */
+	/* the first batch's error context: "Executor error during aggregate
+	 * command on namespace: <the namespace the command named>" */
+	char first_context[600];
 } agg_src_t;
 
 /* mongod's DSCSCheckResumability refusal of an event whose resume token a
@@ -182,6 +185,15 @@ host_latency_stats(void *ctx, const char *ns, bool histograms, bson_t *out)
 	cmd_metrics_latency_append(ns, histograms, out);
 }
 
+static bool
+host_index_filter(void *ctx, const storage_coll_t *coll, const bson_t *filter, const bson_t *sort,
+                  const bson_t *proj, uint64_t *allowed)
+{
+	write_ctx_t *w = ctx;
+
+	return cmd_plan_filter_mask(w->c, coll, filter, sort, proj, allowed);
+}
+
 /* ---- arguments ---------------------------------------------------------- */
 
 static const char *const aggregate_fields[] = {
@@ -205,6 +217,37 @@ check_hint(cmd_t *c, bson_value_t *out, terr_t *err)
 	if (!BSON_ITER_HOLDS_UTF8(&it) && !BSON_ITER_HOLDS_DOCUMENT(&it))
 		return terr_set(err, TERR_FAILED_TO_PARSE, "hint must be a string or an object");
 	bson_value_copy(bson_iter_value(&it), out);
+	return 0;
+}
+
+/*
+ * $_requestResumeToken / $_resumeAfter (mongod's resumable aggregate scans,
+ * for resharding): mongod's check of the hint (2 BadValue unless
+ * {$natural: 1}), then 238: Tamga does not resume aggregations, and
+ * ignoring the fields would answer documents the client asked to skip.
+ */
+static int
+check_resume(cmd_t *c, terr_t *err)
+{
+	bson_iter_t it, h;
+	bool want = bson_iter_init_find(&it, c->body, "$_requestResumeToken") && bson_iter_as_bool(&it);
+
+	if (want) {
+		bool natural = false;
+
+		if (bson_iter_init_find(&h, c->body, "hint") && BSON_ITER_HOLDS_DOCUMENT(&h)) {
+			bson_iter_t n;
+
+			bson_iter_recurse(&h, &n);
+			natural = bson_iter_next(&n) && strcmp(bson_iter_key(&n), "$natural") == 0 &&
+			    BSON_ITER_HOLDS_NUMBER(&n) && bson_iter_as_double(&n) == 1.0 && !bson_iter_next(&n);
+		}
+		if (!natural)
+			return terr_set(err, TERR_BAD_VALUE, "hint must be {$natural:1} if 'requestResumeToken' is enabled");
+	}
+	if (want || bson_iter_init_find(&it, c->body, "$_resumeAfter"))
+		return terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "aggregate with $_requestResumeToken or $_resumeAfter is not supported by Tamga yet");
 	return 0;
 }
 
@@ -361,6 +404,7 @@ CMD_HANDLER(cmd_aggregate)
 	}
 
 	a = bson_malloc0(sizeof(*a));
+	ERR(check_resume(c, err));
 	ERR(check_hint(c, &a->hint, err));
 	if (a->hint.value_type != BSON_TYPE_EOD)
 		a->host.hint = &a->hint;
@@ -409,6 +453,7 @@ CMD_HANDLER(cmd_aggregate)
 	a->host.notablescan = atomic_load(&c->engine->notablescan) != 0 && strcmp(c->db, "admin") != 0 &&
 	    strcmp(c->db, "local") != 0 && strcmp(c->db, "config") != 0;
 	a->host.latency_stats = host_latency_stats;
+	a->host.index_filter = host_index_filter;
 	if (c->engine->cs != NULL) {
 		a->host.change_stream = &repl_cs_ops;
 		a->host.change_stream_ctx = c->engine->cs;
@@ -474,6 +519,8 @@ CMD_HANDLER(cmd_aggregate)
 		goto err;
 	}
 	ERR(agg_exec_new(a->p, &a->x, err));
+	snprintf(a->first_context, sizeof a->first_context, "Executor error during aggregate command on namespace: %s", ns);
+	agg_exec_set_error_context(a->x, a->first_context);
 	if ((s = client_session(c->client, err)) == NULL) {
 		ret = -1;
 		goto err;

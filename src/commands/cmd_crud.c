@@ -323,13 +323,14 @@ err:
 /* A plan as a cursor source: the exec itself is the state. */
 /*
  * A find's plan as a cursor source.  Errors the executor raises carry
- * mongod's context: "Executor error during find command" in the first
- * batch, "Executor error during getMore" in later ones (restore marks the
+ * mongod's context: "Executor error during find command: <ns>" in the
+ * first batch, "Executor error during getMore" in later ones (restore marks the
  * change: every getMore restores the plan first).
  */
 typedef struct plan_src {
 	plan_exec_t *x;
 	const char *context;
+	char find_context[600];     /* "Executor error during find command: <ns>" */
 	/* returnKey: {index name: key pattern} of the collection's indexes;
 	 * each result becomes the keys of the index the plan scans ({} for a
 	 * collection scan), built in key */
@@ -361,40 +362,28 @@ plan_src_batch_end(void *state, bool ended, bool pending, bson_t *cursor)
 	bson_append_document_end(cursor, &tok);
 }
 
-/* The index keys of doc for returnKey: each key-pattern field's value (null
- * when missing).  A multikey field gives its first element (mongod gives the
- * entry the scan met); hashed, text and geo keys answer 238. */
+/* The index keys of the result for returnKey: the index entry the plan met
+ * (plan_exec_last_key: for a multikey field the element the scan met, as
+ * mongod's RETURN_KEY reads the member's keyData), {} for a result no index
+ * entry gave (a collection scan).  Hashed, text and geo keys answer 238. */
 static int
 return_key(plan_src_t *ps, bson_t *doc, terr_t *err)
 {
 	const char *ix = plan_exec_index_name(ps->x);
 	bson_iter_t it, k;
+	bson_t key;
 
 	bson_reinit(&ps->key);
 	if (ix != NULL && bson_iter_init_find(&it, ps->key_patterns, ix) && BSON_ITER_HOLDS_DOCUMENT(&it)) {
 		bson_iter_recurse(&it, &k);
-		while (bson_iter_next(&k)) {
-			bson_iter_t v;
-
+		while (bson_iter_next(&k))
 			if (!BSON_ITER_HOLDS_NUMBER(&k))
 				return terr_set(err, TERR_NOT_IMPLEMENTED,
 				    "returnKey over a %s index is not supported by Tamga yet",
 				    BSON_ITER_HOLDS_UTF8(&k) ? bson_iter_utf8(&k, NULL) : "special");
-			if (!bpath_get(doc, bson_iter_key(&k), &v)) {
-				BSON_APPEND_NULL(&ps->key, bson_iter_key(&k));
-			} else if (BSON_ITER_HOLDS_ARRAY(&v)) {
-				bson_iter_t e;
-
-				bson_iter_recurse(&v, &e);
-				if (bson_iter_next(&e))
-					BSON_APPEND_VALUE(&ps->key, bson_iter_key(&k), bson_iter_value(&e));
-				else
-					BSON_APPEND_UNDEFINED(&ps->key, bson_iter_key(&k));
-			} else {
-				BSON_APPEND_VALUE(&ps->key, bson_iter_key(&k), bson_iter_value(&v));
-			}
-		}
 	}
+	if (plan_exec_last_key(ps->x, &key))
+		bson_concat(&ps->key, &key);
 	bson_init_static(doc, bson_get_data(&ps->key), ps->key.len);
 	return 0;
 }
@@ -423,7 +412,7 @@ plan_src_next(void *state, storage_session_t *s, bson_t *doc, terr_t *err)
 
 		if (!plan_exec_last_recid(ps->x, &rid))
 			return terr_set(err, TERR_NOT_IMPLEMENTED,
-			    "find with showRecordId and a blocking sort is not supported by Tamga yet");
+			    "find with showRecordId: this plan does not keep RecordIds");
 		bson_reinit(ps->rid_doc);
 		bson_concat(ps->rid_doc, doc);
 		BSON_APPEND_INT64(ps->rid_doc, "$recordId", rid);
@@ -506,12 +495,13 @@ plan_src_free(void *state)
 }
 
 static void
-plan_source(plan_exec_t *x, cursor_source_t *src)
+plan_source(plan_exec_t *x, const char *ns, cursor_source_t *src)
 {
 	plan_src_t *ps = ps_take();
 
 	ps->x = x;
-	ps->context = "Executor error during find command";
+	snprintf(ps->find_context, sizeof ps->find_context, "Executor error during find command: %s", ns);
+	ps->context = ps->find_context;
 	src->state = ps;
 	src->next = plan_src_next;
 	src->save = plan_src_save;
@@ -602,7 +592,8 @@ static const char *const find_fields[] = {
 	"min", "max", "let", "allowDiskUse", "collation", "noCursorTimeout", "tailable",
 	"awaitData", "returnKey", "showRecordId", "allowPartialResults", "oplogReplay",
 	"readOnce", "term", "collectionUUID", "requestResumeToken", "resumeAfter", "maxScan",
-	"snapshot", "includeQueryStatsMetrics", "rawData", "$_requestResumeToken", "$_resumeAfter", NULL,
+	"snapshot", "includeQueryStatsMetrics", "rawData", "$_requestResumeToken", "$_resumeAfter", "$_startAt",
+	NULL,
 };
 
 /* Is sort exactly {$natural: 1} (any numeric type, compared by value)? */
@@ -653,6 +644,132 @@ notablescan_check(cmd_t *c, plan_exec_t *x, storage_session_t *s, const char *ns
 	    "No indexed plans available, and running with 'notablescan'", ns);
 }
 
+/*
+ * find's resumable collection scans, as mongod's validateFindCommandRequest
+ * checks them when parsing (2 BadValue, its messages): $_requestResumeToken
+ * needs the hint {$natural: 1} and no sort but {$natural: 1};
+ * $_resumeAfter / $_startAt need $_requestResumeToken.
+ */
+static int
+resume_request_check(cmd_t *c, bool want_token, const bson_t *sort, bool has_resume_after, bool has_start_at,
+                     terr_t *err)
+{
+	bson_iter_t h;
+
+	if (!want_token) {
+		if (has_resume_after)
+			return terr_set(err, TERR_BAD_VALUE, "'requestResumeToken' must be true if 'resumeAfter' is specified");
+		if (has_start_at)
+			return terr_set(err, TERR_BAD_VALUE, "'requestResumeToken' must be true if 'startAt' is specified");
+		return 0;
+	}
+	if (!cmd_find_field(c, "hint", &h) || !BSON_ITER_HOLDS_DOCUMENT(&h)) {
+		return terr_set(err, TERR_BAD_VALUE, "hint must be {$natural:1} if 'requestResumeToken' is enabled");
+	} else {
+		const uint8_t *data;
+		uint32_t len;
+		bson_t hint;
+
+		bson_iter_document(&h, &len, &data);
+		bson_init_static(&hint, data, len);
+		if (!sort_is_natural_forward(&hint))
+			return terr_set(err, TERR_BAD_VALUE, "hint must be {$natural:1} if 'requestResumeToken' is enabled");
+	}
+	if (sort != NULL && !bson_empty(sort) && !sort_is_natural_forward(sort))
+		return terr_set(err, TERR_BAD_VALUE, "sort must be unset or {$natural:1} if 'requestResumeToken' is enabled");
+	return 0;
+}
+
+/* err with find's executor context ("Executor error during find command:
+ * <ns> :: caused by :: ..."); returns -1. */
+static int
+find_context_wrap(const char *ns, terr_t *err)
+{
+	char ctx[600];
+
+	snprintf(ctx, sizeof ctx, "Executor error during find command: %s", ns);
+	terr_wrap(err, ctx);
+	return -1;
+}
+
+/*
+ * Where a resumable scan starts, as mongod's validateResumeInput and its
+ * CollectionScan decide: one of $_resumeAfter (past the RecordId, which
+ * must still exist: 211 KeyNotFound otherwise) and $_startAt (at it or the
+ * next one); {$recordId: NumberLong | BinData | null[, $initialSyncId:
+ * UUID]}; an $initialSyncId never matches (no initial sync made this
+ * node: 8132701); the RecordId's type must match the collection's (int64,
+ * BinData for a clustered one: 7738600); a null RecordId cannot be resumed
+ * from (211).  Errors the scan raises carry find's executor context, as
+ * mongod's do.  Sets req->has_resume_after / resume_after (a position to
+ * scan past).  Clustered collections (BinData RecordIds) answer 238.
+ */
+static int
+resume_input_check(cmd_t *c, const storage_coll_t *coll, const char *ns, const bson_t *resume_after,
+                   const bson_t *start_at, plan_request_t *req, terr_t *err)
+{
+	const char *name = resume_after != NULL ? "$_resumeAfter" : "$_startAt";
+	const bson_t *in = resume_after != NULL ? resume_after : start_at;
+	bool clustered = coll != NULL && coll->clustered_ix != NULL;
+	bson_iter_t rid, sid;
+	bool has_rid = bson_iter_init_find(&rid, in, "$recordId");
+	bool has_sid = bson_iter_init_find(&sid, in, "$initialSyncId");
+	uint32_t n = bson_count_keys(in);
+	bson_subtype_t sub = BSON_SUBTYPE_BINARY;
+	bson_t d;
+	int g;
+
+	if (resume_after != NULL && start_at != NULL)
+		return terr_set(err, TERR_BAD_VALUE, "Cannot set both '$_resumeAfter' and '$_startAt'");
+	if (has_sid && BSON_ITER_HOLDS_BINARY(&sid))
+		bson_iter_binary(&sid, &sub, NULL, NULL);
+	if (n > 2 || !has_rid ||
+	    !(BSON_ITER_HOLDS_INT64(&rid) || BSON_ITER_HOLDS_BINARY(&rid) || BSON_ITER_HOLDS_NULL(&rid)) ||
+	    (n == 2 && !(has_sid && BSON_ITER_HOLDS_BINARY(&sid) && sub == BSON_SUBTYPE_UUID)))
+		return terr_set(err, TERR_BAD_VALUE,
+		    "Malformed resume token: the '%s' object must contain '$recordId', of type NumberLong, BinData "
+		    "or jstNULL and optional '$initialSyncId of type BinData.", name);
+	if (has_sid)
+		return terr_set(err, 8132701, "$initialSyncId mismatch, the query is no longer resumable.");
+	if ((clustered && BSON_ITER_HOLDS_INT64(&rid)) || (!clustered && BSON_ITER_HOLDS_BINARY(&rid)))
+		return terr_set(err, 7738600,
+		    "The '%s' parameter must match collection type. Clustered collections only have BinData "
+		    "recordIds, and all other collectionshave Long recordId.", name);
+	if (clustered)
+		return terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "resuming a scan of a clustered collection is not supported by Tamga yet");
+	if (BSON_ITER_HOLDS_NULL(&rid)) {
+		terr_set(err, TERR_KEY_NOT_FOUND, "Failed to resume collection scan: cannot resume from null recordId");
+		return find_context_wrap(ns, err);
+	}
+	if (coll == NULL)
+		return 0;      /* no collection: no documents, as mongod's EOF plan */
+	req->has_resume_after = true;
+	req->resume_after = bson_iter_int64(&rid);
+	if (start_at != NULL) {
+		/* at the RecordId, or the next one when it is gone: past the one
+		 * before (RecordIds are >= 1) */
+		req->has_resume_after = req->resume_after > 1;
+		req->resume_after = req->resume_after - 1;
+		return 0;
+	}
+	{
+		storage_session_t *s = client_session(c->client, err);
+
+		if (s == NULL)
+			return -1;
+		if ((g = storage_doc_get(s, (storage_coll_t *)coll, req->resume_after, &d, err)) < 0)
+			return -1;
+	}
+	if (g == 1) {
+		terr_set(err, TERR_KEY_NOT_FOUND, "Failed to resume collection scan: the recordId from which we are "
+		    "attempting to resume no longer exists in the collection: RecordId(%lld)",
+		    (long long)req->resume_after);
+		return find_context_wrap(ns, err);
+	}
+	return 0;
+}
+
 CMD_HANDLER(cmd_find)
 {
 	const char *name;
@@ -661,9 +778,9 @@ CMD_HANDLER(cmd_find)
 	bson_t filter, sort, proj, let = BSON_INITIALIZER;
 	bool has_filter, has_sort, has_proj, has_let, found, single_batch = false, no_timeout = false;
 	bool allow_disk = false, tailable = false, await_data = false, return_key_on = false, has_coll;
-	bson_t filter_hint;
-	bson_iter_t filter_hint_it;
-	bool has_filter_hint = false, show_rid = false, want_token = false;
+	bool show_rid = false, want_token = false;
+	bson_t resume_after, start_at;
+	bool has_resume_after = false, has_start_at = false;
 	plan_request_t req;
 	plan_exec_t *x = NULL;
 	match_options_t mo = {0};
@@ -692,28 +809,11 @@ CMD_HANDLER(cmd_find)
 	ERR(cmd_get_bool(c, "returnKey", &return_key_on, &found, err));
 	ERR(cmd_get_bool(c, "showRecordId", &show_rid, &found, err));
 	ERR(cmd_get_bool(c, "$_requestResumeToken", &want_token, &found, err));
-	{
-		bson_iter_t ra, rr;
-
-		if (cmd_find_field(c, "$_resumeAfter", &ra)) {
-			if (!BSON_ITER_HOLDS_DOCUMENT(&ra) || !bson_iter_recurse(&ra, &rr) ||
-			    !bson_iter_find(&rr, "$recordId") ||
-			    !(BSON_ITER_HOLDS_INT64(&rr) || BSON_ITER_HOLDS_INT32(&rr) || BSON_ITER_HOLDS_NULL(&rr))) {
-				ret = terr_set(err, TERR_BAD_VALUE,
-				    "Malformed resume token: the '_resumeAfter' object must contain '$recordId', of type NumberLong or jstNULL.");
-				goto err;
-			}
-			if (!want_token) {
-				ret = terr_set(err, TERR_BAD_VALUE,
-				    "$_resumeAfter is only supported with $_requestResumeToken: true");
-				goto err;
-			}
-			if (!BSON_ITER_HOLDS_NULL(&rr)) {
-				req.has_resume_after = true;
-				req.resume_after = bson_iter_as_int64(&rr);
-			}
-		}
-	}
+	ERR(cmd_get_doc(c, "$_resumeAfter", &resume_after, &has_resume_after, err));
+	ERR(cmd_get_doc(c, "$_startAt", &start_at, &has_start_at, err));
+	has_resume_after = has_resume_after && !bson_empty(&resume_after);
+	has_start_at = has_start_at && !bson_empty(&start_at);
+	ERR(resume_request_check(c, want_token, has_sort ? &sort : NULL, has_resume_after, has_start_at, err));
 	if (await_data && !tailable) {
 		ret = terr_set(err, TERR_FAILED_TO_PARSE, "Cannot set 'awaitData' without also setting 'tailable'");
 		goto err;
@@ -765,16 +865,19 @@ CMD_HANDLER(cmd_find)
 		req.tailable = req.coll != NULL;
 	}
 	ERR(cmd_check_hint(c, c->body, req.coll, err));
+	if (has_resume_after || has_start_at)
+		ERR(resume_input_check(c, req.coll, ns, has_resume_after ? &resume_after : NULL,
+		    has_start_at ? &start_at : NULL, &req, err));
 	if (has_let)
 		mo.let = &let;
 	req.hint = hint_for_plan(c, c->body, &hint_it);
-	/* an index filter for the query's shape (cmd_plancache.c) */
-	if (req.hint == NULL && req.coll != NULL &&
-	    cmd_plan_filter_hint(c, name, has_filter ? &filter : NULL, has_sort ? &sort : NULL,
-	        has_proj ? &proj : NULL, &filter_hint)) {
-		has_filter_hint = true;
-		if (bson_iter_init_find(&filter_hint_it, &filter_hint, "hint"))
-			req.hint = bson_iter_value(&filter_hint_it);
+	/* an index filter for the query's shape (cmd_plancache.c): its
+	 * indexes compete, an index hint is ignored (min/max keep theirs) */
+	if (!has_min && !has_max &&
+	    cmd_plan_filter_mask(c, req.coll, has_filter ? &filter : NULL, has_sort ? &sort : NULL,
+	        has_proj ? &proj : NULL, &req.index_filter)) {
+		req.has_index_filter = true;
+		req.hint = cmd_plan_filter_keep_hint(req.hint);
 	}
 	/* {_id: <number, ObjectId, ...>} alone: the _id point lookup needs no
 	 * compiled filter (mongod's express path) */
@@ -811,38 +914,14 @@ CMD_HANDLER(cmd_find)
 		goto err;
 	}
 	if (want_token) {
-		/* a resumable collection scan: forward, hinted {$natural: 1} */
-		bson_iter_t h, n;
-
-		if (!cmd_find_field(c, "hint", &h) || !BSON_ITER_HOLDS_DOCUMENT(&h) || !bson_iter_recurse(&h, &n) ||
-		    !bson_iter_find(&n, "$natural") || bson_iter_as_int64(&n) != 1 || has_sort) {
-			ret = terr_set(err, TERR_BAD_VALUE,
-			    "$_requestResumeToken is only supported with a forward {$natural: 1} hint and no sort");
-			goto err;
-		}
-		if (req.has_resume_after) {
-			storage_coll_t *rc2 = NULL;
-			bson_t d;
-
-			/* resuming from a RecordId that is gone: mongod's KeyNotFound */
-			if (storage_coll_get(c->engine->st, c->db, name, &rc2, NULL) == 0) {
-				int g = storage_doc_get(s, rc2, req.resume_after, &d, err);
-
-				storage_coll_release(rc2);
-				if (g < 0)
-					goto err;
-				if (g == 1) {
-					ret = terr_set(err, TERR_KEY_NOT_FOUND,
-					    "Resume of find command failed because the recordId from which we are attempting to resume no longer exists in the collection");
-					goto err;
-				}
-			}
-		}
+		/* a resumable collection scan: forward, hinted {$natural: 1}
+		 * (resume_request_check); where it starts was checked by
+		 * resume_input_check before the plan was built */
 		plan_exec_want_recid(x);
 	}
 	if (show_rid)
 		plan_exec_want_recid(x);
-	plan_source(x, &src);
+	plan_source(x, ns, &src);
 	x = NULL;
 	if (show_rid) {
 		plan_src_t *ps = src.state;
@@ -855,7 +934,7 @@ CMD_HANDLER(cmd_find)
 
 		ps->resume_token = true;
 		src.batch_end = plan_src_batch_end;
-		if (req.has_resume_after) {
+		if (req.has_resume_after && !has_start_at) {
 			ps->rid = req.resume_after;
 			ps->have_rid = true;
 		}
@@ -866,6 +945,7 @@ CMD_HANDLER(cmd_find)
 
 		ps->key_patterns = bson_new();
 		bson_init(&ps->key);
+		plan_exec_want_key(ps->x);
 		if (storage_coll_get(c->engine->st, c->db, name, &kc, NULL) == 0) {
 			for (int i = 0; i < kc->nindexes; i++)
 				BSON_APPEND_DOCUMENT(ps->key_patterns, kc->indexes[i].name, kc->indexes[i].key);
@@ -905,8 +985,6 @@ err:
 	match_free(req.match);
 	plan_exec_free(x);
 	bson_destroy(&let);
-	if (has_filter_hint)
-		bson_destroy(&filter_hint);
 	return ret;
 }
 
@@ -1076,8 +1154,12 @@ write_delete_run(cmd_t *c, storage_session_t *s, storage_coll_t *coll, const bso
 	d.deadline_us = c->deadline_us;
 	rc = storage_txn_run(s, delete_txn, &d, sync, err);
 	match_free(m);
-	if (rc != 0)
+	if (rc != 0) {
+		/* mongod's executor context (write_ops_exec's advanceExecutor) */
+		if (terr_is_set(err))
+			terr_wrap(err, "Plan executor error during delete");
 		return -1;
+	}
 	*n = d.n;
 	return 0;
 }
@@ -1285,6 +1367,11 @@ CMD_HANDLER(cmd_count)
 		{
 		bson_iter_t hint_it;
 		req.hint = hint_for_plan(c, c->body, &hint_it);
+		/* an index filter for the query's shape (cmd_plancache.c) */
+		if (cmd_plan_filter_mask(c, req.coll, has_query ? &query : NULL, NULL, NULL, &req.index_filter)) {
+			req.has_index_filter = true;
+			req.hint = cmd_plan_filter_keep_hint(req.hint);
+		}
 		ret = plan_exec_new(&req, &x, err);
 	}
 		req.coll = NULL;
@@ -1456,6 +1543,11 @@ CMD_HANDLER(cmd_distinct)
 		bson_iter_t hint_it;
 		req.distinct_key = key;
 		req.hint = hint_for_plan(c, c->body, &hint_it);
+		/* an index filter for the query's shape (cmd_plancache.c) */
+		if (cmd_plan_filter_mask(c, req.coll, has_query ? &query : NULL, NULL, NULL, &req.index_filter)) {
+			req.has_index_filter = true;
+			req.hint = cmd_plan_filter_keep_hint(req.hint);
+		}
 		ret = plan_exec_new(&req, &x, err);
 	}
 	req.coll = NULL;
@@ -1473,12 +1565,24 @@ CMD_HANDLER(cmd_distinct)
 	while ((rc = plan_exec_next(x, s, &doc, err)) == 1) {
 		bpath_walk(&doc, key, true, distinct_add, &d);
 		if (d.bytes > 16 * 1024 * 1024) {
-			ret = terr_set(err, 17217, "distinct too big, 16mb cap");
-			goto err;
+			terr_set(err, 17217, "distinct too big, 16mb cap");
+			rc = -1;
+			break;
 		}
 	}
-	if (rc < 0)
+	if (rc < 0) {
+		/* what the scan raised, with mongod's context */
+		char ctx[600];
+
+		cmd_ns(ctx, sizeof ctx, c->db, name);
+		if (terr_is_set(err)) {
+			char pre[700];
+
+			snprintf(pre, sizeof pre, "Executor error during distinct command on namespace: %s", ctx);
+			terr_wrap(err, pre);
+		}
 		goto err;
+	}
 	distinct_finish(&d);
 	for (i = 0; i < d.n; i++) {
 		char k[16];
@@ -1487,7 +1591,7 @@ CMD_HANDLER(cmd_distinct)
 		bv_append(&arr, kp, -1, &d.vals[i]);
 	}
 	if (arr.len > 16 * 1024 * 1024) {
-		ret = terr_set(err, 17217, "distinct too big, 16mb cap");
+		ret = terr_set(err, 31299, "distinct too big, 16mb cap");
 		goto err;
 	}
 	BSON_APPEND_ARRAY(c->reply, "values", &arr);

@@ -305,8 +305,6 @@ CMD_HANDLER(cmd_explain)
 	plan_exec_t *x = NULL;
 	match_options_t mo = {0};
 	storage_session_t *s;
-	bson_t filter_hint;
-	bson_iter_t fh;     /* req.hint points into it */
 	bool has_filter_hint = false;
 	const char *const *k;
 	int64_t n = 0, t0;
@@ -420,13 +418,16 @@ CMD_HANDLER(cmd_explain)
 	req.limit = r.limit;
 	req.let = r.has_let ? &r.let : NULL;
 	req.hint = r.has_hint ? &r.hint : NULL;
-	/* an index filter for a find's shape (cmd_plancache.c) */
-	if (req.hint == NULL && req.coll != NULL && strcmp(r.kind, "find") == 0 &&
-	    cmd_plan_filter_hint(c, r.coll, r.has_filter ? &r.filter : NULL, r.has_sort ? &r.sort : NULL,
-	        r.has_proj ? &r.proj : NULL, &filter_hint)) {
+	/* an index filter for the shape (cmd_plancache.c): find's query, sort
+	 * and projection; count's and distinct's query alone */
+	if ((strcmp(r.kind, "find") == 0 || strcmp(r.kind, "count") == 0 || strcmp(r.kind, "distinct") == 0) &&
+	    !r.has_min && !r.has_max &&
+	    cmd_plan_filter_mask(c, req.coll, r.has_filter ? &r.filter : NULL,
+	        strcmp(r.kind, "find") == 0 && r.has_sort ? &r.sort : NULL,
+	        strcmp(r.kind, "find") == 0 && r.has_proj ? &r.proj : NULL, &req.index_filter)) {
 		has_filter_hint = true;
-		if (bson_iter_init_find(&fh, &filter_hint, "hint"))
-			req.hint = bson_iter_value(&fh);
+		req.has_index_filter = true;
+		req.hint = cmd_plan_filter_keep_hint(req.hint);
 	}
 	ret = plan_exec_new(&req, &x, err);
 	req.coll = NULL;
@@ -512,7 +513,5 @@ err:
 		storage_coll_release(req.coll);
 	match_free(req.match);
 	plan_exec_free(x);
-	if (has_filter_hint)
-		bson_destroy(&filter_hint);
 	return ret;
 }

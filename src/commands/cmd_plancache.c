@@ -5,15 +5,17 @@
  *
  * An index filter names the indexes the planner may use for one query
  * shape of a collection: the query's structure (field names, operators, not
- * values), its sort and its projection.  find (and its explain) looks its
- * query up here (cmd_plan_filter_hint): with a filter set, the plan uses the
- * first listed index the collection has, and explain reports
- * indexFilterSet: true.  Filters live in memory, as mongod's (a restart
- * drops them).  Tamga keeps no plan cache (every query is planned afresh),
- * so planCacheClear has nothing to drop and $planCacheStats lists nothing.
- * What it does not do: let the planner choose among several allowed
- * indexes (the first one that exists is used), or apply filters to
- * aggregate, count and distinct.
+ * values), its sort and its projection.  find, count, distinct and
+ * aggregate's source (and their explains) look their shape up here
+ * (cmd_plan_filter_mask): with a filter set, the planner's candidates are
+ * the listed indexes the collection has, raced as usual (a collection scan
+ * when none is left), an index hint is ignored as mongod ignores it, and
+ * explain reports indexFilterSet: true.  count and distinct look up their
+ * query alone (no sort, no projection); aggregate the $match, $sort and
+ * projection it pushes down to the scan.  Filters live in memory, as
+ * mongod's (a restart drops them).  Tamga keeps no plan cache (every query
+ * is planned afresh), so planCacheClear has nothing to drop and
+ * $planCacheStats lists nothing.
  */
 #include "commands/commands_private.h"
 
@@ -317,23 +319,23 @@ CMD_HANDLER(cmd_plan_cache_clear)
 }
 
 bool
-cmd_plan_filter_hint(cmd_t *c, const char *coll, const bson_t *query, const bson_t *sort,
-                     const bson_t *proj, bson_t *hint)
+cmd_plan_filter_mask(cmd_t *c, const storage_coll_t *coll, const bson_t *query, const bson_t *sort,
+                     const bson_t *proj, uint64_t *allowed)
 {
 	char ns[512];
 	char *shape;
 	bool found = false;
-	storage_coll_t *k = NULL;
 
-	cmd_ns(ns, sizeof ns, c->db, coll);
+	*allowed = 0;
+	if (coll == NULL)
+		return false;
 	pthread_mutex_lock(&pf_lock);
 	if (pf_n == 0) {
 		pthread_mutex_unlock(&pf_lock);
 		return false;
 	}
 	pthread_mutex_unlock(&pf_lock);
-	if (storage_coll_get(c->engine->st, c->db, coll, &k, NULL) != 0)
-		return false;
+	cmd_ns(ns, sizeof ns, c->db, coll->name);
 	shape = shape_of(query, sort, proj);
 	pthread_mutex_lock(&pf_lock);
 	for (int i = 0; i < pf_n && !found; i++) {
@@ -341,10 +343,11 @@ cmd_plan_filter_hint(cmd_t *c, const char *coll, const bson_t *query, const bson
 
 		if (strcmp(pf_tab[i].ns, ns) != 0 || strcmp(pf_tab[i].shape, shape) != 0)
 			continue;
+		found = true;
 		bson_iter_init(&it, pf_tab[i].indexes);
-		while (!found && bson_iter_next(&it)) {
-			for (int j = 0; j < k->nindexes && !found; j++) {
-				const storage_index_t *ix = &k->indexes[j];
+		while (bson_iter_next(&it)) {
+			for (int j = 0; j < coll->nindexes && j < 64; j++) {
+				const storage_index_t *ix = &coll->indexes[j];
 				bool same = BSON_ITER_HOLDS_UTF8(&it) ? strcmp(bson_iter_utf8(&it, NULL), ix->name) == 0 : false;
 
 				if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
@@ -356,27 +359,25 @@ cmd_plan_filter_hint(cmd_t *c, const char *coll, const bson_t *query, const bson
 					bson_init_static(&kp, d, l);
 					same = bson_equal(&kp, ix->key);
 				}
-				if (same) {
-					bson_init(hint);
-					BSON_APPEND_DOCUMENT(hint, "hint", ix->key);
-					found = true;
-				}
+				if (same)
+					*allowed |= 1ull << j;
 			}
-		}
-		/* a filter whose indexes all are gone still counts as set (mongod
-		 * then falls back to a collection scan) */
-		if (!found) {
-			bson_t nat;
-
-			bson_init(hint);
-			BSON_APPEND_DOCUMENT_BEGIN(hint, "hint", &nat);
-			BSON_APPEND_INT32(&nat, "$natural", 1);
-			bson_append_document_end(hint, &nat);
-			found = true;
 		}
 	}
 	pthread_mutex_unlock(&pf_lock);
 	bson_free(shape);
-	storage_coll_release(k);
 	return found;
+}
+
+const bson_value_t *
+cmd_plan_filter_keep_hint(const bson_value_t *hint)
+{
+	bson_iter_t it;
+	bson_t h;
+
+	if (hint == NULL || hint->value_type != BSON_TYPE_DOCUMENT)
+		return NULL;
+	if (!bson_init_static(&h, hint->value.v_doc.data, hint->value.v_doc.data_len))
+		return NULL;
+	return bson_iter_init_find(&it, &h, "$natural") ? hint : NULL;
 }

@@ -11,9 +11,11 @@
  * insert, update (a modifier or replacement document, or the oplog's `$v: 2`
  * diff, applied to the stored document), delete, no-op and command entries one by one through the ordinary
  * command path (validation bypassed, as mongod's oplog application), and
- * reports each one's success.  What it does not do: the `preCondition`
- * array's mongod 4.x semantics beyond a plain query, or atomic application
- * of a whole batch (mongod 9.0 applies them one by one as well).
+ * reports each one's success.  A `preCondition` array is checked as the
+ * last mongod releases that read it did (check_preconditions), before any
+ * operation; the batch is then applied one by one (mongod 9.0's applyOps
+ * has no atomic mode), so a concurrent writer may change a checked document
+ * before the operations run.
  */
 #include "commands/commands_private.h"
 
@@ -25,6 +27,8 @@
 #include "bson/value.h"
 #include "common/opctx.h"
 #include "common/version.h"
+#include "query/match.h"
+#include "query/plan.h"
 
 /* ---- shared ------------------------------------------------------------- */
 
@@ -71,15 +75,93 @@ append_number(bson_t *b, const char *k, int64_t v)
 static const char *const data_size_fields[] = {"keyPattern", "min", "max", "estimate", "maxSize",
 	"maxObjects", NULL};
 
+/*
+ * findShardKeyPrefixedIndex(keyPattern, requireSingleKey): an index whose
+ * key pattern starts with kp's fields and directions and that holds every
+ * document once (not multikey, sparse, partial or hidden, simple
+ * collation, no special key types); NULL when none.
+ */
+static const storage_index_t *
+prefixed_index(const storage_coll_t *coll, const bson_t *kp)
+{
+	for (int i = 0; i < coll->nindexes; i++) {
+		const storage_index_t *ix = &coll->indexes[i];
+		bson_iter_t a, b;
+		bool ok = !ix->multikey && !ix->sparse && !ix->partial && !ix->hidden && ix->collation == NULL &&
+		    !ix->wildcard;
+
+		if (!ok || !bson_iter_init(&a, ix->key) || !bson_iter_init(&b, kp))
+			continue;
+		while (ok && bson_iter_next(&b)) {
+			ok = bson_iter_next(&a) && strcmp(bson_iter_key(&a), bson_iter_key(&b)) == 0 &&
+			    BSON_ITER_HOLDS_NUMBER(&a) && BSON_ITER_HOLDS_NUMBER(&b) &&
+			    (bson_iter_as_double(&a) < 0) == (bson_iter_as_double(&b) < 0);
+		}
+		if (!ok)
+			continue;
+		while (ok && bson_iter_next(&a))
+			ok = BSON_ITER_HOLDS_NUMBER(&a);
+		if (ok)
+			return ix;
+	}
+	return NULL;
+}
+
+/*
+ * KeyPattern::extendRangeBound(bound, false): bound's fields must be the
+ * pattern's leading ones, in order (16649 "keyPattern doesn't match bound",
+ * 16634 for another name); the missing ones are appended as MinKey
+ * (ascending) or MaxKey (descending).  out initialised by the caller.
+ */
+static int
+extend_bound(const bson_t *pattern, const bson_t *bound, bson_t *out, terr_t *err)
+{
+	bson_iter_t pat, src;
+
+	bson_iter_init(&pat, pattern);
+	bson_iter_init(&src, bound);
+	while (bson_iter_next(&src)) {
+		if (!bson_iter_next(&pat))
+			return terr_set(err, 16649, "keyPattern doesn't match bound");
+		if (strcmp(bson_iter_key(&src), bson_iter_key(&pat)) != 0) {
+			char *b = bv_doc_to_mongo_string(bound), *p = bv_doc_to_mongo_string(pattern);
+
+			terr_set(err, 16634, "field names of bound %s do not match those of keyPattern %s", b, p);
+			bson_free(b);
+			bson_free(p);
+			return -1;
+		}
+		bson_append_iter(out, NULL, 0, &src);
+	}
+	while (bson_iter_next(&pat)) {
+		if (BSON_ITER_HOLDS_NUMBER(&pat) && bson_iter_as_double(&pat) < 0)
+			BSON_APPEND_MAXKEY(out, bson_iter_key(&pat));
+		else
+			BSON_APPEND_MINKEY(out, bson_iter_key(&pat));
+	}
+	return 0;
+}
+
+/*
+ * dataSize, as mongod 9.0's CmdDataSize: min and max both or neither (2),
+ * a missing or empty collection answers zeros; without bounds the whole
+ * collection (estimate: its stored data size); with them the documents in
+ * [min, max) of an index that keyPattern (or min's fields) prefixes, found
+ * as findShardKeyPrefixedIndex does (96 "Couldn't find valid index
+ * containing key pattern"), the bounds extended with MinKey/MaxKey to the
+ * index's fields; estimate counts the average document size for each;
+ * maxSize / maxObjects stop the count once passed (maxReached: true).
+ */
 CMD_HANDLER(cmd_data_size)
 {
 	char db[256], coll_name[256];
 	storage_coll_t *coll = NULL;
 	storage_session_t *s;
 	storage_cursor_t *cur = NULL;
-	bson_iter_t it;
-	bson_t doc;
-	int64_t size = 0, n = 0, t0 = tm_now_us();
+	plan_exec_t *x = NULL;
+	bson_t doc, min, max, kp, emin = BSON_INITIALIZER, emax = BSON_INITIALIZER;
+	bool has_min, has_max, has_kp, estimate = false, found, max_reached = false;
+	int64_t size = 0, n = 0, t0 = tm_now_us(), max_size = 0, max_objects = 0, records = 0, data = 0, avg;
 	int ret = -1, rc;
 
 	if (!BSON_ITER_HOLDS_UTF8(&c->first))
@@ -87,9 +169,15 @@ CMD_HANDLER(cmd_data_size)
 		    "BSON field 'dataSize.dataSize' is the wrong type '%s', expected type 'string'",
 		    bv_type_name(bson_iter_type(&c->first)));
 	RET(cmd_check_fields(c, data_size_fields, err));
-	if (cmd_find_field(c, "keyPattern", &it) || cmd_find_field(c, "min", &it) ||
-	    cmd_find_field(c, "max", &it))
-		return terr_set(err, TERR_NOT_IMPLEMENTED, "dataSize with keyPattern/min/max is not supported by Tamga yet");
+	RET(cmd_get_doc(c, "keyPattern", &kp, &has_kp, err));
+	RET(cmd_get_doc(c, "min", &min, &has_min, err));
+	RET(cmd_get_doc(c, "max", &max, &has_max, err));
+	RET(cmd_get_bool(c, "estimate", &estimate, &found, err));
+	RET(cmd_get_int64(c, "maxSize", &max_size, &found, err));
+	RET(cmd_get_int64(c, "maxObjects", &max_objects, &found, err));
+	if (has_min != has_max)
+		return terr_set(err, TERR_BAD_VALUE, "Max must %sbe set if min is %sset.", has_min ? "" : "not ",
+		    has_min ? "" : "not ");
 	RET(split_ns(bson_iter_utf8(&c->first, NULL), db, coll_name, sizeof db, err));
 	if (storage_coll_get(c->engine->st, db, coll_name, &coll, NULL) != 0) {
 		BSON_APPEND_INT32(c->reply, "size", 0);
@@ -99,22 +187,98 @@ CMD_HANDLER(cmd_data_size)
 	}
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
-	ERR(storage_scan_open(s, coll, false, &cur, err));
-	while ((rc = storage_cursor_next(cur, NULL, &doc, NULL, NULL, err)) == 1) {
-		size += doc.len;
-		if ((++n & 1023) == 0 && cmd_check_deadline(c, err))
-			goto err;
-	}
-	if (rc < 0)
+	ERR(storage_coll_stats(c->engine->st, s, coll, &records, &data, NULL, err));
+	if (records == 0) {
+		append_number(c->reply, "size", 0);
+		append_number(c->reply, "numObjects", 0);
+		append_number(c->reply, "millis", (tm_now_us() - t0) / 1000);
+		ret = 0;
 		goto err;
-	BSON_APPEND_BOOL(c->reply, "estimate", false);
+	}
+	has_min = has_min && !bson_empty(&min);
+	has_max = has_max && !bson_empty(&max);
+	if (has_min != has_max) {
+		ret = terr_set(err, TERR_BAD_VALUE, "Only one of min or max specified");
+		goto err;
+	}
+	avg = data / records;
+	if (!has_min) {
+		if (estimate) {
+			BSON_APPEND_BOOL(c->reply, "estimate", true);
+			append_number(c->reply, "size", data);
+			append_number(c->reply, "numObjects", records);
+			append_number(c->reply, "millis", (tm_now_us() - t0) / 1000);
+			ret = 0;
+			goto err;
+		}
+		ERR(storage_scan_open(s, coll, false, &cur, err));
+	} else {
+		plan_request_t req;
+		bson_t inferred = BSON_INITIALIZER;
+		const storage_index_t *ix;
+		bson_value_t hint;
+
+		if (!has_kp || bson_empty(&kp)) {
+			/* Helpers::inferKeyPattern: min's fields, ascending */
+			bson_iter_t f;
+
+			bson_iter_init(&f, &min);
+			while (bson_iter_next(&f))
+				BSON_APPEND_INT32(&inferred, bson_iter_key(&f), 1);
+		} else {
+			bson_concat(&inferred, &kp);
+		}
+		ix = prefixed_index(coll, &inferred);
+		bson_destroy(&inferred);
+		if (ix == NULL) {
+			ret = terr_set(err, 96, "Couldn't find valid index containing key pattern");
+			goto err;
+		}
+		ERR(extend_bound(ix->key, &min, &emin, err));
+		ERR(extend_bound(ix->key, &max, &emax, err));
+		memset(&req, 0, sizeof req);
+		hint.value_type = BSON_TYPE_DOCUMENT;
+		hint.value.v_doc.data = (uint8_t *)bson_get_data(ix->key);
+		hint.value.v_doc.data_len = ix->key->len;
+		req.coll = coll;
+		req.borrow = true;
+		req.hint = &hint;
+		req.min = &emin;
+		req.max = &emax;
+		ERR(plan_exec_new(&req, &x, err));
+	}
+	for (;;) {
+		rc = x != NULL ? plan_exec_next(x, s, &doc, err) : storage_cursor_next(cur, NULL, &doc, NULL, NULL, err);
+		if (rc < 0)
+			goto scan_err;
+		if (rc == 0)
+			break;
+		size += estimate ? avg : (int64_t)doc.len;
+		n++;
+		if ((max_size > 0 && size > max_size) || (max_objects > 0 && n > max_objects)) {
+			max_reached = true;
+			break;
+		}
+		if ((n & 1023) == 0 && cmd_check_deadline(c, err))
+			goto scan_err;
+	}
+	BSON_APPEND_BOOL(c->reply, "estimate", estimate);
 	append_number(c->reply, "size", size);
 	append_number(c->reply, "numObjects", n);
 	append_number(c->reply, "millis", (tm_now_us() - t0) / 1000);
+	if (max_reached)
+		BSON_APPEND_BOOL(c->reply, "maxReached", true);
 	ret = 0;
+	goto err;
+scan_err:
+	/* mongod's context for what the scan raised */
+	terr_wrap(err, "Executor error while reading during dataSize command");
 err:
+	plan_exec_free(x);
 	storage_cursor_close(cur);
 	storage_coll_release(coll);
+	bson_destroy(&emin);
+	bson_destroy(&emax);
 	return ret;
 }
 
@@ -537,13 +701,33 @@ apply_diff_value(const bson_iter_t *cur, const bson_t *diff, bson_t *out, const 
 	return rc;
 }
 
+/*
+ * Run cmd on db for applyOps: the batch was authorized as a whole
+ * (auth/auth_check.c, chk_apply_ops: each entry's own privileges, as
+ * mongod's OplogApplicationChecks), and mongod applies the entries without
+ * a second check, so the entry's command (with bypassDocumentValidation)
+ * runs with this connection's auth checks off.  A connection runs one
+ * command at a time, so nothing else sees the flag change.
+ */
+static int
+apply_ops_run(cmd_t *c, const char *db, const bson_t *cmd, bson_t *reply, terr_t *err)
+{
+	bool was = c->client->auth.enabled;
+	int rc;
+
+	c->client->auth.enabled = false;
+	rc = engine_run_command(c->engine, c->client, db, cmd, reply, err);
+	c->client->auth.enabled = was;
+	return rc;
+}
+
 /* Run sub on db as a command of this client; its error becomes err. */
 static int
 run_sub(cmd_t *c, const char *db, const bson_t *sub, terr_t *err)
 {
 	bson_t reply;
 	bson_iter_t it;
-	int rc = engine_run_command(c->engine, c->client, db, sub, &reply, err);
+	int rc = apply_ops_run(c, db, sub, &reply, err);
 
 	if (rc == 0 && bson_iter_init_find(&it, &reply, "writeErrors") && BSON_ITER_HOLDS_ARRAY(&it)) {
 		bson_iter_t we, f;
@@ -580,7 +764,7 @@ fetch_one(cmd_t *c, const char *db, const char *coll, const bson_t *q, bson_t *d
 	BSON_APPEND_DOCUMENT(&cmd, "filter", q);
 	BSON_APPEND_INT32(&cmd, "limit", 1);
 	BSON_APPEND_BOOL(&cmd, "singleBatch", true);
-	rc = engine_run_command(c->engine, c->client, db, &cmd, &reply, err);
+	rc = apply_ops_run(c, db, &cmd, &reply, err);
 	bson_destroy(&cmd);
 	if (rc == 0 && bson_iter_init(&it, &reply) && bson_iter_find_descendant(&it, "cursor.firstBatch.0", &it) &&
 	    BSON_ITER_HOLDS_DOCUMENT(&it)) {
@@ -744,6 +928,162 @@ err:
 	return ret;
 }
 
+/* Does db hold any collection (mongod: the database exists)? */
+static bool
+db_exists(cmd_t *c, const char *db)
+{
+	storage_coll_t **colls = NULL;
+	int n = 0;
+	terr_t e = TERR_INIT;
+
+	if (storage_list_colls(c->engine->st, db, &colls, &n, &e) != 0) {
+		terr_clear(&e);
+		return false;
+	}
+	for (int i = 0; i < n; i++)
+		storage_coll_release(colls[i]);
+	bson_free(colls);
+	return n > 0;
+}
+
+/*
+ * applyOps' preCondition, as mongod checked it (the last releases that
+ * read it: 4.x to 6.x): each {ns, q, res} finds the first document of ns
+ * matching q (q the filter, or the legacy {query | $query, orderby |
+ * $orderby} form; {} when none matches) and res must match it, with the
+ * collection's default collation.  73 for a non-string or invalid ns, 26
+ * for a missing database or collection, 2 "preCondition failed" with the
+ * reply's got (the document) and whatFailed (the entry).  Checked before
+ * any operation is applied.
+ */
+static int
+check_preconditions(cmd_t *c, const bson_t *pre, terr_t *err)
+{
+	bson_iter_t it;
+
+	bson_iter_init(&it, pre);
+	while (bson_iter_next(&it)) {
+		bson_t entry, q, res, filter, sort = BSON_INITIALIZER, cmd = BSON_INITIALIZER, reply, got;
+		bson_iter_t f, r;
+		const char *ns;
+		char db[256], coll[256];
+		storage_coll_t *sc = NULL;
+		match_options_t mo = {0};
+		match_t *m = NULL;
+		bool has_sort = false, found;
+		int rc;
+
+		iter_doc(&it, &entry);
+		if (!bson_iter_init_find(&f, &entry, "ns") || !BSON_ITER_HOLDS_UTF8(&f))
+			return terr_set(err, TERR_INVALID_NAMESPACE, "ns in preCondition must be a string, but found type: %s",
+			    bv_type_name(bson_iter_init_find(&f, &entry, "ns") ? bson_iter_type(&f) : BSON_TYPE_EOD));
+		ns = bson_iter_utf8(&f, NULL);
+		if (split_ns(ns, db, coll, sizeof db, err) != 0) {
+			terr_clear(err);
+			return terr_set(err, TERR_INVALID_NAMESPACE, "invalid ns: %s", ns);
+		}
+		bson_init(&q);
+		if (bson_iter_init_find(&f, &entry, "q") && BSON_ITER_HOLDS_DOCUMENT(&f)) {
+			bson_destroy(&q);
+			iter_doc(&f, &q);
+		}
+		filter = q;
+		if ((bson_iter_init_find(&f, &q, "query") || bson_iter_init_find(&f, &q, "$query")) &&
+		    BSON_ITER_HOLDS_DOCUMENT(&f)) {
+			iter_doc(&f, &filter);
+			if ((bson_iter_init_find(&f, &q, "orderby") || bson_iter_init_find(&f, &q, "$orderby")) &&
+			    BSON_ITER_HOLDS_DOCUMENT(&f)) {
+				bson_t o;
+
+				iter_doc(&f, &o);
+				bson_copy_to(&o, &sort);
+				has_sort = true;
+			}
+		}
+		if (!db_exists(c, db)) {
+			bson_destroy(&sort);
+			bson_destroy(&cmd);
+			return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "database in ns does not exist: %s", ns);
+		}
+		if (storage_coll_get(c->engine->st, db, coll, &sc, NULL) != 0 || sc == NULL) {
+			bson_destroy(&sort);
+			bson_destroy(&cmd);
+			return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "collection in ns does not exist: %s", ns);
+		}
+		BSON_APPEND_UTF8(&cmd, "find", coll);
+		BSON_APPEND_DOCUMENT(&cmd, "filter", &filter);
+		if (has_sort)
+			BSON_APPEND_DOCUMENT(&cmd, "sort", &sort);
+		BSON_APPEND_INT32(&cmd, "limit", 1);
+		BSON_APPEND_BOOL(&cmd, "singleBatch", true);
+		bson_destroy(&sort);
+		rc = apply_ops_run(c, db, &cmd, &reply, err);
+		bson_destroy(&cmd);
+		if (rc != 0) {
+			bson_destroy(&reply);
+			storage_coll_release(sc);
+			return -1;
+		}
+		bson_init(&got);
+		if (bson_iter_init(&r, &reply) && bson_iter_find_descendant(&r, "cursor.firstBatch.0", &r) &&
+		    BSON_ITER_HOLDS_DOCUMENT(&r)) {
+			bson_t d;
+
+			iter_doc(&r, &d);
+			bson_concat(&got, &d);
+		}
+		bson_destroy(&reply);
+		bson_init(&res);
+		if (bson_iter_init_find(&f, &entry, "res") && BSON_ITER_HOLDS_DOCUMENT(&f)) {
+			bson_destroy(&res);
+			iter_doc(&f, &res);
+		}
+		mo.coll = sc->collation;
+		rc = match_compile(&res, &mo, &m, err);
+		storage_coll_release(sc);
+		if (rc == 0)
+			rc = match_exec(m, &got, NULL, err);
+		match_free(m);
+		if (rc < 0) {
+			bson_destroy(&got);
+			return -1;
+		}
+		found = rc == 1;
+		if (!found) {
+			bson_t *extra = bson_new();
+
+			BSON_APPEND_DOCUMENT(extra, "got", &got);
+			BSON_APPEND_DOCUMENT(extra, "whatFailed", &entry);
+			bson_destroy(&got);
+			terr_set(err, TERR_BAD_VALUE, "preCondition failed");
+			terr_set_extra_steal(err, extra);
+			return -1;
+		}
+		bson_destroy(&got);
+	}
+	return 0;
+}
+
+/* Only insert, update, delete and no-op entries (mongod's areOpsCrudOnly). */
+static bool
+ops_crud_only(const bson_iter_t *ops)
+{
+	bson_iter_t it = *ops, f;
+
+	while (bson_iter_next(&it)) {
+		bson_t op;
+		const char *t;
+
+		iter_doc(&it, &op);
+		if (!bson_iter_init_find(&f, &op, "op") || !BSON_ITER_HOLDS_UTF8(&f))
+			return false;
+		t = bson_iter_utf8(&f, NULL);
+		if (strlen(t) != 1 || strchr("dnui", t[0]) == NULL)
+			return false;
+	}
+	return true;
+}
+
 static const char *const apply_ops_fields[] = {"allowAtomic", "alwaysUpsert", "preCondition",
 	"oplogApplicationMode", NULL};
 
@@ -757,12 +1097,32 @@ CMD_HANDLER(cmd_apply_ops)
 	if (!BSON_ITER_HOLDS_ARRAY(&c->first))
 		return terr_set(err, TERR_FAILED_TO_PARSE, "ApplyOps command's first argument must be an array");
 	RET(cmd_check_fields(c, apply_ops_fields, err));
-	if (cmd_find_field(c, "preCondition", &it))
-		return terr_set(err, TERR_NOT_IMPLEMENTED, "applyOps preCondition is not supported by Tamga yet");
 	bson_iter_recurse(&c->first, &it);
 	while (bson_iter_next(&it))
 		if (!BSON_ITER_HOLDS_DOCUMENT(&it))
 			return terr_set(err, TERR_FAILED_TO_PARSE, "ApplyOps command's array entries must be objects");
+	{
+		bson_t pre;
+		bool has_pre, atomic = true, found;
+		bson_iter_t ops, p;
+
+		RET(cmd_get_array(c, "preCondition", &pre, &has_pre, err));
+		RET(cmd_get_bool(c, "allowAtomic", &atomic, &found, err));
+		if (has_pre) {
+			bson_iter_init(&p, &pre);
+			while (bson_iter_next(&p))
+				if (!BSON_ITER_HOLDS_DOCUMENT(&p))
+					return terr_set(err, TERR_TYPE_MISMATCH,
+					    "BSON field 'applyOps.preCondition.%s' is the wrong type '%s', expected type 'object'",
+					    bson_iter_key(&p), bv_type_name(bson_iter_type(&p)));
+			if (!atomic)
+				return terr_set(err, 72, "Cannot use preCondition with {allowAtomic: false}");
+			bson_iter_recurse(&c->first, &ops);
+			if (!ops_crud_only(&ops))
+				return terr_set(err, 72, "Cannot use preCondition when operations include commands.");
+			RET(check_preconditions(c, &pre, err));
+		}
+	}
 	bson_init(&results);
 	bson_iter_recurse(&c->first, &it);
 	while (bson_iter_next(&it)) {
@@ -775,6 +1135,14 @@ CMD_HANDLER(cmd_apply_ops)
 		bson_init_static(&op, d, l);
 		if (cmd_check_deadline(c, err))
 			goto err;
+		/* mongod 9.0 skips no-op entries: not counted in applied, no result */
+		{
+			bson_iter_t t;
+
+			if (bson_iter_init_find(&t, &op, "op") && BSON_ITER_HOLDS_UTF8(&t) &&
+			    strcmp(bson_iter_utf8(&t, NULL), "n") == 0)
+				continue;
+		}
 		if (apply_one(c, &op, err) != 0)
 			goto err;
 		bv_array_key((uint32_t)applied++, key);

@@ -26,13 +26,23 @@ wall_ms(void)
 	return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
 }
 
-/* Validation failures inside an update carry 9.0's executor prefix. */
+/*
+ * What the statement's execution raised (the scan, applying the update to a
+ * stored document, its validation and size checks, the write, the upsert's
+ * insert, a write conflict or interruption) carries mongod's executor
+ * context, as write_ops_exec's advanceExecutor adds it: "Plan executor
+ * error during update|delete|findAndModify :: caused by :: ...".  Parse
+ * errors of the statement do not (they are raised before it runs).
+ */
 static void
-prefix_update_error(terr_t *err, bool find_and_modify)
+prefix_exec_error(terr_t *err, const char *op)
 {
-	if (err->code == TERR_DOCUMENT_VALIDATION_FAILURE || err->code == TERR_BSON_OBJECT_TOO_LARGE)
-		terr_wrap(err, find_and_modify ? "Plan executor error during findAndModify" :
-		    "Plan executor error during update");
+	char ctx[64];
+
+	if (err == NULL || err->msg == NULL)
+		return;
+	snprintf(ctx, sizeof ctx, "Plan executor error during %s", op);
+	terr_wrap(err, ctx);
 }
 
 /* One update statement, run inside a transaction (and re-run on conflict). */
@@ -101,7 +111,6 @@ do_upsert(storage_session_t *s, update_stmt_t *u, terr_t *err)
 	}
 	ERR(write_prepare_doc(&seeded, &doc, err));
 	if (validation_check_write(u->coll, &doc, NULL, u->bypass, &vr, err) != 0) {
-		prefix_update_error(err, u->remove || u->want_doc);
 		ret = -1;
 		goto err;
 	}
@@ -190,22 +199,16 @@ update_txn(storage_session_t *s, void *arg, terr_t *err)
 			goto fail;
 		ctx.matched_pos = pos;
 		ctx.now_ms = u->now_ms;
-		if (update_apply(u->update, &doc, &ctx, &new_doc, &modified, err) != 0) {
-			prefix_update_error(err, u->want_doc);
+		if (update_apply(u->update, &doc, &ctx, &new_doc, &modified, err) != 0)
 			goto fail;
-		}
 		if (modified) {
 			bson_t old_copy;
 			/* the stored view dies with the next storage call: keep a copy
 			 * for validation (moderate) and index maintenance */
 			bson_copy_to(&doc, &old_copy);
 			rc = write_check_stored_doc(&new_doc, err);
-			if (rc != 0)
-				prefix_update_error(err, u->want_doc);
-			if (rc == 0 && validation_check_write(u->coll, &new_doc, &old_copy, u->bypass, &vr, err) != 0) {
-				prefix_update_error(err, u->want_doc);
+			if (rc == 0 && validation_check_write(u->coll, &new_doc, &old_copy, u->bypass, &vr, err) != 0)
 				rc = -1;
-			}
 			if (rc == 0) {
 				/* the oplog logs a replacement whole, other updates as a diff */
 				bool repl = update_is_replacement(u->update);
@@ -405,6 +408,8 @@ write_update_run(cmd_t *c, storage_session_t *s, const char *db, const char *nam
 		u.deadline_us = c->deadline_us;
 		stmt_sort_options(c, &u);
 		rc = storage_txn_run(s, update_txn, &u, sync, err);
+		if (rc != 0)
+			prefix_exec_error(err, "update");
 	}
 	if (rc == 0) {
 		res->n = u.n;
@@ -647,8 +652,10 @@ CMD_HANDLER(cmd_find_and_modify)
 	ret = storage_txn_run(s, update_txn, &u, sync, err);
 	if (c->txn_oplog_session)
 		repl_oplog_session_set_image(s, NULL);
-	if (ret != 0)
+	if (ret != 0) {
+		prefix_exec_error(err, "findAndModify");
 		goto err;
+	}
 	if (c->txn_oplog_session && u.doc_out != NULL && !u.upserted) {
 		/* config.image_collection's copy, written with the row
 		 * (run_retryable_in_txn) */

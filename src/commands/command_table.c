@@ -235,7 +235,7 @@ static const cmd_def_t commands[] = {
 	    "what a validator would say of the documents stored, per rule"},
 	{"validate", NULL, cmd_validate, CMDF_MAXTIME, "check a collection's records, indexes and validator"},
 	/* tools' commands (issue 22 item 7): cmd_tools.c */
-	{"applyOps", NULL, cmd_apply_ops, CMDF_ADMIN_ONLY | CMDF_WRITE, "apply oplog entries (insert, update, delete, command, no-op)"},
+	{"applyOps", NULL, cmd_apply_ops, CMDF_WRITE, "apply oplog entries (insert, update, delete, command, no-op)"},
 	{"dataSize", "datasize", cmd_data_size, CMDF_MAXTIME, "the size in bytes of a collection's documents"},
 	{"dbHash", "dbhash", cmd_db_hash, CMDF_MAXTIME, "an MD5 hash of each collection's documents"},
 	{"filemd5", NULL, cmd_filemd5, CMDF_MAXTIME, "the MD5 of a GridFS file's chunks"},

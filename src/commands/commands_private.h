@@ -177,12 +177,17 @@ void cmd_metrics_top_append(bson_t *totals);
 void cmd_metrics_latency_append(const char *ns, bool histograms, bson_t *out);
 
 /* ---- index filters (cmd_plancache.c) ------------------------------------- */
-/* When an index filter is set for the shape of (query, sort, proj) on
- * c->db.coll: true with *hint initialised ({hint: <key pattern>} of the
- * first listed index the collection has, {$natural: 1} when none is left;
- * the caller destroys it).  False (hint untouched) otherwise. */
-bool cmd_plan_filter_hint(cmd_t *c, const char *coll, const bson_t *query, const bson_t *sort,
-                          const bson_t *proj, bson_t *hint);
+/* When an index filter is set for the shape of (query, sort, proj; NULL =
+ * none) on coll (a collection of c->db; NULL: false): true with *allowed
+ * the positions in coll->indexes of the listed indexes it has (bit i:
+ * coll->indexes[i]; 0 when none is left: a collection scan), for
+ * plan_request_t.index_filter.  False (*allowed 0) otherwise. */
+bool cmd_plan_filter_mask(cmd_t *c, const storage_coll_t *coll, const bson_t *query, const bson_t *sort,
+                          const bson_t *proj, uint64_t *allowed);
+
+/* The hint a plan under an index filter keeps: NULL for an index hint
+ * (mongod ignores it), hint itself for {$natural: d}. */
+const bson_value_t *cmd_plan_filter_keep_hint(const bson_value_t *hint);
 
 /* ---- the Stable API parameters (api_version.c) ---------------------------- */
 /* apiVersion / apiStrict / apiDeprecationErrors of c, checked as mongod does

@@ -108,6 +108,13 @@ int expr_parse_object(const bson_t *spec, expr_scope_t *scope, expr_t **out, ter
 /* Free a tree (NULL is fine). */
 void expr_destroy(expr_t *e);
 
+/* The context of errors a constant subtree raises when expr_parse evaluates
+ * it (mongod evaluates those in optimize(): an aggregation's
+ * "Failed to optimize pipeline" wraps them), for the calling thread;
+ * NULL (the default) leaves them as they are.  Returns the previous one,
+ * for the caller to put back. */
+const char *expr_fold_context_set(const char *context);
+
 /* Introspection for planners and stages.  expr_is_constant: true when the
  * expression does not depend on the document or variables (then *v, if not
  * NULL, borrows the value, valid while e lives).  expr_is_field_path: true

@@ -178,6 +178,17 @@ parse_path(const char *s, size_t len, expr_scope_t *scope, expr_t **out, terr_t 
 	return 0;
 }
 
+static __thread const char *fold_context;
+
+const char *
+expr_fold_context_set(const char *context)
+{
+	const char *old = fold_context;
+
+	fold_context = context;
+	return old;
+}
+
 /* Fold an operator node whose arguments are all constant. */
 static int
 maybe_fold(expr_t **ep, terr_t *err)
@@ -205,6 +216,11 @@ maybe_fold(expr_t **ep, terr_t *err)
 		expr_t *c = const_new(&v);
 		expr_destroy(e);
 		*ep = c;
+	} else if (fold_context != NULL && err != NULL && err->msg != NULL && !(e->kind == EXPR_OP &&
+	           strncmp(e->op->name, "$regex", 6) == 0)) {
+		/* (mongod compiles a constant regex and its options while parsing:
+		 * those errors have no optimize() context) */
+		terr_wrap(err, fold_context);
 	}
 	expr_env_destroy(env);
 	return ret;

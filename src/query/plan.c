@@ -119,11 +119,25 @@ struct plan_exec {
 	bool covered;                  /* PROJECTION_COVERED: documents rebuilt from index keys, no fetch */
 	bson_t *covered_doc;           /* the current rebuilt document (lazy, as proj_out) */
 	char *distinct_key;            /* owned copy of plan_request_t.distinct_key */
-	/* issue 22 (find showRecordId): keep the RecordId of each result read
-	 * straight from the access path (none through a blocking sort) */
+	/* issue 22 (find showRecordId): keep the RecordId of each result; a
+	 * blocking sort carries it as a trailing int64 element of each sorted
+	 * document (as mongod's SORT keeps the WorkingSetMember's RecordId),
+	 * appended in recid_sort_doc and stripped into recid_strip_doc */
 	bool want_recid;
 	bool have_recid;
 	recid_t last_recid;
+	bson_t *recid_sort_doc;
+	bson_t *recid_strip_doc;
+	/* find's returnKey (issue 22): the index key each result came through,
+	 * decoded into key_doc ({field: value} in key-pattern order), as
+	 * mongod's RETURN_KEY reads the WorkingSetMember's keyData: for a
+	 * multikey field the element the scan met.  Through a blocking sort
+	 * it travels as a trailing element too (before the RecordId). */
+	bool want_key;
+	bool have_key;
+	bson_t *key_doc;
+	bson_t *key_sort_doc;
+	bson_t *key_strip_doc;
 	bool has_resume_after;         /* plan_request_t.resume_after */
 	recid_t resume_after;
 	int distinct_pos;              /* >= 0: DISTINCT_SCAN on this key field */
@@ -621,6 +635,42 @@ covered_rebuild(plan_exec_t *x, const planner_solution_t *sc, const uint8_t *key
 	return 0;
 }
 
+/* returnKey: the entry (key, klen) of sc's index, decoded exactly (type
+ * bits) into x->key_doc under the key pattern's field names.  0, or -1
+ * with err for an entry that does not decode. */
+static int
+key_capture(plan_exec_t *x, const planner_solution_t *sc, const uint8_t *key, size_t klen, terr_t *err)
+{
+	const storage_index_t *ix = &x->coll->indexes[sc->index];
+	bool desc[KEYGEN_MAX_FIELDS_PLAN];
+	const uint8_t *tb;
+	size_t tblen;
+	bson_t parts;
+	bson_iter_t p, v;
+	int n = 0;
+
+	x->have_key = false;
+	if (!bson_iter_init(&p, ix->key))
+		return 0;
+	while (bson_iter_next(&p) && n < KEYGEN_MAX_FIELDS_PLAN)
+		desc[n++] = BSON_ITER_HOLDS_NUMBER(&p) && bson_iter_as_double(&p) < 0;
+	if (storage_cursor_typebits(x->cur, &tb, &tblen, err) != 0)
+		return -1;
+	bson_init(&parts);
+	if (!keystring_decode_values_tb(key, klen, tb, tblen, n, desc, &parts)) {
+		bson_destroy(&parts);
+		return terr_set(err, TERR_INTERNAL_ERROR, "index %s: an entry does not decode", ix->name);
+	}
+	x->key_doc = lazy_doc(x->key_doc);
+	bson_iter_init(&p, ix->key);
+	bson_iter_init(&v, &parts);
+	while (bson_iter_next(&p) && bson_iter_next(&v))
+		bson_append_value(x->key_doc, bson_iter_key(&p), -1, bson_iter_value(&v));
+	bson_destroy(&parts);
+	x->have_key = true;
+	return 0;
+}
+
 /* COUNT_SCAN / DISTINCT_SCAN for the plan chosen (after the trial runs). */
 static void
 choose_modes(plan_exec_t *x)
@@ -1016,6 +1066,83 @@ text_doc_with_score(plan_exec_t *x, const bson_t *doc)
 	return x->text_sort_doc;
 }
 
+/* The document to sort with its RecordId appended as the last element
+ * (valid until the next call).  A $-prefixed name: no sort pattern can
+ * name it (mongod refuses such sort paths), so a document that lacks a
+ * sorted field never sorts by the appended one; taken off by position. */
+static const bson_t *
+recid_doc_for_sort(plan_exec_t *x, const bson_t *doc, recid_t recid)
+{
+	x->recid_sort_doc = lazy_doc(x->recid_sort_doc);
+	bson_concat(x->recid_sort_doc, doc);
+	BSON_APPEND_INT64(x->recid_sort_doc, "$recordId", recid);
+	return x->recid_sort_doc;
+}
+
+/* The document to sort with returnKey's key appended as the last element
+ * (null without one; valid until the next call). */
+static const bson_t *
+key_doc_for_sort(plan_exec_t *x, const bson_t *doc)
+{
+	x->key_sort_doc = lazy_doc(x->key_sort_doc);
+	bson_concat(x->key_sort_doc, doc);
+	if (x->have_key)
+		BSON_APPEND_DOCUMENT(x->key_sort_doc, "$returnKey", x->key_doc);
+	else
+		BSON_APPEND_NULL(x->key_sort_doc, "$returnKey");
+	return x->key_sort_doc;
+}
+
+/* doc without its last element, copied into *buf (lazy) and viewed by doc;
+ * *last is that element, pointing into doc's old bytes (the caller keeps
+ * them).  The element is found by position, not name: a stored top-level
+ * field may be named anything. */
+static void
+trail_strip(bson_t **buf, bson_t *doc, bson_iter_t *last)
+{
+	bson_iter_t it;
+	uint32_t n = bson_count_keys(doc), i = 0;
+
+	*buf = lazy_doc(*buf);
+	bson_iter_init(&it, doc);
+	while (bson_iter_next(&it)) {
+		if (++i == n) {
+			*last = it;
+			break;
+		}
+		bson_append_iter(*buf, NULL, 0, &it);
+	}
+	bson_init_static(doc, bson_get_data(*buf), (*buf)->len);
+}
+
+/* A sorted document back without its trailing RecordId and key (into doc),
+ * kept as the last ones (plan_exec_last_recid / plan_exec_last_key). */
+static void
+trail_doc_strip(plan_exec_t *x, bson_t *doc)
+{
+	bson_iter_t last;
+
+	if (x->want_recid) {
+		trail_strip(&x->recid_strip_doc, doc, &last);
+		x->last_recid = bson_iter_int64(&last);
+		x->have_recid = true;
+	}
+	if (x->want_key) {
+		trail_strip(&x->key_strip_doc, doc, &last);
+		x->have_key = BSON_ITER_HOLDS_DOCUMENT(&last);
+		if (x->have_key) {
+			const uint8_t *data;
+			uint32_t len;
+			bson_t k;
+
+			bson_iter_document(&last, &len, &data);
+			bson_init_static(&k, data, len);
+			x->key_doc = lazy_doc(x->key_doc);
+			bson_concat(x->key_doc, &k);
+		}
+	}
+}
+
 /* A sorted document back without its score field (into doc), the score
  * kept as the current one. */
 static void
@@ -1169,6 +1296,8 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 			    express_index(x->coll, x->match, x->limit) : -1;
 			if (ex >= 0 && x->coll->indexes[ex].collation != req->collation)
 				ex = -1;
+			if (ex >= 0 && req->has_index_filter && (ex >= 64 || !(req->index_filter & (1ull << ex))))
+				ex = -1;
 			if (ex >= 0) {
 				ehint.value_type = BSON_TYPE_UTF8;
 				ehint.value.v_utf8.str = x->coll->indexes[ex].name;
@@ -1176,8 +1305,9 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 				hint = &ehint;
 				x->express = true;
 			}
-			if (planner_plan(x->coll, x->match, x->sort != NULL ? req->sort : NULL, hint,
-			    req->collation, &x->sol, err) != 0) {
+			if (planner_plan_filtered(x->coll, x->match, x->sort != NULL ? req->sort : NULL, hint,
+			    req->collation, req->has_index_filter ? req->index_filter : PLANNER_ALL_INDEXES, &x->sol,
+			    err) != 0) {
 				plan_exec_free(x);
 				return -1;
 			}
@@ -1186,6 +1316,8 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 				/* distinct without a filter: an index led by the key */
 				int di = distinct_index(x->coll, x->distinct_key);
 				if (di >= 0 && x->coll->indexes[di].collation != req->collation)
+					di = -1;
+				if (di >= 0 && req->has_index_filter && (di >= 64 || !(req->index_filter & (1ull << di))))
 					di = -1;
 				if (di >= 0) {
 					bson_value_t dh;
@@ -1468,6 +1600,8 @@ ixscan_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, t
 			/* the bounds decided the filter (covered_for) */
 			if (covered_rebuild(x, sc, key, klen, doc, err) != 0)
 				return -1;
+			if (x->want_key && key_capture(x, sc, key, klen, err) != 0)
+				return -1;
 			x->stats.access_returned++;
 			return 1;
 		}
@@ -1493,6 +1627,8 @@ ixscan_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, t
 			return -1;
 		if (rc == 1) {
 			x->stats.access_returned++;
+			if (x->want_key && key_capture(x, sc, key, klen, err) != 0)
+				return -1;
 			if (x->distinct_pos >= 0)
 				distinct_skip(x, sc, key, klen);
 			return 1;
@@ -1712,6 +1848,7 @@ plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson
 		return 0;
 	if (x->trial_pending && trial_run(x, s, err) != 0)
 		return -1;
+	x->have_key = false;   /* returnKey: set again by an index entry */
 	if (recid == NULL)
 		recid = &own;   /* the index paths need it; a collection scan is told not to read it */
 	if (x->access == ACCESS_ID) {
@@ -1797,8 +1934,15 @@ fill_sorter(plan_exec_t *x, storage_session_t *s, terr_t *err)
 	if (x->spill_dir != NULL)
 		sorter_set_spill_dir(x->sorter, x->spill_dir);
 	while ((rc = plan_exec_next_record(x, s, &recid, &doc, err)) == 1) {
-		/* the score travels with the document through the sort */
-		if (sorter_add(x->sorter, x->text_want_score ? text_doc_with_score(x, &doc) : &doc, err) != 0)
+		/* the score (and showRecordId's RecordId, last) travel with the
+		 * document through the sort */
+		const bson_t *d = x->text_want_score ? text_doc_with_score(x, &doc) : &doc;
+
+		if (x->want_key)
+			d = key_doc_for_sort(x, d);
+		if (x->want_recid)
+			d = recid_doc_for_sort(x, d, recid);
+		if (sorter_add(x->sorter, d, err) != 0)
 			return -1;
 	}
 	if (rc < 0)
@@ -1829,6 +1973,8 @@ plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
 			if ((rc = sorter_next_ex(x->sorter, &next, err)) <= 0)
 				return rc;
 			bson_init_static(doc, bson_get_data(next), next->len);
+			if (x->want_recid || x->want_key)
+				trail_doc_strip(x, doc);
 			if (x->text_want_score)
 				text_doc_strip(x, doc);
 			rc = 1;
@@ -1947,10 +2093,25 @@ plan_exec_want_recid(plan_exec_t *x)
 	x->want_recid = true;
 }
 
+void
+plan_exec_want_key(plan_exec_t *x)
+{
+	x->want_key = true;
+}
+
+bool
+plan_exec_last_key(const plan_exec_t *x, bson_t *out)
+{
+	if (!x->have_key)
+		return false;
+	bson_init_static(out, bson_get_data(x->key_doc), x->key_doc->len);
+	return true;
+}
+
 bool
 plan_exec_last_recid(const plan_exec_t *x, recid_t *out)
 {
-	if (!x->have_recid || sort_needed(x))
+	if (!x->have_recid)
 		return false;
 	*out = x->last_recid;
 	return true;
@@ -2021,6 +2182,11 @@ plan_exec_free(plan_exec_t *x)
 	bson_free(x->text_term_keys);
 	bson_free(x->text_order);
 	lazy_doc_free(x->text_sort_doc);
+	lazy_doc_free(x->recid_sort_doc);
+	lazy_doc_free(x->recid_strip_doc);
+	lazy_doc_free(x->key_doc);
+	lazy_doc_free(x->key_sort_doc);
+	lazy_doc_free(x->key_strip_doc);
 	lazy_doc_free(x->text_strip_doc);
 	lazy_doc_free(x->text_keep_doc);
 	if (x->coll != NULL && !x->borrowed)

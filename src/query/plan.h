@@ -97,6 +97,12 @@ typedef struct plan_request {
 	 * storage_cursor_set_tailable; 136 CappedPositionLost when capping
 	 * removed its place).  sort must be absent or {$natural: 1}. */
 	bool tailable;
+	/* An index filter for the query's shape (planCacheSetFilter): only
+	 * the indexes at the positions set in index_filter (bit i:
+	 * coll->indexes[i]) are planned with, competing as usual; hint must
+	 * then be NULL or {$natural: d} (mongod ignores an index hint). */
+	bool has_index_filter;
+	uint64_t index_filter;
 	/* find's $_resumeAfter (issue 22): a collection scan (the caller makes
 	 * sure: hint {$natural: 1}) starting past RecordId resume_after */
 	bool has_resume_after;
@@ -179,12 +185,21 @@ void plan_exec_rejected_append(const plan_exec_t *x, bson_t *arr);
  * so a rebuilt index (a new table) starts at 0.  Lock-free. */
 int64_t plan_index_ops(const storage_coll_t *coll, const storage_index_t *ix);
 
-/* find's showRecordId (issue 22): after plan_exec_want_recid, true with
- * *out the RecordId of the result plan_exec_next returned last, when it
- * came straight from the access path; false through a blocking sort (whose
- * documents do not carry it) or before any result. */
+/* find's showRecordId (issue 22): after plan_exec_want_recid (before the
+ * first plan_exec_next), true with *out the RecordId of the result
+ * plan_exec_next returned last, through a blocking sort too (the sorted
+ * documents carry it); false before any result. */
 void plan_exec_want_recid(plan_exec_t *x);
 bool plan_exec_last_recid(const plan_exec_t *x, recid_t *out);
+
+/* find's returnKey (issue 22): after plan_exec_want_key (before the first
+ * plan_exec_next), true with *out a view of the index entry the result
+ * plan_exec_next returned last came through ({field: value} in key-pattern
+ * order; for a multikey field the element the scan met, as mongod), valid
+ * until the next call; through a blocking sort too.  False for a result
+ * no index entry gave (a collection scan, text, geo, the _id lookup). */
+void plan_exec_want_key(plan_exec_t *x);
+bool plan_exec_last_key(const plan_exec_t *x, bson_t *out);
 
 /* The namespace's index the plan scans ("a_1"), or NULL (COLLSCAN/EXPRESS). */
 const char *plan_exec_index_name(const plan_exec_t *x);

@@ -90,6 +90,7 @@ typedef struct preds {
 	uint64_t skipped_top;      /* top-level conjuncts (< 64) with leaves not collected */
 	const coll_t *coll;        /* the query's collation: bounds are encoded by it */
 	tm_arena_t *arena;         /* the plan's (bounds built from these predicates live there) */
+	uint64_t allowed;          /* index filter: the positions of the indexes a plan may use */
 	size_t nused;              /* bytes of names in use */
 	pred_t p[MAX_PREDS];
 	char names[2048];          /* "prefix.path" of $elemMatch members */
@@ -105,6 +106,7 @@ preds_init(preds_t *ps, const coll_t *coll, tm_arena_t *arena)
 	ps->skipped_top = 0;
 	ps->coll = coll;
 	ps->arena = arena;
+	ps->allowed = PLANNER_ALL_INDEXES;
 	ps->nused = 0;
 }
 
@@ -1839,6 +1841,9 @@ best_candidate(const storage_coll_t *coll, const preds_t *ps, const bson_t *sort
 			continue;
 		if (hinted < 0 && ix->hidden)
 			continue;
+		/* an index filter (planCacheSetFilter): only its indexes compete */
+		if (hinted < 0 && ps->allowed != PLANNER_ALL_INDEXES && (i >= 64 || !(ps->allowed & (1ull << i))))
+			continue;
 		if (!collation_compatible(ix, ps)) {
 			/* a hinted index with another collation: scanned whole */
 			preds_t none;
@@ -1946,7 +1951,7 @@ find_top_or(const mnode_t *root, bool *whole)
 
 /* One index scan per $or branch; false when some branch has no index. */
 static bool
-plan_or(const storage_coll_t *coll, const match_t *m, const coll_t *qcoll, planner_solution_t *s)
+plan_or(const storage_coll_t *coll, const match_t *m, const coll_t *qcoll, uint64_t allowed, planner_solution_t *s)
 {
 	const mnode_t *or;
 	bool whole;
@@ -1963,6 +1968,7 @@ plan_or(const storage_coll_t *coll, const match_t *m, const coll_t *qcoll, plann
 		cand_t best;
 		bool ok;
 		preds_init(&bp, qcoll, sol_arena(s));
+		bp.allowed = allowed;
 		collect_node(&bp, or->kids[i], NULL, 0, NULL);
 		ok = best_candidate(coll, &bp, NULL, -1, &best, NULL) && best.nbounded > 0;
 		if (!ok) {
@@ -1998,6 +2004,13 @@ int
 planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sort, const bson_value_t *hint,
              const coll_t *collation, planner_solution_t **out, terr_t *err)
 {
+	return planner_plan_filtered(coll, m, sort, hint, collation, PLANNER_ALL_INDEXES, out, err);
+}
+
+int
+planner_plan_filtered(const storage_coll_t *coll, const match_t *m, const bson_t *sort, const bson_value_t *hint,
+                      const coll_t *collation, uint64_t allowed, planner_solution_t **out, terr_t *err)
+{
 	planner_solution_t *s;
 	preds_t ps;
 	cand_t best;
@@ -2009,6 +2022,7 @@ planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sort, c
 		return -1;
 	s = solution_new();
 	preds_init(&ps, collation, sol_arena(s));
+	ps.allowed = allowed;
 	s->kind = PLANNER_COLLSCAN;
 	if (hint != NULL) {
 		if (natural) {
@@ -2026,7 +2040,7 @@ planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sort, c
 			planner_solution_t tmp;
 			memset(&tmp, 0, sizeof(tmp));
 			tmp.region = s->region;
-			if (plan_or(coll, m, ps.coll, &tmp)) {
+			if (plan_or(coll, m, ps.coll, allowed, &tmp)) {
 				cand_free(&best);
 				tmp.rejected = s->rejected;
 				tmp.nrejected = s->nrejected;
@@ -2038,7 +2052,7 @@ planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sort, c
 		}
 		if (!or_better)
 			solution_from(s, &best);
-	} else if (hinted < 0 && m != NULL && !plan_or(coll, m, ps.coll, s)) {
+	} else if (hinted < 0 && m != NULL && !plan_or(coll, m, ps.coll, allowed, s)) {
 		solution_clear(s);
 		s->kind = PLANNER_COLLSCAN;
 	}

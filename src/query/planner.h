@@ -148,6 +148,18 @@ int planner_plan(const storage_coll_t *coll, const match_t *m, const bson_t *sor
                  terr_t *err);
 
 /*
+ * planner_plan under an index filter (planCacheSetFilter): only the indexes
+ * whose positions in coll->indexes are set in allowed (bit i: index i) are
+ * candidates, and they compete as usual; an index hint is the caller's to
+ * drop (mongod ignores it under a filter), {$natural: d} still applies.
+ * PLANNER_ALL_INDEXES: no filter.
+ */
+#define PLANNER_ALL_INDEXES UINT64_MAX
+int planner_plan_filtered(const storage_coll_t *coll, const match_t *m, const bson_t *sort,
+                          const bson_value_t *hint, const coll_t *collation, uint64_t allowed,
+                          planner_solution_t **out, terr_t *err);
+
+/*
  * find's min/max: min and max (borrowed; NULL or {} = unbounded on that
  * side, not both) are index keys {field: value, ...} naming the hinted
  * index's fields in order.  The solution is an IXSCAN over [min, max) with

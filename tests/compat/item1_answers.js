@@ -51,6 +51,37 @@
 		ok(d.$recordId !== undefined, 'no $recordId: ' + cj(d));
 		eq(Object.keys(d), ['_id', 'k', 'x', '$recordId']);
 	});
+	compat(1, 'find showRecordId through a blocking sort (mongod keeps the RecordId through SORT)', () => {
+		cdb.i1srt.drop();
+		cdb.i1srt.insertMany([{_id: 1, a: 3}, {_id: 2, a: 1}, {_id: 3, a: 2}]);
+		const ids = {};
+		for (const d of cmdOk(cdb, {find: 'i1srt', filter: {}, hint: {$natural: 1}, showRecordId: true}).cursor.firstBatch)
+			ids[d._id] = d.$recordId;
+		const r = cmdOk(cdb, {find: 'i1srt', filter: {}, sort: {a: -1}, projection: {_id: 0}, skip: 1, showRecordId: true});
+		eq(r.cursor.firstBatch, [{a: 2, $recordId: ids[3]}, {a: 1, $recordId: ids[2]}]);
+		// top-k (limit) and a batch boundary (getMore) keep them too
+		const r2 = cmdOk(cdb, {find: 'i1srt', filter: {}, sort: {a: 1}, limit: 2, batchSize: 1, showRecordId: true});
+		eq(r2.cursor.firstBatch, [{_id: 2, a: 1, $recordId: ids[2]}]);
+		const m = cmdOk(cdb, {getMore: r2.cursor.id, collection: 'i1srt'});
+		eq(m.cursor.nextBatch, [{_id: 3, a: 2, $recordId: ids[3]}]);
+		// a sorted field no document has leaves the order to the next key
+		const r3 = cmdOk(cdb, {find: 'i1srt', filter: {}, sort: {r: -1, k: -1, _id: 1}, showRecordId: true, returnKey: true,
+			hint: {_id: 1}});
+		eq(r3.cursor.firstBatch, [{_id: 1, $recordId: ids[1]}, {_id: 2, $recordId: ids[2]}, {_id: 3, $recordId: ids[3]}]);
+	});
+	compat(1, 'find returnKey of a multikey field: the key the index scan met', () => {
+		cdb.i1rkm.drop();
+		cdb.i1rkm.insertMany([{_id: 1, a: [5, 1, 9], b: 2}, {_id: 2, a: [3, 7], b: 1}]);
+		cdb.i1rkm.createIndex({a: 1, b: -1});
+		const f = (c) => cmdOk(cdb, Object.assign({find: 'i1rkm', returnKey: true}, c)).cursor.firstBatch;
+		eq(f({filter: {a: {$gte: 6}}, hint: {a: 1, b: -1}}), [{a: 7, b: 1}, {a: 9, b: 2}]);
+		eq(f({filter: {a: {$lte: 4}}, hint: {a: 1, b: -1}}), [{a: 1, b: 2}, {a: 3, b: 1}]);
+		// through a blocking sort: the key each document came through
+		eq(f({filter: {a: {$gte: 6}}, hint: {a: 1, b: -1}, sort: {b: -1}}), [{a: 9, b: 2}, {a: 7, b: 1}]);
+		// exact types from the key (NumberLong stays NumberLong)
+		cdb.i1rkm.insertOne({_id: 3, a: [NumberLong('20'), 30], b: 0});
+		eq(f({filter: {a: {$gte: 15, $lte: 25}}, hint: {a: 1, b: -1}}), [{a: NumberLong('20'), b: 0}]);
+	});
 	compat(1, 'listDatabases names admin and local as mongod does', () => {
 		const names = cmdOk(db.getSiblingDB('admin'), {listDatabases: 1}).databases.map((d) => d.name);
 		ok(names.includes('admin') && names.includes('local'), cj(names));
@@ -361,7 +392,7 @@
 			s30: D('-0.09011690191213805803038642895298733'), c6111: D('-0.9308997342432986931781750154976593')}]);
 		cdb.i1trig.drop();
 		cdb.i1trig.insertOne({_id: 1, y: D('1.1'), i: D('-Infinity'), h: D('0.9')});
-		const PE = 'PlanExecutor error during aggregation :: caused by :: ';
+		const PE = 'Executor error during aggregate command on namespace: compat22.i1trig :: caused by :: ';
 		wantErr(cdb, {aggregate: 'i1trig', pipeline: [{$project: {r: {$acos: '$y'}}}], cursor: {}}, 50989,
 			PE + 'cannot apply $acos to 1.1, value must in [-1,1]');
 		wantErr(cdb, {aggregate: 'i1trig', pipeline: [{$project: {r: {$sin: '$i'}}}], cursor: {}}, 50989,

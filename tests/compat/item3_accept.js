@@ -58,9 +58,50 @@
 		const r4 = cmdOk(cdb, {find: 'i3', filter: {}, hint: {$natural: 1}, $_requestResumeToken: true,
 			$_resumeAfter: m.cursor.postBatchResumeToken});
 		eq(r4.cursor.firstBatch, []);
-		wantErr(cdb, {find: 'i3', filter: {}, $_requestResumeToken: true}, 2);
+		wantErr(cdb, {find: 'i3', filter: {}, $_requestResumeToken: true}, 2,
+			"hint must be {$natural:1} if 'requestResumeToken' is enabled");
 		wantErr(cdb, {find: 'i3', filter: {}, hint: {$natural: 1}, $_requestResumeToken: true,
-			$_resumeAfter: {$recordId: NumberLong(999)}}, 211);
+			$_resumeAfter: {$recordId: NumberLong(999)}}, 211,
+			'Executor error during find command: compat22.i3 :: caused by :: Failed to resume collection scan: the recordId ' +
+			'from which we are attempting to resume no longer exists in the collection: RecordId(999)');
+	});
+	compat(3, 'resumable scans as 9.0 takes them: $_startAt, sort {$natural: 1}, mongod\'s checks and codes', () => {
+		const base = {find: 'i3', filter: {}, hint: {$natural: 1}, $_requestResumeToken: true};
+		const all = cmdOk(cdb, Object.assign({}, base, {showRecordId: true})).cursor.firstBatch;
+		const rids = all.map((d) => d.$recordId);
+		// $_startAt: at the RecordId (inclusive), or the next one when it is gone
+		const s1 = cmdOk(cdb, Object.assign({}, base, {$_startAt: {$recordId: rids[1]}}));
+		eq(s1.cursor.firstBatch.map((d) => d._id), all.slice(1).map((d) => d._id));
+		cdb.i3gone.drop();
+		cdb.i3gone.insertMany([{_id: 1}, {_id: 2}, {_id: 3}]);
+		const g = cmdOk(cdb, {find: 'i3gone', filter: {}, hint: {$natural: 1}, showRecordId: true}).cursor.firstBatch;
+		cdb.i3gone.deleteOne({_id: 2});
+		const s2 = cmdOk(cdb, {find: 'i3gone', filter: {}, hint: {$natural: 1}, $_requestResumeToken: true,
+			$_startAt: {$recordId: g[1].$recordId}});
+		eq(s2.cursor.firstBatch, [{_id: 3}]);
+		// sort {$natural: 1} is allowed; any other sort or hint is not
+		cmdOk(cdb, Object.assign({}, base, {sort: {$natural: 1}}));
+		wantErr(cdb, Object.assign({}, base, {sort: {_id: 1}}), 2,
+			"sort must be unset or {$natural:1} if 'requestResumeToken' is enabled");
+		wantErr(cdb, Object.assign({}, base, {hint: {$natural: -1}}), 2,
+			"hint must be {$natural:1} if 'requestResumeToken' is enabled");
+		wantErr(cdb, {find: 'i3', filter: {}, hint: {$natural: 1}, $_resumeAfter: {$recordId: rids[0]}}, 2,
+			"'requestResumeToken' must be true if 'resumeAfter' is specified");
+		wantErr(cdb, {find: 'i3', filter: {}, hint: {$natural: 1}, $_startAt: {$recordId: rids[0]}}, 2,
+			"'requestResumeToken' must be true if 'startAt' is specified");
+		wantErr(cdb, Object.assign({}, base, {$_resumeAfter: {$recordId: rids[0]}, $_startAt: {$recordId: rids[0]}}), 2,
+			"Cannot set both '$_resumeAfter' and '$_startAt'");
+		wantErr(cdb, Object.assign({}, base, {$_resumeAfter: {$recordId: 1}}), 2,
+			"Malformed resume token: the '$_resumeAfter' object must contain '$recordId', of type NumberLong, " +
+			"BinData or jstNULL and optional '$initialSyncId of type BinData.");
+		wantErr(cdb, Object.assign({}, base, {$_resumeAfter: {$recordId: rids[0], $initialSyncId: UUID()}}), 8132701);
+		wantErr(cdb, Object.assign({}, base, {$_resumeAfter: {$recordId: BinData(0, 'AAAA')}}), 7738600);
+		wantErr(cdb, Object.assign({}, base, {$_resumeAfter: {$recordId: null}}), 211,
+			'Executor error during find command: compat22.i3 :: caused by :: Failed to resume collection scan: cannot resume from null recordId');
+		// aggregate checks the hint as mongod, and does not resume (238) rather than ignore the fields
+		wantErr(cdb, {aggregate: 'i3', pipeline: [], cursor: {}, $_requestResumeToken: true}, 2,
+			"hint must be {$natural:1} if 'requestResumeToken' is enabled");
+		wantErr(cdb, {aggregate: 'i3', pipeline: [], cursor: {}, hint: {$natural: 1}, $_requestResumeToken: true}, 238);
 	});
 	compat(3, 'setParameter notablescan: a collection scan is refused with 291', () => {
 		const admin = db.getSiblingDB('admin');

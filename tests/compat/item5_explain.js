@@ -84,6 +84,39 @@
 		cmdOk(cdb, {planCacheClear: 'i5'});
 		eq(agg(cdb, 'i5', [{$planCacheStats: {}}]), []);
 	});
+	compat(5, 'index filters apply to count, distinct and aggregate; the planner races the indexes a filter lists', () => {
+		const c = cdb.i5f;
+		c.drop();
+		const docs = [];
+		for (let i = 0; i < 400; i++)
+			docs.push({a: i % 2, b: i, c: i % 5});
+		c.insertMany(docs);
+		c.createIndexes([{a: 1}, {b: 1}, {c: 1}]);
+		const ixOf = (plan) => (JSON.stringify(plan).match(/"indexName":"([^"]+)"/) || [])[1];
+		cmdOk(cdb, {planCacheSetFilter: 'i5f', query: {a: 1, b: 1}, indexes: [{a: 1}, {b: 1}]});
+		// both listed indexes compete: b_1 (one key) beats a_1 (200 keys)
+		let e = cmdOk(cdb, {explain: {find: 'i5f', filter: {a: 1, b: 7}}, verbosity: 'queryPlanner'});
+		eq([e.queryPlanner.indexFilterSet, ixOf(e.queryPlanner.winningPlan), ixOf(e.queryPlanner.rejectedPlans)],
+			[true, 'b_1', 'a_1']);
+		// an index hint is ignored under a filter (mongod's planner drops it)
+		e = cmdOk(cdb, {explain: {find: 'i5f', filter: {a: 1, b: 7}, hint: {c: 1}}, verbosity: 'queryPlanner'});
+		eq(ixOf(e.queryPlanner.winningPlan), 'b_1');
+		e = cmdOk(cdb, {explain: {count: 'i5f', query: {a: 1, b: 7}}, verbosity: 'queryPlanner'});
+		eq([e.queryPlanner.indexFilterSet, ixOf(e.queryPlanner.winningPlan)], [true, 'b_1']);
+		e = cmdOk(cdb, {explain: {distinct: 'i5f', key: 'c', query: {a: 1, b: 7}}, verbosity: 'queryPlanner'});
+		eq([e.queryPlanner.indexFilterSet, ixOf(e.queryPlanner.winningPlan)], [true, 'b_1']);
+		e = cmdOk(cdb, {explain: {aggregate: 'i5f', pipeline: [{$match: {a: 1, b: 7}}], cursor: {}}, verbosity: 'queryPlanner'});
+		ok(JSON.stringify(e).includes('"indexFilterSet":true'), cj(e));
+		eq(cmdOk(cdb, {count: 'i5f', query: {a: 1, b: 7}}).n, 1);
+		eq(cmdOk(cdb, {distinct: 'i5f', key: 'c', query: {a: 1, b: 7}}).values, [2]);
+		eq(agg(cdb, 'i5f', [{$match: {a: 1, b: 7}}, {$project: {_id: 0, b: 1}}]), [{b: 7}]);
+		// a filter none of whose indexes applies leaves a collection scan
+		cmdOk(cdb, {planCacheSetFilter: 'i5f', query: {c: 1}, indexes: [{a: 1}]});
+		e = cmdOk(cdb, {explain: {count: 'i5f', query: {c: 3}}, verbosity: 'queryPlanner'});
+		ok(JSON.stringify(e.queryPlanner.winningPlan).includes('COLLSCAN'), cj(e.queryPlanner.winningPlan));
+		eq(cmdOk(cdb, {count: 'i5f', query: {c: 3}}).n, 80);
+		cmdOk(cdb, {planCacheClearFilters: 'i5f'});
+	});
 	compat(5, '$sort + $group with $first on the sorted prefix is a DISTINCT_SCAN', () => {
 		const p = [{$sort: {a: 1}}, {$group: {_id: '$a', f: {$first: '$b'}}}];
 		const r = ex(p);

@@ -11,6 +11,28 @@
 		const e = cmdOk(cdb, {dataSize: 'compat22.nope'});
 		eq([e.size, e.numObjects], [0, 0]);
 	});
+	compat(7, 'dataSize with keyPattern / min / max: the documents in [min, max) of an index', () => {
+		cdb.i7d.drop();
+		for (let i = 0; i < 10; i++)
+			cdb.i7d.insertOne({_id: i, a: i, b: 10 - i});   // 28 bytes each
+		cdb.i7d.createIndexes([{a: 1, b: -1}, {b: 1}]);
+		const ds = (extra) => cmdOk(cdb, Object.assign({dataSize: 'compat22.i7d'}, extra));
+		let r = ds({keyPattern: {a: 1}, min: {a: 2}, max: {a: 5}});
+		eq([r.size, r.numObjects, r.estimate], [84, 3, false]);
+		// keyPattern inferred from min; another index by its prefix
+		eq(ds({min: {a: 2}, max: {a: 5}}).numObjects, 3);
+		eq(ds({min: {b: 2}, max: {b: 4}}).numObjects, 2);
+		// estimate: the average size per document; maxObjects stops past the limit
+		r = ds({min: {a: 2}, max: {a: 5}, estimate: true});
+		eq([r.size, r.estimate], [84, true]);
+		r = ds({min: {a: 0}, max: {a: 9}, maxObjects: 2});
+		eq([r.numObjects, r.maxReached], [3, true]);
+		wantErr(cdb, {dataSize: 'compat22.i7d', min: {c: 1}, max: {c: 2}}, 96, "Couldn't find valid index containing key pattern");
+		wantErr(cdb, {dataSize: 'compat22.i7d', min: {a: 1}}, 2, 'Max must be set if min is set.');
+		wantErr(cdb, {dataSize: 'compat22.i7d', max: {a: 1}}, 2, 'Max must not be set if min is not set.');
+		wantErr(cdb, {dataSize: 'compat22.i7d', min: {}, max: {a: 1}}, 2, 'Only one of min or max specified');
+		wantErr(cdb, {dataSize: 'compat22.i7d', keyPattern: {a: 1}, min: {b: 1}, max: {b: 2}}, 16634);
+	});
 	compat(7, 'dbHash: md5 per collection and for the database', () => {
 		const r = cmdOk(cdb, {dbHash: 1, collections: ['i7']});
 		ok(/^[0-9a-f]{32}$/.test(r.md5), cj(r));
@@ -91,9 +113,35 @@
 			{op: 'd', ns: 'compat22.i7a', o: {_id: 2}},
 			{op: 'n', ns: '', o: {msg: 'noop'}},
 		]});
-		eq(r.applied, 5);
-		eq(r.results, [true, true, true, true, true]);
+		// mongod 9.0's _applyOps skips no-op entries: not counted, no result
+		eq(r.applied, 4);
+		eq(r.results, [true, true, true, true]);
 		eq(cdb.i7a.find().toArray(), [{_id: 1, x: 10}]);
 		wantErr(admin, {applyOps: [{op: 'z', ns: 'compat22.i7a', o: {}}]}, 2);
+	});
+	compat(7, 'applyOps on any database, with preCondition checked before the operations', () => {
+		cdb.i7p.drop();
+		cdb.i7p.insertOne({_id: 5, x: 19});
+		const ops = [{op: 'u', ns: 'compat22.i7p', o2: {_id: 5}, o: {$set: {x: 20}}}];
+		// not admin-only (mongod's ApplyOpsCmd is not)
+		eq(cmdOk(cdb, {applyOps: ops, preCondition: [{ns: 'compat22.i7p', q: {_id: 5}, res: {x: 19}}]}).applied, 1);
+		eq(cdb.i7p.findOne(), {_id: 5, x: 20});
+		// it no longer holds: nothing applied, the document and the entry in the reply
+		const e = wantErr(cdb, {applyOps: [{op: 'u', ns: 'compat22.i7p', o2: {_id: 5}, o: {$set: {x: 99}}}],
+			preCondition: [{ns: 'compat22.i7p', q: {_id: 5}, res: {x: 19}}]}, 2, 'preCondition failed');
+		eq(e.reply.got, {_id: 5, x: 20});
+		eq(e.reply.whatFailed, {ns: 'compat22.i7p', q: {_id: 5}, res: {x: 19}});
+		eq(cdb.i7p.findOne(), {_id: 5, x: 20});
+		// the legacy {query: ...} form of q, operators in res, no match is {}
+		cmdOk(cdb, {applyOps: ops, preCondition: [{ns: 'compat22.i7p', q: {query: {_id: 5}}, res: {x: {$gt: 19}}}]});
+		cmdOk(cdb, {applyOps: ops, preCondition: [{ns: 'compat22.i7p', q: {_id: 6}, res: {}}]});
+		wantErr(cdb, {applyOps: ops, preCondition: [{ns: 'compat22.i7p', q: {}, res: {}}], allowAtomic: false}, 72,
+			'Cannot use preCondition with {allowAtomic: false}');
+		wantErr(cdb, {applyOps: [{op: 'c', ns: 'compat22.$cmd', o: {create: 'i7q'}}],
+			preCondition: [{ns: 'compat22.i7p', q: {}, res: {}}]}, 72, 'Cannot use preCondition when operations include commands.');
+		wantErr(cdb, {applyOps: ops, preCondition: [{ns: 'compat22.nope', q: {}, res: {}}]}, 26,
+			'collection in ns does not exist: compat22.nope');
+		wantErr(cdb, {applyOps: ops, preCondition: [{ns: 5, q: {}, res: {}}]}, 73,
+			'ns in preCondition must be a string, but found type: int');
 	});
 }

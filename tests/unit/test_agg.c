@@ -301,7 +301,7 @@ test_command_errors(void)
 	/* runtime errors carry mongod's prefix */
 	{
 		char *got = agg("c", "[{\"$project\": {\"x\": {\"$divide\": [1, {\"$subtract\": [\"$_id\", \"$_id\"]}]}}}]");
-		TT_ASSERT(strstr(got, "PlanExecutor error during aggregation :: caused by :: ") != NULL);
+		TT_ASSERT(strstr(got, "Executor error during aggregate command on namespace: ") != NULL);
 		bson_free(got);
 	}
 }

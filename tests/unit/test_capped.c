@@ -959,7 +959,7 @@ test_tailable_rules(void)
 	fails("{'find': 'tc', 'tailable': true, 'singleBatch': true}", 2,
 	    "cannot use tailable option with the 'singleBatch' option");
 	fails("{'aggregate': 'tp', 'pipeline': [{'$out': 'tc'}], 'cursor': {}}", 17152,
-	    "PlanExecutor error during aggregation :: caused by :: namespace 't.tc' is capped so it can't be used for $out");
+	    "Executor error during aggregate command on namespace: t.tp :: caused by :: namespace 't.tc' is capped so it can't be used for $out");
 	/* an empty capped collection: no cursor (mongod's SERVER-13955) */
 	r = tt_run_sq(db, "t", "{'find': 'tc', 'tailable': true, 'batchSize': 0}", &rc);
 	TT_EQ_INT(rc, 0);

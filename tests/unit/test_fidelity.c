@@ -178,6 +178,13 @@ test_db_hash_data_size(void)
 	FIELD_EQ("h", "{\"dataSize\": \"h.nope\"}", "size", "{ \"v\" : 0 }");
 	fails("h", "{\"dataSize\": \"nodot\"}", 73);
 	fails("h", "{\"dataSize\": 1}", 14);
+	/* bounds over an index (mongod's CmdDataSize) */
+	ok_run("h", "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"_id\": 1, \"zz\": 1}, \"name\": \"idzz\"}]}");
+	FIELD_EQ("h", "{\"dataSize\": \"h.c\", \"min\": {\"_id\": 1}, \"max\": {\"_id\": 2}}", "size", "{ \"v\" : 21 }");
+	FIELD_EQ("h", "{\"dataSize\": \"h.c\", \"keyPattern\": {\"_id\": 1, \"zz\": 1}, \"min\": {\"_id\": 1}, "
+	    "\"max\": {\"_id\": 3}}", "numObjects", "{ \"v\" : 2 }");
+	fails("h", "{\"dataSize\": \"h.c\", \"min\": {\"q\": 1}, \"max\": {\"q\": 2}}", 96);
+	fails("h", "{\"dataSize\": \"h.c\", \"min\": {\"q\": 1}}", 2);
 }
 
 static void
@@ -200,7 +207,18 @@ test_apply_ops(void)
 	fails("admin", "{\"applyOps\": [{\"ns\": \"ao.c\", \"o\": {}}]}", 40414);
 	fails("admin", "{\"applyOps\": 1}", 9);
 	fails("admin", "{\"applyOps\": [{\"op\": \"c\", \"ns\": \"admin.$cmd\", \"o\": {\"applyOps\": []}}]}", 2);
-	fails("ao", "{\"applyOps\": []}", 13);
+	/* any database (mongod's ApplyOpsCmd is not admin-only) */
+	ok_run("ao", "{\"applyOps\": []}");
+	/* preCondition: checked before any operation, 2 with got/whatFailed */
+	ok_run("ao", "{\"create\": \"p\"}");
+	ok_run("ao", "{\"applyOps\": [{\"op\": \"i\", \"ns\": \"ao.p\", \"o\": {\"_id\": 1, \"x\": 1}}]}");
+	ok_run("ao", "{\"applyOps\": [{\"op\": \"u\", \"ns\": \"ao.p\", \"o2\": {\"_id\": 1}, \"o\": {\"$set\": {\"x\": 2}}}], "
+	    "\"preCondition\": [{\"ns\": \"ao.p\", \"q\": {\"_id\": 1}, \"res\": {\"x\": 1}}]}");
+	fails("ao", "{\"applyOps\": [{\"op\": \"u\", \"ns\": \"ao.p\", \"o2\": {\"_id\": 1}, \"o\": {\"$set\": {\"x\": 3}}}], "
+	    "\"preCondition\": [{\"ns\": \"ao.p\", \"q\": {\"_id\": 1}, \"res\": {\"x\": 1}}]}", 2);
+	FIELD_EQ("ao", "{\"find\": \"p\"}", "cursor.firstBatch", "{ \"v\" : [ { \"_id\" : 1, \"x\" : 2 } ] }");
+	fails("ao", "{\"applyOps\": [{\"op\": \"n\", \"ns\": \"\", \"o\": {}}], \"preCondition\": [{\"ns\": \"ao.p\", "
+	    "\"q\": {}, \"res\": {}}], \"allowAtomic\": false}", 72);
 }
 
 static void
@@ -258,15 +276,29 @@ test_find_and_writes(void)
 	FIELD_EQ("fw", "{\"find\": \"c\", \"hint\": {\"$natural\": 1}, \"batchSize\": 1, \"$_requestResumeToken\": true}",
 	    "cursor.postBatchResumeToken", "{ \"v\" : { \"$recordId\" : 1 } }");
 	FIELD_EQ("fw", "{\"find\": \"c\", \"hint\": {\"$natural\": 1}, \"$_requestResumeToken\": true, "
-	    "\"$_resumeAfter\": {\"$recordId\": 1}, \"projection\": {\"_id\": 1}}",
+	    "\"$_resumeAfter\": {\"$recordId\": {\"$numberLong\": \"1\"}}, \"projection\": {\"_id\": 1}}",
 	    "cursor", "{ \"v\" : { \"firstBatch\" : [  ], \"postBatchResumeToken\" : { \"$recordId\" : 1 }, \"id\" : 0, \"ns\" : \"fw.c\" } }");
 	fails("fw", "{\"find\": \"c\", \"hint\": {\"$natural\": 1}, \"$_requestResumeToken\": true, "
-	    "\"$_resumeAfter\": {\"$recordId\": 7}}", 211);
+	    "\"$_resumeAfter\": {\"$recordId\": {\"$numberLong\": \"7\"}}}", 211);
+	/* an int32 RecordId is malformed (mongod: NumberLong, BinData or null) */
+	fails("fw", "{\"find\": \"c\", \"hint\": {\"$natural\": 1}, \"$_requestResumeToken\": true, "
+	    "\"$_resumeAfter\": {\"$recordId\": 7}}", 2);
+	/* $_startAt: at the RecordId itself */
+	FIELD_EQ("fw", "{\"find\": \"c\", \"hint\": {\"$natural\": 1}, \"$_requestResumeToken\": true, "
+	    "\"$_startAt\": {\"$recordId\": {\"$numberLong\": \"1\"}}, \"projection\": {\"_id\": 1}}",
+	    "cursor.firstBatch", "{ \"v\" : [ { \"_id\" : 1 } ] }");
+	/* returnKey of a multikey field: the element the scan met, not the first */
+	FIELD_EQ("fw", "{\"find\": \"c\", \"filter\": {\"k\": 4}, \"returnKey\": true, \"hint\": \"k_1\"}",
+	    "cursor.firstBatch", "{ \"v\" : [ { \"k\" : 4 } ] }");
 	fails("fw", "{\"find\": \"c\", \"$_resumeAfter\": {\"$recordId\": 1}}", 2);
 	fails("fw", "{\"find\": \"c\", \"hint\": {\"$natural\": 1}, \"$_requestResumeToken\": true, "
 	    "\"$_resumeAfter\": {\"$recordId\": \"x\"}}", 2);
-	/* through a blocking sort the RecordId is not kept yet */
-	fails("fw", "{\"find\": \"c\", \"sort\": {\"x\": 1}, \"showRecordId\": true}", 238);
+	/* through a blocking sort the RecordId (and returnKey's key) travel too */
+	FIELD_EQ("fw", "{\"find\": \"c\", \"sort\": {\"x\": 1}, \"showRecordId\": true, \"projection\": {\"x\": 1}}",
+	    "cursor.firstBatch", "{ \"v\" : [ { \"_id\" : 1, \"x\" : 1, \"$recordId\" : 1 } ] }");
+	FIELD_EQ("fw", "{\"find\": \"c\", \"filter\": {\"k\": 4}, \"sort\": {\"x\": 1}, \"hint\": \"k_1\", "
+	    "\"showRecordId\": true, \"returnKey\": true}",
+	    "cursor.firstBatch", "{ \"v\" : [ { \"k\" : 4, \"$recordId\" : 1 } ] }");
 	/* an upsert may create a top-level $-field; an update of a stored one may not */
 	ok_run("fw", "{\"update\": \"c\", \"updates\": [{\"q\": {\"_id\": 5}, \"u\": {\"$set\": {\"$k\": 1}}, \"upsert\": true}]}");
 	FIELD_EQ("fw", "{\"find\": \"c\", \"filter\": {\"_id\": 5}}", "cursor.firstBatch", "{ \"v\" : [ { \"_id\" : 5, \"$k\" : 1 } ] }");

@@ -89,7 +89,7 @@ test_past_16mb_inside(void)
 	/* as a result it is refused */
 	BATCH_EQ("{'aggregate': 'local', 'pipeline': [{'$lookup': {'from': 'big', 'pipeline': [], 'as': 'all'}}],"
 	         " 'cursor': {}}",
-	    "error 10334: PlanExecutor error during aggregation :: caused by :: BSONObj size: 20000534 (0x1312F16) "
+	    "error 10334: Executor error during aggregate command on namespace: ll.local :: caused by :: BSONObj size: 20000534 (0x1312F16) "
 	    "is invalid. Size must be between 0 and 16793600(16MB) First element: _id: 1");
 }
 
@@ -102,7 +102,7 @@ test_past_100mib(void)
 	/* 20 documents of 1 MB, 6 times each: 120 MB for one document */
 	BATCH_EQ("{'aggregate': 'local', 'pipeline': [{'$lookup': {'from': 'big', 'pipeline': [{'$set': {'k': [1, 2, 3, 4, 5, 6]}},"
 	         " {'$unwind': '$k'}], 'as': 'all'}}, {'$project': {'n': {'$size': '$all'}}}], 'cursor': {}}",
-	    "error 4568: PlanExecutor error during aggregation :: caused by :: Total size of documents in big "
+	    "error 4568: Executor error during aggregate command on namespace: ll.local :: caused by :: Total size of documents in big "
 	    "matching pipeline's $lookup stage exceeds 104857600 bytes");
 	/* 5 times each: 100 MB, within the limit */
 	BATCH_EQ("{'aggregate': 'local', 'pipeline': [{'$lookup': {'from': 'big', 'pipeline': [{'$set': {'k': [1, 2, 3, 4, 5]}},"

@@ -143,13 +143,13 @@ test_int64_edges(void)
 		 " \"millisecond\" : 192 } }, { \"v\" : { \"isoWeekYear\" : -292275055, \"isoWeek\" : 19, \"isoDay"
 		 "OfWeek\" : 7, \"hour\" : 16, \"minute\" : 47, \"second\" : 4, \"millisecond\" : 192 } } ]"},
 		{PROJ("{'$dateToString': {'date': " DMIN "}}"),
-		 "error 18537: Could not convert date to string: date component was outside the supported range of"
+		 "error 18537: Failed to optimize pipeline :: caused by :: Could not convert date to string: date component was outside the supported range of"
 		 " 0-9999: -292275055"},
 		{PROJ("{'$dateToString': {'date': " DMAX ", 'format': '%G-%V-%u %j %U'}}"),
 		 "[ { \"v\" : \"292278994-33-7 229 33\" }, { \"v\" : \"292278994-33-7 229 33\" }, { \"v\" : \"2922"
 		 "78994-33-7 229 33\" } ]"},
-		{PROJ("{'$dateDiff': {'startDate': " DMIN ", 'endDate': " DMAX ", 'unit': 'millisecond'}}"), "error 5166308: dateDiff overflowed"},
-		{PROJ("{'$dateDiff': {'startDate': " DMAX ", 'endDate': " DMIN ", 'unit': 'millisecond'}}"), "error 5166308: dateDiff overflowed"},
+		{PROJ("{'$dateDiff': {'startDate': " DMIN ", 'endDate': " DMAX ", 'unit': 'millisecond'}}"), "error 5166308: Failed to optimize pipeline :: caused by :: dateDiff overflowed"},
+		{PROJ("{'$dateDiff': {'startDate': " DMAX ", 'endDate': " DMIN ", 'unit': 'millisecond'}}"), "error 5166308: Failed to optimize pipeline :: caused by :: dateDiff overflowed"},
 		{PROJ("{'$dateDiff': {'startDate': " DMIN ", 'endDate': " DMAX ", 'unit': 'second'}}"),
 		 "[ { \"v\" : 18446744073709551 }, { \"v\" : 18446744073709551 }, { \"v\" : 18446744073709551 } ]"},
 		{PROJ("{'$dateDiff': {'startDate': " DMIN ", 'endDate': " DMAX ", 'unit': 'day'}}"), "[ { \"v\" : 213503982335 }, { \"v\" : 213503982335 }, { \"v\" : 213503982335 } ]"},
@@ -160,41 +160,41 @@ test_int64_edges(void)
 		{PROJ("{'$dateTrunc': {'date': {'$date': '2020-01-01T00:00:00Z'}, 'unit': 'millisecond', 'binSize': " I64MAX "}}"),
 		 "[ { \"v\" : { \"$date\" : \"2000-01-01T00:00:00Z\" } }, { \"v\" : { \"$date\" : \"2000-01-01T00:"
 		 "00:00Z\" } }, { \"v\" : { \"$date\" : \"2000-01-01T00:00:00Z\" } } ]"},
-		{PROJ("{'$dateTrunc': {'date': " DMIN ", 'unit': 'millisecond', 'binSize': 7}}"), "error 5439000: dateTrunc overflowed"},
-		{PROJ("{'$dateTrunc': {'date': {'$date': '2020-01-01T00:00:00Z'}, 'unit': 'day', 'binSize': " I64MAX "}}"), "error 5439006: dateTrunc unsupported binSize value"},
-		{PROJ("{'$dateTrunc': {'date': {'$date': '2020-01-01T00:00:00Z'}, 'unit': 'month', 'binSize': " I64MAX "}}"), "error 5439006: dateTrunc unsupported binSize value"},
-		{PROJ("{'$dateTrunc': {'date': {'$date': '2020-01-01T00:00:00Z'}, 'unit': 'year', 'binSize': " I64MAX "}}"), "error 5439006: dateTrunc unsupported binSize value"},
-		{PROJ("{'$dateTrunc': {'date': {'$date': '2020-01-01T00:00:00Z'}, 'unit': 'week', 'binSize': " I64MAX "}}"), "error 5439006: dateTrunc unsupported binSize value"},
+		{PROJ("{'$dateTrunc': {'date': " DMIN ", 'unit': 'millisecond', 'binSize': 7}}"), "error 5439000: Failed to optimize pipeline :: caused by :: dateTrunc overflowed"},
+		{PROJ("{'$dateTrunc': {'date': {'$date': '2020-01-01T00:00:00Z'}, 'unit': 'day', 'binSize': " I64MAX "}}"), "error 5439006: Failed to optimize pipeline :: caused by :: dateTrunc unsupported binSize value"},
+		{PROJ("{'$dateTrunc': {'date': {'$date': '2020-01-01T00:00:00Z'}, 'unit': 'month', 'binSize': " I64MAX "}}"), "error 5439006: Failed to optimize pipeline :: caused by :: dateTrunc unsupported binSize value"},
+		{PROJ("{'$dateTrunc': {'date': {'$date': '2020-01-01T00:00:00Z'}, 'unit': 'year', 'binSize': " I64MAX "}}"), "error 5439006: Failed to optimize pipeline :: caused by :: dateTrunc unsupported binSize value"},
+		{PROJ("{'$dateTrunc': {'date': {'$date': '2020-01-01T00:00:00Z'}, 'unit': 'week', 'binSize': " I64MAX "}}"), "error 5439006: Failed to optimize pipeline :: caused by :: dateTrunc unsupported binSize value"},
 		{PROJ("{'$dateTrunc': {'date': " DMAX ", 'unit': 'week', 'binSize': 3, 'timezone': '+14:00'}}"),
 		 "[ { \"v\" : { \"$date\" : \"292278994-08-16T10:00:00Z\" } }, { \"v\" : { \"$date\" : \"292278994"
 		 "-08-16T10:00:00Z\" } }, { \"v\" : { \"$date\" : \"292278994-08-16T10:00:00Z\" } } ]"},
-		{PROJ("{'$dateTrunc': {'date': " DMIN ", 'unit': 'year', 'binSize': 3}}"), "error 5166406: dateAdd overflowed"},
-		{PROJ("{'$dateAdd': {'startDate': " DMAX ", 'unit': 'millisecond', 'amount': 1}}"), "error 5166406: $dateAdd overflowed"},
-		{PROJ("{'$dateAdd': {'startDate': {'$date': '2020-01-01T00:00:00Z'}, 'unit': 'year', 'amount': " I64MAX "}}"), "error 5976500: invalid dateAdd 'amount' parameter value: 9223372036854775807 year"},
-		{PROJ("{'$dateAdd': {'startDate': {'$date': '2020-01-01T00:00:00Z'}, 'unit': 'month', 'amount': " I64MIN "}}"), "error 5976500: invalid dateAdd 'amount' parameter value: -9223372036854775808 month"},
-		{PROJ("{'$dateAdd': {'startDate': {'$date': '2020-01-01T00:00:00Z'}, 'unit': 'week', 'amount': " I64MIN "}}"), "error 5976500: invalid dateAdd 'amount' parameter value: -9223372036854775808 week"},
-		{PROJ("{'$dateSubtract': {'startDate': {'$date': '2020-01-01T00:00:00Z'}, 'unit': 'day', 'amount': " I64MIN "}}"), "error 6045000: invalid $dateSubtract 'amount' parameter value: -9223372036854775808"},
-		{PROJ("{'$dateAdd': {'startDate': {'$date': '2020-01-01T00:00:00Z'}, 'unit': 'hour', 'amount': 1e300}}"), "error 5166405: $dateAdd expects integer amount of time units"},
+		{PROJ("{'$dateTrunc': {'date': " DMIN ", 'unit': 'year', 'binSize': 3}}"), "error 5166406: Failed to optimize pipeline :: caused by :: dateAdd overflowed"},
+		{PROJ("{'$dateAdd': {'startDate': " DMAX ", 'unit': 'millisecond', 'amount': 1}}"), "error 5166406: Failed to optimize pipeline :: caused by :: $dateAdd overflowed"},
+		{PROJ("{'$dateAdd': {'startDate': {'$date': '2020-01-01T00:00:00Z'}, 'unit': 'year', 'amount': " I64MAX "}}"), "error 5976500: Failed to optimize pipeline :: caused by :: invalid dateAdd 'amount' parameter value: 9223372036854775807 year"},
+		{PROJ("{'$dateAdd': {'startDate': {'$date': '2020-01-01T00:00:00Z'}, 'unit': 'month', 'amount': " I64MIN "}}"), "error 5976500: Failed to optimize pipeline :: caused by :: invalid dateAdd 'amount' parameter value: -9223372036854775808 month"},
+		{PROJ("{'$dateAdd': {'startDate': {'$date': '2020-01-01T00:00:00Z'}, 'unit': 'week', 'amount': " I64MIN "}}"), "error 5976500: Failed to optimize pipeline :: caused by :: invalid dateAdd 'amount' parameter value: -9223372036854775808 week"},
+		{PROJ("{'$dateSubtract': {'startDate': {'$date': '2020-01-01T00:00:00Z'}, 'unit': 'day', 'amount': " I64MIN "}}"), "error 6045000: Failed to optimize pipeline :: caused by :: invalid $dateSubtract 'amount' parameter value: -9223372036854775808"},
+		{PROJ("{'$dateAdd': {'startDate': {'$date': '2020-01-01T00:00:00Z'}, 'unit': 'hour', 'amount': 1e300}}"), "error 5166405: Failed to optimize pipeline :: caused by :: $dateAdd expects integer amount of time units"},
 		{PROJ("{'$dateFromParts': {'year': 2020, 'month': " I64MAX "}}"),
-		 "error 31034: 'month' must evaluate to a value in the range [-32768, 32767]; value 92233720368547"
+		 "error 31034: Failed to optimize pipeline :: caused by :: 'month' must evaluate to a value in the range [-32768, 32767]; value 92233720368547"
 		 "75807 is not in range"},
-		{PROJ("{'$dateFromParts': {'year': 2020, 'millisecond': " I64MAX "}}"), "error 15: Overflow casting from a lower-precision duration to a higher-precision duration"},
+		{PROJ("{'$dateFromParts': {'year': 2020, 'millisecond': " I64MAX "}}"), "error 15: Failed to optimize pipeline :: caused by :: Overflow casting from a lower-precision duration to a higher-precision duration"},
 		{PROJ("{'$dateFromParts': {'year': 2020, 'hour': " I64MIN "}}"),
-		 "error 31034: 'hour' must evaluate to a value in the range [-32768, 32767]; value -92233720368547"
+		 "error 31034: Failed to optimize pipeline :: caused by :: 'hour' must evaluate to a value in the range [-32768, 32767]; value -92233720368547"
 		 "75808 is not in range"},
 		{PROJ("{'$dateFromParts': {'isoWeekYear': 2020, 'isoWeek': " I64MAX "}}"),
-		 "error 31034: 'isoWeek' must evaluate to a value in the range [-32768, 32767]; value 922337203685"
+		 "error 31034: Failed to optimize pipeline :: caused by :: 'isoWeek' must evaluate to a value in the range [-32768, 32767]; value 922337203685"
 		 "4775807 is not in range"},
-		{PROJ("{'$dateFromParts': {'year': 2020, 'month': 1e300}}"), "error 40515: 'month' must evaluate to an integer, found double with value 1e+300.0"},
-		{PROJ("{'$add': [" DMAX ", 1]}"), "error 15: date overflow"},
-		{PROJ("{'$add': [" DMAX ", 1e300]}"), "error 15: date overflow"},
+		{PROJ("{'$dateFromParts': {'year': 2020, 'month': 1e300}}"), "error 40515: Failed to optimize pipeline :: caused by :: 'month' must evaluate to an integer, found double with value 1e+300.0"},
+		{PROJ("{'$add': [" DMAX ", 1]}"), "error 15: Failed to optimize pipeline :: caused by :: date overflow"},
+		{PROJ("{'$add': [" DMAX ", 1e300]}"), "error 15: Failed to optimize pipeline :: caused by :: date overflow"},
 		{PROJ("{'$subtract': [" DMAX ", " DMIN "]}"), "[ { \"v\" : -1 }, { \"v\" : -1 }, { \"v\" : -1 } ]"},
-		{PROJ("{'$subtract': [" DMIN ", 1]}"), "error 15: date overflow"},
-		{PROJ("{'$subtract': [" DMIN ", 1e300]}"), "error 15: date overflow"},
-		{PROJ("{'$toDate': 1e300}"), "error 241: Conversion would overflow target type in $convert with no onError value: 1e+300"},
-		{PROJ("{'$toDate': {'$numberDecimal': '1E+30'}}"), "error 241: Conversion would overflow target type in $convert with no onError value: 1E+30"},
+		{PROJ("{'$subtract': [" DMIN ", 1]}"), "error 15: Failed to optimize pipeline :: caused by :: date overflow"},
+		{PROJ("{'$subtract': [" DMIN ", 1e300]}"), "error 15: Failed to optimize pipeline :: caused by :: date overflow"},
+		{PROJ("{'$toDate': 1e300}"), "error 241: Failed to optimize pipeline :: caused by :: Conversion would overflow target type in $convert with no onError value: 1e+300"},
+		{PROJ("{'$toDate': {'$numberDecimal': '1E+30'}}"), "error 241: Failed to optimize pipeline :: caused by :: Conversion would overflow target type in $convert with no onError value: 1E+30"},
 		{PROJ("{'$dateToString': {'date': {'$toDate': -1e18}}}"),
-		 "error 18537: Could not convert date to string: date component was outside the supported range of"
+		 "error 18537: Failed to optimize pipeline :: caused by :: Could not convert date to string: date component was outside the supported range of"
 		 " 0-9999: -31686769"},
 	};
 	run_cases(cases, sizeof(cases) / sizeof(cases[0]));
@@ -205,7 +205,7 @@ static void
 test_audit_expressions(void)
 {
 	static const ocase_t cases[] = {
-		{PROJ("{'$abs': " I64MIN "}"), "error 28680: can't take $abs of long long min"},
+		{PROJ("{'$abs': " I64MIN "}"), "error 28680: Failed to optimize pipeline :: caused by :: can't take $abs of long long min"},
 		{PROJ("{'$abs': {'$numberInt': '-2147483648'}}"), "[ { \"v\" : 2147483648 }, { \"v\" : 2147483648 }, { \"v\" : 2147483648 } ]"},
 		{PROJ("{'$multiply': [" I64MIN ", -1]}"),
 		 "[ { \"v\" : 9223372036854775808.0 }, { \"v\" : 9223372036854775808.0 }, { \"v\" : 92233720368547"
@@ -222,33 +222,33 @@ test_audit_expressions(void)
 		 "75808.0 } ]"},
 		{PROJ("{'$mod': [" I64MIN ", -1]}"), "[ { \"v\" : 0 }, { \"v\" : 0 }, { \"v\" : 0 } ]"},
 		{PROJ("{'$mod': [{'$numberInt': '-2147483648'}, -1]}"), "[ { \"v\" : 0 }, { \"v\" : 0 }, { \"v\" : 0 } ]"},
-		{PROJ("{'$mod': [" I64MIN ", 0]}"), "error 16610: can't $mod by zero"},
+		{PROJ("{'$mod': [" I64MIN ", 0]}"), "error 16610: Failed to optimize pipeline :: caused by :: can't $mod by zero"},
 		{PROJ("{'$divide': [" I64MIN ", -1]}"),
 		 "[ { \"v\" : 9223372036854775808.0 }, { \"v\" : 9223372036854775808.0 }, { \"v\" : 92233720368547"
 		 "75808.0 } ]"},
-		{PROJ("{'$toInt': 1e300}"), "error 241: Conversion would overflow target type in $convert with no onError value: 1e+300"},
-		{PROJ("{'$toInt': " I64MIN "}"), "error 241: Conversion would overflow target type in $convert with no onError value: "},
-		{PROJ("{'$toLong': 1e300}"), "error 241: Conversion would overflow target type in $convert with no onError value: 1e+300"},
+		{PROJ("{'$toInt': 1e300}"), "error 241: Failed to optimize pipeline :: caused by :: Conversion would overflow target type in $convert with no onError value: 1e+300"},
+		{PROJ("{'$toInt': " I64MIN "}"), "error 241: Failed to optimize pipeline :: caused by :: Conversion would overflow target type in $convert with no onError value: "},
+		{PROJ("{'$toLong': 1e300}"), "error 241: Failed to optimize pipeline :: caused by :: Conversion would overflow target type in $convert with no onError value: 1e+300"},
 		{PROJ("{'$toLong': {'$numberDouble': '-9.3e18'}}"),
-		 "error 241: Conversion would overflow target type in $convert with no onError value: -9.3e+18"},
-		{PROJ("{'$toLong': {'$numberDecimal': '1E+30'}}"), "error 241: Conversion would overflow target type in $convert with no onError value: 1E+30"},
-		{PROJ("{'$toInt': {'$numberDouble': 'NaN'}}"), "error 241: Attempt to convert NaN value to integer type in $convert with no onError value"},
+		 "error 241: Failed to optimize pipeline :: caused by :: Conversion would overflow target type in $convert with no onError value: -9.3e+18"},
+		{PROJ("{'$toLong': {'$numberDecimal': '1E+30'}}"), "error 241: Failed to optimize pipeline :: caused by :: Conversion would overflow target type in $convert with no onError value: 1E+30"},
+		{PROJ("{'$toInt': {'$numberDouble': 'NaN'}}"), "error 241: Failed to optimize pipeline :: caused by :: Attempt to convert NaN value to integer type in $convert with no onError value"},
 		{PROJ("{'$convert': {'input': 1e300, 'to': 'int', 'onError': 'e'}}"), "[ { \"v\" : \"e\" }, { \"v\" : \"e\" }, { \"v\" : \"e\" } ]"},
 		{PROJ("{'$round': [" I64MIN ", -18]}"),
 		 "[ { \"v\" : -9000000000000000000 }, { \"v\" : -9000000000000000000 }, { \"v\" : -900000000000000"
 		 "0000 } ]"},
 		{PROJ("{'$round': [" I64MAX ", -1]}"),
-		 "error 51080: invalid conversion from Decimal128 result in $round resulting from arguments: [9223"
+		 "error 51080: Failed to optimize pipeline :: caused by :: invalid conversion from Decimal128 result in $round resulting from arguments: [9223"
 		 "372036854775807, -1]"},
 		{PROJ("{'$round': [" I64MIN ", -19]}"),
-		 "error 51080: invalid conversion from Decimal128 result in $round resulting from arguments: [-922"
+		 "error 51080: Failed to optimize pipeline :: caused by :: invalid conversion from Decimal128 result in $round resulting from arguments: [-922"
 		 "3372036854775808, -19]"},
 		{PROJ("{'$trunc': [" I64MIN ", -18]}"),
 		 "[ { \"v\" : -9000000000000000000 }, { \"v\" : -9000000000000000000 }, { \"v\" : -900000000000000"
 		 "0000 } ]"},
 		{PROJ("{'$round': [{'$numberInt': '2147483647'}, -1]}"), "[ { \"v\" : 2147483650 }, { \"v\" : 2147483650 }, { \"v\" : 2147483650 } ]"},
 		{PROJ("{'$round': [1.5, " I64MIN "]}"),
-		 "error 51083: cannot apply $round with precision value -9223372036854775808 value must be in [-20"
+		 "error 51083: Failed to optimize pipeline :: caused by :: cannot apply $round with precision value -9223372036854775808 value must be in [-20"
 		 ", 100]"},
 		{PROJ("{'$pow': [" I64MIN ", 2]}"),
 		 "[ { \"v\" : 8.5070591730234615866e+37 }, { \"v\" : 8.5070591730234615866e+37 }, { \"v\" : 8.5070"
@@ -270,10 +270,10 @@ test_audit_expressions(void)
 		 "[ { \"v\" : 9223372036854775808.0 }, { \"v\" : 9223372036854775808.0 }, { \"v\" : 92233720368547"
 		 "75808.0 } ]"},
 		{PROJ("{'$range': [0, " I64MAX ", " I64MAX "]}"),
-		 "error 34446: $range requires an ending value that can be represented as a 32-bit integer, found "
+		 "error 34446: Failed to optimize pipeline :: caused by :: $range requires an ending value that can be represented as a 32-bit integer, found "
 		 "value: 9223372036854775807"},
 		{PROJ("{'$range': [0, 3000000000]}"),
-		 "error 34446: $range requires an ending value that can be represented as a 32-bit integer, found "
+		 "error 34446: Failed to optimize pipeline :: caused by :: $range requires an ending value that can be represented as a 32-bit integer, found "
 		 "value: 3000000000"},
 		{PROJ("{'$range': [{'$numberInt': '2147483640'}, {'$numberInt': '2147483647'}, 5]}"),
 		 "[ { \"v\" : [ 2147483640, 2147483645 ] }, { \"v\" : [ 2147483640, 2147483645 ] }, { \"v\" : [ 21"
@@ -282,61 +282,61 @@ test_audit_expressions(void)
 		 "[ { \"v\" : [ -2147483648, -1, 2147483646 ] }, { \"v\" : [ -2147483648, -1, 2147483646 ] }, { \""
 		 "v\" : [ -2147483648, -1, 2147483646 ] } ]"},
 		{PROJ("{'$range': [0, 10, 1e300]}"),
-		 "error 34448: $range requires a step value that can be represented as a 32-bit integer, found val"
+		 "error 34448: Failed to optimize pipeline :: caused by :: $range requires a step value that can be represented as a 32-bit integer, found val"
 		 "ue: 1e+300.0"},
 		{PROJ("{'$substrBytes': ['abc', " I64MAX ", " I64MAX "]}"), "[ { \"v\" : \"\" }, { \"v\" : \"\" }, { \"v\" : \"\" } ]"},
 		{PROJ("{'$substrBytes': ['abc', 1, " I64MIN "]}"), "[ { \"v\" : \"bc\" }, { \"v\" : \"bc\" }, { \"v\" : \"bc\" } ]"},
 		{PROJ("{'$substrBytes': ['abc', 1e300, 1]}"), "[ { \"v\" : \"\" }, { \"v\" : \"\" }, { \"v\" : \"\" } ]"},
 		{PROJ("{'$substrCP': ['abc', " I64MAX ", " I64MAX "]}"),
-		 "error 34451: $substrCP: starting index cannot be represented as a 32-bit integral value: 9223372"
+		 "error 34451: Failed to optimize pipeline :: caused by :: $substrCP: starting index cannot be represented as a 32-bit integral value: 9223372"
 		 "036854775807"},
 		{PROJ("{'$substrCP': ['abc', 1, {'$numberInt': '2147483647'}]}"), "[ { \"v\" : \"bc\" }, { \"v\" : \"bc\" }, { \"v\" : \"bc\" } ]"},
-		{PROJ("{'$substr': ['abc', -1, " I64MIN "]}"), "error 50752: $substrBytes:  starting index must be non-negative (got: -1)"},
+		{PROJ("{'$substr': ['abc', -1, " I64MIN "]}"), "error 50752: Failed to optimize pipeline :: caused by :: $substrBytes:  starting index must be non-negative (got: -1)"},
 		{PROJ("{'$indexOfBytes': ['abc', 'c', " I64MAX ", " I64MAX "]}"),
-		 "error 40096: $indexOfBytesrequires an integral starting index, found a value of type: long, with"
+		 "error 40096: Failed to optimize pipeline :: caused by :: $indexOfBytesrequires an integral starting index, found a value of type: long, with"
 		 " value: 9223372036854775807"},
 		{PROJ("{'$indexOfCP': ['abc', 'c', {'$numberInt': '2147483647'}]}"), "[ { \"v\" : -1 }, { \"v\" : -1 }, { \"v\" : -1 } ]"},
 		{PROJ("{'$indexOfArray': [[1, 2], 2, " I64MAX ", " I64MIN "]}"),
-		 "error 9711600: $indexOfArrayrequires an integral starting index, found a value of type: long, wi"
+		 "error 9711600: Failed to optimize pipeline :: caused by :: $indexOfArrayrequires an integral starting index, found a value of type: long, wi"
 		 "th value: 9223372036854775807"},
 		{PROJ("{'$arrayElemAt': [[1, 2], " I64MIN "]}"),
-		 "error 28691: $arrayElemAt's second argument must be representable as a 32-bit integer: -9.22337e"
+		 "error 28691: Failed to optimize pipeline :: caused by :: $arrayElemAt's second argument must be representable as a 32-bit integer: -9.22337e"
 		 "+18"},
 		{PROJ("{'$arrayElemAt': [[1, 2], {'$numberInt': '-2147483648'}]}"), "[ { }, { }, { } ]"},
 		{PROJ("{'$arrayElemAt': [[1, 2], 1e300]}"),
-		 "error 28691: $arrayElemAt's second argument must be representable as a 32-bit integer: 1e+300"},
+		 "error 28691: Failed to optimize pipeline :: caused by :: $arrayElemAt's second argument must be representable as a 32-bit integer: 1e+300"},
 		{PROJ("{'$slice': [[1, 2, 3], " I64MIN "]}"),
-		 "error 28726: Second argument to $slice can't be represented as a 32-bit integer: -9.22337e+18"},
+		 "error 28726: Failed to optimize pipeline :: caused by :: Second argument to $slice can't be represented as a 32-bit integer: -9.22337e+18"},
 		{PROJ("{'$slice': [[1, 2, 3], {'$numberInt': '-2147483648'}]}"), "[ { \"v\" : [ 1, 2, 3 ] }, { \"v\" : [ 1, 2, 3 ] }, { \"v\" : [ 1, 2, 3 ] } ]"},
 		{PROJ("{'$slice': [[1, 2, 3], " I64MAX ", " I64MAX "]}"),
-		 "error 28726: Second argument to $slice can't be represented as a 32-bit integer: 9.22337e+18"},
+		 "error 28726: Failed to optimize pipeline :: caused by :: Second argument to $slice can't be represented as a 32-bit integer: 9.22337e+18"},
 		{PROJ("{'$slice': [[1, 2, 3], " I64MIN ", 1]}"),
-		 "error 28726: Second argument to $slice can't be represented as a 32-bit integer: -9.22337e+18"},
+		 "error 28726: Failed to optimize pipeline :: caused by :: Second argument to $slice can't be represented as a 32-bit integer: -9.22337e+18"},
 		{PROJ("{'$slice': [[1, 2, 3], {'$numberInt': '-2147483648'}, {'$numberInt': '2147483647'}]}"), "[ { \"v\" : [ 1, 2, 3 ] }, { \"v\" : [ 1, 2, 3 ] }, { \"v\" : [ 1, 2, 3 ] } ]"},
 		{PROJ("{'$firstN': {'input': [1, 2, 3], 'n': " I64MAX "}}"), "[ { \"v\" : [ 1, 2, 3 ] }, { \"v\" : [ 1, 2, 3 ] }, { \"v\" : [ 1, 2, 3 ] } ]"},
 		{PROJ("{'$lastN': {'input': [1, 2, 3], 'n': " I64MAX "}}"), "[ { \"v\" : [ 1, 2, 3 ] }, { \"v\" : [ 1, 2, 3 ] }, { \"v\" : [ 1, 2, 3 ] } ]"},
 		{PROJ("{'$maxN': {'input': [1, 2, 3], 'n': " I64MAX "}}"), "[ { \"v\" : [ 3, 2, 1 ] }, { \"v\" : [ 3, 2, 1 ] }, { \"v\" : [ 3, 2, 1 ] } ]"},
-		{PROJ("{'$minN': {'input': [1, 2, 3], 'n': 1e300}}"), "error 5787902: Value for 'n' must be of integral type, but found 1e+300.0"},
-		{PROJ("{'$firstN': {'input': [1, 2, 3], 'n': " I64MIN "}}"), "error 5787908: 'n' must be greater than 0, found -9223372036854775808"},
+		{PROJ("{'$minN': {'input': [1, 2, 3], 'n': 1e300}}"), "error 5787902: Failed to optimize pipeline :: caused by :: Value for 'n' must be of integral type, but found 1e+300.0"},
+		{PROJ("{'$firstN': {'input': [1, 2, 3], 'n': " I64MIN "}}"), "error 5787908: Failed to optimize pipeline :: caused by :: 'n' must be greater than 0, found -9223372036854775808"},
 		{PROJ("{'$zip': {'inputs': [[1], [2, 3]], 'useLongestLength': true}}"),
 		 "[ { \"v\" : [ [ 1, 2 ], [ null, 3 ] ] }, { \"v\" : [ [ 1, 2 ], [ null, 3 ] ] }, { \"v\" : [ [ 1,"
 		 " 2 ], [ null, 3 ] ] } ]"},
-		{PROJ("{'$split': ['abc', '']}"), "error 40087: $split requires a non-empty separator"},
+		{PROJ("{'$split': ['abc', '']}"), "error 40087: Failed to optimize pipeline :: caused by :: $split requires a non-empty separator"},
 		{PROJ("{'$replaceAll': {'input': 'aaa', 'find': '', 'replacement': 'xx'}}"), "[ { \"v\" : \"xxaxxaxxaxx\" }, { \"v\" : \"xxaxxaxxaxx\" }, { \"v\" : \"xxaxxaxxaxx\" } ]"},
 		{PROJ("{'$strLenBytes': 'abc'}"), "[ { \"v\" : 3 }, { \"v\" : 3 }, { \"v\" : 3 } ]"},
 		{PROJ("{'$concat': ['a', 'b']}"), "[ { \"v\" : \"ab\" }, { \"v\" : \"ab\" }, { \"v\" : \"ab\" } ]"},
 		{PROJ("{'$regexFind': {'input': 'abc', 'regex': 'b', 'options': 'zz'}}"), "error 51108: $regexFind invalid flag in regex options: z"},
 		{PROJ("{'$trunc': [1.5, " I64MAX "]}"),
-		 "error 51083: cannot apply $trunc with precision value 9223372036854775807 value must be in [-20,"
+		 "error 51083: Failed to optimize pipeline :: caused by :: cannot apply $trunc with precision value 9223372036854775807 value must be in [-20,"
 		 " 100]"},
 		{PROJ("{'$ltrim': {'input': 'abc', 'chars': ''}}"), "[ { \"v\" : \"abc\" }, { \"v\" : \"abc\" }, { \"v\" : \"abc\" } ]"},
 		{PROJ("{'$year': {'date': " DMAX ", 'timezone': '+99:99'}}"), "[ { \"v\" : 292278994 }, { \"v\" : 292278994 }, { \"v\" : 292278994 } ]"},
-		{PROJ("{'$year': {'date': " DMAX ", 'timezone': '-9999999999'}}"), "error 40485: unrecognized time zone identifier: \"-9999999999\""},
+		{PROJ("{'$year': {'date': " DMAX ", 'timezone': '-9999999999'}}"), "error 40485: Failed to optimize pipeline :: caused by :: unrecognized time zone identifier: \"-9999999999\""},
 		{PROJ("{'$toString': " DMIN "}"),
-		 "error 18537: Could not convert date to string: date component was outside the supported range of"
+		 "error 18537: Failed to optimize pipeline :: caused by :: Could not convert date to string: date component was outside the supported range of"
 		 " 0-9999: -292275055"},
 		{PROJ("{'$toString': " DMAX "}"),
-		 "error 18537: Could not convert date to string: date component was outside the supported range of"
+		 "error 18537: Failed to optimize pipeline :: caused by :: Could not convert date to string: date component was outside the supported range of"
 		 " 0-9999: 292278994"},
 		{PROJ("{'$convert': {'input': " DMIN ", 'to': 'long'}}"),
 		 "[ { \"v\" : -9223372036854775808 }, { \"v\" : -9223372036854775808 }, { \"v\" : -922337203685477"
@@ -371,12 +371,12 @@ test_audit_stages(void)
 		 "error 40242: The $bucketAuto 'buckets' field must be representable as a 32-bit integer, but foun"
 		 "d 1e+300.0."},
 		{AGG("[{'$densify': {'field': 'a', 'range': {'step': 1e-300, 'bounds': [0, 1]}}}, {'$limit': 3}]"),
-		 "error 5897900: PlanExecutor error during aggregation :: caused by :: Generated 500001 documents in"
+		 "error 5897900: Executor error during aggregate command on namespace: o.c :: caused by :: Generated 500001 documents in"
 		 " $densify, which is over the limit of 500000. Increase the 'internalQueryMaxAllowedDensifyDocs'"
 		 " parameter to allow more generated documents"},
 		/* -inf + step is -inf: only the cap ends the loop */
 		{AGG("[{'$densify': {'field': 'a', 'range': {'step': " I64MAX ", 'bounds': [{'$numberDouble': '-Infinity'}, 0]}}}]"),
-		 "error 5897900: PlanExecutor error during aggregation :: caused by :: Generated 500001 documents in"
+		 "error 5897900: Executor error during aggregate command on namespace: o.c :: caused by :: Generated 500001 documents in"
 		 " $densify, which is over the limit of 500000. Increase the 'internalQueryMaxAllowedDensifyDocs'"
 		 " parameter to allow more generated documents"},
 		{AGG("[{'$setWindowFields': {'sortBy': {'a': 1}, 'output': {'v': {'$sum': 1, 'window': {'documents': [{'$numberInt': '-2147483648'}, {'$numberInt': '2147483647'}]}}}}}, {'$project': {'v': 1}}]"),
@@ -390,7 +390,7 @@ test_audit_stages(void)
 		 "\" }, \"m\" : -2147483648 }, { \"_id\" : 3, \"a\" : 5, \"b\" : 1, \"d\" : { \"$date\" : \"2020-01"
 		 "-09T00:00:00Z\" } } ]"},
 		{AGG("[{'$densify': {'field': 'd', 'range': {'step': " I64MAX ", 'unit': 'day', 'bounds': 'full'}}}]"),
-		 "error 5976500: PlanExecutor error during aggregation :: caused by :: invalid dateAdd 'amount' parameter"
+		 "error 5976500: Executor error during aggregate command on namespace: o.c :: caused by :: invalid dateAdd 'amount' parameter"
 		 " value: 9223372036854775807 day"},
 		{AGG("[{'$densify': {'field': 'd', 'range': {'step': " I64MAX ", 'unit': 'millisecond', 'bounds': [" DMIN ", " DMAX "]}}}]"),
 		 "[ { \"d\" : { \"$date\" : { \"$numberLong\" : \"-9223372036854775808\" } } }, { \"d\" : { \"$dat"
@@ -563,7 +563,7 @@ test_audit_stages(void)
 		 ":12:55.807Z\" } }, { \"_id\" : 2, \"d\" : { \"$date\" : \"292278994-08-17T07:12:55.807Z\" }, \"v"
 		 "\" : 2, \"n\" : 9223372036854775807, \"w\" : 1 } ]"},
 		{"{'aggregate': 'e', 'pipeline': [{'$setWindowFields': {'sortBy': {'v': 1}, 'output': {'d2': {'$linearFill': '$d2'}}}}], 'cursor': {}}",
-		 "error 6050106: PlanExecutor error during aggregation :: caused by :: Value to be filled must be "
+		 "error 6050106: Executor error during aggregate command on namespace: o.e :: caused by :: Value to be filled must be "
 		 "numeric for $linearFill, but was date"},
 		{"{'aggregate': 'e', 'pipeline': [{'$densify': {'field': 'd', 'range': {'step': 1, 'unit': 'month', 'bounds': 'full'}}}, {'$limit': 2}], 'cursor': {}}",
 		 "[ { \"_id\" : 1, \"d\" : { \"$date\" : { \"$numberLong\" : \"-9223372036854775808\" } }, \"v\" :"
@@ -572,7 +572,7 @@ test_audit_stages(void)
 		 " 1.000000000000000011e+308, \"w\" : 5, \"d2\" : { \"$date\" : \"292278994-08-17T07:12:55.807Z\" "
 		 "} } ]"},
 		{"{'aggregate': 'e', 'pipeline': [{'$densify': {'field': 'd', 'range': {'step': " I64MAX ", 'unit': 'year', 'bounds': 'full'}}}], 'cursor': {}}",
-		 "error 5976500: PlanExecutor error during aggregation :: caused by :: invalid dateAdd 'amount' pa"
+		 "error 5976500: Executor error during aggregate command on namespace: o.e :: caused by :: invalid dateAdd 'amount' pa"
 		 "rameter value: 9223372036854775807 year"},
 		{"{'aggregate': 'e', 'pipeline': [{'$bucketAuto': {'groupBy': '$n', 'buckets': 2, 'granularity': 'POWERSOF2'}}], 'cursor': {}}", "error 238: $bucketAuto with 'granularity' is not supported by Tamga yet"},
 		{"{'aggregate': 'e', 'pipeline': [{'$bucketAuto': {'groupBy': '$n', 'buckets': 2, 'granularity': 'R5'}}], 'cursor': {}}", "error 238: $bucketAuto with 'granularity' is not supported by Tamga yet"},
@@ -580,8 +580,8 @@ test_audit_stages(void)
 		{"{'aggregate': 'e', 'pipeline': [{'$group': {'_id': null, 'a': {'$avg': '$n'}, 's': {'$stdDevPop': '$n'}, 'm': {'$median': {'input': '$n', 'method': 'approximate'}}}}], 'cursor': {}}",
 		 "[ { \"_id\" : null, \"a\" : 3.3333333333333332036e+307, \"s\" : { \"$numberDouble\" : \"Infinity"
 		 "\" }, \"m\" : 9223372036854775808.0 } ]"},
-		{"{'aggregate': 'e', 'pipeline': [{'$project': {'x': {'$dateFromString': {'dateString': '99999999-01-01'}}}}], 'cursor': {}}", "error 241: Error parsing date string '99999999-01-01'"},
-		{"{'aggregate': 'e', 'pipeline': [{'$project': {'x': {'$dateFromString': {'dateString': '2020-01-01', 'format': '%Y%Y%Y%Y-%m-%d'}}}}], 'cursor': {}}", "error 241: Error parsing date string '2020-01-01'"},
+		{"{'aggregate': 'e', 'pipeline': [{'$project': {'x': {'$dateFromString': {'dateString': '99999999-01-01'}}}}], 'cursor': {}}", "error 241: Failed to optimize pipeline :: caused by :: Error parsing date string '99999999-01-01'"},
+		{"{'aggregate': 'e', 'pipeline': [{'$project': {'x': {'$dateFromString': {'dateString': '2020-01-01', 'format': '%Y%Y%Y%Y-%m-%d'}}}}], 'cursor': {}}", "error 241: Failed to optimize pipeline :: caused by :: Error parsing date string '2020-01-01'"},
 		{"{'aggregate': 'e', 'pipeline': [{'$sort': {'d': 1}}, {'$project': {'x': {'$subtract': ['$d', {'$literal': " DMIN "}]}}}], 'cursor': {}}",
 		 "[ { \"_id\" : 1, \"x\" : 0 }, { \"_id\" : 3, \"x\" : -9223372036854775808 }, { \"_id\" : 2, \"x"
 		 "\" : -1 } ]"},
@@ -614,26 +614,26 @@ test_audit_updates(void)
 		 "\"Expected an integer: arr: 1e+300.0\" } ] }"},
 		{UPD("{'$set': {'arr.99999999': 1}}"),
 		 "{ \"n\" : 0, \"nModified\" : 0, \"writeErrors\" : [ { \"index\" : 0, \"code\" : 34, \"errmsg\" :"
-		 " \"can't backfill more than 1500000 elements\" } ] }"},
+		 " \"Plan executor error during update :: caused by :: can't backfill more than 1500000 elements\" } ] }"},
 		{UPD("{'$set': {'arr.9223372036854775807': 1}}"),
 		 "{ \"n\" : 0, \"nModified\" : 0, \"writeErrors\" : [ { \"index\" : 0, \"code\" : 28, \"errmsg\" :"
-		 " \"Cannot create field '9223372036854775807' in element {arr: [ 9, 9, 1, 2, 3, 9, 9, 9 ]}\" } ] "
+		 " \"Plan executor error during update :: caused by :: Cannot create field '9223372036854775807' in element {arr: [ 9, 9, 1, 2, 3, 9, 9, 9 ]}\" } ] "
 		 "}"},
 		{UPD("{'$set': {'x.2147483648': 1}}"), "{ \"n\" : 1, \"nModified\" : 1 }"},
 		{UPD("{'$inc': {'n': " I64MAX "}}"),
 		 "{ \"n\" : 0, \"nModified\" : 0, \"writeErrors\" : [ { \"index\" : 0, \"code\" : 2, \"errmsg\" : "
-		 "\"Failed to apply $inc operations to current value ((NumberInt)1) for document {_id: 1}\" } ] }"},
+		 "\"Plan executor error during update :: caused by :: Failed to apply $inc operations to current value ((NumberInt)1) for document {_id: 1}\" } ] }"},
 		{UPD("{'$inc': {'n': " I64MAX "}}"),
 		 "{ \"n\" : 0, \"nModified\" : 0, \"writeErrors\" : [ { \"index\" : 0, \"code\" : 2, \"errmsg\" : "
-		 "\"Failed to apply $inc operations to current value ((NumberInt)1) for document {_id: 1}\" } ] }"},
+		 "\"Plan executor error during update :: caused by :: Failed to apply $inc operations to current value ((NumberInt)1) for document {_id: 1}\" } ] }"},
 		{UPD("{'$inc': {'i': {'$numberInt': '2147483647'}}}"), "{ \"n\" : 1, \"nModified\" : 1 }"},
 		{UPD("{'$inc': {'i': {'$numberInt': '2147483647'}}}"), "{ \"n\" : 1, \"nModified\" : 1 }"},
 		{UPD("{'$mul': {'m': " I64MIN "}}"),
 		 "{ \"n\" : 0, \"nModified\" : 0, \"writeErrors\" : [ { \"index\" : 0, \"code\" : 2, \"errmsg\" : "
-		 "\"Failed to apply $mul operations to current value ((NumberInt)2) for document {_id: 1}\" } ] }"},
+		 "\"Plan executor error during update :: caused by :: Failed to apply $mul operations to current value ((NumberInt)2) for document {_id: 1}\" } ] }"},
 		{UPD("{'$mul': {'m': " I64MIN "}}"),
 		 "{ \"n\" : 0, \"nModified\" : 0, \"writeErrors\" : [ { \"index\" : 0, \"code\" : 2, \"errmsg\" : "
-		 "\"Failed to apply $mul operations to current value ((NumberInt)2) for document {_id: 1}\" } ] }"},
+		 "\"Plan executor error during update :: caused by :: Failed to apply $mul operations to current value ((NumberInt)2) for document {_id: 1}\" } ] }"},
 		{UPD("{'$mul': {'m': -1}}"), "{ \"n\" : 1, \"nModified\" : 1 }"},
 		{UPD("{'$bit': {'b': {'and': " I64MIN "}}}"), "{ \"n\" : 1, \"nModified\" : 0 }"},
 		{UPD("{'$bit': {'b': {'xor': " I64MAX "}}}"), "{ \"n\" : 1, \"nModified\" : 1 }"},
@@ -684,7 +684,7 @@ test_sample_memory(void)
 	TT_EQ_INT(rc, 0);
 	tt_free_reply(r);
 	t = answer("{'aggregate': 's', 'pipeline': [{'$sample': {'size': 50}}], 'allowDiskUse': false, 'cursor': {}}");
-	TT_EQ_STR(t, "error 292: PlanExecutor error during aggregation :: caused by :: Sort exceeded memory limit of 4096 "
+	TT_EQ_STR(t, "error 292: Executor error during aggregate command on namespace: o.s :: caused by :: Sort exceeded memory limit of 4096 "
 	          "bytes, but did not opt in to external sorting.");
 	bson_free(t);
 	/* spilled: 50 distinct documents of the 60, every one may come out */

@@ -59,6 +59,9 @@ reset(void)
 	add_index("{\"v\": 2, \"key\": {\"_id\": 1}, \"name\": \"_id_\"}", false);
 }
 
+/* The index filter plan() plans under (PLANNER_ALL_INDEXES: none). */
+static uint64_t plan_allowed = PLANNER_ALL_INDEXES;
+
 /* Plan filter; return "index|field:[iv,iv] field:[..]|sort" or "COLLSCAN". */
 static char *
 plan(const char *filter, const char *sort_json, const char *hint_json)
@@ -79,7 +82,7 @@ plan(const char *filter, const char *sort_json, const char *hint_json)
 		bson_free(w);
 		bson_iter_init_find(&hit, h, "h");
 	}
-	if (planner_plan(&coll, m, so, h ? bson_iter_value(&hit) : NULL, NULL, &s, &err) != 0) {
+	if (planner_plan_filtered(&coll, m, so, h ? bson_iter_value(&hit) : NULL, NULL, plan_allowed, &s, &err) != 0) {
 		bson_string_append_printf(out, "ERR %d", err.code);
 	} else if (s->kind == PLANNER_COLLSCAN) {
 		bson_string_append(out, "COLLSCAN");
@@ -299,6 +302,36 @@ test_sparse_partial_hidden_hint(void)
 	reset();
 }
 
+/* An index filter (planCacheSetFilter): only the listed indexes are
+ * candidates, and among them the usual choice is made, $or branches too. */
+static void
+test_index_filter(void)
+{
+	reset();
+	add_index("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}", false);   /* 1 */
+	add_index("{\"v\": 2, \"key\": {\"b\": 1}, \"name\": \"b_1\"}", false);   /* 2 */
+	add_index("{\"v\": 2, \"key\": {\"a\": 1, \"b\": 1}, \"name\": \"a_1_b_1\"}", false);   /* 3 */
+	PLAN_EQ("{\"a\": 5, \"b\": 6}", NULL, NULL, "a_1_b_1|a:[5, 5]|b:[6, 6]|exact");
+	plan_allowed = (1u << 1) | (1u << 2);
+	{
+		char *got = plan("{\"a\": 5, \"b\": 6}", NULL, NULL);
+
+		TT_ASSERT(strcmp(got, "a_1|a:[5, 5]") == 0 || strcmp(got, "b_1|b:[6, 6]") == 0);
+		bson_free(got);
+	}
+	plan_allowed = 1u << 2;
+	PLAN_EQ("{\"a\": 5, \"b\": 6}", NULL, NULL, "b_1|b:[6, 6]");
+	PLAN_EQ("{\"a\": 5}", NULL, NULL, "COLLSCAN");
+	PLAN_EQ("{\"$or\": [{\"a\": 5}, {\"b\": 6}]}", NULL, NULL, "COLLSCAN");
+	plan_allowed = (1u << 1) | (1u << 2);
+	PLAN_EQ("{\"$or\": [{\"a\": 5}, {\"b\": 6}]}", NULL, NULL, "OR 2");
+	/* $natural still applies; an allowed set of nothing is a collection scan */
+	PLAN_EQ("{\"a\": 5}", NULL, "{\"$natural\": 1}", "COLLSCAN");
+	plan_allowed = 0;
+	PLAN_EQ("{\"a\": 5, \"b\": 6}", NULL, NULL, "COLLSCAN");
+	plan_allowed = PLANNER_ALL_INDEXES;
+}
+
 int
 main(void)
 {
@@ -307,5 +340,6 @@ main(void)
 	TT_RUN(test_multikey_and_compound);
 	TT_RUN(test_sparse_partial_hidden_hint);
 	TT_RUN(test_esr_choice);
+	TT_RUN(test_index_filter);
 	return tt_finish();
 }

@@ -124,7 +124,7 @@ load(void)
 }
 
 /* a find's executor errors carry mongod's context (issue 22) */
-#define SORT_292 "Executor error during find command :: caused by :: Sort exceeded memory limit of 32768 bytes, but did not opt in to external sorting."
+#define SORT_292 "Executor error during find command: s.c :: caused by :: Sort exceeded memory limit of 32768 bytes, but did not opt in to external sorting."
 
 /* Under the default (allowDiskUseByDefault true) every sort spills. */
 static void
@@ -344,7 +344,7 @@ test_group_spills(void)
 
 	for (size_t i = 0; i < sizeof pipelines / sizeof pipelines[0]; i++)
 		spills_like_memory(pipelines[i], "internalDocumentSourceGroupMaxMemoryBytes",
-		    "PlanExecutor error during aggregation :: caused by :: Exceeded memory limit for $group, but "
+		    "Executor error during aggregate command on namespace: s.c :: caused by :: Exceeded memory limit for $group, but "
 		    "didn't allow external sort. Pass allowDiskUse:true to opt in.");
 	/* spilled output comes in key order; the first spelling of a key wins */
 	set_group_limit(4096);
@@ -377,7 +377,7 @@ test_bucket_auto_spills(void)
 
 	for (size_t i = 0; i < sizeof pipelines / sizeof pipelines[0]; i++)
 		spills_like_memory(pipelines[i], "internalDocumentSourceBucketAutoMaxMemoryBytes",
-		    "PlanExecutor error during aggregation :: caused by :: Sort exceeded memory limit of 4096 bytes, "
+		    "Executor error during aggregate command on namespace: s.c :: caused by :: Sort exceeded memory limit of 4096 bytes, "
 		    "but did not opt in to external sorting.");
 }
 

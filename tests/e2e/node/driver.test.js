@@ -230,7 +230,7 @@ test('sorts spill by default; allowDiskUse false answers 292', async () => {
 			assert.equal(e.code, 292);
 			assert.equal(e.codeName, 'QueryExceededMemoryLimitNoDiskUseAllowed');
 			// a find's executor error carries mongod's context (issue 22)
-			assert.equal(e.message, 'Executor error during find command :: caused by :: Sort exceeded memory limit of 32768 bytes, but did not opt in to external sorting.');
+			assert.equal(e.message, 'Executor error during find command: e2e_node.spill :: caused by :: Sort exceeded memory limit of 32768 bytes, but did not opt in to external sorting.');
 			return true;
 		});
 		await assert.rejects(coll.aggregate([{ $sort: { k: 1 } }], { allowDiskUse: false }).toArray(),
