@@ -566,7 +566,8 @@ chk_explain(chk_t *k, const bson_t *body)
 
 /*
  * applyOps, as mongod's validateApplyOpsCommand and
- * OplogApplicationChecks::checkAuthForOperation: an empty batch (at any
+ * OplogApplicationChecks::checkAuthForOperation: the applyOps action on
+ * the cluster first (dbAdminAnyDatabase, restore, root); an empty batch (at any
  * nesting depth), or a create/renameCollection among several entries,
  * needs every privilege (root); an entry holding a UUID needs useUUID on
  * the cluster, a create with one forceUUID too; then each top-level entry
@@ -574,8 +575,8 @@ chk_explain(chk_t *k, const bson_t *body)
  * insert, an update update (and insert when it may upsert: its b or the
  * command's alwaysUpsert, true by default), a delete remove, a command
  * entry what that command needs on its namespace's database (admin for
- * renameCollection; a nested applyOps the same check again); and each
- * preCondition's namespace find.  Refusals say "Unauthorized", "not
+ * renameCollection; a nested applyOps the same check again).  9.0 no
+ * longer reads preCondition, so it needs nothing.  Refusals say "Unauthorized", "not
  * authorized for insert on <ns>", ... as mongod.  A malformed command
  * passes here and is refused by the handler.
  */
@@ -764,6 +765,8 @@ chk_apply_ops(chk_t *k, const bson_t *body)
 	bool always_upsert = true;
 	int v = apply_ops_validity(body, 0);
 
+	if (!can_cluster(k, "applyOps"))
+		return ao_fail(k, "Unauthorized%s%s", NULL, NULL);
 	if (v == AO_SUPERUSER)
 		return is_superuser(k) || ao_fail(k, "Unauthorized%s%s", NULL, NULL);
 	if (v == AO_FORCE_UUID && !(can_cluster(k, "forceUUID") && can_cluster(k, "useUUID")))
@@ -784,22 +787,6 @@ chk_apply_ops(chk_t *k, const bson_t *body)
 			bson_init_static(&op, d, l);
 			if (!apply_op_allowed(k, &op, always_upsert))
 				return false;
-		}
-	if (bson_iter_init_find(&it, body, "preCondition") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &el))
-		while (bson_iter_next(&el)) {
-			bson_iter_t ns;
-			const char *n, *dot;
-			char db[256];
-
-			if (!BSON_ITER_HOLDS_DOCUMENT(&el) || !bson_iter_recurse(&el, &ns) || !bson_iter_find(&ns, "ns") ||
-			    !BSON_ITER_HOLDS_UTF8(&ns))
-				continue;
-			n = bson_iter_utf8(&ns, NULL);
-			if ((dot = strchr(n, '.')) == NULL)
-				continue;
-			snprintf(db, sizeof db, "%.*s", (int)(dot - n), n);
-			if (!can_ns(k, db, dot + 1, "find"))
-				return ao_fail(k, "Unauthorized to check precondition%s%s", NULL, NULL);
 		}
 	return true;
 }

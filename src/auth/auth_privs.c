@@ -32,6 +32,7 @@ static const char *const action_names[] = {
 	"dropAllRolesFromDatabase", "checkMetadataConsistency", "getClusterParameter", "setClusterParameter",
 	"rotateCertificates", "cleanupStructuredEncryptionData", "compactStructuredEncryptionData",
 	"listCachedAndActiveUsers", "setFeatureCompatibilityVersion", "analyzeShardKey", "appendOplogNote",
+	"applyOps", "forceUUID",
 	/* replica set (cmd_repl.c) */
 	"replSetConfigure", "replSetStateChange", "internal",
 	/* the oplog (cmd_repl_oplog.c) */
@@ -505,7 +506,7 @@ static const builtin_role_t builtin_roles[] = {
 		{ON_NS, "admin", "system.backup_users", READ_ACTIONS},
 	}},
 	{"dbAdminAnyDatabase", true, NULL, {
-		{ON_CLUSTER, NULL, NULL, "listDatabases"},
+		{ON_CLUSTER, NULL, NULL, "listDatabases applyOps"},
 		{ON_ANY_NORMAL, NULL, NULL, DBADMIN_ACTIONS},
 		{ON_COLL_ANY_DB, NULL, "system.profile", PROFILE_ACTIONS},
 	}},
@@ -546,7 +547,7 @@ static const builtin_role_t builtin_roles[] = {
 		{ON_NS, "config", "settings", "find insert update"},
 	}},
 	{"restore", true, NULL, {
-		{ON_CLUSTER, NULL, NULL, "getParameter useUUID bypassWriteBlockingMode"},
+		{ON_CLUSTER, NULL, NULL, "getParameter useUUID forceUUID applyOps bypassWriteBlockingMode"},
 		{ON_DB, "local", NULL, RESTORE_WRITE_ACTIONS},
 		{ON_DB, "config", NULL, RESTORE_WRITE_ACTIONS},
 		{ON_NS, "local", "system.replset", RESTORE_WRITE_ACTIONS},

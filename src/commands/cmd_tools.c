@@ -11,11 +11,9 @@
  * insert, update (a modifier or replacement document, or the oplog's `$v: 2`
  * diff, applied to the stored document), delete, no-op and command entries one by one through the ordinary
  * command path (validation bypassed, as mongod's oplog application), and
- * reports each one's success.  A `preCondition` array is checked as the
- * last mongod releases that read it did (check_preconditions), before any
- * operation; the batch is then applied one by one (mongod 9.0's applyOps
- * has no atomic mode), so a concurrent writer may change a checked document
- * before the operations run.
+ * reports each one's success.  `preCondition` is typed and otherwise
+ * ignored, as 9.0's applyOps no longer reads it; the batch is applied one
+ * by one (mongod 9.0's applyOps has no atomic mode).
  */
 #include "commands/commands_private.h"
 
@@ -928,162 +926,6 @@ err:
 	return ret;
 }
 
-/* Does db hold any collection (mongod: the database exists)? */
-static bool
-db_exists(cmd_t *c, const char *db)
-{
-	storage_coll_t **colls = NULL;
-	int n = 0;
-	terr_t e = TERR_INIT;
-
-	if (storage_list_colls(c->engine->st, db, &colls, &n, &e) != 0) {
-		terr_clear(&e);
-		return false;
-	}
-	for (int i = 0; i < n; i++)
-		storage_coll_release(colls[i]);
-	bson_free(colls);
-	return n > 0;
-}
-
-/*
- * applyOps' preCondition, as mongod checked it (the last releases that
- * read it: 4.x to 6.x): each {ns, q, res} finds the first document of ns
- * matching q (q the filter, or the legacy {query | $query, orderby |
- * $orderby} form; {} when none matches) and res must match it, with the
- * collection's default collation.  73 for a non-string or invalid ns, 26
- * for a missing database or collection, 2 "preCondition failed" with the
- * reply's got (the document) and whatFailed (the entry).  Checked before
- * any operation is applied.
- */
-static int
-check_preconditions(cmd_t *c, const bson_t *pre, terr_t *err)
-{
-	bson_iter_t it;
-
-	bson_iter_init(&it, pre);
-	while (bson_iter_next(&it)) {
-		bson_t entry, q, res, filter, sort = BSON_INITIALIZER, cmd = BSON_INITIALIZER, reply, got;
-		bson_iter_t f, r;
-		const char *ns;
-		char db[256], coll[256];
-		storage_coll_t *sc = NULL;
-		match_options_t mo = {0};
-		match_t *m = NULL;
-		bool has_sort = false, found;
-		int rc;
-
-		iter_doc(&it, &entry);
-		if (!bson_iter_init_find(&f, &entry, "ns") || !BSON_ITER_HOLDS_UTF8(&f))
-			return terr_set(err, TERR_INVALID_NAMESPACE, "ns in preCondition must be a string, but found type: %s",
-			    bv_type_name(bson_iter_init_find(&f, &entry, "ns") ? bson_iter_type(&f) : BSON_TYPE_EOD));
-		ns = bson_iter_utf8(&f, NULL);
-		if (split_ns(ns, db, coll, sizeof db, err) != 0) {
-			terr_clear(err);
-			return terr_set(err, TERR_INVALID_NAMESPACE, "invalid ns: %s", ns);
-		}
-		bson_init(&q);
-		if (bson_iter_init_find(&f, &entry, "q") && BSON_ITER_HOLDS_DOCUMENT(&f)) {
-			bson_destroy(&q);
-			iter_doc(&f, &q);
-		}
-		filter = q;
-		if ((bson_iter_init_find(&f, &q, "query") || bson_iter_init_find(&f, &q, "$query")) &&
-		    BSON_ITER_HOLDS_DOCUMENT(&f)) {
-			iter_doc(&f, &filter);
-			if ((bson_iter_init_find(&f, &q, "orderby") || bson_iter_init_find(&f, &q, "$orderby")) &&
-			    BSON_ITER_HOLDS_DOCUMENT(&f)) {
-				bson_t o;
-
-				iter_doc(&f, &o);
-				bson_copy_to(&o, &sort);
-				has_sort = true;
-			}
-		}
-		if (!db_exists(c, db)) {
-			bson_destroy(&sort);
-			bson_destroy(&cmd);
-			return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "database in ns does not exist: %s", ns);
-		}
-		if (storage_coll_get(c->engine->st, db, coll, &sc, NULL) != 0 || sc == NULL) {
-			bson_destroy(&sort);
-			bson_destroy(&cmd);
-			return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "collection in ns does not exist: %s", ns);
-		}
-		BSON_APPEND_UTF8(&cmd, "find", coll);
-		BSON_APPEND_DOCUMENT(&cmd, "filter", &filter);
-		if (has_sort)
-			BSON_APPEND_DOCUMENT(&cmd, "sort", &sort);
-		BSON_APPEND_INT32(&cmd, "limit", 1);
-		BSON_APPEND_BOOL(&cmd, "singleBatch", true);
-		bson_destroy(&sort);
-		rc = apply_ops_run(c, db, &cmd, &reply, err);
-		bson_destroy(&cmd);
-		if (rc != 0) {
-			bson_destroy(&reply);
-			storage_coll_release(sc);
-			return -1;
-		}
-		bson_init(&got);
-		if (bson_iter_init(&r, &reply) && bson_iter_find_descendant(&r, "cursor.firstBatch.0", &r) &&
-		    BSON_ITER_HOLDS_DOCUMENT(&r)) {
-			bson_t d;
-
-			iter_doc(&r, &d);
-			bson_concat(&got, &d);
-		}
-		bson_destroy(&reply);
-		bson_init(&res);
-		if (bson_iter_init_find(&f, &entry, "res") && BSON_ITER_HOLDS_DOCUMENT(&f)) {
-			bson_destroy(&res);
-			iter_doc(&f, &res);
-		}
-		mo.coll = sc->collation;
-		rc = match_compile(&res, &mo, &m, err);
-		storage_coll_release(sc);
-		if (rc == 0)
-			rc = match_exec(m, &got, NULL, err);
-		match_free(m);
-		if (rc < 0) {
-			bson_destroy(&got);
-			return -1;
-		}
-		found = rc == 1;
-		if (!found) {
-			bson_t *extra = bson_new();
-
-			BSON_APPEND_DOCUMENT(extra, "got", &got);
-			BSON_APPEND_DOCUMENT(extra, "whatFailed", &entry);
-			bson_destroy(&got);
-			terr_set(err, TERR_BAD_VALUE, "preCondition failed");
-			terr_set_extra_steal(err, extra);
-			return -1;
-		}
-		bson_destroy(&got);
-	}
-	return 0;
-}
-
-/* Only insert, update, delete and no-op entries (mongod's areOpsCrudOnly). */
-static bool
-ops_crud_only(const bson_iter_t *ops)
-{
-	bson_iter_t it = *ops, f;
-
-	while (bson_iter_next(&it)) {
-		bson_t op;
-		const char *t;
-
-		iter_doc(&it, &op);
-		if (!bson_iter_init_find(&f, &op, "op") || !BSON_ITER_HOLDS_UTF8(&f))
-			return false;
-		t = bson_iter_utf8(&f, NULL);
-		if (strlen(t) != 1 || strchr("dnui", t[0]) == NULL)
-			return false;
-	}
-	return true;
-}
-
 static const char *const apply_ops_fields[] = {"allowAtomic", "alwaysUpsert", "preCondition",
 	"oplogApplicationMode", NULL};
 
@@ -1104,10 +946,13 @@ CMD_HANDLER(cmd_apply_ops)
 	{
 		bson_t pre;
 		bool has_pre, atomic = true, found;
-		bson_iter_t ops, p;
+		bson_iter_t p;
 
 		RET(cmd_get_array(c, "preCondition", &pre, &has_pre, err));
 		RET(cmd_get_bool(c, "allowAtomic", &atomic, &found, err));
+		(void)atomic;
+		/* 9.0's parser types preCondition (an array of objects) and its
+		 * applyOps never reads it: no check runs */
 		if (has_pre) {
 			bson_iter_init(&p, &pre);
 			while (bson_iter_next(&p))
@@ -1115,12 +960,6 @@ CMD_HANDLER(cmd_apply_ops)
 					return terr_set(err, TERR_TYPE_MISMATCH,
 					    "BSON field 'applyOps.preCondition.%s' is the wrong type '%s', expected type 'object'",
 					    bson_iter_key(&p), bv_type_name(bson_iter_type(&p)));
-			if (!atomic)
-				return terr_set(err, 72, "Cannot use preCondition with {allowAtomic: false}");
-			bson_iter_recurse(&c->first, &ops);
-			if (!ops_crud_only(&ops))
-				return terr_set(err, 72, "Cannot use preCondition when operations include commands.");
-			RET(check_preconditions(c, &pre, err));
 		}
 	}
 	bson_init(&results);
