@@ -3,7 +3,8 @@
  * rename, list, namespace rules), documents (insert, get, find by _id,
  * update, delete, sizes), the duplicate-_id error, scans and index scans
  * with save/restore across sessions, write-conflict retry on two threads,
- * and reopening a folder.
+ * reopening a folder, and updates written as byte changes (WT modify) on
+ * plain and clustered tables (committed, rolled back, after a reopen).
  *
  * Crash and multi-process behaviour is in test_storage_durability.c.
  */
@@ -13,6 +14,7 @@
 
 #include "tt.h"
 #include "storage/storage.h"
+#include "bson/damage.h"
 #include "bson/keystring.h"
 
 static char *dir;
@@ -1590,6 +1592,140 @@ test_lock_timeout(void)
 	close_and_clean(st);
 }
 
+/* The document a growing "bucket" has after k appends: a counter that
+ * changes size, a column per field growing by one element. */
+static void
+damage_doc(int id, int k, bson_t *out)
+{
+	bson_t data, col;
+
+	bson_init(out);
+	BSON_APPEND_INT32(out, "_id", id);
+	if (k % 3 == 0)
+		BSON_APPEND_INT32(out, "n", k);
+	else
+		BSON_APPEND_UTF8(out, "n", k % 3 == 1 ? "one" : "twotwotwo");
+	BSON_APPEND_DOCUMENT_BEGIN(out, "data", &data);
+	for (int f = 0; f < 3; f++) {
+		char fk[4] = {(char)('a' + f), 0};
+		BSON_APPEND_DOCUMENT_BEGIN(&data, fk, &col);
+		for (int i = 0; i <= k; i++) {
+			char key[16];
+			bson_snprintf(key, sizeof(key), "%d", i);
+			BSON_APPEND_INT64(&col, key, (int64_t)i * (f + 1));
+		}
+		bson_append_document_end(&data, &col);
+	}
+	bson_append_document_end(out, &data);
+}
+
+/* The stored document of id (found by _id and by RecordId) is want. */
+static void
+damage_check(storage_session_t *s, storage_coll_t *c, int id, recid_t rid, const bson_t *want)
+{
+	terr_t err = TERR_INIT;
+	bson_value_t v = {.value_type = BSON_TYPE_INT32, .value.v_int32 = id};
+	recid_t got_rid = 0;
+	bson_t doc;
+
+	TT_EQ_INT(storage_txn_begin(s, &err), 0);
+	TT_EQ_INT(storage_doc_find_id(s, c, &v, &got_rid, &doc, &err), 0);
+	TT_EQ_INT(got_rid, rid);
+	TT_ASSERT(doc.len == want->len && memcmp(bson_get_data(&doc), bson_get_data(want), doc.len) == 0);
+	TT_EQ_INT(storage_doc_get(s, c, rid, &doc, &err), 0);
+	TT_ASSERT(doc.len == want->len && memcmp(bson_get_data(&doc), bson_get_data(want), doc.len) == 0);
+	storage_txn_rollback(s);
+}
+
+static void
+test_update_damages(void)
+{
+	storage_t *st = open_fresh("damages");
+	storage_options_t o = {0};
+	storage_session_t *s = NULL;
+	terr_t err = TERR_INIT;
+	bson_t *copts = tt_json("{\"clusteredIndex\": {\"key\": {\"_id\": 1}, \"unique\": true}}");
+	const char *names[2] = {"plain", "clustered"};
+	recid_t rids[2][3];
+	int ks[2][3];
+	bdamages_t dm = {0};
+
+	TT_EQ_INT(storage_session_open(st, &s, &err), 0);
+	TT_EQ_INT(storage_coll_create(st, s, "d", "plain", NULL, &err), 0);
+	TT_EQ_INT(storage_coll_create(st, s, "d", "clustered", copts, &err), 0);
+	for (int w = 0; w < 2; w++) {
+		storage_coll_t *c = NULL;
+		TT_EQ_INT(storage_coll_get(st, "d", names[w], &c, &err), 0);
+		TT_ASSERT(w == 0 ? c->clustered_ix == NULL : c->clustered_ix != NULL && c->clustered_ix->clustered_u);
+		for (int id = 0; id < 3; id++) {
+			bson_t d;
+			damage_doc(id, 0, &d);
+			ks[w][id] = 0;
+			TT_EQ_INT(storage_txn_begin(s, &err), 0);
+			TT_EQ_INT(storage_doc_insert(s, c, &d, &rids[w][id], &err), 0);
+			TT_EQ_INT(storage_txn_commit(s, false, &err), 0);
+			bson_destroy(&d);
+		}
+		/* each step appends to one document: committed, or rolled back
+		 * (every 7th), several in one transaction (every 5th) */
+		for (int step = 0; step < 300; step++) {
+			int id = step % 3, reps = step % 5 == 0 ? 3 : 1;
+			bool rollback = step % 7 == 0;
+			int k0 = ks[w][id];
+			TT_EQ_INT(storage_txn_begin(s, &err), 0);
+			for (int r = 0; r < reps; r++) {
+				bson_t old, nd;
+				damage_doc(id, ks[w][id], &old);
+				damage_doc(id, ks[w][id] + 1, &nd);
+				TT_ASSERT(bdamages_compute(bson_get_data(&old), old.len, bson_get_data(&nd), nd.len, &dm));
+				TT_EQ_INT(storage_doc_update_damages(s, c, rids[w][id], &old, &nd, &dm, &err), 0);
+				ks[w][id]++;
+				bson_destroy(&old);
+				bson_destroy(&nd);
+			}
+			if (rollback) {
+				storage_txn_rollback(s);
+				ks[w][id] = k0;
+			} else {
+				TT_EQ_INT(storage_txn_commit(s, false, &err), 0);
+			}
+			{
+				bson_t want;
+				damage_doc(id, ks[w][id], &want);
+				damage_check(s, c, id, rids[w][id], &want);
+				bson_destroy(&want);
+			}
+		}
+		storage_coll_release(c);
+	}
+	storage_session_close(s);
+	storage_close(st);
+	/* reopened (the journal replays the modifies): the same documents */
+	st = NULL;
+	TT_EQ_INT(storage_open(dir, &o, &st, &err), 0);
+	TT_EQ_INT(storage_session_open(st, &s, &err), 0);
+	for (int w = 0; w < 2; w++) {
+		storage_coll_t *c = NULL;
+		int64_t count, size, ssize, want_size = 0;
+		TT_EQ_INT(storage_coll_get(st, "d", names[w], &c, &err), 0);
+		for (int id = 0; id < 3; id++) {
+			bson_t want;
+			damage_doc(id, ks[w][id], &want);
+			damage_check(s, c, id, rids[w][id], &want);
+			want_size += want.len;
+			bson_destroy(&want);
+		}
+		TT_EQ_INT(storage_coll_stats(st, s, c, &count, &size, &ssize, &err), 0);
+		TT_EQ_INT(count, 3);
+		TT_EQ_INT(size, want_size);
+		storage_coll_release(c);
+	}
+	bdamages_destroy(&dm);
+	bson_destroy(copts);
+	storage_session_close(s);
+	close_and_clean(st);
+}
+
 int
 main(void)
 {
@@ -1607,6 +1743,7 @@ main(void)
 	TT_RUN(test_ddl_races_writers);
 	TT_RUN(test_drop_waits_for_writer);
 	TT_RUN(test_reopen);
+	TT_RUN(test_update_damages);
 	TT_RUN(test_in_memory);
 	TT_RUN(test_lock_timeout);
 	return tt_finish();
