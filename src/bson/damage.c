@@ -62,8 +62,15 @@ diff_doc(diff_ctx_t *x, uint32_t oo, uint32_t no, int depth)
 	if (olen < 5 || nlen < 5 || !bson_iter_init_from_data(&oi, x->old + oo, olen) ||
 	    !bson_iter_init_from_data(&ni, x->new_doc + no, nlen))
 		return false;
+	if (olen == nlen && memcmp(x->old + oo + 4, x->new_doc + no + 4, olen - 4) == 0)
+		return true;
 	if (olen != nlen)
 		emit(x, oo, no, 4, 4);
+	if (olen < nlen && memcmp(x->old + oo + 4, x->new_doc + no + 4, olen - 5) == 0) {
+		/* elements appended (a bucket's column): one memcmp, no walk */
+		emit(x, oo + olen - 1, no + olen - 1, 0, nlen - olen);
+		return true;
+	}
 	for (;;) {
 		bool ho = bson_iter_next(&oi), hn = bson_iter_next(&ni);
 		if (!ho || !hn || oi.d1 - oi.off != ni.d1 - ni.off ||

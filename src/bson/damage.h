@@ -43,8 +43,11 @@ typedef struct bdamages {
 /*
  * The damages that turn the BSON document old (old_len bytes) into new_doc
  * (new_len bytes), into out (cleared first).  Changes closer than a few bytes
- * are merged into one entry.  Returns false (out unspecified) when either
- * document is not well-formed enough to walk; equal documents give no entry.
+ * are merged into one entry.  Returns false (out unspecified) when the walk
+ * meets malformed BSON (runs of bytes found equal, or a document found to
+ * be the other one plus appended elements, are compared with memcmp and not
+ * walked: the damages are byte-exact either way); equal documents give no
+ * entry.
  */
 bool bdamages_compute(const uint8_t *old, uint32_t old_len, const uint8_t *new_doc, uint32_t new_len,
                       bdamages_t *out);
