@@ -17,7 +17,6 @@
 typedef struct diff_ctx {
 	const uint8_t *old, *new_doc;
 	bdamages_t *out;
-	uint32_t last_old_end;   /* old-document end of the last entry */
 } diff_ctx_t;
 
 static uint32_t
@@ -26,22 +25,26 @@ le32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* Record that old_len bytes at old_pos became new_len bytes at new_pos. */
-static void
-emit(diff_ctx_t *x, uint32_t old_pos, uint32_t new_pos, uint32_t old_len, uint32_t new_len)
+void
+bdamages_reset(bdamages_t *dm)
 {
-	bdamages_t *o = x->out;
+	dm->n = 0;
+	dm->last_old_end = 0;
+}
 
+void
+bdamages_add(bdamages_t *o, uint32_t old_pos, uint32_t new_pos, uint32_t old_len, uint32_t new_len)
+{
 	if (old_len == 0 && new_len == 0)
 		return;
-	if (o->n > 0 && old_pos - x->last_old_end <= DAMAGE_MERGE_GAP) {
+	if (o->n > 0 && old_pos - o->last_old_end <= DAMAGE_MERGE_GAP) {
 		/* the bytes in between are unchanged, so they are as far apart in
 		 * both documents: one entry covers both changes and the gap */
 		bdamage_t *l = &o->d[o->n - 1];
-		uint32_t gap = old_pos - x->last_old_end;
+		uint32_t gap = old_pos - o->last_old_end;
 		l->old_len += gap + old_len;
 		l->new_len += gap + new_len;
-		x->last_old_end = old_pos + old_len;
+		o->last_old_end = old_pos + old_len;
 		return;
 	}
 	if (o->n == o->cap) {
@@ -49,7 +52,13 @@ emit(diff_ctx_t *x, uint32_t old_pos, uint32_t new_pos, uint32_t old_len, uint32
 		o->d = bson_realloc(o->d, sizeof(*o->d) * (size_t)o->cap);
 	}
 	o->d[o->n++] = (bdamage_t){.offset = new_pos, .old_len = old_len, .new_len = new_len};
-	x->last_old_end = old_pos + old_len;
+	o->last_old_end = old_pos + old_len;
+}
+
+static void
+emit(diff_ctx_t *x, uint32_t old_pos, uint32_t new_pos, uint32_t old_len, uint32_t new_len)
+{
+	bdamages_add(x->out, old_pos, new_pos, old_len, new_len);
 }
 
 /* The documents (or arrays) at oo in old and no in new_doc. */
@@ -100,10 +109,18 @@ bdamages_compute(const uint8_t *old, uint32_t old_len, const uint8_t *new_doc, u
 {
 	diff_ctx_t x = {.old = old, .new_doc = new_doc, .out = out};
 
-	out->n = 0;
+	bdamages_reset(out);
 	if (old_len < 5 || new_len < 5 || le32(old) != old_len || le32(new_doc) != new_len)
 		return false;
 	return diff_doc(&x, 0, 0, 0);
+}
+
+bool
+bdamages_diff_at(const uint8_t *old, uint32_t old_pos, const uint8_t *new_doc, uint32_t new_pos, bdamages_t *dm)
+{
+	diff_ctx_t x = {.old = old, .new_doc = new_doc, .out = dm};
+
+	return diff_doc(&x, old_pos, new_pos, 0);
 }
 
 size_t

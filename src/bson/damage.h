@@ -38,6 +38,7 @@ typedef struct bdamage {
 typedef struct bdamages {
 	bdamage_t *d;
 	int n, cap;
+	uint32_t last_old_end;   /* the old document's end of the last entry (merging) */
 } bdamages_t;
 
 /*
@@ -51,6 +52,22 @@ typedef struct bdamages {
  */
 bool bdamages_compute(const uint8_t *old, uint32_t old_len, const uint8_t *new_doc, uint32_t new_len,
                       bdamages_t *out);
+
+/*
+ * Building a list by hand, for a writer that knows where it changed a
+ * document (an append to a bucket): bdamages_reset empties dm; bdamages_add
+ * records that old_len bytes at old_pos of the old document became new_len
+ * bytes at new_pos of the new one (calls in ascending position order, never
+ * overlapping; merged with the previous entry when close); bdamages_diff_at
+ * appends the differences of the embedded documents (or arrays) starting at
+ * old_pos in old and new_pos in new_doc (each inside a well-formed document
+ * the caller holds), as bdamages_compute finds them (false when that walk
+ * meets malformed BSON).
+ */
+void bdamages_reset(bdamages_t *dm);
+void bdamages_add(bdamages_t *dm, uint32_t old_pos, uint32_t new_pos, uint32_t old_len, uint32_t new_len);
+bool bdamages_diff_at(const uint8_t *old, uint32_t old_pos, const uint8_t *new_doc, uint32_t new_pos,
+                      bdamages_t *dm);
 
 /* The new bytes the damages carry (what a modify writes). */
 size_t bdamages_bytes(const bdamages_t *dm);

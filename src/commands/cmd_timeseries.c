@@ -506,10 +506,9 @@ write_target(storage_session_t *s, ts_batch_t *b, ts_target_t *t, bool *updated,
 	want += old.len;
 	nb = bson_sized_new(want < (size_t)INT32_MAX / 2 ? want : 512);
 	if (*updated) {
-		ts_bucket_append(&b->o, &old, ms, t->n, nb);
 		/* only the appended elements and the changed control and
 		 * length bytes go to storage (WiredTiger's modify) */
-		if (bdamages_compute(bson_get_data(&old), old.len, bson_get_data(nb), nb->len, &b->dmg))
+		if (ts_bucket_append_damages(&b->o, &old, ms, t->n, nb, &b->dmg))
 			ret = storage_doc_update_damages(s, b->coll, recid, &old, nb, &b->dmg, err);
 		else
 			ret = storage_doc_update(s, b->coll, recid, &old, nb, err);

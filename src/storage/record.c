@@ -341,6 +341,8 @@ doc_modify(storage_session_t *s, WT_CURSOR *cur, size_t base, const bson_t *doc,
 
 typedef enum { IX_ADD, IX_REMOVE, IX_RETYPE } ix_op_t;
 
+static bool same_id(const bson_t *a, const bson_t *b);
+
 /* Add, remove, or rewrite the type bits of (IX_RETYPE: same key, values of
  * other types, as 1 -> 1.0) the entry key -> recid in ix. */
 static int
@@ -447,6 +449,17 @@ index_apply(storage_session_t *s, const storage_coll_t *c, recid_t recid,
 			if (doc_id(old_doc, &ia) && doc_id(new_doc, &ib) && ia.next_off - ia.off == ib.next_off - ib.off &&
 			    memcmp(ia.raw + ia.off, ib.raw + ib.off, ia.next_off - ia.off) == 0)
 				continue;
+		}
+		if (old_doc != NULL && new_doc != NULL && ix->clustered && same_id(old_doc, new_doc)) {
+			/* the clustered entry keeps its key: rewrite (or modify)
+			 * the document under it, no key sets to build and merge */
+			bson_iter_t it;
+			keystring_reset(&s->ks);
+			if (doc_id(new_doc, &it)) {
+				keystring_append_value_coll(&s->ks, bson_iter_value(&it), false, ix->collation);
+				ERR(index_entry(s, c, ix, s->ks.buf, s->ks.len, NULL, 0, recid, IX_RETYPE, new_doc, err));
+				continue;
+			}
 		}
 		if (old_doc == NULL && ix->is_id) {
 			/* an insert's _id_ entry: one key, nothing to merge */

@@ -308,7 +308,7 @@ static void
 test_append_damages(void)
 {
 	ts_options_t o = {.time_field = "t", .meta_field = "m", .max_span = 3600, .rounding = 60};
-	bdamages_t dm = {0};
+	bdamages_t dm = {0}, dm2 = {0};
 
 	for (int round = 0; round < 60; round++) {
 		bson_t bucket = BSON_INITIALIZER;
@@ -332,14 +332,23 @@ test_append_damages(void)
 			} else {
 				uint8_t *got;
 				uint32_t len = 0;
-				ts_bucket_append(&o, &bucket, ms, n, &next);
-				TT_ASSERT(bdamages_compute(bson_get_data(&bucket), bucket.len, bson_get_data(&next), next.len,
-				    &dm));
-				got = bdamages_apply(bson_get_data(&bucket), bucket.len, bson_get_data(&next), next.len, &dm, &len);
-				TT_ASSERT(got != NULL && len == next.len && memcmp(got, bson_get_data(&next), len) == 0);
+				bson_t full = BSON_INITIALIZER;
+				/* the full rewrite is the reference */
+				ts_bucket_append(&o, &bucket, ms, n, &full);
+				TT_ASSERT(ts_bucket_append_damages(&o, &bucket, ms, n, &next, &dm));
+				TT_ASSERT(next.len == full.len && memcmp(bson_get_data(&next), bson_get_data(&full), full.len) == 0);
+				got = bdamages_apply(bson_get_data(&bucket), bucket.len, bson_get_data(&full), full.len, &dm, &len);
+				TT_ASSERT(got != NULL && len == full.len && memcmp(got, bson_get_data(&full), len) == 0);
+				bson_free(got);
+				/* the generic comparison agrees */
+				TT_ASSERT(bdamages_compute(bson_get_data(&bucket), bucket.len, bson_get_data(&full), full.len,
+				    &dm2));
+				got = bdamages_apply(bson_get_data(&bucket), bucket.len, bson_get_data(&full), full.len, &dm2, &len);
+				TT_ASSERT(got != NULL && len == full.len && memcmp(got, bson_get_data(&full), len) == 0);
 				bson_free(got);
 				if (ts_bucket_count(&o, &bucket) >= 200 && n == 1)
 					TT_ASSERT(bdamages_bytes(&dm) < next.len / 10);
+				bson_destroy(&full);
 			}
 			for (int i = 0; i < n; i++)
 				bson_destroy(&ms_[i]);
@@ -349,6 +358,7 @@ test_append_damages(void)
 		bson_destroy(&bucket);
 	}
 	bdamages_destroy(&dm);
+	bdamages_destroy(&dm2);
 }
 
 int
