@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <wiredtiger.h>
 
 #include "tt.h"
 #include "storage/storage.h"
@@ -1726,6 +1727,167 @@ test_update_damages(void)
 	close_and_clean(st);
 }
 
+/* A clustered collection whose table has the older layout (value `qu`:
+ * RecordId, document; the catalog row without clusteredValue), made by
+ * rewriting a new one with WiredTiger directly: its documents are read by
+ * _id, by RecordId and by scans, updates (damages given or not) rewrite
+ * them whole, and the count after an unclean-looking open agrees. */
+static void
+test_clustered_old_layout(void)
+{
+	storage_t *st = open_fresh("oldlayout");
+	storage_options_t o = {0};
+	storage_session_t *s = NULL;
+	terr_t err = TERR_INIT;
+	bson_t *copts = tt_json("{\"clusteredIndex\": {\"key\": {\"_id\": 1}, \"unique\": true}}");
+	storage_coll_t *c = NULL;
+	recid_t rids[20];
+	char *ident;
+	WT_CONNECTION *conn = NULL;
+	WT_SESSION *ws = NULL;
+	WT_CURSOR *cur = NULL;
+	bdamages_t dm = {0};
+	int64_t keys_rid[20];
+	uint8_t keys[20][64], docs[20][256];
+	size_t klen[20], dlen[20];
+	int n = 0;
+
+	TT_EQ_INT(storage_session_open(st, &s, &err), 0);
+	TT_EQ_INT(storage_coll_create(st, s, "d", "old", copts, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "d", "old", &c, &err), 0);
+	for (int i = 0; i < 20; i++) {
+		char *j = bson_strdup_printf("{\"_id\": %d, \"v\": \"value %d\"}", i, i);
+		TT_EQ_INT(insert_json(s, c, j, &rids[i], &err), 0);
+		bson_free(j);
+	}
+	ident = bson_strdup(c->clustered_ix->ident);
+	storage_coll_release(c);
+	storage_session_close(s);
+	storage_close(st);
+
+	/* the table rewritten as (q: RecordId, u: document), the row's flag gone */
+	TT_EQ_INT(wiredtiger_open(dir, NULL, "log=(enabled=true)", &conn), 0);
+	TT_EQ_INT(conn->open_session(conn, NULL, NULL, &ws), 0);
+	TT_EQ_INT(ws->open_cursor(ws, ident, NULL, NULL, &cur), 0);
+	while (cur->next(cur) == 0 && n < 20) {
+		WT_ITEM k, v;
+		cur->get_key(cur, &k);
+		cur->get_value(cur, &v);
+		TT_ASSERT(k.size <= sizeof(keys[0]) && v.size - 8 <= sizeof(docs[0]));
+		memcpy(keys[n], k.data, k.size);
+		klen[n] = k.size;
+		keys_rid[n] = 0;
+		for (int b = 7; b >= 0; b--)
+			keys_rid[n] = keys_rid[n] << 8 | ((const uint8_t *)v.data)[b];
+		memcpy(docs[n], (const uint8_t *)v.data + 8, v.size - 8);
+		dlen[n] = v.size - 8;
+		n++;
+	}
+	TT_EQ_INT(n, 20);
+	cur->close(cur);
+	TT_EQ_INT(ws->drop(ws, ident, NULL), 0);
+	TT_EQ_INT(ws->create(ws, ident, "key_format=u,value_format=qu"), 0);
+	TT_EQ_INT(ws->open_cursor(ws, ident, NULL, NULL, &cur), 0);
+	for (int i = 0; i < n; i++) {
+		WT_ITEM k = {.data = keys[i], .size = klen[i]}, v = {.data = docs[i], .size = dlen[i]};
+		cur->set_key(cur, &k);
+		cur->set_value(cur, keys_rid[i], &v);
+		TT_EQ_INT(cur->insert(cur), 0);
+	}
+	cur->close(cur);
+	TT_EQ_INT(ws->open_cursor(ws, "table:_catalog", NULL, NULL, &cur), 0);
+	cur->set_key(cur, "d.old");
+	TT_EQ_INT(cur->search(cur), 0);
+	{
+		WT_ITEM v;
+		bson_t row, out = BSON_INITIALIZER;
+		bson_iter_t it;
+		cur->get_value(cur, &v);
+		TT_ASSERT(bson_init_static(&row, v.data, v.size));
+		bson_iter_init(&it, &row);
+		while (bson_iter_next(&it)) {
+			if (strcmp(bson_iter_key(&it), "indexes") == 0) {
+				bson_iter_t ixs, f;
+				bson_t arr, ix;
+				bson_iter_recurse(&it, &ixs);
+				BSON_APPEND_ARRAY_BEGIN(&out, "indexes", &arr);
+				while (bson_iter_next(&ixs)) {
+					bson_append_document_begin(&arr, bson_iter_key(&ixs), -1, &ix);
+					bson_iter_recurse(&ixs, &f);
+					while (bson_iter_next(&f))
+						if (strcmp(bson_iter_key(&f), "clusteredValue") != 0)
+							bson_append_iter(&ix, NULL, 0, &f);
+					bson_append_document_end(&arr, &ix);
+				}
+				bson_append_array_end(&out, &arr);
+			} else {
+				bson_append_iter(&out, NULL, 0, &it);
+			}
+		}
+		v.data = bson_get_data(&out);
+		v.size = out.len;
+		cur->set_value(cur, &v);
+		TT_EQ_INT(cur->update(cur), 0);
+		bson_destroy(&out);
+	}
+	cur->close(cur);
+	conn->close(conn, NULL);
+
+	TT_EQ_INT(storage_open(dir, &o, &st, &err), 0);
+	TT_EQ_INT(storage_session_open(st, &s, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "d", "old", &c, &err), 0);
+	TT_ASSERT(c->clustered_ix != NULL && !c->clustered_ix->clustered_u);
+	for (int i = 0; i < 20; i++) {
+		bson_t doc;
+		bson_value_t v = {.value_type = BSON_TYPE_INT32, .value.v_int32 = i};
+		recid_t rid = 0;
+		char *want = bson_strdup_printf("{ \"_id\" : %d, \"v\" : \"value %d\" }", i, i);
+		TT_EQ_INT(storage_txn_begin(s, &err), 0);
+		TT_EQ_INT(storage_doc_find_id(s, c, &v, &rid, &doc, &err), 0);
+		TT_EQ_INT(rid, rids[i]);
+		TT_EQ_JSON(&doc, want);
+		TT_EQ_INT(storage_doc_get(s, c, rids[i], &doc, &err), 0);
+		TT_EQ_JSON(&doc, want);
+		/* an update with damages on the old layout: written whole */
+		{
+			bson_t old_copy, *nd = tt_json("{\"_id\": 0, \"v\": \"value 0\", \"w\": 1}");
+			bson_copy_to(&doc, &old_copy);
+			if (i == 0) {
+				TT_ASSERT(bdamages_compute(bson_get_data(&old_copy), old_copy.len, bson_get_data(nd), nd->len,
+				    &dm));
+				TT_EQ_INT(storage_doc_update_damages(s, c, rids[0], &old_copy, nd, &dm, &err), 0);
+			}
+			bson_destroy(&old_copy);
+			bson_destroy(nd);
+		}
+		TT_EQ_INT(storage_txn_commit(s, false, &err), 0);
+		bson_free(want);
+	}
+	{
+		storage_cursor_t *sc = NULL;
+		bson_t doc;
+		recid_t rid;
+		int seen = 0;
+		TT_EQ_INT(storage_txn_begin(s, &err), 0);
+		TT_EQ_INT(storage_scan_open(s, c, false, &sc, &err), 0);
+		while (storage_cursor_next(sc, &rid, &doc, NULL, NULL, &err) == 1) {
+			if (seen == 0)
+				TT_EQ_JSON(&doc, "{ \"_id\" : 0, \"v\" : \"value 0\", \"w\" : 1 }");
+			TT_EQ_INT(rid, rids[seen]);
+			seen++;
+		}
+		storage_cursor_close(sc);
+		storage_txn_rollback(s);
+		TT_EQ_INT(seen, 20);
+	}
+	storage_coll_release(c);
+	bdamages_destroy(&dm);
+	bson_destroy(copts);
+	bson_free(ident);
+	storage_session_close(s);
+	close_and_clean(st);
+}
+
 int
 main(void)
 {
@@ -1744,6 +1906,7 @@ main(void)
 	TT_RUN(test_drop_waits_for_writer);
 	TT_RUN(test_reopen);
 	TT_RUN(test_update_damages);
+	TT_RUN(test_clustered_old_layout);
 	TT_RUN(test_in_memory);
 	TT_RUN(test_lock_timeout);
 	return tt_finish();
