@@ -141,14 +141,14 @@ def main():
         th.start()
         # kill once the buckets have grown (appends, not new buckets)
         deadline = time.time() + 60
-        while len(acked) < 40 and time.time() < deadline and th.is_alive():
+        while len(acked) < 25 and time.time() < deadline and th.is_alive():
             time.sleep(0.02)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         th.join(60)
         client.close()
         in_flight = result.get("in_flight")
-        check("the writer saw the kill mid-ingest", in_flight is not None and len(acked) >= 40,
+        check("the writer saw the kill mid-ingest", in_flight is not None and len(acked) >= 25,
               "acked %d, errors %r" % (len(acked), errors[:1]))
 
         proc, client = start(dbpath, port, log)
@@ -157,7 +157,7 @@ def main():
         # the recovered buckets take appends again
         more = []
         nxt = (in_flight if in_flight is not None else len(acked)) + 1
-        ingest(db.m, nxt, 30, more, errors)
+        ingest(db.m, nxt, 15, more, errors)
         acked2 = acked + more
         check_state(db, acked2, in_flight, "after more ingest")
         proc.send_signal(signal.SIGTERM)
