@@ -9,7 +9,7 @@
  * loop between two CALLGRIND_TOGGLE_COLLECT()s (the commands are built
  * before it, so the loop is the engine's work plus reading the replies) and
  * prints "ops <n> <unit>" on stdout: insns.sh divides callgrind's total by
- * n.  Cases: insert_single, insert_batch, insert_3_indexes, id_lookup,
+ * n.  Cases: insert_single, insert_batch, insert_3_indexes, id_lookup, id_lookup_clustered,
  * id_lookup_toolbelt (profiler level 1 + $queryStats on every query),
  * full_scan, filter_scan, constraint_scan, preview_scan, set_stage,
  * addfields_stage, sort_set_stage ($sort then $set: what a field-order
@@ -106,12 +106,19 @@ drained(const bson_t *cmd, const char *coll)
 /* toolbelt: the profiler at level 1 (slowms 100) and $queryStats on every
  * query (internalQueryStatsRateLimit -1), issue 20's overhead target. */
 static void
-case_lookup(bool toolbelt)
+case_lookup(bool toolbelt, bool clustered)
 {
 	int64_t ops = N / 4 < 5000 ? N / 4 : 5000;
 	bson_t **cmds = calloc((size_t)ops, sizeof(bson_t *));
 	rng_t rg;
 
+	if (clustered) {
+		/* issue 19: the same finds in a clustered collection */
+		bson_t *c = BCON_NEW("create", "docs", "clusteredIndex", "{", "key", "{", "_id", BCON_INT32(1), "}",
+		    "unique", BCON_BOOL(true), "}");
+		tcmd0(t, DB, c);
+		bson_destroy(c);
+	}
 	fill("docs", N);
 	if (toolbelt) {
 		bson_t *c = BCON_NEW("profile", BCON_INT32(1), "slowms", BCON_INT32(100));
@@ -315,9 +322,11 @@ main(int argc, char **argv)
 		index_on("docs", "score", "score_1");
 		inserts("docs", N / 1000, 1000, 1000);
 	} else if (strcmp(k, "id_lookup") == 0) {
-		case_lookup(false);
+		case_lookup(false, false);
+	} else if (strcmp(k, "id_lookup_clustered") == 0) {
+		case_lookup(false, true);
 	} else if (strcmp(k, "id_lookup_toolbelt") == 0) {
-		case_lookup(true);
+		case_lookup(true, false);
 	} else if (strcmp(k, "full_scan") == 0) {
 		case_scan(false);
 	} else if (strcmp(k, "filter_scan") == 0) {

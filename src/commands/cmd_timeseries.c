@@ -30,6 +30,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "bson/damage.h"
 #include "bson/value.h"
 #include "commands/cmd_timeseries.h"
 #include "commands/write.h"
@@ -266,6 +267,7 @@ typedef struct ts_batch {
 	int64_t closed[4];           /* count, size, forward, backward */
 	int64_t opened_meta;         /* new buckets for a meta with none open */
 	bool fresh;                  /* new buckets only (the open ones may have been rewritten) */
+	bdamages_t dmg;              /* scratch: an appended bucket's byte changes */
 } ts_batch_t;
 
 /* A new target slot for meta (hash h), linked into the batch's hash. */
@@ -509,8 +511,12 @@ write_target(storage_session_t *s, ts_batch_t *b, ts_target_t *t, bool *updated,
 	want += old.len;
 	nb = bson_sized_new(want < (size_t)INT32_MAX / 2 ? want : 512);
 	if (*updated) {
-		ts_bucket_append(&b->o, &old, ms, t->n, nb);
-		ret = storage_doc_update(s, b->coll, recid, &old, nb, err);
+		/* only the appended elements and the changed control and
+		 * length bytes go to storage (WiredTiger's modify) */
+		if (ts_bucket_append_damages(&b->o, &old, ms, t->n, nb, &b->dmg))
+			ret = storage_doc_update_damages(s, b->coll, recid, &old, nb, &b->dmg, err);
+		else
+			ret = storage_doc_update(s, b->coll, recid, &old, nb, err);
 	} else {
 		ts_bucket_build(&b->o, &t->id, t->start_ms, &t->meta, ms, t->n, nb);
 		ret = storage_doc_insert(s, b->coll, nb, NULL, err);
@@ -656,6 +662,7 @@ insert_measurements(cmd_t *c, storage_session_t *s, storage_coll_t *coll, bson_t
 	for (int k = 0; k < b.nt; k++)
 		bson_free(b.t[k].ms);
 	bson_free(b.t);
+	bdamages_destroy(&b.dmg);
 	return ret;
 }
 
@@ -904,6 +911,7 @@ moved_insert(storage_session_t *s, ts_rewrite_t *r, terr_t *err)
 	for (int i = 0; i < b.nt; i++)
 		bson_free(b.t[i].ms);
 	bson_free(b.t);
+	bdamages_destroy(&b.dmg);
 	bson_free(docs);
 	return ret;
 }

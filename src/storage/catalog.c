@@ -237,6 +237,8 @@ coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_co
 						ix->multikey = bson_iter_as_bool(&sub);
 					} else if (strcmp(sk, "typeBits") == 0) {
 						ix->typebits = bson_iter_as_bool(&sub);
+					} else if (strcmp(sk, "clusteredValue") == 0 && BSON_ITER_HOLDS_UTF8(&sub)) {
+						ix->clustered_u = strcmp(bson_iter_utf8(&sub, NULL), "u") == 0;
 					} else if (strcmp(sk, "multikeyPaths") == 0 && BSON_ITER_HOLDS_ARRAY(&sub)) {
 						bson_iter_t mp;
 						int f = 0;
@@ -319,12 +321,16 @@ err:
 /* An index entry's multikey fields: the flag, whether entries carry type
  * bits, and the multiKeyPaths masks (left out when not known). */
 static void
-entry_index_flags(bson_t *ix, bool multikey, bool typebits, bool known, const uint32_t *masks,
+entry_index_flags(bson_t *ix, bool multikey, bool typebits, bool clustered_u, bool known, const uint32_t *masks,
                   const uint32_t *more)
 {
 	BSON_APPEND_BOOL(ix, "multikey", multikey);
 	if (typebits)
 		BSON_APPEND_BOOL(ix, "typeBits", true);
+	/* a clustered table of one `u` value (RecordId + document); rows
+	 * without it name the older `qu` tables */
+	if (clustered_u)
+		BSON_APPEND_UTF8(ix, "clusteredValue", "u");
 	if (known) {
 		bson_t arr;
 		char key[16];
@@ -405,7 +411,7 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 		bson_append_document_begin(&arr, key, -1, &ix);
 		BSON_APPEND_DOCUMENT(&ix, "spec", &spec);
 		BSON_APPEND_UTF8(&ix, "ident", id_ident);
-		entry_index_flags(&ix, false, !(clustered || ts), true, NULL, NULL);
+		entry_index_flags(&ix, false, !(clustered || ts), clustered || ts, true, NULL, NULL);
 		bson_append_document_end(&arr, &ix);
 		bson_destroy(&spec);
 	} else if (src != NULL) {
@@ -419,7 +425,7 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 			BSON_APPEND_DOCUMENT(&ix, "spec", replace != NULL && strcmp(src->indexes[i].name, replace) == 0 ?
 			    replace_spec : src->indexes[i].spec);
 			BSON_APPEND_UTF8(&ix, "ident", src->indexes[i].ident);
-			entry_index_flags(&ix, six->multikey || mark, six->typebits, six->mkpaths_known, six->mkpaths,
+			entry_index_flags(&ix, six->multikey || mark, six->typebits, six->clustered_u, six->mkpaths_known, six->mkpaths,
 			    mark ? mk_masks : NULL);
 			bson_append_document_end(&arr, &ix);
 		}
@@ -432,7 +438,7 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 		bson_append_document_begin(&arr, key, -1, &ix);
 		BSON_APPEND_DOCUMENT(&ix, "spec", add_spec);
 		BSON_APPEND_UTF8(&ix, "ident", add_ident);
-		entry_index_flags(&ix, mk, true, true, mk ? mk_masks : NULL, NULL);
+		entry_index_flags(&ix, mk, true, false, true, mk ? mk_masks : NULL, NULL);
 		bson_append_document_end(&arr, &ix);
 	}
 	bson_append_array_end(out, &arr);
@@ -774,6 +780,23 @@ table_create(storage_t *st, const char *ident, const char *config, terr_t *err)
 /* unique: the RecordId, then the key's type bits (storage_index_t.typebits) */
 #define UNIQUE_INDEX_CONFIG "key_format=u,value_format=qu,exclusive=true"
 #define INDEX_TABLE_CONFIG "key_format=u,value_format=u,exclusive=true"
+/* a clustered collection's clustered table: _id KeyString -> RecordId (8
+ * bytes) + document in one `u`, which WT_CURSOR::modify accepts */
+#define CLUSTERED_TABLE_CONFIG "key_format=u,value_format=u,exclusive=true"
+
+/* The _id table's configuration for a new collection with these options:
+ * clustered (options.clusteredIndex or timeseries, as entry_build decides)
+ * or a unique index. */
+static const char *
+id_table_config(const bson_t *options)
+{
+	bson_iter_t it;
+
+	if (options != NULL && ((bson_iter_init_find(&it, options, "clusteredIndex") && BSON_ITER_HOLDS_DOCUMENT(&it)) ||
+	    (bson_iter_init_find(&it, options, "timeseries") && BSON_ITER_HOLDS_DOCUMENT(&it))))
+		return CLUSTERED_TABLE_CONFIG;
+	return UNIQUE_INDEX_CONFIG;
+}
 
 /* ---- views ---------------------------------------------------------------- */
 
@@ -1011,7 +1034,7 @@ storage_coll_create(storage_t *st, storage_session_t *s, const char *db, const c
 	tables = true;
 	ERR(table_create(st, ident, RECORD_TABLE_CONFIG, err));
 	if (id_ident != NULL)
-		ERR(table_create(st, id_ident, UNIQUE_INDEX_CONFIG, err));
+		ERR(table_create(st, id_ident, id_table_config(options), err));
 	entry_build(&entry, ns, uuid, ident, options, NULL, id_ident, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 	have_entry = true;
 	ERR(coll_from_entry(&entry, NULL, 1, &c, err));
@@ -1086,7 +1109,7 @@ storage_coll_create_in_txn(storage_t *st, storage_session_t *s, const char *db, 
 	tables = true;
 	ret = table_create(st, ident, RECORD_TABLE_CONFIG, err);
 	if (ret == 0)
-		ret = table_create(st, id_ident, UNIQUE_INDEX_CONFIG, err);
+		ret = table_create(st, id_ident, id_table_config(options), err);
 	pthread_mutex_unlock(&st->ddl_lock);
 	if (ret != 0)
 		goto err;
@@ -2042,7 +2065,8 @@ rt_init(storage_t *st, storage_coll_t *c, const bson_t *saved, terr_t *err)
 	}
 	while (ret == 0 && (ret = cur->next(cur)) == 0) {
 		int64_t rid;
-		if ((ret = c->clustered_ix != NULL ? cur->get_value(cur, &rid, &v) : cur->get_value(cur, &v)) != 0)
+		if ((ret = c->clustered_ix != NULL ? storage_clustered_value(cur, c->clustered_ix, &rid, &v)
+		    : cur->get_value(cur, &v)) != 0)
 			break;
 		count++;
 		size += (int64_t)v.size;

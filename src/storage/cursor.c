@@ -480,7 +480,7 @@ storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
 		cur->tb_read = false;
 		if (cur->ix->clustered) {
 			int64_t rid;
-			if ((ret = wc->get_value(wc, &rid, &v)) != 0)
+			if ((ret = storage_clustered_value(wc, cur->ix, &rid, &v)) != 0)
 				return storage_wt_err(ret, "clustered scan", err);
 			cur->last_recid = rid;
 			bytes_set(&cur->doc, v.data, v.size);

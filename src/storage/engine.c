@@ -432,6 +432,7 @@ storage_session_close(storage_session_t *s)
 	bson_free(s->staged);
 	bson_free(s->buf);
 	bson_free(s->kbuf);
+	bson_free(s->cbuf);
 	bson_free(s->oldk.data);
 	bson_free(s->oldk.k);
 	bson_free(s->newk.data);

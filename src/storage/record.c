@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bson/damage.h"
 #include "bson/value.h"
 #include "common/opctx.h"
 
@@ -259,7 +260,88 @@ dup_key_error(const storage_coll_t *c, const storage_index_t *ix, const bson_t *
 }
 
 
+/* ---- clustered values and damages ------------------------------------------ */
+
+int
+storage_clustered_value(WT_CURSOR *cur, const storage_index_t *ix, int64_t *rid, WT_ITEM *doc)
+{
+	int ret;
+
+	if (!ix->clustered_u)
+		return cur->get_value(cur, rid, doc);
+	if ((ret = cur->get_value(cur, doc)) != 0)
+		return ret;
+	if (doc->size < STORAGE_CLUSTERED_PREFIX)
+		return EINVAL;
+	{
+		const uint8_t *p = doc->data;
+		uint64_t r = 0;
+		for (int i = STORAGE_CLUSTERED_PREFIX - 1; i >= 0; i--)
+			r = r << 8 | p[i];
+		*rid = (int64_t)r;
+	}
+	doc->data = (const uint8_t *)doc->data + STORAGE_CLUSTERED_PREFIX;
+	doc->size -= STORAGE_CLUSTERED_PREFIX;
+	return 0;
+}
+
+/* Set cur's value to a one-`u` clustered entry: recid, then doc (built in
+ * the session's scratch, valid until the next write). */
+static void
+clustered_value_set(storage_session_t *s, WT_CURSOR *cur, recid_t recid, const bson_t *doc)
+{
+	size_t need = STORAGE_CLUSTERED_PREFIX + (size_t)doc->len;
+	uint64_t r = (uint64_t)recid;
+	WT_ITEM v;
+
+	if (s->cbuf_cap < need) {
+		s->cbuf_cap = need + need / 2;
+		bson_free(s->cbuf);
+		s->cbuf = bson_malloc(s->cbuf_cap);
+	}
+	for (int i = 0; i < STORAGE_CLUSTERED_PREFIX; i++, r >>= 8)
+		s->cbuf[i] = (uint8_t)r;
+	memcpy(s->cbuf + STORAGE_CLUSTERED_PREFIX, bson_get_data(doc), doc->len);
+	v.data = s->cbuf;
+	v.size = need;
+	cur->set_value(cur, &v);
+}
+
+/* Whether the damages dm (old document -> doc) are worth a modify: some
+ * change, not too many entries, and well under the document's bytes. */
+static bool
+damages_pay(const bdamages_t *dm, const bson_t *doc)
+{
+	return dm != NULL && dm->n > 0 && dm->n <= STORAGE_MODIFY_MAX_ENTRIES && bdamages_bytes(dm) < doc->len / 2;
+}
+
+/* Apply dm to the record at cur's key (set by the caller) with
+ * WT_CURSOR::modify: entries at the damages' offsets plus base (the bytes
+ * before the document in the value), their bytes taken from doc.  Inside the
+ * caller's explicit snapshot transaction, as WiredTiger requires. */
+static int
+doc_modify(storage_session_t *s, WT_CURSOR *cur, size_t base, const bson_t *doc, const bdamages_t *dm)
+{
+	WT_MODIFY stackm[32], *m = dm->n <= 32 ? stackm : bson_malloc(sizeof(*m) * (size_t)dm->n);
+	const uint8_t *data = bson_get_data(doc);
+	int wret;
+
+	(void)s;
+	for (int i = 0; i < dm->n; i++) {
+		m[i].data.data = data + dm->d[i].offset;
+		m[i].data.size = dm->d[i].new_len;
+		m[i].offset = base + dm->d[i].offset;
+		m[i].size = dm->d[i].old_len;
+	}
+	wret = cur->modify(cur, m, dm->n);
+	if (m != stackm)
+		bson_free(m);
+	return wret;
+}
+
 typedef enum { IX_ADD, IX_REMOVE, IX_RETYPE } ix_op_t;
+
+static bool same_id(const bson_t *a, const bson_t *b);
 
 /* Add, remove, or rewrite the type bits of (IX_RETYPE: same key, values of
  * other types, as 1 -> 1.0) the entry key -> recid in ix. */
@@ -282,11 +364,18 @@ index_entry(storage_session_t *s, const storage_coll_t *c, const storage_index_t
 		cur->set_key(cur, &k);
 		if (op == IX_REMOVE) {
 			wret = cur->remove(cur);
+		} else if (ix->clustered && !add && ix->clustered_u && s->dmg != NULL) {
+			/* the document's changed bytes only (past the RecordId) */
+			wret = doc_modify(s, cur, STORAGE_CLUSTERED_PREFIX, doc, s->dmg);
 		} else if (ix->clustered) {
 			/* the clustered table holds the document itself */
-			v.data = bson_get_data(doc);
-			v.size = doc->len;
-			cur->set_value(cur, (int64_t)recid, &v);
+			if (ix->clustered_u) {
+				clustered_value_set(s, cur, recid, doc);
+			} else {
+				v.data = bson_get_data(doc);
+				v.size = doc->len;
+				cur->set_value(cur, (int64_t)recid, &v);
+			}
 			wret = add ? cur->insert(cur) : cur->update(cur);
 		} else {
 			if (ix->typebits)
@@ -360,6 +449,17 @@ index_apply(storage_session_t *s, const storage_coll_t *c, recid_t recid,
 			if (doc_id(old_doc, &ia) && doc_id(new_doc, &ib) && ia.next_off - ia.off == ib.next_off - ib.off &&
 			    memcmp(ia.raw + ia.off, ib.raw + ib.off, ia.next_off - ia.off) == 0)
 				continue;
+		}
+		if (old_doc != NULL && new_doc != NULL && ix->clustered && same_id(old_doc, new_doc)) {
+			/* the clustered entry keeps its key: rewrite (or modify)
+			 * the document under it, no key sets to build and merge */
+			bson_iter_t it;
+			keystring_reset(&s->ks);
+			if (doc_id(new_doc, &it)) {
+				keystring_append_value_coll(&s->ks, bson_iter_value(&it), false, ix->collation);
+				ERR(index_entry(s, c, ix, s->ks.buf, s->ks.len, NULL, 0, recid, IX_RETYPE, new_doc, err));
+				continue;
+			}
 		}
 		if (old_doc == NULL && ix->is_id) {
 			/* an insert's _id_ entry: one key, nothing to merge */
@@ -671,9 +771,11 @@ storage_doc_insert_at(storage_session_t *s, storage_coll_t *c, recid_t recid, co
 	return doc_insert(s, c, doc, recid, NULL, err);
 }
 
-int
-storage_doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid,
-                   const bson_t *old_doc, const bson_t *new_doc, terr_t *err)
+/* storage_doc_update, the document written through WT_CURSOR::modify with
+ * dm (old_doc -> new_doc) when dm is given and pays off. */
+static int
+doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid, const bson_t *old_doc,
+           const bson_t *new_doc, const bdamages_t *dm, terr_t *err)
 {
 	storage_coll_t *ixc = c;
 	WT_CURSOR *cur = NULL;
@@ -689,21 +791,32 @@ storage_doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid,
 		return terr_set(err, TERR_BAD_VALUE, "document must have _id as its first field");
 	ERR(write_begin(s, c, &ixc, err));
 	ERR(write_recheck(s, c, new_doc, old_doc, err));
-	ERR(index_apply(s, ixc, recid, old_doc, new_doc, err));
+	if (!damages_pay(dm, new_doc))
+		dm = NULL;
+	s->dmg = dm;   /* the clustered table's write (index_apply) */
+	ret = index_apply(s, ixc, recid, old_doc, new_doc, err);
+	s->dmg = NULL;
+	if (ret != 0)
+		goto err;
 	if (c->clustered_ix != NULL && same_id(old_doc, new_doc))
 		goto written;   /* the record map holds the clustered key, unchanged */
 	ERR(storage_session_cursor(s, c->ident, &cur, err));
+	cur->set_key(cur, (int64_t)recid);
 	if (c->clustered_ix != NULL) {
 		clustered_key(s, c, new_doc);
 		v.data = s->ks.buf;
 		v.size = s->ks.len;
+		cur->set_value(cur, &v);
+		wret = cur->update(cur);
+	} else if (dm != NULL) {
+		wret = doc_modify(s, cur, 0, new_doc, dm);
 	} else {
 		v.data = bson_get_data(new_doc);
 		v.size = new_doc->len;
+		cur->set_value(cur, &v);
+		wret = cur->update(cur);
 	}
-	cur->set_key(cur, (int64_t)recid);
-	cur->set_value(cur, &v);
-	if ((wret = cur->update(cur)) != 0) {
+	if (wret != 0) {
 		ret = wret == WT_NOTFOUND
 		    ? terr_set(err, TERR_INTERNAL_ERROR, "update of a missing record in %s", c->ns)
 		    : storage_wt_err(wret, "update record", err);
@@ -722,6 +835,20 @@ err:
 	storage_session_cursor_done(cur);
 	write_end(c, ixc);
 	return storage_txn_fail(s, ret);
+}
+
+int
+storage_doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid,
+                   const bson_t *old_doc, const bson_t *new_doc, terr_t *err)
+{
+	return doc_update(s, c, recid, old_doc, new_doc, NULL, err);
+}
+
+int
+storage_doc_update_damages(storage_session_t *s, storage_coll_t *c, recid_t recid, const bson_t *old_doc,
+                           const bson_t *new_doc, const bdamages_t *dm, terr_t *err)
+{
+	return doc_update(s, c, recid, old_doc, new_doc, dm, err);
 }
 
 int
@@ -975,7 +1102,7 @@ build_part_run(void *arg)
 			    &idc)) != 0)
 				break;
 			idc->set_key(idc, &v);
-			if ((wret = idc->search(idc)) != 0 || (wret = idc->get_value(idc, &crid, &v)) != 0) {
+			if ((wret = idc->search(idc)) != 0 || (wret = storage_clustered_value(idc, bp->c->clustered_ix, &crid, &v)) != 0) {
 				ret = storage_wt_err(wret == WT_NOTFOUND ? EINVAL : wret, "clustered record for an index build",
 				    err);
 				goto err;
@@ -1227,7 +1354,7 @@ record_read(storage_session_t *s, const storage_coll_t *c, recid_t recid, bson_t
 			ret = 1;
 			goto err;
 		}
-		if (wret != 0 || (wret = cur->get_value(cur, &rid, &v)) != 0) {
+		if (wret != 0 || (wret = storage_clustered_value(cur, c->clustered_ix, &rid, &v)) != 0) {
 			ret = storage_wt_err(wret, "read clustered record", err);
 			goto err;
 		}
@@ -1279,7 +1406,7 @@ storage_doc_find_id(storage_session_t *s, storage_coll_t *c, const bson_value_t 
 		/* one lookup: the clustered table holds the document */
 		WT_ITEM v;
 		uint8_t *buf;
-		if ((wret = cur->get_value(cur, &rid, &v)) != 0) {
+		if ((wret = storage_clustered_value(cur, ix, &rid, &v)) != 0) {
 			ret = storage_wt_err(wret, "read clustered record", err);
 			goto err;
 		}

@@ -118,6 +118,12 @@ typedef struct storage_index {
 	 * table holds the documents themselves (see "clustered collections"
 	 * below); an index scan over it returns each document too. */
 	bool clustered;
+	/* A clustered table whose value is one `u`: the RecordId (8 bytes,
+	 * little-endian) then the document, so WT_CURSOR::modify can change
+	 * a document in place (storage_doc_update_damages).  False for
+	 * clustered tables created before (`qu`: RecordId, document), read
+	 * and written as they are, updates rewriting the whole value. */
+	bool clustered_u;
 	bool sparse;       /* spec.sparse, parsed once (key generation reads it per document) */
 	bool partial;      /* spec has a partialFilterExpression */
 	bool hidden;       /* spec.hidden: the planner does not choose it unless hinted */
@@ -553,6 +559,21 @@ int storage_doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid,
                        const bson_t *old_doc, const bson_t *new_doc, terr_t *err);
 int storage_doc_delete(storage_session_t *s, storage_coll_t *c, recid_t recid,
                        const bson_t *old_doc, terr_t *err);
+/*
+ * storage_doc_update when the caller knows the byte changes dm that turn
+ * old_doc (the stored bytes, exactly) into new_doc (bdamages_compute): the
+ * document is written with WiredTiger's modify, so the update chain and the
+ * journal get the changed bytes only (mongod's updateWithDamages).  Indexes,
+ * counters and the op observer see old_doc and new_doc as for an update.  A
+ * collection whose table cannot take a modify (a clustered table of the
+ * older `qu` layout), or damages that do not pay (none, more than
+ * STORAGE_MODIFY_MAX_ENTRIES, or half the document's bytes or more), get a
+ * whole rewrite.  dm is borrowed for the call.
+ */
+#define STORAGE_MODIFY_MAX_ENTRIES 256
+struct bdamages;
+int storage_doc_update_damages(storage_session_t *s, storage_coll_t *c, recid_t recid, const bson_t *old_doc,
+                               const bson_t *new_doc, const struct bdamages *dm, terr_t *err);
 
 /*
  * Insert doc at a RecordId the caller chooses (the oplog: its entry's ts),

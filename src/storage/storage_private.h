@@ -156,6 +156,11 @@ struct storage_session {
 	keystring_t tb;            /* scratch type bits */
 	uint8_t *kbuf;             /* non-unique index keys (key + RecordId) */
 	size_t kbuf_cap;
+	uint8_t *cbuf;             /* a clustered entry's value (RecordId + document) being written */
+	size_t cbuf_cap;
+	/* During storage_doc_update_damages: the byte changes from the old
+	 * document to the new one, for the clustered table's modify. */
+	const struct bdamages *dmg;
 	keyset_t oldk, newk;       /* index_apply's scratch key sets */
 	/* Cached point-operation cursors (one per table, overwrite=false,
 	 * always left reset).  Closed when st->cursor_epoch moves (a table was
@@ -359,5 +364,14 @@ storage_coll_rt(const storage_coll_t *c)
 {
 	return ((coll_impl_t *)c->impl)->rt;
 }
+
+/* Clustered tables (record.c).  The size of the RecordId prefix of a
+ * one-`u` clustered value (storage_index_t.clustered_u). */
+#define STORAGE_CLUSTERED_PREFIX 8
+/* The RecordId and the document of the clustered-table entry cur stands on,
+ * whatever the table's layout (`u` or the older `qu`); doc borrows cur's
+ * buffer (valid until cur moves or is reset).  Returns WiredTiger's error, or
+ * EINVAL for a `u` value too short to hold a RecordId. */
+int storage_clustered_value(WT_CURSOR *cur, const storage_index_t *ix, int64_t *rid, WT_ITEM *doc);
 
 #endif

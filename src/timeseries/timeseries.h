@@ -80,6 +80,21 @@ void ts_bucket_build(const ts_options_t *o, const bson_oid_t *id, int64_t start_
 void ts_bucket_append(const ts_options_t *o, const bson_t *old, const bson_t *const *ms, int n, bson_t *out);
 
 /*
+ * ts_bucket_append (out gets the same bytes) that also gives the byte
+ * changes from old to out in dm (bson/damage.h), for a write of the changed
+ * bytes only (storage_doc_update_damages): the bucket's and data's length
+ * prefixes, control.min/max's changes, and per column its length prefix and
+ * the appended elements (new columns at the end of data).  Built from where
+ * it writes, without comparing the buckets; a bucket not in the layout this
+ * file writes (_id, control {version, min, max}, meta, data of columns, in
+ * that order) is appended to by ts_bucket_append and compared instead.
+ * Returns false when no damages could be had (then write out whole).
+ */
+struct bdamages;
+bool ts_bucket_append_damages(const ts_options_t *o, const bson_t *old, const bson_t *const *ms, int n, bson_t *out,
+                              struct bdamages *dm);
+
+/*
  * Unpack a bucket: call fn(ctx, measurement) for each measurement in index
  * order, measurement built into scratch (reinitialised for each; valid
  * during the call) as mongod unpacks it: the timeField, the metaField

@@ -13,6 +13,7 @@
 
 #include <string.h>
 
+#include "bson/damage.h"
 #include "bson/value.h"
 #include "common/mem.h"
 
@@ -291,6 +292,8 @@ colset_fill(colset_t *cs, bson_t *vals, const bson_t *const *ms, int n, int firs
 	}
 }
 
+static void control_write(const colset_t *cs, const char *time_field, int64_t start_ms, bson_t *out);
+
 /* control (version 1, min, max: the time field's minimum replaced by
  * start_ms when time_field is given), then meta (when given) and data; frees
  * vals and the columns. */
@@ -298,7 +301,27 @@ static void
 colset_write(colset_t *cs, bson_t *vals, const char *time_field, int64_t start_ms, const bson_value_t *meta,
              bson_t *out)
 {
-	bson_t control, min, max, data;
+	bson_t data;
+
+	control_write(cs, time_field, start_ms, out);
+	if (meta != NULL)
+		bv_append(out, "meta", -1, meta);
+	bson_append_document_begin(out, "data", -1, &data);
+	for (int c = 0; c < cs->n; c++) {
+		BSON_APPEND_DOCUMENT(&data, cs->cols[c].name, &vals[c]);
+		bson_destroy(&vals[c]);
+	}
+	bson_append_document_end(out, &data);
+	bson_free(vals);
+	bson_free(cs->cols);
+}
+
+/* control: version 1, min and max of the columns (the time field's minimum
+ * replaced by start_ms when time_field is given). */
+static void
+control_write(const colset_t *cs, const char *time_field, int64_t start_ms, bson_t *out)
+{
+	bson_t control, min, max;
 
 	bson_append_document_begin(out, "control", -1, &control);
 	BSON_APPEND_INT32(&control, "version", 1);
@@ -316,16 +339,6 @@ colset_write(colset_t *cs, bson_t *vals, const char *time_field, int64_t start_m
 			bv_append(&max, cs->cols[c].name, -1, &cs->cols[c].max);
 	bson_append_document_end(&control, &max);
 	bson_append_document_end(out, &control);
-	if (meta != NULL)
-		bv_append(out, "meta", -1, meta);
-	bson_append_document_begin(out, "data", -1, &data);
-	for (int c = 0; c < cs->n; c++) {
-		BSON_APPEND_DOCUMENT(&data, cs->cols[c].name, &vals[c]);
-		bson_destroy(&vals[c]);
-	}
-	bson_append_document_end(out, &data);
-	bson_free(vals);
-	bson_free(cs->cols);
 }
 
 static bson_t *
@@ -353,12 +366,36 @@ ts_bucket_build(const ts_options_t *o, const bson_oid_t *id, int64_t start_ms, c
 	    o->meta_field != NULL && meta != NULL && meta->value_type != BSON_TYPE_EOD ? meta : NULL, out);
 }
 
+/* The columns' bounds as old's control.min/max have them. */
+static void
+colset_old_bounds(colset_t *cs, const bson_t *old)
+{
+	bson_iter_t sub;
+
+	for (int pass = 0; pass < 2; pass++) {
+		bson_iter_t ct, b;
+		if (!bson_iter_init(&ct, old) || !bson_iter_find_descendant(&ct, pass ? "control.max" : "control.min", &b) ||
+		    !BSON_ITER_HOLDS_DOCUMENT(&b) || !bson_iter_recurse(&b, &sub))
+			continue;
+		while (bson_iter_next(&sub)) {
+			int c = column_of(cs->cols, cs->n, bson_iter_key(&sub));
+			if (c < 0)
+				continue;
+			if (pass)
+				cs->cols[c].max = *bson_iter_value(&sub);
+			else
+				cs->cols[c].min = *bson_iter_value(&sub);
+			cs->cols[c].any = true;
+		}
+	}
+}
+
 void
 ts_bucket_append(const ts_options_t *o, const bson_t *old, const bson_t *const *ms, int n, bson_t *out)
 {
 	colset_t cs = {0};
 	bson_t *vals;
-	bson_iter_t it, sub, data;
+	bson_iter_t it, data;
 	const bson_value_t *meta = NULL;
 
 	/* the old columns first (their order stays), then new fields */
@@ -381,22 +418,7 @@ ts_bucket_append(const ts_options_t *o, const bson_t *old, const bson_t *const *
 			if (bson_init_static(&col, cd, cl))
 				bson_concat(&vals[c], &col);
 		}
-	for (int pass = 0; pass < 2; pass++) {
-		bson_iter_t ct, b;
-		if (!bson_iter_init(&ct, old) || !bson_iter_find_descendant(&ct, pass ? "control.max" : "control.min", &b) ||
-		    !BSON_ITER_HOLDS_DOCUMENT(&b) || !bson_iter_recurse(&b, &sub))
-			continue;
-		while (bson_iter_next(&sub)) {
-			int c = column_of(cs.cols, cs.n, bson_iter_key(&sub));
-			if (c < 0)
-				continue;
-			if (pass)
-				cs.cols[c].max = *bson_iter_value(&sub);
-			else
-				cs.cols[c].min = *bson_iter_value(&sub);
-			cs.cols[c].any = true;
-		}
-	}
+	colset_old_bounds(&cs, old);
 	colset_fill(&cs, vals, ms, n, ts_bucket_count(o, old));
 	/* the same document shape as ts_bucket_build; the time minimum stays the
 	 * bucket's start (a later measurement cannot be earlier: routing) */
@@ -405,6 +427,168 @@ ts_bucket_append(const ts_options_t *o, const bson_t *old, const bson_t *const *
 	if (bson_iter_init_find(&it, old, "meta"))
 		meta = bson_iter_value(&it);
 	colset_write(&cs, vals, NULL, 0, meta, out);
+}
+
+/* Where the parts of a bucket in this file's layout are (byte offsets in
+ * the bucket): the control and data values, and each column's value. */
+typedef struct bucket_map {
+	uint32_t control, control_len, data, data_len;
+	uint32_t *col, *col_len;   /* per old column (data's order) */
+	int ncols;
+	bool has_meta;
+} bucket_map_t;
+
+/* Map old when it is in the layout ts_bucket_build/append write: _id,
+ * control {version: 1, min: {...}, max: {...}}, meta (optional), data of
+ * documents; false otherwise.  cs gets the old columns' names. */
+static bool
+bucket_map(const bson_t *old, colset_t *cs, bucket_map_t *m)
+{
+	static const char *const order[] = {"_id", "control", "meta", "data"};
+	bson_iter_t it, d;
+	int k = 0;
+
+	memset(m, 0, sizeof(*m));
+	if (!bson_iter_init(&it, old))
+		return false;
+	while (bson_iter_next(&it)) {
+		const char *key = bson_iter_key(&it);
+		while (k < 4 && strcmp(key, order[k]) != 0)
+			k++;
+		if (k == 4 || (k != 2 && k != 0 && !BSON_ITER_HOLDS_DOCUMENT(&it)))
+			return false;
+		if (k == 1) {
+			bson_iter_t c;
+			static const char *const cks[] = {"version", "min", "max"};
+			int ck = 0;
+			m->control = it.d1;
+			m->control_len = it.next_off - it.d1;
+			if (!bson_iter_recurse(&it, &c))
+				return false;
+			while (bson_iter_next(&c))
+				if (ck == 3 || strcmp(bson_iter_key(&c), cks[ck++]) != 0 ||
+				    (ck == 1 ? !BSON_ITER_HOLDS_INT32(&c) || bson_iter_int32(&c) != 1 : !BSON_ITER_HOLDS_DOCUMENT(&c)))
+					return false;
+			if (ck != 3)
+				return false;
+		} else if (k == 2) {
+			m->has_meta = true;
+		} else if (k == 3) {
+			m->data = it.d1;
+			m->data_len = it.next_off - it.d1;
+		}
+		k++;
+	}
+	if (m->data == 0 || m->control == 0 || !bson_iter_init_find(&it, old, "data") || !bson_iter_recurse(&it, &d))
+		return false;
+	while (bson_iter_next(&d)) {
+		if (!BSON_ITER_HOLDS_DOCUMENT(&d) || column_of(cs->cols, cs->n, bson_iter_key(&d)) >= 0)
+			return false;
+		colset_add(cs, bson_iter_key(&d));
+		m->col = bson_realloc(m->col, sizeof(*m->col) * (size_t)cs->n);
+		m->col_len = bson_realloc(m->col_len, sizeof(*m->col_len) * (size_t)cs->n);
+		m->col[cs->n - 1] = m->data + d.d1;
+		m->col_len[cs->n - 1] = d.next_off - d.d1;
+	}
+	m->ncols = cs->n;
+	return true;
+}
+
+bool
+ts_bucket_append_damages(const ts_options_t *o, const bson_t *old, const bson_t *const *ms, int n, bson_t *out,
+                         bdamages_t *dm)
+{
+	colset_t cs = {0};
+	bucket_map_t m;
+	bson_t *vals, data;
+	bson_iter_t it;
+	const uint8_t *ob = bson_get_data(old);
+	uint32_t delta = 0, newcols = 0, nc, ncl;
+	bool ok = true;
+
+	bdamages_reset(dm);
+	if (!bucket_map(old, &cs, &m)) {
+		/* another layout (a rawData write): rewrite and compare */
+		bson_free(cs.cols);
+		bson_free(m.col);
+		bson_free(m.col_len);
+		ts_bucket_append(o, old, ms, n, out);
+		return bdamages_compute(ob, old->len, bson_get_data(out), out->len, dm);
+	}
+	colset_add_fields(&cs, o, ms, n);
+	vals = colset_vals_new(&cs);
+	colset_old_bounds(&cs, old);
+	colset_fill(&cs, vals, ms, n, ts_bucket_count(o, old));
+	/* the bucket as ts_bucket_append writes it: old columns' bytes with the
+	 * new elements after them, new columns last */
+	if (bson_iter_init_find(&it, old, "_id"))
+		bson_append_iter(out, "_id", -1, &it);
+	/* control's value starts after its element header (type byte,
+	 * "control" and its nul) where out's nul is now */
+	nc = out->len - 1 + 1 + 8;
+	control_write(&cs, NULL, 0, out);
+	ncl = out->len - 1 - nc;
+	if (m.has_meta && bson_iter_init_find(&it, old, "meta"))
+		bson_append_iter(out, "meta", -1, &it);
+	bson_append_document_begin(out, "data", -1, &data);
+	for (int c = 0; c < cs.n; c++) {
+		bson_t col;
+		bson_append_document_begin(&data, cs.cols[c].name, -1, &col);
+		if (c < m.ncols)
+			bv_append_raw(&col, ob + m.col[c] + 4, m.col_len[c] - 5);
+		bv_append_raw(&col, bson_get_data(&vals[c]) + 4, vals[c].len - 5);
+		bson_append_document_end(&data, &col);
+		bson_destroy(&vals[c]);
+	}
+	bson_append_document_end(out, &data);
+	bson_free(vals);
+	/* the damages, in ascending order: the bucket's length, control's
+	 * changes, data's length, each old column's length and new elements,
+	 * the new columns before data's nul */
+	if (out->len != old->len)
+		bdamages_add(dm, 0, 0, 4, 4);
+	if (nc != m.control) {
+		ok = false;
+	} else if (ncl != m.control_len || memcmp(ob + m.control, bson_get_data(out) + nc, ncl) != 0) {
+		ok = bdamages_diff_at(ob, m.control, bson_get_data(out), nc, dm);
+		delta = ncl - m.control_len;   /* modulo 2^32: offsets wrap back */
+	}
+	if (ok && out->len != old->len)
+		bdamages_add(dm, m.data, m.data + delta, 4, 4);
+	for (int c = 0; ok && c < cs.n; c++) {
+		uint32_t added = 0;
+		if (c >= m.ncols) {
+			/* the new columns: between the last old column and data's
+			 * nul, which is out's last byte but one (data is last) */
+			newcols = out->len - 1 - (m.data + m.data_len + delta);
+			break;
+		}
+		/* the column's new elements: the column grew by them */
+		{
+			const uint8_t *nb = bson_get_data(out) + (uint32_t)(m.col[c] + delta);   /* delta wraps in 32 bits */
+			uint32_t nl = (uint32_t)nb[0] | (uint32_t)nb[1] << 8 | (uint32_t)nb[2] << 16 | (uint32_t)nb[3] << 24;
+			added = nl - m.col_len[c];
+		}
+		if (added > 0) {
+			bdamages_add(dm, m.col[c], m.col[c] + delta, 4, 4);
+			bdamages_add(dm, m.col[c] + m.col_len[c] - 1, m.col[c] + delta + m.col_len[c] - 1, 0, added);
+			delta += added;
+		}
+	}
+	if (ok && newcols > 0) {
+		uint32_t at = m.data + m.data_len - 1;
+		bdamages_add(dm, at, at + delta, 0, newcols);
+		delta += newcols;
+	}
+	if (ok && out->len != old->len + delta)
+		ok = false;
+	bson_free(cs.cols);
+	bson_free(m.col);
+	bson_free(m.col_len);
+	if (!ok) {   /* not where this code expected: compare instead */
+		return bdamages_compute(ob, old->len, bson_get_data(out), out->len, dm);
+	}
+	return true;
 }
 
 /* The time column of a bucket. */

@@ -3,16 +3,19 @@
  * rename, list, namespace rules), documents (insert, get, find by _id,
  * update, delete, sizes), the duplicate-_id error, scans and index scans
  * with save/restore across sessions, write-conflict retry on two threads,
- * and reopening a folder.
+ * reopening a folder, and updates written as byte changes (WT modify) on
+ * plain and clustered tables (committed, rolled back, after a reopen).
  *
  * Crash and multi-process behaviour is in test_storage_durability.c.
  */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <wiredtiger.h>
 
 #include "tt.h"
 #include "storage/storage.h"
+#include "bson/damage.h"
 #include "bson/keystring.h"
 
 static char *dir;
@@ -1590,6 +1593,301 @@ test_lock_timeout(void)
 	close_and_clean(st);
 }
 
+/* The document a growing "bucket" has after k appends: a counter that
+ * changes size, a column per field growing by one element. */
+static void
+damage_doc(int id, int k, bson_t *out)
+{
+	bson_t data, col;
+
+	bson_init(out);
+	BSON_APPEND_INT32(out, "_id", id);
+	if (k % 3 == 0)
+		BSON_APPEND_INT32(out, "n", k);
+	else
+		BSON_APPEND_UTF8(out, "n", k % 3 == 1 ? "one" : "twotwotwo");
+	BSON_APPEND_DOCUMENT_BEGIN(out, "data", &data);
+	for (int f = 0; f < 3; f++) {
+		char fk[4] = {(char)('a' + f), 0};
+		BSON_APPEND_DOCUMENT_BEGIN(&data, fk, &col);
+		for (int i = 0; i <= k; i++) {
+			char key[16];
+			bson_snprintf(key, sizeof(key), "%d", i);
+			BSON_APPEND_INT64(&col, key, (int64_t)i * (f + 1));
+		}
+		bson_append_document_end(&data, &col);
+	}
+	bson_append_document_end(out, &data);
+}
+
+/* The stored document of id (found by _id and by RecordId) is want. */
+static void
+damage_check(storage_session_t *s, storage_coll_t *c, int id, recid_t rid, const bson_t *want)
+{
+	terr_t err = TERR_INIT;
+	bson_value_t v = {.value_type = BSON_TYPE_INT32, .value.v_int32 = id};
+	recid_t got_rid = 0;
+	bson_t doc;
+
+	TT_EQ_INT(storage_txn_begin(s, &err), 0);
+	TT_EQ_INT(storage_doc_find_id(s, c, &v, &got_rid, &doc, &err), 0);
+	TT_EQ_INT(got_rid, rid);
+	TT_ASSERT(doc.len == want->len && memcmp(bson_get_data(&doc), bson_get_data(want), doc.len) == 0);
+	TT_EQ_INT(storage_doc_get(s, c, rid, &doc, &err), 0);
+	TT_ASSERT(doc.len == want->len && memcmp(bson_get_data(&doc), bson_get_data(want), doc.len) == 0);
+	storage_txn_rollback(s);
+}
+
+static void
+test_update_damages(void)
+{
+	storage_t *st = open_fresh("damages");
+	storage_options_t o = {0};
+	storage_session_t *s = NULL;
+	terr_t err = TERR_INIT;
+	bson_t *copts = tt_json("{\"clusteredIndex\": {\"key\": {\"_id\": 1}, \"unique\": true}}");
+	const char *names[2] = {"plain", "clustered"};
+	recid_t rids[2][3];
+	int ks[2][3];
+	bdamages_t dm = {0};
+
+	TT_EQ_INT(storage_session_open(st, &s, &err), 0);
+	TT_EQ_INT(storage_coll_create(st, s, "d", "plain", NULL, &err), 0);
+	TT_EQ_INT(storage_coll_create(st, s, "d", "clustered", copts, &err), 0);
+	for (int w = 0; w < 2; w++) {
+		storage_coll_t *c = NULL;
+		TT_EQ_INT(storage_coll_get(st, "d", names[w], &c, &err), 0);
+		TT_ASSERT(w == 0 ? c->clustered_ix == NULL : c->clustered_ix != NULL && c->clustered_ix->clustered_u);
+		for (int id = 0; id < 3; id++) {
+			bson_t d;
+			damage_doc(id, 0, &d);
+			ks[w][id] = 0;
+			TT_EQ_INT(storage_txn_begin(s, &err), 0);
+			TT_EQ_INT(storage_doc_insert(s, c, &d, &rids[w][id], &err), 0);
+			TT_EQ_INT(storage_txn_commit(s, false, &err), 0);
+			bson_destroy(&d);
+		}
+		/* each step appends to one document: committed, or rolled back
+		 * (every 7th), several in one transaction (every 5th) */
+		for (int step = 0; step < 300; step++) {
+			int id = step % 3, reps = step % 5 == 0 ? 3 : 1;
+			bool rollback = step % 7 == 0;
+			int k0 = ks[w][id];
+			TT_EQ_INT(storage_txn_begin(s, &err), 0);
+			for (int r = 0; r < reps; r++) {
+				bson_t old, nd;
+				damage_doc(id, ks[w][id], &old);
+				damage_doc(id, ks[w][id] + 1, &nd);
+				TT_ASSERT(bdamages_compute(bson_get_data(&old), old.len, bson_get_data(&nd), nd.len, &dm));
+				TT_EQ_INT(storage_doc_update_damages(s, c, rids[w][id], &old, &nd, &dm, &err), 0);
+				ks[w][id]++;
+				bson_destroy(&old);
+				bson_destroy(&nd);
+			}
+			if (rollback) {
+				storage_txn_rollback(s);
+				ks[w][id] = k0;
+			} else {
+				TT_EQ_INT(storage_txn_commit(s, false, &err), 0);
+			}
+			{
+				bson_t want;
+				damage_doc(id, ks[w][id], &want);
+				damage_check(s, c, id, rids[w][id], &want);
+				bson_destroy(&want);
+			}
+		}
+		storage_coll_release(c);
+	}
+	storage_session_close(s);
+	storage_close(st);
+	/* reopened (the journal replays the modifies): the same documents */
+	st = NULL;
+	TT_EQ_INT(storage_open(dir, &o, &st, &err), 0);
+	TT_EQ_INT(storage_session_open(st, &s, &err), 0);
+	for (int w = 0; w < 2; w++) {
+		storage_coll_t *c = NULL;
+		int64_t count, size, ssize, want_size = 0;
+		TT_EQ_INT(storage_coll_get(st, "d", names[w], &c, &err), 0);
+		for (int id = 0; id < 3; id++) {
+			bson_t want;
+			damage_doc(id, ks[w][id], &want);
+			damage_check(s, c, id, rids[w][id], &want);
+			want_size += want.len;
+			bson_destroy(&want);
+		}
+		TT_EQ_INT(storage_coll_stats(st, s, c, &count, &size, &ssize, &err), 0);
+		TT_EQ_INT(count, 3);
+		TT_EQ_INT(size, want_size);
+		storage_coll_release(c);
+	}
+	bdamages_destroy(&dm);
+	bson_destroy(copts);
+	storage_session_close(s);
+	close_and_clean(st);
+}
+
+/* A clustered collection whose table has the older layout (value `qu`:
+ * RecordId, document; the catalog row without clusteredValue), made by
+ * rewriting a new one with WiredTiger directly: its documents are read by
+ * _id, by RecordId and by scans, updates (damages given or not) rewrite
+ * them whole, and the count after an unclean-looking open agrees. */
+static void
+test_clustered_old_layout(void)
+{
+	storage_t *st = open_fresh("oldlayout");
+	storage_options_t o = {0};
+	storage_session_t *s = NULL;
+	terr_t err = TERR_INIT;
+	bson_t *copts = tt_json("{\"clusteredIndex\": {\"key\": {\"_id\": 1}, \"unique\": true}}");
+	storage_coll_t *c = NULL;
+	recid_t rids[20];
+	char *ident;
+	WT_CONNECTION *conn = NULL;
+	WT_SESSION *ws = NULL;
+	WT_CURSOR *cur = NULL;
+	bdamages_t dm = {0};
+	int64_t keys_rid[20];
+	uint8_t keys[20][64], docs[20][256];
+	size_t klen[20], dlen[20];
+	int n = 0;
+
+	TT_EQ_INT(storage_session_open(st, &s, &err), 0);
+	TT_EQ_INT(storage_coll_create(st, s, "d", "old", copts, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "d", "old", &c, &err), 0);
+	for (int i = 0; i < 20; i++) {
+		char *j = bson_strdup_printf("{\"_id\": %d, \"v\": \"value %d\"}", i, i);
+		TT_EQ_INT(insert_json(s, c, j, &rids[i], &err), 0);
+		bson_free(j);
+	}
+	ident = bson_strdup(c->clustered_ix->ident);
+	storage_coll_release(c);
+	storage_session_close(s);
+	storage_close(st);
+
+	/* the table rewritten as (q: RecordId, u: document), the row's flag gone */
+	TT_EQ_INT(wiredtiger_open(dir, NULL, "log=(enabled=true)", &conn), 0);
+	TT_EQ_INT(conn->open_session(conn, NULL, NULL, &ws), 0);
+	TT_EQ_INT(ws->open_cursor(ws, ident, NULL, NULL, &cur), 0);
+	while (cur->next(cur) == 0 && n < 20) {
+		WT_ITEM k, v;
+		cur->get_key(cur, &k);
+		cur->get_value(cur, &v);
+		TT_ASSERT(k.size <= sizeof(keys[0]) && v.size - 8 <= sizeof(docs[0]));
+		memcpy(keys[n], k.data, k.size);
+		klen[n] = k.size;
+		keys_rid[n] = 0;
+		for (int b = 7; b >= 0; b--)
+			keys_rid[n] = keys_rid[n] << 8 | ((const uint8_t *)v.data)[b];
+		memcpy(docs[n], (const uint8_t *)v.data + 8, v.size - 8);
+		dlen[n] = v.size - 8;
+		n++;
+	}
+	TT_EQ_INT(n, 20);
+	cur->close(cur);
+	TT_EQ_INT(ws->drop(ws, ident, NULL), 0);
+	TT_EQ_INT(ws->create(ws, ident, "key_format=u,value_format=qu"), 0);
+	TT_EQ_INT(ws->open_cursor(ws, ident, NULL, NULL, &cur), 0);
+	for (int i = 0; i < n; i++) {
+		WT_ITEM k = {.data = keys[i], .size = klen[i]}, v = {.data = docs[i], .size = dlen[i]};
+		cur->set_key(cur, &k);
+		cur->set_value(cur, keys_rid[i], &v);
+		TT_EQ_INT(cur->insert(cur), 0);
+	}
+	cur->close(cur);
+	TT_EQ_INT(ws->open_cursor(ws, "table:_catalog", NULL, NULL, &cur), 0);
+	cur->set_key(cur, "d.old");
+	TT_EQ_INT(cur->search(cur), 0);
+	{
+		WT_ITEM v;
+		bson_t row, out = BSON_INITIALIZER;
+		bson_iter_t it;
+		cur->get_value(cur, &v);
+		TT_ASSERT(bson_init_static(&row, v.data, v.size));
+		bson_iter_init(&it, &row);
+		while (bson_iter_next(&it)) {
+			if (strcmp(bson_iter_key(&it), "indexes") == 0) {
+				bson_iter_t ixs, f;
+				bson_t arr, ix;
+				bson_iter_recurse(&it, &ixs);
+				BSON_APPEND_ARRAY_BEGIN(&out, "indexes", &arr);
+				while (bson_iter_next(&ixs)) {
+					bson_append_document_begin(&arr, bson_iter_key(&ixs), -1, &ix);
+					bson_iter_recurse(&ixs, &f);
+					while (bson_iter_next(&f))
+						if (strcmp(bson_iter_key(&f), "clusteredValue") != 0)
+							bson_append_iter(&ix, NULL, 0, &f);
+					bson_append_document_end(&arr, &ix);
+				}
+				bson_append_array_end(&out, &arr);
+			} else {
+				bson_append_iter(&out, NULL, 0, &it);
+			}
+		}
+		v.data = bson_get_data(&out);
+		v.size = out.len;
+		cur->set_value(cur, &v);
+		TT_EQ_INT(cur->update(cur), 0);
+		bson_destroy(&out);
+	}
+	cur->close(cur);
+	conn->close(conn, NULL);
+
+	TT_EQ_INT(storage_open(dir, &o, &st, &err), 0);
+	TT_EQ_INT(storage_session_open(st, &s, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "d", "old", &c, &err), 0);
+	TT_ASSERT(c->clustered_ix != NULL && !c->clustered_ix->clustered_u);
+	for (int i = 0; i < 20; i++) {
+		bson_t doc;
+		bson_value_t v = {.value_type = BSON_TYPE_INT32, .value.v_int32 = i};
+		recid_t rid = 0;
+		char *want = bson_strdup_printf("{ \"_id\" : %d, \"v\" : \"value %d\" }", i, i);
+		TT_EQ_INT(storage_txn_begin(s, &err), 0);
+		TT_EQ_INT(storage_doc_find_id(s, c, &v, &rid, &doc, &err), 0);
+		TT_EQ_INT(rid, rids[i]);
+		TT_EQ_JSON(&doc, want);
+		TT_EQ_INT(storage_doc_get(s, c, rids[i], &doc, &err), 0);
+		TT_EQ_JSON(&doc, want);
+		/* an update with damages on the old layout: written whole */
+		{
+			bson_t old_copy, *nd = tt_json("{\"_id\": 0, \"v\": \"value 0\", \"w\": 1}");
+			bson_copy_to(&doc, &old_copy);
+			if (i == 0) {
+				TT_ASSERT(bdamages_compute(bson_get_data(&old_copy), old_copy.len, bson_get_data(nd), nd->len,
+				    &dm));
+				TT_EQ_INT(storage_doc_update_damages(s, c, rids[0], &old_copy, nd, &dm, &err), 0);
+			}
+			bson_destroy(&old_copy);
+			bson_destroy(nd);
+		}
+		TT_EQ_INT(storage_txn_commit(s, false, &err), 0);
+		bson_free(want);
+	}
+	{
+		storage_cursor_t *sc = NULL;
+		bson_t doc;
+		recid_t rid;
+		int seen = 0;
+		TT_EQ_INT(storage_txn_begin(s, &err), 0);
+		TT_EQ_INT(storage_scan_open(s, c, false, &sc, &err), 0);
+		while (storage_cursor_next(sc, &rid, &doc, NULL, NULL, &err) == 1) {
+			if (seen == 0)
+				TT_EQ_JSON(&doc, "{ \"_id\" : 0, \"v\" : \"value 0\", \"w\" : 1 }");
+			TT_EQ_INT(rid, rids[seen]);
+			seen++;
+		}
+		storage_cursor_close(sc);
+		storage_txn_rollback(s);
+		TT_EQ_INT(seen, 20);
+	}
+	storage_coll_release(c);
+	bdamages_destroy(&dm);
+	bson_destroy(copts);
+	bson_free(ident);
+	storage_session_close(s);
+	close_and_clean(st);
+}
+
 int
 main(void)
 {
@@ -1607,6 +1905,8 @@ main(void)
 	TT_RUN(test_ddl_races_writers);
 	TT_RUN(test_drop_waits_for_writer);
 	TT_RUN(test_reopen);
+	TT_RUN(test_update_damages);
+	TT_RUN(test_clustered_old_layout);
 	TT_RUN(test_in_memory);
 	TT_RUN(test_lock_timeout);
 	return tt_finish();
