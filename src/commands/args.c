@@ -150,6 +150,35 @@ cmd_check_fields(cmd_t *c, const char *const *known, terr_t *err)
 	return 0;
 }
 
+bool
+cmd_args_only_doc(cmd_t *c, const char *field, bson_t *out)
+{
+	const cmd_args_t *ix = args_index(c);
+	size_t flen = strlen(field);
+	bool seen = false;
+
+	if (ix->n < 0)
+		return false;
+	for (int i = 1; i < ix->n; i++) {
+		bson_iter_t it;
+		uint32_t len;
+		const uint8_t *data;
+
+		if (ix->f[i].keylen == flen && memcmp(ix->f[i].key, field, flen) == 0) {
+			if (seen || !bson_iter_init_from_data_at_offset(&it, ix->data, ix->len, ix->f[i].off,
+			    ix->f[i].keylen) || !BSON_ITER_HOLDS_DOCUMENT(&it))
+				return false;
+			bson_iter_document(&it, &len, &data);
+			if (!bson_init_static(out, data, len))
+				return false;
+			seen = true;
+		} else if (!in_list(generic_fields, ix->f[i].key)) {
+			return false;
+		}
+	}
+	return seen;
+}
+
 const char *
 cmd_cursor_owner(cmd_t *c, char buf[256])
 {

@@ -652,6 +652,74 @@ notablescan_check(cmd_t *c, plan_exec_t *x, storage_session_t *s, const char *ns
 	    "No indexed plans available, and running with 'notablescan'", ns);
 }
 
+/*
+ * mongod's express path (EXPRESS_IXSCAN, 8.0+) for the commonest read:
+ * find {filter: {_id: v}} with nothing else but the dispatcher's generic
+ * fields, v a value whose _id key needs no collation (plan_filter_id_point).
+ * The general path would read ~30 absent arguments, build and free a plan
+ * and a plan source; this one looks the document up (plan_express_id: the
+ * same index usage count, examined counts and plan summary) and answers the
+ * same single batch with cursor id 0.  Anything it does not cover -- a
+ * view, a time-series or missing collection, an index filter set for the
+ * shape, a collection without an _id index -- returns 1 before any effect,
+ * and the general path answers.
+ */
+static int
+find_express(cmd_t *c, terr_t *err)
+{
+	storage_coll_t *coll = NULL;
+	storage_session_t *s;
+	bson_value_t id;
+	bson_t filter, fh, doc;
+	const char *name;
+	char ns[512];
+	int ret, rc;
+
+	if (!BSON_ITER_HOLDS_UTF8(&c->first) || !cmd_args_only_doc(c, "filter", &filter) ||
+	    !plan_filter_id_point(&filter, &id))
+		return 1;
+	name = bson_iter_utf8(&c->first, NULL);
+	if (name[0] == '\0')
+		return 1;
+	if (cmd_plan_filter_hint(c, name, &filter, NULL, NULL, &fh)) {
+		bson_destroy(&fh);
+		return 1;
+	}
+	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0 || coll == NULL)
+		return 1;
+	ret = 1;
+	if (cmd_ts_is(coll))
+		goto done;
+	for (int i = 0; i < coll->nindexes && ret == 1; i++)
+		if (coll->indexes[i].is_id)
+			ret = 0;
+	if (ret == 1)
+		goto done;
+	if ((s = client_session(c->client, err)) == NULL) {
+		ret = -1;
+		goto done;
+	}
+	__atomic_fetch_add(&c->engine->counters.query, 1, __ATOMIC_RELAXED);
+	rc = plan_express_id(s, coll, &id, &doc, err);
+	if (rc < 0 || rc > 1) {
+		if (rc > 1)   /* the _id index went away: not this path's case */
+			terr_set(err, TERR_INTERNAL_ERROR, "collection %s has no _id index", coll->ns);
+		terr_wrap(err, "Executor error during find command");
+		ret = -1;
+		goto done;
+	}
+	/* the interrupt check the general path makes after each document */
+	if (rc == 1 && tm_interrupt_check(err) != 0) {
+		ret = -1;
+		goto done;
+	}
+	cmd_ns(ns, sizeof(ns), c->db, name);
+	cursor_reply_one(c->reply, ns, rc == 1 ? &doc : NULL);
+done:
+	storage_coll_release(coll);
+	return ret;
+}
+
 CMD_HANDLER(cmd_find)
 {
 	const char *name;
@@ -675,6 +743,9 @@ CMD_HANDLER(cmd_find)
 	int ret = -1;
 
 	memset(&req, 0, sizeof(req));
+	if ((ret = find_express(c, err)) != 1)
+		return ret;
+	ret = -1;
 	ERR(cmd_collection_arg(c, &name, err));
 	ERR(cmd_check_fields(c, find_fields, err));
 	ERR(cmd_get_doc(c, "filter", &filter, &has_filter, err));

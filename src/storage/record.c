@@ -1188,17 +1188,22 @@ err:
 	return ret;
 }
 
-/* Read the record recid into the session buffer; 0, 1 not found, -1. */
+/* Read the record recid into the session buffer; 0, 1 not found, -1.
+ * Raw cursors: the RecordId packed here, values taken as their bytes (a
+ * clustered entry's `qu`: the RecordId, then the document). */
 static int
 record_read(storage_session_t *s, const storage_coll_t *c, recid_t recid, bson_t *doc, terr_t *err)
 {
 	WT_CURSOR *cur = NULL;
-	WT_ITEM v;
+	WT_ITEM k, v;
+	uint8_t kb[STORAGE_VINT_MAX];
 	uint8_t *buf;
 	int ret = 0, wret;
 
-	ERR(storage_session_cursor(s, c->ident, &cur, err));
-	cur->set_key(cur, (int64_t)recid);
+	ERR(storage_session_cursor_raw(s, c->ident, &cur, err));
+	k.data = kb;
+	k.size = storage_vint_pack(kb, (int64_t)recid);
+	cur->set_key(cur, &k);
 	wret = cur->search(cur);
 	if (wret == WT_NOTFOUND) {
 		ret = 1;
@@ -1210,8 +1215,8 @@ record_read(storage_session_t *s, const storage_coll_t *c, recid_t recid, bson_t
 	}
 	if (c->clustered_ix != NULL) {
 		/* the map gave the key: the document is in the clustered table */
-		WT_ITEM k;
 		int64_t rid;
+		size_t n;
 		if (s->kbuf_cap < v.size) {
 			s->kbuf_cap = v.size * 2;
 			s->kbuf = bson_realloc(s->kbuf, s->kbuf_cap);
@@ -1221,16 +1226,23 @@ record_read(storage_session_t *s, const storage_coll_t *c, recid_t recid, bson_t
 		k.size = v.size;
 		storage_session_cursor_done(cur);
 		cur = NULL;
-		ERR(storage_session_cursor(s, c->clustered_ix->ident, &cur, err));
+		ERR(storage_session_cursor_raw(s, c->clustered_ix->ident, &cur, err));
 		cur->set_key(cur, &k);
 		if ((wret = cur->search(cur)) == WT_NOTFOUND) {
 			ret = 1;
 			goto err;
 		}
-		if (wret != 0 || (wret = cur->get_value(cur, &rid, &v)) != 0) {
+		if (wret != 0 || (wret = cur->get_value(cur, &v)) != 0) {
 			ret = storage_wt_err(wret, "read clustered record", err);
 			goto err;
 		}
+		if ((n = storage_vint_unpack(v.data, v.size, &rid)) == 0) {
+			ret = terr_set(err, TERR_INTERNAL_ERROR, "corrupt clustered record %" PRId64 " in %s", recid,
+			    c->ns);
+			goto err;
+		}
+		v.data = (const uint8_t *)v.data + n;
+		v.size -= n;
 	}
 	buf = storage_session_buf(s, v.size);
 	memcpy(buf, v.data, v.size);
@@ -1255,8 +1267,9 @@ storage_doc_find_id(storage_session_t *s, storage_coll_t *c, const bson_value_t 
 {
 	const storage_index_t *ix = NULL;
 	WT_CURSOR *cur = NULL;
-	WT_ITEM k;
+	WT_ITEM k, v;
 	int64_t rid = 0;
+	size_t n = 0;
 	int ret = 0, wret;
 
 	for (int i = 0; i < c->nindexes && ix == NULL; i++)
@@ -1266,7 +1279,9 @@ storage_doc_find_id(storage_session_t *s, storage_coll_t *c, const bson_value_t 
 		return terr_set(err, TERR_INTERNAL_ERROR, "collection %s has no _id index", c->ns);
 	keystring_reset(&s->ks);
 	keystring_append_value_coll(&s->ks, id, false, ix->collation);
-	ERR(storage_session_cursor(s, ix->ident, &cur, err));
+	/* raw: the key is the KeyString's bytes; the value's packed RecordId
+	 * is read here (then the type bits, or a clustered entry's document) */
+	ERR(storage_session_cursor_raw(s, ix->ident, &cur, err));
 	k.data = s->ks.buf;
 	k.size = s->ks.len;
 	cur->set_key(cur, &k);
@@ -1275,30 +1290,25 @@ storage_doc_find_id(storage_session_t *s, storage_coll_t *c, const bson_value_t 
 		ret = 1;
 		goto err;
 	}
-	if (wret == 0 && ix->clustered) {
+	if (wret == 0 && (wret = cur->get_value(cur, &v)) == 0 &&
+	    (n = storage_vint_unpack(v.data, v.size, &rid)) == 0) {
+		ret = terr_set(err, TERR_INTERNAL_ERROR, "corrupt _id index entry in %s", c->ns);
+		goto err;
+	}
+	if (wret != 0) {
+		ret = storage_wt_err(wret, ix->clustered ? "read clustered record" : "read _id index", err);
+		goto err;
+	}
+	if (ix->clustered) {
 		/* one lookup: the clustered table holds the document */
-		WT_ITEM v;
-		uint8_t *buf;
-		if ((wret = cur->get_value(cur, &rid, &v)) != 0) {
-			ret = storage_wt_err(wret, "read clustered record", err);
-			goto err;
-		}
-		buf = storage_session_buf(s, v.size);
-		memcpy(buf, v.data, v.size);
-		if (!bson_init_static(doc, buf, v.size)) {
+		uint8_t *buf = storage_session_buf(s, v.size - n);
+		memcpy(buf, (const uint8_t *)v.data + n, v.size - n);
+		if (!bson_init_static(doc, buf, v.size - n)) {
 			ret = terr_set(err, TERR_INTERNAL_ERROR, "corrupt record %" PRId64 " in %s", rid, c->ns);
 			goto err;
 		}
 		if (recid != NULL)
 			*recid = rid;
-		goto err;
-	}
-	if (wret == 0) {
-		WT_ITEM tb;
-		wret = ix->typebits ? cur->get_value(cur, &rid, &tb) : cur->get_value(cur, &rid);
-	}
-	if (wret != 0) {
-		ret = storage_wt_err(wret, "read _id index", err);
 		goto err;
 	}
 	storage_session_cursor_done(cur);
