@@ -443,10 +443,24 @@ storage_session_cursors_close(storage_session_t *s)
 	s->cur_epoch = atomic_load(&s->st->cursor_epoch);
 }
 
+/* FNV-1a of a table URI (and the raw flag): a write touches a cursor per
+ * index, and comparing every cached URI with strcmp was ~260 instructions
+ * per lookup. */
+static uint64_t
+uri_hash(const char *uri, bool raw)
+{
+	uint64_t h = raw ? 0xcbf29ce484222325ULL ^ 0x5a : 0xcbf29ce484222325ULL;
+
+	for (const unsigned char *p = (const unsigned char *)uri; *p != '\0'; p++)
+		h = (h ^ *p) * 0x100000001b3ULL;
+	return h;
+}
+
 static int
 session_cursor_get(storage_session_t *s, const char *uri, bool raw, WT_CURSOR **out, terr_t *err)
 {
 	session_cursor_t *slot;
+	uint64_t h = uri_hash(uri, raw);
 	int i, lru = 0, ret;
 
 	*out = NULL;
@@ -454,7 +468,7 @@ session_cursor_get(storage_session_t *s, const char *uri, bool raw, WT_CURSOR **
 		storage_session_cursors_close(s);
 	s->cur_tick++;
 	for (i = 0; i < s->ncur; i++) {
-		if (s->cur[i].raw == raw && strcmp(s->cur[i].uri, uri) == 0) {
+		if (s->cur[i].hash == h && s->cur[i].raw == raw && strcmp(s->cur[i].uri, uri) == 0) {
 			s->cur[i].used = s->cur_tick;
 			*out = s->cur[i].wc;
 			return 0;
@@ -479,6 +493,7 @@ session_cursor_get(storage_session_t *s, const char *uri, bool raw, WT_CURSOR **
 		s->ncur++;
 	slot->uri = bson_strdup(uri);
 	slot->raw = raw;
+	slot->hash = h;
 	slot->used = s->cur_tick;
 	*out = slot->wc;
 	return 0;

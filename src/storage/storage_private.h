@@ -125,6 +125,7 @@ typedef struct session_cursor {
 	char *uri;
 	WT_CURSOR *wc;
 	bool raw;                  /* opened "raw": keys and values as packed bytes */
+	uint64_t hash;             /* of uri (uri_hash), compared before the string */
 	uint64_t used;             /* s->cur_tick at last use, for LRU */
 } session_cursor_t;
 
