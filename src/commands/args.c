@@ -151,32 +151,34 @@ cmd_check_fields(cmd_t *c, const char *const *known, terr_t *err)
 }
 
 bool
-cmd_args_only_doc(cmd_t *c, const char *field, bson_t *out)
+cmd_args_only(cmd_t *c, const char *const *allowed, bson_value_t *found, bool *present)
 {
 	const cmd_args_t *ix = args_index(c);
-	size_t flen = strlen(field);
-	bool seen = false;
+	int na = 0;
 
 	if (ix->n < 0)
 		return false;
+	for (; allowed[na] != NULL; na++)
+		present[na] = false;
 	for (int i = 1; i < ix->n; i++) {
 		bson_iter_t it;
-		uint32_t len;
-		const uint8_t *data;
+		int a;
 
-		if (ix->f[i].keylen == flen && memcmp(ix->f[i].key, field, flen) == 0) {
-			if (seen || !bson_iter_init_from_data_at_offset(&it, ix->data, ix->len, ix->f[i].off,
-			    ix->f[i].keylen) || !BSON_ITER_HOLDS_DOCUMENT(&it))
+		for (a = 0; a < na; a++)
+			if (ix->f[i].keylen == strlen(allowed[a]) && memcmp(ix->f[i].key, allowed[a], ix->f[i].keylen) == 0)
+				break;
+		if (a == na) {
+			if (!in_list(generic_fields, ix->f[i].key))
 				return false;
-			bson_iter_document(&it, &len, &data);
-			if (!bson_init_static(out, data, len))
-				return false;
-			seen = true;
-		} else if (!in_list(generic_fields, ix->f[i].key)) {
-			return false;
+			continue;
 		}
+		if (present[a] || !bson_iter_init_from_data_at_offset(&it, ix->data, ix->len, ix->f[i].off,
+		    ix->f[i].keylen))
+			return false;
+		found[a] = *bson_iter_value(&it);
+		present[a] = true;
 	}
-	return seen;
+	return true;
 }
 
 const char *

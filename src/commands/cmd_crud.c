@@ -655,7 +655,9 @@ notablescan_check(cmd_t *c, plan_exec_t *x, storage_session_t *s, const char *ns
 /*
  * mongod's express path (EXPRESS_IXSCAN, 8.0+) for the commonest read:
  * find {filter: {_id: v}} with nothing else but the dispatcher's generic
- * fields, v a value whose _id key needs no collation (plan_filter_id_point).
+ * fields and what drivers' findOne adds (limit, singleBatch, batchSize,
+ * when they change nothing in the answer), v a value whose _id key needs no
+ * collation (plan_filter_id_point).
  * The general path would read ~30 absent arguments, build and free a plan
  * and a plan source; this one looks the document up (plan_express_id: the
  * same index usage count, examined counts and plan summary) and answers the
@@ -664,9 +666,27 @@ notablescan_check(cmd_t *c, plan_exec_t *x, storage_session_t *s, const char *ns
  * shape, a collection without an _id index -- returns 1 before any effect,
  * and the general path answers.
  */
+enum { EX_FILTER, EX_LIMIT, EX_SINGLE, EX_BATCH, EX_N };
+static const char *const express_fields[EX_N + 1] = {"filter", "limit", "singleBatch", "batchSize", NULL};
+
+static bool
+express_int(const bson_value_t *v, int64_t *out)
+{
+	if (v->value_type == BSON_TYPE_INT32)
+		*out = v->value.v_int32;
+	else if (v->value_type == BSON_TYPE_INT64)
+		*out = v->value.v_int64;
+	else
+		return false;
+	return true;
+}
+
 static int
 find_express(cmd_t *c, terr_t *err)
 {
+	bson_value_t f[EX_N];
+	bool has[EX_N], single = false;
+	int64_t limit = 0;
 	storage_coll_t *coll = NULL;
 	storage_session_t *s;
 	bson_value_t id;
@@ -675,7 +695,29 @@ find_express(cmd_t *c, terr_t *err)
 	char ns[512];
 	int ret, rc;
 
-	if (!BSON_ITER_HOLDS_UTF8(&c->first) || !cmd_args_only_doc(c, "filter", &filter) ||
+	if (!BSON_ITER_HOLDS_UTF8(&c->first) || !cmd_args_only(c, express_fields, f, has) ||
+	    !has[EX_FILTER] || f[EX_FILTER].value_type != BSON_TYPE_DOCUMENT)
+		return 1;
+	/* what a driver's findOne adds (limit: 1, singleBatch: true, batchSize:
+	 * 1): taken when the answer is the same, at most one document and the
+	 * cursor closed with that batch */
+	if (has[EX_LIMIT]) {
+		if (!express_int(&f[EX_LIMIT], &limit) || limit < 0)
+			return 1;
+	}
+	if (has[EX_SINGLE]) {
+		if (f[EX_SINGLE].value_type != BSON_TYPE_BOOL)
+			return 1;
+		single = f[EX_SINGLE].value.v_bool;
+	}
+	if (has[EX_BATCH]) {
+		int64_t bs;
+		/* batchSize 1 leaves the general path's cursor open after its one
+		 * document unless the limit or singleBatch ends it */
+		if (!express_int(&f[EX_BATCH], &bs) || bs < 1 || (bs == 1 && !single && limit != 1))
+			return 1;
+	}
+	if (!bson_init_static(&filter, f[EX_FILTER].value.v_doc.data, f[EX_FILTER].value.v_doc.data_len) ||
 	    !plan_filter_id_point(&filter, &id))
 		return 1;
 	name = bson_iter_utf8(&c->first, NULL);

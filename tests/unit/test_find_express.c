@@ -125,6 +125,27 @@ test_answers(void)
 	    "{ \"cursor\" : { \"firstBatch\" : [  ], \"id\" : 0, \"ns\" : \"test.e\" }, \"ok\" : 1.0 }");
 	expect_reply("{\"find\": \"nope\", \"filter\": {\"_id\": 3}}",
 	    "{ \"cursor\" : { \"firstBatch\" : [  ], \"id\" : 0, \"ns\" : \"test.nope\" }, \"ok\" : 1.0 }");
+	/* what drivers' findOne sends */
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": 1}, \"limit\": 1, \"singleBatch\": true, \"batchSize\": 1}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : 1, \"a\" : \"one\" } ], \"id\" : 0, \"ns\" : \"test.e\" }, \"ok\" : 1.0 }");
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": 1}, \"limit\": {\"$numberLong\": \"1\"}, \"singleBatch\": true}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : 1, \"a\" : \"one\" } ], \"id\" : 0, \"ns\" : \"test.e\" }, \"ok\" : 1.0 }");
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": 8}, \"limit\": 1, \"batchSize\": 1}",
+	    "{ \"cursor\" : { \"firstBatch\" : [  ], \"id\" : 0, \"ns\" : \"test.e\" }, \"ok\" : 1.0 }");
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": 1}, \"limit\": 0, \"batchSize\": 5}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : 1, \"a\" : \"one\" } ], \"id\" : 0, \"ns\" : \"test.e\" }, \"ok\" : 1.0 }");
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": 1}, \"limit\": -1}",
+	    "{ \"ok\" : 0.0, \"errmsg\" : \"BSON field 'limit' value must be >= 0, actual value '-1'\", \"code\" : 51024, \"codeName\" : \"Location51024\" }");
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": 1}, \"singleBatch\": \"yes\"}",
+	    "{ \"ok\" : 0.0, \"errmsg\" : \"BSON field 'find.singleBatch' is the wrong type 'string', expected type 'bool'\", \"code\" : 14, \"codeName\" : \"TypeMismatch\" }");
+	{
+		/* batchSize 0: an empty first batch and an open cursor (general path) */
+		int rc;
+		bson_t *r = run("{\"find\": \"e\", \"filter\": {\"_id\": 1}, \"batchSize\": 0}", &rc);
+		TT_EQ_INT(rc, 0);
+		TT_ASSERT(tt_get_i64(r, "cursor.id") != 0);
+		tt_free_reply(r);
+	}
 	/* other shapes: the general path */
 	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": \"s\"}}",
 	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : \"s\", \"a\" : \"str\" } ], \"id\" : 0, \"ns\" : \"test.e\" }, \"ok\" : 1.0 }");
