@@ -150,6 +150,37 @@ cmd_check_fields(cmd_t *c, const char *const *known, terr_t *err)
 	return 0;
 }
 
+bool
+cmd_args_only(cmd_t *c, const char *const *allowed, bson_value_t *found, bool *present)
+{
+	const cmd_args_t *ix = args_index(c);
+	int na = 0;
+
+	if (ix->n < 0)
+		return false;
+	for (; allowed[na] != NULL; na++)
+		present[na] = false;
+	for (int i = 1; i < ix->n; i++) {
+		bson_iter_t it;
+		int a;
+
+		for (a = 0; a < na; a++)
+			if (ix->f[i].keylen == strlen(allowed[a]) && memcmp(ix->f[i].key, allowed[a], ix->f[i].keylen) == 0)
+				break;
+		if (a == na) {
+			if (!in_list(generic_fields, ix->f[i].key))
+				return false;
+			continue;
+		}
+		if (present[a] || !bson_iter_init_from_data_at_offset(&it, ix->data, ix->len, ix->f[i].off,
+		    ix->f[i].keylen))
+			return false;
+		found[a] = *bson_iter_value(&it);
+		present[a] = true;
+	}
+	return true;
+}
+
 const char *
 cmd_cursor_owner(cmd_t *c, char buf[256])
 {

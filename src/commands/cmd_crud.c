@@ -770,6 +770,116 @@ resume_input_check(cmd_t *c, const storage_coll_t *coll, const char *ns, const b
 	return 0;
 }
 
+/*
+ * mongod's express path (EXPRESS_IXSCAN, 8.0+) for the commonest read:
+ * find {filter: {_id: v}} with nothing else but the dispatcher's generic
+ * fields and what drivers' findOne adds (limit, singleBatch, batchSize,
+ * when they change nothing in the answer), v a value whose _id key needs no
+ * collation (plan_filter_id_point).
+ * The general path would read ~30 absent arguments, build and free a plan
+ * and a plan source; this one looks the document up (plan_express_id: the
+ * same index usage count, examined counts and plan summary) and answers the
+ * same single batch with cursor id 0.  Anything it does not cover -- a
+ * view, a time-series or missing collection, an index filter set for the
+ * shape, a collection without an _id index -- returns 1 before any effect,
+ * and the general path answers.
+ */
+enum { EX_FILTER, EX_LIMIT, EX_SINGLE, EX_BATCH, EX_N };
+static const char *const express_fields[EX_N + 1] = {"filter", "limit", "singleBatch", "batchSize", NULL};
+
+static bool
+express_int(const bson_value_t *v, int64_t *out)
+{
+	if (v->value_type == BSON_TYPE_INT32)
+		*out = v->value.v_int32;
+	else if (v->value_type == BSON_TYPE_INT64)
+		*out = v->value.v_int64;
+	else
+		return false;
+	return true;
+}
+
+static int
+find_express(cmd_t *c, terr_t *err)
+{
+	bson_value_t f[EX_N];
+	bool has[EX_N], single = false;
+	int64_t limit = 0;
+	storage_coll_t *coll = NULL;
+	storage_session_t *s;
+	bson_value_t id;
+	bson_t filter, fh, doc;
+	const char *name;
+	char ns[512];
+	int ret, rc;
+
+	if (!BSON_ITER_HOLDS_UTF8(&c->first) || !cmd_args_only(c, express_fields, f, has) ||
+	    !has[EX_FILTER] || f[EX_FILTER].value_type != BSON_TYPE_DOCUMENT)
+		return 1;
+	/* what a driver's findOne adds (limit: 1, singleBatch: true, batchSize:
+	 * 1): taken when the answer is the same, at most one document and the
+	 * cursor closed with that batch */
+	if (has[EX_LIMIT]) {
+		if (!express_int(&f[EX_LIMIT], &limit) || limit < 0)
+			return 1;
+	}
+	if (has[EX_SINGLE]) {
+		if (f[EX_SINGLE].value_type != BSON_TYPE_BOOL)
+			return 1;
+		single = f[EX_SINGLE].value.v_bool;
+	}
+	if (has[EX_BATCH]) {
+		int64_t bs;
+		/* batchSize 1 leaves the general path's cursor open after its one
+		 * document unless the limit or singleBatch ends it */
+		if (!express_int(&f[EX_BATCH], &bs) || bs < 1 || (bs == 1 && !single && limit != 1))
+			return 1;
+	}
+	if (!bson_init_static(&filter, f[EX_FILTER].value.v_doc.data, f[EX_FILTER].value.v_doc.data_len) ||
+	    !plan_filter_id_point(&filter, &id))
+		return 1;
+	name = bson_iter_utf8(&c->first, NULL);
+	if (name[0] == '\0')
+		return 1;
+	if (cmd_plan_filter_hint(c, name, &filter, NULL, NULL, &fh)) {
+		bson_destroy(&fh);
+		return 1;
+	}
+	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0 || coll == NULL)
+		return 1;
+	ret = 1;
+	if (cmd_ts_is(coll))
+		goto done;
+	for (int i = 0; i < coll->nindexes && ret == 1; i++)
+		if (coll->indexes[i].is_id)
+			ret = 0;
+	if (ret == 1)
+		goto done;
+	if ((s = client_session(c->client, err)) == NULL) {
+		ret = -1;
+		goto done;
+	}
+	__atomic_fetch_add(&c->engine->counters.query, 1, __ATOMIC_RELAXED);
+	rc = plan_express_id(s, coll, &id, &doc, err);
+	if (rc < 0 || rc > 1) {
+		if (rc > 1)   /* the _id index went away: not this path's case */
+			terr_set(err, TERR_INTERNAL_ERROR, "collection %s has no _id index", coll->ns);
+		terr_wrap(err, "Executor error during find command");
+		ret = -1;
+		goto done;
+	}
+	/* the interrupt check the general path makes after each document */
+	if (rc == 1 && tm_interrupt_check(err) != 0) {
+		ret = -1;
+		goto done;
+	}
+	cmd_ns(ns, sizeof(ns), c->db, name);
+	cursor_reply_one(c->reply, ns, rc == 1 ? &doc : NULL);
+done:
+	storage_coll_release(coll);
+	return ret;
+}
+
 CMD_HANDLER(cmd_find)
 {
 	const char *name;
@@ -793,6 +903,9 @@ CMD_HANDLER(cmd_find)
 	int ret = -1;
 
 	memset(&req, 0, sizeof(req));
+	if ((ret = find_express(c, err)) != 1)
+		return ret;
+	ret = -1;
 	ERR(cmd_collection_arg(c, &name, err));
 	ERR(cmd_check_fields(c, find_fields, err));
 	ERR(cmd_get_doc(c, "filter", &filter, &has_filter, err));

@@ -190,7 +190,7 @@ pf_remove(int i)
 {
 	pf_free(&pf_tab[i]);
 	memmove(&pf_tab[i], &pf_tab[i + 1], (size_t)(pf_n - i - 1) * sizeof pf_tab[0]);
-	pf_n--;
+	__atomic_store_n(&pf_n, pf_n - 1, __ATOMIC_RELEASE);
 }
 
 /* ---- commands ----------------------------------------------------------- */
@@ -247,7 +247,7 @@ CMD_HANDLER(cmd_plan_cache_set_filter)
 	pf_tab[pf_n].sort = hs ? bson_copy(&s) : bson_new();
 	pf_tab[pf_n].proj = hp ? bson_copy(&p) : bson_new();
 	pf_tab[pf_n].indexes = bson_copy(&idx);
-	pf_n++;
+	__atomic_store_n(&pf_n, pf_n + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&pf_lock);
 	return 0;
 }
@@ -329,12 +329,10 @@ cmd_plan_filter_mask(cmd_t *c, const storage_coll_t *coll, const bson_t *query, 
 	*allowed = 0;
 	if (coll == NULL)
 		return false;
-	pthread_mutex_lock(&pf_lock);
-	if (pf_n == 0) {
-		pthread_mutex_unlock(&pf_lock);
+	/* no filter at all (the common case): no lock per query; pf_n only
+	 * changes under pf_lock, with atomic stores */
+	if (__atomic_load_n(&pf_n, __ATOMIC_ACQUIRE) == 0)
 		return false;
-	}
-	pthread_mutex_unlock(&pf_lock);
 	cmd_ns(ns, sizeof ns, c->db, coll->name);
 	shape = shape_of(query, sort, proj);
 	pthread_mutex_lock(&pf_lock);

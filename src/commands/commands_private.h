@@ -242,6 +242,14 @@ int cmd_get_string(cmd_t *c, const char *field, const char **out, bool *found, t
 int cmd_check_fields(cmd_t *c, const char *const *known, terr_t *err);
 /* k is one of those generic fields. */
 bool cmd_is_generic_field(const char *k);
+/* True when every field of c's body after the first is one of `allowed`
+ * (NULL-terminated; each at most once: found[i] its value, a view into the
+ * body, and present[i] set)
+ * or a generic field (the dispatcher's).  A request of such a shape reads
+ * no other argument, so a handler may answer it by a shorter path (find's
+ * express path).  False for any other shape (or a malformed body); the
+ * handler's general path then reports whatever is wrong with it. */
+bool cmd_args_only(cmd_t *c, const char *const *allowed, bson_value_t *found, bool *present);
 
 /* The client's authenticated identity, "user@db", for cursor ownership; NULL
  * when nobody is authenticated.  Written into buf (256 bytes). */

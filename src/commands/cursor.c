@@ -390,6 +390,40 @@ batch_note(bson_t *reply, int64_t n, int64_t id)
 	op->batch_cursor_id = id;
 }
 
+void
+cursor_reply_one(bson_t *reply, const char *ns, const bson_t *doc)
+{
+	uint8_t local[512], *p = local;
+	uint64_t n = 4 + (doc != NULL ? 1 + 2 + (uint64_t)doc->len : 0) + 1;
+	bson_t arr, cur;
+
+	if (n > sizeof(local))
+		p = bson_malloc(n);
+	put_le32(p, (uint32_t)n);
+	if (doc != NULL) {
+		p[4] = BSON_TYPE_DOCUMENT;
+		p[5] = '0';
+		p[6] = '\0';
+		memcpy(p + 7, bson_get_data(doc), doc->len);
+	}
+	p[n - 1] = '\0';
+	bson_init_static(&arr, p, (size_t)n);
+	/* room for the dispatcher's fields too (ok: 1), as batch_open makes */
+	if (reply->len == 5 && n < (uint64_t)TAMGA_MAX_BSON_SIZE &&
+	    bson_reserve_buffer(reply, (uint32_t)n + 512) != NULL)
+		bson_reinit(reply);
+	if (!cursor_doc_raw(reply, "firstBatch", &arr, NULL, true, 0, ns)) {
+		bson_append_document_begin(reply, "cursor", 6, &cur);
+		bson_append_array(&cur, "firstBatch", -1, &arr);
+		BSON_APPEND_INT64(&cur, "id", 0);
+		BSON_APPEND_UTF8(&cur, "ns", ns);
+		bson_append_document_end(reply, &cur);
+	}
+	if (p != local)
+		bson_free(p);
+	batch_note(reply, doc != NULL ? 1 : 0, 0);
+}
+
 int
 cursor_first_batch(cursor_registry_t *r, storage_session_t *s, const char *ns,
                    cursor_source_t *src, const cursor_opts_t *opts,

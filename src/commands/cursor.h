@@ -56,6 +56,14 @@ void cursor_registry_free(cursor_registry_t *r);
  * (taking ownership of src) and its id written; otherwise src is freed and
  * the id is 0.  On error src is freed and err set.
  */
+/*
+ * The whole first batch of a read that returns at most one document and
+ * keeps no cursor (find's express path): {cursor: {firstBatch: [doc], id:
+ * 0, ns}} appended to reply (doc NULL: an empty batch), and the batch noted
+ * for the operation's readers, as cursor_first_batch does.  doc is copied.
+ */
+void cursor_reply_one(bson_t *reply, const char *ns, const bson_t *doc);
+
 typedef struct cursor_opts {
 	int64_t batch_size;
 	bool single_batch;

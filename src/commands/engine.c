@@ -504,8 +504,10 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 		terr_set(er, TERR_FAILED_TO_PARSE, "Failed to parse: command document is empty");
 		goto fail;
 	}
-	/* a collection named by its UUID (coll_uuid.c): the handler sees the name */
-	if (cmd_uuid_resolve(e, dbname, body, &uuid_body, &uuid_rewritten, er) != 0)
+	/* a collection named by its UUID (coll_uuid.c): the handler sees the
+	 * name (only a BinData first value can be one) */
+	if (BSON_ITER_HOLDS_BINARY(&c.first) &&
+	    cmd_uuid_resolve(e, dbname, body, &uuid_body, &uuid_rewritten, er) != 0)
 		goto fail;
 	if (uuid_rewritten) {
 		c.body = &uuid_body;
@@ -589,7 +591,8 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	/* a direct write to system.views (any of its statements may have been
 	 * applied, even when the command failed): the views are what it holds
 	 * now, as mongod reloads its view catalog */
-	if ((strcmp(c.name, "insert") == 0 || strcmp(c.name, "update") == 0 || strcmp(c.name, "delete") == 0 ||
+	if ((def->flags & CMDF_WRITE) &&
+	    (strcmp(c.name, "insert") == 0 || strcmp(c.name, "update") == 0 || strcmp(c.name, "delete") == 0 ||
 	    strcmp(c.name, "findAndModify") == 0 || strcmp(c.name, "findandmodify") == 0) &&
 	    BSON_ITER_HOLDS_UTF8(&c.first) && view_is_system_views(bson_iter_utf8(&c.first, NULL)))
 		view_reload(&c, c.db);

@@ -1392,6 +1392,34 @@ plan_filter_id_point(const bson_t *filter, bson_value_t *v)
 	return !bson_iter_next(&it);
 }
 
+int
+plan_express_id(storage_session_t *s, storage_coll_t *coll, const bson_value_t *id, bson_t *doc, terr_t *err)
+{
+	const storage_index_t *ix = NULL;
+	bson_iter_t it;
+	int rc;
+
+	for (int i = 0; i < coll->nindexes && ix == NULL; i++)
+		if (coll->indexes[i].is_id)
+			ix = &coll->indexes[i];
+	if (ix == NULL)
+		return 2;
+	usage_bump(coll, ix);
+	rc = storage_doc_find_id(s, coll, id, NULL, doc, err);
+	/* what opctx_flush reports for the same plan: one key, the document */
+	if (tm_opctx_tls != NULL)
+		tm_opctx_add_plan_stats(1, rc == 0 ? 1 : 0,
+		    tm_opctx_tls->plan_summary[0] == '\0' ? "EXPRESS_IXSCAN { _id: 1 }" : NULL);
+	if (rc != 0)
+		return rc < 0 ? -1 : 0;
+	/* the index answers equality by KeyString; the document is checked
+	 * as the general plan checks it (id_check) */
+	if (!bson_iter_init(&it, doc) || !bson_iter_next(&it) || bson_iter_key_len(&it) != 3 ||
+	    memcmp(bson_iter_key(&it), "_id", 3) != 0 || !bv_equal(bson_iter_value(&it), id))
+		return 0;
+	return 1;
+}
+
 const plan_stats_t *
 plan_exec_stats(const plan_exec_t *x)
 {

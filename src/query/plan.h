@@ -115,6 +115,21 @@ typedef struct plan_request {
  * null, which the general match handles)?  Then *v is a view into filter. */
 bool plan_filter_id_point(const bson_t *filter, bson_value_t *v);
 
+/*
+ * mongod's express path (EXPRESS_IXSCAN) for a find by _id alone: one
+ * lookup in coll's _id index and record table, with no plan_exec_t built.
+ * id must be a value plan_filter_id_point accepted (its index key does not
+ * depend on a collation); coll is borrowed.  Counts the _id index's use
+ * ($indexStats) and reports one key, the document examined and the plan
+ * summary "EXPRESS_IXSCAN { _id: 1 }" to the running operation, as the
+ * plan_exec_t of the same request does.  Returns 1 with *doc (a view valid
+ * until the next storage call on s), 0 when no document has that _id, 2
+ * when coll has no _id index (nothing done: the caller plans it), -1 with
+ * err.
+ */
+int plan_express_id(storage_session_t *s, storage_coll_t *coll, const bson_value_t *id, bson_t *doc,
+                    terr_t *err);
+
 /* Build the runtime.  Errors come from compiling sort/projection (MongoDB's
  * codes).  On success *out is owned by the caller (plan_exec_free). */
 int plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err);

@@ -455,10 +455,24 @@ storage_session_cursors_close(storage_session_t *s)
 	s->cur_epoch = atomic_load(&s->st->cursor_epoch);
 }
 
-int
-storage_session_cursor(storage_session_t *s, const char *uri, WT_CURSOR **out, terr_t *err)
+/* FNV-1a of a table URI (and the raw flag): a write touches a cursor per
+ * index, and comparing every cached URI with strcmp was ~260 instructions
+ * per lookup. */
+static uint64_t
+uri_hash(const char *uri, bool raw)
+{
+	uint64_t h = raw ? 0xcbf29ce484222325ULL ^ 0x5a : 0xcbf29ce484222325ULL;
+
+	for (const unsigned char *p = (const unsigned char *)uri; *p != '\0'; p++)
+		h = (h ^ *p) * 0x100000001b3ULL;
+	return h;
+}
+
+static int
+session_cursor_get(storage_session_t *s, const char *uri, bool raw, WT_CURSOR **out, terr_t *err)
 {
 	session_cursor_t *slot;
+	uint64_t h = uri_hash(uri, raw);
 	int i, lru = 0, ret;
 
 	*out = NULL;
@@ -466,7 +480,7 @@ storage_session_cursor(storage_session_t *s, const char *uri, WT_CURSOR **out, t
 		storage_session_cursors_close(s);
 	s->cur_tick++;
 	for (i = 0; i < s->ncur; i++) {
-		if (strcmp(s->cur[i].uri, uri) == 0) {
+		if (s->cur[i].hash == h && s->cur[i].raw == raw && strcmp(s->cur[i].uri, uri) == 0) {
 			s->cur[i].used = s->cur_tick;
 			*out = s->cur[i].wc;
 			return 0;
@@ -481,7 +495,8 @@ storage_session_cursor(storage_session_t *s, const char *uri, WT_CURSOR **out, t
 	} else {
 		slot = &s->cur[s->ncur];
 	}
-	if ((ret = s->ws->open_cursor(s->ws, uri, NULL, "overwrite=false", &slot->wc)) != 0) {
+	if ((ret = s->ws->open_cursor(s->ws, uri, NULL, raw ? "overwrite=false,raw" : "overwrite=false",
+	    &slot->wc)) != 0) {
 		if (slot != &s->cur[s->ncur])   /* the evicted slot: fill the hole */
 			*slot = s->cur[--s->ncur];
 		return storage_wt_err(ret, "open cursor", err);
@@ -489,9 +504,23 @@ storage_session_cursor(storage_session_t *s, const char *uri, WT_CURSOR **out, t
 	if (slot == &s->cur[s->ncur])
 		s->ncur++;
 	slot->uri = bson_strdup(uri);
+	slot->raw = raw;
+	slot->hash = h;
 	slot->used = s->cur_tick;
 	*out = slot->wc;
 	return 0;
+}
+
+int
+storage_session_cursor(storage_session_t *s, const char *uri, WT_CURSOR **out, terr_t *err)
+{
+	return session_cursor_get(s, uri, false, out, err);
+}
+
+int
+storage_session_cursor_raw(storage_session_t *s, const char *uri, WT_CURSOR **out, terr_t *err)
+{
+	return session_cursor_get(s, uri, true, out, err);
 }
 
 storage_session_t *

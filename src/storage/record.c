@@ -285,6 +285,33 @@ storage_clustered_value(WT_CURSOR *cur, const storage_index_t *ix, int64_t *rid,
 	return 0;
 }
 
+/* The same from a raw cursor's value bytes: a one-`u` entry is the 8-byte
+ * RecordId then the document; an older `qu` one the packed RecordId (a
+ * WiredTiger vint) then the document, unprefixed as a struct's last `u`.
+ * EINVAL when the bytes are too short or the vint is corrupt. */
+int
+storage_clustered_raw(const storage_index_t *ix, const WT_ITEM *raw, int64_t *rid, WT_ITEM *doc)
+{
+	size_t n;
+
+	if (ix->clustered_u) {
+		const uint8_t *p = raw->data;
+		uint64_t r = 0;
+
+		if (raw->size < STORAGE_CLUSTERED_PREFIX)
+			return EINVAL;
+		for (int i = STORAGE_CLUSTERED_PREFIX - 1; i >= 0; i--)
+			r = r << 8 | p[i];
+		*rid = (int64_t)r;
+		n = STORAGE_CLUSTERED_PREFIX;
+	} else if ((n = storage_vint_unpack(raw->data, raw->size, rid)) == 0) {
+		return EINVAL;
+	}
+	doc->data = (const uint8_t *)raw->data + n;
+	doc->size = raw->size - n;
+	return 0;
+}
+
 /* Set cur's value to a one-`u` clustered entry: recid, then doc (built in
  * the session's scratch, valid until the next write). */
 static void
@@ -357,7 +384,14 @@ index_entry(storage_session_t *s, const storage_coll_t *c, const storage_index_t
 
 	v.data = tb_len > 0 ? tb : (const void *)"";
 	v.size = ix->typebits ? tb_len : 0;
-	ERR(storage_session_cursor(s, ix->ident, &cur, err));
+	/* raw cursors but on a clustered table: keys and type bits are `u`
+	 * columns (their bytes), a unique entry's `qu` value the packed
+	 * RecordId then the type bits, packed here (WiredTiger's format-string
+	 * packer was ~650 instructions per unique entry) */
+	if (ix->clustered)
+		ERR(storage_session_cursor(s, ix->ident, &cur, err));
+	else
+		ERR(storage_session_cursor_raw(s, ix->ident, &cur, err));
 	if (ix->unique) {
 		k.data = key;
 		k.size = key_len;
@@ -378,10 +412,17 @@ index_entry(storage_session_t *s, const storage_coll_t *c, const storage_index_t
 			}
 			wret = add ? cur->insert(cur) : cur->update(cur);
 		} else {
-			if (ix->typebits)
-				cur->set_value(cur, (int64_t)recid, &v);
-			else
-				cur->set_value(cur, (int64_t)recid);
+			size_t n;
+			if (s->kbuf_cap < STORAGE_VINT_MAX + v.size) {
+				s->kbuf_cap = (STORAGE_VINT_MAX + v.size) * 2;
+				s->kbuf = bson_realloc(s->kbuf, s->kbuf_cap);
+			}
+			n = storage_vint_pack(s->kbuf, (int64_t)recid);
+			if (v.size > 0)
+				memcpy(s->kbuf + n, v.data, v.size);
+			v.data = s->kbuf;
+			v.size = n + v.size;
+			cur->set_value(cur, &v);
 			wret = add ? cur->insert(cur) : cur->update(cur);
 		}
 	} else {
@@ -690,7 +731,8 @@ doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc, recid_t a
 	coll_rt_t *rt = storage_coll_rt(c);
 	storage_coll_t *ixc = c;
 	WT_CURSOR *cur = NULL;
-	WT_ITEM v;
+	WT_ITEM k, v;
+	uint8_t kb[STORAGE_VINT_MAX];
 	bson_iter_t it;
 	recid_t id;
 	int ret = 0, wret;
@@ -714,7 +756,7 @@ doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc, recid_t a
 		id = atomic_fetch_add(&rt->next_recid, 1) + 1;
 	}
 	ERR(index_apply(s, ixc, id, NULL, doc, err));
-	ERR(storage_session_cursor(s, c->ident, &cur, err));
+	ERR(storage_session_cursor_raw(s, c->ident, &cur, err));   /* key packed here */
 	if (c->clustered_ix != NULL) {
 		/* the record table of a clustered collection maps the RecordId
 		 * to the document's key in the clustered table */
@@ -725,7 +767,9 @@ doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc, recid_t a
 		v.data = bson_get_data(doc);
 		v.size = doc->len;
 	}
-	cur->set_key(cur, (int64_t)id);
+	k.data = kb;
+	k.size = storage_vint_pack(kb, (int64_t)id);
+	cur->set_key(cur, &k);
 	cur->set_value(cur, &v);
 	if ((wret = cur->insert(cur)) != 0) {
 		ret = wret == WT_DUPLICATE_KEY
@@ -779,7 +823,8 @@ doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid, const bson_t 
 {
 	storage_coll_t *ixc = c;
 	WT_CURSOR *cur = NULL;
-	WT_ITEM v;
+	WT_ITEM k, v;
+	uint8_t kb[STORAGE_VINT_MAX];
 	bson_iter_t it;
 	int ret = 0, wret;
 
@@ -857,13 +902,17 @@ storage_doc_delete(storage_session_t *s, storage_coll_t *c, recid_t recid,
 {
 	storage_coll_t *ixc = c;
 	WT_CURSOR *cur = NULL;
+	WT_ITEM k;
+	uint8_t kb[STORAGE_VINT_MAX];
 	int ret = 0, wret;
 
 	RET(storage_require_txn(s, err));
 	ERR(write_begin(s, c, &ixc, err));
 	ERR(index_apply(s, ixc, recid, old_doc, NULL, err));
-	ERR(storage_session_cursor(s, c->ident, &cur, err));
-	cur->set_key(cur, (int64_t)recid);
+	ERR(storage_session_cursor_raw(s, c->ident, &cur, err));
+	k.data = kb;
+	k.size = storage_vint_pack(kb, (int64_t)recid);
+	cur->set_key(cur, &k);
 	if ((wret = cur->remove(cur)) != 0) {
 		ret = wret == WT_NOTFOUND
 		    ? terr_set(err, TERR_INTERNAL_ERROR, "delete of a missing record in %s", c->ns)
@@ -1315,17 +1364,22 @@ err:
 	return ret;
 }
 
-/* Read the record recid into the session buffer; 0, 1 not found, -1. */
+/* Read the record recid into the session buffer; 0, 1 not found, -1.
+ * Raw cursors: the RecordId packed here, values taken as their bytes (a
+ * clustered entry's `qu`: the RecordId, then the document). */
 static int
 record_read(storage_session_t *s, const storage_coll_t *c, recid_t recid, bson_t *doc, terr_t *err)
 {
 	WT_CURSOR *cur = NULL;
-	WT_ITEM v;
+	WT_ITEM k, v;
+	uint8_t kb[STORAGE_VINT_MAX];
 	uint8_t *buf;
 	int ret = 0, wret;
 
-	ERR(storage_session_cursor(s, c->ident, &cur, err));
-	cur->set_key(cur, (int64_t)recid);
+	ERR(storage_session_cursor_raw(s, c->ident, &cur, err));
+	k.data = kb;
+	k.size = storage_vint_pack(kb, (int64_t)recid);
+	cur->set_key(cur, &k);
 	wret = cur->search(cur);
 	if (wret == WT_NOTFOUND) {
 		ret = 1;
@@ -1337,7 +1391,6 @@ record_read(storage_session_t *s, const storage_coll_t *c, recid_t recid, bson_t
 	}
 	if (c->clustered_ix != NULL) {
 		/* the map gave the key: the document is in the clustered table */
-		WT_ITEM k;
 		int64_t rid;
 		if (s->kbuf_cap < v.size) {
 			s->kbuf_cap = v.size * 2;
@@ -1348,14 +1401,19 @@ record_read(storage_session_t *s, const storage_coll_t *c, recid_t recid, bson_t
 		k.size = v.size;
 		storage_session_cursor_done(cur);
 		cur = NULL;
-		ERR(storage_session_cursor(s, c->clustered_ix->ident, &cur, err));
+		ERR(storage_session_cursor_raw(s, c->clustered_ix->ident, &cur, err));
 		cur->set_key(cur, &k);
 		if ((wret = cur->search(cur)) == WT_NOTFOUND) {
 			ret = 1;
 			goto err;
 		}
-		if (wret != 0 || (wret = storage_clustered_value(cur, c->clustered_ix, &rid, &v)) != 0) {
+		if (wret != 0 || (wret = cur->get_value(cur, &v)) != 0) {
 			ret = storage_wt_err(wret, "read clustered record", err);
+			goto err;
+		}
+		if (storage_clustered_raw(c->clustered_ix, &v, &rid, &v) != 0) {
+			ret = terr_set(err, TERR_INTERNAL_ERROR, "corrupt clustered record %" PRId64 " in %s", recid,
+			    c->ns);
 			goto err;
 		}
 	}
@@ -1382,8 +1440,9 @@ storage_doc_find_id(storage_session_t *s, storage_coll_t *c, const bson_value_t 
 {
 	const storage_index_t *ix = NULL;
 	WT_CURSOR *cur = NULL;
-	WT_ITEM k;
+	WT_ITEM k, v;
 	int64_t rid = 0;
+	size_t n = 0;
 	int ret = 0, wret;
 
 	for (int i = 0; i < c->nindexes && ix == NULL; i++)
@@ -1393,7 +1452,9 @@ storage_doc_find_id(storage_session_t *s, storage_coll_t *c, const bson_value_t 
 		return terr_set(err, TERR_INTERNAL_ERROR, "collection %s has no _id index", c->ns);
 	keystring_reset(&s->ks);
 	keystring_append_value_coll(&s->ks, id, false, ix->collation);
-	ERR(storage_session_cursor(s, ix->ident, &cur, err));
+	/* raw: the key is the KeyString's bytes; the value's packed RecordId
+	 * is read here (then the type bits, or a clustered entry's document) */
+	ERR(storage_session_cursor_raw(s, ix->ident, &cur, err));
 	k.data = s->ks.buf;
 	k.size = s->ks.len;
 	cur->set_key(cur, &k);
@@ -1402,30 +1463,32 @@ storage_doc_find_id(storage_session_t *s, storage_coll_t *c, const bson_value_t 
 		ret = 1;
 		goto err;
 	}
-	if (wret == 0 && ix->clustered) {
+	if (wret == 0 && (wret = cur->get_value(cur, &v)) == 0 && !ix->clustered &&
+	    (n = storage_vint_unpack(v.data, v.size, &rid)) == 0) {
+		ret = terr_set(err, TERR_INTERNAL_ERROR, "corrupt _id index entry in %s", c->ns);
+		goto err;
+	}
+	if (wret != 0) {
+		ret = storage_wt_err(wret, ix->clustered ? "read clustered record" : "read _id index", err);
+		goto err;
+	}
+	if (ix->clustered) {
 		/* one lookup: the clustered table holds the document */
-		WT_ITEM v;
+		WT_ITEM d;
 		uint8_t *buf;
-		if ((wret = storage_clustered_value(cur, ix, &rid, &v)) != 0) {
-			ret = storage_wt_err(wret, "read clustered record", err);
+
+		if (storage_clustered_raw(ix, &v, &rid, &d) != 0) {
+			ret = terr_set(err, TERR_INTERNAL_ERROR, "corrupt clustered record in %s", c->ns);
 			goto err;
 		}
-		buf = storage_session_buf(s, v.size);
-		memcpy(buf, v.data, v.size);
-		if (!bson_init_static(doc, buf, v.size)) {
+		buf = storage_session_buf(s, d.size);
+		memcpy(buf, d.data, d.size);
+		if (!bson_init_static(doc, buf, d.size)) {
 			ret = terr_set(err, TERR_INTERNAL_ERROR, "corrupt record %" PRId64 " in %s", rid, c->ns);
 			goto err;
 		}
 		if (recid != NULL)
 			*recid = rid;
-		goto err;
-	}
-	if (wret == 0) {
-		WT_ITEM tb;
-		wret = ix->typebits ? cur->get_value(cur, &rid, &tb) : cur->get_value(cur, &rid);
-	}
-	if (wret != 0) {
-		ret = storage_wt_err(wret, "read _id index", err);
 		goto err;
 	}
 	storage_session_cursor_done(cur);

@@ -119,11 +119,13 @@ typedef struct staged_coll {
 
 /* Point-operation cursors a session keeps open between calls (see
  * storage_session_cursor). */
-#define SESSION_CURSORS 16
+#define SESSION_CURSORS 24   /* plain and raw ones (point reads) */
 
 typedef struct session_cursor {
 	char *uri;
 	WT_CURSOR *wc;
+	bool raw;                  /* opened "raw": keys and values as packed bytes */
+	uint64_t hash;             /* of uri (uri_hash), compared before the string */
 	uint64_t used;             /* s->cur_tick at last use, for LRU */
 } session_cursor_t;
 
@@ -303,6 +305,110 @@ uint8_t *storage_session_buf(storage_session_t *s, size_t n);
  * a page).  Never close it.  Errors as open_cursor (26 for a dropped
  * table). */
 int storage_session_cursor(storage_session_t *s, const char *uri, WT_CURSOR **out, terr_t *err);
+/* The same, opened with WiredTiger's "raw" option: set_key/get_key/
+ * get_value take and give WT_ITEMs of the packed bytes (a `u` column is its
+ * bytes, a `q` the storage_vint_* encoding), so a point read packs its own
+ * keys instead of WiredTiger's format-string packer (~900 instructions of a
+ * find by _id).  Cached apart from the plain cursor of the same table. */
+int storage_session_cursor_raw(storage_session_t *s, const char *uri, WT_CURSOR **out, terr_t *err);
+
+/*
+ * WiredTiger's packed form of a `q` (int64) column, as its intpack.i
+ * writes it (stable since WiredTiger 1.x: the packed bytes are its on-disk
+ * format): one marker byte then 0-8 big-endian bytes, ordered as the
+ * values.  STORAGE_VINT_MAX bytes at most.  unpack returns the bytes read,
+ * 0 for a malformed or truncated encoding.
+ */
+#define STORAGE_VINT_MAX 9
+static inline size_t
+storage_vint_pack(uint8_t *out, int64_t v)
+{
+	uint64_t x;
+	int len;
+
+	if (v >= 0) {
+		x = (uint64_t)v;
+		if (x <= 63) {                         /* 10xxxxxx */
+			out[0] = (uint8_t)(0x80 | x);
+			return 1;
+		}
+		if (x <= 63 + 8192) {                  /* 110xxxxx xxxxxxxx */
+			x -= 64;
+			out[0] = (uint8_t)(0xc0 | (x >> 8));
+			out[1] = (uint8_t)x;
+			return 2;
+		}
+		x -= 64 + 8192;                        /* 1110llll, l bytes */
+		len = x == 0 ? 1 : 8 - (__builtin_clzll(x) >> 3);
+		out[0] = (uint8_t)(0xe0 | len);
+	} else {
+		if (v >= -64) {                        /* 01xxxxxx */
+			out[0] = (uint8_t)(0x40 | (uint64_t)(v + 64));
+			return 1;
+		}
+		if (v >= -64 - 8192) {                 /* 001xxxxx xxxxxxxx */
+			x = (uint64_t)(v + 64 + 8192);
+			out[0] = (uint8_t)(0x20 | (x >> 8));
+			out[1] = (uint8_t)x;
+			return 2;
+		}
+		x = (uint64_t)v;                       /* 0001llll: leading 0xff bytes dropped */
+		len = ~x == 0 ? 0 : 8 - (__builtin_clzll(~x) >> 3);
+		out[0] = (uint8_t)(0x10 | (8 - len));
+	}
+	for (int i = 0; i < len; i++)
+		out[1 + i] = (uint8_t)(x >> (8 * (len - 1 - i)));
+	return (size_t)len + 1;
+}
+
+static inline size_t
+storage_vint_unpack(const uint8_t *p, size_t n, int64_t *out)
+{
+	uint64_t x;
+	size_t len;
+
+	if (n == 0)
+		return 0;
+	switch (p[0] & 0xf0) {
+	case 0x80: case 0x90: case 0xa0: case 0xb0:
+		*out = p[0] & 0x3f;
+		return 1;
+	case 0xc0: case 0xd0:
+		if (n < 2)
+			return 0;
+		*out = (int64_t)((((uint64_t)p[0] & 0x1f) << 8) | p[1]) + 64;
+		return 2;
+	case 0xe0:
+		len = p[0] & 0x0f;
+		if (len > 8 || n < len + 1)
+			return 0;
+		x = 0;
+		for (size_t i = 1; i <= len; i++)
+			x = (x << 8) | p[i];
+		*out = (int64_t)(x + 64 + 8192);
+		return len + 1;
+	case 0x40: case 0x50: case 0x60: case 0x70:
+		*out = (int64_t)(p[0] & 0x3f) - 64;
+		return 1;
+	case 0x20: case 0x30:
+		if (n < 2)
+			return 0;
+		*out = (int64_t)((((uint64_t)p[0] & 0x1f) << 8) | p[1]) - 64 - 8192;
+		return 2;
+	case 0x10:
+		len = 8 - (size_t)(p[0] & 0x0f);
+		if (n < len + 1)
+			return 0;
+		x = UINT64_MAX;
+		for (size_t i = 1; i <= len; i++)
+			x = (x << 8) | p[i];
+		*out = (int64_t)x;
+		return len + 1;
+	default:
+		return 0;
+	}
+}
+
 static inline void
 storage_session_cursor_done(WT_CURSOR *wc)
 {
@@ -373,5 +479,9 @@ storage_coll_rt(const storage_coll_t *c)
  * buffer (valid until cur moves or is reset).  Returns WiredTiger's error, or
  * EINVAL for a `u` value too short to hold a RecordId. */
 int storage_clustered_value(WT_CURSOR *cur, const storage_index_t *ix, int64_t *rid, WT_ITEM *doc);
+/* The same from the value bytes a raw cursor returned (raw: WiredTiger's
+ * packed value); doc borrows raw's bytes (doc may be raw itself).  0, or
+ * EINVAL for bytes too short or a corrupt packed RecordId. */
+int storage_clustered_raw(const storage_index_t *ix, const WT_ITEM *raw, int64_t *rid, WT_ITEM *doc);
 
 #endif

@@ -13,9 +13,12 @@
 #include <stdatomic.h>
 #include <wiredtiger.h>
 
+#include <wiredtiger.h>
+
 #include "tt.h"
 #include "storage/storage.h"
 #include "bson/damage.h"
+#include "storage/storage_private.h"
 #include "bson/keystring.h"
 
 static char *dir;
@@ -1888,6 +1891,80 @@ test_clustered_old_layout(void)
 	close_and_clean(st);
 }
 
+/* Point reads pack RecordIds themselves (raw cursors, storage_vint_*):
+ * the bytes must be WiredTiger's own packing of a `q`, at every width, and
+ * documents stored at RecordIds of each width must be found by _id, by
+ * RecordId and by a scan (which reads keys through WiredTiger's unpacker). */
+static void
+test_recid_packing(void)
+{
+	static const int64_t vals[] = {0, 1, 63, 64, 65, 8255, 8256, 8257, 8258, 65535, 65536, 1LL << 24,
+		(1LL << 32) + 5, (1LL << 40) + 7, (1LL << 56) - 1, 1LL << 56, INT64_MAX - 1, INT64_MAX, -1, -63,
+		-64, -65, -8255, -8256, -8257, -8258, -(1LL << 24), -(1LL << 40) - 3, INT64_MIN + 1, INT64_MIN};
+	static const int64_t rids[] = {1, 63, 64, 8255, 8256, 8257, 70000, 1LL << 24, (1LL << 32) + 5,
+		(1LL << 40) + 7, (1LL << 56) + 9, INT64_MAX - 1};
+	const size_t nv = sizeof(vals) / sizeof(vals[0]), nr = sizeof(rids) / sizeof(rids[0]);
+	storage_t *st;
+	storage_session_t *s = NULL;
+	storage_coll_t *c = NULL;
+	storage_cursor_t *cur = NULL;
+	terr_t err = TERR_INIT;
+	bson_t doc;
+	size_t i;
+
+	for (i = 0; i < nv; i++) {
+		uint8_t mine[STORAGE_VINT_MAX], theirs[16];
+		size_t n = storage_vint_pack(mine, vals[i]), tn = 0;
+		int64_t back = 0;
+
+		TT_EQ_INT(wiredtiger_struct_size(NULL, &tn, "q", vals[i]), 0);
+		TT_EQ_INT(wiredtiger_struct_pack(NULL, theirs, sizeof(theirs), "q", vals[i]), 0);
+		TT_EQ_INT(n, tn);
+		TT_ASSERT(memcmp(mine, theirs, n) == 0);
+		TT_EQ_INT(storage_vint_unpack(mine, n, &back), n);
+		TT_ASSERT(back == vals[i]);
+		TT_EQ_INT(storage_vint_unpack(mine, n - 1, &back), 0);   /* truncated */
+	}
+
+	st = open_fresh("recids");
+	TT_EQ_INT(storage_session_open(st, &s, &err), 0);
+	TT_EQ_INT(storage_coll_create(st, s, "d", "r", NULL, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "d", "r", &c, &err), 0);
+	TT_EQ_INT(storage_txn_begin(s, &err), 0);
+	for (i = 0; i < nr; i++) {
+		bson_t d = BSON_INITIALIZER;
+		BSON_APPEND_INT64(&d, "_id", (int64_t)i);
+		BSON_APPEND_INT64(&d, "rid", rids[i]);
+		TT_EQ_INT(storage_doc_insert_at(s, c, rids[i], &d, &err), 0);
+		bson_destroy(&d);
+	}
+	TT_EQ_INT(storage_txn_commit(s, false, &err), 0);
+	for (i = 0; i < nr; i++) {
+		bson_value_t idv = {.value_type = BSON_TYPE_INT64, .value.v_int64 = (int64_t)i};
+		bson_iter_t it;
+		recid_t rid = 0;
+
+		TT_EQ_INT(storage_doc_find_id(s, c, &idv, &rid, &doc, &err), 0);
+		TT_ASSERT(rid == rids[i]);
+		TT_ASSERT(bson_iter_init_find(&it, &doc, "rid") && bson_iter_int64(&it) == rids[i]);
+		TT_EQ_INT(storage_doc_get(s, c, rids[i], &doc, &err), 0);
+		TT_ASSERT(bson_iter_init_find(&it, &doc, "_id") && bson_iter_int64(&it) == (int64_t)i);
+		if (i + 1 == nr || rids[i + 1] != rids[i] + 1)
+			TT_EQ_INT(storage_doc_get(s, c, rids[i] + 1, &doc, &err), 1);
+	}
+	TT_EQ_INT(storage_scan_open(s, c, false, &cur, &err), 0);
+	for (i = 0; i < nr; i++) {
+		recid_t rid = 0;
+		TT_EQ_INT(storage_cursor_next(cur, &rid, &doc, NULL, NULL, &err), 1);
+		TT_ASSERT(rid == rids[i]);
+	}
+	TT_EQ_INT(storage_cursor_next(cur, NULL, &doc, NULL, NULL, &err), 0);
+	storage_cursor_close(cur);
+	storage_coll_release(c);
+	storage_session_close(s);
+	close_and_clean(st);
+}
+
 int
 main(void)
 {
@@ -1895,6 +1972,7 @@ main(void)
 	TT_RUN(test_catalog);
 	TT_RUN(test_cache_slot);
 	TT_RUN(test_documents);
+	TT_RUN(test_recid_packing);
 	TT_RUN(test_duplicate_id);
 	TT_RUN(test_secondary_index_refused);
 	TT_RUN(test_scans_save_restore);

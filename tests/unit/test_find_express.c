@@ -1,0 +1,250 @@
+/*
+ * test_find_express.c -- find's express path (issue 23): find {_id: v} with
+ * no other argument is answered by one _id lookup without a plan
+ * (commands/cmd_crud.c find_express, query/plan.c plan_express_id).  It must
+ * answer exactly what the general path answers -- the batch, cursor id 0
+ * and ns, numeric equality across types, an empty batch for a missing _id
+ * or collection -- and leave the same traces: $indexStats accesses on _id_,
+ * the profiler's planSummary / keysExamined / docsExamined, explain's
+ * EXPRESS_IXSCAN.  Requests of any other shape (unknown fields, a
+ * collation, a projection, a string _id, a view, a clustered or
+ * time-series collection, inside a transaction) still get the general
+ * path's answers.
+ */
+#include "tt.h"
+#include "tt_embedded.h"
+
+#include "commands/commands_private.h"
+#include "common/mem.h"
+#include "query/keygen.h"
+
+static engine_t *eng;
+static client_t *cl;
+
+static bson_t *
+run(const char *json, int *rc)
+{
+	bson_t *cmd = tt_json(json);
+	bson_t *reply = tm_bson_array_new(1);
+
+	*rc = engine_run_command(eng, cl, "test", cmd, reply, NULL);
+	bson_destroy(cmd);
+	return reply;
+}
+
+static void
+ok(const char *json)
+{
+	int rc;
+	bson_t *r = run(json, &rc);
+
+	if (rc != 0) {
+		char *j = bson_as_relaxed_extended_json(r, NULL);
+		fprintf(stderr, "%s -> %s\n", json, j);
+		bson_free(j);
+	}
+	TT_EQ_INT(rc, 0);
+	tt_free_reply(r);
+}
+
+/* The reply of a find as relaxed Extended JSON (a new string), ok or not. */
+static char *
+reply_json(const char *find)
+{
+	int rc;
+	bson_t *r = run(find, &rc);
+	char *j = bson_as_relaxed_extended_json(r, NULL);
+
+	tt_free_reply(r);
+	return j;
+}
+
+static void
+expect_reply(const char *find, const char *want)
+{
+	char *got = reply_json(find);
+
+	if (strcmp(got, want) != 0)
+		fprintf(stderr, "%s\n  got  %s\n  want %s\n", find, got, want);
+	TT_ASSERT(strcmp(got, want) == 0);
+	bson_free(got);
+}
+
+static int64_t
+id_index_ops(const char *coll)
+{
+	char cmd[256];
+	int rc;
+	bson_t *r;
+	bson_iter_t it, b;
+	int64_t ops = -1;
+
+	snprintf(cmd, sizeof cmd, "{\"aggregate\": \"%s\", \"pipeline\": [{\"$indexStats\": {}}], \"cursor\": {}}", coll);
+	r = run(cmd, &rc);
+	TT_EQ_INT(rc, 0);
+	if (bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "cursor.firstBatch", &b) &&
+	    BSON_ITER_HOLDS_ARRAY(&b)) {
+		bson_iter_t d;
+		bson_iter_recurse(&b, &d);
+		while (bson_iter_next(&d)) {
+			uint32_t len;
+			const uint8_t *data;
+			bson_t doc;
+			bson_iter_document(&d, &len, &data);
+			bson_init_static(&doc, data, len);
+			if (tt_get(&doc, "name", &it) && strcmp(bson_iter_utf8(&it, NULL), "_id_") == 0)
+				ops = tt_get_i64(&doc, "accesses.ops");
+		}
+	}
+	tt_free_reply(r);
+	return ops;
+}
+
+static void
+test_answers(void)
+{
+	ok("{\"insert\": \"e\", \"documents\": [{\"_id\": 1, \"a\": \"one\"}, {\"_id\": 2.5, \"a\": \"two\"},"
+	   " {\"_id\": {\"$oid\": \"65a1b2c3d4e5f60718293a4b\"}, \"a\": \"oid\"}, {\"_id\": \"s\", \"a\": \"str\"},"
+	   " {\"_id\": {\"$numberLong\": \"9007199254740993\"}, \"a\": \"big\"}]}");
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": 1}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : 1, \"a\" : \"one\" } ], \"id\" : 0, \"ns\" : \"test.e\" }, \"ok\" : 1.0 }");
+	/* numeric equality across types, as the _id index's KeyString */
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": 1.0}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : 1, \"a\" : \"one\" } ], \"id\" : 0, \"ns\" : \"test.e\" }, \"ok\" : 1.0 }");
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": {\"$numberDecimal\": \"2.50\"}}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : 2.5, \"a\" : \"two\" } ], \"id\" : 0, \"ns\" : \"test.e\" }, \"ok\" : 1.0 }");
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": {\"$oid\": \"65a1b2c3d4e5f60718293a4b\"}}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : { \"$oid\" : \"65a1b2c3d4e5f60718293a4b\" }, \"a\" : \"oid\" } ], \"id\" : 0, \"ns\" : \"test.e\" }, \"ok\" : 1.0 }");
+	/* a long that no double equals exactly */
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": {\"$numberLong\": \"9007199254740992\"}}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [  ], \"id\" : 0, \"ns\" : \"test.e\" }, \"ok\" : 1.0 }");
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": {\"$numberLong\": \"9007199254740993\"}}, \"lsid\": {\"id\": {\"$uuid\": \"00112233-4455-6677-8899-aabbccddeeff\"}}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : 9007199254740993, \"a\" : \"big\" } ], \"id\" : 0, \"ns\" : \"test.e\" }, \"ok\" : 1.0 }");
+	/* missing _id, missing collection: an empty batch */
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": 3}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [  ], \"id\" : 0, \"ns\" : \"test.e\" }, \"ok\" : 1.0 }");
+	expect_reply("{\"find\": \"nope\", \"filter\": {\"_id\": 3}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [  ], \"id\" : 0, \"ns\" : \"test.nope\" }, \"ok\" : 1.0 }");
+	/* what drivers' findOne sends */
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": 1}, \"limit\": 1, \"singleBatch\": true, \"batchSize\": 1}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : 1, \"a\" : \"one\" } ], \"id\" : 0, \"ns\" : \"test.e\" }, \"ok\" : 1.0 }");
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": 1}, \"limit\": {\"$numberLong\": \"1\"}, \"singleBatch\": true}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : 1, \"a\" : \"one\" } ], \"id\" : 0, \"ns\" : \"test.e\" }, \"ok\" : 1.0 }");
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": 8}, \"limit\": 1, \"batchSize\": 1}",
+	    "{ \"cursor\" : { \"firstBatch\" : [  ], \"id\" : 0, \"ns\" : \"test.e\" }, \"ok\" : 1.0 }");
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": 1}, \"limit\": 0, \"batchSize\": 5}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : 1, \"a\" : \"one\" } ], \"id\" : 0, \"ns\" : \"test.e\" }, \"ok\" : 1.0 }");
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": 1}, \"limit\": -1}",
+	    "{ \"ok\" : 0.0, \"errmsg\" : \"BSON field 'limit' value must be >= 0, actual value '-1'\", \"code\" : 51024, \"codeName\" : \"Location51024\" }");
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": 1}, \"singleBatch\": \"yes\"}",
+	    "{ \"ok\" : 0.0, \"errmsg\" : \"BSON field 'find.singleBatch' is the wrong type 'string', expected type 'bool'\", \"code\" : 14, \"codeName\" : \"TypeMismatch\" }");
+	{
+		/* batchSize 0: an empty first batch and an open cursor (general path) */
+		int rc;
+		bson_t *r = run("{\"find\": \"e\", \"filter\": {\"_id\": 1}, \"batchSize\": 0}", &rc);
+		TT_EQ_INT(rc, 0);
+		TT_ASSERT(tt_get_i64(r, "cursor.id") != 0);
+		tt_free_reply(r);
+	}
+	/* other shapes: the general path */
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": \"s\"}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : \"s\", \"a\" : \"str\" } ], \"id\" : 0, \"ns\" : \"test.e\" }, \"ok\" : 1.0 }");
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": 1}, \"projection\": {\"a\": 0}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : 1 } ], \"id\" : 0, \"ns\" : \"test.e\" }, \"ok\" : 1.0 }");
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": 1}, \"bogus\": 1}",
+	    "{ \"ok\" : 0.0, \"errmsg\" : \"BSON field 'find.bogus' is an unknown field.\", \"code\" : 40415, \"codeName\" : \"Location40415\" }");
+	expect_reply("{\"find\": \"e\", \"filter\": {\"_id\": 1}, \"filter\": {\"_id\": 2.5}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : 1, \"a\" : \"one\" } ], \"id\" : 0, \"ns\" : \"test.e\" }, \"ok\" : 1.0 }");
+	expect_reply("{\"find\": 7, \"filter\": {\"_id\": 1}}",
+	    "{ \"ok\" : 0.0, \"errmsg\" : \"collection name has invalid type int\", \"code\" : 73, \"codeName\" : \"InvalidNamespace\" }");
+}
+
+static void
+test_traces(void)
+{
+	int64_t before, after;
+	int rc;
+	bson_t *r;
+	char *j;
+
+	ok("{\"insert\": \"t\", \"documents\": [{\"_id\": 1}, {\"_id\": 2}]}");
+	before = id_index_ops("t");
+	ok("{\"find\": \"t\", \"filter\": {\"_id\": 1}}");
+	ok("{\"find\": \"t\", \"filter\": {\"_id\": 5}}");
+	after = id_index_ops("t");
+	TT_EQ_INT(after - before, 2);   /* $indexStats counts express lookups */
+
+	/* the profiler sees the plan of the general path */
+	ok("{\"profile\": 2}");
+	ok("{\"find\": \"t\", \"filter\": {\"_id\": 2}}");
+	ok("{\"find\": \"t\", \"filter\": {\"_id\": 7}}");
+	ok("{\"profile\": 0}");
+	r = run("{\"find\": \"system.profile\", \"filter\": {\"ns\": \"test.t\", \"op\": \"query\"},"
+	        " \"projection\": {\"_id\": 0, \"planSummary\": 1, \"keysExamined\": 1, \"docsExamined\": 1, \"nreturned\": 1}}",
+	    &rc);
+	TT_EQ_INT(rc, 0);
+	j = bson_as_relaxed_extended_json(r, NULL);
+	TT_ASSERT(strstr(j, "{ \"keysExamined\" : 1, \"docsExamined\" : 1, \"nreturned\" : 1, \"planSummary\" : \"EXPRESS_IXSCAN { _id: 1 }\" }") != NULL ||
+	    strstr(j, "\"planSummary\" : \"EXPRESS_IXSCAN { _id: 1 }\"") != NULL);
+	TT_ASSERT(strstr(j, "\"docsExamined\" : 0") != NULL);   /* the missing _id */
+	bson_free(j);
+	tt_free_reply(r);
+
+	/* explain shows mongod's express stage */
+	r = run("{\"explain\": {\"find\": \"t\", \"filter\": {\"_id\": 1}}, \"verbosity\": \"executionStats\"}", &rc);
+	TT_EQ_INT(rc, 0);
+	j = bson_as_relaxed_extended_json(r, NULL);
+	TT_ASSERT(strstr(j, "\"stage\" : \"EXPRESS_IXSCAN\"") != NULL);
+	TT_ASSERT(strstr(j, "\"totalKeysExamined\" : 1") != NULL);
+	bson_free(j);
+	tt_free_reply(r);
+}
+
+static void
+test_other_collections(void)
+{
+	/* a view: the general path's aggregation */
+	ok("{\"insert\": \"base\", \"documents\": [{\"_id\": 1, \"k\": 1}, {\"_id\": 2, \"k\": 2}]}");
+	ok("{\"create\": \"v\", \"viewOn\": \"base\", \"pipeline\": [{\"$match\": {\"k\": 2}}]}");
+	expect_reply("{\"find\": \"v\", \"filter\": {\"_id\": 2}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : 2, \"k\" : 2 } ], \"id\" : 0, \"ns\" : \"test.v\" }, \"ok\" : 1.0 }");
+	expect_reply("{\"find\": \"v\", \"filter\": {\"_id\": 1}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [  ], \"id\" : 0, \"ns\" : \"test.v\" }, \"ok\" : 1.0 }");
+	/* a clustered collection: one lookup in the clustered table */
+	ok("{\"create\": \"cl\", \"clusteredIndex\": {\"key\": {\"_id\": 1}, \"unique\": true}}");
+	ok("{\"insert\": \"cl\", \"documents\": [{\"_id\": 4, \"c\": 1}, {\"_id\": 5, \"c\": 2}]}");
+	expect_reply("{\"find\": \"cl\", \"filter\": {\"_id\": 5}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : 5, \"c\" : 2 } ], \"id\" : 0, \"ns\" : \"test.cl\" }, \"ok\" : 1.0 }");
+	/* a collection with a default collation: numbers do not depend on it */
+	ok("{\"create\": \"co\", \"collation\": {\"locale\": \"fr\", \"strength\": 1}}");
+	ok("{\"insert\": \"co\", \"documents\": [{\"_id\": 1, \"x\": \"a\"}, {\"_id\": \"E\", \"x\": \"b\"}]}");
+	expect_reply("{\"find\": \"co\", \"filter\": {\"_id\": 1}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : 1, \"x\" : \"a\" } ], \"id\" : 0, \"ns\" : \"test.co\" }, \"ok\" : 1.0 }");
+	expect_reply("{\"find\": \"co\", \"filter\": {\"_id\": \"e\"}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : \"E\", \"x\" : \"b\" } ], \"id\" : 0, \"ns\" : \"test.co\" }, \"ok\" : 1.0 }");
+}
+
+int
+main(void)
+{
+	char *dir = tt_tmpdir("express");
+	engine_options_t o;
+	terr_t err = TERR_INIT;
+
+	memset(&o, 0, sizeof(o));
+	o.storage.create = true;
+	if (engine_open(dir, &o, &eng, &err) != 0) {
+		fprintf(stderr, "engine_open: %s\n", err.msg);
+		return 1;
+	}
+	query_keygen_register(engine_storage(eng));
+	cl = client_new(eng, NULL);
+	TT_RUN(test_answers);
+	TT_RUN(test_traces);
+	TT_RUN(test_other_collections);
+	client_free(cl);
+	engine_close(eng);
+	tt_rmdir(dir);
+	bson_free(dir);
+	return tt_finish();
+}
