@@ -808,7 +808,8 @@ find_express(cmd_t *c, terr_t *err)
 	storage_coll_t *coll = NULL;
 	storage_session_t *s;
 	bson_value_t id;
-	bson_t filter, fh, doc;
+	bson_t filter, doc;
+	uint64_t fmask;
 	const char *name;
 	char ns[512];
 	int ret, rc;
@@ -841,14 +842,11 @@ find_express(cmd_t *c, terr_t *err)
 	name = bson_iter_utf8(&c->first, NULL);
 	if (name[0] == '\0')
 		return 1;
-	if (cmd_plan_filter_hint(c, name, &filter, NULL, NULL, &fh)) {
-		bson_destroy(&fh);
-		return 1;
-	}
 	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0 || coll == NULL)
 		return 1;
 	ret = 1;
-	if (cmd_ts_is(coll))
+	/* an index filter on this shape: the general path applies it */
+	if (cmd_ts_is(coll) || cmd_plan_filter_mask(c, coll, &filter, NULL, NULL, &fmask))
 		goto done;
 	for (int i = 0; i < coll->nindexes && ret == 1; i++)
 		if (coll->indexes[i].is_id)

@@ -823,8 +823,7 @@ doc_update(storage_session_t *s, storage_coll_t *c, recid_t recid, const bson_t 
 {
 	storage_coll_t *ixc = c;
 	WT_CURSOR *cur = NULL;
-	WT_ITEM k, v;
-	uint8_t kb[STORAGE_VINT_MAX];
+	WT_ITEM v;
 	bson_iter_t it;
 	int ret = 0, wret;
 
