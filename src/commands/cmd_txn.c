@@ -612,14 +612,12 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 			/* a single statement's fail point acts before it runs (a
 			 * batch's in each of its storage transactions' commits), and
 			 * not on a retry of what already ran (as mongod's) */
-			if (n == 1 && strcmp(c->name, "bulkWrite") != 0) {
+			if (n == 1) {
 				int ex = repl_retryable_stmt_executed(s, c->engine->oplog, ss, c->txn_stmt_ids[0], &ts, err);
 				if (ex < 0)
 					return -1;
 				if (ex == 0)
 					RET(retryable_fail_point_before(c, err));
-			} else if (n == 1) {
-				RET(retryable_fail_point_before(c, err));
 			}
 			return retryable_oplog_begin(c, txn_number, err);
 		}
@@ -871,7 +869,7 @@ cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
 		}
 		terr_clear(&e);
 		if (rc == 0 && !terr_is_set(err)) {
-			if ((!c->txn_row_written && strcmp(c->name, "bulkWrite") == 0) || c->txn_keep_reply)
+			if (c->txn_keep_reply)
 				repl_retryable_keep_reply(s, c->name, c->reply);
 			if (c->txn_retried != NULL)
 				BSON_APPEND_ARRAY(c->reply, "retriedStmtIds", c->txn_retried);

@@ -13,7 +13,7 @@
 
 struct repl_retry_record {
 	char cmd[32];
-	bool has_reply;     /* reply holds the first reply (findAndModify, bulkWrite) */
+	bool has_reply;     /* reply holds the first reply (a time-series insert, kept whole) */
 	bool lost;          /* ran before a restart: rebuilt from the oplog */
 	uint64_t last_ts;   /* lost: the row's lastWriteOpTime.ts */
 	bson_t reply;
@@ -164,117 +164,125 @@ oldest_ts(repl_oplog_t *op, storage_session_t *ss)
 	return ts;
 }
 
+/* An entry's opType as a string ("?" when missing). */
+static const char *
+entry_op(const bson_t *e)
+{
+	bson_iter_t it;
+
+	return bson_iter_init_find(&it, e, "op") && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "?";
+}
+
+static bool
+body_flag(const bson_t *body, const char *field)
+{
+	bson_iter_t it;
+
+	return body != NULL && bson_iter_init_find(&it, body, field) && bson_iter_as_bool(&it);
+}
+
 /*
- * A single-statement retryable write that ran before a restart: its reply
- * rebuilt from its oplog entry (mongod's parseOplogEntryForInsert /
- * Update / Delete: the entry at the row's lastWriteOpTime carries the
- * session's lsid, txnNumber and stmtId 0).  1 with *reply, 0 when the
- * statement left no entry (it wrote nothing: run it again, as mongod does
- * for a stmtId it cannot find), -1 with 217 when the history is gone or
- * cannot answer this command.
+ * A retried findAndModify whose statement ran (its entry at ts): the reply
+ * rebuilt from the entry as mongod's parseOplogEntryForFindAndModify does,
+ * in memory and after a restart alike: the entry's kind checked against
+ * the request (validateFindAndModifyRetryability: 40606, 40608, 40609,
+ * 40611, 40612, 217 when no image was kept), an update's or a delete's
+ * document from config.image_collection (5637601 when there is none,
+ * 5637602 when it is another write's), an upsert's from the entry (with
+ * `new`).  The value is the stored image, not projected by `fields`: mongod
+ * answers a retry so.  1 with *reply, -1 with err.
  */
 static int
-rebuild(repl_session_t *s, repl_retry_record_t *r, repl_oplog_t *op, storage_session_t *ss, const char *cmd,
-        const bson_t *body, bson_t *reply, terr_t *err)
+rebuild(repl_session_t *s, repl_oplog_t *op, storage_session_t *ss, const bson_t *body, uint64_t ts,
+        bson_t *reply, terr_t *err)
 {
-	repl_txn_state_t *t = repl_session_txn(s);
-	bson_t e, o;
-	bson_iter_t it;
-	int rc;
+	bson_t e, img, leo, ins;
+	bson_iter_t it, id;
+	const char *opname, *image = NULL;
+	bool remove = body_flag(body, "remove"), want_new = body_flag(body, "new");
+	char desc[160];
+	int rc, ret = -1;
 
-	if (op == NULL || ss == NULL || r->last_ts == 0)
+	if (op == NULL || ss == NULL)
 		return incomplete(s, err);
-	if ((rc = repl_oplog_find(op, ss, r->last_ts, &e, err)) < 0)
+	if ((rc = repl_oplog_find(op, ss, ts, &e, err)) < 0)
 		return -1;
-	if (rc == 1) {
-		/* no entry: the write changed nothing (the row's time is the
-		 * wall clock's), unless the oplog was truncated past it */
-		if (r->last_ts < oldest_ts(op, ss))
-			return incomplete(s, err);
-		return 0;
-	}
-	rc = -1;
-	if (!bson_iter_init_find(&it, &e, "txnNumber") || bson_iter_as_int64(&it) != t->txn_number ||
-	    !bson_iter_init_find(&it, &e, "stmtId") || bson_iter_as_int64(&it) != 0)
-		goto out;
+	if (rc == 1)
+		return terr_set(err, TERR_INCOMPLETE_TRANSACTION_HISTORY,
+		    "oplog no longer contains the complete write history of this transaction, log with ts "
+		    "Timestamp(%u, %u) cannot be found", (uint32_t)(ts >> 32), (uint32_t)ts);
+	opname = entry_op(&e);
+	if (bson_iter_init_find(&it, &e, "needsRetryImage") && BSON_ITER_HOLDS_UTF8(&it))
+		image = bson_iter_utf8(&it, NULL);
 	bson_init(reply);
-	/* mongod answers an executed insert or delete statement n: 1 whatever
-	 * its entry, and parses an update's */
-	if (strcmp(cmd, "insert") == 0 || strcmp(cmd, "delete") == 0) {
-		BSON_APPEND_INT32(reply, "n", 1);
-		rc = 1;
-	} else if (strcmp(cmd, "update") == 0 && entry_is(&e, "op", "u")) {
-		BSON_APPEND_INT32(reply, "n", 1);
-		BSON_APPEND_INT32(reply, "nModified", 1);
-		rc = 1;
-	} else if (strcmp(cmd, "update") == 0 && entry_is(&e, "op", "i") && bson_iter_init_find(&it, &e, "o") &&
-	    BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &it) && bson_iter_find(&it, "_id")) {
-		/* an upsert */
-		bson_t arr, up;
-		BSON_APPEND_INT32(reply, "n", 1);
-		BSON_APPEND_INT32(reply, "nModified", 0);
-		bson_append_array_begin(reply, "upserted", -1, &arr);
-		bson_append_document_begin(&arr, "0", 1, &up);
-		BSON_APPEND_INT32(&up, "index", 0);
-		bson_append_iter(&up, "_id", 3, &it);
-		bson_append_document_end(&arr, &up);
-		bson_append_array_end(reply, &arr);
-		rc = 1;
-	}
-	else if (strcasecmp(cmd, "findAndModify") == 0 && (entry_is(&e, "op", "u") || entry_is(&e, "op", "d")) &&
-	    bson_iter_init_find(&it, &e, "needsRetryImage")) {
-		/* mongod 5.1+: the document returned is in config.image_collection */
-		bson_t img, leo;
-		bool del = entry_is(&e, "op", "d");
-		int ir = image_read(s, repl_sessions_storage(repl_session_registry(s)), ss, r->last_ts, &img, err);
-		if (ir < 0) {
-			bson_destroy(reply);
-			bson_destroy(&e);
-			return -1;
+	if (strcmp(opname, "d") == 0 || strcmp(opname, "u") == 0) {
+		bool del = opname[0] == 'd';
+		int code = del && !remove ? 40606 : !del && remove ? 40609 : 0;
+		if (code == 0 && !del && want_new && image != NULL && strcmp(image, "preImage") == 0)
+			code = 40611;
+		if (code == 0 && !del && !want_new && image != NULL && strcmp(image, "postImage") == 0)
+			code = 40612;
+		if (code != 0) {
+			terr_set(err, code, "findAndModify retry request is not compatible with previous write in the "
+			    "transaction of type: %s, oplogTs: Timestamp(%u, %u)", opname, (uint32_t)(ts >> 32), (uint32_t)ts);
+			goto out;
 		}
-		if (ir == 1) {
-			bson_append_document_begin(reply, "lastErrorObject", -1, &leo);
-			BSON_APPEND_INT32(&leo, "n", 1);
-			if (!del)
-				BSON_APPEND_BOOL(&leo, "updatedExisting", true);
-			bson_append_document_end(reply, &leo);
-			BSON_APPEND_DOCUMENT(reply, "value", &img);
-			bson_destroy(&img);
-			rc = 1;
+		if (image == NULL) {
+			terr_set(err, TERR_INCOMPLETE_TRANSACTION_HISTORY, "Retrying a findAndModify operation with "
+			    "session id %s and txn number %lld after it has been executed but the %s is no longer available",
+			    repl_session_describe(s, desc), (long long)repl_session_txn(s)->txn_number,
+			    del || !want_new ? "preImage" : "postImage");
+			goto out;
 		}
-	} else if (strcasecmp(cmd, "findAndModify") == 0 && entry_is(&e, "op", "i") &&
-	    bson_iter_init_find(&it, &e, "o") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-		/* an upsert: the inserted document is the entry's */
-		bson_t leo, ins;
-		bson_iter_t id, nw;
+		if ((rc = image_read(s, repl_sessions_storage(repl_session_registry(s)), ss, ts, &img, err)) < 0)
+			goto out;
+		if (rc != 1) {
+			terr_set(err, rc == 0 ? 5637601 : 5637602, "image collection no longer contains the complete "
+			    "write history of this transaction, record with sessionId: %s cannot be found",
+			    repl_session_describe(s, desc));
+			goto out;
+		}
+		bson_append_document_begin(reply, "lastErrorObject", -1, &leo);
+		BSON_APPEND_INT32(&leo, "n", 1);
+		if (!del)
+			BSON_APPEND_BOOL(&leo, "updatedExisting", true);
+		bson_append_document_end(reply, &leo);
+		BSON_APPEND_DOCUMENT(reply, "value", &img);
+		bson_destroy(&img);
+		ret = 1;
+	} else if (strcmp(opname, "i") == 0 && bson_iter_init_find(&it, &e, "o") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
 		const uint8_t *d;
 		uint32_t len;
-		bool want_new = body != NULL && bson_iter_init_find(&nw, body, "new") && bson_iter_as_bool(&nw);
-		bson_iter_document(&it, &len, &d);
-		if (bson_init_static(&ins, d, len) && bson_iter_init_find(&id, &ins, "_id")) {
-			bson_append_document_begin(reply, "lastErrorObject", -1, &leo);
-			BSON_APPEND_INT32(&leo, "n", 1);
-			BSON_APPEND_BOOL(&leo, "updatedExisting", false);
-			bson_append_iter(&leo, "upserted", -1, &id);
-			bson_append_document_end(reply, &leo);
-			if (want_new)
-				BSON_APPEND_DOCUMENT(reply, "value", &ins);
-			else
-				BSON_APPEND_NULL(reply, "value");
-			rc = 1;
+		if (!body_flag(body, "upsert")) {
+			terr_set(err, 40608, "findAndModify retry request is not compatible with previous write in the "
+			    "transaction of type: i, oplogTs: Timestamp(%u, %u)", (uint32_t)(ts >> 32), (uint32_t)ts);
+			goto out;
 		}
+		bson_iter_document(&it, &len, &d);
+		if (!bson_init_static(&ins, d, len)) {
+			terr_set(err, TERR_INCOMPLETE_TRANSACTION_HISTORY, "the upsert's oplog entry is malformed");
+			goto out;
+		}
+		bson_append_document_begin(reply, "lastErrorObject", -1, &leo);
+		BSON_APPEND_INT32(&leo, "n", 1);
+		BSON_APPEND_BOOL(&leo, "updatedExisting", false);
+		if (bson_iter_init_find(&id, &ins, "_id"))
+			bson_append_iter(&leo, "upserted", -1, &id);
+		bson_append_document_end(reply, &leo);
+		if (want_new)
+			BSON_APPEND_DOCUMENT(reply, "value", &ins);
+		else
+			BSON_APPEND_NULL(reply, "value");
+		ret = 1;
+	} else {
+		terr_set(err, 40609, "findAndModify retry request is not compatible with previous write in the "
+		    "transaction of type: %s, oplogTs: Timestamp(%u, %u)", opname, (uint32_t)(ts >> 32), (uint32_t)ts);
 	}
-	if (rc != 1)
-		bson_destroy(reply);
-	(void)o;
 out:
+	if (ret != 1)
+		bson_destroy(reply);
 	bson_destroy(&e);
-	if (rc == 1) {
-		atomic_fetch_add(&repl_txn_stats(repl_session_registry(s))->retried_commands, 1);
-		atomic_fetch_add(&repl_txn_stats(repl_session_registry(s))->retried_statements, 1);
-		return 1;
-	}
-	return incomplete(s, err);
+	return ret;
 }
 
 /* An entry's timestamp field (0: none). */
@@ -455,14 +463,6 @@ repl_retryable_keep_reply(repl_session_t *s, const char *cmd, const bson_t *repl
 	r->has_reply = true;
 }
 
-/* Commands whose retry answers the first reply kept whole (their replies
- * are not rebuilt statement by statement). */
-static bool
-whole_reply_command(const char *cmd)
-{
-	return strcasecmp(cmd, "findAndModify") == 0 || strcmp(cmd, "bulkWrite") == 0;
-}
-
 int
 repl_retryable_replay(repl_session_t *s, repl_oplog_t *op, storage_session_t *ss, const char *cmd,
                       const bson_t *body, int nstatements, bson_t *reply, terr_t *err)
@@ -470,13 +470,18 @@ repl_retryable_replay(repl_session_t *s, repl_oplog_t *op, storage_session_t *ss
 	repl_txn_state_t *t = repl_session_txn(s);
 	repl_txn_stats_t *stats = repl_txn_stats(repl_session_registry(s));
 	repl_retry_record_t *r = t->retry;
+	bson_iter_t it;
+	int32_t stmt = 0;
+	uint64_t ts;
+	int ex;
 
+	(void)nstatements;
 	if (r == NULL)
 		return 0;
-	if (!whole_reply_command(cmd)) {
-		/* insert, update, delete: each statement is looked up as it comes
-		 * (repl_retryable_stmt_executed), but a write kept whole (a
-		 * time-series insert) answers its first reply */
+	if (strcasecmp(cmd, "findAndModify") != 0) {
+		/* insert, update, delete, bulkWrite: each statement is looked up
+		 * as it comes (repl_retryable_stmt_executed), but a write kept
+		 * whole (a time-series insert) answers its first reply */
 		if (r->has_reply && same_command(r->cmd, cmd)) {
 			bson_copy_to(&r->reply, reply);
 			atomic_fetch_add(&stats->retried_commands, 1);
@@ -485,13 +490,17 @@ repl_retryable_replay(repl_session_t *s, repl_oplog_t *op, storage_session_t *ss
 		RET(load_history(s, r, op, ss, err));
 		return 0;
 	}
-	if (r->lost && !r->has_reply)
-		return nstatements == 1 && strcmp(cmd, "bulkWrite") != 0 ? rebuild(s, r, op, ss, cmd, body, reply, err) :
-		    incomplete(s, err);
-	if (!r->has_reply || !same_command(r->cmd, cmd))
-		return 0;
-	bson_copy_to(&r->reply, reply);
+	/* findAndModify: mongod's checkStatementExecuted on its stmtId, then
+	 * the reply from the entry, with retriedStmtId */
+	if (body != NULL && bson_iter_init_find(&it, body, "stmtId") && BSON_ITER_HOLDS_INT32(&it))
+		stmt = bson_iter_int32(&it);
+	if ((ex = repl_retryable_stmt_executed(s, op, ss, stmt, &ts, err)) <= 0)
+		return ex;
+	if (rebuild(s, op, ss, body, ts, reply, err) != 1)
+		return -1;
+	BSON_APPEND_INT32(reply, "retriedStmtId", stmt);
 	atomic_fetch_add(&stats->retried_commands, 1);
+	atomic_fetch_add(&stats->retried_statements, 1);
 	return 1;
 }
 
@@ -575,8 +584,6 @@ repl_retryable_record(repl_session_t *s, storage_t *st, storage_session_t *ss, c
 	bool was;
 	int rc;
 
-	if (reply != NULL && whole_reply_command(cmd))
-		repl_retryable_keep_reply(s, cmd, reply);
 	if (storage_coll_get(st, TXN_TABLE_DB, TXN_TABLE, &c, NULL) != 0) {
 		terr_t e = TERR_INIT;
 		if (storage_coll_create(st, ss, TXN_TABLE_DB, TXN_TABLE, NULL, &e) != 0 &&
@@ -737,8 +744,6 @@ repl_retryable_record_in_txn(repl_session_t *s, storage_t *st, storage_session_t
 	storage_session_set_unobserved(ss, was);
 	if (rc != 0)
 		return -1;   /* the caller rolls back */
-	if (whole_reply_command(cmd))
-		repl_retryable_keep_reply(s, cmd, reply);
 	atomic_fetch_add(&stats->transactions_collection_writes, 1);
 	return 0;
 }
