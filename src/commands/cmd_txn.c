@@ -602,7 +602,7 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 		bson_t prev;
 		RET(snapshot_read_enter(c, err));   /* refuses it: writes take no snapshot readConcern */
 		storage_session_t *ss = client_session(c->client, err);
-		int r = ss == NULL ? -1 : repl_retryable_replay(s, c->engine->oplog, ss, c->name, c->body, statement_count(c), &prev, err);
+		int r = ss == NULL ? -1 : repl_retryable_replay(s, c->engine->oplog, ss, c->name, c->body, 0, &prev, err);
 		if (r < 0)
 			return r;
 		if (r == 0) {
@@ -1028,7 +1028,10 @@ CMD_HANDLER(cmd_commit_transaction)
 	RET(repl_txn_commit(c->txn_session, c->engine->st, write_concern_sync(c), err));
 	if (already)
 		return 0;
-	/* config.transactions: the session's row records the commit, as mongod */
+	/* config.transactions: the session's row records the commit, as mongod;
+	 * a commit that logged entries wrote it in its own storage transaction */
+	if (t->row_at_commit)
+		return 0;
 	repl_txn_last_optime(c->txn_session, &ts, &term);
 	if ((ss = client_session(c->client, err)) == NULL)
 		return -1;

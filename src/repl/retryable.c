@@ -23,6 +23,10 @@ struct repl_retry_record {
 	int64_t *keys;
 	uint64_t *vals;
 	size_t cap, n;
+	/* the first statements' slots, in the record itself (a retryable
+	 * write is mostly one statement: no allocation for its map) */
+	int64_t ikeys[8];
+	uint64_t ivals[8];
 	/* the newest entry written at this txnNumber (the next write's
 	 * prevOpTime, config.transactions' lastWriteOpTime) */
 	repl_oplog_optime_t last_write;
@@ -39,8 +43,10 @@ repl_retry_record_free(repl_retry_record_t *r)
 	if (r == NULL)
 		return;
 	bson_destroy(&r->reply);
-	bson_free(r->keys);
-	bson_free(r->vals);
+	if (r->keys != r->ikeys) {
+		bson_free(r->keys);
+		bson_free(r->vals);
+	}
 	bson_free(r);
 }
 
@@ -51,7 +57,10 @@ record_of(repl_session_t *s)
 	repl_txn_state_t *t = repl_session_txn(s);
 
 	if (t->retry == NULL) {
-		t->retry = tm_alloc0(sizeof(*t->retry));
+		t->retry = bson_malloc0(sizeof(*t->retry));
+		t->retry->keys = t->retry->ikeys;
+		t->retry->vals = t->retry->ivals;
+		t->retry->cap = sizeof(t->retry->ikeys) / sizeof(t->retry->ikeys[0]);
 		bson_init(&t->retry->reply);
 		t->retry->last_write = REPL_OPLOG_OPTIME_NULL;
 		t->retry->history_loaded = true;
@@ -84,8 +93,10 @@ map_put(repl_retry_record_t *r, int32_t stmt, uint64_t ts)
 		for (size_t j = 0; j < ocap; j++)
 			if (ok[j] != 0)
 				map_put(r, (int32_t)(ok[j] - 1), ov[j]);
-		bson_free(ok);
-		bson_free(ov);
+		if (ok != r->ikeys) {
+			bson_free(ok);
+			bson_free(ov);
+		}
 	}
 	for (i = slot_of(key, r->cap); r->keys[i] != 0 && r->keys[i] != key; i = (i + 1) & (r->cap - 1))
 		;
@@ -526,26 +537,59 @@ struct row_write {
 	const char *state;
 };
 
+/* The session's {_id: lsid} (built once, kept in its state). */
+static const bson_t *
+row_key(repl_session_t *s)
+{
+	repl_txn_state_t *t = repl_session_txn(s);
+
+	if (t->row_key == NULL) {
+		t->row_key = bson_new();
+		append_lsid(t->row_key, "_id", s);
+	}
+	return t->row_key;
+}
+
+/* Remember where and what the session's row now is (recid 0: forget). */
+static void
+row_remember(repl_txn_state_t *t, const storage_coll_t *c, recid_t recid, const bson_t *doc)
+{
+	t->row_recid = (int64_t)recid;
+	if (recid == 0)
+		return;
+	memcpy(t->row_uuid, c->uuid, 16);
+	if (doc->len > t->row_last_cap) {
+		t->row_last_cap = doc->len;
+		t->row_last = bson_realloc(t->row_last, t->row_last_cap);
+	}
+	memcpy(t->row_last, bson_get_data(doc), doc->len);
+	t->row_last_len = doc->len;
+}
+
+/*
+ * Write the session's row in ss's open transaction.  Where the session
+ * last wrote it (the same table by UUID, the same RecordId: RecordIds are
+ * never reused in a table and a row's _id never changes, so that record is
+ * this session's row or gone) it is overwritten in one write; else the
+ * _id index finds it; a new row is inserted.
+ */
 static int
 row_write_txn(storage_session_t *ss, void *arg, terr_t *err)
 {
 	struct row_write *w = arg;
+	repl_txn_state_t *t = repl_session_txn(w->s);
 	storage_coll_t *c = NULL;
-	bson_t doc = BSON_INITIALIZER, old, lsid = BSON_INITIALIZER, optime;
+	const bson_t *key = row_key(w->s);
+	bson_t doc, old, optime;
 	bson_iter_t it;
-	bson_value_t idv;
-	recid_t recid;
+	recid_t recid = 0;
 	int64_t now = repl_now_ms();
 	int rc, ret = 0;
 
-	if (storage_coll_get(w->st, TXN_TABLE_DB, TXN_TABLE, &c, NULL) != 0) {
-		ret = terr_set(err, TERR_NAMESPACE_NOT_FOUND, "config.transactions does not exist");
-		goto err;
-	}
-	append_lsid(&lsid, "_id", w->s);
-	bson_iter_init_find(&it, &lsid, "_id");
-	bson_value_copy(bson_iter_value(&it), &idv);
-	append_lsid(&doc, "_id", w->s);
+	if (storage_coll_get(w->st, TXN_TABLE_DB, TXN_TABLE, &c, NULL) != 0)
+		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "config.transactions does not exist");
+	bson_init(&doc);
+	bson_concat(&doc, key);
 	BSON_APPEND_INT64(&doc, "txnNum", w->txn_number);
 	bson_append_document_begin(&doc, "lastWriteOpTime", -1, &optime);
 	if (w->ts != 0)
@@ -557,18 +601,29 @@ row_write_txn(storage_session_t *ss, void *arg, terr_t *err)
 	bson_append_date_time(&doc, "lastWriteDate", -1, now);
 	if (w->state != NULL)
 		BSON_APPEND_UTF8(&doc, "state", w->state);
-	rc = storage_doc_find_id(ss, c, &idv, &recid, &old, err);
-	if (rc < 0)
-		ret = -1;
-	else if (rc == 0)
+	rc = 1;
+	if (t->row_recid > 0 && memcmp(t->row_uuid, c->uuid, 16) == 0 &&
+	    bson_init_static(&old, t->row_last, t->row_last_len)) {
+		recid = (recid_t)t->row_recid;
+		if ((rc = storage_doc_update_existing(ss, c, recid, &old, &doc, err)) < 0)
+			ret = -1;
+		else if (rc == 0)
+			goto done;
+	}
+	if (ret == 0) {
+		bson_iter_init(&it, key);
+		bson_iter_next(&it);
+		if ((rc = storage_doc_find_id(ss, c, bson_iter_value(&it), &recid, &old, err)) < 0)
+			ret = -1;
+	}
+	if (ret == 0 && rc == 0)
 		ret = storage_doc_update(ss, c, recid, &old, &doc, err);
-	else
-		ret = storage_doc_insert(ss, c, &doc, NULL, err);
-	bson_value_destroy(&idv);
-err:
+	else if (ret == 0)
+		ret = storage_doc_insert(ss, c, &doc, &recid, err);
+done:
+	row_remember(t, c, ret == 0 ? recid : 0, &doc);
 	storage_coll_release(c);
 	bson_destroy(&doc);
-	bson_destroy(&lsid);
 	return ret;
 }
 
@@ -767,6 +822,34 @@ repl_retryable_row_in_txn(repl_session_t *s, storage_t *st, storage_session_t *s
 	storage_session_set_unobserved(ss, was);
 	if (rc == 0)
 		atomic_fetch_add(&repl_txn_stats(repl_session_registry(s))->transactions_collection_writes, 1);
+	return rc;
+}
+
+int
+repl_retryable_commit_row_hook(void *arg, storage_session_t *ss, repl_oplog_optime_t last, terr_t *err)
+{
+	repl_session_t *s = arg;
+	repl_txn_state_t *t = repl_session_txn(s);
+	storage_t *st = repl_sessions_storage(repl_session_registry(s));
+	struct row_write w = {st, s, t->txn_number, last.ts, last.t, "committed"};
+	bool was;
+	int rc;
+
+	storage_coll_t *c = NULL;
+
+	/* catalog changes are not transactional: when the table does not
+	 * exist yet, the commit command writes the row after the commit (in
+	 * its own transaction, creating the table) */
+	if (storage_coll_get(st, TXN_TABLE_DB, TXN_TABLE, &c, NULL) != 0)
+		return 0;
+	storage_coll_release(c);
+	was = storage_session_set_unobserved(ss, true);
+	rc = row_write_txn(ss, &w, err);
+	storage_session_set_unobserved(ss, was);
+	if (rc == 0) {
+		t->row_at_commit = true;
+		atomic_fetch_add(&repl_txn_stats(repl_session_registry(s))->transactions_collection_writes, 1);
+	}
 	return rc;
 }
 

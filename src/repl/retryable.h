@@ -85,6 +85,14 @@ int repl_retryable_prepare(storage_t *st, storage_session_t *ss, terr_t *err);
 int repl_retryable_row_in_txn(repl_session_t *s, storage_t *st, storage_session_t *ss, repl_oplog_optime_t last,
                               terr_t *err);
 
+/* The commit hook of a multi-document transaction's storage session
+ * (repl_oplog_session_set_commit_hook; arg: its repl_session_t): the
+ * session's row {txnNum, lastWriteOpTime: last (the applyOps entry),
+ * lastWriteDate, state: "committed"} joins the commit's storage
+ * transaction, unobserved, and the state's row_at_commit says so (the
+ * commit command then writes no row of its own). */
+int repl_retryable_commit_row_hook(void *arg, storage_session_t *ss, repl_oplog_optime_t last, terr_t *err);
+
 /* A retryable findAndModify that updated or removed a document: keep the
  * document it returns (image, unprojected; kind "preImage" or "postImage")
  * in config.image_collection as mongod 5.1+ does ({_id: lsid, txnNum, ts,
