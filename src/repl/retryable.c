@@ -550,6 +550,64 @@ row_key(repl_session_t *s)
 	return t->row_key;
 }
 
+/* The row {_id: lsid (key's field), txnNum, lastWriteOpTime: {ts, t},
+ * lastWriteDate[, state]} written as bytes into b (ROW_MAX bytes; it is
+ * written on every retryable write and commit): its length, 0 when it
+ * does not fit (then built with libbson by the caller). */
+#define ROW_MAX 512
+static size_t
+row_build(uint8_t *b, const bson_t *key, int64_t txn_number, uint64_t ts, int64_t term, int64_t date,
+          const char *state)
+{
+	size_t klen = key->len - 5, slen = state != NULL ? strlen(state) : 0;
+	size_t need = 4 + klen + (1 + 7 + 8) + (1 + 16 + 4 + (1 + 3 + 8) + (1 + 2 + 8) + 1) + (1 + 14 + 8) +
+	    (state != NULL ? 1 + 6 + 4 + slen + 1 : 0) + 1;
+	uint8_t *p = b;
+	uint32_t u;
+	uint64_t v;
+	size_t sub;
+
+	if (need > ROW_MAX)
+		return 0;
+#define RB_PUT(src, n) (memcpy(p, (src), (n)), p += (n))
+#define RB_U32(x) (u = BSON_UINT32_TO_LE(x), RB_PUT(&u, 4))
+#define RB_U64(x) (v = BSON_UINT64_TO_LE(x), RB_PUT(&v, 8))
+	p += 4;
+	RB_PUT(bson_get_data(key) + 4, klen);   /* the _id element */
+	*p++ = BSON_TYPE_INT64;
+	RB_PUT("txnNum", 7);
+	RB_U64((uint64_t)txn_number);
+	*p++ = BSON_TYPE_DOCUMENT;
+	RB_PUT("lastWriteOpTime", 16);
+	sub = (size_t)(p - b);
+	p += 4;
+	*p++ = BSON_TYPE_TIMESTAMP;   /* increment, then seconds: ts's low and high words */
+	RB_PUT("ts", 3);
+	RB_U64(ts);
+	*p++ = BSON_TYPE_INT64;
+	RB_PUT("t", 2);
+	RB_U64((uint64_t)term);
+	*p++ = 0;
+	u = BSON_UINT32_TO_LE((uint32_t)((size_t)(p - b) - sub));
+	memcpy(b + sub, &u, 4);
+	*p++ = BSON_TYPE_DATE_TIME;
+	RB_PUT("lastWriteDate", 14);
+	RB_U64((uint64_t)date);
+	if (state != NULL) {
+		*p++ = BSON_TYPE_UTF8;
+		RB_PUT("state", 6);
+		RB_U32((uint32_t)slen + 1);
+		RB_PUT(state, slen + 1);
+	}
+	*p++ = 0;
+	u = BSON_UINT32_TO_LE((uint32_t)(p - b));
+	memcpy(b, &u, 4);
+#undef RB_PUT
+#undef RB_U32
+#undef RB_U64
+	return (size_t)(p - b);
+}
+
 /* Remember where and what the session's row now is (recid 0: forget). */
 static void
 row_remember(repl_txn_state_t *t, const storage_coll_t *c, recid_t recid, const bson_t *doc)
@@ -580,27 +638,34 @@ row_write_txn(storage_session_t *ss, void *arg, terr_t *err)
 	repl_txn_state_t *t = repl_session_txn(w->s);
 	storage_coll_t *c = NULL;
 	const bson_t *key = row_key(w->s);
-	bson_t doc, old, optime;
+	bson_t doc, old;
 	bson_iter_t it;
 	recid_t recid = 0;
 	int64_t now = repl_now_ms();
+	uint8_t rowbuf[ROW_MAX];
 	int rc, ret = 0;
 
 	if (storage_coll_get(w->st, TXN_TABLE_DB, TXN_TABLE, &c, NULL) != 0)
 		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "config.transactions does not exist");
-	bson_init(&doc);
-	bson_concat(&doc, key);
-	BSON_APPEND_INT64(&doc, "txnNum", w->txn_number);
-	bson_append_document_begin(&doc, "lastWriteOpTime", -1, &optime);
-	if (w->ts != 0)
-		bson_append_timestamp(&optime, "ts", 2, (uint32_t)(w->ts >> 32), (uint32_t)w->ts);
-	else
-		bson_append_timestamp(&optime, "ts", 2, (uint32_t)(now / 1000), (uint32_t)(now % 1000) + 1);
-	BSON_APPEND_INT64(&optime, "t", w->ts != 0 ? w->term : 1);
-	bson_append_document_end(&doc, &optime);
-	bson_append_date_time(&doc, "lastWriteDate", -1, now);
-	if (w->state != NULL)
-		BSON_APPEND_UTF8(&doc, "state", w->state);
+	{
+		uint64_t ts = w->ts != 0 ? w->ts : ((uint64_t)(uint32_t)(now / 1000) << 32 | (uint32_t)(now % 1000 + 1));
+		int64_t term = w->ts != 0 ? w->term : 1;
+		size_t n = row_build(rowbuf, key, w->txn_number, ts, term, now, w->state);
+		bson_t optime;
+		if (n == 0 || !bson_init_static(&doc, rowbuf, n)) {
+			/* a long lsid: libbson */
+			bson_init(&doc);
+			bson_concat(&doc, key);
+			BSON_APPEND_INT64(&doc, "txnNum", w->txn_number);
+			bson_append_document_begin(&doc, "lastWriteOpTime", -1, &optime);
+			bson_append_timestamp(&optime, "ts", 2, (uint32_t)(ts >> 32), (uint32_t)ts);
+			BSON_APPEND_INT64(&optime, "t", term);
+			bson_append_document_end(&doc, &optime);
+			bson_append_date_time(&doc, "lastWriteDate", -1, now);
+			if (w->state != NULL)
+				BSON_APPEND_UTF8(&doc, "state", w->state);
+		}
+	}
 	rc = 1;
 	if (t->row_recid > 0 && memcmp(t->row_uuid, c->uuid, 16) == 0 &&
 	    bson_init_static(&old, t->row_last, t->row_last_len)) {
