@@ -908,12 +908,24 @@ cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
 
 /* ---- running the handler -------------------------------------------------- */
 
-/* The code of the reply's first write error (0: none). */
+/* The code of the reply's first write error (0: none): writeErrors[0], or
+ * a bulkWrite's first failed op (nErrors > 0; its items in the cursor's
+ * first batch, else 8 UnknownError stands for one beyond it). */
 static int
 first_write_error(const bson_t *reply)
 {
-	bson_iter_t it, we;
+	bson_iter_t it, we, f;
 
+	if (bson_iter_init_find(&it, reply, "nErrors") && BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_int64(&it) > 0) {
+		if (bson_iter_init_find(&it, reply, "cursor") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+		    bson_iter_recurse(&it, &we) && bson_iter_find(&we, "firstBatch") && BSON_ITER_HOLDS_ARRAY(&we) &&
+		    bson_iter_recurse(&we, &it))
+			while (bson_iter_next(&it))
+				if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &f) && bson_iter_find(&f, "code") &&
+				    bson_iter_as_int64(&f) != 0)
+					return (int)bson_iter_as_int64(&f);
+		return 8;
+	}
 	if (!bson_iter_init_find(&it, reply, "writeErrors") || !BSON_ITER_HOLDS_ARRAY(&it) ||
 	    !bson_iter_recurse(&it, &we) || !bson_iter_next(&we) || !bson_iter_recurse(&we, &it) ||
 	    !bson_iter_find(&it, "code"))

@@ -563,16 +563,23 @@ test_retryable_bulkwrite(void)
 	    "'lsid': %s, 'txnNumber': 31}", LSID_E), 40612);
 	TT_EQ_INT(code_of("t", "{'findAndModify': 'bw', 'query': {'_id': 1}, 'remove': true, "
 	    "'lsid': %s, 'txnNumber': 31}", LSID_E), 40609);
+	/* a single op that fails answers its item's error (its storage
+	 * transaction rolled back, the command ok), as any write error */
+	TT_EQ_INT(run_code("admin", "{'bulkWrite': 1, 'nsInfo': [{'ns': 't.bw'}], 'ops': [{'insert': 0, "
+	    "'document': {'_id': 1}}], 'lsid': " LSID_E ", 'txnNumber': 32}", &r), 0);
+	TT_EQ_INT(tt_get_i64(r, "nErrors"), 1);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.code"), 11000);
+	tt_free_reply(r);
 	/* a multi op is refused in a retryable bulkWrite (72) */
 	TT_EQ_INT(run_code("admin", "{'bulkWrite': 1, 'nsInfo': [{'ns': 't.bw'}], 'ops': [{'update': 0, 'filter': {}, "
-	    "'updateMods': {'$set': {'m': 1}}, 'multi': true}], 'lsid': " LSID_E ", 'txnNumber': 32}", &r), 0);
+	    "'updateMods': {'$set': {'m': 1}}, 'multi': true}], 'lsid': " LSID_E ", 'txnNumber': 33}", &r), 0);
 	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.code"), 72);
 	tt_free_reply(r);
-	/* back at 30 is too old; a new bulkWrite at 33 then a restart */
+	/* back at 30 is too old; a new bulkWrite at 34 then a restart */
 	TT_EQ_INT(code_of("admin", "%s", BW_CMD("")), 225);
 	TT_EQ_INT(run_code("admin", "{'bulkWrite': 1, 'nsInfo': [{'ns': 't.bw'}], 'ops': ["
 	    "{'insert': 0, 'document': {'_id': 7}}, {'update': 0, 'filter': {'_id': 7}, 'updateMods': {'$inc': {'k': 1}}}, "
-	    "{'delete': 0, 'filter': {'_id': 5}}], 'lsid': " LSID_E ", 'txnNumber': 33}", &r), 0);
+	    "{'delete': 0, 'filter': {'_id': 5}}], 'lsid': " LSID_E ", 'txnNumber': 34}", &r), 0);
 	TT_EQ_INT(tt_get_i64(r, "nErrors"), 0);
 	tt_free_reply(r);
 	tamga_close(db);
@@ -581,7 +588,7 @@ test_retryable_bulkwrite(void)
 	TT_EQ_INT(run_code("admin", "{'bulkWrite': 1, 'nsInfo': [{'ns': 't.bw'}], 'ops': ["
 	    "{'insert': 0, 'document': {'_id': 7}}, {'update': 0, 'filter': {'_id': 7}, 'updateMods': {'$inc': {'k': 1}}}, "
 	    "{'delete': 0, 'filter': {'_id': 5}}, {'insert': 0, 'document': {'_id': 8}}], "
-	    "'lsid': " LSID_E ", 'txnNumber': 33}", &r), 0);
+	    "'lsid': " LSID_E ", 'txnNumber': 34}", &r), 0);
 	TT_EQ_INT(tt_get_i64(r, "nErrors"), 0);
 	TT_EQ_INT(tt_get_i64(r, "nInserted"), 2);
 	TT_EQ_INT(tt_get_i64(r, "nMatched"), 1);
