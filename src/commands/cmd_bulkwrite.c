@@ -10,8 +10,11 @@
  * and checked before the first write, as mongod's IDL does, so a malformed
  * operation fails the command without having written anything.
  *
- * Not here: retryable-write statement ids (accepted, not recorded), raw
- * time-series data (no time-series collections exist).
+ * A retryable bulkWrite is kept per statement as the insert, update and
+ * delete commands are (retried_op): a retry answers the ops that ran from
+ * their oplog entries, in memory and after a restart, and runs the others.
+ *
+ * Not here: raw time-series data (no time-series collections exist).
  */
 #include "commands/commands_private.h"
 #include "commands/cmd_timeseries.h"
@@ -345,6 +348,45 @@ run_op(cmd_t *c, storage_session_t *s, const bson_t *op, int kind, bw_ns_t *ns, 
 	}
 }
 
+/*
+ * A retryable bulkWrite's op i (mongod's handleInsertOp / handleUpdateOp /
+ * handleDeleteOp): when the session executed its stmtId already, it is
+ * answered from its oplog entry -- an insert or a delete n: 1, an update
+ * parsed from the entry (mongod's parseOplogEntryForUpdate) -- its stmtId
+ * joins the reply's retriedStmtIds, and 0 is returned with *r / *n filled.
+ * 1: run it (its entry will carry its stmtId); a multi update or delete in
+ * a retryable write is its write error 72 (-1 with e set).  -1 with e set:
+ * 217 when the history is incomplete (the caller fails the command), else
+ * the op's write error.  Outside retryable writes: 1.
+ */
+static int
+retried_op(cmd_t *c, storage_session_t *s, const bson_t *op, int kind, int i, write_update_result_t *r,
+    int64_t *n, terr_t *e)
+{
+	bson_iter_t it;
+	uint64_t ts;
+	int rr;
+
+	memset(r, 0, sizeof(*r));
+	*n = 0;
+	if (!c->txn_oplog_session)
+		return 1;
+	if ((rr = cmd_retry_stmt(c, s, i, &ts, e)) < 0)
+		return -1;
+	if (rr == 0) {
+		if (kind != BW_INSERT && bson_iter_init_find(&it, op, "multi") && bson_iter_as_bool(&it))
+			return terr_set(e, TERR_INVALID_OPTIONS, "Cannot use retryable writes with multi=true");
+		return 1;
+	}
+	if (kind != BW_UPDATE) {
+		*n = 1;   /* multi is refused in retryable writes: one document */
+		return 0;
+	}
+	RET(cmd_retry_update_result(c, s, ts, &r->n, &r->modified, &r->upserted_id, &r->upserted, e));
+	*n = r->n;
+	return 0;
+}
+
 CMD_HANDLER(cmd_bulk_write)
 {
 	bson_t ops, ns_arr, let = BSON_INITIALIZER, *batch = NULL;
@@ -414,8 +456,17 @@ CMD_HANDLER(cmd_bulk_write)
 			goto err;
 		}
 		sub_view(&it, &op);
-		rc = run_op(c, s, &op, kinds[i], &ns[ns_idx[i]], has_let ? &let : NULL, bypass, sync, now, &r, &n,
-		    &fatal, &e);
+		rc = retried_op(c, s, &op, kinds[i], i, &r, &n, &e);
+		if (rc < 0 && e.code == TERR_INCOMPLETE_TRANSACTION_HISTORY) {
+			/* the history cannot say whether it ran: the whole command
+			 * fails, as mongod's */
+			terr_move(err, &e);
+			ret = -1;
+			goto err;
+		}
+		if (rc == 1)
+			rc = run_op(c, s, &op, kinds[i], &ns[ns_idx[i]], has_let ? &let : NULL, bypass, sync, now, &r,
+			    &n, &fatal, &e);
 		if (rc != 0 && write_error_is_interruption(&e)) {
 			write_update_result_clear(&r);
 			terr_move(err, &e);

@@ -633,7 +633,7 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 		bson_t prev;
 		RET(snapshot_read_enter(c, err));   /* refuses it: writes take no snapshot readConcern */
 		storage_session_t *ss = client_session(c->client, err);
-		int r = ss == NULL ? -1 : repl_retryable_replay(s, c->engine->oplog, ss, c->name, c->body, statement_count(c), &prev, err);
+		int r = ss == NULL ? -1 : repl_retryable_replay(s, c->engine->oplog, ss, c->name, c->body, 0, &prev, err);
 		if (r < 0)
 			return r;
 		if (r == 0) {
@@ -643,14 +643,12 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 			/* a single statement's fail point acts before it runs (a
 			 * batch's in each of its storage transactions' commits), and
 			 * not on a retry of what already ran (as mongod's) */
-			if (n == 1 && strcmp(c->name, "bulkWrite") != 0) {
+			if (n == 1) {
 				int ex = repl_retryable_stmt_executed(s, c->engine->oplog, ss, c->txn_stmt_ids[0], &ts, err);
 				if (ex < 0)
 					return -1;
 				if (ex == 0)
 					RET(retryable_fail_point_before(c, err));
-			} else if (n == 1) {
-				RET(retryable_fail_point_before(c, err));
 			}
 			return retryable_oplog_begin(c, txn_number, err);
 		}
@@ -902,7 +900,7 @@ cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
 		}
 		terr_clear(&e);
 		if (rc == 0 && !terr_is_set(err)) {
-			if ((!c->txn_row_written && strcmp(c->name, "bulkWrite") == 0) || c->txn_keep_reply)
+			if (c->txn_keep_reply)
 				repl_retryable_keep_reply(s, c->name, c->reply);
 			if (c->txn_retried != NULL)
 				BSON_APPEND_ARRAY(c->reply, "retriedStmtIds", c->txn_retried);
@@ -941,12 +939,24 @@ cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
 
 /* ---- running the handler -------------------------------------------------- */
 
-/* The code of the reply's first write error (0: none). */
+/* The code of the reply's first write error (0: none): writeErrors[0], or
+ * a bulkWrite's first failed op (nErrors > 0; its items in the cursor's
+ * first batch, else 8 UnknownError stands for one beyond it). */
 static int
 first_write_error(const bson_t *reply)
 {
-	bson_iter_t it, we;
+	bson_iter_t it, we, f;
 
+	if (bson_iter_init_find(&it, reply, "nErrors") && BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_int64(&it) > 0) {
+		if (bson_iter_init_find(&it, reply, "cursor") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+		    bson_iter_recurse(&it, &we) && bson_iter_find(&we, "firstBatch") && BSON_ITER_HOLDS_ARRAY(&we) &&
+		    bson_iter_recurse(&we, &it))
+			while (bson_iter_next(&it))
+				if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &f) && bson_iter_find(&f, "code") &&
+				    bson_iter_as_int64(&f) != 0)
+					return (int)bson_iter_as_int64(&f);
+		return 8;
+	}
 	if (!bson_iter_init_find(&it, reply, "writeErrors") || !BSON_ITER_HOLDS_ARRAY(&it) ||
 	    !bson_iter_recurse(&it, &we) || !bson_iter_next(&we) || !bson_iter_recurse(&we, &it) ||
 	    !bson_iter_find(&it, "code"))
@@ -1061,7 +1071,10 @@ CMD_HANDLER(cmd_commit_transaction)
 	RET(repl_txn_commit(c->txn_session, c->engine->st, write_concern_sync(c), err));
 	if (already)
 		return 0;
-	/* config.transactions: the session's row records the commit, as mongod */
+	/* config.transactions: the session's row records the commit, as mongod;
+	 * a commit that logged entries wrote it in its own storage transaction */
+	if (t->row_at_commit)
+		return 0;
 	repl_txn_last_optime(c->txn_session, &ts, &term);
 	if ((ss = client_session(c->client, err)) == NULL)
 		return -1;

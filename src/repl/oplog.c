@@ -110,6 +110,8 @@ typedef struct sess_ctx {
 	 * session info (repl_oplog_session_set_commit_hook) */
 	repl_oplog_commit_hook_fn commit_hook;
 	void *commit_hook_arg;
+	/* reused between writes: the body of a CRUD entry and the entry */
+	struct rawdoc { uint8_t *buf; size_t len, cap; } rbody, rentry;
 } sess_ctx_t;
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -168,30 +170,156 @@ coll_set(repl_oplog_t *o, storage_coll_t *c)
 }
 
 static void
-append_ns(bson_t *b, const char *db, const char *coll)
-{
-	char *ns = bson_strdup_printf("%s.%s", db, coll);
-
-	bson_append_utf8(b, "ns", 2, ns, -1);
-	bson_free(ns);
-}
-
-static void
 append_uuid(bson_t *b, const char *key, const uint8_t uuid[16])
 {
 	bson_append_binary(b, key, -1, BSON_SUBTYPE_UUID, uuid, 16);
 }
 
-static void
-append_id_doc(bson_t *b, const char *key, const bson_t *doc)
-{
-	bson_iter_t it;
-	bson_t d;
+/* ---- one-pass BSON for the write path ------------------------------------ */
+/* An entry of an insert, update or delete (and the entry around any body)
+ * is written field by field into a buffer the storage session keeps, then
+ * handed to storage as a static bson_t: no intermediate document per part,
+ * no allocation once the buffer has grown (libbson's appends cost several
+ * hundred instructions each; these a few dozen). */
 
-	bson_append_document_begin(b, key, -1, &d);
+typedef struct rawdoc rawdoc_t;
+
+static void
+rd_reserve(rawdoc_t *d, size_t n)
+{
+	size_t cap;
+
+	if (d->len + n <= d->cap)
+		return;
+	for (cap = d->cap ? d->cap : 512; cap < d->len + n; cap *= 2)
+		;
+	d->buf = bson_realloc(d->buf, cap);
+	d->cap = cap;
+}
+
+static void
+rd_begin(rawdoc_t *d)
+{
+	d->len = 0;
+	rd_reserve(d, 5);
+	d->len = 4;
+}
+
+static void
+rd_put(rawdoc_t *d, const void *p, size_t n)
+{
+	rd_reserve(d, n);
+	memcpy(d->buf + d->len, p, n);
+	d->len += n;
+}
+
+static void
+rd_u32(rawdoc_t *d, uint32_t v)
+{
+	v = BSON_UINT32_TO_LE(v);
+	rd_put(d, &v, 4);
+}
+
+static void
+rd_u64(rawdoc_t *d, uint64_t v)
+{
+	v = BSON_UINT64_TO_LE(v);
+	rd_put(d, &v, 8);
+}
+
+/* type byte and key (klen: strlen(key)) */
+static void
+rd_key(rawdoc_t *d, uint8_t type, const char *key, size_t klen)
+{
+	rd_reserve(d, klen + 2);
+	d->buf[d->len++] = type;
+	memcpy(d->buf + d->len, key, klen + 1);
+	d->len += klen + 1;
+}
+
+#define RD_KEY(d, type, k) rd_key((d), (type), (k), sizeof(k) - 1)
+
+static void
+rd_utf8(rawdoc_t *d, const char *key, size_t klen, const char *str, size_t slen)
+{
+	rd_key(d, BSON_TYPE_UTF8, key, klen);
+	rd_u32(d, (uint32_t)slen + 1);
+	rd_put(d, str, slen);
+	rd_put(d, "", 1);
+}
+
+static void
+rd_uuid(rawdoc_t *d, const char *key, size_t klen, const uint8_t uuid[16])
+{
+	rd_key(d, BSON_TYPE_BINARY, key, klen);
+	rd_u32(d, 16);
+	rd_put(d, "\x04", 1);
+	rd_put(d, uuid, 16);
+}
+
+/* a document's bytes as the value of key */
+static void
+rd_doc(rawdoc_t *d, const char *key, size_t klen, const bson_t *doc)
+{
+	rd_key(d, BSON_TYPE_DOCUMENT, key, klen);
+	rd_put(d, bson_get_data(doc), doc->len);
+}
+
+/* open a sub-document: returns where its length goes (rd_close) */
+static size_t
+rd_open(rawdoc_t *d, const char *key, size_t klen)
+{
+	size_t at;
+
+	rd_key(d, BSON_TYPE_DOCUMENT, key, klen);
+	at = d->len;
+	rd_u32(d, 0);
+	return at;
+}
+
+static void
+rd_close(rawdoc_t *d, size_t at)
+{
+	uint32_t n;
+
+	rd_put(d, "", 1);
+	n = BSON_UINT32_TO_LE((uint32_t)(d->len - at));
+	memcpy(d->buf + at, &n, 4);
+}
+
+/* {_id: <doc's _id>} as the value of key (the _id element copied whole) */
+static void
+rd_id_doc(rawdoc_t *d, const char *key, size_t klen, const bson_t *doc)
+{
+	size_t at = rd_open(d, key, klen);
+	bson_iter_t it;
+
 	if (doc != NULL && bson_iter_init_find(&it, doc, "_id"))
-		bson_append_value(&d, "_id", 3, bson_iter_value(&it));
-	bson_append_document_end(b, &d);
+		rd_put(d, it.raw + it.off, it.next_off - it.off);
+	rd_close(d, at);
+}
+
+/* finish the document: a static view of the buffer (valid until the
+ * buffer's next use) */
+static void
+rd_end(rawdoc_t *d, bson_t *out)
+{
+	uint32_t n;
+
+	rd_put(d, "", 1);
+	n = BSON_UINT32_TO_LE((uint32_t)d->len);
+	memcpy(d->buf, &n, 4);
+	bson_init_static(out, d->buf, d->len);
+}
+
+/* {op, ns, ui} of a CRUD entry */
+static void
+rd_crud_head(rawdoc_t *d, const char *op, const storage_coll_t *c)
+{
+	rd_begin(d);
+	rd_utf8(d, "op", 2, op, 1);
+	rd_utf8(d, "ns", 2, c->ns, strlen(c->ns));
+	rd_uuid(d, "ui", 2, c->uuid);
 }
 
 /* Is a change to db.coll logged?  Never local (the oplog itself), nor
@@ -234,25 +362,26 @@ cmd_head(bson_t *b, const char *db, const uint8_t *uuid)
 static int
 body_insert(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
 {
-	(void)ctx;
-	bson_append_utf8(&body[0], "op", 2, "i", 1);
-	append_ns(&body[0], op->coll->db, op->coll->name);
-	append_uuid(&body[0], "ui", op->coll->uuid);
-	bson_append_document(&body[0], "o", 1, op->doc);
-	append_id_doc(&body[0], "o2", op->doc);
+	rawdoc_t *d = &ctx->rbody;
+
+	rd_crud_head(d, "i", op->coll);
+	rd_doc(d, "o", 1, op->doc);
+	rd_id_doc(d, "o2", 2, op->doc);
+	rd_end(d, &body[0]);
 	return 1;
 }
 
 static int
 body_update(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
 {
-	bson_t diff, o;
-	bool whole = ctx != NULL && ctx->replacement;
+	rawdoc_t *d = &ctx->rbody;
+	bson_t diff;
+	bool whole = ctx->replacement;
 
 	/* an operator or pipeline update is logged as its diff (mongod's
 	 * update driver logs one for every operator update) */
 	bson_init(&diff);
-	if (!whole && ctx != NULL && ctx->update != NULL)
+	if (!whole && ctx->update != NULL)
 		repl_diff_compute_update(op->old_doc, op->doc, ctx->update, &diff);
 	else if (!whole && !repl_diff_compute(op->old_doc, op->doc, SIZE_MAX / 2, &diff))
 		whole = true;
@@ -261,20 +390,20 @@ body_update(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
 		bson_destroy(&diff);
 		return 0;
 	}
-	bson_append_utf8(&body[0], "op", 2, "u", 1);
-	append_ns(&body[0], op->coll->db, op->coll->name);
-	append_uuid(&body[0], "ui", op->coll->uuid);
+	rd_crud_head(d, "u", op->coll);
 	if (whole) {
-		bson_append_document(&body[0], "o", 1, op->doc);
+		rd_doc(d, "o", 1, op->doc);
 	} else {
-		bson_append_document_begin(&body[0], "o", 1, &o);
-		bson_append_int32(&o, "$v", 2, 2);
-		bson_append_document(&o, "diff", 4, &diff);
-		bson_append_document_end(&body[0], &o);
+		size_t o = rd_open(d, "o", 1);
+		RD_KEY(d, BSON_TYPE_INT32, "$v");
+		rd_u32(d, 2);
+		rd_doc(d, "diff", 4, &diff);
+		rd_close(d, o);
 	}
-	append_id_doc(&body[0], "o2", op->doc);
-	if (ctx != NULL && ctx->has_info && ctx->retry_image != NULL)
-		bson_append_utf8(&body[0], "needsRetryImage", -1, ctx->retry_image, -1);
+	rd_id_doc(d, "o2", 2, op->doc);
+	if (ctx->has_info && ctx->retry_image != NULL)
+		rd_utf8(d, "needsRetryImage", 15, ctx->retry_image, strlen(ctx->retry_image));
+	rd_end(d, &body[0]);
 	bson_destroy(&diff);
 	return 1;
 }
@@ -282,12 +411,13 @@ body_update(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
 static int
 body_delete(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
 {
-	bson_append_utf8(&body[0], "op", 2, "d", 1);
-	append_ns(&body[0], op->coll->db, op->coll->name);
-	append_uuid(&body[0], "ui", op->coll->uuid);
-	append_id_doc(&body[0], "o", op->old_doc);
-	if (ctx != NULL && ctx->has_info && ctx->retry_image != NULL)
-		bson_append_utf8(&body[0], "needsRetryImage", -1, ctx->retry_image, -1);
+	rawdoc_t *d = &ctx->rbody;
+
+	rd_crud_head(d, "d", op->coll);
+	rd_id_doc(d, "o", 1, op->old_doc);
+	if (ctx->has_info && ctx->retry_image != NULL)
+		rd_utf8(d, "needsRetryImage", 15, ctx->retry_image, strlen(ctx->retry_image));
+	rd_end(d, &body[0]);
 	return 1;
 }
 
@@ -568,26 +698,40 @@ static int
 entry_write(storage_session_t *s, storage_coll_t *c, sess_ctx_t *ctx, const bson_t *body,
             repl_ts_t ts, int64_t t, int32_t stmt, repl_oplog_optime_t *prev, terr_t *err)
 {
+	rawdoc_t *d = &ctx->rentry;
+	bool info = ctx->has_info;
 	bson_t e;
-	int ret;
 
-	bson_init(&e);
-	if (ctx != NULL && ctx->has_info) {
-		bson_append_document(&e, "lsid", 4, ctx->lsid);
-		bson_append_int64(&e, "txnNumber", 9, ctx->txn_number);
+	rd_begin(d);
+	if (info) {
+		rd_doc(d, "lsid", 4, ctx->lsid);
+		RD_KEY(d, BSON_TYPE_INT64, "txnNumber");
+		rd_u64(d, (uint64_t)ctx->txn_number);
 	}
-	bson_concat(&e, body);
-	if (ctx != NULL && ctx->has_info && stmt >= 0)
-		bson_append_int32(&e, "stmtId", 6, stmt);
-	bson_append_timestamp(&e, "ts", 2, repl_ts_secs(ts), repl_ts_inc(ts));
-	bson_append_int64(&e, "t", 1, t);
-	bson_append_int64(&e, "v", 1, 2);
-	bson_append_date_time(&e, "wall", 4, now_ms());
-	if (ctx != NULL && ctx->has_info && prev != NULL)
-		repl_oplog_optime_append(&e, "prevOpTime", *prev);
-	ret = storage_doc_insert_at(s, c, (recid_t)ts, &e, err);
-	bson_destroy(&e);
-	return ret;
+	/* the body's fields (its bytes between the length and the final 0) */
+	rd_put(d, bson_get_data(body) + 4, body->len - 5);
+	if (info && stmt >= 0) {
+		RD_KEY(d, BSON_TYPE_INT32, "stmtId");
+		rd_u32(d, (uint32_t)stmt);
+	}
+	RD_KEY(d, BSON_TYPE_TIMESTAMP, "ts");
+	rd_u64(d, ts);   /* increment in the low word, seconds in the high: a Timestamp's bytes */
+	RD_KEY(d, BSON_TYPE_INT64, "t");
+	rd_u64(d, (uint64_t)t);
+	RD_KEY(d, BSON_TYPE_INT64, "v");
+	rd_u64(d, 2);
+	RD_KEY(d, BSON_TYPE_DATE_TIME, "wall");
+	rd_u64(d, (uint64_t)now_ms());
+	if (info && prev != NULL) {
+		size_t at = rd_open(d, "prevOpTime", 10);
+		RD_KEY(d, BSON_TYPE_TIMESTAMP, "ts");
+		rd_u64(d, prev->ts);
+		RD_KEY(d, BSON_TYPE_INT64, "t");
+		rd_u64(d, (uint64_t)prev->t);
+		rd_close(d, at);
+	}
+	rd_end(d, &e);
+	return storage_doc_insert_at(s, c, (recid_t)ts, &e, err);
 }
 
 static sess_ctx_t *ctx_of(storage_session_t *s, bool create);
@@ -616,8 +760,8 @@ log_bodies(repl_oplog_t *o, storage_session_t *s, sess_ctx_t *ctx, bson_t *bodie
 	ERR(stamp(o, s, (uint32_t)n, &first, err));
 	t = term_of(o);
 	for (int i = 0; i < n; i++) {
-		repl_oplog_optime_t prev = ctx != NULL ? ctx->chain : REPL_OPLOG_OPTIME_NULL;
-		ERR(entry_write(s, c, ctx, &bodies[i], first + (repl_ts_t)i, t, ctx != NULL ? ctx->stmt : -1,
+		repl_oplog_optime_t prev = ctx->chain;
+		ERR(entry_write(s, c, ctx, &bodies[i], first + (repl_ts_t)i, t, ctx->stmt,
 		    &prev, err));
 		note_written(s, first + (repl_ts_t)i, t);
 		if (ctx != NULL && ctx->has_info) {
@@ -659,6 +803,8 @@ ctx_free(void *p)
 	ctx_ops_clear(ctx);
 	bson_free(ctx->ops);
 	bson_free(ctx->stmts);
+	bson_free(ctx->rbody.buf);
+	bson_free(ctx->rentry.buf);
 	bson_free(ctx->pre);
 	bson_free(ctx->pre_uuid);
 	if (ctx->lsid != NULL)
@@ -698,7 +844,7 @@ on_write(void *arg, storage_session_t *s, const storage_op_t *op, terr_t *err)
 		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary");
 	if ((unsigned)op->kind >= sizeof(BODIES) / sizeof(BODIES[0]) || BODIES[op->kind].kind != op->kind)
 		return terr_set(err, TERR_INTERNAL_ERROR, "oplog: unknown change kind %d", (int)op->kind);
-	ctx = ctx_of(s, false);
+	ctx = ctx_of(s, true);   /* its buffers; stamp() makes it anyway */
 	bson_init(&bodies[0]);
 	bson_init(&bodies[1]);
 	n = BODIES[op->kind].fn(ctx, op, bodies);
@@ -799,6 +945,10 @@ on_commit(void *arg, storage_session_t *s, terr_t *err)
 		if (ret != 0)
 			goto err;
 	}
+	/* the transaction's config.transactions row commits with its entries
+	 * (mongod writes both in one WriteUnitOfWork) */
+	if (ctx->commit_hook != NULL)
+		ret = ctx->commit_hook(ctx->commit_hook_arg, s, ctx->chain, err);
 err:
 	bson_free(ends);
 	storage_coll_release(c);
@@ -1426,7 +1576,7 @@ noop_fn(storage_session_t *s, void *p, terr_t *err)
 	bson_append_document(&body, "o", 1, a->obj);
 	ERR(stamp(a->o, s, 1, &ts, err));
 	t = a->before_election ? -1 : term_of(a->o);
-	ERR(entry_write(s, c, NULL, &body, ts, t, -1, NULL, err));
+	ERR(entry_write(s, c, ctx_of(s, true), &body, ts, t, -1, NULL, err));
 	note_written(s, ts, t);
 	a->at = (repl_oplog_optime_t){ts, t};
 err:
@@ -1609,9 +1759,13 @@ repl_oplog_session_set(repl_oplog_t *o, storage_session_t *s, const bson_t *lsid
 	if (lsid == NULL)
 		return terr_set(err, TERR_BAD_VALUE, "session info needs an lsid document");
 	ctx = ctx_of(s, true);
-	if (ctx->lsid != NULL)
-		bson_destroy(ctx->lsid);
-	ctx->lsid = bson_copy(lsid);
+	/* a connection's writes mostly come from one session: its copy stays */
+	if (ctx->lsid == NULL || ctx->lsid->len != lsid->len ||
+	    memcmp(bson_get_data(ctx->lsid), bson_get_data(lsid), lsid->len) != 0) {
+		if (ctx->lsid != NULL)
+			bson_destroy(ctx->lsid);
+		ctx->lsid = bson_copy(lsid);
+	}
 	ctx->has_info = true;
 	ctx->txn_number = txn_number;
 	ctx->stmt = -1;
@@ -1672,9 +1826,8 @@ repl_oplog_session_clear(storage_session_t *s)
 
 	if (ctx == NULL)
 		return;
-	if (ctx->lsid != NULL)
-		bson_destroy(ctx->lsid);
-	ctx->lsid = NULL;
+	/* ctx->lsid is kept for the next repl_oplog_session_set (unused while
+	 * has_info is false) */
 	ctx->has_info = false;
 	ctx->stmt = -1;
 	ctx->prev = ctx->chain = REPL_OPLOG_OPTIME_NULL;

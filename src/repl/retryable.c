@@ -13,7 +13,7 @@
 
 struct repl_retry_record {
 	char cmd[32];
-	bool has_reply;     /* reply holds the first reply (findAndModify, bulkWrite) */
+	bool has_reply;     /* reply holds the first reply (a time-series insert, kept whole) */
 	bool lost;          /* ran before a restart: rebuilt from the oplog */
 	uint64_t last_ts;   /* lost: the row's lastWriteOpTime.ts */
 	bson_t reply;
@@ -23,6 +23,10 @@ struct repl_retry_record {
 	int64_t *keys;
 	uint64_t *vals;
 	size_t cap, n;
+	/* the first statements' slots, in the record itself (a retryable
+	 * write is mostly one statement: no allocation for its map) */
+	int64_t ikeys[8];
+	uint64_t ivals[8];
 	/* the newest entry written at this txnNumber (the next write's
 	 * prevOpTime, config.transactions' lastWriteOpTime) */
 	repl_oplog_optime_t last_write;
@@ -39,8 +43,10 @@ repl_retry_record_free(repl_retry_record_t *r)
 	if (r == NULL)
 		return;
 	bson_destroy(&r->reply);
-	bson_free(r->keys);
-	bson_free(r->vals);
+	if (r->keys != r->ikeys) {
+		bson_free(r->keys);
+		bson_free(r->vals);
+	}
 	bson_free(r);
 }
 
@@ -51,7 +57,10 @@ record_of(repl_session_t *s)
 	repl_txn_state_t *t = repl_session_txn(s);
 
 	if (t->retry == NULL) {
-		t->retry = tm_alloc0(sizeof(*t->retry));
+		t->retry = bson_malloc0(sizeof(*t->retry));
+		t->retry->keys = t->retry->ikeys;
+		t->retry->vals = t->retry->ivals;
+		t->retry->cap = sizeof(t->retry->ikeys) / sizeof(t->retry->ikeys[0]);
 		bson_init(&t->retry->reply);
 		t->retry->last_write = REPL_OPLOG_OPTIME_NULL;
 		t->retry->history_loaded = true;
@@ -84,8 +93,10 @@ map_put(repl_retry_record_t *r, int32_t stmt, uint64_t ts)
 		for (size_t j = 0; j < ocap; j++)
 			if (ok[j] != 0)
 				map_put(r, (int32_t)(ok[j] - 1), ov[j]);
-		bson_free(ok);
-		bson_free(ov);
+		if (ok != r->ikeys) {
+			bson_free(ok);
+			bson_free(ov);
+		}
 	}
 	for (i = slot_of(key, r->cap); r->keys[i] != 0 && r->keys[i] != key; i = (i + 1) & (r->cap - 1))
 		;
@@ -164,117 +175,125 @@ oldest_ts(repl_oplog_t *op, storage_session_t *ss)
 	return ts;
 }
 
+/* An entry's opType as a string ("?" when missing). */
+static const char *
+entry_op(const bson_t *e)
+{
+	bson_iter_t it;
+
+	return bson_iter_init_find(&it, e, "op") && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "?";
+}
+
+static bool
+body_flag(const bson_t *body, const char *field)
+{
+	bson_iter_t it;
+
+	return body != NULL && bson_iter_init_find(&it, body, field) && bson_iter_as_bool(&it);
+}
+
 /*
- * A single-statement retryable write that ran before a restart: its reply
- * rebuilt from its oplog entry (mongod's parseOplogEntryForInsert /
- * Update / Delete: the entry at the row's lastWriteOpTime carries the
- * session's lsid, txnNumber and stmtId 0).  1 with *reply, 0 when the
- * statement left no entry (it wrote nothing: run it again, as mongod does
- * for a stmtId it cannot find), -1 with 217 when the history is gone or
- * cannot answer this command.
+ * A retried findAndModify whose statement ran (its entry at ts): the reply
+ * rebuilt from the entry as mongod's parseOplogEntryForFindAndModify does,
+ * in memory and after a restart alike: the entry's kind checked against
+ * the request (validateFindAndModifyRetryability: 40606, 40608, 40609,
+ * 40611, 40612, 217 when no image was kept), an update's or a delete's
+ * document from config.image_collection (5637601 when there is none,
+ * 5637602 when it is another write's), an upsert's from the entry (with
+ * `new`).  The value is the stored image, not projected by `fields`: mongod
+ * answers a retry so.  1 with *reply, -1 with err.
  */
 static int
-rebuild(repl_session_t *s, repl_retry_record_t *r, repl_oplog_t *op, storage_session_t *ss, const char *cmd,
-        const bson_t *body, bson_t *reply, terr_t *err)
+rebuild(repl_session_t *s, repl_oplog_t *op, storage_session_t *ss, const bson_t *body, uint64_t ts,
+        bson_t *reply, terr_t *err)
 {
-	repl_txn_state_t *t = repl_session_txn(s);
-	bson_t e, o;
-	bson_iter_t it;
-	int rc;
+	bson_t e, img, leo, ins;
+	bson_iter_t it, id;
+	const char *opname, *image = NULL;
+	bool remove = body_flag(body, "remove"), want_new = body_flag(body, "new");
+	char desc[160];
+	int rc, ret = -1;
 
-	if (op == NULL || ss == NULL || r->last_ts == 0)
+	if (op == NULL || ss == NULL)
 		return incomplete(s, err);
-	if ((rc = repl_oplog_find(op, ss, r->last_ts, &e, err)) < 0)
+	if ((rc = repl_oplog_find(op, ss, ts, &e, err)) < 0)
 		return -1;
-	if (rc == 1) {
-		/* no entry: the write changed nothing (the row's time is the
-		 * wall clock's), unless the oplog was truncated past it */
-		if (r->last_ts < oldest_ts(op, ss))
-			return incomplete(s, err);
-		return 0;
-	}
-	rc = -1;
-	if (!bson_iter_init_find(&it, &e, "txnNumber") || bson_iter_as_int64(&it) != t->txn_number ||
-	    !bson_iter_init_find(&it, &e, "stmtId") || bson_iter_as_int64(&it) != 0)
-		goto out;
+	if (rc == 1)
+		return terr_set(err, TERR_INCOMPLETE_TRANSACTION_HISTORY,
+		    "oplog no longer contains the complete write history of this transaction, log with ts "
+		    "Timestamp(%u, %u) cannot be found", (uint32_t)(ts >> 32), (uint32_t)ts);
+	opname = entry_op(&e);
+	if (bson_iter_init_find(&it, &e, "needsRetryImage") && BSON_ITER_HOLDS_UTF8(&it))
+		image = bson_iter_utf8(&it, NULL);
 	bson_init(reply);
-	/* mongod answers an executed insert or delete statement n: 1 whatever
-	 * its entry, and parses an update's */
-	if (strcmp(cmd, "insert") == 0 || strcmp(cmd, "delete") == 0) {
-		BSON_APPEND_INT32(reply, "n", 1);
-		rc = 1;
-	} else if (strcmp(cmd, "update") == 0 && entry_is(&e, "op", "u")) {
-		BSON_APPEND_INT32(reply, "n", 1);
-		BSON_APPEND_INT32(reply, "nModified", 1);
-		rc = 1;
-	} else if (strcmp(cmd, "update") == 0 && entry_is(&e, "op", "i") && bson_iter_init_find(&it, &e, "o") &&
-	    BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &it) && bson_iter_find(&it, "_id")) {
-		/* an upsert */
-		bson_t arr, up;
-		BSON_APPEND_INT32(reply, "n", 1);
-		BSON_APPEND_INT32(reply, "nModified", 0);
-		bson_append_array_begin(reply, "upserted", -1, &arr);
-		bson_append_document_begin(&arr, "0", 1, &up);
-		BSON_APPEND_INT32(&up, "index", 0);
-		bson_append_iter(&up, "_id", 3, &it);
-		bson_append_document_end(&arr, &up);
-		bson_append_array_end(reply, &arr);
-		rc = 1;
-	}
-	else if (strcasecmp(cmd, "findAndModify") == 0 && (entry_is(&e, "op", "u") || entry_is(&e, "op", "d")) &&
-	    bson_iter_init_find(&it, &e, "needsRetryImage")) {
-		/* mongod 5.1+: the document returned is in config.image_collection */
-		bson_t img, leo;
-		bool del = entry_is(&e, "op", "d");
-		int ir = image_read(s, repl_sessions_storage(repl_session_registry(s)), ss, r->last_ts, &img, err);
-		if (ir < 0) {
-			bson_destroy(reply);
-			bson_destroy(&e);
-			return -1;
+	if (strcmp(opname, "d") == 0 || strcmp(opname, "u") == 0) {
+		bool del = opname[0] == 'd';
+		int code = del && !remove ? 40606 : !del && remove ? 40609 : 0;
+		if (code == 0 && !del && want_new && image != NULL && strcmp(image, "preImage") == 0)
+			code = 40611;
+		if (code == 0 && !del && !want_new && image != NULL && strcmp(image, "postImage") == 0)
+			code = 40612;
+		if (code != 0) {
+			terr_set(err, code, "findAndModify retry request is not compatible with previous write in the "
+			    "transaction of type: %s, oplogTs: Timestamp(%u, %u)", opname, (uint32_t)(ts >> 32), (uint32_t)ts);
+			goto out;
 		}
-		if (ir == 1) {
-			bson_append_document_begin(reply, "lastErrorObject", -1, &leo);
-			BSON_APPEND_INT32(&leo, "n", 1);
-			if (!del)
-				BSON_APPEND_BOOL(&leo, "updatedExisting", true);
-			bson_append_document_end(reply, &leo);
-			BSON_APPEND_DOCUMENT(reply, "value", &img);
-			bson_destroy(&img);
-			rc = 1;
+		if (image == NULL) {
+			terr_set(err, TERR_INCOMPLETE_TRANSACTION_HISTORY, "Retrying a findAndModify operation with "
+			    "session id %s and txn number %lld after it has been executed but the %s is no longer available",
+			    repl_session_describe(s, desc), (long long)repl_session_txn(s)->txn_number,
+			    del || !want_new ? "preImage" : "postImage");
+			goto out;
 		}
-	} else if (strcasecmp(cmd, "findAndModify") == 0 && entry_is(&e, "op", "i") &&
-	    bson_iter_init_find(&it, &e, "o") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-		/* an upsert: the inserted document is the entry's */
-		bson_t leo, ins;
-		bson_iter_t id, nw;
+		if ((rc = image_read(s, repl_sessions_storage(repl_session_registry(s)), ss, ts, &img, err)) < 0)
+			goto out;
+		if (rc != 1) {
+			terr_set(err, rc == 0 ? 5637601 : 5637602, "image collection no longer contains the complete "
+			    "write history of this transaction, record with sessionId: %s cannot be found",
+			    repl_session_describe(s, desc));
+			goto out;
+		}
+		bson_append_document_begin(reply, "lastErrorObject", -1, &leo);
+		BSON_APPEND_INT32(&leo, "n", 1);
+		if (!del)
+			BSON_APPEND_BOOL(&leo, "updatedExisting", true);
+		bson_append_document_end(reply, &leo);
+		BSON_APPEND_DOCUMENT(reply, "value", &img);
+		bson_destroy(&img);
+		ret = 1;
+	} else if (strcmp(opname, "i") == 0 && bson_iter_init_find(&it, &e, "o") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
 		const uint8_t *d;
 		uint32_t len;
-		bool want_new = body != NULL && bson_iter_init_find(&nw, body, "new") && bson_iter_as_bool(&nw);
-		bson_iter_document(&it, &len, &d);
-		if (bson_init_static(&ins, d, len) && bson_iter_init_find(&id, &ins, "_id")) {
-			bson_append_document_begin(reply, "lastErrorObject", -1, &leo);
-			BSON_APPEND_INT32(&leo, "n", 1);
-			BSON_APPEND_BOOL(&leo, "updatedExisting", false);
-			bson_append_iter(&leo, "upserted", -1, &id);
-			bson_append_document_end(reply, &leo);
-			if (want_new)
-				BSON_APPEND_DOCUMENT(reply, "value", &ins);
-			else
-				BSON_APPEND_NULL(reply, "value");
-			rc = 1;
+		if (!body_flag(body, "upsert")) {
+			terr_set(err, 40608, "findAndModify retry request is not compatible with previous write in the "
+			    "transaction of type: i, oplogTs: Timestamp(%u, %u)", (uint32_t)(ts >> 32), (uint32_t)ts);
+			goto out;
 		}
+		bson_iter_document(&it, &len, &d);
+		if (!bson_init_static(&ins, d, len)) {
+			terr_set(err, TERR_INCOMPLETE_TRANSACTION_HISTORY, "the upsert's oplog entry is malformed");
+			goto out;
+		}
+		bson_append_document_begin(reply, "lastErrorObject", -1, &leo);
+		BSON_APPEND_INT32(&leo, "n", 1);
+		BSON_APPEND_BOOL(&leo, "updatedExisting", false);
+		if (bson_iter_init_find(&id, &ins, "_id"))
+			bson_append_iter(&leo, "upserted", -1, &id);
+		bson_append_document_end(reply, &leo);
+		if (want_new)
+			BSON_APPEND_DOCUMENT(reply, "value", &ins);
+		else
+			BSON_APPEND_NULL(reply, "value");
+		ret = 1;
+	} else {
+		terr_set(err, 40609, "findAndModify retry request is not compatible with previous write in the "
+		    "transaction of type: %s, oplogTs: Timestamp(%u, %u)", opname, (uint32_t)(ts >> 32), (uint32_t)ts);
 	}
-	if (rc != 1)
-		bson_destroy(reply);
-	(void)o;
 out:
+	if (ret != 1)
+		bson_destroy(reply);
 	bson_destroy(&e);
-	if (rc == 1) {
-		atomic_fetch_add(&repl_txn_stats(repl_session_registry(s))->retried_commands, 1);
-		atomic_fetch_add(&repl_txn_stats(repl_session_registry(s))->retried_statements, 1);
-		return 1;
-	}
-	return incomplete(s, err);
+	return ret;
 }
 
 /* An entry's timestamp field (0: none). */
@@ -455,14 +474,6 @@ repl_retryable_keep_reply(repl_session_t *s, const char *cmd, const bson_t *repl
 	r->has_reply = true;
 }
 
-/* Commands whose retry answers the first reply kept whole (their replies
- * are not rebuilt statement by statement). */
-static bool
-whole_reply_command(const char *cmd)
-{
-	return strcasecmp(cmd, "findAndModify") == 0 || strcmp(cmd, "bulkWrite") == 0;
-}
-
 int
 repl_retryable_replay(repl_session_t *s, repl_oplog_t *op, storage_session_t *ss, const char *cmd,
                       const bson_t *body, int nstatements, bson_t *reply, terr_t *err)
@@ -470,13 +481,18 @@ repl_retryable_replay(repl_session_t *s, repl_oplog_t *op, storage_session_t *ss
 	repl_txn_state_t *t = repl_session_txn(s);
 	repl_txn_stats_t *stats = repl_txn_stats(repl_session_registry(s));
 	repl_retry_record_t *r = t->retry;
+	bson_iter_t it;
+	int32_t stmt = 0;
+	uint64_t ts;
+	int ex;
 
+	(void)nstatements;
 	if (r == NULL)
 		return 0;
-	if (!whole_reply_command(cmd)) {
-		/* insert, update, delete: each statement is looked up as it comes
-		 * (repl_retryable_stmt_executed), but a write kept whole (a
-		 * time-series insert) answers its first reply */
+	if (strcasecmp(cmd, "findAndModify") != 0) {
+		/* insert, update, delete, bulkWrite: each statement is looked up
+		 * as it comes (repl_retryable_stmt_executed), but a write kept
+		 * whole (a time-series insert) answers its first reply */
 		if (r->has_reply && same_command(r->cmd, cmd)) {
 			bson_copy_to(&r->reply, reply);
 			atomic_fetch_add(&stats->retried_commands, 1);
@@ -485,13 +501,17 @@ repl_retryable_replay(repl_session_t *s, repl_oplog_t *op, storage_session_t *ss
 		RET(load_history(s, r, op, ss, err));
 		return 0;
 	}
-	if (r->lost && !r->has_reply)
-		return nstatements == 1 && strcmp(cmd, "bulkWrite") != 0 ? rebuild(s, r, op, ss, cmd, body, reply, err) :
-		    incomplete(s, err);
-	if (!r->has_reply || !same_command(r->cmd, cmd))
-		return 0;
-	bson_copy_to(&r->reply, reply);
+	/* findAndModify: mongod's checkStatementExecuted on its stmtId, then
+	 * the reply from the entry, with retriedStmtId */
+	if (body != NULL && bson_iter_init_find(&it, body, "stmtId") && BSON_ITER_HOLDS_INT32(&it))
+		stmt = bson_iter_int32(&it);
+	if ((ex = repl_retryable_stmt_executed(s, op, ss, stmt, &ts, err)) <= 0)
+		return ex;
+	if (rebuild(s, op, ss, body, ts, reply, err) != 1)
+		return -1;
+	BSON_APPEND_INT32(reply, "retriedStmtId", stmt);
 	atomic_fetch_add(&stats->retried_commands, 1);
+	atomic_fetch_add(&stats->retried_statements, 1);
 	return 1;
 }
 
@@ -517,49 +537,158 @@ struct row_write {
 	const char *state;
 };
 
+/* The session's {_id: lsid} (built once, kept in its state). */
+static const bson_t *
+row_key(repl_session_t *s)
+{
+	repl_txn_state_t *t = repl_session_txn(s);
+
+	if (t->row_key == NULL) {
+		t->row_key = bson_new();
+		append_lsid(t->row_key, "_id", s);
+	}
+	return t->row_key;
+}
+
+/* The row {_id: lsid (key's field), txnNum, lastWriteOpTime: {ts, t},
+ * lastWriteDate[, state]} written as bytes into b (ROW_MAX bytes; it is
+ * written on every retryable write and commit): its length, 0 when it
+ * does not fit (then built with libbson by the caller). */
+#define ROW_MAX 512
+static size_t
+row_build(uint8_t *b, const bson_t *key, int64_t txn_number, uint64_t ts, int64_t term, int64_t date,
+          const char *state)
+{
+	size_t klen = key->len - 5, slen = state != NULL ? strlen(state) : 0;
+	size_t need = 4 + klen + (1 + 7 + 8) + (1 + 16 + 4 + (1 + 3 + 8) + (1 + 2 + 8) + 1) + (1 + 14 + 8) +
+	    (state != NULL ? 1 + 6 + 4 + slen + 1 : 0) + 1;
+	uint8_t *p = b;
+	uint32_t u;
+	uint64_t v;
+	size_t sub;
+
+	if (need > ROW_MAX)
+		return 0;
+#define RB_PUT(src, n) (memcpy(p, (src), (n)), p += (n))
+#define RB_U32(x) (u = BSON_UINT32_TO_LE(x), RB_PUT(&u, 4))
+#define RB_U64(x) (v = BSON_UINT64_TO_LE(x), RB_PUT(&v, 8))
+	p += 4;
+	RB_PUT(bson_get_data(key) + 4, klen);   /* the _id element */
+	*p++ = BSON_TYPE_INT64;
+	RB_PUT("txnNum", 7);
+	RB_U64((uint64_t)txn_number);
+	*p++ = BSON_TYPE_DOCUMENT;
+	RB_PUT("lastWriteOpTime", 16);
+	sub = (size_t)(p - b);
+	p += 4;
+	*p++ = BSON_TYPE_TIMESTAMP;   /* increment, then seconds: ts's low and high words */
+	RB_PUT("ts", 3);
+	RB_U64(ts);
+	*p++ = BSON_TYPE_INT64;
+	RB_PUT("t", 2);
+	RB_U64((uint64_t)term);
+	*p++ = 0;
+	u = BSON_UINT32_TO_LE((uint32_t)((size_t)(p - b) - sub));
+	memcpy(b + sub, &u, 4);
+	*p++ = BSON_TYPE_DATE_TIME;
+	RB_PUT("lastWriteDate", 14);
+	RB_U64((uint64_t)date);
+	if (state != NULL) {
+		*p++ = BSON_TYPE_UTF8;
+		RB_PUT("state", 6);
+		RB_U32((uint32_t)slen + 1);
+		RB_PUT(state, slen + 1);
+	}
+	*p++ = 0;
+	u = BSON_UINT32_TO_LE((uint32_t)(p - b));
+	memcpy(b, &u, 4);
+#undef RB_PUT
+#undef RB_U32
+#undef RB_U64
+	return (size_t)(p - b);
+}
+
+/* Remember where and what the session's row now is (recid 0: forget). */
+static void
+row_remember(repl_txn_state_t *t, const storage_coll_t *c, recid_t recid, const bson_t *doc)
+{
+	t->row_recid = (int64_t)recid;
+	if (recid == 0)
+		return;
+	memcpy(t->row_uuid, c->uuid, 16);
+	if (doc->len > t->row_last_cap) {
+		t->row_last_cap = doc->len;
+		t->row_last = bson_realloc(t->row_last, t->row_last_cap);
+	}
+	memcpy(t->row_last, bson_get_data(doc), doc->len);
+	t->row_last_len = doc->len;
+}
+
+/*
+ * Write the session's row in ss's open transaction.  Where the session
+ * last wrote it (the same table by UUID, the same RecordId: RecordIds are
+ * never reused in a table and a row's _id never changes, so that record is
+ * this session's row or gone) it is overwritten in one write; else the
+ * _id index finds it; a new row is inserted.
+ */
 static int
 row_write_txn(storage_session_t *ss, void *arg, terr_t *err)
 {
 	struct row_write *w = arg;
+	repl_txn_state_t *t = repl_session_txn(w->s);
 	storage_coll_t *c = NULL;
-	bson_t doc = BSON_INITIALIZER, old, lsid = BSON_INITIALIZER, optime;
+	const bson_t *key = row_key(w->s);
+	bson_t doc, old;
 	bson_iter_t it;
-	bson_value_t idv;
-	recid_t recid;
+	recid_t recid = 0;
 	int64_t now = repl_now_ms();
+	uint8_t rowbuf[ROW_MAX];
 	int rc, ret = 0;
 
-	if (storage_coll_get(w->st, TXN_TABLE_DB, TXN_TABLE, &c, NULL) != 0) {
-		ret = terr_set(err, TERR_NAMESPACE_NOT_FOUND, "config.transactions does not exist");
-		goto err;
+	if (storage_coll_get(w->st, TXN_TABLE_DB, TXN_TABLE, &c, NULL) != 0)
+		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "config.transactions does not exist");
+	{
+		uint64_t ts = w->ts != 0 ? w->ts : ((uint64_t)(uint32_t)(now / 1000) << 32 | (uint32_t)(now % 1000 + 1));
+		int64_t term = w->ts != 0 ? w->term : 1;
+		size_t n = row_build(rowbuf, key, w->txn_number, ts, term, now, w->state);
+		bson_t optime;
+		if (n == 0 || !bson_init_static(&doc, rowbuf, n)) {
+			/* a long lsid: libbson */
+			bson_init(&doc);
+			bson_concat(&doc, key);
+			BSON_APPEND_INT64(&doc, "txnNum", w->txn_number);
+			bson_append_document_begin(&doc, "lastWriteOpTime", -1, &optime);
+			bson_append_timestamp(&optime, "ts", 2, (uint32_t)(ts >> 32), (uint32_t)ts);
+			BSON_APPEND_INT64(&optime, "t", term);
+			bson_append_document_end(&doc, &optime);
+			bson_append_date_time(&doc, "lastWriteDate", -1, now);
+			if (w->state != NULL)
+				BSON_APPEND_UTF8(&doc, "state", w->state);
+		}
 	}
-	append_lsid(&lsid, "_id", w->s);
-	bson_iter_init_find(&it, &lsid, "_id");
-	bson_value_copy(bson_iter_value(&it), &idv);
-	append_lsid(&doc, "_id", w->s);
-	BSON_APPEND_INT64(&doc, "txnNum", w->txn_number);
-	bson_append_document_begin(&doc, "lastWriteOpTime", -1, &optime);
-	if (w->ts != 0)
-		bson_append_timestamp(&optime, "ts", 2, (uint32_t)(w->ts >> 32), (uint32_t)w->ts);
-	else
-		bson_append_timestamp(&optime, "ts", 2, (uint32_t)(now / 1000), (uint32_t)(now % 1000) + 1);
-	BSON_APPEND_INT64(&optime, "t", w->ts != 0 ? w->term : 1);
-	bson_append_document_end(&doc, &optime);
-	bson_append_date_time(&doc, "lastWriteDate", -1, now);
-	if (w->state != NULL)
-		BSON_APPEND_UTF8(&doc, "state", w->state);
-	rc = storage_doc_find_id(ss, c, &idv, &recid, &old, err);
-	if (rc < 0)
-		ret = -1;
-	else if (rc == 0)
+	rc = 1;
+	if (t->row_recid > 0 && memcmp(t->row_uuid, c->uuid, 16) == 0 &&
+	    bson_init_static(&old, t->row_last, t->row_last_len)) {
+		recid = (recid_t)t->row_recid;
+		if ((rc = storage_doc_update_existing(ss, c, recid, &old, &doc, err)) < 0)
+			ret = -1;
+		else if (rc == 0)
+			goto done;
+	}
+	if (ret == 0) {
+		bson_iter_init(&it, key);
+		bson_iter_next(&it);
+		if ((rc = storage_doc_find_id(ss, c, bson_iter_value(&it), &recid, &old, err)) < 0)
+			ret = -1;
+	}
+	if (ret == 0 && rc == 0)
 		ret = storage_doc_update(ss, c, recid, &old, &doc, err);
-	else
-		ret = storage_doc_insert(ss, c, &doc, NULL, err);
-	bson_value_destroy(&idv);
-err:
+	else if (ret == 0)
+		ret = storage_doc_insert(ss, c, &doc, &recid, err);
+done:
+	row_remember(t, c, ret == 0 ? recid : 0, &doc);
 	storage_coll_release(c);
 	bson_destroy(&doc);
-	bson_destroy(&lsid);
 	return ret;
 }
 
@@ -575,8 +704,6 @@ repl_retryable_record(repl_session_t *s, storage_t *st, storage_session_t *ss, c
 	bool was;
 	int rc;
 
-	if (reply != NULL && whole_reply_command(cmd))
-		repl_retryable_keep_reply(s, cmd, reply);
 	if (storage_coll_get(st, TXN_TABLE_DB, TXN_TABLE, &c, NULL) != 0) {
 		terr_t e = TERR_INIT;
 		if (storage_coll_create(st, ss, TXN_TABLE_DB, TXN_TABLE, NULL, &e) != 0 &&
@@ -737,8 +864,6 @@ repl_retryable_record_in_txn(repl_session_t *s, storage_t *st, storage_session_t
 	storage_session_set_unobserved(ss, was);
 	if (rc != 0)
 		return -1;   /* the caller rolls back */
-	if (whole_reply_command(cmd))
-		repl_retryable_keep_reply(s, cmd, reply);
 	atomic_fetch_add(&stats->transactions_collection_writes, 1);
 	return 0;
 }
@@ -762,6 +887,34 @@ repl_retryable_row_in_txn(repl_session_t *s, storage_t *st, storage_session_t *s
 	storage_session_set_unobserved(ss, was);
 	if (rc == 0)
 		atomic_fetch_add(&repl_txn_stats(repl_session_registry(s))->transactions_collection_writes, 1);
+	return rc;
+}
+
+int
+repl_retryable_commit_row_hook(void *arg, storage_session_t *ss, repl_oplog_optime_t last, terr_t *err)
+{
+	repl_session_t *s = arg;
+	repl_txn_state_t *t = repl_session_txn(s);
+	storage_t *st = repl_sessions_storage(repl_session_registry(s));
+	struct row_write w = {st, s, t->txn_number, last.ts, last.t, "committed"};
+	bool was;
+	int rc;
+
+	storage_coll_t *c = NULL;
+
+	/* catalog changes are not transactional: when the table does not
+	 * exist yet, the commit command writes the row after the commit (in
+	 * its own transaction, creating the table) */
+	if (storage_coll_get(st, TXN_TABLE_DB, TXN_TABLE, &c, NULL) != 0)
+		return 0;
+	storage_coll_release(c);
+	was = storage_session_set_unobserved(ss, true);
+	rc = row_write_txn(ss, &w, err);
+	storage_session_set_unobserved(ss, was);
+	if (rc == 0) {
+		t->row_at_commit = true;
+		atomic_fetch_add(&repl_txn_stats(repl_session_registry(s))->transactions_collection_writes, 1);
+	}
 	return rc;
 }
 

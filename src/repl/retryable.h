@@ -8,7 +8,7 @@
  * entry that carries it); a retried insert, update or delete answers each
  * statement found there from its entry (insert/delete n: 1, an update's
  * n/nModified/upserted parsed from the entry) and runs the others.
- * findAndModify and bulkWrite keep their first reply whole as well.  Every
+ * A findAndModify's retry is rebuilt from its entry and its image.  Every
  * storage transaction that writes statements also writes the session's row
  * of config.transactions ({_id: lsid, txnNum, lastWriteOpTime,
  * lastWriteDate}) in the same WiredTiger transaction, and each entry links
@@ -35,14 +35,16 @@ void repl_retry_record_free(repl_retry_record_t *r);
 
 /* The session is at a retryable txnNumber (repl_txn_begin_or_continue said
  * REPL_TXN_KIND_RETRYABLE): returns 1 with reply (initialised, caller
- * destroys) a copy of the first execution's reply when cmd already ran under
- * it; 0 when it did not (run it).  When it ran before a restart, a
- * single-statement insert, update or delete (nstatements 1) gets the reply
- * rebuilt from its oplog entry (read through op on ss, outside any
- * transaction), as mongod does, a findAndModify's from its entry and its
- * config.image_collection image; 0 when that write left no entry (it
- * changed nothing: it runs again); -1 with 217 IncompleteTransactionHistory
- * for a batch, or an entry or image no longer kept. */
+ * destroys) when cmd's answer is known without running it: a findAndModify
+ * whose stmtId (body's, default 0) the session executed, rebuilt from its
+ * oplog entry and config.image_collection as mongod does on every retry
+ * (the image unprojected; retriedStmtId), or a write kept whole (a
+ * time-series insert) answering its first reply; 0 when it must run (other
+ * commands look each statement up with repl_retryable_stmt_executed; the
+ * history after a restart is read here, through op on ss, outside any
+ * transaction); -1 with err: 217 IncompleteTransactionHistory, or mongod's
+ * 406xx / 56376xx when a findAndModify's entry does not fit the request or
+ * its image is gone.  nstatements is unused. */
 struct repl_oplog;
 int repl_retryable_replay(repl_session_t *s, struct repl_oplog *op, storage_session_t *ss, const char *cmd,
                           const bson_t *body, int nstatements, bson_t *reply, terr_t *err);
@@ -82,6 +84,14 @@ int repl_retryable_prepare(storage_t *st, storage_session_t *ss, terr_t *err);
  * hook does (repl_oplog_session_set_commit_hook). */
 int repl_retryable_row_in_txn(repl_session_t *s, storage_t *st, storage_session_t *ss, repl_oplog_optime_t last,
                               terr_t *err);
+
+/* The commit hook of a multi-document transaction's storage session
+ * (repl_oplog_session_set_commit_hook; arg: its repl_session_t): the
+ * session's row {txnNum, lastWriteOpTime: last (the applyOps entry),
+ * lastWriteDate, state: "committed"} joins the commit's storage
+ * transaction, unobserved, and the state's row_at_commit says so (the
+ * commit command then writes no row of its own). */
+int repl_retryable_commit_row_hook(void *arg, storage_session_t *ss, repl_oplog_optime_t last, terr_t *err);
 
 /* A retryable findAndModify that updated or removed a document: keep the
  * document it returns (image, unprojected; kind "preImage" or "postImage")

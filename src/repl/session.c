@@ -130,6 +130,9 @@ session_free(repl_session_t *s)
 {
 	repl_txn_abort_quietly(s, s->reg->st);
 	repl_retry_record_free(s->txn.retry);
+	if (s->txn.row_key != NULL)
+		bson_destroy(s->txn.row_key);
+	bson_free(s->txn.row_last);
 	bson_free(s->user);
 	bson_free(s);
 }

@@ -196,6 +196,9 @@ repl_txn_attach_oplog(repl_session_t *s, struct repl_oplog *op, const bson_t *ls
 		repl_oplog_session_clear(t->ss);
 		return -1;
 	}
+	/* a commit that logs entries writes the session's row with them */
+	t->row_at_commit = false;
+	repl_oplog_session_set_commit_hook(t->ss, repl_retryable_commit_row_hook, s);
 	t->oplog_attached = true;
 	return 0;
 }

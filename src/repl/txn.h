@@ -60,6 +60,17 @@ typedef struct repl_txn_state {
 	int64_t last_term;
 	/* retryable writes of txn_number: see repl/retryable.h */
 	struct repl_retry_record *retry;
+	/* the session's config.transactions row: its {_id: lsid} built once
+	 * (owned) and the RecordId it was last written at (0: unknown; a hint,
+	 * checked against the row's _id before use) -- repl/retryable.c */
+	bson_t *row_key;
+	int64_t row_recid;
+	uint8_t row_uuid[16];     /* ... in the table of this UUID (a new table restarts RecordIds) */
+	uint8_t *row_last;        /* the row as last written there (owned; its _id and size are the hint) */
+	size_t row_last_len, row_last_cap;
+	/* the committed transaction's row was written in its commit's storage
+	 * transaction (repl_retryable_commit_row_hook) */
+	bool row_at_commit;
 } repl_txn_state_t;
 
 /* serverStatus.transactions (mongod's ServerTransactionsMetrics). */

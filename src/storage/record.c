@@ -896,6 +896,51 @@ storage_doc_update_damages(storage_session_t *s, storage_coll_t *c, recid_t reci
 }
 
 int
+storage_doc_update_existing(storage_session_t *s, storage_coll_t *c, recid_t recid, const bson_t *old_hint,
+                            const bson_t *new_doc, terr_t *err)
+{
+	storage_coll_t *ixc = c;
+	WT_CURSOR *cur = NULL;
+	WT_ITEM v;
+	bson_iter_t it;
+	int ret = 0, wret;
+
+	RET(storage_require_txn(s, err));
+	if (new_doc->len > STORAGE_MAX_BSON || !doc_id(new_doc, &it) || c->clustered_ix != NULL ||
+	    !same_id(old_hint, new_doc))
+		return 2;
+	ERR(write_begin(s, c, &ixc, err));
+	if (ixc->nindexes != 1 || !ixc->indexes[0].is_id) {
+		ret = 2;   /* other indexes would need the true old document */
+		goto err;
+	}
+	ERR(write_recheck(s, c, new_doc, old_hint, err));
+	ERR(storage_session_cursor(s, c->ident, &cur, err));
+	v.data = bson_get_data(new_doc);
+	v.size = new_doc->len;
+	cur->set_key(cur, (int64_t)recid);
+	cur->set_value(cur, &v);
+	if ((wret = cur->update(cur)) != 0) {
+		/* not there (overwrite=false): nothing written, the transaction
+		 * stays good */
+		ret = wret == WT_NOTFOUND ? 1 : storage_wt_err(wret, "update record", err);
+		goto err;
+	}
+	storage_session_cursor_done(cur);
+	cur = NULL;
+	ERR(storage_txn_delta(s, storage_coll_rt(c), 0, (int64_t)new_doc->len - (int64_t)old_hint->len, err));
+	{
+		storage_op_t op = {.kind = STORAGE_OP_UPDATE, .db = c->db, .coll = c, .recid = recid,
+		    .doc = new_doc, .old_doc = old_hint};
+		ERR(storage_observe(s, &op, err));
+	}
+err:
+	storage_session_cursor_done(cur);
+	write_end(c, ixc);
+	return ret < 0 ? storage_txn_fail(s, ret) : ret;
+}
+
+int
 storage_doc_delete(storage_session_t *s, storage_coll_t *c, recid_t recid,
                    const bson_t *old_doc, terr_t *err)
 {

@@ -574,6 +574,15 @@ int storage_doc_delete(storage_session_t *s, storage_coll_t *c, recid_t recid,
 struct bdamages;
 int storage_doc_update_damages(storage_session_t *s, storage_coll_t *c, recid_t recid, const bson_t *old_doc,
                                const bson_t *new_doc, const struct bdamages *dm, terr_t *err);
+/* Replace the document at recid with new_doc when c's only index is _id and
+ * new_doc's _id is old_hint's byte for byte: one write, no read first.
+ * old_hint is what the caller last wrote there (a hint: only its _id and
+ * size are used -- the size for dataSize).  Returns 0 written; 1 when no
+ * record is at recid (nothing written, the transaction still good); 2
+ * when the shortcut does not apply (nothing written: use
+ * storage_doc_update); -1 with err as storage_doc_update's. */
+int storage_doc_update_existing(storage_session_t *s, storage_coll_t *c, recid_t recid, const bson_t *old_hint,
+                                const bson_t *new_doc, terr_t *err);
 
 /*
  * Insert doc at a RecordId the caller chooses (the oplog: its entry's ts),

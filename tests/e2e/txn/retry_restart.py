@@ -10,8 +10,13 @@ mongod 5.1+ keeps in config.image_collection).  Batches too, per statement
 row starts): an insert batch whose second document failed, an update batch
 with an upsert, a delete batch -- each retried after the restart answers
 the statements it executed from their entries (retriedStmtIds) and runs
-only the others.  Raw OP_MSG, so the lsid is ours and not a driver's
-implicit session.
+only the others; the admin bulkWrite likewise (mongod's per-op
+checkStatementExecuted).  A findAndModify with `fields` retried after the
+restart answers the stored image unprojected with retriedStmtId, as mongod.
+Last, with `--oplogSize 1`: a batch whose oplog entries truncation removed
+is retried after a restart and answers 217 IncompleteTransactionHistory
+(nothing applied twice).  Raw OP_MSG, so the lsid is ours and not a
+driver's implicit session.
 
     python3 retry_restart.py path/to/tamgad
 
@@ -82,7 +87,7 @@ class Conn:
 
 def start(dbpath, port, log):
     proc = subprocess.Popen([TAMGAD, "--port", str(port), "--bind_ip", "127.0.0.1", "--dbpath", dbpath,
-                             "--nounixsocket", "--replSet", "rs0", "--replSetAutoInitiate"],
+                             "--nounixsocket", "--replSet", "rs0", "--replSetAutoInitiate", "--oplogSize", "1"],
                             stdout=log, stderr=subprocess.STDOUT)
     for _ in range(300):
         if proc.poll() is not None:
@@ -119,6 +124,21 @@ BATCHES = [
      lambda r: r.get("n") == 2 and r.get("retriedStmtIds") == [0, 1]),
 ]
 
+# the admin bulkWrite: op 1 fails the first time (its _id is taken), then
+# is free for the retry; ops 0, 2, 3, 4 are answered from their entries
+BULK = {"bulkWrite": 1, "nsInfo": [{"ns": "t.bw"}], "ordered": False,
+        "ops": [{"insert": 0, "document": {"_id": 1, "n": 0}}, {"insert": 0, "document": {"_id": 2}},
+                {"update": 0, "filter": {"_id": 1}, "updateMods": {"$inc": {"n": 1}}},
+                {"update": 0, "filter": {"_id": 5}, "updateMods": {"$set": {"u": 1}}, "upsert": True},
+                {"delete": 0, "filter": {"_id": 3}}]}
+FAM_FIELDS = {"findAndModify": "bw", "query": {"_id": 1}, "update": {"$inc": {"n": 10}}, "new": True,
+              "fields": {"n": 0}}
+
+
+def bulk_counts(r):
+    return tuple(r.get(k) for k in ("nErrors", "nInserted", "nMatched", "nModified", "nUpserted", "nDeleted"))
+
+
 # (name, command, what its reply must hold)
 WRITES = [
     ("insert", {"insert": "r", "documents": [{"_id": 1, "n": 0}]}, lambda r: r.get("n") == 1),
@@ -152,9 +172,27 @@ def main():
             if n == 200:
                 c.cmd("t", {"delete": "b", "deletes": [{"q": {"_id": 31}, "limit": 1}],
                             "writeConcern": {"w": 1, "j": True}})
+        c.cmd("t", {"insert": "bw", "documents": [{"_id": 2}, {"_id": 3}]})
+        r = c.cmd("admin", dict(BULK, lsid=lsid(210), txnNumber=Int64(4), writeConcern={"w": 1, "j": True}))
+        check("bulkWrite applied", r.get("ok") == 1 and bulk_counts(r) == (1, 1, 1, 1, 1, 1)
+              and r["cursor"]["firstBatch"][1].get("code") == 11000, r)
+        c.cmd("t", {"delete": "bw", "deletes": [{"q": {"_id": 2}, "limit": 1}], "writeConcern": {"w": 1, "j": True}})
+        r = c.cmd("t", dict(FAM_FIELDS, lsid=lsid(211), txnNumber=Int64(5), writeConcern={"w": 1, "j": True}))
+        check("findAndModify with fields applied", r.get("ok") == 1 and "n" not in r.get("value", {"n": 0}), r)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         proc, c = start(dbpath, port, log)
+        r = c.cmd("admin", dict(BULK, lsid=lsid(210), txnNumber=Int64(4)))
+        check("bulkWrite retried after kill -9: ops that ran from the oplog, the failed one runs",
+              r.get("ok") == 1 and bulk_counts(r) == (0, 2, 1, 1, 1, 1) and r.get("retriedStmtIds") == [0, 2, 3, 4]
+              and r["cursor"]["firstBatch"][3].get("upserted") == {"_id": 5}, r)
+        r = c.cmd("t", dict(FAM_FIELDS, lsid=lsid(211), txnNumber=Int64(5)))
+        check("findAndModify with fields retried after kill -9: the image unprojected, retriedStmtId (mongod's)",
+              r.get("ok") == 1 and r.get("value") == {"_id": 1, "n": 11} and r.get("retriedStmtId") == 0, r)
+        r = c.cmd("t", {"find": "bw", "sort": {"_id": 1}})
+        docs = r["cursor"]["firstBatch"]
+        check("no op of the bulkWrite applied twice", docs == [{"_id": 1, "n": 11}, {"_id": 2}, {"_id": 5, "u": 1}],
+              docs)
         for i, (name, cmd, good) in enumerate(WRITES):
             full = dict(cmd, lsid=lsid(100 + i), txnNumber=Int64(1))
             r = c.cmd("t", full)
@@ -171,6 +209,33 @@ def main():
         check("no statement of a batch applied twice", docs == [{"_id": 30, "n": 1}, {"_id": 31}], docs)
         r = c.cmd("t", {"insert": "r", "documents": [{"_id": 1}], "lsid": lsid(100), "txnNumber": Int64(0)})
         check("an older txnNumber is too old (225)", r.get("code") == 225, r)
+
+        # truncation past a session's history: its retry after a restart
+        # cannot tell what ran and answers 217, applying nothing
+        trunc = {"insert": "tr", "documents": [{"_id": 1}, {"_id": 2}]}
+        r = c.cmd("t", dict(trunc, lsid=lsid(300), txnNumber=Int64(1), writeConcern={"w": 1, "j": True}))
+        check("a batch before truncation applied", r.get("ok") == 1 and r.get("n") == 2, r)
+        first = c.cmd("local", {"find": "oplog.rs", "filter": {"ns": "t.tr"}})["cursor"]["firstBatch"][0]["ts"]
+        pad = "x" * 60000
+        gone = False
+        for k in range(200):   # at most ~12 MB of filler; the oplog holds 1 MB
+            c.cmd("t", {"insert": "filler", "documents": [{"_id": k, "p": pad}]})
+            if k % 20 == 19:
+                time.sleep(1.2)   # the truncation pass runs once a second
+                oldest = c.cmd("local", {"find": "oplog.rs", "limit": 1})["cursor"]["firstBatch"][0]["ts"]
+                if oldest > first:
+                    gone = True
+                    break
+        check("truncation removed the batch's entries", gone)
+        c.cmd("t", {"insert": "x", "documents": [{}], "writeConcern": {"w": 1, "j": True}})
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        proc, c = start(dbpath, port, log)
+        r = c.cmd("t", dict(trunc, lsid=lsid(300), txnNumber=Int64(1)))
+        check("the batch retried after truncation and a restart answers 217 IncompleteTransactionHistory",
+              r.get("code") == 217 and r.get("codeName") == "IncompleteTransactionHistory", r)
+        r = c.cmd("t", {"count": "tr"})
+        check("... and applies nothing", r.get("n") == 2, r)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait()
