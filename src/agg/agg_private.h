@@ -247,7 +247,11 @@ int agg_exec_pull(agg_exec_t *x, const bson_t **doc, terr_t *err);
  * field), and returns whether that document had a field excl removed (a
  * slot; false: nothing to keep).  agg_proj_slot_set: excl's input of the
  * current document becomes ref (borrowed: the caller keeps it valid until
- * it sets another or the pipeline closes; NULL: the document has no slot). */
+ * it sets another or the pipeline closes; NULL: the document has no slot).
+ * excl may also be a $addFields / $set whose missing computed values leave
+ * slots (holes): its skeleton is its last output's, each hole's value
+ * undefined (false: no hole), and agg_proj_slot_set reads the holes back
+ * from ref (copied; NULL: none). */
 bool agg_sort_carry_slots(const agg_rt_t *sort_rt, const agg_rt_t *excl);
 bool agg_is_sort_stage(const agg_rt_t *rt);
 /* agg_replace_root_path (stage_basic.c): rt is a $replaceRoot /
@@ -275,8 +279,9 @@ void agg_proj_slot_set(const agg_rt_t *excl, const bson_t *ref);
  * each srcs[j] gets views[j] (static over aux, so aux must stay valid as
  * long as the document) or NULL (aux NULL or len 0: none at all); an
  * $unwind gets its element back (agg_unwind_set_current).
- * agg_proj_slot_candidates: the exclusions upstream of `from` (itself
- * included) whose slots a stage after it may fill, into out[0..max),
+ * agg_proj_slot_candidates: the exclusions (and the $addFields / $set,
+ * which then keep their holes) upstream of `from` (itself included) whose
+ * slots a stage after it may fill, into out[0..max),
  * nearest first; returns how many (a $facet carries those for its branches).
  * agg_facet_carry_slots (stage_lookup.c): whether the $facet facet_rt
  * carries excl's slots to its branches (decided at its open). */

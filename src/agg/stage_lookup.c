@@ -1020,7 +1020,7 @@ err:
 	return ret;
 }
 
-#define FACET_SLOT_SRCS 4
+#define FACET_SLOT_SRCS 8
 
 /* docs: the input, buffered.  slot_srcs: the exclusions upstream whose
  * removed fields' slots a $addFields / $set in a branch may fill (mongod's

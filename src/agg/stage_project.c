@@ -29,8 +29,10 @@
  * memory limit, dropped with the document by top-k) and hands it back as
  * the document leaves; a sort that spilled wrote BSON (Document::
  * serializeForSorter skips missing values) and lost them, here too.  A
- * $addFields' holes end the chain at a carrier or a $replaceRoot, and a
- * stage that rebuilds documents ($group, ...) ends it.
+ * $addFields' holes go the same way (missing Values kept in the Document's
+ * storage): a carrier keeps a skeleton of its output with each hole marked
+ * undefined, and a promotion takes the document inside.  A stage that
+ * rebuilds documents ($group, ...) ends the chain.
  *
  * Not here: find's projection ($elemMatch, $slice, positional $) -- query/.
  */
@@ -500,6 +502,8 @@ exprs_to_value(agg_rt_t *rt, const pnode_t *n, const bson_value_t *v, bson_t *ou
 	return 0;
 }
 
+static void hole_note(proj_state_t *hs, const pnode_t *k);
+
 /* A computed field whose value is missing: dropped, or (hs: the stage keeps
  * its holes for a later $addFields) a null placeholder in its slot, noted in
  * hs->holes. */
@@ -509,6 +513,13 @@ put_missing(const pnode_t *k, bson_t *out, proj_state_t *hs)
 	if (hs == NULL || !hs->keep_holes)
 		return;
 	bson_append_null(out, k->name, (int)k->name_len);
+	hole_note(hs, k);
+}
+
+/* Note plan node k among hs's holes (once). */
+static void
+hole_note(proj_state_t *hs, const pnode_t *k)
+{
 	for (int i = 0; i < hs->nholes; i++)
 		if (hs->holes[i] == k)
 			return;
@@ -796,13 +807,15 @@ slots_reorder(const bson_t *out, const bson_t *ref, const pnode_t *excl, const p
 	bslots_reorder(out, ref, excl, add, &slot_nodes, hs, res);
 }
 
-static bool slots_skeleton(const bson_t *ref, const pnode_t *excl, bson_t *out);
+static bool slots_skeleton(const bson_t *ref, const pnode_t *excl, const proj_state_t *hs, bson_t *out);
 
-/* it's value under k (a sub-tree of the exclusion) as a skeleton under
- * name: documents by field, arrays element by element (as bslots_reorder
- * walks them), anything else null. */
+/* it's value under k (a sub-tree of the exclusion, or of the $addFields
+ * whose holes hs notes) as a skeleton under name: documents by field,
+ * arrays element by element (as bslots_reorder walks them), anything else
+ * null. */
 static bool
-skeleton_value(bson_t *out, const char *name, int len, const bson_iter_t *it, const pnode_t *k)
+skeleton_value(bson_t *out, const char *name, int len, const bson_iter_t *it, const pnode_t *k,
+               const proj_state_t *hs)
 {
 	bson_t sub, child;
 	bson_iter_t ai;
@@ -815,14 +828,14 @@ skeleton_value(bson_t *out, const char *name, int len, const bson_iter_t *it, co
 	agg_value_doc(bson_iter_value((bson_iter_t *)it), &sub);
 	if (BSON_ITER_HOLDS_DOCUMENT(it)) {
 		bson_append_document_begin(out, name, len, &child);
-		slot = slots_skeleton(&sub, k, &child);
+		slot = slots_skeleton(&sub, k, hs, &child);
 		bson_append_document_end(out, &child);
 		return slot;
 	}
 	bson_append_array_begin(out, name, len, &child);
 	bson_iter_init(&ai, &sub);
 	while (bson_iter_next(&ai))
-		slot |= skeleton_value(&child, bson_iter_key(&ai), (int)bson_iter_key_len(&ai), &ai, k);
+		slot |= skeleton_value(&child, bson_iter_key(&ai), (int)bson_iter_key_len(&ai), &ai, k, hs);
 	bson_append_array_end(out, &child);
 	return slot;
 }
@@ -830,9 +843,11 @@ skeleton_value(bson_t *out, const char *name, int len, const bson_iter_t *it, co
 /* Append to out ref's fields in order, each value null except below a
  * sub-tree of the exclusion node excl: all slots_reorder reads of an
  * exclusion's input, a few bytes per field.  Returns whether ref holds a
- * field excl removes (a slot). */
+ * field excl removes (a slot).  With hs (excl a $addFields' plan, ref its
+ * hole_ref): a hole's placeholder becomes undefined instead (holes_collect
+ * reads them back), and the slots are the holes. */
 static bool
-slots_skeleton(const bson_t *ref, const pnode_t *excl, bson_t *out)
+slots_skeleton(const bson_t *ref, const pnode_t *excl, const proj_state_t *hs, bson_t *out)
 {
 	bson_iter_t it;
 	bool slot = false;
@@ -842,14 +857,62 @@ slots_skeleton(const bson_t *ref, const pnode_t *excl, bson_t *out)
 		const char *name = bson_iter_key(&it);
 		uint32_t len = bson_iter_key_len(&it);
 		const pnode_t *k = pnode_lookup(excl, name, len);
-		if (k != NULL && k->kind == PN_EXCLUDE)
+		if (k != NULL && hs == NULL && k->kind == PN_EXCLUDE)
 			slot = true;
-		if (k == NULL || k->kind != PN_SUB)
+		/* a placeholder: null in the stage's own hole_ref, undefined in
+		 * one a carrier handed back */
+		if (k != NULL && hs != NULL && k->kind == PN_EXPR &&
+		    (BSON_ITER_HOLDS_NULL(&it) || BSON_ITER_HOLDS_UNDEFINED(&it)) && is_hole(hs, k)) {
+			bson_append_undefined(out, name, (int)len);
+			slot = true;
+		} else if (k == NULL || k->kind != PN_SUB) {
 			bson_append_null(out, name, (int)len);
-		else
-			slot |= skeleton_value(out, name, (int)len, &it, k);
+		} else {
+			slot |= skeleton_value(out, name, (int)len, &it, k, hs);
+		}
 	}
 	return slot;
+}
+
+static void holes_collect(const bson_t *sk, const pnode_t *n, proj_state_t *hs);
+
+/* holes_collect below it's value under k: documents by field, arrays
+ * element by element. */
+static void
+holes_collect_value(const bson_iter_t *it, const pnode_t *k, proj_state_t *hs)
+{
+	bson_t sub;
+	bson_iter_t ai;
+
+	if (!BSON_ITER_HOLDS_DOCUMENT(it) && !BSON_ITER_HOLDS_ARRAY(it))
+		return;
+	agg_value_doc(bson_iter_value((bson_iter_t *)it), &sub);
+	if (BSON_ITER_HOLDS_DOCUMENT(it)) {
+		holes_collect(&sub, k, hs);
+		return;
+	}
+	bson_iter_init(&ai, &sub);
+	while (bson_iter_next(&ai))
+		holes_collect_value(&ai, k, hs);
+}
+
+/* Note in hs the holes a skeleton (slots_skeleton with hs) marks below
+ * plan node n. */
+static void
+holes_collect(const bson_t *sk, const pnode_t *n, proj_state_t *hs)
+{
+	bson_iter_t it;
+
+	bson_iter_init(&it, sk);
+	while (bson_iter_next(&it)) {
+		const pnode_t *k = pnode_lookup(n, bson_iter_key(&it), bson_iter_key_len(&it));
+		if (k == NULL)
+			continue;
+		if (k->kind == PN_EXPR && BSON_ITER_HOLDS_UNDEFINED(&it))
+			hole_note(hs, k);
+		else if (k->kind == PN_SUB)
+			holes_collect_value(&it, k, hs);
+	}
 }
 
 bool
@@ -858,15 +921,30 @@ agg_proj_slot_skeleton(const agg_rt_t *excl, bson_t *out)
 	const proj_state_t *es = excl->state;
 	const proj_plan_t *ep = excl->st->plan;
 
-	return es->last_in != NULL && slots_skeleton(es->last_in, &ep->root, out);
+	if (ep->mode == PM_ADD)
+		return es->nholes > 0 && slots_skeleton(&es->hole_ref, &ep->root, es, out);
+	return es->last_in != NULL && slots_skeleton(es->last_in, &ep->root, NULL, out);
 }
 
 void
 agg_proj_slot_set(const agg_rt_t *excl, const bson_t *ref)
 {
 	proj_state_t *es = excl->state;
+	const proj_plan_t *ep = excl->st->plan;
 
-	es->last_in = ref;
+	if (ep->mode != PM_ADD) {
+		es->last_in = ref;
+		return;
+	}
+	/* a $addFields' holes, from the skeleton a carrier kept (NULL: none) */
+	es->nholes = 0;
+	if (ref == NULL)
+		return;
+	holes_collect(ref, &ep->root, es);
+	if (es->nholes > 0) {
+		bson_reinit(&es->hole_ref);
+		bson_concat(&es->hole_ref, ref);
+	}
 }
 
 /* The node of exclusion tree n at dotted path (NULL: n itself), or NULL
@@ -1020,34 +1098,25 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 		if (in->st->def->open != proj_open)
 			break;
 		const proj_plan_t *ip = in->st->plan;
-		if (ip->mode == PM_ADD) {
-			proj_state_t *is = in->state;
-			/* holes are not followed into a promoted document nor carried
-			 * across a sort or a $facet (not built): the walk ends there */
-			if (ps != NULL && holes_meet(&ip->root, &plan->root)) {
-				bool promoted = false;
-				for (int i = 0; i < nops; i++)
-					promoted |= ops[i].unwind == NULL;
-				if (promoted || ncarriers > 0)
-					break;
-				is->keep_holes = true;
-				ps->excl_rts[ps->nexcl++] = in;
-				n++;
-			}
-			continue;
-		}
-		if (ip->mode != PM_EXCLUSION)
+		if (ip->mode == PM_INCLUSION)
 			break;
+		/* an exclusion's removed fields, or a $addFields' holes (its
+		 * missing computed values), followed the same way: into the
+		 * document a promotion took, across the carriers */
+		bool add = ip->mode == PM_ADD;
 		const pnode_t *en = &ip->root;
 		for (int i = nops - 1; i >= 0 && en != NULL; i--)
 			if (ops[i].unwind == NULL)
 				en = slots_node_at(en, ops[i].path);
-		if (en != NULL && (ps == NULL || slots_meet(en, &plan->root))) {
+		if (en != NULL && (ps == NULL ? !add || en->computed
+		                              : add ? holes_meet(en, &plan->root) : slots_meet(en, &plan->root))) {
 			bool carried = true;
 			for (int i = 0; i < ncarriers && carried; i++)
 				carried = carrier_carry(carriers[i], in);
 			if (!carried)
 				break;
+			if (add)
+				((proj_state_t *)in->state)->keep_holes = true;
 			if (ps != NULL) {
 				ps->excl_nops[ps->nexcl] = nops;
 				ps->excl_ops[ps->nexcl] = nops > 0 ? bson_malloc(sizeof(slot_op_t) * (size_t)nops) : NULL;
@@ -1186,18 +1255,18 @@ slots_apply(const proj_plan_t *plan, proj_state_t *ps, const bson_t **out)
 		if (ep->mode == PM_ADD ? es->nholes == 0 : es->last_in == NULL)
 			continue;       /* no slot in this document */
 		bson_reinit(dst);
-		if (ep->mode == PM_ADD) {
-			slots_reorder(*out, &es->hole_ref, &ep->root, &plan->root, es, dst);
-		} else if (ps->excl_nops[i] == 0) {
-			slots_reorder(*out, es->last_in, &ep->root, &plan->root, NULL, dst);
+		/* the exclusion's input, or the $addFields' output with its holes */
+		const bson_t *ref = ep->mode == PM_ADD ? &es->hole_ref : es->last_in;
+		const proj_state_t *hs = ep->mode == PM_ADD ? es : NULL;
+		if (ps->excl_nops[i] == 0) {
+			slots_reorder(*out, ref, &ep->root, &plan->root, hs, dst);
 		} else {
-			/* the document promoted or unwound from the exclusion's input:
-			 * its slots, inside */
+			/* the document promoted or unwound from it: its slots, inside */
 			bson_t sub;
 			const pnode_t *en = &ep->root;
-			if (!slots_follow(ps, i, es->last_in, &en, &sub))
+			if (!slots_follow(ps, i, ref, &en, &sub))
 				continue;
-			slots_reorder(*out, &sub, en, &plan->root, NULL, dst);
+			slots_reorder(*out, &sub, en, &plan->root, hs, dst);
 		}
 		*out = dst;
 	}

@@ -186,6 +186,39 @@
 			[{_id: 1, a: NumberLong(0), k: 2}, {_id: 1, a: NumberLong(1), k: 2}, {_id: 2, k: 1, a: NumberLong(0)}]);
 		cdb.i1slots3.drop();
 	});
+	// a computed field left missing ($$REMOVE) is a missing Value kept in
+	// the Document's storage (setField of a missing value, DocumentStorage::
+	// getField appends it for a field the document lacked): the same hole
+	// through the in-memory sorter (lost by a spilled one: serializeForSorter
+	// walks FieldIterator, which skips missing values), into a $facet branch
+	// and inside the document $replaceWith promotes
+	compat(1, 'a $$REMOVE hole\'s slot lasts through $sort, $facet and $replaceWith, per document', () => {
+		cdb.i1holes.drop();
+		cdb.i1holes.insertMany([{_id: 1, b: 1, a: 2, c: 1}, {_id: 2, a: 1, b: 2}, {_id: 3, c: 0, a: 3, b: 3},
+			{_id: 4, a: 0}]);
+		const p = [{$set: {b: '$$REMOVE'}}, {$sort: {a: 1}}, {$addFields: {b: 5}}];
+		eq(agg(cdb, 'i1holes', p), [{_id: 4, a: 0, b: 5}, {_id: 2, a: 1, b: 5}, {_id: 1, b: 5, a: 2, c: 1},
+			{_id: 3, c: 0, a: 3, b: 5}]);
+		eq(agg(cdb, 'i1holes', [{$set: {b: '$$REMOVE'}}, {$set: {n: 1}}, {$sort: {a: -1}}, {$limit: 2}, {$set: {b: 5}}]),
+			[{_id: 3, c: 0, a: 3, b: 5, n: 1}, {_id: 1, b: 5, a: 2, c: 1, n: 1}]);
+		const old = cmdOk(cdb.getSiblingDB('admin'), {getParameter: 1, internalQueryMaxBlockingSortMemoryUsageBytes: 1})
+			.internalQueryMaxBlockingSortMemoryUsageBytes;
+		cmdOk(cdb.getSiblingDB('admin'), {setParameter: 1, internalQueryMaxBlockingSortMemoryUsageBytes: 1});
+		try {
+			const r = cmdOk(cdb, {aggregate: 'i1holes', pipeline: p, allowDiskUse: true, cursor: {}}).cursor.firstBatch;
+			eq(r, [{_id: 4, a: 0, b: 5}, {_id: 2, a: 1, b: 5}, {_id: 1, a: 2, c: 1, b: 5}, {_id: 3, c: 0, a: 3, b: 5}]);
+		} finally {
+			cmdOk(cdb.getSiblingDB('admin'), {setParameter: 1, internalQueryMaxBlockingSortMemoryUsageBytes: old});
+		}
+		cdb.i1holes.drop();
+		cdb.i1holes.insertMany([{_id: 1, a: 1, s: {x: 1, y: 2}, k: 2}, {_id: 2, k: 1, s: {y: 1}, a: 2}]);
+		eq(agg(cdb, 'i1holes', [{$set: {a: '$$REMOVE', 's.x': '$$REMOVE'}},
+			{$facet: {n: [{$count: 'n'}], o: [{$sort: {k: 1}}, {$set: {a: 9, 's.x': 8}}]}}, {$unwind: '$o'},
+			{$replaceWith: '$o'}]), [{_id: 2, k: 1, s: {y: 1, x: 8}, a: 9}, {_id: 1, a: 9, s: {x: 8, y: 2}, k: 2}]);
+		eq(agg(cdb, 'i1holes', [{$set: {'s.x': '$$REMOVE'}}, {$sort: {k: 1}}, {$replaceWith: '$s'}, {$set: {x: 0}}]),
+			[{y: 1, x: 0}, {x: 0, y: 2}]);
+		cdb.i1holes.drop();
+	});
 	// The field order of every reshaping stage and update form, as mongod
 	// builds it: inclusion $project keeps the input's order and appends
 	// computed fields in spec order (InclusionNode); $addFields/$set and
@@ -293,6 +326,20 @@
 		['nested $$REMOVE, then $set (a slot inside b)', [{$set: {'b.x': '$$REMOVE'}}, {$set: {'b.x': 1}}], ['_id', 'a', B, 'c', 'd']],
 		['nested $$REMOVE in array elements, then $set', [{$set: {c: [{x: 1, y: 2}]}}, {$set: {'c.x': '$$REMOVE'}},
 			{$set: {'c.x': 7}}, {$project: {c: {$arrayElemAt: ['$c', 0]}}}], ['_id', ['c', ['x', 'y']]]],
+		['$$REMOVE, $sort, $set (the hole: a missing Value the sorter keeps in the Document)',
+			[{$set: {a: '$$REMOVE'}}, {$sort: {d: 1}}, {$set: {n: 1, a: 2}}], ['_id', 'a', B, 'c', 'd', 'n']],
+		['$$REMOVE of an absent field, $set, $sort, $set (its hole before the later field)',
+			[{$set: {z: '$$REMOVE'}}, {$set: {n: 1}}, {$sort: {d: -1}}, {$limit: 3}, {$set: {z: 2}}],
+			['_id', 'a', B, 'c', 'd', 'z', 'n']],
+		['nested $$REMOVE, two $sorts, $set (the hole inside b)',
+			[{$set: {'b.x': '$$REMOVE'}}, {$sort: {a: 1}}, {$sort: {d: 1}}, {$set: {'b.x': 1}}], ['_id', 'a', B, 'c', 'd']],
+		['$$REMOVE, $facet with a $set (the TeeBuffer hands the branch the Document with its hole)',
+			[{$set: {a: '$$REMOVE'}}, {$facet: {p: [{$count: 'n'}], o: [{$sort: {d: 1}}, {$set: {a: 2}}]}}, {$unwind: '$o'},
+				{$replaceWith: '$o'}], ['_id', 'a', B, 'c', 'd']],
+		['nested $$REMOVE, $replaceWith, $set (the hole inside the promoted document)',
+			[{$set: {'b.x': '$$REMOVE'}}, {$replaceWith: '$b'}, {$set: {x: 3}}], ['x', 'y']],
+		['nested $$REMOVE, $sort, $replaceRoot, $set',
+			[{$set: {'b.x': '$$REMOVE'}}, {$sort: {d: 1}}, {$replaceRoot: {newRoot: '$b'}}, {$set: {x: 3}}], ['x', 'y']],
 		['exclusion then $set of an object (merged)', [{$project: {'b.x': 0, c: 0}}, {$set: {b: {x: 7}, c: 1}}], ['_id', 'a', B, 'c', 'd']],
 		['$replaceRoot $mergeObjects', [{$replaceRoot: {newRoot: {$mergeObjects: ['$b', {x: 5, q: 1, y: 0}]}}}], ['x', 'y', 'q']],
 		['$group', [{$group: {_id: '$a', z: {$sum: 1}, a: {$first: '$d'}}}], ['_id', 'z', 'a']],

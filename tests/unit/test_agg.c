@@ -709,6 +709,44 @@ test_bucket_auto_densify(void)
 	AGG_ERR("dn", "[{\"$densify\": {\"field\": \"t\", \"range\": {\"step\": -1, \"bounds\": \"full\"}}}]", 5733401);
 }
 
+/* A computed field left missing ($$REMOVE, a missing path) leaves a slot (a
+ * missing Value in mongod's Document), which the stages that hold or
+ * promote Documents keep: an in-memory $sort (top-k too; a spilled one
+ * writes BSON and loses it), a $facet branch, $replaceRoot/$replaceWith. */
+static void
+test_slots_holes_carried(void)
+{
+	load("holes", "[{\"_id\": 1, \"b\": 1, \"a\": 2, \"s\": {\"x\": 1, \"y\": 2}},"
+	              " {\"_id\": 2, \"a\": 1, \"s\": {\"y\": 3}}, {\"_id\": 3, \"a\": 0, \"b\": 3, \"s\": [{\"x\": 1, \"y\": 1}]}]");
+	/* $sort: b back in place where it was; appended (its hole at the end) where absent */
+	AGG_EQ("holes", "[{\"$set\": {\"b\": \"$$REMOVE\"}}, {\"$sort\": {\"a\": 1}}, {\"$set\": {\"b\": 5}}]",
+	    "[ { \"_id\" : 3, \"a\" : 0, \"b\" : 5, \"s\" : [ { \"x\" : 1, \"y\" : 1 } ] }, "
+	    "{ \"_id\" : 2, \"a\" : 1, \"s\" : { \"y\" : 3 }, \"b\" : 5 }, "
+	    "{ \"_id\" : 1, \"b\" : 5, \"a\" : 2, \"s\" : { \"x\" : 1, \"y\" : 2 } } ]");
+	/* a hole of an absent field stays before a later field, through top-k and two sorts */
+	AGG_EQ("holes", "[{\"$set\": {\"z\": \"$$REMOVE\"}}, {\"$set\": {\"n\": 1}}, {\"$sort\": {\"a\": -1}}, {\"$limit\": 1},"
+	    " {\"$sort\": {\"_id\": 1}}, {\"$project\": {\"s\": 0}}, {\"$set\": {\"z\": 2}}]",
+	    "[ { \"_id\" : 1, \"b\" : 1, \"a\" : 2, \"z\" : 2, \"n\" : 1 } ]");
+	/* nested holes, in a document and in array elements, through a sort */
+	AGG_EQ("holes", "[{\"$set\": {\"s.x\": \"$$REMOVE\"}}, {\"$sort\": {\"_id\": -1}}, {\"$set\": {\"s.x\": 7}}, {\"$project\": {\"s\": 1}}]",
+	    "[ { \"_id\" : 3, \"s\" : [ { \"x\" : 7, \"y\" : 1 } ] }, { \"_id\" : 2, \"s\" : { \"y\" : 3, \"x\" : 7 } }, "
+	    "{ \"_id\" : 1, \"s\" : { \"x\" : 7, \"y\" : 2 } } ]");
+	/* a $facet branch, with and without a sort in it */
+	AGG_EQ("holes", "[{\"$match\": {\"_id\": 1}}, {\"$set\": {\"b\": \"$$REMOVE\"}}, {\"$facet\": {\"c\": [{\"$count\": \"n\"}],"
+	    " \"o\": [{\"$set\": {\"b\": 5}}], \"p\": [{\"$sort\": {\"a\": 1}}, {\"$set\": {\"b\": 6}}]}}, {\"$project\": {\"o.s\": 0, \"p.s\": 0}}]",
+	    "[ { \"c\" : [ { \"n\" : 1 } ], \"o\" : [ { \"_id\" : 1, \"b\" : 5, \"a\" : 2 } ], \"p\" : [ { \"_id\" : 1, \"b\" : 6, \"a\" : 2 } ] } ]");
+	/* inside the document $replaceWith / $replaceRoot promote, across a sort */
+	AGG_EQ("holes", "[{\"$match\": {\"_id\": 1}}, {\"$set\": {\"s.x\": \"$$REMOVE\"}}, {\"$replaceWith\": \"$s\"}, {\"$set\": {\"x\": 0}}]",
+	    "[ { \"x\" : 0, \"y\" : 2 } ]");
+	AGG_EQ("holes", "[{\"$match\": {\"_id\": 1}}, {\"$set\": {\"s.x\": \"$$REMOVE\"}}, {\"$sort\": {\"a\": 1}},"
+	    " {\"$replaceRoot\": {\"newRoot\": \"$s\"}}, {\"$sort\": {\"y\": 1}}, {\"$set\": {\"x\": 0}}]",
+	    "[ { \"x\" : 0, \"y\" : 2 } ]");
+	/* a stage that rebuilds the document ends it: $group */
+	AGG_EQ("holes", "[{\"$match\": {\"_id\": 1}}, {\"$set\": {\"b\": \"$$REMOVE\"}}, {\"$group\": {\"_id\": \"$_id\", \"a\": {\"$first\": \"$a\"}}},"
+	    " {\"$set\": {\"b\": 1}}]",
+	    "[ { \"_id\" : 1, \"a\" : 2, \"b\" : 1 } ]");
+}
+
 /* ---- field-order slots, randomized --------------------------------------
  * Removing a field and setting it again later must leave it where setting it
  * in place would (mongod's Document keeps the removed field's slot,
@@ -722,7 +760,11 @@ test_bucket_auto_densify(void)
  * a $facet branch.  F's first field may be set by a $lookup `as` or an
  * $unwind includeArrayIndex instead (both set a field on their input's
  * Document, filling its slot).  "r" is an array of documents: F may take
- * fields inside its elements, and an $unwind of it may stand between. */
+ * fields inside its elements, and an $unwind of it may stand between.
+ * Half the runs leave holes instead: [$set F: $$REMOVE, <between>, $set F]
+ * must answer what [$set F: 0, <between>, $set F] does (the hole, a missing
+ * Value, keeps the field's place, or the end for a field the document
+ * lacked, through every stage between). */
 static uint64_t slot_rng;
 
 static uint32_t
@@ -767,9 +809,10 @@ test_slots_randomized(void)
 
 	slot_rng = seed * 2654435761u + 1;
 	printf("# test_slots_randomized seed %llu (TAMGA_TEST_SEED)\n", (unsigned long long)seed);
-	for (int iter = 0; iter < 120; iter++) {
+	for (int iter = 0; iter < 240; iter++) {
 		char docs[8192] = "[", unset[256] = "", setf[256] = "", between[512] = "", rest[256] = "", first[16] = "";
-		bool promote = slot_rand() % 3 == 0;
+		char holes[256] = "", zeros[256] = "", remover[300], oracle[300];
+		bool promote = slot_rand() % 3 == 0, hole = slot_rand() % 2 == 0;
 		int ndocs = 1 + (int)(slot_rand() % 12);
 
 		for (int i = 0; i < ndocs; i++) {
@@ -814,6 +857,10 @@ test_slots_randomized(void)
 				continue;
 			size_t l = strlen(unset);
 			snprintf(unset + l, sizeof(unset) - l, "%s\"%s\"", unset[0] ? ", " : "", path);
+			l = strlen(holes);
+			snprintf(holes + l, sizeof(holes) - l, "%s\"%s\": \"$$REMOVE\"", holes[0] ? ", " : "", path);
+			l = strlen(zeros);
+			snprintf(zeros + l, sizeof(zeros) - l, "%s\"%s\": 0", zeros[0] ? ", " : "", path);
 			l = strlen(setf);
 			snprintf(setf + l, sizeof(setf) - l, "%s\"%s\": %d", setf[0] ? ", " : "", promote ? f : path,
 			         900 + i);
@@ -870,16 +917,27 @@ test_slots_randomized(void)
 			size_t l = strlen(between);
 			snprintf(between + l, sizeof(between) - l, "%s, ", st);
 		}
+		/* F removed by $unset (answers as if never there), or left missing by
+		 * a $set of $$REMOVE: a hole, answering as if F had been set to 0
+		 * there (in place, or appended for a field the document lacked) */
+		if (hole) {
+			snprintf(remover, sizeof(remover), "{\"$set\": {%s}}", holes);
+			snprintf(oracle, sizeof(oracle), "{\"$set\": {%s}}, ", zeros);
+		} else {
+			snprintf(remover, sizeof(remover), "{\"$unset\": [%s]}", unset);
+			oracle[0] = '\0';
+		}
 		char *p1, *p2;
 		if (slot_rand() % 3 == 0) {
 			/* the stages between and the $set in a $facet branch */
 			const char *tail = "]}}, {\"$unwind\": \"$o\"}, {\"$replaceWith\": \"$o\"}]";
-			p1 = bson_strdup_printf("[{\"$unset\": [%s]}, {\"$facet\": {\"c\": [{\"$count\": \"n\"}], \"o\": [%s%s%s",
-			                        unset, between, setter, tail);
-			p2 = bson_strdup_printf("[{\"$facet\": {\"c\": [{\"$count\": \"n\"}], \"o\": [%s%s%s", between, setter, tail);
+			p1 = bson_strdup_printf("[%s, {\"$facet\": {\"c\": [{\"$count\": \"n\"}], \"o\": [%s%s%s",
+			                        remover, between, setter, tail);
+			p2 = bson_strdup_printf("[%s{\"$facet\": {\"c\": [{\"$count\": \"n\"}], \"o\": [%s%s%s", oracle, between,
+			                        setter, tail);
 		} else {
-			p1 = bson_strdup_printf("[{\"$unset\": [%s]}, %s%s]", unset, between, setter);
-			p2 = bson_strdup_printf("[%s%s]", between, setter);
+			p1 = bson_strdup_printf("[%s, %s%s]", remover, between, setter);
+			p2 = bson_strdup_printf("[%s%s%s]", oracle, between, setter);
 		}
 		load("slotsr", docs);
 		char *g1 = agg("slotsr", p1), *g2 = agg("slotsr", p2);
@@ -892,7 +950,7 @@ test_slots_randomized(void)
 		bson_free(p1);
 		bson_free(p2);
 	}
-	TT_ASSERT(runs > 60);
+	TT_ASSERT(runs > 120);
 }
 
 int
@@ -919,6 +977,7 @@ main(void)
 	TT_RUN(test_stats_stages);
 	TT_RUN(test_window);
 	TT_RUN(test_bucket_auto_densify);
+	TT_RUN(test_slots_holes_carried);
 	TT_RUN(test_slots_randomized);
 	tt_close_rm(db, dir);
 	return tt_finish();
