@@ -618,23 +618,32 @@ secondary_ok(cmd_t *c)
 	return strcmp(bson_iter_utf8(&rp, NULL), "primary") != 0;
 }
 
-/* An aggregate ending in $out or $merge writes: a primary's job. */
-static bool
-writes_out(cmd_t *c, const cmd_def_t *def)
+/* The writing stage ("$out" or "$merge") an aggregate ends in, or NULL. */
+static const char *
+writing_stage(cmd_t *c, const cmd_def_t *def)
 {
 	bson_iter_t it, st, last, k;
 	bool have = false;
 
 	if (def == NULL || strcmp(def->name, "aggregate") != 0 || !cmd_find_field(c, "pipeline", &it) ||
 	    !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &st))
-		return false;
+		return NULL;
 	while (bson_iter_next(&st)) {
 		last = st;
 		have = true;
 	}
 	if (!have || !BSON_ITER_HOLDS_DOCUMENT(&last) || !bson_iter_recurse(&last, &k) || !bson_iter_next(&k))
-		return false;
-	return strcmp(bson_iter_key(&k), "$out") == 0 || strcmp(bson_iter_key(&k), "$merge") == 0;
+		return NULL;
+	if (strcmp(bson_iter_key(&k), "$out") == 0)
+		return "$out";
+	return strcmp(bson_iter_key(&k), "$merge") == 0 ? "$merge" : NULL;
+}
+
+/* An aggregate ending in $out or $merge writes: a primary's job. */
+static bool
+writes_out(cmd_t *c, const cmd_def_t *def)
+{
+	return writing_stage(c, def) != NULL;
 }
 
 static int
@@ -750,6 +759,17 @@ concerns(cmd_t *c, cmd_repl_ctx_t *x, terr_t *err)
 	bson_init(&cfg);
 	node_of(c->engine, &node, &cfg);
 	ERR(concern_write_validate(&x->wc, &node, err));
+	/* the pipeline's own supportsReadConcern comes first, as mongod asks
+	 * the command before it checks the level against the node */
+	if (rc.present && rc.level == RC_LINEARIZABLE) {
+		const char *stage = writing_stage(c, cmd_lookup(c->name));
+
+		if (stage != NULL) {
+			ret = terr_set(err, TERR_INVALID_OPTIONS, "%s cannot be used with a 'linearizable' read concern level",
+			    stage);
+			goto err;
+		}
+	}
 	ERR(concern_read_validate(&rc, &node, err));
 	/* outside a transaction, snapshot reads are find, aggregate (no
 	 * $out / $merge) and distinct only, as mongod's supportsReadConcern */

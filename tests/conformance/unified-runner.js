@@ -233,12 +233,22 @@ const SENSITIVE = new Set(['hello', 'ismaster', 'isMaster', 'saslStart', 'saslCo
 
 function readConcern(o) { return o && o.readConcern ? o.readConcern : undefined; }
 
+// A spec readPreference ({mode, tagSets, maxStalenessSeconds, hedge} or a
+// bare mode) as the driver's ReadPreference, every option kept.
+function readPref(rp) {
+	if (typeof rp === 'string' || rp instanceof mongodb.ReadPreference) return rp;
+	const opts = {};
+	if (rp.maxStalenessSeconds !== undefined) opts.maxStalenessSeconds = numValue(rp.maxStalenessSeconds);
+	if (rp.hedge !== undefined) opts.hedge = rp.hedge;
+	return new mongodb.ReadPreference(rp.mode, rp.tagSets || rp.tags, opts);
+}
+
 function dbCollOptions(o) {
 	const out = {};
 	if (!o) return out;
 	if (o.readConcern) out.readConcern = o.readConcern;
 	if (o.writeConcern) out.writeConcern = o.writeConcern;
-	if (o.readPreference) out.readPreference = o.readPreference.mode || o.readPreference;
+	if (o.readPreference) out.readPreference = readPref(o.readPreference);
 	if (o.timeoutMS !== undefined) throw new Skip('timeoutMS (CSOT) is not implemented by the runner');
 	return out;
 }
@@ -421,7 +431,7 @@ const COLLECTION_OPS = {
 const DATABASE_OPS = {
 	runCommand: (d, a, e) => {
 		const [[cmd], o] = splitArgs(a, ['command', 'commandName'], e);
-		if (o.readPreference) o.readPreference = o.readPreference.mode || o.readPreference;
+		if (o.readPreference) o.readPreference = readPref(o.readPreference);
 		return d.command(cmd, o);
 	},
 	aggregate: (d, a, e) => { const [[p], o] = splitArgs(a, ['pipeline'], e); return d.aggregate(p, o).toArray(); },
@@ -464,7 +474,7 @@ function txnOptions(o) {
 	if (!o) return out;
 	if (o.readConcern) out.readConcern = o.readConcern;
 	if (o.writeConcern) out.writeConcern = o.writeConcern;
-	if (o.readPreference) out.readPreference = o.readPreference.mode || o.readPreference;
+	if (o.readPreference) out.readPreference = readPref(o.readPreference);
 	if (o.maxCommitTimeMS !== undefined) out.maxCommitTimeMS = numValue(o.maxCommitTimeMS);
 	if (o.timeoutMS !== undefined) throw new Skip('timeoutMS (CSOT) is not implemented by the runner');
 	return out;
