@@ -29,8 +29,13 @@ typedef struct unpack_plan {
 
 typedef struct unpack_state {
 	bson_t out;                  /* unused (AGG_DEFINE_OPEN_WITH_OUT) */
-	bson_t *ms;                  /* the current bucket's measurements (tm_bson_array_new) */
+	/* the current bucket's measurements, back to back in one buffer (no
+	 * allocation per measurement): n of them, the i-th at off[i] */
+	uint8_t *buf;
+	size_t used, size;
+	size_t *off;
 	int n, cap, pos;
+	bson_t view;                 /* the one returned (valid until the next call) */
 	bool lastpoint;
 	int64_t best;                /* lastpoint: the greatest time kept so far in this bucket */
 	bson_t scratch;
@@ -136,31 +141,32 @@ collect(void *ctx, const bson_t *m, terr_t *err)
 		if (us->n > 0 && tm < us->best)
 			return 0;
 		if (us->n > 0 && tm > us->best)
-			for (; us->n > 0; us->n--)
-				bson_destroy(&us->ms[us->n - 1]);
+			us->n = 0, us->used = 0;
 		us->best = tm;
 	}
 	if (us->n == us->cap) {
-		int ncap = us->cap ? us->cap * 2 : 64;
-		bson_t *grown = tm_bson_array_new((size_t)ncap);
-		for (int i = 0; i < us->n; i++) {
-			bson_copy_to(&us->ms[i], &grown[i]);
-			bson_destroy(&us->ms[i]);
-		}
-		bson_free(us->ms);
-		us->ms = grown;
+		int ncap = us->cap ? us->cap * 2 : 256;
+		us->off = bson_realloc(us->off, sizeof(*us->off) * (size_t)ncap);
 		us->cap = ncap;
 	}
-	bson_copy_to(m, &us->ms[us->n++]);
+	if (us->used + m->len > us->size) {
+		size_t nsize = us->size ? us->size : 65536;
+		while (nsize < us->used + m->len)
+			nsize *= 2;
+		us->buf = bson_realloc(us->buf, nsize);
+		us->size = nsize;
+	}
+	memcpy(us->buf + us->used, bson_get_data(m), m->len);
+	us->off[us->n++] = us->used;
+	us->used += m->len;
 	return 0;
 }
 
 static void
 drop_bucket(unpack_state_t *us)
 {
-	for (int i = 0; i < us->n; i++)
-		bson_destroy(&us->ms[i]);
 	us->n = us->pos = 0;
+	us->used = 0;
 }
 
 static int
@@ -178,7 +184,15 @@ unpack_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		if (ts_bucket_unpack(&up->o, bucket, &us->scratch, collect, us, err) != 0)
 			return -1;
 	}
-	*out = &us->ms[us->pos++];
+	{
+		size_t at = us->off[us->pos++];
+		uint32_t len;
+		memcpy(&len, us->buf + at, 4);
+		len = BSON_UINT32_FROM_LE(len);
+		if (!bson_init_static(&us->view, us->buf + at, len))
+			return terr_set(err, 2, "$_internalUnpackBucket: a malformed measurement");
+	}
+	*out = &us->view;
 	return 1;
 }
 
@@ -190,7 +204,8 @@ unpack_close(agg_rt_t *rt)
 	if (us == NULL)
 		return;
 	drop_bucket(us);
-	bson_free(us->ms);
+	bson_free(us->buf);
+	bson_free(us->off);
 	bson_destroy(&us->scratch);
 	bson_destroy(&us->out);
 	bson_free(us);
