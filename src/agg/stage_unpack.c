@@ -96,6 +96,7 @@ unpack_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	}
 	up->o.time_field = up->time_field;
 	up->o.meta_field = up->meta_field;
+	up->o.only_latest = up->lastpoint;
 	if (up->include != NULL) {
 		/* the lastpoint reduction reads the time: it stays */
 		if (up->lastpoint && !ts_unpack_wants(&(ts_options_t){.include = (const char *const *)up->include,

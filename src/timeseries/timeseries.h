@@ -39,6 +39,9 @@ typedef struct ts_options {
 	 * $_internalUnpackBucket `include`); NULL: every field.  Borrowed. */
 	const char *const *include;
 	int n_include;
+	/* Unpacking only: emit just the measurements whose time is the bucket's
+	 * greatest (the lastpoint rewrite's bucket, agg/stage_unpack.c). */
+	bool only_latest;
 } ts_options_t;
 
 /* Whether unpacking with o emits the top-level field name (o->include). */

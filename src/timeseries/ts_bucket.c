@@ -699,6 +699,8 @@ ts_bucket_unpack(const ts_options_t *o, const bson_t *bucket, bson_t *scratch, t
 	bool *live;
 	int ncols = 0, rc = 0, total = 0;
 	bool has_meta, want_time;
+	int64_t latest = 0;
+	const char **names;          /* each column's field name (NULL: the time column) */
 
 	if (ts_bucket_is_compressed(bucket)) {
 		/* a compressed bucket unpacks as its v1 form */
@@ -717,23 +719,43 @@ ts_bucket_unpack(const ts_options_t *o, const bson_t *bucket, bson_t *scratch, t
 		total++;
 	cols = tm_alloc0(sizeof(*cols) * (size_t)(total + 1));
 	live = bson_malloc0(sizeof(*live) * (size_t)(total + 1));
+	names = bson_malloc0(sizeof(*names) * (size_t)(total + 1));
 	bson_iter_recurse(&it, &data);
 	while (bson_iter_next(&data) && ncols < total) {
+		/* the time column is emitted from tcol (first), not here */
 		if (!BSON_ITER_HOLDS_DOCUMENT(&data) || !ts_unpack_wants(o, bson_iter_key(&data)))
 			continue;
+		names[ncols] = strcmp(bson_iter_key(&data), o->time_field) == 0 ? NULL : bson_iter_key(&data);
 		bson_iter_recurse(&data, &cols[ncols]);
 		live[ncols] = bson_iter_next(&cols[ncols]);
 		ncols++;
 	}
 	has_meta = o->meta_field != NULL && ts_unpack_wants(o, o->meta_field) && bson_iter_init_find(&meta, bucket, "meta");
 	want_time = ts_unpack_wants(o, o->time_field);
+	if (o->only_latest) {
+		/* the greatest time first: only its measurements are built */
+		bson_iter_t tc = tcol;
+		bool any = false;
+		while (bson_iter_next(&tc))
+			if (BSON_ITER_HOLDS_DATE_TIME(&tc) && (!any || bson_iter_date_time(&tc) > latest)) {
+				latest = bson_iter_date_time(&tc);
+				any = true;
+			}
+	}
 	/* columns are sparse: each holds the indexes of the measurements that
 	 * have the field, in order; walk them side by side with the time
 	 * column, which every measurement has */
 	while (bson_iter_next(&tcol)) {
 		const char *idx = bson_iter_key(&tcol);
-		bson_iter_t names;
 		int c = 0;
+
+		if (o->only_latest && (!BSON_ITER_HOLDS_DATE_TIME(&tcol) || bson_iter_date_time(&tcol) != latest)) {
+			/* not built: its column entries are stepped over */
+			for (c = 0; c < ncols; c++)
+				if (live[c] && strcmp(bson_iter_key(&cols[c]), idx) == 0)
+					live[c] = bson_iter_next(&cols[c]);
+			continue;
+		}
 
 		/* mongod's order: the time, the meta, then the other fields in
 		 * column order */
@@ -742,22 +764,18 @@ ts_bucket_unpack(const ts_options_t *o, const bson_t *bucket, bson_t *scratch, t
 			bson_append_iter(scratch, o->time_field, -1, &tcol);
 		if (has_meta)
 			bson_append_iter(scratch, o->meta_field, -1, &meta);
-		bson_iter_recurse(&it, &names);
-		while (bson_iter_next(&names) && c < ncols) {
-			if (!BSON_ITER_HOLDS_DOCUMENT(&names) || !ts_unpack_wants(o, bson_iter_key(&names)))
-				continue;
+		for (c = 0; c < ncols; c++)
 			if (live[c] && strcmp(bson_iter_key(&cols[c]), idx) == 0) {
-				if (strcmp(bson_iter_key(&names), o->time_field) != 0)
-					bson_append_iter(scratch, bson_iter_key(&names), -1, &cols[c]);
+				if (names[c] != NULL)
+					bson_append_iter(scratch, names[c], -1, &cols[c]);
 				live[c] = bson_iter_next(&cols[c]);
 			}
-			c++;
-		}
 		if ((rc = fn(ctx, scratch, err)) != 0)
 			break;
 	}
 	bson_free(cols);
 	bson_free(live);
+	bson_free(names);
 	return rc;
 }
 
