@@ -16,15 +16,20 @@
  * counts) so a wrong answer is never timed as a fast one.
  *
  * Lines: bench <case>: tamga <x/s>, <peer> <y/s>, ratio <x/y> (run.sh).
- * PostgreSQL is not run here yet (the issue asks for it next to the
- * queries: reported as not available).
+ * PostgreSQL ($BENCH_PG_UNIX, started by run.sh) runs the two queries too,
+ * on a plain table (sensor int, t timestamptz, temp, hum, press float8)
+ * holding the same measurements (COPY) with a (sensor, t) B-tree, VACUUM
+ * ANALYZE'd: the average as GROUP BY sensor, date_trunc('hour', t), the
+ * last reading as DISTINCT ON (sensor) ... ORDER BY sensor, t DESC.
  *
+ * BENCH_TS_QUERY_ONLY=0|1 (BENCH_TS_QUERY_PLAIN for the plain collection)
+ * ingests, then collects only around that query (three runs of it).
  * BENCH_TS_INGEST_ONLY=ts|plain ingests into that collection only, with
  * callgrind collecting only around the ingest loop, for instruction counts:
  *   valgrind --tool=callgrind --collect-atstart=no bench_timeseries WORKDIR
  * (total instructions / BENCH_TS_N = instructions per measurement).
  */
-#include "bench_common.h"
+#include "bench_pg.h"
 
 #include <sys/stat.h>
 #include <valgrind/callgrind.h>
@@ -240,6 +245,89 @@ query(tamga_t *t, const char *coll, int which, int64_t expect)
 	return best;
 }
 
+/* The PostgreSQL peer: the same measurements in a plain table with a
+ * (sensor, t) B-tree.  NULL (why set) when no server answers. */
+static PGconn *
+pg_setup(char *why, size_t why_size)
+{
+	PGconn *c = pg_connect_env("BENCH_PG_UNIX", why, why_size);
+	char *buf;
+	size_t used = 0;
+	PGresult *r;
+
+	if (c == NULL)
+		return NULL;
+	pg_exec(c, "DROP TABLE IF EXISTS ts_pg");
+	pg_exec(c, "CREATE TABLE ts_pg (sensor int NOT NULL, t timestamptz NOT NULL, temp float8, hum float8, press float8)");
+	r = PQexec(c, "COPY ts_pg FROM STDIN");
+	if (PQresultStatus(r) != PGRES_COPY_IN)
+		die("postgresql copy", PQresultErrorMessage(r));
+	PQclear(r);
+	buf = malloc(1 << 20);
+	for (int64_t i = 0; i < TS_N; i++) {
+		char line[200], iso[40];
+		int64_t sec = i / SENSORS, s = i % SENSORS;
+		time_t tt = (time_t)(BENCH_AT0 / 1000 + sec);   /* the measurement's instant, in UTC */
+		struct tm tmv;
+		int len;
+		gmtime_r(&tt, &tmv);
+		strftime(iso, sizeof(iso), "%Y-%m-%d %H:%M:%S+00", &tmv);
+		len = snprintf(line, sizeof(line), "%lld\t%s\t%.1f\t%.1f\t%.1f\n", (long long)s, iso,
+		    15.0 + (double)((i * 7) % 200) / 10.0, 30.0 + (double)((i * 3) % 500) / 10.0,
+		    1000.0 + (double)((i * 11) % 300) / 10.0);
+		if (used + (size_t)len > (1 << 20)) {
+			if (PQputCopyData(c, buf, (int)used) != 1)
+				die("postgresql copy", PQerrorMessage(c));
+			used = 0;
+		}
+		memcpy(buf + used, line, (size_t)len);
+		used += (size_t)len;
+	}
+	if (used > 0 && PQputCopyData(c, buf, (int)used) != 1)
+		die("postgresql copy", PQerrorMessage(c));
+	if (PQputCopyEnd(c, NULL) != 1)
+		die("postgresql copy end", PQerrorMessage(c));
+	while ((r = PQgetResult(c)) != NULL) {
+		pg_check(c, r, "postgresql copy");
+		PQclear(r);
+	}
+	free(buf);
+	pg_exec(c, "CREATE INDEX ts_pg_sensor_t ON ts_pg (sensor, t)");
+	pg_exec(c, "VACUUM ANALYZE ts_pg");
+	pg_exec(c, "CHECKPOINT");
+	return c;
+}
+
+/* The query on PostgreSQL, best of three in seconds (-1: a wrong row count). */
+static double
+pg_query(PGconn *c, int which, int64_t expect)
+{
+	char sql[512];
+	double best = -1;
+
+	if (which == 0)
+		snprintf(sql, sizeof(sql),
+		    "SELECT sensor, date_trunc('hour', t) AS h, avg(temp) FROM ts_pg WHERE t >= to_timestamp(%lld) "
+		    "AND t < to_timestamp(%lld) GROUP BY 1, 2", (long long)(BENCH_AT0 / 1000),
+		    (long long)(BENCH_AT0 / 1000 + 86400));
+	else
+		snprintf(sql, sizeof(sql), "SELECT DISTINCT ON (sensor) sensor, t, temp FROM ts_pg ORDER BY sensor, t DESC");
+	for (int round = 0; round < 3; round++) {
+		double t0 = now();
+		PGresult *r = pg_check(c, PQexec(c, sql), "postgresql query");
+		int64_t n = PQntuples(r);
+		PQclear(r);
+		if (n != expect) {
+			fprintf(stderr, "bench_timeseries: postgresql query %d gave %lld rows, not %lld\n", which, (long long)n,
+			    (long long)expect);
+			return -1;
+		}
+		if (best < 0 || now() - t0 < best)
+			best = now() - t0;
+	}
+	return best;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -248,6 +336,8 @@ main(int argc, char **argv)
 	tamga_error_t e;
 	double ts_s, plain_s, manual_s;
 	int64_t hours, ts_size, plain_size, manual_size;
+	PGconn *pgc;
+	char pg_why[300];
 
 	if (argc < 2)
 		die("usage", "bench_timeseries WORKDIR");
@@ -270,6 +360,29 @@ main(int argc, char **argv)
 		s = ingest_order(t, strcmp(which, "plain") == 0 ? "plain" : "ts", by_sensor);
 		CALLGRIND_TOGGLE_COLLECT;
 		printf("ingest %s: %lld measurements in %.3f s, %.0f/s\n", which, (long long)TS_N, s, (double)TS_N / s);
+		tamga_close(t);
+		return 0;
+	}
+	if (getenv("BENCH_TS_QUERY_ONLY") != NULL) {
+		/* instructions of one query (0: average per sensor per hour, 1: last
+		 * reading per sensor) on "ts" or, with BENCH_TS_QUERY_PLAIN, on the
+		 * plain collection with its {sensor: 1, t: 1} index; callgrind
+		 * collects only around the query */
+		int which = atoi(getenv("BENCH_TS_QUERY_ONLY"));
+		bool plain = getenv("BENCH_TS_QUERY_PLAIN") != NULL;
+		int64_t h = (TS_N / SENSORS + 3599) / 3600;
+		double s;
+		ingest(t, plain ? "plain" : "ts");
+		if (plain) {
+			bson_t *c = BCON_NEW("createIndexes", "plain", "indexes", "[", "{", "key", "{", "sensor", BCON_INT32(1), "t",
+			    BCON_INT32(1), "}", "name", "sensor_1_t_1", "}", "]");
+			tcmd0(t, TS_DB, c);
+			bson_destroy(c);
+		}
+		CALLGRIND_TOGGLE_COLLECT;
+		s = query(t, plain ? "plain" : "ts", which, which == 0 ? (h > 24 ? 24 : h) * SENSORS : SENSORS);
+		CALLGRIND_TOGGLE_COLLECT;
+		printf("query %d on %s: best of 3 %.1f ms\n", which, plain ? "plain" : "ts", s * 1000);
 		tamga_close(t);
 		return 0;
 	}
@@ -318,6 +431,7 @@ main(int argc, char **argv)
 		    (long long)a, (long long)p, p > 0 ? (double)a / (double)p : 0.0,
 		    (long long)(TS_N / 10000 > 0 ? TS_N / 10000 : 1), (long long)(TS_N / (TS_N / 10000 > 0 ? TS_N / 10000 : 1)));
 	}
+	pgc = pg_setup(pg_why, sizeof(pg_why));
 	hours = (TS_N / SENSORS + 3599) / 3600;
 	if (hours > 24)
 		hours = 24;
@@ -330,8 +444,19 @@ main(int argc, char **argv)
 		else
 			printf("bench %s: tamga %.1f ms, plain (index {sensor: 1, t: 1}) %.1f ms, speedup %.2f\n", name,
 			    a * 1000, b * 1000, b / a);
-		printf("bench %s: postgresql not available (not run by bench_timeseries yet)\n", name);
+		if (pgc == NULL)
+			printf("bench %s: postgresql not available (%s)\n", name, pg_why);
+		else {
+			double p = pg_query(pgc, which, expect);
+			if (a < 0 || p < 0)
+				printf("bench %s: postgresql not available (wrong answer)\n", name);
+			else
+				printf("bench %s: tamga %.1f ms, postgresql (btree (sensor, t)) %.1f ms, speedup %.2f\n", name,
+				    a * 1000, p * 1000, p / a);
+		}
 	}
+	if (pgc != NULL)
+		PQfinish(pgc);
 	tamga_close(t);
 	return 0;
 }

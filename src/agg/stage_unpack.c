@@ -15,13 +15,29 @@
 
 typedef struct unpack_plan {
 	char *time_field, *meta_field;
-	ts_options_t o;              /* borrows the two strings above */
+	char **include;              /* the `include` list (NULL: every field) */
+	int n_include;
+	/* Set by the lastpoint rewrite (cmd_timeseries.c), which puts this stage
+	 * after a bucket-level $sort + $group that kept one bucket per meta and
+	 * before the user's $sort {meta, time} + $group of $first/$last: only a
+	 * bucket's measurements with its greatest time can be a group's first,
+	 * so only they are emitted (ties all kept: the user's $sort orders them).
+	 * Not shown in explain (how the stage runs, as a $sort's algorithm). */
+	bool lastpoint;
+	ts_options_t o;              /* borrows the strings above */
 } unpack_plan_t;
 
 typedef struct unpack_state {
 	bson_t out;                  /* unused (AGG_DEFINE_OPEN_WITH_OUT) */
-	bson_t *ms;                  /* the current bucket's measurements (tm_bson_array_new) */
+	/* the current bucket's measurements, back to back in one buffer (no
+	 * allocation per measurement): n of them, the i-th at off[i] */
+	uint8_t *buf;
+	size_t used, size;
+	size_t *off;
 	int n, cap, pos;
+	bson_t view;                 /* the one returned (valid until the next call) */
+	bool lastpoint;
+	int64_t best;                /* lastpoint: the greatest time kept so far in this bucket */
 	bson_t scratch;
 } unpack_state_t;
 
@@ -32,6 +48,9 @@ unpack_free_plan(void *plan)
 
 	bson_free(up->time_field);
 	bson_free(up->meta_field);
+	for (int i = 0; i < up->n_include; i++)
+		bson_free(up->include[i]);
+	bson_free(up->include);
 	bson_free(up);
 }
 
@@ -56,6 +75,20 @@ unpack_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 			up->meta_field = bson_strdup(bson_iter_utf8(&it, NULL));
 		else if (strcmp(k, "bucketMaxSpanSeconds") == 0 && BSON_ITER_HOLDS_NUMBER(&it))
 			up->o.max_span = bson_iter_as_int64(&it);
+		else if (strcmp(k, "$_tamgaLastpoint") == 0)
+			up->lastpoint = bson_iter_as_bool(&it);
+		else if (strcmp(k, "include") == 0 && BSON_ITER_HOLDS_ARRAY(&it) && up->include == NULL) {
+			bson_iter_t a;
+			int n = 0;
+			bson_iter_recurse(&it, &a);
+			while (bson_iter_next(&a))
+				n++;
+			up->include = bson_malloc0(sizeof(char *) * (size_t)(n + 1));
+			bson_iter_recurse(&it, &a);
+			while (bson_iter_next(&a))
+				if (BSON_ITER_HOLDS_UTF8(&a))
+					up->include[up->n_include++] = bson_strdup(bson_iter_utf8(&a, NULL));
+		}
 	}
 	if (up->time_field == NULL) {
 		unpack_free_plan(up);
@@ -63,6 +96,16 @@ unpack_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	}
 	up->o.time_field = up->time_field;
 	up->o.meta_field = up->meta_field;
+	up->o.only_latest = up->lastpoint;
+	if (up->include != NULL) {
+		/* the lastpoint reduction reads the time: it stays */
+		if (up->lastpoint && !ts_unpack_wants(&(ts_options_t){.include = (const char *const *)up->include,
+		                                                           .n_include = up->n_include},
+		                                      up->time_field))
+			up->include[up->n_include++] = bson_strdup(up->time_field);
+		up->o.include = (const char *const *)up->include;
+		up->o.n_include = up->n_include;
+	}
 	ex = bson_new();
 	bson_append_document_begin(ex, "$_internalUnpackBucket", -1, &inner);
 	ts_unpack_spec(&up->o, &inner);
@@ -79,6 +122,7 @@ unpack_open(agg_rt_t *rt, terr_t *err)
 
 	bson_init(&us->out);
 	bson_init(&us->scratch);
+	us->lastpoint = ((const unpack_plan_t *)rt->st->plan)->lastpoint;
 	rt->state = us;
 	return 0;
 }
@@ -88,27 +132,42 @@ collect(void *ctx, const bson_t *m, terr_t *err)
 {
 	unpack_state_t *us = ctx;
 
+	if (us->lastpoint) {
+		/* the time is the measurement's first field (ts_bucket_unpack) */
+		bson_iter_t ti;
+		int64_t tm;
+		if (!bson_iter_init(&ti, m) || !bson_iter_next(&ti) || !BSON_ITER_HOLDS_DATE_TIME(&ti))
+			return 0;
+		tm = bson_iter_date_time(&ti);
+		if (us->n > 0 && tm < us->best)
+			return 0;
+		if (us->n > 0 && tm > us->best)
+			us->n = 0, us->used = 0;
+		us->best = tm;
+	}
 	if (us->n == us->cap) {
-		int ncap = us->cap ? us->cap * 2 : 64;
-		bson_t *grown = tm_bson_array_new((size_t)ncap);
-		for (int i = 0; i < us->n; i++) {
-			bson_copy_to(&us->ms[i], &grown[i]);
-			bson_destroy(&us->ms[i]);
-		}
-		bson_free(us->ms);
-		us->ms = grown;
+		int ncap = us->cap ? us->cap * 2 : 256;
+		us->off = bson_realloc(us->off, sizeof(*us->off) * (size_t)ncap);
 		us->cap = ncap;
 	}
-	bson_copy_to(m, &us->ms[us->n++]);
+	if (us->used + m->len > us->size) {
+		size_t nsize = us->size ? us->size : 65536;
+		while (nsize < us->used + m->len)
+			nsize *= 2;
+		us->buf = bson_realloc(us->buf, nsize);
+		us->size = nsize;
+	}
+	memcpy(us->buf + us->used, bson_get_data(m), m->len);
+	us->off[us->n++] = us->used;
+	us->used += m->len;
 	return 0;
 }
 
 static void
 drop_bucket(unpack_state_t *us)
 {
-	for (int i = 0; i < us->n; i++)
-		bson_destroy(&us->ms[i]);
 	us->n = us->pos = 0;
+	us->used = 0;
 }
 
 static int
@@ -126,7 +185,15 @@ unpack_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		if (ts_bucket_unpack(&up->o, bucket, &us->scratch, collect, us, err) != 0)
 			return -1;
 	}
-	*out = &us->ms[us->pos++];
+	{
+		size_t at = us->off[us->pos++];
+		uint32_t len;
+		memcpy(&len, us->buf + at, 4);
+		len = BSON_UINT32_FROM_LE(len);
+		if (!bson_init_static(&us->view, us->buf + at, len))
+			return terr_set(err, 2, "$_internalUnpackBucket: a malformed measurement");
+	}
+	*out = &us->view;
 	return 1;
 }
 
@@ -138,7 +205,8 @@ unpack_close(agg_rt_t *rt)
 	if (us == NULL)
 		return;
 	drop_bucket(us);
-	bson_free(us->ms);
+	bson_free(us->buf);
+	bson_free(us->off);
 	bson_destroy(&us->scratch);
 	bson_destroy(&us->out);
 	bson_free(us);

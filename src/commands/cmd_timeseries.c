@@ -747,6 +747,283 @@ err:
 
 /* ---- reads ------------------------------------------------------------------------ */
 
+/* ---- what a read's pipeline needs of its measurements ----------------------------- */
+
+/* The top-level fields the user's stages read, for the unpack stage's
+ * `include` (mongod's dependency analysis, conservatively): known only when
+ * the stages are $match / $sort ending in a $group whose expressions name
+ * plain field paths; anything else (another stage, $$ROOT / $$CURRENT,
+ * $getField, a query operator that reads the whole document) reads all. */
+#define TS_DEPS_MAX 32
+typedef struct ts_deps {
+	char names[TS_DEPS_MAX][128];
+	int n;
+	bool all;
+} ts_deps_t;
+
+static void
+deps_add(ts_deps_t *d, const char *path)
+{
+	size_t l = strcspn(path, ".");
+
+	if (l == 0 || l >= sizeof(d->names[0])) {
+		d->all = true;
+		return;
+	}
+	for (int i = 0; i < d->n; i++)
+		if (strlen(d->names[i]) == l && strncmp(d->names[i], path, l) == 0)
+			return;
+	if (d->n == TS_DEPS_MAX) {
+		d->all = true;
+		return;
+	}
+	memcpy(d->names[d->n], path, l);
+	d->names[d->n++][l] = '\0';
+}
+
+static void
+deps_expr(ts_deps_t *d, bson_iter_t *it)
+{
+	if (BSON_ITER_HOLDS_UTF8(it)) {
+		const char *s = bson_iter_utf8(it, NULL);
+		if (strncmp(s, "$$", 2) == 0) {
+			if (strncmp(s + 2, "ROOT", 4) == 0 || strncmp(s + 2, "CURRENT", 7) == 0)
+				d->all = true;
+		} else if (s[0] == '$')
+			deps_add(d, s + 1);
+	} else if (BSON_ITER_HOLDS_DOCUMENT(it) || BSON_ITER_HOLDS_ARRAY(it)) {
+		bson_iter_t c;
+		bson_iter_recurse(it, &c);
+		while (bson_iter_next(&c)) {
+			const char *k = bson_iter_key(&c);
+			if (strcmp(k, "$literal") == 0)
+				continue;
+			if (strcmp(k, "$getField") == 0 || strcmp(k, "$setField") == 0 || strcmp(k, "$unsetField") == 0)
+				d->all = true;
+			deps_expr(d, &c);
+		}
+	}
+}
+
+static void
+deps_match(ts_deps_t *d, bson_iter_t *filter)
+{
+	bson_iter_t f;
+
+	if (!BSON_ITER_HOLDS_DOCUMENT(filter)) {
+		d->all = true;
+		return;
+	}
+	bson_iter_recurse(filter, &f);
+	while (bson_iter_next(&f)) {
+		const char *k = bson_iter_key(&f);
+		if (strcmp(k, "$and") == 0 || strcmp(k, "$or") == 0 || strcmp(k, "$nor") == 0) {
+			bson_iter_t a;
+			if (!BSON_ITER_HOLDS_ARRAY(&f)) {
+				d->all = true;
+				continue;
+			}
+			bson_iter_recurse(&f, &a);
+			while (bson_iter_next(&a))
+				deps_match(d, &a);
+		} else if (strcmp(k, "$expr") == 0)
+			deps_expr(d, &f);
+		else if (strcmp(k, "$comment") == 0)
+			continue;
+		else if (k[0] == '$')
+			d->all = true;
+		else
+			deps_add(d, k);
+	}
+}
+
+/* The accumulators whose argument is an expression. */
+static const char *const deps_plain_accs[] = {"$first", "$last", "$avg", "$sum", "$min", "$max", "$push", "$addToSet",
+    "$count", "$stdDevPop", "$stdDevSamp", "$mergeObjects", NULL};
+
+static void
+deps_group(ts_deps_t *d, bson_iter_t *g)
+{
+	bson_iter_t f;
+
+	if (!BSON_ITER_HOLDS_DOCUMENT(g)) {
+		d->all = true;
+		return;
+	}
+	bson_iter_recurse(g, &f);
+	while (bson_iter_next(&f)) {
+		bson_iter_t acc;
+		const char *op;
+		bool known = false;
+		if (strcmp(bson_iter_key(&f), "_id") == 0) {
+			deps_expr(d, &f);
+			continue;
+		}
+		if (!BSON_ITER_HOLDS_DOCUMENT(&f) || !bson_iter_recurse(&f, &acc) || !bson_iter_next(&acc)) {
+			d->all = true;
+			continue;
+		}
+		op = bson_iter_key(&acc);
+		for (int i = 0; deps_plain_accs[i] != NULL; i++)
+			known |= strcmp(op, deps_plain_accs[i]) == 0;
+		if (known)
+			deps_expr(d, &acc);
+		else
+			d->all = true;
+	}
+}
+
+/* The deps of the user's pipeline (d->all when not known). */
+static void
+deps_pipeline(const bson_t *user, ts_deps_t *d)
+{
+	bson_iter_t it, st;
+
+	memset(d, 0, sizeof(*d));
+	if (!bson_iter_init(&it, user)) {
+		d->all = true;
+		return;
+	}
+	while (bson_iter_next(&it)) {
+		const char *k;
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &st) || !bson_iter_next(&st))
+			break;
+		k = bson_iter_key(&st);
+		if (strcmp(k, "$match") == 0)
+			deps_match(d, &st);
+		else if (strcmp(k, "$sort") == 0 && BSON_ITER_HOLDS_DOCUMENT(&st)) {
+			bson_iter_t s;
+			bson_iter_recurse(&st, &s);
+			while (bson_iter_next(&s)) {
+				if (!BSON_ITER_HOLDS_NUMBER(&s))
+					d->all = true;
+				deps_add(d, bson_iter_key(&s));
+			}
+		} else if (strcmp(k, "$group") == 0) {
+			deps_group(d, &st);
+			return;
+		} else
+			break;
+	}
+	d->all = true;            /* no $group: the documents themselves are the answer */
+}
+
+/* path is the metaField or a subfield of it: the bucket's path into buf. */
+static bool
+lp_meta_path(const ts_options_t *o, const char *path, char *buf, size_t size)
+{
+	size_t ml;
+
+	if (o->meta_field == NULL)
+		return false;
+	ml = strlen(o->meta_field);
+	if (strncmp(path, o->meta_field, ml) != 0 || (path[ml] != '\0' && path[ml] != '.'))
+		return false;
+	bson_snprintf(buf, size, "meta%s", path + ml);
+	return true;
+}
+
+/*
+ * mongod's "lastpoint" (optimizeLastpoint): user stages [$match on meta
+ * only]?, {$sort: {<meta path>: +-1, <time>: -1}} (or {<time>: -1}) and a
+ * $group by "$<meta path>" of $first only -- or the same with <time>: 1 and
+ * $last -- read one bucket per group: the one with the greatest
+ * control.max.<time> (a true max; control.min is rounded).  Appends the
+ * bucket-level {$sort: {meta..: +-1, control.max.<t>: -1, control.min.<t>:
+ * -1}} and {$group: {_id: "$meta..", meta/control/data: {$first}}} to out
+ * at *n and returns true; false: not this shape.
+ */
+static bool
+lastpoint_stages(const ts_options_t *o, const bson_t *user, bson_t *out, int *n)
+{
+	bson_iter_t it, st, s;
+	char mpath[256] = "", bpath[256], gpath[256], key[16], ctl[300];
+	int mdir = 1, tdir = 0;
+	bson_t stage, body, sub;
+
+	if (!bson_iter_init(&it, user) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
+	    !bson_iter_recurse(&it, &st) || !bson_iter_next(&st))
+		return false;
+	if (strcmp(bson_iter_key(&st), "$match") == 0) {
+		/* a filter on meta only keeps or drops whole buckets */
+		bson_iter_t f;
+		if (!BSON_ITER_HOLDS_DOCUMENT(&st))
+			return false;
+		bson_iter_recurse(&st, &f);
+		while (bson_iter_next(&f))
+			if (!lp_meta_path(o, bson_iter_key(&f), bpath, sizeof(bpath)))
+				return false;
+		if (!bson_iter_next(&it) || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &st) ||
+		    !bson_iter_next(&st))
+			return false;
+	}
+	if (strcmp(bson_iter_key(&st), "$sort") != 0 || !BSON_ITER_HOLDS_DOCUMENT(&st))
+		return false;
+	bson_iter_recurse(&st, &s);
+	while (bson_iter_next(&s)) {
+		const char *k = bson_iter_key(&s);
+		int dir;
+		if (!BSON_ITER_HOLDS_NUMBER(&s) || tdir != 0)
+			return false;
+		dir = bson_iter_as_int64(&s) < 0 ? -1 : 1;
+		if (strcmp(k, o->time_field) == 0)
+			tdir = dir;
+		else if (mpath[0] == '\0' && lp_meta_path(o, k, bpath, sizeof(bpath))) {
+			bson_strncpy(mpath, k, sizeof(mpath));
+			mdir = dir;
+		} else
+			return false;
+	}
+	if (tdir == 0 || !bson_iter_next(&it) || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &st) ||
+	    !bson_iter_next(&st) || strcmp(bson_iter_key(&st), "$group") != 0 || !BSON_ITER_HOLDS_DOCUMENT(&st))
+		return false;
+	bson_iter_recurse(&st, &s);
+	gpath[0] = '\0';
+	while (bson_iter_next(&s)) {
+		bson_iter_t acc;
+		if (strcmp(bson_iter_key(&s), "_id") == 0) {
+			if (!BSON_ITER_HOLDS_UTF8(&s) || bson_iter_utf8(&s, NULL)[0] != '$' ||
+			    bson_iter_utf8(&s, NULL)[1] == '$')
+				return false;
+			bson_strncpy(gpath, bson_iter_utf8(&s, NULL) + 1, sizeof(gpath));
+			continue;
+		}
+		if (!BSON_ITER_HOLDS_DOCUMENT(&s) || !bson_iter_recurse(&s, &acc) || !bson_iter_next(&acc) ||
+		    strcmp(bson_iter_key(&acc), tdir < 0 ? "$first" : "$last") != 0 || bson_iter_next(&acc))
+			return false;
+	}
+	if (!lp_meta_path(o, gpath, bpath, sizeof(bpath)) || (mpath[0] != '\0' && strcmp(mpath, gpath) != 0))
+		return false;
+	/* the buckets, newest (by control.max) first within each group */
+	bson_snprintf(key, sizeof(key), "%d", (*n)++);
+	bson_append_document_begin(out, key, -1, &stage);
+	bson_append_document_begin(&stage, "$sort", -1, &body);
+	BSON_APPEND_INT32(&body, bpath, mdir);
+	bson_snprintf(ctl, sizeof(ctl), "control.max.%s", o->time_field);
+	BSON_APPEND_INT32(&body, ctl, -1);
+	bson_snprintf(ctl, sizeof(ctl), "control.min.%s", o->time_field);
+	BSON_APPEND_INT32(&body, ctl, -1);
+	bson_append_document_end(&stage, &body);
+	bson_append_document_end(out, &stage);
+	bson_snprintf(key, sizeof(key), "%d", (*n)++);
+	bson_append_document_begin(out, key, -1, &stage);
+	bson_append_document_begin(&stage, "$group", -1, &body);
+	bson_snprintf(ctl, sizeof(ctl), "$%s", bpath);
+	BSON_APPEND_UTF8(&body, "_id", ctl);
+	BSON_APPEND_DOCUMENT_BEGIN(&body, "meta", &sub);
+	BSON_APPEND_UTF8(&sub, "$first", "$meta");
+	bson_append_document_end(&body, &sub);
+	BSON_APPEND_DOCUMENT_BEGIN(&body, "control", &sub);
+	BSON_APPEND_UTF8(&sub, "$first", "$control");
+	bson_append_document_end(&body, &sub);
+	BSON_APPEND_DOCUMENT_BEGIN(&body, "data", &sub);
+	BSON_APPEND_UTF8(&sub, "$first", "$data");
+	bson_append_document_end(&body, &sub);
+	bson_append_document_end(&stage, &body);
+	bson_append_document_end(out, &stage);
+	return true;
+}
+
 int
 cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bson_t *out)
 {
@@ -755,6 +1032,9 @@ cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bson_t *out
 	bson_t stage, spec;
 	int n = 0;
 	char key[16];
+	ts_deps_t deps;
+	const char *include[TS_DEPS_MAX + 1];
+	bool lastpoint;
 
 	bson_init(out);
 	if (!ts_options_get(coll->options, &o))
@@ -788,10 +1068,22 @@ cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bson_t *out
 		}
 		bson_destroy(&bf);
 	}
+	lastpoint = lastpoint_stages(&o, user, out, &n);
+	deps_pipeline(user, &deps);
+	if (!deps.all) {
+		for (int i = 0; i < deps.n; i++)
+			include[i] = deps.names[i];
+		if (lastpoint && deps.n < TS_DEPS_MAX && !ts_unpack_wants(&(ts_options_t){.include = include, .n_include = deps.n}, o.time_field))
+			include[deps.n++] = o.time_field;
+		o.include = include;
+		o.n_include = deps.n;
+	}
 	bson_snprintf(key, sizeof(key), "%d", n++);
 	bson_append_document_begin(out, key, -1, &stage);
 	bson_append_document_begin(&stage, "$_internalUnpackBucket", -1, &spec);
 	ts_unpack_spec(&o, &spec);
+	if (lastpoint)
+		BSON_APPEND_BOOL(&spec, "$_tamgaLastpoint", true);
 	bson_append_document_end(&stage, &spec);
 	bson_append_document_end(out, &stage);
 	if (bson_iter_init(&it, user))

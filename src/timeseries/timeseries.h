@@ -35,7 +35,17 @@ typedef struct ts_options {
 	const char *granularity;     /* "seconds", "minutes", "hours", or NULL (custom bucketing) */
 	int64_t max_span;            /* bucketMaxSpanSeconds */
 	int64_t rounding;            /* bucketRoundingSeconds */
+	/* Unpacking only: the top-level fields a reader uses (mongod's
+	 * $_internalUnpackBucket `include`); NULL: every field.  Borrowed. */
+	const char *const *include;
+	int n_include;
+	/* Unpacking only: emit just the measurements whose time is the bucket's
+	 * greatest (the lastpoint rewrite's bucket, agg/stage_unpack.c). */
+	bool only_latest;
 } ts_options_t;
+
+/* Whether unpacking with o emits the top-level field name (o->include). */
+bool ts_unpack_wants(const ts_options_t *o, const char *name);
 
 /*
  * Check create's timeseries document (and what may go with it) as mongod
@@ -102,8 +112,9 @@ bool ts_bucket_append_damages(const ts_options_t *o, const bson_t *old, const bs
  * order.  fn returns 0 to go on, non-zero to
  * stop (returned).  A bucket that is not one (no data document) unpacks to
  * nothing; a compressed one (control.version 2/3) unpacks as its v1 form
- * (a malformed BSONColumn: 2).  Returns the number of measurements in *n
- * when n is not NULL.
+ * (a malformed BSONColumn: 2).  With o->include set, only those fields
+ * are emitted (the time column still drives the walk; a compressed bucket
+ * decodes only the included columns and the time column).
  */
 typedef int (*ts_measurement_fn)(void *ctx, const bson_t *measurement, terr_t *err);
 int ts_bucket_unpack(const ts_options_t *o, const bson_t *bucket, bson_t *scratch, ts_measurement_fn fn,

@@ -669,6 +669,27 @@ ts_bucket_count(const ts_options_t *o, const bson_t *bucket)
 	return n;
 }
 
+bool
+ts_unpack_wants(const ts_options_t *o, const char *name)
+{
+	if (o->include == NULL)
+		return true;
+	for (int i = 0; i < o->n_include; i++)
+		if (strcmp(o->include[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* A compressed bucket's columns worth decoding: the included ones and the
+ * time column (it drives the walk). */
+static bool
+unpack_keep_column(const void *ctx, const char *name)
+{
+	const ts_options_t *o = ctx;
+
+	return strcmp(name, o->time_field) == 0 || ts_unpack_wants(o, name);
+}
+
 int
 ts_bucket_unpack(const ts_options_t *o, const bson_t *bucket, bson_t *scratch, ts_measurement_fn fn, void *ctx,
                  terr_t *err)
@@ -677,12 +698,15 @@ ts_bucket_unpack(const ts_options_t *o, const bson_t *bucket, bson_t *scratch, t
 	bson_iter_t *cols;
 	bool *live;
 	int ncols = 0, rc = 0, total = 0;
-	bool has_meta;
+	bool has_meta, want_time;
+	int64_t latest = 0;
+	const char **names;          /* each column's field name (NULL: the time column) */
 
 	if (ts_bucket_is_compressed(bucket)) {
 		/* a compressed bucket unpacks as its v1 form */
 		bson_t v1 = BSON_INITIALIZER;
-		rc = ts_bucket_decompress(bucket, &v1, err);
+		rc = o->include != NULL ? ts_bucket_decompress_some(bucket, &v1, unpack_keep_column, o, err)
+		                        : ts_bucket_decompress(bucket, &v1, err);
 		if (rc == 0)
 			rc = ts_bucket_unpack(o, &v1, scratch, fn, ctx, err);
 		bson_destroy(&v1);
@@ -695,45 +719,63 @@ ts_bucket_unpack(const ts_options_t *o, const bson_t *bucket, bson_t *scratch, t
 		total++;
 	cols = tm_alloc0(sizeof(*cols) * (size_t)(total + 1));
 	live = bson_malloc0(sizeof(*live) * (size_t)(total + 1));
+	names = bson_malloc0(sizeof(*names) * (size_t)(total + 1));
 	bson_iter_recurse(&it, &data);
 	while (bson_iter_next(&data) && ncols < total) {
-		if (!BSON_ITER_HOLDS_DOCUMENT(&data))
+		/* the time column is emitted from tcol (first), not here */
+		if (!BSON_ITER_HOLDS_DOCUMENT(&data) || !ts_unpack_wants(o, bson_iter_key(&data)))
 			continue;
+		names[ncols] = strcmp(bson_iter_key(&data), o->time_field) == 0 ? NULL : bson_iter_key(&data);
 		bson_iter_recurse(&data, &cols[ncols]);
 		live[ncols] = bson_iter_next(&cols[ncols]);
 		ncols++;
 	}
-	has_meta = o->meta_field != NULL && bson_iter_init_find(&meta, bucket, "meta");
+	has_meta = o->meta_field != NULL && ts_unpack_wants(o, o->meta_field) && bson_iter_init_find(&meta, bucket, "meta");
+	want_time = ts_unpack_wants(o, o->time_field);
+	if (o->only_latest) {
+		/* the greatest time first: only its measurements are built */
+		bson_iter_t tc = tcol;
+		bool any = false;
+		while (bson_iter_next(&tc))
+			if (BSON_ITER_HOLDS_DATE_TIME(&tc) && (!any || bson_iter_date_time(&tc) > latest)) {
+				latest = bson_iter_date_time(&tc);
+				any = true;
+			}
+	}
 	/* columns are sparse: each holds the indexes of the measurements that
 	 * have the field, in order; walk them side by side with the time
 	 * column, which every measurement has */
 	while (bson_iter_next(&tcol)) {
 		const char *idx = bson_iter_key(&tcol);
-		bson_iter_t names;
 		int c = 0;
+
+		if (o->only_latest && (!BSON_ITER_HOLDS_DATE_TIME(&tcol) || bson_iter_date_time(&tcol) != latest)) {
+			/* not built: its column entries are stepped over */
+			for (c = 0; c < ncols; c++)
+				if (live[c] && strcmp(bson_iter_key(&cols[c]), idx) == 0)
+					live[c] = bson_iter_next(&cols[c]);
+			continue;
+		}
 
 		/* mongod's order: the time, the meta, then the other fields in
 		 * column order */
 		bson_reinit(scratch);
-		bson_append_iter(scratch, o->time_field, -1, &tcol);
+		if (want_time)
+			bson_append_iter(scratch, o->time_field, -1, &tcol);
 		if (has_meta)
 			bson_append_iter(scratch, o->meta_field, -1, &meta);
-		bson_iter_recurse(&it, &names);
-		while (bson_iter_next(&names) && c < ncols) {
-			if (!BSON_ITER_HOLDS_DOCUMENT(&names))
-				continue;
+		for (c = 0; c < ncols; c++)
 			if (live[c] && strcmp(bson_iter_key(&cols[c]), idx) == 0) {
-				if (strcmp(bson_iter_key(&names), o->time_field) != 0)
-					bson_append_iter(scratch, bson_iter_key(&names), -1, &cols[c]);
+				if (names[c] != NULL)
+					bson_append_iter(scratch, names[c], -1, &cols[c]);
 				live[c] = bson_iter_next(&cols[c]);
 			}
-			c++;
-		}
 		if ((rc = fn(ctx, scratch, err)) != 0)
 			break;
 	}
 	bson_free(cols);
 	bson_free(live);
+	bson_free(names);
 	return rc;
 }
 
@@ -958,7 +1000,14 @@ ts_unpack_spec(const ts_options_t *o, bson_t *out)
 {
 	bson_t ex = BSON_INITIALIZER;
 
-	BSON_APPEND_ARRAY(out, "exclude", &ex);
+	if (o->include != NULL) {
+		char k[16];
+		for (int i = 0; i < o->n_include; i++) {
+			bson_snprintf(k, sizeof(k), "%d", i);
+			BSON_APPEND_UTF8(&ex, k, o->include[i]);
+		}
+	}
+	bson_append_array(out, o->include != NULL ? "include" : "exclude", -1, &ex);
 	BSON_APPEND_UTF8(out, "timeField", o->time_field);
 	if (o->meta_field != NULL)
 		BSON_APPEND_UTF8(out, "metaField", o->meta_field);

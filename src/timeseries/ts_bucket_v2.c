@@ -174,6 +174,13 @@ done:
 int
 ts_bucket_decompress(const bson_t *bucket, bson_t *out, terr_t *err)
 {
+	return ts_bucket_decompress_some(bucket, out, NULL, NULL, err);
+}
+
+int
+ts_bucket_decompress_some(const bson_t *bucket, bson_t *out, bool (*keep)(const void *ctx, const char *name),
+                          const void *ctx, terr_t *err)
+{
 	bson_iter_t it;
 	int ret = 0;
 
@@ -199,6 +206,8 @@ ts_bucket_decompress(const bson_t *bucket, bson_t *out, terr_t *err)
 				bson_subtype_t st;
 				uint32_t bl;
 				const uint8_t *bin;
+				if (keep != NULL && !keep(ctx, bson_iter_key(&col)))
+					continue;
 				if (BSON_ITER_HOLDS_BINARY(&col)) {
 					bson_iter_binary(&col, &st, &bl, &bin);
 					if (st == BSON_SUBTYPE_COLUMN) {

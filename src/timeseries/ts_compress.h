@@ -37,5 +37,9 @@ int ts_bucket_compress(const ts_options_t *o, const bson_t *bucket, bson_t *out,
  * no control.count).  Errors: 2 for a malformed column.
  */
 int ts_bucket_decompress(const bson_t *bucket, bson_t *out, terr_t *err);
+/* The same, decoding only the data columns keep(ctx, name) accepts (the
+ * others are left out of out's data); keep NULL: all. */
+int ts_bucket_decompress_some(const bson_t *bucket, bson_t *out, bool (*keep)(const void *ctx, const char *name),
+                              const void *ctx, terr_t *err);
 
 #endif

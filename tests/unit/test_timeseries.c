@@ -121,6 +121,45 @@ same_agg(const char *stages)
 	bson_free(q2);
 }
 
+/* The same grouping pipeline on both collections (coll names %s), its
+ * groups sorted by _id: identical text. */
+static void
+same_groups_in(const char *ts, const char *plain, const char *stages)
+{
+	char *q1 = bson_strdup_printf("{\"aggregate\": \"%s\", \"pipeline\": [%s, {\"$sort\": {\"_id\": 1}}], \"cursor\": {\"batchSize\": 100000}}", ts, stages);
+	char *q2 = bson_strdup_printf("{\"aggregate\": \"%s\", \"pipeline\": [%s, {\"$sort\": {\"_id\": 1}}], \"cursor\": {\"batchSize\": 100000}}", plain, stages);
+	char *a = batch_text(q1), *b = batch_text(q2);
+
+	if (strcmp(a, b) != 0)
+		TT_FAIL_("pipeline %s differs:\n ts:    %.400s\n plain: %.400s", stages, a, b);
+	TT_ASSERT(strlen(a) > 4);
+	bson_free(a);
+	bson_free(b);
+	bson_free(q1);
+	bson_free(q2);
+}
+
+/* Bucket-level shapes: mongod's lastpoint ($sort on meta and time + $group
+ * of $first/$last by meta: one bucket per meta unpacked) and groups whose
+ * unpack decodes only the fields they read.  Times only from the
+ * lastpoint's $first/$last (a tie on the greatest time may pick either
+ * measurement, on mongod too). */
+static const char *const group_shapes[] = {
+	"{\"$sort\": {\"m\": 1, \"t\": -1}}, {\"$group\": {\"_id\": \"$m\", \"t\": {\"$first\": \"$t\"}, \"m\": {\"$first\": \"$m\"}}}",
+	"{\"$sort\": {\"t\": -1}}, {\"$group\": {\"_id\": \"$m\", \"t\": {\"$first\": \"$t\"}}}",
+	"{\"$sort\": {\"m\": -1, \"t\": 1}}, {\"$group\": {\"_id\": \"$m\", \"t\": {\"$last\": \"$t\"}}}",
+	"{\"$sort\": {\"m.site\": 1, \"t\": -1}}, {\"$group\": {\"_id\": \"$m.site\", \"t\": {\"$first\": \"$t\"}, \"n\": {\"$first\": \"$m.n\"}}}",
+	"{\"$match\": {\"m\": {\"$in\": [1, 2]}}}, {\"$sort\": {\"m\": 1, \"t\": -1}}, {\"$group\": {\"_id\": \"$m\", \"t\": {\"$first\": \"$t\"}}}",
+	/* not lastpoint (time ascending with $first): every bucket unpacked, same answer */
+	"{\"$sort\": {\"m\": 1, \"t\": 1}}, {\"$group\": {\"_id\": \"$m\", \"t\": {\"$first\": \"$t\"}}}",
+	"{\"$match\": {\"t\": {\"$gte\": {\"$date\": {\"$numberLong\": \"1700005000000\"}}}}}, {\"$group\": {\"_id\": {\"m\": \"$m\", \"h\": {\"$dateTrunc\": {\"date\": \"$t\", \"unit\": \"hour\"}}}, \"avg\": {\"$avg\": \"$a\"}, \"n\": {\"$sum\": 1}}}",
+	"{\"$group\": {\"_id\": \"$b.c\", \"n\": {\"$sum\": 1}, \"mx\": {\"$max\": \"$a\"}, \"mn\": {\"$min\": \"$t\"}}}",
+	"{\"$match\": {\"a\": {\"$gte\": 50}}}, {\"$group\": {\"_id\": null, \"n\": {\"$sum\": 1}}}",
+	"{\"$group\": {\"_id\": \"$m\", \"n\": {\"$count\": {}}}}",
+	"{\"$match\": {\"$expr\": {\"$lt\": [\"$b.c\", 3]}}}, {\"$group\": {\"_id\": \"$m\", \"s\": {\"$push\": \"$_id\"}}}, {\"$project\": {\"n\": {\"$size\": \"$s\"}}}",
+	"{\"$group\": {\"_id\": \"$m\", \"d\": {\"$max\": \"$$ROOT.a\"}}}",
+};
+
 static void
 same_count(const char *filter)
 {
@@ -164,6 +203,8 @@ compare_all(void)
 		bson_free(st);
 		same_count(filters[f]);
 	}
+	for (size_t g = 0; g < sizeof(group_shapes) / sizeof(group_shapes[0]); g++)
+		same_groups_in("w", "p", group_shapes[g]);
 	same_agg("{\"$sort\": {\"t\": -1, \"_id\": 1}}, {\"$limit\": 25}");
 	same_agg("{\"$match\": {\"m\": 1}}, {\"$sort\": {\"t\": 1, \"_id\": 1}}, {\"$skip\": 3}, {\"$limit\": 7}");
 	{
@@ -393,6 +434,105 @@ test_random_equivalence(void)
 	}
 }
 
+/* Insert the same measurements (JSON array body) into both collections. */
+static void
+insert_both(const char *ts, const char *plain, const char *docs)
+{
+	char *a = bson_strdup_printf("{\"insert\": \"%s\", \"documents\": [%s]}", ts, docs);
+	char *b = bson_strdup_printf("{\"insert\": \"%s\", \"documents\": [%s]}", plain, docs);
+
+	TT_EQ_INT(run_err(a), 0);
+	TT_EQ_INT(run_err(b), 0);
+	bson_free(a);
+	bson_free(b);
+}
+
+/* The lastpoint rewrite against the plain answer where it is delicate:
+ * ties on the greatest time inside a bucket and across two buckets of a
+ * meta (tied measurements carry the same compared values), a missing and a
+ * null meta (one group, as on a plain collection), several buckets per meta
+ * (times going backward open new ones and close the old, compressed: v1
+ * and v2 buckets both read); and its explain in mongod's shape. */
+static void
+test_lastpoint(void)
+{
+	static const char *const lp_shapes[] = {
+		"{\"$sort\": {\"m\": 1, \"t\": -1}}, {\"$group\": {\"_id\": \"$m\", \"t\": {\"$first\": \"$t\"}, \"a\": {\"$first\": \"$a\"}, \"m\": {\"$first\": \"$m\"}}}",
+		"{\"$sort\": {\"m\": -1, \"t\": -1}}, {\"$group\": {\"_id\": \"$m\", \"a\": {\"$first\": \"$a\"}}}",
+		"{\"$sort\": {\"t\": 1}}, {\"$group\": {\"_id\": \"$m\", \"t\": {\"$last\": \"$t\"}, \"a\": {\"$last\": \"$a\"}}}",
+		"{\"$sort\": {\"m.k\": 1, \"t\": -1}}, {\"$group\": {\"_id\": \"$m.k\", \"a\": {\"$first\": \"$a\"}}}",
+		"{\"$match\": {\"m\": {\"$ne\": 2}}}, {\"$sort\": {\"m\": 1, \"t\": -1}}, {\"$group\": {\"_id\": \"$m\", \"a\": {\"$first\": \"$a\"}}}",
+		"{\"$sort\": {\"m\": 1, \"t\": -1}}, {\"$group\": {\"_id\": \"$m\", \"r\": {\"$first\": \"$$ROOT.a\"}}}",
+	};
+	char docs[8192];
+	int rc;
+	bson_t *r;
+
+	run_err("{\"drop\": \"lw\"}");
+	run_err("{\"drop\": \"lp\"}");
+	TT_EQ_INT(run_err("{\"create\": \"lw\", \"timeseries\": {\"timeField\": \"t\", \"metaField\": \"m\"}}"), 0);
+	TT_EQ_INT(run_err("{\"create\": \"lp\"}"), 0);
+	/* round 0 fills a bucket per meta up to 50 s; round 1 goes back in
+	 * time (a new bucket, the first closed and compressed) and reaches the
+	 * same greatest time 50 s with the same values: a tie across buckets;
+	 * round 2 goes back again and stays below (a third bucket) */
+	for (int round = 0; round < 3; round++) {
+		static const char *const metas[] = {"\"m\": 1, ", "\"m\": 2, ", "", "\"m\": null, ", "\"m\": {\"k\": \"a\"}, ",
+		    "\"m\": {\"k\": \"b\"}, "};
+		size_t at = 0;
+		for (int mi = 0; mi < 6; mi++)
+			for (int k = 0; k < 6; k++) {
+				long long sec = round == 0 ? 40 + 2 * k : round == 1 ? 5 + 9 * k : -100 + k;
+				int a = sec == 50 ? 1000 + (mi == 3 ? 2 : mi) : (int)(sec * 7 + mi);   /* null and missing meta: one group */
+				/* a second measurement at the greatest time, in the same bucket */
+				at += (size_t)bson_snprintf(docs + at, sizeof(docs) - at,
+				    "%s{\"_id\": %d, %s\"t\": {\"$date\": {\"$numberLong\": \"%lld\"}}, \"a\": %d}",
+				    at ? ", " : "", round * 1000 + mi * 10 + k, metas[mi], 1700000000000LL + sec * 1000, a);
+				if (sec == 50 && round == 0)
+					at += (size_t)bson_snprintf(docs + at, sizeof(docs) - at,
+					    ", {\"_id\": %d, %s\"t\": {\"$date\": {\"$numberLong\": \"%lld\"}}, \"a\": %d}",
+					    5000 + mi, metas[mi], 1700000000000LL + sec * 1000, a);
+			}
+		insert_both("lw", "lp", docs);
+	}
+	TT_ASSERT(run_i64("{\"count\": \"lw\", \"rawData\": true, \"query\": {\"control.version\": 2}}", "n") > 0);
+	TT_ASSERT(run_i64("{\"count\": \"lw\", \"rawData\": true, \"query\": {\"control.version\": 1}}", "n") > 0);
+	TT_ASSERT(run_i64("{\"count\": \"lw\", \"rawData\": true, \"query\": {\"meta\": 1}}", "n") >= 3);
+	for (size_t g = 0; g < sizeof(lp_shapes) / sizeof(lp_shapes[0]); g++)
+		same_groups_in("lw", "lp", lp_shapes[g]);
+	/* explain: the bucket-level $sort and $group of mongod's lastpoint, then
+	 * the unpack of only the fields the pipeline reads, then the user's stages */
+	r = run("{\"explain\": {\"aggregate\": \"lw\", \"pipeline\": [{\"$sort\": {\"m\": 1, \"t\": -1}}, {\"$group\": "
+	    "{\"_id\": \"$m\", \"a\": {\"$first\": \"$a\"}}}], \"cursor\": {}}}", &rc);
+	TT_EQ_INT(rc, 0);
+	{
+		char *t = bson_as_relaxed_extended_json(r, NULL);
+		bson_iter_t f;
+		TT_ASSERT(tt_get(r, "stages", &f));
+		TT_EQ_INT(tt_get_i64(r, "stages.0.$cursor.queryPlanner.winningPlan.sortPattern.meta"), 1);
+		TT_ASSERT(strstr(t, "\"sortPattern\" : { \"meta\" : 1, \"control.max.t\" : -1, \"control.min.t\" : -1 }") != NULL);
+		TT_EQ_STR(tt_get_str(r, "stages.1.$group._id"), "$meta");
+		TT_EQ_STR(tt_get_str(r, "stages.1.$group.data.$first"), "$data");
+		TT_EQ_STR(tt_get_str(r, "stages.2.$_internalUnpackBucket.include.0"), "m");
+		TT_EQ_STR(tt_get_str(r, "stages.2.$_internalUnpackBucket.include.1"), "t");
+		TT_EQ_STR(tt_get_str(r, "stages.2.$_internalUnpackBucket.include.2"), "a");
+		TT_EQ_INT(tt_get_i64(r, "stages.3.$sort.m"), 1);
+		TT_EQ_INT(tt_get_i64(r, "stages.2.nReturned"), 10);   /* the ties of the 5 groups' last buckets, not 108 */
+		bson_free(t);
+	}
+	tt_free_reply(r);
+	/* a group's unpack names what it reads */
+	r = run("{\"explain\": {\"aggregate\": \"lw\", \"pipeline\": [{\"$group\": {\"_id\": \"$m\", \"s\": {\"$avg\": \"$a\"}}}], \"cursor\": {}}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_STR(tt_get_str(r, "stages.1.$_internalUnpackBucket.include.0"), "m");
+	TT_EQ_STR(tt_get_str(r, "stages.1.$_internalUnpackBucket.include.1"), "a");
+	tt_free_reply(r);
+	r = run("{\"explain\": {\"aggregate\": \"lw\", \"pipeline\": [{\"$project\": {\"a\": 1}}], \"cursor\": {}}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(tt_get(r, "stages.1.$_internalUnpackBucket.exclude", &(bson_iter_t){0}));
+	tt_free_reply(r);
+}
+
 static void
 test_buckets_and_limits(void)
 {
@@ -589,6 +729,7 @@ main(void)
 	query_keygen_register(engine_storage(eng));
 	cl = client_new(eng, NULL);
 	TT_RUN(test_random_equivalence);
+	TT_RUN(test_lastpoint);
 	TT_RUN(test_buckets_and_limits);
 	TT_RUN(test_bad_input);
 	TT_RUN(test_ttl);

@@ -3,7 +3,8 @@
 // timeseries and clusteredIndex options, concurrent insertMany batches
 // from two clients routed into buckets without losing a measurement, the
 // seed's sensor queries (average per sensor per hour, last reading per
-// sensor) equal on a time-series and a plain collection, rawData, and
+// sensor) equal on a time-series and a plain collection (with mongod's
+// lastpoint and include-list explain shapes), rawData, and
 // clustered _id lookups and ranges.  TAMGA_URI comes from with_tamgad.sh.
 'use strict';
 const { test, before, after } = require('node:test');
@@ -65,6 +66,15 @@ test('the seed queries answer the same on both', async () => {
 		assert.deepEqual(x, y);
 		assert.ok(x.length > 0);
 	}
+	// explain in mongod's lastpoint shape: the bucket-level sort (in the $cursor) and $group, then the
+	// unpack of only the fields the pipeline reads
+	const e = await db.collection('m').aggregate([{ $sort: { sensor: 1, t: -1 } },
+		{ $group: { _id: '$sensor', t: { $first: '$t' }, temp: { $first: '$temp' } } }]).explain();
+	assert.deepEqual(e.stages[0].$cursor.queryPlanner.winningPlan.sortPattern, { meta: 1, 'control.max.t': -1, 'control.min.t': -1 });
+	assert.deepEqual(e.stages[1].$group, { _id: '$meta', meta: { $first: '$meta' }, control: { $first: '$control' }, data: { $first: '$data' } });
+	assert.deepEqual(e.stages[2].$_internalUnpackBucket.include, ['sensor', 't', 'temp']);
+	const h = await db.collection('m').aggregate(hourly).explain();
+	assert.deepEqual(h.stages.find(st => st.$_internalUnpackBucket).$_internalUnpackBucket.include, ['t', 'sensor', 'temp']);
 	const r = await db.collection('m').find({ sensor: 3, temp: { $gt: 20 } }).sort({ t: 1 }).project({ _id: 0 }).toArray();
 	const s = await db.collection('plain').find({ sensor: 3, temp: { $gt: 20 } }).sort({ t: 1 }).project({ _id: 0 }).toArray();
 	assert.deepEqual(r.map(d => [d.t.getTime(), d.temp]), s.map(d => [d.t.getTime(), d.temp]));
