@@ -25,6 +25,7 @@
 #include "common/log.h"
 #include "common/opctx.h"
 #include "repl/oplog_apply.h"
+#include "repl/rollback.h"
 
 /* Entries handed to raft_apply at once, at most. */
 #define FEED_BATCH 256
@@ -652,6 +653,73 @@ fail_noloop:
 
 /* ---- applier ------------------------------------------------------------------------------- */
 
+/*
+ * Before the set's entry `next`: when this member holds entries after
+ * `common` (the set's previous entry) that the set's log does not, roll
+ * them back (repl/rollback.h), refetching from the leader.  0 when nothing
+ * was to undo or the rollback is done (*min_valid set), -1 with err when it
+ * cannot be done; waits (ROLLBACK) while no leader answers.
+ */
+static int
+rollback_before(repl_member_t *m, storage_session_t *s, repl_ts_t common, repl_ts_t next, repl_ts_t *min_valid,
+                terr_t *err)
+{
+	repl_ts_t own = 0;
+	char dbpath[4096], source[256];
+	size_t dl;
+	int r;
+
+	if ((r = repl_rollback_needed(m->o.oplog, s, common, next, &own, err)) <= 0)
+		return r;
+	bson_strncpy(dbpath, m->dir, sizeof(dbpath));   /* <dbpath>/raft */
+	dl = strlen(dbpath);
+	if (dl > 5 && strcmp(dbpath + dl - 5, "/raft") == 0)
+		dbpath[dl - 5] = '\0';
+	log_msg('I', 21606, "Starting rollback: this member holds oplog entries the set did not commit", NULL);
+	repl_set_raft_role(m->o.rs, REPL_STATE_ROLLBACK, (int64_t)m->term);
+	for (;;) {
+		repl_rollback_args_t a = {.st = m->o.st, .oplog = m->o.oplog, .s = s, .common = common,
+		    .source = source, .dbpath = dbpath};
+		repl_rollback_stats_t st;
+		bool stop;
+		pthread_mutex_lock(&m->lock);
+		stop = m->stopping;
+		source[0] = '\0';
+		if (m->leader_index >= 0 && m->leader_index != m->o.self_index)
+			bson_strncpy(source, m->peers[m->leader_index].host, sizeof(source));
+		pthread_mutex_unlock(&m->lock);
+		if (stop)
+			return terr_set(err, 91 /* ShutdownInProgress */, "rollback interrupted by shutdown");
+		if (source[0] != '\0') {
+			if (repl_rollback_run(&a, &st, err) == 0) {
+				bson_t attr = BSON_INITIALIZER;
+				BSON_APPEND_TIMESTAMP(&attr, "commonPoint", repl_ts_secs(common), repl_ts_inc(common));
+				BSON_APPEND_INT64(&attr, "entriesRolledBack", st.entries);
+				BSON_APPEND_INT64(&attr, "documentsRefetched", st.docs);
+				BSON_APPEND_INT64(&attr, "documentsSaved", st.saved);
+				BSON_APPEND_UTF8(&attr, "syncSource", source);
+				tlog('I', "ROLLBACK", 21612, "Rollback summary", &attr);
+				bson_destroy(&attr);
+				*min_valid = st.min_valid;
+				pthread_mutex_lock(&m->lock);
+				m->local_last_ts = common;
+				role_set_locked(m, false, m->term);
+				repl_set_raft_role(m->o.rs, REPL_STATE_SECONDARY, (int64_t)m->term);
+				pthread_mutex_unlock(&m->lock);
+				return 0;
+			}
+			if (err->code != TERR_HOST_UNREACHABLE)
+				return -1;
+			log_msg('W', 21607, "rollback: the sync source did not answer; trying again", err->msg);
+			terr_clear(err);
+		}
+		pthread_mutex_lock(&m->lock);
+		cond_wait_ms(m, 500);
+		pthread_mutex_unlock(&m->lock);
+	}
+}
+
+
 static void *
 applier_main(void *arg)
 {
@@ -717,9 +785,13 @@ applier_main(void *arg)
 			sync = m->sync_requested;
 			m->sync_requested = false;
 			pthread_mutex_unlock(&m->lock);
-			if (bson_init_static(&e, n->data, n->len))
-				rc = repl_oplog_apply_entry(m->o.oplog, m->o.st, s, &e, check ? &prev_ts : NULL, sync,
-				    &applied, &err);
+			if (check) {
+				repl_ts_t min_valid = 0;
+				if ((rc = rollback_before(m, s, prev_ts, n->ts, &min_valid, &err)) == 0 && min_valid != 0)
+					repl_oplog_apply_set_min_valid(min_valid);
+			}
+			if (bson_init_static(&e, n->data, n->len) && (!check || rc == 0))
+				rc = repl_oplog_apply_entry(m->o.oplog, m->o.st, s, &e, NULL, sync, &applied, &err);
 			synced = rc == 0 && sync && applied;
 			if (rc == 0) {
 				prev_ts = n->ts;
