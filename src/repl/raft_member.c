@@ -26,19 +26,27 @@
 #include "common/opctx.h"
 #include "repl/oplog_apply.h"
 #include "repl/rollback.h"
+#include "repl/initial_sync.h"
+#include "repl/member_rejoin.h"
 
 /* Entries handed to raft_apply at once, at most. */
 #define FEED_BATCH 256
 /* A Raft snapshot every this many entries, and as many kept behind it for
- * members that lag (a member that falls past them needs an initial sync,
- * which is not built). */
+ * members that lag (one that falls past them gets the snapshot, and then
+ * fetches what it lacks from the leader's oplog or copies the data:
+ * repl/initial_sync.h). */
 #define SNAPSHOT_THRESHOLD 1024
-#define SNAPSHOT_TRAILING 65536
+#define SNAPSHOT_TRAILING 8192
+/* How long the loop thread waits, at a snapshot, for the applier to catch
+ * up with what Raft handed it (else RAFT_BUSY: Raft asks again later). */
+#define SNAPSHOT_WAIT_MS 500
 
 /* A queue of BSON entries (copied bytes). */
 typedef struct entry_node {
 	struct entry_node *next;
 	repl_ts_t ts;
+	int64_t t;                    /* the entry's term (its `t`), -1: none */
+	bool snapshot;                /* a Raft snapshot restored: the set's log up to (ts, t) */
 	uint32_t len;
 	uint8_t data[];
 } entry_node_t;
@@ -78,12 +86,9 @@ struct repl_member {
 	entry_queue_t to_apply;       /* committed, for the applier */
 	entry_queue_t to_submit;      /* from the feeder, for raft_apply */
 	uint64_t enqueued, applied;   /* entries queued to / done by the applier */
-	/* a snapshot says "everything up to here is applied": only once it is
-	 * durable -- a commit with sync (asked for by fsm_snapshot) or the
-	 * journal's ~100 ms flusher since the last entry was done */
-	uint64_t durable_applied;
-	int64_t last_apply_us;
-	bool sync_requested;
+	/* ROLLBACK or STARTUP2 while the applier rolls back or copies data
+	 * (0: none): what replset is told instead of SECONDARY */
+	repl_member_state_t busy_state;
 	uint64_t drain_target;        /* PRIMARY once applied reaches it */
 	bool draining;
 	uint64_t drain_term;
@@ -91,6 +96,7 @@ struct repl_member {
 	uint64_t term;
 	bool stopping, failed;
 	repl_ts_t committed_ts, local_last_ts, fed_ts;
+	int64_t committed_t;          /* the term of the entry at committed_ts */
 	int leader_index;             /* row in peers, -1 */
 	int64_t last_contact_ms[REPL_MAX_MEMBERS];
 	bool reachable[REPL_MAX_MEMBERS];
@@ -101,6 +107,7 @@ struct repl_member {
 	uint64_t match[REPL_MAX_MEMBERS];
 
 	pthread_t applier_thread, feeder_thread;
+	repl_rejoin_t *rejoin;        /* the primary's hand-over to wiped members */
 };
 
 static int64_t
@@ -152,11 +159,15 @@ node_new(const uint8_t *data, uint32_t len)
 	n->next = NULL;
 	n->len = len;
 	n->ts = 0;
+	n->t = -1;
+	n->snapshot = false;
 	memcpy(n->data, data, len);
 	if (bson_init_static(&b, n->data, len) && bson_iter_init_find(&it, &b, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
 		uint32_t s, i;
 		bson_iter_timestamp(&it, &s, &i);
 		n->ts = REPL_TS(s, i);
+		if (bson_iter_init_find(&it, &b, "t") && BSON_ITER_HOLDS_NUMBER(&it))
+			n->t = bson_iter_as_int64(&it);
 	}
 	return n;
 }
@@ -262,7 +273,7 @@ role_set_locked(repl_member_t *m, bool primary, uint64_t term)
 		m->fed_ts = m->local_last_ts;
 	/* a member whose applier stopped stays RECOVERING */
 	repl_set_raft_role(m->o.rs, m->failed ? REPL_STATE_RECOVERING : primary ? REPL_STATE_PRIMARY :
-	    REPL_STATE_SECONDARY, (int64_t)term);
+	    m->busy_state != 0 ? m->busy_state : REPL_STATE_SECONDARY, (int64_t)term);
 	pthread_cond_broadcast(&m->cond);
 }
 
@@ -296,8 +307,10 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 		len = (uint32_t)buf->len;   /* the applier then refuses it as malformed */
 	n = node_new(buf->base, len);
 	pthread_mutex_lock(&m->lock);
-	if (n->ts > m->committed_ts)
+	if (n->ts > m->committed_ts) {
 		m->committed_ts = n->ts;
+		m->committed_t = n->t;
+	}
 	queue_push(&m->to_apply, n);
 	m->enqueued++;
 	match_snapshot_locked(m);
@@ -306,64 +319,79 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 	return 0;
 }
 
-/* The snapshot is the ts of the newest committed entry: the data itself
- * is in WiredTiger.  Taken only once the applier has caught up (RAFT_BUSY
- * makes Raft try later). */
+/*
+ * The snapshot is the optime (ts, t) of the newest committed entry: the
+ * data itself is in WiredTiger.  Raft calls this right after handing the
+ * FSM the entry at the snapshot's index, so the snapshot must say that
+ * everything up to it is applied and durable: the loop thread waits (at
+ * most SNAPSHOT_WAIT_MS; nothing new is queued meanwhile, the queue is fed
+ * on this thread) until the applier has done every queued entry, then
+ * syncs the journal.  RAFT_BUSY otherwise: Raft tries again later.
+ */
 static int
 fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs)
 {
 	repl_member_t *m = fsm->data;
-	uint64_t ts;
+	int64_t deadline = tm_now_us() + SNAPSHOT_WAIT_MS * 1000;
+	uint64_t snap[2];
+	bool ready;
 
 	pthread_mutex_lock(&m->lock);
-	if (m->applied != m->enqueued ||
-	    (m->durable_applied != m->applied && tm_now_us() - m->last_apply_us < 300 * 1000)) {
-		m->sync_requested = true;   /* the applier's next commit syncs */
-		pthread_mutex_unlock(&m->lock);
-		return RAFT_BUSY;
-	}
-	ts = m->committed_ts;
+	while (m->applied != m->enqueued && !m->failed && !m->stopping && tm_now_us() < deadline)
+		cond_wait_ms(m, 10);
+	ready = m->applied == m->enqueued && !m->failed;
+	snap[0] = m->committed_ts;
+	snap[1] = (uint64_t)m->committed_t;
 	pthread_mutex_unlock(&m->lock);
+	if (!ready || storage_journal_sync(m->o.st, NULL) != 0)
+		return RAFT_BUSY;
 	*bufs = raft_malloc(sizeof(struct raft_buffer));
 	if (*bufs == NULL)
 		return RAFT_NOMEM;
-	(*bufs)[0].len = 8;
-	(*bufs)[0].base = raft_malloc(8);
+	(*bufs)[0].len = sizeof(snap);
+	(*bufs)[0].base = raft_malloc(sizeof(snap));
 	if ((*bufs)[0].base == NULL) {
 		raft_free(*bufs);
 		return RAFT_NOMEM;
 	}
-	memcpy((*bufs)[0].base, &ts, 8);
+	memcpy((*bufs)[0].base, snap, sizeof(snap));
 	*n_bufs = 1;
 	return 0;
 }
 
-/* Restoring a snapshot is fine when this member already has every entry up
- * to its ts (its own snapshot at a restart); otherwise it needs an initial
- * sync, which is not built. */
+/*
+ * A snapshot restored (this member's own at a restart, or the leader's when
+ * this member is behind its kept log or was wiped): queued to the applier
+ * as a marker, in log order, which checks that the local oplog holds the
+ * snapshot's entry and otherwise brings the member there first
+ * (repl/initial_sync.h).  Older snapshots held only the ts (8 bytes).
+ */
 static int
 fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 {
 	repl_member_t *m = fsm->data;
-	uint64_t ts = 0;
-	int rc = 0;
+	uint64_t snap[2] = {0, (uint64_t)-1};
+	entry_node_t *n;
 
-	if (buf->len >= 8)
-		memcpy(&ts, buf->base, 8);
+	if (buf->len >= 16)
+		memcpy(snap, buf->base, 16);
+	else if (buf->len >= 8)
+		memcpy(snap, buf->base, 8);
+	raft_free(buf->base);
+	n = node_new((const uint8_t *)"", 0);
+	n->snapshot = true;
+	n->ts = snap[0];
+	n->t = (int64_t)snap[1];
 	pthread_mutex_lock(&m->lock);
-	if (ts > m->local_last_ts) {
-		m->failed = true;
-		rc = RAFT_INVALID;
-	} else if (ts > m->committed_ts) {
-		m->committed_ts = ts;
+	if (n->ts > m->committed_ts) {
+		m->committed_ts = n->ts;
+		m->committed_t = n->t;
 	}
+	queue_push(&m->to_apply, n);
+	m->enqueued++;
+	pthread_cond_broadcast(&m->cond);
 	pthread_mutex_unlock(&m->lock);
-	if (rc != 0)
-		log_msg('E', 5000240, "this member is behind the set's retained log and needs an initial sync, which Tamga does not do yet",
-		    NULL);
-	else
-		raft_free(buf->base);
-	return rc;
+	return 0;
 }
 
 /* ---- loop callbacks ---------------------------------------------------------------------- */
@@ -653,6 +681,53 @@ fail_noloop:
 
 /* ---- applier ------------------------------------------------------------------------------- */
 
+/* The leader's wire host into source (empty: none known yet, or this
+ * member itself).  false when the member is stopping. */
+static bool
+source_of(repl_member_t *m, char *source, size_t size)
+{
+	bool stop;
+
+	pthread_mutex_lock(&m->lock);
+	stop = m->stopping;
+	source[0] = '\0';
+	if (m->leader_index >= 0 && m->leader_index != m->o.self_index)
+		bson_strncpy(source, m->peers[m->leader_index].host, size);
+	pthread_mutex_unlock(&m->lock);
+	return !stop;
+}
+
+static void
+nap_500ms(repl_member_t *m)
+{
+	pthread_mutex_lock(&m->lock);
+	cond_wait_ms(m, 500);
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* ROLLBACK / STARTUP2 while the applier works (0: back to SECONDARY). */
+static void
+busy_set(repl_member_t *m, repl_member_state_t st)
+{
+	pthread_mutex_lock(&m->lock);
+	m->busy_state = st;
+	if (!m->primary && !m->failed)
+		repl_set_raft_role(m->o.rs, st != 0 ? st : REPL_STATE_SECONDARY, (int64_t)m->term);
+	pthread_mutex_unlock(&m->lock);
+}
+
+static bool
+is_stopping(void *arg)
+{
+	repl_member_t *m = arg;
+	bool stop;
+
+	pthread_mutex_lock(&m->lock);
+	stop = m->stopping;
+	pthread_mutex_unlock(&m->lock);
+	return stop;
+}
+
 /*
  * Before the set's entry `next`: when this member holds entries after
  * `common` (the set's previous entry) that the set's log does not, roll
@@ -676,49 +751,102 @@ rollback_before(repl_member_t *m, storage_session_t *s, repl_ts_t common, repl_t
 	if (dl > 5 && strcmp(dbpath + dl - 5, "/raft") == 0)
 		dbpath[dl - 5] = '\0';
 	log_msg('I', 21606, "Starting rollback: this member holds oplog entries the set did not commit", NULL);
-	repl_set_raft_role(m->o.rs, REPL_STATE_ROLLBACK, (int64_t)m->term);
-	for (;;) {
+	busy_set(m, REPL_STATE_ROLLBACK);
+	while (source_of(m, source, sizeof(source))) {
 		repl_rollback_args_t a = {.st = m->o.st, .oplog = m->o.oplog, .s = s, .common = common,
 		    .source = source, .dbpath = dbpath};
 		repl_rollback_stats_t st;
-		bool stop;
-		pthread_mutex_lock(&m->lock);
-		stop = m->stopping;
-		source[0] = '\0';
-		if (m->leader_index >= 0 && m->leader_index != m->o.self_index)
-			bson_strncpy(source, m->peers[m->leader_index].host, sizeof(source));
-		pthread_mutex_unlock(&m->lock);
-		if (stop)
-			return terr_set(err, 91 /* ShutdownInProgress */, "rollback interrupted by shutdown");
-		if (source[0] != '\0') {
-			if (repl_rollback_run(&a, &st, err) == 0) {
-				bson_t attr = BSON_INITIALIZER;
-				BSON_APPEND_TIMESTAMP(&attr, "commonPoint", repl_ts_secs(common), repl_ts_inc(common));
-				BSON_APPEND_INT64(&attr, "entriesRolledBack", st.entries);
-				BSON_APPEND_INT64(&attr, "documentsRefetched", st.docs);
-				BSON_APPEND_INT64(&attr, "documentsSaved", st.saved);
-				BSON_APPEND_UTF8(&attr, "syncSource", source);
-				tlog('I', "ROLLBACK", 21612, "Rollback summary", &attr);
-				bson_destroy(&attr);
-				*min_valid = st.min_valid;
-				pthread_mutex_lock(&m->lock);
-				m->local_last_ts = common;
-				role_set_locked(m, false, m->term);
-				repl_set_raft_role(m->o.rs, REPL_STATE_SECONDARY, (int64_t)m->term);
-				pthread_mutex_unlock(&m->lock);
-				return 0;
-			}
-			if (err->code != TERR_HOST_UNREACHABLE)
-				return -1;
-			log_msg('W', 21607, "rollback: the sync source did not answer; trying again", err->msg);
-			terr_clear(err);
+		if (source[0] == '\0') {
+			nap_500ms(m);
+			continue;
 		}
-		pthread_mutex_lock(&m->lock);
-		cond_wait_ms(m, 500);
-		pthread_mutex_unlock(&m->lock);
+		if (repl_rollback_run(&a, &st, err) == 0) {
+			bson_t attr = BSON_INITIALIZER;
+			BSON_APPEND_TIMESTAMP(&attr, "commonPoint", repl_ts_secs(common), repl_ts_inc(common));
+			BSON_APPEND_INT64(&attr, "entriesRolledBack", st.entries);
+			BSON_APPEND_INT64(&attr, "documentsRefetched", st.docs);
+			BSON_APPEND_INT64(&attr, "documentsSaved", st.saved);
+			BSON_APPEND_UTF8(&attr, "syncSource", source);
+			tlog('I', "ROLLBACK", 21612, "Rollback summary", &attr);
+			bson_destroy(&attr);
+			*min_valid = st.min_valid;
+			pthread_mutex_lock(&m->lock);
+			m->local_last_ts = common;
+			pthread_mutex_unlock(&m->lock);
+			busy_set(m, 0);
+			return 0;
+		}
+		if (err->code != TERR_HOST_UNREACHABLE)
+			return -1;
+		log_msg('W', 21607, "rollback: the sync source did not answer; trying again", err->msg);
+		terr_clear(err);
+		nap_500ms(m);
 	}
+	return terr_set(err, 91 /* ShutdownInProgress */, "rollback interrupted by shutdown");
 }
 
+/*
+ * A restored Raft snapshot (fsm_restore's marker): the set's log up to the
+ * entry (ts, t).  Nothing to do when the local oplog holds that entry;
+ * otherwise the member copies from the leader (STARTUP2, as mongod's
+ * initial sync; repl/initial_sync.h), trying again while no leader
+ * answers.  0, or -1 with err.
+ */
+static int
+snapshot_reached(repl_member_t *m, storage_session_t *s, repl_ts_t ts, int64_t t, terr_t *err)
+{
+	char source[256];
+	bson_t e;
+	int r;
+
+	if (ts == 0)
+		return 0;
+	r = repl_oplog_find(m->o.oplog, s, ts, &e, err);
+	if (storage_txn_active(s))
+		storage_txn_rollback(s);
+	if (r < 0)
+		return -1;
+	if (r == 0) {
+		bson_iter_t it;
+		bool same = t < 0 || (bson_iter_init_find(&it, &e, "t") && bson_iter_as_int64(&it) == t);
+		bson_destroy(&e);
+		if (same)
+			return 0;
+	}
+	log_msg('I', 21173, "Starting initial sync: this member does not hold the set's snapshot point", NULL);
+	busy_set(m, REPL_STATE_STARTUP2);
+	while (source_of(m, source, sizeof(source))) {
+		repl_isync_args_t a = {.st = m->o.st, .oplog = m->o.oplog, .s = s, .source = source, .target = ts,
+		    .stopping = is_stopping, .stopping_arg = m};
+		repl_isync_stats_t st;
+		if (source[0] == '\0') {
+			nap_500ms(m);
+			continue;
+		}
+		if (repl_initial_sync(&a, &st, err) == 0) {
+			bson_t attr = BSON_INITIALIZER;
+			BSON_APPEND_UTF8(&attr, "method", st.copied ? "logical copy" : "oplog catch-up");
+			BSON_APPEND_INT64(&attr, "collections", st.collections);
+			BSON_APPEND_INT64(&attr, "documents", st.documents);
+			BSON_APPEND_INT64(&attr, "oplogEntries", st.entries);
+			BSON_APPEND_UTF8(&attr, "syncSource", source);
+			tlog('I', "INITSYNC", 21192, "Initial sync done", &attr);
+			bson_destroy(&attr);
+			pthread_mutex_lock(&m->lock);
+			if (st.reached > m->local_last_ts || st.copied)
+				m->local_last_ts = st.reached;
+			pthread_mutex_unlock(&m->lock);
+			busy_set(m, 0);
+			return 0;
+		}
+		if (err->code != TERR_HOST_UNREACHABLE)
+			return -1;
+		log_msg('W', 21200, "initial sync attempt failed; trying again", err->msg);
+		terr_clear(err);
+		nap_500ms(m);
+	}
+	return terr_set(err, 91 /* ShutdownInProgress */, "initial sync interrupted by shutdown");
+}
 
 static void *
 applier_main(void *arg)
@@ -775,25 +903,25 @@ applier_main(void *arg)
 		pthread_mutex_unlock(&m->lock);
 		for (n = list; n != NULL; n = n->next) {
 			bson_t e;
-			bool applied = false, check, sync;
-			bool synced = false;
+			bool applied = false, check;
 			int rc = -1;
 			/* the check for a deposed primary's own entries costs a scan:
 			 * only when this member wrote past the set's last entry */
 			pthread_mutex_lock(&m->lock);
 			check = have_prev && m->local_last_ts > prev_ts;
-			sync = m->sync_requested;
-			m->sync_requested = false;
 			pthread_mutex_unlock(&m->lock);
-			if (check) {
-				repl_ts_t min_valid = 0;
-				if ((rc = rollback_before(m, s, prev_ts, n->ts, &min_valid, &err)) == 0 && min_valid != 0)
-					repl_oplog_apply_set_min_valid(min_valid);
+			if (n->snapshot) {
+				rc = snapshot_reached(m, s, n->ts, n->t, &err);
+			} else {
+				if (check) {
+					repl_ts_t min_valid = 0;
+					if ((rc = rollback_before(m, s, prev_ts, n->ts, &min_valid, &err)) == 0 && min_valid != 0)
+						repl_oplog_apply_set_min_valid(min_valid);
+				}
+				if (bson_init_static(&e, n->data, n->len) && (!check || rc == 0))
+					rc = repl_oplog_apply_entry(m->o.oplog, m->o.st, s, &e, NULL, false, &applied, &err);
 			}
-			if (bson_init_static(&e, n->data, n->len) && (!check || rc == 0))
-				rc = repl_oplog_apply_entry(m->o.oplog, m->o.st, s, &e, NULL, sync, &applied, &err);
-			synced = rc == 0 && sync && applied;
-			if (rc == 0) {
+			if (rc == 0 && n->ts != 0) {
 				prev_ts = n->ts;
 				have_prev = true;
 			}
@@ -809,9 +937,6 @@ applier_main(void *arg)
 				break;
 			}
 			m->applied++;
-			m->last_apply_us = tm_now_us();
-			if (synced)
-				m->durable_applied = m->applied;
 			if (n->ts > m->local_last_ts)
 				m->local_last_ts = n->ts;
 			pthread_cond_broadcast(&m->cond);
@@ -948,6 +1073,7 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 	}
 	pthread_create(&m->applier_thread, NULL, applier_main, m);
 	pthread_create(&m->feeder_thread, NULL, feeder_main, m);
+	m->rejoin = repl_rejoin_start(m, m->o.rs);
 	log_msg('I', 5000245, "replication started on Raft", m->peers[m->o.self_index].raft_addr);
 	*out = m;
 	return 0;
@@ -958,6 +1084,7 @@ repl_member_stop(repl_member_t *m)
 {
 	if (m == NULL)
 		return;
+	repl_rejoin_stop(m->rejoin);
 	pthread_mutex_lock(&m->lock);
 	m->stopping = true;
 	pthread_cond_broadcast(&m->cond);

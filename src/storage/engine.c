@@ -716,6 +716,21 @@ storage_ts_set(storage_t *st, uint64_t stable, uint64_t oldest, terr_t *err)
 }
 
 int
+storage_journal_sync(storage_t *st, terr_t *err)
+{
+	storage_session_t *s = storage_session_pool_get(st, err);
+	int ret;
+
+	if (s == NULL)
+		return -1;
+	ret = s->ws->log_flush(s->ws, "sync=on");
+	storage_session_pool_put(st, s);
+	if (ret != 0 && ret != ENOTSUP)
+		return storage_wt_err(ret, "log_flush", err);
+	return 0;
+}
+
+int
 storage_ts_force_back(storage_t *st, uint64_t ts, terr_t *err)
 {
 	char cfg[192];

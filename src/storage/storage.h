@@ -495,6 +495,9 @@ int storage_ts_set(storage_t *st, uint64_t stable, uint64_t oldest, terr_t *err)
  * write past `ts`: oldest, stable and the tracked newest commit timestamp
  * (what all_committed answers) go back to ts, WiredTiger's `force`. */
 int storage_ts_force_back(storage_t *st, uint64_t ts, terr_t *err);
+/* Sync the journal now: every transaction committed before the call is
+ * durable when it returns 0 (a Raft snapshot, repl/raft_member.c). */
+int storage_journal_sync(storage_t *st, terr_t *err);
 
 /*
  * Views: a namespace with a definition ({viewOn, pipeline[, collation]}, as
