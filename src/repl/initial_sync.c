@@ -541,7 +541,7 @@ sync_unobserved(const repl_isync_args_t *a, repl_isync_stats_t *out, terr_t *err
 	bool catch_up = false;
 
 	memset(out, 0, sizeof(*out));
-	if (local.ts != 0 && local.ts < a->target) {
+	if (!a->copy && local.ts != 0 && local.ts < a->target) {
 		bson_t e;
 		int64_t t;
 		int r = source_entry(a, local.ts, &e, err);

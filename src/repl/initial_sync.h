@@ -43,6 +43,7 @@ typedef struct repl_isync_args {
 	storage_session_t *s;         /* no transaction open */
 	const char *source;           /* "host:port" */
 	repl_ts_t target;             /* the set's log up to this entry (its ts) */
+	bool copy;                    /* a full copy even when a catch-up would do */
 	/* polled between batches: true stops the sync (91 ShutdownInProgress) */
 	bool (*stopping)(void *arg);
 	void *stopping_arg;

@@ -728,6 +728,8 @@ is_stopping(void *arg)
 	return stop;
 }
 
+static int snapshot_reached(repl_member_t *m, storage_session_t *s, repl_ts_t ts, int64_t t, bool copy, terr_t *err);
+
 /*
  * Before the set's entry `next`: when this member holds entries after
  * `common` (the set's previous entry) that the set's log does not, roll
@@ -776,6 +778,14 @@ rollback_before(repl_member_t *m, storage_session_t *s, repl_ts_t common, repl_t
 			busy_set(m, 0);
 			return 0;
 		}
+		if (err->code == 127 /* UnrecoverableRollbackError */) {
+			/* a command among the entries: copy the data again, from
+			 * the common point (repl/initial_sync.h) */
+			log_msg('W', 21608, "rollback cannot undo these entries; this member copies the data again", err->msg);
+			terr_clear(err);
+			busy_set(m, 0);
+			return snapshot_reached(m, s, common, -1, true, err);
+		}
 		if (err->code != TERR_HOST_UNREACHABLE)
 			return -1;
 		log_msg('W', 21607, "rollback: the sync source did not answer; trying again", err->msg);
@@ -790,18 +800,19 @@ rollback_before(repl_member_t *m, storage_session_t *s, repl_ts_t common, repl_t
  * entry (ts, t).  Nothing to do when the local oplog holds that entry;
  * otherwise the member copies from the leader (STARTUP2, as mongod's
  * initial sync; repl/initial_sync.h), trying again while no leader
- * answers.  0, or -1 with err.
+ * answers.  copy: a full copy whatever the local oplog holds (a rollback
+ * that cannot undo its entries).  0, or -1 with err.
  */
 static int
-snapshot_reached(repl_member_t *m, storage_session_t *s, repl_ts_t ts, int64_t t, terr_t *err)
+snapshot_reached(repl_member_t *m, storage_session_t *s, repl_ts_t ts, int64_t t, bool copy, terr_t *err)
 {
 	char source[256];
 	bson_t e;
 	int r;
 
-	if (ts == 0)
+	if (ts == 0 && !copy)
 		return 0;
-	r = repl_oplog_find(m->o.oplog, s, ts, &e, err);
+	r = copy ? 1 : repl_oplog_find(m->o.oplog, s, ts, &e, err);
 	if (storage_txn_active(s))
 		storage_txn_rollback(s);
 	if (r < 0)
@@ -817,7 +828,7 @@ snapshot_reached(repl_member_t *m, storage_session_t *s, repl_ts_t ts, int64_t t
 	busy_set(m, REPL_STATE_STARTUP2);
 	while (source_of(m, source, sizeof(source))) {
 		repl_isync_args_t a = {.st = m->o.st, .oplog = m->o.oplog, .s = s, .source = source, .target = ts,
-		    .stopping = is_stopping, .stopping_arg = m};
+		    .copy = copy, .stopping = is_stopping, .stopping_arg = m};
 		repl_isync_stats_t st;
 		if (source[0] == '\0') {
 			nap_500ms(m);
@@ -911,7 +922,7 @@ applier_main(void *arg)
 			check = have_prev && m->local_last_ts > prev_ts;
 			pthread_mutex_unlock(&m->lock);
 			if (n->snapshot) {
-				rc = snapshot_reached(m, s, n->ts, n->t, &err);
+				rc = snapshot_reached(m, s, n->ts, n->t, false, &err);
 			} else {
 				if (check) {
 					repl_ts_t min_valid = 0;

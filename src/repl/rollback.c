@@ -34,6 +34,9 @@ typedef struct rb_doc {
 typedef struct rb_set {
 	rb_doc_t *docs;
 	size_t n, cap;
+	/* a command among the entries (DDL): the documents are still saved,
+	 * then the run fails with 127 and the member copies the data again */
+	char resync_why[256];
 } rb_set_t;
 
 static void
@@ -169,10 +172,11 @@ collect_op(rb_set_t *set, const bson_t *e, int depth, terr_t *err)
 			}
 			return 0;
 		}
-		return terr_set(err, TERR_UNRECOVERABLE_ROLLBACK,
-		    "cannot roll back the command '%s' on %s: this member needs a resync", bson_iter_init_find(&it, e,
-		    "o") && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &o) && bson_iter_next(&o) ?
-		    bson_iter_key(&o) : "?", ns);
+		if (set->resync_why[0] == '\0')
+			snprintf(set->resync_why, sizeof(set->resync_why), "cannot roll back the command '%s' on %s",
+			    bson_iter_init_find(&it, e, "o") && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &o) &&
+			    bson_iter_next(&o) ? bson_iter_key(&o) : "?", ns);
+		return 0;
 	}
 	default:
 		return terr_set(err, TERR_UNRECOVERABLE_ROLLBACK, "cannot roll back an entry of op '%s'", op);
@@ -424,6 +428,8 @@ repl_rollback_run(const repl_rollback_args_t *a, repl_rollback_stats_t *out, ter
 			ret = terr_set(err, TERR_INTERNAL_ERROR, "cannot sync a rollback file: %s", strerror(errno));
 		close(files[i].fd);
 	}
+	if (ret == 0 && set.resync_why[0] != '\0')
+		ret = terr_set(err, TERR_UNRECOVERABLE_ROLLBACK, "%s", set.resync_why);
 	/* 3. write back and cut the oplog; 4. timestamps */
 	if (ret == 0)
 		ret = write_back(a, &set, out, err);

@@ -29,8 +29,10 @@
  * update of a missing document is not an error (repl/oplog_apply.h).
  *
  * Not rolled back: DDL (a create, drop, index build ... among the entries
- * to undo fails with 127 UnrecoverableRollbackError: the member stays
- * RECOVERING and needs a resync), transactions of several oplog entries.
+ * to undo: the documents are still saved to the files, then the run fails
+ * with 127 UnrecoverableRollbackError and changes nothing; the applier then
+ * copies the data again, repl/initial_sync.h), transactions of several
+ * oplog entries (127 before anything is saved).
  * Caps: at most REPL_ROLLBACK_MAX_DOCS documents.
  */
 #ifndef TAMGA_REPL_ROLLBACK_H

@@ -12,7 +12,10 @@ deterministically:
      entries back and end SECONDARY with every collection equal (a hash in
      _id order) to the others', its oplog without the rolled-back entries,
      and the documents of its rolled-back inserts and updates saved in
-     <dbpath>/rollback/<collection uuid>/removed.<time>.<n>.bson as mongod.
+     <dbpath>/rollback/<collection uuid>/removed.<time>.<n>.bson as mongod;
+  4. a third round rolls back DDL too (an index build, a new collection),
+     which cannot be undone from the entries: the member saves the
+     documents, then copies the data again from the new primary.
 
 usage: raft_rollback.py path/to/tamgad
 """
@@ -73,7 +76,7 @@ def read_bson_file(path):
     return bson.decode_all(data)
 
 
-def one_round(cl, p, rnd, kill):
+def one_round(cl, p, rnd, kill, ddl=False):
     others = [m for m in cl.members if m is not p]
     coll = "c%d" % rnd
     with p.client() as c:
@@ -96,6 +99,11 @@ def one_round(cl, p, rnd, kill):
             db.other.update_one({"_id": "r%d" % rnd}, {"$inc": {"v": 10}})
             with c.start_session() as s:
                 db[coll].insert_one({"_id": 300, "v": "lost-retryable"}, session=s)
+            if ddl:
+                # commands cannot be undone from the entries: the member
+                # saves the documents, then copies the data again
+                db[coll].create_index([("v", 1)], name="lost_index")
+                db.lostcoll.insert_one({"_id": 1})
             last_local = c.local.oplog.rs.find_one(sort=[("$natural", -1)])["ts"]
         time.sleep(0.3)   # let the journal flusher take them (w: 1, j: false)
         if kill:
@@ -142,7 +150,15 @@ def one_round(cl, p, rnd, kill):
     want = {100: "lost", 101: "lost", 102: "lost", 103: "lost", 104: "lost", 300: "lost-retryable",
             0: "lost-update", 3: "lost-update-3"}
     check(saved == want, "saved documents: %r" % saved)
-    check("Rollback summary" in p.tail(100000), "the rollback is logged")
+    log = p.tail(100000)
+    if ddl:
+        check("copies the data again" in log and "Initial sync done" in log, "a rollback of DDL resyncs")
+        with p.client(read_preference=ReadPreference.SECONDARY_PREFERRED) as c:
+            names = c.rb.list_collection_names()
+            check("lostcoll" not in names, "the rolled-back create is gone: %r" % names)
+            check("lost_index" not in [i["name"] for i in c.rb[coll].list_indexes()], "the rolled-back index is gone")
+    else:
+        check("Rollback summary" in log, "the rollback is logged")
     print("round %d (%s): rolled back on %s, files %s" % (rnd, "kill -9" if kill else "pause",
                                                          p.host, [os.path.basename(f) for f in files]))
     return cl.wait_primary(10)
@@ -156,6 +172,7 @@ def main():
         p = cl.wait_primary(20)
         p = one_round(cl, p, 1, kill=True)
         p = one_round(cl, p, 2, kill=False)
+        p = one_round(cl, p, 3, kill=True, ddl=True)
     print("raft_rollback: %d checks passed in %.1fs" % (checks, time.time() - t0))
     print("%d passed, 0 failed" % checks)
 
