@@ -25,8 +25,7 @@
 #include "common/log.h"
 #include "common/opctx.h"
 #include "repl/oplog_apply.h"
-#include "repl/rollback.h"
-#include "repl/initial_sync.h"
+#include "repl/member_recover.h"
 #include "repl/member_rejoin.h"
 
 /* Entries handed to raft_apply at once, at most. */
@@ -681,11 +680,11 @@ fail_noloop:
 
 /* ---- applier ------------------------------------------------------------------------------- */
 
-/* The leader's wire host into source (empty: none known yet, or this
- * member itself).  false when the member is stopping. */
+/* What repl/member_recover.h needs of the member (arg: the member). */
 static bool
-source_of(repl_member_t *m, char *source, size_t size)
+host_source(void *arg, char *source, size_t size)
 {
+	repl_member_t *m = arg;
 	bool stop;
 
 	pthread_mutex_lock(&m->lock);
@@ -698,17 +697,20 @@ source_of(repl_member_t *m, char *source, size_t size)
 }
 
 static void
-nap_500ms(repl_member_t *m)
+host_nap(void *arg)
 {
+	repl_member_t *m = arg;
+
 	pthread_mutex_lock(&m->lock);
 	cond_wait_ms(m, 500);
 	pthread_mutex_unlock(&m->lock);
 }
 
-/* ROLLBACK / STARTUP2 while the applier works (0: back to SECONDARY). */
 static void
-busy_set(repl_member_t *m, repl_member_state_t st)
+host_busy(void *arg, repl_member_state_t st)
 {
+	repl_member_t *m = arg;
+
 	pthread_mutex_lock(&m->lock);
 	m->busy_state = st;
 	if (!m->primary && !m->failed)
@@ -717,7 +719,7 @@ busy_set(repl_member_t *m, repl_member_state_t st)
 }
 
 static bool
-is_stopping(void *arg)
+host_stopping(void *arg)
 {
 	repl_member_t *m = arg;
 	bool stop;
@@ -728,135 +730,15 @@ is_stopping(void *arg)
 	return stop;
 }
 
-static int snapshot_reached(repl_member_t *m, storage_session_t *s, repl_ts_t ts, int64_t t, bool copy, terr_t *err);
-
-/*
- * Before the set's entry `next`: when this member holds entries after
- * `common` (the set's previous entry) that the set's log does not, roll
- * them back (repl/rollback.h), refetching from the leader.  0 when nothing
- * was to undo or the rollback is done (*min_valid set), -1 with err when it
- * cannot be done; waits (ROLLBACK) while no leader answers.
- */
-static int
-rollback_before(repl_member_t *m, storage_session_t *s, repl_ts_t common, repl_ts_t next, repl_ts_t *min_valid,
-                terr_t *err)
+static void
+host_set_last(void *arg, repl_ts_t ts, bool force)
 {
-	repl_ts_t own = 0;
-	char dbpath[4096], source[256];
-	size_t dl;
-	int r;
+	repl_member_t *m = arg;
 
-	if ((r = repl_rollback_needed(m->o.oplog, s, common, next, &own, err)) <= 0)
-		return r;
-	bson_strncpy(dbpath, m->dir, sizeof(dbpath));   /* <dbpath>/raft */
-	dl = strlen(dbpath);
-	if (dl > 5 && strcmp(dbpath + dl - 5, "/raft") == 0)
-		dbpath[dl - 5] = '\0';
-	log_msg('I', 21606, "Starting rollback: this member holds oplog entries the set did not commit", NULL);
-	busy_set(m, REPL_STATE_ROLLBACK);
-	while (source_of(m, source, sizeof(source))) {
-		repl_rollback_args_t a = {.st = m->o.st, .oplog = m->o.oplog, .s = s, .common = common,
-		    .source = source, .dbpath = dbpath};
-		repl_rollback_stats_t st;
-		if (source[0] == '\0') {
-			nap_500ms(m);
-			continue;
-		}
-		if (repl_rollback_run(&a, &st, err) == 0) {
-			bson_t attr = BSON_INITIALIZER;
-			BSON_APPEND_TIMESTAMP(&attr, "commonPoint", repl_ts_secs(common), repl_ts_inc(common));
-			BSON_APPEND_INT64(&attr, "entriesRolledBack", st.entries);
-			BSON_APPEND_INT64(&attr, "documentsRefetched", st.docs);
-			BSON_APPEND_INT64(&attr, "documentsSaved", st.saved);
-			BSON_APPEND_UTF8(&attr, "syncSource", source);
-			tlog('I', "ROLLBACK", 21612, "Rollback summary", &attr);
-			bson_destroy(&attr);
-			*min_valid = st.min_valid;
-			pthread_mutex_lock(&m->lock);
-			m->local_last_ts = common;
-			pthread_mutex_unlock(&m->lock);
-			busy_set(m, 0);
-			return 0;
-		}
-		if (err->code == 127 /* UnrecoverableRollbackError */) {
-			/* a command among the entries: copy the data again, from
-			 * the common point (repl/initial_sync.h) */
-			log_msg('W', 21608, "rollback cannot undo these entries; this member copies the data again", err->msg);
-			terr_clear(err);
-			busy_set(m, 0);
-			return snapshot_reached(m, s, common, -1, true, err);
-		}
-		if (err->code != TERR_HOST_UNREACHABLE)
-			return -1;
-		log_msg('W', 21607, "rollback: the sync source did not answer; trying again", err->msg);
-		terr_clear(err);
-		nap_500ms(m);
-	}
-	return terr_set(err, 91 /* ShutdownInProgress */, "rollback interrupted by shutdown");
-}
-
-/*
- * A restored Raft snapshot (fsm_restore's marker): the set's log up to the
- * entry (ts, t).  Nothing to do when the local oplog holds that entry;
- * otherwise the member copies from the leader (STARTUP2, as mongod's
- * initial sync; repl/initial_sync.h), trying again while no leader
- * answers.  copy: a full copy whatever the local oplog holds (a rollback
- * that cannot undo its entries).  0, or -1 with err.
- */
-static int
-snapshot_reached(repl_member_t *m, storage_session_t *s, repl_ts_t ts, int64_t t, bool copy, terr_t *err)
-{
-	char source[256];
-	bson_t e;
-	int r;
-
-	if (ts == 0 && !copy)
-		return 0;
-	r = copy ? 1 : repl_oplog_find(m->o.oplog, s, ts, &e, err);
-	if (storage_txn_active(s))
-		storage_txn_rollback(s);
-	if (r < 0)
-		return -1;
-	if (r == 0) {
-		bson_iter_t it;
-		bool same = t < 0 || (bson_iter_init_find(&it, &e, "t") && bson_iter_as_int64(&it) == t);
-		bson_destroy(&e);
-		if (same)
-			return 0;
-	}
-	log_msg('I', 21173, "Starting initial sync: this member does not hold the set's snapshot point", NULL);
-	busy_set(m, REPL_STATE_STARTUP2);
-	while (source_of(m, source, sizeof(source))) {
-		repl_isync_args_t a = {.st = m->o.st, .oplog = m->o.oplog, .s = s, .source = source, .target = ts,
-		    .copy = copy, .stopping = is_stopping, .stopping_arg = m};
-		repl_isync_stats_t st;
-		if (source[0] == '\0') {
-			nap_500ms(m);
-			continue;
-		}
-		if (repl_initial_sync(&a, &st, err) == 0) {
-			bson_t attr = BSON_INITIALIZER;
-			BSON_APPEND_UTF8(&attr, "method", st.copied ? "logical copy" : "oplog catch-up");
-			BSON_APPEND_INT64(&attr, "collections", st.collections);
-			BSON_APPEND_INT64(&attr, "documents", st.documents);
-			BSON_APPEND_INT64(&attr, "oplogEntries", st.entries);
-			BSON_APPEND_UTF8(&attr, "syncSource", source);
-			tlog('I', "INITSYNC", 21192, "Initial sync done", &attr);
-			bson_destroy(&attr);
-			pthread_mutex_lock(&m->lock);
-			if (st.reached > m->local_last_ts || st.copied)
-				m->local_last_ts = st.reached;
-			pthread_mutex_unlock(&m->lock);
-			busy_set(m, 0);
-			return 0;
-		}
-		if (err->code != TERR_HOST_UNREACHABLE)
-			return -1;
-		log_msg('W', 21200, "initial sync attempt failed; trying again", err->msg);
-		terr_clear(err);
-		nap_500ms(m);
-	}
-	return terr_set(err, 91 /* ShutdownInProgress */, "initial sync interrupted by shutdown");
+	pthread_mutex_lock(&m->lock);
+	if (force || ts > m->local_last_ts)
+		m->local_last_ts = ts;
+	pthread_mutex_unlock(&m->lock);
 }
 
 static void *
@@ -869,6 +751,16 @@ applier_main(void *arg)
 	 * a deposed primary's own entries starts after the first one) */
 	repl_ts_t prev_ts = 0;
 	bool have_prev = false;
+	char dbpath[4096];
+	size_t dl;
+	repl_recover_host_t host = {.arg = m, .st = m->o.st, .oplog = m->o.oplog, .dbpath = dbpath,
+	    .source = host_source, .nap = host_nap, .busy = host_busy, .stopping = host_stopping,
+	    .set_last = host_set_last};
+
+	bson_strncpy(dbpath, m->dir, sizeof(dbpath));   /* <dbpath>/raft: rollback files go in <dbpath> */
+	dl = strlen(dbpath);
+	if (dl > 5 && strcmp(dbpath + dl - 5, "/raft") == 0)
+		dbpath[dl - 5] = '\0';
 
 	if (storage_session_open(m->o.st, &s, &err) != 0) {
 		log_msg('E', 5000242, "the applier could not open a storage session", err.msg);
@@ -922,11 +814,12 @@ applier_main(void *arg)
 			check = have_prev && m->local_last_ts > prev_ts;
 			pthread_mutex_unlock(&m->lock);
 			if (n->snapshot) {
-				rc = snapshot_reached(m, s, n->ts, n->t, false, &err);
+				rc = repl_recover_snapshot(&host, s, n->ts, n->t, false, &err);
 			} else {
 				if (check) {
 					repl_ts_t min_valid = 0;
-					if ((rc = rollback_before(m, s, prev_ts, n->ts, &min_valid, &err)) == 0 && min_valid != 0)
+					if ((rc = repl_recover_rollback(&host, s, prev_ts, n->ts, &min_valid, &err)) == 0 &&
+					    min_valid != 0)
 						repl_oplog_apply_set_min_valid(min_valid);
 				}
 				if (bson_init_static(&e, n->data, n->len) && (!check || rc == 0))
