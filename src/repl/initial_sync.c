@@ -49,7 +49,9 @@ run(const repl_isync_args_t *a, const char *db, bson_t *cmd, bson_t *reply, terr
 		const char *msg = bson_iter_init_find(&it, reply, "errmsg") && BSON_ITER_HOLDS_UTF8(&it) ?
 		    bson_iter_utf8(&it, NULL) : "";
 		int64_t code = bson_iter_init_find(&it, reply, "code") ? bson_iter_as_int64(&it) : 0;
-		terr_set(err, TERR_HOST_UNREACHABLE, "initial sync: %s refused %s on %s: %s (%" PRId64 ")", a->source,
+		/* transient: another try, not counted; else a failed attempt */
+		terr_set(err, repl_member_rpc_transient(code) ? TERR_HOST_UNREACHABLE : TERR_INTERNAL_ERROR,
+		    "initial sync: %s refused %s on %s: %s (%" PRId64 ")", a->source,
 		    bson_iter_init(&it, cmd) && bson_iter_next(&it) ? bson_iter_key(&it) : "?", db, msg, code);
 		bson_destroy(reply);
 		return -1;

@@ -58,8 +58,10 @@ typedef struct repl_isync_stats {
 
 /*
  * Bring this member to a->target (see above).  0 with *out, or -1 with
- * err: 6 HostUnreachable when the source did not answer or refused (try
- * again later, with the leader of then), storage's errors, 91 when stopped.
+ * err: 6 HostUnreachable when the source did not answer or refused with a
+ * transient code (repl_member_rpc_transient: try again later, with the
+ * leader of then), 1 for another refusal, storage's errors, 91 when
+ * stopped.
  * A failed full copy leaves the member's data partial: the caller tries
  * again (the copy starts by dropping everything).
  */

@@ -90,13 +90,15 @@ repl_recover_rollback(const repl_recover_host_t *h, storage_session_t *s, repl_t
  * answers.  copy: a full copy whatever the local oplog holds (a rollback
  * that cannot undo its entries).  0, or -1 with err.
  */
+#define ISYNC_ATTEMPTS 10
+
 int
 repl_recover_snapshot(const repl_recover_host_t *h, storage_session_t *s, repl_ts_t ts, int64_t t, bool copy,
                       terr_t *err)
 {
 	char source[256];
 	bson_t e;
-	int r;
+	int r, attempts = 0;
 
 	if (ts == 0 && !copy)
 		return 0;
@@ -135,7 +137,9 @@ repl_recover_snapshot(const repl_recover_host_t *h, storage_session_t *s, repl_t
 			h->busy(h->arg, 0);
 			return 0;
 		}
-		if (err->code != TERR_HOST_UNREACHABLE)
+		/* mongod tries an initial sync 10 times (numInitialSyncAttempts);
+		 * a source that does not answer does not count */
+		if (err->code == 91 || (err->code != TERR_HOST_UNREACHABLE && ++attempts >= ISYNC_ATTEMPTS))
 			return -1;
 		log_msg('W', 21200, "initial sync attempt failed; trying again", err->msg);
 		terr_clear(err);

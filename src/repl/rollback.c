@@ -241,11 +241,14 @@ fetch_one(const char *source, rb_doc_t *d, repl_ts_t *min_valid, terr_t *err)
 	if (!bson_iter_init_find(&it, &reply, "ok") || bson_iter_as_double(&it) != 1.0) {
 		const char *msg = bson_iter_init_find(&it, &reply, "errmsg") && BSON_ITER_HOLDS_UTF8(&it) ?
 		    bson_iter_utf8(&it, NULL) : "";
+		int64_t code = bson_iter_init_find(&it, &reply, "code") ? bson_iter_as_int64(&it) : 0;
 		/* a namespace the source does not have: no document there */
-		if (bson_iter_init_find(&it, &reply, "code") && bson_iter_as_int64(&it) == 26)
+		if (code == 26)
 			goto done;
-		ret = terr_set(err, TERR_HOST_UNREACHABLE, "rollback: the sync source %s refused a find on %s.%s: %s",
-		    source, d->db, d->coll, msg);
+		/* the source is not (yet) able to answer: another try later; any
+		 * other refusal will not change, and the member copies the data */
+		ret = terr_set(err, repl_member_rpc_transient(code) ? TERR_HOST_UNREACHABLE : TERR_UNRECOVERABLE_ROLLBACK,
+		    "rollback: the sync source %s refused a find on %s.%s: %s (%d)", source, d->db, d->coll, msg, (int)code);
 		goto done;
 	}
 	if (bson_iter_init_find(&it, &reply, "operationTime") && BSON_ITER_HOLDS_TIMESTAMP(&it)) {

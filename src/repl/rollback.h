@@ -74,8 +74,9 @@ typedef struct repl_rollback_stats {
 
 /*
  * Roll back every local entry after a->common (see above).  0 with *out,
- * or -1 with err: 6 HostUnreachable (the source did not answer: try again
- * later), 127 UnrecoverableRollbackError (an entry that cannot be undone),
+ * or -1 with err: 6 HostUnreachable (the source did not answer, or refused
+ * with a transient code: try again later), 127 UnrecoverableRollbackError
+ * (an entry that cannot be undone, another refusal of the source),
  * storage's errors.  Nothing is changed on an error before step 3; step 3
  * is one transaction.  Files written in step 2 stay.
  */
