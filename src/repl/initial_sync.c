@@ -322,6 +322,11 @@ insert_batch(void *arg, bson_iter_t *batch, terr_t *err)
 				bson_copy_to(&cur, &old);
 				ret = storage_doc_update(s, c, rid, &old, &d, err);
 				bson_destroy(&old);
+			} else if (err->code == 0) {
+				/* a unique key of another index moved between batches:
+				 * this attempt fails, the next starts over */
+				terr_set(err, 11000, "initial sync: a unique key of %s.%s moved while it was copied", cs->db,
+				    cs->coll);
 			}
 		}
 		if (ret == 0)
