@@ -560,6 +560,18 @@ sync_unobserved(const repl_isync_args_t *a, repl_isync_stats_t *out, terr_t *err
 			bson_destroy(&e);
 		}
 	}
+	if (!catch_up) {
+		/* why a copy: no local entry, one past the target, or one the
+		 * source does not hold (another branch of history) */
+		bson_t attr = BSON_INITIALIZER;
+		BSON_APPEND_TIMESTAMP(&attr, "localLast", repl_ts_secs(local.ts), repl_ts_inc(local.ts));
+		BSON_APPEND_INT64(&attr, "localLastTerm", local.t);
+		BSON_APPEND_TIMESTAMP(&attr, "target", repl_ts_secs(a->target), repl_ts_inc(a->target));
+		BSON_APPEND_BOOL(&attr, "forced", a->copy);
+		tlog('I', "INITSYNC", 21164, "Initial sync copies the data: no catch-up from the source's oplog is possible",
+		    &attr);
+		bson_destroy(&attr);
+	}
 	if (catch_up) {
 		f.from = local.ts;
 		f.upto = a->target;
