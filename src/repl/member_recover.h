@@ -8,9 +8,9 @@
  *     that cannot be undone (commands) make it copy the data again.
  *   - repl_recover_snapshot: a restored Raft snapshot whose entry the local
  *     oplog does not hold: STARTUP2, repl/initial_sync.h.
- * Both take their source (the leader) from the host, wait while none is
- * known or it does not answer (HostUnreachable: tried again every ~500 ms),
- * and log mongod's summaries.
+ * Both take their source from the host (the leader, or in turn another
+ * member: one that is itself copying refuses), try again every ~500 ms
+ * while none answers (HostUnreachable), and log mongod's summaries.
  */
 #ifndef TAMGA_REPL_MEMBER_RECOVER_H
 #define TAMGA_REPL_MEMBER_RECOVER_H
@@ -29,8 +29,8 @@ typedef struct repl_recover_host {
 	storage_t *st;
 	repl_oplog_t *oplog;
 	const char *dbpath;           /* rollback files under <dbpath>/rollback */
-	/* the leader's "host:port" into buf (empty: none known, or this member);
-	 * false when the member is stopping */
+	/* a source's "host:port" into buf: the leader, and at other calls the
+	 * other members in turn (empty: none known); false when stopping */
 	bool (*source)(void *arg, char *buf, size_t size);
 	void (*nap)(void *arg);       /* wait before trying again (~500 ms) */
 	/* ROLLBACK or STARTUP2 while working; 0 when done (SECONDARY) */

@@ -39,6 +39,8 @@
 /* How long the loop thread waits, at a snapshot, for the applier to catch
  * up with what Raft handed it (else RAFT_BUSY: Raft asks again later). */
 #define SNAPSHOT_WAIT_MS 500
+/* ... and only when it is at most this many entries behind */
+#define SNAPSHOT_WAIT_LAG 1024
 
 /* A queue of BSON entries (copied bytes). */
 typedef struct entry_node {
@@ -107,6 +109,7 @@ struct repl_member {
 
 	pthread_t applier_thread, feeder_thread;
 	repl_rejoin_t *rejoin;        /* the primary's hand-over to wiped members */
+	unsigned source_tries;        /* host_source's turn */
 };
 
 static int64_t
@@ -336,7 +339,11 @@ fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs)
 	bool ready;
 
 	pthread_mutex_lock(&m->lock);
-	while (m->applied != m->enqueued && !m->failed && !m->stopping && tm_now_us() < deadline)
+	/* no wait while the applier rolls back or copies data, or is far
+	 * behind: Raft asks again at later entries, and the loop thread must
+	 * keep answering heartbeats */
+	while (m->applied != m->enqueued && !m->failed && !m->stopping && m->busy_state == 0 &&
+	    m->enqueued - m->applied <= SNAPSHOT_WAIT_LAG && tm_now_us() < deadline)
 		cond_wait_ms(m, 10);
 	ready = m->applied == m->enqueued && !m->failed;
 	snap[0] = m->committed_ts;
@@ -687,11 +694,24 @@ host_source(void *arg, char *source, size_t size)
 	repl_member_t *m = arg;
 	bool stop;
 
+	unsigned k;
+	int pick = -1;
+
 	pthread_mutex_lock(&m->lock);
 	stop = m->stopping;
 	source[0] = '\0';
-	if (m->leader_index >= 0 && m->leader_index != m->o.self_index)
-		bson_strncpy(source, m->peers[m->leader_index].host, size);
+	/* the leader first, then in turn every other member: the leader may
+	 * itself be copying data (STARTUP2) and refuse, a secondary will do */
+	k = m->source_tries++;
+	if (k % 2 == 0 && m->leader_index >= 0 && m->leader_index != m->o.self_index)
+		pick = m->leader_index;
+	else if (m->o.npeers > 1) {
+		pick = (int)((k / 2) % (unsigned)m->o.npeers);
+		if (pick == m->o.self_index)
+			pick = (pick + 1) % m->o.npeers;
+	}
+	if (pick >= 0)
+		bson_strncpy(source, m->peers[pick].host, size);
 	pthread_mutex_unlock(&m->lock);
 	return !stop;
 }
