@@ -16,6 +16,7 @@
 #include "common/opctx.h"
 #include "repl/member_rpc.h"
 #include "repl/oplog_apply.h"
+#include "repl/rollback.h"
 
 #define RPC_TIMEOUT_MS 30000
 #define DOC_BATCH 1000
@@ -526,6 +527,97 @@ full_copy(const repl_isync_args_t *a, repl_isync_stats_t *out, repl_ts_t *begin,
 	return 0;
 }
 
+/* How many of this member's newest entries are looked up on the source for
+ * a common point, at most, and how many per find. */
+#define COMMON_SCAN 10000
+#define COMMON_BATCH 200
+
+/*
+ * The newest local entry the source holds with the same term (*common; 0
+ * when none of the newest COMMON_SCAN is there).  0, or -1 with err.
+ */
+static int
+common_point(const repl_isync_args_t *a, repl_ts_t *common, terr_t *err)
+{
+	storage_coll_t *c = NULL;
+	storage_cursor_t *cur = NULL;
+	repl_ts_t *ts = NULL;
+	int64_t *tt = NULL;
+	recid_t rid;
+	bson_t d;
+	int n = 0, ret = 0;
+
+	*common = 0;
+	if (storage_coll_get(a->st, REPL_OPLOG_DB, REPL_OPLOG_COLL, &c, err) != 0)
+		return -1;
+	ts = bson_malloc(sizeof(*ts) * COMMON_SCAN);
+	tt = bson_malloc(sizeof(*tt) * COMMON_SCAN);
+	if (storage_scan_open(a->s, c, true, &cur, err) == 0) {
+		while (n < COMMON_SCAN && storage_cursor_next(cur, &rid, &d, NULL, NULL, NULL) == 1)
+			ts[n] = ts_of(&d, &tt[n]), n++;
+		storage_cursor_close(cur);
+	} else {
+		ret = -1;
+	}
+	if (storage_txn_active(a->s))
+		storage_txn_rollback(a->s);
+	storage_coll_release(c);
+	/* newest first, a batch of timestamps per find */
+	for (int i = 0; ret == 0 && i < n && *common == 0; i += COMMON_BATCH) {
+		bson_t cmd = BSON_INITIALIZER, filter, in, arr, proj, reply;
+		bson_iter_t batch;
+		int64_t id;
+		char key[16];
+		int k;
+		BSON_APPEND_UTF8(&cmd, "find", "oplog.rs");
+		BSON_APPEND_DOCUMENT_BEGIN(&cmd, "filter", &filter);
+		BSON_APPEND_DOCUMENT_BEGIN(&filter, "ts", &in);
+		BSON_APPEND_ARRAY_BEGIN(&in, "$in", &arr);
+		for (k = 0; k < COMMON_BATCH && i + k < n; k++) {
+			snprintf(key, sizeof(key), "%d", k);
+			BSON_APPEND_TIMESTAMP(&arr, key, repl_ts_secs(ts[i + k]), repl_ts_inc(ts[i + k]));
+		}
+		bson_append_array_end(&in, &arr);
+		bson_append_document_end(&filter, &in);
+		bson_append_document_end(&cmd, &filter);
+		BSON_APPEND_DOCUMENT_BEGIN(&cmd, "projection", &proj);
+		BSON_APPEND_INT32(&proj, "ts", 1);
+		BSON_APPEND_INT32(&proj, "t", 1);
+		bson_append_document_end(&cmd, &proj);
+		BSON_APPEND_INT32(&cmd, "batchSize", COMMON_BATCH);
+		BSON_APPEND_BOOL(&cmd, "singleBatch", true);
+		if (run(a, "local", &cmd, &reply, err) != 0) {
+			bson_destroy(&cmd);
+			ret = -1;
+			break;
+		}
+		bson_destroy(&cmd);
+		memset(&batch, 0, sizeof(batch));
+		if (cursor_of(&reply, &id, &batch) && batch.raw != NULL) {
+			while (bson_iter_next(&batch)) {
+				uint32_t len;
+				const uint8_t *data;
+				bson_t e;
+				int64_t t;
+				repl_ts_t x;
+				if (!BSON_ITER_HOLDS_DOCUMENT(&batch))
+					continue;
+				bson_iter_document(&batch, &len, &data);
+				if (!bson_init_static(&e, data, len))
+					continue;
+				x = ts_of(&e, &t);
+				for (k = i; k < i + COMMON_BATCH && k < n; k++)
+					if (ts[k] == x && tt[k] == t && x > *common)
+						*common = x;
+			}
+		}
+		bson_destroy(&reply);
+	}
+	bson_free(ts);
+	bson_free(tt);
+	return ret;
+}
+
 static int sync_unobserved(const repl_isync_args_t *a, repl_isync_stats_t *out, terr_t *err);
 
 int
@@ -558,6 +650,35 @@ sync_unobserved(const repl_isync_args_t *a, repl_isync_stats_t *out, terr_t *err
 			ts_of(&e, &t);
 			catch_up = t == local.t;
 			bson_destroy(&e);
+		}
+	}
+	if (!catch_up && !a->copy && a->dbpath != NULL && local.ts != 0) {
+		/* another branch of history (a deposed primary's own entries):
+		 * roll back to the common point, then catch up from there */
+		repl_ts_t common = 0;
+		if (common_point(a, &common, err) != 0)
+			return -1;
+		if (common != 0 && common < a->target) {
+			repl_rollback_args_t ra = {.st = a->st, .oplog = a->oplog, .s = a->s, .common = common,
+			    .source = a->source, .dbpath = a->dbpath};
+			repl_rollback_stats_t rs;
+			if (repl_rollback_run(&ra, &rs, err) == 0) {
+				bson_t attr = BSON_INITIALIZER;
+				BSON_APPEND_TIMESTAMP(&attr, "commonPoint", repl_ts_secs(common), repl_ts_inc(common));
+				BSON_APPEND_INT64(&attr, "entriesRolledBack", rs.entries);
+				BSON_APPEND_INT64(&attr, "documentsRefetched", rs.docs);
+				BSON_APPEND_INT64(&attr, "documentsSaved", rs.saved);
+				BSON_APPEND_UTF8(&attr, "syncSource", a->source);
+				tlog('I', "ROLLBACK", 21612, "Rollback summary", &attr);
+				bson_destroy(&attr);
+				repl_oplog_apply_set_min_valid(rs.min_valid);
+				local.ts = common;
+				catch_up = true;
+			} else if (err->code == 127) {
+				terr_clear(err);   /* commands among them: the copy below */
+			} else {
+				return -1;
+			}
 		}
 	}
 	if (!catch_up) {

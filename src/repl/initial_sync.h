@@ -10,7 +10,11 @@
  *   - catch-up: when the source's oplog still holds this member's newest
  *     entry (same ts and term), the entries after it are fetched
  *     (find + getMore on local.oplog.rs) and applied in order, as the
- *     applier applies Raft's (repl/oplog_apply.h);
+ *     applier applies Raft's (repl/oplog_apply.h); when it does not (a
+ *     deposed primary's own entries), the newest of this member's last
+ *     COMMON_SCAN entries that the source holds is the common point: the
+ *     entries after it are rolled back (repl/rollback.h, files saved) and
+ *     the catch-up goes on from there;
  *   - otherwise a full copy, as mongod's logical initial sync: the source's
  *     newest oplog entry is noted (the begin point), every local database
  *     but `local` and the local oplog are dropped, every collection of every
@@ -44,6 +48,9 @@ typedef struct repl_isync_args {
 	const char *source;           /* "host:port" */
 	repl_ts_t target;             /* the set's log up to this entry (its ts) */
 	bool copy;                    /* a full copy even when a catch-up would do */
+	/* rollback files go under it when this member's newest entries are
+	 * another branch of history (NULL: copy instead) */
+	const char *dbpath;
 	/* polled between batches: true stops the sync (91 ShutdownInProgress) */
 	bool (*stopping)(void *arg);
 	void *stopping_arg;

@@ -113,12 +113,33 @@ repl_recover_snapshot(const repl_recover_host_t *h, storage_session_t *s, repl_t
 		bson_destroy(&e);
 		if (same)
 			return 0;
+	} else if (!copy) {
+		/* an oplog that begins after the point (truncated, or refilled by
+		 * a copy from a later point): the data is past it already */
+		repl_oplog_cursor_t *cur = NULL;
+		bson_t first;
+		repl_ts_t first_ts = 0;
+		if (repl_oplog_scan_open(h->oplog, s, 0, &cur, err) != 0)
+			return -1;
+		if (repl_oplog_cursor_next(cur, &first, NULL) == 1) {
+			bson_iter_t it;
+			uint32_t secs, inc;
+			if (bson_iter_init_find(&it, &first, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+				bson_iter_timestamp(&it, &secs, &inc);
+				first_ts = REPL_TS(secs, inc);
+			}
+		}
+		repl_oplog_cursor_close(cur);
+		if (storage_txn_active(s))
+			storage_txn_rollback(s);
+		if (first_ts > ts)
+			return 0;
 	}
 	log_msg('I', 21173, "Starting initial sync: this member does not hold the set's snapshot point", NULL);
 	h->busy(h->arg, REPL_STATE_STARTUP2);
 	while (h->source(h->arg, source, sizeof(source))) {
 		repl_isync_args_t a = {.st = h->st, .oplog = h->oplog, .s = s, .source = source, .target = ts,
-		    .copy = copy, .stopping = h->stopping, .stopping_arg = h->arg};
+		    .copy = copy, .dbpath = h->dbpath, .stopping = h->stopping, .stopping_arg = h->arg};
 		repl_isync_stats_t st;
 		if (source[0] == '\0') {
 			h->nap(h->arg);
@@ -148,3 +169,26 @@ repl_recover_snapshot(const repl_recover_host_t *h, storage_session_t *s, repl_t
 	return terr_set(err, 91 /* ShutdownInProgress */, "initial sync interrupted by shutdown");
 }
 
+
+repl_ts_t
+repl_recover_oplog_floor(repl_oplog_t *op, storage_session_t *s)
+{
+	repl_oplog_cursor_t *cur = NULL;
+	bson_t first;
+	repl_ts_t ts = 0;
+
+	if (repl_oplog_scan_open(op, s, 0, &cur, NULL) != 0)
+		return 0;
+	if (repl_oplog_cursor_next(cur, &first, NULL) == 1) {
+		bson_iter_t it;
+		uint32_t secs, inc;
+		if (bson_iter_init_find(&it, &first, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+			bson_iter_timestamp(&it, &secs, &inc);
+			ts = REPL_TS(secs, inc);
+		}
+	}
+	repl_oplog_cursor_close(cur);
+	if (storage_txn_active(s))
+		storage_txn_rollback(s);
+	return ts;
+}

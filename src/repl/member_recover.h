@@ -52,10 +52,19 @@ int repl_recover_rollback(const repl_recover_host_t *h, storage_session_t *s, re
 
 /*
  * The set's log up to the entry (ts, t) (t < 0: any term): nothing when the
- * local oplog holds it, else a catch-up or a copy from the leader.  copy: a
+ * local oplog holds it or begins after it (truncated, or refilled by a copy
+ * from a later point), else a catch-up or a copy from the leader.  copy: a
  * full copy whatever the local oplog holds.  0, or -1 with err.
  */
 int repl_recover_snapshot(const repl_recover_host_t *h, storage_session_t *s, repl_ts_t ts, int64_t t, bool copy,
                           terr_t *err);
+
+/*
+ * The ts of the oldest local oplog entry (0: none).  A set entry older than
+ * it is covered by the data already (the oplog only loses its oldest
+ * entries, to truncation or to a copy that made the data newer): the
+ * applier skips such entries when Raft replays them.
+ */
+repl_ts_t repl_recover_oplog_floor(repl_oplog_t *op, storage_session_t *s);
 
 #endif

@@ -777,6 +777,8 @@ applier_main(void *arg)
 	    .source = host_source, .nap = host_nap, .busy = host_busy, .stopping = host_stopping,
 	    .set_last = host_set_last};
 
+	repl_ts_t floor_ts;
+
 	bson_strncpy(dbpath, m->dir, sizeof(dbpath));   /* <dbpath>/raft: rollback files go in <dbpath> */
 	dl = strlen(dbpath);
 	if (dl > 5 && strcmp(dbpath + dl - 5, "/raft") == 0)
@@ -787,6 +789,7 @@ applier_main(void *arg)
 		terr_clear(&err);
 		return NULL;
 	}
+	floor_ts = repl_recover_oplog_floor(m->o.oplog, s);
 	pthread_mutex_lock(&m->lock);
 	while (!m->stopping) {
 		entry_node_t *list, *n;
@@ -835,12 +838,16 @@ applier_main(void *arg)
 			pthread_mutex_unlock(&m->lock);
 			if (n->snapshot) {
 				rc = repl_recover_snapshot(&host, s, n->ts, n->t, false, &err);
+				floor_ts = repl_recover_oplog_floor(m->o.oplog, s);
+			} else if (n->ts != 0 && n->ts < floor_ts) {
+				rc = 0;   /* older than the local oplog: in the data already */
 			} else {
 				if (check) {
 					repl_ts_t min_valid = 0;
 					if ((rc = repl_recover_rollback(&host, s, prev_ts, n->ts, &min_valid, &err)) == 0 &&
 					    min_valid != 0)
 						repl_oplog_apply_set_min_valid(min_valid);
+					floor_ts = repl_recover_oplog_floor(m->o.oplog, s);
 				}
 				if (bson_init_static(&e, n->data, n->len) && (!check || rc == 0))
 					rc = repl_oplog_apply_entry(m->o.oplog, m->o.st, s, &e, NULL, false, &applied, &err);
