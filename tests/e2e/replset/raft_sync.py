@@ -112,11 +112,14 @@ def behind(cl, p):
     log = s1.tail(100000)
     with cl.wait_primary(10).client() as c:
         term1 = c.admin.command("replSetGetStatus")["term"]
-    # through the leader's snapshot: a catch-up from the leader's oplog as a
-    # rule; a copy was seen in 2 of ~12 runs (once after a leader change,
-    # once not explained yet), which is correct but slower: reported
-    check("Initial sync done" in log, "reached the leader's snapshot (terms %d -> %d)" % (term0, term1))
-    method = "oplog catch-up" if "oplog catch-up" in log else "logical copy"
+    # through the leader's snapshot as a rule (a catch-up from the leader's
+    # oplog, sometimes a copy); when an election at the start made another
+    # member leader, its log may still reach back and Raft alone brings the
+    # member back: reported, not asserted (e2e.replset_rollback round 4
+    # asserts the catch-up)
+    method = ("oplog catch-up" if "oplog catch-up" in log else "logical copy" if "Initial sync done" in log
+              else "the Raft log")
+    check(method != "the Raft log" or term0 > 1, "reached the leader's snapshot (terms %d -> %d)" % (term0, term1))
     check("Starting rollback" not in log, "no rollback after the catch-up")
     with s1.client(read_preference=ReadPreference.SECONDARY_PREFERRED) as c:
         check(c.sync.a.count_documents({}) == ENOUGH + 1 - sum(1 for j in range(ENOUGH) if j % 97 == 7),
