@@ -335,7 +335,7 @@ static const char *
 state_str(repl_member_state_t s)
 {
 	return s == REPL_STATE_PRIMARY ? "PRIMARY" : s == REPL_STATE_SECONDARY ? "SECONDARY" :
-	    s == REPL_STATE_RECOVERING ? "RECOVERING" : s == REPL_STATE_STARTUP2 ? "STARTUP2" : "STARTUP";
+	    s == REPL_STATE_RECOVERING ? "RECOVERING" : s == REPL_STATE_ROLLBACK ? "ROLLBACK" : s == REPL_STATE_STARTUP2 ? "STARTUP2" : "STARTUP";
 }
 
 /* members[i].host of cfg, or NULL. */

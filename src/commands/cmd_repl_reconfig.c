@@ -20,9 +20,9 @@
  * (cmd_repl_member_on_config) and the command answers once this node did.
  *
  * A new member needs no data: it starts with an empty Raft log and an
- * empty oplog and applies the set's log from its first entry, which the
- * leader's log must still hold (Raft keeps 65536 entries behind each
- * snapshot; once compacted, 238: an initial sync is needed, not built).  Not
+ * empty oplog and applies the set's log from its first entry, or, once the
+ * leader's log is compacted, gets the leader's snapshot and copies the data
+ * (an initial sync, repl/initial_sync.h), STARTUP2 meanwhile.  Not
  * done: a forced reconfig (238), moving a member to another host under the
  * same _id (238: remove it, then add it), a removed member's REMOVED state
  * (it keeps its old configuration until it is stopped).
@@ -350,18 +350,6 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 	if (repl_member_peers(full, NULL, &peers, &np, &pself, err) != 0) {
 		ret = -1;
 		goto done;
-	}
-	/* a new member has no data and no initial sync (not built): it catches
-	 * up from the set's log, which must still start at its first entry */
-	for (int i = 0; i < nn && ret == 0; i++) {
-		uint64_t first;
-		if (by_id(orow, on, nrow[i].id) != NULL)
-			continue;
-		first = repl_member_log_first_index(e->member, deadline);
-		if (first != 1)
-			ret = terr_set(err, TERR_NOT_IMPLEMENTED,
-			    "cannot add %s: the set's replication log no longer starts at its first entry (compacted at %llu), so a new member needs an initial sync, which is not built yet",
-			    nrow[i].host, (unsigned long long)first);
 	}
 	/* new members first get the configuration (all of them answer, or
 	 * nothing changes) */

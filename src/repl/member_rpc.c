@@ -143,3 +143,14 @@ out:
 	close(fd);
 	return ret;
 }
+
+bool
+repl_member_rpc_transient(int64_t code)
+{
+	static const int codes[] = {6, 7, 50, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436};
+
+	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+		if (codes[i] == code)
+			return true;
+	return false;
+}

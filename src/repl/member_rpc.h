@@ -22,4 +22,9 @@
 int repl_member_rpc(const char *host, const char *db, const bson_t *cmd, int timeout_ms, bson_t *reply,
                     terr_t *err);
 
+/* Whether a member's refusal (its reply's code) may go away by itself or
+ * with another leader: mongod's NotPrimary, shutdown and network
+ * categories (another try later), as opposed to one that will not change. */
+bool repl_member_rpc_transient(int64_t code);
+
 #endif

@@ -50,6 +50,8 @@ struct repl_oplog {
 	atomic_bool exists;
 	uint8_t uuid[16];
 	atomic_ullong recovered;       /* the last entry at open */
+	/* move_timestamps and a rollback's reset (repl_oplog_rollback_reset) */
+	pthread_mutex_t ts_lock;
 	atomic_ullong stable;          /* last stable_timestamp set */
 	atomic_ullong oldest;          /* last oldest_timestamp set */
 	atomic_ullong oldest_pin;      /* oldest_timestamp stays at or below it (0: none) */
@@ -1117,8 +1119,18 @@ repl_oplog_note_snapshot_read(repl_oplog_t *o)
  * oldest never moves back: once reads at past times start, the window
  * grows from there.
  */
+static void move_timestamps_locked(repl_oplog_t *o);
+
 static void
 move_timestamps(repl_oplog_t *o)
+{
+	pthread_mutex_lock(&o->ts_lock);
+	move_timestamps_locked(o);
+	pthread_mutex_unlock(&o->ts_lock);
+}
+
+static void
+move_timestamps_locked(repl_oplog_t *o)
 {
 	repl_ts_t vis = repl_oplog_visible(o), oldest = 0, cur = atomic_load(&o->oldest);
 	int64_t since = tm_now_us() / 1000 - atomic_load(&o->snapshot_ms);
@@ -1393,6 +1405,7 @@ repl_oplog_open(storage_t *st, repl_clock_t *clock, const repl_oplog_options_t *
 		o->opts = *opts;
 	o->opts.dbpath = NULL;      /* borrowed only for the default size below */
 	pthread_mutex_init(&o->stamp_lock, NULL);
+	pthread_mutex_init(&o->ts_lock, NULL);
 	pthread_mutex_init(&o->coll_lock, NULL);
 	pthread_mutex_init(&o->last_lock, NULL);
 	pthread_mutex_init(&o->vis_lock, NULL);
@@ -1455,6 +1468,7 @@ repl_oplog_close(repl_oplog_t *o)
 	storage_set_op_observer(o->st, NULL);
 	coll_set(o, NULL);
 	pthread_mutex_destroy(&o->stamp_lock);
+	pthread_mutex_destroy(&o->ts_lock);
 	pthread_mutex_destroy(&o->coll_lock);
 	pthread_mutex_destroy(&o->last_lock);
 	pthread_mutex_destroy(&o->vis_lock);
@@ -1915,5 +1929,87 @@ repl_oplog_write_replicated(repl_oplog_t *o, storage_session_t *s, const bson_t 
 	if (ret == 0)
 		note_written(s, ts, t);
 	storage_coll_release(c);
+	return ret;
+}
+
+/* ---- rollback of a deposed primary's entries (repl/rollback.c) ------------------------------ */
+
+int
+repl_oplog_remove_after(repl_oplog_t *o, storage_session_t *s, repl_ts_t after, int64_t *removed, terr_t *err)
+{
+	storage_coll_t *c = coll_get(o);
+	storage_cursor_t *cur = NULL;
+	recid_t rid;
+	bson_t doc;
+	recid_t *rids = NULL;
+	size_t n = 0, cap = 0;
+	int r, ret = 0;
+
+	*removed = 0;
+	if (c == NULL)
+		return terr_set(err, TERR_ILLEGAL_OPERATION, "the oplog does not exist");
+	/* newest first, down to `after`: the records to remove are collected
+	 * first (the cursor is not kept across deletes) */
+	if (storage_scan_open(s, c, true, &cur, err) != 0) {
+		storage_coll_release(c);
+		return -1;
+	}
+	while ((r = storage_cursor_next(cur, &rid, &doc, NULL, NULL, err)) == 1) {
+		if ((repl_ts_t)rid <= after)
+			break;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			rids = bson_realloc(rids, cap * sizeof(*rids));
+		}
+		rids[n++] = rid;
+	}
+	storage_cursor_close(cur);
+	if (r < 0)
+		ret = -1;
+	for (size_t i = 0; ret == 0 && i < n; i++) {
+		bson_t old;
+		if ((r = storage_doc_get(s, c, rids[i], &doc, err)) != 0) {
+			ret = r < 0 ? -1 : 0;
+			continue;
+		}
+		bson_copy_to(&doc, &old);
+		ret = storage_doc_delete(s, c, rids[i], &old, err);
+		bson_destroy(&old);
+		if (ret == 0)
+			(*removed)++;
+	}
+	bson_free(rids);
+	storage_coll_release(c);
+	return ret;
+}
+
+int
+repl_oplog_rollback_reset(repl_oplog_t *o, repl_ts_t to, terr_t *err)
+{
+	storage_session_t *s;
+	repl_oplog_optime_t last = REPL_OPLOG_OPTIME_NULL;
+	int ret;
+
+	pthread_mutex_lock(&o->ts_lock);
+	ret = storage_ts_force_back(o->st, to, err);
+	if (ret == 0) {
+		atomic_store(&o->stable, to);
+		atomic_store(&o->oldest, to);
+		if (atomic_load(&o->recovered) > to)
+			atomic_store(&o->recovered, to);
+		/* the cached visibility point is newer than the truth now */
+		pthread_mutex_lock(&o->vis_lock);
+		o->vis_valid = false;
+		pthread_mutex_unlock(&o->vis_lock);
+		atomic_fetch_add(&o->commit_gen, 1);
+		if ((s = storage_session_pool_get(o->st, NULL)) != NULL) {
+			last = newest_entry(o, s, to);
+			storage_session_pool_put(o->st, s);
+		}
+		pthread_mutex_lock(&o->last_lock);
+		o->last = last;
+		pthread_mutex_unlock(&o->last_lock);
+	}
+	pthread_mutex_unlock(&o->ts_lock);
 	return ret;
 }

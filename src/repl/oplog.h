@@ -304,4 +304,17 @@ void repl_oplog_session_set_update(storage_session_t *s, const update_t *u);
  */
 int repl_oplog_txn_collect(repl_oplog_t *op, storage_session_t *s, terr_t *err);
 
+/*
+ * A rollback (repl/rollback.h): remove every entry with ts > after inside
+ * s's open transaction (the caller makes it unobserved and commits it with
+ * its data changes); *removed gets how many.  Then, once that committed,
+ * repl_oplog_rollback_reset moves WiredTiger's oldest/stable and the
+ * tracked newest commit back to `to` and forgets the cached visibility
+ * point and last entry, so the set's entries after `to` can be written with
+ * their own (older) timestamps.  0, or -1 with err.
+ */
+int repl_oplog_remove_after(repl_oplog_t *o, storage_session_t *s, repl_ts_t after, int64_t *removed,
+                            terr_t *err);
+int repl_oplog_rollback_reset(repl_oplog_t *o, repl_ts_t to, terr_t *err);
+
 #endif

@@ -17,6 +17,17 @@
 
 static int diff_doc(const bson_t *doc, const bson_t *diff, bson_t *out, int depth, terr_t *err);
 
+/* After a rollback (repl/rollback.h), until this thread has applied the
+ * entry at min_valid, an update of a missing document is not an error: the
+ * document was refetched from a source that had already deleted it. */
+static _Thread_local repl_ts_t tl_min_valid, tl_entry_ts;
+
+void
+repl_oplog_apply_set_min_valid(repl_ts_t ts)
+{
+	tl_min_valid = ts;
+}
+
 static bool
 sub_of(const bson_iter_t *it, bson_t *out)
 {
@@ -309,6 +320,8 @@ apply_crud(storage_t *st, storage_session_t *s, const parsed_t *p, terr_t *err)
 			break;
 		}
 		r = storage_doc_find_id(s, c, bson_iter_value(&id), &rid, &cur, err);
+		if (r == 1 && tl_entry_ts != 0 && tl_entry_ts <= tl_min_valid)
+			break;   /* refetched by a rollback, deleted at the source since */
 		if (r != 0) {
 			ret = r < 0 ? -1 : terr_set(err, 47 /* NoMatchingDocument */,
 			    "applying an update to %s: the document is missing", p->ns);
@@ -575,6 +588,7 @@ repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, co
 	if (!bson_iter_init_find(&it, entry, "ts") || !BSON_ITER_HOLDS_TIMESTAMP(&it))
 		return terr_set(err, TERR_BAD_VALUE, "a replicated oplog entry has no ts");
 	bson_iter_timestamp(&it, &secs, &inc);
+	tl_entry_ts = REPL_TS(secs, inc);
 	r = repl_oplog_find(op, s, REPL_TS(secs, inc), &found, err);
 	if (r < 0)
 		return -1;

@@ -40,4 +40,10 @@ int repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s
  * (initialised here).  0, or -1 with err (a malformed diff: 2 BadValue). */
 int repl_oplog_diff_apply(const bson_t *doc, const bson_t *diff, bson_t *out, terr_t *err);
 
+/* The calling thread's minValid after a rollback (repl/rollback.h): until
+ * it applies an entry past ts, an update of a missing document is skipped
+ * instead of failing (the document was refetched after the source deleted
+ * it).  0: none (the default). */
+void repl_oplog_apply_set_min_valid(repl_ts_t ts);
+
 #endif

@@ -25,19 +25,29 @@
 #include "common/log.h"
 #include "common/opctx.h"
 #include "repl/oplog_apply.h"
+#include "repl/member_recover.h"
+#include "repl/member_rejoin.h"
 
 /* Entries handed to raft_apply at once, at most. */
 #define FEED_BATCH 256
 /* A Raft snapshot every this many entries, and as many kept behind it for
- * members that lag (a member that falls past them needs an initial sync,
- * which is not built). */
+ * members that lag (one that falls past them gets the snapshot, and then
+ * fetches what it lacks from the leader's oplog or copies the data:
+ * repl/initial_sync.h). */
 #define SNAPSHOT_THRESHOLD 1024
-#define SNAPSHOT_TRAILING 65536
+#define SNAPSHOT_TRAILING 8192
+/* How long the loop thread waits, at a snapshot, for the applier to catch
+ * up with what Raft handed it (else RAFT_BUSY: Raft asks again later). */
+#define SNAPSHOT_WAIT_MS 500
+/* ... and only when it is at most this many entries behind */
+#define SNAPSHOT_WAIT_LAG 1024
 
 /* A queue of BSON entries (copied bytes). */
 typedef struct entry_node {
 	struct entry_node *next;
 	repl_ts_t ts;
+	int64_t t;                    /* the entry's term (its `t`), -1: none */
+	bool snapshot;                /* a Raft snapshot restored: the set's log up to (ts, t) */
 	uint32_t len;
 	uint8_t data[];
 } entry_node_t;
@@ -77,12 +87,9 @@ struct repl_member {
 	entry_queue_t to_apply;       /* committed, for the applier */
 	entry_queue_t to_submit;      /* from the feeder, for raft_apply */
 	uint64_t enqueued, applied;   /* entries queued to / done by the applier */
-	/* a snapshot says "everything up to here is applied": only once it is
-	 * durable -- a commit with sync (asked for by fsm_snapshot) or the
-	 * journal's ~100 ms flusher since the last entry was done */
-	uint64_t durable_applied;
-	int64_t last_apply_us;
-	bool sync_requested;
+	/* ROLLBACK or STARTUP2 while the applier rolls back or copies data
+	 * (0: none): what replset is told instead of SECONDARY */
+	repl_member_state_t busy_state;
 	uint64_t drain_target;        /* PRIMARY once applied reaches it */
 	bool draining;
 	uint64_t drain_term;
@@ -90,6 +97,7 @@ struct repl_member {
 	uint64_t term;
 	bool stopping, failed;
 	repl_ts_t committed_ts, local_last_ts, fed_ts;
+	int64_t committed_t;          /* the term of the entry at committed_ts */
 	int leader_index;             /* row in peers, -1 */
 	int64_t last_contact_ms[REPL_MAX_MEMBERS];
 	bool reachable[REPL_MAX_MEMBERS];
@@ -109,6 +117,8 @@ struct repl_member {
 	bool no_lead;                 /* never stays the leader (priority 0) */
 	storage_session_t *snap_session;  /* loop thread: fsm_snapshot's journal sync */
 	int64_t delay_secs;           /* secondaryDelaySecs: apply that late */
+	repl_rejoin_t *rejoin;        /* the primary's hand-over to wiped members */
+	unsigned source_tries;        /* host_source's turn */
 };
 
 static int64_t
@@ -160,11 +170,15 @@ node_new(const uint8_t *data, uint32_t len)
 	n->next = NULL;
 	n->len = len;
 	n->ts = 0;
+	n->t = -1;
+	n->snapshot = false;
 	memcpy(n->data, data, len);
 	if (bson_init_static(&b, n->data, len) && bson_iter_init_find(&it, &b, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
 		uint32_t s, i;
 		bson_iter_timestamp(&it, &s, &i);
 		n->ts = REPL_TS(s, i);
+		if (bson_iter_init_find(&it, &b, "t") && BSON_ITER_HOLDS_NUMBER(&it))
+			n->t = bson_iter_as_int64(&it);
 	}
 	return n;
 }
@@ -270,7 +284,7 @@ role_set_locked(repl_member_t *m, bool primary, uint64_t term)
 		m->fed_ts = m->local_last_ts;
 	/* a member whose applier stopped stays RECOVERING */
 	repl_set_raft_role(m->o.rs, m->failed ? REPL_STATE_RECOVERING : primary ? REPL_STATE_PRIMARY :
-	    REPL_STATE_SECONDARY, (int64_t)term);
+	    m->busy_state != 0 ? m->busy_state : REPL_STATE_SECONDARY, (int64_t)term);
 	pthread_cond_broadcast(&m->cond);
 }
 
@@ -307,6 +321,7 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 	if (n->ts > m->committed_ts) {
 		m->committed_ts = n->ts;
 		repl_oplog_pin_oldest(m->o.oplog, n->ts);   /* readConcern majority reads there */
+		m->committed_t = n->t;
 	}
 	queue_push(&m->to_apply, n);
 	m->enqueued++;
@@ -316,27 +331,40 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 	return 0;
 }
 
-/* The snapshot is the ts of the newest committed entry: the data itself
- * is in WiredTiger.  Taken only once the applier has caught up (RAFT_BUSY
- * makes Raft try later). */
+/*
+ * The snapshot is the optime (ts, t) of the newest committed entry: the
+ * data itself is in WiredTiger.  Raft calls this right after handing the
+ * FSM the entry at the snapshot's index, so the snapshot must say that
+ * everything up to it is applied and durable: the loop thread waits (at
+ * most SNAPSHOT_WAIT_MS; nothing new is queued meanwhile, the queue is fed
+ * on this thread) until the applier has done every queued entry, then
+ * syncs the journal.  RAFT_BUSY otherwise: Raft tries again later.
+ */
 static int
 fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs)
 {
 	repl_member_t *m = fsm->data;
-	uint64_t ts;
+	int64_t deadline = tm_now_us() + SNAPSHOT_WAIT_MS * 1000;
+	uint64_t snap[2];
+	bool ready;
 
 	pthread_mutex_lock(&m->lock);
-	if (m->applied != m->enqueued) {
-		pthread_mutex_unlock(&m->lock);
-		return RAFT_BUSY;
-	}
-	ts = m->committed_ts;
+	/* no wait while the applier rolls back or copies data, or is far
+	 * behind: Raft asks again at later entries, and the loop thread must
+	 * keep answering heartbeats */
+	while (m->applied != m->enqueued && !m->failed && !m->stopping && m->busy_state == 0 &&
+	    m->enqueued - m->applied <= SNAPSHOT_WAIT_LAG && tm_now_us() < deadline)
+		cond_wait_ms(m, 10);
+	ready = m->applied == m->enqueued && !m->failed;
+	snap[0] = m->committed_ts;
+	snap[1] = (uint64_t)m->committed_t;
 	pthread_mutex_unlock(&m->lock);
-	/* everything up to ts is committed in WiredTiger (applied, or the
-	 * primary's own writes): make it durable before Raft may drop the log
-	 * it came from -- a primary's w: "majority" writes do not sync the
-	 * journal themselves (the Raft log is their durability), and "300 ms
-	 * without applying" did not make them durable (kill -9 lost them) */
+	/* everything up to the snapshot is committed in WiredTiger (applied,
+	 * or the primary's own writes): make it durable before Raft may drop
+	 * the log it came from -- a primary's w: "majority" writes do not sync
+	 * the journal themselves (the Raft log is their durability) */
+	if (!ready)
+		return RAFT_BUSY;
 	if (m->snap_session == NULL && storage_session_open(m->o.st, &m->snap_session, NULL) != 0)
 		return RAFT_BUSY;
 	if (storage_journal_sync(m->snap_session, NULL) != 0)
@@ -344,44 +372,51 @@ fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs)
 	*bufs = raft_malloc(sizeof(struct raft_buffer));
 	if (*bufs == NULL)
 		return RAFT_NOMEM;
-	(*bufs)[0].len = 8;
-	(*bufs)[0].base = raft_malloc(8);
+	(*bufs)[0].len = sizeof(snap);
+	(*bufs)[0].base = raft_malloc(sizeof(snap));
 	if ((*bufs)[0].base == NULL) {
 		raft_free(*bufs);
 		return RAFT_NOMEM;
 	}
-	memcpy((*bufs)[0].base, &ts, 8);
+	memcpy((*bufs)[0].base, snap, sizeof(snap));
 	*n_bufs = 1;
 	return 0;
 }
 
-/* Restoring a snapshot is fine when this member already has every entry up
- * to its ts (its own snapshot at a restart); otherwise it needs an initial
- * sync, which is not built. */
+/*
+ * A snapshot restored (this member's own at a restart, or the leader's when
+ * this member is behind its kept log or was wiped): queued to the applier
+ * as a marker, in log order, which checks that the local oplog holds the
+ * snapshot's entry and otherwise brings the member there first
+ * (repl/initial_sync.h).  Older snapshots held only the ts (8 bytes).
+ */
 static int
 fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 {
 	repl_member_t *m = fsm->data;
-	uint64_t ts = 0;
-	int rc = 0;
+	uint64_t snap[2] = {0, (uint64_t)-1};
+	entry_node_t *n;
 
-	if (buf->len >= 8)
-		memcpy(&ts, buf->base, 8);
+	if (buf->len >= 16)
+		memcpy(snap, buf->base, 16);
+	else if (buf->len >= 8)
+		memcpy(snap, buf->base, 8);
+	raft_free(buf->base);
+	n = node_new((const uint8_t *)"", 0);
+	n->snapshot = true;
+	n->ts = snap[0];
+	n->t = (int64_t)snap[1];
 	pthread_mutex_lock(&m->lock);
-	if (ts > m->local_last_ts) {
-		m->failed = true;
-		rc = RAFT_INVALID;
-	} else if (ts > m->committed_ts) {
-		m->committed_ts = ts;
-		repl_oplog_pin_oldest(m->o.oplog, ts);
+	if (n->ts > m->committed_ts) {
+		m->committed_ts = n->ts;
+		m->committed_t = n->t;
+		repl_oplog_pin_oldest(m->o.oplog, n->ts);
 	}
+	queue_push(&m->to_apply, n);
+	m->enqueued++;
+	pthread_cond_broadcast(&m->cond);
 	pthread_mutex_unlock(&m->lock);
-	if (rc != 0)
-		log_msg('E', 5000240, "this member is behind the set's retained log and needs an initial sync, which Tamga does not do yet",
-		    NULL);
-	else
-		raft_free(buf->base);
-	return rc;
+	return 0;
 }
 
 /* ---- loop callbacks ---------------------------------------------------------------------- */
@@ -690,6 +725,80 @@ fail_noloop:
 
 /* ---- applier ------------------------------------------------------------------------------- */
 
+/* What repl/member_recover.h needs of the member (arg: the member). */
+static bool
+host_source(void *arg, char *source, size_t size)
+{
+	repl_member_t *m = arg;
+	bool stop;
+
+	unsigned k;
+	int pick = -1;
+
+	pthread_mutex_lock(&m->lock);
+	stop = m->stopping;
+	source[0] = '\0';
+	/* the leader first, then in turn every other member: the leader may
+	 * itself be copying data (STARTUP2) and refuse, a secondary will do */
+	k = m->source_tries++;
+	if (k % 2 == 0 && m->leader_index >= 0 && m->leader_index != m->o.self_index)
+		pick = m->leader_index;
+	else if (m->o.npeers > 1) {
+		pick = (int)((k / 2) % (unsigned)m->o.npeers);
+		if (pick == m->o.self_index)
+			pick = (pick + 1) % m->o.npeers;
+	}
+	if (pick >= 0)
+		bson_strncpy(source, m->peers[pick].host, size);
+	pthread_mutex_unlock(&m->lock);
+	return !stop;
+}
+
+static void
+host_nap(void *arg)
+{
+	repl_member_t *m = arg;
+
+	pthread_mutex_lock(&m->lock);
+	cond_wait_ms(m, 500);
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void
+host_busy(void *arg, repl_member_state_t st)
+{
+	repl_member_t *m = arg;
+
+	pthread_mutex_lock(&m->lock);
+	m->busy_state = st;
+	if (!m->primary && !m->failed)
+		repl_set_raft_role(m->o.rs, st != 0 ? st : REPL_STATE_SECONDARY, (int64_t)m->term);
+	pthread_mutex_unlock(&m->lock);
+}
+
+static bool
+host_stopping(void *arg)
+{
+	repl_member_t *m = arg;
+	bool stop;
+
+	pthread_mutex_lock(&m->lock);
+	stop = m->stopping;
+	pthread_mutex_unlock(&m->lock);
+	return stop;
+}
+
+static void
+host_set_last(void *arg, repl_ts_t ts, bool force)
+{
+	repl_member_t *m = arg;
+
+	pthread_mutex_lock(&m->lock);
+	if (force || ts > m->local_last_ts)
+		m->local_last_ts = ts;
+	pthread_mutex_unlock(&m->lock);
+}
+
 static void *
 applier_main(void *arg)
 {
@@ -700,12 +809,25 @@ applier_main(void *arg)
 	 * a deposed primary's own entries starts after the first one) */
 	repl_ts_t prev_ts = 0;
 	bool have_prev = false;
+	char dbpath[4096];
+	size_t dl;
+	repl_recover_host_t host = {.arg = m, .st = m->o.st, .oplog = m->o.oplog, .dbpath = dbpath,
+	    .source = host_source, .nap = host_nap, .busy = host_busy, .stopping = host_stopping,
+	    .set_last = host_set_last};
+
+	repl_ts_t floor_ts;
+
+	bson_strncpy(dbpath, m->dir, sizeof(dbpath));   /* <dbpath>/raft: rollback files go in <dbpath> */
+	dl = strlen(dbpath);
+	if (dl > 5 && strcmp(dbpath + dl - 5, "/raft") == 0)
+		dbpath[dl - 5] = '\0';
 
 	if (storage_session_open(m->o.st, &s, &err) != 0) {
 		log_msg('E', 5000242, "the applier could not open a storage session", err.msg);
 		terr_clear(&err);
 		return NULL;
 	}
+	floor_ts = repl_recover_oplog_floor(m->o.oplog, s);
 	pthread_mutex_lock(&m->lock);
 	while (!m->stopping) {
 		entry_node_t *list, *n;
@@ -745,8 +867,7 @@ applier_main(void *arg)
 		pthread_mutex_unlock(&m->lock);
 		for (n = list; n != NULL; n = n->next) {
 			bson_t e;
-			bool applied = false, check, sync;
-			bool synced = false;
+			bool applied = false, check;
 			int rc = -1;
 			if (n->ts == 0 && bson_init_static(&e, n->data, n->len) && bson_has_field(&e, REPL_MEMBER_CONFIG_KEY)) {
 				/* a configuration the primary replicated (raft_reconfig.c) */
@@ -773,14 +894,24 @@ applier_main(void *arg)
 			 * only when this member wrote past the set's last entry */
 			pthread_mutex_lock(&m->lock);
 			check = have_prev && m->local_last_ts > prev_ts;
-			sync = m->sync_requested;
-			m->sync_requested = false;
 			pthread_mutex_unlock(&m->lock);
-			if (bson_init_static(&e, n->data, n->len))
-				rc = repl_oplog_apply_entry(m->o.oplog, m->o.st, s, &e, check ? &prev_ts : NULL, sync,
-				    &applied, &err);
-			synced = rc == 0 && sync && applied;
-			if (rc == 0) {
+			if (n->snapshot) {
+				rc = repl_recover_snapshot(&host, s, n->ts, n->t, false, &err);
+				floor_ts = repl_recover_oplog_floor(m->o.oplog, s);
+			} else if (n->ts != 0 && n->ts < floor_ts) {
+				rc = 0;   /* older than the local oplog: in the data already */
+			} else {
+				if (check) {
+					repl_ts_t min_valid = 0;
+					if ((rc = repl_recover_rollback(&host, s, prev_ts, n->ts, &min_valid, &err)) == 0 &&
+					    min_valid != 0)
+						repl_oplog_apply_set_min_valid(min_valid);
+					floor_ts = repl_recover_oplog_floor(m->o.oplog, s);
+				}
+				if (bson_init_static(&e, n->data, n->len) && (!check || rc == 0))
+					rc = repl_oplog_apply_entry(m->o.oplog, m->o.st, s, &e, NULL, false, &applied, &err);
+			}
+			if (rc == 0 && n->ts != 0) {
 				prev_ts = n->ts;
 				have_prev = true;
 			}
@@ -796,9 +927,6 @@ applier_main(void *arg)
 				break;
 			}
 			m->applied++;
-			m->last_apply_us = tm_now_us();
-			if (synced)
-				m->durable_applied = m->applied;
 			if (n->ts > m->local_last_ts)
 				m->local_last_ts = n->ts;
 			pthread_cond_broadcast(&m->cond);
@@ -937,6 +1065,7 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 	}
 	pthread_create(&m->applier_thread, NULL, applier_main, m);
 	pthread_create(&m->feeder_thread, NULL, feeder_main, m);
+	m->rejoin = repl_rejoin_start(m, m->o.rs);
 	log_msg('I', 5000245, "replication started on Raft", m->peers[m->o.self_index].raft_addr);
 	*out = m;
 	return 0;
@@ -947,6 +1076,7 @@ repl_member_stop(repl_member_t *m)
 {
 	if (m == NULL)
 		return;
+	repl_rejoin_stop(m->rejoin);
 	pthread_mutex_lock(&m->lock);
 	m->stopping = true;
 	pthread_cond_broadcast(&m->cond);

@@ -22,11 +22,17 @@
  *     committed entry that reached the FSM.
  * The role (PRIMARY / SECONDARY, term) is told to repl/replset.h.
  *
- * What it does not do: initial sync (Raft snapshots carry only the ts of
- * the last applied entry: a member that fell past the retained log, or a
- * wiped one, cannot be rebuilt and stops with an error), rollback of entries
- * a deposed primary wrote that never reached Raft (its applier stops at the
- * first entry it cannot place, RECOVERING), reconfiguration.
+ *   - Snapshots compact the Raft log: each is the optime of the last
+ *     committed entry, given once the applier has done everything before it
+ *     and the journal is synced.  A restored snapshot the local oplog does
+ *     not hold (a member behind the kept log, or wiped) is reached through
+ *     repl/initial_sync.h before the entries after it are applied.
+ *   - A deposed primary's entries that Raft never committed are rolled back
+ *     (repl/rollback.h) when the set's next entry is not where they are.
+ *   - The primary hands the configuration to a member that lost it
+ *     (repl/member_rejoin.h).
+ *
+ * What it does not do: reconfiguration.
  *
  * Threads: start/stop from one thread; the getters from any thread.
  */

@@ -45,6 +45,7 @@ typedef enum repl_member_state {
 	REPL_STATE_SECONDARY = 2,
 	REPL_STATE_RECOVERING = 3,   /* a secondary in maintenance mode, or one that stopped applying */
 	REPL_STATE_STARTUP2 = 5,     /* initiated, before Raft told the role */
+	REPL_STATE_ROLLBACK = 9,     /* undoing a deposed primary's unreplicated entries (repl/rollback.h) */
 } repl_member_state_t;
 
 /* Mongod's limits on a configuration (repl_set_config.h). */

@@ -756,6 +756,20 @@ storage_ts_set(storage_t *st, uint64_t stable, uint64_t oldest, terr_t *err)
 	return 0;
 }
 
+int
+storage_ts_force_back(storage_t *st, uint64_t ts, terr_t *err)
+{
+	char cfg[192];
+	int ret;
+
+	snprintf(cfg, sizeof(cfg),
+	    "force=true,oldest_timestamp=%" PRIx64 ",stable_timestamp=%" PRIx64 ",commit_timestamp=%" PRIx64, ts, ts,
+	    ts);
+	if ((ret = st->conn->set_timestamp(st->conn, cfg)) != 0)
+		return storage_wt_err(ret, "set_timestamp", err);
+	return 0;
+}
+
 void
 storage_set_op_observer(storage_t *st, const storage_op_observer_t *obs)
 {

@@ -501,6 +501,10 @@ int storage_ts_all_committed(storage_t *st, uint64_t *ts, terr_t *err);
  * and oldest (history older than it may be discarded; oldest <= stable);
  * a 0 leaves that one as it is. */
 int storage_ts_set(storage_t *st, uint64_t stable, uint64_t oldest, terr_t *err);
+/* A replica-set rollback (repl/rollback.h) removed every locally committed
+ * write past `ts`: oldest, stable and the tracked newest commit timestamp
+ * (what all_committed answers) go back to ts, WiredTiger's `force`. */
+int storage_ts_force_back(storage_t *st, uint64_t ts, terr_t *err);
 
 /*
  * Views: a namespace with a definition ({viewOn, pipeline[, collation]}, as

@@ -5,16 +5,23 @@
  *     random documents pre/post, the primary's diff (repl_diff_compute),
  *     applied to pre must give post byte for byte;
  *   - malformed diffs fail (2) rather than write a wrong document;
- *   - repl_member_peers: Raft ids and ports, the 65535 limit (93).
+ *   - repl_member_peers: Raft ids and ports, the 65535 limit (93);
+ *   - a rollback's oplog side (repl/rollback.h): whether one is needed,
+ *     entries removed after the common point, WiredTiger's timestamps
+ *     forced back so the set's older entries can be written (before the
+ *     reset they are refused), minValid skipping updates of missing
+ *     documents.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tt.h"
 #include "repl/oplog_apply.h"
 #include "repl/oplog_diff.h"
 #include "repl/raft_member.h"
+#include "repl/rollback.h"
 
 static void
 apply_json(const char *doc, const char *diff, const char *want)
@@ -231,6 +238,138 @@ test_peers(void)
 	bson_destroy(cfg);
 }
 
+/* An entry {op, ns, o[, o2], ts: Timestamp(100, inc), t: 1} applied. */
+static int
+apply_at(repl_oplog_t *op, storage_t *st, storage_session_t *s, const char *opname, const char *ns, const char *o,
+         const char *o2, uint32_t inc, terr_t *err)
+{
+	bson_t e = BSON_INITIALIZER, *ob = tt_json(o), *o2b = o2 != NULL ? tt_json(o2) : NULL;
+	bool applied = false;
+	int r;
+
+	BSON_APPEND_UTF8(&e, "op", opname);
+	BSON_APPEND_UTF8(&e, "ns", ns);
+	BSON_APPEND_DOCUMENT(&e, "o", ob);
+	if (o2b != NULL)
+		BSON_APPEND_DOCUMENT(&e, "o2", o2b);
+	BSON_APPEND_TIMESTAMP(&e, "ts", 100, inc);
+	BSON_APPEND_INT64(&e, "t", 1);
+	BSON_APPEND_INT64(&e, "v", 2);
+	BSON_APPEND_DATE_TIME(&e, "wall", 100000);
+	r = repl_oplog_apply_entry(op, st, s, &e, NULL, false, &applied, err);
+	bson_destroy(&e);
+	bson_destroy(ob);
+	if (o2b != NULL)
+		bson_destroy(o2b);
+	return r;
+}
+
+static int
+count_docs(storage_session_t *s, storage_coll_t *c)
+{
+	storage_cursor_t *cur = NULL;
+	recid_t rid;
+	bson_t d;
+	int n = 0;
+
+	TT_EQ_INT(storage_scan_open(s, c, false, &cur, NULL), 0);
+	while (storage_cursor_next(cur, &rid, &d, NULL, NULL, NULL) == 1)
+		n++;
+	storage_cursor_close(cur);
+	if (storage_txn_active(s))
+		storage_txn_rollback(s);
+	return n;
+}
+
+static void
+test_rollback_oplog(void)
+{
+	char *dir = tt_tmpdir("oplog-rollback");
+	storage_options_t so = {.create = true};
+	storage_t *st = NULL;
+	storage_session_t *s = NULL;
+	storage_coll_t *c = NULL;
+	repl_clock_t *clk = repl_clock_new();
+	repl_oplog_t *op = NULL;
+	repl_oplog_options_t oo = {.size_mb = 1};
+	terr_t err = TERR_INIT;
+	repl_ts_t own = 0;
+	int64_t removed = 0;
+	char o[64];
+
+	TT_EQ_INT(storage_open(dir, &so, &st, NULL), 0);
+	TT_EQ_INT(repl_oplog_open(st, clk, &oo, &op, NULL), 0);
+	TT_EQ_INT(repl_oplog_create(op, REPL_OPLOG_CREATE_EMPTY, NULL, NULL, NULL), 0);
+	TT_EQ_INT(storage_session_open(st, &s, NULL), 0);
+	TT_EQ_INT(apply_at(op, st, s, "c", "shop.$cmd", "{\"create\": \"items\"}", NULL, 1, &err), 0);
+	for (uint32_t k = 2; k <= 10; k++) {
+		snprintf(o, sizeof(o), "{\"_id\": %u, \"v\": 0}", k);
+		TT_EQ_INT(apply_at(op, st, s, "i", "shop.items", o, NULL, k, &err), 0);
+	}
+	TT_ASSERT(repl_oplog_wait_visible(op, REPL_TS(100, 10), 2000));
+	usleep(400 * 1000);   /* the oplog thread moves stable to (100, 10) */
+	/* the set's entry (100, 4) is here; (100, 11) is not, and local
+	 * entries follow the common point (100, 5) */
+	TT_EQ_INT(repl_rollback_needed(op, s, REPL_TS(100, 3), REPL_TS(100, 4), &own, &err), 0);
+	TT_EQ_INT(repl_rollback_needed(op, s, REPL_TS(100, 5), REPL_TS(100, 11), &own, &err), 1);
+	TT_ASSERT(own == REPL_TS(100, 6));
+	TT_EQ_INT(repl_rollback_needed(op, s, REPL_TS(100, 10), REPL_TS(100, 11), &own, &err), 0);
+	/* cut after (100, 5), undo the inserts 6..10 */
+	TT_EQ_INT(storage_coll_get(st, "shop", "items", &c, NULL), 0);
+	{
+		bool was = storage_thread_set_unobserved(true);
+		TT_EQ_INT(storage_txn_begin(s, NULL), 0);
+		TT_EQ_INT(repl_oplog_remove_after(op, s, REPL_TS(100, 5), &removed, &err), 0);
+		for (int k = 6; k <= 10; k++) {
+			bson_t id = BSON_INITIALIZER, d, old;
+			bson_iter_t it;
+			recid_t rid;
+			BSON_APPEND_INT32(&id, "_id", k);
+			bson_iter_init_find(&it, &id, "_id");
+			TT_EQ_INT(storage_doc_find_id(s, c, bson_iter_value(&it), &rid, &d, NULL), 0);
+			bson_copy_to(&d, &old);
+			TT_EQ_INT(storage_doc_delete(s, c, rid, &old, NULL), 0);
+			bson_destroy(&old);
+			bson_destroy(&id);
+		}
+		TT_EQ_INT(storage_txn_commit(s, true, NULL), 0);
+		storage_thread_set_unobserved(was);
+	}
+	TT_EQ_INT(removed, 5);
+	TT_EQ_INT(count_docs(s, c), 4);
+	/* before the reset: an entry older than the stable point is refused */
+	TT_EQ_INT(apply_at(op, st, s, "i", "shop.items", "{\"_id\": 70}", NULL, 7, &err), -1);
+	terr_clear(&err);
+	TT_EQ_INT(repl_oplog_rollback_reset(op, REPL_TS(100, 5), &err), 0);
+	TT_ASSERT(repl_oplog_visible(op) == REPL_TS(100, 5));
+	TT_ASSERT(repl_oplog_last_optime(op).ts == REPL_TS(100, 5));
+	/* the set's branch: (100, 6) and (100, 7) */
+	TT_EQ_INT(apply_at(op, st, s, "i", "shop.items", "{\"_id\": 60}", NULL, 6, &err), 0);
+	TT_EQ_INT(apply_at(op, st, s, "i", "shop.items", "{\"_id\": 70}", NULL, 7, &err), 0);
+	TT_ASSERT(repl_oplog_wait_visible(op, REPL_TS(100, 7), 2000));
+	TT_ASSERT(repl_oplog_last_optime(op).ts == REPL_TS(100, 7));
+	TT_EQ_INT(count_docs(s, c), 6);
+	/* an update of a missing document: an error, unless under minValid */
+	TT_EQ_INT(apply_at(op, st, s, "u", "shop.items", "{\"$v\": 2, \"diff\": {\"u\": {\"v\": 1}}}",
+	    "{\"_id\": 8}", 8, &err), -1);
+	TT_EQ_INT(err.code, 47);
+	terr_clear(&err);
+	repl_oplog_apply_set_min_valid(REPL_TS(100, 8));
+	TT_EQ_INT(apply_at(op, st, s, "u", "shop.items", "{\"$v\": 2, \"diff\": {\"u\": {\"v\": 1}}}",
+	    "{\"_id\": 8}", 8, &err), 0);
+	TT_EQ_INT(apply_at(op, st, s, "u", "shop.items", "{\"$v\": 2, \"diff\": {\"u\": {\"v\": 1}}}",
+	    "{\"_id\": 9}", 9, &err), -1);
+	terr_clear(&err);
+	repl_oplog_apply_set_min_valid(0);
+	storage_coll_release(c);
+	storage_session_close(s);
+	repl_oplog_close(op);
+	storage_close(st);
+	repl_clock_free(clk);
+	tt_rmdir(dir);
+	bson_free(dir);
+}
+
 int
 main(void)
 {
@@ -238,5 +377,6 @@ main(void)
 	TT_RUN(test_diff_malformed);
 	TT_RUN(test_diff_model);
 	TT_RUN(test_peers);
+	TT_RUN(test_rollback_oplog);
 	return tt_finish();
 }

@@ -32,9 +32,19 @@ def port_free(p):
 
 
 def free_ports(n):
+    """n ports p, each with p + RAFT_OFFSET free too, below Linux's
+    ephemeral range (32768 and up by default): a member killed and started
+    again must find its port free, and an outgoing connection anywhere on
+    the machine may take a port of the ephemeral range as its own."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    top = low - 1 - RAFT_OFFSET if low - 1 - RAFT_OFFSET > 30500 else 50000
     got = []
     while len(got) < n:
-        p = random.randint(30000, 50000)
+        p = random.randint(30000, top)
         if p in got or p + RAFT_OFFSET in got:
             continue
         if port_free(p) and port_free(p + RAFT_OFFSET):
@@ -51,6 +61,16 @@ class Member:
         self.log = os.path.join(os.path.dirname(dbpath), "member-%d.log" % port)
 
     def start(self):
+        # a port taken meanwhile (a short-lived connection's own end): again
+        for attempt in range(30):
+            try:
+                return self._start()
+            except RuntimeError:
+                if "Address already in use" not in self.tail(5) or attempt == 29:
+                    raise
+                time.sleep(0.5)
+
+    def _start(self):
         os.makedirs(self.dbpath, exist_ok=True)
         logf = open(self.log, "ab")
         self.proc = subprocess.Popen(

@@ -4,8 +4,9 @@ set of tamgad members on 127.0.0.1 (issue 24), through PyMongo and mongosh:
     current one 103, two voting members added at once 93, the primary
     removed 74, the primary made unelectable 104, a new member that does not
     answer 74 (nothing changes: the set goes on with its members);
-  - rs.add() (mongosh) of a fourth member with an empty data folder: it
-    catches up from the set's log, has the same data, counts for w: 4 and
+  - rs.add() (mongosh) of a fourth member with an empty data folder once
+    the leader's Raft log is compacted: it gets the leader's snapshot and
+    copies the data (initial sync), has the same data, counts for w: 4 and
     shows in hello / rs.status();
   - priority 0 + hidden: gone from `hosts`, the member says hidden/passive;
   - secondaryDelaySecs: a delayed member applies writes that late;
@@ -111,11 +112,30 @@ def refusals(cl, p):
         check(len(c.admin.command("hello")["hosts"]) == 3, "three hosts still")
 
 
+# past Raft's snapshot threshold and kept entries (raft_member.c: 1024 and
+# 8192): the new member cannot catch up from the log's first entry and gets
+# the leader's snapshot, then copies the data (an initial sync)
+COMPACT = 1024 + 8192 + 1500
+
+
+def compacted(m):
+    names = os.listdir(os.path.join(m.dbpath, "raft"))
+    closed = sorted(n for n in names if "-" in n and n[0].isdigit())
+    return bool([n for n in names if n.startswith("snapshot-") and not n.endswith(".meta")]) and \
+        bool(closed) and int(closed[0].split("-")[0]) > 1
+
+
 def add_member(cl, p):
     new = cl.members[3]
     with p.client() as c:
-        c.rc.get_collection("data", write_concern=WriteConcern(w="majority")).insert_many(
-            [{"_id": i, "v": "x" * 20} for i in range(200)])
+        data = c.rc.get_collection("data", write_concern=WriteConcern(w=1))
+        for i in range(0, COMPACT, 500):
+            data.insert_many([{"_id": j, "v": "x" * 20} for j in range(i, min(COMPACT, i + 500))])
+        c.rc.get_collection("data", write_concern=WriteConcern(w="majority")).insert_one({"_id": "last"})
+    deadline = time.time() + 30
+    while not compacted(p) and time.time() < deadline:
+        time.sleep(0.5)
+    check(compacted(p), "the leader's Raft log is compacted before the add")
     if MONGOSH is not None:
         got = mongosh(cl, "const r = rs.add('%s'); print(JSON.stringify({ok: r.ok}))" % new.host)
         check(got == {"ok": 1}, "rs.add through mongosh: %r" % got)

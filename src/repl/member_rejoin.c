@@ -1,0 +1,161 @@
+/*
+ * member_rejoin.c -- the primary gives the set's configuration to members
+ * that have none (see member_rejoin.h).
+ */
+#include "repl/member_rejoin.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "repl/member_rpc.h"
+
+#define DRY_TIMEOUT_MS 2000
+#define JOIN_TIMEOUT_MS 10000
+
+struct repl_rejoin {
+	repl_member_t *m;
+	repl_set_t *rs;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stopping;
+};
+
+/* The host of member _id id in cfg (NULL: none). */
+static const char *
+host_of(const bson_t *cfg, int64_t id)
+{
+	bson_iter_t it, m, f;
+
+	if (!bson_iter_init_find(&it, cfg, "members") || !bson_iter_recurse(&it, &m))
+		return NULL;
+	while (bson_iter_next(&m)) {
+		int64_t mid = -1;
+		const char *host = NULL;
+		if (!bson_iter_recurse(&m, &f))
+			continue;
+		while (bson_iter_next(&f)) {
+			if (strcmp(bson_iter_key(&f), "_id") == 0)
+				mid = bson_iter_as_int64(&f);
+			else if (strcmp(bson_iter_key(&f), "host") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+				host = bson_iter_utf8(&f, NULL);
+		}
+		if (mid == id)
+			return host;
+	}
+	return NULL;
+}
+
+/* {_tamgaReplSetJoin: cfg, dryRun}: 0 when the member took it. */
+static int
+join(const char *host, const bson_t *cfg, bool dry, int timeout_ms)
+{
+	bson_t cmd = BSON_INITIALIZER, reply;
+	bson_iter_t it;
+	terr_t err = TERR_INIT;
+	int ret = -1;
+
+	BSON_APPEND_DOCUMENT(&cmd, "_tamgaReplSetJoin", cfg);
+	BSON_APPEND_BOOL(&cmd, "dryRun", dry);
+	if (repl_member_rpc(host, "admin", &cmd, timeout_ms, &reply, &err) == 0) {
+		if (bson_iter_init_find(&it, &reply, "ok") && bson_iter_as_double(&it) == 1.0)
+			ret = 0;
+		bson_destroy(&reply);
+	}
+	terr_clear(&err);
+	bson_destroy(&cmd);
+	return ret;
+}
+
+static void
+look(repl_rejoin_t *r)
+{
+	repl_member_view_t rows[REPL_MAX_MEMBERS];
+	int n, leader;
+	bson_t cfg;
+
+	if (repl_set_state(r->rs) != REPL_STATE_PRIMARY)
+		return;
+	n = repl_member_view(r->m, rows, REPL_MAX_MEMBERS, &leader);
+	if (!repl_set_config_copy(r->rs, &cfg)) {
+		bson_destroy(&cfg);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		const char *host;
+		if (rows[i].self || rows[i].reachable || (host = host_of(&cfg, rows[i].member_id)) == NULL)
+			continue;
+		if (join(host, &cfg, true, DRY_TIMEOUT_MS) != 0)
+			continue;   /* down, or it has a configuration (23) */
+		if (join(host, &cfg, false, JOIN_TIMEOUT_MS) == 0) {
+			bson_t attr = BSON_INITIALIZER;
+			BSON_APPEND_UTF8(&attr, "member", host);
+			tlog('I', "REPL", 5000261, "gave the set's configuration to a member that had none", &attr);
+			bson_destroy(&attr);
+		}
+	}
+	bson_destroy(&cfg);
+}
+
+static void *
+rejoin_main(void *arg)
+{
+	repl_rejoin_t *r = arg;
+
+	tlog_set_ctx("ReplRejoin");
+	pthread_mutex_lock(&r->lock);
+	while (!r->stopping) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += REPL_REJOIN_PERIOD_MS / 1000;
+		until.tv_nsec += (long)(REPL_REJOIN_PERIOD_MS % 1000) * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&r->cond, &r->lock, &until);
+		if (r->stopping)
+			break;
+		pthread_mutex_unlock(&r->lock);
+		look(r);
+		pthread_mutex_lock(&r->lock);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+repl_rejoin_t *
+repl_rejoin_start(repl_member_t *m, repl_set_t *rs)
+{
+	repl_rejoin_t *r = bson_malloc0(sizeof(*r));
+
+	r->m = m;
+	r->rs = rs;
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->cond, NULL);
+	if (pthread_create(&r->thread, NULL, rejoin_main, r) != 0) {
+		tlog('W', "REPL", 5000262, "could not start the thread that hands the configuration to members", NULL);
+		pthread_mutex_destroy(&r->lock);
+		pthread_cond_destroy(&r->cond);
+		bson_free(r);
+		return NULL;
+	}
+	return r;
+}
+
+void
+repl_rejoin_stop(repl_rejoin_t *r)
+{
+	if (r == NULL)
+		return;
+	pthread_mutex_lock(&r->lock);
+	r->stopping = true;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+	pthread_join(r->thread, NULL);
+	pthread_mutex_destroy(&r->lock);
+	pthread_cond_destroy(&r->cond);
+	bson_free(r);
+}
