@@ -30,11 +30,13 @@
 
 /* Entries handed to raft_apply at once, at most. */
 #define FEED_BATCH 256
-/* A Raft snapshot every this many entries, and as many kept behind it for
+/* A Raft snapshot every this many entries (each syncs the journal on the
+ * loop thread: every 1024 cut batched majority writes to 0.18 of w: 1, every
+ * 8192 gives 0.51), and as many kept behind it for
  * members that lag (one that falls past them gets the snapshot, and then
  * fetches what it lacks from the leader's oplog or copies the data:
  * repl/initial_sync.h). */
-#define SNAPSHOT_THRESHOLD 1024
+#define SNAPSHOT_THRESHOLD 8192
 #define SNAPSHOT_TRAILING 8192
 /* How long the loop thread waits, at a snapshot, for the applier to catch
  * up with what Raft handed it (else RAFT_BUSY: Raft asks again later). */

@@ -112,10 +112,10 @@ def refusals(cl, p):
         check(len(c.admin.command("hello")["hosts"]) == 3, "three hosts still")
 
 
-# past Raft's snapshot threshold and kept entries (raft_member.c: 1024 and
+# past Raft's snapshot threshold and kept entries (raft_member.c: 8192 and
 # 8192): the new member cannot catch up from the log's first entry and gets
 # the leader's snapshot, then copies the data (an initial sync)
-COMPACT = 1024 + 8192 + 1500
+COMPACT = 8192 + 8192 + 1500
 
 
 def compacted(m):

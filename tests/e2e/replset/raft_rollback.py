@@ -132,13 +132,19 @@ def one_round(cl, p, rnd, kill, ddl=False, far=False):
         have = sorted(d["_id"] for d in db[coll].find())
     check(have == [0] + list(range(1, 10)) + [200], "the new primary never saw the lost writes: %r" % have)
     if far:
-        # past the Raft log the leader keeps (src/repl/raft_member.c: 1024 +
+        # past the Raft log the leader keeps (src/repl/raft_member.c: 8192 +
         # 8192): the old primary gets the leader's snapshot, finds the
         # common point in the leader's oplog, rolls back, then catches up
         with np.client() as c:
             db = c.get_database("rb", write_concern=WriteConcern(w=1))
-            for i in range(0, 10500, 500):
+            for i in range(0, 18000, 500):
                 db.far.insert_many([{"_id": j} for j in range(i, i + 500)])
+            # Raft asks for a snapshot as it applies entries: a few more,
+            # once the applier has caught up, so one is taken
+            time.sleep(1)
+            for i in range(20):
+                db.far.insert_one({"_id": "tick%d" % i})
+                time.sleep(0.1)
         time.sleep(2)
     if kill:
         p.start()

@@ -29,7 +29,7 @@ from raft_cluster import Cluster, coll_hash  # noqa: E402
 
 TAMGAD = sys.argv[1]
 # src/repl/raft_member.c: SNAPSHOT_THRESHOLD + SNAPSHOT_TRAILING
-ENOUGH = 1024 + 8192 + 1500
+ENOUGH = 8192 + 8192 + 1500
 checks = 0
 
 
