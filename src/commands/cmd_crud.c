@@ -1070,6 +1070,9 @@ CMD_HANDLER(cmd_find)
 	 * their own commit point */
 	copts.read_ts = c->rc_majority_read ? CMD_READ_TS_MAJORITY : c->txn_snapshot_ts;
 	__atomic_fetch_add(&c->engine->counters.query, 1, __ATOMIC_RELAXED);
+	/* the registry counts the limit too: a batch that reaches it ends the
+	 * cursor (id 0), as mongod's executor is EOF once its LIMIT is met */
+	copts.limit = req.limit;
 	{
 		char owner_buf[256];
 		storage_coll_t *tail_coll = NULL;

@@ -256,6 +256,43 @@ test_plan_filters(void)
 	FIELD_EQ("pf", "{\"planCacheListFilters\": \"c\"}", "filters", "{ \"v\" : [  ] }");
 }
 
+/* A find whose batch reaches its limit ends the cursor (id 0: mongod's
+ * executor is EOF once its LIMIT is met); one that stops before the limit
+ * (batchSize) keeps it, and its getMore ends at the limit. */
+static void
+test_limit_ends_cursor(void)
+{
+	ok_run("lim", "{\"insert\": \"c\", \"documents\": [{\"_id\": 1}, {\"_id\": 2}, {\"_id\": 3}, {\"_id\": 4}]}");
+	FIELD_EQ("lim", "{\"find\": \"c\", \"filter\": {\"_id\": {\"$gte\": 1}}, \"limit\": 1, \"batchSize\": 1}",
+	    "cursor.id", "{ \"v\" : 0 }");
+	FIELD_EQ("lim", "{\"find\": \"c\", \"filter\": {\"_id\": {\"$gte\": 1}}, \"limit\": 2, \"batchSize\": 2}",
+	    "cursor.id", "{ \"v\" : 0 }");
+	FIELD_EQ("lim", "{\"find\": \"c\", \"limit\": 4, \"batchSize\": 4}", "cursor.id", "{ \"v\" : 0 }");
+	FIELD_EQ("lim", "{\"find\": \"c\", \"sort\": {\"_id\": -1}, \"limit\": 2, \"batchSize\": 2}",
+	    "cursor.firstBatch", "{ \"v\" : [ { \"_id\" : 4 }, { \"_id\" : 3 } ] }");
+	{
+		int rc;
+		bson_t *r = run("lim", "{\"find\": \"c\", \"limit\": 3, \"batchSize\": 2}", &rc);
+		bson_iter_t f;
+		int64_t id;
+		char cmd[160];
+
+		TT_EQ_INT(rc, 0);
+		TT_ASSERT(tt_get(r, "cursor.id", &f));
+		id = bson_iter_as_int64(&f);
+		TT_ASSERT(id != 0);
+		tt_free_reply(r);
+		snprintf(cmd, sizeof cmd, "{\"getMore\": {\"$numberLong\": \"%lld\"}, \"collection\": \"c\", \"batchSize\": 5}",
+		    (long long)id);
+		r = run("lim", cmd, &rc);
+		TT_EQ_INT(rc, 0);
+		TT_ASSERT(tt_get(r, "cursor.id", &f) && bson_iter_as_int64(&f) == 0);
+		TT_ASSERT(tt_get(r, "cursor.nextBatch.0._id", &f) && bson_iter_as_int64(&f) == 3);
+		TT_ASSERT(!tt_get(r, "cursor.nextBatch.1", &f));
+		tt_free_reply(r);
+	}
+}
+
 static void
 test_find_and_writes(void)
 {
@@ -439,6 +476,7 @@ main(void)
 	TT_RUN(test_api_and_uuid);
 	TT_RUN(test_plan_filters);
 	TT_RUN(test_find_and_writes);
+	TT_RUN(test_limit_ends_cursor);
 	TT_RUN(test_random_rewrites);
 	tt_close_rm(db, dir);
 	return tt_finish();
