@@ -271,24 +271,14 @@ storage_clustered_value(WT_CURSOR *cur, const storage_index_t *ix, int64_t *rid,
 		return cur->get_value(cur, rid, doc);
 	if ((ret = cur->get_value(cur, doc)) != 0)
 		return ret;
-	if (doc->size < STORAGE_CLUSTERED_PREFIX)
-		return EINVAL;
-	{
-		const uint8_t *p = doc->data;
-		uint64_t r = 0;
-		for (int i = STORAGE_CLUSTERED_PREFIX - 1; i >= 0; i--)
-			r = r << 8 | p[i];
-		*rid = (int64_t)r;
-	}
-	doc->data = (const uint8_t *)doc->data + STORAGE_CLUSTERED_PREFIX;
-	doc->size -= STORAGE_CLUSTERED_PREFIX;
-	return 0;
+	/* a one-`u` value's bytes are the same through a raw cursor */
+	return storage_clustered_raw(ix, doc, rid, doc);
 }
 
 /* The same from a raw cursor's value bytes: a one-`u` entry is the 8-byte
- * RecordId then the document; an older `qu` one the packed RecordId (a
- * WiredTiger vint) then the document, unprefixed as a struct's last `u`.
- * EINVAL when the bytes are too short or the vint is corrupt. */
+ * RecordId (little-endian) then the document; an older `qu` one the packed
+ * RecordId (a WiredTiger vint) then the document, unprefixed as a struct's
+ * last `u`.  EINVAL when the bytes are too short or the vint is corrupt. */
 int
 storage_clustered_raw(const storage_index_t *ix, const WT_ITEM *raw, int64_t *rid, WT_ITEM *doc)
 {
