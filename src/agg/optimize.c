@@ -344,10 +344,13 @@ path_passes(const effect_t *e, const char *path, char *out, size_t outlen)
 	for (int i = 0; i < e->nren; i++)
 		if (path_prefix(e->ren_new[i], path)) {
 			size_t ln = strlen(e->ren_new[i]);
+			size_t lo = strlen(e->ren_old[i]);
+			size_t lt = strlen(path + ln);
 
-			if (strlen(e->ren_old[i]) + strlen(path + ln) + 1 > outlen)
+			if (lo + lt + 1 > outlen)
 				return false;
-			snprintf(out, outlen, "%s%s", e->ren_old[i], path + ln);
+			memcpy(out, e->ren_old[i], lo);
+			memcpy(out + lo, path + ln, lt + 1);
 			return true;
 		}
 	if (strlen(path) + 1 > outlen)
