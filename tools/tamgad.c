@@ -17,11 +17,15 @@
 
 #include <bson/bson.h>
 
+#include <openssl/crypto.h>
+
+#include "auth/auth_member.h"
 #include "commands/cmd_admin.h"
 #include "js/js.h"
 #include "commands/commands.h"
 #include "common/log.h"
 #include "common/version.h"
+#include "repl/member_rpc.h"
 #include "server/server.h"
 #include "server/tls.h"
 
@@ -242,12 +246,7 @@ apply(opts_t *o, const char *name, const char *v)
 	} else if (strcmp(name, "replication.enableMajorityReadConcern") == 0) {
 		/* accepted */
 	} else if (strcmp(name, "security.keyFile") == 0) {
-		FILE *kf = fopen(v, "r");
-		if (kf == NULL) {
-			fprintf(stderr, "Error reading file %s: %s\n", v, strerror(errno));
-			return -1;
-		}
-		fclose(kf);
+		/* read (and its rules checked) once logging is up: setup_key_file */
 		set_str(&o->key_file, v);
 		o->auth = true;
 	} else if (strcmp(name, "security.javascriptEnabled") == 0) {
@@ -657,6 +656,69 @@ on_signal(int sig)
 		server_stop(g_server);
 }
 
+static void log_error(int id, const char *msg, const terr_t *err);
+
+/*
+ * --keyFile: read the key with mongod's rules (auth/auth_member.h) and
+ * install it for member authentication.  On a refusal, mongod's lines:
+ * I ACCESS 20254 "Read security file failed" with the error (or E ACCESS
+ * 20255 for the length), then F CONTROL 20575 "Error creating service
+ * context"; -1 (mongod exits 1).
+ */
+static int
+setup_key_file(const char *path)
+{
+	terr_t err = TERR_INIT;
+	char *key = NULL;
+	bson_t attr;
+	int ret = 0;
+
+	if (auth_keyfile_read(path, &key, &err) != 0) {
+		bson_t e;
+		char buf[32];
+		bson_init(&attr);
+		BSON_APPEND_DOCUMENT_BEGIN(&attr, "error", &e);
+		BSON_APPEND_INT32(&e, "code", err.code);
+		BSON_APPEND_UTF8(&e, "codeName", terr_code_name(err.code, buf));
+		BSON_APPEND_UTF8(&e, "errmsg", err.msg ? err.msg : "");
+		bson_append_document_end(&attr, &e);
+		tlog('I', "ACCESS", 20254, "Read security file failed", &attr);
+		bson_destroy(&attr);
+		fprintf(stderr, "tamgad: %s\n", err.msg ? err.msg : "cannot read the key file");
+		ret = -1;
+	} else if (!auth_keyfile_length_ok(key)) {
+		bson_init(&attr);
+		BSON_APPEND_UTF8(&attr, "filename", path);
+		BSON_APPEND_INT64(&attr, "size", (int64_t)strlen(key));
+		BSON_APPEND_INT64(&attr, "minimumLength", AUTH_KEY_MIN_LEN);
+		BSON_APPEND_INT64(&attr, "maximumLength", AUTH_KEY_MAX_LEN);
+		tlog('E', "ACCESS", 20255, "Security key size is out range", &attr);
+		bson_destroy(&attr);
+		fprintf(stderr, "tamgad: security key in %s has length %zu, must be between %d and %d chars\n", path,
+		    strlen(key), AUTH_KEY_MIN_LEN, AUTH_KEY_MAX_LEN);
+		ret = -1;
+	} else if (auth_member_key_set(key, &err) != 0) {
+		bson_init(&attr);
+		BSON_APPEND_UTF8(&attr, "error", err.msg ? err.msg : "");
+		tlog('E', "ACCESS", 20256, "Could not prep security key file for SCRAM-SHA-256", &attr);
+		bson_destroy(&attr);
+		fprintf(stderr, "tamgad: %s\n", err.msg ? err.msg : "cannot use the key");
+		ret = -1;
+	}
+	if (ret != 0) {
+		bson_init(&attr);
+		BSON_APPEND_UTF8(&attr, "error", "Location5579201: Unable to acquire security key[s]");
+		tlog('F', "CONTROL", 20575, "Error creating service context", &attr);
+		bson_destroy(&attr);
+	}
+	if (key != NULL) {
+		OPENSSL_cleanse(key, strlen(key));
+		bson_free(key);
+	}
+	terr_clear(&err);
+	return ret;
+}
+
 static void
 log_error(int id, const char *msg, const terr_t *err)
 {
@@ -762,6 +824,18 @@ main(int argc, char **argv)
 	BSON_APPEND_DOCUMENT(&attr, "options", parsed);
 	tlog('I', "CONTROL", 21951, "Options set by command line", &attr);
 	bson_destroy(&attr);
+
+	if (o.key_file != NULL && setup_key_file(o.key_file) != 0) {
+		code = EXIT_FAILURE;
+		goto out;
+	}
+	{
+		/* mongod's outgoing connections use TLS under preferTLS/requireTLS */
+		tls_mode_t m = TLS_MODE_DISABLED;
+		if (o.tls_mode != NULL)
+			tls_mode_parse(o.tls_mode, &m);
+		repl_member_set_tls_required(m == TLS_MODE_PREFER || m == TLS_MODE_REQUIRE);
+	}
 
 	memset(&proc, 0, sizeof(proc));
 	proc.argc = argc;
