@@ -52,6 +52,7 @@ typedef struct opts {
 	char *tls_cert_key_file;
 	char *tls_cert_key_password;
 	char *tls_ca_file;
+	char *tls_cluster_file;        /* --tlsClusterFile: the certificate a member presents to others */
 	bool tls_allow_invalid_certs;
 	bool tls_allow_no_cert;
 	bool no_unix_socket;
@@ -101,6 +102,9 @@ usage(FILE *f)
 	    "  --tlsCAFile arg                CAs for client certificates (then required, unless\n"
 	    "                                 --tlsAllowConnectionsWithoutCertificates)\n"
 	    "  --tlsAllowInvalidCertificates  Accept client certificates that do not verify\n"
+	    "  --tlsClusterFile arg           PEM a member presents to other members (TLS between\n"
+	    "                                 members is not built: a set of several members\n"
+	    "                                 does not start under preferTLS/requireTLS)\n"
 	    "  --nounixsocket                 Disable listening on unix sockets\n"
 	    "  --unixSocketPrefix arg         Alternative directory for UNIX domain sockets\n"
 	    "                                 (defaults to /tmp)\n"
@@ -227,6 +231,11 @@ apply(opts_t *o, const char *name, const char *v)
 	} else if (strcmp(name, "net.tls.certificateKeyFilePassword") == 0 ||
 	    strcmp(name, "net.ssl.PEMKeyPassword") == 0) {
 		set_str(&o->tls_cert_key_password, v);
+	} else if (strcmp(name, "net.tls.clusterFile") == 0 || strcmp(name, "net.ssl.clusterFile") == 0) {
+		/* kept for the options' echo: TLS between members is not built, and
+		 * a set of several members refuses to start while TLS is required
+		 * (commands/cmd_repl_member.c) */
+		set_str(&o->tls_cluster_file, v);
 	} else if (strcmp(name, "net.tls.CAFile") == 0 || strcmp(name, "net.ssl.CAFile") == 0) {
 		set_str(&o->tls_ca_file, v);
 	} else if (strcmp(name, "net.tls.allowInvalidCertificates") == 0 ||
@@ -490,6 +499,8 @@ parsed_doc(const opts_t *o)
 			BSON_APPEND_UTF8(&sub2, "certificateKeyFile", o->tls_cert_key_file);
 		if (o->tls_cert_key_password)
 			BSON_APPEND_UTF8(&sub2, "certificateKeyFilePassword", "<password>");
+		if (o->tls_cluster_file)
+			BSON_APPEND_UTF8(&sub2, "clusterFile", o->tls_cluster_file);
 		BSON_APPEND_UTF8(&sub2, "mode", o->tls_mode);
 		bson_append_document_end(&sub, &sub2);
 	}
@@ -579,12 +590,14 @@ static const struct flag {
 	{"--tlsCertificateKeyFile", "net.tls.certificateKeyFile", true},
 	{"--tlsCertificateKeyFilePassword", "net.tls.certificateKeyFilePassword", true},
 	{"--tlsCAFile", "net.tls.CAFile", true},
+	{"--tlsClusterFile", "net.tls.clusterFile", true},
 	{"--tlsAllowInvalidCertificates", "net.tls.allowInvalidCertificates", false},
 	{"--tlsAllowConnectionsWithoutCertificates", "net.tls.allowConnectionsWithoutCertificates", false},
 	{"--sslMode", "net.ssl.mode", true},
 	{"--sslPEMKeyFile", "net.ssl.PEMKeyFile", true},
 	{"--sslPEMKeyPassword", "net.ssl.PEMKeyPassword", true},
 	{"--sslCAFile", "net.ssl.CAFile", true},
+	{"--sslClusterFile", "net.ssl.clusterFile", true},
 	{"--sslAllowInvalidCertificates", "net.ssl.allowInvalidCertificates", false},
 	{"--sslAllowConnectionsWithoutCertificates", "net.ssl.allowConnectionsWithoutCertificates", false},
 	{"--nounixsocket", "net.unixDomainSocket.enabled", false, "false"},
@@ -996,6 +1009,7 @@ out:
 	bson_free(o.tls_cert_key_file);
 	bson_free(o.tls_cert_key_password);
 	bson_free(o.tls_ca_file);
+	bson_free(o.tls_cluster_file);
 	bson_free(o.unix_socket_prefix);
 	bson_free(o.repl_set);
 	bson_free(o.key_file);
