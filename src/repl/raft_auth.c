@@ -8,6 +8,7 @@
  */
 #include "repl/raft_auth.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,20 +20,30 @@
 /* ---- the protocol --------------------------------------------------------------------------------- */
 
 void
-repl_raft_auth_hello(const uint8_t nc[32], uint8_t out[40])
+repl_raft_auth_hello(const uint8_t nc[32], uint8_t out[REPL_RAFT_AUTH_HELLO_LEN])
 {
 	memcpy(out, REPL_RAFT_AUTH_MAGIC, REPL_RAFT_AUTH_MAGIC_LEN);
-	memcpy(out + REPL_RAFT_AUTH_MAGIC_LEN, nc, 32);
+	memset(out + REPL_RAFT_AUTH_MAGIC_LEN, 0, REPL_RAFT_AUTH_NC_AT - REPL_RAFT_AUTH_MAGIC_LEN);
+	memcpy(out + REPL_RAFT_AUTH_NC_AT, nc, 32);
+}
+
+static bool
+hello_ok(const uint8_t *hello)
+{
+	static const uint8_t zero[REPL_RAFT_AUTH_NC_AT - REPL_RAFT_AUTH_MAGIC_LEN];
+
+	return memcmp(hello, REPL_RAFT_AUTH_MAGIC, REPL_RAFT_AUTH_MAGIC_LEN) == 0 &&
+	    memcmp(hello + REPL_RAFT_AUTH_MAGIC_LEN, zero, sizeof(zero)) == 0;
 }
 
 int
-repl_raft_auth_answer(const uint8_t hello[40], uint64_t id, uint8_t ns[32], uint8_t out[72])
+repl_raft_auth_answer(const uint8_t hello[REPL_RAFT_AUTH_HELLO_LEN], uint64_t id, uint8_t ns[32], uint8_t out[72])
 {
-	if (memcmp(hello, REPL_RAFT_AUTH_MAGIC, REPL_RAFT_AUTH_MAGIC_LEN) != 0 || auth_member_nonce(ns) != 0)
+	if (!hello_ok(hello) || auth_member_nonce(ns) != 0)
 		return -1;
 	memcpy(out, REPL_RAFT_AUTH_MAGIC, REPL_RAFT_AUTH_MAGIC_LEN);
 	memcpy(out + REPL_RAFT_AUTH_MAGIC_LEN, ns, 32);
-	return auth_member_mac('S', hello + REPL_RAFT_AUTH_MAGIC_LEN, ns, id, out + 40);
+	return auth_member_mac('S', hello + REPL_RAFT_AUTH_NC_AT, ns, id, out + 40);
 }
 
 int
@@ -48,11 +59,11 @@ repl_raft_auth_prove(const uint8_t nc[32], uint64_t id, const uint8_t answer[72]
 }
 
 int
-repl_raft_auth_check(const uint8_t hello[40], const uint8_t ns[32], uint64_t id, const uint8_t proof[32])
+repl_raft_auth_check(const uint8_t hello[REPL_RAFT_AUTH_HELLO_LEN], const uint8_t ns[32], uint64_t id, const uint8_t proof[32])
 {
 	uint8_t want[AUTH_MEMBER_MAC_LEN];
 
-	if (auth_member_mac('C', ns, hello + REPL_RAFT_AUTH_MAGIC_LEN, id, want) != 0)
+	if (!hello_ok(hello) || auth_member_mac('C', ns, hello + REPL_RAFT_AUTH_NC_AT, id, want) != 0)
 		return -1;
 	return auth_member_mac_equal(want, proof) ? 0 : -1;
 }
@@ -83,7 +94,7 @@ struct hs {
 	uint8_t proof[32];
 	uint8_t in[72];
 	size_t have, want;
-	uint8_t hello[40];               /* acceptor: the connector's hello */
+	uint8_t hello[REPL_RAFT_AUTH_HELLO_LEN];   /* acceptor: the connector's hello */
 	uint8_t nc[32], ns[32];
 	raft_id peer_id;                 /* the peer's Raft id (acceptor: as claimed) */
 	raft_id mac_id;                  /* the connector's id, which the MACs carry */
@@ -232,7 +243,7 @@ static void on_written(uv_write_t *w, int status);
 static int
 send_out(hs_t *h, int which)
 {
-	uv_buf_t b = which == 0 ? uv_buf_init((char *)h->out, h->connector ? 40 : 72) :
+	uv_buf_t b = which == 0 ? uv_buf_init((char *)h->out, h->connector ? REPL_RAFT_AUTH_HELLO_LEN : 72) :
 	    uv_buf_init((char *)h->proof, 32);
 	int rv;
 
@@ -283,8 +294,8 @@ step_read_done(hs_t *h)
 			fail(h, NULL, RAFT_NOCONNECTION);
 		return;
 	}
-	if (h->want == 40) {
-		memcpy(h->hello, h->in, 40);
+	if (h->want == REPL_RAFT_AUTH_HELLO_LEN) {
+		memcpy(h->hello, h->in, REPL_RAFT_AUTH_HELLO_LEN);
 		if (repl_raft_auth_answer(h->hello, h->mac_id, h->ns, h->out) != 0) {
 			fail(h, "Authentication failed.", 0);
 			return;
@@ -346,7 +357,7 @@ on_inner_accept(struct raft_uv_transport *inner, raft_id id, const char *address
 		return;
 	}
 	h->stream = stream;
-	if (start_read(h, 40) != 0)
+	if (start_read(h, REPL_RAFT_AUTH_HELLO_LEN) != 0)
 		fail(h, NULL, 0);
 }
 

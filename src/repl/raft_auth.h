@@ -7,11 +7,14 @@
  *
  * On the wire, after libraft's own preamble (its protocol, the connector's
  * Raft id and address), before any Raft message:
- *   connector -> acceptor   "TMGRAFT1" Nc                       (40 bytes)
+ *   connector -> acceptor   "TMGRAFT1" 0x00 * 8 Nc              (48 bytes)
  *   acceptor  -> connector  "TMGRAFT1" Ns MAC('S', Nc, Ns, id)  (72 bytes)
  *   connector -> acceptor   MAC('C', Ns, Nc, id)                (32 bytes)
  * where Nc / Ns are 32 fresh random bytes of each side and id is the
- * connector's Raft id.  Each side reads exactly the handshake's bytes
+ * connector's Raft id.  The eight zero bytes are where libraft's message
+ * preamble holds a header length: a member without the keyFile reads the
+ * hello as a message of length 0 and drops the connection at once instead
+ * of allocating a random size.  Each side reads exactly the handshake's bytes
  * (libuv reads into buffers sized to what is missing), so the first Raft
  * byte is left for libraft.  A handshake that fails or takes more than 5 s
  * closes the connection: an acceptor never hands it to Raft, a connector
@@ -31,6 +34,8 @@
 
 #define REPL_RAFT_AUTH_MAGIC "TMGRAFT1"
 #define REPL_RAFT_AUTH_MAGIC_LEN 8
+#define REPL_RAFT_AUTH_HELLO_LEN 48   /* magic, 8 zero bytes, Nc */
+#define REPL_RAFT_AUTH_NC_AT 16
 #define REPL_RAFT_AUTH_TIMEOUT_MS 5000
 
 /*
@@ -48,14 +53,14 @@ void repl_raft_auth_close(struct raft_uv_transport *outer);
  * unit tests share them).  Each returns 0, or -1 when the bytes are not
  * what an honest peer holding the same key sends (wrong magic, wrong MAC).
  */
-/* connector: its hello (40 bytes) from its nonce */
-void repl_raft_auth_hello(const uint8_t nc[32], uint8_t out[40]);
+/* connector: its hello (48 bytes) from its nonce */
+void repl_raft_auth_hello(const uint8_t nc[32], uint8_t out[REPL_RAFT_AUTH_HELLO_LEN]);
 /* acceptor: given the hello and the connector's claimed id, its answer (72
  * bytes) with a fresh nonce ns (kept for the last step) */
-int repl_raft_auth_answer(const uint8_t hello[40], uint64_t id, uint8_t ns[32], uint8_t out[72]);
+int repl_raft_auth_answer(const uint8_t hello[REPL_RAFT_AUTH_HELLO_LEN], uint64_t id, uint8_t ns[32], uint8_t out[72]);
 /* connector: check the answer against nc and its own id; its proof (32) */
 int repl_raft_auth_prove(const uint8_t nc[32], uint64_t id, const uint8_t answer[72], uint8_t out[32]);
 /* acceptor: check the connector's proof */
-int repl_raft_auth_check(const uint8_t hello[40], const uint8_t ns[32], uint64_t id, const uint8_t proof[32]);
+int repl_raft_auth_check(const uint8_t hello[REPL_RAFT_AUTH_HELLO_LEN], const uint8_t ns[32], uint64_t id, const uint8_t proof[32]);
 
 #endif

@@ -242,7 +242,7 @@ static void
 test_handshake_steps(void)
 {
 	terr_t err = TERR_INIT;
-	uint8_t nc[32], ns[32], hello[40], answer[72], proof[32], bad[72];
+	uint8_t nc[32], ns[32], hello[REPL_RAFT_AUTH_HELLO_LEN], answer[72], proof[32], bad[72];
 
 	TT_EQ_INT(auth_member_key_set("c2VjcmV0a2V5MQ==", &err), 0);
 	TT_EQ_INT(auth_member_nonce(nc), 0);
@@ -254,8 +254,12 @@ test_handshake_steps(void)
 
 	/* garbled: a hello without the magic (a peer without the keyFile
 	 * handshake sends libraft's messages straight away) */
-	memcpy(bad, hello, 40);
+	memcpy(bad, hello, REPL_RAFT_AUTH_HELLO_LEN);
 	bad[0] ^= 1;
+	TT_EQ_INT(repl_raft_auth_answer(bad, 7, ns, answer), -1);
+	/* the eight zero bytes (a header length of 0 to libraft) are checked */
+	memcpy(bad, hello, REPL_RAFT_AUTH_HELLO_LEN);
+	bad[9] = 1;
 	TT_EQ_INT(repl_raft_auth_answer(bad, 7, ns, answer), -1);
 	/* any bit of the answer changed: the connector refuses it */
 	TT_EQ_INT(repl_raft_auth_answer(hello, 7, ns, answer), 0);
@@ -478,22 +482,22 @@ test_transport(void)
 		raw_attempt(&raw, a_addr, junk, sizeof(junk), 3000);
 	}
 	{
-		uint8_t hello[40 + 32];
+		uint8_t hello[REPL_RAFT_AUTH_HELLO_LEN + 32];
 		memset(hello, 0x5a, sizeof(hello));
 		memcpy(hello, "TMGRAFT0", 8);
 		raw_attempt(&raw, a_addr, hello, sizeof(hello), 3000);
 	}
 	/* a right hello, then a forged proof: closed after the answer */
 	{
-		uint8_t msg[40 + 32], nc[32];
+		uint8_t msg[REPL_RAFT_AUTH_HELLO_LEN + 32], nc[32];
 		auth_member_nonce(nc);
 		repl_raft_auth_hello(nc, msg);
-		memset(msg + 40, 0x11, 32);
+		memset(msg + REPL_RAFT_AUTH_HELLO_LEN, 0x11, 32);
 		raw_attempt(&raw, a_addr, msg, sizeof(msg), 3000);
 	}
 	/* truncated: half a hello, then silence: closed at the 5 s deadline */
 	{
-		uint8_t hello[40], nc[32];
+		uint8_t hello[REPL_RAFT_AUTH_HELLO_LEN], nc[32];
 		auth_member_nonce(nc);
 		repl_raft_auth_hello(nc, hello);
 		raw_attempt(&raw, a_addr, hello, 20, REPL_RAFT_AUTH_TIMEOUT_MS + 2000);

@@ -15,7 +15,8 @@ three tamgad members on 127.0.0.1 started with --keyFile.
   wire-protocol call of the others passes its handshake, the other two keep
   taking majority writes, rs.status() shows it unhealthy with
   lastHeartbeatMessage "Authentication failed.", and it holds none of the
-  new writes; back with the right key it catches up (data equal);
+  new writes; the same for a member restarted without any keyFile; back
+  with the right key it catches up (data equal);
 - mongosh with the user's credentials: rs.status() and a majority write;
 - TLS required (--tlsMode requireTLS, the certificate tests/e2e/tls.sh
   makes): a set of several members is refused (238) rather than run its
@@ -196,11 +197,35 @@ def run_set(key, other):
             st = c.admin.command("replSetGetStatus")
             check(st["myState"] != 1, "it is not primary: %r" % st["myState"])
 
+        # m2 restarted without any keyFile (no access control of its own):
+        # out as well, and the others say why
+        m2.stop()
+        m2.extra = []
+        m2.start()
+        with MongoClient(uri, serverSelectionTimeoutMS=20000) as c:
+            coll = c.t.get_collection("c", write_concern=WriteConcern("majority", wtimeout=20000))
+            for i in range(80, 90):
+                coll.insert_one({"_id": i, "v": "z"})
+        p = cl.wait_primary(20, among=[m0, m1])
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            with authed(p) as c:
+                st = c.admin.command("replSetGetStatus")
+            row = [r for r in st["members"] if r["name"] == m2.host][0]
+            if row["health"] == 0 and row.get("lastHeartbeatMessage") == "Authentication failed.":
+                break
+            time.sleep(0.5)
+        check(row["health"] == 0 and row.get("lastHeartbeatMessage") == "Authentication failed.",
+              "the member without a keyFile is unhealthy: %r" % row)
+        with m2.client() as c:
+            n = c.t.c.count_documents({})
+            check(n == 50, "the member without a keyFile got none of the new writes (%d)" % n)
+
         # back with the right key: it catches up
         m2.stop()
         m2.extra = ["--keyFile", key]
         m2.start()
-        wait_equal_auth(cl.members, 80)
+        wait_equal_auth(cl.members, 90)
 
         if MONGOSH:
             js = ("const s = rs.status(); if (s.members.length !== 3) throw new Error('members');"
@@ -209,7 +234,7 @@ def run_set(key, other):
             r = subprocess.run([MONGOSH, uri, "--quiet", "--norc", "--eval", js],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
             out = r.stdout.decode("utf-8", "replace")
-            check(r.returncode == 0 and "ok 81" in out, "mongosh: %s" % out)
+            check(r.returncode == 0 and "ok 91" in out, "mongosh: %s" % out)
             r = subprocess.run([MONGOSH, "mongodb://%s/?directConnection=true" % p.host, "--quiet", "--norc",
                                 "--eval", "db.getSiblingDB('t').c.findOne()"],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
