@@ -17,11 +17,15 @@
 
 #include <bson/bson.h>
 
+#include <openssl/crypto.h>
+
+#include "auth/auth_member.h"
 #include "commands/cmd_admin.h"
 #include "js/js.h"
 #include "commands/commands.h"
 #include "common/log.h"
 #include "common/version.h"
+#include "repl/member_rpc.h"
 #include "server/server.h"
 #include "server/tls.h"
 
@@ -48,6 +52,7 @@ typedef struct opts {
 	char *tls_cert_key_file;
 	char *tls_cert_key_password;
 	char *tls_ca_file;
+	char *tls_cluster_file;        /* --tlsClusterFile: the certificate a member presents to others */
 	bool tls_allow_invalid_certs;
 	bool tls_allow_no_cert;
 	bool no_unix_socket;
@@ -97,6 +102,9 @@ usage(FILE *f)
 	    "  --tlsCAFile arg                CAs for client certificates (then required, unless\n"
 	    "                                 --tlsAllowConnectionsWithoutCertificates)\n"
 	    "  --tlsAllowInvalidCertificates  Accept client certificates that do not verify\n"
+	    "  --tlsClusterFile arg           PEM a member presents to other members (TLS between\n"
+	    "                                 members is not built: a set of several members\n"
+	    "                                 does not start under preferTLS/requireTLS)\n"
 	    "  --nounixsocket                 Disable listening on unix sockets\n"
 	    "  --unixSocketPrefix arg         Alternative directory for UNIX domain sockets\n"
 	    "                                 (defaults to /tmp)\n"
@@ -223,6 +231,11 @@ apply(opts_t *o, const char *name, const char *v)
 	} else if (strcmp(name, "net.tls.certificateKeyFilePassword") == 0 ||
 	    strcmp(name, "net.ssl.PEMKeyPassword") == 0) {
 		set_str(&o->tls_cert_key_password, v);
+	} else if (strcmp(name, "net.tls.clusterFile") == 0 || strcmp(name, "net.ssl.clusterFile") == 0) {
+		/* kept for the options' echo: TLS between members is not built, and
+		 * a set of several members refuses to start while TLS is required
+		 * (commands/cmd_repl_member.c) */
+		set_str(&o->tls_cluster_file, v);
 	} else if (strcmp(name, "net.tls.CAFile") == 0 || strcmp(name, "net.ssl.CAFile") == 0) {
 		set_str(&o->tls_ca_file, v);
 	} else if (strcmp(name, "net.tls.allowInvalidCertificates") == 0 ||
@@ -242,12 +255,7 @@ apply(opts_t *o, const char *name, const char *v)
 	} else if (strcmp(name, "replication.enableMajorityReadConcern") == 0) {
 		/* accepted */
 	} else if (strcmp(name, "security.keyFile") == 0) {
-		FILE *kf = fopen(v, "r");
-		if (kf == NULL) {
-			fprintf(stderr, "Error reading file %s: %s\n", v, strerror(errno));
-			return -1;
-		}
-		fclose(kf);
+		/* read (and its rules checked) once logging is up: setup_key_file */
 		set_str(&o->key_file, v);
 		o->auth = true;
 	} else if (strcmp(name, "security.javascriptEnabled") == 0) {
@@ -491,6 +499,8 @@ parsed_doc(const opts_t *o)
 			BSON_APPEND_UTF8(&sub2, "certificateKeyFile", o->tls_cert_key_file);
 		if (o->tls_cert_key_password)
 			BSON_APPEND_UTF8(&sub2, "certificateKeyFilePassword", "<password>");
+		if (o->tls_cluster_file)
+			BSON_APPEND_UTF8(&sub2, "clusterFile", o->tls_cluster_file);
 		BSON_APPEND_UTF8(&sub2, "mode", o->tls_mode);
 		bson_append_document_end(&sub, &sub2);
 	}
@@ -580,12 +590,14 @@ static const struct flag {
 	{"--tlsCertificateKeyFile", "net.tls.certificateKeyFile", true},
 	{"--tlsCertificateKeyFilePassword", "net.tls.certificateKeyFilePassword", true},
 	{"--tlsCAFile", "net.tls.CAFile", true},
+	{"--tlsClusterFile", "net.tls.clusterFile", true},
 	{"--tlsAllowInvalidCertificates", "net.tls.allowInvalidCertificates", false},
 	{"--tlsAllowConnectionsWithoutCertificates", "net.tls.allowConnectionsWithoutCertificates", false},
 	{"--sslMode", "net.ssl.mode", true},
 	{"--sslPEMKeyFile", "net.ssl.PEMKeyFile", true},
 	{"--sslPEMKeyPassword", "net.ssl.PEMKeyPassword", true},
 	{"--sslCAFile", "net.ssl.CAFile", true},
+	{"--sslClusterFile", "net.ssl.clusterFile", true},
 	{"--sslAllowInvalidCertificates", "net.ssl.allowInvalidCertificates", false},
 	{"--sslAllowConnectionsWithoutCertificates", "net.ssl.allowConnectionsWithoutCertificates", false},
 	{"--nounixsocket", "net.unixDomainSocket.enabled", false, "false"},
@@ -655,6 +667,69 @@ on_signal(int sig)
 	g_signal = sig;
 	if (g_server != NULL)
 		server_stop(g_server);
+}
+
+static void log_error(int id, const char *msg, const terr_t *err);
+
+/*
+ * --keyFile: read the key with mongod's rules (auth/auth_member.h) and
+ * install it for member authentication.  On a refusal, mongod's lines:
+ * I ACCESS 20254 "Read security file failed" with the error (or E ACCESS
+ * 20255 for the length), then F CONTROL 20575 "Error creating service
+ * context"; -1 (mongod exits 1).
+ */
+static int
+setup_key_file(const char *path)
+{
+	terr_t err = TERR_INIT;
+	char *key = NULL;
+	bson_t attr;
+	int ret = 0;
+
+	if (auth_keyfile_read(path, &key, &err) != 0) {
+		bson_t e;
+		char buf[32];
+		bson_init(&attr);
+		BSON_APPEND_DOCUMENT_BEGIN(&attr, "error", &e);
+		BSON_APPEND_INT32(&e, "code", err.code);
+		BSON_APPEND_UTF8(&e, "codeName", terr_code_name(err.code, buf));
+		BSON_APPEND_UTF8(&e, "errmsg", err.msg ? err.msg : "");
+		bson_append_document_end(&attr, &e);
+		tlog('I', "ACCESS", 20254, "Read security file failed", &attr);
+		bson_destroy(&attr);
+		fprintf(stderr, "tamgad: %s\n", err.msg ? err.msg : "cannot read the key file");
+		ret = -1;
+	} else if (!auth_keyfile_length_ok(key)) {
+		bson_init(&attr);
+		BSON_APPEND_UTF8(&attr, "filename", path);
+		BSON_APPEND_INT64(&attr, "size", (int64_t)strlen(key));
+		BSON_APPEND_INT64(&attr, "minimumLength", AUTH_KEY_MIN_LEN);
+		BSON_APPEND_INT64(&attr, "maximumLength", AUTH_KEY_MAX_LEN);
+		tlog('E', "ACCESS", 20255, "Security key size is out range", &attr);
+		bson_destroy(&attr);
+		fprintf(stderr, "tamgad: security key in %s has length %zu, must be between %d and %d chars\n", path,
+		    strlen(key), AUTH_KEY_MIN_LEN, AUTH_KEY_MAX_LEN);
+		ret = -1;
+	} else if (auth_member_key_set(key, &err) != 0) {
+		bson_init(&attr);
+		BSON_APPEND_UTF8(&attr, "error", err.msg ? err.msg : "");
+		tlog('E', "ACCESS", 20256, "Could not prep security key file for SCRAM-SHA-256", &attr);
+		bson_destroy(&attr);
+		fprintf(stderr, "tamgad: %s\n", err.msg ? err.msg : "cannot use the key");
+		ret = -1;
+	}
+	if (ret != 0) {
+		bson_init(&attr);
+		BSON_APPEND_UTF8(&attr, "error", "Location5579201: Unable to acquire security key[s]");
+		tlog('F', "CONTROL", 20575, "Error creating service context", &attr);
+		bson_destroy(&attr);
+	}
+	if (key != NULL) {
+		OPENSSL_cleanse(key, strlen(key));
+		bson_free(key);
+	}
+	terr_clear(&err);
+	return ret;
 }
 
 static void
@@ -762,6 +837,18 @@ main(int argc, char **argv)
 	BSON_APPEND_DOCUMENT(&attr, "options", parsed);
 	tlog('I', "CONTROL", 21951, "Options set by command line", &attr);
 	bson_destroy(&attr);
+
+	if (o.key_file != NULL && setup_key_file(o.key_file) != 0) {
+		code = EXIT_FAILURE;
+		goto out;
+	}
+	{
+		/* mongod's outgoing connections use TLS under preferTLS/requireTLS */
+		tls_mode_t m = TLS_MODE_DISABLED;
+		if (o.tls_mode != NULL)
+			tls_mode_parse(o.tls_mode, &m);
+		repl_member_set_tls_required(m == TLS_MODE_PREFER || m == TLS_MODE_REQUIRE);
+	}
 
 	memset(&proc, 0, sizeof(proc));
 	proc.argc = argc;
@@ -922,6 +1009,7 @@ out:
 	bson_free(o.tls_cert_key_file);
 	bson_free(o.tls_cert_key_password);
 	bson_free(o.tls_ca_file);
+	bson_free(o.tls_cluster_file);
 	bson_free(o.unix_socket_prefix);
 	bson_free(o.repl_set);
 	bson_free(o.key_file);

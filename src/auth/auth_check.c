@@ -1175,6 +1175,8 @@ static const priv_row_t priv_table[] = {
 	{"replSetFreeze", NEED_CLUSTER, "replSetStateChange", NULL},
 	{"replSetMaintenance", NEED_CLUSTER, "replSetStateChange", NULL},
 	{"configureFailPoint", NEED_CLUSTER, "internal", NULL},
+	/* a member hands another the set's configuration: __system only */
+	{"_tamgaReplSetJoin", NEED_CLUSTER, "internal", NULL},
 	{"connPoolStats", NEED_CLUSTER, "connPoolStats", NULL},
 	{"dropConnections", NEED_CLUSTER, "dropConnections", NULL},
 	{"invalidateUserCache", NEED_CLUSTER, "invalidateUserCache", NULL},

@@ -8,6 +8,7 @@
  * (cmd_auth.c), which command needs what (auth_check.c).
  */
 #include "auth/auth_private.h"
+#include "auth/auth_member.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -421,6 +422,20 @@ auth_client_resolve(const auth_conn_t *conn, auth_client_t *ac, terr_t *err)
 
 	if (ac->user == NULL || (ac->resolved && ac->gen == gen))
 		return 0;
+	if (auth_member_is_internal_user(ac->user, ac->db)) {
+		/* mongod's __system role: every action on every resource */
+		auth_actions_t all;
+		memset(&all, 0, sizeof(all));
+		for (int i = 0; i < auth_action_count(); i++)
+			auth_actions_add(&all, i);
+		auth_privset_destroy(&ac->privs);
+		auth_rolelist_destroy(&ac->roles);
+		auth_rolelist_add(&ac->roles, "__system", "admin");
+		auth_privset_add(&ac->privs, AUTH_RES_ANY, NULL, NULL, &all);
+		ac->resolved = true;
+		ac->gen = gen;
+		return 0;
+	}
 	s = conn->session(conn->session_arg, err);
 	if (s == NULL)
 		return -1;

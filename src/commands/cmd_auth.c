@@ -12,6 +12,7 @@
  * SCRAM credentials derived from them are kept.
  */
 #include "auth/auth.h"
+#include "auth/auth_member.h"
 #include "commands/commands_private.h"
 
 #include <string.h>
@@ -43,6 +44,9 @@ creds_lookup(void *arg, const char *user, bson_t *creds)
 	bson_t doc;
 	int ret = AUTH_CREDS_NO_MECH;
 
+	/* __system@local: the keyFile's credentials, never a stored user */
+	if (auth_member_is_internal_user(user, lc->db))
+		return auth_member_creds(lc->mech, creds);
 	s = client_session(lc->c->client, &err);
 	if (s == NULL || auth_store_get(lc->c->engine->st, s, "system.users", lc->db, user, &doc, &err) != 0) {
 		terr_clear(&err);

@@ -856,7 +856,12 @@ append_cluster_time(cmd_t *c, bson_t *reply, uint32_t secs, uint32_t inc, uint32
 	memset(hash, 0, sizeof(hash));
 	if (c->engine->keys != NULL) {
 		terr_t e = TERR_INIT;
-		if (cluster_keys_sign(c->engine->keys, secs, inc, &key_id, hash, &e) != 0) {
+		/* only a primary makes keys: a secondary signs with the ones the
+		 * set's log brought (keyId 0 until it has one) */
+		bool mine = c->engine->rs == NULL || !repl_set_multi_member(c->engine->rs) ||
+		    repl_set_writable(c->engine->rs);
+		if ((mine ? cluster_keys_sign(c->engine->keys, secs, inc, &key_id, hash, &e) :
+		    cluster_keys_sign_existing(c->engine->keys, secs, inc, &key_id, hash, &e)) != 0) {
 			memset(hash, 0, sizeof(hash));
 			key_id = 0;
 		}

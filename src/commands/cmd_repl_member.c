@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "auth/auth.h"
+#include "auth/auth_member.h"
 #include "common/log.h"
 #include "repl/member_rpc.h"
 #include "repl/raft_member.h"
@@ -83,6 +84,26 @@ on_primary(void *arg)
 		storage_session_pool_put(e->st, s);
 }
 
+/*
+ * What the channels between members need: under access control a keyFile
+ * (mongod refuses --auth with --replSet and no keyFile at startup; here a
+ * single-member set may still run so), and no TLS requirement (member
+ * channels are plain TCP: rather than talk in clear text while TLS is
+ * required, a set of several members does not start).
+ */
+static int
+member_channels_check(engine_t *e, terr_t *err)
+{
+	if (e->opts.auth && !auth_member_key_present())
+		return terr_set(err, TERR_BAD_VALUE, "security.keyFile is required when authorization is enabled with replica sets");
+	if (repl_member_tls_required())
+		return terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "TLS between replica-set members is not built: a set of several members cannot run with "
+		    "--tlsMode preferTLS or requireTLS (its members would talk in clear text); use --tlsMode "
+		    "allowTLS/disabled or a single-member set");
+	return 0;
+}
+
 static int
 member_start(engine_t *e, const bson_t *cfg, terr_t *err)
 {
@@ -93,6 +114,7 @@ member_start(engine_t *e, const bson_t *cfg, terr_t *err)
 
 	if (e->member != NULL)
 		return 0;
+	RET(member_channels_check(e, err));
 	repl_set_info(e->rs, &in);
 	RET(repl_member_peers(cfg, in.self_host, &peers, &n, &self, err));
 	if (self < 0) {
@@ -167,9 +189,7 @@ check_multi(engine_t *e, const bson_t *cfg, terr_t *err)
 	int idx, n, self;
 
 	repl_set_info(e->rs, &in);
-	if (e->opts.auth)
-		return terr_set(err, TERR_NOT_IMPLEMENTED,
-		    "a replica set of several members under --auth or --keyFile is not supported yet (member authentication is not built)");
+	RET(member_channels_check(e, err));
 	if (e->oplog == NULL || e->raft_dir == NULL)
 		return terr_set(err, TERR_NOT_IMPLEMENTED, "a replica set of several members needs tamgad with a data folder");
 	{
@@ -593,6 +613,10 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 				BSON_APPEND_DATE_TIME(&m, "lastHeartbeatRecv", rows[i].last_contact_ms);
 			}
 			BSON_APPEND_UTF8(&m, "syncSourceHost", rows[i].leader ? "" : (leader_host != NULL ? leader_host : ""));
+			/* a member whose Raft or wire-protocol connections fail the
+			 * keyFile handshake: mongod's heartbeat error */
+			BSON_APPEND_UTF8(&m, "lastHeartbeatMessage",
+			    !rows[i].reachable && h != NULL && repl_member_auth_failed(h) ? "Authentication failed." : "");
 		}
 		BSON_APPEND_INT64(&m, "configVersion", in.config_version);
 		BSON_APPEND_INT64(&m, "configTerm", in.config_term);

@@ -12,6 +12,8 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "common/opctx.h"
+
 #define KEYS_DB "admin"
 #define KEYS_COLL "system.keys"
 #define MAX_KEYS 16
@@ -26,6 +28,7 @@ struct cluster_keys {
 	storage_t *st;
 	pthread_mutex_t lock;
 	bool loaded;
+	int64_t reloaded_us;           /* last re-read for a key this member cannot create */
 	key_t_ keys[MAX_KEYS];
 	int n;
 };
@@ -190,19 +193,51 @@ proof(const uint8_t key[20], uint32_t secs, uint32_t inc, uint8_t out[20])
 	HMAC(EVP_sha1(), key, 20, msg, sizeof(msg), out, &len);
 }
 
-int
-cluster_keys_sign(cluster_keys_t *k, uint32_t secs, uint32_t inc, int64_t *key_id, uint8_t hash[20],
-                  terr_t *err)
+/* The key that expires first among those still valid at secs, or NULL. */
+static const key_t_ *
+pick_locked(cluster_keys_t *k, uint32_t secs)
+{
+	const key_t_ *use = NULL;
+
+	for (int i = 0; i < k->n; i++)
+		if (k->keys[i].expires_secs > secs && (use == NULL || k->keys[i].expires_secs < use->expires_secs))
+			use = &k->keys[i];
+	return use;
+}
+
+/* Read admin.system.keys again (keys the primary wrote reach a secondary
+ * through the set's log), at most once a second. */
+static int
+reload_locked(cluster_keys_t *k, terr_t *err)
+{
+	int64_t now = tm_now_us();
+
+	if (k->reloaded_us != 0 && now - k->reloaded_us < 1000000)
+		return 0;
+	k->reloaded_us = now;
+	k->loaded = false;
+	return ensure_loaded_locked(k, err);
+}
+
+static int
+sign(cluster_keys_t *k, uint32_t secs, uint32_t inc, bool may_create, int64_t *key_id, uint8_t hash[20],
+     terr_t *err)
 {
 	const key_t_ *use = NULL;
 
 	pthread_mutex_lock(&k->lock);
 	if (ensure_loaded_locked(k, err) != 0)
 		goto fail;
-	/* the key that expires first among those still valid at secs */
-	for (int i = 0; i < k->n; i++)
-		if (k->keys[i].expires_secs > secs && (use == NULL || k->keys[i].expires_secs < use->expires_secs))
-			use = &k->keys[i];
+	use = pick_locked(k, secs);
+	if (use == NULL && !may_create) {
+		if (reload_locked(k, err) != 0)
+			goto fail;
+		use = pick_locked(k, secs);
+		if (use == NULL) {
+			pthread_mutex_unlock(&k->lock);
+			return 1;
+		}
+	}
 	if (use == NULL) {
 		/* none (first use, or every key expired): the current and the next */
 		if (create_locked(k, secs, err) != 0 || create_locked(k, secs + CLUSTER_KEY_VALID_SECS, err) != 0)
@@ -219,20 +254,51 @@ fail:
 }
 
 int
+cluster_keys_sign(cluster_keys_t *k, uint32_t secs, uint32_t inc, int64_t *key_id, uint8_t hash[20],
+                  terr_t *err)
+{
+	return sign(k, secs, inc, true, key_id, hash, err);
+}
+
+int
+cluster_keys_sign_existing(cluster_keys_t *k, uint32_t secs, uint32_t inc, int64_t *key_id, uint8_t hash[20],
+                           terr_t *err)
+{
+	return sign(k, secs, inc, false, key_id, hash, err);
+}
+
+/* The cached key key_id, or NULL. */
+static const key_t_ *
+find_locked(cluster_keys_t *k, int64_t key_id)
+{
+	for (int i = 0; i < k->n; i++)
+		if (k->keys[i].id == key_id)
+			return &k->keys[i];
+	return NULL;
+}
+
+int
 cluster_keys_verify(cluster_keys_t *k, uint32_t secs, uint32_t inc, int64_t key_id, const uint8_t *hash,
                     uint32_t len, terr_t *err)
 {
 	uint8_t want[20];
+	const key_t_ *key;
 
 	pthread_mutex_lock(&k->lock);
 	if (ensure_loaded_locked(k, err) != 0) {
 		pthread_mutex_unlock(&k->lock);
 		return -1;
 	}
-	for (int i = 0; i < k->n; i++) {
-		if (k->keys[i].id != key_id)
-			continue;
-		proof(k->keys[i].bytes, secs, inc, want);
+	key = find_locked(k, key_id);
+	if (key == NULL) {
+		/* not known here: the primary may have made it since */
+		terr_t ignore = TERR_INIT;
+		if (reload_locked(k, &ignore) == 0)
+			key = find_locked(k, key_id);
+		terr_clear(&ignore);
+	}
+	if (key != NULL) {
+		proof(key->bytes, secs, inc, want);
 		pthread_mutex_unlock(&k->lock);
 		if (len != 20 || CRYPTO_memcmp(want, hash, 20) != 0)
 			return terr_set(err, TERR_TIME_PROOF_MISMATCH, "Time proof mismatch");

@@ -35,6 +35,15 @@ void cluster_keys_close(cluster_keys_t *k);
 int cluster_keys_sign(cluster_keys_t *k, uint32_t secs, uint32_t inc, int64_t *key_id, uint8_t hash[20],
                       terr_t *err);
 
+/* As cluster_keys_sign, but never creates a key: for a member of a set of
+ * several that is not its primary (keys come from the primary through the
+ * set's log; a key made here would be another member's secret and a write
+ * a secondary may not do).  With no usable key cached it reads
+ * admin.system.keys again (at most once a second); 1 when there is still
+ * none (the caller signs with keyId 0, as mongod before it has keys). */
+int cluster_keys_sign_existing(cluster_keys_t *k, uint32_t secs, uint32_t inc, int64_t *key_id, uint8_t hash[20],
+                               terr_t *err);
+
 /* Check a gossiped signature: 0 when hash (len bytes) is the HMAC of (secs,
  * inc) under key key_id; mongod's errors otherwise: 211 KeyNotFound "No keys
  * found for HMAC that is valid for time: { ts: Timestamp(s, i) } with id:

@@ -13,10 +13,88 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "auth/auth_member.h"
 #include "common/opctx.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "common/log.h"
+
 #define OP_MSG 2013
+#define NOTE_MAX 16
 #define REPLY_MAX (48 * 1024 * 1024)
+
+/* ---- the channels' shared state ------------------------------------------------------------------- */
+
+static atomic_bool g_tls_required;
+static pthread_mutex_t g_note_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	char host[300];
+	bool failed;
+} g_notes[NOTE_MAX];
+
+void
+repl_member_set_tls_required(bool on)
+{
+	atomic_store(&g_tls_required, on);
+}
+
+bool
+repl_member_tls_required(void)
+{
+	return atomic_load(&g_tls_required);
+}
+
+void
+repl_member_auth_note(const char *host, const char *reason)
+{
+	int slot = -1, free_slot = -1;
+	bool was = false;
+
+	pthread_mutex_lock(&g_note_mu);
+	for (int i = 0; i < NOTE_MAX; i++) {
+		if (g_notes[i].host[0] == '\0') {
+			if (free_slot < 0)
+				free_slot = i;
+		} else if (strcmp(g_notes[i].host, host) == 0) {
+			slot = i;
+		}
+	}
+	if (slot < 0 && reason != NULL) {
+		slot = free_slot >= 0 ? free_slot : 0;
+		bson_strncpy(g_notes[slot].host, host, sizeof(g_notes[slot].host));
+		g_notes[slot].failed = false;
+	}
+	if (slot >= 0) {
+		was = g_notes[slot].failed;
+		g_notes[slot].failed = reason != NULL;
+	}
+	pthread_mutex_unlock(&g_note_mu);
+	if (reason != NULL && !was) {
+		bson_t attr;
+		bson_init(&attr);
+		BSON_APPEND_UTF8(&attr, "peer", host);
+		BSON_APPEND_UTF8(&attr, "error", reason);
+		tlog('W', "ACCESS", 5000300, "Authentication with another member failed", &attr);
+		bson_destroy(&attr);
+	}
+}
+
+bool
+repl_member_auth_failed(const char *host)
+{
+	bool failed = false;
+
+	pthread_mutex_lock(&g_note_mu);
+	for (int i = 0; i < NOTE_MAX; i++)
+		if (g_notes[i].host[0] != '\0' && strcmp(g_notes[i].host, host) == 0)
+			failed = g_notes[i].failed;
+	pthread_mutex_unlock(&g_note_mu);
+	return failed;
+}
+
+/* ---- one round trip --------------------------------------------------------------------------------- */
 
 static int
 wait_fd(int fd, short ev, int64_t deadline_us)
@@ -84,19 +162,16 @@ connect_to(const char *host, int64_t deadline_us, terr_t *err)
 	return fd;
 }
 
-int
-repl_member_rpc(const char *host, const char *db, const bson_t *cmd, int timeout_ms, bson_t *reply,
-                terr_t *err)
+/* One OP_MSG request and its reply on fd. */
+static int
+roundtrip(int fd, const char *host, const char *db, const bson_t *cmd, int64_t deadline, bson_t *reply,
+          terr_t *err)
 {
-	int64_t deadline = tm_now_us() + (int64_t)timeout_ms * 1000;
 	bson_t body;
 	uint8_t hdr[16], *msg = NULL, *in = NULL;
 	uint32_t len, rlen;
-	int fd, ret = -1;
+	int ret = -1;
 
-	fd = connect_to(host, deadline, err);
-	if (fd < 0)
-		return -1;
 	bson_copy_to(cmd, &body);
 	BSON_APPEND_UTF8(&body, "$db", db);
 	len = 16 + 4 + 1 + body.len;
@@ -140,6 +215,126 @@ repl_member_rpc(const char *host, const char *db, const bson_t *cmd, int timeout
 out:
 	bson_free(msg);
 	bson_free(in);
+	return ret;
+}
+
+/* A reply's refusal as err (its code and errmsg); 0 when it is ok: 1. */
+static int
+reply_refused(const bson_t *reply, terr_t *err)
+{
+	bson_iter_t it;
+	int64_t code;
+
+	if (bson_iter_init_find(&it, reply, "ok") && bson_iter_as_double(&it) == 1.0)
+		return 0;
+	code = bson_iter_init_find(&it, reply, "code") ? bson_iter_as_int64(&it) : TERR_AUTHENTICATION_FAILED;
+	return terr_set(err, (int)code, "%s",
+	    bson_iter_init_find(&it, reply, "errmsg") && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) :
+	    "Authentication failed.");
+}
+
+/* The payload of a SASL reply (BinData), borrowed from reply. */
+static int
+sasl_payload(const bson_t *reply, const char **data, uint32_t *len)
+{
+	bson_iter_t it;
+	bson_subtype_t st;
+	const uint8_t *d;
+
+	if (!bson_iter_init_find(&it, reply, "payload") || !BSON_ITER_HOLDS_BINARY(&it))
+		return -1;
+	bson_iter_binary(&it, &st, len, &d);
+	*data = (const char *)d;
+	return 0;
+}
+
+/*
+ * SCRAM-SHA-256 as __system@local with the keyFile's key (mongod's
+ * internal authentication), on fd before the command.  18 with the
+ * peer's reason when it refuses or cannot prove it holds the key.
+ */
+static int
+authenticate(int fd, const char *host, int64_t deadline, terr_t *err)
+{
+	terr_t inner = TERR_INIT;
+	auth_scram_client_t *c;
+	bson_t cmd, reply, opts;
+	const char *payload;
+	uint32_t plen;
+	char *final = NULL;
+	bson_iter_t it;
+	int ret = -1;
+
+	c = auth_member_client_new(err);
+	if (c == NULL)
+		return -1;
+	bson_init(&cmd);
+	BSON_APPEND_INT32(&cmd, "saslStart", 1);
+	BSON_APPEND_UTF8(&cmd, "mechanism", "SCRAM-SHA-256");
+	bson_append_binary(&cmd, "payload", -1, BSON_SUBTYPE_BINARY, (const uint8_t *)auth_scram_client_first(c),
+	    (uint32_t)strlen(auth_scram_client_first(c)));
+	BSON_APPEND_BOOL(&cmd, "autoAuthorize", true);
+	BSON_APPEND_DOCUMENT_BEGIN(&cmd, "options", &opts);
+	BSON_APPEND_BOOL(&opts, "skipEmptyExchange", true);
+	bson_append_document_end(&cmd, &opts);
+	if (roundtrip(fd, host, "local", &cmd, deadline, &reply, err) != 0) {
+		bson_destroy(&cmd);
+		goto out;
+	}
+	bson_destroy(&cmd);
+	if (reply_refused(&reply, &inner) != 0 || sasl_payload(&reply, &payload, &plen) != 0 ||
+	    auth_scram_client_final(c, payload, plen, &final, &inner) != 0) {
+		bson_destroy(&reply);
+		goto refused;
+	}
+	bson_init(&cmd);
+	BSON_APPEND_INT32(&cmd, "saslContinue", 1);
+	if (bson_iter_init_find(&it, &reply, "conversationId"))
+		bson_append_iter(&cmd, "conversationId", -1, &it);
+	bson_append_binary(&cmd, "payload", -1, BSON_SUBTYPE_BINARY, (const uint8_t *)final, (uint32_t)strlen(final));
+	bson_destroy(&reply);
+	if (roundtrip(fd, host, "local", &cmd, deadline, &reply, err) != 0) {
+		bson_destroy(&cmd);
+		goto out;
+	}
+	bson_destroy(&cmd);
+	if (reply_refused(&reply, &inner) != 0 || sasl_payload(&reply, &payload, &plen) != 0 ||
+	    auth_scram_client_verify(c, payload, plen, &inner) != 0) {
+		bson_destroy(&reply);
+		goto refused;
+	}
+	bson_destroy(&reply);
+	repl_member_auth_note(host, NULL);
+	ret = 0;
+	goto out;
+refused:
+	/* what the operator reads in rs.status()'s lastHeartbeatMessage */
+	terr_set(err, TERR_AUTHENTICATION_FAILED, "Authentication failed.");
+	repl_member_auth_note(host, inner.msg != NULL ? inner.msg : "Authentication failed.");
+out:
+	terr_clear(&inner);
+	bson_free(final);
+	auth_scram_client_free(c);
+	return ret;
+}
+
+int
+repl_member_rpc(const char *host, const char *db, const bson_t *cmd, int timeout_ms, bson_t *reply,
+                terr_t *err)
+{
+	int64_t deadline = tm_now_us() + (int64_t)timeout_ms * 1000;
+	int fd, ret;
+
+	if (repl_member_tls_required())
+		return terr_set(err, TERR_NOT_IMPLEMENTED, "TLS between replica-set members is not built");
+	fd = connect_to(host, deadline, err);
+	if (fd < 0)
+		return -1;
+	if (auth_member_key_present() && authenticate(fd, host, deadline, err) != 0) {
+		close(fd);
+		return -1;
+	}
+	ret = roundtrip(fd, host, db, cmd, deadline, reply, err);
 	close(fd);
 	return ret;
 }

@@ -11,6 +11,9 @@
  */
 #include "repl/raft_member.h"
 
+#include "auth/auth_member.h"
+#include "repl/raft_auth.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -70,6 +73,8 @@ struct repl_member {
 	uv_async_t submit_async, stop_async;
 	uv_timer_t watch_timer;
 	struct raft_uv_transport transport;
+	struct raft_uv_transport auth_transport;   /* transport behind the keyFile handshake (raft_auth.h) */
+	bool use_auth;
 	struct raft_io io;
 	struct raft_fsm fsm;
 	struct raft raft;
@@ -618,6 +623,8 @@ on_closed(struct raft *r)
 
 	raft_uv_close(&m->io);
 	raft_uv_tcp_close(&m->transport);
+	if (m->use_auth)
+		repl_raft_auth_close(&m->auth_transport);
 	uv_close((uv_handle_t *)&m->submit_async, NULL);
 	uv_close((uv_handle_t *)&m->stop_async, NULL);
 	uv_close((uv_handle_t *)&m->watch_timer, NULL);
@@ -650,8 +657,12 @@ loop_main(void *arg)
 	uv_timer_init(&m->loop, &m->watch_timer);
 	m->submit_async.data = m->stop_async.data = m->watch_timer.data = m;
 	rv = raft_uv_tcp_init(&m->transport, &m->loop);
+	/* with a keyFile no Raft message crosses an unauthenticated connection */
+	m->use_auth = rv == 0 && auth_member_key_present();
+	if (m->use_auth && (rv = repl_raft_auth_init(&m->auth_transport, &m->transport, &m->loop)) != 0)
+		m->use_auth = false;
 	if (rv == 0)
-		rv = raft_uv_init(&m->io, &m->loop, m->dir, &m->transport);
+		rv = raft_uv_init(&m->io, &m->loop, m->dir, m->use_auth ? &m->auth_transport : &m->transport);
 	if (rv != 0) {
 		snprintf(m->start_msg, sizeof(m->start_msg), "raft I/O: %s", raft_strerror(rv));
 		goto fail;
@@ -710,6 +721,9 @@ fail_raft:
 	uv_run(&m->loop, UV_RUN_DEFAULT);
 	goto done;
 fail:
+	if (m->use_auth)
+		repl_raft_auth_close(&m->auth_transport);
+	m->use_auth = false;
 	uv_close((uv_handle_t *)&m->submit_async, NULL);
 	uv_close((uv_handle_t *)&m->stop_async, NULL);
 	uv_close((uv_handle_t *)&m->watch_timer, NULL);
