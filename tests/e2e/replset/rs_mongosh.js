@@ -24,9 +24,11 @@ function codeRetrying(fn) {
 		}
 	}
 }
+// The result is taken into a variable inside the try: mongosh's implicit
+// await does not apply to `return fn()`, so a rejection there escaped the catch.
 function retrying(fn, tries = 20) {
 	for (let i = 0; ; i++) {
-		try { return fn(); } catch (e) {
+		try { const r = fn(); return r; } catch (e) {
 			if (e.name !== 'MongoServerSelectionError' || i >= tries) throw e;
 			sleep(300);
 		}
