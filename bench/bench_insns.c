@@ -15,12 +15,15 @@
  * addfields_stage, sort_set_stage ($sort then $set: what a field-order
  * slot carried through a sort costs a pipeline that removes nothing),
  * unset_sort_set_stage ($unset, $sort, $set of the removed field: the
- * slot carried), covered_find.  BENCH_N (default 20000) sizes the collections.  Without
+ * slot carried), covered_find; and the floors of issue 23 (raw WiredTiger
+ * in Tamga's layout, bench_floor.h, in a connection of their own):
+ * floor_insert_batch, floor_insert_3_indexes, floor_id_lookup.  BENCH_N (default 20000) sizes the collections.  Without
  * valgrind the program runs the same loops (the toggles do nothing).
  */
 #include <valgrind/callgrind.h>
 
 #include "bench_common.h"
+#include "bench_floor.h"
 
 #define DB "bench"
 
@@ -283,6 +286,65 @@ case_covered(void)
 	printf("ops %lld documents\n", (long long)seen);
 }
 
+/* Issue 23's floors: the same work as insert_batch / insert_3_indexes /
+ * id_lookup done by raw WiredTiger in Tamga's layout (bench_floor.h), with
+ * Tamga's connection settings, in its own folder; the documents are built
+ * before the measured loop, as the commands of the Tamga cases are. */
+static void
+case_floor(const char *dir, const char *k)
+{
+	WT_CONNECTION *conn;
+	WT_SESSION *s;
+	floor_coll_t fc;
+	char path[4096];
+	int nsec = strcmp(k, "floor_insert_3_indexes") == 0 ? 3 : 0;
+	bool lookup = strcmp(k, "floor_id_lookup") == 0;
+	int64_t n = lookup ? N : N + 1000, ops = N / 4 < 5000 ? N / 4 : 5000;
+	bson_t *docs = calloc((size_t)n, sizeof(bson_t));
+	rng_t rg;
+
+	snprintf(path, sizeof(path), "%s/floor-%s", dir, k);
+	mkdir(path, 0755);
+	if (wiredtiger_open(path, NULL, BENCH_WT_CONFIG("1G"), &conn) != 0 ||
+	    conn->open_session(conn, NULL, "isolation=snapshot", &s) != 0 || floor_open(s, "docs", nsec, &fc) != 0)
+		die(k, "wiredtiger open");
+	for (int64_t i = 0; i < n; i++)
+		make_doc(&docs[i], i);
+	/* the first 1000 (or, for lookups, all N) unmeasured, as fill() */
+	for (int64_t i = 0; i < (lookup ? N : 1000); i += 1000) {
+		s->begin_transaction(s, NULL);
+		for (int64_t j = i; j < i + 1000 && j < n; j++)
+			if (floor_insert(&fc, &docs[j], j) != 0)
+				die(k, "insert");
+		s->commit_transaction(s, NULL);
+	}
+	if (lookup) {
+		rnd_reset(&rg, 7);
+		CALLGRIND_TOGGLE_COLLECT;
+		for (int64_t i = 0; i < ops; i++)
+			if (floor_lookup(&fc, rnd(&rg, N)) != 0)
+				die(k, "lookup");
+		CALLGRIND_TOGGLE_COLLECT;
+		printf("ops %lld finds\n", (long long)ops);
+	} else {
+		CALLGRIND_TOGGLE_COLLECT;
+		for (int64_t i = 1000; i < n; i += 1000) {
+			s->begin_transaction(s, NULL);
+			for (int64_t j = i; j < i + 1000 && j < n; j++)
+				if (floor_insert(&fc, &docs[j], j) != 0)
+					die(k, "insert");
+			s->commit_transaction(s, NULL);
+		}
+		CALLGRIND_TOGGLE_COLLECT;
+		printf("ops %lld documents\n", (long long)(n - 1000));
+	}
+	for (int64_t i = 0; i < n; i++)
+		bson_destroy(&docs[i]);
+	free(docs);
+	floor_close(&fc);
+	conn->close(conn, NULL);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -295,6 +357,10 @@ main(int argc, char **argv)
 		die("usage", "bench_insns WORKDIR CASE");
 	N = env != NULL && atoll(env) > 0 ? atoll(env) : 20000;
 	k = argv[2];
+	if (strncmp(k, "floor_", 6) == 0) {
+		case_floor(argv[1], k);
+		return 0;
+	}
 	snprintf(path, sizeof(path), "%s/tamga-insns-%s", argv[1], k);
 	if (tamga_open(path, "create,cache_size=1G", &t, &e) != 0)
 		die("tamga_open", e.message);

@@ -869,7 +869,7 @@ keygen_run(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add
 	g.coll = idx->collation;
 	if ((rc = partial_pass(idx, doc, err)) <= 0)
 		return rc;
-	switch (key_kind(idx)) {
+	switch (idx->plain_btree ? KK_BTREE : key_kind(idx)) {
 	case KK_WILDCARD:
 		return wildcard_keys(idx, doc, add, ctx);
 	case KK_HASHED:

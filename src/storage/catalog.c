@@ -288,6 +288,11 @@ coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_co
 					size_t k0len = strlen(k0);
 					ix->wildcard = strcmp(k0, "$**") == 0 ||
 					    (k0len > 4 && strcmp(k0 + k0len - 4, ".$**") == 0);
+					ix->plain_btree = !ix->wildcard;
+					do {
+						if (!BSON_ITER_HOLDS_NUMBER(&sub) || strcmp(bson_iter_key(&sub), "_fts") == 0)
+							ix->plain_btree = false;
+					} while (ix->plain_btree && bson_iter_next(&sub));
 				}
 			}
 		}

@@ -472,16 +472,26 @@ static int
 session_cursor_get(storage_session_t *s, const char *uri, bool raw, WT_CURSOR **out, terr_t *err)
 {
 	session_cursor_t *slot;
-	uint64_t h = uri_hash(uri, raw);
+	uint64_t h;
 	int i, lru = 0, ret;
 
 	*out = NULL;
 	if (s->cur_epoch != atomic_load_explicit(&s->st->cursor_epoch, memory_order_acquire))
 		storage_session_cursors_close(s);
 	s->cur_tick++;
+	/* the same descriptor string as last time: one strcmp confirms it
+	 * (the pointer alone could be a new string at a freed one's address) */
+	for (i = 0; i < s->ncur; i++)
+		if (s->cur[i].src == uri && s->cur[i].raw == raw && strcmp(s->cur[i].uri, uri) == 0) {
+			s->cur[i].used = s->cur_tick;
+			*out = s->cur[i].wc;
+			return 0;
+		}
+	h = uri_hash(uri, raw);
 	for (i = 0; i < s->ncur; i++) {
 		if (s->cur[i].hash == h && s->cur[i].raw == raw && strcmp(s->cur[i].uri, uri) == 0) {
 			s->cur[i].used = s->cur_tick;
+			s->cur[i].src = uri;
 			*out = s->cur[i].wc;
 			return 0;
 		}
@@ -506,6 +516,7 @@ session_cursor_get(storage_session_t *s, const char *uri, bool raw, WT_CURSOR **
 	slot->uri = bson_strdup(uri);
 	slot->raw = raw;
 	slot->hash = h;
+	slot->src = uri;
 	slot->used = s->cur_tick;
 	*out = slot->wc;
 	return 0;

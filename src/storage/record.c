@@ -448,6 +448,11 @@ index_entry(storage_session_t *s, const storage_coll_t *c, const storage_index_t
 		ret = storage_wt_err(wret, "write index", err);
 		goto err;
 	}
+	/* a successful insert leaves the cursor unpositioned (WiredTiger
+	 * releases its page before returning): no reset (~100 instructions
+	 * per entry) */
+	if (add)
+		cur = NULL;
 err:
 	storage_session_cursor_done(cur);
 	return ret;
@@ -767,8 +772,7 @@ doc_insert(storage_session_t *s, storage_coll_t *c, const bson_t *doc, recid_t a
 		    : storage_wt_err(wret, "insert record", err);
 		goto err;
 	}
-	storage_session_cursor_done(cur);
-	cur = NULL;
+	cur = NULL;   /* unpositioned after a successful insert: no reset (index_entry) */
 	ERR(storage_txn_delta(s, rt, 1, doc->len, err));
 	storage_txn_inserted(s, rt);
 	if (atomic_load(&rt->capped)) {

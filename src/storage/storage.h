@@ -128,6 +128,11 @@ typedef struct storage_index {
 	bool partial;      /* spec has a partialFilterExpression */
 	bool hidden;       /* spec.hidden: the planner does not choose it unless hinted */
 	bool wildcard;     /* the key pattern is {"$**": ...} or {"p.$**": ...} */
+	/* Every key-pattern value is a number, no field is "_fts" and the
+	 * pattern is not a wildcard one: plain ascending/descending B-tree keys
+	 * (parsed once; key generation skips classifying the pattern per
+	 * document).  False when unknown (a descriptor built by hand). */
+	bool plain_btree;
 	bool multikey;     /* set (durably, in a new descriptor) once a document produced >1 key or met an array */
 	/* Entries carry each key's type bits (keystring_append_value_tb) so the
 	 * exact values can be rebuilt from the index alone (covered queries).

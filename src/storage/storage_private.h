@@ -126,6 +126,11 @@ typedef struct session_cursor {
 	WT_CURSOR *wc;
 	bool raw;                  /* opened "raw": keys and values as packed bytes */
 	uint64_t hash;             /* of uri (uri_hash), compared before the string */
+	/* The caller's string at the last lookup that found this slot (a
+	 * descriptor's ident): the next lookup with the same pointer needs
+	 * one strcmp to confirm, no hash.  Never dereferenced: the string it
+	 * pointed to may be gone, so only uri is compared. */
+	const char *src;
 	uint64_t used;             /* s->cur_tick at last use, for LRU */
 } session_cursor_t;
 
