@@ -243,17 +243,13 @@ main(int argc, char **argv)
 			f.ci = (int)i;
 	if (f.ci < 0)
 		die("unknown case", argv[2]);
-	wt_check(wiredtiger_open(argv[1], NULL,
-	             "create,cache_size=256M,session_max=200,log=(enabled=true,archive=true,file_max=16MB,"
-	             "prealloc=false),checkpoint=(wait=60),transaction_sync=(enabled=false)",
-	             &conn),
-	    "wiredtiger_open");
+	wt_check(wiredtiger_open(argv[1], NULL, BENCH_WT_CONFIG("256M"), &conn), "wiredtiger_open");
 	f.conn = conn;
 	wt_check(conn->open_session(conn, NULL, "isolation=snapshot", &f.s), "open_session");
-	wt_check(f.s->create(f.s, "table:rows", "key_format=q,value_format=u"), "create");
-	wt_check(f.s->create(f.s, "table:idx", "key_format=u,value_format=qu"), "create");
-	wt_check(f.s->create(f.s, "table:oplog", "key_format=q,value_format=u"), "create");
-	wt_check(f.s->create(f.s, "table:txns", "key_format=q,value_format=u"), "create");
+	wt_check(f.s->create(f.s, "table:rows", BENCH_WT_TABLE), "create");
+	wt_check(f.s->create(f.s, "table:idx", BENCH_WT_ID_INDEX), "create");
+	wt_check(f.s->create(f.s, "table:oplog", BENCH_WT_TABLE), "create");
+	wt_check(f.s->create(f.s, "table:txns", BENCH_WT_TABLE), "create");
 	wt_check(f.s->open_cursor(f.s, "table:rows", NULL, NULL, &f.rows), "cursor");
 	wt_check(f.s->open_cursor(f.s, "table:idx", NULL, NULL, &f.idx), "cursor");
 	wt_check(f.s->open_cursor(f.s, "table:oplog", NULL, NULL, &f.oplog), "cursor");
