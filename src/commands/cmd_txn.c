@@ -805,8 +805,20 @@ cmd_txn_reply_labels(cmd_t *c, bson_t *reply)
 	if (!c->txn_autocommit && !c->txn_retryable_write && strcmp(c->name, "commitTransaction") != 0 &&
 	    strcmp(c->name, "abortTransaction") != 0)
 		return;
-	if (has_labels(reply) || !bson_iter_init_find(&it, reply, "writeConcernError") ||
-	    !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &w) || !bson_iter_find(&w, "code"))
+	/* one pass for errorLabels and writeConcernError's first occurrence
+	 * (every retryable write's reply comes here) */
+	if (!bson_iter_init(&w, reply))
+		return;
+	while (bson_iter_next(&w)) {
+		const char *k = bson_iter_key(&w);
+		if (strcmp(k, "errorLabels") == 0)
+			return;
+		if (!wce && strcmp(k, "writeConcernError") == 0) {
+			it = w;
+			wce = 1;
+		}
+	}
+	if (!wce || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &w) || !bson_iter_find(&w, "code"))
 		return;
 	wce = (int)bson_iter_as_int64(&w);
 	labels_for(c, 0, wce, labels, &n);
@@ -945,11 +957,30 @@ cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
 static int
 first_write_error(const bson_t *reply)
 {
-	bson_iter_t it, we, f;
+	bson_iter_t it, we, f, n_errors, cursor, write_errors;
+	bool has_n = false, has_cursor = false, has_we = false;
 
-	if (bson_iter_init_find(&it, reply, "nErrors") && BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_int64(&it) > 0) {
-		if (bson_iter_init_find(&it, reply, "cursor") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
-		    bson_iter_recurse(&it, &we) && bson_iter_find(&we, "firstBatch") && BSON_ITER_HOLDS_ARRAY(&we) &&
+	/* one pass over the reply for the three fields (each its first
+	 * occurrence, as bson_iter_init_find): a retryable write's reply is
+	 * scanned on every write */
+	if (!bson_iter_init(&it, reply))
+		return 0;
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		if (!has_n && strcmp(k, "nErrors") == 0) {
+			n_errors = it;
+			has_n = true;
+		} else if (!has_cursor && strcmp(k, "cursor") == 0) {
+			cursor = it;
+			has_cursor = true;
+		} else if (!has_we && strcmp(k, "writeErrors") == 0) {
+			write_errors = it;
+			has_we = true;
+		}
+	}
+	if (has_n && BSON_ITER_HOLDS_NUMBER(&n_errors) && bson_iter_as_int64(&n_errors) > 0) {
+		if (has_cursor && BSON_ITER_HOLDS_DOCUMENT(&cursor) &&
+		    bson_iter_recurse(&cursor, &we) && bson_iter_find(&we, "firstBatch") && BSON_ITER_HOLDS_ARRAY(&we) &&
 		    bson_iter_recurse(&we, &it))
 			while (bson_iter_next(&it))
 				if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &f) && bson_iter_find(&f, "code") &&
@@ -957,8 +988,8 @@ first_write_error(const bson_t *reply)
 					return (int)bson_iter_as_int64(&f);
 		return 8;
 	}
-	if (!bson_iter_init_find(&it, reply, "writeErrors") || !BSON_ITER_HOLDS_ARRAY(&it) ||
-	    !bson_iter_recurse(&it, &we) || !bson_iter_next(&we) || !bson_iter_recurse(&we, &it) ||
+	if (!has_we || !BSON_ITER_HOLDS_ARRAY(&write_errors) ||
+	    !bson_iter_recurse(&write_errors, &we) || !bson_iter_next(&we) || !bson_iter_recurse(&we, &it) ||
 	    !bson_iter_find(&it, "code"))
 		return 0;
 	return (int)bson_iter_as_int64(&it);

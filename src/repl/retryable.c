@@ -535,6 +535,7 @@ struct row_write {
 	uint64_t ts;
 	int64_t term;
 	const char *state;
+	storage_coll_t *coll;   /* config.transactions when the caller holds it, else NULL */
 };
 
 /* The session's {_id: lsid} (built once, kept in its state). */
@@ -645,7 +646,10 @@ row_write_txn(storage_session_t *ss, void *arg, terr_t *err)
 	uint8_t rowbuf[ROW_MAX];
 	int rc, ret = 0;
 
-	if (storage_coll_get(w->st, TXN_TABLE_DB, TXN_TABLE, &c, NULL) != 0)
+	if (w->coll != NULL) {
+		c = w->coll;
+		storage_coll_ref(c);
+	} else if (storage_coll_get(w->st, TXN_TABLE_DB, TXN_TABLE, &c, NULL) != 0)
 		return terr_set(err, TERR_NAMESPACE_NOT_FOUND, "config.transactions does not exist");
 	{
 		uint64_t ts = w->ts != 0 ? w->ts : ((uint64_t)(uint32_t)(now / 1000) << 32 | (uint32_t)(now % 1000 + 1));
@@ -699,7 +703,7 @@ repl_retryable_record(repl_session_t *s, storage_t *st, storage_session_t *ss, c
 {
 	repl_txn_state_t *t = repl_session_txn(s);
 	repl_txn_stats_t *stats = repl_txn_stats(repl_session_registry(s));
-	struct row_write w = {st, s, t->txn_number, ts, term, state};
+	struct row_write w = {st, s, t->txn_number, ts, term, state, NULL};
 	storage_coll_t *c = NULL;
 	bool was;
 	int rc;
@@ -842,26 +846,29 @@ repl_retryable_record_in_txn(repl_session_t *s, storage_t *st, storage_session_t
 {
 	repl_txn_state_t *t = repl_session_txn(s);
 	repl_txn_stats_t *stats = repl_txn_stats(repl_session_registry(s));
-	struct row_write w = {st, s, t->txn_number, ts, term, NULL};
+	struct row_write w = {st, s, t->txn_number, ts, term, NULL, NULL};
 	storage_coll_t *c = NULL;
 	bool was;
 	int rc;
 
 	/* the table exists before the transaction writes to it (catalog
-	 * changes are not transactional) */
+	 * changes are not transactional); the handle found is the one the row
+	 * is written through */
 	if (storage_coll_get(st, TXN_TABLE_DB, TXN_TABLE, &c, NULL) != 0) {
 		terr_t e = TERR_INIT;
+		c = NULL;
 		if (storage_coll_create(st, ss, TXN_TABLE_DB, TXN_TABLE, NULL, &e) != 0 && e.code != TERR_NAMESPACE_EXISTS) {
 			terr_move(err, &e);
 			return -1;
 		}
 		terr_clear(&e);
-	} else {
-		storage_coll_release(c);
 	}
+	w.coll = c;
 	was = storage_session_set_unobserved(ss, true);
 	rc = row_write_txn(ss, &w, err);
 	storage_session_set_unobserved(ss, was);
+	if (c != NULL)
+		storage_coll_release(c);
 	if (rc != 0)
 		return -1;   /* the caller rolls back */
 	atomic_fetch_add(&stats->transactions_collection_writes, 1);
@@ -878,7 +885,7 @@ int
 repl_retryable_row_in_txn(repl_session_t *s, storage_t *st, storage_session_t *ss, repl_oplog_optime_t last,
                           terr_t *err)
 {
-	struct row_write w = {st, s, repl_session_txn(s)->txn_number, last.ts, last.t, NULL};
+	struct row_write w = {st, s, repl_session_txn(s)->txn_number, last.ts, last.t, NULL, NULL};
 	bool was;
 	int rc;
 
@@ -896,7 +903,7 @@ repl_retryable_commit_row_hook(void *arg, storage_session_t *ss, repl_oplog_opti
 	repl_session_t *s = arg;
 	repl_txn_state_t *t = repl_session_txn(s);
 	storage_t *st = repl_sessions_storage(repl_session_registry(s));
-	struct row_write w = {st, s, t->txn_number, last.ts, last.t, "committed"};
+	struct row_write w = {st, s, t->txn_number, last.ts, last.t, "committed", NULL};
 	bool was;
 	int rc;
 
