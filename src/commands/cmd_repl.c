@@ -607,15 +607,25 @@ listed(const char *const *list, const char *name)
 	return false;
 }
 
+/* Every read a secondary serves passes here: the mode is looked for by key
+ * length first (bson_iter_find measures and compares every key). */
 static bool
 secondary_ok(cmd_t *c)
 {
 	bson_iter_t it, rp;
 
-	if (!cmd_find_field(c, "$readPreference", &it) || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
-	    !bson_iter_recurse(&it, &rp) || !bson_iter_find(&rp, "mode") || !BSON_ITER_HOLDS_UTF8(&rp))
+	if (!cmd_find_field(c, "$readPreference", &it) || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &rp))
 		return false;
-	return strcmp(bson_iter_utf8(&rp, NULL), "primary") != 0;
+	while (bson_iter_next(&rp))
+		if (bson_iter_key_len(&rp) == 4 && memcmp(bson_iter_key(&rp), "mode", 4) == 0) {
+			uint32_t len;
+			const char *mode;
+			if (!BSON_ITER_HOLDS_UTF8(&rp))
+				return false;
+			mode = bson_iter_utf8(&rp, &len);
+			return !(len == 7 && memcmp(mode, "primary", 7) == 0);
+		}
+	return false;
 }
 
 /* The writing stage ("$out" or "$merge") an aggregate ends in, or NULL. */
