@@ -1096,8 +1096,21 @@ repl_oplog_last_optime(repl_oplog_t *o)
 void
 repl_oplog_pin_oldest(repl_oplog_t *o, repl_ts_t ts)
 {
-	if (o != NULL)
-		atomic_store(&o->oldest_pin, ts);
+	storage_coll_t *c;
+
+	if (o == NULL || atomic_exchange(&o->oldest_pin, ts) == ts || ts == 0)
+		return;
+	/* the commit point moved: readers it bounds (change streams) look again */
+	if ((c = coll_get(o)) != NULL) {
+		storage_coll_wake(c);
+		storage_coll_release(c);
+	}
+}
+
+repl_ts_t
+repl_oplog_commit_point(repl_oplog_t *o)
+{
+	return o != NULL ? (repl_ts_t)atomic_load(&o->oldest_pin) : 0;
 }
 
 void
