@@ -333,7 +333,7 @@ CMD_HANDLER(cmd_repl_set_step_down)
 		return terr_set(err, TERR_BAD_VALUE, "stepdown period must be longer than secondaryCatchUpPeriodSecs");
 	/* a set of several members: Raft's leadership transfer */
 	if (repl_set_multi_member(c->engine->rs))
-		return cmd_repl_member_step_down(c, catch_up, err);
+		return cmd_repl_member_step_down(c, secs, catch_up, err);
 	return repl_set_step_down(c->engine->rs, secs, catch_up, force, c->deadline_us, err);
 }
 

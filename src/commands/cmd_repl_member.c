@@ -317,7 +317,7 @@ CMD_HANDLER(cmd_tamga_repl_set_join)
 /* ---- replSetStepDown ------------------------------------------------------------------------------------ */
 
 int
-cmd_repl_member_step_down(cmd_t *c, int64_t catch_up_secs, terr_t *err)
+cmd_repl_member_step_down(cmd_t *c, int64_t secs, int64_t catch_up_secs, terr_t *err)
 {
 	engine_t *e = c->engine;
 	int64_t deadline = tm_now_us() + (catch_up_secs > 0 ? catch_up_secs : 10) * 1000000;
@@ -326,7 +326,31 @@ cmd_repl_member_step_down(cmd_t *c, int64_t catch_up_secs, terr_t *err)
 		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary so can't step down");
 	if (c->deadline_us > 0 && c->deadline_us < deadline)
 		deadline = c->deadline_us;
-	return repl_member_step_down(e->member, deadline, err);
+	RET(repl_member_step_down(e->member, deadline, err));
+	/* mongod: no election of this member for the stepdown period, so no
+	 * priority takeover either */
+	repl_member_hold_takeover(e->member, secs);
+	return 0;
+}
+
+/* ---- priority takeover ------------------------------------------------------------------------------------ */
+
+/* {_tamgaPriorityTakeover: memberId, term}: a secondary of higher priority
+ * asks this primary for the leadership (repl/member_takeover.h). */
+CMD_HANDLER(cmd_tamga_priority_takeover)
+{
+	static const char *const fields[] = {"term", NULL};
+	engine_t *e = c->engine;
+	bson_iter_t it;
+
+	RET(cmd_check_fields(c, fields, err));
+	if (e->member == NULL || e->rs == NULL || !repl_set_multi_member(e->rs))
+		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary");
+	if (!BSON_ITER_HOLDS_NUMBER(&c->first))
+		return terr_set(err, TERR_TYPE_MISMATCH, "BSON field '_tamgaPriorityTakeover' is the wrong type, expected a number");
+	if (!cmd_find_field(c, "term", &it) || !BSON_ITER_HOLDS_NUMBER(&it) || bson_iter_as_int64(&it) < 0)
+		return terr_set(err, TERR_BAD_VALUE, "_tamgaPriorityTakeover needs a term");
+	return repl_member_transfer_to(e->member, bson_iter_as_int64(&c->first), (uint64_t)bson_iter_as_int64(&it), err);
 }
 
 /* ---- status, hello -------------------------------------------------------------------------------------- */
