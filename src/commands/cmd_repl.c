@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "commands/cmd_repl_member.h"
 #include "commands/cmd_repl_reads.h"
+#include "repl/rollback.h"
 #include "repl/cluster_time.h"
 #include "repl/replset.h"
 
@@ -166,6 +167,20 @@ CMD_HANDLER(cmd_repl_set_initiate)
 }
 
 /* ---- replSetGetStatus -------------------------------------------------------------------------- */
+
+/* {replSetGetRBID: 1} -> {rbid: N}: the rollback id (repl/rollback.h). */
+CMD_HANDLER(cmd_repl_set_get_rbid)
+{
+	storage_session_t *s;
+	int32_t rbid;
+
+	RET(need_initiated(c, err));
+	if ((s = client_session(c->client, err)) == NULL)
+		return -1;
+	RET(repl_rollback_id(c->engine->st, s, false, &rbid, err));
+	BSON_APPEND_INT32(c->reply, "rbid", rbid);
+	return 0;
+}
 
 CMD_HANDLER(cmd_repl_set_get_status)
 {

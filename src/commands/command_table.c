@@ -95,6 +95,7 @@ CMD_HANDLER(cmd_refresh_logical_session_cache_now);
 CMD_HANDLER(cmd_repl_set_initiate);
 CMD_HANDLER(cmd_tamga_repl_set_join);
 CMD_HANDLER(cmd_tamga_priority_takeover);
+CMD_HANDLER(cmd_repl_set_get_rbid);
 CMD_HANDLER(cmd_repl_set_get_status);
 CMD_HANDLER(cmd_repl_set_get_config);
 CMD_HANDLER(cmd_repl_set_reconfig);
@@ -165,6 +166,7 @@ static const cmd_def_t commands[] = {
 	{"replSetFreeze", NULL, cmd_repl_set_freeze, CMDF_ADMIN_ONLY, "keep this member from seeking election"},
 	{"replSetGetConfig", NULL, cmd_repl_set_get_config, CMDF_ADMIN_ONLY, "the replica set's configuration"},
 	{"replSetGetStatus", NULL, cmd_repl_set_get_status, CMDF_ADMIN_ONLY, "the replica set's status"},
+	{"replSetGetRBID", NULL, cmd_repl_set_get_rbid, CMDF_ADMIN_ONLY, "the rollback id: it changes with each rollback"},
 	{"replSetInitiate", NULL, cmd_repl_set_initiate, CMDF_ADMIN_ONLY, "initiate the replica set"},
 	{"replSetMaintenance", NULL, cmd_repl_set_maintenance, CMDF_ADMIN_ONLY, "enter or leave maintenance mode"},
 	{"replSetReconfig", NULL, cmd_repl_set_reconfig, CMDF_ADMIN_ONLY, "replace the replica set's configuration"},

@@ -124,7 +124,12 @@ struct repl_member {
 	unsigned source_tries;        /* host_source's turn */
 	repl_takeover_t *takeover;    /* priority takeover (member_takeover.h) */
 	raft_id transfer_to;          /* the next transfer's target (0: Raft picks) */
+	bool startup2_hold;           /* loop: Raft's election timeout set out of reach */
 };
+
+/* A member copying data (STARTUP2) starts no election (mongod never elects
+ * one): its Raft election timeout is this long meanwhile.  It still votes. */
+#define STARTUP2_ELECTION_TIMEOUT_MS 3600000u
 
 static int64_t
 wall_ms(void)
@@ -590,6 +595,11 @@ on_watch(uv_timer_t *t)
 		if ((raft_id)(m->peers[i].member_id + 1) == lid)
 			m->leader_index = i;
 	}
+	if ((m->busy_state == REPL_STATE_STARTUP2) != m->startup2_hold) {
+		unsigned et = (unsigned)m->o.election_timeout_ms / 2;
+		m->startup2_hold = !m->startup2_hold;
+		raft_set_election_timeout(&m->raft, m->startup2_hold ? STARTUP2_ELECTION_TIMEOUT_MS : et < 100 ? 100 : et);
+	}
 	if (state == RAFT_LEADER) {
 		match_snapshot_locked(m);
 		/* who the leader heard from within an election timeout */
@@ -607,12 +617,14 @@ on_watch(uv_timer_t *t)
 				}
 			}
 		}
-		if (m->no_lead && !m->transfer_pending) {
-			/* priority 0 (or delayed): hand the leadership on at once */
+		if ((m->no_lead || m->busy_state == REPL_STATE_STARTUP2) && !m->transfer_pending) {
+			/* priority 0 (or delayed), or copying data (elected by a
+			 * transfer, or before the copy began): hand the leadership
+			 * on at once */
 			m->transfer.data = m;
 			if (raft_transfer(&m->raft, &m->transfer, 0, transfer_done) == 0)
 				m->transfer_pending = true;
-		} else if (m->no_lead) {
+		} else if (m->no_lead || m->busy_state == REPL_STATE_STARTUP2) {
 			/* the transfer runs */
 		} else if (!m->leader_seen || m->leader_term != term) {
 			m->leader_seen = true;
