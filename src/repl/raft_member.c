@@ -560,7 +560,11 @@ static void
 takeover_tick_locked(repl_member_t *m, int state, raft_id lid, int64_t now)
 {
 	repl_takeover_view_t v = {0};
-	raft_id self = (raft_id)(m->peers[m->o.self_index].member_id + 1);
+	raft_id self;
+
+	if (m->o.self_index < 0 || m->o.self_index >= m->o.npeers)
+		return;   /* removed from the configuration */
+	self = (raft_id)(m->peers[m->o.self_index].member_id + 1);
 
 	v.follower = state == RAFT_FOLLOWER && lid != 0 && m->leader_index >= 0;
 	v.electable = !m->no_lead && m->busy_state == 0;
@@ -1308,7 +1312,7 @@ repl_member_transfer_to(repl_member_t *m, int64_t member_id, uint64_t term, terr
 	int to = -1;
 
 	pthread_mutex_lock(&m->lock);
-	if (!m->primary) {
+	if (!m->primary || m->o.self_index < 0 || m->o.self_index >= m->o.npeers) {
 		pthread_mutex_unlock(&m->lock);
 		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary");
 	}
