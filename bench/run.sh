@@ -9,7 +9,8 @@
 # Environment:
 #   BENCH_N        document count (default 1000000); use 20000 while developing
 #   BENCH_SECONDS  time cap per side of each read case through tamgad (default 10)
-#   BENCH_ONLY     space-separated subset of: core update schema text wire node repl geo changestream js toolbelt bookstore timeseries
+#   BENCH_ONLY     space-separated subset of: core update schema text wire node repl geo changestream js toolbelt bookstore timeseries raft
+#   BENCH_RAFT_RUNS failovers of bench_raft.py (default 20; issue 24: a 3-member set of its own)
 #   BENCH_BOOKS    books of the bookstore case (default BENCH_N; 10x as many reviews)
 #   BENCH_TS_N     measurements for bench_timeseries (default 10000000; issue 19)
 #   BENCH_KEEP=1   keep the work folder (data, tamgad.log, postgresql.log)
@@ -20,7 +21,7 @@
 # the work folder); both are stopped on exit, whatever happens.
 set -uo pipefail
 build=${1:-build-bench}
-only=${BENCH_ONLY:-core update schema text wire node repl geo changestream js toolbelt bookstore timeseries}
+only=${BENCH_ONLY:-core update schema text wire node repl geo changestream js toolbelt bookstore timeseries raft}
 export BENCH_N=${BENCH_N:-1000000}
 work=$(mktemp -d "${TMPDIR:-/tmp}/tamga-bench-XXXXXX")
 chmod 755 "$work"
@@ -177,6 +178,12 @@ for b in $only; do
 		fi
 		cmd=(node "$(dirname "$0")/bench_changestream.js" "$work")
 	# --- end changestream
+	# --- raft (issue 24): a three-member set of its own (PyMongo, the
+	# Debian package: /usr/bin/python3); majority writes, failover, reads
+	# from secondaries (bench_rs_reads)
+	elif [ "$b" = raft ]; then
+		cmd=(/usr/bin/python3 "$(dirname "$0")/bench_raft.py" "$build/tamgad" 2000 "${BENCH_RAFT_RUNS:-20}")
+	# --- end raft
 	else
 		cmd=("$build/bench/bench_$b" "$work")
 		if [ ! -x "${cmd[0]}" ]; then

@@ -1167,6 +1167,7 @@ static const priv_row_t priv_table[] = {
 	{"getDefaultRWConcern", NEED_CLUSTER, "getDefaultRWConcern", NULL},
 	{"setDefaultRWConcern", NEED_CLUSTER, "setDefaultRWConcern", NULL},
 	{"replSetGetStatus", NEED_CLUSTER, "replSetGetStatus", NULL},
+	{"replSetGetRBID", NEED_CLUSTER, "internal", NULL},
 	{"replSetGetConfig", NEED_CLUSTER, "replSetGetConfig", NULL},
 	{"replSetInitiate", NEED_CLUSTER, "replSetConfigure", NULL},
 	{"replSetReconfig", NEED_CLUSTER, "replSetConfigure", NULL},
@@ -1177,6 +1178,8 @@ static const priv_row_t priv_table[] = {
 	{"configureFailPoint", NEED_CLUSTER, "internal", NULL},
 	/* a member hands another the set's configuration: __system only */
 	{"_tamgaReplSetJoin", NEED_CLUSTER, "internal", NULL},
+	/* a secondary of higher priority asks the primary for the leadership: __system only */
+	{"_tamgaPriorityTakeover", NEED_CLUSTER, "internal", NULL},
 	{"connPoolStats", NEED_CLUSTER, "connPoolStats", NULL},
 	{"dropConnections", NEED_CLUSTER, "dropConnections", NULL},
 	{"invalidateUserCache", NEED_CLUSTER, "invalidateUserCache", NULL},

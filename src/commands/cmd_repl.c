@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "commands/cmd_repl_member.h"
 #include "commands/cmd_repl_reads.h"
+#include "repl/rollback.h"
 #include "repl/cluster_time.h"
 #include "repl/replset.h"
 
@@ -166,6 +167,20 @@ CMD_HANDLER(cmd_repl_set_initiate)
 }
 
 /* ---- replSetGetStatus -------------------------------------------------------------------------- */
+
+/* {replSetGetRBID: 1} -> {rbid: N}: the rollback id (repl/rollback.h). */
+CMD_HANDLER(cmd_repl_set_get_rbid)
+{
+	storage_session_t *s;
+	int32_t rbid;
+
+	RET(need_initiated(c, err));
+	if ((s = client_session(c->client, err)) == NULL)
+		return -1;
+	RET(repl_rollback_id(c->engine->st, s, false, &rbid, err));
+	BSON_APPEND_INT32(c->reply, "rbid", rbid);
+	return 0;
+}
 
 CMD_HANDLER(cmd_repl_set_get_status)
 {
@@ -333,7 +348,7 @@ CMD_HANDLER(cmd_repl_set_step_down)
 		return terr_set(err, TERR_BAD_VALUE, "stepdown period must be longer than secondaryCatchUpPeriodSecs");
 	/* a set of several members: Raft's leadership transfer */
 	if (repl_set_multi_member(c->engine->rs))
-		return cmd_repl_member_step_down(c, catch_up, err);
+		return cmd_repl_member_step_down(c, secs, catch_up, err);
 	return repl_set_step_down(c->engine->rs, secs, catch_up, force, c->deadline_us, err);
 }
 
@@ -607,15 +622,25 @@ listed(const char *const *list, const char *name)
 	return false;
 }
 
+/* Every read a secondary serves passes here: the mode is looked for by key
+ * length first (bson_iter_find measures and compares every key). */
 static bool
 secondary_ok(cmd_t *c)
 {
 	bson_iter_t it, rp;
 
-	if (!cmd_find_field(c, "$readPreference", &it) || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
-	    !bson_iter_recurse(&it, &rp) || !bson_iter_find(&rp, "mode") || !BSON_ITER_HOLDS_UTF8(&rp))
+	if (!cmd_find_field(c, "$readPreference", &it) || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &rp))
 		return false;
-	return strcmp(bson_iter_utf8(&rp, NULL), "primary") != 0;
+	while (bson_iter_next(&rp))
+		if (bson_iter_key_len(&rp) == 4 && memcmp(bson_iter_key(&rp), "mode", 4) == 0) {
+			uint32_t len;
+			const char *mode;
+			if (!BSON_ITER_HOLDS_UTF8(&rp))
+				return false;
+			mode = bson_iter_utf8(&rp, &len);
+			return !(len == 7 && memcmp(mode, "primary", 7) == 0);
+		}
+	return false;
 }
 
 /* The writing stage ("$out" or "$merge") an aggregate ends in, or NULL. */

@@ -337,7 +337,7 @@ CMD_HANDLER(cmd_tamga_repl_set_join)
 /* ---- replSetStepDown ------------------------------------------------------------------------------------ */
 
 int
-cmd_repl_member_step_down(cmd_t *c, int64_t catch_up_secs, terr_t *err)
+cmd_repl_member_step_down(cmd_t *c, int64_t secs, int64_t catch_up_secs, terr_t *err)
 {
 	engine_t *e = c->engine;
 	int64_t deadline = tm_now_us() + (catch_up_secs > 0 ? catch_up_secs : 10) * 1000000;
@@ -346,7 +346,31 @@ cmd_repl_member_step_down(cmd_t *c, int64_t catch_up_secs, terr_t *err)
 		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary so can't step down");
 	if (c->deadline_us > 0 && c->deadline_us < deadline)
 		deadline = c->deadline_us;
-	return repl_member_step_down(e->member, deadline, err);
+	RET(repl_member_step_down(e->member, deadline, err));
+	/* mongod: no election of this member for the stepdown period, so no
+	 * priority takeover either */
+	repl_member_hold_takeover(e->member, secs);
+	return 0;
+}
+
+/* ---- priority takeover ------------------------------------------------------------------------------------ */
+
+/* {_tamgaPriorityTakeover: memberId, term}: a secondary of higher priority
+ * asks this primary for the leadership (repl/member_takeover.h). */
+CMD_HANDLER(cmd_tamga_priority_takeover)
+{
+	static const char *const fields[] = {"term", NULL};
+	engine_t *e = c->engine;
+	bson_iter_t it;
+
+	RET(cmd_check_fields(c, fields, err));
+	if (e->member == NULL || e->rs == NULL || !repl_set_multi_member(e->rs))
+		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary");
+	if (!BSON_ITER_HOLDS_NUMBER(&c->first))
+		return terr_set(err, TERR_TYPE_MISMATCH, "BSON field '_tamgaPriorityTakeover' is the wrong type, expected a number");
+	if (!cmd_find_field(c, "term", &it) || !BSON_ITER_HOLDS_NUMBER(&it) || bson_iter_as_int64(&it) < 0)
+		return terr_set(err, TERR_BAD_VALUE, "_tamgaPriorityTakeover needs a term");
+	return repl_member_transfer_to(e->member, bson_iter_as_int64(&c->first), (uint64_t)bson_iter_as_int64(&it), err);
 }
 
 /* ---- status, hello -------------------------------------------------------------------------------------- */
@@ -739,6 +763,109 @@ wait_applied(engine_t *e, repl_ts_t target, int n, int64_t deadline_us)
 	return rc;
 }
 
+/* members[i].tags[key] of cfg when it is a string, or NULL. */
+static const char *
+tag_at(const bson_t *cfg, int i, const char *key)
+{
+	bson_iter_t it, m, t;
+	char idx[16];
+
+	snprintf(idx, sizeof(idx), "%d", i);
+	if (!bson_iter_init_find(&it, cfg, "members") || !bson_iter_recurse(&it, &m) || !bson_iter_find(&m, idx) ||
+	    !BSON_ITER_HOLDS_DOCUMENT(&m) || !bson_iter_recurse(&m, &t) || !bson_iter_find(&t, "tags") ||
+	    !BSON_ITER_HOLDS_DOCUMENT(&t) || !bson_iter_recurse(&t, &it) || !bson_iter_find(&it, key) ||
+	    !BSON_ITER_HOLDS_UTF8(&it))
+		return NULL;
+	return bson_iter_utf8(&it, NULL);
+}
+
+/* Does the set of members done[] (self included) meet mode {tag: n, ...}:
+ * for each tag, n distinct values among their tags (mongod's
+ * ReplSetTagPattern)? */
+static bool
+mode_met(const bson_t *cfg, int total, const bool *done, const bson_t *mode)
+{
+	bson_iter_t it;
+
+	if (!bson_iter_init(&it, mode))
+		return false;
+	while (bson_iter_next(&it)) {
+		const char *key = bson_iter_key(&it), *vals[REPL_MAX_MEMBERS];
+		int64_t need = BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : 1;
+		int nv = 0;
+		for (int i = 0; i < total && i < REPL_MAX_MEMBERS; i++) {
+			const char *v = done[i] ? tag_at(cfg, i, key) : NULL;
+			bool seen = false;
+			for (int k = 0; v != NULL && k < nv; k++)
+				seen = seen || strcmp(vals[k], v) == 0;
+			if (v != NULL && !seen)
+				vals[nv++] = v;
+		}
+		if (nv < need)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * w: "<mode>" of settings.getLastErrorModes: wait until the members that
+ * applied target (this one, which wrote it, and each other whose hello
+ * says so, asked every 2 ms) meet the mode.  Codes as wait_applied; a mode
+ * that is not in the configuration was refused before the write (79).
+ */
+static int
+wait_mode(engine_t *e, repl_ts_t target, const char *name, int64_t deadline_us)
+{
+	bson_t cfg, mode;
+	bson_iter_t it, s, modes;
+	bool done[REPL_MAX_MEMBERS] = {false};
+	repl_set_info_t in;
+	int total, rc = 1;
+	const uint8_t *d;
+	uint32_t l;
+
+	repl_set_config_copy(e->rs, &cfg);
+	repl_set_info(e->rs, &in);
+	total = members_of(&cfg);
+	if (!bson_iter_init_find(&it, &cfg, "settings") || !bson_iter_recurse(&it, &s) ||
+	    !bson_iter_find(&s, "getLastErrorModes") || !bson_iter_recurse(&s, &modes) ||
+	    !bson_iter_find(&modes, name) || !BSON_ITER_HOLDS_DOCUMENT(&modes)) {
+		bson_destroy(&cfg);
+		return 0;   /* gone with a reconfig meanwhile: nothing to wait for */
+	}
+	bson_iter_document(&modes, &l, &d);
+	bson_init_static(&mode, d, l);
+	for (int i = 0; i < total && i < REPL_MAX_MEMBERS; i++) {
+		const char *h = host_at(&cfg, i, NULL);
+		done[i] = h != NULL && strcmp(h, in.self_host) == 0;
+	}
+	for (;;) {
+		struct timespec nap = {0, 2 * 1000 * 1000};
+		if (mode_met(&cfg, total, done, &mode)) {
+			rc = 0;
+			break;
+		}
+		for (int i = 0; i < total && i < REPL_MAX_MEMBERS; i++) {
+			const char *h = host_at(&cfg, i, NULL);
+			if (h != NULL && !done[i])
+				done[i] = peer_applied(h) >= target;
+		}
+		if (mode_met(&cfg, total, done, &mode)) {
+			rc = 0;
+			break;
+		}
+		if (repl_set_state(e->rs) != REPL_STATE_PRIMARY) {
+			rc = 2;
+			break;
+		}
+		if ((deadline_us > 0 && tm_now_us() >= deadline_us) || engine_shutdown_requested(e))
+			break;
+		nanosleep(&nap, NULL);
+	}
+	bson_destroy(&cfg);
+	return rc;
+}
+
 bool
 cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, bson_t *reply)
 {
@@ -767,6 +894,8 @@ cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, bson_t *reply)
 	if (wc->present && wc->w_tags)
 		return false;   /* tag modes: cmd_repl_after's checks */
 	bool count = wc->present && wc->has_w && wc->w_mode[0] == '\0' && wc->w_num > 1;
+	/* a getLastErrorModes mode: its tags, not a majority */
+	bool tagged = wc->present && wc->w_mode[0] != '\0' && strcmp(wc->w_mode, "majority") != 0;
 	/* this write's entry is at or below the clock; once everything up to
 	 * the clock is visible, the newest visible entry is at or past it */
 	repl_oplog_wait_visible(e->oplog, repl_clock_now(e->clock), 1000);
@@ -777,7 +906,8 @@ cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, bson_t *reply)
 	for (;;) {
 		int64_t step = tm_now_us() + 100 * 1000;
 		int64_t until = deadline > 0 && deadline < step ? deadline : step;
-		int r = count ? repl_member_wait_count(e->member, target, (int)wc->w_num, until) :
+		int r = tagged ? wait_mode(e, target, wc->w_mode, deadline) :
+		    count ? repl_member_wait_count(e->member, target, (int)wc->w_num, until) :
 		    repl_member_wait_committed(e->member, target, until);
 		if (r == 0 && count)
 			r = wait_applied(e, target, (int)wc->w_num, deadline);

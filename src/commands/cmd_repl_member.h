@@ -25,10 +25,10 @@ void cmd_repl_member_on_self_host(engine_t *e);
 void cmd_repl_member_stop(engine_t *e);
 /* replSetStepDown of a set of several: stop taking writes and hand the
  * leadership over (repl_member_step_down), waiting up to
- * secondaryCatchUpPeriodSecs (10 s when 0) or maxTimeMS.  force and the
- * stepdown period are not honoured yet (a failed transfer leaves this member
- * primary, 262). */
-int cmd_repl_member_step_down(cmd_t *c, int64_t catch_up_secs, terr_t *err);
+ * secondaryCatchUpPeriodSecs (10 s when 0) or maxTimeMS; for the stepdown
+ * period secs this member seeks no priority takeover.  force is not
+ * honoured yet (a failed transfer leaves this member primary, 262). */
+int cmd_repl_member_step_down(cmd_t *c, int64_t secs, int64_t catch_up_secs, terr_t *err);
 /* replSetGetStatus of a set of several: the whole reply body; false when
  * this node is not such a member (the single-member reply applies). */
 bool cmd_repl_member_status(engine_t *e, bson_t *reply);

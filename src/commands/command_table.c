@@ -94,6 +94,8 @@ CMD_HANDLER(cmd_refresh_logical_session_cache_now);
 /* replica set and test commands: cmd_repl.c */
 CMD_HANDLER(cmd_repl_set_initiate);
 CMD_HANDLER(cmd_tamga_repl_set_join);
+CMD_HANDLER(cmd_tamga_priority_takeover);
+CMD_HANDLER(cmd_repl_set_get_rbid);
 CMD_HANDLER(cmd_repl_set_get_status);
 CMD_HANDLER(cmd_repl_set_get_config);
 CMD_HANDLER(cmd_repl_set_reconfig);
@@ -164,12 +166,14 @@ static const cmd_def_t commands[] = {
 	{"replSetFreeze", NULL, cmd_repl_set_freeze, CMDF_ADMIN_ONLY, "keep this member from seeking election"},
 	{"replSetGetConfig", NULL, cmd_repl_set_get_config, CMDF_ADMIN_ONLY, "the replica set's configuration"},
 	{"replSetGetStatus", NULL, cmd_repl_set_get_status, CMDF_ADMIN_ONLY, "the replica set's status"},
+	{"replSetGetRBID", NULL, cmd_repl_set_get_rbid, CMDF_ADMIN_ONLY, "the rollback id: it changes with each rollback"},
 	{"replSetInitiate", NULL, cmd_repl_set_initiate, CMDF_ADMIN_ONLY, "initiate the replica set"},
 	{"replSetMaintenance", NULL, cmd_repl_set_maintenance, CMDF_ADMIN_ONLY, "enter or leave maintenance mode"},
 	{"replSetReconfig", NULL, cmd_repl_set_reconfig, CMDF_ADMIN_ONLY, "replace the replica set's configuration"},
 	{"replSetResizeOplog", NULL, cmd_repl_set_resize_oplog, CMDF_ADMIN_ONLY, "resize oplog size in MB"},
 	{"replSetStepDown", NULL, cmd_repl_set_step_down, CMDF_ADMIN_ONLY, "step down as primary"},
 	{"_tamgaReplSetJoin", NULL, cmd_tamga_repl_set_join, CMDF_ADMIN_ONLY, "internal: join a set of several members (cmd_repl_member.c)"},
+	{"_tamgaPriorityTakeover", NULL, cmd_tamga_priority_takeover, CMDF_ADMIN_ONLY, "internal: a secondary of higher priority asks for the leadership (cmd_repl_member.c)"},
 	/* running operations: cmd_currentop.c */
 	{"currentOp", NULL, cmd_current_op, CMDF_ADMIN_ONLY, "the operations running now"},
 	{"killOp", NULL, cmd_kill_op, CMDF_ADMIN_ONLY, "interrupt a running operation"},

@@ -599,7 +599,7 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	/* a set of several members: a write this member stopped taking in the
 	 * middle (it stepped down) fails whole with 11602, which drivers retry
 	 * on the new primary, rather than as a write error they do not */
-	if (rc == 0 && !terr_is_set(er) && cmd_repl_member_interrupted(&c, reply, er))
+	if (rc == 0 && !terr_is_set(er) && (def->flags & CMDF_WRITE) && cmd_repl_member_interrupted(&c, reply, er))
 		rc = -1;
 	/* readConcern linearizable: a no-op confirmed by a majority after the
 	 * read (cmd_repl_reads.c) */

@@ -35,6 +35,9 @@ static failpoint_t table[] = {
 	/* commands/cursor.c: a getMore fails with data.errorCode once it took
 	 * its cursor (change streams' resume tests) */
 	{"failGetMoreAfterCursorCheckout"},
+	/* repl/initial_sync.c: a logical copy waits before its first database
+	 * while it is on (a member held in STARTUP2: it must not be elected) */
+	{"initialSyncHangBeforeCopyingDatabases"},
 };
 
 static pthread_mutex_t fp_lock = PTHREAD_MUTEX_INITIALIZER;

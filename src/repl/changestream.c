@@ -1214,8 +1214,12 @@ cs_open(void *ctx, const void *pp, void **out, terr_t *err)
 		r->pos = cs_token_hwm_hex(p->start_at);
 		break;
 	default: {
-		/* one tick past the newest visible entry, as mongod */
-		repl_ts_t now = repl_oplog_last_optime(p->svc->op).ts;
+		/* one tick past the newest visible entry, as mongod (in a set
+		 * of several members the newest committed one: later entries
+		 * may still be rolled back, and if not they are this stream's) */
+		repl_ts_t now = repl_oplog_last_optime(p->svc->op).ts, limit = repl_oplog_commit_point(p->svc->op);
+		if (limit != 0 && limit < now)
+			now = limit;
 		r->after = now;
 		r->pos = cs_token_hwm_hex(now + 1);
 		break;
@@ -1518,6 +1522,23 @@ unwind(cs_run_t *r, const bson_t *entry, op_view_t *v, terr_t *err)
 
 static void pos_set(cs_run_t *r, const char *hex);
 
+/* In a set of several members a stream returns only majority-committed
+ * entries, as mongod's (it reads at the majority snapshot): an entry past
+ * the commit point may still be rolled back, and neither its event nor a
+ * resume token after it may reach the client. */
+static bool
+past_commit_point(const cs_run_t *r, const bson_t *entry)
+{
+	repl_ts_t limit = repl_oplog_commit_point(r->p->svc->op);
+	bson_iter_t it;
+	uint32_t t, i;
+
+	if (limit == 0 || !bson_iter_init_find(&it, entry, "ts") || !BSON_ITER_HOLDS_TIMESTAMP(&it))
+		return false;
+	bson_iter_timestamp(&it, &t, &i);
+	return (((repl_ts_t)t << 32) | i) > limit;
+}
+
 /* One oplog entry into the queue; the scan's position moves to it. */
 static int
 handle_entry(cs_run_t *r, const bson_t *entry, terr_t *err)
@@ -1673,6 +1694,12 @@ cs_next(void *st, storage_session_t *s, const bson_t **doc, terr_t *err)
 			return -1;
 		if (rc == 0) {
 			r->at_end = true;
+			return 0;
+		}
+		if (past_commit_point(r, &entry)) {
+			/* read again from the last entry handled once it is committed */
+			repl_oplog_cursor_close(r->cur);
+			r->cur = NULL;
 			return 0;
 		}
 		RET(handle_entry(r, &entry, err));

@@ -3,7 +3,10 @@
  * behind the aggregation stage $changeStream.
  *
  * A change stream reads the oplog (repl/oplog.h) and nothing else: it
- * scans the visible entries after its start point, keeps those of its
+ * scans the visible entries after its start point (in a set of several
+ * members only those at or before the majority commit point,
+ * repl_oplog_commit_point, as mongod's streams read majority-committed
+ * data; a resume token never passes it either), keeps those of its
  * namespace (one collection, one database, or every database but admin,
  * config and local), turns each into mongod's change event (insert,
  * update, replace, delete, drop, rename, dropDatabase, invalidate; with

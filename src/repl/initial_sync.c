@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/failpoint.h"
 #include "common/log.h"
 #include "common/opctx.h"
 #include "repl/member_rpc.h"
@@ -485,6 +486,15 @@ full_copy(const repl_isync_args_t *a, repl_isync_stats_t *out, repl_ts_t *begin,
 	bson_iter_t it, dbs;
 	int ret = 0, r;
 
+	/* mongod's fail point: the copy waits here while it is on (tests) */
+	while (failpoint_any_active() && !stopped(a)) {
+		bson_t fd;
+		struct timespec nap = {0, 100 * 1000 * 1000};
+		if (!failpoint_fire("initialSyncHangBeforeCopyingDatabases", NULL, NULL, &fd))
+			break;
+		bson_destroy(&fd);
+		nanosleep(&nap, NULL);
+	}
 	/* the begin point: the source's newest entry before anything is read */
 	if ((r = source_entry(a, 0, &first, err)) <= 0)
 		return r < 0 ? -1 : terr_set(err, TERR_HOST_UNREACHABLE, "initial sync: %s has an empty oplog", a->source);

@@ -43,6 +43,13 @@ repl_recover_rollback(const repl_recover_host_t *h, storage_session_t *s, repl_t
 		return r;
 	log_msg('I', 21606, "Starting rollback: this member holds oplog entries the set did not commit", NULL);
 	h->busy(h->arg, REPL_STATE_ROLLBACK);
+	{
+		/* mongod's rollback id moves once per rollback (replSetGetRBID) */
+		int32_t rbid;
+		terr_t e2 = TERR_INIT;
+		if (repl_rollback_id(h->st, s, true, &rbid, &e2) != 0)
+			log_msg('W', 21607, "could not move the rollback id", e2.msg);
+	}
 	while (h->source(h->arg, source, sizeof(source))) {
 		repl_rollback_args_t a = {.st = h->st, .oplog = h->oplog, .s = s, .common = common,
 		    .source = source, .dbpath = h->dbpath};

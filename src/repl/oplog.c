@@ -1096,8 +1096,31 @@ repl_oplog_last_optime(repl_oplog_t *o)
 void
 repl_oplog_pin_oldest(repl_oplog_t *o, repl_ts_t ts)
 {
-	if (o != NULL)
-		atomic_store(&o->oldest_pin, ts);
+	storage_coll_t *c;
+	repl_ts_t old, seen;
+
+	if (o == NULL || (old = atomic_exchange(&o->oldest_pin, ts)) == ts || ts == 0)
+		return;
+	/* the commit point moved over visible entries (a primary's: a
+	 * secondary learns it before it applies them, and the applier's
+	 * inserts wake the readers then): readers it bounds (change streams)
+	 * look again.  The visibility point last computed is enough: a reader
+	 * that stopped at the old point computed a newer one first. */
+	pthread_mutex_lock(&o->vis_lock);
+	seen = o->vis_ts;
+	pthread_mutex_unlock(&o->vis_lock);
+	if (old >= seen)
+		return;
+	if ((c = coll_get(o)) != NULL) {
+		storage_coll_wake(c);
+		storage_coll_release(c);
+	}
+}
+
+repl_ts_t
+repl_oplog_commit_point(repl_oplog_t *o)
+{
+	return o != NULL ? (repl_ts_t)atomic_load(&o->oldest_pin) : 0;
 }
 
 void

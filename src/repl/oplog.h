@@ -174,6 +174,10 @@ void repl_oplog_note_snapshot_read(repl_oplog_t *op);
  * majority) keeps every version since in WiredTiger's cache, as mongod's
  * majority read concern does. */
 void repl_oplog_pin_oldest(repl_oplog_t *op, repl_ts_t ts);
+/* That majority commit point (0: none pinned -- a single member, whose
+ * visible entries are all committed).  Moving it wakes the oplog's insert
+ * waiters (storage_coll_wake), so readers it bounds look again. */
+repl_ts_t repl_oplog_commit_point(repl_oplog_t *op);
 
 /* Read the entry with exactly this ts (a retryable write's statement, a
  * transaction's prevOpTime chain): 0 with *entry initialised to a copy (the

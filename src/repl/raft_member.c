@@ -30,6 +30,7 @@
 #include "repl/oplog_apply.h"
 #include "repl/member_recover.h"
 #include "repl/member_rejoin.h"
+#include "repl/member_takeover.h"
 
 /* Entries handed to raft_apply at once, at most. */
 #define FEED_BATCH 256
@@ -126,7 +127,14 @@ struct repl_member {
 	int64_t delay_secs;           /* secondaryDelaySecs: apply that late */
 	repl_rejoin_t *rejoin;        /* the primary's hand-over to wiped members */
 	unsigned source_tries;        /* host_source's turn */
+	repl_takeover_t *takeover;    /* priority takeover (member_takeover.h) */
+	raft_id transfer_to;          /* the next transfer's target (0: Raft picks) */
+	bool startup2_hold;           /* loop: Raft's election timeout set out of reach */
 };
+
+/* A member copying data (STARTUP2) starts no election (mongod never elects
+ * one): its Raft election timeout is this long meanwhile.  It still votes. */
+#define STARTUP2_ELECTION_TIMEOUT_MS 3600000u
 
 static int64_t
 wall_ms(void)
@@ -244,9 +252,12 @@ repl_member_peers(const bson_t *cfg, const char *self_host, repl_member_peer_t *
 		long port;
 		if (!bson_iter_recurse(&m, &f))
 			continue;
+		r->priority = 1;
 		while (bson_iter_next(&f)) {
 			if (strcmp(bson_iter_key(&f), "_id") == 0)
 				r->member_id = bson_iter_as_int64(&f);
+			else if (strcmp(bson_iter_key(&f), "priority") == 0 && BSON_ITER_HOLDS_NUMBER(&f))
+				r->priority = bson_iter_as_double(&f);
 			else if (strcmp(bson_iter_key(&f), "host") == 0 && BSON_ITER_HOLDS_UTF8(&f))
 				bson_strncpy(r->host, bson_iter_utf8(&f, NULL), sizeof(r->host));
 		}
@@ -491,9 +502,11 @@ on_submit(uv_async_t *h)
 	if (m->transfer_requested) {
 		m->transfer_requested = false;
 		if (raft_state(&m->raft) == RAFT_LEADER && !m->transfer_pending) {
+			raft_id to = m->transfer_to;
 			m->transfer.data = m;
+			m->transfer_to = 0;
 			/* 0: Raft picks the most up-to-date voting follower */
-			if (raft_transfer(&m->raft, &m->transfer, 0, transfer_done) == 0)
+			if (raft_transfer(&m->raft, &m->transfer, to, transfer_done) == 0)
 				m->transfer_pending = true;
 			else if (m->leader_seen && !m->primary)
 				role_set_locked(m, true, m->leader_term);
@@ -547,6 +560,33 @@ on_submit(uv_async_t *h)
 	queue_free(list);
 }
 
+/* Priority takeover (member_takeover.h): the view of this watch tick. */
+static void
+takeover_tick_locked(repl_member_t *m, int state, raft_id lid, int64_t now)
+{
+	repl_takeover_view_t v = {0};
+	raft_id self;
+
+	if (m->o.self_index < 0 || m->o.self_index >= m->o.npeers)
+		return;   /* removed from the configuration */
+	self = (raft_id)(m->peers[m->o.self_index].member_id + 1);
+
+	v.follower = state == RAFT_FOLLOWER && lid != 0 && m->leader_index >= 0;
+	v.electable = !m->no_lead && m->busy_state == 0;
+	for (unsigned k = 0; k < m->raft.configuration.n; k++)
+		if (m->raft.configuration.servers[k].id == self && m->raft.configuration.servers[k].role != RAFT_VOTER)
+			v.electable = false;
+	v.self_index = m->o.self_index;
+	v.leader_index = m->leader_index;
+	v.peers = m->peers;
+	v.npeers = m->o.npeers;
+	v.applied = m->local_last_ts;
+	v.newest = m->committed_ts;
+	v.term = m->raft.current_term;
+	v.election_timeout_ms = m->o.election_timeout_ms;
+	repl_takeover_tick(m->takeover, &v, now);
+}
+
 static void
 on_watch(uv_timer_t *t)
 {
@@ -563,6 +603,11 @@ on_watch(uv_timer_t *t)
 	for (int i = 0; i < m->o.npeers; i++) {
 		if ((raft_id)(m->peers[i].member_id + 1) == lid)
 			m->leader_index = i;
+	}
+	if ((m->busy_state == REPL_STATE_STARTUP2) != m->startup2_hold) {
+		unsigned et = (unsigned)m->o.election_timeout_ms / 2;
+		m->startup2_hold = !m->startup2_hold;
+		raft_set_election_timeout(&m->raft, m->startup2_hold ? STARTUP2_ELECTION_TIMEOUT_MS : et < 100 ? 100 : et);
 	}
 	if (state == RAFT_LEADER) {
 		match_snapshot_locked(m);
@@ -581,12 +626,14 @@ on_watch(uv_timer_t *t)
 				}
 			}
 		}
-		if (m->no_lead && !m->transfer_pending) {
-			/* priority 0 (or delayed): hand the leadership on at once */
+		if ((m->no_lead || m->busy_state == REPL_STATE_STARTUP2) && !m->transfer_pending) {
+			/* priority 0 (or delayed), or copying data (elected by a
+			 * transfer, or before the copy began): hand the leadership
+			 * on at once */
 			m->transfer.data = m;
 			if (raft_transfer(&m->raft, &m->transfer, 0, transfer_done) == 0)
 				m->transfer_pending = true;
-		} else if (m->no_lead) {
+		} else if (m->no_lead || m->busy_state == REPL_STATE_STARTUP2) {
 			/* the transfer runs */
 		} else if (!m->leader_seen || m->leader_term != term) {
 			m->leader_seen = true;
@@ -613,6 +660,7 @@ on_watch(uv_timer_t *t)
 		if (m->primary || m->term != term)
 			role_set_locked(m, false, term);
 	}
+	takeover_tick_locked(m, state, lid, now);
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -1064,6 +1112,7 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 	m->local_last_ts = last.ts;
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->cond, NULL);
+	m->takeover = repl_takeover_new();
 	pthread_create(&m->loop_thread, NULL, loop_main, m);
 	pthread_mutex_lock(&m->lock);
 	while (!m->started)
@@ -1072,6 +1121,7 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 	if (m->start_rc != 0) {
 		pthread_join(m->loop_thread, NULL);
 		terr_set(err, TERR_INTERNAL_ERROR, "could not start replication: %s", m->start_msg);
+		repl_takeover_free(m->takeover);
 		pthread_mutex_destroy(&m->lock);
 		pthread_cond_destroy(&m->cond);
 		bson_free(m->peers);
@@ -1101,6 +1151,7 @@ repl_member_stop(repl_member_t *m)
 	pthread_join(m->applier_thread, NULL);
 	uv_async_send(&m->stop_async);
 	pthread_join(m->loop_thread, NULL);
+	repl_takeover_free(m->takeover);
 	if (m->snap_session != NULL)
 		storage_session_close(m->snap_session);
 	repl_oplog_pin_oldest(m->o.oplog, 0);
@@ -1260,6 +1311,44 @@ repl_member_step_down(repl_member_t *m, int64_t deadline_us, terr_t *err)
 		    "No electable secondaries caught up as of %s.%03ldZ. Please use the replSetStepDown command with the argument {force: true} to force node to step down.",
 		    date, ts.tv_nsec / 1000000);
 	}
+	return 0;
+}
+
+void
+repl_member_hold_takeover(repl_member_t *m, int64_t secs)
+{
+	repl_takeover_hold(m->takeover, wall_ms() + secs * 1000);
+}
+
+int
+repl_member_transfer_to(repl_member_t *m, int64_t member_id, uint64_t term, terr_t *err)
+{
+	int to = -1;
+
+	pthread_mutex_lock(&m->lock);
+	if (!m->primary || m->o.self_index < 0 || m->o.self_index >= m->o.npeers) {
+		pthread_mutex_unlock(&m->lock);
+		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary");
+	}
+	if (term != m->term) {
+		pthread_mutex_unlock(&m->lock);
+		return terr_set(err, 11602, "priority takeover asked in term %llu; this primary's term is %llu",
+		    (unsigned long long)term, (unsigned long long)m->term);
+	}
+	for (int i = 0; i < m->o.npeers; i++)
+		if (m->peers[i].member_id == member_id && i != m->o.self_index &&
+		    m->peers[i].priority > m->peers[m->o.self_index].priority)
+			to = i;
+	if (to < 0) {
+		pthread_mutex_unlock(&m->lock);
+		return terr_set(err, TERR_BAD_VALUE, "member %lld has no higher priority than this primary", (long long)member_id);
+	}
+	/* as a stepdown: no more writes; the loop thread starts the transfer */
+	role_set_locked(m, false, m->term);
+	m->transfer_to = (raft_id)(member_id + 1);
+	m->transfer_requested = true;
+	pthread_mutex_unlock(&m->lock);
+	uv_async_send(&m->submit_async);
 	return 0;
 }
 

@@ -59,6 +59,7 @@ typedef struct repl_member_peer {
 	int64_t member_id;            /* the configuration's members[i]._id */
 	char host[256];               /* members[i].host */
 	char raft_addr[280];          /* host with the port + REPL_RAFT_PORT_OFFSET */
+	double priority;              /* members[i].priority (default 1): priority takeover */
 } repl_member_peer_t;
 
 /*
@@ -131,6 +132,16 @@ int repl_member_wait_count(repl_member_t *m, repl_ts_t ts, int n, int64_t deadli
  * elected again at once if the set needs it).
  */
 int repl_member_step_down(repl_member_t *m, int64_t deadline_us, terr_t *err);
+/* After a replSetStepDown of secs seconds: this member seeks no priority
+ * takeover until they passed (mongod's stepdown period; member_takeover.h). */
+void repl_member_hold_takeover(repl_member_t *m, int64_t secs);
+/* The primary hands the leadership to member_id (a priority takeover it
+ * asked for, member_takeover.h) with Raft's leadership transfer: it stops
+ * taking writes at once and takes them again if the transfer fails.  0 when
+ * the transfer started; errors: 10107 not primary, 11602 term is not this
+ * primary's, 2 when member_id is not a member whose priority is higher
+ * than this member's. */
+int repl_member_transfer_to(repl_member_t *m, int64_t member_id, uint64_t term, terr_t *err);
 
 /* What replSetGetStatus shows of each member. */
 typedef struct repl_member_view {

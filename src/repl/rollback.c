@@ -8,6 +8,7 @@
 #include "repl/rollback.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -439,5 +440,76 @@ repl_rollback_run(const repl_rollback_args_t *a, repl_rollback_stats_t *out, ter
 	if (ret == 0)
 		ret = repl_oplog_rollback_reset(a->oplog, a->common, err);
 	rb_free(&set);
+	return ret;
+}
+
+/* ---- the rollback id ----------------------------------------------------------------------------- */
+
+static int
+rbid_once(storage_t *st, storage_session_t *s, bool bump, int32_t *out, terr_t *err)
+{
+	storage_coll_t *c = NULL;
+	bson_t key = BSON_INITIALIZER, cur, doc = BSON_INITIALIZER;
+	bson_iter_t id, f;
+	recid_t rid;
+	int32_t n = 1;
+	int r, ret = 0;
+
+	if (storage_coll_get(st, "local", "system.rollback.id", &c, NULL) != 0) {
+		if (storage_coll_create(st, s, "local", "system.rollback.id", NULL, err) != 0 &&
+		    err->code != TERR_NAMESPACE_EXISTS)
+			return -1;
+		terr_clear(err);
+		if (storage_coll_get(st, "local", "system.rollback.id", &c, err) != 0)
+			return -1;
+	}
+	BSON_APPEND_UTF8(&key, "_id", "rollbackId");
+	bson_iter_init_find(&id, &key, "_id");
+	if (storage_txn_begin(s, err) != 0) {
+		storage_coll_release(c);
+		bson_destroy(&key);
+		return -1;
+	}
+	r = storage_doc_find_id(s, c, bson_iter_value(&id), &rid, &cur, err);
+	if (r == 0 && bson_iter_init_find(&f, &cur, "rollbackId") && BSON_ITER_HOLDS_NUMBER(&f))
+		n = (int32_t)bson_iter_as_int64(&f);
+	if (bump)
+		n = n == INT32_MAX ? 0 : n + 1;
+	BSON_APPEND_UTF8(&doc, "_id", "rollbackId");
+	BSON_APPEND_INT32(&doc, "rollbackId", n);
+	if (r < 0) {
+		ret = -1;
+	} else if (r == 0 && bump) {
+		bson_t old;
+		bson_copy_to(&cur, &old);
+		ret = storage_doc_update(s, c, rid, &old, &doc, err);
+		bson_destroy(&old);
+	} else if (r != 0) {
+		ret = storage_doc_insert(s, c, &doc, NULL, err);
+	}
+	if (ret == 0)
+		ret = storage_txn_commit(s, bump, err);
+	else
+		storage_txn_rollback(s);
+	storage_coll_release(c);
+	bson_destroy(&key);
+	bson_destroy(&doc);
+	if (ret == 0)
+		*out = n;
+	return ret;
+}
+
+int
+repl_rollback_id(storage_t *st, storage_session_t *s, bool bump, int32_t *out, terr_t *err)
+{
+	bool was = storage_thread_set_unobserved(true);
+	int ret = rbid_once(st, s, bump, out, err);
+
+	/* two first readers may both insert: the loser reads the winner's */
+	if (ret != 0 && (err->code == TERR_DUPLICATE_KEY || err->code == 112 /* WriteConflict */)) {
+		terr_clear(err);
+		ret = rbid_once(st, s, bump, out, err);
+	}
+	storage_thread_set_unobserved(was);
 	return ret;
 }

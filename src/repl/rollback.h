@@ -82,4 +82,14 @@ typedef struct repl_rollback_stats {
  */
 int repl_rollback_run(const repl_rollback_args_t *a, repl_rollback_stats_t *out, terr_t *err);
 
+/*
+ * The rollback id (mongod's replSetGetRBID): {_id: "rollbackId",
+ * rollbackId: N} in local.system.rollback.id, created with 1 the first time
+ * it is read; each rollback adds 1 (past INT32_MAX: 0), so a reader that
+ * sees it change knows this member rolled back in between.  bump false:
+ * read it into *out; true: add 1 first.  Writes are local, never logged;
+ * s has no transaction open (none is left open).  -1 with storage's err.
+ */
+int repl_rollback_id(storage_t *st, storage_session_t *s, bool bump, int32_t *out, terr_t *err);
+
 #endif

@@ -620,7 +620,8 @@ system_name_legal(const char *db, const char *coll)
 	static const char *const admin[] = {"system.roles", "system.version", "system.keys",
 	                                    "system.backup_users", "system.new_users"};
 	static const char *const config[] = {"system.sessions", "system.indexBuilds", "system.preimages"};
-	static const char *const local[] = {"system.replset", "system.healthlog"};
+	/* system.rollback.id: the rollback id (repl/rollback.h) */
+	static const char *const local[] = {"system.replset", "system.healthlog", "system.rollback.id"};
 
 	for (size_t i = 0; i < sizeof(anydb) / sizeof(anydb[0]); i++)
 		if (strcmp(coll, anydb[i]) == 0)

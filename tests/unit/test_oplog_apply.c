@@ -5,7 +5,8 @@
  *     random documents pre/post, the primary's diff (repl_diff_compute),
  *     applied to pre must give post byte for byte;
  *   - malformed diffs fail (2) rather than write a wrong document;
- *   - repl_member_peers: Raft ids and ports, the 65535 limit (93);
+ *   - repl_member_peers: Raft ids and ports, priorities, the 65535 limit
+ *     (93); mongod's priority-takeover delay (repl/member_takeover.h);
  *   - a rollback's oplog side (repl/rollback.h): whether one is needed,
  *     entries removed after the common point, WiredTiger's timestamps
  *     forced back so the set's older entries can be written (before the
@@ -20,6 +21,7 @@
 #include "tt.h"
 #include "repl/oplog_apply.h"
 #include "repl/oplog_diff.h"
+#include "repl/member_takeover.h"
 #include "repl/raft_member.h"
 #include "repl/rollback.h"
 
@@ -229,6 +231,20 @@ test_peers(void)
 	TT_EQ_STR(p[0].raft_addr, "127.0.0.1:31000");
 	TT_EQ_STR(p[1].raft_addr, "db2.example:28017");
 	TT_EQ_INT(p[1].member_id, 5);
+	TT_ASSERT(p[0].priority == 1 && p[2].priority == 1);   /* the default */
+	bson_free(p);
+	bson_destroy(cfg);
+	/* priorities, and mongod's takeover delay: (rank + 1) x electionTimeout,
+	 * rank = the members of a higher priority (ties share a rank) */
+	cfg = tt_json("{\"_id\": \"rs0\", \"members\": [{\"_id\": 0, \"host\": \"a:1\", \"priority\": 2},"
+	    " {\"_id\": 1, \"host\": \"b:1\", \"priority\": 0.5}, {\"_id\": 2, \"host\": \"c:1\", \"priority\": 3},"
+	    " {\"_id\": 3, \"host\": \"d:1\", \"priority\": 2}]}");
+	TT_EQ_INT(repl_member_peers(cfg, "b:1", &p, &n, &self, &err), 0);
+	TT_ASSERT(p[0].priority == 2 && p[1].priority == 0.5 && p[2].priority == 3);
+	TT_EQ_INT(repl_takeover_delay_ms(p, n, 2, 1000), 1000);
+	TT_EQ_INT(repl_takeover_delay_ms(p, n, 0, 1000), 2000);
+	TT_EQ_INT(repl_takeover_delay_ms(p, n, 3, 1000), 2000);
+	TT_EQ_INT(repl_takeover_delay_ms(p, n, 1, 1000), 4000);
 	bson_free(p);
 	bson_destroy(cfg);
 	cfg = tt_json("{\"_id\": \"rs0\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:64600\"}]}");

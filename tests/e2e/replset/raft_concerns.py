@@ -11,6 +11,8 @@ tamgad members on 127.0.0.1 (issue 24), through PyMongo and mongosh:
     maxTimeMS; on a secondary 10107; with afterOpTime 9;
   - afterClusterTime: a causally consistent session reads its own write on a
     secondary that was paused while the write happened;
+  - w: "<mode>" of settings.getLastErrorModes (dc tags): met by distinct
+    tag values, a wtimeout (64) when a paused member is needed, 79 unknown;
   - w: 3 means applied: right after a w: 3 insert every secondary's local
     read sees it (applied, not only held in the Raft log);
   - maxStalenessSeconds and tag sets: PyMongo selects secondaries with them
@@ -26,7 +28,7 @@ import threading
 import time
 
 from pymongo import MongoClient, ReadPreference, WriteConcern
-from pymongo.errors import PyMongoError
+from pymongo.errors import PyMongoError, WriteConcernError
 from pymongo.read_concern import ReadConcern
 from pymongo.read_preferences import Secondary
 
@@ -59,7 +61,8 @@ def expect_code(fn, code, what):
 
 
 def config(cl):
-    return {"_id": cl.set_name, "settings": {"electionTimeoutMillis": 4000},
+    return {"_id": cl.set_name, "settings": {"electionTimeoutMillis": 4000,
+                                             "getLastErrorModes": {"twoDCs": {"dc": 2}, "allDCs": {"dc": 3}}},
             "members": [{"_id": i, "host": m.host, "tags": {"dc": DCS[i]}} for i, m in enumerate(cl.members)]}
 
 
@@ -163,6 +166,34 @@ def w_applied(cl, p):
                 sc.close()
 
 
+def w_modes(cl, p):
+    """w: "<mode>" of settings.getLastErrorModes waits for members whose
+    tags meet the mode (distinct dc values), not for a majority."""
+    secs = [m for m in cl.members if m is not p]
+    with p.client() as c:
+        two = c.rc.get_collection("modes", write_concern=WriteConcern(w="twoDCs", wtimeout=1500))
+        three = c.rc.get_collection("modes", write_concern=WriteConcern(w="allDCs", wtimeout=1500))
+        two.insert_one({"_id": "all up 2"})
+        three.insert_one({"_id": "all up 3"})
+        check(True, "both modes met with every member up")
+        secs[1].pause()
+        try:
+            two.insert_one({"_id": "one paused 2"})
+            check(True, "twoDCs met with one secondary paused")
+            try:
+                three.insert_one({"_id": "one paused 3"})
+                check(False, "allDCs met with a member paused")
+            except WriteConcernError as e:
+                check(e.code == 64 and e.details.get("errInfo", {}).get("wtimeout") is True,
+                      "allDCs: writeConcernError 64 wtimeout with a member paused: %r" % e.details)
+        finally:
+            secs[1].resume()
+        three.insert_one({"_id": "resumed 3"})
+        check(True, "allDCs met again once the member resumed")
+        expect_code(lambda: c.rc.get_collection("modes", write_concern=WriteConcern(w="nope")).insert_one({}),
+                    79, "an unknown mode")
+
+
 def selection(cl, p):
     secs = [(i, m) for i, m in enumerate(cl.members) if m is not p]
     uri = cl.uri() + "&readPreference=secondary&maxStalenessSeconds=90"
@@ -208,6 +239,7 @@ def main():
         majority_reads(cl, p)
         causal(cl, p)
         w_applied(cl, p)
+        w_modes(cl, p)
         selection(cl, p)
         mongosh(cl, p)
     print("raft_concerns: %d checks passed in %.1fs" % (checks, time.time() - t0))

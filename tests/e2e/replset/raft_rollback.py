@@ -17,7 +17,9 @@ deterministically:
      more entries than the Raft log keeps: it gets the leader's snapshot,
      finds the common point in the leader's oplog, rolls back (files as
      above) and catches up from the leader's oplog;
-  5. a third round rolls back DDL too (an index build, a new collection),
+  5. replSetGetRBID: mongod's reply ({rbid}), 94 before initiation, the id
+     one more after each rollback (rounds 1-3), kept across the restart;
+  6. a third round rolls back DDL too (an index build, a new collection),
      which cannot be undone from the entries: the member saves the
      documents, then copies the data again from the new primary.
 
@@ -31,7 +33,7 @@ import time
 
 import bson
 from pymongo import MongoClient, ReadPreference, WriteConcern
-from pymongo.errors import PyMongoError
+from pymongo.errors import OperationFailure, PyMongoError
 
 sys.path.insert(0, os.path.dirname(__file__))
 from raft_cluster import Cluster, coll_hash  # noqa: E402
@@ -87,9 +89,17 @@ def read_bson_file(path):
     return bson.decode_all(data)
 
 
+def rbid(m):
+    with m.client(read_preference=ReadPreference.SECONDARY_PREFERRED) as c:
+        r = c.admin.command("replSetGetRBID")
+    check(isinstance(r["rbid"], int) and r["ok"] == 1, "replSetGetRBID's reply: %r" % r)
+    return r["rbid"]
+
+
 def one_round(cl, p, rnd, kill, ddl=False, far=False):
     others = [m for m in cl.members if m is not p]
     coll = "c%d" % rnd
+    rb0 = rbid(p)
     with p.client() as c:
         db = c.get_database("rb", write_concern=WriteConcern(w="majority"))
         db[coll].insert_many([{"_id": i, "v": "base"} for i in range(10)])
@@ -177,6 +187,9 @@ def one_round(cl, p, rnd, kill, ddl=False, far=False):
             0: "lost-update", 3: "lost-update-3"}
     check(saved == want, "saved documents: %r" % saved)
     log = p.tail(100000)
+    if not far:
+        # mongod's rollback id: moved by the rollback, kept across a restart
+        check(rbid(p) == rb0 + 1, "replSetGetRBID moved by one rollback: %d -> %d" % (rb0, rbid(p)))
     if ddl:
         check("copies the data again" in log and "Initial sync done" in log, "a rollback of DDL resyncs")
         with p.client(read_preference=ReadPreference.SECONDARY_PREFERRED) as c:
@@ -196,6 +209,11 @@ def main():
     t0 = time.time()
     with Cluster(TAMGAD) as cl:
         with cl.members[0].client() as c:
+            try:
+                c.admin.command("replSetGetRBID")
+                check(False, "replSetGetRBID before initiation")
+            except OperationFailure as e:
+                check(e.code == 94, "replSetGetRBID before initiation: 94 NotYetInitialized, got %r" % e.code)
             c.admin.command("replSetInitiate", cl.config(election_ms=2000))
         p = cl.wait_primary(20)
         p = one_round(cl, p, 1, kill=True)

@@ -11,7 +11,10 @@ src/repl/initial_sync.h, src/repl/member_rejoin.h):
      primary hands it the configuration, Raft installs its snapshot, the
      member copies every collection (options, indexes, documents) and the
      oplog from the copy's start (STARTUP2 meanwhile) and ends SECONDARY
-     with every collection equal (a hash in _id order) and the same indexes.
+     with every collection equal (a hash in _id order) and the same indexes;
+  3. a wiped member held in STARTUP2 (the fail point
+     initialSyncHangBeforeCopyingDatabases) is never elected through two
+     stepdowns and a kill -9 of the primary, then ends SECONDARY.
 
 usage: raft_sync.py path/to/tamgad
 """
@@ -205,15 +208,71 @@ def wiped(cl, p):
           (s2.host, sorted(seen | seen2), len(acked)))
 
 
+def state(m):
+    try:
+        with m.client(serverSelectionTimeoutMS=1000) as c:
+            return c.admin.command("replSetGetStatus")["myState"]
+    except PyMongoError:
+        return None
+
+
+def held(cl, p):
+    """A member copying data (STARTUP2) is never elected, as in mongod:
+    its copy held by mongod's initialSyncHangBeforeCopyingDatabases, the
+    primary steps down twice and is then killed; another member takes over
+    each time, the copying one never; released, it ends SECONDARY."""
+    s = [m for m in cl.members if m is not p][0]
+    s.kill9()
+    before = s.tail(100000).count("Starting initial sync")
+    shutil.rmtree(s.dbpath)
+    s.start()
+    with s.client() as c:
+        c.admin.command("configureFailPoint", "initialSyncHangBeforeCopyingDatabases", mode="alwaysOn")
+    # held once its copy began (before the join it has no state to show)
+    deadline = time.time() + 60
+    while time.time() < deadline and s.tail(100000).count("Starting initial sync") == before:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    check(state(s) == 5, "the wiped member waits in STARTUP2: %r" % state(s))
+    for rnd in range(3):
+        with p.client() as c:
+            c.sync.held.insert_one({"_id": rnd}, )
+        if rnd < 2:
+            try:
+                with p.client() as c:
+                    c.admin.command("replSetStepDown", 30, secondaryCatchUpPeriodSecs=10)
+            except PyMongoError as e:
+                check(False, "stepdown %d: %r" % (rnd, e))
+        else:
+            p.kill9()
+        others = [m for m in cl.members if m is not s and m.proc is not None]
+        np = cl.wait_primary(30, among=others + [s])
+        check(np is not s, "the member in STARTUP2 is never elected (round %d)" % rnd)
+        st = state(s)
+        check(st == 5, "and stays in STARTUP2 (round %d): %r\n%s" % (rnd, st, "\n".join(
+            x for x in s.tail(3000).splitlines() if '"REPL"' in x or "INITSYNC" in x)))
+        p = np
+    old = [m for m in cl.members if m.proc is None][0]
+    old.start()
+    with s.client() as c:
+        c.admin.command("configureFailPoint", "initialSyncHangBeforeCopyingDatabases", mode="off")
+    hs, seen = wait_equal_secondary(cl, s, ["a", "b", "c", "held"])
+    check(len(hs) == 4, "hashes after the held copy")
+    print("held: %s stayed in STARTUP2 through two stepdowns and a kill -9" % s.host)
+    return cl.wait_primary(20)
+
+
 def main():
     t0 = time.time()
-    with Cluster(TAMGAD) as cl:
+    with Cluster(TAMGAD, extra=["--setParameter", "enableTestCommands=1"]) as cl:
         with cl.members[0].client() as c:
             c.admin.command("replSetInitiate", cl.config(election_ms=4000))
         p = cl.wait_primary(20)
         behind(cl, p)
         p = cl.wait_primary(10)
         wiped(cl, p)
+        p = cl.wait_primary(10)
+        held(cl, p)
     print("raft_sync: %d checks passed in %.1fs" % (checks, time.time() - t0))
     print("%d passed, 0 failed" % checks)
 

@@ -1,0 +1,143 @@
+"""raft_takeover.py -- mongod's priority takeover on a replica set of three
+tamgad members on 127.0.0.1 (issue 24), through PyMongo and mongosh:
+  - initiated with member 2 at priority 2 (the others 1): whoever Raft
+    elects first, member 2 is primary soon after and stays so;
+  - replSetStepDown of member 2 for 6 s: another member takes over, member 2
+    does not take the primary back within its stepdown period (mongod), and
+    does once the period is over (about one election timeout later, rank 0);
+    a PyMongo writer with retryWrites loses no acknowledged write meanwhile;
+  - rs.reconfig() in mongosh giving member 0 priority 5: member 0 takes over
+    (rank 0, an election timeout after it sees the lower-priority primary),
+    and rs.status() in mongosh names it PRIMARY.
+
+usage: raft_takeover.py path/to/tamgad [path/to/mongosh]
+"""
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+from pymongo import MongoClient
+from pymongo.errors import PyMongoError
+
+sys.path.insert(0, os.path.dirname(__file__))
+from raft_cluster import Cluster  # noqa: E402
+
+TAMGAD = sys.argv[1]
+MONGOSH = sys.argv[2] if len(sys.argv) > 2 and os.path.exists(sys.argv[2]) else None
+ET = 2000   # settings.electionTimeoutMillis
+checks = 0
+
+
+def check(cond, what):
+    global checks
+    if not cond:
+        raise AssertionError(what)
+    checks += 1
+
+
+def primary_of(cl):
+    for m in cl.members:
+        try:
+            with m.client(serverSelectionTimeoutMS=500) as c:
+                if c.admin.command("hello").get("isWritablePrimary"):
+                    return m
+        except PyMongoError:
+            pass
+    return None
+
+
+def wait_for_primary(cl, m, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if primary_of(cl) is m:
+            return time.time()
+        time.sleep(0.1)
+    return None
+
+
+def main():
+    with Cluster(TAMGAD) as cl:
+        cfg = cl.config(election_ms=ET)
+        cfg["members"][2]["priority"] = 2
+        with cl.members[0].client() as c:
+            c.admin.command("replSetInitiate", cfg)
+        m0, m1, m2 = cl.members
+        cl.wait_primary()
+        check(wait_for_primary(cl, m2, 20) is not None, "the priority-2 member becomes primary")
+        time.sleep(ET / 1000 * 1.5)
+        check(primary_of(cl) is m2, "and stays primary")
+
+        acked, stop = [], threading.Event()
+
+        def writer():
+            with MongoClient(cl.uri(), serverSelectionTimeoutMS=20000, w="majority", retryWrites=True) as c:
+                i = 0
+                while not stop.is_set():
+                    try:
+                        c.t.w.insert_one({"_id": i})
+                        acked.append(i)
+                    except PyMongoError:
+                        pass
+                    i += 1
+                    time.sleep(0.005)
+
+        t = threading.Thread(target=writer)
+        t.start()
+        try:
+            with m2.client() as c:
+                c.admin.command("replSetStepDown", 6, secondaryCatchUpPeriodSecs=5)
+            t0 = time.time()
+            p = cl.wait_primary(among=[m0, m1])
+            check(p in (m0, m1), "another member takes over after the stepdown")
+            # the stepdown period (6 s): member 2 must not take over
+            while time.time() < t0 + 5:
+                check(primary_of(cl) is not m2, "no takeover within the stepdown period")
+                time.sleep(0.25)
+            back = wait_for_primary(cl, m2, 6 + 3 * ET / 1000 + 10)
+            check(back is not None, "member 2 takes the primary back after its stepdown period")
+            print("takeover after the stepdown: %.1f s after the stepdown" % (back - t0))
+            check(back - t0 >= 6, "not before the stepdown period ended (%.1f s)" % (back - t0))
+            time.sleep(1)
+        finally:
+            stop.set()
+            t.join()
+        with MongoClient(cl.uri(), serverSelectionTimeoutMS=20000) as c:
+            have = {d["_id"] for d in c.t.w.find({}, {"_id": 1})}
+        check(len(acked) > 50, "the writer wrote (%d)" % len(acked))
+        check(set(acked) <= have, "no acknowledged write lost: %r" % sorted(set(acked) - have)[:10])
+
+        # mongosh: rs.reconfig gives member 0 the highest priority
+        if MONGOSH:
+            script = ("var c = rs.conf(); c.members[0].priority = 5; rs.reconfig(c);"
+                      "print(JSON.stringify({ok: 1}))")
+            out = subprocess.run([MONGOSH, cl.uri(), "--quiet", "--norc", "--eval", script],
+                                 capture_output=True, text=True, timeout=120)
+            check(out.returncode == 0, "mongosh rs.reconfig ran: %s %s" % (out.stdout[-500:], out.stderr[-800:]))
+        else:
+            with m2.client() as c:
+                conf = c.admin.command("replSetGetConfig")["config"]
+                conf["version"] += 1
+                conf["members"][0]["priority"] = 5
+                c.admin.command("replSetReconfig", conf)
+        t0 = time.time()
+        got = wait_for_primary(cl, m0, 3 * ET / 1000 + 15)
+        check(got is not None, "the member given priority 5 takes over")
+        print("takeover after the reconfig: %.1f s" % (got - t0))
+        if MONGOSH:
+            script = ("var s = rs.status(); print(JSON.stringify(s.members.map(function (m) {"
+                      "return [m.name, m.stateStr]; })))")
+            out = subprocess.run([MONGOSH, cl.uri(), "--quiet", "--norc", "--eval", script],
+                                 capture_output=True, text=True, timeout=60)
+            check(out.returncode == 0, "mongosh rs.status ran: %s" % out.stderr[-500:])
+            states = dict(json.loads(out.stdout.strip().splitlines()[-1]))
+            check(states.get(m0.host) == "PRIMARY", "rs.status() in mongosh: %r" % states)
+        time.sleep(ET / 1000 * 1.5)
+        check(primary_of(cl) is m0, "member 0 stays primary")
+    print("raft_takeover: %d checks passed" % checks)
+
+
+if __name__ == "__main__":
+    main()
