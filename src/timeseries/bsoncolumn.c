@@ -28,6 +28,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef unsigned __int128 u128;
@@ -515,11 +516,27 @@ typedef struct chunk {
 	uint32_t count;
 } chunk_t;
 
+/* A word of a control block, for an appender that may split the block
+ * after it (track: the column's top-level output only). */
+typedef struct wlog {
+	size_t off;          /* the word's offset in the output */
+	size_t ctl;          /* its block's control byte */
+	int idx;             /* its index in the block */
+	uint32_t count;      /* elements it holds */
+	bool flush;          /* written by its run's end (values that were pending) */
+	int run;             /* its run (run_write call) */
+} wlog_t;
+
 typedef struct sout {
 	bbuf_t b;
 	chunk_t *c;
 	size_t n, cap;
+	bool track;
+	wlog_t *w;
+	size_t nw, wcap;
+	int runs;
 } sout_t;
+
 
 static void
 sout_chunk(sout_t *o, size_t off, uint32_t count)
@@ -536,7 +553,32 @@ sout_free(sout_t *o)
 {
 	bson_free(o->b.p);
 	bson_free(o->c);
+	bson_free(o->w);
 	memset(o, 0, sizeof(*o));
+}
+
+/* Write a control block of nw words (counts: the elements of each) to o. */
+static void
+sout_block(sout_t *o, uint8_t ctl, const uint64_t *words, const uint32_t *counts, const bool *fl, int nw)
+{
+	size_t off = o->b.len;
+	uint32_t total = 0;
+
+	bb_u8(&o->b, (uint8_t)(ctl | (nw - 1)));
+	for (int k = 0; k < nw; k++) {
+		uint8_t le[8];
+		le64_put(le, words[k]);
+		bb_put(&o->b, le, 8);
+		total += counts[k];
+		if (o->track) {
+			if (o->nw == o->wcap) {
+				o->wcap = o->wcap ? o->wcap * 2 : 32;
+				o->w = bson_realloc(o->w, sizeof(*o->w) * o->wcap);
+			}
+			o->w[o->nw++] = (wlog_t){off + 1 + 8 * (size_t)k, off, k, counts[k], fl[k], o->runs};
+		}
+	}
+	sout_chunk(o, off, total);
 }
 
 /*
@@ -552,7 +594,9 @@ typedef struct s8b {
 	sout_t *o;
 	uint8_t ctl;
 	uint64_t words[16];
-	uint32_t counts;
+	uint32_t wc[16];
+	bool wf[16];
+	bool flushing;               /* the run's end: words now written hold values that were pending */
 	int nw;
 	slot_t pend[64];
 	int np;
@@ -572,19 +616,12 @@ static const uint8_t s8_max_sel[EXT_N] = {14, 9, 7, 13};
 static void
 s8b_emit(s8b_t *b, uint64_t w, uint32_t count)
 {
+	b->wc[b->nw] = count;
+	b->wf[b->nw] = b->flushing && (w & 15) != 15;
 	b->words[b->nw++] = w;
-	b->counts += count;
 	if (b->nw == 16) {
-		size_t off = b->o->b.len;
-		bb_u8(&b->o->b, (uint8_t)(b->ctl | 15));
-		for (int k = 0; k < 16; k++) {
-			uint8_t le[8];
-			le64_put(le, b->words[k]);
-			bb_put(&b->o->b, le, 8);
-		}
-		sout_chunk(b->o, off, b->counts);
+		sout_block(b->o, b->ctl, b->words, b->wc, b->wf, 16);
 		b->nw = 0;
-		b->counts = 0;
 	}
 }
 
@@ -748,21 +785,15 @@ run_write(sout_t *o, const slot_t *s, size_t n, uint8_t ctl, bool *last_has, u12
 	b->last = *last;
 	memcpy(b->curmax, s8_min_bits, sizeof(b->curmax));
 	s8b_reset_selectors(b);
+	o->runs++;
 	for (size_t i = 0; i < n; i++)
 		s8b_add(b, &s[i]);
+	b->flushing = true;
 	s8b_rle_end(b);
 	while (b->np > 0)
 		s8b_word(b, b->last_ext);
-	if (b->nw > 0) {
-		size_t off = o->b.len;
-		bb_u8(&o->b, (uint8_t)(ctl | (b->nw - 1)));
-		for (int k = 0; k < b->nw; k++) {
-			uint8_t le[8];
-			le64_put(le, b->words[k]);
-			bb_put(&o->b, le, 8);
-		}
-		sout_chunk(o, off, b->counts);
-	}
+	if (b->nw > 0)
+		sout_block(o, ctl, b->words, b->wc, b->wf, b->nw);
 	if (n > 0) {
 		*last_has = !s[n - 1].skip;
 		*last = s[n - 1].skip ? 0 : s[n - 1].v;
@@ -798,6 +829,7 @@ typedef struct senc {
 	bool wide;           /* the reader's state is 128-bit */
 	bool rle_has;        /* the reader's last Simple-8b slot: a value (rle_last) or missing */
 	u128 rle_last;
+	bool last_lit;       /* the last element went out as a literal (else as the run's last slot) */
 } senc_t;
 
 static void
@@ -848,6 +880,7 @@ senc_push(senc_t *e, bool skip)
 		slot_prepare(&e->next, e->wide);
 	}
 	e->s[e->ns++] = e->next;
+	e->last_lit = false;
 }
 
 static void
@@ -860,6 +893,7 @@ senc_literal(senc_t *e, const elem_t *v)
 	bb_put(&e->o->b, v->v, v->vlen);
 	sout_chunk(e->o, off, 1);
 	senc_set_prev(e, v);
+	e->last_lit = true;
 }
 
 /* Prepare v as the next slot (e->next): false when no word holds it. */
@@ -1165,6 +1199,75 @@ interleavable(const elem_t *e)
 	    interleave_walk(e->v, e->vlen, e->v, e->vlen, NULL, &ns, 0) && ns > 0;
 }
 
+/* The reader's state after an element, for an appender resuming there. */
+typedef struct snap {
+	elem_t prev;
+	int64_t penc, pdelta;
+	u128 p128;
+	bool p128_ok, wide, rle_has;
+	u128 rle_last;
+} snap_t;
+
+static void
+snap_take(const senc_t *e, snap_t *s)
+{
+	s->prev = e->prev;
+	s->penc = e->penc;
+	s->pdelta = e->pdelta;
+	s->p128 = e->p128;
+	s->p128_ok = e->p128_ok;
+	s->wide = e->wide;
+	if (e->last_lit || e->ns == 0) {
+		s->rle_has = e->rle_has;
+		s->rle_last = e->rle_last;
+	} else {
+		s->rle_has = !e->s[e->ns - 1].skip;
+		s->rle_last = e->s[e->ns - 1].skip ? 0 : e->s[e->ns - 1].v;
+	}
+}
+
+/*
+ * Encode v[0..n) with e (its output e->o; the run left open is flushed at
+ * the end).  snaps (NULL: none) gets the reader's state after each element;
+ * only meaningful for columns without objects (interleaved runs are not
+ * word-logged).
+ */
+static void
+encode_elems(senc_t *e, const elem_t *v, size_t n, snap_t *snaps)
+{
+	size_t i = 0;
+
+	while (i < (size_t)n) {
+		if (interleavable(&v[i])) {
+			size_t j = i + 1, end = i + 1;
+			bool skips_ok = !has_empty_sub(v[i].v, v[i].vlen, 0);
+			while (j < (size_t)n &&
+			       ((v[j].type == 0 && skips_ok) || (v[j].type == BSON_TYPE_DOCUMENT && v[j].vlen > 5 &&
+			                              interleave_walk(v[i].v, v[i].vlen, v[j].v, v[j].vlen, NULL, &(size_t){0}, 0)))) {
+				if (v[j].type != 0)
+					end = j + 1;
+				j++;
+			}
+			senc_flush(e);
+			interleave_encode(&v[i], end - i, &e->o->b);
+			/* the reader's last value is now the run's last object (never a delta base here) */
+			senc_set_prev(e, &v[end - 1]);
+			i = end;
+			continue;
+		}
+		if (v[i].type == BSON_TYPE_DOCUMENT && e->prev.type == BSON_TYPE_DOCUMENT && !elem_same(&e->prev, &v[i])) {
+			senc_literal(e, &v[i]);
+			i++;
+			continue;
+		}
+		senc_add(e, &v[i]);
+		if (snaps != NULL)
+			snap_take(e, &snaps[i]);
+		i++;
+	}
+	senc_flush(e);
+}
+
 int
 bsoncolumn_encode(const bson_t *col, int n, uint8_t **data, uint32_t *len, terr_t *err)
 {
@@ -1173,7 +1276,6 @@ bsoncolumn_encode(const bson_t *col, int n, uint8_t **data, uint32_t *len, terr_
 	sout_t top = {0};
 	senc_t e = {.o = &top, .scale = -1, .rle_has = true};
 	int64_t last = -1;
-	size_t i = 0;
 
 	*data = NULL;
 	*len = 0;
@@ -1201,33 +1303,7 @@ bsoncolumn_encode(const bson_t *col, int n, uint8_t **data, uint32_t *len, terr_
 		v[i2].type = (uint8_t)bson_iter_type(&it);
 		v[i2].v = iter_value(&it, &v[i2].vlen);
 	}
-	while (i < (size_t)n) {
-		if (interleavable(&v[i])) {
-			size_t j = i + 1, end = i + 1;
-			bool skips_ok = !has_empty_sub(v[i].v, v[i].vlen, 0);
-			while (j < (size_t)n &&
-			       ((v[j].type == 0 && skips_ok) || (v[j].type == BSON_TYPE_DOCUMENT && v[j].vlen > 5 &&
-			                              interleave_walk(v[i].v, v[i].vlen, v[j].v, v[j].vlen, NULL, &(size_t){0}, 0)))) {
-				if (v[j].type != 0)
-					end = j + 1;
-				j++;
-			}
-			senc_flush(&e);
-			interleave_encode(&v[i], end - i, &top.b);
-			/* the reader's last value is now the run's last object (never a delta base here) */
-			senc_set_prev(&e, &v[end - 1]);
-			i = end;
-			continue;
-		}
-		if (v[i].type == BSON_TYPE_DOCUMENT && e.prev.type == BSON_TYPE_DOCUMENT && !elem_same(&e.prev, &v[i])) {
-			senc_literal(&e, &v[i]);
-			i++;
-			continue;
-		}
-		senc_add(&e, &v[i]);
-		i++;
-	}
-	senc_flush(&e);
+	encode_elems(&e, v, (size_t)n, NULL);
 	bson_free(e.s);
 	bb_u8(&top.b, 0);
 	bson_free(top.c);
@@ -1798,5 +1874,270 @@ done:
 			bson_concat(out, &doc);
 	}
 	bson_free(o.b.p);
+	return ret;
+}
+
+/* ---- appending (bsoncolumn_append) ---------------------------------------------- */
+
+struct bsoncolumn_tail {
+	uint32_t len;                /* the column it describes: its bytes and elements */
+	int count;
+	uint32_t off;                /* where the tail starts */
+	int64_t blk_off;             /* the control byte of the block the tail continues; -1: none */
+	uint8_t blk_hi;              /* that block's high nibble (its scale) */
+	int blk_words;               /* its words before off */
+	uint8_t blk_now;             /* its control byte as written */
+	uint8_t *bytes;              /* the column's bytes from off, as written */
+	snap_t st;                   /* the reader's state at off (st.prev.v points into pbuf) */
+	uint8_t *pbuf;
+	elem_t *el;                  /* the tail's elements (their values in ebuf) */
+	size_t nel, ebuf_len;
+	uint8_t *ebuf;
+};
+
+void
+bsoncolumn_tail_free(bsoncolumn_tail_t *t)
+{
+	if (t == NULL)
+		return;
+	bson_free(t->bytes);
+	bson_free(t->pbuf);
+	bson_free(t->el);
+	bson_free(t->ebuf);
+	bson_free(t);
+}
+
+size_t
+bsoncolumn_tail_size(const bsoncolumn_tail_t *t)
+{
+	return t == NULL ? 0 : sizeof(*t) + (t->len - t->off) + t->st.prev.vlen + t->nel * sizeof(elem_t) + t->ebuf_len;
+}
+
+/* Whether t describes col byte for byte where it matters: its length and
+ * count, the tail's bytes and the open block's control byte. */
+static bool
+tail_matches(const bsoncolumn_tail_t *t, const uint8_t *col, uint32_t len, int count)
+{
+	return t != NULL && col != NULL && t->len == len && t->count == count && t->off < len &&
+	    memcmp(col + t->off, t->bytes, len - t->off) == 0 &&
+	    (t->blk_off < 0 || ((uint64_t)t->blk_off < t->off && col[t->blk_off] == t->blk_now));
+}
+
+/* t's state: st (its previous value copied) and owned copies of v[0..n). */
+static void
+tail_fill(bsoncolumn_tail_t *t, const snap_t *st, const elem_t *v, size_t n)
+{
+	size_t total = 0, at = 0;
+
+	t->st = *st;
+	if (st->prev.type != 0) {
+		t->pbuf = bson_malloc(st->prev.vlen + 1);
+		memcpy(t->pbuf, st->prev.v, st->prev.vlen);
+		t->st.prev.v = t->pbuf;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (v[i].type != 0)
+			total += v[i].vlen;
+	t->el = bson_malloc0(sizeof(*t->el) * (n + 1));
+	t->ebuf = bson_malloc(total + 1);
+	t->ebuf_len = total;
+	for (size_t i = 0; i < n; i++) {
+		t->el[i].type = v[i].type;
+		if (v[i].type == 0)
+			continue;
+		memcpy(t->ebuf + at, v[i].v, v[i].vlen);
+		t->el[i].v = t->ebuf + at;
+		t->el[i].vlen = v[i].vlen;
+		at += v[i].vlen;
+	}
+	t->nel = n;
+}
+
+int
+bsoncolumn_append(const uint8_t *col, uint32_t len, int count, const bsoncolumn_tail_t *prev,
+                  const bsoncolumn_elem_t *v, int n, bsoncolumn_edit_t *edit, bsoncolumn_tail_t **next,
+                  terr_t *err)
+{
+	snap_t st0 = {.rle_has = true}, *snaps = NULL;
+	const elem_t *old = NULL;
+	elem_t *dec = NULL, *all = NULL;
+	size_t nold = 0, ne, drop = 0;
+	uint32_t off = 0;
+	int64_t blk_off = -1;
+	uint8_t blk_hi = 0;
+	int blk_words = 0;
+	bson_t decoded = BSON_INITIALIZER;
+	sout_t o = {0};
+	senc_t e = {.o = &o, .scale = -1};
+	bsoncolumn_tail_t *t = NULL;
+	bool docs = false;
+	uint64_t newlen;
+	int ret = 0;
+
+	memset(edit, 0, sizeof(*edit));
+	edit->patch_at = -1;
+	*next = NULL;
+	if (n < 0 || count < 0 || (int64_t)count + n > BC_MAX_ELEMS)
+		return terr_set(err, TERR_BAD_VALUE, "a BSONColumn holds at most %d elements", BC_MAX_ELEMS);
+	for (int i = 0; i < n; i++)
+		if (v[i].type == BSON_TYPE_CODEWSCOPE)
+			return terr_set(err, TERR_BAD_VALUE, "CodeWScope is not a valid BSONColumn element type");
+	if (tail_matches(prev, col, len, count)) {
+		st0 = prev->st;
+		old = prev->el;
+		nold = prev->nel;
+		off = prev->off;
+		blk_off = prev->blk_off;
+		blk_hi = prev->blk_hi;
+		blk_words = prev->blk_words;
+	} else {
+		/* no state for these bytes: the column decoded and written again */
+		dec = bson_malloc0(sizeof(*dec) * ((size_t)count + 1));
+		if (col != NULL) {
+			bson_iter_t it;
+			int dn = 0;
+			if ((ret = bsoncolumn_decode(col, len, &decoded, &dn, err)) != 0)
+				goto done;
+			if (dn != count) {
+				ret = terr_set(err, TERR_BAD_VALUE, "a BSONColumn of %d elements where %d were expected", dn, count);
+				goto done;
+			}
+			bson_iter_init(&it, &decoded);
+			while (bson_iter_next(&it)) {
+				int64_t k = strtoll(bson_iter_key(&it), NULL, 10);
+				if (k < 0 || k >= count)
+					continue;
+				dec[k].type = (uint8_t)bson_iter_type(&it);
+				dec[k].v = iter_value(&it, &dec[k].vlen);
+			}
+		}
+		old = dec;
+		nold = (size_t)count;
+	}
+	ne = nold + (size_t)n;
+	all = bson_malloc0(sizeof(*all) * (ne + 1));
+	if (nold > 0)
+		memcpy(all, old, sizeof(*all) * nold);
+	for (int i = 0; i < n; i++)
+		all[nold + (size_t)i] = (elem_t){v[i].type, v[i].v, v[i].vlen};
+	for (size_t i = 0; i < ne; i++)
+		docs = docs || all[i].type == BSON_TYPE_DOCUMENT;
+	if (!docs)
+		snaps = bson_malloc0(sizeof(*snaps) * (ne + 1));
+	o.track = !docs;
+	e.prev = st0.prev;
+	e.penc = st0.penc;
+	e.pdelta = st0.pdelta;
+	e.p128 = st0.p128;
+	e.p128_ok = st0.p128_ok;
+	e.wide = st0.wide;
+	e.rle_has = st0.rle_has;
+	e.rle_last = st0.rle_last;
+	encode_elems(&e, all, ne, snaps);
+	bson_free(e.s);
+
+	/* the block the tail continues: its new words join it when they are
+	 * of its kind and fit, else it ends where the tail starts */
+	if (blk_off >= 0) {
+		int words = blk_words;
+		if (!docs && o.nw > 0 && o.w[0].ctl == 0 && (o.b.p[0] & 0xF0) == blk_hi) {
+			int w1 = 0;
+			while ((size_t)w1 < o.nw && o.w[w1].ctl == 0)
+				w1++;
+			if (blk_words + w1 <= 16) {
+				drop = 1;
+				words += w1;
+			}
+		}
+		edit->patch_at = blk_off;
+		edit->patch = (uint8_t)(blk_hi | (words - 1));
+	}
+	newlen = (uint64_t)off + o.b.len - drop + 1;
+	if (newlen > INT32_MAX) {
+		ret = terr_set(err, TERR_BAD_VALUE, "BSONColumn too large");
+		goto done;
+	}
+	edit->keep = off;
+	edit->len = (uint32_t)(o.b.len - drop + 1);
+	edit->bytes = bson_malloc(edit->len);
+	if (edit->len > 1)
+		memcpy(edit->bytes, o.b.p + drop, edit->len - 1);
+	edit->bytes[edit->len - 1] = 0;
+
+	/* the next tail: the last word (or literal) written */
+	t = bson_malloc0(sizeof(*t));
+	t->len = (uint32_t)newlen;
+	t->count = count + n;
+	t->off = off;
+	t->blk_off = blk_off;
+	t->blk_hi = blk_hi;
+	t->blk_words = blk_words;
+	if (!docs && o.n > 0) {
+		/* where the bytes that may still change start: the values its run's
+		 * end wrote (or the last literal); the words before are final */
+		const chunk_t *lc = &o.c[o.n - 1];
+		size_t p, c = 0, j;
+		int words = 0;
+		bool blk = false;
+		if (o.nw > 0 && o.w[o.nw - 1].ctl == lc->off) {
+			size_t k = o.nw;
+			uint32_t cnt = 0;
+			while (k > 0 && o.w[k - 1].flush && o.w[k - 1].run == o.w[o.nw - 1].run)
+				cnt += o.w[--k].count;
+			if (k < o.nw) {
+				p = o.w[k].off;
+				c = o.w[k].ctl;
+				words = o.w[k].idx;
+			} else {
+				p = o.w[o.nw - 1].off + 8;
+				c = o.w[o.nw - 1].ctl;
+				words = o.w[o.nw - 1].idx + 1;
+			}
+			if (c == 0 && drop == 1)
+				words += blk_words;   /* the block the tail continued */
+			blk = words > 0 && words < 16;
+			if (words == 0)
+				p = c;
+			j = ne - cnt;
+		} else {
+			p = lc->off;
+			j = ne - 1;
+		}
+		if (j >= 1) {
+			t->off = (uint32_t)(off + p - drop);
+			if (blk && c == 0 && drop == 1) {
+				t->blk_words = words;   /* the merged block: its control byte is blk_off */
+			} else if (blk) {
+				t->blk_off = (int64_t)(off + c - drop);
+				t->blk_hi = o.b.p[c] & 0xF0;
+				t->blk_words = words;
+			} else {
+				t->blk_off = -1;
+			}
+			tail_fill(t, &snaps[j - 1], all + j, ne - j);
+		}
+	}
+	if (t->el == NULL)
+		tail_fill(t, &st0, all, ne);
+	if (t->blk_off >= 0)
+		t->blk_now = (uint64_t)t->blk_off < off ? edit->patch : edit->bytes[t->blk_off - off];
+	t->bytes = bson_malloc(t->len - t->off + 1);
+	memcpy(t->bytes, edit->bytes + (t->off - off), t->len - t->off);
+	*next = t;
+	t = NULL;
+done:
+	if (ret != 0) {
+		bson_free(edit->bytes);
+		memset(edit, 0, sizeof(*edit));
+		edit->patch_at = -1;
+	}
+	bsoncolumn_tail_free(t);
+	bson_free(o.b.p);
+	bson_free(o.c);
+	bson_free(o.w);
+	bson_free(snaps);
+	bson_free(all);
+	bson_free(dec);
+	bson_destroy(&decoded);
 	return ret;
 }
