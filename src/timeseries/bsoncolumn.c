@@ -458,6 +458,10 @@ slot_prepare(slot_t *s, bool wide)
 	s->bad = false;
 	if (s->skip)
 		return;
+	if (v == 0) {   /* a repeat (or a delta of delta of 0): one bit everywhere */
+		memset(s->bits, 1, sizeof(s->bits));
+		return;
+	}
 	if ((!wide && v >= (u128)UINT64_MAX) || v == ~(u128)0) {
 		s->bad = true;
 		return;
@@ -535,6 +539,7 @@ typedef struct sout {
 	wlog_t *w;
 	size_t nw, wcap;
 	int runs;
+	uint32_t end_rle;    /* repeats the last run ended with, past its RLE words (written as values) */
 } sout_t;
 
 
@@ -775,12 +780,17 @@ s8b_add(s8b_t *b, const slot_t *s)
  * control byte ctl.  last_has and last get the run's last slot.
  */
 static void
-run_write(sout_t *o, const slot_t *s, size_t n, uint8_t ctl, bool *last_has, u128 *last)
+run_write(sout_t *o, const slot_t *s, size_t n, uint8_t ctl, bool *last_has, u128 *last, uint32_t carry)
 {
-	s8b_t *b = bson_malloc0(sizeof(*b));
+	s8b_t sb, *b = &sb;   /* its word and pending arrays need no clearing */
 
 	b->o = o;
 	b->ctl = ctl;
+	b->nw = 0;
+	b->np = 0;
+	b->flushing = false;
+	b->last_ext = 0;
+	b->rle = carry;       /* repeats of *last an appender left pending */
 	b->last_has = *last_has;
 	b->last = *last;
 	memcpy(b->curmax, s8_min_bits, sizeof(b->curmax));
@@ -789,6 +799,7 @@ run_write(sout_t *o, const slot_t *s, size_t n, uint8_t ctl, bool *last_has, u12
 	for (size_t i = 0; i < n; i++)
 		s8b_add(b, &s[i]);
 	b->flushing = true;
+	o->end_rle = b->rle % BC_SKIP_RLE;
 	s8b_rle_end(b);
 	while (b->np > 0)
 		s8b_word(b, b->last_ext);
@@ -798,7 +809,6 @@ run_write(sout_t *o, const slot_t *s, size_t n, uint8_t ctl, bool *last_has, u12
 		*last_has = !s[n - 1].skip;
 		*last = s[n - 1].skip ? 0 : s[n - 1].v;
 	}
-	bson_free(b);
 }
 
 /* ---- the regular-mode encoder -------------------------------------------------------- */
@@ -830,6 +840,7 @@ typedef struct senc {
 	bool rle_has;        /* the reader's last Simple-8b slot: a value (rle_last) or missing */
 	u128 rle_last;
 	bool last_lit;       /* the last element went out as a literal (else as the run's last slot) */
+	uint32_t rle_carry;  /* repeats of rle_last pending before the first run (an appender's) */
 } senc_t;
 
 static void
@@ -861,8 +872,10 @@ senc_flush(senc_t *e)
 		for (e->scale = 0; e->scale < SCALE_RAW && !dbl_encode(pd, e->scale, &x); e->scale++)
 			;
 	}
-	if (e->ns > 0)
-		run_write(e->o, e->s, e->ns, ctl[e->scale < 0 ? SCALE_RAW : e->scale], &e->rle_has, &e->rle_last);
+	if (e->ns > 0 || e->rle_carry > 0)
+		run_write(e->o, e->s, e->ns, ctl[e->scale < 0 ? SCALE_RAW : e->scale], &e->rle_has, &e->rle_last,
+		    e->rle_carry);
+	e->rle_carry = 0;
 	e->ns = 0;
 	e->scale = -1;
 }
@@ -1887,10 +1900,10 @@ struct bsoncolumn_tail {
 	uint8_t blk_hi;              /* that block's high nibble (its scale) */
 	int blk_words;               /* its words before off */
 	uint8_t blk_now;             /* its control byte as written */
+	uint32_t rle_carry;          /* repeats of the last slot written as values from off (no elements kept) */
 	uint8_t *bytes;              /* the column's bytes from off, as written */
-	snap_t st;                   /* the reader's state at off (st.prev.v points into pbuf) */
-	uint8_t *pbuf;
-	elem_t *el;                  /* the tail's elements (their values in ebuf) */
+	snap_t st;                   /* the reader's state at off (st.prev.v points into ebuf's end) */
+	elem_t *el;                  /* the tail's elements (their values in ebuf; one allocation) */
 	size_t nel, ebuf_len;
 	uint8_t *ebuf;
 };
@@ -1901,9 +1914,7 @@ bsoncolumn_tail_free(bsoncolumn_tail_t *t)
 	if (t == NULL)
 		return;
 	bson_free(t->bytes);
-	bson_free(t->pbuf);
 	bson_free(t->el);
-	bson_free(t->ebuf);
 	bson_free(t);
 }
 
@@ -1930,19 +1941,19 @@ tail_fill(bsoncolumn_tail_t *t, const snap_t *st, const elem_t *v, size_t n)
 	size_t total = 0, at = 0;
 
 	t->st = *st;
-	if (st->prev.type != 0) {
-		t->pbuf = bson_malloc(st->prev.vlen + 1);
-		memcpy(t->pbuf, st->prev.v, st->prev.vlen);
-		t->st.prev.v = t->pbuf;
-	}
 	for (size_t i = 0; i < n; i++)
 		if (v[i].type != 0)
 			total += v[i].vlen;
-	t->el = bson_malloc0(sizeof(*t->el) * (n + 1));
-	t->ebuf = bson_malloc(total + 1);
+	/* one block: the elements, their values, the previous value */
+	t->el = bson_malloc(sizeof(*t->el) * (n + 1) + total + (st->prev.type != 0 ? st->prev.vlen : 0) + 1);
+	t->ebuf = (uint8_t *)(t->el + n + 1);
 	t->ebuf_len = total;
+	if (st->prev.type != 0) {
+		memcpy(t->ebuf + total, st->prev.v, st->prev.vlen);
+		t->st.prev.v = t->ebuf + total;
+	}
 	for (size_t i = 0; i < n; i++) {
-		t->el[i].type = v[i].type;
+		t->el[i] = (elem_t){v[i].type, NULL, 0};
 		if (v[i].type == 0)
 			continue;
 		memcpy(t->ebuf + at, v[i].v, v[i].vlen);
@@ -1959,6 +1970,7 @@ bsoncolumn_append(const uint8_t *col, uint32_t len, int count, const bsoncolumn_
                   terr_t *err)
 {
 	snap_t st0 = {.rle_has = true}, *snaps = NULL;
+	uint32_t carry = 0;
 	const elem_t *old = NULL;
 	elem_t *dec = NULL, *all = NULL;
 	size_t nold = 0, ne, drop = 0;
@@ -1990,6 +2002,7 @@ bsoncolumn_append(const uint8_t *col, uint32_t len, int count, const bsoncolumn_
 		blk_off = prev->blk_off;
 		blk_hi = prev->blk_hi;
 		blk_words = prev->blk_words;
+		carry = prev->rle_carry;
 	} else {
 		/* no state for these bytes: the column decoded and written again */
 		dec = bson_malloc0(sizeof(*dec) * ((size_t)count + 1));
@@ -2015,7 +2028,7 @@ bsoncolumn_append(const uint8_t *col, uint32_t len, int count, const bsoncolumn_
 		nold = (size_t)count;
 	}
 	ne = nold + (size_t)n;
-	all = bson_malloc0(sizeof(*all) * (ne + 1));
+	all = bson_malloc(sizeof(*all) * (ne + 1));
 	if (nold > 0)
 		memcpy(all, old, sizeof(*all) * nold);
 	for (int i = 0; i < n; i++)
@@ -2023,7 +2036,7 @@ bsoncolumn_append(const uint8_t *col, uint32_t len, int count, const bsoncolumn_
 	for (size_t i = 0; i < ne; i++)
 		docs = docs || all[i].type == BSON_TYPE_DOCUMENT;
 	if (!docs)
-		snaps = bson_malloc0(sizeof(*snaps) * (ne + 1));
+		snaps = bson_malloc(sizeof(*snaps) * (ne + 1));
 	o.track = !docs;
 	e.prev = st0.prev;
 	e.penc = st0.penc;
@@ -2033,6 +2046,7 @@ bsoncolumn_append(const uint8_t *col, uint32_t len, int count, const bsoncolumn_
 	e.wide = st0.wide;
 	e.rle_has = st0.rle_has;
 	e.rle_last = st0.rle_last;
+	e.rle_carry = carry;
 	encode_elems(&e, all, ne, snaps);
 	bson_free(e.s);
 
@@ -2076,7 +2090,7 @@ bsoncolumn_append(const uint8_t *col, uint32_t len, int count, const bsoncolumn_
 		/* where the bytes that may still change start: the values its run's
 		 * end wrote (or the last literal); the words before are final */
 		const chunk_t *lc = &o.c[o.n - 1];
-		size_t p, c = 0, j;
+		size_t p, c = 0, j = 0;
 		int words = 0;
 		bool blk = false;
 		if (o.nw > 0 && o.w[o.nw - 1].ctl == lc->off) {
@@ -2098,7 +2112,18 @@ bsoncolumn_append(const uint8_t *col, uint32_t len, int count, const bsoncolumn_
 			blk = words > 0 && words < 16;
 			if (words == 0)
 				p = c;
-			j = ne - cnt;
+			/* the words count the repeats carried in before all[0] too */
+			if (carry + ne > cnt && carry + ne - cnt > carry)
+				j = carry + ne - cnt - carry;
+			/* the run ended in repeats of one slot written as values: they
+			 * stay pending as a count (RLE may still take them), not as
+			 * elements to encode again -- when the slot means the same in
+			 * any block (a missing value, a delta of 0, or no scale) */
+			if (ne > 0 && cnt > 0 && cnt == o.end_rle && o.w[o.nw - 1].run == o.runs &&
+			    (!snaps[ne - 1].rle_has || snaps[ne - 1].rle_last == 0 || snaps[ne - 1].prev.type != BSON_TYPE_DOUBLE)) {
+				t->rle_carry = cnt;
+				j = ne;
+			}
 		} else {
 			p = lc->off;
 			j = ne - 1;
@@ -2117,6 +2142,8 @@ bsoncolumn_append(const uint8_t *col, uint32_t len, int count, const bsoncolumn_
 			tail_fill(t, &snaps[j - 1], all + j, ne - j);
 		}
 	}
+	if (t->el == NULL)
+		t->rle_carry = carry;
 	if (t->el == NULL)
 		tail_fill(t, &st0, all, ne);
 	if (t->blk_off >= 0)

@@ -296,6 +296,7 @@ typedef struct cbucket {
 	int n, cap;
 	uint32_t control, control_len, data, data_len;
 	int count, version;
+	bson_iter_t min, max;        /* old's control.min / control.max */
 } cbucket_t;
 
 static int
@@ -358,6 +359,10 @@ cbucket_map(const bson_t *old, cbucket_t *b)
 						b->count = bson_iter_int32(&c);
 				} else if (!BSON_ITER_HOLDS_DOCUMENT(&c)) {
 					return false;
+				} else if (ck == 1) {
+					b->min = c;
+				} else {
+					b->max = c;
 				}
 				ck++;
 			}
@@ -401,12 +406,11 @@ cbucket_free(cbucket_t *b)
 
 /* The old bounds (control.min / control.max) of b's columns. */
 static void
-cbucket_old_bounds(cbucket_t *b, const bson_t *old)
+cbucket_old_bounds(cbucket_t *b)
 {
 	for (int pass = 0; pass < 2; pass++) {
-		bson_iter_t ct, sub;
-		if (!bson_iter_init(&ct, old) || !bson_iter_find_descendant(&ct, pass ? "control.max" : "control.min", &sub) ||
-		    !BSON_ITER_HOLDS_DOCUMENT(&sub) || !bson_iter_recurse(&sub, &ct))
+		bson_iter_t ct;
+		if (!bson_iter_recurse(pass ? &b->max : &b->min, &ct))
 			continue;
 		for (int h = 0; bson_iter_next(&ct); h++) {
 			int c = ccol_of(b, bson_iter_key(&ct), h);
@@ -461,7 +465,11 @@ compressed_write(const ts_options_t *o, const bson_t *old, const bson_oid_t *id,
 	for (int c = 0; c < b.n; c++)
 		b.c[c].el = bson_malloc0(sizeof(*b.c[c].el) * ((size_t)n + 1));
 	if (old != NULL)
-		cbucket_old_bounds(&b, old);
+		cbucket_old_bounds(&b);
+	/* v2 promises measurements in time order; 3 says they are not */
+	tc = ccol_of(&b, o->time_field, -1);
+	if (tc >= 0 && b.c[tc].any && b.c[tc].max.value_type == BSON_TYPE_DATE_TIME)
+		tmax = b.c[tc].max.value.v_datetime;
 	for (int i = 0; i < n; i++) {
 		int c = -1;
 		if (!bson_iter_init(&it, ms[i]))
@@ -485,15 +493,6 @@ compressed_write(const ts_options_t *o, const bson_t *old, const bson_oid_t *id,
 				col->max = *v;
 			col->any = true;
 		}
-	}
-	/* v2 promises measurements in time order; 3 says they are not */
-	tc = ccol_of(&b, o->time_field, -1);
-	if (old != NULL && bson_iter_init(&it, old)) {
-		bson_iter_t tm;
-		char path[300];
-		bson_snprintf(path, sizeof(path), "control.max.%s", o->time_field);
-		if (bson_iter_find_descendant(&it, path, &tm) && BSON_ITER_HOLDS_DATE_TIME(&tm))
-			tmax = bson_iter_date_time(&tm);
 	}
 	for (int i = 0; tc >= 0 && i < n; i++) {
 		int64_t t;
