@@ -16,8 +16,10 @@
  *    scale k in {0, 1, 2, 4, 8} when that gives x back bit for bit, else as
  *    its bit pattern (control 0x8); each control block rescales the last
  *    value, so the encoder only changes scale at a control byte.
- * The encoder sees the whole column at once (buckets are compressed when
- * they close).  Its Simple-8b words are packed as mongod's builder packs
+ * The encoder sees a whole column (bsoncolumn_encode) or continues one
+ * from the state an earlier append left (bsoncolumn_append, at the end of
+ * this file: buckets are compressed from their first measurement).  Its
+ * Simple-8b words are packed as mongod's builder packs
  * them; a double's scale (the smallest that holds it and the value before,
  * changed only at a new control block) and an interleaved run's reference
  * (the first object, the run ending at the first object that is not an

@@ -3,8 +3,9 @@
  * 3 as mongod writes unsorted ones): every data column one BSONColumn
  * binary (bsoncolumn.h), control.count the number of measurements.
  *
- * Tamga compresses a bucket when it closes (commands/cmd_timeseries.c) and
- * reads both forms: ts_bucket_unpack / ts_bucket_count (ts_bucket.c) turn
+ * Tamga writes buckets compressed from their first measurement
+ * (commands/cmd_timeseries.c; older v1 buckets are compressed when they
+ * close) and reads both forms: ts_bucket_unpack / ts_bucket_count (ts_bucket.c) turn
  * a compressed bucket back into the v1 form first.  Not here: the routing
  * and when a bucket closes.
  */
