@@ -1915,8 +1915,7 @@ bsoncolumn_tail_free(bsoncolumn_tail_t *t)
 {
 	if (t == NULL)
 		return;
-	bson_free(t->bytes);
-	bson_free(t->el);
+	bson_free(t->el);   /* the elements, their values and the tail's bytes: one block */
 	bson_free(t);
 }
 
@@ -1936,20 +1935,23 @@ tail_matches(const bsoncolumn_tail_t *t, const uint8_t *col, uint32_t len, int c
 	    (t->blk_off < 0 || ((uint64_t)t->blk_off < t->off && col[t->blk_off] == t->blk_now));
 }
 
-/* t's state: st (its previous value copied) and owned copies of v[0..n). */
+/* t's state: st (its previous value copied), owned copies of v[0..n) and
+ * of the tail's bytes (nb of them at b). */
 static void
-tail_fill(bsoncolumn_tail_t *t, const snap_t *st, const elem_t *v, size_t n)
+tail_fill(bsoncolumn_tail_t *t, const snap_t *st, const elem_t *v, size_t n, const uint8_t *b, size_t nb)
 {
-	size_t total = 0, at = 0;
+	size_t total = 0, at = 0, pl = st->prev.type != 0 ? st->prev.vlen : 0;
 
 	t->st = *st;
 	for (size_t i = 0; i < n; i++)
 		if (v[i].type != 0)
 			total += v[i].vlen;
-	/* one block: the elements, their values, the previous value */
-	t->el = bson_malloc(sizeof(*t->el) * (n + 1) + total + (st->prev.type != 0 ? st->prev.vlen : 0) + 1);
+	/* one block: the elements, their values, the previous value, the bytes */
+	t->el = bson_malloc(sizeof(*t->el) * (n + 1) + total + pl + nb + 1);
 	t->ebuf = (uint8_t *)(t->el + n + 1);
 	t->ebuf_len = total;
+	t->bytes = t->ebuf + total + pl;
+	memcpy(t->bytes, b, nb);
 	if (st->prev.type != 0) {
 		memcpy(t->ebuf + total, st->prev.v, st->prev.vlen);
 		t->st.prev.v = t->ebuf + total;
@@ -1972,6 +1974,9 @@ bsoncolumn_append(const uint8_t *col, uint32_t len, int count, const bsoncolumn_
                   terr_t *err)
 {
 	snap_t st0 = {.rle_has = true}, *snaps = NULL;
+	const snap_t *tst = NULL;   /* the next tail's state, elements */
+	const elem_t *tv = NULL;
+	size_t tn = 0;
 	uint32_t carry = 0;
 	const elem_t *old = NULL;
 	elem_t *dec = NULL, *all = NULL;
@@ -2030,15 +2035,18 @@ bsoncolumn_append(const uint8_t *col, uint32_t len, int count, const bsoncolumn_
 		nold = (size_t)count;
 	}
 	ne = nold + (size_t)n;
-	all = bson_malloc(sizeof(*all) * (ne + 1));
+	{
+		/* the elements and the states after each: one block (snap_t holds 128-bit fields) */
+		size_t at = (sizeof(*all) * (ne + 1) + 15) & ~(size_t)15;
+		all = bson_malloc(at + sizeof(*snaps) * (ne + 1));
+		snaps = (snap_t *)(void *)((uint8_t *)all + at);
+	}
 	if (nold > 0)
 		memcpy(all, old, sizeof(*all) * nold);
 	for (int i = 0; i < n; i++)
 		all[nold + (size_t)i] = (elem_t){v[i].type, v[i].v, v[i].vlen};
 	for (size_t i = 0; i < ne; i++)
 		docs = docs || all[i].type == BSON_TYPE_DOCUMENT;
-	if (!docs)
-		snaps = bson_malloc(sizeof(*snaps) * (ne + 1));
 	o.track = !docs;
 	e.prev = st0.prev;
 	e.penc = st0.penc;
@@ -2075,10 +2083,12 @@ bsoncolumn_append(const uint8_t *col, uint32_t len, int count, const bsoncolumn_
 	}
 	edit->keep = off;
 	edit->len = (uint32_t)(o.b.len - drop + 1);
-	edit->bytes = bson_malloc(edit->len);
-	if (edit->len > 1)
-		memcpy(edit->bytes, o.b.p + drop, edit->len - 1);
-	edit->bytes[edit->len - 1] = 0;
+	/* the output's buffer becomes the edit's bytes */
+	bb_u8(&o.b, 0);
+	if (drop > 0)
+		memmove(o.b.p, o.b.p + drop, edit->len);
+	edit->bytes = o.b.p;
+	o.b.p = NULL;
 
 	/* the next tail: the last word (or literal) written */
 	t = bson_malloc0(sizeof(*t));
@@ -2136,22 +2146,26 @@ bsoncolumn_append(const uint8_t *col, uint32_t len, int count, const bsoncolumn_
 				t->blk_words = words;   /* the merged block: its control byte is blk_off */
 			} else if (blk) {
 				t->blk_off = (int64_t)(off + c - drop);
-				t->blk_hi = o.b.p[c] & 0xF0;
+				t->blk_hi = edit->bytes[c - drop] & 0xF0;   /* the output, now the edit's bytes */
 				t->blk_words = words;
 			} else {
 				t->blk_off = -1;
 			}
-			tail_fill(t, &snaps[j - 1], all + j, ne - j);
+			tst = &snaps[j - 1];
+			tv = all + j;
+			tn = ne - j;
 		}
 	}
-	if (t->el == NULL)
+	if (tst == NULL) {
+		/* no advance: the same state, its tail grown */
 		t->rle_carry = carry;
-	if (t->el == NULL)
-		tail_fill(t, &st0, all, ne);
+		tst = &st0;
+		tv = all;
+		tn = ne;
+	}
+	tail_fill(t, tst, tv, tn, edit->bytes + (t->off - off), t->len - t->off);
 	if (t->blk_off >= 0)
 		t->blk_now = (uint64_t)t->blk_off < off ? edit->patch : edit->bytes[t->blk_off - off];
-	t->bytes = bson_malloc(t->len - t->off + 1);
-	memcpy(t->bytes, edit->bytes + (t->off - off), t->len - t->off);
 	*next = t;
 	t = NULL;
 done:
@@ -2164,8 +2178,7 @@ done:
 	bson_free(o.b.p);
 	bson_free(o.c);
 	bson_free(o.w);
-	bson_free(snaps);
-	bson_free(all);
+	bson_free(all);   /* snaps too */
 	bson_free(dec);
 	bson_destroy(&decoded);
 	return ret;

@@ -297,6 +297,7 @@ typedef struct cbucket {
 	uint32_t control, control_len, data, data_len;
 	int count, version;
 	bson_iter_t min, max;        /* old's control.min / control.max */
+	bsoncolumn_elem_t *el;       /* every column's values: one block */
 } cbucket_t;
 
 static int
@@ -396,10 +397,9 @@ cbucket_map(const bson_t *old, cbucket_t *b)
 static void
 cbucket_free(cbucket_t *b)
 {
-	for (int i = 0; i < b->n; i++) {
-		bson_free(b->c[i].el);
+	for (int i = 0; i < b->n; i++)
 		bson_free(b->c[i].ed.bytes);
-	}
+	bson_free(b->el);
 	bson_free(b->c);
 	memset(b, 0, sizeof(*b));
 }
@@ -462,8 +462,9 @@ compressed_write(const ts_options_t *o, const bson_t *old, const bson_oid_t *id,
 				c = ccol_add(&b, f);
 		}
 	}
+	b.el = bson_malloc0(sizeof(*b.el) * ((size_t)n + 1) * (size_t)(b.n + 1));
 	for (int c = 0; c < b.n; c++)
-		b.c[c].el = bson_malloc0(sizeof(*b.c[c].el) * ((size_t)n + 1));
+		b.c[c].el = b.el + (size_t)c * ((size_t)n + 1);
 	if (old != NULL)
 		cbucket_old_bounds(&b);
 	/* v2 promises measurements in time order; 3 says they are not */
