@@ -730,6 +730,48 @@ s8b_append_skip(s8b_t *b, bool try_rle)
 	s8b_push(b, &skip);
 }
 
+/*
+ * r repeats of slot s with nothing pending, in O(words): whole words of the
+ * most copies a base selector holds, the rest left pending (they fit one
+ * word).  False (nothing done) when no base selector holds s.
+ */
+static bool
+s8b_repeats(s8b_t *b, const slot_t *s, uint32_t r)
+{
+	int need = s->skip ? s8_min_bits[EXT_BASE] : s->bits[EXT_BASE], idx = -1, k;
+
+	if (s->bad)
+		return false;
+	for (int i = s8_min_sel[EXT_BASE]; i <= s8_max_sel[EXT_BASE]; i++)
+		if (s8_bits[EXT_BASE][i] >= need) {
+			idx = i;
+			break;
+		}
+	if (idx < 0)
+		return false;
+	k = s8_ints[EXT_BASE][idx];
+	if (r >= (uint32_t)k) {
+		slot_t row[60];
+		uint64_t w;
+		for (int j = 0; j < k; j++)
+			row[j] = *s;
+		w = s8_word(row, EXT_BASE, idx);
+		for (; r >= (uint32_t)k; r -= (uint32_t)k)
+			s8b_emit(b, w, (uint32_t)k);
+	}
+	for (uint32_t j = 0; j < r; j++)
+		b->pend[j] = *s;
+	b->np = (int)r;
+	memcpy(b->curmax, s8_min_bits, sizeof(b->curmax));
+	if (r > 0)
+		for (int t = 0; t < EXT_N; t++)
+			if (s->bits[t] > b->curmax[t])
+				b->curmax[t] = s->bits[t];
+	s8b_reset_selectors(b);
+	b->last_ext = EXT_BASE;
+	return true;
+}
+
 static void
 s8b_rle_end(s8b_t *b)
 {
@@ -740,6 +782,12 @@ s8b_rle_end(s8b_t *b)
 		s8b_emit(b, 15 | (uint64_t)(k - 1) << 4, k * BC_SKIP_RLE);
 		b->rle -= k * BC_SKIP_RLE;
 		count -= k;
+	}
+	if (b->rle > 0 && b->np == 0) {
+		slot_t s = {.v = b->last, .skip = !b->last_has};
+		slot_prepare(&s, true);
+		if (s8b_repeats(b, &s, b->rle))
+			b->rle = 0;
 	}
 	for (; b->rle > 0; b->rle--) {
 		if (!b->last_has) {
