@@ -304,11 +304,18 @@ round_trip(const bson_t *col, int n)
 	bson_destroy(&out);
 }
 
+static uint32_t append_check(const bson_t *c, int n, int state_mode, int max_step);
+
+/* A round trip, and the same column built by appends (one at a time, then
+ * in steps of up to 3 with the state sometimes lost): every type, every
+ * edge below goes through bsoncolumn_append too. */
 static void
 rt_json(const char *json, int n)
 {
 	bson_t *c = tt_json(json);
 	round_trip(c, n);
+	append_check(c, n, 0, 1);
+	append_check(c, n, 1, 3);
 	bson_destroy(c);
 }
 
