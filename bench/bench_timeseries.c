@@ -22,6 +22,9 @@
  * ANALYZE'd: the average as GROUP BY sensor, date_trunc('hour', t), the
  * last reading as DISTINCT ON (sensor) ... ORDER BY sensor, t DESC.
  *
+ * BENCH_TS_FLOOR=insert|bucket runs raw WiredTiger's floor of the two
+ * ingest shapes instead (ts_floor), for callgrind the same way.
+ *
  * BENCH_TS_QUERY_ONLY=0|1 (BENCH_TS_QUERY_PLAIN for the plain collection)
  * ingests, then collects only around that query (three runs of it).
  * BENCH_TS_INGEST_ONLY=ts|plain ingests into that collection only, with
@@ -55,6 +58,108 @@ reading(bson_t *d, int64_t i, bool with_id)
 	BSON_APPEND_DOUBLE(d, "temp", 15.0 + (double)((i * 7) % 200) / 10.0);
 	BSON_APPEND_DOUBLE(d, "hum", 30.0 + (double)((i * 3) % 500) / 10.0);
 	BSON_APPEND_DOUBLE(d, "press", 1000.0 + (double)((i * 11) % 300) / 10.0);
+}
+
+/*
+ * The raw WiredTiger floor of the two ingest shapes (BENCH_TS_FLOOR, under
+ * callgrind like BENCH_TS_INGEST_ONLY): "insert" writes each measurement as
+ * a ~95-byte row plus an _id index entry (a plain collection's two
+ * inserts); "bucket" does what appending one measurement to each of 1,000
+ * open buckets per transaction takes at least: read the bucket (its value
+ * rebuilt from the chain of modifies), a WT_CURSOR::modify of 14 entries
+ * (length prefixes, control's max, each of 5 columns' re-encoded tail:
+ * ~100 bytes, the value growing by 10) and the bucket index's entry
+ * replaced (remove + insert); a bucket is replaced by a new key after
+ * 1,000 appends.  Commit per 1,000 measurements, journal on, no sync.
+ */
+#include <wiredtiger.h>
+
+static void
+floor_check(int rc, const char *what)
+{
+	if (rc != 0)
+		die(what, wiredtiger_strerror(rc));
+}
+
+static void
+ts_floor(const char *dir, const char *which)
+{
+	WT_CONNECTION *conn;
+	WT_SESSION *s;
+	WT_CURSOR *rec, *ix;
+	uint8_t buf[256], *val = bson_malloc(16384);
+	int64_t n = TS_N;
+
+	floor_check(wiredtiger_open(dir, NULL, BENCH_WT_CONFIG("1G"), &conn), "wt open");
+	floor_check(conn->open_session(conn, NULL, "isolation=snapshot", &s), "session");
+	floor_check(s->create(s, "table:rec", BENCH_WT_TABLE), "create");
+	floor_check(s->create(s, "table:ix", "key_format=u,value_format=u"), "create");
+	floor_check(s->open_cursor(s, "table:rec", NULL, NULL, &rec), "cursor");
+	floor_check(s->open_cursor(s, "table:ix", NULL, NULL, &ix), "cursor");
+	memset(buf, 'x', sizeof(buf));
+	memset(val, 'v', 16384);
+	CALLGRIND_TOGGLE_COLLECT;
+	for (int64_t i = 0; i < n; i += SENSORS) {
+		floor_check(s->begin_transaction(s, NULL), "begin");
+		for (int64_t k = 0; k < SENSORS; k++) {
+			int64_t m = i + k, sec = m / SENSORS, gen = sec / 1000, app = sec % 1000;
+			WT_ITEM it = {.data = buf, .size = 24};
+			if (strcmp(which, "insert") == 0) {
+				WT_ITEM v = {.data = val, .size = 95};
+				memcpy(buf, &m, 8);
+				rec->set_key(rec, m + 1);
+				rec->set_value(rec, &v);
+				floor_check(rec->insert(rec), "insert");
+				ix->set_key(ix, &it);
+				it.size = 12;
+				ix->set_value(ix, &it);
+				floor_check(ix->insert(ix), "insert ix");
+				continue;
+			}
+			int64_t key = gen * SENSORS + k + 1;
+			memcpy(buf, &key, 8);
+			memcpy(buf + 8, &app, 8);
+			if (app == 0) {
+				WT_ITEM v = {.data = val, .size = 300};
+				rec->set_key(rec, key);
+				rec->set_value(rec, &v);
+				floor_check(rec->insert(rec), "insert bucket");
+			} else {
+				WT_MODIFY mod[14];
+				WT_ITEM cur;
+				size_t size;
+				rec->set_key(rec, key);
+				floor_check(rec->search(rec), "search");
+				floor_check(rec->get_value(rec, &cur), "get");
+				size = cur.size;
+				/* 4 fixed-size changes near the front, then 5 columns: length and tail */
+				for (int e = 0; e < 4; e++)
+					mod[e] = (WT_MODIFY){.data = {.data = val, .size = 4}, .offset = (size_t)(e * 40), .size = 4};
+				for (int c = 0; c < 5; c++) {
+					size_t at = 200 + (size - 220) * (size_t)(c + 1) / 6;
+					mod[4 + 2 * c] = (WT_MODIFY){.data = {.data = val, .size = 4}, .offset = at - 16, .size = 4};
+					mod[5 + 2 * c] = (WT_MODIFY){.data = {.data = val, .size = 10}, .offset = at, .size = 8};
+				}
+				floor_check(rec->modify(rec, mod, 14), "modify");
+				/* the bucket index entry: old key out, new key in */
+				app--;
+				memcpy(buf + 8, &app, 8);
+				ix->set_key(ix, &it);
+				floor_check(ix->remove(ix), "remove ix");
+				app++;
+				memcpy(buf + 8, &app, 8);
+			}
+			ix->set_key(ix, &it);
+			it.size = 8;
+			ix->set_value(ix, &it);
+			floor_check(ix->insert(ix), "insert ix");
+		}
+		floor_check(s->commit_transaction(s, NULL), "commit");
+	}
+	CALLGRIND_TOGGLE_COLLECT;
+	printf("floor %s: %lld measurements\n", which, (long long)n);
+	conn->close(conn, NULL);
+	bson_free(val);
 }
 
 /* One insert command of measurements first, first + step, ... (n of them). */
@@ -352,6 +457,13 @@ main(int argc, char **argv)
 		bson_destroy(c);
 	}
 	fprintf(stderr, "bench_timeseries: N=%lld measurements\n", (long long)TS_N);
+	if (getenv("BENCH_TS_FLOOR") != NULL) {
+		snprintf(path, sizeof(path), "%s/wt-floor", argv[1]);
+		mkdir(path, 0755);
+		ts_floor(path, getenv("BENCH_TS_FLOOR"));
+		tamga_close(t);
+		return 0;
+	}
 	if (getenv("BENCH_TS_INGEST_ONLY") != NULL) {
 		const char *which = getenv("BENCH_TS_INGEST_ONLY");
 		bool by_sensor = getenv("BENCH_TS_BY_SENSOR") != NULL;

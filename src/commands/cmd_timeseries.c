@@ -136,6 +136,7 @@ typedef struct ts_open {
 	int64_t start_ms;
 	int count;
 	int64_t bytes;
+	ts_colstates_t cols;         /* its columns' append states (compressed buckets) */
 	struct ts_open *next;
 } ts_open_t;
 
@@ -208,6 +209,7 @@ open_forget(const uint8_t *uuid)
 			if (memcmp(b->uuid, uuid, 16) == 0) {
 				*pp = b->next;
 				bson_value_destroy(&b->meta);
+				ts_colstates_clear(&b->cols);
 				bson_free(b);
 			} else {
 				pp = &b->next;
@@ -250,6 +252,8 @@ typedef struct ts_target {
 	uint64_t hash;               /* meta_hash of meta */
 	int chain;                   /* the next target in its ts_batch_t.heads chain, -1 */
 	bool closed;                 /* full or rolled over: compressed once written */
+	bool compressed;             /* written compressed (nothing to do when it closes) */
+	ts_colstates_t next;         /* its columns' append states once written (to the catalog at commit) */
 } ts_target_t;
 
 #define TS_BATCH_HASH 2048
@@ -381,9 +385,7 @@ reopen(ts_batch_t *b, const bson_value_t *meta, uint64_t h)
 		bson_t bucket;
 		bson_iter_t idit, st;
 		bson_iter_document(&f, &l, &d);
-		/* a compressed bucket is closed: never appended to again */
-		if (bson_init_static(&bucket, d, l) && !ts_bucket_is_compressed(&bucket) &&
-		    bson_iter_init_find(&idit, &bucket, "_id") &&
+		if (bson_init_static(&bucket, d, l) && bson_iter_init_find(&idit, &bucket, "_id") &&
 		    BSON_ITER_HOLDS_OID(&idit) && bson_iter_init(&st, &bucket) &&
 		    bson_iter_find_descendant(&st, path, &st) && BSON_ITER_HOLDS_DATE_TIME(&st)) {
 			o = bson_malloc0(sizeof(*o));
@@ -488,6 +490,9 @@ write_target(storage_session_t *s, ts_batch_t *b, ts_target_t *t, bool *updated,
 	size_t want = 512;
 
 	*updated = false;
+	/* a retried transaction computes the states again */
+	ts_colstates_clear(&t->next);
+	t->compressed = false;
 	for (int i = 0; i < t->n; i++) {
 		ms[i] = &b->docs[t->ms[i]];
 		want += b->docs[t->ms[i]].len;
@@ -510,15 +515,47 @@ write_target(storage_session_t *s, ts_batch_t *b, ts_target_t *t, bool *updated,
 	 * reallocs as the bucket grows past each power of two) */
 	want += old.len;
 	nb = bson_sized_new(want < (size_t)INT32_MAX / 2 ? want : 512);
-	if (*updated) {
-		/* only the appended elements and the changed control and
-		 * length bytes go to storage (WiredTiger's modify) */
+	if (*updated && ts_bucket_is_compressed(&old)) {
+		/* continued column by column: the changed bytes go to storage
+		 * (WiredTiger's modify) */
+		terr_t e = TERR_INIT;
+		if (ts_bucket_append_compressed(&b->o, &old, ms, t->n, t->open != NULL ? &t->open->cols : NULL, nb, &b->dmg,
+		        &t->next, &e) == 0) {
+			t->compressed = true;
+			ret = storage_doc_update_damages(s, b->coll, recid, &old, nb, &b->dmg, err);
+		} else {
+			/* a value no column holds (CodeWScope): the bucket as v1 */
+			bson_t v1 = BSON_INITIALIZER;
+			ts_colstates_clear(&t->next);
+			bson_reinit(nb);
+			if (ts_bucket_decompress(&old, &v1, err) == 0) {
+				ts_bucket_append(&b->o, &v1, ms, t->n, nb);
+				ret = storage_doc_update(s, b->coll, recid, &old, nb, err);
+			} else {
+				ret = -1;
+			}
+			bson_destroy(&v1);
+		}
+		terr_clear(&e);
+	} else if (*updated) {
+		/* a v1 bucket (written before buckets were compressed from the
+		 * start, or raw): only the appended elements and the changed
+		 * control and length bytes go to storage */
 		if (ts_bucket_append_damages(&b->o, &old, ms, t->n, nb, &b->dmg))
 			ret = storage_doc_update_damages(s, b->coll, recid, &old, nb, &b->dmg, err);
 		else
 			ret = storage_doc_update(s, b->coll, recid, &old, nb, err);
 	} else {
-		ts_bucket_build(&b->o, &t->id, t->start_ms, &t->meta, ms, t->n, nb);
+		terr_t e = TERR_INIT;
+		if (ts_bucket_build_compressed(&b->o, &t->id, t->start_ms, &t->meta, ms, t->n, nb, &t->next, &e) == 0) {
+			t->compressed = true;
+		} else {
+			/* a value no column holds (CodeWScope): the bucket as v1 */
+			ts_colstates_clear(&t->next);
+			bson_reinit(nb);
+			ts_bucket_build(&b->o, &t->id, t->start_ms, &t->meta, ms, t->n, nb);
+		}
+		terr_clear(&e);
 		ret = storage_doc_insert(s, b->coll, nb, NULL, err);
 	}
 err:
@@ -546,7 +583,7 @@ compress_closed(storage_session_t *s, ts_batch_t *b, terr_t *err)
 		terr_t e = TERR_INIT;
 		int rc, ret = 0;
 
-		if (!t->closed)
+		if (!t->closed || t->compressed)
 			continue;
 		bson_oid_copy(&t->id, &idv.value.v_oid);
 		rc = storage_doc_find_id(s, b->coll, &idv, &recid, &view, err);
@@ -616,7 +653,11 @@ catalog_commit(ts_batch_t *b)
 			o->count = 0;
 			o->bytes = 0;
 		}
-		/* the last target of a meta is the one left open */
+		/* the last target of a meta is the one left open, with its
+		 * columns' states */
+		ts_colstates_clear(&o->cols);
+		o->cols = t->next;
+		memset(&t->next, 0, sizeof(t->next));
 		o->id = t->id;
 		o->start_ms = t->start_ms;
 		o->count += t->n;
@@ -659,8 +700,10 @@ insert_measurements(cmd_t *c, storage_session_t *s, storage_coll_t *coll, bson_t
 	if (ret == 0)
 		catalog_commit(&b);
 	pthread_mutex_unlock(&ts_lock);
-	for (int k = 0; k < b.nt; k++)
+	for (int k = 0; k < b.nt; k++) {
 		bson_free(b.t[k].ms);
+		ts_colstates_clear(&b.t[k].next);
+	}
 	bson_free(b.t);
 	bdamages_destroy(&b.dmg);
 	return ret;
@@ -1200,8 +1243,10 @@ moved_insert(storage_session_t *s, ts_rewrite_t *r, terr_t *err)
 	}
 	if (ret == 0)
 		ret = insert_txn(s, &b, err);
-	for (int i = 0; i < b.nt; i++)
+	for (int i = 0; i < b.nt; i++) {
 		bson_free(b.t[i].ms);
+		ts_colstates_clear(&b.t[i].next);
+	}
 	bson_free(b.t);
 	bdamages_destroy(&b.dmg);
 	bson_free(docs);

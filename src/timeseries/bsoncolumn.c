@@ -16,8 +16,10 @@
  *    scale k in {0, 1, 2, 4, 8} when that gives x back bit for bit, else as
  *    its bit pattern (control 0x8); each control block rescales the last
  *    value, so the encoder only changes scale at a control byte.
- * The encoder sees the whole column at once (buckets are compressed when
- * they close).  Its Simple-8b words are packed as mongod's builder packs
+ * The encoder sees a whole column (bsoncolumn_encode) or continues one
+ * from the state an earlier append left (bsoncolumn_append, at the end of
+ * this file: buckets are compressed from their first measurement).  Its
+ * Simple-8b words are packed as mongod's builder packs
  * them; a double's scale (the smallest that holds it and the value before,
  * changed only at a new control block) and an interleaved run's reference
  * (the first object, the run ending at the first object that is not an
@@ -28,6 +30,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef unsigned __int128 u128;
@@ -457,6 +460,10 @@ slot_prepare(slot_t *s, bool wide)
 	s->bad = false;
 	if (s->skip)
 		return;
+	if (v == 0) {   /* a repeat (or a delta of delta of 0): one bit everywhere */
+		memset(s->bits, 1, sizeof(s->bits));
+		return;
+	}
 	if ((!wide && v >= (u128)UINT64_MAX) || v == ~(u128)0) {
 		s->bad = true;
 		return;
@@ -515,11 +522,28 @@ typedef struct chunk {
 	uint32_t count;
 } chunk_t;
 
+/* A word of a control block, for an appender that may split the block
+ * after it (track: the column's top-level output only). */
+typedef struct wlog {
+	size_t off;          /* the word's offset in the output */
+	size_t ctl;          /* its block's control byte */
+	int idx;             /* its index in the block */
+	uint32_t count;      /* elements it holds */
+	bool flush;          /* written by its run's end (values that were pending) */
+	int run;             /* its run (run_write call) */
+} wlog_t;
+
 typedef struct sout {
 	bbuf_t b;
 	chunk_t *c;
 	size_t n, cap;
+	bool track;
+	wlog_t *w;
+	size_t nw, wcap;
+	int runs;
+	uint32_t end_rle;    /* repeats the last run ended with, past its RLE words (written as values) */
 } sout_t;
+
 
 static void
 sout_chunk(sout_t *o, size_t off, uint32_t count)
@@ -536,7 +560,32 @@ sout_free(sout_t *o)
 {
 	bson_free(o->b.p);
 	bson_free(o->c);
+	bson_free(o->w);
 	memset(o, 0, sizeof(*o));
+}
+
+/* Write a control block of nw words (counts: the elements of each) to o. */
+static void
+sout_block(sout_t *o, uint8_t ctl, const uint64_t *words, const uint32_t *counts, const bool *fl, int nw)
+{
+	size_t off = o->b.len;
+	uint32_t total = 0;
+
+	bb_u8(&o->b, (uint8_t)(ctl | (nw - 1)));
+	for (int k = 0; k < nw; k++) {
+		uint8_t le[8];
+		le64_put(le, words[k]);
+		bb_put(&o->b, le, 8);
+		total += counts[k];
+		if (o->track) {
+			if (o->nw == o->wcap) {
+				o->wcap = o->wcap ? o->wcap * 2 : 32;
+				o->w = bson_realloc(o->w, sizeof(*o->w) * o->wcap);
+			}
+			o->w[o->nw++] = (wlog_t){off + 1 + 8 * (size_t)k, off, k, counts[k], fl[k], o->runs};
+		}
+	}
+	sout_chunk(o, off, total);
 }
 
 /*
@@ -552,7 +601,9 @@ typedef struct s8b {
 	sout_t *o;
 	uint8_t ctl;
 	uint64_t words[16];
-	uint32_t counts;
+	uint32_t wc[16];
+	bool wf[16];
+	bool flushing;               /* the run's end: words now written hold values that were pending */
 	int nw;
 	slot_t pend[64];
 	int np;
@@ -572,19 +623,12 @@ static const uint8_t s8_max_sel[EXT_N] = {14, 9, 7, 13};
 static void
 s8b_emit(s8b_t *b, uint64_t w, uint32_t count)
 {
+	b->wc[b->nw] = count;
+	b->wf[b->nw] = b->flushing && (w & 15) != 15;
 	b->words[b->nw++] = w;
-	b->counts += count;
 	if (b->nw == 16) {
-		size_t off = b->o->b.len;
-		bb_u8(&b->o->b, (uint8_t)(b->ctl | 15));
-		for (int k = 0; k < 16; k++) {
-			uint8_t le[8];
-			le64_put(le, b->words[k]);
-			bb_put(&b->o->b, le, 8);
-		}
-		sout_chunk(b->o, off, b->counts);
+		sout_block(b->o, b->ctl, b->words, b->wc, b->wf, 16);
 		b->nw = 0;
-		b->counts = 0;
 	}
 }
 
@@ -686,6 +730,48 @@ s8b_append_skip(s8b_t *b, bool try_rle)
 	s8b_push(b, &skip);
 }
 
+/*
+ * r repeats of slot s with nothing pending, in O(words): whole words of the
+ * most copies a base selector holds, the rest left pending (they fit one
+ * word).  False (nothing done) when no base selector holds s.
+ */
+static bool
+s8b_repeats(s8b_t *b, const slot_t *s, uint32_t r)
+{
+	int need = s->skip ? s8_min_bits[EXT_BASE] : s->bits[EXT_BASE], idx = -1, k;
+
+	if (s->bad)
+		return false;
+	for (int i = s8_min_sel[EXT_BASE]; i <= s8_max_sel[EXT_BASE]; i++)
+		if (s8_bits[EXT_BASE][i] >= need) {
+			idx = i;
+			break;
+		}
+	if (idx < 0)
+		return false;
+	k = s8_ints[EXT_BASE][idx];
+	if (r >= (uint32_t)k) {
+		slot_t row[60];
+		uint64_t w;
+		for (int j = 0; j < k; j++)
+			row[j] = *s;
+		w = s8_word(row, EXT_BASE, idx);
+		for (; r >= (uint32_t)k; r -= (uint32_t)k)
+			s8b_emit(b, w, (uint32_t)k);
+	}
+	for (uint32_t j = 0; j < r; j++)
+		b->pend[j] = *s;
+	b->np = (int)r;
+	memcpy(b->curmax, s8_min_bits, sizeof(b->curmax));
+	if (r > 0)
+		for (int t = 0; t < EXT_N; t++)
+			if (s->bits[t] > b->curmax[t])
+				b->curmax[t] = s->bits[t];
+	s8b_reset_selectors(b);
+	b->last_ext = EXT_BASE;
+	return true;
+}
+
 static void
 s8b_rle_end(s8b_t *b)
 {
@@ -696,6 +782,12 @@ s8b_rle_end(s8b_t *b)
 		s8b_emit(b, 15 | (uint64_t)(k - 1) << 4, k * BC_SKIP_RLE);
 		b->rle -= k * BC_SKIP_RLE;
 		count -= k;
+	}
+	if (b->rle > 0 && b->np == 0) {
+		slot_t s = {.v = b->last, .skip = !b->last_has};
+		slot_prepare(&s, true);
+		if (s8b_repeats(b, &s, b->rle))
+			b->rle = 0;
 	}
 	for (; b->rle > 0; b->rle--) {
 		if (!b->last_has) {
@@ -738,36 +830,35 @@ s8b_add(s8b_t *b, const slot_t *s)
  * control byte ctl.  last_has and last get the run's last slot.
  */
 static void
-run_write(sout_t *o, const slot_t *s, size_t n, uint8_t ctl, bool *last_has, u128 *last)
+run_write(sout_t *o, const slot_t *s, size_t n, uint8_t ctl, bool *last_has, u128 *last, uint32_t carry)
 {
-	s8b_t *b = bson_malloc0(sizeof(*b));
+	s8b_t sb, *b = &sb;   /* its word and pending arrays need no clearing */
 
 	b->o = o;
 	b->ctl = ctl;
+	b->nw = 0;
+	b->np = 0;
+	b->flushing = false;
+	b->last_ext = 0;
+	b->rle = carry;       /* repeats of *last an appender left pending */
 	b->last_has = *last_has;
 	b->last = *last;
 	memcpy(b->curmax, s8_min_bits, sizeof(b->curmax));
 	s8b_reset_selectors(b);
+	o->runs++;
 	for (size_t i = 0; i < n; i++)
 		s8b_add(b, &s[i]);
+	b->flushing = true;
+	o->end_rle = b->rle % BC_SKIP_RLE;
 	s8b_rle_end(b);
 	while (b->np > 0)
 		s8b_word(b, b->last_ext);
-	if (b->nw > 0) {
-		size_t off = o->b.len;
-		bb_u8(&o->b, (uint8_t)(ctl | (b->nw - 1)));
-		for (int k = 0; k < b->nw; k++) {
-			uint8_t le[8];
-			le64_put(le, b->words[k]);
-			bb_put(&o->b, le, 8);
-		}
-		sout_chunk(o, off, b->counts);
-	}
+	if (b->nw > 0)
+		sout_block(o, ctl, b->words, b->wc, b->wf, b->nw);
 	if (n > 0) {
 		*last_has = !s[n - 1].skip;
 		*last = s[n - 1].skip ? 0 : s[n - 1].v;
 	}
-	bson_free(b);
 }
 
 /* ---- the regular-mode encoder -------------------------------------------------------- */
@@ -798,6 +889,8 @@ typedef struct senc {
 	bool wide;           /* the reader's state is 128-bit */
 	bool rle_has;        /* the reader's last Simple-8b slot: a value (rle_last) or missing */
 	u128 rle_last;
+	bool last_lit;       /* the last element went out as a literal (else as the run's last slot) */
+	uint32_t rle_carry;  /* repeats of rle_last pending before the first run (an appender's) */
 } senc_t;
 
 static void
@@ -829,8 +922,10 @@ senc_flush(senc_t *e)
 		for (e->scale = 0; e->scale < SCALE_RAW && !dbl_encode(pd, e->scale, &x); e->scale++)
 			;
 	}
-	if (e->ns > 0)
-		run_write(e->o, e->s, e->ns, ctl[e->scale < 0 ? SCALE_RAW : e->scale], &e->rle_has, &e->rle_last);
+	if (e->ns > 0 || e->rle_carry > 0)
+		run_write(e->o, e->s, e->ns, ctl[e->scale < 0 ? SCALE_RAW : e->scale], &e->rle_has, &e->rle_last,
+		    e->rle_carry);
+	e->rle_carry = 0;
 	e->ns = 0;
 	e->scale = -1;
 }
@@ -848,6 +943,7 @@ senc_push(senc_t *e, bool skip)
 		slot_prepare(&e->next, e->wide);
 	}
 	e->s[e->ns++] = e->next;
+	e->last_lit = false;
 }
 
 static void
@@ -860,6 +956,7 @@ senc_literal(senc_t *e, const elem_t *v)
 	bb_put(&e->o->b, v->v, v->vlen);
 	sout_chunk(e->o, off, 1);
 	senc_set_prev(e, v);
+	e->last_lit = true;
 }
 
 /* Prepare v as the next slot (e->next): false when no word holds it. */
@@ -1165,6 +1262,75 @@ interleavable(const elem_t *e)
 	    interleave_walk(e->v, e->vlen, e->v, e->vlen, NULL, &ns, 0) && ns > 0;
 }
 
+/* The reader's state after an element, for an appender resuming there. */
+typedef struct snap {
+	elem_t prev;
+	int64_t penc, pdelta;
+	u128 p128;
+	bool p128_ok, wide, rle_has;
+	u128 rle_last;
+} snap_t;
+
+static void
+snap_take(const senc_t *e, snap_t *s)
+{
+	s->prev = e->prev;
+	s->penc = e->penc;
+	s->pdelta = e->pdelta;
+	s->p128 = e->p128;
+	s->p128_ok = e->p128_ok;
+	s->wide = e->wide;
+	if (e->last_lit || e->ns == 0) {
+		s->rle_has = e->rle_has;
+		s->rle_last = e->rle_last;
+	} else {
+		s->rle_has = !e->s[e->ns - 1].skip;
+		s->rle_last = e->s[e->ns - 1].skip ? 0 : e->s[e->ns - 1].v;
+	}
+}
+
+/*
+ * Encode v[0..n) with e (its output e->o; the run left open is flushed at
+ * the end).  snaps (NULL: none) gets the reader's state after each element;
+ * only meaningful for columns without objects (interleaved runs are not
+ * word-logged).
+ */
+static void
+encode_elems(senc_t *e, const elem_t *v, size_t n, snap_t *snaps)
+{
+	size_t i = 0;
+
+	while (i < (size_t)n) {
+		if (interleavable(&v[i])) {
+			size_t j = i + 1, end = i + 1;
+			bool skips_ok = !has_empty_sub(v[i].v, v[i].vlen, 0);
+			while (j < (size_t)n &&
+			       ((v[j].type == 0 && skips_ok) || (v[j].type == BSON_TYPE_DOCUMENT && v[j].vlen > 5 &&
+			                              interleave_walk(v[i].v, v[i].vlen, v[j].v, v[j].vlen, NULL, &(size_t){0}, 0)))) {
+				if (v[j].type != 0)
+					end = j + 1;
+				j++;
+			}
+			senc_flush(e);
+			interleave_encode(&v[i], end - i, &e->o->b);
+			/* the reader's last value is now the run's last object (never a delta base here) */
+			senc_set_prev(e, &v[end - 1]);
+			i = end;
+			continue;
+		}
+		if (v[i].type == BSON_TYPE_DOCUMENT && e->prev.type == BSON_TYPE_DOCUMENT && !elem_same(&e->prev, &v[i])) {
+			senc_literal(e, &v[i]);
+			i++;
+			continue;
+		}
+		senc_add(e, &v[i]);
+		if (snaps != NULL)
+			snap_take(e, &snaps[i]);
+		i++;
+	}
+	senc_flush(e);
+}
+
 int
 bsoncolumn_encode(const bson_t *col, int n, uint8_t **data, uint32_t *len, terr_t *err)
 {
@@ -1173,7 +1339,6 @@ bsoncolumn_encode(const bson_t *col, int n, uint8_t **data, uint32_t *len, terr_
 	sout_t top = {0};
 	senc_t e = {.o = &top, .scale = -1, .rle_has = true};
 	int64_t last = -1;
-	size_t i = 0;
 
 	*data = NULL;
 	*len = 0;
@@ -1201,33 +1366,7 @@ bsoncolumn_encode(const bson_t *col, int n, uint8_t **data, uint32_t *len, terr_
 		v[i2].type = (uint8_t)bson_iter_type(&it);
 		v[i2].v = iter_value(&it, &v[i2].vlen);
 	}
-	while (i < (size_t)n) {
-		if (interleavable(&v[i])) {
-			size_t j = i + 1, end = i + 1;
-			bool skips_ok = !has_empty_sub(v[i].v, v[i].vlen, 0);
-			while (j < (size_t)n &&
-			       ((v[j].type == 0 && skips_ok) || (v[j].type == BSON_TYPE_DOCUMENT && v[j].vlen > 5 &&
-			                              interleave_walk(v[i].v, v[i].vlen, v[j].v, v[j].vlen, NULL, &(size_t){0}, 0)))) {
-				if (v[j].type != 0)
-					end = j + 1;
-				j++;
-			}
-			senc_flush(&e);
-			interleave_encode(&v[i], end - i, &top.b);
-			/* the reader's last value is now the run's last object (never a delta base here) */
-			senc_set_prev(&e, &v[end - 1]);
-			i = end;
-			continue;
-		}
-		if (v[i].type == BSON_TYPE_DOCUMENT && e.prev.type == BSON_TYPE_DOCUMENT && !elem_same(&e.prev, &v[i])) {
-			senc_literal(&e, &v[i]);
-			i++;
-			continue;
-		}
-		senc_add(&e, &v[i]);
-		i++;
-	}
-	senc_flush(&e);
+	encode_elems(&e, v, (size_t)n, NULL);
 	bson_free(e.s);
 	bb_u8(&top.b, 0);
 	bson_free(top.c);
@@ -1798,5 +1937,297 @@ done:
 			bson_concat(out, &doc);
 	}
 	bson_free(o.b.p);
+	return ret;
+}
+
+/* ---- appending (bsoncolumn_append) ---------------------------------------------- */
+
+struct bsoncolumn_tail {
+	uint32_t len;                /* the column it describes: its bytes and elements */
+	int count;
+	uint32_t off;                /* where the tail starts */
+	int64_t blk_off;             /* the control byte of the block the tail continues; -1: none */
+	uint8_t blk_hi;              /* that block's high nibble (its scale) */
+	int blk_words;               /* its words before off */
+	uint8_t blk_now;             /* its control byte as written */
+	uint32_t rle_carry;          /* repeats of the last slot written as values from off (no elements kept) */
+	uint8_t *bytes;              /* the column's bytes from off, as written */
+	snap_t st;                   /* the reader's state at off (st.prev.v points into ebuf's end) */
+	elem_t *el;                  /* the tail's elements (their values in ebuf; one allocation) */
+	size_t nel, ebuf_len;
+	uint8_t *ebuf;
+};
+
+void
+bsoncolumn_tail_free(bsoncolumn_tail_t *t)
+{
+	if (t == NULL)
+		return;
+	bson_free(t->el);   /* the elements, their values and the tail's bytes: one block */
+	bson_free(t);
+}
+
+size_t
+bsoncolumn_tail_size(const bsoncolumn_tail_t *t)
+{
+	return t == NULL ? 0 : sizeof(*t) + (t->len - t->off) + t->st.prev.vlen + t->nel * sizeof(elem_t) + t->ebuf_len;
+}
+
+/* Whether t describes col byte for byte where it matters: its length and
+ * count, the tail's bytes and the open block's control byte. */
+static bool
+tail_matches(const bsoncolumn_tail_t *t, const uint8_t *col, uint32_t len, int count)
+{
+	return t != NULL && col != NULL && t->len == len && t->count == count && t->off < len &&
+	    memcmp(col + t->off, t->bytes, len - t->off) == 0 &&
+	    (t->blk_off < 0 || ((uint64_t)t->blk_off < t->off && col[t->blk_off] == t->blk_now));
+}
+
+/* t's state: st (its previous value copied), owned copies of v[0..n) and
+ * of the tail's bytes (nb of them at b). */
+static void
+tail_fill(bsoncolumn_tail_t *t, const snap_t *st, const elem_t *v, size_t n, const uint8_t *b, size_t nb)
+{
+	size_t total = 0, at = 0, pl = st->prev.type != 0 ? st->prev.vlen : 0;
+
+	t->st = *st;
+	for (size_t i = 0; i < n; i++)
+		if (v[i].type != 0)
+			total += v[i].vlen;
+	/* one block: the elements, their values, the previous value, the bytes */
+	t->el = bson_malloc(sizeof(*t->el) * (n + 1) + total + pl + nb + 1);
+	t->ebuf = (uint8_t *)(t->el + n + 1);
+	t->ebuf_len = total;
+	t->bytes = t->ebuf + total + pl;
+	memcpy(t->bytes, b, nb);
+	if (st->prev.type != 0) {
+		memcpy(t->ebuf + total, st->prev.v, st->prev.vlen);
+		t->st.prev.v = t->ebuf + total;
+	}
+	for (size_t i = 0; i < n; i++) {
+		t->el[i] = (elem_t){v[i].type, NULL, 0};
+		if (v[i].type == 0)
+			continue;
+		memcpy(t->ebuf + at, v[i].v, v[i].vlen);
+		t->el[i].v = t->ebuf + at;
+		t->el[i].vlen = v[i].vlen;
+		at += v[i].vlen;
+	}
+	t->nel = n;
+}
+
+int
+bsoncolumn_append(const uint8_t *col, uint32_t len, int count, const bsoncolumn_tail_t *prev,
+                  const bsoncolumn_elem_t *v, int n, bsoncolumn_edit_t *edit, bsoncolumn_tail_t **next,
+                  terr_t *err)
+{
+	snap_t st0 = {.rle_has = true}, *snaps = NULL;
+	const snap_t *tst = NULL;   /* the next tail's state, elements */
+	const elem_t *tv = NULL;
+	size_t tn = 0;
+	uint32_t carry = 0;
+	const elem_t *old = NULL;
+	elem_t *dec = NULL, *all = NULL;
+	size_t nold = 0, ne, drop = 0;
+	uint32_t off = 0;
+	int64_t blk_off = -1;
+	uint8_t blk_hi = 0;
+	int blk_words = 0;
+	bson_t decoded = BSON_INITIALIZER;
+	sout_t o = {0};
+	senc_t e = {.o = &o, .scale = -1};
+	bsoncolumn_tail_t *t = NULL;
+	bool docs = false;
+	uint64_t newlen;
+	int ret = 0;
+
+	memset(edit, 0, sizeof(*edit));
+	edit->patch_at = -1;
+	*next = NULL;
+	if (n < 0 || count < 0 || (int64_t)count + n > BC_MAX_ELEMS)
+		return terr_set(err, TERR_BAD_VALUE, "a BSONColumn holds at most %d elements", BC_MAX_ELEMS);
+	for (int i = 0; i < n; i++)
+		if (v[i].type == BSON_TYPE_CODEWSCOPE)
+			return terr_set(err, TERR_BAD_VALUE, "CodeWScope is not a valid BSONColumn element type");
+	if (tail_matches(prev, col, len, count)) {
+		st0 = prev->st;
+		old = prev->el;
+		nold = prev->nel;
+		off = prev->off;
+		blk_off = prev->blk_off;
+		blk_hi = prev->blk_hi;
+		blk_words = prev->blk_words;
+		carry = prev->rle_carry;
+	} else {
+		/* no state for these bytes: the column decoded and written again */
+		dec = bson_malloc0(sizeof(*dec) * ((size_t)count + 1));
+		if (col != NULL) {
+			bson_iter_t it;
+			int dn = 0;
+			if ((ret = bsoncolumn_decode(col, len, &decoded, &dn, err)) != 0)
+				goto done;
+			if (dn != count) {
+				ret = terr_set(err, TERR_BAD_VALUE, "a BSONColumn of %d elements where %d were expected", dn, count);
+				goto done;
+			}
+			bson_iter_init(&it, &decoded);
+			while (bson_iter_next(&it)) {
+				int64_t k = strtoll(bson_iter_key(&it), NULL, 10);
+				if (k < 0 || k >= count)
+					continue;
+				dec[k].type = (uint8_t)bson_iter_type(&it);
+				dec[k].v = iter_value(&it, &dec[k].vlen);
+			}
+		}
+		old = dec;
+		nold = (size_t)count;
+	}
+	ne = nold + (size_t)n;
+	{
+		/* the elements and the states after each: one block (snap_t holds 128-bit fields) */
+		size_t at = (sizeof(*all) * (ne + 1) + 15) & ~(size_t)15;
+		all = bson_malloc(at + sizeof(*snaps) * (ne + 1));
+		snaps = (snap_t *)(void *)((uint8_t *)all + at);
+	}
+	if (nold > 0)
+		memcpy(all, old, sizeof(*all) * nold);
+	for (int i = 0; i < n; i++)
+		all[nold + (size_t)i] = (elem_t){v[i].type, v[i].v, v[i].vlen};
+	for (size_t i = 0; i < ne; i++)
+		docs = docs || all[i].type == BSON_TYPE_DOCUMENT;
+	o.track = !docs;
+	e.prev = st0.prev;
+	e.penc = st0.penc;
+	e.pdelta = st0.pdelta;
+	e.p128 = st0.p128;
+	e.p128_ok = st0.p128_ok;
+	e.wide = st0.wide;
+	e.rle_has = st0.rle_has;
+	e.rle_last = st0.rle_last;
+	e.rle_carry = carry;
+	encode_elems(&e, all, ne, snaps);
+	bson_free(e.s);
+
+	/* the block the tail continues: its new words join it when they are
+	 * of its kind and fit, else it ends where the tail starts */
+	if (blk_off >= 0) {
+		int words = blk_words;
+		if (!docs && o.nw > 0 && o.w[0].ctl == 0 && (o.b.p[0] & 0xF0) == blk_hi) {
+			int w1 = 0;
+			while ((size_t)w1 < o.nw && o.w[w1].ctl == 0)
+				w1++;
+			if (blk_words + w1 <= 16) {
+				drop = 1;
+				words += w1;
+			}
+		}
+		edit->patch_at = blk_off;
+		edit->patch = (uint8_t)(blk_hi | (words - 1));
+	}
+	newlen = (uint64_t)off + o.b.len - drop + 1;
+	if (newlen > INT32_MAX) {
+		ret = terr_set(err, TERR_BAD_VALUE, "BSONColumn too large");
+		goto done;
+	}
+	edit->keep = off;
+	edit->len = (uint32_t)(o.b.len - drop + 1);
+	/* the output's buffer becomes the edit's bytes */
+	bb_u8(&o.b, 0);
+	if (drop > 0)
+		memmove(o.b.p, o.b.p + drop, edit->len);
+	edit->bytes = o.b.p;
+	o.b.p = NULL;
+
+	/* the next tail: the last word (or literal) written */
+	t = bson_malloc0(sizeof(*t));
+	t->len = (uint32_t)newlen;
+	t->count = count + n;
+	t->off = off;
+	t->blk_off = blk_off;
+	t->blk_hi = blk_hi;
+	t->blk_words = blk_words;
+	if (!docs && o.n > 0) {
+		/* where the bytes that may still change start: the values its run's
+		 * end wrote (or the last literal); the words before are final */
+		const chunk_t *lc = &o.c[o.n - 1];
+		size_t p, c = 0, j = 0;
+		int words = 0;
+		bool blk = false;
+		if (o.nw > 0 && o.w[o.nw - 1].ctl == lc->off) {
+			size_t k = o.nw;
+			uint32_t cnt = 0;
+			while (k > 0 && o.w[k - 1].flush && o.w[k - 1].run == o.w[o.nw - 1].run)
+				cnt += o.w[--k].count;
+			if (k < o.nw) {
+				p = o.w[k].off;
+				c = o.w[k].ctl;
+				words = o.w[k].idx;
+			} else {
+				p = o.w[o.nw - 1].off + 8;
+				c = o.w[o.nw - 1].ctl;
+				words = o.w[o.nw - 1].idx + 1;
+			}
+			if (c == 0 && drop == 1)
+				words += blk_words;   /* the block the tail continued */
+			blk = words > 0 && words < 16;
+			if (words == 0)
+				p = c;
+			/* the words count the repeats carried in before all[0] too */
+			if (carry + ne > cnt && carry + ne - cnt > carry)
+				j = carry + ne - cnt - carry;
+			/* the run ended in repeats of one slot written as values: they
+			 * stay pending as a count (RLE may still take them), not as
+			 * elements to encode again -- when the slot means the same in
+			 * any block (a missing value, a delta of 0, or no scale) */
+			if (ne > 0 && cnt > 0 && cnt == o.end_rle && o.w[o.nw - 1].run == o.runs &&
+			    (!snaps[ne - 1].rle_has || snaps[ne - 1].rle_last == 0 || snaps[ne - 1].prev.type != BSON_TYPE_DOUBLE)) {
+				t->rle_carry = cnt;
+				j = ne;
+			}
+		} else {
+			p = lc->off;
+			j = ne - 1;
+		}
+		if (j >= 1) {
+			t->off = (uint32_t)(off + p - drop);
+			if (blk && c == 0 && drop == 1) {
+				t->blk_words = words;   /* the merged block: its control byte is blk_off */
+			} else if (blk) {
+				t->blk_off = (int64_t)(off + c - drop);
+				t->blk_hi = edit->bytes[c - drop] & 0xF0;   /* the output, now the edit's bytes */
+				t->blk_words = words;
+			} else {
+				t->blk_off = -1;
+			}
+			tst = &snaps[j - 1];
+			tv = all + j;
+			tn = ne - j;
+		}
+	}
+	if (tst == NULL) {
+		/* no advance: the same state, its tail grown */
+		t->rle_carry = carry;
+		tst = &st0;
+		tv = all;
+		tn = ne;
+	}
+	tail_fill(t, tst, tv, tn, edit->bytes + (t->off - off), t->len - t->off);
+	if (t->blk_off >= 0)
+		t->blk_now = (uint64_t)t->blk_off < off ? edit->patch : edit->bytes[t->blk_off - off];
+	*next = t;
+	t = NULL;
+done:
+	if (ret != 0) {
+		bson_free(edit->bytes);
+		memset(edit, 0, sizeof(*edit));
+		edit->patch_at = -1;
+	}
+	bsoncolumn_tail_free(t);
+	bson_free(o.b.p);
+	bson_free(o.c);
+	bson_free(o.w);
+	bson_free(all);   /* snaps too */
+	bson_free(dec);
+	bson_destroy(&decoded);
 	return ret;
 }

@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bson/damage.h"
+#include "bson/value.h"
+#include "common/checked.h"
 #include "timeseries/bsoncolumn.h"
 
 bool
@@ -225,5 +228,423 @@ ts_bucket_decompress_some(const bson_t *bucket, bson_t *out, bool (*keep)(const 
 			bson_append_iter(out, key, -1, &it);
 		}
 	}
+	return ret;
+}
+
+/* ---- compressed from the first measurement ------------------------------------- */
+
+void
+ts_colstates_clear(ts_colstates_t *s)
+{
+	for (int i = 0; i < s->n; i++) {
+		bson_free(s->c[i].name);
+		bsoncolumn_tail_free(s->c[i].tail);
+	}
+	bson_free(s->c);
+	memset(s, 0, sizeof(*s));
+}
+
+size_t
+ts_colstates_size(const ts_colstates_t *s)
+{
+	size_t n = sizeof(*s) + sizeof(*s->c) * (size_t)s->cap;
+
+	for (int i = 0; i < s->n; i++)
+		n += strlen(s->c[i].name) + 1 + bsoncolumn_tail_size(s->c[i].tail);
+	return n;
+}
+
+static const bsoncolumn_tail_t *
+colstates_find(const ts_colstates_t *s, const char *name, int hint)
+{
+	if (s == NULL)
+		return NULL;
+	if (hint < s->n && strcmp(s->c[hint].name, name) == 0)
+		return s->c[hint].tail;
+	for (int i = 0; i < s->n; i++)
+		if (strcmp(s->c[i].name, name) == 0)
+			return s->c[i].tail;
+	return NULL;
+}
+
+static void
+colstates_add(ts_colstates_t *s, const char *name, bsoncolumn_tail_t *t)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 8;
+		s->c = bson_realloc(s->c, sizeof(*s->c) * (size_t)s->cap);
+	}
+	s->c[s->n].name = bson_strdup(name);
+	s->c[s->n++].tail = t;
+}
+
+/* One column of a bucket being appended to. */
+typedef struct ccol {
+	const char *name;            /* borrowed: the old bucket's or a measurement's */
+	const uint8_t *bin;          /* the old column (NULL: a new one) */
+	uint32_t bin_len;
+	uint32_t val_off;            /* the old column's value (its length) in the old bucket */
+	bsoncolumn_elem_t *el;       /* the new measurements' values */
+	bson_value_t min, max;       /* shallow */
+	bool any;
+	bsoncolumn_edit_t ed;
+	uint32_t new_off;            /* its value in the new bucket */
+} ccol_t;
+
+typedef struct cbucket {
+	ccol_t *c;
+	int n, cap;
+	uint32_t control, control_len, data, data_len;
+	int count, version;
+	bson_iter_t min, max;        /* old's control.min / control.max */
+	bsoncolumn_elem_t *el;       /* every column's values: one block */
+} cbucket_t;
+
+static int
+ccol_add(cbucket_t *b, const char *name)
+{
+	if (b->n == b->cap) {
+		b->cap = b->cap ? b->cap * 2 : 16;
+		b->c = bson_realloc(b->c, sizeof(*b->c) * (size_t)b->cap);
+	}
+	memset(&b->c[b->n], 0, sizeof(b->c[b->n]));
+	b->c[b->n].name = name;
+	return b->n++;
+}
+
+static int
+ccol_of(const cbucket_t *b, const char *name, int hint)
+{
+	if (hint >= 0 && hint < b->n && strcmp(b->c[hint].name, name) == 0)
+		return hint;
+	for (int i = 0; i < b->n; i++)
+		if (strcmp(b->c[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/* Map old when it is in the layout written here: _id, control {version 2|3,
+ * min, max, count}, meta (optional), data of BSONColumns. */
+static bool
+cbucket_map(const bson_t *old, cbucket_t *b)
+{
+	static const char *const order[] = {"_id", "control", "meta", "data"};
+	bson_iter_t it, d;
+	int k = 0;
+
+	if (!bson_iter_init(&it, old))
+		return false;
+	while (bson_iter_next(&it)) {
+		const char *key = bson_iter_key(&it);
+		while (k < 4 && strcmp(key, order[k]) != 0)
+			k++;
+		if (k == 4 || ((k == 1 || k == 3) && !BSON_ITER_HOLDS_DOCUMENT(&it)))
+			return false;
+		if (k == 1) {
+			bson_iter_t c;
+			static const char *const cks[] = {"version", "min", "max", "count"};
+			int ck = 0;
+			b->control = it.d1;
+			b->control_len = it.next_off - it.d1;
+			if (!bson_iter_recurse(&it, &c))
+				return false;
+			while (bson_iter_next(&c)) {
+				if (ck == 4 || strcmp(bson_iter_key(&c), cks[ck]) != 0)
+					return false;
+				if (ck == 0 || ck == 3) {
+					if (!BSON_ITER_HOLDS_INT32(&c))
+						return false;
+					if (ck == 0)
+						b->version = bson_iter_int32(&c);
+					else
+						b->count = bson_iter_int32(&c);
+				} else if (!BSON_ITER_HOLDS_DOCUMENT(&c)) {
+					return false;
+				} else if (ck == 1) {
+					b->min = c;
+				} else {
+					b->max = c;
+				}
+				ck++;
+			}
+			if (ck != 4 || (b->version != 2 && b->version != 3) || b->count < 0)
+				return false;
+		} else if (k == 3) {
+			b->data = it.d1;
+			b->data_len = it.next_off - it.d1;
+			if (!bson_iter_recurse(&it, &d))
+				return false;
+			while (bson_iter_next(&d)) {
+				bson_subtype_t st;
+				uint32_t bl;
+				const uint8_t *bin;
+				if (!BSON_ITER_HOLDS_BINARY(&d) || ccol_of(b, bson_iter_key(&d), -1) >= 0)
+					return false;
+				bson_iter_binary(&d, &st, &bl, &bin);
+				if (st != BSON_SUBTYPE_COLUMN)
+					return false;
+				int c = ccol_add(b, bson_iter_key(&d));
+				b->c[c].bin = bin;
+				b->c[c].bin_len = bl;
+				b->c[c].val_off = b->data + d.d1;
+			}
+		}
+		k++;
+	}
+	return b->control != 0 && b->data != 0;
+}
+
+static void
+cbucket_free(cbucket_t *b)
+{
+	for (int i = 0; i < b->n; i++)
+		bson_free(b->c[i].ed.bytes);
+	bson_free(b->el);
+	bson_free(b->c);
+	memset(b, 0, sizeof(*b));
+}
+
+/* The old bounds (control.min / control.max) of b's columns. */
+static void
+cbucket_old_bounds(cbucket_t *b)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		bson_iter_t ct;
+		if (!bson_iter_recurse(pass ? &b->max : &b->min, &ct))
+			continue;
+		for (int h = 0; bson_iter_next(&ct); h++) {
+			int c = ccol_of(b, bson_iter_key(&ct), h);
+			if (c < 0)
+				continue;
+			if (pass)
+				b->c[c].max = *bson_iter_value(&ct);
+			else
+				b->c[c].min = *bson_iter_value(&ct);
+			b->c[c].any = true;
+		}
+	}
+}
+
+/*
+ * The bucket old (NULL: a new one, of id / start_ms / meta) with ms
+ * appended, compressed, into out; dm (old only) its damages; next the
+ * columns' states.  1: old is not in this file's layout (nothing done).
+ */
+static int
+compressed_write(const ts_options_t *o, const bson_t *old, const bson_oid_t *id, int64_t start_ms,
+                 const bson_value_t *meta, const bson_t *const *ms, int n, const ts_colstates_t *prev, bson_t *out,
+                 bdamages_t *dm, ts_colstates_t *next, terr_t *err)
+{
+	cbucket_t b = {0};
+	bson_t ctl, min, max, data;
+	bson_iter_t it;
+	int ret = 0, tc, total;
+	bool unsorted = false;
+	int64_t tmax = INT64_MIN;
+	uint8_t *scratch = NULL;
+	size_t scratch_cap = 0;
+	uint32_t nc, ncl, data_off, delta = 0;
+
+	if (old != NULL && !cbucket_map(old, &b)) {
+		cbucket_free(&b);
+		return 1;
+	}
+	/* the columns: the old ones, then new fields as they first appear */
+	for (int i = 0; i < n; i++) {
+		int c = -1;
+		if (!bson_iter_init(&it, ms[i]))
+			continue;
+		while (bson_iter_next(&it)) {
+			const char *f = bson_iter_key(&it);
+			if (o->meta_field != NULL && strcmp(f, o->meta_field) == 0)
+				continue;
+			if ((c = ccol_of(&b, f, c + 1)) < 0)
+				c = ccol_add(&b, f);
+		}
+	}
+	b.el = bson_malloc0(sizeof(*b.el) * ((size_t)n + 1) * (size_t)(b.n + 1));
+	for (int c = 0; c < b.n; c++)
+		b.c[c].el = b.el + (size_t)c * ((size_t)n + 1);
+	if (old != NULL)
+		cbucket_old_bounds(&b);
+	/* v2 promises measurements in time order; 3 says they are not */
+	tc = ccol_of(&b, o->time_field, -1);
+	if (tc >= 0 && b.c[tc].any && b.c[tc].max.value_type == BSON_TYPE_DATE_TIME)
+		tmax = b.c[tc].max.value.v_datetime;
+	for (int i = 0; i < n; i++) {
+		int c = -1;
+		if (!bson_iter_init(&it, ms[i]))
+			continue;
+		while (bson_iter_next(&it)) {
+			const char *f = bson_iter_key(&it);
+			const bson_value_t *v;
+			ccol_t *col;
+			if ((c = ccol_of(&b, f, c + 1)) < 0)
+				continue;   /* the meta field */
+			col = &b.c[c];
+			if (col->el[i].type != 0)
+				continue;   /* a repeated field name: the first one */
+			v = bson_iter_value(&it);
+			col->el[i].type = (uint8_t)bson_iter_type(&it);
+			col->el[i].v = it.raw + it.d1;
+			col->el[i].vlen = it.next_off - it.d1;
+			if (!col->any || bv_compare(v, &col->min) < 0)
+				col->min = *v;
+			if (!col->any || bv_compare(v, &col->max) > 0)
+				col->max = *v;
+			col->any = true;
+		}
+	}
+	for (int i = 0; tc >= 0 && i < n; i++) {
+		int64_t t;
+		if (b.c[tc].el[i].type != BSON_TYPE_DATE_TIME)
+			continue;
+		memcpy(&t, b.c[tc].el[i].v, 8);
+		t = (int64_t)BSON_UINT64_FROM_LE((uint64_t)t);
+		if (t < tmax)
+			unsorted = true;
+		else
+			tmax = t;
+	}
+	/* every column continued */
+	for (int c = 0; c < b.n; c++) {
+		bsoncolumn_tail_t *t = NULL;
+		if (bsoncolumn_append(b.c[c].bin, b.c[c].bin_len, b.count, colstates_find(prev, b.c[c].name, c), b.c[c].el, n,
+		        &b.c[c].ed, &t, err) != 0) {
+			ret = -1;
+			goto done;
+		}
+		colstates_add(next, b.c[c].name, t);
+	}
+	if (tm_i32_add(b.count, n, &total)) {
+		ret = terr_set(err, TERR_BAD_VALUE, "too many measurements in a bucket");
+		goto done;
+	}
+
+	/* the bucket */
+	if (old != NULL && bson_iter_init_find(&it, old, "_id"))
+		bson_append_iter(out, "_id", -1, &it);
+	else
+		BSON_APPEND_OID(out, "_id", id);
+	nc = out->len - 1 + 1 + 8;   /* control's value: after its type byte and "control\0" */
+	BSON_APPEND_DOCUMENT_BEGIN(out, "control", &ctl);
+	BSON_APPEND_INT32(&ctl, "version", unsorted || b.version == 3 ? 3 : 2);
+	BSON_APPEND_DOCUMENT_BEGIN(&ctl, "min", &min);
+	for (int c = 0; c < b.n; c++) {
+		if (old == NULL && c == tc)
+			BSON_APPEND_DATE_TIME(&min, b.c[c].name, start_ms);
+		else if (b.c[c].any)
+			bv_append(&min, b.c[c].name, -1, &b.c[c].min);
+	}
+	bson_append_document_end(&ctl, &min);
+	BSON_APPEND_DOCUMENT_BEGIN(&ctl, "max", &max);
+	for (int c = 0; c < b.n; c++)
+		if (b.c[c].any)
+			bv_append(&max, b.c[c].name, -1, &b.c[c].max);
+	bson_append_document_end(&ctl, &max);
+	BSON_APPEND_INT32(&ctl, "count", total);
+	bson_append_document_end(out, &ctl);
+	ncl = out->len - 1 - nc;
+	if (old != NULL) {
+		if (bson_iter_init_find(&it, old, "meta"))
+			bson_append_iter(out, "meta", -1, &it);
+	} else if (o->meta_field != NULL && meta != NULL && meta->value_type != BSON_TYPE_EOD) {
+		bv_append(out, "meta", -1, meta);
+	}
+	data_off = out->len - 1 + 1 + 5;
+	BSON_APPEND_DOCUMENT_BEGIN(out, "data", &data);
+	for (int c = 0; c < b.n; c++) {
+		ccol_t *col = &b.c[c];
+		size_t len = (size_t)col->ed.keep + col->ed.len;
+		if (len > scratch_cap) {
+			scratch_cap = len * 2;
+			bson_free(scratch);
+			scratch = bson_malloc(scratch_cap);
+		}
+		if (col->ed.keep > 0)
+			memcpy(scratch, col->bin, col->ed.keep);
+		if (col->ed.patch_at >= 0)
+			scratch[col->ed.patch_at] = col->ed.patch;
+		memcpy(scratch + col->ed.keep, col->ed.bytes, col->ed.len);
+		col->new_off = data_off + data.len - 1 + 1 + (uint32_t)strlen(col->name) + 1;
+		bson_append_binary(&data, col->name, -1, BSON_SUBTYPE_COLUMN, scratch, (uint32_t)len);
+	}
+	bson_append_document_end(out, &data);
+	if (old == NULL)
+		goto done;
+
+	/* the damages, in ascending order */
+	{
+		const uint8_t *ob = bson_get_data(old), *nb = bson_get_data(out);
+		bool ok = nc == b.control;
+		bdamages_reset(dm);
+		if (out->len != old->len)
+			bdamages_add(dm, 0, 0, 4, 4);
+		if (ok && (ncl != b.control_len || memcmp(ob + b.control, nb + nc, ncl) != 0)) {
+			ok = bdamages_diff_at(ob, b.control, nb, nc, dm);
+			delta = ncl - b.control_len;   /* modulo 2^32: offsets wrap back */
+		}
+		ok = ok && data_off == b.data + delta;
+		if (ok && out->len != old->len)
+			bdamages_add(dm, b.data, b.data + delta, 4, 4);
+		for (int c = 0; ok && c < b.n; c++) {
+			ccol_t *col = &b.c[c];
+			uint32_t at, grown;
+			if (col->bin == NULL) {
+				/* the new columns: before data's nul (data is last) */
+				uint32_t end = b.data + b.data_len - 1;
+				bdamages_add(dm, end, end + delta, 0, out->len - 1 - 1 - (end + delta));
+				delta = out->len - old->len;
+				break;
+			}
+			ok = col->new_off == col->val_off + delta;
+			grown = col->ed.keep + col->ed.len - col->bin_len;
+			if (!ok)
+				break;
+			if (grown != 0)
+				bdamages_add(dm, col->val_off, col->val_off + delta, 4, 4);
+			at = col->val_off + 5;
+			if (col->ed.patch_at >= 0 && col->bin[col->ed.patch_at] != col->ed.patch)
+				bdamages_add(dm, at + (uint32_t)col->ed.patch_at, at + (uint32_t)col->ed.patch_at + delta, 1, 1);
+			bdamages_add(dm, at + col->ed.keep, at + col->ed.keep + delta, col->bin_len - col->ed.keep, col->ed.len);
+			delta += grown;
+		}
+		if (!ok || out->len != old->len + delta) {
+			if (!bdamages_compute(ob, old->len, nb, out->len, dm))
+				ret = terr_set(err, TERR_BAD_VALUE, "a bucket whose changes could not be computed");
+		}
+	}
+done:
+	bson_free(scratch);
+	cbucket_free(&b);
+	return ret;
+}
+
+int
+ts_bucket_build_compressed(const ts_options_t *o, const bson_oid_t *id, int64_t start_ms, const bson_value_t *meta,
+                           const bson_t *const *ms, int n, bson_t *out, ts_colstates_t *next, terr_t *err)
+{
+	return compressed_write(o, NULL, id, start_ms, meta, ms, n, NULL, out, NULL, next, err);
+}
+
+int
+ts_bucket_append_compressed(const ts_options_t *o, const bson_t *old, const bson_t *const *ms, int n,
+                            const ts_colstates_t *prev, bson_t *out, bdamages_t *dm, ts_colstates_t *next,
+                            terr_t *err)
+{
+	bson_t v1 = BSON_INITIALIZER, app = BSON_INITIALIZER;
+	int ret = compressed_write(o, old, NULL, 0, NULL, ms, n, prev, out, dm, next, err);
+
+	if (ret != 1)
+		return ret;
+	/* another layout (a raw write): through the v1 form */
+	if ((ret = ts_bucket_decompress(old, &v1, err)) == 0) {
+		ts_bucket_append(o, &v1, ms, n, &app);
+		if ((ret = ts_bucket_compress(o, &app, out, err)) == 0 &&
+		    !bdamages_compute(bson_get_data(old), old->len, bson_get_data(out), out->len, dm))
+			ret = terr_set(err, TERR_BAD_VALUE, "a bucket whose changes could not be computed");
+	}
+	bson_destroy(&v1);
+	bson_destroy(&app);
 	return ret;
 }

@@ -3,8 +3,9 @@
  * 3 as mongod writes unsorted ones): every data column one BSONColumn
  * binary (bsoncolumn.h), control.count the number of measurements.
  *
- * Tamga compresses a bucket when it closes (commands/cmd_timeseries.c) and
- * reads both forms: ts_bucket_unpack / ts_bucket_count (ts_bucket.c) turn
+ * Tamga writes buckets compressed from their first measurement
+ * (commands/cmd_timeseries.c; older v1 buckets are compressed when they
+ * close) and reads both forms: ts_bucket_unpack / ts_bucket_count (ts_bucket.c) turn
  * a compressed bucket back into the v1 form first.  Not here: the routing
  * and when a bucket closes.
  */
@@ -41,5 +42,61 @@ int ts_bucket_decompress(const bson_t *bucket, bson_t *out, terr_t *err);
  * others are left out of out's data); keep NULL: all. */
 int ts_bucket_decompress_some(const bson_t *bucket, bson_t *out, bool (*keep)(const void *ctx, const char *name),
                               const void *ctx, terr_t *err);
+
+/*
+ * Buckets compressed from their first measurement (mongod 8.0+): built
+ * compressed and appended to column by column with bsoncolumn_append, so
+ * an append costs the new measurements and rewrites a few bytes per column.
+ *
+ * ts_colstates_t holds the append states of an open bucket's columns (by
+ * name); the bucket catalog keeps one per open bucket.  States that do not
+ * describe the stored bucket byte for byte (after a restart, a raw write)
+ * are never trusted: that column is decoded and written again once.
+ */
+struct bsoncolumn_tail;
+typedef struct ts_colstate {
+	char *name;
+	struct bsoncolumn_tail *tail;
+} ts_colstate_t;
+
+typedef struct ts_colstates {
+	ts_colstate_t *c;
+	int n, cap;
+} ts_colstates_t;
+
+/* Free every state (s stays usable, empty). */
+void ts_colstates_clear(ts_colstates_t *s);
+/* Bytes s holds (memory accounting). */
+size_t ts_colstates_size(const ts_colstates_t *s);
+
+/*
+ * A new compressed bucket into out (initialised by the caller): _id,
+ * control {version: 2 (3 when the measurements' times are not ascending),
+ * min, max (the time minimum start_ms), count}, meta (as ts_bucket_build),
+ * data of BSONColumns in the order fields first appear.  next (empty on
+ * entry) gets the columns' append states.  Errors (2): a value no column
+ * holds (CodeWScope); out is then unusable (the caller builds v1).
+ */
+int ts_bucket_build_compressed(const ts_options_t *o, const bson_oid_t *id, int64_t start_ms,
+                               const bson_value_t *meta, const bson_t *const *ms, int n, bson_t *out,
+                               ts_colstates_t *next, terr_t *err);
+
+/*
+ * Append n measurements to the compressed bucket old, into out (initialised
+ * by the caller), its columns continued with bsoncolumn_append from the
+ * states prev (borrowed; NULL: none), control.min/max widened, count
+ * raised, version 3 once a time goes below the bucket's greatest; new
+ * fields become columns missing for the earlier measurements.  dm gets the
+ * byte changes (bson/damage.h: lengths, control's changes, per column its
+ * length, the continued block's control byte and the re-encoded tail, new
+ * columns before data's nul); next (empty on entry) the new states.  A
+ * bucket not in this layout (a raw write) is decompressed, appended to and
+ * compressed again, dm then compared.  Errors (2): as build, or a
+ * malformed column; out and next are then unusable.
+ */
+struct bdamages;
+int ts_bucket_append_compressed(const ts_options_t *o, const bson_t *old, const bson_t *const *ms, int n,
+                                const ts_colstates_t *prev, bson_t *out, struct bdamages *dm,
+                                ts_colstates_t *next, terr_t *err);
 
 #endif

@@ -12,6 +12,7 @@
 #include "tt.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #include "timeseries/bsoncolumn.h"
 
@@ -303,11 +304,18 @@ round_trip(const bson_t *col, int n)
 	bson_destroy(&out);
 }
 
+static uint32_t append_check(const bson_t *c, int n, int state_mode, int max_step);
+
+/* A round trip, and the same column built by appends (one at a time, then
+ * in steps of up to 3 with the state sometimes lost): every type, every
+ * edge below goes through bsoncolumn_append too. */
 static void
 rt_json(const char *json, int n)
 {
 	bson_t *c = tt_json(json);
 	round_trip(c, n);
+	append_check(c, n, 0, 1);
+	append_check(c, n, 1, 3);
 	bson_destroy(c);
 }
 
@@ -562,6 +570,184 @@ test_mutations(void)
 	printf("mutations: %d of %d refused\n", refused, total);
 }
 
+/*
+ * Appending (bsoncolumn_append): column c of n elements is built by appends
+ * of random sizes, each edit applied to the stored bytes as a writer would
+ * (the kept prefix, the patched control byte, the new bytes), and after every
+ * append the stored column decodes to c's prefix.  state_mode 0: each append
+ * gets the state the one before left; 1: sometimes none (the column is
+ * decoded and written again); 2: sometimes a stale one (the stored bytes
+ * changed behind it: it must not be trusted).  Returns the stored size.
+ */
+static uint32_t
+append_check(const bson_t *c, int n, int state_mode, int max_step)
+{
+	bsoncolumn_elem_t *all = bson_malloc0(sizeof(*all) * ((size_t)n + 1));
+	bson_iter_t it;
+	uint8_t *stored = NULL;
+	uint32_t slen = 0;
+	bsoncolumn_tail_t *st = NULL, *stale = NULL;
+	int have = 0;
+
+	bson_iter_init(&it, c);
+	while (bson_iter_next(&it)) {
+		int k = atoi(bson_iter_key(&it));
+		all[k].type = (uint8_t)bson_iter_type(&it);
+		all[k].v = it.raw + it.d1;
+		all[k].vlen = it.next_off - it.d1;
+	}
+	while (have < n || (n == 0 && stored == NULL)) {
+		int step = 1 + (int)(rnd() % (unsigned)max_step);
+		bsoncolumn_edit_t ed;
+		bsoncolumn_tail_t *nx = NULL;
+		const bsoncolumn_tail_t *use = st;
+		terr_t err = TERR_INIT;
+		if (step > n - have)
+			step = n - have;
+		if (state_mode == 1 && rnd() % 7 == 0)
+			use = NULL;
+		if (state_mode == 2 && stale != NULL && rnd() % 5 == 0)
+			use = stale;
+		if (bsoncolumn_append(stored, slen, have, use, all + have, step, &ed, &nx, &err) != 0) {
+			TT_FAIL_("append of %d at %d: %s", step, have, err.msg ? err.msg : "");
+			terr_clear(&err);
+			break;
+		}
+		TT_ASSERT(ed.keep <= slen && (ed.patch_at < 0 || (uint32_t)ed.patch_at < ed.keep));
+		{
+			uint8_t *nb = bson_malloc((size_t)ed.keep + ed.len);
+			if (ed.keep > 0)
+				memcpy(nb, stored, ed.keep);
+			if (ed.patch_at >= 0)
+				nb[ed.patch_at] = ed.patch;
+			memcpy(nb + ed.keep, ed.bytes, ed.len);
+			bson_free(stored);
+			stored = nb;
+			slen = ed.keep + ed.len;
+		}
+		bson_free(ed.bytes);
+		have += step;
+		if (state_mode == 2) {
+			bsoncolumn_tail_free(stale);
+			stale = st;
+		} else {
+			bsoncolumn_tail_free(st);
+		}
+		st = nx;
+		{
+			/* an exact-size copy: ASan sees any read past it */
+			uint8_t *y = bson_malloc(slen);
+			bson_t out = BSON_INITIALIZER, want = BSON_INITIALIZER;
+			bson_iter_t w;
+			int count = -1;
+			memcpy(y, stored, slen);
+			bson_iter_init(&w, c);
+			while (bson_iter_next(&w) && atoi(bson_iter_key(&w)) < have)
+				bson_append_iter(&want, NULL, 0, &w);
+			TT_EQ_INT(bsoncolumn_decode(y, slen, &out, &count, &err), 0);
+			TT_EQ_INT(count, have);
+			if (!(out.len == want.len && memcmp(bson_get_data(&out), bson_get_data(&want), want.len) == 0)) {
+				char *a = bson_as_canonical_extended_json(&want, NULL), *b = bson_as_canonical_extended_json(&out, NULL);
+				TT_FAIL_("append of %d to %d: want %.400s\ngot %.400s", step, have - step, a, b);
+				bson_free(a);
+				bson_free(b);
+				have = n;
+			}
+			terr_clear(&err);
+			bson_destroy(&out);
+			bson_destroy(&want);
+			bson_free(y);
+		}
+		if (n == 0)
+			break;
+	}
+	bsoncolumn_tail_free(st);
+	bsoncolumn_tail_free(stale);
+	bson_free(stored);
+	bson_free(all);
+	return slen;
+}
+
+static void
+test_append(void)
+{
+	char k[16];
+	uint64_t inc_total = 0, whole_total = 0;
+
+	/* every element kind, missing values, runs, mixed types; one at a time and in batches */
+	for (int round = 0; round < 300; round++) {
+		bson_t c;
+		int n = (int)(rnd() % 400), kind = (int)(rnd() % 11), miss = (int)(rnd() % 4);
+		int64_t walk = (int64_t)rnd() % 1000000;
+		bson_init(&c);
+		for (int i = 0; i < n; i++) {
+			if (miss > 0 && rnd() % (unsigned)(miss * 3) == 0)
+				continue;
+			key_of(i, k);
+			if (round % 3 == 0 && i % 50 >= 20)   /* runs of one value (RLE) */
+				BSON_APPEND_INT32(&c, k, 7);
+			else
+				rnd_value(&c, k, rnd() % 30 == 0 ? (int)(rnd() % 11) : kind, i, &walk);
+		}
+		append_check(&c, n, round % 3, round % 4 == 0 ? 40 : 3);
+		bson_destroy(&c);
+	}
+	/* the bench's shape: one measurement per append, 1,000 per bucket;
+	 * stored sizes near a whole encoding */
+	for (int kind = 0; kind < 5; kind++) {
+		bson_t c;
+		int64_t walk = 1000;
+		uint8_t *d = NULL;
+		uint32_t l = 0, inc;
+		terr_t err = TERR_INIT;
+		bson_init(&c);
+		for (int i = 0; i < 1000; i++) {
+			key_of(i, k);
+			if (kind == 4) {
+				walk += 1000;
+				BSON_APPEND_DATE_TIME(&c, k, walk);
+			} else if (kind == 3) {
+				BSON_APPEND_DOUBLE(&c, k, 15.0 + (double)((i * 7) % 200) / 10.0);
+			} else {
+				rnd_value(&c, k, kind, i, &walk);
+			}
+		}
+		inc = append_check(&c, 1000, 0, 1);
+		TT_EQ_INT(bsoncolumn_encode(&c, 1000, &d, &l, &err), 0);
+		inc_total += inc;
+		whole_total += l;
+		printf("append kind %d: 1,000 one-by-one appends %u bytes, one encoding %u\n", kind, inc, l);
+		TT_ASSERT(inc <= l + l / 3 + 64);
+		bson_free(d);
+		bson_destroy(&c);
+	}
+	/* after a skip, across types, a literal after deltas, and a new column's leading missing values */
+	{
+		bson_t *c = tt_json("{\"3\": 1, \"4\": 2, \"6\": 2.5, \"7\": \"s\", \"8\": {\"$date\": \"2024-01-01T00:00:00Z\"}, "
+		    "\"9\": {\"a\": 1}, \"10\": {\"a\": 2}, \"12\": [1], \"13\": null, \"14\": true, \"15\": 3}");
+		for (int step = 1; step <= 4; step++)
+			append_check(c, 17, 0, step);
+		bson_destroy(c);
+	}
+	/* refused: CodeWScope, and bytes that are not a column */
+	{
+		bsoncolumn_elem_t e = {BSON_TYPE_CODEWSCOPE, (const uint8_t *)"", 0};
+		bsoncolumn_edit_t ed;
+		bsoncolumn_tail_t *nx = NULL;
+		terr_t err = TERR_INIT;
+		uint8_t junk[3] = {0x80, 1, 0};
+		TT_ASSERT(bsoncolumn_append(NULL, 0, 0, NULL, &e, 1, &ed, &nx, &err) != 0);
+		TT_EQ_INT(err.code, TERR_BAD_VALUE);
+		terr_clear(&err);
+		e.type = BSON_TYPE_NULL;
+		TT_ASSERT(bsoncolumn_append(junk, 3, 1, NULL, &e, 1, &ed, &nx, &err) != 0);
+		TT_ASSERT(nx == NULL && ed.bytes == NULL);
+		terr_clear(&err);
+	}
+	printf("append: %llu bytes appended one by one, %llu encoded whole\n", (unsigned long long)inc_total,
+	    (unsigned long long)whole_total);
+}
+
 int
 main(void)
 {
@@ -569,6 +755,7 @@ main(void)
 	TT_RUN(test_edges);
 	TT_RUN(test_random);
 	TT_RUN(test_mutations);
+	TT_RUN(test_append);
 	printf("round trips: %d bytes of columns encoded in %d\n", rt_bytes_in, rt_bytes_out);
 	return tt_finish();
 }

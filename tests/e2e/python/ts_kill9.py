@@ -112,13 +112,23 @@ def check_state(db, acked, in_flight, label):
     dup = list(db.m.aggregate([{"$group": {"_id": {"s": "$sensor", "t": "$t"}, "n": {"$sum": 1}}},
                                {"$match": {"n": {"$gt": 1}}}, {"$limit": 3}]))
     check("%s: no measurement twice" % label, not dup, "duplicates %r" % dup)
-    # buckets: control.max.t is the newest measurement of each bucket
-    bad = 0
-    for b in db.command("find", "m", rawData=True, batchSize=100000)["cursor"]["firstBatch"]:
-        ts = list(b["data"]["t"].values())
-        if not ts or max(ts) != b["control"]["max"]["t"] or len(ts) > 1000:
-            bad += 1
-    check("%s: every bucket's control.max.t matches its measurements" % label, bad == 0, "%d bad buckets" % bad)
+    # buckets: compressed from their first measurement (control.version 2, or 3
+    # when out of order), their counts add up to the measurements their columns
+    # unpack to, and each sensor's newest control.max.t is its newest measurement
+    buckets = db.command("find", "m", rawData=True, batchSize=100000)["cursor"]["firstBatch"]
+    bad = [b["_id"] for b in buckets
+           if b["control"]["version"] not in (2, 3) or not 0 < b["control"]["count"] <= 1000
+           or any(not isinstance(c, bytes) for c in b["data"].values())]
+    counted = sum(b["control"]["count"] for b in buckets)
+    unpacked = next(iter(db.m.aggregate([{"$group": {"_id": None, "n": {"$sum": 1}}}])), {"n": 0})["n"]
+    newest = {}
+    for b in buckets:
+        newest[b["meta"]] = max(newest.get(b["meta"], b["control"]["max"]["t"]), b["control"]["max"]["t"])
+    want = {d["_id"]: d["t"] for d in db.m.aggregate([{"$group": {"_id": "$sensor", "t": {"$max": "$t"}}}])}
+    check("%s: every bucket compressed, counts match what its columns unpack to" % label,
+          not bad and counted == unpacked, "%d bad buckets, counts %d, unpacked %d" % (len(bad), counted, unpacked))
+    check("%s: each sensor's newest control.max.t is its newest measurement" % label, newest == want,
+          "%d sensors differ" % sum(1 for k in want if newest.get(k) != want[k]))
 
 
 def main():
