@@ -365,23 +365,21 @@ plan_src_batch_end(void *state, bool ended, bool pending, bson_t *cursor)
 /* The index keys of the result for returnKey: the index entry the plan met
  * (plan_exec_last_key: for a multikey field the element the scan met, as
  * mongod's RETURN_KEY reads the member's keyData), {} for a result no index
- * entry gave (a collection scan).  Hashed, text and geo keys answer 238. */
+ * entry gave (a collection scan).  Any index kind scanned by bounds gives
+ * its stored key under the key pattern's names, as mongod: a hashed field's
+ * NumberLong hash, a 2dsphere field's NumberLong cell, a 2d field's GeoHash
+ * BinData, a text index's {_fts: term, _ftsx: weight}.  $text and geo
+ * plans (near, covering) answer 238. */
 static int
 return_key(plan_src_t *ps, bson_t *doc, terr_t *err)
 {
 	const char *ix = plan_exec_index_name(ps->x);
-	bson_iter_t it, k;
 	bson_t key;
 
 	bson_reinit(&ps->key);
-	if (ix != NULL && bson_iter_init_find(&it, ps->key_patterns, ix) && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-		bson_iter_recurse(&it, &k);
-		while (bson_iter_next(&k))
-			if (!BSON_ITER_HOLDS_NUMBER(&k))
-				return terr_set(err, TERR_NOT_IMPLEMENTED,
-				    "returnKey over a %s index is not supported by Tamga yet",
-				    BSON_ITER_HOLDS_UTF8(&k) ? bson_iter_utf8(&k, NULL) : "special");
-	}
+	if (ix != NULL && !plan_exec_keys_known(ps->x))
+		return terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "returnKey with a $text or geo query (index %s) is not supported by Tamga yet", ix);
 	if (plan_exec_last_key(ps->x, &key))
 		bson_concat(&ps->key, &key);
 	bson_init_static(doc, bson_get_data(&ps->key), ps->key.len);

@@ -2815,6 +2815,12 @@ plan_exec_explain_append(const plan_exec_t *x, bool exec_stats, bson_t *out)
 	append_stage(x, k, exec_stats, out);
 }
 
+bool
+plan_exec_keys_known(const plan_exec_t *x)
+{
+	return x->access != ACCESS_TEXT && x->access != ACCESS_GEO;
+}
+
 const char *
 plan_exec_index_name(const plan_exec_t *x)
 {

@@ -82,6 +82,40 @@
 		cdb.i1rkm.insertOne({_id: 3, a: [NumberLong('20'), 30], b: 0});
 		eq(f({filter: {a: {$gte: 15, $lte: 25}}, hint: {a: 1, b: -1}}), [{a: NumberLong('20'), b: 0}]);
 	});
+	compat(1, 'find returnKey over a hashed index: the stored NumberLong hash (mongod keeps the key as indexed)', () => {
+		cdb.i1rkh.drop();
+		cdb.i1rkh.insertMany([{_id: 1, h: 5}, {_id: 2, h: 'x'}]);
+		cdb.i1rkh.createIndex({h: 'hashed'});
+		const want = agg(cdb, 'i1rkh', [{$sort: {_id: 1}}, {$project: {_id: 0, h: {$toHashedIndexKey: '$h'}}}]);
+		ok(want[0].h instanceof Long, cj(want));
+		const f = (c) => cmdOk(cdb, Object.assign({find: 'i1rkh', returnKey: true}, c)).cursor.firstBatch;
+		eq(f({filter: {h: 5}}), [want[0]]);
+		eq(f({filter: {}, hint: {h: 'hashed'}, sort: {_id: 1}}), want);
+		// a $text or geo plan: not built (238), never a wrong key
+		cdb.i1rkh.createIndex({t: 'text'});
+		cdb.i1rkh.insertOne({_id: 3, t: 'hello'});
+		wantErr(cdb, {find: 'i1rkh', filter: {$text: {$search: 'hello'}}, returnKey: true}, 238);
+	});
+	compat(1, 'an empty array in an index: mongod\'s bounds (undefined and [] for {a: []}), answers equal to a scan', () => {
+		cdb.i1ea.drop();
+		cdb.i1ea.insertMany([{_id: 1, a: []}, {_id: 2, a: null}, {_id: 3}, {_id: 4, a: [null]}, {_id: 5, a: [[]]},
+			{_id: 6, a: 1}, {_id: 7, a: [1, []]}, {_id: 8, a: [2, 1]}]);
+		cdb.i1ea.createIndex({a: 1});
+		const ids = (q, h) => cdb.i1ea.find(q, {_id: 1}).hint(h).toArray().map((d) => d._id).sort();
+		for (const q of [{a: []}, {a: null}, {a: {$exists: false}}, {a: {$in: [[]]}}, {a: {$in: [null]}},
+			{a: {$in: [null, []]}}, {a: [[]]}, {a: [2, 1]}, {a: {$in: [[], 1]}}, {a: {$ne: []}}, {a: {$nin: [[], null]}},
+			{a: {$lte: null}}, {a: {$gt: null}}, {a: {$exists: true}}])
+			eq(ids(q, {a: 1}), ids(q, {$natural: 1}), cj(q));
+		const b = (q) => cdb.i1ea.find(q).hint({a: 1}).explain().queryPlanner.winningPlan.inputStage.indexBounds.a;
+		// index_bounds_builder.cpp translateEquality: [A, A] and A's first element, undefined for []
+		eq(b({a: []}), ['[undefined, undefined]', '[[], []]']);
+		eq(b({a: [2, 1]}), ['[2, 2]', '[[ 2, 1 ], [ 2, 1 ]]']);
+		eq(b({a: null}), ['[undefined, undefined]', '[null, null]']);
+		eq(b({a: {$in: [[], 1]}}), ['[undefined, undefined]', '[1, 1]', '[[], []]']);
+		// an empty array sorts before null (its sort key is the undefined its index key is)
+		eq(cdb.i1ea.find({_id: {$in: [1, 2, 3]}}).sort({a: 1, _id: 1}).hint({a: 1}).toArray().map((d) => d._id), [1, 2, 3]);
+		eq(cdb.i1ea.find({_id: {$in: [1, 2, 3]}}).sort({a: 1, _id: 1}).hint({$natural: 1}).toArray().map((d) => d._id), [1, 2, 3]);
+	});
 	compat(1, 'listDatabases names admin and local as mongod does', () => {
 		const names = cmdOk(db.getSiblingDB('admin'), {listDatabases: 1}).databases.map((d) => d.name);
 		ok(names.includes('admin') && names.includes('local'), cj(names));
