@@ -678,14 +678,14 @@ resume_request_check(cmd_t *c, bool want_token, const bson_t *sort, bool has_res
 	return 0;
 }
 
-/* err with find's executor context ("Executor error during find command:
- * <ns> :: caused by :: ..."); returns -1. */
+/* err with the command's executor context ("<context><ns> :: caused by ::
+ * ..."); returns -1. */
 static int
-find_context_wrap(const char *ns, terr_t *err)
+context_wrap(const char *context, const char *ns, terr_t *err)
 {
 	char ctx[600];
 
-	snprintf(ctx, sizeof ctx, "Executor error during find command: %s", ns);
+	snprintf(ctx, sizeof ctx, "%s%s", context, ns);
 	terr_wrap(err, ctx);
 	return -1;
 }
@@ -699,12 +699,13 @@ find_context_wrap(const char *ns, terr_t *err)
  * node: 8132701); the RecordId's type must match the collection's (int64,
  * BinData for a clustered one: 7738600); a null RecordId cannot be resumed
  * from (211).  Errors the scan raises carry find's executor context, as
- * mongod's do.  Sets req->has_resume_after / resume_after (a position to
- * scan past).  Clustered collections (BinData RecordIds) answer 238.
+ * mongod's do.  Sets *has_after / *after (a position to scan past).
+ * Clustered collections (BinData RecordIds) answer 238.
  */
-static int
-resume_input_check(cmd_t *c, const storage_coll_t *coll, const char *ns, const bson_t *resume_after,
-                   const bson_t *start_at, plan_request_t *req, terr_t *err)
+int
+cmd_resume_input_check(cmd_t *c, const storage_coll_t *coll, const char *ns, const char *context,
+                       const bson_t *resume_after, const bson_t *start_at, bool *has_after, recid_t *after,
+                       terr_t *err)
 {
 	const char *name = resume_after != NULL ? "$_resumeAfter" : "$_startAt";
 	const bson_t *in = resume_after != NULL ? resume_after : start_at;
@@ -738,17 +739,17 @@ resume_input_check(cmd_t *c, const storage_coll_t *coll, const char *ns, const b
 		    "resuming a scan of a clustered collection is not supported by Tamga yet");
 	if (BSON_ITER_HOLDS_NULL(&rid)) {
 		terr_set(err, TERR_KEY_NOT_FOUND, "Failed to resume collection scan: cannot resume from null recordId");
-		return find_context_wrap(ns, err);
+		return context_wrap(context, ns, err);
 	}
 	if (coll == NULL)
 		return 0;      /* no collection: no documents, as mongod's EOF plan */
-	req->has_resume_after = true;
-	req->resume_after = bson_iter_int64(&rid);
+	*has_after = true;
+	*after = bson_iter_int64(&rid);
 	if (start_at != NULL) {
 		/* at the RecordId, or the next one when it is gone: past the one
 		 * before (RecordIds are >= 1) */
-		req->has_resume_after = req->resume_after > 1;
-		req->resume_after = req->resume_after - 1;
+		*has_after = *after > 1;
+		*after = *after - 1;
 		return 0;
 	}
 	{
@@ -756,14 +757,14 @@ resume_input_check(cmd_t *c, const storage_coll_t *coll, const char *ns, const b
 
 		if (s == NULL)
 			return -1;
-		if ((g = storage_doc_get(s, (storage_coll_t *)coll, req->resume_after, &d, err)) < 0)
+		if ((g = storage_doc_get(s, (storage_coll_t *)coll, *after, &d, err)) < 0)
 			return -1;
 	}
 	if (g == 1) {
 		terr_set(err, TERR_KEY_NOT_FOUND, "Failed to resume collection scan: the recordId from which we are "
 		    "attempting to resume no longer exists in the collection: RecordId(%lld)",
-		    (long long)req->resume_after);
-		return find_context_wrap(ns, err);
+		    (long long)*after);
+		return context_wrap(context, ns, err);
 	}
 	return 0;
 }
@@ -975,8 +976,9 @@ CMD_HANDLER(cmd_find)
 	}
 	ERR(cmd_check_hint(c, c->body, req.coll, err));
 	if (has_resume_after || has_start_at)
-		ERR(resume_input_check(c, req.coll, ns, has_resume_after ? &resume_after : NULL,
-		    has_start_at ? &start_at : NULL, &req, err));
+		ERR(cmd_resume_input_check(c, req.coll, ns, "Executor error during find command: ",
+		    has_resume_after ? &resume_after : NULL,
+		    has_start_at ? &start_at : NULL, &req.has_resume_after, &req.resume_after, err));
 	if (has_let)
 		mo.let = &let;
 	req.hint = hint_for_plan(c, c->body, &hint_it);
@@ -1025,7 +1027,7 @@ CMD_HANDLER(cmd_find)
 	if (want_token) {
 		/* a resumable collection scan: forward, hinted {$natural: 1}
 		 * (resume_request_check); where it starts was checked by
-		 * resume_input_check before the plan was built */
+		 * cmd_resume_input_check before the plan was built */
 		plan_exec_want_recid(x);
 	}
 	if (show_rid)
@@ -1042,11 +1044,10 @@ CMD_HANDLER(cmd_find)
 		plan_src_t *ps = src.state;
 
 		ps->resume_token = true;
+		/* a batch before any document says {$recordId: null}, even
+		 * when resumed (mongod's CollectionScan sets its token from the
+		 * documents it returns; find_with_resume_after_param.js) */
 		src.batch_end = plan_src_batch_end;
-		if (req.has_resume_after && !has_start_at) {
-			ps->rid = req.resume_after;
-			ps->have_rid = true;
-		}
 	}
 	if (return_key_on) {
 		plan_src_t *ps = src.state;

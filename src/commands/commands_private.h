@@ -424,6 +424,20 @@ bool cmd_is_coll_mod_option(const char *field);
  * profiler (system.profile) and $queryStats, each only when wanted (a few
  * atomic loads otherwise).  rc / err are the command's outcome. */
 void cmd_toolbelt_after(cmd_t *c, int rc, const terr_t *err);
+
+/*
+ * Where a resumable collection scan (find's or aggregate's
+ * $_resumeAfter / $_startAt, one of them non-NULL) starts, as mongod's
+ * validateResumeInput and CollectionScan decide (cmd_crud.c): the token's
+ * shape (2), $initialSyncId (8132701), the RecordId's type against the
+ * collection's (7738600; clustered collections 238), a null or vanished
+ * RecordId (211, wrapped "<context><ns> :: caused by :: ...").  Sets
+ * *has_after / *after: the RecordId to scan past.  coll may be NULL (no
+ * collection: nothing to check past the token).
+ */
+int cmd_resume_input_check(cmd_t *c, const storage_coll_t *coll, const char *ns, const char *context,
+                           const bson_t *resume_after, const bson_t *start_at, bool *has_after, recid_t *after,
+                           terr_t *err);
 /* serverStatus' validation (violation counters) and queryStats sections. */
 void cmd_toolbelt_server_status(cmd_t *c);
 /* agg_host_t.query_stats: $queryStats' spec checked, the rows appended. */
