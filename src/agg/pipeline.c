@@ -913,6 +913,8 @@ exec_open_source(agg_exec_t *x, storage_coll_t *coll, const bson_t *filter, terr
 		if (x->p->host != NULL && x->p->host->has_resume_after) {
 			req.has_resume_after = true;
 			req.resume_after = x->p->host->resume_after;
+			req.resume_key = x->p->host->resume_key;
+			req.resume_key_len = x->p->host->resume_key_len;
 		}
 	}
 	ret = x->top ? source_plan_new(x->p, &req, &pe, err) : plan_exec_new(&req, &pe, err);
@@ -952,6 +954,12 @@ agg_exec_last_recid(const agg_exec_t *x, int64_t *out)
 		return false;
 	*out = r;
 	return true;
+}
+
+bool
+agg_exec_last_cluster_key(const agg_exec_t *x, const uint8_t **key, size_t *len)
+{
+	return x->plan != NULL && plan_exec_last_cluster_key(x->plan, key, len);
 }
 
 int

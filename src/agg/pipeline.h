@@ -121,6 +121,8 @@ struct agg_host {
 	bool want_recid;
 	bool has_resume_after;
 	int64_t resume_after;
+	const uint8_t *resume_key;    /* ... on a clustered collection: past this clustered key */
+	size_t resume_key_len;
 	/* The command's collation (or the collection's default; NULL = simple):
 	 * every string comparison of the pipeline uses it ($match, $sort,
 	 * $group keys, $lookup, expressions, sub-pipelines).  Interned. */
@@ -241,6 +243,9 @@ bool agg_exec_finished(agg_exec_t *x);
  * document the last result came from, as mongod's DocumentSourceCursor
  * tracks its resume token per document. */
 bool agg_exec_last_recid(const agg_exec_t *x, int64_t *out);
+/* The same on a clustered collection: the clustered key (mongod's BinData
+ * RecordId) of that document, valid until the next agg_exec_next. */
+bool agg_exec_last_cluster_key(const agg_exec_t *x, const uint8_t **key, size_t *len);
 /* The name of the first stage ("$match") or NULL when empty. */
 const char *agg_pipeline_first_stage(const agg_pipeline_t *p);
 

@@ -40,8 +40,7 @@ typedef struct agg_src {
 	 * (the last may wait as the cursor's pending document), for
 	 * postBatchResumeToken, as find's resumable scans */
 	bool resume_token;
-	bool have_rid, have_prev;
-	int64_t rid, prev_rid;
+	cmd_resume_tok_t tok;
 	/* the first batch's error context: "Executor error during aggregate
 	 * command on namespace: <the namespace the command named>" */
 	char first_context[600];
@@ -75,15 +74,15 @@ src_next(void *state, storage_session_t *s, bson_t *doc, terr_t *err)
 		return -1;
 	if (rc == 1 && a->resume_token) {
 		int64_t r;
+		const uint8_t *k = NULL;
+		size_t kl = 0;
 
 		if (!agg_exec_last_recid(a->x, &r))
 			return terr_set(err, TERR_NOT_IMPLEMENTED,
 			    "$_requestResumeToken: this pipeline's results do not come from one collection scan "
 			    "(not supported by Tamga yet)");
-		a->prev_rid = a->rid;
-		a->have_prev = a->have_rid;
-		a->rid = r;
-		a->have_rid = true;
+		agg_exec_last_cluster_key(a->x, &k, &kl);
+		cmd_resume_tok_push(&a->tok, r, k, kl);
 	}
 	return rc;
 }
@@ -94,16 +93,9 @@ static void
 src_resume_batch_end(void *state, bool ended, bool pending, bson_t *cursor)
 {
 	agg_src_t *a = state;
-	bool have = pending ? a->have_prev : a->have_rid;
-	bson_t tok;
 
 	(void)ended;
-	BSON_APPEND_DOCUMENT_BEGIN(cursor, "postBatchResumeToken", &tok);
-	if (have)
-		BSON_APPEND_INT64(&tok, "$recordId", pending ? a->prev_rid : a->rid);
-	else
-		BSON_APPEND_NULL(&tok, "$recordId");
-	bson_append_document_end(cursor, &tok);
+	cmd_resume_tok_append(&a->tok, pending, cursor);
 }
 
 static void
@@ -144,6 +136,7 @@ src_free(void *state)
 
 	agg_exec_free(a->x);
 	agg_pipeline_free(a->p);
+	cmd_resume_tok_free(&a->tok);
 	if (a->hint.value_type != BSON_TYPE_EOD)
 		bson_value_destroy(&a->hint);
 	if (a->last_id.value_type != BSON_TYPE_EOD)
@@ -314,7 +307,7 @@ check_resume(cmd_t *c, const char *coll, bool view_or_ts, agg_host_t *host, bool
 	snprintf(ns, sizeof ns, "%s.%s", c->db, coll);
 	storage_coll_get(c->engine->st, c->db, coll, &sc, NULL);
 	ret = cmd_resume_input_check(c, sc, ns, "Executor error during aggregate command on namespace: ", &after,
-	    NULL, &host->has_resume_after, &host->resume_after, err);
+	    NULL, &host->has_resume_after, &host->resume_after, &host->resume_key, &host->resume_key_len, err);
 	storage_coll_release(sc);
 	return ret;
 }
@@ -587,6 +580,9 @@ CMD_HANDLER(cmd_aggregate)
 		goto err;
 	}
 	ERR(agg_exec_new(a->p, &a->x, err));
+	/* the source copied it: it pointed into this command's body */
+	a->host.resume_key = NULL;
+	a->host.resume_key_len = 0;
 	snprintf(a->first_context, sizeof a->first_context, "Executor error during aggregate command on namespace: %s", ns);
 	agg_exec_set_error_context(a->x, a->first_context);
 	if ((s = client_session(c->client, err)) == NULL) {

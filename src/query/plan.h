@@ -104,9 +104,14 @@ typedef struct plan_request {
 	bool has_index_filter;
 	uint64_t index_filter;
 	/* find's $_resumeAfter (issue 22): a collection scan (the caller makes
-	 * sure: hint {$natural: 1}) starting past RecordId resume_after */
+	 * sure: hint {$natural: 1}) starting past RecordId resume_after; on a
+	 * clustered collection past the clustered key resume_key (resume_key_len
+	 * bytes, borrowed until plan_exec_new returns; mongod's BinData
+	 * RecordId) instead */
 	bool has_resume_after;
 	int64_t resume_after;
+	const uint8_t *resume_key;
+	size_t resume_key_len;
 } plan_request_t;
 
 /* Is filter exactly {_id: v}, for a v whose equality the _id index answers
@@ -206,6 +211,11 @@ int64_t plan_index_ops(const storage_coll_t *coll, const storage_index_t *ix);
  * documents carry it); false before any result. */
 void plan_exec_want_recid(plan_exec_t *x);
 bool plan_exec_last_recid(const plan_exec_t *x, recid_t *out);
+/* After plan_exec_want_recid, on a collection scan of a clustered
+ * collection: the clustered key (the _id's KeyString: mongod's RecordId
+ * there, shown as BinData) of the result plan_exec_next returned last,
+ * valid until the next call; false otherwise. */
+bool plan_exec_last_cluster_key(const plan_exec_t *x, const uint8_t **key, size_t *len);
 
 /* find's returnKey (issue 22): after plan_exec_want_key (before the first
  * plan_exec_next), true with *out a view of the index entry the result

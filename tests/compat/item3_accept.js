@@ -97,6 +97,31 @@
 		wantErr(cdb, {aggregate: 'i3', pipeline: [], hint: {$natural: 1}, $_requestResumeToken: true,
 			$_resumeAfter: {$recordId: NumberLong(999)}, cursor: {}}, 211);
 	});
+	compat(3, 'resumable scans of a clustered collection: BinData RecordIds (find_with_resume_after_param.js), find and aggregate', () => {
+		cdb.i3cl.drop();
+		cdb.createCollection('i3cl', {clusteredIndex: {key: {_id: 1}, unique: true}});
+		cdb.i3cl.insertMany([{_id: 3, a: 1}, {_id: 1, a: 2}, {_id: 'x'}, {_id: 2}]);
+		const base = {find: 'i3cl', filter: {}, hint: {$natural: 1}, $_requestResumeToken: true};
+		const all = cmdOk(cdb, Object.assign({}, base, {showRecordId: true})).cursor.firstBatch;
+		eq(all.map((d) => d._id), [1, 2, 3, 'x']);   // natural order is _id order
+		ok(all.every((d) => d.$recordId instanceof Binary), cj(all));
+		const r = cmdOk(cdb, Object.assign({}, base, {batchSize: 1}));
+		const tok = r.cursor.postBatchResumeToken;
+		eq(tok, {$recordId: all[0].$recordId});
+		const r2 = cmdOk(cdb, Object.assign({}, base, {batchSize: 2, $_resumeAfter: tok}));
+		eq(r2.cursor.firstBatch.map((d) => d._id), [2, 3]);
+		const m = cmdOk(cdb, {getMore: r2.cursor.id, collection: 'i3cl'});
+		eq([m.cursor.nextBatch.map((d) => d._id), m.cursor.postBatchResumeToken], [['x'], {$recordId: all[3].$recordId}]);
+		const a = cmdOk(cdb, {aggregate: 'i3cl', pipeline: [{$project: {_id: 1}}], hint: {$natural: 1}, $_requestResumeToken: true,
+			$_resumeAfter: {$recordId: all[1].$recordId}, cursor: {batchSize: 1}});
+		eq([a.cursor.firstBatch, a.cursor.postBatchResumeToken], [[{_id: 3}], {$recordId: all[2].$recordId}]);
+		// a NumberLong RecordId on a clustered collection (and BinData elsewhere): 7738600; a missing one: 211
+		wantErr(cdb, Object.assign({}, base, {$_resumeAfter: {$recordId: NumberLong(2)}}), 7738600);
+		wantErr(cdb, {find: 'i3', filter: {}, hint: {$natural: 1}, $_requestResumeToken: true,
+			$_resumeAfter: {$recordId: all[0].$recordId}}, 7738600);
+		cdb.i3cl.deleteOne({_id: 2});
+		wantErr(cdb, Object.assign({}, base, {$_resumeAfter: {$recordId: all[1].$recordId}}), 211);
+	});
 	compat(3, 'resumable scans as 9.0 takes them: $_startAt, sort {$natural: 1}, mongod\'s checks and codes', () => {
 		const base = {find: 'i3', filter: {}, hint: {$natural: 1}, $_requestResumeToken: true};
 		const all = cmdOk(cdb, Object.assign({}, base, {showRecordId: true})).cursor.firstBatch;
