@@ -877,7 +877,7 @@ wfinish(dec_t r)
 }
 
 bson_decimal128_t
-expr_decimal_exp(bson_decimal128_t ad)
+expr_decimal_exp_exact(bson_decimal128_t ad)
 {
 	dec_t x = dec_unpack(ad);
 
@@ -984,7 +984,7 @@ log_special(bson_decimal128_t ad, const dec_t *x, bson_decimal128_t *out)
 }
 
 bson_decimal128_t
-expr_decimal_ln(bson_decimal128_t ad)
+expr_decimal_ln_exact(bson_decimal128_t ad)
 {
 	dec_t x = dec_unpack(ad);
 	bson_decimal128_t special;
@@ -995,7 +995,7 @@ expr_decimal_ln(bson_decimal128_t ad)
 }
 
 bson_decimal128_t
-expr_decimal_log10(bson_decimal128_t ad)
+expr_decimal_log10_exact(bson_decimal128_t ad)
 {
 	dec_t x = dec_unpack(ad);
 	bson_decimal128_t special;
@@ -1289,7 +1289,7 @@ wto_double(const dec_t *x)
 	return x->neg ? -v : v;
 }
 
-/* e^x for a finite x with |x| <= 15000, WDIG digits (as expr_decimal_exp) */
+/* e^x for a finite x with |x| <= 15000, WDIG digits (as expr_decimal_exp_exact) */
 static dec_t
 wexp(dec_t x)
 {

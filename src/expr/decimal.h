@@ -26,12 +26,21 @@ bson_decimal128_t expr_decimal_div(bson_decimal128_t a, bson_decimal128_t b);
 /* Remainder with the sign of a (truncated division, as fmod). */
 bson_decimal128_t expr_decimal_mod(bson_decimal128_t a, bson_decimal128_t b);
 
-/* e^a and the natural logarithm, computed with 60-digit intermediates and
- * rounded once to 34 digits (ln of a negative -> NaN, ln 0 -> -Infinity). */
+/* e^a, the natural logarithm, log10 and base^ex as mongod computes them
+ * (decimal_bid.c: Intel's bid128_exp / bid128_log / bid128_log10 /
+ * bid128_pow, round-half-even, as mongod's Decimal128::exp / log / log10 /
+ * power): ln of a negative -> NaN, ln 0 -> -Infinity, a negative base with
+ * a non-integral exponent -> NaN. */
 bson_decimal128_t expr_decimal_exp(bson_decimal128_t a);
 bson_decimal128_t expr_decimal_ln(bson_decimal128_t a);
-/* log10, exact for powers of ten. */
 bson_decimal128_t expr_decimal_log10(bson_decimal128_t a);
+bson_decimal128_t expr_decimal_pow(bson_decimal128_t base, bson_decimal128_t ex);
+/* e^a, ln and log10 correctly rounded (60-digit intermediates rounded once
+ * to 34 digits; log10 exact for powers of ten): the unit tests' reference,
+ * which Intel's results lie within one unit of the 34th digit of. */
+bson_decimal128_t expr_decimal_exp_exact(bson_decimal128_t a);
+bson_decimal128_t expr_decimal_ln_exact(bson_decimal128_t a);
+bson_decimal128_t expr_decimal_log10_exact(bson_decimal128_t a);
 
 /* The trigonometric and hyperbolic functions of $sin ... $atanh and
  * $atan2, as mongod computes them (decimal_bid.c): Intel's bid128_sin ...

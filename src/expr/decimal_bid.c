@@ -1,7 +1,8 @@
 /*
- * decimal_bid.c -- the decimal trigonometric and hyperbolic functions
- * through Intel's decimal floating-point library, as mongod computes them:
- * its Decimal128::sin / cos / ... / atan2 call bid128_sin / bid128_cos / ...
+ * decimal_bid.c -- the decimal trigonometric, hyperbolic, exponential and
+ * logarithmic functions and powers through Intel's decimal floating-point
+ * library, as mongod computes them: its Decimal128::sin / ... / atan2 / exp /
+ * log / log10 / power call bid128_sin / ... / bid128_pow
  * with round-half-even and throw the status flags away, so the same calls
  * give mongod's digits, including the last one where Intel's result is not
  * the correctly rounded value (sin(1) = ...302991, not ...302990).  Only
@@ -65,4 +66,36 @@ expr_decimal_atan2(bson_decimal128_t y, bson_decimal128_t x)
 	_IDEC_flags flags = 0;
 
 	return from_bid(bid128_atan2(to_bid(y), to_bid(x), BID_ROUNDING_TO_NEAREST, &flags));
+}
+
+bson_decimal128_t
+expr_decimal_exp(bson_decimal128_t a)
+{
+	_IDEC_flags flags = 0;
+
+	return from_bid(bid128_exp(to_bid(a), BID_ROUNDING_TO_NEAREST, &flags));
+}
+
+bson_decimal128_t
+expr_decimal_ln(bson_decimal128_t a)
+{
+	_IDEC_flags flags = 0;
+
+	return from_bid(bid128_log(to_bid(a), BID_ROUNDING_TO_NEAREST, &flags));
+}
+
+bson_decimal128_t
+expr_decimal_log10(bson_decimal128_t a)
+{
+	_IDEC_flags flags = 0;
+
+	return from_bid(bid128_log10(to_bid(a), BID_ROUNDING_TO_NEAREST, &flags));
+}
+
+bson_decimal128_t
+expr_decimal_pow(bson_decimal128_t base, bson_decimal128_t ex)
+{
+	_IDEC_flags flags = 0;
+
+	return from_bid(bid128_pow(to_bid(base), to_bid(ex), BID_ROUNDING_TO_NEAREST, &flags));
 }

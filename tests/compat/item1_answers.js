@@ -455,6 +455,13 @@
 		eq(r[0].n, NumberDecimal('0.25'));
 		eq(Number(r[0].s.toString()), 4);
 		ok(Math.abs(Number(r[0].f.toString()) - 2) < 1e-30, cj(r[0].f));
+		// mongod's Decimal128::power / exp call Intel's bid128_pow / bid128_exp: their digits and exponents
+		// (the correctly rounded exp(100) ends ...580014)
+		const m = agg(cdb, 'i1', [{$match: {_id: 1}}, {$project: {_id: 0,
+			f: {$pow: [NumberDecimal('4'), NumberDecimal('0.5')]}, e: {$exp: NumberDecimal('100')},
+			c: {$pow: [NumberDecimal('1.0001'), NumberInt(10000)]}}}]);
+		eq(m, [{f: NumberDecimal('2.000000000000000000000000000000000'), e: NumberDecimal('2.688117141816135448412625551580013E+43'),
+			c: NumberDecimal('2.718145926825224864037664674912241')}]);
 	});
 	// mongod computes these with Intel's decimal library (34 digits, a decimal
 	// result); bounds as expression_trigonometric.js checks them (50989)
