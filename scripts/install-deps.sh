@@ -10,7 +10,7 @@ PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libbson-dev libmongoc-dev libwiredtiger-dev wiredtiger libpcre2-dev libssl-dev libicu-dev libstemmer-dev
       zlib1g-dev libzstd-dev libsnappy-dev libyaml-dev
       libsqlite3-dev libpq-dev postgresql postgresql-15-postgis-3
-      libs2-dev libmozjs-102-dev libraft-dev libuv1-dev
+      libs2-dev libmozjs-102-dev libraft-dev libuv1-dev libintelrdfpmath-dev
       python3 python3-pymongo openssl)
 
 missing=()

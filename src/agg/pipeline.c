@@ -910,6 +910,12 @@ exec_open_source(agg_exec_t *x, storage_coll_t *coll, const bson_t *filter, terr
 		if (req.has_index_filter)
 			req.hint = index_filter_hint(req.hint);
 		req.keep_text_score = x->p->source_text_score;
+		if (x->p->host != NULL && x->p->host->has_resume_after) {
+			req.has_resume_after = true;
+			req.resume_after = x->p->host->resume_after;
+			req.resume_key = x->p->host->resume_key;
+			req.resume_key_len = x->p->host->resume_key_len;
+		}
 	}
 	ret = x->top ? source_plan_new(x->p, &req, &pe, err) : plan_exec_new(&req, &pe, err);
 	req.coll = NULL;
@@ -928,6 +934,8 @@ exec_open_source(agg_exec_t *x, storage_coll_t *coll, const bson_t *filter, terr
 			goto err;
 		}
 	}
+	if (x->top && x->p->host != NULL && x->p->host->want_recid)
+		plan_exec_want_recid(pe);
 	x->plan = pe;
 err:
 	bson_destroy(&let);
@@ -935,6 +943,23 @@ err:
 		storage_coll_release(req.coll);
 	match_free(req.match);
 	return ret;
+}
+
+bool
+agg_exec_last_recid(const agg_exec_t *x, int64_t *out)
+{
+	recid_t r;
+
+	if (x->plan == NULL || !plan_exec_last_recid(x->plan, &r))
+		return false;
+	*out = r;
+	return true;
+}
+
+bool
+agg_exec_last_cluster_key(const agg_exec_t *x, const uint8_t **key, size_t *len)
+{
+	return x->plan != NULL && plan_exec_last_cluster_key(x->plan, key, len);
 }
 
 int

@@ -114,6 +114,15 @@ struct agg_host {
 	bool notablescan;
 	bool sync;                    /* writes of $out/$merge wait for the journal */
 	const bson_value_t *hint;     /* the command's hint (index name or key pattern) or NULL */
+	/* $_requestResumeToken (a forward collection scan, hint {$natural:
+	 * 1}): the source keeps each document's RecordId (agg_exec_last_recid),
+	 * and starts past resume_after when has_resume_after ($_resumeAfter /
+	 * $_startAt, checked by the command). */
+	bool want_recid;
+	bool has_resume_after;
+	int64_t resume_after;
+	const uint8_t *resume_key;    /* ... on a clustered collection: past this clustered key */
+	size_t resume_key_len;
 	/* The command's collation (or the collection's default; NULL = simple):
 	 * every string comparison of the pipeline uses it ($match, $sort,
 	 * $group keys, $lookup, expressions, sub-pipelines).  Interned. */
@@ -228,6 +237,15 @@ bool agg_pipeline_change_stream(const agg_pipeline_t *p);
  * and whether the stream ended for good.  No-ops for other pipelines. */
 void agg_exec_batch_end(agg_exec_t *x, const bson_value_t *last, bool ended, bson_t *cursor);
 bool agg_exec_finished(agg_exec_t *x);
+/* host->want_recid: the RecordId of the collection's document the source
+ * handed on last (true), false before any or when the source is not a
+ * collection scan keeping RecordIds.  Under streaming stages that is the
+ * document the last result came from, as mongod's DocumentSourceCursor
+ * tracks its resume token per document. */
+bool agg_exec_last_recid(const agg_exec_t *x, int64_t *out);
+/* The same on a clustered collection: the clustered key (mongod's BinData
+ * RecordId) of that document, valid until the next agg_exec_next. */
+bool agg_exec_last_cluster_key(const agg_exec_t *x, const uint8_t **key, size_t *len);
 /* The name of the first stage ("$match") or NULL when empty. */
 const char *agg_pipeline_first_stage(const agg_pipeline_t *p);
 

@@ -581,8 +581,10 @@ param_find(const char *name)
 /*
  * logComponentVerbosity: mongod's log components, each -1 (inherit the
  * global logLevel) until set; the global verbosity is logLevel itself.
- * Tamga's log has no debug lines these would enable: the settings are kept
- * and reported, as tools and tests read them back.
+ * Kept here (reported back) and handed to the log (tlog_set_verbosity),
+ * which writes the debug lines Tamga has for them (tlog_debug: COMMAND's
+ * D1/D2 command lines, every operation's "Slow query" line from COMMAND
+ * verbosity 1, as mongod's shouldLogSlowOpWithSampling).
  */
 static const char *const log_components[] = {
 	"accessControl", "assert", "command", "control", "executor", "geo", "globalIndex", "index",
@@ -655,10 +657,12 @@ logcomp_set(engine_t *e, const bson_iter_t *in, bool apply, terr_t *err)
 			continue;
 		if (idx == -2) {
 			atomic_store(&e->log_level, bson_iter_as_int64(&v));
+			tlog_set_verbosity(NULL, (int)bson_iter_as_int64(&v));
 		} else {
 			pthread_mutex_lock(&logcomp_lock);
 			logcomp_level[idx] = (int)bson_iter_as_int64(&v);
 			pthread_mutex_unlock(&logcomp_lock);
+			tlog_set_verbosity(k, (int)bson_iter_as_int64(&v));
 		}
 	}
 	return 0;
@@ -838,6 +842,8 @@ param_changed(engine_t *e, const param_t *p)
 {
 	if (p->wakes_ttl)
 		ttl_monitor_wake(e->ttl);
+	if (p->held && p->off == offsetof(engine_t, log_level))   /* logLevel: the log's global verbosity */
+		tlog_set_verbosity(NULL, (int)atomic_load(&e->log_level));
 }
 
 CMD_HANDLER(cmd_set_parameter)

@@ -36,6 +36,11 @@ typedef struct agg_src {
 	 * last may wait as the cursor's pending document) */
 	bool change_stream;
 	bson_value_t last_id, prev_id;   /* BSON_TYPE_EOD = none */
+	/* $_requestResumeToken: the RecordIds the last two results came from
+	 * (the last may wait as the cursor's pending document), for
+	 * postBatchResumeToken, as find's resumable scans */
+	bool resume_token;
+	cmd_resume_tok_t tok;
 	/* the first batch's error context: "Executor error during aggregate
 	 * command on namespace: <the namespace the command named>" */
 	char first_context[600];
@@ -67,7 +72,30 @@ src_next(void *state, storage_session_t *s, bson_t *doc, terr_t *err)
 
 	if (rc == 1 && a->change_stream && check_event_id(a, doc, err) != 0)
 		return -1;
+	if (rc == 1 && a->resume_token) {
+		int64_t r;
+		const uint8_t *k = NULL;
+		size_t kl = 0;
+
+		if (!agg_exec_last_recid(a->x, &r))
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "$_requestResumeToken: this pipeline's results do not come from one collection scan "
+			    "(not supported by Tamga yet)");
+		agg_exec_last_cluster_key(a->x, &k, &kl);
+		cmd_resume_tok_push(&a->tok, r, k, kl);
+	}
 	return rc;
+}
+
+/* postBatchResumeToken of a resumable scan: {$recordId: the RecordId of
+ * the batch's last document} (null before any), as find's. */
+static void
+src_resume_batch_end(void *state, bool ended, bool pending, bson_t *cursor)
+{
+	agg_src_t *a = state;
+
+	(void)ended;
+	cmd_resume_tok_append(&a->tok, pending, cursor);
 }
 
 static void
@@ -108,6 +136,7 @@ src_free(void *state)
 
 	agg_exec_free(a->x);
 	agg_pipeline_free(a->p);
+	cmd_resume_tok_free(&a->tok);
 	if (a->hint.value_type != BSON_TYPE_EOD)
 		bson_value_destroy(&a->hint);
 	if (a->last_id.value_type != BSON_TYPE_EOD)
@@ -222,17 +251,24 @@ check_hint(cmd_t *c, bson_value_t *out, terr_t *err)
 
 /*
  * $_requestResumeToken / $_resumeAfter (mongod's resumable aggregate scans,
- * for resharding): mongod's check of the hint (2 BadValue unless
- * {$natural: 1}), then 238: Tamga does not resume aggregations, and
- * ignoring the fields would answer documents the client asked to skip.
+ * the ones resharding runs): mongod's checks (2 BadValue: the hint must be
+ * {$natural: 1}; $_resumeAfter needs $_requestResumeToken), then the token
+ * as find checks it (cmd_resume_input_check).  Sets *want and, for
+ * $_resumeAfter, host->has_resume_after / resume_after.  A view or a
+ * time-series collection answers 238 (its documents are not the scan's).
  */
 static int
-check_resume(cmd_t *c, terr_t *err)
+check_resume(cmd_t *c, const char *coll, bool view_or_ts, agg_host_t *host, bool *want, terr_t *err)
 {
 	bson_iter_t it, h;
-	bool want = bson_iter_init_find(&it, c->body, "$_requestResumeToken") && bson_iter_as_bool(&it);
+	bool has_after = bson_iter_init_find(&it, c->body, "$_resumeAfter");
+	bson_t after;
+	char ns[512];
+	storage_coll_t *sc = NULL;
+	int ret;
 
-	if (want) {
+	*want = bson_iter_init_find(&it, c->body, "$_requestResumeToken") && bson_iter_as_bool(&it);
+	if (*want) {
 		bool natural = false;
 
 		if (bson_iter_init_find(&h, c->body, "hint") && BSON_ITER_HOLDS_DOCUMENT(&h)) {
@@ -244,11 +280,36 @@ check_resume(cmd_t *c, terr_t *err)
 		}
 		if (!natural)
 			return terr_set(err, TERR_BAD_VALUE, "hint must be {$natural:1} if 'requestResumeToken' is enabled");
+	} else if (has_after) {
+		return terr_set(err, TERR_BAD_VALUE, "'requestResumeToken' must be true if 'resumeAfter' is specified");
 	}
-	if (want || bson_iter_init_find(&it, c->body, "$_resumeAfter"))
+	if (!*want)
+		return 0;
+	if (coll == NULL || view_or_ts)
 		return terr_set(err, TERR_NOT_IMPLEMENTED,
-		    "aggregate with $_requestResumeToken or $_resumeAfter is not supported by Tamga yet");
-	return 0;
+		    "aggregate with $_requestResumeToken over a view, a time-series collection or no collection "
+		    "is not supported by Tamga yet");
+	host->want_recid = true;
+	if (!has_after)
+		return 0;
+	bson_iter_init_find(&it, c->body, "$_resumeAfter");
+	if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field '$_resumeAfter' is the wrong type '%s', expected type 'object'",
+		    bv_type_name(bson_iter_type(&it)));
+	{
+		const uint8_t *data;
+		uint32_t len;
+
+		bson_iter_document(&it, &len, &data);
+		bson_init_static(&after, data, len);
+	}
+	snprintf(ns, sizeof ns, "%s.%s", c->db, coll);
+	storage_coll_get(c->engine->st, c->db, coll, &sc, NULL);
+	ret = cmd_resume_input_check(c, sc, ns, "Executor error during aggregate command on namespace: ", &after,
+	    NULL, &host->has_resume_after, &host->resume_after, &host->resume_key, &host->resume_key_len, err);
+	storage_coll_release(sc);
+	return ret;
 }
 
 /* The pipeline field: an array of objects. */
@@ -404,7 +465,7 @@ CMD_HANDLER(cmd_aggregate)
 	}
 
 	a = bson_malloc0(sizeof(*a));
-	ERR(check_resume(c, err));
+	ERR(check_resume(c, coll, view.base != NULL || combined_ts, &a->host, &a->resume_token, err));
 	ERR(check_hint(c, &a->hint, err));
 	if (a->hint.value_type != BSON_TYPE_EOD)
 		a->host.hint = &a->hint;
@@ -519,6 +580,9 @@ CMD_HANDLER(cmd_aggregate)
 		goto err;
 	}
 	ERR(agg_exec_new(a->p, &a->x, err));
+	/* the source copied it: it pointed into this command's body */
+	a->host.resume_key = NULL;
+	a->host.resume_key_len = 0;
 	snprintf(a->first_context, sizeof a->first_context, "Executor error during aggregate command on namespace: %s", ns);
 	agg_exec_set_error_context(a->x, a->first_context);
 	if ((s = client_session(c->client, err)) == NULL) {
@@ -558,13 +622,17 @@ CMD_HANDLER(cmd_aggregate)
 		copts.coll = oplog_coll;
 		copts.single_batch = false;
 		copts.connection_id = c->client->connection_id;
+	} else if (a->resume_token) {
+		/* {$recordId: null} until a document comes, resumed or not,
+		 * as find's */
+		src.batch_end = src_resume_batch_end;
 	}
 	a = NULL;
 	{
 		char owner_buf[256];
 		copts.owner = cmd_cursor_owner(c, owner_buf);
 		ret = cursor_first_batch(c->engine->cursors, s, ns, &src, &copts, c->reply, err);
-		if (ret != 0 && src.batch_end != NULL)
+		if (ret != 0 && src.batch_end != NULL && copts.tailable)   /* a change stream */
 			cursor_change_stream_labels(err);
 	}
 err:

@@ -342,46 +342,75 @@ typedef struct plan_src {
 	/* $_requestResumeToken: the RecordIds of the last two results (the
 	 * last may be held back for the next batch) for postBatchResumeToken */
 	bool resume_token;
-	bool have_rid, have_prev;
-	recid_t rid, prev_rid;
+	cmd_resume_tok_t tok;
 } plan_src_t;
+
+void
+cmd_resume_tok_push(cmd_resume_tok_t *t, int64_t rid, const uint8_t *key, size_t key_len)
+{
+	bson_t *b = t->prev != NULL ? t->prev : bson_new();
+
+	t->prev = t->last;
+	t->last = b;
+	bson_reinit(b);
+	if (key != NULL)
+		bson_append_binary(b, "$recordId", -1, BSON_SUBTYPE_BINARY, key, (uint32_t)key_len);
+	else
+		BSON_APPEND_INT64(b, "$recordId", rid);
+}
+
+void
+cmd_resume_tok_append(const cmd_resume_tok_t *t, bool pending, bson_t *cursor)
+{
+	const bson_t *b = pending ? t->prev : t->last;
+	bson_t tok;
+
+	if (b != NULL) {
+		BSON_APPEND_DOCUMENT(cursor, "postBatchResumeToken", b);
+		return;
+	}
+	BSON_APPEND_DOCUMENT_BEGIN(cursor, "postBatchResumeToken", &tok);
+	BSON_APPEND_NULL(&tok, "$recordId");
+	bson_append_document_end(cursor, &tok);
+}
+
+void
+cmd_resume_tok_free(cmd_resume_tok_t *t)
+{
+	if (t->last != NULL)
+		bson_destroy(t->last);
+	if (t->prev != NULL)
+		bson_destroy(t->prev);
+	t->last = t->prev = NULL;
+}
 
 static void
 plan_src_batch_end(void *state, bool ended, bool pending, bson_t *cursor)
 {
 	plan_src_t *ps = state;
-	bson_t tok;
-	bool have = pending ? ps->have_prev : ps->have_rid;
 
 	(void)ended;
-	BSON_APPEND_DOCUMENT_BEGIN(cursor, "postBatchResumeToken", &tok);
-	if (have)
-		BSON_APPEND_INT64(&tok, "$recordId", pending ? ps->prev_rid : ps->rid);
-	else
-		BSON_APPEND_NULL(&tok, "$recordId");
-	bson_append_document_end(cursor, &tok);
+	cmd_resume_tok_append(&ps->tok, pending, cursor);
 }
 
 /* The index keys of the result for returnKey: the index entry the plan met
  * (plan_exec_last_key: for a multikey field the element the scan met, as
  * mongod's RETURN_KEY reads the member's keyData), {} for a result no index
- * entry gave (a collection scan).  Hashed, text and geo keys answer 238. */
+ * entry gave (a collection scan).  Any index kind scanned by bounds gives
+ * its stored key under the key pattern's names, as mongod: a hashed field's
+ * NumberLong hash, a 2dsphere field's NumberLong cell, a 2d field's GeoHash
+ * BinData, a text index's {_fts: term, _ftsx: weight}.  $text and geo
+ * plans (near, covering) answer 238. */
 static int
 return_key(plan_src_t *ps, bson_t *doc, terr_t *err)
 {
 	const char *ix = plan_exec_index_name(ps->x);
-	bson_iter_t it, k;
 	bson_t key;
 
 	bson_reinit(&ps->key);
-	if (ix != NULL && bson_iter_init_find(&it, ps->key_patterns, ix) && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-		bson_iter_recurse(&it, &k);
-		while (bson_iter_next(&k))
-			if (!BSON_ITER_HOLDS_NUMBER(&k))
-				return terr_set(err, TERR_NOT_IMPLEMENTED,
-				    "returnKey over a %s index is not supported by Tamga yet",
-				    BSON_ITER_HOLDS_UTF8(&k) ? bson_iter_utf8(&k, NULL) : "special");
-	}
+	if (ix != NULL && !plan_exec_keys_known(ps->x))
+		return terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "returnKey with a $text or geo query (index %s) is not supported by Tamga yet", ix);
 	if (plan_exec_last_key(ps->x, &key))
 		bson_concat(&ps->key, &key);
 	bson_init_static(doc, bson_get_data(&ps->key), ps->key.len);
@@ -398,24 +427,31 @@ plan_src_next(void *state, storage_session_t *s, bson_t *doc, terr_t *err)
 		return -1;
 	if (rc == 1 && ps->resume_token) {
 		recid_t r;
+		const uint8_t *k = NULL;
+		size_t kl = 0;
 
 		if (!plan_exec_last_recid(ps->x, &r))
 			return terr_set(err, TERR_NOT_IMPLEMENTED,
 			    "$_requestResumeToken without a collection scan is not supported by Tamga yet");
-		ps->prev_rid = ps->rid;
-		ps->have_prev = ps->have_rid;
-		ps->rid = r;
-		ps->have_rid = true;
+		plan_exec_last_cluster_key(ps->x, &k, &kl);
+		cmd_resume_tok_push(&ps->tok, r, k, kl);
 	}
 	if (rc == 1 && ps->show_rid) {
 		recid_t rid;
+		const uint8_t *k = NULL;
+		size_t kl = 0;
 
 		if (!plan_exec_last_recid(ps->x, &rid))
 			return terr_set(err, TERR_NOT_IMPLEMENTED,
 			    "find with showRecordId: this plan does not keep RecordIds");
 		bson_reinit(ps->rid_doc);
 		bson_concat(ps->rid_doc, doc);
-		BSON_APPEND_INT64(ps->rid_doc, "$recordId", rid);
+		/* a clustered collection's RecordId is its clustered key
+		 * (BinData), as mongod shows it */
+		if (plan_exec_last_cluster_key(ps->x, &k, &kl))
+			bson_append_binary(ps->rid_doc, "$recordId", -1, BSON_SUBTYPE_BINARY, k, (uint32_t)kl);
+		else
+			BSON_APPEND_INT64(ps->rid_doc, "$recordId", rid);
 		bson_init_static(doc, bson_get_data(ps->rid_doc), ps->rid_doc->len);
 	}
 	if (rc < 0 && terr_is_set(err) && ps->context != NULL)
@@ -491,6 +527,7 @@ plan_src_free(void *state)
 	}
 	if (ps->rid_doc != NULL)
 		bson_destroy(ps->rid_doc);
+	cmd_resume_tok_free(&ps->tok);
 	ps_give(ps);
 }
 
@@ -680,14 +717,14 @@ resume_request_check(cmd_t *c, bool want_token, const bson_t *sort, bool has_res
 	return 0;
 }
 
-/* err with find's executor context ("Executor error during find command:
- * <ns> :: caused by :: ..."); returns -1. */
+/* err with the command's executor context ("<context><ns> :: caused by ::
+ * ..."); returns -1. */
 static int
-find_context_wrap(const char *ns, terr_t *err)
+context_wrap(const char *context, const char *ns, terr_t *err)
 {
 	char ctx[600];
 
-	snprintf(ctx, sizeof ctx, "Executor error during find command: %s", ns);
+	snprintf(ctx, sizeof ctx, "%s%s", context, ns);
 	terr_wrap(err, ctx);
 	return -1;
 }
@@ -701,12 +738,13 @@ find_context_wrap(const char *ns, terr_t *err)
  * node: 8132701); the RecordId's type must match the collection's (int64,
  * BinData for a clustered one: 7738600); a null RecordId cannot be resumed
  * from (211).  Errors the scan raises carry find's executor context, as
- * mongod's do.  Sets req->has_resume_after / resume_after (a position to
- * scan past).  Clustered collections (BinData RecordIds) answer 238.
+ * mongod's do.  Sets *has_after / *after (a position to scan past).
+ * Clustered collections (BinData RecordIds) answer 238.
  */
-static int
-resume_input_check(cmd_t *c, const storage_coll_t *coll, const char *ns, const bson_t *resume_after,
-                   const bson_t *start_at, plan_request_t *req, terr_t *err)
+int
+cmd_resume_input_check(cmd_t *c, const storage_coll_t *coll, const char *ns, const char *context,
+                       const bson_t *resume_after, const bson_t *start_at, bool *has_after, recid_t *after,
+                       const uint8_t **after_key, size_t *after_key_len, terr_t *err)
 {
 	const char *name = resume_after != NULL ? "$_resumeAfter" : "$_startAt";
 	const bson_t *in = resume_after != NULL ? resume_after : start_at;
@@ -735,22 +773,51 @@ resume_input_check(cmd_t *c, const storage_coll_t *coll, const char *ns, const b
 		return terr_set(err, 7738600,
 		    "The '%s' parameter must match collection type. Clustered collections only have BinData "
 		    "recordIds, and all other collectionshave Long recordId.", name);
-	if (clustered)
-		return terr_set(err, TERR_NOT_IMPLEMENTED,
-		    "resuming a scan of a clustered collection is not supported by Tamga yet");
+	if (clustered && BSON_ITER_HOLDS_BINARY(&rid)) {
+		/* mongod's RecordId of a clustered collection: the _id's
+		 * KeyString, which is Tamga's clustered key */
+		const uint8_t *kb;
+		uint32_t kl;
+		bson_subtype_t ksub;
+		storage_session_t *s;
+
+		if (start_at != NULL)
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "$_startAt on a clustered collection is not supported by Tamga yet");
+		bson_iter_binary(&rid, &ksub, &kl, &kb);
+		if ((s = client_session(c->client, err)) == NULL)
+			return -1;
+		if ((g = storage_doc_find_key(s, (storage_coll_t *)coll, kb, kl, NULL, &d, err)) < 0)
+			return -1;
+		if (g == 1) {
+			char hex[2 * 64 + 4];
+			size_t i, n = kl < 64 ? kl : 64;
+
+			for (i = 0; i < n; i++)
+				snprintf(hex + 2 * i, 3, "%02X", kb[i]);
+			hex[2 * n] = '\0';
+			terr_set(err, TERR_KEY_NOT_FOUND, "Failed to resume collection scan: the recordId from which we are "
+			    "attempting to resume no longer exists in the collection: RecordId(%s%s)", hex, kl > 64 ? "..." : "");
+			return context_wrap(context, ns, err);
+		}
+		*has_after = true;
+		*after_key = kb;
+		*after_key_len = kl;
+		return 0;
+	}
 	if (BSON_ITER_HOLDS_NULL(&rid)) {
 		terr_set(err, TERR_KEY_NOT_FOUND, "Failed to resume collection scan: cannot resume from null recordId");
-		return find_context_wrap(ns, err);
+		return context_wrap(context, ns, err);
 	}
 	if (coll == NULL)
 		return 0;      /* no collection: no documents, as mongod's EOF plan */
-	req->has_resume_after = true;
-	req->resume_after = bson_iter_int64(&rid);
+	*has_after = true;
+	*after = bson_iter_int64(&rid);
 	if (start_at != NULL) {
 		/* at the RecordId, or the next one when it is gone: past the one
 		 * before (RecordIds are >= 1) */
-		req->has_resume_after = req->resume_after > 1;
-		req->resume_after = req->resume_after - 1;
+		*has_after = *after > 1;
+		*after = *after - 1;
 		return 0;
 	}
 	{
@@ -758,14 +825,14 @@ resume_input_check(cmd_t *c, const storage_coll_t *coll, const char *ns, const b
 
 		if (s == NULL)
 			return -1;
-		if ((g = storage_doc_get(s, (storage_coll_t *)coll, req->resume_after, &d, err)) < 0)
+		if ((g = storage_doc_get(s, (storage_coll_t *)coll, *after, &d, err)) < 0)
 			return -1;
 	}
 	if (g == 1) {
 		terr_set(err, TERR_KEY_NOT_FOUND, "Failed to resume collection scan: the recordId from which we are "
 		    "attempting to resume no longer exists in the collection: RecordId(%lld)",
-		    (long long)req->resume_after);
-		return find_context_wrap(ns, err);
+		    (long long)*after);
+		return context_wrap(context, ns, err);
 	}
 	return 0;
 }
@@ -977,8 +1044,10 @@ CMD_HANDLER(cmd_find)
 	}
 	ERR(cmd_check_hint(c, c->body, req.coll, err));
 	if (has_resume_after || has_start_at)
-		ERR(resume_input_check(c, req.coll, ns, has_resume_after ? &resume_after : NULL,
-		    has_start_at ? &start_at : NULL, &req, err));
+		ERR(cmd_resume_input_check(c, req.coll, ns, "Executor error during find command: ",
+		    has_resume_after ? &resume_after : NULL,
+		    has_start_at ? &start_at : NULL, &req.has_resume_after, &req.resume_after, &req.resume_key,
+		    &req.resume_key_len, err));
 	if (has_let)
 		mo.let = &let;
 	req.hint = hint_for_plan(c, c->body, &hint_it);
@@ -1027,7 +1096,7 @@ CMD_HANDLER(cmd_find)
 	if (want_token) {
 		/* a resumable collection scan: forward, hinted {$natural: 1}
 		 * (resume_request_check); where it starts was checked by
-		 * resume_input_check before the plan was built */
+		 * cmd_resume_input_check before the plan was built */
 		plan_exec_want_recid(x);
 	}
 	if (show_rid)
@@ -1044,11 +1113,10 @@ CMD_HANDLER(cmd_find)
 		plan_src_t *ps = src.state;
 
 		ps->resume_token = true;
+		/* a batch before any document says {$recordId: null}, even
+		 * when resumed (mongod's CollectionScan sets its token from the
+		 * documents it returns; find_with_resume_after_param.js) */
 		src.batch_end = plan_src_batch_end;
-		if (req.has_resume_after && !has_start_at) {
-			ps->rid = req.resume_after;
-			ps->have_rid = true;
-		}
 	}
 	if (return_key_on) {
 		plan_src_t *ps = src.state;

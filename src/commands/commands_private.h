@@ -424,6 +424,39 @@ bool cmd_is_coll_mod_option(const char *field);
  * profiler (system.profile) and $queryStats, each only when wanted (a few
  * atomic loads otherwise).  rc / err are the command's outcome. */
 void cmd_toolbelt_after(cmd_t *c, int rc, const terr_t *err);
+
+/*
+ * postBatchResumeToken of a resumable scan (find's, aggregate's): the
+ * tokens of the last two results ({$recordId: NumberLong}, or BinData of
+ * the clustered key on a clustered collection, as mongod's RecordId), the
+ * last of which may wait as the cursor's pending document.  Zeroed memory
+ * is an empty one; cmd_resume_tok_free releases it.
+ */
+typedef struct cmd_resume_tok {
+	bson_t *last, *prev;    /* NULL: none yet */
+} cmd_resume_tok_t;
+/* The next result's RecordId: rid, or the clustered key (key != NULL). */
+void cmd_resume_tok_push(cmd_resume_tok_t *t, int64_t rid, const uint8_t *key, size_t key_len);
+/* Append postBatchResumeToken (the previous token when the last result is
+ * pending; {$recordId: null} before any) to cursor. */
+void cmd_resume_tok_append(const cmd_resume_tok_t *t, bool pending, bson_t *cursor);
+void cmd_resume_tok_free(cmd_resume_tok_t *t);
+
+/*
+ * Where a resumable collection scan (find's or aggregate's
+ * $_resumeAfter / $_startAt, one of them non-NULL) starts, as mongod's
+ * validateResumeInput and CollectionScan decide (cmd_crud.c): the token's
+ * shape (2), $initialSyncId (8132701), the RecordId's type against the
+ * collection's (7738600), a null or vanished RecordId (211, wrapped
+ * "<context><ns> :: caused by :: ...").  Sets *has_after / *after: the
+ * RecordId to scan past, or on a clustered collection *after_key /
+ * *after_key_len: the clustered key (a view into resume_after's BinData);
+ * $_startAt on a clustered collection answers 238.  coll may be NULL (no
+ * collection: nothing to check past the token).
+ */
+int cmd_resume_input_check(cmd_t *c, const storage_coll_t *coll, const char *ns, const char *context,
+                           const bson_t *resume_after, const bson_t *start_at, bool *has_after, recid_t *after,
+                           const uint8_t **after_key, size_t *after_key_len, terr_t *err);
 /* serverStatus' validation (violation counters) and queryStats sections. */
 void cmd_toolbelt_server_status(cmd_t *c);
 /* agg_host_t.query_stats: $queryStats' spec checked, the rows appended. */

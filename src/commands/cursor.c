@@ -729,7 +729,7 @@ cursor_get_more(cursor_registry_t *r, storage_session_t *s, int64_t id, const ch
 
 	batch_close(reply, "nextBatch", &arr, rc != 0, exhausted ? 0 : id, ns, &c->src, ended, c->pending != NULL);
 	if (rc != 0) {
-		if (c->src.batch_end != NULL)
+		if (c->src.batch_end != NULL && c->tailable)   /* a change stream (not a resumable scan) */
 			cursor_change_stream_labels(err);
 		cursor_destroy(c);
 		return -1;

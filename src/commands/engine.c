@@ -475,6 +475,76 @@ out:
 	return ret;
 }
 
+/* Commands whose arguments carry secrets: their debug lines name the
+ * command only (mongod's snipForLogging hides the same fields). */
+static bool
+args_secret(const char *name)
+{
+	static const char *const secret[] = {"saslStart", "saslContinue", "authenticate", "createUser", "updateUser",
+		"copydbsaslstart", "getnonce", NULL};
+
+	for (int i = 0; secret[i] != NULL; i++)
+		if (strcmp(secret[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* commandArgs of a debug line: the body, or {<name>: "###"}. */
+static void
+append_command_args(bson_t *attr, const char *name, const bson_t *body)
+{
+	if (!args_secret(name)) {
+		BSON_APPEND_DOCUMENT(attr, "commandArgs", body);
+	} else {
+		bson_t d;
+		BSON_APPEND_DOCUMENT_BEGIN(attr, "commandArgs", &d);
+		BSON_APPEND_UTF8(&d, name, "###");
+		bson_append_document_end(attr, &d);
+	}
+}
+
+/* mongod's D2 COMMAND lines before a command runs (21965 "About to run the
+ * command"; 21964 when no such command) and its D1 21962 "Assertion while
+ * executing command" after one failed: written only at that verbosity. */
+static void
+log_about_to_run(const client_t *cl, const char *db, const char *name, const bson_t *body, bool found)
+{
+	bson_t attr;
+
+	if (!tlog_debug_on("COMMAND", 2))
+		return;
+	bson_init(&attr);
+	if (!found) {
+		BSON_APPEND_UTF8(&attr, "command", name);
+		tlog_debug(2, "COMMAND", 21964, "Command not found in registry", &attr);
+	} else {
+		BSON_APPEND_UTF8(&attr, "db", db != NULL ? db : "");
+		BSON_APPEND_UTF8(&attr, "client", cl != NULL && cl->remote != NULL ? cl->remote : "");
+		append_command_args(&attr, name, body);
+		tlog_debug(2, "COMMAND", 21965, "About to run the command", &attr);
+	}
+	bson_destroy(&attr);
+}
+
+static void
+log_assertion(const char *db, const char *name, const bson_t *body, const terr_t *er)
+{
+	bson_t attr;
+	char buf[32], *error;
+
+	if (!tlog_debug_on("COMMAND", 1))
+		return;
+	bson_init(&attr);
+	BSON_APPEND_UTF8(&attr, "command", name);
+	BSON_APPEND_UTF8(&attr, "db", db != NULL ? db : "");
+	append_command_args(&attr, name, body);
+	error = bson_strdup_printf("%s: %s", terr_code_name(er->code, buf), er->msg != NULL ? er->msg : "");
+	BSON_APPEND_UTF8(&attr, "error", error);
+	bson_free(error);
+	tlog_debug(1, "COMMAND", 21962, "Assertion while executing command", &attr);
+	bson_destroy(&attr);
+}
+
 int
 engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *body,
                    bson_t *reply, terr_t *err)
@@ -519,6 +589,7 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	/* test commands exist only with --setParameter enableTestCommands=1 */
 	if (def != NULL && (def->flags & CMDF_TEST) && !engine_test_commands_enabled(e))
 		def = NULL;
+	log_about_to_run(cl, dbname, c.name, c.body, def != NULL);
 	if (def == NULL) {
 		cmd_metrics_record(NULL, c.name, NULL, NULL, 0, true);
 		terr_set(er, TERR_COMMAND_NOT_FOUND, "no such command: '%s'", c.name);
@@ -641,6 +712,8 @@ fail:
 	if (op_begun)
 		tm_opctx_end(&c.op);
 	js_thread_set_stored_loader(NULL, NULL);
+	if (def != NULL && c.name != NULL)
+		log_assertion(dbname, c.name, c.body, er);
 	error_reply(reply, er);
 	cmd_repl_times(&c, def, &rx, er->code, reply);
 	cmd_repl_ctx_clear(&rx);

@@ -4,6 +4,7 @@
 #include "common/log.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
@@ -17,6 +18,48 @@ static int ring_next, ring_count;
 static char *warn_ring[64];
 static int warn_count;
 static __thread char log_ctx[64] = "main";
+
+/* Debug verbosity: the global one (logLevel) and each component's
+ * (logComponentVerbosity; -1 inherits the global), by mongod's setting
+ * name and the name its log lines carry. */
+static atomic_int verb_global;
+static const struct {
+	const char *setting, *line;
+} verb_names[] = {
+	{"accessControl", "ACCESS"}, {"command", "COMMAND"}, {"control", "CONTROL"}, {"executor", "EXECUTOR"},
+	{"geo", "GEO"}, {"index", "INDEX"}, {"network", "NETWORK"}, {"query", "QUERY"},
+	{"replication", "REPL"}, {"storage", "STORAGE"}, {"write", "WRITE"}, {"ftdc", "FTDC"},
+	{"transaction", "TXN"}, {"assert", "ASSERT"}, {"queryStats", "QUERYSTATS"},
+};
+#define VERB_N (sizeof verb_names / sizeof verb_names[0])
+static atomic_int verb_comp[VERB_N] = {[0 ... VERB_N - 1] = -1};
+
+void
+tlog_set_verbosity(const char *setting, int level)
+{
+	if (setting == NULL) {
+		atomic_store(&verb_global, level);
+		return;
+	}
+	for (size_t i = 0; i < VERB_N; i++)
+		if (strcmp(verb_names[i].setting, setting) == 0)
+			atomic_store(&verb_comp[i], level);
+}
+
+bool
+tlog_debug_on(const char *component, int level)
+{
+	int v = atomic_load_explicit(&verb_global, memory_order_relaxed);
+
+	for (size_t i = 0; i < VERB_N; i++)
+		if (strcmp(verb_names[i].line, component) == 0) {
+			int c = atomic_load_explicit(&verb_comp[i], memory_order_relaxed);
+			if (c >= 0)
+				v = c;
+			break;
+		}
+	return v >= level;
+}
 
 int
 tlog_open(const char *path, bool append, bool quiet)
@@ -117,8 +160,28 @@ compact_json(char *j)
 	*out = '\0';
 }
 
+static void tlog_line(char sev, const char *sevstr, const char *component, int id, const char *msg,
+                      const bson_t *attr);
+
 void
 tlog(char sev, const char *component, int id, const char *msg, const bson_t *attr)
+{
+	char sevstr[2] = {sev, 0};
+
+	tlog_line(sev, sevstr, component, id, msg, attr);
+}
+
+void
+tlog_debug(int level, const char *component, int id, const char *msg, const bson_t *attr)
+{
+	char sevstr[3] = {'D', (char)('0' + (level < 1 ? 1 : level > 5 ? 5 : level)), 0};
+
+	if (tlog_debug_on(component, level))
+		tlog_line('D', sevstr, component, id, msg, attr);
+}
+
+static void
+tlog_line(char sev, const char *sevstr, const char *component, int id, const char *msg, const bson_t *attr)
 {
 	struct timeval tv;
 	struct tm tm;
@@ -132,8 +195,8 @@ tlog(char sev, const char *component, int id, const char *msg, const bson_t *att
 	gmtime_r(&tv.tv_sec, &tm);
 	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
 	s = bson_string_new("{\"t\":{\"$date\":\"");
-	bson_string_append_printf(s, "%s.%03d+00:00\"},\"s\":\"%c\",\"c\":", ts,
-	    (int)(tv.tv_usec / 1000), sev);
+	bson_string_append_printf(s, "%s.%03d+00:00\"},\"s\":\"%s\",\"c\":", ts,
+	    (int)(tv.tv_usec / 1000), sevstr);
 	append_json_str(s, component);
 	bson_string_append_printf(s, ",\"id\":%d,\"ctx\":", id);
 	append_json_str(s, log_ctx);

@@ -33,6 +33,19 @@ void tlog_set_ctx(const char *ctx);
  */
 void tlog(char sev, const char *component, int id, const char *msg, const bson_t *attr);
 
+/*
+ * Debug lines (mongod's LOGV2_DEBUG): written, with severity "D1".."D5",
+ * only when the component's verbosity (logComponentVerbosity, else the
+ * global logLevel) is at least level.  component is the name lines carry
+ * ("COMMAND", "QUERY", "REPL"...).
+ */
+void tlog_debug(int level, const char *component, int id, const char *msg, const bson_t *attr);
+bool tlog_debug_on(const char *component, int level);
+/* Set the global verbosity (setting NULL: logLevel) or one component's by
+ * its logComponentVerbosity name ("command", "replication"...; -1:
+ * inherit).  Unknown names are ignored. */
+void tlog_set_verbosity(const char *setting, int level);
+
 /* Append the kept lines (JSON strings) of `which` ("global" or
  * "startupWarnings") to arr as array elements; returns the total count. */
 int tlog_get(const char *which, bson_t *arr);

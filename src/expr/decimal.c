@@ -877,7 +877,7 @@ wfinish(dec_t r)
 }
 
 bson_decimal128_t
-expr_decimal_exp(bson_decimal128_t ad)
+expr_decimal_exp_exact(bson_decimal128_t ad)
 {
 	dec_t x = dec_unpack(ad);
 
@@ -984,7 +984,7 @@ log_special(bson_decimal128_t ad, const dec_t *x, bson_decimal128_t *out)
 }
 
 bson_decimal128_t
-expr_decimal_ln(bson_decimal128_t ad)
+expr_decimal_ln_exact(bson_decimal128_t ad)
 {
 	dec_t x = dec_unpack(ad);
 	bson_decimal128_t special;
@@ -995,7 +995,7 @@ expr_decimal_ln(bson_decimal128_t ad)
 }
 
 bson_decimal128_t
-expr_decimal_log10(bson_decimal128_t ad)
+expr_decimal_log10_exact(bson_decimal128_t ad)
 {
 	dec_t x = dec_unpack(ad);
 	bson_decimal128_t special;
@@ -1207,9 +1207,11 @@ expr_decimal_cmp(bson_decimal128_t ad, bson_decimal128_t bd)
 	return sa > 0 ? mag : -mag;
 }
 
-/* ---- trigonometric and hyperbolic functions ------------------------------
+/* ---- trigonometric and hyperbolic functions, correctly rounded -----------
  * mongod computes these with Intel's decimal library (bid128_sin, ...), whose
- * results are good to about 34 digits.  Here each is computed with the
+ * results are good to about 34 digits; the operators call it too
+ * (decimal_bid.c).  These are the reference its results are tested against:
+ * each is computed with the
  * 60-digit intermediates above and rounded once to 34 digits: the reduction
  * by pi/2 is exact (integer arithmetic on a 115-digit pi/2 below 10^30, on
  * the 6,300 digits of 2/pi in two_over_pi.h above), the inverse
@@ -1287,7 +1289,7 @@ wto_double(const dec_t *x)
 	return x->neg ? -v : v;
 }
 
-/* e^x for a finite x with |x| <= 15000, WDIG digits (as expr_decimal_exp) */
+/* e^x for a finite x with |x| <= 15000, WDIG digits (as expr_decimal_exp_exact) */
 static dec_t
 wexp(dec_t x)
 {
@@ -1485,7 +1487,7 @@ wreduce_big(dec_t x, int *quadrant)
 }
 
 bool
-expr_decimal_trig(expr_dtrig_t fn, bson_decimal128_t ad, bson_decimal128_t *out)
+expr_decimal_trig_exact(expr_dtrig_t fn, bson_decimal128_t ad, bson_decimal128_t *out)
 {
 	dec_t x = dec_unpack(ad), one = wint(1), r;
 
@@ -1613,7 +1615,7 @@ expr_decimal_trig(expr_dtrig_t fn, bson_decimal128_t ad, bson_decimal128_t *out)
 }
 
 bson_decimal128_t
-expr_decimal_atan2(bson_decimal128_t yd, bson_decimal128_t xd)
+expr_decimal_atan2_exact(bson_decimal128_t yd, bson_decimal128_t xd)
 {
 	dec_t y = dec_unpack(yd), x = dec_unpack(xd), r;
 	dec_t pi = wmul(wpio2(), wint(2));

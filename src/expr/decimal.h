@@ -26,29 +26,42 @@ bson_decimal128_t expr_decimal_div(bson_decimal128_t a, bson_decimal128_t b);
 /* Remainder with the sign of a (truncated division, as fmod). */
 bson_decimal128_t expr_decimal_mod(bson_decimal128_t a, bson_decimal128_t b);
 
-/* e^a and the natural logarithm, computed with 60-digit intermediates and
- * rounded once to 34 digits (ln of a negative -> NaN, ln 0 -> -Infinity). */
+/* e^a, the natural logarithm, log10 and base^ex as mongod computes them
+ * (decimal_bid.c: Intel's bid128_exp / bid128_log / bid128_log10 /
+ * bid128_pow, round-half-even, as mongod's Decimal128::exp / log / log10 /
+ * power): ln of a negative -> NaN, ln 0 -> -Infinity, a negative base with
+ * a non-integral exponent -> NaN. */
 bson_decimal128_t expr_decimal_exp(bson_decimal128_t a);
 bson_decimal128_t expr_decimal_ln(bson_decimal128_t a);
-/* log10, exact for powers of ten. */
 bson_decimal128_t expr_decimal_log10(bson_decimal128_t a);
+bson_decimal128_t expr_decimal_pow(bson_decimal128_t base, bson_decimal128_t ex);
+/* e^a, ln and log10 correctly rounded (60-digit intermediates rounded once
+ * to 34 digits; log10 exact for powers of ten): the unit tests' reference,
+ * which Intel's results lie within one unit of the 34th digit of. */
+bson_decimal128_t expr_decimal_exp_exact(bson_decimal128_t a);
+bson_decimal128_t expr_decimal_ln_exact(bson_decimal128_t a);
+bson_decimal128_t expr_decimal_log10_exact(bson_decimal128_t a);
 
-/* The trigonometric and hyperbolic functions of $sin ... $atanh, computed
- * with 60-digit intermediates and rounded once to 34 digits (mongod uses
- * Intel's bid128_sin ..., good to about 34 digits: the last digit may differ).
- * NaN gives the argument; infinities give IEEE's limits (atan +-pi/2, tanh
- * +-1, sinh/cosh/asinh/acosh +-Infinity); arguments outside a function's
- * domain give NaN (callers refuse them first with 50989).  $sin/$cos/$tan
- * reduce any finite argument exactly (up to 9.99E+6144, by the digits of
- * 2/pi).  Returns true (false, *out unset, is kept for a function that
- * cannot be computed; none is now). */
+/* The trigonometric and hyperbolic functions of $sin ... $atanh and
+ * $atan2, as mongod computes them (decimal_bid.c): Intel's bid128_sin ...
+ * with round-half-even, whose last digit is not always the correctly
+ * rounded one.  NaN gives NaN; infinities give IEEE's limits (atan +-pi/2,
+ * tanh +-1, sinh/cosh/asinh/acosh +-Infinity); arguments outside a
+ * function's domain give NaN (callers refuse them first with 50989).
+ * Returns true (false, *out unset, for an fn out of range). */
 typedef enum {
 	DT_SIN, DT_COS, DT_TAN, DT_ASIN, DT_ACOS, DT_ATAN,
 	DT_SINH, DT_COSH, DT_TANH, DT_ASINH, DT_ACOSH, DT_ATANH,
 } expr_dtrig_t;
 bool expr_decimal_trig(expr_dtrig_t fn, bson_decimal128_t a, bson_decimal128_t *out);
-/* atan2(y, x) with IEEE's signed zeros and infinities (NaN if either is). */
 bson_decimal128_t expr_decimal_atan2(bson_decimal128_t y, bson_decimal128_t x);
+/* The same functions correctly rounded (decimal.c: 60-digit intermediates,
+ * rounded once to 34 digits; $sin/$cos/$tan reduce any finite argument
+ * exactly, up to 9.99E+6144, by the digits of 2/pi).  Not what mongod
+ * answers: the unit tests' reference, against which Intel's results are
+ * checked to lie within one unit in the last place. */
+bool expr_decimal_trig_exact(expr_dtrig_t fn, bson_decimal128_t a, bson_decimal128_t *out);
+bson_decimal128_t expr_decimal_atan2_exact(bson_decimal128_t y, bson_decimal128_t x);
 
 /* Square root, correctly rounded (negative -> NaN; -0 -> -0). */
 bson_decimal128_t expr_decimal_sqrt(bson_decimal128_t a);

@@ -472,44 +472,6 @@ eval_log(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	return 0;
 }
 
-/*
- * base^ex in decimal (mongod: Decimal128::power).  An integral exponent up
- * to 2^20 in size is repeated squaring with each product rounded to 34
- * digits (exact whenever the power fits in 34 digits, as 2^10 = 1024); a
- * negative one is 1 / base^|ex|; any other is e^(ex * ln(base)), NaN for a
- * negative base.  0^0 is 1.
- */
-static bson_decimal128_t
-decimal_pow(bson_decimal128_t base, bson_decimal128_t ex)
-{
-	int64_t n;
-
-	if (expr_decimal_is_nan(base) || expr_decimal_is_nan(ex))
-		return expr_decimal_is_nan(base) ? base : ex;
-	if (expr_decimal_is_integral(ex) && expr_decimal_to_int64(ex, &n) && n >= -(1 << 20) && n <= (1 << 20)) {
-		bson_decimal128_t r = expr_decimal_from_int64(1), b = base;
-		uint64_t k = n < 0 ? (uint64_t)(-n) : (uint64_t)n;
-
-		while (k > 0) {
-			if (k & 1)
-				r = expr_decimal_mul(r, b);
-			k >>= 1;
-			if (k > 0)
-				b = expr_decimal_mul(b, b);
-		}
-		return n < 0 ? expr_decimal_div(expr_decimal_from_int64(1), r) : r;
-	}
-	if (expr_decimal_is_negative(base) && !expr_decimal_is_zero(base)) {
-		bson_decimal128_t nan;
-
-		bson_decimal128_from_string("NaN", &nan);
-		return nan;
-	}
-	if (expr_decimal_is_zero(base))
-		return expr_decimal_is_negative(ex) ? expr_decimal_div(expr_decimal_from_int64(1), base) : base;
-	return expr_decimal_exp(expr_decimal_mul(ex, expr_decimal_ln(base)));
-}
-
 static int
 eval_pow(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 {
@@ -529,7 +491,7 @@ eval_pow(const expr_t *e, expr_env_t *env, bson_value_t *out, terr_t *err)
 	if (base == 0 && ex < 0)
 		return terr_set(err, 28764, "$pow cannot take a base of 0 and a negative exponent");
 	if (a.value_type == BSON_TYPE_DECIMAL128 || b.value_type == BSON_TYPE_DECIMAL128) {
-		expr_set_decimal(out, decimal_pow(expr_num_to_decimal(&a), expr_num_to_decimal(&b)));
+		expr_set_decimal(out, expr_decimal_pow(expr_num_to_decimal(&a), expr_num_to_decimal(&b)));
 		return 0;
 	}
 	if (a.value_type == BSON_TYPE_DOUBLE || b.value_type == BSON_TYPE_DOUBLE) {

@@ -126,6 +126,11 @@ struct plan_exec {
 	bool want_recid;
 	bool have_recid;
 	recid_t last_recid;
+	uint8_t *ckey;                 /* ... and on a clustered scan its clustered key (owned) */
+	size_t ckey_len, ckey_cap;
+	bool have_ckey;
+	uint8_t *resume_key;           /* plan_request_t.resume_key (owned copy) */
+	size_t resume_key_len;
 	bson_t *recid_sort_doc;
 	bson_t *recid_strip_doc;
 	/* find's returnKey (issue 22): the index key each result came through,
@@ -1126,6 +1131,7 @@ trail_doc_strip(plan_exec_t *x, bson_t *doc)
 		trail_strip(&x->recid_strip_doc, doc, &last);
 		x->last_recid = bson_iter_int64(&last);
 		x->have_recid = true;
+		x->have_ckey = false;   /* a sorted result: no scan position */
 	}
 	if (x->want_key) {
 		trail_strip(&x->key_strip_doc, doc, &last);
@@ -1239,6 +1245,11 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 		x->proj_doc = bson_copy(req->projection);
 	x->has_resume_after = req->has_resume_after;
 	x->resume_after = req->resume_after;
+	if (req->resume_key != NULL) {
+		x->resume_key = bson_malloc(req->resume_key_len > 0 ? req->resume_key_len : 1);
+		memcpy(x->resume_key, req->resume_key, req->resume_key_len);
+		x->resume_key_len = req->resume_key_len;
+	}
 	/* geo: the near search, or S2 covering bounds (query/plan_geo.c) */
 	if (x->match != NULL && !req->tailable) {
 		if (plan_geo_setup(x->coll, x->match, req, &x->geo, err) != 0) {
@@ -1918,7 +1929,9 @@ plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson
 			return -1;
 		if (x->tailable)
 			storage_cursor_set_tailable(x->cur);
-		if (x->has_resume_after)
+		if (x->resume_key != NULL)
+			storage_cursor_seek_after_key(x->cur, x->resume_key, x->resume_key_len);
+		else if (x->has_resume_after)
 			storage_cursor_seek_after(x->cur, x->resume_after);
 	}
 	for (;;) {
@@ -2009,6 +2022,21 @@ plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
 		} else {
 			rc = plan_exec_next_record(x, s, x->want_recid ? &x->last_recid : NULL, doc, err);
 			x->have_recid = x->want_recid && rc == 1;
+			x->have_ckey = false;
+			if (x->have_recid && x->access == ACCESS_SCAN && x->cur != NULL) {
+				const uint8_t *k;
+				size_t kl;
+				if (storage_cursor_cluster_key(x->cur, &k, &kl)) {
+					if (kl > x->ckey_cap) {
+						x->ckey_cap = kl;
+						x->ckey = bson_realloc(x->ckey, kl);
+					}
+					if (kl > 0)
+						memcpy(x->ckey, k, kl);
+					x->ckey_len = kl;
+					x->have_ckey = true;
+				}
+			}
 		}
 		if (rc <= 0)
 			return rc;
@@ -2137,6 +2165,16 @@ plan_exec_last_key(const plan_exec_t *x, bson_t *out)
 }
 
 bool
+plan_exec_last_cluster_key(const plan_exec_t *x, const uint8_t **key, size_t *len)
+{
+	if (!x->have_ckey)
+		return false;
+	*key = x->ckey;
+	*len = x->ckey_len;
+	return true;
+}
+
+bool
 plan_exec_last_recid(const plan_exec_t *x, recid_t *out)
 {
 	if (!x->have_recid)
@@ -2181,6 +2219,8 @@ plan_exec_free(plan_exec_t *x)
 	bson_free(x->seek_key);
 	bson_free(x->spill_dir);
 	bson_free(x->distinct_key);
+	bson_free(x->ckey);
+	bson_free(x->resume_key);
 	bson_free(x->branch_dups);
 	bson_free(x->seen.slot);
 	if (x->sort_spec_doc != NULL)
@@ -2813,6 +2853,12 @@ plan_exec_explain_append(const plan_exec_t *x, bool exec_stats, bson_t *out)
 	if (k == ST_FETCH && x->access != ACCESS_IXSCAN)
 		k = ST_ACCESS;
 	append_stage(x, k, exec_stats, out);
+}
+
+bool
+plan_exec_keys_known(const plan_exec_t *x)
+{
+	return x->access != ACCESS_TEXT && x->access != ACCESS_GEO;
 }
 
 const char *

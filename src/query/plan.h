@@ -104,9 +104,14 @@ typedef struct plan_request {
 	bool has_index_filter;
 	uint64_t index_filter;
 	/* find's $_resumeAfter (issue 22): a collection scan (the caller makes
-	 * sure: hint {$natural: 1}) starting past RecordId resume_after */
+	 * sure: hint {$natural: 1}) starting past RecordId resume_after; on a
+	 * clustered collection past the clustered key resume_key (resume_key_len
+	 * bytes, borrowed until plan_exec_new returns; mongod's BinData
+	 * RecordId) instead */
 	bool has_resume_after;
 	int64_t resume_after;
+	const uint8_t *resume_key;
+	size_t resume_key_len;
 } plan_request_t;
 
 /* Is filter exactly {_id: v}, for a v whose equality the _id index answers
@@ -206,6 +211,11 @@ int64_t plan_index_ops(const storage_coll_t *coll, const storage_index_t *ix);
  * documents carry it); false before any result. */
 void plan_exec_want_recid(plan_exec_t *x);
 bool plan_exec_last_recid(const plan_exec_t *x, recid_t *out);
+/* After plan_exec_want_recid, on a collection scan of a clustered
+ * collection: the clustered key (the _id's KeyString: mongod's RecordId
+ * there, shown as BinData) of the result plan_exec_next returned last,
+ * valid until the next call; false otherwise. */
+bool plan_exec_last_cluster_key(const plan_exec_t *x, const uint8_t **key, size_t *len);
 
 /* find's returnKey (issue 22): after plan_exec_want_key (before the first
  * plan_exec_next), true with *out a view of the index entry the result
@@ -215,6 +225,13 @@ bool plan_exec_last_recid(const plan_exec_t *x, recid_t *out);
  * no index entry gave (a collection scan, text, geo, the _id lookup). */
 void plan_exec_want_key(plan_exec_t *x);
 bool plan_exec_last_key(const plan_exec_t *x, bson_t *out);
+
+/* Whether plan_exec_last_key can answer for this plan: true for index
+ * scans (any index kind: a hashed, 2dsphere, 2d or text index scanned by
+ * bounds gives its stored entry), collection scans and the _id lookup
+ * (no key); false for $text and geo (near, covering) plans, whose results
+ * do not come from one index entry Tamga keeps. */
+bool plan_exec_keys_known(const plan_exec_t *x);
 
 /* The namespace's index the plan scans ("a_1"), or NULL (COLLSCAN/EXPRESS). */
 const char *plan_exec_index_name(const plan_exec_t *x);

@@ -76,6 +76,7 @@ typedef struct pred {
 	size_t re_prefix_len;
 	bool re_exact;
 	bool has_null;             /* EQ/$in/$ne/$nin: null is (one of) the operand(s) */
+	bool has_array;            /* EQ/$in/$ne/$nin: an array is (one of) the operand(s) */
 	bool exists;               /* $exists: its truth value */
 	int top;                   /* the filter's top-level conjunct it belongs to (match_exec_skip), or -1 */
 } pred_t;
@@ -302,6 +303,10 @@ pred_leaf(preds_t *ps, const mnode_t *n, const char *path, int group, const char
 	}
 	p->has_null = leaf->kind == MK_IN ? leaf->u.in.has_null :
 	    leaf->kind == MK_EQ && leaf->val.value_type == BSON_TYPE_NULL;
+	p->has_array = leaf->kind == MK_EQ && leaf->val.value_type == BSON_TYPE_ARRAY;
+	for (i = 0; leaf->kind == MK_IN && i < leaf->u.in.n; i++)
+		if (leaf->u.in.sorted[i].value_type == BSON_TYPE_ARRAY)
+			p->has_array = true;
 	p->exists = leaf->kind == MK_EXISTS && (leaf->u.exists != (n->kind == MK_NOT));
 	p->group = group;
 	p->gpath = gpath != NULL ? gpath : "";
@@ -664,7 +669,8 @@ intervals_union(planner_interval_t *iv, int n, const coll_t *coll)
 	return k + 1;
 }
 
-static int point_intervals(const preds_t *ps, const bson_value_t *vals, int nv, planner_interval_t *iv);
+static int point_intervals(const preds_t *ps, const bson_value_t *vals, int nv, bool arrays,
+                           planner_interval_t *iv);
 
 /* A $in listing regexes: its points and each regex's intervals, united
  * (mongod's bounds for it), into iv (room for 2 * (nin + nre)). */
@@ -673,7 +679,7 @@ in_regex_intervals(const preds_t *ps, const pred_t *p, const coll_t *ix_coll, pl
 {
 	int n = 0;
 
-	if (p->nin > 0 && (n = point_intervals(ps, p->in, (int)p->nin, iv)) < 0)
+	if (p->nin > 0 && (n = point_intervals(ps, p->in, (int)p->nin, true, iv)) < 0)
 		return -1;
 	for (uint32_t r = 0; r < p->nre; r++) {
 		const char *pat = p->in_re[r].pattern != NULL ? p->in_re[r].pattern : "";
@@ -702,10 +708,15 @@ is_range_op(match_pred_t op)
 /* The point values of an equality or $in (vals, n), as sorted, distinct
  * point intervals in iv (room for 2n): null stands for null and undefined
  * (a missing field is keyed null, an empty array undefined), as mongod
- * bounds it.  Returns the count, or -1 when some value gives no point (an
- * array, a regex, MinKey/MaxKey). */
+ * bounds it.  With arrays (an equality or $in, not their negations, as
+ * mongod's Indexability), an array value A gives mongod's translateEquality
+ * points: [A, A] (A met as an element of an outer array) and its first
+ * element, or undefined for [] (the key of an empty array); the bounds are
+ * then inexact (pred_exact: has_array).  Returns the count, or -1 when some
+ * value gives no point (an array without arrays, a regex,
+ * MinKey/MaxKey). */
 static int
-point_intervals(const preds_t *ps, const bson_value_t *vals, int nv, planner_interval_t *iv)
+point_intervals(const preds_t *ps, const bson_value_t *vals, int nv, bool arrays, planner_interval_t *iv)
 {
 	static const bson_value_t undef = {.value_type = BSON_TYPE_UNDEFINED};
 	int i, j, n = 0;
@@ -714,6 +725,17 @@ point_intervals(const preds_t *ps, const bson_value_t *vals, int nv, planner_int
 		if (vals[i].value_type == BSON_TYPE_NULL) {
 			iv_set(&iv[n++], &undef, true, &undef, true);
 			iv_set(&iv[n++], &vals[i], true, &vals[i], true);
+		} else if (vals[i].value_type == BSON_TYPE_ARRAY && arrays) {
+			bson_iter_t it;
+			iv_set(&iv[n++], &vals[i], true, &vals[i], true);
+			if (!bson_iter_init_from_data(&it, vals[i].value.v_doc.data, vals[i].value.v_doc.data_len))
+				return -1;
+			if (bson_iter_next(&it)) {
+				const bson_value_t *first = bson_iter_value(&it);   /* a view into the filter */
+				iv_set(&iv[n++], first, true, first, true);
+			} else {
+				iv_set(&iv[n++], &undef, true, &undef, true);
+			}
 		} else if (v_usable_point(&vals[i])) {
 			iv_set(&iv[n++], &vals[i], true, &vals[i], true);
 		} else {
@@ -791,7 +813,7 @@ pred_intervals(const preds_t *ps, const pred_t *p, const coll_t *ix_coll, bool l
 			return -1;
 		np = p->op == MATCH_PRED_EQ ? 1 : (int)p->nin;
 		iv = tm_arena_alloc(ps->arena, sizeof(*iv) * 2 * (size_t)np);
-		n = point_intervals(ps, p->op == MATCH_PRED_EQ ? &p->val : p->in, np, iv);
+		n = point_intervals(ps, p->op == MATCH_PRED_EQ ? &p->val : p->in, np, !leaves, iv);
 		*missing = p->has_null;
 		break;
 	case MATCH_PRED_LT: case MATCH_PRED_LTE: case MATCH_PRED_GT: case MATCH_PRED_GTE:
@@ -809,7 +831,7 @@ pred_intervals(const preds_t *ps, const pred_t *p, const coll_t *ix_coll, bool l
 			return -1;
 		np = p->op == MATCH_PRED_NE ? 1 : (int)p->nin;
 		pts = tm_arena_alloc(ps->arena, sizeof(*pts) * 2 * (size_t)(np ? np : 1));
-		if ((np = point_intervals(ps, p->op == MATCH_PRED_NE ? &p->val : p->in, np, pts)) < 0)
+		if ((np = point_intervals(ps, p->op == MATCH_PRED_NE ? &p->val : p->in, np, false, pts)) < 0)
 			return -1;
 		iv = tm_arena_alloc(ps->arena, sizeof(*iv) * (size_t)(np + 1));
 		n = complement_intervals(pts, np, iv);
@@ -1179,7 +1201,7 @@ pred_exact(const cand_t *c, const preds_t *ps, const pred_t *p)
 	case MATCH_PRED_EQ: case MATCH_PRED_IN:
 		/* a null key may stand for a missing field or an empty array;
 		 * regexes listed must be anchored literals on plain strings */
-		return !p->has_null && (!p->in_regex || (p->in_re_exact && c->collation == NULL));
+		return !p->has_null && !p->has_array && (!p->in_regex || (p->in_re_exact && c->collation == NULL));
 	case MATCH_PRED_REGEX:
 		/* the prefix bounds decide it, on the strings themselves */
 		return p->re_exact && c->collation == NULL;

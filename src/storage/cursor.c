@@ -243,6 +243,25 @@ storage_cursor_seek_after(storage_cursor_t *cur, recid_t recid)
 	cur->any_returned = true;    /* a stop at the scan limit comes back here */
 }
 
+void
+storage_cursor_seek_after_key(storage_cursor_t *cur, const uint8_t *key, size_t key_len)
+{
+	if (cur->ix == NULL || !cur->ix->clustered)
+		return;
+	bytes_set(&cur->last_key, key, key_len);
+	cur->state = CUR_REPOSITION;
+}
+
+bool
+storage_cursor_cluster_key(const storage_cursor_t *cur, const uint8_t **key, size_t *key_len)
+{
+	if (cur == NULL || cur->ix == NULL || !cur->ix->clustered || cur->state != CUR_POSITIONED)
+		return false;
+	*key = cur->last_key.data;
+	*key_len = cur->last_key.len;
+	return true;
+}
+
 int
 storage_index_scan_open(storage_session_t *s, storage_coll_t *c, const storage_index_t *idx,
                         const uint8_t *lo, size_t lo_len, bool lo_incl,

@@ -1477,6 +1477,22 @@ storage_doc_find_id(storage_session_t *s, storage_coll_t *c, const bson_value_t 
                     recid_t *recid, bson_t *doc, terr_t *err)
 {
 	const storage_index_t *ix = NULL;
+
+	for (int i = 0; i < c->nindexes && ix == NULL; i++)
+		if (c->indexes[i].is_id)
+			ix = &c->indexes[i];
+	if (ix == NULL)
+		return terr_set(err, TERR_INTERNAL_ERROR, "collection %s has no _id index", c->ns);
+	keystring_reset(&s->ks);
+	keystring_append_value_coll(&s->ks, id, false, ix->collation);
+	return storage_doc_find_key(s, c, s->ks.buf, s->ks.len, recid, doc, err);
+}
+
+int
+storage_doc_find_key(storage_session_t *s, storage_coll_t *c, const uint8_t *key, size_t key_len,
+                     recid_t *recid, bson_t *doc, terr_t *err)
+{
+	const storage_index_t *ix = NULL;
 	WT_CURSOR *cur = NULL;
 	WT_ITEM k, v;
 	int64_t rid = 0;
@@ -1488,13 +1504,11 @@ storage_doc_find_id(storage_session_t *s, storage_coll_t *c, const bson_value_t 
 			ix = &c->indexes[i];
 	if (ix == NULL)
 		return terr_set(err, TERR_INTERNAL_ERROR, "collection %s has no _id index", c->ns);
-	keystring_reset(&s->ks);
-	keystring_append_value_coll(&s->ks, id, false, ix->collation);
 	/* raw: the key is the KeyString's bytes; the value's packed RecordId
 	 * is read here (then the type bits, or a clustered entry's document) */
 	ERR(storage_session_cursor_raw(s, ix->ident, &cur, err));
-	k.data = s->ks.buf;
-	k.size = s->ks.len;
+	k.data = key;
+	k.size = key_len;
 	cur->set_key(cur, &k);
 	wret = cur->search(cur);
 	if (wret == WT_NOTFOUND) {

@@ -622,6 +622,11 @@ int storage_doc_get(storage_session_t *s, storage_coll_t *c, recid_t recid, bson
  * equal. */
 int storage_doc_find_id(storage_session_t *s, storage_coll_t *c, const bson_value_t *id,
                         recid_t *recid, bson_t *doc, terr_t *err);
+/* The same by the _id index's KeyString key itself (key, key_len: the
+ * value part, as storage_cursor_cluster_key gives it for a clustered
+ * collection; key may point into s's scratch KeyString). */
+int storage_doc_find_key(storage_session_t *s, storage_coll_t *c, const uint8_t *key, size_t key_len,
+                         recid_t *recid, bson_t *doc, terr_t *err);
 
 /* ---- cursors ------------------------------------------------------------ */
 
@@ -632,6 +637,15 @@ int storage_scan_open(storage_session_t *s, storage_coll_t *c, bool backward,
  * the first one past recid in scan order (a reader of the oplog resuming
  * after a ts).  Call right after storage_scan_open, or between calls. */
 void storage_cursor_seek_after(storage_cursor_t *cur, recid_t recid);
+/* A clustered collection's scan (storage_scan_open on it) goes on past the
+ * clustered key key (key_len bytes, copied), as storage_cursor_seek_after
+ * does past a RecordId (mongod's clustered RecordId is that key).  Call
+ * right after storage_scan_open; no-op on other cursors. */
+void storage_cursor_seek_after_key(storage_cursor_t *cur, const uint8_t *key, size_t key_len);
+/* A clustered scan positioned on a document: its clustered key (the _id's
+ * KeyString, mongod's RecordId of it), valid until the next call on cur;
+ * false otherwise. */
+bool storage_cursor_cluster_key(const storage_cursor_t *cur, const uint8_t **key, size_t *key_len);
 /*
  * Make a forward collection scan tailable (a tailable cursor on a capped
  * collection): at the end, storage_cursor_next returns 0 but the cursor

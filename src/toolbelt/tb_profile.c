@@ -194,7 +194,7 @@ bool
 toolbelt_profile_wanted(int64_t micros)
 {
 	return atomic_load_explicit(&nprofiled, memory_order_relaxed) > 0 ||
-	    micros >= atomic_load_explicit(&slowms, memory_order_relaxed) * 1000;
+	    micros >= atomic_load_explicit(&slowms, memory_order_relaxed) * 1000 || tlog_debug_on("COMMAND", 1);
 }
 
 bool
@@ -203,7 +203,7 @@ toolbelt_profile_needed(const char *db, int64_t micros)
 	db_prof_t *p;
 	bool need;
 
-	if (micros >= atomic_load_explicit(&slowms, memory_order_relaxed) * 1000)
+	if (micros >= atomic_load_explicit(&slowms, memory_order_relaxed) * 1000 || tlog_debug_on("COMMAND", 1))
 		return true;
 	/* level 1 everywhere (no filter): only slow ops, no lock to know it */
 	if (atomic_load_explicit(&nprofiled, memory_order_relaxed) == 0 ||
@@ -448,6 +448,9 @@ toolbelt_profile_op(storage_t *st, const toolbelt_op_t *op)
 {
 	db_prof_t *p;
 	int level = 0;
+	/* COMMAND verbosity >= 1 logs every operation's "Slow query" line
+	 * (mongod's shouldLogSlowOpWithSampling); profiling stays on slowms */
+	bool verbose = tlog_debug_on("COMMAND", 1);
 	bool use_filter = false, slow, log_it, profile_it;
 	match_t *m = NULL;
 	bson_t entry;
@@ -460,7 +463,7 @@ toolbelt_profile_op(storage_t *st, const toolbelt_op_t *op)
 	slow = op->micros >= atomic_load(&slowms) * 1000;
 	/* the common case first, before any entry is built: a fast command on
 	 * a database at level 0 or 1 without a filter */
-	if (!slow) {
+	if (!slow && !verbose) {
 		bool filtered = false;
 		pthread_mutex_lock(&prof_mu);
 		if ((p = find_db(op->db)) != NULL) {
@@ -494,7 +497,7 @@ toolbelt_profile_op(storage_t *st, const toolbelt_op_t *op)
 	}
 	pthread_mutex_unlock(&prof_mu);
 	if (!use_filter) {
-		log_it = slow && sampled;
+		log_it = (slow && sampled) || verbose;
 		profile_it = sampled && (level == 2 || (level == 1 && slow));
 	}
 	if (log_it)

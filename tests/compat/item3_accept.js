@@ -65,6 +65,63 @@
 			'Executor error during find command: compat22.i3 :: caused by :: Failed to resume collection scan: the recordId ' +
 			'from which we are attempting to resume no longer exists in the collection: RecordId(999)');
 	});
+	compat(3, 'aggregate with $_requestResumeToken / $_resumeAfter (resume_query.js testAggregateCmd, empty and $redact pipelines)', () => {
+		for (const pipeline of [[], [{$redact: {$cond: {if: {$eq: ['$d', 'never happens']}, then: '$$PRUNE', else: '$$KEEP'}}}]]) {
+			const base = {aggregate: 'i3', pipeline, hint: {$natural: 1}, $_requestResumeToken: true};
+			const all = cmdOk(cdb, {find: 'i3', filter: {}, hint: {$natural: 1}}).cursor.firstBatch;
+			const r = cmdOk(cdb, Object.assign({}, base, {cursor: {batchSize: 1}}));
+			eq(r.cursor.firstBatch, all.slice(0, 1));
+			const tok = r.cursor.postBatchResumeToken;
+			ok(tok && tok.$recordId instanceof Long, cj(r.cursor));
+			cmdOk(cdb, {killCursors: 'i3', cursors: [r.cursor.id]});
+			const r2 = cmdOk(cdb, Object.assign({}, base, {cursor: {batchSize: 1}, $_resumeAfter: tok}));
+			eq(r2.cursor.firstBatch, all.slice(1, 2));
+			const m = cmdOk(cdb, {getMore: r2.cursor.id, collection: 'i3', batchSize: 1});
+			eq(m.cursor.nextBatch, all.slice(2, 3));
+			cmdOk(cdb, {killCursors: 'i3', cursors: [r2.cursor.id]});
+			const r3 = cmdOk(cdb, Object.assign({}, base, {cursor: {batchSize: 10}, $_resumeAfter: m.cursor.postBatchResumeToken}));
+			eq(r3.cursor.firstBatch, all.slice(3));
+			eq(r3.cursor.id, Long(0));
+			// resumed past the last document: nothing, and a null token (find_with_resume_after_param.js)
+			const last = cmdOk(cdb, {find: 'i3', filter: {}, hint: {$natural: 1}, showRecordId: true}).cursor.firstBatch.pop().$recordId;
+			const r4 = cmdOk(cdb, Object.assign({}, base, {cursor: {}, $_resumeAfter: {$recordId: last}}));
+			eq([r4.cursor.firstBatch, r4.cursor.postBatchResumeToken], [[], {$recordId: null}]);
+		}
+		// aggregate_with_request_resume_token.js: BadValue without the hint, with another hint, for an int32
+		// RecordId, and for $_resumeAfter without $_requestResumeToken
+		wantErr(cdb, {aggregate: 'i3', pipeline: [], $_requestResumeToken: true, cursor: {}}, 2);
+		wantErr(cdb, {aggregate: 'i3', pipeline: [], $_requestResumeToken: true, hint: {_id: 1}, cursor: {}}, 2);
+		wantErr(cdb, {aggregate: 'i3', pipeline: [], hint: {$natural: 1}, $_requestResumeToken: true,
+			$_resumeAfter: {$recordId: 1}, cursor: {}}, 2);
+		wantErr(cdb, {aggregate: 'i3', pipeline: [], hint: {$natural: 1}, $_resumeAfter: {$recordId: NumberLong(1)}, cursor: {}}, 2);
+		wantErr(cdb, {aggregate: 'i3', pipeline: [], hint: {$natural: 1}, $_requestResumeToken: true,
+			$_resumeAfter: {$recordId: NumberLong(999)}, cursor: {}}, 211);
+	});
+	compat(3, 'resumable scans of a clustered collection: BinData RecordIds (find_with_resume_after_param.js), find and aggregate', () => {
+		cdb.i3cl.drop();
+		cdb.createCollection('i3cl', {clusteredIndex: {key: {_id: 1}, unique: true}});
+		cdb.i3cl.insertMany([{_id: 3, a: 1}, {_id: 1, a: 2}, {_id: 'x'}, {_id: 2}]);
+		const base = {find: 'i3cl', filter: {}, hint: {$natural: 1}, $_requestResumeToken: true};
+		const all = cmdOk(cdb, Object.assign({}, base, {showRecordId: true})).cursor.firstBatch;
+		eq(all.map((d) => d._id), [1, 2, 3, 'x']);   // natural order is _id order
+		ok(all.every((d) => d.$recordId instanceof Binary), cj(all));
+		const r = cmdOk(cdb, Object.assign({}, base, {batchSize: 1}));
+		const tok = r.cursor.postBatchResumeToken;
+		eq(tok, {$recordId: all[0].$recordId});
+		const r2 = cmdOk(cdb, Object.assign({}, base, {batchSize: 2, $_resumeAfter: tok}));
+		eq(r2.cursor.firstBatch.map((d) => d._id), [2, 3]);
+		const m = cmdOk(cdb, {getMore: r2.cursor.id, collection: 'i3cl'});
+		eq([m.cursor.nextBatch.map((d) => d._id), m.cursor.postBatchResumeToken], [['x'], {$recordId: all[3].$recordId}]);
+		const a = cmdOk(cdb, {aggregate: 'i3cl', pipeline: [{$project: {_id: 1}}], hint: {$natural: 1}, $_requestResumeToken: true,
+			$_resumeAfter: {$recordId: all[1].$recordId}, cursor: {batchSize: 1}});
+		eq([a.cursor.firstBatch, a.cursor.postBatchResumeToken], [[{_id: 3}], {$recordId: all[2].$recordId}]);
+		// a NumberLong RecordId on a clustered collection (and BinData elsewhere): 7738600; a missing one: 211
+		wantErr(cdb, Object.assign({}, base, {$_resumeAfter: {$recordId: NumberLong(2)}}), 7738600);
+		wantErr(cdb, {find: 'i3', filter: {}, hint: {$natural: 1}, $_requestResumeToken: true,
+			$_resumeAfter: {$recordId: all[0].$recordId}}, 7738600);
+		cdb.i3cl.deleteOne({_id: 2});
+		wantErr(cdb, Object.assign({}, base, {$_resumeAfter: {$recordId: all[1].$recordId}}), 211);
+	});
 	compat(3, 'resumable scans as 9.0 takes them: $_startAt, sort {$natural: 1}, mongod\'s checks and codes', () => {
 		const base = {find: 'i3', filter: {}, hint: {$natural: 1}, $_requestResumeToken: true};
 		const all = cmdOk(cdb, Object.assign({}, base, {showRecordId: true})).cursor.firstBatch;
@@ -98,10 +155,12 @@
 		wantErr(cdb, Object.assign({}, base, {$_resumeAfter: {$recordId: BinData(0, 'AAAA')}}), 7738600);
 		wantErr(cdb, Object.assign({}, base, {$_resumeAfter: {$recordId: null}}), 211,
 			'Executor error during find command: compat22.i3 :: caused by :: Failed to resume collection scan: cannot resume from null recordId');
-		// aggregate checks the hint as mongod, and does not resume (238) rather than ignore the fields
+		// aggregate checks the hint as mongod (its resumption: the case above); a view's is not built (238)
 		wantErr(cdb, {aggregate: 'i3', pipeline: [], cursor: {}, $_requestResumeToken: true}, 2,
 			"hint must be {$natural:1} if 'requestResumeToken' is enabled");
-		wantErr(cdb, {aggregate: 'i3', pipeline: [], cursor: {}, hint: {$natural: 1}, $_requestResumeToken: true}, 238);
+		cdb.i3view.drop();
+		cdb.createView('i3view', 'i3', []);
+		wantErr(cdb, {aggregate: 'i3view', pipeline: [], cursor: {}, hint: {$natural: 1}, $_requestResumeToken: true}, 238);
 	});
 	compat(3, 'setParameter notablescan: a collection scan is refused with 291', () => {
 		const admin = db.getSiblingDB('admin');

@@ -103,6 +103,40 @@
 		cmdOk(admin, {setParameter: 1, logComponentVerbosity: {query: {verbosity: -1}}});
 		eq(cmdOk(admin, {getParameter: 1, logComponentVerbosity: 1}).logComponentVerbosity.query.verbosity, -1);
 	});
+	compat(7, 'logLevel / logComponentVerbosity turn on mongod\'s debug lines (D1 21962, D2 21965, every op\'s Slow query at 1)', () => {
+		// the lines of the global log written since mark, parsed
+		const since = (mark) => cmdOk(admin, {getLog: 'global'}).log.filter((l) => l.includes(mark)).map((l) => JSON.parse(l));
+		const run = (mark) => {
+			cmdOk(cdb, {find: 'i7log', filter: {}, comment: mark});
+			cmdErr(cdb, {find: 'i7log', filter: {$bad: 1}, comment: mark});   // fails: 2 BadValue
+		};
+		cmdOk(admin, {setParameter: 1, logLevel: 2});
+		run('m-level2');
+		cmdOk(admin, {setParameter: 1, logLevel: 0});
+		const l2 = since('m-level2');
+		const about = l2.filter((l) => l.id === 21965);
+		eq(about.length, 2, cj(l2));
+		eq([about[0].s, about[0].c, about[0].msg, about[0].attr.db, about[0].attr.commandArgs.find],
+			['D2', 'COMMAND', 'About to run the command', 'compat22', 'i7log']);
+		const asrt = l2.filter((l) => l.id === 21962);
+		eq(asrt.length, 1, cj(l2));
+		eq([asrt[0].s, asrt[0].attr.command, asrt[0].attr.db], ['D1', 'find', 'compat22']);
+		ok(/^BadValue: /.test(asrt[0].attr.error), asrt[0].attr.error);
+		// level 1: every operation's Slow query line (fast ones too), no D2 lines
+		cmdOk(admin, {setParameter: 1, logLevel: 1});
+		run('m-level1');
+		cmdOk(admin, {setParameter: 1, logLevel: 0});
+		const l1 = since('m-level1');
+		ok(l1.some((l) => l.id === 51803 && l.s === 'I' && l.attr.command.comment === 'm-level1'), cj(l1));
+		ok(!l1.some((l) => l.id === 21965), cj(l1));
+		// a component's own verbosity, over the global 0, and -1 to inherit again
+		cmdOk(admin, {setParameter: 1, logComponentVerbosity: {command: {verbosity: 2}}});
+		run('m-comp');
+		cmdOk(admin, {setParameter: 1, logComponentVerbosity: {command: {verbosity: -1}}});
+		run('m-off');
+		eq(since('m-comp').filter((l) => l.id === 21965).length, 2);
+		eq(since('m-off').filter((l) => l.id === 21965 || l.id === 21962).length, 0);
+	});
 	compat(7, 'applyOps: insert, update, delete in one command', () => {
 		cdb.i7a.drop();
 		cdb.createCollection('i7a');

@@ -660,19 +660,31 @@ test_trig(void)
 
 		TT_ASSERT(bson_decimal128_from_string(trig_vectors[i].a, &a));
 		TT_ASSERT(bson_decimal128_from_string(trig_vectors[i].want, &want));
+		bson_decimal128_t m, diff, tol;
 		if (strncmp(op, "atan2:", 6) == 0) {
 			TT_ASSERT(bson_decimal128_from_string(op + 6, &y));
-			r = expr_decimal_atan2(y, a);
+			r = expr_decimal_atan2_exact(y, a);
+			m = expr_decimal_atan2(y, a);
 		} else {
 			size_t f = 0;
 			while (f < 12 && strcmp(names[f], op) != 0)
 				f++;
 			TT_ASSERT(f < 12);
-			TT_ASSERT(expr_decimal_trig((expr_dtrig_t)f, a, &r));
+			TT_ASSERT(expr_decimal_trig_exact((expr_dtrig_t)f, a, &r));
+			TT_ASSERT(expr_decimal_trig((expr_dtrig_t)f, a, &m));
 		}
+		/* the correctly rounded reference */
 		bson_decimal128_to_string(&r, got);
 		if (expr_decimal_cmp(r, want) != 0)
 			TT_FAIL_("%s %s: got %s want %s", op, trig_vectors[i].a, got, trig_vectors[i].want);
+		/* mongod's (Intel's) within one unit of the 34th digit of it */
+		diff = expr_decimal_abs(expr_decimal_sub(m, want));
+		bson_decimal128_from_string("1E-33", &tol);
+		tol = expr_decimal_mul(expr_decimal_abs(want), tol);
+		bson_decimal128_to_string(&m, got);
+		if (expr_decimal_cmp(diff, tol) > 0)
+			TT_FAIL_("%s %s: mongod's library gives %s, the exact value is %s", op, trig_vectors[i].a, got,
+			    trig_vectors[i].want);
 	}
 }
 
@@ -698,12 +710,19 @@ test_trig_special(void)
 	TT_ASSERT(expr_decimal_trig(DT_ATANH, one, &r) && strcmp(STR(r), "Infinity") == 0);
 	TT_ASSERT(expr_decimal_trig(DT_ATAN, inf, &r) && strcmp(STR(r), "1.570796326794896619231321691639751") == 0);
 	TT_ASSERT(expr_decimal_trig(DT_SIN, nan, &r) && strcmp(STR(r), "NaN") == 0);
-	TT_ASSERT(expr_decimal_trig(DT_ACOS, one, &r) && strcmp(STR(r), "0") == 0);
-	TT_ASSERT(expr_decimal_trig(DT_COS, zero, &r) && strcmp(STR(r), "1") == 0);
+	/* the representations mongod answers (Intel's library): zero with
+	 * the least exponent, one with 34 digits */
+	TT_ASSERT(expr_decimal_trig(DT_ACOS, one, &r) && strcmp(STR(r), "0E-6176") == 0);
+	TT_ASSERT(expr_decimal_trig(DT_COS, zero, &r) && strcmp(STR(r), "1.000000000000000000000000000000000") == 0);
 	TT_ASSERT(expr_decimal_trig(DT_SIN, zero, &r) && strcmp(STR(r), "0") == 0);
 	r = expr_decimal_atan2(zero, zero);
-	TT_ASSERT(strcmp(STR(r), "0") == 0);
+	TT_ASSERT(strcmp(STR(r), "0E-6176") == 0);
+	/* expression_trigonometric.js's values: 33 digits for -pi/4 */
 	r = expr_decimal_atan2(ninf, inf);
+	TT_ASSERT(strcmp(STR(r), "-0.785398163397448309615660845819876") == 0);
+	r = expr_decimal_atan2(ninf, ninf);
+	TT_ASSERT(strcmp(STR(r), "-2.356194490192344928846982537459627") == 0);
+	r = expr_decimal_atan2_exact(ninf, inf);
 	TT_ASSERT(strcmp(STR(r), "-0.7853981633974483096156608458198757") == 0);
 	r = expr_decimal_atan2(zero, ninf);
 	TT_ASSERT(strcmp(STR(r), "3.141592653589793238462643383279503") == 0);
@@ -714,7 +733,7 @@ test_trig_special(void)
 	bson_decimal128_from_string("0E+6111", &r);
 	TT_ASSERT(expr_decimal_trig(DT_SIN, r, &r) && strcmp(STR(r), "0E+6111") == 0);
 	bson_decimal128_from_string("-0E+6111", &r);
-	TT_ASSERT(expr_decimal_trig(DT_COS, r, &r) && strcmp(STR(r), "1") == 0);
+	TT_ASSERT(expr_decimal_trig(DT_COS, r, &r) && strcmp(STR(r), "1.000000000000000000000000000000000") == 0);
 	bson_decimal128_from_string("-9.999999999999999999999999999999999E+6144", &r);
 	TT_ASSERT(expr_decimal_trig(DT_TAN, r, &r));
 #undef STR
@@ -739,16 +758,35 @@ test_vectors(void)
 		else if (strcmp(op, "div") == 0)
 			r = expr_decimal_div(a, b);
 		else if (strcmp(op, "exp") == 0)
-			r = expr_decimal_exp(a);
+			r = expr_decimal_exp_exact(a);
 		else if (strcmp(op, "ln") == 0)
-			r = expr_decimal_ln(a);
+			r = expr_decimal_ln_exact(a);
 		else if (strcmp(op, "log10") == 0)
-			r = expr_decimal_log10(a);
+			r = expr_decimal_log10_exact(a);
 		else
 			r = expr_decimal_sqrt(a);
 		bson_decimal128_to_string(&r, got);
 		if (strcmp(got, vectors[i].want) != 0)
 			TT_FAIL_("%s %s %s: got %s want %s", op, vectors[i].a, vectors[i].b, got, vectors[i].want);
+		if (strcmp(op, "exp") == 0 || strcmp(op, "ln") == 0 || strcmp(op, "log10") == 0) {
+			/* what mongod answers (Intel's library): within one unit of
+			 * the 34th digit of the reference, the same specials */
+			bson_decimal128_t m = strcmp(op, "exp") == 0 ? expr_decimal_exp(a) :
+			    strcmp(op, "ln") == 0 ? expr_decimal_ln(a) : expr_decimal_log10(a);
+			bson_decimal128_t tol, diff;
+			bson_decimal128_to_string(&m, got);
+			if (expr_decimal_is_nan(r) || expr_decimal_is_inf(r)) {
+				if (strcmp(got, vectors[i].want) != 0)
+					TT_FAIL_("%s %s: mongod's library gives %s, want %s", op, vectors[i].a, got, vectors[i].want);
+				continue;
+			}
+			bson_decimal128_from_string("1E-33", &tol);
+			tol = expr_decimal_mul(expr_decimal_abs(r), tol);
+			diff = expr_decimal_abs(expr_decimal_sub(m, r));
+			if (expr_decimal_cmp(diff, tol) > 0)
+				TT_FAIL_("%s %s: mongod's library gives %s, the exact value is %s", op, vectors[i].a, got,
+				    vectors[i].want);
+		}
 	}
 }
 

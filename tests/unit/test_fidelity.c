@@ -313,7 +313,7 @@ test_find_and_writes(void)
 	    "cursor.postBatchResumeToken", "{ \"v\" : { \"$recordId\" : 1 } }");
 	FIELD_EQ("fw", "{\"find\": \"c\", \"hint\": {\"$natural\": 1}, \"$_requestResumeToken\": true, "
 	    "\"$_resumeAfter\": {\"$recordId\": {\"$numberLong\": \"1\"}}, \"projection\": {\"_id\": 1}}",
-	    "cursor", "{ \"v\" : { \"firstBatch\" : [  ], \"postBatchResumeToken\" : { \"$recordId\" : 1 }, \"id\" : 0, \"ns\" : \"fw.c\" } }");
+	    "cursor", "{ \"v\" : { \"firstBatch\" : [  ], \"postBatchResumeToken\" : { \"$recordId\" : null }, \"id\" : 0, \"ns\" : \"fw.c\" } }");
 	fails("fw", "{\"find\": \"c\", \"hint\": {\"$natural\": 1}, \"$_requestResumeToken\": true, "
 	    "\"$_resumeAfter\": {\"$recordId\": {\"$numberLong\": \"7\"}}}", 211);
 	/* an int32 RecordId is malformed (mongod: NumberLong, BinData or null) */

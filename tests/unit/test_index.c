@@ -716,6 +716,7 @@ rnd(unsigned n)
 }
 
 static bool no_array;
+static bool in_elem;   /* rand_value is writing an element of an array */
 /* the built-in seeds must reach covered plans often enough to test them;
  * a seed given by hand only reports how often it did */
 static int min_covered = 10;
@@ -746,15 +747,30 @@ rand_value(bson_t *d, const char *k, int depth)
 	case 6: BSON_APPEND_DATE_TIME(d, k, (int64_t)rnd(4) * 1000); break;
 	case 7: {
 		int n = (int)rnd(4), i;
-		if (depth == 1 || no_array) {
+		if (no_array) {
 			BSON_APPEND_INT32(d, k, 7);
+			break;
+		}
+		if (depth == 1) {
+			/* an element of an outer array: now and then an empty
+			 * array (its key is [] itself, where a top-level [] is
+			 * keyed undefined); inside a document a scalar (two
+			 * arrays under a.x and a.y would be parallel: 171) */
+			if (n == 0 && in_elem) {
+				BSON_APPEND_ARRAY_BEGIN(d, k, &sub);
+				bson_append_array_end(d, &sub);
+			} else {
+				BSON_APPEND_INT32(d, k, 7);
+			}
 			break;
 		}
 		BSON_APPEND_ARRAY_BEGIN(d, k, &sub);
 		for (i = 0; i < n; i++) {
 			char key[4];
 			bson_snprintf(key, sizeof(key), "%d", i);
+			in_elem = true;
 			rand_value(&sub, key, depth + 1);
+			in_elem = false;
 		}
 		bson_append_array_end(d, &sub);
 		break;
@@ -773,7 +789,11 @@ rand_value(bson_t *d, const char *k, int depth)
 static char *
 rand_operand(void)
 {
-	switch (rnd(6)) {
+	switch (rnd(8)) {
+	/* arrays: mongod's bounds for an array A are [A, A] and its first
+	 * element, or undefined for [] */
+	case 7: return rnd(2) ? bson_strdup("[]") : bson_strdup("[[]]");
+	case 6: return rnd(2) ? bson_strdup_printf("[%u]", rnd(6)) : bson_strdup_printf("[%u, \"a\"]", rnd(6));
 	case 5: return rnd(2) ? bson_strdup_printf("{\"x\": %u}", rnd(6)) : bson_strdup("{}");
 	case 0: return bson_strdup_printf("%u", rnd(6));
 	case 1: return bson_strdup_printf("%u.5", rnd(6));
@@ -1444,7 +1464,7 @@ test_random_geo(void)
 static void
 test_random_equivalence(void)
 {
-	static const uint64_t seeds[] = {88172645463325252ull, 2463534242ull, 0x9E3779B97F4A7C15ull};
+	static const uint64_t seeds[] = {1234567ull, 2463534242ull, 0x9E3779B97F4A7C15ull};
 	size_t i;
 	const char *env = getenv("TAMGA_TEST_SEED");
 

@@ -151,9 +151,15 @@ test_points_and_ranges(void)
 	PLAN_EQ("{\"a\": {\"$nin\": [2, 4], \"$gte\": 1, \"$lte\": 5}}", NULL, NULL, "a_1|a:[1, 2),(2, 4),(4, 5]|exact");
 	PLAN_EQ("{\"a\": {\"$exists\": true, \"$lt\": 3}}", NULL, NULL, "a_1|a:[-inf.0, 3)");
 	PLAN_EQ("{\"a\": 5, \"$and\": [{\"a\": {\"$lt\": 3}}]}", NULL, NULL, "a_1|a:|exact");
-	/* no bounds from arrays: no index */
-	PLAN_EQ("{\"a\": [1, 2]}", NULL, NULL, "COLLSCAN");
+	/* an array A: mongod's translateEquality bounds, [A, A] and the first
+	 * element (undefined for [], an empty array's key), fetched; no
+	 * bounds from a negated array (Indexability) */
+	PLAN_EQ("{\"a\": [1, 2]}", NULL, NULL, "a_1|a:[1, 1],[[ 1, 2 ], [ 1, 2 ]]");
+	PLAN_EQ("{\"a\": []}", NULL, NULL, "a_1|a:[undefined, undefined],[[], []]");
+	PLAN_EQ("{\"a\": {\"$in\": [[], null, 3]}}", NULL, NULL,
+	    "a_1|a:[undefined, undefined],[null, null],[3, 3],[[], []]");
 	PLAN_EQ("{\"a\": {\"$ne\": [1]}}", NULL, NULL, "COLLSCAN");
+	PLAN_EQ("{\"a\": {\"$nin\": [[]]}}", NULL, NULL, "COLLSCAN");
 	PLAN_EQ("{\"b\": 1}", NULL, NULL, "COLLSCAN");
 	/* _id ranges use the _id index */
 	PLAN_EQ("{\"_id\": {\"$gte\": 3}}", NULL, NULL, "_id_|_id:[3, inf.0]|exact");
