@@ -279,8 +279,10 @@ typedef struct copy_state {
 	const char *db;
 	const char *coll;
 	repl_isync_stats_t *stats;
-	/* listCollections: the names to copy */
+	/* listCollections: the names to copy, and whether each is a
+	 * time-series collection (its buckets read with rawData) */
 	char **names;
+	bool *raw;
 	int nnames;
 } copy_state_t;
 
@@ -393,7 +395,11 @@ create_colls(void *arg, bson_iter_t *batch, terr_t *err)
 			type = bson_iter_utf8(&it, NULL);
 		if (name == NULL || strcmp(name, "system.profile") == 0)
 			continue;
-		if (strcmp(type, "collection") != 0) {
+		/* a view is its system.views document, copied with that
+		 * collection; the views are reloaded from it after the copy */
+		if (strcmp(type, "view") == 0)
+			continue;
+		if (strcmp(type, "collection") != 0 && strcmp(type, "timeseries") != 0) {
 			bson_t attr = BSON_INITIALIZER;
 			BSON_APPEND_UTF8(&attr, "db", cs->db);
 			BSON_APPEND_UTF8(&attr, "name", name);
@@ -412,6 +418,8 @@ create_colls(void *arg, bson_iter_t *batch, terr_t *err)
 			terr_clear(err);
 		}
 		cs->names = bson_realloc(cs->names, sizeof(char *) * (size_t)(cs->nnames + 1));
+		cs->raw = bson_realloc(cs->raw, sizeof(bool) * (size_t)(cs->nnames + 1));
+		cs->raw[cs->nnames] = strcmp(type, "timeseries") == 0;
 		cs->names[cs->nnames++] = bson_strdup(name);
 		cs->stats->collections++;
 	}
@@ -436,12 +444,18 @@ copy_db(const repl_isync_args_t *a, const char *db, repl_isync_stats_t *stats, t
 			bson_init(&cmd);
 			BSON_APPEND_UTF8(&cmd, "find", cs.coll);
 			BSON_APPEND_INT32(&cmd, "batchSize", DOC_BATCH);
+			if (cs.raw[i])
+				BSON_APPEND_BOOL(&cmd, "rawData", true);   /* the buckets */
 			ret = each_batch(a, db, cs.coll, &cmd, insert_batch, &cs, err);
 		}
 	}
 	for (int i = 0; i < cs.nnames; i++)
 		bson_free(cs.names[i]);
 	bson_free(cs.names);
+	bson_free(cs.raw);
+	/* the views system.views now holds */
+	if (ret == 0)
+		ret = repl_views_reload(a->st, a->s, db, err);
 	return ret;
 }
 
