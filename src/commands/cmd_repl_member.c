@@ -239,6 +239,37 @@ join_one(const char *host, const bson_t *cfg, bool dry_run, terr_t *err)
 	return ret;
 }
 
+bool
+cmd_repl_member_join_veto(const char *host, const terr_t *je, int64_t version, terr_t *err)
+{
+	bson_t cmd = BSON_INITIALIZER, reply;
+	bson_iter_t it;
+	terr_t he = TERR_INIT;
+	int64_t theirs = -1;
+
+	if (je->code == 108 /* InconsistentReplicaSetNames */) {
+		terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE, "Our set name did not match that of %s", host);
+		return true;
+	}
+	if (je->code != TERR_ALREADY_INITIALIZED)
+		return false;
+	/* the member's own configuration version, as its heartbeat says it */
+	BSON_APPEND_INT32(&cmd, "hello", 1);
+	if (repl_member_rpc(host, "admin", &cmd, JOIN_TIMEOUT_MS, &reply, &he) == 0) {
+		if (bson_iter_init_find(&it, &reply, "setVersion") && BSON_ITER_HOLDS_NUMBER(&it))
+			theirs = bson_iter_as_int64(&it);
+		bson_destroy(&reply);
+	}
+	terr_clear(&he);
+	bson_destroy(&cmd);
+	if (theirs < version)
+		return false;
+	terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
+	    "Our config version of %lld is no larger than the version on %s, which is %lld", (long long)version, host,
+	    (long long)theirs);
+	return true;
+}
+
 /* This node joins the set of cfg (a completed configuration). */
 static int
 join_self(engine_t *e, const bson_t *cfg, terr_t *err)
@@ -273,7 +304,11 @@ cmd_repl_member_initiate(cmd_t *c, const bson_t *cfg, terr_t *err)
 			terr_t je = TERR_INIT;
 			if (i == self)
 				continue;
-			if (join_one(peers[i].host, full, pass == 0, &je) != 0) {
+			if (join_one(peers[i].host, full, pass == 0, &je) != 0 &&
+			    cmd_repl_member_join_veto(peers[i].host, &je, 1, err)) {
+				terr_clear(&je);
+				ret = -1;
+			} else if (terr_is_set(&je)) {
 				ret = terr_set(err, TERR_NODE_NOT_FOUND,
 				    "replSetInitiate quorum check failed because not all proposed set members responded affirmatively: %s failed with %s",
 				    peers[i].host, je.msg ? je.msg : "no answer");
@@ -293,6 +328,7 @@ CMD_HANDLER(cmd_tamga_repl_set_join)
 	static const char *const fields[] = {"dryRun", NULL};
 	engine_t *e = c->engine;
 	bson_t cfg;
+	bson_iter_t it;
 	bool dry = false, found;
 	const uint8_t *d;
 	uint32_t l;
@@ -306,6 +342,13 @@ CMD_HANDLER(cmd_tamga_repl_set_join)
 	bson_iter_document(&c->first, &l, &d);
 	if (!bson_init_static(&cfg, d, l))
 		return terr_set(err, TERR_INVALID_BSON, "invalid BSON");
+	/* another set's member: mongod's heartbeat answers
+	 * InconsistentReplicaSetNames before anything else */
+	if (bson_iter_init_find(&it, &cfg, "_id") && BSON_ITER_HOLDS_UTF8(&it) &&
+	    strcmp(bson_iter_utf8(&it, NULL), repl_set_name(e->rs)) != 0)
+		return terr_set(err, 108 /* InconsistentReplicaSetNames */,
+		    "Our set name of %s does not match name %s reported by remote node", repl_set_name(e->rs),
+		    bson_iter_utf8(&it, NULL));
 	if (repl_set_initiated(e->rs))
 		return terr_set(err, TERR_ALREADY_INITIALIZED, "already initialized");
 	if (members_of(&cfg) < 2)
