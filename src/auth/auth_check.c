@@ -1177,6 +1177,7 @@ static const priv_row_t priv_table[] = {
 	{"configureFailPoint", NEED_CLUSTER, "internal", NULL},
 	/* a member hands another the set's configuration: __system only */
 	{"_tamgaReplSetJoin", NEED_CLUSTER, "internal", NULL},
+	{"_tamgaReplSetRemoved", NEED_CLUSTER, "internal", NULL},
 	{"connPoolStats", NEED_CLUSTER, "connPoolStats", NULL},
 	{"dropConnections", NEED_CLUSTER, "dropConnections", NULL},
 	{"invalidateUserCache", NEED_CLUSTER, "invalidateUserCache", NULL},

@@ -377,6 +377,57 @@ CMD_HANDLER(cmd_tamga_repl_set_join)
 	return join_self(e, &cfg, err);
 }
 
+/*
+ * {_tamgaReplSetRemoved: cfg}: the primary tells a member it removed (mongod's
+ * removed member learns it from a heartbeat) the configuration that no
+ * longer names it.  Taken when it is of this node's set (name and
+ * replicaSetId), newer than this node's and does not name this node: stored,
+ * and the node is REMOVED (repl_set_config_replace).  Anything else: 103.
+ */
+CMD_HANDLER(cmd_tamga_repl_set_removed)
+{
+	engine_t *e = c->engine;
+	bson_t cfg, cur;
+	bson_iter_t it, a, b;
+	const uint8_t *d;
+	uint32_t l;
+	repl_set_info_t in;
+	int64_t version;
+	bool same_id;
+	static const char *const fields[] = {NULL};
+
+	RET(cmd_check_fields(c, fields, err));
+	if (e->rs == NULL)
+		return terr_set(err, TERR_NO_REPLICATION_ENABLED, "This node was not started with replication enabled.");
+	if (!BSON_ITER_HOLDS_DOCUMENT(&c->first))
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field '_tamgaReplSetRemoved' is the wrong type, expected type 'object'");
+	bson_iter_document(&c->first, &l, &d);
+	if (!bson_init_static(&cfg, d, l))
+		return terr_set(err, TERR_INVALID_BSON, "invalid BSON");
+	if (!repl_set_config_copy(e->rs, &cur))
+		return terr_set(err, TERR_NOT_YET_INITIALIZED, "no replset config has been received");
+	repl_set_info(e->rs, &in);
+	version = bson_iter_init_find(&it, &cfg, "version") ? bson_iter_as_int64(&it) : 0;
+	same_id = bson_iter_init_find(&a, &cfg, "settings") && bson_iter_recurse(&a, &a) &&
+	    bson_iter_find(&a, "replicaSetId") && BSON_ITER_HOLDS_OID(&a) &&
+	    bson_iter_init_find(&b, &cur, "settings") && bson_iter_recurse(&b, &b) &&
+	    bson_iter_find(&b, "replicaSetId") && BSON_ITER_HOLDS_OID(&b) &&
+	    bson_oid_equal(bson_iter_oid(&a), bson_iter_oid(&b));
+	bson_destroy(&cur);
+	if (!bson_iter_init_find(&it, &cfg, "_id") || !BSON_ITER_HOLDS_UTF8(&it) ||
+	    strcmp(bson_iter_utf8(&it, NULL), repl_set_name(e->rs)) != 0 || !same_id || version <= in.config_version)
+		return terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
+		    "not a newer configuration of this node's replica set");
+	if (bson_iter_init_find(&it, &cfg, "members") && bson_iter_recurse(&it, &a))
+		while (bson_iter_next(&a))
+			if (bson_iter_recurse(&a, &b) && bson_iter_find(&b, "host") && BSON_ITER_HOLDS_UTF8(&b) &&
+			    strcmp(bson_iter_utf8(&b, NULL), in.self_host) == 0)
+				return terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
+				    "the configuration names this node");
+	return repl_set_config_replace(e->rs, &cfg, err);
+}
+
 /* ---- replSetStepDown ------------------------------------------------------------------------------------ */
 
 int
@@ -398,7 +449,8 @@ static const char *
 state_str(repl_member_state_t s)
 {
 	return s == REPL_STATE_PRIMARY ? "PRIMARY" : s == REPL_STATE_SECONDARY ? "SECONDARY" :
-	    s == REPL_STATE_RECOVERING ? "RECOVERING" : s == REPL_STATE_ROLLBACK ? "ROLLBACK" : s == REPL_STATE_STARTUP2 ? "STARTUP2" : "STARTUP";
+	    s == REPL_STATE_RECOVERING ? "RECOVERING" : s == REPL_STATE_ROLLBACK ? "ROLLBACK" : s == REPL_STATE_STARTUP2 ? "STARTUP2" :
+	    s == REPL_STATE_REMOVED ? "REMOVED" : "STARTUP";
 }
 
 /* members[i].host of cfg, or NULL. */

@@ -52,6 +52,10 @@ void cmd_repl_member_hello_self(engine_t *e, bson_t *out);
  */
 bool cmd_repl_member_join_veto(const char *host, const terr_t *je, int64_t version, terr_t *err);
 
+/* {_tamgaReplSetRemoved: cfg} (internal): the primary hands a member it
+ * removed the configuration without it, which leaves it REMOVED. */
+int cmd_tamga_repl_set_removed(cmd_t *c, terr_t *err);
+
 /* replSetReconfig of a set of several members (cmd_repl_reconfig.c, see
  * there for the rules and codes). */
 int cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err);

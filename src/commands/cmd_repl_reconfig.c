@@ -25,8 +25,11 @@
  * leader's log is compacted, gets the leader's snapshot and copies the data
  * (an initial sync, repl/initial_sync.h), STARTUP2 meanwhile.  Not
  * done: a forced reconfig (238), moving a member to another host under the
- * same _id (238: remove it, then add it), a removed member's REMOVED state
- * (it keeps its old configuration until it is stopped).
+ * same _id (238: remove it, then add it), re-adding a removed member
+ * (it must start with an empty data folder).  Once the new configuration
+ * is adopted, each removed member is handed it (`_tamgaReplSetRemoved`,
+ * best effort: mongod's member learns it from a heartbeat) and goes
+ * REMOVED (state 10, repl/replset.h).
  */
 #include "commands/cmd_repl_member.h"
 
@@ -417,6 +420,19 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 			break;
 		}
 		nanosleep(&nap, NULL);
+	}
+	/* each removed member learns it (mongod's learns it from a heartbeat):
+	 * it goes REMOVED; one that does not answer stays as it was */
+	for (int j = 0; ret == 0 && j < on; j++) {
+		bson_t cmd = BSON_INITIALIZER, reply;
+		terr_t re = TERR_INIT;
+		if (by_id(nrow, nn, orow[j].id) != NULL)
+			continue;
+		BSON_APPEND_DOCUMENT(&cmd, "_tamgaReplSetRemoved", full);
+		if (repl_member_rpc(orow[j].host, "admin", &cmd, 5000, &reply, &re) == 0)
+			bson_destroy(&reply);
+		terr_clear(&re);
+		bson_destroy(&cmd);
 	}
 done:
 	bson_free(peers);

@@ -46,6 +46,8 @@ def expect(fn, code, text, what):
         fn()
     except PyMongoError as e:
         got = getattr(e, "code", None)
+        if got is None and isinstance(getattr(e, "details", None), dict):
+            got = e.details.get("code")
         check(got == code, "%s: expected code %d, got %r (%s)" % (what, code, got, e))
         check(text in str(e), "%s: message %r not in %s" % (what, text, e))
         return e
@@ -168,6 +170,43 @@ def run(cl, m0, m1, m2, m3, other):
         n = c.bad.t.count_documents({})
         check(n == 7, "every acknowledged write is there: %d" % n)
     check(not_initiated(m3) and not_initiated(other), "the outsiders stayed out")
+    removed(cl, p, [m for m in (m0, m1, m2) if m is not p][1], cfg)
+
+
+def removed_state(r):
+    h = cmd(r, "hello")
+    check(h.get("isWritablePrimary") is False and h.get("secondary") is False and "setName" not in h and
+          h.get("info") == "Does not have a valid replica set config" and h.get("isreplicaset") is True,
+          "a removed member's hello is mongod's no-config one: %r" % h)
+    e = expect(lambda: cmd(r, "replSetGetStatus"), 93, "Our replica set config is invalid or we are not a member of it",
+               "rs.status() on a removed member")
+    check(e.details.get("state") == 10 and e.details.get("stateStr") == "REMOVED", "state REMOVED: %r" % e.details)
+    with r.client(readPreference="secondaryPreferred") as c:
+        expect(lambda: c.bad.t.find_one(), 13436, "node is not in primary or recovering state",
+               "a read with secondaryOk on a removed member")
+        expect(lambda: c.bad.t.insert_one({"_id": "never"}), 10107, "not primary", "a write on a removed member")
+
+
+def removed(cl, p, r, cfg):
+    """A member removed from the configuration: REMOVED in its own hello /
+    rs.status(), reads refused as mongod refuses them, across a restart;
+    the set goes on without it."""
+    cfg = cmd(p, "replSetGetConfig")["config"]
+    cmd(p, "replSetReconfig", dict(cfg, version=cfg["version"] + 1,
+                                   members=[m for m in cfg["members"] if m["host"] != r.host]), maxTimeMS=60000)
+    deadline = time.time() + 20
+    while time.time() < deadline and cmd(r, "hello").get("setName") is not None:
+        time.sleep(0.2)
+    removed_state(r)
+    still_works(p, "after the removal")
+    r.stop()
+    r.start()
+    removed_state(r)
+    time.sleep(3)   # the removed member's old Raft configuration must not disturb the set
+    check(cl.wait_primary(10, among=[m for m in cl.members[:3] if m is not r]) is p, "the primary stayed")
+    still_works(p, "after the removed member's restart")
+    with p.client() as c:
+        check(len(c.admin.command("hello")["hosts"]) == 2, "two hosts left")
 
 
 if __name__ == "__main__":
