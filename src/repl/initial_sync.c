@@ -412,6 +412,15 @@ create_colls(void *arg, bson_iter_t *batch, terr_t *err)
 			bson_iter_document(&it, &len, &data);
 			have_opts = bson_init_static(&opts, data, len) && !bson_empty(&opts);
 		}
+		/* under the source's UUID, as mongod's initial sync */
+		if (bson_iter_init_find(&it, &info, "info") && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &it) &&
+		    bson_iter_find(&it, "uuid") && BSON_ITER_HOLDS_BINARY(&it)) {
+			bson_subtype_t st;
+			uint32_t ulen;
+			const uint8_t *u;
+			bson_iter_binary(&it, &st, &ulen, &u);
+			storage_set_next_uuid(st == BSON_SUBTYPE_UUID && ulen == 16 ? u : NULL);
+		}
 		if (storage_coll_create(cs->a->st, cs->a->s, cs->db, name, have_opts ? &opts : NULL, err) != 0) {
 			if (err->code != TERR_NAMESPACE_EXISTS)
 				return -1;

@@ -219,6 +219,7 @@ typedef struct parsed {
 	const char *op, *ns;
 	bson_t o, o2;
 	bool has_o, has_o2;
+	const uint8_t *ui;   /* the collection's UUID (16 bytes), or NULL */
 	char db[128], coll[256];
 } parsed_t;
 
@@ -237,6 +238,14 @@ parse(const bson_t *e, parsed_t *p, terr_t *err)
 		p->has_o = sub_of(&it, &p->o);
 	if (bson_iter_init_find(&it, e, "o2") && BSON_ITER_HOLDS_DOCUMENT(&it))
 		p->has_o2 = sub_of(&it, &p->o2);
+	if (bson_iter_init_find(&it, e, "ui") && BSON_ITER_HOLDS_BINARY(&it)) {
+		bson_subtype_t st;
+		uint32_t len;
+		const uint8_t *data;
+		bson_iter_binary(&it, &st, &len, &data);
+		if (st == BSON_SUBTYPE_UUID && len == 16)
+			p->ui = data;
+	}
 	if (p->op == NULL || p->ns == NULL)
 		return terr_set(err, TERR_BAD_VALUE, "an oplog entry without op or ns");
 	if (p->op[0] == 'n')
@@ -269,6 +278,7 @@ coll_of(storage_t *st, storage_session_t *s, const parsed_t *p, bool create, sto
 	terr_clear(err);
 	if (!create)
 		return 1;
+	storage_set_next_uuid(p->ui);   /* the primary's */
 	if (storage_coll_create(st, s, p->db, p->coll, NULL, err) != 0) {
 		if (err->code != TERR_NAMESPACE_EXISTS)
 			return -1;
@@ -408,6 +418,7 @@ apply_ddl(storage_t *st, storage_session_t *s, const parsed_t *p, terr_t *err)
 	arg = BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : NULL;
 	if (strcmp(cmd, "create") == 0 && arg != NULL) {
 		copy_except(&p->o, &rest, "create", "idIndex");
+		storage_set_next_uuid(p->ui);   /* the primary's */
 		ret = storage_coll_create(st, s, p->db, arg, bson_empty(&rest) ? NULL : &rest, err);
 		bson_destroy(&rest);
 		return ret == 0 ? 0 : tolerate(err, TERR_NAMESPACE_EXISTS, 0);
