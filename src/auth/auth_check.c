@@ -1180,6 +1180,7 @@ static const priv_row_t priv_table[] = {
 	{"_tamgaReplSetJoin", NEED_CLUSTER, "internal", NULL},
 	/* a secondary of higher priority asks the primary for the leadership: __system only */
 	{"_tamgaPriorityTakeover", NEED_CLUSTER, "internal", NULL},
+	{"_tamgaReplSetRemoved", NEED_CLUSTER, "internal", NULL},
 	{"connPoolStats", NEED_CLUSTER, "connPoolStats", NULL},
 	{"dropConnections", NEED_CLUSTER, "dropConnections", NULL},
 	{"invalidateUserCache", NEED_CLUSTER, "invalidateUserCache", NULL},

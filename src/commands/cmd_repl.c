@@ -117,7 +117,8 @@ static const char *
 state_str(repl_member_state_t s)
 {
 	return s == REPL_STATE_PRIMARY ? "PRIMARY" : s == REPL_STATE_SECONDARY ? "SECONDARY" :
-	    s == REPL_STATE_RECOVERING ? "RECOVERING" : s == REPL_STATE_ROLLBACK ? "ROLLBACK" : "STARTUP";
+	    s == REPL_STATE_RECOVERING ? "RECOVERING" : s == REPL_STATE_ROLLBACK ? "ROLLBACK" :
+	    s == REPL_STATE_REMOVED ? "REMOVED" : "STARTUP";
 }
 
 /* ---- replSetInitiate ---------------------------------------------------------------------- */
@@ -189,9 +190,25 @@ CMD_HANDLER(cmd_repl_set_get_status)
 	int64_t now = wall_ms();
 
 	RET(need_initiated(c, err));
+	repl_set_info(c->engine->rs, &in);
+	if (in.state == REPL_STATE_REMOVED) {
+		/* mongod's answer on a member its configuration does not name:
+		 * 93, with the member's own state beside the error */
+		bson_t *extra = bson_new();
+		BSON_APPEND_INT32(extra, "state", (int32_t)in.state);
+		BSON_APPEND_UTF8(extra, "stateStr", state_str(in.state));
+		append_optime(extra, "optime", &in.last_applied);
+		BSON_APPEND_DATE_TIME(extra, "optimeDate", (int64_t)in.last_applied.secs * 1000);
+		BSON_APPEND_UTF8(extra, "lastHeartbeatMessage", "");
+		BSON_APPEND_UTF8(extra, "syncSourceHost", "");
+		BSON_APPEND_INT32(extra, "syncSourceId", -1);
+		BSON_APPEND_UTF8(extra, "infoMessage", "");
+		terr_set(err, TERR_INVALID_REPLICA_SET_CONFIG, "Our replica set config is invalid or we are not a member of it");
+		terr_set_extra_steal(err, extra);
+		return -1;
+	}
 	if (cmd_repl_member_status(c->engine, c->reply))
 		return 0;   /* a set of several members */
-	repl_set_info(c->engine->rs, &in);
 	BSON_APPEND_UTF8(c->reply, "set", repl_set_name(c->engine->rs));
 	BSON_APPEND_DATE_TIME(c->reply, "date", now);
 	BSON_APPEND_INT32(c->reply, "myState", (int32_t)in.state);
@@ -443,8 +460,9 @@ cmd_repl_fields_append(engine_t *e, bson_t *out, bool legacy)
 	BSON_APPEND_OID(&tv, "processId", repl_set_process_id());
 	BSON_APPEND_INT64(&tv, "counter", (int64_t)in.topology_counter);
 	bson_append_document_end(out, &tv);
-	if (!repl_set_initiated(e->rs)) {
-		/* mongod before a configuration: a "ghost" member */
+	if (!repl_set_initiated(e->rs) || repl_set_state(e->rs) == REPL_STATE_REMOVED) {
+		/* mongod before a configuration, or removed from it: a "ghost"
+		 * member (mongod's markAsNoConfig) */
 		BSON_APPEND_BOOL(out, legacy ? "ismaster" : "isWritablePrimary", false);
 		BSON_APPEND_BOOL(out, "secondary", false);
 		BSON_APPEND_UTF8(out, "info", "Does not have a valid replica set config");

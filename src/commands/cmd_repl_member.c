@@ -239,6 +239,37 @@ join_one(const char *host, const bson_t *cfg, bool dry_run, terr_t *err)
 	return ret;
 }
 
+bool
+cmd_repl_member_join_veto(const char *host, const terr_t *je, int64_t version, terr_t *err)
+{
+	bson_t cmd = BSON_INITIALIZER, reply;
+	bson_iter_t it;
+	terr_t he = TERR_INIT;
+	int64_t theirs = -1;
+
+	if (je->code == 108 /* InconsistentReplicaSetNames */) {
+		terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE, "Our set name did not match that of %s", host);
+		return true;
+	}
+	if (je->code != TERR_ALREADY_INITIALIZED)
+		return false;
+	/* the member's own configuration version, as its heartbeat says it */
+	BSON_APPEND_INT32(&cmd, "hello", 1);
+	if (repl_member_rpc(host, "admin", &cmd, JOIN_TIMEOUT_MS, &reply, &he) == 0) {
+		if (bson_iter_init_find(&it, &reply, "setVersion") && BSON_ITER_HOLDS_NUMBER(&it))
+			theirs = bson_iter_as_int64(&it);
+		bson_destroy(&reply);
+	}
+	terr_clear(&he);
+	bson_destroy(&cmd);
+	if (theirs < version)
+		return false;
+	terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
+	    "Our config version of %lld is no larger than the version on %s, which is %lld", (long long)version, host,
+	    (long long)theirs);
+	return true;
+}
+
 /* This node joins the set of cfg (a completed configuration). */
 static int
 join_self(engine_t *e, const bson_t *cfg, terr_t *err)
@@ -273,7 +304,11 @@ cmd_repl_member_initiate(cmd_t *c, const bson_t *cfg, terr_t *err)
 			terr_t je = TERR_INIT;
 			if (i == self)
 				continue;
-			if (join_one(peers[i].host, full, pass == 0, &je) != 0) {
+			if (join_one(peers[i].host, full, pass == 0, &je) != 0 &&
+			    cmd_repl_member_join_veto(peers[i].host, &je, 1, err)) {
+				terr_clear(&je);
+				ret = -1;
+			} else if (terr_is_set(&je)) {
 				ret = terr_set(err, TERR_NODE_NOT_FOUND,
 				    "replSetInitiate quorum check failed because not all proposed set members responded affirmatively: %s failed with %s",
 				    peers[i].host, je.msg ? je.msg : "no answer");
@@ -293,6 +328,7 @@ CMD_HANDLER(cmd_tamga_repl_set_join)
 	static const char *const fields[] = {"dryRun", NULL};
 	engine_t *e = c->engine;
 	bson_t cfg;
+	bson_iter_t it;
 	bool dry = false, found;
 	const uint8_t *d;
 	uint32_t l;
@@ -306,6 +342,13 @@ CMD_HANDLER(cmd_tamga_repl_set_join)
 	bson_iter_document(&c->first, &l, &d);
 	if (!bson_init_static(&cfg, d, l))
 		return terr_set(err, TERR_INVALID_BSON, "invalid BSON");
+	/* another set's member: mongod's heartbeat answers
+	 * InconsistentReplicaSetNames before anything else */
+	if (bson_iter_init_find(&it, &cfg, "_id") && BSON_ITER_HOLDS_UTF8(&it) &&
+	    strcmp(bson_iter_utf8(&it, NULL), repl_set_name(e->rs)) != 0)
+		return terr_set(err, 108 /* InconsistentReplicaSetNames */,
+		    "Our set name of %s does not match name %s reported by remote node", repl_set_name(e->rs),
+		    bson_iter_utf8(&it, NULL));
 	if (repl_set_initiated(e->rs))
 		return terr_set(err, TERR_ALREADY_INITIALIZED, "already initialized");
 	if (members_of(&cfg) < 2)
@@ -332,6 +375,57 @@ CMD_HANDLER(cmd_tamga_repl_set_join)
 	if (dry)
 		return 0;
 	return join_self(e, &cfg, err);
+}
+
+/*
+ * {_tamgaReplSetRemoved: cfg}: the primary tells a member it removed (mongod's
+ * removed member learns it from a heartbeat) the configuration that no
+ * longer names it.  Taken when it is of this node's set (name and
+ * replicaSetId), newer than this node's and does not name this node: stored,
+ * and the node is REMOVED (repl_set_config_replace).  Anything else: 103.
+ */
+CMD_HANDLER(cmd_tamga_repl_set_removed)
+{
+	engine_t *e = c->engine;
+	bson_t cfg, cur;
+	bson_iter_t it, a, b;
+	const uint8_t *d;
+	uint32_t l;
+	repl_set_info_t in;
+	int64_t version;
+	bool same_id;
+	static const char *const fields[] = {NULL};
+
+	RET(cmd_check_fields(c, fields, err));
+	if (e->rs == NULL)
+		return terr_set(err, TERR_NO_REPLICATION_ENABLED, "This node was not started with replication enabled.");
+	if (!BSON_ITER_HOLDS_DOCUMENT(&c->first))
+		return terr_set(err, TERR_TYPE_MISMATCH,
+		    "BSON field '_tamgaReplSetRemoved' is the wrong type, expected type 'object'");
+	bson_iter_document(&c->first, &l, &d);
+	if (!bson_init_static(&cfg, d, l))
+		return terr_set(err, TERR_INVALID_BSON, "invalid BSON");
+	if (!repl_set_config_copy(e->rs, &cur))
+		return terr_set(err, TERR_NOT_YET_INITIALIZED, "no replset config has been received");
+	repl_set_info(e->rs, &in);
+	version = bson_iter_init_find(&it, &cfg, "version") ? bson_iter_as_int64(&it) : 0;
+	same_id = bson_iter_init_find(&a, &cfg, "settings") && bson_iter_recurse(&a, &a) &&
+	    bson_iter_find(&a, "replicaSetId") && BSON_ITER_HOLDS_OID(&a) &&
+	    bson_iter_init_find(&b, &cur, "settings") && bson_iter_recurse(&b, &b) &&
+	    bson_iter_find(&b, "replicaSetId") && BSON_ITER_HOLDS_OID(&b) &&
+	    bson_oid_equal(bson_iter_oid(&a), bson_iter_oid(&b));
+	bson_destroy(&cur);
+	if (!bson_iter_init_find(&it, &cfg, "_id") || !BSON_ITER_HOLDS_UTF8(&it) ||
+	    strcmp(bson_iter_utf8(&it, NULL), repl_set_name(e->rs)) != 0 || !same_id || version <= in.config_version)
+		return terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
+		    "not a newer configuration of this node's replica set");
+	if (bson_iter_init_find(&it, &cfg, "members") && bson_iter_recurse(&it, &a))
+		while (bson_iter_next(&a))
+			if (bson_iter_recurse(&a, &b) && bson_iter_find(&b, "host") && BSON_ITER_HOLDS_UTF8(&b) &&
+			    strcmp(bson_iter_utf8(&b, NULL), in.self_host) == 0)
+				return terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
+				    "the configuration names this node");
+	return repl_set_config_replace(e->rs, &cfg, err);
 }
 
 /* ---- replSetStepDown ------------------------------------------------------------------------------------ */
@@ -379,7 +473,8 @@ static const char *
 state_str(repl_member_state_t s)
 {
 	return s == REPL_STATE_PRIMARY ? "PRIMARY" : s == REPL_STATE_SECONDARY ? "SECONDARY" :
-	    s == REPL_STATE_RECOVERING ? "RECOVERING" : s == REPL_STATE_ROLLBACK ? "ROLLBACK" : s == REPL_STATE_STARTUP2 ? "STARTUP2" : "STARTUP";
+	    s == REPL_STATE_RECOVERING ? "RECOVERING" : s == REPL_STATE_ROLLBACK ? "ROLLBACK" : s == REPL_STATE_STARTUP2 ? "STARTUP2" :
+	    s == REPL_STATE_REMOVED ? "REMOVED" : "STARTUP";
 }
 
 /* members[i].host of cfg, or NULL. */

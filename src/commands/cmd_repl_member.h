@@ -41,6 +41,21 @@ bool cmd_repl_member_hello(engine_t *e, bson_t *out, const char **primary_host, 
  * mongod's HelloResponse (nothing for other nodes). */
 void cmd_repl_member_hello_self(engine_t *e, bson_t *out);
 
+/*
+ * mongod's quorum-check vetoes (check_quorum_for_config_change.cpp) for a
+ * member that refused `_tamgaReplSetJoin` with je: it runs another set
+ * (108 from its join: 103 "Our set name did not match that of <host>"), or
+ * it already has a configuration whose version is not below `version` (23:
+ * its hello's setVersion read, 103 "Our config version of <version> is no
+ * larger than the version on <host>, which is <v>").  Returns true with err
+ * set for a veto, false otherwise (err untouched: the caller answers 74).
+ */
+bool cmd_repl_member_join_veto(const char *host, const terr_t *je, int64_t version, terr_t *err);
+
+/* {_tamgaReplSetRemoved: cfg} (internal): the primary hands a member it
+ * removed the configuration without it, which leaves it REMOVED. */
+int cmd_tamga_repl_set_removed(cmd_t *c, terr_t *err);
+
 /* replSetReconfig of a set of several members (cmd_repl_reconfig.c, see
  * there for the rules and codes). */
 int cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err);

@@ -12,7 +12,8 @@
  * or replicaSetId, a host moved to another _id, buildIndexes or arbiterOnly
  * changed; 109 while another reconfig runs); then every new member is
  * handed the completed configuration (`_tamgaReplSetJoin`, a dry run first:
- * 74 when one does not answer or has data of its own); then the Raft
+ * 74 when one does not answer or has data of its own, 103 when it belongs
+ * to another set: cmd_repl_member_join_veto); then the Raft
  * changes, one at a time (a removed member leaves Raft's configuration, a
  * new one is added and caught up from the log before it votes, a votes
  * change is a role change); last, the configuration itself travels in the
@@ -24,8 +25,11 @@
  * leader's log is compacted, gets the leader's snapshot and copies the data
  * (an initial sync, repl/initial_sync.h), STARTUP2 meanwhile.  Not
  * done: a forced reconfig (238), moving a member to another host under the
- * same _id (238: remove it, then add it), a removed member's REMOVED state
- * (it keeps its old configuration until it is stopped).
+ * same _id (238: remove it, then add it), re-adding a removed member
+ * (it must start with an empty data folder).  Once the new configuration
+ * is adopted, each removed member is handed it (`_tamgaReplSetRemoved`,
+ * best effort: mongod's member learns it from a heartbeat) and goes
+ * REMOVED (state 10, repl/replset.h).
  */
 #include "commands/cmd_repl_member.h"
 
@@ -204,7 +208,8 @@ join(const char *host, const bson_t *cfg, bool dry, terr_t *err)
 	if (!bson_iter_init_find(&it, &reply, "ok") || bson_iter_as_double(&it) != 1.0) {
 		const char *msg = bson_iter_init_find(&it, &reply, "errmsg") && BSON_ITER_HOLDS_UTF8(&it) ?
 		    bson_iter_utf8(&it, NULL) : "refused";
-		ret = terr_set(err, TERR_NODE_NOT_FOUND, "%s", msg);
+		int code = bson_iter_init_find(&it, &reply, "code") ? (int)bson_iter_as_int64(&it) : 0;
+		ret = terr_set(err, code != 0 ? code : TERR_NODE_NOT_FOUND, "%s", msg);
 	}
 	bson_destroy(&reply);
 	return ret;
@@ -325,9 +330,13 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 	int on, nn, nch = 0, np = 0, pself = -1, ret = 0;
 	int64_t term, version, deadline = tm_now_us() + (int64_t)RECONFIG_TIMEOUT_MS * 1000;
 
+	/* mongod lets a forced reconfig through on any member; here the set's
+	 * membership is Raft's, changed only by its leader through the log, so
+	 * a configuration forced on one member would leave it outside the log
+	 * the others follow (a split brain): refused, whatever the state */
 	if (force)
 		return terr_set(err, TERR_NOT_IMPLEMENTED,
-		    "replSetReconfig with force: true is not supported yet in a replica set of several members");
+		    "replSetReconfig with force: true is not supported in a replica set of several members: its membership changes only through the primary (the Raft leader); run replSetReconfig without force on the primary");
 	if (repl_set_state(e->rs) != REPL_STATE_PRIMARY)
 		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY,
 		    "replSetReconfig should only be run on a writable PRIMARY. Current state %s;",
@@ -358,7 +367,11 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 			terr_t je = TERR_INIT;
 			if (by_id(orow, on, nrow[i].id) != NULL)
 				continue;
-			if (join(nrow[i].host, full, pass == 0, &je) != 0) {
+			if (join(nrow[i].host, full, pass == 0, &je) != 0 &&
+			    cmd_repl_member_join_veto(nrow[i].host, &je, version, err)) {
+				terr_clear(&je);
+				ret = -1;
+			} else if (terr_is_set(&je)) {
 				ret = terr_set(err, TERR_NODE_NOT_FOUND,
 				    "Quorum check failed because not all proposed set members responded affirmatively: %s failed with %s",
 				    nrow[i].host, je.msg ? je.msg : "no answer");
@@ -407,6 +420,19 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 			break;
 		}
 		nanosleep(&nap, NULL);
+	}
+	/* each removed member learns it (mongod's learns it from a heartbeat):
+	 * it goes REMOVED; one that does not answer stays as it was */
+	for (int j = 0; ret == 0 && j < on; j++) {
+		bson_t cmd = BSON_INITIALIZER, reply;
+		terr_t re = TERR_INIT;
+		if (by_id(nrow, nn, orow[j].id) != NULL)
+			continue;
+		BSON_APPEND_DOCUMENT(&cmd, "_tamgaReplSetRemoved", full);
+		if (repl_member_rpc(orow[j].host, "admin", &cmd, 5000, &reply, &re) == 0)
+			bson_destroy(&reply);
+		terr_clear(&re);
+		bson_destroy(&cmd);
 	}
 done:
 	bson_free(peers);

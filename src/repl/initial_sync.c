@@ -280,8 +280,10 @@ typedef struct copy_state {
 	const char *db;
 	const char *coll;
 	repl_isync_stats_t *stats;
-	/* listCollections: the names to copy */
+	/* listCollections: the names to copy, and whether each is a
+	 * time-series collection (its buckets read with rawData) */
 	char **names;
+	bool *raw;
 	int nnames;
 } copy_state_t;
 
@@ -394,7 +396,11 @@ create_colls(void *arg, bson_iter_t *batch, terr_t *err)
 			type = bson_iter_utf8(&it, NULL);
 		if (name == NULL || strcmp(name, "system.profile") == 0)
 			continue;
-		if (strcmp(type, "collection") != 0) {
+		/* a view is its system.views document, copied with that
+		 * collection; the views are reloaded from it after the copy */
+		if (strcmp(type, "view") == 0)
+			continue;
+		if (strcmp(type, "collection") != 0 && strcmp(type, "timeseries") != 0) {
 			bson_t attr = BSON_INITIALIZER;
 			BSON_APPEND_UTF8(&attr, "db", cs->db);
 			BSON_APPEND_UTF8(&attr, "name", name);
@@ -407,12 +413,23 @@ create_colls(void *arg, bson_iter_t *batch, terr_t *err)
 			bson_iter_document(&it, &len, &data);
 			have_opts = bson_init_static(&opts, data, len) && !bson_empty(&opts);
 		}
+		/* under the source's UUID, as mongod's initial sync */
+		if (bson_iter_init_find(&it, &info, "info") && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &it) &&
+		    bson_iter_find(&it, "uuid") && BSON_ITER_HOLDS_BINARY(&it)) {
+			bson_subtype_t st;
+			uint32_t ulen;
+			const uint8_t *u;
+			bson_iter_binary(&it, &st, &ulen, &u);
+			storage_set_next_uuid(st == BSON_SUBTYPE_UUID && ulen == 16 ? u : NULL);
+		}
 		if (storage_coll_create(cs->a->st, cs->a->s, cs->db, name, have_opts ? &opts : NULL, err) != 0) {
 			if (err->code != TERR_NAMESPACE_EXISTS)
 				return -1;
 			terr_clear(err);
 		}
 		cs->names = bson_realloc(cs->names, sizeof(char *) * (size_t)(cs->nnames + 1));
+		cs->raw = bson_realloc(cs->raw, sizeof(bool) * (size_t)(cs->nnames + 1));
+		cs->raw[cs->nnames] = strcmp(type, "timeseries") == 0;
 		cs->names[cs->nnames++] = bson_strdup(name);
 		cs->stats->collections++;
 	}
@@ -437,12 +454,18 @@ copy_db(const repl_isync_args_t *a, const char *db, repl_isync_stats_t *stats, t
 			bson_init(&cmd);
 			BSON_APPEND_UTF8(&cmd, "find", cs.coll);
 			BSON_APPEND_INT32(&cmd, "batchSize", DOC_BATCH);
+			if (cs.raw[i])
+				BSON_APPEND_BOOL(&cmd, "rawData", true);   /* the buckets */
 			ret = each_batch(a, db, cs.coll, &cmd, insert_batch, &cs, err);
 		}
 	}
 	for (int i = 0; i < cs.nnames; i++)
 		bson_free(cs.names[i]);
 	bson_free(cs.names);
+	bson_free(cs.raw);
+	/* the views system.views now holds */
+	if (ret == 0)
+		ret = repl_views_reload(a->st, a->s, db, err);
 	return ret;
 }
 

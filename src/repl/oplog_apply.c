@@ -219,6 +219,7 @@ typedef struct parsed {
 	const char *op, *ns;
 	bson_t o, o2;
 	bool has_o, has_o2;
+	const uint8_t *ui;   /* the collection's UUID (16 bytes), or NULL */
 	char db[128], coll[256];
 } parsed_t;
 
@@ -237,6 +238,14 @@ parse(const bson_t *e, parsed_t *p, terr_t *err)
 		p->has_o = sub_of(&it, &p->o);
 	if (bson_iter_init_find(&it, e, "o2") && BSON_ITER_HOLDS_DOCUMENT(&it))
 		p->has_o2 = sub_of(&it, &p->o2);
+	if (bson_iter_init_find(&it, e, "ui") && BSON_ITER_HOLDS_BINARY(&it)) {
+		bson_subtype_t st;
+		uint32_t len;
+		const uint8_t *data;
+		bson_iter_binary(&it, &st, &len, &data);
+		if (st == BSON_SUBTYPE_UUID && len == 16)
+			p->ui = data;
+	}
 	if (p->op == NULL || p->ns == NULL)
 		return terr_set(err, TERR_BAD_VALUE, "an oplog entry without op or ns");
 	if (p->op[0] == 'n')
@@ -269,6 +278,7 @@ coll_of(storage_t *st, storage_session_t *s, const parsed_t *p, bool create, sto
 	terr_clear(err);
 	if (!create)
 		return 1;
+	storage_set_next_uuid(p->ui);   /* the primary's */
 	if (storage_coll_create(st, s, p->db, p->coll, NULL, err) != 0) {
 		if (err->code != TERR_NAMESPACE_EXISTS)
 			return -1;
@@ -408,6 +418,7 @@ apply_ddl(storage_t *st, storage_session_t *s, const parsed_t *p, terr_t *err)
 	arg = BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : NULL;
 	if (strcmp(cmd, "create") == 0 && arg != NULL) {
 		copy_except(&p->o, &rest, "create", "idIndex");
+		storage_set_next_uuid(p->ui);   /* the primary's */
 		ret = storage_coll_create(st, s, p->db, arg, bson_empty(&rest) ? NULL : &rest, err);
 		bson_destroy(&rest);
 		return ret == 0 ? 0 : tolerate(err, TERR_NAMESPACE_EXISTS, 0);
@@ -491,6 +502,145 @@ apply_ddl(storage_t *st, storage_session_t *s, const parsed_t *p, terr_t *err)
 		return ret;
 	}
 	return terr_set(err, TERR_NOT_IMPLEMENTED, "applying the oplog command %s is not supported yet", cmd);
+}
+
+/* ---- views --------------------------------------------------------------------------------------- */
+
+#define SYSTEM_VIEWS "system.views"
+
+/* A system.views document's definition ({viewOn, pipeline[, collation]})
+ * into def and its name (after "<db>.") into *name; false when it is none. */
+static bool
+view_def_of(const char *db, const bson_t *doc, const char **name, bson_t *def)
+{
+	static const char *const fields[] = {"viewOn", "pipeline", "collation"};
+	bson_iter_t it;
+	const char *id;
+	size_t n = strlen(db);
+
+	if (!bson_iter_init_find(&it, doc, "_id") || !BSON_ITER_HOLDS_UTF8(&it))
+		return false;
+	id = bson_iter_utf8(&it, NULL);
+	if (strncmp(id, db, n) != 0 || id[n] != '.' || id[n + 1] == '\0')
+		return false;
+	if (!bson_iter_init_find(&it, doc, "viewOn") || !BSON_ITER_HOLDS_UTF8(&it) ||
+	    !bson_iter_init_find(&it, doc, "pipeline") || !BSON_ITER_HOLDS_ARRAY(&it) ||
+	    (bson_iter_init_find(&it, doc, "collation") && !BSON_ITER_HOLDS_DOCUMENT(&it)))
+		return false;
+	*name = id + n + 1;
+	bson_init(def);
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (bson_iter_init_find(&it, doc, fields[i]))
+			bson_append_iter(def, fields[i], -1, &it);
+	return true;
+}
+
+int
+repl_views_reload(storage_t *st, storage_session_t *s, const char *db, terr_t *err)
+{
+	storage_coll_t *c = NULL;
+	storage_cursor_t *cur = NULL;
+	bson_t defs = BSON_INITIALIZER, current = BSON_INITIALIZER, doc;
+	bson_iter_t it, f;
+	int rc = 0;
+
+	if (storage_coll_get(st, db, SYSTEM_VIEWS, &c, NULL) == 0 && c != NULL) {
+		if (storage_scan_open(s, c, false, &cur, err) == 0) {
+			while ((rc = storage_cursor_next(cur, NULL, &doc, NULL, NULL, err)) == 1) {
+				const char *name;
+				bson_t def;
+				if (view_def_of(db, &doc, &name, &def)) {
+					BSON_APPEND_DOCUMENT(&defs, name, &def);
+					bson_destroy(&def);
+				}
+			}
+			storage_cursor_close(cur);
+		} else {
+			rc = -1;
+		}
+		storage_coll_release(c);
+	}
+	if (storage_txn_active(s))
+		storage_txn_rollback(s);
+	if (rc < 0) {
+		bson_destroy(&defs);
+		bson_destroy(&current);
+		return -1;
+	}
+	storage_list_views(st, db, &current);
+	bson_iter_init(&it, &current);
+	while (bson_iter_next(&it)) {
+		terr_t e = TERR_INIT;
+		if (!bson_iter_init_find(&f, &defs, bson_iter_key(&it)))
+			(void)storage_view_drop(st, db, bson_iter_key(&it), &e);
+		terr_clear(&e);
+	}
+	bson_iter_init(&it, &defs);
+	while (bson_iter_next(&it)) {
+		bson_t def, old;
+		uint32_t len;
+		const uint8_t *data;
+		terr_t e = TERR_INIT;
+		bson_iter_document(&it, &len, &data);
+		if (!bson_init_static(&def, data, len))
+			continue;
+		if (!bson_iter_init_find(&f, &current, bson_iter_key(&it)))
+			(void)storage_view_create(st, db, bson_iter_key(&it), &def, &e);
+		else {
+			bson_iter_document(&f, &len, &data);
+			if (bson_init_static(&old, data, len) && !bson_equal(&old, &def))
+				(void)storage_view_set(st, db, bson_iter_key(&it), &def, &e);
+		}
+		terr_clear(&e);   /* a collection of that name: left out */
+	}
+	bson_destroy(&defs);
+	bson_destroy(&current);
+	return 0;
+}
+
+/* Whether a parsed entry (or one operation of an applyOps) wrote to
+ * system.views: its database in db. */
+static bool
+touches_views(const parsed_t *p)
+{
+	bson_iter_t it;
+
+	if (p->op[0] == 'i' || p->op[0] == 'u' || p->op[0] == 'd')
+		return strcmp(p->coll, SYSTEM_VIEWS) == 0;
+	if (p->op[0] != 'c' || !bson_iter_init(&it, &p->o) || !bson_iter_next(&it))
+		return false;
+	if (strcmp(bson_iter_key(&it), "dropDatabase") == 0)
+		return false;   /* storage_db_drop drops the views */
+	/* drop or rename of system.views, renames into it */
+	if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), SYSTEM_VIEWS) == 0)
+		return true;
+	return bson_iter_init_find(&it, &p->o, "to") && BSON_ITER_HOLDS_UTF8(&it) &&
+	    strstr(bson_iter_utf8(&it, NULL), "." SYSTEM_VIEWS) != NULL;
+}
+
+/* The databases whose system.views an applyOps wrote (up to n; *count). */
+static void
+ops_views_dbs(const bson_t *ops, char dbs[][128], int n, int *count)
+{
+	bson_iter_t it;
+
+	*count = 0;
+	if (!bson_iter_init(&it, ops))
+		return;
+	while (bson_iter_next(&it) && *count < n) {
+		bson_t one;
+		parsed_t p;
+		terr_t e = TERR_INIT;
+		bool seen = false;
+		if (!sub_of(&it, &one) || parse(&one, &p, &e) != 0 || p.op[0] == 'n' || !touches_views(&p)) {
+			terr_clear(&e);
+			continue;
+		}
+		for (int i = 0; i < *count; i++)
+			seen = seen || strcmp(dbs[i], p.db) == 0;
+		if (!seen)
+			strcpy(dbs[(*count)++], p.db);
+	}
 }
 
 /* One pass over an applyOps' operations: the 'c' entries (ddl: the
@@ -665,5 +815,16 @@ repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, co
 	storage_thread_set_unobserved(was);
 	if (ret == 0)
 		*applied = true;
+	/* a write to system.views: the views are what it holds now */
+	if (ret == 0 && p.op[0] != 'n') {
+		char dbs[8][128];
+		int n = 0;
+		if (is_ops)
+			ops_views_dbs(&ops, dbs, 8, &n);
+		else if (touches_views(&p))
+			strcpy(dbs[n++], p.db);
+		for (int i = 0; ret == 0 && i < n; i++)
+			ret = repl_views_reload(st, s, dbs[i], err);
+	}
 	return ret;
 }

@@ -36,6 +36,18 @@
 int repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, const bson_t *entry,
                            const repl_ts_t *after_ts, bool sync, bool *applied, terr_t *err);
 
+/*
+ * Make the storage catalog's views of db (storage_view_*) what
+ * db.system.views holds, as mongod reloads its view catalog after a write
+ * to it: a definition gone is dropped, a new or changed one is set.  A
+ * document that is not a view definition ({_id: "<db>.<name>", viewOn:
+ * string, pipeline: array[, collation: document]}) or a name a collection
+ * holds is left out.  s must have no transaction open; it has none after.
+ * Called after an applied entry that wrote to system.views and by initial
+ * sync after it copied a database.  0, or -1 with err (reading failed).
+ */
+int repl_views_reload(storage_t *st, storage_session_t *s, const char *db, terr_t *err);
+
 /* Apply a $v: 2 diff (`diff` of an update entry's o) to doc into out
  * (initialised here).  0, or -1 with err (a malformed diff: 2 BadValue). */
 int repl_oplog_diff_apply(const bson_t *doc, const bson_t *diff, bson_t *out, terr_t *err);

@@ -797,6 +797,8 @@ config_adopt_locked(repl_set_t *rs, bson_t *cfg)
 	rs->config = cfg;
 	rs->config_version = bson_iter_init_find(&it, cfg, "version") ? bson_iter_as_int64(&it) : 1;
 	rs->config_term = bson_iter_init_find(&it, cfg, "term") ? bson_iter_as_int64(&it) : 0;
+	bool found = false;
+
 	rs->self_index = 0;
 	rs->self_id = 0;
 	rs->self_host[0] = '\0';
@@ -815,7 +817,8 @@ config_adopt_locked(repl_set_t *rs, bson_t *cfg)
 				else if (strcmp(bson_iter_key(&f), "host") == 0 && BSON_ITER_HOLDS_UTF8(&f))
 					host = bson_iter_utf8(&f, NULL);
 			}
-			if (idx == 0 || host_is_self(host, rs->self)) {
+			if ((idx == 0 && !found) || (!found && host_is_self(host, rs->self))) {
+				found = idx > 0 || host_is_self(host, rs->self);
 				rs->self_index = idx;
 				rs->self_id = (int)id;
 				bson_strncpy(rs->self_host, host, sizeof(rs->self_host));
@@ -826,6 +829,12 @@ config_adopt_locked(repl_set_t *rs, bson_t *cfg)
 	}
 	/* read without the lock by repl_set_multi_member (every logged write) */
 	__atomic_store_n(&rs->nmembers, n, __ATOMIC_RELEASE);
+	/* several members and none of them this node (its host known): mongod's
+	 * REMOVED; named again (re-added): back to STARTUP2 until Raft says */
+	if (n > 1 && rs->self != NULL && !found)
+		rs->state = REPL_STATE_REMOVED;
+	else if (rs->state == REPL_STATE_REMOVED)
+		rs->state = REPL_STATE_STARTUP2;
 }
 
 static int
@@ -1433,6 +1442,8 @@ repl_set_raft_role(repl_set_t *rs, repl_member_state_t state, int64_t term)
 		pthread_mutex_unlock(&rs->lock);
 		return;
 	}
+	if (rs->state == REPL_STATE_REMOVED)
+		state = REPL_STATE_REMOVED;   /* Raft of the old configuration: no role here */
 	was_primary = rs->state == REPL_STATE_PRIMARY;
 	if (term > rs->term) {
 		terr_t err = TERR_INIT;

@@ -46,6 +46,7 @@ typedef enum repl_member_state {
 	REPL_STATE_RECOVERING = 3,   /* a secondary in maintenance mode, or one that stopped applying */
 	REPL_STATE_STARTUP2 = 5,     /* initiated, before Raft told the role */
 	REPL_STATE_ROLLBACK = 9,     /* undoing a deposed primary's unreplicated entries (repl/rollback.h) */
+	REPL_STATE_REMOVED = 10,     /* its configuration (of several members) does not name this node */
 } repl_member_state_t;
 
 /* Mongod's limits on a configuration (repl_set_config.h). */
@@ -215,7 +216,10 @@ int repl_set_store_config(repl_set_t *rs, const bson_t *cfg, terr_t *err);
 bson_t *repl_set_config_completed_for(const bson_t *cfg, int64_t version, int64_t term, const bson_t *old);
 /* A set of several members adopts full (a completed configuration a
  * reconfig made, from the set's log): stored in local.system.replset,
- * this node's row found again, the topology counter bumped.  0, or -1 with
+ * this node's row found again, the topology counter bumped.  A
+ * configuration of several members that does not name this node (once its
+ * host is known) leaves it REMOVED, whatever Raft says, until a
+ * configuration names it again (STARTUP2), across restarts too.  0, or -1 with
  * err (storage's). */
 int repl_set_config_replace(repl_set_t *rs, const bson_t *full, terr_t *err);
 /* Raft's role: state (PRIMARY, SECONDARY, RECOVERING) in term (stored with

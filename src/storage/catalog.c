@@ -1010,6 +1010,17 @@ storage_coll_get(storage_t *st, const char *db, const char *name, storage_coll_t
 	return *out != NULL ? 0 : TERR_NAMESPACE_NOT_FOUND;
 }
 
+static _Thread_local bool tl_next_uuid_set;
+static _Thread_local uint8_t tl_next_uuid[16];
+
+void
+storage_set_next_uuid(const uint8_t *uuid)
+{
+	tl_next_uuid_set = uuid != NULL;
+	if (uuid != NULL)
+		memcpy(tl_next_uuid, uuid, 16);
+}
+
 int
 storage_coll_create(storage_t *st, storage_session_t *s, const char *db, const char *name,
                     const bson_t *options, terr_t *err)
@@ -1019,9 +1030,12 @@ storage_coll_create(storage_t *st, storage_session_t *s, const char *db, const c
 	uint8_t uuid[16];
 	bson_t entry;
 	bson_iter_t oit;
-	bool have_entry = false, tables = false;
+	bool have_entry = false, tables = false, given = tl_next_uuid_set;
 	int ret = 0;
 
+	if (given)
+		memcpy(uuid, tl_next_uuid, 16);
+	tl_next_uuid_set = false;
 	RET(storage_ns_check(db, name, err));
 	ns = bson_strdup_printf("%s.%s", db, name);
 	pthread_mutex_lock(&st->ddl_lock);
@@ -1036,7 +1050,8 @@ storage_coll_create(storage_t *st, storage_session_t *s, const char *db, const c
 	/* {autoIndexId: false}: no _id index (the oplog) */
 	if (!(options != NULL && bson_iter_init_find(&oit, options, "autoIndexId") && !bson_iter_as_bool(&oit)))
 		id_ident = new_ident(st, "index");
-	new_uuid(uuid);
+	if (!given)
+		new_uuid(uuid);
 	tables = true;
 	ERR(table_create(st, ident, RECORD_TABLE_CONFIG, err));
 	if (id_ident != NULL)

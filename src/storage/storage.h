@@ -272,6 +272,11 @@ int storage_ns_check(const char *db, const char *coll, terr_t *err);
  * creation by a first insert uses the same call with options NULL. */
 int storage_coll_create(storage_t *st, storage_session_t *s, const char *db, const char *name,
                         const bson_t *options, terr_t *err);
+/* The next storage_coll_create on the calling thread gives the collection
+ * uuid (16 bytes, copied) instead of a new random one: a replica-set member
+ * creates a collection under the primary's UUID, as mongod's members share
+ * them.  Consumed (cleared) by that call whatever it answers; NULL clears. */
+void storage_set_next_uuid(const uint8_t *uuid);
 /* Replace a collection's options document (collMod). */
 int storage_coll_set_options(storage_t *st, storage_session_t *s, const char *db, const char *name,
                              const bson_t *options, terr_t *err);
