@@ -35,6 +35,10 @@ static failpoint_t table[] = {
 	/* commands/cursor.c: a getMore fails with data.errorCode once it took
 	 * its cursor (change streams' resume tests) */
 	{"failGetMoreAfterCursorCheckout"},
+	/* repl/raft_member.c: Raft messages from the members data.hosts names
+	 * are dropped on arrival; repl/member_rpc.c: those members cannot be
+	 * reached (the fault-injection test's partitions) */
+	{"dropRaftMessagesFrom"},
 };
 
 static pthread_mutex_t fp_lock = PTHREAD_MUTEX_INITIALIZER;

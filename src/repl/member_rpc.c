@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/failpoint.h"
 #include "common/opctx.h"
 
 #define OP_MSG 2013
@@ -84,6 +85,22 @@ connect_to(const char *host, int64_t deadline_us, terr_t *err)
 	return fd;
 }
 
+/* The dropRaftMessagesFrom fail point (repl/raft_member.c) names host: a
+ * partition cuts this connection too. */
+static bool
+partitioned_from(const bson_t *data, void *arg)
+{
+	bson_iter_t it, h;
+
+	if (!bson_iter_init_find(&it, data, "hosts") || !BSON_ITER_HOLDS_ARRAY(&it))
+		return false;
+	bson_iter_recurse(&it, &h);
+	while (bson_iter_next(&h))
+		if (BSON_ITER_HOLDS_UTF8(&h) && strcmp(bson_iter_utf8(&h, NULL), (const char *)arg) == 0)
+			return true;
+	return false;
+}
+
 int
 repl_member_rpc(const char *host, const char *db, const bson_t *cmd, int timeout_ms, bson_t *reply,
                 terr_t *err)
@@ -93,7 +110,12 @@ repl_member_rpc(const char *host, const char *db, const bson_t *cmd, int timeout
 	uint8_t hdr[16], *msg = NULL, *in = NULL;
 	uint32_t len, rlen;
 	int fd, ret = -1;
+	bson_t fp;
 
+	if (failpoint_any_active() && failpoint_fire("dropRaftMessagesFrom", partitioned_from, (void *)host, &fp)) {
+		bson_destroy(&fp);
+		return terr_set(err, TERR_HOST_UNREACHABLE, "%s is cut off (dropRaftMessagesFrom)", host);
+	}
 	fd = connect_to(host, deadline, err);
 	if (fd < 0)
 		return -1;
