@@ -754,7 +754,7 @@ cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, bson_t *reply)
 		int64_t step = tm_now_us() + 100 * 1000;
 		int64_t until = deadline > 0 && deadline < step ? deadline : step;
 		int r = count ? repl_member_wait_count(e->member, target, (int)wc->w_num, until) :
-		    repl_member_wait_committed(e->member, target, until);
+		    repl_member_wait_committed(e->member, target, last.t, until);
 		if (r == 0 && count)
 			r = wait_applied(e, target, (int)wc->w_num, deadline);
 		if (r == 0)

@@ -207,7 +207,7 @@ cmd_repl_reads_linearize(cmd_t *c, terr_t *err)
 	for (;;) {
 		int64_t step = tm_now_us() + 100 * 1000;
 		int64_t until = c->deadline_us > 0 && c->deadline_us < step ? c->deadline_us : step;
-		int r = repl_member_wait_committed(e->member, at.ts, until);
+		int r = repl_member_wait_committed(e->member, at.ts, at.t, until);
 		if (r == 0)
 			return 0;
 		if (r == 2)

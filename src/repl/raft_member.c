@@ -1216,15 +1216,18 @@ repl_member_local_last_ts(repl_member_t *m)
 }
 
 int
-repl_member_wait_committed(repl_member_t *m, repl_ts_t ts, int64_t deadline_us)
+repl_member_wait_committed(repl_member_t *m, repl_ts_t ts, int64_t t, int64_t deadline_us)
 {
 	int rc = 0;
 	uint64_t term;
 
 	pthread_mutex_lock(&m->lock);
 	term = m->term;
-	while (m->committed_ts < ts) {
-		if (!m->primary || m->term != term || m->stopping) {
+	/* by ts alone a deposed primary would take a new leader's entries,
+	 * whose ts pass its own uncommitted one, for its commit (found by
+	 * tests/e2e/replset/jepsen_set.py): the term must be the entry's */
+	while (!(m->committed_t == t && m->committed_ts >= ts)) {
+		if (m->committed_t > t || !m->primary || m->term != term || m->stopping) {
 			rc = 2;
 			break;
 		}
