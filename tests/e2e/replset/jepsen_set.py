@@ -214,12 +214,23 @@ class Nemesis(threading.Thread):
         return self.rng.choice(self.cl.members)
 
     def set_cut(self, m, hosts):
-        with MongoClient(m.host, directConnection=True, serverSelectionTimeoutMS=2000, socketTimeoutMS=3000) as c:
-            if hosts:
-                c.admin.command("configureFailPoint", "dropRaftMessagesFrom", mode="alwaysOn",
-                                data={"hosts": hosts})
-            else:
-                c.admin.command("configureFailPoint", "dropRaftMessagesFrom", mode="off")
+        # a member slow to answer on a loaded machine is tried again; one
+        # that never answers fails the run
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with MongoClient(m.host, directConnection=True, serverSelectionTimeoutMS=5000,
+                                 socketTimeoutMS=10000) as c:
+                    if hosts:
+                        c.admin.command("configureFailPoint", "dropRaftMessagesFrom", mode="alwaysOn",
+                                        data={"hosts": hosts})
+                    else:
+                        c.admin.command("configureFailPoint", "dropRaftMessagesFrom", mode="off")
+                break
+            except PyMongoError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
         if hosts:
             self.cut[m] = hosts
         else:
