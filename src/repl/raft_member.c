@@ -104,6 +104,11 @@ struct repl_member {
 	uint64_t term;
 	bool stopping, failed;
 	repl_ts_t committed_ts, local_last_ts, fed_ts;
+	/* the newest entry of the set's log the applier applied (or skipped as
+	 * already local): majority reads read at most there, so a deposed
+	 * primary's own entries, past the set's, are never read as committed
+	 * while its rollback is pending */
+	repl_ts_t set_ts;
 	int64_t committed_t;          /* the term of the entry at committed_ts */
 	int leader_index;             /* row in peers, -1 */
 	int64_t last_contact_ms[REPL_MAX_MEMBERS];
@@ -327,7 +332,6 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 	pthread_mutex_lock(&m->lock);
 	if (n->ts > m->committed_ts) {
 		m->committed_ts = n->ts;
-		repl_oplog_pin_oldest(m->o.oplog, n->ts);   /* readConcern majority reads there */
 		m->committed_t = n->t;
 	}
 	queue_push(&m->to_apply, n);
@@ -417,7 +421,6 @@ fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 	if (n->ts > m->committed_ts) {
 		m->committed_ts = n->ts;
 		m->committed_t = n->t;
-		repl_oplog_pin_oldest(m->o.oplog, n->ts);
 	}
 	queue_push(&m->to_apply, n);
 	m->enqueued++;
@@ -1023,6 +1026,11 @@ applier_main(void *arg)
 			m->applied++;
 			if (n->ts > m->local_last_ts)
 				m->local_last_ts = n->ts;
+			if (n->ts > m->set_ts) {
+				m->set_ts = n->ts;
+				/* readConcern majority reads there (at most) */
+				repl_oplog_pin_oldest(m->o.oplog, m->set_ts < m->committed_ts ? m->set_ts : m->committed_ts);
+			}
 			pthread_cond_broadcast(&m->cond);
 			pthread_mutex_unlock(&m->lock);
 		}
@@ -1205,6 +1213,17 @@ repl_member_committed_ts(repl_member_t *m)
 }
 
 repl_ts_t
+repl_member_majority_read_ts(repl_member_t *m)
+{
+	repl_ts_t t;
+
+	pthread_mutex_lock(&m->lock);
+	t = m->committed_ts < m->set_ts ? m->committed_ts : m->set_ts;
+	pthread_mutex_unlock(&m->lock);
+	return t;
+}
+
+repl_ts_t
 repl_member_local_last_ts(repl_member_t *m)
 {
 	repl_ts_t t;
@@ -1226,7 +1245,9 @@ repl_member_wait_committed(repl_member_t *m, repl_ts_t ts, int64_t t, int64_t de
 	/* by ts alone a deposed primary would take a new leader's entries,
 	 * whose ts pass its own uncommitted one, for its commit (found by
 	 * tests/e2e/replset/jepsen_set.py): the term must be the entry's */
-	while (!(m->committed_t == t && m->committed_ts >= ts)) {
+	/* and, as mongod's wait for the committed snapshot, until the applier
+	 * passed it: a majority read after the write sees it */
+	while (!(m->committed_t == t && m->committed_ts >= ts && m->set_ts >= ts)) {
 		if (m->committed_t > t || !m->primary || m->term != term || m->stopping) {
 			rc = 2;
 			break;

@@ -105,6 +105,11 @@ void repl_member_stop(repl_member_t *m);
 
 /* The ts of the newest majority-committed entry (0: none yet). */
 repl_ts_t repl_member_committed_ts(repl_member_t *m);
+/* Where a majority read reads: the commit point, but not past the newest
+ * entry of the set's log the applier applied or skipped (a deposed
+ * primary's uncommitted entries stay in its data until its rollback; the
+ * set's later entries can put the commit point past them meanwhile). */
+repl_ts_t repl_member_majority_read_ts(repl_member_t *m);
 /* The newest entry written locally (or applied) by now (0: none). */
 repl_ts_t repl_member_local_last_ts(repl_member_t *m);
 /*
@@ -115,7 +120,9 @@ repl_ts_t repl_member_local_last_ts(repl_member_t *m);
  * may not be in the set's log: a new leader's entries can pass its ts while
  * it is being rolled back).  Committed means an entry of term t at or past
  * ts reached the FSM: only term t's leader wrote such entries, after this
- * one, so Raft's log holds this one before it.
+ * one, so Raft's log holds this one before it -- and the applier passed ts
+ * (repl_member_majority_read_ts reaches it, as mongod's wait for the
+ * committed snapshot).
  */
 int repl_member_wait_committed(repl_member_t *m, repl_ts_t ts, int64_t t, int64_t deadline_us);
 

@@ -9,9 +9,12 @@ as the primary it still believes it is, and its Raft loop reads the new
 leader's log: P's entries are replaced, and the new leader's, whose
 timestamps are past P's, are committed.  Before the fix P took them for the
 commit of its own entries (the wait compared timestamps alone) and
-acknowledged a write it then rolled back, and answered the read.  Now the
+acknowledged a write it then rolled back, and answered the read; and
+readConcern "majority" reads on P, at the commit point, returned the write
+until P's rollback removed it (in 3 rounds of 4).  Now the
 wait needs an entry of its own term: the write gets writeConcernError 11602
-and the read 11602, and every write acknowledged anywhere is on every
+and the read 11602, majority reads read no further than the applier's
+position in the set's log, and every write acknowledged anywhere is on every
 member afterwards.  Several rounds, since the pause may land before or
 after P's own step-down.
 
@@ -22,7 +25,7 @@ import sys
 import threading
 import time
 
-from pymongo import MongoClient
+from pymongo import MongoClient, ReadPreference
 from pymongo.errors import PyMongoError
 from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
@@ -85,10 +88,26 @@ def one_round(cl, p, rnd):
     time.sleep(1.2)
     # sent to the paused member: it runs them when it resumes, before it
     # learns it was deposed
-    th = [threading.Thread(target=write), threading.Thread(target=read)]
+    seen = []
+
+    def majority_reads():
+        # readConcern majority on P around its resume: never the write the
+        # set did not commit
+        end = time.time() + 8
+        with p.client(socketTimeoutMS=60000, read_preference=ReadPreference.SECONDARY_PREFERRED) as c:
+            coll = c.t.get_collection("c", read_concern=ReadConcern("majority"))
+            while time.time() < end:
+                try:
+                    if coll.find_one({"_id": "lost-%d" % rnd}) is not None:
+                        seen.append(time.time())
+                except PyMongoError:
+                    time.sleep(0.01)
+
+    th = [threading.Thread(target=write), threading.Thread(target=read), threading.Thread(target=majority_reads)]
     th[0].start()
     time.sleep(0.05)         # the read after the write: it sees the write's document
     th[1].start()
+    th[2].start()
     time.sleep(0.3)
     p.resume()
     for t in th:
@@ -105,6 +124,8 @@ def one_round(cl, p, rnd):
     else:
         check(getattr(outcome["write"], "code", None) in (11602, 64, 10107, 13435, None),
               "round %d: the write's error %r" % (rnd, outcome["write"]))
+    check(not seen or present, "round %d: majority reads on the deposed primary returned a write the set "
+          "never committed (%d times)" % (rnd, len(seen)))
     if outcome["read"] == "ok: found":
         # the read saw P's write: linearizable only if the write stayed
         check(present, "round %d: a linearizable read saw a write the set never committed" % rnd)
