@@ -1003,7 +1003,7 @@ cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, bson_t *reply)
 		int64_t until = deadline > 0 && deadline < step ? deadline : step;
 		int r = tagged ? wait_mode(e, target, wc->w_mode, deadline) :
 		    count ? repl_member_wait_count(e->member, target, (int)wc->w_num, until) :
-		    repl_member_wait_committed(e->member, target, until);
+		    repl_member_wait_committed(e->member, target, last.t, until);
 		if (r == 0 && count)
 			r = wait_applied(e, target, (int)wc->w_num, deadline);
 		if (r == 0)

@@ -5,12 +5,15 @@
  * The majority commit point is repl_member_committed_ts: the ts of the
  * newest entry that reached this member's Raft FSM, which Raft hands over
  * only once a majority holds it durably (on a secondary: the commit index
- * the leader told it).  A majority read reads at the smaller of that and
- * this member's visibility point (what it applied, with no hole), through
- * the snapshot-read path of cmd_txn.c (a storage session at a read
- * timestamp; its getMores read there too).  The oplog keeps history back
- * to the commit point (repl/oplog.h's oldest_pin), so such a read is never
- * refused as too old.
+ * the leader told it).  A majority read reads at the smallest of that,
+ * the applier's position in the set's log (repl_member_majority_read_ts:
+ * a deposed primary's uncommitted entries, still in its data until its
+ * rollback, are behind a commit point the new leader moved) and this
+ * member's visibility point (what it applied, with no hole), through the
+ * snapshot-read path of cmd_txn.c (a storage session at a read timestamp;
+ * its getMores read there too).  The oplog keeps history back to that read
+ * point (repl/oplog.h's oldest_pin, moved by the applier), so such a read
+ * is never refused as too old.
  */
 #include "commands/cmd_repl_reads.h"
 
@@ -32,7 +35,7 @@ multi(engine_t *e)
 static uint64_t
 majority_point(engine_t *e)
 {
-	repl_ts_t committed = repl_member_committed_ts(e->member);
+	repl_ts_t committed = repl_member_majority_read_ts(e->member);
 	repl_ts_t vis = repl_oplog_visible(e->oplog);
 
 	return committed < vis ? committed : vis;
@@ -207,7 +210,7 @@ cmd_repl_reads_linearize(cmd_t *c, terr_t *err)
 	for (;;) {
 		int64_t step = tm_now_us() + 100 * 1000;
 		int64_t until = c->deadline_us > 0 && c->deadline_us < step ? c->deadline_us : step;
-		int r = repl_member_wait_committed(e->member, at.ts, until);
+		int r = repl_member_wait_committed(e->member, at.ts, at.t, until);
 		if (r == 0)
 			return 0;
 		if (r == 2)

@@ -38,6 +38,10 @@ static failpoint_t table[] = {
 	/* repl/initial_sync.c: a logical copy waits before its first database
 	 * while it is on (a member held in STARTUP2: it must not be elected) */
 	{"initialSyncHangBeforeCopyingDatabases"},
+	/* repl/raft_member.c: Raft messages from the members data.hosts names
+	 * are dropped on arrival; repl/member_rpc.c: those members cannot be
+	 * reached (the fault-injection test's partitions) */
+	{"dropRaftMessagesFrom"},
 };
 
 static pthread_mutex_t fp_lock = PTHREAD_MUTEX_INITIALIZER;

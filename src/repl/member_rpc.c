@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "auth/auth_member.h"
+#include "common/failpoint.h"
 #include "common/opctx.h"
 
 #include <pthread.h>
@@ -160,6 +161,22 @@ connect_to(const char *host, int64_t deadline_us, terr_t *err)
 	if (fd < 0)
 		return terr_set(err, TERR_HOST_UNREACHABLE, "Connection refused connecting to %s", host);
 	return fd;
+}
+
+/* The dropRaftMessagesFrom fail point (repl/raft_member.c) names host: a
+ * partition cuts this connection too. */
+static bool
+partitioned_from(const bson_t *data, void *arg)
+{
+	bson_iter_t it, h;
+
+	if (!bson_iter_init_find(&it, data, "hosts") || !BSON_ITER_HOLDS_ARRAY(&it))
+		return false;
+	bson_iter_recurse(&it, &h);
+	while (bson_iter_next(&h))
+		if (BSON_ITER_HOLDS_UTF8(&h) && strcmp(bson_iter_utf8(&h, NULL), (const char *)arg) == 0)
+			return true;
+	return false;
 }
 
 /* One OP_MSG request and its reply on fd. */
@@ -324,7 +341,12 @@ repl_member_rpc(const char *host, const char *db, const bson_t *cmd, int timeout
 {
 	int64_t deadline = tm_now_us() + (int64_t)timeout_ms * 1000;
 	int fd, ret;
+	bson_t fp;
 
+	if (failpoint_any_active() && failpoint_fire("dropRaftMessagesFrom", partitioned_from, (void *)host, &fp)) {
+		bson_destroy(&fp);
+		return terr_set(err, TERR_HOST_UNREACHABLE, "%s is cut off (dropRaftMessagesFrom)", host);
+	}
 	if (repl_member_tls_required())
 		return terr_set(err, TERR_NOT_IMPLEMENTED, "TLS between replica-set members is not built");
 	fd = connect_to(host, deadline, err);

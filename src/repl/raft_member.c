@@ -25,6 +25,7 @@
 #include <raft/uv.h>
 #include <uv.h>
 
+#include "common/failpoint.h"
 #include "common/log.h"
 #include "common/opctx.h"
 #include "repl/oplog_apply.h"
@@ -77,6 +78,10 @@ struct repl_member {
 	struct raft_uv_transport auth_transport;   /* transport behind the keyFile handshake (raft_auth.h) */
 	bool use_auth;
 	struct raft_io io;
+	/* the I/O's own start and Raft's receive callback, wrapped by the
+	 * dropRaftMessagesFrom fail point (fault_recv) */
+	int (*io_start)(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick, raft_io_recv_cb recv);
+	raft_io_recv_cb raft_recv;
 	struct raft_fsm fsm;
 	struct raft raft;
 	struct raft_barrier barrier;
@@ -105,6 +110,11 @@ struct repl_member {
 	uint64_t term;
 	bool stopping, failed;
 	repl_ts_t committed_ts, local_last_ts, fed_ts;
+	/* the newest entry of the set's log the applier applied (or skipped as
+	 * already local): majority reads read at most there, so a deposed
+	 * primary's own entries, past the set's, are never read as committed
+	 * while its rollback is pending */
+	repl_ts_t set_ts;
 	int64_t committed_t;          /* the term of the entry at committed_ts */
 	int leader_index;             /* row in peers, -1 */
 	int64_t last_contact_ms[REPL_MAX_MEMBERS];
@@ -338,7 +348,6 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 	pthread_mutex_lock(&m->lock);
 	if (n->ts > m->committed_ts) {
 		m->committed_ts = n->ts;
-		repl_oplog_pin_oldest(m->o.oplog, n->ts);   /* readConcern majority reads there */
 		m->committed_t = n->t;
 	}
 	queue_push(&m->to_apply, n);
@@ -428,7 +437,6 @@ fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 	if (n->ts > m->committed_ts) {
 		m->committed_ts = n->ts;
 		m->committed_t = n->t;
-		repl_oplog_pin_oldest(m->o.oplog, n->ts);
 	}
 	queue_push(&m->to_apply, n);
 	m->enqueued++;
@@ -664,6 +672,91 @@ on_watch(uv_timer_t *t)
 	pthread_mutex_unlock(&m->lock);
 }
 
+/*
+ * The dropRaftMessagesFrom fail point (test commands only; the
+ * fault-injection test tests/e2e/replset/jepsen_set.py): every Raft message
+ * that arrives from a member its data names (`{hosts: ["host:port", ...]}`,
+ * the members' wire-protocol hosts) is dropped as the network would drop it.
+ * Each side naming the other is a partition between them; one side alone a
+ * one-way one.  Messages go out on the sender's own connection, so the
+ * sender's Raft address in the message is the one the peer declared.
+ */
+static bool
+host_is_raft_addr(const char *host, const char *raft_addr)
+{
+	const char *hc = strrchr(host, ':'), *rc = strrchr(raft_addr, ':');
+	char *end;
+	long hp, rp;
+
+	if (hc == NULL || rc == NULL || hc - host != rc - raft_addr || strncmp(host, raft_addr, (size_t)(hc - host)) != 0)
+		return false;
+	hp = strtol(hc + 1, &end, 10);
+	if (*end != '\0')
+		return false;
+	rp = strtol(rc + 1, &end, 10);
+	return *end == '\0' && hp + REPL_RAFT_PORT_OFFSET == rp;
+}
+
+static bool
+drop_matches(const bson_t *data, void *arg)
+{
+	const char *addr = arg;
+	bson_iter_t it, h;
+
+	if (addr == NULL || !bson_iter_init_find(&it, data, "hosts") || !BSON_ITER_HOLDS_ARRAY(&it))
+		return false;
+	bson_iter_recurse(&it, &h);
+	while (bson_iter_next(&h))
+		if (BSON_ITER_HOLDS_UTF8(&h) && host_is_raft_addr(bson_iter_utf8(&h, NULL), addr))
+			return true;
+	return false;
+}
+
+/* A dropped message's payload is Raft's to free once received: the entries'
+ * batches (one buffer may hold several entries) or the snapshot's. */
+static void
+drop_message(struct raft_message *msg)
+{
+	if (msg->type == RAFT_IO_APPEND_ENTRIES) {
+		struct raft_entry *e = msg->append_entries.entries;
+		void *batch = NULL;
+		for (unsigned i = 0; i < msg->append_entries.n_entries; i++)
+			if (e[i].batch != batch) {
+				batch = e[i].batch;
+				raft_free(batch);
+			}
+		if (e != NULL)
+			raft_free(e);
+	} else if (msg->type == RAFT_IO_INSTALL_SNAPSHOT) {
+		raft_configuration_close(&msg->install_snapshot.conf);
+		raft_free(msg->install_snapshot.data.base);
+	}
+}
+
+static void
+fault_recv(struct raft_io *io, struct raft_message *msg)
+{
+	repl_member_t *m = ((struct raft *)io->data)->data;
+	bson_t data;
+
+	if (failpoint_any_active() &&
+	    failpoint_fire("dropRaftMessagesFrom", drop_matches, (void *)msg->server_address, &data)) {
+		bson_destroy(&data);
+		drop_message(msg);
+		return;
+	}
+	m->raft_recv(io, msg);
+}
+
+static int
+fault_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick, raft_io_recv_cb recv)
+{
+	repl_member_t *m = ((struct raft *)io->data)->data;
+
+	m->raft_recv = recv;
+	return m->io_start(io, msecs, tick, fault_recv);
+}
+
 static void
 on_closed(struct raft *r)
 {
@@ -728,6 +821,8 @@ loop_main(void *arg)
 		goto fail;
 	}
 	m->raft.data = m;
+	m->io_start = m->io.start;
+	m->io.start = fault_start;
 	if (m->o.bootstrap) {
 		raft_configuration_init(&conf);
 		for (int i = 0; i < m->o.npeers && rv == 0; i++)
@@ -993,6 +1088,11 @@ applier_main(void *arg)
 			m->applied++;
 			if (n->ts > m->local_last_ts)
 				m->local_last_ts = n->ts;
+			if (n->ts > m->set_ts) {
+				m->set_ts = n->ts;
+				/* readConcern majority reads there (at most) */
+				repl_oplog_pin_oldest(m->o.oplog, m->set_ts < m->committed_ts ? m->set_ts : m->committed_ts);
+			}
 			pthread_cond_broadcast(&m->cond);
 			pthread_mutex_unlock(&m->lock);
 		}
@@ -1178,6 +1278,17 @@ repl_member_committed_ts(repl_member_t *m)
 }
 
 repl_ts_t
+repl_member_majority_read_ts(repl_member_t *m)
+{
+	repl_ts_t t;
+
+	pthread_mutex_lock(&m->lock);
+	t = m->committed_ts < m->set_ts ? m->committed_ts : m->set_ts;
+	pthread_mutex_unlock(&m->lock);
+	return t;
+}
+
+repl_ts_t
 repl_member_local_last_ts(repl_member_t *m)
 {
 	repl_ts_t t;
@@ -1189,15 +1300,20 @@ repl_member_local_last_ts(repl_member_t *m)
 }
 
 int
-repl_member_wait_committed(repl_member_t *m, repl_ts_t ts, int64_t deadline_us)
+repl_member_wait_committed(repl_member_t *m, repl_ts_t ts, int64_t t, int64_t deadline_us)
 {
 	int rc = 0;
 	uint64_t term;
 
 	pthread_mutex_lock(&m->lock);
 	term = m->term;
-	while (m->committed_ts < ts) {
-		if (!m->primary || m->term != term || m->stopping) {
+	/* by ts alone a deposed primary would take a new leader's entries,
+	 * whose ts pass its own uncommitted one, for its commit (found by
+	 * tests/e2e/replset/jepsen_set.py): the term must be the entry's */
+	/* and, as mongod's wait for the committed snapshot, until the applier
+	 * passed it: a majority read after the write sees it */
+	while (!(m->committed_t == t && m->committed_ts >= ts && m->set_ts >= ts)) {
+		if (m->committed_t > t || !m->primary || m->term != term || m->stopping) {
 			rc = 2;
 			break;
 		}

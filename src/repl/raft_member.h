@@ -106,14 +106,26 @@ void repl_member_stop(repl_member_t *m);
 
 /* The ts of the newest majority-committed entry (0: none yet). */
 repl_ts_t repl_member_committed_ts(repl_member_t *m);
+/* Where a majority read reads: the commit point, but not past the newest
+ * entry of the set's log the applier applied or skipped (a deposed
+ * primary's uncommitted entries stay in its data until its rollback; the
+ * set's later entries can put the commit point past them meanwhile). */
+repl_ts_t repl_member_majority_read_ts(repl_member_t *m);
 /* The newest entry written locally (or applied) by now (0: none). */
 repl_ts_t repl_member_local_last_ts(repl_member_t *m);
 /*
- * Wait until the entry with ts `ts` is majority-committed: 0; 1 when the
- * deadline (tm_now_us's clock; 0 = none) passed; 2 when this member stopped
- * being the leader meanwhile (the write may or may not commit).
+ * Wait until the entry (ts, t) -- this member's own, written as primary in
+ * term t -- is majority-committed: 0; 1 when the deadline (tm_now_us's
+ * clock; 0 = none) passed; 2 when this member stopped being the leader
+ * meanwhile or the set committed an entry of a later term (the entry may or
+ * may not be in the set's log: a new leader's entries can pass its ts while
+ * it is being rolled back).  Committed means an entry of term t at or past
+ * ts reached the FSM: only term t's leader wrote such entries, after this
+ * one, so Raft's log holds this one before it -- and the applier passed ts
+ * (repl_member_majority_read_ts reaches it, as mongod's wait for the
+ * committed snapshot).
  */
-int repl_member_wait_committed(repl_member_t *m, repl_ts_t ts, int64_t deadline_us);
+int repl_member_wait_committed(repl_member_t *m, repl_ts_t ts, int64_t t, int64_t deadline_us);
 
 /*
  * w: N: wait until n members hold the entry with ts `ts`: this member (the

@@ -72,6 +72,10 @@ class Member:
 
     def _start(self):
         os.makedirs(self.dbpath, exist_ok=True)
+        try:
+            start_at = os.path.getsize(self.log)
+        except OSError:
+            start_at = 0
         logf = open(self.log, "ab")
         self.proc = subprocess.Popen(
             [self.tamgad, "--port", str(self.port), "--bind_ip", "127.0.0.1", "--dbpath", self.dbpath,
@@ -82,14 +86,20 @@ class Member:
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("member %s exited at start:\n%s" % (self.host, self.tail()))
-            s = socket.socket()
-            s.settimeout(0.2)
-            if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                s.close()
+            # this process's own "Waiting for connections" (a connect alone
+            # could reach another test's server that took the port first)
+            if self.listening_since(start_at):
                 return
-            s.close()
             time.sleep(0.05)
         raise RuntimeError("member %s did not listen" % self.host)
+
+    def listening_since(self, offset):
+        try:
+            with open(self.log, "rb") as f:
+                f.seek(offset)
+                return b'"Waiting for connections"' in f.read()
+        except OSError:
+            return False
 
     def client(self, **kw):
         kw.setdefault("serverSelectionTimeoutMS", 5000)
