@@ -1024,6 +1024,154 @@ lastpoint_stages(const ts_options_t *o, const bson_t *user, bson_t *out, int *n)
 	return true;
 }
 
+/* ---- a $group run on the buckets' columns ------------------------------------------- */
+
+/* The units of fixed length a UTC $dateTrunc cuts into bins of equal width. */
+static const struct {
+	const char *name;
+	int64_t ms;
+} trunc_units[] = {
+	{"millisecond", 1}, {"second", 1000}, {"minute", 60000}, {"hour", 3600000}, {"day", 86400000}, {NULL, 0},
+};
+
+static void
+bin_merge(int64_t *bin, int64_t b)
+{
+	if (*bin == -1)
+		*bin = b;
+	else if (b != -1 && b != *bin)
+		*bin = 0;
+}
+
+/* A {$dateTrunc: {...}} of the time field in UTC with a fixed-length unit
+ * and a constant binSize: its bin width in ms (0: it is not). */
+static int64_t
+trunc_bin(const ts_options_t *o, bson_iter_t *spec)
+{
+	bson_iter_t f;
+	int64_t unit = 0;
+	bool date = false;
+
+	if (!BSON_ITER_HOLDS_DOCUMENT(spec) || !bson_iter_recurse(spec, &f))
+		return 0;
+	while (bson_iter_next(&f)) {
+		const char *k = bson_iter_key(&f);
+		if (strcmp(k, "date") == 0)
+			date = BSON_ITER_HOLDS_UTF8(&f) && bson_iter_utf8(&f, NULL)[0] == '$' &&
+			    strcmp(bson_iter_utf8(&f, NULL) + 1, o->time_field) == 0;
+		else if (strcmp(k, "unit") == 0 && BSON_ITER_HOLDS_UTF8(&f)) {
+			for (int i = 0; trunc_units[i].name != NULL; i++)
+				if (strcmp(bson_iter_utf8(&f, NULL), trunc_units[i].name) == 0)
+					unit = trunc_units[i].ms;
+		} else if (strcmp(k, "binSize") == 0 && (BSON_ITER_HOLDS_INT32(&f) || BSON_ITER_HOLDS_INT64(&f)) &&
+		           bson_iter_as_int64(&f) == 1)
+			continue;   /* wider bins: their alignment is $dateTrunc's to know (evaluated per time) */
+		else if (strcmp(k, "timezone") == 0 && BSON_ITER_HOLDS_UTF8(&f) &&
+		         (strcmp(bson_iter_utf8(&f, NULL), "UTC") == 0 || strcmp(bson_iter_utf8(&f, NULL), "GMT") == 0))
+			continue;
+		else
+			return 0;
+	}
+	return date && unit > 0 ? unit : 0;
+}
+
+/* Whether a $group _id expression reads only the meta and time of a
+ * measurement in forms the column path evaluates (field paths, constants,
+ * objects and arrays of them, $dateTrunc of the time); *bin merges how it
+ * reads the time: -1 not at all, > 0 only through bins of that width
+ * (aligned at $dateTrunc's reference point), 0 otherwise. */
+static bool
+block_id(const ts_options_t *o, bson_iter_t *it, int64_t *bin, int depth)
+{
+	char mp[300];
+
+	if (depth > 20)
+		return false;
+	if (BSON_ITER_HOLDS_UTF8(it)) {
+		const char *s = bson_iter_utf8(it, NULL);
+		if (s[0] != '$')
+			return true;
+		if (s[1] == '$')
+			return false;
+		if (strcmp(s + 1, o->time_field) == 0) {
+			bin_merge(bin, 0);
+			return true;
+		}
+		return lp_meta_path(o, s + 1, mp, sizeof(mp));
+	}
+	if (BSON_ITER_HOLDS_DOCUMENT(it) || BSON_ITER_HOLDS_ARRAY(it)) {
+		bson_iter_t c;
+		bool arr = BSON_ITER_HOLDS_ARRAY(it);
+		bson_iter_recurse(it, &c);
+		if (!arr && bson_iter_next(&c) && bson_iter_key(&c)[0] == '$') {
+			bson_iter_t more = c;
+			if (bson_iter_next(&more))
+				return false;
+			if (strcmp(bson_iter_key(&c), "$literal") == 0)
+				return true;
+			if (strcmp(bson_iter_key(&c), "$dateTrunc") == 0) {
+				int64_t b = trunc_bin(o, &c);
+				bin_merge(bin, b > 0 ? b : 0);
+				return b > 0;
+			}
+			return false;
+		}
+		bson_iter_recurse(it, &c);
+		while (bson_iter_next(&c))
+			if (!block_id(o, &c, bin, depth + 1))
+				return false;
+		return true;
+	}
+	return true;   /* a constant */
+}
+
+/* The accumulators the column path feeds with values (accum_add). */
+static const char *const block_accs[] = {"$sum", "$avg", "$min", "$max", "$first", "$last", "$push", "$addToSet",
+    "$count", "$stdDevPop", "$stdDevSamp", NULL};
+
+/*
+ * A $group (at g) that can run on a bucket's columns without building
+ * its measurements (agg/stage_group.c's column path): _id as block_id
+ * takes, every accumulator one of block_accs of a top-level field path or
+ * a constant ($count: {}).  Returns the _id's bin (see block_id), or
+ * INT64_MIN when the $group is not of that shape.
+ */
+static int64_t
+block_group_bin(const ts_options_t *o, bson_iter_t *g)
+{
+	bson_iter_t f;
+	int64_t bin = -1;
+	bool id = false;
+
+	if (!BSON_ITER_HOLDS_DOCUMENT(g) || !bson_iter_recurse(g, &f))
+		return INT64_MIN;
+	while (bson_iter_next(&f)) {
+		bson_iter_t acc;
+		bool known = false;
+		if (strcmp(bson_iter_key(&f), "_id") == 0) {
+			if (!block_id(o, &f, &bin, 0))
+				return INT64_MIN;
+			id = true;
+			continue;
+		}
+		if (!BSON_ITER_HOLDS_DOCUMENT(&f) || !bson_iter_recurse(&f, &acc) || !bson_iter_next(&acc))
+			return INT64_MIN;
+		for (int i = 0; block_accs[i] != NULL; i++)
+			known |= strcmp(bson_iter_key(&acc), block_accs[i]) == 0;
+		if (!known)
+			return INT64_MIN;
+		if (strcmp(bson_iter_key(&acc), "$count") == 0)
+			continue;
+		if (BSON_ITER_HOLDS_UTF8(&acc)) {
+			const char *s = bson_iter_utf8(&acc, NULL);
+			if (s[0] == '$' && (s[1] == '$' || s[1] == '\0' || strchr(s, '.') != NULL))
+				return INT64_MIN;
+		} else if (BSON_ITER_HOLDS_DOCUMENT(&acc) || BSON_ITER_HOLDS_ARRAY(&acc))
+			return INT64_MIN;
+	}
+	return id ? bin : INT64_MIN;
+}
+
 int
 cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bson_t *out)
 {
@@ -1034,7 +1182,9 @@ cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bson_t *out
 	char key[16];
 	ts_deps_t deps;
 	const char *include[TS_DEPS_MAX + 1];
-	bool lastpoint;
+	bool lastpoint, absorbed = false;
+	bson_t event = BSON_INITIALIZER, whole = BSON_INITIALIZER, rest = BSON_INITIALIZER;
+	int64_t block_bin = INT64_MIN;
 
 	bson_init(out);
 	if (!ts_options_get(coll->options, &o))
@@ -1049,9 +1199,15 @@ cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bson_t *out
 			bson_snprintf(key, sizeof(key), "%d", n++);
 			bson_append_iter(out, key, -1, &it);
 		}
+		bson_destroy(&event);
+		bson_destroy(&whole);
+		bson_destroy(&rest);
 		return 0;
 	}
-	/* a leading $match: its meta/time part decides buckets first */
+	/* a leading $match: its meta/time part decides buckets first; the rest
+	 * goes into the unpack stage as its eventFilter (with the
+	 * wholeBucketFilter that spares it for buckets wholly inside), as
+	 * mongod's doOptimizeAt moves it there */
 	if (bson_iter_init(&it, user) && bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
 	    bson_iter_recurse(&it, &st) && bson_iter_next(&st) && strcmp(bson_iter_key(&st), "$match") == 0 &&
 	    BSON_ITER_HOLDS_DOCUMENT(&st)) {
@@ -1067,9 +1223,28 @@ cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bson_t *out
 			bson_append_document_end(out, &stage);
 		}
 		bson_destroy(&bf);
+		absorbed = ts_event_split(&o, &f, &event, &whole);
+	}
+	/* the stages after the unpack: the user's, less an absorbed $match (its
+	 * event part counted in the unpack's `include`, as mongod counts it) */
+	{
+		int m = 0;
+		if (absorbed && !bson_empty(&event)) {
+			bson_snprintf(key, sizeof(key), "%d", m++);
+			bson_append_document_begin(&rest, key, -1, &stage);
+			BSON_APPEND_DOCUMENT(&stage, "$match", &event);
+			bson_append_document_end(&rest, &stage);
+		}
+		bson_iter_init(&it, user);
+		if (absorbed)
+			bson_iter_next(&it);
+		while (bson_iter_next(&it)) {
+			bson_snprintf(key, sizeof(key), "%d", m++);
+			bson_append_iter(&rest, key, -1, &it);
+		}
 	}
 	lastpoint = lastpoint_stages(&o, user, out, &n);
-	deps_pipeline(user, &deps);
+	deps_pipeline(&rest, &deps);
 	if (!deps.all) {
 		for (int i = 0; i < deps.n; i++)
 			include[i] = deps.names[i];
@@ -1078,19 +1253,42 @@ cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bson_t *out
 		o.include = include;
 		o.n_include = deps.n;
 	}
+	/* a $group right after the unpack (an absorbed $match before it, or
+	 * none) that the column path can run */
+	if (!lastpoint && (absorbed || !(bson_iter_init(&it, user) && bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+	                                 bson_iter_recurse(&it, &st) && bson_iter_next(&st) &&
+	                                 strcmp(bson_iter_key(&st), "$match") == 0))) {
+		bson_iter_init(&it, user);
+		if (absorbed)
+			bson_iter_next(&it);
+		if (bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &st) && bson_iter_next(&st) &&
+		    strcmp(bson_iter_key(&st), "$group") == 0)
+			block_bin = block_group_bin(&o, &st);
+	}
 	bson_snprintf(key, sizeof(key), "%d", n++);
 	bson_append_document_begin(out, key, -1, &stage);
 	bson_append_document_begin(&stage, "$_internalUnpackBucket", -1, &spec);
 	ts_unpack_spec(&o, &spec);
+	if (!bson_empty(&whole))
+		BSON_APPEND_DOCUMENT(&spec, "wholeBucketFilter", &whole);
+	if (!bson_empty(&event))
+		BSON_APPEND_DOCUMENT(&spec, "eventFilter", &event);
 	if (lastpoint)
 		BSON_APPEND_BOOL(&spec, "$_tamgaLastpoint", true);
+	if (block_bin != INT64_MIN)
+		BSON_APPEND_INT64(&spec, "$_tamgaBlockGroup", block_bin);
 	bson_append_document_end(&stage, &spec);
 	bson_append_document_end(out, &stage);
-	if (bson_iter_init(&it, user))
-		while (bson_iter_next(&it)) {
-			bson_snprintf(key, sizeof(key), "%d", n++);
-			bson_append_iter(out, key, -1, &it);
-		}
+	bson_iter_init(&it, user);
+	if (absorbed)
+		bson_iter_next(&it);
+	while (bson_iter_next(&it)) {
+		bson_snprintf(key, sizeof(key), "%d", n++);
+		bson_append_iter(out, key, -1, &it);
+	}
+	bson_destroy(&event);
+	bson_destroy(&whole);
+	bson_destroy(&rest);
 	return 0;
 }
 
