@@ -852,7 +852,9 @@ time_bounds(const ts_options_t *o, const bson_iter_t *pred, bson_t *out)
  * only be left out when its control.min.f and control.max.f are both
  * numbers (then every value of the column is a number: BSON order puts
  * every other type outside them) and the bound rules out [min, max].
- * Appends {$or: [bound on min/max, min not a number, max not a number]}.
+ * Appends {$or: [bound on min/max, min not a number, max not a number, max an
+ * array]} (match operators look into arrays: a max of [5, 3] passes $type
+ * "number" and would drop the bucket).
  */
 static bool
 measurement_bounds(const char *field, const bson_iter_t *pred, bson_t *out)
@@ -898,6 +900,13 @@ measurement_bounds(const char *field, const bson_iter_t *pred, bson_t *out)
 		BSON_APPEND_UTF8(&t, "$type", "number");
 		bson_append_document_end(&nt, &t);
 		bson_append_document_end(&c, &nt);
+		bson_append_document_end(&arr, &c);
+		/* an array max: $type and the bound above look at its elements
+		 * (a max of [5, 3] "is" a number), so the bucket stays */
+		bson_append_document_begin(&arr, "3", 1, &c);
+		bson_append_document_begin(&c, maxp, -1, &t);
+		BSON_APPEND_UTF8(&t, "$type", "array");
+		bson_append_document_end(&c, &t);
 		bson_append_document_end(&arr, &c);
 		bson_append_array_end(out, &arr);
 		any = true;

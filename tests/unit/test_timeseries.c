@@ -92,11 +92,20 @@ random_measurement(bson_string_t *s, int i)
 	bson_string_append_printf(s, "{\"_id\": %d, \"t\": {\"$date\": {\"$numberLong\": \"%lld\"}}", i, t);
 	if (metas[mi] != NULL)
 		bson_string_append_printf(s, ", \"m\": %s", metas[mi]);
-	switch (next_rand() % 4) {
+	switch (next_rand() % 7) {
 	case 0: break;
-	case 1: bson_string_append_printf(s, ", \"a\": %d", (int)(next_rand() % 100)); break;
-	case 2: bson_string_append_printf(s, ", \"a\": %d.5", (int)(next_rand() % 100)); break;
-	default: bson_string_append_printf(s, ", \"a\": \"s%d\"", (int)(next_rand() % 10)); break;
+	case 1: case 4: bson_string_append_printf(s, ", \"a\": %d", (int)(next_rand() % 100)); break;
+	case 2: case 5: bson_string_append_printf(s, ", \"a\": %d.5", (int)(next_rand() % 100)); break;
+	case 3: bson_string_append_printf(s, ", \"a\": \"s%d\"", (int)(next_rand() % 10)); break;
+	default:
+		/* the rarer kinds: null, an array, a long */
+		if (next_rand() % 3 == 0)
+			bson_string_append(s, ", \"a\": null");
+		else if (next_rand() % 2 == 0)
+			bson_string_append_printf(s, ", \"a\": [%d, 3]", (int)(next_rand() % 10));
+		else
+			bson_string_append_printf(s, ", \"a\": {\"$numberLong\": \"%d\"}", (int)(next_rand() % 100));
+		break;
 	}
 	if (next_rand() % 2)
 		bson_string_append_printf(s, ", \"b\": {\"c\": %d}", (int)(next_rand() % 5));
@@ -158,6 +167,18 @@ static const char *const group_shapes[] = {
 	"{\"$group\": {\"_id\": \"$m\", \"n\": {\"$count\": {}}}}",
 	"{\"$match\": {\"$expr\": {\"$lt\": [\"$b.c\", 3]}}}, {\"$group\": {\"_id\": \"$m\", \"s\": {\"$push\": \"$_id\"}}}, {\"$project\": {\"n\": {\"$size\": \"$s\"}}}",
 	"{\"$group\": {\"_id\": \"$m\", \"d\": {\"$max\": \"$$ROOT.a\"}}}",
+	/* the column path ($group right after the unpack, an event filter of
+	 * times only or none): every accumulator it feeds, _id by meta, meta
+	 * subfields, constants, time bins, the time itself */
+	"{\"$group\": {\"_id\": \"$m\", \"s\": {\"$sum\": \"$a\"}, \"v\": {\"$avg\": \"$a\"}, \"lo\": {\"$min\": \"$a\"}, \"hi\": {\"$max\": \"$a\"}, \"n\": {\"$count\": {}}, \"sd\": {\"$stdDevPop\": \"$a\"}}}, {\"$set\": {\"sd\": {\"$round\": [\"$sd\", 6]}}}",
+	"{\"$group\": {\"_id\": {\"site\": \"$m.site\", \"k\": \"const\"}, \"mx\": {\"$max\": \"$t\"}, \"mn\": {\"$min\": \"$t\"}, \"ms\": {\"$addToSet\": \"$m\"}, \"bs\": {\"$max\": \"$b\"}}}, {\"$set\": {\"ms\": {\"$sortArray\": {\"input\": \"$ms\", \"sortBy\": 1}}}}",
+	"{\"$match\": {\"t\": {\"$gt\": {\"$date\": {\"$numberLong\": \"1700003000000\"}}, \"$lte\": {\"$date\": {\"$numberLong\": \"1700020000000\"}}}}}, {\"$group\": {\"_id\": {\"$dateTrunc\": {\"date\": \"$t\", \"unit\": \"minute\"}}, \"n\": {\"$sum\": 1}, \"hi\": {\"$max\": \"$a\"}, \"sd\": {\"$stdDevSamp\": \"$a\"}}}, {\"$set\": {\"sd\": {\"$round\": [\"$sd\", 6]}}}",
+	"{\"$match\": {\"t\": {\"$lt\": {\"$date\": {\"$numberLong\": \"1700009000000\"}}}, \"m\": {\"$in\": [1, \"x\"]}}}, {\"$group\": {\"_id\": {\"m\": \"$m\", \"d\": {\"$dateTrunc\": {\"date\": \"$t\", \"unit\": \"hour\", \"binSize\": 2}}}, \"v\": {\"$avg\": \"$a\"}, \"ids\": {\"$push\": \"$_id\"}}}, {\"$set\": {\"ids\": {\"$sortArray\": {\"input\": \"$ids\", \"sortBy\": 1}}}}",
+	"{\"$group\": {\"_id\": {\"$dateTrunc\": {\"date\": \"$t\", \"unit\": \"day\", \"timezone\": \"UTC\"}}, \"f\": {\"$sum\": 2.5}, \"a\": {\"$push\": \"$a\"}}}, {\"$set\": {\"a\": {\"$sortArray\": {\"input\": \"$a\", \"sortBy\": 1}}}}",
+	"{\"$group\": {\"_id\": \"$t\", \"n\": {\"$sum\": 1}, \"x\": {\"$max\": \"$a\"}}}",
+	"{\"$match\": {\"t\": {\"$gte\": {\"$date\": {\"$numberLong\": \"1700001000000\"}}, \"$lte\": {\"$date\": {\"$numberLong\": \"1700001600000\"}}}}}, {\"$group\": {\"_id\": null, \"n\": {\"$sum\": 1}}}",
+	"{\"$match\": {\"t\": {\"$gte\": {\"$date\": {\"$numberLong\": \"1700006000000\"}}}, \"a\": {\"$type\": \"number\"}}}, {\"$group\": {\"_id\": \"$m\", \"s\": {\"$sum\": \"$a\"}}}",
+	"{\"$match\": {\"$or\": [{\"m\": 2}, {\"t\": {\"$lt\": {\"$date\": {\"$numberLong\": \"1700004000000\"}}}}]}}, {\"$group\": {\"_id\": \"$m\", \"n\": {\"$sum\": 1}}}",
 };
 
 static void
