@@ -1172,8 +1172,161 @@ block_group_bin(const ts_options_t *o, bson_iter_t *g)
 	return id ? bin : INT64_MIN;
 }
 
+/* A $group _id whose field paths are all the metaField or under it (or a
+ * constant), rewritten to the bucket's "meta" into out under key: mongod's
+ * rewriteGroupByField (its fixed-bucket $dateTrunc case aside). */
+static bool
+meta_id_rewrite(const ts_options_t *o, bson_iter_t *it, bson_t *out, const char *key, int depth)
+{
+	char mp[300];
+
+	if (depth > 20)
+		return false;
+	if (BSON_ITER_HOLDS_UTF8(it)) {
+		const char *v = bson_iter_utf8(it, NULL);
+		if (v[0] != '$') {
+			bson_append_iter(out, key, -1, it);
+			return true;
+		}
+		if (v[1] == '$' || !lp_meta_path(o, v + 1, mp + 1, sizeof(mp) - 1))
+			return false;
+		mp[0] = '$';
+		BSON_APPEND_UTF8(out, key, mp);
+		return true;
+	}
+	if (BSON_ITER_HOLDS_DOCUMENT(it)) {
+		bson_iter_t c;
+		bson_t sub;
+		bool ok = true;
+		bson_iter_recurse(it, &c);
+		if (bson_iter_next(&c) && bson_iter_key(&c)[0] == '$')
+			return false;   /* an operator: not taken here */
+		bson_append_document_begin(out, key, -1, &sub);
+		bson_iter_recurse(it, &c);
+		while (ok && bson_iter_next(&c))
+			ok = meta_id_rewrite(o, &c, &sub, bson_iter_key(&c), depth + 1);
+		bson_append_document_end(out, &sub);
+		return ok;
+	}
+	if (BSON_ITER_HOLDS_ARRAY(it))
+		return false;
+	bson_append_iter(out, key, -1, it);   /* a constant */
+	return true;
+}
+
+/*
+ * mongod's rewriteGroupStage: a $group right after the unpack (no event
+ * filter) by the meta (or a constant) whose accumulators are all $min/$max
+ * of field paths and {$sum: 1} runs on the buckets themselves: $min/$max of
+ * the meta become the same of "$meta...", $max of a field that of
+ * "$control.max.<field>", {$sum: 1} the bucket's count ({$cond: [{$gte:
+ * ["$control.version", 2]}, "$control.count", {$size: {$objectToArray:
+ * "$data.<time>"}}]}).  Appends {$group: ...} to out under key and returns
+ * true; false: not that shape.
+ *
+ * Narrower than mongod where the answer would differ from the unpacked one:
+ * {$sum: 1.0} or NumberLong(1) (the count is an int; the unpacked sum a
+ * double or long),
+ * $min of a measurement field (control.min holds a null the accumulator
+ * skips; mongod's rewrite then differs from the unpacked answer), subfields
+ * of measurements (Tamga's control.min/max are of the whole top-level
+ * value, mongod's field by field), and $min of the time (control.min of
+ * the time is rounded down: mongod refuses it too).
+ */
+static bool
+group_rewrite(const ts_options_t *o, bson_iter_t *g, bson_t *out, const char *key)
+{
+	bson_t grp, body;
+	bson_iter_t f;
+	bool ok = true, id = false;
+
+	if (!BSON_ITER_HOLDS_DOCUMENT(g))
+		return false;
+	bson_init(&grp);
+	bson_append_document_begin(&grp, "$group", -1, &body);
+	bson_iter_recurse(g, &f);
+	while (ok && bson_iter_next(&f)) {
+		const char *name = bson_iter_key(&f);
+		bson_iter_t acc;
+		const char *op;
+		char path[400];
+		if (strcmp(name, "_id") == 0) {
+			ok = meta_id_rewrite(o, &f, &body, "_id", 0);
+			id = true;
+			continue;
+		}
+		if (!BSON_ITER_HOLDS_DOCUMENT(&f) || !bson_iter_recurse(&f, &acc) || !bson_iter_next(&acc)) {
+			ok = false;
+			break;
+		}
+		op = bson_iter_key(&acc);
+		if ((strcmp(op, "$count") == 0 && BSON_ITER_HOLDS_DOCUMENT(&acc)) ||
+		    (strcmp(op, "$sum") == 0 && BSON_ITER_HOLDS_INT32(&acc) && bson_iter_int32(&acc) == 1)) {
+			/* {$sum: 1}: the bucket's measurement count */
+			bson_t a, sum, cond, gte, size, ota;
+			char data[300];
+			if (strcmp(op, "$count") == 0) {
+				bson_iter_t e;
+				bson_iter_recurse(&acc, &e);
+				if (bson_iter_next(&e)) {
+					ok = false;
+					break;
+				}
+			}
+			bson_snprintf(data, sizeof(data), "$data.%s", o->time_field);
+			bson_append_document_begin(&body, name, -1, &a);
+			bson_append_document_begin(&a, "$sum", -1, &sum);
+			bson_append_array_begin(&sum, "$cond", -1, &cond);
+			bson_append_document_begin(&cond, "0", -1, &gte);
+			{
+				bson_t args;
+				bson_append_array_begin(&gte, "$gte", -1, &args);
+				BSON_APPEND_UTF8(&args, "0", "$control.version");
+				BSON_APPEND_INT32(&args, "1", 2);
+				bson_append_array_end(&gte, &args);
+			}
+			bson_append_document_end(&cond, &gte);
+			BSON_APPEND_UTF8(&cond, "1", "$control.count");
+			bson_append_document_begin(&cond, "2", -1, &size);
+			bson_append_document_begin(&size, "$size", -1, &ota);
+			BSON_APPEND_UTF8(&ota, "$objectToArray", data);
+			bson_append_document_end(&size, &ota);
+			bson_append_document_end(&cond, &size);
+			bson_append_array_end(&sum, &cond);
+			bson_append_document_end(&a, &sum);
+			bson_append_document_end(&body, &a);
+			continue;
+		}
+		if ((strcmp(op, "$min") != 0 && strcmp(op, "$max") != 0) || !BSON_ITER_HOLDS_UTF8(&acc) ||
+		    bson_iter_utf8(&acc, NULL)[0] != '$' || bson_iter_utf8(&acc, NULL)[1] == '$') {
+			ok = false;
+			break;
+		}
+		{
+			const char *fp = bson_iter_utf8(&acc, NULL) + 1;
+			bson_t a;
+			if (lp_meta_path(o, fp, path + 1, sizeof(path) - 1))
+				path[0] = '$';
+			else if (strcmp(op, "$max") == 0 && strchr(fp, '.') == NULL && strlen(fp) < 300)
+				bson_snprintf(path, sizeof(path), "$control.max.%s", fp);
+			else {
+				ok = false;
+				break;
+			}
+			bson_append_document_begin(&body, name, -1, &a);
+			BSON_APPEND_UTF8(&a, op, path);
+			bson_append_document_end(&body, &a);
+		}
+	}
+	bson_append_document_end(&grp, &body);
+	if (ok && id)
+		BSON_APPEND_DOCUMENT(out, key, &grp);
+	bson_destroy(&grp);
+	return ok && id;
+}
+
 int
-cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bson_t *out)
+cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bool simple_collation, bson_t *out)
 {
 	ts_options_t o;
 	bson_iter_t it, st;
@@ -1264,6 +1417,30 @@ cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bson_t *out
 		if (bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &st) && bson_iter_next(&st) &&
 		    strcmp(bson_iter_key(&st), "$group") == 0)
 			block_bin = block_group_bin(&o, &st);
+	}
+	/* mongod's $group on the buckets themselves, in place of the unpack
+	 * and the user's $group (its control fields follow the collection's
+	 * simple collation: not under another) */
+	if (!lastpoint && simple_collation && !bson_has_field(coll->options, "collation") &&
+	    (!absorbed || bson_empty(&event)) &&
+	    !(!absorbed && bson_iter_init(&it, user) && bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+	      bson_iter_recurse(&it, &st) && bson_iter_next(&st) && strcmp(bson_iter_key(&st), "$match") == 0)) {
+		bson_iter_init(&it, user);
+		if (absorbed)
+			bson_iter_next(&it);
+		bson_snprintf(key, sizeof(key), "%d", n);
+		if (bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &st) && bson_iter_next(&st) &&
+		    strcmp(bson_iter_key(&st), "$group") == 0 && group_rewrite(&o, &st, out, key)) {
+			n++;
+			while (bson_iter_next(&it)) {
+				bson_snprintf(key, sizeof(key), "%d", n++);
+				bson_append_iter(out, key, -1, &it);
+			}
+			bson_destroy(&event);
+			bson_destroy(&whole);
+			bson_destroy(&rest);
+			return 0;
+		}
 	}
 	bson_snprintf(key, sizeof(key), "%d", n++);
 	bson_append_document_begin(out, key, -1, &stage);

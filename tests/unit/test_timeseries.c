@@ -179,6 +179,10 @@ static const char *const group_shapes[] = {
 	"{\"$match\": {\"t\": {\"$gte\": {\"$date\": {\"$numberLong\": \"1700001000000\"}}, \"$lte\": {\"$date\": {\"$numberLong\": \"1700001600000\"}}}}}, {\"$group\": {\"_id\": null, \"n\": {\"$sum\": 1}}}",
 	"{\"$match\": {\"t\": {\"$gte\": {\"$date\": {\"$numberLong\": \"1700006000000\"}}}, \"a\": {\"$type\": \"number\"}}}, {\"$group\": {\"_id\": \"$m\", \"s\": {\"$sum\": \"$a\"}}}",
 	"{\"$match\": {\"$or\": [{\"m\": 2}, {\"t\": {\"$lt\": {\"$date\": {\"$numberLong\": \"1700004000000\"}}}}]}}, {\"$group\": {\"_id\": \"$m\", \"n\": {\"$sum\": 1}}}",
+	/* mongod's $group on the buckets (control.max, meta, counts) */
+	"{\"$group\": {\"_id\": \"$m\", \"mx\": {\"$max\": \"$a\"}, \"n\": {\"$count\": {}}, \"tm\": {\"$max\": \"$t\"}, \"bm\": {\"$max\": \"$b\"}}}",
+	"{\"$group\": {\"_id\": null, \"n\": {\"$sum\": 1}, \"lo\": {\"$min\": \"$m\"}, \"hi\": {\"$max\": \"$m.n\"}}}",
+	"{\"$match\": {\"m.site\": {\"$exists\": true}}}, {\"$group\": {\"_id\": {\"s\": \"$m.site\", \"k\": 1}, \"mx\": {\"$max\": \"$a\"}, \"n\": {\"$sum\": 1}, \"d\": {\"$sum\": 1.0}}}",
 };
 
 static void
@@ -552,6 +556,44 @@ test_lastpoint(void)
 	r = run("{\"explain\": {\"aggregate\": \"lw\", \"pipeline\": [{\"$project\": {\"a\": 1}}], \"cursor\": {}}}", &rc);
 	TT_EQ_INT(rc, 0);
 	TT_ASSERT(tt_get(r, "stages.1.$_internalUnpackBucket.exclude", &(bson_iter_t){0}));
+	tt_free_reply(r);
+	/* a $match after the unpack: its meta part on the buckets, the rest the
+	 * unpack's eventFilter, a time range also its wholeBucketFilter */
+	r = run("{\"explain\": {\"aggregate\": \"lw\", \"pipeline\": [{\"$match\": {\"m\": 1, \"t\": {\"$gte\": "
+	    "{\"$date\": {\"$numberLong\": \"1700001000000\"}}}}}, {\"$group\": {\"_id\": {\"$dateTrunc\": {\"date\": \"$t\", "
+	    "\"unit\": \"hour\"}}, \"v\": {\"$avg\": \"$a\"}}}], \"cursor\": {}}}", &rc);
+	TT_EQ_INT(rc, 0);
+	{
+		char *t = bson_as_relaxed_extended_json(r, NULL);
+		TT_ASSERT(strstr(t, "\"wholeBucketFilter\" : { \"control.min.t\" : { \"$gte\" : { \"$date\" : \"2023-11-14T22:30:00Z\" } } }, "
+		    "\"eventFilter\" : { \"t\" : { \"$gte\" : { \"$date\" : \"2023-11-14T22:30:00Z\" } } } }") != NULL);
+		TT_EQ_STR(tt_get_str(r, "stages.1.$_internalUnpackBucket.include.0"), "a");
+		TT_EQ_STR(tt_get_str(r, "stages.1.$_internalUnpackBucket.include.1"), "t");
+		TT_ASSERT(tt_get(r, "stages.2.$group", &(bson_iter_t){0}));
+		TT_ASSERT(!tt_get(r, "stages.3", &(bson_iter_t){0}));   /* no $match stage left after the unpack */
+		bson_free(t);
+	}
+	tt_free_reply(r);
+	/* mongod's rewriteGroupStage: no unpack, a $group on control and meta */
+	r = run("{\"explain\": {\"aggregate\": \"lw\", \"pipeline\": [{\"$match\": {\"m\": 1}}, {\"$group\": {\"_id\": \"$m\", "
+	    "\"hi\": {\"$max\": \"$a\"}, \"n\": {\"$count\": {}}}}], \"cursor\": {}}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_STR(tt_get_str(r, "stages.1.$group._id"), "$meta");
+	TT_EQ_STR(tt_get_str(r, "stages.1.$group.hi.$max"), "$control.max.a");
+	TT_EQ_STR(tt_get_str(r, "stages.1.$group.n.$sum.$cond.1"), "$control.count");
+	TT_ASSERT(!tt_get(r, "stages.2", &(bson_iter_t){0}));
+	tt_free_reply(r);
+	/* $min of a measurement is not taken from control.min (it may hold a null the accumulator skips) */
+	r = run("{\"explain\": {\"aggregate\": \"lw\", \"pipeline\": [{\"$group\": {\"_id\": \"$m\", "
+	    "\"lo\": {\"$min\": \"$a\"}}}], \"cursor\": {}}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(tt_get(r, "stages.1.$_internalUnpackBucket", &(bson_iter_t){0}));
+	tt_free_reply(r);
+	/* nor under a collation */
+	r = run("{\"explain\": {\"aggregate\": \"lw\", \"pipeline\": [{\"$group\": {\"_id\": \"$m\", "
+	    "\"hi\": {\"$max\": \"$a\"}}}], \"collation\": {\"locale\": \"en\"}, \"cursor\": {}}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(tt_get(r, "stages.1.$_internalUnpackBucket", &(bson_iter_t){0}));
 	tt_free_reply(r);
 }
 
