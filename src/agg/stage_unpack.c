@@ -64,7 +64,9 @@ typedef struct unpack_state {
 	int64_t *times;
 	bson_value_t *vals;          /* nfields rows of cap values */
 	int bcap, bfields;
-	bson_iter_t *bcols;          /* TS_BLOCK_MAX_FIELDS column iterators (tm_alloc0: bson_iter_t's alignment) */
+	/* column iterators (tm_alloc0: bson_iter_t's alignment): each field's
+	 * column document, the general walk's positions, one for col_elem */
+	bson_iter_t *bcols, *bwalk, *bscratch;
 	bson_value_t meta;
 } unpack_state_t;
 
@@ -376,6 +378,8 @@ unpack_close(agg_rt_t *rt)
 	bson_free(us->times);
 	bson_free(us->vals);
 	bson_free(us->bcols);
+	bson_free(us->bwalk);
+	bson_free(us->bscratch);
 	bson_destroy(&us->out);
 	bson_free(us);
 	rt->state = NULL;
@@ -408,6 +412,130 @@ block_keep_column(const void *ctx, const char *name)
 		if (strcmp(fields[i], name) == 0)
 			return true;
 	return false;
+}
+
+/*
+ * One element of a v1 column (a document whose keys are measurement
+ * indexes) at *off of data[0..len): its index (-1 when the key is not a
+ * plain decimal number) and value, *off moved past it.  Fixed-size scalars
+ * are read in place (no bson_iter per element: the column path's hot
+ * loop); other types through a bson_iter at the element (sc).  False at a
+ * malformed element.
+ */
+static bool
+col_elem(const uint8_t *data, uint32_t len, uint32_t *off, int64_t *idx, bson_value_t *v, bson_iter_t *sc)
+{
+	uint32_t at = *off, klen;
+	const uint8_t *key, *nul;
+	uint8_t type;
+	int64_t k = 0;
+
+	if (at + 2 > len)
+		return false;
+	type = data[at];
+	key = data + at + 1;
+	nul = memchr(key, 0, len - at - 1);
+	if (nul == NULL)
+		return false;
+	klen = (uint32_t)(nul - key);
+	if (klen == 0 || klen > 9 || (klen > 1 && key[0] == '0'))
+		k = -1;
+	for (uint32_t i = 0; k >= 0 && i < klen; i++)
+		k = key[i] >= '0' && key[i] <= '9' ? k * 10 + (key[i] - '0') : -1;
+	*idx = k;
+	at += 2 + klen;   /* the value */
+	switch (type) {
+	case BSON_TYPE_DOUBLE:
+	case BSON_TYPE_DATE_TIME:
+	case BSON_TYPE_INT64: {
+		uint64_t u;
+		if (at + 8 > len)
+			return false;
+		memcpy(&u, data + at, 8);
+		u = BSON_UINT64_FROM_LE(u);
+		v->value_type = (bson_type_t)type;
+		if (type == BSON_TYPE_DOUBLE)
+			memcpy(&v->value.v_double, &u, 8);
+		else if (type == BSON_TYPE_DATE_TIME)
+			v->value.v_datetime = (int64_t)u;
+		else
+			v->value.v_int64 = (int64_t)u;
+		*off = at + 8;
+		return true;
+	}
+	case BSON_TYPE_INT32: {
+		uint32_t u;
+		if (at + 4 > len)
+			return false;
+		memcpy(&u, data + at, 4);
+		v->value_type = BSON_TYPE_INT32;
+		v->value.v_int32 = (int32_t)BSON_UINT32_FROM_LE(u);
+		*off = at + 4;
+		return true;
+	}
+	case BSON_TYPE_NULL:
+		v->value_type = BSON_TYPE_NULL;
+		*off = at;
+		return true;
+	default:
+		if (!bson_iter_init_from_data_at_offset(sc, data, len, *off, klen))
+			return false;
+		*v = *bson_iter_value(sc);
+		*off = bson_iter_next(sc) ? sc->off : len - 1;
+		return true;
+	}
+}
+
+/*
+ * The column path's decoding of a v1 bucket whose time column holds dates
+ * under keys 0, 1, ... (as buckets are written): times into us->times and
+ * field f's values into row f of us->vals (EOD where missing).  Returns the
+ * count, or -1 when the bucket is not of that form (the caller walks it
+ * the general way).
+ */
+static int
+block_decode_fast(unpack_state_t *us, const bson_iter_t *tcol_doc, const bson_iter_t *cols_doc, int nfields)
+{
+	const uint8_t *td;
+	uint32_t tl, off = 4;
+	int n = 0;
+	bson_value_t v;
+	int64_t idx;
+
+	if (us->bscratch == NULL)
+		us->bscratch = tm_alloc0(sizeof(bson_iter_t));
+	bson_iter_document(tcol_doc, &tl, &td);
+	while (off < tl && td[off] != 0) {
+		if (!col_elem(td, tl, &off, &idx, &v, us->bscratch) || idx != n || v.value_type != BSON_TYPE_DATE_TIME)
+			return -1;
+		if (n == us->bcap) {
+			us->bcap = us->bcap ? us->bcap * 2 : 1024;
+			us->times = bson_realloc(us->times, sizeof(int64_t) * (size_t)us->bcap);
+			us->bfields = 0;   /* vals sized again below */
+		}
+		us->times[n++] = v.value.v_datetime;
+	}
+	if (nfields > us->bfields) {
+		us->vals = bson_realloc(us->vals, sizeof(bson_value_t) * (size_t)us->bcap * (size_t)nfields);
+		us->bfields = nfields;
+	}
+	for (int f = 0; f < nfields; f++) {
+		bson_value_t *row = &us->vals[(size_t)f * (size_t)us->bcap];
+		int64_t last = -1;
+		for (int i = 0; i < n; i++)
+			row[i].value_type = BSON_TYPE_EOD;
+		if (cols_doc[f].raw == NULL)
+			continue;   /* no such column */
+		bson_iter_document(&cols_doc[f], &tl, &td);
+		off = 4;
+		while (off < tl && td[off] != 0) {
+			if (!col_elem(td, tl, &off, &idx, &v, us->bscratch) || idx <= last || idx >= n)
+				return -1;
+			row[idx] = v;
+			last = idx;
+		}
+	}
+	return n;
 }
 
 int
@@ -454,52 +582,82 @@ agg_unpack_next_block(agg_rt_t *rt, const char *const *fields, int nfields, agg_
 	    !bson_iter_find(&data, up->time_field) || !BSON_ITER_HOLDS_DOCUMENT(&data) || !bson_iter_recurse(&data, &tcol))
 		return 1;   /* not a bucket: no measurements (as ts_bucket_unpack) */
 	{
-		/* the count, for the arrays' size */
-		bson_iter_t c = tcol;
-		int total = 0;
-		while (bson_iter_next(&c))
-			total++;
-		if (total > us->bcap || nfields > us->bfields) {
-			int cap = total > us->bcap ? total : us->bcap;
-			int nf = nfields > us->bfields ? nfields : us->bfields;
-			us->times = bson_realloc(us->times, sizeof(int64_t) * (size_t)(cap + 1));
-			us->vals = bson_realloc(us->vals, sizeof(bson_value_t) * (size_t)(cap + 1) * (size_t)(nf + 1));
-			us->bcap = cap;
-			us->bfields = nf;
-		}
-	}
-	{
-		bson_iter_t *cols;
-		bool live[TS_BLOCK_MAX_FIELDS];
+		/* the fast decode of a bucket as written, else the general walk */
+		bson_iter_t *cd;
+		int fast;
 		if (us->bcols == NULL)
-			us->bcols = tm_alloc0(sizeof(bson_iter_t) * TS_BLOCK_MAX_FIELDS);
-		cols = us->bcols;
+			us->bcols = tm_alloc0(sizeof(bson_iter_t) * (TS_BLOCK_MAX_FIELDS + 1));
+		cd = us->bcols;
 		for (int f = 0; f < nfields; f++) {
-			live[f] = false;
-			if (bson_iter_init_find(&it, bucket, "data") && bson_iter_recurse(&it, &col) &&
-			    bson_iter_find(&col, fields[f]) && BSON_ITER_HOLDS_DOCUMENT(&col) && bson_iter_recurse(&col, &cols[f]))
-				live[f] = bson_iter_next(&cols[f]);
+			cd[f].raw = NULL;
+			if (!(bson_iter_init_find(&it, bucket, "data") && bson_iter_recurse(&it, &col) &&
+			      bson_iter_find(&col, fields[f]) && BSON_ITER_HOLDS_DOCUMENT(&col)))
+				continue;
+			cd[f] = col;
 		}
-		while (bson_iter_next(&tcol)) {
-			const char *idx = bson_iter_key(&tcol);
-			int64_t t;
-			bool keep;
-			if (!BSON_ITER_HOLDS_DATE_TIME(&tcol))
-				return terr_set(err, 2, "$_internalUnpackBucket: a bucket's %s column holds a value that is not a date",
-				    up->time_field);
-			t = bson_iter_date_time(&tcol);
-			keep = whole || up->event == NULL || (t >= up->ev_lo && t <= up->ev_hi);
-			for (int f = 0; f < nfields; f++) {
-				bson_value_t *v = &us->vals[(size_t)f * (size_t)us->bcap + (size_t)n];
-				if (live[f] && strcmp(bson_iter_key(&cols[f]), idx) == 0) {
-					if (keep)
-						*v = *bson_iter_value(&cols[f]);
-					live[f] = bson_iter_next(&cols[f]);
-				} else if (keep)
-					v->value_type = BSON_TYPE_EOD;
+		bson_iter_init_find(&it, bucket, "data");
+		bson_iter_recurse(&it, &data);
+		bson_iter_find(&data, up->time_field);
+		fast = block_decode_fast(us, &data, cd, nfields);
+		if (fast >= 0) {
+			/* the event filter's interval: kept measurements moved down */
+			for (int i = 0; i < fast; i++) {
+				int64_t t = us->times[i];
+				if (!(whole || up->event == NULL || (t >= up->ev_lo && t <= up->ev_hi)))
+					continue;
+				if (n != i) {
+					us->times[n] = t;
+					for (int f = 0; f < nfields; f++)
+						us->vals[(size_t)f * (size_t)us->bcap + (size_t)n] =
+						    us->vals[(size_t)f * (size_t)us->bcap + (size_t)i];
+				}
+				n++;
 			}
-			if (keep)
-				us->times[n++] = t;
+		} else {
+			/* the general walk: columns side by side with the time column,
+			 * matched by key */
+			bson_iter_t c = tcol, *cols;
+			bool live[TS_BLOCK_MAX_FIELDS];
+			int total = 0;
+			while (bson_iter_next(&c))
+				total++;
+			if (total > us->bcap || nfields > us->bfields) {
+				int cap = total > us->bcap ? total : us->bcap;
+				us->times = bson_realloc(us->times, sizeof(int64_t) * (size_t)(cap + 1));
+				us->vals = bson_realloc(us->vals, sizeof(bson_value_t) * (size_t)(cap + 1) * (size_t)(nfields + 1));
+				us->bcap = cap;
+				us->bfields = nfields;
+			}
+			if (us->bwalk == NULL)
+				us->bwalk = tm_alloc0(sizeof(bson_iter_t) * TS_BLOCK_MAX_FIELDS);
+			cols = us->bwalk;
+			for (int f = 0; f < nfields; f++) {
+				live[f] = false;
+				if (cd[f].raw != NULL && bson_iter_recurse(&cd[f], &cols[f]))
+					live[f] = bson_iter_next(&cols[f]);
+			}
+			while (bson_iter_next(&tcol)) {
+				const char *idx = bson_iter_key(&tcol);
+				int64_t t;
+				bool keep;
+				if (!BSON_ITER_HOLDS_DATE_TIME(&tcol))
+					return terr_set(err, 2,
+					    "$_internalUnpackBucket: a bucket's %s column holds a value that is not a date",
+					    up->time_field);
+				t = bson_iter_date_time(&tcol);
+				keep = whole || up->event == NULL || (t >= up->ev_lo && t <= up->ev_hi);
+				for (int f = 0; f < nfields; f++) {
+					bson_value_t *v = &us->vals[(size_t)f * (size_t)us->bcap + (size_t)n];
+					if (live[f] && strcmp(bson_iter_key(&cols[f]), idx) == 0) {
+						if (keep)
+							*v = *bson_iter_value(&cols[f]);
+						live[f] = bson_iter_next(&cols[f]);
+					} else if (keep)
+						v->value_type = BSON_TYPE_EOD;
+				}
+				if (keep)
+					us->times[n++] = t;
+			}
 		}
 	}
 	rt->nreturned += n;         /* the measurements it would have returned, as explain counts them */
