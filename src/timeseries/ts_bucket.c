@@ -797,13 +797,57 @@ meta_path(const ts_options_t *o, const char *path, char *buf, size_t size)
 	return strlen(path + ml) + 5 <= size;
 }
 
-/* {time: <pred>} with date operands: bounds on control.min/max.time. */
+/* The bucket _id bounds of a time range (mongod's loose predicate on the
+ * _id: a bucket's _id carries its start in seconds, and its measurements
+ * lie in [start, start + bucketMaxSpanSeconds)): appended to out as
+ * {_id: {$gte: <lo>, $lte: <hi>}} for the sides known (lo_ms / hi_ms of the
+ * measurements; INT64_MIN / INT64_MAX: none) that an ObjectId's 32-bit
+ * seconds can hold, which lets the scan of the clustered buckets start and
+ * stop by _id. */
+static void
+id_bounds(const ts_options_t *o, int64_t lo_ms, int64_t hi_ms, bson_t *out)
+{
+	bson_t b;
+	bson_oid_t oid;
+	bool lo = false, hi = false;
+	int64_t lo_s = 0, hi_s = 0;
+
+	if (lo_ms != INT64_MIN && lo_ms > INT64_MIN / 2) {
+		int64_t start = lo_ms - o->max_span * 1000;   /* the earliest start of a bucket holding lo_ms */
+		lo_s = start >= 0 ? start / 1000 : -1;
+		lo = lo_s >= 0 && lo_s <= (int64_t)UINT32_MAX;
+	}
+	if (hi_ms != INT64_MAX && hi_ms >= 0) {
+		hi_s = hi_ms / 1000;
+		hi = hi_s <= (int64_t)UINT32_MAX;
+	}
+	if (!lo && !hi)
+		return;
+	BSON_APPEND_DOCUMENT_BEGIN(out, "_id", &b);
+	if (lo) {
+		memset(&oid, 0, sizeof(oid));
+		for (int k = 0; k < 4; k++)
+			oid.bytes[k] = (uint8_t)((uint64_t)lo_s >> (24 - 8 * k));
+		BSON_APPEND_OID(&b, "$gte", &oid);
+	}
+	if (hi) {
+		memset(&oid, 0xff, sizeof(oid));
+		for (int k = 0; k < 4; k++)
+			oid.bytes[k] = (uint8_t)((uint64_t)hi_s >> (24 - 8 * k));
+		BSON_APPEND_OID(&b, "$lte", &oid);
+	}
+	bson_append_document_end(out, &b);
+}
+
+/* {time: <pred>} with date operands: bounds on control.min/max.time, and
+ * on the bucket _id. */
 static bool
 time_bounds(const ts_options_t *o, const bson_iter_t *pred, bson_t *out)
 {
 	char minp[512], maxp[512];
 	bson_iter_t ops;
 	bool any = false;
+	int64_t lo_ms = INT64_MIN, hi_ms = INT64_MAX;
 
 	bson_snprintf(minp, sizeof(minp), "control.min.%s", o->time_field);
 	bson_snprintf(maxp, sizeof(maxp), "control.max.%s", o->time_field);
@@ -815,6 +859,7 @@ time_bounds(const ts_options_t *o, const bson_iter_t *pred, bson_t *out)
 		BSON_APPEND_DOCUMENT_BEGIN(out, maxp, &b);
 		BSON_APPEND_DATE_TIME(&b, "$gte", bson_iter_date_time(pred));
 		bson_append_document_end(out, &b);
+		id_bounds(o, bson_iter_date_time(pred), bson_iter_date_time(pred), out);
 		return true;
 	}
 	if (!BSON_ITER_HOLDS_DOCUMENT(pred) || !bson_iter_recurse(pred, &ops))
@@ -822,28 +867,36 @@ time_bounds(const ts_options_t *o, const bson_iter_t *pred, bson_t *out)
 	while (bson_iter_next(&ops)) {
 		const char *op = bson_iter_key(&ops);
 		const char *path = NULL;
+		int64_t d;
 		bson_t b;
 		if (!BSON_ITER_HOLDS_DATE_TIME(&ops))
 			continue;
-		if (strcmp(op, "$gt") == 0 || strcmp(op, "$gte") == 0)
+		d = bson_iter_date_time(&ops);
+		if (strcmp(op, "$gt") == 0 || strcmp(op, "$gte") == 0) {
 			path = maxp;
-		else if (strcmp(op, "$lt") == 0 || strcmp(op, "$lte") == 0)
+			lo_ms = d > lo_ms ? d : lo_ms;
+		} else if (strcmp(op, "$lt") == 0 || strcmp(op, "$lte") == 0) {
 			path = minp;
-		else if (strcmp(op, "$eq") == 0) {
+			hi_ms = d < hi_ms ? d : hi_ms;
+		} else if (strcmp(op, "$eq") == 0) {
 			bson_t a;
 			BSON_APPEND_DOCUMENT_BEGIN(out, minp, &a);
-			BSON_APPEND_DATE_TIME(&a, "$lte", bson_iter_date_time(&ops));
+			BSON_APPEND_DATE_TIME(&a, "$lte", d);
 			bson_append_document_end(out, &a);
 			path = maxp;
 			op = "$gte";
+			lo_ms = d > lo_ms ? d : lo_ms;
+			hi_ms = d < hi_ms ? d : hi_ms;
 		}
 		if (path == NULL)
 			continue;
 		BSON_APPEND_DOCUMENT_BEGIN(out, path, &b);
-		BSON_APPEND_DATE_TIME(&b, op, bson_iter_date_time(&ops));
+		BSON_APPEND_DATE_TIME(&b, op, d);
 		bson_append_document_end(out, &b);
 		any = true;
 	}
+	if (any)
+		id_bounds(o, lo_ms, hi_ms, out);
 	return any;
 }
 

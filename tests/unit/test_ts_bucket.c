@@ -199,10 +199,17 @@ test_bucket_filter(void)
 	expect_filter("{\"t\": {\"$gte\": {\"$date\": {\"$numberLong\": \"1000\"}}}}",
 	    "{ \"$and\" : [ { \"control.max.t\" : { \"$gte\" : { \"$date\" : \"1970-01-01T00:00:01Z\" } } } ] }");
 	expect_filter("{\"t\": {\"$lt\": {\"$date\": {\"$numberLong\": \"1000\"}}, \"$ne\": 5}}",
-	    "{ \"$and\" : [ { \"control.min.t\" : { \"$lt\" : { \"$date\" : \"1970-01-01T00:00:01Z\" } } } ] }");
+	    "{ \"$and\" : [ { \"control.min.t\" : { \"$lt\" : { \"$date\" : \"1970-01-01T00:00:01Z\" } }, "
+	    "\"_id\" : { \"$lte\" : { \"$oid\" : \"00000001ffffffffffffffff\" } } } ] }");
 	expect_filter("{\"t\": {\"$date\": {\"$numberLong\": \"1000\"}}}",
 	    "{ \"$and\" : [ { \"control.min.t\" : { \"$lte\" : { \"$date\" : \"1970-01-01T00:00:01Z\" } }, "
-	    "\"control.max.t\" : { \"$gte\" : { \"$date\" : \"1970-01-01T00:00:01Z\" } } } ] }");
+	    "\"control.max.t\" : { \"$gte\" : { \"$date\" : \"1970-01-01T00:00:01Z\" } }, "
+	    "\"_id\" : { \"$lte\" : { \"$oid\" : \"00000001ffffffffffffffff\" } } } ] }");
+	/* the bucket _id's start seconds bound the scan: from (time - bucketMaxSpanSeconds) to time */
+	expect_filter("{\"t\": {\"$gte\": {\"$date\": {\"$numberLong\": \"1700000000000\"}}, \"$lt\": {\"$date\": {\"$numberLong\": \"1700086400000\"}}}}",
+	    "{ \"$and\" : [ { \"control.max.t\" : { \"$gte\" : { \"$date\" : \"2023-11-14T22:13:20Z\" } }, "
+	    "\"control.min.t\" : { \"$lt\" : { \"$date\" : \"2023-11-15T22:13:20Z\" } }, "
+	    "\"_id\" : { \"$gte\" : { \"$oid\" : \"6553e2f00000000000000000\" }, \"$lte\" : { \"$oid\" : \"65554280ffffffffffffffff\" } } } ] }");
 	expect_filter("{\"t\": {\"$gte\": 5}}", "none");      /* not a date: no bound */
 	expect_filter("{\"$and\": [{\"m\": 1}, {\"x\": 2}]}", "{ \"$and\" : [ { \"meta\" : 1 } ] }");
 	expect_filter("{\"$or\": [{\"m\": 1}, {\"x\": 2}]}", "none");
