@@ -425,23 +425,30 @@ block_keep_column(const void *ctx, const char *name)
 static bool
 col_elem(const uint8_t *data, uint32_t len, uint32_t *off, int64_t *idx, bson_value_t *v, bson_iter_t *sc)
 {
-	uint32_t at = *off, klen;
-	const uint8_t *key, *nul;
+	uint32_t at = *off, klen = 0, room;
+	const uint8_t *key;
 	uint8_t type;
 	int64_t k = 0;
+	bool digits = true;
 
 	if (at + 2 > len)
 		return false;
 	type = data[at];
 	key = data + at + 1;
-	nul = memchr(key, 0, len - at - 1);
-	if (nul == NULL)
+	room = len - at - 1;
+	/* the key: its digits read while its end is found (keys are short) */
+	while (klen < room && key[klen] != 0) {
+		uint8_t c = key[klen];
+		if (c >= '0' && c <= '9' && klen < 9)
+			k = k * 10 + (c - '0');
+		else
+			digits = false;
+		klen++;
+	}
+	if (klen == room)
 		return false;
-	klen = (uint32_t)(nul - key);
-	if (klen == 0 || klen > 9 || (klen > 1 && key[0] == '0'))
+	if (!digits || klen == 0 || (klen > 1 && key[0] == '0'))
 		k = -1;
-	for (uint32_t i = 0; k >= 0 && i < klen; i++)
-		k = key[i] >= '0' && key[i] <= '9' ? k * 10 + (key[i] - '0') : -1;
 	*idx = k;
 	at += 2 + klen;   /* the value */
 	switch (type) {
