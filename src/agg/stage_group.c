@@ -327,21 +327,6 @@ key_value(const bson_t *key, bson_value_t *v)
 	*v = *bson_iter_value(&it);
 }
 
-/* The table slot of a key hash: the hash's bits mixed down first
- * (murmur3's finalizer), as value_hash combines without multiplying and
- * keys such as {sensor, hour} left their low bits clustered (long probe
- * chains: thousands of key comparisons per document). */
-static uint64_t
-slot_of(uint64_t h, int64_t size)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return h & (uint64_t)(size - 1);
-}
-
 static void
 table_grow(group_state_t *gs)
 {
@@ -351,7 +336,7 @@ table_grow(group_state_t *gs)
 	gs->table = bson_malloc0(sizeof(int64_t) * (size_t)size);
 	gs->tsize = size;
 	for (i = 0; i < gs->n; i++) {
-		int64_t j = (int64_t)slot_of(gs->groups[i].hash, size);
+		int64_t j = (int64_t)(gs->groups[i].hash & (uint64_t)(size - 1));
 		while (gs->table[j] != 0)
 			j = (j + 1) & (size - 1);
 		gs->table[j] = i + 1;
@@ -369,7 +354,7 @@ group_find_or_add(const group_plan_t *gp, group_state_t *gs, const bson_value_t 
 
 	if (gs->tsize == 0 || (gs->n + 1) * 2 > gs->tsize)
 		table_grow(gs);
-	j = (int64_t)slot_of(h, gs->tsize);
+	j = (int64_t)(h & (uint64_t)(gs->tsize - 1));
 	while (gs->table[j] != 0) {
 		g = &gs->groups[gs->table[j] - 1];
 		if (g->hash == h) {
