@@ -169,6 +169,37 @@ struct agg_rt {
 /* Pull the next document from the stage before (or the source). */
 int agg_rt_pull(agg_rt_t *rt, const bson_t **doc, terr_t *err);
 
+/*
+ * The column path between $_internalUnpackBucket and the $group right
+ * after it (stage_unpack.c, stage_group.c): instead of building each
+ * measurement as a document, the unpack stage hands the group one bucket
+ * at a time as columns -- the times and the values of the fields the
+ * group's accumulators read -- of the measurements that pass its event
+ * filter (or all of them, under the wholeBucketFilter), in the order the
+ * unpack would emit them.
+ */
+#define TS_BLOCK_MAX_FIELDS 32
+typedef struct agg_ts_block {
+	int n;                        /* measurements kept */
+	const int64_t *times;         /* times[i]: measurement i's time */
+	const bson_value_t *vals;     /* vals[f * stride + i]: field f of measurement i (EOD: missing) */
+	int stride;
+	const bson_value_t *meta;     /* the bucket's meta (NULL: none) */
+	const bson_t *bucket;         /* the bucket (its v1 form when it was compressed) */
+	bool whole;                   /* no measurement of the bucket was filtered out */
+} agg_ts_block_t;
+/* Whether rt is an unpack stage marked by the command layer for a $group
+ * run on columns (and its event filter, if any, is a time interval):
+ * *bin is how the group's _id reads the time (-1 not at all, > 0 bins of
+ * that width from 2000-01-01, 0 otherwise); the names borrow from its plan. */
+bool agg_unpack_block_ok(const agg_rt_t *rt, int64_t *bin, const char **time_field, const char **meta_field);
+/* The next bucket of unpack stage rt as columns of fields[0..nfields)
+ * (nfields <= TS_BLOCK_MAX_FIELDS; neither the time nor the meta field):
+ * 1 with *b (borrowed from rt's state and the bucket: valid until the next
+ * call), 0 at the end, -1 with err (a compressed column that does not
+ * decode, a time that is not a date). */
+int agg_unpack_next_block(agg_rt_t *rt, const char *const *fields, int nfields, agg_ts_block_t *b, terr_t *err);
+
 /* Defines `static int fn(agg_rt_t *rt, terr_t *err)`, the open of a stage
  * whose state (a `state_t`, zeroed, from tm_alloc0) holds a `bson_t out` for
  * the documents it builds: initialises `out` and hangs the state on

@@ -27,6 +27,9 @@
 #include "expr/accum.h"
 #include "query/sort.h"
 
+/* $dateTrunc's reference point (2000-01-01T00:00:00Z): bins of the column path are aligned on it. */
+#define TS_TRUNC_ORIGIN_MS 946684800000LL
+
 /* The output fields of $group and $bucketAuto: names[i] computed by accs[i]. */
 
 /* Frees names[0..n) and accs[0..n), then both arrays. */
@@ -59,13 +62,50 @@ fields_finalize(agg_rt_t *rt, char *const *names, accum_t *const *accs, accum_st
 	return 0;
 }
 
+/* An accumulator's input on the column path: a constant, or a top-level
+ * field (the time, the meta or a column) named by path. */
+typedef struct group_src {
+	const bson_value_t *cv;   /* the constant (borrowed from the accumulator), or NULL */
+	const char *path;         /* the field (borrowed from the accumulator) */
+} group_src_t;
+
 typedef struct group_plan {
 	const coll_t *coll;       /* group keys equal under it are one group */
 	expr_t *id;
 	char **names;
 	accum_t **accs;
 	int n;
+	/* every accumulator takes its values one by one (accum_add) from a
+	 * constant or a top-level field: the group can run on the columns of a
+	 * time-series unpack right before it (group_fill_block) */
+	bool block;
+	group_src_t *src;
 } group_plan_t;
+
+/* Accumulators whose state is the same fed value by value (accum_add)
+ * as evaluated per document (accum_process). */
+static const char *const block_accs[] = {"$sum", "$avg", "$min", "$max", "$first", "$last", "$push", "$addToSet",
+    "$count", "$stdDevPop", "$stdDevSamp", NULL};
+
+static void
+group_plan_block(group_plan_t *gp)
+{
+	gp->src = bson_malloc0(sizeof(group_src_t) * (size_t)(gp->n + 1));
+	gp->block = true;
+	for (int a = 0; a < gp->n && gp->block; a++) {
+		const char *op = accum_op_name(gp->accs[a]);
+		const expr_t *arg = accum_argument(gp->accs[a]);
+		bool known = false;
+		for (int i = 0; block_accs[i] != NULL; i++)
+			known |= strcmp(op, block_accs[i]) == 0;
+		if (!known || arg == NULL)
+			gp->block = false;
+		else if (expr_is_constant(arg, &gp->src[a].cv))
+			continue;
+		else if (!expr_is_field_path(arg, &gp->src[a].path) || strchr(gp->src[a].path, '.') != NULL)
+			gp->block = false;
+	}
+}
 
 static void
 group_free_plan(void *plan)
@@ -74,6 +114,7 @@ group_free_plan(void *plan)
 
 	expr_destroy(gp->id);
 	fields_free(gp->names, gp->accs, gp->n);
+	bson_free(gp->src);
 	bson_free(gp);
 }
 
@@ -141,6 +182,7 @@ group_build(agg_pctx_t *pc, const bson_value_t *spec, bson_t *explain, terr_t *e
 		ret = terr_set(err, 15955, "a group specification must include an _id");
 		goto err;
 	}
+	group_plan_block(gp);
 	agg_pctx_add(pc, &agg_stages_group[0], gp, explain ? explain : agg_explain_doc("$group", spec));
 	return 0;
 err:
@@ -506,6 +548,129 @@ out:
 	return ret;
 }
 
+/* Count group g's memory again after values were added to it; past the
+ * limit, fail (292) or spill (with allowDiskUse): then *spilled is set and
+ * every group pointer is stale. */
+static int
+group_charge(agg_rt_t *rt, group_t *g, uint64_t limit, bool *spilled, terr_t *err)
+{
+	const group_plan_t *gp = rt->st->plan;
+	group_state_t *gs = rt->state;
+	const agg_host_t *h = rt->x->p->host;
+	size_t mem = 0;
+
+	for (int a = 0; a < gp->n; a++)
+		mem += accum_state_mem(g->st[a]);
+	gs->mem += (int64_t)mem - (int64_t)g->mem;
+	g->mem = mem;
+	if ((uint64_t)gs->mem > limit) {
+		if (h == NULL || !h->allow_disk_use)
+			return terr_set(err, TERR_QUERY_EXCEEDED_MEMORY_LIMIT_NO_DISK_USE_ALLOWED,
+			    "Exceeded memory limit for $group, but didn't allow external sort. Pass allowDiskUse:true to opt in.");
+		if (h->spill_dir == NULL)
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "$group exceeded its memory limit of %llu bytes, and no directory to spill to was configured.",
+			    (unsigned long long)limit);
+		RET(group_spill(gp, gs, h, limit, err));
+		*spilled = true;
+	}
+	return 0;
+}
+
+/*
+ * The column path: the input is a time-series unpack stage handing whole
+ * buckets as columns (agg_unpack_next_block).  Each measurement's key is
+ * the _id evaluated on a document of its time and meta only -- once per
+ * bucket when the _id does not read the time, once per time bin when it
+ * reads it only through $dateTrunc bins (bin > 0) -- and each accumulator
+ * is fed its value straight from the column (accum_add), as
+ * accum_process would have evaluated it on the built measurement.
+ */
+static int
+group_fill_block(agg_rt_t *rt, int64_t bin, const char *tf, const char *mf, uint64_t limit, terr_t *err)
+{
+	const group_plan_t *gp = rt->st->plan;
+	group_state_t *gs = rt->state;
+	const char *fields[TS_BLOCK_MAX_FIELDS + 1];
+	int nfields = 0, *col = bson_malloc0(sizeof(int) * (size_t)(gp->n + 1));
+	bson_t tiny = BSON_INITIALIZER;
+	agg_ts_block_t b;
+	int rc, ret = -1;
+
+	/* each accumulator's column: -1 constant, -2 the time, -3 the meta */
+	for (int a = 0; a < gp->n; a++) {
+		const char *p = gp->src[a].path;
+		int f;
+		if (gp->src[a].cv != NULL)
+			col[a] = -1;
+		else if (strcmp(p, tf) == 0)
+			col[a] = -2;
+		else if (mf != NULL && strcmp(p, mf) == 0)
+			col[a] = -3;
+		else {
+			for (f = 0; f < nfields && strcmp(fields[f], p) != 0; f++)
+				;
+			if (f == nfields)
+				fields[nfields++] = p;
+			col[a] = f;
+		}
+	}
+	fields[nfields] = NULL;
+	while ((rc = agg_unpack_next_block(rt->input, fields, nfields, &b, err)) == 1) {
+		group_t *g = NULL;
+		int64_t cur = 0;
+		bool spilled = false;
+		for (int i = 0; i < b.n; i++) {
+			int64_t t = b.times[i];
+			int64_t k = bin > 0 ? (t - TS_TRUNC_ORIGIN_MS) / bin - ((t - TS_TRUNC_ORIGIN_MS) % bin < 0) : t;
+			if (g == NULL || (bin >= 0 && k != cur)) {
+				bson_value_t key;
+				if (g != NULL && group_charge(rt, g, limit, &spilled, err) != 0)
+					goto out;
+				bson_reinit(&tiny);
+				BSON_APPEND_DATE_TIME(&tiny, tf, t);
+				if (b.meta != NULL)
+					bv_append(&tiny, mf, -1, b.meta);
+				if (agg_eval(rt, gp->id, &tiny, true, &key, err) != 0)
+					goto out;
+				if (key.value_type == BSON_TYPE_EOD || key.value_type == BSON_TYPE_UNDEFINED)
+					key.value_type = BSON_TYPE_NULL;
+				g = group_find_or_add(gp, gs, &key);
+				cur = k;
+			}
+			for (int a = 0; a < gp->n; a++) {
+				bson_value_t tv;
+				const bson_value_t *v;
+				if (col[a] >= 0)
+					v = &b.vals[(size_t)col[a] * (size_t)b.stride + (size_t)i];
+				else if (col[a] == -1)
+					v = gp->src[a].cv;
+				else if (col[a] == -2) {
+					tv.value_type = BSON_TYPE_DATE_TIME;
+					tv.value.v_datetime = t;
+					v = &tv;
+				} else if (b.meta != NULL)
+					v = b.meta;
+				else {
+					tv.value_type = BSON_TYPE_EOD;
+					v = &tv;
+				}
+				if (accum_add(gp->accs[a], g->st[a], v, err) != 0)
+					goto out;
+			}
+		}
+		if (g != NULL && group_charge(rt, g, limit, &spilled, err) != 0)
+			goto out;
+		if (tm_interrupt_check(err) != 0)
+			goto out;
+	}
+	ret = rc < 0 ? -1 : 0;
+out:
+	bson_destroy(&tiny);
+	bson_free(col);
+	return ret;
+}
+
 static int
 group_fill(agg_rt_t *rt, terr_t *err)
 {
@@ -517,35 +682,34 @@ group_fill(agg_rt_t *rt, terr_t *err)
 	uint64_t limit = h != NULL && h->group_memory_limit > 0 ? h->group_memory_limit :
 	                                                         (uint64_t)AGG_MEMORY_LIMIT;
 	int rc, a;
+	int64_t bin;
+	const char *tf, *mf;
 
+	if (gp->block && agg_unpack_block_ok(rt->input, &bin, &tf, &mf)) {
+		int nf = 0;
+		for (a = 0; a < gp->n; a++)
+			nf += gp->src[a].cv == NULL;
+		if (nf <= TS_BLOCK_MAX_FIELDS) {
+			RET(group_fill_block(rt, bin, tf, mf, limit, err));
+			goto done;
+		}
+	}
 	while ((rc = agg_rt_pull(rt, &d, err)) == 1) {
 		group_t *g;
-		size_t mem = 0;
+		bool spilled = false;
 		RET(agg_eval(rt, gp->id, d, true, &key, err));
 		if (key.value_type == BSON_TYPE_EOD || key.value_type == BSON_TYPE_UNDEFINED)
 			key.value_type = BSON_TYPE_NULL;
 		g = group_find_or_add(gp, gs, &key);
-		for (a = 0; a < gp->n; a++) {
+		for (a = 0; a < gp->n; a++)
 			RET(accum_process(gp->accs[a], g->st[a], rt->env, err));
-			mem += accum_state_mem(g->st[a]);
-		}
-		gs->mem += (int64_t)mem - (int64_t)g->mem;
-		g->mem = mem;
-		if ((uint64_t)gs->mem > limit) {
-			if (h == NULL || !h->allow_disk_use)
-				return terr_set(err, TERR_QUERY_EXCEEDED_MEMORY_LIMIT_NO_DISK_USE_ALLOWED,
-				    "Exceeded memory limit for $group, but didn't allow external sort. Pass allowDiskUse:true to opt in.");
-			if (h->spill_dir == NULL)
-				return terr_set(err, TERR_NOT_IMPLEMENTED,
-				    "$group exceeded its memory limit of %llu bytes, and no directory to spill to was configured.",
-				    (unsigned long long)limit);
-			RET(group_spill(gp, gs, h, limit, err));
-		}
+		RET(group_charge(rt, g, limit, &spilled, err));
 		if (tm_interrupt_check(err) != 0)
 			return -1;
 	}
 	if (rc < 0)
 		return -1;
+done:
 	if (gs->spill != NULL) {
 		/* what is still in memory joins the sorted partial groups */
 		if (gs->n > 0)

@@ -456,7 +456,7 @@ CMD_HANDLER(cmd_aggregate)
 		/* a time-series collection: the measurements of its buckets */
 		storage_coll_t *tc = NULL;
 		if (storage_coll_get(c->engine->st, c->db, coll, &tc, NULL) == 0 && cmd_ts_is(tc) &&
-		    cmd_ts_read_pipeline(tc, &pipeline, &combined) == 0) {
+		    cmd_ts_read_pipeline(tc, &pipeline, !bson_has_field(c->body, "collation"), &combined) == 0) {
 			stages = &combined;
 			combined_ts = true;
 		}

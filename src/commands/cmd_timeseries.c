@@ -1067,8 +1067,309 @@ lastpoint_stages(const ts_options_t *o, const bson_t *user, bson_t *out, int *n)
 	return true;
 }
 
+/* ---- a $group run on the buckets' columns ------------------------------------------- */
+
+/* The units of fixed length a UTC $dateTrunc cuts into bins of equal width. */
+static const struct {
+	const char *name;
+	int64_t ms;
+} trunc_units[] = {
+	{"millisecond", 1}, {"second", 1000}, {"minute", 60000}, {"hour", 3600000}, {"day", 86400000}, {NULL, 0},
+};
+
+static void
+bin_merge(int64_t *bin, int64_t b)
+{
+	if (*bin == -1)
+		*bin = b;
+	else if (b != -1 && b != *bin)
+		*bin = 0;
+}
+
+/* A {$dateTrunc: {...}} of the time field in UTC with a fixed-length unit
+ * and a constant binSize: its bin width in ms (0: it is not). */
+static int64_t
+trunc_bin(const ts_options_t *o, bson_iter_t *spec)
+{
+	bson_iter_t f;
+	int64_t unit = 0;
+	bool date = false;
+
+	if (!BSON_ITER_HOLDS_DOCUMENT(spec) || !bson_iter_recurse(spec, &f))
+		return 0;
+	while (bson_iter_next(&f)) {
+		const char *k = bson_iter_key(&f);
+		if (strcmp(k, "date") == 0)
+			date = BSON_ITER_HOLDS_UTF8(&f) && bson_iter_utf8(&f, NULL)[0] == '$' &&
+			    strcmp(bson_iter_utf8(&f, NULL) + 1, o->time_field) == 0;
+		else if (strcmp(k, "unit") == 0 && BSON_ITER_HOLDS_UTF8(&f)) {
+			for (int i = 0; trunc_units[i].name != NULL; i++)
+				if (strcmp(bson_iter_utf8(&f, NULL), trunc_units[i].name) == 0)
+					unit = trunc_units[i].ms;
+		} else if (strcmp(k, "binSize") == 0 && (BSON_ITER_HOLDS_INT32(&f) || BSON_ITER_HOLDS_INT64(&f)) &&
+		           bson_iter_as_int64(&f) == 1)
+			continue;   /* wider bins: their alignment is $dateTrunc's to know (evaluated per time) */
+		else if (strcmp(k, "timezone") == 0 && BSON_ITER_HOLDS_UTF8(&f) &&
+		         (strcmp(bson_iter_utf8(&f, NULL), "UTC") == 0 || strcmp(bson_iter_utf8(&f, NULL), "GMT") == 0))
+			continue;
+		else
+			return 0;
+	}
+	return date && unit > 0 ? unit : 0;
+}
+
+/* Whether a $group _id expression reads only the meta and time of a
+ * measurement in forms the column path evaluates (field paths, constants,
+ * objects and arrays of them, $dateTrunc of the time); *bin merges how it
+ * reads the time: -1 not at all, > 0 only through bins of that width
+ * (aligned at $dateTrunc's reference point), 0 otherwise. */
+static bool
+block_id(const ts_options_t *o, bson_iter_t *it, int64_t *bin, int depth)
+{
+	char mp[300];
+
+	if (depth > 20)
+		return false;
+	if (BSON_ITER_HOLDS_UTF8(it)) {
+		const char *s = bson_iter_utf8(it, NULL);
+		if (s[0] != '$')
+			return true;
+		if (s[1] == '$')
+			return false;
+		if (strcmp(s + 1, o->time_field) == 0) {
+			bin_merge(bin, 0);
+			return true;
+		}
+		return lp_meta_path(o, s + 1, mp, sizeof(mp));
+	}
+	if (BSON_ITER_HOLDS_DOCUMENT(it) || BSON_ITER_HOLDS_ARRAY(it)) {
+		bson_iter_t c;
+		bool arr = BSON_ITER_HOLDS_ARRAY(it);
+		bson_iter_recurse(it, &c);
+		if (!arr && bson_iter_next(&c) && bson_iter_key(&c)[0] == '$') {
+			bson_iter_t more = c;
+			if (bson_iter_next(&more))
+				return false;
+			if (strcmp(bson_iter_key(&c), "$literal") == 0)
+				return true;
+			if (strcmp(bson_iter_key(&c), "$dateTrunc") == 0) {
+				int64_t b = trunc_bin(o, &c);
+				bin_merge(bin, b > 0 ? b : 0);
+				return b > 0;
+			}
+			return false;
+		}
+		bson_iter_recurse(it, &c);
+		while (bson_iter_next(&c))
+			if (!block_id(o, &c, bin, depth + 1))
+				return false;
+		return true;
+	}
+	return true;   /* a constant */
+}
+
+/* The accumulators the column path feeds with values (accum_add). */
+static const char *const block_accs[] = {"$sum", "$avg", "$min", "$max", "$first", "$last", "$push", "$addToSet",
+    "$count", "$stdDevPop", "$stdDevSamp", NULL};
+
+/*
+ * A $group (at g) that can run on a bucket's columns without building
+ * its measurements (agg/stage_group.c's column path): _id as block_id
+ * takes, every accumulator one of block_accs of a top-level field path or
+ * a constant ($count: {}).  Returns the _id's bin (see block_id), or
+ * INT64_MIN when the $group is not of that shape.
+ */
+static int64_t
+block_group_bin(const ts_options_t *o, bson_iter_t *g)
+{
+	bson_iter_t f;
+	int64_t bin = -1;
+	bool id = false;
+
+	if (!BSON_ITER_HOLDS_DOCUMENT(g) || !bson_iter_recurse(g, &f))
+		return INT64_MIN;
+	while (bson_iter_next(&f)) {
+		bson_iter_t acc;
+		bool known = false;
+		if (strcmp(bson_iter_key(&f), "_id") == 0) {
+			if (!block_id(o, &f, &bin, 0))
+				return INT64_MIN;
+			id = true;
+			continue;
+		}
+		if (!BSON_ITER_HOLDS_DOCUMENT(&f) || !bson_iter_recurse(&f, &acc) || !bson_iter_next(&acc))
+			return INT64_MIN;
+		for (int i = 0; block_accs[i] != NULL; i++)
+			known |= strcmp(bson_iter_key(&acc), block_accs[i]) == 0;
+		if (!known)
+			return INT64_MIN;
+		if (strcmp(bson_iter_key(&acc), "$count") == 0)
+			continue;
+		if (BSON_ITER_HOLDS_UTF8(&acc)) {
+			const char *s = bson_iter_utf8(&acc, NULL);
+			if (s[0] == '$' && (s[1] == '$' || s[1] == '\0' || strchr(s, '.') != NULL))
+				return INT64_MIN;
+		} else if (BSON_ITER_HOLDS_DOCUMENT(&acc) || BSON_ITER_HOLDS_ARRAY(&acc))
+			return INT64_MIN;
+	}
+	return id ? bin : INT64_MIN;
+}
+
+/* A $group _id whose field paths are all the metaField or under it (or a
+ * constant), rewritten to the bucket's "meta" into out under key: mongod's
+ * rewriteGroupByField (its fixed-bucket $dateTrunc case aside). */
+static bool
+meta_id_rewrite(const ts_options_t *o, bson_iter_t *it, bson_t *out, const char *key, int depth)
+{
+	char mp[300];
+
+	if (depth > 20)
+		return false;
+	if (BSON_ITER_HOLDS_UTF8(it)) {
+		const char *v = bson_iter_utf8(it, NULL);
+		if (v[0] != '$') {
+			bson_append_iter(out, key, -1, it);
+			return true;
+		}
+		if (v[1] == '$' || !lp_meta_path(o, v + 1, mp + 1, sizeof(mp) - 1))
+			return false;
+		mp[0] = '$';
+		BSON_APPEND_UTF8(out, key, mp);
+		return true;
+	}
+	if (BSON_ITER_HOLDS_DOCUMENT(it)) {
+		bson_iter_t c;
+		bson_t sub;
+		bool ok = true;
+		bson_iter_recurse(it, &c);
+		if (bson_iter_next(&c) && bson_iter_key(&c)[0] == '$')
+			return false;   /* an operator: not taken here */
+		bson_append_document_begin(out, key, -1, &sub);
+		bson_iter_recurse(it, &c);
+		while (ok && bson_iter_next(&c))
+			ok = meta_id_rewrite(o, &c, &sub, bson_iter_key(&c), depth + 1);
+		bson_append_document_end(out, &sub);
+		return ok;
+	}
+	if (BSON_ITER_HOLDS_ARRAY(it))
+		return false;
+	bson_append_iter(out, key, -1, it);   /* a constant */
+	return true;
+}
+
+/*
+ * mongod's rewriteGroupStage: a $group right after the unpack (no event
+ * filter) by the meta (or a constant) whose accumulators are all $min/$max
+ * of field paths and {$sum: 1} runs on the buckets themselves: $min/$max of
+ * the meta become the same of "$meta...", $max of a field that of
+ * "$control.max.<field>", {$sum: 1} the bucket's count ({$cond: [{$gte:
+ * ["$control.version", 2]}, "$control.count", {$size: {$objectToArray:
+ * "$data.<time>"}}]}).  Appends {$group: ...} to out under key and returns
+ * true; false: not that shape.
+ *
+ * Narrower than mongod where the answer would differ from the unpacked one:
+ * {$sum: 1.0} or NumberLong(1) (the count is an int; the unpacked sum a
+ * double or long),
+ * $min of a measurement field (control.min holds a null the accumulator
+ * skips; mongod's rewrite then differs from the unpacked answer), subfields
+ * of measurements (Tamga's control.min/max are of the whole top-level
+ * value, mongod's field by field), and $min of the time (control.min of
+ * the time is rounded down: mongod refuses it too).
+ */
+static bool
+group_rewrite(const ts_options_t *o, bson_iter_t *g, bson_t *out, const char *key)
+{
+	bson_t grp, body;
+	bson_iter_t f;
+	bool ok = true, id = false;
+
+	if (!BSON_ITER_HOLDS_DOCUMENT(g))
+		return false;
+	bson_init(&grp);
+	bson_append_document_begin(&grp, "$group", -1, &body);
+	bson_iter_recurse(g, &f);
+	while (ok && bson_iter_next(&f)) {
+		const char *name = bson_iter_key(&f);
+		bson_iter_t acc;
+		const char *op;
+		char path[400];
+		if (strcmp(name, "_id") == 0) {
+			ok = meta_id_rewrite(o, &f, &body, "_id", 0);
+			id = true;
+			continue;
+		}
+		if (!BSON_ITER_HOLDS_DOCUMENT(&f) || !bson_iter_recurse(&f, &acc) || !bson_iter_next(&acc)) {
+			ok = false;
+			break;
+		}
+		op = bson_iter_key(&acc);
+		if ((strcmp(op, "$count") == 0 && BSON_ITER_HOLDS_DOCUMENT(&acc)) ||
+		    (strcmp(op, "$sum") == 0 && BSON_ITER_HOLDS_INT32(&acc) && bson_iter_int32(&acc) == 1)) {
+			/* {$sum: 1}: the bucket's measurement count */
+			bson_t a, sum, cond, gte, size, ota;
+			char data[300];
+			if (strcmp(op, "$count") == 0) {
+				bson_iter_t e;
+				bson_iter_recurse(&acc, &e);
+				if (bson_iter_next(&e)) {
+					ok = false;
+					break;
+				}
+			}
+			bson_snprintf(data, sizeof(data), "$data.%s", o->time_field);
+			bson_append_document_begin(&body, name, -1, &a);
+			bson_append_document_begin(&a, "$sum", -1, &sum);
+			bson_append_array_begin(&sum, "$cond", -1, &cond);
+			bson_append_document_begin(&cond, "0", -1, &gte);
+			{
+				bson_t args;
+				bson_append_array_begin(&gte, "$gte", -1, &args);
+				BSON_APPEND_UTF8(&args, "0", "$control.version");
+				BSON_APPEND_INT32(&args, "1", 2);
+				bson_append_array_end(&gte, &args);
+			}
+			bson_append_document_end(&cond, &gte);
+			BSON_APPEND_UTF8(&cond, "1", "$control.count");
+			bson_append_document_begin(&cond, "2", -1, &size);
+			bson_append_document_begin(&size, "$size", -1, &ota);
+			BSON_APPEND_UTF8(&ota, "$objectToArray", data);
+			bson_append_document_end(&size, &ota);
+			bson_append_document_end(&cond, &size);
+			bson_append_array_end(&sum, &cond);
+			bson_append_document_end(&a, &sum);
+			bson_append_document_end(&body, &a);
+			continue;
+		}
+		if ((strcmp(op, "$min") != 0 && strcmp(op, "$max") != 0) || !BSON_ITER_HOLDS_UTF8(&acc) ||
+		    bson_iter_utf8(&acc, NULL)[0] != '$' || bson_iter_utf8(&acc, NULL)[1] == '$') {
+			ok = false;
+			break;
+		}
+		{
+			const char *fp = bson_iter_utf8(&acc, NULL) + 1;
+			bson_t a;
+			if (lp_meta_path(o, fp, path + 1, sizeof(path) - 1))
+				path[0] = '$';
+			else if (strcmp(op, "$max") == 0 && strchr(fp, '.') == NULL && strlen(fp) < 300)
+				bson_snprintf(path, sizeof(path), "$control.max.%s", fp);
+			else {
+				ok = false;
+				break;
+			}
+			bson_append_document_begin(&body, name, -1, &a);
+			BSON_APPEND_UTF8(&a, op, path);
+			bson_append_document_end(&body, &a);
+		}
+	}
+	bson_append_document_end(&grp, &body);
+	if (ok && id)
+		BSON_APPEND_DOCUMENT(out, key, &grp);
+	bson_destroy(&grp);
+	return ok && id;
+}
+
 int
-cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bson_t *out)
+cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bool simple_collation, bson_t *out)
 {
 	ts_options_t o;
 	bson_iter_t it, st;
@@ -1077,7 +1378,9 @@ cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bson_t *out
 	char key[16];
 	ts_deps_t deps;
 	const char *include[TS_DEPS_MAX + 1];
-	bool lastpoint;
+	bool lastpoint, absorbed = false;
+	bson_t event = BSON_INITIALIZER, whole = BSON_INITIALIZER, rest = BSON_INITIALIZER;
+	int64_t block_bin = INT64_MIN;
 
 	bson_init(out);
 	if (!ts_options_get(coll->options, &o))
@@ -1092,9 +1395,15 @@ cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bson_t *out
 			bson_snprintf(key, sizeof(key), "%d", n++);
 			bson_append_iter(out, key, -1, &it);
 		}
+		bson_destroy(&event);
+		bson_destroy(&whole);
+		bson_destroy(&rest);
 		return 0;
 	}
-	/* a leading $match: its meta/time part decides buckets first */
+	/* a leading $match: its meta/time part decides buckets first; the rest
+	 * goes into the unpack stage as its eventFilter (with the
+	 * wholeBucketFilter that spares it for buckets wholly inside), as
+	 * mongod's doOptimizeAt moves it there */
 	if (bson_iter_init(&it, user) && bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
 	    bson_iter_recurse(&it, &st) && bson_iter_next(&st) && strcmp(bson_iter_key(&st), "$match") == 0 &&
 	    BSON_ITER_HOLDS_DOCUMENT(&st)) {
@@ -1110,9 +1419,28 @@ cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bson_t *out
 			bson_append_document_end(out, &stage);
 		}
 		bson_destroy(&bf);
+		absorbed = ts_event_split(&o, &f, &event, &whole);
+	}
+	/* the stages after the unpack: the user's, less an absorbed $match (its
+	 * event part counted in the unpack's `include`, as mongod counts it) */
+	{
+		int m = 0;
+		if (absorbed && !bson_empty(&event)) {
+			bson_snprintf(key, sizeof(key), "%d", m++);
+			bson_append_document_begin(&rest, key, -1, &stage);
+			BSON_APPEND_DOCUMENT(&stage, "$match", &event);
+			bson_append_document_end(&rest, &stage);
+		}
+		bson_iter_init(&it, user);
+		if (absorbed)
+			bson_iter_next(&it);
+		while (bson_iter_next(&it)) {
+			bson_snprintf(key, sizeof(key), "%d", m++);
+			bson_append_iter(&rest, key, -1, &it);
+		}
 	}
 	lastpoint = lastpoint_stages(&o, user, out, &n);
-	deps_pipeline(user, &deps);
+	deps_pipeline(&rest, &deps);
 	if (!deps.all) {
 		for (int i = 0; i < deps.n; i++)
 			include[i] = deps.names[i];
@@ -1121,19 +1449,66 @@ cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bson_t *out
 		o.include = include;
 		o.n_include = deps.n;
 	}
+	/* a $group right after the unpack (an absorbed $match before it, or
+	 * none) that the column path can run */
+	if (!lastpoint && (absorbed || !(bson_iter_init(&it, user) && bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+	                                 bson_iter_recurse(&it, &st) && bson_iter_next(&st) &&
+	                                 strcmp(bson_iter_key(&st), "$match") == 0))) {
+		bson_iter_init(&it, user);
+		if (absorbed)
+			bson_iter_next(&it);
+		if (bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &st) && bson_iter_next(&st) &&
+		    strcmp(bson_iter_key(&st), "$group") == 0)
+			block_bin = block_group_bin(&o, &st);
+	}
+	/* mongod's $group on the buckets themselves, in place of the unpack
+	 * and the user's $group (its control fields follow the collection's
+	 * simple collation: not under another) */
+	if (!lastpoint && simple_collation && !bson_has_field(coll->options, "collation") &&
+	    (!absorbed || bson_empty(&event)) &&
+	    !(!absorbed && bson_iter_init(&it, user) && bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+	      bson_iter_recurse(&it, &st) && bson_iter_next(&st) && strcmp(bson_iter_key(&st), "$match") == 0)) {
+		bson_iter_init(&it, user);
+		if (absorbed)
+			bson_iter_next(&it);
+		bson_snprintf(key, sizeof(key), "%d", n);
+		if (bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &st) && bson_iter_next(&st) &&
+		    strcmp(bson_iter_key(&st), "$group") == 0 && group_rewrite(&o, &st, out, key)) {
+			n++;
+			while (bson_iter_next(&it)) {
+				bson_snprintf(key, sizeof(key), "%d", n++);
+				bson_append_iter(out, key, -1, &it);
+			}
+			bson_destroy(&event);
+			bson_destroy(&whole);
+			bson_destroy(&rest);
+			return 0;
+		}
+	}
 	bson_snprintf(key, sizeof(key), "%d", n++);
 	bson_append_document_begin(out, key, -1, &stage);
 	bson_append_document_begin(&stage, "$_internalUnpackBucket", -1, &spec);
 	ts_unpack_spec(&o, &spec);
+	if (!bson_empty(&whole))
+		BSON_APPEND_DOCUMENT(&spec, "wholeBucketFilter", &whole);
+	if (!bson_empty(&event))
+		BSON_APPEND_DOCUMENT(&spec, "eventFilter", &event);
 	if (lastpoint)
 		BSON_APPEND_BOOL(&spec, "$_tamgaLastpoint", true);
+	if (block_bin != INT64_MIN)
+		BSON_APPEND_INT64(&spec, "$_tamgaBlockGroup", block_bin);
 	bson_append_document_end(&stage, &spec);
 	bson_append_document_end(out, &stage);
-	if (bson_iter_init(&it, user))
-		while (bson_iter_next(&it)) {
-			bson_snprintf(key, sizeof(key), "%d", n++);
-			bson_append_iter(out, key, -1, &it);
-		}
+	bson_iter_init(&it, user);
+	if (absorbed)
+		bson_iter_next(&it);
+	while (bson_iter_next(&it)) {
+		bson_snprintf(key, sizeof(key), "%d", n++);
+		bson_append_iter(out, key, -1, &it);
+	}
+	bson_destroy(&event);
+	bson_destroy(&whole);
+	bson_destroy(&rest);
 	return 0;
 }
 

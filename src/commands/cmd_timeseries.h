@@ -38,9 +38,13 @@ bool cmd_ts_raw(const cmd_t *c);
 int cmd_ts_insert(cmd_t *c, storage_coll_t *coll, const bson_t *stmts, bool ordered, terr_t *err);
 
 /* The pipeline a read of coll runs over its buckets: a bucket-level $match
- * (from user's leading $match), $_internalUnpackBucket, then user's stages
- * (a pipeline array document).  out is initialised here. */
-int cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bson_t *out);
+ * (from user's leading $match), $_internalUnpackBucket (the rest of that
+ * $match as its eventFilter), then user's stages (a pipeline array
+ * document); or, for a $group mongod answers from the buckets' control
+ * fields, that bucket-level $group instead of the unpack and the user's
+ * $group (only under the simple collation: simple_collation says the
+ * command names none).  out is initialised here. */
+int cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bool simple_collation, bson_t *out);
 
 /* One delete statement (any filter q; multi or the first match) and one
  * update statement (u: an update document or pipeline), on measurements:

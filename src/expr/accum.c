@@ -842,6 +842,12 @@ accum_argument(const accum_t *a)
 	return a->arg;
 }
 
+const char *
+accum_op_name(const accum_t *a)
+{
+	return a->js != NULL ? "$accumulator" : a->op->name;
+}
+
 void
 accum_destroy(accum_t *a)
 {

@@ -51,6 +51,10 @@ int accum_new_for_values(const char *name, accum_t **out, terr_t *err);
  * from a; NULL for accum_new_for_values() accumulators. */
 const expr_t *accum_argument(const accum_t *a);
 
+/* The accumulator's operator name ("$sum"; "$accumulator" for
+ * JavaScript ones), static. */
+const char *accum_op_name(const accum_t *a);
+
 /* Is name an accumulator this module knows? */
 bool accum_is_known(const char *name);
 

@@ -136,6 +136,22 @@ int ts_bucket_count(const ts_options_t *o, const bson_t *bucket);
  */
 bool ts_bucket_filter(const ts_options_t *o, const bson_t *filter, bson_t *out);
 
+/*
+ * A $match right after the unpack split as mongod splits it (its
+ * createPredicatesOnBucketLevelField): the conjuncts on the metaField are
+ * left out (the bucket filter decides them exactly); the rest is the
+ * unpack stage's `eventFilter`, appended to event (one conjunct as itself,
+ * several under $and; nothing when none is left).  When every one of them
+ * is a comparison of the timeField with dates, their tight form -- a
+ * bucket-level predicate that holds only when every measurement of the
+ * bucket matches ($gt/$gte on control.min.<time>, $lt/$lte on
+ * control.max.<time>, $eq on both) -- is appended to whole: the stage's
+ * `wholeBucketFilter`.  Returns false (nothing appended) when the filter
+ * holds an operator the stage does not take in ($expr, $where, $text,
+ * $near...): then the $match stays a stage of its own.
+ */
+bool ts_event_split(const ts_options_t *o, const bson_t *filter, bson_t *event, bson_t *whole);
+
 /* The explain / stage spec of $_internalUnpackBucket for o, into out. */
 void ts_unpack_spec(const ts_options_t *o, bson_t *out);
 

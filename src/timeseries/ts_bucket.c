@@ -11,6 +11,7 @@
 #include "timeseries/timeseries.h"
 #include "timeseries/ts_compress.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "bson/damage.h"
@@ -796,13 +797,57 @@ meta_path(const ts_options_t *o, const char *path, char *buf, size_t size)
 	return strlen(path + ml) + 5 <= size;
 }
 
-/* {time: <pred>} with date operands: bounds on control.min/max.time. */
+/* The bucket _id bounds of a time range (mongod's loose predicate on the
+ * _id: a bucket's _id carries its start in seconds, and its measurements
+ * lie in [start, start + bucketMaxSpanSeconds)): appended to out as
+ * {_id: {$gte: <lo>, $lte: <hi>}} for the sides known (lo_ms / hi_ms of the
+ * measurements; INT64_MIN / INT64_MAX: none) that an ObjectId's 32-bit
+ * seconds can hold, which lets the scan of the clustered buckets start and
+ * stop by _id. */
+static void
+id_bounds(const ts_options_t *o, int64_t lo_ms, int64_t hi_ms, bson_t *out)
+{
+	bson_t b;
+	bson_oid_t oid;
+	bool lo = false, hi = false;
+	int64_t lo_s = 0, hi_s = 0;
+
+	if (lo_ms != INT64_MIN && lo_ms > INT64_MIN / 2) {
+		int64_t start = lo_ms - o->max_span * 1000;   /* the earliest start of a bucket holding lo_ms */
+		lo_s = start >= 0 ? start / 1000 : -1;
+		lo = lo_s >= 0 && lo_s <= (int64_t)UINT32_MAX;
+	}
+	if (hi_ms != INT64_MAX && hi_ms >= 0) {
+		hi_s = hi_ms / 1000;
+		hi = hi_s <= (int64_t)UINT32_MAX;
+	}
+	if (!lo && !hi)
+		return;
+	BSON_APPEND_DOCUMENT_BEGIN(out, "_id", &b);
+	if (lo) {
+		memset(&oid, 0, sizeof(oid));
+		for (int k = 0; k < 4; k++)
+			oid.bytes[k] = (uint8_t)((uint64_t)lo_s >> (24 - 8 * k));
+		BSON_APPEND_OID(&b, "$gte", &oid);
+	}
+	if (hi) {
+		memset(&oid, 0xff, sizeof(oid));
+		for (int k = 0; k < 4; k++)
+			oid.bytes[k] = (uint8_t)((uint64_t)hi_s >> (24 - 8 * k));
+		BSON_APPEND_OID(&b, "$lte", &oid);
+	}
+	bson_append_document_end(out, &b);
+}
+
+/* {time: <pred>} with date operands: bounds on control.min/max.time, and
+ * on the bucket _id. */
 static bool
 time_bounds(const ts_options_t *o, const bson_iter_t *pred, bson_t *out)
 {
 	char minp[512], maxp[512];
 	bson_iter_t ops;
 	bool any = false;
+	int64_t lo_ms = INT64_MIN, hi_ms = INT64_MAX;
 
 	bson_snprintf(minp, sizeof(minp), "control.min.%s", o->time_field);
 	bson_snprintf(maxp, sizeof(maxp), "control.max.%s", o->time_field);
@@ -814,6 +859,7 @@ time_bounds(const ts_options_t *o, const bson_iter_t *pred, bson_t *out)
 		BSON_APPEND_DOCUMENT_BEGIN(out, maxp, &b);
 		BSON_APPEND_DATE_TIME(&b, "$gte", bson_iter_date_time(pred));
 		bson_append_document_end(out, &b);
+		id_bounds(o, bson_iter_date_time(pred), bson_iter_date_time(pred), out);
 		return true;
 	}
 	if (!BSON_ITER_HOLDS_DOCUMENT(pred) || !bson_iter_recurse(pred, &ops))
@@ -821,28 +867,36 @@ time_bounds(const ts_options_t *o, const bson_iter_t *pred, bson_t *out)
 	while (bson_iter_next(&ops)) {
 		const char *op = bson_iter_key(&ops);
 		const char *path = NULL;
+		int64_t d;
 		bson_t b;
 		if (!BSON_ITER_HOLDS_DATE_TIME(&ops))
 			continue;
-		if (strcmp(op, "$gt") == 0 || strcmp(op, "$gte") == 0)
+		d = bson_iter_date_time(&ops);
+		if (strcmp(op, "$gt") == 0 || strcmp(op, "$gte") == 0) {
 			path = maxp;
-		else if (strcmp(op, "$lt") == 0 || strcmp(op, "$lte") == 0)
+			lo_ms = d > lo_ms ? d : lo_ms;
+		} else if (strcmp(op, "$lt") == 0 || strcmp(op, "$lte") == 0) {
 			path = minp;
-		else if (strcmp(op, "$eq") == 0) {
+			hi_ms = d < hi_ms ? d : hi_ms;
+		} else if (strcmp(op, "$eq") == 0) {
 			bson_t a;
 			BSON_APPEND_DOCUMENT_BEGIN(out, minp, &a);
-			BSON_APPEND_DATE_TIME(&a, "$lte", bson_iter_date_time(&ops));
+			BSON_APPEND_DATE_TIME(&a, "$lte", d);
 			bson_append_document_end(out, &a);
 			path = maxp;
 			op = "$gte";
+			lo_ms = d > lo_ms ? d : lo_ms;
+			hi_ms = d < hi_ms ? d : hi_ms;
 		}
 		if (path == NULL)
 			continue;
 		BSON_APPEND_DOCUMENT_BEGIN(out, path, &b);
-		BSON_APPEND_DATE_TIME(&b, op, bson_iter_date_time(&ops));
+		BSON_APPEND_DATE_TIME(&b, op, d);
 		bson_append_document_end(out, &b);
 		any = true;
 	}
+	if (any)
+		id_bounds(o, lo_ms, hi_ms, out);
 	return any;
 }
 
@@ -851,7 +905,9 @@ time_bounds(const ts_options_t *o, const bson_iter_t *pred, bson_t *out)
  * only be left out when its control.min.f and control.max.f are both
  * numbers (then every value of the column is a number: BSON order puts
  * every other type outside them) and the bound rules out [min, max].
- * Appends {$or: [bound on min/max, min not a number, max not a number]}.
+ * Appends {$or: [bound on min/max, min not a number, max not a number, max an
+ * array]} (match operators look into arrays: a max of [5, 3] passes $type
+ * "number" and would drop the bucket).
  */
 static bool
 measurement_bounds(const char *field, const bson_iter_t *pred, bson_t *out)
@@ -897,6 +953,13 @@ measurement_bounds(const char *field, const bson_iter_t *pred, bson_t *out)
 		BSON_APPEND_UTF8(&t, "$type", "number");
 		bson_append_document_end(&nt, &t);
 		bson_append_document_end(&c, &nt);
+		bson_append_document_end(&arr, &c);
+		/* an array max: $type and the bound above look at its elements
+		 * (a max of [5, 3] "is" a number), so the bucket stays */
+		bson_append_document_begin(&arr, "3", 1, &c);
+		bson_append_document_begin(&c, maxp, -1, &t);
+		BSON_APPEND_UTF8(&t, "$type", "array");
+		bson_append_document_end(&c, &t);
 		bson_append_document_end(&arr, &c);
 		bson_append_array_end(out, &arr);
 		any = true;
@@ -995,17 +1058,38 @@ ts_bucket_filter(const ts_options_t *o, const bson_t *filter, bson_t *out)
 	return any;
 }
 
+static int
+name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 void
 ts_unpack_spec(const ts_options_t *o, bson_t *out)
 {
 	bson_t ex = BSON_INITIALIZER;
 
 	if (o->include != NULL) {
+		/* as mongod serializes it: its field set (a sorted set, without
+		 * the metaField), then the metaField when it is included */
 		char k[16];
+		const char **names = bson_malloc0(sizeof(char *) * (size_t)(o->n_include + 1));
+		int n = 0;
+		bool meta = false;
 		for (int i = 0; i < o->n_include; i++) {
-			bson_snprintf(k, sizeof(k), "%d", i);
-			BSON_APPEND_UTF8(&ex, k, o->include[i]);
+			if (o->meta_field != NULL && strcmp(o->include[i], o->meta_field) == 0)
+				meta = true;
+			else
+				names[n++] = o->include[i];
 		}
+		qsort(names, (size_t)n, sizeof(*names), name_cmp);
+		if (meta)
+			names[n++] = o->meta_field;
+		for (int i = 0; i < n; i++) {
+			bson_snprintf(k, sizeof(k), "%d", i);
+			BSON_APPEND_UTF8(&ex, k, names[i]);
+		}
+		bson_free(names);
 	}
 	bson_append_array(out, o->include != NULL ? "include" : "exclude", -1, &ex);
 	BSON_APPEND_UTF8(out, "timeField", o->time_field);
@@ -1013,4 +1097,198 @@ ts_unpack_spec(const ts_options_t *o, bson_t *out)
 		BSON_APPEND_UTF8(out, "metaField", o->meta_field);
 	BSON_APPEND_INT32(out, "bucketMaxSpanSeconds", (int32_t)o->max_span);
 	bson_destroy(&ex);
+}
+
+/* ---- the event filter and the whole-bucket filter ------------------------------ */
+
+/* Operators an event filter does not take here (they need the whole
+ * pipeline's context: variables, text or geo indexes, JavaScript); a $match
+ * holding one stays a stage after the unpack. */
+static const char *const event_refused[] = {"$expr", "$where", "$text", "$near", "$nearSphere", "$geoNear", NULL};
+
+static bool
+event_refuses(const bson_iter_t *it, int depth)
+{
+	bson_iter_t c;
+
+	if (depth > 100)
+		return true;
+	if (!BSON_ITER_HOLDS_DOCUMENT(it) && !BSON_ITER_HOLDS_ARRAY(it))
+		return false;
+	bson_iter_recurse(it, &c);
+	while (bson_iter_next(&c)) {
+		for (int i = 0; event_refused[i] != NULL; i++)
+			if (strcmp(bson_iter_key(&c), event_refused[i]) == 0)
+				return true;
+		if (event_refuses(&c, depth + 1))
+			return true;
+	}
+	return false;
+}
+
+/* The tight (whole-bucket) form of one event conjunct {k: v}, appended to
+ * tight as {"<n>": {...}} entries: only the time field compared with dates
+ * (mongod's createTightComparisonPredicate: never on other fields, whose
+ * values may be missing in some measurements).  False: none. */
+static bool
+event_tight(const ts_options_t *o, const char *k, const bson_iter_t *v, bson_t *tight, int *n)
+{
+	char minp[512], maxp[512], key[16];
+	bson_iter_t ops;
+	bson_t one, cmp;
+
+	if (strcmp(k, o->time_field) != 0)
+		return false;
+	bson_snprintf(minp, sizeof(minp), "control.min.%s", o->time_field);
+	bson_snprintf(maxp, sizeof(maxp), "control.max.%s", o->time_field);
+	if (BSON_ITER_HOLDS_DATE_TIME(v)) {
+		/* every event equals it when the bucket's min and max both do */
+		const char *paths[2] = {minp, maxp};
+		for (int i = 0; i < 2; i++) {
+			bson_snprintf(key, sizeof(key), "%d", (*n)++);
+			bson_append_document_begin(tight, key, -1, &one);
+			bson_append_document_begin(&one, paths[i], -1, &cmp);
+			BSON_APPEND_DATE_TIME(&cmp, "$eq", bson_iter_date_time(v));
+			bson_append_document_end(&one, &cmp);
+			bson_append_document_end(tight, &one);
+		}
+		return true;
+	}
+	if (!BSON_ITER_HOLDS_DOCUMENT(v) || !bson_iter_recurse(v, &ops))
+		return false;
+	{
+		/* every operator a comparison with a date, or no tight form */
+		bson_iter_t chk = ops;
+		bool any = false;
+		while (bson_iter_next(&chk)) {
+			const char *op = bson_iter_key(&chk);
+			if (!BSON_ITER_HOLDS_DATE_TIME(&chk) ||
+			    (strcmp(op, "$eq") != 0 && strcmp(op, "$gt") != 0 && strcmp(op, "$gte") != 0 &&
+			     strcmp(op, "$lt") != 0 && strcmp(op, "$lte") != 0))
+				return false;
+			any = true;
+		}
+		if (!any)
+			return false;
+	}
+	while (bson_iter_next(&ops)) {
+		const char *op = bson_iter_key(&ops);
+		int64_t d = bson_iter_date_time(&ops);
+		if (strcmp(op, "$eq") == 0) {
+			const char *paths[2] = {minp, maxp};
+			for (int i = 0; i < 2; i++) {
+				bson_snprintf(key, sizeof(key), "%d", (*n)++);
+				bson_append_document_begin(tight, key, -1, &one);
+				bson_append_document_begin(&one, paths[i], -1, &cmp);
+				BSON_APPEND_DATE_TIME(&cmp, "$eq", d);
+				bson_append_document_end(&one, &cmp);
+				bson_append_document_end(tight, &one);
+			}
+			continue;
+		}
+		/* $gt/$gte hold for every event when they hold for the bucket's
+		 * min (control.min of the time is rounded down: lower still);
+		 * $lt/$lte when they hold for its max */
+		bson_snprintf(key, sizeof(key), "%d", (*n)++);
+		bson_append_document_begin(tight, key, -1, &one);
+		bson_append_document_begin(&one, op[1] == 'l' ? maxp : minp, -1, &cmp);
+		BSON_APPEND_DATE_TIME(&cmp, op, d);
+		bson_append_document_end(&one, &cmp);
+		bson_append_document_end(tight, &one);
+	}
+	return true;
+}
+
+/* Walk filter's conjuncts (top-level fields and $and members, nested):
+ * the ones on the metaField are left to the bucket filter, the others
+ * appended to ev as {"<n>": {k: v}} and their tight forms to tight
+ * (*tight_ok false once one has none). */
+static void
+event_conjuncts(const ts_options_t *o, const bson_t *filter, bson_t *ev, int *nev, bson_t *tight, int *nt,
+                bool *tight_ok, int depth)
+{
+	bson_iter_t it;
+	char mp[512], key[16];
+
+	if (!bson_iter_init(&it, filter))
+		return;
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		bson_t one;
+		if (strcmp(k, "$and") == 0 && BSON_ITER_HOLDS_ARRAY(&it) && depth < 20) {
+			bson_iter_t arr;
+			bool docs = true;
+			bson_iter_recurse(&it, &arr);
+			while (bson_iter_next(&arr))
+				docs &= BSON_ITER_HOLDS_DOCUMENT(&arr);
+			if (docs) {
+				bson_iter_recurse(&it, &arr);
+				while (bson_iter_next(&arr)) {
+					const uint8_t *d;
+					uint32_t l;
+					bson_t sub;
+					bson_iter_document(&arr, &l, &d);
+					if (bson_init_static(&sub, d, l))
+						event_conjuncts(o, &sub, ev, nev, tight, nt, tight_ok, depth + 1);
+				}
+				continue;
+			}
+		}
+		if (k[0] != '$' && meta_path(o, k, mp, sizeof(mp)))
+			continue;   /* decided exactly by the bucket filter's meta predicate */
+		bson_snprintf(key, sizeof(key), "%d", (*nev)++);
+		bson_append_document_begin(ev, key, -1, &one);
+		bson_append_iter(&one, k, -1, &it);
+		bson_append_document_end(ev, &one);
+		if (*tight_ok && (k[0] == '$' || !event_tight(o, k, &it, tight, nt)))
+			*tight_ok = false;
+	}
+}
+
+bool
+ts_event_split(const ts_options_t *o, const bson_t *filter, bson_t *event, bson_t *whole)
+{
+	bson_iter_t it;
+	bson_t ev = BSON_INITIALIZER, tight = BSON_INITIALIZER;
+	int nev = 0, nt = 0;
+	bool tight_ok = true;
+
+	if (!bson_iter_init(&it, filter))
+		return false;
+	{
+		/* the filter as a value, to look for refused operators anywhere */
+		bson_iter_t top;
+		while (bson_iter_next(&it)) {
+			for (int i = 0; event_refused[i] != NULL; i++)
+				if (strcmp(bson_iter_key(&it), event_refused[i]) == 0)
+					return false;
+			top = it;
+			if (event_refuses(&top, 0))
+				return false;
+		}
+	}
+	event_conjuncts(o, filter, &ev, &nev, &tight, &nt, &tight_ok, 0);
+	if (nev == 1) {
+		bson_iter_t one, in;
+		bson_iter_init(&one, &ev);
+		bson_iter_next(&one);
+		bson_iter_recurse(&one, &in);
+		while (bson_iter_next(&in))
+			bson_append_iter(event, NULL, 0, &in);
+	} else if (nev > 1)
+		BSON_APPEND_ARRAY(event, "$and", &ev);
+	if (nev > 0 && tight_ok && nt > 0) {
+		if (nt == 1) {
+			bson_iter_t one, in;
+			bson_iter_init(&one, &tight);
+			bson_iter_next(&one);
+			bson_iter_recurse(&one, &in);
+			while (bson_iter_next(&in))
+				bson_append_iter(whole, NULL, 0, &in);
+		} else
+			BSON_APPEND_ARRAY(whole, "$and", &tight);
+	}
+	bson_destroy(&ev);
+	bson_destroy(&tight);
+	return true;
 }

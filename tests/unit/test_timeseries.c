@@ -92,11 +92,20 @@ random_measurement(bson_string_t *s, int i)
 	bson_string_append_printf(s, "{\"_id\": %d, \"t\": {\"$date\": {\"$numberLong\": \"%lld\"}}", i, t);
 	if (metas[mi] != NULL)
 		bson_string_append_printf(s, ", \"m\": %s", metas[mi]);
-	switch (next_rand() % 4) {
+	switch (next_rand() % 7) {
 	case 0: break;
-	case 1: bson_string_append_printf(s, ", \"a\": %d", (int)(next_rand() % 100)); break;
-	case 2: bson_string_append_printf(s, ", \"a\": %d.5", (int)(next_rand() % 100)); break;
-	default: bson_string_append_printf(s, ", \"a\": \"s%d\"", (int)(next_rand() % 10)); break;
+	case 1: case 4: bson_string_append_printf(s, ", \"a\": %d", (int)(next_rand() % 100)); break;
+	case 2: case 5: bson_string_append_printf(s, ", \"a\": %d.5", (int)(next_rand() % 100)); break;
+	case 3: bson_string_append_printf(s, ", \"a\": \"s%d\"", (int)(next_rand() % 10)); break;
+	default:
+		/* the rarer kinds: null, an array, a long */
+		if (next_rand() % 3 == 0)
+			bson_string_append(s, ", \"a\": null");
+		else if (next_rand() % 2 == 0)
+			bson_string_append_printf(s, ", \"a\": [%d, 3]", (int)(next_rand() % 10));
+		else
+			bson_string_append_printf(s, ", \"a\": {\"$numberLong\": \"%d\"}", (int)(next_rand() % 100));
+		break;
 	}
 	if (next_rand() % 2)
 		bson_string_append_printf(s, ", \"b\": {\"c\": %d}", (int)(next_rand() % 5));
@@ -158,6 +167,22 @@ static const char *const group_shapes[] = {
 	"{\"$group\": {\"_id\": \"$m\", \"n\": {\"$count\": {}}}}",
 	"{\"$match\": {\"$expr\": {\"$lt\": [\"$b.c\", 3]}}}, {\"$group\": {\"_id\": \"$m\", \"s\": {\"$push\": \"$_id\"}}}, {\"$project\": {\"n\": {\"$size\": \"$s\"}}}",
 	"{\"$group\": {\"_id\": \"$m\", \"d\": {\"$max\": \"$$ROOT.a\"}}}",
+	/* the column path ($group right after the unpack, an event filter of
+	 * times only or none): every accumulator it feeds, _id by meta, meta
+	 * subfields, constants, time bins, the time itself */
+	"{\"$group\": {\"_id\": \"$m\", \"s\": {\"$sum\": \"$a\"}, \"v\": {\"$avg\": \"$a\"}, \"lo\": {\"$min\": \"$a\"}, \"hi\": {\"$max\": \"$a\"}, \"n\": {\"$count\": {}}, \"sd\": {\"$stdDevPop\": \"$a\"}}}, {\"$set\": {\"sd\": {\"$round\": [\"$sd\", 6]}}}",
+	"{\"$group\": {\"_id\": {\"site\": \"$m.site\", \"k\": \"const\"}, \"mx\": {\"$max\": \"$t\"}, \"mn\": {\"$min\": \"$t\"}, \"ms\": {\"$addToSet\": \"$m\"}, \"bs\": {\"$max\": \"$b\"}}}, {\"$set\": {\"ms\": {\"$sortArray\": {\"input\": \"$ms\", \"sortBy\": 1}}}}",
+	"{\"$match\": {\"t\": {\"$gt\": {\"$date\": {\"$numberLong\": \"1700003000000\"}}, \"$lte\": {\"$date\": {\"$numberLong\": \"1700020000000\"}}}}}, {\"$group\": {\"_id\": {\"$dateTrunc\": {\"date\": \"$t\", \"unit\": \"minute\"}}, \"n\": {\"$sum\": 1}, \"hi\": {\"$max\": \"$a\"}, \"sd\": {\"$stdDevSamp\": \"$a\"}}}, {\"$set\": {\"sd\": {\"$round\": [\"$sd\", 6]}}}",
+	"{\"$match\": {\"t\": {\"$lt\": {\"$date\": {\"$numberLong\": \"1700009000000\"}}}, \"m\": {\"$in\": [1, \"x\"]}}}, {\"$group\": {\"_id\": {\"m\": \"$m\", \"d\": {\"$dateTrunc\": {\"date\": \"$t\", \"unit\": \"hour\", \"binSize\": 2}}}, \"v\": {\"$avg\": \"$a\"}, \"ids\": {\"$push\": \"$_id\"}}}, {\"$set\": {\"ids\": {\"$sortArray\": {\"input\": \"$ids\", \"sortBy\": 1}}}}",
+	"{\"$group\": {\"_id\": {\"$dateTrunc\": {\"date\": \"$t\", \"unit\": \"day\", \"timezone\": \"UTC\"}}, \"f\": {\"$sum\": 2.5}, \"a\": {\"$push\": \"$a\"}}}, {\"$set\": {\"a\": {\"$sortArray\": {\"input\": \"$a\", \"sortBy\": 1}}}}",
+	"{\"$group\": {\"_id\": \"$t\", \"n\": {\"$sum\": 1}, \"x\": {\"$max\": \"$a\"}}}",
+	"{\"$match\": {\"t\": {\"$gte\": {\"$date\": {\"$numberLong\": \"1700001000000\"}}, \"$lte\": {\"$date\": {\"$numberLong\": \"1700001600000\"}}}}}, {\"$group\": {\"_id\": null, \"n\": {\"$sum\": 1}}}",
+	"{\"$match\": {\"t\": {\"$gte\": {\"$date\": {\"$numberLong\": \"1700006000000\"}}}, \"a\": {\"$type\": \"number\"}}}, {\"$group\": {\"_id\": \"$m\", \"s\": {\"$sum\": \"$a\"}}}",
+	"{\"$match\": {\"$or\": [{\"m\": 2}, {\"t\": {\"$lt\": {\"$date\": {\"$numberLong\": \"1700004000000\"}}}}]}}, {\"$group\": {\"_id\": \"$m\", \"n\": {\"$sum\": 1}}}",
+	/* mongod's $group on the buckets (control.max, meta, counts) */
+	"{\"$group\": {\"_id\": \"$m\", \"mx\": {\"$max\": \"$a\"}, \"n\": {\"$count\": {}}, \"tm\": {\"$max\": \"$t\"}, \"bm\": {\"$max\": \"$b\"}}}",
+	"{\"$group\": {\"_id\": null, \"n\": {\"$sum\": 1}, \"lo\": {\"$min\": \"$m\"}, \"hi\": {\"$max\": \"$m.n\"}}}",
+	"{\"$match\": {\"m.site\": {\"$exists\": true}}}, {\"$group\": {\"_id\": {\"s\": \"$m.site\", \"k\": 1}, \"mx\": {\"$max\": \"$a\"}, \"n\": {\"$sum\": 1}, \"d\": {\"$sum\": 1.0}}}",
 };
 
 static void
@@ -514,9 +539,10 @@ test_lastpoint(void)
 		TT_ASSERT(strstr(t, "\"sortPattern\" : { \"meta\" : 1, \"control.max.t\" : -1, \"control.min.t\" : -1 }") != NULL);
 		TT_EQ_STR(tt_get_str(r, "stages.1.$group._id"), "$meta");
 		TT_EQ_STR(tt_get_str(r, "stages.1.$group.data.$first"), "$data");
-		TT_EQ_STR(tt_get_str(r, "stages.2.$_internalUnpackBucket.include.0"), "m");
+		/* mongod's order: its sorted field set, then the metaField */
+		TT_EQ_STR(tt_get_str(r, "stages.2.$_internalUnpackBucket.include.0"), "a");
 		TT_EQ_STR(tt_get_str(r, "stages.2.$_internalUnpackBucket.include.1"), "t");
-		TT_EQ_STR(tt_get_str(r, "stages.2.$_internalUnpackBucket.include.2"), "a");
+		TT_EQ_STR(tt_get_str(r, "stages.2.$_internalUnpackBucket.include.2"), "m");
 		TT_EQ_INT(tt_get_i64(r, "stages.3.$sort.m"), 1);
 		TT_EQ_INT(tt_get_i64(r, "stages.2.nReturned"), 10);   /* the ties of the 5 groups' last buckets, not 108 */
 		bson_free(t);
@@ -525,12 +551,50 @@ test_lastpoint(void)
 	/* a group's unpack names what it reads */
 	r = run("{\"explain\": {\"aggregate\": \"lw\", \"pipeline\": [{\"$group\": {\"_id\": \"$m\", \"s\": {\"$avg\": \"$a\"}}}], \"cursor\": {}}}", &rc);
 	TT_EQ_INT(rc, 0);
-	TT_EQ_STR(tt_get_str(r, "stages.1.$_internalUnpackBucket.include.0"), "m");
-	TT_EQ_STR(tt_get_str(r, "stages.1.$_internalUnpackBucket.include.1"), "a");
+	TT_EQ_STR(tt_get_str(r, "stages.1.$_internalUnpackBucket.include.0"), "a");
+	TT_EQ_STR(tt_get_str(r, "stages.1.$_internalUnpackBucket.include.1"), "m");
 	tt_free_reply(r);
 	r = run("{\"explain\": {\"aggregate\": \"lw\", \"pipeline\": [{\"$project\": {\"a\": 1}}], \"cursor\": {}}}", &rc);
 	TT_EQ_INT(rc, 0);
 	TT_ASSERT(tt_get(r, "stages.1.$_internalUnpackBucket.exclude", &(bson_iter_t){0}));
+	tt_free_reply(r);
+	/* a $match after the unpack: its meta part on the buckets, the rest the
+	 * unpack's eventFilter, a time range also its wholeBucketFilter */
+	r = run("{\"explain\": {\"aggregate\": \"lw\", \"pipeline\": [{\"$match\": {\"m\": 1, \"t\": {\"$gte\": "
+	    "{\"$date\": {\"$numberLong\": \"1700001000000\"}}}}}, {\"$group\": {\"_id\": {\"$dateTrunc\": {\"date\": \"$t\", "
+	    "\"unit\": \"hour\"}}, \"v\": {\"$avg\": \"$a\"}}}], \"cursor\": {}}}", &rc);
+	TT_EQ_INT(rc, 0);
+	{
+		char *t = bson_as_relaxed_extended_json(r, NULL);
+		TT_ASSERT(strstr(t, "\"wholeBucketFilter\" : { \"control.min.t\" : { \"$gte\" : { \"$date\" : \"2023-11-14T22:30:00Z\" } } }, "
+		    "\"eventFilter\" : { \"t\" : { \"$gte\" : { \"$date\" : \"2023-11-14T22:30:00Z\" } } } }") != NULL);
+		TT_EQ_STR(tt_get_str(r, "stages.1.$_internalUnpackBucket.include.0"), "a");
+		TT_EQ_STR(tt_get_str(r, "stages.1.$_internalUnpackBucket.include.1"), "t");
+		TT_ASSERT(tt_get(r, "stages.2.$group", &(bson_iter_t){0}));
+		TT_ASSERT(!tt_get(r, "stages.3", &(bson_iter_t){0}));   /* no $match stage left after the unpack */
+		bson_free(t);
+	}
+	tt_free_reply(r);
+	/* mongod's rewriteGroupStage: no unpack, a $group on control and meta */
+	r = run("{\"explain\": {\"aggregate\": \"lw\", \"pipeline\": [{\"$match\": {\"m\": 1}}, {\"$group\": {\"_id\": \"$m\", "
+	    "\"hi\": {\"$max\": \"$a\"}, \"n\": {\"$count\": {}}}}], \"cursor\": {}}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_STR(tt_get_str(r, "stages.1.$group._id"), "$meta");
+	TT_EQ_STR(tt_get_str(r, "stages.1.$group.hi.$max"), "$control.max.a");
+	TT_EQ_STR(tt_get_str(r, "stages.1.$group.n.$sum.$cond.1"), "$control.count");
+	TT_ASSERT(!tt_get(r, "stages.2", &(bson_iter_t){0}));
+	tt_free_reply(r);
+	/* $min of a measurement is not taken from control.min (it may hold a null the accumulator skips) */
+	r = run("{\"explain\": {\"aggregate\": \"lw\", \"pipeline\": [{\"$group\": {\"_id\": \"$m\", "
+	    "\"lo\": {\"$min\": \"$a\"}}}], \"cursor\": {}}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(tt_get(r, "stages.1.$_internalUnpackBucket", &(bson_iter_t){0}));
+	tt_free_reply(r);
+	/* nor under a collation */
+	r = run("{\"explain\": {\"aggregate\": \"lw\", \"pipeline\": [{\"$group\": {\"_id\": \"$m\", "
+	    "\"hi\": {\"$max\": \"$a\"}}}], \"collation\": {\"locale\": \"en\"}, \"cursor\": {}}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(tt_get(r, "stages.1.$_internalUnpackBucket", &(bson_iter_t){0}));
 	tt_free_reply(r);
 }
 

@@ -191,17 +191,25 @@ test_bucket_filter(void)
 	/* a measurement field: only buckets whose bounds are both numbers can go */
 	expect_filter("{\"x\": {\"$gte\": 5}}", "{ \"$and\" : [ { \"$or\" : [ { \"control.max.x\" : { \"$gte\" : 5 } }, "
 	    "{ \"control.min.x\" : { \"$not\" : { \"$type\" : \"number\" } } }, "
-	    "{ \"control.max.x\" : { \"$not\" : { \"$type\" : \"number\" } } } ] } ] }");
+	    "{ \"control.max.x\" : { \"$not\" : { \"$type\" : \"number\" } } }, "
+	    "{ \"control.max.x\" : { \"$type\" : \"array\" } } ] } ] }");
 	expect_filter("{\"x\": {\"$gte\": \"s\"}}", "none");  /* not a number */
 	expect_filter("{\"x.y\": {\"$lt\": 5}}", "none");      /* subfields: min/max are of the whole value */
 	expect_filter("{\"x\": 5}", "none");                    /* equality: not pushed */
 	expect_filter("{\"t\": {\"$gte\": {\"$date\": {\"$numberLong\": \"1000\"}}}}",
 	    "{ \"$and\" : [ { \"control.max.t\" : { \"$gte\" : { \"$date\" : \"1970-01-01T00:00:01Z\" } } } ] }");
 	expect_filter("{\"t\": {\"$lt\": {\"$date\": {\"$numberLong\": \"1000\"}}, \"$ne\": 5}}",
-	    "{ \"$and\" : [ { \"control.min.t\" : { \"$lt\" : { \"$date\" : \"1970-01-01T00:00:01Z\" } } } ] }");
+	    "{ \"$and\" : [ { \"control.min.t\" : { \"$lt\" : { \"$date\" : \"1970-01-01T00:00:01Z\" } }, "
+	    "\"_id\" : { \"$lte\" : { \"$oid\" : \"00000001ffffffffffffffff\" } } } ] }");
 	expect_filter("{\"t\": {\"$date\": {\"$numberLong\": \"1000\"}}}",
 	    "{ \"$and\" : [ { \"control.min.t\" : { \"$lte\" : { \"$date\" : \"1970-01-01T00:00:01Z\" } }, "
-	    "\"control.max.t\" : { \"$gte\" : { \"$date\" : \"1970-01-01T00:00:01Z\" } } } ] }");
+	    "\"control.max.t\" : { \"$gte\" : { \"$date\" : \"1970-01-01T00:00:01Z\" } }, "
+	    "\"_id\" : { \"$lte\" : { \"$oid\" : \"00000001ffffffffffffffff\" } } } ] }");
+	/* the bucket _id's start seconds bound the scan: from (time - bucketMaxSpanSeconds) to time */
+	expect_filter("{\"t\": {\"$gte\": {\"$date\": {\"$numberLong\": \"1700000000000\"}}, \"$lt\": {\"$date\": {\"$numberLong\": \"1700086400000\"}}}}",
+	    "{ \"$and\" : [ { \"control.max.t\" : { \"$gte\" : { \"$date\" : \"2023-11-14T22:13:20Z\" } }, "
+	    "\"control.min.t\" : { \"$lt\" : { \"$date\" : \"2023-11-15T22:13:20Z\" } }, "
+	    "\"_id\" : { \"$gte\" : { \"$oid\" : \"6553e2f00000000000000000\" }, \"$lte\" : { \"$oid\" : \"65554280ffffffffffffffff\" } } } ] }");
 	expect_filter("{\"t\": {\"$gte\": 5}}", "none");      /* not a date: no bound */
 	expect_filter("{\"$and\": [{\"m\": 1}, {\"x\": 2}]}", "{ \"$and\" : [ { \"meta\" : 1 } ] }");
 	expect_filter("{\"$or\": [{\"m\": 1}, {\"x\": 2}]}", "none");
@@ -212,6 +220,51 @@ test_bucket_filter(void)
  * boundaries: the count (read from the time column's length) and the
  * values (old columns copied whole) stay right at every step, and a time
  * column that is not dates under 0..n-1 is still counted by walking it. */
+/* A $match after the unpack split as mongod splits it: the meta conjuncts
+ * left to the bucket filter, the rest the eventFilter, and the
+ * wholeBucketFilter only when every event conjunct is a time range. */
+static void
+expect_split(const char *filter, bool ok, const char *event, const char *whole)
+{
+	ts_options_t o = {.time_field = "t", .meta_field = "m", .max_span = 3600, .rounding = 60};
+	bson_t *f = tt_json(filter), ev = BSON_INITIALIZER, wh = BSON_INITIALIZER;
+	bool got = ts_event_split(&o, f, &ev, &wh);
+	char *je = bson_empty(&ev) ? bson_strdup("none") : json_of(&ev);
+	char *jw = bson_empty(&wh) ? bson_strdup("none") : json_of(&wh);
+
+	TT_EQ_INT(got, ok);
+	TT_EQ_STR(je, event);
+	TT_EQ_STR(jw, whole);
+	bson_free(je);
+	bson_free(jw);
+	bson_destroy(&ev);
+	bson_destroy(&wh);
+	bson_destroy(f);
+}
+
+static void
+test_event_split(void)
+{
+	expect_split("{\"m\": 1}", true, "none", "none");
+	expect_split("{\"t\": {\"$gte\": {\"$date\": 1000}, \"$lt\": {\"$date\": 5000}}, \"m\": 2}", true,
+	    "{ \"t\" : { \"$gte\" : { \"$date\" : \"1970-01-01T00:00:01Z\" }, \"$lt\" : { \"$date\" : \"1970-01-01T00:00:05Z\" } } }",
+	    "{ \"$and\" : [ { \"control.min.t\" : { \"$gte\" : { \"$date\" : \"1970-01-01T00:00:01Z\" } } }, "
+	    "{ \"control.max.t\" : { \"$lt\" : { \"$date\" : \"1970-01-01T00:00:05Z\" } } } ] }");
+	expect_split("{\"t\": {\"$lte\": {\"$date\": 7}}}", true, "{ \"t\" : { \"$lte\" : { \"$date\" : \"1970-01-01T00:00:00.007Z\" } } }",
+	    "{ \"control.max.t\" : { \"$lte\" : { \"$date\" : \"1970-01-01T00:00:00.007Z\" } } }");
+	expect_split("{\"t\": {\"$date\": 7}}", true, "{ \"t\" : { \"$date\" : \"1970-01-01T00:00:00.007Z\" } }",
+	    "{ \"$and\" : [ { \"control.min.t\" : { \"$eq\" : { \"$date\" : \"1970-01-01T00:00:00.007Z\" } } }, "
+	    "{ \"control.max.t\" : { \"$eq\" : { \"$date\" : \"1970-01-01T00:00:00.007Z\" } } } ] }");
+	/* another field: no tight form (its values may be missing in some measurements) */
+	expect_split("{\"$and\": [{\"m.x\": 1}, {\"t\": {\"$gt\": {\"$date\": 1}}}, {\"a\": {\"$gt\": 1}}]}", true,
+	    "{ \"$and\" : [ { \"t\" : { \"$gt\" : { \"$date\" : \"1970-01-01T00:00:00.001Z\" } } }, { \"a\" : { \"$gt\" : 1 } } ] }", "none");
+	expect_split("{\"t\": {\"$gt\": 5}}", true, "{ \"t\" : { \"$gt\" : 5 } }", "none");   /* not a date */
+	expect_split("{\"$or\": [{\"m\": 1}, {\"a\": 2}]}", true, "{ \"$or\" : [ { \"m\" : 1 }, { \"a\" : 2 } ] }", "none");
+	/* operators the stage does not take: the $match stays a stage */
+	expect_split("{\"$expr\": {\"$gt\": [\"$a\", 1]}}", false, "none", "none");
+	expect_split("{\"a\": {\"$elemMatch\": {\"$where\": \"1\"}}}", false, "none", "none");
+}
+
 static void
 test_append_many(void)
 {
@@ -397,6 +450,7 @@ main(void)
 	TT_RUN(test_options);
 	TT_RUN(test_build_append_unpack);
 	TT_RUN(test_bucket_filter);
+	TT_RUN(test_event_split);
 	TT_RUN(test_append_many);
 	TT_RUN(test_append_damages);
 	return tt_finish();

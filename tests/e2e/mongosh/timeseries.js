@@ -52,6 +52,19 @@ test('explain shows the unpack stage and the bucket filter', () => {
 	const q = JSON.stringify(e.stages[0].$cursor.queryPlanner.parsedQuery);
 	ok(q.includes('meta.id') && q.includes('control.max.ts'), 'bucket filter ' + q);
 	eq(e.stages[1].$_internalUnpackBucket.timeField, 'ts', 'timeField');
+	// mongod moves the rest of the $match into the unpack: eventFilter, and
+	// the wholeBucketFilter of a time range
+	const u = e.stages[1].$_internalUnpackBucket;
+	eq(Object.keys(u.eventFilter), ['ts'], 'eventFilter ' + JSON.stringify(u.eventFilter));
+	eq(Object.keys(u.wholeBucketFilter), ['control.min.ts'], 'wholeBucketFilter ' + JSON.stringify(u.wholeBucketFilter));
+	eq(names.length, 2, 'no $match left after the unpack');
+	// a $group by the meta of $max and counts runs on the buckets (no unpack)
+	const g = t.w.explain().aggregate([{$group: {_id: '$sensor.id', hi: {$max: '$temp'}, n: {$count: {}}}}]);
+	eq(g.stages.map(s => Object.keys(s)[0]), ['$cursor', '$group'], 'rewritten group');
+	eq(g.stages[1].$group.hi, {$max: '$control.max.temp'}, 'control.max');
+	const a = t.w.aggregate([{$group: {_id: '$sensor.id', hi: {$max: '$temp'}, n: {$count: {}}}}, {$sort: {_id: 1}}]).toArray();
+	eq(a.map(x => x.n), [150, 150, 150, 150], 'counts from the buckets');
+	eq(a.map(x => x.hi), [25, 25, 25, 25], 'max from the buckets');
 	const f = t.w.find({'sensor.id': 3}).explain();
 	ok(JSON.stringify(f).includes('$_internalUnpackBucket'), 'find explain');
 });

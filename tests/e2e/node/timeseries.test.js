@@ -72,9 +72,15 @@ test('the seed queries answer the same on both', async () => {
 		{ $group: { _id: '$sensor', t: { $first: '$t' }, temp: { $first: '$temp' } } }]).explain();
 	assert.deepEqual(e.stages[0].$cursor.queryPlanner.winningPlan.sortPattern, { meta: 1, 'control.max.t': -1, 'control.min.t': -1 });
 	assert.deepEqual(e.stages[1].$group, { _id: '$meta', meta: { $first: '$meta' }, control: { $first: '$control' }, data: { $first: '$data' } });
-	assert.deepEqual(e.stages[2].$_internalUnpackBucket.include, ['sensor', 't', 'temp']);
+	// mongod's order: its sorted field set, then the metaField
+	assert.deepEqual(e.stages[2].$_internalUnpackBucket.include, ['t', 'temp', 'sensor']);
 	const h = await db.collection('m').aggregate(hourly).explain();
-	assert.deepEqual(h.stages.find(st => st.$_internalUnpackBucket).$_internalUnpackBucket.include, ['t', 'sensor', 'temp']);
+	const hu = h.stages.find(st => st.$_internalUnpackBucket).$_internalUnpackBucket;
+	assert.deepEqual(hu.include, ['t', 'temp', 'sensor']);
+	// the $match is the unpack's eventFilter, with the wholeBucketFilter of its time range
+	assert.deepEqual(hu.eventFilter, { $and: [{ t: { $gte: new Date(base) } }, { t: { $lt: new Date(base + 86400000) } }] });
+	assert.deepEqual(hu.wholeBucketFilter,
+		{ $and: [{ 'control.min.t': { $gte: new Date(base) } }, { 'control.max.t': { $lt: new Date(base + 86400000) } }] });
 	const r = await db.collection('m').find({ sensor: 3, temp: { $gt: 20 } }).sort({ t: 1 }).project({ _id: 0 }).toArray();
 	const s = await db.collection('plain').find({ sensor: 3, temp: { $gt: 20 } }).sort({ t: 1 }).project({ _id: 0 }).toArray();
 	assert.deepEqual(r.map(d => [d.t.getTime(), d.temp]), s.map(d => [d.t.getTime(), d.temp]));

@@ -1,0 +1,140 @@
+"""Time-series reads through PyMongo against tamgad (issue 19): the shapes the
+read side rewrites answer what a plain collection holding the same
+measurements answers, and explain shows mongod's shapes --
+  - "average per sensor per hour over one day" ($match on the time, $group by
+    meta and $dateTrunc): the $match becomes the unpack's eventFilter (its
+    meta part goes to the buckets) with the wholeBucketFilter of the time
+    range, the unpack's include list in mongod's order, the $group after it
+    (run on the buckets' columns);
+  - mongod's $group on the buckets (rewriteGroupStage: $max of fields,
+    $min/$max of the meta, {$sum: 1}): no unpack, control.max / control.count;
+  - measurements with missing fields, nulls, mixed types and arrays, buckets
+    closed and compressed (v2) and still open (v1).
+Prints "N passed, N failed".
+"""
+import datetime
+import os
+import random
+import sys
+
+import pymongo
+
+PORT = int(os.environ["TAMGA_PORT"])
+passed = failed = 0
+
+
+def case(fn):
+    global passed, failed
+    try:
+        fn()
+        passed += 1
+        print("ok - " + fn.__name__)
+    except Exception as e:  # noqa: BLE001
+        failed += 1
+        print("not ok - %s: %r" % (fn.__name__, e))
+    return fn
+
+
+client = pymongo.MongoClient("127.0.0.1", PORT)
+db = client.e2e_ts_reads
+db.drop_collection("w")
+db.drop_collection("p")
+db.create_collection("w", timeseries={"timeField": "t", "metaField": "s"})
+db.create_collection("p")
+BASE = datetime.datetime(2024, 3, 1)
+rng = random.Random(19)
+
+
+def value():
+    k = rng.randrange(8)
+    if k < 4:
+        return rng.randrange(100) + 0.5 * (k % 2)
+    return [None, "str", [rng.randrange(9), 1], {"x": 1}][k - 4]
+
+
+docs = []
+for sec in range(0, 3 * 3600, 20):          # three hours, 12 sensors, a reading each 20 s
+    for s in range(12):
+        d = {"_id": len(docs), "t": BASE + datetime.timedelta(seconds=sec), "s": s}
+        if rng.randrange(5):
+            d["temp"] = value()
+        docs.append(d)
+rng.shuffle(docs[: len(docs) // 3])          # out-of-order times close (and compress) buckets
+for i in range(0, len(docs), 500):
+    db.w.insert_many(docs[i:i + 500])
+    db.p.insert_many(docs[i:i + 500])
+LO, HI = BASE + datetime.timedelta(minutes=50), BASE + datetime.timedelta(hours=2, minutes=10)
+
+
+def same(pipeline):
+    a = list(db.w.aggregate(pipeline + [{"$sort": {"_id": 1}}]))
+    b = list(db.p.aggregate(pipeline + [{"$sort": {"_id": 1}}]))
+    assert a == b, (pipeline, a[:3], b[:3])
+    assert a, pipeline
+
+
+def stages(pipeline):
+    return db.command("explain", {"aggregate": "w", "pipeline": pipeline, "cursor": {}},
+                      verbosity="queryPlanner")["stages"]
+
+
+AVG = [{"$match": {"t": {"$gte": LO, "$lt": HI}}},
+       {"$group": {"_id": {"s": "$s", "h": {"$dateTrunc": {"date": "$t", "unit": "hour"}}},
+                   "avg": {"$avg": "$temp"}, "n": {"$sum": 1}, "hi": {"$max": "$temp"}, "lo": {"$min": "$temp"}}}]
+
+
+@case
+def buckets_of_both_kinds():
+    assert db.w.count_documents({}) == len(docs)
+    v2 = db.command("count", "w", query={"control.version": 2}, rawData=True)["n"]
+    v1 = db.command("count", "w", query={"control.version": 1}, rawData=True)["n"]
+    assert v2 > 0 and v1 > 0, (v1, v2)
+
+
+@case
+def average_per_sensor_per_hour():
+    same(AVG)
+    same([{"$match": {"s": {"$in": [1, 5]}, "t": {"$gt": LO}}}] + AVG[1:])
+    same([{"$group": {"_id": {"$dateTrunc": {"date": "$t", "unit": "minute"}}, "v": {"$avg": "$temp"},
+                      "f": {"$first": "$temp"}, "l": {"$last": "$t"}}}])
+
+
+@case
+def average_explain_shape():
+    st = stages(AVG)
+    assert "$cursor" in st[0], st[0]
+    un = st[1]["$_internalUnpackBucket"]
+    assert un["include"] == ["t", "temp", "s"], un   # sorted, then the metaField
+    assert un["eventFilter"] == {"$and": [{"t": {"$gte": LO}}, {"t": {"$lt": HI}}]}, un
+    assert un["wholeBucketFilter"] == {"$and": [{"control.min.t": {"$gte": LO}}, {"control.max.t": {"$lt": HI}}]}, un
+    assert list(st[2]) == ["$group"], st[2]
+    assert len(st) == 3, st
+
+
+@case
+def meta_match_goes_to_the_buckets():
+    st = stages([{"$match": {"s": 3, "temp": {"$gt": 10}}}, {"$project": {"temp": 1}}])
+    un = st[1]["$_internalUnpackBucket"]
+    assert un["eventFilter"] == {"temp": {"$gt": 10}}, un
+    assert "wholeBucketFilter" not in un, un
+    same([{"$match": {"s": 3, "temp": {"$gt": 10}}}, {"$project": {"temp": 1}}])
+
+
+@case
+def group_on_buckets():
+    p = [{"$match": {"s": {"$lt": 6}}},
+         {"$group": {"_id": "$s", "hi": {"$max": "$temp"}, "last": {"$max": "$t"}, "n": {"$count": {}}}}]
+    st = stages(p)
+    assert len(st) == 2 and list(st[1]) == ["$group"], st
+    g = st[1]["$group"]
+    assert g["_id"] == "$meta" and g["hi"] == {"$max": "$control.max.temp"} and g["last"] == {"$max": "$control.max.t"}, g
+    same(p)
+    same([{"$group": {"_id": None, "n": {"$sum": 1}, "lo": {"$min": "$s"}}}])
+    # $min of a measurement: its control.min may be a null the accumulator skips: unpacked
+    p = [{"$group": {"_id": "$s", "lo": {"$min": "$temp"}}}]
+    assert "$_internalUnpackBucket" in stages(p)[1]
+    same(p)
+
+
+print("%d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)
