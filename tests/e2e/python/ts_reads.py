@@ -17,6 +17,7 @@ import os
 import random
 import sys
 
+import bson
 import pymongo
 
 PORT = int(os.environ["TAMGA_PORT"])
@@ -63,6 +64,21 @@ rng.shuffle(docs[: len(docs) // 3])          # out-of-order times close (and com
 for i in range(0, len(docs), 500):
     db.w.insert_many(docs[i:i + 500])
     db.p.insert_many(docs[i:i + 500])
+# New buckets are compressed (v2) from their first measurement; a v1 bucket
+# (what older Tamga wrote, and mongod before 8.0) is written raw, and its
+# measurements go into the plain collection too.
+T1 = BASE + datetime.timedelta(hours=4)   # past the others: $first/$last of a bin see one order
+v1 = [{"_id": 10 ** 6 + i, "t": T1 + datetime.timedelta(seconds=10 * i), "s": 99, "temp": [7.5, None, 3][i]}
+      for i in range(3)]
+db.command("insert", "w", rawData=True, documents=[{
+    "_id": bson.ObjectId.from_datetime(T1),
+    "control": {"version": 1,
+                "min": {"_id": v1[0]["_id"], "t": v1[0]["t"], "temp": None},
+                "max": {"_id": v1[-1]["_id"], "t": v1[-1]["t"], "temp": 7.5}},
+    "meta": 99,
+    "data": {f: {str(i): d[f] for i, d in enumerate(v1)} for f in ("_id", "t", "temp")}}])
+db.p.insert_many(v1)
+docs += v1
 LO, HI = BASE + datetime.timedelta(minutes=50), BASE + datetime.timedelta(hours=2, minutes=10)
 
 
