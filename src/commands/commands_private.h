@@ -166,8 +166,10 @@ void cmd_hello_auth_append(cmd_t *c, bson_t *reply);
 void cmd_current_op_docs(cmd_t *c, bool all_users, bson_t *arr);
 /* After each command (engine_run_command): count it for
  * serverStatus.metrics.commands (def NULL: "<UNKNOWN>") and, for a
- * command on a collection, for top and latencyStats. */
-void cmd_metrics_record(const cmd_def_t *def, const char *name, const char *db, const bson_t *body,
+ * command on a collection, for top and latencyStats.  first, when not
+ * NULL, is an iterator on body's first element (the dispatcher's: the
+ * body is not walked again). */
+void cmd_metrics_record(const cmd_def_t *def, const bson_iter_t *first, const char *db, const bson_t *body,
                         int64_t elapsed_us, bool failed);
 /* metrics.commands' fields ({<name>: {failed, total}}) appended to out. */
 void cmd_metrics_commands_append(bson_t *out);
