@@ -17,12 +17,7 @@
 
 #include "bson/value.h"
 
-/* A field name's bit in cmd_args_t.present (several names share a bit). */
-static inline uint64_t
-key_bit(const char *key, size_t len)
-{
-	return 1ULL << ((len * 7 + (unsigned char)key[0] + (unsigned char)key[len - 1]) & 63);
-}
+#define key_bit cmd_args_key_bit
 
 /* The size of an element's value of type t at data[o] (len bytes in
  * all), or 0 when this walk does not know the type or the value is not
@@ -147,16 +142,21 @@ args_index(cmd_t *c)
 	return args_index_build(c);
 }
 
-/* bson_iter_init_find(it, c->body, field), from the index. */
-static bool
-arg_find(cmd_t *c, const char *field, bson_iter_t *it)
+const cmd_args_t *
+cmd_args_index(cmd_t *c)
+{
+	return args_index(c);
+}
+
+/* bson_iter_init_find(it, c->body, field), from the index; flen is
+ * strlen(field). */
+bool
+cmd_find_field_indexed(cmd_t *c, const char *field, size_t flen, bson_iter_t *it)
 {
 	const cmd_args_t *ix = args_index(c);
-	size_t flen;
 
 	if (ix->n < 0)
 		return bson_iter_init_find(it, c->body, field);
-	flen = strlen(field);
 	if (flen > 0 && !(ix->present & key_bit(field, flen)))
 		return false;
 	for (int i = 0; i < ix->n; i++)
@@ -166,10 +166,10 @@ arg_find(cmd_t *c, const char *field, bson_iter_t *it)
 	return false;
 }
 
-bool
-cmd_find_field(cmd_t *c, const char *field, bson_iter_t *it)
+static bool
+arg_find(cmd_t *c, const char *field, bson_iter_t *it)
 {
-	return arg_find(c, field, it);
+	return cmd_find_field(c, field, it);
 }
 
 /* Fields any command may carry; the dispatcher or transport handles them. */
@@ -250,11 +250,26 @@ cmd_args_only(cmd_t *c, const char *const *allowed, bson_value_t *found, bool *p
 				return false;
 			continue;
 		}
-		if (present[a] || !bson_iter_init_from_data_at_offset(&it, ix->data, ix->len, ix->f[i].off,
-		    ix->f[i].keylen))
+		if (present[a])
+			return false;
+		present[a] = true;
+		{
+			/* a document or array (filter, sort, projection): its
+			 * length was checked when the field was indexed */
+			uint8_t t = ix->data[ix->f[i].off];
+			uint32_t voff = ix->f[i].off + 1 + ix->f[i].keylen + 1, vlen;
+
+			if (t == BSON_TYPE_DOCUMENT || t == BSON_TYPE_ARRAY) {
+				memcpy(&vlen, ix->data + voff, 4);
+				found[a].value_type = (bson_type_t)t;
+				found[a].value.v_doc.data = (uint8_t *)ix->data + voff;
+				found[a].value.v_doc.data_len = BSON_UINT32_FROM_LE(vlen);
+				continue;
+			}
+		}
+		if (!bson_iter_init_from_data_at_offset(&it, ix->data, ix->len, ix->f[i].off, ix->f[i].keylen))
 			return false;
 		found[a] = *bson_iter_value(&it);
-		present[a] = true;
 	}
 	return true;
 }
