@@ -17,11 +17,80 @@
 
 #include "bson/value.h"
 
-/* A field name's bit in cmd_args_t.present (several names share a bit). */
-static inline uint64_t
-key_bit(const char *key, size_t len)
+#define key_bit cmd_args_key_bit
+
+/* The size of an element's value of type t at data[o] (len bytes in
+ * all), or 0 when this walk does not know the type or the value is not
+ * one libbson's iterator would accept: the caller then indexes with
+ * libbson, which decides where a malformed command ends. */
+static uint32_t
+value_size(uint8_t t, const uint8_t *data, uint32_t o, uint32_t len)
 {
-	return 1ULL << ((len * 7 + (unsigned char)key[0] + (unsigned char)key[len - 1]) & 63);
+	uint32_t l;
+
+	switch (t) {
+	case BSON_TYPE_DOUBLE: case BSON_TYPE_INT64: case BSON_TYPE_DATE_TIME: case BSON_TYPE_TIMESTAMP:
+		return len - o >= 8 ? 8 : 0;
+	case BSON_TYPE_INT32:
+		return len - o >= 4 ? 4 : 0;
+	case BSON_TYPE_BOOL:
+		return len - o >= 1 && data[o] <= 1 ? 1 : 0;
+	case BSON_TYPE_OID:
+		return len - o >= 12 ? 12 : 0;
+	case BSON_TYPE_DECIMAL128:
+		return len - o >= 16 ? 16 : 0;
+	case BSON_TYPE_UTF8:
+		if (len - o < 5)
+			return 0;
+		memcpy(&l, data + o, 4);
+		l = BSON_UINT32_FROM_LE(l);
+		if (l < 1 || l > len - o - 4 || data[o + 4 + l - 1] != 0)
+			return 0;
+		return 4 + l;
+	case BSON_TYPE_DOCUMENT: case BSON_TYPE_ARRAY:
+		if (len - o < 5)
+			return 0;
+		memcpy(&l, data + o, 4);
+		l = BSON_UINT32_FROM_LE(l);
+		return l >= 5 && l <= len - o ? l : 0;
+	default:
+		return 0;                        /* null and the rest: libbson's walk */
+	}
+}
+
+/* The index of a well-formed command of common types in one pass over
+ * its bytes (libbson's bson_iter_next costs ~100 instructions per field);
+ * false, leaving ix to be rebuilt, at anything else. */
+static bool
+args_index_fast(cmd_args_t *ix, const uint8_t *data, uint32_t len)
+{
+	uint32_t o = 4, doclen;
+
+	if (len < 5)
+		return false;
+	memcpy(&doclen, data, 4);
+	if (BSON_UINT32_FROM_LE(doclen) != len || data[len - 1] != 0)
+		return false;
+	while (o < len - 1) {
+		uint32_t start = o, k = o + 1, sz;
+		const uint8_t *nul;
+
+		if (data[o] == 0 || ix->n == CMD_ARGS_MAX)
+			return false;
+		if ((nul = memchr(data + k, 0, len - 1 - k)) == NULL)
+			return false;
+		o = (uint32_t)(nul - data) + 1;
+		if ((sz = value_size(data[start], data, o, len - 1)) == 0)
+			return false;
+		ix->f[ix->n].key = (const char *)data + k;
+		ix->f[ix->n].keylen = o - 1 - k;
+		ix->f[ix->n].off = start;
+		if (o - 1 - k > 0)
+			ix->present |= key_bit((const char *)data + k, o - 1 - k);
+		ix->n++;
+		o += sz;
+	}
+	return o == len - 1;
 }
 
 static __attribute__((noinline)) const cmd_args_t *
@@ -36,6 +105,10 @@ args_index_build(cmd_t *c)
 	ix->body = c->body;
 	ix->data = data;
 	ix->len = len;
+	ix->n = 0;
+	ix->present = 0;
+	if (args_index_fast(ix, data, len))
+		return ix;
 	ix->n = 0;
 	ix->present = 0;
 	if (!bson_iter_init_from_data(&it, data, len)) {
@@ -69,16 +142,21 @@ args_index(cmd_t *c)
 	return args_index_build(c);
 }
 
-/* bson_iter_init_find(it, c->body, field), from the index. */
-static bool
-arg_find(cmd_t *c, const char *field, bson_iter_t *it)
+const cmd_args_t *
+cmd_args_index(cmd_t *c)
+{
+	return args_index(c);
+}
+
+/* bson_iter_init_find(it, c->body, field), from the index; flen is
+ * strlen(field). */
+bool
+cmd_find_field_indexed(cmd_t *c, const char *field, size_t flen, bson_iter_t *it)
 {
 	const cmd_args_t *ix = args_index(c);
-	size_t flen;
 
 	if (ix->n < 0)
 		return bson_iter_init_find(it, c->body, field);
-	flen = strlen(field);
 	if (flen > 0 && !(ix->present & key_bit(field, flen)))
 		return false;
 	for (int i = 0; i < ix->n; i++)
@@ -88,10 +166,10 @@ arg_find(cmd_t *c, const char *field, bson_iter_t *it)
 	return false;
 }
 
-bool
-cmd_find_field(cmd_t *c, const char *field, bson_iter_t *it)
+static bool
+arg_find(cmd_t *c, const char *field, bson_iter_t *it)
 {
-	return arg_find(c, field, it);
+	return cmd_find_field(c, field, it);
 }
 
 /* Fields any command may carry; the dispatcher or transport handles them. */
@@ -172,11 +250,26 @@ cmd_args_only(cmd_t *c, const char *const *allowed, bson_value_t *found, bool *p
 				return false;
 			continue;
 		}
-		if (present[a] || !bson_iter_init_from_data_at_offset(&it, ix->data, ix->len, ix->f[i].off,
-		    ix->f[i].keylen))
+		if (present[a])
+			return false;
+		present[a] = true;
+		{
+			/* a document or array (filter, sort, projection): its
+			 * length was checked when the field was indexed */
+			uint8_t t = ix->data[ix->f[i].off];
+			uint32_t voff = ix->f[i].off + 1 + ix->f[i].keylen + 1, vlen;
+
+			if (t == BSON_TYPE_DOCUMENT || t == BSON_TYPE_ARRAY) {
+				memcpy(&vlen, ix->data + voff, 4);
+				found[a].value_type = (bson_type_t)t;
+				found[a].value.v_doc.data = (uint8_t *)ix->data + voff;
+				found[a].value.v_doc.data_len = BSON_UINT32_FROM_LE(vlen);
+				continue;
+			}
+		}
+		if (!bson_iter_init_from_data_at_offset(&it, ix->data, ix->len, ix->f[i].off, ix->f[i].keylen))
 			return false;
 		found[a] = *bson_iter_value(&it);
-		present[a] = true;
 	}
 	return true;
 }

@@ -9,10 +9,16 @@
  * mongod's OperationLatencyHistogram).
  *
  * The counts are the process's (one engine per process in tamgad); they
- * start at zero and are not persisted, as mongod's.  Namespaces are kept in
- * a small table under one mutex, dropped never (a dropped collection's
- * counters stay, as in mongod until its next restart): at most
- * METRICS_MAX_NS of them, later ones are not counted.
+ * start at zero and are not persisted, as mongod's.  Recording takes no
+ * lock: every counter is one relaxed atomic add (as mongod's Counter64), so
+ * commands of several connections do not queue on one mutex, and a reader
+ * sums what it loads (each counter exact, the set not one snapshot, as in
+ * mongod).  Namespaces are kept in a table of stable pointers found without
+ * a lock (a slot is published with a release store once its entry is
+ * complete); only the first command of a new namespace takes the mutex to
+ * add it.  They are dropped never (a dropped collection's counters stay, as
+ * in mongod until its next restart): at most METRICS_MAX_NS of them, later
+ * ones are not counted.
  */
 #include "commands/commands_private.h"
 
@@ -40,18 +46,24 @@ typedef struct ns_stats {
 	lat_t reads, writes, cmds, txns;
 } ns_stats_t;
 
-static pthread_mutex_t m_lock = PTHREAD_MUTEX_INITIALIZER;
-static int64_t (*cmd_counts)[2];          /* per command table row: total, failed */
+static pthread_mutex_t m_lock = PTHREAD_MUTEX_INITIALIZER;   /* adding a namespace */
+static pthread_once_t rows_once = PTHREAD_ONCE_INIT;
+static int64_t (*cmd_counts)[2];          /* per command table row: total, failed (atomic adds) */
+static uint8_t *row_kind;                /* metrics_kind of each command table row */
 static int cmd_rows;
 static int64_t unknown_total;
-static ns_stats_t *ns_tab;
-static int ns_n, ns_cap;
+static ns_stats_t *ns_tab[METRICS_MAX_NS];   /* stable: an entry never moves */
+static int ns_n;                         /* entries published: atomic loads / stores */
 
 /* Namespaces are found through an open-addressing table of indexes into
  * ns_tab (slot = index + 1, 0 empty), sized for METRICS_MAX_NS: a command
- * costs one hash of its namespace, not a walk of every namespace seen. */
+ * costs one hash of its namespace, not a walk of every namespace seen.
+ * A slot is stored (release) only after its entry is complete. */
 #define NS_SLOTS (METRICS_MAX_NS * 2)
 static int32_t ns_slot[NS_SLOTS];
+
+#define CNT_ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#define CNT_GET(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 
 static uint32_t
 ns_hash(const char *ns, size_t len)
@@ -63,28 +75,42 @@ ns_hash(const char *ns, size_t len)
 	return h;
 }
 
+/* The entry of ns (len bytes), from its slot on; NULL at an empty slot,
+ * whose number goes to *empty. */
 static ns_stats_t *
-ns_get(const char *ns, size_t len)
+ns_probe(const char *ns, uint32_t i, uint32_t *empty)
 {
-	uint32_t i = ns_hash(ns, len) & (NS_SLOTS - 1);
+	int32_t v;
 
-	for (; ns_slot[i] != 0; i = (i + 1) & (NS_SLOTS - 1)) {
-		ns_stats_t *s = &ns_tab[ns_slot[i] - 1];
+	for (; (v = __atomic_load_n(&ns_slot[i], __ATOMIC_ACQUIRE)) != 0; i = (i + 1) & (NS_SLOTS - 1)) {
+		ns_stats_t *s = ns_tab[v - 1];
 		if (strcmp(s->ns, ns) == 0)
 			return s;
 	}
-	if (ns_n >= METRICS_MAX_NS)
-		return NULL;
-	if (ns_n == ns_cap) {
-		int cap = ns_cap ? ns_cap * 2 : 16;
+	*empty = i;
+	return NULL;
+}
 
-		ns_tab = bson_realloc(ns_tab, (size_t)cap * sizeof *ns_tab);
-		memset(&ns_tab[ns_cap], 0, (size_t)(cap - ns_cap) * sizeof *ns_tab);
-		ns_cap = cap;
+static ns_stats_t *
+ns_get(const char *ns, size_t len)
+{
+	uint32_t h = ns_hash(ns, len) & (NS_SLOTS - 1), i;
+	ns_stats_t *s = ns_probe(ns, h, &i);
+	int n;
+
+	if (s != NULL)
+		return s;
+	pthread_mutex_lock(&m_lock);
+	/* another thread may have added it (or a neighbour) meanwhile */
+	if ((s = ns_probe(ns, h, &i)) == NULL && (n = __atomic_load_n(&ns_n, __ATOMIC_RELAXED)) < METRICS_MAX_NS) {
+		s = bson_malloc0(sizeof *s);
+		s->ns = bson_strdup(ns);
+		ns_tab[n] = s;
+		__atomic_store_n(&ns_n, n + 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&ns_slot[i], n + 1, __ATOMIC_RELEASE);
 	}
-	ns_tab[ns_n].ns = bson_strdup(ns);
-	ns_slot[i] = ns_n + 1;
-	return &ns_tab[ns_n++];
+	pthread_mutex_unlock(&m_lock);
+	return s;
 }
 
 /* What `top` and latencyStats count a command as, from its name. */
@@ -110,29 +136,41 @@ metrics_kind(const char *n)
 	return k;
 }
 
-static uint8_t *row_kind;                /* metrics_kind of each command table row */
+static void
+rows_init(void)
+{
+	int tn;
+	const cmd_def_t *tab = cmd_table(&tn);
+
+	cmd_rows = tn;
+	cmd_counts = bson_malloc0((size_t)tn * sizeof *cmd_counts);
+	row_kind = bson_malloc0((size_t)tn);
+	for (int i = 0; i < tn; i++)
+		row_kind[i] = metrics_kind(tab[i].name);
+}
 
 static void
 lat_add(lat_t *l, int64_t us)
 {
-	int b = 0;
+	/* the highest bit set, capped at the last bucket */
+	int b = us <= 1 ? 0 : 63 - __builtin_clzll((unsigned long long)us);
 
-	l->ops++;
-	l->latency_us += us;
-	while (b < METRICS_BUCKETS - 1 && ((int64_t)1 << (b + 1)) <= us)
-		b++;
-	l->hist[b]++;
+	if (b > METRICS_BUCKETS - 1)
+		b = METRICS_BUCKETS - 1;
+	CNT_ADD(&l->ops, 1);
+	CNT_ADD(&l->latency_us, us);
+	CNT_ADD(&l->hist[b], 1);
 }
 
 static void
 tc_add(tcount_t *t, int64_t us)
 {
-	t->time_us += us;
-	t->count++;
+	CNT_ADD(&t->time_us, us);
+	CNT_ADD(&t->count, 1);
 }
 
 void
-cmd_metrics_record(const cmd_def_t *def, const char *name, const char *db, const bson_t *body,
+cmd_metrics_record(const cmd_def_t *def, const bson_iter_t *first, const char *db, const bson_t *body,
                    int64_t elapsed_us, bool failed)
 {
 	bson_iter_t it;
@@ -143,24 +181,15 @@ cmd_metrics_record(const cmd_def_t *def, const char *name, const char *db, const
 	bool in_tab;
 	uint8_t kind;
 
-	(void)name;
-	pthread_mutex_lock(&m_lock);
-	if (cmd_counts == NULL) {
-		cmd_rows = tn;
-		cmd_counts = bson_malloc0((size_t)tn * sizeof *cmd_counts);
-		row_kind = bson_malloc0((size_t)tn);
-		for (int i = 0; i < tn; i++)
-			row_kind[i] = metrics_kind(tab[i].name);
-	}
+	pthread_once(&rows_once, rows_init);
 	if (def == NULL) {
-		unknown_total++;
-		pthread_mutex_unlock(&m_lock);
+		CNT_ADD(&unknown_total, 1);
 		return;
 	}
 	if (def >= tab && def < tab + cmd_rows) {
-		cmd_counts[def - tab][0]++;
+		CNT_ADD(&cmd_counts[def - tab][0], 1);
 		if (failed)
-			cmd_counts[def - tab][1]++;
+			CNT_ADD(&cmd_counts[def - tab][1], 1);
 	}
 	/* the namespace: getMore names it in `collection`, the rest first */
 	in_tab = def >= tab && def < tab + cmd_rows;
@@ -169,23 +198,35 @@ cmd_metrics_record(const cmd_def_t *def, const char *name, const char *db, const
 		if (kind & MK_GETMORE) {
 			if (bson_iter_init_find(&it, body, "collection") && BSON_ITER_HOLDS_UTF8(&it))
 				coll = bson_iter_utf8(&it, NULL);
+		} else if (first != NULL) {
+			if (BSON_ITER_HOLDS_UTF8(first))
+				coll = bson_iter_utf8(first, NULL);
 		} else if (bson_iter_init(&it, body) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it)) {
 			coll = bson_iter_utf8(&it, NULL);
 		}
 	}
 	if (coll != NULL && coll[0] != '\0') {
-		ns_stats_t *s;
+		/* this thread's last namespace (entries never move or go):
+		 * a connection's commands mostly repeat one */
+		static __thread ns_stats_t *last;
+		ns_stats_t *s = last;
 		/* "<db>.<coll>", cut at sizeof ns - 1 bytes as snprintf would */
 		size_t dl = strnlen(db, sizeof ns - 1), cl, len = dl;
 
-		memcpy(ns, db, dl);
-		if (len < sizeof ns - 1)
-			ns[len++] = '.';
-		cl = strnlen(coll, sizeof ns - 1 - len);
-		memcpy(ns + len, coll, cl);
-		len += cl;
-		ns[len] = '\0';
-		if ((s = ns_get(ns, len)) != NULL) {
+		if (s == NULL || dl >= sizeof ns - 2 || strncmp(s->ns, db, dl) != 0 || s->ns[dl] != '.' ||
+		    strnlen(coll, sizeof ns - 1 - (dl + 1)) == sizeof ns - 1 - (dl + 1) ||
+		    strcmp(s->ns + dl + 1, coll) != 0) {
+			memcpy(ns, db, dl);
+			if (len < sizeof ns - 1)
+				ns[len++] = '.';
+			cl = strnlen(coll, sizeof ns - 1 - len);
+			memcpy(ns + len, coll, cl);
+			len += cl;
+			ns[len] = '\0';
+			if ((s = ns_get(ns, len)) != NULL)
+				last = s;
+		}
+		if (s != NULL) {
 			tc_add(&s->total, elapsed_us);
 			tc_add((def->flags & CMDF_WRITE) ? &s->write_lock : &s->read_lock, elapsed_us);
 			if (kind & MK_QUERY)
@@ -208,7 +249,6 @@ cmd_metrics_record(const cmd_def_t *def, const char *name, const char *db, const
 				lat_add(&s->cmds, elapsed_us);
 		}
 	}
-	pthread_mutex_unlock(&m_lock);
 }
 
 void
@@ -218,35 +258,35 @@ cmd_metrics_commands_append(bson_t *out)
 	const cmd_def_t *tab = cmd_table(&tn);
 	bson_t one;
 
-	pthread_mutex_lock(&m_lock);
-	BSON_APPEND_INT64(out, "<UNKNOWN>", unknown_total);
+	pthread_once(&rows_once, rows_init);
+	BSON_APPEND_INT64(out, "<UNKNOWN>", CNT_GET(&unknown_total));
 	for (int i = 0; i < tn; i++) {
-		int64_t total = cmd_counts != NULL && i < cmd_rows ? cmd_counts[i][0] : 0;
-		int64_t failed = cmd_counts != NULL && i < cmd_rows ? cmd_counts[i][1] : 0;
+		int64_t total = i < cmd_rows ? CNT_GET(&cmd_counts[i][0]) : 0;
+		int64_t failed = i < cmd_rows ? CNT_GET(&cmd_counts[i][1]) : 0;
 
 		BSON_APPEND_DOCUMENT_BEGIN(out, tab[i].name, &one);
 		BSON_APPEND_INT64(&one, "failed", failed);
 		BSON_APPEND_INT64(&one, "total", total);
 		bson_append_document_end(out, &one);
 	}
-	pthread_mutex_unlock(&m_lock);
 }
 
 static void
 tc_append(bson_t *out, const char *k, const tcount_t *t)
 {
 	bson_t d;
+	int64_t time_us = CNT_GET(&t->time_us), count = CNT_GET(&t->count);
 
 	/* mongod's Top: appendNumber, an int when it fits */
 	BSON_APPEND_DOCUMENT_BEGIN(out, k, &d);
-	if (t->time_us <= INT32_MAX)
-		BSON_APPEND_INT32(&d, "time", (int32_t)t->time_us);
+	if (time_us <= INT32_MAX)
+		BSON_APPEND_INT32(&d, "time", (int32_t)time_us);
 	else
-		BSON_APPEND_INT64(&d, "time", t->time_us);
-	if (t->count <= INT32_MAX)
-		BSON_APPEND_INT32(&d, "count", (int32_t)t->count);
+		BSON_APPEND_INT64(&d, "time", time_us);
+	if (count <= INT32_MAX)
+		BSON_APPEND_INT32(&d, "count", (int32_t)count);
 	else
-		BSON_APPEND_INT64(&d, "count", t->count);
+		BSON_APPEND_INT64(&d, "count", count);
 	bson_append_document_end(out, &d);
 }
 
@@ -254,11 +294,11 @@ void
 cmd_metrics_top_append(bson_t *totals)
 {
 	bson_t d;
+	int n = __atomic_load_n(&ns_n, __ATOMIC_ACQUIRE);
 
 	BSON_APPEND_UTF8(totals, "note", "all times in microseconds");
-	pthread_mutex_lock(&m_lock);
-	for (int i = 0; i < ns_n; i++) {
-		const ns_stats_t *s = &ns_tab[i];
+	for (int i = 0; i < n; i++) {
+		const ns_stats_t *s = ns_tab[i];
 
 		BSON_APPEND_DOCUMENT_BEGIN(totals, s->ns, &d);
 		tc_append(&d, "total", &s->total);
@@ -272,7 +312,6 @@ cmd_metrics_top_append(bson_t *totals)
 		tc_append(&d, "commands", &s->commands);
 		bson_append_document_end(totals, &d);
 	}
-	pthread_mutex_unlock(&m_lock);
 }
 
 static void
@@ -283,18 +322,20 @@ lat_append(bson_t *out, const char *k, const lat_t *l, bool histograms)
 	uint32_t n = 0;
 
 	BSON_APPEND_DOCUMENT_BEGIN(out, k, &d);
-	BSON_APPEND_INT64(&d, "latency", l->latency_us);
-	BSON_APPEND_INT64(&d, "ops", l->ops);
+	BSON_APPEND_INT64(&d, "latency", CNT_GET(&l->latency_us));
+	BSON_APPEND_INT64(&d, "ops", CNT_GET(&l->ops));
 	BSON_APPEND_INT64(&d, "queryableEncryptionLatencyMicros", 0);
 	if (histograms) {
 		BSON_APPEND_ARRAY_BEGIN(&d, "histogram", &h);
 		for (int i = 0; i < METRICS_BUCKETS; i++) {
-			if (l->hist[i] == 0)
+			int64_t count = CNT_GET(&l->hist[i]);
+
+			if (count == 0)
 				continue;
 			bv_array_key(n++, key);
 			BSON_APPEND_DOCUMENT_BEGIN(&h, key, &b);
 			BSON_APPEND_INT64(&b, "micros", i == 0 ? 0 : (int64_t)1 << i);
-			BSON_APPEND_INT64(&b, "count", l->hist[i]);
+			BSON_APPEND_INT64(&b, "count", count);
 			bson_append_document_end(&h, &b);
 		}
 		bson_append_array_end(&d, &h);
@@ -307,16 +348,15 @@ cmd_metrics_latency_append(const char *ns, bool histograms, bson_t *out)
 {
 	static const lat_t zero;
 	const ns_stats_t *s = NULL;
+	int n = __atomic_load_n(&ns_n, __ATOMIC_ACQUIRE);
 
-	pthread_mutex_lock(&m_lock);
-	for (int i = 0; i < ns_n; i++)
-		if (strcmp(ns_tab[i].ns, ns) == 0)
-			s = &ns_tab[i];
+	for (int i = 0; i < n; i++)
+		if (strcmp(ns_tab[i]->ns, ns) == 0)
+			s = ns_tab[i];
 	lat_append(out, "reads", s ? &s->reads : &zero, histograms);
 	lat_append(out, "writes", s ? &s->writes : &zero, histograms);
 	lat_append(out, "commands", s ? &s->cmds : &zero, histograms);
 	lat_append(out, "transactions", s ? &s->txns : &zero, histograms);
-	pthread_mutex_unlock(&m_lock);
 }
 
 CMD_HANDLER(cmd_top)

@@ -166,8 +166,10 @@ void cmd_hello_auth_append(cmd_t *c, bson_t *reply);
 void cmd_current_op_docs(cmd_t *c, bool all_users, bson_t *arr);
 /* After each command (engine_run_command): count it for
  * serverStatus.metrics.commands (def NULL: "<UNKNOWN>") and, for a
- * command on a collection, for top and latencyStats. */
-void cmd_metrics_record(const cmd_def_t *def, const char *name, const char *db, const bson_t *body,
+ * command on a collection, for top and latencyStats.  first, when not
+ * NULL, is an iterator on body's first element (the dispatcher's: the
+ * body is not walked again). */
+void cmd_metrics_record(const cmd_def_t *def, const bson_iter_t *first, const char *db, const bson_t *body,
                         int64_t elapsed_us, bool failed);
 /* metrics.commands' fields ({<name>: {failed, total}}) appended to out. */
 void cmd_metrics_commands_append(bson_t *out);
@@ -216,8 +218,30 @@ int cmd_collection_uuid_check(cmd_t *c, terr_t *err);
 int cmd_collection_arg(cmd_t *c, const char **name, terr_t *err);
 
 /* bson_iter_init_find(it, c->body, field) through the command's field index
- * (built on the first lookup, kept in c->args): true with *it on the field. */
-bool cmd_find_field(cmd_t *c, const char *field, bson_iter_t *it);
+ * (built on the first lookup, kept in c->args): true with *it on the field.
+ * Inline: a field the command does not carry (most of the dispatcher's
+ * ~10 lookups) costs the field's length -- a constant for a literal -- and
+ * one bit test; the rest is cmd_find_field_indexed (args.c). */
+const cmd_args_t *cmd_args_index(cmd_t *c);
+bool cmd_find_field_indexed(cmd_t *c, const char *field, size_t flen, bson_iter_t *it);
+
+/* A field name's bit in cmd_args_t.present (several names share a bit). */
+static inline uint64_t
+cmd_args_key_bit(const char *key, size_t len)
+{
+	return 1ULL << ((len * 7 + (unsigned char)key[0] + (unsigned char)key[len - 1]) & 63);
+}
+
+static inline bool
+cmd_find_field(cmd_t *c, const char *field, bson_iter_t *it)
+{
+	size_t flen = strlen(field);
+	const cmd_args_t *ix = c->args.body == c->body && c->args.len == c->body->len ? &c->args : cmd_args_index(c);
+
+	if (ix->n >= 0 && flen > 0 && !(ix->present & cmd_args_key_bit(field, flen)))
+		return false;
+	return cmd_find_field_indexed(c, field, flen, it);
+}
 
 /* Type check for an optional field: returns 0 with *found false when absent,
  * code 14 TypeMismatch "BSON field '<cmd>.<field>' is the wrong type '<t>',

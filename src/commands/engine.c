@@ -591,7 +591,7 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 		def = NULL;
 	log_about_to_run(cl, dbname, c.name, c.body, def != NULL);
 	if (def == NULL) {
-		cmd_metrics_record(NULL, c.name, NULL, NULL, 0, true);
+		cmd_metrics_record(NULL, NULL, NULL, NULL, 0, true);
 		terr_set(er, TERR_COMMAND_NOT_FOUND, "no such command: '%s'", c.name);
 		goto fail;
 	}
@@ -702,7 +702,7 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	if (op_begun)
 		tm_opctx_end(&c.op);
 	js_thread_set_stored_loader(NULL, NULL);
-	cmd_metrics_record(def, c.name, c.db, c.body, tm_now_us() - start_us, false);
+	cmd_metrics_record(def, &c.first, c.db, c.body, tm_now_us() - start_us, false);
 	if (uuid_rewritten)
 		bson_destroy(&uuid_body);
 	terr_clear(&local);
@@ -719,7 +719,7 @@ fail:
 	cmd_repl_ctx_clear(&rx);
 	rc = er->code;
 	if (def != NULL && start_us != 0)
-		cmd_metrics_record(def, c.name, c.db, c.body, tm_now_us() - start_us, true);
+		cmd_metrics_record(def, &c.first, c.db, c.body, tm_now_us() - start_us, true);
 	if (uuid_rewritten)
 		bson_destroy(&uuid_body);
 	terr_clear(&local);

@@ -365,6 +365,40 @@ test_find_and_writes(void)
 	after = tt_get_i64(r, "metrics.commands.distinct.failed");
 	tt_free_reply(r);
 	TT_ASSERT(after == before + 1);
+	/* top and metrics.commands through namespaces that alternate (the
+	 * recorder's per-thread last-namespace cache misses and hits) */
+	{
+		int64_t finds0, finds1;
+
+		r = run("admin", "{\"serverStatus\": 1}", &rc);
+		finds0 = tt_get_i64(r, "metrics.commands.find.total");
+		tt_free_reply(r);
+		ok_run("fw2", "{\"insert\": \"topA\", \"documents\": [{\"_id\": 1}]}");
+		for (int i = 0; i < 5; i++) {
+			ok_run("fw", "{\"find\": \"topA\", \"filter\": {\"_id\": 1}}");
+			ok_run("fw", "{\"find\": \"topA\"}");
+			ok_run("fw2", "{\"find\": \"topA\"}");
+		}
+		r = run("admin", "{\"top\": 1}", &rc);
+		TT_EQ_INT(rc, 0);
+		{
+			bson_iter_t tot, ns, cnt;
+
+			TT_ASSERT(tt_get(r, "totals", &tot) && bson_iter_recurse(&tot, &ns) &&
+			    bson_iter_find(&ns, "fw.topA") && bson_iter_recurse(&ns, &cnt) &&
+			    bson_iter_find_descendant(&cnt, "queries.count", &tot));
+			TT_EQ_INT(bson_iter_as_int64(&tot), 10);
+		}
+		tt_free_reply(r);
+		r = run("admin", "{\"serverStatus\": 1}", &rc);
+		finds1 = tt_get_i64(r, "metrics.commands.find.total");
+		tt_free_reply(r);
+		TT_ASSERT(finds1 == finds0 + 15);
+		r = run("fw2", "{\"aggregate\": \"topA\", \"pipeline\": [{\"$collStats\": {\"latencyStats\": {}}}], \"cursor\": {}}", &rc);
+		TT_EQ_INT(rc, 0);
+		TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.latencyStats.reads.ops"), 5);
+		tt_free_reply(r);
+	}
 }
 
 /*
