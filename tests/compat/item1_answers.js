@@ -96,6 +96,37 @@
 		cdb.i1rkh.insertOne({_id: 3, t: 'hello'});
 		wantErr(cdb, {find: 'i1rkh', filter: {$text: {$search: 'hello'}}, returnKey: true}, 238);
 	});
+	compat(1, 'a hint of a 2dsphere, 2d or text index no predicate uses: the whole index scanned (buildWholeIXSoln)', () => {
+		cdb.i1hw.drop();
+		cdb.i1hw.insertMany([{_id: 1, loc: {type: 'Point', coordinates: [1, 2]}, p: [1, 2], t: 'hello world', a: 1},
+			{_id: 2, loc: {type: 'Polygon', coordinates: [[[0, 0], [1, 0], [1, 1], [0, 0]]]}, p: [3, 4], t: 'world peace', a: 2},
+			{_id: 3, a: 3}]);
+		cdb.i1hw.createIndex({loc: '2dsphere'});
+		cdb.i1hw.createIndex({p: '2d'});
+		cdb.i1hw.createIndex({t: 'text'});
+		const ids = (q, h) => cdb.i1hw.find(q, {_id: 1}).hint(h).toArray().map((d) => d._id).sort();
+		const plan = (h) => cdb.i1hw.find({a: {$gte: 1}}).hint(h).explain().queryPlanner.winningPlan;
+		for (const [h, kp] of [['loc_2dsphere', {loc: '2dsphere'}], ['p_2d', {p: '2d'}], ['t_text', {_fts: 'text', _ftsx: 1}]]) {
+			// the index holds only the documents with the field; each comes once (several keys each)
+			eq(ids({}, h), [1, 2], h);
+			eq(ids({a: {$gte: 2}}, h), [2], h);
+			const w = plan(h);
+			eq(w.stage, 'FETCH', h);
+			eq(w.filter, {a: {$gte: 1}}, h);
+			eq(w.inputStage.stage, 'IXSCAN', h);
+			eq(w.inputStage.keyPattern, kp, h);
+			for (const f of Object.keys(kp))
+				eq(w.inputStage.indexBounds[f], ['[MinKey, MaxKey]'], h + ' ' + f);
+			// never covered: the keys are cells, geohashes or terms
+			const one = cdb.i1hw.find({_id: 1}, {_id: 0, loc: 1, p: 1, t: 1}).hint(h).toArray();
+			eq(one, [{loc: {type: 'Point', coordinates: [1, 2]}, p: [1, 2], t: 'hello world'}], h);
+		}
+		// returnKey through them: the stored key (NumberLong cell, GeoHash BinData, term and weight)
+		const rk = (h) => cmdOk(cdb, {find: 'i1hw', filter: {_id: 1}, hint: h, returnKey: true}).cursor.firstBatch;
+		ok(rk('loc_2dsphere')[0].loc instanceof Long, cj(rk('loc_2dsphere')));
+		eq(rk('p_2d')[0].p.sub_type, 128, cj(rk('p_2d')));
+		eq(rk('t_text'), [{_fts: 'hello', _ftsx: 0.75}]);
+	});
 	compat(1, 'an empty array in an index: mongod\'s bounds (undefined and [] for {a: []}), answers equal to a scan', () => {
 		cdb.i1ea.drop();
 		cdb.i1ea.insertMany([{_id: 1, a: []}, {_id: 2, a: null}, {_id: 3}, {_id: 4, a: [null]}, {_id: 5, a: [[]]},
