@@ -166,6 +166,8 @@ struct plan_exec {
 	bool text_scanned;             /* the index scans ran */
 	int64_t *text_recs;            /* matching RecordIds in first-seen order */
 	double *text_scores;           /* their summed term scores */
+	bson_t **text_keys;            /* returnKey: each one's first key met (owned), as
+	                                * mongod's TEXT_OR / OR keeps the first member */
 	size_t text_n, text_cap, text_pos;
 	size_t *text_slot;             /* open addressing: recid -> index + 1 */
 	size_t text_slot_cap;
@@ -893,8 +895,10 @@ text_setup(plan_exec_t *x, const plan_request_t *req, terr_t *err)
 	return 0;
 }
 
+/* Add score to recid's sum (a new recid is appended; key, when not NULL,
+ * is its key parts for returnKey, copied only for a new one). */
 static void
-text_add(plan_exec_t *x, int64_t recid, double score)
+text_add(plan_exec_t *x, int64_t recid, double score, const bson_t *key)
 {
 	size_t i, h;
 
@@ -918,7 +922,11 @@ text_add(plan_exec_t *x, int64_t recid, double score)
 		x->text_cap = x->text_cap ? x->text_cap * 2 : 64;
 		x->text_recs = bson_realloc(x->text_recs, sizeof(int64_t) * x->text_cap);
 		x->text_scores = bson_realloc(x->text_scores, sizeof(double) * x->text_cap);
+		if (x->want_key)
+			x->text_keys = bson_realloc(x->text_keys, sizeof(bson_t *) * x->text_cap);
 	}
+	if (x->want_key)
+		x->text_keys[x->text_n] = key != NULL ? bson_copy(key) : NULL;
 	x->text_recs[x->text_n] = recid;
 	x->text_scores[x->text_n] = score;
 	x->text_slot[h] = ++x->text_n;
@@ -970,8 +978,10 @@ text_scan(plan_exec_t *x, storage_session_t *s, terr_t *err)
 
 	memset(desc, 0, sizeof(desc));
 	bson_iter_init(&kp, ix->key);
-	while (bson_iter_next(&kp) && i < np && i < KEYGEN_MAX_FIELDS_PLAN)
-		desc[i++] = bson_iter_as_double(&kp) < 0;
+	/* every field's direction: returnKey decodes the whole key (prefix,
+	 * _fts, _ftsx, suffix); "text" is ascending */
+	while (bson_iter_next(&kp) && i < ix->nfields && i < KEYGEN_MAX_FIELDS_PLAN)
+		desc[i++] = BSON_ITER_HOLDS_NUMBER(&kp) && bson_iter_as_double(&kp) < 0;
 	keystring_init(&lo);
 	keystring_init(&hi);
 	for (size_t t = 0; t < text_query_nbounds(x->text_query); t++) {
@@ -1010,7 +1020,31 @@ text_scan(plan_exec_t *x, storage_session_t *s, terr_t *err)
 						score = bson_iter_as_double(&it);
 			}
 			bson_destroy(&parts);
-			text_add(x, recid, score);
+			if (x->want_key) {
+				/* the key under the key pattern's names, exactly (type bits) */
+				const uint8_t *tb;
+				size_t tblen;
+				bson_t vals, named;
+				bson_iter_t p, v;
+				if ((rc = storage_cursor_typebits(cur, &tb, &tblen, err)) != 0)
+					break;
+				bson_init(&vals);
+				if (!keystring_decode_values_tb(key, klen, tb, tblen, ix->nfields, desc, &vals)) {
+					bson_destroy(&vals);
+					rc = terr_set(err, TERR_INTERNAL_ERROR, "index %s: an entry does not decode", ix->name);
+					break;
+				}
+				bson_init(&named);
+				bson_iter_init(&p, ix->key);
+				bson_iter_init(&v, &vals);
+				while (bson_iter_next(&p) && bson_iter_next(&v))
+					bson_append_value(&named, bson_iter_key(&p), -1, bson_iter_value(&v));
+				text_add(x, recid, score, &named);
+				bson_destroy(&named);
+				bson_destroy(&vals);
+			} else {
+				text_add(x, recid, score, NULL);
+			}
 		}
 		storage_cursor_close(cur);
 		if (rc < 0)
@@ -1052,6 +1086,11 @@ text_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, ter
 		if (rc == 1) {
 			x->text_score = x->text_scores[i];
 			x->text_has_score = true;
+			if (x->want_key && x->text_keys != NULL && x->text_keys[i] != NULL) {
+				x->key_doc = lazy_doc(x->key_doc);
+				bson_concat(x->key_doc, x->text_keys[i]);
+				x->have_key = true;
+			}
 			x->stats.access_returned++;
 			return 1;
 		}
@@ -2244,6 +2283,11 @@ plan_exec_free(plan_exec_t *x)
 	text_query_free(x->text_query);
 	if (x->text_prefix != NULL)
 		bson_destroy(x->text_prefix);
+	if (x->text_keys != NULL)
+		for (size_t k = 0; k < x->text_n; k++)
+			if (x->text_keys[k] != NULL)
+				bson_destroy(x->text_keys[k]);
+	bson_free(x->text_keys);
 	bson_free(x->text_recs);
 	bson_free(x->text_scores);
 	bson_free(x->text_slot);
@@ -2858,7 +2902,7 @@ plan_exec_explain_append(const plan_exec_t *x, bool exec_stats, bson_t *out)
 bool
 plan_exec_keys_known(const plan_exec_t *x)
 {
-	return x->access != ACCESS_TEXT && x->access != ACCESS_GEO;
+	return x->access != ACCESS_GEO;
 }
 
 const char *

@@ -91,10 +91,25 @@
 		const f = (c) => cmdOk(cdb, Object.assign({find: 'i1rkh', returnKey: true}, c)).cursor.firstBatch;
 		eq(f({filter: {h: 5}}), [want[0]]);
 		eq(f({filter: {}, hint: {h: 'hashed'}, sort: {_id: 1}}), want);
-		// a $text or geo plan: not built (238), never a wrong key
-		cdb.i1rkh.createIndex({t: 'text'});
-		cdb.i1rkh.insertOne({_id: 3, t: 'hello'});
-		wantErr(cdb, {find: 'i1rkh', filter: {$text: {$search: 'hello'}}, returnKey: true}, 238);
+		// a geo plan (near, covering): not built (238), never a wrong key
+		cdb.i1rkh.createIndex({g: '2dsphere'});
+		cdb.i1rkh.insertOne({_id: 3, g: {type: 'Point', coordinates: [1, 1]}});
+		wantErr(cdb, {find: 'i1rkh', filter: {g: {$geoWithin: {$centerSphere: [[1, 1], 0.1]}}}, returnKey: true}, 238);
+		wantErr(cdb, {find: 'i1rkh', filter: {g: {$near: {$geometry: {type: 'Point', coordinates: [1, 1]}}}}, returnKey: true}, 238);
+	});
+	compat(1, 'find returnKey over $text: the key of the first term (sorted) that met the document, as TEXT_OR keeps it', () => {
+		cdb.i1rkt.drop();
+		cdb.i1rkt.insertMany([{_id: 1, t: 'hello world', a: 1}, {_id: 2, t: 'world peace peace', a: 2},
+			{_id: 3, t: 'zebra hello', a: 1}, {_id: 4, t: 'zebra', a: 1, s: NumberInt(7)}]);
+		cdb.i1rkt.createIndex({a: 1, t: 'text', s: -1});
+		const f = (q, x) => cmdOk(cdb, Object.assign({find: 'i1rkt', filter: q, returnKey: true, sort: {_id: 1}}, x || {})).cursor.firstBatch;
+		// one key per term: prefix, the stemmed term, its weight, suffix (null when missing, type kept)
+		eq(f({a: 1, $text: {$search: 'zebra world hello'}}), [{a: 1, _fts: 'hello', _ftsx: 0.75, s: null},
+			{a: 1, _fts: 'hello', _ftsx: 0.75, s: null}, {a: 1, _fts: 'zebra', _ftsx: 1.1, s: NumberInt(7)}]);
+		eq(f({a: 2, $text: {$search: 'peace world'}}), [{a: 2, _fts: 'peac', _ftsx: 1.25, s: null}]);
+		// through the text score order and a projection (returnKey wins over it)
+		eq(f({a: 1, $text: {$search: 'zebra'}}, {sort: {sc: {$meta: 'textScore'}}, projection: {sc: {$meta: 'textScore'}, t: 1}}),
+			[{a: 1, _fts: 'zebra', _ftsx: 1.1, s: NumberInt(7)}, {a: 1, _fts: 'zebra', _ftsx: 0.75, s: null}]);
 	});
 	compat(1, 'a hint of a 2dsphere, 2d or text index no predicate uses: the whole index scanned (buildWholeIXSoln)', () => {
 		cdb.i1hw.drop();
