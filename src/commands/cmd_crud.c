@@ -400,18 +400,19 @@ plan_src_batch_end(void *state, bool ended, bool pending, bson_t *cursor)
  * its stored key under the key pattern's names, as mongod: a hashed field's
  * NumberLong hash, a 2dsphere field's NumberLong cell, a 2d field's GeoHash
  * BinData, a text index's {_fts: term, _ftsx: weight}; a $text plan the
- * key its first term met (plan.c text_scan).  Geo plans (near, covering)
- * answer 238 (docs/compat.md: their cells are not mongod's cell for cell). */
+ * key its first term met (plan.c text_scan); a geo plan the document's
+ * key when it has only one (several: 238, plan.c geo_key_capture); a geo
+ * predicate Tamga answers by a collection scan where mongod scans a geo
+ * index, 238. */
 static int
 return_key(plan_src_t *ps, bson_t *doc, terr_t *err)
 {
-	const char *ix = plan_exec_index_name(ps->x);
 	bson_t key;
 
 	bson_reinit(&ps->key);
-	if (ix != NULL && !plan_exec_keys_known(ps->x))
+	if (!plan_exec_keys_known(ps->x))
 		return terr_set(err, TERR_NOT_IMPLEMENTED,
-		    "returnKey with a geo query (index %s) is not supported by Tamga yet", ix);
+		    "returnKey with a geo query Tamga answers by a collection scan (mongod scans the geo index) is not supported by Tamga yet");
 	if (plan_exec_last_key(ps->x, &key))
 		bson_concat(&ps->key, &key);
 	bson_init_static(doc, bson_get_data(&ps->key), ps->key.len);

@@ -678,6 +678,86 @@ key_capture(plan_exec_t *x, const planner_solution_t *sc, const uint8_t *key, si
 	return 0;
 }
 
+/* The keys a geo index makes of one document: how many, and the first. */
+typedef struct geo_keys_ctx {
+	size_t n;
+	uint8_t *key, *tb;
+	size_t klen, tblen;
+} geo_keys_ctx_t;
+
+static void
+geo_keys_add(void *ctx, const uint8_t *key, size_t len, const uint8_t *tb, size_t tb_len)
+{
+	geo_keys_ctx_t *c = ctx;
+
+	if (c->n++ > 0)
+		return;
+	c->key = tm_malloc0(len + 1);
+	memcpy(c->key, key, len);
+	c->klen = len;
+	if (tb != NULL && tb_len > 0) {
+		c->tb = tm_malloc0(tb_len);
+		memcpy(c->tb, tb, tb_len);
+		c->tblen = tb_len;
+	}
+}
+
+/*
+ * returnKey through a geo plan (near rings, covering scan): mongod returns
+ * the index entry its scan met first for the document, which for a
+ * document with several keys (a polygon's cells, several points, an array
+ * on a compound field) depends on its own coverings and annulus order.  A
+ * document with exactly one key in the index has that key whatever the
+ * scan: it is generated again from doc and given under the key pattern's
+ * names.  Otherwise, and for a near search without an index, 238.
+ */
+static int
+geo_key_capture(plan_exec_t *x, const bson_t *doc, terr_t *err)
+{
+	int ixn = plan_geo_index(x->geo);
+	const storage_index_t *ix;
+	bool desc[KEYGEN_MAX_FIELDS_PLAN];
+	geo_keys_ctx_t c = {0};
+	bson_t parts;
+	bson_iter_t p, v;
+	int n = 0, ret = 0;
+
+	x->have_key = false;
+	if (ixn < 0 || ixn >= x->coll->nindexes)
+		return terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "returnKey with a geo query and no geo index is not supported by Tamga yet");
+	ix = &x->coll->indexes[ixn];
+	if (!bson_iter_init(&p, ix->key))
+		return 0;
+	while (bson_iter_next(&p) && n < KEYGEN_MAX_FIELDS_PLAN)
+		desc[n++] = BSON_ITER_HOLDS_NUMBER(&p) && bson_iter_as_double(&p) < 0;
+	if (keygen_geo_keys(ix, doc, geo_keys_add, &c, err) != 0)
+		ERR(-1);
+	if (c.n != 1) {
+		ret = terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "returnKey with a geo query (index %s) of a document with %zu keys in it is not supported by Tamga yet",
+		    ix->name, c.n);
+		goto err;
+	}
+	bson_init(&parts);
+	if (!keystring_decode_values_tb(c.key, c.klen, c.tb, c.tblen, n, desc, &parts)) {
+		bson_destroy(&parts);
+		ret = terr_set(err, TERR_INTERNAL_ERROR, "index %s: a key does not decode", ix->name);
+		goto err;
+	}
+	x->key_doc = lazy_doc(x->key_doc);
+	bson_iter_init(&p, ix->key);
+	bson_iter_init(&v, &parts);
+	while (bson_iter_next(&p) && bson_iter_next(&v))
+		bson_append_value(x->key_doc, bson_iter_key(&p), -1, bson_iter_value(&v));
+	bson_destroy(&parts);
+	x->have_key = true;
+err:
+	bson_free(c.key);
+	bson_free(c.tb);
+	return ret;
+}
+
 /* COUNT_SCAN / DISTINCT_SCAN for the plan chosen (after the trial runs). */
 static void
 choose_modes(plan_exec_t *x)
@@ -1959,6 +2039,8 @@ plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson
 		rc = plan_geo_next(x->geo, s, x->coll, x->match, recid, doc, &x->stats, err);
 		if (rc == 0)
 			x->scan_done = true;
+		if (rc == 1 && x->want_key && geo_key_capture(x, doc, err) != 0)
+			return -1;
 		return rc;
 	}
 	if (x->access == ACCESS_IXSCAN)
@@ -2902,7 +2984,12 @@ plan_exec_explain_append(const plan_exec_t *x, bool exec_stats, bson_t *out)
 bool
 plan_exec_keys_known(const plan_exec_t *x)
 {
-	return x->access != ACCESS_GEO;
+	/* a geo predicate Tamga answers by a collection scan where mongod
+	 * scans a 2d / 2dsphere index ($geoWithin over 2d, a geo field not
+	 * first, a partial index): its key is not known (a hint decides) */
+	if (x->access == ACCESS_SCAN && !x->hinted && plan_geo_indexed_predicate(x->coll, x->match))
+		return false;
+	return true;
 }
 
 const char *

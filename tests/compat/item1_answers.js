@@ -91,11 +91,36 @@
 		const f = (c) => cmdOk(cdb, Object.assign({find: 'i1rkh', returnKey: true}, c)).cursor.firstBatch;
 		eq(f({filter: {h: 5}}), [want[0]]);
 		eq(f({filter: {}, hint: {h: 'hashed'}, sort: {_id: 1}}), want);
-		// a geo plan (near, covering): not built (238), never a wrong key
-		cdb.i1rkh.createIndex({g: '2dsphere'});
-		cdb.i1rkh.insertOne({_id: 3, g: {type: 'Point', coordinates: [1, 1]}});
-		wantErr(cdb, {find: 'i1rkh', filter: {g: {$geoWithin: {$centerSphere: [[1, 1], 0.1]}}}, returnKey: true}, 238);
-		wantErr(cdb, {find: 'i1rkh', filter: {g: {$near: {$geometry: {type: 'Point', coordinates: [1, 1]}}}}, returnKey: true}, 238);
+	});
+	compat(1, 'find returnKey over geo plans: a document\'s one key as stored; several keys (which one mongod meets first depends on its coverings) 238', () => {
+		cdb.i1rkg.drop();
+		cdb.i1rkg.insertMany([{_id: 1, g: {type: 'Point', coordinates: [1, 1]}, p: [1, 1], a: 5},
+			{_id: 2, g: {type: 'Point', coordinates: [1.001, 1]}, p: [1.5, 1], a: 6}]);
+		cdb.i1rkg.createIndex({g: '2dsphere', a: 1});
+		cdb.i1rkg.createIndex({p: '2d'});
+		const f = (q, x) => cmdOk(cdb, Object.assign({find: 'i1rkg', filter: q, returnKey: true}, x || {})).cursor.firstBatch;
+		// the keys the whole-index scans hold, by _id
+		const whole = (h) => f({}, {hint: h, sort: {_id: 1}});
+		const gk = whole('g_2dsphere_a_1'), pk = whole('p_2d');
+		eq(gk.length, 2);
+		ok(gk[0].g instanceof Long && gk[0].a === 5, cj(gk));
+		eq(pk[0].p.sub_type, 128, cj(pk));
+		const pt = {type: 'Point', coordinates: [1, 1]};
+		eq(f({g: {$near: {$geometry: pt}}}), gk);
+		eq(f({g: {$nearSphere: {$geometry: pt}}}, {limit: 1}), [gk[0]]);
+		// (unsorted: a sort on _id could take the _id index instead)
+		const set = (a) => a.map((k) => cj(k)).sort();
+		eq(set(f({g: {$geoWithin: {$centerSphere: [[1, 1], 0.01]}}})), set(gk));
+		eq(f({g: {$geoIntersects: {$geometry: pt}}}), [gk[0]]);
+		eq(f({p: {$near: [1, 1]}}), pk);
+		// a $geoWithin Tamga answers by a collection scan (mongod scans the 2d index): 238, not {}
+		wantErr(cdb, {find: 'i1rkg', filter: {p: {$geoWithin: {$box: [[0, 0], [5, 5]]}}}, returnKey: true}, 238);
+		eq(set(f({p: {$geoWithin: {$box: [[0, 0], [5, 5]]}}}, {hint: 'p_2d'})), set(pk));
+		eq(f({p: {$geoWithin: {$box: [[0, 0], [5, 5]]}}}, {hint: {$natural: 1}}), [{}, {}]);
+		// a polygon has many cells: not built (238), never a wrong key
+		cdb.i1rkg.insertOne({_id: 3, g: {type: 'Polygon', coordinates: [[[0, 0], [3, 0], [3, 3], [0, 0]]]}, a: 7});
+		wantErr(cdb, {find: 'i1rkg', filter: {_id: 3, g: {$geoIntersects: {$geometry: pt}}}, returnKey: true}, 238);
+		wantErr(cdb, {find: 'i1rkg', filter: {_id: 3, g: {$near: {$geometry: pt}}}, returnKey: true}, 238);
 	});
 	compat(1, 'find returnKey over $text: the key of the first term (sorted) that met the document, as TEXT_OR keeps it', () => {
 		cdb.i1rkt.drop();
