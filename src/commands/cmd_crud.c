@@ -1488,6 +1488,26 @@ err:
 
 /* ---- count / distinct --------------------------------------------------- */
 
+/* Whether a count names a hint (a non-empty document or a string): mongod
+ * then plans it instead of reading the record count. */
+static bool
+count_hinted(const bson_t *body)
+{
+	bson_iter_t it;
+
+	if (!bson_iter_init_find(&it, body, "hint"))
+		return false;
+	if (BSON_ITER_HOLDS_UTF8(&it))
+		return true;
+	if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+		uint32_t len;
+		const uint8_t *d;
+		bson_iter_document(&it, &len, &d);
+		return len > 5;
+	}
+	return false;
+}
+
 CMD_HANDLER(cmd_count)
 {
 	static const char *const fields[] = {"query", "limit", "skip", "hint", "collation", "fields",
@@ -1535,8 +1555,10 @@ CMD_HANDLER(cmd_count)
 		mo.coll = req.collation;
 		ERR(match_compile(&query, &mo, &req.match, err));
 	}
-	if (req.coll != NULL && req.match == NULL) {
-		/* the fast path: the maintained record count */
+	if (req.coll != NULL && req.match == NULL && !count_hinted(c->body)) {
+		/* the fast path: the maintained record count (not under a hint,
+		 * as mongod's useRecordStoreCount: a hinted sparse, partial, geo
+		 * or text index counts the documents it holds) */
 		int64_t count = 0, ds, ss;
 		ERR(storage_coll_stats(c->engine->st, s, req.coll, &count, &ds, &ss, err));
 		n = count - skip;

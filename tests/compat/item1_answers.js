@@ -150,6 +150,9 @@
 			// the index holds only the documents with the field; each comes once (several keys each)
 			eq(ids({}, h), [1, 2], h);
 			eq(ids({a: {$gte: 2}}, h), [2], h);
+			// a hinted count plans (mongod's useRecordStoreCount only without a hint): the documents it holds
+			eq(cmdOk(cdb, {count: 'i1hw', query: {}, hint: h}).n, 2, h);
+			eq(cmdOk(cdb, {distinct: 'i1hw', key: 'a', query: {}, hint: h}).values, [1, 2], h);
 			const w = plan(h);
 			eq(w.stage, 'FETCH', h);
 			eq(w.filter, {a: {$gte: 1}}, h);
@@ -166,6 +169,12 @@
 		ok(rk('loc_2dsphere')[0].loc instanceof Long, cj(rk('loc_2dsphere')));
 		eq(rk('p_2d')[0].p.sub_type, 128, cj(rk('p_2d')));
 		eq(rk('t_text'), [{_fts: 'hello', _ftsx: 0.75}]);
+		// the same for a sparse index; without a hint the record count
+		cdb.i1hw.createIndex({a: 1, z: 1}, {sparse: true, name: 'az_sparse'});
+		cdb.i1hw.insertOne({_id: 4, b: 1});
+		eq(cmdOk(cdb, {count: 'i1hw', query: {}, hint: 'az_sparse'}).n, 3);
+		eq(cmdOk(cdb, {count: 'i1hw', query: {}, hint: {$natural: 1}}).n, 4);
+		eq(cmdOk(cdb, {count: 'i1hw', query: {}}).n, 4);
 	});
 	compat(1, 'an empty array in an index: mongod\'s bounds (undefined and [] for {a: []}), answers equal to a scan', () => {
 		cdb.i1ea.drop();
