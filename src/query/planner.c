@@ -1471,8 +1471,9 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
  * index, every field [MinKey, MaxKey], as mongod's buildWholeIXSoln for a
  * hint the predicates cannot use.  Its keys are cells, geohashes or terms,
  * never the documents' values: each field is taken as multikey (no
- * covering, no key filter) and the scan deduplicates (a document has
- * several keys); it provides no sort and answers no predicate. */
+ * covering, no key filter); the scan deduplicates when the index is
+ * multikey (a document gave it several keys), as mongod's IXSCAN; it
+ * provides no sort and answers no predicate. */
 static bool
 cand_whole(const storage_coll_t *coll, int ixn, const preds_t *ps, cand_t *c)
 {
@@ -1483,7 +1484,7 @@ cand_whole(const storage_coll_t *coll, int ixn, const preds_t *ps, cand_t *c)
 
 	memset(c, 0, sizeof(*c));
 	c->index = ixn;
-	c->multikey = true;
+	c->multikey = ix->multikey;
 	c->collation = ix->collation;
 	c->typebits = ix->typebits;
 	if (!bson_iter_init(&it, ix->key))
