@@ -399,18 +399,20 @@ plan_src_batch_end(void *state, bool ended, bool pending, bson_t *cursor)
  * entry gave (a collection scan).  Any index kind scanned by bounds gives
  * its stored key under the key pattern's names, as mongod: a hashed field's
  * NumberLong hash, a 2dsphere field's NumberLong cell, a 2d field's GeoHash
- * BinData, a text index's {_fts: term, _ftsx: weight}.  $text and geo
- * plans (near, covering) answer 238. */
+ * BinData, a text index's {_fts: term, _ftsx: weight}; a $text plan the
+ * key its first term met (plan.c text_scan); a geo plan the document's
+ * key when it has only one (several: 238, plan.c geo_key_capture); a geo
+ * predicate Tamga answers by a collection scan where mongod scans a geo
+ * index, 238. */
 static int
 return_key(plan_src_t *ps, bson_t *doc, terr_t *err)
 {
-	const char *ix = plan_exec_index_name(ps->x);
 	bson_t key;
 
 	bson_reinit(&ps->key);
-	if (ix != NULL && !plan_exec_keys_known(ps->x))
+	if (!plan_exec_keys_known(ps->x))
 		return terr_set(err, TERR_NOT_IMPLEMENTED,
-		    "returnKey with a $text or geo query (index %s) is not supported by Tamga yet", ix);
+		    "returnKey with a geo query Tamga answers by a collection scan (mongod scans the geo index) is not supported by Tamga yet");
 	if (plan_exec_last_key(ps->x, &key))
 		bson_concat(&ps->key, &key);
 	bson_init_static(doc, bson_get_data(&ps->key), ps->key.len);
@@ -1486,6 +1488,26 @@ err:
 
 /* ---- count / distinct --------------------------------------------------- */
 
+/* Whether a count names a hint (a non-empty document or a string): mongod
+ * then plans it instead of reading the record count. */
+static bool
+count_hinted(const bson_t *body)
+{
+	bson_iter_t it;
+
+	if (!bson_iter_init_find(&it, body, "hint"))
+		return false;
+	if (BSON_ITER_HOLDS_UTF8(&it))
+		return true;
+	if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+		uint32_t len;
+		const uint8_t *d;
+		bson_iter_document(&it, &len, &d);
+		return len > 5;
+	}
+	return false;
+}
+
 CMD_HANDLER(cmd_count)
 {
 	static const char *const fields[] = {"query", "limit", "skip", "hint", "collation", "fields",
@@ -1533,8 +1555,10 @@ CMD_HANDLER(cmd_count)
 		mo.coll = req.collation;
 		ERR(match_compile(&query, &mo, &req.match, err));
 	}
-	if (req.coll != NULL && req.match == NULL) {
-		/* the fast path: the maintained record count */
+	if (req.coll != NULL && req.match == NULL && !count_hinted(c->body)) {
+		/* the fast path: the maintained record count (not under a hint,
+		 * as mongod's useRecordStoreCount: a hinted sparse, partial, geo
+		 * or text index counts the documents it holds) */
 		int64_t count = 0, ds, ss;
 		ERR(storage_coll_stats(c->engine->st, s, req.coll, &count, &ds, &ss, err));
 		n = count - skip;

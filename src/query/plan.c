@@ -166,6 +166,8 @@ struct plan_exec {
 	bool text_scanned;             /* the index scans ran */
 	int64_t *text_recs;            /* matching RecordIds in first-seen order */
 	double *text_scores;           /* their summed term scores */
+	bson_t **text_keys;            /* returnKey: each one's first key met (owned), as
+	                                * mongod's TEXT_OR / OR keeps the first member */
 	size_t text_n, text_cap, text_pos;
 	size_t *text_slot;             /* open addressing: recid -> index + 1 */
 	size_t text_slot_cap;
@@ -686,6 +688,86 @@ key_capture(plan_exec_t *x, const planner_solution_t *sc, const uint8_t *key, si
 	return 0;
 }
 
+/* The keys a geo index makes of one document: how many, and the first. */
+typedef struct geo_keys_ctx {
+	size_t n;
+	uint8_t *key, *tb;
+	size_t klen, tblen;
+} geo_keys_ctx_t;
+
+static void
+geo_keys_add(void *ctx, const uint8_t *key, size_t len, const uint8_t *tb, size_t tb_len)
+{
+	geo_keys_ctx_t *c = ctx;
+
+	if (c->n++ > 0)
+		return;
+	c->key = tm_malloc0(len + 1);
+	memcpy(c->key, key, len);
+	c->klen = len;
+	if (tb != NULL && tb_len > 0) {
+		c->tb = tm_malloc0(tb_len);
+		memcpy(c->tb, tb, tb_len);
+		c->tblen = tb_len;
+	}
+}
+
+/*
+ * returnKey through a geo plan (near rings, covering scan): mongod returns
+ * the index entry its scan met first for the document, which for a
+ * document with several keys (a polygon's cells, several points, an array
+ * on a compound field) depends on its own coverings and annulus order.  A
+ * document with exactly one key in the index has that key whatever the
+ * scan: it is generated again from doc and given under the key pattern's
+ * names.  Otherwise, and for a near search without an index, 238.
+ */
+static int
+geo_key_capture(plan_exec_t *x, const bson_t *doc, terr_t *err)
+{
+	int ixn = plan_geo_index(x->geo);
+	const storage_index_t *ix;
+	bool desc[KEYGEN_MAX_FIELDS_PLAN];
+	geo_keys_ctx_t c = {0};
+	bson_t parts;
+	bson_iter_t p, v;
+	int n = 0, ret = 0;
+
+	x->have_key = false;
+	if (ixn < 0 || ixn >= x->coll->nindexes)
+		return terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "returnKey with a geo query and no geo index is not supported by Tamga yet");
+	ix = &x->coll->indexes[ixn];
+	if (!bson_iter_init(&p, ix->key))
+		return 0;
+	while (bson_iter_next(&p) && n < KEYGEN_MAX_FIELDS_PLAN)
+		desc[n++] = BSON_ITER_HOLDS_NUMBER(&p) && bson_iter_as_double(&p) < 0;
+	if (keygen_geo_keys(ix, doc, geo_keys_add, &c, err) != 0)
+		ERR(-1);
+	if (c.n != 1) {
+		ret = terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "returnKey with a geo query (index %s) of a document with %zu keys in it is not supported by Tamga yet",
+		    ix->name, c.n);
+		goto err;
+	}
+	bson_init(&parts);
+	if (!keystring_decode_values_tb(c.key, c.klen, c.tb, c.tblen, n, desc, &parts)) {
+		bson_destroy(&parts);
+		ret = terr_set(err, TERR_INTERNAL_ERROR, "index %s: a key does not decode", ix->name);
+		goto err;
+	}
+	x->key_doc = lazy_doc(x->key_doc);
+	bson_iter_init(&p, ix->key);
+	bson_iter_init(&v, &parts);
+	while (bson_iter_next(&p) && bson_iter_next(&v))
+		bson_append_value(x->key_doc, bson_iter_key(&p), -1, bson_iter_value(&v));
+	bson_destroy(&parts);
+	x->have_key = true;
+err:
+	bson_free(c.key);
+	bson_free(c.tb);
+	return ret;
+}
+
 /* COUNT_SCAN / DISTINCT_SCAN for the plan chosen (after the trial runs). */
 static void
 choose_modes(plan_exec_t *x)
@@ -903,8 +985,10 @@ text_setup(plan_exec_t *x, const plan_request_t *req, terr_t *err)
 	return 0;
 }
 
+/* Add score to recid's sum (a new recid is appended; key, when not NULL,
+ * is its key parts for returnKey, copied only for a new one). */
 static void
-text_add(plan_exec_t *x, int64_t recid, double score)
+text_add(plan_exec_t *x, int64_t recid, double score, const bson_t *key)
 {
 	size_t i, h;
 
@@ -928,7 +1012,11 @@ text_add(plan_exec_t *x, int64_t recid, double score)
 		x->text_cap = x->text_cap ? x->text_cap * 2 : 64;
 		x->text_recs = bson_realloc(x->text_recs, sizeof(int64_t) * x->text_cap);
 		x->text_scores = bson_realloc(x->text_scores, sizeof(double) * x->text_cap);
+		if (x->want_key)
+			x->text_keys = bson_realloc(x->text_keys, sizeof(bson_t *) * x->text_cap);
 	}
+	if (x->want_key)
+		x->text_keys[x->text_n] = key != NULL ? bson_copy(key) : NULL;
 	x->text_recs[x->text_n] = recid;
 	x->text_scores[x->text_n] = score;
 	x->text_slot[h] = ++x->text_n;
@@ -980,8 +1068,10 @@ text_scan(plan_exec_t *x, storage_session_t *s, terr_t *err)
 
 	memset(desc, 0, sizeof(desc));
 	bson_iter_init(&kp, ix->key);
-	while (bson_iter_next(&kp) && i < np && i < KEYGEN_MAX_FIELDS_PLAN)
-		desc[i++] = bson_iter_as_double(&kp) < 0;
+	/* every field's direction: returnKey decodes the whole key (prefix,
+	 * _fts, _ftsx, suffix); "text" is ascending */
+	while (bson_iter_next(&kp) && i < ix->nfields && i < KEYGEN_MAX_FIELDS_PLAN)
+		desc[i++] = BSON_ITER_HOLDS_NUMBER(&kp) && bson_iter_as_double(&kp) < 0;
 	keystring_init(&lo);
 	keystring_init(&hi);
 	for (size_t t = 0; t < text_query_nbounds(x->text_query); t++) {
@@ -1020,7 +1110,31 @@ text_scan(plan_exec_t *x, storage_session_t *s, terr_t *err)
 						score = bson_iter_as_double(&it);
 			}
 			bson_destroy(&parts);
-			text_add(x, recid, score);
+			if (x->want_key) {
+				/* the key under the key pattern's names, exactly (type bits) */
+				const uint8_t *tb;
+				size_t tblen;
+				bson_t vals, named;
+				bson_iter_t p, v;
+				if ((rc = storage_cursor_typebits(cur, &tb, &tblen, err)) != 0)
+					break;
+				bson_init(&vals);
+				if (!keystring_decode_values_tb(key, klen, tb, tblen, ix->nfields, desc, &vals)) {
+					bson_destroy(&vals);
+					rc = terr_set(err, TERR_INTERNAL_ERROR, "index %s: an entry does not decode", ix->name);
+					break;
+				}
+				bson_init(&named);
+				bson_iter_init(&p, ix->key);
+				bson_iter_init(&v, &vals);
+				while (bson_iter_next(&p) && bson_iter_next(&v))
+					bson_append_value(&named, bson_iter_key(&p), -1, bson_iter_value(&v));
+				text_add(x, recid, score, &named);
+				bson_destroy(&named);
+				bson_destroy(&vals);
+			} else {
+				text_add(x, recid, score, NULL);
+			}
 		}
 		storage_cursor_close(cur);
 		if (rc < 0)
@@ -1062,6 +1176,11 @@ text_next(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc, ter
 		if (rc == 1) {
 			x->text_score = x->text_scores[i];
 			x->text_has_score = true;
+			if (x->want_key && x->text_keys != NULL && x->text_keys[i] != NULL) {
+				x->key_doc = lazy_doc(x->key_doc);
+				bson_concat(x->key_doc, x->text_keys[i]);
+				x->have_key = true;
+			}
 			x->stats.access_returned++;
 			return 1;
 		}
@@ -1930,6 +2049,8 @@ plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson
 		rc = plan_geo_next(x->geo, s, x->coll, x->match, recid, doc, &x->stats, err);
 		if (rc == 0)
 			x->scan_done = true;
+		if (rc == 1 && x->want_key && geo_key_capture(x, doc, err) != 0)
+			return -1;
 		return rc;
 	}
 	if (x->access == ACCESS_IXSCAN)
@@ -2254,6 +2375,11 @@ plan_exec_free(plan_exec_t *x)
 	text_query_free(x->text_query);
 	if (x->text_prefix != NULL)
 		bson_destroy(x->text_prefix);
+	if (x->text_keys != NULL)
+		for (size_t k = 0; k < x->text_n; k++)
+			if (x->text_keys[k] != NULL)
+				bson_destroy(x->text_keys[k]);
+	bson_free(x->text_keys);
 	bson_free(x->text_recs);
 	bson_free(x->text_scores);
 	bson_free(x->text_slot);
@@ -2868,7 +2994,12 @@ plan_exec_explain_append(const plan_exec_t *x, bool exec_stats, bson_t *out)
 bool
 plan_exec_keys_known(const plan_exec_t *x)
 {
-	return x->access != ACCESS_TEXT && x->access != ACCESS_GEO;
+	/* a geo predicate Tamga answers by a collection scan where mongod
+	 * scans a 2d / 2dsphere index ($geoWithin over 2d, a geo field not
+	 * first, a partial index): its key is not known (a hint decides) */
+	if (x->access == ACCESS_SCAN && !x->hinted && plan_geo_indexed_predicate(x->coll, x->match))
+		return false;
+	return true;
 }
 
 const char *

@@ -229,8 +229,10 @@ bool plan_exec_last_key(const plan_exec_t *x, bson_t *out);
 /* Whether plan_exec_last_key can answer for this plan: true for index
  * scans (any index kind: a hashed, 2dsphere, 2d or text index scanned by
  * bounds gives its stored entry), collection scans and the _id lookup
- * (no key); false for $text and geo (near, covering) plans, whose results
- * do not come from one index entry Tamga keeps. */
+ * (no key), $text plans (the first term's key that met each document),
+ * geo plans (a document with several keys fails in plan_exec_next);
+ * false for an unhinted collection scan of a $geoWithin / $geoIntersects
+ * on a geo-indexed field (mongod scans that index, its key unknown here). */
 bool plan_exec_keys_known(const plan_exec_t *x);
 
 /* The namespace's index the plan scans ("a_1"), or NULL (COLLSCAN/EXPRESS). */

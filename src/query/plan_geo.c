@@ -657,6 +657,25 @@ plan_geo_location(geo_run_t *r, bson_value_t *loc)
 	return true;
 }
 
+bool
+plan_geo_indexed_predicate(const storage_coll_t *coll, const match_t *m)
+{
+	match_geo_info_t gi;
+
+	if (coll == NULL || m == NULL)
+		return false;
+	match_geo_info(m, &gi);
+	if (gi.geo_path == NULL)
+		return false;
+	for (int i = 0; i < coll->nindexes; i++) {
+		bool is2d;
+		int pos;
+		if (!coll->indexes[i].hidden && index_geo_field(&coll->indexes[i], gi.geo_path, &is2d, &pos))
+			return true;
+	}
+	return false;
+}
+
 int
 plan_geo_index(const geo_run_t *r)
 {

@@ -58,6 +58,11 @@ bool plan_geo_location(geo_run_t *r, bson_value_t *loc);
 /* The index it uses (position in coll->indexes, -1 none). */
 int plan_geo_index(const geo_run_t *r);
 
+/* True when m has a $geoWithin / $geoIntersects on a field of one of
+ * coll's visible 2d / 2dsphere indexes (mongod would scan that index where
+ * Tamga may scan the collection: returnKey cannot give mongod's key). */
+bool plan_geo_indexed_predicate(const storage_coll_t *coll, const match_t *m);
+
 /* explain: the stage as mongod shows it, as fields of out
  * (GEO_NEAR_2DSPHERE {keyPattern, indexName, indexVersion}, or FETCH over
  * IXSCAN with the covering's indexBounds). */

@@ -1467,6 +1467,42 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 	return true;
 }
 
+/* A hinted 2d / 2dsphere / text index that no predicate bounds: the whole
+ * index, every field [MinKey, MaxKey], as mongod's buildWholeIXSoln for a
+ * hint the predicates cannot use.  Its keys are cells, geohashes or terms,
+ * never the documents' values: each field is taken as multikey (no
+ * covering, no key filter); the scan deduplicates when the index is
+ * multikey (a document gave it several keys), as mongod's IXSCAN; it
+ * provides no sort and answers no predicate. */
+static bool
+cand_whole(const storage_coll_t *coll, int ixn, const preds_t *ps, cand_t *c)
+{
+	const storage_index_t *ix = &coll->indexes[ixn];
+	bson_value_t lo = v_minkey(), hi = v_maxkey();
+	bson_iter_t it;
+	int nf = 0;
+
+	memset(c, 0, sizeof(*c));
+	c->index = ixn;
+	c->multikey = ix->multikey;
+	c->collation = ix->collation;
+	c->typebits = ix->typebits;
+	if (!bson_iter_init(&it, ix->key))
+		return false;
+	c->fields = tm_arena_alloc0(ps->arena, sizeof(planner_field_t) * (size_t)(ix->nfields + 1));
+	while (bson_iter_next(&it) && nf < ix->nfields && nf < KEYGEN_MAX_FIELDS) {
+		planner_field_t *f = &c->fields[nf++];
+		f->path = tm_arena_memdup(ps->arena, bson_iter_key(&it), bson_iter_key_len(&it) + 1);
+		f->desc = BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_double(&it) < 0;
+		f->multikey = true;
+		f->iv = tm_arena_alloc(ps->arena, sizeof(planner_interval_t));
+		iv_set(&f->iv[0], &lo, true, &hi, true);
+		f->n = 1;
+	}
+	c->nfields = nf;
+	return nf > 0;
+}
+
 /* Drop a candidate (its memory stays in the plan's arena). */
 static void
 cand_free(cand_t *c)
@@ -1856,7 +1892,17 @@ best_candidate(const storage_coll_t *coll, const preds_t *ps, const bson_t *sort
 		const storage_index_t *ix = &coll->indexes[i];
 		if (hinted >= 0 && i != hinted)
 			continue;
-		/* geo indexes are planned by plan_geo.c (their keys are cells or hashes) */
+		/* geo indexes are planned by plan_geo.c (their keys are cells or
+		 * hashes); hinted without a predicate of theirs (and a hinted
+		 * text index), the whole index is scanned */
+		if (hinted == i && (keygen_geo_kind(ix, NULL) || keygen_is_text(ix))) {
+			if (!cand_whole(coll, i, ps, &c)) {
+				cand_free(&c);
+				continue;
+			}
+			*best = c;
+			return true;
+		}
 		if (keygen_geo_kind(ix, NULL))
 			continue;
 		if (hinted < 0 && !leading_field_used(ix, ps, sort))

@@ -91,10 +91,90 @@
 		const f = (c) => cmdOk(cdb, Object.assign({find: 'i1rkh', returnKey: true}, c)).cursor.firstBatch;
 		eq(f({filter: {h: 5}}), [want[0]]);
 		eq(f({filter: {}, hint: {h: 'hashed'}, sort: {_id: 1}}), want);
-		// a $text or geo plan: not built (238), never a wrong key
-		cdb.i1rkh.createIndex({t: 'text'});
-		cdb.i1rkh.insertOne({_id: 3, t: 'hello'});
-		wantErr(cdb, {find: 'i1rkh', filter: {$text: {$search: 'hello'}}, returnKey: true}, 238);
+	});
+	compat(1, 'find returnKey over geo plans: a document\'s one key as stored; several keys (which one mongod meets first depends on its coverings) 238', () => {
+		cdb.i1rkg.drop();
+		cdb.i1rkg.insertMany([{_id: 1, g: {type: 'Point', coordinates: [1, 1]}, p: [1, 1], a: 5},
+			{_id: 2, g: {type: 'Point', coordinates: [1.001, 1]}, p: [1.5, 1], a: 6}]);
+		cdb.i1rkg.createIndex({g: '2dsphere', a: 1});
+		cdb.i1rkg.createIndex({p: '2d'});
+		const f = (q, x) => cmdOk(cdb, Object.assign({find: 'i1rkg', filter: q, returnKey: true}, x || {})).cursor.firstBatch;
+		// the keys the whole-index scans hold, by _id
+		const whole = (h) => f({}, {hint: h, sort: {_id: 1}});
+		const gk = whole('g_2dsphere_a_1'), pk = whole('p_2d');
+		eq(gk.length, 2);
+		ok(gk[0].g instanceof Long && gk[0].a === 5, cj(gk));
+		eq(pk[0].p.sub_type, 128, cj(pk));
+		const pt = {type: 'Point', coordinates: [1, 1]};
+		eq(f({g: {$near: {$geometry: pt}}}), gk);
+		eq(f({g: {$nearSphere: {$geometry: pt}}}, {limit: 1}), [gk[0]]);
+		// (unsorted: a sort on _id could take the _id index instead)
+		const set = (a) => a.map((k) => cj(k)).sort();
+		eq(set(f({g: {$geoWithin: {$centerSphere: [[1, 1], 0.01]}}})), set(gk));
+		eq(f({g: {$geoIntersects: {$geometry: pt}}}), [gk[0]]);
+		eq(f({p: {$near: [1, 1]}}), pk);
+		// a $geoWithin Tamga answers by a collection scan (mongod scans the 2d index): 238, not {}
+		wantErr(cdb, {find: 'i1rkg', filter: {p: {$geoWithin: {$box: [[0, 0], [5, 5]]}}}, returnKey: true}, 238);
+		eq(set(f({p: {$geoWithin: {$box: [[0, 0], [5, 5]]}}}, {hint: 'p_2d'})), set(pk));
+		eq(f({p: {$geoWithin: {$box: [[0, 0], [5, 5]]}}}, {hint: {$natural: 1}}), [{}, {}]);
+		// a polygon has many cells: not built (238), never a wrong key
+		cdb.i1rkg.insertOne({_id: 3, g: {type: 'Polygon', coordinates: [[[0, 0], [3, 0], [3, 3], [0, 0]]]}, a: 7});
+		wantErr(cdb, {find: 'i1rkg', filter: {_id: 3, g: {$geoIntersects: {$geometry: pt}}}, returnKey: true}, 238);
+		wantErr(cdb, {find: 'i1rkg', filter: {_id: 3, g: {$near: {$geometry: pt}}}, returnKey: true}, 238);
+	});
+	compat(1, 'find returnKey over $text: the key of the first term (sorted) that met the document, as TEXT_OR keeps it', () => {
+		cdb.i1rkt.drop();
+		cdb.i1rkt.insertMany([{_id: 1, t: 'hello world', a: 1}, {_id: 2, t: 'world peace peace', a: 2},
+			{_id: 3, t: 'zebra hello', a: 1}, {_id: 4, t: 'zebra', a: 1, s: NumberInt(7)}]);
+		cdb.i1rkt.createIndex({a: 1, t: 'text', s: -1});
+		const f = (q, x) => cmdOk(cdb, Object.assign({find: 'i1rkt', filter: q, returnKey: true, sort: {_id: 1}}, x || {})).cursor.firstBatch;
+		// one key per term: prefix, the stemmed term, its weight, suffix (null when missing, type kept)
+		eq(f({a: 1, $text: {$search: 'zebra world hello'}}), [{a: 1, _fts: 'hello', _ftsx: 0.75, s: null},
+			{a: 1, _fts: 'hello', _ftsx: 0.75, s: null}, {a: 1, _fts: 'zebra', _ftsx: 1.1, s: NumberInt(7)}]);
+		eq(f({a: 2, $text: {$search: 'peace world'}}), [{a: 2, _fts: 'peac', _ftsx: 1.25, s: null}]);
+		// through the text score order and a projection (returnKey wins over it)
+		eq(f({a: 1, $text: {$search: 'zebra'}}, {sort: {sc: {$meta: 'textScore'}}, projection: {sc: {$meta: 'textScore'}, t: 1}}),
+			[{a: 1, _fts: 'zebra', _ftsx: 1.1, s: NumberInt(7)}, {a: 1, _fts: 'zebra', _ftsx: 0.75, s: null}]);
+	});
+	compat(1, 'a hint of a 2dsphere, 2d or text index no predicate uses: the whole index scanned (buildWholeIXSoln)', () => {
+		cdb.i1hw.drop();
+		cdb.i1hw.insertMany([{_id: 1, loc: {type: 'Point', coordinates: [1, 2]}, p: [1, 2], t: 'hello world', a: 1},
+			{_id: 2, loc: {type: 'Polygon', coordinates: [[[0, 0], [1, 0], [1, 1], [0, 0]]]}, p: [3, 4], t: 'world peace', a: 2},
+			{_id: 3, a: 3}]);
+		cdb.i1hw.createIndex({loc: '2dsphere'});
+		cdb.i1hw.createIndex({p: '2d'});
+		cdb.i1hw.createIndex({t: 'text'});
+		const ids = (q, h) => cdb.i1hw.find(q, {_id: 1}).hint(h).toArray().map((d) => d._id).sort();
+		const plan = (h) => cdb.i1hw.find({a: {$gte: 1}}).hint(h).explain().queryPlanner.winningPlan;
+		for (const [h, kp] of [['loc_2dsphere', {loc: '2dsphere'}], ['p_2d', {p: '2d'}], ['t_text', {_fts: 'text', _ftsx: 1}]]) {
+			// the index holds only the documents with the field; each comes once (several keys each)
+			eq(ids({}, h), [1, 2], h);
+			eq(ids({a: {$gte: 2}}, h), [2], h);
+			// a hinted count plans (mongod's useRecordStoreCount only without a hint): the documents it holds
+			eq(cmdOk(cdb, {count: 'i1hw', query: {}, hint: h}).n, 2, h);
+			eq(cmdOk(cdb, {distinct: 'i1hw', key: 'a', query: {}, hint: h}).values, [1, 2], h);
+			const w = plan(h);
+			eq(w.stage, 'FETCH', h);
+			eq(w.filter, {a: {$gte: 1}}, h);
+			eq(w.inputStage.stage, 'IXSCAN', h);
+			eq(w.inputStage.keyPattern, kp, h);
+			for (const f of Object.keys(kp))
+				eq(w.inputStage.indexBounds[f], ['[MinKey, MaxKey]'], h + ' ' + f);
+			// never covered: the keys are cells, geohashes or terms
+			const one = cdb.i1hw.find({_id: 1}, {_id: 0, loc: 1, p: 1, t: 1}).hint(h).toArray();
+			eq(one, [{loc: {type: 'Point', coordinates: [1, 2]}, p: [1, 2], t: 'hello world'}], h);
+		}
+		// returnKey through them: the stored key (NumberLong cell, GeoHash BinData, term and weight)
+		const rk = (h) => cmdOk(cdb, {find: 'i1hw', filter: {_id: 1}, hint: h, returnKey: true}).cursor.firstBatch;
+		ok(rk('loc_2dsphere')[0].loc instanceof Long, cj(rk('loc_2dsphere')));
+		eq(rk('p_2d')[0].p.sub_type, 128, cj(rk('p_2d')));
+		eq(rk('t_text'), [{_fts: 'hello', _ftsx: 0.75}]);
+		// the same for a sparse index; without a hint the record count
+		cdb.i1hw.createIndex({a: 1, z: 1}, {sparse: true, name: 'az_sparse'});
+		cdb.i1hw.insertOne({_id: 4, b: 1});
+		eq(cmdOk(cdb, {count: 'i1hw', query: {}, hint: 'az_sparse'}).n, 3);
+		eq(cmdOk(cdb, {count: 'i1hw', query: {}, hint: {$natural: 1}}).n, 4);
+		eq(cmdOk(cdb, {count: 'i1hw', query: {}}).n, 4);
 	});
 	compat(1, 'an empty array in an index: mongod\'s bounds (undefined and [] for {a: []}), answers equal to a scan', () => {
 		cdb.i1ea.drop();

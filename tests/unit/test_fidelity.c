@@ -293,6 +293,35 @@ test_limit_ends_cursor(void)
 	}
 }
 
+/* returnKey over $text and geo plans: a text result keeps the key of the
+ * first term (sorted) whose scan met it, prefix and suffix values with
+ * their types; a geo result its one key; a document with several geo keys
+ * (a polygon's cells) 238, and a collection scan of an indexed geo field
+ * 238 too, never a key mongod would not give. */
+static void
+test_return_key_special(void)
+{
+	ok_run("rk", "{\"insert\": \"t\", \"documents\": [{\"_id\": 1, \"a\": 1, \"t\": \"zebra apple\", \"s\": 2.5}, "
+	    "{\"_id\": 2, \"a\": 1, \"t\": \"zebra\", \"s\": {\"$numberLong\": \"9\"}}]}");
+	ok_run("rk", "{\"createIndexes\": \"t\", \"indexes\": [{\"key\": {\"a\": 1, \"t\": \"text\", \"s\": 1}, \"name\": \"ats\"}]}");
+	FIELD_EQ("rk", "{\"find\": \"t\", \"filter\": {\"a\": 1, \"$text\": {\"$search\": \"zebra apple\"}}, \"returnKey\": true, "
+	    "\"sort\": {\"_id\": 1}}", "cursor.firstBatch",
+	    "{ \"v\" : [ { \"a\" : 1, \"_fts\" : \"appl\", \"_ftsx\" : 0.75, \"s\" : 2.5 }, "
+	    "{ \"a\" : 1, \"_fts\" : \"zebra\", \"_ftsx\" : 1.1000000000000000888, \"s\" : 9 } ] }");
+	ok_run("rk", "{\"insert\": \"g\", \"documents\": [{\"_id\": 1, \"g\": {\"type\": \"Point\", \"coordinates\": [1, 1]}, "
+	    "\"p\": [1, 1]}]}");
+	ok_run("rk", "{\"createIndexes\": \"g\", \"indexes\": [{\"key\": {\"g\": \"2dsphere\"}, \"name\": \"g_s\"}, "
+	    "{\"key\": {\"p\": \"2d\"}, \"name\": \"p_2d\"}]}");
+	FIELD_EQ("rk", "{\"find\": \"g\", \"filter\": {\"p\": {\"$near\": [1, 1]}}, \"returnKey\": true}",
+	    "cursor.firstBatch", "{ \"v\" : [ { \"p\" : { \"$binary\" : { \"base64\" : \"wADPPADPMAA=\", \"subType\" : \"80\" } } } ] }");
+	fails("rk", "{\"find\": \"g\", \"filter\": {\"p\": {\"$geoWithin\": {\"$box\": [[0, 0], [2, 2]]}}}, \"returnKey\": true}",
+	    238);
+	ok_run("rk", "{\"insert\": \"g\", \"documents\": [{\"_id\": 2, \"g\": {\"type\": \"Polygon\", "
+	    "\"coordinates\": [[[0, 0], [3, 0], [3, 3], [0, 0]]]}}]}");
+	fails("rk", "{\"find\": \"g\", \"filter\": {\"g\": {\"$geoIntersects\": {\"$geometry\": {\"type\": \"Point\", "
+	    "\"coordinates\": [2, 1]}}}}, \"returnKey\": true}", 238);
+}
+
 static void
 test_find_and_writes(void)
 {
@@ -510,6 +539,7 @@ main(void)
 	TT_RUN(test_api_and_uuid);
 	TT_RUN(test_plan_filters);
 	TT_RUN(test_find_and_writes);
+	TT_RUN(test_return_key_special);
 	TT_RUN(test_limit_ends_cursor);
 	TT_RUN(test_random_rewrites);
 	tt_close_rm(db, dir);

@@ -270,6 +270,23 @@ test_esr_choice(void)
 	reset();
 }
 
+/* A hinted 2dsphere / 2d / text index no predicate bounds: the whole index
+ * (every key-pattern field [MinKey, MaxKey], never exact, no sort), as
+ * mongod's buildWholeIXSoln; unhinted they are never candidates here. */
+static void
+test_hint_special_whole(void)
+{
+	reset();
+	add_index("{\"v\": 2, \"key\": {\"loc\": \"2dsphere\", \"a\": 1}, \"name\": \"loc_2dsphere_a_1\"}", false);
+	add_index("{\"v\": 2, \"key\": {\"p\": \"2d\"}, \"name\": \"p_2d\"}", false);
+	add_index("{\"v\": 2, \"key\": {\"_fts\": \"text\", \"_ftsx\": 1}, \"name\": \"t_text\"}", false);
+	PLAN_EQ("{\"a\": 1}", NULL, NULL, "COLLSCAN");
+	PLAN_EQ("{\"a\": 1}", NULL, "\"loc_2dsphere_a_1\"", "loc_2dsphere_a_1|loc:[MinKey, MaxKey]|a:[MinKey, MaxKey]");
+	PLAN_EQ("{}", "{\"p\": 1}", "\"p_2d\"", "p_2d|p:[MinKey, MaxKey]");
+	PLAN_EQ("{\"_fts\": \"x\"}", NULL, "{\"_fts\": \"text\", \"_ftsx\": 1}", "t_text|_fts:[MinKey, MaxKey]|_ftsx:[MinKey, MaxKey]");
+	reset();
+}
+
 static void
 test_sparse_partial_hidden_hint(void)
 {
@@ -345,6 +362,7 @@ main(void)
 	TT_RUN(test_regex);
 	TT_RUN(test_multikey_and_compound);
 	TT_RUN(test_sparse_partial_hidden_hint);
+	TT_RUN(test_hint_special_whole);
 	TT_RUN(test_esr_choice);
 	TT_RUN(test_index_filter);
 	return tt_finish();
