@@ -2,13 +2,14 @@
 // document per sensor and hour, kept by upserts) and a time-series
 // collection, which does the same grouping itself (MongoDB 5.0+; viewless
 // as in 9.0).  The same 180 readings, the same hourly answer, and what each
-// way stores: documents and their bytes (collStats size).
+// way stores: documents and their bytes (collStats size).  The readings carry
+// their number as `_id` so the compressed sizes repeat from run to run.
 db.sensorlar_ts.drop();
 db.createCollection("sensorlar_ts", { timeseries: { timeField: "vaqt", metaField: "sensor", granularity: "minutes" } });
 const t0 = ISODate("2024-01-01T00:00:00Z").getTime();
 const readings = [];
 for (let i = 0; i < 180; i++)
-  readings.push({ sensor: "s1", vaqt: new Date(t0 + i * 60 * 1000),
+  readings.push({ _id: i, sensor: "s1", vaqt: new Date(t0 + i * 60 * 1000),
                   harorat: (221 + (i * 7) % 10 + Math.floor(i / 60) * 3) / 10 });
 db.sensorlar_ts.insertMany(readings);
 print("time-series: readings", db.sensorlar_ts.countDocuments(),
