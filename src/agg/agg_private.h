@@ -284,6 +284,21 @@ int agg_exec_pull(agg_exec_t *x, const bson_t **doc, terr_t *err);
  * undefined (false: no hole), and agg_proj_slot_set reads the holes back
  * from ref (copied; NULL: none). */
 bool agg_sort_carry_slots(const agg_rt_t *sort_rt, const agg_rt_t *excl);
+/* agg_group_carry_slots (stage_group.c): the $group group_rt, whose output
+ * field `path` is a $first / $last of $$ROOT, keeps excl's slots with the
+ * document that accumulator holds and hands them back as it outputs the
+ * group (false: it cannot -- another field, another accumulator, already
+ * running, or a $group 9.0 runs in SBE, agg_classic_group_input).
+ * agg_is_group_stage: rt is a $group.  agg_classic_group_input
+ * (stage_project.c): whether mongod 9.0 runs group_rt as a classic
+ * DocumentSource on Documents that still hold excl's slots -- excl is a
+ * $addFields, or a stage other than $match / $sort / $limit / $skip comes
+ * before it (under 9.0's default trySbeRestricted only a prefix of $group /
+ * $lookup after what the find layer absorbs goes into SBE, which hands on
+ * BSON), or the $group is in a $facet branch. */
+bool agg_group_carry_slots(const agg_rt_t *group_rt, const agg_rt_t *excl, const char *path);
+bool agg_is_group_stage(const agg_rt_t *rt);
+bool agg_classic_group_input(const agg_rt_t *group_rt, const agg_rt_t *excl);
 bool agg_is_sort_stage(const agg_rt_t *rt);
 /* agg_replace_root_path (stage_basic.c): rt is a $replaceRoot /
  * $replaceWith promoting the document at *path of its input ("$a.b";

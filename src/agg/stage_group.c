@@ -296,7 +296,13 @@ typedef struct group {
 	uint64_t hash;
 	accum_state_t **st;
 	size_t mem;
+	/* the slots of the document the carried $first / $last of $$ROOT
+	 * holds (agg_proj_slots_pack; owned, NULL: none) */
+	uint8_t *aux;
+	uint32_t aux_len;
 } group_t;
+
+#define GROUP_SLOT_SRCS 4
 
 typedef struct group_state {
 	group_t *groups;
@@ -312,6 +318,17 @@ typedef struct group_state {
 	sorter_t *spill;          /* NULL until the table first passes the limit */
 	bson_t *ahead;            /* the next partial group read back (owned) */
 	bool merging;
+	/* slots carried (agg_group_carry_slots): the exclusions upstream whose
+	 * slots the document accumulator slot_acc ($first / $last of $$ROOT)
+	 * keeps, packed per group as its document is taken (g->aux) and handed
+	 * back (views, static over g->aux) as the group is output */
+	const agg_rt_t *slot_srcs[GROUP_SLOT_SRCS];
+	int nslot, slot_acc;
+	bool slot_last;           /* slot_acc is a $last: every document replaces it */
+	bson_t sk;
+	uint8_t *pack;
+	size_t pack_cap;
+	bson_t views[GROUP_SLOT_SRCS];
 } group_state_t;
 
 AGG_DEFINE_OPEN_WITH_OUT(group_open, group_state_t)
@@ -388,6 +405,7 @@ group_destroy(const group_plan_t *gp, group_t *g)
 		accum_state_destroy(g->st[a]);
 	bson_free(g->st);
 	bson_destroy(g->key);
+	bson_free(g->aux);
 }
 
 /* Write every group held as a partial group into the sorter (created on the
@@ -537,6 +555,8 @@ group_next_merged(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	bv_append(&gs->out, "_id", 3, &key);
 	if (fields_finalize(rt, gp->names, gp->accs, st, gp->n, &gs->out, err) != 0)
 		goto out;
+	if (gs->nslot > 0)           /* spilled as BSON: no slot, as mongod's serialised groups */
+		agg_proj_slots_unpack(gs->slot_srcs, gs->nslot, NULL, 0, gs->views);
 	*out = &gs->out;
 	ret = 1;
 out:
@@ -561,6 +581,7 @@ group_charge(agg_rt_t *rt, group_t *g, uint64_t limit, bool *spilled, terr_t *er
 
 	for (int a = 0; a < gp->n; a++)
 		mem += accum_state_mem(g->st[a]);
+	mem += g->aux_len;
 	gs->mem += (int64_t)mem - (int64_t)g->mem;
 	g->mem = mem;
 	if ((uint64_t)gs->mem > limit) {
@@ -671,6 +692,23 @@ out:
 	return ret;
 }
 
+/* g's carried document accumulator took the current document: keep its
+ * slots (agg_proj_slots_pack) with g in place of the ones held. */
+static void
+group_take_slots(group_state_t *gs, group_t *g)
+{
+	size_t len = agg_proj_slots_pack(gs->slot_srcs, gs->nslot, &gs->sk, &gs->pack, &gs->pack_cap);
+
+	bson_free(g->aux);
+	g->aux = NULL;
+	g->aux_len = 0;
+	if (len > 0) {
+		g->aux = bson_malloc(len);
+		memcpy(g->aux, gs->pack, len);
+		g->aux_len = (uint32_t)len;
+	}
+}
+
 static int
 group_fill(agg_rt_t *rt, terr_t *err)
 {
@@ -700,9 +738,12 @@ group_fill(agg_rt_t *rt, terr_t *err)
 		RET(agg_eval(rt, gp->id, d, true, &key, err));
 		if (key.value_type == BSON_TYPE_EOD || key.value_type == BSON_TYPE_UNDEFINED)
 			key.value_type = BSON_TYPE_NULL;
+		int64_t had = gs->n;
 		g = group_find_or_add(gp, gs, &key);
 		for (a = 0; a < gp->n; a++)
 			RET(accum_process(gp->accs[a], g->st[a], rt->env, err));
+		if (gs->nslot > 0 && (gs->slot_last || gs->n > had))
+			group_take_slots(gs, g);
 		RET(group_charge(rt, g, limit, &spilled, err));
 		if (tm_interrupt_check(err) != 0)
 			return -1;
@@ -741,8 +782,47 @@ group_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	key_value(g->key, &v);
 	bv_append(&gs->out, "_id", 3, &v);
 	RET(fields_finalize(rt, gp->names, gp->accs, g->st, gp->n, &gs->out, err));
+	if (gs->nslot > 0)
+		agg_proj_slots_unpack(gs->slot_srcs, gs->nslot, g->aux, g->aux_len, gs->views);
 	*out = &gs->out;
 	return 1;
+}
+
+bool
+agg_is_group_stage(const agg_rt_t *rt)
+{
+	return rt->st->def == &agg_stages_group[0];
+}
+
+bool
+agg_group_carry_slots(const agg_rt_t *group_rt, const agg_rt_t *excl, const char *path)
+{
+	const group_plan_t *gp = group_rt->st->plan;
+	group_state_t *gs = group_rt->state;
+	const char *rp;
+	int a;
+
+	if (group_rt->st->def != &agg_stages_group[0] || path == NULL || gs == NULL || gs->filled)
+		return false;
+	for (a = 0; a < gp->n && strcmp(gp->names[a], path) != 0; a++)
+		;
+	if (a == gp->n || (strcmp(accum_op_name(gp->accs[a]), "$first") != 0 &&
+	                   strcmp(accum_op_name(gp->accs[a]), "$last") != 0) ||
+	    accum_argument(gp->accs[a]) == NULL || !expr_is_root_path(accum_argument(gp->accs[a]), &rp) || rp != NULL)
+		return false;
+	if (gs->nslot > 0 && gs->slot_acc != a)
+		return false;
+	for (int j = 0; j < gs->nslot; j++)
+		if (gs->slot_srcs[j] == excl)
+			return true;
+	if (gs->nslot == GROUP_SLOT_SRCS || !agg_classic_group_input(group_rt, excl))
+		return false;
+	if (gs->nslot == 0)
+		bson_init(&gs->sk);
+	gs->slot_acc = a;
+	gs->slot_last = strcmp(accum_op_name(gp->accs[a]), "$last") == 0;
+	gs->slot_srcs[gs->nslot++] = excl;
+	return true;
 }
 
 static void
@@ -761,6 +841,9 @@ group_close(agg_rt_t *rt)
 		bson_destroy(gs->ahead);
 	sorter_free(gs->spill);
 	sort_spec_free(gs->spill_spec);
+	if (gs->nslot > 0)
+		bson_destroy(&gs->sk);
+	bson_free(gs->pack);
 	bson_free(gs);
 }
 

@@ -31,8 +31,12 @@
  * serializeForSorter skips missing values) and lost them, here too.  A
  * $addFields' holes go the same way (missing Values kept in the Document's
  * storage): a carrier keeps a skeleton of its output with each hole marked
- * undefined, and a promotion takes the document inside.  A stage that
- * rebuilds documents ($group, ...) ends the chain.
+ * undefined, and a promotion takes the document inside.  A classic $group
+ * is a carrier too for the document its $first / $last of $$ROOT keeps
+ * (the accumulator holds the Value, the Document itself), reached by a
+ * promotion of that field; 9.0 runs a $group classic only when a stage
+ * it does not push into SBE comes first (agg_classic_group_input).
+ * Otherwise a stage that rebuilds documents ($group, ...) ends the chain.
  *
  * Not here: find's projection ($elemMatch, $slice, positional $) -- query/.
  */
@@ -1012,9 +1016,27 @@ static int proj_open(agg_rt_t *rt, terr_t *err);
  * included: an in-memory $sort, or the $facet feeding a branch.  Asked to
  * carry an exclusion's slots; false when it cannot. */
 static bool
-carrier_carry(const agg_rt_t *c, const agg_rt_t *excl)
+carrier_carry(const agg_rt_t *c, const char *path, const agg_rt_t *excl)
 {
+	if (path != NULL)
+		return agg_group_carry_slots(c, excl, path);
 	return agg_is_sort_stage(c) ? agg_sort_carry_slots(c, excl) : agg_facet_carry_slots(c, excl);
+}
+
+bool
+agg_classic_group_input(const agg_rt_t *group_rt, const agg_rt_t *excl)
+{
+	if (group_rt->x != NULL && group_rt->x->feeder != NULL)
+		return true;           /* a $facet branch: DocumentSources only */
+	if (excl->st->def->open == proj_open && ((const proj_plan_t *)excl->st->plan)->mode == PM_ADD)
+		return true;           /* a $addFields is never in 9.0's pushed-down prefix */
+	for (const agg_rt_t *in = excl->input; in != NULL; in = in->input) {
+		const char *name = in->st->def->name;
+		if (strcmp(name, "$match") != 0 && strcmp(name, "$limit") != 0 && strcmp(name, "$skip") != 0 &&
+		    !agg_is_sort_stage(in))
+			return true;
+	}
+	return false;
 }
 
 /* Walk up from the stage before rt (or, for a candidates walk, from `from`
@@ -1042,6 +1064,7 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
            const agg_rt_t **cands, int max)
 {
 	const agg_rt_t *in, *carriers[4];
+	const char *carrier_paths[4];  /* a $group's: the field of its document accumulator */
 	int ncarriers = 0, n = 0, nops = 0;
 	slot_op_t ops[SLOT_OPS_MAX];   /* how rt's document came from the input of `in` */
 	const char *rp;
@@ -1056,6 +1079,7 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 			/* a $facet branch: on into the pipeline feeding the $facet */
 			if (x == NULL || x->feeder == NULL || ncarriers == (int)(sizeof(carriers) / sizeof(carriers[0])))
 				break;
+			carrier_paths[ncarriers] = NULL;
 			carriers[ncarriers++] = x->feeder;
 			in = x->feeder;
 			x = in->x;
@@ -1072,8 +1096,10 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 			 * document the carrier took last: each carrier keeps it with
 			 * its documents too and sets it back as it hands them on */
 			bool carried = nops < SLOT_OPS_MAX;
-			for (int i = 0; i < ncarriers && carried; i++)
-				carried = carrier_carry(carriers[i], in);
+			/* nearest the source first: one that refuses leaves the
+			 * carriers after it unasked (they would keep a stale document) */
+			for (int i = ncarriers - 1; i >= 0 && carried; i--)
+				carried = carrier_carry(carriers[i], carrier_paths[i], in);
 			if (!carried)
 				break;
 			if (ps == NULL && n < max)
@@ -1084,6 +1110,18 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 		if (agg_is_sort_stage(in)) {
 			if (ncarriers == (int)(sizeof(carriers) / sizeof(carriers[0])))
 				break;
+			carrier_paths[ncarriers] = NULL;
+			carriers[ncarriers++] = in;
+			continue;
+		}
+		/* a classic $group keeps the Document its $first / $last of
+		 * $$ROOT took (AccumulatorFirst holds the Value): the document
+		 * promoted from that field is the group's input one */
+		if (agg_is_group_stage(in)) {
+			if (nops == 0 || ops[nops - 1].unwind != NULL || ops[nops - 1].path == NULL ||
+			    ncarriers == (int)(sizeof(carriers) / sizeof(carriers[0])))
+				break;
+			carrier_paths[ncarriers] = ops[--nops].path;
 			carriers[ncarriers++] = in;
 			continue;
 		}
@@ -1111,8 +1149,10 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 		if (en != NULL && (ps == NULL ? !add || en->computed
 		                              : add ? holes_meet(en, &plan->root) : slots_meet(en, &plan->root))) {
 			bool carried = true;
-			for (int i = 0; i < ncarriers && carried; i++)
-				carried = carrier_carry(carriers[i], in);
+			/* nearest the source first: one that refuses leaves the
+			 * carriers after it unasked (they would keep a stale document) */
+			for (int i = ncarriers - 1; i >= 0 && carried; i--)
+				carried = carrier_carry(carriers[i], carrier_paths[i], in);
 			if (!carried)
 				break;
 			if (add)

@@ -333,6 +333,26 @@
 			[{y: 1, x: 0}, {x: 0, y: 2}]);
 		cdb.i1holes.drop();
 	});
+	// a classic $group's $first / $last of $$ROOT holds the input Document
+	// itself (the accumulator keeps the Value), slots included; 9.0 runs
+	// the $group classic when a stage its default trySbeRestricted does not
+	// push into SBE comes first ($set here), and in SBE (BSON, no slot)
+	// after a leading $match / projection only (sbe_pushdown.cpp)
+	compat(1, 'a slot lasts inside the document a classic $group\'s $first / $last of $$ROOT keeps', () => {
+		cdb.i1gslots.drop();
+		cdb.i1gslots.insertMany([{_id: 1, k: 1, b: 1, a: 2}, {_id: 2, k: 1, a: 3, b: 2}, {_id: 3, k: 2, b: 3, a: 1}]);
+		const g = (pre, acc) => agg(cdb, 'i1gslots', pre.concat([{$group: {_id: '$k', d: {[acc]: '$$ROOT'}}},
+			{$sort: {_id: 1}}, {$replaceWith: '$d'}, {$set: {b: 5}}]));
+		eq(g([{$set: {n: 1}}, {$unset: 'b'}], '$first'),
+			[{_id: 1, k: 1, b: 5, a: 2, n: 1}, {_id: 3, k: 2, b: 5, a: 1, n: 1}]);
+		eq(g([{$set: {n: 1}}, {$project: {b: 0}}], '$last'),
+			[{_id: 2, k: 1, a: 3, b: 5, n: 1}, {_id: 3, k: 2, b: 5, a: 1, n: 1}]);
+		eq(g([{$set: {b: '$$REMOVE'}}], '$first'), [{_id: 1, k: 1, b: 5, a: 2}, {_id: 3, k: 2, b: 5, a: 1}]);
+		// SBE's $group after a leading exclusion: BSON, the field appended
+		eq(g([{$match: {a: {$gt: 0}}}, {$unset: 'b'}], '$first'),
+			[{_id: 1, k: 1, a: 2, b: 5}, {_id: 3, k: 2, a: 1, b: 5}]);
+		cdb.i1gslots.drop();
+	});
 	// The field order of every reshaping stage and update form, as mongod
 	// builds it: inclusion $project keeps the input's order and appends
 	// computed fields in spec order (InclusionNode); $addFields/$set and

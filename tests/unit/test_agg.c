@@ -747,6 +747,41 @@ test_slots_holes_carried(void)
 	    "[ { \"_id\" : 1, \"a\" : 2, \"b\" : 1 } ]");
 }
 
+/* A classic $group's $first / $last of $$ROOT keeps the input Document,
+ * slots included (9.0 runs it classic when a stage it does not push into
+ * SBE comes first, or inside a $facet branch); after a leading exclusion
+ * SBE runs it on BSON: no slot. */
+static void
+test_slots_group_root(void)
+{
+	const char *tail = "{\"$sort\": {\"_id\": 1}}, {\"$replaceWith\": \"$d\"}, {\"$set\": {\"b\": 5}}, {\"$project\": {\"s\": 0}}";
+	char p[1024];
+
+	load("gslots", "[{\"_id\": 1, \"b\": 1, \"a\": 2, \"s\": {\"x\": 1}}, {\"_id\": 2, \"a\": 1},"
+	               " {\"_id\": 3, \"a\": 0, \"b\": 3}]");
+	snprintf(p, sizeof p, "[{\"$set\": {\"n\": 1}}, {\"$unset\": \"b\"}, {\"$group\": {\"_id\": \"$_id\","
+	         " \"d\": {\"$first\": \"$$ROOT\"}}}, %s]", tail);
+	AGG_EQ("gslots", p, "[ { \"_id\" : 1, \"b\" : 5, \"a\" : 2, \"n\" : 1 }, { \"_id\" : 2, \"a\" : 1, \"n\" : 1, \"b\" : 5 }, "
+	    "{ \"_id\" : 3, \"a\" : 0, \"b\" : 5, \"n\" : 1 } ]");
+	/* $last, one group: the last document's slots */
+	snprintf(p, sizeof p, "[{\"$set\": {\"b\": \"$$REMOVE\"}}, {\"$group\": {\"_id\": null,"
+	         " \"d\": {\"$last\": \"$$ROOT\"}}}, %s]", tail);
+	AGG_EQ("gslots", p, "[ { \"_id\" : 3, \"a\" : 0, \"b\" : 5 } ]");
+	/* in a $facet branch */
+	snprintf(p, sizeof p, "[{\"$set\": {\"n\": 1}}, {\"$unset\": \"b\"}, {\"$facet\": {\"o\": [{\"$group\": {\"_id\": \"$_id\","
+	         " \"d\": {\"$first\": \"$$ROOT\"}}}, %s]}}, {\"$unwind\": \"$o\"}, {\"$replaceWith\": \"$o\"}]", tail);
+	AGG_EQ("gslots", p, "[ { \"_id\" : 1, \"b\" : 5, \"a\" : 2, \"n\" : 1 }, { \"_id\" : 2, \"a\" : 1, \"n\" : 1, \"b\" : 5 }, "
+	    "{ \"_id\" : 3, \"a\" : 0, \"b\" : 5, \"n\" : 1 } ]");
+	/* SBE's $group after a leading exclusion, and an accumulator of something else: appended */
+	snprintf(p, sizeof p, "[{\"$unset\": \"b\"}, {\"$group\": {\"_id\": \"$_id\", \"d\": {\"$first\": \"$$ROOT\"}}}, %s]", tail);
+	AGG_EQ("gslots", p, "[ { \"_id\" : 1, \"a\" : 2, \"b\" : 5 }, { \"_id\" : 2, \"a\" : 1, \"b\" : 5 }, "
+	    "{ \"_id\" : 3, \"a\" : 0, \"b\" : 5 } ]");
+	snprintf(p, sizeof p, "[{\"$set\": {\"n\": 1}}, {\"$unset\": \"b\"}, {\"$group\": {\"_id\": \"$_id\","
+	         " \"d\": {\"$first\": {\"$mergeObjects\": \"$$ROOT\"}}}}, %s]", tail);
+	AGG_EQ("gslots", p, "[ { \"_id\" : 1, \"a\" : 2, \"n\" : 1, \"b\" : 5 }, { \"_id\" : 2, \"a\" : 1, \"n\" : 1, \"b\" : 5 }, "
+	    "{ \"_id\" : 3, \"a\" : 0, \"n\" : 1, \"b\" : 5 } ]");
+}
+
 /* ---- field-order slots, randomized --------------------------------------
  * Removing a field and setting it again later must leave it where setting it
  * in place would (mongod's Document keeps the removed field's slot,
@@ -978,6 +1013,7 @@ main(void)
 	TT_RUN(test_window);
 	TT_RUN(test_bucket_auto_densify);
 	TT_RUN(test_slots_holes_carried);
+	TT_RUN(test_slots_group_root);
 	TT_RUN(test_slots_randomized);
 	tt_close_rm(db, dir);
 	return tt_finish();
