@@ -1068,6 +1068,7 @@ CMD_HANDLER(cmd_find)
 		req.id_point = &id_point;
 	else if (has_filter)
 		ERR(match_compile(&filter, &mo, &req.match, err));
+	req.filter = has_filter ? &filter : NULL;
 	req.sort = has_sort ? &sort : NULL;
 	req.projection = has_proj ? &proj : NULL;
 	/* returnKey: the keys replace the documents, a projection has nothing
