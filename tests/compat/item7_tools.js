@@ -137,7 +137,7 @@
 		eq(since('m-comp').filter((l) => l.id === 21965).length, 2);
 		eq(since('m-off').filter((l) => l.id === 21965 || l.id === 21962).length, 0);
 	});
-	compat(7, 'component verbosity turns on its debug lines: QUERY D2 20926, STORAGE D2 22331/22336', () => {
+	compat(7, 'component verbosity turns on its debug lines: QUERY D2 20926, STORAGE D2 22331/22336, WRITE D3 20886', () => {
 		const lines = (id, pred) => cmdOk(admin, {getLog: 'global'}).log.map((l) => JSON.parse(l)).filter((l) => l.id === id && pred(l));
 		const comp = (name, v) => cmdOk(admin, {setParameter: 1, logComponentVerbosity: {[name]: {verbosity: v}}});
 		// QUERY 2: a find with one candidate plan; at 1 nothing
@@ -171,6 +171,23 @@
 		eq(sd.length, 2, cj(sd));   // the _id index, then {b: 1}
 		eq([sd[0].s, sd[0].c, sd[0].msg], ['D2', 'STORAGE', 'WiredTigerKVEngine::createSortedDataInterface']);
 		ok(/^index-/.test(sd[1].attr.ident), cj(sd[1]));
+		// WRITE 3: a failed write's "Caught Assertion in finishCurOp"; at 2 nothing
+		cdb.i7w.drop();
+		cdb.i7w.insertOne({_id: 1, n: 'x'});
+		const werr = (l) => l.attr.error.includes('compat22.i7w');
+		comp('write', 2);
+		cmdOk(cdb, {insert: 'i7w', documents: [{_id: 1}]});
+		comp('write', 3);
+		cmdOk(cdb, {insert: 'i7w', documents: [{_id: 1}]});
+		cmdOk(cdb, {update: 'i7w', updates: [{q: {_id: 1}, u: {$inc: {n: 1}}}]});
+		comp('write', -1);
+		const w = lines(20886, (l) => l.attr.operation === 'insert' && werr(l));
+		eq(w.length, 1, cj(w));
+		eq([w[0].s, w[0].c, w[0].msg], ['D3', 'WRITE', 'Caught Assertion in finishCurOp']);
+		ok(w[0].attr.error.startsWith('DuplicateKey{ keyPattern: { _id: 1 }, keyValue: { _id: 1 } }: E11000 duplicate key error collection: compat22.i7w'), w[0].attr.error);
+		const wu = lines(20886, (l) => l.attr.operation === 'update');
+		eq(wu.length, 1, cj(wu));
+		ok(wu[0].attr.error.startsWith('TypeMismatch: '), wu[0].attr.error);
 		// TXN's D3 20507/20508 need a replica set: tests/e2e/txn/txn_mongosh.js
 	});
 	compat(7, 'applyOps: insert, update, delete in one command', () => {
