@@ -137,7 +137,7 @@
 		eq(since('m-comp').filter((l) => l.id === 21965).length, 2);
 		eq(since('m-off').filter((l) => l.id === 21965 || l.id === 21962).length, 0);
 	});
-	compat(7, 'component verbosity turns on its debug lines: QUERY D2 20926, STORAGE D2 22331/22336, WRITE D3 20886', () => {
+	compat(7, 'component verbosity turns on its debug lines: QUERY D2 20926, STORAGE D2 22331/22336, WRITE D3 20886, NETWORK D2 22986', () => {
 		const lines = (id, pred) => cmdOk(admin, {getLog: 'global'}).log.map((l) => JSON.parse(l)).filter((l) => l.id === id && pred(l));
 		const comp = (name, v) => cmdOk(admin, {setParameter: 1, logComponentVerbosity: {[name]: {verbosity: v}}});
 		// QUERY 2: a find with one candidate plan; at 1 nothing
@@ -188,6 +188,32 @@
 		const wu = lines(20886, (l) => l.attr.operation === 'update');
 		eq(wu.length, 1, cj(wu));
 		ok(wu[0].attr.error.startsWith('TypeMismatch: '), wu[0].attr.error);
+		// NETWORK 2: a client closing its connections; at 1 nothing
+		const closed = () => lines(22986, (l) => l.attr.error && l.attr.error.errmsg === 'Connection closed by peer').length;
+		const openClose = () => {
+			const m = new Mongo(db.getMongo()._uri);
+			m.getDB('admin').runCommand({ping: 1});
+			m.close();
+		};
+		const settle = (want) => {
+			for (let i = 0; i < 50 && !want(closed()); i++)
+				sleep(20);
+			return closed();
+		};
+		const n0 = closed();
+		comp('network', 1);
+		openClose();
+		sleep(200);
+		eq(closed(), n0);
+		comp('network', 2);
+		openClose();
+		const n2 = settle((n) => n > n0);
+		comp('network', -1);
+		ok(n2 > n0, 'no 22986 line');
+		const nl = lines(22986, () => true).pop();
+		eq([nl.s, nl.c, nl.msg, nl.attr.error.code, nl.attr.error.codeName],
+			['D2', 'NETWORK', 'Session from remote encountered a network error during SourceMessage', 6, 'HostUnreachable']);
+		ok(/^127\.0\.0\.1:\d+$/.test(nl.attr.remote), cj(nl));
 		// TXN's D3 20507/20508 need a replica set: tests/e2e/txn/txn_mongosh.js
 	});
 	compat(7, 'applyOps: insert, update, delete in one command', () => {
