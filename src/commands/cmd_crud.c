@@ -294,6 +294,9 @@ CMD_HANDLER(cmd_insert)
 	}
 	for (i = 0; i < ie.n; i++)
 		write_error_append(&write_errors, i, ie.index[i], &ie.errs[i]);
+	/* mongod's insert has one CurOp: its last error is the one logged */
+	if (ie.n > 0)
+		write_log_assertion("insert", &ie.errs[ie.n - 1]);
 	BSON_APPEND_INT32(c->reply, "n", n);
 	if (ie.n > 0)
 		BSON_APPEND_ARRAY(c->reply, "writeErrors", &write_errors);
@@ -1068,6 +1071,7 @@ CMD_HANDLER(cmd_find)
 		req.id_point = &id_point;
 	else if (has_filter)
 		ERR(match_compile(&filter, &mo, &req.match, err));
+	req.filter = has_filter ? &filter : NULL;
 	req.sort = has_sort ? &sort : NULL;
 	req.projection = has_proj ? &proj : NULL;
 	/* returnKey: the keys replace the documents, a projection has nothing
@@ -1465,6 +1469,7 @@ CMD_HANDLER(cmd_delete)
 				goto err;
 			}
 			write_error_append(&write_errors, nerr++, i, &e);
+			write_log_assertion("remove", &e);
 			terr_clear(&e);
 			if (ordered)
 				break;

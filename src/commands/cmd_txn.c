@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/failpoint.h"
+#include "common/log.h"
 #include "repl/oplog.h"
 #include "repl/replset.h"
 #include "repl/retryable.h"
@@ -1088,6 +1089,27 @@ end_transaction_check(cmd_t *c, terr_t *err)
 	return 0;
 }
 
+/* mongod's TXN D3 lines as commitTransaction (20507) and abortTransaction
+ * (20508) start: the transaction's number and the session's id, written
+ * only at TXN verbosity 3. */
+static void
+log_txn_received(const cmd_t *c, int id, const char *msg)
+{
+	bson_t attr, d;
+
+	if (!tlog_debug_on("TXN", 3))
+		return;
+	bson_init(&attr);
+	BSON_APPEND_DOCUMENT_BEGIN(&attr, "txnNumberAndRetryCounter", &d);
+	BSON_APPEND_INT64(&d, "txnNumber", repl_session_txn(c->txn_session)->txn_number);
+	bson_append_document_end(&attr, &d);
+	BSON_APPEND_DOCUMENT_BEGIN(&attr, "sessionId", &d);
+	bson_append_binary(&d, "id", 2, BSON_SUBTYPE_UUID, repl_session_id(c->txn_session), 16);
+	bson_append_document_end(&attr, &d);
+	tlog_debug(3, "TXN", id, msg, &attr);
+	bson_destroy(&attr);
+}
+
 CMD_HANDLER(cmd_commit_transaction)
 {
 	repl_txn_state_t *t;
@@ -1097,6 +1119,7 @@ CMD_HANDLER(cmd_commit_transaction)
 	storage_session_t *ss;
 
 	RET(end_transaction_check(c, err));
+	log_txn_received(c, 20507, "Received commitTransaction");
 	t = repl_session_txn(c->txn_session);
 	already = t->phase == REPL_TXN_COMMITTED;
 	RET(repl_txn_commit(c->txn_session, c->engine->st, write_concern_sync(c), err));
@@ -1116,6 +1139,7 @@ CMD_HANDLER(cmd_commit_transaction)
 CMD_HANDLER(cmd_abort_transaction)
 {
 	RET(end_transaction_check(c, err));
+	log_txn_received(c, 20508, "Received abortTransaction");
 	return repl_txn_abort(c->txn_session, c->engine->st, err);
 }
 

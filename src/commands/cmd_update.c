@@ -514,6 +514,7 @@ CMD_HANDLER(cmd_update)
 			goto err;
 		} else {
 			write_error_append(&write_errors, nerr++, i, &e);
+			write_log_assertion("update", &e);
 			terr_clear(&e);
 		}
 		if (rc != 0 && ordered)

@@ -9,6 +9,7 @@
 
 #include "bson/iter.h"
 #include "bson/value.h"
+#include "common/log.h"
 #include "common/version.h"
 #include "repl/replset.h"
 #include "expr/expr.h"
@@ -435,6 +436,27 @@ write_error_append(bson_t *write_errors, int pos, int index, const terr_t *err)
 		BSON_APPEND_DOCUMENT(&we, "errInfo", err->info);
 	BSON_APPEND_UTF8(&we, "errmsg", err->msg ? err->msg : "");
 	bson_append_document_end(write_errors, &we);
+}
+
+void
+write_log_assertion(const char *op, const terr_t *err)
+{
+	char buf[32], *extra = NULL, *error;
+	bson_t attr;
+
+	if (!tlog_debug_on("WRITE", 3))
+		return;
+	if (err->extra != NULL && !bson_empty(err->extra))
+		extra = bv_doc_to_mongo_string(err->extra);
+	error = bson_strdup_printf("%s%s: %s", terr_code_name(err->code, buf), extra != NULL ? extra : "",
+	    err->msg != NULL ? err->msg : "");
+	bson_init(&attr);
+	BSON_APPEND_UTF8(&attr, "operation", op);
+	BSON_APPEND_UTF8(&attr, "error", error);
+	tlog_debug(3, "WRITE", 20886, "Caught Assertion in finishCurOp", &attr);
+	bson_destroy(&attr);
+	bson_free(error);
+	bson_free(extra);
 }
 
 int

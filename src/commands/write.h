@@ -81,6 +81,12 @@ bool write_error_is_interruption(const terr_t *err);
  * to the writeErrors array being built, at position pos. */
 void write_error_append(bson_t *write_errors, int pos, int index, const terr_t *err);
 
+/* mongod's WRITE D3 20886 "Caught Assertion in finishCurOp" for a write
+ * that failed: op is its logical op ("insert", "update", "remove"), err the
+ * error as Status::toString prints it ("DuplicateKey{ keyPattern: ... }:
+ * E11000 ...").  Written only at WRITE verbosity 3; err is borrowed. */
+void write_log_assertion(const char *op, const terr_t *err);
+
 /* The generic batch-size rule: 1..100000 operations (16 InvalidLength
  * "Write batch sizes must be between 1 and 100000. Got N operations."). */
 int write_check_batch_size(int n, terr_t *err);

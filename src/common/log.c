@@ -33,24 +33,49 @@ static const struct {
 };
 #define VERB_N (sizeof verb_names / sizeof verb_names[0])
 static atomic_int verb_comp[VERB_N] = {[0 ... VERB_N - 1] = -1};
+/* the highest of them: a debug line above it is refused by one load (the
+ * usual case, every verbosity 0) */
+static atomic_int verb_max;
+
+static void
+verb_max_update(void)
+{
+	int m = atomic_load(&verb_global);
+
+	for (size_t i = 0; i < VERB_N; i++) {
+		int c = atomic_load(&verb_comp[i]);
+		if (c > m)
+			m = c;
+	}
+	atomic_store(&verb_max, m);
+}
 
 void
 tlog_set_verbosity(const char *setting, int level)
 {
+	/* one setter at a time, so verb_max follows the last one */
+	static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
+
+	pthread_mutex_lock(&set_lock);
 	if (setting == NULL) {
 		atomic_store(&verb_global, level);
-		return;
+	} else {
+		for (size_t i = 0; i < VERB_N; i++)
+			if (strcmp(verb_names[i].setting, setting) == 0)
+				atomic_store(&verb_comp[i], level);
 	}
-	for (size_t i = 0; i < VERB_N; i++)
-		if (strcmp(verb_names[i].setting, setting) == 0)
-			atomic_store(&verb_comp[i], level);
+	verb_max_update();
+	pthread_mutex_unlock(&set_lock);
 }
 
 bool
 tlog_debug_on(const char *component, int level)
 {
-	int v = atomic_load_explicit(&verb_global, memory_order_relaxed);
+	int v;
 
+	if (atomic_load_explicit(&verb_max, memory_order_relaxed) < level)
+		return false;
+	v = atomic_load_explicit(&verb_global, memory_order_relaxed);
 	for (size_t i = 0; i < VERB_N; i++)
 		if (strcmp(verb_names[i].line, component) == 0) {
 			int c = atomic_load_explicit(&verb_comp[i], memory_order_relaxed);

@@ -19,6 +19,7 @@
 #include "common/checked.h"
 #include "common/mem.h"
 #include "common/opctx.h"
+#include "common/log.h"
 #include "query/keygen.h"
 #include "query/planner.h"
 #include "query/projection.h"
@@ -1298,6 +1299,44 @@ text_doc_strip(plan_exec_t *x, bson_t *doc)
 	bson_init_static(doc, bson_get_data(x->text_strip_doc), x->text_strip_doc->len);
 }
 
+static void plan_summary_format(const plan_exec_t *x, char *summary, size_t cap);
+
+/* mongod's QUERY D2 20926 "Only one plan is available" when the planner
+ * had a single solution (nothing to race, nothing cached): its query as
+ * CanonicalQuery::toStringShort prints it ("ns: d.c query: { a: 1 } sort:
+ * {} projection: {}", then limit / skip when set) and its planSummary. */
+static void
+log_one_plan(const plan_exec_t *x, const plan_request_t *req)
+{
+	bson_t attr, empty = BSON_INITIALIZER;
+	bson_t *filter = req->filter == NULL && x->match != NULL ? match_to_bson_skip(x->match, 0) : NULL;
+	char *q, *fs, *ss, *ps, summary[96];
+	bson_string_t *str;
+
+	fs = bv_doc_to_mongo_string(req->filter != NULL ? req->filter : filter != NULL ? filter : &empty);
+	ss = bv_doc_to_mongo_string(req->sort != NULL ? req->sort : &empty);
+	ps = bv_doc_to_mongo_string(req->projection != NULL ? req->projection : &empty);
+	str = bson_string_new(NULL);
+	bson_string_append_printf(str, "ns: %s query: %s sort: %s projection: %s", x->coll->ns, fs, ss, ps);
+	if (req->limit > 0)
+		bson_string_append_printf(str, " limit: %lld", (long long)req->limit);
+	if (req->skip > 0)
+		bson_string_append_printf(str, " skip: %lld", (long long)req->skip);
+	q = bson_string_free(str, false);
+	plan_summary_format(x, summary, sizeof(summary));
+	bson_init(&attr);
+	BSON_APPEND_UTF8(&attr, "query", q);
+	BSON_APPEND_UTF8(&attr, "planSummary", summary);
+	tlog_debug(2, "QUERY", 20926, "Only one plan is available", &attr);
+	bson_destroy(&attr);
+	bson_free(q);
+	bson_free(fs);
+	bson_free(ss);
+	bson_free(ps);
+	if (filter != NULL)
+		bson_destroy(filter);
+}
+
 int
 plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 {
@@ -1502,6 +1541,8 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 			if (x->coll->indexes[i].is_id)
 				usage_bump(x->coll, &x->coll->indexes[i]);
 	}
+	if (x->sol != NULL && x->sol->nrejected == 0 && !x->express && x->coll != NULL && tlog_debug_on("QUERY", 2))
+		log_one_plan(x, req);
 	*out = x;
 	return 0;
 }
@@ -2216,21 +2257,19 @@ summary_cat(char *buf, size_t cap, size_t *n, const char *s)
 	buf[*n] = '\0';
 }
 
+/* The plan's summary as mongod prints planSummary ("COLLSCAN", "IXSCAN {
+ * a: 1, b: -1 }") into summary (cap bytes; "" before a stage is chosen):
+ * formatted by hand (snprintf was a tenth of a find by _id). */
 static void
-opctx_flush(plan_exec_t *x)
+plan_summary_format(const plan_exec_t *x, char *summary, size_t cap)
 {
-	char summary[96];
 	const char *ix;
 
-	if (x->is_view || tm_opctx_tls == NULL)
-		return;
 	summary[0] = '\0';
-	/* the summary is kept only by the operation's first plan: formatted
-	 * once, by hand (snprintf was a tenth of a find by _id) */
-	if (x->stats.stage != NULL && tm_opctx_tls->plan_summary[0] == '\0') {
+	if (x->stats.stage != NULL) {
 		size_t n = 0;
 
-		summary_cat(summary, sizeof(summary), &n, x->stats.stage);
+		summary_cat(summary, cap, &n, x->stats.stage);
 		if ((ix = plan_exec_index_name(x)) != NULL && x->coll != NULL) {
 			for (int i = 0; i < x->coll->nindexes; i++) {
 				if (strcmp(x->coll->indexes[i].name, ix) != 0)
@@ -2239,35 +2278,48 @@ opctx_flush(plan_exec_t *x)
 				bool first = true;
 				/* mongod's form: "IXSCAN { a: 1, b: -1 }" */
 				if (bson_iter_init(&kit, x->coll->indexes[i].key)) {
-					while (bson_iter_next(&kit) && n < sizeof(summary) - 1) {
-						summary_cat(summary, sizeof(summary), &n, first ? " { " : ", ");
-						summary_cat(summary, sizeof(summary), &n, bson_iter_key(&kit));
-						summary_cat(summary, sizeof(summary), &n, ": ");
+					while (bson_iter_next(&kit) && n < cap - 1) {
+						summary_cat(summary, cap, &n, first ? " { " : ", ");
+						summary_cat(summary, cap, &n, bson_iter_key(&kit));
+						summary_cat(summary, cap, &n, ": ");
 						if (BSON_ITER_HOLDS_UTF8(&kit)) {
-							summary_cat(summary, sizeof(summary), &n, "\"");
-							summary_cat(summary, sizeof(summary), &n, bson_iter_utf8(&kit, NULL));
-							summary_cat(summary, sizeof(summary), &n, "\"");
+							summary_cat(summary, cap, &n, "\"");
+							summary_cat(summary, cap, &n, bson_iter_utf8(&kit, NULL));
+							summary_cat(summary, cap, &n, "\"");
 						} else {
 							double d = bson_iter_as_double(&kit);
 							char num[32];
 							if (d == 1.0 || d == -1.0)
-								summary_cat(summary, sizeof(summary), &n, d > 0 ? "1" : "-1");
+								summary_cat(summary, cap, &n, d > 0 ? "1" : "-1");
 							else {
 								snprintf(num, sizeof(num), "%g", d);
-								summary_cat(summary, sizeof(summary), &n, num);
+								summary_cat(summary, cap, &n, num);
 							}
 						}
 						first = false;
 					}
-					summary_cat(summary, sizeof(summary), &n, " }");
+					summary_cat(summary, cap, &n, " }");
 				}
 				break;
 			}
 		} else if (strcmp(x->stats.stage, "EXPRESS_IXSCAN") == 0) {
 			n = 0;
-			summary_cat(summary, sizeof(summary), &n, "EXPRESS_IXSCAN { _id: 1 }");
+			summary_cat(summary, cap, &n, "EXPRESS_IXSCAN { _id: 1 }");
 		}
 	}
+}
+
+static void
+opctx_flush(plan_exec_t *x)
+{
+	char summary[96];
+
+	if (x->is_view || tm_opctx_tls == NULL)
+		return;
+	summary[0] = '\0';
+	/* the summary is kept only by the operation's first plan */
+	if (x->stats.stage != NULL && tm_opctx_tls->plan_summary[0] == '\0')
+		plan_summary_format(x, summary, sizeof(summary));
 	tm_opctx_add_plan_stats(x->stats.keys_examined - x->rep_keys, x->stats.docs_examined - x->rep_docs,
 	    summary[0] != '\0' ? summary : NULL);
 	x->rep_keys = x->stats.keys_examined;

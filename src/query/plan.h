@@ -32,6 +32,9 @@ typedef struct plan_exec plan_exec_t;
 typedef struct plan_request {
 	storage_coll_t *coll;        /* stolen reference (released by the exec, even on error); NULL = no such collection: no results */
 	match_t *match;              /* stolen (may be NULL = match everything) */
+	/* the filter as the command gave it (borrowed during plan_exec_new; NULL:
+	 * the compiled match's form): only the QUERY debug line prints it */
+	const bson_t *filter;
 	const bson_t *sort;          /* borrowed, copied; NULL or {} = none */
 	const bson_t *projection;    /* borrowed, copied; NULL or {} = none */
 	int64_t skip;                /* >= 0 */

@@ -380,8 +380,10 @@ fill(conn_t *c, size_t want)
 	}
 	while (c->rlen - c->rpos < want) {
 		ssize_t r = raw_recv(c, c->rbuf + c->rlen, RBUF_SIZE - c->rlen);
-		if (r == 0)
+		if (r == 0) {
+			errno = 0; /* the peer closed it */
 			return c->rlen == c->rpos ? 1 : -1;
+		}
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -390,6 +392,30 @@ fill(conn_t *c, size_t want)
 		c->rlen += (size_t)r;
 	}
 	return 0;
+}
+
+/* mongod's NETWORK D2 22986 "Session from remote encountered a network
+ * error during SourceMessage" when reading a message failed: the peer
+ * closed the connection (errno 0: "Connection closed by peer") or recv
+ * failed (its strerror), as a 6 HostUnreachable status.  Written only at
+ * NETWORK verbosity 2. */
+static void
+log_source_error(const conn_t *c)
+{
+	int e = errno;
+	bson_t attr, st;
+
+	if (!tlog_debug_on("NETWORK", 2))
+		return;
+	bson_init(&attr);
+	BSON_APPEND_UTF8(&attr, "remote", c->remote);
+	BSON_APPEND_DOCUMENT_BEGIN(&attr, "error", &st);
+	BSON_APPEND_INT32(&st, "code", 6);
+	BSON_APPEND_UTF8(&st, "codeName", "HostUnreachable");
+	BSON_APPEND_UTF8(&st, "errmsg", e == 0 ? "Connection closed by peer" : strerror(e));
+	bson_append_document_end(&attr, &st);
+	tlog_debug(2, "NETWORK", 22986, "Session from remote encountered a network error during SourceMessage", &attr);
+	bson_destroy(&attr);
 }
 
 /*
@@ -406,8 +432,10 @@ read_message(conn_t *c, wire_header_t *h, const uint8_t **msg)
 	size_t have, got;
 	int r;
 
-	if ((r = fill(c, WIRE_HEADER_LEN)) != 0)
+	if ((r = fill(c, WIRE_HEADER_LEN)) != 0) {
+		log_source_error(c);
 		return r;
+	}
 	if (wire_header_read(c->rbuf + c->rpos, h, &err) != 0) {
 		bson_t attr;
 		bson_init(&attr);
@@ -420,8 +448,10 @@ read_message(conn_t *c, wire_header_t *h, const uint8_t **msg)
 		return -1;
 	}
 	if ((size_t)h->length <= RBUF_SIZE) {
-		if (fill(c, (size_t)h->length) != 0)
+		if (fill(c, (size_t)h->length) != 0) {
+			log_source_error(c);
 			return -1;
+		}
 		*msg = c->rbuf + c->rpos;
 		c->rpos += (size_t)h->length;
 		return 0;
@@ -439,12 +469,13 @@ read_message(conn_t *c, wire_header_t *h, const uint8_t **msg)
 	for (got = have; got < (size_t)h->length;) {
 		ssize_t n = raw_recv(c, c->mbuf + got, (size_t)h->length - got);
 		if (n == 0)
-			return -1;
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
+			errno = 0;
+		if (n == 0 || (n < 0 && errno != EINTR)) {
+			log_source_error(c);
 			return -1;
 		}
+		if (n < 0)
+			continue;
 		got += (size_t)n;
 	}
 	*msg = c->mbuf;

@@ -774,11 +774,35 @@ new_uuid(uint8_t uuid[16])
 	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
 }
 
+/* Create one WiredTiger table (ident: "table:<kind>-<n>").  With STORAGE
+ * verbosity 2 the table's creation is logged as mongod's: a collection's
+ * record table (ns set) by D2 22331 "WiredTigerKVEngine::createRecordStore"
+ * {namespace, uri, config}, an index's table (uuid set: its collection's)
+ * by D2 22336 "WiredTigerKVEngine::createSortedDataInterface"
+ * {collection_uuid, ident, config}. */
 static int
-table_create(storage_t *st, const char *ident, const char *config, terr_t *err)
+table_create(storage_t *st, const char *ident, const char *config, const char *ns, const uint8_t *uuid,
+             terr_t *err)
 {
 	int ret = st->ddl_ws->create(st->ddl_ws, ident, config);
 
+	if (ret == 0 && (ns != NULL || uuid != NULL) && tlog_debug_on("STORAGE", 2)) {
+		bson_t attr;
+
+		bson_init(&attr);
+		if (ns != NULL) {
+			BSON_APPEND_UTF8(&attr, "namespace", ns);
+			BSON_APPEND_UTF8(&attr, "uri", ident);
+		} else {
+			bson_append_binary(&attr, "collection_uuid", -1, BSON_SUBTYPE_UUID, uuid, 16);
+			BSON_APPEND_UTF8(&attr, "ident", strncmp(ident, "table:", 6) == 0 ? ident + 6 : ident);
+		}
+		BSON_APPEND_UTF8(&attr, "config", config);
+		tlog_debug(2, "STORAGE", ns != NULL ? 22331 : 22336,
+		    ns != NULL ? "WiredTigerKVEngine::createRecordStore" : "WiredTigerKVEngine::createSortedDataInterface",
+		    &attr);
+		bson_destroy(&attr);
+	}
 	return ret ? storage_wt_err(ret, "create table", err) : 0;
 }
 
@@ -1053,9 +1077,9 @@ storage_coll_create(storage_t *st, storage_session_t *s, const char *db, const c
 	if (!given)
 		new_uuid(uuid);
 	tables = true;
-	ERR(table_create(st, ident, RECORD_TABLE_CONFIG, err));
+	ERR(table_create(st, ident, RECORD_TABLE_CONFIG, ns, NULL, err));
 	if (id_ident != NULL)
-		ERR(table_create(st, id_ident, id_table_config(options), err));
+		ERR(table_create(st, id_ident, id_table_config(options), NULL, uuid, err));
 	entry_build(&entry, ns, uuid, ident, options, NULL, id_ident, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 	have_entry = true;
 	ERR(coll_from_entry(&entry, NULL, 1, &c, err));
@@ -1128,9 +1152,9 @@ storage_coll_create_in_txn(storage_t *st, storage_session_t *s, const char *db, 
 	id_ident = new_ident(st, "index");
 	new_uuid(uuid);
 	tables = true;
-	ret = table_create(st, ident, RECORD_TABLE_CONFIG, err);
+	ret = table_create(st, ident, RECORD_TABLE_CONFIG, ns, NULL, err);
 	if (ret == 0)
-		ret = table_create(st, id_ident, id_table_config(options), err);
+		ret = table_create(st, id_ident, id_table_config(options), NULL, uuid, err);
 	pthread_mutex_unlock(&st->ddl_lock);
 	if (ret != 0)
 		goto err;
@@ -1212,7 +1236,7 @@ storage_index_create_in_txn(storage_t *st, storage_session_t *s, const char *db,
 			return terr_set(err, TERR_INDEX_ALREADY_EXISTS, "index with name %s already exists", ixname);
 	pthread_mutex_lock(&st->ddl_lock);
 	ident = new_ident(st, "index");
-	ret = table_create(st, ident, unique ? UNIQUE_INDEX_CONFIG : INDEX_TABLE_CONFIG, err);
+	ret = table_create(st, ident, unique ? UNIQUE_INDEX_CONFIG : INDEX_TABLE_CONFIG, NULL, c->uuid, err);
 	pthread_mutex_unlock(&st->ddl_lock);
 	if (ret != 0) {
 		bson_free(ident);
@@ -1712,7 +1736,7 @@ storage_index_create(storage_t *st, storage_session_t *s, const char *db, const 
 	}
 	ident = new_ident(st, "index");
 	table = true;
-	ERR(table_create(st, ident, unique ? UNIQUE_INDEX_CONFIG : INDEX_TABLE_CONFIG, err));
+	ERR(table_create(st, ident, unique ? UNIQUE_INDEX_CONFIG : INDEX_TABLE_CONFIG, NULL, c->uuid, err));
 	/* Fill the table from the documents there are; no writer can add or
 	 * change one while we hold the gate. */
 	if (atomic_load(&rt->count) != 0) {

@@ -137,6 +137,85 @@
 		eq(since('m-comp').filter((l) => l.id === 21965).length, 2);
 		eq(since('m-off').filter((l) => l.id === 21965 || l.id === 21962).length, 0);
 	});
+	compat(7, 'component verbosity turns on its debug lines: QUERY D2 20926, STORAGE D2 22331/22336, WRITE D3 20886, NETWORK D2 22986', () => {
+		const lines = (id, pred) => cmdOk(admin, {getLog: 'global'}).log.map((l) => JSON.parse(l)).filter((l) => l.id === id && pred(l));
+		const comp = (name, v) => cmdOk(admin, {setParameter: 1, logComponentVerbosity: {[name]: {verbosity: v}}});
+		// QUERY 2: a find with one candidate plan; at 1 nothing
+		cdb.i7q.drop();
+		cdb.i7q.insertMany([{a: 1}, {a: 2}]);
+		const oneplan = (l) => l.attr.query.startsWith('ns: compat22.i7q query: { a: ');
+		comp('query', 1);
+		cdb.i7q.find({a: 1}).toArray();
+		comp('query', 2);
+		cdb.i7q.find({a: 2}).sort({a: -1}).toArray();
+		comp('query', -1);
+		let q = lines(20926, oneplan);
+		eq(q.length, 1, cj(q));
+		eq([q[0].s, q[0].c, q[0].msg, q[0].attr.query, q[0].attr.planSummary],
+			['D2', 'QUERY', 'Only one plan is available', 'ns: compat22.i7q query: { a: 2 } sort: { a: -1 } projection: {}', 'COLLSCAN']);
+		// STORAGE 2: a new collection's table and its indexes' tables
+		cdb.i7s1.drop();
+		cdb.i7s2.drop();
+		comp('storage', 1);
+		cdb.createCollection('i7s1');
+		comp('storage', 2);
+		cdb.createCollection('i7s2');
+		cdb.i7s2.createIndex({b: 1});
+		comp('storage', -1);
+		const rs = lines(22331, (l) => /^compat22\.i7s[12]$/.test(l.attr.namespace));
+		eq(rs.length, 1, cj(rs));
+		eq([rs[0].s, rs[0].c, rs[0].msg, rs[0].attr.namespace], ['D2', 'STORAGE', 'WiredTigerKVEngine::createRecordStore', 'compat22.i7s2']);
+		ok(/^table:collection-/.test(rs[0].attr.uri) && /key_format=/.test(rs[0].attr.config), cj(rs[0]));
+		const uuid = cdb.getCollectionInfos({name: 'i7s2'})[0].info.uuid.toString('base64');
+		const sd = lines(22336, (l) => l.attr.collection_uuid && JSON.stringify(l.attr.collection_uuid).includes(uuid));
+		eq(sd.length, 2, cj(sd));   // the _id index, then {b: 1}
+		eq([sd[0].s, sd[0].c, sd[0].msg], ['D2', 'STORAGE', 'WiredTigerKVEngine::createSortedDataInterface']);
+		ok(/^index-/.test(sd[1].attr.ident), cj(sd[1]));
+		// WRITE 3: a failed write's "Caught Assertion in finishCurOp"; at 2 nothing
+		cdb.i7w.drop();
+		cdb.i7w.insertOne({_id: 1, n: 'x'});
+		const werr = (l) => l.attr.error.includes('compat22.i7w');
+		comp('write', 2);
+		cmdOk(cdb, {insert: 'i7w', documents: [{_id: 1}]});
+		comp('write', 3);
+		cmdOk(cdb, {insert: 'i7w', documents: [{_id: 1}]});
+		cmdOk(cdb, {update: 'i7w', updates: [{q: {_id: 1}, u: {$inc: {n: 1}}}]});
+		comp('write', -1);
+		const w = lines(20886, (l) => l.attr.operation === 'insert' && werr(l));
+		eq(w.length, 1, cj(w));
+		eq([w[0].s, w[0].c, w[0].msg], ['D3', 'WRITE', 'Caught Assertion in finishCurOp']);
+		ok(w[0].attr.error.startsWith('DuplicateKey{ keyPattern: { _id: 1 }, keyValue: { _id: 1 } }: E11000 duplicate key error collection: compat22.i7w'), w[0].attr.error);
+		const wu = lines(20886, (l) => l.attr.operation === 'update');
+		eq(wu.length, 1, cj(wu));
+		ok(wu[0].attr.error.startsWith('TypeMismatch: '), wu[0].attr.error);
+		// NETWORK 2: a client closing its connections; at 1 nothing
+		const closed = () => lines(22986, (l) => l.attr.error && l.attr.error.errmsg === 'Connection closed by peer').length;
+		const openClose = () => {
+			const m = new Mongo(db.getMongo()._uri);
+			m.getDB('admin').runCommand({ping: 1});
+			m.close();
+		};
+		const settle = (want) => {
+			for (let i = 0; i < 50 && !want(closed()); i++)
+				sleep(20);
+			return closed();
+		};
+		const n0 = closed();
+		comp('network', 1);
+		openClose();
+		sleep(200);
+		eq(closed(), n0);
+		comp('network', 2);
+		openClose();
+		const n2 = settle((n) => n > n0);
+		comp('network', -1);
+		ok(n2 > n0, 'no 22986 line');
+		const nl = lines(22986, () => true).pop();
+		eq([nl.s, nl.c, nl.msg, nl.attr.error.code, nl.attr.error.codeName],
+			['D2', 'NETWORK', 'Session from remote encountered a network error during SourceMessage', 6, 'HostUnreachable']);
+		ok(/^127\.0\.0\.1:\d+$/.test(nl.attr.remote), cj(nl));
+		// TXN's D3 20507/20508 need a replica set: tests/e2e/txn/txn_mongosh.js
+	});
 	compat(7, 'applyOps: insert, update, delete in one command', () => {
 		cdb.i7a.drop();
 		cdb.createCollection('i7a');

@@ -55,6 +55,38 @@ test('count is refused inside, the next statement answers 251', () => {
 	session.endSession();
 });
 
+test('TXN verbosity 3 writes mongod\'s D3 20507 / 20508 as commit / abort start (2: nothing)', () => {
+	const admin = db.getSiblingDB('admin');
+	const lines = (id) => admin.runCommand({getLog: 'global'}).log.map((l) => JSON.parse(l)).filter((l) => l.id === id);
+	const txn = (commit) => {
+		const s = db.getMongo().startSession();
+		s.startTransaction();
+		s.getDatabase(name).reviews.insertOne({bookId: 9, rating: 5});
+		if (commit)
+			s.commitTransaction();
+		else
+			s.abortTransaction();
+		s.endSession();
+	};
+	const verb = (v) => admin.runCommand({setParameter: 1, logComponentVerbosity: {transaction: {verbosity: v}}});
+	const before = lines(20507).length;
+	verb(2);
+	txn(true);
+	eq(lines(20507).length, before, 'nothing at 2');
+	verb(3);
+	txn(true);
+	txn(false);
+	verb(-1);
+	const cl = lines(20507), al = lines(20508);
+	eq(cl.length, before + 1, 'commit line');
+	eq(al.length, 1, 'abort line');
+	const c = cl[cl.length - 1], a = al[0];
+	eq([c.s, c.c, c.msg, a.s, a.c, a.msg].join('|'),
+		'D3|TXN|Received commitTransaction|D3|TXN|Received abortTransaction', 'lines');
+	for (const l of [c, a])
+		ok(Number(l.attr.txnNumberAndRetryCounter.txnNumber) >= 1 && l.attr.sessionId.id !== undefined, 'attrs ' + JSON.stringify(l.attr));
+});
+
 test('serverStatus.transactions', () => {
 	const t = db.adminCommand({serverStatus: 1}).transactions;
 	ok(t.totalCommitted >= 1, 'committed');
