@@ -594,6 +594,32 @@ takeover_tick_locked(repl_member_t *m, int state, raft_id lid, int64_t now)
 	repl_takeover_tick(m->takeover, &v, now);
 }
 
+/* The leader that may not stay so (priority 0, STARTUP2, frozen): the voter
+ * it heard from within an election timeout that holds most of the log, 0
+ * when none (Raft's own pick).  Raft's pick alone may be a dead member whose
+ * match index is high: the transfer fails an election timeout later and is
+ * tried again, again on it, while the live ones cannot campaign. */
+static raft_id
+hand_on_target(repl_member_t *m)
+{
+	raft_id best = 0, self = m->raft.id;
+	raft_index best_match = 0;
+
+	if (m->raft.leader_state.progress == NULL)
+		return 0;
+	for (unsigned k = 0; k < m->raft.configuration.n; k++) {
+		const struct raft_server *sv = &m->raft.configuration.servers[k];
+		const struct raft_progress *pr = &m->raft.leader_state.progress[k];
+		if (sv->id == self || sv->role != RAFT_VOTER || !pr->recent_recv)
+			continue;
+		if (best == 0 || pr->match_index > best_match) {
+			best = sv->id;
+			best_match = pr->match_index;
+		}
+	}
+	return best;
+}
+
 static void
 on_watch(uv_timer_t *t)
 {
@@ -642,7 +668,7 @@ on_watch(uv_timer_t *t)
 			 * still lead when that ends, it becomes primary anew */
 			m->leader_seen = false;
 			m->transfer.data = m;
-			if (raft_transfer(&m->raft, &m->transfer, 0, transfer_done) == 0)
+			if (raft_transfer(&m->raft, &m->transfer, hand_on_target(m), transfer_done) == 0)
 				m->transfer_pending = true;
 		} else if (m->no_lead || m->busy_state == REPL_STATE_STARTUP2 || frozen) {
 			/* the transfer runs */
