@@ -355,6 +355,8 @@ CMD_HANDLER(cmd_repl_set_step_down)
 		RET(secs_arg(&it, "secondaryCatchUpPeriodSecs", 10, &catch_up, err));
 		catch_given = true;
 	}
+	if (!catch_given && force)
+		catch_up = 0;   /* mongod's default with force */
 	if (!catch_given && catch_up > secs)
 		catch_up = secs;
 	if (secs <= 0)
@@ -365,22 +367,27 @@ CMD_HANDLER(cmd_repl_set_step_down)
 		return terr_set(err, TERR_BAD_VALUE, "stepdown period must be longer than secondaryCatchUpPeriodSecs");
 	/* a set of several members: Raft's leadership transfer */
 	if (repl_set_multi_member(c->engine->rs))
-		return cmd_repl_member_step_down(c, secs, catch_up, err);
+		return cmd_repl_member_step_down(c, secs, catch_up, force, err);
 	return repl_set_step_down(c->engine->rs, secs, catch_up, force, c->deadline_us, err);
 }
 
 CMD_HANDLER(cmd_repl_set_freeze)
 {
 	int64_t secs;
-	const char *info;
 
 	RET(need_initiated(c, err));
 	RET(secs_arg(&c->first, "replSetFreeze", 0, &secs, err));
 	if (secs < 0)
 		return terr_set(err, TERR_BAD_VALUE, "replSetFreeze's argument must be a non-negative number of seconds");
-	RET(repl_set_freeze(c->engine->rs, secs, &info, err));
-	if (info != NULL)
-		BSON_APPEND_UTF8(c->reply, "info", info);
+	if (repl_set_multi_member(c->engine->rs))
+		RET(cmd_repl_member_freeze(c, secs, err));
+	else
+		RET(repl_set_freeze(c->engine->rs, secs, err));
+	/* mongod's reply fields */
+	if (secs == 0)
+		BSON_APPEND_UTF8(c->reply, "info", "unfreezing");
+	else if (secs == 1)
+		BSON_APPEND_UTF8(c->reply, "warning", "you really want to freeze for only 1 second?");
 	return 0;
 }
 

@@ -430,21 +430,36 @@ CMD_HANDLER(cmd_tamga_repl_set_removed)
 
 /* ---- replSetStepDown ------------------------------------------------------------------------------------ */
 
+static int64_t
+now_wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int
-cmd_repl_member_step_down(cmd_t *c, int64_t secs, int64_t catch_up_secs, terr_t *err)
+cmd_repl_member_step_down(cmd_t *c, int64_t secs, int64_t catch_up_secs, bool force, terr_t *err)
 {
 	engine_t *e = c->engine;
-	int64_t deadline = tm_now_us() + (catch_up_secs > 0 ? catch_up_secs : 10) * 1000000;
+	int64_t deadline = tm_now_us() + (catch_up_secs > 0 || force ? catch_up_secs : 10) * 1000000;
 
 	if (e->member == NULL)
 		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary so can't step down");
 	if (c->deadline_us > 0 && c->deadline_us < deadline)
 		deadline = c->deadline_us;
-	RET(repl_member_step_down(e->member, deadline, err));
-	/* mongod: no election of this member for the stepdown period, so no
-	 * priority takeover either */
-	repl_member_hold_takeover(e->member, secs);
-	return 0;
+	/* mongod: no election of this member (nor priority takeover) for the
+	 * stepdown period: a freeze */
+	return repl_member_step_down(e->member, deadline, now_wall_ms() + secs * 1000, force, err);
+}
+
+int
+cmd_repl_member_freeze(cmd_t *c, int64_t secs, terr_t *err)
+{
+	if (c->engine->member == NULL)
+		return terr_set(err, TERR_NOT_SECONDARY, "Cannot freeze node when primary or running for election, state: Running-Election");
+	return repl_member_freeze(c->engine->member, secs, err);
 }
 
 /* ---- priority takeover ------------------------------------------------------------------------------------ */

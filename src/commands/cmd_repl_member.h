@@ -25,10 +25,12 @@ void cmd_repl_member_on_self_host(engine_t *e);
 void cmd_repl_member_stop(engine_t *e);
 /* replSetStepDown of a set of several: stop taking writes and hand the
  * leadership over (repl_member_step_down), waiting up to
- * secondaryCatchUpPeriodSecs (10 s when 0) or maxTimeMS; for the stepdown
- * period secs this member seeks no priority takeover.  force is not
- * honoured yet (a failed transfer leaves this member primary, 262). */
-int cmd_repl_member_step_down(cmd_t *c, int64_t secs, int64_t catch_up_secs, terr_t *err);
+ * secondaryCatchUpPeriodSecs (10 s when 0 without force) or maxTimeMS; for
+ * the stepdown period secs this member is frozen (no election, no priority
+ * takeover).  force: SECONDARY when nobody took over by then (as mongod). */
+int cmd_repl_member_step_down(cmd_t *c, int64_t secs, int64_t catch_up_secs, bool force, terr_t *err);
+/* replSetFreeze of a set of several (repl_member_freeze): secs 0 unfreezes. */
+int cmd_repl_member_freeze(cmd_t *c, int64_t secs, terr_t *err);
 /* replSetGetStatus of a set of several: the whole reply body; false when
  * this node is not such a member (the single-member reply applies). */
 bool cmd_repl_member_status(engine_t *e, bson_t *reply);

@@ -16,7 +16,6 @@ struct repl_takeover {
 	pthread_mutex_t lock;
 	int64_t at_ms;                /* the scheduled time (0: none) */
 	int64_t target_id;            /* the primary it was scheduled against */
-	int64_t hold_until_ms;        /* replSetStepDown's period */
 	bool running, joinable;       /* the request thread */
 	pthread_t thread;
 	char host[256];               /* the request: to host, for member_id, term */
@@ -44,18 +43,6 @@ repl_takeover_free(repl_takeover_t *t)
 		pthread_join(t->thread, NULL);
 	pthread_mutex_destroy(&t->lock);
 	bson_free(t);
-}
-
-void
-repl_takeover_hold(repl_takeover_t *t, int64_t until_ms)
-{
-	if (t == NULL)
-		return;
-	pthread_mutex_lock(&t->lock);
-	if (until_ms > t->hold_until_ms)
-		t->hold_until_ms = until_ms;
-	t->at_ms = 0;
-	pthread_mutex_unlock(&t->lock);
 }
 
 int64_t
@@ -122,7 +109,7 @@ repl_takeover_tick(repl_takeover_t *t, const repl_takeover_view_t *v, int64_t no
 	self = v->self_index >= 0 && v->self_index < v->npeers ? &v->peers[v->self_index] : NULL;
 	leader = v->leader_index >= 0 && v->leader_index < v->npeers ? &v->peers[v->leader_index] : NULL;
 	want = v->follower && v->electable && self != NULL && leader != NULL && leader != self &&
-	    self->priority > leader->priority && now_ms >= t->hold_until_ms && fresh(v->applied, v->newest);
+	    self->priority > leader->priority && fresh(v->applied, v->newest);
 	if (!want || (t->at_ms != 0 && t->target_id != leader->member_id)) {
 		t->at_ms = 0;
 	} else if (t->at_ms == 0) {

@@ -11,7 +11,7 @@
  * election timeout) later, where rank is the number of members with a
  * priority higher than its own, so the highest goes first; when the time
  * comes it stands only if it is still electable (a voter, SECONDARY, not
- * within a replSetStepDown period) and fresh: its last applied optime within
+ * frozen: replSetFreeze or a replSetStepDown period) and fresh: its last applied optime within
  * priorityTakeoverFreshnessWindowSeconds (2) of the newest it knows, or
  * within 1,000 increments in the same second.  Here the newest known optime
  * is the commit point the leader told this member.
@@ -38,7 +38,7 @@ typedef struct repl_takeover repl_takeover_t;
 /* What the member's loop sees at one tick (peers borrowed for the call). */
 typedef struct repl_takeover_view {
 	bool follower;                /* Raft follower with a known leader */
-	bool electable;               /* a voter, not busy (ROLLBACK / STARTUP2), may lead */
+	bool electable;               /* a voter, not busy (ROLLBACK / STARTUP2), not frozen, may lead */
 	int self_index, leader_index; /* rows of peers */
 	const repl_member_peer_t *peers;
 	int npeers;
@@ -53,8 +53,6 @@ repl_takeover_t *repl_takeover_new(void);
 void repl_takeover_free(repl_takeover_t *t);
 /* One tick: schedule, cancel or send the request (now_ms: wall clock). */
 void repl_takeover_tick(repl_takeover_t *t, const repl_takeover_view_t *v, int64_t now_ms);
-/* replSetStepDown: no takeover by this member before until_ms (wall). */
-void repl_takeover_hold(repl_takeover_t *t, int64_t until_ms);
 /* The delay mongod schedules for the member at row self (without the
  * random offset): (rank + 1) * election_timeout_ms. */
 int64_t repl_takeover_delay_ms(const repl_member_peer_t *peers, int npeers, int self, int election_timeout_ms);

@@ -139,11 +139,18 @@ struct repl_member {
 	unsigned source_tries;        /* host_source's turn */
 	repl_takeover_t *takeover;    /* priority takeover (member_takeover.h) */
 	raft_id transfer_to;          /* the next transfer's target (0: Raft picks) */
-	bool startup2_hold;           /* loop: Raft's election timeout set out of reach */
+	bool election_hold;           /* loop: Raft's election timeout set out of reach (STARTUP2) */
+	int64_t frozen_until_ms;      /* replSetFreeze / stepdown period (wall; 0: none) */
 };
 
 /* A member copying data (STARTUP2) starts no election (mongod never elects
- * one): its Raft election timeout is this long meanwhile.  It still votes. */
+ * one): its Raft election timeout is this long meanwhile.  It votes while it
+ * hears from a leader.  A frozen member (replSetFreeze, a stepdown period)
+ * keeps its timeout: libraft 0.15 grants no vote while it remembers a leader,
+ * and only its own timeout's expiry forgets a dead one, so a frozen member
+ * held this way could leave a set of three without a majority after a
+ * failover; it may win a Raft election instead, but hands the leadership on
+ * at once and is never PRIMARY (on_watch). */
 #define STARTUP2_ELECTION_TIMEOUT_MS 3600000u
 
 static int64_t
@@ -580,7 +587,7 @@ takeover_tick_locked(repl_member_t *m, int state, raft_id lid, int64_t now)
 	self = (raft_id)(m->peers[m->o.self_index].member_id + 1);
 
 	v.follower = state == RAFT_FOLLOWER && lid != 0 && m->leader_index >= 0;
-	v.electable = !m->no_lead && m->busy_state == 0;
+	v.electable = !m->no_lead && m->busy_state == 0 && m->frozen_until_ms <= now;
 	for (unsigned k = 0; k < m->raft.configuration.n; k++)
 		if (m->raft.configuration.servers[k].id == self && m->raft.configuration.servers[k].role != RAFT_VOTER)
 			v.electable = false;
@@ -595,6 +602,32 @@ takeover_tick_locked(repl_member_t *m, int state, raft_id lid, int64_t now)
 	repl_takeover_tick(m->takeover, &v, now);
 }
 
+/* The leader that may not stay so (priority 0, STARTUP2, frozen): the voter
+ * it heard from within an election timeout that holds most of the log, 0
+ * when none (Raft's own pick).  Raft's pick alone may be a dead member whose
+ * match index is high: the transfer fails an election timeout later and is
+ * tried again, again on it, while the live ones cannot campaign. */
+static raft_id
+hand_on_target(repl_member_t *m)
+{
+	raft_id best = 0, self = m->raft.id;
+	raft_index best_match = 0;
+
+	if (m->raft.leader_state.progress == NULL)
+		return 0;
+	for (unsigned k = 0; k < m->raft.configuration.n; k++) {
+		const struct raft_server *sv = &m->raft.configuration.servers[k];
+		const struct raft_progress *pr = &m->raft.leader_state.progress[k];
+		if (sv->id == self || sv->role != RAFT_VOTER || !pr->recent_recv)
+			continue;
+		if (best == 0 || pr->match_index > best_match) {
+			best = sv->id;
+			best_match = pr->match_index;
+		}
+	}
+	return best;
+}
+
 static void
 on_watch(uv_timer_t *t)
 {
@@ -604,6 +637,7 @@ on_watch(uv_timer_t *t)
 	raft_id lid = 0;
 	const char *laddr = NULL;
 	int64_t now = wall_ms();
+	bool frozen;
 
 	raft_leader(&m->raft, &lid, &laddr);
 	pthread_mutex_lock(&m->lock);
@@ -612,10 +646,11 @@ on_watch(uv_timer_t *t)
 		if ((raft_id)(m->peers[i].member_id + 1) == lid)
 			m->leader_index = i;
 	}
-	if ((m->busy_state == REPL_STATE_STARTUP2) != m->startup2_hold) {
+	frozen = m->frozen_until_ms > now;
+	if ((m->busy_state == REPL_STATE_STARTUP2) != m->election_hold) {
 		unsigned et = (unsigned)m->o.election_timeout_ms / 2;
-		m->startup2_hold = !m->startup2_hold;
-		raft_set_election_timeout(&m->raft, m->startup2_hold ? STARTUP2_ELECTION_TIMEOUT_MS : et < 100 ? 100 : et);
+		m->election_hold = !m->election_hold;
+		raft_set_election_timeout(&m->raft, m->election_hold ? STARTUP2_ELECTION_TIMEOUT_MS : et < 100 ? 100 : et);
 	}
 	if (state == RAFT_LEADER) {
 		match_snapshot_locked(m);
@@ -634,14 +669,16 @@ on_watch(uv_timer_t *t)
 				}
 			}
 		}
-		if ((m->no_lead || m->busy_state == REPL_STATE_STARTUP2) && !m->transfer_pending) {
-			/* priority 0 (or delayed), or copying data (elected by a
-			 * transfer, or before the copy began): hand the leadership
-			 * on at once */
+		if ((m->no_lead || m->busy_state == REPL_STATE_STARTUP2 || frozen) && !m->transfer_pending) {
+			/* priority 0 (or delayed), copying data (elected by a
+			 * transfer, or before the copy began) or frozen (a forced
+			 * stepdown): hand the leadership on at once; should it
+			 * still lead when that ends, it becomes primary anew */
+			m->leader_seen = false;
 			m->transfer.data = m;
-			if (raft_transfer(&m->raft, &m->transfer, 0, transfer_done) == 0)
+			if (raft_transfer(&m->raft, &m->transfer, hand_on_target(m), transfer_done) == 0)
 				m->transfer_pending = true;
-		} else if (m->no_lead || m->busy_state == REPL_STATE_STARTUP2) {
+		} else if (m->no_lead || m->busy_state == REPL_STATE_STARTUP2 || frozen) {
 			/* the transfer runs */
 		} else if (!m->leader_seen || m->leader_term != term) {
 			m->leader_seen = true;
@@ -1387,7 +1424,7 @@ repl_member_wait_count(repl_member_t *m, repl_ts_t ts, int n, int64_t deadline_u
 }
 
 int
-repl_member_step_down(repl_member_t *m, int64_t deadline_us, terr_t *err)
+repl_member_step_down(repl_member_t *m, int64_t deadline_us, int64_t until_ms, bool force, terr_t *err)
 {
 	int rc = 0;
 
@@ -1399,6 +1436,14 @@ repl_member_step_down(repl_member_t *m, int64_t deadline_us, terr_t *err)
 	/* no more writes from now on; the loop thread starts the transfer */
 	role_set_locked(m, false, m->term);
 	m->transfer_requested = true;
+	if (force) {
+		/* frozen from now: a failed transfer does not give the writes
+		 * back (transfer_done needs leader_seen), the loop hands the
+		 * leadership on again at every tick while the period lasts */
+		m->leader_seen = false;
+		if (until_ms > m->frozen_until_ms)
+			m->frozen_until_ms = until_ms;
+	}
 	pthread_mutex_unlock(&m->lock);
 	uv_async_send(&m->submit_async);
 	pthread_mutex_lock(&m->lock);
@@ -1415,6 +1460,13 @@ repl_member_step_down(repl_member_t *m, int64_t deadline_us, terr_t *err)
 		}
 		cond_wait_ms(m, 20);
 	}
+	if (rc != 0 && force && !m->stopping) {
+		/* forced: SECONDARY already, frozen; the loop hands the
+		 * leadership on while the period lasts (on_watch) */
+		rc = 0;
+	}
+	if (rc == 0 && until_ms > m->frozen_until_ms)
+		m->frozen_until_ms = until_ms;
 	pthread_mutex_unlock(&m->lock);
 	if (rc != 0) {
 		struct timespec ts;
@@ -1430,10 +1482,26 @@ repl_member_step_down(repl_member_t *m, int64_t deadline_us, terr_t *err)
 	return 0;
 }
 
-void
-repl_member_hold_takeover(repl_member_t *m, int64_t secs)
+int
+repl_member_freeze(repl_member_t *m, int64_t secs, terr_t *err)
 {
-	repl_takeover_hold(m->takeover, wall_ms() + secs * 1000);
+	pthread_mutex_lock(&m->lock);
+	if (m->primary || (m->leader_index >= 0 && m->leader_index == m->o.self_index)) {
+		pthread_mutex_unlock(&m->lock);
+		return terr_set(err, TERR_NOT_SECONDARY,
+		    "Cannot freeze node when primary or running for election, state: Primary");
+	}
+	if (secs == 0) {
+		m->frozen_until_ms = 0;
+		tlog('I', "REPL", 21818, "Unfreezing", NULL);
+	} else {
+		int64_t until = wall_ms() + secs * 1000;
+		if (until > m->frozen_until_ms)
+			m->frozen_until_ms = until;
+		tlog('I', "REPL", 21819, "Freezing", NULL);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return 0;
 }
 
 int

@@ -137,16 +137,24 @@ int repl_member_wait_count(repl_member_t *m, repl_ts_t ts, int n, int64_t deadli
 
 /*
  * replSetStepDown: stop taking writes at once and hand the leadership to
- * the most up-to-date follower (raft_transfer).  0 once another member
- * leads; 10107 when not primary; 262 ExceededTimeLimit with mongod's
- * message when no follower took over by deadline_us (the member then takes
- * writes again).  Not done: mongod's stepDownSecs (this member may be
- * elected again at once if the set needs it).
+ * the most up-to-date follower (raft_transfer).  On success the member is
+ * frozen until until_ms (wall; mongod sets its stepdown period as a freeze,
+ * repl_member_freeze): no election, no priority takeover, and a leadership
+ * that reaches it is handed on.  0 once another member leads; 10107 when not
+ * primary; 262 ExceededTimeLimit with mongod's message when no follower took
+ * over by deadline_us (the member then takes writes again) -- unless force:
+ * then it is frozen and SECONDARY at once and goes on handing the leadership
+ * on while frozen (no primary meanwhile when nobody can take it), as
+ * mongod's forced stepdown without a caught-up secondary.
  */
-int repl_member_step_down(repl_member_t *m, int64_t deadline_us, terr_t *err);
-/* After a replSetStepDown of secs seconds: this member seeks no priority
- * takeover until they passed (mongod's stepdown period; member_takeover.h). */
-void repl_member_hold_takeover(repl_member_t *m, int64_t secs);
+int repl_member_step_down(repl_member_t *m, int64_t deadline_us, int64_t until_ms, bool force, terr_t *err);
+/* replSetFreeze {replSetFreeze: secs}: secs > 0 keeps this member from
+ * standing for election (Raft's election timeout out of reach, as in
+ * STARTUP2; a leadership that reaches it handed on; no priority takeover)
+ * until secs from now or a later end already set; 0 unfreezes (and ends a
+ * stepdown period).  10 NotSecondary with mongod's message when this member
+ * is primary (or the Raft leader about to become it). */
+int repl_member_freeze(repl_member_t *m, int64_t secs, terr_t *err);
 /* The primary hands the leadership to member_id (a priority takeover it
  * asked for, member_takeover.h) with Raft's leadership transfer: it stops
  * taking writes at once and takes them again if the transfer fails.  0 when

@@ -1366,25 +1366,23 @@ repl_set_maintenance(repl_set_t *rs, bool on, terr_t *err)
 }
 
 int
-repl_set_freeze(repl_set_t *rs, int64_t secs, const char **info, terr_t *err)
+repl_set_freeze(repl_set_t *rs, int64_t secs, terr_t *err)
 {
-	*info = NULL;
 	pthread_mutex_lock(&rs->lock);
 	refresh_locked(rs);
-	if (secs == 0) {
-		rs->freeze_until_ms = 0;
-		*info = "unfreezing";
-		pthread_mutex_unlock(&rs->lock);
-		return 0;
-	}
 	if (!rs->initiated || rs->state == REPL_STATE_PRIMARY) {
 		pthread_mutex_unlock(&rs->lock);
-		return terr_set(err, TERR_NOT_SECONDARY, "cannot freeze node when primary or running for election. state: %s",
-		    rs->initiated ? "Primary" : "Startup");
+		return terr_set(err, TERR_NOT_SECONDARY, "Cannot freeze node when primary or running for election, state: %s",
+		    rs->initiated ? "Primary" : "Running-Election");
 	}
-	rs->freeze_until_ms = wall_ms() + secs * 1000;
-	if (secs == 1)
-		*info = "you really want to freeze for only 1 second?";
+	if (secs == 0) {
+		/* mongod's one _stepDownUntil: unfreezing ends a stepdown too */
+		rs->freeze_until_ms = 0;
+		rs->stepdown_until_ms = 0;
+		refresh_locked(rs);
+	} else if (wall_ms() + secs * 1000 > rs->freeze_until_ms) {
+		rs->freeze_until_ms = wall_ms() + secs * 1000;
+	}
 	pthread_mutex_unlock(&rs->lock);
 	return 0;
 }

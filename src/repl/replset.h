@@ -175,10 +175,12 @@ void repl_set_clock_advance(repl_set_t *rs, uint32_t secs, uint32_t inc);
  */
 int repl_set_step_down(repl_set_t *rs, int64_t secs, int64_t catch_up_secs, bool force, int64_t deadline_us,
                        terr_t *err);
-/* replSetFreeze: 0 unfreezes (info "unfreezing"), secs > 0 on a primary is
- * refused (95 NotSecondary) as mongod refuses it.  *info is a static string
- * for the reply, or NULL. */
-int repl_set_freeze(repl_set_t *rs, int64_t secs, const char **info, terr_t *err);
+/* replSetFreeze: 0 unfreezes (and ends a stepdown period: mongod keeps one
+ * end for both; a single member elects itself again at once), secs > 0
+ * freezes until then or a later end already set; on a primary either is
+ * refused (95 NotSecondary) as mongod refuses it.  The reply's `info` /
+ * `warning` are the command's. */
+int repl_set_freeze(repl_set_t *rs, int64_t secs, terr_t *err);
 
 /* replSetMaintenance: on a member that is not primary, true enters
  * RECOVERING (counted: as many falses leave it) and keeps the member from

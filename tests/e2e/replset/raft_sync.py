@@ -251,6 +251,11 @@ def held(cl, p):
         st = state(s)
         check(st == 5, "and stays in STARTUP2 (round %d): %r\n%s" % (rnd, st, "\n".join(
             x for x in s.tail(3000).splitlines() if '"REPL"' in x or "INITSYNC" in x)))
+        if rnd < 2:
+            # the stepped-down member is frozen for its period (mongod);
+            # unfrozen, it may take over again (the copying one never)
+            with p.client() as c:
+                check(c.admin.command("replSetFreeze", 0).get("info") == "unfreezing", "unfreeze")
         p = np
     old = [m for m in cl.members if m.proc is None][0]
     old.start()
