@@ -971,6 +971,17 @@ spec_against(const storage_coll_t *coll, const bson_t *spec, terr_t *err)
 			/* Same key with a different partial filter is another index. */
 			if (pa != pb || (pa && bv_compare(bson_iter_value(&a), bson_iter_value(&b)) != 0))
 				continue;
+			/* mongod's IndexCatalogImpl::_doesSpecConflictWithExisting
+			 * logs the index found before answering either conflict */
+			if (tlog_debug_on("INDEX", 2)) {
+				bson_t attr;
+
+				bson_init(&attr);
+				BSON_APPEND_UTF8(&attr, "name", ix->name);
+				BSON_APPEND_DOCUMENT(&attr, "spec", ix->spec);
+				tlog_debug(2, "INDEX", 20353, "Index already exists with a different name", &attr);
+				bson_destroy(&attr);
+			}
 			if (spec_equivalent(ix->spec, spec))
 				return terr_set(err, TERR_INDEX_OPTIONS_CONFLICT,
 				    "Index already exists with a different name: %s", ix->name);

@@ -958,10 +958,113 @@ append_cluster_time(cmd_t *c, bson_t *reply, uint32_t secs, uint32_t inc, uint32
 		bson_concat(reply, &both);
 }
 
+/* The write concern as mongod's WriteConcernOptions::toBSON prints it after
+ * extractWriteConcern: {w, j | fsync, wtimeout (int32), provenance}; the
+ * client's (w as it was given, 1 when absent) or the implicit default's
+ * {w: "majority", wtimeout: 0} (provenance NULL: none, as the default is
+ * logged before its provenance is set). */
+static void
+wc_to_bson(const bson_t *given, const char *provenance, bson_t *out)
+{
+	bson_iter_t it;
+	bool has_w = false, j_set = false, j = false, fsync = false;
+	int64_t wtimeout = 0;
+
+	if (given != NULL && bson_iter_init(&it, given))
+		while (bson_iter_next(&it)) {
+			const char *k = bson_iter_key(&it);
+			if (strcmp(k, "w") == 0) {
+				has_w = true;
+				if (BSON_ITER_HOLDS_UTF8(&it) || BSON_ITER_HOLDS_DOCUMENT(&it)) {
+					bson_append_iter(out, "w", 1, &it);
+				} else {
+					int64_t n = bson_iter_as_int64(&it);
+					if (n >= INT32_MIN && n <= INT32_MAX)
+						BSON_APPEND_INT32(out, "w", (int32_t)n);
+					else
+						BSON_APPEND_INT64(out, "w", n);
+				}
+			} else if (strcmp(k, "j") == 0) {
+				j_set = true;
+				j = bson_iter_as_bool(&it);
+			} else if (strcmp(k, "fsync") == 0) {
+				fsync = bson_iter_as_bool(&it);
+			} else if (strcmp(k, "wtimeout") == 0 && BSON_ITER_HOLDS_NUMBER(&it)) {
+				wtimeout = bson_iter_as_int64(&it);
+			}
+		}
+	if (given == NULL)
+		BSON_APPEND_UTF8(out, "w", "majority");
+	else if (!has_w)
+		BSON_APPEND_INT32(out, "w", 1);
+	if (fsync)
+		BSON_APPEND_BOOL(out, "fsync", true);
+	else if (j_set)
+		BSON_APPEND_BOOL(out, "j", j);
+	BSON_APPEND_INT32(out, "wtimeout", (int32_t)(wtimeout > INT32_MAX ? INT32_MAX : wtimeout < INT32_MIN ? INT32_MIN : wtimeout));
+	if (provenance != NULL)
+		BSON_APPEND_UTF8(out, "provenance", provenance);
+}
+
+/* With REPL verbosity 2, what mongod logs around a write command's wait for
+ * its write concern (a statement inside a transaction waits for none):
+ * D2 22548 "Applying default writeConcern on {cmdObj_firstElementFieldName}
+ * of {wcDefault}" when the client gave none, then D2 22549 "Waiting for
+ * write concern. OpTime: {replOpTime}, write concern: {writeConcern}" with
+ * the oplog's last optime {ts, t}. */
+static void
+log_wc_wait(cmd_t *c)
+{
+	bson_iter_t it, sub;
+	bson_t given, attr, doc;
+	bool supplied = false;
+	repl_oplog_optime_t last = REPL_OPLOG_OPTIME_NULL;
+
+	if (cmd_find_field(c, "autocommit", &it) && strcmp(c->name, "commitTransaction") != 0 &&
+	    strcmp(c->name, "abortTransaction") != 0)
+		return;
+	if (cmd_find_field(c, "writeConcern", &it) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+	    bson_iter_recurse(&it, &sub) && bson_iter_next(&sub)) {
+		uint32_t len;
+		const uint8_t *data;
+		bson_iter_document(&it, &len, &data);
+		supplied = bson_init_static(&given, data, len);
+	}
+	if (!supplied) {
+		bson_init(&attr);
+		BSON_APPEND_UTF8(&attr, "cmdObj_firstElementFieldName", c->name);
+		BSON_APPEND_DOCUMENT_BEGIN(&attr, "wcDefault", &doc);
+		wc_to_bson(NULL, NULL, &doc);
+		bson_append_document_end(&attr, &doc);
+		tlog_debug(2, "REPL", 22548, "Applying default writeConcern on {cmdObj_firstElementFieldName} of {wcDefault}",
+		    &attr);
+		bson_destroy(&attr);
+	}
+	if (c->engine->oplog != NULL)
+		last = repl_oplog_last_optime(c->engine->oplog);
+	bson_init(&attr);
+	BSON_APPEND_DOCUMENT_BEGIN(&attr, "replOpTime", &doc);
+	BSON_APPEND_TIMESTAMP(&doc, "ts", (uint32_t)(last.ts >> 32), (uint32_t)last.ts);
+	BSON_APPEND_INT64(&doc, "t", last.t);
+	bson_append_document_end(&attr, &doc);
+	BSON_APPEND_DOCUMENT_BEGIN(&attr, "writeConcern", &doc);
+	if (supplied)
+		wc_to_bson(&given, "clientSupplied", &doc);
+	else
+		wc_to_bson(NULL, "implicitDefault", &doc);
+	bson_append_document_end(&attr, &doc);
+	tlog_debug(2, "REPL", 22549, "Waiting for write concern. OpTime: {replOpTime}, write concern: {writeConcern}",
+	    &attr);
+	bson_destroy(&attr);
+}
+
 void
 cmd_repl_after(cmd_t *c, const cmd_def_t *def, cmd_repl_ctx_t *x, int rc, bson_t *reply)
 {
 	repl_set_t *rs = c->engine->rs;
+
+	if (rc == 0 && rs != NULL && def != NULL && (def->flags & CMDF_WRITE) && tlog_debug_on("REPL", 2))
+		log_wc_wait(c);
 
 	if (rc == 0 && x->fail_wce != NULL) {
 		BSON_APPEND_DOCUMENT(reply, "writeConcernError", x->fail_wce);

@@ -137,7 +137,7 @@
 		eq(since('m-comp').filter((l) => l.id === 21965).length, 2);
 		eq(since('m-off').filter((l) => l.id === 21965 || l.id === 21962).length, 0);
 	});
-	compat(7, 'component verbosity turns on its debug lines: QUERY D2 20926, STORAGE D2 22331/22336, WRITE D3 20886, NETWORK D2 22986', () => {
+	compat(7, 'component verbosity turns on its debug lines: QUERY D2 20926, STORAGE D2 22331/22336, INDEX D2 20353, WRITE D3 20886, NETWORK D2 22986', () => {
 		const lines = (id, pred) => cmdOk(admin, {getLog: 'global'}).log.map((l) => JSON.parse(l)).filter((l) => l.id === id && pred(l));
 		const comp = (name, v) => cmdOk(admin, {setParameter: 1, logComponentVerbosity: {[name]: {verbosity: v}}});
 		// QUERY 2: a find with one candidate plan; at 1 nothing
@@ -171,6 +171,19 @@
 		eq(sd.length, 2, cj(sd));   // the _id index, then {b: 1}
 		eq([sd[0].s, sd[0].c, sd[0].msg], ['D2', 'STORAGE', 'WiredTigerKVEngine::createSortedDataInterface']);
 		ok(/^index-/.test(sd[1].attr.ident), cj(sd[1]));
+		// INDEX 2: an index asked for under another name; at 1 nothing
+		cdb.i7x.drop();
+		cdb.i7x.createIndex({c: 1}, {name: 'c_first'});
+		comp('index', 1);
+		eq(cmdErr(cdb, {createIndexes: 'i7x', indexes: [{key: {c: 1}, name: 'c_one'}]}).code, 85);
+		comp('index', 2);
+		eq(cmdErr(cdb, {createIndexes: 'i7x', indexes: [{key: {c: 1}, name: 'c_two'}]}).code, 85);
+		eq(cmdErr(cdb, {createIndexes: 'i7x', indexes: [{key: {c: 1}, name: 'c_three', expireAfterSeconds: 60}]}).code, 85);
+		comp('index', -1);
+		const ix = lines(20353, (l) => l.attr.name === 'c_first');
+		eq(ix.length, 2, cj(ix));   // both conflicts (same options, other options) log it
+		eq([ix[0].s, ix[0].c, ix[0].msg, ix[0].attr.spec.name, cj(ix[0].attr.spec.key)],
+			['D2', 'INDEX', 'Index already exists with a different name', 'c_first', cj({c: 1})]);
 		// WRITE 3: a failed write's "Caught Assertion in finishCurOp"; at 2 nothing
 		cdb.i7w.drop();
 		cdb.i7w.insertOne({_id: 1, n: 'x'});

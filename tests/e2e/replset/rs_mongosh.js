@@ -94,6 +94,36 @@ check('readConcern unknown: BadValue', code(() => t.find().readConcern('unknown'
 check('readConcern snapshot in a set', t.find().readConcern('snapshot').toArray().length === 4);
 check('readConcern majority in a set', t.find().readConcern('majority').toArray().length === 4);
 
+// REPL verbosity 2: mongod's D2 22548 (the implicit default write concern)
+// and 22549 before each write's wait for its write concern; at 1 nothing
+const replLines = (id) => admin.runCommand({ getLog: 'global' }).log.map((l) => JSON.parse(l)).filter((l) => l.id === id);
+const replVerb = (v) => admin.runCommand({ setParameter: 1, logComponentVerbosity: { replication: { verbosity: v } } });
+const n22549 = replLines(22549).length;
+replVerb(1);
+db.getSiblingDB('e2e_rs').runCommand({ insert: 'logv', documents: [{ _id: 1 }] });
+check('REPL verbosity 1: no 22549', replLines(22549).length === n22549);
+replVerb(2);
+db.getSiblingDB('e2e_rs').runCommand({ insert: 'logv', documents: [{ _id: 2 }] });
+db.getSiblingDB('e2e_rs').runCommand({ insert: 'logv', documents: [{ _id: 3 }], writeConcern: { w: 1, j: true } });
+replVerb(-1);
+db.getSiblingDB('e2e_rs').runCommand({ insert: 'logv', documents: [{ _id: 4 }] });
+const waits = replLines(22549).slice(n22549);
+const dflt = replLines(22548).pop();
+check('REPL D2 22548 Applying default writeConcern', dflt && dflt.s === 'D2' && dflt.c === 'REPL' &&
+	dflt.msg === 'Applying default writeConcern on {cmdObj_firstElementFieldName} of {wcDefault}' &&
+	dflt.attr.cmdObj_firstElementFieldName === 'insert' && dflt.attr.wcDefault.w === 'majority', dflt);
+check('REPL D2 22549 for the two writes at 2 only', waits.length === 2, waits);
+if (waits.length === 2) {
+	const [a, b] = waits;
+	check('22549: severity, component, message, replOpTime', a.s === 'D2' && a.c === 'REPL' &&
+		a.msg === 'Waiting for write concern. OpTime: {replOpTime}, write concern: {writeConcern}' &&
+		a.attr.replOpTime.ts.$timestamp.t > 0 && a.attr.replOpTime.t === 1, a);
+	check('22549: the implicit default', JSON.stringify(a.attr.writeConcern) ===
+		JSON.stringify({ w: 'majority', wtimeout: 0, provenance: 'implicitDefault' }), a.attr.writeConcern);
+	check('22549: the client\'s', JSON.stringify(b.attr.writeConcern) ===
+		JSON.stringify({ w: 1, j: true, wtimeout: 0, provenance: 'clientSupplied' }), b.attr.writeConcern);
+}
+
 // fail points (enableTestCommands=1)
 check('configureFailPoint failCommand', admin.runCommand({ configureFailPoint: 'failCommand', mode: { times: 1 },
 	data: { failCommands: ['count'], errorCode: 91 } }).ok === 1);
