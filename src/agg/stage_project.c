@@ -32,8 +32,9 @@
  * $addFields' holes go the same way (missing Values kept in the Document's
  * storage): a carrier keeps a skeleton of its output with each hole marked
  * undefined, and a promotion takes the document inside.  A classic $group
- * is a carrier too for the document its $first / $last of $$ROOT keeps
- * (the accumulator holds the Value, the Document itself), reached by a
+ * is a carrier too for the document its $first / $last / $top / $bottom
+ * of $$ROOT keeps (the accumulator holds the Value, the Document itself,
+ * $top's output taken from its {output, sortFields} object), reached by a
  * promotion of that field; 9.0 runs a $group classic only when a stage
  * it does not push into SBE comes first (agg_classic_group_input).
  * Otherwise a stage that rebuilds documents ($group, ...) ends the chain.

@@ -780,6 +780,23 @@ test_slots_group_root(void)
 	         " \"d\": {\"$first\": {\"$mergeObjects\": \"$$ROOT\"}}}}, %s]", tail);
 	AGG_EQ("gslots", p, "[ { \"_id\" : 1, \"a\" : 2, \"n\" : 1, \"b\" : 5 }, { \"_id\" : 2, \"a\" : 1, \"n\" : 1, \"b\" : 5 }, "
 	    "{ \"_id\" : 3, \"a\" : 0, \"n\" : 1, \"b\" : 5 } ]");
+
+	/* $top / $bottom of $$ROOT keep the slots of the document they took
+	 * (AccumulatorTopBottomN keeps its {output, sortFields} object's
+	 * output Value): not the first or last one seen */
+	snprintf(p, sizeof p, "[{\"$set\": {\"n\": 1}}, {\"$unset\": \"b\"}, {\"$group\": {\"_id\": null,"
+	         " \"d\": {\"$top\": {\"output\": \"$$ROOT\", \"sortBy\": {\"a\": 1}}}}}, %s]", tail);
+	AGG_EQ("gslots", p, "[ { \"_id\" : 3, \"a\" : 0, \"b\" : 5, \"n\" : 1 } ]");
+	snprintf(p, sizeof p, "[{\"$set\": {\"n\": 1}}, {\"$unset\": \"b\"}, {\"$group\": {\"_id\": null,"
+	         " \"d\": {\"$bottom\": {\"output\": \"$$ROOT\", \"sortBy\": {\"a\": -1}}}}}, %s]", tail);
+	AGG_EQ("gslots", p, "[ { \"_id\" : 3, \"a\" : 0, \"b\" : 5, \"n\" : 1 } ]");
+	snprintf(p, sizeof p, "[{\"$set\": {\"n\": 1}}, {\"$unset\": \"b\"}, {\"$group\": {\"_id\": null,"
+	         " \"d\": {\"$top\": {\"output\": \"$$ROOT\", \"sortBy\": {\"a\": -1}}}}}, %s]", tail);
+	AGG_EQ("gslots", p, "[ { \"_id\" : 1, \"b\" : 5, \"a\" : 2, \"n\" : 1 } ]");
+	/* a later document without the slot replaces the one taken: appended */
+	snprintf(p, sizeof p, "[{\"$set\": {\"n\": 1}}, {\"$unset\": \"b\"}, {\"$match\": {\"a\": {\"$gt\": 0}}},"
+	         " {\"$group\": {\"_id\": null, \"d\": {\"$top\": {\"output\": \"$$ROOT\", \"sortBy\": {\"a\": 1}}}}}, %s]", tail);
+	AGG_EQ("gslots", p, "[ { \"_id\" : 2, \"a\" : 1, \"n\" : 1, \"b\" : 5 } ]");
 }
 
 /* ---- field-order slots, randomized --------------------------------------
