@@ -806,7 +806,9 @@ agg_group_carry_slots(const agg_rt_t *group_rt, const agg_rt_t *excl, const char
 
 	if (group_rt->st->def != &agg_stages_group[0] || path == NULL || gs == NULL || gs->filled)
 		return false;
-	for (a = 0; a < gp->n && strcmp(gp->names[a], path) != 0; a++)
+	/* path: the promotion's, "d" or deeper ("d.s"): its first field */
+	size_t plen = strcspn(path, ".");
+	for (a = 0; a < gp->n && (strlen(gp->names[a]) != plen || memcmp(gp->names[a], path, plen) != 0); a++)
 		;
 	const char *op = a == gp->n ? "" : accum_op_name(gp->accs[a]);
 	bool top = strcmp(op, "$top") == 0 || strcmp(op, "$bottom") == 0;

@@ -1115,14 +1115,21 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 			carriers[ncarriers++] = in;
 			continue;
 		}
-		/* a classic $group keeps the Document its $first / $last of
-		 * $$ROOT took (AccumulatorFirst holds the Value): the document
-		 * promoted from that field is the group's input one */
+		/* a classic $group keeps the Document its $first / $last / $top /
+		 * $bottom of $$ROOT took (AccumulatorFirst holds the Value): the
+		 * document promoted from that field is the group's input one */
 		if (agg_is_group_stage(in)) {
 			if (nops == 0 || ops[nops - 1].unwind != NULL || ops[nops - 1].path == NULL ||
 			    ncarriers == (int)(sizeof(carriers) / sizeof(carriers[0])))
 				break;
-			carrier_paths[ncarriers] = ops[--nops].path;
+			/* a deeper promotion ("$d.s") takes the document at the
+			 * rest of the path inside the group's input one */
+			const char *dot = strchr(ops[nops - 1].path, '.');
+			carrier_paths[ncarriers] = ops[nops - 1].path;
+			if (dot != NULL)
+				ops[nops - 1].path = dot + 1;
+			else
+				nops--;
 			carriers[ncarriers++] = in;
 			continue;
 		}

@@ -797,6 +797,19 @@ test_slots_group_root(void)
 	snprintf(p, sizeof p, "[{\"$set\": {\"n\": 1}}, {\"$unset\": \"b\"}, {\"$match\": {\"a\": {\"$gt\": 0}}},"
 	         " {\"$group\": {\"_id\": null, \"d\": {\"$top\": {\"output\": \"$$ROOT\", \"sortBy\": {\"a\": 1}}}}}, %s]", tail);
 	AGG_EQ("gslots", p, "[ { \"_id\" : 2, \"a\" : 1, \"n\" : 1, \"b\" : 5 } ]");
+	/* a deeper promotion ("$d.s", or "$d" then "$s") takes the document
+	 * inside the kept one, its slots included */
+	load("gdeep", "[{\"_id\": 1, \"k\": 1, \"s\": {\"x\": 1, \"y\": 2}}]");
+	AGG_EQ("gdeep", "[{\"$set\": {\"n\": 1}}, {\"$unset\": \"s.x\"}, {\"$group\": {\"_id\": \"$k\","
+	    " \"d\": {\"$first\": \"$$ROOT\"}}}, {\"$replaceWith\": \"$d.s\"}, {\"$set\": {\"x\": 5}}]",
+	    "[ { \"x\" : 5, \"y\" : 2 } ]");
+	AGG_EQ("gdeep", "[{\"$set\": {\"n\": 1}}, {\"$unset\": \"s.x\"}, {\"$group\": {\"_id\": \"$k\","
+	    " \"d\": {\"$top\": {\"output\": \"$$ROOT\", \"sortBy\": {\"k\": 1}}}}}, {\"$replaceRoot\": {\"newRoot\": \"$d.s\"}},"
+	    " {\"$set\": {\"x\": 5}}]", "[ { \"x\" : 5, \"y\" : 2 } ]");
+	/* another field of the same name's prefix is not the kept one */
+	AGG_EQ("gdeep", "[{\"$set\": {\"n\": 1}}, {\"$unset\": \"s.x\"}, {\"$group\": {\"_id\": \"$k\","
+	    " \"d\": {\"$first\": \"$$ROOT\"}, \"dd\": {\"$first\": \"$$ROOT\"}}}, {\"$replaceWith\": \"$dd.s\"},"
+	    " {\"$set\": {\"x\": 5}}]", "[ { \"x\" : 5, \"y\" : 2 } ]");
 }
 
 /* ---- field-order slots, randomized --------------------------------------
