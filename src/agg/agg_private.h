@@ -285,7 +285,8 @@ int agg_exec_pull(agg_exec_t *x, const bson_t **doc, terr_t *err);
  * from ref (copied; NULL: none). */
 bool agg_sort_carry_slots(const agg_rt_t *sort_rt, const agg_rt_t *excl);
 /* agg_group_carry_slots (stage_group.c): the $group group_rt, whose output
- * field `path` is a $first / $last of $$ROOT, keeps excl's slots with the
+ * field `path` (its first field: a promotion may go deeper, "d.s") is a
+ * $first / $last / $top / $bottom of $$ROOT, keeps excl's slots with the
  * document that accumulator holds and hands them back as it outputs the
  * group (false: it cannot -- another field, another accumulator, already
  * running, or a $group 9.0 runs in SBE, agg_classic_group_input).

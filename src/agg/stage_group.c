@@ -325,6 +325,7 @@ typedef struct group_state {
 	const agg_rt_t *slot_srcs[GROUP_SLOT_SRCS];
 	int nslot, slot_acc;
 	bool slot_last;           /* slot_acc is a $last: every document replaces it */
+	bool slot_top;            /* a $top / $bottom: the document it took (accum_holds_latest) */
 	bson_t sk;
 	uint8_t *pack;
 	size_t pack_cap;
@@ -742,7 +743,8 @@ group_fill(agg_rt_t *rt, terr_t *err)
 		g = group_find_or_add(gp, gs, &key);
 		for (a = 0; a < gp->n; a++)
 			RET(accum_process(gp->accs[a], g->st[a], rt->env, err));
-		if (gs->nslot > 0 && (gs->slot_last || gs->n > had))
+		if (gs->nslot > 0 && (gs->slot_last || gs->n > had ||
+		                       (gs->slot_top && accum_holds_latest(gp->accs[gs->slot_acc], g->st[gs->slot_acc]))))
 			group_take_slots(gs, g);
 		RET(group_charge(rt, g, limit, &spilled, err));
 		if (tm_interrupt_check(err) != 0)
@@ -804,10 +806,13 @@ agg_group_carry_slots(const agg_rt_t *group_rt, const agg_rt_t *excl, const char
 
 	if (group_rt->st->def != &agg_stages_group[0] || path == NULL || gs == NULL || gs->filled)
 		return false;
-	for (a = 0; a < gp->n && strcmp(gp->names[a], path) != 0; a++)
+	/* path: the promotion's, "d" or deeper ("d.s"): its first field */
+	size_t plen = strcspn(path, ".");
+	for (a = 0; a < gp->n && (strlen(gp->names[a]) != plen || memcmp(gp->names[a], path, plen) != 0); a++)
 		;
-	if (a == gp->n || (strcmp(accum_op_name(gp->accs[a]), "$first") != 0 &&
-	                   strcmp(accum_op_name(gp->accs[a]), "$last") != 0) ||
+	const char *op = a == gp->n ? "" : accum_op_name(gp->accs[a]);
+	bool top = strcmp(op, "$top") == 0 || strcmp(op, "$bottom") == 0;
+	if (a == gp->n || (strcmp(op, "$first") != 0 && strcmp(op, "$last") != 0 && !top) ||
 	    accum_argument(gp->accs[a]) == NULL || !expr_is_root_path(accum_argument(gp->accs[a]), &rp) || rp != NULL)
 		return false;
 	if (gs->nslot > 0 && gs->slot_acc != a)
@@ -820,7 +825,8 @@ agg_group_carry_slots(const agg_rt_t *group_rt, const agg_rt_t *excl, const char
 	if (gs->nslot == 0)
 		bson_init(&gs->sk);
 	gs->slot_acc = a;
-	gs->slot_last = strcmp(accum_op_name(gp->accs[a]), "$last") == 0;
+	gs->slot_last = strcmp(op, "$last") == 0;
+	gs->slot_top = top;
 	gs->slot_srcs[gs->nslot++] = excl;
 	return true;
 }

@@ -32,8 +32,9 @@
  * $addFields' holes go the same way (missing Values kept in the Document's
  * storage): a carrier keeps a skeleton of its output with each hole marked
  * undefined, and a promotion takes the document inside.  A classic $group
- * is a carrier too for the document its $first / $last of $$ROOT keeps
- * (the accumulator holds the Value, the Document itself), reached by a
+ * is a carrier too for the document its $first / $last / $top / $bottom
+ * of $$ROOT keeps (the accumulator holds the Value, the Document itself,
+ * $top's output taken from its {output, sortFields} object), reached by a
  * promotion of that field; 9.0 runs a $group classic only when a stage
  * it does not push into SBE comes first (agg_classic_group_input).
  * Otherwise a stage that rebuilds documents ($group, ...) ends the chain.
@@ -1114,14 +1115,21 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 			carriers[ncarriers++] = in;
 			continue;
 		}
-		/* a classic $group keeps the Document its $first / $last of
-		 * $$ROOT took (AccumulatorFirst holds the Value): the document
-		 * promoted from that field is the group's input one */
+		/* a classic $group keeps the Document its $first / $last / $top /
+		 * $bottom of $$ROOT took (AccumulatorFirst holds the Value): the
+		 * document promoted from that field is the group's input one */
 		if (agg_is_group_stage(in)) {
 			if (nops == 0 || ops[nops - 1].unwind != NULL || ops[nops - 1].path == NULL ||
 			    ncarriers == (int)(sizeof(carriers) / sizeof(carriers[0])))
 				break;
-			carrier_paths[ncarriers] = ops[--nops].path;
+			/* a deeper promotion ("$d.s") takes the document at the
+			 * rest of the path inside the group's input one */
+			const char *dot = strchr(ops[nops - 1].path, '.');
+			carrier_paths[ncarriers] = ops[nops - 1].path;
+			if (dot != NULL)
+				ops[nops - 1].path = dot + 1;
+			else
+				nops--;
 			carriers[ncarriers++] = in;
 			continue;
 		}

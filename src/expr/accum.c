@@ -901,7 +901,13 @@ add_value(const accum_t *a, accum_state_t *st, const bson_value_t *v, bson_value
 		expr_set_null(&nv);
 		v = &nv;
 	}
-	return a->op->add(a, st, v, keys, err);
+	/* every value folded in advances seq (kept or not): an item holds the
+	 * latest one when its seq is the last (accum_holds_latest) */
+	uint64_t seq = st->seq;
+	int rc = a->op->add(a, st, v, keys, err);
+	if (st->seq == seq)
+		st->seq++;
+	return rc;
 }
 
 int
@@ -910,6 +916,12 @@ accum_add(const accum_t *a, accum_state_t *st, const bson_value_t *v, terr_t *er
 	if (a->nkeys > 0)
 		return terr_set(err, TERR_BAD_VALUE, "%s needs the whole document: use accum_process", a->op->name);
 	return add_value(a, st, v, NULL, err);
+}
+
+bool
+accum_holds_latest(const accum_t *a, const accum_state_t *st)
+{
+	return a->op->finalize == fin_single_item && st->n > 0 && st->items[0].seq + 1 == st->seq;
 }
 
 int

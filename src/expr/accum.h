@@ -55,6 +55,11 @@ const expr_t *accum_argument(const accum_t *a);
  * JavaScript ones), static. */
 const char *accum_op_name(const accum_t *a);
 
+/* $top / $bottom: whether the value st keeps is the one the latest
+ * accum_process / accum_add folded in (false: an earlier one, or none);
+ * false for every other accumulator. */
+bool accum_holds_latest(const accum_t *a, const accum_state_t *st);
+
 /* Is name an accumulator this module knows? */
 bool accum_is_known(const char *name);
 

@@ -353,6 +353,28 @@
 			[{_id: 1, k: 1, a: 2, b: 5}, {_id: 3, k: 2, a: 1, b: 5}]);
 		cdb.i1gslots.drop();
 	});
+	// $top / $bottom of $$ROOT: AccumulatorTopBottomN keeps the output Value
+	// of its {output, sortFields} object, the Document it took with its slots
+	compat(1, 'a slot lasts inside the document a classic $group\'s $top / $bottom of $$ROOT keeps', () => {
+		cdb.i1tslots.drop();
+		cdb.i1tslots.insertMany([{_id: 1, k: 1, b: 1, a: 2}, {_id: 2, k: 1, a: 3}, {_id: 3, k: 2, b: 3, a: 1},
+			{_id: 4, k: 2, a: 0, b: 4}]);
+		const g = (acc, sortBy) => agg(cdb, 'i1tslots', [{$set: {n: 1}}, {$unset: 'b'},
+			{$group: {_id: '$k', d: {[acc]: {output: '$$ROOT', sortBy}}}},
+			{$sort: {_id: 1}}, {$replaceWith: '$d'}, {$set: {b: 5}}]);
+		eq(g('$top', {a: 1}), [{_id: 1, k: 1, b: 5, a: 2, n: 1}, {_id: 4, k: 2, a: 0, b: 5, n: 1}]);
+		eq(g('$bottom', {a: 1}), [{_id: 2, k: 1, a: 3, n: 1, b: 5}, {_id: 3, k: 2, b: 5, a: 1, n: 1}]);
+		cdb.i1tslots.drop();
+	});
+	// a deeper promotion of the kept Document ('$d.s') takes the Document
+	// the exclusion left inside it, with its own slots
+	compat(1, 'a slot lasts inside a sub-document of the $$ROOT a classic $group keeps ($replaceRoot of $d.s)', () => {
+		cdb.i1dslots.drop();
+		cdb.i1dslots.insertMany([{_id: 1, k: 1, s: {x: 1, y: 2}}, {_id: 2, k: 2, s: {y: 3, x: 4}}]);
+		eq(agg(cdb, 'i1dslots', [{$set: {n: 1}}, {$unset: 's.x'}, {$group: {_id: '$k', d: {$first: '$$ROOT'}}},
+			{$sort: {_id: 1}}, {$replaceRoot: {newRoot: '$d.s'}}, {$set: {x: 5}}]), [{x: 5, y: 2}, {y: 3, x: 5}]);
+		cdb.i1dslots.drop();
+	});
 	// The field order of every reshaping stage and update form, as mongod
 	// builds it: inclusion $project keeps the input's order and appends
 	// computed fields in spec order (InclusionNode); $addFields/$set and

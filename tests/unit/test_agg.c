@@ -780,6 +780,36 @@ test_slots_group_root(void)
 	         " \"d\": {\"$first\": {\"$mergeObjects\": \"$$ROOT\"}}}}, %s]", tail);
 	AGG_EQ("gslots", p, "[ { \"_id\" : 1, \"a\" : 2, \"n\" : 1, \"b\" : 5 }, { \"_id\" : 2, \"a\" : 1, \"n\" : 1, \"b\" : 5 }, "
 	    "{ \"_id\" : 3, \"a\" : 0, \"n\" : 1, \"b\" : 5 } ]");
+
+	/* $top / $bottom of $$ROOT keep the slots of the document they took
+	 * (AccumulatorTopBottomN keeps its {output, sortFields} object's
+	 * output Value): not the first or last one seen */
+	snprintf(p, sizeof p, "[{\"$set\": {\"n\": 1}}, {\"$unset\": \"b\"}, {\"$group\": {\"_id\": null,"
+	         " \"d\": {\"$top\": {\"output\": \"$$ROOT\", \"sortBy\": {\"a\": 1}}}}}, %s]", tail);
+	AGG_EQ("gslots", p, "[ { \"_id\" : 3, \"a\" : 0, \"b\" : 5, \"n\" : 1 } ]");
+	snprintf(p, sizeof p, "[{\"$set\": {\"n\": 1}}, {\"$unset\": \"b\"}, {\"$group\": {\"_id\": null,"
+	         " \"d\": {\"$bottom\": {\"output\": \"$$ROOT\", \"sortBy\": {\"a\": -1}}}}}, %s]", tail);
+	AGG_EQ("gslots", p, "[ { \"_id\" : 3, \"a\" : 0, \"b\" : 5, \"n\" : 1 } ]");
+	snprintf(p, sizeof p, "[{\"$set\": {\"n\": 1}}, {\"$unset\": \"b\"}, {\"$group\": {\"_id\": null,"
+	         " \"d\": {\"$top\": {\"output\": \"$$ROOT\", \"sortBy\": {\"a\": -1}}}}}, %s]", tail);
+	AGG_EQ("gslots", p, "[ { \"_id\" : 1, \"b\" : 5, \"a\" : 2, \"n\" : 1 } ]");
+	/* a later document without the slot replaces the one taken: appended */
+	snprintf(p, sizeof p, "[{\"$set\": {\"n\": 1}}, {\"$unset\": \"b\"}, {\"$match\": {\"a\": {\"$gt\": 0}}},"
+	         " {\"$group\": {\"_id\": null, \"d\": {\"$top\": {\"output\": \"$$ROOT\", \"sortBy\": {\"a\": 1}}}}}, %s]", tail);
+	AGG_EQ("gslots", p, "[ { \"_id\" : 2, \"a\" : 1, \"n\" : 1, \"b\" : 5 } ]");
+	/* a deeper promotion ("$d.s", or "$d" then "$s") takes the document
+	 * inside the kept one, its slots included */
+	load("gdeep", "[{\"_id\": 1, \"k\": 1, \"s\": {\"x\": 1, \"y\": 2}}]");
+	AGG_EQ("gdeep", "[{\"$set\": {\"n\": 1}}, {\"$unset\": \"s.x\"}, {\"$group\": {\"_id\": \"$k\","
+	    " \"d\": {\"$first\": \"$$ROOT\"}}}, {\"$replaceWith\": \"$d.s\"}, {\"$set\": {\"x\": 5}}]",
+	    "[ { \"x\" : 5, \"y\" : 2 } ]");
+	AGG_EQ("gdeep", "[{\"$set\": {\"n\": 1}}, {\"$unset\": \"s.x\"}, {\"$group\": {\"_id\": \"$k\","
+	    " \"d\": {\"$top\": {\"output\": \"$$ROOT\", \"sortBy\": {\"k\": 1}}}}}, {\"$replaceRoot\": {\"newRoot\": \"$d.s\"}},"
+	    " {\"$set\": {\"x\": 5}}]", "[ { \"x\" : 5, \"y\" : 2 } ]");
+	/* another field of the same name's prefix is not the kept one */
+	AGG_EQ("gdeep", "[{\"$set\": {\"n\": 1}}, {\"$unset\": \"s.x\"}, {\"$group\": {\"_id\": \"$k\","
+	    " \"d\": {\"$first\": \"$$ROOT\"}, \"dd\": {\"$first\": \"$$ROOT\"}}}, {\"$replaceWith\": \"$dd.s\"},"
+	    " {\"$set\": {\"x\": 5}}]", "[ { \"x\" : 5, \"y\" : 2 } ]");
 }
 
 /* ---- field-order slots, randomized --------------------------------------
