@@ -1630,6 +1630,56 @@ plan_filter_id_point(const bson_t *filter, bson_value_t *v)
 	return !bson_iter_next(&it);
 }
 
+/* True when doc's first element is _id holding exactly id's bytes, for the
+ * types whose equal bytes mean equal values (a double only when not NaN):
+ * the found document's check without libbson's iterator (~200
+ * instructions).  False says nothing: the caller then compares values. */
+static bool
+id_bytes_equal(const bson_t *doc, const bson_value_t *id)
+{
+	const uint8_t *d = bson_get_data(doc), *x = d + 9;
+	uint32_t w;
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+	return false;
+#endif
+	if (doc->len < 10 || d[4] != (uint8_t)id->value_type || memcmp(d + 5, "_id", 4) != 0)
+		return false;
+	switch (id->value_type) {
+	case BSON_TYPE_INT32:
+		w = 4;
+		break;
+	case BSON_TYPE_INT64:
+	case BSON_TYPE_DATE_TIME:
+	case BSON_TYPE_TIMESTAMP:
+	case BSON_TYPE_DOUBLE:
+		w = 8;
+		break;
+	case BSON_TYPE_OID:
+		w = 12;
+		break;
+	default:
+		return false;
+	}
+	if (doc->len < 9 + w + 1)
+		return false;
+	switch (id->value_type) {
+	case BSON_TYPE_INT32:
+		return memcmp(x, &id->value.v_int32, 4) == 0;
+	case BSON_TYPE_INT64:
+		return memcmp(x, &id->value.v_int64, 8) == 0;
+	case BSON_TYPE_DATE_TIME:
+		return memcmp(x, &id->value.v_datetime, 8) == 0;
+	case BSON_TYPE_TIMESTAMP:
+		return memcmp(x, &id->value.v_timestamp.increment, 4) == 0 &&
+		    memcmp(x + 4, &id->value.v_timestamp.timestamp, 4) == 0;
+	case BSON_TYPE_DOUBLE:
+		return id->value.v_double == id->value.v_double && memcmp(x, &id->value.v_double, 8) == 0;
+	default:
+		return memcmp(x, id->value.v_oid.bytes, 12) == 0;
+	}
+}
+
 int
 plan_express_id(storage_session_t *s, storage_coll_t *coll, const bson_value_t *id, bson_t *doc, terr_t *err)
 {
@@ -1652,6 +1702,8 @@ plan_express_id(storage_session_t *s, storage_coll_t *coll, const bson_value_t *
 		return rc < 0 ? -1 : 0;
 	/* the index answers equality by KeyString; the document is checked
 	 * as the general plan checks it (id_check) */
+	if (id_bytes_equal(doc, id))
+		return 1;
 	if (!bson_iter_init(&it, doc) || !bson_iter_next(&it) || bson_iter_key_len(&it) != 3 ||
 	    memcmp(bson_iter_key(&it), "_id", 3) != 0 || !bv_equal(bson_iter_value(&it), id))
 		return 0;

@@ -227,6 +227,38 @@ test_big_document(void)
 	bson_free(want);
 }
 
+/* the found document's _id compared by its bytes when the types match
+ * (query/plan.c id_bytes_equal), by value otherwise: each type finds its
+ * document, a NaN or a -0.0 too */
+static void
+test_found_types(void)
+{
+	static const char *ids[] = {
+		"{\"$date\": {\"$numberLong\": \"1700000000123\"}}", "{\"$timestamp\": {\"t\": 1700000000, \"i\": 42}}",
+		"{\"$numberLong\": \"77\"}", "{\"$numberDouble\": \"NaN\"}", "{\"$numberDouble\": \"-0.0\"}", "3.25",
+		"{\"$oid\": \"65a1b2c3d4e5f60718293a4c\"}", "{\"$numberInt\": \"-5\"}",
+	};
+	char cmd[512];
+
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		char *got;
+		snprintf(cmd, sizeof cmd, "{\"insert\": \"types\", \"documents\": [{\"_id\": %s, \"k\": %zu}]}", ids[i], i);
+		ok(cmd);
+		snprintf(cmd, sizeof cmd, "{\"find\": \"types\", \"filter\": {\"_id\": %s}}", ids[i]);
+		got = reply_json(cmd);
+		snprintf(cmd, sizeof cmd, "\"k\" : %zu }", i);
+		if (strstr(got, cmd) == NULL)
+			fprintf(stderr, "%s: %s\n", ids[i], got);
+		TT_ASSERT(strstr(got, cmd) != NULL);
+		bson_free(got);
+	}
+	/* -0.0 and 0 are the same _id; another timestamp is not */
+	expect_reply("{\"find\": \"types\", \"filter\": {\"_id\": 0}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : -0.0, \"k\" : 4 } ], \"id\" : 0, \"ns\" : \"test.types\" }, \"ok\" : 1.0 }");
+	expect_reply("{\"find\": \"types\", \"filter\": {\"_id\": {\"$timestamp\": {\"t\": 1700000000, \"i\": 43}}}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [  ], \"id\" : 0, \"ns\" : \"test.types\" }, \"ok\" : 1.0 }");
+}
+
 static void
 test_traces(void)
 {
@@ -310,6 +342,7 @@ main(void)
 	TT_RUN(test_answers);
 	TT_RUN(test_id_point);
 	TT_RUN(test_big_document);
+	TT_RUN(test_found_types);
 	TT_RUN(test_traces);
 	TT_RUN(test_other_collections);
 	client_free(cl);
