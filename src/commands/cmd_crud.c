@@ -884,6 +884,8 @@ find_express(cmd_t *c, terr_t *err)
 	uint64_t fmask;
 	const char *name;
 	char ns[512];
+	uint32_t name_len;
+	size_t db_len;
 	int ret, rc;
 
 	if (!BSON_ITER_HOLDS_UTF8(&c->first) || !cmd_args_only(c, express_fields, f, has) ||
@@ -911,10 +913,16 @@ find_express(cmd_t *c, terr_t *err)
 	if (!bson_init_static(&filter, f[EX_FILTER].value.v_doc.data, f[EX_FILTER].value.v_doc.data_len) ||
 	    !plan_filter_id_point(&filter, &id))
 		return 1;
-	name = bson_iter_utf8(&c->first, NULL);
-	if (name[0] == '\0')
+	name = bson_iter_utf8(&c->first, &name_len);
+	db_len = strlen(c->db);
+	/* the namespace built once, for the lookup and the reply; a longer one
+	 * than the buffer takes the general path */
+	if (name[0] == '\0' || db_len + 1 + (size_t)name_len >= sizeof(ns))
 		return 1;
-	if (storage_coll_get(c->engine->st, c->db, name, &coll, NULL) != 0 || coll == NULL)
+	memcpy(ns, c->db, db_len);
+	ns[db_len] = '.';
+	memcpy(ns + db_len + 1, name, (size_t)name_len + 1);
+	if (storage_coll_get_ns(c->engine->st, ns, &coll) != 0 || coll == NULL)
 		return 1;
 	ret = 1;
 	/* an index filter on this shape: the general path applies it */
@@ -943,7 +951,6 @@ find_express(cmd_t *c, terr_t *err)
 		ret = -1;
 		goto done;
 	}
-	cmd_ns(ns, sizeof(ns), c->db, name);
 	cursor_reply_one(c->reply, ns, rc == 1 ? &doc : NULL);
 done:
 	storage_coll_release(coll);

@@ -48,7 +48,7 @@ cmd_toolbelt_after(cmd_t *c, int rc, const terr_t *err)
 	    toolbelt_qstats_wanted(atomic_load_explicit(&c->engine->qstats_rate_limit, memory_order_relaxed)) &&
 	    !(strcmp(c->name, "aggregate") == 0 && reads_query_stats(c->body));
 	/* a getMore of a recorded query's cursor adds to its entry */
-	bool qs_more = strcmp(c->name, "getMore") == 0 && toolbelt_qstats_cursors_open() &&
+	bool qs_more = c->name[0] == 'g' && strcmp(c->name, "getMore") == 0 && toolbelt_qstats_cursors_open() &&
 	    BSON_ITER_HOLDS_INT64(&c->first);
 	toolbelt_op_t op;
 	char ns[512], owner[256], app[128];

@@ -803,8 +803,10 @@ cmd_txn_reply_labels(cmd_t *c, bson_t *reply)
 	int n, wce = 0;
 	bson_t arr;
 
-	if (!c->txn_autocommit && !c->txn_retryable_write && strcmp(c->name, "commitTransaction") != 0 &&
-	    strcmp(c->name, "abortTransaction") != 0)
+	/* the first letter before strcmp: this runs after every command */
+	if (!c->txn_autocommit && !c->txn_retryable_write &&
+	    !(c->name[0] == 'c' && strcmp(c->name, "commitTransaction") == 0) &&
+	    !(c->name[0] == 'a' && strcmp(c->name, "abortTransaction") == 0))
 		return;
 	/* one pass for errorLabels and writeConcernError's first occurrence
 	 * (every retryable write's reply comes here) */

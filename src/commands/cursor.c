@@ -393,34 +393,60 @@ batch_note(bson_t *reply, int64_t n, int64_t id)
 void
 cursor_reply_one(bson_t *reply, const char *ns, const bson_t *doc)
 {
-	uint8_t local[512], *p = local;
-	uint64_t n = 4 + (doc != NULL ? 1 + 2 + (uint64_t)doc->len : 0) + 1;
-	bson_t arr, cur;
+	/* {cursor: {firstBatch: [doc], id: 0, ns}} written once into reply:
+	 * the document is copied only there (no array built first) */
+	size_t nl = strlen(ns);
+	uint64_t arr = 4 + (doc != NULL ? 1 + 2 + (uint64_t)doc->len : 0) + 1;
+	uint64_t body = 4 + (1 + 10 + 1 + arr) + (1 + 3 + 8) + (1 + 3 + 4 + nl + 1) + 1;
+	uint64_t elem = 1 + 7 + body;
+	uint32_t old = reply->len;
+	uint8_t *p = NULL;
+	bson_t view, cur;
 
-	if (n > sizeof(local))
-		p = bson_malloc(n);
-	put_le32(p, (uint32_t)n);
-	if (doc != NULL) {
-		p[4] = BSON_TYPE_DOCUMENT;
-		p[5] = '0';
-		p[6] = '\0';
-		memcpy(p + 7, bson_get_data(doc), doc->len);
+	if (old + elem + 512 <= (uint64_t)TAMGA_MAX_BSON_SIZE) {
+		/* room for the dispatcher's fields too (ok: 1), as batch_open makes */
+		if (old == 5 && bson_reserve_buffer(reply, (uint32_t)elem + 5 + 512) != NULL)
+			bson_reinit(reply);
+		p = bson_reserve_buffer(reply, old + (uint32_t)elem);
 	}
-	p[n - 1] = '\0';
-	bson_init_static(&arr, p, (size_t)n);
-	/* room for the dispatcher's fields too (ok: 1), as batch_open makes */
-	if (reply->len == 5 && n < (uint64_t)TAMGA_MAX_BSON_SIZE &&
-	    bson_reserve_buffer(reply, (uint32_t)n + 512) != NULL)
-		bson_reinit(reply);
-	if (!cursor_doc_raw(reply, "firstBatch", &arr, NULL, true, 0, ns)) {
+	if (p != NULL) {
+		put_le32(p, old + (uint32_t)elem);
+		p += old - 1;                 /* over the trailing NUL */
+		*p++ = BSON_TYPE_DOCUMENT;
+		memcpy(p, "cursor", 7);
+		p = put_le32(p + 7, (uint32_t)body);
+		*p++ = BSON_TYPE_ARRAY;
+		memcpy(p, "firstBatch", 11);
+		p = put_le32(p + 11, (uint32_t)arr);
+		if (doc != NULL) {
+			*p++ = BSON_TYPE_DOCUMENT;
+			*p++ = '0';
+			*p++ = '\0';
+			memcpy(p, bson_get_data(doc), doc->len);
+			p += doc->len;
+		}
+		*p++ = '\0';                  /* the array's end */
+		*p++ = BSON_TYPE_INT64;
+		memcpy(p, "id", 3);
+		memset(p + 3, 0, 8);
+		p += 11;
+		*p++ = BSON_TYPE_UTF8;
+		memcpy(p, "ns", 3);
+		p = put_le32(p + 3, (uint32_t)(nl + 1));
+		memcpy(p, ns, nl + 1);
+		p += nl + 1;
+		*p++ = '\0';                  /* the cursor document's end */
+		*p = '\0';                    /* the reply's */
+	} else {
 		bson_append_document_begin(reply, "cursor", 6, &cur);
-		bson_append_array(&cur, "firstBatch", -1, &arr);
+		bson_append_array_begin(&cur, "firstBatch", 10, &view);
+		if (doc != NULL)
+			bson_append_document(&view, "0", 1, doc);
+		bson_append_array_end(&cur, &view);
 		BSON_APPEND_INT64(&cur, "id", 0);
 		BSON_APPEND_UTF8(&cur, "ns", ns);
 		bson_append_document_end(reply, &cur);
 	}
-	if (p != local)
-		bson_free(p);
 	batch_note(reply, doc != NULL ? 1 : 0, 0);
 }
 

@@ -25,6 +25,7 @@
 #include <pthread.h>
 #include <errno.h>
 #include <float.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -563,7 +564,17 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	bson_init(reply);
 	terr_clear(er);
 	memset(&rx, 0, sizeof(rx));
-	memset(&c, 0, sizeof(c));
+	/* zero all but the operation (tm_opctx_begin sets it whole before any
+	 * reader) and the argument index's entries (read only below its n):
+	 * 1 152 bytes were ~150 instructions a command */
+	_Static_assert(offsetof(cmd_t, op) < offsetof(cmd_t, max_time_given) &&
+	    offsetof(cmd_t, max_time_given) < offsetof(cmd_t, args) &&
+	    offsetof(cmd_t, args) < offsetof(cmd_t, txn_session) && offsetof(cmd_args_t, f) + sizeof(c.args.f) ==
+	    sizeof(cmd_args_t), "cmd_t's layout as the zeroing below expects");
+	memset(&c, 0, offsetof(cmd_t, op));
+	memset((char *)&c + offsetof(cmd_t, max_time_given), 0,
+	    offsetof(cmd_t, args) + offsetof(cmd_args_t, f) - offsetof(cmd_t, max_time_given));
+	memset((char *)&c + offsetof(cmd_t, txn_session), 0, sizeof(c) - offsetof(cmd_t, txn_session));
 	c.engine = e;
 	c.client = cl;
 	c.db = dbname;

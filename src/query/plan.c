@@ -1547,10 +1547,67 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 	return 0;
 }
 
+/* The common {_id: <fixed-size scalar>} filter read straight from its bytes
+ * (libbson's iterator was ~300 instructions of a find by _id): true with *v
+ * set only when the document is exactly that one element; anything else
+ * (other types, more fields, odd bytes) answers false and the caller takes
+ * libbson's walk, whose answer is then the same as before. */
+static bool
+id_point_fast(const bson_t *filter, bson_value_t *v)
+{
+	static const uint8_t width[] = {
+		[BSON_TYPE_DOUBLE] = 8, [BSON_TYPE_OID] = 12, [BSON_TYPE_DATE_TIME] = 8, [BSON_TYPE_INT32] = 4,
+		[BSON_TYPE_TIMESTAMP] = 8, [BSON_TYPE_INT64] = 8, [BSON_TYPE_DECIMAL128] = 16,
+	};
+	const uint8_t *d = bson_get_data(filter), *x;
+	uint8_t t;
+	uint32_t w;
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+	return false;   /* the memcpy below reads host order */
+#endif
+	if (filter->len < 10 || memcmp(d + 5, "_id", 4) != 0)
+		return false;
+	t = d[4];
+	if (t >= sizeof(width) || (w = width[t]) == 0 || filter->len != 4 + 1 + 4 + w + 1 || d[9 + w] != 0)
+		return false;
+	x = d + 9;
+	v->value_type = (bson_type_t)t;
+	switch (t) {
+	case BSON_TYPE_DOUBLE:
+		memcpy(&v->value.v_double, x, 8);
+		break;
+	case BSON_TYPE_OID:
+		memcpy(v->value.v_oid.bytes, x, 12);
+		break;
+	case BSON_TYPE_DATE_TIME:
+		memcpy(&v->value.v_datetime, x, 8);
+		break;
+	case BSON_TYPE_INT32:
+		memcpy(&v->value.v_int32, x, 4);
+		break;
+	case BSON_TYPE_TIMESTAMP:
+		memcpy(&v->value.v_timestamp.increment, x, 4);
+		memcpy(&v->value.v_timestamp.timestamp, x + 4, 4);
+		break;
+	case BSON_TYPE_INT64:
+		memcpy(&v->value.v_int64, x, 8);
+		break;
+	default:   /* BSON_TYPE_DECIMAL128 */
+		memcpy(&v->value.v_decimal128.low, x, 8);
+		memcpy(&v->value.v_decimal128.high, x + 8, 8);
+		break;
+	}
+	return true;
+}
+
 bool
 plan_filter_id_point(const bson_t *filter, bson_value_t *v)
 {
 	bson_iter_t it;
+
+	if (id_point_fast(filter, v))
+		return true;
 
 	if (!bson_iter_init(&it, filter) || !bson_iter_next(&it) || bson_iter_key_len(&it) != 3 ||
 	    memcmp(bson_iter_key(&it), "_id", 3) != 0)
@@ -1571,6 +1628,56 @@ plan_filter_id_point(const bson_t *filter, bson_value_t *v)
 	}
 	*v = *bson_iter_value(&it);
 	return !bson_iter_next(&it);
+}
+
+/* True when doc's first element is _id holding exactly id's bytes, for the
+ * types whose equal bytes mean equal values (a double only when not NaN):
+ * the found document's check without libbson's iterator (~200
+ * instructions).  False says nothing: the caller then compares values. */
+static bool
+id_bytes_equal(const bson_t *doc, const bson_value_t *id)
+{
+	const uint8_t *d = bson_get_data(doc), *x = d + 9;
+	uint32_t w;
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+	return false;
+#endif
+	if (doc->len < 10 || d[4] != (uint8_t)id->value_type || memcmp(d + 5, "_id", 4) != 0)
+		return false;
+	switch (id->value_type) {
+	case BSON_TYPE_INT32:
+		w = 4;
+		break;
+	case BSON_TYPE_INT64:
+	case BSON_TYPE_DATE_TIME:
+	case BSON_TYPE_TIMESTAMP:
+	case BSON_TYPE_DOUBLE:
+		w = 8;
+		break;
+	case BSON_TYPE_OID:
+		w = 12;
+		break;
+	default:
+		return false;
+	}
+	if (doc->len < 9 + w + 1)
+		return false;
+	switch (id->value_type) {
+	case BSON_TYPE_INT32:
+		return memcmp(x, &id->value.v_int32, 4) == 0;
+	case BSON_TYPE_INT64:
+		return memcmp(x, &id->value.v_int64, 8) == 0;
+	case BSON_TYPE_DATE_TIME:
+		return memcmp(x, &id->value.v_datetime, 8) == 0;
+	case BSON_TYPE_TIMESTAMP:
+		return memcmp(x, &id->value.v_timestamp.increment, 4) == 0 &&
+		    memcmp(x + 4, &id->value.v_timestamp.timestamp, 4) == 0;
+	case BSON_TYPE_DOUBLE:
+		return id->value.v_double == id->value.v_double && memcmp(x, &id->value.v_double, 8) == 0;
+	default:
+		return memcmp(x, id->value.v_oid.bytes, 12) == 0;
+	}
 }
 
 int
@@ -1595,6 +1702,8 @@ plan_express_id(storage_session_t *s, storage_coll_t *coll, const bson_value_t *
 		return rc < 0 ? -1 : 0;
 	/* the index answers equality by KeyString; the document is checked
 	 * as the general plan checks it (id_check) */
+	if (id_bytes_equal(doc, id))
+		return 1;
 	if (!bson_iter_init(&it, doc) || !bson_iter_next(&it) || bson_iter_key_len(&it) != 3 ||
 	    memcmp(bson_iter_key(&it), "_id", 3) != 0 || !bv_equal(bson_iter_value(&it), id))
 		return 0;

@@ -1024,13 +1024,20 @@ storage_coll_get(storage_t *st, const char *db, const char *name, storage_coll_t
 	memcpy(ns, db, dl);
 	ns[dl] = '.';
 	memcpy(ns + dl + 1, name, nl + 1);
+	storage_coll_get_ns(st, ns, out);
+	if (ns != buf)
+		bson_free(ns);
+	return *out != NULL ? 0 : TERR_NAMESPACE_NOT_FOUND;
+}
+
+int
+storage_coll_get_ns(storage_t *st, const char *ns, storage_coll_t **out)
+{
 	if ((*out = staged_get(st, ns)) == NULL) {
 		pthread_rwlock_rdlock(&st->cat_lock);
 		*out = cat_get_locked(st, ns);
 		pthread_rwlock_unlock(&st->cat_lock);
 	}
-	if (ns != buf)
-		bson_free(ns);
 	return *out != NULL ? 0 : TERR_NAMESPACE_NOT_FOUND;
 }
 

@@ -239,6 +239,8 @@ void storage_coll_wake(const storage_coll_t *c);
  * storage_coll_release), or TERR_NAMESPACE_NOT_FOUND (26) without setting
  * err's message when it does not exist (callers decide what to say). */
 int storage_coll_get(storage_t *st, const char *db, const char *name, storage_coll_t **out, terr_t *err);
+/* The same by the whole namespace "<db>.<name>" (a caller that has it built). */
+int storage_coll_get_ns(storage_t *st, const char *ns, storage_coll_t **out);
 /* Take one more reference / drop one (the last frees the descriptor and its
  * cache slot).  NULL is ignored by release. */
 void storage_coll_ref(storage_coll_t *c);

@@ -17,6 +17,8 @@
 #include "commands/commands_private.h"
 #include "common/mem.h"
 #include "query/keygen.h"
+#include "bson/value.h"
+#include "query/plan.h"
 
 static engine_t *eng;
 static client_t *cl;
@@ -159,6 +161,104 @@ test_answers(void)
 	    "{ \"ok\" : 0.0, \"errmsg\" : \"collection name has invalid type int\", \"code\" : 73, \"codeName\" : \"InvalidNamespace\" }");
 }
 
+/* plan_filter_id_point reads the common {_id: scalar} from its bytes: the
+ * value must be libbson's for every type, and any other shape refused as
+ * before (query/plan.c id_point_fast) */
+static void
+test_id_point(void)
+{
+	static const char *yes[] = {
+		"{\"_id\": 7}", "{\"_id\": {\"$numberLong\": \"-9007199254740993\"}}", "{\"_id\": 2.5}",
+		"{\"_id\": {\"$numberDecimal\": \"2.50\"}}", "{\"_id\": {\"$oid\": \"65a1b2c3d4e5f60718293a4b\"}}",
+		"{\"_id\": {\"$date\": {\"$numberLong\": \"1700000000123\"}}}",
+		"{\"_id\": {\"$timestamp\": {\"t\": 1700000000, \"i\": 42}}}", "{\"_id\": true}",
+		"{\"_id\": {\"$binary\": {\"base64\": \"AAEC\", \"subType\": \"00\"}}}",
+	};
+	static const char *no[] = {
+		"{}", "{\"_id\": \"s\"}", "{\"_id\": 1, \"a\": 2}", "{\"a\": 1}", "{\"_idx\": 1}", "{\"_i\": 1}",
+		"{\"_id\": null}", "{\"_id\": {\"$gt\": 1}}", "{\"a\": 1, \"_id\": 1}",
+	};
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		bson_t *f = tt_json(yes[i]);
+		bson_value_t got, want;
+		bson_iter_t it;
+
+		memset(&got, 0xa5, sizeof(got));
+		TT_ASSERT(bson_iter_init_find(&it, f, "_id"));
+		want = *bson_iter_value(&it);
+		TT_ASSERT(plan_filter_id_point(f, &got));
+		TT_EQ_INT(got.value_type, want.value_type);
+		TT_ASSERT(bv_equal(&got, &want));
+		if (want.value_type == BSON_TYPE_TIMESTAMP) {
+			TT_EQ_INT(got.value.v_timestamp.timestamp, 1700000000);
+			TT_EQ_INT(got.value.v_timestamp.increment, 42);
+		}
+		if (want.value_type == BSON_TYPE_DECIMAL128)
+			TT_ASSERT(got.value.v_decimal128.low == want.value.v_decimal128.low &&
+			          got.value.v_decimal128.high == want.value.v_decimal128.high);
+		bson_destroy(f);
+	}
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+		bson_t *f = tt_json(no[i]);
+		bson_value_t got;
+
+		TT_ASSERT(!plan_filter_id_point(f, &got));
+		bson_destroy(f);
+	}
+}
+
+/* a found document larger than any fixed buffer of the reply's builder */
+static void
+test_big_document(void)
+{
+	char *big = bson_malloc(70000), *cmd = bson_malloc(70100), *want = bson_malloc(70200);
+
+	memset(big, 'x', 69999);
+	big[69999] = '\0';
+	snprintf(cmd, 70100, "{\"insert\": \"big\", \"documents\": [{\"_id\": 1, \"s\": \"%s\"}]}", big);
+	ok(cmd);
+	snprintf(want, 70200,
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : 1, \"s\" : \"%s\" } ], \"id\" : 0, \"ns\" : \"test.big\" }, \"ok\" : 1.0 }",
+	    big);
+	expect_reply("{\"find\": \"big\", \"filter\": {\"_id\": 1}}", want);
+	bson_free(big);
+	bson_free(cmd);
+	bson_free(want);
+}
+
+/* the found document's _id compared by its bytes when the types match
+ * (query/plan.c id_bytes_equal), by value otherwise: each type finds its
+ * document, a NaN or a -0.0 too */
+static void
+test_found_types(void)
+{
+	static const char *ids[] = {
+		"{\"$date\": {\"$numberLong\": \"1700000000123\"}}", "{\"$timestamp\": {\"t\": 1700000000, \"i\": 42}}",
+		"{\"$numberLong\": \"77\"}", "{\"$numberDouble\": \"NaN\"}", "{\"$numberDouble\": \"-0.0\"}", "3.25",
+		"{\"$oid\": \"65a1b2c3d4e5f60718293a4c\"}", "{\"$numberInt\": \"-5\"}",
+	};
+	char cmd[512];
+
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		char *got;
+		snprintf(cmd, sizeof cmd, "{\"insert\": \"types\", \"documents\": [{\"_id\": %s, \"k\": %zu}]}", ids[i], i);
+		ok(cmd);
+		snprintf(cmd, sizeof cmd, "{\"find\": \"types\", \"filter\": {\"_id\": %s}}", ids[i]);
+		got = reply_json(cmd);
+		snprintf(cmd, sizeof cmd, "\"k\" : %zu }", i);
+		if (strstr(got, cmd) == NULL)
+			fprintf(stderr, "%s: %s\n", ids[i], got);
+		TT_ASSERT(strstr(got, cmd) != NULL);
+		bson_free(got);
+	}
+	/* -0.0 and 0 are the same _id; another timestamp is not */
+	expect_reply("{\"find\": \"types\", \"filter\": {\"_id\": 0}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : -0.0, \"k\" : 4 } ], \"id\" : 0, \"ns\" : \"test.types\" }, \"ok\" : 1.0 }");
+	expect_reply("{\"find\": \"types\", \"filter\": {\"_id\": {\"$timestamp\": {\"t\": 1700000000, \"i\": 43}}}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [  ], \"id\" : 0, \"ns\" : \"test.types\" }, \"ok\" : 1.0 }");
+}
+
 static void
 test_traces(void)
 {
@@ -240,6 +340,9 @@ main(void)
 	query_keygen_register(engine_storage(eng));
 	cl = client_new(eng, NULL);
 	TT_RUN(test_answers);
+	TT_RUN(test_id_point);
+	TT_RUN(test_big_document);
+	TT_RUN(test_found_types);
 	TT_RUN(test_traces);
 	TT_RUN(test_other_collections);
 	client_free(cl);
