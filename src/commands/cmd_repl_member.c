@@ -214,9 +214,8 @@ check_multi(engine_t *e, const bson_t *cfg, terr_t *err)
 	return 0;
 }
 
-/* Tell host of the set: {_tamgaReplSetJoin: cfg, dryRun}. */
-static int
-join_one(const char *host, const bson_t *cfg, bool dry_run, terr_t *err)
+int
+cmd_repl_member_join(const char *host, const bson_t *cfg, bool dry_run, terr_t *err)
 {
 	bson_t cmd = BSON_INITIALIZER, reply;
 	bson_iter_t it;
@@ -304,7 +303,7 @@ cmd_repl_member_initiate(cmd_t *c, const bson_t *cfg, terr_t *err)
 			terr_t je = TERR_INIT;
 			if (i == self)
 				continue;
-			if (join_one(peers[i].host, full, pass == 0, &je) != 0 &&
+			if (cmd_repl_member_join(peers[i].host, full, pass == 0, &je) != 0 &&
 			    cmd_repl_member_join_veto(peers[i].host, &je, 1, err)) {
 				terr_clear(&je);
 				ret = -1;

@@ -44,6 +44,15 @@ bool cmd_repl_member_hello(engine_t *e, bson_t *out, const char **primary_host, 
 void cmd_repl_member_hello_self(engine_t *e, bson_t *out);
 
 /*
+ * Hand host the set's configuration: {_tamgaReplSetJoin: cfg, dryRun} over an
+ * authenticated member call (10 s).  0 when it took it; otherwise -1 with err
+ * set to the member's own code and errmsg, or 74 NodeNotFound when its reply
+ * names none (the caller may then ask cmd_repl_member_join_veto).  cfg is
+ * borrowed.
+ */
+int cmd_repl_member_join(const char *host, const bson_t *cfg, bool dry_run, terr_t *err);
+
+/*
  * mongod's quorum-check vetoes (check_quorum_for_config_change.cpp) for a
  * member that refused `_tamgaReplSetJoin` with je: it runs another set
  * (108 from its join: 103 "Our set name did not match that of <host>"), or

@@ -190,31 +190,6 @@ cmd_repl_member_on_config(void *arg, const bson_t *entry)
 
 static pthread_mutex_t reconfig_mu = PTHREAD_MUTEX_INITIALIZER;
 
-/* Hand cfg to a new member: {_tamgaReplSetJoin: cfg, dryRun}. */
-static int
-join(const char *host, const bson_t *cfg, bool dry, terr_t *err)
-{
-	bson_t cmd = BSON_INITIALIZER, reply;
-	bson_iter_t it;
-	int ret = 0;
-
-	BSON_APPEND_DOCUMENT(&cmd, "_tamgaReplSetJoin", cfg);
-	BSON_APPEND_BOOL(&cmd, "dryRun", dry);
-	if (repl_member_rpc(host, "admin", &cmd, 10000, &reply, err) != 0) {
-		bson_destroy(&cmd);
-		return -1;
-	}
-	bson_destroy(&cmd);
-	if (!bson_iter_init_find(&it, &reply, "ok") || bson_iter_as_double(&it) != 1.0) {
-		const char *msg = bson_iter_init_find(&it, &reply, "errmsg") && BSON_ITER_HOLDS_UTF8(&it) ?
-		    bson_iter_utf8(&it, NULL) : "refused";
-		int code = bson_iter_init_find(&it, &reply, "code") ? (int)bson_iter_as_int64(&it) : 0;
-		ret = terr_set(err, code != 0 ? code : TERR_NODE_NOT_FOUND, "%s", msg);
-	}
-	bson_destroy(&reply);
-	return ret;
-}
-
 /* mongod's checks of old -> new (see the file's comment). */
 static int
 check_reconfig(engine_t *e, const bson_t *old, const bson_t *cfg, int64_t term, terr_t *err)
@@ -367,7 +342,7 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 			terr_t je = TERR_INIT;
 			if (by_id(orow, on, nrow[i].id) != NULL)
 				continue;
-			if (join(nrow[i].host, full, pass == 0, &je) != 0 &&
+			if (cmd_repl_member_join(nrow[i].host, full, pass == 0, &je) != 0 &&
 			    cmd_repl_member_join_veto(nrow[i].host, &je, version, err)) {
 				terr_clear(&je);
 				ret = -1;
