@@ -20,8 +20,6 @@
 #include "common/log.h"
 #include "common/version.h"
 
-#define SLOW_MS 100
-
 /* Commands that take document sequences, and which ones (mongod's IDL). */
 static const struct {
 	const char *cmd;
@@ -91,24 +89,6 @@ add_compression(server_t *srv, wire_compression_t *comp, const bson_t *cmd, bson
 	BSON_APPEND_DOUBLE(&out, "ok", ok);
 	bson_destroy(reply);
 	bson_steal(reply, &out);
-}
-
-static void
-log_slow(const char *db, const char *name, int64_t ms, int code)
-{
-	bson_t attr;
-	char ns[256];
-
-	bson_init(&attr);
-	BSON_APPEND_UTF8(&attr, "type", "command");
-	snprintf(ns, sizeof(ns), "%s.$cmd", db);
-	BSON_APPEND_UTF8(&attr, "ns", ns);
-	BSON_APPEND_UTF8(&attr, "command", name);
-	if (code != 0)
-		BSON_APPEND_INT32(&attr, "errCode", code);
-	BSON_APPEND_INT64(&attr, "durationMillis", ms);
-	tlog('I', "COMMAND", 51803, "Slow query", &attr);
-	bson_destroy(&attr);
 }
 
 static atomic_int reply_ids = 1;
@@ -218,7 +198,6 @@ run_request(server_t *srv, client_t *cl, wire_compression_t *comp, wire_request_
 	bson_t reply;
 	bson_iter_t it;
 	const char *name = "";
-	int64_t t0;
 	int rc;
 	bool more_to_come = req->opcode == WIRE_OP_MSG && (req->flags & WIRE_MSG_MORE_TO_COME);
 	bool again = false, hello;
@@ -226,7 +205,6 @@ run_request(server_t *srv, client_t *cl, wire_compression_t *comp, wire_request_
 	if (bson_iter_init(&it, &req->cmd) && bson_iter_next(&it))
 		name = bson_iter_key(&it);
 	hello = is_hello(name);
-	t0 = cmd_now_us();
 	if (check_sequences(req, name, &err) != 0) {
 		wire_error_doc(&reply, &err);
 		rc = err.code;
@@ -246,9 +224,7 @@ run_request(server_t *srv, client_t *cl, wire_compression_t *comp, wire_request_
 			goto done;
 		}
 	}
-	t0 = (cmd_now_us() - t0) / 1000;
-	if (t0 >= SLOW_MS && !hello)
-		log_slow(req->db, name, t0, rc);
+	/* the "Slow query" line is the profiler's (cmd_toolbelt_after), one per operation */
 	if (engine_shutdown_requested(srv->engine) && strcmp(name, "shutdown") == 0) {
 		/* as mongod: the connection closes instead of answering */
 		bson_destroy(&reply);

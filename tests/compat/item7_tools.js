@@ -137,6 +137,18 @@
 		eq(since('m-comp').filter((l) => l.id === 21965).length, 2);
 		eq(since('m-off').filter((l) => l.id === 21965 || l.id === 21962).length, 0);
 	});
+	compat(7, 'a slow operation logs one "Slow query" line (I COMMAND 51803), not one per layer', () => {
+		const mark = 'm-slow-once';
+		const before = cmdOk(admin, {getLog: 'global'}).log;
+		cmdOk(cdb, {find: 'i7', filter: {$where: 'sleep(150) || true', _id: 1}, comment: mark});
+		const after = cmdOk(admin, {getLog: 'global'}).log;
+		// every line written since, whichever layer wrote it
+		const lines = after.slice(after.lastIndexOf(before[before.length - 1]) + 1).map((l) => JSON.parse(l))
+			.filter((l) => l.id === 51803 && l.attr.durationMillis >= 150);
+		eq(lines.length, 1, cj(lines));
+		eq([lines[0].attr.ns, lines[0].attr.command.comment], ['compat22.i7', mark]);
+		ok(lines[0].attr.durationMillis >= 150, cj(lines[0]));
+	});
 	compat(7, 'component verbosity turns on its debug lines: QUERY D2 20926, STORAGE D2 22331/22336, INDEX D2 20353, WRITE D3 20886, NETWORK D2 22986', () => {
 		const lines = (id, pred) => cmdOk(admin, {getLog: 'global'}).log.map((l) => JSON.parse(l)).filter((l) => l.id === id && pred(l));
 		const comp = (name, v) => cmdOk(admin, {setParameter: 1, logComponentVerbosity: {[name]: {verbosity: v}}});
