@@ -844,9 +844,7 @@ config_adopt_locked(repl_set_t *rs, bson_t *cfg)
 		BSON_APPEND_DOCUMENT(&attr, "config", cfg);
 		tlog('I', "REPL", 21392, "New replica set config in use", &attr);
 		bson_reinit(&attr);
-		if (n > 1 && rs->self != NULL && !found) {
-			tlog('I', "REPL", 21394, "This node is not a member of the config", NULL);
-		} else if (n > 0) {
+		if (!(n > 1 && rs->self != NULL && !found) && n > 0) {
 			BSON_APPEND_UTF8(&attr, "hostAndPort", rs->self_host);
 			tlog('I', "REPL", 21393, "Found self in config", &attr);
 		}
