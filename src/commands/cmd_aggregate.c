@@ -229,7 +229,7 @@ static const char *const aggregate_fields[] = {
 	"pipeline", "cursor", "explain", "allowDiskUse", "bypassDocumentValidation", "collation",
 	"hint", "let", "collectionUUID", "fromMongos", "needsMerge", "fromRouter", "isMapReduceCommand",
 	"includeQueryStatsMetrics", "exchange", "runtimeConstants", "encryptionInformation",
-	"$_requestReshardingResumeToken", "$_requestResumeToken", "$_resumeAfter", "rawData",
+	"$_requestReshardingResumeToken", "$_requestResumeToken", "$_resumeAfter", "$_startAt", "rawData",
 	"$_explainVerbosity", NULL,
 };
 
@@ -250,19 +250,24 @@ check_hint(cmd_t *c, bson_value_t *out, terr_t *err)
 }
 
 /*
- * $_requestResumeToken / $_resumeAfter (mongod's resumable aggregate scans,
- * the ones resharding runs): mongod's checks (2 BadValue: the hint must be
- * {$natural: 1}; $_resumeAfter needs $_requestResumeToken), then the token
- * as find checks it (cmd_resume_input_check).  Sets *want and, for
- * $_resumeAfter, host->has_resume_after / resume_after.  A view or a
- * time-series collection answers 238 (its documents are not the scan's).
+ * $_requestResumeToken / $_resumeAfter / $_startAt (mongod's resumable
+ * aggregate scans, the ones resharding runs): mongod's checks (2 BadValue:
+ * the hint must be {$natural: 1}; a token to resume from needs
+ * $_requestResumeToken), then the token as find checks it
+ * (cmd_resume_input_check: $_startAt, as find's, goes on past the RecordId
+ * whether it is still there or not).  coll is the collection scanned: over
+ * a view, the one it stands on (mongod resolves the view into an aggregate
+ * on it that keeps these fields, PipelineResolver).  Sets *want and
+ * host->has_resume_after / resume_after / resume_key.  A time-series
+ * collection's measurements (ts) answer 238.
  */
 static int
-check_resume(cmd_t *c, const char *coll, bool view_or_ts, agg_host_t *host, bool *want, terr_t *err)
+check_resume(cmd_t *c, const char *coll, bool ts, agg_host_t *host, bool *want, terr_t *err)
 {
 	bson_iter_t it, h;
 	bool has_after = bson_iter_init_find(&it, c->body, "$_resumeAfter");
-	bson_t after;
+	bool has_start = bson_iter_init_find(&it, c->body, "$_startAt");
+	bson_t after, start;
 	char ns[512];
 	storage_coll_t *sc = NULL;
 	int ret;
@@ -282,32 +287,37 @@ check_resume(cmd_t *c, const char *coll, bool view_or_ts, agg_host_t *host, bool
 			return terr_set(err, TERR_BAD_VALUE, "hint must be {$natural:1} if 'requestResumeToken' is enabled");
 	} else if (has_after) {
 		return terr_set(err, TERR_BAD_VALUE, "'requestResumeToken' must be true if 'resumeAfter' is specified");
+	} else if (has_start) {
+		return terr_set(err, TERR_BAD_VALUE, "'requestResumeToken' must be true if 'startAt' is specified");
 	}
 	if (!*want)
 		return 0;
-	if (coll == NULL || view_or_ts)
+	if (coll == NULL || ts)
 		return terr_set(err, TERR_NOT_IMPLEMENTED,
-		    "aggregate with $_requestResumeToken over a view, a time-series collection or no collection "
+		    "aggregate with $_requestResumeToken over a time-series collection or no collection "
 		    "is not supported by Tamga yet");
 	host->want_recid = true;
-	if (!has_after)
+	if (!has_after && !has_start)
 		return 0;
-	bson_iter_init_find(&it, c->body, "$_resumeAfter");
-	if (!BSON_ITER_HOLDS_DOCUMENT(&it))
-		return terr_set(err, TERR_TYPE_MISMATCH,
-		    "BSON field '$_resumeAfter' is the wrong type '%s', expected type 'object'",
-		    bv_type_name(bson_iter_type(&it)));
-	{
+	for (int i = 0; i < 2; i++) {
+		const char *name = i == 0 ? "$_resumeAfter" : "$_startAt";
+		bson_t *into = i == 0 ? &after : &start;
 		const uint8_t *data;
 		uint32_t len;
 
+		if (!bson_iter_init_find(&it, c->body, name))
+			continue;
+		if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+			return terr_set(err, TERR_TYPE_MISMATCH, "BSON field '%s' is the wrong type '%s', expected type 'object'",
+			    name, bv_type_name(bson_iter_type(&it)));
 		bson_iter_document(&it, &len, &data);
-		bson_init_static(&after, data, len);
+		bson_init_static(into, data, len);
 	}
 	snprintf(ns, sizeof ns, "%s.%s", c->db, coll);
 	storage_coll_get(c->engine->st, c->db, coll, &sc, NULL);
-	ret = cmd_resume_input_check(c, sc, ns, "Executor error during aggregate command on namespace: ", &after,
-	    NULL, &host->has_resume_after, &host->resume_after, &host->resume_key, &host->resume_key_len, err);
+	ret = cmd_resume_input_check(c, sc, ns, "Executor error during aggregate command on namespace: ",
+	    has_after ? &after : NULL, has_start ? &start : NULL, &host->has_resume_after, &host->resume_after,
+	    &host->resume_key, &host->resume_key_len, err);
 	storage_coll_release(sc);
 	return ret;
 }
@@ -465,7 +475,7 @@ CMD_HANDLER(cmd_aggregate)
 	}
 
 	a = bson_malloc0(sizeof(*a));
-	ERR(check_resume(c, coll, view.base != NULL || combined_ts, &a->host, &a->resume_token, err));
+	ERR(check_resume(c, view.base != NULL ? view.base : coll, combined_ts, &a->host, &a->resume_token, err));
 	ERR(check_hint(c, &a->hint, err));
 	if (a->hint.value_type != BSON_TYPE_EOD)
 		a->host.hint = &a->hint;

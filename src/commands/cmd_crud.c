@@ -737,14 +737,17 @@ context_wrap(const char *context, const char *ns, terr_t *err)
 /*
  * Where a resumable scan starts, as mongod's validateResumeInput and its
  * CollectionScan decide: one of $_resumeAfter (past the RecordId, which
- * must still exist: 211 KeyNotFound otherwise) and $_startAt (at it or the
- * next one); {$recordId: NumberLong | BinData | null[, $initialSyncId:
+ * must still exist: 211 KeyNotFound otherwise) and $_startAt (past it too
+ * when it exists -- CollectionScan seeks it exactly and then advances, as
+ * the token names the last document returned -- else at the next one: so
+ * past it either way, with no KeyNotFound); {$recordId: NumberLong |
+ * BinData | null[, $initialSyncId:
  * UUID]}; an $initialSyncId never matches (no initial sync made this
  * node: 8132701); the RecordId's type must match the collection's (int64,
  * BinData for a clustered one: 7738600); a null RecordId cannot be resumed
  * from (211).  Errors the scan raises carry find's executor context, as
- * mongod's do.  Sets *has_after / *after (a position to scan past).
- * Clustered collections (BinData RecordIds) answer 238.
+ * mongod's do.  Sets *has_after / *after (a position to scan past), or on
+ * a clustered collection *after_key (its clustered key).
  */
 int
 cmd_resume_input_check(cmd_t *c, const storage_coll_t *coll, const char *ns, const char *context,
@@ -786,10 +789,9 @@ cmd_resume_input_check(cmd_t *c, const storage_coll_t *coll, const char *ns, con
 		bson_subtype_t ksub;
 		storage_session_t *s;
 
-		if (start_at != NULL)
-			return terr_set(err, TERR_NOT_IMPLEMENTED,
-			    "$_startAt on a clustered collection is not supported by Tamga yet");
 		bson_iter_binary(&rid, &ksub, &kl, &kb);
+		if (start_at != NULL)
+			goto past_key;   /* present or not: the scan goes on past it */
 		if ((s = client_session(c->client, err)) == NULL)
 			return -1;
 		if ((g = storage_doc_find_key(s, (storage_coll_t *)coll, kb, kl, NULL, &d, err)) < 0)
@@ -805,6 +807,7 @@ cmd_resume_input_check(cmd_t *c, const storage_coll_t *coll, const char *ns, con
 			    "attempting to resume no longer exists in the collection: RecordId(%s%s)", hex, kl > 64 ? "..." : "");
 			return context_wrap(context, ns, err);
 		}
+past_key:
 		*has_after = true;
 		*after_key = kb;
 		*after_key_len = kl;
@@ -818,13 +821,8 @@ cmd_resume_input_check(cmd_t *c, const storage_coll_t *coll, const char *ns, con
 		return 0;      /* no collection: no documents, as mongod's EOF plan */
 	*has_after = true;
 	*after = bson_iter_int64(&rid);
-	if (start_at != NULL) {
-		/* at the RecordId, or the next one when it is gone: past the one
-		 * before (RecordIds are >= 1) */
-		*has_after = *after > 1;
-		*after = *after - 1;
-		return 0;
-	}
+	if (start_at != NULL)
+		return 0;   /* past it, whether it is still there or not */
 	{
 		storage_session_t *s = client_session(c->client, err);
 

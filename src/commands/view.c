@@ -110,11 +110,13 @@ static const char *const passed_fields[] = {
 };
 
 /* find options aggregation does not have: 168 "Option <f> not supported in
- * aggregation." when present with a value that asks for them. */
+ * aggregation." when present with a value that asks for them.  A token to
+ * resume from is refused there too (mongod's timeseries_resume_after.js:
+ * InvalidPipelineOperator for a find over the time-series collection, as
+ * over a view before 8.1). */
 static const char *const find_refused[] = {
 	"min", "max", "returnKey", "showRecordId", "oplogReplay", "noCursorTimeout",
-	"allowPartialResults", "readOnce", "allowSpeculativeMajorityRead", "requestResumeToken",
-	"resumeAfter", NULL,
+	"allowPartialResults", "readOnce", "allowSpeculativeMajorityRead", "$_resumeAfter", "$_startAt", NULL,
 };
 
 static bool

@@ -1,7 +1,9 @@
 /*
- * log.c -- mongod-format JSON log lines, an in-memory ring for getLog.
+ * log.c -- mongod-format JSON log lines, an in-memory ring for getLog.  The
+ * attributes are encoded by log_json.c (mongod's spellings, $uuid...).
  */
 #include "common/log.h"
+#include "common/log_json.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -144,45 +146,11 @@ tlog_startup_done(void)
 	pthread_mutex_unlock(&log_lock);
 }
 
-/* JSON string escaping for the few free-text fields we print ourselves. */
+/* the free-text fields we print ourselves, escaped as mongod's */
 static void
 append_json_str(bson_string_t *s, const char *v)
 {
-	char *esc = bson_utf8_escape_for_json(v, -1);
-
-	bson_string_append_c(s, '"');
-	bson_string_append(s, esc ? esc : "");
-	bson_string_append_c(s, '"');
-	bson_free(esc);
-}
-
-/* libbson prints "{ \"a\" : 1 }"; mongod's log lines are compact JSON:
- * drop the whitespace outside strings, in place. */
-static void
-compact_json(char *j)
-{
-	char *out = j;
-	bool in_str = false, esc = false;
-
-	for (; *j != '\0'; j++) {
-		char ch = *j;
-		if (in_str) {
-			*out++ = ch;
-			if (esc)
-				esc = false;
-			else if (ch == '\\')
-				esc = true;
-			else if (ch == '"')
-				in_str = false;
-			continue;
-		}
-		if (ch == ' ' || ch == '\n' || ch == '\t')
-			continue;
-		if (ch == '"')
-			in_str = true;
-		*out++ = ch;
-	}
-	*out = '\0';
+	tlog_json_str(s, v, strlen(v));
 }
 
 static void tlog_line(char sev, const char *sevstr, const char *component, int id, const char *msg,
@@ -228,14 +196,8 @@ tlog_line(char sev, const char *sevstr, const char *component, int id, const cha
 	bson_string_append(s, ",\"msg\":");
 	append_json_str(s, msg);
 	if (attr != NULL && !bson_empty(attr)) {
-		size_t len;
-		char *j = bson_as_relaxed_extended_json(attr, &len);
-		if (j != NULL) {
-			compact_json(j);
-			bson_string_append(s, ",\"attr\":");
-			bson_string_append(s, j);
-			bson_free(j);
-		}
+		bson_string_append(s, ",\"attr\":");
+		tlog_json_doc(s, attr, false);
 	}
 	bson_string_append_c(s, '}');
 	line = bson_string_free(s, false);

@@ -714,13 +714,15 @@ geo_keys_add(void *ctx, const uint8_t *key, size_t len, const uint8_t *tb, size_
 }
 
 /*
- * returnKey through a geo plan (near rings, covering scan): mongod returns
- * the index entry its scan met first for the document, which for a
- * document with several keys (a polygon's cells, several points, an array
- * on a compound field) depends on its own coverings and annulus order.  A
- * document with exactly one key in the index has that key whatever the
- * scan: it is generated again from doc and given under the key pattern's
- * names.  Otherwise, and for a near search without an index, 238.
+ * returnKey through a geo plan: mongod returns the index entry its scan met
+ * first for the document.  A covering scan ($geoWithin / $geoIntersects:
+ * the query's S2 covering as intervals, walked in key order, deduplicated
+ * by RecordId, as mongod's IXSCAN under its FETCH) keeps that entry
+ * (plan_geo_cur_key).  A near search's order is its annuli's, which
+ * Tamga's rings do not reproduce: a document with exactly one key in the
+ * index has that key whatever the scan (generated again from doc); one
+ * with several (a polygon's cells, several points, an array on a compound
+ * field), and a near search without an index, answer 238.
  */
 static int
 geo_key_capture(plan_exec_t *x, const bson_t *doc, terr_t *err)
@@ -733,6 +735,9 @@ geo_key_capture(plan_exec_t *x, const bson_t *doc, terr_t *err)
 	bson_iter_t p, v;
 	int n = 0, ret = 0;
 
+	const uint8_t *key, *tb;
+	size_t klen, tblen;
+
 	x->have_key = false;
 	if (ixn < 0 || ixn >= x->coll->nindexes)
 		return terr_set(err, TERR_NOT_IMPLEMENTED,
@@ -742,16 +747,20 @@ geo_key_capture(plan_exec_t *x, const bson_t *doc, terr_t *err)
 		return 0;
 	while (bson_iter_next(&p) && n < KEYGEN_MAX_FIELDS_PLAN)
 		desc[n++] = BSON_ITER_HOLDS_NUMBER(&p) && bson_iter_as_double(&p) < 0;
-	if (keygen_geo_keys(ix, doc, geo_keys_add, &c, err) != 0)
-		ERR(-1);
-	if (c.n != 1) {
-		ret = terr_set(err, TERR_NOT_IMPLEMENTED,
-		    "returnKey with a geo query (index %s) of a document with %zu keys in it is not supported by Tamga yet",
-		    ix->name, c.n);
-		goto err;
+	if (!plan_geo_cur_key(x->geo, &key, &klen, &tb, &tblen)) {
+		/* a near plan: the document's only key, if it has one */
+		if (keygen_geo_keys(ix, doc, geo_keys_add, &c, err) != 0)
+			ERR(-1);
+		if (c.n != 1) {
+			ret = terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "returnKey with a geo near query (index %s) of a document with %zu keys in it is not supported by Tamga yet",
+			    ix->name, c.n);
+			goto err;
+		}
+		key = c.key, klen = c.klen, tb = c.tb, tblen = c.tblen;
 	}
 	bson_init(&parts);
-	if (!keystring_decode_values_tb(c.key, c.klen, c.tb, c.tblen, n, desc, &parts)) {
+	if (!keystring_decode_values_tb(key, klen, tb, tblen, n, desc, &parts)) {
 		bson_destroy(&parts);
 		ret = terr_set(err, TERR_INTERNAL_ERROR, "index %s: a key does not decode", ix->name);
 		goto err;
@@ -2196,6 +2205,8 @@ plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson
 	if (x->access == ACCESS_TEXT)
 		return text_next(x, s, recid, doc, err);
 	if (x->access == ACCESS_GEO) {
+		if (x->want_key)
+			plan_geo_want_keys(x->geo);
 		rc = plan_geo_next(x->geo, s, x->coll, x->match, recid, doc, &x->stats, err);
 		if (rc == 0)
 			x->scan_done = true;

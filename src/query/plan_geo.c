@@ -55,6 +55,14 @@ struct geo_run {
 	size_t seen_cap, seen_n;
 	const geo_shape_t *shape;
 	uint64_t near_bits;         /* the filter's $near conjunct (rings answer it: not re-checked) */
+	/* GR_COVER for returnKey (plan_geo_want_keys): per hit, the index entry
+	 * that gave it first (its key bytes, then its type bits) */
+	bool want_keys;
+	struct gr_key {
+		uint8_t *bytes;
+		size_t klen, tblen;
+	} *hkeys;
+	size_t hkeys_cap;
 };
 
 /* ---- a set of RecordIds (open addressing, 0 = empty) ---------------------- */
@@ -524,6 +532,31 @@ err:
 	return ret;
 }
 
+/* returnKey: the entry of the hit just added (the first of its document
+ * the scan met: mongod's IXSCAN keeps that one when it deduplicates) */
+static int
+hkey_add(geo_run_t *r, storage_cursor_t *cur, const uint8_t *key, size_t klen, terr_t *err)
+{
+	const uint8_t *tb = NULL;
+	size_t tblen = 0, i = r->nhits - 1;
+	struct gr_key *k;
+
+	if (storage_cursor_typebits(cur, &tb, &tblen, err) != 0)
+		return -1;
+	if (r->hkeys_cap < r->cap) {
+		r->hkeys = bson_realloc(r->hkeys, sizeof(*r->hkeys) * r->cap);
+		r->hkeys_cap = r->cap;
+	}
+	k = &r->hkeys[i];
+	k->bytes = bson_malloc(klen + tblen + 1);
+	memcpy(k->bytes, key, klen);
+	if (tblen > 0)
+		memcpy(k->bytes + klen, tb, tblen);
+	k->klen = klen;
+	k->tblen = tblen;
+	return 0;
+}
+
 /* $geoWithin / $geoIntersects: the covering's keys, each document once,
  * collected first (nothing held between batches), then fetched and
  * filtered one by one. */
@@ -559,6 +592,10 @@ cover_scan(geo_run_t *r, storage_session_t *s, storage_coll_t *coll, plan_stats_
 				continue;
 			}
 			hit_add(r, recid, 0);
+			if (r->want_keys && hkey_add(r, cur, key, klen, err) != 0) {
+				rc = -1;
+				break;
+			}
 		}
 		storage_cursor_close(cur);
 		if (rc < 0)
@@ -629,6 +666,29 @@ plan_geo_next(geo_run_t *r, storage_session_t *s, storage_coll_t *coll, const ma
 			return -1;
 		}
 	}
+}
+
+void
+plan_geo_want_keys(geo_run_t *r)
+{
+	if (r != NULL && !r->scanned)
+		r->want_keys = true;
+}
+
+bool
+plan_geo_cur_key(const geo_run_t *r, const uint8_t **key, size_t *klen, const uint8_t **tb, size_t *tblen)
+{
+	const struct gr_key *k;
+
+	if (r == NULL || r->mode != GR_COVER || !r->want_keys || r->hkeys == NULL || r->pos == 0 ||
+	    r->pos > r->nhits)
+		return false;
+	k = &r->hkeys[r->pos - 1];
+	*key = k->bytes;
+	*klen = k->klen;
+	*tb = k->tblen > 0 ? k->bytes + k->klen : NULL;
+	*tblen = k->tblen;
+	return true;
 }
 
 bool
@@ -787,6 +847,10 @@ plan_geo_free(geo_run_t *r)
 	if (r == NULL)
 		return;
 	bson_free(r->path);
+	if (r->hkeys != NULL)
+		for (size_t i = 0; i < r->nhits; i++)
+			bson_free(r->hkeys[i].bytes);
+	bson_free(r->hkeys);
 	bson_free(r->hits);
 	bson_free(r->iv);
 	bson_free(r->seen);

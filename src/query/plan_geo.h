@@ -55,6 +55,16 @@ bool plan_geo_is_near(const geo_run_t *r);
 double plan_geo_distance(const geo_run_t *r);
 bool plan_geo_location(geo_run_t *r, bson_value_t *loc);
 
+/* returnKey: keep, for a covering scan ($geoWithin / $geoIntersects over a
+ * 2dsphere index), the index entry that gave each document first (call
+ * before the first plan_geo_next; near plans keep none).
+ * plan_geo_cur_key: that entry for the document plan_geo_next returned
+ * last (borrowed until the next call; tb NULL when it has no type bits),
+ * false when r keeps none. */
+void plan_geo_want_keys(geo_run_t *r);
+bool plan_geo_cur_key(const geo_run_t *r, const uint8_t **key, size_t *klen, const uint8_t **tb,
+                      size_t *tblen);
+
 /* The index it uses (position in coll->indexes, -1 none). */
 int plan_geo_index(const geo_run_t *r);
 

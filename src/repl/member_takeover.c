@@ -88,7 +88,7 @@ request_main(void *arg)
 	} else {
 		BSON_APPEND_UTF8(&attr, "error", err.msg);
 	}
-	tlog('I', "ELECTION", 21438, "Starting an election for a priority takeover", &attr);
+	tlog('I', "ELECTION", 4615660, "Starting an election for a priority takeover", &attr);
 	bson_destroy(&attr);
 	bson_destroy(&cmd);
 	pthread_mutex_lock(&t->lock);

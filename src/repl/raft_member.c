@@ -32,6 +32,7 @@
 #include "repl/member_recover.h"
 #include "repl/member_rejoin.h"
 #include "repl/member_takeover.h"
+#include "repl/election_log.h"
 
 /* Entries handed to raft_apply at once, at most. */
 #define FEED_BATCH 256
@@ -82,6 +83,8 @@ struct repl_member {
 	 * dropRaftMessagesFrom fail point (fault_recv) */
 	int (*io_start)(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick, raft_io_recv_cb recv);
 	raft_io_recv_cb raft_recv;
+	raft_io_tick_cb raft_tick;
+	repl_election_log_t elog;     /* loop thread: the election lines' view of Raft */
 	struct raft_fsm fsm;
 	struct raft raft;
 	struct raft_barrier barrier;
@@ -707,6 +710,7 @@ on_watch(uv_timer_t *t)
 	}
 	takeover_tick_locked(m, state, lid, now);
 	pthread_mutex_unlock(&m->lock);
+	repl_election_log_observe(&m->elog, &m->raft, m->o.election_timeout_ms);
 }
 
 /*
@@ -783,6 +787,17 @@ fault_recv(struct raft_io *io, struct raft_message *msg)
 		return;
 	}
 	m->raft_recv(io, msg);
+	repl_election_log_observe(&m->elog, &m->raft, m->o.election_timeout_ms);
+}
+
+/* Raft's tick (where its elections start), then the election lines */
+static void
+observed_tick(struct raft_io *io)
+{
+	repl_member_t *m = ((struct raft *)io->data)->data;
+
+	m->raft_tick(io);
+	repl_election_log_observe(&m->elog, &m->raft, m->o.election_timeout_ms);
 }
 
 static int
@@ -791,7 +806,8 @@ fault_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick, raft_io_re
 	repl_member_t *m = ((struct raft *)io->data)->data;
 
 	m->raft_recv = recv;
-	return m->io_start(io, msecs, tick, fault_recv);
+	m->raft_tick = tick;
+	return m->io_start(io, msecs, observed_tick, fault_recv);
 }
 
 static void
@@ -825,6 +841,7 @@ loop_main(void *arg)
 	int rv;
 	unsigned et = (unsigned)m->o.election_timeout_ms / 2;
 
+	tlog_set_ctx("ReplCoord-0");   /* the election lines' context, as mongod's */
 	rv = uv_loop_init(&m->loop);
 	if (rv != 0) {
 		snprintf(m->start_msg, sizeof(m->start_msg), "uv_loop_init: %s", uv_strerror(rv));
@@ -1060,6 +1077,16 @@ applier_main(void *arg)
 			continue;
 		}
 		list = queue_take_all(&m->to_apply);
+		if (!m->primary && tlog_debug_on("REPL", 2)) {
+			/* mongod's OplogApplierImpl line for each batch a secondary applies */
+			bson_t attr = BSON_INITIALIZER;
+			int64_t size = 0;
+			for (n = list; n != NULL; n = n->next)
+				size++;
+			BSON_APPEND_INT64(&attr, "size", size);
+			tlog_debug(2, "REPL", 21230, "Oplog application batch size", &attr);
+			bson_destroy(&attr);
+		}
 		pthread_mutex_unlock(&m->lock);
 		for (n = list; n != NULL; n = n->next) {
 			bson_t e;

@@ -10,6 +10,7 @@
  */
 #include "repl/replset.h"
 #include "repl/clock.h"
+#include "repl/election_log.h"
 #include "repl/oplog.h"
 
 #include <pthread.h>
@@ -40,6 +41,7 @@ struct repl_set {
 	char self_host[256];
 	int64_t term;
 	repl_member_state_t state;
+	repl_member_state_t logged_state;   /* the state the last 21358 line named */
 	int64_t stepdown_until_ms, freeze_until_ms;
 	int maintenance;              /* replSetMaintenance calls not yet undone */
 	repl_optime_t election_optime;
@@ -835,6 +837,19 @@ config_adopt_locked(repl_set_t *rs, bson_t *cfg)
 		rs->state = REPL_STATE_REMOVED;
 	else if (rs->state == REPL_STATE_REMOVED)
 		rs->state = REPL_STATE_STARTUP2;
+	/* mongod's _setCurrentRSConfig lines */
+	{
+		bson_t attr;
+		bson_init(&attr);
+		BSON_APPEND_DOCUMENT(&attr, "config", cfg);
+		tlog('I', "REPL", 21392, "New replica set config in use", &attr);
+		bson_reinit(&attr);
+		if (!(n > 1 && rs->self != NULL && !found) && n > 0) {
+			BSON_APPEND_UTF8(&attr, "hostAndPort", rs->self_host);
+			tlog('I', "REPL", 21393, "Found self in config", &attr);
+		}
+		bson_destroy(&attr);
+	}
 }
 
 static int
@@ -855,9 +870,42 @@ store_election(repl_set_t *rs, int64_t term, terr_t *err)
 	return r;
 }
 
+static const char *
+state_str(repl_member_state_t s)
+{
+	switch (s) {
+	case REPL_STATE_STARTUP: return "STARTUP";
+	case REPL_STATE_PRIMARY: return "PRIMARY";
+	case REPL_STATE_SECONDARY: return "SECONDARY";
+	case REPL_STATE_RECOVERING: return "RECOVERING";
+	case REPL_STATE_STARTUP2: return "STARTUP2";
+	case REPL_STATE_ROLLBACK: return "ROLLBACK";
+	case REPL_STATE_REMOVED: return "REMOVED";
+	}
+	return "UNKNOWN";
+}
+
+/* mongod's 21358 on every change of this member's state (under the lock:
+ * the lines come in the order of the changes) */
+static void
+state_log_locked(repl_set_t *rs)
+{
+	bson_t attr;
+
+	if (rs->state == rs->logged_state)
+		return;
+	bson_init(&attr);
+	BSON_APPEND_UTF8(&attr, "newState", state_str(rs->state));
+	BSON_APPEND_UTF8(&attr, "oldState", state_str(rs->logged_state));
+	tlog('I', "REPL", 21358, "Replica set state transition", &attr);
+	bson_destroy(&attr);
+	rs->logged_state = rs->state;
+}
+
 static void
 bump_locked(repl_set_t *rs)
 {
+	state_log_locked(rs);
 	rs->topology_counter++;
 	pthread_cond_broadcast(&rs->changed);
 }
@@ -870,15 +918,20 @@ elect_locked(repl_set_t *rs)
 	uint32_t s, i;
 	terr_t err = TERR_INIT;
 
+	/* mongod's election lines (a single voter: the dry run and the vote
+	 * are its own) */
+	repl_election_log_line(21438, "currentTerm", rs->term);
 	rs->term++;
+	repl_election_log_line(21444, "newTerm", rs->term);
 	if (store_election(rs, rs->term, &err) != 0) {
 		bson_t attr;
 		bson_init(&attr);
 		BSON_APPEND_UTF8(&attr, "error", err.msg ? err.msg : "");
-		tlog('W', "REPL", 21444, "Failed to store the term", &attr);
+		tlog('W', "ELECTION", 21445, "Failed to store LastVote document when voting for myself", &attr);
 		bson_destroy(&attr);
 		terr_clear(&err);
 	}
+	repl_election_log_line(21450, "term", rs->term);
 	rs->state = REPL_STATE_PRIMARY;
 	rs->stepdown_until_ms = 0;
 	rs->freeze_until_ms = 0;
@@ -964,6 +1017,7 @@ repl_set_open(storage_t *st, const char *name, repl_set_t **out, terr_t *err)
 				elect_locked(rs);
 		}
 	}
+	state_log_locked(rs);
 	*out = rs;
 	return 0;
 fail:
@@ -1332,7 +1386,6 @@ repl_set_step_down(repl_set_t *rs, int64_t secs, int64_t catch_up_secs, bool for
 	rs->stepdown_until_ms = wall_ms() + secs * 1000;
 	bump_locked(rs);
 	pthread_mutex_unlock(&rs->lock);
-	tlog('I', "REPL", 21358, "Replica set state transition: PRIMARY -> SECONDARY (stepdown)", NULL);
 	return 0;
 }
 
@@ -1457,16 +1510,12 @@ repl_set_raft_role(repl_set_t *rs, repl_member_state_t state, int64_t term)
 	bump_locked(rs);
 	pthread_mutex_unlock(&rs->lock);
 	{
+		/* 21358 came from bump_locked */
 		bson_t attr;
 		bson_init(&attr);
 		BSON_APPEND_INT64(&attr, "term", term);
-		BSON_APPEND_INT32(&attr, "newState", (int32_t)state);
-		if (state == REPL_STATE_PRIMARY)
+		if (state == REPL_STATE_PRIMARY && !was_primary)
 			tlog('I', "REPL", 21331, "Transition to primary complete; database writes are now permitted", &attr);
-		else if (was_primary)
-			tlog('I', "REPL", 21358, "Replica set state transition: PRIMARY -> SECONDARY (Raft)", &attr);
-		else
-			tlog('I', "REPL", 21358, "Replica set state transition", &attr);
 		bson_destroy(&attr);
 	}
 }

@@ -92,7 +92,7 @@
 		eq(f({filter: {h: 5}}), [want[0]]);
 		eq(f({filter: {}, hint: {h: 'hashed'}, sort: {_id: 1}}), want);
 	});
-	compat(1, 'find returnKey over geo plans: a document\'s one key as stored; several keys (which one mongod meets first depends on its coverings) 238', () => {
+	compat(1, 'find returnKey over geo plans: a document\'s one key as stored; several keys: a covering scan\'s first entry, a near search 238', () => {
 		cdb.i1rkg.drop();
 		cdb.i1rkg.insertMany([{_id: 1, g: {type: 'Point', coordinates: [1, 1]}, p: [1, 1], a: 5},
 			{_id: 2, g: {type: 'Point', coordinates: [1.001, 1]}, p: [1.5, 1], a: 6}]);
@@ -117,10 +117,27 @@
 		wantErr(cdb, {find: 'i1rkg', filter: {p: {$geoWithin: {$box: [[0, 0], [5, 5]]}}}, returnKey: true}, 238);
 		eq(set(f({p: {$geoWithin: {$box: [[0, 0], [5, 5]]}}}, {hint: 'p_2d'})), set(pk));
 		eq(f({p: {$geoWithin: {$box: [[0, 0], [5, 5]]}}}, {hint: {$natural: 1}}), [{}, {}]);
-		// a polygon has many cells: not built (238), never a wrong key
+		// several keys: a covering scan ($geoWithin / $geoIntersects) walks the
+		// query's intervals in key order and keeps the first entry of each
+		// document (mongod's IXSCAN dedup); a near search's annuli Tamga does
+		// not reproduce: 238, never a wrong key
 		cdb.i1rkg.insertOne({_id: 3, g: {type: 'Polygon', coordinates: [[[0, 0], [3, 0], [3, 3], [0, 0]]]}, a: 7});
-		wantErr(cdb, {find: 'i1rkg', filter: {_id: 3, g: {$geoIntersects: {$geometry: pt}}}, returnKey: true}, 238);
+		const k3 = f({_id: 3, g: {$geoIntersects: {$geometry: pt}}});
+		ok(k3.length === 1 && k3[0].g instanceof Long && k3[0].a === 7, cj(k3));
 		wantErr(cdb, {find: 'i1rkg', filter: {_id: 3, g: {$near: {$geometry: pt}}}, returnKey: true}, 238);
+		// two points far apart: each point's query meets its own cell; a
+		// region holding both meets the smaller one first, the one a whole
+		// index scan keeps
+		cdb.i1rkg.insertOne({_id: 4, g: {type: 'MultiPoint', coordinates: [[20, 20], [60, 50]]}, a: 8});
+		const at = (c) => f({_id: 4, g: {$geoIntersects: {$geometry: {type: 'Point', coordinates: c}}}});
+		const ka = at([20, 20]), kb = at([60, 50]);
+		ok(ka.length === 1 && kb.length === 1 && ka[0].a === 8 && kb[0].a === 8, cj([ka, kb]));
+		ok(!ka[0].g.equals(kb[0].g), 'two points, two cells: ' + cj([ka, kb]));
+		const first = ka[0].g.lessThan(kb[0].g) ? ka[0] : kb[0];
+		const box = {type: 'Polygon', coordinates: [[[10, 10], [70, 10], [70, 60], [10, 60], [10, 10]]]};
+		eq(f({_id: 4, g: {$geoWithin: {$geometry: box}}}), [first]);
+		eq(f({_id: 4}, {hint: 'g_2dsphere_a_1'}), [first]);
+		wantErr(cdb, {find: 'i1rkg', filter: {_id: 4, g: {$nearSphere: {$geometry: pt}}}, returnKey: true}, 238);
 	});
 	compat(1, 'find returnKey over $text: the key of the first term (sorted) that met the document, as TEXT_OR keeps it', () => {
 		cdb.i1rkt.drop();

@@ -119,16 +119,30 @@
 		wantErr(cdb, Object.assign({}, base, {$_resumeAfter: {$recordId: NumberLong(2)}}), 7738600);
 		wantErr(cdb, {find: 'i3', filter: {}, hint: {$natural: 1}, $_requestResumeToken: true,
 			$_resumeAfter: {$recordId: all[0].$recordId}}, 7738600);
+		// $_startAt: past the key, whether it is still there or not
+		eq(cmdOk(cdb, Object.assign({}, base, {$_startAt: tok})).cursor.firstBatch.map((d) => d._id), [2, 3, 'x']);
 		cdb.i3cl.deleteOne({_id: 2});
 		wantErr(cdb, Object.assign({}, base, {$_resumeAfter: {$recordId: all[1].$recordId}}), 211);
+		eq(cmdOk(cdb, Object.assign({}, base, {$_startAt: {$recordId: all[1].$recordId}})).cursor.firstBatch.map((d) => d._id),
+			[3, 'x']);
+		eq(cmdOk(cdb, {aggregate: 'i3cl', pipeline: [], hint: {$natural: 1}, cursor: {}, $_requestResumeToken: true,
+			$_startAt: {$recordId: all[1].$recordId}}).cursor.firstBatch.map((d) => d._id), [3, 'x']);
 	});
 	compat(3, 'resumable scans as 9.0 takes them: $_startAt, sort {$natural: 1}, mongod\'s checks and codes', () => {
 		const base = {find: 'i3', filter: {}, hint: {$natural: 1}, $_requestResumeToken: true};
 		const all = cmdOk(cdb, Object.assign({}, base, {showRecordId: true})).cursor.firstBatch;
 		const rids = all.map((d) => d.$recordId);
-		// $_startAt: at the RecordId (inclusive), or the next one when it is gone
+		// $_startAt: past the RecordId when it is there (mongod's CollectionScan
+		// seeks it exactly, then advances: the token names the last document
+		// returned), at the next one when it is gone (resume_query_from_non_existent_record.js)
 		const s1 = cmdOk(cdb, Object.assign({}, base, {$_startAt: {$recordId: rids[1]}}));
-		eq(s1.cursor.firstBatch.map((d) => d._id), all.slice(1).map((d) => d._id));
+		eq(s1.cursor.firstBatch.map((d) => d._id), all.slice(2).map((d) => d._id));
+		// aggregate takes it too
+		const sa = cmdOk(cdb, {aggregate: 'i3', pipeline: [], hint: {$natural: 1}, cursor: {}, $_requestResumeToken: true,
+			$_startAt: {$recordId: rids[0]}});
+		eq(sa.cursor.firstBatch.map((d) => d._id), all.slice(1).map((d) => d._id));
+		wantErr(cdb, {aggregate: 'i3', pipeline: [], hint: {$natural: 1}, cursor: {}, $_startAt: {$recordId: rids[0]}}, 2,
+			"'requestResumeToken' must be true if 'startAt' is specified");
 		cdb.i3gone.drop();
 		cdb.i3gone.insertMany([{_id: 1}, {_id: 2}, {_id: 3}]);
 		const g = cmdOk(cdb, {find: 'i3gone', filter: {}, hint: {$natural: 1}, showRecordId: true}).cursor.firstBatch;
@@ -158,9 +172,29 @@
 		// aggregate checks the hint as mongod (its resumption: the case above); a view's is not built (238)
 		wantErr(cdb, {aggregate: 'i3', pipeline: [], cursor: {}, $_requestResumeToken: true}, 2,
 			"hint must be {$natural:1} if 'requestResumeToken' is enabled");
+		// over a view: mongod resolves it into an aggregate on the collection
+		// under it that keeps the resume fields (PipelineResolver); the
+		// RecordIds are that collection's
 		cdb.i3view.drop();
-		cdb.createView('i3view', 'i3', []);
-		wantErr(cdb, {aggregate: 'i3view', pipeline: [], cursor: {}, hint: {$natural: 1}, $_requestResumeToken: true}, 238);
+		cdb.createView('i3view', 'i3', [{$project: {_id: 1}}]);
+		const v = cmdOk(cdb, {aggregate: 'i3view', pipeline: [], cursor: {batchSize: 1}, hint: {$natural: 1},
+			$_requestResumeToken: true});
+		eq([v.cursor.firstBatch, v.cursor.postBatchResumeToken], [[{_id: all[0]._id}], {$recordId: rids[0]}]);
+		const v2 = cmdOk(cdb, {aggregate: 'i3view', pipeline: [], cursor: {}, hint: {$natural: 1},
+			$_requestResumeToken: true, $_resumeAfter: v.cursor.postBatchResumeToken});
+		eq(v2.cursor.firstBatch, all.slice(1).map((d) => ({_id: d._id})));
+		// a find over a view with a token to resume from: 168 (timeseries_resume_after.js)
+		wantErr(cdb, {find: 'i3view', filter: {}, hint: {$natural: 1}, $_requestResumeToken: true,
+			$_resumeAfter: {$recordId: rids[0]}}, 168);
+		wantErr(cdb, {find: 'i3view', filter: {}, hint: {$natural: 1}, $_requestResumeToken: true,
+			$_startAt: {$recordId: rids[0]}}, 168);
+		// a time-series collection's measurements: not built (238)
+		cdb.i3ts.drop();
+		cdb.createCollection('i3ts', {timeseries: {timeField: 't'}});
+		cdb.i3ts.insertOne({t: new Date(), v: 1});
+		wantErr(cdb, {aggregate: 'i3ts', pipeline: [], cursor: {}, hint: {$natural: 1}, $_requestResumeToken: true}, 238);
+		wantErr(cdb, {find: 'i3ts', filter: {}, hint: {$natural: 1}, $_requestResumeToken: true,
+			$_resumeAfter: {$recordId: BinData(5, '1234')}}, 168);
 	});
 	compat(3, 'setParameter notablescan: a collection scan is refused with 291', () => {
 		const admin = db.getSiblingDB('admin');

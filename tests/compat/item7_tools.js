@@ -178,8 +178,11 @@
 		eq(rs.length, 1, cj(rs));
 		eq([rs[0].s, rs[0].c, rs[0].msg, rs[0].attr.namespace], ['D2', 'STORAGE', 'WiredTigerKVEngine::createRecordStore', 'compat22.i7s2']);
 		ok(/^table:collection-/.test(rs[0].attr.uri) && /key_format=/.test(rs[0].attr.config), cj(rs[0]));
-		const uuid = cdb.getCollectionInfos({name: 'i7s2'})[0].info.uuid.toString('base64');
-		const sd = lines(22336, (l) => l.attr.collection_uuid && JSON.stringify(l.attr.collection_uuid).includes(uuid));
+		// a UUID attr as mongod's log writes it: {"$uuid": "8-4-4-4-12"}
+		const uuid = cdb.getCollectionInfos({name: 'i7s2'})[0].info.uuid.toString('hex');
+		const sd = lines(22336, (l) => l.attr.collection_uuid && Object.keys(l.attr.collection_uuid).join() === '$uuid' &&
+			/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(l.attr.collection_uuid.$uuid) &&
+			l.attr.collection_uuid.$uuid.replace(/-/g, '') === uuid);
 		eq(sd.length, 2, cj(sd));   // the _id index, then {b: 1}
 		eq([sd[0].s, sd[0].c, sd[0].msg], ['D2', 'STORAGE', 'WiredTigerKVEngine::createSortedDataInterface']);
 		ok(/^index-/.test(sd[1].attr.ident), cj(sd[1]));

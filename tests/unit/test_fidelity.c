@@ -318,7 +318,31 @@ test_return_key_special(void)
 	    238);
 	ok_run("rk", "{\"insert\": \"g\", \"documents\": [{\"_id\": 2, \"g\": {\"type\": \"Polygon\", "
 	    "\"coordinates\": [[[0, 0], [3, 0], [3, 3], [0, 0]]]}}]}");
-	fails("rk", "{\"find\": \"g\", \"filter\": {\"g\": {\"$geoIntersects\": {\"$geometry\": {\"type\": \"Point\", "
+	/* the polygon's key a covering scan meets first: for a point query, the
+	 * polygon's one cell that contains the point's leaf cell (read from a
+	 * point document at the same place through a whole-index scan) */
+	ok_run("rk", "{\"insert\": \"g\", \"documents\": [{\"_id\": 3, \"g\": {\"type\": \"Point\", "
+	    "\"coordinates\": [2, 1]}}]}");
+	{
+		int rc1, rc2;
+		bson_t *a = run("rk", "{\"find\": \"g\", \"filter\": {\"_id\": 2, \"g\": {\"$geoIntersects\": {\"$geometry\": "
+		    "{\"type\": \"Point\", \"coordinates\": [2, 1]}}}}, \"returnKey\": true}", &rc1);
+		bson_t *b = run("rk", "{\"find\": \"g\", \"filter\": {\"_id\": 3}, \"hint\": \"g_s\", \"returnKey\": true}", &rc2);
+		bson_iter_t ka, kb;
+		TT_ASSERT(rc1 == 0 && rc2 == 0 && tt_get(a, "cursor.firstBatch.0.g", &ka) && tt_get(b, "cursor.firstBatch.0.g", &kb) &&
+		    BSON_ITER_HOLDS_INT64(&ka) && BSON_ITER_HOLDS_INT64(&kb));
+		if (!tt_cur_failed) {
+			uint64_t cell = (uint64_t)bson_iter_int64(&ka), leaf = (uint64_t)bson_iter_int64(&kb);
+			uint64_t lsb = cell & (~cell + 1);
+			TT_ASSERT(leaf & 1);                        /* a level-30 cell */
+			TT_ASSERT(!(cell & 1));                     /* the polygon's cell is coarser */
+			TT_ASSERT(cell - (lsb - 1) <= leaf && leaf <= cell + (lsb - 1));
+		}
+		tt_free_reply(a);
+		tt_free_reply(b);
+	}
+	/* a near search's order is its annuli's: 238 for a document with several keys */
+	fails("rk", "{\"find\": \"g\", \"filter\": {\"_id\": 2, \"g\": {\"$near\": {\"$geometry\": {\"type\": \"Point\", "
 	    "\"coordinates\": [2, 1]}}}}, \"returnKey\": true}", 238);
 }
 
@@ -348,9 +372,13 @@ test_find_and_writes(void)
 	/* an int32 RecordId is malformed (mongod: NumberLong, BinData or null) */
 	fails("fw", "{\"find\": \"c\", \"hint\": {\"$natural\": 1}, \"$_requestResumeToken\": true, "
 	    "\"$_resumeAfter\": {\"$recordId\": 7}}", 2);
-	/* $_startAt: at the RecordId itself */
+	/* $_startAt: past the RecordId when it is there (mongod's CollectionScan
+	 * seeks it exactly, then advances), at the next one when it is not */
 	FIELD_EQ("fw", "{\"find\": \"c\", \"hint\": {\"$natural\": 1}, \"$_requestResumeToken\": true, "
 	    "\"$_startAt\": {\"$recordId\": {\"$numberLong\": \"1\"}}, \"projection\": {\"_id\": 1}}",
+	    "cursor.firstBatch", "{ \"v\" : [  ] }");
+	FIELD_EQ("fw", "{\"find\": \"c\", \"hint\": {\"$natural\": 1}, \"$_requestResumeToken\": true, "
+	    "\"$_startAt\": {\"$recordId\": {\"$numberLong\": \"0\"}}, \"projection\": {\"_id\": 1}}",
 	    "cursor.firstBatch", "{ \"v\" : [ { \"_id\" : 1 } ] }");
 	/* returnKey of a multikey field: the element the scan met, not the first */
 	FIELD_EQ("fw", "{\"find\": \"c\", \"filter\": {\"k\": 4}, \"returnKey\": true, \"hint\": \"k_1\"}",

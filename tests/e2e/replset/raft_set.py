@@ -245,6 +245,83 @@ def wait_caught_up(members, timeout=20):
         time.sleep(0.2)
 
 
+def log_lines(m, ids=None):
+    """The JSON lines of member m's log (the ids given, or all)."""
+    out = []
+    with open(m.log, "rb") as f:
+        for raw in f:
+            try:
+                d = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(d, dict) and (ids is None or d.get("id") in ids):
+                out.append(d)
+    return out
+
+
+def wait_log(m, pred, what, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        hit = [d for d in log_lines(m) if pred(d)]
+        if hit:
+            return hit
+        time.sleep(0.1)
+    raise AssertionError("%s: no such line in %s's log:\n%s" % (what, m.host, m.tail(40)))
+
+
+def repl_log(cl, p):
+    """mongod's replication and election lines in each member's log (issue
+    22): the configuration (21392 / 21393) and state transitions (21358,
+    state names) at level 0 on every member, the election (4615652, 21438,
+    21444, 21450, ELECTION) on the primary, a secondary's REPL D2 21230
+    "Oplog application batch size" at replication verbosity 2, and UUIDs as
+    {"$uuid": ...} (STORAGE D2 22336's collection_uuid)."""
+    with p.client() as c:
+        term = c.admin.command("replSetGetStatus")["term"]
+    for m in cl.members:
+        cfg = [d for d in log_lines(m, {21392}) if d["c"] == "REPL" and d["s"] == "I"]
+        check(cfg and cfg[-1]["attr"]["config"]["_id"] == "rs0" and
+              len(cfg[-1]["attr"]["config"]["members"]) == 3, "21392 New replica set config in use on %s" % m.host)
+        me = [d for d in log_lines(m, {21393}) if d["msg"] == "Found self in config"]
+        check(me and me[-1]["attr"] == {"hostAndPort": m.host}, "21393 Found self in config on %s: %r" % (m.host, me))
+        tr = [d["attr"] for d in log_lines(m, {21358}) if d["msg"] == "Replica set state transition"]
+        check({"newState": "STARTUP2", "oldState": "STARTUP"} in tr, "21358 STARTUP -> STARTUP2 on %s: %r" % (m.host, tr))
+        want = "PRIMARY" if m is p else "SECONDARY"
+        check(any(a["newState"] == want for a in tr), "21358 to %s on %s: %r" % (want, m.host, tr))
+    el = {d["id"]: d for d in log_lines(p, {4615652, 21438, 21444, 21450}) if d["c"] == "ELECTION"}
+    check(el.get(21450, {}).get("attr") == {"term": term} and el[21450]["msg"] ==
+          "Election succeeded, assuming primary role", "21450 on the primary: %r" % el.get(21450))
+    check(el.get(21444, {}).get("attr") == {"newTerm": term}, "21444 dry run succeeded: %r" % el.get(21444))
+    check(el.get(21438, {}).get("attr") == {"currentTerm": term - 1}, "21438 dry run: %r" % el.get(21438))
+    check(el.get(4615652, {}).get("attr") == {"electionTimeoutPeriodMillis": 4000}, "4615652: %r" % el.get(4615652))
+    check(all(d["s"] == "I" for d in el.values()), "election lines at level 0")
+    # a secondary's oplog application at replication verbosity 2
+    sec = [m for m in cl.members if m is not p][0]
+    with sec.client() as c:
+        c.admin.command("setParameter", 1, logComponentVerbosity={"replication": {"verbosity": 2}})
+    with p.client() as c:
+        c.admin.command("setParameter", 1, logComponentVerbosity={"storage": {"verbosity": 2}})
+        c.logdb.logcheck.insert_many([{"i": i} for i in range(5)])
+        c.logdb.command("insert", "logcheck", documents=[{"x": 1}], writeConcern={"w": 3, "wtimeout": 10000})
+        c.admin.command("setParameter", 1, logComponentVerbosity={"storage": {"verbosity": -1}})
+    batches = wait_log(sec, lambda d: d.get("id") == 21230, "21230 Oplog application batch size")
+    check(all(d["s"] == "D2" and d["c"] == "REPL" and d["msg"] == "Oplog application batch size" and
+              isinstance(d["attr"]["size"], int) and d["attr"]["size"] >= 1 for d in batches), "21230: %r" % batches[:2])
+    with sec.client() as c:
+        c.admin.command("setParameter", 1, logComponentVerbosity={"replication": {"verbosity": -1}})
+    n = len(log_lines(sec, {21230}))
+    with p.client() as c:
+        c.logdb.command("insert", "logcheck", documents=[{"x": 2}], writeConcern={"w": 3, "wtimeout": 10000})
+    check(len(log_lines(sec, {21230})) == n, "no 21230 once replication verbosity is back to 0")
+    made = [d for d in log_lines(p, {22336})]
+    check(made and all(set(d["attr"]["collection_uuid"]) == {"$uuid"} and
+                       len(d["attr"]["collection_uuid"]["$uuid"]) == 36 for d in made),
+          "22336 collection_uuid as $uuid: %r" % made[:1])
+    with open(p.log, "rb") as f:
+        check(b'"subType":"4"' not in f.read(), "no UUID printed as $binary")
+    print("replication log lines: %d batches logged, term %d" % (len(batches), term))
+
+
 def step_down(cl, p):
     """replSetStepDown hands the leadership to another member while a
     PyMongo writer (retryWrites, replicaSet URI) keeps writing."""
@@ -392,9 +469,19 @@ def main():
         bad_configs(cl)
         p = initiate(cl)
         topology(cl, p)
+        repl_log(cl, p)
         mongosh_view(cl, p)
         replicate(cl, p)
+        old = p
         p = step_down(cl, p)
+        el = [d for d in log_lines(p, {21437, 21444, 21450}) if d["c"] == "ELECTION"]
+        with p.client() as c:
+            term = c.admin.command("replSetGetStatus")["term"]
+        check([d for d in el if d["id"] == 21450 and d["attr"] == {"term": term}] and
+              [d for d in el if d["id"] in (21437, 21444) and d["attr"] == {"newTerm": term}],
+              "the new primary's election lines after the stepdown: %r" % el)
+        check({"newState": "SECONDARY", "oldState": "PRIMARY"} in
+              [d["attr"] for d in log_lines(old, {21358})], "21358 PRIMARY -> SECONDARY on the old primary")
         np, state = failover(cl, p)
         wait_equal(cl.members, "repl", "docs")
     print("raft_set: %d checks passed in %.1fs" % (checks, time.time() - t0))

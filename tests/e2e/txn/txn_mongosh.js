@@ -84,7 +84,7 @@ test('TXN verbosity 3 writes mongod\'s D3 20507 / 20508 as commit / abort start 
 	eq([c.s, c.c, c.msg, a.s, a.c, a.msg].join('|'),
 		'D3|TXN|Received commitTransaction|D3|TXN|Received abortTransaction', 'lines');
 	for (const l of [c, a])
-		ok(Number(l.attr.txnNumberAndRetryCounter.txnNumber) >= 1 && l.attr.sessionId.id !== undefined, 'attrs ' + JSON.stringify(l.attr));
+		ok(Number(l.attr.txnNumberAndRetryCounter.txnNumber) >= 1 && /^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$/.test(l.attr.sessionId.id.$uuid), 'attrs (the lsid as $uuid) ' + JSON.stringify(l.attr));
 });
 
 test('serverStatus.transactions', () => {
