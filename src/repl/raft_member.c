@@ -109,6 +109,7 @@ struct repl_member {
 	bool primary;                 /* role told to replset */
 	uint64_t term;
 	bool stopping, failed;
+	bool halted;   /* repl_member_halt ran: threads gone, memory kept */
 	repl_ts_t committed_ts, local_last_ts, fed_ts;
 	/* the newest entry of the set's log the applier applied (or skipped as
 	 * already local): majority reads read at most there, so a deposed
@@ -1275,11 +1276,13 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 }
 
 void
-repl_member_stop(repl_member_t *m)
+repl_member_halt(repl_member_t *m)
 {
-	if (m == NULL)
+	if (m == NULL || m->halted)
 		return;
+	m->halted = true;
 	repl_rejoin_stop(m->rejoin);
+	m->rejoin = NULL;
 	pthread_mutex_lock(&m->lock);
 	m->stopping = true;
 	pthread_cond_broadcast(&m->cond);
@@ -1288,12 +1291,21 @@ repl_member_stop(repl_member_t *m)
 	pthread_join(m->applier_thread, NULL);
 	uv_async_send(&m->stop_async);
 	pthread_join(m->loop_thread, NULL);
-	repl_takeover_free(m->takeover);
 	if (m->snap_session != NULL)
 		storage_session_close(m->snap_session);
+	m->snap_session = NULL;
 	repl_oplog_pin_oldest(m->o.oplog, 0);
 	queue_free(queue_take_all(&m->to_apply));
 	queue_free(queue_take_all(&m->to_submit));
+}
+
+void
+repl_member_stop(repl_member_t *m)
+{
+	if (m == NULL)
+		return;
+	repl_member_halt(m);
+	repl_takeover_free(m->takeover);
 	pthread_mutex_destroy(&m->lock);
 	pthread_cond_destroy(&m->cond);
 	bson_free(m->peers);

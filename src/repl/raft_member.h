@@ -103,6 +103,11 @@ typedef struct repl_member_options {
 int repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *err);
 /* Stop and free (NULL is fine). */
 void repl_member_stop(repl_member_t *m);
+/* Stop m's threads and its Raft server (its files closed) but keep m
+ * allocated: a reader that took the pointer before it was replaced still
+ * gets m's last values and its waits return at once; repl_member_stop
+ * frees it later (and does nothing else for a halted member). */
+void repl_member_halt(repl_member_t *m);
 
 /* The ts of the newest majority-committed entry (0: none yet). */
 repl_ts_t repl_member_committed_ts(repl_member_t *m);
