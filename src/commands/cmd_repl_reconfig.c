@@ -23,10 +23,12 @@
  * A new member needs no data: it starts with an empty Raft log and an
  * empty oplog and applies the set's log from its first entry, or, once the
  * leader's log is compacted, gets the leader's snapshot and copies the data
- * (an initial sync, repl/initial_sync.h), STARTUP2 meanwhile.  Not
- * done: a forced reconfig (238), moving a member to another host under the
- * same _id (238: remove it, then add it), re-adding a removed member
- * (it must start with an empty data folder).  Once the new configuration
+ * (an initial sync, repl/initial_sync.h), STARTUP2 meanwhile.  A removed
+ * member added again keeps its data: it takes the configuration in its
+ * REMOVED state (cmd_repl_member.c's readd_self) and catches up as any
+ * member coming back.  Not done: a forced reconfig (238), moving a member
+ * to another host under the same _id (238: remove it, then add it).  Once
+ * the new configuration
  * is adopted, each removed member is handed it (`_tamgaReplSetRemoved`,
  * best effort: mongod's member learns it from a heartbeat) and goes
  * REMOVED (state 10, repl/replset.h).
