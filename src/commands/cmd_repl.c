@@ -169,6 +169,33 @@ CMD_HANDLER(cmd_repl_set_initiate)
 
 /* ---- replSetGetStatus -------------------------------------------------------------------------- */
 
+/*
+ * serverStatus().repl as mongod 9.0's ReplicationInfoServerStatus builds
+ * it: hello's replica-set fields (isWritablePrimary, not the legacy
+ * ismaster), then `rbid` (the rollback id kept in local, left out when it
+ * cannot be read, as mongod leaves out an uninitialized one), then
+ * `userWriteBlockMode` (mongod's enum: 1 disabled -- Tamga has no
+ * setUserWriteBlockMode, so user writes are never blocked).  Not built:
+ * `primaryOnlyServices` (mongod's primary-only services, none of which Tamga
+ * runs) and, for {repl: N > 0}, `replicationProgress` (each member's applied
+ * and durable optimes from heartbeats: a Raft member knows only the
+ * leader's match indexes, not the others' optimes).
+ */
+void
+cmd_repl_server_status_append(cmd_t *c, bson_t *out)
+{
+	storage_session_t *s;
+	terr_t err = TERR_INIT;
+	int32_t rbid;
+
+	cmd_repl_fields_append(c->engine, out, false);
+	if ((s = client_session(c->client, &err)) != NULL &&
+	    repl_rollback_id(c->engine->st, s, false, &rbid, &err) == 0)
+		BSON_APPEND_INT32(out, "rbid", rbid);
+	terr_clear(&err);
+	BSON_APPEND_INT32(out, "userWriteBlockMode", 1);
+}
+
 /* {replSetGetRBID: 1} -> {rbid: N}: the rollback id (repl/rollback.h). */
 CMD_HANDLER(cmd_repl_set_get_rbid)
 {

@@ -10,7 +10,9 @@ mongod lets rs.remove(h) be followed by rs.add(h) of the same member:
     added again -> SECONDARY (the leader's log or snapshot), equal data;
   - removed while the set writes past Raft's kept log (the leader's log
     compacted beyond where this member's ends): added again it gets the
-    leader's snapshot and catches up from the leader's oplog, equal data.
+    leader's snapshot and catches up from the leader's oplog, equal data;
+  - serverStatus().repl on the primary, the member back and a removed
+    member: hello's set fields, rbid, userWriteBlockMode (mongod 9.0's).
 
 usage: raft_readd.py path/to/tamgad [path/to/mongosh]
 """
@@ -45,6 +47,10 @@ def remove(p, s):
     cfg = get_config(p)
     reconfig(p, dict(cfg, version=cfg["version"] + 1, members=[m for m in cfg["members"] if m["host"] != s.host]))
     check(wait_state(s, (10,), timeout=20) == 10, "%s is REMOVED" % s.host)
+    with s.client() as c:
+        r = c.admin.command("serverStatus")["repl"]
+    check("setName" not in r and r["isWritablePrimary"] is False and "rbid" in r,
+          "a removed member's serverStatus.repl is its no-config hello: %r" % r)
 
 
 def add_pymongo(p, s, _id):
@@ -58,6 +64,23 @@ def write_some(p, tag, n=200):
         coll.insert_many([{"_id": "%s-%d" % (tag, i), "v": i} for i in range(n)])
         coll.update_many({"v": {"$lt": 50}}, {"$inc": {"u": 1}})
         coll.delete_many({"v": {"$gte": n - 20}})
+
+
+def server_status_repl(m, primary):
+    """serverStatus().repl is hello's set fields, rbid and
+    userWriteBlockMode, as mongod 9.0's ReplicationInfoServerStatus."""
+    with m.client() as c:
+        r = c.admin.command("serverStatus")["repl"]
+        h = c.admin.command("hello")
+        rbid = c.admin.command("replSetGetRBID")["rbid"]
+    for k in ("hosts", "setName", "setVersion", "isWritablePrimary", "secondary", "primary", "me"):
+        check(r.get(k) == h.get(k), "%s: serverStatus.repl.%s %r, hello %r" % (m.host, k, r.get(k), h.get(k)))
+    check("ismaster" not in r and r["topologyVersion"]["processId"] == h["topologyVersion"]["processId"],
+          "%s: 9.0's field names and topologyVersion: %r" % (m.host, r))
+    check(("electionId" in r) == primary, "%s: electionId only on the primary: %r" % (m.host, r))
+    lw = r["lastWrite"]
+    check(set(lw) >= {"opTime", "lastWriteDate", "majorityOpTime", "majorityWriteDate"}, "lastWrite: %r" % lw)
+    check(r["rbid"] == rbid and r["userWriteBlockMode"] == 1, "%s: rbid and userWriteBlockMode: %r" % (m.host, r))
 
 
 def rejoined(cl, p, s, what):
@@ -74,6 +97,8 @@ def rejoined(cl, p, s, what):
               "%s: the member has the configuration" % what)
         st = c.admin.command("replSetGetStatus")
         check(st["myState"] == 2 and len(st["members"]) == 3, "%s: its rs.status()" % what)
+    server_status_repl(p, True)
+    server_status_repl(s, False)
 
 
 def main():
