@@ -467,6 +467,12 @@ CMD_HANDLER(cmd_server_status)
 		BSON_APPEND_DOCUMENT_BEGIN(&m, "commands", &cmds);
 		cmd_metrics_commands_append(&cmds);
 		bson_append_document_end(&m, &cmds);
+		if (c->engine->rs != NULL) {
+			/* metrics.repl: the counters Tamga keeps truly (cmd_repl.c) */
+			BSON_APPEND_DOCUMENT_BEGIN(&m, "repl", &cmds);
+			cmd_repl_metrics_append(&cmds);
+			bson_append_document_end(&m, &cmds);
+		}
 		bson_append_document_end(c->reply, &m);
 	}
 	return 0;

@@ -996,6 +996,13 @@ host_set_last(void *arg, repl_ts_t ts, bool force)
 	pthread_mutex_unlock(&m->lock);
 }
 
+/* The process's applier counters (serverStatus().metrics.repl.apply):
+ * members come and go (a re-added member starts a new one), the counts
+ * stay, as mongod's. */
+static struct {
+	_Atomic uint64_t ops, batches, batch_us;
+} apply_metrics;
+
 static void *
 applier_main(void *arg)
 {
@@ -1006,6 +1013,8 @@ applier_main(void *arg)
 	 * a deposed primary's own entries starts after the first one) */
 	repl_ts_t prev_ts = 0;
 	bool have_prev = false;
+	int64_t batch_start_us = 0;
+	uint64_t batch_ops = 0;
 	char dbpath[4096];
 	size_t dl;
 	repl_recover_host_t host = {.arg = m, .st = m->o.st, .oplog = m->o.oplog, .dbpath = dbpath,
@@ -1062,6 +1071,8 @@ applier_main(void *arg)
 		}
 		list = queue_take_all(&m->to_apply);
 		pthread_mutex_unlock(&m->lock);
+		batch_start_us = tm_now_us();
+		batch_ops = 0;
 		for (n = list; n != NULL; n = n->next) {
 			bson_t e;
 			bool applied = false, check;
@@ -1124,6 +1135,8 @@ applier_main(void *arg)
 				break;
 			}
 			m->applied++;
+			if (applied)
+				batch_ops++;
 			if (n->ts > m->local_last_ts)
 				m->local_last_ts = n->ts;
 			if (n->ts > m->set_ts) {
@@ -1135,11 +1148,26 @@ applier_main(void *arg)
 			pthread_mutex_unlock(&m->lock);
 		}
 		queue_free(list);
+		if (batch_ops > 0) {
+			/* mongod's repl.apply.batches / repl.apply.ops: rounds of the
+			 * applier that applied entries, and the entries applied */
+			atomic_fetch_add(&apply_metrics.batches, 1);
+			atomic_fetch_add(&apply_metrics.batch_us, (uint64_t)(tm_now_us() - batch_start_us));
+			atomic_fetch_add(&apply_metrics.ops, batch_ops);
+		}
 		pthread_mutex_lock(&m->lock);
 	}
 	pthread_mutex_unlock(&m->lock);
 	storage_session_close(s);
 	return NULL;
+}
+
+void
+repl_member_apply_metrics(repl_member_apply_metrics_t *out)
+{
+	out->ops = atomic_load(&apply_metrics.ops);
+	out->batches = atomic_load(&apply_metrics.batches);
+	out->batches_total_ms = atomic_load(&apply_metrics.batch_us) / 1000;
 }
 
 /* ---- feeder -------------------------------------------------------------------------------- */

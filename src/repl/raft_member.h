@@ -109,6 +109,14 @@ void repl_member_stop(repl_member_t *m);
  * frees it later (and does nothing else for a halted member). */
 void repl_member_halt(repl_member_t *m);
 
+/* serverStatus().metrics.repl.apply of this process (every member it ran):
+ * entries a secondary's applier applied (not those it skipped as already in
+ * its oplog), the applier's rounds that applied some, and their time. */
+typedef struct repl_member_apply_metrics {
+	uint64_t ops, batches, batches_total_ms;
+} repl_member_apply_metrics_t;
+void repl_member_apply_metrics(repl_member_apply_metrics_t *out);
+
 /* The ts of the newest majority-committed entry (0: none yet). */
 repl_ts_t repl_member_committed_ts(repl_member_t *m);
 /* Where a majority read reads: the commit point, but not past the newest

@@ -12,7 +12,8 @@ mongod lets rs.remove(h) be followed by rs.add(h) of the same member:
     compacted beyond where this member's ends): added again it gets the
     leader's snapshot and catches up from the leader's oplog, equal data;
   - serverStatus().repl on the primary, the member back and a removed
-    member: hello's set fields, rbid, userWriteBlockMode (mongod 9.0's).
+    member: hello's set fields, rbid, userWriteBlockMode (mongod 9.0's);
+    metrics.repl.apply (ops, batches) counts what the secondary applied.
 
 usage: raft_readd.py path/to/tamgad [path/to/mongosh]
 """
@@ -31,6 +32,7 @@ from raft_cluster import Cluster, get_config, reconfig, wait_equal, wait_state  
 TAMGAD = sys.argv[1]
 MONGOSH = sys.argv[2] if len(sys.argv) > 2 and os.path.exists(sys.argv[2]) else None
 checks = 0
+primary_of = [None]   # the primary server_status_repl writes through
 # past Raft's snapshot threshold and its kept entries (raft_member.c: 8192
 # and 8192), so the removed member's position is no longer in the log
 COMPACT = 8192 + 8192 + 1500
@@ -81,6 +83,17 @@ def server_status_repl(m, primary):
     lw = r["lastWrite"]
     check(set(lw) >= {"opTime", "lastWriteDate", "majorityOpTime", "majorityWriteDate"}, "lastWrite: %r" % lw)
     check(r["rbid"] == rbid and r["userWriteBlockMode"] == 1, "%s: rbid and userWriteBlockMode: %r" % (m.host, r))
+    if not primary:
+        # metrics.repl.apply: this secondary's applier applied the set's writes
+        with m.client() as c:
+            before = c.admin.command("serverStatus")["metrics"]["repl"]["apply"]
+        with primary_of[0].client() as c:
+            c.rd.get_collection("metrics", write_concern=WriteConcern(w=3)).insert_many([{"i": i} for i in range(5)])
+        with m.client() as c:
+            after = c.admin.command("serverStatus")["metrics"]["repl"]["apply"]
+        check(after["ops"] >= before["ops"] + 5 and after["batches"]["num"] > before["batches"]["num"] and
+              after["batches"]["num"] <= after["ops"] and after["batches"]["totalMillis"] >= 0,
+              "%s: metrics.repl.apply counts the applied entries: %r -> %r" % (m.host, before, after))
 
 
 def rejoined(cl, p, s, what):
@@ -97,6 +110,7 @@ def rejoined(cl, p, s, what):
               "%s: the member has the configuration" % what)
         st = c.admin.command("replSetGetStatus")
         check(st["myState"] == 2 and len(st["members"]) == 3, "%s: its rs.status()" % what)
+    primary_of[0] = p
     server_status_repl(p, True)
     server_status_repl(s, False)
 
