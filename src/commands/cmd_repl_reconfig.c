@@ -295,6 +295,47 @@ check_reconfig(engine_t *e, const bson_t *old, const bson_t *cfg, int64_t term, 
 	return 0;
 }
 
+/*
+ * A member being added answered the join with 23: it holds a configuration
+ * of this set older than the new one (cmd_repl_member_join_veto let it
+ * pass).  It was removed while it could not hear it (down, cut off: the
+ * hand-over of `_tamgaReplSetRemoved` is best effort) and still believes
+ * itself a member.  When this primary's Raft configuration names neither
+ * its new _id nor its Raft address (and no change is pending), its Raft
+ * log counts for nothing in the set: it is handed the current
+ * configuration, which leaves it out, and goes REMOVED (mongod's member
+ * learns the same from a heartbeat).  true when it did.
+ */
+static bool
+tell_removed(engine_t *e, const bson_t *cur, int64_t id, const char *host, const char *raft_addr,
+             int64_t deadline_us)
+{
+	bson_t cmd = BSON_INITIALIZER, reply;
+	bson_iter_t it;
+	terr_t re = TERR_INIT;
+	bool ok = false;
+
+	if (e->member == NULL || repl_member_raft_config_has(e->member, id, raft_addr, deadline_us) != 0) {
+		bson_destroy(&cmd);
+		return false;
+	}
+	BSON_APPEND_DOCUMENT(&cmd, "_tamgaReplSetRemoved", cur);
+	if (repl_member_rpc(host, "admin", &cmd, 5000, &reply, &re) == 0) {
+		ok = bson_iter_init_find(&it, &reply, "ok") && bson_iter_as_double(&it) == 1.0;
+		bson_destroy(&reply);
+	}
+	terr_clear(&re);
+	bson_destroy(&cmd);
+	if (ok) {
+		bson_t attr = BSON_INITIALIZER;
+		BSON_APPEND_UTF8(&attr, "member", host);
+		tlog('I', "REPL", 5000264, "a member removed while it could not hear it was told, before it is added again",
+		    &attr);
+		bson_destroy(&attr);
+	}
+	return ok;
+}
+
 int
 cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 {
@@ -360,6 +401,16 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 			    cmd_repl_member_join_veto(nrow[i].host, &je, version, err)) {
 				terr_clear(&je);
 				ret = -1;
+			} else if (terr_is_set(&je) && pass == 0 && je.code == TERR_ALREADY_INITIALIZED &&
+			    tell_removed(e, &old, nrow[i].id, nrow[i].host, peers[i].raft_addr, deadline)) {
+				/* a member removed while it could not hear it: REMOVED now,
+				 * it takes the join as a removed member added again */
+				terr_clear(&je);
+				if (cmd_repl_member_join(nrow[i].host, full, true, &je) != 0)
+					ret = terr_set(err, TERR_NODE_NOT_FOUND,
+					    "Quorum check failed because not all proposed set members responded affirmatively: %s failed with %s",
+					    nrow[i].host, je.msg ? je.msg : "no answer");
+				terr_clear(&je);
 			} else if (terr_is_set(&je)) {
 				ret = terr_set(err, TERR_NODE_NOT_FOUND,
 				    "Quorum check failed because not all proposed set members responded affirmatively: %s failed with %s",

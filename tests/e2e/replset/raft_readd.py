@@ -11,6 +11,8 @@ mongod lets rs.remove(h) be followed by rs.add(h) of the same member:
   - removed while the set writes past Raft's kept log (the leader's log
     compacted beyond where this member's ends): added again it gets the
     leader's snapshot and catches up from the leader's oplog, equal data;
+  - removed while it was down (it never heard of it, and comes back with
+    a configuration naming it): the add tells it first, then it rejoins;
   - serverStatus().repl on the primary, the member back and a removed
     member: hello's set fields, rbid, userWriteBlockMode (mongod 9.0's);
     metrics.repl.apply (ops, batches) counts what the secondary applied.
@@ -171,6 +173,19 @@ def main():
         rejoined(cl, p, s, "member behind the kept log")
         wait_equal(cl.members, "rd", "big", timeout=60)
         check(True, "the big collection equal too")
+
+        # 5. removed while it was down: it never heard of it and comes back
+        # believing itself a member (its stored configuration names it); the
+        # add tells it first (REMOVED), then it rejoins as above
+        s.stop()
+        cfg = get_config(p)
+        reconfig(p, dict(cfg, version=cfg["version"] + 1, members=[m for m in cfg["members"] if m["host"] != s.host]))
+        write_some(p, "while-unknown")
+        s.start()
+        with s.client() as c:
+            check(c.admin.command("hello").get("setName") == cl.set_name, "it still believes itself a member")
+        add_pymongo(p, s, 13)
+        rejoined(cl, p, s, "member removed while down")
     print("raft_readd: %d checks passed in %.1fs" % (checks, time.time() - t0))
     print("%d passed, 0 failed" % checks)
 
