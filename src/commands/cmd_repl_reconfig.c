@@ -26,7 +26,8 @@
  * (an initial sync, repl/initial_sync.h), STARTUP2 meanwhile.  A removed
  * member added again keeps its data: it takes the configuration in its
  * REMOVED state (cmd_repl_member.c's readd_self) and catches up as any
- * member coming back.  Not done: a forced reconfig (238), moving a member
+ * member coming back; one removed while it could not hear it is told first
+ * (tell_removed).  Not done: a forced reconfig (238), moving a member
  * to another host under the same _id (238: remove it, then add it).  Once
  * the new configuration
  * is adopted, each removed member is handed it (`_tamgaReplSetRemoved`,
