@@ -407,10 +407,9 @@ CMD_HANDLER(cmd_server_status)
 	BSON_APPEND_INT64(c->reply, "uptimeEstimate", up_us / 1000000);
 	BSON_APPEND_DATE_TIME(c->reply, "localTime", now_wall_ms());
 	if (c->engine->rs != NULL) {
-		/* a set member's serverStatus.repl: hello's set fields and rbid */
+		/* a set member's serverStatus.repl (cmd_repl.c) */
 		BSON_APPEND_DOCUMENT_BEGIN(c->reply, "repl", &sub);
-		cmd_repl_fields_append(c->engine, &sub, false);
-		BSON_APPEND_INT32(&sub, "rbid", 1);
+		cmd_repl_server_status_append(c, &sub);
 		bson_append_document_end(c->reply, &sub);
 	}
 
@@ -468,6 +467,12 @@ CMD_HANDLER(cmd_server_status)
 		BSON_APPEND_DOCUMENT_BEGIN(&m, "commands", &cmds);
 		cmd_metrics_commands_append(&cmds);
 		bson_append_document_end(&m, &cmds);
+		if (c->engine->rs != NULL) {
+			/* metrics.repl: the counters Tamga keeps truly (cmd_repl.c) */
+			BSON_APPEND_DOCUMENT_BEGIN(&m, "repl", &cmds);
+			cmd_repl_metrics_append(&cmds);
+			bson_append_document_end(&m, &cmds);
+		}
 		bson_append_document_end(c->reply, &m);
 	}
 	return 0;

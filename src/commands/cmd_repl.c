@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "commands/cmd_repl_member.h"
 #include "commands/cmd_repl_reads.h"
+#include "repl/raft_member.h"
 #include "repl/rollback.h"
 #include "repl/cluster_time.h"
 #include "repl/replset.h"
@@ -168,6 +169,59 @@ CMD_HANDLER(cmd_repl_set_initiate)
 }
 
 /* ---- replSetGetStatus -------------------------------------------------------------------------- */
+
+/*
+ * serverStatus().repl as mongod 9.0's ReplicationInfoServerStatus builds
+ * it: hello's replica-set fields (isWritablePrimary, not the legacy
+ * ismaster), then `rbid` (the rollback id kept in local, left out when it
+ * cannot be read, as mongod leaves out an uninitialized one), then
+ * `userWriteBlockMode` (mongod's enum: 1 disabled -- Tamga has no
+ * setUserWriteBlockMode, so user writes are never blocked).  Not built:
+ * `primaryOnlyServices` (mongod's primary-only services, none of which Tamga
+ * runs) and, for {repl: N > 0}, `replicationProgress` (each member's applied
+ * and durable optimes from heartbeats: a Raft member knows only the
+ * leader's match indexes, not the others' optimes).
+ */
+void
+cmd_repl_server_status_append(cmd_t *c, bson_t *out)
+{
+	storage_session_t *s;
+	terr_t err = TERR_INIT;
+	int32_t rbid;
+
+	cmd_repl_fields_append(c->engine, out, false);
+	if ((s = client_session(c->client, &err)) != NULL &&
+	    repl_rollback_id(c->engine->st, s, false, &rbid, &err) == 0)
+		BSON_APPEND_INT32(out, "rbid", rbid);
+	terr_clear(&err);
+	BSON_APPEND_INT32(out, "userWriteBlockMode", 1);
+}
+
+/*
+ * serverStatus().metrics.repl: the counters of mongod's that Tamga counts
+ * as mongod does -- apply.batches {num, totalMillis} and apply.ops (a
+ * secondary's applier: entries applied, rounds that applied some; 0 on a
+ * member that only ever was primary or alone, as on mongod).  Not built
+ * (no true number behind them on Raft): apply.batchSize and
+ * attemptsToBecomeSecondary, buffer, executor, initialSync, network (oplog
+ * fetcher bytes, getmores, ops: entries come through Raft's own
+ * transport), reconfig, stateTransition, syncSource, waiters, write.
+ */
+void
+cmd_repl_metrics_append(bson_t *out)
+{
+	repl_member_apply_metrics_t a;
+	bson_t apply, batches;
+
+	repl_member_apply_metrics(&a);
+	BSON_APPEND_DOCUMENT_BEGIN(out, "apply", &apply);
+	BSON_APPEND_DOCUMENT_BEGIN(&apply, "batches", &batches);
+	BSON_APPEND_INT64(&batches, "num", (int64_t)a.batches);
+	BSON_APPEND_INT64(&batches, "totalMillis", (int64_t)a.batches_total_ms);
+	bson_append_document_end(&apply, &batches);
+	BSON_APPEND_INT64(&apply, "ops", (int64_t)a.ops);
+	bson_append_document_end(out, &apply);
+}
 
 /* {replSetGetRBID: 1} -> {rbid: N}: the rollback id (repl/rollback.h). */
 CMD_HANDLER(cmd_repl_set_get_rbid)
@@ -647,6 +701,44 @@ listed(const char *const *list, const char *name)
 	return false;
 }
 
+/*
+ * mongod's supportsReadConcern for the levels other than local and snapshot
+ * (snapshot has its own list above), outside a transaction.  mongod's
+ * Command default refuses every level but local (72 "read concern not
+ * supported"); the commands that override it, one row each: the reads
+ * that take every level, mapReduce (local and available only, 9.0's
+ * MapReduceCommandBase), and getMore and explain, which Tamga leaves to
+ * the command they continue or explain.  A command not listed refuses
+ * available, majority and linearizable: listCollections, listIndexes,
+ * dbHash (local and snapshot), collStats, the writes (local and snapshot,
+ * snapshot inside a transaction only), and every other command.
+ */
+static const struct {
+	const char *name;
+	bool available, majority, linearizable;
+} rc_support[] = {
+	{"aggregate", true, true, true},
+	{"count", true, true, true},
+	{"distinct", true, true, true},
+	{"explain", true, true, true},
+	{"find", true, true, true},
+	{"getMore", true, true, true},
+	{"mapReduce", true, false, false},
+	{"mapreduce", true, false, false},
+};
+
+bool
+cmd_repl_rc_level_supported(const char *name, int level)
+{
+	if (level != RC_AVAILABLE && level != RC_MAJORITY && level != RC_LINEARIZABLE)
+		return true;
+	for (size_t i = 0; i < sizeof(rc_support) / sizeof(rc_support[0]); i++)
+		if (strcmp(rc_support[i].name, name) == 0)
+			return level == RC_AVAILABLE ? rc_support[i].available :
+			    level == RC_MAJORITY ? rc_support[i].majority : rc_support[i].linearizable;
+	return false;
+}
+
 /* Every read a secondary serves passes here: the mode is looked for by key
  * length first (bson_iter_find measures and compares every key). */
 static bool
@@ -828,6 +920,14 @@ concerns(cmd_t *c, cmd_repl_ctx_t *x, terr_t *err)
 		ret = terr_set(err, TERR_INVALID_OPTIONS,
 		    "Command %s does not support { readConcern: { level: \"snapshot\" } } :: caused by :: read concern not supported",
 		    c->name);
+		goto err;
+	}
+	/* the other levels: mongod's per-command supportsReadConcern (above) */
+	if (node.repl_set && rc.present && !cmd_find_field(c, "autocommit", &it) &&
+	    !cmd_repl_rc_level_supported(c->name, rc.level)) {
+		ret = terr_set(err, TERR_INVALID_OPTIONS,
+		    "Command %s does not support { readConcern: { level: \"%s\" } } :: caused by :: read concern not supported",
+		    c->name, rc.level == RC_AVAILABLE ? "available" : rc.level == RC_MAJORITY ? "majority" : "linearizable");
 		goto err;
 	}
 	if (node.repl_set && (rc.has_after_cluster_time || rc.has_at_cluster_time || rc.has_after_op_time)) {

@@ -57,6 +57,16 @@ void cmd_repl_times(cmd_t *c, const cmd_def_t *def, cmd_repl_ctx_t *x, int rc, b
 void cmd_repl_hello_append(cmd_t *c, bool legacy);
 /* The same fields into out (serverStatus's `repl` section). */
 void cmd_repl_fields_append(engine_t *e, bson_t *out, bool legacy);
+/* serverStatus().repl of a set member into out (an open document): hello's
+ * set fields, rbid, userWriteBlockMode, as mongod 9.0 (cmd_repl.c). */
+void cmd_repl_server_status_append(cmd_t *c, bson_t *out);
+/* serverStatus().metrics.repl into out (an open document): the applier's
+ * counters of this process (cmd_repl.c lists what is left out). */
+void cmd_repl_metrics_append(bson_t *out);
+/* Whether command name (as sent) takes readConcern level (a concern_level_t)
+ * outside a transaction, as mongod's supportsReadConcern answers it; local
+ * and snapshot (checked on their own) are always true here (cmd_repl.c). */
+bool cmd_repl_rc_level_supported(const char *name, int level);
 /* The topology counter hello reports (0 on a standalone). */
 uint64_t cmd_repl_topology_counter(engine_t *e);
 /* Awaitable hello in replica-set mode: wait until the topology counter moves

@@ -26,6 +26,8 @@
 #include "auth/auth.h"
 #include "auth/auth_member.h"
 #include "common/log.h"
+#include "common/checked.h"
+#include "repl/member_rejoin.h"
 #include "repl/member_rpc.h"
 #include "repl/raft_member.h"
 #include "repl/replset.h"
@@ -43,6 +45,20 @@ members_of(const bson_t *cfg)
 		while (bson_iter_next(&m))
 			n++;
 	return n;
+}
+
+/* settings.replicaSetId of cfg into out; false when it has none. */
+static bool
+config_rsid(const bson_t *cfg, bson_oid_t *out)
+{
+	bson_iter_t it, s;
+
+	if (bson_iter_init_find(&it, cfg, "settings") && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &s) &&
+	    bson_iter_find(&s, "replicaSetId") && BSON_ITER_HOLDS_OID(&s)) {
+		bson_oid_copy(bson_iter_oid(&s), out);
+		return true;
+	}
+	return false;
 }
 
 static int
@@ -175,6 +191,11 @@ cmd_repl_member_stop(engine_t *e)
 {
 	repl_member_stop(e->member);
 	e->member = NULL;
+	for (size_t i = 0; i < e->nretired_members; i++)
+		repl_member_stop(e->retired_members[i]);
+	bson_free(e->retired_members);
+	e->retired_members = NULL;
+	e->nretired_members = 0;
 }
 
 /* ---- initiate and join ------------------------------------------------------------------------------- */
@@ -322,6 +343,72 @@ cmd_repl_member_initiate(cmd_t *c, const bson_t *cfg, terr_t *err)
 	return ret;
 }
 
+/*
+ * A REMOVED member named again by a newer configuration of its own set (the
+ * same name and replicaSetId): rs.add() of a member that was removed, its
+ * data still there (mongod's removed member takes the configuration from a
+ * heartbeat and goes on as SECONDARY from its data).  The member keeps its
+ * data, its oplog and its Raft log: the configuration is stored (REMOVED
+ * ends), its Raft server started when it is not running (a removed member
+ * restarted never started it) or given the new peers; the leader then adds
+ * it to Raft (raft_add, raft_assign), which sends it the log from where its
+ * own ends, or the leader's snapshot once the log is compacted.  Its
+ * applier does the rest as for any member coming back: entries already in
+ * the oplog skipped, a divergent tail rolled back, a snapshot past its
+ * oplog caught up from the leader's oplog or copied (initial_sync.h).
+ * Anything else: 103.  dry: the checks only.
+ */
+static int
+readd_self(engine_t *e, const bson_t *cfg, bool dry, terr_t *err)
+{
+	bson_t cur;
+	bson_oid_t a, b;
+	bson_iter_t it;
+	repl_set_info_t in;
+	int64_t version;
+	bool same_id;
+
+	if (!repl_set_config_copy(e->rs, &cur)) {
+		bson_destroy(&cur);
+		return terr_set(err, TERR_ALREADY_INITIALIZED, "already initialized");
+	}
+	repl_set_info(e->rs, &in);
+	same_id = config_rsid(cfg, &a) && config_rsid(&cur, &b) && bson_oid_equal(&a, &b);
+	bson_destroy(&cur);
+	version = bson_iter_init_find(&it, cfg, "version") && BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : 0;
+	if (!same_id || version <= in.config_version)
+		return terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
+		    "this removed member belongs to another configuration of set %s (replicaSetId or version)",
+		    repl_set_name(e->rs));
+	if (members_of(cfg) < 2)
+		return terr_set(err, TERR_INVALID_REPLICA_SET_CONFIG, "a join needs a configuration of several members");
+	RET(check_multi(e, cfg, err));   /* it names this node (74 otherwise) */
+	if (dry)
+		return 0;
+	RET(repl_set_config_replace(e->rs, cfg, err));
+	if (e->member != NULL) {
+		/* its Raft server runs under its old Raft id and log: halted (kept
+		 * for readers that hold it) and started again below */
+		repl_member_t *old = e->member;
+		size_t cnt = e->nretired_members + 1, bytes;
+		if (tm_size_mul(cnt, sizeof(*e->retired_members), &bytes))
+			return terr_set(err, TERR_INTERNAL_ERROR, "too many restarts of replication");
+		repl_member_halt(old);
+		e->retired_members = bson_realloc(e->retired_members, bytes);
+		e->retired_members[e->nretired_members++] = old;
+		e->member = NULL;
+	}
+	RET(repl_rejoin_reset_raft_dir(e->raft_dir, err));
+	RET(member_start(e, cfg, err));
+	{
+		bson_t attr = BSON_INITIALIZER;
+		BSON_APPEND_INT64(&attr, "version", version);
+		tlog('I', "REPL", 5000263, "this removed member was added to the set again", &attr);
+		bson_destroy(&attr);
+	}
+	return 0;
+}
+
 CMD_HANDLER(cmd_tamga_repl_set_join)
 {
 	static const char *const fields[] = {"dryRun", NULL};
@@ -348,6 +435,8 @@ CMD_HANDLER(cmd_tamga_repl_set_join)
 		return terr_set(err, 108 /* InconsistentReplicaSetNames */,
 		    "Our set name of %s does not match name %s reported by remote node", repl_set_name(e->rs),
 		    bson_iter_utf8(&it, NULL));
+	if (repl_set_initiated(e->rs) && repl_set_state(e->rs) == REPL_STATE_REMOVED)
+		return readd_self(e, &cfg, dry, err);
 	if (repl_set_initiated(e->rs))
 		return terr_set(err, TERR_ALREADY_INITIALIZED, "already initialized");
 	if (members_of(&cfg) < 2)

@@ -23,10 +23,13 @@
  * A new member needs no data: it starts with an empty Raft log and an
  * empty oplog and applies the set's log from its first entry, or, once the
  * leader's log is compacted, gets the leader's snapshot and copies the data
- * (an initial sync, repl/initial_sync.h), STARTUP2 meanwhile.  Not
- * done: a forced reconfig (238), moving a member to another host under the
- * same _id (238: remove it, then add it), re-adding a removed member
- * (it must start with an empty data folder).  Once the new configuration
+ * (an initial sync, repl/initial_sync.h), STARTUP2 meanwhile.  A removed
+ * member added again keeps its data: it takes the configuration in its
+ * REMOVED state (cmd_repl_member.c's readd_self) and catches up as any
+ * member coming back; one removed while it could not hear it is told first
+ * (tell_removed).  Not done: a forced reconfig (238), moving a member
+ * to another host under the same _id (238: remove it, then add it).  Once
+ * the new configuration
  * is adopted, each removed member is handed it (`_tamgaReplSetRemoved`,
  * best effort: mongod's member learns it from a heartbeat) and goes
  * REMOVED (state 10, repl/replset.h).
@@ -293,6 +296,47 @@ check_reconfig(engine_t *e, const bson_t *old, const bson_t *cfg, int64_t term, 
 	return 0;
 }
 
+/*
+ * A member being added answered the join with 23: it holds a configuration
+ * of this set older than the new one (cmd_repl_member_join_veto let it
+ * pass).  It was removed while it could not hear it (down, cut off: the
+ * hand-over of `_tamgaReplSetRemoved` is best effort) and still believes
+ * itself a member.  When this primary's Raft configuration names neither
+ * its new _id nor its Raft address (and no change is pending), its Raft
+ * log counts for nothing in the set: it is handed the current
+ * configuration, which leaves it out, and goes REMOVED (mongod's member
+ * learns the same from a heartbeat).  true when it did.
+ */
+static bool
+tell_removed(engine_t *e, const bson_t *cur, int64_t id, const char *host, const char *raft_addr,
+             int64_t deadline_us)
+{
+	bson_t cmd = BSON_INITIALIZER, reply;
+	bson_iter_t it;
+	terr_t re = TERR_INIT;
+	bool ok = false;
+
+	if (e->member == NULL || repl_member_raft_config_has(e->member, id, raft_addr, deadline_us) != 0) {
+		bson_destroy(&cmd);
+		return false;
+	}
+	BSON_APPEND_DOCUMENT(&cmd, "_tamgaReplSetRemoved", cur);
+	if (repl_member_rpc(host, "admin", &cmd, 5000, &reply, &re) == 0) {
+		ok = bson_iter_init_find(&it, &reply, "ok") && bson_iter_as_double(&it) == 1.0;
+		bson_destroy(&reply);
+	}
+	terr_clear(&re);
+	bson_destroy(&cmd);
+	if (ok) {
+		bson_t attr = BSON_INITIALIZER;
+		BSON_APPEND_UTF8(&attr, "member", host);
+		tlog('I', "REPL", 5000264, "a member removed while it could not hear it was told, before it is added again",
+		    &attr);
+		bson_destroy(&attr);
+	}
+	return ok;
+}
+
 int
 cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 {
@@ -305,13 +349,25 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 	int on, nn, nch = 0, np = 0, pself = -1, ret = 0;
 	int64_t term, version, deadline = tm_now_us() + (int64_t)RECONFIG_TIMEOUT_MS * 1000;
 
-	/* mongod lets a forced reconfig through on any member; here the set's
-	 * membership is Raft's, changed only by its leader through the log, so
-	 * a configuration forced on one member would leave it outside the log
-	 * the others follow (a split brain): refused, whatever the state */
+	/*
+	 * mongod lets a forced reconfig through on any member.  Here the set's
+	 * membership is Raft's, changed only by its leader through the log.
+	 * canonical/raft 0.15 forces a configuration only offline
+	 * (raft_recover): every member stopped, run once on the survivor with
+	 * the highest term and the longest log, that member's Raft folder
+	 * copied to every other survivor.  The halt and restart of a member
+	 * and the refill of a survivor's emptied Raft folder from the new
+	 * leader exist (a removed member added again), but the members the
+	 * forced configuration leaves out keep the old one when they come
+	 * back: a majority of it can elect a primary of its own, a split
+	 * brain mongod avoids because its heartbeats carry the higher
+	 * configuration version to them.  Until a member checks the set's
+	 * configuration versions before it may become primary, refused,
+	 * whatever the state.
+	 */
 	if (force)
 		return terr_set(err, TERR_NOT_IMPLEMENTED,
-		    "replSetReconfig with force: true is not supported in a replica set of several members: its membership changes only through the primary (the Raft leader); run replSetReconfig without force on the primary");
+		    "replSetReconfig with force: true is not supported in a replica set of several members: its membership changes only through the primary (the Raft leader), and forcing a configuration on one member (Raft's offline recovery) would let the members it leaves out elect a primary of their own when they return; run replSetReconfig without force on the primary");
 	if (repl_set_state(e->rs) != REPL_STATE_PRIMARY)
 		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY,
 		    "replSetReconfig should only be run on a writable PRIMARY. Current state %s;",
@@ -346,6 +402,16 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 			    cmd_repl_member_join_veto(nrow[i].host, &je, version, err)) {
 				terr_clear(&je);
 				ret = -1;
+			} else if (terr_is_set(&je) && pass == 0 && je.code == TERR_ALREADY_INITIALIZED &&
+			    tell_removed(e, &old, nrow[i].id, nrow[i].host, peers[i].raft_addr, deadline)) {
+				/* a member removed while it could not hear it: REMOVED now,
+				 * it takes the join as a removed member added again */
+				terr_clear(&je);
+				if (cmd_repl_member_join(nrow[i].host, full, true, &je) != 0)
+					ret = terr_set(err, TERR_NODE_NOT_FOUND,
+					    "Quorum check failed because not all proposed set members responded affirmatively: %s failed with %s",
+					    nrow[i].host, je.msg ? je.msg : "no answer");
+				terr_clear(&je);
 			} else if (terr_is_set(&je)) {
 				ret = terr_set(err, TERR_NODE_NOT_FOUND,
 				    "Quorum check failed because not all proposed set members responded affirmatively: %s failed with %s",

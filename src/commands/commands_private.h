@@ -56,6 +56,11 @@ struct engine {
 	 * the Raft member (NULL otherwise), its folder (<dbpath>/raft) and
 	 * this node's host:port (engine_set_self_host) */
 	struct repl_member *member;
+	/* members halted when a removed member was added again
+	 * (cmd_repl_member.c): kept for readers that still hold them, freed
+	 * at shutdown */
+	struct repl_member **retired_members;
+	size_t nretired_members;
 	char *raft_dir;
 	char *self_host;
 	/* ttlMonitorSleepSecs (60) and ttlMonitorEnabled (1): read by the TTL

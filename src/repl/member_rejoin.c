@@ -4,9 +4,13 @@
  */
 #include "repl/member_rejoin.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "repl/member_rpc.h"
@@ -158,4 +162,34 @@ repl_rejoin_stop(repl_rejoin_t *r)
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->cond);
 	bson_free(r);
+}
+
+/* ---- a removed member added again ---------------------------------------------------------------- */
+
+bool
+repl_rejoin_raft_file_kept(const char *name)
+{
+	return strcmp(name, "metadata1") == 0 || strcmp(name, "metadata2") == 0;
+}
+
+int
+repl_rejoin_reset_raft_dir(const char *dir, terr_t *err)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int ret = 0;
+
+	if (d == NULL)
+		return errno == ENOENT ? 0 : terr_set(err, TERR_INTERNAL_ERROR, "cannot open %s: %s", dir, strerror(errno));
+	while (ret == 0 && (de = readdir(d)) != NULL) {
+		char path[4096];
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 || repl_rejoin_raft_file_kept(de->d_name))
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
+			ret = terr_set(err, TERR_INTERNAL_ERROR, "path too long in %s", dir);
+		else if (unlink(path) != 0 && errno != ENOENT)
+			ret = terr_set(err, TERR_INTERNAL_ERROR, "cannot remove %s: %s", path, strerror(errno));
+	}
+	closedir(d);
+	return ret;
 }

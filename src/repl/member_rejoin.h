@@ -17,6 +17,9 @@
 #ifndef TAMGA_REPL_MEMBER_REJOIN_H
 #define TAMGA_REPL_MEMBER_REJOIN_H
 
+#include <stdbool.h>
+
+#include "common/error.h"
 #include "repl/raft_member.h"
 #include "repl/replset.h"
 
@@ -28,5 +31,19 @@ typedef struct repl_rejoin repl_rejoin_t;
 repl_rejoin_t *repl_rejoin_start(repl_member_t *m, repl_set_t *rs);
 /* Stop and free (NULL is fine); before m stops. */
 void repl_rejoin_stop(repl_rejoin_t *r);
+
+/*
+ * A removed member added again (commands/cmd_repl_member.c) starts Raft
+ * anew under the _id the new configuration gives it (its Raft id is the
+ * _id + 1, and mongosh's rs.add() picks a new _id): its Raft folder is
+ * emptied first, but for canonical/raft's metadata files (`metadata1`,
+ * `metadata2`: the term and the vote), so the member never votes twice in
+ * a term it voted in.  Its data and oplog stay; the leader sends it the
+ * set's log from its first entry, or its snapshot (the applier skips what
+ * the oplog holds).  true when the file named name is kept.
+ */
+bool repl_rejoin_raft_file_kept(const char *name);
+/* Remove every file of dir but those kept (above); 0, or -1 with err. */
+int repl_rejoin_reset_raft_dir(const char *dir, terr_t *err);
 
 #endif

@@ -112,6 +112,7 @@ struct repl_member {
 	bool primary;                 /* role told to replset */
 	uint64_t term;
 	bool stopping, failed;
+	bool halted;   /* repl_member_halt ran: threads gone, memory kept */
 	repl_ts_t committed_ts, local_last_ts, fed_ts;
 	/* the newest entry of the set's log the applier applied (or skipped as
 	 * already local): majority reads read at most there, so a deposed
@@ -1012,6 +1013,13 @@ host_set_last(void *arg, repl_ts_t ts, bool force)
 	pthread_mutex_unlock(&m->lock);
 }
 
+/* The process's applier counters (serverStatus().metrics.repl.apply):
+ * members come and go (a re-added member starts a new one), the counts
+ * stay, as mongod's. */
+static struct {
+	_Atomic uint64_t ops, batches, batch_us;
+} apply_metrics;
+
 static void *
 applier_main(void *arg)
 {
@@ -1022,6 +1030,8 @@ applier_main(void *arg)
 	 * a deposed primary's own entries starts after the first one) */
 	repl_ts_t prev_ts = 0;
 	bool have_prev = false;
+	int64_t batch_start_us = 0;
+	uint64_t batch_ops = 0;
 	char dbpath[4096];
 	size_t dl;
 	repl_recover_host_t host = {.arg = m, .st = m->o.st, .oplog = m->o.oplog, .dbpath = dbpath,
@@ -1088,6 +1098,8 @@ applier_main(void *arg)
 			bson_destroy(&attr);
 		}
 		pthread_mutex_unlock(&m->lock);
+		batch_start_us = tm_now_us();
+		batch_ops = 0;
 		for (n = list; n != NULL; n = n->next) {
 			bson_t e;
 			bool applied = false, check;
@@ -1150,6 +1162,8 @@ applier_main(void *arg)
 				break;
 			}
 			m->applied++;
+			if (applied)
+				batch_ops++;
 			if (n->ts > m->local_last_ts)
 				m->local_last_ts = n->ts;
 			if (n->ts > m->set_ts) {
@@ -1161,11 +1175,26 @@ applier_main(void *arg)
 			pthread_mutex_unlock(&m->lock);
 		}
 		queue_free(list);
+		if (batch_ops > 0) {
+			/* mongod's repl.apply.batches / repl.apply.ops: rounds of the
+			 * applier that applied entries, and the entries applied */
+			atomic_fetch_add(&apply_metrics.batches, 1);
+			atomic_fetch_add(&apply_metrics.batch_us, (uint64_t)(tm_now_us() - batch_start_us));
+			atomic_fetch_add(&apply_metrics.ops, batch_ops);
+		}
 		pthread_mutex_lock(&m->lock);
 	}
 	pthread_mutex_unlock(&m->lock);
 	storage_session_close(s);
 	return NULL;
+}
+
+void
+repl_member_apply_metrics(repl_member_apply_metrics_t *out)
+{
+	out->ops = atomic_load(&apply_metrics.ops);
+	out->batches = atomic_load(&apply_metrics.batches);
+	out->batches_total_ms = atomic_load(&apply_metrics.batch_us) / 1000;
 }
 
 /* ---- feeder -------------------------------------------------------------------------------- */
@@ -1302,11 +1331,13 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 }
 
 void
-repl_member_stop(repl_member_t *m)
+repl_member_halt(repl_member_t *m)
 {
-	if (m == NULL)
+	if (m == NULL || m->halted)
 		return;
+	m->halted = true;
 	repl_rejoin_stop(m->rejoin);
+	m->rejoin = NULL;
 	pthread_mutex_lock(&m->lock);
 	m->stopping = true;
 	pthread_cond_broadcast(&m->cond);
@@ -1315,12 +1346,21 @@ repl_member_stop(repl_member_t *m)
 	pthread_join(m->applier_thread, NULL);
 	uv_async_send(&m->stop_async);
 	pthread_join(m->loop_thread, NULL);
-	repl_takeover_free(m->takeover);
 	if (m->snap_session != NULL)
 		storage_session_close(m->snap_session);
+	m->snap_session = NULL;
 	repl_oplog_pin_oldest(m->o.oplog, 0);
 	queue_free(queue_take_all(&m->to_apply));
 	queue_free(queue_take_all(&m->to_submit));
+}
+
+void
+repl_member_stop(repl_member_t *m)
+{
+	if (m == NULL)
+		return;
+	repl_member_halt(m);
+	repl_takeover_free(m->takeover);
 	pthread_mutex_destroy(&m->lock);
 	pthread_cond_destroy(&m->cond);
 	bson_free(m->peers);

@@ -103,6 +103,19 @@ typedef struct repl_member_options {
 int repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *err);
 /* Stop and free (NULL is fine). */
 void repl_member_stop(repl_member_t *m);
+/* Stop m's threads and its Raft server (its files closed) but keep m
+ * allocated: a reader that took the pointer before it was replaced still
+ * gets m's last values and its waits return at once; repl_member_stop
+ * frees it later (and does nothing else for a halted member). */
+void repl_member_halt(repl_member_t *m);
+
+/* serverStatus().metrics.repl.apply of this process (every member it ran):
+ * entries a secondary's applier applied (not those it skipped as already in
+ * its oplog), the applier's rounds that applied some, and their time. */
+typedef struct repl_member_apply_metrics {
+	uint64_t ops, batches, batches_total_ms;
+} repl_member_apply_metrics_t;
+void repl_member_apply_metrics(repl_member_apply_metrics_t *out);
 
 /* The ts of the newest majority-committed entry (0: none yet). */
 repl_ts_t repl_member_committed_ts(repl_member_t *m);

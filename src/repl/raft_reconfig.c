@@ -158,3 +158,36 @@ repl_member_log_first_index(repl_member_t *m, int64_t deadline_us)
 		return 0;
 	return first;
 }
+
+struct config_has {
+	raft_id id;
+	const char *address;
+	int has;
+};
+
+/* On the loop thread: whether the Raft configuration names the id or the
+ * address. */
+static void
+config_has_run(struct raft *r, void *arg)
+{
+	struct config_has *q = arg;
+
+	/* a change still uncommitted may yet be lost: the member counts as
+	 * named until the configuration is committed */
+	q->has = r->configuration_uncommitted_index != 0;
+	for (unsigned k = 0; k < r->configuration.n; k++)
+		if (r->configuration.servers[k].id == q->id ||
+		    (r->configuration.servers[k].address != NULL &&
+		     strcmp(r->configuration.servers[k].address, q->address) == 0))
+			q->has = 1;
+}
+
+int
+repl_member_raft_config_has(repl_member_t *m, int64_t member_id, const char *raft_addr, int64_t deadline_us)
+{
+	struct config_has q = {.id = (raft_id)(member_id + 1), .address = raft_addr, .has = -1};
+
+	if (member_id < 0 || raft_addr == NULL || repl_member_on_loop(m, config_has_run, &q, deadline_us) != 0)
+		return -1;
+	return q.has;
+}

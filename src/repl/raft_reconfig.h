@@ -43,6 +43,12 @@ typedef struct repl_member_change {
 int repl_member_change_apply(repl_member_t *m, const repl_member_change_t *ch, int n, int64_t deadline_us,
                              terr_t *err);
 
+/* Whether m's Raft configuration names the member of this _id (its Raft id
+ * is the _id + 1) or this Raft address (whatever _id it ran under): 1 or 0
+ * (1 too while a configuration change is not yet committed); -1 when the
+ * loop did not answer by deadline_us.  A member outside it owes the set
+ * nothing from its Raft log: it may start that log anew. */
+int repl_member_raft_config_has(repl_member_t *m, int64_t member_id, const char *raft_addr, int64_t deadline_us);
 /* The index of the first entry m's Raft log still holds (1 while nothing
  * was compacted away): a member added with no data catches up from the
  * log only while it is 1.  0 when the loop did not answer by deadline_us. */

@@ -217,3 +217,33 @@ def wait_equal(members, db, coll, timeout=20):
         last = hashes
         time.sleep(0.2)
     raise AssertionError("members differ on %s.%s: %r" % (db, coll, last))
+
+
+def get_config(m):
+    """The member's replSetGetConfig configuration."""
+    with m.client() as c:
+        return c.admin.command("replSetGetConfig")["config"]
+
+
+def reconfig(m, cfg):
+    """replSetReconfig on the member (a minute at most)."""
+    with m.client() as c:
+        return c.admin.command("replSetReconfig", cfg, maxTimeMS=60000)
+
+
+def wait_state(m, states, timeout=60):
+    """Wait until the member's myState is one of states; returns it."""
+    from pymongo.errors import PyMongoError
+    deadline = time.time() + timeout
+    st = None
+    while time.time() < deadline:
+        try:
+            with m.client() as c:
+                st = c.admin.command("replSetGetStatus")["myState"]
+            if st in states:
+                return st
+        except PyMongoError as e:
+            if getattr(e, "code", None) == 93 and 10 in states and "REMOVED" in str(e):
+                return 10   # a REMOVED member answers rs.status() with 93
+        time.sleep(0.2)
+    raise AssertionError("%s: state %r, wanted %r" % (m.host, st, states))

@@ -4,7 +4,8 @@ tamgad members on 127.0.0.1 (issue 24), through PyMongo and mongosh:
     majorityOpTime at the commit point);
   - readConcern "majority" reads at the commit point: with both secondaries
     paused (SIGSTOP) a w: 1 write is seen by a local read and not by a
-    majority read (find, getMore, count, distinct, aggregate), then seen
+    majority read (find, getMore, count, distinct, aggregate, the sub-reads
+    of $lookup and $unionWith), then seen
     once they resume;
   - readConcern "linearizable": on the primary it answers once a majority
     confirmed; with the secondaries paused it fails with 50 after
@@ -83,11 +84,13 @@ def majority_reads(cl, p):
     with p.client() as c:
         coll = c.rc.get_collection("maj", write_concern=WriteConcern(w="majority"))
         coll.insert_many([{"_id": i, "k": "old"} for i in range(5)])
+        c.rc.get_collection("majf", write_concern=WriteConcern(w="majority")).insert_one({"_id": "f0", "k": "old"})
         for s in secs:
             s.pause()
         try:
             c.rc.get_collection("maj", write_concern=WriteConcern(w=1)).insert_many(
                 [{"_id": 100 + i, "k": "new"} for i in range(5)])
+            c.rc.get_collection("majf", write_concern=WriteConcern(w=1)).insert_one({"_id": "f1", "k": "old"})
             local = c.rc.maj
             maj = c.rc.get_collection("maj", read_concern=ReadConcern("majority"))
             check(local.count_documents({}) == 10, "local read sees the w:1 write")
@@ -97,6 +100,25 @@ def majority_reads(cl, p):
             check(sorted(maj.distinct("k")) == ["old"], "majority distinct")
             agg = list(maj.aggregate([{"$group": {"_id": "$k", "n": {"$sum": 1}}}]))
             check(agg == [{"_id": "old", "n": 5}], "majority aggregate: %r" % agg)
+            # the sub-reads of $lookup and $unionWith read at the same point
+            lk = list(maj.aggregate([{"$match": {"_id": 0}},
+                                     {"$lookup": {"from": "majf", "localField": "k", "foreignField": "k",
+                                                  "as": "f"}}]))
+            check([f["_id"] for f in lk[0]["f"]] == ["f0"], "majority $lookup: %r" % lk)
+            un = sorted(d["_id"] for d in maj.aggregate([{"$match": {"_id": {"$lt": 0}}},
+                                                         {"$unionWith": "majf"}]))
+            check(un == ["f0"], "majority $unionWith: %r" % un)
+            # mongod's supportsReadConcern: commands that refuse the level
+            for cmd in ({"listCollections": 1}, {"listIndexes": "maj"}, {"dbHash": 1}, {"collStats": "maj"},
+                        {"insert": "maj", "documents": [{"_id": "never"}]},
+                        {"mapReduce": "maj", "map": "function() { emit(this.k, 1); }",
+                         "reduce": "function(k, v) { return Array.sum(v); }", "out": {"inline": 1}}):
+                name = next(iter(cmd))
+                e = expect_code(lambda: c.rc.command(dict(cmd, readConcern={"level": "majority"})), 72,
+                                "%s with readConcern majority" % name)
+                check('Command %s does not support { readConcern: { level: "majority" } } :: caused by :: '
+                      'read concern not supported' % name in str(e), "message: %s" % e)
+            check(c.rc.majf.find_one({"_id": "f1"}) is not None, "nothing written by a refusal changed it")
             h = c.admin.command("hello")
             check(h["lastWrite"]["majorityOpTime"]["ts"] < h["lastWrite"]["opTime"]["ts"],
                   "hello: commit point behind the last write while the secondaries are paused")
@@ -110,6 +132,10 @@ def majority_reads(cl, p):
         while maj.count_documents({}) != 10 and time.time() < deadline:
             time.sleep(0.1)
         check(maj.count_documents({}) == 10, "majority read sees the write once committed")
+        r = c.rc.command("mapReduce", "maj", map="function() { emit(this.k, 1); }",
+                         reduce="function(k, v) { return Array.sum(v); }", out={"inline": 1},
+                         readConcern={"level": "available"})
+        check(len(r["results"]) == 2, "mapReduce takes available: %r" % r)
         check(lin.find_one({"_id": 100}, max_time_ms=20000)["k"] == "new", "linearizable read on the primary")
         expect_code(lambda: c.rc.command("find", "maj", readConcern={
             "level": "linearizable", "afterOpTime": {"ts": h["lastWrite"]["opTime"]["ts"], "t": 1}}),

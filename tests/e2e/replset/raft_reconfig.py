@@ -26,7 +26,7 @@ from pymongo import ReadPreference, WriteConcern
 from pymongo.errors import PyMongoError
 
 sys.path.insert(0, os.path.dirname(__file__))
-from raft_cluster import Cluster, free_ports, wait_equal  # noqa: E402
+from raft_cluster import Cluster, free_ports, get_config, reconfig, wait_equal, wait_state  # noqa: E402
 
 TAMGAD = sys.argv[1]
 MONGOSH = sys.argv[2] if len(sys.argv) > 2 and os.path.exists(sys.argv[2]) else None
@@ -52,36 +52,11 @@ def expect_code(fn, code, what):
     raise AssertionError("%s: expected code %d, got success" % (what, code))
 
 
-def get_config(p):
-    with p.client() as c:
-        return c.admin.command("replSetGetConfig")["config"]
-
-
-def reconfig(p, cfg):
-    with p.client() as c:
-        return c.admin.command("replSetReconfig", cfg, maxTimeMS=60000)
-
-
 def mongosh(cl, script):
     out = subprocess.run([MONGOSH, cl.uri3, "--quiet", "--norc", "--eval", script],
                          capture_output=True, text=True, timeout=180)
     check(out.returncode == 0, "mongosh ran: %s %s" % (out.stdout[-500:], out.stderr[-800:]))
     return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def wait_state(m, states, timeout=60):
-    deadline = time.time() + timeout
-    st = None
-    while time.time() < deadline:
-        try:
-            with m.client() as c:
-                st = c.admin.command("replSetGetStatus")["myState"]
-            if st in states:
-                return st
-        except PyMongoError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError("%s: state %r, wanted %r" % (m.host, st, states))
 
 
 def refusals(cl, p):

@@ -1,0 +1,101 @@
+/*
+ * test_member_rejoin.c -- a removed member added to its set again
+ * (repl/member_rejoin.h): which files of its Raft folder it keeps (the
+ * term and the vote, canonical/raft's metadata1/metadata2) and the reset
+ * itself on a folder shaped as libraft leaves it (closed and open
+ * segments, snapshots), a missing folder, and one that cannot be read.
+ */
+#include "tt.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "repl/member_rejoin.h"
+
+static char *tmp;
+
+static void
+touch(const char *dir, const char *name)
+{
+	char *path = bson_strdup_printf("%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+
+	TT_ASSERT(f != NULL);
+	if (f != NULL) {
+		fputs("x", f);
+		fclose(f);
+	}
+	bson_free(path);
+}
+
+static bool
+exists(const char *dir, const char *name)
+{
+	char *path = bson_strdup_printf("%s/%s", dir, name);
+	bool ok = access(path, F_OK) == 0;
+
+	bson_free(path);
+	return ok;
+}
+
+static void
+test_kept_names(void)
+{
+	TT_ASSERT(repl_rejoin_raft_file_kept("metadata1"));
+	TT_ASSERT(repl_rejoin_raft_file_kept("metadata2"));
+	TT_ASSERT(!repl_rejoin_raft_file_kept("metadata"));
+	TT_ASSERT(!repl_rejoin_raft_file_kept("metadata12"));
+	TT_ASSERT(!repl_rejoin_raft_file_kept("0000000000000001-0000000000000128"));
+	TT_ASSERT(!repl_rejoin_raft_file_kept("open-1"));
+	TT_ASSERT(!repl_rejoin_raft_file_kept("snapshot-1-8192-1765000000000"));
+	TT_ASSERT(!repl_rejoin_raft_file_kept("snapshot-1-8192-1765000000000.meta"));
+	TT_ASSERT(!repl_rejoin_raft_file_kept(""));
+}
+
+static void
+test_reset(void)
+{
+	static const char *const gone[] = {"0000000000000001-0000000000000128", "open-1", "open-2",
+	    "snapshot-1-8192-1765000000000", "snapshot-1-8192-1765000000000.meta", NULL};
+	char *dir = bson_strdup_printf("%s/raft", tmp);
+	terr_t err = TERR_INIT;
+
+	TT_EQ_INT(mkdir(dir, 0700), 0);
+	touch(dir, "metadata1");
+	touch(dir, "metadata2");
+	for (int i = 0; gone[i] != NULL; i++)
+		touch(dir, gone[i]);
+	TT_EQ_INT(repl_rejoin_reset_raft_dir(dir, &err), 0);
+	TT_ASSERT(exists(dir, "metadata1") && exists(dir, "metadata2"));
+	for (int i = 0; gone[i] != NULL; i++)
+		TT_ASSERT(!exists(dir, gone[i]));
+	/* again: nothing left to remove */
+	TT_EQ_INT(repl_rejoin_reset_raft_dir(dir, &err), 0);
+	TT_ASSERT(exists(dir, "metadata1"));
+	bson_free(dir);
+
+	/* a member that never ran Raft here: no folder, nothing to do */
+	dir = bson_strdup_printf("%s/none", tmp);
+	TT_EQ_INT(repl_rejoin_reset_raft_dir(dir, &err), 0);
+	bson_free(dir);
+
+	/* not a folder: an error with the path */
+	dir = bson_strdup_printf("%s/metadata-file", tmp);
+	touch(tmp, "metadata-file");
+	TT_EQ_INT(repl_rejoin_reset_raft_dir(dir, &err), -1);
+	TT_ASSERT(err.msg != NULL && strstr(err.msg, "metadata-file") != NULL);
+	terr_clear(&err);
+	bson_free(dir);
+}
+
+int
+main(void)
+{
+	tmp = tt_tmpdir("member_rejoin");
+	TT_RUN(test_kept_names);
+	TT_RUN(test_reset);
+	tt_rmdir(tmp);
+	bson_free(tmp);
+	return tt_finish();
+}
