@@ -812,6 +812,108 @@ test_slots_group_root(void)
 	    " {\"$set\": {\"x\": 5}}]", "[ { \"x\" : 5, \"y\" : 2 } ]");
 }
 
+/* The array accumulators of $$ROOT ($push, $addToSet, $firstN, $lastN,
+ * $topN, $bottomN) keep each input Document, slots included, in the array a
+ * classic $group outputs: an $unwind of it hands each element's on, and a
+ * $set inside the field right after the $group (or after the $unwind) fills
+ * them; so does one inside a $first's Document. */
+static void
+test_slots_group_items(void)
+{
+	const char *pre = "{\"$set\": {\"n\": 1}}, {\"$unset\": \"b\"}";
+	const char *unwound = "[ { \"_id\" : 1, \"k\" : 1, \"b\" : 5, \"a\" : 2, \"n\" : 1 }, "
+	                      "{ \"_id\" : 2, \"k\" : 1, \"a\" : 3, \"b\" : 5, \"n\" : 1 }, "
+	                      "{ \"_id\" : 3, \"k\" : 1, \"a\" : 1, \"n\" : 1, \"b\" : 5 } ]";
+	char p[1024], want[1024];
+
+	load("gitems", "[{\"_id\": 1, \"k\": 1, \"b\": 1, \"a\": 2}, {\"_id\": 2, \"k\": 1, \"a\": 3, \"b\": 2},"
+	               " {\"_id\": 3, \"k\": 1, \"a\": 1}]");
+	/* $unwind + $replaceWith + $set: each element's own slots */
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}}, {\"$unwind\": \"$d\"},"
+	         " {\"$replaceWith\": \"$d\"}, {\"$set\": {\"b\": 5}}]", pre);
+	AGG_EQ("gitems", p, unwound);
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$addToSet\": \"$$ROOT\"}}},"
+	         " {\"$unwind\": {\"path\": \"$d\", \"includeArrayIndex\": \"i\"}}, {\"$replaceRoot\": {\"newRoot\": \"$d\"}},"
+	         " {\"$set\": {\"b\": 5}}]", pre);
+	AGG_EQ("gitems", p, unwound);
+	/* a $set inside the array right after the $group: element by element */
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}}, {\"$set\": {\"d.b\": 5}}]",
+	         pre);
+	snprintf(want, sizeof want, "[ { \"_id\" : 1, \"d\" : %s } ]", unwound);
+	AGG_EQ("gitems", p, want);
+	/* after the $unwind, inside the element; then promoted */
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}}, {\"$unwind\": \"$d\"},"
+	         " {\"$set\": {\"d.b\": 5}}, {\"$replaceWith\": \"$d\"}]", pre);
+	AGG_EQ("gitems", p, unwound);
+	/* $firstN / $lastN / $topN / $bottomN: the documents kept, evicted ones' slots dropped */
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$lastN\": {\"n\": 2, \"input\": \"$$ROOT\"}}}},"
+	         " {\"$set\": {\"d.b\": 5}}]", pre);
+	AGG_EQ("gitems", p, "[ { \"_id\" : 1, \"d\" : [ { \"_id\" : 2, \"k\" : 1, \"a\" : 3, \"b\" : 5, \"n\" : 1 }, "
+	    "{ \"_id\" : 3, \"k\" : 1, \"a\" : 1, \"n\" : 1, \"b\" : 5 } ] } ]");
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$firstN\": {\"n\": 2, \"input\": \"$$ROOT\"}}}},"
+	         " {\"$unwind\": \"$d\"}, {\"$replaceWith\": \"$d\"}, {\"$set\": {\"b\": 5}}]", pre);
+	AGG_EQ("gitems", p, "[ { \"_id\" : 1, \"k\" : 1, \"b\" : 5, \"a\" : 2, \"n\" : 1 }, "
+	    "{ \"_id\" : 2, \"k\" : 1, \"a\" : 3, \"b\" : 5, \"n\" : 1 } ]");
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$topN\": {\"n\": 2, \"output\": \"$$ROOT\","
+	         " \"sortBy\": {\"a\": 1}}}}}, {\"$unwind\": \"$d\"}, {\"$replaceWith\": \"$d\"}, {\"$set\": {\"b\": 5}}]", pre);
+	AGG_EQ("gitems", p, "[ { \"_id\" : 3, \"k\" : 1, \"a\" : 1, \"n\" : 1, \"b\" : 5 }, "
+	    "{ \"_id\" : 1, \"k\" : 1, \"b\" : 5, \"a\" : 2, \"n\" : 1 } ]");
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$bottomN\": {\"n\": 2, \"output\": \"$$ROOT\","
+	         " \"sortBy\": {\"a\": -1}}}}}, {\"$set\": {\"d.b\": 5}}]", pre);
+	AGG_EQ("gitems", p, "[ { \"_id\" : 1, \"d\" : [ { \"_id\" : 1, \"k\" : 1, \"b\" : 5, \"a\" : 2, \"n\" : 1 }, "
+	    "{ \"_id\" : 3, \"k\" : 1, \"a\" : 1, \"n\" : 1, \"b\" : 5 } ] } ]");
+	/* $$REMOVE holes too */
+	AGG_EQ("gitems", "[{\"$set\": {\"b\": \"$$REMOVE\"}}, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}},"
+	    " {\"$unwind\": \"$d\"}, {\"$replaceWith\": \"$d\"}, {\"$set\": {\"b\": 5}}]",
+	    "[ { \"_id\" : 1, \"k\" : 1, \"b\" : 5, \"a\" : 2 }, { \"_id\" : 2, \"k\" : 1, \"a\" : 3, \"b\" : 5 }, "
+	    "{ \"_id\" : 3, \"k\" : 1, \"a\" : 1, \"b\" : 5 } ]");
+	/* a $first's Document, written inside with no promotion */
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$first\": \"$$ROOT\"}}}, {\"$sort\": {\"_id\": 1}},"
+	         " {\"$set\": {\"d.b\": 5}}]", pre);
+	AGG_EQ("gitems", p, "[ { \"_id\" : 1, \"d\" : { \"_id\" : 1, \"k\" : 1, \"b\" : 5, \"a\" : 2, \"n\" : 1 } } ]");
+	/* SBE's $group after a leading exclusion (BSON), a field replaced
+	 * between, an array reversed between: appended */
+	AGG_EQ("gitems", "[{\"$unset\": \"b\"}, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}}, {\"$unwind\": \"$d\"},"
+	    " {\"$replaceWith\": \"$d\"}, {\"$set\": {\"b\": 5}}]",
+	    "[ { \"_id\" : 1, \"k\" : 1, \"a\" : 2, \"b\" : 5 }, { \"_id\" : 2, \"k\" : 1, \"a\" : 3, \"b\" : 5 }, "
+	    "{ \"_id\" : 3, \"k\" : 1, \"a\" : 1, \"b\" : 5 } ]");
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}},"
+	         " {\"$set\": {\"d\": {\"$literal\": [{\"b\": 1, \"_id\": 9}]}}}, {\"$unset\": \"d.b\"}, {\"$set\": {\"d.b\": 5}}]", pre);
+	AGG_EQ("gitems", p, "[ { \"_id\" : 1, \"d\" : [ { \"b\" : 5, \"_id\" : 9 } ] } ]");
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}},"
+	         " {\"$set\": {\"d\": {\"$literal\": [{\"_id\": 9}]}}}, {\"$set\": {\"d.b\": 5}}]", pre);
+	AGG_EQ("gitems", p, "[ { \"_id\" : 1, \"d\" : [ { \"_id\" : 9, \"b\" : 5 } ] } ]");
+
+	/* an in-memory $sort between keeps each document's group */
+	load("gsorted", "[{\"_id\": 1, \"k\": 2, \"b\": 1, \"a\": 2}, {\"_id\": 2, \"k\": 1, \"a\": 3, \"b\": 2},"
+	                " {\"_id\": 3, \"k\": 2, \"a\": 1}]");
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}}, {\"$sort\": {\"_id\": 1}},"
+	         " {\"$unwind\": \"$d\"}, {\"$sort\": {\"d.a\": -1}}, {\"$replaceWith\": \"$d\"}, {\"$set\": {\"b\": 5}}]", pre);
+	AGG_EQ("gsorted", p, "[ { \"_id\" : 2, \"k\" : 1, \"a\" : 3, \"b\" : 5, \"n\" : 1 }, "
+	    "{ \"_id\" : 1, \"k\" : 2, \"b\" : 5, \"a\" : 2, \"n\" : 1 }, { \"_id\" : 3, \"k\" : 2, \"a\" : 1, \"n\" : 1, \"b\" : 5 } ]");
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}}, {\"$sort\": {\"_id\": -1}},"
+	         " {\"$set\": {\"d.b\": 5}}]", pre);
+	AGG_EQ("gsorted", p, "[ { \"_id\" : 2, \"d\" : [ { \"_id\" : 1, \"k\" : 2, \"b\" : 5, \"a\" : 2, \"n\" : 1 }, "
+	    "{ \"_id\" : 3, \"k\" : 2, \"a\" : 1, \"n\" : 1, \"b\" : 5 } ] }, "
+	    "{ \"_id\" : 1, \"d\" : [ { \"_id\" : 2, \"k\" : 1, \"a\" : 3, \"b\" : 5, \"n\" : 1 } ] } ]");
+
+	/* many documents through a $lastN: the slots of evicted ones pruned */
+	{
+		char docs[4096];
+		size_t off = 0;
+		off += (size_t)snprintf(docs + off, sizeof docs - off, "[");
+		for (int i = 0; i < 60; i++)
+			off += (size_t)snprintf(docs + off, sizeof docs - off, "%s{\"_id\": %d, \"k\": 1, %s}", i ? ", " : "", i,
+			                        i % 2 ? "\"b\": 1, \"a\": 1" : "\"a\": 1");
+		snprintf(docs + off, sizeof docs - off, "]");
+		load("gprune", docs);
+		snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$lastN\": {\"n\": 2, \"input\": \"$$ROOT\"}}}},"
+		         " {\"$unwind\": \"$d\"}, {\"$replaceWith\": \"$d\"}, {\"$set\": {\"b\": 5}}]", pre);
+		AGG_EQ("gprune", p, "[ { \"_id\" : 58, \"k\" : 1, \"a\" : 1, \"n\" : 1, \"b\" : 5 }, "
+		    "{ \"_id\" : 59, \"k\" : 1, \"b\" : 5, \"a\" : 1, \"n\" : 1 } ]");
+	}
+}
+
 /* ---- field-order slots, randomized --------------------------------------
  * Removing a field and setting it again later must leave it where setting it
  * in place would (mongod's Document keeps the removed field's slot,
@@ -1044,6 +1146,7 @@ main(void)
 	TT_RUN(test_bucket_auto_densify);
 	TT_RUN(test_slots_holes_carried);
 	TT_RUN(test_slots_group_root);
+	TT_RUN(test_slots_group_items);
 	TT_RUN(test_slots_randomized);
 	tt_close_rm(db, dir);
 	return tt_finish();
