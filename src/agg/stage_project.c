@@ -1079,11 +1079,13 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 	slot_op_t ops[SLOT_OPS_MAX];   /* how rt's document came from the input of `in` */
 	const char *rp;
 	int64_t idx;
-	/* the $group met (one at most): see proj_state_t's excl_grp */
-	bool grp_met = false;
+	/* see proj_state_t's excl_grp: set by the first $group met that keeps
+	 * an array of Documents, or that this stage writes inside */
 	const agg_rt_t *grp = NULL, *gunwind = NULL;
 	const pnode_t *at = NULL;
-	/* the $addFields / $set passed before it (a field it replaced whole) */
+	/* the projections passed since the last promotion or $group: one that
+	 * replaced or removed a $group's field whole ends the chain there
+	 * (past SLOTS_MAX of them, any does) */
 	const proj_plan_t *passed[SLOTS_MAX];
 	int npassed = 0;
 
@@ -1138,9 +1140,10 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 		 * an $unwind's element of it), or the field itself this stage
 		 * writes inside, is the group's input one */
 		if (agg_is_group_stage(in)) {
-			if (grp_met || ncarriers == (int)(sizeof(carriers) / sizeof(carriers[0])))
+			/* past one whose Documents are chosen as this stage runs
+			 * (grp, at), the chain ends */
+			if (ncarriers == (int)(sizeof(carriers) / sizeof(carriers[0])) || grp != NULL || at != NULL)
 				break;
-			grp_met = true;
 			const agg_rt_t *uw = NULL;
 			const char *field = NULL, *cpath;
 			int kind = 0;
@@ -1189,8 +1192,8 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 			}
 			/* a stage between that replaced the field whole holds other
 			 * Values (or the same in another order) */
-			bool replaced = false;
-			for (int j = 0; j < npassed && !replaced; j++) {
+			bool replaced = npassed > SLOTS_MAX;   /* too many to tell */
+			for (int j = 0; j < npassed && j < SLOTS_MAX && !replaced; j++) {
 				const pnode_t *k = pnode_lookup(&passed[j]->root, cpath, (uint32_t)strcspn(cpath, "."));
 				replaced = k != NULL && k->kind != PN_SUB;
 			}
@@ -1214,6 +1217,7 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 			}
 			carrier_paths[ncarriers] = cpath;
 			carriers[ncarriers++] = in;
+			npassed = 0;
 			continue;
 		}
 		if (agg_replace_root_path(in, &rp)) {
@@ -1221,6 +1225,7 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 				if (nops == SLOT_OPS_MAX)
 					break;
 				ops[nops++] = (slot_op_t){rp, NULL};
+				npassed = 0;
 			}
 			continue;
 		}
@@ -1229,11 +1234,9 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 		const proj_plan_t *ip = in->st->plan;
 		if (ip->mode == PM_INCLUSION)
 			break;
-		if (!grp_met) {
-			if (npassed == SLOTS_MAX)
-				break;
-			passed[npassed++] = ip;
-		}
+		if (npassed < SLOTS_MAX)
+			passed[npassed] = ip;
+		npassed++;
 		/* an exclusion's removed fields, or a $addFields' holes (its
 		 * missing computed values), followed the same way: into the
 		 * document a promotion took, across the carriers */
