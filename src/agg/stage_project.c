@@ -1073,8 +1073,8 @@ static int
 slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, const agg_exec_t *x,
            const agg_rt_t **cands, int max)
 {
-	const agg_rt_t *in, *carriers[4];
-	const char *carrier_paths[4];  /* a $group's: the field of its document accumulator */
+	const agg_rt_t *in, *carriers[8];
+	const char *carrier_paths[8];  /* a $group's: the field of its document accumulator */
 	int ncarriers = 0, n = 0, nops = 0;
 	slot_op_t ops[SLOT_OPS_MAX];   /* how rt's document came from the input of `in` */
 	const char *rp;

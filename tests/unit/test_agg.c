@@ -928,6 +928,9 @@ test_slots_group_items(void)
  * $unwind includeArrayIndex instead (both set a field on their input's
  * Document, filling its slot).  "r" is an array of documents: F may take
  * fields inside its elements, and an $unwind of it may stand between.
+ * <between> may also hand each document through a classic $group of
+ * $$ROOT and back ($push / $lastN / $topN + $unwind, or $first, and a
+ * promotion; a leading $set then keeps 9.0's $group out of SBE).
  * Half the runs leave holes instead: [$set F: $$REMOVE, <between>, $set F]
  * must answer what [$set F: 0, <between>, $set F] does (the hole, a missing
  * Value, keeps the field's place, or the end for a field the document
@@ -1060,10 +1063,10 @@ test_slots_randomized(void)
 		}
 		/* the stages between, in a random order of a few kinds */
 		int nb = (int)(slot_rand() % 4);
-		bool promoted = false;
+		bool promoted = false, grouped = false;
 		for (int i = 0; i < nb + (promote ? 1 : 0); i++) {
 			const char *st;
-			int kind = (int)(slot_rand() % 6);
+			int kind = (int)(slot_rand() % 7);
 			if (promote && !promoted && (i == nb || slot_rand() % 2 == 0)) {
 				st = "{\"$replaceWith\": \"$s\"}";
 				promoted = true;
@@ -1078,6 +1081,21 @@ test_slots_randomized(void)
 				st = "{\"$set\": {\"n\": 1}}";
 			} else if (kind == 5 && !promoted) {
 				st = "{\"$unwind\": \"$r\"}";
+			} else if (kind == 6 && !promoted && !grouped) {
+				/* a classic $group of one document per group handing it
+				 * back: each kept Document with its slots */
+				static const char *const rounds[] = {
+				    "{\"$group\": {\"_id\": \"$_id\", \"d\": {\"$push\": \"$$ROOT\"}}}, {\"$unwind\": \"$d\"},"
+				    " {\"$replaceWith\": \"$d\"}",
+				    "{\"$group\": {\"_id\": \"$_id\", \"d\": {\"$lastN\": {\"n\": 2, \"input\": \"$$ROOT\"}}}},"
+				    " {\"$sort\": {\"_id\": -1}}, {\"$unwind\": \"$d\"}, {\"$replaceRoot\": {\"newRoot\": \"$d\"}}",
+				    "{\"$group\": {\"_id\": \"$_id\", \"d\": {\"$first\": \"$$ROOT\"}}}, {\"$replaceWith\": \"$d\"}",
+				    "{\"$group\": {\"_id\": \"$_id\", \"d\": {\"$topN\": {\"n\": 1, \"output\": \"$$ROOT\","
+				    " \"sortBy\": {\"k\": 1}}}}}, {\"$unwind\": \"$d\"}, {\"$sort\": {\"d.k\": 1, \"_id\": 1}},"
+				    " {\"$replaceWith\": \"$d\"}",
+				};
+				st = rounds[slot_rand() % 4];
+				grouped = true;
 			} else {
 				st = promoted ? "{\"$sort\": {\"sk\": 1}}" : "{\"$sort\": {\"_id\": 1}}";
 			}
@@ -1095,16 +1113,19 @@ test_slots_randomized(void)
 			oracle[0] = '\0';
 		}
 		char *p1, *p2;
+		/* a leading stage 9.0 does not push into SBE: the $group runs
+		 * classic (after a leading exclusion alone it runs in SBE) */
+		const char *lead = grouped ? "{\"$set\": {\"g0\": 1}}, " : "";
 		if (slot_rand() % 3 == 0) {
 			/* the stages between and the $set in a $facet branch */
 			const char *tail = "]}}, {\"$unwind\": \"$o\"}, {\"$replaceWith\": \"$o\"}]";
-			p1 = bson_strdup_printf("[%s, {\"$facet\": {\"c\": [{\"$count\": \"n\"}], \"o\": [%s%s%s",
-			                        remover, between, setter, tail);
-			p2 = bson_strdup_printf("[%s{\"$facet\": {\"c\": [{\"$count\": \"n\"}], \"o\": [%s%s%s", oracle, between,
-			                        setter, tail);
+			p1 = bson_strdup_printf("[%s%s, {\"$facet\": {\"c\": [{\"$count\": \"n\"}], \"o\": [%s%s%s",
+			                        lead, remover, between, setter, tail);
+			p2 = bson_strdup_printf("[%s%s{\"$facet\": {\"c\": [{\"$count\": \"n\"}], \"o\": [%s%s%s", lead, oracle,
+			                        between, setter, tail);
 		} else {
-			p1 = bson_strdup_printf("[%s, %s%s]", remover, between, setter);
-			p2 = bson_strdup_printf("[%s%s%s]", oracle, between, setter);
+			p1 = bson_strdup_printf("[%s%s, %s%s]", lead, remover, between, setter);
+			p2 = bson_strdup_printf("[%s%s%s%s]", lead, oracle, between, setter);
 		}
 		load("slotsr", docs);
 		char *g1 = agg("slotsr", p1), *g2 = agg("slotsr", p2);
