@@ -16,6 +16,14 @@
  * the order they were written, are merged (accum_merge) and finalized.  A
  * group that spilled outputs in key order, as mongod's.  $bucketAuto sorts
  * its input on the same sorter, so it spills as a $sort does.
+ *
+ * Asked by a later $addFields / $set (agg_group_carry_slots), the group
+ * keeps with the Document an accumulator of $$ROOT holds the slots of an
+ * exclusion upstream (stage_project.c's head comment): one set for
+ * $first / $last / $top / $bottom, handed back as the group is output; one
+ * per kept element for the array accumulators, by arrival ordinal
+ * (accum_kept_seq), handed back element by element on demand
+ * (agg_group_slot_element).  A spilled group loses them.
  */
 #include "agg/agg_private.h"
 

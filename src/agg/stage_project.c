@@ -34,9 +34,15 @@
  * undefined, and a promotion takes the document inside.  A classic $group
  * is a carrier too for the document its $first / $last / $top / $bottom
  * of $$ROOT keeps (the accumulator holds the Value, the Document itself,
- * $top's output taken from its {output, sortFields} object), reached by a
- * promotion of that field; 9.0 runs a $group classic only when a stage
- * it does not push into SBE comes first (agg_classic_group_input).
+ * $top's output taken from its {output, sortFields} object), and for each
+ * document its $push / $addToSet / $firstN / $lastN / $topN / $bottomN /
+ * $maxN / $minN of $$ROOT keeps (each input Value, in the array it
+ * outputs: one set of slots per element, handed back by the index of the
+ * $unwind of that array, or element by element), reached by a promotion
+ * of that field (after the $unwind for an array) or by a $set of a path
+ * inside it with no promotion (slots_reorder_at); 9.0 runs a $group
+ * classic only when a stage it does not push into SBE comes first
+ * (agg_classic_group_input).
  * Otherwise a stage that rebuilds documents ($group, ...) ends the chain.
  *
  * Not here: find's projection ($elemMatch, $slice, positional $) -- query/.
