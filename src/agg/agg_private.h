@@ -353,6 +353,9 @@ size_t agg_proj_slots_pack(const agg_rt_t *const *srcs, int n, bson_t *scratch, 
 void agg_proj_slots_unpack(const agg_rt_t *const *srcs, int n, const uint8_t *aux, uint32_t len, bson_t *views);
 int agg_proj_slot_candidates(const agg_rt_t *from, const agg_rt_t **out, int max);
 bool agg_facet_carry_slots(const agg_rt_t *facet_rt, const agg_rt_t *excl);
+/* agg_lookup_as (stage_lookup.c): the `as` path of the $lookup rt
+ * (borrowed from its plan; NULL for another stage). */
+const char *agg_lookup_as(const agg_rt_t *rt);
 /* A stage other than $addFields / $set that sets the field at a dotted
  * path on its input's Document -- $lookup's `as`, $unwind's
  * includeArrayIndex: mongod's MutableDocument::setNestedField on the input

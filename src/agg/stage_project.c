@@ -1091,9 +1091,12 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 	const pnode_t *at = NULL;
 	/* the projections passed since the last promotion or $group: one that
 	 * replaced or removed a $group's field whole ends the chain there
-	 * (past SLOTS_MAX of them, any does) */
+	 * (past SLOTS_MAX of them, any does); the same for $lookup's `as` */
 	const proj_plan_t *passed[SLOTS_MAX];
 	int npassed = 0;
+	/* the same for the $lookup stages' `as` paths */
+	const char *as[SLOTS_MAX];
+	int nas = 0;
 
 	if (ps != NULL)
 		ps->nexcl = 0;
@@ -1111,9 +1114,15 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 			continue;
 		}
 		const char *name = in->st->def->name;
-		if (strcmp(name, "$match") == 0 || strcmp(name, "$limit") == 0 || strcmp(name, "$skip") == 0 ||
-		    strcmp(name, "$lookup") == 0)
+		if (strcmp(name, "$match") == 0 || strcmp(name, "$limit") == 0 || strcmp(name, "$skip") == 0)
 			continue;
+		if (strcmp(name, "$lookup") == 0) {
+			/* its `as` sets a field: a $group's field set whole (below) */
+			if (nas < SLOTS_MAX)
+				as[nas] = agg_lookup_as(in);
+			nas++;
+			continue;
+		}
 		/* the element $unwind puts in place is the Value of the array's
 		 * element, a Document with its own slots */
 		if (agg_unwind_current(in, &rp, &idx)) {
@@ -1198,11 +1207,14 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 			}
 			/* a stage between that replaced the field whole holds other
 			 * Values (or the same in another order) */
-			bool replaced = npassed > SLOTS_MAX;   /* too many to tell */
+			size_t clen = strcspn(cpath, ".");
+			bool replaced = npassed > SLOTS_MAX || nas > SLOTS_MAX;   /* too many to tell */
 			for (int j = 0; j < npassed && j < SLOTS_MAX && !replaced; j++) {
-				const pnode_t *k = pnode_lookup(&passed[j]->root, cpath, (uint32_t)strcspn(cpath, "."));
+				const pnode_t *k = pnode_lookup(&passed[j]->root, cpath, (uint32_t)clen);
 				replaced = k != NULL && k->kind != PN_SUB;
 			}
+			for (int j = 0; j < nas && j < SLOTS_MAX && !replaced; j++)
+				replaced = as[j] == NULL || (strcspn(as[j], ".") == clen && memcmp(as[j], cpath, clen) == 0);
 			if (replaced)
 				break;
 			/* one set of slots per element, chosen as this stage runs
@@ -1223,7 +1235,7 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 			}
 			carrier_paths[ncarriers] = cpath;
 			carriers[ncarriers++] = in;
-			npassed = 0;
+			npassed = nas = 0;
 			continue;
 		}
 		if (agg_replace_root_path(in, &rp)) {
@@ -1231,7 +1243,7 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 				if (nops == SLOT_OPS_MAX)
 					break;
 				ops[nops++] = (slot_op_t){rp, NULL};
-				npassed = 0;
+				npassed = nas = 0;
 			}
 			continue;
 		}

@@ -884,6 +884,15 @@ test_slots_group_items(void)
 	         " {\"$set\": {\"d\": {\"$literal\": [{\"_id\": 9}]}}}, {\"$set\": {\"d.b\": 5}}]", pre);
 	AGG_EQ("gitems", p, "[ { \"_id\" : 1, \"d\" : [ { \"_id\" : 9, \"b\" : 5 } ] } ]");
 
+	/* a $lookup between whose `as` is the field: its own documents */
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}},"
+	         " {\"$lookup\": {\"from\": \"gitems\", \"pipeline\": [{\"$limit\": 1}, {\"$project\": {\"_id\": 1}}], \"as\": \"d\"}},"
+	         " {\"$set\": {\"d.b\": 5}}]", pre);
+	AGG_EQ("gitems", p, "[ { \"_id\" : 1, \"d\" : [ { \"_id\" : 1, \"b\" : 5 } ] } ]");
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}},"
+	         " {\"$lookup\": {\"from\": \"gitems\", \"pipeline\": [{\"$limit\": 1}], \"as\": \"e\"}},"
+	         " {\"$set\": {\"d.b\": 5}}, {\"$project\": {\"e\": 0}}]", pre);
+	AGG_EQ("gitems", p, want);
 	/* an in-memory $sort between keeps each document's group */
 	load("gsorted", "[{\"_id\": 1, \"k\": 2, \"b\": 1, \"a\": 2}, {\"_id\": 2, \"k\": 1, \"a\": 3, \"b\": 2},"
 	                " {\"_id\": 3, \"k\": 2, \"a\": 1}]");
