@@ -884,6 +884,11 @@ test_slots_group_items(void)
 	         " {\"$set\": {\"d\": {\"$literal\": [{\"_id\": 9}]}}}, {\"$set\": {\"d.b\": 5}}]", pre);
 	AGG_EQ("gitems", p, "[ { \"_id\" : 1, \"d\" : [ { \"_id\" : 9, \"b\" : 5 } ] } ]");
 
+	/* in a $facet branch (classic), the exclusion before the $facet */
+	snprintf(p, sizeof p, "[%s, {\"$facet\": {\"o\": [{\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}},"
+	         " {\"$unwind\": \"$d\"}, {\"$replaceWith\": \"$d\"}, {\"$set\": {\"b\": 5}}]}}, {\"$unwind\": \"$o\"},"
+	         " {\"$replaceWith\": \"$o\"}]", pre);
+	AGG_EQ("gitems", p, unwound);
 	/* a $lookup between whose `as` is the field: its own documents */
 	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}},"
 	         " {\"$lookup\": {\"from\": \"gitems\", \"pipeline\": [{\"$limit\": 1}, {\"$project\": {\"_id\": 1}}], \"as\": \"d\"}},"
