@@ -897,6 +897,18 @@ agg_is_group_stage(const agg_rt_t *rt)
 	return rt->st->def == &agg_stages_group[0];
 }
 
+/* The accumulators that keep the Values they are fed (mongod's hold the
+ * Document itself, slots included): 1 one of them, 2 an array. */
+static const struct {
+	const char *name;
+	int kind;
+} root_accs[] = {
+	{"$first", 1}, {"$last", 1}, {"$top", 1}, {"$bottom", 1},
+	{"$push", 2}, {"$addToSet", 2}, {"$firstN", 2}, {"$lastN", 2}, {"$topN", 2}, {"$bottomN", 2},
+	{"$maxN", 2}, {"$minN", 2},
+	{NULL, 0},
+};
+
 /* The accumulator of output field name (len bytes) keeping $$ROOT's
  * Document, or -1; *kind: 1 one Document ($first $last $top $bottom), 2
  * an array of them (the accumulators accum_kept_count counts). */
@@ -912,16 +924,12 @@ group_root_acc(const group_plan_t *gp, const char *name, size_t len, int *kind)
 	    !expr_is_root_path(accum_argument(gp->accs[a]), &rp) || rp != NULL)
 		return -1;
 	const char *op = accum_op_name(gp->accs[a]);
-	if (strcmp(op, "$first") == 0 || strcmp(op, "$last") == 0 || strcmp(op, "$top") == 0 ||
-	    strcmp(op, "$bottom") == 0)
-		*kind = 1;
-	else if (strcmp(op, "$push") == 0 || strcmp(op, "$addToSet") == 0 || strcmp(op, "$firstN") == 0 ||
-	         strcmp(op, "$lastN") == 0 || strcmp(op, "$topN") == 0 || strcmp(op, "$bottomN") == 0 ||
-	         strcmp(op, "$maxN") == 0 || strcmp(op, "$minN") == 0)
-		*kind = 2;
-	else
-		return -1;
-	return a;
+	for (int i = 0; root_accs[i].name != NULL; i++)
+		if (strcmp(op, root_accs[i].name) == 0) {
+			*kind = root_accs[i].kind;
+			return a;
+		}
+	return -1;
 }
 
 int
