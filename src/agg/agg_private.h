@@ -298,6 +298,23 @@ bool agg_sort_carry_slots(const agg_rt_t *sort_rt, const agg_rt_t *excl);
  * $lookup after what the find layer absorbs goes into SBE, which hands on
  * BSON), or the $group is in a $facet branch. */
 bool agg_group_carry_slots(const agg_rt_t *group_rt, const agg_rt_t *excl, const char *path);
+/* agg_group_root_field: whether output field name (len bytes) of the
+ * $group group_rt keeps $$ROOT's Document: 0 no, 1 one Document ($first /
+ * $last / $top / $bottom), 2 an array of them ($push / $addToSet /
+ * $firstN / $lastN / $topN / $bottomN / $maxN / $minN: AccumulatorPush and
+ * AccumulatorN keep each input Value).  For 2, agg_group_carry_slots keeps
+ * the slots of each document the accumulator takes, and hands none back as
+ * it outputs a group: agg_group_slot_element hands back those of element j
+ * of the group's last output (j < 0, or an element without: none). */
+int agg_group_root_field(const agg_rt_t *group_rt, const char *name, size_t len);
+void agg_group_slot_element(const agg_rt_t *group_rt, int64_t j);
+/* agg_group_current: the index of the group the $group group_rt output
+ * last (-1: none, or not carrying); agg_group_set_current: a carrier ($sort)
+ * handing on a document that $group emitted earlier sets it back (the
+ * groups stay in memory until the pipeline closes), so
+ * agg_group_slot_element answers for that group. */
+int64_t agg_group_current(const agg_rt_t *group_rt);
+void agg_group_set_current(const agg_rt_t *group_rt, int64_t i);
 bool agg_is_group_stage(const agg_rt_t *rt);
 bool agg_classic_group_input(const agg_rt_t *group_rt, const agg_rt_t *excl);
 bool agg_is_sort_stage(const agg_rt_t *rt);
@@ -336,6 +353,9 @@ size_t agg_proj_slots_pack(const agg_rt_t *const *srcs, int n, bson_t *scratch, 
 void agg_proj_slots_unpack(const agg_rt_t *const *srcs, int n, const uint8_t *aux, uint32_t len, bson_t *views);
 int agg_proj_slot_candidates(const agg_rt_t *from, const agg_rt_t **out, int max);
 bool agg_facet_carry_slots(const agg_rt_t *facet_rt, const agg_rt_t *excl);
+/* agg_lookup_as (stage_lookup.c): the `as` path of the $lookup rt
+ * (borrowed from its plan; NULL for another stage). */
+const char *agg_lookup_as(const agg_rt_t *rt);
 /* A stage other than $addFields / $set that sets the field at a dotted
  * path on its input's Document -- $lookup's `as`, $unwind's
  * includeArrayIndex: mongod's MutableDocument::setNestedField on the input

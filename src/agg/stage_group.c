@@ -16,10 +16,19 @@
  * the order they were written, are merged (accum_merge) and finalized.  A
  * group that spilled outputs in key order, as mongod's.  $bucketAuto sorts
  * its input on the same sorter, so it spills as a $sort does.
+ *
+ * Asked by a later $addFields / $set (agg_group_carry_slots), the group
+ * keeps with the Document an accumulator of $$ROOT holds the slots of an
+ * exclusion upstream (stage_project.c's head comment): one set for
+ * $first / $last / $top / $bottom, handed back as the group is output; one
+ * per kept element for the array accumulators, by arrival ordinal
+ * (accum_kept_seq), handed back element by element on demand
+ * (agg_group_slot_element).  A spilled group loses them.
  */
 #include "agg/agg_private.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bson/value.h"
@@ -291,6 +300,13 @@ value_hash(const bson_value_t *v)
 
 /* ---- runtime ------------------------------------------------------------ */
 
+/* The slots of one document an array accumulator took (see group_t). */
+typedef struct group_pack {
+	uint64_t seq;             /* its arrival ordinal in the accumulator (accum_kept_seq) */
+	uint8_t *aux;             /* agg_proj_slots_pack's bytes (owned) */
+	uint32_t len;
+} group_pack_t;
+
 typedef struct group {
 	bson_t *key;              /* {"": _id value} (owned) */
 	uint64_t hash;
@@ -300,6 +316,12 @@ typedef struct group {
 	 * holds (agg_proj_slots_pack; owned, NULL: none) */
 	uint8_t *aux;
 	uint32_t aux_len;
+	/* an array accumulator of $$ROOT carried ($push, $topN, ...): the
+	 * slots of each document it took, by arrival ordinal (ascending);
+	 * those it no longer keeps are pruned now and then */
+	group_pack_t *packs;
+	uint32_t npacks, packs_cap;
+	size_t slot_mem;          /* bytes of aux or packs, counted in mem */
 } group_t;
 
 #define GROUP_SLOT_SRCS 4
@@ -326,6 +348,10 @@ typedef struct group_state {
 	int nslot, slot_acc;
 	bool slot_last;           /* slot_acc is a $last: every document replaces it */
 	bool slot_top;            /* a $top / $bottom: the document it took (accum_holds_latest) */
+	/* slot_acc is an array accumulator: one set of slots per element
+	 * (g->packs), handed back element by element (agg_group_slot_element) */
+	bool slot_items;
+	int64_t cur;              /* the group output last (-1: none, or one merged from a spill) */
 	bson_t sk;
 	uint8_t *pack;
 	size_t pack_cap;
@@ -407,6 +433,9 @@ group_destroy(const group_plan_t *gp, group_t *g)
 	bson_free(g->st);
 	bson_destroy(g->key);
 	bson_free(g->aux);
+	for (uint32_t i = 0; i < g->npacks; i++)
+		bson_free(g->packs[i].aux);
+	bson_free(g->packs);
 }
 
 /* Write every group held as a partial group into the sorter (created on the
@@ -556,6 +585,7 @@ group_next_merged(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	bv_append(&gs->out, "_id", 3, &key);
 	if (fields_finalize(rt, gp->names, gp->accs, st, gp->n, &gs->out, err) != 0)
 		goto out;
+	gs->cur = -1;
 	if (gs->nslot > 0)           /* spilled as BSON: no slot, as mongod's serialised groups */
 		agg_proj_slots_unpack(gs->slot_srcs, gs->nslot, NULL, 0, gs->views);
 	*out = &gs->out;
@@ -582,7 +612,7 @@ group_charge(agg_rt_t *rt, group_t *g, uint64_t limit, bool *spilled, terr_t *er
 
 	for (int a = 0; a < gp->n; a++)
 		mem += accum_state_mem(g->st[a]);
-	mem += g->aux_len;
+	mem += g->slot_mem;
 	gs->mem += (int64_t)mem - (int64_t)g->mem;
 	g->mem = mem;
 	if ((uint64_t)gs->mem > limit) {
@@ -708,6 +738,71 @@ group_take_slots(group_state_t *gs, group_t *g)
 		memcpy(g->aux, gs->pack, len);
 		g->aux_len = (uint32_t)len;
 	}
+	g->slot_mem = g->aux_len;
+}
+
+static int
+seq_cmp(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/* Drop the packs of the documents g's carried array accumulator acc no
+ * longer keeps ($lastN, $topN, ... evict): packs are in arrival order. */
+static void
+group_prune_packs(const accum_t *acc, group_t *g, const accum_state_t *st)
+{
+	int64_t n = accum_kept_count(acc, st);
+	uint64_t *kept = bson_malloc(sizeof(uint64_t) * (size_t)(n + 1));
+	uint32_t w = 0;
+	int64_t k = 0;
+
+	for (int64_t j = 0; j < n; j++)
+		kept[j] = (uint64_t)accum_kept_seq(acc, st, j);
+	qsort(kept, (size_t)n, sizeof(uint64_t), seq_cmp);
+	g->slot_mem = 0;
+	for (uint32_t i = 0; i < g->npacks; i++) {
+		while (k < n && kept[k] < g->packs[i].seq)
+			k++;
+		if (k < n && kept[k] == g->packs[i].seq) {
+			g->packs[w++] = g->packs[i];
+			g->slot_mem += g->packs[i].len + sizeof(group_pack_t);
+		} else {
+			bson_free(g->packs[i].aux);
+		}
+	}
+	g->npacks = w;
+	bson_free(kept);
+}
+
+/* g's carried array accumulator took the current document (its latest
+ * fold, ordinal accum_folded - 1): keep its slots with that ordinal. */
+static void
+group_take_element_slots(const group_plan_t *gp, group_state_t *gs, group_t *g)
+{
+	const accum_t *acc = gp->accs[gs->slot_acc];
+	const accum_state_t *st = g->st[gs->slot_acc];
+	size_t len;
+
+	if (!accum_kept_latest(acc, st))
+		return;
+	len = agg_proj_slots_pack(gs->slot_srcs, gs->nslot, &gs->sk, &gs->pack, &gs->pack_cap);
+	if (len == 0)
+		return;               /* no slot: the element answers without (agg_group_slot_element) */
+	if ((int64_t)g->npacks > 2 * accum_kept_count(acc, st) + 16)
+		group_prune_packs(acc, g, st);
+	if (g->npacks == g->packs_cap) {
+		g->packs_cap = g->packs_cap ? g->packs_cap * 2 : 4;
+		g->packs = bson_realloc(g->packs, sizeof(group_pack_t) * g->packs_cap);
+	}
+	group_pack_t *pk = &g->packs[g->npacks++];
+	pk->seq = accum_folded(st) - 1;
+	pk->aux = bson_malloc(len);
+	memcpy(pk->aux, gs->pack, len);
+	pk->len = (uint32_t)len;
+	g->slot_mem += len + sizeof(group_pack_t);
 }
 
 static int
@@ -743,7 +838,9 @@ group_fill(agg_rt_t *rt, terr_t *err)
 		g = group_find_or_add(gp, gs, &key);
 		for (a = 0; a < gp->n; a++)
 			RET(accum_process(gp->accs[a], g->st[a], rt->env, err));
-		if (gs->nslot > 0 && (gs->slot_last || gs->n > had ||
+		if (gs->nslot > 0 && gs->slot_items)
+			group_take_element_slots(gp, gs, g);
+		else if (gs->nslot > 0 && (gs->slot_last || gs->n > had ||
 		                       (gs->slot_top && accum_holds_latest(gp->accs[gs->slot_acc], g->st[gs->slot_acc]))))
 			group_take_slots(gs, g);
 		RET(group_charge(rt, g, limit, &spilled, err));
@@ -784,8 +881,12 @@ group_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 	key_value(g->key, &v);
 	bv_append(&gs->out, "_id", 3, &v);
 	RET(fields_finalize(rt, gp->names, gp->accs, g->st, gp->n, &gs->out, err));
+	gs->cur = gs->i - 1;
+	/* an array accumulator's slots go back element by element, on demand
+	 * (agg_group_slot_element): none until then */
 	if (gs->nslot > 0)
-		agg_proj_slots_unpack(gs->slot_srcs, gs->nslot, g->aux, g->aux_len, gs->views);
+		agg_proj_slots_unpack(gs->slot_srcs, gs->nslot, gs->slot_items ? NULL : g->aux,
+		                      gs->slot_items ? 0 : g->aux_len, gs->views);
 	*out = &gs->out;
 	return 1;
 }
@@ -796,25 +897,65 @@ agg_is_group_stage(const agg_rt_t *rt)
 	return rt->st->def == &agg_stages_group[0];
 }
 
+/* The accumulators that keep the Values they are fed (mongod's hold the
+ * Document itself, slots included): 1 one of them, 2 an array. */
+static const struct {
+	const char *name;
+	int kind;
+} root_accs[] = {
+	{"$first", 1}, {"$last", 1}, {"$top", 1}, {"$bottom", 1},
+	{"$push", 2}, {"$addToSet", 2}, {"$firstN", 2}, {"$lastN", 2}, {"$topN", 2}, {"$bottomN", 2},
+	{"$maxN", 2}, {"$minN", 2},
+	{NULL, 0},
+};
+
+/* The accumulator of output field name (len bytes) keeping $$ROOT's
+ * Document, or -1; *kind: 1 one Document ($first $last $top $bottom), 2
+ * an array of them (the accumulators accum_kept_count counts). */
+static int
+group_root_acc(const group_plan_t *gp, const char *name, size_t len, int *kind)
+{
+	const char *rp;
+	int a;
+
+	for (a = 0; a < gp->n && (strlen(gp->names[a]) != len || memcmp(gp->names[a], name, len) != 0); a++)
+		;
+	if (a == gp->n || accum_argument(gp->accs[a]) == NULL ||
+	    !expr_is_root_path(accum_argument(gp->accs[a]), &rp) || rp != NULL)
+		return -1;
+	const char *op = accum_op_name(gp->accs[a]);
+	for (int i = 0; root_accs[i].name != NULL; i++)
+		if (strcmp(op, root_accs[i].name) == 0) {
+			*kind = root_accs[i].kind;
+			return a;
+		}
+	return -1;
+}
+
+int
+agg_group_root_field(const agg_rt_t *group_rt, const char *name, size_t len)
+{
+	int kind = 0;
+
+	if (!agg_is_group_stage(group_rt) || group_root_acc(group_rt->st->plan, name, len, &kind) < 0)
+		return 0;
+	return kind;
+}
+
 bool
 agg_group_carry_slots(const agg_rt_t *group_rt, const agg_rt_t *excl, const char *path)
 {
 	const group_plan_t *gp = group_rt->st->plan;
 	group_state_t *gs = group_rt->state;
-	const char *rp;
-	int a;
+	int a, kind = 0;
 
 	if (group_rt->st->def != &agg_stages_group[0] || path == NULL || gs == NULL || gs->filled)
 		return false;
 	/* path: the promotion's, "d" or deeper ("d.s"): its first field */
-	size_t plen = strcspn(path, ".");
-	for (a = 0; a < gp->n && (strlen(gp->names[a]) != plen || memcmp(gp->names[a], path, plen) != 0); a++)
-		;
-	const char *op = a == gp->n ? "" : accum_op_name(gp->accs[a]);
-	bool top = strcmp(op, "$top") == 0 || strcmp(op, "$bottom") == 0;
-	if (a == gp->n || (strcmp(op, "$first") != 0 && strcmp(op, "$last") != 0 && !top) ||
-	    accum_argument(gp->accs[a]) == NULL || !expr_is_root_path(accum_argument(gp->accs[a]), &rp) || rp != NULL)
+	a = group_root_acc(gp, path, strcspn(path, "."), &kind);
+	if (a < 0)
 		return false;
+	const char *op = accum_op_name(gp->accs[a]);
 	if (gs->nslot > 0 && gs->slot_acc != a)
 		return false;
 	for (int j = 0; j < gs->nslot; j++)
@@ -825,10 +966,58 @@ agg_group_carry_slots(const agg_rt_t *group_rt, const agg_rt_t *excl, const char
 	if (gs->nslot == 0)
 		bson_init(&gs->sk);
 	gs->slot_acc = a;
+	gs->slot_items = kind == 2;
 	gs->slot_last = strcmp(op, "$last") == 0;
-	gs->slot_top = top;
+	gs->slot_top = strcmp(op, "$top") == 0 || strcmp(op, "$bottom") == 0;
+	gs->cur = -1;
 	gs->slot_srcs[gs->nslot++] = excl;
 	return true;
+}
+
+int64_t
+agg_group_current(const agg_rt_t *group_rt)
+{
+	const group_state_t *gs = group_rt->state;
+
+	return gs != NULL && gs->nslot > 0 ? gs->cur : -1;
+}
+
+void
+agg_group_set_current(const agg_rt_t *group_rt, int64_t i)
+{
+	group_state_t *gs = group_rt->state;
+
+	if (gs != NULL && gs->nslot > 0)
+		gs->cur = i >= 0 && i < gs->n && !gs->merging ? i : -1;
+}
+
+void
+agg_group_slot_element(const agg_rt_t *group_rt, int64_t j)
+{
+	const group_plan_t *gp = group_rt->st->plan;
+	group_state_t *gs = group_rt->state;
+	const uint8_t *aux = NULL;
+	uint32_t len = 0;
+
+	if (gs == NULL || gs->nslot == 0 || !gs->slot_items)
+		return;
+	if (gs->cur >= 0 && gs->cur < gs->n && j >= 0) {
+		const group_t *g = &gs->groups[gs->cur];
+		int64_t seq = accum_kept_seq(gp->accs[gs->slot_acc], g->st[gs->slot_acc], j);
+		uint32_t lo = 0, hi = g->npacks;
+		while (seq >= 0 && lo < hi) {       /* packs are in arrival order */
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (g->packs[mid].seq < (uint64_t)seq)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (seq >= 0 && lo < g->npacks && g->packs[lo].seq == (uint64_t)seq) {
+			aux = g->packs[lo].aux;
+			len = g->packs[lo].len;
+		}
+	}
+	agg_proj_slots_unpack(gs->slot_srcs, gs->nslot, aux, len, gs->views);
 }
 
 static void

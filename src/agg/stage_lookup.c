@@ -1586,6 +1586,12 @@ graph_close(agg_rt_t *rt)
 	bson_free(gs);
 }
 
+const char *
+agg_lookup_as(const agg_rt_t *rt)
+{
+	return strcmp(rt->st->def->name, "$lookup") == 0 ? ((const lookup_plan_t *)rt->st->plan)->as : NULL;
+}
+
 const agg_stage_def_t agg_stages_lookup[] = {
 	{"$lookup", lookup_parse, lookup_open, lookup_next, lookup_close, lookup_free_plan, 0},
 	{"$unionWith", union_parse, union_open, union_next, union_close, union_free_plan, 0,

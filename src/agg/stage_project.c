@@ -34,9 +34,15 @@
  * undefined, and a promotion takes the document inside.  A classic $group
  * is a carrier too for the document its $first / $last / $top / $bottom
  * of $$ROOT keeps (the accumulator holds the Value, the Document itself,
- * $top's output taken from its {output, sortFields} object), reached by a
- * promotion of that field; 9.0 runs a $group classic only when a stage
- * it does not push into SBE comes first (agg_classic_group_input).
+ * $top's output taken from its {output, sortFields} object), and for each
+ * document its $push / $addToSet / $firstN / $lastN / $topN / $bottomN /
+ * $maxN / $minN of $$ROOT keeps (each input Value, in the array it
+ * outputs: one set of slots per element, handed back by the index of the
+ * $unwind of that array, or element by element), reached by a promotion
+ * of that field (after the $unwind for an array) or by a $set of a path
+ * inside it with no promotion (slots_reorder_at); 9.0 runs a $group
+ * classic only when a stage it does not push into SBE comes first
+ * (agg_classic_group_input).
  * Otherwise a stage that rebuilds documents ($group, ...) ends the chain.
  *
  * Not here: find's projection ($elemMatch, $slice, positional $) -- query/.
@@ -106,6 +112,15 @@ typedef struct proj_state {
 	int excl_nops[SLOTS_MAX];
 	bson_t opbuf[2];
 	int nexcl;
+	/* for each, the classic $group between it and this stage whose array
+	 * accumulator of $$ROOT keeps its Documents (NULL: none, or one that
+	 * hands its single Document's slots back as it outputs), the $unwind
+	 * of that field picking the element (NULL: the array, element by
+	 * element), and the node of this stage's tree at the $group's field
+	 * when this stage writes inside that field with no promotion between
+	 * (NULL: this stage's document is the exclusion's, after excl_ops) */
+	const agg_rt_t *excl_grp[SLOTS_MAX], *excl_gunwind[SLOTS_MAX];
+	const pnode_t *excl_at[SLOTS_MAX];
 	/* $addFields / $set a later one reads (keep_holes): the top-level
 	 * fields whose value was missing for the last document (mongod's
 	 * setField of a missing value leaves a slot, even for a field the
@@ -1064,12 +1079,24 @@ static int
 slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, const agg_exec_t *x,
            const agg_rt_t **cands, int max)
 {
-	const agg_rt_t *in, *carriers[4];
-	const char *carrier_paths[4];  /* a $group's: the field of its document accumulator */
+	const agg_rt_t *in, *carriers[8];
+	const char *carrier_paths[8];  /* a $group's: the field of its document accumulator */
 	int ncarriers = 0, n = 0, nops = 0;
 	slot_op_t ops[SLOT_OPS_MAX];   /* how rt's document came from the input of `in` */
 	const char *rp;
 	int64_t idx;
+	/* see proj_state_t's excl_grp: set by the first $group met that keeps
+	 * an array of Documents, or that this stage writes inside */
+	const agg_rt_t *grp = NULL, *gunwind = NULL;
+	const pnode_t *at = NULL;
+	/* the projections passed since the last promotion or $group: one that
+	 * replaced or removed a $group's field whole ends the chain there
+	 * (past SLOTS_MAX of them, any does); the same for $lookup's `as` */
+	const proj_plan_t *passed[SLOTS_MAX];
+	int npassed = 0;
+	/* the same for the $lookup stages' `as` paths */
+	const char *as[SLOTS_MAX];
+	int nas = 0;
 
 	if (ps != NULL)
 		ps->nexcl = 0;
@@ -1087,9 +1114,15 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 			continue;
 		}
 		const char *name = in->st->def->name;
-		if (strcmp(name, "$match") == 0 || strcmp(name, "$limit") == 0 || strcmp(name, "$skip") == 0 ||
-		    strcmp(name, "$lookup") == 0)
+		if (strcmp(name, "$match") == 0 || strcmp(name, "$limit") == 0 || strcmp(name, "$skip") == 0)
 			continue;
+		if (strcmp(name, "$lookup") == 0) {
+			/* its `as` sets a field: a $group's field set whole (below) */
+			if (nas < SLOTS_MAX)
+				as[nas] = agg_lookup_as(in);
+			nas++;
+			continue;
+		}
 		/* the element $unwind puts in place is the Value of the array's
 		 * element, a Document with its own slots */
 		if (agg_unwind_current(in, &rp, &idx)) {
@@ -1115,22 +1148,94 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 			carriers[ncarriers++] = in;
 			continue;
 		}
-		/* a classic $group keeps the Document its $first / $last / $top /
-		 * $bottom of $$ROOT took (AccumulatorFirst holds the Value): the
-		 * document promoted from that field is the group's input one */
+		/* a classic $group keeps the Documents its accumulators of $$ROOT
+		 * took (AccumulatorFirst and AccumulatorTopBottomN hold the Value;
+		 * AccumulatorPush and AccumulatorN each input Value, in the array
+		 * the group outputs): the document promoted from that field (from
+		 * an $unwind's element of it), or the field itself this stage
+		 * writes inside, is the group's input one */
 		if (agg_is_group_stage(in)) {
-			if (nops == 0 || ops[nops - 1].unwind != NULL || ops[nops - 1].path == NULL ||
-			    ncarriers == (int)(sizeof(carriers) / sizeof(carriers[0])))
+			/* past one whose Documents are chosen as this stage runs
+			 * (grp, at), the chain ends */
+			if (ncarriers == (int)(sizeof(carriers) / sizeof(carriers[0])) || grp != NULL || at != NULL)
 				break;
-			/* a deeper promotion ("$d.s") takes the document at the
-			 * rest of the path inside the group's input one */
-			const char *dot = strchr(ops[nops - 1].path, '.');
-			carrier_paths[ncarriers] = ops[nops - 1].path;
-			if (dot != NULL)
-				ops[nops - 1].path = dot + 1;
-			else
+			const agg_rt_t *uw = NULL;
+			const char *field = NULL, *cpath;
+			int kind = 0;
+			if (nops > 0 && ops[nops - 1].unwind != NULL &&
+			    agg_group_root_field(in, ops[nops - 1].path, strlen(ops[nops - 1].path)) == 2) {
+				uw = ops[nops - 1].unwind;
+				field = ops[nops - 1].path;
 				nops--;
+			}
+			if (nops > 0 && ops[nops - 1].unwind == NULL && ops[nops - 1].path != NULL) {
+				/* a promotion of the field, or of a path inside it */
+				const char *pp = ops[nops - 1].path;
+				size_t flen = strcspn(pp, ".");
+				kind = agg_group_root_field(in, pp, flen);
+				if (kind == 0 || (kind == 2) != (uw != NULL) ||
+				    (uw != NULL && (strlen(field) != flen || memcmp(field, pp, flen) != 0)))
+					break;
+				/* a deeper promotion ("$d.s") takes the document at the
+				 * rest of the path inside the group's input one */
+				const char *dot = strchr(pp, '.');
+				cpath = pp;
+				if (dot != NULL)
+					ops[nops - 1].path = dot + 1;
+				else
+					nops--;
+			} else if (nops == 0 && ps != NULL) {
+				/* no promotion: this stage sets a path inside the field
+				 * (MutableDocument of the kept Document: its slots) */
+				const pnode_t *k = NULL;
+				if (uw != NULL) {
+					k = pnode_lookup(&plan->root, field, (uint32_t)strlen(field));
+					kind = 2;
+				} else {
+					for (int j = 0; j < plan->root.nkids && k == NULL; j++)
+						if (plan->root.kids[j].kind == PN_SUB &&
+						    (kind = agg_group_root_field(in, plan->root.kids[j].name,
+						                                 plan->root.kids[j].name_len)) != 0)
+							k = &plan->root.kids[j];
+				}
+				if (k == NULL || k->kind != PN_SUB)
+					break;
+				at = k;
+				cpath = k->name;
+			} else {
+				break;
+			}
+			/* a stage between that replaced the field whole holds other
+			 * Values (or the same in another order) */
+			size_t clen = strcspn(cpath, ".");
+			bool replaced = npassed > SLOTS_MAX || nas > SLOTS_MAX;   /* too many to tell */
+			for (int j = 0; j < npassed && j < SLOTS_MAX && !replaced; j++) {
+				const pnode_t *k = pnode_lookup(&passed[j]->root, cpath, (uint32_t)clen);
+				replaced = k != NULL && k->kind != PN_SUB;
+			}
+			for (int j = 0; j < nas && j < SLOTS_MAX && !replaced; j++)
+				replaced = as[j] == NULL || (strcspn(as[j], ".") == clen && memcmp(as[j], cpath, clen) == 0);
+			if (replaced)
+				break;
+			/* one set of slots per element, chosen as this stage runs
+			 * (a $facet's candidates never go through it) */
+			if (kind == 2) {
+				if (ps == NULL)
+					break;
+				/* an in-memory $sort between keeps, with each document,
+				 * the group it came from (nearest the source first) */
+				bool carried = true;
+				for (int i = ncarriers - 1; i >= 0 && carried; i--)
+					carried = carrier_paths[i] == NULL && agg_is_sort_stage(carriers[i]) &&
+					          agg_sort_carry_slots(carriers[i], in);
+				if (!carried)
+					break;
+				grp = in;
+				gunwind = uw;
+			}
+			carrier_paths[ncarriers] = cpath;
 			carriers[ncarriers++] = in;
+			npassed = nas = 0;
 			continue;
 		}
 		if (agg_replace_root_path(in, &rp)) {
@@ -1138,6 +1243,7 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 				if (nops == SLOT_OPS_MAX)
 					break;
 				ops[nops++] = (slot_op_t){rp, NULL};
+				npassed = nas = 0;
 			}
 			continue;
 		}
@@ -1146,6 +1252,9 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 		const proj_plan_t *ip = in->st->plan;
 		if (ip->mode == PM_INCLUSION)
 			break;
+		if (npassed < SLOTS_MAX)
+			passed[npassed] = ip;
+		npassed++;
 		/* an exclusion's removed fields, or a $addFields' holes (its
 		 * missing computed values), followed the same way: into the
 		 * document a promotion took, across the carriers */
@@ -1154,8 +1263,9 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 		for (int i = nops - 1; i >= 0 && en != NULL; i--)
 			if (ops[i].unwind == NULL)
 				en = slots_node_at(en, ops[i].path);
+		const pnode_t *setn = ps == NULL ? NULL : at != NULL ? at : &plan->root;
 		if (en != NULL && (ps == NULL ? !add || en->computed
-		                              : add ? holes_meet(en, &plan->root) : slots_meet(en, &plan->root))) {
+		                              : add ? holes_meet(en, setn) : slots_meet(en, setn))) {
 			bool carried = true;
 			/* nearest the source first: one that refuses leaves the
 			 * carriers after it unasked (they would keep a stale document) */
@@ -1170,6 +1280,9 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 				ps->excl_ops[ps->nexcl] = nops > 0 ? bson_malloc(sizeof(slot_op_t) * (size_t)nops) : NULL;
 				if (nops > 0)
 					memcpy(ps->excl_ops[ps->nexcl], ops, sizeof(slot_op_t) * (size_t)nops);
+				ps->excl_grp[ps->nexcl] = grp;
+				ps->excl_gunwind[ps->nexcl] = gunwind;
+				ps->excl_at[ps->nexcl] = at;
 				ps->excl_rts[ps->nexcl++] = in;
 			} else {
 				cands[n] = in;
@@ -1198,7 +1311,12 @@ agg_proj_slots_pack(const agg_rt_t *const *srcs, int n, bson_t *scratch, uint8_t
 		bson_reinit(scratch);
 		if (agg_unwind_current(srcs[j], &up, &idx))
 			BSON_APPEND_INT64(scratch, "i", idx);      /* its current element */
-		else if (agg_proj_slot_skeleton(srcs[j], scratch))
+		else if (agg_is_group_stage(srcs[j])) {
+			/* the group its document is: that group's kept documents */
+			idx = agg_group_current(srcs[j]);
+			BSON_APPEND_INT64(scratch, "g", idx);
+			any |= idx >= 0;
+		} else if (agg_proj_slot_skeleton(srcs[j], scratch))
 			any = true;
 		else
 			bson_reinit(scratch);
@@ -1235,6 +1353,9 @@ agg_proj_slots_unpack(const agg_rt_t *const *srcs, int n, const uint8_t *aux, ui
 		if (agg_unwind_current(srcs[j], &up, &idx))
 			agg_unwind_set_current(srcs[j], ref != NULL && bson_iter_init_find(&it, ref, "i") &&
 			                                        BSON_ITER_HOLDS_INT64(&it) ? bson_iter_int64(&it) : -1);
+		else if (agg_is_group_stage(srcs[j]))
+			agg_group_set_current(srcs[j], ref != NULL && bson_iter_init_find(&it, ref, "g") &&
+			                                       BSON_ITER_HOLDS_INT64(&it) ? bson_iter_int64(&it) : -1);
 		else
 			agg_proj_slot_set(srcs[j], ref);
 	}
@@ -1289,6 +1410,75 @@ slots_follow(proj_state_t *ps, int i, const bson_t *ref, const pnode_t **node, b
 	return true;
 }
 
+/* The exclusion i's input (or the $addFields' output with its holes) seen
+ * as this stage's document, or as the document inside the $group's field
+ * it writes in (excl_at): *sub (static), *en the exclusion's tree there,
+ * *hs the $addFields' state (NULL: an exclusion).  False: no slot. */
+static bool
+slots_view(proj_state_t *ps, int i, const pnode_t **en, const proj_state_t **hs, bson_t *sub)
+{
+	const proj_state_t *es = ps->excl_rts[i]->state;
+	const proj_plan_t *ep = ps->excl_rts[i]->st->plan;
+
+	if (ep->mode == PM_ADD ? es->nholes == 0 : es->last_in == NULL)
+		return false;       /* no slot in this document */
+	const bson_t *ref = ep->mode == PM_ADD ? &es->hole_ref : es->last_in;
+	*hs = ep->mode == PM_ADD ? es : NULL;
+	*en = &ep->root;
+	if (ps->excl_nops[i] == 0)
+		return bson_init_static(sub, bson_get_data(ref), ref->len);
+	/* the document promoted or unwound from it: its slots, inside */
+	return slots_follow(ps, i, ref, en, sub);
+}
+
+/* res: out with the value of the field at (the $group's field this stage
+ * writes inside) laid out after exclusion i's view -- a document after the
+ * one view, or (elements) an array element by element, each after the
+ * view of the document the group's accumulator took for it. */
+static void
+slots_reorder_at(proj_state_t *ps, int i, const bson_t *out, const pnode_t *at, bool elements, bson_t *res)
+{
+	bson_iter_t it, ei;
+	bson_t osub, sub, child, arr;
+	const pnode_t *en;
+	const proj_state_t *hs;
+
+	bson_iter_init(&it, out);
+	while (bson_iter_next(&it)) {
+		if (bson_iter_key_len(&it) != at->name_len || memcmp(bson_iter_key(&it), at->name, at->name_len) != 0 ||
+		    !(elements ? BSON_ITER_HOLDS_ARRAY(&it) : BSON_ITER_HOLDS_DOCUMENT(&it))) {
+			bson_append_iter(res, NULL, 0, &it);
+			continue;
+		}
+		agg_value_doc(bson_iter_value(&it), &osub);
+		if (!elements) {
+			if (!slots_view(ps, i, &en, &hs, &sub)) {
+				bson_append_iter(res, NULL, 0, &it);
+				continue;
+			}
+			bson_append_document_begin(res, at->name, (int)at->name_len, &child);
+			slots_reorder(&osub, &sub, en, at, hs, &child);
+			bson_append_document_end(res, &child);
+			continue;
+		}
+		bson_append_array_begin(res, at->name, (int)at->name_len, &arr);
+		bson_iter_init(&ei, &osub);
+		for (int64_t j = 0; bson_iter_next(&ei); j++) {
+			bson_t el;
+			agg_group_slot_element(ps->excl_grp[i], j);
+			if (!BSON_ITER_HOLDS_DOCUMENT(&ei) || !slots_view(ps, i, &en, &hs, &sub)) {
+				bson_append_iter(&arr, NULL, 0, &ei);
+				continue;
+			}
+			agg_value_doc(bson_iter_value(&ei), &el);
+			bson_append_document_begin(&arr, bson_iter_key(&ei), (int)bson_iter_key_len(&ei), &child);
+			slots_reorder(&el, &sub, en, at, hs, &child);
+			bson_append_document_end(&arr, &child);
+		}
+		bson_append_array_end(res, &arr);
+	}
+}
+
 /* Lay *out (the setting stage's result for the current document) out after
  * the input of each exclusion (or the holes of each $addFields) in ps, nearest
  * first: the result of one is laid out after the next one's input.  *out
@@ -1297,25 +1487,30 @@ static void
 slots_apply(const proj_plan_t *plan, proj_state_t *ps, const bson_t **out)
 {
 	for (int i = 0; i < ps->nexcl; i++) {
-		const proj_state_t *es = ps->excl_rts[i]->state;
-		const proj_plan_t *ep = ps->excl_rts[i]->st->plan;
 		bson_t *dst = *out == &ps->fused ? &ps->fused2 : &ps->fused;
-		if (ep->mode == PM_ADD ? es->nholes == 0 : es->last_in == NULL)
-			continue;       /* no slot in this document */
-		bson_reinit(dst);
-		/* the exclusion's input, or the $addFields' output with its holes */
-		const bson_t *ref = ep->mode == PM_ADD ? &es->hole_ref : es->last_in;
-		const proj_state_t *hs = ep->mode == PM_ADD ? es : NULL;
-		if (ps->excl_nops[i] == 0) {
-			slots_reorder(*out, ref, &ep->root, &plan->root, hs, dst);
-		} else {
-			/* the document promoted or unwound from it: its slots, inside */
-			bson_t sub;
-			const pnode_t *en = &ep->root;
-			if (!slots_follow(ps, i, ref, &en, &sub))
-				continue;
-			slots_reorder(*out, &sub, en, &plan->root, hs, dst);
+		const pnode_t *en;
+		const proj_state_t *hs;
+		bson_t sub;
+		/* an $unwind of a $group's array of kept Documents: the slots
+		 * of the one its current element is */
+		if (ps->excl_gunwind[i] != NULL) {
+			const char *rp;
+			int64_t idx;
+			if (!agg_unwind_current(ps->excl_gunwind[i], &rp, &idx))
+				idx = -1;
+			agg_group_slot_element(ps->excl_grp[i], idx);
 		}
+		if (ps->excl_at[i] != NULL) {
+			bson_reinit(dst);
+			slots_reorder_at(ps, i, *out, ps->excl_at[i],
+			                 ps->excl_grp[i] != NULL && ps->excl_gunwind[i] == NULL, dst);
+			*out = dst;
+			continue;
+		}
+		if (!slots_view(ps, i, &en, &hs, &sub))
+			continue;
+		bson_reinit(dst);
+		slots_reorder(*out, &sub, en, &plan->root, hs, dst);
 		*out = dst;
 	}
 }

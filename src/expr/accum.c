@@ -924,6 +924,40 @@ accum_holds_latest(const accum_t *a, const accum_state_t *st)
 	return a->op->finalize == fin_single_item && st->n > 0 && st->items[0].seq + 1 == st->seq;
 }
 
+int64_t
+accum_kept_count(const accum_t *a, const accum_state_t *st)
+{
+	return a->js == NULL && a->op->finalize == fin_items ? (int64_t)st->n : -1;
+}
+
+int64_t
+accum_kept_seq(const accum_t *a, const accum_state_t *st, int64_t j)
+{
+	if (j < 0 || j >= accum_kept_count(a, st))
+		return -1;
+	return (int64_t)st->items[j].seq;
+}
+
+bool
+accum_kept_latest(const accum_t *a, const accum_state_t *st)
+{
+	if (accum_kept_count(a, st) <= 0 || st->seq == 0)
+		return false;
+	/* $push, $addToSet, $firstN, $lastN append: only the last item can be */
+	if (a->op->add != add_top_bottom && a->op->add != add_minmax_n)
+		return st->items[st->n - 1].seq + 1 == st->seq;
+	for (size_t i = st->n; i-- > 0;)
+		if (st->items[i].seq + 1 == st->seq)
+			return true;
+	return false;
+}
+
+uint64_t
+accum_folded(const accum_state_t *st)
+{
+	return st->seq;
+}
+
 int
 accum_process(const accum_t *a, accum_state_t *st, expr_env_t *env, terr_t *err)
 {

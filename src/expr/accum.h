@@ -60,6 +60,20 @@ const char *accum_op_name(const accum_t *a);
  * false for every other accumulator. */
 bool accum_holds_latest(const accum_t *a, const accum_state_t *st);
 
+/* Accumulators whose result is the array of the values they keep, in the
+ * order kept ($push $addToSet $firstN $lastN $topN $bottomN $maxN $minN):
+ * accum_kept_count is how many st keeps (-1 for every other accumulator),
+ * accum_kept_seq the arrival ordinal of the j-th of them (the count of
+ * values folded into st before it: 0 for the first; -1 when j is out of
+ * range), accum_kept_latest whether one of them is the value the latest
+ * accum_process / accum_add folded in, and accum_folded the count of
+ * values folded so far (kept or not).  Ordinals are those of this state's
+ * own folds: a merged state's are not the inputs'. */
+int64_t accum_kept_count(const accum_t *a, const accum_state_t *st);
+int64_t accum_kept_seq(const accum_t *a, const accum_state_t *st, int64_t j);
+bool accum_kept_latest(const accum_t *a, const accum_state_t *st);
+uint64_t accum_folded(const accum_state_t *st);
+
 /* Is name an accumulator this module knows? */
 bool accum_is_known(const char *name);
 

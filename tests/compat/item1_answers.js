@@ -392,6 +392,50 @@
 			{$sort: {_id: 1}}, {$replaceRoot: {newRoot: '$d.s'}}, {$set: {x: 5}}]), [{x: 5, y: 2}, {y: 3, x: 5}]);
 		cdb.i1dslots.drop();
 	});
+	// $push / $addToSet / $firstN / $lastN / $topN / $bottomN of $$ROOT:
+	// AccumulatorPush and AccumulatorN keep each input Value, so the array a
+	// classic $group outputs holds each Document with its own slots; an
+	// $unwind sets the element's Value, a promotion takes it whole
+	compat(1, 'each Document a classic $group\'s $push / $addToSet / $firstN / $lastN / $topN / $bottomN of $$ROOT keeps has its own slots', () => {
+		cdb.i1pslots.drop();
+		cdb.i1pslots.insertMany([{_id: 1, k: 1, b: 1, a: 2}, {_id: 2, k: 1, a: 3, b: 2}, {_id: 3, k: 1, a: 1},
+			{_id: 4, k: 2, a: 0, b: 4}]);
+		const g = (acc, arg) => agg(cdb, 'i1pslots', [{$set: {n: 1}}, {$unset: 'b'},
+			{$group: {_id: '$k', d: {[acc]: arg}}}, {$sort: {_id: 1}}, {$unwind: '$d'}, {$replaceWith: '$d'},
+			{$set: {b: 5}}]);
+		const d1 = {_id: 1, k: 1, b: 5, a: 2, n: 1}, d2 = {_id: 2, k: 1, a: 3, b: 5, n: 1},
+			d3 = {_id: 3, k: 1, a: 1, n: 1, b: 5}, d4 = {_id: 4, k: 2, a: 0, b: 5, n: 1};
+		eq(g('$push', '$$ROOT'), [d1, d2, d3, d4]);
+		eq(g('$firstN', {n: 2, input: '$$ROOT'}), [d1, d2, d4]);
+		eq(g('$lastN', {n: 2, input: '$$ROOT'}), [d2, d3, d4]);
+		eq(g('$topN', {n: 2, output: '$$ROOT', sortBy: {a: 1}}), [d3, d1, d4]);
+		eq(g('$bottomN', {n: 2, output: '$$ROOT', sortBy: {a: 1}}), [d1, d2, d4]);
+		// $addToSet's order is its set's (unspecified): compare by _id
+		eq(g('$addToSet', '$$ROOT').sort((x, y) => x._id - y._id), [d1, d2, d3, d4]);
+		// SBE's $group after a leading exclusion: BSON, the field appended
+		eq(agg(cdb, 'i1pslots', [{$match: {k: 1}}, {$unset: 'b'}, {$group: {_id: '$k', d: {$push: '$$ROOT'}}},
+			{$unwind: '$d'}, {$replaceWith: '$d'}, {$set: {b: 5}}]),
+			[{_id: 1, k: 1, a: 2, b: 5}, {_id: 2, k: 1, a: 3, b: 5}, {_id: 3, k: 1, a: 1, b: 5}]);
+		cdb.i1pslots.drop();
+	});
+	// a $set of d.F right after the $group (or after an $unwind of d) sets
+	// F inside the kept Document(s): ProjectionNode applies it to each
+	// element's Document, MutableDocument::setField finds the slot
+	compat(1, 'a $set of d.F right after a classic $group fills the slot of the kept Document(s)', () => {
+		cdb.i1fslots.drop();
+		cdb.i1fslots.insertMany([{_id: 1, k: 1, b: 1, a: 2}, {_id: 2, k: 1, a: 3}]);
+		const pre = [{$set: {n: 1}}, {$unset: 'b'}];
+		const d1 = {_id: 1, k: 1, b: 5, a: 2, n: 1}, d2 = {_id: 2, k: 1, a: 3, n: 1, b: 5};
+		eq(agg(cdb, 'i1fslots', pre.concat([{$group: {_id: '$k', d: {$push: '$$ROOT'}}}, {$set: {'d.b': 5}}])),
+			[{_id: 1, d: [d1, d2]}]);
+		eq(agg(cdb, 'i1fslots', pre.concat([{$group: {_id: '$k', d: {$first: '$$ROOT'}}}, {$set: {'d.b': 5}}])),
+			[{_id: 1, d: d1}]);
+		eq(agg(cdb, 'i1fslots', pre.concat([{$group: {_id: '$k', d: {$last: '$$ROOT'}}}, {$set: {'d.b': 5}}])),
+			[{_id: 1, d: d2}]);
+		eq(agg(cdb, 'i1fslots', pre.concat([{$group: {_id: '$k', d: {$push: '$$ROOT'}}}, {$unwind: '$d'},
+			{$set: {'d.b': 5}}, {$project: {_id: 0}}])), [{d: d1}, {d: d2}]);
+		cdb.i1fslots.drop();
+	});
 	// The field order of every reshaping stage and update form, as mongod
 	// builds it: inclusion $project keeps the input's order and appends
 	// computed fields in spec order (InclusionNode); $addFields/$set and

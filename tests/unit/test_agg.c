@@ -812,6 +812,122 @@ test_slots_group_root(void)
 	    " {\"$set\": {\"x\": 5}}]", "[ { \"x\" : 5, \"y\" : 2 } ]");
 }
 
+/* The array accumulators of $$ROOT ($push, $addToSet, $firstN, $lastN,
+ * $topN, $bottomN) keep each input Document, slots included, in the array a
+ * classic $group outputs: an $unwind of it hands each element's on, and a
+ * $set inside the field right after the $group (or after the $unwind) fills
+ * them; so does one inside a $first's Document. */
+static void
+test_slots_group_items(void)
+{
+	const char *pre = "{\"$set\": {\"n\": 1}}, {\"$unset\": \"b\"}";
+	const char *unwound = "[ { \"_id\" : 1, \"k\" : 1, \"b\" : 5, \"a\" : 2, \"n\" : 1 }, "
+	                      "{ \"_id\" : 2, \"k\" : 1, \"a\" : 3, \"b\" : 5, \"n\" : 1 }, "
+	                      "{ \"_id\" : 3, \"k\" : 1, \"a\" : 1, \"n\" : 1, \"b\" : 5 } ]";
+	char p[1024], want[1024];
+
+	load("gitems", "[{\"_id\": 1, \"k\": 1, \"b\": 1, \"a\": 2}, {\"_id\": 2, \"k\": 1, \"a\": 3, \"b\": 2},"
+	               " {\"_id\": 3, \"k\": 1, \"a\": 1}]");
+	/* $unwind + $replaceWith + $set: each element's own slots */
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}}, {\"$unwind\": \"$d\"},"
+	         " {\"$replaceWith\": \"$d\"}, {\"$set\": {\"b\": 5}}]", pre);
+	AGG_EQ("gitems", p, unwound);
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$addToSet\": \"$$ROOT\"}}},"
+	         " {\"$unwind\": {\"path\": \"$d\", \"includeArrayIndex\": \"i\"}}, {\"$replaceRoot\": {\"newRoot\": \"$d\"}},"
+	         " {\"$set\": {\"b\": 5}}]", pre);
+	AGG_EQ("gitems", p, unwound);
+	/* a $set inside the array right after the $group: element by element */
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}}, {\"$set\": {\"d.b\": 5}}]",
+	         pre);
+	snprintf(want, sizeof want, "[ { \"_id\" : 1, \"d\" : %s } ]", unwound);
+	AGG_EQ("gitems", p, want);
+	/* after the $unwind, inside the element; then promoted */
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}}, {\"$unwind\": \"$d\"},"
+	         " {\"$set\": {\"d.b\": 5}}, {\"$replaceWith\": \"$d\"}]", pre);
+	AGG_EQ("gitems", p, unwound);
+	/* $firstN / $lastN / $topN / $bottomN: the documents kept, evicted ones' slots dropped */
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$lastN\": {\"n\": 2, \"input\": \"$$ROOT\"}}}},"
+	         " {\"$set\": {\"d.b\": 5}}]", pre);
+	AGG_EQ("gitems", p, "[ { \"_id\" : 1, \"d\" : [ { \"_id\" : 2, \"k\" : 1, \"a\" : 3, \"b\" : 5, \"n\" : 1 }, "
+	    "{ \"_id\" : 3, \"k\" : 1, \"a\" : 1, \"n\" : 1, \"b\" : 5 } ] } ]");
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$firstN\": {\"n\": 2, \"input\": \"$$ROOT\"}}}},"
+	         " {\"$unwind\": \"$d\"}, {\"$replaceWith\": \"$d\"}, {\"$set\": {\"b\": 5}}]", pre);
+	AGG_EQ("gitems", p, "[ { \"_id\" : 1, \"k\" : 1, \"b\" : 5, \"a\" : 2, \"n\" : 1 }, "
+	    "{ \"_id\" : 2, \"k\" : 1, \"a\" : 3, \"b\" : 5, \"n\" : 1 } ]");
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$topN\": {\"n\": 2, \"output\": \"$$ROOT\","
+	         " \"sortBy\": {\"a\": 1}}}}}, {\"$unwind\": \"$d\"}, {\"$replaceWith\": \"$d\"}, {\"$set\": {\"b\": 5}}]", pre);
+	AGG_EQ("gitems", p, "[ { \"_id\" : 3, \"k\" : 1, \"a\" : 1, \"n\" : 1, \"b\" : 5 }, "
+	    "{ \"_id\" : 1, \"k\" : 1, \"b\" : 5, \"a\" : 2, \"n\" : 1 } ]");
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$bottomN\": {\"n\": 2, \"output\": \"$$ROOT\","
+	         " \"sortBy\": {\"a\": -1}}}}}, {\"$set\": {\"d.b\": 5}}]", pre);
+	AGG_EQ("gitems", p, "[ { \"_id\" : 1, \"d\" : [ { \"_id\" : 1, \"k\" : 1, \"b\" : 5, \"a\" : 2, \"n\" : 1 }, "
+	    "{ \"_id\" : 3, \"k\" : 1, \"a\" : 1, \"n\" : 1, \"b\" : 5 } ] } ]");
+	/* $$REMOVE holes too */
+	AGG_EQ("gitems", "[{\"$set\": {\"b\": \"$$REMOVE\"}}, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}},"
+	    " {\"$unwind\": \"$d\"}, {\"$replaceWith\": \"$d\"}, {\"$set\": {\"b\": 5}}]",
+	    "[ { \"_id\" : 1, \"k\" : 1, \"b\" : 5, \"a\" : 2 }, { \"_id\" : 2, \"k\" : 1, \"a\" : 3, \"b\" : 5 }, "
+	    "{ \"_id\" : 3, \"k\" : 1, \"a\" : 1, \"b\" : 5 } ]");
+	/* a $first's Document, written inside with no promotion */
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$first\": \"$$ROOT\"}}}, {\"$sort\": {\"_id\": 1}},"
+	         " {\"$set\": {\"d.b\": 5}}]", pre);
+	AGG_EQ("gitems", p, "[ { \"_id\" : 1, \"d\" : { \"_id\" : 1, \"k\" : 1, \"b\" : 5, \"a\" : 2, \"n\" : 1 } } ]");
+	/* SBE's $group after a leading exclusion (BSON), a field replaced
+	 * between, an array reversed between: appended */
+	AGG_EQ("gitems", "[{\"$unset\": \"b\"}, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}}, {\"$unwind\": \"$d\"},"
+	    " {\"$replaceWith\": \"$d\"}, {\"$set\": {\"b\": 5}}]",
+	    "[ { \"_id\" : 1, \"k\" : 1, \"a\" : 2, \"b\" : 5 }, { \"_id\" : 2, \"k\" : 1, \"a\" : 3, \"b\" : 5 }, "
+	    "{ \"_id\" : 3, \"k\" : 1, \"a\" : 1, \"b\" : 5 } ]");
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}},"
+	         " {\"$set\": {\"d\": {\"$literal\": [{\"b\": 1, \"_id\": 9}]}}}, {\"$unset\": \"d.b\"}, {\"$set\": {\"d.b\": 5}}]", pre);
+	AGG_EQ("gitems", p, "[ { \"_id\" : 1, \"d\" : [ { \"b\" : 5, \"_id\" : 9 } ] } ]");
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}},"
+	         " {\"$set\": {\"d\": {\"$literal\": [{\"_id\": 9}]}}}, {\"$set\": {\"d.b\": 5}}]", pre);
+	AGG_EQ("gitems", p, "[ { \"_id\" : 1, \"d\" : [ { \"_id\" : 9, \"b\" : 5 } ] } ]");
+
+	/* in a $facet branch (classic), the exclusion before the $facet */
+	snprintf(p, sizeof p, "[%s, {\"$facet\": {\"o\": [{\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}},"
+	         " {\"$unwind\": \"$d\"}, {\"$replaceWith\": \"$d\"}, {\"$set\": {\"b\": 5}}]}}, {\"$unwind\": \"$o\"},"
+	         " {\"$replaceWith\": \"$o\"}]", pre);
+	AGG_EQ("gitems", p, unwound);
+	/* a $lookup between whose `as` is the field: its own documents */
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}},"
+	         " {\"$lookup\": {\"from\": \"gitems\", \"pipeline\": [{\"$limit\": 1}, {\"$project\": {\"_id\": 1}}], \"as\": \"d\"}},"
+	         " {\"$set\": {\"d.b\": 5}}]", pre);
+	AGG_EQ("gitems", p, "[ { \"_id\" : 1, \"d\" : [ { \"_id\" : 1, \"b\" : 5 } ] } ]");
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}},"
+	         " {\"$lookup\": {\"from\": \"gitems\", \"pipeline\": [{\"$limit\": 1}], \"as\": \"e\"}},"
+	         " {\"$set\": {\"d.b\": 5}}, {\"$project\": {\"e\": 0}}]", pre);
+	AGG_EQ("gitems", p, want);
+	/* an in-memory $sort between keeps each document's group */
+	load("gsorted", "[{\"_id\": 1, \"k\": 2, \"b\": 1, \"a\": 2}, {\"_id\": 2, \"k\": 1, \"a\": 3, \"b\": 2},"
+	                " {\"_id\": 3, \"k\": 2, \"a\": 1}]");
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}}, {\"$sort\": {\"_id\": 1}},"
+	         " {\"$unwind\": \"$d\"}, {\"$sort\": {\"d.a\": -1}}, {\"$replaceWith\": \"$d\"}, {\"$set\": {\"b\": 5}}]", pre);
+	AGG_EQ("gsorted", p, "[ { \"_id\" : 2, \"k\" : 1, \"a\" : 3, \"b\" : 5, \"n\" : 1 }, "
+	    "{ \"_id\" : 1, \"k\" : 2, \"b\" : 5, \"a\" : 2, \"n\" : 1 }, { \"_id\" : 3, \"k\" : 2, \"a\" : 1, \"n\" : 1, \"b\" : 5 } ]");
+	snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$push\": \"$$ROOT\"}}}, {\"$sort\": {\"_id\": -1}},"
+	         " {\"$set\": {\"d.b\": 5}}]", pre);
+	AGG_EQ("gsorted", p, "[ { \"_id\" : 2, \"d\" : [ { \"_id\" : 1, \"k\" : 2, \"b\" : 5, \"a\" : 2, \"n\" : 1 }, "
+	    "{ \"_id\" : 3, \"k\" : 2, \"a\" : 1, \"n\" : 1, \"b\" : 5 } ] }, "
+	    "{ \"_id\" : 1, \"d\" : [ { \"_id\" : 2, \"k\" : 1, \"a\" : 3, \"b\" : 5, \"n\" : 1 } ] } ]");
+
+	/* many documents through a $lastN: the slots of evicted ones pruned */
+	{
+		char docs[4096];
+		size_t off = 0;
+		off += (size_t)snprintf(docs + off, sizeof docs - off, "[");
+		for (int i = 0; i < 60; i++)
+			off += (size_t)snprintf(docs + off, sizeof docs - off, "%s{\"_id\": %d, \"k\": 1, %s}", i ? ", " : "", i,
+			                        i % 2 ? "\"b\": 1, \"a\": 1" : "\"a\": 1");
+		snprintf(docs + off, sizeof docs - off, "]");
+		load("gprune", docs);
+		snprintf(p, sizeof p, "[%s, {\"$group\": {\"_id\": \"$k\", \"d\": {\"$lastN\": {\"n\": 2, \"input\": \"$$ROOT\"}}}},"
+		         " {\"$unwind\": \"$d\"}, {\"$replaceWith\": \"$d\"}, {\"$set\": {\"b\": 5}}]", pre);
+		AGG_EQ("gprune", p, "[ { \"_id\" : 58, \"k\" : 1, \"a\" : 1, \"n\" : 1, \"b\" : 5 }, "
+		    "{ \"_id\" : 59, \"k\" : 1, \"b\" : 5, \"a\" : 1, \"n\" : 1 } ]");
+	}
+}
+
 /* ---- field-order slots, randomized --------------------------------------
  * Removing a field and setting it again later must leave it where setting it
  * in place would (mongod's Document keeps the removed field's slot,
@@ -826,6 +942,9 @@ test_slots_group_root(void)
  * $unwind includeArrayIndex instead (both set a field on their input's
  * Document, filling its slot).  "r" is an array of documents: F may take
  * fields inside its elements, and an $unwind of it may stand between.
+ * <between> may also hand each document through a classic $group of
+ * $$ROOT and back ($push / $lastN / $topN + $unwind, or $first, and a
+ * promotion; a leading $set then keeps 9.0's $group out of SBE).
  * Half the runs leave holes instead: [$set F: $$REMOVE, <between>, $set F]
  * must answer what [$set F: 0, <between>, $set F] does (the hole, a missing
  * Value, keeps the field's place, or the end for a field the document
@@ -958,10 +1077,10 @@ test_slots_randomized(void)
 		}
 		/* the stages between, in a random order of a few kinds */
 		int nb = (int)(slot_rand() % 4);
-		bool promoted = false;
+		bool promoted = false, grouped = false;
 		for (int i = 0; i < nb + (promote ? 1 : 0); i++) {
 			const char *st;
-			int kind = (int)(slot_rand() % 6);
+			int kind = (int)(slot_rand() % 7);
 			if (promote && !promoted && (i == nb || slot_rand() % 2 == 0)) {
 				st = "{\"$replaceWith\": \"$s\"}";
 				promoted = true;
@@ -976,6 +1095,21 @@ test_slots_randomized(void)
 				st = "{\"$set\": {\"n\": 1}}";
 			} else if (kind == 5 && !promoted) {
 				st = "{\"$unwind\": \"$r\"}";
+			} else if (kind == 6 && !promoted && !grouped) {
+				/* a classic $group of one document per group handing it
+				 * back: each kept Document with its slots */
+				static const char *const rounds[] = {
+				    "{\"$group\": {\"_id\": \"$_id\", \"d\": {\"$push\": \"$$ROOT\"}}}, {\"$unwind\": \"$d\"},"
+				    " {\"$replaceWith\": \"$d\"}",
+				    "{\"$group\": {\"_id\": \"$_id\", \"d\": {\"$lastN\": {\"n\": 2, \"input\": \"$$ROOT\"}}}},"
+				    " {\"$sort\": {\"_id\": -1}}, {\"$unwind\": \"$d\"}, {\"$replaceRoot\": {\"newRoot\": \"$d\"}}",
+				    "{\"$group\": {\"_id\": \"$_id\", \"d\": {\"$first\": \"$$ROOT\"}}}, {\"$replaceWith\": \"$d\"}",
+				    "{\"$group\": {\"_id\": \"$_id\", \"d\": {\"$topN\": {\"n\": 1, \"output\": \"$$ROOT\","
+				    " \"sortBy\": {\"k\": 1}}}}}, {\"$unwind\": \"$d\"}, {\"$sort\": {\"d.k\": 1, \"_id\": 1}},"
+				    " {\"$replaceWith\": \"$d\"}",
+				};
+				st = rounds[slot_rand() % 4];
+				grouped = true;
 			} else {
 				st = promoted ? "{\"$sort\": {\"sk\": 1}}" : "{\"$sort\": {\"_id\": 1}}";
 			}
@@ -993,16 +1127,19 @@ test_slots_randomized(void)
 			oracle[0] = '\0';
 		}
 		char *p1, *p2;
+		/* a leading stage 9.0 does not push into SBE: the $group runs
+		 * classic (after a leading exclusion alone it runs in SBE) */
+		const char *lead = grouped ? "{\"$set\": {\"g0\": 1}}, " : "";
 		if (slot_rand() % 3 == 0) {
 			/* the stages between and the $set in a $facet branch */
 			const char *tail = "]}}, {\"$unwind\": \"$o\"}, {\"$replaceWith\": \"$o\"}]";
-			p1 = bson_strdup_printf("[%s, {\"$facet\": {\"c\": [{\"$count\": \"n\"}], \"o\": [%s%s%s",
-			                        remover, between, setter, tail);
-			p2 = bson_strdup_printf("[%s{\"$facet\": {\"c\": [{\"$count\": \"n\"}], \"o\": [%s%s%s", oracle, between,
-			                        setter, tail);
+			p1 = bson_strdup_printf("[%s%s, {\"$facet\": {\"c\": [{\"$count\": \"n\"}], \"o\": [%s%s%s",
+			                        lead, remover, between, setter, tail);
+			p2 = bson_strdup_printf("[%s%s{\"$facet\": {\"c\": [{\"$count\": \"n\"}], \"o\": [%s%s%s", lead, oracle,
+			                        between, setter, tail);
 		} else {
-			p1 = bson_strdup_printf("[%s, %s%s]", remover, between, setter);
-			p2 = bson_strdup_printf("[%s%s%s]", oracle, between, setter);
+			p1 = bson_strdup_printf("[%s%s, %s%s]", lead, remover, between, setter);
+			p2 = bson_strdup_printf("[%s%s%s%s]", lead, oracle, between, setter);
 		}
 		load("slotsr", docs);
 		char *g1 = agg("slotsr", p1), *g2 = agg("slotsr", p2);
@@ -1044,6 +1181,7 @@ main(void)
 	TT_RUN(test_bucket_auto_densify);
 	TT_RUN(test_slots_holes_carried);
 	TT_RUN(test_slots_group_root);
+	TT_RUN(test_slots_group_items);
 	TT_RUN(test_slots_randomized);
 	tt_close_rm(db, dir);
 	return tt_finish();

@@ -175,6 +175,80 @@ test_n_variants(void)
 	          "ERR 5787901 Unknown argument for 'n' operator: z");
 }
 
+/* accum_kept_seq / accum_kept_latest: which folds an array accumulator
+ * keeps, in result order (a $group carries each kept document's slots by
+ * them).  spec over the values 0..n-1 of "$v"; want: the kept ordinals
+ * as "s0,s1,...", and latest: whether the last fold was kept. */
+static void
+kept_check(const char *spec, int n, const char *want, bool latest)
+{
+	bson_t *s = tt_json(spec);
+	expr_scope_t *scope = expr_scope_new();
+	expr_env_t *env = expr_env_new();
+	terr_t err = TERR_INIT;
+	accum_t *a = NULL;
+	accum_state_t *st;
+	bson_iter_t it;
+	char got[256] = "";
+	size_t off = 0;
+
+	bson_iter_init(&it, s);
+	bson_iter_next(&it);
+	TT_ASSERT(accum_parse(bson_iter_key(&it), bson_iter_value(&it), scope, &a, &err) == 0);
+	st = accum_state_new(a);
+	for (int i = 0; i < n; i++) {
+		bson_t doc = BSON_INITIALIZER;
+		BSON_APPEND_INT32(&doc, "v", (i * 7) % n);
+		expr_env_set_root(env, &doc);
+		TT_ASSERT(accum_process(a, st, env, &err) == 0);
+		expr_env_reset(env);
+		bson_destroy(&doc);
+	}
+	TT_ASSERT(accum_folded(st) == (uint64_t)n);
+	for (int64_t j = 0; j < accum_kept_count(a, st); j++)
+		off += (size_t)snprintf(got + off, sizeof got - off, "%s%lld", j ? "," : "",
+		                        (long long)accum_kept_seq(a, st, j));
+	TT_EQ_STR(got, want);
+	TT_ASSERT(accum_kept_seq(a, st, accum_kept_count(a, st)) == -1);
+	TT_ASSERT(accum_kept_latest(a, st) == latest);
+	accum_state_destroy(st);
+	accum_destroy(a);
+	expr_env_destroy(env);
+	expr_scope_destroy(scope);
+	bson_destroy(s);
+}
+
+static void
+test_kept_seqs(void)
+{
+	/* v over 5 folds: 0 2 4 1 3 (i*7 % 5), 10 folds: 0 7 4 1 8 5 2 9 6 3 */
+	kept_check("{\"$push\": \"$v\"}", 5, "0,1,2,3,4", true);
+	kept_check("{\"$addToSet\": {\"$mod\": [\"$v\", 2]}}", 5, "0,3", false);
+	kept_check("{\"$firstN\": {\"n\": 2, \"input\": \"$v\"}}", 5, "0,1", false);
+	kept_check("{\"$lastN\": {\"n\": 2, \"input\": \"$v\"}}", 5, "3,4", true);
+	kept_check("{\"$topN\": {\"n\": 2, \"output\": \"$v\", \"sortBy\": {\"v\": 1}}}", 10, "0,3", false);
+	kept_check("{\"$bottomN\": {\"n\": 3, \"output\": \"$v\", \"sortBy\": {\"v\": 1}}}", 10, "1,4,7", false);
+	kept_check("{\"$maxN\": {\"n\": 2, \"input\": \"$v\"}}", 5, "2,4", true);
+	kept_check("{\"$topN\": {\"n\": 2, \"output\": \"$v\", \"sortBy\": {\"v\": 1}}}", 4, "0,3", true);
+	/* not an array accumulator */
+	bson_t *s = tt_json("{\"$first\": \"$v\"}");
+	expr_scope_t *scope = expr_scope_new();
+	terr_t err = TERR_INIT;
+	accum_t *a = NULL;
+	bson_iter_t it;
+	bson_iter_init(&it, s);
+	bson_iter_next(&it);
+	TT_ASSERT(accum_parse(bson_iter_key(&it), bson_iter_value(&it), scope, &a, &err) == 0);
+	accum_state_t *st = accum_state_new(a);
+	TT_ASSERT(accum_kept_count(a, st) == -1);
+	TT_ASSERT(accum_kept_seq(a, st, 0) == -1);
+	TT_ASSERT(!accum_kept_latest(a, st));
+	accum_state_destroy(st);
+	accum_destroy(a);
+	expr_scope_destroy(scope);
+	bson_destroy(s);
+}
+
 static void
 test_percentile(void)
 {
@@ -221,6 +295,7 @@ main(void)
 	TT_RUN(test_push_set_merge);
 	TT_RUN(test_stddev);
 	TT_RUN(test_n_variants);
+	TT_RUN(test_kept_seqs);
 	TT_RUN(test_percentile);
 	return tt_finish();
 }
