@@ -714,11 +714,12 @@ static int
 setup_key_file(const char *path)
 {
 	terr_t err = TERR_INIT;
-	char *key = NULL;
+	auth_keys_t keys = {NULL, 0};
+	const char *key = NULL;
 	bson_t attr;
 	int ret = 0;
 
-	if (auth_keyfile_read(path, &key, &err) != 0) {
+	if (auth_keyfile_read_keys(path, &keys, &err) != 0) {
 		bson_t e;
 		char buf[32];
 		bson_init(&attr);
@@ -731,7 +732,18 @@ setup_key_file(const char *path)
 		bson_destroy(&attr);
 		fprintf(stderr, "tamgad: %s\n", err.msg ? err.msg : "cannot read the key file");
 		ret = -1;
-	} else if (!auth_keyfile_length_ok(key)) {
+	} else if (keys.n > AUTH_KEYS_MAX) {
+		/* key rollover takes two keys at most, as mongod */
+		bson_init(&attr);
+		BSON_APPEND_INT64(&attr, "numKeys", (int64_t)keys.n);
+		BSON_APPEND_UTF8(&attr, "filename", path);
+		tlog('E', "ACCESS", 20258, "Only two keys are supported in the security key file", &attr);
+		bson_destroy(&attr);
+		fprintf(stderr, "tamgad: only two keys are supported in the security key file, %zu are specified in %s\n",
+		    keys.n, path);
+		ret = -1;
+	} else if ((key = keys.n > 1 && !auth_keyfile_length_ok(keys.key[1]) ? keys.key[1] : keys.key[0]) != NULL &&
+	    !auth_keyfile_length_ok(key)) {
 		bson_init(&attr);
 		BSON_APPEND_UTF8(&attr, "filename", path);
 		BSON_APPEND_INT64(&attr, "size", (int64_t)strlen(key));
@@ -742,7 +754,7 @@ setup_key_file(const char *path)
 		fprintf(stderr, "tamgad: security key in %s has length %zu, must be between %d and %d chars\n", path,
 		    strlen(key), AUTH_KEY_MIN_LEN, AUTH_KEY_MAX_LEN);
 		ret = -1;
-	} else if (auth_member_key_set(key, &err) != 0) {
+	} else if (auth_member_keys_set((const char *const *)keys.key, keys.n, &err) != 0) {
 		bson_init(&attr);
 		BSON_APPEND_UTF8(&attr, "error", err.msg ? err.msg : "");
 		tlog('E', "ACCESS", 20256, "Could not prep security key file for SCRAM-SHA-256", &attr);
@@ -756,10 +768,7 @@ setup_key_file(const char *path)
 		tlog('F', "CONTROL", 20575, "Error creating service context", &attr);
 		bson_destroy(&attr);
 	}
-	if (key != NULL) {
-		OPENSSL_cleanse(key, strlen(key));
-		bson_free(key);
-	}
+	auth_keys_clear(&keys);
 	terr_clear(&err);
 	return ret;
 }

@@ -334,12 +334,13 @@ sasl_payload(const bson_t *reply, const char **data, uint32_t *len)
 }
 
 /*
- * SCRAM-SHA-256 as __system@local with the keyFile's key (mongod's
- * internal authentication), on fd before the command.  18 with the
- * peer's reason when it refuses or cannot prove it holds the key.
+ * SCRAM-SHA-256 as __system@local with the keyFile's key number which
+ * (mongod's internal authentication), on fd before the command.  18 with
+ * the peer's reason when it refuses or cannot prove it holds the key
+ * (*refused set: another key may do), else the connection's error.
  */
 static int
-authenticate(mconn_t *fd, const char *host, int64_t deadline, terr_t *err)
+authenticate(mconn_t *fd, const char *host, int64_t deadline, size_t which, bool *refused, terr_t *err)
 {
 	terr_t inner = TERR_INIT;
 	auth_scram_client_t *c;
@@ -350,7 +351,8 @@ authenticate(mconn_t *fd, const char *host, int64_t deadline, terr_t *err)
 	bson_iter_t it;
 	int ret = -1;
 
-	c = auth_member_client_new(err);
+	*refused = false;
+	c = auth_member_client_new(which, err);
 	if (c == NULL)
 		return -1;
 	bson_init(&cmd);
@@ -393,6 +395,7 @@ authenticate(mconn_t *fd, const char *host, int64_t deadline, terr_t *err)
 	ret = 0;
 	goto out;
 refused:
+	*refused = true;
 	/* what the operator reads in rs.status()'s lastHeartbeatMessage */
 	terr_set(err, TERR_AUTHENTICATION_FAILED, "Authentication failed.");
 	repl_member_auth_note(host, inner.msg != NULL ? inner.msg : "Authentication failed.");
@@ -416,13 +419,24 @@ repl_member_rpc(const char *host, const char *db, const bson_t *cmd, int timeout
 		bson_destroy(&fp);
 		return terr_set(err, TERR_HOST_UNREACHABLE, "%s is cut off (dropRaftMessagesFrom)", host);
 	}
-	c.fd = connect_to(host, deadline, err);
-	if (c.fd < 0)
-		return -1;
-	if ((repl_member_tls_outgoing() && tls_connect(&c, host, deadline, err) != 0) ||
-	    (auth_member_key_present() && authenticate(&c, host, deadline, err) != 0)) {
+	/* the first key, then (key rollover) the second when the peer refuses
+	 * the first, on a new connection */
+	for (size_t which = 0;; which++) {
+		bool refused = false;
+		c.fd = connect_to(host, deadline, err);
+		if (c.fd < 0)
+			return -1;
+		if (repl_member_tls_outgoing() && tls_connect(&c, host, deadline, err) != 0) {
+			mconn_close(&c);
+			return -1;
+		}
+		if (!auth_member_key_present() || authenticate(&c, host, deadline, which, &refused, err) == 0)
+			break;
 		mconn_close(&c);
-		return -1;
+		c.ssl = NULL;
+		if (!refused || which + 1 >= auth_member_key_count())
+			return -1;
+		terr_clear(err);
 	}
 	ret = roundtrip(&c, host, db, cmd, deadline, reply, err);
 	mconn_close(&c);
