@@ -1003,8 +1003,10 @@ main(int argc, char **argv)
 		tls_mode_parse(o.tls_mode, &to.mode);
 	to.certificate_key_file = o.tls_cert_key_file;
 	to.certificate_key_password = o.tls_cert_key_password;
-	to.ca_file = o.tls_ca_file;
-	to.require_client_cert = o.tls_ca_file != NULL && !o.tls_allow_no_cert;
+	/* mongod: certificates of connecting clients (members among them) are
+	 * validated with --tlsClusterCAFile when it is given, else --tlsCAFile */
+	to.ca_file = o.tls_cluster_ca_file != NULL ? o.tls_cluster_ca_file : o.tls_ca_file;
+	to.require_client_cert = to.ca_file != NULL && !o.tls_allow_no_cert;
 	to.allow_invalid_certificates = o.tls_allow_invalid_certs;
 	if (tls_server_new(&to, &tls, &err) != 0) {
 		log_error(23248, "Failed to set up TLS", &err);
