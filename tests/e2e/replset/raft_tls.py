@@ -21,7 +21,11 @@
   fails (the primary refuses its certificate) and the set keeps working;
 - clusterAuthMode: mongod's startup refusals;
 - mongosh over TLS with the user's credentials: rs.status() and a
-  majority write.
+  majority write;
+- a rolling move to TLS: one member under preferTLS (connects out with
+  TLS, accepts both), two under allowTLS (connect out in clear, accept
+  both): w: 3 writes and a stepdown, so Raft runs both ways through the
+  relay's TLS and clear paths.
 
 usage: raft_tls.py path/to/tamgad [path/to/mongosh]
 """
@@ -137,18 +141,22 @@ def raft_preamble(raft_id, address):
     return struct.pack("<QQQ", 1, raft_id, len(a)) + a
 
 
-def closed_soon(sock, timeout=8):
-    """The peer closes: recv gives b'' (or a reset) within timeout."""
-    sock.settimeout(timeout)
+def closed_soon(sock, timeout=8, silent=False):
+    """The peer closes: recv gives b'' (or a reset) within timeout; with
+    silent, at once (3 s: less than the keyFile handshake's 5 s timeout)
+    and without a byte (without TLS the keyFile handshake would answer)."""
+    sock.settimeout(3 if silent else timeout)
+    got = 0
     try:
         while True:
             b = sock.recv(4096)
             if not b:
-                return True
-    except (ConnectionResetError, ssl.SSLError, OSError):
-        return True
+                return not silent or got == 0
+            got += len(b)
     except socket.timeout:
         return False
+    except (ConnectionResetError, ssl.SSLError, OSError):
+        return not silent or got == 0
 
 
 def raft_port_checks(m, ca, member_pem, rogue_pem):
@@ -157,7 +165,7 @@ def raft_port_checks(m, ca, member_pem, rogue_pem):
     # clear bytes after libraft's preamble: dropped under requireTLS
     s = socket.create_connection((host, port), timeout=5)
     s.sendall(raft_preamble(99, me) + b"TMGRAFT1" + b"\0" * 40)
-    check(closed_soon(s), "a plaintext Raft connector is dropped")
+    check(closed_soon(s, silent=True), "a plaintext Raft connector is dropped at once, answered nothing")
     s.close()
     # TLS with a certificate of the set's CA: the handshake completes
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -232,6 +240,7 @@ def main():
                 write_key(os.path.join(tmp, "k2"), "- %s\n" % new)]
         startup_refusals(tmp, member_pem, ca[1])
         run_set(tmp, ca[1], member_pem, cluster_pem, rogue_pem, other_ca[1], keys)
+        run_mixed(ca[1], member_pem)
         print("raft_tls: %d checks passed in %.1f s" % (checks, time.time() - t0))
     finally:
         subprocess.call(["rm", "-rf", tmp])
@@ -319,6 +328,41 @@ def run_set(tmp, ca, member_pem, cluster_pem, rogue_pem, other_ca, keys):
             out = r.stdout.decode("utf-8", "replace")
             check(r.returncode == 0 and '{"n":3,"c":62}' in out, "mongosh over TLS: %s" % out)
             wait_equal(cl.members, ca, 62)
+
+
+def run_mixed(ca, member_pem):
+    common = ["--tlsCertificateKeyFile", member_pem, "--tlsCAFile", ca,
+              "--tlsAllowConnectionsWithoutCertificates"]
+    cl = Cluster(TAMGAD, extra=common)
+    for m, mode in zip(cl.members, ["preferTLS", "allowTLS", "allowTLS"]):
+        m.extra = common + ["--tlsMode", mode]
+    with cl:
+        with cl.members[0].client() as c:
+            check(c.admin.command("replSetInitiate", cl.config(election_ms=2000))["ok"] == 1, "mixed initiate")
+        for rnd in range(2):
+            p = cl.wait_primary(30)
+            with p.client() as c:
+                coll = c.t.get_collection("m", write_concern=WriteConcern(3, wtimeout=20000))
+                for i in range(10):
+                    coll.insert_one({"_id": rnd * 10 + i})
+                check(coll.count_documents({}) == (rnd + 1) * 10, "w: 3 writes in a mixed allow/prefer set")
+                if rnd == 0:
+                    try:
+                        c.admin.command("replSetStepDown", 10)
+                    except PyMongoError:
+                        pass   # the connection closes with the stepdown
+                    deadline = time.time() + 20
+                    while time.time() < deadline and cl.wait_primary(20) is p:
+                        time.sleep(0.2)
+        # both listeners take TLS too: the allowTLS member's Raft port
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.load_verify_locations(ca)
+        ctx.load_cert_chain(CLIENT_PEM)
+        s = socket.create_connection(("127.0.0.1", cl.members[1].port + RAFT_PORT_OFFSET), timeout=5)
+        s.sendall(raft_preamble(99, "127.0.0.1:1"))
+        t = ctx.wrap_socket(s, server_hostname="127.0.0.1")
+        check(t.version() is not None, "an allowTLS member's Raft port completes a TLS handshake")
+        t.close()
 
 
 if __name__ == "__main__":
