@@ -70,11 +70,11 @@ def make_ca(d, name):
     return key, crt
 
 
-def make_cert(d, name, ca, subj):
+def make_cert(d, name, ca, subj, san="IP:127.0.0.1,DNS:localhost"):
     key, csr, crt, ext = (os.path.join(d, name + s) for s in (".key", ".csr", ".crt", ".ext"))
     with open(ext, "w") as f:
-        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n"
-                "extendedKeyUsage=serverAuth,clientAuth\n")
+        f.write("subjectAltName=%s\n"
+                "extendedKeyUsage=serverAuth,clientAuth\n" % san)
     run("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
         "-keyout", key, "-out", csr, "-subj", subj)
     run("openssl", "x509", "-req", "-in", csr, "-CA", ca[1], "-CAkey", ca[0], "-CAcreateserial",
@@ -232,6 +232,8 @@ def main():
         cluster_pem = make_cert(tmp, "cluster", ca, "/O=Tamga/OU=rs0/CN=cluster")
         other_ca = make_ca(tmp, "otherca")
         rogue_pem = make_cert(tmp, "rogue", other_ca, "/O=Tamga/OU=rs0/CN=localhost")
+        wrongname_pem = make_cert(tmp, "wrongname", ca, "/O=Tamga/OU=rs0/CN=elsewhere.invalid",
+                                  san="DNS:elsewhere.invalid")
         global CLIENT_PEM
         CLIENT_PEM = make_cert(tmp, "client", ca, "/O=Tamga/OU=clients/CN=admin")
         old, new = "b2xkLWtleS0xMjM0NTY3ODkw", "bmV3LWtleS1hYmNkZWZnaGlq"
@@ -239,14 +241,31 @@ def main():
                 write_key(os.path.join(tmp, "k1"), "# rollover\n-   %s\n-\n  %s\n" % (new, old)),
                 write_key(os.path.join(tmp, "k2"), "- %s\n" % new)]
         startup_refusals(tmp, member_pem, ca[1])
-        run_set(tmp, ca[1], member_pem, cluster_pem, rogue_pem, other_ca[1], keys)
+        run_set(tmp, ca[1], member_pem, cluster_pem, rogue_pem, other_ca[1], keys, wrongname_pem)
         run_mixed(ca[1], member_pem)
         print("raft_tls: %d checks passed in %.1f s" % (checks, time.time() - t0))
     finally:
         subprocess.call(["rm", "-rf", tmp])
 
 
-def run_set(tmp, ca, member_pem, cluster_pem, rogue_pem, other_ca, keys):
+def add_refused(uri, host, what, want):
+    """replSetReconfig adding host fails (its certificate is refused), the
+    set keeps its three members."""
+    with MongoClient(uri, serverSelectionTimeoutMS=20000) as c:
+        cfg = c.admin.command("replSetGetConfig")["config"]
+        cfg["version"] += 1
+        cfg["members"].append({"_id": 7, "host": host})
+        err = None
+        try:
+            c.admin.command("replSetReconfig", cfg)
+        except PyMongoError as e:
+            err = str(e)
+        check(err is not None and want in err, "rs.add of %s is refused (%r): %s" % (what, want, err))
+        cfg = c.admin.command("replSetGetConfig")["config"]
+        check(len(cfg["members"]) == 3, "the set still has three members")
+
+
+def run_set(tmp, ca, member_pem, cluster_pem, rogue_pem, other_ca, keys, wrongname_pem):
     common = ["--tlsMode", "requireTLS", "--tlsCertificateKeyFile", member_pem, "--tlsCAFile", ca,
               "--tlsClusterFile", cluster_pem]
     cl = Cluster(TAMGAD, extra=common)
@@ -293,19 +312,9 @@ def run_set(tmp, ca, member_pem, cluster_pem, rogue_pem, other_ca, keys):
                         "--keyFile", keys[2]])
         rogue.start()
         try:
+            add_refused(uri, rogue.host, "a member with another CA's certificate",
+                        "SSL peer certificate validation failed")
             with MongoClient(uri, serverSelectionTimeoutMS=20000) as c:
-                cfg = c.admin.command("replSetGetConfig")["config"]
-                cfg["version"] += 1
-                cfg["members"].append({"_id": 7, "host": rogue.host})
-                refused = False
-                try:
-                    c.admin.command("replSetReconfig", cfg)
-                except PyMongoError as e:
-                    refused = True
-                    print("rs.add of the rogue member: %s" % e)
-                check(refused, "rs.add of a member with another CA's certificate is refused")
-                cfg = c.admin.command("replSetGetConfig")["config"]
-                check(len(cfg["members"]) == 3, "the set still has three members")
                 coll = c.t.get_collection("c", write_concern=WriteConcern("majority", wtimeout=20000))
                 coll.insert_one({"_id": 60, "v": "z"})
             with rogue.client(tls=True, tlsCAFile=other_ca, tlsCertificateKeyFile=rogue_pem) as c:
@@ -318,6 +327,17 @@ def run_set(tmp, ca, member_pem, cluster_pem, rogue_pem, other_ca, keys):
         finally:
             rogue.stop()
         wait_equal(cl.members, ca, 61)
+
+        # a member whose certificate (the set's CA) names another host:
+        # hostname verification refuses it
+        other = Member(TAMGAD, free_ports(1)[0], os.path.join(cl.dir, "wrongname"), "rs0",
+                       ["--tlsMode", "requireTLS", "--tlsCertificateKeyFile", wrongname_pem, "--tlsCAFile", ca,
+                        "--keyFile", keys[2]])
+        other.start()
+        try:
+            add_refused(uri, other.host, "a member whose certificate names another host", "mismatch")
+        finally:
+            other.stop()
 
         if MONGOSH:
             r = subprocess.run([MONGOSH, "--quiet", uri, "--eval",
