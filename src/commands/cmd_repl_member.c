@@ -741,9 +741,15 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 			}
 			BSON_APPEND_UTF8(&m, "syncSourceHost", rows[i].leader ? "" : (leader_host != NULL ? leader_host : ""));
 			/* a member whose Raft or wire-protocol connections fail the
-			 * keyFile handshake: mongod's heartbeat error */
-			BSON_APPEND_UTF8(&m, "lastHeartbeatMessage",
-			    !rows[i].reachable && h != NULL && repl_member_auth_failed(h) ? "Authentication failed." : "");
+			 * keyFile handshake ("Authentication failed.") or TLS (its
+			 * certificate refused: OpenSSL's reason): mongod's heartbeat
+			 * error */
+			{
+				char why[200];
+				BSON_APPEND_UTF8(&m, "lastHeartbeatMessage",
+				    !rows[i].reachable && h != NULL && repl_member_failure_message(h, why, sizeof(why)) ?
+				    why : "");
+			}
 		}
 		BSON_APPEND_INT64(&m, "configVersion", in.config_version);
 		BSON_APPEND_INT64(&m, "configTerm", in.config_term);

@@ -36,10 +36,40 @@ static pthread_mutex_t g_note_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	char host[300];
 	bool failed;
+	char shown[200];       /* what rs.status() shows for the failure */
 } g_notes[NOTE_MAX];
+
+static void note(const char *host, const char *reason, const char *shown);
 
 void
 repl_member_auth_note(const char *host, const char *reason)
+{
+	note(host, reason, "Authentication failed.");
+}
+
+void
+repl_member_tls_note(const char *host, const char *reason)
+{
+	note(host, reason, reason);
+}
+
+bool
+repl_member_failure_message(const char *host, char *buf, size_t len)
+{
+	bool failed = false;
+
+	pthread_mutex_lock(&g_note_mu);
+	for (int i = 0; i < NOTE_MAX; i++)
+		if (g_notes[i].host[0] != '\0' && strcmp(g_notes[i].host, host) == 0 && g_notes[i].failed) {
+			failed = true;
+			bson_strncpy(buf, g_notes[i].shown, len);
+		}
+	pthread_mutex_unlock(&g_note_mu);
+	return failed;
+}
+
+static void
+note(const char *host, const char *reason, const char *shown)
 {
 	int slot = -1, free_slot = -1;
 	bool was = false;
@@ -61,6 +91,8 @@ repl_member_auth_note(const char *host, const char *reason)
 	if (slot >= 0) {
 		was = g_notes[slot].failed;
 		g_notes[slot].failed = reason != NULL;
+		if (reason != NULL)
+			bson_strncpy(g_notes[slot].shown, shown, sizeof(g_notes[slot].shown));
 	}
 	pthread_mutex_unlock(&g_note_mu);
 	if (reason != NULL && !was) {
@@ -180,7 +212,7 @@ tls_connect(mconn_t *c, const char *host, int64_t deadline_us, terr_t *err)
 		}
 	}
 	repl_member_tls_reason(c->ssl, why, sizeof(why));
-	repl_member_auth_note(host, why);
+	repl_member_tls_note(host, why);
 	return terr_set(err, TERR_HOST_UNREACHABLE, "TLS handshake with %s failed: %s", host, why);
 }
 

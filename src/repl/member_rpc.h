@@ -40,6 +40,12 @@ void repl_member_auth_note(const char *host, const char *reason);
 /* Whether the last authentication with host failed (and nothing has
  * succeeded since). */
 bool repl_member_auth_failed(const char *host);
+/* The same for a TLS handshake that failed (reason: OpenSSL's, shown as
+ * is by rs.status(); NULL clears). */
+void repl_member_tls_note(const char *host, const char *reason);
+/* The failure rs.status() shows for host ("Authentication failed." or the
+ * TLS reason) into buf; false when its channels are fine. */
+bool repl_member_failure_message(const char *host, char *buf, size_t len);
 
 /* Whether a member's refusal (its reply's code) may go away by itself or
  * with another leader: mongod's NotPrimary, shutdown and network

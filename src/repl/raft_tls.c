@@ -131,7 +131,7 @@ note_peer(const tc_t *c, const char *reason)
 	if (colon == NULL || port <= REPL_RAFT_PORT_OFFSET)
 		return;
 	snprintf(host, sizeof(host), "%.*s:%ld", (int)(colon - c->address), c->address, port - REPL_RAFT_PORT_OFFSET);
-	repl_member_auth_note(host, reason);
+	repl_member_tls_note(host, reason);
 }
 
 /*

@@ -339,6 +339,32 @@ def run_set(tmp, ca, member_pem, cluster_pem, rogue_pem, other_ca, keys, wrongna
         finally:
             other.stop()
 
+        # a member of the set restarted with another CA's certificate: the
+        # others show it unhealthy with OpenSSL's reason, keep writing
+        m2.stop()
+        saved = m2.extra
+        m2.extra = ["--tlsMode", "requireTLS", "--tlsCertificateKeyFile", rogue_pem, "--tlsCAFile", other_ca,
+                    "--keyFile", keys[2]]
+        m2.start()
+        deadline, row = time.time() + 20, None
+        while time.time() < deadline:
+            p = wait_primary([m0, m1], ca)
+            with p.client(username="admin", password="pw", authSource="admin", **tls_kw(ca)) as c:
+                st = c.admin.command("replSetGetStatus")
+            row = [r for r in st["members"] if r["name"] == m2.host][0]
+            if row["health"] == 0 and "certificate" in row.get("lastHeartbeatMessage", ""):
+                break
+            time.sleep(0.5)
+        check(row["health"] == 0 and "SSL peer certificate validation failed" in row.get("lastHeartbeatMessage", ""),
+              "rs.status() shows the member's certificate refused: %r" % row)
+        with MongoClient(uri, serverSelectionTimeoutMS=20000) as c:
+            coll = c.t.get_collection("c", write_concern=WriteConcern("majority", wtimeout=20000))
+            coll.insert_one({"_id": 61, "v": "w"})
+        m2.stop()
+        m2.extra = saved
+        m2.start()
+        wait_equal(cl.members, ca, 62)
+
         if MONGOSH:
             r = subprocess.run([MONGOSH, "--quiet", uri, "--eval",
                                 "db.getSiblingDB('t').c.insertOne({_id: 100}, {writeConcern: {w: 'majority'}});"
@@ -346,8 +372,8 @@ def run_set(tmp, ca, member_pem, cluster_pem, rogue_pem, other_ca, keys, wrongna
                                 " c: db.getSiblingDB('t').c.countDocuments({})}))"],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
             out = r.stdout.decode("utf-8", "replace")
-            check(r.returncode == 0 and '{"n":3,"c":62}' in out, "mongosh over TLS: %s" % out)
-            wait_equal(cl.members, ca, 62)
+            check(r.returncode == 0 and '{"n":3,"c":63}' in out, "mongosh over TLS: %s" % out)
+            wait_equal(cl.members, ca, 63)
 
 
 def run_mixed(ca, member_pem):
