@@ -5,7 +5,9 @@
  * only after the TLS handshake, 6 MiB each way cross it intact (past the
  * relay's 4 MiB write bound, so its pause/resume runs), a clear-text
  * connector is closed without Raft seeing it; under allowTLS the member
- * connects out in clear and the listener relays clear bytes.
+ * connects out in clear and the listener relays clear bytes; a
+ * certificate for another host name is refused unless
+ * tlsAllowInvalidHostnames.
  */
 #include "tt.h"
 
@@ -42,9 +44,10 @@ add_ext(X509 *x, X509 *issuer, int nid, const char *value)
 	X509_EXTENSION_free(e);
 }
 
-/* A certificate for key named cn, signed by issuer (NULL: self-signed CA). */
+/* A certificate for key named cn, signed by issuer (NULL: self-signed CA),
+ * for the host san. */
 static X509 *
-make_cert(EVP_PKEY *key, const char *cn, X509 *issuer, EVP_PKEY *issuer_key)
+make_cert(EVP_PKEY *key, const char *cn, X509 *issuer, EVP_PKEY *issuer_key, const char *san)
 {
 	static long serial = 1;
 	X509 *x = X509_new();
@@ -62,7 +65,7 @@ make_cert(EVP_PKEY *key, const char *cn, X509 *issuer, EVP_PKEY *issuer_key)
 		add_ext(x, x, NID_key_usage, "critical,keyCertSign,cRLSign");
 	} else {
 		add_ext(x, issuer, NID_basic_constraints, "CA:FALSE");
-		add_ext(x, issuer, NID_subject_alt_name, "IP:127.0.0.1");
+		add_ext(x, issuer, NID_subject_alt_name, san);
 	}
 	TT_ASSERT(X509_sign(x, issuer_key != NULL ? issuer_key : key, EVP_sha256()) > 0);
 	return x;
@@ -253,18 +256,20 @@ static void
 test_relay(void)
 {
 	EVP_PKEY *ca_key = EVP_EC_gen("P-256"), *m_key = EVP_EC_gen("P-256");
-	X509 *ca, *m;
-	char *ca_pem, *m_pem, a_addr[64], b_addr[64], r_addr[64];
+	X509 *ca, *m, *wrong;
+	char *ca_pem, *m_pem, *wrong_pem, a_addr[64], b_addr[64], r_addr[64];
 	repl_member_tls_options_t o;
 	terr_t err = TERR_INIT;
 	struct raft_uv_transport a_in, a, b_in, b, raw;
 	struct raft_uv_connect req, rreq;
 
 	TT_ASSERT(ca_key != NULL && m_key != NULL);
-	ca = make_cert(ca_key, "test CA", NULL, NULL);
-	m = make_cert(m_key, "member", ca, ca_key);
+	ca = make_cert(ca_key, "test CA", NULL, NULL, NULL);
+	m = make_cert(m_key, "member", ca, ca_key, "IP:127.0.0.1");
+	wrong = make_cert(m_key, "elsewhere", ca, ca_key, "DNS:elsewhere.invalid");
 	ca_pem = write_pem("ca.pem", ca, NULL);
 	m_pem = write_pem("member.pem", m, m_key);
+	wrong_pem = write_pem("wrong.pem", wrong, m_key);
 
 	/* a missing file: 140 with the path */
 	memset(&o, 0, sizeof(o));
@@ -340,6 +345,25 @@ test_relay(void)
 	uv_close((uv_handle_t *)T.sc, on_raft_closed);
 	uv_close((uv_handle_t *)T.sa, on_raft_closed);
 
+	/* a certificate of the right CA for another host: the connector's host
+	 * name check refuses it, unless tlsAllowInvalidHostnames */
+	o.mode = REPL_MEMBER_TLS_REQUIRE;
+	o.certificate_key_file = wrong_pem;
+	TT_EQ_INT(repl_member_tls_configure(&o, &err), 0);
+	TT_EQ_INT(b.connect(&b, &req, 1, a_addr, connect_cb), 0);
+	run_until_i(&T.connect_failed, 1, 5000);
+	TT_EQ_INT(T.connect_failed, 1);
+	TT_EQ_INT(T.accepted, 2);
+	o.allow_invalid_hostnames = true;
+	TT_EQ_INT(repl_member_tls_configure(&o, &err), 0);
+	TT_EQ_INT(b.connect(&b, &req, 1, a_addr, connect_cb), 0);
+	run_until_i(&T.accepted, 3, 5000);
+	run_until_i(&T.connected, 3, 5000);
+	TT_EQ_INT(T.accepted, 3);
+	TT_EQ_INT(T.connected, 3);
+	uv_close((uv_handle_t *)T.sc, on_raft_closed);
+	uv_close((uv_handle_t *)T.sa, on_raft_closed);
+
 	a.close(&a, on_transport_closed);
 	b.close(&b, on_transport_closed);
 	raw.close(&raw, on_transport_closed);
@@ -356,8 +380,10 @@ test_relay(void)
 	bson_free(T.got);
 	bson_free(ca_pem);
 	bson_free(m_pem);
+	bson_free(wrong_pem);
 	X509_free(ca);
 	X509_free(m);
+	X509_free(wrong);
 	EVP_PKEY_free(ca_key);
 	EVP_PKEY_free(m_key);
 }
