@@ -216,22 +216,24 @@ def startup_refusals(tmp, member_pem, ca):
         (["--tlsMode", "requireTLS", "--tlsCertificateKeyFile", member_pem, "--tlsClusterFile",
           os.path.join(tmp, "missing.pem")], "cannot read certificate file"),
     ]
-    for extra, want in cases:
-        r = subprocess.run(base + extra, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
-        out = r.stdout.decode("utf-8", "replace")
-        check(r.returncode == 2, "%s: exit %d (want 2)\n%s" % (extra, r.returncode, out))
-        check(want in out, "%s: %r not in\n%s" % (extra, want, out))
     # key files: mongod takes two keys at most; YAML it cannot read as
     # strings or sequences of strings
-    for text, want in [("- a2V5QUFBQUFB\n- a2V5QkJCQkJC\n- a2V5Q0NDQ0ND\n",
-                        "Only two keys are supported in the security key file"),
-                       ("key: a2V5QUFBQUFB\n", "Only strings and sequences are supported for YAML key files"),
-                       ("- a2V5QUFBQUFB\n- abc\n", "Security key size is out range")]:
-        kf = write_key(os.path.join(tmp, "bad-%d.key" % checks), text)
-        r = subprocess.run(base + ["--keyFile", kf], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
-        out = r.stdout.decode("utf-8", "replace")
-        check(r.returncode == 1 and want in out and "Unable to acquire security key[s]" in out,
-              "key file %r: exit %d, want %r\n%s" % (text, r.returncode, want, out))
+    keycases = [("- a2V5QUFBQUFB\n- a2V5QkJCQkJC\n- a2V5Q0NDQ0ND\n",
+                 "Only two keys are supported in the security key file"),
+                ("key: a2V5QUFBQUFB\n", "Only strings and sequences are supported for YAML key files"),
+                ("- a2V5QUFBQUFB\n- abc\n", "Security key size is out range")]
+    runs = [(extra, want, 2) for extra, want in cases]
+    for i, (text, want) in enumerate(keycases):
+        kf = write_key(os.path.join(tmp, "bad-%d.key" % i), text)
+        runs.append((["--keyFile", kf], want + "\x00Unable to acquire security key[s]", 1))
+    # every refusal comes before the storage is opened: all at once
+    procs = [(extra, want, code, subprocess.Popen(base + extra, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+             for extra, want, code in runs]
+    for extra, want, code, proc in procs:
+        out = proc.communicate(timeout=60)[0].decode("utf-8", "replace")
+        check(proc.returncode == code, "%s: exit %d (want %d)\n%s" % (extra, proc.returncode, code, out))
+        for w in want.split("\x00"):
+            check(w in out, "%s: %r not in\n%s" % (extra, w, out))
 
 
 def main():
