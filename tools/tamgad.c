@@ -777,7 +777,8 @@ setup_key_file(const char *path)
  * --clusterAuthMode as mongod validates it at startup (BadValue: "Invalid
  * clusterAuthMode '<v>'", "need to enable TLS via the tlsMode flag" for
  * the modes that use TLS, "cannot have x.509 cluster authentication in
- * allowTLS mode"); x509/sendX509 otherwise refused (x.509 member
+ * allowTLS mode"), and "Specifying a tlsClusterCAFile requires a tlsCAFile
+ * also be specified"; x509/sendX509 otherwise refused (x.509 member
  * authentication is not built: src/repl/README.md).  Then TLS between
  * members from the TLS options (repl/member_tls.h).  -1 after printing
  * the reason (exit 2).
@@ -815,6 +816,10 @@ setup_member_tls(const opts_t *o)
 			    "by Tamga; use keyFile or sendKeyFile with --keyFile\n", o->cluster_auth_mode);
 			return -1;
 		}
+	}
+	if (m != TLS_MODE_DISABLED && o->tls_cluster_ca_file != NULL && o->tls_ca_file == NULL) {
+		fprintf(stderr, "BadValue: Specifying a tlsClusterCAFile requires a tlsCAFile also be specified\n");
+		return -1;
 	}
 	memset(&mo, 0, sizeof(mo));
 	mo.mode = m == TLS_MODE_ALLOW ? REPL_MEMBER_TLS_ALLOW : m == TLS_MODE_PREFER ? REPL_MEMBER_TLS_PREFER :

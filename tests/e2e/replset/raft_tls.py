@@ -215,6 +215,8 @@ def startup_refusals(tmp, member_pem, ca):
          "x.509 member authentication is not supported"),
         (["--tlsMode", "requireTLS", "--tlsCertificateKeyFile", member_pem, "--tlsClusterFile",
           os.path.join(tmp, "missing.pem")], "cannot read certificate file"),
+        (["--tlsMode", "requireTLS", "--tlsCertificateKeyFile", member_pem, "--tlsClusterCAFile", ca],
+         "Specifying a tlsClusterCAFile requires a tlsCAFile also be specified"),
     ]
     # key files: mongod takes two keys at most; YAML it cannot read as
     # strings or sequences of strings
