@@ -27,6 +27,7 @@
 #include "common/version.h"
 #include "repl/member_rpc.h"
 #include "server/server.h"
+#include "repl/member_tls.h"
 #include "server/tls.h"
 
 #define EXIT_BADOPTIONS 2
@@ -53,6 +54,10 @@ typedef struct opts {
 	char *tls_cert_key_password;
 	char *tls_ca_file;
 	char *tls_cluster_file;        /* --tlsClusterFile: the certificate a member presents to others */
+	char *tls_cluster_password;    /* --tlsClusterPassword */
+	char *tls_cluster_ca_file;     /* --tlsClusterCAFile: verifies members connecting in */
+	bool tls_allow_invalid_hostnames;
+	char *cluster_auth_mode;       /* --clusterAuthMode / security.clusterAuthMode */
 	bool tls_allow_invalid_certs;
 	bool tls_allow_no_cert;
 	bool no_unix_socket;
@@ -102,9 +107,14 @@ usage(FILE *f)
 	    "  --tlsCAFile arg                CAs for client certificates (then required, unless\n"
 	    "                                 --tlsAllowConnectionsWithoutCertificates)\n"
 	    "  --tlsAllowInvalidCertificates  Accept client certificates that do not verify\n"
-	    "  --tlsClusterFile arg           PEM a member presents to other members (TLS between\n"
-	    "                                 members is not built: a set of several members\n"
-	    "                                 does not start under preferTLS/requireTLS)\n"
+	    "  --tlsClusterFile arg           PEM a member presents connecting to other members\n"
+	    "                                 (default: --tlsCertificateKeyFile)\n"
+	    "  --tlsClusterPassword arg       Password of --tlsClusterFile's key\n"
+	    "  --tlsClusterCAFile arg         CAs for the certificates of members connecting in\n"
+	    "                                 (default: --tlsCAFile)\n"
+	    "  --tlsAllowInvalidHostnames     Do not check other members' host names\n"
+	    "  --clusterAuthMode arg          keyFile or sendKeyFile (x509 and sendX509 are\n"
+	    "                                 refused: x.509 member authentication is not built)\n"
 	    "  --nounixsocket                 Disable listening on unix sockets\n"
 	    "  --unixSocketPrefix arg         Alternative directory for UNIX domain sockets\n"
 	    "                                 (defaults to /tmp)\n"
@@ -232,10 +242,16 @@ apply(opts_t *o, const char *name, const char *v)
 	    strcmp(name, "net.ssl.PEMKeyPassword") == 0) {
 		set_str(&o->tls_cert_key_password, v);
 	} else if (strcmp(name, "net.tls.clusterFile") == 0 || strcmp(name, "net.ssl.clusterFile") == 0) {
-		/* kept for the options' echo: TLS between members is not built, and
-		 * a set of several members refuses to start while TLS is required
-		 * (commands/cmd_repl_member.c) */
 		set_str(&o->tls_cluster_file, v);
+	} else if (strcmp(name, "net.tls.clusterPassword") == 0 || strcmp(name, "net.ssl.clusterPassword") == 0) {
+		set_str(&o->tls_cluster_password, v);
+	} else if (strcmp(name, "net.tls.clusterCAFile") == 0 || strcmp(name, "net.ssl.clusterCAFile") == 0) {
+		set_str(&o->tls_cluster_ca_file, v);
+	} else if (strcmp(name, "net.tls.allowInvalidHostnames") == 0 ||
+	    strcmp(name, "net.ssl.allowInvalidHostnames") == 0) {
+		o->tls_allow_invalid_hostnames = parse_bool(v);
+	} else if (strcmp(name, "security.clusterAuthMode") == 0) {
+		set_str(&o->cluster_auth_mode, v);
 	} else if (strcmp(name, "net.tls.CAFile") == 0 || strcmp(name, "net.ssl.CAFile") == 0) {
 		set_str(&o->tls_ca_file, v);
 	} else if (strcmp(name, "net.tls.allowInvalidCertificates") == 0 ||
@@ -495,12 +511,18 @@ parsed_doc(const opts_t *o)
 			BSON_APPEND_BOOL(&sub2, "allowConnectionsWithoutCertificates", true);
 		if (o->tls_allow_invalid_certs)
 			BSON_APPEND_BOOL(&sub2, "allowInvalidCertificates", true);
+		if (o->tls_allow_invalid_hostnames)
+			BSON_APPEND_BOOL(&sub2, "allowInvalidHostnames", true);
 		if (o->tls_cert_key_file)
 			BSON_APPEND_UTF8(&sub2, "certificateKeyFile", o->tls_cert_key_file);
 		if (o->tls_cert_key_password)
 			BSON_APPEND_UTF8(&sub2, "certificateKeyFilePassword", "<password>");
+		if (o->tls_cluster_ca_file)
+			BSON_APPEND_UTF8(&sub2, "clusterCAFile", o->tls_cluster_ca_file);
 		if (o->tls_cluster_file)
 			BSON_APPEND_UTF8(&sub2, "clusterFile", o->tls_cluster_file);
+		if (o->tls_cluster_password)
+			BSON_APPEND_UTF8(&sub2, "clusterPassword", "<password>");
 		BSON_APPEND_UTF8(&sub2, "mode", o->tls_mode);
 		bson_append_document_end(&sub, &sub2);
 	}
@@ -524,9 +546,12 @@ parsed_doc(const opts_t *o)
 			BSON_APPEND_UTF8(&sub, "replSet", o->repl_set);
 		bson_append_document_end(d, &sub);
 	}
-	if (o->auth) {
+	if (o->auth || o->cluster_auth_mode) {
 		BSON_APPEND_DOCUMENT_BEGIN(d, "security", &sub);
-		BSON_APPEND_UTF8(&sub, "authorization", "enabled");
+		if (o->auth)
+			BSON_APPEND_UTF8(&sub, "authorization", "enabled");
+		if (o->cluster_auth_mode)
+			BSON_APPEND_UTF8(&sub, "clusterAuthMode", o->cluster_auth_mode);
 		if (o->key_file)
 			BSON_APPEND_UTF8(&sub, "keyFile", o->key_file);
 		bson_append_document_end(d, &sub);
@@ -591,6 +616,10 @@ static const struct flag {
 	{"--tlsCertificateKeyFilePassword", "net.tls.certificateKeyFilePassword", true},
 	{"--tlsCAFile", "net.tls.CAFile", true},
 	{"--tlsClusterFile", "net.tls.clusterFile", true},
+	{"--tlsClusterPassword", "net.tls.clusterPassword", true},
+	{"--tlsClusterCAFile", "net.tls.clusterCAFile", true},
+	{"--tlsAllowInvalidHostnames", "net.tls.allowInvalidHostnames", false},
+	{"--clusterAuthMode", "security.clusterAuthMode", true},
 	{"--tlsAllowInvalidCertificates", "net.tls.allowInvalidCertificates", false},
 	{"--tlsAllowConnectionsWithoutCertificates", "net.tls.allowConnectionsWithoutCertificates", false},
 	{"--sslMode", "net.ssl.mode", true},
@@ -598,6 +627,9 @@ static const struct flag {
 	{"--sslPEMKeyPassword", "net.ssl.PEMKeyPassword", true},
 	{"--sslCAFile", "net.ssl.CAFile", true},
 	{"--sslClusterFile", "net.ssl.clusterFile", true},
+	{"--sslClusterPassword", "net.ssl.clusterPassword", true},
+	{"--sslClusterCAFile", "net.ssl.clusterCAFile", true},
+	{"--sslAllowInvalidHostnames", "net.ssl.allowInvalidHostnames", false},
 	{"--sslAllowInvalidCertificates", "net.ssl.allowInvalidCertificates", false},
 	{"--sslAllowConnectionsWithoutCertificates", "net.ssl.allowConnectionsWithoutCertificates", false},
 	{"--nounixsocket", "net.unixDomainSocket.enabled", false, "false"},
@@ -682,11 +714,12 @@ static int
 setup_key_file(const char *path)
 {
 	terr_t err = TERR_INIT;
-	char *key = NULL;
+	auth_keys_t keys = {NULL, 0};
+	const char *key = NULL;
 	bson_t attr;
 	int ret = 0;
 
-	if (auth_keyfile_read(path, &key, &err) != 0) {
+	if (auth_keyfile_read_keys(path, &keys, &err) != 0) {
 		bson_t e;
 		char buf[32];
 		bson_init(&attr);
@@ -699,7 +732,18 @@ setup_key_file(const char *path)
 		bson_destroy(&attr);
 		fprintf(stderr, "tamgad: %s\n", err.msg ? err.msg : "cannot read the key file");
 		ret = -1;
-	} else if (!auth_keyfile_length_ok(key)) {
+	} else if (keys.n > AUTH_KEYS_MAX) {
+		/* key rollover takes two keys at most, as mongod */
+		bson_init(&attr);
+		BSON_APPEND_INT64(&attr, "numKeys", (int64_t)keys.n);
+		BSON_APPEND_UTF8(&attr, "filename", path);
+		tlog('E', "ACCESS", 20258, "Only two keys are supported in the security key file", &attr);
+		bson_destroy(&attr);
+		fprintf(stderr, "tamgad: only two keys are supported in the security key file, %zu are specified in %s\n",
+		    keys.n, path);
+		ret = -1;
+	} else if ((key = keys.n > 1 && !auth_keyfile_length_ok(keys.key[1]) ? keys.key[1] : keys.key[0]) != NULL &&
+	    !auth_keyfile_length_ok(key)) {
 		bson_init(&attr);
 		BSON_APPEND_UTF8(&attr, "filename", path);
 		BSON_APPEND_INT64(&attr, "size", (int64_t)strlen(key));
@@ -710,7 +754,7 @@ setup_key_file(const char *path)
 		fprintf(stderr, "tamgad: security key in %s has length %zu, must be between %d and %d chars\n", path,
 		    strlen(key), AUTH_KEY_MIN_LEN, AUTH_KEY_MAX_LEN);
 		ret = -1;
-	} else if (auth_member_key_set(key, &err) != 0) {
+	} else if (auth_member_keys_set((const char *const *)keys.key, keys.n, &err) != 0) {
 		bson_init(&attr);
 		BSON_APPEND_UTF8(&attr, "error", err.msg ? err.msg : "");
 		tlog('E', "ACCESS", 20256, "Could not prep security key file for SCRAM-SHA-256", &attr);
@@ -724,12 +768,77 @@ setup_key_file(const char *path)
 		tlog('F', "CONTROL", 20575, "Error creating service context", &attr);
 		bson_destroy(&attr);
 	}
-	if (key != NULL) {
-		OPENSSL_cleanse(key, strlen(key));
-		bson_free(key);
-	}
+	auth_keys_clear(&keys);
 	terr_clear(&err);
 	return ret;
+}
+
+/*
+ * --clusterAuthMode as mongod validates it at startup (BadValue: "Invalid
+ * clusterAuthMode '<v>'", "need to enable TLS via the tlsMode flag" for
+ * the modes that use TLS, "cannot have x.509 cluster authentication in
+ * allowTLS mode"), and "Specifying a tlsClusterCAFile requires a tlsCAFile
+ * also be specified"; x509/sendX509 otherwise refused (x.509 member
+ * authentication is not built: src/repl/README.md).  Then TLS between
+ * members from the TLS options (repl/member_tls.h).  -1 after printing
+ * the reason (exit 2).
+ */
+static int
+setup_member_tls(const opts_t *o)
+{
+	static const char *const modes[] = {"keyFile", "sendKeyFile", "sendX509", "x509"};
+	tls_mode_t m = TLS_MODE_DISABLED;
+	repl_member_tls_options_t mo;
+	terr_t err = TERR_INIT;
+	int cam = 0;
+
+	if (o->tls_mode != NULL)
+		tls_mode_parse(o->tls_mode, &m);
+	if (o->cluster_auth_mode != NULL) {
+		cam = -1;
+		for (int i = 0; i < 4; i++)
+			if (strcmp(o->cluster_auth_mode, modes[i]) == 0)
+				cam = i;
+		if (cam < 0) {
+			fprintf(stderr, "BadValue: Invalid clusterAuthMode '%s'\n", o->cluster_auth_mode);
+			return -1;
+		}
+		if (cam > 0 && m == TLS_MODE_DISABLED) {
+			fprintf(stderr, "BadValue: need to enable TLS via the tlsMode flag\n");
+			return -1;
+		}
+		if (cam >= 2 && m == TLS_MODE_ALLOW) {
+			fprintf(stderr, "BadValue: cannot have x.509 cluster authentication in allowTLS mode\n");
+			return -1;
+		}
+		if (cam >= 2) {
+			fprintf(stderr, "BadValue: --clusterAuthMode %s: x.509 member authentication is not supported "
+			    "by Tamga; use keyFile or sendKeyFile with --keyFile\n", o->cluster_auth_mode);
+			return -1;
+		}
+	}
+	if (m != TLS_MODE_DISABLED && o->tls_cluster_ca_file != NULL && o->tls_ca_file == NULL) {
+		fprintf(stderr, "BadValue: Specifying a tlsClusterCAFile requires a tlsCAFile also be specified\n");
+		return -1;
+	}
+	memset(&mo, 0, sizeof(mo));
+	mo.mode = m == TLS_MODE_ALLOW ? REPL_MEMBER_TLS_ALLOW : m == TLS_MODE_PREFER ? REPL_MEMBER_TLS_PREFER :
+	    m == TLS_MODE_REQUIRE ? REPL_MEMBER_TLS_REQUIRE : REPL_MEMBER_TLS_OFF;
+	mo.certificate_key_file = o->tls_cert_key_file;
+	mo.certificate_key_password = o->tls_cert_key_password;
+	mo.cluster_file = o->tls_cluster_file;
+	mo.cluster_password = o->tls_cluster_password;
+	mo.ca_file = o->tls_ca_file;
+	mo.cluster_ca_file = o->tls_cluster_ca_file;
+	mo.allow_invalid_certificates = o->tls_allow_invalid_certs;
+	mo.allow_invalid_hostnames = o->tls_allow_invalid_hostnames;
+	if (repl_member_tls_configure(&mo, &err) != 0) {
+		log_error(23248, "Failed to set up TLS", &err);
+		fprintf(stderr, "tamgad: %s\n", err.msg ? err.msg : "cannot set up TLS between members");
+		terr_clear(&err);
+		return -1;
+	}
+	return 0;
 }
 
 static void
@@ -842,12 +951,9 @@ main(int argc, char **argv)
 		code = EXIT_FAILURE;
 		goto out;
 	}
-	{
-		/* mongod's outgoing connections use TLS under preferTLS/requireTLS */
-		tls_mode_t m = TLS_MODE_DISABLED;
-		if (o.tls_mode != NULL)
-			tls_mode_parse(o.tls_mode, &m);
-		repl_member_set_tls_required(m == TLS_MODE_PREFER || m == TLS_MODE_REQUIRE);
+	if (setup_member_tls(&o) != 0) {
+		code = EXIT_BADOPTIONS;
+		goto out;
 	}
 
 	memset(&proc, 0, sizeof(proc));
@@ -902,8 +1008,10 @@ main(int argc, char **argv)
 		tls_mode_parse(o.tls_mode, &to.mode);
 	to.certificate_key_file = o.tls_cert_key_file;
 	to.certificate_key_password = o.tls_cert_key_password;
-	to.ca_file = o.tls_ca_file;
-	to.require_client_cert = o.tls_ca_file != NULL && !o.tls_allow_no_cert;
+	/* mongod: certificates of connecting clients (members among them) are
+	 * validated with --tlsClusterCAFile when it is given, else --tlsCAFile */
+	to.ca_file = o.tls_cluster_ca_file != NULL ? o.tls_cluster_ca_file : o.tls_ca_file;
+	to.require_client_cert = to.ca_file != NULL && !o.tls_allow_no_cert;
 	to.allow_invalid_certificates = o.tls_allow_invalid_certs;
 	if (tls_server_new(&to, &tls, &err) != 0) {
 		log_error(23248, "Failed to set up TLS", &err);
@@ -1010,6 +1118,9 @@ out:
 	bson_free(o.tls_cert_key_password);
 	bson_free(o.tls_ca_file);
 	bson_free(o.tls_cluster_file);
+	bson_free(o.tls_cluster_password);
+	bson_free(o.tls_cluster_ca_file);
+	bson_free(o.cluster_auth_mode);
 	bson_free(o.unix_socket_prefix);
 	bson_free(o.repl_set);
 	bson_free(o.key_file);

@@ -39,16 +39,183 @@ key_char(int ch)
 	    ch == '/' || ch == '=';
 }
 
+void
+auth_keys_clear(auth_keys_t *k)
+{
+	for (size_t i = 0; i < k->n; i++) {
+		OPENSSL_cleanse(k->key[i], strlen(k->key[i]));
+		bson_free(k->key[i]);
+	}
+	bson_free(k->key);
+	k->key = NULL;
+	k->n = 0;
+}
+
+/* A growing key being read (cleansed whenever it moves). */
+typedef struct kbuf {
+	char *b;
+	size_t n, cap;
+	bool open;                       /* an item was started (sequence) or content seen */
+} kbuf_t;
+
+static void
+kbuf_add(kbuf_t *k, char ch)
+{
+	if (k->n + 2 > k->cap) {
+		size_t ncap = k->cap == 0 ? 256 : k->cap * 2;
+		char *bigger = bson_malloc(ncap);
+		if (k->b != NULL) {
+			memcpy(bigger, k->b, k->n);
+			OPENSSL_cleanse(k->b, k->cap);
+			bson_free(k->b);
+		}
+		k->b = bigger;
+		k->cap = ncap;
+	}
+	k->b[k->n++] = ch;
+}
+
+static void
+kbuf_drop(kbuf_t *k)
+{
+	if (k->b != NULL) {
+		OPENSSL_cleanse(k->b, k->cap);
+		bson_free(k->b);
+	}
+	memset(k, 0, sizeof(*k));
+}
+
+/* The current key onto out (taken from k); -1 for an empty sequence item
+ * (YAML reads it as null, which mongod refuses). */
+static int
+kbuf_push(kbuf_t *k, auth_keys_t *out)
+{
+	char *key;
+
+	if (k->n == 0) {
+		kbuf_drop(k);
+		return -1;
+	}
+	key = bson_malloc(k->n + 1);
+	memcpy(key, k->b, k->n);
+	key[k->n] = '\0';
+	kbuf_drop(k);
+	out->key = bson_realloc(out->key, (out->n + 1) * sizeof(char *));
+	out->key[out->n++] = key;
+	return 0;
+}
+
 int
-auth_keyfile_read(const char *path, char **key, terr_t *err)
+auth_keyfile_parse(const char *path, const char *text, size_t len, auth_keys_t *out, terr_t *err)
+{
+	kbuf_t cur = {0};
+	enum { NONE, SCALAR, BLOCK, FLOW } shape = NONE;
+	bool flow_closed = false;
+	size_t i = 0, line = 0, marker_line = 0;
+	int ret = 0;
+
+	memset(out, 0, sizeof(*out));
+	while (i < len) {
+		size_t eol = i, j;
+		while (eol < len && text[eol] != '\n')
+			eol++;
+		j = i;
+		while (j < eol && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r'))
+			j++;
+		/* YAML's document markers */
+		if (eol - j >= 3 && (memcmp(text + j, "---", 3) == 0 || memcmp(text + j, "...", 3) == 0) &&
+		    (eol - j == 3 || key_space((unsigned char)text[j + 3]))) {
+			i = eol + 1;
+			continue;
+		}
+		for (; j < eol; j++) {
+			int ch = (unsigned char)text[j];
+			bool at_gap = j == i || key_space((unsigned char)text[j - 1]);
+			if (key_space(ch))
+				continue;
+			if (ch == '#' && at_gap)
+				break;                 /* a comment to the end of the line */
+			if (ch == '-' && at_gap && (j + 1 == eol || key_space((unsigned char)text[j + 1])) &&
+			    shape != SCALAR && shape != FLOW) {
+				/* a block sequence item ("- - x" nests: flattened, as mongod) */
+				bool nested = shape == BLOCK && cur.open && cur.n == 0 && marker_line == line;
+				if (cur.open && !nested && kbuf_push(&cur, out) != 0)
+					ERR(terr_set(err, TERR_UNSUPPORTED_FORMAT,
+					    "Only strings and sequences are supported for YAML key files"));
+				shape = BLOCK;
+				marker_line = line;
+				cur.open = true;
+				continue;
+			}
+			if (ch == '-' && at_gap && (j + 1 == eol || key_space((unsigned char)text[j + 1])) &&
+			    shape == SCALAR)
+				ERR(terr_set(err, TERR_UNSUPPORTED_FORMAT, "error reading file: %s: a key string followed "
+				    "by a sequence", path));
+			if (ch == '[' && (shape == NONE || (shape == BLOCK && cur.open && cur.n == 0))) {
+				if (shape == BLOCK)
+					cur.open = false;   /* "- [a, b]": the nested items replace this one */
+				shape = FLOW;
+				cur.open = true;
+				continue;
+			}
+			if (shape == FLOW && (ch == ',' || ch == ']') && !flow_closed) {
+				if (cur.n > 0 && kbuf_push(&cur, out) != 0)
+					ERR(terr_set(err, TERR_UNSUPPORTED_FORMAT, "error reading file: %s", path));
+				cur.open = ch == ',';
+				if (ch == ']')
+					flow_closed = true;
+				continue;
+			}
+			if (ch == '"' || ch == '\'')
+				continue;              /* quoted scalars: base64 needs no escapes */
+			if (ch == ':' && (j + 1 == eol || key_space((unsigned char)text[j + 1])))
+				ERR(terr_set(err, TERR_UNSUPPORTED_FORMAT,
+				    "Only strings and sequences are supported for YAML key files"));
+			if (!key_char(ch))
+				ERR(terr_set(err, TERR_UNSUPPORTED_FORMAT, "invalid char in key file %s", path));
+			if (flow_closed)
+				ERR(terr_set(err, TERR_UNSUPPORTED_FORMAT, "error reading file: %s: content after the "
+				    "sequence", path));
+			if (shape == NONE)
+				shape = SCALAR;
+			else if (shape == BLOCK && !cur.open)
+				ERR(terr_set(err, TERR_UNSUPPORTED_FORMAT, "error reading file: %s: a key outside the "
+				    "sequence's items", path));
+			cur.open = true;
+			kbuf_add(&cur, (char)ch);
+			/* far past any valid key: the length rule refuses it */
+			if (cur.n > (size_t)AUTH_KEY_MAX_LEN * 64)
+				ERR(terr_set(err, TERR_UNSUPPORTED_FORMAT, "error reading file: %s: a key far too long",
+				    path));
+		}
+		i = eol + 1;
+		line++;
+	}
+	if (shape == FLOW && !flow_closed)
+		ERR(terr_set(err, TERR_UNSUPPORTED_FORMAT, "error reading file: %s: an unclosed sequence", path));
+	if (shape == BLOCK && cur.open && kbuf_push(&cur, out) != 0)
+		ERR(terr_set(err, TERR_UNSUPPORTED_FORMAT, "Only strings and sequences are supported for YAML key files"));
+	if (shape == SCALAR)
+		kbuf_push(&cur, out);
+	if (out->n == 0)
+		ERR(terr_set(err, TERR_KEYFILE_EMPTY, "Security key file %s does not contain any valid keys", path));
+	return 0;
+err:
+	kbuf_drop(&cur);
+	auth_keys_clear(out);
+	return ret;
+}
+
+int
+auth_keyfile_read_keys(const char *path, auth_keys_t *out, terr_t *err)
 {
 	struct stat st;
 	FILE *f;
-	char *out = NULL;
+	char *text = NULL;
 	size_t n = 0, cap = 0;
-	int ch, ret = 0;
+	int ch, ret;
 
-	*key = NULL;
+	memset(out, 0, sizeof(*out));
 	if (stat(path, &st) != 0)
 		return terr_set(err, TERR_INVALID_PATH, "Error reading file %s: %s", path, strerror(errno));
 	if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
@@ -57,40 +224,51 @@ auth_keyfile_read(const char *path, char **key, terr_t *err)
 	if (f == NULL)
 		return terr_set(err, TERR_INVALID_PATH, "error opening file: %s: %s", path, strerror(errno));
 	while ((ch = fgetc(f)) != EOF) {
-		if (key_space(ch))
-			continue;
-		if (!key_char(ch))
-			ERR(terr_set(err, TERR_UNSUPPORTED_FORMAT, "invalid char in key file %s", path));
-		if (n + 2 > cap) {
-			size_t ncap = cap == 0 ? 256 : cap * 2;
+		if (n + 1 > cap) {
+			size_t ncap = cap == 0 ? 4096 : cap * 2;
 			char *bigger = bson_malloc(ncap);
-			if (out != NULL) {
-				memcpy(bigger, out, n);
-				OPENSSL_cleanse(out, cap);
-				bson_free(out);
+			if (text != NULL) {
+				memcpy(bigger, text, n);
+				OPENSSL_cleanse(text, cap);
+				bson_free(text);
 			}
-			out = bigger;
+			text = bigger;
 			cap = ncap;
 		}
-		out[n++] = (char)ch;
-		/* far past any valid key: stop reading (the length rule refuses it) */
+		text[n++] = (char)ch;
+		/* far past any valid key file (two keys of 1024): the rules refuse it */
 		if (n > (size_t)AUTH_KEY_MAX_LEN * 64)
 			break;
 	}
-	if (ferror(f))
-		ERR(terr_set(err, TERR_UNSUPPORTED_FORMAT, "error reading file: %s", path));
-	if (n == 0)
-		ERR(terr_set(err, TERR_KEYFILE_EMPTY, "Security key file %s does not contain any valid keys", path));
-	out[n] = '\0';
-	*key = out;
-	out = NULL;
-err:
+	if (ferror(f)) {
+		fclose(f);
+		if (text != NULL) {
+			OPENSSL_cleanse(text, cap);
+			bson_free(text);
+		}
+		return terr_set(err, TERR_UNSUPPORTED_FORMAT, "error reading file: %s", path);
+	}
 	fclose(f);
-	if (out != NULL) {
-		OPENSSL_cleanse(out, cap);
-		bson_free(out);
+	ret = auth_keyfile_parse(path, text != NULL ? text : "", n, out, err);
+	if (text != NULL) {
+		OPENSSL_cleanse(text, cap);
+		bson_free(text);
 	}
 	return ret;
+}
+
+int
+auth_keyfile_read(const char *path, char **key, terr_t *err)
+{
+	auth_keys_t k;
+
+	*key = NULL;
+	if (auth_keyfile_read_keys(path, &k, err) != 0)
+		return -1;
+	*key = k.key[0];
+	k.key[0] = bson_strdup("");
+	auth_keys_clear(&k);
+	return 0;
 }
 
 bool
@@ -105,41 +283,102 @@ auth_keyfile_length_ok(const char *key)
 
 static struct {
 	bool present;
-	bson_t creds;                      /* SCRAM-SHA-256 {iterationCount, salt, storedKey, serverKey} */
-	char *key;                         /* the key string, for this member's own SCRAM conversations */
-	uint8_t raft_key[HASH_LEN];
+	bson_t creds;                      /* SCRAM-SHA-256 {iterationCount, salt, storedKey, serverKey[,
+	                                    * alternate: {storedKey, serverKey}]}: one salt for both keys */
+	size_t n;
+	char *key[AUTH_KEYS_MAX];          /* the key strings, for this member's own SCRAM conversations */
+	uint8_t raft_key[AUTH_KEYS_MAX][HASH_LEN];
 } g_key;
+
+static void
+key_clear(void)
+{
+	if (!g_key.present)
+		return;
+	bson_destroy(&g_key.creds);
+	for (size_t i = 0; i < g_key.n; i++) {
+		OPENSSL_cleanse(g_key.raft_key[i], HASH_LEN);
+		OPENSSL_cleanse(g_key.key[i], strlen(g_key.key[i]));
+		bson_free(g_key.key[i]);
+		g_key.key[i] = NULL;
+	}
+	g_key.n = 0;
+	g_key.present = false;
+}
+
+/* storedKey/serverKey of one key's credentials (made with the shared salt) into dst. */
+static void
+copy_keys(const bson_t *creds, bson_t *dst)
+{
+	bson_iter_t it;
+
+	if (bson_iter_init_find(&it, creds, "storedKey"))
+		bson_append_iter(dst, "storedKey", -1, &it);
+	if (bson_iter_init_find(&it, creds, "serverKey"))
+		bson_append_iter(dst, "serverKey", -1, &it);
+}
+
+int
+auth_member_keys_set(const char *const *keys, size_t n, terr_t *err)
+{
+	bson_t creds = BSON_INITIALIZER, alt = BSON_INITIALIZER, sub;
+	uint8_t salt[28];
+	uint8_t raft[AUTH_KEYS_MAX][HASH_LEN];
+	size_t i;
+
+	key_clear();
+	if (keys == NULL || n == 0)
+		return 0;
+	if (n > AUTH_KEYS_MAX)
+		return terr_set(err, TERR_BAD_VALUE, "Only two keys are supported in the security key file");
+	/* mongod: both keys' credentials share one salt, so one server-first
+	 * message serves a proof made with either */
+	if (RAND_bytes(salt, sizeof(salt)) != 1)
+		return terr_set(err, TERR_INTERNAL_ERROR, "could not generate a random salt");
+	for (i = 0; i < n; i++) {
+		unsigned int len = 0;
+		if (auth_scram_make_creds(AUTH_SCRAM_SHA256, "__system", keys[i], 0, salt, sizeof(salt),
+		    i == 0 ? &creds : &alt, err) != 0)
+			goto fail;
+		if (HMAC(EVP_sha256(), keys[i], (int)strlen(keys[i]), (const uint8_t *)"tamga raft member v1", 20,
+		    raft[i], &len) == NULL || len != HASH_LEN) {
+			terr_set(err, TERR_INTERNAL_ERROR, "could not derive the member key");
+			goto fail;
+		}
+	}
+	bson_copy_to(&creds, &g_key.creds);
+	if (n > 1) {
+		BSON_APPEND_DOCUMENT_BEGIN(&g_key.creds, "alternate", &sub);
+		copy_keys(&alt, &sub);
+		bson_append_document_end(&g_key.creds, &sub);
+	}
+	for (i = 0; i < n; i++) {
+		g_key.key[i] = bson_strdup(keys[i]);
+		memcpy(g_key.raft_key[i], raft[i], HASH_LEN);
+	}
+	g_key.n = n;
+	g_key.present = true;
+	OPENSSL_cleanse(raft, sizeof(raft));
+	bson_destroy(&creds);
+	bson_destroy(&alt);
+	return 0;
+fail:
+	OPENSSL_cleanse(raft, sizeof(raft));
+	bson_destroy(&creds);
+	bson_destroy(&alt);
+	return -1;
+}
 
 int
 auth_member_key_set(const char *key, terr_t *err)
 {
-	bson_t creds = BSON_INITIALIZER;
-	unsigned int len = 0;
+	return auth_member_keys_set(key != NULL ? &key : NULL, key != NULL ? 1 : 0, err);
+}
 
-	if (g_key.present) {
-		bson_destroy(&g_key.creds);
-		OPENSSL_cleanse(g_key.raft_key, sizeof(g_key.raft_key));
-		OPENSSL_cleanse(g_key.key, strlen(g_key.key));
-		bson_free(g_key.key);
-		g_key.key = NULL;
-		g_key.present = false;
-	}
-	if (key == NULL)
-		return 0;
-	if (auth_scram_make_creds(AUTH_SCRAM_SHA256, "__system", key, 0, NULL, 0, &creds, err) != 0) {
-		bson_destroy(&creds);
-		return -1;
-	}
-	if (HMAC(EVP_sha256(), key, (int)strlen(key), (const uint8_t *)"tamga raft member v1", 20, g_key.raft_key,
-	    &len) == NULL || len != HASH_LEN) {
-		bson_destroy(&creds);
-		return terr_set(err, TERR_INTERNAL_ERROR, "could not derive the member key");
-	}
-	bson_copy_to(&creds, &g_key.creds);
-	bson_destroy(&creds);
-	g_key.key = bson_strdup(key);
-	g_key.present = true;
-	return 0;
+size_t
+auth_member_key_count(void)
+{
+	return g_key.present ? g_key.n : 0;
 }
 
 bool
@@ -412,13 +651,13 @@ err:
 }
 
 auth_scram_client_t *
-auth_member_client_new(terr_t *err)
+auth_member_client_new(size_t which, terr_t *err)
 {
-	if (!g_key.present) {
+	if (!g_key.present || which >= g_key.n) {
 		terr_set(err, TERR_NOT_IMPLEMENTED, "no keyFile: this member cannot authenticate to another");
 		return NULL;
 	}
-	return auth_scram_client_new("__system", g_key.key, err);
+	return auth_scram_client_new("__system", g_key.key[which], err);
 }
 
 /* ---- the Raft handshake ----------------------------------------------------------------- */
@@ -430,20 +669,20 @@ auth_member_nonce(uint8_t out[AUTH_MEMBER_NONCE_LEN])
 }
 
 int
-auth_member_mac(char role, const uint8_t n1[AUTH_MEMBER_NONCE_LEN], const uint8_t n2[AUTH_MEMBER_NONCE_LEN],
-                uint64_t id, uint8_t out[AUTH_MEMBER_MAC_LEN])
+auth_member_mac(size_t which, char role, const uint8_t n1[AUTH_MEMBER_NONCE_LEN],
+                const uint8_t n2[AUTH_MEMBER_NONCE_LEN], uint64_t id, uint8_t out[AUTH_MEMBER_MAC_LEN])
 {
 	uint8_t msg[1 + 2 * AUTH_MEMBER_NONCE_LEN + 8];
 	unsigned int len = 0;
 
-	if (!g_key.present)
+	if (!g_key.present || which >= g_key.n)
 		return -1;
 	msg[0] = (uint8_t)role;
 	memcpy(msg + 1, n1, AUTH_MEMBER_NONCE_LEN);
 	memcpy(msg + 1 + AUTH_MEMBER_NONCE_LEN, n2, AUTH_MEMBER_NONCE_LEN);
 	for (int i = 0; i < 8; i++)
 		msg[1 + 2 * AUTH_MEMBER_NONCE_LEN + i] = (uint8_t)(id >> (8 * i));
-	return HMAC(EVP_sha256(), g_key.raft_key, HASH_LEN, msg, sizeof(msg), out, &len) != NULL && len == HASH_LEN ?
+	return HMAC(EVP_sha256(), g_key.raft_key[which], HASH_LEN, msg, sizeof(msg), out, &len) != NULL && len == HASH_LEN ?
 	    0 : -1;
 }
 

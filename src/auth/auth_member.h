@@ -27,18 +27,46 @@
 #define AUTH_KEY_MAX_LEN 1024
 /* mongod: "Security key file %s does not contain any valid keys" */
 #define TERR_KEYFILE_EMPTY 50981
+/* mongod takes at most two keys (key rollover: log 20258 beyond) */
+#define AUTH_KEYS_MAX 2
+
+/* The keys of a key file, in order (each bson_malloc'd). */
+typedef struct auth_keys {
+	char **key;
+	size_t n;
+} auth_keys_t;
+
+/* Cleanse and free the keys; k is empty afterwards. */
+void auth_keys_clear(auth_keys_t *k);
 
 /*
- * Read a key file as mongod's readSecurityFile does: 30 InvalidPath "Error
+ * The keys of a key file's text as mongod's readSecurityFile reads its
+ * YAML: a string (one key) or a sequence of strings (block `- key` items,
+ * nested sequences flattened, or a flow `[k1, k2]`), `#` comments, `---`
+ * markers and quotes allowed; in each key whitespace is dropped and
+ * anything but base64 characters refused (12 UnsupportedFormat "invalid
+ * char in key file <path>"); a mapping or an empty item is 12 "Only
+ * strings and sequences are supported for YAML key files", other YAML
+ * shapes 12 "error reading file: <path>: <why>"; no key at all 50981.
+ * On success *out holds n >= 1 keys (the caller clears it).  The count
+ * and length rules are the caller's (mongod logs them separately).
+ */
+int auth_keyfile_parse(const char *path, const char *text, size_t len, auth_keys_t *out, terr_t *err);
+
+/*
+ * Read a key file as mongod's readSecurityFile does (its text through
+ * auth_keyfile_parse): 30 InvalidPath "Error
  * reading file <path>: <strerror>" (stat fails), 30 "permissions on <path>
  * are too open" (any group/other bit, POSIX), 30 "error opening file:
  * <path>: <strerror>", 12 UnsupportedFormat "invalid char in key file
  * <path>" (anything but base64 characters and whitespace), 50981 "Security
  * key file <path> does not contain any valid keys" (nothing left).  On
- * success *key (bson_malloc, NUL-terminated, the caller frees and should
- * cleanse it) holds the characters with whitespace stripped.  The length
- * rule is separate (auth_keyfile_length_ok): mongod logs it differently.
+ * success *out holds the keys (whitespace stripped; the caller clears
+ * it).  The length rule is separate (auth_keyfile_length_ok): mongod logs
+ * it differently.
  */
+int auth_keyfile_read_keys(const char *path, auth_keys_t *out, terr_t *err);
+/* The same, the first key only (bson_malloc'd; tests of the file rules). */
 int auth_keyfile_read(const char *path, char **key, terr_t *err);
 
 /* 6 <= strlen(key) <= 1024, mongod's kMinKeyLength / kMaxKeyLength. */
@@ -51,7 +79,18 @@ bool auth_keyfile_length_ok(const char *key);
  * SASLprep or the key derivation fails.
  */
 int auth_member_key_set(const char *key, terr_t *err);
+/*
+ * Key rollover (mongod's two-key file): n (1..2) keys, the first used to
+ * authenticate to others (the second tried when the first is refused),
+ * either accepted from others: both keys' `__system` credentials share
+ * one salt (the second under the credentials' "alternate"), and the Raft
+ * handshake has one key per key.  NULL/0 clears.  2 BadValue for more
+ * than two.
+ */
+int auth_member_keys_set(const char *const *keys, size_t n, terr_t *err);
 bool auth_member_key_present(void);
+/* How many keys are installed (0 without a keyFile). */
+size_t auth_member_key_count(void);
 
 /* Whether user@db is the internal user (`__system` in `local`). */
 bool auth_member_is_internal_user(const char *user, const char *db);
@@ -89,9 +128,10 @@ int auth_scram_client_final(auth_scram_client_t *c, const char *server_first, si
  * it holds the credentials, else 18 with a reason. */
 int auth_scram_client_verify(auth_scram_client_t *c, const char *server_final, size_t len, terr_t *err);
 
-/* A conversation as `__system` with the internal key (member_rpc.c); NULL
- * with err (238) without a key. */
-auth_scram_client_t *auth_member_client_new(terr_t *err);
+/* A conversation as `__system` with key number which (0: the first; see
+ * auth_member_key_count) for member_rpc.c; NULL with err (238) without
+ * that key. */
+auth_scram_client_t *auth_member_client_new(size_t which, terr_t *err);
 
 /* ---- the Raft transport's handshake (repl/raft_auth.c) ------------------- */
 
@@ -102,16 +142,16 @@ auth_scram_client_t *auth_member_client_new(terr_t *err);
 int auth_member_nonce(uint8_t out[AUTH_MEMBER_NONCE_LEN]);
 
 /*
- * HMAC-SHA-256 under the Raft handshake key (itself HMAC-SHA-256(key,
+ * HMAC-SHA-256 under key number which's Raft handshake key (itself HMAC-SHA-256(key,
  * "tamga raft member v1"), so the key string never keys anything else
  * directly) over: role ('S' for the acceptor's proof, 'C' for the
  * connector's), first and second nonce (the order each proof fixes), and
  * the connector's Raft id, 8 bytes little-endian.  The role byte keeps a
  * proof from being reflected as the other side's; the nonces make each
  * proof good for one connection; the id binds the connector's claim.
- * -1 without a key.
+ * -1 without that key.
  */
-int auth_member_mac(char role, const uint8_t n1[AUTH_MEMBER_NONCE_LEN], const uint8_t n2[AUTH_MEMBER_NONCE_LEN],
+int auth_member_mac(size_t which, char role, const uint8_t n1[AUTH_MEMBER_NONCE_LEN], const uint8_t n2[AUTH_MEMBER_NONCE_LEN],
                     uint64_t id, uint8_t out[AUTH_MEMBER_MAC_LEN]);
 
 /* Constant-time comparison of two MACs. */

@@ -34,6 +34,12 @@ struct auth_scram {
 	bool fake;                 /* unknown user: run the same work, then fail */
 	uint8_t stored_key[SCRAM_MAX_HASH];
 	uint8_t server_key[SCRAM_MAX_HASH];
+	/* a second key's credentials under the same salt (the `__system`
+	 * user during a key rollover, auth/auth_member.h): a proof made with
+	 * either succeeds */
+	bool has_alt;
+	uint8_t alt_stored_key[SCRAM_MAX_HASH];
+	uint8_t alt_server_key[SCRAM_MAX_HASH];
 	size_t key_len;
 };
 
@@ -474,6 +480,16 @@ step_first(auth_scram_t *s, const char *in, size_t len, auth_creds_lookup_fn loo
 		} else {
 			bson_iter_init_find(&it, &creds, "salt");
 			salt_b64 = bson_strdup(bson_iter_utf8(&it, NULL));
+			if (bson_iter_init_find(&it, &creds, "alternate") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+				bson_t alt;
+				uint32_t alen;
+				const uint8_t *adata;
+				bson_iter_document(&it, &alen, &adata);
+				if (bson_init_static(&alt, adata, alen) &&
+				    creds_key(&alt, "storedKey", s->alt_stored_key, s->key_len) == 0 &&
+				    creds_key(&alt, "serverKey", s->alt_server_key, s->key_len) == 0)
+					s->has_alt = true;
+			}
 		}
 		bson_destroy(&creds);
 	}
@@ -551,6 +567,16 @@ step_final(auth_scram_t *s, const char *in, size_t len, char **out, size_t *out_
 	hash(s->mech, key, s->key_len, stored);
 	hmac(s->mech, s->server_key, s->key_len, am, am_len, ssig);
 	ok = CRYPTO_memcmp(stored, s->stored_key, s->key_len) == 0 && !s->fake;
+	if (!ok && s->has_alt && !s->fake) {
+		/* the proof of the other key: its own ClientSignature */
+		hmac(s->mech, s->alt_stored_key, s->key_len, am, am_len, sig);
+		for (i = 0; i < s->key_len; i++)
+			key[i] = proof[i] ^ sig[i];
+		hash(s->mech, key, s->key_len, stored);
+		ok = CRYPTO_memcmp(stored, s->alt_stored_key, s->key_len) == 0;
+		if (ok)
+			hmac(s->mech, s->alt_server_key, s->key_len, am, am_len, ssig);
+	}
 	bson_free(am);
 	bson_free(proof);
 	OPENSSL_cleanse(key, sizeof(key));

@@ -103,20 +103,14 @@ on_primary(void *arg)
 /*
  * What the channels between members need: under access control a keyFile
  * (mongod refuses --auth with --replSet and no keyFile at startup; here a
- * single-member set may still run so), and no TLS requirement (member
- * channels are plain TCP: rather than talk in clear text while TLS is
- * required, a set of several members does not start).
+ * single-member set may still run so).  TLS between members is the
+ * channels' own (repl/member_tls.h).
  */
 static int
 member_channels_check(engine_t *e, terr_t *err)
 {
 	if (e->opts.auth && !auth_member_key_present())
 		return terr_set(err, TERR_BAD_VALUE, "security.keyFile is required when authorization is enabled with replica sets");
-	if (repl_member_tls_required())
-		return terr_set(err, TERR_NOT_IMPLEMENTED,
-		    "TLS between replica-set members is not built: a set of several members cannot run with "
-		    "--tlsMode preferTLS or requireTLS (its members would talk in clear text); use --tlsMode "
-		    "allowTLS/disabled or a single-member set");
 	return 0;
 }
 
@@ -836,9 +830,15 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 			}
 			BSON_APPEND_UTF8(&m, "syncSourceHost", rows[i].leader ? "" : (leader_host != NULL ? leader_host : ""));
 			/* a member whose Raft or wire-protocol connections fail the
-			 * keyFile handshake: mongod's heartbeat error */
-			BSON_APPEND_UTF8(&m, "lastHeartbeatMessage",
-			    !rows[i].reachable && h != NULL && repl_member_auth_failed(h) ? "Authentication failed." : "");
+			 * keyFile handshake ("Authentication failed.") or TLS (its
+			 * certificate refused: OpenSSL's reason): mongod's heartbeat
+			 * error */
+			{
+				char why[200];
+				BSON_APPEND_UTF8(&m, "lastHeartbeatMessage",
+				    !rows[i].reachable && h != NULL && repl_member_failure_message(h, why, sizeof(why)) ?
+				    why : "");
+			}
 		}
 		BSON_APPEND_INT64(&m, "configVersion", in.config_version);
 		BSON_APPEND_INT64(&m, "configTerm", in.config_term);

@@ -13,8 +13,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include "auth/auth_member.h"
 #include "common/failpoint.h"
+#include "repl/member_tls.h"
 #include "common/opctx.h"
 
 #include <pthread.h>
@@ -28,27 +32,44 @@
 
 /* ---- the channels' shared state ------------------------------------------------------------------- */
 
-static atomic_bool g_tls_required;
 static pthread_mutex_t g_note_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	char host[300];
 	bool failed;
+	char shown[200];       /* what rs.status() shows for the failure */
 } g_notes[NOTE_MAX];
 
-void
-repl_member_set_tls_required(bool on)
-{
-	atomic_store(&g_tls_required, on);
-}
-
-bool
-repl_member_tls_required(void)
-{
-	return atomic_load(&g_tls_required);
-}
+static void note(const char *host, const char *reason, const char *shown);
 
 void
 repl_member_auth_note(const char *host, const char *reason)
+{
+	note(host, reason, "Authentication failed.");
+}
+
+void
+repl_member_tls_note(const char *host, const char *reason)
+{
+	note(host, reason, reason);
+}
+
+bool
+repl_member_failure_message(const char *host, char *buf, size_t len)
+{
+	bool failed = false;
+
+	pthread_mutex_lock(&g_note_mu);
+	for (int i = 0; i < NOTE_MAX; i++)
+		if (g_notes[i].host[0] != '\0' && strcmp(g_notes[i].host, host) == 0 && g_notes[i].failed) {
+			failed = true;
+			bson_strncpy(buf, g_notes[i].shown, len);
+		}
+	pthread_mutex_unlock(&g_note_mu);
+	return failed;
+}
+
+static void
+note(const char *host, const char *reason, const char *shown)
 {
 	int slot = -1, free_slot = -1;
 	bool was = false;
@@ -70,6 +91,8 @@ repl_member_auth_note(const char *host, const char *reason)
 	if (slot >= 0) {
 		was = g_notes[slot].failed;
 		g_notes[slot].failed = reason != NULL;
+		if (reason != NULL)
+			bson_strncpy(g_notes[slot].shown, shown, sizeof(g_notes[slot].shown));
 	}
 	pthread_mutex_unlock(&g_note_mu);
 	if (reason != NULL && !was) {
@@ -108,16 +131,49 @@ wait_fd(int fd, short ev, int64_t deadline_us)
 	return poll(&p, 1, (int)left) == 1 ? 0 : -1;
 }
 
+/* A connection to another member: the socket, and its TLS session when
+ * the member connects out with TLS (member_tls.h). */
+typedef struct mconn {
+	int fd;
+	SSL *ssl;
+} mconn_t;
+
+/* Wait for what OpenSSL asked for (r: an SSL_ERROR_WANT_*): 0 to retry. */
 static int
-io_all(int fd, uint8_t *buf, size_t len, bool sending, int64_t deadline_us)
+ssl_wait(mconn_t *c, int r, int64_t deadline_us)
+{
+	int e = SSL_get_error(c->ssl, r);
+
+	if (e == SSL_ERROR_WANT_READ)
+		return wait_fd(c->fd, POLLIN, deadline_us);
+	if (e == SSL_ERROR_WANT_WRITE)
+		return wait_fd(c->fd, POLLOUT, deadline_us);
+	return -1;
+}
+
+static int
+io_all(mconn_t *c, uint8_t *buf, size_t len, bool sending, int64_t deadline_us)
 {
 	size_t done = 0;
 
 	while (done < len) {
 		ssize_t n;
-		if (wait_fd(fd, sending ? POLLOUT : POLLIN, deadline_us) != 0)
+		if (c->ssl != NULL) {
+			size_t chunk = len - done > INT32_MAX ? INT32_MAX : len - done;
+			int r = sending ? SSL_write(c->ssl, buf + done, (int)chunk) : SSL_read(c->ssl, buf + done, (int)chunk);
+			if (r > 0) {
+				done += (size_t)r;
+				continue;
+			}
+			if (ssl_wait(c, r, deadline_us) != 0) {
+				ERR_clear_error();
+				return -1;
+			}
+			continue;
+		}
+		if (wait_fd(c->fd, sending ? POLLOUT : POLLIN, deadline_us) != 0)
 			return -1;
-		n = sending ? send(fd, buf + done, len - done, MSG_NOSIGNAL) : recv(fd, buf + done, len - done, 0);
+		n = sending ? send(c->fd, buf + done, len - done, MSG_NOSIGNAL) : recv(c->fd, buf + done, len - done, 0);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n <= 0)
@@ -125,6 +181,50 @@ io_all(int fd, uint8_t *buf, size_t len, bool sending, int64_t deadline_us)
 		done += (size_t)n;
 	}
 	return 0;
+}
+
+/*
+ * The TLS handshake on c->fd as a client of host (member_tls.h checks its
+ * certificate and name).  6 HostUnreachable with OpenSSL's reason when it
+ * fails, as mongod's outgoing connection reports a bad peer certificate;
+ * the failure is noted for rs.status() (lastHeartbeatMessage).
+ */
+static int
+tls_connect(mconn_t *c, const char *host, int64_t deadline_us, terr_t *err)
+{
+	char why[256];
+
+	c->ssl = repl_member_tls_client(host);
+	if (c->ssl == NULL || SSL_set_fd(c->ssl, c->fd) != 1)
+		return terr_set(err, TERR_HOST_UNREACHABLE, "cannot start TLS with %s", host);
+	for (;;) {
+		int r = SSL_connect(c->ssl);
+		if (r == 1) {
+			if (!auth_member_key_present())
+				repl_member_auth_note(host, NULL);
+			return 0;
+		}
+		if (SSL_get_error(c->ssl, r) != SSL_ERROR_WANT_READ && SSL_get_error(c->ssl, r) != SSL_ERROR_WANT_WRITE)
+			break;
+		if (ssl_wait(c, r, deadline_us) != 0) {
+			ERR_clear_error();
+			return terr_set(err, TERR_HOST_UNREACHABLE, "TLS handshake with %s timed out", host);
+		}
+	}
+	repl_member_tls_reason(c->ssl, why, sizeof(why));
+	repl_member_tls_note(host, why);
+	return terr_set(err, TERR_HOST_UNREACHABLE, "TLS handshake with %s failed: %s", host, why);
+}
+
+static void
+mconn_close(mconn_t *c)
+{
+	if (c->ssl != NULL) {
+		SSL_shutdown(c->ssl);
+		SSL_free(c->ssl);
+		ERR_clear_error();
+	}
+	close(c->fd);
 }
 
 static int
@@ -181,7 +281,7 @@ partitioned_from(const bson_t *data, void *arg)
 
 /* One OP_MSG request and its reply on fd. */
 static int
-roundtrip(int fd, const char *host, const char *db, const bson_t *cmd, int64_t deadline, bson_t *reply,
+roundtrip(mconn_t *fd, const char *host, const char *db, const bson_t *cmd, int64_t deadline, bson_t *reply,
           terr_t *err)
 {
 	bson_t body;
@@ -266,12 +366,13 @@ sasl_payload(const bson_t *reply, const char **data, uint32_t *len)
 }
 
 /*
- * SCRAM-SHA-256 as __system@local with the keyFile's key (mongod's
- * internal authentication), on fd before the command.  18 with the
- * peer's reason when it refuses or cannot prove it holds the key.
+ * SCRAM-SHA-256 as __system@local with the keyFile's key number which
+ * (mongod's internal authentication), on fd before the command.  18 with
+ * the peer's reason when it refuses or cannot prove it holds the key
+ * (*refused set: another key may do), else the connection's error.
  */
 static int
-authenticate(int fd, const char *host, int64_t deadline, terr_t *err)
+authenticate(mconn_t *fd, const char *host, int64_t deadline, size_t which, bool *refused, terr_t *err)
 {
 	terr_t inner = TERR_INIT;
 	auth_scram_client_t *c;
@@ -282,7 +383,8 @@ authenticate(int fd, const char *host, int64_t deadline, terr_t *err)
 	bson_iter_t it;
 	int ret = -1;
 
-	c = auth_member_client_new(err);
+	*refused = false;
+	c = auth_member_client_new(which, err);
 	if (c == NULL)
 		return -1;
 	bson_init(&cmd);
@@ -325,6 +427,7 @@ authenticate(int fd, const char *host, int64_t deadline, terr_t *err)
 	ret = 0;
 	goto out;
 refused:
+	*refused = true;
 	/* what the operator reads in rs.status()'s lastHeartbeatMessage */
 	terr_set(err, TERR_AUTHENTICATION_FAILED, "Authentication failed.");
 	repl_member_auth_note(host, inner.msg != NULL ? inner.msg : "Authentication failed.");
@@ -340,24 +443,35 @@ repl_member_rpc(const char *host, const char *db, const bson_t *cmd, int timeout
                 terr_t *err)
 {
 	int64_t deadline = tm_now_us() + (int64_t)timeout_ms * 1000;
-	int fd, ret;
+	mconn_t c = {-1, NULL};
+	int ret;
 	bson_t fp;
 
 	if (failpoint_any_active() && failpoint_fire("dropRaftMessagesFrom", partitioned_from, (void *)host, &fp)) {
 		bson_destroy(&fp);
 		return terr_set(err, TERR_HOST_UNREACHABLE, "%s is cut off (dropRaftMessagesFrom)", host);
 	}
-	if (repl_member_tls_required())
-		return terr_set(err, TERR_NOT_IMPLEMENTED, "TLS between replica-set members is not built");
-	fd = connect_to(host, deadline, err);
-	if (fd < 0)
-		return -1;
-	if (auth_member_key_present() && authenticate(fd, host, deadline, err) != 0) {
-		close(fd);
-		return -1;
+	/* the first key, then (key rollover) the second when the peer refuses
+	 * the first, on a new connection */
+	for (size_t which = 0;; which++) {
+		bool refused = false;
+		c.fd = connect_to(host, deadline, err);
+		if (c.fd < 0)
+			return -1;
+		if (repl_member_tls_outgoing() && tls_connect(&c, host, deadline, err) != 0) {
+			mconn_close(&c);
+			return -1;
+		}
+		if (!auth_member_key_present() || authenticate(&c, host, deadline, which, &refused, err) == 0)
+			break;
+		mconn_close(&c);
+		c.ssl = NULL;
+		if (!refused || which + 1 >= auth_member_key_count())
+			return -1;
+		terr_clear(err);
 	}
-	ret = roundtrip(fd, host, db, cmd, deadline, reply, err);
-	close(fd);
+	ret = roundtrip(&c, host, db, cmd, deadline, reply, err);
+	mconn_close(&c);
 	return ret;
 }
 

@@ -1,18 +1,18 @@
 /*
  * member_rpc.h -- one command sent to another member over the MongoDB wire
- * protocol (OP_MSG, plain TCP), for what members tell each other outside
+ * protocol (OP_MSG over TCP, with TLS when the member connects out with
+ * TLS: member_tls.h), for what members tell each other outside
  * Raft: the initiating node's quorum check and configuration hand-over
  * (commands/cmd_repl.c's `_tamgaReplSetJoin`), rollback's refetch,
  * initial sync, the rejoin, w: N's hello.  Blocking, bounded by a timeout.
  * With a keyFile (auth/auth_member.h) every connection first authenticates
  * as `__system@local` (SCRAM-SHA-256 with the key, as mongod's internal
  * authentication) and checks the peer's proof that it holds the key too.
- * No TLS: with TLS required between members (`repl_member_set_tls_required`)
- * every call answers 238 rather than talk in clear text.
+ * The TLS handshake comes first (the peer's certificate and host name
+ * checked), then the keyFile authentication, then the command.
  *
  * Also the members' channel state both channels share (this file and
- * raft_auth.c): whether TLS is required, and each peer's last
- * authentication failure (rs.status()'s lastHeartbeatMessage).
+ * raft_auth.c, raft_tls.c): each peer's last authentication (or TLS) failure (rs.status()'s lastHeartbeatMessage).
  */
 #ifndef TAMGA_REPL_MEMBER_RPC_H
 #define TAMGA_REPL_MEMBER_RPC_H
@@ -30,12 +30,6 @@
 int repl_member_rpc(const char *host, const char *db, const bson_t *cmd, int timeout_ms, bson_t *reply,
                     terr_t *err);
 
-/* tamgad: TLS is required between members (--tlsMode preferTLS or
- * requireTLS: mongod's outgoing connections then use TLS).  Set once at
- * startup. */
-void repl_member_set_tls_required(bool on);
-bool repl_member_tls_required(void);
-
 /*
  * Note how authenticating with host ("name:port", its wire-protocol
  * address) went: reason NULL clears a failure (it authenticated), else
@@ -46,6 +40,12 @@ void repl_member_auth_note(const char *host, const char *reason);
 /* Whether the last authentication with host failed (and nothing has
  * succeeded since). */
 bool repl_member_auth_failed(const char *host);
+/* The same for a TLS handshake that failed (reason: OpenSSL's, shown as
+ * is by rs.status(); NULL clears). */
+void repl_member_tls_note(const char *host, const char *reason);
+/* The failure rs.status() shows for host ("Authentication failed." or the
+ * TLS reason) into buf; false when its channels are fine. */
+bool repl_member_failure_message(const char *host, char *buf, size_t len);
 
 /* Whether a member's refusal (its reply's code) may go away by itself or
  * with another leader: mongod's NotPrimary, shutdown and network

@@ -37,35 +37,60 @@ hello_ok(const uint8_t *hello)
 }
 
 int
-repl_raft_auth_answer(const uint8_t hello[REPL_RAFT_AUTH_HELLO_LEN], uint64_t id, uint8_t ns[32], uint8_t out[72])
+repl_raft_auth_answer(const uint8_t hello[REPL_RAFT_AUTH_HELLO_LEN], uint64_t id, uint8_t ns[32],
+                      uint8_t out[REPL_RAFT_AUTH_ANSWER_LEN])
 {
-	if (!hello_ok(hello) || auth_member_nonce(ns) != 0)
+	size_t nk = auth_member_key_count();
+
+	if (!hello_ok(hello) || nk == 0 || auth_member_nonce(ns) != 0)
 		return -1;
 	memcpy(out, REPL_RAFT_AUTH_MAGIC, REPL_RAFT_AUTH_MAGIC_LEN);
 	memcpy(out + REPL_RAFT_AUTH_MAGIC_LEN, ns, 32);
-	return auth_member_mac('S', hello + REPL_RAFT_AUTH_NC_AT, ns, id, out + 40);
+	/* one MAC per key (a single key fills both slots) */
+	for (size_t k = 0; k < REPL_RAFT_AUTH_KEY_SLOTS; k++)
+		if (auth_member_mac(k < nk ? k : 0, 'S', hello + REPL_RAFT_AUTH_NC_AT, ns, id,
+		    out + 40 + 32 * k) != 0)
+			return -1;
+	return 0;
 }
 
 int
-repl_raft_auth_prove(const uint8_t nc[32], uint64_t id, const uint8_t answer[72], uint8_t out[32])
+repl_raft_auth_prove(const uint8_t nc[32], uint64_t id, const uint8_t answer[REPL_RAFT_AUTH_ANSWER_LEN],
+                     uint8_t out[32])
 {
 	uint8_t want[AUTH_MEMBER_MAC_LEN];
+	size_t nk = auth_member_key_count();
 
-	if (memcmp(answer, REPL_RAFT_AUTH_MAGIC, REPL_RAFT_AUTH_MAGIC_LEN) != 0 ||
-	    auth_member_mac('S', nc, answer + REPL_RAFT_AUTH_MAGIC_LEN, id, want) != 0 ||
-	    !auth_member_mac_equal(want, answer + 40))
+	if (memcmp(answer, REPL_RAFT_AUTH_MAGIC, REPL_RAFT_AUTH_MAGIC_LEN) != 0)
 		return -1;
-	return auth_member_mac('C', answer + REPL_RAFT_AUTH_MAGIC_LEN, nc, id, out);
+	/* our keys in order: the first one the acceptor also holds proves */
+	for (size_t k = 0; k < nk; k++) {
+		bool match = false;
+		if (auth_member_mac(k, 'S', nc, answer + REPL_RAFT_AUTH_MAGIC_LEN, id, want) != 0)
+			return -1;
+		for (size_t slot = 0; slot < REPL_RAFT_AUTH_KEY_SLOTS; slot++)
+			match |= auth_member_mac_equal(want, answer + 40 + 32 * slot);
+		if (match)
+			return auth_member_mac(k, 'C', answer + REPL_RAFT_AUTH_MAGIC_LEN, nc, id, out);
+	}
+	return -1;
 }
 
 int
 repl_raft_auth_check(const uint8_t hello[REPL_RAFT_AUTH_HELLO_LEN], const uint8_t ns[32], uint64_t id, const uint8_t proof[32])
 {
 	uint8_t want[AUTH_MEMBER_MAC_LEN];
+	size_t nk = auth_member_key_count();
+	bool ok = false;
 
-	if (!hello_ok(hello) || auth_member_mac('C', ns, hello + REPL_RAFT_AUTH_NC_AT, id, want) != 0)
+	if (!hello_ok(hello) || nk == 0)
 		return -1;
-	return auth_member_mac_equal(want, proof) ? 0 : -1;
+	for (size_t k = 0; k < nk; k++) {
+		if (auth_member_mac(k, 'C', ns, hello + REPL_RAFT_AUTH_NC_AT, id, want) != 0)
+			return -1;
+		ok |= auth_member_mac_equal(want, proof);
+	}
+	return ok ? 0 : -1;
 }
 
 /* ---- the transport ---------------------------------------------------------------------------------- */
@@ -90,9 +115,9 @@ struct hs {
 	uv_write_t wreq[2];              /* the first message, the connector's proof */
 	int refs;                        /* the timer, a stream being closed, writes in flight */
 	bool done;                       /* finished, aborted or failed: no more steps */
-	uint8_t out[72];
+	uint8_t out[REPL_RAFT_AUTH_ANSWER_LEN];
 	uint8_t proof[32];
-	uint8_t in[72];
+	uint8_t in[REPL_RAFT_AUTH_ANSWER_LEN];
 	size_t have, want;
 	uint8_t hello[REPL_RAFT_AUTH_HELLO_LEN];   /* acceptor: the connector's hello */
 	uint8_t nc[32], ns[32];
@@ -243,7 +268,8 @@ static void on_written(uv_write_t *w, int status);
 static int
 send_out(hs_t *h, int which)
 {
-	uv_buf_t b = which == 0 ? uv_buf_init((char *)h->out, h->connector ? REPL_RAFT_AUTH_HELLO_LEN : 72) :
+	uv_buf_t b = which == 0 ? uv_buf_init((char *)h->out, h->connector ? REPL_RAFT_AUTH_HELLO_LEN :
+	    REPL_RAFT_AUTH_ANSWER_LEN) :
 	    uv_buf_init((char *)h->proof, 32);
 	int rv;
 
@@ -381,7 +407,7 @@ on_inner_connect(struct raft_uv_connect *inner_req, uv_stream_t *stream, int sta
 		return;
 	}
 	repl_raft_auth_hello(h->nc, h->out);
-	if (send_out(h, 0) != 0 || start_read(h, 72) != 0)
+	if (send_out(h, 0) != 0 || start_read(h, REPL_RAFT_AUTH_ANSWER_LEN) != 0)
 		fail(h, NULL, RAFT_NOCONNECTION);
 }
 

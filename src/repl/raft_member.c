@@ -12,7 +12,9 @@
 #include "repl/raft_member.h"
 
 #include "auth/auth_member.h"
+#include "repl/member_tls.h"
 #include "repl/raft_auth.h"
+#include "repl/raft_tls.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -76,8 +78,9 @@ struct repl_member {
 	uv_async_t submit_async, stop_async;
 	uv_timer_t watch_timer;
 	struct raft_uv_transport transport;
+	struct raft_uv_transport tls_transport;    /* TLS relay (raft_tls.h) over transport */
 	struct raft_uv_transport auth_transport;   /* transport behind the keyFile handshake (raft_auth.h) */
-	bool use_auth;
+	bool use_tls, use_auth;
 	struct raft_io io;
 	/* the I/O's own start and Raft's receive callback, wrapped by the
 	 * dropRaftMessagesFrom fail point (fault_recv) */
@@ -820,6 +823,8 @@ on_closed(struct raft *r)
 	raft_uv_tcp_close(&m->transport);
 	if (m->use_auth)
 		repl_raft_auth_close(&m->auth_transport);
+	if (m->use_tls)
+		repl_raft_tls_close(&m->tls_transport);
 	uv_close((uv_handle_t *)&m->submit_async, NULL);
 	uv_close((uv_handle_t *)&m->stop_async, NULL);
 	uv_close((uv_handle_t *)&m->watch_timer, NULL);
@@ -853,12 +858,24 @@ loop_main(void *arg)
 	uv_timer_init(&m->loop, &m->watch_timer);
 	m->submit_async.data = m->stop_async.data = m->watch_timer.data = m;
 	rv = raft_uv_tcp_init(&m->transport, &m->loop);
-	/* with a keyFile no Raft message crosses an unauthenticated connection */
-	m->use_auth = rv == 0 && auth_member_key_present();
-	if (m->use_auth && (rv = repl_raft_auth_init(&m->auth_transport, &m->transport, &m->loop)) != 0)
-		m->use_auth = false;
-	if (rv == 0)
-		rv = raft_uv_init(&m->io, &m->loop, m->dir, m->use_auth ? &m->auth_transport : &m->transport);
+	/* libraft -> keyFile handshake -> TLS relay -> TCP, each layer when
+	 * configured: with TLS no Raft byte after libraft's preamble crosses in
+	 * clear, with a keyFile none crosses an unauthenticated connection */
+	{
+		struct raft_uv_transport *top = &m->transport;
+		m->use_tls = rv == 0 && repl_member_tls_mode() != REPL_MEMBER_TLS_OFF;
+		if (m->use_tls && (rv = repl_raft_tls_init(&m->tls_transport, top, &m->loop)) != 0)
+			m->use_tls = false;
+		if (m->use_tls)
+			top = &m->tls_transport;
+		m->use_auth = rv == 0 && auth_member_key_present();
+		if (m->use_auth && (rv = repl_raft_auth_init(&m->auth_transport, top, &m->loop)) != 0)
+			m->use_auth = false;
+		if (m->use_auth)
+			top = &m->auth_transport;
+		if (rv == 0)
+			rv = raft_uv_init(&m->io, &m->loop, m->dir, top);
+	}
 	if (rv != 0) {
 		snprintf(m->start_msg, sizeof(m->start_msg), "raft I/O: %s", raft_strerror(rv));
 		goto fail;
@@ -921,7 +938,9 @@ fail_raft:
 fail:
 	if (m->use_auth)
 		repl_raft_auth_close(&m->auth_transport);
-	m->use_auth = false;
+	if (m->use_tls)
+		repl_raft_tls_close(&m->tls_transport);
+	m->use_auth = m->use_tls = false;
 	uv_close((uv_handle_t *)&m->submit_async, NULL);
 	uv_close((uv_handle_t *)&m->stop_async, NULL);
 	uv_close((uv_handle_t *)&m->watch_timer, NULL);

@@ -154,7 +154,7 @@ test_system_user(void)
 	TT_ASSERT(!auth_member_key_present());
 	/* no key: no such user, so nobody is __system */
 	TT_EQ_INT(auth_member_creds(AUTH_SCRAM_SHA256, &creds), -1);
-	TT_ASSERT(auth_member_client_new(&err) == NULL);
+	TT_ASSERT(auth_member_client_new(0, &err) == NULL);
 	TT_EQ_INT(err.code, TERR_NOT_IMPLEMENTED);
 	terr_clear(&err);
 
@@ -236,13 +236,170 @@ test_scram_client_bad_server(void)
 	auth_scram_client_free(c);
 }
 
+/* ---- the key file's YAML (key rollover) -------------------------------------------------- */
+
+static void
+expect_keys(const char *text, size_t n, const char *k0, const char *k1)
+{
+	auth_keys_t k;
+	terr_t err = TERR_INIT;
+
+	TT_EQ_INT(auth_keyfile_parse("f.key", text, strlen(text), &k, &err), 0);
+	TT_EQ_INT((int)k.n, (int)n);
+	if (k.n >= 1)
+		TT_EQ_STR(k.key[0], k0);
+	if (k.n >= 2 && k1 != NULL)
+		TT_EQ_STR(k.key[1], k1);
+	auth_keys_clear(&k);
+	TT_ASSERT(k.n == 0 && k.key == NULL);
+	terr_clear(&err);
+}
+
+static void
+expect_parse_error(const char *text, int code, const char *msg_part)
+{
+	auth_keys_t k;
+	terr_t err = TERR_INIT;
+
+	TT_EQ_INT(auth_keyfile_parse("f.key", text, strlen(text), &k, &err), -1);
+	TT_EQ_INT(err.code, code);
+	TT_ASSERT(err.msg != NULL && strstr(err.msg, msg_part) != NULL);
+	TT_ASSERT(k.n == 0 && k.key == NULL);
+	terr_clear(&err);
+}
+
+static void
+test_keyfile_yaml(void)
+{
+	/* one string: every line is one key, whitespace dropped (as before) */
+	expect_keys("abc+/\n DEF=\n", 1, "abc+/DEF=", NULL);
+	expect_keys("---\nabcdef\n...\n", 1, "abcdef", NULL);
+	expect_keys("# a comment\nabcdef # another\n", 1, "abcdef", NULL);
+	expect_keys("'abcdef'\n", 1, "abcdef", NULL);
+	/* a block sequence: mongod's rollover format */
+	expect_keys("- key1AAAA\n- key2BBBB\n", 2, "key1AAAA", "key2BBBB");
+	expect_keys("  -   key1AAAA\n  -   key2BBBB", 2, "key1AAAA", "key2BBBB");
+	/* an item over several lines, and the item's value on the next line */
+	expect_keys("- key1\n  AAAA\n-\n  key2BBBB\n", 2, "key1AAAA", "key2BBBB");
+	/* quoted items, comments between them */
+	expect_keys("# rollover\n- \"key1AAAA\"  # old\n\n- 'key2BBBB'\n", 2, "key1AAAA", "key2BBBB");
+	/* nested sequences are flattened, as mongod's visitNode */
+	expect_keys("- - key1AAAA\n  - key2BBBB\n- key3CCCC\n", 3, "key1AAAA", "key2BBBB");
+	/* a flow sequence */
+	expect_keys("[key1AAAA, key2BBBB]\n", 2, "key1AAAA", "key2BBBB");
+	expect_keys("[ key1AAAA ,\n  key2BBBB ]", 2, "key1AAAA", "key2BBBB");
+	/* a single-item sequence */
+	expect_keys("- key1AAAA\n", 1, "key1AAAA", NULL);
+
+	/* refusals */
+	expect_parse_error("", TERR_KEYFILE_EMPTY, "does not contain any valid keys");
+	expect_parse_error("# only a comment\n", TERR_KEYFILE_EMPTY, "does not contain any valid keys");
+	expect_parse_error("[]", TERR_KEYFILE_EMPTY, "does not contain any valid keys");
+	expect_parse_error("key: value\n", TERR_UNSUPPORTED_FORMAT, "Only strings and sequences are supported");
+	expect_parse_error("- key1AAAA\n-\n", TERR_UNSUPPORTED_FORMAT, "Only strings and sequences are supported");
+	expect_parse_error("- key1AAAA\n- \n- key2BBBB\n", TERR_UNSUPPORTED_FORMAT, "Only strings and sequences");
+	expect_parse_error("- key-1AAAA\n", TERR_UNSUPPORTED_FORMAT, "invalid char in key file f.key");
+	expect_parse_error("- key1AAAA\n- key_2\n", TERR_UNSUPPORTED_FORMAT, "invalid char in key file f.key");
+	expect_parse_error("abcdef\n- key2BBBB\n", TERR_UNSUPPORTED_FORMAT, "error reading file: f.key");
+	expect_parse_error("[key1AAAA, key2BBBB\n", TERR_UNSUPPORTED_FORMAT, "an unclosed sequence");
+	expect_parse_error("[key1AAAA] key2BBBB\n", TERR_UNSUPPORTED_FORMAT, "error reading file: f.key");
+
+	/* through a file: the permission rules still come first */
+	{
+		char *path = write_file("two.key", "- key1AAAA\n- key2BBBB\n", 0600);
+		auth_keys_t k;
+		terr_t err = TERR_INIT;
+		TT_EQ_INT(auth_keyfile_read_keys(path, &k, &err), 0);
+		TT_EQ_INT((int)k.n, 2);
+		TT_EQ_STR(k.key[1], "key2BBBB");
+		auth_keys_clear(&k);
+		bson_free(path);
+		path = write_file("two-open.key", "- key1AAAA\n- key2BBBB\n", 0644);
+		TT_EQ_INT(auth_keyfile_read_keys(path, &k, &err), -1);
+		TT_EQ_INT(err.code, TERR_INVALID_PATH);
+		terr_clear(&err);
+		bson_free(path);
+	}
+}
+
+/* Key rollover: a member holding [a, b] accepts a SCRAM proof and a Raft
+ * handshake made with either key, and a member holding only one of them
+ * passes with a member holding both, whichever key comes first. */
+static void
+test_key_rollover(void)
+{
+	const char *ab[] = {"a2V5QUFBQUFB", "a2V5QkJCQkJC"};
+	const char *ba[] = {"a2V5QkJCQkJC", "a2V5QUFBQUFB"};
+	const char *three[] = {"a2V5QUFBQUFB", "a2V5QkJCQkJC", "a2V5Q0NDQ0ND"};
+	terr_t err = TERR_INIT;
+	bool server_ok;
+	bson_t creds;
+	uint8_t nc[32], ns[32], hello[REPL_RAFT_AUTH_HELLO_LEN], answer[REPL_RAFT_AUTH_ANSWER_LEN], proof[32];
+
+	TT_EQ_INT(auth_member_keys_set(three, 3, &err), -1);
+	TT_EQ_INT(err.code, TERR_BAD_VALUE);
+	TT_ASSERT(strstr(err.msg, "Only two keys") != NULL);
+	terr_clear(&err);
+
+	TT_EQ_INT(auth_member_keys_set(ab, 2, &err), 0);
+	TT_EQ_INT((int)auth_member_key_count(), 2);
+	TT_EQ_INT(auth_member_creds(AUTH_SCRAM_SHA256, &creds), 0);
+	{
+		bson_iter_t it;
+		TT_ASSERT(bson_iter_init_find(&it, &creds, "alternate") && BSON_ITER_HOLDS_DOCUMENT(&it));
+	}
+	bson_destroy(&creds);
+	/* SCRAM: a proof with either key passes, a third key does not */
+	TT_EQ_INT(converse(ab[0], &server_ok), 0);
+	TT_ASSERT(server_ok);
+	TT_EQ_INT(converse(ab[1], &server_ok), 0);
+	TT_ASSERT(server_ok);
+	TT_EQ_INT(converse(three[2], &server_ok), -1);
+	TT_ASSERT(!server_ok);
+
+	/* Raft: acceptor [a, b], connector [b] (a member already rolled over) */
+	TT_EQ_INT(auth_member_nonce(nc), 0);
+	repl_raft_auth_hello(nc, hello);
+	TT_EQ_INT(repl_raft_auth_answer(hello, 7, ns, answer), 0);
+	TT_EQ_INT(auth_member_keys_set(ab + 1, 1, &err), 0);
+	TT_EQ_INT(repl_raft_auth_prove(nc, 7, answer, proof), 0);
+	TT_EQ_INT(auth_member_keys_set(ab, 2, &err), 0);
+	TT_EQ_INT(repl_raft_auth_check(hello, ns, 7, proof), 0);
+	/* acceptor [b], connector [a, b]: the connector proves with b */
+	TT_EQ_INT(auth_member_keys_set(ab + 1, 1, &err), 0);
+	TT_EQ_INT(repl_raft_auth_answer(hello, 7, ns, answer), 0);
+	TT_EQ_INT(auth_member_keys_set(ab, 2, &err), 0);
+	TT_EQ_INT(repl_raft_auth_prove(nc, 7, answer, proof), 0);
+	TT_EQ_INT(auth_member_keys_set(ab + 1, 1, &err), 0);
+	TT_EQ_INT(repl_raft_auth_check(hello, ns, 7, proof), 0);
+	/* acceptor [b, a], connector [a, b] */
+	TT_EQ_INT(auth_member_keys_set(ba, 2, &err), 0);
+	TT_EQ_INT(repl_raft_auth_answer(hello, 7, ns, answer), 0);
+	TT_EQ_INT(auth_member_keys_set(ab, 2, &err), 0);
+	TT_EQ_INT(repl_raft_auth_prove(nc, 7, answer, proof), 0);
+	TT_EQ_INT(auth_member_keys_set(ba, 2, &err), 0);
+	TT_EQ_INT(repl_raft_auth_check(hello, ns, 7, proof), 0);
+	/* no shared key: acceptor [a], connector [b] */
+	TT_EQ_INT(auth_member_keys_set(ab, 1, &err), 0);
+	TT_EQ_INT(repl_raft_auth_answer(hello, 7, ns, answer), 0);
+	TT_EQ_INT(auth_member_keys_set(ab + 1, 1, &err), 0);
+	TT_EQ_INT(repl_raft_auth_prove(nc, 7, answer, proof), -1);
+	/* and a proof under b to an acceptor holding only a */
+	TT_EQ_INT(auth_member_keys_set(ab + 1, 1, &err), 0);
+	TT_EQ_INT(repl_raft_auth_answer(hello, 7, ns, answer), 0);
+	TT_EQ_INT(repl_raft_auth_prove(nc, 7, answer, proof), 0);
+	TT_EQ_INT(auth_member_keys_set(ab, 1, &err), 0);
+	TT_EQ_INT(repl_raft_auth_check(hello, ns, 7, proof), -1);
+	TT_EQ_INT(auth_member_key_set("c2VjcmV0a2V5MQ==", &err), 0);
+}
+
 /* ---- the Raft handshake's steps ------------------------------------------------------- */
 
 static void
 test_handshake_steps(void)
 {
 	terr_t err = TERR_INIT;
-	uint8_t nc[32], ns[32], hello[REPL_RAFT_AUTH_HELLO_LEN], answer[72], proof[32], bad[72];
+	uint8_t nc[32], ns[32], hello[REPL_RAFT_AUTH_HELLO_LEN], answer[REPL_RAFT_AUTH_ANSWER_LEN], proof[32], bad[REPL_RAFT_AUTH_ANSWER_LEN];
 
 	TT_EQ_INT(auth_member_key_set("c2VjcmV0a2V5MQ==", &err), 0);
 	TT_EQ_INT(auth_member_nonce(nc), 0);
@@ -264,10 +421,15 @@ test_handshake_steps(void)
 	/* any bit of the answer changed: the connector refuses it */
 	TT_EQ_INT(repl_raft_auth_answer(hello, 7, ns, answer), 0);
 	for (int i = 0; i < 72; i += 9) {
-		memcpy(bad, answer, 72);
+		/* with one key both MAC slots hold its MAC: a bit of the MACs is
+		 * changed in both (one good slot is enough, by design) */
+		memcpy(bad, answer, REPL_RAFT_AUTH_ANSWER_LEN);
 		bad[i] ^= 0x80;
+		if (i >= 40)
+			bad[i + 32] ^= 0x80;
 		TT_EQ_INT(repl_raft_auth_prove(nc, 7, bad, proof), -1);
 	}
+	TT_ASSERT(memcmp(answer + 40, answer + 72, 32) == 0);
 	/* an answer for another id (the acceptor heard another claim) */
 	TT_EQ_INT(repl_raft_auth_prove(nc, 8, answer, proof), -1);
 	TT_EQ_INT(repl_raft_auth_prove(nc, 7, answer, proof), 0);
@@ -283,7 +445,7 @@ test_handshake_steps(void)
 	/* replay: a recorded hello and proof against a new connection (a fresh
 	 * challenge ns2) fail */
 	{
-		uint8_t ns2[32], answer2[72];
+		uint8_t ns2[32], answer2[REPL_RAFT_AUTH_ANSWER_LEN];
 		TT_EQ_INT(repl_raft_auth_answer(hello, 7, ns2, answer2), 0);
 		TT_ASSERT(memcmp(ns, ns2, 32) != 0);
 		TT_EQ_INT(repl_raft_auth_check(hello, ns2, 7, proof), -1);
@@ -532,6 +694,8 @@ main(void)
 	TT_RUN(test_system_user);
 	TT_RUN(test_scram_client_bad_server);
 	TT_RUN(test_handshake_steps);
+	TT_RUN(test_keyfile_yaml);
+	TT_RUN(test_key_rollover);
 	TT_RUN(test_transport);
 	auth_member_key_set(NULL, NULL);
 	tt_rmdir(tmp);

@@ -17,10 +17,8 @@ three tamgad members on 127.0.0.1 started with --keyFile.
   lastHeartbeatMessage "Authentication failed.", and it holds none of the
   new writes; the same for a member restarted without any keyFile; back
   with the right key it catches up (data equal);
-- mongosh with the user's credentials: rs.status() and a majority write;
-- TLS required (--tlsMode requireTLS, the certificate tests/e2e/tls.sh
-  makes): a set of several members is refused (238) rather than run its
-  member channels in clear text, nothing stored.
+- mongosh with the user's credentials: rs.status() and a majority write.
+  (TLS between members and key rollover: raft_tls.py.)
 
 usage: raft_keyfile.py path/to/tamgad [path/to/mongosh]
 """
@@ -124,7 +122,6 @@ def main():
         key = new_key(os.path.join(kdir, "set.key"))
         other = new_key(os.path.join(kdir, "other.key"))
         run_set(key, other)
-        tls_refusal(kdir, key)
     finally:
         subprocess.call(["rm", "-rf", kdir])
     print("raft_keyfile: %d checks passed" % checks)
@@ -240,28 +237,6 @@ def run_set(key, other):
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
             out = r.stdout.decode("utf-8", "replace")
             check(r.returncode != 0 and "requires authentication" in out, "mongosh without credentials: %s" % out)
-
-
-def tls_refusal(kdir, key):
-    """Member channels have no TLS yet: with TLS required a set of several
-    members does not start (never clear text while TLS is required)."""
-    cert, pkey, pem = (os.path.join(kdir, n) for n in ("cert.pem", "key.pem", "server.pem"))
-    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", pkey, "-out", cert,
-                        "-days", "2", "-subj", "/CN=localhost",
-                        "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    check(r.returncode == 0, "openssl made a certificate")
-    with open(pem, "w") as f:
-        f.write(open(cert).read() + open(pkey).read())
-    tls = ["--tlsMode", "requireTLS", "--tlsCertificateKeyFile", pem, "--tlsClusterFile", pem, "--keyFile", key]
-    with Cluster(TAMGAD, n=2, extra=tls) as cl:
-        m0 = cl.members[0]
-        with m0.client(tls=True, tlsCAFile=cert) as c:
-            e = expect_code(lambda: c.admin.command("replSetInitiate", cl.config()), 238, "TLS between members")
-            check("TLS between replica-set members is not built" in str(e), "the refusal names it: %s" % e)
-            expect_code(lambda: c.admin.command("replSetGetStatus"), 94, "nothing stored under TLS")
-        with cl.members[1].client(tls=True, tlsCAFile=cert) as c:
-            expect_code(lambda: c.admin.command("replSetGetStatus"), 94, "nothing stored on the other member")
 
 
 def wait_equal_auth(members, n, timeout=30):
