@@ -346,19 +346,31 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 	uint32_t len = 0;
 
 	*result = NULL;
-	/* the entry is the BSON document at the start of the (padded) buffer */
+	/* the entry is the BSON document at the start of the (padded) buffer,
+	 * or a transaction's chain: several documents one after the other
+	 * (the padding is zeros: a length of 0 ends the list) */
 	if (buf->len >= 5)
 		memcpy(&len, buf->base, 4);
 	if (len < 5 || len > buf->len)
 		len = (uint32_t)buf->len;   /* the applier then refuses it as malformed */
 	n = node_new(buf->base, len);
 	pthread_mutex_lock(&m->lock);
-	if (n->ts > m->committed_ts) {
-		m->committed_ts = n->ts;
-		m->committed_t = n->t;
+	for (size_t off = len;;) {
+		uint32_t next = 0;
+		if (n->ts > m->committed_ts) {
+			m->committed_ts = n->ts;
+			m->committed_t = n->t;
+		}
+		queue_push(&m->to_apply, n);
+		m->enqueued++;
+		if (off + 5 > buf->len)
+			break;
+		memcpy(&next, (const uint8_t *)buf->base + off, 4);
+		if (next < 5 || next > buf->len - off)
+			break;
+		n = node_new((const uint8_t *)buf->base + off, next);
+		off += next;
 	}
-	queue_push(&m->to_apply, n);
-	m->enqueued++;
 	match_snapshot_locked(m);
 	pthread_cond_broadcast(&m->cond);
 	pthread_mutex_unlock(&m->lock);
@@ -1137,11 +1149,82 @@ applier_main(void *arg)
 		pthread_mutex_lock(&m->lock);
 	}
 	pthread_mutex_unlock(&m->lock);
+	repl_oplog_apply_chain_reset();
 	storage_session_close(s);
 	return NULL;
 }
 
 /* ---- feeder -------------------------------------------------------------------------------- */
+
+/* What an oplog entry is to a transaction's chain (repl/oplog.h): one of
+ * its partialTxn entries, its commit entry (applyOps with `count`), or
+ * neither. */
+enum { CHAIN_NONE, CHAIN_PARTIAL, CHAIN_COMMIT };
+
+static int
+chain_role(const bson_t *e)
+{
+	bson_iter_t it, o;
+
+	if (!bson_iter_init_find(&it, e, "o") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &o) ||
+	    !bson_iter_next(&o) || strcmp(bson_iter_key(&o), "applyOps") != 0)
+		return CHAIN_NONE;
+	while (bson_iter_next(&o)) {
+		if (strcmp(bson_iter_key(&o), "partialTxn") == 0 && bson_iter_as_bool(&o))
+			return CHAIN_PARTIAL;
+		if (strcmp(bson_iter_key(&o), "count") == 0)
+			return CHAIN_COMMIT;
+	}
+	return CHAIN_NONE;
+}
+
+/* A chain's entries gathered by the feeder: their BSON documents one after
+ * the other, as the single Raft entry carries them (fsm_apply splits them
+ * again). */
+typedef struct chain_buf {
+	uint8_t *data;
+	size_t len, cap;
+	repl_ts_t ts;                 /* the newest entry's */
+	int64_t t;
+} chain_buf_t;
+
+static void
+chain_add(chain_buf_t *c, const bson_t *e)
+{
+	bson_iter_t it;
+
+	if (c->len + e->len > c->cap) {
+		c->cap = (c->len + e->len) * 2;
+		c->data = bson_realloc(c->data, c->cap);
+	}
+	memcpy(c->data + c->len, bson_get_data(e), e->len);
+	c->len += e->len;
+	if (bson_iter_init_find(&it, e, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+		uint32_t secs, inc;
+		bson_iter_timestamp(&it, &secs, &inc);
+		c->ts = REPL_TS(secs, inc);
+	}
+	c->t = bson_iter_init_find(&it, e, "t") && BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : -1;
+}
+
+static void
+chain_free(chain_buf_t *c)
+{
+	bson_free(c->data);
+	*c = (chain_buf_t){0};
+}
+
+/* The node of the gathered chain (its ts the newest entry's); c is emptied. */
+static entry_node_t *
+chain_node(chain_buf_t *c)
+{
+	entry_node_t *n = node_new(c->data, (uint32_t)c->len);
+
+	n->ts = c->ts;
+	n->t = c->t;
+	chain_free(c);
+	return n;
+}
 
 static void *
 feeder_main(void *arg)
@@ -1179,12 +1262,35 @@ feeder_main(void *arg)
 			if (repl_oplog_scan_open(m->o.oplog, s, after, &cur, &err) == 0) {
 				bson_t e;
 				entry_queue_t q = {0};
-				while (got < FEED_BATCH && repl_oplog_cursor_next(cur, &e, &err) == 1) {
-					entry_node_t *n = node_new(bson_get_data(&e), e.len);
+				chain_buf_t chain = {0};
+				/* a transaction's chain is one Raft entry (never cut by
+				 * FEED_BATCH): the set's log holds all of it or none */
+				while ((got < FEED_BATCH || chain.len > 0) && repl_oplog_cursor_next(cur, &e, &err) == 1) {
+					int role = chain_role(&e);
+					entry_node_t *n;
+					if (role == CHAIN_PARTIAL || (chain.len > 0 && role == CHAIN_COMMIT)) {
+						chain_add(&chain, &e);
+						if (role == CHAIN_PARTIAL)
+							continue;
+						n = chain_node(&chain);
+					} else {
+						if (chain.len > 0) {
+							/* a chain without its commit entry (never written
+							 * so: the primary commits a chain at once) */
+							log_msg('W', 5000247, "a transaction's partial oplog entries without their commit entry",
+							    "they are replicated as they are; secondaries never apply them");
+							n = chain_node(&chain);
+							queue_push(&q, n);
+							got++;
+						}
+						n = node_new(bson_get_data(&e), e.len);
+					}
 					after = n->ts;
 					queue_push(&q, n);
 					got++;
 				}
+				/* a chain not visible to its end yet: read again later */
+				chain_free(&chain);
 				repl_oplog_cursor_close(cur);
 				if (storage_txn_active(s))
 					storage_txn_rollback(s);
