@@ -97,6 +97,11 @@ struct repl_member {
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	/* the applier's own wake-up: the FSM signals it for each committed
+	 * entry without waking every thread that waits on cond (w: "majority"
+	 * waiters need the applier's position, which it broadcasts once per
+	 * list it took) */
+	pthread_cond_t apply_cond;
 	entry_queue_t to_apply;       /* committed, for the applier */
 	entry_queue_t to_submit;      /* from the feeder, for raft_apply */
 	uint64_t enqueued, applied;   /* entries queued to / done by the applier */
@@ -116,6 +121,10 @@ struct repl_member {
 	 * while its rollback is pending */
 	repl_ts_t set_ts;
 	int64_t committed_t;          /* the term of the entry at committed_ts */
+	/* the previous entry of the set's log done (by the applier, or by the
+	 * FSM for a primary's own): the rollback check starts after it */
+	repl_ts_t prev_ts;
+	bool have_prev;
 	int leader_index;             /* row in peers, -1 */
 	int64_t last_contact_ms[REPL_MAX_MEMBERS];
 	bool reachable[REPL_MAX_MEMBERS];
@@ -188,6 +197,30 @@ cond_wait_ms(repl_member_t *m, int ms)
 		until.tv_nsec -= 1000000000;
 	}
 	pthread_cond_timedwait(&m->cond, &m->lock, &until);
+}
+
+/* Wake everything that waits on m (under m->lock): cond's waiters and the
+ * applier. */
+static void
+wake(repl_member_t *m)
+{
+	pthread_cond_broadcast(&m->cond);
+	pthread_cond_signal(&m->apply_cond);
+}
+
+/* The applier's idle wait (under m->lock). */
+static void
+apply_wait_ms(repl_member_t *m, int ms)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += (long)ms * 1000 * 1000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(&m->apply_cond, &m->lock, &until);
 }
 
 /* ---- queues ----------------------------------------------------------------------------- */
@@ -320,7 +353,7 @@ role_set_locked(repl_member_t *m, bool primary, uint64_t term)
 	/* a member whose applier stopped stays RECOVERING */
 	repl_set_raft_role(m->o.rs, m->failed ? REPL_STATE_RECOVERING : primary ? REPL_STATE_PRIMARY :
 	    m->busy_state != 0 ? m->busy_state : REPL_STATE_SECONDARY, (int64_t)term);
-	pthread_cond_broadcast(&m->cond);
+	wake(m);
 }
 
 /* ---- FSM (loop thread) ----------------------------------------------------------------- */
@@ -329,13 +362,46 @@ role_set_locked(repl_member_t *m, bool primary, uint64_t term)
 static void
 match_snapshot_locked(repl_member_t *m)
 {
+	bool changed = false;
+
 	if (raft_state(&m->raft) != RAFT_LEADER || m->raft.leader_state.progress == NULL)
 		return;
 	for (unsigned k = 0; k < m->raft.configuration.n; k++)
 		for (int i = 0; i < m->o.npeers; i++)
 			if ((raft_id)(m->peers[i].member_id + 1) == m->raft.configuration.servers[k].id)
-				m->match[i] = m->raft.leader_state.progress[k].match_index;
-	pthread_cond_broadcast(&m->cond);
+				if (m->match[i] != m->raft.leader_state.progress[k].match_index) {
+					m->match[i] = m->raft.leader_state.progress[k].match_index;
+					changed = true;
+				}
+	if (changed)
+		pthread_cond_broadcast(&m->cond);   /* w: N waiters */
+}
+
+/*
+ * A primary's own entry committed with nothing before it left to apply
+ * (under m->lock, loop thread): done here, as the applier would skip it --
+ * only this term's leader writes entries of the term and its feeder read
+ * this one from the local oplog -- so a w: "majority" waiter is woken from
+ * Raft's commit without a hand-over to the applier thread.  false: queue
+ * it for the applier.
+ */
+static bool
+own_done_locked(repl_member_t *m, const entry_node_t *n)
+{
+	if (!m->primary || m->failed || m->draining || m->busy_state != 0 || m->delay_secs > 0 ||
+	    m->applied != m->enqueued || n->snapshot || n->ts == 0 || n->t != (int64_t)m->term || n->ts > m->fed_ts)
+		return false;
+	m->enqueued++;
+	m->applied++;
+	m->prev_ts = n->ts;
+	m->have_prev = true;
+	if (n->ts > m->local_last_ts)
+		m->local_last_ts = n->ts;
+	if (n->ts > m->set_ts) {
+		m->set_ts = n->ts;
+		repl_oplog_pin_oldest(m->o.oplog, m->set_ts < m->committed_ts ? m->set_ts : m->committed_ts);
+	}
+	return true;
 }
 
 static int
@@ -361,8 +427,12 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 			m->committed_ts = n->ts;
 			m->committed_t = n->t;
 		}
-		queue_push(&m->to_apply, n);
-		m->enqueued++;
+		if (own_done_locked(m, n)) {
+			bson_free(n);
+		} else {
+			queue_push(&m->to_apply, n);
+			m->enqueued++;
+		}
 		if (off + 5 > buf->len)
 			break;
 		memcpy(&next, (const uint8_t *)buf->base + off, 4);
@@ -372,7 +442,13 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 		off += next;
 	}
 	match_snapshot_locked(m);
-	pthread_cond_broadcast(&m->cond);
+	/* the applier, and the waiters when the entries are done here (else
+	 * the applier's broadcast after its list wakes them: one broadcast per
+	 * entry woke each w: "majority" waiter a hundred times per batched
+	 * insert) */
+	if (m->applied == m->enqueued)
+		pthread_cond_broadcast(&m->cond);
+	pthread_cond_signal(&m->apply_cond);
 	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
@@ -459,7 +535,7 @@ fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 	}
 	queue_push(&m->to_apply, n);
 	m->enqueued++;
-	pthread_cond_broadcast(&m->cond);
+	wake(m);
 	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
@@ -486,7 +562,7 @@ barrier_done(struct raft_barrier *req, int status)
 		m->draining = true;
 		m->drain_target = m->enqueued;
 		m->drain_term = m->leader_term;
-		pthread_cond_broadcast(&m->cond);
+		wake(m);
 	}
 	pthread_mutex_unlock(&m->lock);
 }
@@ -502,7 +578,7 @@ transfer_done(struct raft_transfer *req)
 	m->transfer_pending = false;
 	if (raft_state(&m->raft) == RAFT_LEADER && m->leader_seen && !m->primary && !m->no_lead)
 		role_set_locked(m, true, m->leader_term);
-	pthread_cond_broadcast(&m->cond);
+	wake(m);
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -523,7 +599,7 @@ on_submit(uv_async_t *h)
 		pthread_mutex_lock(&m->lock);
 		m->loop_running = false;
 		m->loop_fn = NULL;
-		pthread_cond_broadcast(&m->cond);
+		wake(m);
 	}
 	list = queue_take_all(&m->to_submit);
 	if (m->transfer_requested) {
@@ -538,7 +614,7 @@ on_submit(uv_async_t *h)
 			else if (m->leader_seen && !m->primary)
 				role_set_locked(m, true, m->leader_term);
 		}
-		pthread_cond_broadcast(&m->cond);
+		wake(m);
 	}
 	pthread_mutex_unlock(&m->lock);
 	n = list;
@@ -903,7 +979,7 @@ loop_main(void *arg)
 	pthread_mutex_lock(&m->lock);
 	m->start_rc = 0;
 	m->started = true;
-	pthread_cond_broadcast(&m->cond);
+	wake(m);
 	pthread_mutex_unlock(&m->lock);
 	uv_run(&m->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&m->loop);
@@ -926,7 +1002,7 @@ fail_noloop:
 	pthread_mutex_lock(&m->lock);
 	m->start_rc = -1;
 	m->started = true;
-	pthread_cond_broadcast(&m->cond);
+	wake(m);
 	pthread_mutex_unlock(&m->lock);
 	return NULL;
 }
@@ -1013,10 +1089,6 @@ applier_main(void *arg)
 	repl_member_t *m = arg;
 	storage_session_t *s = NULL;
 	terr_t err = TERR_INIT;
-	/* the previous entry of the set's log this applier saw (the check for
-	 * a deposed primary's own entries starts after the first one) */
-	repl_ts_t prev_ts = 0;
-	bool have_prev = false;
 	char dbpath[4096];
 	size_t dl;
 	repl_recover_host_t host = {.arg = m, .st = m->o.st, .oplog = m->o.oplog, .dbpath = dbpath,
@@ -1068,14 +1140,15 @@ applier_main(void *arg)
 			}
 		}
 		if (m->to_apply.head == NULL || m->failed) {
-			cond_wait_ms(m, 50);
+			apply_wait_ms(m, 50);
 			continue;
 		}
 		list = queue_take_all(&m->to_apply);
 		pthread_mutex_unlock(&m->lock);
 		for (n = list; n != NULL; n = n->next) {
 			bson_t e;
-			bool applied = false, check;
+			bool applied = false, check, own;
+			repl_ts_t prev_ts;
 			int rc = -1;
 			if (n->ts == 0 && bson_init_static(&e, n->data, n->len) && bson_has_field(&e, REPL_MEMBER_CONFIG_KEY)) {
 				/* a configuration the primary replicated (raft_reconfig.c) */
@@ -1083,7 +1156,7 @@ applier_main(void *arg)
 					m->o.on_config(m->o.on_config_arg, &e);
 				pthread_mutex_lock(&m->lock);
 				m->applied++;
-				pthread_cond_broadcast(&m->cond);
+				wake(m);
 				pthread_mutex_unlock(&m->lock);
 				continue;
 			}
@@ -1099,11 +1172,20 @@ applier_main(void *arg)
 			}
 			pthread_mutex_unlock(&m->lock);
 			/* the check for a deposed primary's own entries costs a scan:
-			 * only when this member wrote past the set's last entry */
+			 * only when this member wrote past the set's last entry.  An
+			 * entry of this primary's own term that its feeder read from
+			 * the local oplog is here by construction (only this term's
+			 * leader writes entries of the term, and nothing is rolled back
+			 * while it is primary): no lookup at all -- two oplog lookups
+			 * per entry on the path of every w: "majority" write before */
 			pthread_mutex_lock(&m->lock);
-			check = have_prev && m->local_last_ts > prev_ts;
+			check = m->have_prev && m->local_last_ts > m->prev_ts;
+			prev_ts = m->prev_ts;
+			own = m->primary && !n->snapshot && n->ts != 0 && n->t == (int64_t)m->term && n->ts <= m->fed_ts;
 			pthread_mutex_unlock(&m->lock);
-			if (n->snapshot) {
+			if (own) {
+				rc = 0;
+			} else if (n->snapshot) {
 				rc = repl_recover_snapshot(&host, s, n->ts, n->t, false, &err);
 				floor_ts = repl_recover_oplog_floor(m->o.oplog, s);
 			} else if (n->ts != 0 && n->ts < floor_ts) {
@@ -1119,11 +1201,11 @@ applier_main(void *arg)
 				if (bson_init_static(&e, n->data, n->len) && (!check || rc == 0))
 					rc = repl_oplog_apply_entry(m->o.oplog, m->o.st, s, &e, NULL, false, &applied, &err);
 			}
-			if (rc == 0 && n->ts != 0) {
-				prev_ts = n->ts;
-				have_prev = true;
-			}
 			pthread_mutex_lock(&m->lock);
+			if (rc == 0 && n->ts != 0) {
+				m->prev_ts = n->ts;
+				m->have_prev = true;
+			}
 			if (rc != 0) {
 				/* no later entry may be applied past a hole */
 				m->failed = true;
@@ -1142,11 +1224,15 @@ applier_main(void *arg)
 				/* readConcern majority reads there (at most) */
 				repl_oplog_pin_oldest(m->o.oplog, m->set_ts < m->committed_ts ? m->set_ts : m->committed_ts);
 			}
-			pthread_cond_broadcast(&m->cond);
+			/* waiters are woken once the list is done (below), or every
+			 * 64 entries of a long one */
+			if (m->applied % 64 == 0)
+				wake(m);
 			pthread_mutex_unlock(&m->lock);
 		}
 		queue_free(list);
 		pthread_mutex_lock(&m->lock);
+		wake(m);
 	}
 	pthread_mutex_unlock(&m->lock);
 	repl_oplog_apply_chain_reset();
@@ -1355,6 +1441,7 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 	m->local_last_ts = last.ts;
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->cond, NULL);
+	pthread_cond_init(&m->apply_cond, NULL);
 	m->takeover = repl_takeover_new();
 	pthread_create(&m->loop_thread, NULL, loop_main, m);
 	pthread_mutex_lock(&m->lock);
@@ -1367,6 +1454,7 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 		repl_takeover_free(m->takeover);
 		pthread_mutex_destroy(&m->lock);
 		pthread_cond_destroy(&m->cond);
+		pthread_cond_destroy(&m->apply_cond);
 		bson_free(m->peers);
 		bson_free(m->dir);
 		bson_free(m);
@@ -1388,7 +1476,7 @@ repl_member_stop(repl_member_t *m)
 	repl_rejoin_stop(m->rejoin);
 	pthread_mutex_lock(&m->lock);
 	m->stopping = true;
-	pthread_cond_broadcast(&m->cond);
+	wake(m);
 	pthread_mutex_unlock(&m->lock);
 	pthread_join(m->feeder_thread, NULL);
 	pthread_join(m->applier_thread, NULL);
@@ -1402,6 +1490,7 @@ repl_member_stop(repl_member_t *m)
 	queue_free(queue_take_all(&m->to_submit));
 	pthread_mutex_destroy(&m->lock);
 	pthread_cond_destroy(&m->cond);
+	pthread_cond_destroy(&m->apply_cond);
 	bson_free(m->peers);
 	bson_free(m->dir);
 	bson_free(m);
@@ -1708,7 +1797,7 @@ repl_member_reconfigure(repl_member_t *m, const repl_member_peer_t *peers, int n
 		role_set_locked(m, false, m->term);
 		m->transfer_requested = true;
 	}
-	pthread_cond_broadcast(&m->cond);
+	wake(m);
 	pthread_mutex_unlock(&m->lock);
 	uv_async_send(&m->submit_async);
 }

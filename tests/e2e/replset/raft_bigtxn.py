@@ -82,9 +82,10 @@ def big_commit(cl, client):
     check(len({e["clusterTime"] for e in events}) == 1, "the events share the commit's clusterTime")
     check(all(len(e["fullDocument"]["pad"]) == MB - 64 for e in events), "full documents in the events")
 
+    # every member applies the chain (a secondary may still be writing it)
     chains = [chain_of(m, lsid) for m in cl.members]
-    deadline = time.time() + 30
-    while any(len(ch) < len(chains[0]) for ch in chains) and time.time() < deadline:
+    deadline = time.time() + 60
+    while any(len(ch) < 3 for ch in chains) and time.time() < deadline:
         time.sleep(0.2)
         chains = [chain_of(m, lsid) for m in cl.members]
     ch = chains[0]
@@ -165,7 +166,7 @@ def kill_during_commit(cl, run):
 def main():
     with Cluster(TAMGAD) as cl:
         with cl.members[0].client() as c:
-            c.admin.command("replSetInitiate", cl.config(election_ms=2000))
+            c.admin.command("replSetInitiate", cl.config(election_ms=4000))
         cl.wait_primary()
         with MongoClient(cl.uri(), serverSelectionTimeoutMS=20000, w="majority") as client:
             client.big.kill.insert_one({"_id": "seed"})
