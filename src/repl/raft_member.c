@@ -55,6 +55,10 @@ typedef struct entry_node {
 	repl_ts_t ts;
 	int64_t t;                    /* the entry's term (its `t`), -1: none */
 	bool snapshot;                /* a Raft snapshot restored: the set's log up to (ts, t) */
+	/* the feeder's: the entry already in a raft_malloc'ed buffer padded to
+	 * 8 bytes (raft_apply takes it as it is), so the loop thread copies
+	 * nothing (a transaction's chain may be tens of MB); NULL: none */
+	void *rbuf;
 	uint32_t len;
 	uint8_t data[];
 } entry_node_t;
@@ -237,6 +241,7 @@ node_new(const uint8_t *data, uint32_t len)
 	n->ts = 0;
 	n->t = -1;
 	n->snapshot = false;
+	n->rbuf = NULL;
 	memcpy(n->data, data, len);
 	if (bson_init_static(&b, n->data, len) && bson_iter_init_find(&it, &b, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
 		uint32_t s, i;
@@ -274,6 +279,8 @@ queue_free(entry_node_t *n)
 {
 	while (n != NULL) {
 		entry_node_t *next = n->next;
+		if (n->rbuf != NULL)
+			raft_free(n->rbuf);
 		bson_free(n);
 		n = next;
 	}
@@ -632,11 +639,16 @@ on_submit(uv_async_t *h)
 			 * multiple of 8 (seen under ASan when a member catches up);
 			 * the BSON's own length tells the FSM where the entry ends */
 			bufs[cnt].len = (n->len + 7u) & ~(size_t)7u;
-			bufs[cnt].base = raft_malloc(bufs[cnt].len);
-			if (bufs[cnt].base == NULL)
-				break;
-			memset(bufs[cnt].base, 0, bufs[cnt].len);
-			memcpy(bufs[cnt].base, n->data, n->len);
+			if (n->rbuf != NULL) {
+				bufs[cnt].base = n->rbuf;   /* made by the feeder */
+				n->rbuf = NULL;
+			} else {
+				bufs[cnt].base = raft_malloc(bufs[cnt].len);
+				if (bufs[cnt].base == NULL)
+					break;
+				memset(bufs[cnt].base, 0, bufs[cnt].len);
+				memcpy(bufs[cnt].base, n->data, n->len);
+			}
 			tss[cnt++] = n->ts;
 		}
 		if (cnt == 0)
@@ -1300,6 +1312,20 @@ chain_free(chain_buf_t *c)
 	*c = (chain_buf_t){0};
 }
 
+/* The raft_apply buffer of a node the feeder made, built off the loop
+ * thread (zero padding to 8 bytes: see on_submit).  Left NULL when out of
+ * memory: on_submit builds it then. */
+static void
+node_rbuf(entry_node_t *n)
+{
+	size_t len = (n->len + 7u) & ~(size_t)7u;
+
+	if ((n->rbuf = raft_malloc(len)) == NULL)
+		return;
+	memcpy(n->rbuf, n->data, n->len);
+	memset((uint8_t *)n->rbuf + n->len, 0, len - n->len);
+}
+
 /* The node of the gathered chain (its ts the newest entry's); c is emptied. */
 static entry_node_t *
 chain_node(chain_buf_t *c)
@@ -1372,6 +1398,7 @@ feeder_main(void *arg)
 						n = node_new(bson_get_data(&e), e.len);
 					}
 					after = n->ts;
+					node_rbuf(n);
 					queue_push(&q, n);
 					got++;
 				}
