@@ -8,17 +8,23 @@ replica set of three tamgad members on 127.0.0.1 (issue 24), through PyMongo:
     order, each with the transaction's lsid and txnNumber;
   - kill -9 of the primary while a 20 MB transaction commits: afterwards
     (new primary, old one restarted and caught up) every member holds all
-    of the transaction or none of it, and the members are equal.
+    of the transaction or none of it, and the members are equal;
+  - a 20 MB transaction only the primary holds (w: 1, both secondaries
+    killed), then the primary killed: restarted, it rolls the chain back
+    (its 20 documents saved to rollback/<uuid>/removed.*.bson, gone from
+    its data and oplog) and equals the others.
 
 usage: raft_bigtxn.py path/to/tamgad
 """
+import glob
 import os
 import random
 import sys
 import threading
 import time
 
-from pymongo import MongoClient, WriteConcern
+import bson
+from pymongo import MongoClient, ReadPreference, WriteConcern
 from pymongo.errors import PyMongoError
 from pymongo.read_concern import ReadConcern
 
@@ -104,6 +110,19 @@ def big_commit(cl, client):
         took, len(events), len(ch), h[:8]))
 
 
+def wait_secondary(m, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with m.client(serverSelectionTimeoutMS=1000) as c:
+                if c.admin.command("hello").get("secondary"):
+                    return
+        except PyMongoError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError("%s is not SECONDARY within %ss" % (m.host, timeout))
+
+
 def commit_in_thread(uri, tag, n, result):
     try:
         with MongoClient(uri, serverSelectionTimeoutMS=20000, retryWrites=False) as c:
@@ -138,15 +157,7 @@ def kill_during_commit(cl, run):
     t.join(60)
     new = cl.wait_primary(timeout=30, among=[m for m in cl.members if m is not old])
     old.start()
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            with old.client(serverSelectionTimeoutMS=1000) as c:
-                if c.admin.command("hello").get("secondary"):
-                    break
-        except PyMongoError:
-            pass
-        time.sleep(0.2)
+    wait_secondary(old, 60)
     with MongoClient(cl.uri(), serverSelectionTimeoutMS=20000) as c:
         c.big.marker.with_options(write_concern=WriteConcern(w=3, wtimeout=60000)).insert_one({"run": run})
     wait_equal(cl.members, "big", "kill", timeout=60)
@@ -163,6 +174,47 @@ def kill_during_commit(cl, run):
     return new
 
 
+def rollback_chain(cl):
+    p = cl.wait_primary()
+    others = [m for m in cl.members if m is not p]
+    with p.client() as c:
+        db = c.get_database("big", write_concern=WriteConcern(w="majority"))
+        db.rb.insert_one({"_id": "seed"})
+        uuid = [x for x in db.list_collections() if x["name"] == "rb"][0]["info"]["uuid"]
+    for m in others:   # no majority can take what follows
+        m.kill9()
+    try:
+        with MongoClient(p.host, directConnection=True) as c:
+            with c.start_session() as s:
+                with s.start_transaction(write_concern=WriteConcern(w=1)):
+                    for d in big_docs("rb", 20):
+                        c.big.rb.insert_one(d, session=s)
+            n = c.local.oplog.rs.count_documents({"o.applyOps": {"$exists": True}, "o.applyOps.ns": "big.rb"})
+            check(n == 2, "the primary wrote the 20 MB chain (2 entries): %d" % n)
+        time.sleep(0.5)   # the journal flusher takes it (w: 1, j: false)
+        p.kill9()
+    finally:
+        for m in others:
+            m.start()
+    np = cl.wait_primary(30, among=others)
+    with np.client() as c:
+        c.big.rb.with_options(write_concern=WriteConcern(w="majority")).insert_one({"_id": "after"})
+    p.start()
+    wait_secondary(p, 90)   # ROLLBACK (9) meanwhile: reads answer 13436
+    wait_equal(cl.members, "big", "rb", timeout=90)
+    with p.client(read_preference=ReadPreference.SECONDARY_PREFERRED) as c:
+        check(c.big.rb.count_documents({"tag": "rb"}) == 0, "the rolled-back transaction's documents are gone")
+        n = c.local.oplog.rs.count_documents({"o.applyOps.ns": "big.rb"})
+        check(n == 0, "its chain is gone from the oplog: %d" % n)
+    files = glob.glob(os.path.join(p.dbpath, "rollback", str(uuid), "removed.*.bson"))
+    saved = []
+    for f in files:
+        with open(f, "rb") as fh:
+            saved += [d["_id"] for d in bson.decode_file_iter(fh)]
+    check(sorted(saved) == list(range(20)), "the chain's 20 documents saved for the operator: %r" % sorted(saved)[:25])
+    print("rollback of a 20 MB chain: %d documents saved in %d file(s), members equal" % (len(saved), len(files)))
+
+
 def main():
     with Cluster(TAMGAD) as cl:
         with cl.members[0].client() as c:
@@ -172,8 +224,9 @@ def main():
             client.big.kill.insert_one({"_id": "seed"})
             client.big.marker.insert_one({"_id": "seed"})
             big_commit(cl, client)
-        for run in range(int(os.environ.get("BIGTXN_KILLS", "2"))):
+        for run in range(int(os.environ.get("BIGTXN_KILLS", "1"))):
             kill_during_commit(cl, run)
+        rollback_chain(cl)
     print("raft_bigtxn: %d checks passed" % checks)
 
 
