@@ -12,7 +12,10 @@ replica set of three tamgad members on 127.0.0.1 (issue 24), through PyMongo:
   - a 20 MB transaction only the primary holds (w: 1, both secondaries
     killed), then the primary killed: restarted, it rolls the chain back
     (its 20 documents saved to rollback/<uuid>/removed.*.bson, gone from
-    its data and oplog) and equals the others.
+    its data and oplog) and equals the others;
+  - a one-member set started with maxNumberOfTransactionOperationsInSingleOplogEntry=2
+    (mongod's startup parameter: getParameter shows it, setParameter
+    answers 20) writes a 5-insert transaction as entries of 2, 2 and 1.
 
 usage: raft_bigtxn.py path/to/tamgad
 """
@@ -215,7 +218,33 @@ def rollback_chain(cl):
     print("rollback of a 20 MB chain: %d documents saved in %d file(s), members equal" % (len(saved), len(files)))
 
 
+def ops_per_entry():
+    with Cluster(TAMGAD, n=1, extra=["--setParameter", "maxNumberOfTransactionOperationsInSingleOplogEntry=2"]) as one:
+        m = one.members[0]
+        with m.client() as c:
+            c.admin.command("replSetInitiate")
+        one.wait_primary()
+        with m.client() as c:
+            got = c.admin.command("getParameter", 1, maxNumberOfTransactionOperationsInSingleOplogEntry=1)
+            check(got["maxNumberOfTransactionOperationsInSingleOplogEntry"] == 2, "getParameter: %r" % got)
+            try:
+                c.admin.command("setParameter", 1, maxNumberOfTransactionOperationsInSingleOplogEntry=5)
+                check(False, "setParameter of a startup parameter refused")
+            except PyMongoError as e:
+                check(getattr(e, "code", None) == 20, "setParameter at runtime: 20, got %r" % e)
+            c.t.c.insert_one({"_id": "seed"})
+            with c.start_session() as s:
+                with s.start_transaction():
+                    for i in range(5):
+                        c.t.c.insert_one({"_id": i}, session=s)
+            shape = [(len(e["o"]["applyOps"]), e["o"].get("partialTxn"), e["o"].get("count"))
+                     for e in c.local.oplog.rs.find({"o.applyOps": {"$exists": True}}, sort=[("ts", 1)])]
+            check(shape == [(2, True, None), (2, True, None), (1, None, 5)], "entries of 2, 2, 1: %r" % shape)
+            check(c.t.c.count_documents({}) == 6, "the transaction's documents")
+
+
 def main():
+    ops_per_entry()
     with Cluster(TAMGAD) as cl:
         with cl.members[0].client() as c:
             c.admin.command("replSetInitiate", cl.config(election_ms=4000))
