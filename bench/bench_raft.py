@@ -15,7 +15,9 @@
 
 usage: bench_raft.py path/to/tamgad [N] [R] [PHASES]
   N single inserts per case, R failovers, PHASES a comma list of
-  writes,failover,reads (default all); BENCH_SECONDS the read rounds' length
+  writes,failover,reads (default all) and latency (not in the default: the
+  median of each insert's time, N single inserts and N / 5 batches of 100
+  per case, a figure that moves less than throughput on a loaded machine); BENCH_SECONDS the read rounds' length
   (default 10), BENCH_READ_KEYS the documents read (default 20000),
   BENCH_READ_THREADS the connections (default 64).
 """
@@ -83,6 +85,37 @@ def throughput():
                 b = rate(wm, n, batch)
                 settle(cl)
                 print("inserts batch %3d: w:1 %8.0f/s  w:majority %8.0f/s  ratio %.2f" % (batch, a, b, b / a))
+
+
+def latency():
+    def p50(coll, n, batch):
+        out = []
+        for k in range(n):
+            docs = [{"i": k * batch + j, "pad": "x" * 100} for j in range(batch)]
+            t0 = time.perf_counter()
+            if batch == 1:
+                coll.insert_one(docs[0])
+            else:
+                coll.insert_many(docs)
+            out.append(time.perf_counter() - t0)
+        return statistics.median(out) * 1e6
+
+    with Cluster(TAMGAD) as cl:
+        with cl.members[0].client() as c:
+            c.admin.command("replSetInitiate", cl.config())
+        cl.wait_primary()
+        with MongoClient(cl.uri(), serverSelectionTimeoutMS=10000) as c:
+            db = c.bench
+            for batch, n in ((1, N), (100, max(N // 5, 1))):
+                w1 = db.get_collection("l1_%d" % batch, write_concern=WriteConcern(w=1))
+                wm = db.get_collection("lm_%d" % batch, write_concern=WriteConcern(w="majority"))
+                p50(w1, min(n, 200), batch)   # warm up
+                settle(cl)
+                a = p50(w1, n, batch)
+                settle(cl)
+                b = p50(wm, n, batch)
+                settle(cl)
+                print("latency batch %3d: p50 w:1 %7.0f us  w:majority %7.0f us  ratio %.2f" % (batch, a, b, a / b))
 
 
 def failover():
@@ -180,6 +213,8 @@ def reads():
 if __name__ == "__main__":
     if "writes" in PHASES:
         throughput()
+    if "latency" in PHASES:
+        latency()
     if "failover" in PHASES:
         failover()
     if "reads" in PHASES:

@@ -47,6 +47,7 @@ struct engine {
 	struct repl_sessions *sessions;
 	atomic_llong txn_lifetime_limit_seconds;       /* 60 */
 	atomic_llong max_txn_lock_request_timeout_ms;  /* 5 */
+	atomic_llong txn_ops_per_entry;                /* INT_MAX: maxNumberOfTransactionOperationsInSingleOplogEntry */
 	struct repl_txn_reaper *txn_reaper;
 	/* replica-set mode (opts.repl_set_name set; cmd_repl.c): the set's
 	 * identity and state, NULL on a standalone; the cluster-time keys */

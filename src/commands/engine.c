@@ -123,10 +123,12 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 	/* replica-set mode: the clock and the oplog's observer (it logs once
 	 * the set is initiated, or at once when the folder has an oplog); the
 	 * set's cluster time is the oplog's clock, its term every entry's t */
+	atomic_init(&e->txn_ops_per_entry, INT32_MAX);
 	if (e->rs != NULL) {
 		repl_oplog_options_t oo = {.size_mb = e->opts.oplog_size_mb, .dbpath = path,
 		    .in_memory = e->opts.storage.in_memory, .term = engine_term, .term_arg = e->rs,
-		    .primary = engine_primary, .may_log = engine_may_log};
+		    .primary = engine_primary, .may_log = engine_may_log,
+		    .txn_ops_per_entry = &e->txn_ops_per_entry};
 		e->clock = repl_clock_new();
 		if (repl_oplog_open(e->st, e->clock, &oo, &e->oplog, err) != 0) {
 			repl_clock_free(e->clock);

@@ -881,8 +881,30 @@ on_write(void *arg, storage_session_t *s, const storage_op_t *op, terr_t *err)
 	return ret;
 }
 
+int
+repl_oplog_txn_split(const int64_t *lens, int n, int64_t max_bytes, int64_t max_ops, int *ends)
+{
+	int nent = 0, in_entry = 0;
+	int64_t acc = 0;
+
+	if (n <= 0)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		if (in_entry > 0 && (acc + lens[i] > max_bytes || (max_ops > 0 && in_entry >= max_ops))) {
+			ends[nent++] = i;
+			acc = 0;
+			in_entry = 0;
+		}
+		acc += lens[i];
+		in_entry++;
+	}
+	ends[nent++] = n;
+	return nent;
+}
+
 /* A transaction's applyOps chain: entries of at most
- * REPL_OPLOG_TXN_ENTRY_MAX bytes of operations each. */
+ * REPL_OPLOG_TXN_ENTRY_MAX bytes of operations each (and at most
+ * maxNumberOfTransactionOperationsInSingleOplogEntry operations). */
 static int
 on_commit(void *arg, storage_session_t *s, terr_t *err)
 {
@@ -891,7 +913,7 @@ on_commit(void *arg, storage_session_t *s, terr_t *err)
 	storage_coll_t *c = NULL;
 	int *ends = NULL, nent = 0, ret = 0;
 	repl_ts_t first = 0;
-	int64_t t, acc = 0;
+	int64_t t;
 
 	/* a retryable write's storage transaction: its owner's bookkeeping
 	 * (config.transactions) commits with it */
@@ -902,15 +924,14 @@ on_commit(void *arg, storage_session_t *s, terr_t *err)
 	if ((c = coll_get(o)) == NULL)
 		return 0;
 	ends = bson_malloc0(sizeof(int) * (size_t)ctx->nops);
-	for (int i = 0; i < ctx->nops; i++) {
-		int64_t len = ctx->ops[i]->len;
-		if (acc > 0 && acc + len > REPL_OPLOG_TXN_ENTRY_MAX) {
-			ends[nent++] = i;
-			acc = 0;
-		}
-		acc += len;
+	{
+		int64_t *lens = bson_malloc(sizeof(int64_t) * (size_t)ctx->nops);
+		for (int i = 0; i < ctx->nops; i++)
+			lens[i] = ctx->ops[i]->len;
+		nent = repl_oplog_txn_split(lens, ctx->nops, REPL_OPLOG_TXN_ENTRY_MAX,
+		    o->opts.txn_ops_per_entry != NULL ? atomic_load(o->opts.txn_ops_per_entry) : 0, ends);
+		bson_free(lens);
 	}
-	ends[nent++] = ctx->nops;
 	ERR(stamp(o, s, (uint32_t)nent, &first, err));
 	t = term_of(o);
 	for (int e = 0, from = 0; e < nent; from = ends[e], e++) {

@@ -105,6 +105,11 @@ typedef struct repl_oplog_options {
 	 * default is the lower bound). */
 	const char *dbpath;
 	bool in_memory;
+	/* mongod's maxNumberOfTransactionOperationsInSingleOplogEntry (startup
+	 * only, >= 1, default INT_MAX): a transaction's applyOps entry holds at
+	 * most this many operations.  Read at each commit through the pointer
+	 * (the engine's setting; NULL: no count limit, only the size's). */
+	const _Atomic long long *txn_ops_per_entry;
 } repl_oplog_options_t;
 
 /*
@@ -307,6 +312,18 @@ void repl_oplog_session_set_update(storage_session_t *s, const update_t *u);
  * commit entry's opTime.
  */
 int repl_oplog_txn_collect(repl_oplog_t *op, storage_session_t *s, terr_t *err);
+
+/*
+ * How a transaction's operations are split into applyOps entries (mongod's
+ * TransactionOperations::getApplyOpsInfo for an unprepared transaction):
+ * in order, an entry takes operations while it holds fewer than max_ops and
+ * their sizes (lens[i], the operation's BSON size) stay within max_bytes; an
+ * operation larger than max_bytes alone still gets an entry of its own.
+ * ends[e] (n slots, the caller's) gets the index after entry e's last
+ * operation.  Returns the number of entries (>= 1 for n >= 1; 0 for n 0).
+ * max_ops <= 0 means no count limit.
+ */
+int repl_oplog_txn_split(const int64_t *lens, int n, int64_t max_bytes, int64_t max_ops, int *ends);
 
 /*
  * A rollback (repl/rollback.h): remove every entry with ts > after inside

@@ -723,6 +723,175 @@ session_row(storage_t *st, storage_session_t *s, const bson_t *entry, bool txn, 
 	return ret;
 }
 
+/* ---- transactions of several entries --------------------------------------------------------- */
+
+/* The partialTxn entries of the transaction being received (this thread's,
+ * copies, oldest first): held until their commit entry comes, then applied
+ * with it in one storage transaction, so no member ever shows part of a
+ * transaction (mongod's secondaries likewise apply a chain only at its
+ * commit entry, reading it back through prevOpTime). */
+static _Thread_local bson_t **tl_chain;
+static _Thread_local int tl_chain_n, tl_chain_cap;
+
+void
+repl_oplog_apply_chain_reset(void)
+{
+	for (int i = 0; i < tl_chain_n; i++)
+		bson_destroy(tl_chain[i]);
+	bson_free(tl_chain);
+	tl_chain = NULL;
+	tl_chain_n = tl_chain_cap = 0;
+}
+
+int
+repl_oplog_apply_chain_held(void)
+{
+	return tl_chain_n;
+}
+
+/* An entry's ts (0: none) and its prevOpTime's ts (0: none or null). */
+static repl_ts_t
+entry_ts_of(const bson_t *e, const char *path)
+{
+	bson_iter_t it, sub;
+	uint32_t secs, inc;
+
+	if (strcmp(path, "ts") == 0) {
+		if (!bson_iter_init_find(&it, e, "ts") || !BSON_ITER_HOLDS_TIMESTAMP(&it))
+			return 0;
+	} else if (!bson_iter_init_find(&it, e, path) || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
+	    !bson_iter_recurse(&it, &sub) || !bson_iter_find(&sub, "ts") || !BSON_ITER_HOLDS_TIMESTAMP(&sub)) {
+		return 0;
+	} else {
+		it = sub;
+	}
+	bson_iter_timestamp(&it, &secs, &inc);
+	return REPL_TS(secs, inc);
+}
+
+/* The applyOps array of a transaction's entry into ops (borrowed). */
+static bool
+entry_ops(const bson_t *e, bson_t *ops)
+{
+	bson_iter_t it, o;
+
+	return bson_iter_init_find(&it, e, "o") && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &o) &&
+	    bson_iter_next(&o) && strcmp(bson_iter_key(&o), "applyOps") == 0 && BSON_ITER_HOLDS_ARRAY(&o) &&
+	    sub_of(&o, ops);
+}
+
+static int
+ops_count(const bson_t *ops)
+{
+	bson_iter_t it;
+	int n = 0;
+
+	if (bson_iter_init(&it, ops))
+		while (bson_iter_next(&it))
+			n++;
+	return n;
+}
+
+/* A partialTxn entry: held.  One whose prevOpTime is not the last held
+ * entry starts a new chain (what was held belonged to a transaction whose
+ * commit entry never came: never applied, as on mongod). */
+static void
+chain_hold(const bson_t *entry)
+{
+	if (tl_chain_n > 0 && entry_ts_of(entry, "prevOpTime") != entry_ts_of(tl_chain[tl_chain_n - 1], "ts"))
+		repl_oplog_apply_chain_reset();
+	if (tl_chain_n == tl_chain_cap) {
+		tl_chain_cap = tl_chain_cap ? tl_chain_cap * 2 : 8;
+		tl_chain = bson_realloc(tl_chain, sizeof(*tl_chain) * (size_t)tl_chain_cap);
+	}
+	tl_chain[tl_chain_n++] = bson_copy(entry);
+}
+
+/* The commit entry of a chain (applyOps with `count`): the held entries and
+ * it, checked (prevOpTime links, the count of operations), applied in one
+ * storage transaction that writes every entry of the chain too. */
+static int
+chain_commit(repl_oplog_t *op, storage_t *st, storage_session_t *s, const bson_t *entry, bool sync, bool *applied,
+             terr_t *err)
+{
+	bson_iter_t it;
+	bson_t ops;
+	int64_t want = -1, have = 0;
+	int n = tl_chain_n, ret = 0;
+	bool was;
+	char dbs[8][128];
+	int ndbs = 0;
+
+	if (bson_iter_init_find(&it, entry, "o") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+		bson_iter_t o;
+		if (bson_iter_recurse(&it, &o) && bson_iter_find(&o, "count") && BSON_ITER_HOLDS_NUMBER(&o))
+			want = bson_iter_as_int64(&o);
+	}
+	for (int i = 0; i <= n; i++) {
+		const bson_t *e = i < n ? tl_chain[i] : entry;
+		repl_ts_t prev = i > 0 ? entry_ts_of(tl_chain[i - 1], "ts") : 0;
+		if (!entry_ops(e, &ops)) {
+			repl_oplog_apply_chain_reset();
+			return terr_set(err, TERR_BAD_VALUE, "applyOps is not an array");
+		}
+		if (i > 0 && entry_ts_of(e, "prevOpTime") != prev) {
+			repl_oplog_apply_chain_reset();
+			return terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "the earlier oplog entries of a transaction of several entries were not received (its commit entry's chain is broken)");
+		}
+		have += ops_count(&ops);
+	}
+	if (n == 0 || have != want) {
+		repl_oplog_apply_chain_reset();
+		return terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "the earlier oplog entries of a transaction of several entries were not received (%lld operations of %lld)",
+		    (long long)have, (long long)want);
+	}
+	was = storage_thread_set_unobserved(true);
+	/* collections the transaction created first, each on its own */
+	for (int i = 0; ret == 0 && i <= n; i++) {
+		entry_ops(i < n ? tl_chain[i] : entry, &ops);
+		ret = apply_ops_pass(st, s, &ops, true, err);
+	}
+	if (ret == 0 && bson_has_field(entry, "lsid") && bson_has_field(entry, "txnNumber")) {
+		static const parsed_t table = {.op = "i", .db = "config", .coll = "transactions"};
+		storage_coll_t *c = NULL;
+		ret = coll_of(st, s, &table, true, &c, err) == 0 ? 0 : -1;
+		storage_coll_release(c);
+	}
+	if (ret == 0)
+		ret = storage_txn_begin(s, err);
+	if (ret == 0) {
+		for (int i = 0; ret == 0 && i <= n; i++) {
+			entry_ops(i < n ? tl_chain[i] : entry, &ops);
+			ret = apply_ops_pass(st, s, &ops, false, err);
+		}
+		if (ret == 0)
+			ret = session_row(st, s, entry, true, err);
+		/* every entry with its own ts; every write commits at the last
+		 * one's (as the primary wrote them) */
+		for (int i = 0; ret == 0 && i <= n; i++)
+			ret = repl_oplog_write_replicated(op, s, i < n ? tl_chain[i] : entry, err);
+		if (ret == 0)
+			ret = storage_txn_commit(s, sync, err);
+		else
+			storage_txn_rollback(s);
+	}
+	storage_thread_set_unobserved(was);
+	for (int i = 0; ret == 0 && i <= n; i++) {
+		int k = 0;
+		entry_ops(i < n ? tl_chain[i] : entry, &ops);
+		ops_views_dbs(&ops, dbs + ndbs, 8 - ndbs, &k);
+		ndbs += k;
+	}
+	repl_oplog_apply_chain_reset();
+	if (ret == 0)
+		*applied = true;
+	for (int i = 0; ret == 0 && i < ndbs; i++)
+		ret = repl_views_reload(st, s, dbs[i], err);
+	return ret;
+}
+
 int
 repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, const bson_t *entry,
                        const repl_ts_t *after_ts, bool sync, bool *applied, terr_t *err)
@@ -744,6 +913,9 @@ repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, co
 		return -1;
 	if (r == 0) {
 		bson_destroy(&found);
+		/* a chain's entries are all here or none (written in one
+		 * transaction): nothing held may wait for this one */
+		repl_oplog_apply_chain_reset();
 		return 0;   /* already here: its writer's own, or applied before a restart */
 	}
 	/* an entry of this member's own that the set's log does not have (it
@@ -777,13 +949,20 @@ repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, co
 	RET(parse(entry, &p, err));
 	if (p.op[0] == 'c' && bson_iter_init(&it, &p.o) && bson_iter_next(&it) &&
 	    strcmp(bson_iter_key(&it), "applyOps") == 0) {
-		if (bson_has_field(&p.o, "partialTxn") || bson_has_field(&p.o, "count"))
-			return terr_set(err, TERR_NOT_IMPLEMENTED,
-			    "applying a transaction of more than one oplog entry is not supported yet");
+		if (bson_iter_init_find(&it, &p.o, "partialTxn") && bson_iter_as_bool(&it)) {
+			chain_hold(entry);
+			return 0;   /* applied with its commit entry */
+		}
+		if (bson_has_field(&p.o, "count"))
+			return chain_commit(op, st, s, entry, sync, applied, err);
+		bson_iter_init(&it, &p.o);
+		bson_iter_next(&it);
 		if (!BSON_ITER_HOLDS_ARRAY(&it) || !sub_of(&it, &ops))
 			return terr_set(err, TERR_BAD_VALUE, "applyOps is not an array");
 		is_ops = true;
 	}
+	if (tl_chain_n > 0)
+		repl_oplog_apply_chain_reset();   /* held entries whose commit never came */
 	was = storage_thread_set_unobserved(true);
 	if (p.op[0] == 'c')
 		ret = is_ops ? apply_ops_pass(st, s, &ops, true, err) : apply_ddl(st, s, &p, err);

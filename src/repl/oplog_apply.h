@@ -37,6 +37,23 @@ int repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s
                            const repl_ts_t *after_ts, bool sync, bool *applied, terr_t *err);
 
 /*
+ * A transaction of several entries (repl/oplog.h: partialTxn entries linked
+ * by prevOpTime, then the commit entry with `count`): repl_oplog_apply_entry
+ * holds each partialTxn entry (a copy, this thread's; *applied false) and
+ * applies the whole chain at its commit entry, in one storage transaction
+ * that also writes every entry of the chain (each with its ts, the writes
+ * at the last one's), so a member never shows part of a transaction; a
+ * commit entry whose chain is not held in full (links, count) fails with
+ * 238.  A partialTxn entry that does not follow the held one, an ordinary
+ * entry, or an entry already in the oplog drops what was held (a
+ * transaction whose commit never came is never applied, as on mongod).
+ * _reset frees what this thread holds (call before the thread ends);
+ * _held says how many entries it holds.
+ */
+void repl_oplog_apply_chain_reset(void);
+int repl_oplog_apply_chain_held(void);
+
+/*
  * Make the storage catalog's views of db (storage_view_*) what
  * db.system.views holds, as mongod reloads its view catalog after a write
  * to it: a definition gone is dropped, a new or changed one is set.  A

@@ -58,6 +58,10 @@ typedef struct entry_node {
 	repl_ts_t ts;
 	int64_t t;                    /* the entry's term (its `t`), -1: none */
 	bool snapshot;                /* a Raft snapshot restored: the set's log up to (ts, t) */
+	/* the feeder's: the entry already in a raft_malloc'ed buffer padded to
+	 * 8 bytes (raft_apply takes it as it is), so the loop thread copies
+	 * nothing (a transaction's chain may be tens of MB); NULL: none */
+	void *rbuf;
 	uint32_t len;
 	uint8_t data[];
 } entry_node_t;
@@ -103,6 +107,11 @@ struct repl_member {
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	/* the applier's own wake-up: the FSM signals it for each committed
+	 * entry without waking every thread that waits on cond (w: "majority"
+	 * waiters need the applier's position, which it broadcasts once per
+	 * list it took) */
+	pthread_cond_t apply_cond;
 	entry_queue_t to_apply;       /* committed, for the applier */
 	entry_queue_t to_submit;      /* from the feeder, for raft_apply */
 	uint64_t enqueued, applied;   /* entries queued to / done by the applier */
@@ -123,6 +132,10 @@ struct repl_member {
 	 * while its rollback is pending */
 	repl_ts_t set_ts;
 	int64_t committed_t;          /* the term of the entry at committed_ts */
+	/* the previous entry of the set's log done (by the applier, or by the
+	 * FSM for a primary's own): the rollback check starts after it */
+	repl_ts_t prev_ts;
+	bool have_prev;
 	int leader_index;             /* row in peers, -1 */
 	int64_t last_contact_ms[REPL_MAX_MEMBERS];
 	bool reachable[REPL_MAX_MEMBERS];
@@ -197,6 +210,30 @@ cond_wait_ms(repl_member_t *m, int ms)
 	pthread_cond_timedwait(&m->cond, &m->lock, &until);
 }
 
+/* Wake everything that waits on m (under m->lock): cond's waiters and the
+ * applier. */
+static void
+wake(repl_member_t *m)
+{
+	pthread_cond_broadcast(&m->cond);
+	pthread_cond_signal(&m->apply_cond);
+}
+
+/* The applier's idle wait (under m->lock). */
+static void
+apply_wait_ms(repl_member_t *m, int ms)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += (long)ms * 1000 * 1000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(&m->apply_cond, &m->lock, &until);
+}
+
 /* ---- queues ----------------------------------------------------------------------------- */
 
 static entry_node_t *
@@ -211,6 +248,7 @@ node_new(const uint8_t *data, uint32_t len)
 	n->ts = 0;
 	n->t = -1;
 	n->snapshot = false;
+	n->rbuf = NULL;
 	memcpy(n->data, data, len);
 	if (bson_init_static(&b, n->data, len) && bson_iter_init_find(&it, &b, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
 		uint32_t s, i;
@@ -248,6 +286,8 @@ queue_free(entry_node_t *n)
 {
 	while (n != NULL) {
 		entry_node_t *next = n->next;
+		if (n->rbuf != NULL)
+			raft_free(n->rbuf);
 		bson_free(n);
 		n = next;
 	}
@@ -327,7 +367,7 @@ role_set_locked(repl_member_t *m, bool primary, uint64_t term)
 	/* a member whose applier stopped stays RECOVERING */
 	repl_set_raft_role(m->o.rs, m->failed ? REPL_STATE_RECOVERING : primary ? REPL_STATE_PRIMARY :
 	    m->busy_state != 0 ? m->busy_state : REPL_STATE_SECONDARY, (int64_t)term);
-	pthread_cond_broadcast(&m->cond);
+	wake(m);
 }
 
 /* ---- FSM (loop thread) ----------------------------------------------------------------- */
@@ -336,13 +376,46 @@ role_set_locked(repl_member_t *m, bool primary, uint64_t term)
 static void
 match_snapshot_locked(repl_member_t *m)
 {
+	bool changed = false;
+
 	if (raft_state(&m->raft) != RAFT_LEADER || m->raft.leader_state.progress == NULL)
 		return;
 	for (unsigned k = 0; k < m->raft.configuration.n; k++)
 		for (int i = 0; i < m->o.npeers; i++)
 			if ((raft_id)(m->peers[i].member_id + 1) == m->raft.configuration.servers[k].id)
-				m->match[i] = m->raft.leader_state.progress[k].match_index;
-	pthread_cond_broadcast(&m->cond);
+				if (m->match[i] != m->raft.leader_state.progress[k].match_index) {
+					m->match[i] = m->raft.leader_state.progress[k].match_index;
+					changed = true;
+				}
+	if (changed)
+		pthread_cond_broadcast(&m->cond);   /* w: N waiters */
+}
+
+/*
+ * A primary's own entry committed with nothing before it left to apply
+ * (under m->lock, loop thread): done here, as the applier would skip it --
+ * only this term's leader writes entries of the term and its feeder read
+ * this one from the local oplog -- so a w: "majority" waiter is woken from
+ * Raft's commit without a hand-over to the applier thread.  false: queue
+ * it for the applier.
+ */
+static bool
+own_done_locked(repl_member_t *m, const entry_node_t *n)
+{
+	if (!m->primary || m->failed || m->draining || m->busy_state != 0 || m->delay_secs > 0 ||
+	    m->applied != m->enqueued || n->snapshot || n->ts == 0 || n->t != (int64_t)m->term || n->ts > m->fed_ts)
+		return false;
+	m->enqueued++;
+	m->applied++;
+	m->prev_ts = n->ts;
+	m->have_prev = true;
+	if (n->ts > m->local_last_ts)
+		m->local_last_ts = n->ts;
+	if (n->ts > m->set_ts) {
+		m->set_ts = n->ts;
+		repl_oplog_pin_oldest(m->o.oplog, m->set_ts < m->committed_ts ? m->set_ts : m->committed_ts);
+	}
+	return true;
 }
 
 static int
@@ -353,21 +426,43 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 	uint32_t len = 0;
 
 	*result = NULL;
-	/* the entry is the BSON document at the start of the (padded) buffer */
+	/* the entry is the BSON document at the start of the (padded) buffer,
+	 * or a transaction's chain: several documents one after the other
+	 * (the padding is zeros: a length of 0 ends the list) */
 	if (buf->len >= 5)
 		memcpy(&len, buf->base, 4);
 	if (len < 5 || len > buf->len)
 		len = (uint32_t)buf->len;   /* the applier then refuses it as malformed */
 	n = node_new(buf->base, len);
 	pthread_mutex_lock(&m->lock);
-	if (n->ts > m->committed_ts) {
-		m->committed_ts = n->ts;
-		m->committed_t = n->t;
+	for (size_t off = len;;) {
+		uint32_t next = 0;
+		if (n->ts > m->committed_ts) {
+			m->committed_ts = n->ts;
+			m->committed_t = n->t;
+		}
+		if (own_done_locked(m, n)) {
+			bson_free(n);
+		} else {
+			queue_push(&m->to_apply, n);
+			m->enqueued++;
+		}
+		if (off + 5 > buf->len)
+			break;
+		memcpy(&next, (const uint8_t *)buf->base + off, 4);
+		if (next < 5 || next > buf->len - off)
+			break;
+		n = node_new((const uint8_t *)buf->base + off, next);
+		off += next;
 	}
-	queue_push(&m->to_apply, n);
-	m->enqueued++;
 	match_snapshot_locked(m);
-	pthread_cond_broadcast(&m->cond);
+	/* the applier, and the waiters when the entries are done here (else
+	 * the applier's broadcast after its list wakes them: one broadcast per
+	 * entry woke each w: "majority" waiter a hundred times per batched
+	 * insert) */
+	if (m->applied == m->enqueued)
+		pthread_cond_broadcast(&m->cond);
+	pthread_cond_signal(&m->apply_cond);
 	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
@@ -454,7 +549,7 @@ fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 	}
 	queue_push(&m->to_apply, n);
 	m->enqueued++;
-	pthread_cond_broadcast(&m->cond);
+	wake(m);
 	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
@@ -481,7 +576,7 @@ barrier_done(struct raft_barrier *req, int status)
 		m->draining = true;
 		m->drain_target = m->enqueued;
 		m->drain_term = m->leader_term;
-		pthread_cond_broadcast(&m->cond);
+		wake(m);
 	}
 	pthread_mutex_unlock(&m->lock);
 }
@@ -497,7 +592,7 @@ transfer_done(struct raft_transfer *req)
 	m->transfer_pending = false;
 	if (raft_state(&m->raft) == RAFT_LEADER && m->leader_seen && !m->primary && !m->no_lead)
 		role_set_locked(m, true, m->leader_term);
-	pthread_cond_broadcast(&m->cond);
+	wake(m);
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -518,7 +613,7 @@ on_submit(uv_async_t *h)
 		pthread_mutex_lock(&m->lock);
 		m->loop_running = false;
 		m->loop_fn = NULL;
-		pthread_cond_broadcast(&m->cond);
+		wake(m);
 	}
 	list = queue_take_all(&m->to_submit);
 	if (m->transfer_requested) {
@@ -533,7 +628,7 @@ on_submit(uv_async_t *h)
 			else if (m->leader_seen && !m->primary)
 				role_set_locked(m, true, m->leader_term);
 		}
-		pthread_cond_broadcast(&m->cond);
+		wake(m);
 	}
 	pthread_mutex_unlock(&m->lock);
 	n = list;
@@ -551,11 +646,16 @@ on_submit(uv_async_t *h)
 			 * multiple of 8 (seen under ASan when a member catches up);
 			 * the BSON's own length tells the FSM where the entry ends */
 			bufs[cnt].len = (n->len + 7u) & ~(size_t)7u;
-			bufs[cnt].base = raft_malloc(bufs[cnt].len);
-			if (bufs[cnt].base == NULL)
-				break;
-			memset(bufs[cnt].base, 0, bufs[cnt].len);
-			memcpy(bufs[cnt].base, n->data, n->len);
+			if (n->rbuf != NULL) {
+				bufs[cnt].base = n->rbuf;   /* made by the feeder */
+				n->rbuf = NULL;
+			} else {
+				bufs[cnt].base = raft_malloc(bufs[cnt].len);
+				if (bufs[cnt].base == NULL)
+					break;
+				memset(bufs[cnt].base, 0, bufs[cnt].len);
+				memcpy(bufs[cnt].base, n->data, n->len);
+			}
 			tss[cnt++] = n->ts;
 		}
 		if (cnt == 0)
@@ -926,7 +1026,7 @@ loop_main(void *arg)
 	pthread_mutex_lock(&m->lock);
 	m->start_rc = 0;
 	m->started = true;
-	pthread_cond_broadcast(&m->cond);
+	wake(m);
 	pthread_mutex_unlock(&m->lock);
 	uv_run(&m->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&m->loop);
@@ -951,7 +1051,7 @@ fail_noloop:
 	pthread_mutex_lock(&m->lock);
 	m->start_rc = -1;
 	m->started = true;
-	pthread_cond_broadcast(&m->cond);
+	wake(m);
 	pthread_mutex_unlock(&m->lock);
 	return NULL;
 }
@@ -1045,10 +1145,6 @@ applier_main(void *arg)
 	repl_member_t *m = arg;
 	storage_session_t *s = NULL;
 	terr_t err = TERR_INIT;
-	/* the previous entry of the set's log this applier saw (the check for
-	 * a deposed primary's own entries starts after the first one) */
-	repl_ts_t prev_ts = 0;
-	bool have_prev = false;
 	int64_t batch_start_us = 0;
 	uint64_t batch_ops = 0;
 	char dbpath[4096];
@@ -1102,7 +1198,7 @@ applier_main(void *arg)
 			}
 		}
 		if (m->to_apply.head == NULL || m->failed) {
-			cond_wait_ms(m, 50);
+			apply_wait_ms(m, 50);
 			continue;
 		}
 		list = queue_take_all(&m->to_apply);
@@ -1121,7 +1217,8 @@ applier_main(void *arg)
 		batch_ops = 0;
 		for (n = list; n != NULL; n = n->next) {
 			bson_t e;
-			bool applied = false, check;
+			bool applied = false, check, own;
+			repl_ts_t prev_ts;
 			int rc = -1;
 			if (n->ts == 0 && bson_init_static(&e, n->data, n->len) && bson_has_field(&e, REPL_MEMBER_CONFIG_KEY)) {
 				/* a configuration the primary replicated (raft_reconfig.c) */
@@ -1129,7 +1226,7 @@ applier_main(void *arg)
 					m->o.on_config(m->o.on_config_arg, &e);
 				pthread_mutex_lock(&m->lock);
 				m->applied++;
-				pthread_cond_broadcast(&m->cond);
+				wake(m);
 				pthread_mutex_unlock(&m->lock);
 				continue;
 			}
@@ -1145,11 +1242,20 @@ applier_main(void *arg)
 			}
 			pthread_mutex_unlock(&m->lock);
 			/* the check for a deposed primary's own entries costs a scan:
-			 * only when this member wrote past the set's last entry */
+			 * only when this member wrote past the set's last entry.  An
+			 * entry of this primary's own term that its feeder read from
+			 * the local oplog is here by construction (only this term's
+			 * leader writes entries of the term, and nothing is rolled back
+			 * while it is primary): no lookup at all -- two oplog lookups
+			 * per entry on the path of every w: "majority" write before */
 			pthread_mutex_lock(&m->lock);
-			check = have_prev && m->local_last_ts > prev_ts;
+			check = m->have_prev && m->local_last_ts > m->prev_ts;
+			prev_ts = m->prev_ts;
+			own = m->primary && !n->snapshot && n->ts != 0 && n->t == (int64_t)m->term && n->ts <= m->fed_ts;
 			pthread_mutex_unlock(&m->lock);
-			if (n->snapshot) {
+			if (own) {
+				rc = 0;
+			} else if (n->snapshot) {
 				rc = repl_recover_snapshot(&host, s, n->ts, n->t, false, &err);
 				floor_ts = repl_recover_oplog_floor(m->o.oplog, s);
 			} else if (n->ts != 0 && n->ts < floor_ts) {
@@ -1165,11 +1271,11 @@ applier_main(void *arg)
 				if (bson_init_static(&e, n->data, n->len) && (!check || rc == 0))
 					rc = repl_oplog_apply_entry(m->o.oplog, m->o.st, s, &e, NULL, false, &applied, &err);
 			}
-			if (rc == 0 && n->ts != 0) {
-				prev_ts = n->ts;
-				have_prev = true;
-			}
 			pthread_mutex_lock(&m->lock);
+			if (rc == 0 && n->ts != 0) {
+				m->prev_ts = n->ts;
+				m->have_prev = true;
+			}
 			if (rc != 0) {
 				/* no later entry may be applied past a hole */
 				m->failed = true;
@@ -1190,7 +1296,10 @@ applier_main(void *arg)
 				/* readConcern majority reads there (at most) */
 				repl_oplog_pin_oldest(m->o.oplog, m->set_ts < m->committed_ts ? m->set_ts : m->committed_ts);
 			}
-			pthread_cond_broadcast(&m->cond);
+			/* waiters are woken once the list is done (below), or every
+			 * 64 entries of a long one */
+			if (m->applied % 64 == 0)
+				wake(m);
 			pthread_mutex_unlock(&m->lock);
 		}
 		queue_free(list);
@@ -1202,8 +1311,10 @@ applier_main(void *arg)
 			atomic_fetch_add(&apply_metrics.ops, batch_ops);
 		}
 		pthread_mutex_lock(&m->lock);
+		wake(m);
 	}
 	pthread_mutex_unlock(&m->lock);
+	repl_oplog_apply_chain_reset();
 	storage_session_close(s);
 	return NULL;
 }
@@ -1217,6 +1328,90 @@ repl_member_apply_metrics(repl_member_apply_metrics_t *out)
 }
 
 /* ---- feeder -------------------------------------------------------------------------------- */
+
+/* What an oplog entry is to a transaction's chain (repl/oplog.h): one of
+ * its partialTxn entries, its commit entry (applyOps with `count`), or
+ * neither. */
+enum { CHAIN_NONE, CHAIN_PARTIAL, CHAIN_COMMIT };
+
+static int
+chain_role(const bson_t *e)
+{
+	bson_iter_t it, o;
+
+	if (!bson_iter_init_find(&it, e, "o") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &o) ||
+	    !bson_iter_next(&o) || strcmp(bson_iter_key(&o), "applyOps") != 0)
+		return CHAIN_NONE;
+	while (bson_iter_next(&o)) {
+		if (strcmp(bson_iter_key(&o), "partialTxn") == 0 && bson_iter_as_bool(&o))
+			return CHAIN_PARTIAL;
+		if (strcmp(bson_iter_key(&o), "count") == 0)
+			return CHAIN_COMMIT;
+	}
+	return CHAIN_NONE;
+}
+
+/* A chain's entries gathered by the feeder: their BSON documents one after
+ * the other, as the single Raft entry carries them (fsm_apply splits them
+ * again). */
+typedef struct chain_buf {
+	uint8_t *data;
+	size_t len, cap;
+	repl_ts_t ts;                 /* the newest entry's */
+	int64_t t;
+} chain_buf_t;
+
+static void
+chain_add(chain_buf_t *c, const bson_t *e)
+{
+	bson_iter_t it;
+
+	if (c->len + e->len > c->cap) {
+		c->cap = (c->len + e->len) * 2;
+		c->data = bson_realloc(c->data, c->cap);
+	}
+	memcpy(c->data + c->len, bson_get_data(e), e->len);
+	c->len += e->len;
+	if (bson_iter_init_find(&it, e, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+		uint32_t secs, inc;
+		bson_iter_timestamp(&it, &secs, &inc);
+		c->ts = REPL_TS(secs, inc);
+	}
+	c->t = bson_iter_init_find(&it, e, "t") && BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : -1;
+}
+
+static void
+chain_free(chain_buf_t *c)
+{
+	bson_free(c->data);
+	*c = (chain_buf_t){0};
+}
+
+/* The raft_apply buffer of a node the feeder made, built off the loop
+ * thread (zero padding to 8 bytes: see on_submit).  Left NULL when out of
+ * memory: on_submit builds it then. */
+static void
+node_rbuf(entry_node_t *n)
+{
+	size_t len = (n->len + 7u) & ~(size_t)7u;
+
+	if ((n->rbuf = raft_malloc(len)) == NULL)
+		return;
+	memcpy(n->rbuf, n->data, n->len);
+	memset((uint8_t *)n->rbuf + n->len, 0, len - n->len);
+}
+
+/* The node of the gathered chain (its ts the newest entry's); c is emptied. */
+static entry_node_t *
+chain_node(chain_buf_t *c)
+{
+	entry_node_t *n = node_new(c->data, (uint32_t)c->len);
+
+	n->ts = c->ts;
+	n->t = c->t;
+	chain_free(c);
+	return n;
+}
 
 static void *
 feeder_main(void *arg)
@@ -1254,12 +1449,36 @@ feeder_main(void *arg)
 			if (repl_oplog_scan_open(m->o.oplog, s, after, &cur, &err) == 0) {
 				bson_t e;
 				entry_queue_t q = {0};
-				while (got < FEED_BATCH && repl_oplog_cursor_next(cur, &e, &err) == 1) {
-					entry_node_t *n = node_new(bson_get_data(&e), e.len);
+				chain_buf_t chain = {0};
+				/* a transaction's chain is one Raft entry (never cut by
+				 * FEED_BATCH): the set's log holds all of it or none */
+				while ((got < FEED_BATCH || chain.len > 0) && repl_oplog_cursor_next(cur, &e, &err) == 1) {
+					int role = chain_role(&e);
+					entry_node_t *n;
+					if (role == CHAIN_PARTIAL || (chain.len > 0 && role == CHAIN_COMMIT)) {
+						chain_add(&chain, &e);
+						if (role == CHAIN_PARTIAL)
+							continue;
+						n = chain_node(&chain);
+					} else {
+						if (chain.len > 0) {
+							/* a chain without its commit entry (never written
+							 * so: the primary commits a chain at once) */
+							log_msg('W', 5000247, "a transaction's partial oplog entries without their commit entry",
+							    "they are replicated as they are; secondaries never apply them");
+							n = chain_node(&chain);
+							queue_push(&q, n);
+							got++;
+						}
+						n = node_new(bson_get_data(&e), e.len);
+					}
 					after = n->ts;
+					node_rbuf(n);
 					queue_push(&q, n);
 					got++;
 				}
+				/* a chain not visible to its end yet: read again later */
+				chain_free(&chain);
 				repl_oplog_cursor_close(cur);
 				if (storage_txn_active(s))
 					storage_txn_rollback(s);
@@ -1324,6 +1543,7 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 	m->local_last_ts = last.ts;
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->cond, NULL);
+	pthread_cond_init(&m->apply_cond, NULL);
 	m->takeover = repl_takeover_new();
 	pthread_create(&m->loop_thread, NULL, loop_main, m);
 	pthread_mutex_lock(&m->lock);
@@ -1336,6 +1556,7 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 		repl_takeover_free(m->takeover);
 		pthread_mutex_destroy(&m->lock);
 		pthread_cond_destroy(&m->cond);
+		pthread_cond_destroy(&m->apply_cond);
 		bson_free(m->peers);
 		bson_free(m->dir);
 		bson_free(m);
@@ -1359,7 +1580,7 @@ repl_member_halt(repl_member_t *m)
 	m->rejoin = NULL;
 	pthread_mutex_lock(&m->lock);
 	m->stopping = true;
-	pthread_cond_broadcast(&m->cond);
+	wake(m);
 	pthread_mutex_unlock(&m->lock);
 	pthread_join(m->feeder_thread, NULL);
 	pthread_join(m->applier_thread, NULL);
@@ -1382,6 +1603,7 @@ repl_member_stop(repl_member_t *m)
 	repl_takeover_free(m->takeover);
 	pthread_mutex_destroy(&m->lock);
 	pthread_cond_destroy(&m->cond);
+	pthread_cond_destroy(&m->apply_cond);
 	bson_free(m->peers);
 	bson_free(m->dir);
 	bson_free(m);
@@ -1688,7 +1910,7 @@ repl_member_reconfigure(repl_member_t *m, const repl_member_peer_t *peers, int n
 		role_set_locked(m, false, m->term);
 		m->transfer_requested = true;
 	}
-	pthread_cond_broadcast(&m->cond);
+	wake(m);
 	pthread_mutex_unlock(&m->lock);
 	uv_async_send(&m->submit_async);
 }

@@ -153,14 +153,12 @@ collect_op(rb_set_t *set, const bson_t *e, int depth, terr_t *err)
 		bson_iter_t o, ops;
 		if (bson_iter_init_find(&it, e, "o") && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &o) &&
 		    bson_iter_next(&o) && strcmp(bson_iter_key(&o), "applyOps") == 0 && depth == 0) {
-			bson_t ob;
 			uint32_t len;
 			const uint8_t *data;
-			bson_iter_document(&it, &len, &data);
-			if (bson_init_static(&ob, data, len) && (bson_has_field(&ob, "partialTxn") ||
-			    bson_has_field(&ob, "count")))
-				return terr_set(err, TERR_UNRECOVERABLE_ROLLBACK,
-				    "cannot roll back a transaction of several oplog entries");
+			/* a transaction's entry, alone or one of a chain (partialTxn,
+			 * count): a chain is in the set's log whole or not at all (one
+			 * Raft entry, raft_member.c), so every entry of a chain to undo
+			 * is past the common point and collected here */
 			if (!BSON_ITER_HOLDS_ARRAY(&o) || !bson_iter_recurse(&o, &ops))
 				return terr_set(err, TERR_UNRECOVERABLE_ROLLBACK, "applyOps is not an array");
 			while (bson_iter_next(&ops)) {

@@ -1653,6 +1653,45 @@ test_preimage_expiry(void)
 	bson_free(dir);
 }
 
+/* repl_oplog_txn_split: by bytes, by count, an oversized operation alone */
+static void
+test_txn_split(void)
+{
+	int64_t lens[8] = {10, 10, 10, 10, 10, 10, 10, 10};
+	int ends[8];
+
+	TT_EQ_INT(repl_oplog_txn_split(lens, 0, 100, 0, ends), 0);
+	TT_EQ_INT(repl_oplog_txn_split(lens, 8, 100, 0, ends), 1);
+	TT_EQ_INT(ends[0], 8);
+	/* 30 bytes an entry: 3, 3, 2 */
+	TT_EQ_INT(repl_oplog_txn_split(lens, 8, 30, 0, ends), 3);
+	TT_ASSERT(ends[0] == 3 && ends[1] == 6 && ends[2] == 8);
+	/* 29 bytes: 2 each */
+	TT_EQ_INT(repl_oplog_txn_split(lens, 8, 29, 0, ends), 4);
+	TT_ASSERT(ends[0] == 2 && ends[3] == 8);
+	/* maxNumberOfTransactionOperationsInSingleOplogEntry 1 and 3 */
+	TT_EQ_INT(repl_oplog_txn_split(lens, 8, 1000, 1, ends), 8);
+	for (int i = 0; i < 8; i++)
+		TT_EQ_INT(ends[i], i + 1);
+	TT_EQ_INT(repl_oplog_txn_split(lens, 8, 1000, 3, ends), 3);
+	TT_ASSERT(ends[0] == 3 && ends[1] == 6 && ends[2] == 8);
+	/* both: the tighter one cuts */
+	TT_EQ_INT(repl_oplog_txn_split(lens, 8, 25, 3, ends), 4);
+	/* an operation larger than the limit: an entry of its own */
+	lens[3] = 500;
+	TT_EQ_INT(repl_oplog_txn_split(lens, 8, 100, 0, ends), 3);
+	TT_ASSERT(ends[0] == 3 && ends[1] == 4 && ends[2] == 8);
+	/* the real limit: 40 operations of 1 MB in entries under 16 MB */
+	{
+		int64_t mb[40];
+		int e40[40];
+		for (int i = 0; i < 40; i++)
+			mb[i] = 1024 * 1024;
+		TT_EQ_INT(repl_oplog_txn_split(mb, 40, REPL_OPLOG_TXN_ENTRY_MAX, INT32_MAX, e40), 3);
+		TT_ASSERT(e40[0] == 15 && e40[1] == 30 && e40[2] == 40);
+	}
+}
+
 int
 main(void)
 {
@@ -1672,5 +1711,6 @@ main(void)
 	TT_RUN(test_periodic_noop);
 	TT_RUN(test_cluster_params);
 	TT_RUN(test_preimage_expiry);
+	TT_RUN(test_txn_split);
 	return tt_finish();
 }

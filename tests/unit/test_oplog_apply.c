@@ -11,7 +11,12 @@
  *     entries removed after the common point, WiredTiger's timestamps
  *     forced back so the set's older entries can be written (before the
  *     reset they are refused), minValid skipping updates of missing
- *     documents.
+ *     documents;
+ *   - a transaction of several entries (partialTxn ... count): nothing of it
+ *     is applied or logged until its commit entry, then all of it in one
+ *     transaction; a broken chain (a missing link, a wrong count) fails
+ *     with 238 and applies nothing; a chain whose commit never comes is
+ *     dropped at the next ordinary entry.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -386,6 +391,152 @@ test_rollback_oplog(void)
 	bson_free(dir);
 }
 
+/* A transaction's entry {lsid, txnNumber: 1, op: 'c', ns: admin.$cmd,
+ * o: {applyOps: [inserts of ids], partialTxn | count}, ts: (100, inc), t: 1,
+ * prevOpTime: (100, prev) or null} applied. */
+static int
+apply_txn(repl_oplog_t *op, storage_t *st, storage_session_t *s, const int *ids, int nids, bool partial,
+          int64_t count, uint32_t inc, uint32_t prev, bool *applied, terr_t *err)
+{
+	static const uint8_t uuid[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+	bson_t e = BSON_INITIALIZER, lsid, o, arr, pt;
+	char key[16];
+	int r;
+
+	BSON_APPEND_DOCUMENT_BEGIN(&e, "lsid", &lsid);
+	bson_append_binary(&lsid, "id", 2, BSON_SUBTYPE_UUID, uuid, 16);
+	bson_append_document_end(&e, &lsid);
+	BSON_APPEND_INT64(&e, "txnNumber", 1);
+	BSON_APPEND_UTF8(&e, "op", "c");
+	BSON_APPEND_UTF8(&e, "ns", "admin.$cmd");
+	BSON_APPEND_DOCUMENT_BEGIN(&e, "o", &o);
+	BSON_APPEND_ARRAY_BEGIN(&o, "applyOps", &arr);
+	for (int i = 0; i < nids; i++) {
+		bson_t one, d;
+		snprintf(key, sizeof(key), "%d", i);
+		BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &one);
+		BSON_APPEND_UTF8(&one, "op", "i");
+		BSON_APPEND_UTF8(&one, "ns", "shop.items");
+		BSON_APPEND_DOCUMENT_BEGIN(&one, "o", &d);
+		BSON_APPEND_INT32(&d, "_id", ids[i]);
+		bson_append_document_end(&one, &d);
+		bson_append_document_end(&arr, &one);
+	}
+	bson_append_array_end(&o, &arr);
+	if (partial)
+		BSON_APPEND_BOOL(&o, "partialTxn", true);
+	else if (count >= 0)
+		BSON_APPEND_INT64(&o, "count", count);
+	bson_append_document_end(&e, &o);
+	BSON_APPEND_TIMESTAMP(&e, "ts", 100, inc);
+	BSON_APPEND_INT64(&e, "t", 1);
+	BSON_APPEND_INT64(&e, "v", 2);
+	BSON_APPEND_DATE_TIME(&e, "wall", 100000);
+	BSON_APPEND_DOCUMENT_BEGIN(&e, "prevOpTime", &pt);
+	BSON_APPEND_TIMESTAMP(&pt, "ts", prev ? 100 : 0, prev);
+	BSON_APPEND_INT64(&pt, "t", prev ? 1 : -1);
+	bson_append_document_end(&e, &pt);
+	r = repl_oplog_apply_entry(op, st, s, &e, NULL, false, applied, err);
+	bson_destroy(&e);
+	return r;
+}
+
+/* Whether the oplog holds an entry at (100, inc). */
+static bool
+logged(repl_oplog_t *op, storage_session_t *s, uint32_t inc)
+{
+	bson_t found;
+	int r = repl_oplog_find(op, s, REPL_TS(100, inc), &found, NULL);
+
+	if (r == 0)
+		bson_destroy(&found);
+	if (storage_txn_active(s))
+		storage_txn_rollback(s);
+	return r == 0;
+}
+
+static void
+test_txn_chain(void)
+{
+	char *dir = tt_tmpdir("oplog-chain");
+	storage_options_t so = {.create = true};
+	storage_t *st = NULL;
+	storage_session_t *s = NULL;
+	storage_coll_t *c = NULL;
+	repl_clock_t *clk = repl_clock_new();
+	repl_oplog_t *op = NULL;
+	repl_oplog_options_t oo = {.size_mb = 1};
+	terr_t err = TERR_INIT;
+	bool applied = true;
+	static const int a[] = {1, 2}, b[] = {3}, cc[] = {4, 5}, d[] = {6}, f[] = {7};
+
+	TT_EQ_INT(storage_open(dir, &so, &st, NULL), 0);
+	TT_EQ_INT(repl_oplog_open(st, clk, &oo, &op, NULL), 0);
+	TT_EQ_INT(repl_oplog_create(op, REPL_OPLOG_CREATE_EMPTY, NULL, NULL, NULL), 0);
+	TT_EQ_INT(storage_session_open(st, &s, NULL), 0);
+	TT_EQ_INT(apply_at(op, st, s, "c", "shop.$cmd", "{\"create\": \"items\"}", NULL, 1, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "shop", "items", &c, NULL), 0);
+
+	/* two partial entries: held, nothing applied nor logged */
+	TT_EQ_INT(apply_txn(op, st, s, a, 2, true, -1, 2, 0, &applied, &err), 0);
+	TT_ASSERT(!applied);
+	TT_EQ_INT(apply_txn(op, st, s, b, 1, true, -1, 3, 2, &applied, &err), 0);
+	TT_EQ_INT(repl_oplog_apply_chain_held(), 2);
+	TT_EQ_INT(count_docs(s, c), 0);
+	TT_ASSERT(!logged(op, s, 2) && !logged(op, s, 3));
+	/* the commit entry: all of it, every entry logged */
+	TT_EQ_INT(apply_txn(op, st, s, cc, 2, false, 5, 4, 3, &applied, &err), 0);
+	TT_ASSERT(applied);
+	TT_EQ_INT(repl_oplog_apply_chain_held(), 0);
+	TT_EQ_INT(count_docs(s, c), 5);
+	TT_ASSERT(logged(op, s, 2) && logged(op, s, 3) && logged(op, s, 4));
+	/* replayed (a restart): every entry is here, skipped */
+	TT_EQ_INT(apply_txn(op, st, s, a, 2, true, -1, 2, 0, &applied, &err), 0);
+	TT_EQ_INT(repl_oplog_apply_chain_held(), 0);
+	TT_EQ_INT(apply_txn(op, st, s, cc, 2, false, 5, 4, 3, &applied, &err), 0);
+	TT_ASSERT(!applied);
+	TT_EQ_INT(count_docs(s, c), 5);
+
+	/* a commit whose link is missing (prevOpTime (100, 6), held (100, 5)) */
+	TT_EQ_INT(apply_txn(op, st, s, d, 1, true, -1, 5, 4, &applied, &err), 0);
+	TT_EQ_INT(apply_txn(op, st, s, f, 1, false, 2, 7, 6, &applied, &err), -1);
+	TT_EQ_INT(err.code, 238);
+	terr_clear(&err);
+	TT_EQ_INT(repl_oplog_apply_chain_held(), 0);
+	TT_EQ_INT(count_docs(s, c), 5);
+	TT_ASSERT(!logged(op, s, 5) && !logged(op, s, 7));
+	/* a wrong count */
+	TT_EQ_INT(apply_txn(op, st, s, d, 1, true, -1, 8, 0, &applied, &err), 0);
+	TT_EQ_INT(apply_txn(op, st, s, f, 1, false, 3, 9, 8, &applied, &err), -1);
+	TT_EQ_INT(err.code, 238);
+	terr_clear(&err);
+	TT_EQ_INT(count_docs(s, c), 5);
+	/* a commit with nothing held */
+	TT_EQ_INT(apply_txn(op, st, s, f, 1, false, 1, 10, 9, &applied, &err), -1);
+	terr_clear(&err);
+	/* a chain whose commit never comes: dropped at the next entry */
+	TT_EQ_INT(apply_txn(op, st, s, d, 1, true, -1, 11, 0, &applied, &err), 0);
+	TT_EQ_INT(repl_oplog_apply_chain_held(), 1);
+	TT_EQ_INT(apply_at(op, st, s, "i", "shop.items", "{\"_id\": 70}", NULL, 12, &err), 0);
+	TT_EQ_INT(repl_oplog_apply_chain_held(), 0);
+	TT_EQ_INT(count_docs(s, c), 6);
+	TT_ASSERT(!logged(op, s, 11) && logged(op, s, 12));
+	/* a new chain after a held one that never committed starts over */
+	TT_EQ_INT(apply_txn(op, st, s, d, 1, true, -1, 13, 0, &applied, &err), 0);
+	TT_EQ_INT(apply_txn(op, st, s, f, 1, true, -1, 14, 0, &applied, &err), 0);
+	TT_EQ_INT(repl_oplog_apply_chain_held(), 1);
+	TT_EQ_INT(apply_txn(op, st, s, cc, 0, false, 1, 15, 14, &applied, &err), 0);
+	TT_EQ_INT(count_docs(s, c), 7);   /* 7, not 6 */
+	repl_oplog_apply_chain_reset();
+	storage_coll_release(c);
+	storage_session_close(s);
+	repl_oplog_close(op);
+	storage_close(st);
+	repl_clock_free(clk);
+	tt_rmdir(dir);
+	bson_free(dir);
+}
+
 int
 main(void)
 {
@@ -394,5 +545,6 @@ main(void)
 	TT_RUN(test_diff_model);
 	TT_RUN(test_peers);
 	TT_RUN(test_rollback_oplog);
+	TT_RUN(test_txn_chain);
 	return tt_finish();
 }
