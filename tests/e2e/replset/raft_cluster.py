@@ -205,13 +205,20 @@ def coll_hash(client, db, coll):
 
 
 def wait_equal(members, db, coll, timeout=20):
+    """Wait until every member holds the same db.coll.  A member that cannot
+    be read yet (a restarted old primary may show SECONDARY before its
+    rollback starts: 13436 meanwhile) is asked again until the timeout."""
+    from pymongo.errors import PyMongoError
     deadline = time.time() + timeout
     last = None
     while time.time() < deadline:
         hashes = []
         for m in members:
-            with m.client() as c:
-                hashes.append(coll_hash(c, db, coll))
+            try:
+                with m.client() as c:
+                    hashes.append(coll_hash(c, db, coll))
+            except PyMongoError as e:
+                hashes.append("unreadable: %s" % e)
         if len(set(hashes)) == 1:
             return hashes[0]
         last = hashes
