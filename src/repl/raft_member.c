@@ -13,6 +13,7 @@
 
 #include "auth/auth_member.h"
 #include "repl/raft_auth.h"
+#include "repl/raft_send_guard.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -82,6 +83,8 @@ struct repl_member {
 	 * dropRaftMessagesFrom fail point (fault_recv) */
 	int (*io_start)(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick, raft_io_recv_cb recv);
 	raft_io_recv_cb raft_recv;
+	/* the I/O's own send, behind the guard of raft_send_guard.h */
+	repl_raft_send_fn io_send;
 	struct raft_fsm fsm;
 	struct raft raft;
 	struct raft_barrier barrier;
@@ -794,6 +797,14 @@ fault_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick, raft_io_re
 	return m->io_start(io, msecs, tick, fault_recv);
 }
 
+static int
+guarded_send(struct raft_io *io, struct raft_io_send *req, const struct raft_message *msg, raft_io_send_cb cb)
+{
+	repl_member_t *m = ((struct raft *)io->data)->data;
+
+	return repl_raft_send_checked(io, req, msg, cb, m->io_send);
+}
+
 static void
 on_closed(struct raft *r)
 {
@@ -860,6 +871,8 @@ loop_main(void *arg)
 	m->raft.data = m;
 	m->io_start = m->io.start;
 	m->io.start = fault_start;
+	m->io_send = m->io.send;
+	m->io.send = guarded_send;
 	if (m->o.bootstrap) {
 		raft_configuration_init(&conf);
 		for (int i = 0; i < m->o.npeers && rv == 0; i++)
