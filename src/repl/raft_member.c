@@ -802,6 +802,14 @@ guarded_send(struct raft_io *io, struct raft_io_send *req, const struct raft_mes
 {
 	repl_member_t *m = ((struct raft *)io->data)->data;
 
+	if (repl_raft_send_address(io->data, msg) == NULL) {
+		static const char *const names[] = {"unavailable", "follower", "candidate", "leader"};
+		const struct raft *r = io->data;
+		char detail[96];
+		snprintf(detail, sizeof(detail), "Raft state %s, term %llu", r->state < 4 ? names[r->state] : "?",
+		    (unsigned long long)r->current_term);
+		log_msg('I', 5000269, "dropped a Raft AppendEntries result built from a stale state", detail);
+	}
 	return repl_raft_send_checked(io, req, msg, cb, m->io_send);
 }
 
