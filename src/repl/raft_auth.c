@@ -387,11 +387,31 @@ on_inner_accept(struct raft_uv_transport *inner, raft_id id, const char *address
 		fail(h, NULL, 0);
 }
 
+static void on_inner_connect_step(hs_t *h, uv_stream_t *stream, int status);
+
+/* The inner TCP connect completed.  It holds a reference on the handshake
+ * (t_connect), so a timeout that ended the handshake first frees nothing
+ * this reads. */
 static void
 on_inner_connect(struct raft_uv_connect *inner_req, uv_stream_t *stream, int status)
 {
 	hs_t *h = inner_req->data;
 
+	if (h->done) {
+		/* the handshake's timeout (or close) ended it while TCP still
+		 * connected, and told libraft: only the late stream is ours */
+		if (stream != NULL)
+			uv_close((uv_handle_t *)stream, on_orphan_closed);
+		unref(h);
+		return;
+	}
+	on_inner_connect_step(h, stream, status);
+	unref(h);   /* the connect's reference (t_connect) */
+}
+
+static void
+on_inner_connect_step(hs_t *h, uv_stream_t *stream, int status)
+{
 	if (status != 0 || h->ra->closing) {
 		struct raft_uv_connect *req = h->req;
 		if (stream != NULL)
@@ -450,11 +470,13 @@ t_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, raft_id id, 
 	req->cb = cb;
 	h->req = req;
 	h->inner_req.data = h;
+	h->refs++;   /* the inner connect's, dropped by on_inner_connect */
 	rv = ra->inner->connect(ra->inner, &h->inner_req, id, address, on_inner_connect);
 	if (rv != 0) {
 		h->req = NULL;
 		fail(h, NULL, rv);
 		snprintf(t->errmsg, sizeof(t->errmsg), "%s", ra->inner->errmsg);
+		unref(h);
 	}
 	return rv;
 }

@@ -15,6 +15,7 @@
 #include "repl/member_tls.h"
 #include "repl/raft_auth.h"
 #include "repl/raft_tls.h"
+#include "repl/raft_send_guard.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -92,6 +93,8 @@ struct repl_member {
 	raft_io_recv_cb raft_recv;
 	raft_io_tick_cb raft_tick;
 	repl_election_log_t elog;     /* loop thread: the election lines' view of Raft */
+	/* the I/O's own send, behind the guard of raft_send_guard.h */
+	repl_raft_send_fn io_send;
 	struct raft_fsm fsm;
 	struct raft raft;
 	struct raft_barrier barrier;
@@ -914,6 +917,22 @@ fault_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick, raft_io_re
 	return m->io_start(io, msecs, observed_tick, fault_recv);
 }
 
+static int
+guarded_send(struct raft_io *io, struct raft_io_send *req, const struct raft_message *msg, raft_io_send_cb cb)
+{
+	repl_member_t *m = ((struct raft *)io->data)->data;
+
+	if (repl_raft_send_address(io->data, msg) == NULL) {
+		static const char *const names[] = {"unavailable", "follower", "candidate", "leader"};
+		const struct raft *r = io->data;
+		char detail[96];
+		snprintf(detail, sizeof(detail), "Raft state %s, term %llu", r->state < 4 ? names[r->state] : "?",
+		    (unsigned long long)r->current_term);
+		log_msg('I', 5000269, "dropped a Raft AppendEntries result built from a stale state", detail);
+	}
+	return repl_raft_send_checked(io, req, msg, cb, m->io_send);
+}
+
 static void
 on_closed(struct raft *r)
 {
@@ -995,6 +1014,8 @@ loop_main(void *arg)
 	m->raft.data = m;
 	m->io_start = m->io.start;
 	m->io.start = fault_start;
+	m->io_send = m->io.send;
+	m->io.send = guarded_send;
 	if (m->o.bootstrap) {
 		raft_configuration_init(&conf);
 		for (int i = 0; i < m->o.npeers && rv == 0; i++)
