@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "commands/cmd_repl_member.h"
 #include "commands/cmd_repl_reads.h"
+#include "repl/election_log.h"
 #include "repl/raft_member.h"
 #include "repl/rollback.h"
 #include "repl/cluster_time.h"
@@ -240,7 +241,7 @@ CMD_HANDLER(cmd_repl_set_get_rbid)
 CMD_HANDLER(cmd_repl_set_get_status)
 {
 	repl_set_info_t in;
-	bson_t op, arr, m, ecm;
+	bson_t op, arr, m;
 	int64_t now = wall_ms();
 
 	RET(need_initiated(c, err));
@@ -287,18 +288,9 @@ CMD_HANDLER(cmd_repl_set_get_status)
 	BSON_APPEND_DATE_TIME(&op, "lastWrittenWallTime", in.last_applied_wall_ms);
 	bson_append_document_end(c->reply, &op);
 	BSON_APPEND_TIMESTAMP(c->reply, "lastStableRecoveryTimestamp", in.last_applied.secs, in.last_applied.inc);
-	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "electionCandidateMetrics", &ecm);
-	BSON_APPEND_UTF8(&ecm, "lastElectionReason", "electionTimeout");
-	BSON_APPEND_DATE_TIME(&ecm, "lastElectionDate", in.election_wall_ms);
-	BSON_APPEND_INT64(&ecm, "electionTerm", in.term);
-	append_optime(&ecm, "lastCommittedOpTimeAtElection", &in.election_optime);
-	append_optime(&ecm, "lastSeenWrittenOpTimeAtElection", &in.election_optime);
-	append_optime(&ecm, "lastSeenOpTimeAtElection", &in.election_optime);
-	BSON_APPEND_INT32(&ecm, "numVotesNeeded", 1);
-	BSON_APPEND_DOUBLE(&ecm, "priorityAtElection", 1.0);
-	BSON_APPEND_INT64(&ecm, "electionTimeoutMillis", 10000);
-	append_optime(&ecm, "newTermStartDate", &in.election_optime);
-	bson_append_document_end(c->reply, &ecm);
+	/* the election that made it primary (election_log.h) */
+	if (in.state == REPL_STATE_PRIMARY)
+		repl_election_candidate_append(c->reply, "electionCandidateMetrics", in.term);
 	BSON_APPEND_ARRAY_BEGIN(c->reply, "members", &arr);
 	BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &m);
 	BSON_APPEND_INT32(&m, "_id", in.self_id);
