@@ -145,6 +145,8 @@ vote_begins(repl_election_log_t *l, const struct raft *r, bool skip_dry_run)
 	if (l->hooks == NULL || l->hooks->candidate == NULL)
 		return;
 	l->hooks->candidate(l->hooks->arg, skip_dry_run, &c);
+	if (c.reason == REPL_ELECTION_NREASONS)
+		return;   /* a member that hands any leadership on: not counted */
 	clock_gettime(CLOCK_REALTIME, &ts);
 	c.date_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 	c.term = (int64_t)r->current_term;

@@ -80,9 +80,11 @@ typedef struct repl_election_candidate {
 
 /* The member's answers to the observer (raft_member.c), called on the
  * observer's thread without its locks held.  candidate(): a vote begins
- * (skip_dry_run: no pre-vote came first): fill reason (from skip_dry_run),
- * the optimes, priority and election timeout (the observer fills date,
- * term, votes_needed).  was_primary(): whether the member took writes as
+ * (skip_dry_run: no pre-vote came first): fill reason (from skip_dry_run;
+ * REPL_ELECTION_NREASONS: not counted, for a member that would hand any
+ * leadership on -- priority 0, frozen, copying data -- where mongod never
+ * stands for election), the optimes, priority and election timeout (the
+ * observer fills date, term, votes_needed).  was_primary(): whether the member took writes as
  * PRIMARY when Raft deposed it. */
 typedef struct repl_election_hooks {
 	void *arg;

@@ -801,7 +801,8 @@ hook_candidate(void *arg, bool skip_dry_run, repl_election_candidate_t *out)
 	int64_t now = wall_ms();
 
 	pthread_mutex_lock(&m->lock);
-	out->reason = !skip_dry_run ? REPL_ELECTION_TIMEOUT :
+	out->reason = m->no_lead || m->busy_state != 0 || m->frozen_until_ms > now ? REPL_ELECTION_NREASONS :
+	    !skip_dry_run ? REPL_ELECTION_TIMEOUT :
 	    repl_takeover_asked_since(m->takeover, now - 2 * m->o.election_timeout_ms) ?
 	    REPL_ELECTION_PRIORITY_TAKEOVER : REPL_ELECTION_STEP_UP;
 	out->committed_ts = m->committed_ts;

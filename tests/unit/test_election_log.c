@@ -126,13 +126,13 @@ test_single_line(void)
 
 /* ---- metrics ---- */
 
-static bool hook_takeover, hook_primary;
+static bool hook_takeover, hook_primary, hook_hands_on;
 
 static void
 fake_candidate(void *arg, bool skip_dry_run, repl_election_candidate_t *out)
 {
 	(void)arg;
-	out->reason = !skip_dry_run ? REPL_ELECTION_TIMEOUT :
+	out->reason = hook_hands_on ? REPL_ELECTION_NREASONS : !skip_dry_run ? REPL_ELECTION_TIMEOUT :
 	    hook_takeover ? REPL_ELECTION_PRIORITY_TAKEOVER : REPL_ELECTION_STEP_UP;
 	out->committed_ts = ((uint64_t)100 << 32) | 3;
 	out->committed_t = 1;
@@ -242,13 +242,22 @@ test_metrics(void)
 	hook_primary = true;
 	mstep(&ml, &mr, RAFT_FOLLOWER, false, 8);
 	METRICS(10, 11, 22, 0, 1);
+	/* a frozen (or priority 0) member Raft elects: not counted */
+	hook_hands_on = true;
+	mstep(&ml, &mr, RAFT_CANDIDATE, true, 8);
+	mstep(&ml, &mr, RAFT_CANDIDATE, false, 9);
+	mstep(&ml, &mr, RAFT_LEADER, false, 9);
+	METRICS(10, 11, 22, 0, 1);
+	TT_ASSERT(!repl_election_candidate_append(&b, "m", 9));
+	hook_hands_on = false;
+	mstep(&ml, &mr, RAFT_FOLLOWER, false, 9);
 	/* the single member's prompt election after a freeze */
 	single.reason = REPL_ELECTION_FREEZE_TIMEOUT;
-	single.term = 9;
+	single.term = 10;
 	single.votes_needed = 1;
 	repl_election_metrics_single(&single);
 	METRICS(10, 11, 22, 11, 1);
-	TT_ASSERT(repl_election_candidate_append(&b, "m", 9));
+	TT_ASSERT(repl_election_candidate_append(&b, "m", 10));
 	j = bson_as_relaxed_extended_json(&b, NULL);
 	TT_ASSERT(strstr(j, "\"lastElectionReason\" : \"singleNodePromptElection\"") != NULL);
 	bson_free(j);
