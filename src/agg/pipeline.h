@@ -113,6 +113,11 @@ struct agg_host {
 	 * config) */
 	bool notablescan;
 	bool sync;                    /* writes of $out/$merge wait for the journal */
+	/* The session $out/$merge write on (NULL: the pipeline's own).  A
+	 * readConcern "majority" aggregate reads on a session holding a
+	 * snapshot at the commit point, which cannot write; its writes go
+	 * through this one (the caller's, open for the whole run). */
+	storage_session_t *write_session;
 	const bson_value_t *hint;     /* the command's hint (index name or key pattern) or NULL */
 	/* $_requestResumeToken (a forward collection scan, hint {$natural:
 	 * 1}): the source keeps each document's RecordId (agg_exec_last_recid),

@@ -538,7 +538,8 @@ out_run(agg_rt_t *rt, write_state_t *ws, terr_t *err)
 			goto err;
 		}
 		if (ws->n > 0)
-			ERR(storage_txn_run(rt->x->s, out_insert_txn, &o, h->sync, err));
+			ERR(storage_txn_run(h->write_session != NULL ? h->write_session : rt->x->s, out_insert_txn, &o,
+			    h->sync, err));
 		batch_clear(ws);
 		if (rc == 0)
 			break;
@@ -896,7 +897,8 @@ merge_run(agg_rt_t *rt, write_state_t *ws, terr_t *err)
 				ERR(h->get_or_create_coll(h->ctx, wp->db, wp->coll, &coll, err));
 				m.coll = coll;
 			}
-			ERR(storage_txn_run(rt->x->s, merge_txn, &m, h->sync, err));
+			ERR(storage_txn_run(h->write_session != NULL ? h->write_session : rt->x->s, merge_txn, &m, h->sync,
+			    err));
 		}
 		batch_clear(ws);
 		if (rc == 0)

@@ -34,6 +34,7 @@
 #include "bson/value.h"
 #include "common/log.h"
 #include "common/version.h"
+#include "repl/election_log.h"
 #include "repl/session.h"
 #include "repl/replset.h"
 #include "query/planner_ttl.h"
@@ -412,6 +413,11 @@ CMD_HANDLER(cmd_server_status)
 		cmd_repl_server_status_append(c, &sub);
 		bson_append_document_end(c->reply, &sub);
 	}
+
+	/* mongod's ElectionMetrics section, on every node (repl/election_log.h) */
+	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "electionMetrics", &sub);
+	repl_election_metrics_append(&sub);
+	bson_append_document_end(c->reply, &sub);
 
 	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "connections", &sub);
 	BSON_APPEND_INT32(&sub, "current", (int32_t)ld(&k->connections_current));

@@ -602,8 +602,19 @@ CMD_HANDLER(cmd_aggregate)
 	if (agg_pipeline_writes(a->p)) {
 		bson_t d;
 		int rc;
+		storage_session_t *ws = NULL;
+		/* a majority read: the pipeline reads the commit point's snapshot
+		 * (s, cmd_txn.c), $out / $merge write on a session of their own */
+		if (c->rc_majority_read && (ws = storage_session_pool_get(c->engine->st, err)) == NULL) {
+			ret = -1;
+			goto err;
+		}
+		a->host.write_session = ws;
 		while ((rc = agg_exec_next(a->x, s, &d, err)) == 1)
 			;
+		a->host.write_session = NULL;
+		if (ws != NULL)
+			storage_session_pool_put(c->engine->st, ws);
 		if (rc < 0) {
 			ret = -1;
 			goto err;

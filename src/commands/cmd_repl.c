@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "commands/cmd_repl_member.h"
 #include "commands/cmd_repl_reads.h"
+#include "repl/election_log.h"
 #include "repl/raft_member.h"
 #include "repl/rollback.h"
 #include "repl/cluster_time.h"
@@ -240,7 +241,7 @@ CMD_HANDLER(cmd_repl_set_get_rbid)
 CMD_HANDLER(cmd_repl_set_get_status)
 {
 	repl_set_info_t in;
-	bson_t op, arr, m, ecm;
+	bson_t op, arr, m;
 	int64_t now = wall_ms();
 
 	RET(need_initiated(c, err));
@@ -287,18 +288,9 @@ CMD_HANDLER(cmd_repl_set_get_status)
 	BSON_APPEND_DATE_TIME(&op, "lastWrittenWallTime", in.last_applied_wall_ms);
 	bson_append_document_end(c->reply, &op);
 	BSON_APPEND_TIMESTAMP(c->reply, "lastStableRecoveryTimestamp", in.last_applied.secs, in.last_applied.inc);
-	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "electionCandidateMetrics", &ecm);
-	BSON_APPEND_UTF8(&ecm, "lastElectionReason", "electionTimeout");
-	BSON_APPEND_DATE_TIME(&ecm, "lastElectionDate", in.election_wall_ms);
-	BSON_APPEND_INT64(&ecm, "electionTerm", in.term);
-	append_optime(&ecm, "lastCommittedOpTimeAtElection", &in.election_optime);
-	append_optime(&ecm, "lastSeenWrittenOpTimeAtElection", &in.election_optime);
-	append_optime(&ecm, "lastSeenOpTimeAtElection", &in.election_optime);
-	BSON_APPEND_INT32(&ecm, "numVotesNeeded", 1);
-	BSON_APPEND_DOUBLE(&ecm, "priorityAtElection", 1.0);
-	BSON_APPEND_INT64(&ecm, "electionTimeoutMillis", 10000);
-	append_optime(&ecm, "newTermStartDate", &in.election_optime);
-	bson_append_document_end(c->reply, &ecm);
+	/* the election that made it primary (election_log.h) */
+	if (in.state == REPL_STATE_PRIMARY)
+		repl_election_candidate_append(c->reply, "electionCandidateMetrics", in.term);
 	BSON_APPEND_ARRAY_BEGIN(c->reply, "members", &arr);
 	BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &m);
 	BSON_APPEND_INT32(&m, "_id", in.self_id);
@@ -882,6 +874,50 @@ node_of(engine_t *e, concern_node_t *n, bson_t *cfg)
 	n->data_members = repl_set_member_count(e->rs) > 1 ? repl_set_member_count(e->rs) : 1;
 }
 
+/*
+ * The read concern as mongod's 72 refusal prints it (ReadConcernArgs::
+ * toString: the parsed arguments re-serialized in its IDL order -- level,
+ * afterOpTime, afterClusterTime, atClusterTime -- then `provenance:
+ * "clientSupplied"`, in BSONObj::toString's form, Timestamps as
+ * `Timestamp(s, i)`), into buf.  raw: the command's readConcern element
+ * (for afterOpTime's term, which concern_read_t does not keep).
+ */
+static void
+rc_describe(const concern_read_t *rc, const bson_iter_t *raw, char *buf, size_t n)
+{
+	static const char *const levels[] = {
+		[RC_LOCAL] = "local", [RC_AVAILABLE] = "available", [RC_MAJORITY] = "majority",
+		[RC_LINEARIZABLE] = "linearizable", [RC_SNAPSHOT] = "snapshot",
+	};
+	bson_string_t *s = bson_string_new("{ readConcern: { ");
+	bson_iter_t it, t;
+	const char *sep = "";
+
+	if (rc->level != RC_NONE && (size_t)rc->level < sizeof(levels) / sizeof(levels[0])) {
+		bson_string_append_printf(s, "level: \"%s\"", levels[rc->level]);
+		sep = ", ";
+	}
+	if (rc->has_after_op_time) {
+		int64_t term = 0;
+		if (raw != NULL && BSON_ITER_HOLDS_DOCUMENT(raw) && bson_iter_recurse(raw, &it) &&
+		    bson_iter_find_descendant(&it, "afterOpTime.t", &t) && BSON_ITER_HOLDS_NUMBER(&t))
+			term = bson_iter_as_int64(&t);
+		bson_string_append_printf(s, "%safterOpTime: { ts: Timestamp(%u, %u), t: %lld }", sep, rc->after_secs,
+		    rc->after_inc, (long long)term);
+		sep = ", ";
+	} else if (rc->has_after_cluster_time) {
+		bson_string_append_printf(s, "%safterClusterTime: Timestamp(%u, %u)", sep, rc->after_secs, rc->after_inc);
+		sep = ", ";
+	}
+	if (rc->has_at_cluster_time) {
+		bson_string_append_printf(s, "%satClusterTime: Timestamp(%u, %u)", sep, rc->at_secs, rc->at_inc);
+		sep = ", ";
+	}
+	bson_string_append_printf(s, "%sprovenance: \"clientSupplied\" } }", sep);
+	bson_strncpy(buf, s->str, n);
+	bson_string_free(s, true);
+}
+
 static int
 concerns(cmd_t *c, cmd_repl_ctx_t *x, terr_t *err)
 {
@@ -917,17 +953,19 @@ concerns(cmd_t *c, cmd_repl_ctx_t *x, terr_t *err)
 	 * $out / $merge) and distinct only, as mongod's supportsReadConcern */
 	if (node.repl_set && rc.level == RC_SNAPSHOT && !cmd_find_field(c, "autocommit", &it) &&
 	    !(listed(snapshot_commands, c->name) && !writes_out(c, cmd_lookup(c->name)))) {
+		char d[512];
+		rc_describe(&rc, cmd_find_field(c, "readConcern", &it) ? &it : NULL, d, sizeof(d));
 		ret = terr_set(err, TERR_INVALID_OPTIONS,
-		    "Command %s does not support { readConcern: { level: \"snapshot\" } } :: caused by :: read concern not supported",
-		    c->name);
+		    "Command %s does not support %s :: caused by :: read concern not supported", c->name, d);
 		goto err;
 	}
 	/* the other levels: mongod's per-command supportsReadConcern (above) */
 	if (node.repl_set && rc.present && !cmd_find_field(c, "autocommit", &it) &&
 	    !cmd_repl_rc_level_supported(c->name, rc.level)) {
+		char d[512];
+		rc_describe(&rc, cmd_find_field(c, "readConcern", &it) ? &it : NULL, d, sizeof(d));
 		ret = terr_set(err, TERR_INVALID_OPTIONS,
-		    "Command %s does not support { readConcern: { level: \"%s\" } } :: caused by :: read concern not supported",
-		    c->name, rc.level == RC_AVAILABLE ? "available" : rc.level == RC_MAJORITY ? "majority" : "linearizable");
+		    "Command %s does not support %s :: caused by :: read concern not supported", c->name, d);
 		goto err;
 	}
 	if (node.repl_set && (rc.has_after_cluster_time || rc.has_at_cluster_time || rc.has_after_op_time)) {

@@ -27,6 +27,7 @@
 #include "auth/auth_member.h"
 #include "common/log.h"
 #include "common/checked.h"
+#include "repl/election_log.h"
 #include "repl/member_rejoin.h"
 #include "repl/member_rpc.h"
 #include "repl/raft_member.h"
@@ -779,6 +780,9 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 	}
 	BSON_APPEND_DATE_TIME(&op, "lastAppliedWallTime", in.last_applied_wall_ms);
 	bson_append_document_end(reply, &op);
+	/* the election that made it primary (election_log.h) */
+	if (in.state == REPL_STATE_PRIMARY)
+		repl_election_candidate_append(reply, "electionCandidateMetrics", in.term);
 	BSON_APPEND_ARRAY_BEGIN(reply, "members", &arr);
 	for (int i = 0; i < n; i++) {
 		bson_t m;

@@ -160,19 +160,8 @@ cmd_repl_reads_majority_at(cmd_t *c, uint64_t *at, terr_t *err)
 		listed = listed || strcmp(c->name, majority_commands[i]) == 0;
 	if (!majority || !listed)
 		return false;
-	if (strcmp(c->name, "aggregate") == 0 && cmd_find_field(c, "pipeline", &it) && BSON_ITER_HOLDS_ARRAY(&it)) {
-		/* $out / $merge write: they read the latest data, as before */
-		bson_iter_t st, last, k;
-		bool have = false;
-		bson_iter_recurse(&it, &st);
-		while (bson_iter_next(&st)) {
-			last = st;
-			have = true;
-		}
-		if (have && BSON_ITER_HOLDS_DOCUMENT(&last) && bson_iter_recurse(&last, &k) && bson_iter_next(&k) &&
-		    (strcmp(bson_iter_key(&k), "$out") == 0 || strcmp(bson_iter_key(&k), "$merge") == 0))
-			return false;
-	}
+	/* an aggregate with $out / $merge reads there too; it writes on a
+	 * session of its own (agg_host_t.write_session) */
 	*at = majority_point(e);
 	if (*at == 0)
 		terr_set(err, 134 /* ReadConcernMajorityNotAvailableYet */,

@@ -2,7 +2,7 @@
  * cmd_repl_reads.h -- read concerns in a replica set of several members
  * (issue 24; cmd_repl_reads.c), on the Raft member's commit point
  * (repl/raft_member.h):
- *   - readConcern "majority": find, aggregate (without $out / $merge),
+ *   - readConcern "majority": find, aggregate ($out / $merge: their reads),
  *     distinct and count read at the majority commit point -- the ts of the
  *     newest Raft-committed entry this member knows of (on a secondary, the
  *     commit point it learned from the leader), never past what it applied;

@@ -4,8 +4,10 @@
  */
 #include "repl/election_log.h"
 
+#include <pthread.h>
 #include <raft.h>
 #include <string.h>
+#include <time.h>
 
 #include <bson/bson.h>
 
@@ -25,6 +27,138 @@ static const struct {
 	{21448, "Not becoming primary, we received insufficient votes"},
 	{21450, "Election succeeded, assuming primary role"},
 };
+
+/* ---- the metrics (process-wide: one member per process) ---- */
+
+static const char *const reason_names[REPL_ELECTION_NREASONS] = {
+	[REPL_ELECTION_STEP_UP] = "stepUpCmd",
+	[REPL_ELECTION_PRIORITY_TAKEOVER] = "priorityTakeover",
+	[REPL_ELECTION_TIMEOUT] = "electionTimeout",
+	[REPL_ELECTION_FREEZE_TIMEOUT] = "freezeTimeout",
+};
+/* lastElectionReason's values (mongod's StartElectionReason) */
+static const char *const reason_values[REPL_ELECTION_NREASONS] = {
+	[REPL_ELECTION_STEP_UP] = "stepUpRequestSkipDryRun",
+	[REPL_ELECTION_PRIORITY_TAKEOVER] = "priorityTakeover",
+	[REPL_ELECTION_TIMEOUT] = "electionTimeout",
+	[REPL_ELECTION_FREEZE_TIMEOUT] = "singleNodePromptElection",
+};
+
+static pthread_mutex_t metrics_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	int64_t called[REPL_ELECTION_NREASONS], successful[REPL_ELECTION_NREASONS];
+	int64_t stepdowns_higher_term;
+	repl_election_candidate_t last;   /* the last vote begun */
+	bool last_set, last_won;
+} metrics;
+
+static void
+metrics_called(const repl_election_candidate_t *c)
+{
+	pthread_mutex_lock(&metrics_lock);
+	metrics.called[c->reason]++;
+	metrics.last = *c;
+	metrics.last_set = true;
+	metrics.last_won = false;
+	pthread_mutex_unlock(&metrics_lock);
+}
+
+static void
+metrics_won(int64_t term)
+{
+	pthread_mutex_lock(&metrics_lock);
+	if (metrics.last_set && metrics.last.term == term && !metrics.last_won) {
+		metrics.successful[metrics.last.reason]++;
+		metrics.last_won = true;
+	}
+	pthread_mutex_unlock(&metrics_lock);
+}
+
+void
+repl_election_metrics_single(const repl_election_candidate_t *c)
+{
+	metrics_called(c);
+	metrics_won(c->term);
+}
+
+void
+repl_election_metrics_append(bson_t *out)
+{
+	pthread_mutex_lock(&metrics_lock);
+	for (int i = 0; i < REPL_ELECTION_NREASONS; i++) {
+		bson_t d;
+		BSON_APPEND_DOCUMENT_BEGIN(out, reason_names[i], &d);
+		BSON_APPEND_INT64(&d, "called", metrics.called[i]);
+		BSON_APPEND_INT64(&d, "successful", metrics.successful[i]);
+		bson_append_document_end(out, &d);
+	}
+	BSON_APPEND_INT64(out, "numStepDownsCausedByHigherTerm", metrics.stepdowns_higher_term);
+	pthread_mutex_unlock(&metrics_lock);
+}
+
+static void
+optime_append(bson_t *b, const char *key, uint64_t ts, int64_t t)
+{
+	bson_t d;
+
+	BSON_APPEND_DOCUMENT_BEGIN(b, key, &d);
+	BSON_APPEND_TIMESTAMP(&d, "ts", (uint32_t)(ts >> 32), (uint32_t)ts);
+	BSON_APPEND_INT64(&d, "t", t);
+	bson_append_document_end(b, &d);
+}
+
+bool
+repl_election_candidate_append(bson_t *out, const char *key, int64_t term)
+{
+	repl_election_candidate_t c;
+	bson_t d;
+
+	pthread_mutex_lock(&metrics_lock);
+	if (!metrics.last_set || !metrics.last_won || metrics.last.term != term) {
+		pthread_mutex_unlock(&metrics_lock);
+		return false;
+	}
+	c = metrics.last;
+	pthread_mutex_unlock(&metrics_lock);
+	BSON_APPEND_DOCUMENT_BEGIN(out, key, &d);
+	BSON_APPEND_UTF8(&d, "lastElectionReason", reason_values[c.reason]);
+	BSON_APPEND_DATE_TIME(&d, "lastElectionDate", c.date_ms);
+	BSON_APPEND_INT64(&d, "electionTerm", c.term);
+	optime_append(&d, "lastCommittedOpTimeAtElection", c.committed_ts, c.committed_t);
+	optime_append(&d, "lastSeenWrittenOpTimeAtElection", c.seen_ts, c.seen_t);
+	optime_append(&d, "lastSeenOpTimeAtElection", c.seen_ts, c.seen_t);
+	BSON_APPEND_INT32(&d, "numVotesNeeded", c.votes_needed);
+	BSON_APPEND_DOUBLE(&d, "priorityAtElection", c.priority);
+	BSON_APPEND_INT64(&d, "electionTimeoutMillis", c.election_timeout_ms);
+	bson_append_document_end(out, &d);
+	return true;
+}
+
+/* A vote begins in r's current term: the candidate's view, counted. */
+static void
+vote_begins(repl_election_log_t *l, const struct raft *r, bool skip_dry_run)
+{
+	repl_election_candidate_t c = {0};
+	struct timespec ts;
+	unsigned voters = 0;
+
+	if (l->hooks == NULL || l->hooks->candidate == NULL)
+		return;
+	l->hooks->candidate(l->hooks->arg, skip_dry_run, &c);
+	if (c.reason == REPL_ELECTION_NREASONS)
+		return;   /* a member that hands any leadership on: not counted */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	c.date_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	c.term = (int64_t)r->current_term;
+	for (unsigned k = 0; k < r->configuration.n; k++)
+		if (r->configuration.servers[k].role == RAFT_VOTER)
+			voters++;
+	c.votes_needed = (int32_t)(voters / 2 + 1);
+	if ((int)c.reason < 0 || c.reason >= REPL_ELECTION_NREASONS)
+		c.reason = REPL_ELECTION_TIMEOUT;
+	l->reason = c.reason;
+	metrics_called(&c);
+}
 
 static void
 line(int id, const bson_t *attr)
@@ -72,6 +206,12 @@ repl_election_log_observe(repl_election_log_t *l, const struct raft *r, int64_t 
 		return;   /* the usual case: nothing moved */
 	if (l->seen) {
 		bool was_cand = l->state == RAFT_CANDIDATE;
+		if (l->state == RAFT_LEADER && st != RAFT_LEADER && term > l->term && l->hooks != NULL &&
+		    l->hooks->was_primary != NULL && l->hooks->was_primary(l->hooks->arg)) {
+			pthread_mutex_lock(&metrics_lock);
+			metrics.stepdowns_higher_term++;
+			pthread_mutex_unlock(&metrics_lock);
+		}
 		if (was_cand && !l->pre_vote && (st != RAFT_CANDIDATE || pv) && st != RAFT_LEADER) {
 			/* the vote ended without a win (a retry starts a new dry run) */
 			if (term != l->term)
@@ -89,12 +229,22 @@ repl_election_log_observe(repl_election_log_t *l, const struct raft *r, int64_t 
 			repl_election_log_line(21438, "currentTerm", (int64_t)term);
 		} else if (st == RAFT_CANDIDATE && !pv && !was_cand) {
 			repl_election_log_line(21437, "newTerm", (int64_t)term);
+			vote_begins(l, r, true);
 		} else if (st == RAFT_CANDIDATE && !pv && l->pre_vote) {
 			repl_election_log_line(21444, "newTerm", (int64_t)term);
+			vote_begins(l, r, false);
 		} else if (st == RAFT_LEADER && l->state != RAFT_LEADER) {
-			if (was_cand && l->pre_vote)   /* both phases within one call */
+			if (was_cand && l->pre_vote) {   /* both phases within one call */
 				repl_election_log_line(21444, "newTerm", (int64_t)term);
+				vote_begins(l, r, false);
+			} else if (!was_cand) {
+				/* a one-voter Raft configuration wins within the
+				 * call: its election timeout ran out */
+				vote_begins(l, r, false);
+			}
 			repl_election_log_line(21450, "term", (int64_t)term);
+			if (l->hooks != NULL)
+				metrics_won((int64_t)term);
 		}
 	}
 	l->seen = true;

@@ -27,6 +27,24 @@
  * A candidate whose vote timed out (Raft's own retry) writes 21448 and then
  * the new dry run's two lines.  The priority takeover's own line is
  * member_takeover.c's (4615660).
+ *
+ * The same observations count mongod's ElectionMetrics (serverStatus's
+ * `electionMetrics`) and keep the last election this process ran as a
+ * candidate (replSetGetStatus's `electionCandidateMetrics`), process-wide:
+ *   an election is `called` when its vote begins (after a dry run that
+ *     succeeded, or at once without one), as mongod counts at its vote
+ *     requester's start, and `successful` when it ends in leadership;
+ *   the reason: a vote after a dry run is Raft's election timeout
+ *     (`electionTimeout`); one without a dry run comes from a leadership
+ *     transfer, which the member's hook names: `priorityTakeover` when this
+ *     member had asked the primary for one, else `stepUpCmd` (the transfer
+ *     of replSetStepDown, as mongod's election handoff runs the target's
+ *     step-up); the single-member set's own elections are `electionTimeout`
+ *     (initiate, restart) or `freezeTimeout` (a stepdown or freeze period
+ *     that ran out: mongod's single-node prompt election);
+ *   `numStepDownsCausedByHigherTerm`: a Raft leader that was PRIMARY (taking
+ *     writes: not one handing its leadership on after replSetStepDown) and
+ *     became a follower in a higher term within one call into libraft.
  */
 #ifndef TAMGA_REPL_ELECTION_LOG_H
 #define TAMGA_REPL_ELECTION_LOG_H
@@ -34,13 +52,53 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <bson/bson.h>
+
 struct raft;
 
+typedef enum repl_election_reason {
+	REPL_ELECTION_STEP_UP,            /* stepUpCmd */
+	REPL_ELECTION_PRIORITY_TAKEOVER,  /* priorityTakeover */
+	REPL_ELECTION_TIMEOUT,            /* electionTimeout */
+	REPL_ELECTION_FREEZE_TIMEOUT,     /* freezeTimeout */
+	REPL_ELECTION_NREASONS
+} repl_election_reason_t;
+
+/* What a candidate knew when its vote began (electionCandidateMetrics). */
+typedef struct repl_election_candidate {
+	repl_election_reason_t reason;
+	int64_t date_ms;                  /* wall clock */
+	int64_t term;                     /* the election's term */
+	uint64_t committed_ts;            /* lastCommittedOpTimeAtElection */
+	int64_t committed_t;
+	uint64_t seen_ts;                 /* lastSeenOpTimeAtElection (the last applied) */
+	int64_t seen_t;
+	int32_t votes_needed;
+	double priority;
+	int64_t election_timeout_ms;
+} repl_election_candidate_t;
+
+/* The member's answers to the observer (raft_member.c), called on the
+ * observer's thread without its locks held.  candidate(): a vote begins
+ * (skip_dry_run: no pre-vote came first): fill reason (from skip_dry_run;
+ * REPL_ELECTION_NREASONS: not counted, for a member that would hand any
+ * leadership on -- priority 0, frozen, copying data -- where mongod never
+ * stands for election), the optimes, priority and election timeout (the
+ * observer fills date, term, votes_needed).  was_primary(): whether the member took writes as
+ * PRIMARY when Raft deposed it. */
+typedef struct repl_election_hooks {
+	void *arg;
+	void (*candidate)(void *arg, bool skip_dry_run, repl_election_candidate_t *out);
+	bool (*was_primary)(void *arg);
+} repl_election_hooks_t;
+
 typedef struct repl_election_log {
+	const repl_election_hooks_t *hooks;   /* NULL: log lines only */
 	bool seen;         /* a first state was recorded */
 	int state;         /* RAFT_FOLLOWER / RAFT_CANDIDATE / RAFT_LEADER ... */
 	bool pre_vote;     /* a candidate in its pre-vote (dry run) */
 	uint64_t term;
+	repl_election_reason_t reason;    /* of the vote in `term` */
 } repl_election_log_t;
 
 /* Compare r's state with the one l recorded, log the change, record the
@@ -51,5 +109,19 @@ void repl_election_log_observe(repl_election_log_t *l, const struct raft *r, int
  * message from the table above: 21437, 21438, 21444, 21450).  For the
  * single-member set's own election (replset.c). */
 void repl_election_log_line(int id, const char *attr_name, int64_t value);
+
+/* The single-member set's election (replset.c): called and won at once. */
+void repl_election_metrics_single(const repl_election_candidate_t *c);
+
+/* Append serverStatus's electionMetrics fields to out (a document being
+ * built): the four reason counters Tamga's elections have, each {called,
+ * successful}, then numStepDownsCausedByHigherTerm. */
+void repl_election_metrics_append(bson_t *out);
+
+/* Append {key: electionCandidateMetrics} to out when the last election this
+ * process won was in `term` (the caller's current term, while it is
+ * PRIMARY: mongod shows them while candidate or primary only); false (and
+ * nothing appended) otherwise. */
+bool repl_election_candidate_append(bson_t *out, const char *key, int64_t term);
 
 #endif

@@ -22,6 +22,7 @@ struct repl_takeover {
 	int64_t member_id;
 	uint64_t term;
 	unsigned seed;
+	int64_t asked_ms;             /* a request was sent then, not refused (0: none) */
 };
 
 repl_takeover_t *
@@ -75,6 +76,7 @@ request_main(void *arg)
 	repl_takeover_t *t = arg;
 	bson_t cmd = BSON_INITIALIZER, reply, attr;
 	terr_t err = TERR_INIT;
+	bool refused = false;
 
 	BSON_APPEND_INT64(&cmd, "_tamgaPriorityTakeover", t->member_id);
 	BSON_APPEND_INT64(&cmd, "term", (int64_t)t->term);
@@ -82,17 +84,22 @@ request_main(void *arg)
 	BSON_APPEND_UTF8(&attr, "primary", t->host);
 	if (repl_member_rpc(t->host, "admin", &cmd, 2000, &reply, &err) == 0) {
 		bson_iter_t it;
-		if (bson_iter_init_find(&it, &reply, "errmsg") && BSON_ITER_HOLDS_UTF8(&it))
+		if (bson_iter_init_find(&it, &reply, "errmsg") && BSON_ITER_HOLDS_UTF8(&it)) {
 			BSON_APPEND_UTF8(&attr, "refused", bson_iter_utf8(&it, NULL));
+			refused = true;
+		}
 		bson_destroy(&reply);
 	} else {
 		BSON_APPEND_UTF8(&attr, "error", err.msg);
+		refused = true;
 	}
 	tlog('I', "ELECTION", 4615660, "Starting an election for a priority takeover", &attr);
 	bson_destroy(&attr);
 	bson_destroy(&cmd);
 	pthread_mutex_lock(&t->lock);
 	t->running = false;
+	if (refused)
+		t->asked_ms = 0;
 	pthread_mutex_unlock(&t->lock);
 	return NULL;
 }
@@ -132,10 +139,24 @@ repl_takeover_tick(repl_takeover_t *t, const repl_takeover_view_t *v, int64_t no
 			pthread_join(t->thread, NULL);   /* ended: running is false */
 		t->joinable = false;
 		t->running = true;
+		t->asked_ms = now_ms;   /* before the request: the primary's transfer may come first */
 		if (pthread_create(&t->thread, NULL, request_main, t) == 0)
 			t->joinable = true;
 		else
 			t->running = false;
 	}
 	pthread_mutex_unlock(&t->lock);
+}
+
+bool
+repl_takeover_asked_since(repl_takeover_t *t, int64_t since_ms)
+{
+	bool r;
+
+	if (t == NULL)
+		return false;
+	pthread_mutex_lock(&t->lock);
+	r = t->asked_ms != 0 && t->asked_ms >= since_ms;
+	pthread_mutex_unlock(&t->lock);
+	return r;
 }

@@ -55,6 +55,11 @@ void repl_takeover_free(repl_takeover_t *t);
 void repl_takeover_tick(repl_takeover_t *t, const repl_takeover_view_t *v, int64_t now_ms);
 /* The delay mongod schedules for the member at row self (without the
  * random offset): (rank + 1) * election_timeout_ms. */
+/* Whether this member sent the primary a takeover request at or after
+ * since_ms that was not refused (the Raft election that follows is a
+ * priority takeover's: election_log.h). */
+bool repl_takeover_asked_since(repl_takeover_t *t, int64_t since_ms);
+
 int64_t repl_takeover_delay_ms(const repl_member_peer_t *peers, int npeers, int self, int election_timeout_ms);
 
 #endif

@@ -95,6 +95,7 @@ struct repl_member {
 	repl_election_log_t elog;     /* loop thread: the election lines' view of Raft */
 	/* the I/O's own send, behind the guard of raft_send_guard.h */
 	repl_raft_send_fn io_send;
+	repl_election_hooks_t elog_hooks;
 	struct raft_fsm fsm;
 	struct raft raft;
 	struct raft_barrier barrier;
@@ -897,6 +898,41 @@ fault_recv(struct raft_io *io, struct raft_message *msg)
 	repl_election_log_observe(&m->elog, &m->raft, m->o.election_timeout_ms);
 }
 
+/* The election observer's hooks (election_log.h), on the loop thread. */
+static void
+hook_candidate(void *arg, bool skip_dry_run, repl_election_candidate_t *out)
+{
+	repl_member_t *m = arg;
+	repl_set_info_t in;
+	int64_t now = wall_ms();
+
+	pthread_mutex_lock(&m->lock);
+	out->reason = m->no_lead || m->busy_state != 0 || m->frozen_until_ms > now ? REPL_ELECTION_NREASONS :
+	    !skip_dry_run ? REPL_ELECTION_TIMEOUT :
+	    repl_takeover_asked_since(m->takeover, now - 2 * m->o.election_timeout_ms) ?
+	    REPL_ELECTION_PRIORITY_TAKEOVER : REPL_ELECTION_STEP_UP;
+	out->committed_ts = m->committed_ts;
+	out->committed_t = m->committed_t;
+	out->priority = m->o.self_index >= 0 && m->o.self_index < m->o.npeers ? m->peers[m->o.self_index].priority : 0;
+	out->election_timeout_ms = m->o.election_timeout_ms;
+	pthread_mutex_unlock(&m->lock);
+	repl_set_info(m->o.rs, &in);
+	out->seen_ts = REPL_TS(in.last_applied.secs, in.last_applied.inc);
+	out->seen_t = in.last_applied.term;
+}
+
+static bool
+hook_was_primary(void *arg)
+{
+	repl_member_t *m = arg;
+	bool p;
+
+	pthread_mutex_lock(&m->lock);
+	p = m->primary;
+	pthread_mutex_unlock(&m->lock);
+	return p;
+}
+
 /* Raft's tick (where its elections start), then the election lines */
 static void
 observed_tick(struct raft_io *io)
@@ -1552,6 +1588,10 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 		m->o.election_timeout_ms = 10000;
 	m->dir = bson_strdup(o->dir);
 	m->o.dir = m->dir;
+	m->elog_hooks.arg = m;
+	m->elog_hooks.candidate = hook_candidate;
+	m->elog_hooks.was_primary = hook_was_primary;
+	m->elog.hooks = &m->elog_hooks;
 	m->leader_index = -1;
 	if (mkdir(m->dir, 0700) != 0 && errno != EEXIST) {
 		terr_set(err, TERR_INTERNAL_ERROR, "cannot create %s: %s", m->dir, strerror(errno));

@@ -910,10 +910,41 @@ bump_locked(repl_set_t *rs)
 	pthread_cond_broadcast(&rs->changed);
 }
 
-/* The single member wins the election of the next term (under the lock):
- * the election's no-op optime is the next tick. */
+/* The single member's election metrics (election_log.h), under the lock:
+ * its priority and the set's electionTimeoutMillis from the configuration,
+ * the last applied optime as both committed and seen (one member). */
 static void
-elect_locked(repl_set_t *rs)
+election_metrics_locked(repl_set_t *rs, repl_election_reason_t reason)
+{
+	repl_election_candidate_t c = {0};
+	struct timespec ts;
+	bson_iter_t it, d;
+	char key[32];
+
+	c.reason = reason;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	c.date_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	c.term = rs->term;
+	c.committed_ts = c.seen_ts = REPL_TS(rs->last_applied.secs, rs->last_applied.inc);
+	c.committed_t = c.seen_t = rs->last_applied.term;
+	c.votes_needed = 1;
+	c.priority = 1;
+	c.election_timeout_ms = 10000;
+	snprintf(key, sizeof(key), "members.%d.priority", rs->self_index);
+	if (rs->config != NULL && bson_iter_init(&it, rs->config) && bson_iter_find_descendant(&it, key, &d) &&
+	    BSON_ITER_HOLDS_NUMBER(&d))
+		c.priority = bson_iter_as_double(&d);
+	if (rs->config != NULL && bson_iter_init(&it, rs->config) &&
+	    bson_iter_find_descendant(&it, "settings.electionTimeoutMillis", &d) && BSON_ITER_HOLDS_NUMBER(&d))
+		c.election_timeout_ms = bson_iter_as_int64(&d);
+	repl_election_metrics_single(&c);
+}
+
+/* The single member wins the election of the next term (under the lock):
+ * the election's no-op optime is the next tick.  reason: electionTimeout
+ * (initiate, open) or freezeTimeout (a stepdown or freeze period ended). */
+static void
+elect_locked(repl_set_t *rs, repl_election_reason_t reason)
 {
 	uint32_t s, i;
 	terr_t err = TERR_INIT;
@@ -931,6 +962,7 @@ elect_locked(repl_set_t *rs)
 		bson_destroy(&attr);
 		terr_clear(&err);
 	}
+	election_metrics_locked(rs, reason);
 	repl_election_log_line(21450, "term", rs->term);
 	rs->state = REPL_STATE_PRIMARY;
 	rs->stepdown_until_ms = 0;
@@ -959,7 +991,7 @@ refresh_locked(repl_set_t *rs)
 	now = wall_ms();
 	if (rs->stepdown_until_ms > now || rs->freeze_until_ms > now || rs->maintenance > 0)
 		return;
-	elect_locked(rs);
+	elect_locked(rs, REPL_ELECTION_FREEZE_TIMEOUT);
 }
 
 /* ---- open / close ------------------------------------------------------------------------ */
@@ -1014,7 +1046,7 @@ repl_set_open(storage_t *st, const char *name, repl_set_t **out, terr_t *err)
 			if (rs->nmembers > 1)
 				rs->state = REPL_STATE_STARTUP2;
 			else
-				elect_locked(rs);
+				elect_locked(rs, REPL_ELECTION_TIMEOUT);
 		}
 	}
 	state_log_locked(rs);
@@ -1180,7 +1212,7 @@ repl_set_initiate(repl_set_t *rs, const bson_t *cfg, bson_t *reply_extra, terr_t
 		rs->state = REPL_STATE_STARTUP2;   /* Raft elects (repl_set_raft_role) */
 		bump_locked(rs);
 	} else {
-		elect_locked(rs);
+		elect_locked(rs, REPL_ELECTION_TIMEOUT);
 	}
 	pthread_mutex_unlock(&rs->lock);
 	ret = 0;

@@ -2,7 +2,9 @@
  * test_election_log.c -- repl/election_log.c: the ELECTION lines mongod
  * writes, from each change of a (hand-set) Raft state: a won election
  * through the pre-vote, a transfer that skips it, dry runs and votes lost
- * (superseded or not), a retry, and nothing when nothing moved.
+ * (superseded or not), a retry, and nothing when nothing moved; and the
+ * election metrics counted from the same changes (serverStatus's
+ * electionMetrics, replSetGetStatus's electionCandidateMetrics).
  */
 #include "tt.h"
 
@@ -122,10 +124,152 @@ test_single_line(void)
 	tlog_close();
 }
 
+/* ---- metrics ---- */
+
+static bool hook_takeover, hook_primary, hook_hands_on;
+
+static void
+fake_candidate(void *arg, bool skip_dry_run, repl_election_candidate_t *out)
+{
+	(void)arg;
+	out->reason = hook_hands_on ? REPL_ELECTION_NREASONS : !skip_dry_run ? REPL_ELECTION_TIMEOUT :
+	    hook_takeover ? REPL_ELECTION_PRIORITY_TAKEOVER : REPL_ELECTION_STEP_UP;
+	out->committed_ts = ((uint64_t)100 << 32) | 3;
+	out->committed_t = 1;
+	out->seen_ts = ((uint64_t)100 << 32) | 5;
+	out->seen_t = 1;
+	out->priority = 2;
+	out->election_timeout_ms = 4000;
+}
+
+static bool
+fake_was_primary(void *arg)
+{
+	(void)arg;
+	return hook_primary;
+}
+
+static void
+mstep(repl_election_log_t *ml, struct raft *mr, int state, bool pre_vote, uint64_t term)
+{
+	mr->state = (unsigned short)state;
+	mr->candidate_state.in_pre_vote = pre_vote;
+	mr->current_term = term;
+	repl_election_log_observe(ml, mr, 4000);
+}
+
+/* the electionMetrics document as relaxed JSON */
+static char *
+metrics_json(void)
+{
+	bson_t b = BSON_INITIALIZER;
+	char *j;
+
+	repl_election_metrics_append(&b);
+	j = bson_as_relaxed_extended_json(&b, NULL);
+	bson_destroy(&b);
+	return j;
+}
+
+#define METRICS(su, pt, et, ft, down) do { \
+	char *j_ = metrics_json(), *w_ = bson_strdup_printf( \
+	    "{ \"stepUpCmd\" : { \"called\" : %d, \"successful\" : %d }, " \
+	    "\"priorityTakeover\" : { \"called\" : %d, \"successful\" : %d }, " \
+	    "\"electionTimeout\" : { \"called\" : %d, \"successful\" : %d }, " \
+	    "\"freezeTimeout\" : { \"called\" : %d, \"successful\" : %d }, " \
+	    "\"numStepDownsCausedByHigherTerm\" : %d }", \
+	    su / 10, su % 10, pt / 10, pt % 10, et / 10, et % 10, ft / 10, ft % 10, down); \
+	TT_EQ_STR(j_, w_); bson_free(j_); bson_free(w_); } while (0)
+
+static void
+test_metrics(void)
+{
+	static struct raft mr;
+	static repl_election_log_t ml;
+	static const repl_election_hooks_t hooks = {NULL, fake_candidate, fake_was_primary};
+	struct raft_server servers[3] = {{1, "a", RAFT_VOTER}, {2, "b", RAFT_VOTER}, {3, "c", RAFT_VOTER}};
+	repl_election_candidate_t single = {0};
+	bson_t b = BSON_INITIALIZER;
+	char *j;
+
+	tlog_open("", false, false);
+	ml.hooks = &hooks;
+	mr.configuration.servers = servers;
+	mr.configuration.n = 3;
+	/* counters are pairs: called * 10 + successful */
+	METRICS(0, 0, 0, 0, 0);
+	mstep(&ml, &mr, RAFT_FOLLOWER, false, 1);
+	/* a dry run is not an election called; its vote is */
+	mstep(&ml, &mr, RAFT_CANDIDATE, true, 1);
+	METRICS(0, 0, 0, 0, 0);
+	mstep(&ml, &mr, RAFT_CANDIDATE, false, 2);
+	METRICS(0, 0, 10, 0, 0);
+	TT_ASSERT(!repl_election_candidate_append(&b, "m", 2));   /* not won yet */
+	mstep(&ml, &mr, RAFT_LEADER, false, 2);
+	METRICS(0, 0, 11, 0, 0);
+	TT_ASSERT(repl_election_candidate_append(&b, "m", 2));
+	TT_ASSERT(!repl_election_candidate_append(&b, "n", 3));
+	j = bson_as_relaxed_extended_json(&b, NULL);
+	TT_ASSERT(strstr(j, "\"lastElectionReason\" : \"electionTimeout\"") != NULL);
+	TT_ASSERT(strstr(j, "\"electionTerm\" : 2, \"lastCommittedOpTimeAtElection\" : "
+	    "{ \"ts\" : { \"$timestamp\" : { \"t\" : 100, \"i\" : 3 } }, \"t\" : 1 }") != NULL);
+	TT_ASSERT(strstr(j, "\"numVotesNeeded\" : 2, \"priorityAtElection\" : 2.0, \"electionTimeoutMillis\" : 4000 }") != NULL);
+	bson_free(j);
+	bson_destroy(&b);
+	bson_init(&b);
+	/* a primary deposed by a higher term */
+	hook_primary = true;
+	mstep(&ml, &mr, RAFT_FOLLOWER, false, 3);
+	METRICS(0, 0, 11, 0, 1);
+	/* a takeover it asked for, won; then it hands over (not primary) */
+	hook_takeover = true;
+	mstep(&ml, &mr, RAFT_CANDIDATE, false, 4);
+	mstep(&ml, &mr, RAFT_LEADER, false, 4);
+	METRICS(0, 11, 11, 0, 1);
+	hook_primary = false;
+	mstep(&ml, &mr, RAFT_FOLLOWER, false, 5);
+	METRICS(0, 11, 11, 0, 1);
+	/* a stepdown's transfer to it, lost */
+	hook_takeover = false;
+	mstep(&ml, &mr, RAFT_CANDIDATE, false, 6);
+	mstep(&ml, &mr, RAFT_FOLLOWER, false, 7);
+	METRICS(10, 11, 11, 0, 1);
+	TT_ASSERT(!repl_election_candidate_append(&b, "m", 6));
+	TT_ASSERT(!repl_election_candidate_append(&b, "m", 4));   /* a later election began */
+	/* a leader that loses its quorum (same term): no higher term */
+	mstep(&ml, &mr, RAFT_CANDIDATE, true, 7);
+	mstep(&ml, &mr, RAFT_LEADER, false, 8);
+	hook_primary = true;
+	mstep(&ml, &mr, RAFT_FOLLOWER, false, 8);
+	METRICS(10, 11, 22, 0, 1);
+	/* a frozen (or priority 0) member Raft elects: not counted */
+	hook_hands_on = true;
+	mstep(&ml, &mr, RAFT_CANDIDATE, true, 8);
+	mstep(&ml, &mr, RAFT_CANDIDATE, false, 9);
+	mstep(&ml, &mr, RAFT_LEADER, false, 9);
+	METRICS(10, 11, 22, 0, 1);
+	TT_ASSERT(!repl_election_candidate_append(&b, "m", 9));
+	hook_hands_on = false;
+	mstep(&ml, &mr, RAFT_FOLLOWER, false, 9);
+	/* the single member's prompt election after a freeze */
+	single.reason = REPL_ELECTION_FREEZE_TIMEOUT;
+	single.term = 10;
+	single.votes_needed = 1;
+	repl_election_metrics_single(&single);
+	METRICS(10, 11, 22, 11, 1);
+	TT_ASSERT(repl_election_candidate_append(&b, "m", 10));
+	j = bson_as_relaxed_extended_json(&b, NULL);
+	TT_ASSERT(strstr(j, "\"lastElectionReason\" : \"singleNodePromptElection\"") != NULL);
+	bson_free(j);
+	bson_destroy(&b);
+	tlog_close();
+}
+
 int
 main(void)
 {
 	TT_RUN(test_lines);
 	TT_RUN(test_single_line);
+	TT_RUN(test_metrics);
 	return tt_finish();
 }

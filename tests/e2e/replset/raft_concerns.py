@@ -5,8 +5,10 @@ tamgad members on 127.0.0.1 (issue 24), through PyMongo and mongosh:
   - readConcern "majority" reads at the commit point: with both secondaries
     paused (SIGSTOP) a w: 1 write is seen by a local read and not by a
     majority read (find, getMore, count, distinct, aggregate, the sub-reads
-    of $lookup and $unionWith), then seen
+    of $lookup and $unionWith, the reads of $out and $merge), then seen
     once they resume;
+  - mongod's 72 for a level a command does not take prints the whole read
+    concern (ReadConcernArgs::toString, provenance "clientSupplied");
   - readConcern "linearizable": on the primary it answers once a majority
     confirmed; with the secondaries paused it fails with 50 after
     maxTimeMS; on a secondary 10107; with afterOpTime 9;
@@ -28,6 +30,7 @@ import sys
 import threading
 import time
 
+from bson.timestamp import Timestamp
 from pymongo import MongoClient, ReadPreference, WriteConcern
 from pymongo.errors import PyMongoError, WriteConcernError
 from pymongo.read_concern import ReadConcern
@@ -85,6 +88,7 @@ def majority_reads(cl, p):
         coll = c.rc.get_collection("maj", write_concern=WriteConcern(w="majority"))
         coll.insert_many([{"_id": i, "k": "old"} for i in range(5)])
         c.rc.get_collection("majf", write_concern=WriteConcern(w="majority")).insert_one({"_id": "f0", "k": "old"})
+        c.rc.get_collection("majmerge", write_concern=WriteConcern(w="majority")).insert_one({"_id": 3, "k": "there"})
         for s in secs:
             s.pause()
         try:
@@ -108,6 +112,17 @@ def majority_reads(cl, p):
             un = sorted(d["_id"] for d in maj.aggregate([{"$match": {"_id": {"$lt": 0}}},
                                                          {"$unionWith": "majf"}]))
             check(un == ["f0"], "majority $unionWith: %r" % un)
+            # $out / $merge read the commit point's snapshot too, and write the primary's latest data
+            # (w: 1: the secondaries are paused)
+            for stage in ({"$out": "majout"}, {"$merge": {"into": "majmerge"}}):
+                c.rc.command("aggregate", "maj", pipeline=[{"$project": {"k": 1}}, stage], cursor={},
+                             readConcern={"level": "majority"}, writeConcern={"w": 1})
+            got = sorted(d["_id"] for d in c.rc.majout.find())
+            check(got == list(range(5)), "majority $out writes only what was committed: %r" % got)
+            got = sorted((d["_id"], d["k"]) for d in c.rc.majmerge.find())
+            check(got == [(i, "old") for i in range(5)], "majority $merge: %r" % got)
+            c.rc.command("aggregate", "maj", pipeline=[{"$out": "majout"}], cursor={}, writeConcern={"w": 1})
+            check(c.rc.majout.count_documents({}) == 10, "a local $out reads the w: 1 write")
             # mongod's supportsReadConcern: commands that refuse the level
             for cmd in ({"listCollections": 1}, {"listIndexes": "maj"}, {"dbHash": 1}, {"collStats": "maj"},
                         {"insert": "maj", "documents": [{"_id": "never"}]},
@@ -116,8 +131,14 @@ def majority_reads(cl, p):
                 name = next(iter(cmd))
                 e = expect_code(lambda: c.rc.command(dict(cmd, readConcern={"level": "majority"})), 72,
                                 "%s with readConcern majority" % name)
-                check('Command %s does not support { readConcern: { level: "majority" } } :: caused by :: '
-                      'read concern not supported' % name in str(e), "message: %s" % e)
+                check('Command %s does not support { readConcern: { level: "majority", provenance: "clientSupplied" }'
+                      ' } :: caused by :: read concern not supported' % name in str(e), "message: %s" % e)
+            # the whole read concern, as mongod's ReadConcernArgs::toString prints it
+            e = expect_code(lambda: c.rc.command({"listIndexes": "maj", "readConcern": {
+                "afterClusterTime": Timestamp(1, 2), "level": "majority"}}), 72, "listIndexes, afterClusterTime")
+            check('Command listIndexes does not support { readConcern: { level: "majority", afterClusterTime: '
+                  'Timestamp(1, 2), provenance: "clientSupplied" } } :: caused by :: read concern not supported'
+                  in str(e), "message: %s" % e)
             check(c.rc.majf.find_one({"_id": "f1"}) is not None, "nothing written by a refusal changed it")
             h = c.admin.command("hello")
             check(h["lastWrite"]["majorityOpTime"]["ts"] < h["lastWrite"]["opTime"]["ts"],

@@ -8,7 +8,12 @@ tamgad members on 127.0.0.1 (issue 24), through PyMongo and mongosh:
     a PyMongo writer with retryWrites loses no acknowledged write meanwhile;
   - rs.reconfig() in mongosh giving member 0 priority 5: member 0 takes over
     (rank 0, an election timeout after it sees the lower-priority primary),
-    and rs.status() in mongosh names it PRIMARY.
+    and rs.status() in mongosh names it PRIMARY;
+  - serverStatus().electionMetrics and rs.status().electionCandidateMetrics
+    name each of those elections as mongod does: the first by an election
+    timeout, the stepdown's handoff as a step-up (stepUpCmd,
+    "stepUpRequestSkipDryRun"), the takeovers as priorityTakeover; only the
+    primary shows electionCandidateMetrics.
 
 usage: raft_takeover.py path/to/tamgad [path/to/mongosh]
 """
@@ -58,6 +63,29 @@ def wait_for_primary(cl, m, timeout):
     return None
 
 
+def metrics(m):
+    with m.client() as c:
+        return c.admin.command("serverStatus")["electionMetrics"]
+
+
+def candidate(m):
+    """(rs.status().electionCandidateMetrics or None, term)"""
+    with m.client() as c:
+        st = c.admin.command("replSetGetStatus")
+    return st.get("electionCandidateMetrics"), st["term"]
+
+
+def check_candidate(m, reasons, priority, what):
+    ecm, term = candidate(m)
+    check(ecm is not None, "%s: electionCandidateMetrics on the primary" % what)
+    check(ecm["lastElectionReason"] in reasons, "%s: lastElectionReason %r" % (what, ecm))
+    check(ecm["electionTerm"] == term and ecm["numVotesNeeded"] == 2 and ecm["priorityAtElection"] == priority
+          and ecm["electionTimeoutMillis"] == ET, "%s: %r (term %d)" % (what, ecm, term))
+    check(ecm["lastCommittedOpTimeAtElection"]["ts"] <= ecm["lastSeenOpTimeAtElection"]["ts"],
+          "%s: committed <= seen at the election: %r" % (what, ecm))
+    return ecm["lastElectionReason"]
+
+
 def main():
     with Cluster(TAMGAD) as cl:
         cfg = cl.config(election_ms=ET)
@@ -69,6 +97,17 @@ def main():
         check(wait_for_primary(cl, m2, 20) is not None, "the priority-2 member becomes primary")
         time.sleep(ET / 1000 * 1.5)
         check(primary_of(cl) is m2, "and stays primary")
+        # the first election ran by an election timeout; member 2 won by it or by a takeover
+        ems = [metrics(m) for m in cl.members]
+        check(sum(e["electionTimeout"]["successful"] for e in ems) >= 1, "an election timeout won: %r" % ems)
+        for e in ems:
+            for k in ("stepUpCmd", "priorityTakeover", "electionTimeout", "freezeTimeout"):
+                check(0 <= e[k]["successful"] <= e[k]["called"], "successful <= called: %r" % e)
+            check("catchUpTakeover" not in e and "numCatchUps" not in e, "no catch-up counters (none run): %r" % e)
+        r = check_candidate(m2, ("electionTimeout", "priorityTakeover"), 2, "member 2 first")
+        if r == "priorityTakeover":
+            check(ems[2]["priorityTakeover"]["successful"] >= 1, "member 2's takeover counted: %r" % ems[2])
+        check(candidate(m0)[0] is None and candidate(m1)[0] is None, "no electionCandidateMetrics on secondaries")
 
         acked, stop = [], threading.Event()
 
@@ -92,6 +131,10 @@ def main():
             t0 = time.time()
             p = cl.wait_primary(among=[m0, m1])
             check(p in (m0, m1), "another member takes over after the stepdown")
+            # the stepdown hands the leadership over: mongod's step-up request
+            check(check_candidate(p, ("stepUpRequestSkipDryRun",), 1, "after the stepdown") ==
+                  "stepUpRequestSkipDryRun", "")
+            check(metrics(p)["stepUpCmd"]["successful"] >= 1, "stepUpCmd counted: %r" % metrics(p))
             # the stepdown period (6 s): member 2 must not take over
             while time.time() < t0 + 5:
                 check(primary_of(cl) is not m2, "no takeover within the stepdown period")
@@ -100,6 +143,10 @@ def main():
             check(back is not None, "member 2 takes the primary back after its stepdown period")
             print("takeover after the stepdown: %.1f s after the stepdown" % (back - t0))
             check(back - t0 >= 6, "not before the stepdown period ended (%.1f s)" % (back - t0))
+            check_candidate(m2, ("priorityTakeover",), 2, "member 2 back")
+            e2 = metrics(m2)
+            check(e2["priorityTakeover"]["successful"] >= 1 and e2["numStepDownsCausedByHigherTerm"] == 0,
+                  "member 2's takeover counted, its stepdown not a higher term's: %r" % e2)
             time.sleep(1)
         finally:
             stop.set()
@@ -128,12 +175,18 @@ def main():
         print("takeover after the reconfig: %.1f s" % (got - t0))
         if MONGOSH:
             script = ("var s = rs.status(); print(JSON.stringify(s.members.map(function (m) {"
-                      "return [m.name, m.stateStr]; })))")
+                      "return [m.name, m.stateStr]; }).concat([['reason', s.electionCandidateMetrics ? "
+                      "s.electionCandidateMetrics.lastElectionReason : null], ['called', "
+                      "Number(db.serverStatus().electionMetrics.priorityTakeover.called)]])))")
             out = subprocess.run([MONGOSH, cl.uri(), "--quiet", "--norc", "--eval", script],
                                  capture_output=True, text=True, timeout=60)
             check(out.returncode == 0, "mongosh rs.status ran: %s" % out.stderr[-500:])
             states = dict(json.loads(out.stdout.strip().splitlines()[-1]))
             check(states.get(m0.host) == "PRIMARY", "rs.status() in mongosh: %r" % states)
+            if primary_of(cl) is m0:
+                check(states.get("reason") == "priorityTakeover" and states.get("called") >= 1,
+                      "mongosh: electionCandidateMetrics and electionMetrics: %r" % states)
+        check_candidate(m0, ("priorityTakeover",), 5, "member 0 after the reconfig")
         time.sleep(ET / 1000 * 1.5)
         check(primary_of(cl) is m0, "member 0 stays primary")
     print("raft_takeover: %d checks passed" % checks)

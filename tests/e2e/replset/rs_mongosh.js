@@ -62,6 +62,16 @@ check('rs.status(): the member', s.members.length === 1 && m._id === 0 && m.name
 check('rs.status(): optime, election', m.optime.ts instanceof Timestamp && m.optimeDate instanceof Date &&
 	m.electionTime instanceof Timestamp && m.electionDate instanceof Date, m);
 check('rs.status(): optimes', s.optimes && s.optimes.appliedOpTime && s.optimes.durableOpTime, s.optimes);
+const ecm = s.electionCandidateMetrics;
+check('rs.status(): electionCandidateMetrics of the initiate', ecm && ecm.lastElectionReason === 'electionTimeout' &&
+	Number(ecm.electionTerm) === 1 && ecm.numVotesNeeded === 1 && ecm.priorityAtElection === 1 &&
+	Number(ecm.electionTimeoutMillis) === 10000 && ecm.lastElectionDate instanceof Date &&
+	ecm.lastCommittedOpTimeAtElection.ts instanceof Timestamp, ecm);
+const em = db.serverStatus().electionMetrics;
+check('serverStatus().electionMetrics: the initiate\'s election', Number(em.electionTimeout.called) === 1 &&
+	Number(em.electionTimeout.successful) === 1 && Number(em.stepUpCmd.called) === 0 &&
+	Number(em.priorityTakeover.called) === 0 && Number(em.freezeTimeout.called) === 0 &&
+	Number(em.numStepDownsCausedByHigherTerm) === 0, em);
 
 const c = rs.conf();
 check('rs.conf()', c._id === 'rs0' && c.version === 1 && c.members.length === 1 && c.members[0].host === r.me &&
