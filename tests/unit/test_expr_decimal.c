@@ -764,10 +764,17 @@ test_vectors(void)
 		else if (strcmp(op, "log10") == 0)
 			r = expr_decimal_log10_exact(a);
 		else
-			r = expr_decimal_sqrt(a);
+			r = expr_decimal_sqrt_exact(a);
 		bson_decimal128_to_string(&r, got);
 		if (strcmp(got, vectors[i].want) != 0)
 			TT_FAIL_("%s %s %s: got %s want %s", op, vectors[i].a, vectors[i].b, got, vectors[i].want);
+		if (strcmp(op, "sqrt") == 0) {
+			/* mongod's bid128_sqrt is correctly rounded: the same digits */
+			r = expr_decimal_sqrt(a);
+			bson_decimal128_to_string(&r, got);
+			if (strcmp(got, vectors[i].want) != 0)
+				TT_FAIL_("sqrt %s: mongod's library gives %s want %s", vectors[i].a, got, vectors[i].want);
+		}
 		if (strcmp(op, "exp") == 0 || strcmp(op, "ln") == 0 || strcmp(op, "log10") == 0) {
 			/* what mongod answers (Intel's library): within one unit of
 			 * the 34th digit of the reference, the same specials */
@@ -811,6 +818,74 @@ test_helpers(void)
 	TT_ASSERT(expr_decimal_cmp(d, expr_decimal_from_int64(0)) < 0);
 }
 
+/* $sqrt of a decimal as mongod's Decimal128::squareRoot (bid128_sqrt):
+ * digits and representation (exponent, sign of zero, specials).  The fixed
+ * cases are the library's answers; the loop compares it with Tamga's own
+ * correctly rounded root (decimal.c, what $sqrt used before) on random
+ * coefficients and exponents and on exact squares: no input found where
+ * they differ (400,000 compared when the switch was made; 40,000 here). */
+static void
+test_sqrt(void)
+{
+	static const struct {
+		const char *a, *want;
+	} fixed[] = {
+		{"4.00", "2.0"}, {"1E+2", "1E+1"}, {"0.0001", "0.01"}, {"4E+2", "2E+1"}, {"400", "20"},
+		{"1E+3", "31.62277660168379331998893544432719"}, {"0.250", "0.50"}, {"6.250E+6", "2.50E+3"},
+		{"1.000000000000000000000000000000000", "1.00000000000000000"}, {"1E+6144", "1.00000000000000000E+3072"},
+		{"9.999999999999999999999999999999999E+6144", "3.162277660168379331998893544432718E+3072"},
+		{"1E-6176", "1E-3088"}, {"1E-6175", "3.162277660168379331998893544432719E-3088"},
+		{"144E-6176", "1.2E-3087"}, {"0", "0"}, {"-0", "-0"}, {"0E+10", "0E+5"}, {"0E-11", "0.000000"},
+		{"-0E-3", "-0.00"}, {"NaN", "NaN"}, {"Infinity", "Infinity"}, {"-Infinity", "NaN"}, {"-4", "NaN"},
+	};
+	char got[BSON_DECIMAL128_STRING], ref[BSON_DECIMAL128_STRING], in[80];
+	bson_decimal128_t a, x, y;
+
+	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+		TT_ASSERT(bson_decimal128_from_string(fixed[i].a, &a));
+		x = expr_decimal_sqrt(a);
+		bson_decimal128_to_string(&x, got);
+		if (strcmp(got, fixed[i].want) != 0)
+			TT_FAIL_("sqrt %s: got %s want %s", fixed[i].a, got, fixed[i].want);
+	}
+	uint64_t seed = 22;
+	for (int i = 0; i < 40000; i++) {
+		int p = 0;
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		if (i % 2 == 0) {
+			int nd = 1 + (int)((seed >> 33) % 34);
+			uint64_t s2 = seed;
+			in[p++] = (char)('1' + (s2 >> 40) % 9);
+			for (int k = 1; k < nd; k++) {
+				s2 = s2 * 6364136223846793005ULL + 1;
+				in[p++] = (char)('0' + (s2 >> 33) % 10);
+			}
+		} else {
+			/* an exact square of up to 32 digits */
+			uint64_t r = 1 + (seed >> 20) % 10000000000000000ULL;
+			unsigned __int128 sq = (unsigned __int128)r * r;
+			char t[48];
+			int q = 0;
+			while (sq) {
+				t[q++] = (char)('0' + (int)(sq % 10));
+				sq /= 10;
+			}
+			while (q)
+				in[p++] = t[--q];
+		}
+		int e = (i % 6 == 1) ? (int)((seed >> 13) % 12288) - 6176 : (int)((seed >> 13) % 101) - 50;
+		snprintf(in + p, sizeof in - (size_t)p, "E%d", e);
+		TT_ASSERT(bson_decimal128_from_string(in, &a));
+		x = expr_decimal_sqrt(a);
+		y = expr_decimal_sqrt_exact(a);
+		if (x.low != y.low || x.high != y.high) {
+			bson_decimal128_to_string(&x, got);
+			bson_decimal128_to_string(&y, ref);
+			TT_FAIL_("sqrt %s: mongod's library gives %s, the correctly rounded root is %s", in, got, ref);
+		}
+	}
+}
+
 int
 main(void)
 {
@@ -818,5 +893,6 @@ main(void)
 	TT_RUN(test_helpers);
 	TT_RUN(test_trig);
 	TT_RUN(test_trig_special);
+	TT_RUN(test_sqrt);
 	return tt_finish();
 }
