@@ -92,12 +92,26 @@ expr_decimal_log10(bson_decimal128_t a)
 	return from_bid(bid128_log10(to_bid(a), BID_ROUNDING_TO_NEAREST, &flags));
 }
 
+/* As mongod's Decimal128::power: a base equal to 10 or 2 (by value: 1E+1,
+ * 2.0) goes through bid128_exp10 / bid128_exp2, any other through
+ * bid128_pow; the result is then added to 0E-6176, which widens an exact
+ * result to 34 digits (2^10 = 1024.000000000000000000000000000000) and
+ * makes a -0 +0. */
 bson_decimal128_t
 expr_decimal_pow(bson_decimal128_t base, bson_decimal128_t ex)
 {
 	_IDEC_flags flags = 0;
+	BID_UINT128 b = to_bid(base), e = to_bid(ex), r, zero;
 
-	return from_bid(bid128_pow(to_bid(base), to_bid(ex), BID_ROUNDING_TO_NEAREST, &flags));
+	if (bid128_quiet_equal(b, bid128_from_int32(10), &flags))
+		r = bid128_exp10(e, BID_ROUNDING_TO_NEAREST, &flags);
+	else if (bid128_quiet_equal(b, bid128_from_int32(2), &flags))
+		r = bid128_exp2(e, BID_ROUNDING_TO_NEAREST, &flags);
+	else
+		r = bid128_pow(b, e, BID_ROUNDING_TO_NEAREST, &flags);
+	zero.w[0] = 0;
+	zero.w[1] = 0;
+	return from_bid(bid128_add(r, zero, BID_ROUNDING_TO_NEAREST, &flags));
 }
 
 bson_decimal128_t
