@@ -662,6 +662,31 @@
 			g: D('1.414213562373095048801688724209698')}]);
 		eq(cmdErr(cdb, {aggregate: 'i1', pipeline: [{$project: {s: {$sqrt: D('-1E-30')}}}], cursor: {}}).code, 28714);
 	});
+	compat(1, '$log / $log10 / $ln / $exp of decimals: log_exponential_expressions.js\'s values, digits and exponents', () => {
+		const D = NumberDecimal;
+		const logs = [[1, 8, '0E+33'], [2.5, 8, '0.4406426982957874492901064764964633'], [8, 8, '1'],
+			[64, 8, '2.000000000000000000000000000000000'], [65, 8, '2.007455937676151502755710694582028'],
+			[81, 9, '2'], [10, 9, '1.047951637144692302148283761010701'], [1, 12.77, '0E+33'],
+			[163.0729, 12.77, '2.000000000000000000000000000000000'], [170, 12.77, '2.016332738676605709114981994718173']];
+		const proj = {_id: 0};
+		logs.forEach(([x, b], i) => {
+			proj['a' + i] = {$log: [D(String(x)), b]};
+			proj['b' + i] = {$log: [x, D(String(b))]};
+		});
+		const one = [['1', '0'], ['2.5', '0.3979400086720376095725222105510140'], ['100', '2'], ['101', '2.004321373782642574275188178222938']];
+		one.forEach(([x], i) => { proj['l' + i] = {$log10: D(x)}; });
+		const lns = [['2.5', '0.9162907318741550651835272117680110'], ['10', '2.302585092994045684017991454684364'],
+			['2.718281828459045235360287471352662', '0.9999999999999999999999999999999998']];
+		lns.forEach(([x], i) => { proj['n' + i] = {$ln: D(x)}; });
+		proj.e = {$exp: D('-1')};
+		const r = agg(cdb, 'i1', [{$match: {_id: 1}}, {$project: proj}])[0];
+		const want = {};
+		logs.forEach(([, , w], i) => { want['a' + i] = D(w); want['b' + i] = D(w); });
+		one.forEach(([, w], i) => { want['l' + i] = D(w); });
+		lns.forEach(([, w], i) => { want['n' + i] = D(w); });
+		want.e = D('0.3678794411714423215955237701614609');
+		eq(r, want);
+	});
 	// mongod computes these with Intel's decimal library (34 digits, a decimal
 	// result); bounds as expression_trigonometric.js checks them (50989)
 	compat(1, 'trigonometric operators with decimal arguments answer mongod\'s decimals (Intel\'s bid128_sin ..., last digit and exponent)', () => {
