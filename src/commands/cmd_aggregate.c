@@ -258,8 +258,11 @@ check_hint(cmd_t *c, bson_value_t *out, terr_t *err)
  * whether it is still there or not).  coll is the collection scanned: over
  * a view, the one it stands on (mongod resolves the view into an aggregate
  * on it that keeps these fields, PipelineResolver).  Sets *want and
- * host->has_resume_after / resume_after / resume_key.  A time-series
- * collection's measurements (ts) answer 238.
+ * host->has_resume_after / resume_after / resume_key.  Over a time-series
+ * collection's measurements the scan is of its buckets, under
+ * $_internalUnpackBucket: the tokens are the buckets' RecordIds, the last
+ * bucket unpacked, as 9.0's $cursor stage gives (ts is not otherwise
+ * special).
  */
 static int
 check_resume(cmd_t *c, const char *coll, bool ts, agg_host_t *host, bool *want, terr_t *err)
@@ -292,10 +295,10 @@ check_resume(cmd_t *c, const char *coll, bool ts, agg_host_t *host, bool *want, 
 	}
 	if (!*want)
 		return 0;
-	if (coll == NULL || ts)
+	(void)ts;
+	if (coll == NULL)
 		return terr_set(err, TERR_NOT_IMPLEMENTED,
-		    "aggregate with $_requestResumeToken over a time-series collection or no collection "
-		    "is not supported by Tamga yet");
+		    "aggregate with $_requestResumeToken over no collection is not supported by Tamga yet");
 	host->want_recid = true;
 	if (!has_after && !has_start)
 		return 0;

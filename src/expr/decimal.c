@@ -575,7 +575,7 @@ big_isqrt(const big_t *a, big_t *r)
 }
 
 bson_decimal128_t
-expr_decimal_sqrt(bson_decimal128_t ad)
+expr_decimal_sqrt_exact(bson_decimal128_t ad)
 {
 	dec_t a = dec_unpack(ad), r;
 

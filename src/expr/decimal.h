@@ -63,8 +63,13 @@ bson_decimal128_t expr_decimal_atan2(bson_decimal128_t y, bson_decimal128_t x);
 bool expr_decimal_trig_exact(expr_dtrig_t fn, bson_decimal128_t a, bson_decimal128_t *out);
 bson_decimal128_t expr_decimal_atan2_exact(bson_decimal128_t y, bson_decimal128_t x);
 
-/* Square root, correctly rounded (negative -> NaN; -0 -> -0). */
+/* Square root as mongod's Decimal128::squareRoot: Intel's bid128_sqrt,
+ * round-half-even, flags thrown away (decimal_bid.c; negative -> NaN, -0 ->
+ * -0, the exact root of a square at the exponent nearest half the
+ * argument's).  expr_decimal_sqrt_exact is Tamga's own correctly rounded
+ * root (decimal.c), the unit tests' reference. */
 bson_decimal128_t expr_decimal_sqrt(bson_decimal128_t a);
+bson_decimal128_t expr_decimal_sqrt_exact(bson_decimal128_t a);
 
 /* Round to `places` digits after the point (negative: before), half to even
  * (round) or toward zero (trunc=true), as mongod's quantize: the result's

@@ -1,15 +1,15 @@
 /*
  * decimal_bid.c -- the decimal trigonometric, hyperbolic, exponential and
- * logarithmic functions and powers through Intel's decimal floating-point
- * library, as mongod computes them: its Decimal128::sin / ... / atan2 / exp /
- * log / log10 / power call bid128_sin / ... / bid128_pow
- * with round-half-even and throw the status flags away, so the same calls
- * give mongod's digits, including the last one where Intel's result is not
- * the correctly rounded value (sin(1) = ...302991, not ...302990).  Only
- * this file includes Intel's headers (their macros would leak otherwise);
- * the library is the "000" build: arguments by value, rounding mode and
- * flags as arguments.  bson_decimal128_t and BID_UINT128 are the same BID
- * encoding (low word first).
+ * logarithmic functions, square roots and powers through Intel's decimal
+ * floating-point library, as mongod computes them: its Decimal128::sin /
+ * ... / atan2 / exp / log / log10 / squareRoot / power call bid128_sin /
+ * ... / bid128_sqrt / bid128_pow with round-half-even and throw the status
+ * flags away, so the same calls give mongod's digits, including the last
+ * one where Intel's result is not the correctly rounded value (sin(1) =
+ * ...302991, not ...302990).  Only this file includes Intel's headers (their
+ * macros would leak otherwise); the library is the "000" build: arguments
+ * by value, rounding mode and flags as arguments.  bson_decimal128_t and
+ * BID_UINT128 are the same BID encoding (low word first).
  */
 #define DECIMAL_CALL_BY_REFERENCE 0
 #define DECIMAL_GLOBAL_ROUNDING 0
@@ -92,10 +92,32 @@ expr_decimal_log10(bson_decimal128_t a)
 	return from_bid(bid128_log10(to_bid(a), BID_ROUNDING_TO_NEAREST, &flags));
 }
 
+/* As mongod's Decimal128::power: a base equal to 10 or 2 (by value: 1E+1,
+ * 2.0) goes through bid128_exp10 / bid128_exp2, any other through
+ * bid128_pow; the result is then added to 0E-6176, which widens an exact
+ * result to 34 digits (2^10 = 1024.000000000000000000000000000000) and
+ * makes a -0 +0. */
 bson_decimal128_t
 expr_decimal_pow(bson_decimal128_t base, bson_decimal128_t ex)
 {
 	_IDEC_flags flags = 0;
+	BID_UINT128 b = to_bid(base), e = to_bid(ex), r, zero;
 
-	return from_bid(bid128_pow(to_bid(base), to_bid(ex), BID_ROUNDING_TO_NEAREST, &flags));
+	if (bid128_quiet_equal(b, bid128_from_int32(10), &flags))
+		r = bid128_exp10(e, BID_ROUNDING_TO_NEAREST, &flags);
+	else if (bid128_quiet_equal(b, bid128_from_int32(2), &flags))
+		r = bid128_exp2(e, BID_ROUNDING_TO_NEAREST, &flags);
+	else
+		r = bid128_pow(b, e, BID_ROUNDING_TO_NEAREST, &flags);
+	zero.w[0] = 0;
+	zero.w[1] = 0;
+	return from_bid(bid128_add(r, zero, BID_ROUNDING_TO_NEAREST, &flags));
+}
+
+bson_decimal128_t
+expr_decimal_sqrt(bson_decimal128_t a)
+{
+	_IDEC_flags flags = 0;
+
+	return from_bid(bid128_sqrt(to_bid(a), BID_ROUNDING_TO_NEAREST, &flags));
 }

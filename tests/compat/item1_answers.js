@@ -634,8 +634,10 @@
 		const r = agg(cdb, 'i1', [{$match: {_id: 1}}, {$project: {_id: 0,
 			p: {$pow: [NumberDecimal('2'), NumberInt(10)]}, s: {$sqrt: NumberDecimal('16')},
 			n: {$pow: [NumberDecimal('2'), -2]}, f: {$pow: [NumberDecimal('4'), NumberDecimal('0.5')]}}}]);
-		eq(r[0].p, NumberDecimal('1024'));
-		eq(r[0].n, NumberDecimal('0.25'));
+		// mongod's Decimal128::power adds 0E-6176 to the result: 34 digits
+		// (log_exponential_expressions.js); base 2 / 10 go through exp2 / exp10
+		eq(r[0].p, NumberDecimal('1024.000000000000000000000000000000'));
+		eq(r[0].n, NumberDecimal('0.2500000000000000000000000000000000'));
 		eq(Number(r[0].s.toString()), 4);
 		ok(Math.abs(Number(r[0].f.toString()) - 2) < 1e-30, cj(r[0].f));
 		// mongod's Decimal128::power / exp call Intel's bid128_pow / bid128_exp: their digits and exponents
@@ -645,6 +647,45 @@
 			c: {$pow: [NumberDecimal('1.0001'), NumberInt(10000)]}}}]);
 		eq(m, [{f: NumberDecimal('2.000000000000000000000000000000000'), e: NumberDecimal('2.688117141816135448412625551580013E+43'),
 			c: NumberDecimal('2.718145926825224864037664674912241')}]);
+		const D = NumberDecimal;
+		const j = agg(cdb, 'i1', [{$match: {_id: 1}}, {$project: {_id: 0,
+			a: {$pow: [D('10.0'), -2]}, b: {$pow: [0.5, D('-1')]}, c: {$pow: [-2, D('2')]}, d: {$pow: [D('-2.0'), NumberInt(2)]},
+			e: {$pow: [D('10.0'), 2]}, f: {$pow: [NaN, D('2')]}, g: {$pow: [D('-0'), 3]}, h: {$pow: [D('1E+1'), 3]}}}]);
+		eq(j, [{a: D('0.01000000000000000000000000000000000'), b: D('2.000000000000000000000000000000000'),
+			c: D('4.000000000000000000000000000000000'), d: D('4.000000000000000000000000000000000'),
+			e: D('100.0000000000000000000000000000000'), f: D('NaN'), g: D('0E-6176'), h: D('1000.000000000000000000000000000000')}]);
+		// $sqrt: bid128_sqrt, the exact root at half the exponent
+		const q = agg(cdb, 'i1', [{$match: {_id: 1}}, {$project: {_id: 0,
+			a: {$sqrt: D('4.00')}, b: {$sqrt: D('1E+2')}, c: {$sqrt: D('0.0001')}, d: {$sqrt: D('-0')}, e: {$sqrt: D('NaN')},
+			f: {$sqrt: D('Infinity')}, g: {$sqrt: D('2')}}}]);
+		eq(q, [{a: D('2.0'), b: D('1E+1'), c: D('0.01'), d: D('-0'), e: D('NaN'), f: D('Infinity'),
+			g: D('1.414213562373095048801688724209698')}]);
+		eq(cmdErr(cdb, {aggregate: 'i1', pipeline: [{$project: {s: {$sqrt: D('-1E-30')}}}], cursor: {}}).code, 28714);
+	});
+	compat(1, '$log / $log10 / $ln / $exp of decimals: log_exponential_expressions.js\'s values, digits and exponents', () => {
+		const D = NumberDecimal;
+		const logs = [[1, 8, '0E+33'], [2.5, 8, '0.4406426982957874492901064764964633'], [8, 8, '1'],
+			[64, 8, '2.000000000000000000000000000000000'], [65, 8, '2.007455937676151502755710694582028'],
+			[81, 9, '2'], [10, 9, '1.047951637144692302148283761010701'], [1, 12.77, '0E+33'],
+			[163.0729, 12.77, '2.000000000000000000000000000000000'], [170, 12.77, '2.016332738676605709114981994718173']];
+		const proj = {_id: 0};
+		logs.forEach(([x, b], i) => {
+			proj['a' + i] = {$log: [D(String(x)), b]};
+			proj['b' + i] = {$log: [x, D(String(b))]};
+		});
+		const one = [['1', '0'], ['2.5', '0.3979400086720376095725222105510140'], ['100', '2'], ['101', '2.004321373782642574275188178222938']];
+		one.forEach(([x], i) => { proj['l' + i] = {$log10: D(x)}; });
+		const lns = [['2.5', '0.9162907318741550651835272117680110'], ['10', '2.302585092994045684017991454684364'],
+			['2.718281828459045235360287471352662', '0.9999999999999999999999999999999998']];
+		lns.forEach(([x], i) => { proj['n' + i] = {$ln: D(x)}; });
+		proj.e = {$exp: D('-1')};
+		const r = agg(cdb, 'i1', [{$match: {_id: 1}}, {$project: proj}])[0];
+		const want = {};
+		logs.forEach(([, , w], i) => { want['a' + i] = D(w); want['b' + i] = D(w); });
+		one.forEach(([, w], i) => { want['l' + i] = D(w); });
+		lns.forEach(([, w], i) => { want['n' + i] = D(w); });
+		want.e = D('0.3678794411714423215955237701614609');
+		eq(r, want);
 	});
 	// mongod computes these with Intel's decimal library (34 digits, a decimal
 	// result); bounds as expression_trigonometric.js checks them (50989)
