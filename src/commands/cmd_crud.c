@@ -957,7 +957,20 @@ done:
 	return ret;
 }
 
+/* find's general path (everything find_express does not answer), out of
+ * line: its locals (a plan request, several bson_t) are set up only when
+ * it runs */
+static __attribute__((noinline)) int find_general(cmd_t *c, terr_t *err);
+
 CMD_HANDLER(cmd_find)
+{
+	int ret = find_express(c, err);
+
+	return ret != 1 ? ret : find_general(c, err);
+}
+
+static __attribute__((noinline)) int
+find_general(cmd_t *c, terr_t *err)
 {
 	const char *name;
 	bson_t min_doc, max_doc;
@@ -980,9 +993,6 @@ CMD_HANDLER(cmd_find)
 	int ret = -1;
 
 	memset(&req, 0, sizeof(req));
-	if ((ret = find_express(c, err)) != 1)
-		return ret;
-	ret = -1;
 	ERR(cmd_collection_arg(c, &name, err));
 	ERR(cmd_check_fields(c, find_fields, err));
 	ERR(cmd_get_doc(c, "filter", &filter, &has_filter, err));
