@@ -408,6 +408,38 @@ get_sub(cmd_t *c, const char *field, bson_type_t want_type, const char *want, bs
 	uint32_t len;
 
 	*found = false;
+	{
+		/* a document or array from the index: its length was checked
+		 * when the field was indexed (a libbson iterator and its
+		 * bson_iter_array were ~180 instructions) */
+		const cmd_args_t *ix = args_index(c);
+		size_t flen = strlen(field);
+
+		if (ix->n >= 0) {
+			int i;
+
+			if (flen > 0 && !(ix->present & key_bit(field, flen)))
+				return 0;
+			for (i = 0; i < ix->n; i++) {
+				uint8_t t;
+				uint32_t voff, vlen;
+
+				if (ix->f[i].keylen != flen || memcmp(ix->f[i].key, field, flen) != 0)
+					continue;
+				t = ix->data[ix->f[i].off];
+				if (t != (uint8_t)want_type)
+					break;       /* the error below, from libbson's iterator */
+				voff = ix->f[i].off + 1 + ix->f[i].keylen + 1;
+				memcpy(&vlen, ix->data + voff, 4);
+				*found = true;
+				if (!bson_init_static(out, ix->data + voff, BSON_UINT32_FROM_LE(vlen)))
+					return terr_set(err, TERR_INVALID_BSON, "invalid BSON in field '%s'", field);
+				return 0;
+			}
+			if (i == ix->n)
+				return 0;    /* absent */
+		}
+	}
 	if (!arg_find(c, field, &it))
 		return 0;
 	if (bson_iter_type(&it) != want_type)

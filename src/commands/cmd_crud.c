@@ -19,6 +19,18 @@
 #include "query/plan.h"
 #include "repl/oplog.h"
 
+/* {n: v} appended as one raw element (libbson's appender is ~300
+ * instructions, a third of a small insert's own work) */
+static void
+reply_n(bson_t *reply, int32_t v)
+{
+	uint32_t u = (uint32_t)v;
+	uint8_t e[7] = {BSON_TYPE_INT32, 'n', 0, (uint8_t)u, (uint8_t)(u >> 8), (uint8_t)(u >> 16), (uint8_t)(u >> 24)};
+
+	if (!bv_append_raw(reply, e, sizeof e))
+		BSON_APPEND_INT32(reply, "n", v);
+}
+
 /* cmd_catalog.c */
 int cmd_cursor_options(cmd_t *c, cursor_opts_t *o, terr_t *err);
 void cmd_array_source(bson_t *docs_steal, cursor_source_t *src);
@@ -297,7 +309,7 @@ CMD_HANDLER(cmd_insert)
 	/* mongod's insert has one CurOp: its last error is the one logged */
 	if (ie.n > 0)
 		write_log_assertion("insert", &ie.errs[ie.n - 1]);
-	BSON_APPEND_INT32(c->reply, "n", n);
+	reply_n(c->reply, n);
 	if (ie.n > 0)
 		BSON_APPEND_ARRAY(c->reply, "writeErrors", &write_errors);
 	ret = 0;
@@ -1495,7 +1507,7 @@ CMD_HANDLER(cmd_delete)
 		n += nd;
 	}
 	__atomic_fetch_add(&c->engine->counters.delete_, n, __ATOMIC_RELAXED);
-	BSON_APPEND_INT32(c->reply, "n", (int32_t)n);
+	reply_n(c->reply, (int32_t)n);
 	if (nerr > 0)
 		BSON_APPEND_ARRAY(c->reply, "writeErrors", &write_errors);
 	ret = 0;
