@@ -173,20 +173,35 @@ arg_find(cmd_t *c, const char *field, bson_iter_t *it)
 }
 
 /* Fields any command may carry; the dispatcher or transport handles them. */
-static const char *const generic_fields[] = {
-	"$db", "lsid", "$clusterTime", "$readPreference", "readConcern", "writeConcern",
-	"comment", "maxTimeMS", "txnNumber", "autocommit", "startTransaction",
-	"apiVersion", "apiStrict", "apiDeprecationErrors", "$audit", "$client",
-	"$configServerState", "$gleStats", "$oplogQueryData", "$queryOptions",
-	"$replData", "databaseVersion", "shardVersion", "mayBypassWriteBlocking",
-	"$configTime", "$topologyTime", "clientOperationKey", "readOnly", NULL,
-};
+#define GENERIC_FIELDS(X) \
+	X("$db") X("lsid") X("$clusterTime") X("$readPreference") X("readConcern") X("writeConcern") \
+	X("comment") X("maxTimeMS") X("txnNumber") X("autocommit") X("startTransaction") \
+	X("apiVersion") X("apiStrict") X("apiDeprecationErrors") X("$audit") X("$client") \
+	X("$configServerState") X("$gleStats") X("$oplogQueryData") X("$queryOptions") \
+	X("$replData") X("databaseVersion") X("shardVersion") X("mayBypassWriteBlocking") \
+	X("$configTime") X("$topologyTime") X("clientOperationKey") X("readOnly")
+#define GF_NAME(n) n,
+#define GF_LEN(n) (uint8_t)(sizeof(n) - 1),
+static const char *const generic_fields[] = {GENERIC_FIELDS(GF_NAME) NULL};
+static const uint8_t generic_lens[] = {GENERIC_FIELDS(GF_LEN)};
 
 static bool
 in_list(const char *const *list, const char *k)
 {
 	for (; *list != NULL; list++)
 		if (strcmp(*list, k) == 0)
+			return true;
+	return false;
+}
+
+/* A key of known length among the generic fields: the names of that length
+ * only are compared (a driver's find carries several: lsid, $db,
+ * $readPreference, $clusterTime, ...). */
+static bool
+is_generic_len(const char *k, size_t len)
+{
+	for (size_t i = 0; i < sizeof generic_lens; i++)
+		if (generic_lens[i] == len && memcmp(generic_fields[i], k, len) == 0)
 			return true;
 	return false;
 }
@@ -246,7 +261,7 @@ cmd_args_only(cmd_t *c, const char *const *allowed, bson_value_t *found, bool *p
 			if (ix->f[i].keylen == strlen(allowed[a]) && memcmp(ix->f[i].key, allowed[a], ix->f[i].keylen) == 0)
 				break;
 		if (a == na) {
-			if (!in_list(generic_fields, ix->f[i].key))
+			if (!is_generic_len(ix->f[i].key, ix->f[i].keylen))
 				return false;
 			continue;
 		}
@@ -264,6 +279,32 @@ cmd_args_only(cmd_t *c, const char *const *allowed, bson_value_t *found, bool *p
 				found[a].value_type = (bson_type_t)t;
 				found[a].value.v_doc.data = (uint8_t *)ix->data + voff;
 				found[a].value.v_doc.data_len = BSON_UINT32_FROM_LE(vlen);
+				continue;
+			}
+			/* the fixed-size scalars a driver adds (limit, singleBatch,
+			 * batchSize), read as libbson's iterator would: the index
+			 * checked that their bytes are there */
+			if (t == BSON_TYPE_INT32) {
+				int32_t v;
+				memcpy(&v, ix->data + voff, 4);
+				found[a].value_type = BSON_TYPE_INT32;
+				found[a].value.v_int32 = BSON_UINT32_FROM_LE((uint32_t)v);
+				continue;
+			}
+			if (t == BSON_TYPE_INT64 || t == BSON_TYPE_DOUBLE) {
+				uint64_t v;
+				memcpy(&v, ix->data + voff, 8);
+				v = BSON_UINT64_FROM_LE(v);
+				found[a].value_type = (bson_type_t)t;
+				if (t == BSON_TYPE_INT64)
+					found[a].value.v_int64 = (int64_t)v;
+				else
+					memcpy(&found[a].value.v_double, &v, 8);
+				continue;
+			}
+			if (t == BSON_TYPE_BOOL) {
+				found[a].value_type = BSON_TYPE_BOOL;
+				found[a].value.v_bool = ix->data[voff] != 0;
 				continue;
 			}
 		}
@@ -408,6 +449,38 @@ get_sub(cmd_t *c, const char *field, bson_type_t want_type, const char *want, bs
 	uint32_t len;
 
 	*found = false;
+	{
+		/* a document or array from the index: its length was checked
+		 * when the field was indexed (a libbson iterator and its
+		 * bson_iter_array were ~180 instructions) */
+		const cmd_args_t *ix = args_index(c);
+		size_t flen = strlen(field);
+
+		if (ix->n >= 0) {
+			int i;
+
+			if (flen > 0 && !(ix->present & key_bit(field, flen)))
+				return 0;
+			for (i = 0; i < ix->n; i++) {
+				uint8_t t;
+				uint32_t voff, vlen;
+
+				if (ix->f[i].keylen != flen || memcmp(ix->f[i].key, field, flen) != 0)
+					continue;
+				t = ix->data[ix->f[i].off];
+				if (t != (uint8_t)want_type)
+					break;       /* the error below, from libbson's iterator */
+				voff = ix->f[i].off + 1 + ix->f[i].keylen + 1;
+				memcpy(&vlen, ix->data + voff, 4);
+				*found = true;
+				if (!bson_init_static(out, ix->data + voff, BSON_UINT32_FROM_LE(vlen)))
+					return terr_set(err, TERR_INVALID_BSON, "invalid BSON in field '%s'", field);
+				return 0;
+			}
+			if (i == ix->n)
+				return 0;    /* absent */
+		}
+	}
 	if (!arg_find(c, field, &it))
 		return 0;
 	if (bson_iter_type(&it) != want_type)

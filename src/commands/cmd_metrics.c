@@ -35,14 +35,20 @@ typedef struct tcount {
 	int64_t time_us, count;
 } tcount_t;
 
+/* ops is not stored: it is the sum of the buckets (one atomic add less a
+ * command) */
 typedef struct lat {
-	int64_t ops, latency_us;
+	int64_t latency_us;
 	int64_t hist[METRICS_BUCKETS];   /* bucket b: latencies in [2^b, 2^(b+1)) us */
 } lat_t;
 
+/* Top's total is not stored either: every command counts under exactly one
+ * of readLock / writeLock, so total is their sum (as in mongod's Top, which
+ * adds each command to total and to one of the two) */
 typedef struct ns_stats {
 	char *ns;
-	tcount_t total, read_lock, write_lock, queries, getmore, insert, update, remove, commands;
+	size_t ns_len;                    /* strlen(ns) */
+	tcount_t read_lock, write_lock, queries, getmore, insert, update, remove, commands;
 	lat_t reads, writes, cmds, txns;
 } ns_stats_t;
 
@@ -105,6 +111,7 @@ ns_get(const char *ns, size_t len)
 	if ((s = ns_probe(ns, h, &i)) == NULL && (n = __atomic_load_n(&ns_n, __ATOMIC_RELAXED)) < METRICS_MAX_NS) {
 		s = bson_malloc0(sizeof *s);
 		s->ns = bson_strdup(ns);
+		s->ns_len = strlen(ns);
 		ns_tab[n] = s;
 		__atomic_store_n(&ns_n, n + 1, __ATOMIC_RELEASE);
 		__atomic_store_n(&ns_slot[i], n + 1, __ATOMIC_RELEASE);
@@ -157,7 +164,6 @@ lat_add(lat_t *l, int64_t us)
 
 	if (b > METRICS_BUCKETS - 1)
 		b = METRICS_BUCKETS - 1;
-	CNT_ADD(&l->ops, 1);
 	CNT_ADD(&l->latency_us, us);
 	CNT_ADD(&l->hist[b], 1);
 }
@@ -176,6 +182,7 @@ cmd_metrics_record(const cmd_def_t *def, const bson_iter_t *first, const char *d
 	bson_iter_t it;
 	char ns[512];
 	const char *coll = NULL;
+	uint32_t coll_len = 0;
 	int tn;
 	const cmd_def_t *tab = cmd_table(&tn);
 	bool in_tab;
@@ -197,12 +204,12 @@ cmd_metrics_record(const cmd_def_t *def, const bson_iter_t *first, const char *d
 	if (db != NULL && body != NULL) {
 		if (kind & MK_GETMORE) {
 			if (bson_iter_init_find(&it, body, "collection") && BSON_ITER_HOLDS_UTF8(&it))
-				coll = bson_iter_utf8(&it, NULL);
+				coll = bson_iter_utf8(&it, &coll_len);
 		} else if (first != NULL) {
 			if (BSON_ITER_HOLDS_UTF8(first))
-				coll = bson_iter_utf8(first, NULL);
+				coll = bson_iter_utf8(first, &coll_len);
 		} else if (bson_iter_init(&it, body) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it)) {
-			coll = bson_iter_utf8(&it, NULL);
+			coll = bson_iter_utf8(&it, &coll_len);
 		}
 	}
 	if (coll != NULL && coll[0] != '\0') {
@@ -213,9 +220,10 @@ cmd_metrics_record(const cmd_def_t *def, const bson_iter_t *first, const char *d
 		/* "<db>.<coll>", cut at sizeof ns - 1 bytes as snprintf would */
 		size_t dl = strnlen(db, sizeof ns - 1), cl, len = dl;
 
-		if (s == NULL || dl >= sizeof ns - 2 || strncmp(s->ns, db, dl) != 0 || s->ns[dl] != '.' ||
-		    strnlen(coll, sizeof ns - 1 - (dl + 1)) == sizeof ns - 1 - (dl + 1) ||
-		    strcmp(s->ns + dl + 1, coll) != 0) {
+		/* the same namespace: its length, then its bytes (a name with
+		 * a NUL inside or too long for ns takes the build below) */
+		if (s == NULL || dl + 1 + (size_t)coll_len >= sizeof ns - 1 || s->ns_len != dl + 1 + coll_len ||
+		    memcmp(s->ns, db, dl) != 0 || s->ns[dl] != '.' || memcmp(s->ns + dl + 1, coll, coll_len) != 0) {
 			memcpy(ns, db, dl);
 			if (len < sizeof ns - 1)
 				ns[len++] = '.';
@@ -227,7 +235,6 @@ cmd_metrics_record(const cmd_def_t *def, const bson_iter_t *first, const char *d
 				last = s;
 		}
 		if (s != NULL) {
-			tc_add(&s->total, elapsed_us);
 			tc_add((def->flags & CMDF_WRITE) ? &s->write_lock : &s->read_lock, elapsed_us);
 			if (kind & MK_QUERY)
 				tc_add(&s->queries, elapsed_us);
@@ -301,7 +308,11 @@ cmd_metrics_top_append(bson_t *totals)
 		const ns_stats_t *s = ns_tab[i];
 
 		BSON_APPEND_DOCUMENT_BEGIN(totals, s->ns, &d);
-		tc_append(&d, "total", &s->total);
+		{
+			tcount_t total = {CNT_GET(&s->read_lock.time_us) + CNT_GET(&s->write_lock.time_us),
+			    CNT_GET(&s->read_lock.count) + CNT_GET(&s->write_lock.count)};
+			tc_append(&d, "total", &total);
+		}
 		tc_append(&d, "readLock", &s->read_lock);
 		tc_append(&d, "writeLock", &s->write_lock);
 		tc_append(&d, "queries", &s->queries);
@@ -320,10 +331,13 @@ lat_append(bson_t *out, const char *k, const lat_t *l, bool histograms)
 	bson_t d, h, b;
 	char key[16];
 	uint32_t n = 0;
+	int64_t ops = 0;
 
+	for (int i = 0; i < METRICS_BUCKETS; i++)
+		ops += CNT_GET(&l->hist[i]);
 	BSON_APPEND_DOCUMENT_BEGIN(out, k, &d);
 	BSON_APPEND_INT64(&d, "latency", CNT_GET(&l->latency_us));
-	BSON_APPEND_INT64(&d, "ops", CNT_GET(&l->ops));
+	BSON_APPEND_INT64(&d, "ops", ops);
 	BSON_APPEND_INT64(&d, "queryableEncryptionLatencyMicros", 0);
 	if (histograms) {
 		BSON_APPEND_ARRAY_BEGIN(&d, "histogram", &h);

@@ -1009,7 +1009,7 @@ err:
 int
 cmd_repl_before(cmd_t *c, const cmd_def_t *def, cmd_repl_ctx_t *x, terr_t *err)
 {
-	memset(x, 0, sizeof(*x));
+	/* x comes zeroed (the dispatcher clears it before anything can fail) */
 	if (failpoint_any_active())
 		RET(fail_command(c, def, x, err));
 	if (c->engine->rs != NULL) {

@@ -39,6 +39,7 @@ void cmd_repl_ctx_clear(cmd_repl_ctx_t *x);
  * "not primary" for writes, 13435 / 13436 for reads, as mongod), gossiped
  * $clusterTime (validated when auth is on), readConcern / writeConcern
  * parsing and checks, afterClusterTime.  0 to run the handler, -1 with err.
+ * x must come zeroed (the dispatcher's is, from before its first check).
  */
 int cmd_repl_before(cmd_t *c, const cmd_def_t *def, cmd_repl_ctx_t *x, terr_t *err);
 

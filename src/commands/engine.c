@@ -619,7 +619,7 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	}
 	/* from here on the command is an operation: currentOp lists it, killOp
 	 * and its maxTimeMS interrupt it (common/opctx.h) */
-	tm_opctx_begin(&c.op, &c);
+	tm_opctx_begin_at(&c.op, &c, start_us);
 	op_begun = true;
 	if (parse_max_time(&c, er) != 0)
 		goto fail;

@@ -4,8 +4,8 @@
  *
  * One mechanism for every layer.  The command dispatcher begins an operation
  * for each command (tm_opctx_begin): it gets an opid, joins the server-wide
- * registry that currentOp lists and killOp searches, and becomes the calling
- * thread's current operation.  Any loop, in any layer, calls
+ * registry (a slot per thread, opctx.c) that currentOp lists and killOp
+ * searches, and becomes the calling thread's current operation.  Any loop, in any layer, calls
  * tm_interrupt_check(err) once per iteration: most calls only decrement a
  * thread-local counter; every TM_INTERRUPT_EVERY-th call reads the monotonic
  * clock and the kill flag and answers as mongod does -- 50 MaxTimeMSExpired
@@ -37,13 +37,13 @@
 typedef struct tm_opctx {
 	int32_t opid;                /* mongod's opids: positive 32-bit */
 	int64_t start_us;            /* monotonic, at tm_opctx_begin */
-	int64_t start_wall_ms;       /* wall clock, for currentOpTime */
 	int64_t deadline_us;         /* monotonic deadline, 0 = none (atomic) */
 	int killed;                  /* set by killOp (atomic) */
 	int raised;                  /* the code once raised (sticky; atomic) */
 	void *owner;                 /* the caller's description (commands: its cmd_t) */
 	struct tm_opctx *outer;      /* the thread's operation before this one */
-	struct tm_opctx *prev, *next;/* registry links */
+	struct tm_opctx *prev, *next;/* registry links (its thread's slot) */
+	struct tm_op_slot *slot;     /* the registry slot it joined (opctx.c) */
 	/* ---- what the operation's plans examined (the profiler, the slow
 	 * query log and $queryStats read them: src/toolbelt/).  Added by
 	 * query/plan.c when a plan is saved between batches or freed
@@ -72,6 +72,8 @@ int64_t tm_now_us(void);
  * with its outer one's deadline, and a kill of the outer reaches it.
  */
 void tm_opctx_begin(tm_opctx_t *op, void *owner);
+/* The same with the start time the caller has just read (tm_now_us()). */
+void tm_opctx_begin_at(tm_opctx_t *op, void *owner, int64_t start_us);
 /* Leave the registry and restore the thread's previous current operation.
  * op must be the thread's current operation. */
 void tm_opctx_end(tm_opctx_t *op);

@@ -22,6 +22,8 @@
 #include "bson/value.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -470,13 +472,211 @@ cat_find(storage_t *st, const char *ns)
 	return -lo - 1;
 }
 
+/* ---- the per-thread cache of lookups -------------------------------------
+ *
+ * A lookup by namespace took cat_lock shared and a binary search of the
+ * catalog (~200 instructions, two atomic operations on a lock every thread
+ * shares).  Each thread keeps its last CC_ENTRIES answers, each holding a
+ * reference to its descriptor and the catalog generation it was read at; an
+ * entry answers while st->cat_gen has not moved (any change of the catalog
+ * moves it, under cat_lock exclusive), so a hit returns exactly the
+ * descriptor the catalog holds, as the locked search would have.  The
+ * cache's lock is a spin lock its owner alone takes on the lookup path;
+ * storage_catalog_free (closing) drops every thread's entries of its storage
+ * under cc_list_lock, and a thread's exit drops its own (a pthread key
+ * destructor).  When the catalog lets a descriptor go (replaced or removed)
+ * every thread's entry of it is released first (cc_drop_coll), so a
+ * descriptor is freed when it was before the cache; an entry is installed
+ * only if the generation it was read at is still current. */
+
+#define CC_ENTRIES 4
+
+typedef struct coll_cache {
+	int lock;                        /* 0 free, 1 held (atomic) */
+	struct {
+		storage_t *st;
+		uint64_t gen;
+		storage_coll_t *c;           /* a reference, or NULL */
+	} e[CC_ENTRIES];
+	unsigned rr;                     /* the entry the next full miss replaces */
+	struct coll_cache *prev, *next;  /* cc_list_lock */
+} coll_cache_t;
+
+static pthread_mutex_t cc_list_lock = PTHREAD_MUTEX_INITIALIZER;
+static coll_cache_t *cc_head;
+static pthread_key_t cc_key;
+static pthread_once_t cc_once = PTHREAD_ONCE_INIT;
+static __thread coll_cache_t *my_cc;
+
+static inline void
+cc_lock(coll_cache_t *cc)
+{
+	while (__atomic_exchange_n(&cc->lock, 1, __ATOMIC_ACQUIRE) != 0)
+		while (__atomic_load_n(&cc->lock, __ATOMIC_RELAXED) != 0)
+			sched_yield();
+}
+
+static inline void
+cc_unlock(coll_cache_t *cc)
+{
+	__atomic_store_n(&cc->lock, 0, __ATOMIC_RELEASE);
+}
+
+static void
+cc_release(void *arg)
+{
+	coll_cache_t *cc = arg;
+
+	pthread_mutex_lock(&cc_list_lock);
+	if (cc->prev != NULL)
+		cc->prev->next = cc->next;
+	else
+		cc_head = cc->next;
+	if (cc->next != NULL)
+		cc->next->prev = cc->prev;
+	cc_lock(cc);
+	for (int i = 0; i < CC_ENTRIES; i++)
+		storage_coll_release(cc->e[i].c);
+	cc_unlock(cc);
+	pthread_mutex_unlock(&cc_list_lock);
+	free(cc);
+	my_cc = NULL;
+}
+
+static void
+cc_key_init(void)
+{
+	(void)pthread_key_create(&cc_key, cc_release);
+}
+
+static coll_cache_t *
+cc_attach(void)
+{
+	coll_cache_t *cc;
+
+	pthread_once(&cc_once, cc_key_init);
+	if ((cc = calloc(1, sizeof(*cc))) == NULL)
+		return NULL;
+	pthread_mutex_lock(&cc_list_lock);
+	cc->next = cc_head;
+	if (cc_head != NULL)
+		cc_head->prev = cc;
+	cc_head = cc;
+	pthread_mutex_unlock(&cc_list_lock);
+	if (pthread_setspecific(cc_key, cc) != 0) {
+		cc_release(cc);
+		return NULL;
+	}
+	my_cc = cc;
+	return cc;
+}
+
+/* A new reference to ns's descriptor from this thread's cache, or NULL. */
+static storage_coll_t *
+cc_get(storage_t *st, const char *ns)
+{
+	coll_cache_t *cc = my_cc;
+	storage_coll_t *c = NULL;
+	uint64_t gen;
+
+	if (cc == NULL)
+		return NULL;
+	gen = __atomic_load_n(&st->cat_gen, __ATOMIC_ACQUIRE);
+	cc_lock(cc);
+	for (int i = 0; i < CC_ENTRIES; i++)
+		if (cc->e[i].st == st && cc->e[i].gen == gen && strcmp(cc->e[i].c->ns, ns) == 0) {
+			c = cc->e[i].c;
+			storage_coll_ref(c);
+			break;
+		}
+	cc_unlock(cc);
+	return c;
+}
+
+/* Keep c (the caller's reference, given to the cache), read at catalog
+ * generation gen: in the entry of the same namespace, else a stale or
+ * empty one, else the next in turn. */
+static void
+cc_put(storage_t *st, uint64_t gen, storage_coll_t *c)
+{
+	coll_cache_t *cc = my_cc != NULL ? my_cc : cc_attach();
+	int i, pick = -1;
+
+	if (cc == NULL) {
+		storage_coll_release(c);
+		return;
+	}
+	cc_lock(cc);
+	/* the catalog changed since c was read: c may be out of it already
+	 * (and out of reach of cc_drop_coll), so it is not kept */
+	if (__atomic_load_n(&st->cat_gen, __ATOMIC_ACQUIRE) != gen) {
+		cc_unlock(cc);
+		storage_coll_release(c);
+		return;
+	}
+	for (i = 0; i < CC_ENTRIES && pick < 0; i++)
+		if (cc->e[i].st == st && strcmp(cc->e[i].c->ns, c->ns) == 0)
+			pick = i;
+	for (i = 0; i < CC_ENTRIES && pick < 0; i++)
+		if (cc->e[i].c == NULL || (cc->e[i].st == st && cc->e[i].gen != gen))
+			pick = i;
+	if (pick < 0)
+		pick = (int)(cc->rr++ % CC_ENTRIES);
+	/* released under the lock: a storage closing meanwhile waits for it */
+	storage_coll_release(cc->e[pick].c);
+	cc->e[pick].st = st;
+	cc->e[pick].gen = gen;
+	cc->e[pick].c = c;
+	cc_unlock(cc);
+}
+
+/* Every thread's cached references to c released: the catalog lets c go
+ * (under cat_lock exclusive, after moving cat_gen), so that its last
+ * reference goes when it did before the cache (a drop frees it). */
+static void
+cc_drop_coll(storage_coll_t *c)
+{
+	pthread_mutex_lock(&cc_list_lock);
+	for (coll_cache_t *cc = cc_head; cc != NULL; cc = cc->next) {
+		cc_lock(cc);
+		for (int i = 0; i < CC_ENTRIES; i++)
+			if (cc->e[i].c == c) {
+				storage_coll_release(c);
+				cc->e[i].c = NULL;
+				cc->e[i].st = NULL;
+			}
+		cc_unlock(cc);
+	}
+	pthread_mutex_unlock(&cc_list_lock);
+}
+
+/* Every thread's cached entries of st released (st is closing). */
+static void
+cc_forget(storage_t *st)
+{
+	pthread_mutex_lock(&cc_list_lock);
+	for (coll_cache_t *cc = cc_head; cc != NULL; cc = cc->next) {
+		cc_lock(cc);
+		for (int i = 0; i < CC_ENTRIES; i++)
+			if (cc->e[i].st == st) {
+				storage_coll_release(cc->e[i].c);
+				cc->e[i].c = NULL;
+				cc->e[i].st = NULL;
+			}
+		cc_unlock(cc);
+	}
+	pthread_mutex_unlock(&cc_list_lock);
+}
+
 /* Insert (the array takes the caller's reference). */
 static void
 cat_insert(storage_t *st, storage_coll_t *c)
 {
 	int pos = cat_find(st, c->ns);
 
+	__atomic_add_fetch(&st->cat_gen, 1, __ATOMIC_RELEASE);
 	if (pos >= 0) {
+		cc_drop_coll(st->colls[pos]);
 		storage_coll_release(st->colls[pos]);
 		st->colls[pos] = c;
 		return;
@@ -498,6 +698,8 @@ cat_remove(storage_t *st, const char *ns)
 
 	if (pos < 0)
 		return;
+	__atomic_add_fetch(&st->cat_gen, 1, __ATOMIC_RELEASE);
+	cc_drop_coll(st->colls[pos]);
 	storage_coll_release(st->colls[pos]);
 	memmove(&st->colls[pos], &st->colls[pos + 1], (st->ncolls - pos - 1) * sizeof(*st->colls));
 	st->ncolls--;
@@ -506,6 +708,8 @@ cat_remove(storage_t *st, const char *ns)
 void
 storage_catalog_free(storage_t *st)
 {
+	cc_forget(st);
+	__atomic_add_fetch(&st->cat_gen, 1, __ATOMIC_RELEASE);
 	for (int i = 0; i < st->ncolls; i++)
 		storage_coll_release(st->colls[i]);
 	bson_free(st->colls);
@@ -1033,12 +1237,20 @@ storage_coll_get(storage_t *st, const char *db, const char *name, storage_coll_t
 int
 storage_coll_get_ns(storage_t *st, const char *ns, storage_coll_t **out)
 {
-	if ((*out = staged_get(st, ns)) == NULL) {
-		pthread_rwlock_rdlock(&st->cat_lock);
-		*out = cat_get_locked(st, ns);
-		pthread_rwlock_unlock(&st->cat_lock);
-	}
-	return *out != NULL ? 0 : TERR_NAMESPACE_NOT_FOUND;
+	uint64_t gen;
+
+	if ((*out = staged_get(st, ns)) != NULL || (*out = cc_get(st, ns)) != NULL)
+		return 0;
+	pthread_rwlock_rdlock(&st->cat_lock);
+	gen = __atomic_load_n(&st->cat_gen, __ATOMIC_RELAXED);   /* stable under the lock */
+	*out = cat_get_locked(st, ns);
+	if (*out != NULL)
+		storage_coll_ref(*out);   /* the cache's reference */
+	pthread_rwlock_unlock(&st->cat_lock);
+	if (*out == NULL)
+		return TERR_NAMESPACE_NOT_FOUND;
+	cc_put(st, gen, *out);
+	return 0;
 }
 
 static _Thread_local bool tl_next_uuid_set;

@@ -270,6 +270,145 @@ storage_journal_sync(storage_session_t *s, terr_t *err)
 	return ret == 0 ? 0 : storage_wt_err(ret, "log_flush", err);
 }
 
+/* ---- the per-thread stash of the session pool ------------------------------
+ *
+ * The embedded API takes a session from the pool and gives it back around
+ * every command: two lock/unlock pairs of pool_lock (~190 instructions and
+ * four atomic operations).  A thread keeps the last session it gave back in
+ * its stash instead, guarded by a spin lock its owner alone takes on that
+ * path (one atomic exchange each way); the next get of the same storage
+ * takes it back.  Everything that walks the pool's idle sessions walks the
+ * stashes too, under stash_list_lock: storage_close takes its storage's
+ * stashed sessions, a table drop closes their cached cursors
+ * (pool_cursors_flush).  A thread's exit gives its stashed session back to
+ * its storage's pool (a pthread key destructor, under stash_list_lock, so
+ * the storage cannot be closed meanwhile). */
+
+typedef struct pool_stash {
+	int lock;                        /* 0 free, 1 held (atomic) */
+	storage_session_t *s;            /* an idle session, or NULL */
+	struct pool_stash *prev, *next;  /* stash_list_lock */
+} pool_stash_t;
+
+static pthread_mutex_t stash_list_lock = PTHREAD_MUTEX_INITIALIZER;
+static pool_stash_t *stash_head;
+static pthread_key_t stash_key;
+static pthread_once_t stash_once = PTHREAD_ONCE_INIT;
+static __thread pool_stash_t *my_stash;
+
+static inline void
+stash_lock(pool_stash_t *p)
+{
+	while (__atomic_exchange_n(&p->lock, 1, __ATOMIC_ACQUIRE) != 0)
+		while (__atomic_load_n(&p->lock, __ATOMIC_RELAXED) != 0)
+			sched_yield();
+}
+
+static inline void
+stash_unlock(pool_stash_t *p)
+{
+	__atomic_store_n(&p->lock, 0, __ATOMIC_RELEASE);
+}
+
+/* Give s back to its storage's pool (or close it when the pool is full). */
+static void
+pool_push(storage_session_t *s)
+{
+	storage_t *st = s->st;
+
+	pthread_mutex_lock(&st->pool_lock);
+	if (st->pool_size < POOL_MAX) {
+		s->pool_next = st->pool;
+		st->pool = s;
+		st->pool_size++;
+		s = NULL;
+	}
+	pthread_mutex_unlock(&st->pool_lock);
+	if (s != NULL)
+		storage_session_close(s);
+}
+
+static void
+stash_release(void *arg)
+{
+	pool_stash_t *p = arg;
+
+	pthread_mutex_lock(&stash_list_lock);
+	if (p->prev != NULL)
+		p->prev->next = p->next;
+	else
+		stash_head = p->next;
+	if (p->next != NULL)
+		p->next->prev = p->prev;
+	stash_lock(p);
+	if (p->s != NULL)
+		pool_push(p->s);      /* its storage is open: closing takes stash_list_lock */
+	p->s = NULL;
+	stash_unlock(p);
+	pthread_mutex_unlock(&stash_list_lock);
+	free(p);
+	my_stash = NULL;
+}
+
+static void
+stash_key_init(void)
+{
+	(void)pthread_key_create(&stash_key, stash_release);
+}
+
+/* The calling thread's stash, made and listed at its first use; NULL when
+ * memory runs out (the pool alone then). */
+static pool_stash_t *
+stash_attach(void)
+{
+	pool_stash_t *p;
+
+	pthread_once(&stash_once, stash_key_init);
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		return NULL;
+	pthread_mutex_lock(&stash_list_lock);
+	p->next = stash_head;
+	if (stash_head != NULL)
+		stash_head->prev = p;
+	stash_head = p;
+	pthread_mutex_unlock(&stash_list_lock);
+	if (pthread_setspecific(stash_key, p) != 0) {
+		stash_release(p);
+		return NULL;
+	}
+	my_stash = p;
+	return p;
+}
+
+/* fn(s, arg) for every stashed session of st, each stash locked meanwhile. */
+static void
+stash_foreach(storage_t *st, void (*fn)(storage_session_t **sp, void *arg), void *arg)
+{
+	pthread_mutex_lock(&stash_list_lock);
+	for (pool_stash_t *p = stash_head; p != NULL; p = p->next) {
+		stash_lock(p);
+		if (p->s != NULL && p->s->st == st)
+			fn(&p->s, arg);
+		stash_unlock(p);
+	}
+	pthread_mutex_unlock(&stash_list_lock);
+}
+
+static void
+stash_take_close(storage_session_t **sp, void *arg)
+{
+	(void)arg;
+	storage_session_close(*sp);
+	*sp = NULL;
+}
+
+static void
+stash_flush_cursors(storage_session_t **sp, void *arg)
+{
+	if ((*sp)->cur_epoch != *(const uint64_t *)arg)
+		storage_session_cursors_close(*sp);
+}
+
 void
 storage_close(storage_t *st)
 {
@@ -284,6 +423,7 @@ storage_close(storage_t *st)
 		pthread_mutex_unlock(&st->flush_lock);
 		pthread_join(st->flusher, NULL);
 	}
+	stash_foreach(st, stash_take_close, NULL);
 	for (s = st->pool; s != NULL; s = next) {
 		next = s->pool_next;
 		storage_session_close(s);
@@ -346,6 +486,7 @@ pool_cursors_flush(storage_t *st)
 		if (s->cur_epoch != epoch)
 			storage_session_cursors_close(s);
 	pthread_mutex_unlock(&st->pool_lock);
+	stash_foreach(st, stash_flush_cursors, &epoch);
 }
 
 /* Is a transaction still inside rt's gate?  rt->dropped is set before
@@ -538,7 +679,19 @@ storage_session_t *
 storage_session_pool_get(storage_t *st, terr_t *err)
 {
 	storage_session_t *s;
+	pool_stash_t *p = my_stash;
 
+	if (p != NULL) {
+		stash_lock(p);
+		s = p->s;
+		if (s != NULL && s->st == st)
+			p->s = NULL;
+		else
+			s = NULL;
+		stash_unlock(p);
+		if (s != NULL)
+			return s;
+	}
 	pthread_mutex_lock(&st->pool_lock);
 	s = st->pool;
 	if (s != NULL) {
@@ -579,16 +732,20 @@ storage_session_pool_put(storage_t *st, storage_session_t *s)
 	storage_cursor_settle(s);
 	if (++s->pool_puts % POOL_RESET_EVERY == 0)
 		s->ws->reset(s->ws);
-	pthread_mutex_lock(&st->pool_lock);
-	if (st->pool_size < POOL_MAX) {
-		s->pool_next = st->pool;
-		st->pool = s;
-		st->pool_size++;
-		s = NULL;
+	{
+		pool_stash_t *p = my_stash != NULL ? my_stash : stash_attach();
+		if (p != NULL) {
+			stash_lock(p);
+			if (p->s == NULL) {
+				p->s = s;
+				s = NULL;
+			}
+			stash_unlock(p);
+			if (s == NULL)
+				return;
+		}
 	}
-	pthread_mutex_unlock(&st->pool_lock);
-	if (s != NULL)
-		storage_session_close(s);
+	pool_push(s);
 }
 
 uint8_t *

@@ -224,6 +224,9 @@ struct storage {
 	pthread_rwlock_t cat_lock;
 	storage_coll_t **colls;
 	int ncolls, colls_cap;
+	/* Bumped (release) under cat_lock exclusive by every change of colls:
+	 * a thread's cached lookup (catalog.c) holds while it is unchanged. */
+	uint64_t cat_gen;
 	/* Views: {ns: definition, ...} (a view has no tables), replaced whole
 	 * on every change, under cat_lock like colls. */
 	bson_t *views;

@@ -445,6 +445,11 @@ test_find_and_writes(void)
 			    bson_iter_find(&ns, "fw.topA") && bson_iter_recurse(&ns, &cnt) &&
 			    bson_iter_find_descendant(&cnt, "queries.count", &tot));
 			TT_EQ_INT(bson_iter_as_int64(&tot), 10);
+			/* total (not stored: readLock + writeLock) counts the same 10 */
+			TT_ASSERT(bson_iter_recurse(&ns, &cnt) && bson_iter_find_descendant(&cnt, "total.count", &tot));
+			TT_EQ_INT(bson_iter_as_int64(&tot), 10);
+			TT_ASSERT(bson_iter_recurse(&ns, &cnt) && bson_iter_find_descendant(&cnt, "readLock.count", &tot));
+			TT_EQ_INT(bson_iter_as_int64(&tot), 10);
 		}
 		tt_free_reply(r);
 		r = run("admin", "{\"serverStatus\": 1}", &rc);

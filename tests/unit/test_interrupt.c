@@ -99,6 +99,93 @@ test_registry_corners(void)
 	tm_opctx_end(&a);
 }
 
+/* The registry is per thread (a slot each): operations of several threads
+ * are all listed, oldest first, a kill from another thread reaches its
+ * operation, and a thread's exit leaves nothing behind. */
+typedef struct {
+	tm_opctx_t op;
+	pthread_mutex_t *mu;
+	pthread_cond_t *cv;
+	int *step;               /* 1..n: begun, n + 1: end them */
+	int n, me, killed_seen;
+} reg_thread_t;
+
+static void *
+reg_thread_main(void *arg)
+{
+	reg_thread_t *r = arg;
+	terr_t err = TERR_INIT;
+
+	pthread_mutex_lock(r->mu);
+	while (*r->step < r->me)          /* begin in turn: start order = index order */
+		pthread_cond_wait(r->cv, r->mu);
+	tm_opctx_begin(&r->op, r);
+	usleep(2000);
+	(*r->step)++;
+	pthread_cond_broadcast(r->cv);
+	while (*r->step <= r->n)
+		pthread_cond_wait(r->cv, r->mu);
+	pthread_mutex_unlock(r->mu);
+	r->killed_seen = tm_interrupt_check_now(&err) != 0 && err.code == TERR_INTERRUPTED;
+	terr_clear(&err);
+	tm_opctx_end(&r->op);
+	return NULL;
+}
+
+typedef struct {
+	void *owners[8];
+	int n;
+} reg_list_t;
+
+static void
+reg_collect(const tm_opctx_t *op, void *arg)
+{
+	reg_list_t *l = arg;
+
+	if (l->n < 8)
+		l->owners[l->n] = op->owner;
+	l->n++;
+}
+
+static void
+test_registry_threads(void)
+{
+	enum { N = 3 };
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+	int step = 0;
+	reg_thread_t r[N];
+	pthread_t th[N];
+	reg_list_t l = {0};
+
+	for (int i = 0; i < N; i++) {
+		r[i] = (reg_thread_t){.mu = &mu, .cv = &cv, .step = &step, .n = N, .me = i};
+		pthread_create(&th[i], NULL, reg_thread_main, &r[i]);
+	}
+	pthread_mutex_lock(&mu);
+	while (step < N)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+	tm_opctx_foreach(reg_collect, &l);
+	TT_EQ_INT(l.n, N);
+	for (int i = 0; i < N && i < l.n; i++)
+		TT_ASSERT(l.owners[i] == &r[i]);     /* oldest first */
+	TT_ASSERT(tm_opctx_kill(r[1].op.opid));
+	pthread_mutex_lock(&mu);
+	step = N + 1;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	for (int i = 0; i < N; i++)
+		pthread_join(th[i], NULL);
+	TT_EQ_INT(r[0].killed_seen, 0);
+	TT_EQ_INT(r[1].killed_seen, 1);
+	TT_EQ_INT(r[2].killed_seen, 0);
+	l.n = 0;
+	tm_opctx_foreach(reg_collect, &l);
+	TT_EQ_INT(l.n, 0);
+	TT_ASSERT(!tm_opctx_kill(r[0].op.opid));
+}
+
 /* ---- overshoot over slow operations ------------------------------------- */
 
 /* 3000 elements, not a constant (constant expressions are folded when
@@ -504,6 +591,7 @@ main(void)
 		return 1;
 	setup_data();
 	TT_RUN(test_registry_corners);
+	TT_RUN(test_registry_threads);
 	TT_RUN(test_current_op_self);
 	TT_RUN(test_get_more);
 	TT_RUN(test_overshoot);

@@ -249,6 +249,116 @@ test_cache_slot(void)
 	close_and_clean(st);
 }
 
+/* The per-thread caches of issue 23 seen from another thread: a worker's
+ * catalog lookup cache and session stash must follow a drop and re-create
+ * made by another thread (the new descriptor, the stashed session's cursor
+ * on the dropped table closed), and closing the storage while the worker
+ * still lives must take its stashed session and cached descriptors (LSan
+ * reports them otherwise). */
+typedef struct {
+	storage_t *st;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int step;                 /* 1: worker cached; 2: main re-created; 3: worker checked; 4: closed */
+	uint8_t uuid_seen[16];
+	int rc;
+} cache_thread_t;
+
+static void
+cache_wait(cache_thread_t *t, int step)
+{
+	pthread_mutex_lock(&t->mu);
+	while (t->step < step)
+		pthread_cond_wait(&t->cv, &t->mu);
+	pthread_mutex_unlock(&t->mu);
+}
+
+static void
+cache_set(cache_thread_t *t, int step)
+{
+	pthread_mutex_lock(&t->mu);
+	t->step = step;
+	pthread_cond_broadcast(&t->cv);
+	pthread_mutex_unlock(&t->mu);
+}
+
+static void *
+cache_worker(void *arg)
+{
+	cache_thread_t *t = arg;
+	storage_coll_t *c = NULL;
+	storage_session_t *s;
+	terr_t err = TERR_INIT;
+	bson_t doc;
+
+	/* a lookup (cached) and a read through a session (a cached cursor on
+	 * the table), the session then stashed by this thread */
+	t->rc |= storage_coll_get(t->st, "d", "c", &c, &err);
+	s = storage_session_pool_get(t->st, &err);
+	t->rc |= s == NULL;
+	if (s != NULL && c != NULL) {
+		bson_value_t id = {.value_type = BSON_TYPE_INT32, .value.v_int32 = 1};
+		recid_t rid;
+		int rc = storage_doc_find_id(s, c, &id, &rid, &doc, &err);
+		t->rc |= rc != 0;       /* 0: found */
+	}
+	storage_coll_release(c);
+	storage_session_pool_put(t->st, s);
+	cache_set(t, 1);
+	cache_wait(t, 2);
+	c = NULL;
+	t->rc |= storage_coll_get(t->st, "d", "c", &c, &err);
+	if (c != NULL)
+		memcpy(t->uuid_seen, c->uuid, 16);
+	storage_coll_release(c);
+	s = storage_session_pool_get(t->st, &err);
+	storage_session_pool_put(t->st, s);
+	cache_set(t, 3);
+	cache_wait(t, 4);          /* the storage closes while this thread lives */
+	terr_clear(&err);
+	return NULL;
+}
+
+static void
+test_thread_caches(void)
+{
+	storage_t *st = open_fresh("tcache");
+	terr_t err = TERR_INIT;
+	storage_coll_t *c = NULL;
+	storage_session_t *s;
+	cache_thread_t t = {.st = st};
+	pthread_t th;
+	recid_t rid;
+
+	pthread_mutex_init(&t.mu, NULL);
+	pthread_cond_init(&t.cv, NULL);
+	TT_EQ_INT(storage_coll_create(st, NULL, "d", "c", NULL, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "d", "c", &c, &err), 0);
+	s = storage_session_pool_get(st, &err);
+	TT_EQ_INT(insert_json(s, c, "{\"_id\": 1}", &rid, &err), 0);
+	storage_session_pool_put(st, s);
+	storage_coll_release(c);
+	pthread_create(&th, NULL, cache_worker, &t);
+	cache_wait(&t, 1);
+	/* the worker's stashed session holds a cursor on the table: the drop
+	 * must close it (else WiredTiger refuses the drop: EBUSY) */
+	TT_EQ_INT(storage_coll_drop(st, NULL, "d", "c", &err), 0);
+	TT_EQ_INT(storage_coll_create(st, NULL, "d", "c", NULL, &err), 0);
+	c = NULL;
+	TT_EQ_INT(storage_coll_get(st, "d", "c", &c, &err), 0);
+	cache_set(&t, 2);
+	cache_wait(&t, 3);
+	TT_EQ_INT(t.rc, 0);
+	TT_ASSERT(c != NULL && memcmp(t.uuid_seen, c->uuid, 16) == 0);   /* the new collection */
+	storage_coll_release(c);
+	close_and_clean(st);
+	cache_set(&t, 4);
+	pthread_join(th, NULL);
+	pthread_mutex_destroy(&t.mu);
+	pthread_cond_destroy(&t.cv);
+	terr_clear(&err);
+}
+
 static void
 test_documents(void)
 {
@@ -1971,6 +2081,7 @@ main(void)
 	TT_RUN(test_open_missing_folder);
 	TT_RUN(test_catalog);
 	TT_RUN(test_cache_slot);
+	TT_RUN(test_thread_caches);
 	TT_RUN(test_documents);
 	TT_RUN(test_recid_packing);
 	TT_RUN(test_duplicate_id);
