@@ -26,6 +26,12 @@ int cmd_ts_after_create(cmd_t *c, const char *name, terr_t *err);
 /* coll was dropped: the bucket catalog forgets its open buckets and
  * counters (no-op for other collections). */
 void cmd_ts_forget(const storage_coll_t *coll);
+
+/* The bucket catalog as a restart leaves it: every collection's open and
+ * archived buckets forgotten (the next measurements reopen stored buckets
+ * by query); the counters are kept.  For tests of what follows a restart
+ * without one. */
+void cmd_ts_catalog_forget_buckets(void);
 /* True for a time-series collection (options.timeseries). */
 bool cmd_ts_is(const storage_coll_t *coll);
 /* The command's rawData: true (reads and writes the buckets themselves). */
