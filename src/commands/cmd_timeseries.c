@@ -2192,6 +2192,17 @@ cmd_ts_index_spec(const storage_coll_t *coll, const storage_index_t *ix, bson_t 
 	return true;
 }
 
+/* mongod's BSONObjBuilder::appendNumber(long long): an int when it is
+ * within (-2^30, 2^30), else a long. */
+static void
+append_number(bson_t *out, const char *key, int64_t n)
+{
+	if (n > -(1LL << 30) && n < (1LL << 30))
+		BSON_APPEND_INT32(out, key, (int32_t)n);
+	else
+		BSON_APPEND_INT64(out, key, n);
+}
+
 void
 cmd_ts_stats_append(const storage_coll_t *coll, int64_t bucket_count, bson_t *out)
 {
@@ -2214,11 +2225,11 @@ cmd_ts_stats_append(const storage_coll_t *coll, int64_t bucket_count, bson_t *ou
 	bson_append_document_begin(out, "timeseries", -1, &ts);
 	BSON_APPEND_INT64(&ts, "bucketCount", bucket_count);
 	/* mongod's numActiveBuckets: open and archived buckets in the catalog */
-	BSON_APPEND_INT64(&ts, "numActiveBuckets", active);
+	append_number(&ts, "numActiveBuckets", active);
 	for (int i = 0; i < TSC_N; i++) {
-		BSON_APPEND_INT64(&ts, ts_counter_names[i], r->c[i]);
+		append_number(&ts, ts_counter_names[i], r->c[i]);
 		if (i == TSC_MEASUREMENTS && r->c[TSC_COMMITS] > 0)
-			BSON_APPEND_INT64(&ts, "avgNumMeasurementsPerCommit", r->c[TSC_MEASUREMENTS] / r->c[TSC_COMMITS]);
+			append_number(&ts, "avgNumMeasurementsPerCommit", r->c[TSC_MEASUREMENTS] / r->c[TSC_COMMITS]);
 	}
 	bson_append_document_end(out, &ts);
 }

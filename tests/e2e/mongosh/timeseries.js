@@ -171,4 +171,23 @@ test('bad input', () => {
 	eq(t.getCollectionNames().includes('bad'), false, 'nothing created');
 });
 
+test('reopening: a late measurement goes back into its stored bucket', () => {
+	t.createCollection('ro', {timeseries: {timeField: 'ts', metaField: 'sensor', granularity: 'seconds'}});
+	const h = 3600000;
+	t.ro.insertMany([{sensor: 'a', ts: new Date(base)}, {sensor: 'a', ts: new Date(base + 10 * 60000)}]);
+	t.ro.insertOne({sensor: 'a', ts: new Date(base + 2 * h)});            // time forward: a new bucket
+	eq(t.ro.countDocuments({}, {rawData: true}), 2, 'two buckets');
+	t.ro.insertOne({sensor: 'a', ts: new Date(base + 5 * 60000)});        // back: archive, query, reopen
+	eq(t.ro.countDocuments({}, {rawData: true}), 2, 'still two buckets');
+	let s = t.runCommand({collStats: 'ro'}).timeseries;
+	eq([s.numBucketsArchivedDueToTimeBackward, s.numBucketsQueried, s.numBucketsReopened], [1, 1, 1], 'queried and reopened');
+	t.ro.insertOne({sensor: 'a', ts: new Date(base + 2 * h + 1000)});      // forward again: the archived one, fetched
+	s = t.runCommand({collStats: 'ro'}).timeseries;
+	eq([s.numBucketsFetched, s.numBucketsReopened, s.numBucketsClosedDueToTimeForward], [1, 2, 2], 'fetched');
+	eq(t.ro.countDocuments({}, {rawData: true}), 2, 'no new bucket');
+	eq(t.ro.find({}, {_id: 0, ts: 1}).sort({ts: 1}).toArray().map(d => d.ts.getTime() - base),
+	   [0, 5 * 60000, 10 * 60000, 2 * h, 2 * h + 1000], 'measurements');
+	eq(s.numActiveBuckets, 1, 'one open (the one time forward left is closed, not archived)');
+});
+
 done();
