@@ -1062,6 +1062,26 @@ err:
 	return ret;
 }
 
+int
+cmd_ts_insert_one(cmd_t *c, storage_coll_t *coll, const bson_t *doc, terr_t *err)
+{
+	ts_options_t o;
+	bson_t *docs = tm_bson_array_new(1);
+	storage_session_t *s;
+	bson_value_t meta;
+	int64_t t_ms;
+	int ret = -1;
+
+	ts_options_get(coll->options, &o);
+	bson_init(&docs[0]);
+	if ((s = client_session(c->client, err)) != NULL && measurement_prepare(doc, &docs[0], err) == 0 &&
+	    measurement_check(&o, &docs[0], &meta, &t_ms, err) == 0)
+		ret = insert_measurements(c, s, coll, docs, 1, err);
+	bson_destroy(&docs[0]);
+	bson_free(docs);
+	return ret;
+}
+
 /* ---- reads ------------------------------------------------------------------------ */
 
 /* ---- what a read's pipeline needs of its measurements ----------------------------- */

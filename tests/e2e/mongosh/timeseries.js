@@ -143,7 +143,17 @@ test('$lookup and $unionWith read measurements', () => {
 	const fd = t.w.findOneAndDelete({x: 1});
 	eq(fd._id, fm._id, 'findOneAndDelete returns it');
 	eq(t.w.countDocuments({x: 1}), 0, 'and removes it');
-	eq(code(() => t.w.findOneAndUpdate({}, {$set: {x: 1}}, {sort: {ts: 1}})), 238, 'findAndModify with a sort: not built');
+	eq(code(() => t.w.findOneAndUpdate({}, {$set: {x: 1}}, {sort: {ts: 1}})), 72, 'findAndModify with a sort: InvalidOptions as mongod 9.0');
+	// mongod 8.0's bulkWrite command on measurements
+	const nb = t.w.countDocuments({});
+	const bw = db.adminCommand({bulkWrite: 1, nsInfo: [{ns: 'timeseries_e2e.w'}], ordered: false, ops: [
+		{insert: 0, document: {sensor: {id: 77}, ts: new Date(base), temp: 1}},
+		{insert: 0, document: {sensor: {id: 77}}},
+		{update: 0, filter: {'sensor.id': 77}, updateMods: {$set: {temp: 2}}, multi: true},
+		{delete: 0, filter: {'sensor.id': 77, temp: 2}, multi: true}]});
+	eq([bw.nInserted, bw.nErrors, bw.nMatched, bw.nDeleted], [1, 1, 1, 1], 'bulkWrite counts');
+	eq(bw.cursor.firstBatch[1].code, 2, 'a measurement without its time field');
+	eq(t.w.countDocuments({}), nb, 'inserted then deleted');
 	// upserts (mongod 8.0+): the upsert document becomes a measurement
 	const before = t.w.countDocuments({});
 	const up = t.w.updateOne({'sensor.id': 42, temp: -1}, {$set: {ts: new Date()}}, {upsert: true});
