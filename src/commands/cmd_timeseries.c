@@ -278,7 +278,7 @@ open_free(ts_open_t *b)
 {
 	bson_value_destroy(&b->meta);
 	ts_colstates_clear(&b->cols);
-	bson_free(b->arch);
+	ts_archive_free(&b->arch, &b->narch);
 	bson_free(b);
 }
 
@@ -348,6 +348,8 @@ typedef struct ts_target {
 	int n, cap;
 	int64_t bytes;
 	const ts_colstates_t *cols;  /* the catalog's column states of the bucket it continues, or NULL */
+	ts_colstates_t own;          /* an archived bucket's states, taken out of the catalog (when has_own) */
+	bool has_own;
 	uint64_t hash;               /* meta_hash of meta */
 	int chain;                   /* the next target in its ts_batch_t.heads chain, -1 */
 	bool current;                /* the bucket its meta's measurements go to now */
@@ -542,7 +544,8 @@ bucket_take(ts_batch_t *b, const bson_t *bucket, const bson_value_t *meta, uint6
 /* Fetch the archived bucket id: a target when m fits it (counted as mongod's
  * numBucketsFetched / numBucketFetchesFailed). */
 static ts_target_t *
-reopen_fetch(ts_batch_t *b, const bson_oid_t *id, const bson_value_t *meta, uint64_t h, const bson_t *m, int64_t t_ms)
+reopen_fetch(ts_batch_t *b, const bson_oid_t *id, ts_colstates_t *cols, const bson_value_t *meta, uint64_t h,
+    const bson_t *m, int64_t t_ms)
 {
 	bson_t filter = BSON_INITIALIZER, reply = BSON_INITIALIZER;
 	bson_iter_t it, f;
@@ -555,9 +558,15 @@ reopen_fetch(ts_batch_t *b, const bson_oid_t *id, const bson_value_t *meta, uint
 		uint32_t l;
 		bson_t bucket;
 		bson_iter_document(&f, &l, &d);
-		if (bson_init_static(&bucket, d, l) && bucket_take(b, &bucket, meta, h, m, t_ms, &t))
-			(void)0;
+		if (bson_init_static(&bucket, d, l) && bucket_take(b, &bucket, meta, h, m, t_ms, &t) && t->existing &&
+		    t->n == 0 && !t->has_own && t->cols == NULL) {
+			/* its column states, kept while it was archived */
+			t->own = *cols;
+			memset(cols, 0, sizeof(*cols));
+			t->has_own = true;
+		}
 	}
+	ts_colstates_clear(cols);
 	b->cnt[t != NULL ? TSC_FETCHED : TSC_FETCH_FAILED]++;
 	bson_destroy(&reply);
 	bson_destroy(&filter);
@@ -650,10 +659,10 @@ reopen(ts_batch_t *b, const bson_value_t *meta, uint64_t h, const bson_t *m, int
 		int i = ts_archive_find(row->arch, row->narch, t_ms, span);
 		if (i >= 0 && (best == NULL || row->arch[i].start_ms > best->start_ms)) {
 			bson_oid_t id = row->arch[i].id;
+			ts_colstates_t cols;
 			/* taken out of the archive whatever the fetch finds (mongod) */
-			memmove(&row->arch[i], &row->arch[i + 1], sizeof(*row->arch) * (size_t)(row->narch - i - 1));
-			row->narch--;
-			if ((t = reopen_fetch(b, &id, meta, h, m, t_ms)) != NULL)
+			ts_archive_take(row->arch, &row->narch, i, &cols);
+			if ((t = reopen_fetch(b, &id, &cols, meta, h, m, t_ms)) != NULL)
 				b->cnt[TSC_REOPENED]++;
 			return t;
 		}
@@ -800,7 +809,7 @@ write_target(storage_session_t *s, ts_batch_t *b, ts_target_t *t, bool *updated,
 		/* continued column by column: the changed bytes go to storage
 		 * (WiredTiger's modify) */
 		terr_t e = TERR_INIT;
-		if (ts_bucket_append_compressed(&b->o, &old, ms, t->n, t->cols, nb, &b->dmg,
+		if (ts_bucket_append_compressed(&b->o, &old, ms, t->n, t->has_own ? &t->own : t->cols, nb, &b->dmg,
 		        &t->next, &e) == 0) {
 			t->compressed = true;
 			ret = storage_doc_update_damages(s, b->coll, recid, &old, nb, &b->dmg, err);
@@ -916,8 +925,7 @@ catalog_commit(ts_batch_t *b)
 		/* a bucket taken up again leaves the archive */
 		for (int i = 0; i < o->narch; i++)
 			if (bson_oid_equal(&o->arch[i].id, &t->id)) {
-				memmove(&o->arch[i], &o->arch[i + 1], sizeof(*o->arch) * (size_t)(o->narch - i - 1));
-				o->narch--;
+				ts_archive_take(o->arch, &o->narch, i, NULL);
 				break;
 			}
 		if (t->archived) {
@@ -925,7 +933,7 @@ catalog_commit(ts_batch_t *b)
 				o->has_open = false;
 				ts_colstates_clear(&o->cols);
 			}
-			ts_archive_add(&o->arch, &o->narch, &o->archcap, TS_ARCHIVED_MAX, &t->id, t->start_ms);
+			ts_archive_add(&o->arch, &o->narch, &o->archcap, TS_ARCHIVED_MAX, &t->id, t->start_ms, &t->next);
 			continue;
 		}
 		/* the current target of a meta is the one left open, with its
@@ -977,6 +985,7 @@ insert_measurements(cmd_t *c, storage_session_t *s, storage_coll_t *coll, bson_t
 	for (int k = 0; k < b.nt; k++) {
 		bson_free(b.t[k].ms);
 		ts_colstates_clear(&b.t[k].next);
+		ts_colstates_clear(&b.t[k].own);
 	}
 	bson_free(b.t);
 	bdamages_destroy(&b.dmg);
@@ -1915,6 +1924,7 @@ moved_insert(storage_session_t *s, ts_rewrite_t *r, terr_t *err)
 	for (int i = 0; i < b.nt; i++) {
 		bson_free(b.t[i].ms);
 		ts_colstates_clear(&b.t[i].next);
+		ts_colstates_clear(&b.t[i].own);
 	}
 	bson_free(b.t);
 	bdamages_destroy(&b.dmg);

@@ -155,30 +155,5 @@ bool ts_event_split(const ts_options_t *o, const bson_t *filter, bson_t *event, 
 /* The explain / stage spec of $_internalUnpackBucket for o, into out. */
 void ts_unpack_spec(const ts_options_t *o, bson_t *out);
 
-/*
- * Archived buckets (mongod's archived set, per meta value): a bucket left
- * behind by a measurement older than its start, kept as its _id and start
- * so that a later measurement of its time range goes back into it.
- */
-typedef struct ts_archived {
-	bson_oid_t id;
-	int64_t start_ms;
-} ts_archived_t;
-
-/*
- * Add (id, start_ms) to *arch (n entries sorted by start ascending, starts
- * unique; capacity *cap, grown with bson_realloc, the caller frees *arch).
- * An entry with the same start is kept and the new one dropped (mongod keys
- * the set by start); when n reaches max the oldest start is dropped (the new
- * one if it is the oldest).  Returns 1 when added, 0 when dropped.
- */
-int ts_archive_add(ts_archived_t **arch, int *n, int *cap, int max, const bson_oid_t *id, int64_t start_ms);
-
-/*
- * The archived bucket a measurement at t_ms can go into: the index of the
- * greatest start <= t_ms when t_ms - start < span_ms, else -1 (mongod's
- * findArchivedCandidate).
- */
-int ts_archive_find(const ts_archived_t *arch, int n, int64_t t_ms, int64_t span_ms);
 
 #endif

@@ -6,12 +6,13 @@
  * Pure bookkeeping on a sorted array; the catalog and the reopening itself
  * (fetch, query) are in commands/cmd_timeseries.c.
  */
-#include "timeseries/timeseries.h"
+#include "timeseries/ts_compress.h"
 
 #include <string.h>
 
 int
-ts_archive_add(ts_archived_t **arch, int *n, int *cap, int max, const bson_oid_t *id, int64_t start_ms)
+ts_archive_add(ts_archived_t **arch, int *n, int *cap, int max, const bson_oid_t *id, int64_t start_ms,
+    ts_colstates_t *cols)
 {
 	int lo = 0, hi = *n;
 
@@ -24,12 +25,14 @@ ts_archive_add(ts_archived_t **arch, int *n, int *cap, int max, const bson_oid_t
 		else
 			hi = mid;
 	}
-	if (lo < *n && (*arch)[lo].start_ms == start_ms)
+	if ((lo < *n && (*arch)[lo].start_ms == start_ms) || (*n == max && lo == 0)) {
+		if (cols != NULL)
+			ts_colstates_clear(cols);
 		return 0;
+	}
 	if (*n == max) {
-		/* full: the oldest start goes (it may be the new one) */
-		if (lo == 0)
-			return 0;
+		/* full: the oldest start goes */
+		ts_colstates_clear(&(*arch)[0].cols);
 		memmove(&(*arch)[0], &(*arch)[1], sizeof(**arch) * (size_t)(*n - 1));
 		lo--;
 		(*n)--;
@@ -40,8 +43,34 @@ ts_archive_add(ts_archived_t **arch, int *n, int *cap, int max, const bson_oid_t
 	memmove(&(*arch)[lo + 1], &(*arch)[lo], sizeof(**arch) * (size_t)(*n - lo));
 	(*arch)[lo].id = *id;
 	(*arch)[lo].start_ms = start_ms;
+	memset(&(*arch)[lo].cols, 0, sizeof((*arch)[lo].cols));
+	if (cols != NULL) {
+		(*arch)[lo].cols = *cols;
+		memset(cols, 0, sizeof(*cols));
+	}
 	(*n)++;
 	return 1;
+}
+
+void
+ts_archive_take(ts_archived_t *arch, int *n, int i, ts_colstates_t *cols)
+{
+	if (cols != NULL)
+		*cols = arch[i].cols;
+	else
+		ts_colstates_clear(&arch[i].cols);
+	memmove(&arch[i], &arch[i + 1], sizeof(*arch) * (size_t)(*n - i - 1));
+	(*n)--;
+}
+
+void
+ts_archive_free(ts_archived_t **arch, int *n)
+{
+	for (int i = 0; i < *n; i++)
+		ts_colstates_clear(&(*arch)[i].cols);
+	bson_free(*arch);
+	*arch = NULL;
+	*n = 0;
 }
 
 int

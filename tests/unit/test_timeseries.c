@@ -16,7 +16,7 @@
 #include "common/mem.h"
 #include "query/keygen.h"
 #include "query/planner_ttl.h"
-#include "timeseries/timeseries.h"
+#include "timeseries/ts_compress.h"
 
 static engine_t *eng;
 static client_t *cl;
@@ -894,10 +894,10 @@ test_archive_set(void)
 
 	bson_oid_init(&id, NULL);
 	TT_EQ_INT(ts_archive_find(arch, n, 5, 10), -1);
-	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 100), 1);
-	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 300), 1);
-	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 200), 1);
-	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 200), 0);   /* same start: the first stays */
+	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 100, NULL), 1);
+	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 300, NULL), 1);
+	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 200, NULL), 1);
+	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 200, NULL), 0);   /* same start: the first stays */
 	TT_EQ_INT(n, 3);
 	TT_EQ_INT(arch[0].start_ms, 100);
 	TT_EQ_INT(arch[1].start_ms, 200);
@@ -908,20 +908,24 @@ test_archive_set(void)
 	TT_EQ_INT(ts_archive_find(arch, n, 150, 50), -1);   /* past its span, before the next */
 	TT_EQ_INT(ts_archive_find(arch, n, 250, 100), 1);
 	TT_EQ_INT(ts_archive_find(arch, n, 1000, 1000), 2);
-	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 50), 1);
+	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 50, NULL), 1);
 	TT_EQ_INT(n, 4);
 	/* full: the oldest start goes, or the new one when it is the oldest */
-	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 10), 0);
-	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 250), 1);
+	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 10, NULL), 0);
+	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 250, NULL), 1);
 	TT_EQ_INT(n, 4);
 	TT_EQ_INT(arch[0].start_ms, 100);
 	TT_EQ_INT(arch[1].start_ms, 200);
 	TT_EQ_INT(arch[2].start_ms, 250);
 	TT_EQ_INT(arch[3].start_ms, 300);
-	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 400), 1);
+	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 400, NULL), 1);
 	TT_EQ_INT(arch[0].start_ms, 200);
 	TT_EQ_INT(arch[3].start_ms, 400);
-	bson_free(arch);
+	ts_archive_take(arch, &n, 1, NULL);
+	TT_EQ_INT(n, 3);
+	TT_EQ_INT(arch[1].start_ms, 300);
+	ts_archive_free(&arch, &n);
+	TT_ASSERT(arch == NULL && n == 0);
 }
 
 static void
