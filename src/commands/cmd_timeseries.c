@@ -913,7 +913,8 @@ insert_txn(storage_session_t *s, void *arg, terr_t *err)
 	ts_batch_t *b = arg;
 
 	for (int k = 0; k < b->nt; k++)
-		RET(write_target(s, b, &b->t[k], &b->t[k].updated, err));
+		if (b->t[k].n > 0)   /* an open bucket the batch's first measurement rolled over: nothing to write */
+			RET(write_target(s, b, &b->t[k], &b->t[k].updated, err));
 	return compress_closed(s, b, err);
 }
 
@@ -931,8 +932,17 @@ catalog_commit(ts_batch_t *b)
 		ts_target_t *t = &b->t[k];
 		ts_open_t *o;
 
-		r->c[t->updated ? TSC_BUCKET_UPDATES : TSC_BUCKET_INSERTS]++;
-		r->c[TSC_MEASUREMENTS] += t->n;
+		if (t->n == 0) {
+			/* the open bucket, rolled over unwritten: its states go with it */
+			o = open_find(b->coll->uuid, &t->meta, t->hash);
+			if (o != NULL && o->has_open && bson_oid_equal(&o->id, &t->id) && t->next.n == 0) {
+				t->next = o->cols;
+				memset(&o->cols, 0, sizeof(o->cols));
+			}
+		} else {
+			r->c[t->updated ? TSC_BUCKET_UPDATES : TSC_BUCKET_INSERTS]++;
+			r->c[TSC_MEASUREMENTS] += t->n;
+		}
 		if (t->closed && !t->hard && t->next.n > 0) {
 			/* closed by a later time: its states kept for a query that reopens it */
 			o = open_row(b->coll->uuid, &t->meta, t->hash);
