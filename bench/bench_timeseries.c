@@ -27,6 +27,19 @@
  *
  * BENCH_TS_QUERY_ONLY=0|1 (BENCH_TS_QUERY_PLAIN for the plain collection)
  * ingests, then collects only around that query (three runs of it).
+ * BENCH_TS_LATE=random|backlog: late measurements after a restart (bucket
+ * reopening, issue 19): 100 sensors, one reading every 10 s for TS_N / 100
+ * readings each (hourly buckets that close by time), in order into "late"
+ * (time-series) and "latep" (plain); close and reopen (the bucket catalog
+ * starts empty); then TS_N / 10 late readings (at +5 s, between two stored
+ * ones), in commands of 1,000: "random" -- each command 10 readings of every
+ * sensor at random times of the whole range; "backlog" -- each command one
+ * sensor's 1,000 consecutive late readings, in time order.  Prints the
+ * bucket counts before and after, storageSize against the plain collection
+ * (after a clean close), and collStats' reopening counters; callgrind
+ * collects around the late time-series ingest only (instructions / late
+ * readings = instructions per late measurement).
+ *
  * BENCH_TS_INGEST_ONLY=ts|plain ingests into that collection only, with
  * callgrind collecting only around the ingest loop, for instruction counts:
  *   valgrind --tool=callgrind --collect-atstart=no bench_timeseries WORKDIR
@@ -313,6 +326,149 @@ storage_size(tamga_t *t, const char *coll)
 	return v;
 }
 
+/* BENCH_TS_LATE: see the header.  Reading k of sensor s: t = k * 10 s (+5 s
+ * when late), meta s. */
+#define LATE_SENSORS 100
+
+static void
+late_reading(bson_t *d, int64_t s, int64_t k, bool late, int64_t i)
+{
+	bson_init(d);
+	BSON_APPEND_INT32(d, "sensor", (int32_t)s);
+	BSON_APPEND_DATE_TIME(d, "t", BENCH_AT0 + k * 10000 + (late ? 5000 : 0));
+	BSON_APPEND_DOUBLE(d, "temp", 15.0 + (double)((i * 7) % 200) / 10.0);
+	BSON_APPEND_DOUBLE(d, "hum", 30.0 + (double)((i * 3) % 500) / 10.0);
+	BSON_APPEND_DOUBLE(d, "press", 1000.0 + (double)((i * 11) % 300) / 10.0);
+}
+
+static int64_t
+late_count(tamga_t *t, const char *coll, bool raw)
+{
+	bson_t *cmd = BCON_NEW("count", BCON_UTF8(coll), "rawData", BCON_BOOL(raw)), reply;
+	bson_iter_t it;
+	int64_t v = -1;
+
+	tcmd(t, TS_DB, cmd, &reply);
+	if (bson_iter_init_find(&it, &reply, "n") && BSON_ITER_HOLDS_NUMBER(&it))
+		v = bson_iter_as_int64(&it);
+	bson_destroy(&reply);
+	bson_destroy(cmd);
+	return v;
+}
+
+static void
+late_run(tamga_t *t, const char *coll, bool late, const char *shape, int64_t per, int64_t nlate)
+{
+	uint64_t rng = 19;
+
+	if (!late) {
+		for (int64_t k0 = 0; k0 < per; k0 += 10) {
+			bson_t cmd, docs, d;
+			char key[16];
+			int j = 0;
+			bson_init(&cmd);
+			BSON_APPEND_UTF8(&cmd, "insert", coll);
+			bson_append_array_begin(&cmd, "documents", -1, &docs);
+			for (int64_t k = k0; k < k0 + 10 && k < per; k++)
+				for (int64_t s = 0; s < LATE_SENSORS; s++, j++) {
+					snprintf(key, sizeof(key), "%d", j);
+					late_reading(&d, s, k, false, k * LATE_SENSORS + s);
+					bson_append_document(&docs, key, -1, &d);
+					bson_destroy(&d);
+				}
+			bson_append_array_end(&cmd, &docs);
+			twrite(t, TS_DB, &cmd, -1, NULL, 0);
+			bson_destroy(&cmd);
+		}
+		return;
+	}
+	for (int64_t done = 0, c = 0; done < nlate; c++) {
+		bson_t cmd, docs, d;
+		char key[16];
+		bson_init(&cmd);
+		BSON_APPEND_UTF8(&cmd, "insert", coll);
+		bson_append_array_begin(&cmd, "documents", -1, &docs);
+		for (int j = 0; j < 1000 && done < nlate; j++, done++) {
+			int64_t s, k;
+			if (strcmp(shape, "backlog") == 0) {
+				/* one sensor's consecutive readings, from a point of its range */
+				s = c % LATE_SENSORS;
+				k = ((c / LATE_SENSORS) * 1000 + j) % per;
+			} else {
+				rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+				s = j % LATE_SENSORS;
+				k = (int64_t)((rng >> 33) % (uint64_t)per);
+			}
+			snprintf(key, sizeof(key), "%d", j);
+			late_reading(&d, s, k, true, done);
+			bson_append_document(&docs, key, -1, &d);
+			bson_destroy(&d);
+		}
+		bson_append_array_end(&cmd, &docs);
+		twrite(t, TS_DB, &cmd, -1, NULL, 0);
+		bson_destroy(&cmd);
+	}
+}
+
+static void
+late_counters(tamga_t *t)
+{
+	bson_t *cmd = BCON_NEW("collStats", BCON_UTF8("late")), reply;
+	bson_iter_t it, ts;
+	static const char *const names[] = {"numBucketsReopened", "numBucketsQueried", "numBucketQueriesFailed",
+	    "numBucketsFetched", "numBucketsArchivedDueToTimeBackward", "numBucketsClosedDueToTimeForward",
+	    "numBucketInserts", "numBucketUpdates"};
+
+	tcmd(t, TS_DB, cmd, &reply);
+	printf("late counters:");
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (bson_iter_init_find(&it, &reply, "timeseries") && bson_iter_recurse(&it, &ts) &&
+		    bson_iter_find(&ts, names[i]))
+			printf(" %s %lld", names[i], (long long)bson_iter_as_int64(&ts));
+	printf("\n");
+	bson_destroy(&reply);
+	bson_destroy(cmd);
+}
+
+static void
+late_bench(tamga_t **t, const char *path, const char *shape)
+{
+	int64_t per = TS_N / LATE_SENSORS, nlate = TS_N / 10, b0, b1;
+	tamga_error_t e;
+	double s;
+	bson_t *c = BCON_NEW("create", "late", "timeseries", "{", "timeField", "t", "metaField", "sensor", "}");
+
+	tcmd0(*t, TS_DB, c);
+	bson_destroy(c);
+	late_run(*t, "late", false, shape, per, 0);
+	late_run(*t, "latep", false, shape, per, 0);
+	b0 = late_count(*t, "late", true);
+	tamga_close(*t);
+	if (tamga_open(path, "cache_size=1G", t, &e) != 0)
+		die("tamga_open", e.message);
+	s = now();
+	CALLGRIND_TOGGLE_COLLECT;
+	late_run(*t, "late", true, shape, per, nlate);
+	CALLGRIND_TOGGLE_COLLECT;
+	s = now() - s;
+	late_run(*t, "latep", true, shape, per, nlate);
+	b1 = late_count(*t, "late", true);
+	printf("late %s: %lld in-order + %lld late measurements (%lld sensors), late ingest %.3f s (%.0f/s)\n", shape,
+	    (long long)(per * LATE_SENSORS), (long long)nlate, (long long)LATE_SENSORS, s, (double)nlate / s);
+	printf("late %s: buckets %lld before the late ones, %lld after (+%lld); measurements ts %lld plain %lld\n", shape,
+	    (long long)b0, (long long)b1, (long long)(b1 - b0), (long long)late_count(*t, "late", false),
+	    (long long)late_count(*t, "latep", false));
+	late_counters(*t);
+	tamga_close(*t);
+	if (tamga_open(path, "cache_size=1G", t, &e) != 0)
+		die("tamga_open", e.message);
+	{
+		int64_t a = storage_size(*t, "late"), p = storage_size(*t, "latep");
+		printf("late %s: storageSize ts %lld, plain %lld, ratio %.3f\n", shape, (long long)a, (long long)p,
+		    p > 0 ? (double)a / (double)p : 0.0);
+	}
+}
+
 /* Run an aggregate, drain it, check the group count; returns the best of
  * three runs in seconds (-1: a wrong answer). */
 static double
@@ -461,6 +617,11 @@ main(int argc, char **argv)
 		snprintf(path, sizeof(path), "%s/wt-floor", argv[1]);
 		mkdir(path, 0755);
 		ts_floor(path, getenv("BENCH_TS_FLOOR"));
+		tamga_close(t);
+		return 0;
+	}
+	if (getenv("BENCH_TS_LATE") != NULL) {
+		late_bench(&t, path, getenv("BENCH_TS_LATE"));
 		tamga_close(t);
 		return 0;
 	}

@@ -14,7 +14,10 @@
  * delete commands are (retried_op): a retry answers the ops that ran from
  * their oplog entries, in memory and after a restart, and runs the others.
  *
- * Not here: raw time-series data (no time-series collections exist).
+ * Operations on a time-series collection (without rawData) write
+ * measurements, as mongod 8.0+: an insert routed into its bucket, updates
+ * and deletes through cmd_timeseries.c's bucket rewrites; a retryable
+ * bulkWrite on one answers 238.
  */
 #include "commands/commands_private.h"
 #include "commands/cmd_timeseries.h"
@@ -302,18 +305,26 @@ run_op(cmd_t *c, storage_session_t *s, const bson_t *op, int kind, bw_ns_t *ns, 
 {
 	bson_iter_t it;
 	bson_t sub;
+	bool ts;
 
 	*n = 0;
 	*fatal = false;
 	memset(r, 0, sizeof(*r));
 	if (ns->ref == NULL)
 		storage_coll_get(c->engine->st, ns->db, ns->coll, &ns->ref, NULL);
-	if (cmd_ts_is(ns->ref) && !cmd_ts_raw(c))
+	ts = cmd_ts_is(ns->ref) && !cmd_ts_raw(c);
+	if (ts && c->txn_oplog_session)
 		return terr_set(e, TERR_NOT_IMPLEMENTED,
-		    "bulkWrite on a time-series collection is not supported by Tamga yet (use insert/update/delete)");
+		    "a retryable bulkWrite on a time-series collection is not supported by Tamga yet");
 	if (kind == BW_INSERT) {
 		bson_iter_init_find(&it, op, "document");
 		sub_view(&it, &sub);
+		if (ts) {
+			/* a measurement into its bucket (cmd_timeseries.c) */
+			RET(cmd_ts_insert_one(c, ns->ref, &sub, e));
+			*n = 1;
+			return 0;
+		}
 		if (ns->ref == NULL)
 			RET(write_get_or_create_coll_in(c, ns->db, ns->coll, &ns->ref, e));
 		RET(write_insert_one(c, s, ns->ref, &sub, bypass, sync, e));
@@ -344,6 +355,8 @@ run_op(cmd_t *c, storage_session_t *s, const bson_t *op, int kind, bw_ns_t *ns, 
 			multi = bson_iter_as_bool(&it);
 		bson_iter_init_find(&it, op, "filter");
 		sub_view(&it, &sub);
+		if (ts)   /* measurements out of their buckets (cmd_timeseries.c) */
+			return cmd_ts_delete(c, ns->ref, &sub, collation, multi, n, e);
 		return write_delete_run(c, s, ns->ref, &sub, let, collation, !multi, sync, n, e);
 	}
 }

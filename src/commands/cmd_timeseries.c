@@ -112,12 +112,9 @@ cmd_ts_after_create(cmd_t *c, const char *name, terr_t *err)
 bool
 cmd_ts_is(const storage_coll_t *coll)
 {
-	bson_iter_t it;
-
-	/* most collections have no options: no walk (~170 instructions) */
-	return coll != NULL && coll->options != NULL && coll->options->len > 5 &&
-	    bson_iter_init_find(&it, coll->options, "timeseries") &&
-	    BSON_ITER_HOLDS_DOCUMENT(&it);
+	/* read once by storage when the descriptor was built (an options walk
+	 * here cost ~400 instructions per command on a clustered collection) */
+	return coll != NULL && coll->timeseries;
 }
 
 bool
@@ -130,22 +127,81 @@ cmd_ts_raw(const cmd_t *c)
 
 /* ---- the bucket catalog --------------------------------------------------------- */
 
+/*
+ * Per collection and meta value: the open bucket (its _id, start, count,
+ * bytes and its columns' append states) and the archived ones -- buckets
+ * left behind by a measurement older than the open bucket's start (mongod's
+ * RolloverAction::kArchive), kept as (_id, start) only, so that a later
+ * measurement of their time range goes back into them (mongod's archived
+ * buckets, `findArchivedCandidate`).  A row may hold archived buckets and
+ * no open one.
+ */
+/* archived buckets kept per meta value; past it the oldest start is dropped
+ * (a query still finds it: nothing but the lookup's speed is lost) */
+#define TS_ARCHIVED_MAX 64
+#define TS_SOFT_STATES_MAX 8
+
 typedef struct ts_open {
 	uint8_t uuid[16];
 	bson_value_t meta;           /* owned copy; EOD: no meta */
 	uint64_t hash;
+	bool has_open;               /* false: only archived buckets are known */
 	bson_oid_t id;
 	int64_t start_ms;
 	int count;
 	int64_t bytes;
 	ts_colstates_t cols;         /* its columns' append states (compressed buckets) */
+	ts_archived_t *arch;         /* archived buckets, by start ascending (starts unique) */
+	int narch, archcap;
+	/* the column states of the last few buckets closed by a later time
+	 * (mongod's soft close: a query may reopen them); a cache only, never
+	 * consulted for routing */
+	ts_archived_t *soft;
+	int nsoft, softcap;
 	struct ts_open *next;
 } ts_open_t;
 
+/* The counters of collStats' timeseries section that Tamga keeps, in
+ * mongod's order (appendExecutionStatsToBuilder); avgNumMeasurementsPerCommit
+ * is computed after numMeasurementsCommitted. */
+enum {
+	TSC_BUCKET_INSERTS,
+	TSC_BUCKET_UPDATES,
+	TSC_OPENED_META,
+	TSC_CLOSED_COUNT,
+	TSC_CLOSED_SIZE,
+	TSC_CLOSED_FORWARD,
+	TSC_COMMITS,
+	TSC_MEASUREMENTS,
+	TSC_ARCHIVED_BACKWARD,
+	TSC_REOPENED,
+	TSC_FETCHED,
+	TSC_QUERIED,
+	TSC_FETCH_FAILED,
+	TSC_QUERY_FAILED,
+	TSC_N
+};
+
+static const char *const ts_counter_names[TSC_N] = {
+	[TSC_BUCKET_INSERTS] = "numBucketInserts",
+	[TSC_BUCKET_UPDATES] = "numBucketUpdates",
+	[TSC_OPENED_META] = "numBucketsOpenedDueToMetadata",
+	[TSC_CLOSED_COUNT] = "numBucketsClosedDueToCount",
+	[TSC_CLOSED_SIZE] = "numBucketsClosedDueToSize",
+	[TSC_CLOSED_FORWARD] = "numBucketsClosedDueToTimeForward",
+	[TSC_COMMITS] = "numCommits",
+	[TSC_MEASUREMENTS] = "numMeasurementsCommitted",
+	[TSC_ARCHIVED_BACKWARD] = "numBucketsArchivedDueToTimeBackward",
+	[TSC_REOPENED] = "numBucketsReopened",
+	[TSC_FETCHED] = "numBucketsFetched",
+	[TSC_QUERIED] = "numBucketsQueried",
+	[TSC_FETCH_FAILED] = "numBucketFetchesFailed",
+	[TSC_QUERY_FAILED] = "numBucketQueriesFailed",
+};
+
 typedef struct ts_stats_row {
 	uint8_t uuid[16];
-	int64_t bucket_inserts, bucket_updates, commits, measurements;
-	int64_t closed_count, closed_size, closed_forward, closed_backward, opened_meta;
+	int64_t c[TSC_N];
 	struct ts_stats_row *next;
 } ts_stats_row_t;
 
@@ -200,7 +256,38 @@ open_find(const uint8_t *uuid, const bson_value_t *meta, uint64_t h)
 	return NULL;
 }
 
-/* Forget every open bucket of a collection (its buckets were rewritten). */
+/* The catalog row of meta, created empty (no open bucket) when absent. */
+static ts_open_t *
+open_row(const uint8_t *uuid, const bson_value_t *meta, uint64_t h)
+{
+	ts_open_t *o = open_find(uuid, meta, h);
+
+	if (o != NULL)
+		return o;
+	o = bson_malloc0(sizeof(*o));
+	memcpy(o->uuid, uuid, 16);
+	if (meta->value_type == BSON_TYPE_EOD)
+		o->meta.value_type = BSON_TYPE_EOD;
+	else
+		bson_value_copy(meta, &o->meta);
+	o->hash = h;
+	o->next = ts_open_buckets[h % TS_HASH];
+	ts_open_buckets[h % TS_HASH] = o;
+	return o;
+}
+
+static void
+open_free(ts_open_t *b)
+{
+	bson_value_destroy(&b->meta);
+	ts_colstates_clear(&b->cols);
+	ts_archive_free(&b->arch, &b->narch);
+	ts_archive_free(&b->soft, &b->nsoft);
+	bson_free(b);
+}
+
+/* Forget every open and archived bucket of a collection (its buckets were
+ * rewritten). */
 static void
 open_forget(const uint8_t *uuid)
 {
@@ -210,14 +297,26 @@ open_forget(const uint8_t *uuid)
 			ts_open_t *b = *pp;
 			if (memcmp(b->uuid, uuid, 16) == 0) {
 				*pp = b->next;
-				bson_value_destroy(&b->meta);
-				ts_colstates_clear(&b->cols);
-				bson_free(b);
+				open_free(b);
 			} else {
 				pp = &b->next;
 			}
 		}
 	}
+}
+
+void
+cmd_ts_catalog_forget_buckets(void)
+{
+	pthread_mutex_lock(&ts_lock);
+	for (int i = 0; i < TS_HASH; i++) {
+		while (ts_open_buckets[i] != NULL) {
+			ts_open_t *b = ts_open_buckets[i];
+			ts_open_buckets[i] = b->next;
+			open_free(b);
+		}
+	}
+	pthread_mutex_unlock(&ts_lock);
 }
 
 void
@@ -241,19 +340,27 @@ cmd_ts_forget(const storage_coll_t *coll)
 
 /* ---- insert ---------------------------------------------------------------------- */
 
-/* One bucket an insert writes: an open one (existing) or a new one. */
+/* One bucket an insert writes: an open or reopened one (existing) or a new one. */
 typedef struct ts_target {
 	bson_oid_t id;
 	int64_t start_ms;
 	bson_value_t meta;           /* borrowed from a measurement */
 	bool existing;
+	int base_count;              /* an existing bucket's measurements and bytes before this insert */
+	int64_t base_bytes;
 	int *ms;                     /* indexes into the batch's measurements */
 	int n, cap;
 	int64_t bytes;
-	ts_open_t *open;             /* the catalog row it continues or will become */
+	const ts_colstates_t *cols;  /* the catalog's column states of the bucket it continues, or NULL */
+	ts_colstates_t own;          /* an archived bucket's states, taken out of the catalog (when has_own) */
+	bool has_own;
 	uint64_t hash;               /* meta_hash of meta */
 	int chain;                   /* the next target in its ts_batch_t.heads chain, -1 */
+	bool current;                /* the bucket its meta's measurements go to now */
+	bool archived;               /* left behind by an older measurement (reopenable) */
 	bool closed;                 /* full or rolled over: compressed once written */
+	bool hard;                   /* closed because full (count or size): never reopened */
+	bool updated;                /* written as an update of the stored bucket */
 	bool compressed;             /* written compressed (nothing to do when it closes) */
 	ts_colstates_t next;         /* its columns' append states once written (to the catalog at commit) */
 } ts_target_t;
@@ -270,8 +377,7 @@ typedef struct ts_batch {
 	int nt, tcap;
 	/* the batch's targets by meta: chains of indexes into t, newest first */
 	int heads[TS_BATCH_HASH];
-	int64_t closed[4];           /* count, size, forward, backward */
-	int64_t opened_meta;         /* new buckets for a meta with none open */
+	int64_t cnt[TSC_N];          /* counters, added to the collection's at commit */
 	bool fresh;                  /* new buckets only (the open ones may have been rewritten) */
 	bdamages_t dmg;              /* scratch: an appended bucket's byte changes */
 } ts_batch_t;
@@ -339,128 +445,324 @@ target_new(ts_batch_t *b, const bson_value_t *meta, uint64_t h, int64_t t_ms)
 	return t;
 }
 
+/*
+ * Why measurement m (time t_ms) does not fit target t: -1 it fits, else
+ * the closing counter (count, size, time forward) or -2 for time backward
+ * (mongod's rollover reasons, checked in its order).
+ */
+static int
+target_misfit(const ts_batch_t *b, const ts_target_t *t, const bson_t *m, int64_t t_ms)
+{
+	int count = t->base_count + t->n;
+	int64_t bytes = t->base_bytes + t->bytes;
+
+	if (count >= TS_BUCKET_MAX_COUNT)
+		return TSC_CLOSED_COUNT;
+	if (bytes + m->len > TS_BUCKET_MAX_BYTES && count > 0)
+		return TSC_CLOSED_SIZE;
+	if (t_ms >= t->start_ms + b->o.max_span * 1000)
+		return TSC_CLOSED_FORWARD;
+	if (t_ms < t->start_ms)
+		return -2;
+	return -1;
+}
+
 CMD_HANDLER(cmd_find);
 
-/*
- * No open bucket of this meta is known (a restart, or a rewrite made the
- * catalog forget): the newest stored bucket of the meta, by its start (the
- * default {meta, control.min, control.max} index when there is one), is
- * taken up again as the open one when it still has room.  Under ts_lock.
- */
-static ts_open_t *
-reopen(ts_batch_t *b, const bson_value_t *meta, uint64_t h)
+/* Run a rawData find of the collection's buckets (filter and limit); the
+ * reply goes to *reply (the caller destroys it).  0, or -1 when it failed. */
+static int
+buckets_find(ts_batch_t *b, const bson_t *filter, int limit, bson_t *reply)
 {
-	bson_t body = BSON_INITIALIZER, filter, sort, reply = BSON_INITIALIZER;
-	bson_iter_t it, f;
+	bson_t body = BSON_INITIALIZER;
 	terr_t e = TERR_INIT;
 	cmd_t sub = *b->c;
-	char path[600];
-	ts_open_t *o = NULL;
+	int rc;
 
 	BSON_APPEND_UTF8(&body, "find", b->coll->name);
-	BSON_APPEND_DOCUMENT_BEGIN(&body, "filter", &filter);
-	if (meta->value_type == BSON_TYPE_EOD) {
-		bson_t ex;
-		BSON_APPEND_DOCUMENT_BEGIN(&filter, "meta", &ex);
-		BSON_APPEND_BOOL(&ex, "$exists", false);
-		bson_append_document_end(&filter, &ex);
-	} else {
-		bv_append(&filter, "meta", -1, meta);
-	}
-	bson_append_document_end(&body, &filter);
-	bson_snprintf(path, sizeof(path), "control.min.%s", b->o.time_field);
-	BSON_APPEND_DOCUMENT_BEGIN(&body, "sort", &sort);
-	BSON_APPEND_INT32(&sort, path, -1);
-	bson_append_document_end(&body, &sort);
-	BSON_APPEND_INT32(&body, "limit", 1);
+	BSON_APPEND_DOCUMENT(&body, "filter", filter);
+	if (limit > 0)
+		BSON_APPEND_INT32(&body, "limit", limit);
 	BSON_APPEND_BOOL(&body, "singleBatch", true);
 	BSON_APPEND_BOOL(&body, "rawData", true);
 	sub.body = &body;
 	sub.name = "find";
-	sub.reply = &reply;
+	sub.reply = reply;
 	bson_iter_init(&sub.first, &body);
 	bson_iter_next(&sub.first);
-	if (cmd_find(&sub, &e) == 0 && bson_iter_init(&it, &reply) &&
+	rc = cmd_find(&sub, &e);
+	terr_clear(&e);
+	bson_destroy(&body);
+	return rc == 0 ? 0 : -1;
+}
+
+/*
+ * A stored bucket of meta a fetch or a query found, taken up as a target
+ * when measurement m fits it (same meta, exactly; its start, count and size
+ * leave room): true with *t set.
+ */
+static bool
+bucket_take(ts_batch_t *b, const bson_t *bucket, const bson_value_t *meta, uint64_t h, const bson_t *m, int64_t t_ms,
+    ts_target_t **t)
+{
+	bson_iter_t it, st;
+	bson_value_t bm = {.value_type = BSON_TYPE_EOD};
+	char path[600];
+	ts_target_t probe;
+
+	bson_snprintf(path, sizeof(path), "control.min.%s", b->o.time_field);
+	if (!bson_iter_init_find(&it, bucket, "_id") || !BSON_ITER_HOLDS_OID(&it) || !bson_iter_init(&st, bucket) ||
+	    !bson_iter_find_descendant(&st, path, &st) || !BSON_ITER_HOLDS_DATE_TIME(&st))
+		return false;
+	{
+		bson_iter_t mi;
+		if (bson_iter_init_find(&mi, bucket, "meta"))
+			bm = *bson_iter_value(&mi);
+	}
+	if (!meta_same(&bm, meta))
+		return false;
+	memset(&probe, 0, sizeof(probe));
+	probe.start_ms = bson_iter_date_time(&st);
+	probe.base_count = ts_bucket_count(&b->o, bucket);
+	probe.base_bytes = bucket->len;
+	if (target_misfit(b, &probe, m, t_ms) != -1)
+		return false;
+	/* a bucket this batch already writes (closed in it): continue that target */
+	for (int k = b->heads[h % TS_BATCH_HASH]; k >= 0; k = b->t[k].chain)
+		if (bson_oid_equal(&b->t[k].id, bson_iter_oid(&it))) {
+			if (b->t[k].hard || target_misfit(b, &b->t[k], m, t_ms) != -1)
+				return false;
+			*t = &b->t[k];
+			(*t)->closed = (*t)->archived = false;
+			return true;
+		}
+	*t = target_slot(b, meta, h);
+	bson_oid_copy(bson_iter_oid(&it), &(*t)->id);
+	(*t)->start_ms = probe.start_ms;
+	(*t)->base_count = probe.base_count;
+	(*t)->base_bytes = probe.base_bytes;
+	(*t)->existing = true;
+	{
+		/* its column states when it closed by a later time in this process */
+		ts_open_t *row = open_find(b->coll->uuid, meta, h);
+		for (int i = 0; row != NULL && i < row->nsoft; i++)
+			if (bson_oid_equal(&row->soft[i].id, &(*t)->id)) {
+				ts_archive_take(row->soft, &row->nsoft, i, &(*t)->own);
+				(*t)->has_own = true;
+				break;
+			}
+	}
+	return true;
+}
+
+/* Fetch the archived bucket id: a target when m fits it (counted as mongod's
+ * numBucketsFetched / numBucketFetchesFailed). */
+static ts_target_t *
+reopen_fetch(ts_batch_t *b, const bson_oid_t *id, ts_colstates_t *cols, const bson_value_t *meta, uint64_t h,
+    const bson_t *m, int64_t t_ms)
+{
+	bson_t filter = BSON_INITIALIZER, reply = BSON_INITIALIZER;
+	bson_iter_t it, f;
+	ts_target_t *t = NULL;
+
+	BSON_APPEND_OID(&filter, "_id", id);
+	if (buckets_find(b, &filter, 1, &reply) == 0 && bson_iter_init(&it, &reply) &&
 	    bson_iter_find_descendant(&it, "cursor.firstBatch.0", &f) && BSON_ITER_HOLDS_DOCUMENT(&f)) {
 		const uint8_t *d;
 		uint32_t l;
 		bson_t bucket;
-		bson_iter_t idit, st;
 		bson_iter_document(&f, &l, &d);
-		if (bson_init_static(&bucket, d, l) && bson_iter_init_find(&idit, &bucket, "_id") &&
-		    BSON_ITER_HOLDS_OID(&idit) && bson_iter_init(&st, &bucket) &&
-		    bson_iter_find_descendant(&st, path, &st) && BSON_ITER_HOLDS_DATE_TIME(&st)) {
-			o = bson_malloc0(sizeof(*o));
-			memcpy(o->uuid, b->coll->uuid, 16);
-			if (meta->value_type == BSON_TYPE_EOD)
-				o->meta.value_type = BSON_TYPE_EOD;
-			else
-				bson_value_copy(meta, &o->meta);
-			o->hash = h;
-			bson_oid_copy(bson_iter_oid(&idit), &o->id);
-			o->start_ms = bson_iter_date_time(&st);
-			o->count = ts_bucket_count(&b->o, &bucket);
-			o->bytes = bucket.len;
-			o->next = ts_open_buckets[h % TS_HASH];
-			ts_open_buckets[h % TS_HASH] = o;
+		if (bson_init_static(&bucket, d, l) && bucket_take(b, &bucket, meta, h, m, t_ms, &t) && t->existing &&
+		    t->n == 0 && !t->has_own && t->cols == NULL) {
+			/* its column states, kept while it was archived */
+			t->own = *cols;
+			memset(cols, 0, sizeof(*cols));
+			t->has_own = true;
 		}
 	}
-	terr_clear(&e);
+	ts_colstates_clear(cols);
+	b->cnt[t != NULL ? TSC_FETCHED : TSC_FETCH_FAILED]++;
 	bson_destroy(&reply);
-	bson_destroy(&body);
-	return o;
+	bson_destroy(&filter);
+	return t;
 }
 
-/* Route measurement i (time t_ms) to a target: the open bucket of its meta
- * when it fits (time window, count, bytes), else a new one. */
+/*
+ * Query for a stored bucket of meta whose time range holds t_ms and that
+ * has room (mongod's generateReopeningPipeline: not closed, the same meta,
+ * control.min.<time> in (t - bucketMaxSpanSeconds, t], fewer than the
+ * maximum count, under the maximum size -- the last two checked here, on
+ * each bucket the filter returns, in the default index's order).  Counted as
+ * numBucketsQueried / numBucketQueriesFailed.
+ */
+static ts_target_t *
+reopen_query(ts_batch_t *b, const bson_value_t *meta, uint64_t h, const bson_t *m, int64_t t_ms)
+{
+	bson_t filter = BSON_INITIALIZER, reply = BSON_INITIALIZER, or, c, range, arr;
+	bson_iter_t it, batch;
+	char path[600];
+	ts_target_t *t = NULL;
+
+	bson_snprintf(path, sizeof(path), "control.min.%s", b->o.time_field);
+	BSON_APPEND_ARRAY_BEGIN(&filter, "$or", &arr);
+	BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &or);
+	BSON_APPEND_DOCUMENT_BEGIN(&or, "control.closed", &c);
+	BSON_APPEND_BOOL(&c, "$exists", false);
+	bson_append_document_end(&or, &c);
+	bson_append_document_end(&arr, &or);
+	BSON_APPEND_DOCUMENT_BEGIN(&arr, "1", &or);
+	BSON_APPEND_BOOL(&or, "control.closed", false);
+	bson_append_document_end(&arr, &or);
+	bson_append_array_end(&filter, &arr);
+	BSON_APPEND_DOCUMENT_BEGIN(&filter, path, &range);
+	BSON_APPEND_DATE_TIME(&range, "$lte", t_ms);
+	BSON_APPEND_DATE_TIME(&range, "$gt", t_ms - b->o.max_span * 1000);
+	bson_append_document_end(&filter, &range);
+	if (meta->value_type == BSON_TYPE_EOD) {
+		BSON_APPEND_DOCUMENT_BEGIN(&filter, "meta", &c);
+		BSON_APPEND_BOOL(&c, "$exists", false);
+		bson_append_document_end(&filter, &c);
+	} else {
+		bv_append(&filter, "meta", -1, meta);
+	}
+	if (buckets_find(b, &filter, 0, &reply) == 0 && bson_iter_init(&it, &reply) &&
+	    bson_iter_find_descendant(&it, "cursor.firstBatch", &batch) && BSON_ITER_HOLDS_ARRAY(&batch) &&
+	    bson_iter_recurse(&batch, &it)) {
+		while (t == NULL && bson_iter_next(&it)) {
+			const uint8_t *d;
+			uint32_t l;
+			bson_t bucket;
+			if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+				continue;
+			bson_iter_document(&it, &l, &d);
+			if (bson_init_static(&bucket, d, l))
+				bucket_take(b, &bucket, meta, h, m, t_ms, &t);
+		}
+	}
+	b->cnt[t != NULL ? TSC_QUERIED : TSC_QUERY_FAILED]++;
+	bson_destroy(&reply);
+	bson_destroy(&filter);
+	return t;
+}
+
+/*
+ * No current bucket of meta takes measurement m (time t_ms): a bucket to
+ * reopen, as mongod's getReopeningCandidate -- an archived one whose span
+ * holds t_ms (this batch's own first, then the catalog's, fetched by _id),
+ * else, when query_ok (no rollover, or a time-backward one), a query.  NULL: a new bucket.  Under ts_lock.
+ */
+static ts_target_t *
+reopen(ts_batch_t *b, const bson_value_t *meta, uint64_t h, const bson_t *m, int64_t t_ms, bool query_ok)
+{
+	int64_t span = b->o.max_span * 1000;
+	ts_target_t *best = NULL, *t = NULL;
+	ts_open_t *row;
+	int k;
+
+	/* this batch's buckets of meta left behind (archived, or closed by a
+	 * later time) whose span holds t_ms: the greatest start */
+	for (k = b->heads[h % TS_BATCH_HASH]; k >= 0; k = b->t[k].chain) {
+		ts_target_t *x = &b->t[k];
+		if (x->hash != h || x->hard || x->current || !meta_same(&x->meta, meta))
+			continue;
+		if (x->start_ms <= t_ms && t_ms - x->start_ms < span && (best == NULL || x->start_ms > best->start_ms))
+			best = x;
+	}
+	row = open_find(b->coll->uuid, meta, h);
+	if (row != NULL && row->narch > 0) {
+		int i = ts_archive_find(row->arch, row->narch, t_ms, span);
+		if (i >= 0 && (best == NULL || row->arch[i].start_ms > best->start_ms)) {
+			bson_oid_t id = row->arch[i].id;
+			ts_colstates_t cols;
+			/* taken out of the archive whatever the fetch finds (mongod) */
+			ts_archive_take(row->arch, &row->narch, i, &cols);
+			if ((t = reopen_fetch(b, &id, &cols, meta, h, m, t_ms)) != NULL)
+				b->cnt[TSC_REOPENED]++;
+			return t;
+		}
+	}
+	if (best != NULL) {
+		if (target_misfit(b, best, m, t_ms) != -1)
+			return NULL;
+		best->closed = best->archived = false;
+		b->cnt[TSC_REOPENED]++;
+		return best;
+	}
+	if (query_ok && (t = reopen_query(b, meta, h, m, t_ms)) != NULL)
+		b->cnt[TSC_REOPENED]++;
+	return t;
+}
+
+/*
+ * Route measurement i (time t_ms) to a target: the current bucket of its
+ * meta when it fits (count, bytes, time window); else that bucket rolls
+ * over -- archived when the measurement is older than its start and it is
+ * not full, closed otherwise -- and the measurement goes to a reopened
+ * bucket (reopen) or a new one.
+ */
 static void
 route(ts_batch_t *b, int i, const bson_value_t *meta, int64_t t_ms)
 {
 	const bson_t *m = &b->docs[i];
 	uint64_t h = meta_hash(b->coll->uuid, meta);
-	ts_open_t *open = b->fresh ? NULL : open_find(b->coll->uuid, meta, h);
 	ts_target_t *t = NULL;
-	bool closed_here = false;
+	bool seen = false, rolled = false, query_ok = true;
 	int k;
 
-	/* the newest target of this batch for this meta, if any */
+	/* the current target of this batch for this meta, if any */
 	for (k = b->heads[h % TS_BATCH_HASH]; k >= 0; k = b->t[k].chain)
 		if (b->t[k].hash == h && meta_same(&b->t[k].meta, meta)) {
-			t = &b->t[k];
-			break;
+			seen = true;
+			if (b->t[k].current) {
+				t = &b->t[k];
+				break;
+			}
 		}
-	if (t == NULL && open == NULL && !b->fresh)
-		open = reopen(b, meta, h);
-	if (t == NULL && open != NULL) {
-		t = target_slot(b, meta, h);
-		t->id = open->id;
-		t->start_ms = open->start_ms;
-		t->existing = true;
-		t->open = open;
+	if (!seen && !b->fresh) {
+		/* the meta's first measurement in this batch: the catalog's open bucket */
+		ts_open_t *open = open_find(b->coll->uuid, meta, h);
+		if (open != NULL && open->has_open) {
+			t = target_slot(b, meta, h);
+			t->id = open->id;
+			t->start_ms = open->start_ms;
+			t->base_count = open->count;
+			t->base_bytes = open->bytes;
+			t->cols = &open->cols;
+			t->existing = true;
+			t->current = true;
+		}
 	}
 	if (t != NULL) {
-		int count = t->n + (t->existing ? t->open->count : 0);
-		int64_t bytes = t->bytes + (t->existing ? t->open->bytes : 0);
-		int why = -1;
-		if (count >= TS_BUCKET_MAX_COUNT)
-			why = 0;
-		else if (bytes + m->len > TS_BUCKET_MAX_BYTES && count > 0)
-			why = 1;
-		else if (t_ms >= t->start_ms + b->o.max_span * 1000)
-			why = 2;
-		else if (t_ms < t->start_ms)
-			why = 3;
-		if (why >= 0) {
-			b->closed[why]++;
-			t->closed = true;
-			t = NULL;
-			closed_here = true;
+		int why = target_misfit(b, t, m, t_ms);
+		if (why == -1) {
+			target_add(t, i, m->len);
+			return;
 		}
+		t->current = false;
+		rolled = true;
+		if (why == -2 && !b->fresh) {
+			/* mongod archives it (kArchive) */
+			t->archived = true;
+			b->cnt[TSC_ARCHIVED_BACKWARD]++;
+		} else {
+			t->closed = true;
+			t->hard = why == TSC_CLOSED_COUNT || why == TSC_CLOSED_SIZE;
+			if (why >= 0)
+				b->cnt[why]++;
+		}
+		/* mongod queries for a bucket only after a time-backward rollover
+		 * (or with no open bucket) */
+		query_ok = why == -2;
+		t = NULL;
 	}
-	if (t == NULL && open == NULL && closed_here == false)
-		b->opened_meta++;
-	if (t == NULL)
+	if (!b->fresh)
+		t = reopen(b, meta, h, m, t_ms, query_ok);
+	if (t == NULL) {
+		if (!rolled)
+			b->cnt[TSC_OPENED_META]++;
 		t = target_new(b, meta, h, t_ms);
+	}
+	t->current = true;
 	target_add(t, i, m->len);
 }
 
@@ -521,7 +823,7 @@ write_target(storage_session_t *s, ts_batch_t *b, ts_target_t *t, bool *updated,
 		/* continued column by column: the changed bytes go to storage
 		 * (WiredTiger's modify) */
 		terr_t e = TERR_INIT;
-		if (ts_bucket_append_compressed(&b->o, &old, ms, t->n, t->open != NULL ? &t->open->cols : NULL, nb, &b->dmg,
+		if (ts_bucket_append_compressed(&b->o, &old, ms, t->n, t->has_own ? &t->own : t->cols, nb, &b->dmg,
 		        &t->next, &e) == 0) {
 			t->compressed = true;
 			ret = storage_doc_update_damages(s, b->coll, recid, &old, nb, &b->dmg, err);
@@ -609,22 +911,18 @@ static int
 insert_txn(storage_session_t *s, void *arg, terr_t *err)
 {
 	ts_batch_t *b = arg;
-	int64_t ins = 0, upd = 0;
 
-	for (int k = 0; k < b->nt; k++) {
-		bool updated;
-		RET(write_target(s, b, &b->t[k], &updated, err));
-		if (updated)
-			upd++;
-		else
-			ins++;
-	}
-	(void)ins;
-	(void)upd;
+	for (int k = 0; k < b->nt; k++)
+		if (b->t[k].n > 0)   /* an open bucket the batch's first measurement rolled over: nothing to write */
+			RET(write_target(s, b, &b->t[k], &b->t[k].updated, err));
 	return compress_closed(s, b, err);
 }
 
-/* After the commit: the catalog learns the buckets the insert left open. */
+/*
+ * After the commit: the catalog learns, per meta, the bucket the insert
+ * left current (open, with its columns' states) and the ones it archived;
+ * the collection's counters take the batch's.
+ */
 static void
 catalog_commit(ts_batch_t *b)
 {
@@ -632,45 +930,66 @@ catalog_commit(ts_batch_t *b)
 
 	for (int k = 0; k < b->nt; k++) {
 		ts_target_t *t = &b->t[k];
-		uint64_t h = meta_hash(b->coll->uuid, &t->meta);
-		ts_open_t *o = open_find(b->coll->uuid, &t->meta, h);
-		if (t->existing)
-			r->bucket_updates++;
-		else
-			r->bucket_inserts++;
-		r->measurements += t->n;
-		if (o == NULL) {
-			o = bson_malloc0(sizeof(*o));
-			memcpy(o->uuid, b->coll->uuid, 16);
-			if (t->meta.value_type == BSON_TYPE_EOD)
-				o->meta.value_type = BSON_TYPE_EOD;
-			else
-				bson_value_copy(&t->meta, &o->meta);
-			o->hash = h;
-			o->next = ts_open_buckets[h % TS_HASH];
-			ts_open_buckets[h % TS_HASH] = o;
-			o->count = 0;
-			o->bytes = 0;
-		} else if (!(t->existing && bson_oid_equal(&o->id, &t->id))) {
-			o->count = 0;
-			o->bytes = 0;
+		ts_open_t *o;
+
+		if (t->n == 0) {
+			/* the open bucket, rolled over unwritten: its states go with it */
+			o = open_find(b->coll->uuid, &t->meta, t->hash);
+			if (o != NULL && o->has_open && bson_oid_equal(&o->id, &t->id) && t->next.n == 0) {
+				t->next = o->cols;
+				memset(&o->cols, 0, sizeof(o->cols));
+			}
+		} else {
+			r->c[t->updated ? TSC_BUCKET_UPDATES : TSC_BUCKET_INSERTS]++;
+			r->c[TSC_MEASUREMENTS] += t->n;
 		}
-		/* the last target of a meta is the one left open, with its
+		if (t->closed && !t->hard && t->next.n > 0) {
+			/* closed by a later time: its states kept for a query that reopens it */
+			o = open_row(b->coll->uuid, &t->meta, t->hash);
+			for (int i = 0; i < o->nsoft; i++)
+				if (bson_oid_equal(&o->soft[i].id, &t->id)) {
+					ts_archive_take(o->soft, &o->nsoft, i, NULL);
+					break;
+				}
+			ts_archive_add(&o->soft, &o->nsoft, &o->softcap, TS_SOFT_STATES_MAX, &t->id, t->start_ms, &t->next);
+		}
+		if (!t->current && !t->archived)
+			continue;
+		o = open_row(b->coll->uuid, &t->meta, t->hash);
+		for (int i = 0; i < o->nsoft; i++)
+			if (bson_oid_equal(&o->soft[i].id, &t->id)) {
+				ts_archive_take(o->soft, &o->nsoft, i, NULL);
+				break;
+			}
+		/* a bucket taken up again leaves the archive */
+		for (int i = 0; i < o->narch; i++)
+			if (bson_oid_equal(&o->arch[i].id, &t->id)) {
+				ts_archive_take(o->arch, &o->narch, i, NULL);
+				break;
+			}
+		if (t->archived) {
+			if (o->has_open && bson_oid_equal(&o->id, &t->id)) {
+				o->has_open = false;
+				ts_colstates_clear(&o->cols);
+			}
+			ts_archive_add(&o->arch, &o->narch, &o->archcap, TS_ARCHIVED_MAX, &t->id, t->start_ms, &t->next);
+			continue;
+		}
+		/* the current target of a meta is the one left open, with its
 		 * columns' states */
 		ts_colstates_clear(&o->cols);
 		o->cols = t->next;
 		memset(&t->next, 0, sizeof(t->next));
+		o->has_open = true;
 		o->id = t->id;
 		o->start_ms = t->start_ms;
-		o->count += t->n;
-		o->bytes += t->bytes;
+		o->count = (t->updated ? t->base_count : 0) + t->n;
+		o->bytes = (t->updated ? t->base_bytes : 0) + t->bytes;
 	}
-	r->commits++;
-	r->closed_count += b->closed[0];
-	r->closed_size += b->closed[1];
-	r->closed_forward += b->closed[2];
-	r->closed_backward += b->closed[3];
-	r->opened_meta += b->opened_meta;
+	r->c[TSC_COMMITS]++;
+	for (int i = 0; i < TSC_N; i++)
+		if (i != TSC_BUCKET_INSERTS && i != TSC_BUCKET_UPDATES && i != TSC_MEASUREMENTS && i != TSC_COMMITS)
+			r->c[i] += b->cnt[i];
 }
 
 /* Insert n prepared measurements (docs, ownership stays with the caller)
@@ -705,6 +1024,7 @@ insert_measurements(cmd_t *c, storage_session_t *s, storage_coll_t *coll, bson_t
 	for (int k = 0; k < b.nt; k++) {
 		bson_free(b.t[k].ms);
 		ts_colstates_clear(&b.t[k].next);
+		ts_colstates_clear(&b.t[k].own);
 	}
 	bson_free(b.t);
 	bdamages_destroy(&b.dmg);
@@ -787,6 +1107,26 @@ err:
 	bson_free(docs);
 	bson_free(orig);
 	bson_destroy(&write_errors);
+	return ret;
+}
+
+int
+cmd_ts_insert_one(cmd_t *c, storage_coll_t *coll, const bson_t *doc, terr_t *err)
+{
+	ts_options_t o;
+	bson_t *docs = tm_bson_array_new(1);
+	storage_session_t *s;
+	bson_value_t meta;
+	int64_t t_ms;
+	int ret = -1;
+
+	ts_options_get(coll->options, &o);
+	bson_init(&docs[0]);
+	if ((s = client_session(c->client, err)) != NULL && measurement_prepare(doc, &docs[0], err) == 0 &&
+	    measurement_check(&o, &docs[0], &meta, &t_ms, err) == 0)
+		ret = insert_measurements(c, s, coll, docs, 1, err);
+	bson_destroy(&docs[0]);
+	bson_free(docs);
 	return ret;
 }
 
@@ -1623,6 +1963,7 @@ moved_insert(storage_session_t *s, ts_rewrite_t *r, terr_t *err)
 	for (int i = 0; i < b.nt; i++) {
 		bson_free(b.t[i].ms);
 		ts_colstates_clear(&b.t[i].next);
+		ts_colstates_clear(&b.t[i].own);
 	}
 	bson_free(b.t);
 	bdamages_destroy(&b.dmg);
@@ -1920,11 +2261,23 @@ cmd_ts_index_spec(const storage_coll_t *coll, const storage_index_t *ix, bson_t 
 	return true;
 }
 
+/* mongod's BSONObjBuilder::appendNumber(long long): an int when it is
+ * within (-2^30, 2^30), else a long. */
+static void
+append_number(bson_t *out, const char *key, int64_t n)
+{
+	if (n > -(1LL << 30) && n < (1LL << 30))
+		BSON_APPEND_INT32(out, key, (int32_t)n);
+	else
+		BSON_APPEND_INT64(out, key, n);
+}
+
 void
 cmd_ts_stats_append(const storage_coll_t *coll, int64_t bucket_count, bson_t *out)
 {
 	ts_options_t o;
 	ts_stats_row_t r0 = {{0}}, *r = &r0;
+	int64_t active = 0;
 	bson_t ts;
 
 	if (!ts_options_get(coll->options, &o))
@@ -1933,20 +2286,20 @@ cmd_ts_stats_append(const storage_coll_t *coll, int64_t bucket_count, bson_t *ou
 	for (ts_stats_row_t *x = ts_stats; x != NULL; x = x->next)
 		if (memcmp(x->uuid, coll->uuid, 16) == 0)
 			r0 = *x;
+	for (int i = 0; i < TS_HASH; i++)
+		for (ts_open_t *x = ts_open_buckets[i]; x != NULL; x = x->next)
+			if (memcmp(x->uuid, coll->uuid, 16) == 0)
+				active += (x->has_open ? 1 : 0) + x->narch;
 	pthread_mutex_unlock(&ts_lock);
 	bson_append_document_begin(out, "timeseries", -1, &ts);
 	BSON_APPEND_INT64(&ts, "bucketCount", bucket_count);
-	BSON_APPEND_INT64(&ts, "numBucketInserts", r->bucket_inserts);
-	BSON_APPEND_INT64(&ts, "numBucketUpdates", r->bucket_updates);
-	BSON_APPEND_INT64(&ts, "numBucketsOpenedDueToMetadata", r->opened_meta);
-	BSON_APPEND_INT64(&ts, "numBucketsClosedDueToCount", r->closed_count);
-	BSON_APPEND_INT64(&ts, "numBucketsClosedDueToSize", r->closed_size);
-	BSON_APPEND_INT64(&ts, "numBucketsClosedDueToTimeForward", r->closed_forward);
-	BSON_APPEND_INT64(&ts, "numBucketsClosedDueToTimeBackward", r->closed_backward);
-	BSON_APPEND_INT64(&ts, "numCommits", r->commits);
-	BSON_APPEND_INT64(&ts, "numMeasurementsCommitted", r->measurements);
-	if (r->commits > 0)
-		BSON_APPEND_INT64(&ts, "avgNumMeasurementsPerCommit", r->measurements / r->commits);
+	/* mongod's numActiveBuckets: open and archived buckets in the catalog */
+	append_number(&ts, "numActiveBuckets", active);
+	for (int i = 0; i < TSC_N; i++) {
+		append_number(&ts, ts_counter_names[i], r->c[i]);
+		if (i == TSC_MEASUREMENTS && r->c[TSC_COMMITS] > 0)
+			append_number(&ts, "avgNumMeasurementsPerCommit", r->c[TSC_MEASUREMENTS] / r->c[TSC_COMMITS]);
+	}
 	bson_append_document_end(out, &ts);
 }
 

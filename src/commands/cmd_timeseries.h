@@ -26,6 +26,12 @@ int cmd_ts_after_create(cmd_t *c, const char *name, terr_t *err);
 /* coll was dropped: the bucket catalog forgets its open buckets and
  * counters (no-op for other collections). */
 void cmd_ts_forget(const storage_coll_t *coll);
+
+/* The bucket catalog as a restart leaves it: every collection's open and
+ * archived buckets forgotten (the next measurements reopen stored buckets
+ * by query); the counters are kept.  For tests of what follows a restart
+ * without one. */
+void cmd_ts_catalog_forget_buckets(void);
 /* True for a time-series collection (options.timeseries). */
 bool cmd_ts_is(const storage_coll_t *coll);
 /* The command's rawData: true (reads and writes the buckets themselves). */
@@ -36,6 +42,10 @@ bool cmd_ts_raw(const cmd_t *c);
  * timeField fail alone with 2 (mongod's message).  Returns 0, or -1 when
  * the command itself fails. */
 int cmd_ts_insert(cmd_t *c, storage_coll_t *coll, const bson_t *stmts, bool ordered, terr_t *err);
+/* One measurement (doc, borrowed) into coll's buckets, in its own
+ * transaction (bulkWrite's insert op): 0, or -1 with err (2 without a date
+ * in the timeField, 10334 past 16 MiB, a storage error). */
+int cmd_ts_insert_one(cmd_t *c, storage_coll_t *coll, const bson_t *doc, terr_t *err);
 
 /* The pipeline a read of coll runs over its buckets: a bucket-level $match
  * (from user's leading $match), $_internalUnpackBucket (the rest of that

@@ -393,7 +393,11 @@ write_update_run(cmd_t *c, storage_session_t *s, const char *db, const char *nam
 	if (rc == 0 && *coll != NULL && cmd_ts_is(*coll) && !cmd_ts_raw(c)) {
 		/* measurements: their buckets are rewritten (cmd_timeseries.c) */
 		bson_iter_t uit;
-		if (bson_iter_init_find(&uit, stmt, "u"))
+		if (u.sort != NULL && !bson_empty(u.sort))
+			/* mongod's parsed_update refuses an updateOne's sort there */
+			rc = terr_set(err, TERR_INVALID_OPTIONS,
+			    "Cannot perform a findAndModify with a query and sort on a time-series collection.");
+		else if (bson_iter_init_find(&uit, stmt, "u"))
 			rc = cmd_ts_update(c, *coll, &filter, u.collation, bson_iter_value(&uit), u.match, u.update, u.multi,
 			    u.upsert, &res->n, &res->modified, &res->upserted_id, &res->upserted, err);
 		stmt_reset(&u);
@@ -579,13 +583,18 @@ CMD_HANDLER(cmd_find_and_modify)
 	ERR(cmd_collation_type_check(c, c->body, err));
 	storage_coll_get(c->engine->st, c->db, name, &u.coll, NULL);
 	if (cmd_ts_is(u.coll) && !cmd_ts_raw(c)) {
-		/* measurements (cmd_timeseries.c): without a sort, outside a
-		 * retryable write (whose image would have to be kept) */
+		/* measurements (cmd_timeseries.c): without a sort (mongod's 72),
+		 * outside a retryable write (whose image would have to be kept) */
 		is_ts = true;
-		if ((has_sort && !bson_empty(&sort)) || c->txn_oplog_session) {
+		if (has_sort && !bson_empty(&sort)) {
+			/* mongod 9.0 refuses it too (parsed_update / parsed_delete) */
+			ret = terr_set(err, TERR_INVALID_OPTIONS,
+			    "Cannot perform a findAndModify with a query and sort on a time-series collection.");
+			goto err;
+		}
+		if (c->txn_oplog_session) {
 			ret = terr_set(err, TERR_NOT_IMPLEMENTED,
-			    "findAndModify on a time-series collection with a sort or as a retryable write is not "
-			    "supported by Tamga yet");
+			    "findAndModify on a time-series collection as a retryable write is not supported by Tamga yet");
 			goto err;
 		}
 	}

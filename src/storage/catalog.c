@@ -310,10 +310,11 @@ coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_co
 	if (c->indexes == NULL)
 		c->indexes = bson_malloc0(sizeof(*c->indexes));
 	c->clustered_ttl = -1;
+	c->timeseries = bson_iter_init_find(&it, c->options, "timeseries") && BSON_ITER_HOLDS_DOCUMENT(&it);
 	for (int i = 0; i < c->nindexes; i++)
 		if (c->indexes[i].clustered)
 			c->clustered_ix = &c->indexes[i];
-	if (c->clustered_ix != NULL && !bson_has_field(c->options, "timeseries") &&
+	if (c->clustered_ix != NULL && !c->timeseries &&
 	    bson_iter_init_find(&it, c->options, "expireAfterSeconds") && BSON_ITER_HOLDS_NUMBER(&it))
 		c->clustered_ttl = bson_iter_as_int64(&it);
 	c->db = bson_strndup(c->ns, (size_t)(dot - c->ns));

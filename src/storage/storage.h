@@ -176,6 +176,9 @@ typedef struct storage_coll {
 	/* options.expireAfterSeconds of a clustered collection (TTL by _id),
 	 * -1 when none. */
 	int64_t clustered_ttl;
+	/* options.timeseries is a document (a time-series collection: its
+	 * documents are buckets), read once when the descriptor is built. */
+	bool timeseries;
 	/* A slot higher layers may use to cache derived state (a compiled
 	 * validator) for the life of this descriptor: set once with
 	 * storage_coll_cache_set; freed with free_fn when the descriptor dies. */

@@ -155,4 +155,5 @@ bool ts_event_split(const ts_options_t *o, const bson_t *filter, bson_t *event, 
 /* The explain / stage spec of $_internalUnpackBucket for o, into out. */
 void ts_unpack_spec(const ts_options_t *o, bson_t *out);
 
+
 #endif

@@ -70,6 +70,45 @@ void ts_colstates_clear(ts_colstates_t *s);
 size_t ts_colstates_size(const ts_colstates_t *s);
 
 /*
+ * Archived buckets (mongod's archived set, per meta value): a bucket left
+ * behind by a measurement older than its start, kept as its _id and start
+ * so that a later measurement of its time range goes back into it, with its
+ * columns' append states when it was written compressed (mongod drops its
+ * builders; keeping them makes the next append to it as cheap as to an open
+ * bucket -- they are trusted only when they describe the stored bytes).
+ */
+typedef struct ts_archived {
+	bson_oid_t id;
+	int64_t start_ms;
+	ts_colstates_t cols;
+} ts_archived_t;
+
+/*
+ * Add (id, start_ms, *cols) to *arch (n entries sorted by start ascending,
+ * starts unique; capacity *cap, grown with bson_realloc).  *cols (may be
+ * NULL) is moved in (left empty).  An entry with the same start is kept and
+ * the new one dropped (mongod keys the set by start); when n reaches max the
+ * oldest start is dropped (the new one if it is the oldest).  A dropped
+ * entry's states are freed.  Returns 1 when added, 0 when dropped.
+ */
+int ts_archive_add(ts_archived_t **arch, int *n, int *cap, int max, const bson_oid_t *id, int64_t start_ms,
+                   ts_colstates_t *cols);
+
+/*
+ * The archived bucket a measurement at t_ms can go into: the index of the
+ * greatest start <= t_ms when t_ms - start < span_ms, else -1 (mongod's
+ * findArchivedCandidate).
+ */
+int ts_archive_find(const ts_archived_t *arch, int n, int64_t t_ms, int64_t span_ms);
+
+/* Remove entry i of *arch (n entries), its states moved to *cols (freed
+ * when cols is NULL). */
+void ts_archive_take(ts_archived_t *arch, int *n, int i, ts_colstates_t *cols);
+
+/* Free every entry's states and the array; *arch NULL, *n 0. */
+void ts_archive_free(ts_archived_t **arch, int *n);
+
+/*
  * A new compressed bucket into out (initialised by the caller): _id,
  * control {version: 2 (3 when the measurements' times are not ascending),
  * min, max (the time minimum start_ms), count}, meta (as ts_bucket_build),

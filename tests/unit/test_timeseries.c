@@ -11,10 +11,12 @@
 #include "tt.h"
 #include "tt_embedded.h"
 
+#include "commands/cmd_timeseries.h"
 #include "commands/commands_private.h"
 #include "common/mem.h"
 #include "query/keygen.h"
 #include "query/planner_ttl.h"
+#include "timeseries/ts_compress.h"
 
 static engine_t *eng;
 static client_t *cl;
@@ -26,6 +28,18 @@ run(const char *json, int *rc)
 	bson_t *reply = tm_bson_array_new(1);
 
 	*rc = engine_run_command(eng, cl, "ts", cmd, reply, NULL);
+	bson_destroy(cmd);
+	return reply;
+}
+
+/* run on the admin database (bulkWrite) */
+static bson_t *
+run_admin(const char *json, int *rc)
+{
+	bson_t *cmd = tt_json(json);
+	bson_t *reply = tm_bson_array_new(1);
+
+	*rc = engine_run_command(eng, cl, "admin", cmd, reply, NULL);
 	bson_destroy(cmd);
 	return reply;
 }
@@ -300,6 +314,38 @@ test_random_equivalence(void)
 		bson_string_free(b, true);
 	}
 	compare_all();
+	{
+		/* after a restart (the catalog forgets its buckets) more
+		 * out-of-order measurements go back into stored buckets whose span
+		 * holds them (query-based reopening) and answers stay equal */
+		int64_t buckets = run_i64("{\"count\": \"w\", \"rawData\": true}", "n"), added = 0;
+		cmd_ts_catalog_forget_buckets();
+		for (int batch = 0; batch < 6; batch++) {
+			int n = 1 + (int)(next_rand() % 150);
+			bson_string_t *a = bson_string_new("{\"insert\": \"w\", \"documents\": [");
+			bson_string_t *b = bson_string_new("{\"insert\": \"p\", \"documents\": [");
+			for (int i = 0; i < n; i++, id++) {
+				bson_string_t *m = bson_string_new("");
+				random_measurement(m, id);
+				bson_string_append_printf(a, "%s%s", i ? ", " : "", m->str);
+				bson_string_append_printf(b, "%s%s", i ? ", " : "", m->str);
+				bson_string_free(m, true);
+			}
+			bson_string_append(a, "]}");
+			bson_string_append(b, "]}");
+			TT_EQ_INT(run_i64(a->str, "n"), n);
+			TT_EQ_INT(run_i64(b->str, "n"), n);
+			added += n;
+			bson_string_free(a, true);
+			bson_string_free(b, true);
+			if (batch == 2)
+				cmd_ts_catalog_forget_buckets();
+		}
+		/* most of them joined stored buckets */
+		TT_ASSERT(run_i64("{\"count\": \"w\", \"rawData\": true}", "n") < buckets + added / 4);
+		TT_ASSERT(run_i64("{\"collStats\": \"w\"}", "timeseries.numBucketsReopened") > 0);
+		compare_all();
+	}
 	/* every bucket is compressed from its first measurement (mongod 8.0+), open ones too */
 	TT_ASSERT(run_i64("{\"count\": \"w\", \"rawData\": true, \"query\": {\"control.version\": {\"$in\": [2, 3]}}}", "n") ==
 	    run_i64("{\"count\": \"w\", \"rawData\": true}", "n"));
@@ -421,7 +467,54 @@ test_random_equivalence(void)
 			bson_free(qp);
 		}
 		compare_all();
-		TT_EQ_INT(run_err("{\"findAndModify\": \"w\", \"query\": {}, \"sort\": {\"t\": 1}, \"remove\": true}"), 238);
+		/* a sort is refused as mongod 9.0 does (InvalidOptions); an empty one is no sort */
+		TT_EQ_INT(run_err("{\"findAndModify\": \"w\", \"query\": {}, \"sort\": {\"t\": 1}, \"remove\": true}"), 72);
+		TT_EQ_INT(run_err("{\"findAndModify\": \"w\", \"query\": {\"a\": 1}, \"sort\": {\"t\": 1}, \"update\": {\"$set\": {\"x\": 1}}}"), 72);
+		TT_EQ_INT(run_err("{\"update\": \"w\", \"updates\": [{\"q\": {}, \"u\": {\"$set\": {\"x\": 1}}, \"sort\": {\"t\": 1}}]}"), 72);
+		TT_EQ_INT(run_err("{\"findAndModify\": \"w\", \"query\": {\"_id\": 424242}, \"sort\": {}, \"remove\": true}"), 0);
+		TT_EQ_INT(run_err("{\"findAndModify\": \"w\", \"query\": {}, \"sort\": {\"_id\": 1}, \"remove\": true, \"rawData\": true}"), 0);
+		{
+			/* the raw remove took a whole bucket: drop its measurements from the plain one too */
+			run_err("{\"drop\": \"p\"}");
+			TT_EQ_INT(run_err("{\"aggregate\": \"w\", \"pipeline\": [{\"$out\": \"p\"}], \"cursor\": {}}"), 0);
+			TT_EQ_INT(run_i64("{\"count\": \"w\"}", "n"), run_i64("{\"count\": \"p\"}", "n"));
+		}
+		{
+			/* bulkWrite (8.0's cluster-level command) on measurements: inserts
+			 * routed into buckets, updates and deletes rewrite them, a missing
+			 * time field fails its op alone (2); the same ops on the plain
+			 * collection leave the same data */
+			const char *bw = "{\"bulkWrite\": 1, \"ordered\": false, \"nsInfo\": [{\"ns\": \"ts.%s\"}], \"ops\": ["
+			    "{\"insert\": 0, \"document\": {\"_id\": 200000, \"m\": 4, \"t\": {\"$date\": {\"$numberLong\": \"1700003000000\"}}, \"a\": 7}},"
+			    "{\"insert\": 0, \"document\": {\"_id\": 200001, \"m\": 4}},"
+			    "{\"insert\": 0, \"document\": {\"_id\": 200002, \"m\": 4, \"t\": {\"$date\": {\"$numberLong\": \"1700001000000\"}}, \"a\": 8}},"
+			    "{\"update\": 0, \"filter\": {\"_id\": 200000}, \"updateMods\": {\"$inc\": {\"a\": 100}}},"
+			    "{\"update\": 0, \"filter\": {\"a\": {\"$gte\": 90}}, \"updateMods\": {\"$set\": {\"big\": true}}, \"multi\": true},"
+			    "{\"delete\": 0, \"filter\": {\"_id\": 200002}},"
+			    "{\"delete\": 0, \"filter\": {\"a\": {\"$lt\": 3}}, \"multi\": true}]}";
+			char *qw = bson_strdup_printf(bw, "w"), *qp = bson_strdup_printf(bw, "p");
+			int rc1, rc2;
+			bson_t *r1 = run_admin(qw, &rc1), *r2 = run_admin(qp, &rc2);
+			TT_EQ_INT(rc1, 0);
+			TT_EQ_INT(rc2, 0);
+			TT_EQ_INT(tt_get_i64(r1, "nErrors"), 1);
+			TT_EQ_INT(tt_get_i64(r1, "nInserted"), 2);
+			TT_EQ_INT(tt_get_i64(r1, "cursor.firstBatch.1.code"), 2);
+			TT_EQ_INT(tt_get_i64(r2, "nInserted"), 3);   /* a plain collection takes it */
+			TT_EQ_INT(tt_get_i64(r1, "nMatched"), tt_get_i64(r2, "nMatched"));
+			TT_EQ_INT(tt_get_i64(r1, "nModified"), tt_get_i64(r2, "nModified"));
+			TT_ASSERT(tt_get_i64(r1, "nDeleted") > 1);
+			TT_EQ_INT(tt_get_i64(r1, "nDeleted"), tt_get_i64(r2, "nDeleted"));
+			tt_free_reply(r1);
+			tt_free_reply(r2);
+			bson_free(qw);
+			bson_free(qp);
+			TT_EQ_INT(run_err("{\"delete\": \"p\", \"deletes\": [{\"q\": {\"_id\": 200001}, \"limit\": 1}]}"), 0);
+			TT_EQ_INT(run_i64("{\"count\": \"w\", \"query\": {\"big\": true}}", "n"),
+			    run_i64("{\"count\": \"p\", \"query\": {\"big\": true}}", "n"));
+			TT_ASSERT(run_i64("{\"count\": \"w\", \"query\": {\"big\": true}}", "n") > 0);
+			compare_all();
+		}
 		/* a statement's collation reaches the measurements' filter and update */
 		{
 			const char *st[] = {
@@ -662,19 +755,36 @@ test_buckets_and_limits(void)
 	r = run("{\"collStats\": \"lim\"}", &rc);
 	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketUpdates"), 1);
 	tt_free_reply(r);
-	/* two hours later, and then back: time forward and backward close it */
+	/* two hours later (time forward: the open bucket closes, a new one
+	 * opens), and then back: time backward archives the new bucket and a
+	 * query finds the stored bucket whose span holds the time (mongod's
+	 * query-based reopening): no bucket is added */
 	TT_EQ_INT(run_i64("{\"insert\": \"lim\", \"documents\": [{\"t\": {\"$date\": {\"$numberLong\": \"1700012000000\"}}, \"m\": \"s\"}]}", "n"), 1);
 	TT_EQ_INT(run_i64("{\"insert\": \"lim\", \"documents\": [{\"t\": {\"$date\": {\"$numberLong\": \"1700006000000\"}}, \"m\": \"s\"}]}", "n"), 1);
 	r = run("{\"collStats\": \"lim\"}", &rc);
 	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsClosedDueToTimeForward"), 1);
-	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsClosedDueToTimeBackward"), 1);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsArchivedDueToTimeBackward"), 1);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsQueried"), 1);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsReopened"), 1);
 	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsOpenedDueToMetadata"), 1);
-	TT_EQ_INT(tt_get_i64(r, "timeseries.bucketCount"), 5);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.bucketCount"), 4);
+	/* open: the reopened one; archived: the two-hours-later one */
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numActiveBuckets"), 2);
 	tt_free_reply(r);
-	TT_EQ_INT(run_i64("{\"count\": \"lim\"}", "n"), 2503);
+	/* two hours later again: the reopened bucket rolls forward, and the
+	 * archived one is found in memory and fetched (no query, no new bucket) */
+	TT_EQ_INT(run_i64("{\"insert\": \"lim\", \"documents\": [{\"t\": {\"$date\": {\"$numberLong\": \"1700012005000\"}}, \"m\": \"s\"}]}", "n"), 1);
+	r = run("{\"collStats\": \"lim\"}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsClosedDueToTimeForward"), 2);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsFetched"), 1);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsQueried"), 1);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsReopened"), 2);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.bucketCount"), 4);
+	tt_free_reply(r);
+	TT_EQ_INT(run_i64("{\"count\": \"lim\"}", "n"), 2504);
 	/* a delete rewrites buckets (a compressed one stays compressed) and the
-	 * catalog forgets them: the next insert takes the newest stored bucket
-	 * of its meta (by its start) up again when it fits, compressed or not */
+	 * catalog forgets them: the next insert queries for the stored bucket
+	 * of its meta whose span holds its time, compressed or not */
 	TT_EQ_INT(run_err("{\"delete\": \"lim\", \"deletes\": [{\"q\": {\"v\": 0}, \"limit\": 1}]}"), 0);
 	r = run("{\"find\": \"lim\", \"rawData\": true, \"sort\": {\"_id\": 1}, \"limit\": 1}", &rc);
 	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.control.version"), 2);
@@ -684,10 +794,10 @@ test_buckets_and_limits(void)
 	TT_EQ_INT(run_err("{\"update\": \"lim\", \"updates\": [{\"q\": {\"v\": 5}, \"u\": {\"$set\": {\"w\": 1}}}]}"), 0);
 	TT_EQ_INT(run_i64("{\"count\": \"lim\", \"query\": {\"w\": 1, \"v\": 5}}", "n"), 1);
 	TT_EQ_INT(run_i64("{\"insert\": \"lim\", \"documents\": [{\"t\": {\"$date\": {\"$numberLong\": \"1700012001000\"}}, \"m\": \"s\"}]}", "n"), 1);
-	/* 6: the updated measurement was routed again (a new bucket); the insert
-	 * joined the newest bucket (two hours later's) */
-	TT_EQ_INT(run_i64("{\"count\": \"lim\", \"rawData\": true}", "n"), 6);
-	TT_EQ_INT(run_i64("{\"count\": \"lim\"}", "n"), 2503);
+	/* 5: the updated measurement was routed again (a new bucket); the insert
+	 * joined the two-hours-later bucket */
+	TT_EQ_INT(run_i64("{\"count\": \"lim\", \"rawData\": true}", "n"), 5);
+	TT_EQ_INT(run_i64("{\"count\": \"lim\"}", "n"), 2504);
 	/* drop forgets the collection's catalog rows; a new one starts at zero */
 	TT_EQ_INT(run_err("{\"drop\": \"lim\"}"), 0);
 	TT_EQ_INT(run_err("{\"create\": \"lim\", \"timeseries\": {\"timeField\": \"t\", \"metaField\": \"m\"}}"), 0);
@@ -708,6 +818,114 @@ test_buckets_and_limits(void)
 		bson_free(t);
 	}
 	tt_free_reply(r);
+}
+
+/* Late measurements after a restart go into the stored buckets of their
+ * time range: no bucket is added, the answers equal a plain collection's. */
+static void
+test_reopening(void)
+{
+	bson_string_t *a = bson_string_new(""), *late = bson_string_new("");
+	char *cmd;
+	int rc;
+	bson_t *r;
+
+	run_err("{\"drop\": \"ro\"}");
+	run_err("{\"drop\": \"rop\"}");
+	TT_EQ_INT(run_err("{\"create\": \"ro\", \"timeseries\": {\"timeField\": \"t\", \"metaField\": \"m\", \"granularity\": \"seconds\"}}"), 0);
+	TT_EQ_INT(run_err("{\"create\": \"rop\"}"), 0);
+	/* 10 sensors, 4 hours, one reading every 40 s: 90 per sensor and hour */
+	for (int i = 0; i < 360; i++)
+		for (int m = 0; m < 10; m++)
+			bson_string_append_printf(a, "%s{\"t\": {\"$date\": {\"$numberLong\": \"%lld\"}}, \"m\": %d, \"v\": %d}",
+			    a->len ? ", " : "", BASE_MS + (long long)i * 40000 + m * 1000, m, i);
+	insert_both("ro", "rop", a->str);
+	TT_EQ_INT(run_i64("{\"count\": \"ro\", \"rawData\": true}", "n"), 40);
+	cmd_ts_catalog_forget_buckets();
+	/* late readings of every sensor, in the gaps, newest first */
+	for (int i = 359; i >= 0; i -= 7)
+		for (int m = 0; m < 10; m++)
+			bson_string_append_printf(late, "%s{\"t\": {\"$date\": {\"$numberLong\": \"%lld\"}}, \"m\": %d, \"v\": -%d}",
+			    late->len ? ", " : "", BASE_MS + (long long)i * 40000 + m * 1000 + 500, m, i);
+	insert_both("ro", "rop", late->str);
+	TT_EQ_INT(run_i64("{\"count\": \"ro\", \"rawData\": true}", "n"), 40);
+	TT_EQ_INT(run_i64("{\"count\": \"ro\"}", "n"), run_i64("{\"count\": \"rop\"}", "n"));
+	r = run("{\"collStats\": \"ro\"}", &rc);
+	TT_EQ_INT(rc, 0);
+	/* one query per sensor after the restart, then (newest first) each
+	 * older hour archives the current bucket and queries again */
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsQueried"), 40);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsReopened"), 40);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsArchivedDueToTimeBackward"), 30);
+	/* the first ingest queried once per new sensor, finding nothing */
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketQueriesFailed"), 10);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsOpenedDueToMetadata"), 10);
+	tt_free_reply(r);
+	/* answers equal: readings per sensor and hour, sorted */
+	same_groups_in("ro", "rop", "{\"$group\": {\"_id\": {\"m\": \"$m\", \"h\": {\"$dateTrunc\": {\"date\": \"$t\", \"unit\": \"hour\"}}}, "
+	    "\"n\": {\"$sum\": 1}, \"s\": {\"$sum\": \"$v\"}, \"lo\": {\"$min\": \"$t\"}, \"hi\": {\"$max\": \"$t\"}}}");
+	{
+		char *t1 = batch_text("{\"find\": \"ro\", \"filter\": {\"m\": 3}, \"sort\": {\"t\": 1}, \"projection\": {\"_id\": 0, \"t\": 1, \"v\": 1}}");
+		char *t2 = batch_text("{\"find\": \"rop\", \"filter\": {\"m\": 3}, \"sort\": {\"t\": 1}, \"projection\": {\"_id\": 0, \"t\": 1, \"v\": 1}}");
+		TT_EQ_STR(t1, t2);
+		bson_free(t1);
+		bson_free(t2);
+	}
+	/* forward again after going back: the archived bucket is fetched */
+	cmd = bson_strdup_printf("{\"insert\": \"ro\", \"documents\": [{\"t\": {\"$date\": {\"$numberLong\": \"%lld\"}}, \"m\": 0}]}",
+	    BASE_MS + 359LL * 40000 + 100);
+	TT_EQ_INT(run_i64(cmd, "n"), 1);
+	bson_free(cmd);
+	r = run("{\"collStats\": \"ro\"}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.numBucketsFetched"), 1);
+	TT_EQ_INT(tt_get_i64(r, "timeseries.bucketCount"), 40);
+	tt_free_reply(r);
+	bson_string_free(a, true);
+	bson_string_free(late, true);
+}
+
+/* The archived set's bookkeeping (ts_archive.c). */
+static void
+test_archive_set(void)
+{
+	ts_archived_t *arch = NULL;
+	int n = 0, cap = 0;
+	bson_oid_t id;
+
+	bson_oid_init(&id, NULL);
+	TT_EQ_INT(ts_archive_find(arch, n, 5, 10), -1);
+	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 100, NULL), 1);
+	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 300, NULL), 1);
+	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 200, NULL), 1);
+	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 200, NULL), 0);   /* same start: the first stays */
+	TT_EQ_INT(n, 3);
+	TT_EQ_INT(arch[0].start_ms, 100);
+	TT_EQ_INT(arch[1].start_ms, 200);
+	TT_EQ_INT(arch[2].start_ms, 300);
+	TT_EQ_INT(ts_archive_find(arch, n, 99, 50), -1);    /* before every start */
+	TT_EQ_INT(ts_archive_find(arch, n, 100, 50), 0);
+	TT_EQ_INT(ts_archive_find(arch, n, 149, 50), 0);
+	TT_EQ_INT(ts_archive_find(arch, n, 150, 50), -1);   /* past its span, before the next */
+	TT_EQ_INT(ts_archive_find(arch, n, 250, 100), 1);
+	TT_EQ_INT(ts_archive_find(arch, n, 1000, 1000), 2);
+	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 50, NULL), 1);
+	TT_EQ_INT(n, 4);
+	/* full: the oldest start goes, or the new one when it is the oldest */
+	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 10, NULL), 0);
+	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 250, NULL), 1);
+	TT_EQ_INT(n, 4);
+	TT_EQ_INT(arch[0].start_ms, 100);
+	TT_EQ_INT(arch[1].start_ms, 200);
+	TT_EQ_INT(arch[2].start_ms, 250);
+	TT_EQ_INT(arch[3].start_ms, 300);
+	TT_EQ_INT(ts_archive_add(&arch, &n, &cap, 4, &id, 400, NULL), 1);
+	TT_EQ_INT(arch[0].start_ms, 200);
+	TT_EQ_INT(arch[3].start_ms, 400);
+	ts_archive_take(arch, &n, 1, NULL);
+	TT_EQ_INT(n, 3);
+	TT_EQ_INT(arch[1].start_ms, 300);
+	ts_archive_free(&arch, &n);
+	TT_ASSERT(arch == NULL && n == 0);
 }
 
 static void
@@ -797,6 +1015,8 @@ main(void)
 	TT_RUN(test_random_equivalence);
 	TT_RUN(test_lastpoint);
 	TT_RUN(test_buckets_and_limits);
+	TT_RUN(test_reopening);
+	TT_RUN(test_archive_set);
 	TT_RUN(test_bad_input);
 	TT_RUN(test_ttl);
 	client_free(cl);

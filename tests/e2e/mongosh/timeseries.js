@@ -143,7 +143,17 @@ test('$lookup and $unionWith read measurements', () => {
 	const fd = t.w.findOneAndDelete({x: 1});
 	eq(fd._id, fm._id, 'findOneAndDelete returns it');
 	eq(t.w.countDocuments({x: 1}), 0, 'and removes it');
-	eq(code(() => t.w.findOneAndUpdate({}, {$set: {x: 1}}, {sort: {ts: 1}})), 238, 'findAndModify with a sort: not built');
+	eq(code(() => t.w.findOneAndUpdate({}, {$set: {x: 1}}, {sort: {ts: 1}})), 72, 'findAndModify with a sort: InvalidOptions as mongod 9.0');
+	// mongod 8.0's bulkWrite command on measurements
+	const nb = t.w.countDocuments({});
+	const bw = db.adminCommand({bulkWrite: 1, nsInfo: [{ns: 'timeseries_e2e.w'}], ordered: false, ops: [
+		{insert: 0, document: {sensor: {id: 77}, ts: new Date(base), temp: 1}},
+		{insert: 0, document: {sensor: {id: 77}}},
+		{update: 0, filter: {'sensor.id': 77}, updateMods: {$set: {temp: 2}}, multi: true},
+		{delete: 0, filter: {'sensor.id': 77, temp: 2}, multi: true}]});
+	eq([bw.nInserted, bw.nErrors, bw.nMatched, bw.nDeleted], [1, 1, 1, 1], 'bulkWrite counts');
+	eq(bw.cursor.firstBatch[1].code, 2, 'a measurement without its time field');
+	eq(t.w.countDocuments({}), nb, 'inserted then deleted');
 	// upserts (mongod 8.0+): the upsert document becomes a measurement
 	const before = t.w.countDocuments({});
 	const up = t.w.updateOne({'sensor.id': 42, temp: -1}, {$set: {ts: new Date()}}, {upsert: true});
@@ -169,6 +179,25 @@ test('bad input', () => {
 	t.createCollection('plain');
 	eq(code(() => t.runCommand({create: 'plain', timeseries: {timeField: 't'}})), 48, 'existing collection');
 	eq(t.getCollectionNames().includes('bad'), false, 'nothing created');
+});
+
+test('reopening: a late measurement goes back into its stored bucket', () => {
+	t.createCollection('ro', {timeseries: {timeField: 'ts', metaField: 'sensor', granularity: 'seconds'}});
+	const h = 3600000;
+	t.ro.insertMany([{sensor: 'a', ts: new Date(base)}, {sensor: 'a', ts: new Date(base + 10 * 60000)}]);
+	t.ro.insertOne({sensor: 'a', ts: new Date(base + 2 * h)});            // time forward: a new bucket
+	eq(t.ro.countDocuments({}, {rawData: true}), 2, 'two buckets');
+	t.ro.insertOne({sensor: 'a', ts: new Date(base + 5 * 60000)});        // back: archive, query, reopen
+	eq(t.ro.countDocuments({}, {rawData: true}), 2, 'still two buckets');
+	let s = t.runCommand({collStats: 'ro'}).timeseries;
+	eq([s.numBucketsArchivedDueToTimeBackward, s.numBucketsQueried, s.numBucketsReopened], [1, 1, 1], 'queried and reopened');
+	t.ro.insertOne({sensor: 'a', ts: new Date(base + 2 * h + 1000)});      // forward again: the archived one, fetched
+	s = t.runCommand({collStats: 'ro'}).timeseries;
+	eq([s.numBucketsFetched, s.numBucketsReopened, s.numBucketsClosedDueToTimeForward], [1, 2, 2], 'fetched');
+	eq(t.ro.countDocuments({}, {rawData: true}), 2, 'no new bucket');
+	eq(t.ro.find({}, {_id: 0, ts: 1}).sort({ts: 1}).toArray().map(d => d.ts.getTime() - base),
+	   [0, 5 * 60000, 10 * 60000, 2 * h, 2 * h + 1000], 'measurements');
+	eq(s.numActiveBuckets, 1, 'one open (the one time forward left is closed, not archived)');
 });
 
 done();
