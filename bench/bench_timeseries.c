@@ -25,6 +25,10 @@
  * BENCH_TS_FLOOR=insert|bucket runs raw WiredTiger's floor of the two
  * ingest shapes instead (ts_floor), for callgrind the same way.
  *
+ * BENCH_TS_RANGE=both|noindex|index: a measurement-field range query
+ * ({energy: {$lt: ...}}, 0.5% of the measurements) on the time-series
+ * collection without and with a user index on the field (range_query).
+ *
  * BENCH_TS_QUERY_ONLY=0|1 (BENCH_TS_QUERY_PLAIN for the plain collection)
  * ingests, then collects only around that query (three runs of it).
  * BENCH_TS_LATE=random|backlog: late measurements after a restart (bucket
@@ -54,6 +58,15 @@
 #define TS_DB "tsbench"
 
 static int64_t TS_N = 10000000;
+/* BENCH_TS_RANGE: each reading also carries "energy", a per-sensor meter
+ * (sensor * 10^7 + seconds), the measurement field the range cases query. */
+static bool with_energy;
+/* BENCH_TS_RANGE_OP=gte: the range is {energy: {$gte: 995 * 10^7}} (the
+ * last five sensors) and the index {energy: -1}, whose bucket key leads on
+ * control.max.energy: one IXSCAN; default {$lt: 5 * 10^7} on {energy: 1}
+ * (an OR of two IXSCANs, the second keeping buckets whose max is not a
+ * number, ts_bucket.c). */
+static bool range_gte;
 
 static void
 reading(bson_t *d, int64_t i, bool with_id)
@@ -71,6 +84,44 @@ reading(bson_t *d, int64_t i, bool with_id)
 	BSON_APPEND_DOUBLE(d, "temp", 15.0 + (double)((i * 7) % 200) / 10.0);
 	BSON_APPEND_DOUBLE(d, "hum", 30.0 + (double)((i * 3) % 500) / 10.0);
 	BSON_APPEND_DOUBLE(d, "press", 1000.0 + (double)((i * 11) % 300) / 10.0);
+	if (with_energy)
+		BSON_APPEND_INT64(d, "energy", s * 10000000 + sec);
+}
+
+/* {energy: {$lt: 5 * 10^7}} on coll (the meters of sensors 0-4: 0.5% of
+ * the measurements), drained through $count; best of three in seconds, -1
+ * for a wrong count. */
+static double
+range_query(tamga_t *t, const char *coll, const char *hint)
+{
+	double best = -1;
+	int64_t expect = 5 * (TS_N / SENSORS);
+
+	for (int round = 0; round < 3; round++) {
+		bson_t *cmd = BCON_NEW("aggregate", BCON_UTF8(coll), "pipeline", "[",
+		    "{", "$match", "{", "energy", "{", range_gte ? "$gte" : "$lt",
+		    BCON_INT64(range_gte ? (int64_t)(SENSORS - 5) * 10000000 : 50000000), "}", "}", "}",
+		    "{", "$count", "n", "}", "]", "cursor", "{", "}");
+		bson_t reply;
+		bson_iter_t it;
+		int64_t n = -1;
+		double t0 = now();
+		if (hint != NULL)
+			BSON_APPEND_UTF8(cmd, "hint", hint);
+		tcmd(t, TS_DB, cmd, &reply);
+		if (bson_iter_init(&it, &reply) && bson_iter_find_descendant(&it, "cursor.firstBatch.0.n", &it))
+			n = bson_iter_as_int64(&it);
+		bson_destroy(&reply);
+		bson_destroy(cmd);
+		if (n != expect) {
+			fprintf(stderr, "bench_timeseries: range on %s counted %lld, not %lld\n", coll, (long long)n,
+			    (long long)expect);
+			return -1;
+		}
+		if (best < 0 || now() - t0 < best)
+			best = now() - t0;
+	}
+	return best;
 }
 
 /*
@@ -633,6 +684,44 @@ main(int argc, char **argv)
 		s = ingest_order(t, strcmp(which, "plain") == 0 ? "plain" : "ts", by_sensor);
 		CALLGRIND_TOGGLE_COLLECT;
 		printf("ingest %s: %lld measurements in %.3f s, %.0f/s\n", which, (long long)TS_N, s, (double)TS_N / s);
+		tamga_close(t);
+		return 0;
+	}
+	if (getenv("BENCH_TS_RANGE") != NULL) {
+		/* a measurement-field range on the time-series collection, without
+		 * and with a user index on that field ({energy: 1}: the bucket index
+		 * {control.min.energy: 1, control.max.energy: 1}); BENCH_TS_RANGE=
+		 * noindex|index has callgrind collect around that one only */
+		const char *which = getenv("BENCH_TS_RANGE");
+		double a = -1, b = -1;
+		with_energy = true;
+		range_gte = getenv("BENCH_TS_RANGE_OP") != NULL && strcmp(getenv("BENCH_TS_RANGE_OP"), "gte") == 0;
+		ingest(t, "ts");
+		if (strcmp(which, "index") != 0) {
+			if (strcmp(which, "noindex") == 0)
+				CALLGRIND_TOGGLE_COLLECT;
+			a = range_query(t, "ts", NULL);
+			if (strcmp(which, "noindex") == 0)
+				CALLGRIND_TOGGLE_COLLECT;
+		}
+		{
+			bson_t *c = BCON_NEW("createIndexes", "ts", "indexes", "[", "{", "key", "{", "energy",
+			    BCON_INT32(range_gte ? -1 : 1), "}", "name", "energy", "}", "]");
+			tcmd0(t, TS_DB, c);
+			bson_destroy(c);
+		}
+		if (strcmp(which, "noindex") != 0) {
+			if (strcmp(which, "index") == 0)
+				CALLGRIND_TOGGLE_COLLECT;
+			b = range_query(t, "ts", NULL);
+			if (strcmp(which, "index") == 0)
+				CALLGRIND_TOGGLE_COLLECT;
+		}
+		if (a > 0 && b > 0)
+			printf("bench ts_measurement_range%s: tamga %.2f ms with {energy: %d}, %.2f ms without, speedup %.1f\n",
+			    range_gte ? "_gte" : "", b * 1000, range_gte ? -1 : 1, a * 1000, a / b);
+		else
+			printf("range %s: %.2f ms (3 runs)\n", which, (a > 0 ? a : b) * 1000);
 		tamga_close(t);
 		return 0;
 	}

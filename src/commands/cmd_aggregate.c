@@ -480,6 +480,17 @@ CMD_HANDLER(cmd_aggregate)
 	a = bson_malloc0(sizeof(*a));
 	ERR(check_resume(c, view.base != NULL ? view.base : coll, combined_ts, &a->host, &a->resume_token, err));
 	ERR(check_hint(c, &a->hint, err));
+	if (combined_ts && a->hint.value_type == BSON_TYPE_DOCUMENT) {
+		/* a key pattern in measurement terms names the bucket index */
+		storage_coll_t *tc = NULL;
+		ret = 0;
+		if (storage_coll_get(c->engine->st, c->db, coll, &tc, NULL) == 0)
+			ret = cmd_ts_hint(tc, &a->hint, err);
+		storage_coll_release(tc);
+		if (ret != 0)
+			goto err;
+		ret = -1;
+	}
 	if (a->hint.value_type != BSON_TYPE_EOD)
 		a->host.hint = &a->hint;
 	a->db = bson_strdup(c->db);

@@ -1368,7 +1368,7 @@ err:
 
 /* The index of coll named by an element of dropIndexes' `index`. */
 static int
-drop_target(const storage_coll_t *coll, bson_iter_t *it, const char **out, terr_t *err)
+drop_target(const storage_coll_t *coll, bool ts, bson_iter_t *it, const char **out, terr_t *err)
 {
 	int i;
 
@@ -1393,28 +1393,48 @@ drop_target(const storage_coll_t *coll, bson_iter_t *it, const char **out, terr_
 		const char *found = NULL;
 		int nfound = 0;
 		char *s;
+		bson_t tr = BSON_INITIALIZER;
+		const bson_t *kp = &key;
+		int r = -1;
 		bson_iter_document(it, &l, &d);
 		bson_init_static(&key, d, l);
-		for (i = 0; i < coll->nindexes; i++)
-			if (key_equal(coll->indexes[i].key, &key)) {
+		if (ts) {
+			/* a time-series key pattern names its bucket index */
+			if (cmd_ts_index_key(coll, &key, &tr, err) != 0) {
+				char *msg = bson_strdup(err->msg);
+				r = terr_set(err, TERR_INDEX_NOT_FOUND, "BadValue: %s", msg);
+				bson_free(msg);
+				bson_destroy(&tr);
+				return r;
+			}
+			kp = &tr;
+		}
+		for (i = 0; i < coll->nindexes && r == -1; i++)
+			if (key_equal(coll->indexes[i].key, kp)) {
 				if (coll->indexes[i].clustered)
-					return terr_set(err, 5979800, "It is illegal to drop the clusteredIndex");
-				if (coll->indexes[i].is_id)
-					return terr_set(err, TERR_INVALID_OPTIONS, "cannot drop _id index");
+					r = terr_set(err, 5979800, "It is illegal to drop the clusteredIndex");
+				else if (coll->indexes[i].is_id)
+					r = terr_set(err, TERR_INVALID_OPTIONS, "cannot drop _id index");
 				found = coll->indexes[i].name;
 				nfound++;
 			}
+		if (r != -1) {
+			bson_destroy(&tr);
+			return r;
+		}
 		if (nfound == 1) {
 			*out = found;
+			bson_destroy(&tr);
 			return 0;
 		}
-		s = bv_doc_to_mongo_string(&key);
+		s = bv_doc_to_mongo_string(kp);
 		if (nfound == 0)
 			terr_set(err, TERR_INDEX_NOT_FOUND, "can't find index with key: %s", s);
 		else
 			terr_set(err, TERR_BAD_VALUE,
 			    "%d indexes found for key: %s, identify by name instead. Conflicting indexes: ...", nfound, s);
 		bson_free(s);
+		bson_destroy(&tr);
 		return -1;
 	}
 	return terr_set(err, TERR_TYPE_MISMATCH,
@@ -1424,7 +1444,7 @@ drop_target(const storage_coll_t *coll, bson_iter_t *it, const char **out, terr_
 
 CMD_HANDLER(cmd_drop_indexes)
 {
-	static const char *const fields[] = {"index", "writeConcern", "collectionUUID", NULL};
+	static const char *const fields[] = {"index", "writeConcern", "collectionUUID", "rawData", NULL};
 	const char *name, **names = NULL;
 	storage_coll_t *coll = NULL;
 	bson_iter_t it, sub;
@@ -1462,13 +1482,13 @@ CMD_HANDLER(cmd_drop_indexes)
 				    ns, "");
 				goto err;
 			}
-			ERR(drop_target(coll, &sub, &t, err));
+			ERR(drop_target(coll, cmd_ts_is(coll) && !cmd_ts_raw(c), &sub, &t, err));
 			if (n < coll->nindexes)
 				names[n++] = t;
 		}
 	} else {
 		const char *t;
-		ERR(drop_target(coll, &it, &t, err));
+		ERR(drop_target(coll, cmd_ts_is(coll) && !cmd_ts_raw(c), &it, &t, err));
 		names[n++] = t;
 	}
 	for (i = 0; i < n; i++)

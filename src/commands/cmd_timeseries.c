@@ -1754,7 +1754,9 @@ cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bool simple
 		bson_t f, bf = BSON_INITIALIZER;
 		bson_iter_document(&st, &l, &d);
 		bson_init_static(&f, d, l);
-		if (ts_bucket_filter(&o, &f, &bf)) {
+		ts_ix_fields_t fs;
+		cmd_ts_ix_fields(coll, &o, &fs);
+		if (ts_bucket_filter_ix(&o, &f, &fs, &bf)) {
 			bson_snprintf(key, sizeof(key), "%d", n++);
 			bson_append_document_begin(out, key, -1, &stage);
 			BSON_APPEND_DOCUMENT(&stage, "$match", &bf);
@@ -2221,44 +2223,61 @@ bool
 cmd_ts_index_spec(const storage_coll_t *coll, const storage_index_t *ix, bson_t *out)
 {
 	ts_options_t o;
-	bson_iter_t it, k;
-	bson_t key;
-	char minp[600], maxp[600];
+
+	if (!ts_options_get(coll->options, &o) || ix->clustered)
+		return false;   /* the buckets' clustered index is not shown */
+	return ts_index_spec_from_buckets(&o, ix->spec, out);
+}
+
+void
+cmd_ts_ix_fields(const storage_coll_t *coll, const ts_options_t *o, ts_ix_fields_t *fs)
+{
+	fs->n = 0;
+	for (int i = 0; i < coll->nindexes; i++) {
+		const storage_index_t *ix = &coll->indexes[i];
+		bool mk[STORAGE_INDEX_MAX_FIELDS];
+		if (ix->clustered || ix->partial || ix->key == NULL || ix->nfields > STORAGE_INDEX_MAX_FIELDS)
+			continue;
+		for (int k = 0; k < ix->nfields; k++)
+			mk[k] = ix->multikey && (!ix->mkpaths_known || ix->mkpaths[k] != 0);
+		ts_ix_fields_add(fs, o, ix->key, mk);
+	}
+}
+
+int
+cmd_ts_hint(const storage_coll_t *coll, bson_value_t *hint, terr_t *err)
+{
+	ts_options_t o;
+	bson_t key, tr = BSON_INITIALIZER;
+	bson_iter_t it;
+
+	if (!ts_options_get(coll->options, &o) || hint->value_type != BSON_TYPE_DOCUMENT ||
+	    !bson_init_static(&key, hint->value.v_doc.data, hint->value.v_doc.data_len) || bson_empty(&key) ||
+	    (bson_iter_init(&it, &key) && bson_iter_next(&it) && bson_iter_key(&it)[0] == '$')) {
+		bson_destroy(&tr);
+		return 0;   /* a name or {$natural: d}: as it is */
+	}
+	if (ts_index_key_to_buckets(&o, &key, &tr, NULL, err) != 0) {
+		bson_destroy(&tr);
+		return terr_set(err, TERR_BAD_VALUE, "hint provided does not correspond to an existing index");
+	}
+	bson_value_destroy(hint);
+	hint->value_type = BSON_TYPE_DOCUMENT;
+	hint->value.v_doc.data_len = tr.len;
+	hint->value.v_doc.data = bson_malloc(tr.len);
+	memcpy(hint->value.v_doc.data, bson_get_data(&tr), tr.len);
+	bson_destroy(&tr);
+	return 0;
+}
+
+int
+cmd_ts_index_key(const storage_coll_t *coll, const bson_t *key, bson_t *out, terr_t *err)
+{
+	ts_options_t o;
 
 	if (!ts_options_get(coll->options, &o))
-		return false;
-	if (ix->clustered)
-		return false;   /* the buckets' clustered index is not shown */
-	bson_snprintf(minp, sizeof(minp), "control.min.%s", o.time_field);
-	bson_snprintf(maxp, sizeof(maxp), "control.max.%s", o.time_field);
-	bson_iter_init(&it, ix->spec);
-	while (bson_iter_next(&it)) {
-		if (strcmp(bson_iter_key(&it), "key") != 0) {
-			bson_append_iter(out, bson_iter_key(&it), -1, &it);
-			continue;
-		}
-		bson_append_document_begin(out, "key", -1, &key);
-		bson_iter_recurse(&it, &k);
-		while (bson_iter_next(&k)) {
-			const char *f = bson_iter_key(&k);
-			char name[600];
-			if (strcmp(f, "meta") == 0 && o.meta_field != NULL) {
-				bson_append_iter(&key, o.meta_field, -1, &k);
-			} else if (strncmp(f, "meta.", 5) == 0 && o.meta_field != NULL) {
-				bson_snprintf(name, sizeof(name), "%s.%s", o.meta_field, f + 5);
-				bson_append_iter(&key, name, -1, &k);
-			} else if (strcmp(f, minp) == 0 || strcmp(f, maxp) == 0) {
-				/* the pair of control bounds is the one time key */
-				if (strcmp(f, minp) == 0 || !bson_has_field(&key, o.time_field))
-					if (!bson_has_field(&key, o.time_field))
-						bson_append_iter(&key, o.time_field, -1, &k);
-			} else {
-				bson_append_iter(&key, f, -1, &k);
-			}
-		}
-		bson_append_document_end(out, &key);
-	}
-	return true;
+		return terr_set(err, TERR_INTERNAL_ERROR, "not a time-series collection");
+	return ts_index_key_to_buckets(&o, key, out, NULL, err);
 }
 
 /* mongod's BSONObjBuilder::appendNumber(long long): an int when it is
@@ -2309,63 +2328,8 @@ int
 cmd_ts_index_translate(const storage_coll_t *coll, const bson_t *spec, bson_t *out, terr_t *err)
 {
 	ts_options_t o;
-	bson_iter_t it, k;
-	bson_t key;
-	bson_string_t *name = bson_string_new(NULL);
-	bool has_name = bson_has_field(spec, "name"), first = true;
-	int ret = 0;
 
-	if (!ts_options_get(coll->options, &o)) {
-		bson_string_free(name, true);
+	if (!ts_options_get(coll->options, &o))
 		return terr_set(err, TERR_INTERNAL_ERROR, "not a time-series collection");
-	}
-	bson_iter_init(&it, spec);
-	while (ret == 0 && bson_iter_next(&it)) {
-		const char *f = bson_iter_key(&it);
-		if (strcmp(f, "key") != 0) {
-			bson_append_iter(out, f, -1, &it);
-			continue;
-		}
-		if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
-			ret = terr_set(err, TERR_TYPE_MISMATCH, "The field 'key' must be an object, but got %s",
-			    bv_type_name(bson_iter_type(&it)));
-			break;
-		}
-		bson_append_document_begin(out, "key", -1, &key);
-		bson_iter_recurse(&it, &k);
-		while (bson_iter_next(&k)) {
-			const char *p = bson_iter_key(&k);
-			size_t ml = o.meta_field != NULL ? strlen(o.meta_field) : 0;
-			char path[600];
-			double d;
-			if (!BSON_ITER_HOLDS_NUMBER(&k)) {
-				ret = terr_set(err, TERR_NOT_IMPLEMENTED,
-				    "special index types on time-series collections are not supported by Tamga yet");
-				break;
-			}
-			d = bson_iter_as_double(&k);
-			bson_string_append_printf(name, "%s%s_%lld", first ? "" : "_", p, (long long)d);
-			first = false;
-			if (o.meta_field != NULL && strncmp(p, o.meta_field, ml) == 0 && (p[ml] == '\0' || p[ml] == '.')) {
-				bson_snprintf(path, sizeof(path), "meta%s", p + ml);
-				bson_append_iter(&key, path, -1, &k);
-			} else if (strcmp(p, o.time_field) == 0) {
-				/* mongod's translation: both control bounds, in the key's direction */
-				char a[600], b[600];
-				bson_snprintf(a, sizeof(a), "control.%s.%s", d < 0 ? "max" : "min", o.time_field);
-				bson_snprintf(b, sizeof(b), "control.%s.%s", d < 0 ? "min" : "max", o.time_field);
-				bson_append_iter(&key, a, -1, &k);
-				bson_append_iter(&key, b, -1, &k);
-			} else {
-				ret = terr_set(err, TERR_NOT_IMPLEMENTED,
-				    "indexes on time-series measurement fields ('%s') are not supported by Tamga yet", p);
-				break;
-			}
-		}
-		bson_append_document_end(out, &key);
-	}
-	if (ret == 0 && !has_name)
-		BSON_APPEND_UTF8(out, "name", name->str);
-	bson_string_free(name, true);
-	return ret;
+	return ts_index_spec_to_buckets(&o, spec, out, err);
 }

@@ -13,6 +13,7 @@
 #include "commands/commands.h"
 #include "query/match.h"
 #include "storage/storage.h"
+#include "timeseries/ts_index.h"
 #include "update/update.h"
 
 /* create with timeseries: *is_ts, and the normalized {timeseries: {...}}
@@ -81,16 +82,26 @@ int cmd_ts_find_and_modify(cmd_t *c, storage_coll_t *coll, const bson_t *q, cons
                            bool want_new, int64_t *n, bson_value_t *upserted_id, bool *upserted, bson_t **doc_out,
                            terr_t *err);
 
-/* listIndexes without rawData: ix as the user sees it (bucket paths back to
- * metaField / timeField) appended to out; false when it is not shown (the
- * clustered index) or coll is no time-series collection. */
+/* listIndexes without rawData: ix as the user sees it (its originalSpec,
+ * or its key mapped back to metaField / timeField: ts_index.h) appended to
+ * out; false when it is not shown (the clustered index, a key that does
+ * not map back) or coll is no time-series collection. */
 bool cmd_ts_index_spec(const storage_coll_t *coll, const storage_index_t *ix, bson_t *out);
-/* createIndexes on a time-series collection: spec with its key in bucket
- * terms (metaField paths under "meta", the timeField as both control
- * bounds in the key's direction) into out; the name defaults to one built
- * from the user's key.  238 for measurement fields and special index
- * types (not built yet). */
+/* createIndexes on a time-series collection: spec in bucket terms into out
+ * (ts_index_spec_to_buckets: mongod's translation, refusals and codes). */
 int cmd_ts_index_translate(const storage_coll_t *coll, const bson_t *spec, bson_t *out, terr_t *err);
+/* A user key pattern in bucket terms (dropIndexes by key): 2 with mongod's
+ * reason when it does not translate. */
+int cmd_ts_index_key(const storage_coll_t *coll, const bson_t *key, bson_t *out, terr_t *err);
+/* A read's hint on a time-series collection: a key pattern (user terms)
+ * replaced in place by its bucket key pattern (hint owned by the caller,
+ * rewritten as an owned value); names and {$natural} stay.  2 "hint
+ * provided does not correspond to an existing index" for a key that does
+ * not translate. */
+int cmd_ts_hint(const storage_coll_t *coll, bson_value_t *hint, terr_t *err);
+/* The measurement fields coll's bucket indexes can bound, and whether
+ * their control.min/max ever held an array (ts_ix_fields_add). */
+void cmd_ts_ix_fields(const storage_coll_t *coll, const ts_options_t *o, ts_ix_fields_t *fs);
 /* collStats' timeseries section (bucketCount and the bucket catalog's
  * counters). */
 void cmd_ts_stats_append(const storage_coll_t *coll, int64_t bucket_count, bson_t *out);

@@ -143,6 +143,7 @@ typedef enum {
 	MATCH_PRED_NE,          /* the planner's $ne, $nin, $mod (match_predicates reports none) */
 	MATCH_PRED_NIN,
 	MATCH_PRED_MOD,
+	MATCH_PRED_NOT_RANGE,   /* the planner's $not of one $lt/$lte/$gt/$gte (the complement) */
 	MATCH_PRED_OTHER,       /* any other leaf ($type, $size, ...) */
 } match_pred_t;
 typedef bool (*match_pred_fn)(const char *path, match_pred_t op, const bson_value_t *value,

@@ -59,6 +59,7 @@ sol_arena(const planner_solution_t *s)
 typedef struct pred {
 	const char *path;          /* borrowed from the match_t, or ps->names */
 	match_pred_t op;
+	match_pred_t rop;          /* NOT_RANGE: the negated range operator */
 	bson_value_t val;          /* EQ and ranges: the operand, borrowed from the match_t */
 	const bson_value_t *in;    /* $in: its non-regex values in the filter's collation order (borrowed) */
 	uint32_t nin;
@@ -260,14 +261,17 @@ pred_leaf(preds_t *ps, const mnode_t *n, const char *path, int group, const char
 	size_t i;
 
 	if (n->kind == MK_NOT) {
-		/* $ne, $nin, $exists: false: NOT of one equality, $in, $exists */
-		if (n->nkids != 1 || (n->kids[0]->kind != MK_EQ && n->kids[0]->kind != MK_IN &&
-		    n->kids[0]->kind != MK_EXISTS)) {
+		/* $ne, $nin, $exists: false: NOT of one equality, $in, $exists;
+		 * $not of one range: its complement (mongod's NOT bounds) */
+		mkind_t k = n->nkids == 1 ? n->kids[0]->kind : MK_AND;
+		bool range = k == MK_LT || k == MK_LTE || k == MK_GT || k == MK_GTE;
+		if (n->nkids != 1 || (k != MK_EQ && k != MK_IN && k != MK_EXISTS && !range)) {
 			pred_skip(ps);
 			return;
 		}
 		leaf = n->kids[0];
-		op = leaf->kind == MK_EQ ? MATCH_PRED_NE : leaf->kind == MK_IN ? MATCH_PRED_NIN : MATCH_PRED_EXISTS;
+		op = range ? MATCH_PRED_NOT_RANGE : leaf->kind == MK_EQ ? MATCH_PRED_NE :
+		    leaf->kind == MK_IN ? MATCH_PRED_NIN : MATCH_PRED_EXISTS;
 	} else {
 		for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
 			if (ops[i].kind == n->kind)
@@ -285,6 +289,8 @@ pred_leaf(preds_t *ps, const mnode_t *n, const char *path, int group, const char
 	p = &ps->p[ps->n++];
 	p->path = path;
 	p->op = op;
+	p->rop = leaf->kind == MK_LT ? MATCH_PRED_LT : leaf->kind == MK_LTE ? MATCH_PRED_LTE :
+	    leaf->kind == MK_GT ? MATCH_PRED_GT : MATCH_PRED_GTE;
 	p->top = ps->cur_top;
 	p->val = leaf->val;
 	p->in = leaf->kind == MK_IN ? leaf->u.in.sorted : NULL;
@@ -373,7 +379,9 @@ collect_node(preds_t *ps, const mnode_t *n, const char *prefix, int group, const
 		return;
 	}
 	if (n->kind == MK_NOT && n->nkids == 1 && n->kids[0]->has_path &&
-	    (n->kids[0]->kind == MK_EQ || n->kids[0]->kind == MK_IN || n->kids[0]->kind == MK_EXISTS)) {
+	    (n->kids[0]->kind == MK_EQ || n->kids[0]->kind == MK_IN || n->kids[0]->kind == MK_EXISTS ||
+	     n->kids[0]->kind == MK_LT || n->kids[0]->kind == MK_LTE || n->kids[0]->kind == MK_GT ||
+	     n->kids[0]->kind == MK_GTE)) {
 		collect_value(ps, n, pred_join(ps, prefix, n->kids[0]->path.full), group, gpath);
 		return;
 	}
@@ -778,7 +786,7 @@ pred_rank(match_pred_t op)
 	case MATCH_PRED_EQ: case MATCH_PRED_IN: return 0;
 	case MATCH_PRED_LT: case MATCH_PRED_LTE: case MATCH_PRED_GT: case MATCH_PRED_GTE: return 1;
 	case MATCH_PRED_REGEX: return 2;
-	case MATCH_PRED_NE: case MATCH_PRED_NIN: return 3;
+	case MATCH_PRED_NE: case MATCH_PRED_NIN: case MATCH_PRED_NOT_RANGE: return 3;
 	case MATCH_PRED_EXISTS: return 4;
 	case MATCH_PRED_MOD: return 5;
 	default: return 6;
@@ -837,6 +845,21 @@ pred_intervals(const preds_t *ps, const pred_t *p, const coll_t *ix_coll, bool l
 		n = complement_intervals(pts, np, iv);
 		*missing = true;
 		break;
+	case MATCH_PRED_NOT_RANGE: {
+		/* everything outside the range's type-bracketed interval: other
+		 * types, NaN (outside every numeric range), missing (null) */
+		pred_t r = *p;
+		planner_interval_t in;
+		r.op = p->rop;
+		if (!range_interval(&r, &in))
+			return -1;
+		iv = tm_arena_alloc(ps->arena, 2 * sizeof(*iv));
+		iv_set(&iv[0], &lo, true, &in.lo, !in.lo_incl);
+		iv_set(&iv[1], &in.hi, !in.hi_incl, &hi, true);
+		n = 2;
+		*missing = true;
+		break;
+	}
 	case MATCH_PRED_MOD: {
 		/* every number, NaN first (mongod's [nan.0, inf.0]); the keys
 		 * or the documents decide */
@@ -1208,6 +1231,9 @@ pred_exact(const cand_t *c, const preds_t *ps, const pred_t *p)
 	case MATCH_PRED_NE: case MATCH_PRED_NIN:
 		/* {a: [1, 2]} has a key outside {$ne: 2}'s bounds */
 		return !c->fields[fi].multikey && !p->has_null;
+	case MATCH_PRED_NOT_RANGE:
+		/* {a: [1, 9]} has a key outside {$not: {$gt: 5}}'s bounds */
+		return !c->fields[fi].multikey;
 	case MATCH_PRED_EXISTS:
 		/* only a one-field sparse index holds exactly the documents with
 		 * the field */

@@ -10,7 +10,9 @@
  */
 #include "timeseries/timeseries.h"
 #include "timeseries/ts_compress.h"
+#include "timeseries/ts_index.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -909,8 +911,64 @@ time_bounds(const ts_options_t *o, const bson_iter_t *pred, bson_t *out)
  * array]} (match operators look into arrays: a max of [5, 3] passes $type
  * "number" and would drop the bucket).
  */
+/* {path: {$not: {op: v}}} into out. */
+static void
+append_not(bson_t *out, const char *path, const char *op, const bson_value_t *v)
+{
+	bson_t a, b;
+
+	bson_append_document_begin(out, path, -1, &a);
+	bson_append_document_begin(&a, "$not", -1, &b);
+	bv_append(&b, op, -1, v);
+	bson_append_document_end(&a, &b);
+	bson_append_document_end(out, &a);
+}
+
+/*
+ * The index-friendly bound of {f: {op: v}} (v a number) when an index over
+ * the buckets shows control.min.f and control.max.f never held an array
+ * (fs): BSON order alone then decides.  A bucket holds a number above v or
+ * an array (whose elements the query looks into) only when control.max.f is
+ * above v in BSON order: a number above it, or a non-number (arrays sort
+ * after numbers): {control.max.f: {$not: {$lte: v}}}, which an index scans
+ * as [MinKey, -inf) and (v, MaxKey].  Below v: control.min.f not a number
+ * at or above v, or -- an array hidden between a number min and a max of a
+ * later type -- control.max.f not a number.
+ */
 static bool
-measurement_bounds(const char *field, const bson_iter_t *pred, bson_t *out)
+measurement_bounds_ix(const char *minp, const char *maxp, const char *op, const bson_value_t *v, bson_t *out)
+{
+	bool gt = strcmp(op, "$gt") == 0, gte = strcmp(op, "$gte") == 0;
+	bool lt = strcmp(op, "$lt") == 0, lte = strcmp(op, "$lte") == 0;
+	bson_value_t inf = {.value_type = BSON_TYPE_DOUBLE};
+	bson_t arr, one;
+
+	inf.value.v_double = INFINITY;
+	if (gt || gte) {
+		append_not(out, maxp, gt ? "$lte" : "$lt", v);
+		return true;
+	}
+	if (!lt && !lte)
+		return false;
+	bson_append_array_begin(out, "$or", -1, &arr);
+	bson_append_document_begin(&arr, "0", 1, &one);
+	append_not(&one, minp, lt ? "$gte" : "$gt", v);
+	bson_append_document_end(&arr, &one);
+	bson_append_document_begin(&arr, "1", 1, &one);
+	{
+		bson_t c;
+		bson_append_document_begin(&one, minp, -1, &c);
+		bv_append(&c, lt ? "$gte" : "$gt", -1, v);
+		bson_append_document_end(&one, &c);
+	}
+	append_not(&one, maxp, "$lte", &inf);
+	bson_append_document_end(&arr, &one);
+	bson_append_array_end(out, &arr);
+	return true;
+}
+
+static bool
+measurement_bounds(const char *field, const bson_iter_t *pred, const ts_ix_fields_t *fs, bson_t *out)
 {
 	char minp[512], maxp[512];
 	bson_iter_t ops;
@@ -928,6 +986,10 @@ measurement_bounds(const char *field, const bson_iter_t *pred, bson_t *out)
 		bson_t arr, a, b, c, cmp, nt, t;
 		if (!bv_is_number(v) || bv_is_nan(v))
 			continue;
+		for (int i = 0; fs != NULL && i < fs->n; i++)
+			if (strcmp(fs->f[i].name, field) == 0 && fs->f[i].has_min && fs->f[i].has_max &&
+			    !fs->f[i].min_array && !fs->f[i].max_array && measurement_bounds_ix(minp, maxp, op, v, out))
+				return true;
 		if (strcmp(op, "$gt") == 0 || strcmp(op, "$gte") == 0)
 			path = maxp;
 		else if (strcmp(op, "$lt") == 0 || strcmp(op, "$lte") == 0)
@@ -961,6 +1023,11 @@ measurement_bounds(const char *field, const bson_iter_t *pred, bson_t *out)
 		BSON_APPEND_UTF8(&t, "$type", "array");
 		bson_append_document_end(&c, &t);
 		bson_append_document_end(&arr, &c);
+		/* a NaN min: NaN sorts below every number, so a column {NaN, 2}
+		 * has min NaN, a number that is not below 5 */
+		bson_append_document_begin(&arr, "4", 1, &c);
+		BSON_APPEND_DOUBLE(&c, minp, NAN);
+		bson_append_document_end(&arr, &c);
 		bson_append_array_end(out, &arr);
 		any = true;
 		break;   /* one bound per predicate document is enough */
@@ -969,7 +1036,8 @@ measurement_bounds(const char *field, const bson_iter_t *pred, bson_t *out)
 }
 
 static bool
-filter_conjuncts(const ts_options_t *o, const bson_t *filter, bson_t *out, int *n, int depth)
+filter_conjuncts(const ts_options_t *o, const bson_t *filter, const ts_ix_fields_t *fs, bson_t *out, int *n,
+                 int depth)
 {
 	bson_iter_t it;
 	bool any = false;
@@ -990,7 +1058,7 @@ filter_conjuncts(const ts_options_t *o, const bson_t *filter, bson_t *out, int *
 					continue;
 				bson_iter_document(&arr, &l, &d);
 				if (bson_init_static(&sub, d, l))
-					any = filter_conjuncts(o, &sub, out, n, depth + 1) || any;
+					any = filter_conjuncts(o, &sub, fs, out, n, depth + 1) || any;
 			}
 		} else if (k[0] == '$') {
 			continue;
@@ -1019,7 +1087,7 @@ filter_conjuncts(const ts_options_t *o, const bson_t *filter, bson_t *out, int *
 			char key[16];
 			bson_snprintf(key, sizeof(key), "%d", *n);
 			bson_append_document_begin(out, key, -1, &one);
-			if (measurement_bounds(k, &it, &one)) {
+			if (measurement_bounds(k, &it, fs, &one)) {
 				(*n)++;
 				any = true;
 			}
@@ -1032,9 +1100,15 @@ filter_conjuncts(const ts_options_t *o, const bson_t *filter, bson_t *out, int *
 bool
 ts_bucket_filter(const ts_options_t *o, const bson_t *filter, bson_t *out)
 {
+	return ts_bucket_filter_ix(o, filter, NULL, out);
+}
+
+bool
+ts_bucket_filter_ix(const ts_options_t *o, const bson_t *filter, const ts_ix_fields_t *fs, bson_t *out)
+{
 	bson_t arr = BSON_INITIALIZER;
 	int n = 0;
-	bool any = filter != NULL && filter_conjuncts(o, filter, &arr, &n, 0) && n > 0;
+	bool any = filter != NULL && filter_conjuncts(o, filter, fs, &arr, &n, 0) && n > 0;
 
 	if (any) {
 		/* drop an empty time entry left by a predicate without dates */

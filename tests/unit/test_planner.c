@@ -140,6 +140,14 @@ test_points_and_ranges(void)
 	PLAN_EQ("{\"a\": {\"$nin\": [5, 1, \"x\"]}}", NULL, NULL,
 	    "a_1|a:[MinKey, 1),(1, 5),(5, \"x\"),(\"x\", MaxKey]|exact");
 	PLAN_EQ("{\"a\": {\"$ne\": null}}", NULL, NULL, "COLLSCAN");
+	/* $not of a range: its complement (other types, NaN and missing
+	 * included), as mongod's NOT bounds; exact where no array was met */
+	PLAN_EQ("{\"a\": {\"$not\": {\"$gte\": 40}}}", NULL, NULL, "a_1|a:[MinKey, 40),(inf.0, MaxKey]|exact");
+	PLAN_EQ("{\"a\": {\"$not\": {\"$lt\": 40}}}", NULL, NULL, "a_1|a:[MinKey, -inf.0),[40, MaxKey]|exact");
+	PLAN_EQ("{\"a\": {\"$not\": {\"$gt\": \"m\"}}}", NULL, NULL, "a_1|a:[MinKey, \"m\"],[{}, MaxKey]|exact");
+	PLAN_EQ("{\"a\": {\"$not\": {\"$lte\": 5}}, \"$and\": [{\"a\": {\"$lt\": 9}}]}", NULL, NULL, "a_1|a:(5, 9)|exact");
+	PLAN_EQ("{\"a\": {\"$not\": {\"$gt\": {\"$numberDouble\": \"NaN\"}}}}", NULL, NULL, "COLLSCAN");
+	PLAN_EQ("{\"a\": {\"$not\": {\"$exists\": true, \"$gt\": 1}}}", NULL, NULL, "COLLSCAN");
 	PLAN_EQ("{\"a\": {\"$exists\": true}}", NULL, NULL, "a_1|a:[MinKey, MaxKey]");
 	PLAN_EQ("{\"a\": {\"$exists\": false}}", NULL, NULL, "a_1|a:[null, null]");
 	/* $mod: every number, NaN first; the keys or documents decide */
@@ -312,6 +320,7 @@ test_sparse_partial_hidden_hint(void)
 	PLAN_EQ("{\"s\": null}", NULL, NULL, "COLLSCAN");
 	PLAN_EQ("{\"s\": {\"$in\": [1, null]}}", NULL, NULL, "COLLSCAN");
 	PLAN_EQ("{\"s\": {\"$ne\": 1}}", NULL, NULL, "COLLSCAN");
+	PLAN_EQ("{\"s\": {\"$not\": {\"$gt\": 1}}}", NULL, NULL, "COLLSCAN");
 	PLAN_EQ("{\"s\": {\"$exists\": false}}", NULL, NULL, "COLLSCAN");
 	PLAN_EQ("{\"s\": {\"$exists\": true}}", NULL, NULL, "s_1|s:[MinKey, MaxKey]|exact");
 	/* a partial filter {$exists: true} is implied by what a missing field fails */

@@ -188,11 +188,13 @@ test_bucket_filter(void)
 	expect_filter("{\"m\": 3}", "{ \"$and\" : [ { \"meta\" : 3 } ] }");
 	expect_filter("{\"m.a.b\": {\"$gt\": 1}}", "{ \"$and\" : [ { \"meta.a.b\" : { \"$gt\" : 1 } } ] }");
 	expect_filter("{\"mx\": 1}", "none");                 /* a field that only starts like the meta */
-	/* a measurement field: only buckets whose bounds are both numbers can go */
+	/* a measurement field: only buckets whose bounds are both numbers (and
+	 * whose min is not NaN, below every number) can go */
 	expect_filter("{\"x\": {\"$gte\": 5}}", "{ \"$and\" : [ { \"$or\" : [ { \"control.max.x\" : { \"$gte\" : 5 } }, "
 	    "{ \"control.min.x\" : { \"$not\" : { \"$type\" : \"number\" } } }, "
 	    "{ \"control.max.x\" : { \"$not\" : { \"$type\" : \"number\" } } }, "
-	    "{ \"control.max.x\" : { \"$type\" : \"array\" } } ] } ] }");
+	    "{ \"control.max.x\" : { \"$type\" : \"array\" } }, "
+	    "{ \"control.min.x\" : { \"$numberDouble\" : \"NaN\" } } ] } ] }");
 	expect_filter("{\"x\": {\"$gte\": \"s\"}}", "none");  /* not a number */
 	expect_filter("{\"x.y\": {\"$lt\": 5}}", "none");      /* subfields: min/max are of the whole value */
 	expect_filter("{\"x\": 5}", "none");                    /* equality: not pushed */

@@ -123,7 +123,66 @@ test('secondary indexes on meta subfields and time', () => {
 	const raw = t.runCommand({listIndexes: 'w', rawData: true}).cursor.firstBatch.find(i => i.name === 'sensor.room_1_ts_-1');
 	eq(raw.key, {'meta.room': 1, 'control.max.ts': -1, 'control.min.ts': -1}, 'bucket terms');
 	eq(t.w.find({'sensor.room': 'r1'}).itcount(), t.w.countDocuments({'sensor.room': 'r1'}), 'reads');
-	eq(code(() => t.w.createIndex({temp: 1})), 238, 'measurement field: not built yet');
+	eq(t.w.dropIndex({'sensor.room': 1, ts: -1}).ok, 1, 'dropped by the user key');
+});
+
+test('indexes on measurement fields', () => {
+	t.mi.drop();
+	t.createCollection('mi', {timeseries: {timeField: 'ts', metaField: 'sensor'}});
+	const t0 = Date.UTC(2024, 0, 1), docs = [];
+	for (let i = 0; i < 4000; i++)
+		docs.push({ts: new Date(t0 + i * 1000), sensor: i % 4, temp: i % 1000, hum: i});
+	t.mi.insertMany(docs);
+	eq(t.mi.createIndex({temp: 1}), 'temp_1', 'ascending');
+	eq(t.mi.createIndex({hum: -1}, {name: 'hum_down'}), 'hum_down', 'descending');
+	const shown = t.mi.getIndexes();
+	eq(shown.find(i => i.name === 'temp_1').key, {temp: 1}, 'listIndexes: the user key');
+	eq(shown.find(i => i.name === 'hum_down').key, {hum: -1}, 'listIndexes: descending');
+	ok(shown.every(i => i.originalSpec === undefined), 'no originalSpec shown');
+	const raw = t.runCommand({listIndexes: 'mi', rawData: true}).cursor.firstBatch;
+	eq(raw.find(i => i.name === 'temp_1').key, {'control.min.temp': 1, 'control.max.temp': 1}, 'rawData: bucket key');
+	eq(raw.find(i => i.name === 'hum_down').key, {'control.max.hum': -1, 'control.min.hum': -1}, 'rawData: descending');
+	eq(raw.find(i => i.name === 'temp_1').originalSpec.key, {temp: 1}, 'rawData: originalSpec');
+	// answers equal the index-free ones; the plan: unpack above an IXSCAN of the bucket index
+	for (const f of [{temp: {$lt: 3}}, {hum: {$gte: 3990}}, {hum: {$gt: 100, $lte: 120}}, {temp: {$lte: 0}, sensor: 0}]) {
+		const want = t.mi.find(f).hint({$natural: 1}).itcount();
+		ok(want > 0, 'matches ' + JSON.stringify(f));
+		eq(t.mi.find(f).itcount(), want, 'same answer ' + JSON.stringify(f));
+	}
+	const ex = t.mi.find({hum: {$gte: 3990}}).explain('executionStats');
+	const cur = ex.stages[0].$cursor, plan = cur.queryPlanner.winningPlan;
+	eq(plan.stage, 'FETCH', 'FETCH');
+	eq(plan.inputStage.stage, 'IXSCAN', 'IXSCAN');
+	eq(plan.inputStage.indexName, 'hum_down', 'the descending index');
+	eq(plan.inputStage.keyPattern, {'control.max.hum': -1, 'control.min.hum': -1}, 'bucket key pattern');
+	ok(ex.stages[1].$_internalUnpackBucket !== undefined, 'unpack above it');
+	ok(cur.executionStats.totalDocsExamined <= 4, 'only the buckets in range (one per sensor): ' + cur.executionStats.totalDocsExamined);
+	const low = t.mi.find({temp: {$lt: 3}}).explain().stages[0].$cursor.queryPlanner.winningPlan;
+	ok(JSON.stringify(low).includes('temp_1'), 'temp_1 scanned for $lt');
+	// hint by the user's key pattern or by name
+	for (const h of [{temp: 1}, 'temp_1', {hum: -1}]) {
+		const p = t.mi.find({temp: {$gt: 997}}).hint(h).explain().stages[0].$cursor.queryPlanner.winningPlan;
+		ok(JSON.stringify(p).includes('IXSCAN'), 'hinted ' + JSON.stringify(h));
+		eq(t.mi.find({temp: {$gt: 997}}).hint(h).itcount(), 8, 'hinted answer ' + JSON.stringify(h));
+	}
+	eq(code(() => t.mi.find({temp: 1}).hint({nope: 1}).itcount()), 2, 'hint of no index');
+	// mongod's refusals
+	eq(code(() => t.mi.createIndex({temp: 1}, {unique: true, name: 'u'})), 72, 'unique');
+	eq(code(() => t.mi.createIndex({temp: 'text'})), 72, 'text');
+	eq(code(() => t.mi.createIndex({temp: 1}, {sparse: true, name: 's'})), 72, 'sparse on a measurement');
+	eq(code(() => t.mi.createIndex({temp: 'hashed'})), 67, 'hashed measurement');
+	eq(code(() => t.mi.createIndex({ts: 1}, {expireAfterSeconds: 5, name: 'ttl'})), 72, 'TTL without a meta filter');
+	eq(code(() => t.mi.createIndex({loc: '2dsphere'})), 238, '2dsphere_bucket: not built');
+	eq(t.mi.createIndex({hum: 1}, {partialFilterExpression: {sensor: {$gt: 1}}, name: 'hum_part'}), 'hum_part', 'meta partial');
+	eq(t.mi.getIndexes().find(i => i.name === 'hum_part').partialFilterExpression, {sensor: {$gt: 1}}, 'partial shown as given');
+	eq(t.runCommand({listIndexes: 'mi', rawData: true}).cursor.firstBatch.find(i => i.name === 'hum_part').partialFilterExpression,
+	    {meta: {$gt: 1}}, 'partial on buckets');
+	eq(t.mi.find({hum: {$lt: 50}, sensor: 3}).itcount(), 12, 'partial-indexed answer');
+	// dropIndexes by the user's key pattern and by name
+	eq(t.mi.dropIndex({temp: 1}).ok, 1, 'drop by key');
+	eq(t.mi.dropIndex('hum_down').ok, 1, 'drop by name');
+	eq(code(() => t.mi.dropIndex({temp: 1})), 27, 'gone');
+	eq(t.mi.getIndexes().map(i => i.name).sort(), ['hum_part', 'sensor_1_ts_1'], 'what is left');
 });
 
 test('$lookup and $unionWith read measurements', () => {

@@ -1,0 +1,91 @@
+/*
+ * ts_index.h -- secondary indexes of a time-series collection, in the two
+ * vocabularies mongod 9.0 has for them (ts_index.c): what the user writes
+ * (key patterns on the metaField and its subfields, the timeField and
+ * measurement fields) and what the buckets are indexed by (meta.<sub>,
+ * control.min/max.<field>), as mongod's
+ * timeseries_index_schema_conversion_functions.cpp and
+ * timeseries_commands_conversion_helper.cpp translate them; and which
+ * measurement fields an index over the buckets can bound (for the bucket
+ * filter, ts_bucket.c).
+ *
+ * The command layer (commands/cmd_index.c through cmd_timeseries.c) calls
+ * these for createIndexes, listIndexes, dropIndexes and hints.
+ */
+#ifndef TAMGA_TIMESERIES_TS_INDEX_H
+#define TAMGA_TIMESERIES_TS_INDEX_H
+
+#include <stdbool.h>
+#include <bson/bson.h>
+
+#include "common/error.h"
+#include "timeseries/timeseries.h"
+
+/*
+ * A user key pattern into the buckets' key pattern, appended to out (an
+ * initialised document): the timeField becomes control.min.<t>,
+ * control.max.<t> (control.max first when descending), the metaField
+ * "meta" and its subfields "meta.<sub>", a measurement field f
+ * control.min.f, control.max.f (the other way round when descending), a
+ * measurement '2dsphere' data.f: "2dsphere_bucket".  *measurement (may be
+ * NULL) is set when a measurement field is in it.  On a key mongod refuses:
+ * 2 BadValue with mongod's reason (an empty key, a hint's $hint/$natural, a
+ * non-number on the timeField, a measurement field neither a number nor
+ * '2dsphere'); out is then partly written.
+ */
+int ts_index_key_to_buckets(const ts_options_t *o, const bson_t *key, bson_t *out, bool *measurement, terr_t *err);
+
+/*
+ * createIndexes' one index spec (user terms) into the buckets' spec,
+ * appended to out, as mongod's makeTimeseriesCreateIndexesCommand: the key
+ * translated, `originalSpec` (the user's spec, with the name given or
+ * derived) kept when the key has a measurement field or there is a
+ * partialFilterExpression, the name derived from the user's key when
+ * absent.  Refusals with mongod's codes: 72 unique, text, sparse on a
+ * measurement, TTL rules; 85 partialFilterExpression with collation; 67
+ * CannotCreateIndex for a key ts_index_key_to_buckets refuses ("BadValue:
+ * <reason>").  238 for what Tamga does not build: a 2dsphere on a
+ * measurement (mongod's 2dsphere_bucket), a partialFilterExpression on
+ * anything but the metaField, TTL indexes.
+ */
+int ts_index_spec_to_buckets(const ts_options_t *o, const bson_t *spec, bson_t *out, terr_t *err);
+
+/*
+ * listIndexes' view of a bucket index spec (mongod's
+ * createTimeseriesIndexFromBucketsIndex): its originalSpec when it has one
+ * (after the bucket spec's "v"), else the bucket spec with its key mapped
+ * back (control.min.<t> -> t, control.max.<t> dropped, meta -> metaField).
+ * False (out untouched) when the key does not map back: mongod hides it.
+ */
+bool ts_index_spec_from_buckets(const ts_options_t *o, const bson_t *bucket_spec, bson_t *out);
+
+/* The measurement fields an index over the buckets can bound, for the
+ * bucket filter: per top-level measurement field f with an index whose key
+ * holds control.min.f or control.max.f (not a partial one: it does not see
+ * every bucket), whether any bucket ever had an array there (the index's
+ * multikey paths: then the index-friendly bounds are unsound, see
+ * ts_bucket.c). */
+#define TS_IX_FIELDS_MAX 16
+typedef struct ts_ix_fields {
+	int n;
+	struct {
+		char name[128];
+		bool min_array;    /* control.min.f held an array in some bucket (or unknown) */
+		bool max_array;
+		bool has_min, has_max;
+	} f[TS_IX_FIELDS_MAX];
+} ts_ix_fields_t;
+
+/* Record one bucket index key pattern's measurement fields into fs
+ * (min_array/max_array: the multikey state of each key field, by position;
+ * NULL when unknown = every field may be an array). */
+void ts_ix_fields_add(ts_ix_fields_t *fs, const ts_options_t *o, const bson_t *bucket_key, const bool *field_multikey);
+
+/* ts_bucket_filter with the indexed fields known: a comparison on a field
+ * of fs whose control.min/max never held an array is bounded in a form the
+ * planner can scan an index by (a $not of a range on control.max.f for
+ * $gt/$gte; on control.min.f, with the non-number max clause, for
+ * $lt/$lte).  fs NULL: ts_bucket_filter. */
+bool ts_bucket_filter_ix(const ts_options_t *o, const bson_t *filter, const ts_ix_fields_t *fs, bson_t *out);
+
+#endif
