@@ -1233,7 +1233,7 @@ static const char *const meta_expr_refused[] = {
  * with those paths renamed to the bucket's "meta": mongod's
  * rewriteGroupByElement options 1 and 2 (fieldPathsAccessOnlyMetaField,
  * rewriteMetaFieldPaths; its fixed-bucket $dateTrunc option 3 is not taken).
- * A $literal is copied as it is; $$ROOT and $$CURRENT are refused, other
+ * A $literal ($const) is copied as it is; $$ROOT and $$CURRENT are refused, other
  * variables ($$NOW, a command's let) kept.  False: not that shape (out may
  * then hold a partial key: the caller drops it). */
 static bool
@@ -1273,7 +1273,7 @@ meta_id_rewrite(const ts_options_t *o, bson_iter_t *it, bson_t *out, const char 
 			for (size_t i = 0; i < sizeof(meta_expr_refused) / sizeof(meta_expr_refused[0]); i++)
 				if (strcmp(op, meta_expr_refused[i]) == 0)
 					return false;
-			if (strcmp(op, "$literal") == 0) {
+			if (strcmp(op, "$literal") == 0 || strcmp(op, "$const") == 0) {
 				bson_append_iter(out, key, -1, it);
 				return true;
 			}
