@@ -12,7 +12,9 @@
  * collection against the plain one, and the seed's two queries --
  * "average per sensor per hour over one day" and "last reading per
  * sensor" -- on the time-series collection against the plain collection
- * with its best index ({sensor: 1, t: 1}).  Answers are checked (group
+ * with its best index ({sensor: 1, t: 1}) -- and a count and max per sensor
+ * ({$group: {_id: "$sensor", n: {$sum: 1.0}, hi: {$max: "$temp"}}}, which
+ * runs on the buckets' control fields as mongod's rewriteGroupStage).  Answers are checked (group
  * counts) so a wrong answer is never timed as a fast one.
  *
  * Lines: bench <case>: tamga <x/s>, <peer> <y/s>, ratio <x/y> (run.sh).
@@ -29,7 +31,7 @@
  * ({energy: {$lt: ...}}, 0.5% of the measurements) on the time-series
  * collection without and with a user index on the field (range_query).
  *
- * BENCH_TS_QUERY_ONLY=0|1 (BENCH_TS_QUERY_PLAIN for the plain collection)
+ * BENCH_TS_QUERY_ONLY=0|1|2 (BENCH_TS_QUERY_PLAIN for the plain collection)
  * ingests, then collects only around that query (three runs of it).
  * BENCH_TS_LATE=random|backlog: late measurements after a restart (bucket
  * reopening, issue 19): 100 sensors, one reading every 10 s for TS_N / 100
@@ -537,6 +539,10 @@ query(tamga_t *t, const char *coll, int which, int64_t expect)
 			    "{", "$match", "{", "t", "{", "$gte", BCON_DATE_TIME(BENCH_AT0), "$lt", BCON_DATE_TIME(BENCH_AT0 + 86400000), "}", "}", "}",
 			    "{", "$group", "{", "_id", "{", "s", "$sensor", "h", "{", "$dateTrunc", "{", "date", "$t", "unit", "hour", "}", "}", "}",
 			    "avg", "{", "$avg", "$temp", "}", "}", "}", "]", "cursor", "{", "batchSize", BCON_INT32(1000000), "}");
+		else if (which == 2)   /* mongod's $group on the buckets: a count and a max per sensor */
+			cmd = BCON_NEW("aggregate", BCON_UTF8(coll), "pipeline", "[",
+			    "{", "$group", "{", "_id", "$sensor", "n", "{", "$sum", BCON_DOUBLE(1.0), "}", "hi", "{", "$max", "$temp", "}", "}", "}",
+			    "]", "cursor", "{", "batchSize", BCON_INT32(1000000), "}");
 		else
 			cmd = BCON_NEW("aggregate", BCON_UTF8(coll), "pipeline", "[",
 			    "{", "$sort", "{", "sensor", BCON_INT32(1), "t", BCON_INT32(-1), "}", "}",
@@ -622,6 +628,8 @@ pg_query(PGconn *c, int which, int64_t expect)
 		    "SELECT sensor, date_trunc('hour', t) AS h, avg(temp) FROM ts_pg WHERE t >= to_timestamp(%lld) "
 		    "AND t < to_timestamp(%lld) GROUP BY 1, 2", (long long)(BENCH_AT0 / 1000),
 		    (long long)(BENCH_AT0 / 1000 + 86400));
+	else if (which == 2)
+		snprintf(sql, sizeof(sql), "SELECT sensor, count(*)::float8, max(temp) FROM ts_pg GROUP BY 1");
 	else
 		snprintf(sql, sizeof(sql), "SELECT DISTINCT ON (sensor) sensor, t, temp FROM ts_pg ORDER BY sensor, t DESC");
 	for (int round = 0; round < 3; round++) {
@@ -797,8 +805,8 @@ main(int argc, char **argv)
 	hours = (TS_N / SENSORS + 3599) / 3600;
 	if (hours > 24)
 		hours = 24;
-	for (int which = 0; which < 2; which++) {
-		const char *name = which == 0 ? "ts_avg_per_sensor_hour" : "ts_last_per_sensor";
+	for (int which = 0; which < 3; which++) {
+		const char *name = which == 0 ? "ts_avg_per_sensor_hour" : which == 1 ? "ts_last_per_sensor" : "ts_count_max_per_sensor";
 		int64_t expect = which == 0 ? hours * SENSORS : SENSORS;
 		double a = query(t, "ts", which, expect), b = query(t, "plain", which, expect);
 		if (a < 0 || b < 0)

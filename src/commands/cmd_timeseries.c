@@ -1557,9 +1557,25 @@ block_group_bin(const ts_options_t *o, bson_iter_t *g)
 	return id ? bin : INT64_MIN;
 }
 
-/* A $group _id whose field paths are all the metaField or under it (or a
- * constant), rewritten to the bucket's "meta" into out under key: mongod's
- * rewriteGroupByField (its fixed-bucket $dateTrunc case aside). */
+/* Operators a $group _id rewritten onto the buckets may not hold: they
+ * bind variables ($$this, $$value, their own names) or read the document
+ * other than by field paths, so renaming "$<meta>" paths would not be
+ * enough (mongod asks its dependency tracker; these are what it would
+ * answer needWholeDocument or a variable for). */
+static const char *const meta_expr_refused[] = {
+	"$let", "$map", "$filter", "$reduce", "$getField", "$setField", "$unsetField", "$function",
+	"$accumulator", "$meta", "$rand", "$sampleRate", "$where",
+};
+
+/* A $group _id (or a part of it, at it) whose field paths are all the
+ * metaField or under it -- a constant, a field path, an object or array of
+ * those, or an operator expression over them -- written into out under key
+ * with those paths renamed to the bucket's "meta": mongod's
+ * rewriteGroupByElement options 1 and 2 (fieldPathsAccessOnlyMetaField,
+ * rewriteMetaFieldPaths; its fixed-bucket $dateTrunc option 3 is not taken).
+ * A $literal ($const) is copied as it is; $$ROOT and $$CURRENT are refused, other
+ * variables ($$NOW, a command's let) kept.  False: not that shape (out may
+ * then hold a partial key: the caller drops it). */
 static bool
 meta_id_rewrite(const ts_options_t *o, bson_iter_t *it, bson_t *out, const char *key, int depth)
 {
@@ -1573,50 +1589,139 @@ meta_id_rewrite(const ts_options_t *o, bson_iter_t *it, bson_t *out, const char 
 			bson_append_iter(out, key, -1, it);
 			return true;
 		}
-		if (v[1] == '$' || !lp_meta_path(o, v + 1, mp + 1, sizeof(mp) - 1))
+		if (v[1] == '$') {
+			if (strncmp(v, "$$ROOT", 6) == 0 || strncmp(v, "$$CURRENT", 9) == 0)
+				return false;
+			bson_append_iter(out, key, -1, it);
+			return true;
+		}
+		if (!lp_meta_path(o, v + 1, mp + 1, sizeof(mp) - 1))
 			return false;
 		mp[0] = '$';
 		BSON_APPEND_UTF8(out, key, mp);
 		return true;
 	}
-	if (BSON_ITER_HOLDS_DOCUMENT(it)) {
+	if (BSON_ITER_HOLDS_DOCUMENT(it) || BSON_ITER_HOLDS_ARRAY(it)) {
 		bson_iter_t c;
 		bson_t sub;
-		bool ok = true;
+		bool ok = true, arr = BSON_ITER_HOLDS_ARRAY(it);
 		bson_iter_recurse(it, &c);
-		if (bson_iter_next(&c) && bson_iter_key(&c)[0] == '$')
-			return false;   /* an operator: not taken here */
-		bson_append_document_begin(out, key, -1, &sub);
+		if (!arr && bson_iter_next(&c) && bson_iter_key(&c)[0] == '$') {
+			const char *op = bson_iter_key(&c);
+			if (bson_iter_next(&c) || strncmp(op, "$_", 2) == 0)
+				return false;   /* not one operator: the parser answers it */
+			for (size_t i = 0; i < sizeof(meta_expr_refused) / sizeof(meta_expr_refused[0]); i++)
+				if (strcmp(op, meta_expr_refused[i]) == 0)
+					return false;
+			if (strcmp(op, "$literal") == 0 || strcmp(op, "$const") == 0) {
+				bson_append_iter(out, key, -1, it);
+				return true;
+			}
+		}
+		if (arr)
+			bson_append_array_begin(out, key, -1, &sub);
+		else
+			bson_append_document_begin(out, key, -1, &sub);
 		bson_iter_recurse(it, &c);
 		while (ok && bson_iter_next(&c))
 			ok = meta_id_rewrite(o, &c, &sub, bson_iter_key(&c), depth + 1);
-		bson_append_document_end(out, &sub);
+		if (arr)
+			bson_append_array_end(out, &sub);
+		else
+			bson_append_document_end(out, &sub);
 		return ok;
 	}
-	if (BSON_ITER_HOLDS_ARRAY(it))
-		return false;
 	bson_append_iter(out, key, -1, it);   /* a constant */
 	return true;
 }
 
+/* An accumulator argument (at it) that is the constant 1 as mongod's
+ * rewriteCountGroupAccm compares it (Value(1): any numeric type, so 1,
+ * NumberLong(1), 1.0 and NumberDecimal("1"), also under $literal). */
+static bool
+is_const_one(bson_iter_t *it)
+{
+	if (BSON_ITER_HOLDS_DOCUMENT(it)) {
+		bson_iter_t c;
+		bson_iter_recurse(it, &c);
+		if (!bson_iter_next(&c) || strcmp(bson_iter_key(&c), "$literal") != 0)
+			return false;
+		{
+			bson_iter_t v = c;
+			if (bson_iter_next(&c))
+				return false;
+			return is_const_one(&v);
+		}
+	}
+	if (BSON_ITER_HOLDS_INT32(it))
+		return bson_iter_int32(it) == 1;
+	if (BSON_ITER_HOLDS_INT64(it))
+		return bson_iter_int64(it) == 1;
+	if (BSON_ITER_HOLDS_DOUBLE(it))
+		return bson_iter_double(it) == 1.0;
+	if (BSON_ITER_HOLDS_DECIMAL128(it)) {
+		/* coefficient x 10^exp equal to 1: the digits, less trailing
+		 * zeros (each raising exp), are "1" and exp is 0 */
+		bson_decimal128_t d;
+		char str[BSON_DECIMAL128_STRING], dig[BSON_DECIMAL128_STRING];
+		size_t n = 0;
+		long exp = 0;
+		const char *p = str;
+		bson_iter_decimal128(it, &d);
+		bson_decimal128_to_string(&d, str);
+		if (*p == '+')
+			p++;
+		for (; *p != '\0' && *p != 'E'; p++) {
+			if (*p == '.') {
+				for (p++; *p >= '0' && *p <= '9'; p++, exp--)
+					dig[n++] = *p;
+				break;
+			}
+			if (*p < '0' || *p > '9')
+				return false;   /* a sign, NaN, Infinity */
+			dig[n++] = *p;
+		}
+		if (*p == 'E')
+			exp += strtol(p + 1, NULL, 10);
+		else if (*p != '\0')
+			return false;
+		while (n > 1 && dig[n - 1] == '0') {
+			n--;
+			exp++;
+		}
+		{
+			size_t lead = 0;
+			while (lead + 1 < n && dig[lead] == '0')
+				lead++;
+			return n - lead == 1 && dig[lead] == '1' && exp == 0;
+		}
+	}
+	return false;
+}
+
 /*
  * mongod's rewriteGroupStage: a $group right after the unpack (no event
- * filter) by the meta (or a constant) whose accumulators are all $min/$max
- * of field paths and {$sum: 1} runs on the buckets themselves: $min/$max of
- * the meta become the same of "$meta...", $max of a field that of
- * "$control.max.<field>", {$sum: 1} the bucket's count ({$cond: [{$gte:
- * ["$control.version", 2]}, "$control.count", {$size: {$objectToArray:
- * "$data.<time>"}}]}).  Appends {$group: ...} to out under key and returns
- * true; false: not that shape.
+ * filter) by the meta (a constant, or any expression whose field paths are
+ * all the meta or under it) whose accumulators are all $min/$max of field
+ * paths and {$sum: 1} runs on the buckets themselves: $min/$max of the meta
+ * become the same of "$meta...", $max of a field that of
+ * "$control.max.<field>", {$sum: 1} (or $count, or a 1 of any numeric
+ * type) the bucket's count ({$cond: [{$gte: ["$control.version", 2]},
+ * "$control.count", {$size: {$objectToArray: "$data.<time>"}}]}: an int, so
+ * {$sum: 1.0} answers an int as on mongod, where the unpacked sum is a
+ * double).  Appends {$group: ...} to out under key and returns true; false:
+ * not that shape.
  *
- * Narrower than mongod where the answer would differ from the unpacked one:
- * {$sum: 1.0} or NumberLong(1) (the count is an int; the unpacked sum a
- * double or long),
- * $min of a measurement field (control.min holds a null the accumulator
- * skips; mongod's rewrite then differs from the unpacked answer), subfields
- * of measurements (Tamga's control.min/max are of the whole top-level
- * value, mongod's field by field), and $min of the time (control.min of
- * the time is rounded down: mongod refuses it too).
+ * Narrower than mongod where Tamga's control fields are not mongod's:
+ * $min of a measurement field and $min/$max of a subfield of one (mongod's
+ * control.min/max are computed field by field through objects and element
+ * by element through arrays -- timeseries::MinMax --, Tamga's are the BSON
+ * order's min/max of the whole top-level value, which differ when that
+ * value is an object or an array), and $min of the time (control.min of
+ * the time is rounded down: mongod refuses it too).  $max of a top-level
+ * field is taken: the largest value by BSON order is the accumulator's
+ * answer, and it is what both control.max hold unless it is an object or
+ * array (then Tamga's is still the accumulator's answer).
  */
 static bool
 group_rewrite(const ts_options_t *o, bson_iter_t *g, bson_t *out, const char *key)
@@ -1646,8 +1751,9 @@ group_rewrite(const ts_options_t *o, bson_iter_t *g, bson_t *out, const char *ke
 		}
 		op = bson_iter_key(&acc);
 		if ((strcmp(op, "$count") == 0 && BSON_ITER_HOLDS_DOCUMENT(&acc)) ||
-		    (strcmp(op, "$sum") == 0 && BSON_ITER_HOLDS_INT32(&acc) && bson_iter_int32(&acc) == 1)) {
-			/* {$sum: 1}: the bucket's measurement count */
+		    (strcmp(op, "$sum") == 0 && is_const_one(&acc))) {
+			/* {$sum: 1}: the bucket's measurement count (an int, whatever
+			 * the type of the 1, as on mongod) */
 			bson_t a, sum, cond, gte, size, ota;
 			char data[300];
 			if (strcmp(op, "$count") == 0) {

@@ -210,7 +210,14 @@ static const char *const group_shapes[] = {
 	/* mongod's $group on the buckets (control.max, meta, counts) */
 	"{\"$group\": {\"_id\": \"$m\", \"mx\": {\"$max\": \"$a\"}, \"n\": {\"$count\": {}}, \"tm\": {\"$max\": \"$t\"}, \"bm\": {\"$max\": \"$b\"}}}",
 	"{\"$group\": {\"_id\": null, \"n\": {\"$sum\": 1}, \"lo\": {\"$min\": \"$m\"}, \"hi\": {\"$max\": \"$m.n\"}}}",
-	"{\"$match\": {\"m.site\": {\"$exists\": true}}}, {\"$group\": {\"_id\": {\"s\": \"$m.site\", \"k\": 1}, \"mx\": {\"$max\": \"$a\"}, \"n\": {\"$sum\": 1}, \"d\": {\"$sum\": 1.0}}}",
+	/* {$sum: 1.0} is a count on the buckets: an int on mongod, a double unpacked */
+	"{\"$match\": {\"m.site\": {\"$exists\": true}}}, {\"$group\": {\"_id\": {\"s\": \"$m.site\", \"k\": 1}, \"mx\": {\"$max\": \"$a\"}, \"n\": {\"$sum\": 1}, \"d\": {\"$sum\": 1.0}}}, {\"$set\": {\"d\": {\"$toDouble\": \"$d\"}}}",
+	/* _id expressions over the meta only; counts of 1 of every numeric type */
+	"{\"$group\": {\"_id\": {\"k\": {\"$type\": \"$m\"}, \"s\": {\"$ifNull\": [\"$m.site\", \"$m\"]}}, \"n\": {\"$sum\": {\"$numberLong\": \"1\"}}, \"hi\": {\"$max\": \"$a\"}, \"mb\": {\"$max\": \"$b\"}}}, {\"$set\": {\"n\": {\"$toInt\": \"$n\"}}}",
+	"{\"$group\": {\"_id\": {\"a\": [{\"$type\": \"$m\"}, \"$m.n\"]}, \"c\": {\"$count\": {}}, \"d\": {\"$sum\": {\"$numberDecimal\": \"1.0\"}}, \"lo\": {\"$min\": \"$m.site\"}, \"tm\": {\"$max\": \"$t\"}}}, {\"$set\": {\"d\": {\"$toInt\": \"$d\"}}}",
+	"{\"$group\": {\"_id\": {\"$cond\": [{\"$eq\": [\"$m\", 1]}, \"one\", {\"$literal\": \"$other\"}]}, \"n\": {\"$sum\": {\"$literal\": 1}}, \"x\": {\"$max\": \"$a\"}, \"mm\": {\"$max\": \"$m\"}}}",
+	/* not rewritten (a measurement in the _id; $min of a measurement; a sum of 2): unpacked */
+	"{\"$group\": {\"_id\": {\"$ifNull\": [\"$m.site\", \"$b.c\"]}, \"n\": {\"$sum\": 1}, \"lo\": {\"$min\": \"$a\"}, \"s\": {\"$sum\": 2}}}",
 };
 
 static void
@@ -754,6 +761,43 @@ test_lastpoint(void)
 	TT_EQ_STR(tt_get_str(r, "stages.1.$group.n.$sum.$cond.1"), "$control.count");
 	TT_ASSERT(!tt_get(r, "stages.2", &(bson_iter_t){0}));
 	tt_free_reply(r);
+	/* an _id expression over the meta is renamed onto "meta"; a 1 of any
+	 * numeric type is the bucket count, an int (as mongod) */
+	r = run("{\"explain\": {\"aggregate\": \"lw\", \"pipeline\": [{\"$group\": {\"_id\": {\"$ifNull\": [\"$m.site\", "
+	    "{\"$literal\": \"$m\"}]}, \"n\": {\"$sum\": 1.0}, \"d\": {\"$sum\": {\"$numberDecimal\": \"10E-1\"}}}}], \"cursor\": {}}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_STR(tt_get_str(r, "stages.1.$group._id.$ifNull.0"), "$meta.site");
+	TT_EQ_STR(tt_get_str(r, "stages.1.$group._id.$ifNull.1.$literal"), "$m");
+	TT_EQ_STR(tt_get_str(r, "stages.1.$group.n.$sum.$cond.1"), "$control.count");
+	TT_EQ_STR(tt_get_str(r, "stages.1.$group.d.$sum.$cond.1"), "$control.count");
+	TT_ASSERT(!tt_get(r, "stages.2", &(bson_iter_t){0}));
+	tt_free_reply(r);
+	r = run("{\"aggregate\": \"lw\", \"pipeline\": [{\"$group\": {\"_id\": null, \"n\": {\"$sum\": 1.0}}}], \"cursor\": {}}", &rc);
+	TT_EQ_INT(rc, 0);
+	{
+		bson_iter_t n;
+		TT_ASSERT(tt_get(r, "cursor.firstBatch.0.n", &n) && BSON_ITER_HOLDS_INT32(&n) && bson_iter_int32(&n) > 0);
+	}
+	tt_free_reply(r);
+	/* refused: $$ROOT, a variable-binding operator, a measurement in the _id, a sum of 2 */
+	{
+		static const char *const unpacked[] = {
+			"{\"_id\": \"$$ROOT.m\", \"n\": {\"$sum\": 1}}",
+			"{\"_id\": {\"$let\": {\"vars\": {\"v\": \"$m\"}, \"in\": \"$$v\"}}, \"n\": {\"$sum\": 1}}",
+			"{\"_id\": {\"$concat\": [\"$m.site\", \"$a\"]}, \"n\": {\"$sum\": 1}}",
+			"{\"_id\": \"$m\", \"n\": {\"$sum\": 2}}",
+			"{\"_id\": \"$m\", \"n\": {\"$sum\": {\"$numberDecimal\": \"1.000000000000000000000000000000001\"}}}",
+		};
+		for (size_t i = 0; i < sizeof(unpacked) / sizeof(unpacked[0]); i++) {
+			char *q = bson_strdup_printf("{\"explain\": {\"aggregate\": \"lw\", \"pipeline\": [{\"$group\": %s}], \"cursor\": {}}}", unpacked[i]);
+			r = run(q, &rc);
+			TT_EQ_INT(rc, 0);
+			if (!tt_get(r, "stages.1.$_internalUnpackBucket", &(bson_iter_t){0}))
+				TT_FAIL_("%s was rewritten onto the buckets", unpacked[i]);
+			tt_free_reply(r);
+			bson_free(q);
+		}
+	}
 	/* $min of a measurement is not taken from control.min (it may hold a null the accumulator skips) */
 	r = run("{\"explain\": {\"aggregate\": \"lw\", \"pipeline\": [{\"$group\": {\"_id\": \"$m\", "
 	    "\"lo\": {\"$min\": \"$a\"}}}], \"cursor\": {}}}", &rc);

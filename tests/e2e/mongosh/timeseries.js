@@ -65,6 +65,13 @@ test('explain shows the unpack stage and the bucket filter', () => {
 	const a = t.w.aggregate([{$group: {_id: '$sensor.id', hi: {$max: '$temp'}, n: {$count: {}}}}, {$sort: {_id: 1}}]).toArray();
 	eq(a.map(x => x.n), [150, 150, 150, 150], 'counts from the buckets');
 	eq(a.map(x => x.hi), [25, 25, 25, 25], 'max from the buckets');
+	// an _id expression over the meta, and {$sum: 1.0}: a count from the buckets (an int, as mongod)
+	const p2 = [{$group: {_id: {$concat: ['s', {$toString: '$sensor.id'}]}, n: {$sum: Double(1)}}}, {$sort: {_id: 1}}];
+	const g2 = t.w.explain().aggregate(p2);
+	eq(g2.stages.map(s => Object.keys(s)[0]), ['$cursor', '$group', '$sort'], 'rewritten group (expression _id)');
+	eq(JSON.stringify(g2.stages[1].$group._id).includes('$meta.id'), true, 'meta path renamed');
+	const a2 = t.w.aggregate(p2).toArray();
+	eq(a2.map(x => x.n), [150, 150, 150, 150], 'counts of {$sum: 1.0} from the buckets');
 	const f = t.w.find({'sensor.id': 3}).explain();
 	ok(JSON.stringify(f).includes('$_internalUnpackBucket'), 'find explain');
 });

@@ -10,7 +10,7 @@
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
-const { MongoClient } = require(path.join(__dirname, '../../clients/node_modules/mongodb'));
+const { MongoClient, Double } = require(path.join(__dirname, '../../clients/node_modules/mongodb'));
 
 const uri = process.env.TAMGA_URI || 'mongodb://127.0.0.1:27017';
 let a, b, db, db2;
@@ -81,6 +81,18 @@ test('the seed queries answer the same on both', async () => {
 	assert.deepEqual(hu.eventFilter, { $and: [{ t: { $gte: new Date(base) } }, { t: { $lt: new Date(base + 86400000) } }] });
 	assert.deepEqual(hu.wholeBucketFilter,
 		{ $and: [{ 'control.min.t': { $gte: new Date(base) } }, { 'control.max.t': { $lt: new Date(base + 86400000) } }] });
+	// mongod's $group on the buckets: an _id expression over the meta renamed onto "meta", {$sum: 1.0} the
+	// buckets' count (an int, as mongod answers it; the plain collection sums doubles)
+	const cg = [{ $group: { _id: { $mod: ['$sensor', 3] }, n: { $sum: new Double(1) }, hi: { $max: '$temp' } } }, { $sort: { _id: 1 } }];
+	const ce = await db.collection('m').aggregate(cg).explain();
+	assert.equal(ce.stages[1].$group._id.$mod[0], '$meta');
+	assert.equal(ce.stages[1].$group.n.$sum.$cond[1], '$control.count');
+	assert.ok(!ce.stages.some(st => st.$_internalUnpackBucket));
+	const cx = await db.collection('m').aggregate(cg, { promoteValues: false }).toArray();
+	const cy = await db.collection('plain').aggregate(cg, { promoteValues: false }).toArray();
+	assert.equal(cx[0].n._bsontype, 'Int32');
+	assert.equal(cy[0].n._bsontype, 'Double');
+	assert.deepEqual(cx.map(d => [d._id.valueOf(), d.n.valueOf(), d.hi.valueOf()]), cy.map(d => [d._id.valueOf(), d.n.valueOf(), d.hi.valueOf()]));
 	const r = await db.collection('m').find({ sensor: 3, temp: { $gt: 20 } }).sort({ t: 1 }).project({ _id: 0 }).toArray();
 	const s = await db.collection('plain').find({ sensor: 3, temp: { $gt: 20 } }).sort({ t: 1 }).project({ _id: 0 }).toArray();
 	assert.deepEqual(r.map(d => [d.t.getTime(), d.temp]), s.map(d => [d.t.getTime(), d.temp]));
