@@ -547,11 +547,31 @@ on_inner_accept(struct raft_uv_transport *inner, raft_id id, const char *address
 		tc_fail(c, NULL, 0);
 }
 
+static void on_inner_connect_step(tc_t *c, uv_stream_t *stream, int status);
+
+/* The inner TCP connect completed.  It holds a reference on the relay
+ * (t_connect), so a handshake timeout that ended the relay first frees
+ * nothing this reads (as raft_auth.c's connect). */
 static void
 on_inner_connect(struct raft_uv_connect *inner_req, uv_stream_t *stream, int status)
 {
 	tc_t *c = inner_req->data;
 
+	if (c->done) {
+		/* the timeout (or close) ended the relay while TCP still
+		 * connected, and told libraft: only the late stream is ours */
+		if (stream != NULL)
+			uv_close((uv_handle_t *)stream, on_orphan_closed);
+		unref(c);
+		return;
+	}
+	on_inner_connect_step(c, stream, status);
+	unref(c);   /* the connect's reference (t_connect) */
+}
+
+static void
+on_inner_connect_step(tc_t *c, uv_stream_t *stream, int status)
+{
 	if (status != 0 || c->rt->closing) {
 		struct raft_uv_connect *req = c->req;
 		if (stream != NULL)
@@ -617,11 +637,13 @@ t_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, raft_id id, 
 	req->cb = cb;
 	c->req = req;
 	c->inner_req.data = c;
+	c->refs++;   /* the inner connect's, dropped by on_inner_connect */
 	rv = rt->inner->connect(rt->inner, &c->inner_req, id, address, on_inner_connect);
 	if (rv != 0) {
 		c->req = NULL;
 		tc_fail(c, NULL, rv);
 		snprintf(t->errmsg, sizeof(t->errmsg), "%s", rt->inner->errmsg);
+		unref(c);
 	}
 	return rv;
 }

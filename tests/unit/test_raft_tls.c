@@ -7,10 +7,13 @@
  * connector is closed without Raft seeing it; under allowTLS the member
  * connects out in clear and the listener relays clear bytes; a
  * certificate for another host name is refused unless
- * tlsAllowInvalidHostnames.
+ * tlsAllowInvalidHostnames; a TCP connect that outlives the handshake's
+ * timeout (a listener whose full accept queue drops SYNs) tells libraft
+ * once and, completing later, reads nothing the timeout freed.
  */
 #include "tt.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -388,12 +391,107 @@ test_relay(void)
 	EVP_PKEY_free(m_key);
 }
 
+static int late_calls, late_status;
+
+static void
+late_connect_cb(struct raft_uv_connect *req, uv_stream_t *stream, int status)
+{
+	(void)req;
+	late_calls++;
+	late_status = status;
+	TT_ASSERT(stream == NULL);
+}
+
+static void
+test_connect_outlives_timeout(void)
+{
+	EVP_PKEY *ca_key = EVP_EC_gen("P-256"), *m_key = EVP_EC_gen("P-256");
+	X509 *ca, *m;
+	char *ca_pem, *m_pem, addr[64];
+	repl_member_tls_options_t o;
+	terr_t err = TERR_INIT;
+	struct raft_uv_transport in, t;
+	struct raft_uv_connect req;
+	struct sockaddr_in a;
+	socklen_t l = sizeof(a);
+	int lfd, fill;
+
+	ca = make_cert(ca_key, "test CA", NULL, NULL, NULL);
+	m = make_cert(m_key, "member", ca, ca_key, "IP:127.0.0.1");
+	ca_pem = write_pem("ca2.pem", ca, NULL);
+	m_pem = write_pem("member2.pem", m, m_key);
+	memset(&o, 0, sizeof(o));
+	o.mode = REPL_MEMBER_TLS_REQUIRE;
+	o.certificate_key_file = m_pem;
+	o.ca_file = ca_pem;
+	TT_EQ_INT(repl_member_tls_configure(&o, &err), 0);
+
+	/* a listener that never accepts, its queue (backlog 0: one) filled */
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	TT_EQ_INT(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	TT_EQ_INT(listen(lfd, 0), 0);
+	getsockname(lfd, (struct sockaddr *)&a, &l);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", ntohs(a.sin_port));
+	fill = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	connect(fill, (struct sockaddr *)&a, sizeof(a));
+	usleep(100 * 1000);
+
+	memset(&T, 0, sizeof(T));
+	TT_EQ_INT(uv_loop_init(&T.loop), 0);
+	TT_EQ_INT(raft_uv_tcp_init(&in, &T.loop), 0);
+	TT_EQ_INT(repl_raft_tls_init(&t, &in, &T.loop), 0);
+	TT_EQ_INT(t.init(&t, 1, "127.0.0.1:1"), 0);
+	TT_EQ_INT(t.connect(&t, &req, 2, addr, late_connect_cb), 0);
+
+	/* the handshake's timeout: libraft hears of it once */
+	for (int i = 0; i < (REPL_RAFT_TLS_TIMEOUT_MS + 500) / 10; i++) {
+		uv_run(&T.loop, UV_RUN_NOWAIT);
+		usleep(10 * 1000);
+	}
+	TT_EQ_INT(late_calls, 1);
+	TT_EQ_INT(late_status, RAFT_NOCONNECTION);
+
+	/* the queue drained: the SYN retransmitted 7 s after the first gets
+	 * through and the TCP connect completes: no second callback, nothing
+	 * freed read (ASan) */
+	fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK);
+	for (int i = 0; i < 350; i++) {
+		int c;
+		while ((c = accept(lfd, NULL, NULL)) >= 0)
+			close(c);
+		uv_run(&T.loop, UV_RUN_NOWAIT);
+		usleep(10 * 1000);
+	}
+	TT_EQ_INT(late_calls, 1);
+
+	t.close(&t, on_transport_closed);
+	run_until_i(&T.closed, 1, 3000);
+	TT_EQ_INT(T.closed, 1);
+	raft_uv_tcp_close(&in);
+	repl_raft_tls_close(&t);
+	uv_run(&T.loop, UV_RUN_DEFAULT);
+	TT_EQ_INT(uv_loop_close(&T.loop), 0);
+	TT_EQ_INT(repl_member_tls_configure(NULL, &err), 0);
+	close(fill);
+	close(lfd);
+	bson_free(ca_pem);
+	bson_free(m_pem);
+	X509_free(ca);
+	X509_free(m);
+	EVP_PKEY_free(ca_key);
+	EVP_PKEY_free(m_key);
+}
+
 int
 main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
 	tmp = tt_tmpdir("raft_tls");
 	TT_RUN(test_relay);
+	TT_RUN(test_connect_outlives_timeout);
 	tt_rmdir(tmp);
 	bson_free(tmp);
 	return tt_finish();
