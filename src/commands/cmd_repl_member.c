@@ -48,9 +48,8 @@ members_of(const bson_t *cfg)
 	return n;
 }
 
-/* settings.replicaSetId of cfg into out; false when it has none. */
-static bool
-config_rsid(const bson_t *cfg, bson_oid_t *out)
+bool
+cmd_repl_member_config_rsid(const bson_t *cfg, bson_oid_t *out)
 {
 	bson_iter_t it, s;
 
@@ -368,7 +367,7 @@ readd_self(engine_t *e, const bson_t *cfg, bool dry, terr_t *err)
 		return terr_set(err, TERR_ALREADY_INITIALIZED, "already initialized");
 	}
 	repl_set_info(e->rs, &in);
-	same_id = config_rsid(cfg, &a) && config_rsid(&cur, &b) && bson_oid_equal(&a, &b);
+	same_id = cmd_repl_member_config_rsid(cfg, &a) && cmd_repl_member_config_rsid(&cur, &b) && bson_oid_equal(&a, &b);
 	bson_destroy(&cur);
 	version = bson_iter_init_find(&it, cfg, "version") && BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : 0;
 	if (!same_id || version <= in.config_version)

@@ -43,6 +43,10 @@ bool cmd_repl_member_hello(engine_t *e, bson_t *out, const char **primary_host, 
  * mongod's HelloResponse (nothing for other nodes). */
 void cmd_repl_member_hello_self(engine_t *e, bson_t *out);
 
+/* settings.replicaSetId of the configuration cfg (borrowed) into out; false
+ * when it has none. */
+bool cmd_repl_member_config_rsid(const bson_t *cfg, bson_oid_t *out);
+
 /*
  * Hand host the set's configuration: {_tamgaReplSetJoin: cfg, dryRun} over an
  * authenticated member call (10 s).  0 when it took it; otherwise -1 with err

@@ -107,19 +107,6 @@ str_field(const bson_t *cfg, const char *k)
 	return bson_iter_init_find(&it, cfg, k) && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "";
 }
 
-static bool
-rsid_of(const bson_t *cfg, bson_oid_t *out)
-{
-	bson_iter_t it, s;
-
-	if (bson_iter_init_find(&it, cfg, "settings") && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &s) &&
-	    bson_iter_find(&s, "replicaSetId") && BSON_ITER_HOLDS_OID(&s)) {
-		bson_oid_copy(bson_iter_oid(&s), out);
-		return true;
-	}
-	return false;
-}
-
 void
 cmd_repl_member_self_role(const bson_t *cfg, const char *self_host, bool *no_lead, int64_t *delay_secs)
 {
@@ -240,7 +227,7 @@ check_reconfig(engine_t *e, const bson_t *old, const bson_t *cfg, int64_t term, 
 		return terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
 		    "New and old configurations differ in replica set name; old was %s, and new is %s",
 		    str_field(old, "_id"), str_field(cfg, "_id"));
-	if (rsid_of(cfg, &b) && rsid_of(old, &a) && !bson_oid_equal(&a, &b)) {
+	if (cmd_repl_member_config_rsid(cfg, &b) && cmd_repl_member_config_rsid(old, &a) && !bson_oid_equal(&a, &b)) {
 		char sa[25], sb[25];
 		bson_oid_to_string(&a, sa);
 		bson_oid_to_string(&b, sb);
