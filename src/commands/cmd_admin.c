@@ -557,11 +557,11 @@ static const param_t params[] = {
 	{"logComponentVerbosity", PARAM_LOGCOMP, BOTH, HELD(log_level)},
 	{"logLevel", PARAM_INT, BOTH, HELD(log_level), .min = 0},
 	{"maxBSONDepth", PARAM_INT, .i = 200, .startup = true},
-	{"maxSessions", PARAM_INT, .i = 1000000, .startup = true},
 	/* int, set_at: startup, gte: 1 (INT_MAX): operations per applyOps
 	 * entry of a transaction (repl/oplog.h, repl_oplog_txn_split) */
 	{"maxNumberOfTransactionOperationsInSingleOplogEntry", PARAM_INT, .startup = true,
 	 HELD(txn_ops_per_entry), .min = 1},
+	{"maxSessions", PARAM_INT, .i = 1000000, .startup = true},
 	/* AtomicWord<int> (repl/txn.h): accepted and held; Tamga's transactions
 	 * take no lock it would bound */
 	{"maxTransactionLockRequestTimeoutMillis", PARAM_INT, BOTH, HELD(max_txn_lock_request_timeout_ms),

@@ -1395,32 +1395,35 @@ drop_target(const storage_coll_t *coll, bool ts, bson_iter_t *it, const char **o
 		char *s;
 		bson_t tr = BSON_INITIALIZER;
 		const bson_t *kp = &key;
-		int r = -1;
+		bool refused = false;
 		bson_iter_document(it, &l, &d);
 		bson_init_static(&key, d, l);
 		if (ts) {
 			/* a time-series key pattern names its bucket index */
 			if (cmd_ts_index_key(coll, &key, &tr, err) != 0) {
 				char *msg = bson_strdup(err->msg);
-				r = terr_set(err, TERR_INDEX_NOT_FOUND, "BadValue: %s", msg);
+				terr_set(err, TERR_INDEX_NOT_FOUND, "BadValue: %s", msg);
 				bson_free(msg);
 				bson_destroy(&tr);
-				return r;
+				return -1;
 			}
 			kp = &tr;
 		}
-		for (i = 0; i < coll->nindexes && r == -1; i++)
+		for (i = 0; i < coll->nindexes && !refused; i++)
 			if (key_equal(coll->indexes[i].key, kp)) {
-				if (coll->indexes[i].clustered)
-					r = terr_set(err, 5979800, "It is illegal to drop the clusteredIndex");
-				else if (coll->indexes[i].is_id)
-					r = terr_set(err, TERR_INVALID_OPTIONS, "cannot drop _id index");
+				if (coll->indexes[i].clustered) {
+					terr_set(err, 5979800, "It is illegal to drop the clusteredIndex");
+					refused = true;
+				} else if (coll->indexes[i].is_id) {
+					terr_set(err, TERR_INVALID_OPTIONS, "cannot drop _id index");
+					refused = true;
+				}
 				found = coll->indexes[i].name;
 				nfound++;
 			}
-		if (r != -1) {
+		if (refused) {
 			bson_destroy(&tr);
-			return r;
+			return -1;
 		}
 		if (nfound == 1) {
 			*out = found;

@@ -193,7 +193,7 @@ def wiped(cl, p):
     check("Starting rollback" not in log, "no rollback after the copy (the oplog refilled from the snapshot point)")
     # STARTUP2 while it copies: seen by a poll, or in its log (the copy may
     # be shorter than a poll on a loaded machine)
-    check(5 in seen or 5 in seen2 or '"newState":5' in log,
+    check(5 in seen or 5 in seen2 or '"newState":"STARTUP2"' in log,
           "STARTUP2 during the initial sync: %r %r" % (sorted(seen), sorted(seen2)))
     with s2.client(read_preference=ReadPreference.SECONDARY_PREFERRED) as c, \
             p.client() as pc:
