@@ -449,6 +449,8 @@ copy_db(const repl_isync_args_t *a, const char *db, repl_isync_stats_t *stats, t
 		cs.coll = cs.names[i];
 		bson_init(&cmd);
 		BSON_APPEND_UTF8(&cmd, "listIndexes", cs.coll);
+		if (cs.raw[i])
+			BSON_APPEND_BOOL(&cmd, "rawData", true);   /* the bucket indexes, as stored */
 		ret = each_batch(a, db, cs.coll, &cmd, create_indexes, &cs, err);
 		if (ret == 0) {
 			bson_init(&cmd);
