@@ -132,7 +132,7 @@ class RetryTimeseries(unittest.TestCase):
         lsid = s.session_id
         res = self.client.admin.command({
             "bulkWrite": 1, "ops": [{"insert": 0, "document": {"t": T0, "m": "s2", "v": 1}}],
-            "nsInfo": [{"ns": "e2e_retry_ts.bw"}], "lsid": lsid, "txnNumber": Int64(1)}, session=s)
+            "nsInfo": [{"ns": "e2e_retry_ts.bw"}], "lsid": lsid, "txnNumber": Int64(1000)}, session=s)
         self.assertEqual(res["nErrors"], 1)
         self.assertEqual(res["cursor"]["firstBatch"][0]["code"], 238)
 
