@@ -452,6 +452,24 @@ cmd_retry_whole(cmd_t *c, storage_session_t *s, terr_t *err)
 }
 
 int
+cmd_retry_keep_whole(cmd_t *c, storage_session_t *s, const char *what, terr_t *err)
+{
+	if (!c->txn_oplog_session || c->txn_stmt_ids == NULL)
+		return 0;
+	for (int i = 0; i < c->txn_nstmts; i++) {
+		uint64_t ts;
+		int r = repl_retryable_stmt_executed(c->txn_session, c->engine->oplog, s, c->txn_stmt_ids[i], &ts, err);
+		if (r < 0)
+			return -1;
+		if (r == 1)
+			return terr_set(err, TERR_NOT_IMPLEMENTED, "retrying a %s on a time-series collection whose first "
+			    "reply was not kept (a restart, or a failure part-way) is not supported by Tamga yet", what);
+	}
+	c->txn_keep_reply = true;
+	return 0;
+}
+
+int
 cmd_retry_update_result(cmd_t *c, storage_session_t *s, uint64_t ts, int64_t *n, int64_t *nmod,
                         bson_value_t *upserted, bool *has_upserted, terr_t *err)
 {

@@ -124,17 +124,46 @@ class RetryTimeseries(unittest.TestCase):
         self.assertEqual(doc["v"], 2)
         self.assertEqual(c.find_one({"k": 2})["v"], 3)
 
-    def test_bulk_write_command_still_238(self):
-        """the bulkWrite command's time-series ops as a retryable write: 238"""
-        self.make("bw")
+    def test_bulk_write_command_resent(self):
+        """the bulkWrite command's time-series insert, update and delete as
+        a retryable write, re-sent with the same lsid/txnNumber: its first
+        reply (cursor items included), nothing applied twice"""
+        c = self.make("bw")
         s = self.client.start_session()
         self.addCleanup(self.end_raw, s)
-        lsid = s.session_id
-        res = self.client.admin.command({
-            "bulkWrite": 1, "ops": [{"insert": 0, "document": {"t": T0, "m": "s2", "v": 1}}],
-            "nsInfo": [{"ns": "e2e_retry_ts.bw"}], "lsid": lsid, "txnNumber": Int64(1000)}, session=s)
-        self.assertEqual(res["nErrors"], 1)
-        self.assertEqual(res["cursor"]["firstBatch"][0]["code"], 238)
+        cmd = {"bulkWrite": 1, "ops": [
+            {"insert": 0, "document": {"t": T0, "m": "s2", "v": 1, "k": 10}},
+            {"update": 0, "filter": {"k": 0}, "updateMods": {"$inc": {"v": 7}}},
+            {"delete": 0, "filter": {"k": 1}}],
+            "nsInfo": [{"ns": "e2e_retry_ts.bw"}], "lsid": s.session_id, "txnNumber": Int64(1000)}
+        first = self.client.admin.command(cmd, session=s)
+        self.assertEqual((first["nErrors"], first["nInserted"], first["nModified"], first["nDeleted"]), (0, 1, 1, 1))
+        c.insert_one({"t": T0, "m": "s1", "v": 1, "k": 1})   # the deleted measurement again
+        again = self.client.admin.command(cmd, session=s)
+        for f in ("nErrors", "nInserted", "nMatched", "nModified", "nDeleted", "nUpserted"):
+            self.assertEqual(again[f], first[f], f)
+        self.assertEqual(again["cursor"]["firstBatch"], first["cursor"]["firstBatch"])
+        self.assertEqual(c.count_documents({"k": 10}), 1)
+        self.assertEqual(c.find_one({"k": 0})["v"], 7)
+        self.assertEqual(c.count_documents({"k": 1}), 1)
+
+    def test_bulk_write_closed_after_commit(self):
+        """the connection closes after the bulkWrite committed: the same
+        command on a new connection answers its first reply"""
+        c = self.make("bwclose")
+        s = self.client.start_session()
+        self.addCleanup(self.end_raw, s)
+        cmd = {"bulkWrite": 1, "ops": [{"update": 0, "filter": {"k": 2}, "updateMods": {"$inc": {"v": 1}}}],
+               "nsInfo": [{"ns": "e2e_retry_ts.bwclose"}], "lsid": s.session_id, "txnNumber": Int64(1001)}
+        self.client.admin.command({"configureFailPoint": "onPrimaryTransactionalWrite", "mode": {"times": 1}})
+        try:
+            with self.assertRaises(pymongo.errors.AutoReconnect):
+                self.client.admin.command(cmd, session=s)
+        finally:
+            self.client.admin.command("configureFailPoint", "onPrimaryTransactionalWrite", mode="off")
+        again = self.client.admin.command(cmd, session=s)
+        self.assertEqual((again["nErrors"], again["nMatched"], again["nModified"]), (0, 1, 1))
+        self.assertEqual(c.find_one({"k": 2})["v"], 3)
 
 
 if __name__ == "__main__":
