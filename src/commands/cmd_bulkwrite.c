@@ -17,7 +17,10 @@
  * Operations on a time-series collection (without rawData) write
  * measurements, as mongod 8.0+: an insert routed into its bucket, updates
  * and deletes through cmd_timeseries.c's bucket rewrites; a retryable
- * bulkWrite on one answers 238.
+ * bulkWrite naming one is kept whole (its entries are the buckets', which
+ * cannot give an update's result back): a retry answers its first reply,
+ * and 238 when that reply was lost (a restart, a failure part-way) after
+ * some of its ops ran.
  */
 #include "commands/commands_private.h"
 #include "commands/cmd_timeseries.h"
@@ -313,9 +316,6 @@ run_op(cmd_t *c, storage_session_t *s, const bson_t *op, int kind, bw_ns_t *ns, 
 	if (ns->ref == NULL)
 		storage_coll_get(c->engine->st, ns->db, ns->coll, &ns->ref, NULL);
 	ts = cmd_ts_is(ns->ref) && !cmd_ts_raw(c);
-	if (ts && c->txn_oplog_session)
-		return terr_set(e, TERR_NOT_IMPLEMENTED,
-		    "a retryable bulkWrite on a time-series collection is not supported by Tamga yet");
 	if (kind == BW_INSERT) {
 		bson_iter_init_find(&it, op, "document");
 		sub_view(&it, &sub);
@@ -454,6 +454,18 @@ CMD_HANDLER(cmd_bulk_write)
 	if ((s = client_session(c->client, err)) == NULL) {
 		ret = -1;
 		goto err;
+	}
+	if (c->txn_oplog_session) {
+		/* a retryable one with time-series ops is kept whole
+		 * (cmd_retry_keep_whole): their entries are the buckets' */
+		bool any_ts = false;
+		for (i = 0; i < nns && !any_ts; i++) {
+			if (ns[i].ref == NULL)
+				storage_coll_get(c->engine->st, ns[i].db, ns[i].coll, &ns[i].ref, NULL);
+			any_ts = cmd_ts_is(ns[i].ref) && !cmd_ts_raw(c);
+		}
+		if (any_ts)
+			ERR(cmd_retry_keep_whole(c, s, "bulkWrite", err));
 	}
 	batch = bson_new();    /* handed to the cursor source, which destroys it */
 	bson_iter_init(&it, &ops);

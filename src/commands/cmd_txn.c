@@ -9,6 +9,7 @@
  * answers 20 IllegalOperation to every txnNumber, as mongod does.
  */
 #include "commands/cmd_repl_reads.h"
+#include "commands/cmd_timeseries.h"
 #include "commands/commands_private.h"
 #include "commands/write.h"
 #include "bson/value.h"
@@ -348,6 +349,44 @@ retryable_oplog_begin(cmd_t *c, int64_t txn_number, terr_t *err)
 	return 0;
 }
 
+/* A retryable findAndModify on a time-series collection's measurements is
+ * kept whole (its oplog entries are the buckets', which cannot give the
+ * measurement back as parseOplogEntryForFindAndModify would): answered from
+ * the kept reply by repl_retryable_replay.  When that reply was lost (a
+ * restart) but the statement ran, 238 rather than a reply rebuilt from a
+ * bucket's entry.  0: go on, -1 with err. */
+static int
+ts_fam_retry_check(cmd_t *c, repl_session_t *s, storage_session_t *ss, terr_t *err)
+{
+	const char *name;
+	storage_coll_t *coll = NULL;
+	bson_iter_t it;
+	int32_t stmt = 0;
+	uint64_t ts;
+	bool is_ts;
+	int ex;
+	terr_t e = TERR_INIT;
+
+	if (strcasecmp(c->name, "findAndModify") != 0 || repl_retryable_has_kept_reply(s, c->name))
+		return 0;
+	if (cmd_collection_arg(c, &name, &e) != 0) {
+		terr_clear(&e);   /* the handler reports it */
+		return 0;
+	}
+	storage_coll_get(c->engine->st, c->db, name, &coll, NULL);
+	is_ts = cmd_ts_is(coll) && !cmd_ts_raw(c);
+	if (coll != NULL)
+		storage_coll_release(coll);
+	if (!is_ts)
+		return 0;
+	if (bson_iter_init_find(&it, c->body, "stmtId") && BSON_ITER_HOLDS_INT32(&it))
+		stmt = bson_iter_int32(&it);
+	if ((ex = repl_retryable_stmt_executed(s, c->engine->oplog, ss, stmt, &ts, err)) <= 0)
+		return ex;
+	return terr_set(err, TERR_NOT_IMPLEMENTED, "retrying a findAndModify on a time-series collection after a "
+	    "restart is not supported by Tamga yet (its first reply is kept in memory only)");
+}
+
 int
 cmd_retry_stmt(cmd_t *c, storage_session_t *s, int index, uint64_t *ts, terr_t *err)
 {
@@ -408,6 +447,24 @@ cmd_retry_whole(cmd_t *c, storage_session_t *s, terr_t *err)
 		    "Incomplete history detected for transaction %lld on session %s",
 		    (long long)repl_session_txn(c->txn_session)->txn_number, repl_session_describe(c->txn_session, desc));
 	repl_oplog_session_set_stmt(s, c->txn_stmt_ids[0]);
+	c->txn_keep_reply = true;
+	return 0;
+}
+
+int
+cmd_retry_keep_whole(cmd_t *c, storage_session_t *s, const char *what, terr_t *err)
+{
+	if (!c->txn_oplog_session || c->txn_stmt_ids == NULL)
+		return 0;
+	for (int i = 0; i < c->txn_nstmts; i++) {
+		uint64_t ts;
+		int r = repl_retryable_stmt_executed(c->txn_session, c->engine->oplog, s, c->txn_stmt_ids[i], &ts, err);
+		if (r < 0)
+			return -1;
+		if (r == 1)
+			return terr_set(err, TERR_NOT_IMPLEMENTED, "retrying a %s on a time-series collection whose first "
+			    "reply was not kept (a restart, or a failure part-way) is not supported by Tamga yet", what);
+	}
 	c->txn_keep_reply = true;
 	return 0;
 }
@@ -634,7 +691,9 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 		bson_t prev;
 		RET(snapshot_read_enter(c, err));   /* refuses it: writes take no snapshot readConcern */
 		storage_session_t *ss = client_session(c->client, err);
-		int r = ss == NULL ? -1 : repl_retryable_replay(s, c->engine->oplog, ss, c->name, c->body, 0, &prev, err);
+		int r = ss == NULL ? -1 : ts_fam_retry_check(c, s, ss, err);
+		if (r == 0)
+			r = repl_retryable_replay(s, c->engine->oplog, ss, c->name, c->body, 0, &prev, err);
 		if (r < 0)
 			return r;
 		if (r == 0) {

@@ -583,8 +583,7 @@ CMD_HANDLER(cmd_find_and_modify)
 	ERR(cmd_collation_type_check(c, c->body, err));
 	storage_coll_get(c->engine->st, c->db, name, &u.coll, NULL);
 	if (cmd_ts_is(u.coll) && !cmd_ts_raw(c)) {
-		/* measurements (cmd_timeseries.c): without a sort (mongod's 72),
-		 * outside a retryable write (whose image would have to be kept) */
+		/* measurements (cmd_timeseries.c): without a sort (mongod's 72) */
 		is_ts = true;
 		if (has_sort && !bson_empty(&sort)) {
 			/* mongod 9.0 refuses it too (parsed_update / parsed_delete) */
@@ -592,11 +591,11 @@ CMD_HANDLER(cmd_find_and_modify)
 			    "Cannot perform a findAndModify with a query and sort on a time-series collection.");
 			goto err;
 		}
-		if (c->txn_oplog_session) {
-			ret = terr_set(err, TERR_NOT_IMPLEMENTED,
-			    "findAndModify on a time-series collection as a retryable write is not supported by Tamga yet");
-			goto err;
-		}
+		/* a retryable one is kept whole: its oplog entries are the
+		 * buckets', so a retry answers the first reply (cmd_txn.c
+		 * refuses a retry whose reply was lost in a restart) */
+		if (c->txn_oplog_session)
+			c->txn_keep_reply = true;
 	}
 	ERR(cmd_collation(c, c->body, u.coll, &u.collation, err));
 	mo.coll = u.collation;

@@ -340,6 +340,14 @@ int cmd_retry_stmt(cmd_t *c, storage_session_t *s, int index, uint64_t *ts, terr
  * reply (after a restart): never applied twice.  0 when c is not a
  * retryable write. */
 int cmd_retry_whole(cmd_t *c, storage_session_t *s, terr_t *err);
+/* A retryable write with time-series statements whose oplog entries are
+ * the buckets' (a bulkWrite's updates and deletes cannot be answered from
+ * them): kept whole (its reply kept for the txnNumber: a retry answers it,
+ * repl_retryable_replay).  0 when none of its statements ran (it runs now;
+ * also outside retryable writes), -1 with 238 when some did but no reply
+ * was kept (a restart, or a failure part-way: their results cannot be
+ * rebuilt), or with err reading the history.  what: the command's name. */
+int cmd_retry_keep_whole(cmd_t *c, storage_session_t *s, const char *what, terr_t *err);
 /* The same write's update statement found executed at ts: its n,
  * nModified and upserted _id (copied into *upserted, *has_upserted) rebuilt
  * from the entry, as mongod's parseOplogEntryForUpdate. */

@@ -463,6 +463,14 @@ repl_retryable_last_write(repl_session_t *s)
 	return r != NULL ? r->last_write : REPL_OPLOG_OPTIME_NULL;
 }
 
+bool
+repl_retryable_has_kept_reply(repl_session_t *s, const char *cmd)
+{
+	repl_retry_record_t *r = repl_session_txn(s)->retry;
+
+	return r != NULL && r->has_reply && same_command(r->cmd, cmd);
+}
+
 void
 repl_retryable_keep_reply(repl_session_t *s, const char *cmd, const bson_t *reply)
 {
@@ -505,6 +513,15 @@ repl_retryable_replay(repl_session_t *s, repl_oplog_t *op, storage_session_t *ss
 	 * the reply from the entry, with retriedStmtId */
 	if (body != NULL && bson_iter_init_find(&it, body, "stmtId") && BSON_ITER_HOLDS_INT32(&it))
 		stmt = bson_iter_int32(&it);
+	if (r->has_reply && same_command(r->cmd, cmd)) {
+		/* kept whole (a time-series findAndModify: its entries are the
+		 * buckets', not the measurement's): its first reply */
+		bson_copy_to(&r->reply, reply);
+		BSON_APPEND_INT32(reply, "retriedStmtId", stmt);
+		atomic_fetch_add(&stats->retried_commands, 1);
+		atomic_fetch_add(&stats->retried_statements, 1);
+		return 1;
+	}
 	if ((ex = repl_retryable_stmt_executed(s, op, ss, stmt, &ts, err)) <= 0)
 		return ex;
 	if (rebuild(s, op, ss, body, ts, reply, err) != 1)

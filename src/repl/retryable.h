@@ -74,6 +74,9 @@ bool repl_retryable_any_executed(repl_session_t *s);
 /* The newest entry written at the active txnNumber ({0, -1}: none): a
  * retried command's first entry links to it (prevOpTime). */
 repl_oplog_optime_t repl_retryable_last_write(repl_session_t *s);
+/* A reply of cmd is kept whole at the active txnNumber (in memory: gone
+ * after a restart). */
+bool repl_retryable_has_kept_reply(repl_session_t *s, const char *cmd);
 /* Keep reply (copied) as the first reply of cmd at the active txnNumber. */
 void repl_retryable_keep_reply(repl_session_t *s, const char *cmd, const bson_t *reply);
 /* config.transactions exists (created when missing, its own catalog

@@ -15,13 +15,16 @@ checkStatementExecuted).  A findAndModify with `fields` retried after the
 restart answers the stored image unprojected with retriedStmtId, as mongod.
 Last, with `--oplogSize 1`: a batch whose oplog entries truncation removed
 is retried after a restart and answers 217 IncompleteTransactionHistory
-(nothing applied twice).  Raw OP_MSG, so the lsid is ours and not a
+(nothing applied twice).  A time-series findAndModify (an upsert) and
+bulkWrite, kept whole in memory, retried after the restart answer 238
+rather than a reply rebuilt from a bucket's entry.  Raw OP_MSG, so the lsid is ours and not a
 driver's implicit session.
 
     python3 retry_restart.py path/to/tamgad
 
 Prints "N passed, N failed".
 """
+import datetime
 import os
 import signal
 import socket
@@ -133,6 +136,11 @@ BULK = {"bulkWrite": 1, "nsInfo": [{"ns": "t.bw"}], "ordered": False,
                 {"delete": 0, "filter": {"_id": 3}}]}
 FAM_FIELDS = {"findAndModify": "bw", "query": {"_id": 1}, "update": {"$inc": {"n": 10}}, "new": True,
               "fields": {"n": 0}}
+T0 = datetime.datetime(2026, 1, 1)
+TS_FAM = {"findAndModify": "ts", "query": {"k": 2}, "update": {"$set": {"t": T0, "m": 1, "v": 5}},
+          "upsert": True, "new": True}
+TS_BULK = {"bulkWrite": 1, "nsInfo": [{"ns": "t.ts"}],
+           "ops": [{"update": 0, "filter": {"k": 1}, "updateMods": {"$inc": {"v": 1}}}]}
 
 
 def bulk_counts(r):
@@ -179,9 +187,24 @@ def main():
         c.cmd("t", {"delete": "bw", "deletes": [{"q": {"_id": 2}, "limit": 1}], "writeConcern": {"w": 1, "j": True}})
         r = c.cmd("t", dict(FAM_FIELDS, lsid=lsid(211), txnNumber=Int64(5), writeConcern={"w": 1, "j": True}))
         check("findAndModify with fields applied", r.get("ok") == 1 and "n" not in r.get("value", {"n": 0}), r)
+        # time-series: findAndModify (an upsert: a new bucket's 'i' entry)
+        # and bulkWrite kept whole; after the restart that reply is gone
+        c.cmd("t", {"create": "ts", "timeseries": {"timeField": "t", "metaField": "m"}})
+        c.cmd("t", {"insert": "ts", "documents": [{"t": T0, "m": 1, "k": 1, "v": 0}]})
+        r = c.cmd("t", dict(TS_FAM, lsid=lsid(220), txnNumber=Int64(1), writeConcern={"w": 1, "j": True}))
+        check("time-series findAndModify upsert applied", r.get("ok") == 1 and r["value"]["v"] == 5, r)
+        r = c.cmd("admin", dict(TS_BULK, lsid=lsid(221), txnNumber=Int64(1), writeConcern={"w": 1, "j": True}))
+        check("time-series bulkWrite applied", r.get("ok") == 1 and r.get("nModified") == 1, r)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         proc, c = start(dbpath, port, log)
+        for name, db, cmd, n in (("findAndModify", "t", TS_FAM, 220), ("bulkWrite", "admin", TS_BULK, 221)):
+            r = c.cmd(db, dict(cmd, lsid=lsid(n), txnNumber=Int64(1)))
+            check("time-series %s retried after kill -9: 238 (its kept reply is gone), not a bucket's entry" % name,
+                  r.get("code") == 238, r)
+        r = c.cmd("t", {"find": "ts", "sort": {"k": 1}, "projection": {"_id": 0, "k": 1, "v": 1}})
+        docs = r["cursor"]["firstBatch"]
+        check("... and nothing of them applied twice", docs == [{"k": 1, "v": 1}, {"k": 2, "v": 5}], docs)
         r = c.cmd("admin", dict(BULK, lsid=lsid(210), txnNumber=Int64(4)))
         check("bulkWrite retried after kill -9: ops that ran from the oplog, the failed one runs",
               r.get("ok") == 1 and bulk_counts(r) == (0, 2, 1, 1, 1, 1) and r.get("retriedStmtIds") == [0, 2, 3, 4]
