@@ -595,7 +595,8 @@ wt_lookup(wt_t *w, int64_t ops, uint64_t seed)
 }
 
 /* full scan (every document copied into a reply-sized batch), or the filter
- * scan with libbson iterators on each document, matches copied out */
+ * scan with libbson iterators on each document, matches copied out; each
+ * batch is then read through (batch_count) as tdrain reads Tamga's replies */
 static double
 wt_scan(wt_t *w, bool filtered)
 {
@@ -604,7 +605,7 @@ wt_scan(wt_t *w, bool filtered)
 	bson_t batch = BSON_INITIALIZER;
 	bson_iter_t it, f;
 	double t0 = now();
-	int64_t seen = 0;
+	int64_t seen = 0, in_batch = 0;
 
 	while (c->next(c) == 0) {
 		bson_t v;
@@ -619,9 +620,13 @@ wt_scan(wt_t *w, bool filtered)
 				continue;
 		}
 		bson_append_document(&batch, "0", 1, &v);
-		if (++seen % 10000 == 0)
+		if (++in_batch == 10000) {   /* handed over: counted as tdrain counts */
+			seen += batch_count(&batch);
+			in_batch = 0;
 			bson_reinit(&batch);
+		}
 	}
+	seen += batch_count(&batch);
 	bson_destroy(&batch);
 	c->reset(c);
 	if (seen != (filtered ? filter_expected : N))
