@@ -244,6 +244,15 @@ tamga_lookup(tamga_t *t, const char *coll, int64_t ops, uint64_t seed)
 	return (double)ops / (now() - t0);
 }
 
+/* One round's rate, printed (stderr) so that the spread between rounds and
+ * runs shows next to the best round that counts. */
+static double
+round_rate(const char *what, const char *engine, double rate)
+{
+	fprintf(stderr, "bench_core: round %s %s %.0f\n", what, engine, rate);
+	return rate;
+}
+
 static double
 tamga_scan(tamga_t *t, bool filtered)
 {
@@ -299,7 +308,7 @@ tamga_reads(tamga_t *t, result_t *r, int round)
 	if (r->clustered_lookup > NA)
 		keep_best(&r->clustered_lookup, tamga_lookup(t, "cdocs", N / 5 / ROUNDS, (uint64_t)round + 1));
 	/* <<< issue 19 */
-	keep_best(&r->scan, tamga_scan(t, false));
+	keep_best(&r->scan, round_rate("full_scan", "tamga", tamga_scan(t, false)));
 	keep_best(&r->filter, tamga_scan(t, true));
 	if (round == 0 || r->group >= 0) {
 		c = BCON_NEW("aggregate", "docs", "pipeline", "[", "{", "$group", "{", "_id", "$customer.country",
@@ -689,7 +698,7 @@ static void
 wt_reads(wt_t *w, result_t *r, int round)
 {
 	keep_best(&r->lookup, wt_lookup(w, N / 5 / ROUNDS, (uint64_t)round + 1));
-	keep_best(&r->scan, wt_scan(w, false));
+	keep_best(&r->scan, round_rate("full_scan", "wiredtiger", wt_scan(w, false)));
 	keep_best(&r->filter, wt_scan(w, true));
 	keep_best(&r->group, wt_group(w));
 }
@@ -1020,7 +1029,7 @@ main(int argc, char **argv)
 				 * and in its scan only by where its records sit in memory
 				 * (written interleaved with their _id entries, as Tamga's) */
 				keep_best(&l.lookup, wt_lookup(&wl, N / 5 / ROUNDS, (uint64_t)round + 1));
-				keep_best(&l.scan, wt_scan(&wl, false));
+				keep_best(&l.scan, round_rate("full_scan", "wiredtiger_layout", wt_scan(&wl, false)));
 				break;
 			default:
 				if (pc != NULL)
