@@ -276,6 +276,21 @@ ttry(tamga_t *t, const char *db, const bson_t *cmd, char *why, size_t why_size)
 	return e.code ? e.code : -1;
 }
 
+/* The documents in a batch built by a floor, counted as tdrain counts a
+ * Tamga reply's (bson_iter_next over the array): a client reads what it
+ * got, so both sides pay the same per-document read of the batch. */
+static inline int64_t
+batch_count(const bson_t *batch)
+{
+	bson_iter_t it;
+	int64_t n = 0;
+
+	if (bson_iter_init(&it, batch))
+		while (bson_iter_next(&it))
+			n++;
+	return n;
+}
+
 /* Count the documents of a cursor reply ({cursor: {firstBatch|nextBatch, id}})
  * and follow it with getMore (batchSize) until it is exhausted.  Destroys
  * *reply.  Returns the number of documents seen. */

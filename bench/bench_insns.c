@@ -17,7 +17,7 @@
  * unset_sort_set_stage ($unset, $sort, $set of the removed field: the
  * slot carried), covered_find; and the floors of issue 23 (raw WiredTiger
  * in Tamga's layout, bench_floor.h, in a connection of their own):
- * floor_insert_batch, floor_insert_3_indexes, floor_id_lookup.  BENCH_N (default 20000) sizes the collections.  Without
+ * floor_insert_batch, floor_insert_3_indexes, floor_id_lookup, floor_scan.  BENCH_N (default 20000) sizes the collections.  Without
  * valgrind the program runs the same loops (the toggles do nothing).
  */
 #include <valgrind/callgrind.h>
@@ -298,7 +298,8 @@ case_floor(const char *dir, const char *k)
 	floor_coll_t fc;
 	char path[4096];
 	int nsec = strcmp(k, "floor_insert_3_indexes") == 0 ? 3 : 0;
-	bool lookup = strcmp(k, "floor_id_lookup") == 0;
+	bool scan = strcmp(k, "floor_scan") == 0;
+	bool lookup = scan || strcmp(k, "floor_id_lookup") == 0;
 	int64_t n = lookup ? N : N + 1000, ops = N / 4 < 5000 ? N / 4 : 5000;
 	bson_t *docs = calloc((size_t)n, sizeof(bson_t));
 	rng_t rg;
@@ -318,7 +319,32 @@ case_floor(const char *dir, const char *k)
 				die(k, "insert");
 		s->commit_transaction(s, NULL);
 	}
-	if (lookup) {
+	if (scan) {
+		/* full_scan's floor (bench_core's wt_scan): walk the record
+		 * table, copy each document into a batch of 10000 */
+		WT_ITEM item;
+		bson_t batch = BSON_INITIALIZER, v;
+		int64_t seen = 0, in_batch = 0;
+
+		CALLGRIND_TOGGLE_COLLECT;
+		while (fc.rec->next(fc.rec) == 0) {
+			if (fc.rec->get_value(fc.rec, &item) != 0 || !bson_init_static(&v, item.data, item.size))
+				die(k, "value");
+			bson_append_document(&batch, "0", 1, &v);
+			if (++in_batch == 10000) {   /* read through as tdrain reads a reply */
+				seen += batch_count(&batch);
+				in_batch = 0;
+				bson_reinit(&batch);
+			}
+		}
+		seen += batch_count(&batch);
+		CALLGRIND_TOGGLE_COLLECT;
+		bson_destroy(&batch);
+		fc.rec->reset(fc.rec);
+		if (seen != N)
+			die(k, "wrong count");
+		printf("ops %lld documents\n", (long long)seen);
+	} else if (lookup) {
 		rnd_reset(&rg, 7);
 		CALLGRIND_TOGGLE_COLLECT;
 		for (int64_t i = 0; i < ops; i++)

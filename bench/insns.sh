@@ -8,7 +8,7 @@
 set -uo pipefail
 build=${1:-build-bench}
 shift || true
-cases=${*:-insert_single insert_batch insert_3_indexes id_lookup id_lookup_toolbelt full_scan filter_scan constraint_scan preview_scan set_stage addfields_stage sort_set_stage unset_sort_set_stage covered_find floor_insert_batch floor_insert_3_indexes floor_id_lookup}
+cases=${*:-insert_single insert_batch insert_3_indexes id_lookup id_lookup_toolbelt full_scan filter_scan constraint_scan preview_scan set_stage addfields_stage sort_set_stage unset_sort_set_stage covered_find floor_insert_batch floor_insert_3_indexes floor_id_lookup floor_scan}
 prog="$build/bench/bench_insns"
 [ -x "$prog" ] || { echo "insns.sh: $prog not built (make bench builds it)" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "insns.sh: valgrind not installed" >&2; exit 1; }
