@@ -1039,7 +1039,8 @@ append_user_info(cmd_t *c, bson_t *arr, int idx, const bson_t *doc, bool show_cr
 	if (bson_iter_init_find(&it, doc, "credentials") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
 		bson_iter_recurse(&it, &x);
 		while (bson_iter_next(&x)) {
-			if (strncmp(bson_iter_key(&x), "SCRAM-", 6) == 0) {
+			/* $external users: mongod's "external" */
+			if (strncmp(bson_iter_key(&x), "SCRAM-", 6) == 0 || strcmp(bson_iter_key(&x), "external") == 0) {
 				char kk[16];
 				snprintf(kk, sizeof(kk), "%d", n++);
 				BSON_APPEND_UTF8(&mechs, kk, bson_iter_key(&x));

@@ -47,7 +47,9 @@ MONGOSH = sys.argv[2] if len(sys.argv) > 2 and os.path.exists(sys.argv[2]) else 
 checks = 0
 
 CLIENT_SUBJECT = "CN=app\\, one,OU=clients,O=Tamga"
-MULTI_SUBJECT = "CN=multi+OU=clients,O=Tamga"
+# -subj "/O=Tamga/OU=clients+CN=multi": DER sorts the RDN's SET (CN's
+# shorter encoding first) and mongod reads a name's entries backwards
+MULTI_SUBJECT = "OU=clients+CN=multi,O=Tamga"
 
 
 def check(cond, what):
@@ -226,8 +228,6 @@ def run_keyfile_standalone(tmp, ca, member_pem, intruder_pem):
                                                                                   mechanism="MONGODB-X509"))
             check(code == 18 and msg == "Authentication failed.",
                   "a client with a member certificate under keyFile: %r %r" % (code, msg))
-            check(c.admin.command("getParameter", 1, clusterAuthMode=1)["clusterAuthMode"] == "keyFile",
-                  "getParameter clusterAuthMode keyFile")
         m.stop()
         logged = open(m.log, "rb").read().decode("utf-8", "replace")
         check("can only be used for cluster authentication" in logged, "the reason is in the log only")
