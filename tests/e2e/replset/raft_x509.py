@@ -30,6 +30,8 @@ members on 127.0.0.1 under --tlsMode requireTLS, no key file anywhere.
 usage: raft_x509.py path/to/tamgad [path/to/mongosh]
 """
 import os
+import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -40,7 +42,7 @@ from pymongo.errors import OperationFailure, PyMongoError
 
 sys.path.insert(0, os.path.dirname(__file__))
 from raft_cluster import Cluster, Member, coll_hash, free_ports  # noqa: E402
-from raft_tls import make_ca, make_cert, write_key  # noqa: E402
+from raft_tls import closed_soon, make_ca, make_cert, raft_preamble, write_key  # noqa: E402
 
 TAMGAD = sys.argv[1]
 MONGOSH = sys.argv[2] if len(sys.argv) > 2 and os.path.exists(sys.argv[2]) else None
@@ -195,6 +197,8 @@ def run_set(tmp, ca, member_pem, cluster_pem, client_pem, multi_pem, other_pem):
             want = '{"u":"CN=app\\\\, one,OU=clients,O=Tamga","d":"$external","c":32}'
             check(r.returncode == 0 and want in out, "mongosh with MONGODB-X509: %s" % out)
 
+        raft_port_checks(cl.members[1], ca, cluster_pem, other_pem)
+
         # a member with another organisation's certificate stays out
         other = Member(TAMGAD, free_ports(1)[0], os.path.join(cl.dir, "other"), "rs0",
                        ["--tlsMode", "requireTLS", "--tlsCertificateKeyFile", other_pem, "--tlsCAFile", ca,
@@ -213,6 +217,36 @@ def run_set(tmp, ca, member_pem, cluster_pem, client_pem, multi_pem, other_pem):
                 coll.insert_one({"_id": "after"})
         finally:
             other.stop()
+
+
+def raft_port_checks(m, ca, cluster_pem, other_pem):
+    """The Raft port under clusterAuthMode x509: a connector whose
+    certificate the CA signs but whose organisation is another is dropped
+    after the handshake; one with a member certificate is kept."""
+    me = "127.0.0.1:%d" % free_ports(1)[0]
+    for pem, member in ((other_pem, False), (cluster_pem, True)):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.load_verify_locations(ca)
+        ctx.load_cert_chain(pem)
+        s = socket.create_connection(("127.0.0.1", m.port + 1000), timeout=5)
+        s.sendall(raft_preamble(99, me))
+        try:
+            t = ctx.wrap_socket(s, server_hostname="127.0.0.1")
+        except (ssl.SSLError, OSError):
+            check(not member, "a member certificate completes the Raft handshake")
+            continue
+        if member:
+            t.settimeout(2)
+            try:
+                kept = t.recv(1) != b""
+            except socket.timeout:
+                kept = True
+            except (ssl.SSLError, OSError):
+                kept = False
+            check(kept, "a Raft connector with a member certificate is kept")
+        else:
+            check(closed_soon(t), "a Raft connector with another organisation's certificate is dropped")
+        t.close()
 
 
 def run_keyfile_standalone(tmp, ca, member_pem, intruder_pem):
