@@ -22,7 +22,9 @@ members on 127.0.0.1 under --tlsMode requireTLS, no key file anywhere.
   17, createUser with a password on $external or with a member-like
   subject -> 2;
 - setParameter clusterAuthMode: getParameter shows x509, a step down is
-  5579202;
+  5579202; the rolling upgrade sendKeyFile -> sendX509 -> x509 of a keyFile
+  set by setParameter on every member, w: 3 writes and a stepdown at each
+  step;
 - a standalone under --keyFile (clusterAuthMode keyFile): a client with a
   member certificate is refused (18: enforceUserClusterSeparation) and
   the startup refusal of net.tls.clusterAuthX509.attributes.
@@ -249,6 +251,56 @@ def raft_port_checks(m, ca, cluster_pem, other_pem):
         t.close()
 
 
+def run_upgrade(tmp, ca, member_pem, cluster_pem, client_pem):
+    """mongod's rolling upgrade to x.509 member authentication with
+    setParameter: keyFile members under sendKeyFile, then sendX509 on
+    every member (members now authenticate with their certificates), then
+    x509 (the key no longer admits a member); majority writes at each
+    step, the set stays whole; a step back is refused."""
+    key = write_key(os.path.join(tmp, "upgrade.key"), "dXBncmFkZS1rZXktMDEyMzQ1Njc4OQ==\n")
+    common = ["--tlsMode", "requireTLS", "--tlsCertificateKeyFile", member_pem, "--tlsCAFile", ca,
+              "--tlsClusterFile", cluster_pem, "--keyFile", key, "--clusterAuthMode", "sendKeyFile"]
+    cl = Cluster(TAMGAD, extra=common)
+    with cl:
+        with x509_client(cl.members[0], ca, client_pem) as c:
+            check(c.admin.command("replSetInitiate", cl.config(election_ms=2000))["ok"] == 1, "initiate (sendKeyFile)")
+        p = wait_primary(cl.members, ca, client_pem)
+        with x509_client(p, ca, client_pem) as c:
+            # on every member before the loop below logs in on each
+            c.admin.command("createUser", "admin", pwd="pw", roles=["root"], writeConcern={"w": 3})
+        hosts = ",".join(m.host for m in cl.members)
+        uri = "mongodb://admin:pw@%s/?replicaSet=rs0&authSource=admin" % hosts
+        n = 0
+        for mode in ("sendX509", "x509"):
+            for m in cl.members:
+                with x509_client(m, ca, client_pem, username="admin", password="pw", authSource="admin") as c:
+                    c.admin.command("setParameter", 1, clusterAuthMode=mode)
+                    check(c.admin.command("getParameter", 1, clusterAuthMode=1)["clusterAuthMode"] == mode,
+                          "%s now %s" % (m.host, mode))
+            with x509_client(uri, ca, client_pem) as c:
+                coll = c.t.get_collection("u", write_concern=WriteConcern(3, wtimeout=20000))
+                for i in range(10):
+                    coll.insert_one({"_id": n})
+                    n += 1
+                st = c.admin.command("replSetGetStatus")
+                check(all(r["health"] == 1 for r in st["members"]), "whole set under %s: %r" % (mode, st["members"]))
+            # a new connection from each member to the others: a stepdown
+            # moves the leadership over the members' channels
+            with x509_client(uri, ca, client_pem) as c:
+                try:
+                    c.admin.command("replSetStepDown", 10)
+                except PyMongoError:
+                    pass
+            with x509_client(uri, ca, client_pem) as c:
+                coll = c.t.get_collection("u", write_concern=WriteConcern(3, wtimeout=30000))
+                coll.insert_one({"_id": n})
+                n += 1
+                check(coll.count_documents({}) == n, "w: 3 writes after a stepdown under %s" % mode)
+        with x509_client(cl.members[0], ca, client_pem, username="admin", password="pw", authSource="admin") as c:
+            code, msg = command_error(lambda: c.admin.command("setParameter", 1, clusterAuthMode="keyFile"))
+            check(code == 5579202, "x509 -> keyFile refused: %r %r" % (code, msg))
+
+
 def run_keyfile_standalone(tmp, ca, member_pem, intruder_pem):
     key = write_key(os.path.join(tmp, "key"), "a2V5LWZpbGUtZm9yLXg1MDktdGVzdHM=\n")
     port = free_ports(1)[0]
@@ -290,6 +342,7 @@ def main():
         multi_pem = make_cert(tmp, "multi", ca, "/O=Tamga/OU=clients+CN=multi", multivalue=True)
         run_keyfile_standalone(tmp, ca[1], member_pem, intruder_pem)
         run_set(tmp, ca[1], member_pem, cluster_pem, client_pem, multi_pem, other_pem)
+        run_upgrade(tmp, ca[1], member_pem, cluster_pem, client_pem)
         print("raft_x509: %d checks passed in %.1f s" % (checks, time.time() - t0))
     finally:
         subprocess.call(["rm", "-rf", tmp])
