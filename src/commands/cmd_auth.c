@@ -382,6 +382,10 @@ x509_authenticate(cmd_t *c, const bson_t *body, const char *db, bool speculative
 
 CMD_HANDLER(cmd_authenticate)
 {
+	/* mongod's AuthenticateCommand is strict: 40415 for anything else */
+	static const char *const fields[] = {"mechanism", "user", NULL};
+
+	RET(cmd_check_fields(c, fields, err));
 	return x509_authenticate(c, c->body, c->db, false, c->reply, err);
 }
 

@@ -169,6 +169,8 @@ def run_set(tmp, ca, member_pem, cluster_pem, client_pem, multi_pem, other_pem):
             code, msg = command_error(lambda: ext.command("authenticate", 1, mechanism="MONGODB-X509",
                                                           user="CN=someone,OU=clients,O=Tamga"))
             check(code == 18 and msg == "Authentication failed.", "a user that is not the subject: %r %r" % (code, msg))
+            code, msg = command_error(lambda: ext.command("authenticate", 1, mechanism="MONGODB-X509", bogus=1))
+            check(code == 40415 and "authenticate.bogus" in msg, "authenticate is strict: %r %r" % (code, msg))
             code, msg = command_error(lambda: c.t.command("authenticate", 1, mechanism="MONGODB-X509"))
             check(code == 17 and "must always use the $external database" in msg, "another database: %r" % code)
             r = ext.command("authenticate", 1, mechanism="MONGODB-X509", user=CLIENT_SUBJECT)
