@@ -158,6 +158,20 @@ attrs_clear(cluster_attrs_t *a)
 	a->n = 0;
 }
 
+/* mongod's rule on two sorted attribute lists: equal and not empty.
+ * Clears both. */
+static bool
+attrs_equal_clear(cluster_attrs_t *x, cluster_attrs_t *y)
+{
+	bool same = x->n > 0 && x->n == y->n;
+
+	for (size_t i = 0; same && i < x->n; i++)
+		same = strcmp(x->v[i], y->v[i]) == 0;
+	attrs_clear(x);
+	attrs_clear(y);
+	return same;
+}
+
 static int
 cluster_attrs(const X509_NAME *name, cluster_attrs_t *out)
 {
@@ -197,20 +211,13 @@ bool
 auth_x509_names_same_cluster(const X509_NAME *a, const X509_NAME *b)
 {
 	cluster_attrs_t x = {0}, y = {0};
-	bool same;
-
 	if (a == NULL || b == NULL || cluster_attrs(a, &x) != 0)
 		return false;
 	if (cluster_attrs(b, &y) != 0) {
 		attrs_clear(&x);
 		return false;
 	}
-	same = x.n > 0 && x.n == y.n;
-	for (size_t i = 0; same && i < x.n; i++)
-		same = strcmp(x.v[i], y.v[i]) == 0;
-	attrs_clear(&x);
-	attrs_clear(&y);
-	return same;
+	return attrs_equal_clear(&x, &y);
 }
 
 /* mongod's string form: split at ',', trim, keep DC=/O=/OU=, sort. */
@@ -259,18 +266,11 @@ bool
 auth_x509_subject_is_member(const char *subject)
 {
 	cluster_attrs_t x = {0}, y = {0};
-	bool same;
-
 	if (subject == NULL || g_server_subject == NULL)
 		return false;
 	string_attrs(subject, &x);
 	string_attrs(g_server_subject, &y);
-	same = x.n > 0 && x.n == y.n;
-	for (size_t i = 0; same && i < x.n; i++)
-		same = strcmp(x.v[i], y.v[i]) == 0;
-	attrs_clear(&x);
-	attrs_clear(&y);
-	return same;
+	return attrs_equal_clear(&x, &y);
 }
 
 static const char *const mode_names[] = {"undefined", "keyFile", "sendKeyFile", "sendX509", "x509"};
@@ -367,43 +367,40 @@ read_cert(const char *path, terr_t *err)
 	return x;
 }
 
-int
-auth_x509_set_server_certificate(const char *pem_path, terr_t *err)
+/* The subject of the first certificate of pem_path as a name (when name
+ * is not NULL) and as mongod prints it; -1 with err (140). */
+static int
+read_subject(const char *pem_path, X509_NAME **name, char **subject, terr_t *err)
 {
-	X509 *x;
+	X509 *x = read_cert(pem_path, err);
 
-	X509_NAME_free(g_server_name);
-	g_server_name = NULL;
-	bson_free(g_server_subject);
-	g_server_subject = NULL;
-	if (pem_path == NULL)
-		return 0;
-	if ((x = read_cert(pem_path, err)) == NULL)
+	if (x == NULL)
 		return -1;
-	g_server_name = X509_NAME_dup(X509_get_subject_name(x));
-	g_server_subject = auth_x509_name_string(g_server_name);
+	if (name != NULL)
+		*name = X509_NAME_dup(X509_get_subject_name(x));
+	*subject = auth_x509_name_string(X509_get_subject_name(x));
 	X509_free(x);
-	if (g_server_name == NULL || g_server_subject == NULL)
+	if ((name != NULL && *name == NULL) || *subject == NULL)
 		return terr_set(err, TERR_INVALID_SSL_CONFIG, "cannot read the subject of %s", pem_path);
 	return 0;
 }
 
 int
+auth_x509_set_server_certificate(const char *pem_path, terr_t *err)
+{
+	X509_NAME_free(g_server_name);
+	g_server_name = NULL;
+	bson_free(g_server_subject);
+	g_server_subject = NULL;
+	return pem_path == NULL ? 0 : read_subject(pem_path, &g_server_name, &g_server_subject, err);
+}
+
+int
 auth_x509_set_cluster_certificate(const char *pem_path, terr_t *err)
 {
-	X509 *x;
-
 	bson_free(g_cluster_subject);
 	g_cluster_subject = NULL;
-	if (pem_path == NULL)
-		return 0;
-	if ((x = read_cert(pem_path, err)) == NULL)
-		return -1;
-	g_cluster_subject = auth_x509_name_string(X509_get_subject_name(x));
-	X509_free(x);
-	if (g_cluster_subject == NULL)
-		return terr_set(err, TERR_INVALID_SSL_CONFIG, "cannot read the subject of %s", pem_path);
-	return 0;
+	return pem_path == NULL ? 0 : read_subject(pem_path, NULL, &g_cluster_subject, err);
 }
 
 const char *

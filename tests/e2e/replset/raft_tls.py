@@ -215,6 +215,8 @@ def startup_refusals(tmp, member_pem, ca):
          "--clusterAuthMode x509 needs --tlsCAFile"),
         (["--clusterAuthMode", "x509", "--tlsMode", "requireTLS", "--tlsClusterAuthX509ExtensionValue", "x"]
          + tlsopts, "net.tls.clusterAuthX509.extensionValue is not supported"),
+        (["--clusterAuthMode", "x509", "--tlsMode", "requireTLS", "--tlsClusterAuthX509Attributes", "O=Tamga"]
+         + tlsopts, "net.tls.clusterAuthX509.attributes is not supported"),
         (["--tlsMode", "requireTLS", "--tlsCertificateKeyFile", member_pem, "--tlsClusterFile",
           os.path.join(tmp, "missing.pem")], "cannot read certificate file"),
         (["--tlsMode", "requireTLS", "--tlsCertificateKeyFile", member_pem, "--tlsClusterCAFile", ca],
