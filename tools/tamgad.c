@@ -790,10 +790,11 @@ setup_key_file(const char *path)
  * clusterAuthMode '<v>'", "need to enable TLS via the tlsMode flag" for
  * the modes that use TLS, "cannot have x.509 cluster authentication in
  * allowTLS mode"), and "Specifying a tlsClusterCAFile requires a tlsCAFile
- * also be specified"; x509/sendX509 otherwise refused (x.509 member
- * authentication is not built: src/repl/README.md).  Then TLS between
- * members from the TLS options (repl/member_tls.h).  -1 after printing
- * the reason (exit 2).
+ * also be specified"; the x.509 modes need --tlsCAFile and a server
+ * certificate, net.tls.clusterAuthX509.* are refused (Tamga's).  Then the
+ * mode and the certificates' subjects for x.509 authentication
+ * (auth/auth_x509.h) and TLS between members from the TLS options
+ * (repl/member_tls.h).  -1 after printing the reason (exit 2).
  */
 static int
 setup_member_tls(const opts_t *o)
