@@ -20,6 +20,7 @@
 #include <openssl/crypto.h>
 
 #include "auth/auth_member.h"
+#include "auth/auth_x509.h"
 #include "commands/cmd_admin.h"
 #include "js/js.h"
 #include "commands/commands.h"
@@ -58,6 +59,8 @@ typedef struct opts {
 	char *tls_cluster_ca_file;     /* --tlsClusterCAFile: verifies members connecting in */
 	bool tls_allow_invalid_hostnames;
 	char *cluster_auth_mode;       /* --clusterAuthMode / security.clusterAuthMode */
+	char *cluster_x509_attributes; /* net.tls.clusterAuthX509.attributes: refused (not built) */
+	char *cluster_x509_extension;  /* net.tls.clusterAuthX509.extensionValue: refused (not built) */
 	bool tls_allow_invalid_certs;
 	bool tls_allow_no_cert;
 	bool no_unix_socket;
@@ -113,8 +116,8 @@ usage(FILE *f)
 	    "  --tlsClusterCAFile arg         CAs for the certificates of members connecting in\n"
 	    "                                 (default: --tlsCAFile)\n"
 	    "  --tlsAllowInvalidHostnames     Do not check other members' host names\n"
-	    "  --clusterAuthMode arg          keyFile or sendKeyFile (x509 and sendX509 are\n"
-	    "                                 refused: x.509 member authentication is not built)\n"
+	    "  --clusterAuthMode arg          keyFile, sendKeyFile, sendX509 or x509 (members\n"
+	    "                                 authenticate with --tlsClusterFile's certificate)\n"
 	    "  --nounixsocket                 Disable listening on unix sockets\n"
 	    "  --unixSocketPrefix arg         Alternative directory for UNIX domain sockets\n"
 	    "                                 (defaults to /tmp)\n"
@@ -252,6 +255,13 @@ apply(opts_t *o, const char *name, const char *v)
 		o->tls_allow_invalid_hostnames = parse_bool(v);
 	} else if (strcmp(name, "security.clusterAuthMode") == 0) {
 		set_str(&o->cluster_auth_mode, v);
+		/* mongod: x.509 member authentication implies authorization */
+		if (strcmp(v, "x509") == 0 || strcmp(v, "sendX509") == 0)
+			o->auth = true;
+	} else if (strcmp(name, "net.tls.clusterAuthX509.attributes") == 0) {
+		set_str(&o->cluster_x509_attributes, v);
+	} else if (strcmp(name, "net.tls.clusterAuthX509.extensionValue") == 0) {
+		set_str(&o->cluster_x509_extension, v);
 	} else if (strcmp(name, "net.tls.CAFile") == 0 || strcmp(name, "net.ssl.CAFile") == 0) {
 		set_str(&o->tls_ca_file, v);
 	} else if (strcmp(name, "net.tls.allowInvalidCertificates") == 0 ||
@@ -620,6 +630,8 @@ static const struct flag {
 	{"--tlsClusterCAFile", "net.tls.clusterCAFile", true},
 	{"--tlsAllowInvalidHostnames", "net.tls.allowInvalidHostnames", false},
 	{"--clusterAuthMode", "security.clusterAuthMode", true},
+	{"--tlsClusterAuthX509Attributes", "net.tls.clusterAuthX509.attributes", true},
+	{"--tlsClusterAuthX509ExtensionValue", "net.tls.clusterAuthX509.extensionValue", true},
 	{"--tlsAllowInvalidCertificates", "net.tls.allowInvalidCertificates", false},
 	{"--tlsAllowConnectionsWithoutCertificates", "net.tls.allowConnectionsWithoutCertificates", false},
 	{"--sslMode", "net.ssl.mode", true},
@@ -778,10 +790,11 @@ setup_key_file(const char *path)
  * clusterAuthMode '<v>'", "need to enable TLS via the tlsMode flag" for
  * the modes that use TLS, "cannot have x.509 cluster authentication in
  * allowTLS mode"), and "Specifying a tlsClusterCAFile requires a tlsCAFile
- * also be specified"; x509/sendX509 otherwise refused (x.509 member
- * authentication is not built: src/repl/README.md).  Then TLS between
- * members from the TLS options (repl/member_tls.h).  -1 after printing
- * the reason (exit 2).
+ * also be specified"; the x.509 modes need --tlsCAFile and a server
+ * certificate, net.tls.clusterAuthX509.* are refused (Tamga's).  Then the
+ * mode and the certificates' subjects for x.509 authentication
+ * (auth/auth_x509.h) and TLS between members from the TLS options
+ * (repl/member_tls.h).  -1 after printing the reason (exit 2).
  */
 static int
 setup_member_tls(const opts_t *o)
@@ -811,10 +824,37 @@ setup_member_tls(const opts_t *o)
 			fprintf(stderr, "BadValue: cannot have x.509 cluster authentication in allowTLS mode\n");
 			return -1;
 		}
-		if (cam >= 2) {
-			fprintf(stderr, "BadValue: --clusterAuthMode %s: x.509 member authentication is not supported "
-			    "by Tamga; use keyFile or sendKeyFile with --keyFile\n", o->cluster_auth_mode);
+		if (cam >= 2 && (o->tls_ca_file == NULL || o->tls_cert_key_file == NULL)) {
+			/* Tamga's: without a CA no client certificate is asked for,
+			 * without a server certificate there is no member rule */
+			fprintf(stderr, "BadValue: --clusterAuthMode %s needs --tlsCAFile and --tlsCertificateKeyFile "
+			    "(member certificates are verified against the CA and matched against the server's own)\n",
+			    o->cluster_auth_mode);
 			return -1;
+		}
+	}
+	if (o->cluster_x509_attributes != NULL || o->cluster_x509_extension != NULL) {
+		fprintf(stderr, "BadValue: %s is not supported by Tamga: members are recognised by mongod's default "
+		    "rule (the O, OU and DC attributes of the server's own certificate)\n",
+		    o->cluster_x509_attributes != NULL ? "net.tls.clusterAuthX509.attributes" :
+		    "net.tls.clusterAuthX509.extensionValue");
+		return -1;
+	}
+	{
+		auth_cluster_mode_t am = AUTH_CLUSTER_UNDEFINED;
+		if (o->cluster_auth_mode != NULL)
+			auth_cluster_mode_parse(o->cluster_auth_mode, &am);
+		else if (o->key_file != NULL)
+			am = AUTH_CLUSTER_KEYFILE;
+		auth_cluster_mode_set(am);
+		if (m != TLS_MODE_DISABLED) {
+			if (auth_x509_set_server_certificate(o->tls_cert_key_file, &err) != 0 ||
+			    auth_x509_set_cluster_certificate(o->tls_cluster_file != NULL ? o->tls_cluster_file :
+			    o->tls_cert_key_file, &err) != 0) {
+				fprintf(stderr, "tamgad: %s\n", err.msg ? err.msg : "cannot read the certificate");
+				terr_clear(&err);
+				return -1;
+			}
 		}
 	}
 	if (m != TLS_MODE_DISABLED && o->tls_cluster_ca_file != NULL && o->tls_ca_file == NULL) {
@@ -1124,6 +1164,8 @@ out:
 	bson_free(o.unix_socket_prefix);
 	bson_free(o.repl_set);
 	bson_free(o.key_file);
+	bson_free(o.cluster_x509_attributes);
+	bson_free(o.cluster_x509_extension);
 	if (o.set_params != NULL)
 		bson_destroy(o.set_params);
 	return code;

@@ -133,6 +133,15 @@ int auth_b64_decode(const char *text, size_t text_len, uint8_t **out, size_t *ou
  * session returns the connection's storage session (borrowed, valid while
  * the connection lives; NULL with err set on failure).
  */
+/* What the connection's TLS layer verified, set once after the handshake
+ * (commands' client_set_peer_x509): the subject (auth_x509_name_string) of
+ * a client certificate that verified, and whether it is a member
+ * certificate (auth_x509.h).  The subject is owned by the connection. */
+typedef struct auth_x509_peer {
+	char *subject;      /* NULL: no TLS, no certificate, or one that did not verify */
+	bool member;
+} auth_x509_peer_t;
+
 typedef struct auth_conn {
 	const void *key;
 	bool *has_state;
@@ -141,6 +150,7 @@ typedef struct auth_conn {
 	storage_t *st;                /* where admin.system.users / admin.system.roles live */
 	storage_session_t *(*session)(void *arg, terr_t *err);
 	void *session_arg;
+	auth_x509_peer_t x509;        /* the verified client certificate (MONGODB-X509) */
 } auth_conn_t;
 
 /* A command on a connection: name is its canonical name (the privilege

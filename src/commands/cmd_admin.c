@@ -11,6 +11,7 @@
  * and connectionStatus call into it).
  */
 #include "auth/auth.h"
+#include "auth/auth_x509.h"
 #include "commands/cmd_admin.h"
 #include "commands/commands_private.h"
 #include "commands/cmd_repl.h"
@@ -35,6 +36,7 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "repl/election_log.h"
+#include "repl/member_tls.h"
 #include "repl/session.h"
 #include "repl/replset.h"
 #include "query/planner_ttl.h"
@@ -524,12 +526,28 @@ held_value(engine_t *e, const param_t *p)
 	return (atomic_llong *)((char *)e + p->off);
 }
 
+static const char *
+cluster_auth_mode_get(void)
+{
+	return auth_cluster_mode_name(auth_cluster_mode());
+}
+
+static int
+cluster_auth_mode_set(const char *value, terr_t *err)
+{
+	return auth_cluster_mode_transition(value, repl_member_tls_outgoing(), err);
+}
+
 #define HELD(field) .held = true, .off = offsetof(engine_t, field)
 #define BOTH .runtime = true, .startup = true
 
 static const param_t params[] = {
 	{"allowDiskUseByDefault", PARAM_BOOL, BOTH, HELD(allow_disk_use_by_default)},
 	{"authenticationMechanisms", PARAM_MECHS, .startup = true},
+	/* mongod's ClusterAuthModeServerParameter: runtime, one step up at a
+	 * time (auth/auth_x509.h) */
+	{"clusterAuthMode", PARAM_STR_HOOK, .runtime = true, .held = true,
+	 .str_get = cluster_auth_mode_get, .str_set = cluster_auth_mode_set},
 	{"cursorTimeoutMillis", PARAM_INT, .i = CURSOR_TIMEOUT_MS, BOTH},
 	/* bool, set_at: startup */
 	{"enableTestCommands", PARAM_BOOL, .startup = true, HELD(enable_test_commands)},

@@ -13,6 +13,7 @@
  */
 #include "auth/auth.h"
 #include "auth/auth_member.h"
+#include "auth/auth_x509.h"
 #include "commands/commands_private.h"
 
 #include <string.h>
@@ -44,9 +45,11 @@ creds_lookup(void *arg, const char *user, bson_t *creds)
 	bson_t doc;
 	int ret = AUTH_CREDS_NO_MECH;
 
-	/* __system@local: the keyFile's credentials, never a stored user */
+	/* __system@local: the keyFile's credentials, never a stored user;
+	 * under clusterAuthMode x509 members authenticate only with their
+	 * certificates (mongod's ClusterAuthMode::allowsKeyFile) */
 	if (auth_member_is_internal_user(user, lc->db))
-		return auth_member_creds(lc->mech, creds);
+		return auth_cluster_mode() == AUTH_CLUSTER_X509 ? -1 : auth_member_creds(lc->mech, creds);
 	s = client_session(lc->c->client, &err);
 	if (s == NULL || auth_store_get(lc->c->engine->st, s, "system.users", lc->db, user, &doc, &err) != 0) {
 		terr_clear(&err);
@@ -130,18 +133,17 @@ conv_end(auth_client_t *ac)
  * is routine (every driver tries SCRAM-SHA-256 first): mongod logs it at
  * debug level 5, here 'D'. */
 static void
-log_auth(cmd_t *c, auth_client_t *ac, bool ok, const terr_t *why)
+log_attempt(cmd_t *c, const char *mech, bool speculative, const char *user, const char *db, bool ok,
+            const terr_t *why, char sev)
 {
-	char sev = !ok && why != NULL && ac->speculative && why->code == TERR_MECHANISM_UNAVAILABLE ? 'D' : 'I';
-	const char *user = ac->conv ? auth_scram_user(ac->conv) : NULL;
 	char name[32];
 	bson_t attr, extra;
 
 	bson_init(&attr);
-	BSON_APPEND_UTF8(&attr, "mechanism", ac->conv ? auth_mech_name(auth_scram_mech(ac->conv)) : "");
-	BSON_APPEND_BOOL(&attr, "speculative", ac->speculative);
+	BSON_APPEND_UTF8(&attr, "mechanism", mech);
+	BSON_APPEND_BOOL(&attr, "speculative", speculative);
 	BSON_APPEND_UTF8(&attr, "principalName", user ? user : "");
-	BSON_APPEND_UTF8(&attr, "authenticationDatabase", ac->conv_db ? ac->conv_db : "");
+	BSON_APPEND_UTF8(&attr, "authenticationDatabase", db ? db : "");
 	BSON_APPEND_UTF8(&attr, "remote", c->client->remote ? c->client->remote : "");
 	BSON_APPEND_DOCUMENT_BEGIN(&attr, "extraInfo", &extra);
 	bson_append_document_end(&attr, &extra);
@@ -152,6 +154,15 @@ log_auth(cmd_t *c, auth_client_t *ac, bool ok, const terr_t *why)
 	}
 	tlog(sev, "ACCESS", ok ? 20250 : 20249, ok ? "Authentication succeeded" : "Authentication failed", &attr);
 	bson_destroy(&attr);
+}
+
+static void
+log_auth(cmd_t *c, auth_client_t *ac, bool ok, const terr_t *why)
+{
+	char sev = !ok && why != NULL && ac->speculative && why->code == TERR_MECHANISM_UNAVAILABLE ? 'D' : 'I';
+
+	log_attempt(c, ac->conv ? auth_mech_name(auth_scram_mech(ac->conv)) : "", ac->speculative,
+	    ac->conv ? auth_scram_user(ac->conv) : NULL, ac->conv_db, ok, why, sev);
 }
 
 /* One step of the conversation in ac; on success fills reply. */
@@ -297,17 +308,85 @@ CMD_HANDLER(cmd_logout)
 	return 0;
 }
 
+/*
+ * The authenticate command as mongod 9.0's (MONGODB-X509 only; the
+ * decision is auth_x509_authenticate's).  As mongod's, every failure but
+ * 11 UserNotFound and 17 ProtocolError answers 18 "Authentication
+ * failed." and the reason goes to the log line 20249 only.  The reply is
+ * {dbname, user: the certificate's subject}; a member certificate logs the
+ * connection in as __system@local.
+ */
+static int
+x509_authenticate(cmd_t *c, const bson_t *body, const char *db, bool speculative, bson_t *reply, terr_t *err)
+{
+	const char *cmd = speculative ? "speculative X509 Authenticate" : "authenticate";
+	const char *mech, *user = NULL;
+	terr_t why = TERR_INIT;
+	auth_x509_result_t r;
+	auth_client_t *ac;
+	bson_iter_t it;
+	bool hide;
+
+	if (!bson_iter_init_find(&it, body, "mechanism"))
+		return terr_set(err, 40414, "BSON field '%s.mechanism' is missing but a required field", cmd);
+	if (!BSON_ITER_HOLDS_UTF8(&it))
+		return terr_set(err, TERR_TYPE_MISMATCH, "BSON field '%s.mechanism' is the wrong type, expected type 'string'",
+		    cmd);
+	mech = bson_iter_utf8(&it, NULL);
+	if (bson_iter_init_find(&it, body, "user")) {
+		if (!BSON_ITER_HOLDS_UTF8(&it))
+			return terr_set(err, TERR_TYPE_MISMATCH,
+			    "BSON field '%s.user' is the wrong type, expected type 'string'", cmd);
+		user = bson_iter_utf8(&it, NULL);
+	}
+	if (strcmp(mech, "MONGODB-X509") != 0) {
+		terr_set(&why, TERR_BAD_VALUE, mech[0] == '\0' ? "Auth mechanism not specified" : "Unsupported mechanism: %s",
+		    mech);
+		log_attempt(c, mech, speculative, user, db, false, &why, 'I');
+		terr_clear(&why);
+		return terr_set(err, TERR_AUTHENTICATION_FAILED, "Authentication failed.");
+	}
+	if (auth_x509_authenticate(&c->client->auth, &c->client->auth.x509, user, db, &r, &hide, &why) != 0) {
+		log_attempt(c, mech, speculative, user != NULL ? user : c->client->auth.x509.subject, db, false, &why, 'I');
+		if (!hide && (why.code == TERR_USER_NOT_FOUND || why.code == TERR_PROTOCOL_ERROR)) {
+			*err = why;
+			return -1;
+		}
+		terr_clear(&why);
+		return terr_set(err, TERR_AUTHENTICATION_FAILED, "Authentication failed.");
+	}
+	ac = auth_client_get(&c->client->auth);
+	if (ac->user != NULL && !(strcmp(ac->user, r.user) == 0 && strcmp(ac->db, r.db) == 0)) {
+		/* mongod: one user per connection (its 5626701/5626702 become 18 here) */
+		terr_set(&why, strcmp(ac->db, r.db) == 0 ? 5626701 : 5626702,
+		    "Each client connection may only be authenticated once. Previously authenticated as: %s@%s", ac->user,
+		    ac->db);
+		log_attempt(c, mech, speculative, r.principal, db, false, &why, 'I');
+		terr_clear(&why);
+		auth_x509_result_clear(&r);
+		return terr_set(err, TERR_AUTHENTICATION_FAILED, "Authentication failed.");
+	}
+	log_attempt(c, mech, speculative, r.principal, db, true, NULL, 'I');
+	if (ac->user == NULL) {
+		ac->user = r.user;
+		ac->db = r.db;
+		r.user = r.db = NULL;
+		ac->resolved = false;
+	}
+	conv_end(ac);
+	BSON_APPEND_UTF8(reply, "dbname", db);
+	BSON_APPEND_UTF8(reply, "user", r.principal);
+	auth_x509_result_clear(&r);
+	return 0;
+}
+
 CMD_HANDLER(cmd_authenticate)
 {
-	bson_iter_t it;
-	const char *mech = "";
+	/* mongod's AuthenticateCommand is strict: 40415 for anything else */
+	static const char *const fields[] = {"mechanism", "user", NULL};
 
-	if (bson_iter_init_find(&it, c->body, "mechanism") && BSON_ITER_HOLDS_UTF8(&it))
-		mech = bson_iter_utf8(&it, NULL);
-	if (strcmp(mech, "MONGODB-X509") == 0)
-		return terr_set(err, TERR_NOT_IMPLEMENTED, "MONGODB-X509 authentication is not implemented");
-	return terr_set(err, TERR_MECHANISM_UNAVAILABLE,
-	    "Received authentication for mechanism %s which is not enabled", mech);
+	RET(cmd_check_fields(c, fields, err));
+	return x509_authenticate(c, c->body, c->db, false, c->reply, err);
 }
 
 static int
@@ -318,6 +397,25 @@ speculative_start(cmd_t *c, const bson_t *spec, bson_t *out)
 	const char *db;
 	bson_t tmp;
 
+	/* mongod's hello: MONGODB-X509 runs authenticate (db defaults to
+	 * $external), anything else a saslStart */
+	if (bson_iter_init_find(&it, spec, "mechanism") && BSON_ITER_HOLDS_UTF8(&it) &&
+	    strcmp(bson_iter_utf8(&it, NULL), "MONGODB-X509") == 0) {
+		db = "$external";
+		if (bson_iter_init_find(&it, spec, "db")) {
+			if (!BSON_ITER_HOLDS_UTF8(&it))
+				return -1;
+			db = bson_iter_utf8(&it, NULL);
+		}
+		bson_init(&tmp);
+		if (x509_authenticate(c, spec, db, true, &tmp, &err) != 0) {
+			terr_clear(&err);
+			bson_destroy(&tmp);
+			return -1;
+		}
+		bson_steal(out, &tmp);
+		return 0;
+	}
 	if (!bson_iter_init_find(&it, spec, "db") || !BSON_ITER_HOLDS_UTF8(&it))
 		return -1;
 	db = bson_iter_utf8(&it, NULL);
@@ -586,7 +684,7 @@ static const char *const create_user_fields[] = {
 CMD_HANDLER(cmd_create_user)
 {
 	const char *user, *pwd;
-	bool has_pwd, sha1, sha256, given, digest = true, found;
+	bool has_pwd, sha1, sha256, given, digest = true, found, external;
 	auth_rolelist_t roles;
 	bson_iter_t it;
 	bson_t doc, cd;
@@ -598,14 +696,15 @@ CMD_HANDLER(cmd_create_user)
 	bson_init(&doc);
 	ERR(cmd_check_fields(c, create_user_fields, err));
 	ERR(name_arg(c, &user, err));
-	if (strcmp(c->db, "$external") == 0)
-		ERR(terr_set(err, TERR_NOT_IMPLEMENTED, "users on $external are not supported"));
+	external = strcmp(c->db, "$external") == 0;
 	if (strcmp(c->db, "local") == 0)
 		ERR(terr_set(err, TERR_BAD_VALUE, "Cannot create users in the local database"));
 	ERR(get_pwd(c, &pwd, &has_pwd, err));
-	if (!has_pwd)
+	if (!has_pwd && !external)
 		ERR(terr_set(err, TERR_BAD_VALUE,
 		    "Must provide a 'pwd' field for all user documents, except those with '$external' as the user's source db"));
+	if (has_pwd && external)
+		ERR(terr_set(err, TERR_BAD_VALUE, "Cannot set the password for users defined on the '$external' database"));
 	ERR(cmd_get_bool(c, "digestPassword", &digest, &found, err));
 	if (!found)
 		digest = true;
@@ -618,6 +717,11 @@ CMD_HANDLER(cmd_create_user)
 		    "BSON field 'createUser.customData' is the wrong type, expected type 'object'"));
 	if (bson_iter_init_find(&it, c->body, "authenticationRestrictions"))
 		ERR(terr_set(err, TERR_NOT_IMPLEMENTED, "authenticationRestrictions are not supported"));
+	/* mongod (enforceUserClusterSeparation): a subject the member rule
+	 * would take for a member cannot be a user */
+	if (external && auth_x509_subject_is_member(user))
+		ERR(terr_set(err, TERR_BAD_VALUE, "Cannot create an x.509 user with a subjectname that would be "
+		    "recognized as an internal cluster member"));
 	ERR(roles_exist(c, &roles, err));
 
 	id = bson_strdup_printf("%s.%s", c->db, user);
@@ -625,7 +729,15 @@ CMD_HANDLER(cmd_create_user)
 	append_uuid(&doc, "userId");
 	BSON_APPEND_UTF8(&doc, "user", user);
 	BSON_APPEND_UTF8(&doc, "db", c->db);
-	ERR(append_credentials(c, &doc, user, pwd, sha1, sha256, digest, err));
+	if (external) {
+		/* mongod's buildCredentials for $external: no secret, a marker */
+		bson_t cr;
+		BSON_APPEND_DOCUMENT_BEGIN(&doc, "credentials", &cr);
+		BSON_APPEND_BOOL(&cr, "external", true);
+		bson_append_document_end(&doc, &cr);
+	} else {
+		ERR(append_credentials(c, &doc, user, pwd, sha1, sha256, digest, err));
+	}
 	if (bson_iter_init_find(&it, c->body, "customData")) {
 		const uint8_t *d;
 		uint32_t l;
@@ -680,6 +792,8 @@ CMD_HANDLER(cmd_update_user)
 	if (!found)
 		digest = true;
 	ERR(mechs_parse(c, &sha1, &sha256, &given, err));
+	if (has_pwd && strcmp(c->db, "$external") == 0)
+		ERR(terr_set(err, TERR_BAD_VALUE, "Cannot set the password for users defined on the '$external' database"));
 	if (given && !has_pwd)
 		ERR(terr_set(err, TERR_BAD_VALUE, "A pwd must be provided when specifying mechanisms"));
 	if (bson_iter_init_find(&it, c->body, "roles")) {
@@ -929,7 +1043,8 @@ append_user_info(cmd_t *c, bson_t *arr, int idx, const bson_t *doc, bool show_cr
 	if (bson_iter_init_find(&it, doc, "credentials") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
 		bson_iter_recurse(&it, &x);
 		while (bson_iter_next(&x)) {
-			if (strncmp(bson_iter_key(&x), "SCRAM-", 6) == 0) {
+			/* $external users: mongod's "external" */
+			if (strncmp(bson_iter_key(&x), "SCRAM-", 6) == 0 || strcmp(bson_iter_key(&x), "external") == 0) {
 				char kk[16];
 				snprintf(kk, sizeof(kk), "%d", n++);
 				BSON_APPEND_UTF8(&mechs, kk, bson_iter_key(&x));

@@ -130,6 +130,23 @@ op_doc(const tm_opctx_t *op, cmd_t *oc, bool identity_safe, bson_t *d)
 	}
 	BSON_APPEND_BOOL(d, "active", true);
 	append_iso_now(d, "currentOpTime");
+	/* mongod's effectiveUsers: who the operation runs as.  The owner's
+	 * thread is inside this operation, so its login does not change
+	 * under us -- except in the commands that change it (skipped). */
+	if (cl != NULL && oc->name != NULL && strcmp(oc->name, "authenticate") != 0 &&
+	    strcmp(oc->name, "saslStart") != 0 && strcmp(oc->name, "saslContinue") != 0 &&
+	    strcmp(oc->name, "logout") != 0) {
+		auth_client_t *ac = auth_client_peek(&cl->auth);
+		if (ac != NULL && ac->user != NULL) {
+			bson_t arr, u;
+			BSON_APPEND_ARRAY_BEGIN(d, "effectiveUsers", &arr);
+			BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &u);
+			BSON_APPEND_UTF8(&u, "user", ac->user);
+			BSON_APPEND_UTF8(&u, "db", ac->db);
+			bson_append_document_end(&arr, &u);
+			bson_append_array_end(d, &arr);
+		}
+	}
 	BSON_APPEND_BOOL(d, "threaded", true);
 	BSON_APPEND_INT32(d, "opid", op->opid);
 	BSON_APPEND_INT64(d, "secs_running", us / 1000000);

@@ -25,6 +25,7 @@
 
 #include "auth/auth.h"
 #include "auth/auth_member.h"
+#include "auth/auth_x509.h"
 #include "common/log.h"
 #include "common/checked.h"
 #include "repl/election_log.h"
@@ -102,14 +103,15 @@ on_primary(void *arg)
 
 /*
  * What the channels between members need: under access control a keyFile
- * (mongod refuses --auth with --replSet and no keyFile at startup; here a
- * single-member set may still run so).  TLS between members is the
- * channels' own (repl/member_tls.h).
+ * or x.509 member authentication (clusterAuthMode sendX509/x509: members
+ * send their certificates; mongod refuses --auth with --replSet and
+ * neither at startup; here a single-member set may still run so).  TLS
+ * between members is the channels' own (repl/member_tls.h).
  */
 static int
 member_channels_check(engine_t *e, terr_t *err)
 {
-	if (e->opts.auth && !auth_member_key_present())
+	if (e->opts.auth && !auth_member_key_present() && !auth_cluster_sends_x509())
 		return terr_set(err, TERR_BAD_VALUE, "security.keyFile is required when authorization is enabled with replica sets");
 	return 0;
 }

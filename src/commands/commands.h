@@ -94,6 +94,10 @@ void client_free(client_t *c);
 /* The session for this client's commands (taken from the pool on first use). */
 storage_session_t *client_session(client_t *c, terr_t *err);
 int64_t client_connection_id(const client_t *c);
+/* The connection's verified TLS client certificate (server/tls.h): its
+ * subject (copied; NULL: none) and whether it is a member certificate.
+ * Called once after the handshake, before the first command. */
+void client_set_peer_x509(client_t *c, const char *subject, bool member);
 /* True (once) when the last command asked for the connection to close
  * without a reply (failCommand's closeConnection): the server closes it. */
 bool client_take_close_request(client_t *c);

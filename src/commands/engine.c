@@ -268,6 +268,8 @@ client_release(client_t *c)
 	c->session = NULL;
 	bson_free(c->remote);
 	c->remote = NULL;
+	bson_free(c->auth.x509.subject);
+	c->auth.x509.subject = NULL;
 	if (c->metadata != NULL)
 		bson_destroy(c->metadata);
 	c->metadata = NULL;
@@ -288,6 +290,14 @@ client_session(client_t *c, terr_t *err)
 	if (c->session == NULL)
 		c->session = storage_session_pool_get(c->engine->st, err);
 	return c->session;
+}
+
+void
+client_set_peer_x509(client_t *c, const char *subject, bool member)
+{
+	bson_free(c->auth.x509.subject);
+	c->auth.x509.subject = subject != NULL ? bson_strdup(subject) : NULL;
+	c->auth.x509.member = subject != NULL && member;
 }
 
 int64_t

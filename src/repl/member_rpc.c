@@ -17,6 +17,7 @@
 #include <openssl/ssl.h>
 
 #include "auth/auth_member.h"
+#include "auth/auth_x509.h"
 #include "common/failpoint.h"
 #include "repl/member_tls.h"
 #include "common/opctx.h"
@@ -438,6 +439,43 @@ out:
 	return ret;
 }
 
+/*
+ * MONGODB-X509 as the member (mongod's internal x.509 authentication under
+ * clusterAuthMode sendX509/x509): `authenticate` on $external with the
+ * subject of the certificate this member presents (--tlsClusterFile).  The
+ * other member takes it for __system when the certificate passes its
+ * member rule.  18 with the peer's reason when it refuses.
+ */
+static int
+authenticate_x509(mconn_t *fd, const char *host, int64_t deadline, terr_t *err)
+{
+	terr_t inner = TERR_INIT;
+	bson_t cmd, reply;
+	int ret = 0;
+
+	if (fd->ssl == NULL)
+		return terr_set(err, TERR_AUTHENTICATION_FAILED,
+		    "x.509 member authentication needs TLS to %s (--tlsMode preferTLS or requireTLS)", host);
+	bson_init(&cmd);
+	BSON_APPEND_INT32(&cmd, "authenticate", 1);
+	BSON_APPEND_UTF8(&cmd, "mechanism", "MONGODB-X509");
+	if (auth_x509_cluster_subject() != NULL)
+		BSON_APPEND_UTF8(&cmd, "user", auth_x509_cluster_subject());
+	ret = roundtrip(fd, host, "$external", &cmd, deadline, &reply, err);
+	bson_destroy(&cmd);
+	if (ret != 0)
+		return -1;
+	if (reply_refused(&reply, &inner) != 0) {
+		repl_member_auth_note(host, inner.msg != NULL ? inner.msg : "Authentication failed.");
+		terr_clear(&inner);
+		ret = terr_set(err, TERR_AUTHENTICATION_FAILED, "Authentication failed.");
+	} else {
+		repl_member_auth_note(host, NULL);
+	}
+	bson_destroy(&reply);
+	return ret;
+}
+
 int
 repl_member_rpc(const char *host, const char *db, const bson_t *cmd, int timeout_ms, bson_t *reply,
                 terr_t *err)
@@ -459,6 +497,12 @@ repl_member_rpc(const char *host, const char *db, const bson_t *cmd, int timeout
 		if (c.fd < 0)
 			return -1;
 		if (repl_member_tls_outgoing() && tls_connect(&c, host, deadline, err) != 0) {
+			mconn_close(&c);
+			return -1;
+		}
+		if (auth_cluster_sends_x509()) {
+			if (authenticate_x509(&c, host, deadline, err) == 0)
+				break;
 			mconn_close(&c);
 			return -1;
 		}

@@ -15,6 +15,9 @@
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
+#include "auth/auth_member.h"
+#include "auth/auth_x509.h"
+
 #include <bson/bson.h>
 
 /* MongoDB's InvalidSSLConfiguration. */
@@ -211,4 +214,32 @@ repl_member_tls_reason(SSL *ssl, char *buf, size_t len)
 		return;
 	}
 	ossl_reason(buf, len);
+}
+
+int
+repl_member_tls_peer_check(SSL *ssl, char *why, size_t len)
+{
+	X509 *peer;
+	bool member;
+
+	/* nothing to check when the key's handshake authenticates the peer
+	 * (keyFile, sendKeyFile, sendX509 with a key) or no member
+	 * authentication is configured */
+	if (!auth_cluster_allows_x509() || (auth_cluster_allows_keyfile() && auth_member_key_present()))
+		return 0;
+	if (ssl == NULL) {
+		snprintf(why, len, "clusterAuthMode %s: a member must connect with TLS and a member certificate",
+		    auth_cluster_mode_name(auth_cluster_mode()));
+		return -1;
+	}
+	peer = SSL_get_peer_certificate(ssl);
+	member = peer != NULL && SSL_get_verify_result(ssl) == X509_V_OK && auth_x509_cert_is_member(peer);
+	if (!member) {
+		char *subject = peer != NULL ? auth_x509_name_string(X509_get_subject_name(peer)) : NULL;
+		snprintf(why, len, "%s is not a member certificate (its O, OU and DC must be this member's)",
+		    subject != NULL ? subject : "the peer's certificate");
+		bson_free(subject);
+	}
+	X509_free(peer);
+	return member ? 0 : -1;
 }

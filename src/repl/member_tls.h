@@ -73,4 +73,15 @@ SSL *repl_member_tls_server(void);
  * the thread's error queue. */
 void repl_member_tls_reason(SSL *ssl, char *buf, size_t len);
 
+/*
+ * The x.509 check of a Raft peer (raft_tls.c calls it when a connection is
+ * ready: ssl after its handshake, NULL for a plain connection).  Under a
+ * clusterAuthMode that accepts member certificates and no key of the
+ * keyFile handshake to prove membership otherwise (x509; sendKeyFile /
+ * sendX509 without --keyFile), the peer must have presented a certificate
+ * that verified and passes mongod's member rule (auth_x509.h), and a plain
+ * connection is refused.  0 when accepted, -1 with the reason in why.
+ */
+int repl_member_tls_peer_check(SSL *ssl, char *why, size_t len);
+
 #endif

@@ -364,6 +364,10 @@ pump(tc_t *c)
 			tc_fail(c, why, RAFT_NOCONNECTION);
 			return;
 		}
+		if (repl_member_tls_peer_check(c->ssl, why, sizeof(why)) != 0) {
+			tc_fail(c, why, RAFT_NOCONNECTION);
+			return;
+		}
 		if (become_ready(c) != 0) {
 			tc_fail(c, NULL, RAFT_NOCONNECTION);
 			return;
@@ -447,9 +451,16 @@ on_tcp_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 			/* mongod's requireTLS: a plain connection is closed */
 			tc_fail(c, "The server is configured to only allow SSL connections", 0);
 			return;
-		} else if (become_ready(c) != 0) {
-			tc_fail(c, NULL, 0);
-			return;
+		} else {
+			char why[256];
+			if (repl_member_tls_peer_check(NULL, why, sizeof(why)) != 0) {
+				tc_fail(c, why, 0);
+				return;
+			}
+			if (become_ready(c) != 0) {
+				tc_fail(c, NULL, 0);
+				return;
+			}
 		}
 	}
 	if (c->ssl == NULL) {

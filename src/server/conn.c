@@ -550,6 +550,8 @@ conn_main(void *arg)
 			terr_clear(&err);
 			goto end;
 		}
+		if (c->tls != NULL)
+			client_set_peer_x509(cl, tls_conn_peer_subject(c->tls), tls_conn_peer_member(c->tls));
 	}
 
 	/* the establishment rate limiter: refused connections are closed

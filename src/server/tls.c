@@ -17,6 +17,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "auth/auth_x509.h"
+
 struct tls_server {
 	tls_mode_t mode;
 	SSL_CTX *ctx;
@@ -25,6 +27,7 @@ struct tls_server {
 struct tls_conn {
 	SSL *ssl;
 	char *subject;
+	bool member;                   /* the subject passes the member rule (auth_x509.h) */
 };
 
 static const struct {
@@ -315,17 +318,15 @@ tls_accept(tls_server_t *s, int fd, int timeout_ms, tls_conn_t **out, terr_t *er
 		return terr_set(err, TERR_PROTOCOL_ERROR, "SSLHandshakeFailed: %s", why);
 	}
 	{
+		/* only a certificate that verified names the client (mongod:
+		 * "No verified subject name available from client" otherwise,
+		 * as with --tlsAllowInvalidCertificates) */
 		X509 *peer = SSL_get_peer_certificate(c->ssl);
-		if (peer != NULL) {
-			BIO *b = BIO_new(BIO_s_mem());
-			char *p = NULL;
-			long n;
-			X509_NAME_print_ex(b, X509_get_subject_name(peer), 0, XN_FLAG_RFC2253);
-			n = BIO_get_mem_data(b, &p);
-			c->subject = bson_strndup(p, (size_t)n);
-			BIO_free(b);
-			X509_free(peer);
+		if (peer != NULL && SSL_get_verify_result(c->ssl) == X509_V_OK) {
+			c->subject = auth_x509_name_string(X509_get_subject_name(peer));
+			c->member = c->subject != NULL && auth_x509_cert_is_member(peer);
 		}
+		X509_free(peer);
 	}
 	*out = c;
 	return 0;
@@ -413,4 +414,10 @@ const char *
 tls_conn_peer_subject(const tls_conn_t *c)
 {
 	return c ? c->subject : NULL;
+}
+
+bool
+tls_conn_peer_member(const tls_conn_t *c)
+{
+	return c != NULL && c->member;
 }

@@ -87,8 +87,12 @@ ssize_t tls_write(tls_conn_t *c, const void *buf, size_t n);
 void tls_close(tls_conn_t *c);
 
 /* The negotiated protocol ("TLSv1.3") and the client certificate's subject
- * in RFC 2253 form (NULL when none); both valid until tls_close. */
+ * as mongod prints it (auth_x509_name_string; NULL when none was presented
+ * or it did not verify); both valid until tls_close.  peer_member: the
+ * certificate passes mongod's member rule against the server's own
+ * (auth_x509_cert_is_member). */
 const char *tls_conn_version(const tls_conn_t *c);
 const char *tls_conn_peer_subject(const tls_conn_t *c);
+bool tls_conn_peer_member(const tls_conn_t *c);
 
 #endif

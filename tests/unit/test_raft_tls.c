@@ -9,7 +9,10 @@
  * certificate for another host name is refused unless
  * tlsAllowInvalidHostnames; a TCP connect that outlives the handshake's
  * timeout (a listener whose full accept queue drops SYNs) tells libraft
- * once and, completing later, reads nothing the timeout freed.
+ * once and, completing later, reads nothing the timeout freed; under
+ * clusterAuthMode x509 (no key) a peer whose certificate is not a member's
+ * (O/OU/DC of the server's own) is never handed to Raft on either side,
+ * nor is a clear connector under preferTLS.
  */
 #include "tt.h"
 
@@ -24,6 +27,7 @@
 #include <openssl/rand.h>
 #include <openssl/x509v3.h>
 
+#include "auth/auth_x509.h"
 #include "repl/member_tls.h"
 #include "repl/raft_tls.h"
 
@@ -366,6 +370,59 @@ test_relay(void)
 	TT_EQ_INT(T.connected, 3);
 	uv_close((uv_handle_t *)T.sc, on_raft_closed);
 	uv_close((uv_handle_t *)T.sa, on_raft_closed);
+
+	/* clusterAuthMode x509 (no key): a peer is taken only with a member
+	 * certificate -- O/OU/DC of the reference (the server's own) */
+	{
+		X509 *ref = X509_dup(m);
+		X509_NAME *rn = X509_NAME_new();
+		char *ref_pem;
+
+		X509_NAME_add_entry_by_txt(rn, "O", MBSTRING_ASC, (const unsigned char *)"Other", -1, -1, 0);
+		X509_NAME_add_entry_by_txt(rn, "CN", MBSTRING_ASC, (const unsigned char *)"member", -1, -1, 0);
+		X509_set_subject_name(ref, rn);
+		/* signing again re-encodes it (else the cached DER keeps the old name) */
+		TT_ASSERT(X509_sign(ref, m_key, EVP_sha256()) > 0);
+		ref_pem = write_pem("ref.pem", ref, NULL);
+		TT_EQ_INT(auth_x509_set_cluster_certificate(ref_pem, &err), 0);
+		TT_EQ_STR(auth_x509_cluster_subject(), "CN=member,O=Other");
+		auth_x509_set_cluster_certificate(NULL, &err);
+		auth_cluster_mode_set(AUTH_CLUSTER_X509);
+		/* the same organisation: accepted both ways */
+		TT_EQ_INT(auth_x509_set_server_certificate(m_pem, &err), 0);
+		TT_EQ_INT(b.connect(&b, &req, 1, a_addr, connect_cb), 0);
+		run_until_i(&T.accepted, 4, 5000);
+		run_until_i(&T.connected, 4, 5000);
+		TT_EQ_INT(T.accepted, 4);
+		TT_EQ_INT(T.connected, 4);
+		uv_close((uv_handle_t *)T.sc, on_raft_closed);
+		uv_close((uv_handle_t *)T.sa, on_raft_closed);
+		/* another organisation: neither side hands the connection to Raft */
+		TT_EQ_INT(auth_x509_set_server_certificate(ref_pem, &err), 0);
+		TT_EQ_INT(b.connect(&b, &req, 1, a_addr, connect_cb), 0);
+		run_until_i(&T.connect_failed, 2, 5000);
+		TT_EQ_INT(T.connect_failed, 2);
+		for (int i = 0; i < 40; i++) {
+			uv_run(&T.loop, UV_RUN_NOWAIT);
+			usleep(5 * 1000);
+		}
+		TT_EQ_INT(T.accepted, 4);
+		/* preferTLS takes clear connectors, but not under x509 */
+		TT_EQ_INT(auth_x509_set_server_certificate(m_pem, &err), 0);
+		o.mode = REPL_MEMBER_TLS_PREFER;
+		TT_EQ_INT(repl_member_tls_configure(&o, &err), 0);
+		T.raw_eof = 0;
+		TT_EQ_INT(raw.connect(&raw, &rreq, 1, a_addr, raw_connect_cb), 0);
+		run_until_i(&T.raw_eof, 1, 3000);
+		TT_EQ_INT(T.raw_eof, 1);
+		TT_EQ_INT(T.accepted, 4);
+		uv_close((uv_handle_t *)T.raw, on_raft_closed);
+		auth_cluster_mode_set(AUTH_CLUSTER_UNDEFINED);
+		auth_x509_set_server_certificate(NULL, &err);
+		bson_free(ref_pem);
+		X509_NAME_free(rn);
+		X509_free(ref);
+	}
 
 	a.close(&a, on_transport_closed);
 	b.close(&b, on_transport_closed);

@@ -70,13 +70,13 @@ def make_ca(d, name):
     return key, crt
 
 
-def make_cert(d, name, ca, subj, san="IP:127.0.0.1,DNS:localhost"):
+def make_cert(d, name, ca, subj, san="IP:127.0.0.1,DNS:localhost", multivalue=False):
     key, csr, crt, ext = (os.path.join(d, name + s) for s in (".key", ".csr", ".crt", ".ext"))
     with open(ext, "w") as f:
         f.write("subjectAltName=%s\n"
                 "extendedKeyUsage=serverAuth,clientAuth\n" % san)
     run("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-        "-keyout", key, "-out", csr, "-subj", subj)
+        "-keyout", key, "-out", csr, "-subj", subj, *(["-multivalue-rdn"] if multivalue else []))
     run("openssl", "x509", "-req", "-in", csr, "-CA", ca[1], "-CAkey", ca[0], "-CAcreateserial",
         "-out", crt, "-days", "2", "-extfile", ext)
     pem = os.path.join(d, name + ".pem")
@@ -211,8 +211,12 @@ def startup_refusals(tmp, member_pem, ca):
          "cannot have x.509 cluster authentication in allowTLS mode"),
         (["--clusterAuthMode", "sendX509", "--tlsMode", "allowTLS"] + tlsopts,
          "cannot have x.509 cluster authentication in allowTLS mode"),
-        (["--clusterAuthMode", "x509", "--tlsMode", "requireTLS"] + tlsopts,
-         "x.509 member authentication is not supported"),
+        (["--clusterAuthMode", "x509", "--tlsMode", "requireTLS", "--tlsCertificateKeyFile", member_pem],
+         "--clusterAuthMode x509 needs --tlsCAFile"),
+        (["--clusterAuthMode", "x509", "--tlsMode", "requireTLS", "--tlsClusterAuthX509ExtensionValue", "x"]
+         + tlsopts, "net.tls.clusterAuthX509.extensionValue is not supported"),
+        (["--clusterAuthMode", "x509", "--tlsMode", "requireTLS", "--tlsClusterAuthX509Attributes", "O=Tamga"]
+         + tlsopts, "net.tls.clusterAuthX509.attributes is not supported"),
         (["--tlsMode", "requireTLS", "--tlsCertificateKeyFile", member_pem, "--tlsClusterFile",
           os.path.join(tmp, "missing.pem")], "cannot read certificate file"),
         (["--tlsMode", "requireTLS", "--tlsCertificateKeyFile", member_pem, "--tlsClusterCAFile", ca],

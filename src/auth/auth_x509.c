@@ -1,0 +1,474 @@
+/*
+ * auth_x509.c -- x.509 subjects, the member-certificate rule, the cluster
+ * authentication mode and the MONGODB-X509 decision (auth_x509.h), as
+ * mongod 9.0's SSLX509Name, SSLConfiguration::isClusterMember,
+ * ClusterAuthMode and _authenticateX509 do them.
+ */
+#include "auth/auth_x509.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/asn1.h>
+#include <openssl/err.h>
+#include <openssl/objects.h>
+#include <openssl/pem.h>
+
+#include "common/mem.h"
+
+#define TERR_INVALID_SSL_CONFIG 140
+
+/* ---- subjects -------------------------------------------------------------- */
+
+/* One attribute's value as UTF-8 bytes (mongod's normalizeStrings: BMP and
+ * Universal strings converted, the others kept as encoded).  *out is a new
+ * buffer (OPENSSL_free when *openssl, bson_free otherwise). */
+static int
+entry_value(const X509_NAME_ENTRY *e, unsigned char **out, int *len, bool *openssl)
+{
+	const ASN1_STRING *s = X509_NAME_ENTRY_get_data(e);
+	int t = ASN1_STRING_type(s);
+
+	*openssl = false;
+	if (t == V_ASN1_BMPSTRING || t == V_ASN1_UNIVERSALSTRING) {
+		*len = ASN1_STRING_to_UTF8(out, s);
+		*openssl = true;
+		return *len < 0 ? -1 : 0;
+	}
+	*len = ASN1_STRING_length(s);
+	*out = bson_malloc((size_t)*len + 1);
+	memcpy(*out, ASN1_STRING_get0_data(s), (size_t)*len);
+	(*out)[*len] = '\0';
+	return 0;
+}
+
+static void
+value_free(unsigned char *v, bool openssl)
+{
+	if (openssl)
+		OPENSSL_free(v);
+	else
+		bson_free(v);
+}
+
+/* The attribute's name: OpenSSL's short name, else the dotted OID. */
+static void
+entry_name(const X509_NAME_ENTRY *e, char *buf, size_t len)
+{
+	const ASN1_OBJECT *o = X509_NAME_ENTRY_get_object(e);
+	int nid = OBJ_obj2nid(o);
+	const char *sn = nid != NID_undef ? OBJ_nid2sn(nid) : NULL;
+
+	if (sn != NULL)
+		bson_strncpy(buf, sn, len);
+	else if (OBJ_obj2txt(buf, (int)len, o, 1) <= 0)
+		bson_strncpy(buf, "?", len);
+}
+
+/* mongod's escapeRfc2253, appended to b. */
+static void
+escape_value(bson_string_t *b, const unsigned char *v, int n)
+{
+	static const char special[] = ",+\"\\<>;";
+	size_t start = b->len;
+	int i = 0;
+
+	if (n == 0)
+		return;
+	if (v[0] == ' ') {
+		bson_string_append(b, "\\ ");
+		i = 1;
+	} else if (v[0] == '#') {
+		bson_string_append(b, "\\#");
+		i = 1;
+	}
+	for (; i < n; i++) {
+		if (v[i] >= 0x80) {
+			bson_string_append_printf(b, "\\%02X", v[i]);
+		} else {
+			if (v[i] != '\0' && strchr(special, v[i]) != NULL)
+				bson_string_append_c(b, '\\');
+			bson_string_append_c(b, (char)v[i]);
+		}
+	}
+	/* mongod escapes a trailing space only when its output is longer
+	 * than two characters */
+	if (b->len - start > 2 && b->str[b->len - 1] == ' ') {
+		b->str[b->len - 1] = '\\';
+		bson_string_append_c(b, ' ');
+	}
+}
+
+char *
+auth_x509_name_string(const X509_NAME *name)
+{
+	bson_string_t *b;
+	int count, prev_set = -1;
+
+	if (name == NULL)
+		return NULL;
+	b = bson_string_new(NULL);
+	count = X509_NAME_entry_count(name);
+	for (int i = count - 1; i >= 0; i--) {
+		const X509_NAME_ENTRY *e = X509_NAME_get_entry(name, i);
+		int set = X509_NAME_ENTRY_set(e);
+		unsigned char *v;
+		int n;
+		bool ossl;
+		char key[128];
+
+		if (i != count - 1)
+			bson_string_append_c(b, set == prev_set ? '+' : ',');
+		prev_set = set;
+		entry_name(e, key, sizeof(key));
+		if (entry_value(e, &v, &n, &ossl) != 0) {
+			bson_string_free(b, true);
+			ERR_clear_error();
+			return NULL;
+		}
+		bson_string_append(b, key);
+		bson_string_append_c(b, '=');
+		escape_value(b, v, n);
+		value_free(v, ossl);
+	}
+	return bson_string_free(b, false);
+}
+
+/* O, OU and DC of a name as "<oid>\x01<value>" strings, sorted. */
+typedef struct cluster_attrs {
+	char **v;
+	size_t n;
+} cluster_attrs_t;
+
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void
+attrs_clear(cluster_attrs_t *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		bson_free(a->v[i]);
+	bson_free(a->v);
+	a->v = NULL;
+	a->n = 0;
+}
+
+/* mongod's rule on two sorted attribute lists: equal and not empty.
+ * Clears both. */
+static bool
+attrs_equal_clear(cluster_attrs_t *x, cluster_attrs_t *y)
+{
+	bool same = x->n > 0 && x->n == y->n;
+
+	for (size_t i = 0; same && i < x->n; i++)
+		same = strcmp(x->v[i], y->v[i]) == 0;
+	attrs_clear(x);
+	attrs_clear(y);
+	return same;
+}
+
+static int
+cluster_attrs(const X509_NAME *name, cluster_attrs_t *out)
+{
+	int count = X509_NAME_entry_count(name);
+
+	out->v = bson_malloc0(sizeof(char *) * ((size_t)count + 1));
+	out->n = 0;
+	for (int i = 0; i < count; i++) {
+		const X509_NAME_ENTRY *e = X509_NAME_get_entry(name, i);
+		int nid = OBJ_obj2nid(X509_NAME_ENTRY_get_object(e));
+		unsigned char *v;
+		int n;
+		bool ossl;
+
+		if (nid != NID_organizationName && nid != NID_organizationalUnitName && nid != NID_domainComponent)
+			continue;
+		if (entry_value(e, &v, &n, &ossl) != 0) {
+			ERR_clear_error();
+			attrs_clear(out);
+			return -1;
+		}
+		/* the value may hold NUL bytes: hex keeps the comparison exact */
+		{
+			bson_string_t *s = bson_string_new(NULL);
+			bson_string_append_printf(s, "%d\x01", nid);
+			for (int k = 0; k < n; k++)
+				bson_string_append_printf(s, "%02x", v[k]);
+			out->v[out->n++] = bson_string_free(s, false);
+		}
+		value_free(v, ossl);
+	}
+	qsort(out->v, out->n, sizeof(char *), cmp_str);
+	return 0;
+}
+
+bool
+auth_x509_names_same_cluster(const X509_NAME *a, const X509_NAME *b)
+{
+	cluster_attrs_t x = {0}, y = {0};
+	if (a == NULL || b == NULL || cluster_attrs(a, &x) != 0)
+		return false;
+	if (cluster_attrs(b, &y) != 0) {
+		attrs_clear(&x);
+		return false;
+	}
+	return attrs_equal_clear(&x, &y);
+}
+
+/* mongod's string form: split at ',', trim, keep DC=/O=/OU=, sort. */
+static void
+string_attrs(const char *subject, cluster_attrs_t *out)
+{
+	size_t cap = 8;
+	const char *p = subject;
+
+	out->v = bson_malloc0(sizeof(char *) * cap);
+	out->n = 0;
+	for (;;) {
+		const char *end = strchr(p, ',');
+		size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+		const char *s = p;
+
+		while (n > 0 && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')) {
+			s++;
+			n--;
+		}
+		while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
+			n--;
+		if ((n >= 3 && strncmp(s, "DC=", 3) == 0) || (n >= 2 && strncmp(s, "O=", 2) == 0) ||
+		    (n >= 3 && strncmp(s, "OU=", 3) == 0)) {
+			if (out->n == cap) {
+				cap *= 2;
+				out->v = bson_realloc(out->v, sizeof(char *) * cap);
+			}
+			out->v[out->n++] = bson_strndup(s, n);
+		}
+		if (end == NULL)
+			break;
+		p = end + 1;
+	}
+	qsort(out->v, out->n, sizeof(char *), cmp_str);
+}
+
+/* ---- process configuration ----------------------------------------------------- */
+
+static _Atomic int g_mode = AUTH_CLUSTER_UNDEFINED;
+static X509_NAME *g_server_name;
+static char *g_server_subject;
+static char *g_cluster_subject;
+
+bool
+auth_x509_subject_is_member(const char *subject)
+{
+	cluster_attrs_t x = {0}, y = {0};
+	if (subject == NULL || g_server_subject == NULL)
+		return false;
+	string_attrs(subject, &x);
+	string_attrs(g_server_subject, &y);
+	return attrs_equal_clear(&x, &y);
+}
+
+static const char *const mode_names[] = {"undefined", "keyFile", "sendKeyFile", "sendX509", "x509"};
+
+int
+auth_cluster_mode_parse(const char *text, auth_cluster_mode_t *out)
+{
+	for (int i = AUTH_CLUSTER_KEYFILE; i <= AUTH_CLUSTER_X509; i++)
+		if (text != NULL && strcmp(text, mode_names[i]) == 0) {
+			*out = (auth_cluster_mode_t)i;
+			return 0;
+		}
+	return -1;
+}
+
+const char *
+auth_cluster_mode_name(auth_cluster_mode_t m)
+{
+	return m >= AUTH_CLUSTER_UNDEFINED && m <= AUTH_CLUSTER_X509 ? mode_names[m] : "undefined";
+}
+
+void
+auth_cluster_mode_set(auth_cluster_mode_t m)
+{
+	atomic_store(&g_mode, (int)m);
+}
+
+auth_cluster_mode_t
+auth_cluster_mode(void)
+{
+	return (auth_cluster_mode_t)atomic_load(&g_mode);
+}
+
+bool
+auth_cluster_allows_x509(void)
+{
+	auth_cluster_mode_t m = auth_cluster_mode();
+	return m == AUTH_CLUSTER_SEND_KEYFILE || m == AUTH_CLUSTER_SEND_X509 || m == AUTH_CLUSTER_X509;
+}
+
+bool
+auth_cluster_allows_keyfile(void)
+{
+	auth_cluster_mode_t m = auth_cluster_mode();
+	return m == AUTH_CLUSTER_KEYFILE || m == AUTH_CLUSTER_SEND_KEYFILE || m == AUTH_CLUSTER_SEND_X509;
+}
+
+bool
+auth_cluster_sends_x509(void)
+{
+	auth_cluster_mode_t m = auth_cluster_mode();
+	return m == AUTH_CLUSTER_SEND_X509 || m == AUTH_CLUSTER_X509;
+}
+
+int
+auth_cluster_mode_transition(const char *text, bool tls_outgoing, terr_t *err)
+{
+	auth_cluster_mode_t m, cur;
+	int old;
+
+	if (auth_cluster_mode_parse(text, &m) != 0)
+		return terr_set(err, TERR_BAD_VALUE, "Invalid clusterAuthMode '%s'", text ? text : "");
+	if ((m == AUTH_CLUSTER_SEND_KEYFILE || m == AUTH_CLUSTER_SEND_X509 || m == AUTH_CLUSTER_X509) && !tls_outgoing)
+		return terr_set(err, TERR_BAD_VALUE,
+		    "Illegal state transition for clusterAuthMode, need to enable SSL for outgoing connections");
+	old = atomic_load(&g_mode);
+	do {
+		cur = (auth_cluster_mode_t)old;
+		if (!(cur == AUTH_CLUSTER_UNDEFINED || cur == m || (int)m == (int)cur + 1))
+			return terr_set(err, 5579202, "Illegal state transition for clusterAuthMode from '%s' to '%s'",
+			    auth_cluster_mode_name(cur), auth_cluster_mode_name(m));
+	} while (!atomic_compare_exchange_weak(&g_mode, &old, (int)m));
+	return 0;
+}
+
+/* The first certificate of a PEM file; NULL with err. */
+static X509 *
+read_cert(const char *path, terr_t *err)
+{
+	BIO *b = BIO_new_file(path, "r");
+	X509 *x = b != NULL ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+
+	BIO_free(b);
+	if (x == NULL) {
+		unsigned long e = ERR_get_error();
+		char why[256];
+		if (e != 0)
+			ERR_error_string_n(e, why, sizeof(why));
+		else
+			bson_strncpy(why, "no certificate", sizeof(why));
+		ERR_clear_error();
+		terr_set(err, TERR_INVALID_SSL_CONFIG, "cannot read certificate file: %s %s", path, why);
+	}
+	return x;
+}
+
+/* The subject of the first certificate of pem_path as a name (when name
+ * is not NULL) and as mongod prints it; -1 with err (140). */
+static int
+read_subject(const char *pem_path, X509_NAME **name, char **subject, terr_t *err)
+{
+	X509 *x = read_cert(pem_path, err);
+
+	if (x == NULL)
+		return -1;
+	if (name != NULL)
+		*name = X509_NAME_dup(X509_get_subject_name(x));
+	*subject = auth_x509_name_string(X509_get_subject_name(x));
+	X509_free(x);
+	if ((name != NULL && *name == NULL) || *subject == NULL)
+		return terr_set(err, TERR_INVALID_SSL_CONFIG, "cannot read the subject of %s", pem_path);
+	return 0;
+}
+
+int
+auth_x509_set_server_certificate(const char *pem_path, terr_t *err)
+{
+	X509_NAME_free(g_server_name);
+	g_server_name = NULL;
+	bson_free(g_server_subject);
+	g_server_subject = NULL;
+	return pem_path == NULL ? 0 : read_subject(pem_path, &g_server_name, &g_server_subject, err);
+}
+
+int
+auth_x509_set_cluster_certificate(const char *pem_path, terr_t *err)
+{
+	bson_free(g_cluster_subject);
+	g_cluster_subject = NULL;
+	return pem_path == NULL ? 0 : read_subject(pem_path, NULL, &g_cluster_subject, err);
+}
+
+const char *
+auth_x509_cluster_subject(void)
+{
+	return g_cluster_subject;
+}
+
+bool
+auth_x509_cert_is_member(X509 *peer)
+{
+	return peer != NULL && g_server_name != NULL &&
+	    auth_x509_names_same_cluster(X509_get_subject_name(peer), g_server_name);
+}
+
+/* ---- MONGODB-X509 authenticate ----------------------------------------------- */
+
+int
+auth_x509_authenticate(const auth_conn_t *conn, const auth_x509_peer_t *peer, const char *user, const char *db,
+                       auth_x509_result_t *out, bool *hide, terr_t *err)
+{
+	memset(out, 0, sizeof(*out));
+	*hide = true;
+	if (peer == NULL || peer->subject == NULL || peer->subject[0] == '\0')
+		return terr_set(err, TERR_AUTHENTICATION_FAILED, "No verified subject name available from client");
+	if (user != NULL && strcmp(user, peer->subject) != 0)
+		return terr_set(err, TERR_AUTHENTICATION_FAILED, "There is no x.509 client certificate matching the user.");
+	*hide = false;
+	if (strcmp(db, "$external") != 0)
+		return terr_set(err, TERR_PROTOCOL_ERROR, "X.509 authentication must always use the $external database.");
+	if (peer->member) {
+		if (!auth_cluster_allows_x509()) {
+			/* enforceUserClusterSeparation (on by default) */
+			*hide = true;
+			return terr_set(err, TERR_AUTHENTICATION_FAILED,
+			    "The provided certificate can only be used for cluster authentication, not client "
+			    "authentication. The current configuration does not allow x.509 cluster authentication, "
+			    "check the --clusterAuthMode flag");
+		}
+		out->user = bson_strdup("__system");
+		out->db = bson_strdup("local");
+		out->member = true;
+	} else {
+		storage_session_t *s = conn->session != NULL ? conn->session(conn->session_arg, err) : NULL;
+		bson_t doc;
+		int r;
+
+		if (s == NULL)
+			return -1;
+		r = auth_store_get(conn->st, s, "system.users", "$external", peer->subject, &doc, err);
+		if (r < 0)
+			return -1;
+		if (r == 1)
+			return terr_set(err, TERR_USER_NOT_FOUND, "Could not find user \"%s\" for db \"$external\"",
+			    peer->subject);
+		bson_destroy(&doc);
+		out->user = bson_strdup(peer->subject);
+		out->db = bson_strdup("$external");
+	}
+	out->principal = bson_strdup(peer->subject);
+	return 0;
+}
+
+void
+auth_x509_result_clear(auth_x509_result_t *r)
+{
+	bson_free(r->user);
+	bson_free(r->db);
+	bson_free(r->principal);
+	memset(r, 0, sizeof(*r));
+}

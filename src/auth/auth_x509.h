@@ -1,0 +1,146 @@
+/*
+ * auth_x509.h -- x.509 authentication as mongod 9.0 does it: certificate
+ * subjects as mongod prints them (its RFC 2253 form, the user names of
+ * `$external`), the member-certificate rule (a peer whose O, OU and DC
+ * attributes equal those of this server's own certificate is a cluster
+ * member), the cluster authentication mode (`--clusterAuthMode` and its
+ * upgrade path keyFile -> sendKeyFile -> sendX509 -> x509), and the
+ * decision of MONGODB-X509 `authenticate` (the client's verified
+ * certificate, the user named, `$external`, a member certificate ->
+ * `__system@local`).
+ *
+ * Process-wide state (the mode, the server's and the cluster file's
+ * subjects) is set by tamgad at startup before any connection; the mode
+ * may move up later through setParameter (an atomic).  Readers take no
+ * lock.  An embedded engine sets nothing: no TLS peer, so MONGODB-X509
+ * answers mongod's "No verified subject name available from client".
+ *
+ * Not here: the TLS contexts (server/tls.c, repl/member_tls.c), the
+ * command's reply and logging (commands/cmd_auth.c), the Raft channel's
+ * check (repl/member_tls.c calls auth_x509_cert_is_member).
+ */
+#ifndef TAMGA_AUTH_X509_H
+#define TAMGA_AUTH_X509_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <openssl/x509.h>
+
+#include "auth/auth.h"
+#include "common/error.h"
+
+/* ---- subjects -------------------------------------------------------------- */
+
+/*
+ * The subject of a certificate as mongod's SSLX509Name::toString prints it:
+ * RDNs from the last to the first (RFC 2253 order), the attributes of a
+ * multi-valued RDN joined by '+' in their encoded order, each as
+ * "<short name>=<value>" (the dotted OID when OpenSSL has no short name);
+ * values escaped as mongod's escapeRfc2253: a leading ' ' or '#', a
+ * trailing ' ', and , + " \ < > ; get a backslash, every byte >= 0x80 is
+ * "\XX" (upper-case hex).  BMPString/UniversalString values are first
+ * converted to UTF-8 (mongod's normalizeStrings).  Returns a new string
+ * (bson_free) or NULL when name is NULL or a value cannot be converted.
+ */
+char *auth_x509_name_string(const X509_NAME *name);
+
+/*
+ * mongod's member rule on two subjects: the O, OU and DC attributes of
+ * every RDN of each, as (attribute, value) pairs sorted, are equal and
+ * there is at least one.  Values compare byte for byte after the UTF-8
+ * conversion above (so a PrintableString and a UTF8String of the same
+ * text are equal).
+ */
+bool auth_x509_names_same_cluster(const X509_NAME *a, const X509_NAME *b);
+
+/*
+ * The same rule on a subject given as text (mongod's string form of the
+ * check, used by createUser on `$external`): the text split at every ',',
+ * each part trimmed, the parts starting "DC=", "O=", "OU=" sorted and
+ * compared with the server certificate's subject printed the same way.
+ * As mongod's, it does not unescape: "O=a\,b" is split in two.  False
+ * when no server certificate is configured.
+ */
+bool auth_x509_subject_is_member(const char *subject);
+
+/* ---- process configuration --------------------------------------------------- */
+
+typedef enum auth_cluster_mode {
+	AUTH_CLUSTER_UNDEFINED = 0,   /* no member authentication configured */
+	AUTH_CLUSTER_KEYFILE,
+	AUTH_CLUSTER_SEND_KEYFILE,    /* sends the key, accepts the key or a member certificate */
+	AUTH_CLUSTER_SEND_X509,       /* sends the certificate, accepts either */
+	AUTH_CLUSTER_X509,            /* certificates only */
+} auth_cluster_mode_t;
+
+/* "keyFile", "sendKeyFile", "sendX509", "x509" -> the mode; -1 otherwise. */
+int auth_cluster_mode_parse(const char *text, auth_cluster_mode_t *out);
+/* The name (mongod's spelling); "undefined" for AUTH_CLUSTER_UNDEFINED. */
+const char *auth_cluster_mode_name(auth_cluster_mode_t m);
+void auth_cluster_mode_set(auth_cluster_mode_t m);
+auth_cluster_mode_t auth_cluster_mode(void);
+/* mongod's ClusterAuthMode predicates. */
+bool auth_cluster_allows_x509(void);      /* sendKeyFile, sendX509, x509 */
+bool auth_cluster_allows_keyfile(void);   /* keyFile, sendKeyFile, sendX509 */
+bool auth_cluster_sends_x509(void);       /* sendX509, x509 */
+
+/*
+ * setParameter clusterAuthMode as mongod's ClusterAuthModeServerParameter:
+ * 2 BadValue "Invalid clusterAuthMode '<v>'"; the x.509 modes need TLS for
+ * outgoing connections (tls_outgoing: preferTLS/requireTLS), else 2
+ * "Illegal state transition for clusterAuthMode, need to enable SSL for
+ * outgoing connections"; then mongod's canTransitionTo (the same mode, one
+ * step up keyFile -> sendKeyFile -> sendX509 -> x509, anything from
+ * undefined), else 5579202 "Illegal state transition for clusterAuthMode
+ * from '<old>' to '<new>'".  0 and the mode changed otherwise.
+ */
+int auth_cluster_mode_transition(const char *text, bool tls_outgoing, terr_t *err);
+
+/*
+ * Read the subject of the first certificate in a PEM file (the server's
+ * --tlsCertificateKeyFile, the member's --tlsClusterFile).  The server's is
+ * the reference of the member rule; the cluster file's (or the server's
+ * when there is none) is the user name a member sends.  -1 with err 140
+ * InvalidSSLConfiguration when the file has no certificate.  NULL path
+ * clears (tests).
+ */
+int auth_x509_set_server_certificate(const char *pem_path, terr_t *err);
+int auth_x509_set_cluster_certificate(const char *pem_path, terr_t *err);
+/* The member's own subject (what it sends as `user`), or NULL. */
+const char *auth_x509_cluster_subject(void);
+
+/* Whether peer (a certificate that verified) is a member certificate:
+ * the member rule against this server's certificate.  False with no
+ * server certificate configured or peer NULL. */
+bool auth_x509_cert_is_member(X509 *peer);
+
+/* ---- MONGODB-X509 authenticate ----------------------------------------------- */
+
+typedef struct auth_x509_result {
+	char *user, *db;            /* who the connection is now (bson_free both) */
+	char *principal;            /* the certificate's subject, the reply's `user` */
+	bool member;                /* authenticated as the internal user */
+} auth_x509_result_t;
+
+/*
+ * mongod's _authenticateX509 for a client connection (peer may be NULL:
+ * no TLS).  user is the command's `user` (NULL: the certificate's
+ * subject), db the command's database.  On success 0 and *out filled.
+ * Errors: 17 ProtocolError "X.509 authentication must always use the
+ * $external database." and 11 UserNotFound "Could not find user "<u>" for
+ * db "$external"" reach the client as they are (mongod's authenticate
+ * passes these two through); every other failure is 18 with mongod's
+ * reason in err (the caller logs it and answers 18 "Authentication
+ * failed."): "No verified subject name available from client", "There is
+ * no x.509 client certificate matching the user.", "The provided
+ * certificate can only be used for cluster authentication, not client
+ * authentication. The current configuration does not allow x.509 cluster
+ * authentication, check the --clusterAuthMode flag".  *hide is set for
+ * those (the caller answers 18 without the reason).
+ */
+int auth_x509_authenticate(const auth_conn_t *conn, const auth_x509_peer_t *peer, const char *user, const char *db,
+                           auth_x509_result_t *out, bool *hide, terr_t *err);
+void auth_x509_result_clear(auth_x509_result_t *r);
+
+#endif

@@ -1,0 +1,328 @@
+/*
+ * test_auth_x509.c -- auth/auth_x509.h: subjects printed as mongod's
+ * SSLX509Name (RFC 2253 order, multi-valued RDNs, mongod's escaping with
+ * its quirks, BMPString converted, unknown OIDs dotted), the member rule
+ * on names (O/OU/DC only, as sorted multisets, string types normalised,
+ * empty never matches) and on text (mongod's split at ','), the cluster
+ * authentication mode's transitions, and the MONGODB-X509 decision's
+ * answers that need no stored user.
+ */
+#include "tt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+#include "auth/auth_x509.h"
+
+/* A name from "ATTR=value" items; an item starting with '+' joins the
+ * previous RDN (multi-valued). */
+static X509_NAME *
+name_of(const char *const *items)
+{
+	X509_NAME *n = X509_NAME_new();
+
+	for (; *items != NULL; items++) {
+		const char *it = *items;
+		int set = 0;
+		char attr[64];
+		const char *eq;
+
+		if (*it == '+') {
+			set = -1;
+			it++;
+		}
+		eq = strchr(it, '=');
+		TT_ASSERT(eq != NULL && (size_t)(eq - it) < sizeof(attr));
+		memcpy(attr, it, (size_t)(eq - it));
+		attr[eq - it] = '\0';
+		TT_ASSERT(X509_NAME_add_entry_by_txt(n, attr, MBSTRING_UTF8, (const unsigned char *)eq + 1, -1, -1, set) ==
+		    1);
+	}
+	return n;
+}
+
+static void
+expect_string(const char *const *items, const char *want)
+{
+	X509_NAME *n = name_of(items);
+	char *s = auth_x509_name_string(n);
+
+	TT_EQ_STR(s, want);
+	bson_free(s);
+	X509_NAME_free(n);
+}
+
+static void
+test_rfc2253_order_and_escaping(void)
+{
+	expect_string((const char *const[]){"C=US", "O=Tamga", "OU=rs0", "CN=node1", NULL}, "CN=node1,OU=rs0,O=Tamga,C=US");
+	/* mongod's escapeRfc2253: , + " \ < > ; get a backslash */
+	expect_string((const char *const[]){"O=a,b+c\"d\\e<f>g;h", NULL}, "O=a\\,b\\+c\\\"d\\\\e\\<f\\>g\\;h");
+	/* a leading space or '#', a trailing space */
+	expect_string((const char *const[]){"CN= lead", NULL}, "CN=\\ lead");
+	expect_string((const char *const[]){"CN=#hash", NULL}, "CN=\\#hash");
+	expect_string((const char *const[]){"CN=trail ", NULL}, "CN=trail\\ ");
+	/* mongod's quirk: a trailing space is escaped only past two characters */
+	expect_string((const char *const[]){"CN=a ", NULL}, "CN=a ");
+	/* '#' and '=' inside a value are not escaped */
+	expect_string((const char *const[]){"CN=a#b=c", NULL}, "CN=a#b=c");
+	/* bytes >= 0x80 as \XX (UTF-8 of e-acute, upper-case hex) */
+	expect_string((const char *const[]){"CN=caf\xc3\xa9", NULL}, "CN=caf\\C3\\A9");
+	/* a single space: escaped as a leading one */
+	expect_string((const char *const[]){"CN= ", NULL}, "CN=\\ ");
+}
+
+static void
+test_multi_valued_rdn(void)
+{
+	/* OU and CN in one RDN: '+' between them, in mongod's (reversed) order */
+	expect_string((const char *const[]){"O=Tamga", "OU=clients", "+CN=multi", NULL}, "CN=multi+OU=clients,O=Tamga");
+	expect_string((const char *const[]){"C=US", "+ST=NY", "+L=NYC", "O=M", NULL}, "O=M,L=NYC+ST=NY+C=US");
+}
+
+static void
+test_unknown_oid_and_bmp(void)
+{
+	X509_NAME *n = X509_NAME_new();
+	ASN1_OBJECT *o = OBJ_txt2obj("1.2.3.4.5", 1);
+	/* "Hi" as a BMPString (UTF-16BE) */
+	static const unsigned char bmp[] = {0x00, 'H', 0x00, 'i'};
+	char *s;
+
+	TT_ASSERT(X509_NAME_add_entry_by_OBJ(n, o, V_ASN1_UTF8STRING, (const unsigned char *)"v", -1, -1, 0) == 1);
+	TT_ASSERT(X509_NAME_add_entry_by_txt(n, "CN", V_ASN1_BMPSTRING, bmp, sizeof(bmp), -1, 0) == 1);
+	s = auth_x509_name_string(n);
+	TT_EQ_STR(s, "CN=Hi,1.2.3.4.5=v");
+	bson_free(s);
+	ASN1_OBJECT_free(o);
+	X509_NAME_free(n);
+	TT_ASSERT(auth_x509_name_string(NULL) == NULL);
+}
+
+static bool
+same(const char *const *a, const char *const *b)
+{
+	X509_NAME *x = name_of(a), *y = name_of(b);
+	bool r = auth_x509_names_same_cluster(x, y);
+
+	X509_NAME_free(x);
+	X509_NAME_free(y);
+	return r;
+}
+
+static void
+test_member_rule(void)
+{
+	/* only O, OU, DC count: CN, C, L differ freely */
+	TT_ASSERT(same((const char *const[]){"C=US", "O=Tamga", "OU=rs0", "CN=a", NULL},
+	    (const char *const[]){"L=x", "O=Tamga", "OU=rs0", "CN=b", NULL}));
+	/* another organisation, another unit, one more unit, one fewer */
+	TT_ASSERT(!same((const char *const[]){"O=Tamga", "OU=rs0", NULL}, (const char *const[]){"O=Other", "OU=rs0", NULL}));
+	TT_ASSERT(!same((const char *const[]){"O=Tamga", "OU=rs0", NULL}, (const char *const[]){"O=Tamga", "OU=rs1", NULL}));
+	TT_ASSERT(!same((const char *const[]){"O=Tamga", "OU=rs0", NULL},
+	    (const char *const[]){"O=Tamga", "OU=rs0", "OU=x", NULL}));
+	TT_ASSERT(!same((const char *const[]){"O=Tamga", "OU=rs0", "OU=rs0", NULL},
+	    (const char *const[]){"O=Tamga", "OU=rs0", NULL}));
+	/* order does not matter (sorted), nor RDN grouping */
+	TT_ASSERT(same((const char *const[]){"O=Tamga", "OU=a", "OU=b", NULL},
+	    (const char *const[]){"OU=b", "O=Tamga", "OU=a", NULL}));
+	TT_ASSERT(same((const char *const[]){"O=Tamga", "+OU=a", "CN=x", NULL},
+	    (const char *const[]){"OU=a", "O=Tamga", "CN=y", NULL}));
+	/* DC counts */
+	TT_ASSERT(same((const char *const[]){"DC=org", "DC=tamga", "CN=a", NULL},
+	    (const char *const[]){"DC=org", "DC=tamga", "CN=b", NULL}));
+	TT_ASSERT(!same((const char *const[]){"DC=org", "DC=tamga", NULL}, (const char *const[]){"DC=org", "DC=other", NULL}));
+	/* values compare exactly: case matters */
+	TT_ASSERT(!same((const char *const[]){"O=Tamga", NULL}, (const char *const[]){"O=tamga", NULL}));
+	/* neither has O/OU/DC: never a member */
+	TT_ASSERT(!same((const char *const[]){"CN=a", NULL}, (const char *const[]){"CN=a", NULL}));
+	TT_ASSERT(!auth_x509_names_same_cluster(NULL, NULL));
+	/* a PrintableString and a UTF8String of one text are equal */
+	{
+		X509_NAME *x = X509_NAME_new(), *y = X509_NAME_new();
+		X509_NAME_add_entry_by_txt(x, "O", V_ASN1_PRINTABLESTRING, (const unsigned char *)"Tamga", -1, -1, 0);
+		X509_NAME_add_entry_by_txt(y, "O", V_ASN1_UTF8STRING, (const unsigned char *)"Tamga", -1, -1, 0);
+		TT_ASSERT(auth_x509_names_same_cluster(x, y));
+		X509_NAME_free(x);
+		X509_NAME_free(y);
+	}
+}
+
+/* A self-signed certificate with the given subject written to path. */
+static void
+write_cert(const char *path, const char *const *items)
+{
+	EVP_PKEY *key = EVP_EC_gen("P-256");
+	X509 *x = X509_new();
+	X509_NAME *n = name_of(items);
+	FILE *f;
+
+	TT_ASSERT(key != NULL && x != NULL);
+	X509_set_version(x, 2);
+	ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+	X509_gmtime_adj(X509_getm_notBefore(x), -60);
+	X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+	X509_set_pubkey(x, key);
+	X509_set_subject_name(x, n);
+	X509_set_issuer_name(x, n);
+	TT_ASSERT(X509_sign(x, key, EVP_sha256()) > 0);
+	f = fopen(path, "w");
+	TT_ASSERT(f != NULL);
+	PEM_write_X509(f, x);
+	PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL);
+	fclose(f);
+	X509_NAME_free(n);
+	X509_free(x);
+	EVP_PKEY_free(key);
+}
+
+static void
+test_server_certificate_and_string_rule(void)
+{
+	char path[] = "/tmp/tamga-x509-XXXXXX";
+	int fd = mkstemp(path);
+	terr_t err = TERR_INIT;
+	X509 *peer;
+	X509_NAME *pn;
+
+	TT_ASSERT(fd >= 0);
+	close(fd);
+	/* no server certificate: nothing is a member */
+	TT_EQ_INT(auth_x509_set_server_certificate(NULL, &err), 0);
+	TT_ASSERT(!auth_x509_subject_is_member("CN=a,OU=rs0,O=Tamga"));
+	write_cert(path, (const char *const[]){"O=Tamga", "OU=rs0", "CN=server", NULL});
+	TT_EQ_INT(auth_x509_set_server_certificate(path, &err), 0);
+	TT_EQ_INT(auth_x509_set_cluster_certificate(path, &err), 0);
+	TT_EQ_STR(auth_x509_cluster_subject(), "CN=server,OU=rs0,O=Tamga");
+	/* mongod's string form: split at ',', trimmed, DC/O/OU sorted */
+	TT_ASSERT(auth_x509_subject_is_member("CN=client,OU=rs0,O=Tamga"));
+	TT_ASSERT(auth_x509_subject_is_member(" O=Tamga , CN=x ,OU=rs0"));
+	TT_ASSERT(!auth_x509_subject_is_member("CN=client,OU=clients,O=Tamga"));
+	TT_ASSERT(!auth_x509_subject_is_member("CN=client"));
+	/* its split does not unescape: an escaped comma splits the value */
+	TT_ASSERT(!auth_x509_subject_is_member("CN=x,OU=rs0,O=Tamga\\,Inc"));
+	/* the certificate form */
+	peer = X509_new();
+	pn = name_of((const char *const[]){"O=Tamga", "OU=rs0", "CN=peer", NULL});
+	X509_set_subject_name(peer, pn);
+	TT_ASSERT(auth_x509_cert_is_member(peer));
+	X509_NAME_free(pn);
+	pn = name_of((const char *const[]){"O=Other", "OU=rs0", "CN=peer", NULL});
+	X509_set_subject_name(peer, pn);
+	TT_ASSERT(!auth_x509_cert_is_member(peer));
+	TT_ASSERT(!auth_x509_cert_is_member(NULL));
+	X509_NAME_free(pn);
+	X509_free(peer);
+	/* a file without a certificate */
+	TT_EQ_INT(auth_x509_set_server_certificate("/nonexistent/x.pem", &err), -1);
+	TT_EQ_INT(err.code, 140);
+	terr_clear(&err);
+	auth_x509_set_cluster_certificate(NULL, &err);
+	unlink(path);
+}
+
+static void
+test_cluster_mode(void)
+{
+	terr_t err = TERR_INIT;
+	auth_cluster_mode_t m;
+
+	TT_EQ_INT(auth_cluster_mode_parse("sendX509", &m), 0);
+	TT_EQ_INT(m, AUTH_CLUSTER_SEND_X509);
+	TT_EQ_INT(auth_cluster_mode_parse("X509", &m), -1);
+	TT_EQ_STR(auth_cluster_mode_name(AUTH_CLUSTER_UNDEFINED), "undefined");
+	auth_cluster_mode_set(AUTH_CLUSTER_KEYFILE);
+	TT_ASSERT(auth_cluster_allows_keyfile() && !auth_cluster_allows_x509() && !auth_cluster_sends_x509());
+	/* two steps at once */
+	TT_EQ_INT(auth_cluster_mode_transition("sendX509", true, &err), -1);
+	TT_EQ_INT(err.code, 5579202);
+	TT_EQ_STR(err.msg, "Illegal state transition for clusterAuthMode from 'keyFile' to 'sendX509'");
+	terr_clear(&err);
+	/* no TLS going out */
+	TT_EQ_INT(auth_cluster_mode_transition("sendKeyFile", false, &err), -1);
+	TT_EQ_INT(err.code, 2);
+	TT_EQ_STR(err.msg, "Illegal state transition for clusterAuthMode, need to enable SSL for outgoing connections");
+	terr_clear(&err);
+	TT_EQ_INT(auth_cluster_mode_transition("bogus", true, &err), -1);
+	TT_EQ_STR(err.msg, "Invalid clusterAuthMode 'bogus'");
+	terr_clear(&err);
+	/* the path up, the same mode again, and no way down */
+	TT_EQ_INT(auth_cluster_mode_transition("sendKeyFile", true, &err), 0);
+	TT_ASSERT(auth_cluster_allows_keyfile() && auth_cluster_allows_x509() && !auth_cluster_sends_x509());
+	TT_EQ_INT(auth_cluster_mode_transition("sendKeyFile", true, &err), 0);
+	TT_EQ_INT(auth_cluster_mode_transition("sendX509", true, &err), 0);
+	TT_ASSERT(auth_cluster_allows_keyfile() && auth_cluster_sends_x509());
+	TT_EQ_INT(auth_cluster_mode_transition("x509", true, &err), 0);
+	TT_ASSERT(!auth_cluster_allows_keyfile() && auth_cluster_allows_x509());
+	TT_EQ_INT(auth_cluster_mode_transition("sendX509", true, &err), -1);
+	TT_EQ_INT(err.code, 5579202);
+	terr_clear(&err);
+	auth_cluster_mode_set(AUTH_CLUSTER_UNDEFINED);
+	TT_EQ_INT(auth_cluster_mode_transition("x509", true, &err), 0);
+	auth_cluster_mode_set(AUTH_CLUSTER_UNDEFINED);
+}
+
+static void
+test_authenticate_decision(void)
+{
+	auth_conn_t conn;
+	auth_x509_peer_t peer = {"CN=app,OU=clients,O=Tamga", false};
+	auth_x509_peer_t member = {"CN=m,OU=rs0,O=Tamga", true};
+	auth_x509_result_t r;
+	terr_t err = TERR_INIT;
+	bool hide;
+
+	memset(&conn, 0, sizeof(conn));
+	/* no certificate (or one that did not verify) */
+	TT_EQ_INT(auth_x509_authenticate(&conn, NULL, NULL, "$external", &r, &hide, &err), -1);
+	TT_EQ_INT(err.code, 18);
+	TT_ASSERT(hide);
+	TT_EQ_STR(err.msg, "No verified subject name available from client");
+	terr_clear(&err);
+	/* a user that is not the subject */
+	TT_EQ_INT(auth_x509_authenticate(&conn, &peer, "CN=other", "$external", &r, &hide, &err), -1);
+	TT_EQ_INT(err.code, 18);
+	TT_ASSERT(hide);
+	TT_EQ_STR(err.msg, "There is no x.509 client certificate matching the user.");
+	terr_clear(&err);
+	/* another database: 17, shown */
+	TT_EQ_INT(auth_x509_authenticate(&conn, &peer, NULL, "admin", &r, &hide, &err), -1);
+	TT_EQ_INT(err.code, 17);
+	TT_ASSERT(!hide);
+	terr_clear(&err);
+	/* a member certificate while the mode does not accept one */
+	auth_cluster_mode_set(AUTH_CLUSTER_KEYFILE);
+	TT_EQ_INT(auth_x509_authenticate(&conn, &member, NULL, "$external", &r, &hide, &err), -1);
+	TT_EQ_INT(err.code, 18);
+	TT_ASSERT(hide);
+	TT_ASSERT(strstr(err.msg, "can only be used for cluster authentication") != NULL);
+	terr_clear(&err);
+	/* and when it does: __system@local */
+	auth_cluster_mode_set(AUTH_CLUSTER_SEND_KEYFILE);
+	TT_EQ_INT(auth_x509_authenticate(&conn, &member, member.subject, "$external", &r, &hide, &err), 0);
+	TT_EQ_STR(r.user, "__system");
+	TT_EQ_STR(r.db, "local");
+	TT_EQ_STR(r.principal, member.subject);
+	TT_ASSERT(r.member);
+	auth_x509_result_clear(&r);
+	auth_cluster_mode_set(AUTH_CLUSTER_UNDEFINED);
+}
+
+int
+main(void)
+{
+	TT_RUN(test_rfc2253_order_and_escaping);
+	TT_RUN(test_multi_valued_rdn);
+	TT_RUN(test_unknown_oid_and_bmp);
+	TT_RUN(test_member_rule);
+	TT_RUN(test_server_certificate_and_string_rule);
+	TT_RUN(test_cluster_mode);
+	TT_RUN(test_authenticate_decision);
+	return tt_finish();
+}
