@@ -92,6 +92,17 @@ void keystring_append_value_tb(keystring_t *ks, keystring_t *tb, const bson_valu
 typedef struct coll coll_t;
 void keystring_append_value_coll(keystring_t *ks, const bson_value_t *v, bool descending,
                                  const coll_t *coll);
+/*
+ * The key of one scalar as keystring_append_value_coll(ks, v, false, coll)
+ * writes it, into out (cap bytes) without the generic encoder: the point
+ * lookup's fast path (an _id equality).  Covers int32, int64 within +-2^53,
+ * doubles, ObjectIds, and strings without a NUL when no collation
+ * applies (coll NULL).  Returns the key's length, or 0 -- nothing written
+ * that counts -- for anything else (a collated string, a large int64, other
+ * types, too small a buffer): the caller then uses the generic
+ * encoder, which gives the same bytes for what is covered.
+ */
+size_t keystring_encode_point(uint8_t *out, size_t cap, const bson_value_t *v, const coll_t *coll);
 void keystring_append_value_tb_coll(keystring_t *ks, keystring_t *tb, const bson_value_t *v,
                                     bool descending, const coll_t *coll);
 bool keystring_decode_values_tb(const uint8_t *key, size_t len, const uint8_t *tb, size_t tblen,

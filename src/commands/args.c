@@ -258,7 +258,10 @@ cmd_args_only(cmd_t *c, const char *const *allowed, bson_value_t *found, bool *p
 		int a;
 
 		for (a = 0; a < na; a++)
-			if (ix->f[i].keylen == strlen(allowed[a]) && memcmp(ix->f[i].key, allowed[a], ix->f[i].keylen) == 0)
+			/* the first byte, then the name up to the key's length (strncmp
+			 * stops at the allowed name's end) and that it ends there */
+			if (ix->f[i].keylen > 0 && ix->f[i].key[0] == allowed[a][0] &&
+			    strncmp(ix->f[i].key, allowed[a], ix->f[i].keylen) == 0 && allowed[a][ix->f[i].keylen] == '\0')
 				break;
 		if (a == na) {
 			if (!is_generic_len(ix->f[i].key, ix->f[i].keylen))

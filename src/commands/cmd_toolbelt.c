@@ -42,7 +42,7 @@ reads_query_stats(const bson_t *body)
 void
 cmd_toolbelt_after(cmd_t *c, int rc, const terr_t *err)
 {
-	int64_t micros = tm_now_us() - c->op.start_us;
+	int64_t micros = (c->end_us = tm_now_us()) - c->op.start_us;
 	bool prof = toolbelt_profile_wanted(micros) && toolbelt_profile_needed(c->db, micros);
 	bool qs = rc == 0 && is_qstats_command(c->name) &&
 	    toolbelt_qstats_wanted(atomic_load_explicit(&c->engine->qstats_rate_limit, memory_order_relaxed)) &&

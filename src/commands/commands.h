@@ -155,6 +155,7 @@ typedef struct cmd {
 	tm_opctx_t op;             /* this command's operation (currentOp / killOp / the
 	                            * interrupt check): begun and ended by the dispatcher */
 	bool max_time_given;       /* the request named a non-null maxTimeMS */
+	int64_t end_us;            /* the clock cmd_toolbelt_after read (0: not yet): the metrics reuse it */
 	bson_t *reply;             /* handler appends its fields; ok is added by the dispatcher */
 	cmd_args_t args;           /* args.c's field index; body must not change while in use */
 	/* the session this command checked out (a txnNumber on a replica set:

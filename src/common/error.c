@@ -68,8 +68,12 @@ terr_wrap(terr_t *err, const char *prefix)
 void
 terr_clear(terr_t *err)
 {
-	if (err == NULL)
+	/* the usual case, nothing set: no call into the allocator */
+	if (err == NULL || (err->msg == NULL && err->info == NULL && err->extra == NULL)) {
+		if (err != NULL)
+			err->code = 0;
 		return;
+	}
 	bson_free(err->msg);
 	if (err->info != NULL)
 		bson_destroy(err->info);

@@ -1704,9 +1704,17 @@ plan_express_id(storage_session_t *s, storage_coll_t *coll, const bson_value_t *
 	usage_bump(coll, ix);
 	rc = storage_doc_find_id(s, coll, id, NULL, doc, err);
 	/* what opctx_flush reports for the same plan: one key, the document */
-	if (tm_opctx_tls != NULL)
-		tm_opctx_add_plan_stats(1, rc == 0 ? 1 : 0,
-		    tm_opctx_tls->plan_summary[0] == '\0' ? "EXPRESS_IXSCAN { _id: 1 }" : NULL);
+	if (tm_opctx_tls != NULL) {
+		static const char summary[] = "EXPRESS_IXSCAN { _id: 1 }";
+		tm_opctx_t *op = tm_opctx_tls;
+
+		/* tm_opctx_add_plan_stats inline, the summary of known length */
+		_Static_assert(sizeof summary <= sizeof op->plan_summary, "the summary fits");
+		op->keys_examined += 1;
+		op->docs_examined += rc == 0 ? 1 : 0;
+		if (op->plan_summary[0] == '\0')
+			memcpy(op->plan_summary, summary, sizeof summary);
+	}
 	if (rc != 0)
 		return rc < 0 ? -1 : 0;
 	/* the index answers equality by KeyString; the document is checked

@@ -1481,8 +1481,15 @@ storage_doc_find_id(storage_session_t *s, storage_coll_t *c, const bson_value_t 
 	for (int i = 0; i < c->nindexes && ix == NULL; i++)
 		if (c->indexes[i].is_id)
 			ix = &c->indexes[i];
+	uint8_t kb[64];
+	size_t kl;
+
 	if (ix == NULL)
 		return terr_set(err, TERR_INTERNAL_ERROR, "collection %s has no _id index", c->ns);
+	/* the common _id types (int, ObjectId, a string under the simple
+	 * collation) straight into a stack buffer; the rest as any key */
+	if ((kl = keystring_encode_point(kb, sizeof kb, id, ix->collation)) != 0)
+		return storage_doc_find_key(s, c, kb, kl, recid, doc, err);
 	keystring_reset(&s->ks);
 	keystring_append_value_coll(&s->ks, id, false, ix->collation);
 	return storage_doc_find_key(s, c, s->ks.buf, s->ks.len, recid, doc, err);

@@ -324,6 +324,71 @@ test_other_collections(void)
 	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : \"E\", \"x\" : \"b\" } ], \"id\" : 0, \"ns\" : \"test.co\" }, \"ok\" : 1.0 }");
 }
 
+/* The _id lookup's key (storage_doc_find_id): ints, doubles and ObjectIds,
+ * and strings under the simple collation, take keystring_encode_point; a
+ * string holding a NUL, one longer than its buffer, an int64 past 2^53 and
+ * every string under a collation take the generic encoder.  Each must find
+ * its document, and a collation must never meet a binary comparison. */
+static void
+test_point_keys(void)
+{
+	char longs[200], cmd[512], *got;
+	static const char *ids[] = {
+		"\"abc\"", "\"ABC\"", "\"a\\u0000b\"", "\"\"", "7", "{\"$numberLong\": \"-7\"}", "2.5",
+		"{\"$numberLong\": \"9007199254740993\"}", "{\"$numberLong\": \"9007199254740992\"}",
+		"{\"$oid\": \"65a1b2c3d4e5f60718293a4d\"}", NULL,
+	};
+
+	memset(longs, 'q', 120);
+	longs[0] = '"';
+	longs[119] = '"';
+	longs[120] = '\0';
+	ids[sizeof(ids) / sizeof(ids[0]) - 1] = longs;
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		snprintf(cmd, sizeof cmd, "{\"insert\": \"pk\", \"documents\": [{\"_id\": %s, \"k\": %zu}]}", ids[i], i);
+		ok(cmd);
+	}
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		snprintf(cmd, sizeof cmd, "{\"find\": \"pk\", \"filter\": {\"_id\": %s}}", ids[i]);
+		got = reply_json(cmd);
+		snprintf(cmd, sizeof cmd, "\"k\" : %zu }", i);
+		if (strstr(got, cmd) == NULL || strstr(got, "}, {") != NULL)
+			fprintf(stderr, "%s: %s\n", ids[i], got);
+		TT_ASSERT(strstr(got, cmd) != NULL && strstr(got, "}, {") == NULL);
+		bson_free(got);
+	}
+	/* the simple collation compares bytes: "Abc" is none of them */
+	expect_reply("{\"find\": \"pk\", \"filter\": {\"_id\": \"Abc\"}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [  ], \"id\" : 0, \"ns\" : \"test.pk\" }, \"ok\" : 1.0 }");
+	/* 7 as a double and as an int64 are the same _id */
+	expect_reply("{\"find\": \"pk\", \"filter\": {\"_id\": {\"$numberDouble\": \"7.0\"}}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : 7, \"k\" : 4 } ], \"id\" : 0, \"ns\" : \"test.pk\" }, \"ok\" : 1.0 }");
+	/* a query collation: both cases, never the binary key */
+	expect_reply("{\"find\": \"pk\", \"filter\": {\"_id\": \"aBc\"}, \"sort\": {\"k\": 1}, "
+	    "\"collation\": {\"locale\": \"en\", \"strength\": 2}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : \"abc\", \"k\" : 0 }, { \"_id\" : \"ABC\", \"k\" : 1 } ], "
+	    "\"id\" : 0, \"ns\" : \"test.pk\" }, \"ok\" : 1.0 }");
+	/* a collection collation: its _id index holds sort keys */
+	ok("{\"create\": \"pkc\", \"collation\": {\"locale\": \"en\", \"strength\": 2}}");
+	ok("{\"insert\": \"pkc\", \"documents\": [{\"_id\": \"Straße\", \"k\": 1}, {\"_id\": 3, \"k\": 2}]}");
+	expect_reply("{\"find\": \"pkc\", \"filter\": {\"_id\": \"STRAßE\"}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : \"Straße\", \"k\" : 1 } ], \"id\" : 0, \"ns\" : \"test.pkc\" }, \"ok\" : 1.0 }");
+	expect_reply("{\"find\": \"pkc\", \"filter\": {\"_id\": \"straße\"}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : \"Straße\", \"k\" : 1 } ], \"id\" : 0, \"ns\" : \"test.pkc\" }, \"ok\" : 1.0 }");
+	expect_reply("{\"find\": \"pkc\", \"filter\": {\"_id\": {\"$numberLong\": \"3\"}}}",
+	    "{ \"cursor\" : { \"firstBatch\" : [ { \"_id\" : 3, \"k\" : 2 } ], \"id\" : 0, \"ns\" : \"test.pkc\" }, \"ok\" : 1.0 }");
+	/* the same key twice is a duplicate, through either encoder */
+	{
+		int rc;
+		bson_t *r = run("{\"insert\": \"pkc\", \"documents\": [{\"_id\": \"STRAßE\"}]}", &rc);
+		char *j = bson_as_relaxed_extended_json(r, NULL);
+
+		TT_ASSERT(strstr(j, "11000") != NULL);
+		bson_free(j);
+		tt_free_reply(r);
+	}
+}
+
 int
 main(void)
 {
@@ -345,6 +410,7 @@ main(void)
 	TT_RUN(test_found_types);
 	TT_RUN(test_traces);
 	TT_RUN(test_other_collections);
+	TT_RUN(test_point_keys);
 	client_free(cl);
 	engine_close(eng);
 	tt_rmdir(dir);

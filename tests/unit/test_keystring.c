@@ -11,6 +11,7 @@
  */
 #include "tt.h"
 #include "bson/keystring.h"
+#include "bson/collation.h"
 #include "bson/value.h"
 
 #include <float.h>
@@ -690,6 +691,133 @@ test_mutated_input_no_crash(void)
 	TT_ASSERT(checksum != -1); /* keep the work observable */
 }
 
+/* keystring_encode_point: for every value it covers, the bytes of the
+ * generic encoder; for the rest (a collated or NUL-holding string, an int64
+ * past 2^53, other types, a short buffer) 0, so the caller encodes
+ * generically.  A non-simple collation must never take the binary path. */
+static size_t
+generic_key(const bson_value_t *v, const coll_t *coll, uint8_t *out)
+{
+	keystring_t ks;
+	size_t n;
+
+	keystring_init(&ks);
+	keystring_append_value_coll(&ks, v, false, coll);
+	n = ks.len;
+	memcpy(out, ks.buf, n);
+	keystring_destroy(&ks);
+	return n;
+}
+
+static void
+check_point_same(const bson_value_t *v)
+{
+	uint8_t fast[64], gen[512];
+	size_t fn = keystring_encode_point(fast, sizeof fast, v, NULL), gn = generic_key(v, NULL, gen);
+
+	if (fn == 0 || fn != gn || memcmp(fast, gen, gn) != 0)
+		TT_FAIL_("type %d: fast %zu bytes, generic %zu", (int)v->value_type, fn, gn);
+}
+
+static void
+test_point_fast_path(void)
+{
+	bson_value_t v;
+	uint8_t buf[64];
+	char s[40];
+	const coll_t *ci = NULL;
+	bson_t *spec = BCON_NEW("locale", "en", "strength", BCON_INT32(2));
+	terr_t e = TERR_INIT;
+
+	for (size_t i = 0; i < sizeof i64_pool / sizeof i64_pool[0]; i++) {
+		int64_t x = i64_pool[i];
+
+		v.value_type = BSON_TYPE_INT64;
+		v.value.v_int64 = x;
+		if (x >= -(1LL << 53) && x <= (1LL << 53))
+			check_point_same(&v);
+		else
+			TT_EQ_INT(keystring_encode_point(buf, sizeof buf, &v, NULL), 0);
+		if (x >= INT32_MIN && x <= INT32_MAX) {
+			v.value_type = BSON_TYPE_INT32;
+			v.value.v_int32 = (int32_t)x;
+			check_point_same(&v);
+		}
+	}
+	for (int i = 0; i < 2000; i++) {
+		v.value_type = BSON_TYPE_INT64;
+		v.value.v_int64 = (int64_t)(rnd() >> (11 + rndn(50))) * (rndn(2) ? 1 : -1);
+		check_point_same(&v);
+		v.value_type = BSON_TYPE_INT32;
+		v.value.v_int32 = (int32_t)rnd();
+		check_point_same(&v);
+	}
+	v.value_type = BSON_TYPE_DOUBLE;
+	for (size_t i = 0; i < sizeof dbl_pool / sizeof dbl_pool[0]; i++) {
+		v.value.v_double = dbl_pool[i];
+		check_point_same(&v);
+	}
+	v.value.v_double = NAN;
+	check_point_same(&v);
+	v.value.v_double = INFINITY;
+	check_point_same(&v);
+	v.value_type = BSON_TYPE_OID;
+	for (int i = 0; i < 100; i++) {
+		for (int j = 0; j < 12; j++)
+			v.value.v_oid.bytes[j] = (uint8_t)rnd();
+		check_point_same(&v);
+	}
+	v.value_type = BSON_TYPE_UTF8;
+	for (int i = 0; i < 200; i++) {
+		size_t n = (size_t)rndn(30);
+
+		for (size_t j = 0; j < n; j++)
+			s[j] = (char)(1 + rndn(255));
+		s[n] = '\0';
+		v.value.v_utf8.str = s;
+		v.value.v_utf8.len = (uint32_t)n;
+		check_point_same(&v);
+	}
+	/* refusals */
+	v.value.v_utf8.str = "a\0b";
+	v.value.v_utf8.len = 3;
+	TT_EQ_INT(keystring_encode_point(buf, sizeof buf, &v, NULL), 0);
+	v.value.v_utf8.str = "abc";
+	TT_EQ_INT(keystring_encode_point(buf, 5, &v, NULL), 0);   /* 6 bytes needed */
+	TT_EQ_INT(keystring_encode_point(buf, 6, &v, NULL), 6);
+	TT_ASSERT(coll_parse(spec, "collation", &ci, &e) == 0 && ci != NULL);
+	if (ci != NULL) {
+		uint8_t gen[512];
+
+		TT_EQ_INT(keystring_encode_point(buf, sizeof buf, &v, ci), 0);
+		/* the generic key under the collation differs from the binary one */
+		TT_ASSERT(generic_key(&v, ci, gen) != 6 || memcmp(gen, buf, 6) != 0);
+		/* numbers and ObjectIds have no collation: still covered */
+		v.value_type = BSON_TYPE_INT32;
+		v.value.v_int32 = 7;
+		TT_EQ_INT(keystring_encode_point(buf, sizeof buf, &v, ci), 10);
+	}
+	v.value_type = BSON_TYPE_INT64;
+	v.value.v_int64 = 5;
+	TT_EQ_INT(keystring_encode_point(buf, 9, &v, NULL), 0);
+	v.value_type = BSON_TYPE_OID;
+	TT_EQ_INT(keystring_encode_point(buf, 12, &v, NULL), 0);
+	v.value_type = BSON_TYPE_BOOL;
+	v.value.v_bool = true;
+	TT_EQ_INT(keystring_encode_point(buf, sizeof buf, &v, NULL), 0);
+	v.value_type = BSON_TYPE_NULL;
+	TT_EQ_INT(keystring_encode_point(buf, sizeof buf, &v, NULL), 0);
+	v.value_type = BSON_TYPE_DATE_TIME;
+	v.value.v_datetime = 0;
+	TT_EQ_INT(keystring_encode_point(buf, sizeof buf, &v, NULL), 0);
+	v.value_type = BSON_TYPE_SYMBOL;
+	v.value.v_symbol.symbol = "abc";
+	v.value.v_symbol.len = 3;
+	TT_EQ_INT(keystring_encode_point(buf, sizeof buf, &v, NULL), 0);
+	terr_clear(&e);
+	bson_destroy(spec);
+}
+
 int
 main(void)
 {
@@ -713,6 +841,7 @@ main(void)
 	TT_RUN(test_decode_compound_and_malformed);
 	TT_RUN(test_long_keys_grow);
 	TT_RUN(test_mutated_input_no_crash);
+	TT_RUN(test_point_fast_path);
 	free_items();
 	return tt_finish();
 }
