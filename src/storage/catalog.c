@@ -239,6 +239,8 @@ coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_co
 						ix->multikey = bson_iter_as_bool(&sub);
 					} else if (strcmp(sk, "typeBits") == 0) {
 						ix->typebits = bson_iter_as_bool(&sub);
+					} else if (strcmp(sk, "ridKeys") == 0) {
+						ix->unique_rid = bson_iter_as_bool(&sub);
 					} else if (strcmp(sk, "clusteredValue") == 0 && BSON_ITER_HOLDS_UTF8(&sub)) {
 						ix->clustered_u = strcmp(bson_iter_utf8(&sub, NULL), "u") == 0;
 					} else if (strcmp(sk, "multikeyPaths") == 0 && BSON_ITER_HOLDS_ARRAY(&sub)) {
@@ -283,6 +285,10 @@ coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_co
 				    BSON_ITER_HOLDS_DOCUMENT(&sub);
 				if (bson_iter_init_find(&sub, ix->spec, "unique"))
 					ix->unique = ix->unique || bson_iter_as_bool(&sub);
+				/* the flag only means something on a unique index */
+				ix->unique_rid = ix->unique_rid && ix->unique && !ix->is_id;
+				ix->prepare_unique = !ix->unique && bson_iter_init_find(&sub, ix->spec, "prepareUnique") &&
+				    bson_iter_as_bool(&sub);
 				ix->hidden = bson_iter_init_find(&sub, ix->spec, "hidden") && bson_iter_as_bool(&sub);
 				ix->nfields = (int)bson_count_keys(ix->key);
 				if (bson_iter_init(&sub, ix->key) && bson_iter_next(&sub)) {
@@ -329,12 +335,16 @@ err:
 /* An index entry's multikey fields: the flag, whether entries carry type
  * bits, and the multiKeyPaths masks (left out when not known). */
 static void
-entry_index_flags(bson_t *ix, bool multikey, bool typebits, bool clustered_u, bool known, const uint32_t *masks,
-                  const uint32_t *more)
+entry_index_flags(bson_t *ix, bool multikey, bool typebits, bool clustered_u, bool rid_keys, bool known,
+                  const uint32_t *masks, const uint32_t *more)
 {
 	BSON_APPEND_BOOL(ix, "multikey", multikey);
 	if (typebits)
 		BSON_APPEND_BOOL(ix, "typeBits", true);
+	/* a unique index whose table keeps the key+RecordId layout (converted
+	 * by collMod; storage_index_t.unique_rid) */
+	if (rid_keys)
+		BSON_APPEND_BOOL(ix, "ridKeys", true);
 	/* a clustered table of one `u` value (RecordId + document); rows
 	 * without it name the older `qu` tables */
 	if (clustered_u)
@@ -419,7 +429,7 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 		bson_append_document_begin(&arr, key, -1, &ix);
 		BSON_APPEND_DOCUMENT(&ix, "spec", &spec);
 		BSON_APPEND_UTF8(&ix, "ident", id_ident);
-		entry_index_flags(&ix, false, !(clustered || ts), clustered || ts, true, NULL, NULL);
+		entry_index_flags(&ix, false, !(clustered || ts), clustered || ts, false, true, NULL, NULL);
 		bson_append_document_end(&arr, &ix);
 		bson_destroy(&spec);
 	} else if (src != NULL) {
@@ -428,13 +438,19 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 			bool mark = multikey != NULL && strcmp(six->name, multikey) == 0;
 			if (skip != NULL && strcmp(src->indexes[i].name, skip) == 0)
 				continue;
+			const bson_t *wspec = replace != NULL && strcmp(src->indexes[i].name, replace) == 0 ?
+			    replace_spec : src->indexes[i].spec;
+			bson_iter_t ui;
+			/* the table's layout is fixed at creation: a key+RecordId
+			 * table under a unique spec is flagged */
+			bool rid_keys = !six->is_id && !storage_index_key_only(six) &&
+			    bson_iter_init_find(&ui, wspec, "unique") && bson_iter_as_bool(&ui);
 			bson_snprintf(key, sizeof(key), "%d", n++);
 			bson_append_document_begin(&arr, key, -1, &ix);
-			BSON_APPEND_DOCUMENT(&ix, "spec", replace != NULL && strcmp(src->indexes[i].name, replace) == 0 ?
-			    replace_spec : src->indexes[i].spec);
+			BSON_APPEND_DOCUMENT(&ix, "spec", wspec);
 			BSON_APPEND_UTF8(&ix, "ident", src->indexes[i].ident);
-			entry_index_flags(&ix, six->multikey || mark, six->typebits, six->clustered_u, six->mkpaths_known, six->mkpaths,
-			    mark ? mk_masks : NULL);
+			entry_index_flags(&ix, six->multikey || mark, six->typebits, six->clustered_u, rid_keys,
+			    six->mkpaths_known, six->mkpaths, mark ? mk_masks : NULL);
 			bson_append_document_end(&arr, &ix);
 		}
 	}
@@ -446,7 +462,7 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 		bson_append_document_begin(&arr, key, -1, &ix);
 		BSON_APPEND_DOCUMENT(&ix, "spec", add_spec);
 		BSON_APPEND_UTF8(&ix, "ident", add_ident);
-		entry_index_flags(&ix, mk, true, false, true, mk ? mk_masks : NULL, NULL);
+		entry_index_flags(&ix, mk, true, false, false, true, mk ? mk_masks : NULL, NULL);
 		bson_append_document_end(&arr, &ix);
 	}
 	bson_append_array_end(out, &arr);
@@ -2101,9 +2117,10 @@ storage_index_set_spec(storage_t *st, storage_session_t *s, const char *db, cons
 		ret = terr_set(err, TERR_INDEX_NOT_FOUND, "index not found with name [%s]", index_name);
 		goto err;
 	}
-	/* what the stored keys depend on cannot change in place */
+	/* what the stored keys depend on cannot change in place; unique can
+	 * on a key+RecordId table (collMod's conversions: the layout stays) */
 	if (!spec_field_same(ix->spec, spec, "key") || !spec_field_same(ix->spec, spec, "name") ||
-	    !spec_field_same(ix->spec, spec, "unique")) {
+	    (storage_index_key_only(ix) && !spec_field_same(ix->spec, spec, "unique"))) {
 		ret = terr_set(err, TERR_BAD_VALUE, "storage_index_set_spec: the key, name and unique "
 		    "fields of index %s cannot change in place", index_name);
 		goto err;
