@@ -281,7 +281,7 @@ CMD_HANDLER(cmd_coll_mod)
 			ret = terr_set(err, TERR_INVALID_OPTIONS, "dry run mode requires an valid index modification.");
 			goto err;
 		}
-		ret = cmd_index_coll_mod(c, name, &it, other_mods, true, c->reply, err);
+		ret = cmd_index_coll_mod(c, name, &it, other_mods, CMD_COLLMOD_INDEX_DRY_RUN, c->reply, err);
 		goto err;
 	}
 	for (i = 0; unsupported[i] != NULL; i++) {
@@ -410,6 +410,10 @@ CMD_HANDLER(cmd_coll_mod)
 				BSON_APPEND_BOOL(&opts, "prepareConstraintValidationLevel", true);
 		}
 	}
+	/* the index part's checks before anything changes (mongod parses the
+	 * whole request first) */
+	if (other_mods > 0 && bson_iter_init_find(&it, c->body, "index"))
+		ERR(cmd_index_coll_mod(c, name, &it, other_mods, CMD_COLLMOD_INDEX_CHECK, NULL, err));
 	if ((s = client_session(c->client, err)) == NULL) {
 		ret = -1;
 		goto err;
@@ -436,7 +440,7 @@ CMD_HANDLER(cmd_coll_mod)
 		ERR(storage_coll_set_options(c->engine->st, s, c->db, name, &opts, err));
 	}
 	if (bson_iter_init_find(&it, c->body, "index"))
-		ERR(cmd_index_coll_mod(c, name, &it, other_mods, false, c->reply, err));
+		ERR(cmd_index_coll_mod(c, name, &it, other_mods, CMD_COLLMOD_INDEX_APPLY, c->reply, err));
 	ret = 0;
 err:
 	if (coll != NULL)

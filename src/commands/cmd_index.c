@@ -748,6 +748,18 @@ spec_prepare_fixed(const bson_t *spec, bool is_text, bson_t *out, terr_t *err)
 		terr_set(err, TERR_FAILED_TO_PARSE, "The 'name' field is a required property of an index specification");
 		goto err;
 	}
+	{
+		/* mongod's validateIndexSpec: a unique index needs no preparing */
+		bson_iter_t ui, pi;
+		if (bson_iter_init_find(&ui, spec, "unique") && bson_iter_as_bool(&ui) &&
+		    bson_iter_init_find(&pi, spec, "prepareUnique") && bson_iter_as_bool(&pi)) {
+			char *s = bv_doc_to_mongo_string(spec);
+			terr_set(err, TERR_CANNOT_CREATE_INDEX, "Invalid index specification %s; cannot create an index with "
+			    "the 'unique' option and the 'prepareUnique' option", s);
+			bson_free(s);
+			goto err;
+		}
+	}
 	if (has_partial) {
 		if (partial_check(&pf, &unsupported, err) != 0) {
 			how = unsupported ? WRAP_GIVEN_V2 : WRAP_GIVEN;
@@ -1657,15 +1669,18 @@ collmod_index_bool(const bson_iter_t *it, const char *f, bool *out, terr_t *err)
  * place (storage_index_set_spec: its table stays).  A unique conversion
  * needs prepareUnique first and scans the index for duplicates (359 with
  * the violations).  other_mods counts the collection-level modifications
- * of the same collMod (prepareUnique and dryRun combine with none);
- * dry_run only checks a unique conversion.  Appends what changed to reply
+ * of the same collMod (prepareUnique and dryRun combine with none).
+ * mode: CMD_COLLMOD_INDEX_APPLY; _DRY_RUN only checks a unique conversion
+ * (the scan included); _CHECK makes every check but the scan and changes
+ * nothing (before the collection's own options change).  Appends what changed to reply
  * as mongod does (expireAfterSeconds_old/_new, hidden_old/_new, unique_new,
  * prepareUnique_old/_new, forceNonUnique_new).  Called by cmd_collmod.c.
  */
 int
-cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt, int other_mods, bool dry_run,
+cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt, int other_mods, int mode,
                    bson_t *reply, terr_t *err)
 {
+	bool dry_run = mode == CMD_COLLMOD_INDEX_DRY_RUN;
 	bson_iter_t it, o;
 	const char *name = NULL;
 	bson_t key, newspec = BSON_INITIALIZER;
@@ -1838,6 +1853,10 @@ cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt
 	if (dry_run && nmods > 1) {
 		ret = terr_set(err, TERR_INVALID_OPTIONS,
 		    "unique: true cannot be combined with any other modification in dry run mode.");
+		goto err;
+	}
+	if (mode == CMD_COLLMOD_INDEX_CHECK) {
+		ret = 0;
 		goto err;
 	}
 	if (do_unique || dry_run) {

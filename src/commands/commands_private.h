@@ -295,7 +295,8 @@ void cmd_ns(char *buf, size_t len, const char *db, const char *coll);
  * code and message (197 for an unknown field, ...).  Nothing is kept. */
 int cmd_index_spec_check(const bson_t *spec, terr_t *err);
 
-int cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt, int other_mods, bool dry_run,
+enum { CMD_COLLMOD_INDEX_APPLY = 0, CMD_COLLMOD_INDEX_DRY_RUN = 1, CMD_COLLMOD_INDEX_CHECK = 2 };
+int cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt, int other_mods, int mode,
                        bson_t *reply, terr_t *err);
 
 /* ---- sessions and transactions (cmd_txn.c) ------------------------------ */

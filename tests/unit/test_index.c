@@ -420,7 +420,7 @@ test_express_sort_sparse_partial(void)
 }
 
 /* cmd_index.c: what cmd_collmod.c calls for collMod's index option */
-int cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt, int other_mods, bool dry_run,
+int cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt, int other_mods, int mode,
                        bson_t *reply, terr_t *err);
 
 static int
@@ -513,6 +513,9 @@ test_coll_mod_unique(void)
 	TT_EQ_INT(run_err("{\"collMod\": \"cu\", \"index\": {\"keyPattern\": {\"a\": 1}, \"prepareUnique\": true},"
 	    " \"validationLevel\": \"off\"}", msg, sizeof(msg)), 72);
 	TT_EQ_STR(msg, "prepareUnique cannot be combined with any other modification.");
+	r = run("{\"listCollections\": 1, \"filter\": {\"name\": \"cu\"}}", &rc);
+	TT_ASSERT(!tt_has(r, "cursor.firstBatch.0.options.validationLevel"));   /* nothing changed */
+	tt_free_reply(r);
 	r = run("{\"collMod\": \"cu\", \"index\": {\"keyPattern\": {\"a\": 1}, \"prepareUnique\": true}}", &rc);
 	TT_EQ_INT(rc, 0);
 	TT_EQ_INT(tt_get_bool(r, "prepareUnique_old"), 0);
@@ -597,6 +600,9 @@ test_coll_mod_unique(void)
 	r = run("{\"count\": \"cu\", \"query\": {\"a\": 5}, \"hint\": \"a_1\"}", &rc);
 	TT_EQ_INT(tt_get_i64(r, "n"), 2);
 	tt_free_reply(r);
+	TT_EQ_INT(run_err("{\"createIndexes\": \"cu2\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\","
+	    " \"unique\": true, \"prepareUnique\": true}]}", msg, sizeof(msg)), 67);
+	TT_ASSERT(strstr(msg, "cannot create an index with the 'unique' option and the 'prepareUnique' option") != NULL);
 	/* prepareUnique given at creation is enforced too; a unique index ignores it */
 	run_code("{\"drop\": \"cu\"}");
 	TT_EQ_INT(run_code("{\"insert\": \"cu\", \"documents\": [{\"_id\": 1, \"a\": 1, \"b\": 1},"
