@@ -584,6 +584,19 @@ test_coll_mod_unique(void)
 	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0._id"), 5);
 	TT_ASSERT(!tt_has(r, "cursor.firstBatch.1"));
 	tt_free_reply(r);
+	/* covered from its keys (the values and their types rebuilt from the entries) */
+	r = run("{\"find\": \"cu\", \"filter\": {\"a\": {\"$gte\": 2}}, \"projection\": {\"_id\": 0, \"a\": 1},"
+	    " \"hint\": \"a_1\"}", &rc);
+	TT_EQ_JSON_AT(r, "cursor.firstBatch", "[ { \"a\" : 2 }, { \"a\" : 5 } ]");
+	tt_free_reply(r);
+	r = run("{\"explain\": {\"find\": \"cu\", \"filter\": {\"a\": 5}, \"projection\": {\"_id\": 0, \"a\": 1}}}",
+	    &rc);
+	/* an equality on a unique single-field index: mongod's express path */
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.stage"), "EXPRESS_IXSCAN");
+	tt_free_reply(r);
+	r = run("{\"find\": \"cu\", \"filter\": {\"a\": 5}, \"projection\": {\"_id\": 1}}", &rc);
+	TT_EQ_JSON_AT(r, "cursor.firstBatch", "[ { \"_id\" : 5 } ]");
+	tt_free_reply(r);
 	/* unique again: a no-op; back with forceNonUnique */
 	r = run("{\"collMod\": \"cu\", \"index\": {\"keyPattern\": {\"a\": 1}, \"unique\": true}}", &rc);
 	TT_EQ_INT(rc, 0);
