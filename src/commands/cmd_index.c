@@ -1837,12 +1837,10 @@ cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt
 			goto err;
 		}
 		do_force = ix->unique;
-		if (do_force && storage_index_key_only(ix)) {
-			/* its table holds one entry per key (the RecordId in the
-			 * value): duplicates need the other layout, a rebuild */
+		if (do_force && ix->is_id) {
+			/* what mongod makes of it is not looked up: not guessed */
 			ret = terr_set(err, TERR_NOT_IMPLEMENTED,
-			    "collMod forceNonUnique on an index created unique is not supported by Tamga yet "
-			    "(only on one converted by collMod)");
+			    "collMod forceNonUnique on the _id index is not supported by Tamga");
 			goto err;
 		}
 	}
@@ -1916,7 +1914,17 @@ cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt
 		BSON_APPEND_BOOL(reply, "forceNonUnique_new", true);
 		changed = true;
 	}
-	if (changed) {
+	if (changed && do_force && storage_index_key_only(ix)) {
+		/* created unique: its table holds one entry per key (the RecordId
+		 * in the value); duplicates need the key+RecordId layout, so its
+		 * entries move into a new table (listIndexes keeps its order) */
+		storage_session_t *s = client_session(c->client, err);
+		if (s == NULL)
+			goto err;
+		ret = storage_index_set_spec_relayout(c->engine->st, s, c->db, coll_name, ix->name, &newspec, err);
+		if (ret != 0)
+			goto err;
+	} else if (changed) {
 		/* in place: no rebuild, and listIndexes keeps its order */
 		ret = storage_index_set_spec(c->engine->st, NULL, c->db, coll_name, ix->name, &newspec, err);
 		if (ret != 0)

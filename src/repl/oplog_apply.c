@@ -462,7 +462,10 @@ apply_index_mod(storage_t *st, storage_session_t *s, const char *db, const char 
 		else if (bson_iter_as_bool(&it) && !(strcmp(opts[k], "prepareUnique") == 0 && (unique || ix->unique)))
 			BSON_APPEND_BOOL(&spec, opts[k], true);
 	}
-	ret = storage_index_set_spec(st, s, db, coll, ix->name, &spec, err);
+	if (force && storage_index_key_only(ix))
+		ret = storage_index_set_spec_relayout(st, s, db, coll, ix->name, &spec, err);
+	else
+		ret = storage_index_set_spec(st, s, db, coll, ix->name, &spec, err);
 	bson_destroy(&spec);
 	storage_coll_release(c);
 	return ret == 0 ? 0 : tolerate(err, TERR_INDEX_NOT_FOUND, TERR_NAMESPACE_NOT_FOUND);

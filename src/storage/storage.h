@@ -398,6 +398,17 @@ int storage_index_create(storage_t *st, storage_session_t *s, const char *db, co
  */
 int storage_index_set_spec(storage_t *st, storage_session_t *s, const char *db, const char *name,
                            const char *index_name, const bson_t *spec, terr_t *err);
+/*
+ * storage_index_set_spec for a unique index of the key-only layout becoming
+ * non-unique (collMod forceNonUnique): its entries are copied into a new
+ * key+RecordId table (writes to the collection wait meanwhile, as for an
+ * index build), which then replaces the old one under the new spec in one
+ * catalog change (the old table dropped after it; a crash before leaves the
+ * old index whole).  Errors: 26, 27, 2 BadValue when the index is not such
+ * an index or its key or name would change, 11601 when interrupted.
+ */
+int storage_index_set_spec_relayout(storage_t *st, storage_session_t *s, const char *db, const char *name,
+                                    const char *index_name, const bson_t *spec, terr_t *err);
 /* Remove an index (27 IndexNotFound; 72 for _id_). */
 int storage_index_drop(storage_t *st, storage_session_t *s, const char *db, const char *name,
                        const char *index_name, terr_t *err);

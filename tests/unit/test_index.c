@@ -629,8 +629,22 @@ test_coll_mod_unique(void)
 	TT_EQ_INT(rc, 0);
 	TT_ASSERT(!bson_has_field(r, "prepareUnique_new"));
 	tt_free_reply(r);
-	TT_EQ_INT(run_err("{\"collMod\": \"cu\", \"index\": {\"name\": \"b_1\", \"forceNonUnique\": true}}", NULL, 0),
-	    238);
+	/* created unique: its entries move to the key+RecordId layout */
+	r = run("{\"collMod\": \"cu\", \"index\": {\"name\": \"b_1\", \"forceNonUnique\": true}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(tt_get_bool(r, "forceNonUnique_new"), 1);
+	tt_free_reply(r);
+	r = run("{\"listIndexes\": \"cu\"}", &rc);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.2.name"), "b_1");
+	TT_ASSERT(!tt_has(r, "cursor.firstBatch.2.unique"));
+	tt_free_reply(r);
+	TT_EQ_INT(run_err("{\"insert\": \"cu\", \"documents\": [{\"_id\": 9, \"a\": 9, \"b\": 2}]}", NULL, 0), 0);
+	r = run("{\"find\": \"cu\", \"filter\": {\"b\": {\"$gte\": 1}}, \"projection\": {\"_id\": 1},"
+	    " \"hint\": \"b_1\"}", &rc);
+	TT_EQ_JSON_AT(r, "cursor.firstBatch", "[ { \"_id\" : 1 }, { \"_id\" : 2 }, { \"_id\" : 9 } ]");
+	tt_free_reply(r);
+	TT_EQ_INT(run_err("{\"collMod\": \"cu\", \"index\": {\"name\": \"_id_\", \"forceNonUnique\": true}}", NULL,
+	    0), 238);
 	r = run("{\"collMod\": \"cu\", \"index\": {\"name\": \"a_1\", \"prepareUnique\": false}}", &rc);
 	TT_EQ_INT(rc, 0);
 	tt_free_reply(r);

@@ -879,6 +879,45 @@ test_prepare_unique_and_conversion(void)
 		bson_destroy(u);
 		bson_destroy(nu);
 	}
+	/* ... unless it moves to a new table (forceNonUnique): 2500 entries,
+	 * past one copy transaction, then a reopen */
+	{
+		bson_t *u = tt_json("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\", \"unique\": true}");
+		bson_t *nu = tt_json("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}");
+		storage_options_t o = {0};
+		char json[64];
+		int n;
+		TT_EQ_INT(storage_coll_create(st, s, "d", "r", NULL, &err), 0);
+		TT_EQ_INT(storage_index_create(st, s, "d", "r", u, &err), 0);
+		TT_EQ_INT(storage_coll_get(st, "d", "r", &c, &err), 0);
+		for (int i = 0; i < 2500; i++) {
+			snprintf(json, sizeof(json), "{\"_id\": %d, \"a\": %d}", i, 2499 - i);
+			TT_EQ_INT(insert_json(s, c, json, NULL, &err), 0);
+		}
+		storage_coll_release(c);
+		TT_EQ_INT(storage_index_set_spec_relayout(st, s, "d", "r", "a_1", nu, &err), 0);
+		TT_EQ_INT(storage_coll_get(st, "d", "r", &c, &err), 0);
+		TT_ASSERT(!c->indexes[1].unique && !storage_index_key_only(&c->indexes[1]));
+		TT_EQ_INT(insert_json(s, c, "{\"_id\": 5000, \"a\": 7}", NULL, &err), 0);
+		storage_coll_release(c);
+		TT_ASSERT(storage_index_set_spec_relayout(st, s, "d", "r", "a_1", nu, &err) != 0);
+		TT_EQ_INT(err.code, TERR_BAD_VALUE);
+		terr_clear(&err);
+		storage_session_pool_put(st, s);
+		storage_close(st);
+		TT_EQ_INT(storage_open(dir, &o, &st, &err), 0);
+		storage_set_keygen(st, test_keygen);
+		s = storage_session_pool_get(st, NULL);
+		TT_EQ_INT(storage_coll_get(st, "d", "r", &c, &err), 0);
+		n = ix_scan_ids(s, c, 1, 0, 3000, false, ids, 16);
+		TT_EQ_INT(n, 2501);
+		TT_ASSERT(ids[0] == 2499 && ids[1] == 2498);
+		TT_EQ_INT(ix_scan_ids(s, c, 1, 7, 7, false, ids, 16), 2);
+		TT_ASSERT(ids[0] == 2492 && ids[1] == 5000);
+		storage_coll_release(c);
+		bson_destroy(u);
+		bson_destroy(nu);
+	}
 	storage_session_pool_put(st, s);
 	bson_destroy(spec);
 	bson_destroy(prep);

@@ -13,7 +13,8 @@ coll_mod.cpp) through PyMongo on a set of two tamgad members (issue 19):
   3. both members killed (-9) and restarted: the index is still unique
      (listIndexes, a duplicate refused on the new primary) and still
      answers queries; `forceNonUnique: true` turns it back, and that
-     survives a restart as well.
+     survives a restart as well; an index created unique goes back too
+     (its entries moved to the key+RecordId layout), on the secondary too.
 
 usage: collmod_unique.py path/to/tamgad
 Prints "N passed, N failed".
@@ -164,6 +165,20 @@ def main():
             check("after another restart the index is not unique", "unique" not in ix and "prepareUnique" not in ix, ix)
             db.c.insert_one({"_id": 7, "a": 5})
             check("... and takes a third duplicate", db.c.count_documents({"a": 5}, hint="a_1") == 3)
+            # an index created unique: forceNonUnique moves its entries to the
+            # other layout, on the secondary too (its apply does the same)
+            db.c.create_index("u", unique=True, sparse=True)
+            db.c.insert_one({"_id": 8, "u": 1})
+            r = db.command("collMod", "c", index={"name": "u_1", "forceNonUnique": True})
+            check("forceNonUnique on an index created unique", r.get("forceNonUnique_new") is True, r)
+            db.c.insert_one({"_id": 9, "u": 1})
+            check("... takes a duplicate (written to both members)",
+                  db.c.count_documents({"u": 1}, hint="u_1") == 2)
+            ix = wait_index(s, "u_1", lambda x: "unique" not in x)
+            check("... the secondary's index is not unique either", ix is not None and "unique" not in ix, ix)
+            with s.client() as sc:
+                n = sc.t.c.count_documents({"u": 1}, hint="u_1")
+            check("... and holds both entries", n == 2, n)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
