@@ -532,6 +532,12 @@ CMD_HANDLER(cmd_bulk_write)
 
 	/* the results are a cursor on admin.$cmd.bulkWrite, as mongod's */
 	cmd_ns(cns, sizeof(cns), "admin", "$cmd.bulkWrite");
+	if (c->txn_keep_reply) {
+		/* a retry answers every result, not only this reply's first batch */
+		if (c->txn_kept_results != NULL)
+			bson_destroy(c->txn_kept_results);
+		c->txn_kept_results = bson_copy(batch);
+	}
 	cmd_array_source(batch, &src);
 	batch = NULL;
 	{

@@ -2,7 +2,8 @@
  * cmd_collmod.c -- collMod: changing a collection's validation options,
  * including MongoDB 9.0's move to validationLevel 'constraint' (prepare,
  * then a full scan that refuses the upgrade while any document fails).
- * Index options (hidden, expireAfterSeconds) arrive with secondary indexes.
+ * Index options (hidden, expireAfterSeconds, the unique conversion with
+ * prepareUnique / unique / forceNonUnique / dryRun) are cmd_index.c's.
  */
 #include "commands/commands_private.h"
 #include "commands/preimages_opt.h"
@@ -249,10 +250,15 @@ CMD_HANDLER(cmd_coll_mod)
 	bson_t ts_new = BSON_INITIALIZER;
 	bool has_ts = false;
 	static const char *const unsupported[] = {
-		"clusteredIndex",
-		"dryRun", "timeseriesBucketsMayHaveMixedSchemaData", NULL};
+		"clusteredIndex", "timeseriesBucketsMayHaveMixedSchemaData", NULL};
 	static const char *const view_only[] = {"viewOn", "pipeline", NULL};
-	int i;
+	/* what mongod's parseCollModRequest counts as a modification besides
+	 * the index's own (prepareUnique and dryRun combine with none) */
+	static const char *const modifications[] = {
+		"cappedSize", "cappedMax", "validator", "validationLevel", "validationAction",
+		"changeStreamPreAndPostImages", "expireAfterSeconds", "timeseries", NULL};
+	int i, other_mods = 0;
+	bool dry_run = false, has_dry_run = false;
 
 	ERR(cmd_collection_arg(c, &name, err));
 	ERR(cmd_check_fields(c, collmod_fields, err));
@@ -265,6 +271,19 @@ CMD_HANDLER(cmd_coll_mod)
 			ret = terr_set(err, TERR_INVALID_OPTIONS, "option only supported on a view: %s", view_only[i]);
 			goto err;
 		}
+	for (i = 0; modifications[i] != NULL; i++)
+		if (bson_has_field(c->body, modifications[i]))
+			other_mods++;
+	ERR(cmd_get_bool(c, "dryRun", &dry_run, &has_dry_run, err));
+	if (dry_run) {
+		/* only a unique conversion's check: nothing changes */
+		if (!bson_iter_init_find(&it, c->body, "index")) {
+			ret = terr_set(err, TERR_INVALID_OPTIONS, "dry run mode requires an valid index modification.");
+			goto err;
+		}
+		ret = cmd_index_coll_mod(c, name, &it, other_mods, CMD_COLLMOD_INDEX_DRY_RUN, c->reply, err);
+		goto err;
+	}
 	for (i = 0; unsupported[i] != NULL; i++) {
 		if (bson_has_field(c->body, unsupported[i])) {
 			ret = terr_set(err, TERR_NOT_IMPLEMENTED, "collMod option '%s' is not supported by Tamga yet",
@@ -391,6 +410,10 @@ CMD_HANDLER(cmd_coll_mod)
 				BSON_APPEND_BOOL(&opts, "prepareConstraintValidationLevel", true);
 		}
 	}
+	/* the index part's checks before anything changes (mongod parses the
+	 * whole request first) */
+	if (other_mods > 0 && bson_iter_init_find(&it, c->body, "index"))
+		ERR(cmd_index_coll_mod(c, name, &it, other_mods, CMD_COLLMOD_INDEX_CHECK, NULL, err));
 	if ((s = client_session(c->client, err)) == NULL) {
 		ret = -1;
 		goto err;
@@ -417,7 +440,7 @@ CMD_HANDLER(cmd_coll_mod)
 		ERR(storage_coll_set_options(c->engine->st, s, c->db, name, &opts, err));
 	}
 	if (bson_iter_init_find(&it, c->body, "index"))
-		ERR(cmd_index_coll_mod(c, name, &it, c->reply, err));
+		ERR(cmd_index_coll_mod(c, name, &it, other_mods, CMD_COLLMOD_INDEX_APPLY, c->reply, err));
 	ret = 0;
 err:
 	if (coll != NULL)

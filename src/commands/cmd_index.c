@@ -748,6 +748,18 @@ spec_prepare_fixed(const bson_t *spec, bool is_text, bson_t *out, terr_t *err)
 		terr_set(err, TERR_FAILED_TO_PARSE, "The 'name' field is a required property of an index specification");
 		goto err;
 	}
+	{
+		/* mongod's validateIndexSpec: a unique index needs no preparing */
+		bson_iter_t ui, pi;
+		if (bson_iter_init_find(&ui, spec, "unique") && bson_iter_as_bool(&ui) &&
+		    bson_iter_init_find(&pi, spec, "prepareUnique") && bson_iter_as_bool(&pi)) {
+			char *s = bv_doc_to_mongo_string(spec);
+			terr_set(err, TERR_CANNOT_CREATE_INDEX, "Invalid index specification %s; cannot create an index with "
+			    "the 'unique' option and the 'prepareUnique' option", s);
+			bson_free(s);
+			goto err;
+		}
+	}
 	if (has_partial) {
 		if (partial_check(&pf, &unsupported, err) != 0) {
 			how = unsupported ? WRAP_GIVEN_V2 : WRAP_GIVEN;
@@ -1513,22 +1525,170 @@ static const char *const collmod_index_fields[] = {
 	"forceNonUnique", NULL,
 };
 
+/* mongod returns at most this many bytes of violating _ids (half of a
+ * user document), then says there were too many. */
+#define CONVERT_VIOLATIONS_MAX (16 * 1024 * 1024 / 2)
+
+/* error_codes.yml: CannotConvertIndexToUnique */
+#define TERR_CANNOT_CONVERT_INDEX_TO_UNIQUE 359
+
 /*
- * collMod {index: {name | keyPattern, hidden, expireAfterSeconds}}: checks
- * as mongod, then replaces the index's spec (the index is rebuilt under
- * its new spec: storage has no in-place spec change yet).  Appends
- * hidden_old/hidden_new and expireAfterSeconds_old/_new to reply as mongod
- * does (only what changed).  Called by cmd_collmod.c.
+ * The unique conversion's check, as mongod's scanIndexForDuplicates: one
+ * pass over ix's entries (key+RecordId, so equal keys are neighbours), each
+ * run of equal keys a group of documents.  0 when there is none; otherwise
+ * 359 CannotConvertIndexToUnique with `violations: [{ids: [...]}, ...]` (the
+ * documents' _ids, up to 8 MB) as a top-level field of the error reply.
+ */
+static int
+convert_unique_check(storage_session_t *s, storage_coll_t *coll, const storage_index_t *ix, terr_t *err)
+{
+	storage_cursor_t *cur = NULL;
+	recid_t *rids = NULL, rid;
+	size_t nrid = 0, caprid = 0, *grp = NULL, ngrp = 0, capgrp = 0;
+	uint8_t *prev = NULL;
+	size_t prev_len = 0, prev_cap = 0;
+	recid_t prev_rid = 0;
+	bool have_prev = false, in_run = false, too_many = false;
+	const uint8_t *key;
+	size_t klen;
+	int rc, ret = 0;
+
+	ERR(storage_txn_begin(s, err));
+	ERR(storage_index_scan_open(s, coll, ix, NULL, 0, false, NULL, 0, false, false, &cur, err));
+	for (;;) {
+		size_t vlen;
+		if ((rc = storage_cursor_next(cur, &rid, NULL, &key, &klen, err)) < 0) {
+			ret = -1;
+			goto err;
+		}
+		if (rc == 0)
+			break;
+		ERR(tm_interrupt_check(err));
+		vlen = klen >= 8 ? klen - 8 : klen;       /* without the RecordId */
+		if (have_prev && vlen == prev_len && memcmp(key, prev, vlen) == 0) {
+			if (!in_run) {
+				if (ngrp == capgrp) {
+					capgrp = capgrp ? capgrp * 2 : 8;
+					grp = bson_realloc(grp, capgrp * sizeof(*grp));
+				}
+				grp[ngrp++] = nrid;
+				if (nrid == caprid) {
+					caprid = caprid ? caprid * 2 : 16;
+					rids = bson_realloc(rids, caprid * sizeof(*rids));
+				}
+				rids[nrid++] = prev_rid;
+				in_run = true;
+			}
+			if (nrid == caprid) {
+				caprid = caprid * 2;
+				rids = bson_realloc(rids, caprid * sizeof(*rids));
+			}
+			rids[nrid++] = rid;
+			/* an _id takes at least 7 bytes: stop well before 16 MB of them */
+			if (nrid > CONVERT_VIOLATIONS_MAX / 7)
+				break;
+		} else {
+			in_run = false;
+		}
+		if (vlen > prev_cap) {
+			prev_cap = vlen * 2;
+			prev = bson_realloc(prev, prev_cap);
+		}
+		memcpy(prev, key, vlen);
+		prev_len = vlen;
+		prev_rid = rid;
+		have_prev = true;
+	}
+	storage_cursor_close(cur);
+	cur = NULL;
+	if (ngrp > 0) {
+		bson_t *extra = bson_new(), arr, one, ids;
+		size_t bytes = 0, g, r, nout = 0;
+		char k1[16], k2[16];
+		bool stop = false;
+		bson_append_array_begin(extra, "violations", -1, &arr);
+		for (g = 0; g < ngrp && !stop; g++) {
+			size_t end = g + 1 < ngrp ? grp[g + 1] : nrid, nid = 0;
+			bson_snprintf(k1, sizeof(k1), "%zu", g);
+			bson_append_document_begin(&arr, k1, -1, &one);
+			bson_append_array_begin(&one, "ids", -1, &ids);
+			for (r = grp[g]; r < end; r++) {
+				bson_t doc;
+				bson_iter_t it;
+				ERR(tm_interrupt_check(err));
+				if (storage_doc_get(s, coll, rids[r], &doc, err) != 0 || !bson_iter_init_find(&it, &doc, "_id"))
+					continue;
+				bytes += it.next_off - it.off;
+				if (bytes > CONVERT_VIOLATIONS_MAX && (nout > 0 || nid > 0)) {
+					stop = too_many = true;
+					break;
+				}
+				bson_snprintf(k2, sizeof(k2), "%zu", nid++);
+				bson_append_value(&ids, k2, -1, bson_iter_value(&it));
+			}
+			bson_append_array_end(&one, &ids);
+			bson_append_document_end(&arr, &one);
+			nout++;
+		}
+		bson_append_array_end(extra, &arr);
+		if (too_many || nrid > CONVERT_VIOLATIONS_MAX / 7)
+			terr_set(err, TERR_CANNOT_CONVERT_INDEX_TO_UNIQUE,
+			    "Cannot convert the index to unique. Too many conflicting documents were detected. "
+			    "Please resolve them and rerun collMod.");
+		else
+			terr_set(err, TERR_CANNOT_CONVERT_INDEX_TO_UNIQUE,
+			    "Cannot convert the index to unique. Please resolve conflicting documents before running "
+			    "collMod again.");
+		terr_set_extra_steal(err, extra);
+		ret = -1;
+	}
+err:
+	if (cur != NULL)
+		storage_cursor_close(cur);
+	storage_txn_rollback(s);
+	bson_free(rids);
+	bson_free(grp);
+	bson_free(prev);
+	return ret;
+}
+
+static int
+collmod_index_bool(const bson_iter_t *it, const char *f, bool *out, terr_t *err)
+{
+	if (!BSON_ITER_HOLDS_BOOL(it))
+		return terr_set(err, TERR_TYPE_MISMATCH, "BSON field 'collMod.index.%s' is the wrong type '%s', expected type 'bool'",
+		    f, bv_type_name(bson_iter_type(it)));
+	*out = bson_iter_bool(it);
+	return 0;
+}
+
+/*
+ * collMod {index: {name | keyPattern, hidden, expireAfterSeconds, unique,
+ * prepareUnique, forceNonUnique}} as mongod's parseCollModRequest and
+ * processCollModIndexRequest: checks, then the index's spec replaced in
+ * place (storage_index_set_spec: its table stays).  A unique conversion
+ * needs prepareUnique first and scans the index for duplicates (359 with
+ * the violations).  other_mods counts the collection-level modifications
+ * of the same collMod (prepareUnique and dryRun combine with none).
+ * mode: CMD_COLLMOD_INDEX_APPLY; _DRY_RUN only checks a unique conversion
+ * (the scan included); _CHECK makes every check but the scan and changes
+ * nothing (before the collection's own options change).  Appends what changed to reply
+ * as mongod does (expireAfterSeconds_old/_new, hidden_old/_new, unique_new,
+ * prepareUnique_old/_new, forceNonUnique_new).  Called by cmd_collmod.c.
  */
 int
-cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt, bson_t *reply,
-                   terr_t *err)
+cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt, int other_mods, int mode,
+                   bson_t *reply, terr_t *err)
 {
+	bool dry_run = mode == CMD_COLLMOD_INDEX_DRY_RUN;
 	bson_iter_t it, o;
 	const char *name = NULL;
 	bson_t key, newspec = BSON_INITIALIZER;
 	bool has_key = false, has_hidden = false, hidden = false, has_ttl = false, old_hidden, changed = false;
+	bool has_unique = false, unique = false, has_prep = false, prep = false, has_force = false, force = false;
+	bool do_unique = false, do_prep = false, do_force = false, old_prep;
 	int64_t ttl = 0, old_ttl = -1;
+	int nmods = other_mods;
 	storage_coll_t *coll = NULL;
 	const storage_index_t *ix = NULL;
 	char ns[512];
@@ -1569,14 +1729,17 @@ cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt
 			bson_init_static(&key, d, l);
 			has_key = true;
 		} else if (!strcmp(f, "hidden")) {
-			if (!BSON_ITER_HOLDS_BOOL(&it)) {
-				ret = terr_set(err, TERR_TYPE_MISMATCH,
-				    "BSON field 'collMod.index.hidden' is the wrong type '%s', expected type 'bool'",
-				    bv_type_name(bson_iter_type(&it)));
-				goto err;
-			}
+			ERR(collmod_index_bool(&it, f, &hidden, err));
 			has_hidden = true;
-			hidden = bson_iter_bool(&it);
+		} else if (!strcmp(f, "unique")) {
+			ERR(collmod_index_bool(&it, f, &unique, err));
+			has_unique = true;
+		} else if (!strcmp(f, "prepareUnique")) {
+			ERR(collmod_index_bool(&it, f, &prep, err));
+			has_prep = true;
+		} else if (!strcmp(f, "forceNonUnique")) {
+			ERR(collmod_index_bool(&it, f, &force, err));
+			has_force = true;
 		} else if (!strcmp(f, "expireAfterSeconds")) {
 			bson_value_t v = *bson_iter_value(&it);
 			double d;
@@ -1593,21 +1756,27 @@ cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt
 			}
 			ttl = d >= 2147483647.0 ? INT32_MAX : (int64_t)d;
 			has_ttl = true;
-		} else {
-			ret = terr_set(err, TERR_NOT_IMPLEMENTED, "collMod index option '%s' is not supported by Tamga yet", f);
-			goto err;
 		}
 	}
-	if (name == NULL && !has_key) {
-		ret = terr_set(err, TERR_INVALID_OPTIONS, "Must specify either index name or key pattern.");
+	if (dry_run && !(has_unique && unique)) {
+		ret = terr_set(err, TERR_INVALID_OPTIONS, "dry run mode requires an index modification with unique: true.");
 		goto err;
 	}
 	if (name != NULL && has_key) {
 		ret = terr_set(err, TERR_INVALID_OPTIONS, "Cannot specify both key pattern and name.");
 		goto err;
 	}
-	if (!has_hidden && !has_ttl) {
+	if (name == NULL && !has_key) {
+		ret = terr_set(err, TERR_INVALID_OPTIONS, "Must specify either index name or key pattern.");
+		goto err;
+	}
+	if (!has_hidden && !has_ttl && !has_unique && !has_prep && !has_force) {
 		ret = terr_set(err, TERR_INVALID_OPTIONS, "no expireAfterSeconds, hidden, unique, or prepareUnique field");
+		goto err;
+	}
+	if (has_unique && has_force) {
+		ret = terr_set(err, TERR_INVALID_OPTIONS,
+		    "collMod does not support 'unique' and 'forceNonUnique' options at the same time");
 		goto err;
 	}
 	if (storage_coll_get(c->engine->st, c->db, coll_name, &coll, NULL) != 0) {
@@ -1623,27 +1792,93 @@ cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt
 		bson_free(k);
 		goto err;
 	}
-	if (has_hidden && ix->is_id) {
-		ret = terr_set(err, TERR_BAD_VALUE, "can't hide _id index");
+	if (has_ttl) {
+		nmods++;
+		if (ix->is_id) {
+			ret = terr_set(err, TERR_INVALID_OPTIONS, "the _id field does not support TTL indexes");
+			goto err;
+		}
+		if (bson_count_keys(ix->key) != 1) {
+			ret = terr_set(err, TERR_INVALID_OPTIONS,
+			    "TTL indexes are single-field indexes, compound indexes do not support TTL");
+			goto err;
+		}
+	}
+	if (has_unique) {
+		nmods++;
+		if (!unique) {
+			ret = terr_set(err, TERR_BAD_VALUE, "Cannot make index non-unique");
+			goto err;
+		}
+		if (!ix->unique) {
+			if (!ix->prepare_unique) {
+				ret = terr_set(err, TERR_INVALID_OPTIONS,
+				    "Cannot make index unique with 'prepareUnique=false'. Run collMod to set it first.");
+				goto err;
+			}
+			do_unique = true;
+		}
+	}
+	if (has_hidden) {
+		nmods++;
+		if (ix->is_id) {
+			ret = terr_set(err, TERR_BAD_VALUE, "can't hide _id index");
+			goto err;
+		}
+	}
+	if (has_prep) {
+		nmods++;
+		do_prep = prep != ix->prepare_unique && !ix->unique;
+	}
+	if (has_force) {
+		nmods++;
+		if (!force) {
+			ret = terr_set(err, TERR_BAD_VALUE, "'forceNonUnique: false' is not supported");
+			goto err;
+		}
+		do_force = ix->unique;
+		if (do_force && ix->is_id) {
+			/* what mongod makes of it is not looked up: not guessed */
+			ret = terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "collMod forceNonUnique on the _id index is not supported by Tamga");
+			goto err;
+		}
+	}
+	if (do_prep && nmods > 1) {
+		ret = terr_set(err, TERR_INVALID_OPTIONS, "prepareUnique cannot be combined with any other modification.");
 		goto err;
 	}
-	if (has_ttl && ix->is_id) {
-		ret = terr_set(err, TERR_INVALID_OPTIONS, "the _id field does not support TTL indexes");
-		goto err;
-	}
-	if (has_ttl && bson_count_keys(ix->key) != 1) {
+	if (dry_run && nmods > 1) {
 		ret = terr_set(err, TERR_INVALID_OPTIONS,
-		    "TTL indexes are single-field indexes, compound indexes do not support TTL");
+		    "unique: true cannot be combined with any other modification in dry run mode.");
 		goto err;
+	}
+	if (mode == CMD_COLLMOD_INDEX_CHECK) {
+		ret = 0;
+		goto err;
+	}
+	if (do_unique || dry_run) {
+		storage_session_t *s = client_session(c->client, err);
+		if (s == NULL)
+			goto err;
+		if (!ix->unique)
+			ERR(convert_unique_check(s, coll, ix, err));
+		if (dry_run) {
+			ret = 0;
+			goto err;
+		}
 	}
 	old_hidden = bson_iter_init_find(&it, ix->spec, "hidden") && bson_iter_as_bool(&it);
+	old_prep = ix->prepare_unique;
 	if (bson_iter_init_find(&it, ix->spec, "expireAfterSeconds"))
 		old_ttl = bson_iter_as_int64(&it);
-	/* the new spec: same fields, hidden and expireAfterSeconds replaced */
+	/* the new spec: same fields, the changed ones replaced */
 	bson_iter_init(&it, ix->spec);
 	while (bson_iter_next(&it)) {
 		const char *f = bson_iter_key(&it);
-		if ((has_hidden && !strcmp(f, "hidden")) || (has_ttl && !strcmp(f, "expireAfterSeconds")))
+		if ((has_hidden && !strcmp(f, "hidden")) || (has_ttl && !strcmp(f, "expireAfterSeconds")) ||
+		    ((do_prep || do_unique) && !strcmp(f, "prepareUnique")) ||
+		    ((do_unique || do_force) && !strcmp(f, "unique")))
 			continue;
 		bson_append_iter(&newspec, f, -1, &it);
 	}
@@ -1651,18 +1886,45 @@ cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt
 		BSON_APPEND_INT32(&newspec, "expireAfterSeconds", (int32_t)ttl);
 	if (has_hidden && hidden)
 		BSON_APPEND_BOOL(&newspec, "hidden", true);
-	if (has_hidden && hidden != old_hidden) {
-		BSON_APPEND_BOOL(reply, "hidden_old", old_hidden);
-		BSON_APPEND_BOOL(reply, "hidden_new", hidden);
-		changed = true;
-	}
+	if (do_unique)
+		BSON_APPEND_BOOL(&newspec, "unique", true);
+	if (do_prep && prep)
+		BSON_APPEND_BOOL(&newspec, "prepareUnique", true);
 	if (has_ttl && ttl != old_ttl) {
 		if (old_ttl >= 0)
 			BSON_APPEND_INT64(reply, "expireAfterSeconds_old", old_ttl);
 		BSON_APPEND_INT64(reply, "expireAfterSeconds_new", ttl);
 		changed = true;
 	}
-	if (changed) {
+	if (has_hidden && hidden != old_hidden) {
+		BSON_APPEND_BOOL(reply, "hidden_old", old_hidden);
+		BSON_APPEND_BOOL(reply, "hidden_new", hidden);
+		changed = true;
+	}
+	if (do_unique) {
+		BSON_APPEND_BOOL(reply, "unique_new", true);
+		changed = true;
+	}
+	if (do_prep) {
+		BSON_APPEND_BOOL(reply, "prepareUnique_old", old_prep);
+		BSON_APPEND_BOOL(reply, "prepareUnique_new", prep);
+		changed = true;
+	}
+	if (do_force) {
+		BSON_APPEND_BOOL(reply, "forceNonUnique_new", true);
+		changed = true;
+	}
+	if (changed && do_force && storage_index_key_only(ix)) {
+		/* created unique: its table holds one entry per key (the RecordId
+		 * in the value); duplicates need the key+RecordId layout, so its
+		 * entries move into a new table (listIndexes keeps its order) */
+		storage_session_t *s = client_session(c->client, err);
+		if (s == NULL)
+			goto err;
+		ret = storage_index_set_spec_relayout(c->engine->st, s, c->db, coll_name, ix->name, &newspec, err);
+		if (ret != 0)
+			goto err;
+	} else if (changed) {
 		/* in place: no rebuild, and listIndexes keeps its order */
 		ret = storage_index_set_spec(c->engine->st, NULL, c->db, coll_name, ix->name, &newspec, err);
 		if (ret != 0)

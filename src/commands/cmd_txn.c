@@ -12,6 +12,7 @@
 #include "commands/cmd_timeseries.h"
 #include "commands/commands_private.h"
 #include "commands/write.h"
+#include "commands/cursor.h"
 #include "bson/value.h"
 
 #include <stdlib.h>
@@ -349,6 +350,75 @@ retryable_oplog_begin(cmd_t *c, int64_t txn_number, terr_t *err)
 	return 0;
 }
 
+/* cmd_catalog.c */
+int cmd_cursor_options(cmd_t *c, cursor_opts_t *o, terr_t *err);
+void cmd_array_source(bson_t *docs_steal, cursor_source_t *src);
+
+/* The reply a write kept whole keeps (in memory and in
+ * config.tamga_retry_replies): c->reply, with a bulkWrite's cursor holding
+ * every op's result (id 0) rather than its first batch, so a retry answers
+ * them all whatever became of the first cursor. */
+static void
+kept_reply_build(cmd_t *c, bson_t *out)
+{
+	bson_iter_t it, ci;
+
+	bson_init(out);
+	if (c->txn_kept_results == NULL) {
+		bson_concat(out, c->reply);
+		return;
+	}
+	bson_iter_init(&it, c->reply);
+	while (bson_iter_next(&it)) {
+		bson_t cur;
+		if (strcmp(bson_iter_key(&it), "cursor") != 0 || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			bson_append_iter(out, bson_iter_key(&it), -1, &it);
+			continue;
+		}
+		bson_append_document_begin(out, "cursor", -1, &cur);
+		BSON_APPEND_INT64(&cur, "id", 0);
+		if (bson_iter_recurse(&it, &ci) && bson_iter_find(&ci, "ns"))
+			bson_append_iter(&cur, "ns", -1, &ci);
+		BSON_APPEND_ARRAY(&cur, "firstBatch", c->txn_kept_results);
+		bson_append_document_end(out, &cur);
+	}
+}
+
+/* A kept bulkWrite reply answered again: its results become a new cursor
+ * under this request's cursor options (mongod builds the retry's cursor
+ * afresh too); other replies are copied as they are. */
+static int
+kept_reply_answer(cmd_t *c, const bson_t *kept, terr_t *err)
+{
+	bson_iter_t it, ci;
+	const uint8_t *d;
+	uint32_t len;
+	bson_t results, *batch;
+	cursor_opts_t copts;
+	cursor_source_t src;
+	char owner_buf[256];
+
+	if (strcasecmp(c->name, "bulkWrite") != 0 || !bson_iter_init_find(&it, kept, "cursor") ||
+	    !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &ci) || !bson_iter_find(&ci, "firstBatch") ||
+	    !BSON_ITER_HOLDS_ARRAY(&ci)) {
+		bson_concat(c->reply, kept);
+		return 0;
+	}
+	RET(cmd_cursor_options(c, &copts, err));
+	bson_iter_array(&ci, &len, &d);
+	if (!bson_init_static(&results, d, len))
+		return terr_set(err, TERR_INTERNAL_ERROR, "a kept bulkWrite reply is corrupt");
+	batch = bson_copy(&results);
+	cmd_array_source(batch, &src);
+	copts.owner = cmd_cursor_owner(c, owner_buf);
+	RET(cursor_first_batch(c->engine->cursors, NULL, "admin.$cmd.bulkWrite", &src, &copts, c->reply, err));
+	bson_iter_init(&it, kept);
+	while (bson_iter_next(&it))
+		if (strcmp(bson_iter_key(&it), "cursor") != 0)
+			bson_append_iter(c->reply, bson_iter_key(&it), -1, &it);
+	return 0;
+}
+
 /* A retryable findAndModify on a time-series collection's measurements is
  * kept whole (its oplog entries are the buckets', which cannot give the
  * measurement back as parseOplogEntryForFindAndModify would): answered from
@@ -383,8 +453,13 @@ ts_fam_retry_check(cmd_t *c, repl_session_t *s, storage_session_t *ss, terr_t *e
 		stmt = bson_iter_int32(&it);
 	if ((ex = repl_retryable_stmt_executed(s, c->engine->oplog, ss, stmt, &ts, err)) <= 0)
 		return ex;
-	return terr_set(err, TERR_NOT_IMPLEMENTED, "retrying a findAndModify on a time-series collection after a "
-	    "restart is not supported by Tamga yet (its first reply is kept in memory only)");
+	{
+		/* its kept reply is gone: as mongod when config.image_collection
+		 * no longer holds the image */
+		char desc[160];
+		return terr_set(err, 5637601, "image collection no longer contains the complete write history of this "
+		    "transaction, record with sessionId: %s cannot be found", repl_session_describe(s, desc));
+	}
 }
 
 int
@@ -461,9 +536,17 @@ cmd_retry_keep_whole(cmd_t *c, storage_session_t *s, const char *what, terr_t *e
 		int r = repl_retryable_stmt_executed(c->txn_session, c->engine->oplog, s, c->txn_stmt_ids[i], &ts, err);
 		if (r < 0)
 			return -1;
-		if (r == 1)
-			return terr_set(err, TERR_NOT_IMPLEMENTED, "retrying a %s on a time-series collection whose first "
-			    "reply was not kept (a restart, or a failure part-way) is not supported by Tamga yet", what);
+		if (r == 1) {
+			/* some of it ran, and its kept reply is gone (a failure part-way,
+			 * or a crash before the reply was written): what ran cannot be
+			 * told from the buckets' entries, so nothing runs again */
+			char desc[160];
+			(void)what;
+			return terr_set(err, TERR_INCOMPLETE_TRANSACTION_HISTORY,
+			    "Incomplete history detected for transaction %lld on session %s",
+			    (long long)repl_session_txn(c->txn_session)->txn_number,
+			    repl_session_describe(c->txn_session, desc));
+		}
 	}
 	c->txn_keep_reply = true;
 	return 0;
@@ -691,7 +774,11 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 		bson_t prev;
 		RET(snapshot_read_enter(c, err));   /* refuses it: writes take no snapshot readConcern */
 		storage_session_t *ss = client_session(c->client, err);
-		int r = ss == NULL ? -1 : ts_fam_retry_check(c, s, ss, err);
+		/* a reply kept whole before a restart comes back from
+		 * config.tamga_retry_replies first */
+		int r = ss == NULL ? -1 : repl_retryable_load_kept_reply(s, c->engine->st, ss, c->name, err);
+		if (r >= 0)
+			r = ts_fam_retry_check(c, s, ss, err);
 		if (r == 0)
 			r = repl_retryable_replay(s, c->engine->oplog, ss, c->name, c->body, 0, &prev, err);
 		if (r < 0)
@@ -712,8 +799,10 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 			}
 			return retryable_oplog_begin(c, txn_number, err);
 		}
-		bson_concat(c->reply, &prev);
+		r = kept_reply_answer(c, &prev, err);
 		bson_destroy(&prev);
+		if (r != 0)
+			return -1;
 		c->txn_replayed = true;
 		return 1;
 	}
@@ -974,8 +1063,22 @@ cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
 		}
 		terr_clear(&e);
 		if (rc == 0 && !terr_is_set(err)) {
-			if (c->txn_keep_reply)
-				repl_retryable_keep_reply(s, c->name, c->reply);
+			if (c->txn_keep_reply) {
+				bson_t kept;
+				kept_reply_build(c, &kept);
+				repl_retryable_keep_reply(s, c->name, &kept);
+				/* a batch's storage transactions are committed: its reply
+				 * goes in one of its own (a single statement's went with
+				 * its write, run_retryable_in_txn) */
+				if (!c->txn_row_written && ss != NULL && c->txn_oplog_session &&
+				    repl_retryable_reply_write(s, st, ss, c->name, &kept, &e) != 0) {
+					bson_t *attr = BCON_NEW("error", BCON_UTF8(e.msg ? e.msg : ""));
+					tlog('W', "COMMAND", 0, "Keeping a retryable write's reply failed", attr);
+					bson_destroy(attr);
+					terr_clear(&e);
+				}
+				bson_destroy(&kept);
+			}
 			if (c->txn_retried != NULL)
 				BSON_APPEND_ARRAY(c->reply, "retriedStmtIds", c->txn_retried);
 		}
@@ -1002,6 +1105,10 @@ cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
 	if (c->txn_image != NULL) {
 		bson_destroy(c->txn_image);
 		c->txn_image = NULL;
+	}
+	if (c->txn_kept_results != NULL) {
+		bson_destroy(c->txn_kept_results);
+		c->txn_kept_results = NULL;
 	}
 	if (s != NULL)
 		repl_session_checkin(s);
@@ -1095,6 +1202,18 @@ run_retryable_in_txn(cmd_t *c, const cmd_def_t *def, storage_session_t *ss, terr
 			    err) != 0) {
 				storage_txn_rollback(ss);
 				return -1;
+			}
+			if (c->txn_keep_reply && c->txn_oplog_session) {
+				/* kept whole: the reply commits with the write */
+				bson_t kept;
+				int kr;
+				kept_reply_build(c, &kept);
+				kr = repl_retryable_reply_in_txn(c->txn_session, c->engine->st, ss, c->name, &kept, err);
+				bson_destroy(&kept);
+				if (kr != 0) {
+					storage_txn_rollback(ss);
+					return -1;
+				}
 			}
 			if (repl_retryable_record_in_txn(c->txn_session, c->engine->st, ss, c->name, c->reply, ts, term,
 			    err) != 0) {

@@ -185,6 +185,9 @@ typedef struct cmd {
 	bson_t *txn_retried;
 	int txn_nretried;
 	bool txn_keep_reply;       /* kept whole: its statements are not tracked one by one */
+	/* a bulkWrite kept whole: every op's result (its cursor may give only
+	 * the first batch), owned; cmd_txn.c keeps them with the reply */
+	bson_t *txn_kept_results;
 } cmd_t;
 
 typedef int (*cmd_handler_fn)(cmd_t *c, terr_t *err);

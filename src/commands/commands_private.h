@@ -288,14 +288,16 @@ const char *cmd_cursor_owner(cmd_t *c, char buf[256]);
 /* ns "db.coll" into buf. */
 void cmd_ns(char *buf, size_t len, const char *db, const char *coll);
 
-/* collMod's {index: {...}} option (cmd_index.c): hidden / expireAfterSeconds. */
+/* collMod's {index: {...}} option (cmd_index.c): hidden / expireAfterSeconds /
+ * unique / prepareUnique / forceNonUnique; its contract is at the definition. */
 /* Check a stored index spec as createIndexes checks a new one (the _id
  * index against its own field list): 0, or -1 with err carrying mongod's
  * code and message (197 for an unknown field, ...).  Nothing is kept. */
 int cmd_index_spec_check(const bson_t *spec, terr_t *err);
 
-int cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt, bson_t *reply,
-                       terr_t *err);
+enum { CMD_COLLMOD_INDEX_APPLY = 0, CMD_COLLMOD_INDEX_DRY_RUN = 1, CMD_COLLMOD_INDEX_CHECK = 2 };
+int cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt, int other_mods, int mode,
+                       bson_t *reply, terr_t *err);
 
 /* ---- sessions and transactions (cmd_txn.c) ------------------------------ */
 /* Before the handler: read lsid / txnNumber / autocommit / startTransaction

@@ -624,6 +624,21 @@ body_index_set_spec(sess_ctx_t *ctx, const storage_op_t *op, bson_t body[2])
 	if (bson_iter_init_find(&it, op->doc, "name"))
 		bson_append_value(&ix, "name", 4, bson_iter_value(&it));
 	append_changed(&ix, op->old_doc, op->doc);
+	/* options a collMod removed, as mongod's entry names them: hidden and
+	 * prepareUnique set false (not when a unique conversion cleared
+	 * prepareUnique), unique dropped by forceNonUnique */
+	{
+		bool now_unique = bson_iter_init_find(&it, op->doc, "unique") && bson_iter_as_bool(&it);
+		bool was_unique = bson_iter_init_find(&it, op->old_doc, "unique") && bson_iter_as_bool(&it);
+		if (!bson_has_field(op->doc, "hidden") && bson_iter_init_find(&it, op->old_doc, "hidden") &&
+		    bson_iter_as_bool(&it))
+			bson_append_bool(&ix, "hidden", 6, false);
+		if (!now_unique && !bson_has_field(op->doc, "prepareUnique") &&
+		    bson_iter_init_find(&it, op->old_doc, "prepareUnique") && bson_iter_as_bool(&it))
+			bson_append_bool(&ix, "prepareUnique", -1, false);
+		if (was_unique && !now_unique)
+			bson_append_bool(&ix, "forceNonUnique", -1, true);
+	}
 	bson_append_document_end(&o, &ix);
 	bson_append_document_end(&body[0], &o);
 	/* the old values of what changed */

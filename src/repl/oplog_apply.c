@@ -404,6 +404,73 @@ tolerate(terr_t *err, int code1, int code2)
 }
 
 /* A DDL command entry ('c' but applyOps), s with no transaction open. */
+
+/*
+ * A collMod entry's index part ({name | keyPattern, hidden,
+ * expireAfterSeconds, unique, prepareUnique, forceNonUnique}) applied as
+ * mongod's oplog application does: the index's spec changed in place, no
+ * duplicate scan for a unique conversion (the primary made it), a unique
+ * conversion clearing prepareUnique.  A missing collection or index is
+ * tolerated (dropped later in the log).
+ */
+static int
+apply_index_mod(storage_t *st, storage_session_t *s, const char *db, const char *coll, const bson_t *ixo,
+                terr_t *err)
+{
+	static const char *const opts[] = {"hidden", "expireAfterSeconds", "unique", "prepareUnique", NULL};
+	storage_coll_t *c = NULL;
+	const storage_index_t *ix = NULL;
+	bson_iter_t it, kp;
+	const char *name = NULL;
+	bson_t key, spec = BSON_INITIALIZER;
+	bool has_key = false, unique, force;
+	int ret;
+
+	if (bson_iter_init_find(&it, ixo, "name") && BSON_ITER_HOLDS_UTF8(&it))
+		name = bson_iter_utf8(&it, NULL);
+	if (bson_iter_init_find(&kp, ixo, "keyPattern") && sub_of(&kp, &key))
+		has_key = true;
+	if (storage_coll_get(st, db, coll, &c, err) != 0)
+		return tolerate(err, TERR_NAMESPACE_NOT_FOUND, 0);
+	for (int i = 0; i < c->nindexes && ix == NULL; i++)
+		if (name != NULL ? strcmp(c->indexes[i].name, name) == 0 :
+		    has_key && c->indexes[i].key->len == key.len &&
+		    memcmp(bson_get_data(c->indexes[i].key), bson_get_data(&key), key.len) == 0)
+			ix = &c->indexes[i];
+	if (ix == NULL) {
+		storage_coll_release(c);
+		return 0;
+	}
+	unique = bson_iter_init_find(&it, ixo, "unique") && bson_iter_as_bool(&it);
+	force = bson_iter_init_find(&it, ixo, "forceNonUnique") && bson_iter_as_bool(&it);
+	bson_iter_init(&it, ix->spec);
+	while (bson_iter_next(&it)) {
+		const char *f = bson_iter_key(&it);
+		bool replaced = false;
+		for (int k = 0; opts[k] != NULL; k++)
+			if (strcmp(f, opts[k]) == 0 && bson_has_field(ixo, f))
+				replaced = true;
+		if (replaced || (unique && strcmp(f, "prepareUnique") == 0) || (force && strcmp(f, "unique") == 0))
+			continue;
+		bson_append_iter(&spec, f, -1, &it);
+	}
+	for (int k = 0; opts[k] != NULL; k++) {
+		if (!bson_iter_init_find(&it, ixo, opts[k]))
+			continue;
+		if (strcmp(opts[k], "expireAfterSeconds") == 0)
+			BSON_APPEND_INT32(&spec, opts[k], (int32_t)bson_iter_as_int64(&it));
+		else if (bson_iter_as_bool(&it) && !(strcmp(opts[k], "prepareUnique") == 0 && (unique || ix->unique)))
+			BSON_APPEND_BOOL(&spec, opts[k], true);
+	}
+	if (force && storage_index_key_only(ix))
+		ret = storage_index_set_spec_relayout(st, s, db, coll, ix->name, &spec, err);
+	else
+		ret = storage_index_set_spec(st, s, db, coll, ix->name, &spec, err);
+	bson_destroy(&spec);
+	storage_coll_release(c);
+	return ret == 0 ? 0 : tolerate(err, TERR_INDEX_NOT_FOUND, TERR_NAMESPACE_NOT_FOUND);
+}
+
 static int
 apply_ddl(storage_t *st, storage_session_t *s, const parsed_t *p, terr_t *err)
 {
@@ -476,6 +543,12 @@ apply_ddl(storage_t *st, storage_session_t *s, const parsed_t *p, terr_t *err)
 			return terr_set(err, TERR_BAD_VALUE, "a dropIndexes entry without an index name");
 		ret = storage_index_drop(st, s, p->db, arg, name, err);
 		return ret == 0 ? 0 : tolerate(err, TERR_INDEX_NOT_FOUND, TERR_NAMESPACE_NOT_FOUND);
+	}
+	if (strcmp(cmd, "collMod") == 0 && arg != NULL && bson_iter_init_find(&it, &p->o, "index")) {
+		bson_t ixo;
+		if (!sub_of(&it, &ixo))
+			return terr_set(err, TERR_BAD_VALUE, "a collMod entry whose index is not a document");
+		return apply_index_mod(st, s, p->db, arg, &ixo, err);
 	}
 	if (strcmp(cmd, "collMod") == 0 && arg != NULL && !bson_has_field(&p->o, "index")) {
 		storage_coll_t *c = NULL;

@@ -812,6 +812,102 @@ repl_retryable_image_in_txn(repl_session_t *s, storage_t *st, storage_session_t 
 	return rc;
 }
 
+/* Tamga's own table of replies kept whole (see retryable.h): one document
+ * per session, {_id: lsid, txnNum, cmd, reply}. */
+#define REPLY_TABLE "tamga_retry_replies"
+
+int
+repl_retryable_reply_in_txn(repl_session_t *s, storage_t *st, storage_session_t *ss, const char *cmd,
+                            const bson_t *reply, terr_t *err)
+{
+	bson_t doc = BSON_INITIALIZER;
+	bool was;
+	int rc;
+
+	RET(ensure_table(st, ss, REPLY_TABLE, err));
+	append_lsid(&doc, "_id", s);
+	BSON_APPEND_INT64(&doc, "txnNum", repl_session_txn(s)->txn_number);
+	BSON_APPEND_UTF8(&doc, "cmd", cmd);
+	BSON_APPEND_DOCUMENT(&doc, "reply", reply);
+	/* bookkeeping of this member, as config.image_collection: unreplicated */
+	was = storage_session_set_unobserved(ss, true);
+	rc = upsert_by_id(st, ss, REPLY_TABLE, &doc, err);
+	storage_session_set_unobserved(ss, was);
+	bson_destroy(&doc);
+	return rc;
+}
+
+struct reply_write {
+	repl_session_t *s;
+	storage_t *st;
+	const char *cmd;
+	const bson_t *reply;
+};
+
+static int
+reply_write_txn(storage_session_t *ss, void *arg, terr_t *err)
+{
+	struct reply_write *w = arg;
+
+	return repl_retryable_reply_in_txn(w->s, w->st, ss, w->cmd, w->reply, err);
+}
+
+int
+repl_retryable_reply_write(repl_session_t *s, storage_t *st, storage_session_t *ss, const char *cmd,
+                           const bson_t *reply, terr_t *err)
+{
+	struct reply_write w = {s, st, cmd, reply};
+
+	RET(ensure_table(st, ss, REPLY_TABLE, err));
+	return storage_txn_run(ss, reply_write_txn, &w, true, err);
+}
+
+int
+repl_retryable_load_kept_reply(repl_session_t *s, storage_t *st, storage_session_t *ss, const char *cmd,
+                               terr_t *err)
+{
+	repl_retry_record_t *r = repl_session_txn(s)->retry;
+	storage_coll_t *c = NULL;
+	bson_t key = BSON_INITIALIZER, doc;
+	bson_iter_t it, f;
+	recid_t recid;
+	int rc, ret = 0;
+
+	if (r == NULL || !r->lost || r->has_reply)
+		return 0;
+	if (storage_coll_get(st, TXN_TABLE_DB, REPLY_TABLE, &c, NULL) != 0)
+		return 0;
+	append_lsid(&key, "_id", s);
+	bson_iter_init_find(&it, &key, "_id");
+	if ((rc = storage_txn_begin(ss, err)) == 0) {
+		rc = storage_doc_find_id(ss, c, bson_iter_value(&it), &recid, &doc, err);
+		if (rc < 0) {
+			ret = -1;
+		} else if (rc == 0 && bson_iter_init_find(&f, &doc, "txnNum") &&
+		    bson_iter_as_int64(&f) == repl_session_txn(s)->txn_number && bson_iter_init_find(&f, &doc, "cmd") &&
+		    BSON_ITER_HOLDS_UTF8(&f) && same_command(bson_iter_utf8(&f, NULL), cmd) &&
+		    bson_iter_init_find(&f, &doc, "reply") && BSON_ITER_HOLDS_DOCUMENT(&f)) {
+			const uint8_t *d;
+			uint32_t len;
+			bson_t view;
+			bson_iter_document(&f, &len, &d);
+			if (bson_init_static(&view, d, len)) {
+				bson_strncpy(r->cmd, cmd, sizeof(r->cmd));
+				bson_reinit(&r->reply);
+				bson_concat(&r->reply, &view);
+				r->has_reply = true;
+				ret = 1;
+			}
+		}
+		storage_txn_rollback(ss);
+	} else {
+		ret = -1;
+	}
+	bson_destroy(&key);
+	storage_coll_release(c);
+	return ret;
+}
+
 /* The image config.image_collection keeps for s's txnNumber at ts, copied
  * into *image: 1, or 0 when there is none (or another write's). */
 static int

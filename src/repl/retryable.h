@@ -74,11 +74,37 @@ bool repl_retryable_any_executed(repl_session_t *s);
 /* The newest entry written at the active txnNumber ({0, -1}: none): a
  * retried command's first entry links to it (prevOpTime). */
 repl_oplog_optime_t repl_retryable_last_write(repl_session_t *s);
-/* A reply of cmd is kept whole at the active txnNumber (in memory: gone
- * after a restart). */
+/* A reply of cmd is kept whole at the active txnNumber (in memory; after a
+ * restart once repl_retryable_load_kept_reply read it back). */
 bool repl_retryable_has_kept_reply(repl_session_t *s, const char *cmd);
 /* Keep reply (copied) as the first reply of cmd at the active txnNumber. */
 void repl_retryable_keep_reply(repl_session_t *s, const char *cmd, const bson_t *reply);
+
+/*
+ * Replies kept whole (time-series findAndModify and bulkWrite, whose oplog
+ * entries are the buckets' and cannot give the reply back) are also kept
+ * durably, in Tamga's own collection config.tamga_retry_replies ({_id:
+ * lsid, txnNum, cmd, reply}; one per session, a later txnNumber's replaces
+ * it; unreplicated, as config.image_collection), so a retry after a
+ * restart answers the first reply.
+ *
+ * repl_retryable_reply_in_txn writes it inside ss's open storage
+ * transaction (with the write: both or neither survive a crash);
+ * repl_retryable_reply_write in its own journaled transaction (a batch of
+ * several storage transactions, after the last: a crash between them
+ * leaves the writes without their reply, and the retry answers 217).
+ * repl_retryable_load_kept_reply, for a session whose txnNumber ran before
+ * a restart and has no reply in memory: reads the one kept for cmd at the
+ * active txnNumber into memory (1; repl_retryable_has_kept_reply and
+ * repl_retryable_replay then answer it), 0 when there is none, -1 with err.
+ * Call it outside any transaction on ss.
+ */
+int repl_retryable_reply_in_txn(repl_session_t *s, storage_t *st, storage_session_t *ss, const char *cmd,
+                                const bson_t *reply, terr_t *err);
+int repl_retryable_reply_write(repl_session_t *s, storage_t *st, storage_session_t *ss, const char *cmd,
+                               const bson_t *reply, terr_t *err);
+int repl_retryable_load_kept_reply(repl_session_t *s, storage_t *st, storage_session_t *ss, const char *cmd,
+                                   terr_t *err);
 /* config.transactions exists (created when missing, its own catalog
  * transaction): call before a batch whose storage transactions write rows. */
 int repl_retryable_prepare(storage_t *st, storage_session_t *ss, terr_t *err);

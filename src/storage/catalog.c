@@ -20,6 +20,7 @@
 
 #include "bson/collation.h"
 #include "bson/value.h"
+#include "bson/keystring.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -30,6 +31,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/opctx.h"
 
 /* ---- runtime counters and descriptors ------------------------------------ */
 
@@ -239,6 +241,8 @@ coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_co
 						ix->multikey = bson_iter_as_bool(&sub);
 					} else if (strcmp(sk, "typeBits") == 0) {
 						ix->typebits = bson_iter_as_bool(&sub);
+					} else if (strcmp(sk, "ridKeys") == 0) {
+						ix->unique_rid = bson_iter_as_bool(&sub);
 					} else if (strcmp(sk, "clusteredValue") == 0 && BSON_ITER_HOLDS_UTF8(&sub)) {
 						ix->clustered_u = strcmp(bson_iter_utf8(&sub, NULL), "u") == 0;
 					} else if (strcmp(sk, "multikeyPaths") == 0 && BSON_ITER_HOLDS_ARRAY(&sub)) {
@@ -283,6 +287,10 @@ coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_co
 				    BSON_ITER_HOLDS_DOCUMENT(&sub);
 				if (bson_iter_init_find(&sub, ix->spec, "unique"))
 					ix->unique = ix->unique || bson_iter_as_bool(&sub);
+				/* the flag only means something on a unique index */
+				ix->unique_rid = ix->unique_rid && ix->unique && !ix->is_id;
+				ix->prepare_unique = !ix->unique && bson_iter_init_find(&sub, ix->spec, "prepareUnique") &&
+				    bson_iter_as_bool(&sub);
 				ix->hidden = bson_iter_init_find(&sub, ix->spec, "hidden") && bson_iter_as_bool(&sub);
 				ix->nfields = (int)bson_count_keys(ix->key);
 				if (bson_iter_init(&sub, ix->key) && bson_iter_next(&sub)) {
@@ -329,12 +337,16 @@ err:
 /* An index entry's multikey fields: the flag, whether entries carry type
  * bits, and the multiKeyPaths masks (left out when not known). */
 static void
-entry_index_flags(bson_t *ix, bool multikey, bool typebits, bool clustered_u, bool known, const uint32_t *masks,
-                  const uint32_t *more)
+entry_index_flags(bson_t *ix, bool multikey, bool typebits, bool clustered_u, bool rid_keys, bool known,
+                  const uint32_t *masks, const uint32_t *more)
 {
 	BSON_APPEND_BOOL(ix, "multikey", multikey);
 	if (typebits)
 		BSON_APPEND_BOOL(ix, "typeBits", true);
+	/* a unique index whose table keeps the key+RecordId layout (converted
+	 * by collMod; storage_index_t.unique_rid) */
+	if (rid_keys)
+		BSON_APPEND_BOOL(ix, "ridKeys", true);
 	/* a clustered table of one `u` value (RecordId + document); rows
 	 * without it name the older `qu` tables */
 	if (clustered_u)
@@ -419,7 +431,7 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 		bson_append_document_begin(&arr, key, -1, &ix);
 		BSON_APPEND_DOCUMENT(&ix, "spec", &spec);
 		BSON_APPEND_UTF8(&ix, "ident", id_ident);
-		entry_index_flags(&ix, false, !(clustered || ts), clustered || ts, true, NULL, NULL);
+		entry_index_flags(&ix, false, !(clustered || ts), clustered || ts, false, true, NULL, NULL);
 		bson_append_document_end(&arr, &ix);
 		bson_destroy(&spec);
 	} else if (src != NULL) {
@@ -428,13 +440,19 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 			bool mark = multikey != NULL && strcmp(six->name, multikey) == 0;
 			if (skip != NULL && strcmp(src->indexes[i].name, skip) == 0)
 				continue;
+			const bson_t *wspec = replace != NULL && strcmp(src->indexes[i].name, replace) == 0 ?
+			    replace_spec : src->indexes[i].spec;
+			bson_iter_t ui;
+			/* the table's layout is fixed at creation: a key+RecordId
+			 * table under a unique spec is flagged */
+			bool rid_keys = !six->is_id && !storage_index_key_only(six) &&
+			    bson_iter_init_find(&ui, wspec, "unique") && bson_iter_as_bool(&ui);
 			bson_snprintf(key, sizeof(key), "%d", n++);
 			bson_append_document_begin(&arr, key, -1, &ix);
-			BSON_APPEND_DOCUMENT(&ix, "spec", replace != NULL && strcmp(src->indexes[i].name, replace) == 0 ?
-			    replace_spec : src->indexes[i].spec);
+			BSON_APPEND_DOCUMENT(&ix, "spec", wspec);
 			BSON_APPEND_UTF8(&ix, "ident", src->indexes[i].ident);
-			entry_index_flags(&ix, six->multikey || mark, six->typebits, six->clustered_u, six->mkpaths_known, six->mkpaths,
-			    mark ? mk_masks : NULL);
+			entry_index_flags(&ix, six->multikey || mark, six->typebits, six->clustered_u, rid_keys,
+			    six->mkpaths_known, six->mkpaths, mark ? mk_masks : NULL);
 			bson_append_document_end(&arr, &ix);
 		}
 	}
@@ -446,7 +464,7 @@ entry_build(bson_t *out, const char *ns, const uint8_t uuid[16], const char *ide
 		bson_append_document_begin(&arr, key, -1, &ix);
 		BSON_APPEND_DOCUMENT(&ix, "spec", add_spec);
 		BSON_APPEND_UTF8(&ix, "ident", add_ident);
-		entry_index_flags(&ix, mk, true, false, true, mk ? mk_masks : NULL, NULL);
+		entry_index_flags(&ix, mk, true, false, false, true, mk ? mk_masks : NULL, NULL);
 		bson_append_document_end(&arr, &ix);
 	}
 	bson_append_array_end(out, &arr);
@@ -2101,9 +2119,10 @@ storage_index_set_spec(storage_t *st, storage_session_t *s, const char *db, cons
 		ret = terr_set(err, TERR_INDEX_NOT_FOUND, "index not found with name [%s]", index_name);
 		goto err;
 	}
-	/* what the stored keys depend on cannot change in place */
+	/* what the stored keys depend on cannot change in place; unique can
+	 * on a key+RecordId table (collMod's conversions: the layout stays) */
 	if (!spec_field_same(ix->spec, spec, "key") || !spec_field_same(ix->spec, spec, "name") ||
-	    !spec_field_same(ix->spec, spec, "unique")) {
+	    (storage_index_key_only(ix) && !spec_field_same(ix->spec, spec, "unique"))) {
 		ret = terr_set(err, TERR_BAD_VALUE, "storage_index_set_spec: the key, name and unique "
 		    "fields of index %s cannot change in place", index_name);
 		goto err;
@@ -2122,6 +2141,207 @@ err:
 	if (have_entry)
 		bson_destroy(&entry);
 	storage_coll_release(c);
+	return ret;
+}
+
+/* entry (a catalog row) with the table of index ixname replaced by ident. */
+static void
+entry_replace_ident(const bson_t *entry, const char *ixname, const char *ident, bson_t *out)
+{
+	bson_iter_t it, arr, one, sp;
+
+	bson_init(out);
+	bson_iter_init(&it, entry);
+	while (bson_iter_next(&it)) {
+		bson_t oa;
+		if (strcmp(bson_iter_key(&it), "indexes") != 0 || !BSON_ITER_HOLDS_ARRAY(&it)) {
+			bson_append_iter(out, bson_iter_key(&it), -1, &it);
+			continue;
+		}
+		bson_append_array_begin(out, "indexes", -1, &oa);
+		bson_iter_recurse(&it, &arr);
+		while (bson_iter_next(&arr)) {
+			bson_t od;
+			bool mine = false;
+			if (BSON_ITER_HOLDS_DOCUMENT(&arr) && bson_iter_recurse(&arr, &one) && bson_iter_find(&one, "spec") &&
+			    BSON_ITER_HOLDS_DOCUMENT(&one) && bson_iter_recurse(&one, &sp) && bson_iter_find(&sp, "name") &&
+			    BSON_ITER_HOLDS_UTF8(&sp))
+				mine = strcmp(bson_iter_utf8(&sp, NULL), ixname) == 0;
+			if (!mine) {
+				bson_append_iter(&oa, bson_iter_key(&arr), -1, &arr);
+				continue;
+			}
+			bson_append_document_begin(&oa, bson_iter_key(&arr), -1, &od);
+			bson_iter_recurse(&arr, &one);
+			while (bson_iter_next(&one)) {
+				if (strcmp(bson_iter_key(&one), "ident") == 0)
+					BSON_APPEND_UTF8(&od, "ident", ident);
+				else
+					bson_append_iter(&od, bson_iter_key(&one), -1, &one);
+			}
+			bson_append_document_end(&oa, &od);
+		}
+		bson_append_array_end(out, &oa);
+	}
+}
+
+/* Copy a key-only unique table's entries (key -> packed RecordId, type
+ * bits) into a key+RecordId table (key RecordId -> type bits), in
+ * transactions of 1000 entries on bs. */
+static int
+relayout_copy(storage_session_t *bs, const char *from, const char *to, bool typebits, terr_t *err)
+{
+	WT_CURSOR *src = NULL, *dst = NULL;
+	keystring_t ks;
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	int64_t n = 0;
+	int ret = 0, wret;
+
+	keystring_init(&ks);
+	ERR(storage_txn_begin(bs, err));
+	ERR(storage_session_cursor_raw(bs, from, &src, err));
+	ERR(storage_session_cursor_raw(bs, to, &dst, err));
+	while ((wret = src->next(src)) == 0) {
+		WT_ITEM k, v, nk, nv;
+		int64_t rid;
+		size_t used;
+		if ((wret = src->get_key(src, &k)) != 0 || (wret = src->get_value(src, &v)) != 0)
+			break;
+		used = storage_vint_unpack(v.data, v.size, &rid);
+		if (used == 0) {
+			ret = terr_set(err, TERR_INTERNAL_ERROR, "corrupt unique index entry in %s", from);
+			goto err;
+		}
+		keystring_reset(&ks);
+		keystring_append_recid(&ks, rid);
+		if (cap < k.size + ks.len) {
+			cap = (k.size + ks.len) * 2;
+			buf = bson_realloc(buf, cap);
+		}
+		memcpy(buf, k.data, k.size);
+		memcpy(buf + k.size, ks.buf, ks.len);
+		nk.data = buf;
+		nk.size = k.size + ks.len;
+		nv.data = (const uint8_t *)v.data + used;
+		nv.size = typebits ? v.size - used : 0;
+		dst->set_key(dst, &nk);
+		dst->set_value(dst, &nv);
+		if ((wret = dst->insert(dst)) != 0)
+			break;
+		if (++n % 1000 == 0) {
+			ERR(tm_interrupt_check(err));
+			/* cursors do not survive the commit: reposition after it */
+			size_t at_len = k.size;
+			uint8_t *at = bson_malloc(at_len ? at_len : 1);
+			memcpy(at, k.data, at_len);
+			storage_session_cursor_done(src);
+			storage_session_cursor_done(dst);
+			src = dst = NULL;
+			ret = storage_txn_commit(bs, false, err);
+			if (ret == 0)
+				ret = storage_txn_begin(bs, err);
+			if (ret == 0)
+				ret = storage_session_cursor_raw(bs, from, &src, err);
+			if (ret == 0)
+				ret = storage_session_cursor_raw(bs, to, &dst, err);
+			if (ret == 0) {
+				WT_ITEM ak = {.data = at, .size = at_len};
+				src->set_key(src, &ak);
+				wret = src->search(src);
+			}
+			bson_free(at);
+			if (ret != 0)
+				goto err;
+			if (wret != 0)
+				break;
+		}
+	}
+	if (wret != WT_NOTFOUND) {
+		ret = storage_wt_err(wret, "relayout index", err);
+		goto err;
+	}
+	storage_session_cursor_done(src);
+	storage_session_cursor_done(dst);
+	src = dst = NULL;
+	ret = storage_txn_commit(bs, true, err);
+	keystring_destroy(&ks);
+	bson_free(buf);
+	return ret;
+err:
+	storage_session_cursor_done(src);
+	storage_session_cursor_done(dst);
+	storage_txn_rollback(bs);
+	keystring_destroy(&ks);
+	bson_free(buf);
+	return ret != 0 ? ret : -1;
+}
+
+int
+storage_index_set_spec_relayout(storage_t *st, storage_session_t *s, const char *db, const char *name,
+                                const char *index_name, const bson_t *spec, terr_t *err)
+{
+	storage_coll_t *c = NULL;
+	coll_rt_t *rt = NULL;
+	const storage_index_t *ix = NULL;
+	storage_session_t *bs = NULL;
+	char *ident = NULL;
+	bson_t entry, moved;
+	bool have_entry = false, table = false;
+	int ret = 0;
+
+	caller_cursors_close(s);
+	RET(ddl_lock_gated(st, db, name, &c, &rt, err));
+	for (int i = 0; i < c->nindexes; i++)
+		if (strcmp(c->indexes[i].name, index_name) == 0)
+			ix = &c->indexes[i];
+	if (ix == NULL) {
+		ret = terr_set(err, TERR_INDEX_NOT_FOUND, "index not found with name [%s]", index_name);
+		goto err;
+	}
+	if (!storage_index_key_only(ix) || ix->is_id || ix->clustered || !spec_field_same(ix->spec, spec, "key") ||
+	    !spec_field_same(ix->spec, spec, "name")) {
+		ret = terr_set(err, TERR_BAD_VALUE, "storage_index_set_spec_relayout: index %s is not a unique "
+		    "index of the key-only layout, or its key or name would change", index_name);
+		goto err;
+	}
+	ident = new_ident(st, "index");
+	table = true;
+	ERR(table_create(st, ident, INDEX_TABLE_CONFIG, NULL, c->uuid, err));
+	ERR(storage_session_open(st, &bs, err));
+	ret = relayout_copy(bs, ix->ident, ident, ix->typebits, err);
+	storage_session_close(bs);
+	if (ret != 0)
+		goto err;
+	entry_build(&entry, c->ns, c->uuid, c->ident, c->options, c, NULL, NULL, NULL, NULL, NULL, NULL,
+	    index_name, spec);
+	entry_replace_ident(&entry, index_name, ident, &moved);
+	bson_destroy(&entry);
+	have_entry = true;
+	{
+		storage_op_t op = {.kind = STORAGE_OP_INDEX_SET_SPEC, .db = c->db, .coll = c, .doc = spec,
+		    .old_doc = ix->spec};
+		ERR(ddl_put_entry(st, c->ns, &moved, &op, err));
+	}
+	table = false;
+	atomic_fetch_add(&rt->ixgen, 1);
+	{
+		char *old_ident = bson_strdup(ix->ident);
+		ret = republish(st, c, &moved, NULL, err);
+		storage_ident_drop(st, st->ddl_ws, old_ident, rt);
+		bson_free(old_ident);
+		if (ret != 0)
+			goto err;
+	}
+err:
+	if (table)
+		storage_ident_drop(st, st->ddl_ws, ident, NULL);
+	if (rt != NULL)
+		ddl_unlock_gated(st, rt);
+	if (have_entry)
+		bson_destroy(&moved);
+	storage_coll_release(c);
+	bson_free(ident);
 	return ret;
 }
 

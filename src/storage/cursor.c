@@ -319,7 +319,7 @@ wc_seek(storage_cursor_t *cur, bool strict)
 static size_t
 key_value_len(const storage_cursor_t *cur, size_t len)
 {
-	return cur->ix->unique || len < 8 ? len : len - 8;
+	return storage_index_key_only(cur->ix) || len < 8 ? len : len - 8;
 }
 
 /* Position an index scan at its first entry. */
@@ -337,7 +337,7 @@ index_start(storage_cursor_t *cur)
 	bytes_set(&cur->seek, bound->data, bound->len);
 	/* Non-unique keys carry a RecordId after the value: to pass every
 	 * entry equal to the bound, seek past bound + the largest suffix. */
-	if (!cur->ix->unique && (cur->backward ? incl : !incl))
+	if (!storage_index_key_only(cur->ix) && (cur->backward ? incl : !incl))
 		bytes_append(&cur->seek, ff, sizeof(ff));
 	k.data = cur->seek.data;
 	k.size = cur->seek.len;
@@ -505,7 +505,7 @@ storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
 			bytes_set(&cur->doc, v.data, v.size);
 			if (doc != NULL && !bson_init_static(doc, cur->doc.data, cur->doc.len))
 				return terr_set(err, TERR_INTERNAL_ERROR, "corrupt record in %s", cur->c->ns);
-		} else if (cur->ix->unique) {
+		} else if (storage_index_key_only(cur->ix)) {
 			int64_t rid;
 			if (cur->ix->typebits)
 				ret = wc->get_value(wc, &rid, &v);

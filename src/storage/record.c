@@ -360,6 +360,56 @@ typedef enum { IX_ADD, IX_REMOVE, IX_RETYPE } ix_op_t;
 
 static bool same_id(const bson_t *a, const bson_t *b);
 
+/*
+ * Before adding key -> recid to a key+RecordId table that must stay
+ * unique (storage_index_dup_check: prepareUnique, or a unique index
+ * converted in place): 11000 when another document has the key.  Like
+ * mongod's timestamp-safe unique insert, the bare key is inserted and
+ * removed again in this transaction, so two writers adding the same key
+ * at once meet a write conflict (retried) instead of both passing the
+ * check in their snapshots.  cur is a raw cursor on ix's table.
+ */
+static int
+dup_check(storage_session_t *s, const storage_coll_t *c, const storage_index_t *ix, WT_CURSOR *cur,
+          const uint8_t *key, size_t key_len, recid_t recid, const bson_t *doc, terr_t *err)
+{
+	WT_ITEM k, v, fk;
+	int exact, wret;
+
+	(void)s;
+	k.data = key;
+	k.size = key_len;
+	cur->set_key(cur, &k);
+	wret = cur->search_near(cur, &exact);
+	if (wret == 0 && exact < 0)
+		wret = cur->next(cur);
+	while (wret == 0) {
+		if ((wret = cur->get_key(cur, &fk)) != 0)
+			break;
+		if (fk.size < key_len || memcmp(fk.data, key, key_len) != 0)
+			break;
+		/* the same key value: the rest is an entry's RecordId */
+		if (fk.size == key_len + 8 && keystring_read_recid(fk.data, fk.size) != (int64_t)recid) {
+			cur->reset(cur);
+			return dup_key_error(c, ix, doc, key, key_len, err);
+		}
+		wret = cur->next(cur);
+	}
+	if (wret != 0 && wret != WT_NOTFOUND)
+		return storage_wt_err(wret, "unique check", err);
+	v.data = "";
+	v.size = 0;
+	cur->set_key(cur, &k);
+	cur->set_value(cur, &v);
+	wret = cur->insert(cur);
+	if (wret == 0) {
+		cur->set_key(cur, &k);
+		wret = cur->remove(cur);
+	}
+	cur->reset(cur);
+	return wret == 0 ? 0 : storage_wt_err(wret, "unique check", err);
+}
+
 /* Add, remove, or rewrite the type bits of (IX_RETYPE: same key, values of
  * other types, as 1 -> 1.0) the entry key -> recid in ix. */
 static int
@@ -382,7 +432,7 @@ index_entry(storage_session_t *s, const storage_coll_t *c, const storage_index_t
 		ERR(storage_session_cursor(s, ix->ident, &cur, err));
 	else
 		ERR(storage_session_cursor_raw(s, ix->ident, &cur, err));
-	if (ix->unique) {
+	if (storage_index_key_only(ix)) {
 		k.data = key;
 		k.size = key_len;
 		cur->set_key(cur, &k);
@@ -417,6 +467,8 @@ index_entry(storage_session_t *s, const storage_coll_t *c, const storage_index_t
 		}
 	} else {
 		/* Non-unique: the key ends with the RecordId, the value is empty. */
+		if (add && storage_index_dup_check(ix))
+			ERR(dup_check(s, c, ix, cur, key, key_len, recid, doc, err));
 		keystring_reset(&s->ks2);
 		keystring_append_recid(&s->ks2, recid);
 		if (s->kbuf_cap < key_len + s->ks2.len) {
@@ -1203,7 +1255,7 @@ build_part_run(void *arg)
 		if (keys.n > 1)
 			bp->multikey = true;
 		keystring_reset(&s->ks2);
-		if (!bp->ix->unique)
+		if (!storage_index_key_only(bp->ix))
 			keystring_append_recid(&s->ks2, rid);
 		for (int i = 0; i < keys.n && bp->fits; i++) {
 			size_t len, tblen;
@@ -1298,7 +1350,7 @@ build_load(storage_session_t *s, const storage_coll_t *c, const storage_index_t 
 		v.data = bp->bd.data + e->off + e->klen;
 		v.size = e->tblen;
 		bc->set_key(bc, &k);
-		if (ix->unique)
+		if (storage_index_key_only(ix))
 			bc->set_value(bc, (int64_t)e->recid, &v);
 		else
 			bc->set_value(bc, &v);

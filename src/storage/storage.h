@@ -138,6 +138,15 @@ typedef struct storage_index {
 	 * exact values can be rebuilt from the index alone (covered queries).
 	 * True for every index created since; false for older tables. */
 	bool typebits;
+	/* Unique checking on a table whose keys end with the RecordId (the
+	 * non-unique layout): prepare_unique is spec.prepareUnique (new keys
+	 * equal to another document's are refused, existing duplicates stay);
+	 * unique_rid marks a unique index converted in place by collMod
+	 * (spec.unique with the table it had as a non-unique index; catalog
+	 * flag "ridKeys").  Both false in descriptors built by hand, whose
+	 * layout follows `unique` alone (storage_index_key_only). */
+	bool prepare_unique;
+	bool unique_rid;
 	/* multiKeyPaths: mkpaths[i] has bit k set once key-pattern field i's
 	 * path met an array as the value of its (k+1)-th component in some
 	 * document.  Only ever grows.  mkpaths_known is false for indexes
@@ -150,6 +159,22 @@ typedef struct storage_index {
 	const coll_t *collation;
 	void *impl;        /* storage-private */
 } storage_index_t;
+
+/* True when ix's table keys are the value alone (the RecordId in the
+ * value): unique indexes as created; false for the key+RecordId layout. */
+static inline bool
+storage_index_key_only(const storage_index_t *ix)
+{
+	return ix->unique && !ix->unique_rid;
+}
+
+/* True when writes must refuse a key another document already has in a
+ * key+RecordId table (prepareUnique, or a unique index converted in place). */
+static inline bool
+storage_index_dup_check(const storage_index_t *ix)
+{
+	return !storage_index_key_only(ix) && (ix->unique || ix->prepare_unique);
+}
 
 typedef struct storage_coll {
 	char *db;          /* "bookstore" */
@@ -363,11 +388,27 @@ int storage_index_create(storage_t *st, storage_session_t *s, const char *db, co
  * Replace index_name's spec in the catalog in place (collMod: hidden,
  * expireAfterSeconds): no rebuild, the table and its entries stay; the new
  * descriptor is published as for any catalog change.  spec is the complete
- * new spec as listIndexes shows it; its key, name and unique must equal the
- * current ones (2 BadValue otherwise).  Errors: 26, 27 IndexNotFound.
+ * new spec as listIndexes shows it; its key and name must equal the
+ * current ones, and so must unique on a table of the key-only layout
+ * (storage_index_key_only; 2 BadValue otherwise).  On a key+RecordId table
+ * unique and prepareUnique may change (collMod's unique conversions): the
+ * keys stay, the new descriptor checks duplicates on every later insert
+ * (storage_index_dup_check), and the catalog row remembers the layout.
+ * The caller checks the existing keys first.  Errors: 26, 27 IndexNotFound.
  */
 int storage_index_set_spec(storage_t *st, storage_session_t *s, const char *db, const char *name,
                            const char *index_name, const bson_t *spec, terr_t *err);
+/*
+ * storage_index_set_spec for a unique index of the key-only layout becoming
+ * non-unique (collMod forceNonUnique): its entries are copied into a new
+ * key+RecordId table (writes to the collection wait meanwhile, as for an
+ * index build), which then replaces the old one under the new spec in one
+ * catalog change (the old table dropped after it; a crash before leaves the
+ * old index whole).  Errors: 26, 27, 2 BadValue when the index is not such
+ * an index or its key or name would change, 11601 when interrupted.
+ */
+int storage_index_set_spec_relayout(storage_t *st, storage_session_t *s, const char *db, const char *name,
+                                    const char *index_name, const bson_t *spec, terr_t *err);
 /* Remove an index (27 IndexNotFound; 72 for _id_). */
 int storage_index_drop(storage_t *st, storage_session_t *s, const char *db, const char *name,
                        const char *index_name, terr_t *err);

@@ -313,7 +313,7 @@ toolbelt_validate(storage_t *st, storage_session_t *s, storage_coll_t *coll, con
 			ERR(tm_interrupt_check(err));
 			ix[i].keys++;
 			/* a non-unique entry ends with its RecordId (8 bytes) */
-			if (!idx->unique && klen >= 8)
+			if (!storage_index_key_only(idx) && klen >= 8)
 				klen -= 8;
 			fpset_add(&ix[i].have, fingerprint(key, klen, recid), recid);
 		}

@@ -79,8 +79,15 @@ if [ ${#paths[@]} -gt 0 ]; then
 	fi
 	exit $rc
 fi
+# collection management on a standalone of its own (its pre/post-image files
+# need a replica set: they run there)
+STANDALONE_CM_FILES=(clustered-indexes.json listCollections-rawdata.json modifyCollection-errorResponse.json
+	timeseries-collection.json)
 if [ "$mode" != replset ]; then
 	run_one "standalone: crud-unified" --setParameter enableTestCommands=1 -- "$SHARED/conformance/crud-unified"
+	cm_paths=()
+	for f in "${STANDALONE_CM_FILES[@]}"; do cm_paths+=("$SHARED/conformance/collection-management-unified/$f"); done
+	run_one "standalone: collection-management-unified" --setParameter enableTestCommands=1 -- "${cm_paths[@]}"
 fi
 if [ "$mode" != standalone ]; then
 	rs_paths=()

@@ -420,8 +420,8 @@ test_express_sort_sparse_partial(void)
 }
 
 /* cmd_index.c: what cmd_collmod.c calls for collMod's index option */
-int cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt, bson_t *reply,
-                       terr_t *err);
+int cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index_opt, int other_mods, int mode,
+                       bson_t *reply, terr_t *err);
 
 static int
 collmod(const char *index_json, bson_t *reply, const char **msg)
@@ -441,7 +441,7 @@ collmod(const char *index_json, bson_t *reply, const char **msg)
 	BSON_APPEND_DOCUMENT(&holder, "index", opt);
 	bson_iter_init_find(&it, &holder, "index");
 	bson_init(reply);
-	rc = cmd_index_coll_mod(&c, "cm", &it, reply, &err);
+	rc = cmd_index_coll_mod(&c, "cm", &it, 0, false, reply, &err);
 	bson_strncpy(buf, err.msg ? err.msg : "", sizeof(buf));
 	*msg = buf;
 	rc = rc == 0 ? 0 : err.code;
@@ -449,6 +449,210 @@ collmod(const char *index_json, bson_t *reply, const char **msg)
 	bson_destroy(&holder);
 	bson_destroy(opt);
 	return rc;
+}
+
+static bool
+tt_has(const bson_t *doc, const char *path)
+{
+	bson_iter_t f;
+
+	return tt_get(doc, path, &f);
+}
+
+static int
+tt_get_bool(const bson_t *doc, const char *path)
+{
+	bson_iter_t f;
+
+	return tt_get(doc, path, &f) ? (int)bson_iter_as_bool(&f) : -1;
+}
+
+/* The array at path as tt_array_json */
+#define TT_EQ_JSON_AT(doc, path, json) do { bson_iter_t f_; const uint8_t *d_; uint32_t l_; bson_t a_; \
+	char *j_; TT_ASSERT(tt_get((doc), (path), &f_) && BSON_ITER_HOLDS_ARRAY(&f_)); \
+	bson_iter_array(&f_, &l_, &d_); bson_init_static(&a_, d_, l_); j_ = tt_array_json(&a_); \
+	TT_EQ_STR(j_, (json)); bson_free(j_); } while (0)
+
+/* reply's code (0 for ok: 1) and, when msg is given, its errmsg */
+static int
+run_err(const char *json, char *msg, size_t cap)
+{
+	int rc, code;
+	bson_t *r = run(json, &rc);
+	bson_iter_t it;
+
+	code = bson_iter_init_find(&it, r, "code") ? (int)bson_iter_as_int64(&it) : 0;
+	if (msg != NULL)
+		bson_strncpy(msg, bson_iter_init_find(&it, r, "errmsg") ? bson_iter_utf8(&it, NULL) : "", cap);
+	tt_free_reply(r);
+	return code;
+}
+
+/* collMod's unique conversion (mongod 9.0's coll_mod.cpp): prepareUnique
+ * refuses new duplicates and keeps the old ones, unique: true scans first
+ * (359 with the violations), dryRun only checks, forceNonUnique goes back. */
+static void
+test_coll_mod_unique(void)
+{
+	char msg[512];
+	bson_t *r;
+	int rc;
+
+	run_code("{\"drop\": \"cu\"}");
+	TT_EQ_INT(run_code("{\"insert\": \"cu\", \"documents\": [{\"_id\": 1, \"a\": 1}, {\"_id\": 2, \"a\": 1},"
+	    " {\"_id\": 3, \"a\": 2}]}"), 0);
+	TT_EQ_INT(run_code("{\"createIndexes\": \"cu\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\"}]}"), 0);
+	TT_EQ_INT(run_err("{\"collMod\": \"cu\", \"index\": {\"keyPattern\": {\"a\": 1}, \"unique\": true}}", msg,
+	    sizeof(msg)), 72);
+	TT_EQ_STR(msg, "Cannot make index unique with 'prepareUnique=false'. Run collMod to set it first.");
+	TT_EQ_INT(run_err("{\"collMod\": \"cu\", \"index\": {\"keyPattern\": {\"a\": 1}, \"unique\": false}}", msg,
+	    sizeof(msg)), 2);
+	TT_EQ_STR(msg, "Cannot make index non-unique");
+	TT_EQ_INT(run_err("{\"collMod\": \"cu\", \"index\": {\"keyPattern\": {\"a\": 1}, \"unique\": \"x\"}}", NULL, 0),
+	    14);
+	TT_EQ_INT(run_err("{\"collMod\": \"cu\", \"index\": {\"keyPattern\": {\"a\": 1}, \"prepareUnique\": true},"
+	    " \"validationLevel\": \"off\"}", msg, sizeof(msg)), 72);
+	TT_EQ_STR(msg, "prepareUnique cannot be combined with any other modification.");
+	r = run("{\"listCollections\": 1, \"filter\": {\"name\": \"cu\"}}", &rc);
+	TT_ASSERT(!tt_has(r, "cursor.firstBatch.0.options.validationLevel"));   /* nothing changed */
+	tt_free_reply(r);
+	r = run("{\"collMod\": \"cu\", \"index\": {\"keyPattern\": {\"a\": 1}, \"prepareUnique\": true}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(tt_get_bool(r, "prepareUnique_old"), 0);
+	TT_EQ_INT(tt_get_bool(r, "prepareUnique_new"), 1);
+	tt_free_reply(r);
+	/* new duplicates refused, other keys and the old duplicates kept */
+	TT_EQ_INT(run_err("{\"insert\": \"cu\", \"documents\": [{\"_id\": 4, \"a\": 1}]}", NULL, 0), 0);
+	r = run("{\"insert\": \"cu\", \"documents\": [{\"_id\": 4, \"a\": 1}]}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 11000);
+	TT_EQ_STR(tt_get_str(r, "writeErrors.0.errmsg"),
+	    "E11000 duplicate key error collection: test.cu index: a_1 dup key: { a: 1 }");
+	tt_free_reply(r);
+	r = run("{\"update\": \"cu\", \"updates\": [{\"q\": {\"_id\": 3}, \"u\": {\"$set\": {\"a\": 1}}}]}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 11000);
+	tt_free_reply(r);
+	r = run("{\"update\": \"cu\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"$set\": {\"b\": 1}}}]}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "nModified"), 1);
+	tt_free_reply(r);
+	TT_EQ_INT(run_code("{\"insert\": \"cu\", \"documents\": [{\"_id\": 5, \"a\": 5}]}"), 0);
+	/* dry run and the conversion itself see the duplicates */
+	TT_EQ_INT(run_err("{\"collMod\": \"cu\", \"index\": {\"keyPattern\": {\"a\": 1}, \"hidden\": true},"
+	    " \"dryRun\": true}", msg, sizeof(msg)), 72);
+	TT_EQ_STR(msg, "dry run mode requires an index modification with unique: true.");
+	TT_EQ_INT(run_err("{\"collMod\": \"cu\", \"validationLevel\": \"off\", \"dryRun\": true}", msg, sizeof(msg)), 72);
+	TT_EQ_STR(msg, "dry run mode requires an valid index modification.");
+	TT_EQ_INT(run_err("{\"collMod\": \"cu\", \"index\": {\"keyPattern\": {\"a\": 1}, \"unique\": true},"
+	    " \"validationLevel\": \"off\", \"dryRun\": true}", msg, sizeof(msg)), 72);
+	TT_EQ_STR(msg, "unique: true cannot be combined with any other modification in dry run mode.");
+	TT_EQ_INT(run_err("{\"collMod\": \"cu\", \"index\": {\"keyPattern\": {\"a\": 1}, \"unique\": true},"
+	    " \"dryRun\": true}", NULL, 0), 359);
+	r = run("{\"collMod\": \"cu\", \"index\": {\"name\": \"a_1\", \"unique\": true}}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "code"), 359);
+	TT_EQ_STR(tt_get_str(r, "codeName"), "CannotConvertIndexToUnique");
+	TT_EQ_STR(tt_get_str(r, "errmsg"),
+	    "Cannot convert the index to unique. Please resolve conflicting documents before running collMod again.");
+	TT_EQ_JSON_AT(r, "violations", "[ { \"ids\" : [ 1, 2 ] } ]");
+	tt_free_reply(r);
+	TT_EQ_INT(run_code("{\"delete\": \"cu\", \"deletes\": [{\"q\": {\"_id\": 2}, \"limit\": 1}]}"), 0);
+	r = run("{\"collMod\": \"cu\", \"index\": {\"keyPattern\": {\"a\": 1}, \"unique\": true}, \"dryRun\": true}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(!bson_has_field(r, "unique_new"));
+	tt_free_reply(r);
+	r = run("{\"listIndexes\": \"cu\"}", &rc);
+	TT_EQ_INT(tt_get_bool(r, "cursor.firstBatch.1.prepareUnique"), 1);
+	TT_ASSERT(!tt_has(r, "cursor.firstBatch.1.unique"));
+	tt_free_reply(r);
+	r = run("{\"collMod\": \"cu\", \"index\": {\"keyPattern\": {\"a\": 1}, \"unique\": true}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(tt_get_bool(r, "unique_new"), 1);
+	tt_free_reply(r);
+	r = run("{\"listIndexes\": \"cu\"}", &rc);
+	TT_EQ_INT(tt_get_bool(r, "cursor.firstBatch.1.unique"), 1);
+	TT_ASSERT(!tt_has(r, "cursor.firstBatch.1.prepareUnique"));
+	tt_free_reply(r);
+	r = run("{\"insert\": \"cu\", \"documents\": [{\"_id\": 6, \"a\": 5}]}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 11000);
+	tt_free_reply(r);
+	/* the converted index still answers queries (its keys end with the RecordId) */
+	r = run("{\"find\": \"cu\", \"filter\": {\"a\": {\"$gte\": 1}}, \"hint\": \"a_1\"}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0._id"), 1);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.1._id"), 3);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.2._id"), 5);
+	TT_ASSERT(!tt_has(r, "cursor.firstBatch.3"));
+	tt_free_reply(r);
+	r = run("{\"find\": \"cu\", \"filter\": {\"a\": 5}, \"hint\": \"a_1\"}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0._id"), 5);
+	TT_ASSERT(!tt_has(r, "cursor.firstBatch.1"));
+	tt_free_reply(r);
+	/* covered from its keys (the values and their types rebuilt from the entries) */
+	r = run("{\"find\": \"cu\", \"filter\": {\"a\": {\"$gte\": 2}}, \"projection\": {\"_id\": 0, \"a\": 1},"
+	    " \"hint\": \"a_1\"}", &rc);
+	TT_EQ_JSON_AT(r, "cursor.firstBatch", "[ { \"a\" : 2 }, { \"a\" : 5 } ]");
+	tt_free_reply(r);
+	r = run("{\"explain\": {\"find\": \"cu\", \"filter\": {\"a\": 5}, \"projection\": {\"_id\": 0, \"a\": 1}}}",
+	    &rc);
+	/* an equality on a unique single-field index: mongod's express path */
+	TT_EQ_STR(tt_get_str(r, "queryPlanner.winningPlan.stage"), "EXPRESS_IXSCAN");
+	tt_free_reply(r);
+	r = run("{\"find\": \"cu\", \"filter\": {\"a\": 5}, \"projection\": {\"_id\": 1}}", &rc);
+	TT_EQ_JSON_AT(r, "cursor.firstBatch", "[ { \"_id\" : 5 } ]");
+	tt_free_reply(r);
+	/* unique again: a no-op; back with forceNonUnique */
+	r = run("{\"collMod\": \"cu\", \"index\": {\"keyPattern\": {\"a\": 1}, \"unique\": true}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(!bson_has_field(r, "unique_new"));
+	tt_free_reply(r);
+	TT_EQ_INT(run_err("{\"collMod\": \"cu\", \"index\": {\"keyPattern\": {\"a\": 1}, \"forceNonUnique\": false}}", msg,
+	    sizeof(msg)), 2);
+	TT_EQ_STR(msg, "'forceNonUnique: false' is not supported");
+	r = run("{\"collMod\": \"cu\", \"index\": {\"keyPattern\": {\"a\": 1}, \"forceNonUnique\": true}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(tt_get_bool(r, "forceNonUnique_new"), 1);
+	tt_free_reply(r);
+	TT_EQ_INT(run_err("{\"insert\": \"cu\", \"documents\": [{\"_id\": 6, \"a\": 5}]}", NULL, 0), 0);
+	r = run("{\"count\": \"cu\", \"query\": {\"a\": 5}, \"hint\": \"a_1\"}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "n"), 2);
+	tt_free_reply(r);
+	TT_EQ_INT(run_err("{\"createIndexes\": \"cu2\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\","
+	    " \"unique\": true, \"prepareUnique\": true}]}", msg, sizeof(msg)), 67);
+	TT_ASSERT(strstr(msg, "cannot create an index with the 'unique' option and the 'prepareUnique' option") != NULL);
+	/* prepareUnique given at creation is enforced too; a unique index ignores it */
+	run_code("{\"drop\": \"cu\"}");
+	TT_EQ_INT(run_code("{\"insert\": \"cu\", \"documents\": [{\"_id\": 1, \"a\": 1, \"b\": 1},"
+	    " {\"_id\": 2, \"a\": 1, \"b\": 2}]}"), 0);
+	TT_EQ_INT(run_code("{\"createIndexes\": \"cu\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\","
+	    " \"prepareUnique\": true}, {\"key\": {\"b\": 1}, \"name\": \"b_1\", \"unique\": true}]}"), 0);
+	r = run("{\"insert\": \"cu\", \"documents\": [{\"_id\": 3, \"a\": 1, \"b\": 3}]}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "writeErrors.0.code"), 11000);
+	tt_free_reply(r);
+	r = run("{\"collMod\": \"cu\", \"index\": {\"name\": \"b_1\", \"prepareUnique\": true}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(!bson_has_field(r, "prepareUnique_new"));
+	tt_free_reply(r);
+	/* created unique: its entries move to the key+RecordId layout */
+	r = run("{\"collMod\": \"cu\", \"index\": {\"name\": \"b_1\", \"forceNonUnique\": true}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(tt_get_bool(r, "forceNonUnique_new"), 1);
+	tt_free_reply(r);
+	r = run("{\"listIndexes\": \"cu\"}", &rc);
+	TT_EQ_STR(tt_get_str(r, "cursor.firstBatch.2.name"), "b_1");
+	TT_ASSERT(!tt_has(r, "cursor.firstBatch.2.unique"));
+	tt_free_reply(r);
+	TT_EQ_INT(run_err("{\"insert\": \"cu\", \"documents\": [{\"_id\": 9, \"a\": 9, \"b\": 2}]}", NULL, 0), 0);
+	r = run("{\"find\": \"cu\", \"filter\": {\"b\": {\"$gte\": 1}}, \"projection\": {\"_id\": 1},"
+	    " \"hint\": \"b_1\"}", &rc);
+	TT_EQ_JSON_AT(r, "cursor.firstBatch", "[ { \"_id\" : 1 }, { \"_id\" : 2 }, { \"_id\" : 9 } ]");
+	tt_free_reply(r);
+	TT_EQ_INT(run_err("{\"collMod\": \"cu\", \"index\": {\"name\": \"_id_\", \"forceNonUnique\": true}}", NULL,
+	    0), 238);
+	r = run("{\"collMod\": \"cu\", \"index\": {\"name\": \"a_1\", \"prepareUnique\": false}}", &rc);
+	TT_EQ_INT(rc, 0);
+	tt_free_reply(r);
+	TT_EQ_INT(run_err("{\"insert\": \"cu\", \"documents\": [{\"_id\": 3, \"a\": 1, \"b\": 3}]}", NULL, 0), 0);
+	r = run("{\"insert\": \"cu\", \"documents\": [{\"_id\": 4, \"a\": 1, \"b\": 4}]}", &rc);
+	TT_ASSERT(!tt_has(r, "writeErrors"));
+	tt_free_reply(r);
+	run_code("{\"drop\": \"cu\"}");
 }
 
 static void
@@ -1502,6 +1706,7 @@ main(void)
 	TT_RUN(test_attribute_pattern_explain);
 	TT_RUN(test_express_sort_sparse_partial);
 	TT_RUN(test_coll_mod_index);
+	TT_RUN(test_coll_mod_unique);
 	TT_RUN(test_ttl_pass);
 	TT_RUN(test_covered_and_multikey_paths);
 	TT_RUN(test_parallel_build);

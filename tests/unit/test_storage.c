@@ -785,6 +785,148 @@ test_secondary_indexes_with_keygen(void)
 	close_and_clean(st);
 }
 
+/* prepareUnique and a unique index converted in place (collMod): the table
+ * keeps its key+RecordId layout, writes check duplicates, two transactions
+ * adding the same key meet a write conflict (not both pass), and the
+ * layout flag survives a reopen. */
+static void
+test_prepare_unique_and_conversion(void)
+{
+	storage_t *st = open_fresh("prepuniq");
+	storage_session_t *s = storage_session_pool_get(st, NULL), *s2 = storage_session_pool_get(st, NULL);
+	terr_t err = TERR_INIT;
+	storage_coll_t *c = NULL;
+	bson_t *spec = tt_json("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}");
+	bson_t *prep = tt_json("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\", \"prepareUnique\": true}");
+	bson_t *uniq = tt_json("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\", \"unique\": true}");
+	bson_t *d1 = tt_json("{\"_id\": 10, \"a\": 7}"), *d2 = tt_json("{\"_id\": 11, \"a\": 7}");
+	int ids[16];
+	recid_t r2 = 0;
+
+	storage_set_keygen(st, test_keygen);
+	TT_EQ_INT(storage_coll_create(st, s, "d", "p", NULL, &err), 0);
+	TT_EQ_INT(storage_index_create(st, s, "d", "p", spec, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "d", "p", &c, &err), 0);
+	TT_EQ_INT(insert_json(s, c, "{\"_id\": 1, \"a\": 5}", NULL, &err), 0);
+	TT_EQ_INT(insert_json(s, c, "{\"_id\": 2, \"a\": 5}", &r2, &err), 0);
+	storage_coll_release(c);
+	TT_EQ_INT(storage_index_set_spec(st, s, "d", "p", "a_1", prep, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "d", "p", &c, &err), 0);
+	TT_ASSERT(c->indexes[1].prepare_unique && !c->indexes[1].unique && storage_index_dup_check(&c->indexes[1]));
+	TT_ASSERT(insert_json(s, c, "{\"_id\": 3, \"a\": 5}", NULL, &err) != 0);
+	TT_EQ_INT(err.code, 11000);
+	TT_EQ_STR(err.msg, "E11000 duplicate key error collection: d.p index: a_1 dup key: { a: 5 }");
+	terr_clear(&err);
+	/* two open transactions adding a:7: the second one conflicts */
+	TT_EQ_INT(storage_txn_begin(s, &err), 0);
+	TT_EQ_INT(storage_txn_begin(s2, &err), 0);
+	TT_EQ_INT(storage_doc_insert(s, c, d1, NULL, &err), 0);
+	TT_ASSERT(storage_doc_insert(s2, c, d2, NULL, &err) != 0);
+	TT_ASSERT(storage_is_write_conflict(&err));
+	terr_clear(&err);
+	storage_txn_rollback(s2);
+	TT_EQ_INT(storage_txn_commit(s, false, &err), 0);
+	TT_ASSERT(insert_json(s2, c, "{\"_id\": 11, \"a\": 7}", NULL, &err) != 0);
+	TT_EQ_INT(err.code, 11000);
+	terr_clear(&err);
+	TT_EQ_INT(ix_scan_ids(s, c, 1, 0, 100, false, ids, 16), 3);
+	TT_ASSERT(ids[0] == 1 && ids[1] == 2 && ids[2] == 10);
+	storage_coll_release(c);
+	/* converted: unique on the same table (a key-only table cannot) */
+	TT_EQ_INT(storage_coll_get(st, "d", "p", &c, &err), 0);
+	{
+		bson_t *old = tt_json("{\"_id\": 2, \"a\": 5}");
+		TT_EQ_INT(storage_txn_begin(s, &err), 0);
+		TT_EQ_INT(storage_doc_delete(s, c, r2, old, &err), 0);
+		TT_EQ_INT(storage_txn_commit(s, false, &err), 0);
+		bson_destroy(old);
+	}
+	storage_coll_release(c);
+	TT_EQ_INT(storage_index_set_spec(st, s, "d", "p", "a_1", uniq, &err), 0);
+	{
+		storage_options_t o = {0};
+		storage_session_pool_put(st, s);
+		storage_session_pool_put(st, s2);
+		storage_close(st);
+		TT_EQ_INT(storage_open(dir, &o, &st, &err), 0);
+		storage_set_keygen(st, test_keygen);
+		s = storage_session_pool_get(st, NULL);
+	}
+	TT_EQ_INT(storage_coll_get(st, "d", "p", &c, &err), 0);
+	TT_ASSERT(c->indexes[1].unique && c->indexes[1].unique_rid && !storage_index_key_only(&c->indexes[1]));
+	TT_ASSERT(insert_json(s, c, "{\"_id\": 4, \"a\": 7}", NULL, &err) != 0);
+	TT_EQ_INT(err.code, 11000);
+	terr_clear(&err);
+	TT_EQ_INT(insert_json(s, c, "{\"_id\": 4, \"a\": 8}", NULL, &err), 0);
+	TT_EQ_INT(ix_scan_ids(s, c, 1, 5, 8, false, ids, 16), 3);
+	TT_ASSERT(ids[0] == 1 && ids[1] == 10 && ids[2] == 4);
+	storage_coll_release(c);
+	/* back (forceNonUnique): duplicates again, the flag gone */
+	TT_EQ_INT(storage_index_set_spec(st, s, "d", "p", "a_1", spec, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "d", "p", &c, &err), 0);
+	TT_ASSERT(!c->indexes[1].unique && !c->indexes[1].unique_rid && !storage_index_dup_check(&c->indexes[1]));
+	TT_EQ_INT(insert_json(s, c, "{\"_id\": 5, \"a\": 8}", NULL, &err), 0);
+	storage_coll_release(c);
+	/* a unique index created so keeps its layout: unique cannot change */
+	{
+		bson_t *u = tt_json("{\"v\": 2, \"key\": {\"u\": 1}, \"name\": \"u_1\", \"unique\": true}");
+		bson_t *nu = tt_json("{\"v\": 2, \"key\": {\"u\": 1}, \"name\": \"u_1\"}");
+		TT_EQ_INT(storage_coll_create(st, s, "d", "q", NULL, &err), 0);
+		TT_EQ_INT(storage_index_create(st, s, "d", "q", u, &err), 0);
+		TT_ASSERT(storage_index_set_spec(st, s, "d", "q", "u_1", nu, &err) != 0);
+		TT_EQ_INT(err.code, TERR_BAD_VALUE);
+		terr_clear(&err);
+		bson_destroy(u);
+		bson_destroy(nu);
+	}
+	/* ... unless it moves to a new table (forceNonUnique): 2500 entries,
+	 * past one copy transaction, then a reopen */
+	{
+		bson_t *u = tt_json("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\", \"unique\": true}");
+		bson_t *nu = tt_json("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}");
+		storage_options_t o = {0};
+		char json[64];
+		int n;
+		TT_EQ_INT(storage_coll_create(st, s, "d", "r", NULL, &err), 0);
+		TT_EQ_INT(storage_index_create(st, s, "d", "r", u, &err), 0);
+		TT_EQ_INT(storage_coll_get(st, "d", "r", &c, &err), 0);
+		for (int i = 0; i < 2500; i++) {
+			snprintf(json, sizeof(json), "{\"_id\": %d, \"a\": %d}", i, 2499 - i);
+			TT_EQ_INT(insert_json(s, c, json, NULL, &err), 0);
+		}
+		storage_coll_release(c);
+		TT_EQ_INT(storage_index_set_spec_relayout(st, s, "d", "r", "a_1", nu, &err), 0);
+		TT_EQ_INT(storage_coll_get(st, "d", "r", &c, &err), 0);
+		TT_ASSERT(!c->indexes[1].unique && !storage_index_key_only(&c->indexes[1]));
+		TT_EQ_INT(insert_json(s, c, "{\"_id\": 5000, \"a\": 7}", NULL, &err), 0);
+		storage_coll_release(c);
+		TT_ASSERT(storage_index_set_spec_relayout(st, s, "d", "r", "a_1", nu, &err) != 0);
+		TT_EQ_INT(err.code, TERR_BAD_VALUE);
+		terr_clear(&err);
+		storage_session_pool_put(st, s);
+		storage_close(st);
+		TT_EQ_INT(storage_open(dir, &o, &st, &err), 0);
+		storage_set_keygen(st, test_keygen);
+		s = storage_session_pool_get(st, NULL);
+		TT_EQ_INT(storage_coll_get(st, "d", "r", &c, &err), 0);
+		n = ix_scan_ids(s, c, 1, 0, 3000, false, ids, 16);
+		TT_EQ_INT(n, 2501);
+		TT_ASSERT(ids[0] == 2499 && ids[1] == 2498);
+		TT_EQ_INT(ix_scan_ids(s, c, 1, 7, 7, false, ids, 16), 2);
+		TT_ASSERT(ids[0] == 2492 && ids[1] == 5000);
+		storage_coll_release(c);
+		bson_destroy(u);
+		bson_destroy(nu);
+	}
+	storage_session_pool_put(st, s);
+	bson_destroy(spec);
+	bson_destroy(prep);
+	bson_destroy(uniq);
+	bson_destroy(d1);
+	bson_destroy(d2);
+	close_and_clean(st);
+}
+
 /* Entries of index ix of the current descriptor (full scan). */
 static int
 ix_count(storage_t *st, storage_session_t *s, const char *ixname)
@@ -2088,6 +2230,7 @@ main(void)
 	TT_RUN(test_secondary_index_refused);
 	TT_RUN(test_scans_save_restore);
 	TT_RUN(test_secondary_indexes_with_keygen);
+	TT_RUN(test_prepare_unique_and_conversion);
 	TT_RUN(test_index_builds);
 	TT_RUN(test_index_build_leaves_ddl);
 	TT_RUN(test_concurrent_writers);

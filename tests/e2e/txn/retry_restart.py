@@ -16,9 +16,13 @@ restart answers the stored image unprojected with retriedStmtId, as mongod.
 Last, with `--oplogSize 1`: a batch whose oplog entries truncation removed
 is retried after a restart and answers 217 IncompleteTransactionHistory
 (nothing applied twice).  A time-series findAndModify (an upsert) and
-bulkWrite, kept whole in memory, retried after the restart answer 238
-rather than a reply rebuilt from a bucket's entry.  Raw OP_MSG, so the lsid is ours and not a
-driver's implicit session.
+bulkWrite (one op, and three ops whose first reply's cursor had more than
+one batch), kept whole in config.tamga_retry_replies with the write,
+retried after the restart answer their first replies (the three ops'
+results as a new cursor under the retry's batchSize); one whose kept reply
+was removed answers mongod's 5637601, never a reply rebuilt from a
+bucket's entry.  Raw OP_MSG, so the lsid is ours and not a driver's
+implicit session.
 
     python3 retry_restart.py path/to/tamgad
 
@@ -141,6 +145,11 @@ TS_FAM = {"findAndModify": "ts", "query": {"k": 2}, "update": {"$set": {"t": T0,
           "upsert": True, "new": True}
 TS_BULK = {"bulkWrite": 1, "nsInfo": [{"ns": "t.ts"}],
            "ops": [{"update": 0, "filter": {"k": 1}, "updateMods": {"$inc": {"v": 1}}}]}
+TS_BULK3 = {"bulkWrite": 1, "nsInfo": [{"ns": "t.ts"}], "cursor": {"batchSize": 1},
+            "ops": [{"insert": 0, "document": {"t": T0, "m": 3, "k": 3, "v": 0}},
+                    {"update": 0, "filter": {"k": 3}, "updateMods": {"$inc": {"v": 7}}},
+                    {"delete": 0, "filter": {"k": 9}}]}
+TS_FAM_GONE = {"findAndModify": "ts", "query": {"k": 1}, "update": {"$inc": {"w": 1}}, "new": True}
 
 
 def bulk_counts(r):
@@ -193,18 +202,48 @@ def main():
         c.cmd("t", {"insert": "ts", "documents": [{"t": T0, "m": 1, "k": 1, "v": 0}]})
         r = c.cmd("t", dict(TS_FAM, lsid=lsid(220), txnNumber=Int64(1), writeConcern={"w": 1, "j": True}))
         check("time-series findAndModify upsert applied", r.get("ok") == 1 and r["value"]["v"] == 5, r)
+        ts_first = r
         r = c.cmd("admin", dict(TS_BULK, lsid=lsid(221), txnNumber=Int64(1), writeConcern={"w": 1, "j": True}))
         check("time-series bulkWrite applied", r.get("ok") == 1 and r.get("nModified") == 1, r)
+        bulk_first = r
+        r = c.cmd("admin", dict(TS_BULK3, lsid=lsid(222), txnNumber=Int64(1), writeConcern={"w": 1, "j": True}))
+        check("time-series bulkWrite of three ops applied, its cursor in more than one batch",
+              r.get("ok") == 1 and bulk_counts(r) == (0, 1, 1, 1, 0, 0) and r["cursor"]["id"] != 0
+              and len(r["cursor"]["firstBatch"]) == 1, r)
+        bulk3_counts = bulk_counts(r)
+        r = c.cmd("t", dict(TS_FAM_GONE, lsid=lsid(223), txnNumber=Int64(1), writeConcern={"w": 1, "j": True}))
+        check("time-series findAndModify applied (its kept reply removed next)", r.get("ok") == 1, r)
+        r = c.cmd("config", {"delete": "tamga_retry_replies", "deletes": [{"q": {"_id.id": lsid(223)["id"]}, "limit": 1}],
+                             "writeConcern": {"w": 1, "j": True}})
+        check("the kept reply is a document of config.tamga_retry_replies", r.get("n") == 1, r)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         proc, c = start(dbpath, port, log)
-        for name, db, cmd, n in (("findAndModify", "t", TS_FAM, 220), ("bulkWrite", "admin", TS_BULK, 221)):
-            r = c.cmd(db, dict(cmd, lsid=lsid(n), txnNumber=Int64(1)))
-            check("time-series %s retried after kill -9: 238 (its kept reply is gone), not a bucket's entry" % name,
-                  r.get("code") == 238, r)
-        r = c.cmd("t", {"find": "ts", "sort": {"k": 1}, "projection": {"_id": 0, "k": 1, "v": 1}})
+        r = c.cmd("t", dict(TS_FAM, lsid=lsid(220), txnNumber=Int64(1)))
+        check("time-series findAndModify retried after kill -9 answers its first reply (retriedStmtId)",
+              r.get("ok") == 1 and r.get("value") == ts_first.get("value")
+              and r.get("lastErrorObject") == ts_first.get("lastErrorObject") and r.get("retriedStmtId") == 0, r)
+        r = c.cmd("admin", dict(TS_BULK, lsid=lsid(221), txnNumber=Int64(1)))
+        check("time-series bulkWrite retried after kill -9 answers its first reply",
+              r.get("ok") == 1 and bulk_counts(r) == bulk_counts(bulk_first)
+              and r["cursor"]["firstBatch"] == bulk_first["cursor"]["firstBatch"], r)
+        r = c.cmd("admin", dict(TS_BULK3, lsid=lsid(222), txnNumber=Int64(1)))
+        ok = r.get("ok") == 1 and bulk_counts(r) == bulk3_counts and len(r["cursor"]["firstBatch"]) == 1
+        items = list(r.get("cursor", {}).get("firstBatch", []))
+        if ok and r["cursor"]["id"] != 0:
+            more = c.cmd("admin", {"getMore": r["cursor"]["id"], "collection": "$cmd.bulkWrite"})
+            items += more.get("cursor", {}).get("nextBatch", [])
+        check("... the three-op bulkWrite's retry: every result again, as a new cursor of batchSize 1",
+              ok and [i.get("idx") for i in items] == [0, 1, 2] and [i.get("n") for i in items] == [1, 1, 0], (r, items))
+        r = c.cmd("t", dict(TS_FAM_GONE, lsid=lsid(223), txnNumber=Int64(1)))
+        check("a time-series findAndModify whose kept reply is gone answers 5637601 (mongod's, image gone)",
+              r.get("code") == 5637601, r)
+        r = c.cmd("t", dict(TS_FAM, lsid=lsid(220), txnNumber=Int64(0)))
+        check("... an older txnNumber than the kept reply's is too old (225)", r.get("code") == 225, r)
+        r = c.cmd("t", {"find": "ts", "sort": {"k": 1}, "projection": {"_id": 0, "k": 1, "v": 1, "w": 1}})
         docs = r["cursor"]["firstBatch"]
-        check("... and nothing of them applied twice", docs == [{"k": 1, "v": 1}, {"k": 2, "v": 5}], docs)
+        check("... and nothing of them applied twice",
+              docs == [{"k": 1, "v": 1, "w": 1}, {"k": 2, "v": 5}, {"k": 3, "v": 7}], docs)
         r = c.cmd("admin", dict(BULK, lsid=lsid(210), txnNumber=Int64(4)))
         check("bulkWrite retried after kill -9: ops that ran from the oplog, the failed one runs",
               r.get("ok") == 1 and bulk_counts(r) == (0, 2, 1, 1, 1, 1) and r.get("retriedStmtIds") == [0, 2, 3, 4]
