@@ -485,6 +485,55 @@ test_connect_outlives_timeout(void)
 	EVP_PKEY_free(m_key);
 }
 
+/* --tlsClusterPassword: an encrypted cluster key is read with its pass
+ * phrase (common/tls_password.c); a wrong one or none is 140. */
+static void
+test_encrypted_key(void)
+{
+	EVP_PKEY *ca_key = EVP_EC_gen("P-256"), *m_key = EVP_EC_gen("P-256");
+	X509 *ca, *m;
+	char *ca_pem, *m_pem, *enc_path = bson_strdup_printf("%s/member-enc.pem", tmp);
+	repl_member_tls_options_t o;
+	terr_t err = TERR_INIT;
+	FILE *f;
+
+	ca = make_cert(ca_key, "test CA", NULL, NULL, NULL);
+	m = make_cert(m_key, "member", ca, ca_key, "IP:127.0.0.1");
+	ca_pem = write_pem("ca3.pem", ca, NULL);
+	m_pem = write_pem("member3.pem", m, m_key);
+	f = fopen(enc_path, "w");
+	TT_ASSERT(f != NULL);
+	PEM_write_X509(f, m);
+	TT_EQ_INT(PEM_write_PrivateKey(f, m_key, EVP_aes_256_cbc(), NULL, 0, NULL, (void *)"cl-pw"), 1);
+	fclose(f);
+
+	memset(&o, 0, sizeof(o));
+	o.mode = REPL_MEMBER_TLS_REQUIRE;
+	o.certificate_key_file = m_pem;
+	o.ca_file = ca_pem;
+	o.cluster_file = enc_path;
+	o.cluster_password = "cl-pw";
+	TT_EQ_INT(repl_member_tls_configure(&o, &err), 0);
+	TT_ASSERT(repl_member_tls_outgoing());
+	o.cluster_password = "not-it";
+	TT_EQ_INT(repl_member_tls_configure(&o, &err), -1);
+	TT_EQ_INT(err.code, 140);
+	TT_ASSERT(strstr(err.msg, "member-enc.pem") != NULL);
+	terr_clear(&err);
+	o.cluster_password = NULL;
+	TT_EQ_INT(repl_member_tls_configure(&o, &err), -1);
+	TT_EQ_INT(err.code, 140);
+	terr_clear(&err);
+	TT_EQ_INT(repl_member_tls_configure(NULL, &err), 0);
+	bson_free(enc_path);
+	bson_free(ca_pem);
+	bson_free(m_pem);
+	X509_free(ca);
+	X509_free(m);
+	EVP_PKEY_free(ca_key);
+	EVP_PKEY_free(m_key);
+}
+
 int
 main(void)
 {
@@ -492,6 +541,7 @@ main(void)
 	tmp = tt_tmpdir("raft_tls");
 	TT_RUN(test_relay);
 	TT_RUN(test_connect_outlives_timeout);
+	TT_RUN(test_encrypted_key);
 	tt_rmdir(tmp);
 	bson_free(tmp);
 	return tt_finish();
