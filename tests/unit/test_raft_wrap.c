@@ -20,12 +20,9 @@
  * uv_loop_close succeeding (no handle left).
  */
 #include "tt.h"
+#include "tt_loopback.h"
 
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <stdint.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "repl/raft_wrap.h"
 
@@ -43,6 +40,8 @@ static struct {
 	char accept_address[64];
 	uv_stream_t *conn_stream, *acc_stream;
 	int closed;
+	char a_addr[64], b_addr[64];
+	struct raft_uv_connect req;
 	char got;
 	int got_n;
 } T;
@@ -187,77 +186,6 @@ on_closed(struct raft_uv_transport *t)
 	T.closed++;
 }
 
-static void
-run_ms(int ms)
-{
-	for (int i = 0; i < ms / 5; i++) {
-		uv_run(&T.loop, UV_RUN_NOWAIT);
-		usleep(5 * 1000);
-	}
-}
-
-static void
-run_until(int *counter, int want, int ms)
-{
-	for (int i = 0; i < ms / 5 && *counter < want; i++) {
-		uv_run(&T.loop, UV_RUN_NOWAIT);
-		usleep(5 * 1000);
-	}
-}
-
-static int
-free_port(void)
-{
-	struct sockaddr_in a;
-	socklen_t l = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	bind(fd, (struct sockaddr *)&a, sizeof(a));
-	getsockname(fd, (struct sockaddr *)&a, &l);
-	port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
-/* A listener that never accepts, its queue (backlog 0: one) filled by
- * *fill: connects to it hang.  Its address into addr. */
-static int
-full_listener(char *addr, size_t len, int *fill)
-{
-	struct sockaddr_in a;
-	socklen_t l = sizeof(a);
-	int lfd = socket(AF_INET, SOCK_STREAM, 0);
-
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	TT_EQ_INT(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-	TT_EQ_INT(listen(lfd, 0), 0);
-	getsockname(lfd, (struct sockaddr *)&a, &l);
-	snprintf(addr, len, "127.0.0.1:%d", ntohs(a.sin_port));
-	*fill = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-	connect(*fill, (struct sockaddr *)&a, sizeof(a));
-	usleep(100 * 1000);
-	return lfd;
-}
-
-/* Accept and close what the full listener's queue holds, for ms. */
-static void
-drain(int lfd, int ms)
-{
-	fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK);
-	for (int i = 0; i < ms / 10; i++) {
-		int c;
-		while ((c = accept(lfd, NULL, NULL)) >= 0)
-			close(c);
-		uv_run(&T.loop, UV_RUN_NOWAIT);
-		usleep(10 * 1000);
-	}
-}
-
 /* Close t and its inner transport; release t. */
 static void
 shut(struct raft_uv_transport *t, struct raft_uv_transport *in)
@@ -265,7 +193,7 @@ shut(struct raft_uv_transport *t, struct raft_uv_transport *in)
 	int want = T.closed + 1;
 
 	t->close(t, on_closed);
-	run_until(&T.closed, want, 3000);
+	tt_run_until(&T.loop, &T.closed, want, 3000);
 	TT_EQ_INT(T.closed, want);
 	raft_uv_tcp_close(in);
 	repl_raft_wrap_close(t);
@@ -284,6 +212,24 @@ finish(void)
 	uv_run(&T.loop, UV_RUN_DEFAULT);
 	TT_EQ_INT(uv_loop_close(&T.loop), 0);
 	TT_EQ_INT(T.released, T.made);
+}
+
+/* Transport a (Raft id 1) listening, b (id 2) connecting to it. */
+static void
+pair(struct raft_uv_transport *a_in, struct raft_uv_transport *a, struct raft_uv_transport *b_in,
+     struct raft_uv_transport *b)
+{
+	snprintf(T.a_addr, sizeof(T.a_addr), "127.0.0.1:%d", tt_free_port());
+	snprintf(T.b_addr, sizeof(T.b_addr), "127.0.0.1:%d", tt_free_port());
+	TT_EQ_INT(raft_uv_tcp_init(a_in, &T.loop), 0);
+	TT_EQ_INT(repl_raft_wrap_init(a, a_in, &T.loop, &fk_ops), 0);
+	TT_EQ_INT(a->init(a, 1, T.a_addr), 0);
+	TT_EQ_INT(a->listen(a, accept_cb), 0);
+	TT_EQ_INT(raft_uv_tcp_init(b_in, &T.loop), 0);
+	TT_EQ_INT(repl_raft_wrap_init(b, b_in, &T.loop, &fk_ops), 0);
+	TT_EQ_INT(b->init(b, 2, T.b_addr), 0);
+	T.made++;   /* the connector's */
+	TT_EQ_INT(b->connect(b, &T.req, 1, T.a_addr, connect_cb), 0);
 }
 
 /* ---- the tests ------------------------------------------------------------------------------------------ */
@@ -310,43 +256,31 @@ static void
 test_handshake_completes(void)
 {
 	struct raft_uv_transport a_in, a, b_in, b;
-	struct raft_uv_connect req;
 	uv_write_t w;
-	char a_addr[64], b_addr[64];
 	uv_buf_t r = uv_buf_init("R", 1);
 
 	start();
-	snprintf(a_addr, sizeof(a_addr), "127.0.0.1:%d", free_port());
-	snprintf(b_addr, sizeof(b_addr), "127.0.0.1:%d", free_port());
-	TT_EQ_INT(raft_uv_tcp_init(&a_in, &T.loop), 0);
-	TT_EQ_INT(repl_raft_wrap_init(&a, &a_in, &T.loop, &fk_ops), 0);
-	TT_EQ_INT(a.init(&a, 1, a_addr), 0);
-	TT_EQ_INT(a.listen(&a, accept_cb), 0);
-	TT_EQ_INT(raft_uv_tcp_init(&b_in, &T.loop), 0);
-	TT_EQ_INT(repl_raft_wrap_init(&b, &b_in, &T.loop, &fk_ops), 0);
-	TT_EQ_INT(b.init(&b, 2, b_addr), 0);
-	T.made++;   /* the connector's */
-	TT_EQ_INT(b.connect(&b, &req, 1, a_addr, connect_cb), 0);
-	run_until(&T.accept_calls, 1, 3000);
-	run_until(&T.connect_calls, 1, 3000);
+	pair(&a_in, &a, &b_in, &b);
+	tt_run_until(&T.loop, &T.accept_calls, 1, 3000);
+	tt_run_until(&T.loop, &T.connect_calls, 1, 3000);
 	TT_EQ_INT(T.connect_calls, 1);
 	TT_EQ_INT(T.connect_streams, 1);
 	TT_EQ_INT(T.accept_calls, 1);
 	TT_EQ_INT(T.accept_id, 2);
-	TT_EQ_STR(T.accept_address, b_addr);
+	TT_EQ_STR(T.accept_address, T.b_addr);
 	TT_EQ_INT(T.notes_failed, 0);
 
 	/* the first byte after the handshake is libraft's */
 	TT_EQ_INT(uv_write(&w, T.conn_stream, &r, 1, NULL), 0);
 	TT_EQ_INT(uv_read_start(T.acc_stream, got_alloc, got_read), 0);
-	run_until(&T.got_n, 1, 3000);
+	tt_run_until(&T.loop, &T.got_n, 1, 3000);
 	TT_EQ_INT(T.got_n, 1);
 	TT_EQ_INT(T.got, 'R');
 
 	/* the streams are libraft's: the transports' close leaves them */
 	shut(&a, &a_in);
 	shut(&b, &b_in);
-	run_ms(50);
+	tt_run_until(&T.loop, NULL, 0, 50);
 	TT_EQ_INT(T.released, 2);
 	uv_close((uv_handle_t *)T.conn_stream, on_stream_closed);
 	uv_close((uv_handle_t *)T.acc_stream, on_stream_closed);
@@ -362,7 +296,7 @@ test_connect_outlives_timeout(void)
 	int fill, lfd;
 
 	start();
-	lfd = full_listener(addr, sizeof(addr), &fill);
+	lfd = tt_full_listener(addr, sizeof(addr), &fill);
 	TT_EQ_INT(raft_uv_tcp_init(&in, &T.loop), 0);
 	TT_EQ_INT(repl_raft_wrap_init(&t, &in, &T.loop, &fk_ops), 0);
 	TT_EQ_INT(t.init(&t, 1, "127.0.0.1:1"), 0);
@@ -371,7 +305,7 @@ test_connect_outlives_timeout(void)
 
 	/* the timeout: libraft hears of it once, with the reason noted; the
 	 * connection stays allocated for the TCP connect still running */
-	run_ms(TIMEOUT_MS + 300);
+	tt_run_until(&T.loop, NULL, 0, TIMEOUT_MS + 300);
 	TT_EQ_INT(T.connect_calls, 1);
 	TT_EQ_INT(T.connect_status, RAFT_NOCONNECTION);
 	TT_EQ_INT(T.notes_failed, 1);
@@ -380,7 +314,7 @@ test_connect_outlives_timeout(void)
 
 	/* the SYN retransmitted gets through: the late connect completes,
 	 * its stream is closed, no second callback, the connection freed */
-	drain(lfd, 3000);
+	tt_drain(lfd, &T.loop, 3000);
 	TT_EQ_INT(T.connect_calls, 1);
 	TT_EQ_INT(T.released, 1);
 
@@ -395,26 +329,14 @@ static void
 test_close_during_handshake(void)
 {
 	struct raft_uv_transport a_in, a, b_in, b;
-	struct raft_uv_connect req;
-	char a_addr[64], b_addr[64];
 
 	start();
 	T.stall = true;
-	snprintf(a_addr, sizeof(a_addr), "127.0.0.1:%d", free_port());
-	snprintf(b_addr, sizeof(b_addr), "127.0.0.1:%d", free_port());
-	TT_EQ_INT(raft_uv_tcp_init(&a_in, &T.loop), 0);
-	TT_EQ_INT(repl_raft_wrap_init(&a, &a_in, &T.loop, &fk_ops), 0);
-	TT_EQ_INT(a.init(&a, 1, a_addr), 0);
-	TT_EQ_INT(a.listen(&a, accept_cb), 0);
-	TT_EQ_INT(raft_uv_tcp_init(&b_in, &T.loop), 0);
-	TT_EQ_INT(repl_raft_wrap_init(&b, &b_in, &T.loop, &fk_ops), 0);
-	TT_EQ_INT(b.init(&b, 2, b_addr), 0);
-	T.made++;
-	TT_EQ_INT(b.connect(&b, &req, 1, a_addr, connect_cb), 0);
+	pair(&a_in, &a, &b_in, &b);
 	/* both sides in their handshake: the acceptor's connection exists */
-	run_until(&T.made, 2, 3000);
+	tt_run_until(&T.loop, &T.made, 2, 3000);
 	TT_EQ_INT(T.made, 2);
-	run_ms(50);
+	tt_run_until(&T.loop, NULL, 0, 50);
 	TT_EQ_INT(T.connect_calls, 0);
 
 	/* the connector's transport closes: its request is cancelled once */
@@ -425,7 +347,7 @@ test_close_during_handshake(void)
 	/* the acceptor's, in its handshake (its peer may or may not have
 	 * hung up yet): nothing reaches libraft */
 	shut(&a, &a_in);
-	run_ms(TIMEOUT_MS + 100);
+	tt_run_until(&T.loop, NULL, 0, TIMEOUT_MS + 100);
 	TT_EQ_INT(T.accept_calls, 0);
 	TT_EQ_INT(T.connect_calls, 1);
 	finish();
@@ -454,7 +376,7 @@ test_close_with_connects_in_flight(void)
 
 	start();
 	memset(multi_calls, 0, sizeof(multi_calls));
-	lfd = full_listener(addr, sizeof(addr), &fill);
+	lfd = tt_full_listener(addr, sizeof(addr), &fill);
 	TT_EQ_INT(raft_uv_tcp_init(&in, &T.loop), 0);
 	TT_EQ_INT(repl_raft_wrap_init(&t, &in, &T.loop, &fk_ops), 0);
 	TT_EQ_INT(t.init(&t, 1, "127.0.0.1:1"), 0);
@@ -462,7 +384,7 @@ test_close_with_connects_in_flight(void)
 	req[0].data = (void *)(intptr_t)0;
 	T.made++;
 	TT_EQ_INT(t.connect(&t, &req[0], 2, addr, multi_cb), 0);
-	run_ms(TIMEOUT_MS + 200);
+	tt_run_until(&T.loop, NULL, 0, TIMEOUT_MS + 200);
 	TT_EQ_INT(multi_calls[0], 1);
 	TT_EQ_INT(multi_status[0], RAFT_NOCONNECTION);
 	/* two in their timeout */
@@ -471,7 +393,7 @@ test_close_with_connects_in_flight(void)
 		T.made++;
 		TT_EQ_INT(t.connect(&t, &req[i], 2, addr, multi_cb), 0);
 	}
-	run_ms(20);
+	tt_run_until(&T.loop, NULL, 0, 20);
 	TT_EQ_INT(multi_calls[1] + multi_calls[2], 0);
 
 	/* close: the inner close cancels the three TCP connects; the two
