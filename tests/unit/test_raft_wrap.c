@@ -148,6 +148,18 @@ static const repl_raft_wrap_ops_t fk_ops = {
 	.release = fk_release,
 };
 
+/* the same with a timeout no loaded machine reaches: for a test that must
+ * close before any timeout fires */
+static const repl_raft_wrap_ops_t fk_ops_patient = {
+	.conn_size = sizeof(fk_t),
+	.timeout_ms = 30000,
+	.timeout_reason = "the test's handshake timed out",
+	.note = note,
+	.accepted = fk_accepted,
+	.connected = fk_connected,
+	.release = fk_release,
+};
+
 /* ---- libraft's side ------------------------------------------------------------------------------------- */
 
 static void
@@ -214,19 +226,19 @@ finish(void)
 	TT_EQ_INT(T.released, T.made);
 }
 
-/* Transport a (Raft id 1) listening, b (id 2) connecting to it. */
+/* Transport a (Raft id 1) listening, b (id 2) connecting to it, both with ops. */
 static void
 pair(struct raft_uv_transport *a_in, struct raft_uv_transport *a, struct raft_uv_transport *b_in,
-     struct raft_uv_transport *b)
+     struct raft_uv_transport *b, const repl_raft_wrap_ops_t *ops)
 {
 	snprintf(T.a_addr, sizeof(T.a_addr), "127.0.0.1:%d", tt_free_port());
 	snprintf(T.b_addr, sizeof(T.b_addr), "127.0.0.1:%d", tt_free_port());
 	TT_EQ_INT(raft_uv_tcp_init(a_in, &T.loop), 0);
-	TT_EQ_INT(repl_raft_wrap_init(a, a_in, &T.loop, &fk_ops), 0);
+	TT_EQ_INT(repl_raft_wrap_init(a, a_in, &T.loop, ops), 0);
 	TT_EQ_INT(a->init(a, 1, T.a_addr), 0);
 	TT_EQ_INT(a->listen(a, accept_cb), 0);
 	TT_EQ_INT(raft_uv_tcp_init(b_in, &T.loop), 0);
-	TT_EQ_INT(repl_raft_wrap_init(b, b_in, &T.loop, &fk_ops), 0);
+	TT_EQ_INT(repl_raft_wrap_init(b, b_in, &T.loop, ops), 0);
 	TT_EQ_INT(b->init(b, 2, T.b_addr), 0);
 	T.made++;   /* the connector's */
 	TT_EQ_INT(b->connect(b, &T.req, 1, T.a_addr, connect_cb), 0);
@@ -260,7 +272,7 @@ test_handshake_completes(void)
 	uv_buf_t r = uv_buf_init("R", 1);
 
 	start();
-	pair(&a_in, &a, &b_in, &b);
+	pair(&a_in, &a, &b_in, &b, &fk_ops_patient);
 	tt_run_until(&T.loop, &T.accept_calls, 1, 3000);
 	tt_run_until(&T.loop, &T.connect_calls, 1, 3000);
 	TT_EQ_INT(T.connect_calls, 1);
@@ -332,7 +344,7 @@ test_close_during_handshake(void)
 
 	start();
 	T.stall = true;
-	pair(&a_in, &a, &b_in, &b);
+	pair(&a_in, &a, &b_in, &b, &fk_ops_patient);
 	/* both sides in their handshake: the acceptor's connection exists */
 	tt_run_until(&T.loop, &T.made, 2, 3000);
 	TT_EQ_INT(T.made, 2);
@@ -347,7 +359,7 @@ test_close_during_handshake(void)
 	/* the acceptor's, in its handshake (its peer may or may not have
 	 * hung up yet): nothing reaches libraft */
 	shut(&a, &a_in);
-	tt_run_until(&T.loop, NULL, 0, TIMEOUT_MS + 100);
+	tt_run_until(&T.loop, NULL, 0, 100);
 	TT_EQ_INT(T.accept_calls, 0);
 	TT_EQ_INT(T.connect_calls, 1);
 	finish();
