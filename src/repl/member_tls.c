@@ -20,6 +20,8 @@
 
 #include <bson/bson.h>
 
+#include "common/tls_password.h"
+
 /* MongoDB's InvalidSSLConfiguration. */
 #define TERR_INVALID_SSL_CONFIG 140
 
@@ -28,22 +30,6 @@ static struct {
 	SSL_CTX *client, *server;
 	bool allow_invalid_hostnames;
 } g_tls;
-
-static int
-password_cb(char *buf, int size, int rwflag, void *userdata)
-{
-	const char *pw = userdata;
-	int n;
-
-	(void)rwflag;
-	if (pw == NULL)
-		return 0;
-	n = (int)strlen(pw);
-	if (n > size)
-		n = size;
-	memcpy(buf, pw, (size_t)n);
-	return n;
-}
 
 static int
 accept_any(int ok, X509_STORE_CTX *ctx)
@@ -82,7 +68,7 @@ make_ctx(bool server, const char *cert, const char *password, const char *ca, bo
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 	SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION);
 	SSL_CTX_set_mode(ctx, SSL_MODE_AUTO_RETRY | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-	SSL_CTX_set_default_passwd_cb(ctx, password_cb);
+	SSL_CTX_set_default_passwd_cb(ctx, tm_tls_password_cb);
 	SSL_CTX_set_default_passwd_cb_userdata(ctx, (void *)password);
 	if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
 		ossl_reason(why, sizeof(why));

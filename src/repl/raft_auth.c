@@ -1,21 +1,20 @@
 /*
  * raft_auth.c -- the keyFile handshake on canonical/raft's libuv transport
- * (raft_auth.h): the protocol's steps as pure functions, then the wrapping
- * transport that runs them on each new connection before libraft sees it.
+ * (raft_auth.h): the protocol's steps as pure functions, then the
+ * handshake that runs them on each new connection before libraft sees it.
  *
- * Not here: the MACs and the key (auth/auth_member.c); Raft itself
+ * Not here: the MACs and the key (auth/auth_member.c); the wrapping
+ * transport and each connection's lifetime (raft_wrap.c); Raft itself
  * (raft_member.c).
  */
 #include "repl/raft_auth.h"
 
 #include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "auth/auth_member.h"
 #include "repl/member_rpc.h"
-#include "repl/raft_member.h"
+#include "repl/raft_wrap.h"
 
 /* ---- the protocol --------------------------------------------------------------------------------- */
 
@@ -93,131 +92,30 @@ repl_raft_auth_check(const uint8_t hello[REPL_RAFT_AUTH_HELLO_LEN], const uint8_
 	return ok ? 0 : -1;
 }
 
-/* ---- the transport ---------------------------------------------------------------------------------- */
+/* ---- the handshake on each connection (raft_wrap.h runs the transport) ---------------------------- */
 
-typedef struct hs hs_t;
-
-typedef struct ra {
-	struct raft_uv_transport *outer, *inner;
-	uv_loop_t *loop;
-	raft_id self_id;
-	raft_uv_accept_cb accept_cb;
-	raft_uv_transport_close_cb close_cb;
-	hs_t *pending;                   /* handshakes in flight */
-	bool closing;
-} ra_t;
-
-struct hs {
-	ra_t *ra;
-	bool connector;
-	uv_stream_t *stream;
-	uv_timer_t timer;
+typedef struct hs {
+	repl_raft_conn_t b;              /* first: the wrapper's part */
 	uv_write_t wreq[2];              /* the first message, the connector's proof */
-	int refs;                        /* the timer, a stream being closed, writes in flight */
-	bool done;                       /* finished, aborted or failed: no more steps */
 	uint8_t out[REPL_RAFT_AUTH_ANSWER_LEN];
 	uint8_t proof[32];
 	uint8_t in[REPL_RAFT_AUTH_ANSWER_LEN];
 	size_t have, want;
 	uint8_t hello[REPL_RAFT_AUTH_HELLO_LEN];   /* acceptor: the connector's hello */
 	uint8_t nc[32], ns[32];
-	raft_id peer_id;                 /* the peer's Raft id (acceptor: as claimed) */
-	raft_id mac_id;                  /* the connector's id, which the MACs carry */
-	char address[280];               /* the peer's Raft address */
-	struct raft_uv_connect inner_req;
-	struct raft_uv_connect *req;     /* connector: libraft's request */
-	hs_t *next, **prevp;
-};
+} hs_t;
 
-static void
-unlink_hs(hs_t *h)
+/* The connector's Raft id, which the MACs carry. */
+static raft_id
+mac_id(const hs_t *h)
 {
-	if (h->prevp == NULL)
-		return;
-	*h->prevp = h->next;
-	if (h->next != NULL)
-		h->next->prevp = h->prevp;
-	h->prevp = NULL;
-	h->next = NULL;
+	return h->b.connector ? h->b.w->self_id : h->b.id;
 }
 
-static void
-link_hs(ra_t *ra, hs_t *h)
-{
-	h->next = ra->pending;
-	if (ra->pending != NULL)
-		ra->pending->prevp = &h->next;
-	ra->pending = h;
-	h->prevp = &ra->pending;
-}
-
-static void
-unref(hs_t *h)
-{
-	if (--h->refs == 0)
-		free(h);
-}
-
-static void
-on_timer_closed(uv_handle_t *handle)
-{
-	unref(handle->data);
-}
-
-static void
-on_stream_closed(uv_handle_t *handle)
-{
-	hs_t *h = handle->data;
-
-	raft_free(handle);
-	unref(h);
-}
-
-/* The peer's wire-protocol host: its Raft address's port less the offset. */
-static void
-note_peer(const hs_t *h, const char *reason)
-{
-	char host[300];
-	const char *colon = strrchr(h->address, ':');
-	long port = colon != NULL ? strtol(colon + 1, NULL, 10) : 0;
-
-	if (colon == NULL || port <= REPL_RAFT_PORT_OFFSET)
-		return;
-	snprintf(host, sizeof(host), "%.*s:%ld", (int)(colon - h->address), h->address, port - REPL_RAFT_PORT_OFFSET);
-	repl_member_auth_note(host, reason);
-}
-
-/* Close the handshake's handles; keep_stream: the stream went to libraft. */
-static void
-finish(hs_t *h, bool keep_stream)
-{
-	h->done = true;
-	unlink_hs(h);
-	uv_timer_stop(&h->timer);
-	uv_close((uv_handle_t *)&h->timer, on_timer_closed);
-	if (!keep_stream && h->stream != NULL) {
-		uv_read_stop(h->stream);
-		h->stream->data = h;
-		h->refs++;
-		uv_close((uv_handle_t *)h->stream, on_stream_closed);
-	}
-}
-
-/* The handshake failed: the connection is closed; a connector tells
- * libraft it could not connect. */
 static void
 fail(hs_t *h, const char *reason, int status)
 {
-	struct raft_uv_connect *req = h->req;
-	bool connector = h->connector;
-
-	if (h->done)
-		return;
-	if (reason != NULL)
-		note_peer(h, reason);
-	finish(h, false);
-	if (connector && req != NULL)
-		req->cb(req, NULL, status);
+	repl_raft_conn_fail(&h->b, reason, status);
 }
 
 static void step_read_done(hs_t *h);
@@ -238,7 +136,7 @@ on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 	hs_t *h = stream->data;
 
 	(void)buf;
-	if (h->done || nread == 0)
+	if (h->b.done || nread == 0)
 		return;
 	if (nread < 0) {
 		/* closed before the handshake ended: a peer without the keyFile
@@ -258,8 +156,7 @@ start_read(hs_t *h, size_t want)
 {
 	h->have = 0;
 	h->want = want;
-	h->stream->data = h;
-	return uv_read_start(h->stream, on_alloc, on_read);
+	return uv_read_start(h->b.tcp, on_alloc, on_read);
 }
 
 static void on_written(uv_write_t *w, int status);
@@ -268,22 +165,16 @@ static void on_written(uv_write_t *w, int status);
 static int
 send_out(hs_t *h, int which)
 {
-	uv_buf_t b = which == 0 ? uv_buf_init((char *)h->out, h->connector ? REPL_RAFT_AUTH_HELLO_LEN :
+	uv_buf_t b = which == 0 ? uv_buf_init((char *)h->out, h->b.connector ? REPL_RAFT_AUTH_HELLO_LEN :
 	    REPL_RAFT_AUTH_ANSWER_LEN) :
 	    uv_buf_init((char *)h->proof, 32);
 	int rv;
 
 	h->wreq[which].data = h;
-	rv = uv_write(&h->wreq[which], h->stream, &b, 1, on_written);
+	rv = uv_write(&h->wreq[which], h->b.tcp, &b, 1, on_written);
 	if (rv == 0)
-		h->refs++;
+		repl_raft_conn_ref(&h->b);
 	return rv;
-}
-
-static void
-on_timeout(uv_timer_t *t)
-{
-	fail(t->data, "Authentication failed.", RAFT_NOCONNECTION);
 }
 
 static void
@@ -291,28 +182,23 @@ on_written(uv_write_t *w, int status)
 {
 	hs_t *h = w->data;
 
-	if (!h->done && status != 0)
+	if (!h->b.done && status != 0)
 		fail(h, NULL, RAFT_NOCONNECTION);
-	else if (!h->done && h->connector && w == &h->wreq[1]) {
+	else if (!h->b.done && h->b.connector && w == &h->wreq[1]) {
 		/* the proof is out (writes complete in order): the connection is
 		 * libraft's */
-		struct raft_uv_connect *req = h->req;
-		uv_stream_t *s = h->stream;
-		note_peer(h, NULL);
-		finish(h, true);
-		req->cb(req, s, 0);
+		repl_raft_conn_note(&h->b, NULL);
+		repl_raft_conn_hand_over(&h->b, h->b.tcp, false);
 	}
-	unref(h);
+	repl_raft_conn_unref(&h->b);
 }
 
 static void
 step_read_done(hs_t *h)
 {
-	ra_t *ra = h->ra;
-
-	if (h->connector) {
+	if (h->b.connector) {
 		/* the acceptor's answer: check it, then prove */
-		if (repl_raft_auth_prove(h->nc, h->mac_id, h->in, h->proof) != 0) {
+		if (repl_raft_auth_prove(h->nc, mac_id(h), h->in, h->proof) != 0) {
 			fail(h, "Authentication failed.", RAFT_NOCONNECTION);
 			return;
 		}
@@ -322,7 +208,7 @@ step_read_done(hs_t *h)
 	}
 	if (h->want == REPL_RAFT_AUTH_HELLO_LEN) {
 		memcpy(h->hello, h->in, REPL_RAFT_AUTH_HELLO_LEN);
-		if (repl_raft_auth_answer(h->hello, h->mac_id, h->ns, h->out) != 0) {
+		if (repl_raft_auth_answer(h->hello, mac_id(h), h->ns, h->out) != 0) {
 			fail(h, "Authentication failed.", 0);
 			return;
 		}
@@ -330,98 +216,30 @@ step_read_done(hs_t *h)
 			fail(h, NULL, 0);
 		return;
 	}
-	if (repl_raft_auth_check(h->hello, h->ns, h->mac_id, h->in) != 0) {
+	if (repl_raft_auth_check(h->hello, h->ns, mac_id(h), h->in) != 0) {
 		fail(h, "Authentication failed.", 0);
 		return;
 	}
-	{
-		uv_stream_t *s = h->stream;
-		raft_id id = h->peer_id;
-		char address[280];
-		bson_strncpy(address, h->address, sizeof(address));
-		note_peer(h, NULL);
-		finish(h, true);
-		ra->accept_cb(ra->outer, id, address, s);
-	}
+	repl_raft_conn_note(&h->b, NULL);
+	repl_raft_conn_hand_over(&h->b, h->b.tcp, false);
 }
 
-static hs_t *
-hs_new(ra_t *ra, bool connector, raft_id peer_id, const char *address)
-{
-	hs_t *h = calloc(1, sizeof(*h));
-
-	if (h == NULL)
-		return NULL;
-	h->ra = ra;
-	h->connector = connector;
-	h->peer_id = peer_id;
-	h->mac_id = connector ? ra->self_id : peer_id;
-	snprintf(h->address, sizeof(h->address), "%s", address != NULL ? address : "");
-	uv_timer_init(ra->loop, &h->timer);
-	h->timer.data = h;
-	h->refs = 1;
-	link_hs(ra, h);
-	uv_timer_start(&h->timer, on_timeout, REPL_RAFT_AUTH_TIMEOUT_MS, 0);
-	return h;
-}
-
-/* A stream that never became a handshake's (no memory): closed and freed. */
+/* acceptor: read the connector's hello */
 static void
-on_orphan_closed(uv_handle_t *handle)
+on_accepted(repl_raft_conn_t *c)
 {
-	raft_free(handle);
-}
+	hs_t *h = (hs_t *)c;
 
-static void
-on_inner_accept(struct raft_uv_transport *inner, raft_id id, const char *address, uv_stream_t *stream)
-{
-	ra_t *ra = inner->data;
-	hs_t *h;
-
-	if (ra->closing || (h = hs_new(ra, false, id, address)) == NULL) {
-		uv_close((uv_handle_t *)stream, on_orphan_closed);
-		return;
-	}
-	h->stream = stream;
 	if (start_read(h, REPL_RAFT_AUTH_HELLO_LEN) != 0)
 		fail(h, NULL, 0);
 }
 
-static void on_inner_connect_step(hs_t *h, uv_stream_t *stream, int status);
-
-/* The inner TCP connect completed.  It holds a reference on the handshake
- * (t_connect), so a timeout that ended the handshake first frees nothing
- * this reads. */
+/* connector: TCP is up, send the hello and read the answer */
 static void
-on_inner_connect(struct raft_uv_connect *inner_req, uv_stream_t *stream, int status)
+on_connected(repl_raft_conn_t *c)
 {
-	hs_t *h = inner_req->data;
+	hs_t *h = (hs_t *)c;
 
-	if (h->done) {
-		/* the handshake's timeout (or close) ended it while TCP still
-		 * connected, and told libraft: only the late stream is ours */
-		if (stream != NULL)
-			uv_close((uv_handle_t *)stream, on_orphan_closed);
-		unref(h);
-		return;
-	}
-	on_inner_connect_step(h, stream, status);
-	unref(h);   /* the connect's reference (t_connect) */
-}
-
-static void
-on_inner_connect_step(hs_t *h, uv_stream_t *stream, int status)
-{
-	if (status != 0 || h->ra->closing) {
-		struct raft_uv_connect *req = h->req;
-		if (stream != NULL)
-			uv_close((uv_handle_t *)stream, on_orphan_closed);
-		h->req = NULL;
-		fail(h, NULL, status);
-		req->cb(req, NULL, status != 0 ? status : RAFT_CANCELED);
-		return;
-	}
-	h->stream = stream;
 	if (auth_member_nonce(h->nc) != 0) {
 		fail(h, NULL, RAFT_NOCONNECTION);
 		return;
@@ -431,105 +249,23 @@ on_inner_connect_step(hs_t *h, uv_stream_t *stream, int status)
 		fail(h, NULL, RAFT_NOCONNECTION);
 }
 
-static int
-t_init(struct raft_uv_transport *t, raft_id id, const char *address)
-{
-	ra_t *ra = t->impl;
-	int rv;
-
-	ra->self_id = id;
-	rv = ra->inner->init(ra->inner, id, address);
-	if (rv != 0)
-		snprintf(t->errmsg, sizeof(t->errmsg), "%s", ra->inner->errmsg);
-	return rv;
-}
-
-static int
-t_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
-{
-	ra_t *ra = t->impl;
-	int rv;
-
-	ra->accept_cb = cb;
-	rv = ra->inner->listen(ra->inner, on_inner_accept);
-	if (rv != 0)
-		snprintf(t->errmsg, sizeof(t->errmsg), "%s", ra->inner->errmsg);
-	return rv;
-}
-
-static int
-t_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, raft_id id, const char *address,
-          raft_uv_connect_cb cb)
-{
-	ra_t *ra = t->impl;
-	hs_t *h = hs_new(ra, true, id, address);
-	int rv;
-
-	if (h == NULL)
-		return RAFT_NOMEM;
-	req->cb = cb;
-	h->req = req;
-	h->inner_req.data = h;
-	h->refs++;   /* the inner connect's, dropped by on_inner_connect */
-	rv = ra->inner->connect(ra->inner, &h->inner_req, id, address, on_inner_connect);
-	if (rv != 0) {
-		h->req = NULL;
-		fail(h, NULL, rv);
-		snprintf(t->errmsg, sizeof(t->errmsg), "%s", ra->inner->errmsg);
-		unref(h);
-	}
-	return rv;
-}
-
-static void
-on_inner_closed(struct raft_uv_transport *inner)
-{
-	ra_t *ra = inner->data;
-
-	if (ra->close_cb != NULL)
-		ra->close_cb(ra->outer);
-}
-
-static void
-t_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb)
-{
-	ra_t *ra = t->impl;
-
-	ra->closing = true;
-	ra->close_cb = cb;
-	/* handshakes past their connect: cancelled here (a connector's request
-	 * still waiting for the TCP connect is cancelled by the inner close) */
-	for (hs_t *h = ra->pending, *next; h != NULL; h = next) {
-		next = h->next;
-		if (h->stream != NULL || !h->connector)
-			fail(h, NULL, RAFT_CANCELED);
-	}
-	ra->inner->close(ra->inner, on_inner_closed);
-}
+static const repl_raft_wrap_ops_t auth_ops = {
+	.conn_size = sizeof(hs_t),
+	.timeout_ms = REPL_RAFT_AUTH_TIMEOUT_MS,
+	.timeout_reason = "Authentication failed.",
+	.note = repl_member_auth_note,
+	.accepted = on_accepted,
+	.connected = on_connected,
+};
 
 int
 repl_raft_auth_init(struct raft_uv_transport *outer, struct raft_uv_transport *inner, uv_loop_t *loop)
 {
-	ra_t *ra = calloc(1, sizeof(*ra));
-
-	if (ra == NULL)
-		return RAFT_NOMEM;
-	ra->outer = outer;
-	ra->inner = inner;
-	ra->loop = loop;
-	inner->data = ra;
-	memset(outer, 0, sizeof(*outer));
-	outer->impl = ra;
-	outer->init = t_init;
-	outer->listen = t_listen;
-	outer->connect = t_connect;
-	outer->close = t_close;
-	return 0;
+	return repl_raft_wrap_init(outer, inner, loop, &auth_ops);
 }
 
 void
 repl_raft_auth_close(struct raft_uv_transport *outer)
 {
-	free(outer->impl);
-	outer->impl = NULL;
+	repl_raft_wrap_close(outer);
 }

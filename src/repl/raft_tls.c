@@ -4,7 +4,9 @@
  * socketpair end, all on the member's loop thread.
  *
  * Not here: the OpenSSL contexts and the certificate rules (member_tls.c);
- * the keyFile handshake (raft_auth.c).
+ * the keyFile handshake (raft_auth.c); the wrapping transport and each
+ * connection's lifetime -- its timer, references, libraft's request
+ * (raft_wrap.c).
  */
 #include "repl/raft_tls.h"
 
@@ -22,24 +24,15 @@
 #include "repl/member_rpc.h"
 #include "repl/member_tls.h"
 #include "repl/raft_member.h"
+#include "repl/raft_wrap.h"
 
 #define CHUNK 16384
 
 typedef struct tc tc_t;
 
-typedef struct rt {
-	struct raft_uv_transport *outer, *inner;
-	uv_loop_t *loop;
-	raft_uv_accept_cb accept_cb;
-	raft_uv_transport_close_cb close_cb;
-	tc_t *conns;                     /* live relays (and handshakes) */
-	bool closing;
-} rt_t;
-
 struct tc {
-	rt_t *rt;
-	bool connector;
-	uv_stream_t *tcp;                /* raft_uv_tcp's stream (raft_malloc'd) */
+	repl_raft_conn_t b;              /* first: the wrapper's part (raft_uv_tcp's stream in b.tcp,
+	                                  * the timer, the peer, libraft's request) */
 	uv_pipe_t mine;                  /* our end of the socketpair */
 	bool mine_open;
 	uv_pipe_t *theirs;               /* libraft's end, until handed over */
@@ -47,16 +40,8 @@ struct tc {
 	BIO *rbio, *wbio;                /* owned by ssl */
 	bool decided;                    /* acceptor: TLS or plain chosen */
 	bool ready;                      /* libraft has its end */
-	bool done;
 	bool tcp_paused, pipe_paused;    /* reads stopped: the other side is behind */
-	uv_timer_t timer;
-	int refs;                        /* alive, the timer, closing handles, writes in flight */
-	raft_id id;
-	char address[280];
-	struct raft_uv_connect inner_req;
-	struct raft_uv_connect *req;     /* connector: libraft's request */
 	char tbuf[CHUNK], pbuf[CHUNK];
-	tc_t *next, **prevp;
 };
 
 typedef struct wr {
@@ -68,49 +53,15 @@ typedef struct wr {
 /* ---- bookkeeping ---------------------------------------------------------------------------------- */
 
 static void
-link_tc(rt_t *rt, tc_t *c)
-{
-	c->next = rt->conns;
-	if (rt->conns != NULL)
-		rt->conns->prevp = &c->next;
-	rt->conns = c;
-	c->prevp = &rt->conns;
-}
-
-static void
-unlink_tc(tc_t *c)
-{
-	if (c->prevp == NULL)
-		return;
-	*c->prevp = c->next;
-	if (c->next != NULL)
-		c->next->prevp = c->prevp;
-	c->prevp = NULL;
-	c->next = NULL;
-}
-
-static void
 unref(tc_t *c)
 {
-	if (--c->refs == 0) {
-		SSL_free(c->ssl);
-		free(c);
-	}
+	repl_raft_conn_unref(&c->b);
 }
 
 static void
 on_handle_closed(uv_handle_t *h)
 {
 	unref(h->data);
-}
-
-static void
-on_raft_stream_closed(uv_handle_t *h)
-{
-	tc_t *c = h->data;
-
-	raft_free(h);
-	unref(c);
 }
 
 static void
@@ -124,53 +75,40 @@ on_orphan_closed(uv_handle_t *h)
 static void
 note_peer(const tc_t *c, const char *reason)
 {
-	char host[300];
-	const char *colon = strrchr(c->address, ':');
-	long port = colon != NULL ? strtol(colon + 1, NULL, 10) : 0;
-
-	if (colon == NULL || port <= REPL_RAFT_PORT_OFFSET)
-		return;
-	snprintf(host, sizeof(host), "%.*s:%ld", (int)(colon - c->address), c->address, port - REPL_RAFT_PORT_OFFSET);
-	repl_member_tls_note(host, reason);
+	repl_raft_conn_note(&c->b, reason);
 }
 
 /*
- * End the relay: every handle closed; a connector whose connection never
- * became libraft's is told (status).  Idempotent.
+ * End the relay: every handle closed (raft_wrap.c, then tc_end); a
+ * connector whose connection never became libraft's is told (status).
+ * Idempotent.
  */
 static void
 tc_fail(tc_t *c, const char *reason, int status)
 {
-	struct raft_uv_connect *req = c->ready ? NULL : c->req;
+	repl_raft_conn_fail(&c->b, reason, status);
+}
 
-	if (c->done)
-		return;
-	c->done = true;
-	unlink_tc(c);
-	if (reason != NULL)
-		note_peer(c, reason);
-	uv_timer_stop(&c->timer);
-	c->refs++;
-	uv_close((uv_handle_t *)&c->timer, on_handle_closed);
-	if (c->tcp != NULL) {
-		uv_read_stop(c->tcp);
-		c->tcp->data = c;
-		c->refs++;
-		uv_close((uv_handle_t *)c->tcp, on_raft_stream_closed);
-	}
+/* The relay's own handles, closed when it ends (ops->end). */
+static void
+tc_end(repl_raft_conn_t *b)
+{
+	tc_t *c = (tc_t *)b;
+
 	if (c->mine_open) {
 		uv_read_stop((uv_stream_t *)&c->mine);
-		c->refs++;
+		repl_raft_conn_ref(&c->b);
 		uv_close((uv_handle_t *)&c->mine, on_handle_closed);
 	}
 	if (c->theirs != NULL)
 		uv_close((uv_handle_t *)c->theirs, on_orphan_closed);
 	c->theirs = NULL;
-	if (c->connector && req != NULL) {
-		c->req = NULL;
-		req->cb(req, NULL, status);
-	}
-	unref(c);
+}
+
+static void
+tc_release(repl_raft_conn_t *b)
+{
+	SSL_free(((tc_t *)b)->ssl);
 }
 
 /* ---- moving bytes ------------------------------------------------------------------------------------ */
@@ -203,10 +141,10 @@ on_tcp_written(uv_write_t *w, int status)
 	tc_t *c = r->tc;
 
 	free(r);
-	if (!c->done && status < 0)
+	if (!c->b.done && status < 0)
 		tc_fail(c, NULL, RAFT_NOCONNECTION);
-	else if (!c->done && c->pipe_paused &&
-	    uv_stream_get_write_queue_size(c->tcp) < REPL_RAFT_TLS_QUEUE_MAX / 2) {
+	else if (!c->b.done && c->pipe_paused &&
+	    uv_stream_get_write_queue_size(c->b.tcp) < REPL_RAFT_TLS_QUEUE_MAX / 2) {
 		c->pipe_paused = false;
 		uv_read_start((uv_stream_t *)&c->mine, pipe_alloc, on_pipe_read);
 	}
@@ -220,12 +158,12 @@ on_pipe_written(uv_write_t *w, int status)
 	tc_t *c = r->tc;
 
 	free(r);
-	if (!c->done && status < 0)
+	if (!c->b.done && status < 0)
 		tc_fail(c, NULL, 0);
-	else if (!c->done && c->tcp_paused &&
+	else if (!c->b.done && c->tcp_paused &&
 	    uv_stream_get_write_queue_size((uv_stream_t *)&c->mine) < REPL_RAFT_TLS_QUEUE_MAX / 2) {
 		c->tcp_paused = false;
-		uv_read_start(c->tcp, tcp_alloc, on_tcp_read);
+		uv_read_start(c->b.tcp, tcp_alloc, on_tcp_read);
 	}
 	unref(c);
 }
@@ -241,7 +179,7 @@ write_out(tc_t *c, uv_stream_t *s, wr_t *r, size_t n, uv_write_cb cb)
 		free(r);
 		return -1;
 	}
-	c->refs++;
+	repl_raft_conn_ref(&c->b);
 	return 0;
 }
 
@@ -267,7 +205,7 @@ flush_tls(tc_t *c)
 			free(r);
 			return -1;
 		}
-		if (write_out(c, c->tcp, r, (size_t)n, on_tcp_written) != 0)
+		if (write_out(c, c->b.tcp, r, (size_t)n, on_tcp_written) != 0)
 			return -1;
 	}
 	return 0;
@@ -287,7 +225,7 @@ to_pipe(tc_t *c, const char *data, size_t n)
 		return -1;
 	if (!c->tcp_paused && uv_stream_get_write_queue_size((uv_stream_t *)&c->mine) > REPL_RAFT_TLS_QUEUE_MAX) {
 		c->tcp_paused = true;
-		uv_read_stop(c->tcp);
+		uv_read_stop(c->b.tcp);
 	}
 	return 0;
 }
@@ -300,7 +238,7 @@ to_pipe(tc_t *c, const char *data, size_t n)
 static int
 become_ready(tc_t *c)
 {
-	rt_t *rt = c->rt;
+	repl_raft_wrap_t *rt = c->b.w;
 	int sv[2];
 	uv_pipe_t *theirs;
 
@@ -328,18 +266,11 @@ become_ready(tc_t *c)
 	}
 	if (uv_read_start((uv_stream_t *)&c->mine, pipe_alloc, on_pipe_read) != 0)
 		return -1;
-	uv_timer_stop(&c->timer);
 	c->ready = true;
 	c->theirs = NULL;
 	if (c->ssl != NULL && !auth_member_key_present())
 		note_peer(c, NULL);
-	if (c->connector) {
-		struct raft_uv_connect *req = c->req;
-		c->req = NULL;
-		req->cb(req, (uv_stream_t *)theirs, 0);
-	} else {
-		rt->accept_cb(rt->outer, c->id, c->address, (uv_stream_t *)theirs);
-	}
+	repl_raft_conn_hand_over(&c->b, (uv_stream_t *)theirs, true);
 	return 0;
 }
 
@@ -404,7 +335,7 @@ pump(tc_t *c)
 	}
 	if (!c->tcp_paused && uv_stream_get_write_queue_size((uv_stream_t *)&c->mine) > REPL_RAFT_TLS_QUEUE_MAX) {
 		c->tcp_paused = true;
-		uv_read_stop(c->tcp);
+		uv_read_stop(c->b.tcp);
 	}
 }
 
@@ -421,7 +352,7 @@ start_tls(tc_t *c, SSL *ssl)
 		return -1;
 	}
 	SSL_set_bio(c->ssl, c->rbio, c->wbio);
-	if (c->connector)
+	if (c->b.connector)
 		SSL_set_connect_state(c->ssl);
 	else
 		SSL_set_accept_state(c->ssl);
@@ -434,7 +365,7 @@ on_tcp_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	tc_t *c = s->data;
 
 	(void)buf;
-	if (c->done || nread == 0)
+	if (c->b.done || nread == 0)
 		return;
 	if (nread < 0) {
 		tc_fail(c, c->ready ? NULL : "TLS handshake failed: the peer closed the connection", RAFT_NOCONNECTION);
@@ -481,7 +412,7 @@ on_pipe_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	tc_t *c = s->data;
 
 	(void)buf;
-	if (c->done || nread == 0)
+	if (c->b.done || nread == 0)
 		return;
 	if (nread < 0) {
 		/* libraft closed its end */
@@ -504,210 +435,71 @@ on_pipe_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 			return;
 		}
 		memcpy(r->data, c->pbuf, (size_t)nread);
-		if (write_out(c, c->tcp, r, (size_t)nread, on_tcp_written) != 0) {
+		if (write_out(c, c->b.tcp, r, (size_t)nread, on_tcp_written) != 0) {
 			tc_fail(c, NULL, 0);
 			return;
 		}
 	}
-	if (!c->pipe_paused && uv_stream_get_write_queue_size(c->tcp) > REPL_RAFT_TLS_QUEUE_MAX) {
+	if (!c->pipe_paused && uv_stream_get_write_queue_size(c->b.tcp) > REPL_RAFT_TLS_QUEUE_MAX) {
 		c->pipe_paused = true;
 		uv_read_stop((uv_stream_t *)&c->mine);
 	}
 }
 
-/* ---- the transport ------------------------------------------------------------------------------------ */
+/* ---- the relay on each connection (raft_wrap.c runs the transport) ------------------------------------ */
 
+/* acceptor: the first byte decides (on_tcp_read) */
 static void
-on_timeout(uv_timer_t *t)
+on_accepted(repl_raft_conn_t *b)
 {
-	tc_fail(t->data, "TLS handshake timed out", RAFT_NOCONNECTION);
-}
+	tc_t *c = (tc_t *)b;
 
-static tc_t *
-tc_new(rt_t *rt, bool connector, raft_id id, const char *address)
-{
-	tc_t *c = calloc(1, sizeof(*c));
-
-	if (c == NULL)
-		return NULL;
-	c->rt = rt;
-	c->connector = connector;
-	c->id = id;
-	snprintf(c->address, sizeof(c->address), "%s", address != NULL ? address : "");
-	c->refs = 1;
-	uv_timer_init(rt->loop, &c->timer);
-	c->timer.data = c;
-	uv_timer_start(&c->timer, on_timeout, REPL_RAFT_TLS_TIMEOUT_MS, 0);
-	link_tc(rt, c);
-	return c;
-}
-
-static void
-on_inner_accept(struct raft_uv_transport *inner, raft_id id, const char *address, uv_stream_t *stream)
-{
-	rt_t *rt = inner->data;
-	tc_t *c;
-
-	if (rt->closing || (c = tc_new(rt, false, id, address)) == NULL) {
-		uv_close((uv_handle_t *)stream, on_orphan_closed);
-		return;
-	}
-	c->tcp = stream;
-	stream->data = c;
-	if (uv_read_start(stream, tcp_alloc, on_tcp_read) != 0)
+	if (uv_read_start(c->b.tcp, tcp_alloc, on_tcp_read) != 0)
 		tc_fail(c, NULL, 0);
 }
 
-static void on_inner_connect_step(tc_t *c, uv_stream_t *stream, int status);
-
-/* The inner TCP connect completed.  It holds a reference on the relay
- * (t_connect), so a handshake timeout that ended the relay first frees
- * nothing this reads (as raft_auth.c's connect). */
+/* connector: a TLS client of the peer's Raft address */
 static void
-on_inner_connect(struct raft_uv_connect *inner_req, uv_stream_t *stream, int status)
+on_connected(repl_raft_conn_t *b)
 {
-	tc_t *c = inner_req->data;
+	tc_t *c = (tc_t *)b;
 
-	if (c->done) {
-		/* the timeout (or close) ended the relay while TCP still
-		 * connected, and told libraft: only the late stream is ours */
-		if (stream != NULL)
-			uv_close((uv_handle_t *)stream, on_orphan_closed);
-		unref(c);
-		return;
-	}
-	on_inner_connect_step(c, stream, status);
-	unref(c);   /* the connect's reference (t_connect) */
-}
-
-static void
-on_inner_connect_step(tc_t *c, uv_stream_t *stream, int status)
-{
-	if (status != 0 || c->rt->closing) {
-		struct raft_uv_connect *req = c->req;
-		if (stream != NULL)
-			uv_close((uv_handle_t *)stream, on_orphan_closed);
-		c->req = NULL;
-		tc_fail(c, NULL, status);
-		req->cb(req, NULL, status != 0 ? status : RAFT_CANCELED);
-		return;
-	}
-	c->tcp = stream;
-	stream->data = c;
 	c->decided = true;
-	if (start_tls(c, repl_member_tls_client(c->address)) != 0 ||
-	    uv_read_start(stream, tcp_alloc, on_tcp_read) != 0) {
+	if (start_tls(c, repl_member_tls_client(c->b.address)) != 0 ||
+	    uv_read_start(c->b.tcp, tcp_alloc, on_tcp_read) != 0) {
 		tc_fail(c, NULL, RAFT_NOCONNECTION);
 		return;
 	}
 	pump(c);   /* the ClientHello */
 }
 
-static int
-t_init(struct raft_uv_transport *t, raft_id id, const char *address)
+/* allowTLS: members connect out in clear */
+static bool
+wrap_connect(void)
 {
-	rt_t *rt = t->impl;
-	int rv = rt->inner->init(rt->inner, id, address);
-
-	if (rv != 0)
-		snprintf(t->errmsg, sizeof(t->errmsg), "%s", rt->inner->errmsg);
-	return rv;
+	return repl_member_tls_outgoing();
 }
 
-static int
-t_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
-{
-	rt_t *rt = t->impl;
-	int rv;
-
-	rt->accept_cb = cb;
-	rv = rt->inner->listen(rt->inner, on_inner_accept);
-	if (rv != 0)
-		snprintf(t->errmsg, sizeof(t->errmsg), "%s", rt->inner->errmsg);
-	return rv;
-}
-
-static int
-t_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, raft_id id, const char *address,
-          raft_uv_connect_cb cb)
-{
-	rt_t *rt = t->impl;
-	tc_t *c;
-	int rv;
-
-	if (!repl_member_tls_outgoing()) {
-		/* allowTLS: members connect out in clear */
-		rv = rt->inner->connect(rt->inner, req, id, address, cb);
-		if (rv != 0)
-			snprintf(t->errmsg, sizeof(t->errmsg), "%s", rt->inner->errmsg);
-		return rv;
-	}
-	c = tc_new(rt, true, id, address);
-	if (c == NULL)
-		return RAFT_NOMEM;
-	req->cb = cb;
-	c->req = req;
-	c->inner_req.data = c;
-	c->refs++;   /* the inner connect's, dropped by on_inner_connect */
-	rv = rt->inner->connect(rt->inner, &c->inner_req, id, address, on_inner_connect);
-	if (rv != 0) {
-		c->req = NULL;
-		tc_fail(c, NULL, rv);
-		snprintf(t->errmsg, sizeof(t->errmsg), "%s", rt->inner->errmsg);
-		unref(c);
-	}
-	return rv;
-}
-
-static void
-on_inner_closed(struct raft_uv_transport *inner)
-{
-	rt_t *rt = inner->data;
-
-	if (rt->close_cb != NULL)
-		rt->close_cb(rt->outer);
-}
-
-static void
-t_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb)
-{
-	rt_t *rt = t->impl;
-
-	rt->closing = true;
-	rt->close_cb = cb;
-	/* every relay ends now (none may outlive rt); a connector still
-	 * waiting for its TCP connect is cancelled by the inner close */
-	for (tc_t *c = rt->conns, *next; c != NULL; c = next) {
-		next = c->next;
-		if (c->tcp != NULL || !c->connector)
-			tc_fail(c, NULL, RAFT_CANCELED);
-	}
-	rt->inner->close(rt->inner, on_inner_closed);
-}
+static const repl_raft_wrap_ops_t tls_ops = {
+	.conn_size = sizeof(tc_t),
+	.timeout_ms = REPL_RAFT_TLS_TIMEOUT_MS,
+	.timeout_reason = "TLS handshake timed out",
+	.note = repl_member_tls_note,
+	.wrap_connect = wrap_connect,
+	.accepted = on_accepted,
+	.connected = on_connected,
+	.end = tc_end,
+	.release = tc_release,
+};
 
 int
 repl_raft_tls_init(struct raft_uv_transport *outer, struct raft_uv_transport *inner, uv_loop_t *loop)
 {
-	rt_t *rt = calloc(1, sizeof(*rt));
-
-	if (rt == NULL)
-		return RAFT_NOMEM;
-	rt->outer = outer;
-	rt->inner = inner;
-	rt->loop = loop;
-	inner->data = rt;
-	memset(outer, 0, sizeof(*outer));
-	outer->impl = rt;
-	outer->init = t_init;
-	outer->listen = t_listen;
-	outer->connect = t_connect;
-	outer->close = t_close;
-	return 0;
+	return repl_raft_wrap_init(outer, inner, loop, &tls_ops);
 }
 
 void
 repl_raft_tls_close(struct raft_uv_transport *outer)
 {
-	free(outer->impl);
-	outer->impl = NULL;
+	repl_raft_wrap_close(outer);
 }

@@ -18,6 +18,7 @@
 #include <openssl/x509.h>
 
 #include "auth/auth_x509.h"
+#include "common/tls_password.h"
 
 struct tls_server {
 	tls_mode_t mode;
@@ -82,21 +83,6 @@ ossl_reason(char *buf, size_t len)
 }
 
 static int
-tls_password_cb(char *buf, int size, int rwflag, void *userdata)
-{
-	const char *pw = userdata;
-	int n;
-
-	if (pw == NULL)
-		return 0;
-	n = (int)strlen(pw);
-	if (n > size)
-		n = size;
-	memcpy(buf, pw, (size_t)n);
-	return n;
-}
-
-static int
 verify_accept_all(int ok, X509_STORE_CTX *ctx)
 {
 	return 1;
@@ -126,7 +112,7 @@ tls_server_new(const tls_options_t *opts, tls_server_t **out, terr_t *err)
 	SSL_CTX_set_min_proto_version(s->ctx, TLS1_2_VERSION);
 	SSL_CTX_set_options(s->ctx, SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE);
 	SSL_CTX_set_mode(s->ctx, SSL_MODE_AUTO_RETRY);
-	SSL_CTX_set_default_passwd_cb(s->ctx, tls_password_cb);
+	SSL_CTX_set_default_passwd_cb(s->ctx, tm_tls_password_cb);
 	SSL_CTX_set_default_passwd_cb_userdata(s->ctx, (void *)opts->certificate_key_password);
 	if (SSL_CTX_use_certificate_chain_file(s->ctx, opts->certificate_key_file) != 1) {
 		ossl_reason(why, sizeof(why));

@@ -19,6 +19,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "common/tls_password.h"
 #include "server/tls.h"
 
 static char *tmp;
@@ -404,6 +405,54 @@ test_bad_configuration(void)
 	terr_clear(&err);
 }
 
+/* --tlsCertificateKeyFilePassword: an encrypted key is read with the
+ * configured pass phrase (common/tls_password.c), refused with a wrong one
+ * or none (OpenSSL never prompts). */
+static void
+test_encrypted_key(void)
+{
+	tls_options_t o = {0};
+	tls_server_t *s = NULL;
+	terr_t err = TERR_INIT;
+	char path[600], buf[4];
+	FILE *f;
+
+	/* the callback itself: the pass phrase cut to the buffer, none: 0 */
+	TT_EQ_INT(tm_tls_password_cb(buf, (int)sizeof(buf), 0, "s3cret"), 4);
+	TT_ASSERT(memcmp(buf, "s3cr", 4) == 0);
+	TT_EQ_INT(tm_tls_password_cb(buf, (int)sizeof(buf), 0, NULL), 0);
+
+	snprintf(path, sizeof(path), "%s/encrypted.pem", tmp);
+	f = fopen(path, "w");
+	PEM_write_X509(f, ca_cert);
+	TT_EQ_INT(PEM_write_PrivateKey(f, ca_key, EVP_aes_256_cbc(), NULL, 0, NULL, (void *)"s3cret"), 1);
+	fclose(f);
+	o.mode = TLS_MODE_REQUIRE;
+	o.certificate_key_file = path;
+	o.certificate_key_password = "s3cret";
+	TT_EQ_INT(tls_server_new(&o, &s, &err), 0);
+	{
+		/* and serves with it */
+		client_job_t job = {0};
+		bool was_tls;
+		job.use_tls = true;
+		job.msg = "encrypted key";
+		TT_EQ_INT(serve_one(s, &job, &was_tls, NULL, 0), 0);
+		TT_ASSERT(job.handshake_ok);
+		TT_EQ_STR(job.reply, "encrypted key");
+	}
+	tls_server_free(s);
+	s = NULL;
+	o.certificate_key_password = "wrong";
+	TT_ASSERT(tls_server_new(&o, &s, &err) != 0);
+	TT_ASSERT(strstr(err.msg, "cannot read PEM key file") != NULL);
+	terr_clear(&err);
+	o.certificate_key_password = NULL;
+	TT_ASSERT(tls_server_new(&o, &s, &err) != 0);
+	TT_EQ_INT(err.code, TERR_INVALID_SSL_CONFIGURATION);
+	terr_clear(&err);
+}
+
 /* Garbage that starts like a ClientHello: the handshake fails, nothing crashes. */
 static void
 test_garbage_hello(void)
@@ -477,6 +526,7 @@ main(void)
 	TT_RUN(test_disabled_never_handshakes);
 	TT_RUN(test_client_certificates);
 	TT_RUN(test_bad_configuration);
+	TT_RUN(test_encrypted_key);
 	TT_RUN(test_garbage_hello);
 	TT_RUN(test_stalled_clients);
 	teardown();

@@ -8,6 +8,7 @@
  * truncated handshake is closed without Raft ever seeing the connection.
  */
 #include "tt.h"
+#include "tt_loopback.h"
 
 #include <netinet/in.h>
 #include <signal.h>
@@ -563,23 +564,6 @@ run_until(int *counter, int want, int ms)
 	}
 }
 
-static int
-free_port(void)
-{
-	struct sockaddr_in a;
-	socklen_t l = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	bind(fd, (struct sockaddr *)&a, sizeof(a));
-	getsockname(fd, (struct sockaddr *)&a, &l);
-	port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
 static void
 on_transport_closed(struct raft_uv_transport *t)
 {
@@ -616,9 +600,9 @@ test_transport(void)
 	memset(&T, 0, sizeof(T));
 	TT_EQ_INT(auth_member_key_set("c2VjcmV0a2V5MQ==", &err), 0);
 	TT_EQ_INT(uv_loop_init(&T.loop), 0);
-	snprintf(a_addr, sizeof(a_addr), "127.0.0.1:%d", free_port());
-	snprintf(b_addr, sizeof(b_addr), "127.0.0.1:%d", free_port());
-	snprintf(raw_addr, sizeof(raw_addr), "127.0.0.1:%d", free_port());
+	snprintf(a_addr, sizeof(a_addr), "127.0.0.1:%d", tt_free_port());
+	snprintf(b_addr, sizeof(b_addr), "127.0.0.1:%d", tt_free_port());
+	snprintf(raw_addr, sizeof(raw_addr), "127.0.0.1:%d", tt_free_port());
 	TT_EQ_INT(raft_uv_tcp_init(&a_in, &T.loop), 0);
 	TT_EQ_INT(repl_raft_auth_init(&a, &a_in, &T.loop), 0);
 	TT_EQ_INT(a.init(&a, 1, a_addr), 0);

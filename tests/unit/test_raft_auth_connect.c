@@ -9,6 +9,7 @@
  * client's SYN retransmission through.
  */
 #include "tt.h"
+#include "tt_loopback.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -54,28 +55,13 @@ test_connect_outlives_timeout(void)
 {
 	struct raft_uv_transport in, t;
 	struct raft_uv_connect req;
-	struct sockaddr_in a;
-	socklen_t l = sizeof(a);
-	int lfd, fill[4], nfill = 0;
+	int lfd, fill;
 	char addr[64];
 	terr_t err = TERR_INIT;
 
 	TT_EQ_INT(auth_member_key_set("c2VjcmV0a2V5MQ==", &err), 0);
-	/* a listener that never accepts, its queue (backlog 0: one) filled */
-	lfd = socket(AF_INET, SOCK_STREAM, 0);
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	TT_EQ_INT(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-	TT_EQ_INT(listen(lfd, 0), 0);
-	getsockname(lfd, (struct sockaddr *)&a, &l);
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", ntohs(a.sin_port));
-	for (int i = 0; i < 1; i++) {
-		fill[nfill] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-		connect(fill[nfill], (struct sockaddr *)&a, sizeof(a));
-		nfill++;
-	}
-	usleep(100 * 1000);
+	/* a listener that never accepts, its queue filled */
+	lfd = tt_full_listener(addr, sizeof(addr), &fill);
 
 	TT_EQ_INT(uv_loop_init(&loop), 0);
 	TT_EQ_INT(raft_uv_tcp_init(&in, &loop), 0);
@@ -91,14 +77,7 @@ test_connect_outlives_timeout(void)
 	/* the queue drained: the SYN retransmitted 7 s after the first gets
 	 * through, the TCP connect completes; no second callback, nothing
 	 * freed read */
-	fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK);
-	for (int i = 0; i < 350; i++) {
-		int c;
-		while ((c = accept(lfd, NULL, NULL)) >= 0)
-			close(c);
-		uv_run(&loop, UV_RUN_NOWAIT);
-		usleep(10 * 1000);
-	}
+	tt_drain(lfd, &loop, 3500);
 	TT_EQ_INT(calls, 1);
 
 	t.close(&t, on_closed);
@@ -111,8 +90,7 @@ test_connect_outlives_timeout(void)
 	repl_raft_auth_close(&t);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	TT_EQ_INT(uv_loop_close(&loop), 0);
-	for (int i = 0; i < nfill; i++)
-		close(fill[i]);
+	close(fill);
 	close(lfd);
 	auth_member_key_set(NULL, NULL);
 }

@@ -15,6 +15,7 @@
  * nor is a clear connector under preferTLS.
  */
 #include "tt.h"
+#include "tt_loopback.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -90,6 +91,41 @@ write_pem(const char *name, X509 *x, EVP_PKEY *key)
 		PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL);
 	fclose(f);
 	return path;
+}
+
+/* A CA and a member certificate it signed (for 127.0.0.1), as PEM files
+ * named after tag. */
+typedef struct certs {
+	EVP_PKEY *ca_key, *m_key;
+	X509 *ca, *m;
+	char *ca_pem, *m_pem;
+} certs_t;
+
+static void
+certs_make(certs_t *c, const char *tag)
+{
+	char name[64];
+
+	c->ca_key = EVP_EC_gen("P-256");
+	c->m_key = EVP_EC_gen("P-256");
+	TT_ASSERT(c->ca_key != NULL && c->m_key != NULL);
+	c->ca = make_cert(c->ca_key, "test CA", NULL, NULL, NULL);
+	c->m = make_cert(c->m_key, "member", c->ca, c->ca_key, "IP:127.0.0.1");
+	snprintf(name, sizeof(name), "ca%s.pem", tag);
+	c->ca_pem = write_pem(name, c->ca, NULL);
+	snprintf(name, sizeof(name), "member%s.pem", tag);
+	c->m_pem = write_pem(name, c->m, c->m_key);
+}
+
+static void
+certs_free(certs_t *c)
+{
+	bson_free(c->ca_pem);
+	bson_free(c->m_pem);
+	X509_free(c->ca);
+	X509_free(c->m);
+	EVP_PKEY_free(c->ca_key);
+	EVP_PKEY_free(c->m_key);
 }
 
 /* ---- the loop ------------------------------------------------------------------------------- */
@@ -209,23 +245,6 @@ run_until_i(int *counter, int want, int ms)
 	}
 }
 
-static int
-free_port(void)
-{
-	struct sockaddr_in a;
-	socklen_t l = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	bind(fd, (struct sockaddr *)&a, sizeof(a));
-	getsockname(fd, (struct sockaddr *)&a, &l);
-	port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
 static void
 on_transport_closed(struct raft_uv_transport *t)
 {
@@ -259,6 +278,53 @@ transfer(uv_stream_t *from, uv_stream_t *to)
 	bson_free(data);
 }
 
+/* repl_member_tls_configure refuses o with 140 and a message naming what. */
+static void
+configure_refused(const repl_member_tls_options_t *o, const char *what)
+{
+	terr_t err = TERR_INIT;
+
+	TT_EQ_INT(repl_member_tls_configure(o, &err), -1);
+	TT_EQ_INT(err.code, 140);
+	TT_ASSERT(err.msg != NULL && strstr(err.msg, what) != NULL);
+	terr_clear(&err);
+}
+
+/* --tlsClusterPassword: an encrypted cluster key is read with its pass
+ * phrase (common/tls_password.c); a wrong one or none is 140. */
+static void
+test_encrypted_key(void)
+{
+	certs_t c;
+	char *enc_path = bson_strdup_printf("%s/member-enc.pem", tmp);
+	repl_member_tls_options_t o;
+	terr_t err = TERR_INIT;
+	FILE *f;
+
+	certs_make(&c, "3");
+	f = fopen(enc_path, "w");
+	TT_ASSERT(f != NULL);
+	PEM_write_X509(f, c.m);
+	TT_EQ_INT(PEM_write_PrivateKey(f, c.m_key, EVP_aes_256_cbc(), NULL, 0, NULL, (void *)"cl-pw"), 1);
+	fclose(f);
+
+	memset(&o, 0, sizeof(o));
+	o.mode = REPL_MEMBER_TLS_REQUIRE;
+	o.certificate_key_file = c.m_pem;
+	o.ca_file = c.ca_pem;
+	o.cluster_file = enc_path;
+	o.cluster_password = "cl-pw";
+	TT_EQ_INT(repl_member_tls_configure(&o, &err), 0);
+	TT_ASSERT(repl_member_tls_outgoing());
+	o.cluster_password = "not-it";
+	configure_refused(&o, "member-enc.pem");
+	o.cluster_password = NULL;
+	configure_refused(&o, "member-enc.pem");
+	TT_EQ_INT(repl_member_tls_configure(NULL, &err), 0);
+	bson_free(enc_path);
+	certs_free(&c);
+}
+
 static void
 test_relay(void)
 {
@@ -284,10 +350,7 @@ test_relay(void)
 	o.certificate_key_file = m_pem;
 	o.ca_file = ca_pem;
 	o.cluster_file = "/nonexistent/cluster.pem";
-	TT_EQ_INT(repl_member_tls_configure(&o, &err), -1);
-	TT_EQ_INT(err.code, 140);
-	TT_ASSERT(strstr(err.msg, "/nonexistent/cluster.pem") != NULL);
-	terr_clear(&err);
+	configure_refused(&o, "/nonexistent/cluster.pem");
 	o.cluster_file = NULL;
 	TT_EQ_INT(repl_member_tls_configure(&o, &err), 0);
 	TT_ASSERT(repl_member_tls_outgoing());
@@ -295,9 +358,9 @@ test_relay(void)
 	memset(&T, 0, sizeof(T));
 	T.got = bson_malloc(BIG);
 	TT_EQ_INT(uv_loop_init(&T.loop), 0);
-	snprintf(a_addr, sizeof(a_addr), "127.0.0.1:%d", free_port());
-	snprintf(b_addr, sizeof(b_addr), "127.0.0.1:%d", free_port());
-	snprintf(r_addr, sizeof(r_addr), "127.0.0.1:%d", free_port());
+	snprintf(a_addr, sizeof(a_addr), "127.0.0.1:%d", tt_free_port());
+	snprintf(b_addr, sizeof(b_addr), "127.0.0.1:%d", tt_free_port());
+	snprintf(r_addr, sizeof(r_addr), "127.0.0.1:%d", tt_free_port());
 	TT_EQ_INT(raft_uv_tcp_init(&a_in, &T.loop), 0);
 	TT_EQ_INT(repl_raft_tls_init(&a, &a_in, &T.loop), 0);
 	TT_EQ_INT(a.init(&a, 1, a_addr), 0);
@@ -462,39 +525,23 @@ late_connect_cb(struct raft_uv_connect *req, uv_stream_t *stream, int status)
 static void
 test_connect_outlives_timeout(void)
 {
-	EVP_PKEY *ca_key = EVP_EC_gen("P-256"), *m_key = EVP_EC_gen("P-256");
-	X509 *ca, *m;
-	char *ca_pem, *m_pem, addr[64];
+	certs_t c;
+	char addr[64];
 	repl_member_tls_options_t o;
 	terr_t err = TERR_INIT;
 	struct raft_uv_transport in, t;
 	struct raft_uv_connect req;
-	struct sockaddr_in a;
-	socklen_t l = sizeof(a);
 	int lfd, fill;
 
-	ca = make_cert(ca_key, "test CA", NULL, NULL, NULL);
-	m = make_cert(m_key, "member", ca, ca_key, "IP:127.0.0.1");
-	ca_pem = write_pem("ca2.pem", ca, NULL);
-	m_pem = write_pem("member2.pem", m, m_key);
+	certs_make(&c, "2");
 	memset(&o, 0, sizeof(o));
 	o.mode = REPL_MEMBER_TLS_REQUIRE;
-	o.certificate_key_file = m_pem;
-	o.ca_file = ca_pem;
+	o.certificate_key_file = c.m_pem;
+	o.ca_file = c.ca_pem;
 	TT_EQ_INT(repl_member_tls_configure(&o, &err), 0);
 
-	/* a listener that never accepts, its queue (backlog 0: one) filled */
-	lfd = socket(AF_INET, SOCK_STREAM, 0);
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	TT_EQ_INT(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-	TT_EQ_INT(listen(lfd, 0), 0);
-	getsockname(lfd, (struct sockaddr *)&a, &l);
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", ntohs(a.sin_port));
-	fill = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-	connect(fill, (struct sockaddr *)&a, sizeof(a));
-	usleep(100 * 1000);
+	/* a listener that never accepts, its queue filled */
+	lfd = tt_full_listener(addr, sizeof(addr), &fill);
 
 	memset(&T, 0, sizeof(T));
 	TT_EQ_INT(uv_loop_init(&T.loop), 0);
@@ -514,14 +561,7 @@ test_connect_outlives_timeout(void)
 	/* the queue drained: the SYN retransmitted 7 s after the first gets
 	 * through and the TCP connect completes: no second callback, nothing
 	 * freed read (ASan) */
-	fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK);
-	for (int i = 0; i < 350; i++) {
-		int c;
-		while ((c = accept(lfd, NULL, NULL)) >= 0)
-			close(c);
-		uv_run(&T.loop, UV_RUN_NOWAIT);
-		usleep(10 * 1000);
-	}
+	tt_drain(lfd, &T.loop, 3500);
 	TT_EQ_INT(late_calls, 1);
 
 	t.close(&t, on_transport_closed);
@@ -534,12 +574,7 @@ test_connect_outlives_timeout(void)
 	TT_EQ_INT(repl_member_tls_configure(NULL, &err), 0);
 	close(fill);
 	close(lfd);
-	bson_free(ca_pem);
-	bson_free(m_pem);
-	X509_free(ca);
-	X509_free(m);
-	EVP_PKEY_free(ca_key);
-	EVP_PKEY_free(m_key);
+	certs_free(&c);
 }
 
 int
@@ -547,6 +582,7 @@ main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
 	tmp = tt_tmpdir("raft_tls");
+	TT_RUN(test_encrypted_key);
 	TT_RUN(test_relay);
 	TT_RUN(test_connect_outlives_timeout);
 	tt_rmdir(tmp);

@@ -1,5 +1,7 @@
 """raft_cluster.py -- start and stop a set of tamgad members on 127.0.0.1 for
-the tests of replica sets of several members (issue 24), and small helpers.
+the tests of replica sets of several members (issue 24), and small helpers;
+the single-member sets of tests/e2e/txn (kill -9 and restart) start their
+member with Member too.
 
 Each member gets a free port p whose Raft port p + 1000 is free too (see
 src/repl/raft_member.h), its own --dbpath under a temporary folder, and is
@@ -77,9 +79,11 @@ class Member:
         except OSError:
             start_at = 0
         logf = open(self.log, "ab")
+        # 64 MB of oplog unless the test sets its own (a small one to see it truncated)
+        oplog = [] if "--oplogSize" in self.extra else ["--oplogSize", "64"]
         self.proc = subprocess.Popen(
             [self.tamgad, "--port", str(self.port), "--bind_ip", "127.0.0.1", "--dbpath", self.dbpath,
-             "--replSet", self.set_name, "--nounixsocket", "--oplogSize", "64"] + self.extra,
+             "--replSet", self.set_name, "--nounixsocket"] + oplog + self.extra,
             stdout=logf, stderr=subprocess.STDOUT)
         logf.close()
         deadline = time.time() + 30

@@ -30,10 +30,8 @@ Prints "N passed, N failed".
 """
 import datetime
 import os
-import signal
 import socket
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,6 +40,9 @@ import uuid
 import bson
 from bson.binary import Binary, UUID_SUBTYPE
 from bson.int64 import Int64
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "replset"))
+from raft_cluster import Member, free_ports  # noqa: E402
 
 TAMGAD = sys.argv[1]
 passed = failed = 0
@@ -55,14 +56,6 @@ def check(name, cond, why=""):
     else:
         failed += 1
         print("not ok - %s%s" % (name, (": " + str(why)) if why else ""))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 class Conn:
@@ -92,17 +85,15 @@ class Conn:
         return out
 
 
-def start(dbpath, port, log):
-    proc = subprocess.Popen([TAMGAD, "--port", str(port), "--bind_ip", "127.0.0.1", "--dbpath", dbpath,
-                             "--nounixsocket", "--replSet", "rs0", "--replSetAutoInitiate", "--oplogSize", "1"],
-                            stdout=log, stderr=subprocess.STDOUT)
+def start(member):
+    member.start()
     for _ in range(300):
-        if proc.poll() is not None:
-            raise RuntimeError("tamgad exited with %s" % proc.returncode)
+        if member.proc.poll() is not None:
+            raise RuntimeError("tamgad exited with %s" % member.proc.returncode)
         try:
-            c = Conn(port)
+            c = Conn(member.port)
             if c.cmd("admin", {"hello": 1}).get("isWritablePrimary"):
-                return proc, c
+                return c
         except (OSError, RuntimeError):
             pass
         time.sleep(0.1)
@@ -170,11 +161,9 @@ WRITES = [
 
 def main():
     work = tempfile.mkdtemp(prefix="retry-restart-", dir=os.environ.get("TMPDIR"))
-    dbpath = os.path.join(work, "db")
-    os.mkdir(dbpath)
-    log = open(os.path.join(work, "tamgad.log"), "ab")
-    port = free_port()
-    proc, c = start(dbpath, port, log)
+    member = Member(TAMGAD, free_ports(1)[0], os.path.join(work, "db"), "rs0",
+                    ["--replSetAutoInitiate", "--oplogSize", "1"])
+    c = start(member)
     try:
         for i, (name, cmd, good) in enumerate(WRITES):
             full = dict(cmd, lsid=lsid(100 + i), txnNumber=Int64(1), writeConcern={"w": 1, "j": True})
@@ -216,9 +205,8 @@ def main():
         r = c.cmd("config", {"delete": "tamga_retry_replies", "deletes": [{"q": {"_id.id": lsid(223)["id"]}, "limit": 1}],
                              "writeConcern": {"w": 1, "j": True}})
         check("the kept reply is a document of config.tamga_retry_replies", r.get("n") == 1, r)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        proc, c = start(dbpath, port, log)
+        member.kill9()
+        c = start(member)
         r = c.cmd("t", dict(TS_FAM, lsid=lsid(220), txnNumber=Int64(1)))
         check("time-series findAndModify retried after kill -9 answers its first reply (retriedStmtId)",
               r.get("ok") == 1 and r.get("value") == ts_first.get("value")
@@ -290,17 +278,15 @@ def main():
                     break
         check("truncation removed the batch's entries", gone)
         c.cmd("t", {"insert": "x", "documents": [{}], "writeConcern": {"w": 1, "j": True}})
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        proc, c = start(dbpath, port, log)
+        member.kill9()
+        c = start(member)
         r = c.cmd("t", dict(trunc, lsid=lsid(300), txnNumber=Int64(1)))
         check("the batch retried after truncation and a restart answers 217 IncompleteTransactionHistory",
               r.get("code") == 217 and r.get("codeName") == "IncompleteTransactionHistory", r)
         r = c.cmd("t", {"count": "tr"})
         check("... and applies nothing", r.get("n") == 2, r)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait()
+        member.stop()
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

@@ -6,20 +6,20 @@ acknowledged survives the kill whole.
 
     python3 txn_kill9.py path/to/tamgad
 
-Starts its own tamgad (free port, temporary --dbpath under TMPDIR) twice;
-prints "N passed, N failed".
+Starts its own tamgad (raft_cluster.Member: a free port, a temporary --dbpath
+under TMPDIR) twice; prints "N passed, N failed".
 """
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 
 import pymongo
 from pymongo.write_concern import WriteConcern
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "replset"))
+from raft_cluster import Member, free_ports  # noqa: E402
 
 TAMGAD = sys.argv[1]
 passed = failed = 0
@@ -35,29 +35,9 @@ def check(name, cond, why=""):
         print("not ok - %s%s" % (name, (": " + why) if why else ""))
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def start(dbpath, port, log):
-    proc = subprocess.Popen([TAMGAD, "--port", str(port), "--bind_ip", "127.0.0.1", "--dbpath", dbpath,
-                             "--nounixsocket", "--replSet", "rs0", "--replSetAutoInitiate"],
-                            stdout=log, stderr=subprocess.STDOUT)
-    for _ in range(300):
-        if proc.poll() is not None:
-            raise RuntimeError("tamgad exited with %s" % proc.returncode)
-        c = socket.socket()
-        c.settimeout(0.2)
-        if c.connect_ex(("127.0.0.1", port)) == 0:
-            c.close()
-            break
-        c.close()
-        time.sleep(0.1)
-    client = pymongo.MongoClient("mongodb://127.0.0.1:%d/?replicaSet=rs0" % port, serverSelectionTimeoutMS=20000)
+def start(member):
+    member.start()
+    client = pymongo.MongoClient("mongodb://%s/?replicaSet=rs0" % member.host, serverSelectionTimeoutMS=20000)
     for _ in range(200):
         try:
             if client.admin.command("hello").get("isWritablePrimary"):
@@ -65,23 +45,19 @@ def start(dbpath, port, log):
         except pymongo.errors.PyMongoError:
             pass
         time.sleep(0.1)
-    return proc, client
+    return client
 
 
-def kill9(proc, client):
+def kill9(member, client):
     client.close()
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    member.kill9()
 
 
 def main():
     work = tempfile.mkdtemp(prefix="txn-kill9-", dir=os.environ.get("TMPDIR"))
-    dbpath = os.path.join(work, "db")
-    os.mkdir(dbpath)
-    log = open(os.path.join(work, "tamgad.log"), "ab")
-    port = free_port()
+    member = Member(TAMGAD, free_ports(1)[0], os.path.join(work, "db"), "rs0", ["--replSetAutoInitiate"])
     try:
-        proc, client = start(dbpath, port, log)
+        client = start(member)
         db = client["shop"]
         db.create_collection("reviews")
         db.books.insert_one({"_id": 1, "title": "Dune", "reviewCount": 0, "ratingSum": 0},
@@ -97,9 +73,9 @@ def main():
         s = client.start_session()
         s.start_transaction()
         db.reviews.insert_one({"_id": 2, "bookId": 1, "rating": 1}, session=s)
-        kill9(proc, client)
+        kill9(member, client)
 
-        proc, client = start(dbpath, port, log)
+        client = start(member)
         db = client["shop"]
         book = db.books.find_one({"_id": 1})
         reviews = list(db.reviews.find({}, sort=[("_id", 1)]))
@@ -113,9 +89,9 @@ def main():
         ops = list(client.local["oplog.rs"].find({"o.applyOps": {"$exists": True}}))
         check("one applyOps entry, for the committed transaction", len(ops) == 1 and
               len(ops[0]["o"]["applyOps"]) == 2, "entries %r" % ops)
-        kill9(proc, client)
+        kill9(member, client)
     finally:
-        log.close()
+        member.kill9()
         shutil.rmtree(work, ignore_errors=True)
     print("%d passed, %d failed" % (passed, failed))
     sys.exit(1 if failed else 0)
