@@ -38,6 +38,7 @@
 #include "query/match.h"
 #include "timeseries/timeseries.h"
 #include "timeseries/ts_compress.h"
+#include "timeseries/ts_schema.h"
 #include "update/update.h"
 
 /* ---- create ------------------------------------------------------------------ */
@@ -151,6 +152,7 @@ typedef struct ts_open {
 	int count;
 	int64_t bytes;
 	ts_colstates_t cols;         /* its columns' append states (compressed buckets) */
+	ts_schema_t *schema;         /* the open bucket's schema (ts_schema.h), never NULL while has_open */
 	ts_archived_t *arch;         /* archived buckets, by start ascending (starts unique) */
 	int narch, archcap;
 	/* the column states of the last few buckets closed by a later time
@@ -169,6 +171,7 @@ enum {
 	TSC_BUCKET_UPDATES,
 	TSC_OPENED_META,
 	TSC_CLOSED_COUNT,
+	TSC_CLOSED_SCHEMA,
 	TSC_CLOSED_SIZE,
 	TSC_CLOSED_FORWARD,
 	TSC_COMMITS,
@@ -179,6 +182,7 @@ enum {
 	TSC_QUERIED,
 	TSC_FETCH_FAILED,
 	TSC_QUERY_FAILED,
+	TSC_REOPEN_FAILED_SCHEMA,
 	TSC_N
 };
 
@@ -187,6 +191,7 @@ static const char *const ts_counter_names[TSC_N] = {
 	[TSC_BUCKET_UPDATES] = "numBucketUpdates",
 	[TSC_OPENED_META] = "numBucketsOpenedDueToMetadata",
 	[TSC_CLOSED_COUNT] = "numBucketsClosedDueToCount",
+	[TSC_CLOSED_SCHEMA] = "numBucketsClosedDueToSchemaChange",
 	[TSC_CLOSED_SIZE] = "numBucketsClosedDueToSize",
 	[TSC_CLOSED_FORWARD] = "numBucketsClosedDueToTimeForward",
 	[TSC_COMMITS] = "numCommits",
@@ -197,6 +202,7 @@ static const char *const ts_counter_names[TSC_N] = {
 	[TSC_QUERIED] = "numBucketsQueried",
 	[TSC_FETCH_FAILED] = "numBucketFetchesFailed",
 	[TSC_QUERY_FAILED] = "numBucketQueriesFailed",
+	[TSC_REOPEN_FAILED_SCHEMA] = "numBucketReopeningsFailedDueToSchemaGeneration",
 };
 
 typedef struct ts_stats_row {
@@ -281,6 +287,7 @@ open_free(ts_open_t *b)
 {
 	bson_value_destroy(&b->meta);
 	ts_colstates_clear(&b->cols);
+	ts_schema_free(b->schema);
 	ts_archive_free(&b->arch, &b->narch);
 	ts_archive_free(&b->soft, &b->nsoft);
 	bson_free(b);
@@ -363,6 +370,11 @@ typedef struct ts_target {
 	bool updated;                /* written as an update of the stored bucket */
 	bool compressed;             /* written compressed (nothing to do when it closes) */
 	ts_colstates_t next;         /* its columns' append states once written (to the catalog at commit) */
+	/* the schema of its measurements (ts_schema.h): the catalog's open
+	 * bucket's, borrowed until a measurement adds a path (then copied:
+	 * the catalog keeps its own until the commit), else owned */
+	ts_schema_t *schema;
+	bool schema_owned;
 } ts_target_t;
 
 #define TS_BATCH_HASH 2048
@@ -402,8 +414,18 @@ target_slot(ts_batch_t *b, const bson_value_t *meta, uint64_t h)
 }
 
 static void
-target_add(ts_target_t *t, int i, int64_t bytes)
+target_add(const ts_batch_t *b, ts_target_t *t, int i)
 {
+	const bson_t *m = &b->docs[i];
+	int64_t bytes = m->len;
+
+	if (ts_schema_check(t->schema, m, b->o.meta_field) > 0) {
+		if (!t->schema_owned) {
+			t->schema = ts_schema_copy(t->schema);
+			t->schema_owned = true;
+		}
+		ts_schema_add(t->schema, m, b->o.meta_field);
+	}
 	if (t->n == t->cap) {
 		t->cap = t->cap ? t->cap * 2 : 8;
 		t->ms = bson_realloc(t->ms, sizeof(int) * (size_t)t->cap);
@@ -442,13 +464,16 @@ target_new(ts_batch_t *b, const bson_value_t *meta, uint64_t h, int64_t t_ms)
 
 	t->start_ms = round_down(t_ms, b->o.rounding);
 	new_oid(&t->id, t->start_ms);
+	t->schema = ts_schema_new();
+	t->schema_owned = true;
 	return t;
 }
 
 /*
  * Why measurement m (time t_ms) does not fit target t: -1 it fits, else
- * the closing counter (count, size, time forward) or -2 for time backward
- * (mongod's rollover reasons, checked in its order).
+ * the closing counter (count, size, time forward, schema change) or -2 for
+ * time backward (mongod's rollover reasons; the schema last, as mongod's
+ * determineRolloverAction checks it).
  */
 static int
 target_misfit(const ts_batch_t *b, const ts_target_t *t, const bson_t *m, int64_t t_ms)
@@ -464,6 +489,8 @@ target_misfit(const ts_batch_t *b, const ts_target_t *t, const bson_t *m, int64_
 		return TSC_CLOSED_FORWARD;
 	if (t_ms < t->start_ms)
 		return -2;
+	if (t->schema != NULL && !ts_schema_fits(t->schema, m, b->o.meta_field))
+		return TSC_CLOSED_SCHEMA;
 	return -1;
 }
 
@@ -527,9 +554,20 @@ bucket_take(ts_batch_t *b, const bson_t *bucket, const bson_value_t *meta, uint6
 	probe.base_bytes = bucket->len;
 	if (target_misfit(b, &probe, m, t_ms) != -1)
 		return false;
+	/* its schema, from control.min/max (mongod's Schema::parseFromBSON): a
+	 * bucket mixing types is not reopened, one m does not fit neither */
+	if ((probe.schema = ts_schema_from_bucket(bucket)) == NULL) {
+		b->cnt[TSC_REOPEN_FAILED_SCHEMA]++;
+		return false;
+	}
+	if (!ts_schema_fits(probe.schema, m, b->o.meta_field)) {
+		ts_schema_free(probe.schema);
+		return false;
+	}
 	/* a bucket this batch already writes (closed in it): continue that target */
 	for (int k = b->heads[h % TS_BATCH_HASH]; k >= 0; k = b->t[k].chain)
 		if (bson_oid_equal(&b->t[k].id, bson_iter_oid(&it))) {
+			ts_schema_free(probe.schema);
 			if (b->t[k].hard || target_misfit(b, &b->t[k], m, t_ms) != -1)
 				return false;
 			*t = &b->t[k];
@@ -542,6 +580,8 @@ bucket_take(ts_batch_t *b, const bson_t *bucket, const bson_value_t *meta, uint6
 	(*t)->base_count = probe.base_count;
 	(*t)->base_bytes = probe.base_bytes;
 	(*t)->existing = true;
+	(*t)->schema = probe.schema;
+	(*t)->schema_owned = true;
 	{
 		/* its column states when it closed by a later time in this process */
 		ts_open_t *row = open_find(b->coll->uuid, meta, h);
@@ -721,13 +761,14 @@ route(ts_batch_t *b, int i, const bson_value_t *meta, int64_t t_ms)
 	if (!seen && !b->fresh) {
 		/* the meta's first measurement in this batch: the catalog's open bucket */
 		ts_open_t *open = open_find(b->coll->uuid, meta, h);
-		if (open != NULL && open->has_open) {
+		if (open != NULL && open->has_open && open->schema != NULL) {
 			t = target_slot(b, meta, h);
 			t->id = open->id;
 			t->start_ms = open->start_ms;
 			t->base_count = open->count;
 			t->base_bytes = open->bytes;
 			t->cols = &open->cols;
+			t->schema = open->schema;
 			t->existing = true;
 			t->current = true;
 		}
@@ -735,7 +776,7 @@ route(ts_batch_t *b, int i, const bson_value_t *meta, int64_t t_ms)
 	if (t != NULL) {
 		int why = target_misfit(b, t, m, t_ms);
 		if (why == -1) {
-			target_add(t, i, m->len);
+			target_add(b, t, i);
 			return;
 		}
 		t->current = false;
@@ -746,7 +787,7 @@ route(ts_batch_t *b, int i, const bson_value_t *meta, int64_t t_ms)
 			b->cnt[TSC_ARCHIVED_BACKWARD]++;
 		} else {
 			t->closed = true;
-			t->hard = why == TSC_CLOSED_COUNT || why == TSC_CLOSED_SIZE;
+			t->hard = why == TSC_CLOSED_COUNT || why == TSC_CLOSED_SIZE || why == TSC_CLOSED_SCHEMA;
 			if (why >= 0)
 				b->cnt[why]++;
 		}
@@ -763,7 +804,7 @@ route(ts_batch_t *b, int i, const bson_value_t *meta, int64_t t_ms)
 		t = target_new(b, meta, h, t_ms);
 	}
 	t->current = true;
-	target_add(t, i, m->len);
+	target_add(b, t, i);
 }
 
 /* The measurement's meta (EOD when absent) and time. */
@@ -981,6 +1022,12 @@ catalog_commit(ts_batch_t *b)
 		o->cols = t->next;
 		memset(&t->next, 0, sizeof(t->next));
 		o->has_open = true;
+		if (t->schema_owned) {
+			ts_schema_free(o->schema);
+			o->schema = t->schema;
+			t->schema = NULL;
+			t->schema_owned = false;
+		}
 		o->id = t->id;
 		o->start_ms = t->start_ms;
 		o->count = (t->updated ? t->base_count : 0) + t->n;
@@ -1025,6 +1072,8 @@ insert_measurements(cmd_t *c, storage_session_t *s, storage_coll_t *coll, bson_t
 		bson_free(b.t[k].ms);
 		ts_colstates_clear(&b.t[k].next);
 		ts_colstates_clear(&b.t[k].own);
+		if (b.t[k].schema_owned)
+			ts_schema_free(b.t[k].schema);
 	}
 	bson_free(b.t);
 	bdamages_destroy(&b.dmg);
@@ -2072,6 +2121,8 @@ moved_insert(storage_session_t *s, ts_rewrite_t *r, terr_t *err)
 		bson_free(b.t[i].ms);
 		ts_colstates_clear(&b.t[i].next);
 		ts_colstates_clear(&b.t[i].own);
+		if (b.t[i].schema_owned)
+			ts_schema_free(b.t[i].schema);
 	}
 	bson_free(b.t);
 	bdamages_destroy(&b.dmg);

@@ -24,7 +24,7 @@ test('create and listCollections', () => {
 test('insertMany fills buckets; reads return measurements', () => {
 	const docs = [];
 	for (let i = 0; i < 600; i++)
-		docs.push({sensor: {id: i % 4, room: 'r' + (i % 2)}, ts: new Date(base + i * 30000), temp: 15 + (i % 11), hum: i % 3 ? 40 + i % 7 : undefined});
+		docs.push({sensor: {id: i % 4, room: 'r' + (i % 2)}, ts: new Date(base + i * 30000), temp: 15 + (i % 11), ...(i % 3 ? {hum: 40 + i % 7} : {})});
 	eq(t.w.insertMany(docs).insertedIds[599] !== undefined, true, 'inserted');
 	eq(t.w.countDocuments(), 600, 'count');
 	eq(t.w.find({'sensor.id': 2}).itcount(), 150, 'meta filter');
