@@ -413,13 +413,17 @@ target_slot(ts_batch_t *b, const bson_value_t *meta, uint64_t h)
 	return t;
 }
 
+/* Add measurement i to t; sc: what ts_schema_check of it against t's
+ * schema answered (-2: not asked yet). */
 static void
-target_add(const ts_batch_t *b, ts_target_t *t, int i)
+target_add(const ts_batch_t *b, ts_target_t *t, int i, int sc)
 {
 	const bson_t *m = &b->docs[i];
 	int64_t bytes = m->len;
 
-	if (ts_schema_check(t->schema, m, b->o.meta_field) > 0) {
+	if (sc == -2)
+		sc = ts_schema_check(t->schema, m, b->o.meta_field);
+	if (sc > 0) {
 		if (!t->schema_owned) {
 			t->schema = ts_schema_copy(t->schema);
 			t->schema_owned = true;
@@ -476,8 +480,10 @@ target_new(ts_batch_t *b, const bson_value_t *meta, uint64_t h, int64_t t_ms)
  * determineRolloverAction checks it).
  */
 static int
-target_misfit(const ts_batch_t *b, const ts_target_t *t, const bson_t *m, int64_t t_ms)
+target_misfit(const ts_batch_t *b, const ts_target_t *t, const bson_t *m, int64_t t_ms, int *sc)
 {
+	int r;
+
 	int count = t->base_count + t->n;
 	int64_t bytes = t->base_bytes + t->bytes;
 
@@ -489,9 +495,10 @@ target_misfit(const ts_batch_t *b, const ts_target_t *t, const bson_t *m, int64_
 		return TSC_CLOSED_FORWARD;
 	if (t_ms < t->start_ms)
 		return -2;
-	if (t->schema != NULL && !ts_schema_fits(t->schema, m, b->o.meta_field))
-		return TSC_CLOSED_SCHEMA;
-	return -1;
+	r = t->schema != NULL ? ts_schema_check(t->schema, m, b->o.meta_field) : 0;
+	if (sc != NULL)
+		*sc = r;
+	return r < 0 ? TSC_CLOSED_SCHEMA : -1;
 }
 
 CMD_HANDLER(cmd_find);
@@ -552,7 +559,7 @@ bucket_take(ts_batch_t *b, const bson_t *bucket, const bson_value_t *meta, uint6
 	probe.start_ms = bson_iter_date_time(&st);
 	probe.base_count = ts_bucket_count(&b->o, bucket);
 	probe.base_bytes = bucket->len;
-	if (target_misfit(b, &probe, m, t_ms) != -1)
+	if (target_misfit(b, &probe, m, t_ms, NULL) != -1)
 		return false;
 	/* its schema, from control.min/max (mongod's Schema::parseFromBSON): a
 	 * bucket mixing types is not reopened, one m does not fit neither */
@@ -568,7 +575,7 @@ bucket_take(ts_batch_t *b, const bson_t *bucket, const bson_value_t *meta, uint6
 	for (int k = b->heads[h % TS_BATCH_HASH]; k >= 0; k = b->t[k].chain)
 		if (bson_oid_equal(&b->t[k].id, bson_iter_oid(&it))) {
 			ts_schema_free(probe.schema);
-			if (b->t[k].hard || target_misfit(b, &b->t[k], m, t_ms) != -1)
+			if (b->t[k].hard || target_misfit(b, &b->t[k], m, t_ms, NULL) != -1)
 				return false;
 			*t = &b->t[k];
 			(*t)->closed = (*t)->archived = false;
@@ -722,7 +729,7 @@ reopen(ts_batch_t *b, const bson_value_t *meta, uint64_t h, const bson_t *m, int
 		}
 	}
 	if (best != NULL) {
-		if (target_misfit(b, best, m, t_ms) != -1)
+		if (target_misfit(b, best, m, t_ms, NULL) != -1)
 			return NULL;
 		best->closed = best->archived = false;
 		b->cnt[TSC_REOPENED]++;
@@ -774,9 +781,9 @@ route(ts_batch_t *b, int i, const bson_value_t *meta, int64_t t_ms)
 		}
 	}
 	if (t != NULL) {
-		int why = target_misfit(b, t, m, t_ms);
+		int sc = -2, why = target_misfit(b, t, m, t_ms, &sc);
 		if (why == -1) {
-			target_add(b, t, i);
+			target_add(b, t, i, sc);
 			return;
 		}
 		t->current = false;
@@ -804,7 +811,7 @@ route(ts_batch_t *b, int i, const bson_value_t *meta, int64_t t_ms)
 		t = target_new(b, meta, h, t_ms);
 	}
 	t->current = true;
-	target_add(b, t, i);
+	target_add(b, t, i, -2);
 }
 
 /* The measurement's meta (EOD when absent) and time. */

@@ -9,6 +9,7 @@
  * through their v1 form.
  */
 #include "timeseries/timeseries.h"
+#include "timeseries/ts_minmax.h"
 #include "timeseries/ts_compress.h"
 #include "timeseries/ts_index.h"
 
@@ -201,8 +202,9 @@ ts_options_get(const bson_t *options, ts_options_t *o)
 /* One column being built: a field name, its values (vals[c]) and bounds. */
 typedef struct column {
 	const char *name;
-	bson_value_t min, max;       /* shallow: point into the measurements */
+	bson_value_t min, max;       /* shallow: point into the measurements (or own_*) */
 	bool any;
+	bson_t *own_min, *own_max;   /* bounds merged from documents/arrays (ts_minmax.h) */
 } column_t;
 
 static int
@@ -286,16 +288,28 @@ colset_fill(colset_t *cs, bson_t *vals, const bson_t *const *ms, int n, int firs
 				continue;
 			col = &cs->cols[c];
 			bv_append(&vals[c], key, -1, v);
-			if (!col->any || bv_compare(v, &col->min) < 0)
-				col->min = *v;
-			if (!col->any || bv_compare(v, &col->max) > 0)
-				col->max = *v;
-			col->any = true;
+			/* field by field, as mongod's MinMax (ts_minmax.h) */
+			ts_minmax_widen2(&col->min, &col->max, &col->any, &col->own_min, &col->own_max, v);
 		}
 	}
 }
 
 static void control_write(const colset_t *cs, const char *time_field, int64_t start_ms, bson_t *out);
+
+/* Free the columns and their merged bounds. */
+static void
+colset_release(colset_t *cs)
+{
+	for (int c = 0; c < cs->n; c++) {
+		if (cs->cols[c].own_min != NULL)
+			bson_destroy(cs->cols[c].own_min);
+		if (cs->cols[c].own_max != NULL)
+			bson_destroy(cs->cols[c].own_max);
+	}
+	bson_free(cs->cols);
+	cs->cols = NULL;
+	cs->n = cs->cap = 0;
+}
 
 /* control (version 1, min, max: the time field's minimum replaced by
  * start_ms when time_field is given), then meta (when given) and data; frees
@@ -316,7 +330,7 @@ colset_write(colset_t *cs, bson_t *vals, const char *time_field, int64_t start_m
 	}
 	bson_append_document_end(out, &data);
 	bson_free(vals);
-	bson_free(cs->cols);
+	colset_release(cs);
 }
 
 /* control: version 1, min and max of the columns (the time field's minimum
@@ -585,7 +599,7 @@ ts_bucket_append_damages(const ts_options_t *o, const bson_t *old, const bson_t 
 	}
 	if (ok && out->len != old->len + delta)
 		ok = false;
-	bson_free(cs.cols);
+	colset_release(&cs);
 	bson_free(m.col);
 	bson_free(m.col_len);
 	if (!ok) {   /* not where this code expected: compare instead */

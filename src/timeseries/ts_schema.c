@@ -26,16 +26,67 @@ struct ts_schema {
 	snode_t root;        /* kind K_OBJ */
 };
 
+/* bv_type_rank of the common scalar types without a call (a measurement's
+ * fields are mostly these); the others ask bv_type_rank. */
 static int
-kind_of(const bson_iter_t *it)
+kind_of(uint8_t t)
 {
-	bson_type_t t = bson_iter_type(it);
+	switch (t) {
+	case BSON_TYPE_DOCUMENT: return K_OBJ;
+	case BSON_TYPE_ARRAY: return K_ARR;
+	case BSON_TYPE_DOUBLE: case BSON_TYPE_INT32: case BSON_TYPE_INT64: case BSON_TYPE_DECIMAL128: return 10;
+	default: return bv_type_rank((bson_type_t)t);
+	}
+}
 
-	if (t == BSON_TYPE_DOCUMENT)
-		return K_OBJ;
-	if (t == BSON_TYPE_ARRAY)
-		return K_ARR;
-	return bv_type_rank(t);
+/* strcmp(a, b) == 0 without a call: field names are short */
+static bool
+streq(const char *a, const char *b)
+{
+	while (*a != '\0' && *a == *b) {
+		a++;
+		b++;
+	}
+	return *a == *b;
+}
+
+static uint32_t
+rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* The size of the value of type t at p (at most avail bytes), or -1 when it
+ * does not fit (a malformed document: the walk stops). */
+static int64_t
+value_size(uint8_t t, const uint8_t *p, size_t avail)
+{
+	int64_t z;
+
+	switch (t) {
+	case BSON_TYPE_DOUBLE: case BSON_TYPE_DATE_TIME: case BSON_TYPE_INT64: case BSON_TYPE_TIMESTAMP:
+		z = 8; break;
+	case BSON_TYPE_INT32: z = 4; break;
+	case BSON_TYPE_BOOL: z = 1; break;
+	case BSON_TYPE_NULL: case BSON_TYPE_UNDEFINED: case BSON_TYPE_MINKEY: case BSON_TYPE_MAXKEY: z = 0; break;
+	case BSON_TYPE_OID: z = 12; break;
+	case BSON_TYPE_DECIMAL128: z = 16; break;
+	case BSON_TYPE_UTF8: case BSON_TYPE_SYMBOL: case BSON_TYPE_CODE:
+		z = avail < 4 ? -1 : 4 + (int64_t)rd32(p); break;
+	case BSON_TYPE_DOCUMENT: case BSON_TYPE_ARRAY: case BSON_TYPE_CODEWSCOPE:
+		z = avail < 4 ? -1 : (int64_t)rd32(p); break;
+	case BSON_TYPE_BINARY: z = avail < 4 ? -1 : 5 + (int64_t)rd32(p); break;
+	case BSON_TYPE_DBPOINTER: z = avail < 4 ? -1 : 4 + (int64_t)rd32(p) + 12; break;
+	case BSON_TYPE_REGEX: {
+		const uint8_t *a = memchr(p, 0, avail), *b;
+		if (a == NULL || (b = memchr(a + 1, 0, avail - (size_t)(a + 1 - p))) == NULL)
+			return -1;
+		z = b + 1 - p;
+		break;
+	}
+	default: return -1;
+	}
+	return z < 0 || (uint64_t)z > avail ? -1 : z;
 }
 
 static void
@@ -76,10 +127,10 @@ kid_find(const snode_t *p, const char *key, int idx)
 {
 	if (p->kind == K_ARR)
 		return idx < p->n ? &p->kids[idx] : NULL;
-	if (idx < p->n && strcmp(p->kids[idx].name, key) == 0)
+	if (idx < p->n && streq(p->kids[idx].name, key))
 		return &p->kids[idx];
 	for (int i = 0; i < p->n; i++)
-		if (strcmp(p->kids[i].name, key) == 0)
+		if (streq(p->kids[i].name, key))
 			return &p->kids[i];
 	return NULL;
 }
@@ -100,21 +151,35 @@ kid_add(snode_t *p, const char *key, int kind)
 	return k;
 }
 
-/* Walk the container it iterates (p's values) and check, or also add, every
- * path.  skip: a top-level field left out. */
+/* Walk the document or array of len bytes at d (p's values) and check, or
+ * also add, every path.  skip: a top-level field left out.  The bytes are
+ * read directly (a measurement was validated when it was received): a few
+ * instructions per field where bson_iter_next re-validates each one. */
 static bool
-walk(snode_t *p, bson_iter_t *it, const char *skip, bool add, bool *fresh)
+walk(snode_t *p, const uint8_t *d, uint32_t len, const char *skip, bool add, bool *fresh)
 {
+	const uint8_t *q = d + 4, *end = d + len - 1;
 	int idx = 0;
 
-	while (bson_iter_next(it)) {
-		const char *key = bson_iter_key(it);
+	if (len < 5)
+		return true;
+	while (q < end) {
+		uint8_t t = *q++;
+		const char *key = (const char *)q;
+		const uint8_t *nul = memchr(q, 0, (size_t)(end - q));
+		int64_t vz;
 		int kind;
 		snode_t *k;
 
-		if (skip != NULL && strcmp(key, skip) == 0)
+		if (t == 0 || nul == NULL)
+			break;
+		q = nul + 1;
+		if ((vz = value_size(t, q, (size_t)(end - q))) < 0)
+			break;
+		q += vz;
+		if (skip != NULL && key[0] == skip[0] && streq(key, skip))
 			continue;
-		kind = kind_of(it);
+		kind = kind_of(t);
 		k = kid_find(p, key, idx);
 		idx++;
 		if (k == NULL) {
@@ -125,11 +190,8 @@ walk(snode_t *p, bson_iter_t *it, const char *skip, bool add, bool *fresh)
 		} else if (k->kind != kind) {
 			return false;
 		}
-		if (kind == K_OBJ || kind == K_ARR) {
-			bson_iter_t sub;
-			if (bson_iter_recurse(it, &sub) && !walk(k, &sub, NULL, add, fresh))
-				return false;
-		}
+		if ((kind == K_OBJ || kind == K_ARR) && !walk(k, q - vz, (uint32_t)vz, NULL, add, fresh))
+			return false;
 	}
 	return true;
 }
@@ -173,13 +235,10 @@ ts_schema_size(const ts_schema_t *s)
 int
 ts_schema_check(const ts_schema_t *s, const bson_t *m, const char *skip)
 {
-	bson_iter_t it;
 	bool fresh = false;
 
-	if (!bson_iter_init(&it, m))
-		return 0;
 	/* the walk does not change s when add is false */
-	if (!walk((snode_t *)&s->root, &it, skip, false, &fresh))
+	if (!walk((snode_t *)&s->root, bson_get_data(m), m->len, skip, false, &fresh))
 		return -1;
 	return fresh ? 1 : 0;
 }
@@ -193,10 +252,9 @@ ts_schema_fits(const ts_schema_t *s, const bson_t *m, const char *skip)
 bool
 ts_schema_add(ts_schema_t *s, const bson_t *m, const char *skip)
 {
-	bson_iter_t it;
 	bool fresh = false;
 
-	return !bson_iter_init(&it, m) || walk(&s->root, &it, skip, true, &fresh);
+	return walk(&s->root, bson_get_data(m), m->len, skip, true, &fresh);
 }
 
 ts_schema_t *
