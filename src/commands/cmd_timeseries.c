@@ -1768,16 +1768,17 @@ is_const_one(bson_iter_t *it)
  * double).  Appends {$group: ...} to out under key and returns true; false:
  * not that shape.
  *
- * Narrower than mongod where Tamga's control fields are not mongod's:
- * $min of a measurement field and $min/$max of a subfield of one (mongod's
- * control.min/max are computed field by field through objects and element
- * by element through arrays -- timeseries::MinMax --, Tamga's are the BSON
- * order's min/max of the whole top-level value, which differ when that
- * value is an object or an array), and $min of the time (control.min of
- * the time is rounded down: mongod refuses it too).  $max of a top-level
- * field is taken: the largest value by BSON order is the accumulator's
- * answer, and it is what both control.max hold unless it is an object or
- * array (then Tamga's is still the accumulator's answer).
+ * $min/$max of a measurement path become the same of
+ * "$control.min.<path>" / "$control.max.<path>" as mongod's
+ * rewriteMinMaxGroupAccm, except $min of the time (control.min of the time
+ * is rounded down: mongod refuses it too), when the collection's bounds are
+ * field by field (o->field_bounds: created since Tamga keeps them so; a
+ * type change closes a bucket, so a null sits in a bucket of nulls and the
+ * accumulator skips it as unpacked).  Where a bucket holds objects or
+ * arrays the field-by-field bound may be a value no measurement holds: that
+ * is mongod's answer too.  A collection created before (whole-value bounds
+ * in some buckets) takes only $max of a top-level field (the largest value
+ * by BSON order, which both forms hold unless it is an object or array).
  */
 static bool
 group_rewrite(const ts_options_t *o, bson_iter_t *g, bson_t *out, const char *key)
@@ -1852,10 +1853,17 @@ group_rewrite(const ts_options_t *o, bson_iter_t *g, bson_t *out, const char *ke
 		{
 			const char *fp = bson_iter_utf8(&acc, NULL) + 1;
 			bson_t a;
+			size_t first = strcspn(fp, ".");
+			bool is_min = strcmp(op, "$min") == 0;
 			if (lp_meta_path(o, fp, path + 1, sizeof(path) - 1))
 				path[0] = '$';
-			else if (strcmp(op, "$max") == 0 && strchr(fp, '.') == NULL && strlen(fp) < 300)
-				bson_snprintf(path, sizeof(path), "$control.max.%s", fp);
+			else if (strlen(fp) < 300 && (o->field_bounds ? !(is_min && first == strlen(o->time_field) &&
+			                                                   strncmp(fp, o->time_field, first) == 0)
+			                                              : !is_min && fp[first] == '\0'))
+				/* field-by-field bounds: mongod's rewrite of any path but
+				 * $min of the time (rounded down); older collections: $max
+				 * of a top-level field only */
+				bson_snprintf(path, sizeof(path), "$control.%s.%s", is_min ? "min" : "max", fp);
 			else {
 				ok = false;
 				break;

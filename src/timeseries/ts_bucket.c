@@ -170,6 +170,11 @@ ts_options_get(const bson_t *options, ts_options_t *o)
 	memset(o, 0, sizeof(*o));
 	if (options == NULL || !bson_iter_init_find(&it, options, "timeseries") || !BSON_ITER_HOLDS_DOCUMENT(&it))
 		return false;
+	{
+		bson_iter_t fb;
+		o->field_bounds = bson_iter_init_find(&fb, options, TS_OPT_BOUNDS) && BSON_ITER_HOLDS_NUMBER(&fb) &&
+		    bson_iter_as_int64(&fb) == 2;
+	}
 	bson_iter_recurse(&it, &f);
 	while (bson_iter_next(&f)) {
 		const char *k = bson_iter_key(&f);
@@ -195,6 +200,31 @@ ts_options_get(const bson_t *options, ts_options_t *o)
 	if (o->rounding <= 0)
 		o->rounding = o->max_span;
 	return o->time_field != NULL;
+}
+
+static void
+copy_public(const bson_t *a, bson_t *out)
+{
+	bson_iter_t it;
+
+	if (a != NULL && bson_iter_init(&it, a))
+		while (bson_iter_next(&it))
+			if (strcmp(bson_iter_key(&it), TS_OPT_BOUNDS) != 0)
+				bson_append_iter(out, bson_iter_key(&it), -1, &it);
+}
+
+bool
+ts_options_equal_public(const bson_t *a, const bson_t *b)
+{
+	bson_t x = BSON_INITIALIZER, y = BSON_INITIALIZER;
+	bool eq;
+
+	copy_public(a, &x);
+	copy_public(b, &y);
+	eq = bson_equal(&x, &y);
+	bson_destroy(&x);
+	bson_destroy(&y);
+	return eq;
 }
 
 /* ---- buckets ------------------------------------------------------------------ */
@@ -982,14 +1012,13 @@ measurement_bounds_ix(const char *minp, const char *maxp, const char *op, const 
 }
 
 static bool
-measurement_bounds(const char *field, const bson_iter_t *pred, const ts_ix_fields_t *fs, bson_t *out)
+measurement_bounds_path(const char *field, const bson_iter_t *pred, const ts_ix_fields_t *fs, bson_t *out)
 {
 	char minp[512], maxp[512];
 	bson_iter_t ops;
 	bool any = false;
 
-	if (strchr(field, '.') != NULL || strlen(field) > 400 || !BSON_ITER_HOLDS_DOCUMENT(pred) ||
-	    !bson_iter_recurse(pred, &ops))
+	if (strlen(field) > 400 || !BSON_ITER_HOLDS_DOCUMENT(pred) || !bson_iter_recurse(pred, &ops))
 		return false;
 	bson_snprintf(minp, sizeof(minp), "control.min.%s", field);
 	bson_snprintf(maxp, sizeof(maxp), "control.max.%s", field);
@@ -1049,6 +1078,70 @@ measurement_bounds(const char *field, const bson_iter_t *pred, const ts_ix_field
 	return any;
 }
 
+/* {control.<side>.<prefix>: <cond>} as element key of arr */
+static void
+append_prefix_cond(bson_t *arr, int *k, const char *side, const char *field, size_t plen, const char *type, bool neg)
+{
+	char key[16], path[512];
+	bson_t one, c, t;
+
+	bson_snprintf(key, sizeof(key), "%d", (*k)++);
+	bson_snprintf(path, sizeof(path), "control.%s.%.*s", side, (int)plen, field);
+	bson_append_document_begin(arr, key, -1, &one);
+	bson_append_document_begin(&one, path, -1, &c);
+	if (neg) {
+		bson_append_document_begin(&c, "$not", -1, &t);
+		BSON_APPEND_UTF8(&t, "$type", type);
+		bson_append_document_end(&c, &t);
+	} else {
+		BSON_APPEND_UTF8(&c, "$type", type);
+	}
+	bson_append_document_end(&one, &c);
+	bson_append_document_end(arr, &one);
+}
+
+/*
+ * A measurement field's numeric range as bucket bounds.  A top-level field:
+ * measurement_bounds_path, sound for whole-value and field-by-field bounds
+ * alike.  A subfield f.a (only when every bucket's bounds are field by
+ * field, o->field_bounds): a bucket can be left out when control.min.f and
+ * control.max.f are both plain objects -- then every measurement's f is an
+ * object (field-by-field bounds order values of other types whole, by
+ * type) and control.min/max.f.a bound every f.a -- and the bound on
+ * control.min/max.f.a rules it out; so the bound is OR-ed with "a prefix of
+ * the path is not a plain object in control.min or control.max" ($type
+ * "object" alone would look into an array's elements).  mongod relies on
+ * the same bounds (and on its no-mixed-schema flag).
+ */
+static bool
+measurement_bounds(const ts_options_t *o, const char *field, const bson_iter_t *pred, const ts_ix_fields_t *fs,
+                   bson_t *out)
+{
+	bson_t inner = BSON_INITIALIZER, arr;
+	int k = 0;
+
+	if (strchr(field, '.') == NULL)
+		return measurement_bounds_path(field, pred, fs, out);
+	if (!o->field_bounds || strlen(field) > 400 || field[0] == '.' || field[strlen(field) - 1] == '.' ||
+	    !measurement_bounds_path(field, pred, NULL, &inner)) {
+		bson_destroy(&inner);
+		return false;
+	}
+	bson_append_array_begin(out, "$or", -1, &arr);
+	BSON_APPEND_DOCUMENT(&arr, "0", &inner);
+	k = 1;
+	for (const char *d = strchr(field, '.'); d != NULL; d = strchr(d + 1, '.')) {
+		size_t plen = (size_t)(d - field);
+		for (int side = 0; side < 2; side++) {
+			append_prefix_cond(&arr, &k, side ? "max" : "min", field, plen, "object", true);
+			append_prefix_cond(&arr, &k, side ? "max" : "min", field, plen, "array", false);
+		}
+	}
+	bson_append_array_end(out, &arr);
+	bson_destroy(&inner);
+	return true;
+}
+
 static bool
 filter_conjuncts(const ts_options_t *o, const bson_t *filter, const ts_ix_fields_t *fs, bson_t *out, int *n,
                  int depth)
@@ -1101,7 +1194,7 @@ filter_conjuncts(const ts_options_t *o, const bson_t *filter, const ts_ix_fields
 			char key[16];
 			bson_snprintf(key, sizeof(key), "%d", *n);
 			bson_append_document_begin(out, key, -1, &one);
-			if (measurement_bounds(k, &it, fs, &one)) {
+			if (measurement_bounds(o, k, &it, fs, &one)) {
 				(*n)++;
 				any = true;
 			}
