@@ -29,6 +29,7 @@
 
 #include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bson/damage.h"
 #include "bson/value.h"
@@ -160,6 +161,8 @@ typedef struct ts_open {
 	 * consulted for routing */
 	ts_archived_t *soft;
 	int nsoft, softcap;
+	size_t mem;                  /* bytes this row holds, as last counted in ts_mem */
+	uint64_t used;               /* ts_tick when an insert last committed to its open bucket */
 	struct ts_open *next;
 } ts_open_t;
 
@@ -174,8 +177,10 @@ enum {
 	TSC_CLOSED_SCHEMA,
 	TSC_CLOSED_SIZE,
 	TSC_CLOSED_FORWARD,
+	TSC_CLOSED_MEMORY,
 	TSC_COMMITS,
 	TSC_MEASUREMENTS,
+	TSC_ARCHIVED_MEMORY,
 	TSC_ARCHIVED_BACKWARD,
 	TSC_REOPENED,
 	TSC_FETCHED,
@@ -194,8 +199,10 @@ static const char *const ts_counter_names[TSC_N] = {
 	[TSC_CLOSED_SCHEMA] = "numBucketsClosedDueToSchemaChange",
 	[TSC_CLOSED_SIZE] = "numBucketsClosedDueToSize",
 	[TSC_CLOSED_FORWARD] = "numBucketsClosedDueToTimeForward",
+	[TSC_CLOSED_MEMORY] = "numBucketsClosedDueToMemoryThreshold",
 	[TSC_COMMITS] = "numCommits",
 	[TSC_MEASUREMENTS] = "numMeasurementsCommitted",
+	[TSC_ARCHIVED_MEMORY] = "numBucketsArchivedDueToMemoryThreshold",
 	[TSC_ARCHIVED_BACKWARD] = "numBucketsArchivedDueToTimeBackward",
 	[TSC_REOPENED] = "numBucketsReopened",
 	[TSC_FETCHED] = "numBucketsFetched",
@@ -215,6 +222,9 @@ typedef struct ts_stats_row {
 static pthread_mutex_t ts_lock = PTHREAD_MUTEX_INITIALIZER;
 static ts_open_t *ts_open_buckets[TS_HASH];
 static ts_stats_row_t *ts_stats;
+/* the catalog's bytes (every row's mem) and the commit clock of rows' use */
+static size_t ts_mem;
+static uint64_t ts_tick;
 
 static ts_stats_row_t *
 stats_row(const uint8_t *uuid)
@@ -282,9 +292,37 @@ open_row(const uint8_t *uuid, const bson_value_t *meta, uint64_t h)
 	return o;
 }
 
+static size_t
+archived_size(const ts_archived_t *a, int n, int cap)
+{
+	size_t z = sizeof(*a) * (size_t)cap;
+
+	for (int i = 0; i < n; i++)
+		z += ts_colstates_size(&a[i].cols);
+	return z;
+}
+
+/* Count row o's bytes again into ts_mem (mongod's bucket catalog memory
+ * usage, in spirit: the row, its meta, the open bucket's column states and
+ * schema, the archived and cached entries). */
+static void
+row_account(ts_open_t *o)
+{
+	size_t z = sizeof(*o) + ts_colstates_size(&o->cols) + ts_schema_size(o->schema) +
+	    archived_size(o->arch, o->narch, o->archcap) + archived_size(o->soft, o->nsoft, o->softcap);
+
+	if (o->meta.value_type == BSON_TYPE_DOCUMENT || o->meta.value_type == BSON_TYPE_ARRAY)
+		z += o->meta.value.v_doc.data_len;
+	else if (o->meta.value_type == BSON_TYPE_UTF8)
+		z += o->meta.value.v_utf8.len;
+	ts_mem = ts_mem - o->mem + z;
+	o->mem = z;
+}
+
 static void
 open_free(ts_open_t *b)
 {
+	ts_mem -= b->mem;
 	bson_value_destroy(&b->meta);
 	ts_colstates_clear(&b->cols);
 	ts_schema_free(b->schema);
@@ -1040,10 +1078,79 @@ catalog_commit(ts_batch_t *b)
 		o->count = (t->updated ? t->base_count : 0) + t->n;
 		o->bytes = (t->updated ? t->base_bytes : 0) + t->bytes;
 	}
+	/* the rows this insert touched, counted again */
+	for (int k = 0; k < b->nt; k++) {
+		ts_open_t *o = open_find(b->coll->uuid, &b->t[k].meta, b->t[k].hash);
+		if (o != NULL) {
+			if (b->t[k].current)
+				o->used = ++ts_tick;
+			row_account(o);
+		}
+	}
 	r->c[TSC_COMMITS]++;
 	for (int i = 0; i < TSC_N; i++)
 		if (i != TSC_BUCKET_INSERTS && i != TSC_BUCKET_UPDATES && i != TSC_MEASUREMENTS && i != TSC_COMMITS)
 			r->c[i] += b->cnt[i];
+}
+
+/* The least recently used row (of any collection) with an open bucket
+ * (want_open) or with archived buckets, or NULL. */
+static ts_open_t *
+row_lru(bool want_open)
+{
+	ts_open_t *best = NULL;
+
+	for (int i = 0; i < TS_HASH; i++)
+		for (ts_open_t *o = ts_open_buckets[i]; o != NULL; o = o->next)
+			if ((want_open ? o->has_open : o->narch > 0) && (best == NULL || o->used < best->used))
+				best = o;
+	return best;
+}
+
+/*
+ * mongod's idle bucket expiry (BucketCatalog's expireIdleBuckets): while
+ * the catalog holds more than timeseriesIdleBucketExpiryMemoryUsageThreshold
+ * bytes (0 or less: 2.5% of the machine's memory), at most
+ * timeseriesIdleBucketExpiryMaxCountPerAttempt times per insert: the least
+ * recently used open bucket is archived (its column states and schema
+ * dropped: numBucketsArchivedDueToMemoryThreshold; a later measurement of
+ * its span fetches it back), or, with no open bucket left, the oldest
+ * archived bucket of the least recently used row is forgotten
+ * (numBucketsClosedDueToMemoryThreshold; a query can still reopen it: it is
+ * not marked closed).  Every bucket is idle here: inserts are serialised by
+ * ts_lock and this runs after the commit.  Under ts_lock.
+ */
+static void
+expire_idle(engine_t *e)
+{
+	long long threshold = atomic_load(&e->ts_idle_expiry_threshold);
+	long long max = atomic_load(&e->ts_idle_expiry_max_per_attempt);
+
+	if (threshold <= 0) {
+		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+		threshold = pages > 0 && psz > 0 ? (long long)((double)pages * (double)psz * 0.025) : (1LL << 30);
+	}
+	for (long long n = 0; ts_mem > (size_t)threshold && n < max; n++) {
+		ts_open_t *o = row_lru(true);
+		if (o != NULL) {
+			ts_colstates_t none = {0};
+			ts_colstates_clear(&o->cols);
+			ts_archive_add(&o->arch, &o->narch, &o->archcap, TS_ARCHIVED_MAX, &o->id, o->start_ms, &none);
+			ts_archive_free(&o->soft, &o->nsoft);
+			o->softcap = 0;
+			ts_schema_free(o->schema);
+			o->schema = NULL;
+			o->has_open = false;
+			stats_row(o->uuid)->c[TSC_ARCHIVED_MEMORY]++;
+			row_account(o);
+			continue;
+		}
+		if ((o = row_lru(false)) == NULL)
+			break;
+		ts_archive_take(o->arch, &o->narch, 0, NULL);
+		stats_row(o->uuid)->c[TSC_CLOSED_MEMORY]++;
+		row_account(o);
+	}
 }
 
 /* Insert n prepared measurements (docs, ownership stays with the caller)
@@ -1072,8 +1179,10 @@ insert_measurements(cmd_t *c, storage_session_t *s, storage_coll_t *coll, bson_t
 		route(&b, i, &meta, t_ms);
 	}
 	ret = storage_txn_run(s, insert_txn, &b, write_concern_sync(c), err);
-	if (ret == 0)
+	if (ret == 0) {
 		catalog_commit(&b);
+		expire_idle(c->engine);
+	}
 	pthread_mutex_unlock(&ts_lock);
 	for (int k = 0; k < b.nt; k++) {
 		bson_free(b.t[k].ms);

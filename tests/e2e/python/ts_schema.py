@@ -142,4 +142,32 @@ check("listCollections shows mongod's options", "tamgaBucketBounds" not in lc["o
 db.command("create", "s", timeseries={"timeField": "t", "metaField": "m"})   # same options: no error
 check("create of the same collection again succeeds", True)
 
+# the bucket catalog's memory bound (mongod's idle bucket expiry): over
+# timeseriesIdleBucketExpiryMemoryUsageThreshold bytes, open buckets are
+# archived (least recently used first) and then archived ones forgotten,
+# at most timeseriesIdleBucketExpiryMaxCountPerAttempt per insert
+adm = client.admin
+got = adm.command("getParameter", 1, timeseriesIdleBucketExpiryMemoryUsageThreshold=1,
+                  timeseriesIdleBucketExpiryMaxCountPerAttempt=1)
+check("the expiry parameters", got["timeseriesIdleBucketExpiryMemoryUsageThreshold"] == 0
+      and got["timeseriesIdleBucketExpiryMaxCountPerAttempt"] == 3, str(got))
+for other in ("w", "x", "s", "mem"):   # the catalog is global: only this collection's buckets in it
+    db.drop_collection(other)
+db.create_collection("mem", timeseries={"timeField": "t", "metaField": "m"})
+adm.command("setParameter", 1, timeseriesIdleBucketExpiryMemoryUsageThreshold=1)
+try:
+    T0 = datetime.datetime(2024, 7, 1)
+    db.mem.insert_many([{"t": T0, "m": k, "v": k} for k in range(4)])
+    ms = db.command("collStats", "mem")["timeseries"]
+    check("over the bound, open buckets are archived", ms["numBucketsArchivedDueToMemoryThreshold"] == 3, str(ms))
+    for i in range(1, 4):
+        db.mem.insert_one({"t": T0 + datetime.timedelta(seconds=i), "m": 0, "v": i})
+    ms = db.command("collStats", "mem")["timeseries"]
+    check("then archived ones are closed", ms["numBucketsClosedDueToMemoryThreshold"] > 0, str(ms))
+    check("an archived bucket is reopened for its span", ms["numBucketsReopened"] > 0, str(ms))
+    check("no measurement lost", db.mem.count_documents({}) == 7 and
+          sorted(d["v"] for d in db.mem.find({"m": 0})) == [0, 1, 2, 3])
+finally:
+    adm.command("setParameter", 1, timeseriesIdleBucketExpiryMemoryUsageThreshold=0)
+
 print("%d passed, %d failed" % (passed, failed))
