@@ -302,10 +302,14 @@ CMD_HANDLER(cmd_create)
 			terr_clear(err);
 			ret = 0;
 		} else {
-			char *o = bv_doc_to_mongo_string(existing->options ? existing->options : &options);
+			bson_t shown = BSON_INITIALIZER;
+			char *o;
+			ts_options_copy_public(existing->options ? existing->options : &options, &shown);
+			o = bv_doc_to_mongo_string(&shown);
 			terr_set(err, TERR_NAMESPACE_EXISTS,
 			    "namespace %s already exists, but with different options: %s", existing->ns, o);
 			bson_free(o);
+			bson_destroy(&shown);
 		}
 		storage_coll_release(existing);
 	}

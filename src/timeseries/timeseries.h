@@ -61,6 +61,8 @@ typedef struct ts_options {
 
 /* Whether a and b (collection options) are equal but for TS_OPT_BOUNDS. */
 bool ts_options_equal_public(const bson_t *a, const bson_t *b);
+/* Append options a (NULL: none) to out without TS_OPT_BOUNDS. */
+void ts_options_copy_public(const bson_t *a, bson_t *out);
 
 /* Whether unpacking with o emits the top-level field name (o->include). */
 bool ts_unpack_wants(const ts_options_t *o, const char *name);

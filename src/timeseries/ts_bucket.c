@@ -202,8 +202,8 @@ ts_options_get(const bson_t *options, ts_options_t *o)
 	return o->time_field != NULL;
 }
 
-static void
-copy_public(const bson_t *a, bson_t *out)
+void
+ts_options_copy_public(const bson_t *a, bson_t *out)
 {
 	bson_iter_t it;
 
@@ -219,8 +219,8 @@ ts_options_equal_public(const bson_t *a, const bson_t *b)
 	bson_t x = BSON_INITIALIZER, y = BSON_INITIALIZER;
 	bool eq;
 
-	copy_public(a, &x);
-	copy_public(b, &y);
+	ts_options_copy_public(a, &x);
+	ts_options_copy_public(b, &y);
 	eq = bson_equal(&x, &y);
 	bson_destroy(&x);
 	bson_destroy(&y);

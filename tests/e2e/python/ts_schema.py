@@ -141,6 +141,12 @@ lc = db.command("listCollections", filter={"name": "s"})["cursor"]["firstBatch"]
 check("listCollections shows mongod's options", "tamgaBucketBounds" not in lc["options"], str(lc))
 db.command("create", "s", timeseries={"timeField": "t", "metaField": "m"})   # same options: no error
 check("create of the same collection again succeeds", True)
+try:
+    db.command("create", "s", timeseries={"timeField": "t", "metaField": "other"})
+    check("create with other options refused", False)
+except pymongo.errors.OperationFailure as e:
+    check("create with other options: 48 without Tamga's key in the message",
+          e.code == 48 and "tamgaBucketBounds" not in str(e) and "timeField" in str(e), str(e))
 
 # the bucket catalog's memory bound (mongod's idle bucket expiry): over
 # timeseriesIdleBucketExpiryMemoryUsageThreshold bytes, open buckets are
