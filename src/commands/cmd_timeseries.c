@@ -459,6 +459,13 @@ target_add(const ts_batch_t *b, ts_target_t *t, int i, int sc)
 	const bson_t *m = &b->docs[i];
 	int64_t bytes = m->len;
 
+	if (t->schema == NULL) {
+		/* every target gets a schema when it is made (new, reopened, or
+		 * the catalog's open bucket); never reached */
+		t->schema = ts_schema_new();
+		t->schema_owned = true;
+		sc = -2;
+	}
 	if (sc == -2)
 		sc = ts_schema_check(t->schema, m, b->o.meta_field);
 	if (sc > 0) {
