@@ -590,6 +590,13 @@ static const param_t params[] = {
 	/* bool, startup and runtime: commands must name apiVersion (498870) */
 	{"requireApiVersion", PARAM_BOOL, BOTH, HELD(require_api_version)},
 	{"tamgaVersion", PARAM_STR, .s = TAMGA_VERSION},
+	/* int, startup, gte: 2; long long, startup and runtime (0 or less:
+	 * 2.5% of the machine's memory): the time-series bucket catalog's
+	 * memory bound (commands/cmd_timeseries.c, mongod's timeseries.idl) */
+	{"timeseriesIdleBucketExpiryMaxCountPerAttempt", PARAM_INT, .startup = true,
+	 HELD(ts_idle_expiry_max_per_attempt), .min = 2},
+	{"timeseriesIdleBucketExpiryMemoryUsageThreshold", PARAM_INT, BOTH, HELD(ts_idle_expiry_threshold),
+	 .wide = true, .min = INT64_MIN},
 	/* AtomicWord<int>, validator gte: 1: the reaper's limit (repl/txn.h) */
 	{"transactionLifetimeLimitSeconds", PARAM_INT, BOTH, HELD(txn_lifetime_limit_seconds), .min = 1},
 	/* bool; int, gte: 1 (the TTL monitor's period in seconds) */

@@ -19,6 +19,7 @@
 #include "auth/auth.h"
 #include "commands/clustered.h"
 #include "commands/cmd_timeseries.h"
+#include "timeseries/timeseries.h"
 #include "commands/validation.h"
 #include "expr/decimal.h"
 #include "query/match.h"
@@ -280,6 +281,8 @@ CMD_HANDLER(cmd_create)
 	}
 	ERR(validation_check_options(&options, true, err));
 	ERR(validation_check_namespace(c->db, name, NULL, &options, err));
+	if (is_ts)
+		BSON_APPEND_INT32(&options, TS_OPT_BOUNDS, 2);   /* field-by-field bounds (timeseries.h) */
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
 	if (cmd_in_transaction(c)) {
@@ -295,14 +298,18 @@ CMD_HANDLER(cmd_create)
 	if (ret != 0 && err->code == TERR_NAMESPACE_EXISTS &&
 	    storage_coll_get(c->engine->st, c->db, name, &existing, NULL) == 0) {
 		/* Creating what already exists with the same options succeeds. */
-		if (existing->options != NULL && bson_equal(existing->options, &options)) {
+		if (existing->options != NULL && ts_options_equal_public(existing->options, &options)) {
 			terr_clear(err);
 			ret = 0;
 		} else {
-			char *o = bv_doc_to_mongo_string(existing->options ? existing->options : &options);
+			bson_t shown = BSON_INITIALIZER;
+			char *o;
+			ts_options_copy_public(existing->options ? existing->options : &options, &shown);
+			o = bv_doc_to_mongo_string(&shown);
 			terr_set(err, TERR_NAMESPACE_EXISTS,
 			    "namespace %s already exists, but with different options: %s", existing->ns, o);
 			bson_free(o);
+			bson_destroy(&shown);
 		}
 		storage_coll_release(existing);
 	}
@@ -422,7 +429,8 @@ append_coll_info(bson_t *out, const storage_coll_t *coll, bool name_only)
 	bson_append_document_begin(out, "options", -1, &opts);
 	if (coll->options != NULL && bson_iter_init(&it, coll->options))
 		while (bson_iter_next(&it))
-			bson_append_iter(&opts, bson_iter_key(&it), -1, &it);
+			if (strcmp(bson_iter_key(&it), TS_OPT_BOUNDS) != 0)   /* Tamga's own (timeseries.h) */
+				bson_append_iter(&opts, bson_iter_key(&it), -1, &it);
 	bson_append_document_end(out, &opts);
 	bson_append_document_begin(out, "info", -1, &info);
 	BSON_APPEND_BOOL(&info, "readOnly", false);

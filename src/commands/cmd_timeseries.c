@@ -29,6 +29,7 @@
 
 #include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bson/damage.h"
 #include "bson/value.h"
@@ -38,6 +39,7 @@
 #include "query/match.h"
 #include "timeseries/timeseries.h"
 #include "timeseries/ts_compress.h"
+#include "timeseries/ts_schema.h"
 #include "update/update.h"
 
 /* ---- create ------------------------------------------------------------------ */
@@ -151,6 +153,7 @@ typedef struct ts_open {
 	int count;
 	int64_t bytes;
 	ts_colstates_t cols;         /* its columns' append states (compressed buckets) */
+	ts_schema_t *schema;         /* the open bucket's schema (ts_schema.h), never NULL while has_open */
 	ts_archived_t *arch;         /* archived buckets, by start ascending (starts unique) */
 	int narch, archcap;
 	/* the column states of the last few buckets closed by a later time
@@ -158,6 +161,8 @@ typedef struct ts_open {
 	 * consulted for routing */
 	ts_archived_t *soft;
 	int nsoft, softcap;
+	size_t mem;                  /* bytes this row holds, as last counted in ts_mem */
+	uint64_t used;               /* ts_tick when an insert last committed to its open bucket */
 	struct ts_open *next;
 } ts_open_t;
 
@@ -169,16 +174,20 @@ enum {
 	TSC_BUCKET_UPDATES,
 	TSC_OPENED_META,
 	TSC_CLOSED_COUNT,
+	TSC_CLOSED_SCHEMA,
 	TSC_CLOSED_SIZE,
 	TSC_CLOSED_FORWARD,
+	TSC_CLOSED_MEMORY,
 	TSC_COMMITS,
 	TSC_MEASUREMENTS,
+	TSC_ARCHIVED_MEMORY,
 	TSC_ARCHIVED_BACKWARD,
 	TSC_REOPENED,
 	TSC_FETCHED,
 	TSC_QUERIED,
 	TSC_FETCH_FAILED,
 	TSC_QUERY_FAILED,
+	TSC_REOPEN_FAILED_SCHEMA,
 	TSC_N
 };
 
@@ -187,16 +196,20 @@ static const char *const ts_counter_names[TSC_N] = {
 	[TSC_BUCKET_UPDATES] = "numBucketUpdates",
 	[TSC_OPENED_META] = "numBucketsOpenedDueToMetadata",
 	[TSC_CLOSED_COUNT] = "numBucketsClosedDueToCount",
+	[TSC_CLOSED_SCHEMA] = "numBucketsClosedDueToSchemaChange",
 	[TSC_CLOSED_SIZE] = "numBucketsClosedDueToSize",
 	[TSC_CLOSED_FORWARD] = "numBucketsClosedDueToTimeForward",
+	[TSC_CLOSED_MEMORY] = "numBucketsClosedDueToMemoryThreshold",
 	[TSC_COMMITS] = "numCommits",
 	[TSC_MEASUREMENTS] = "numMeasurementsCommitted",
+	[TSC_ARCHIVED_MEMORY] = "numBucketsArchivedDueToMemoryThreshold",
 	[TSC_ARCHIVED_BACKWARD] = "numBucketsArchivedDueToTimeBackward",
 	[TSC_REOPENED] = "numBucketsReopened",
 	[TSC_FETCHED] = "numBucketsFetched",
 	[TSC_QUERIED] = "numBucketsQueried",
 	[TSC_FETCH_FAILED] = "numBucketFetchesFailed",
 	[TSC_QUERY_FAILED] = "numBucketQueriesFailed",
+	[TSC_REOPEN_FAILED_SCHEMA] = "numBucketReopeningsFailedDueToSchemaGeneration",
 };
 
 typedef struct ts_stats_row {
@@ -209,6 +222,9 @@ typedef struct ts_stats_row {
 static pthread_mutex_t ts_lock = PTHREAD_MUTEX_INITIALIZER;
 static ts_open_t *ts_open_buckets[TS_HASH];
 static ts_stats_row_t *ts_stats;
+/* the catalog's bytes (every row's mem) and the commit clock of rows' use */
+static size_t ts_mem;
+static uint64_t ts_tick;
 
 static ts_stats_row_t *
 stats_row(const uint8_t *uuid)
@@ -276,11 +292,40 @@ open_row(const uint8_t *uuid, const bson_value_t *meta, uint64_t h)
 	return o;
 }
 
+static size_t
+archived_size(const ts_archived_t *a, int n, int cap)
+{
+	size_t z = sizeof(*a) * (size_t)cap;
+
+	for (int i = 0; i < n; i++)
+		z += ts_colstates_size(&a[i].cols);
+	return z;
+}
+
+/* Count row o's bytes again into ts_mem (mongod's bucket catalog memory
+ * usage, in spirit: the row, its meta, the open bucket's column states and
+ * schema, the archived and cached entries). */
+static void
+row_account(ts_open_t *o)
+{
+	size_t z = sizeof(*o) + ts_colstates_size(&o->cols) + ts_schema_size(o->schema) +
+	    archived_size(o->arch, o->narch, o->archcap) + archived_size(o->soft, o->nsoft, o->softcap);
+
+	if (o->meta.value_type == BSON_TYPE_DOCUMENT || o->meta.value_type == BSON_TYPE_ARRAY)
+		z += o->meta.value.v_doc.data_len;
+	else if (o->meta.value_type == BSON_TYPE_UTF8)
+		z += o->meta.value.v_utf8.len;
+	ts_mem = ts_mem - o->mem + z;
+	o->mem = z;
+}
+
 static void
 open_free(ts_open_t *b)
 {
+	ts_mem -= b->mem;
 	bson_value_destroy(&b->meta);
 	ts_colstates_clear(&b->cols);
+	ts_schema_free(b->schema);
 	ts_archive_free(&b->arch, &b->narch);
 	ts_archive_free(&b->soft, &b->nsoft);
 	bson_free(b);
@@ -363,6 +408,11 @@ typedef struct ts_target {
 	bool updated;                /* written as an update of the stored bucket */
 	bool compressed;             /* written compressed (nothing to do when it closes) */
 	ts_colstates_t next;         /* its columns' append states once written (to the catalog at commit) */
+	/* the schema of its measurements (ts_schema.h): the catalog's open
+	 * bucket's, borrowed until a measurement adds a path (then copied:
+	 * the catalog keeps its own until the commit), else owned */
+	ts_schema_t *schema;
+	bool schema_owned;
 } ts_target_t;
 
 #define TS_BATCH_HASH 2048
@@ -401,9 +451,30 @@ target_slot(ts_batch_t *b, const bson_value_t *meta, uint64_t h)
 	return t;
 }
 
+/* Add measurement i to t; sc: what ts_schema_check of it against t's
+ * schema answered (-2: not asked yet). */
 static void
-target_add(ts_target_t *t, int i, int64_t bytes)
+target_add(const ts_batch_t *b, ts_target_t *t, int i, int sc)
 {
+	const bson_t *m = &b->docs[i];
+	int64_t bytes = m->len;
+
+	if (t->schema == NULL) {
+		/* every target gets a schema when it is made (new, reopened, or
+		 * the catalog's open bucket); never reached */
+		t->schema = ts_schema_new();
+		t->schema_owned = true;
+		sc = -2;
+	}
+	if (sc == -2)
+		sc = ts_schema_check(t->schema, m, b->o.meta_field);
+	if (sc > 0) {
+		if (!t->schema_owned) {
+			t->schema = ts_schema_copy(t->schema);
+			t->schema_owned = true;
+		}
+		ts_schema_add(t->schema, m, b->o.meta_field);
+	}
 	if (t->n == t->cap) {
 		t->cap = t->cap ? t->cap * 2 : 8;
 		t->ms = bson_realloc(t->ms, sizeof(int) * (size_t)t->cap);
@@ -442,17 +513,22 @@ target_new(ts_batch_t *b, const bson_value_t *meta, uint64_t h, int64_t t_ms)
 
 	t->start_ms = round_down(t_ms, b->o.rounding);
 	new_oid(&t->id, t->start_ms);
+	t->schema = ts_schema_new();
+	t->schema_owned = true;
 	return t;
 }
 
 /*
  * Why measurement m (time t_ms) does not fit target t: -1 it fits, else
- * the closing counter (count, size, time forward) or -2 for time backward
- * (mongod's rollover reasons, checked in its order).
+ * the closing counter (count, size, time forward, schema change) or -2 for
+ * time backward (mongod's rollover reasons; the schema last, as mongod's
+ * determineRolloverAction checks it).
  */
 static int
-target_misfit(const ts_batch_t *b, const ts_target_t *t, const bson_t *m, int64_t t_ms)
+target_misfit(const ts_batch_t *b, const ts_target_t *t, const bson_t *m, int64_t t_ms, int *sc)
 {
+	int r;
+
 	int count = t->base_count + t->n;
 	int64_t bytes = t->base_bytes + t->bytes;
 
@@ -464,7 +540,10 @@ target_misfit(const ts_batch_t *b, const ts_target_t *t, const bson_t *m, int64_
 		return TSC_CLOSED_FORWARD;
 	if (t_ms < t->start_ms)
 		return -2;
-	return -1;
+	r = t->schema != NULL ? ts_schema_check(t->schema, m, b->o.meta_field) : 0;
+	if (sc != NULL)
+		*sc = r;
+	return r < 0 ? TSC_CLOSED_SCHEMA : -1;
 }
 
 CMD_HANDLER(cmd_find);
@@ -525,12 +604,23 @@ bucket_take(ts_batch_t *b, const bson_t *bucket, const bson_value_t *meta, uint6
 	probe.start_ms = bson_iter_date_time(&st);
 	probe.base_count = ts_bucket_count(&b->o, bucket);
 	probe.base_bytes = bucket->len;
-	if (target_misfit(b, &probe, m, t_ms) != -1)
+	if (target_misfit(b, &probe, m, t_ms, NULL) != -1)
 		return false;
+	/* its schema, from control.min/max (mongod's Schema::parseFromBSON): a
+	 * bucket mixing types is not reopened, one m does not fit neither */
+	if ((probe.schema = ts_schema_from_bucket(bucket)) == NULL) {
+		b->cnt[TSC_REOPEN_FAILED_SCHEMA]++;
+		return false;
+	}
+	if (!ts_schema_fits(probe.schema, m, b->o.meta_field)) {
+		ts_schema_free(probe.schema);
+		return false;
+	}
 	/* a bucket this batch already writes (closed in it): continue that target */
 	for (int k = b->heads[h % TS_BATCH_HASH]; k >= 0; k = b->t[k].chain)
 		if (bson_oid_equal(&b->t[k].id, bson_iter_oid(&it))) {
-			if (b->t[k].hard || target_misfit(b, &b->t[k], m, t_ms) != -1)
+			ts_schema_free(probe.schema);
+			if (b->t[k].hard || target_misfit(b, &b->t[k], m, t_ms, NULL) != -1)
 				return false;
 			*t = &b->t[k];
 			(*t)->closed = (*t)->archived = false;
@@ -542,6 +632,8 @@ bucket_take(ts_batch_t *b, const bson_t *bucket, const bson_value_t *meta, uint6
 	(*t)->base_count = probe.base_count;
 	(*t)->base_bytes = probe.base_bytes;
 	(*t)->existing = true;
+	(*t)->schema = probe.schema;
+	(*t)->schema_owned = true;
 	{
 		/* its column states when it closed by a later time in this process */
 		ts_open_t *row = open_find(b->coll->uuid, meta, h);
@@ -682,7 +774,7 @@ reopen(ts_batch_t *b, const bson_value_t *meta, uint64_t h, const bson_t *m, int
 		}
 	}
 	if (best != NULL) {
-		if (target_misfit(b, best, m, t_ms) != -1)
+		if (target_misfit(b, best, m, t_ms, NULL) != -1)
 			return NULL;
 		best->closed = best->archived = false;
 		b->cnt[TSC_REOPENED]++;
@@ -721,21 +813,22 @@ route(ts_batch_t *b, int i, const bson_value_t *meta, int64_t t_ms)
 	if (!seen && !b->fresh) {
 		/* the meta's first measurement in this batch: the catalog's open bucket */
 		ts_open_t *open = open_find(b->coll->uuid, meta, h);
-		if (open != NULL && open->has_open) {
+		if (open != NULL && open->has_open && open->schema != NULL) {
 			t = target_slot(b, meta, h);
 			t->id = open->id;
 			t->start_ms = open->start_ms;
 			t->base_count = open->count;
 			t->base_bytes = open->bytes;
 			t->cols = &open->cols;
+			t->schema = open->schema;
 			t->existing = true;
 			t->current = true;
 		}
 	}
 	if (t != NULL) {
-		int why = target_misfit(b, t, m, t_ms);
+		int sc = -2, why = target_misfit(b, t, m, t_ms, &sc);
 		if (why == -1) {
-			target_add(t, i, m->len);
+			target_add(b, t, i, sc);
 			return;
 		}
 		t->current = false;
@@ -746,7 +839,7 @@ route(ts_batch_t *b, int i, const bson_value_t *meta, int64_t t_ms)
 			b->cnt[TSC_ARCHIVED_BACKWARD]++;
 		} else {
 			t->closed = true;
-			t->hard = why == TSC_CLOSED_COUNT || why == TSC_CLOSED_SIZE;
+			t->hard = why == TSC_CLOSED_COUNT || why == TSC_CLOSED_SIZE || why == TSC_CLOSED_SCHEMA;
 			if (why >= 0)
 				b->cnt[why]++;
 		}
@@ -763,7 +856,7 @@ route(ts_batch_t *b, int i, const bson_value_t *meta, int64_t t_ms)
 		t = target_new(b, meta, h, t_ms);
 	}
 	t->current = true;
-	target_add(t, i, m->len);
+	target_add(b, t, i, -2);
 }
 
 /* The measurement's meta (EOD when absent) and time. */
@@ -981,15 +1074,90 @@ catalog_commit(ts_batch_t *b)
 		o->cols = t->next;
 		memset(&t->next, 0, sizeof(t->next));
 		o->has_open = true;
+		if (t->schema_owned) {
+			ts_schema_free(o->schema);
+			o->schema = t->schema;
+			t->schema = NULL;
+			t->schema_owned = false;
+		}
 		o->id = t->id;
 		o->start_ms = t->start_ms;
 		o->count = (t->updated ? t->base_count : 0) + t->n;
 		o->bytes = (t->updated ? t->base_bytes : 0) + t->bytes;
 	}
+	/* the rows this insert touched, counted again */
+	for (int k = 0; k < b->nt; k++) {
+		ts_open_t *o = open_find(b->coll->uuid, &b->t[k].meta, b->t[k].hash);
+		if (o != NULL) {
+			if (b->t[k].current)
+				o->used = ++ts_tick;
+			row_account(o);
+		}
+	}
 	r->c[TSC_COMMITS]++;
 	for (int i = 0; i < TSC_N; i++)
 		if (i != TSC_BUCKET_INSERTS && i != TSC_BUCKET_UPDATES && i != TSC_MEASUREMENTS && i != TSC_COMMITS)
 			r->c[i] += b->cnt[i];
+}
+
+/* The least recently used row (of any collection) with an open bucket
+ * (want_open) or with archived buckets, or NULL. */
+static ts_open_t *
+row_lru(bool want_open)
+{
+	ts_open_t *best = NULL;
+
+	for (int i = 0; i < TS_HASH; i++)
+		for (ts_open_t *o = ts_open_buckets[i]; o != NULL; o = o->next)
+			if ((want_open ? o->has_open : o->narch > 0) && (best == NULL || o->used < best->used))
+				best = o;
+	return best;
+}
+
+/*
+ * mongod's idle bucket expiry (BucketCatalog's expireIdleBuckets): while
+ * the catalog holds more than timeseriesIdleBucketExpiryMemoryUsageThreshold
+ * bytes (0 or less: 2.5% of the machine's memory), at most
+ * timeseriesIdleBucketExpiryMaxCountPerAttempt times per insert: the least
+ * recently used open bucket is archived (its column states and schema
+ * dropped: numBucketsArchivedDueToMemoryThreshold; a later measurement of
+ * its span fetches it back), or, with no open bucket left, the oldest
+ * archived bucket of the least recently used row is forgotten
+ * (numBucketsClosedDueToMemoryThreshold; a query can still reopen it: it is
+ * not marked closed).  Every bucket is idle here: inserts are serialised by
+ * ts_lock and this runs after the commit.  Under ts_lock.
+ */
+static void
+expire_idle(engine_t *e)
+{
+	long long threshold = atomic_load(&e->ts_idle_expiry_threshold);
+	long long max = atomic_load(&e->ts_idle_expiry_max_per_attempt);
+
+	if (threshold <= 0) {
+		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+		threshold = pages > 0 && psz > 0 ? (long long)((double)pages * (double)psz * 0.025) : (1LL << 30);
+	}
+	for (long long n = 0; ts_mem > (size_t)threshold && n < max; n++) {
+		ts_open_t *o = row_lru(true);
+		if (o != NULL) {
+			ts_colstates_t none = {0};
+			ts_colstates_clear(&o->cols);
+			ts_archive_add(&o->arch, &o->narch, &o->archcap, TS_ARCHIVED_MAX, &o->id, o->start_ms, &none);
+			ts_archive_free(&o->soft, &o->nsoft);
+			o->softcap = 0;
+			ts_schema_free(o->schema);
+			o->schema = NULL;
+			o->has_open = false;
+			stats_row(o->uuid)->c[TSC_ARCHIVED_MEMORY]++;
+			row_account(o);
+			continue;
+		}
+		if ((o = row_lru(false)) == NULL)
+			break;
+		ts_archive_take(o->arch, &o->narch, 0, NULL);
+		stats_row(o->uuid)->c[TSC_CLOSED_MEMORY]++;
+		row_account(o);
+	}
 }
 
 /* Insert n prepared measurements (docs, ownership stays with the caller)
@@ -1018,13 +1186,17 @@ insert_measurements(cmd_t *c, storage_session_t *s, storage_coll_t *coll, bson_t
 		route(&b, i, &meta, t_ms);
 	}
 	ret = storage_txn_run(s, insert_txn, &b, write_concern_sync(c), err);
-	if (ret == 0)
+	if (ret == 0) {
 		catalog_commit(&b);
+		expire_idle(c->engine);
+	}
 	pthread_mutex_unlock(&ts_lock);
 	for (int k = 0; k < b.nt; k++) {
 		bson_free(b.t[k].ms);
 		ts_colstates_clear(&b.t[k].next);
 		ts_colstates_clear(&b.t[k].own);
+		if (b.t[k].schema_owned)
+			ts_schema_free(b.t[k].schema);
 	}
 	bson_free(b.t);
 	bdamages_destroy(&b.dmg);
@@ -1712,16 +1884,17 @@ is_const_one(bson_iter_t *it)
  * double).  Appends {$group: ...} to out under key and returns true; false:
  * not that shape.
  *
- * Narrower than mongod where Tamga's control fields are not mongod's:
- * $min of a measurement field and $min/$max of a subfield of one (mongod's
- * control.min/max are computed field by field through objects and element
- * by element through arrays -- timeseries::MinMax --, Tamga's are the BSON
- * order's min/max of the whole top-level value, which differ when that
- * value is an object or an array), and $min of the time (control.min of
- * the time is rounded down: mongod refuses it too).  $max of a top-level
- * field is taken: the largest value by BSON order is the accumulator's
- * answer, and it is what both control.max hold unless it is an object or
- * array (then Tamga's is still the accumulator's answer).
+ * $min/$max of a measurement path become the same of
+ * "$control.min.<path>" / "$control.max.<path>" as mongod's
+ * rewriteMinMaxGroupAccm, except $min of the time (control.min of the time
+ * is rounded down: mongod refuses it too), when the collection's bounds are
+ * field by field (o->field_bounds: created since Tamga keeps them so; a
+ * type change closes a bucket, so a null sits in a bucket of nulls and the
+ * accumulator skips it as unpacked).  Where a bucket holds objects or
+ * arrays the field-by-field bound may be a value no measurement holds: that
+ * is mongod's answer too.  A collection created before (whole-value bounds
+ * in some buckets) takes only $max of a top-level field (the largest value
+ * by BSON order, which both forms hold unless it is an object or array).
  */
 static bool
 group_rewrite(const ts_options_t *o, bson_iter_t *g, bson_t *out, const char *key)
@@ -1796,10 +1969,17 @@ group_rewrite(const ts_options_t *o, bson_iter_t *g, bson_t *out, const char *ke
 		{
 			const char *fp = bson_iter_utf8(&acc, NULL) + 1;
 			bson_t a;
+			size_t first = strcspn(fp, ".");
+			bool is_min = strcmp(op, "$min") == 0;
 			if (lp_meta_path(o, fp, path + 1, sizeof(path) - 1))
 				path[0] = '$';
-			else if (strcmp(op, "$max") == 0 && strchr(fp, '.') == NULL && strlen(fp) < 300)
-				bson_snprintf(path, sizeof(path), "$control.max.%s", fp);
+			else if (strlen(fp) < 300 && (o->field_bounds ? !(is_min && first == strlen(o->time_field) &&
+			                                                   strncmp(fp, o->time_field, first) == 0)
+			                                              : !is_min && fp[first] == '\0'))
+				/* field-by-field bounds: mongod's rewrite of any path but
+				 * $min of the time (rounded down); older collections: $max
+				 * of a top-level field only */
+				bson_snprintf(path, sizeof(path), "$control.%s.%s", is_min ? "min" : "max", fp);
 			else {
 				ok = false;
 				break;
@@ -2072,6 +2252,8 @@ moved_insert(storage_session_t *s, ts_rewrite_t *r, terr_t *err)
 		bson_free(b.t[i].ms);
 		ts_colstates_clear(&b.t[i].next);
 		ts_colstates_clear(&b.t[i].own);
+		if (b.t[i].schema_owned)
+			ts_schema_free(b.t[i].schema);
 	}
 	bson_free(b.t);
 	bdamages_destroy(&b.dmg);

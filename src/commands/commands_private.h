@@ -68,6 +68,11 @@ struct engine {
 	 * monitor before each sleep (query/planner_ttl.h) */
 	atomic_llong ttl_monitor_sleep_secs;
 	atomic_llong ttl_monitor_enabled;
+	/* timeseriesIdleBucketExpiryMemoryUsageThreshold (0: 2.5% of the
+	 * machine's memory) and timeseriesIdleBucketExpiryMaxCountPerAttempt
+	 * (3): the bucket catalog's memory bound (cmd_timeseries.c) */
+	atomic_llong ts_idle_expiry_threshold;
+	atomic_llong ts_idle_expiry_max_per_attempt;
 	/* the ingress connection establishment rate limiter (server/ reads
 	 * them through engine_ingress_limits): enabled (0), rate per second
 	 * (INT32_MAX), burst capacity in seconds (a double's bits, DBL_MAX),

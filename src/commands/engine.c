@@ -98,6 +98,8 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 	query_keygen_register(e->st);
 	storage_set_write_check(e->st, validation_recheck);
 	atomic_init(&e->ttl_monitor_sleep_secs, 60);
+	atomic_init(&e->ts_idle_expiry_threshold, 0);
+	atomic_init(&e->ts_idle_expiry_max_per_attempt, 3);
 	atomic_init(&e->ttl_monitor_enabled, 1);
 	atomic_init(&e->ingress_rate_limiter_enabled, 0);
 	atomic_init(&e->ingress_rate_per_sec, INT32_MAX);

@@ -834,7 +834,8 @@ c_create(const bson_t *op, const bson_t *o, ev_t *e, bool expanded, bool raw)
 	e->type = "create";
 	e->expanded_only = true;
 	snprintf(e->coll, sizeof(e->coll), "%s", str_field(o, "create"));
-	copy_except(o, &e->op_desc, "create", NULL);
+	/* "tamgaBucketBounds": Tamga's own time-series option (timeseries.h TS_OPT_BOUNDS) */
+	copy_except(o, &e->op_desc, "create", "tamgaBucketBounds");
 	e->has_desc = true;
 	e->ns_type = "collection";
 	return 1;

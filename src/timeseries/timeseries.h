@@ -42,7 +42,27 @@ typedef struct ts_options {
 	/* Unpacking only: emit just the measurements whose time is the bucket's
 	 * greatest (the lastpoint rewrite's bucket, agg/stage_unpack.c). */
 	bool only_latest;
+	/* Every bucket's control.min/max is field by field (ts_minmax.h) and
+	 * no bucket mixes types at a path (ts_schema.h): the collection was
+	 * created with TS_OPT_BOUNDS.  Subfield bounds and $min on
+	 * control.min rely on it. */
+	bool field_bounds;
 } ts_options_t;
+
+/*
+ * The top-level options key a time-series collection created since
+ * control.min/max are kept field by field carries (value 2): Tamga's own,
+ * never shown (listCollections, change events) nor compared (create of an
+ * existing collection); replicated with the options.  Collections created
+ * before it have whole-value bounds in some buckets, so their readers use
+ * only the bounds sound for both forms.
+ */
+#define TS_OPT_BOUNDS "tamgaBucketBounds"
+
+/* Whether a and b (collection options) are equal but for TS_OPT_BOUNDS. */
+bool ts_options_equal_public(const bson_t *a, const bson_t *b);
+/* Append options a (NULL: none) to out without TS_OPT_BOUNDS. */
+void ts_options_copy_public(const bson_t *a, bson_t *out);
 
 /* Whether unpacking with o emits the top-level field name (o->include). */
 bool ts_unpack_wants(const ts_options_t *o, const char *name);

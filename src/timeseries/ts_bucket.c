@@ -9,6 +9,7 @@
  * through their v1 form.
  */
 #include "timeseries/timeseries.h"
+#include "timeseries/ts_minmax.h"
 #include "timeseries/ts_compress.h"
 #include "timeseries/ts_index.h"
 
@@ -169,6 +170,11 @@ ts_options_get(const bson_t *options, ts_options_t *o)
 	memset(o, 0, sizeof(*o));
 	if (options == NULL || !bson_iter_init_find(&it, options, "timeseries") || !BSON_ITER_HOLDS_DOCUMENT(&it))
 		return false;
+	{
+		bson_iter_t fb;
+		o->field_bounds = bson_iter_init_find(&fb, options, TS_OPT_BOUNDS) && BSON_ITER_HOLDS_NUMBER(&fb) &&
+		    bson_iter_as_int64(&fb) == 2;
+	}
 	bson_iter_recurse(&it, &f);
 	while (bson_iter_next(&f)) {
 		const char *k = bson_iter_key(&f);
@@ -196,13 +202,39 @@ ts_options_get(const bson_t *options, ts_options_t *o)
 	return o->time_field != NULL;
 }
 
+void
+ts_options_copy_public(const bson_t *a, bson_t *out)
+{
+	bson_iter_t it;
+
+	if (a != NULL && bson_iter_init(&it, a))
+		while (bson_iter_next(&it))
+			if (strcmp(bson_iter_key(&it), TS_OPT_BOUNDS) != 0)
+				bson_append_iter(out, bson_iter_key(&it), -1, &it);
+}
+
+bool
+ts_options_equal_public(const bson_t *a, const bson_t *b)
+{
+	bson_t x = BSON_INITIALIZER, y = BSON_INITIALIZER;
+	bool eq;
+
+	ts_options_copy_public(a, &x);
+	ts_options_copy_public(b, &y);
+	eq = bson_equal(&x, &y);
+	bson_destroy(&x);
+	bson_destroy(&y);
+	return eq;
+}
+
 /* ---- buckets ------------------------------------------------------------------ */
 
 /* One column being built: a field name, its values (vals[c]) and bounds. */
 typedef struct column {
 	const char *name;
-	bson_value_t min, max;       /* shallow: point into the measurements */
+	bson_value_t min, max;       /* shallow: point into the measurements (or own_*) */
 	bool any;
+	bson_t *own_min, *own_max;   /* bounds merged from documents/arrays (ts_minmax.h) */
 } column_t;
 
 static int
@@ -286,16 +318,28 @@ colset_fill(colset_t *cs, bson_t *vals, const bson_t *const *ms, int n, int firs
 				continue;
 			col = &cs->cols[c];
 			bv_append(&vals[c], key, -1, v);
-			if (!col->any || bv_compare(v, &col->min) < 0)
-				col->min = *v;
-			if (!col->any || bv_compare(v, &col->max) > 0)
-				col->max = *v;
-			col->any = true;
+			/* field by field, as mongod's MinMax (ts_minmax.h) */
+			ts_minmax_widen2(&col->min, &col->max, &col->any, &col->own_min, &col->own_max, v);
 		}
 	}
 }
 
 static void control_write(const colset_t *cs, const char *time_field, int64_t start_ms, bson_t *out);
+
+/* Free the columns and their merged bounds. */
+static void
+colset_release(colset_t *cs)
+{
+	for (int c = 0; c < cs->n; c++) {
+		if (cs->cols[c].own_min != NULL)
+			bson_destroy(cs->cols[c].own_min);
+		if (cs->cols[c].own_max != NULL)
+			bson_destroy(cs->cols[c].own_max);
+	}
+	bson_free(cs->cols);
+	cs->cols = NULL;
+	cs->n = cs->cap = 0;
+}
 
 /* control (version 1, min, max: the time field's minimum replaced by
  * start_ms when time_field is given), then meta (when given) and data; frees
@@ -316,7 +360,7 @@ colset_write(colset_t *cs, bson_t *vals, const char *time_field, int64_t start_m
 	}
 	bson_append_document_end(out, &data);
 	bson_free(vals);
-	bson_free(cs->cols);
+	colset_release(cs);
 }
 
 /* control: version 1, min and max of the columns (the time field's minimum
@@ -585,7 +629,7 @@ ts_bucket_append_damages(const ts_options_t *o, const bson_t *old, const bson_t 
 	}
 	if (ok && out->len != old->len + delta)
 		ok = false;
-	bson_free(cs.cols);
+	colset_release(&cs);
 	bson_free(m.col);
 	bson_free(m.col_len);
 	if (!ok) {   /* not where this code expected: compare instead */
@@ -968,14 +1012,13 @@ measurement_bounds_ix(const char *minp, const char *maxp, const char *op, const 
 }
 
 static bool
-measurement_bounds(const char *field, const bson_iter_t *pred, const ts_ix_fields_t *fs, bson_t *out)
+measurement_bounds_path(const char *field, const bson_iter_t *pred, const ts_ix_fields_t *fs, bson_t *out)
 {
 	char minp[512], maxp[512];
 	bson_iter_t ops;
 	bool any = false;
 
-	if (strchr(field, '.') != NULL || strlen(field) > 400 || !BSON_ITER_HOLDS_DOCUMENT(pred) ||
-	    !bson_iter_recurse(pred, &ops))
+	if (strlen(field) > 400 || !BSON_ITER_HOLDS_DOCUMENT(pred) || !bson_iter_recurse(pred, &ops))
 		return false;
 	bson_snprintf(minp, sizeof(minp), "control.min.%s", field);
 	bson_snprintf(maxp, sizeof(maxp), "control.max.%s", field);
@@ -1035,6 +1078,70 @@ measurement_bounds(const char *field, const bson_iter_t *pred, const ts_ix_field
 	return any;
 }
 
+/* {control.<side>.<prefix>: <cond>} as element key of arr */
+static void
+append_prefix_cond(bson_t *arr, int *k, const char *side, const char *field, size_t plen, const char *type, bool neg)
+{
+	char key[16], path[512];
+	bson_t one, c, t;
+
+	bson_snprintf(key, sizeof(key), "%d", (*k)++);
+	bson_snprintf(path, sizeof(path), "control.%s.%.*s", side, (int)plen, field);
+	bson_append_document_begin(arr, key, -1, &one);
+	bson_append_document_begin(&one, path, -1, &c);
+	if (neg) {
+		bson_append_document_begin(&c, "$not", -1, &t);
+		BSON_APPEND_UTF8(&t, "$type", type);
+		bson_append_document_end(&c, &t);
+	} else {
+		BSON_APPEND_UTF8(&c, "$type", type);
+	}
+	bson_append_document_end(&one, &c);
+	bson_append_document_end(arr, &one);
+}
+
+/*
+ * A measurement field's numeric range as bucket bounds.  A top-level field:
+ * measurement_bounds_path, sound for whole-value and field-by-field bounds
+ * alike.  A subfield f.a (only when every bucket's bounds are field by
+ * field, o->field_bounds): a bucket can be left out when control.min.f and
+ * control.max.f are both plain objects -- then every measurement's f is an
+ * object (field-by-field bounds order values of other types whole, by
+ * type) and control.min/max.f.a bound every f.a -- and the bound on
+ * control.min/max.f.a rules it out; so the bound is OR-ed with "a prefix of
+ * the path is not a plain object in control.min or control.max" ($type
+ * "object" alone would look into an array's elements).  mongod relies on
+ * the same bounds (and on its no-mixed-schema flag).
+ */
+static bool
+measurement_bounds(const ts_options_t *o, const char *field, const bson_iter_t *pred, const ts_ix_fields_t *fs,
+                   bson_t *out)
+{
+	bson_t inner = BSON_INITIALIZER, arr;
+	int k = 0;
+
+	if (strchr(field, '.') == NULL)
+		return measurement_bounds_path(field, pred, fs, out);
+	if (!o->field_bounds || strlen(field) > 400 || field[0] == '.' || field[strlen(field) - 1] == '.' ||
+	    !measurement_bounds_path(field, pred, NULL, &inner)) {
+		bson_destroy(&inner);
+		return false;
+	}
+	bson_append_array_begin(out, "$or", -1, &arr);
+	BSON_APPEND_DOCUMENT(&arr, "0", &inner);
+	k = 1;
+	for (const char *d = strchr(field, '.'); d != NULL; d = strchr(d + 1, '.')) {
+		size_t plen = (size_t)(d - field);
+		for (int side = 0; side < 2; side++) {
+			append_prefix_cond(&arr, &k, side ? "max" : "min", field, plen, "object", true);
+			append_prefix_cond(&arr, &k, side ? "max" : "min", field, plen, "array", false);
+		}
+	}
+	bson_append_array_end(out, &arr);
+	bson_destroy(&inner);
+	return true;
+}
+
 static bool
 filter_conjuncts(const ts_options_t *o, const bson_t *filter, const ts_ix_fields_t *fs, bson_t *out, int *n,
                  int depth)
@@ -1087,7 +1194,7 @@ filter_conjuncts(const ts_options_t *o, const bson_t *filter, const ts_ix_fields
 			char key[16];
 			bson_snprintf(key, sizeof(key), "%d", *n);
 			bson_append_document_begin(out, key, -1, &one);
-			if (measurement_bounds(k, &it, fs, &one)) {
+			if (measurement_bounds(o, k, &it, fs, &one)) {
 				(*n)++;
 				any = true;
 			}

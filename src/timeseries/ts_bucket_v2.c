@@ -4,6 +4,7 @@
  * codec is bsoncolumn.c; the v1 layout and unpacking are ts_bucket.c.
  */
 #include "timeseries/ts_compress.h"
+#include "timeseries/ts_minmax.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -285,8 +286,9 @@ typedef struct ccol {
 	uint32_t bin_len;
 	uint32_t val_off;            /* the old column's value (its length) in the old bucket */
 	bsoncolumn_elem_t *el;       /* the new measurements' values */
-	bson_value_t min, max;       /* shallow */
+	bson_value_t min, max;       /* shallow (or into own_*) */
 	bool any;
+	bson_t *own_min, *own_max;   /* bounds merged from documents/arrays (ts_minmax.h) */
 	bsoncolumn_edit_t ed;
 	uint32_t new_off;            /* its value in the new bucket */
 } ccol_t;
@@ -397,8 +399,13 @@ cbucket_map(const bson_t *old, cbucket_t *b)
 static void
 cbucket_free(cbucket_t *b)
 {
-	for (int i = 0; i < b->n; i++)
+	for (int i = 0; i < b->n; i++) {
 		bson_free(b->c[i].ed.bytes);
+		if (b->c[i].own_min != NULL)
+			bson_destroy(b->c[i].own_min);
+		if (b->c[i].own_max != NULL)
+			bson_destroy(b->c[i].own_max);
+	}
 	bson_free(b->el);
 	bson_free(b->c);
 	memset(b, 0, sizeof(*b));
@@ -488,11 +495,8 @@ compressed_write(const ts_options_t *o, const bson_t *old, const bson_oid_t *id,
 			col->el[i].type = (uint8_t)bson_iter_type(&it);
 			col->el[i].v = it.raw + it.d1;
 			col->el[i].vlen = it.next_off - it.d1;
-			if (!col->any || bv_compare(v, &col->min) < 0)
-				col->min = *v;
-			if (!col->any || bv_compare(v, &col->max) > 0)
-				col->max = *v;
-			col->any = true;
+			/* field by field, as mongod's MinMax (ts_minmax.h) */
+			ts_minmax_widen2(&col->min, &col->max, &col->any, &col->own_min, &col->own_max, v);
 		}
 	}
 	for (int i = 0; tc >= 0 && i < n; i++) {

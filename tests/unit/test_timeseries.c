@@ -137,6 +137,29 @@ random_measurement(bson_string_t *s, int i)
 	case 6: case 7: case 8: bson_string_append_printf(s, ", \"x\": %d.25", (int)(next_rand() % 100)); break;
 	default: bson_string_append_printf(s, ", \"x\": %d", (int)(next_rand() % 100)); break;
 	}
+	{
+		/* e: subdocuments of many shapes for the subfield bounds (field by
+		 * field control.min/max.e.k, a bucket per schema): numbers, nested
+		 * objects, other types, arrays of objects, e itself a scalar or
+		 * missing.  Its own generator: the others' sequences stay. */
+		static uint64_t es = 88172645463325252ull;
+		int k;
+		es ^= es << 13;
+		es ^= es >> 7;
+		es ^= es << 17;
+		k = (int)(es % 11);
+		switch (k) {
+		case 0: break;
+		case 1: case 2: case 3: bson_string_append_printf(s, ", \"e\": {\"k\": %d}", (int)(es / 11 % 10)); break;
+		case 4: bson_string_append_printf(s, ", \"e\": {\"k\": %d.5, \"j\": 1}", (int)(es / 11 % 10)); break;
+		case 5: bson_string_append_printf(s, ", \"e\": {\"k\": {\"z\": %d}}", (int)(es / 11 % 4)); break;
+		case 6: bson_string_append(s, ", \"e\": {\"k\": \"s\"}"); break;
+		case 7: bson_string_append(s, ", \"e\": {\"k\": null}"); break;
+		case 8: bson_string_append_printf(s, ", \"e\": [{\"k\": %d}, {\"k\": 1}]", (int)(es / 11 % 10)); break;
+		case 9: bson_string_append_printf(s, ", \"e\": {\"k\": [%d, 2]}", (int)(es / 11 % 10)); break;
+		default: bson_string_append(s, ", \"e\": 4"); break;
+		}
+	}
 	bson_string_append(s, "}");
 }
 
@@ -249,6 +272,14 @@ static const char *const filters[] = {
 	"{\"a\": {\"$gt\": 90, \"$lte\": 99}}",
 	"{\"a\": {\"$gte\": 10}, \"m\": {\"$in\": [1, \"x\"]}}",
 	"{\"b.c\": {\"$gte\": 2}}",
+	/* subfields through field-by-field bounds (e: many shapes) */
+	"{\"e.k\": {\"$gt\": 6}}",
+	"{\"e.k\": {\"$lte\": 1}}",
+	"{\"e.k\": {\"$gte\": 2, \"$lt\": 4}}",
+	"{\"e.k.z\": {\"$gte\": 2}}",
+	"{\"e.0.k\": {\"$lt\": 3}}",
+	"{\"e.k\": {\"$lt\": 0}}",
+	"{\"b.c\": {\"$lt\": 1}, \"e.k\": {\"$gte\": 5}}",
 	"{\"b.c\": 3, \"m.n\": {\"$gte\": 1}}",
 	"{\"$or\": [{\"m\": 1}, {\"a\": {\"$lt\": 10}}]}",
 	"{\"$and\": [{\"m.site\": {\"$ne\": \"b\"}}, {\"t\": {\"$gte\": {\"$date\": {\"$numberLong\": \"1700020000000\"}}}}]}",
@@ -400,8 +431,11 @@ test_random_equivalence(void)
 			if (batch == 2)
 				cmd_ts_catalog_forget_buckets();
 		}
-		/* most of them joined stored buckets */
-		TT_ASSERT(run_i64("{\"count\": \"w\", \"rawData\": true}", "n") < buckets + added / 4);
+		/* many of them joined stored buckets (random_measurement mixes
+		 * types, and a type change closes a bucket: fewer than before
+		 * Tamga closed buckets on a schema change) */
+		TT_ASSERT(run_i64("{\"count\": \"w\", \"rawData\": true}", "n") < buckets + added);
+		TT_ASSERT(run_i64("{\"collStats\": \"w\"}", "timeseries.numBucketsClosedDueToSchemaChange") > 0);
 		TT_ASSERT(run_i64("{\"collStats\": \"w\"}", "timeseries.numBucketsReopened") > 0);
 		compare_all();
 	}
@@ -798,9 +832,21 @@ test_lastpoint(void)
 			bson_free(q);
 		}
 	}
-	/* $min of a measurement is not taken from control.min (it may hold a null the accumulator skips) */
+	/* $min of a measurement is taken from control.min (field-by-field bounds,
+	 * one type per bucket: a null sits in a bucket of nulls), as mongod's
+	 * rewriteMinMaxGroupAccm; $min of the time is not (rounded down) */
 	r = run("{\"explain\": {\"aggregate\": \"lw\", \"pipeline\": [{\"$group\": {\"_id\": \"$m\", "
 	    "\"lo\": {\"$min\": \"$a\"}}}], \"cursor\": {}}}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(!tt_get(r, "stages.1.$_internalUnpackBucket", &(bson_iter_t){0}));
+	{
+		bson_iter_t lo;
+		TT_ASSERT(tt_get(r, "stages.1.$group.lo.$min", &lo) && BSON_ITER_HOLDS_UTF8(&lo) &&
+		    strcmp(bson_iter_utf8(&lo, NULL), "$control.min.a") == 0);
+	}
+	tt_free_reply(r);
+	r = run("{\"explain\": {\"aggregate\": \"lw\", \"pipeline\": [{\"$group\": {\"_id\": \"$m\", "
+	    "\"lo\": {\"$min\": \"$t\"}}}], \"cursor\": {}}}", &rc);
 	TT_EQ_INT(rc, 0);
 	TT_ASSERT(tt_get(r, "stages.1.$_internalUnpackBucket", &(bson_iter_t){0}));
 	tt_free_reply(r);
@@ -1121,7 +1167,9 @@ test_ttl(void)
  * column holds: an array between a number min and a date max (the index
  * stays non-multikey), a NaN min, a bucket of arrays (multikey: the
  * type-checking bucket filter); every count equals the plain one, with and
- * without a hint. */
+ * without a hint.  Tamga's routing no longer mixes types in a bucket (a
+ * schema change closes it), so the mixed buckets are written raw, as v1
+ * buckets stored before that change are: the bounds must stay sound for them. */
 static void
 test_index_hidden_values(void)
 {
@@ -1142,7 +1190,14 @@ test_index_hidden_values(void)
 	run_err("{\"drop\": \"hp\"}");
 	TT_EQ_INT(run_err("{\"create\": \"hx\", \"timeseries\": {\"timeField\": \"t\", \"metaField\": \"m\"}}"), 0);
 	TT_EQ_INT(run_err("{\"createIndexes\": \"hx\", \"indexes\": [{\"key\": {\"y\": 1}, \"name\": \"y_1\"}]}"), 0);
-	insert_both("hx", "hp", docs);
+	{
+		char *a = bson_strdup_printf("{\"insert\": \"hx\", \"rawData\": true, \"documents\": [%s]}", "{\"_id\": {\"$oid\": \"6553f0ec0000000000000001\"}, \"control\": {\"version\": 1, \"min\": {\"_id\": 1, \"t\": {\"$date\": {\"$numberLong\": \"1699999980000\"}}, \"y\": 7}, \"max\": {\"_id\": 3, \"t\": {\"$date\": {\"$numberLong\": \"1700000003000\"}}, \"y\": {\"$date\": {\"$numberLong\": \"5\"}}}}, \"meta\": 1, \"data\": {\"_id\": {\"0\": 1, \"1\": 2, \"2\": 3}, \"t\": {\"0\": {\"$date\": {\"$numberLong\": \"1700000001000\"}}, \"1\": {\"$date\": {\"$numberLong\": \"1700000002000\"}}, \"2\": {\"$date\": {\"$numberLong\": \"1700000003000\"}}}, \"y\": {\"0\": 7, \"1\": [1], \"2\": {\"$date\": {\"$numberLong\": \"5\"}}}}}, {\"_id\": {\"$oid\": \"6553f0ec0000000000000002\"}, \"control\": {\"version\": 1, \"min\": {\"_id\": 4, \"t\": {\"$date\": {\"$numberLong\": \"1699999980000\"}}, \"y\": {\"$numberDouble\": \"NaN\"}}, \"max\": {\"_id\": 5, \"t\": {\"$date\": {\"$numberLong\": \"1700000005000\"}}, \"y\": 2}}, \"meta\": 2, \"data\": {\"_id\": {\"0\": 4, \"1\": 5}, \"t\": {\"0\": {\"$date\": {\"$numberLong\": \"1700000004000\"}}, \"1\": {\"$date\": {\"$numberLong\": \"1700000005000\"}}}, \"y\": {\"0\": {\"$numberDouble\": \"NaN\"}, \"1\": 2}}}, {\"_id\": {\"$oid\": \"6553f0ec0000000000000003\"}, \"control\": {\"version\": 1, \"min\": {\"_id\": 6, \"t\": {\"$date\": {\"$numberLong\": \"1699999980000\"}}, \"y\": 9}, \"max\": {\"_id\": 7, \"t\": {\"$date\": {\"$numberLong\": \"1700000007000\"}}, \"y\": \"s\"}}, \"meta\": 3, \"data\": {\"_id\": {\"0\": 6, \"1\": 7}, \"t\": {\"0\": {\"$date\": {\"$numberLong\": \"1700000006000\"}}, \"1\": {\"$date\": {\"$numberLong\": \"1700000007000\"}}}, \"y\": {\"0\": \"s\", \"1\": 9}}}");
+		char *b = bson_strdup_printf("{\"insert\": \"hp\", \"documents\": [%s]}", docs);
+		TT_EQ_INT(run_err(a), 0);
+		TT_EQ_INT(run_err(b), 0);
+		bson_free(a);
+		bson_free(b);
+	}
 	for (int round = 0; round < 2; round++) {
 		for (size_t k = 0; k < sizeof(qs) / sizeof(qs[0]); k++) {
 			char *a = bson_strdup_printf("{\"count\": \"hx\", \"query\": %s}", qs[k]);
@@ -1160,10 +1215,14 @@ test_index_hidden_values(void)
 		/* then a bucket whose control.max is an array (the index becomes
 		 * multikey: the type-checking form again; an array as both its
 		 * min and max would be parallel arrays, 171 as on mongod) */
-		if (round == 0)
-			insert_both("hx", "hp",
+		if (round == 0) {
+			char *a = bson_strdup_printf("{\"insert\": \"hx\", \"rawData\": true, \"documents\": [%s]}", "{\"_id\": {\"$oid\": \"6553f0ec0000000000000004\"}, \"control\": {\"version\": 1, \"min\": {\"_id\": 8, \"t\": {\"$date\": {\"$numberLong\": \"1699999980000\"}}, \"y\": \"z\"}, \"max\": {\"_id\": 9, \"t\": {\"$date\": {\"$numberLong\": \"1700000009000\"}}, \"y\": [0, 8]}}, \"meta\": 4, \"data\": {\"_id\": {\"0\": 8, \"1\": 9}, \"t\": {\"0\": {\"$date\": {\"$numberLong\": \"1700000008000\"}}, \"1\": {\"$date\": {\"$numberLong\": \"1700000009000\"}}}, \"y\": {\"0\": [0, 8], \"1\": \"z\"}}}");
+			TT_EQ_INT(run_err(a), 0);
+			bson_free(a);
+			TT_EQ_INT(run_err("{\"insert\": \"hp\", \"documents\": ["
 		    "{\"_id\": 8, \"t\": {\"$date\": {\"$numberLong\": \"1700000008000\"}}, \"m\": 4, \"y\": [0, 8]}, "
-		    "{\"_id\": 9, \"t\": {\"$date\": {\"$numberLong\": \"1700000009000\"}}, \"m\": 4, \"y\": \"z\"}");
+		    "{\"_id\": 9, \"t\": {\"$date\": {\"$numberLong\": \"1700000009000\"}}, \"m\": 4, \"y\": \"z\"}]}"), 0);
+		}
 	}
 }
 

@@ -169,9 +169,10 @@ test_build_append_unpack(void)
 }
 
 static void
-expect_filter(const char *filter, const char *want)
+expect_filter_fb(const char *filter, const char *want, bool field_bounds)
 {
-	ts_options_t o = {.time_field = "t", .meta_field = "m", .max_span = 3600, .rounding = 60};
+	ts_options_t o = {.time_field = "t", .meta_field = "m", .max_span = 3600, .rounding = 60,
+	    .field_bounds = field_bounds};
 	bson_t *f = tt_json(filter), out = BSON_INITIALIZER;
 	bool any = ts_bucket_filter(&o, f, &out);
 	char *j = any ? json_of(&out) : bson_strdup("none");
@@ -183,8 +184,28 @@ expect_filter(const char *filter, const char *want)
 }
 
 static void
+expect_filter(const char *filter, const char *want)
+{
+	expect_filter_fb(filter, want, false);
+}
+
+static void
 test_bucket_filter(void)
 {
+	/* subfields: only when every bucket's bounds are field by field (a
+	 * collection created since), OR-ed with "a prefix is not a plain
+	 * object in control.min or control.max" */
+	expect_filter_fb("{\"x.y\": {\"$lt\": 5}}", "{ \"$and\" : [ { \"$or\" : [ { \"$or\" : [ "
+	    "{ \"control.min.x.y\" : { \"$lt\" : 5 } }, "
+	    "{ \"control.min.x.y\" : { \"$not\" : { \"$type\" : \"number\" } } }, "
+	    "{ \"control.max.x.y\" : { \"$not\" : { \"$type\" : \"number\" } } }, "
+	    "{ \"control.max.x.y\" : { \"$type\" : \"array\" } }, "
+	    "{ \"control.min.x.y\" : { \"$numberDouble\" : \"NaN\" } } ] }, "
+	    "{ \"control.min.x\" : { \"$not\" : { \"$type\" : \"object\" } } }, "
+	    "{ \"control.min.x\" : { \"$type\" : \"array\" } }, "
+	    "{ \"control.max.x\" : { \"$not\" : { \"$type\" : \"object\" } } }, "
+	    "{ \"control.max.x\" : { \"$type\" : \"array\" } } ] } ] }", true);
+	expect_filter_fb("{\"x.y\": {\"$lt\": \"s\"}}", "none", true);   /* not a number */
 	expect_filter("{\"m\": 3}", "{ \"$and\" : [ { \"meta\" : 3 } ] }");
 	expect_filter("{\"m.a.b\": {\"$gt\": 1}}", "{ \"$and\" : [ { \"meta.a.b\" : { \"$gt\" : 1 } } ] }");
 	expect_filter("{\"mx\": 1}", "none");                 /* a field that only starts like the meta */
@@ -196,7 +217,7 @@ test_bucket_filter(void)
 	    "{ \"control.max.x\" : { \"$type\" : \"array\" } }, "
 	    "{ \"control.min.x\" : { \"$numberDouble\" : \"NaN\" } } ] } ] }");
 	expect_filter("{\"x\": {\"$gte\": \"s\"}}", "none");  /* not a number */
-	expect_filter("{\"x.y\": {\"$lt\": 5}}", "none");      /* subfields: min/max are of the whole value */
+	expect_filter("{\"x.y\": {\"$lt\": 5}}", "none");      /* subfields, older collections: whole-value bounds */
 	expect_filter("{\"x\": 5}", "none");                    /* equality: not pushed */
 	expect_filter("{\"t\": {\"$gte\": {\"$date\": {\"$numberLong\": \"1000\"}}}}",
 	    "{ \"$and\" : [ { \"control.max.t\" : { \"$gte\" : { \"$date\" : \"1970-01-01T00:00:01Z\" } } } ] }");

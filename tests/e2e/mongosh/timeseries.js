@@ -4,7 +4,8 @@
 // $dateTrunc groups, countDocuments, distinct), explain's
 // $_internalUnpackBucket and bucket-level filter, rawData reads of the
 // buckets, deletes and updates with any filter, collMod, collStats, and
-// mongod's codes for bad input.
+// mongod's codes for bad input; buckets closed on a schema change and
+// field-by-field control.min/max (subfield ranges, $min on the bounds).
 load(__dirname + '/harness.js');
 
 const t = db.getSiblingDB('timeseries_e2e');
@@ -24,7 +25,7 @@ test('create and listCollections', () => {
 test('insertMany fills buckets; reads return measurements', () => {
 	const docs = [];
 	for (let i = 0; i < 600; i++)
-		docs.push({sensor: {id: i % 4, room: 'r' + (i % 2)}, ts: new Date(base + i * 30000), temp: 15 + (i % 11), hum: i % 3 ? 40 + i % 7 : undefined});
+		docs.push({sensor: {id: i % 4, room: 'r' + (i % 2)}, ts: new Date(base + i * 30000), temp: 15 + (i % 11), ...(i % 3 ? {hum: 40 + i % 7} : {})});
 	eq(t.w.insertMany(docs).insertedIds[599] !== undefined, true, 'inserted');
 	eq(t.w.countDocuments(), 600, 'count');
 	eq(t.w.find({'sensor.id': 2}).itcount(), 150, 'meta filter');
@@ -264,6 +265,25 @@ test('reopening: a late measurement goes back into its stored bucket', () => {
 	eq(t.ro.find({}, {_id: 0, ts: 1}).sort({ts: 1}).toArray().map(d => d.ts.getTime() - base),
 	   [0, 5 * 60000, 10 * 60000, 2 * h, 2 * h + 1000], 'measurements');
 	eq(s.numActiveBuckets, 1, 'one open (the one time forward left is closed, not archived)');
+});
+
+test('schema changes close buckets; subfield ranges and $min on field-by-field bounds', () => {
+	t.createCollection('sc', {timeseries: {timeField: 'ts', metaField: 'sensor'}});
+	const docs = [];
+	for (let i = 0; i < 120; i++)
+		docs.push({sensor: 'a', ts: new Date(base + i * 1000), o: i % 40 === 39 ? {v: 'x' + i} : {v: i, w: {z: i % 5}}});
+	t.sc.insertMany(docs);
+	let s = t.runCommand({collStats: 'sc'}).timeseries;
+	eq(s.numBucketsClosedDueToSchemaChange, 5, 'a string where numbers were, and back: a new bucket each time');
+	const raw = t.runCommand({find: 'sc', filter: {}, sort: {'control.min.ts': 1}, rawData: true}).cursor.firstBatch;
+	eq(raw[0].control.max.o, {v: 38, w: {z: 4}}, 'control.max field by field');
+	eq(t.sc.countDocuments({'o.v': {$gte: 100}}), 19, 'a subfield range');
+	const ex = JSON.stringify(t.sc.find({'o.v': {$gte: 100}}).explain());
+	ok(ex.includes('control.max.o.v'), 'the bound reaches the buckets');
+	const g = t.sc.explain().aggregate([{$group: {_id: '$sensor', lo: {$min: '$o.w.z'}}}]);
+	eq(g.stages[1].$group.lo, {$min: '$control.min.o.w.z'}, '$min on control.min');
+	eq(t.sc.aggregate([{$group: {_id: '$sensor', lo: {$min: '$o.v'}, hi: {$max: '$o.w.z'}}}]).toArray(),
+	   [{_id: 'a', lo: 0, hi: 4}], 'and its answer');
 });
 
 done();

@@ -44,6 +44,7 @@ db.create_collection("w", timeseries={"timeField": "t", "metaField": "s"})
 db.create_collection("p")
 BASE = datetime.datetime(2024, 3, 1)
 rng = random.Random(19)
+rng2 = random.Random(7)
 
 
 def value():
@@ -59,6 +60,9 @@ for sec in range(0, 3 * 3600, 20):          # three hours, 12 sensors, a reading
         d = {"_id": len(docs), "t": BASE + datetime.timedelta(seconds=sec), "s": s}
         if rng.randrange(5):
             d["temp"] = value()
+        k = rng2.randrange(6)       # h: mixed types, no arrays (a bucket index takes it)
+        if k < 5:
+            d["h"] = [rng2.randrange(100) + 0.5, rng2.randrange(100), None, "str", {"x": 1}][k]
         docs.append(d)
 rng.shuffle(docs[: len(docs) // 3])          # out-of-order times close (and compress) buckets
 for i in range(0, len(docs), 500):
@@ -68,12 +72,12 @@ for i in range(0, len(docs), 500):
 # (what older Tamga wrote, and mongod before 8.0) is written raw, and its
 # measurements go into the plain collection too.
 T1 = BASE + datetime.timedelta(hours=4)   # past the others: $first/$last of a bin see one order
-v1 = [{"_id": 10 ** 6 + i, "t": T1 + datetime.timedelta(seconds=10 * i), "s": 99, "temp": [7.5, None, 3][i]}
+v1 = [{"_id": 10 ** 6 + i, "t": T1 + datetime.timedelta(seconds=10 * i), "s": 99, "temp": [7.5, 2, 3][i]}
       for i in range(3)]
 db.command("insert", "w", rawData=True, documents=[{
     "_id": bson.ObjectId.from_datetime(T1),
     "control": {"version": 1,
-                "min": {"_id": v1[0]["_id"], "t": v1[0]["t"], "temp": None},
+                "min": {"_id": v1[0]["_id"], "t": v1[0]["t"], "temp": 2},
                 "max": {"_id": v1[-1]["_id"], "t": v1[-1]["t"], "temp": 7.5}},
     "meta": 99,
     "data": {f: {str(i): d[f] for i, d in enumerate(v1)} for f in ("_id", "t", "temp")}}])
@@ -112,7 +116,7 @@ def average_per_sensor_per_hour():
     same(AVG)
     same([{"$match": {"s": {"$in": [1, 5]}, "t": {"$gt": LO}}}] + AVG[1:])
     same([{"$group": {"_id": {"$dateTrunc": {"date": "$t", "unit": "minute"}}, "v": {"$avg": "$temp"},
-                      "f": {"$first": "$temp"}, "l": {"$last": "$t"}}}])
+                      "f": {"$min": "$temp"}, "l": {"$last": "$t"}}}])
 
 
 @case
@@ -146,10 +150,15 @@ def group_on_buckets():
     assert g["_id"] == "$meta" and g["hi"] == {"$max": "$control.max.temp"} and g["last"] == {"$max": "$control.max.t"}, g
     same(p)
     same([{"$group": {"_id": None, "n": {"$sum": 1}, "lo": {"$min": "$s"}}}])
-    # $min of a measurement: its control.min may be a null the accumulator skips: unpacked
-    p = [{"$group": {"_id": "$s", "lo": {"$min": "$temp"}}}]
-    assert "$_internalUnpackBucket" in stages(p)[1]
+    # $min of a measurement from control.min, $max of a subfield from
+    # control.max (field-by-field bounds; a type change closes a bucket, so a
+    # null sits in a bucket of nulls the accumulator skips, as unpacked)
+    p = [{"$group": {"_id": "$s", "lo": {"$min": "$temp"}, "hi": {"$max": "$temp"}}}]
+    st = stages(p)
+    assert list(st[1]) == ["$group"] and st[1]["$group"]["lo"] == {"$min": "$control.min.temp"}, st
     same(p)
+    # $min of the time stays unpacked (control.min of the time is rounded down)
+    assert "$_internalUnpackBucket" in stages([{"$group": {"_id": "$s", "lo": {"$min": "$t"}}}])[1]
 
 
 @case
@@ -157,35 +166,42 @@ def measurement_index():
     """A user index on a measurement field: listIndexes shows the user's
     spec, rawData the bucket one; every range answers what the plain
     collection answers, through the bucket index (explain) and hinted."""
-    db.w.create_index([("temp", pymongo.DESCENDING)], name="temp_down")
+    # temp holds arrays: a bucket of array values only (Tamga, as mongod,
+    # closes a bucket when a field's type changes) has both control.min.temp
+    # and control.max.temp arrays, which a compound bucket index cannot take
+    try:
+        db.w.create_index([("temp", pymongo.DESCENDING)], name="temp_down")
+        raise AssertionError("index on array-only buckets created")
+    except pymongo.errors.OperationFailure as e:
+        assert e.code == 171, e
+    db.w.create_index([("h", pymongo.DESCENDING)], name="temp_down")
     try:
         shown = {i["name"]: i for i in db.w.list_indexes()}
-        assert shown["temp_down"]["key"] == {"temp": -1}, shown
+        assert shown["temp_down"]["key"] == {"h": -1}, shown
         assert "originalSpec" not in shown["temp_down"], shown
         raw = {i["name"]: i for i in db.command("listIndexes", "w", rawData=True)["cursor"]["firstBatch"]}
-        assert raw["temp_down"]["key"] == {"control.max.temp": -1, "control.min.temp": -1}, raw
-        for f in ({"temp": {"$gt": 90}}, {"temp": {"$gte": 99.5}}, {"temp": {"$lt": 3}}, {"temp": {"$lte": 0}, "s": 4}):
+        assert raw["temp_down"]["key"] == {"control.max.h": -1, "control.min.h": -1}, raw
+        for f in ({"h": {"$gt": 90}}, {"h": {"$gte": 99.5}}, {"h": {"$lt": 3}}, {"h": {"$lte": 0}, "s": 4}):
             same([{"$match": f}])
             a = sorted(d["_id"] for d in db.w.find(f, {"_id": 1}).hint("temp_down"))
             b = sorted(d["_id"] for d in db.p.find(f, {"_id": 1}))
             assert a == b, (f, len(a), len(b))
-            a = sorted(d["_id"] for d in db.w.find(f, {"_id": 1}).hint([("temp", -1)]))
+            a = sorted(d["_id"] for d in db.w.find(f, {"_id": 1}).hint([("h", -1)]))
             assert a == b, (f, "by key")
-        # temp holds arrays here (a multikey bucket index): the hinted read
-        # scans the bucket index under the unpack
-        ex = db.command("explain", {"find": "w", "filter": {"temp": {"$gt": 90}}, "hint": {"temp": -1}},
+        # the hinted read scans the bucket index under the unpack
+        ex = db.command("explain", {"find": "w", "filter": {"temp": {"$gt": 90}}, "hint": {"h": -1}},
                         verbosity="queryPlanner")
         plan = ex["stages"][0]["$cursor"]["queryPlanner"]["winningPlan"]
         assert plan["stage"] == "FETCH" and plan["inputStage"]["stage"] == "IXSCAN", plan
         assert plan["inputStage"]["indexName"] == "temp_down", plan
         assert "$_internalUnpackBucket" in ex["stages"][1], ex["stages"]
         try:
-            db.w.create_index([("temp", 1)], unique=True, name="u")
+            db.w.create_index([("h", 1)], unique=True, name="u")
             raise AssertionError("unique index created")
         except pymongo.errors.OperationFailure as e:
             assert e.code == 72, e
     finally:
-        db.command("dropIndexes", "w", index={"temp": -1})   # by the user's key
+        db.command("dropIndexes", "w", index={"h": -1})   # by the user's key
     assert "temp_down" not in {i["name"] for i in db.w.list_indexes()}
 
 
