@@ -44,11 +44,31 @@ int ts_index_key_to_buckets(const ts_options_t *o, const bson_t *key, bson_t *ou
  * absent.  Refusals with mongod's codes: 72 unique, text, sparse on a
  * measurement, TTL rules; 85 partialFilterExpression with collation; 67
  * CannotCreateIndex for a key ts_index_key_to_buckets refuses ("BadValue:
- * <reason>").  238 for what Tamga does not build: a 2dsphere on a
- * measurement (mongod's 2dsphere_bucket), a partialFilterExpression on
- * anything but the metaField, TTL indexes.
+ * <reason>"); a partialFilterExpression as ts_index_partial_to_buckets
+ * translates or refuses it.  A TTL index (expireAfterSeconds) needs a
+ * partial filter on the metaField only and a single-field key on the
+ * timeField, and is keyed {control.min.<time>: dir} as mongod's
+ * convertToTTLTimeField.  238 for what Tamga does not build: a 2dsphere on
+ * a measurement (mongod's 2dsphere_bucket).
  */
 int ts_index_spec_to_buckets(const ts_options_t *o, const bson_t *spec, bson_t *out, terr_t *err);
+
+/*
+ * A partialFilterExpression in user terms into bucket terms, appended to out
+ * (an open document), as mongod's BucketSpec::pushdownPredicate with the
+ * kError policy: metaField predicates renamed onto "meta" (exact), time and
+ * measurement comparisons ($eq, $gt, $gte, $lt, $lte, $in, $exists: true,
+ * under $and/$or) as bounds on control.min/max that keep every bucket
+ * holding a matching measurement (sound for buckets mixing types in a field,
+ * see ts_index.c).  *metric is set when any predicate is not on the
+ * metaField (a TTL index then is refused).  Refused with mongod's 5916301
+ * "Error translating non-metadata time-series predicate to operate on
+ * buckets: <why>: <predicate>" (a null, object or array operand, a
+ * non-date on the timeField, $in with null or a regex, other operators),
+ * 238 for $geoWithin/$geoIntersects on a measurement; out then partly
+ * written.
+ */
+int ts_index_partial_to_buckets(const ts_options_t *o, const bson_t *pf, bson_t *out, bool *metric, terr_t *err);
 
 /*
  * listIndexes' view of a bucket index spec (mongod's
