@@ -603,15 +603,6 @@ ts_index_spec_to_buckets(const ts_options_t *o, const bson_t *spec, bson_t *out,
 		}
 	}
 	if (ret == 0) {
-		bson_iter_t k;
-		bson_iter_init(&k, &key);
-		while (bson_iter_next(&k))
-			if (BSON_ITER_HOLDS_UTF8(&k) && strcmp(bson_iter_utf8(&k, NULL), "2dsphere_bucket") == 0)
-				ret = terr_set(err, TERR_NOT_IMPLEMENTED,
-				    "2dsphere indexes on time-series measurements ('2dsphere_bucket') are not supported by "
-				    "Tamga yet");
-	}
-	if (ret == 0) {
 		bson_string_t *name = NULL;
 		if (!bson_has_field(spec, "name")) {
 			name = bson_string_new(NULL);
@@ -777,4 +768,74 @@ ts_ix_fields_add(ts_ix_fields_t *fs, const ts_options_t *o, const bson_t *bucket
 			fs->f[i].has_min = true;
 		}
 	}
+}
+
+/* ---- measurement geo predicates on buckets ------------------------------------------ */
+
+/* One {f: {$geoWithin|$within|$geoIntersects: region}} conjunct on a
+ * measurement field as {$_internalBucketGeoWithin: {withinRegion: region,
+ * field: f}}, element *n of arr. */
+static void
+geo_conjunct(const char *field, const bson_value_t *region, bson_t *arr, int *n)
+{
+	bson_t one, g;
+	char key[16];
+
+	bson_snprintf(key, sizeof(key), "%d", (*n)++);
+	bson_append_document_begin(arr, key, -1, &one);
+	bson_append_document_begin(&one, "$_internalBucketGeoWithin", -1, &g);
+	bv_append(&g, "withinRegion", -1, region);
+	BSON_APPEND_UTF8(&g, "field", field);
+	bson_append_document_end(&one, &g);
+	bson_append_document_end(arr, &one);
+}
+
+static void
+geo_conjuncts(const ts_options_t *o, const bson_t *filter, bson_t *arr, int *n, int depth)
+{
+	bson_iter_t it, ops;
+
+	if (depth > TS_PF_DEPTH || !bson_iter_init(&it, filter))
+		return;
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it), *sub;
+		if (strcmp(k, "$and") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
+			bson_iter_t a;
+			bson_iter_recurse(&it, &a);
+			while (bson_iter_next(&a)) {
+				const uint8_t *d;
+				uint32_t l;
+				bson_t sd;
+				if (!BSON_ITER_HOLDS_DOCUMENT(&a))
+					continue;
+				bson_iter_document(&a, &l, &d);
+				if (bson_init_static(&sd, d, l))
+					geo_conjuncts(o, &sd, arr, n, depth + 1);
+			}
+			continue;
+		}
+		if (k[0] == '$' || strcmp(k, o->time_field) == 0 || meta_sub(o, k, &sub) ||
+		    strlen(k) > PATH_MAX_LEN - 20 || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &ops))
+			continue;
+		while (bson_iter_next(&ops)) {
+			const char *op = bson_iter_key(&ops);
+			if ((strcmp(op, "$geoWithin") == 0 || strcmp(op, "$within") == 0 ||
+			     strcmp(op, "$geoIntersects") == 0) && BSON_ITER_HOLDS_DOCUMENT(&ops))
+				geo_conjunct(k, bson_iter_value(&ops), arr, n);
+		}
+	}
+}
+
+bool
+ts_bucket_geo_filter(const ts_options_t *o, const bson_t *filter, bson_t *out)
+{
+	bson_t arr = BSON_INITIALIZER;
+	int n = 0;
+
+	if (filter != NULL)
+		geo_conjuncts(o, filter, &arr, &n, 0);
+	if (n > 0)
+		BSON_APPEND_ARRAY(out, "$and", &arr);
+	bson_destroy(&arr);
+	return n > 0;
 }

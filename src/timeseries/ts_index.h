@@ -108,4 +108,16 @@ void ts_ix_fields_add(ts_ix_fields_t *fs, const ts_options_t *o, const bson_t *b
  * $lt/$lte).  fs NULL: ts_bucket_filter. */
 bool ts_bucket_filter_ix(const ts_options_t *o, const bson_t *filter, const ts_ix_fields_t *fs, bson_t *out);
 
+/*
+ * The measurement geo conjuncts of a query (top-level, or under $and):
+ * {f: {$geoWithin|$within|$geoIntersects: region}} on a field that is
+ * neither the time nor under the metaField becomes mongod's bucket-level
+ * {$_internalBucketGeoWithin: {withinRegion: region, field: f}}, appended to
+ * out as {$and: [...]} (query/match.c evaluates it on a bucket's column; a
+ * 2dsphere_bucket index on data.f answers it).  Every bucket holding a
+ * matching measurement matches it; the measurement predicate still runs
+ * after the unpack.  Returns true when something was appended.
+ */
+bool ts_bucket_geo_filter(const ts_options_t *o, const bson_t *filter, bson_t *out);
+
 #endif
