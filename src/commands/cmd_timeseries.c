@@ -1058,7 +1058,7 @@ cmd_ts_insert(cmd_t *c, storage_coll_t *coll, const bson_t *stmts, bool ordered,
 	bson_t write_errors = BSON_INITIALIZER;
 	bson_iter_t it;
 	storage_session_t *s;
-	int ndocs = (int)bson_count_keys(stmts), nok = 0, nerr = 0, ret = -1;
+	int ndocs = (int)bson_count_keys(stmts), nok = 0, nerr = 0, ret = -1, built = 0;
 	bson_t *docs = tm_bson_array_new((size_t)(ndocs + 1));
 	int *orig = bson_malloc0(sizeof(int) * (size_t)(ndocs + 1));
 
@@ -1097,6 +1097,7 @@ cmd_ts_insert(cmd_t *c, storage_coll_t *coll, const bson_t *stmts, bool ordered,
 			write_error_append(&write_errors, nerr++, orig[i], &e);
 		terr_clear(&e);
 		terr_clear(err);
+		built = nok;   /* still to free */
 		nok = 0;
 	}
 	BSON_APPEND_INT32(c->reply, "n", nok);
@@ -1104,7 +1105,7 @@ cmd_ts_insert(cmd_t *c, storage_coll_t *coll, const bson_t *stmts, bool ordered,
 		BSON_APPEND_ARRAY(c->reply, "writeErrors", &write_errors);
 	ret = 0;
 err:
-	for (int i = 0; i < nok; i++)
+	for (int i = 0; i < (built > nok ? built : nok); i++)
 		bson_destroy(&docs[i]);
 	bson_free(docs);
 	bson_free(orig);

@@ -1339,10 +1339,14 @@ t_bucket_geo(pctx_t *p, const char *name, const bson_value_t *arg, int depth, pl
 		                "$_internalBucketGeoWithin requires exactly 'withinRegion' (an object) and 'field' "
 		                "(a non-empty string)");
 	s = tm_malloc0(sizeof *s);
-	if (geo_query_parse(GEO_PRED_WITHIN, region, s, NULL) != 0 &&
-	    geo_query_parse(GEO_PRED_INTERSECTS, region, s, p->err) != 0) {
-		bson_free(s);
-		return -1;
+	if (geo_query_parse(GEO_PRED_WITHIN, region, s, NULL) != 0) {
+		/* a $geoIntersects region ($geometry of any type) */
+		geo_shape_destroy(s);
+		if (geo_query_parse(GEO_PRED_INTERSECTS, region, s, p->err) != 0) {
+			geo_shape_destroy(s);
+			bson_free(s);
+			return -1;
+		}
 	}
 	n = match_node_new(MK_BUCKET_GEO);
 	n->val = *arg;
