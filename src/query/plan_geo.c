@@ -739,7 +739,8 @@ plan_geo_indexed_predicate(const storage_coll_t *coll, const match_t *m)
 	for (int i = 0; i < coll->nindexes; i++) {
 		bool is2d;
 		int pos;
-		if (!coll->indexes[i].hidden && index_geo_field(&coll->indexes[i], gi.geo_path, &is2d, &pos))
+		if (!coll->indexes[i].hidden &&
+		    index_geo_field_kind(&coll->indexes[i], gi.geo_path, gi.geo_bucket, &is2d, &pos))
 			return true;
 	}
 	return false;
