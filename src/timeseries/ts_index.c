@@ -707,9 +707,21 @@ ts_index_spec_from_buckets(const ts_options_t *o, const bson_t *bucket_spec, bso
 			has_v = has_v || strcmp(bson_iter_key(&ov), "v") == 0;
 		if (!has_v && bson_iter_init_find(&v, bucket_spec, "v"))
 			bson_append_iter(out, "v", 1, &v);
+		/* what collMod changes on the bucket index (a TTL's
+		 * expireAfterSeconds, hidden) shows its current value */
 		bson_iter_recurse(&it, &k);
-		while (bson_iter_next(&k))
-			bson_append_iter(out, bson_iter_key(&k), -1, &k);
+		while (bson_iter_next(&k)) {
+			const char *f = bson_iter_key(&k);
+			bson_iter_t cur;
+			if ((strcmp(f, "expireAfterSeconds") == 0 || strcmp(f, "hidden") == 0) &&
+			    bson_iter_init_find(&cur, bucket_spec, f))
+				bson_append_iter(out, f, -1, &cur);
+			else if (strcmp(f, "hidden") != 0)
+				bson_append_iter(out, f, -1, &k);
+		}
+		if (!bson_has_field(out, "hidden") && bson_iter_init_find(&v, bucket_spec, "hidden") &&
+		    bson_iter_as_bool(&v))
+			bson_append_iter(out, "hidden", -1, &v);
 		return true;
 	}
 	if (!bson_iter_init_find(&it, bucket_spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it))

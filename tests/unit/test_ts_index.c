@@ -366,6 +366,15 @@ test_views(void)
 	    "{ \"v\" : 2, \"key\" : { \"y\" : -1 }, \"name\" : \"y\" }");
 	view_is("{\"v\": 2, \"key\": {\"data.loc\": \"2dsphere_bucket\"}, \"name\": \"g\"}",
 	    "{ \"v\" : 2, \"key\" : { \"loc\" : \"2dsphere\" }, \"name\" : \"g\" }");
+	/* collMod's changes to the bucket index show through its originalSpec */
+	view_is("{\"v\": 2, \"key\": {\"control.min.t\": 1}, \"name\": \"ttl\", \"expireAfterSeconds\": 10, "
+	    "\"hidden\": true, \"originalSpec\": {\"key\": {\"t\": 1}, \"name\": \"ttl\", \"expireAfterSeconds\": 100, "
+	    "\"partialFilterExpression\": {\"m\": 1}}}",
+	    "{ \"v\" : 2, \"key\" : { \"t\" : 1 }, \"name\" : \"ttl\", \"expireAfterSeconds\" : 10, "
+	    "\"partialFilterExpression\" : { \"m\" : 1 }, \"hidden\" : true }");
+	view_is("{\"v\": 2, \"key\": {\"control.min.x\": 1, \"control.max.x\": 1}, \"name\": \"x\", "
+	    "\"originalSpec\": {\"key\": {\"x\": 1}, \"name\": \"x\", \"hidden\": true}}",
+	    "{ \"v\" : 2, \"key\" : { \"x\" : 1 }, \"name\" : \"x\" }");
 	/* keys that do not map back are not shown (mongod hides them) */
 	view_is("{\"v\": 2, \"key\": {\"control.min.y\": 1}, \"name\": \"h\"}", NULL);
 	view_is("{\"v\": 2, \"key\": {\"control.min.y\": 1, \"control.max.y\": -1}, \"name\": \"h\"}", NULL);
