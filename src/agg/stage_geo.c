@@ -9,13 +9,18 @@
  * distanceMultiplier) at distanceField and, with includeLocs, the
  * location it was measured to.  Without key, the collection's one 2d
  * index (else its one 2dsphere index) names the field.
+ *
+ * $_internalGeoNearDistance (below) is the distance half of a time-series
+ * collection's $geoNear, which has no near plan over buckets.
  */
 #include "agg/agg_private.h"
 
 #include <string.h>
 
 #include "agg/agg_doc.h"
+#include "bson/path.h"
 #include "bson/value.h"
+#include "geo/geo.h"
 #include "common/mem.h"
 #include "query/keygen.h"
 #include "query/plan.h"
@@ -105,7 +110,7 @@ num_opt(const bson_iter_t *it, const char *name, double *out, terr_t *err)
 }
 
 static int
-geo_near_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+geonear_stage_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 {
 	geo_plan_t *gp;
 	bson_iter_t it;
@@ -278,8 +283,125 @@ geo_near_close(agg_rt_t *rt)
 	rt->state = NULL;
 }
 
+/* ---- $_internalGeoNearDistance ---------------------------------------------------------
+ *
+ * mongod's DocumentSourceInternalGeoNearDistance, what a time-series
+ * $geoNear becomes after the unpack (commands/cmd_timeseries.c, as mongod's
+ * splitForTimeseries): {near: <a GeoJSON point (metres on the sphere) or a
+ * legacy pair (flat)>, key, distanceField, distanceMultiplier}.  Each
+ * document gets at distanceField the least distance from near to the
+ * geometries at key (those near can measure), times distanceMultiplier;
+ * -1 times it when there is none, as mongod. */
+
+typedef struct gnd_plan {
+	geo_near_t near;
+	char *key;
+	char *field;
+	double mult;
+} gnd_plan_t;
+
+static void
+gnd_plan_free(void *p)
+{
+	gnd_plan_t *g = p;
+
+	if (g == NULL)
+		return;
+	bson_free(g->key);
+	bson_free(g->field);
+	bson_free(g);
+}
+
+static int
+gnd_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
+{
+	bson_iter_t it;
+	const bson_value_t *near = NULL;
+	gnd_plan_t *g;
+	bson_t op = BSON_INITIALIZER;
+	bson_value_t opv;
+	int ret = 0;
+
+	if (spec->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(err, TERR_FAILED_TO_PARSE, "$_internalGeoNearDistance must take a nested object");
+	g = tm_malloc0(sizeof *g);
+	g->mult = 1.0;
+	bson_iter_init_from_data(&it, spec->value.v_doc.data, spec->value.v_doc.data_len);
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		if (!strcmp(k, "near") && (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)))
+			near = bson_iter_value(&it);
+		else if (!strcmp(k, "key") && BSON_ITER_HOLDS_UTF8(&it) && bson_iter_utf8(&it, NULL)[0] != '\0')
+			g->key = bson_strdup(bson_iter_utf8(&it, NULL));
+		else if (!strcmp(k, "distanceField") && BSON_ITER_HOLDS_UTF8(&it) && bson_iter_utf8(&it, NULL)[0] != '\0')
+			g->field = bson_strdup(bson_iter_utf8(&it, NULL));
+		else if (!strcmp(k, "distanceMultiplier") && BSON_ITER_HOLDS_NUMBER(&it))
+			g->mult = bson_iter_as_double(&it);
+		else
+			ERR(terr_set(err, TERR_FAILED_TO_PARSE, "$_internalGeoNearDistance: unknown or malformed '%s'", k));
+	}
+	if (near == NULL || g->key == NULL || g->field == NULL)
+		ERR(terr_set(err, TERR_FAILED_TO_PARSE,
+		             "$_internalGeoNearDistance requires 'near', 'key', 'distanceField' and 'distanceMultiplier'"));
+	/* a GeoJSON point measures on the sphere in metres, a legacy pair on the plane */
+	bv_append(&op, "$near", -1, near);
+	opv.value_type = BSON_TYPE_DOCUMENT;
+	opv.value.v_doc.data = (uint8_t *)bson_get_data(&op);
+	opv.value.v_doc.data_len = op.len;
+	ERR(geo_near_parse("$near", near, &opv, &g->near, err));
+	agg_pctx_add(pc, &agg_stages_geo[1], g, agg_explain_doc("$_internalGeoNearDistance", spec));
+	g = NULL;
+err:
+	bson_destroy(&op);
+	gnd_plan_free(g);
+	return ret;
+}
+
+typedef struct gnd_visit {
+	const geo_near_t *near;
+	double best;
+} gnd_visit_t;
+
+static bool
+gnd_value(const bpath_hit_t *h, void *ctx)
+{
+	gnd_visit_t *v = ctx;
+	geo_shape_t s;
+	double d;
+
+	if (h->value.value_type != BSON_TYPE_DOCUMENT && h->value.value_type != BSON_TYPE_ARRAY)
+		return true;
+	if (geo_parse_stored(NULL, &h->value, &s, NULL) != 0)
+		return true;
+	if (geo_near_distance(v->near, &s, &d) && (v->best < 0 || d < v->best))
+		v->best = d;
+	geo_shape_destroy(&s);
+	return true;
+}
+
+static int
+gnd_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
+{
+	const gnd_plan_t *g = rt->st->plan;
+	geo_state_t *s = rt->state;
+	const bson_t *doc;
+	gnd_visit_t v = {&g->near, -1};
+	bson_value_t dv = {.value_type = BSON_TYPE_DOUBLE};
+	int rc;
+
+	if ((rc = agg_rt_pull(rt, &doc, err)) != 1)
+		return rc;
+	bpath_walk(doc, g->key, false, gnd_value, &v);
+	dv.value.v_double = v.best * g->mult;
+	bson_reinit(&s->out);
+	agg_doc_set_path(doc, g->field, &dv, &s->out);
+	*out = &s->out;
+	return 1;
+}
+
 const agg_stage_def_t agg_stages_geo[] = {
-	{"$geoNear", geo_near_parse, geo_near_open, geo_near_next, geo_near_close, geo_plan_free,
+	{"$geoNear", geonear_stage_parse, geo_near_open, geo_near_next, geo_near_close, geo_plan_free,
 	    AGG_F_FIRST | AGG_F_NOT_IN_FACET},
+	{"$_internalGeoNearDistance", gnd_parse, geo_near_open, gnd_next, geo_near_close, gnd_plan_free, 0},
 	{NULL},
 };

@@ -475,6 +475,17 @@ CMD_HANDLER(cmd_server_status)
 		BSON_APPEND_DOCUMENT_BEGIN(&m, "commands", &cmds);
 		cmd_metrics_commands_append(&cmds);
 		bson_append_document_end(&m, &cmds);
+		{
+			/* metrics.ttl: the TTL monitor's passes (one sub-pass each) and the
+			 * documents (buckets, for time-series) it deleted */
+			ttl_stats_t ts;
+			ttl_stats_get(&ts);
+			BSON_APPEND_DOCUMENT_BEGIN(&m, "ttl", &cmds);
+			BSON_APPEND_INT64(&cmds, "deletedDocuments", ts.deleted_documents);
+			BSON_APPEND_INT64(&cmds, "passes", ts.passes);
+			BSON_APPEND_INT64(&cmds, "subPasses", ts.passes);
+			bson_append_document_end(&m, &cmds);
+		}
 		if (c->engine->rs != NULL) {
 			/* metrics.repl: the counters Tamga keeps truly (cmd_repl.c) */
 			BSON_APPEND_DOCUMENT_BEGIN(&m, "repl", &cmds);

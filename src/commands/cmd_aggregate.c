@@ -468,13 +468,21 @@ CMD_HANDLER(cmd_aggregate)
 	} else if (coll != NULL && !cmd_ts_raw(c)) {
 		/* a time-series collection: the measurements of its buckets */
 		storage_coll_t *tc = NULL;
+		bson_t gn;
+		int g = 0;
 		if (storage_coll_get(c->engine->st, c->db, coll, &tc, NULL) == 0 && cmd_ts_is(tc) &&
-		    cmd_ts_read_pipeline(tc, &pipeline, !bson_has_field(c->body, "collation"), &combined) == 0) {
+		    (g = cmd_ts_geonear_rewrite(tc, &pipeline, &gn, err)) >= 0 &&
+		    cmd_ts_read_pipeline(tc, g == 1 ? &gn : &pipeline, !bson_has_field(c->body, "collation"),
+		                         &combined) == 0) {
 			stages = &combined;
 			combined_ts = true;
 		}
+		if (cmd_ts_is(tc))
+			bson_destroy(&gn);
 		storage_coll_release(tc);
 		ret = -1;
+		if (g < 0)
+			goto err;
 	}
 
 	a = bson_malloc0(sizeof(*a));

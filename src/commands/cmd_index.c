@@ -78,7 +78,8 @@ is_bool_like(const bson_iter_t *it)
 }
 
 /* Index plugins built so far (the others answer 238). */
-static const char *const built_plugins[] = {"hashed", "text", "2d", "2dsphere", NULL};
+/* 2dsphere_bucket: a time-series collection's buckets only (createIndexes checks) */
+static const char *const built_plugins[] = {"hashed", "text", "2d", "2dsphere", "2dsphere_bucket", NULL};
 
 /* The key pattern rules of validateKeyPattern plus the plugin refusals;
  * *plugin_out: the plugin named (NULL: a plain index). */
@@ -435,6 +436,20 @@ partial_check(const bson_t *pf, bool *unsupported, terr_t *err)
 	return ret;
 }
 
+/* Whether a spec's key names plugin as a field's value. */
+static bool
+spec_has_plugin(const bson_t *spec, const char *plugin)
+{
+	bson_iter_t it, k;
+
+	if (!bson_iter_init_find(&it, spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &k))
+		return false;
+	while (bson_iter_next(&k))
+		if (BSON_ITER_HOLDS_UTF8(&k) && strcmp(bson_iter_utf8(&k, NULL), plugin) == 0)
+			return true;
+	return false;
+}
+
 static const char *const id_spec_fields[] = {"key", "name", "v", "collation", "ns", "_id", NULL};
 
 static bool
@@ -507,7 +522,7 @@ geo_spec_check(const bson_t *spec, const bson_t *key, const char *plugin, terr_t
 	bson_iter_t it;
 	int n2d = 0, pos = 0, first2d = -1;
 
-	if (strcmp(plugin, "2dsphere") == 0) {
+	if (strcmp(plugin, "2dsphere") == 0 || strcmp(plugin, "2dsphere_bucket") == 0) {
 		geo_s2_params_t p;
 		bson_t copy;
 		int rc;
@@ -824,7 +839,8 @@ spec_prepare_fixed(const bson_t *spec, bool is_text, bson_t *out, terr_t *err)
 		how = WRAP_PLAIN;
 		goto err;
 	}
-	if (plugin != NULL && (strcmp(plugin, "2dsphere") == 0 || strcmp(plugin, "2d") == 0) &&
+	if (plugin != NULL && (strcmp(plugin, "2dsphere") == 0 || strcmp(plugin, "2d") == 0 ||
+	                       strcmp(plugin, "2dsphere_bucket") == 0) &&
 	    geo_spec_check(spec, &key, plugin, err) != 0) {
 		how = WRAP_PLAIN;
 		goto err;
@@ -862,8 +878,9 @@ spec_prepare_fixed(const bson_t *spec, bool is_text, bson_t *out, terr_t *err)
 		}
 		bson_append_iter(out, f, -1, &it);
 	}
-	/* S2AccessMethod::fixSpec: a 2dsphere index without a version is version 3 */
-	if (plugin != NULL && strcmp(plugin, "2dsphere") == 0 && !bson_has_field(spec, "2dsphereIndexVersion"))
+	/* S2AccessMethod::fixSpec (and S2BucketAccessMethod's): a 2dsphere index without a version is version 3 */
+	if (plugin != NULL && (strcmp(plugin, "2dsphere") == 0 || strcmp(plugin, "2dsphere_bucket") == 0) &&
+	    !bson_has_field(spec, "2dsphereIndexVersion"))
 		BSON_APPEND_INT32(out, "2dsphereIndexVersion", 3);
 	/* kept normalized, last, as mongod lists it; simple is not kept */
 	if (collation != NULL)
@@ -1090,6 +1107,7 @@ CMD_HANDLER(cmd_create_indexes)
 	bool found, created = false;
 	storage_coll_t *coll = NULL, *ts_coll = NULL;
 	int nspecs = 0, i, j, before, ret = -1, nnew = 0;
+	bool is_ts = false;
 	char ns[512];
 
 	ERR(cmd_collection_arg(c, &name, err));
@@ -1110,6 +1128,7 @@ CMD_HANDLER(cmd_create_indexes)
 	for (i = 0; i < nspecs; i++)
 		bson_init(&specs[i]);
 	storage_coll_get(c->engine->st, c->db, name, &ts_coll, NULL);
+	is_ts = cmd_ts_is(ts_coll);
 	if (!cmd_ts_is(ts_coll) || cmd_ts_raw(c)) {
 		storage_coll_release(ts_coll);
 		ts_coll = NULL;
@@ -1161,6 +1180,12 @@ CMD_HANDLER(cmd_create_indexes)
 				goto err;
 			ret = -1;
 			continue;
+		}
+		if (!is_ts && spec_has_plugin(&spec, "2dsphere_bucket")) {
+			/* the index of a time-series collection's measurements, on its buckets */
+			ret = terr_set(err, TERR_NOT_IMPLEMENTED,
+			    "2dsphere_bucket indexes are built on time-series collections only (their buckets) by Tamga");
+			goto err;
 		}
 		ERR(spec_prepare(&spec, &specs[i], err));
 	}

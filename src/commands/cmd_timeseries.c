@@ -27,6 +27,7 @@
  */
 #include "commands/commands_private.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
@@ -36,6 +37,7 @@
 #include "commands/cmd_timeseries.h"
 #include "commands/write.h"
 #include "common/mem.h"
+#include "geo/geo.h"
 #include "query/match.h"
 #include "timeseries/timeseries.h"
 #include "timeseries/ts_compress.h"
@@ -1228,7 +1230,7 @@ cmd_ts_insert(cmd_t *c, storage_coll_t *coll, const bson_t *stmts, bool ordered,
 	bson_t write_errors = BSON_INITIALIZER;
 	bson_iter_t it;
 	storage_session_t *s;
-	int ndocs = (int)bson_count_keys(stmts), nok = 0, nerr = 0, ret = -1;
+	int ndocs = (int)bson_count_keys(stmts), nok = 0, nerr = 0, ret = -1, built = 0;
 	bson_t *docs = tm_bson_array_new((size_t)(ndocs + 1));
 	int *orig = bson_malloc0(sizeof(int) * (size_t)(ndocs + 1));
 
@@ -1267,6 +1269,7 @@ cmd_ts_insert(cmd_t *c, storage_coll_t *coll, const bson_t *stmts, bool ordered,
 			write_error_append(&write_errors, nerr++, orig[i], &e);
 		terr_clear(&e);
 		terr_clear(err);
+		built = nok;   /* still to free */
 		nok = 0;
 	}
 	BSON_APPEND_INT32(c->reply, "n", nok);
@@ -1274,7 +1277,7 @@ cmd_ts_insert(cmd_t *c, storage_coll_t *coll, const bson_t *stmts, bool ordered,
 		BSON_APPEND_ARRAY(c->reply, "writeErrors", &write_errors);
 	ret = 0;
 err:
-	for (int i = 0; i < nok; i++)
+	for (int i = 0; i < (built > nok ? built : nok); i++)
 		bson_destroy(&docs[i]);
 	bson_free(docs);
 	bson_free(orig);
@@ -2040,15 +2043,31 @@ cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bool simple
 		bson_t f, bf = BSON_INITIALIZER;
 		bson_iter_document(&st, &l, &d);
 		bson_init_static(&f, d, l);
+		bson_t gf = BSON_INITIALIZER;
+		bool has_bf, has_gf;
 		ts_ix_fields_t fs;
 		cmd_ts_ix_fields(coll, &o, &fs);
-		if (ts_bucket_filter_ix(&o, &f, &fs, &bf)) {
+		has_bf = ts_bucket_filter_ix(&o, &f, &fs, &bf);
+		/* measurement $geoWithin/$geoIntersects: $_internalBucketGeoWithin (ts_index.c) */
+		has_gf = ts_bucket_geo_filter(&o, &f, &gf);
+		if (has_bf || has_gf) {
 			bson_snprintf(key, sizeof(key), "%d", n++);
 			bson_append_document_begin(out, key, -1, &stage);
-			BSON_APPEND_DOCUMENT(&stage, "$match", &bf);
+			if (has_bf && has_gf) {
+				bson_t m, a;
+				bson_append_document_begin(&stage, "$match", -1, &m);
+				bson_append_array_begin(&m, "$and", -1, &a);
+				BSON_APPEND_DOCUMENT(&a, "0", &bf);
+				BSON_APPEND_DOCUMENT(&a, "1", &gf);
+				bson_append_array_end(&m, &a);
+				bson_append_document_end(&stage, &m);
+			} else {
+				BSON_APPEND_DOCUMENT(&stage, "$match", has_bf ? &bf : &gf);
+			}
 			bson_append_document_end(out, &stage);
 		}
 		bson_destroy(&bf);
+		bson_destroy(&gf);
 		absorbed = ts_event_split(&o, &f, &event, &whole);
 	}
 	/* the stages after the unpack: the user's, less an absorbed $match (its
@@ -2608,6 +2627,209 @@ cmd_ts_stats_append(const storage_coll_t *coll, int64_t bucket_count, bson_t *ou
 			append_number(&ts, "avgNumMeasurementsPerCommit", r->c[TSC_MEASUREMENTS] / r->c[TSC_COMMITS]);
 	}
 	bson_append_document_end(out, &ts);
+}
+
+/* ---- $geoNear on measurements -------------------------------------------------------- */
+
+/* {path: {$geoWithin: {<shape>: [[x, y], r]}}} (negated: under $not) as a
+ * $match stage, element *n of out. */
+static void
+gn_within_stage(bson_t *out, int *n, const char *path, const char *shape, double x, double y, double r, bool negated)
+{
+	bson_t st, m, f, nt, g, arr, pt;
+	char key[16];
+
+	bson_snprintf(key, sizeof(key), "%d", (*n)++);
+	bson_append_document_begin(out, key, -1, &st);
+	bson_append_document_begin(&st, "$match", -1, &m);
+	bson_append_document_begin(&m, path, -1, &f);
+	if (negated)
+		bson_append_document_begin(&f, "$not", -1, &nt);
+	bson_append_document_begin(negated ? &nt : &f, "$geoWithin", -1, &g);
+	bson_append_array_begin(&g, shape, -1, &arr);
+	bson_append_array_begin(&arr, "0", 1, &pt);
+	BSON_APPEND_DOUBLE(&pt, "0", x);
+	BSON_APPEND_DOUBLE(&pt, "1", y);
+	bson_append_array_end(&arr, &pt);
+	BSON_APPEND_DOUBLE(&arr, "1", r);
+	bson_append_array_end(&g, &arr);
+	bson_append_document_end(negated ? &nt : &f, &g);
+	if (negated)
+		bson_append_document_end(&f, &nt);
+	bson_append_document_end(&m, &f);
+	bson_append_document_end(&st, &m);
+	bson_append_document_end(out, &st);
+}
+
+/* {$match: {field: {op: v}}} as element *n of out. */
+static void
+gn_cmp_stage(bson_t *out, int *n, const char *field, const char *op, double v)
+{
+	bson_t st, m, f;
+	char key[16];
+
+	bson_snprintf(key, sizeof(key), "%d", (*n)++);
+	bson_append_document_begin(out, key, -1, &st);
+	bson_append_document_begin(&st, "$match", -1, &m);
+	bson_append_document_begin(&m, field, -1, &f);
+	BSON_APPEND_DOUBLE(&f, op, v);
+	bson_append_document_end(&m, &f);
+	bson_append_document_end(&st, &m);
+	bson_append_document_end(out, &st);
+}
+
+static int
+gn_number(const bson_iter_t *it, const char *name, double *out, terr_t *err)
+{
+	if (!BSON_ITER_HOLDS_NUMBER(it))
+		return terr_set(err, TERR_TYPE_MISMATCH, "$geoNear requires $%s to evaluate to a number", name);
+	*out = bson_iter_as_double(it);
+	if (!(*out >= 0))
+		return terr_set(err, TERR_BAD_VALUE, "%s must be nonnegative", name);
+	return 0;
+}
+
+int
+cmd_ts_geonear_rewrite(const storage_coll_t *coll, const bson_t *user, bson_t *out, terr_t *err)
+{
+	ts_options_t o;
+	bson_iter_t it, st, f;
+	const bson_value_t *near = NULL;
+	const char *key = NULL, *dfield = NULL;
+	char mbuf[512];
+	double maxd = 0, mind = 0, mult = 1.0;
+	bool has_max = false, has_min = false, spherical = false, locs = false, query = false;
+	geo_near_t g;
+	bson_t op = BSON_INITIALIZER, stage, body, pt, arr;
+	bson_value_t opv;
+	char k[16];
+	int n = 0, ret = 0;
+
+	bson_init(out);
+	if (!ts_options_get(coll->options, &o) || !bson_iter_init(&it, user) || !bson_iter_next(&it) ||
+	    !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &st) || !bson_iter_next(&st) ||
+	    strcmp(bson_iter_key(&st), "$geoNear") != 0 || !BSON_ITER_HOLDS_DOCUMENT(&st))
+		return 0;
+	bson_iter_recurse(&st, &f);
+	while (bson_iter_next(&f)) {
+		const char *a = bson_iter_key(&f);
+		if (!strcmp(a, "near"))
+			near = bson_iter_value(&f);
+		else if (!strcmp(a, "key") && BSON_ITER_HOLDS_UTF8(&f))
+			key = bson_iter_utf8(&f, NULL);
+		else if (!strcmp(a, "distanceField") && BSON_ITER_HOLDS_UTF8(&f))
+			dfield = bson_iter_utf8(&f, NULL);
+		else if (!strcmp(a, "maxDistance"))
+			has_max = true, ret = gn_number(&f, "maxDistance", &maxd, err);
+		else if (!strcmp(a, "minDistance"))
+			has_min = true, ret = gn_number(&f, "minDistance", &mind, err);
+		else if (!strcmp(a, "distanceMultiplier"))
+			ret = gn_number(&f, "distanceMultiplier", &mult, err);
+		else if (!strcmp(a, "spherical"))
+			spherical = bson_iter_as_bool(&f);
+		else if (!strcmp(a, "includeLocs"))
+			locs = true;
+		else if (!strcmp(a, "query"))
+			query = !BSON_ITER_HOLDS_DOCUMENT(&f);   /* an empty one is allowed (below) */
+		else if (strcmp(a, "uniqueDocs") != 0 && strcmp(a, "key") != 0 && strcmp(a, "distanceField") != 0)
+			return 0;   /* the $geoNear stage's own parse answers what it refuses */
+		if (ret != 0)
+			return -1;
+		if (!strcmp(a, "query") && BSON_ITER_HOLDS_DOCUMENT(&f)) {
+			uint32_t l;
+			const uint8_t *d;
+			bson_iter_document(&f, &l, &d);
+			query = l > 5;
+		}
+	}
+	if (key == NULL || near == NULL ||
+	    (near->value_type != BSON_TYPE_DOCUMENT && near->value_type != BSON_TYPE_ARRAY)) {
+		if (key == NULL && near != NULL)
+			return terr_set(err, 5892921, "Must specify 'key' option for $geoNear on a time-series collection");
+		return 0;   /* the stage's parse: 'near' missing or not a point, key not a string */
+	}
+	if (query)
+		return terr_set(err, 1938439,
+		    "Must not specify 'query' for $geoNear on a time-series collection; use $match instead");
+	if (lp_meta_path(&o, key, mbuf, sizeof(mbuf)))
+		return terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "$geoNear on the metaField of a time-series collection is not supported by Tamga yet");
+	if (dfield == NULL)
+		return terr_set(err, 5860206, "$geoNear distanceField is required for time-series queries");
+	if (locs)
+		return terr_set(err, 5860208, "$geoNear 'includeLocs' is not supported on time-series metrics");
+	/* GeoNearExpression's reading of the point: GeoJSON is spherical (metres), a
+	 * legacy pair spherical (radians) with spherical: true, else flat */
+	bv_append(&op, spherical ? "$nearSphere" : "$near", -1, near);
+	opv.value_type = BSON_TYPE_DOCUMENT;
+	opv.value.v_doc.data = (uint8_t *)bson_get_data(&op);
+	opv.value.v_doc.data_len = op.len;
+	if (geo_near_parse(spherical ? "$nearSphere" : "$near", near, &opv, &g, err) != 0) {
+		bson_destroy(&op);
+		return -1;
+	}
+	bson_destroy(&op);
+	/* 1. a $geoWithin that bounds the buckets (maxDistance), and the
+	 * inside-out one for minDistance (imprecise: 3. decides) */
+	if (!g.flat) {
+		double rmax = g.unit_radians ? maxd : maxd / GEO_EARTH_RADIUS_M;
+		if (has_max)
+			gn_within_stage(out, &n, key, "$centerSphere", g.x, g.y, rmax, false);
+		if (has_min) {
+			double in = M_PI - (g.unit_radians ? mind : mind / GEO_EARTH_RADIUS_M);
+			if (in > 0)
+				gn_within_stage(out, &n, key, "$centerSphere", g.x < 0 ? g.x + 180 : g.x - 180, -g.y, in,
+				    false);
+		}
+	} else {
+		if (has_max)
+			gn_within_stage(out, &n, key, "$center", g.x, g.y, maxd, false);
+		if (has_min && isnormal(mind))
+			gn_within_stage(out, &n, key, "$center", g.x, g.y, 0.99 * mind, true);
+	}
+	/* 2. the distance */
+	bson_snprintf(k, sizeof(k), "%d", n++);
+	bson_append_document_begin(out, k, -1, &stage);
+	bson_append_document_begin(&stage, "$_internalGeoNearDistance", -1, &body);
+	if (!g.flat) {
+		bson_append_document_begin(&body, "near", -1, &pt);
+		BSON_APPEND_UTF8(&pt, "type", "Point");
+		bson_append_array_begin(&pt, "coordinates", -1, &arr);
+		BSON_APPEND_DOUBLE(&arr, "0", g.x);
+		BSON_APPEND_DOUBLE(&arr, "1", g.y);
+		bson_append_array_end(&pt, &arr);
+		bson_append_document_end(&body, &pt);
+	} else {
+		bson_append_array_begin(&body, "near", -1, &arr);
+		BSON_APPEND_DOUBLE(&arr, "0", g.x);
+		BSON_APPEND_DOUBLE(&arr, "1", g.y);
+		bson_append_array_end(&body, &arr);
+	}
+	BSON_APPEND_UTF8(&body, "key", key);
+	BSON_APPEND_UTF8(&body, "distanceField", dfield);
+	/* metres on the sphere; radians when the point asked for them */
+	BSON_APPEND_DOUBLE(&body, "distanceMultiplier", g.unit_radians ? mult / GEO_EARTH_RADIUS_M : mult);
+	bson_append_document_end(&stage, &body);
+	bson_append_document_end(out, &stage);
+	/* 3. the exact bounds, 4. the order */
+	if (has_min)
+		gn_cmp_stage(out, &n, dfield, "$gte", mind * mult);
+	if (has_max)
+		gn_cmp_stage(out, &n, dfield, "$lte", maxd * mult);
+	{
+		bson_t srt;
+		bson_snprintf(k, sizeof(k), "%d", n++);
+		bson_append_document_begin(out, k, -1, &stage);
+		bson_append_document_begin(&stage, "$sort", -1, &srt);
+		BSON_APPEND_INT32(&srt, dfield, 1);
+		bson_append_document_end(&stage, &srt);
+		bson_append_document_end(out, &stage);
+	}
+	while (bson_iter_next(&it)) {
+		bson_snprintf(k, sizeof(k), "%d", n++);
+		bson_append_iter(out, k, -1, &it);
+	}
+	return 1;
 }
 
 /* ---- createIndexes ----------------------------------------------------------------- */

@@ -15,12 +15,14 @@
 #include "commands/validation.h"
 #include "repl/changestream.h"
 #include "repl/replset.h"
+#include "query/bucket_column.h"
 #include "query/keygen.h"
 #include "query/sort.h"
 #include "query/planner_ttl.h"
 #include "repl/retryable.h"
 #include "repl/session.h"
 #include "repl/txn.h"
+#include "timeseries/bsoncolumn.h"
 
 #include <pthread.h>
 #include <errno.h>
@@ -80,6 +82,8 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 	engine_t *e;
 
 	*out = NULL;
+	/* compressed bucket columns for query/ (2dsphere_bucket keys, $_internalBucketGeoWithin) */
+	bucket_column_set_decoder(bsoncolumn_decode);
 	e = bson_malloc0(sizeof(*e));
 	if (opts != NULL)
 		e->opts = *opts;

@@ -271,7 +271,7 @@ path_prefix(const char *prefix, size_t plen, const char *path)
  * pattern (every write asks, for every index): a wildcard pattern's first
  * field is "$**" or ends in ".$**"; a text pattern has an "_fts" field
  * (checked before "hashed", as keygen_run did); a hashed one a "hashed"
- * value; a geo one (keygen_geo.c) a "2dsphere" or "2d" value. */
+ * value; a geo one (keygen_geo.c) a "2dsphere", "2dsphere_bucket" or "2d" value. */
 typedef enum { KK_BTREE, KK_WILDCARD, KK_HASHED, KK_TEXT, KK_GEO } key_kind_t;
 
 static key_kind_t
@@ -294,7 +294,8 @@ key_kind(const storage_index_t *idx)
 		/* keygen_geo_kind's "2dsphere" and "2d" (checked after hashed, as
 		 * keygen_run did) */
 		if (it.type == BSON_TYPE_UTF8 && ((it.val_len == 4 + 9 && memcmp(it.val + 4, "2dsphere", 9) == 0) ||
-		    (it.val_len == 4 + 3 && memcmp(it.val + 4, "2d", 3) == 0)))
+		    (it.val_len == 4 + 3 && memcmp(it.val + 4, "2d", 3) == 0) ||
+		    (it.val_len == 4 + 16 && memcmp(it.val + 4, "2dsphere_bucket", 16) == 0)))
 			geo = true;
 	}
 	return hashed ? KK_HASHED : geo ? KK_GEO : KK_BTREE;

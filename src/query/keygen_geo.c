@@ -14,6 +14,13 @@
  * 8-byte GeoHash BinData (subtype 128); the other fields their value.
  * Documents without a location are not indexed; a point out of [min,
  * max] fails with 13027.
+ *
+ * 2dsphere_bucket (a time-series collection's buckets, key data.<field>):
+ * the geometries of every measurement in the bucket's column
+ * (bucket_column.h: uncompressed or BSONColumn), each covered as a
+ * 2dsphere field's would be, all their cells one field's keys (mongod's
+ * getS2Keys over extractAllElementsAlongBucketPath); null, undefined, {}
+ * and [] are no geometry, a bucket without any has no keys.
  */
 #include "query/keygen.h"
 
@@ -24,6 +31,7 @@
 #include "bson/path.h"
 #include "bson/value.h"
 #include "geo/geo.h"
+#include "query/bucket_column.h"
 
 #define GEO_MAX_KEYS 100000
 
@@ -67,7 +75,7 @@ keygen_geo_kind(const storage_index_t *idx, bool *is_2d)
 	while (bson_iter_next(&it))
 		if (BSON_ITER_HOLDS_UTF8(&it)) {
 			const char *s = bson_iter_utf8(&it, NULL);
-			if (strcmp(s, "2dsphere") == 0 || strcmp(s, "2d") == 0) {
+			if (strcmp(s, "2dsphere") == 0 || strcmp(s, "2d") == 0 || strcmp(s, "2dsphere_bucket") == 0) {
 				if (is_2d != NULL)
 					*is_2d = strcmp(s, "2d") == 0;
 				return true;
@@ -198,6 +206,80 @@ s2_field_cells(const geo_s2_params_t *prm, const bson_t *doc, const char *path, 
 	return ret;
 }
 
+typedef struct bucket_cells {
+	const geo_s2_params_t *prm;
+	const bson_t *doc;
+	const char *field;
+	vlist_t *out;
+	terr_t *err;
+	int ret;
+} bucket_cells_t;
+
+/* One measurement's value of a 2dsphere_bucket field: its cells. */
+static bool
+bucket_cell_visit(void *ctx, const bson_value_t *e)
+{
+	bucket_cells_t *b = ctx;
+	geo_shape_t s;
+	terr_t why = TERR_INIT;
+	uint64_t *cells = NULL;
+	size_t n = 0;
+	bson_iter_t eit;
+	const char *last = strrchr(b->field, '.');
+
+	if (e->value_type == BSON_TYPE_NULL || e->value_type == BSON_TYPE_UNDEFINED ||
+	    ((e->value_type == BSON_TYPE_ARRAY || e->value_type == BSON_TYPE_DOCUMENT) &&
+	     bson_iter_init_from_data(&eit, e->value.v_doc.data, e->value.v_doc.data_len) && !bson_iter_next(&eit)))
+		return true;
+	if (geo_parse_stored(last ? last + 1 : b->field, e, &s, &why) != 0 ||
+	    geo_s2_cells(b->prm, &s, &cells, &n, &why) != 0) {
+		geo_shape_destroy(&s);
+		b->ret = extract_error(b->doc, &why, b->err);
+		return false;
+	}
+	for (size_t k = 0; k < n; k++) {
+		bson_value_t *v = vlist_push(b->out);
+		v->value_type = BSON_TYPE_INT64;
+		v->value.v_int64 = (int64_t)cells[k];
+	}
+	free(cells);
+	geo_shape_destroy(&s);
+	if (b->out->n > GEO_MAX_KEYS) {
+		b->ret = terr_set(b->err, 237, "Maximum number of generated keys exceeded.");
+		return false;
+	}
+	return true;
+}
+
+static int
+cell_cmp(const void *a, const void *b)
+{
+	int64_t x = ((const bson_value_t *)a)->value.v_int64, y = ((const bson_value_t *)b)->value.v_int64;
+
+	return x < y ? -1 : x > y;
+}
+
+/* A 2dsphere_bucket field (data.<field>): the cells of every measurement. */
+static int
+s2_bucket_cells(const geo_s2_params_t *prm, const bson_t *doc, const char *path, vlist_t *out, terr_t *err)
+{
+	bucket_cells_t b = {prm, doc, strncmp(path, "data.", 5) == 0 ? path + 5 : path, out, err, 0};
+
+	if (strncmp(path, "data.", 5) != 0)
+		return 0;   /* not a bucket column: no geometry */
+	RET(bucket_column_walk(doc, b.field, bucket_cell_visit, &b, err));
+	if (b.ret == 0 && out->n > 1) {
+		/* measurements at one place share cells: each key once */
+		size_t w = 1;
+		qsort(out->v, out->n, sizeof(bson_value_t), cell_cmp);
+		for (size_t i = 1; i < out->n; i++)
+			if (out->v[i].value.v_int64 != out->v[w - 1].value.v_int64)
+				out->v[w++] = out->v[i];
+		out->n = w;
+	}
+	return b.ret;
+}
+
 typedef struct prod {
 	vlist_t *lists;
 	bool *desc;
@@ -263,7 +345,14 @@ s2_keys(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, v
 	while (bson_iter_next(&it) && n < KEYGEN_MAX_FIELDS) {
 		const char *path = bson_iter_key(&it);
 		desc[n] = false;
-		if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "2dsphere") == 0) {
+		if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "2dsphere_bucket") == 0) {
+			if (s2_bucket_cells(&prm, doc, path, &lists[n], err) != 0)
+				ERR(-1);
+			if (lists[n].n > 0)
+				have_geo = true;
+			else
+				vlist_push(&lists[n])->value_type = BSON_TYPE_NULL;
+		} else if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "2dsphere") == 0) {
 			bool any = false;
 			if (s2_field_cells(&prm, doc, path, &lists[n], &any, err) != 0)
 				ERR(-1);

@@ -9,6 +9,7 @@
  *
  * Not here: planning, index bounds, projection.
  */
+#include "query/bucket_column.h"
 #include "query/match_private.h"
 #include "js/js.h"
 
@@ -87,8 +88,9 @@ match_node_free(mnode_t *n)
 	case MK_SCHEMA:
 		match_schema_free(n);
 		break;
-	case MK_GEO:
-		geo_shape_destroy(n->u.geo.shape);
+	case MK_GEO: case MK_BUCKET_GEO:
+		if (n->u.geo.shape != NULL)
+			geo_shape_destroy(n->u.geo.shape);
 		bson_free(n->u.geo.shape);
 		break;
 	case MK_GEO_NEAR:
@@ -351,6 +353,53 @@ eval_geo_value(const mnode_t *n, const bson_value_t *v)
 	return ok;
 }
 
+typedef struct bucket_geo {
+	const geo_shape_t *region;
+	bool found;
+} bucket_geo_t;
+
+static bool
+bucket_geo_visit(void *ctx, const bson_value_t *v)
+{
+	bucket_geo_t *b = ctx;
+	geo_shape_t s;
+
+	if (v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY)
+		return true;
+	if (geo_parse_stored(NULL, v, &s, NULL) != 0)
+		return true;
+	/* intersecting the region: kept by $geoWithin and $geoIntersects alike
+	 * (within implies intersects; flat regions test containment) */
+	b->found = geo_shape_matches(GEO_PRED_INTERSECTS, b->region, &s);
+	geo_shape_destroy(&s);
+	return !b->found;
+}
+
+/* $_internalBucketGeoWithin on a time-series bucket: some measurement's
+ * geometry of the field meets the region.  mongod tests the bounding box
+ * of control.min/max (field by field there); Tamga's control.min/max are
+ * whole values, so the column itself is read (bucket_column.h) -- as
+ * loose as mongod's for the unpacked filter that follows, and tighter. */
+static bool
+eval_bucket_geo_doc(const mnode_t *n, const uint8_t *data, uint32_t len, int *pos, mctx_t *c)
+{
+	bson_t doc;
+	bucket_geo_t b = {n->u.geo.shape, false};
+	terr_t e = TERR_INIT;
+
+	(void)pos;
+	if (!bson_init_static(&doc, data, len))
+		return false;
+	if (bucket_column_walk(&doc, n->u.geo.opname, bucket_geo_visit, &b, &e) != 0) {
+		if (!c->failed && c->err != NULL)
+			terr_set(c->err, e.code, "%s", e.msg ? e.msg : "");
+		c->failed = true;
+		terr_clear(&e);
+		return false;
+	}
+	return b.found;
+}
+
 /* $near / $nearSphere outside the near stage: a geometry within
  * [$minDistance, $maxDistance] (the order is the near plan's job). */
 static bool
@@ -403,6 +452,7 @@ const mop_t match_ops[MK__COUNT] = {
 	[MK_TEXT] = {"$text", MK_TEXT, false, eval_text_doc, NULL},
 	[MK_GEO] = {"$geoWithin", MK_GEO, true, eval_leaf_doc, eval_geo_value},
 	[MK_GEO_NEAR] = {"$near", MK_GEO_NEAR, true, eval_leaf_doc, eval_geo_near_value},
+	[MK_BUCKET_GEO] = {"$_internalBucketGeoWithin", MK_BUCKET_GEO, false, eval_bucket_geo_doc, NULL},
 };
 
 bool
@@ -1254,6 +1304,62 @@ t_sample(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel
 	return 0;
 }
 
+/* {$_internalBucketGeoWithin: {withinRegion: <a $geoWithin operand, or a
+ * $geoIntersects $geometry>, field: <measurement path>}}: mongod's
+ * bucket-level form of a measurement's $geoWithin / $geoIntersects. */
+static int
+t_bucket_geo(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel_t lvl,
+             mnode_t **out)
+{
+	bson_iter_t it;
+	const bson_value_t *region = NULL;
+	const char *field = NULL;
+	geo_shape_t *s;
+	mnode_t *n;
+	char path[600];
+	int nf = 0;
+
+	(void)name;
+	(void)depth;
+	if (lvl == LVL_USER_SUB)
+		return terr_set(p->err, TERR_BAD_VALUE,
+		                "$_internalBucketGeoWithin can only be applied to the top-level document");
+	if (arg->value_type != BSON_TYPE_DOCUMENT)
+		return terr_set(p->err, TERR_BAD_VALUE, "$_internalBucketGeoWithin argument must be an object");
+	bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+	while (bson_iter_next(&it)) {
+		nf++;
+		if (strcmp(bson_iter_key(&it), "withinRegion") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it))
+			region = bson_iter_value(&it);
+		else if (strcmp(bson_iter_key(&it), "field") == 0 && BSON_ITER_HOLDS_UTF8(&it))
+			field = bson_iter_utf8(&it, NULL);
+	}
+	if (region == NULL || field == NULL || nf != 2 || *field == '\0' || strlen(field) > sizeof path - 8)
+		return terr_set(p->err, TERR_BAD_VALUE,
+		                "$_internalBucketGeoWithin requires exactly 'withinRegion' (an object) and 'field' "
+		                "(a non-empty string)");
+	s = tm_malloc0(sizeof *s);
+	if (geo_query_parse(GEO_PRED_WITHIN, region, s, NULL) != 0) {
+		/* a $geoIntersects region ($geometry of any type) */
+		geo_shape_destroy(s);
+		if (geo_query_parse(GEO_PRED_INTERSECTS, region, s, p->err) != 0) {
+			geo_shape_destroy(s);
+			bson_free(s);
+			return -1;
+		}
+	}
+	n = match_node_new(MK_BUCKET_GEO);
+	n->val = *arg;
+	bson_snprintf(path, sizeof path, "data.%s", field);
+	bpath_init(&n->path, path);
+	n->has_path = true;
+	n->u.geo.shape = s;
+	n->u.geo.pred = (int)GEO_PRED_INTERSECTS;
+	n->u.geo.opname = field;
+	*out = n;
+	return 0;
+}
+
 /* Top-level $id / $ref / $db are DBRef fields: plain equality on that name. */
 static int
 t_dbref(pctx_t *p, const char *name, const bson_value_t *arg, int depth, plevel_t lvl,
@@ -1270,6 +1376,7 @@ static const struct {
 	{"$alwaysTrue", t_always}, {"$alwaysFalse", t_always}, {"$expr", t_expr},
 	{"$jsonSchema", t_schema}, {"$where", t_where}, {"$text", t_text},
 	{"$sampleRate", t_sample}, {"$id", t_dbref}, {"$ref", t_dbref}, {"$db", t_dbref},
+	{"$_internalBucketGeoWithin", t_bucket_geo},
 };
 
 static top_parse_fn
@@ -1743,6 +1850,9 @@ node_to_bson(const mnode_t *n, bson_t *out)
 	case MK_SAMPLE:
 		BSON_APPEND_DOUBLE(out, "$sampleRate", n->u.rate);
 		return;
+	case MK_BUCKET_GEO:
+		bv_append(out, "$_internalBucketGeoWithin", -1, &n->val);
+		return;
 	case MK_NOT:
 		path = not_path(n);
 		if (path == NULL) {
@@ -1932,7 +2042,7 @@ geo_walk(const mnode_t *n, bool top, int *count, int *top_count, const mnode_t *
 			*first_near = n;
 		return;
 	}
-	if (n->kind == MK_GEO) {
+	if (n->kind == MK_GEO || n->kind == MK_BUCKET_GEO) {
 		if (top && *first_geo == NULL)
 			*first_geo = n;
 		return;
@@ -1961,6 +2071,7 @@ match_geo_info(const match_t *m, match_geo_info_t *out)
 		out->geo_path = geo->path.full;
 		out->geo_shape = geo->u.geo.shape;
 		out->geo_pred = geo->u.geo.pred;
+		out->geo_bucket = geo->kind == MK_BUCKET_GEO;
 	}
 	return count;
 }

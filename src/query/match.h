@@ -207,6 +207,7 @@ typedef struct match_geo_info {
 	const char *geo_path;
 	const void *geo_shape;
 	int geo_pred;
+	bool geo_bucket;          /* the first is $_internalBucketGeoWithin (geo_path data.<field>) */
 } match_geo_info_t;
 int match_geo_info(const match_t *m, match_geo_info_t *out);
 /* The top-level conjuncts (match_exec_skip's bits) that are $near. */

@@ -31,6 +31,7 @@ typedef enum {
 	MK_REGEX, MK_SIZE, MK_ELEM_OBJ, MK_ELEM_VAL,
 	MK_BITS_ALL_SET, MK_BITS_ANY_SET, MK_BITS_ALL_CLEAR, MK_BITS_ANY_CLEAR, MK_SAMPLE,
 	MK_TEXT, MK_GEO, MK_GEO_NEAR,
+	MK_BUCKET_GEO,           /* $_internalBucketGeoWithin (a time-series bucket; path data.<field>) */
 	MK__COUNT
 } mkind_t;
 
@@ -73,7 +74,9 @@ struct mnode {
 		} text;
 		/* $geoWithin / $geoIntersects (shape: geo_shape_t *, owned) and
 		 * $near / $nearSphere (near: geo_near_t *, owned); val: the operand;
-		 * opname borrows from the filter copy */
+		 * opname borrows from the filter copy.  $_internalBucketGeoWithin:
+		 * shape (the withinRegion, owned), opname the measurement field,
+		 * val the whole argument */
 		struct {
 			void *shape;
 			void *near;

@@ -106,8 +106,11 @@ seen_clear(geo_run_t *r)
 
 /* ---- setup ------------------------------------------------------------------ */
 
+/* A 2d / 2dsphere field of ix at path (bucket: a 2dsphere_bucket field
+ * instead, for $_internalBucketGeoWithin; the two never answer each other's
+ * predicates). */
 static bool
-index_geo_field(const storage_index_t *ix, const char *path, bool *is_2d, int *pos)
+index_geo_field_kind(const storage_index_t *ix, const char *path, bool bucket, bool *is_2d, int *pos)
 {
 	bson_iter_t it;
 	int i = 0;
@@ -117,7 +120,7 @@ index_geo_field(const storage_index_t *ix, const char *path, bool *is_2d, int *p
 	while (bson_iter_next(&it)) {
 		if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_key(&it), path) == 0) {
 			const char *s = bson_iter_utf8(&it, NULL);
-			if (strcmp(s, "2dsphere") == 0 || strcmp(s, "2d") == 0) {
+			if (bucket ? strcmp(s, "2dsphere_bucket") == 0 : (strcmp(s, "2dsphere") == 0 || strcmp(s, "2d") == 0)) {
 				*is_2d = s[1] == 'd' && s[2] == '\0';
 				*pos = i;
 				return true;
@@ -126,6 +129,12 @@ index_geo_field(const storage_index_t *ix, const char *path, bool *is_2d, int *p
 		i++;
 	}
 	return false;
+}
+
+static bool
+index_geo_field(const storage_index_t *ix, const char *path, bool *is_2d, int *pos)
+{
+	return index_geo_field_kind(ix, path, false, is_2d, pos);
 }
 
 static bool
@@ -252,7 +261,7 @@ plan_geo_setup(const storage_coll_t *coll, const match_t *m, const plan_request_
 		const geo_shape_t *shape = gi.geo_shape;
 		bool is2d;
 		int pos;
-		if (!index_geo_field(ix, gi.geo_path, &is2d, &pos) || is2d || pos != 0 || ix->partial ||
+		if (!index_geo_field_kind(ix, gi.geo_path, gi.geo_bucket, &is2d, &pos) || is2d || pos != 0 || ix->partial ||
 		    (ix->hidden && req->hint == NULL) || !hint_names(req->hint, ix))
 			continue;
 		if (shape->s2 == NULL)
@@ -730,7 +739,8 @@ plan_geo_indexed_predicate(const storage_coll_t *coll, const match_t *m)
 	for (int i = 0; i < coll->nindexes; i++) {
 		bool is2d;
 		int pos;
-		if (!coll->indexes[i].hidden && index_geo_field(&coll->indexes[i], gi.geo_path, &is2d, &pos))
+		if (!coll->indexes[i].hidden &&
+		    index_geo_field_kind(&coll->indexes[i], gi.geo_path, gi.geo_bucket, &is2d, &pos))
 			return true;
 	}
 	return false;

@@ -186,14 +186,34 @@ ttl_range(storage_session_t *s, storage_coll_t *coll, const storage_index_t *ix,
 	return ret;
 }
 
+/* A time-series collection's bucketMaxSpanSeconds (stored normalized in
+ * its options), or -1 for any other collection. */
+static int64_t
+ts_max_span(const storage_coll_t *coll)
+{
+	bson_iter_t it, ts;
+
+	if (coll->options == NULL || !bson_iter_init_find(&it, coll->options, "timeseries") ||
+	    !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &ts) ||
+	    !bson_iter_find(&ts, "bucketMaxSpanSeconds") || !BSON_ITER_HOLDS_NUMBER(&ts))
+		return -1;
+	return bson_iter_as_int64(&ts);
+}
+
 static int
 ttl_index(storage_session_t *s, storage_coll_t *coll, const storage_index_t *ix, int64_t now_ms,
           int64_t *deleted, terr_t *err)
 {
 	const char *field = NULL;
 	bool desc = false;
-	int64_t secs = index_ttl(ix, &field, &desc);
+	int64_t secs = index_ttl(ix, &field, &desc), span = ts_max_span(coll);
 
+	/* A time-series TTL index is keyed by control.min.<time>, a bucket's
+	 * start: mongod's safeExpirationDate moves the cutoff back by
+	 * bucketMaxSpanSeconds, so a whole bucket goes only once every
+	 * measurement it may hold is past expireAfterSeconds. */
+	if (secs >= 0 && span > 0)
+		secs = secs > INT64_MAX - span ? INT64_MAX : secs + span;
 	return ttl_range(s, coll, ix, secs, field, desc, now_ms, deleted, err);
 }
 

@@ -9,7 +9,11 @@
  * deletes each such document in its own transaction after checking it
  * again.  Capped collections are skipped.  Values that are not dates never
  * expire.  Deletions bypass the command layer (no opcounters, no
- * validation), as mongod's TTL deletes do.
+ * validation), as mongod's TTL deletes do.  On a time-series collection
+ * (its buckets) an index's cutoff moves back by bucketMaxSpanSeconds
+ * (mongod's safeExpirationDate: the index is on control.min.<time>, a
+ * bucket's start, and the bucket may hold times up to its span later), so
+ * whole buckets go once every measurement in them has expired.
  */
 #ifndef TAMGA_QUERY_PLANNER_TTL_H
 #define TAMGA_QUERY_PLANNER_TTL_H

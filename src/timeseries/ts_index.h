@@ -44,11 +44,31 @@ int ts_index_key_to_buckets(const ts_options_t *o, const bson_t *key, bson_t *ou
  * absent.  Refusals with mongod's codes: 72 unique, text, sparse on a
  * measurement, TTL rules; 85 partialFilterExpression with collation; 67
  * CannotCreateIndex for a key ts_index_key_to_buckets refuses ("BadValue:
- * <reason>").  238 for what Tamga does not build: a 2dsphere on a
- * measurement (mongod's 2dsphere_bucket), a partialFilterExpression on
- * anything but the metaField, TTL indexes.
+ * <reason>"); a partialFilterExpression as ts_index_partial_to_buckets
+ * translates or refuses it.  A TTL index (expireAfterSeconds) needs a
+ * partial filter on the metaField only and a single-field key on the
+ * timeField, and is keyed {control.min.<time>: dir} as mongod's
+ * convertToTTLTimeField.  238 for what Tamga does not build: a 2dsphere on
+ * a measurement (mongod's 2dsphere_bucket).
  */
 int ts_index_spec_to_buckets(const ts_options_t *o, const bson_t *spec, bson_t *out, terr_t *err);
+
+/*
+ * A partialFilterExpression in user terms into bucket terms, appended to out
+ * (an open document), as mongod's BucketSpec::pushdownPredicate with the
+ * kError policy: metaField predicates renamed onto "meta" (exact), time and
+ * measurement comparisons ($eq, $gt, $gte, $lt, $lte, $in, $exists: true,
+ * under $and/$or) as bounds on control.min/max that keep every bucket
+ * holding a matching measurement (sound for buckets mixing types in a field,
+ * see ts_index.c).  *metric is set when any predicate is not on the
+ * metaField (a TTL index then is refused).  Refused with mongod's 5916301
+ * "Error translating non-metadata time-series predicate to operate on
+ * buckets: <why>: <predicate>" (a null, object or array operand, a
+ * non-date on the timeField, $in with null or a regex, other operators),
+ * 238 for $geoWithin/$geoIntersects on a measurement; out then partly
+ * written.
+ */
+int ts_index_partial_to_buckets(const ts_options_t *o, const bson_t *pf, bson_t *out, bool *metric, terr_t *err);
 
 /*
  * listIndexes' view of a bucket index spec (mongod's
@@ -87,5 +107,17 @@ void ts_ix_fields_add(ts_ix_fields_t *fs, const ts_options_t *o, const bson_t *b
  * $gt/$gte; on control.min.f, with the non-number max clause, for
  * $lt/$lte).  fs NULL: ts_bucket_filter. */
 bool ts_bucket_filter_ix(const ts_options_t *o, const bson_t *filter, const ts_ix_fields_t *fs, bson_t *out);
+
+/*
+ * The measurement geo conjuncts of a query (top-level, or under $and):
+ * {f: {$geoWithin|$within|$geoIntersects: region}} on a field that is
+ * neither the time nor under the metaField becomes mongod's bucket-level
+ * {$_internalBucketGeoWithin: {withinRegion: region, field: f}}, appended to
+ * out as {$and: [...]} (query/match.c evaluates it on a bucket's column; a
+ * 2dsphere_bucket index on data.f answers it).  Every bucket holding a
+ * matching measurement matches it; the measurement predicate still runs
+ * after the unpack.  Returns true when something was appended.
+ */
+bool ts_bucket_geo_filter(const ts_options_t *o, const bson_t *filter, bson_t *out);
 
 #endif

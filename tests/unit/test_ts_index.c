@@ -6,10 +6,20 @@
  * both directions, originalSpec, default names), mongod's refusals and
  * codes, listIndexes' view back (originalSpec, reverse mapping, keys that
  * do not map back), and which measurement fields an index lets the bucket
- * filter bound (ts_ix_fields_add, ts_bucket_filter_ix's forms).
+ * filter bound (ts_ix_fields_add, ts_bucket_filter_ix's forms); partial
+ * filters in bucket terms (mongod's 5916301 refusals, a randomized check
+ * that the forms keep every bucket holding a match, mixed types included),
+ * TTL specs; 2dsphere_bucket keys, $_internalBucketGeoWithin and the
+ * measurement geo conjuncts over uncompressed and BSONColumn buckets.
  */
 #include "tt.h"
 
+#include "geo/geo.h"
+#include "query/bucket_column.h"
+#include "query/keygen.h"
+#include "query/match.h"
+#include "timeseries/bsoncolumn.h"
+#include "timeseries/ts_compress.h"
 #include "timeseries/ts_index.h"
 
 static const ts_options_t O = {.time_field = "t", .meta_field = "m"};
@@ -126,12 +136,206 @@ test_specs(void)
 	    "TTL indexes on non-time fields are not supported on time-series collections"), 72);
 	TT_EQ_INT(spec_code("{\"key\": {\"t\": 1, \"m\": 1}, \"name\": \"u\", \"expireAfterSeconds\": 10, "
 	    "\"partialFilterExpression\": {\"m\": 1}}", NULL), 67);
-	/* what Tamga does not build: 238, never a wrong index */
+	/* a TTL index: on the time alone, with a meta-only partial filter, keyed
+	 * by control.min.<time> (mongod's convertToTTLTimeField) */
 	TT_EQ_INT(spec_code("{\"key\": {\"t\": 1}, \"name\": \"u\", \"expireAfterSeconds\": 10, "
-	    "\"partialFilterExpression\": {\"m\": 1}}", NULL), 238);
-	TT_EQ_INT(spec_code("{\"key\": {\"loc\": \"2dsphere\"}, \"name\": \"g\"}", NULL), 238);
+	    "\"partialFilterExpression\": {\"m\": 1}}",
+	    "{ \"name\" : \"u\", \"expireAfterSeconds\" : 10, \"partialFilterExpression\" : { \"meta\" : 1 }, "
+	    "\"key\" : { \"control.min.t\" : 1 }, \"originalSpec\" : { \"key\" : { \"t\" : 1 }, \"name\" : \"u\", "
+	    "\"expireAfterSeconds\" : 10, \"partialFilterExpression\" : { \"m\" : 1 } } }"), 0);
+	TT_EQ_INT(spec_code("{\"key\": {\"t\": -1}, \"name\": \"u\", \"expireAfterSeconds\": 0, "
+	    "\"partialFilterExpression\": {\"m.a\": {\"$gte\": 2}, \"m.b\": \"x\"}}", NULL), 0);
+	/* a partial filter reading the time or a measurement is not a meta one */
+	TT_EQ_INT(spec_code("{\"key\": {\"t\": 1}, \"name\": \"u\", \"expireAfterSeconds\": 10, "
+	    "\"partialFilterExpression\": {\"m\": 1, \"x\": {\"$gt\": 1}}}",
+	    "TTL indexes on time-series collections require a partialFilterExpression on the metaField"), 72);
+	TT_EQ_INT(spec_code("{\"key\": {\"t\": 1}, \"name\": \"u\", \"expireAfterSeconds\": 10, "
+	    "\"partialFilterExpression\": {\"t\": {\"$gt\": {\"$date\": 0}}}}", NULL), 72);
+	/* measurement and time partial filters: translated, the user's spec kept */
+	TT_EQ_INT(spec_code("{\"key\": {\"x\": 1}, \"name\": \"u\", \"partialFilterExpression\": "
+	    "{\"t\": {\"$gte\": {\"$date\": 1000}}}}",
+	    "{ \"name\" : \"u\", \"partialFilterExpression\" : { \"control.max.t\" : { \"$gte\" : { \"$date\" : "
+	    "\"1970-01-01T00:00:01Z\" } } }, \"key\" : { \"control.min.x\" : 1, \"control.max.x\" : 1 }, "
+	    "\"originalSpec\" : { \"key\" : { \"x\" : 1 }, \"name\" : \"u\", \"partialFilterExpression\" : "
+	    "{ \"t\" : { \"$gte\" : { \"$date\" : \"1970-01-01T00:00:01Z\" } } } } }"), 0);
 	TT_EQ_INT(spec_code("{\"key\": {\"x\": 1}, \"name\": \"u\", \"partialFilterExpression\": {\"x\": {\"$gt\": 1}}}",
-	    NULL), 238);
+	    NULL), 0);
+	TT_EQ_INT(spec_code("{\"key\": {\"x\": 1}, \"name\": \"u\", \"partialFilterExpression\": {\"x\": {\"$ne\": 1}}}",
+	    "Error translating non-metadata time-series predicate to operate on buckets: can't handle this "
+	    "predicate: { x: { $ne: 1 } }"), 5916301);
+	/* what Tamga does not build: 238, never a wrong index */
+	TT_EQ_INT(spec_code("{\"key\": {\"loc\": \"2dsphere\"}, \"name\": \"g\"}",
+	    "{ \"name\" : \"g\", \"key\" : { \"data.loc\" : \"2dsphere_bucket\" }, \"originalSpec\" : "
+	    "{ \"key\" : { \"loc\" : \"2dsphere\" }, \"name\" : \"g\" } }"), 0);
+}
+
+static void
+pf_is(const char *in, const char *want, bool want_metric)
+{
+	bson_t *f = tt_json(in), out = BSON_INITIALIZER;
+	terr_t err = TERR_INIT;
+	bool metric = !want_metric;
+
+	TT_EQ_INT(ts_index_partial_to_buckets(&O, f, &out, &metric, &err), 0);
+	TT_EQ_JSON(&out, want);
+	TT_EQ_INT(metric, want_metric);
+	bson_destroy(&out);
+	bson_destroy(f);
+	terr_clear(&err);
+}
+
+static void
+pf_refused(const char *in, int code, const char *msg)
+{
+	bson_t *f = tt_json(in), out = BSON_INITIALIZER;
+	terr_t err = TERR_INIT;
+	bool metric;
+
+	TT_ASSERT(ts_index_partial_to_buckets(&O, f, &out, &metric, &err) != 0);
+	TT_EQ_INT(err.code, code);
+	if (msg != NULL)
+		TT_EQ_STR(err.msg, msg);
+	bson_destroy(&out);
+	bson_destroy(f);
+	terr_clear(&err);
+}
+
+static void
+test_partial(void)
+{
+	/* meta: renamed, exact, any operator */
+	pf_is("{\"m.a\": {\"$type\": \"string\"}, \"m\": {\"$exists\": true}}",
+	    "{ \"$and\" : [ { \"meta.a\" : { \"$type\" : \"string\" } }, { \"meta\" : { \"$exists\" : true } } ] }",
+	    false);
+	pf_is("{}", "{ }", false);
+	/* time: control.max for a lower bound, control.min (rounded down) for an upper one */
+	pf_is("{\"t\": {\"$gt\": {\"$date\": 0}, \"$lte\": {\"$date\": 5000}}}",
+	    "{ \"$and\" : [ { \"control.max.t\" : { \"$gt\" : { \"$date\" : \"1970-01-01T00:00:00Z\" } } }, "
+	    "{ \"control.min.t\" : { \"$lte\" : { \"$date\" : \"1970-01-01T00:00:05Z\" } } } ] }", true);
+	pf_is("{\"t\": {\"$date\": 0}}",
+	    "{ \"$and\" : [ { \"control.min.t\" : { \"$lte\" : { \"$date\" : \"1970-01-01T00:00:00Z\" } } }, "
+	    "{ \"control.max.t\" : { \"$gte\" : { \"$date\" : \"1970-01-01T00:00:00Z\" } } } ] }", true);
+	/* a measurement: the bound, or a bound of a type sorting past the
+	 * operand's, or an array (or later) max */
+	pf_is("{\"x\": {\"$gt\": 5}}",
+	    "{ \"$or\" : [ { \"control.max.x\" : { \"$gt\" : 5 } }, { \"control.max.x\" : { \"$type\" : "
+	    "[ 2, 14, 3, 4, 5, 7, 8, 9, 17, 11, 12, 13, 15, 127 ] } } ] }", true);
+	pf_is("{\"x\": {\"$lt\": \"b\"}}",
+	    "{ \"$or\" : [ { \"control.min.x\" : { \"$lt\" : \"b\" } }, { \"control.min.x\" : { \"$type\" : "
+	    "[ -1, 6, 10, 1, 16, 18, 19 ] } }, { \"control.max.x\" : { \"$type\" : "
+	    "[ 4, 5, 7, 8, 9, 17, 11, 12, 13, 15, 127 ] } } ] }", true);
+	/* $in is an $or of equalities; $or and $and keep their shape */
+	pf_is("{\"$or\": [{\"m\": 1}, {\"t\": {\"$in\": [{\"$date\": 0}]}}]}",
+	    "{ \"$or\" : [ { \"meta\" : 1 }, { \"$or\" : [ { \"$and\" : [ { \"control.min.t\" : { \"$lte\" : "
+	    "{ \"$date\" : \"1970-01-01T00:00:00Z\" } } }, { \"control.max.t\" : { \"$gte\" : { \"$date\" : "
+	    "\"1970-01-01T00:00:00Z\" } } } ] } ] } ] }", true);
+	pf_is("{\"x\": {\"$exists\": true}}",
+	    "{ \"$and\" : [ { \"control.min.x\" : { \"$exists\" : true } }, { \"control.max.x\" : "
+	    "{ \"$exists\" : true } } ] }", true);
+	/* mongod's refusals (5916301), and what is not built */
+	pf_refused("{\"x\": null}", 5916301,
+	    "Error translating non-metadata time-series predicate to operate on buckets: can't handle {$eq: null}: "
+	    "{ x: { $eq: null } }");
+	pf_refused("{\"x\": {\"$gt\": [1]}}", 5916301,
+	    "Error translating non-metadata time-series predicate to operate on buckets: operand can't be an object or "
+	    "array: { x: { $gt: [ 1 ] } }");
+	pf_refused("{\"t\": {\"$gt\": 5}}", 5916301,
+	    "Error translating non-metadata time-series predicate to operate on buckets: This predicate will never be "
+	    "true, because the time field always contains a Date: { t: { $gt: 5 } }");
+	pf_refused("{\"x\": {\"$in\": [1, null]}}", 5916301, NULL);
+	pf_refused("{\"x\": {\"$in\": [{\"$regex\": \"a\", \"$options\": \"\"}]}}", 5916301, NULL);
+	pf_refused("{\"x\": {\"$exists\": false}}", 5916301, NULL);
+	pf_refused("{\"x\": {\"$type\": \"int\"}}", 5916301, NULL);
+	pf_refused("{\"$nor\": [{\"x\": 1}]}", 5916301, NULL);
+	pf_refused("{\"$or\": [{\"m\": 1}, {\"x\": {\"$size\": 1}}]}", 5916301, NULL);
+	pf_refused("{\"x\": {\"$geoWithin\": {\"$centerSphere\": [[0, 0], 1]}}}", 238, NULL);
+}
+
+/* Soundness of the measurement forms on buckets that mix types, hold
+ * arrays, NaN and missing values: a bucket holding a measurement the
+ * user's predicate matches always matches the bucket form. */
+static uint64_t rnd_state = 0x9e3779b97f4a7c15ULL;
+static uint64_t
+rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return rnd_state;
+}
+
+static const char *const vals[] = {
+	"1", "5", "-3", "7.5", "{\"$numberDouble\": \"NaN\"}", "{\"$numberLong\": \"5\"}", "\"a\"", "\"b\"",
+	"\"zz\"", "true", "false", "[1]", "[9, \"c\"]", "[]", "{\"k\": 1}", "{\"$date\": 1000}",
+	"{\"$minKey\": 1}", "{\"$maxKey\": 1}", "{\"$oid\": \"000000000000000000000001\"}", "[[5]]",
+};
+static const char *const ops[] = {"$gt", "$gte", "$lt", "$lte", "$eq"};
+static const char *const operands[] = {
+	"5", "1", "7.5", "-10", "{\"$numberDouble\": \"NaN\"}", "\"b\"", "true", "{\"$date\": 500}",
+	"{\"$minKey\": 1}", "{\"$maxKey\": 1}", "{\"$oid\": \"000000000000000000000001\"}",
+};
+
+static void
+test_partial_sound(void)
+{
+	int checked = 0, kept = 0;
+
+	for (int round = 0; round < 3000; round++) {
+		int n = 1 + (int)(rnd() % 5);
+		bson_t *ms[5], bucket = BSON_INITIALIZER, bf = BSON_INITIALIZER;
+		bson_oid_t id;
+		char q[256], *b;
+		bson_t *qf;
+		match_t *um = NULL, *bm = NULL;
+		bool metric, any = false;
+		terr_t err = TERR_INIT;
+
+		for (int i = 0; i < n; i++) {
+			char d[256];
+			if (rnd() % 6 == 0)
+				bson_snprintf(d, sizeof(d), "{\"t\": {\"$date\": %d}}", i * 1000);
+			else
+				bson_snprintf(d, sizeof(d), "{\"t\": {\"$date\": %d}, \"x\": %s}", i * 1000,
+				    vals[rnd() % (sizeof(vals) / sizeof(vals[0]))]);
+			ms[i] = tt_json(d);
+		}
+		bson_oid_init_from_string(&id, "000000000000000000000000");
+		ts_bucket_build(&O, &id, 0, NULL, (const bson_t *const *)ms, n, &bucket);
+		if (rnd() % 4 == 0)
+			bson_snprintf(q, sizeof(q), "{\"x\": {\"$in\": [%s, %s]}}",
+			    operands[rnd() % (sizeof(operands) / sizeof(operands[0]))],
+			    operands[rnd() % (sizeof(operands) / sizeof(operands[0]))]);
+		else
+			bson_snprintf(q, sizeof(q), "{\"x\": {\"%s\": %s}}", ops[rnd() % 5],
+			    operands[rnd() % (sizeof(operands) / sizeof(operands[0]))]);
+		qf = tt_json(q);
+		TT_EQ_INT(ts_index_partial_to_buckets(&O, qf, &bf, &metric, &err), 0);
+		TT_EQ_INT(match_compile(qf, NULL, &um, &err), 0);
+		TT_EQ_INT(match_compile(&bf, NULL, &bm, &err), 0);
+		for (int i = 0; i < n; i++)
+			any = any || match_eval(um, ms[i]);
+		if (any) {
+			checked++;
+			if (!match_eval(bm, &bucket)) {
+				b = bson_as_relaxed_extended_json(&bucket, NULL);
+				fprintf(stderr, "unsound: %s on bucket %s\n", q, b);
+				bson_free(b);
+				TT_ASSERT(false);
+			}
+		} else if (match_eval(bm, &bucket)) {
+			kept++;   /* loose: kept without a match (allowed) */
+		}
+		match_free(um);
+		match_free(bm);
+		bson_destroy(qf);
+		bson_destroy(&bf);
+		bson_destroy(&bucket);
+		for (int i = 0; i < n; i++)
+			bson_destroy(ms[i]);
+		terr_clear(&err);
+	}
+	TT_ASSERT(checked > 500);
+	fprintf(stderr, "partial forms: %d buckets with a match kept, %d others kept loosely\n", checked, kept);
 }
 
 static void
@@ -162,6 +366,15 @@ test_views(void)
 	    "{ \"v\" : 2, \"key\" : { \"y\" : -1 }, \"name\" : \"y\" }");
 	view_is("{\"v\": 2, \"key\": {\"data.loc\": \"2dsphere_bucket\"}, \"name\": \"g\"}",
 	    "{ \"v\" : 2, \"key\" : { \"loc\" : \"2dsphere\" }, \"name\" : \"g\" }");
+	/* collMod's changes to the bucket index show through its originalSpec */
+	view_is("{\"v\": 2, \"key\": {\"control.min.t\": 1}, \"name\": \"ttl\", \"expireAfterSeconds\": 10, "
+	    "\"hidden\": true, \"originalSpec\": {\"key\": {\"t\": 1}, \"name\": \"ttl\", \"expireAfterSeconds\": 100, "
+	    "\"partialFilterExpression\": {\"m\": 1}}}",
+	    "{ \"v\" : 2, \"key\" : { \"t\" : 1 }, \"name\" : \"ttl\", \"expireAfterSeconds\" : 10, "
+	    "\"partialFilterExpression\" : { \"m\" : 1 }, \"hidden\" : true }");
+	view_is("{\"v\": 2, \"key\": {\"control.min.x\": 1, \"control.max.x\": 1}, \"name\": \"x\", "
+	    "\"originalSpec\": {\"key\": {\"x\": 1}, \"name\": \"x\", \"hidden\": true}}",
+	    "{ \"v\" : 2, \"key\" : { \"x\" : 1 }, \"name\" : \"x\" }");
 	/* keys that do not map back are not shown (mongod hides them) */
 	view_is("{\"v\": 2, \"key\": {\"control.min.y\": 1}, \"name\": \"h\"}", NULL);
 	view_is("{\"v\": 2, \"key\": {\"control.min.y\": 1, \"control.max.y\": -1}, \"name\": \"h\"}", NULL);
@@ -216,11 +429,178 @@ test_ix_fields(void)
 	bson_destroy(k2);
 }
 
+/* ---- 2dsphere_bucket keys and $_internalBucketGeoWithin over both bucket forms ---------- */
+
+static const char *const geo_ms[] = {
+	"{\"t\": {\"$date\": 0}, \"loc\": {\"type\": \"Point\", \"coordinates\": [1, 1]}}",
+	"{\"t\": {\"$date\": 1000}, \"loc\": null}",
+	"{\"t\": {\"$date\": 2000}}",
+	"{\"t\": {\"$date\": 3000}, \"loc\": [10, 10], \"a\": {\"b\": {\"type\": \"Point\", \"coordinates\": [5, 5]}}}",
+	"{\"t\": {\"$date\": 4000}, \"loc\": {\"type\": \"Point\", \"coordinates\": [1, 1]}}",
+	"{\"t\": {\"$date\": 5000}, \"loc\": {}}",
+};
+
+static void
+geo_buckets(bson_t *v1, bson_t *v2)
+{
+	bson_t *ms[6];
+	bson_oid_t id;
+	terr_t err = TERR_INIT;
+
+	for (int i = 0; i < 6; i++)
+		ms[i] = tt_json(geo_ms[i]);
+	bson_oid_init_from_string(&id, "000000000000000000000000");
+	bson_init(v1);
+	ts_bucket_build(&O, &id, 0, NULL, (const bson_t *const *)ms, 6, v1);
+	bson_init(v2);
+	ts_colstates_t cs = {0};
+	TT_EQ_INT(ts_bucket_build_compressed(&O, &id, 0, NULL, (const bson_t *const *)ms, 6, v2, &cs, &err), 0);
+	ts_colstates_clear(&cs);
+	TT_ASSERT(ts_bucket_is_compressed(v2));
+	for (int i = 0; i < 6; i++)
+		bson_destroy(ms[i]);
+	terr_clear(&err);
+}
+
+typedef struct seen {
+	int n;
+	char kinds[16];
+} seen_t;
+
+static bool
+seen_value(void *ctx, const bson_value_t *v)
+{
+	seen_t *s = ctx;
+
+	if (s->n < 15)
+		s->kinds[s->n] = v->value_type == BSON_TYPE_DOCUMENT ? 'd' : v->value_type == BSON_TYPE_ARRAY ? 'a' :
+		    v->value_type == BSON_TYPE_NULL ? 'n' : '?';
+	s->n++;
+	return true;
+}
+
+typedef struct keys {
+	int n;
+} keys_t;
+
+static void
+count_key(void *ctx, const uint8_t *key, size_t len, const uint8_t *tb, size_t tblen)
+{
+	(void)key, (void)len, (void)tb, (void)tblen;
+	((keys_t *)ctx)->n++;
+}
+
+static void
+test_bucket_geo(void)
+{
+	bson_t v1, v2, *spec = tt_json("{\"v\": 2, \"key\": {\"data.loc\": \"2dsphere_bucket\"}, \"name\": \"g\", "
+	    "\"2dsphereIndexVersion\": 3}");
+	bson_t *key = tt_json("{\"data.loc\": \"2dsphere_bucket\"}");
+	storage_index_t ix = {.name = "g", .spec = spec, .key = key, .nfields = 1};
+	terr_t err = TERR_INIT;
+	bool is_2d = true;
+
+	bucket_column_set_decoder(bsoncolumn_decode);
+	geo_buckets(&v1, &v2);
+	/* the column's values, in both forms: the point, null, the pair, the
+	 * point, {} (the missing measurement has none) */
+	for (int f = 0; f < 2; f++) {
+		seen_t s = {0};
+		TT_EQ_INT(bucket_column_walk(f ? &v2 : &v1, "loc", seen_value, &s, &err), 0);
+		TT_EQ_INT(s.n, 5);
+		TT_EQ_STR(s.kinds, "dnadd");
+		memset(&s, 0, sizeof s);
+		TT_EQ_INT(bucket_column_walk(f ? &v2 : &v1, "a.b", seen_value, &s, &err), 0);
+		TT_EQ_INT(s.n, 1);
+		memset(&s, 0, sizeof s);
+		TT_EQ_INT(bucket_column_walk(f ? &v2 : &v1, "nope", seen_value, &s, &err), 0);
+		TT_EQ_INT(s.n, 0);
+	}
+	/* keys: one cell per distinct point (the two [1, 1] share theirs) */
+	TT_ASSERT(keygen_geo_kind(&ix, &is_2d) && !is_2d);
+	for (int f = 0; f < 2; f++) {
+		keys_t k = {0};
+		TT_EQ_INT(keygen_geo_keys(&ix, f ? &v2 : &v1, count_key, &k, &err), 0);
+		TT_EQ_INT(k.n, 2);
+	}
+	/* the predicate: some measurement's geometry meets the region */
+	{
+		static const struct {
+			const char *q;
+			bool want;
+		} cases[] = {
+			{"{\"$_internalBucketGeoWithin\": {\"withinRegion\": {\"$centerSphere\": [[1, 1], 0.01]}, "
+			 "\"field\": \"loc\"}}", true},
+			{"{\"$_internalBucketGeoWithin\": {\"withinRegion\": {\"$centerSphere\": [[50, 50], 0.01]}, "
+			 "\"field\": \"loc\"}}", false},
+			{"{\"$_internalBucketGeoWithin\": {\"withinRegion\": {\"$box\": [[9, 9], [11, 11]]}, "
+			 "\"field\": \"loc\"}}", true},
+			{"{\"$_internalBucketGeoWithin\": {\"withinRegion\": {\"$geometry\": {\"type\": \"Polygon\", "
+			 "\"coordinates\": [[[4, 4], [6, 4], [6, 6], [4, 6], [4, 4]]]}}, \"field\": \"a.b\"}}", true},
+			{"{\"$_internalBucketGeoWithin\": {\"withinRegion\": {\"$geometry\": {\"type\": \"Polygon\", "
+			 "\"coordinates\": [[[4, 4], [6, 4], [6, 6], [4, 6], [4, 4]]]}}, \"field\": \"loc\"}}", false},
+			/* a $geoIntersects region (not a $geoWithin one) */
+			{"{\"$_internalBucketGeoWithin\": {\"withinRegion\": {\"$geometry\": {\"type\": \"MultiPoint\", "
+			 "\"coordinates\": [[7, 7], [1, 1]]}}, \"field\": \"loc\"}}", true},
+		};
+		for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+			for (int f = 0; f < 2; f++) {
+				bson_t *q = tt_json(cases[i].q), back = BSON_INITIALIZER;
+				match_t *m = NULL;
+				TT_EQ_INT(match_compile(q, NULL, &m, &err), 0);
+				TT_EQ_INT(match_eval(m, f ? &v2 : &v1), cases[i].want);
+				/* serialized as given (explain) */
+				bson_t *ser = match_to_bson(m);
+				TT_EQ_INT(bson_equal(ser, q), true);
+				bson_destroy(ser);
+				match_free(m);
+				bson_destroy(q);
+				bson_destroy(&back);
+			}
+	}
+	{
+		bson_t *q = tt_json("{\"a\": {\"$_internalBucketGeoWithin\": {}}}");
+		bson_t *q2 = tt_json("{\"$_internalBucketGeoWithin\": {\"withinRegion\": {}, \"field\": \"loc\"}}");
+		bson_t *q3 = tt_json("{\"$_internalBucketGeoWithin\": {\"field\": \"loc\"}}");
+		match_t *m = NULL;
+		TT_ASSERT(match_compile(q, NULL, &m, &err) != 0);
+		terr_clear(&err);
+		TT_ASSERT(match_compile(q2, NULL, &m, &err) != 0);
+		terr_clear(&err);
+		TT_ASSERT(match_compile(q3, NULL, &m, &err) != 0);
+		bson_destroy(q);
+		bson_destroy(q2);
+		bson_destroy(q3);
+	}
+	/* the query side: measurement geo conjuncts become the bucket form */
+	{
+		bson_t *f = tt_json("{\"m\": 1, \"loc\": {\"$geoWithin\": {\"$box\": [[0, 0], [1, 1]]}}, "
+		    "\"$and\": [{\"a.b\": {\"$geoIntersects\": {\"$geometry\": {\"type\": \"Point\", \"coordinates\": [1, 2]}}}}], "
+		    "\"m.x\": {\"$geoWithin\": {\"$box\": [[0, 0], [1, 1]]}}}");
+		bson_t out = BSON_INITIALIZER;
+		TT_ASSERT(ts_bucket_geo_filter(&O, f, &out));
+		TT_EQ_JSON(&out, "{ \"$and\" : [ { \"$_internalBucketGeoWithin\" : { \"withinRegion\" : { \"$box\" : "
+		    "[ [ 0, 0 ], [ 1, 1 ] ] }, \"field\" : \"loc\" } }, { \"$_internalBucketGeoWithin\" : { "
+		    "\"withinRegion\" : { \"$geometry\" : { \"type\" : \"Point\", \"coordinates\" : [ 1, 2 ] } }, "
+		    "\"field\" : \"a.b\" } } ] }");
+		bson_destroy(&out);
+		bson_destroy(f);
+	}
+	bson_destroy(&v1);
+	bson_destroy(&v2);
+	bson_destroy(spec);
+	bson_destroy(key);
+	terr_clear(&err);
+}
+
 int
 main(void)
 {
 	TT_RUN(test_keys);
 	TT_RUN(test_specs);
+	TT_RUN(test_partial);
+	TT_RUN(test_partial_sound);
+	TT_RUN(test_bucket_geo);
 	TT_RUN(test_views);
 	TT_RUN(test_ix_fields);
 	return tt_finish();

@@ -3,9 +3,12 @@
 // into buckets, reads that return measurements (find, aggregate with
 // $dateTrunc groups, countDocuments, distinct), explain's
 // $_internalUnpackBucket and bucket-level filter, rawData reads of the
-// buckets, deletes and updates with any filter, collMod, collStats, and
-// mongod's codes for bad input; buckets closed on a schema change and
-// field-by-field control.min/max (subfield ranges, $min on the bounds).
+// buckets, deletes and updates with any filter, collMod, collStats,
+// secondary indexes (measurement keys, 2dsphere_bucket, partial filters, TTL),
+// geo queries on measurements ($geoWithin through the bucket index, $geoNear
+// first) compared with a plain collection, and mongod's codes for bad input;
+// buckets closed on a schema change and field-by-field control.min/max
+// (subfield ranges, $min on the bounds).
 load(__dirname + '/harness.js');
 
 const t = db.getSiblingDB('timeseries_e2e');
@@ -180,7 +183,20 @@ test('indexes on measurement fields', () => {
 	eq(code(() => t.mi.createIndex({temp: 1}, {sparse: true, name: 's'})), 72, 'sparse on a measurement');
 	eq(code(() => t.mi.createIndex({temp: 'hashed'})), 67, 'hashed measurement');
 	eq(code(() => t.mi.createIndex({ts: 1}, {expireAfterSeconds: 5, name: 'ttl'})), 72, 'TTL without a meta filter');
-	eq(code(() => t.mi.createIndex({loc: '2dsphere'})), 238, '2dsphere_bucket: not built');
+	// mongod's 2dsphere_bucket over the buckets, shown in the user's terms
+	eq(t.mi.createIndex({loc: '2dsphere'}), 'loc_2dsphere', '2dsphere on a measurement');
+	eq(t.mi.getIndexes().find(i => i.name === 'loc_2dsphere').key, {loc: '2dsphere'}, '2dsphere shown');
+	eq(t.runCommand({listIndexes: 'mi', rawData: true}).cursor.firstBatch.find(i => i.name === 'loc_2dsphere').key,
+	    {'data.loc': '2dsphere_bucket'}, '2dsphere_bucket on buckets');
+	eq(t.mi.dropIndex('loc_2dsphere').ok, 1, 'drop 2dsphere');
+	// partial filters on measurements and the time; TTL on the time with a meta filter
+	eq(t.mi.createIndex({hum: 1}, {partialFilterExpression: {temp: {$gte: 990}}, name: 'hot'}), 'hot', 'measurement partial');
+	eq(code(() => t.mi.createIndex({hum: 1}, {partialFilterExpression: {temp: {$type: 'int'}}, name: 'x'})), 5916301,
+	    'partial with no bucket form');
+	eq(t.mi.createIndex({ts: 1}, {expireAfterSeconds: 3600, partialFilterExpression: {sensor: 7}, name: 'ttl7'}), 'ttl7', 'TTL index');
+	eq(t.runCommand({listIndexes: 'mi', rawData: true}).cursor.firstBatch.find(i => i.name === 'ttl7').key,
+	    {'control.min.ts': 1}, 'TTL on control.min');
+	eq(t.mi.dropIndex('hot').ok + t.mi.dropIndex('ttl7').ok, 2, 'drop partial and TTL');
 	eq(t.mi.createIndex({hum: 1}, {partialFilterExpression: {sensor: {$gt: 1}}, name: 'hum_part'}), 'hum_part', 'meta partial');
 	eq(t.mi.getIndexes().find(i => i.name === 'hum_part').partialFilterExpression, {sensor: {$gt: 1}}, 'partial shown as given');
 	eq(t.runCommand({listIndexes: 'mi', rawData: true}).cursor.firstBatch.find(i => i.name === 'hum_part').partialFilterExpression,
@@ -284,6 +300,29 @@ test('schema changes close buckets; subfield ranges and $min on field-by-field b
 	eq(g.stages[1].$group.lo, {$min: '$control.min.o.w.z'}, '$min on control.min');
 	eq(t.sc.aggregate([{$group: {_id: '$sensor', lo: {$min: '$o.v'}, hi: {$max: '$o.w.z'}}}]).toArray(),
 	   [{_id: 'a', lo: 0, hi: 4}], 'and its answer');
+});
+
+test('geo on measurements: 2dsphere_bucket, $geoWithin, $geoNear', () => {
+	t.geo.drop(); t.geop.drop();
+	t.createCollection('geo', {timeseries: {timeField: 'ts', metaField: 'sensor'}});
+	const docs = [];
+	for (let i = 0; i < 400; i++)
+		docs.push({i, sensor: i % 4, ts: new Date(1700000000000 + i * 1000),
+		           loc: {type: 'Point', coordinates: [(i % 25) - 12 + i / 997, Math.floor(i / 25) - 8]}});
+	t.geo.insertMany(docs); t.geop.insertMany(docs);
+	t.geo.createIndex({loc: '2dsphere'}); t.geop.createIndex({loc: '2dsphere'});
+	const poly = {$geometry: {type: 'Polygon', coordinates: [[[0, 0], [6, 0], [3, 6], [0, 0]]]}};
+	const ids = (c, q) => c.find(q).toArray().map(d => d.i).sort((a, b) => a - b);
+	for (const q of [{loc: {$geoWithin: poly}}, {loc: {$geoIntersects: poly}}, {loc: {$geoWithin: {$centerSphere: [[-3, 2], 0.06]}}},
+	                 {loc: {$geoWithin: poly}, sensor: 2}])
+		eq(ids(t.geo, q), ids(t.geop, q), 'same answer ' + JSON.stringify(q));
+	const cur = JSON.stringify(t.geo.explain().aggregate([{$match: {loc: {$geoWithin: poly}}}]).stages[0]);
+	ok(cur.includes('$_internalBucketGeoWithin') && cur.includes('loc_2dsphere'), 'bucket predicate through the index');
+	const near = {near: {type: 'Point', coordinates: [1, 1]}, distanceField: 'd', maxDistance: 500000};
+	const a = t.geo.aggregate([{$geoNear: Object.assign({key: 'loc'}, near)}, {$limit: 10}]).toArray();
+	const b = t.geop.aggregate([{$geoNear: near}, {$limit: 10}]).toArray();
+	eq(a.map(d => d.d.toFixed(3)), b.map(d => d.d.toFixed(3)), '$geoNear distances');
+	eq(code(() => t.geo.aggregate([{$geoNear: near}]).toArray()), 5892921, '$geoNear needs key');
 });
 
 done();

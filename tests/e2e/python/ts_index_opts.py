@@ -1,0 +1,202 @@
+"""Index options on time-series collections through PyMongo against tamgad
+(issue 19), as mongod 9.0 has them:
+  - partial filter expressions on the metaField, the timeField and measurement
+    fields, translated to bucket predicates (listIndexes in the user's terms,
+    rawData: true in the buckets'); mongod's refusals (5916301 for what has no
+    bucket form, 85 with a collation); reads with such indexes present answer
+    what a plain collection holding the same measurements answers (random
+    filters over mixed types, arrays, NaN and missing values), and a query
+    implied by a time partial filter scans that index;
+  - TTL indexes (expireAfterSeconds on the timeField with a metaField-only
+    partial filter): the TTL monitor (ttlMonitorSleepSecs=1, given by the
+    test registration) deletes whole buckets of that meta once every
+    measurement they may hold is expired (control.min.<time> older than
+    expireAfterSeconds + bucketMaxSpanSeconds), nothing of other metas, nothing
+    recent; mongod's refusals (72).
+Prints "N passed, N failed".
+"""
+import datetime
+import math
+import os
+import random
+import sys
+import time
+
+import pymongo
+from pymongo.errors import OperationFailure
+
+PORT = int(os.environ["TAMGA_PORT"])
+passed = failed = 0
+
+
+def case(fn):
+    global passed, failed
+    try:
+        fn()
+        passed += 1
+        print("ok - " + fn.__name__)
+    except Exception as e:  # noqa: BLE001
+        failed += 1
+        print("not ok - %s: %r" % (fn.__name__, e))
+    return fn
+
+
+def refused(code, fn):
+    try:
+        fn()
+    except OperationFailure as e:
+        assert e.code == code, (code, e.code, str(e))
+        return str(e)
+    raise AssertionError("not refused (wanted %d)" % code)
+
+
+client = pymongo.MongoClient("127.0.0.1", PORT)
+db = client.e2e_ts_index_opts
+db.command("dropDatabase")
+T0 = datetime.datetime(2026, 3, 1)   # naive: UTC, as PyMongo returns dates
+rng = random.Random(19)
+VALUES = [1, 5, -3, 7.5, float("nan"), "a", "b", True, [1], [9, "c"], [], {"k": 1}, None,
+          T0, 2 ** 40, 6]
+
+
+def measurements(n):
+    out = []
+    for i in range(n):
+        d = {"t": T0 + datetime.timedelta(seconds=37 * i), "m": {"s": i % 4}}
+        if rng.random() < 0.85:
+            d["x"] = rng.choice(VALUES[:7]) if rng.random() < 0.6 else rng.choice(VALUES)
+        if rng.random() < 0.7:
+            d["y"] = rng.randint(0, 20)
+        out.append(d)
+    return out
+
+
+def same(filter_, ts, plain):
+    def key(d):
+        return repr(sorted((k, repr(v)) for k, v in d.items() if k != "_id"))
+    a = sorted((key(d) for d in ts.find(filter_)))
+    b = sorted((key(d) for d in plain.find(filter_)))
+    assert a == b, (filter_, len(a), len(b))
+
+
+@case
+def partial_measurement_and_time():
+    db.create_collection("w", timeseries={"timeField": "t", "metaField": "m", "granularity": "minutes"})
+    ms = measurements(1500)
+    db.w.insert_many([dict(d) for d in ms])
+    db.plain.insert_many([dict(d) for d in ms])
+    db.w.create_index([("y", 1)], name="y_big", partialFilterExpression={"x": {"$gt": 5}})
+    db.w.create_index([("m.s", 1)], name="late",
+                      partialFilterExpression={"t": {"$gte": T0 + datetime.timedelta(hours=10)}})
+    db.w.create_index([("x", 1)], name="x_in",
+                      partialFilterExpression={"$or": [{"x": {"$in": [1, "b"]}}, {"m.s": 2}]})
+    shown = {i["name"]: i for i in db.w.list_indexes()}
+    assert shown["y_big"]["key"] == {"y": 1} and shown["y_big"]["partialFilterExpression"] == {"x": {"$gt": 5}}, \
+        shown["y_big"]
+    raw = {i["name"]: i for i in db.command("listIndexes", "w", rawData=True)["cursor"]["firstBatch"]}
+    assert raw["late"]["partialFilterExpression"] == \
+        {"control.max.t": {"$gte": T0 + datetime.timedelta(hours=10)}}, raw["late"]
+    assert "$or" in raw["y_big"]["partialFilterExpression"], raw["y_big"]
+    assert raw["y_big"]["key"] == {"control.min.y": 1, "control.max.y": 1}, raw["y_big"]
+    # a query the time partial filter implies scans that index
+    q = {"m.s": 1, "t": {"$gte": T0 + datetime.timedelta(hours=12)}}
+    ex = db.command("explain", {"find": "w", "filter": q}, verbosity="queryPlanner")
+    assert "late" in repr(ex["stages"][0]), ex["stages"][0]
+    same(q, db.w, db.plain)
+    # random filters, the partial indexes present: the plain collection's answers
+    ops = ["$gt", "$gte", "$lt", "$lte", "$eq"]
+    for _ in range(150):
+        f = rng.choice(["x", "y"])
+        v = rng.choice([1, 5, 6, 7.5, -3, "b", True, 10, 15])
+        filt = {f: {rng.choice(ops): v}}
+        if rng.random() < 0.3:
+            filt["m.s"] = rng.randint(0, 3)
+        if rng.random() < 0.3:
+            filt["t"] = {"$gte": T0 + datetime.timedelta(hours=rng.randint(0, 16))}
+        same(filt, db.w, db.plain)
+    # writes keep the partial indexes right (measurements moved in and out)
+    db.w.update_many({"y": {"$lt": 3}}, {"$set": {"x": 100}})
+    db.plain.update_many({"y": {"$lt": 3}}, {"$set": {"x": 100}})
+    db.w.delete_many({"x": "b"})
+    db.plain.delete_many({"x": "b"})
+    for q in ({"x": {"$gt": 5}}, {"x": {"$gt": 5}, "y": {"$gte": 1}}, {"x": 1}, {"x": 100, "m.s": 2}):
+        same(q, db.w, db.plain)
+    db.command("validate", "w")
+
+
+@case
+def partial_refusals():
+    msg = refused(5916301, lambda: db.w.create_index([("y", 1)], name="p1",
+                                                     partialFilterExpression={"x": {"$ne": 1}}))
+    assert "Error translating non-metadata time-series predicate to operate on buckets" in msg, msg
+    refused(5916301, lambda: db.w.create_index([("y", 1)], name="p2", partialFilterExpression={"x": None}))
+    refused(5916301, lambda: db.w.create_index([("y", 1)], name="p3", partialFilterExpression={"t": {"$gt": 5}}))
+    refused(85, lambda: db.w.create_index([("y", 1)], name="p4", partialFilterExpression={"x": {"$gt": 1}},
+                                          collation={"locale": "fr"}))
+    assert not {"p1", "p2", "p3", "p4"} & {i["name"] for i in db.w.list_indexes()}
+
+
+@case
+def ttl_index_deletes_whole_expired_buckets():
+    db.create_collection("tt", timeseries={"timeField": "t", "metaField": "m",
+                                           "bucketMaxSpanSeconds": 60, "bucketRoundingSeconds": 60})
+    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    docs = []
+    for meta in ("a", "b"):
+        for age in (3000, 2900, 1000, 400, 200):           # expired for expireAfterSeconds 100
+            docs.append({"t": now - datetime.timedelta(seconds=age), "m": meta, "age": age})
+        for age in (20, 5):                                 # recent
+            docs.append({"t": now - datetime.timedelta(seconds=age), "m": meta, "age": age})
+    db.tt.insert_many(docs)
+    refused(72, lambda: db.tt.create_index([("t", 1)], expireAfterSeconds=100, name="bad"))
+    refused(72, lambda: db.tt.create_index([("t", 1)], expireAfterSeconds=100, name="bad",
+                                           partialFilterExpression={"m": "a", "age": {"$gt": 1}}))
+    refused(72, lambda: db.tt.create_index([("age", 1)], expireAfterSeconds=100, name="bad",
+                                           partialFilterExpression={"m": "a"}))
+    refused(67, lambda: db.tt.create_index([("t", 1), ("m", 1)], expireAfterSeconds=100, name="bad",
+                                           partialFilterExpression={"m": "a"}))
+    db.tt.create_index([("t", 1)], expireAfterSeconds=100, name="ttl_a", partialFilterExpression={"m": "a"})
+    ix = {i["name"]: i for i in db.tt.list_indexes()}["ttl_a"]
+    assert ix["key"] == {"t": 1} and ix["expireAfterSeconds"] == 100, ix
+    raw = {i["name"]: i for i in db.command("listIndexes", "tt", rawData=True)["cursor"]["firstBatch"]}["ttl_a"]
+    assert raw["key"] == {"control.min.t": 1} and raw["partialFilterExpression"] == {"meta": "a"}, raw
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        left = sorted(d["age"] for d in db.tt.find({"m": "a"}))
+        if len(left) == 2:
+            break
+        time.sleep(0.5)
+    # the bucket of age 200 may hold times up to 60 s later, so it goes only
+    # when its start is older than 100 + 60 s: it has (start <= now - 200)
+    assert sorted(d["age"] for d in db.tt.find({"m": "a"})) == [5, 20], list(db.tt.find({"m": "a"}))
+    assert sorted(d["age"] for d in db.tt.find({"m": "b"})) == [5, 20, 200, 400, 1000, 2900, 3000]
+    st = db.command("serverStatus")["metrics"]["ttl"]
+    assert st["deletedDocuments"] >= 1, st
+    db.tt.drop_index("ttl_a")
+    assert "ttl_a" not in {i["name"] for i in db.tt.list_indexes()}
+
+
+@case
+def ttl_keeps_a_bucket_until_its_span_has_passed():
+    # granularity seconds: buckets start on a minute and span an hour
+    db.create_collection("tk", timeseries={"timeField": "t", "metaField": "m", "granularity": "seconds"})
+    now = datetime.datetime.now(datetime.timezone.utc)
+    # expired by expireAfterSeconds 1, but its bucket (started at most 90 s
+    # ago) may still take times up to an hour after its start: mongod keeps
+    # it (safeExpirationDate)
+    db.tk.insert_one({"t": now - datetime.timedelta(seconds=30), "m": 1})
+    # a bucket whose whole hour ended more than a second ago: deleted
+    db.tk.insert_one({"t": now - datetime.timedelta(hours=3), "m": 1})
+    db.tk.create_index([("t", -1)], expireAfterSeconds=1, name="ttl", partialFilterExpression={"m": 1})
+    deadline = time.time() + 30
+    while time.time() < deadline and db.tk.count_documents({}) != 1:
+        time.sleep(0.5)
+    passes = db.command("serverStatus")["metrics"]["ttl"]["passes"]
+    while time.time() < deadline and db.command("serverStatus")["metrics"]["ttl"]["passes"] < passes + 2:
+        time.sleep(0.5)
+    left = list(db.tk.find())
+    assert len(left) == 1 and left[0]["t"] > (now - datetime.timedelta(minutes=1)).replace(tzinfo=None), left
+
+
+print("%d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)
