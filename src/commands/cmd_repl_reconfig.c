@@ -27,8 +27,9 @@
  * member added again keeps its data: it takes the configuration in its
  * REMOVED state (cmd_repl_member.c's readd_self) and catches up as any
  * member coming back; one removed while it could not hear it is told first
- * (tell_removed).  Not done: a forced reconfig (238), moving a member
- * to another host under the same _id (238: remove it, then add it).  Once
+ * (tell_removed).  A forced reconfig is cmd_repl_force.c's.  Not done:
+ * moving a member to another host under the same _id (238: remove it,
+ * then add it).  Once
  * the new configuration
  * is adopted, each removed member is handed it (`_tamgaReplSetRemoved`,
  * best effort: mongod's member learns it from a heartbeat) and goes
@@ -336,25 +337,9 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 	int on, nn, nch = 0, np = 0, pself = -1, ret = 0;
 	int64_t term, version, deadline = tm_now_us() + (int64_t)RECONFIG_TIMEOUT_MS * 1000;
 
-	/*
-	 * mongod lets a forced reconfig through on any member.  Here the set's
-	 * membership is Raft's, changed only by its leader through the log.
-	 * canonical/raft 0.15 forces a configuration only offline
-	 * (raft_recover): every member stopped, run once on the survivor with
-	 * the highest term and the longest log, that member's Raft folder
-	 * copied to every other survivor.  The halt and restart of a member
-	 * and the refill of a survivor's emptied Raft folder from the new
-	 * leader exist (a removed member added again), but the members the
-	 * forced configuration leaves out keep the old one when they come
-	 * back: a majority of it can elect a primary of its own, a split
-	 * brain mongod avoids because its heartbeats carry the higher
-	 * configuration version to them.  Until a member checks the set's
-	 * configuration versions before it may become primary, refused,
-	 * whatever the state.
-	 */
+	/* mongod lets a forced reconfig through on any member (cmd_repl_force.c) */
 	if (force)
-		return terr_set(err, TERR_NOT_IMPLEMENTED,
-		    "replSetReconfig with force: true is not supported in a replica set of several members: its membership changes only through the primary (the Raft leader), and forcing a configuration on one member (Raft's offline recovery) would let the members it leaves out elect a primary of their own when they return; run replSetReconfig without force on the primary");
+		return cmd_repl_member_force_reconfig(c, cfg, err);
 	if (repl_set_state(e->rs) != REPL_STATE_PRIMARY)
 		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY,
 		    "replSetReconfig should only be run on a writable PRIMARY. Current state %s;",
