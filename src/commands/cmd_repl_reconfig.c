@@ -27,9 +27,12 @@
  * member added again keeps its data: it takes the configuration in its
  * REMOVED state (cmd_repl_member.c's readd_self) and catches up as any
  * member coming back; one removed while it could not hear it is told first
- * (tell_removed).  A forced reconfig is cmd_repl_force.c's.  Not done:
- * moving a member to another host under the same _id (238: remove it,
- * then add it).  Once
+ * (tell_removed).  A forced reconfig is cmd_repl_force.c's.  A member
+ * moved to another host under its _id (stopped, started on the new
+ * host with its data: REMOVED there, its stored configuration naming the
+ * old host) is handed the configuration as a removed member added again
+ * and changes its Raft address (a removal, then an addition of the same
+ * Raft id at the new address).  Once
  * the new configuration
  * is adopted, each removed member is handed it (`_tamgaReplSetRemoved`,
  * best effort: mongod's member learns it from a heartbeat) and goes
@@ -90,6 +93,16 @@ by_id(const row_t *rows, int n, int64_t id)
 		if (rows[i].id == id)
 			return &rows[i];
 	return NULL;
+}
+
+/* r is a member the old configuration (orow) does not have under its _id,
+ * or has at another host (moved). */
+static bool
+is_new_or_moved(const row_t *orow, int on, const row_t *r)
+{
+	const row_t *o = by_id(orow, on, r->id);
+
+	return o == NULL || strcmp(o->host, r->host) != 0;
 }
 
 static int64_t
@@ -244,10 +257,16 @@ check_reconfig(engine_t *e, const bson_t *old, const bson_t *cfg, int64_t term, 
 				return terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
 				    "New and old configurations both have members with host of %s but in the new configuration the _id field is %lld and in the old configuration it is %lld for replica set %s",
 				    orow[j].host, (long long)nrow[i].id, (long long)orow[j].id, repl_set_name(e->rs));
-			if (!hosts)
-				return terr_set(err, TERR_NOT_IMPLEMENTED,
-				    "moving member _id %lld from %s to %s is not supported yet: remove the member, then add it",
-				    (long long)nrow[i].id, orow[j].host, nrow[i].host);
+			if (!hosts) {
+				/* a member moved to another host under its _id (mongod
+				 * takes it): its Raft address changes with it (a removal
+				 * and an addition in Raft, below); it may not be this node */
+				if (strcmp(orow[j].host, in.self_host) == 0)
+					return terr_set(err, TERR_NODE_NOT_FOUND,
+					    "No host described in new configuration with %s for replica set %s maps to this node", vt,
+					    repl_set_name(e->rs));
+				continue;
+			}
 			if (nrow[i].o.build_indexes != orow[j].o.build_indexes)
 				return terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
 				    "New and old configurations differ in the setting of the buildIndexes field for member %s; to make this change, remove then re-add the member",
@@ -368,7 +387,7 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 	for (int pass = 0; pass < 2 && ret == 0; pass++) {
 		for (int i = 0; i < nn && ret == 0; i++) {
 			terr_t je = TERR_INIT;
-			if (by_id(orow, on, nrow[i].id) != NULL)
+			if (!is_new_or_moved(orow, on, &nrow[i]))
 				continue;
 			if (cmd_repl_member_join(nrow[i].host, full, pass == 0, &je) != 0 &&
 			    cmd_repl_member_join_veto(nrow[i].host, &je, version, err)) {
@@ -395,17 +414,20 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 	if (ret != 0)
 		goto done;
 	/* Raft's changes: removals, then role changes, then additions */
-	for (int j = 0; j < on; j++)
-		if (by_id(nrow, nn, orow[j].id) == NULL)
+	for (int j = 0; j < on; j++) {
+		const row_t *n = by_id(nrow, nn, orow[j].id);
+		/* removed, or moved to another host (added again below) */
+		if (n == NULL || strcmp(n->host, orow[j].host) != 0)
 			ch[nch++] = (repl_member_change_t){.op = REPL_CHANGE_REMOVE, .member_id = orow[j].id};
+	}
 	for (int i = 0; i < nn; i++) {
 		const row_t *o = by_id(orow, on, nrow[i].id);
-		if (o != NULL && (o->o.votes > 0) != (nrow[i].o.votes > 0))
+		if (o != NULL && strcmp(o->host, nrow[i].host) == 0 && (o->o.votes > 0) != (nrow[i].o.votes > 0))
 			ch[nch++] = (repl_member_change_t){.op = REPL_CHANGE_ASSIGN, .member_id = nrow[i].id,
 			    .voter = nrow[i].o.votes > 0};
 	}
 	for (int i = 0; i < nn; i++) {
-		if (by_id(orow, on, nrow[i].id) != NULL)
+		if (!is_new_or_moved(orow, on, &nrow[i]))
 			continue;
 		ch[nch] = (repl_member_change_t){.op = REPL_CHANGE_ADD, .member_id = nrow[i].id, .voter = nrow[i].o.votes > 0};
 		bson_strncpy(ch[nch].raft_addr, peers[i].raft_addr, sizeof(ch[nch].raft_addr));
