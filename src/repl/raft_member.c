@@ -928,6 +928,20 @@ fault_recv(struct raft_io *io, struct raft_message *msg)
 		return;
 	}
 	m->raft_recv(io, msg);
+	/* a message of a higher term deposed this leader: no longer PRIMARY
+	 * at once, not at the next watch tick -- meanwhile its writers took
+	 * the timestamps the new leader's entries carry, and its applier,
+	 * rolling back under a PRIMARY state, let more of them in (entries of
+	 * two histories at one ts: e2e.replset_deposed_wait's divergence) */
+	if (raft_state(&m->raft) != RAFT_LEADER) {
+		pthread_mutex_lock(&m->lock);
+		if (m->primary) {
+			m->leader_seen = false;
+			m->draining = false;
+			role_set_locked(m, false, m->raft.current_term);
+		}
+		pthread_mutex_unlock(&m->lock);
+	}
 	repl_election_log_observe(&m->elog, &m->raft, m->o.election_timeout_ms);
 }
 
@@ -1360,6 +1374,12 @@ applier_main(void *arg)
 			prev_ts = m->prev_ts;
 			own = m->primary && !n->snapshot && n->ts != 0 && n->t == (int64_t)m->term && n->ts <= m->fed_ts;
 			pthread_mutex_unlock(&m->lock);
+			/* the member's position may lag its oplog (a deposed primary's
+			 * write the feeder has not read yet): the oplog's own newest
+			 * visible entry (in memory) says too */
+			if (!check && !own && !n->snapshot && n->ts != 0 && prev_ts != 0 &&
+			    repl_oplog_last_optime(m->o.oplog).ts > prev_ts)
+				check = true;
 			if (own) {
 				rc = 0;
 			} else if (n->snapshot) {
