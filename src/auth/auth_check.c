@@ -1181,6 +1181,7 @@ static const priv_row_t priv_table[] = {
 	/* a secondary of higher priority asks the primary for the leadership: __system only */
 	{"_tamgaPriorityTakeover", NEED_CLUSTER, "internal", NULL},
 	{"_tamgaReplSetRemoved", NEED_CLUSTER, "internal", NULL},
+	{"_tamgaReplSetForce", NEED_CLUSTER, "internal", NULL},
 	{"connPoolStats", NEED_CLUSTER, "connPoolStats", NULL},
 	{"dropConnections", NEED_CLUSTER, "dropConnections", NULL},
 	{"invalidateUserCache", NEED_CLUSTER, "invalidateUserCache", NULL},

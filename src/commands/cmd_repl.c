@@ -360,8 +360,9 @@ CMD_HANDLER(cmd_repl_set_reconfig)
 	bson_iter_document(&c->first, &l, &d);
 	if (!bson_init_static(&cfg, d, l))
 		return terr_set(err, TERR_INVALID_BSON, "invalid BSON");
-	/* a set of several members: on Raft (cmd_repl_reconfig.c) */
-	if (c->engine->member != NULL && repl_set_multi_member(c->engine->rs))
+	/* a set of several members, or one a reconfig brought down to one
+	 * whose Raft server runs: on Raft (cmd_repl_reconfig.c) */
+	if (c->engine->member != NULL)
 		return cmd_repl_member_reconfig(c, &cfg, force, err);
 	return repl_set_reconfig(c->engine->rs, &cfg, force, err);
 }

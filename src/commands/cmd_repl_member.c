@@ -19,6 +19,7 @@
  */
 #include "commands/cmd_repl_member.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -117,7 +118,7 @@ member_channels_check(engine_t *e, terr_t *err)
 }
 
 static int
-member_start(engine_t *e, const bson_t *cfg, terr_t *err)
+member_start(engine_t *e, const bson_t *cfg, bool force_config, terr_t *err)
 {
 	repl_member_peer_t *peers = NULL;
 	repl_member_options_t o;
@@ -153,6 +154,18 @@ member_start(engine_t *e, const bson_t *cfg, terr_t *err)
 	o.on_primary_arg = e;
 	o.on_config = cmd_repl_member_on_config;
 	o.on_config_arg = e;
+	o.force_config = force_config;
+	if (force_config) {
+		/* the term jumps as the forced configuration's version does: past
+		 * any term the members it leaves out reached by elections of
+		 * their own meanwhile (cmd_repl_force.c) */
+		bson_oid_t r;
+		uint32_t x;
+		bson_oid_init(&r, NULL);
+		memcpy(&x, r.bytes + 8, sizeof(x));
+		o.bootstrap = false;
+		o.force_term = (uint64_t)(in.term > 0 ? in.term : 0) + 10000u + x % 100000u;
+	}
 	cmd_repl_member_self_role(cfg, in.self_host, &o.no_lead, &o.delay_secs);
 	ret = repl_member_start(&o, &e->member, err);
 	bson_free(peers);
@@ -171,7 +184,19 @@ cmd_repl_member_on_self_host(engine_t *e)
 		bson_destroy(&cfg);
 		return;
 	}
-	if (member_start(e, &cfg, &err) != 0) {
+	/* a member that comes back asks the others for their configuration
+	 * first: one a forced reconfig left out learns it is REMOVED before
+	 * its Raft server of the old configuration starts (cmd_repl_force.c) */
+	if (cmd_repl_watch_check_now(e) > 0) {
+		bson_destroy(&cfg);
+		if (!repl_set_config_copy(e->rs, &cfg) || repl_set_state(e->rs) == REPL_STATE_REMOVED) {
+			bson_destroy(&cfg);
+			cmd_repl_watch_start(e);
+			return;
+		}
+	}
+	cmd_repl_watch_start(e);
+	if (member_start(e, &cfg, false, &err) != 0) {
 		bson_t attr;
 		bson_init(&attr);
 		BSON_APPEND_UTF8(&attr, "error", err.msg ? err.msg : "");
@@ -182,9 +207,60 @@ cmd_repl_member_on_self_host(engine_t *e)
 	bson_destroy(&cfg);
 }
 
+/* One Raft server replaced by another at a time (a removed member added
+ * again, a forced reconfig, the configuration watch). */
+static pthread_mutex_t swap_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Under swap_mu: this node's Raft server halted and kept for readers that
+ * still hold it (freed at shutdown); e->member NULL. */
+static int
+retire_locked(engine_t *e, terr_t *err)
+{
+	repl_member_t *old = e->member;
+	size_t cnt, bytes;
+
+	if (old == NULL)
+		return 0;
+	cnt = e->nretired_members + 1;
+	if (tm_size_mul(cnt, sizeof(*e->retired_members), &bytes))
+		return terr_set(err, TERR_INTERNAL_ERROR, "too many restarts of replication");
+	repl_member_halt(old);
+	e->retired_members = bson_realloc(e->retired_members, bytes);
+	e->retired_members[e->nretired_members++] = old;
+	e->member = NULL;
+	return 0;
+}
+
+int
+cmd_repl_member_retire(engine_t *e, terr_t *err)
+{
+	int ret;
+
+	pthread_mutex_lock(&swap_mu);
+	ret = retire_locked(e, err);
+	pthread_mutex_unlock(&swap_mu);
+	return ret;
+}
+
+int
+cmd_repl_member_restart(engine_t *e, const bson_t *cfg, cmd_repl_restart_t how, terr_t *err)
+{
+	int ret;
+
+	pthread_mutex_lock(&swap_mu);
+	ret = retire_locked(e, err);
+	if (ret == 0 && how == CMD_REPL_RESTART_EMPTIED)
+		ret = repl_rejoin_reset_raft_dir(e->raft_dir, err);
+	if (ret == 0)
+		ret = member_start(e, cfg, how == CMD_REPL_RESTART_FORCED, err);
+	pthread_mutex_unlock(&swap_mu);
+	return ret;
+}
+
 void
 cmd_repl_member_stop(engine_t *e)
 {
+	cmd_repl_watch_stop(e);
 	repl_member_stop(e->member);
 	e->member = NULL;
 	for (size_t i = 0; i < e->nretired_members; i++)
@@ -292,7 +368,8 @@ join_self(engine_t *e, const bson_t *cfg, terr_t *err)
 {
 	RET(repl_set_store_config(e->rs, cfg, err));
 	RET(repl_oplog_create(e->oplog, REPL_OPLOG_CREATE_EMPTY, NULL, NULL, err));
-	return member_start(e, cfg, err);
+	cmd_repl_watch_start(e);
+	return member_start(e, cfg, false, err);
 }
 
 int
@@ -382,20 +459,9 @@ readd_self(engine_t *e, const bson_t *cfg, bool dry, terr_t *err)
 	if (dry)
 		return 0;
 	RET(repl_set_config_replace(e->rs, cfg, err));
-	if (e->member != NULL) {
-		/* its Raft server runs under its old Raft id and log: halted (kept
-		 * for readers that hold it) and started again below */
-		repl_member_t *old = e->member;
-		size_t cnt = e->nretired_members + 1, bytes;
-		if (tm_size_mul(cnt, sizeof(*e->retired_members), &bytes))
-			return terr_set(err, TERR_INTERNAL_ERROR, "too many restarts of replication");
-		repl_member_halt(old);
-		e->retired_members = bson_realloc(e->retired_members, bytes);
-		e->retired_members[e->nretired_members++] = old;
-		e->member = NULL;
-	}
-	RET(repl_rejoin_reset_raft_dir(e->raft_dir, err));
-	RET(member_start(e, cfg, err));
+	/* its Raft server runs under its old Raft id and log: halted (kept for
+	 * readers that hold it) and started again with its folder emptied */
+	RET(cmd_repl_member_restart(e, cfg, CMD_REPL_RESTART_EMPTIED, err));
 	{
 		bson_t attr = BSON_INITIALIZER;
 		BSON_APPEND_INT64(&attr, "version", version);

@@ -21,8 +21,40 @@ int cmd_repl_member_initiate(cmd_t *c, const bson_t *cfg, terr_t *err);
 /* engine_set_self_host: start the member's Raft server when the stored
  * configuration has several members (errors are logged). */
 void cmd_repl_member_on_self_host(engine_t *e);
-/* engine_close: stop it (before the oplog closes). */
+/* engine_close: stop it (before the oplog closes), and the configuration
+ * watch. */
 void cmd_repl_member_stop(engine_t *e);
+
+/* How cmd_repl_member_restart starts the Raft server again. */
+typedef enum cmd_repl_restart {
+	CMD_REPL_RESTART_KEPT,        /* from its kept folder */
+	CMD_REPL_RESTART_EMPTIED,     /* its folder emptied but for term and vote (a removed member added again) */
+	CMD_REPL_RESTART_FORCED,      /* cfg's members forced into the kept log first (a forced reconfig) */
+} cmd_repl_restart_t;
+/* This node's Raft server (if any) halted and kept for readers that hold
+ * it, then one started for cfg (this node's completed configuration,
+ * borrowed) as `how` says; one swap at a time.  0, or -1 with err set
+ * (no server running then). */
+int cmd_repl_member_restart(engine_t *e, const bson_t *cfg, cmd_repl_restart_t how, terr_t *err);
+/* This node's Raft server halted and kept (REMOVED by a newer
+ * configuration); 0, or -1 with err set. */
+int cmd_repl_member_retire(engine_t *e, terr_t *err);
+
+/* cmd_repl_force.c.  replSetReconfig {force: true} on this node (any
+ * state): see the file's comment. */
+int cmd_repl_member_force_reconfig(cmd_t *c, const bson_t *cfg, terr_t *err);
+/* {_tamgaReplSetForce: cfg} (internal): a member a forced configuration
+ * names, told by the member that took it. */
+int cmd_tamga_repl_set_force(cmd_t *c, terr_t *err);
+/* The configuration watch: every second, the members of this node's
+ * configuration are asked for theirs; a newer one of the same set
+ * (replicaSetId) is adopted -- REMOVED with the Raft server halted when
+ * it leaves this node out.  start is idempotent; stop joins the thread. */
+void cmd_repl_watch_start(engine_t *e);
+void cmd_repl_watch_stop(engine_t *e);
+/* One round of it now, on the caller's thread (about a second at most):
+ * 1 when a newer configuration was adopted, else 0. */
+int cmd_repl_watch_check_now(engine_t *e);
 /* replSetStepDown of a set of several: stop taking writes and hand the
  * leadership over (repl_member_step_down), waiting up to
  * secondaryCatchUpPeriodSecs (10 s when 0 without force) or maxTimeMS; for

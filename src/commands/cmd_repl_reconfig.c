@@ -27,8 +27,12 @@
  * member added again keeps its data: it takes the configuration in its
  * REMOVED state (cmd_repl_member.c's readd_self) and catches up as any
  * member coming back; one removed while it could not hear it is told first
- * (tell_removed).  Not done: a forced reconfig (238), moving a member
- * to another host under the same _id (238: remove it, then add it).  Once
+ * (tell_removed).  A forced reconfig is cmd_repl_force.c's.  A member
+ * moved to another host under its _id (stopped, started on the new
+ * host with its data: REMOVED there, its stored configuration naming the
+ * old host) is handed the configuration as a removed member added again
+ * and changes its Raft address (a removal, then an addition of the same
+ * Raft id at the new address).  Once
  * the new configuration
  * is adopted, each removed member is handed it (`_tamgaReplSetRemoved`,
  * best effort: mongod's member learns it from a heartbeat) and goes
@@ -89,6 +93,16 @@ by_id(const row_t *rows, int n, int64_t id)
 		if (rows[i].id == id)
 			return &rows[i];
 	return NULL;
+}
+
+/* r is a member the old configuration (orow) does not have under its _id,
+ * or has at another host (moved). */
+static bool
+is_new_or_moved(const row_t *orow, int on, const row_t *r)
+{
+	const row_t *o = by_id(orow, on, r->id);
+
+	return o == NULL || strcmp(o->host, r->host) != 0;
 }
 
 static int64_t
@@ -243,10 +257,16 @@ check_reconfig(engine_t *e, const bson_t *old, const bson_t *cfg, int64_t term, 
 				return terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
 				    "New and old configurations both have members with host of %s but in the new configuration the _id field is %lld and in the old configuration it is %lld for replica set %s",
 				    orow[j].host, (long long)nrow[i].id, (long long)orow[j].id, repl_set_name(e->rs));
-			if (!hosts)
-				return terr_set(err, TERR_NOT_IMPLEMENTED,
-				    "moving member _id %lld from %s to %s is not supported yet: remove the member, then add it",
-				    (long long)nrow[i].id, orow[j].host, nrow[i].host);
+			if (!hosts) {
+				/* a member moved to another host under its _id (mongod
+				 * takes it): its Raft address changes with it (a removal
+				 * and an addition in Raft, below); it may not be this node */
+				if (strcmp(orow[j].host, in.self_host) == 0)
+					return terr_set(err, TERR_NODE_NOT_FOUND,
+					    "No host described in new configuration with %s for replica set %s maps to this node", vt,
+					    repl_set_name(e->rs));
+				continue;
+			}
 			if (nrow[i].o.build_indexes != orow[j].o.build_indexes)
 				return terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
 				    "New and old configurations differ in the setting of the buildIndexes field for member %s; to make this change, remove then re-add the member",
@@ -336,25 +356,9 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 	int on, nn, nch = 0, np = 0, pself = -1, ret = 0;
 	int64_t term, version, deadline = tm_now_us() + (int64_t)RECONFIG_TIMEOUT_MS * 1000;
 
-	/*
-	 * mongod lets a forced reconfig through on any member.  Here the set's
-	 * membership is Raft's, changed only by its leader through the log.
-	 * canonical/raft 0.15 forces a configuration only offline
-	 * (raft_recover): every member stopped, run once on the survivor with
-	 * the highest term and the longest log, that member's Raft folder
-	 * copied to every other survivor.  The halt and restart of a member
-	 * and the refill of a survivor's emptied Raft folder from the new
-	 * leader exist (a removed member added again), but the members the
-	 * forced configuration leaves out keep the old one when they come
-	 * back: a majority of it can elect a primary of its own, a split
-	 * brain mongod avoids because its heartbeats carry the higher
-	 * configuration version to them.  Until a member checks the set's
-	 * configuration versions before it may become primary, refused,
-	 * whatever the state.
-	 */
+	/* mongod lets a forced reconfig through on any member (cmd_repl_force.c) */
 	if (force)
-		return terr_set(err, TERR_NOT_IMPLEMENTED,
-		    "replSetReconfig with force: true is not supported in a replica set of several members: its membership changes only through the primary (the Raft leader), and forcing a configuration on one member (Raft's offline recovery) would let the members it leaves out elect a primary of their own when they return; run replSetReconfig without force on the primary");
+		return cmd_repl_member_force_reconfig(c, cfg, err);
 	if (repl_set_state(e->rs) != REPL_STATE_PRIMARY)
 		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY,
 		    "replSetReconfig should only be run on a writable PRIMARY. Current state %s;",
@@ -383,7 +387,7 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 	for (int pass = 0; pass < 2 && ret == 0; pass++) {
 		for (int i = 0; i < nn && ret == 0; i++) {
 			terr_t je = TERR_INIT;
-			if (by_id(orow, on, nrow[i].id) != NULL)
+			if (!is_new_or_moved(orow, on, &nrow[i]))
 				continue;
 			if (cmd_repl_member_join(nrow[i].host, full, pass == 0, &je) != 0 &&
 			    cmd_repl_member_join_veto(nrow[i].host, &je, version, err)) {
@@ -410,17 +414,20 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 	if (ret != 0)
 		goto done;
 	/* Raft's changes: removals, then role changes, then additions */
-	for (int j = 0; j < on; j++)
-		if (by_id(nrow, nn, orow[j].id) == NULL)
+	for (int j = 0; j < on; j++) {
+		const row_t *n = by_id(nrow, nn, orow[j].id);
+		/* removed, or moved to another host (added again below) */
+		if (n == NULL || strcmp(n->host, orow[j].host) != 0)
 			ch[nch++] = (repl_member_change_t){.op = REPL_CHANGE_REMOVE, .member_id = orow[j].id};
+	}
 	for (int i = 0; i < nn; i++) {
 		const row_t *o = by_id(orow, on, nrow[i].id);
-		if (o != NULL && (o->o.votes > 0) != (nrow[i].o.votes > 0))
+		if (o != NULL && strcmp(o->host, nrow[i].host) == 0 && (o->o.votes > 0) != (nrow[i].o.votes > 0))
 			ch[nch++] = (repl_member_change_t){.op = REPL_CHANGE_ASSIGN, .member_id = nrow[i].id,
 			    .voter = nrow[i].o.votes > 0};
 	}
 	for (int i = 0; i < nn; i++) {
-		if (by_id(orow, on, nrow[i].id) != NULL)
+		if (!is_new_or_moved(orow, on, &nrow[i]))
 			continue;
 		ch[nch] = (repl_member_change_t){.op = REPL_CHANGE_ADD, .member_id = nrow[i].id, .voter = nrow[i].o.votes > 0};
 		bson_strncpy(ch[nch].raft_addr, peers[i].raft_addr, sizeof(ch[nch].raft_addr));

@@ -94,6 +94,7 @@ CMD_HANDLER(cmd_refresh_logical_session_cache_now);
 /* replica set and test commands: cmd_repl.c */
 CMD_HANDLER(cmd_repl_set_initiate);
 CMD_HANDLER(cmd_tamga_repl_set_join);
+CMD_HANDLER(cmd_tamga_repl_set_force);
 CMD_HANDLER(cmd_tamga_priority_takeover);
 CMD_HANDLER(cmd_repl_set_get_rbid);
 CMD_HANDLER(cmd_tamga_repl_set_removed);
@@ -176,6 +177,7 @@ static const cmd_def_t commands[] = {
 	{"_tamgaReplSetJoin", NULL, cmd_tamga_repl_set_join, CMDF_ADMIN_ONLY, "internal: join a set of several members (cmd_repl_member.c)"},
 	{"_tamgaPriorityTakeover", NULL, cmd_tamga_priority_takeover, CMDF_ADMIN_ONLY, "internal: a secondary of higher priority asks for the leadership (cmd_repl_member.c)"},
 	{"_tamgaReplSetRemoved", NULL, cmd_tamga_repl_set_removed, CMDF_ADMIN_ONLY, "internal: a member told it was removed from its set (cmd_repl_member.c)"},
+	{"_tamgaReplSetForce", NULL, cmd_tamga_repl_set_force, CMDF_ADMIN_ONLY, "internal: a member named by a configuration forced on another one (cmd_repl_force.c)"},
 	/* running operations: cmd_currentop.c */
 	{"currentOp", NULL, cmd_current_op, CMDF_ADMIN_ONLY, "the operations running now"},
 	{"killOp", NULL, cmd_kill_op, CMDF_ADMIN_ONLY, "interrupt a running operation"},

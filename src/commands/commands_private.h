@@ -62,6 +62,9 @@ struct engine {
 	 * at shutdown */
 	struct repl_member **retired_members;
 	size_t nretired_members;
+	/* the configuration watch (cmd_repl_force.c): asks the members of this
+	 * node's configuration for theirs, adopts a newer one (NULL: none) */
+	struct cmd_repl_watch *config_watch;
 	char *raft_dir;
 	char *self_host;
 	/* ttlMonitorSleepSecs (60) and ttlMonitorEnabled (1): read by the TTL

@@ -33,13 +33,13 @@ log_msg(char sev, int id, const char *msg, const char *detail)
  */
 int
 repl_recover_rollback(const repl_recover_host_t *h, storage_session_t *s, repl_ts_t common, repl_ts_t next,
-                      repl_ts_t *min_valid, terr_t *err)
+                      int64_t next_t, repl_ts_t *min_valid, terr_t *err)
 {
 	repl_ts_t own = 0;
 	char source[256];
 	int r;
 
-	if ((r = repl_rollback_needed(h->oplog, s, common, next, &own, err)) <= 0)
+	if ((r = repl_rollback_needed_t(h->oplog, s, common, next, next_t, &own, err)) <= 0)
 		return r;
 	log_msg('I', 21606, "Starting rollback: this member holds oplog entries the set did not commit", NULL);
 	h->busy(h->arg, REPL_STATE_ROLLBACK);

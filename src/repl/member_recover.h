@@ -43,11 +43,13 @@ typedef struct repl_recover_host {
 /*
  * Before the set's entry `next`, `common` being the set's previous one:
  * roll back this member's entries after common when the set's log does not
- * have them (see above).  0 when there was nothing to undo or it is done
+ * have them (see above); next_t: the term of the set's entry at next (-1:
+ * not known), a local entry of another term at next is not the set's.  0 when there was nothing to undo or it is done
  * (*min_valid: the leader's optime at the refetch, for
  * repl_oplog_apply_set_min_valid; 0 when none), -1 with err.
  */
 int repl_recover_rollback(const repl_recover_host_t *h, storage_session_t *s, repl_ts_t common, repl_ts_t next,
+                          int64_t next_t,
                           repl_ts_t *min_valid, terr_t *err);
 
 /*

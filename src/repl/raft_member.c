@@ -164,6 +164,7 @@ struct repl_member {
 	repl_takeover_t *takeover;    /* priority takeover (member_takeover.h) */
 	raft_id transfer_to;          /* the next transfer's target (0: Raft picks) */
 	bool election_hold;           /* loop: Raft's election timeout set out of reach (STARTUP2) */
+	bool stranger_logged;         /* loop: from_stranger's line written once */
 	int64_t frozen_until_ms;      /* replSetFreeze / stepdown period (wall; 0: none) */
 };
 
@@ -321,11 +322,14 @@ repl_member_peers(const bson_t *cfg, const char *self_host, repl_member_peer_t *
 		if (!bson_iter_recurse(&m, &f))
 			continue;
 		r->priority = 1;
+		r->votes = 1;
 		while (bson_iter_next(&f)) {
 			if (strcmp(bson_iter_key(&f), "_id") == 0)
 				r->member_id = bson_iter_as_int64(&f);
 			else if (strcmp(bson_iter_key(&f), "priority") == 0 && BSON_ITER_HOLDS_NUMBER(&f))
 				r->priority = bson_iter_as_double(&f);
+			else if (strcmp(bson_iter_key(&f), "votes") == 0 && BSON_ITER_HOLDS_NUMBER(&f))
+				r->votes = (int)bson_iter_as_int64(&f);
 			else if (strcmp(bson_iter_key(&f), "host") == 0 && BSON_ITER_HOLDS_UTF8(&f))
 				bson_strncpy(r->host, bson_iter_utf8(&f, NULL), sizeof(r->host));
 		}
@@ -882,12 +886,41 @@ drop_message(struct raft_message *msg)
 	}
 }
 
+/*
+ * A message from a server outside this member's Raft configuration (one it
+ * has: a new or emptied member has none yet and takes its first leader's).
+ * Such a sender is a member the set removed, or one a forced reconfig left
+ * out that came back with the old configuration: its AppendEntries of a
+ * higher term would make this member truncate its log to the old history
+ * (or stop Raft on a committed entry), its votes would disrupt elections.
+ * Dropped: this member never takes entries of two histories.
+ */
+static bool
+from_stranger(const struct raft *r, const struct raft_message *msg)
+{
+	if (r->configuration.n == 0)
+		return false;
+	for (unsigned i = 0; i < r->configuration.n; i++)
+		if (r->configuration.servers[i].id == msg->server_id)
+			return false;
+	return true;
+}
+
 static void
 fault_recv(struct raft_io *io, struct raft_message *msg)
 {
 	repl_member_t *m = ((struct raft *)io->data)->data;
 	bson_t data;
 
+	if (from_stranger(&m->raft, msg)) {
+		if (!m->stranger_logged) {
+			m->stranger_logged = true;
+			log_msg('W', 5000270, "dropped Raft messages from a server outside this member's configuration",
+			    msg->server_address);
+		}
+		drop_message(msg);
+		return;
+	}
 	if (failpoint_any_active() &&
 	    failpoint_fire("dropRaftMessagesFrom", drop_matches, (void *)msg->server_address, &data)) {
 		bson_destroy(&data);
@@ -895,6 +928,20 @@ fault_recv(struct raft_io *io, struct raft_message *msg)
 		return;
 	}
 	m->raft_recv(io, msg);
+	/* a message of a higher term deposed this leader: no longer PRIMARY
+	 * at once, not at the next watch tick -- meanwhile its writers took
+	 * the timestamps the new leader's entries carry, and its applier,
+	 * rolling back under a PRIMARY state, let more of them in (entries of
+	 * two histories at one ts: e2e.replset_deposed_wait's divergence) */
+	if (raft_state(&m->raft) != RAFT_LEADER) {
+		pthread_mutex_lock(&m->lock);
+		if (m->primary) {
+			m->leader_seen = false;
+			m->draining = false;
+			role_set_locked(m, false, m->raft.current_term);
+		}
+		pthread_mutex_unlock(&m->lock);
+	}
 	repl_election_log_observe(&m->elog, &m->raft, m->o.election_timeout_ms);
 }
 
@@ -1052,7 +1099,24 @@ loop_main(void *arg)
 	m->io.start = fault_start;
 	m->io_send = m->io.send;
 	m->io.send = guarded_send;
-	if (m->o.bootstrap) {
+	if (m->o.force_config) {
+		/* raft_recover: the configuration appended to the kept log as
+		 * its newest entry (libraft writes it as a closed segment) */
+		raft_configuration_init(&conf);
+		if (m->o.force_term > 0)
+			rv = m->io.set_term(&m->io, m->o.force_term);
+		for (int i = 0; i < m->o.npeers && rv == 0; i++)
+			rv = raft_configuration_add(&conf, (raft_id)(m->peers[i].member_id + 1), m->peers[i].raft_addr,
+			    m->peers[i].votes > 0 ? RAFT_VOTER : RAFT_STANDBY);
+		if (rv == 0)
+			rv = raft_recover(&m->raft, &conf);
+		raft_configuration_close(&conf);
+		if (rv != 0) {
+			snprintf(m->start_msg, sizeof(m->start_msg), "raft_recover: %s", raft_errmsg(&m->raft));
+			goto fail_raft;
+		}
+		log_msg('I', 5000271, "forced a new configuration into the Raft log", m->peers[m->o.self_index].raft_addr);
+	} else if (m->o.bootstrap) {
 		raft_configuration_init(&conf);
 		for (int i = 0; i < m->o.npeers && rv == 0; i++)
 			rv = raft_configuration_add(&conf, (raft_id)(m->peers[i].member_id + 1), m->peers[i].raft_addr,
@@ -1310,6 +1374,12 @@ applier_main(void *arg)
 			prev_ts = m->prev_ts;
 			own = m->primary && !n->snapshot && n->ts != 0 && n->t == (int64_t)m->term && n->ts <= m->fed_ts;
 			pthread_mutex_unlock(&m->lock);
+			/* the member's position may lag its oplog (a deposed primary's
+			 * write the feeder has not read yet): the oplog's own newest
+			 * visible entry (in memory) says too */
+			if (!check && !own && !n->snapshot && n->ts != 0 && prev_ts != 0 &&
+			    repl_oplog_last_optime(m->o.oplog).ts > prev_ts)
+				check = true;
 			if (own) {
 				rc = 0;
 			} else if (n->snapshot) {
@@ -1320,7 +1390,7 @@ applier_main(void *arg)
 			} else {
 				if (check) {
 					repl_ts_t min_valid = 0;
-					if ((rc = repl_recover_rollback(&host, s, prev_ts, n->ts, &min_valid, &err)) == 0 &&
+					if ((rc = repl_recover_rollback(&host, s, prev_ts, n->ts, n->t, &min_valid, &err)) == 0 &&
 					    min_valid != 0)
 						repl_oplog_apply_set_min_valid(min_valid);
 					floor_ts = repl_recover_oplog_floor(m->o.oplog, s);

@@ -60,6 +60,7 @@ typedef struct repl_member_peer {
 	char host[256];               /* members[i].host */
 	char raft_addr[280];          /* host with the port + REPL_RAFT_PORT_OFFSET */
 	double priority;              /* members[i].priority (default 1): priority takeover */
+	int votes;                    /* members[i].votes (default 1): a Raft voter, else a standby */
 } repl_member_peer_t;
 
 /*
@@ -92,6 +93,15 @@ typedef struct repl_member_options {
 	void *on_config_arg;
 	bool no_lead;                 /* priority 0: never stays the leader */
 	int64_t delay_secs;           /* secondaryDelaySecs */
+	/* a forced reconfig (replSetReconfig {force: true}): before Raft starts,
+	 * the peers (voters: votes > 0, the others standbys) are forced into
+	 * Raft's log as its newest configuration (raft_recover on the kept
+	 * folder); Raft then starts from it.  Never with bootstrap. */
+	bool force_config;
+	/* with force_config: Raft's term is set to this first (> 0), past any
+	 * term the members the forced configuration leaves out can have used,
+	 * so no entry of its history shares a (ts, t) with theirs */
+	uint64_t force_term;
 } repl_member_options_t;
 
 /* The key of a configuration entry in the set's log: {_tamgaConfig: cfg}

@@ -831,9 +831,11 @@ config_adopt_locked(repl_set_t *rs, bson_t *cfg)
 	}
 	/* read without the lock by repl_set_multi_member (every logged write) */
 	__atomic_store_n(&rs->nmembers, n, __ATOMIC_RELEASE);
-	/* several members and none of them this node (its host known): mongod's
-	 * REMOVED; named again (re-added): back to STARTUP2 until Raft says */
-	if (n > 1 && rs->self != NULL && !found)
+	/* none of the members is this node (its host known): mongod's REMOVED
+	 * -- a set of several, or one a forced reconfig brought down to a
+	 * member that is not this one; named again (re-added): back to
+	 * STARTUP2 until Raft says */
+	if (n > 0 && rs->self != NULL && !found && !(n == 1 && rs->config_term != -1))
 		rs->state = REPL_STATE_REMOVED;
 	else if (rs->state == REPL_STATE_REMOVED)
 		rs->state = REPL_STATE_STARTUP2;
@@ -844,7 +846,7 @@ config_adopt_locked(repl_set_t *rs, bson_t *cfg)
 		BSON_APPEND_DOCUMENT(&attr, "config", cfg);
 		tlog('I', "REPL", 21392, "New replica set config in use", &attr);
 		bson_reinit(&attr);
-		if (!(n > 1 && rs->self != NULL && !found) && n > 0) {
+		if (rs->state != REPL_STATE_REMOVED && n > 0) {
 			BSON_APPEND_UTF8(&attr, "hostAndPort", rs->self_host);
 			tlog('I', "REPL", 21393, "Found self in config", &attr);
 		}
@@ -986,7 +988,7 @@ refresh_locked(repl_set_t *rs)
 {
 	int64_t now;
 
-	if (!rs->initiated || rs->state == REPL_STATE_PRIMARY || rs->nmembers > 1)
+	if (!rs->initiated || rs->state == REPL_STATE_PRIMARY || rs->state == REPL_STATE_REMOVED || rs->nmembers > 1)
 		return;
 	now = wall_ms();
 	if (rs->stepdown_until_ms > now || rs->freeze_until_ms > now || rs->maintenance > 0)

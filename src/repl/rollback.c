@@ -186,14 +186,28 @@ int
 repl_rollback_needed(repl_oplog_t *op, storage_session_t *s, repl_ts_t common, repl_ts_t next, repl_ts_t *own,
                      terr_t *err)
 {
+	return repl_rollback_needed_t(op, s, common, next, -1, own, err);
+}
+
+int
+repl_rollback_needed_t(repl_oplog_t *op, storage_session_t *s, repl_ts_t common, repl_ts_t next, int64_t next_t,
+                       repl_ts_t *own, terr_t *err)
+{
 	repl_oplog_cursor_t *cur = NULL;
 	bson_t e;
 	int r, got;
 
 	*own = 0;
 	r = repl_oplog_find(op, s, next, &e, err);
-	if (r == 0)
+	if (r == 0) {
+		/* the same ts written by a leader of another term: another
+		 * history (a forced reconfig's side), so not the set's entry */
+		bson_iter_t it;
+		if (next_t >= 0 && bson_iter_init_find(&it, &e, "t") && BSON_ITER_HOLDS_NUMBER(&it) &&
+		    bson_iter_as_int64(&it) != next_t)
+			r = 1;
 		bson_destroy(&e);
+	}
 	if (storage_txn_active(s))
 		storage_txn_rollback(s);
 	if (r <= 0)

@@ -55,6 +55,12 @@
  */
 int repl_rollback_needed(repl_oplog_t *op, storage_session_t *s, repl_ts_t common, repl_ts_t next, repl_ts_t *own,
                          terr_t *err);
+/* The same, next_t being the term (`t`) of the set's entry at next (-1:
+ * any): a local entry at next of another term is not the set's (a forced
+ * reconfig's other history, src/repl/README.md) and counts as this
+ * member's own. */
+int repl_rollback_needed_t(repl_oplog_t *op, storage_session_t *s, repl_ts_t common, repl_ts_t next, int64_t next_t,
+                           repl_ts_t *own, terr_t *err);
 
 typedef struct repl_rollback_args {
 	storage_t *st;

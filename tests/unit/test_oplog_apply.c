@@ -335,6 +335,13 @@ test_rollback_oplog(void)
 	TT_EQ_INT(repl_rollback_needed(op, s, REPL_TS(100, 5), REPL_TS(100, 11), &own, &err), 1);
 	TT_ASSERT(own == REPL_TS(100, 6));
 	TT_EQ_INT(repl_rollback_needed(op, s, REPL_TS(100, 10), REPL_TS(100, 11), &own, &err), 0);
+	/* the set's entry at (100, 4) of the local entry's term (1) is here;
+	 * of another term (a forced reconfig's other history) it is not, and
+	 * the local entries after the common point are this member's own */
+	TT_EQ_INT(repl_rollback_needed_t(op, s, REPL_TS(100, 3), REPL_TS(100, 4), 1, &own, &err), 0);
+	TT_EQ_INT(repl_rollback_needed_t(op, s, REPL_TS(100, 3), REPL_TS(100, 4), -1, &own, &err), 0);
+	TT_EQ_INT(repl_rollback_needed_t(op, s, REPL_TS(100, 3), REPL_TS(100, 4), 10007, &own, &err), 1);
+	TT_ASSERT(own == REPL_TS(100, 4));
 	/* cut after (100, 5), undo the inserts 6..10 */
 	TT_EQ_INT(storage_coll_get(st, "shop", "items", &c, NULL), 0);
 	{

@@ -14,9 +14,9 @@ the set taking majority writes after each refusal:
     <host>";
   - a reconfig removing the primary: 74 "... maps to this node";
   - a reconfig changing two voters at once (mongod's safe reconfig): 93;
-  - replSetReconfig with force: true, on a secondary and on the primary:
-    238 (forced reconfig is not built: membership changes go through the
-    Raft leader).
+  - replSetReconfig with force: true that leaves the node out (74), puts
+    a host under another _id (103), names an arbiter (238): nothing
+    changes.
 
 usage: raft_badinput.py path/to/tamgad
 """
@@ -154,10 +154,16 @@ def run(cl, m0, m1, m2, m3, other):
            "Non force replica set reconfig can only add or remove at most 1 voting member.", "two voters at once")
     still_works(p, "after two voters")
     s = [m for m in (m0, m1, m2) if m is not p][0]
-    forced = lambda: cmd(s, "replSetReconfig", dict(cfg, members=cfg["members"][:1]), force=True)  # noqa: E731
-    expect(forced, 238, "replSetReconfig with force: true is not supported", "force on a secondary")
-    expect(reconfig(dict(nxt, members=cfg["members"][:1]), force=True), 238,
-           "replSetReconfig with force: true is not supported", "force on the primary")
+    # a forced reconfig is taken on any member (e2e.replset_force); bad
+    # ones change nothing
+    forced = lambda: cmd(s, "replSetReconfig", dict(cfg, members=[m for m in cfg["members"] if m["host"] != s.host]),  # noqa: E731
+                         force=True)
+    expect(forced, 74, "No host described in new configuration with {version: ", "force leaving this secondary out")
+    moved_id = [dict(m, _id=9) if m["host"] == s.host else m for m in cfg["members"]]
+    expect(lambda: cmd(s, "replSetReconfig", dict(cfg, members=moved_id), force=True), 103,
+           "New and old configurations both have members with host of %s" % s.host, "force with a host under another _id")
+    expect(reconfig(dict(nxt, members=cfg["members"] + [{"_id": 6, "host": other.host, "arbiterOnly": True}]),
+                    force=True), 238, "arbiters are not supported", "force with an arbiter on the primary")
     still_works(p, "after force")
     # ---- nothing changed, nobody lost anything
     for m in (m0, m1, m2):
