@@ -153,8 +153,16 @@ batch_add(batch_buf_t *b, const char *key, int klen, const uint8_t *doc, uint32_
 	}
 	p = b->p + b->len;
 	*p++ = BSON_TYPE_DOCUMENT;
-	for (int i = 0; i < klen; i++)   /* a few digits: no memcpy call */
-		*p++ = (uint8_t)key[i];
+	if (klen <= 8) {
+		/* one 8-byte store, no memcpy call: the room reserved after the
+		 * key (its NUL, a document of at least 5 bytes, the array's
+		 * end) is at least 8 - klen bytes, and what passes the key is
+		 * overwritten right below; key has 16 bytes */
+		memcpy(p, key, 8);
+	} else {
+		memcpy(p, key, (size_t)klen);
+	}
+	p += klen;
 	*p++ = '\0';
 	memcpy(p, doc, doc_len);
 	b->len = need - 1;
