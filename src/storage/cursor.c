@@ -15,6 +15,10 @@
  * it must, before its WiredTiger cursor is saved, closed, or reset by a
  * commit or rollback on its session (storage_cursor_settle).
  *
+ * Documents are copied into the cursor's buffer, so a view outlives the
+ * next save or commit; storage_cursor_next_view skips that copy for a
+ * caller that copies each document at once (a find filling its batch).
+ *
  * Not here: filtering, sorting, fetching documents for index entries (the
  * caller uses storage_doc_get).
  */
