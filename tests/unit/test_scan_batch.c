@@ -489,6 +489,30 @@ test_find_getmore(void)
 	TT_EQ_INT(batches, 2);                    /* a full batch does not know it was the last */
 	TT_EQ_INT(drain("pl", 1000, 0, &sum, &batches), 320);
 	TT_EQ_INT(batches, 1);
+	/* the smallest documents a batch takes ({}: 5 bytes, after one-digit
+	 * to three-digit indexes): the index's 8-byte store stays inside the
+	 * room the document and the array's end leave (ASan watches) */
+	for (int bs = 1; bs <= 1000; bs = bs * 10) {
+		char q[200];
+		int rc;
+		bson_t *r;
+		bson_iter_t it, b;
+		uint32_t len = 0;
+		const uint8_t *arr;
+		snprintf(q, sizeof q, "{\"find\": \"pl\", \"projection\": {\"_id\": 0, \"zz\": 1}, \"batchSize\": %d}", bs);
+		r = run(q, &rc);
+		TT_EQ_INT(rc, 0);
+		TT_ASSERT(bson_iter_init(&it, r) && bson_iter_find_descendant(&it, "cursor.firstBatch", &b));
+		bson_iter_array(&b, &len, &arr);
+		/* 5 bytes of array, then per document type + key + NUL + 5 */
+		{
+			uint32_t want = 5;
+			for (int i = 0; i < bs && i < 320; i++)
+				want += 1 + (i < 10 ? 1 : i < 100 ? 2 : 3) + 1 + 5;
+			TT_EQ_INT(len, want);
+		}
+		tt_free_reply(r);
+	}
 }
 
 /* Documents of ~3 MiB: a batch stops before 16 MiB, the document that did
