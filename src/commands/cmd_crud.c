@@ -476,6 +476,29 @@ plan_src_next(void *state, storage_session_t *s, bson_t *doc, terr_t *err)
 	return rc;
 }
 
+/* cursor_source_t.next_batch: the plan hands its results to the batch in
+ * one loop (plan_exec_next_batch).  returnKey, showRecordId and resume
+ * tokens decorate each result in plan_src_next, so those go through it;
+ * the sink's own failure passes unwrapped, as fill_batch's. */
+static int
+plan_src_next_batch(void *state, storage_session_t *s, doc_sink_t *sink, terr_t *err)
+{
+	plan_src_t *ps = state;
+	bson_t doc;
+	int rc;
+
+	if (ps->key_patterns != NULL || ps->resume_token || ps->show_rid) {
+		while ((rc = plan_src_next(ps, s, &doc, err)) == 1)
+			if ((rc = sink->take(sink, bson_get_data(&doc), doc.len, err)) != DOC_SINK_MORE)
+				return rc;
+		return rc;
+	}
+	rc = plan_exec_next_batch(ps->x, s, sink, err);
+	if (rc == -1 && terr_is_set(err) && ps->context != NULL)
+		terr_wrap(err, ps->context);
+	return rc;
+}
+
 static int
 plan_src_save(void *state, terr_t *err)
 {
@@ -558,6 +581,7 @@ plan_source(plan_exec_t *x, const char *ns, cursor_source_t *src)
 	ps->context = ps->find_context;
 	src->state = ps;
 	src->next = plan_src_next;
+	src->next_batch = plan_src_next_batch;
 	src->save = plan_src_save;
 	src->restore = plan_src_restore;
 	src->free = plan_src_free;

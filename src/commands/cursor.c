@@ -141,9 +141,9 @@ typedef struct batch_buf {
 } batch_buf_t;
 
 static void
-batch_add(batch_buf_t *b, const char *key, int klen, const bson_t *doc)
+batch_add(batch_buf_t *b, const char *key, int klen, const uint8_t *doc, uint32_t doc_len)
 {
-	size_t need = b->len + 2 + (size_t)klen + doc->len + 1;   /* + the array's end */
+	size_t need = b->len + 2 + (size_t)klen + doc_len + 1;   /* + the array's end */
 	uint8_t *p;
 
 	if (need > b->cap) {
@@ -153,10 +153,18 @@ batch_add(batch_buf_t *b, const char *key, int klen, const bson_t *doc)
 	}
 	p = b->p + b->len;
 	*p++ = BSON_TYPE_DOCUMENT;
-	memcpy(p, key, (size_t)klen);
+	if (klen <= 8) {
+		/* one 8-byte store, no memcpy call: the room reserved after the
+		 * key (its NUL, a document of at least 5 bytes, the array's
+		 * end) is at least 8 - klen bytes, and what passes the key is
+		 * overwritten right below; key has 16 bytes */
+		memcpy(p, key, 8);
+	} else {
+		memcpy(p, key, (size_t)klen);
+	}
 	p += klen;
 	*p++ = '\0';
-	memcpy(p, bson_get_data(doc), doc->len);
+	memcpy(p, doc, doc_len);
 	b->len = need - 1;
 }
 
@@ -164,82 +172,125 @@ batch_add(batch_buf_t *b, const char *key, int klen, const bson_t *doc)
  * leaves the server. */
 #define CHANGE_EVENT_MAX_BSON (16 * 1024 * 1024 + 16 * 1024)
 
+/* A batch being filled, as the sink its source hands documents to
+ * (cursor_source_t.next_batch) and the one the document-at-a-time path
+ * goes through too, so both count, cut and check alike. */
+struct batch_fill {
+	doc_sink_t sink;               /* first: fill_take gets this back */
+	batch_buf_t *arr;
+	int64_t batch_size;            /* -1 = no count limit */
+	int64_t n;                     /* documents in the batch */
+	size_t bytes;                  /* their size */
+	int64_t *limit;                /* the cursor's documents left (-1 = no limit) */
+	bson_t **pending;
+	char key[16];                  /* the next array index */
+	int klen;
+};
+
+/* doc_sink_t.take: the document into the batch; when it would take the
+ * batch past 16 MiB it is copied into *pending (unless it is that one)
+ * to start the next batch, and the batch is full.  Full too once the
+ * batch has batch_size documents or the limit is reached.  Every document
+ * taken is a unit of work for the interruption check (maxTimeMS, killOp):
+ * DOC_SINK_FAILED with err. */
+static int
+fill_take(doc_sink_t *sink, const uint8_t *data, uint32_t len, terr_t *err)
+{
+	struct batch_fill *f = (struct batch_fill *)sink;
+
+	if (f->n > 0 && f->bytes + len > (size_t)TAMGA_MAX_BSON_SIZE) {
+		if (*f->pending == NULL)
+			*f->pending = bson_new_from_data(data, len);
+		return DOC_SINK_FULL;
+	}
+	batch_add(f->arr, f->key, f->klen, data, len);
+	key_next(f->key, &f->klen);
+	f->bytes += len;
+	f->n++;
+	if (*f->limit > 0)
+		(*f->limit)--;
+	if (tm_interrupt_check(err) != 0)
+		return DOC_SINK_FAILED;
+	return (f->batch_size >= 0 && f->n >= f->batch_size) || *f->limit == 0 ? DOC_SINK_FULL : DOC_SINK_MORE;
+}
+
 /*
  * Append up to batch_size documents (-1 = no count limit) to arr, stopping
  * before the batch would pass 16 MiB.  Sources cannot "unread", so the
  * document that did not fit is copied into *pending and starts the next
  * batch.  Sets *exhausted when the source ended or the limit is reached,
- * and *bytes to the documents' total size.
+ * and *bytes to the documents' total size.  A source with next_batch (and
+ * no batch_end) fills the batch in one call; any other is asked for one
+ * document at a time.
  */
 static int
 fill_batch(cursor_source_t *src, storage_session_t *s, batch_buf_t *arr, int64_t batch_size,
     int64_t *limit, bson_t **pending, bool *exhausted, size_t *bytes_out, bool *ended, int64_t *n_out,
     terr_t *err)
 {
-	int64_t n = 0;
-	size_t bytes = 0;
-	char key[16] = "0";
-	int klen = 1;
+	struct batch_fill f = {
+		.sink = {.take = fill_take}, .arr = arr, .batch_size = batch_size, .limit = limit,
+		.pending = pending, .key = "0", .klen = 1,
+	};
 	bson_t doc;
-	int rc;
+	int rc = 0;
 
 	*exhausted = false;
 	*ended = false;
-	*bytes_out = 0;
-	*n_out = 0;
-	while (batch_size < 0 || n < batch_size) {
+	while (batch_size < 0 || f.n < batch_size) {
 		if (*limit == 0) {
 			*exhausted = true;
 			break;
 		}
 		if (*pending != NULL) {
-			doc = **pending;
-			rc = 1;
-		} else {
-			rc = src->next(src->state, s, &doc, err);
-			if (rc < 0)
-				return -1;
+			int64_t before = f.n;
+			rc = fill_take(&f.sink, bson_get_data(*pending), (*pending)->len, err);
+			if (f.n > before) {
+				bson_destroy(*pending);
+				*pending = NULL;
+			}
+		} else if (src->next_batch != NULL && src->batch_end == NULL) {
+			rc = src->next_batch(src->state, s, &f.sink, err);
 			if (rc == 0) {
 				*exhausted = true;
 				*ended = true;
 				break;
 			}
-		}
-		if (src->batch_end != NULL && doc.len > CHANGE_EVENT_MAX_BSON) {
-			/* a change event past mongod's internal BSON limit
-			 * (BSONObjMaxInternalSize): $changeStreamSplitLargeEvent
-			 * would have cut it */
-			bson_iter_t it;
-			const char *hex = NULL;
-			if (bson_iter_init_find(&it, &doc, "_id") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-				bson_iter_t d;
-				if (bson_iter_recurse(&it, &d) && bson_iter_find(&d, "_data") && BSON_ITER_HOLDS_UTF8(&d))
-					hex = bson_iter_utf8(&d, NULL);
+		} else {
+			rc = src->next(src->state, s, &doc, err);
+			if (rc == 0) {
+				*exhausted = true;
+				*ended = true;
+				break;
 			}
-			return terr_set(err, 10334,
-			    "Executor error during getMore :: caused by :: BSONObj size: %u (0x%X) is invalid. Size must be between 0 and 16793600(16MB) First element: _id: { _data: \"%s\" }",
-			    doc.len, doc.len, hex != NULL ? hex : "");
+			if (rc > 0 && src->batch_end != NULL && doc.len > CHANGE_EVENT_MAX_BSON) {
+				/* a change event past mongod's internal BSON limit
+				 * (BSONObjMaxInternalSize): $changeStreamSplitLargeEvent
+				 * would have cut it */
+				bson_iter_t it;
+				const char *hex = NULL;
+				if (bson_iter_init_find(&it, &doc, "_id") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+					bson_iter_t d;
+					if (bson_iter_recurse(&it, &d) && bson_iter_find(&d, "_data") &&
+					    BSON_ITER_HOLDS_UTF8(&d))
+						hex = bson_iter_utf8(&d, NULL);
+				}
+				rc = terr_set(err, 10334,
+				    "Executor error during getMore :: caused by :: BSONObj size: %u (0x%X) is invalid. Size must be between 0 and 16793600(16MB) First element: _id: { _data: \"%s\" }",
+				    doc.len, doc.len, hex != NULL ? hex : "");
+			} else if (rc > 0) {
+				rc = fill_take(&f.sink, bson_get_data(&doc), doc.len, err);
+			}
 		}
-		if (n > 0 && bytes + doc.len > (size_t)TAMGA_MAX_BSON_SIZE) {
-			if (*pending == NULL)
-				*pending = bson_copy(&doc);
+		if (rc < 0)
 			break;
-		}
-		batch_add(arr, key, klen, &doc);
-		key_next(key, &klen);
-		if (*pending != NULL) {
-			bson_destroy(*pending);
-			*pending = NULL;
-		}
-		bytes += doc.len;
-		*bytes_out = bytes;
-		n++;
-		*n_out = n;
-		if (*limit > 0)
-			(*limit)--;
-		if (tm_interrupt_check(err) != 0)
-			return -1;
+		if (rc == DOC_SINK_FULL)
+			break;
 	}
+	*bytes_out = f.bytes;
+	*n_out = f.n;
+	if (rc < 0)
+		return -1;
 	if (*limit == 0)
 		*exhausted = true;
 	return 0;

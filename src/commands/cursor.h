@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <bson/bson.h>
 
+#include "common/doc_sink.h"
 #include "common/error.h"
 #include "storage/storage.h"
 
@@ -38,6 +39,13 @@ typedef struct cursor_source {
 	 * for good (the cursor then closes at its end). */
 	void (*batch_end)(void *state, bool ended, bool pending, bson_t *cursor);
 	bool (*finished)(void *state);
+	/* Optional, the fast lane of a batch (a find's plan): the documents
+	 * next would give, handed to sink->take one after another in one call
+	 * (common/doc_sink.h: each lent only during take, which copies it into
+	 * the batch) until take answers DOC_SINK_FULL or DOC_SINK_FAILED
+	 * (returned as they are), the source ends (0), or it fails (-1 with
+	 * err).  Used instead of next when set and batch_end is not. */
+	int (*next_batch)(void *state, storage_session_t *s, doc_sink_t *sink, terr_t *err);
 } cursor_source_t;
 
 cursor_registry_t *cursor_registry_new(void);

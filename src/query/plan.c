@@ -2171,6 +2171,34 @@ plan_exec_all_plans_append(const plan_exec_t *x, bson_t *arr)
 	}
 }
 
+/* The collection scan's cursor, opened on first use: tailable, and placed
+ * after the resume point when asked. */
+static int
+scan_open(plan_exec_t *x, storage_session_t *s, terr_t *err)
+{
+	if (storage_scan_open(s, x->coll, x->backward, &x->cur, err) != 0)
+		return -1;
+	if (x->tailable)
+		storage_cursor_set_tailable(x->cur);
+	if (x->resume_key != NULL)
+		storage_cursor_seek_after_key(x->cur, x->resume_key, x->resume_key_len);
+	else if (x->has_resume_after)
+		storage_cursor_seek_after(x->cur, x->resume_after);
+	return 0;
+}
+
+/* The collection scan reached the end: done for good, unless tailable (the
+ * end is then only "nothing new yet"). */
+static void
+scan_end(plan_exec_t *x)
+{
+	if (x->tailable)
+		return;
+	x->scan_done = true;
+	storage_cursor_close(x->cur);
+	x->cur = NULL;
+}
+
 /* The next stored document that passes the filter. */
 int
 plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson_t *doc,
@@ -2224,26 +2252,15 @@ plan_exec_next_record(plan_exec_t *x, storage_session_t *s, recid_t *recid, bson
 	}
 	if (x->access == ACCESS_IXSCAN)
 		return ixscan_next(x, s, recid, doc, err);
-	if (x->cur == NULL) {
-		if (storage_scan_open(s, x->coll, x->backward, &x->cur, err) != 0)
-			return -1;
-		if (x->tailable)
-			storage_cursor_set_tailable(x->cur);
-		if (x->resume_key != NULL)
-			storage_cursor_seek_after_key(x->cur, x->resume_key, x->resume_key_len);
-		else if (x->has_resume_after)
-			storage_cursor_seek_after(x->cur, x->resume_after);
-	}
+	if (x->cur == NULL && scan_open(x, s, err) != 0)
+		return -1;
 	for (;;) {
 		if (x->work_limit > 0 && x->stats.docs_examined >= x->work_limit)
 			return 2;
 		rc = storage_cursor_next(x->cur, recid == &own ? NULL : recid, doc, NULL, NULL, err);
 		if (rc <= 0) {
-			if (rc == 0 && !x->tailable) {
-				x->scan_done = true;
-				storage_cursor_close(x->cur);
-				x->cur = NULL;
-			}
+			if (rc == 0)
+				scan_end(x);
 			return rc;
 		}
 		x->stats.docs_examined++;
@@ -2292,6 +2309,30 @@ fill_sorter(plan_exec_t *x, storage_session_t *s, terr_t *err)
 		return -1;
 	x->sorted = true;
 	x->stats.stage = "SORT";
+	return 0;
+}
+
+/* A result's projection (and $text's kept score), into *doc: 0 or -1. */
+static int
+project_result(plan_exec_t *x, bson_t *doc, terr_t *err)
+{
+	if (x->proj != NULL) {
+		int pos = -1;
+		if (projection_needs_match_pos(x->proj) && x->match != NULL &&
+		    match_exec(x->match, doc, &pos, err) < 0)
+			return -1;
+		x->proj_out = lazy_doc(x->proj_out);
+		if (projection_apply_meta(x->proj, doc, pos, x->text_has_score ? &x->text_score : NULL, x->proj_out,
+		    err) != 0)
+			return -1;
+		bson_init_static(doc, bson_get_data(x->proj_out), x->proj_out->len);
+	}
+	if (x->text_keep && x->text_has_score) {
+		x->text_keep_doc = lazy_doc(x->text_keep_doc);
+		bson_concat(x->text_keep_doc, doc);
+		BSON_APPEND_DOUBLE(x->text_keep_doc, SORT_TEXT_SCORE_FIELD, x->text_score);
+		bson_init_static(doc, bson_get_data(x->text_keep_doc), x->text_keep_doc->len);
+	}
 	return 0;
 }
 
@@ -2346,24 +2387,87 @@ plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err)
 		}
 		x->produced++;
 		x->stats.returned++;
+		return project_result(x, doc, err) != 0 ? -1 : 1;
+	}
+}
+
+/* The plans plan_exec_next_batch runs in its own loop: a collection scan
+ * with at most a filter, skip, limit and projection; no sort, RecordIds,
+ * index keys or trial (what plan_exec_next does for those per result
+ * stays there). */
+static bool
+batch_scan_ok(const plan_exec_t *x)
+{
+	return x->coll != NULL && x->access == ACCESS_SCAN && !x->trial_pending && !sort_needed(x) &&
+	    !x->want_recid && !x->want_key && !x->text_keep && !x->is_view && x->work_limit <= 0;
+}
+
+int
+plan_exec_next_batch(plan_exec_t *x, storage_session_t *s, doc_sink_t *sink, terr_t *err)
+{
+	const uint8_t *data;
+	uint32_t len;
+	bson_t doc;
+	int rc;
+
+	if (x->trial_pending && x->coll != NULL && trial_run(x, s, err) != 0)
+		return -1;
+	if (!batch_scan_ok(x)) {
+		/* every other plan: its results one at a time, handed on */
+		while ((rc = plan_exec_next(x, s, &doc, err)) == 1)
+			if ((rc = sink->take(sink, bson_get_data(&doc), doc.len, err)) != DOC_SINK_MORE)
+				return rc;
+		return rc;
+	}
+	/* what plan_exec_next and plan_exec_next_record do per result, in one
+	 * loop, in the same order: the limit before reading, each examined
+	 * document counted and checked for interruption, then the filter,
+	 * skip and projection */
+	x->have_key = false;
+	x->have_recid = false;
+	x->have_ckey = false;
+	for (;;) {
+		if (x->limit > 0 && x->produced >= x->limit)
+			return 0;
+		if (x->scan_done)
+			return 0;
+		if (x->cur == NULL && scan_open(x, s, err) != 0)
+			return -1;
+		/* WiredTiger's bytes, lent until the next move: the sink copies
+		 * them before it */
+		rc = storage_cursor_next_view(x->cur, &data, &len, err);
+		if (rc <= 0) {
+			if (rc == 0)
+				scan_end(x);
+			return rc;
+		}
+		x->stats.docs_examined++;
+		if (tm_interrupt_check(err) != 0)
+			return -1;
+		if (x->match != NULL || x->proj != NULL) {
+			if (!bson_init_static(&doc, data, len))
+				return terr_set(err, TERR_INTERNAL_ERROR, "corrupt record in %s", x->coll->ns);
+			if (x->match != NULL && (rc = match_exec(x->match, &doc, NULL, err)) != 1) {
+				if (rc < 0)
+					return -1;
+				continue;
+			}
+		}
+		x->stats.access_returned++;
+		if (x->skipped < x->skip) {
+			x->skipped++;
+			continue;
+		}
+		x->produced++;
+		x->stats.returned++;
 		if (x->proj != NULL) {
-			int pos = -1;
-			if (projection_needs_match_pos(x->proj) && x->match != NULL &&
-			    match_exec(x->match, doc, &pos, err) < 0)
+			if (project_result(x, &doc, err) != 0)
 				return -1;
-			x->proj_out = lazy_doc(x->proj_out);
-			if (projection_apply_meta(x->proj, doc, pos, x->text_has_score ? &x->text_score : NULL, x->proj_out,
-			    err) != 0)
-				return -1;
-			bson_init_static(doc, bson_get_data(x->proj_out), x->proj_out->len);
+			data = bson_get_data(&doc);
+			len = doc.len;
 		}
-		if (x->text_keep && x->text_has_score) {
-			x->text_keep_doc = lazy_doc(x->text_keep_doc);
-			bson_concat(x->text_keep_doc, doc);
-			BSON_APPEND_DOUBLE(x->text_keep_doc, SORT_TEXT_SCORE_FIELD, x->text_score);
-			bson_init_static(doc, bson_get_data(x->text_keep_doc), x->text_keep_doc->len);
-		}
-		return 1;
+		if ((rc = sink->take(sink, data, len, err)) != DOC_SINK_MORE)
+			return rc;
 	}
 }
 

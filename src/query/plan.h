@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <bson/bson.h>
 
+#include "common/doc_sink.h"
 #include "common/error.h"
 #include "query/match.h"
 #include "storage/storage.h"
@@ -145,6 +146,23 @@ int plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err);
 /* Next result: 1 with *doc (a view valid until the next call on this exec),
  * 0 at the end, -1 with err (e.g. 50 MaxTimeMSExpired, 292 sort memory). */
 int plan_exec_next(plan_exec_t *x, storage_session_t *s, bson_t *doc, terr_t *err);
+
+/*
+ * The results plan_exec_next would give, handed to sink->take one after
+ * another in one call (common/doc_sink.h), until the sink answers
+ * DOC_SINK_FULL or DOC_SINK_FAILED (returned as they are, err untouched
+ * after the sink's failure), the plan ends (0), or the plan fails (-1 with
+ * err).  A call after DOC_SINK_FULL goes on with the next result.  Each
+ * document lent to take is valid only during the call: a plain collection
+ * scan lends WiredTiger's own bytes (storage_cursor_next_view), so the
+ * sink must copy, and must not touch the session.  Counts, skip, limit,
+ * filter, projection, the interruption check per examined document and
+ * the scan's order are plan_exec_next's; plans other than a collection
+ * scan (sorts, index scans, RecordIds or keys wanted) run through
+ * plan_exec_next inside.  plan_exec_last_recid/_key/_cluster_key know
+ * nothing of results given this way.
+ */
+int plan_exec_next_batch(plan_exec_t *x, storage_session_t *s, doc_sink_t *sink, terr_t *err);
 
 /* Next matching stored document with its RecordId, ignoring sort, skip,
  * limit and projection: what delete and update iterate over.  recid may be

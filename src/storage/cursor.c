@@ -15,6 +15,10 @@
  * it must, before its WiredTiger cursor is saved, closed, or reset by a
  * commit or rollback on its session (storage_cursor_settle).
  *
+ * Documents are copied into the cursor's buffer, so a view outlives the
+ * next save or commit; storage_cursor_next_view skips that copy for a
+ * caller that copies each document at once (a find filling its batch).
+ *
  * Not here: filtering, sorting, fetching documents for index entries (the
  * caller uses storage_doc_get).
  */
@@ -365,9 +369,28 @@ index_bounds(const storage_cursor_t *cur, const uint8_t *key, size_t len)
 	return 0;
 }
 
-int
-storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
-                    const uint8_t **key, size_t *key_len, terr_t *err)
+/* A stored document's bytes as a view in *doc: cur->doc's copy, or with
+ * borrow the WiredTiger memory itself (storage_cursor_next_view). */
+static inline int
+doc_view(storage_cursor_t *cur, const WT_ITEM *v, bool borrow, bson_t *doc, terr_t *err)
+{
+	const uint8_t *p = v->data;
+
+	if (!borrow) {
+		bytes_set(&cur->doc, v->data, v->size);
+		p = cur->doc.data;
+	}
+	if (doc != NULL && !bson_init_static(doc, p, v->size))
+		return terr_set(err, TERR_INTERNAL_ERROR, "corrupt record in %s", cur->c->ns);
+	return 1;
+}
+
+/* storage_cursor_next, and with borrow storage_cursor_next_view's general
+ * case (every state but a positioned plain scan).  Inlined into both, so
+ * storage_cursor_next costs no extra call. */
+static inline __attribute__((always_inline)) int
+cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc, const uint8_t **key, size_t *key_len,
+            bool borrow, terr_t *err)
 {
 	WT_CURSOR *wc = cur->wc;
 	WT_ITEM k, v;
@@ -479,10 +502,7 @@ storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
 			}
 			if ((ret = wc->get_value(wc, &v)) != 0)
 				return storage_wt_err(ret, "scan", err);
-			bytes_set(&cur->doc, v.data, v.size);
-			if (doc != NULL && !bson_init_static(doc, cur->doc.data, cur->doc.len))
-				return terr_set(err, TERR_INTERNAL_ERROR, "corrupt record in %s", cur->c->ns);
-			return 1;
+			return doc_view(cur, &v, borrow, doc, err);
 		}
 		if ((ret = wc->get_key(wc, &k)) != 0)
 			return storage_wt_err(ret, "index scan", err);
@@ -502,9 +522,8 @@ storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
 			if ((ret = storage_clustered_value(wc, cur->ix, &rid, &v)) != 0)
 				return storage_wt_err(ret, "clustered scan", err);
 			cur->last_recid = rid;
-			bytes_set(&cur->doc, v.data, v.size);
-			if (doc != NULL && !bson_init_static(doc, cur->doc.data, cur->doc.len))
-				return terr_set(err, TERR_INTERNAL_ERROR, "corrupt record in %s", cur->c->ns);
+			if (doc_view(cur, &v, borrow, doc, err) < 0)
+				return -1;
 		} else if (storage_index_key_only(cur->ix)) {
 			int64_t rid;
 			if (cur->ix->typebits)
@@ -529,6 +548,61 @@ storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
 			*key_len = cur->last_key.len;
 		return 1;
 	}
+}
+
+int
+storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
+                    const uint8_t **key, size_t *key_len, terr_t *err)
+{
+	return cursor_next(cur, recid, doc, key, key_len, false, err);
+}
+
+/* storage_cursor_next_view's general case, out of line: its bson_t needs a
+ * 128-byte aligned frame the steady state does without. */
+static __attribute__((noinline)) int
+next_view_slow(storage_cursor_t *cur, const uint8_t **data, uint32_t *len, terr_t *err)
+{
+	bson_t doc;
+	int ret;
+
+	if ((ret = cursor_next(cur, NULL, &doc, NULL, NULL, true, err)) != 1)
+		return ret;
+	*data = bson_get_data(&doc);
+	*len = doc.len;
+	return 1;
+}
+
+int
+storage_cursor_next_view(storage_cursor_t *cur, const uint8_t **data, uint32_t *len, terr_t *err)
+{
+	WT_CURSOR *wc = cur->wc;
+	WT_ITEM v;
+	int ret;
+
+	/* The steady state of a plain scan (positioned, its RecordId left
+	 * unread, no visibility limit, not tailable, no commit since): one
+	 * move and one get_value, none of cursor_next's repositioning. */
+	if (cur->state == CUR_POSITIONED && cur->key_lazy && cur->ix == NULL && !cur->tailable &&
+	    cur->limit == INT64_MAX && wc != NULL && cur->s != NULL && cur->epoch == cur->s->txn_epoch) {
+		ret = wc_move(cur);
+		if (ret == 0 && (ret = wc->get_value(wc, &v)) == 0) {
+			uint32_t n = (uint32_t)v.size;
+			const uint8_t *p = v.data;
+			/* bson_init_static's own check: the length word is the size */
+			if (v.size < 5 || v.size > INT32_MAX ||
+			    ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24) != n)
+				return terr_set(err, TERR_INTERNAL_ERROR, "corrupt record in %s", cur->c->ns);
+			*data = p;
+			*len = n;
+			return 1;
+		}
+		if (ret == WT_NOTFOUND) {
+			cur->state = CUR_EOF;
+			return 0;
+		}
+		return storage_wt_err(ret, "scan", err);
+	}
+	return next_view_slow(cur, data, len, err);
 }
 
 int

@@ -727,6 +727,18 @@ int storage_index_scan_open(storage_session_t *s, storage_coll_t *c, const stora
  */
 int storage_cursor_next(storage_cursor_t *cur, recid_t *recid, bson_t *doc,
                         const uint8_t **key, size_t *key_len, terr_t *err);
+/*
+ * storage_cursor_next for a collection scan (storage_scan_open) whose
+ * caller copies each document before it moves on (a batch being filled):
+ * 1 with the document's bytes in *data and *len, 0 at the end, -1 with
+ * err.  The bytes are WiredTiger's own memory, not a copy: **valid only
+ * until the next call on cur, or until its WiredTiger cursor is reset** (a
+ * commit or rollback on its session, storage_cursor_save or _close), so
+ * never across a save, unlike storage_cursor_next's views.  The RecordId is not read (as
+ * storage_cursor_next with recid NULL).  A plain positioned scan costs one
+ * WiredTiger next and get_value, no copy.
+ */
+int storage_cursor_next_view(storage_cursor_t *cur, const uint8_t **data, uint32_t *len, terr_t *err);
 /* Index scans over an index with typebits: the type bits stored with the
  * entry storage_cursor_next returned last (call before any other call on
  * the cursor's session; *tb valid until the next call on cur; empty when
