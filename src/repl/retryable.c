@@ -862,20 +862,20 @@ repl_retryable_reply_write(repl_session_t *s, storage_t *st, storage_session_t *
 	return storage_txn_run(ss, reply_write_txn, &w, true, err);
 }
 
-int
-repl_retryable_load_kept_reply(repl_session_t *s, storage_t *st, storage_session_t *ss, const char *cmd,
-                               terr_t *err)
+/* This session's row of the config table `table` when its txnNum is the
+ * session's current txnNumber: 1 with a copy in *row (the caller destroys
+ * it), 0 when there is none (or another txnNumber's), -1 on a storage error. */
+static int
+session_row_read(repl_session_t *s, storage_t *st, storage_session_t *ss, const char *table, bson_t *row,
+                 terr_t *err)
 {
-	repl_retry_record_t *r = repl_session_txn(s)->retry;
 	storage_coll_t *c = NULL;
 	bson_t key = BSON_INITIALIZER, doc;
 	bson_iter_t it, f;
 	recid_t recid;
 	int rc, ret = 0;
 
-	if (r == NULL || !r->lost || r->has_reply)
-		return 0;
-	if (storage_coll_get(st, TXN_TABLE_DB, REPLY_TABLE, &c, NULL) != 0)
+	if (storage_coll_get(st, TXN_TABLE_DB, table, &c, NULL) != 0)
 		return 0;
 	append_lsid(&key, "_id", s);
 	bson_iter_init_find(&it, &key, "_id");
@@ -884,20 +884,9 @@ repl_retryable_load_kept_reply(repl_session_t *s, storage_t *st, storage_session
 		if (rc < 0) {
 			ret = -1;
 		} else if (rc == 0 && bson_iter_init_find(&f, &doc, "txnNum") &&
-		    bson_iter_as_int64(&f) == repl_session_txn(s)->txn_number && bson_iter_init_find(&f, &doc, "cmd") &&
-		    BSON_ITER_HOLDS_UTF8(&f) && same_command(bson_iter_utf8(&f, NULL), cmd) &&
-		    bson_iter_init_find(&f, &doc, "reply") && BSON_ITER_HOLDS_DOCUMENT(&f)) {
-			const uint8_t *d;
-			uint32_t len;
-			bson_t view;
-			bson_iter_document(&f, &len, &d);
-			if (bson_init_static(&view, d, len)) {
-				bson_strncpy(r->cmd, cmd, sizeof(r->cmd));
-				bson_reinit(&r->reply);
-				bson_concat(&r->reply, &view);
-				r->has_reply = true;
-				ret = 1;
-			}
+		           bson_iter_as_int64(&f) == repl_session_txn(s)->txn_number) {
+			bson_copy_to(&doc, row);
+			ret = 1;
 		}
 		storage_txn_rollback(ss);
 	} else {
@@ -908,48 +897,67 @@ repl_retryable_load_kept_reply(repl_session_t *s, storage_t *st, storage_session
 	return ret;
 }
 
+/* The embedded document `field` of row as a view into row: true when it is one. */
+static bool
+row_subdoc(const bson_t *row, const char *field, bson_t *view)
+{
+	bson_iter_t f;
+	const uint8_t *d;
+	uint32_t len;
+
+	if (!bson_iter_init_find(&f, row, field) || !BSON_ITER_HOLDS_DOCUMENT(&f))
+		return false;
+	bson_iter_document(&f, &len, &d);
+	return bson_init_static(view, d, len);
+}
+
+int
+repl_retryable_load_kept_reply(repl_session_t *s, storage_t *st, storage_session_t *ss, const char *cmd,
+                               terr_t *err)
+{
+	repl_retry_record_t *r = repl_session_txn(s)->retry;
+	bson_t row, view;
+	bson_iter_t f;
+	int ret;
+
+	if (r == NULL || !r->lost || r->has_reply)
+		return 0;
+	if ((ret = session_row_read(s, st, ss, REPLY_TABLE, &row, err)) <= 0)
+		return ret;
+	ret = 0;
+	if (bson_iter_init_find(&f, &row, "cmd") && BSON_ITER_HOLDS_UTF8(&f) &&
+	    same_command(bson_iter_utf8(&f, NULL), cmd) && row_subdoc(&row, "reply", &view)) {
+		bson_strncpy(r->cmd, cmd, sizeof(r->cmd));
+		bson_reinit(&r->reply);
+		bson_concat(&r->reply, &view);
+		r->has_reply = true;
+		ret = 1;
+	}
+	bson_destroy(&row);
+	return ret;
+}
+
 /* The image config.image_collection keeps for s's txnNumber at ts, copied
  * into *image: 1, or 0 when there is none (or another write's). */
 static int
 image_read(repl_session_t *s, storage_t *st, storage_session_t *ss, uint64_t ts, bson_t *image, terr_t *err)
 {
-	storage_coll_t *c = NULL;
-	bson_t key = BSON_INITIALIZER, doc;
-	bson_iter_t it, f;
-	recid_t recid;
-	int rc, ret = 0;
+	bson_t row, view;
+	bson_iter_t f;
+	uint32_t t, i;
+	int ret;
 
-	if (storage_coll_get(st, TXN_TABLE_DB, IMAGE_TABLE, &c, NULL) != 0)
-		return 0;
-	append_lsid(&key, "_id", s);
-	bson_iter_init_find(&it, &key, "_id");
-	if ((rc = storage_txn_begin(ss, err)) == 0) {
-		rc = storage_doc_find_id(ss, c, bson_iter_value(&it), &recid, &doc, err);
-		if (rc < 0) {
-			ret = -1;
-		} else if (rc == 0 && bson_iter_init_find(&f, &doc, "txnNum") &&
-		    bson_iter_as_int64(&f) == repl_session_txn(s)->txn_number && bson_iter_init_find(&f, &doc, "ts") &&
-		    BSON_ITER_HOLDS_TIMESTAMP(&f)) {
-			uint32_t t, i;
-			bson_iter_timestamp(&f, &t, &i);
-			if (((uint64_t)t << 32 | i) == ts && bson_iter_init_find(&f, &doc, "image") &&
-			    BSON_ITER_HOLDS_DOCUMENT(&f)) {
-				const uint8_t *d;
-				uint32_t len;
-				bson_t view;
-				bson_iter_document(&f, &len, &d);
-				if (bson_init_static(&view, d, len)) {
-					bson_copy_to(&view, image);
-					ret = 1;
-				}
-			}
+	if ((ret = session_row_read(s, st, ss, IMAGE_TABLE, &row, err)) <= 0)
+		return ret;
+	ret = 0;
+	if (bson_iter_init_find(&f, &row, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&f)) {
+		bson_iter_timestamp(&f, &t, &i);
+		if (((uint64_t)t << 32 | i) == ts && row_subdoc(&row, "image", &view)) {
+			bson_copy_to(&view, image);
+			ret = 1;
 		}
-		storage_txn_rollback(ss);
-	} else {
-		ret = -1;
 	}
-	bson_destroy(&key);
-	storage_coll_release(c);
+	bson_destroy(&row);
 	return ret;
 }
 
