@@ -15,7 +15,10 @@ until P's rollback removed it (in 3 rounds of 4).  Now the
 wait needs an entry of its own term: the write gets writeConcernError 11602
 and the read 11602, majority reads read no further than the applier's
 position in the set's log, and every write acknowledged anywhere is on every
-member afterwards.  Several rounds, since the pause may land before or
+member afterwards.  A write acknowledged is looked for on the new primary
+once it applied up to the write's optime (afterClusterTime: committed in the
+set's log is not applied there yet, and the resumed member may lead again by
+then), and on every member after healing.  Several rounds, since the pause may land before or
 after P's own step-down.
 
 usage: raft_deposed_wait.py path/to/tamgad
@@ -53,8 +56,12 @@ def one_round(cl, p, rnd):
     def write():
         try:
             with p.client(socketTimeoutMS=60000) as c:
-                c.t.get_collection("c", write_concern=WriteConcern("majority", wtimeout=30000)).insert_one(
-                    {"_id": "lost-%d" % rnd})
+                with c.start_session(causal_consistency=True) as s:
+                    c.t.get_collection("c", write_concern=WriteConcern("majority", wtimeout=30000)).insert_one(
+                        {"_id": "lost-%d" % rnd}, session=s)
+                    # the write's optime: a member has it once it applied
+                    # that far (afterClusterTime below)
+                    outcome["optime"] = s.operation_time
             outcome["write"] = "ok"
         except PyMongoError as e:
             outcome["write"] = e
@@ -115,10 +122,23 @@ def one_round(cl, p, rnd):
     stop.set()
     loader.join(30)
     check(not any(t.is_alive() for t in th), "round %d: the write and the read ended" % rnd)
+    # an acknowledged majority write is in the set's log, but the new
+    # primary need not have applied it yet -- nor still be primary: the
+    # resumed member may have been elected again and the write be one of
+    # that later term, which q then receives as a secondary.  Read q once it
+    # applied up to the write's optime (afterClusterTime), never before
     with q.client() as c:
-        present = c.t.c.find_one({"_id": "lost-%d" % rnd}) is not None
-    print("round %d: write %r, read %r, the write's document %s on the new primary" % (
-        rnd, outcome["write"], outcome["read"], "is" if present else "is not"))
+        if outcome["write"] == "ok":
+            d = c.t.command("find", "c", filter={"_id": "lost-%d" % rnd},
+                            readConcern={"level": "local", "afterClusterTime": outcome["optime"]},
+                            maxTimeMS=120000)
+            present = len(d["cursor"]["firstBatch"]) == 1
+        else:
+            present = c.t.c.find_one({"_id": "lost-%d" % rnd}) is not None
+        q_primary = c.admin.command("hello").get("isWritablePrimary")
+    print("round %d: write %r, read %r, the write's document %s on the new primary (%s)" % (
+        rnd, outcome["write"], outcome["read"], "is" if present else "is not",
+        "still primary" if q_primary else "no longer primary"))
     if outcome["write"] == "ok":
         check(present, "round %d: an acknowledged majority write was rolled back" % rnd)
     else:
@@ -146,6 +166,12 @@ def one_round(cl, p, rnd):
         check(time.time() < deadline, "round %d: members equal after healing: %r" % (rnd, hs))
         time.sleep(0.3)
     check(True, "round %d: members equal" % rnd)
+    if outcome["write"] == "ok":
+        # and every member holds the acknowledged write
+        for m in cl.members:
+            with m.client() as c:
+                check(c.t.c.find_one({"_id": "lost-%d" % rnd}) is not None,
+                      "round %d: the acknowledged majority write is on %s" % (rnd, m.host))
     return cl.wait_primary(30)
 
 
