@@ -1024,6 +1024,7 @@ cmd_repl_before(cmd_t *c, const cmd_def_t *def, cmd_repl_ctx_t *x, terr_t *err)
 			x->tv_counter = tv;
 			return -1;
 		}
+		x->start_term = repl_set_term(c->engine->rs);
 	}
 	return concerns(c, x, err);
 }
@@ -1208,7 +1209,7 @@ cmd_repl_after(cmd_t *c, const cmd_def_t *def, cmd_repl_ctx_t *x, int rc, bson_t
 	if (rc == 0 && x->fail_wce != NULL) {
 		BSON_APPEND_DOCUMENT(reply, "writeConcernError", x->fail_wce);
 	} else if (rc == 0 && rs != NULL && def != NULL && (def->flags & CMDF_WRITE) &&
-	    cmd_repl_member_wait_write(c, &x->wc, reply)) {
+	    cmd_repl_member_wait_write(c, &x->wc, x->start_term, reply)) {
 		/* a set of several members: the wait for the Raft commit failed */
 	} else if (rc == 0 && rs != NULL && x->wc.present && def != NULL && (def->flags & CMDF_WRITE)) {
 		concern_node_t node;

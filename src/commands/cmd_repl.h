@@ -30,6 +30,8 @@ typedef struct cmd_repl_ctx {
 	uint64_t tv_counter;
 	bool linearizable;         /* readConcern linearizable in a set of several members:
 	                            * cmd_repl_reads_linearize after the handler */
+	int64_t start_term;        /* the set's term when the command passed the gate (0: no set):
+	                            * a write's wait refuses a newer term's entries */
 } cmd_repl_ctx_t;
 void cmd_repl_ctx_clear(cmd_repl_ctx_t *x);
 

@@ -1136,7 +1136,7 @@ wait_mode(engine_t *e, repl_ts_t target, const char *name, int64_t deadline_us)
 }
 
 bool
-cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, bson_t *reply)
+cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, int64_t start_term, bson_t *reply)
 {
 	engine_t *e = c->engine;
 	repl_oplog_optime_t last;
@@ -1170,6 +1170,15 @@ cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, bson_t *reply)
 	repl_oplog_wait_visible(e->oplog, repl_clock_now(e->clock), 1000);
 	last = repl_oplog_last_optime(e->oplog);
 	target = last.ts;
+	/* the newest entry is of a term after the one this command wrote in:
+	 * the member stepped down meanwhile (and was elected again), so its
+	 * write may have been rolled back, and the newer term's commit says
+	 * nothing of it (mongod interrupts the operation at the stepdown) */
+	if (start_term > 0 && last.t > start_term) {
+		wce(reply, 11602, "InterruptedDueToReplStateChange",
+		    "operation was interrupted because a replication state change happened", false);
+		return true;
+	}
 	if (wc->present && wc->wtimeout > 0)
 		deadline = tm_now_us() + wc->wtimeout * 1000;
 	for (;;) {

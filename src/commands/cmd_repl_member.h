@@ -128,7 +128,9 @@ void member_opts_at(const bson_t *cfg, int i, member_opts_t *mo);
  * down while the write ran (the oplog's may_log refused the rest). */
 bool cmd_repl_member_interrupted(cmd_t *c, const bson_t *reply, terr_t *err);
 /* After a write command that succeeded: wait as its write concern says
- * (see the file's comment); true when a writeConcernError was appended. */
-bool cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, bson_t *reply);
+ * (see the file's comment); true when a writeConcernError was appended --
+ * 11602 at once when the set's term moved past start_term (the term when
+ * the command passed the gate; 0: not known) before the wait began. */
+bool cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, int64_t start_term, bson_t *reply);
 
 #endif
