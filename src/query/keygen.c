@@ -21,6 +21,7 @@
 #include "expr/hash.h"
 #include "text/text.h"
 #include <openssl/evp.h>
+#include "query/bucket_column.h"
 #include "query/match.h"
 
 typedef struct kg_field {
@@ -785,6 +786,53 @@ text_keys(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add,
 static int keygen_run(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx,
                       uint32_t *mk, terr_t *err);
 
+/*
+ * An index over a time-series collection's buckets (idx->ts_time_field set):
+ * mongod's ExpressionKeysPrivate::validateDocumentCommon.  Every numeric
+ * key-pattern field control.min.<f> / control.max.<f> other than the
+ * timeField names a measurement field f, checked once: when the bucket's
+ * control.min/max may hide an array at f (bucket_field_array_decision), a
+ * Yes, or a Maybe whose column does hold one, refuses the bucket with 5930501
+ * -- an index build over it, or the write of it.
+ */
+static int
+bucket_validate(const storage_index_t *idx, const bson_t *doc, terr_t *err)
+{
+	const char *checked[KEYGEN_MAX_FIELDS];
+	int nchecked = 0;
+	bson_iter_t it;
+
+	if (!bson_iter_init(&it, idx->key))
+		return 0;
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it), *f;
+		bool seen = false, found = false;
+		bucket_array_t d;
+		if (!BSON_ITER_HOLDS_NUMBER(&it))
+			continue;
+		if (strncmp(k, "control.min.", 12) == 0 || strncmp(k, "control.max.", 12) == 0)
+			f = k + 12;
+		else
+			continue;
+		if (*f == '\0' || strcmp(f, idx->ts_time_field) == 0)
+			continue;   /* time values are dates, never arrays */
+		for (int i = 0; i < nchecked && !seen; i++)
+			seen = strcmp(checked[i], f) == 0;
+		if (seen)
+			continue;
+		if (nchecked < KEYGEN_MAX_FIELDS)
+			checked[nchecked++] = f;
+		d = bucket_field_array_decision(doc, f);
+		if (d == BUCKET_ARRAY_NO)
+			continue;
+		if (d == BUCKET_ARRAY_MAYBE && bucket_column_has_array(doc, f, &found, err) != 0)
+			return -1;
+		if (d == BUCKET_ARRAY_YES || found)
+			return terr_set(err, 5930501, "Indexed measurement field contains an array value");
+	}
+	return 0;
+}
+
 int
 query_keygen(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx,
              uint32_t *mkpaths, terr_t *err)
@@ -868,9 +916,15 @@ keygen_run(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add
 	g.err = err;
 	g.sparse = idx->sparse;
 	g.coll = idx->collation;
+	key_kind_t kind;
+
 	if ((rc = partial_pass(idx, doc, err)) <= 0)
 		return rc;
-	switch (idx->plain_btree ? KK_BTREE : key_kind(idx)) {
+	kind = idx->plain_btree ? KK_BTREE : key_kind(idx);
+	if (idx->ts_time_field != NULL && kind != KK_WILDCARD && kind != KK_TEXT &&
+	    bucket_validate(idx, doc, err) != 0)
+		return -1;
+	switch (kind) {
 	case KK_WILDCARD:
 		return wildcard_keys(idx, doc, add, ctx);
 	case KK_HASHED:

@@ -10,7 +10,11 @@
  * undefined, and two different arrays met by two fields refused (171
  * CannotIndexParallelArrays "cannot index parallel arrays [b] [a]").  Sparse
  * indexes skip documents lacking every indexed field; partial indexes skip
- * documents not matching partialFilterExpression.
+ * documents not matching partialFilterExpression.  An index of a time-series
+ * collection's buckets (storage_index_t.ts_time_field) refuses a bucket whose
+ * indexed measurement field holds an array (5930501 "Indexed measurement
+ * field contains an array value", mongod's validateDocumentCommon) before
+ * any key is made.
  *
  * The storage layer calls this through storage_set_keygen; it computes the
  * key diffs, uniqueness and the multikey flag itself.  Geo indexes (2d,
@@ -36,7 +40,8 @@ void query_keygen_register(storage_t *st);
  * doc has in idx (duplicates possible; tb: the key's type bits), ORs the
  * multikey paths into mkpaths when not NULL (as keygen_multikey_paths,
  * nothing for wildcard indexes).  Returns 0, or -1 with err (171 parallel
- * arrays, 238 special index types, errors compiling a partial filter). */
+ * arrays, 5930501 an array in an indexed bucket measurement, 238 special
+ * index types, errors compiling a partial filter). */
 int query_keygen(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx,
                  uint32_t *mkpaths, terr_t *err);
 

@@ -91,6 +91,7 @@ coll_free(storage_coll_t *c)
 		bson_destroy(c->indexes[i].spec);
 		bson_destroy(c->indexes[i].key);
 		bson_free(c->indexes[i].ident);
+		bson_free(c->indexes[i].ts_time_field);
 	}
 	bson_free(c->indexes);
 	bson_free(c->db);
@@ -319,6 +320,12 @@ coll_from_entry(const bson_t *entry, coll_rt_t *rt, uint64_t version, storage_co
 		c->indexes = bson_malloc0(sizeof(*c->indexes));
 	c->clustered_ttl = -1;
 	c->timeseries = bson_iter_init_find(&it, c->options, "timeseries") && BSON_ITER_HOLDS_DOCUMENT(&it);
+	if (c->timeseries) {
+		bson_iter_t tf;
+		if (bson_iter_recurse(&it, &tf) && bson_iter_find(&tf, "timeField") && BSON_ITER_HOLDS_UTF8(&tf))
+			for (int i = 0; i < c->nindexes; i++)
+				c->indexes[i].ts_time_field = bson_strdup(bson_iter_utf8(&tf, NULL));
+	}
 	for (int i = 0; i < c->nindexes; i++)
 		if (c->indexes[i].clustered)
 			c->clustered_ix = &c->indexes[i];

@@ -157,6 +157,12 @@ typedef struct storage_index {
 	/* spec.collation (bson/collation.h; NULL = simple): its keys hold this
 	 * collation's sort keys for strings.  Interned, never freed. */
 	const coll_t *collation;
+	/* The timeField of the time-series collection whose buckets this index
+	 * keys (options.timeseries.timeField; owned by the descriptor), NULL for
+	 * every other collection's indexes: key generation then checks, as
+	 * mongod's validateDocumentCommon, that no indexed measurement field of
+	 * a bucket holds an array (query/keygen.c, 5930501). */
+	char *ts_time_field;
 	void *impl;        /* storage-private */
 } storage_index_t;
 

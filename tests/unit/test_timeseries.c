@@ -441,9 +441,8 @@ test_random_equivalence(void)
 	}
 	/* user indexes on the measurement field x (both directions) and on meta
 	 * and time: every answer stays the plain one, and the x ranges scan the
-	 * bucket index.  (Not on a: some buckets have arrays as both its
-	 * control.min and control.max, parallel arrays a compound bucket index
-	 * refuses with 171, as mongod's.) */
+	 * bucket index.  (Not on a: some buckets hold arrays there, which
+	 * mongod's validateDocumentCommon refuses with 5930501.) */
 	TT_EQ_INT(run_err("{\"createIndexes\": \"w\", \"indexes\": [{\"key\": {\"x\": 1}, \"name\": \"x_1\"}, "
 	    "{\"key\": {\"x\": -1}, \"name\": \"x_desc\"}, "
 	    "{\"key\": {\"m.site\": 1, \"t\": 1}, \"name\": \"site_t\"}]}"), 0);
@@ -1212,16 +1211,22 @@ test_index_hidden_values(void)
 			bson_free(h);
 			bson_free(b);
 		}
-		/* then a bucket whose control.max is an array (the index becomes
-		 * multikey: the type-checking form again; an array as both its
-		 * min and max would be parallel arrays, 171 as on mongod) */
+		/* then a bucket whose control.max is an array: mongod refuses it
+		 * (5930501, validateDocumentCommon) unless its min is an int32,
+		 * whose BSON type number (16) passes Array's in mongod's rule; that
+		 * one goes in and the index becomes multikey: the type-checking
+		 * form again */
 		if (round == 0) {
-			char *a = bson_strdup_printf("{\"insert\": \"hx\", \"rawData\": true, \"documents\": [%s]}", "{\"_id\": {\"$oid\": \"6553f0ec0000000000000004\"}, \"control\": {\"version\": 1, \"min\": {\"_id\": 8, \"t\": {\"$date\": {\"$numberLong\": \"1699999980000\"}}, \"y\": \"z\"}, \"max\": {\"_id\": 9, \"t\": {\"$date\": {\"$numberLong\": \"1700000009000\"}}, \"y\": [0, 8]}}, \"meta\": 4, \"data\": {\"_id\": {\"0\": 8, \"1\": 9}, \"t\": {\"0\": {\"$date\": {\"$numberLong\": \"1700000008000\"}}, \"1\": {\"$date\": {\"$numberLong\": \"1700000009000\"}}}, \"y\": {\"0\": [0, 8], \"1\": \"z\"}}}");
+			static const char *const bucket4 = "{\"insert\": \"hx\", \"rawData\": true, \"documents\": [{\"_id\": {\"$oid\": \"6553f0ec0000000000000004\"}, \"control\": {\"version\": 1, \"min\": {\"_id\": 8, \"t\": {\"$date\": {\"$numberLong\": \"1699999980000\"}}, \"y\": %s}, \"max\": {\"_id\": 9, \"t\": {\"$date\": {\"$numberLong\": \"1700000009000\"}}, \"y\": [0, 8]}}, \"meta\": 4, \"data\": {\"_id\": {\"0\": 8, \"1\": 9}, \"t\": {\"0\": {\"$date\": {\"$numberLong\": \"1700000008000\"}}, \"1\": {\"$date\": {\"$numberLong\": \"1700000009000\"}}}, \"y\": {\"0\": [0, 8], \"1\": %s}}}]}";
+			char *a = bson_strdup_printf(bucket4, "\"z\"", "\"z\"");
+			TT_EQ_INT(run_err(a), 5930501);
+			bson_free(a);
+			a = bson_strdup_printf(bucket4, "3", "3");
 			TT_EQ_INT(run_err(a), 0);
 			bson_free(a);
 			TT_EQ_INT(run_err("{\"insert\": \"hp\", \"documents\": ["
 		    "{\"_id\": 8, \"t\": {\"$date\": {\"$numberLong\": \"1700000008000\"}}, \"m\": 4, \"y\": [0, 8]}, "
-		    "{\"_id\": 9, \"t\": {\"$date\": {\"$numberLong\": \"1700000009000\"}}, \"m\": 4, \"y\": \"z\"}]}"), 0);
+		    "{\"_id\": 9, \"t\": {\"$date\": {\"$numberLong\": \"1700000009000\"}}, \"m\": 4, \"y\": 3}]}"), 0);
 		}
 	}
 }

@@ -10,7 +10,9 @@
  * filters in bucket terms (mongod's 5916301 refusals, a randomized check
  * that the forms keep every bucket holding a match, mixed types included),
  * TTL specs; 2dsphere_bucket keys, $_internalBucketGeoWithin and the
- * measurement geo conjuncts over uncompressed and BSONColumn buckets.
+ * measurement geo conjuncts over uncompressed and BSONColumn buckets; the
+ * 5930501 check of an array in an indexed measurement (decided from
+ * control.min/max as mongod, else from the column, both bucket forms).
  */
 #include "tt.h"
 
@@ -593,6 +595,174 @@ test_bucket_geo(void)
 	terr_clear(&err);
 }
 
+/* Both forms of a bucket of the given measurements (v1 as ts_bucket_build
+ * makes it, v2 compressed). */
+static void
+buckets_of(const char *const *ms_json, int n, bson_t *v1, bson_t *v2)
+{
+	bson_t *ms[8];
+	bson_oid_t id;
+	terr_t err = TERR_INIT;
+	ts_colstates_t cs = {0};
+
+	for (int i = 0; i < n; i++)
+		ms[i] = tt_json(ms_json[i]);
+	bson_oid_init_from_string(&id, "000000000000000000000000");
+	bson_init(v1);
+	ts_bucket_build(&O, &id, 0, NULL, (const bson_t *const *)ms, n, v1);
+	bson_init(v2);
+	TT_EQ_INT(ts_bucket_build_compressed(&O, &id, 0, NULL, (const bson_t *const *)ms, n, v2, &cs, &err), 0);
+	ts_colstates_clear(&cs);
+	for (int i = 0; i < n; i++)
+		bson_destroy(ms[i]);
+}
+
+static void
+no_key(void *ctx, const uint8_t *key, size_t len, const uint8_t *tb, size_t tblen)
+{
+	(void)ctx, (void)key, (void)len, (void)tb, (void)tblen;
+}
+
+/* The keys of a bucket index {control.min.x, control.max.x, ...} over b: 0,
+ * or the error's code. */
+static int
+bucket_keys(const char *key_json, const bson_t *b)
+{
+	bson_t *key = tt_json(key_json);
+	bson_t *spec = bson_new();
+	storage_index_t ix = {.name = "i", .spec = spec, .key = key, .nfields = (int)bson_count_keys(key),
+	                      .plain_btree = true, .ts_time_field = (char *)"t"};
+	terr_t err = TERR_INIT;
+	int rc, code;
+
+	BSON_APPEND_DOCUMENT(spec, "key", key);
+	rc = query_keygen(&ix, b, no_key, NULL, NULL, &err);
+	code = rc == 0 ? 0 : err.code;
+	if (code == 5930501)
+		TT_EQ_STR(err.msg, "Indexed measurement field contains an array value");
+	terr_clear(&err);
+	bson_destroy(key);
+	bson_destroy(spec);
+	return code;
+}
+
+/* mongod's validateDocumentCommon: an indexed measurement field holding an
+ * array refuses the bucket (5930501), decided from control.min/max (No /
+ * Maybe / Yes) and, on Maybe, from the column itself, compressed or not. */
+static void
+test_bucket_arrays(void)
+{
+	static const struct {
+		const char *bucket;
+		const char *field;
+		bucket_array_t want;
+	} dec[] = {
+		{"{\"control\": {\"min\": {\"x\": 1.5}, \"max\": {\"x\": 9.5}}}", "x", BUCKET_ARRAY_NO},
+		{"{\"control\": {\"min\": {\"x\": [1]}, \"max\": {\"x\": [9, \"c\"]}}}", "x", BUCKET_ARRAY_YES},
+		{"{\"control\": {\"min\": {\"x\": 2.5}, \"max\": {\"x\": [1]}}}", "x", BUCKET_ARRAY_YES},
+		/* whole-value bounds of mixed types: an array may hide between */
+		{"{\"control\": {\"min\": {\"x\": 1.5}, \"max\": {\"x\": true}}}", "x", BUCKET_ARRAY_MAYBE},
+		{"{\"control\": {\"min\": {\"x\": {\"$minKey\": 1}}, \"max\": {\"x\": \"s\"}}}", "x", BUCKET_ARRAY_NO},
+		{"{\"control\": {\"min\": {\"x\": {\"$minKey\": 1}}, \"max\": {\"x\": true}}}", "x", BUCKET_ARRAY_MAYBE},
+		/* mongod compares BSON type numbers: an int32 min (16) is past Array's 4 */
+		{"{\"control\": {\"min\": {\"x\": 1}, \"max\": {\"x\": true}}}", "x", BUCKET_ARRAY_NO},
+		{"{\"control\": {\"min\": {\"x\": 3}, \"max\": {\"x\": [1]}}}", "x", BUCKET_ARRAY_NO},
+		{"{\"control\": {\"min\": {}, \"max\": {}}}", "x", BUCKET_ARRAY_NO},
+		{"{\"control\": {\"min\": {\"x\": 1.5}, \"max\": {}}}", "x", BUCKET_ARRAY_MAYBE},
+		{"{\"control\": {\"min\": {\"x\": 1.5}}}", "x", BUCKET_ARRAY_MAYBE},
+		{"{\"control\": {\"min\": {\"a\": {\"b\": 1.5}}, \"max\": {\"a\": {\"b\": 2.5}}}}", "a.b", BUCKET_ARRAY_NO},
+		{"{\"control\": {\"min\": {\"a\": {\"b\": [1]}}, \"max\": {\"a\": {\"b\": [2]}}}}", "a.b", BUCKET_ARRAY_YES},
+		{"{\"control\": {\"min\": {\"a\": 1.5}, \"max\": {\"a\": {\"b\": true}}}}", "a.b", BUCKET_ARRAY_MAYBE},
+		{"{\"control\": {\"min\": {\"a\": 1.5}, \"max\": {\"a\": {\"b\": 3.5}}}}", "a.b", BUCKET_ARRAY_NO},
+		{"{\"control\": {\"min\": {\"a\": 1.5}, \"max\": {\"a\": {\"b\": [3]}}}}", "a.b", BUCKET_ARRAY_YES},
+		{"{\"control\": {\"min\": {\"a\": \"s\"}, \"max\": {\"a\": [1]}}}", "a.b", BUCKET_ARRAY_YES},
+		{"{\"control\": {\"min\": {\"a\": 1.5}, \"max\": {\"a\": 2.5}}}", "a.b", BUCKET_ARRAY_NO},
+		{"{\"control\": {\"min\": {\"a\": {\"c\": 1.5}}, \"max\": {\"a\": {\"c\": 2.5}}}}", "a.b", BUCKET_ARRAY_NO},
+	};
+	static const char *const plain_ms[] = {
+		"{\"t\": {\"$date\": 0}, \"x\": 1, \"a\": {\"b\": 1}, \"z\": [1]}",
+		"{\"t\": {\"$date\": 1000}, \"x\": 2, \"a\": {\"c\": [1]}}",
+	};
+	static const char *const arr_ms[] = {
+		"{\"t\": {\"$date\": 0}, \"x\": [1]}",
+		"{\"t\": {\"$date\": 1000}, \"x\": [3, 4], \"a\": [{\"b\": 1}]}",
+	};
+	static const char *const deep_ms[] = {
+		"{\"t\": {\"$date\": 0}, \"a\": {\"b\": [2]}}",
+	};
+	terr_t err = TERR_INIT;
+	bson_t v1, v2;
+	bool found;
+
+	bucket_column_set_decoder(bsoncolumn_decode);
+	for (size_t i = 0; i < sizeof dec / sizeof dec[0]; i++) {
+		bson_t *b = tt_json(dec[i].bucket);
+		TT_EQ_INT(bucket_field_array_decision(b, dec[i].field), dec[i].want);
+		bson_destroy(b);
+	}
+	/* the columns, both forms */
+	buckets_of(plain_ms, 2, &v1, &v2);
+	for (int f = 0; f < 2; f++) {
+		const bson_t *b = f ? &v2 : &v1;
+		TT_EQ_INT(bucket_column_has_array(b, "x", &found, &err), 0);
+		TT_ASSERT(!found);
+		TT_EQ_INT(bucket_column_has_array(b, "a.b", &found, &err), 0);
+		TT_ASSERT(!found);
+		TT_EQ_INT(bucket_column_has_array(b, "z", &found, &err), 0);
+		TT_ASSERT(found);
+		TT_EQ_INT(bucket_column_has_array(b, "nope.q", &found, &err), 0);
+		TT_ASSERT(!found);
+		/* indexed x, a.b, t: fine; z (an array) refused; the time field is never checked */
+		TT_EQ_INT(bucket_keys("{\"control.min.x\": 1, \"control.max.x\": 1}", b), 0);
+		TT_EQ_INT(bucket_keys("{\"control.max.a.b\": -1, \"control.min.a.b\": -1}", b), 0);
+		TT_EQ_INT(bucket_keys("{\"control.min.t\": 1, \"control.max.t\": 1}", b), 0);
+		TT_EQ_INT(bucket_keys("{\"control.min.x\": 1, \"control.max.x\": 1, \"control.min.z\": 1}", b), 5930501);
+	}
+	bson_destroy(&v1);
+	bson_destroy(&v2);
+	buckets_of(arr_ms, 2, &v1, &v2);
+	for (int f = 0; f < 2; f++) {
+		const bson_t *b = f ? &v2 : &v1;
+		TT_EQ_INT(bucket_column_has_array(b, "x", &found, &err), 0);
+		TT_ASSERT(found);
+		TT_EQ_INT(bucket_column_has_array(b, "a.b", &found, &err), 0);
+		TT_ASSERT(found);   /* an array on the way */
+		TT_EQ_INT(bucket_keys("{\"control.min.x\": 1, \"control.max.x\": 1}", b), 5930501);
+		TT_EQ_INT(bucket_keys("{\"meta.s\": 1, \"control.min.t\": 1}", b), 0);
+	}
+	bson_destroy(&v1);
+	bson_destroy(&v2);
+	buckets_of(deep_ms, 1, &v1, &v2);
+	for (int f = 0; f < 2; f++) {
+		TT_EQ_INT(bucket_column_has_array(f ? &v2 : &v1, "a.b", &found, &err), 0);
+		TT_ASSERT(found);
+	}
+	bson_destroy(&v1);
+	bson_destroy(&v2);
+	/* Maybe (whole-value bounds 1.5 .. true): the column decides, v1 and BSONColumn */
+	for (int arr = 0; arr < 2; arr++)
+		for (int f = 0; f < 2; f++) {
+			bson_t *col = tt_json(arr ? "{\"0\": 1.5, \"1\": [1], \"2\": true}" : "{\"0\": 1.5, \"1\": 7.5, \"2\": true}");
+			bson_t *b = tt_json("{\"control\": {\"version\": 1, \"min\": {\"x\": 1.5}, \"max\": {\"x\": true}}}");
+			bson_t data;
+			uint8_t *bin = NULL;
+			uint32_t len = 0;
+			bson_append_document_begin(b, "data", -1, &data);
+			if (f) {
+				TT_EQ_INT(bsoncolumn_encode(col, 3, &bin, &len, &err), 0);
+				bson_append_binary(&data, "x", -1, (bson_subtype_t)7, bin, len);
+				bson_free(bin);
+			} else {
+				BSON_APPEND_DOCUMENT(&data, "x", col);
+			}
+			bson_append_document_end(b, &data);
+			TT_EQ_INT(bucket_keys("{\"control.min.x\": 1, \"control.max.x\": 1}", b), arr ? 5930501 : 0);
+			bson_destroy(col);
+			bson_destroy(b);
+		}
+	terr_clear(&err);
+}
+
 int
 main(void)
 {
@@ -601,6 +771,7 @@ main(void)
 	TT_RUN(test_partial);
 	TT_RUN(test_partial_sound);
 	TT_RUN(test_bucket_geo);
+	TT_RUN(test_bucket_arrays);
 	TT_RUN(test_views);
 	TT_RUN(test_ix_fields);
 	return tt_finish();

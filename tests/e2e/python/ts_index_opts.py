@@ -5,8 +5,12 @@
     rawData: true in the buckets'); mongod's refusals (5916301 for what has no
     bucket form, 85 with a collation); reads with such indexes present answer
     what a plain collection holding the same measurements answers (random
-    filters over mixed types, arrays, NaN and missing values), and a query
+    filters over mixed types, NaN and missing values; arrays in a field no
+    index holds), and a query
     implied by a time partial filter scans that index;
+  - an array in an indexed measurement field (mongod's 5930501): createIndex
+    refused with nothing built, an insert or update putting one there refused
+    with nothing stored; arrays in fields no index holds stay fine;
   - TTL indexes (expireAfterSeconds on the timeField with a metaField-only
     partial filter): the TTL monitor (ttlMonitorSleepSecs=1, given by the
     test registration) deletes whole buckets of that meta once every
@@ -57,6 +61,9 @@ T0 = datetime.datetime(2026, 3, 1)   # naive: UTC, as PyMongo returns dates
 rng = random.Random(19)
 VALUES = [1, 5, -3, 7.5, float("nan"), "a", "b", True, [1], [9, "c"], [], {"k": 1}, None,
           T0, 2 ** 40, 6]
+# an indexed measurement field holds no array (mongod refuses them, 5930501):
+# x (indexed below) takes these, z (never indexed) every value
+X_VALUES = [v for v in VALUES if not isinstance(v, list)]
 
 
 def measurements(n):
@@ -64,7 +71,9 @@ def measurements(n):
     for i in range(n):
         d = {"t": T0 + datetime.timedelta(seconds=37 * i), "m": {"s": i % 4}}
         if rng.random() < 0.85:
-            d["x"] = rng.choice(VALUES[:7]) if rng.random() < 0.6 else rng.choice(VALUES)
+            d["x"] = rng.choice(VALUES[:7]) if rng.random() < 0.6 else rng.choice(X_VALUES)
+        if rng.random() < 0.5:
+            d["z"] = rng.choice(VALUES)
         if rng.random() < 0.7:
             d["y"] = rng.randint(0, 20)
         out.append(d)
@@ -106,7 +115,7 @@ def partial_measurement_and_time():
     # random filters, the partial indexes present: the plain collection's answers
     ops = ["$gt", "$gte", "$lt", "$lte", "$eq"]
     for _ in range(150):
-        f = rng.choice(["x", "y"])
+        f = rng.choice(["x", "y", "z"])
         v = rng.choice([1, 5, 6, 7.5, -3, "b", True, 10, 15])
         filt = {f: {rng.choice(ops): v}}
         if rng.random() < 0.3:
@@ -122,6 +131,41 @@ def partial_measurement_and_time():
     for q in ({"x": {"$gt": 5}}, {"x": {"$gt": 5}, "y": {"$gte": 1}}, {"x": 1}, {"x": 100, "m.s": 2}):
         same(q, db.w, db.plain)
     db.command("validate", "w")
+
+
+@case
+def indexed_measurement_arrays():
+    """mongod's validateDocumentCommon: an array in an indexed measurement
+    field refuses the index build and the write (5930501); arrays elsewhere
+    are fine."""
+    db.create_collection("ar", timeseries={"timeField": "t", "metaField": "m"})
+    db.ar.insert_many([{"t": T0, "m": 1, "x": 1, "z": [1, 2]},
+                       {"t": T0 + datetime.timedelta(seconds=1), "m": 1, "x": 2.5, "z": []},
+                       {"t": T0, "m": 2, "x": [3, 4]},
+                       {"t": T0, "m": 3, "w": {"a": [1]}}])
+    names = sorted(i["name"] for i in db.ar.list_indexes())
+    raw = len(db.command("listIndexes", "ar", rawData=True)["cursor"]["firstBatch"])
+    msg = refused(5930501, lambda: db.ar.create_index([("x", 1)], name="x_arr"))
+    assert "Indexed measurement field contains an array value" in msg, msg
+    refused(5930501, lambda: db.ar.create_index([("m", 1), ("w.a", -1)], name="wa_arr"))
+    assert sorted(i["name"] for i in db.ar.list_indexes()) == names
+    assert len(db.command("listIndexes", "ar", rawData=True)["cursor"]["firstBatch"]) == raw
+    # without the array the index builds; arrays in z (not indexed) stay fine
+    db.ar.delete_many({"m": 2})
+    db.ar.create_index([("x", 1)], name="x_ok")
+    db.ar.create_index([("w.b", 1)], name="wb_ok")   # w.a holds the array, not w.b
+    db.ar.insert_one({"t": T0 + datetime.timedelta(seconds=2), "m": 1, "x": 4, "z": [7, [8]]})
+    assert db.ar.count_documents({"z": 7}) == 1
+    # a measurement with an array in x: refused, nothing stored
+    n = db.ar.count_documents({})
+    refused(5930501, lambda: db.ar.insert_one({"t": T0 + datetime.timedelta(seconds=3), "m": 1, "x": [5]}))
+    refused(5930501, lambda: db.ar.insert_one({"t": T0 + datetime.timedelta(seconds=3), "m": 9, "x": []}))
+    assert db.ar.count_documents({}) == n
+    assert db.ar.count_documents({"x": 5}) == 0 and db.ar.count_documents({"m": 9}) == 0
+    # nor may an update put one there
+    refused(5930501, lambda: db.ar.update_one({"x": 4}, {"$set": {"x": [4]}}))
+    assert db.ar.count_documents({"x": 4}) == 1 and db.ar.count_documents({"x": [4]}) == 0
+    db.command("validate", "ar")
 
 
 @case
