@@ -176,6 +176,8 @@ unpack_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 			up->meta_field = bson_strdup(bson_iter_utf8(&it, NULL));
 		else if (strcmp(k, "bucketMaxSpanSeconds") == 0 && BSON_ITER_HOLDS_NUMBER(&it))
 			up->o.max_span = bson_iter_as_int64(&it);
+		else if (strcmp(k, "assumeNoMixedSchemaData") == 0)
+			up->o.mixed_schema = !bson_iter_as_bool(&it);
 		else if (strcmp(k, "$_tamgaLastpoint") == 0)
 			up->lastpoint = bson_iter_as_bool(&it);
 		else if (strcmp(k, "$_tamgaBlockGroup") == 0 && BSON_ITER_HOLDS_INT64(&it)) {
@@ -246,7 +248,7 @@ unpack_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	ex = bson_new();
 	bson_append_document_begin(ex, "$_internalUnpackBucket", -1, &inner);
 	ts_unpack_spec(&up->o, &inner);
-	BSON_APPEND_BOOL(&inner, "assumeNoMixedSchemaData", true);
+	BSON_APPEND_BOOL(&inner, "assumeNoMixedSchemaData", !up->o.mixed_schema);
 	/* mongod serializes both filters parsed and optimized */
 	if (up->whole != NULL) {
 		bson_t *w = match_to_bson(up->whole);

@@ -429,8 +429,19 @@ append_coll_info(bson_t *out, const storage_coll_t *coll, bool name_only)
 	bson_append_document_begin(out, "options", -1, &opts);
 	if (coll->options != NULL && bson_iter_init(&it, coll->options))
 		while (bson_iter_next(&it))
-			if (strcmp(bson_iter_key(&it), TS_OPT_BOUNDS) != 0)   /* Tamga's own (timeseries.h) */
+			if (strcmp(bson_iter_key(&it), TS_OPT_BOUNDS) != 0 &&   /* Tamga's own (timeseries.h) */
+			    strcmp(bson_iter_key(&it), TS_OPT_MIXED) != 0)
 				bson_append_iter(&opts, bson_iter_key(&it), -1, &it);
+	if (coll->options != NULL && bson_iter_init_find(&it, coll->options, TS_OPT_MIXED) &&
+	    bson_iter_as_bool(&it) && !bson_has_field(coll->options, "storageEngine")) {
+		/* collMod's flag where mongod 8.0+ keeps it (timeseries.h TS_OPT_MIXED) */
+		bson_t se, wt;
+		bson_append_document_begin(&opts, "storageEngine", -1, &se);
+		bson_append_document_begin(&se, "wiredTiger", -1, &wt);
+		BSON_APPEND_UTF8(&wt, "configString", TS_MIXED_CONFIG_STRING);
+		bson_append_document_end(&se, &wt);
+		bson_append_document_end(&opts, &se);
+	}
 	bson_append_document_end(out, &opts);
 	bson_append_document_begin(out, "info", -1, &info);
 	BSON_APPEND_BOOL(&info, "readOnly", false);

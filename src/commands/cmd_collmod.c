@@ -12,6 +12,7 @@
 
 #include "bson/value.h"
 #include "common/log.h"
+#include "commands/cmd_timeseries.h"
 #include "commands/validation.h"
 #include "query/plan.h"
 #include "timeseries/timeseries.h"
@@ -248,15 +249,14 @@ CMD_HANDLER(cmd_coll_mod)
 	bool has_ttl = false, ttl_off = false;
 	int64_t ttl_secs = 0;
 	bson_t ts_new = BSON_INITIALIZER;
-	bool has_ts = false;
-	static const char *const unsupported[] = {
-		"clusteredIndex", "timeseriesBucketsMayHaveMixedSchemaData", NULL};
+	bool has_ts = false, has_mixed = false, mixed = false, set_mixed = false;
+	static const char *const unsupported[] = {"clusteredIndex", NULL};
 	static const char *const view_only[] = {"viewOn", "pipeline", NULL};
 	/* what mongod's parseCollModRequest counts as a modification besides
 	 * the index's own (prepareUnique and dryRun combine with none) */
 	static const char *const modifications[] = {
 		"cappedSize", "cappedMax", "validator", "validationLevel", "validationAction",
-		"changeStreamPreAndPostImages", "expireAfterSeconds", "timeseries", NULL};
+		"changeStreamPreAndPostImages", "expireAfterSeconds", "timeseries", TS_OPT_MIXED, NULL};
 	int i, other_mods = 0;
 	bool dry_run = false, has_dry_run = false;
 
@@ -300,6 +300,7 @@ CMD_HANDLER(cmd_coll_mod)
 	ERR(cmd_get_string(c, "validationLevel", &new_level, &found, err));
 	ERR(cmd_get_string(c, "validationAction", &new_action, &found, err));
 	ERR(cmd_get_bool(c, "prepareConstraintValidationLevel", &prepare, &has_prepare, err));
+	ERR(cmd_get_bool(c, TS_OPT_MIXED, &mixed, &has_mixed, err));
 	if (bson_iter_init_find(&it, c->body, "changeStreamPreAndPostImages")) {
 		ERR(cmd_preimages_option(c, &it, "collMod", &preimages, err));
 		has_preimages = true;
@@ -316,6 +317,21 @@ CMD_HANDLER(cmd_coll_mod)
 	if (bson_has_field(c->body, "timeseries")) {
 		ERR(collmod_timeseries(c, coll, &ts_new, err));
 		has_ts = true;
+	}
+	if (has_mixed) {
+		/* mongod's catalog flag: only on a time-series collection, and
+		 * never cleared once set (its buckets may mix types by then) */
+		if (!cmd_ts_is(coll)) {
+			ret = terr_set(err, TERR_INVALID_OPTIONS,
+			    "option only supported on a time-series collection: " TS_OPT_MIXED);
+			goto err;
+		}
+		if (!mixed && ts_options_mixed_schema(coll->options)) {
+			ret = terr_set(err, TERR_INVALID_OPTIONS,
+			    "Cannot set timeseriesBucketsMayHaveMixedSchemaData to false once it is true");
+			goto err;
+		}
+		set_mixed = mixed && !ts_options_mixed_schema(coll->options);
 	}
 	if ((has_capped_size || has_capped_max) && !coll->capped) {
 		ret = terr_set(err, TERR_INVALID_OPTIONS, "Collection must be capped.");
@@ -358,6 +374,8 @@ CMD_HANDLER(cmd_coll_mod)
 		BSON_APPEND_INT32(&opts, "max", (int32_t)cmd_capped_adjust_max(capped_max));
 	if (has_ttl && !ttl_off)
 		BSON_APPEND_INT64(&opts, "expireAfterSeconds", ttl_secs);
+	if (set_mixed)   /* the oplog entry: {collMod, timeseriesBucketsMayHaveMixedSchemaData: true} */
+		BSON_APPEND_BOOL(&opts, TS_OPT_MIXED, true);
 	if (has_validator)
 		BSON_APPEND_DOCUMENT(&opts, "validator", &validator);
 	if (has_preimages) {
@@ -431,7 +449,7 @@ CMD_HANDLER(cmd_coll_mod)
 		bson_init_static(&sa.validator, data, len);
 		ERR(storage_coll_set_options_checked(c->engine->st, s, c->db, name, &opts, scan_check, &sa, err));
 	} else if (has_validator || new_level || new_action || has_prepare || has_capped_size || has_capped_max ||
-	           has_ttl || has_ts || has_preimages) {
+	           has_ttl || has_ts || has_preimages || set_mixed) {
 		/* only validation options change the stored options document */
 		ERR(storage_coll_set_options(c->engine->st, s, c->db, name, &opts, err));
 	} else if (c->engine->oplog != NULL && !bson_has_field(c->body, "index")) {

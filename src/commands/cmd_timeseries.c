@@ -1898,6 +1898,9 @@ is_const_one(bson_iter_t *it)
  * is mongod's answer too.  A collection created before (whole-value bounds
  * in some buckets) takes only $max of a top-level field (the largest value
  * by BSON order, which both forms hold unless it is an object or array).
+ * A collection that allows mixed-schema buckets (o->mixed_schema) takes
+ * none: its bounds need not be any measurement's value (mongod's rewrite
+ * requires assumeNoMixedSchemaData too).
  */
 static bool
 group_rewrite(const ts_options_t *o, bson_iter_t *g, bson_t *out, const char *key)
@@ -1976,7 +1979,7 @@ group_rewrite(const ts_options_t *o, bson_iter_t *g, bson_t *out, const char *ke
 			bool is_min = strcmp(op, "$min") == 0;
 			if (lp_meta_path(o, fp, path + 1, sizeof(path) - 1))
 				path[0] = '$';
-			else if (strlen(fp) < 300 && (o->field_bounds ? !(is_min && first == strlen(o->time_field) &&
+			else if (!o->mixed_schema && strlen(fp) < 300 && (o->field_bounds ? !(is_min && first == strlen(o->time_field) &&
 			                                                   strncmp(fp, o->time_field, first) == 0)
 			                                              : !is_min && fp[first] == '\0'))
 				/* field-by-field bounds: mongod's rewrite of any path but
@@ -2138,6 +2141,8 @@ cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bool simple
 	bson_append_document_begin(out, key, -1, &stage);
 	bson_append_document_begin(&stage, "$_internalUnpackBucket", -1, &spec);
 	ts_unpack_spec(&o, &spec);
+	if (o.mixed_schema)   /* mongod's spec field; shown by explain */
+		BSON_APPEND_BOOL(&spec, "assumeNoMixedSchemaData", false);
 	if (!bson_empty(&whole))
 		BSON_APPEND_DOCUMENT(&spec, "wholeBucketFilter", &whole);
 	if (!bson_empty(&event))

@@ -27,6 +27,8 @@
 #include "query/match_explain.h"
 #include "schema/schema.h"
 #include "schema/schema_rules.h"
+#include "timeseries/timeseries.h"
+#include "timeseries/ts_schema.h"
 
 #define TERR_QUERY_FEATURE_NOT_ALLOWED 224
 
@@ -306,6 +308,15 @@ validation_check_write(storage_coll_t *coll, const bson_t *new_doc, const bson_t
 	bson_t *info;
 
 	*result = VALIDATION_OK;
+	/* a bucket written raw into a time-series collection (every write of
+	 * a user path reaches here; the routed ones do not): one mixing types
+	 * only where the collection allows it, as mongod's
+	 * doesTimeseriesBucketsDocContainMixedSchemaData check, whatever
+	 * bypassDocumentValidation says */
+	if (coll->timeseries && ts_bucket_mixed_schema(new_doc) && !ts_options_mixed_schema(coll->options))
+		return terr_set(err, TERR_TS_MIXED_SCHEMA,
+		    "Cannot write time-series bucket containing mixed schema data, please run collMod with "
+		    "timeseriesBucketsMayHaveMixedSchemaData and retry your insert");
 	/* system.views holds view definitions: only ones mongod can read */
 	if (view_is_system_views(coll->name))
 		RET(view_check_definition_doc(coll->db, new_doc, err));

@@ -64,6 +64,9 @@ typedef enum {
  *    constraint ("bypassDocumentValidation is not permitted with
  *    'constraint' validationLevel") or while prepareConstraintValidationLevel
  *    is set, as mongod refuses it per document.
+ *  - 408 CannotInsertTimeseriesBucketsWithMixedSchema for a bucket (coll a
+ *    time-series collection: a raw write) mixing types at a path
+ *    (ts_bucket_mixed_schema) unless the collection allows it (TS_OPT_MIXED).
  * A validator whose evaluation fails ($expr errors) counts as failing; a
  * validator with $expr sees $$NOW as the time of the write.
  */

@@ -409,6 +409,7 @@ static const struct code_name {
 	{388, "TransactionTooLargeForCache"},
 	{391, "ReauthenticationRequired"},
 	{402, "ResourceExhausted"},
+	{408, "CannotInsertTimeseriesBucketsWithMixedSchema"},
 	{411, "QueryRejectedBySettings"},
 	{426, "IndexIsEmpty"},
 	{449, "RateLimitExceeded"},

@@ -47,6 +47,11 @@ typedef struct ts_options {
 	 * created with TS_OPT_BOUNDS.  Subfield bounds and $min on
 	 * control.min rely on it. */
 	bool field_bounds;
+	/* The collection allows buckets mixing types at a path (TS_OPT_MIXED,
+	 * set by collMod): field_bounds is then false, and no reader relies on
+	 * one type per bucket (no $min/$max on control.min/max, no subfield
+	 * bounds), as mongod's readers when mustConsiderMixedSchemaBucketsInReads. */
+	bool mixed_schema;
 } ts_options_t;
 
 /*
@@ -59,9 +64,26 @@ typedef struct ts_options {
  */
 #define TS_OPT_BOUNDS "tamgaBucketBounds"
 
-/* Whether a and b (collection options) are equal but for TS_OPT_BOUNDS. */
+/*
+ * The top-level options key collMod's timeseriesBucketsMayHaveMixedSchemaData:
+ * true leaves (mongod's catalog entry flag; never false once true).  Raw
+ * writes (rawData, or any path writing a bucket) of a bucket mixing types
+ * (ts_schema.h ts_bucket_mixed_schema) answer 408 without it.  Replicated as
+ * mongod's collMod entry {collMod, timeseriesBucketsMayHaveMixedSchemaData:
+ * true}; listCollections shows it as mongod 8.0+ keeps it, in
+ * storageEngine.wiredTiger.configString "app_metadata=(...=true)", which a
+ * create (an initial sync's copy) given that string also reads as the flag.
+ */
+#define TS_OPT_MIXED "timeseriesBucketsMayHaveMixedSchemaData"
+#define TS_MIXED_CONFIG_STRING "app_metadata=(timeseriesBucketsMayHaveMixedSchemaData=true)"
+/* Whether collection options allow mixed-schema buckets (either form). */
+bool ts_options_mixed_schema(const bson_t *options);
+
+/* Whether a and b (collection options) are equal but for TS_OPT_BOUNDS and
+ * TS_OPT_MIXED. */
 bool ts_options_equal_public(const bson_t *a, const bson_t *b);
-/* Append options a (NULL: none) to out without TS_OPT_BOUNDS. */
+/* Append options a (NULL: none) to out without TS_OPT_BOUNDS and
+ * TS_OPT_MIXED. */
 void ts_options_copy_public(const bson_t *a, bson_t *out);
 
 /* Whether unpacking with o emits the top-level field name (o->include). */

@@ -175,6 +175,10 @@ ts_options_get(const bson_t *options, ts_options_t *o)
 		o->field_bounds = bson_iter_init_find(&fb, options, TS_OPT_BOUNDS) && BSON_ITER_HOLDS_NUMBER(&fb) &&
 		    bson_iter_as_int64(&fb) == 2;
 	}
+	if (ts_options_mixed_schema(options)) {
+		o->mixed_schema = true;
+		o->field_bounds = false;   /* the readers' conservative path */
+	}
 	bson_iter_recurse(&it, &f);
 	while (bson_iter_next(&f)) {
 		const char *k = bson_iter_key(&f);
@@ -202,6 +206,20 @@ ts_options_get(const bson_t *options, ts_options_t *o)
 	return o->time_field != NULL;
 }
 
+bool
+ts_options_mixed_schema(const bson_t *options)
+{
+	bson_iter_t it, cs;
+
+	if (options == NULL)
+		return false;
+	if (bson_iter_init_find(&it, options, TS_OPT_MIXED))
+		return bson_iter_as_bool(&it);
+	return bson_iter_init(&it, options) &&
+	    bson_iter_find_descendant(&it, "storageEngine.wiredTiger.configString", &cs) &&
+	    BSON_ITER_HOLDS_UTF8(&cs) && strstr(bson_iter_utf8(&cs, NULL), TS_OPT_MIXED "=true") != NULL;
+}
+
 void
 ts_options_copy_public(const bson_t *a, bson_t *out)
 {
@@ -209,7 +227,7 @@ ts_options_copy_public(const bson_t *a, bson_t *out)
 
 	if (a != NULL && bson_iter_init(&it, a))
 		while (bson_iter_next(&it))
-			if (strcmp(bson_iter_key(&it), TS_OPT_BOUNDS) != 0)
+			if (strcmp(bson_iter_key(&it), TS_OPT_BOUNDS) != 0 && strcmp(bson_iter_key(&it), TS_OPT_MIXED) != 0)
 				bson_append_iter(out, bson_iter_key(&it), -1, &it);
 }
 

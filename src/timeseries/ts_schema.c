@@ -281,3 +281,69 @@ fail:
 	ts_schema_free(s);
 	return NULL;
 }
+
+/* Whether bounds min and max (control.min / control.max, or one of their
+ * objects or arrays) give a field of both another canonical type; objects
+ * and arrays compared inside.  A field one side lacks is passed over (Tamga
+ * keeps min and max apart, so their field orders may differ: looked up by
+ * name after the same position). */
+static bool
+bounds_mixed(const bson_t *min, const bson_t *max, bool array, int depth)
+{
+	bson_iter_t a, b;
+	bool have_b;
+
+	if (depth > 100)
+		return true;   /* deeper than BSON nesting allows: not ours to trust */
+	if (!bson_iter_init(&a, min) || !bson_iter_init(&b, max))
+		return false;
+	have_b = true;
+	while (bson_iter_next(&a)) {
+		bson_iter_t m;
+		int ka, kb;
+		have_b = have_b && bson_iter_next(&b);
+		if (have_b && strcmp(bson_iter_key(&a), bson_iter_key(&b)) == 0)
+			m = b;
+		else if (array || !bson_iter_init_find(&m, max, bson_iter_key(&a)))
+			continue;
+		ka = kind_of((uint8_t)bson_iter_type(&a));
+		kb = kind_of((uint8_t)bson_iter_type(&m));
+		if (ka != kb)
+			return true;
+		if (ka == K_OBJ || ka == K_ARR) {
+			const uint8_t *d1, *d2;
+			uint32_t l1, l2;
+			bson_t x, y;
+			if (ka == K_OBJ) {
+				bson_iter_document(&a, &l1, &d1);
+				bson_iter_document(&m, &l2, &d2);
+			} else {
+				bson_iter_array(&a, &l1, &d1);
+				bson_iter_array(&m, &l2, &d2);
+			}
+			if (bson_init_static(&x, d1, l1) && bson_init_static(&y, d2, l2) &&
+			    bounds_mixed(&x, &y, ka == K_ARR, depth + 1))
+				return true;
+		}
+	}
+	return false;
+}
+
+bool
+ts_bucket_mixed_schema(const bson_t *bucket)
+{
+	bson_iter_t it, mn, mx;
+	const uint8_t *d1, *d2;
+	uint32_t l1, l2;
+	bson_t min, max;
+
+	if (!bson_iter_init(&it, bucket) || !bson_iter_find_descendant(&it, "control.min", &mn) ||
+	    !BSON_ITER_HOLDS_DOCUMENT(&mn) || !bson_iter_init(&it, bucket) ||
+	    !bson_iter_find_descendant(&it, "control.max", &mx) || !BSON_ITER_HOLDS_DOCUMENT(&mx))
+		return false;
+	bson_iter_document(&mn, &l1, &d1);
+	bson_iter_document(&mx, &l2, &d2);
+	if (!bson_init_static(&min, d1, l1) || !bson_init_static(&max, d2, l2))
+		return false;
+	return bounds_mixed(&min, &max, false, 0);
+}

@@ -53,4 +53,15 @@ bool ts_schema_add(ts_schema_t *s, const bson_t *m, const char *skip);
  */
 ts_schema_t *ts_schema_from_bucket(const bson_t *bucket);
 
+/*
+ * Whether a bucket document mixes types: a field of its control.min and the
+ * same field of its control.max have another canonical type (bv_type_rank),
+ * objects through their fields and arrays through their positions -- mongod's
+ * doesTimeseriesBucketsDocContainMixedSchemaData (doesMinMaxHaveMixedSchemaData).
+ * A bucket without control.min/max documents does not (as mongod reads it).
+ * A raw write of such a bucket is refused with 408 unless the collection
+ * allows mixed schema (timeseries.h TS_OPT_MIXED).
+ */
+bool ts_bucket_mixed_schema(const bson_t *bucket);
+
 #endif

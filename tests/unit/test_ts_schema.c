@@ -132,9 +132,39 @@ test_from_bucket(void)
 	TT_ASSERT(ts_schema_copy(NULL) == NULL);
 }
 
+/* mongod's doesMinMaxHaveMixedSchemaData: control.min against control.max */
+static void
+test_mixed(void)
+{
+	static const struct {
+		const char *bucket;
+		bool mixed;
+	} cases[] = {
+		{"{\"control\": {\"min\": {\"a\": 1}, \"max\": {\"a\": \"s\"}}}", true},
+		{"{\"control\": {\"min\": {\"a\": 1}, \"max\": {\"a\": 2.5}}}", false},   /* numbers: one type */
+		{"{\"control\": {\"min\": {\"a\": null}, \"max\": {\"a\": 2}}}", true},
+		{"{\"control\": {\"min\": {\"o\": {\"x\": 1, \"y\": \"a\"}}, \"max\": {\"o\": {\"x\": 2, \"y\": 3}}}}", true},
+		{"{\"control\": {\"min\": {\"o\": {\"x\": 1}}, \"max\": {\"o\": 5}}}", true},
+		/* fields in another order (Tamga keeps min and max apart): by name */
+		{"{\"control\": {\"min\": {\"o\": {\"x\": 1, \"y\": 2}}, \"max\": {\"o\": {\"y\": 3, \"x\": \"s\"}}}}", true},
+		{"{\"control\": {\"min\": {\"o\": {\"x\": 1, \"y\": 2}}, \"max\": {\"o\": {\"y\": 3, \"x\": 4}}}}", false},
+		{"{\"control\": {\"min\": {\"r\": [1, \"a\"]}, \"max\": {\"r\": [2, \"b\"]}}}", false},
+		{"{\"control\": {\"min\": {\"r\": [1, \"a\"]}, \"max\": {\"r\": [2, 3]}}}", true},
+		{"{\"control\": {\"min\": {\"r\": [1]}, \"max\": {\"r\": [2, 3]}}}", false},
+		{"{\"control\": {\"min\": {\"a\": 1}}}", false},   /* no max: nothing to compare (mongod) */
+		{"{\"meta\": 1}", false},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		bson_t *b = J(cases[i].bucket);
+		TT_ASSERT(ts_bucket_mixed_schema(b) == cases[i].mixed);
+		bson_destroy(b);
+	}
+}
+
 int
 main(void)
 {
+	TT_RUN(test_mixed);
 	TT_RUN(test_scalars);
 	TT_RUN(test_nested);
 	TT_RUN(test_from_bucket);

@@ -8,7 +8,8 @@
 // geo queries on measurements ($geoWithin through the bucket index, $geoNear
 // first) compared with a plain collection, and mongod's codes for bad input;
 // buckets closed on a schema change and field-by-field control.min/max
-// (subfield ranges, $min on the bounds).
+// (subfield ranges, $min on the bounds); raw mixed-schema buckets refused
+// (408) until collMod timeseriesBucketsMayHaveMixedSchemaData.
 load(__dirname + '/harness.js');
 
 const t = db.getSiblingDB('timeseries_e2e');
@@ -323,6 +324,37 @@ test('geo on measurements: 2dsphere_bucket, $geoWithin, $geoNear', () => {
 	const b = t.geop.aggregate([{$geoNear: near}, {$limit: 10}]).toArray();
 	eq(a.map(d => d.d.toFixed(3)), b.map(d => d.d.toFixed(3)), '$geoNear distances');
 	eq(code(() => t.geo.aggregate([{$geoNear: near}]).toArray()), 5892921, '$geoNear needs key');
+});
+
+test('raw mixed-schema buckets: 408 until collMod timeseriesBucketsMayHaveMixedSchemaData', () => {
+	t.mix.drop(); t.mixp.drop();
+	t.createCollection('mix', {timeseries: {timeField: 'ts', metaField: 'm'}});
+	const docs = [];
+	for (let i = 0; i < 20; i++)
+		docs.push({m: 1, ts: new Date(base + i * 1000), v: i});
+	t.mix.insertMany(docs.map(d => Object.assign({}, d))); t.mixp.insertMany(docs.map(d => Object.assign({}, d)));
+	const T0 = new Date(base + 7200000), T1 = new Date(base + 7201000);
+	const bucket = {_id: ObjectId.createFromTime(T0.getTime() / 1000), meta: 1,
+		control: {version: 1, min: {ts: T0, v: 3}, max: {ts: T1, v: 'zz'}},
+		data: {ts: {'0': T0, '1': T1}, v: {'0': 3, '1': 'zz'}}};
+	const before = t.runCommand({count: 'mix', rawData: true}).n;
+	const r = t.runCommand({insert: 'mix', documents: [bucket], rawData: true});
+	eq(r.writeErrors && r.writeErrors[0].code, 408, 'raw insert refused');
+	eq(t.runCommand({count: 'mix', rawData: true}).n, before, 'nothing stored');
+	eq(t.runCommand({collMod: 'mix', timeseriesBucketsMayHaveMixedSchemaData: true}).ok, 1, 'collMod');
+	eq(t.getCollectionInfos({name: 'mix'})[0].options.storageEngine.wiredTiger.configString,
+	   'app_metadata=(timeseriesBucketsMayHaveMixedSchemaData=true)', 'listCollections');
+	eq(t.runCommand({insert: 'mix', documents: [bucket], rawData: true}).n, 1, 'accepted after collMod');
+	t.mixp.insertMany([{m: 1, ts: T0, v: 3}, {m: 1, ts: T1, v: 'zz'}]);
+	const strip = a => a.map(d => [d.ts.getTime(), d.v]).sort();
+	for (const q of [{v: {$gte: 10}}, {v: {$type: 'string'}}, {}])
+		eq(strip(t.mix.find(q).toArray()), strip(t.mixp.find(q).toArray()), 'same answer ' + JSON.stringify(q));
+	const g = [{$group: {_id: '$m', lo: {$min: '$v'}, hi: {$max: '$v'}}}];
+	eq(t.mix.aggregate(g).toArray(), t.mixp.aggregate(g).toArray(), '$min/$max as unpacked');
+	eq(code(() => {
+		const x = t.runCommand({collMod: 'mix', timeseriesBucketsMayHaveMixedSchemaData: false});
+		if (x.ok !== 1) throw x;
+	}), 72, 'never cleared');
 });
 
 done();

@@ -9,6 +9,7 @@ Run by with_tamgad.sh (TAMGA_PORT); prints "N passed, N failed".
 """
 import datetime
 import os
+import sys
 
 import bson
 import pymongo
@@ -92,11 +93,18 @@ check("a schema-closed bucket takes nothing more", len(raw()) == before + 1, "%d
 db.drop_collection("x")
 db.create_collection("x", timeseries={"timeField": "t", "metaField": "m"})
 t0 = datetime.datetime(2024, 6, 1)
-db.command("insert", "x", rawData=True, documents=[{
+mixed_bucket = {
     "_id": bson.ObjectId.from_datetime(t0),
     "control": {"version": 1, "min": {"t": t0, "v": 1}, "max": {"t": t0 + datetime.timedelta(seconds=1), "v": "s"}},
     "meta": 5,
-    "data": {"t": {"0": t0, "1": t0 + datetime.timedelta(seconds=1)}, "v": {"0": 1, "1": "s"}}}])
+    "data": {"t": {"0": t0, "1": t0 + datetime.timedelta(seconds=1)}, "v": {"0": 1, "1": "s"}}}
+# mongod refuses a raw bucket mixing types (408) until collMod allows it
+r = db.command("insert", "x", rawData=True, documents=[mixed_bucket])
+check("a raw mixed bucket answers 408", r["n"] == 0 and r.get("writeErrors", [{}])[0].get("code") == 408
+      and "timeseriesBucketsMayHaveMixedSchemaData" in r["writeErrors"][0].get("errmsg", ""), str(r))
+check("and stores nothing", raw("x") == [])
+db.command("collMod", "x", timeseriesBucketsMayHaveMixedSchemaData=True)
+db.command("insert", "x", rawData=True, documents=[mixed_bucket])
 db.x.insert_one({"t": t0 + datetime.timedelta(seconds=2), "m": 5, "v": 2})
 xs = db.command("collStats", "x")["timeseries"]
 check("a mixed stored bucket is not reopened",
@@ -148,6 +156,90 @@ except pymongo.errors.OperationFailure as e:
     check("create with other options: 48 without Tamga's key in the message",
           e.code == 48 and "tamgaBucketBounds" not in str(e) and "timeField" in str(e), str(e))
 
+# timeseriesBucketsMayHaveMixedSchemaData (mongod's collMod flag): raw writes
+# of mixed buckets refused (408, nothing stored) until it is set; then the
+# readers leave out what relies on one type per bucket and answer as a plain
+# collection with the same measurements
+db.drop_collection("mx")
+db.drop_collection("mxp")
+db.create_collection("mx", timeseries={"timeField": "t", "metaField": "m"})
+M0 = datetime.datetime(2024, 8, 1)
+good = [{"t": M0 + datetime.timedelta(seconds=i), "m": i % 2, "v": i, "o": {"a": i, "b": i % 5}} for i in range(40)]
+db.mx.insert_many([dict(d) for d in good])
+db.mxp.insert_many([dict(d) for d in good])
+BT = M0 + datetime.timedelta(minutes=30)
+bm = [{"_id": bson.ObjectId.from_datetime(BT), "t": BT, "m": 0, "v": 5, "o": {"a": 1, "b": "x"}},
+      {"_id": bson.ObjectId.from_datetime(BT + datetime.timedelta(seconds=1)), "t": BT + datetime.timedelta(seconds=1),
+       "m": 0, "v": 6, "o": {"a": 50, "b": 3}},
+      {"_id": bson.ObjectId.from_datetime(BT + datetime.timedelta(seconds=2)), "t": BT + datetime.timedelta(seconds=2),
+       "m": 0, "v": 7, "o": {"a": "z", "b": 4}}]
+bucket = {"_id": bson.ObjectId.from_datetime(BT),
+          "control": {"version": 1,
+                      "min": {"_id": bm[0]["_id"], "t": BT, "v": 5, "o": {"a": 1, "b": 3}},
+                      "max": {"_id": bm[-1]["_id"], "t": bm[-1]["t"], "v": 7, "o": {"a": "z", "b": "x"}}},
+          "meta": 0,
+          "data": {f: {str(i): d[f] for i, d in enumerate(bm)} for f in ("_id", "t", "v", "o")}}
+nraw = len(raw("mx"))
+r = db.command("insert", "mx", rawData=True, documents=[bucket])
+check("mixed subfields: raw insert 408", r.get("writeErrors", [{}])[0].get("code") == 408, str(r))
+check("nothing stored", len(raw("mx")) == nraw)
+b0 = raw("mx")[0]
+r = db.command("update", "mx", rawData=True, updates=[{"q": {"_id": b0["_id"]},
+                                                       "u": {"$set": {"control.max.v": "s"}}}])
+check("a raw update making a bucket mixed: 408", r.get("writeErrors", [{}])[0].get("code") == 408
+      and r["nModified"] == 0, str(r))
+check("the bucket unchanged", raw("mx")[0] == b0)
+try:
+    db.command("findAndModify", "mx", rawData=True, query={"_id": b0["_id"]},
+               update={"$set": {"control.min.o": 1}})
+    check("findAndModify of a mixed bucket refused", False)
+except pymongo.errors.OperationFailure as e:
+    check("findAndModify of a mixed bucket refused", e.code == 408, str(e))
+db.drop_collection("plain")
+db.create_collection("plain")
+for bad, code in (({"collMod": "plain", "timeseriesBucketsMayHaveMixedSchemaData": True}, 72),
+                  ({"collMod": "mx", "timeseriesBucketsMayHaveMixedSchemaData": "yes"}, 14)):
+    try:
+        db.command(bad)
+        check("collMod %s refused" % bad, False)
+    except pymongo.errors.OperationFailure as e:
+        check("collMod %s: %d" % (bad, code), e.code == code, str(e))
+lc = db.command("listCollections", filter={"name": "mx"})["cursor"]["firstBatch"][0]["options"]
+check("no flag shown before", "storageEngine" not in lc, str(lc))
+db.command("collMod", "mx", timeseriesBucketsMayHaveMixedSchemaData=True)
+lc = db.command("listCollections", filter={"name": "mx"})["cursor"]["firstBatch"][0]["options"]
+check("listCollections shows the flag as mongod",
+      lc.get("storageEngine") == {"wiredTiger": {"configString":
+                                                 "app_metadata=(timeseriesBucketsMayHaveMixedSchemaData=true)"}}
+      and "timeseriesBucketsMayHaveMixedSchemaData" not in lc, str(lc))
+try:
+    db.command("collMod", "mx", timeseriesBucketsMayHaveMixedSchemaData=False)
+    check("the flag is never cleared", False)
+except pymongo.errors.OperationFailure as e:
+    check("the flag is never cleared (72)", e.code == 72, str(e))
+db.command("collMod", "mx", timeseriesBucketsMayHaveMixedSchemaData=True)   # again: no change, no error
+db.command("create", "mx", timeseries={"timeField": "t", "metaField": "m"})   # same options still
+r = db.command("insert", "mx", rawData=True, documents=[bucket])
+check("after collMod the mixed bucket is accepted", r["n"] == 1 and "writeErrors" not in r, str(r))
+db.mxp.insert_many([dict(d) for d in bm])
+for f in ({"o.a": {"$gt": 10}}, {"o.a": {"$lt": 60}}, {"o.b": {"$gte": 3}}, {"o.b": {"$lte": 3}}, {"v": {"$gte": 6}},
+          {"o.a": {"$type": "string"}}):
+    a = sorted((x["t"], x["v"]) for x in db.mx.find(f))   # the good measurements' _ids differ
+    b = sorted((x["t"], x["v"]) for x in db.mxp.find(f))
+    check("mixed: %s answers as a plain collection" % f, a == b and a, "%d %d" % (len(a), len(b)))
+g = [{"$group": {"_id": "$m", "lo": {"$min": "$o"}, "hi": {"$max": "$o"}, "la": {"$min": "$o.a"},
+                 "hb": {"$max": "$o.b"}, "hv": {"$max": "$v"}}}, {"$sort": {"_id": 1}}]
+check("mixed: $min/$max answer as unpacked", list(db.mx.aggregate(g)) == list(db.mxp.aggregate(g)),
+      "%s %s" % (list(db.mx.aggregate(g)), list(db.mxp.aggregate(g))))
+st = db.command("explain", {"aggregate": "mx", "pipeline": g, "cursor": {}}, verbosity="queryPlanner")["stages"]
+check("mixed: no $group on the bounds", "$_internalUnpackBucket" in st[1] or "$_internalUnpackBucket" in str(st[0]),
+      str(st)[:400])
+check("mixed: explain says assumeNoMixedSchemaData false", "'assumeNoMixedSchemaData': False" in str(st), str(st)[:400])
+ex = str(db.command("explain", {"find": "mx", "filter": {"o.a": {"$gt": 10}}}, verbosity="queryPlanner"))
+check("mixed: no subfield bound", "control.max.o.a" not in ex, ex[:400])
+for other in ("mx", "mxp", "plain"):
+    db.drop_collection(other)
+
 # the bucket catalog's memory bound (mongod's idle bucket expiry): over
 # timeseriesIdleBucketExpiryMemoryUsageThreshold bytes, open buckets are
 # archived (least recently used first) and then archived ones forgotten,
@@ -177,3 +269,4 @@ finally:
     adm.command("setParameter", 1, timeseriesIdleBucketExpiryMemoryUsageThreshold=0)
 
 print("%d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)
