@@ -69,9 +69,17 @@ int
 cmd_api_check(cmd_t *c, const cmd_def_t *def, terr_t *err)
 {
 	bson_iter_t v, s, d;
-	bool has_v = cmd_find_field(c, "apiVersion", &v);
-	bool has_s = cmd_find_field(c, "apiStrict", &s);
-	bool has_d = cmd_find_field(c, "apiDeprecationErrors", &d);
+	const cmd_args_t *ix = c->args.body == c->body && c->args.len == c->body->len ? &c->args : cmd_args_index(c);
+	bool has_v, has_s, has_d;
+
+	/* none of the three names' bits in the body's index (most commands):
+	 * each lookup below would answer "absent" */
+	if (ix->n >= 0 && !(ix->present & (cmd_args_key_bit("apiVersion", 10) | cmd_args_key_bit("apiStrict", 9) |
+	    cmd_args_key_bit("apiDeprecationErrors", 20))))
+		return 0;
+	has_v = cmd_find_field(c, "apiVersion", &v);
+	has_s = cmd_find_field(c, "apiStrict", &s);
+	has_d = cmd_find_field(c, "apiDeprecationErrors", &d);
 
 	if (has_v) {
 		if (!BSON_ITER_HOLDS_UTF8(&v))

@@ -30,6 +30,7 @@
 
 #define METRICS_MAX_NS 4096
 #define METRICS_BUCKETS 48
+#define NS_BUF 512               /* "<db>.<coll>" built for a lookup, NUL included */
 
 typedef struct tcount {
 	int64_t time_us, count;
@@ -54,6 +55,7 @@ typedef struct ns_stats {
 
 static pthread_mutex_t m_lock = PTHREAD_MUTEX_INITIALIZER;   /* adding a namespace */
 static pthread_once_t rows_once = PTHREAD_ONCE_INIT;
+static bool rows_ready;                  /* rows_init has run (acquire / release) */
 static int64_t (*cmd_counts)[2];          /* per command table row: total, failed (atomic adds) */
 static uint8_t *row_kind;                /* metrics_kind of each command table row */
 static int cmd_rows;
@@ -120,6 +122,27 @@ ns_get(const char *ns, size_t len)
 	return s;
 }
 
+/* Whether s is the namespace "<db>.<coll>" (coll: coll_len bytes), as the
+ * name cmd_metrics_record would build: false for a name with a NUL inside
+ * coll or one too long for its buffer (cut there), which the caller builds
+ * and looks up. */
+static bool
+ns_is(const ns_stats_t *s, const char *db, const char *coll, uint32_t coll_len)
+{
+	const char *p = s->ns;
+	size_t i = 0;
+
+	while (db[i] != '\0' && p[i] == db[i])
+		i++;
+	if (db[i] != '\0' || p[i] != '.' || s->ns_len != i + 1 + (size_t)coll_len || s->ns_len >= NS_BUF - 1)
+		return false;
+	p += i + 1;
+	for (uint32_t j = 0; j < coll_len; j++)
+		if (p[j] != coll[j] || coll[j] == '\0')
+			return false;
+	return true;
+}
+
 /* What `top` and latencyStats count a command as, from its name. */
 enum { MK_QUERY = 1, MK_GETMORE = 2, MK_INSERT = 4, MK_UPDATE = 8, MK_REMOVE = 16, MK_READ = 32, MK_WRITE = 64 };
 
@@ -180,7 +203,7 @@ cmd_metrics_record(const cmd_def_t *def, const bson_iter_t *first, const char *d
                    int64_t elapsed_us, bool failed)
 {
 	bson_iter_t it;
-	char ns[512];
+	char ns[NS_BUF];
 	const char *coll = NULL;
 	uint32_t coll_len = 0;
 	int tn;
@@ -188,7 +211,11 @@ cmd_metrics_record(const cmd_def_t *def, const bson_iter_t *first, const char *d
 	bool in_tab;
 	uint8_t kind;
 
-	pthread_once(&rows_once, rows_init);
+	/* rows_init done (published with a release store): no pthread_once call */
+	if (!__atomic_load_n(&rows_ready, __ATOMIC_ACQUIRE)) {
+		pthread_once(&rows_once, rows_init);
+		__atomic_store_n(&rows_ready, true, __ATOMIC_RELEASE);
+	}
 	if (def == NULL) {
 		CNT_ADD(&unknown_total, 1);
 		return;
@@ -217,13 +244,14 @@ cmd_metrics_record(const cmd_def_t *def, const bson_iter_t *first, const char *d
 		 * a connection's commands mostly repeat one */
 		static __thread ns_stats_t *last;
 		ns_stats_t *s = last;
-		/* "<db>.<coll>", cut at sizeof ns - 1 bytes as snprintf would */
-		size_t dl = strnlen(db, sizeof ns - 1), cl, len = dl;
 
-		/* the same namespace: its length, then its bytes (a name with
-		 * a NUL inside or too long for ns takes the build below) */
-		if (s == NULL || dl + 1 + (size_t)coll_len >= sizeof ns - 1 || s->ns_len != dl + 1 + coll_len ||
-		    memcmp(s->ns, db, dl) != 0 || s->ns[dl] != '.' || memcmp(s->ns + dl + 1, coll, coll_len) != 0) {
+		/* the same namespace as this thread's last: "<db>.<coll>" compared
+		 * in place, byte by byte (names are short: no strnlen / memcmp
+		 * calls); anything else takes the build below */
+		if (s == NULL || !ns_is(s, db, coll, coll_len)) {
+			/* "<db>.<coll>", cut at sizeof ns - 1 bytes as snprintf would */
+			size_t dl = strnlen(db, sizeof ns - 1), cl, len = dl;
+
 			memcpy(ns, db, dl);
 			if (len < sizeof ns - 1)
 				ns[len++] = '.';

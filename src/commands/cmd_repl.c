@@ -928,6 +928,10 @@ concerns(cmd_t *c, cmd_repl_ctx_t *x, terr_t *err)
 	bson_t cfg;
 	int ret = 0;
 
+	/* neither concern named (most commands): nothing to parse or check,
+	 * and no zeroing of rc (x->wc comes zeroed: not present) */
+	if (!cmd_find_field(c, "writeConcern", &it) && !cmd_find_field(c, "readConcern", &it))
+		return 0;
 	memset(&rc, 0, sizeof(rc));
 	if (cmd_find_field(c, "writeConcern", &it))
 		RET(concern_write_parse(&it, &x->wc, err));

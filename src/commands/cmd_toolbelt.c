@@ -44,19 +44,22 @@ cmd_toolbelt_after(cmd_t *c, int rc, const terr_t *err)
 {
 	int64_t micros = (c->end_us = tm_now_us()) - c->op.start_us;
 	bool prof = toolbelt_profile_wanted(micros) && toolbelt_profile_needed(c->db, micros);
-	bool qs = rc == 0 && is_qstats_command(c->name) &&
-	    toolbelt_qstats_wanted(atomic_load_explicit(&c->engine->qstats_rate_limit, memory_order_relaxed)) &&
+	/* a rate limit of 0 ($queryStats off) answers no before the name is
+	 * compared (toolbelt_qstats_wanted(0) is false and counts nothing) */
+	int64_t qs_lim = atomic_load_explicit(&c->engine->qstats_rate_limit, memory_order_relaxed);
+	bool qs = rc == 0 && qs_lim != 0 && is_qstats_command(c->name) && toolbelt_qstats_wanted(qs_lim) &&
 	    !(strcmp(c->name, "aggregate") == 0 && reads_query_stats(c->body));
 	/* a getMore of a recorded query's cursor adds to its entry */
 	bool qs_more = c->name[0] == 'g' && strcmp(c->name, "getMore") == 0 && toolbelt_qstats_cursors_open() &&
 	    BSON_ITER_HOLDS_INT64(&c->first);
 	toolbelt_op_t op;
 	char ns[512], owner[256], app[128];
-	const bson_t *md = c->client != NULL ? client_metadata(c->client) : NULL;
+	const bson_t *md;
 	bson_iter_t it;
 
 	if (!prof && !qs && !qs_more)
 		return;
+	md = c->client != NULL ? client_metadata(c->client) : NULL;
 	/* an awaitable hello and an awaitData getMore wait by design: not slow */
 	if (prof && ((strcmp(c->name, "hello") == 0 || strcasecmp(c->name, "isMaster") == 0) ?
 	             cmd_find_field(c, "maxAwaitTimeMS", &it) :

@@ -435,6 +435,9 @@ test_find_and_writes(void)
 			ok_run("fw", "{\"find\": \"topA\", \"filter\": {\"_id\": 1}}");
 			ok_run("fw", "{\"find\": \"topA\"}");
 			ok_run("fw2", "{\"find\": \"topA\"}");
+			/* names that share a prefix with the cached one, both ways */
+			ok_run("fw", "{\"find\": \"topAB\"}");
+			ok_run("fw", "{\"find\": \"top\"}");
 		}
 		r = run("admin", "{\"top\": 1}", &rc);
 		TT_EQ_INT(rc, 0);
@@ -450,12 +453,20 @@ test_find_and_writes(void)
 			TT_EQ_INT(bson_iter_as_int64(&tot), 10);
 			TT_ASSERT(bson_iter_recurse(&ns, &cnt) && bson_iter_find_descendant(&cnt, "readLock.count", &tot));
 			TT_EQ_INT(bson_iter_as_int64(&tot), 10);
+			TT_ASSERT(tt_get(r, "totals", &tot) && bson_iter_recurse(&tot, &ns) &&
+			    bson_iter_find(&ns, "fw.topAB") && bson_iter_recurse(&ns, &cnt) &&
+			    bson_iter_find_descendant(&cnt, "queries.count", &tot));
+			TT_EQ_INT(bson_iter_as_int64(&tot), 5);
+			TT_ASSERT(tt_get(r, "totals", &tot) && bson_iter_recurse(&tot, &ns) &&
+			    bson_iter_find(&ns, "fw.top") && bson_iter_recurse(&ns, &cnt) &&
+			    bson_iter_find_descendant(&cnt, "queries.count", &tot));
+			TT_EQ_INT(bson_iter_as_int64(&tot), 5);
 		}
 		tt_free_reply(r);
 		r = run("admin", "{\"serverStatus\": 1}", &rc);
 		finds1 = tt_get_i64(r, "metrics.commands.find.total");
 		tt_free_reply(r);
-		TT_ASSERT(finds1 == finds0 + 15);
+		TT_ASSERT(finds1 == finds0 + 25);
 		r = run("fw2", "{\"aggregate\": \"topA\", \"pipeline\": [{\"$collStats\": {\"latencyStats\": {}}}], \"cursor\": {}}", &rc);
 		TT_EQ_INT(rc, 0);
 		TT_EQ_INT(tt_get_i64(r, "cursor.firstBatch.0.latencyStats.reads.ops"), 5);
