@@ -21,11 +21,47 @@ static int diff_doc(const bson_t *doc, const bson_t *diff, bson_t *out, int dept
  * entry at min_valid, an update of a missing document is not an error: the
  * document was refetched from a source that had already deleted it. */
 static _Thread_local repl_ts_t tl_min_valid, tl_entry_ts;
+/* repl_oplog_apply_defer_session_row: the next entry writes no session row */
+static _Thread_local bool tl_defer_session;
 
 void
 repl_oplog_apply_set_min_valid(repl_ts_t ts)
 {
 	tl_min_valid = ts;
+}
+
+void
+repl_oplog_apply_defer_session_row(void)
+{
+	tl_defer_session = true;
+}
+
+static bool
+crud_op(const bson_t *e)
+{
+	bson_iter_t it;
+	const char *op;
+	if (!bson_iter_init_find(&it, e, "op") || !BSON_ITER_HOLDS_UTF8(&it))
+		return false;
+	op = bson_iter_utf8(&it, NULL);
+	return (op[0] == 'i' || op[0] == 'u' || op[0] == 'd') && op[1] == '\0';
+}
+
+bool
+repl_oplog_apply_same_session(const bson_t *entry, const bson_t *next)
+{
+	bson_iter_t la, lb, na, nb;
+	const uint8_t *da, *db;
+	uint32_t lena, lenb;
+
+	if (!crud_op(entry) || !crud_op(next) || !bson_iter_init_find(&la, entry, "lsid") ||
+	    !bson_iter_init_find(&lb, next, "lsid") || !BSON_ITER_HOLDS_DOCUMENT(&la) || !BSON_ITER_HOLDS_DOCUMENT(&lb) ||
+	    !bson_iter_init_find(&na, entry, "txnNumber") || !bson_iter_init_find(&nb, next, "txnNumber") ||
+	    !BSON_ITER_HOLDS_INT64(&na) || !BSON_ITER_HOLDS_INT64(&nb) || bson_iter_int64(&na) != bson_iter_int64(&nb))
+		return false;
+	bson_iter_document(&la, &lena, &da);
+	bson_iter_document(&lb, &lenb, &db);
+	return lena == lenb && memcmp(da, db, lena) == 0;
 }
 
 static bool
@@ -973,10 +1009,11 @@ repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, co
 	bson_iter_t it;
 	bson_t found, ops;
 	uint32_t secs, inc;
-	bool was, is_ops = false;
+	bool was, is_ops = false, defer = tl_defer_session;
 	int r, ret = 0;
 
 	*applied = false;
+	tl_defer_session = false;   /* one entry only, whatever happens to it */
 	if (!bson_iter_init_find(&it, entry, "ts") || !BSON_ITER_HOLDS_TIMESTAMP(&it))
 		return terr_set(err, TERR_BAD_VALUE, "a replicated oplog entry has no ts");
 	bson_iter_timestamp(&it, &secs, &inc);
@@ -1055,7 +1092,7 @@ repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, co
 			ret = apply_ops_pass(st, s, &ops, false, err);
 		else if (p.op[0] != 'n' && p.op[0] != 'c')
 			ret = terr_set(err, TERR_NOT_IMPLEMENTED, "cannot apply an oplog entry of op '%s'", p.op);
-		if (ret == 0)
+		if (ret == 0 && !(defer && !is_ops))
 			ret = session_row(st, s, entry, is_ops, err);
 		if (ret == 0)
 			ret = repl_oplog_write_replicated(op, s, entry, err);
