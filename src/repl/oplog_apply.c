@@ -36,32 +36,51 @@ repl_oplog_apply_defer_session_row(void)
 	tl_defer_session = true;
 }
 
+/* The fields of a retryable write's CRUD entry that say whose row it
+ * writes: one walk of the entry's first fields (lsid, txnNumber and op
+ * lead a mongod oplog entry). */
+typedef struct {
+	const uint8_t *lsid;
+	uint32_t lsid_len;
+	int64_t num;
+	int have;   /* bits: 1 lsid, 2 txnNumber, 4 a CRUD op */
+} session_key_t;
+
 static bool
-crud_op(const bson_t *e)
+session_key(const bson_t *e, session_key_t *k)
 {
 	bson_iter_t it;
 	const char *op;
-	if (!bson_iter_init_find(&it, e, "op") || !BSON_ITER_HOLDS_UTF8(&it))
+
+	k->have = 0;
+	if (!bson_iter_init(&it, e))
 		return false;
-	op = bson_iter_utf8(&it, NULL);
-	return (op[0] == 'i' || op[0] == 'u' || op[0] == 'd') && op[1] == '\0';
+	while (k->have != 7 && bson_iter_next(&it)) {
+		const char *key = bson_iter_key(&it);
+		if (strcmp(key, "lsid") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			bson_iter_document(&it, &k->lsid_len, &k->lsid);
+			k->have |= 1;
+		} else if (strcmp(key, "txnNumber") == 0 && BSON_ITER_HOLDS_INT64(&it)) {
+			k->num = bson_iter_int64(&it);
+			k->have |= 2;
+		} else if (strcmp(key, "op") == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
+			op = bson_iter_utf8(&it, NULL);
+			if ((op[0] == 'i' || op[0] == 'u' || op[0] == 'd') && op[1] == '\0')
+				k->have |= 4;
+			else
+				return false;
+		}
+	}
+	return k->have == 7;
 }
 
 bool
 repl_oplog_apply_same_session(const bson_t *entry, const bson_t *next)
 {
-	bson_iter_t la, lb, na, nb;
-	const uint8_t *da, *db;
-	uint32_t lena, lenb;
+	session_key_t a, b;
 
-	if (!crud_op(entry) || !crud_op(next) || !bson_iter_init_find(&la, entry, "lsid") ||
-	    !bson_iter_init_find(&lb, next, "lsid") || !BSON_ITER_HOLDS_DOCUMENT(&la) || !BSON_ITER_HOLDS_DOCUMENT(&lb) ||
-	    !bson_iter_init_find(&na, entry, "txnNumber") || !bson_iter_init_find(&nb, next, "txnNumber") ||
-	    !BSON_ITER_HOLDS_INT64(&na) || !BSON_ITER_HOLDS_INT64(&nb) || bson_iter_int64(&na) != bson_iter_int64(&nb))
-		return false;
-	bson_iter_document(&la, &lena, &da);
-	bson_iter_document(&lb, &lenb, &db);
-	return lena == lenb && memcmp(da, db, lena) == 0;
+	return session_key(entry, &a) && session_key(next, &b) && a.num == b.num && a.lsid_len == b.lsid_len &&
+	    memcmp(a.lsid, b.lsid, a.lsid_len) == 0;
 }
 
 static bool
