@@ -17,7 +17,11 @@ usage: bench_raft.py path/to/tamgad [N] [R] [PHASES]
   N single inserts per case, R failovers, PHASES a comma list of
   writes,failover,reads (default all) and latency (not in the default: the
   median of each insert's time, N single inserts and N / 5 batches of 100
-  per case, a figure that moves less than throughput on a loaded machine); BENCH_SECONDS the read rounds' length
+  per case, a figure that moves less than throughput on a loaded machine) and
+  applycpu (not in the default: N / 10 w: "majority" batches of 100, each
+  member's CPU per batch, utime + stime of /proc/<pid>/stat from the first
+  batch to every member having applied the last: a follower's applier cost,
+  which load on the machine does not change much); BENCH_SECONDS the read rounds' length
   (default 10), BENCH_READ_KEYS the documents read (default 20000),
   BENCH_READ_THREADS the connections (default 64).
 """
@@ -118,6 +122,25 @@ def latency():
                 print("latency batch %3d: p50 w:1 %7.0f us  w:majority %7.0f us  ratio %.2f" % (batch, a, b, a / b))
 
 
+def applycpu():
+    with Cluster(TAMGAD) as cl:
+        with cl.members[0].client() as c:
+            c.admin.command("replSetInitiate", cl.config())
+        p = cl.wait_primary()
+        with MongoClient(cl.uri(), serverSelectionTimeoutMS=10000) as c:
+            wm = c.bench.get_collection("cpu", write_concern=WriteConcern(w="majority"))
+            rate(wm, 2000, 100)   # warm up
+            settle(cl)
+            batches = max(N // 10, 1)
+            before = [cpu_seconds(m.proc.pid) for m in cl.members]
+            rate(wm, batches * 100, 100)
+            settle(cl)
+            after = [cpu_seconds(m.proc.pid) for m in cl.members]
+        for m, a, b in zip(cl.members, before, after):
+            print("applycpu %-9s %s: %6.0f us CPU per batch of 100 (%d batches)" %
+                  ("primary" if m is p else "secondary", m.host, (b - a) / batches * 1e6, batches))
+
+
 def failover():
     times = []
     for _ in range(R):
@@ -213,6 +236,8 @@ def reads():
 if __name__ == "__main__":
     if "writes" in PHASES:
         throughput()
+    if "applycpu" in PHASES:
+        applycpu()
     if "latency" in PHASES:
         latency()
     if "failover" in PHASES:

@@ -21,11 +21,66 @@ static int diff_doc(const bson_t *doc, const bson_t *diff, bson_t *out, int dept
  * entry at min_valid, an update of a missing document is not an error: the
  * document was refetched from a source that had already deleted it. */
 static _Thread_local repl_ts_t tl_min_valid, tl_entry_ts;
+/* repl_oplog_apply_defer_session_row: the next entry writes no session row */
+static _Thread_local bool tl_defer_session;
 
 void
 repl_oplog_apply_set_min_valid(repl_ts_t ts)
 {
 	tl_min_valid = ts;
+}
+
+void
+repl_oplog_apply_defer_session_row(void)
+{
+	tl_defer_session = true;
+}
+
+/* The fields of a retryable write's CRUD entry that say whose row it
+ * writes: one walk of the entry's first fields (lsid, txnNumber and op
+ * lead a mongod oplog entry). */
+typedef struct {
+	const uint8_t *lsid;
+	uint32_t lsid_len;
+	int64_t num;
+	int have;   /* bits: 1 lsid, 2 txnNumber, 4 a CRUD op */
+} session_key_t;
+
+static bool
+session_key(const bson_t *e, session_key_t *k)
+{
+	bson_iter_t it;
+	const char *op;
+
+	k->have = 0;
+	if (!bson_iter_init(&it, e))
+		return false;
+	while (k->have != 7 && bson_iter_next(&it)) {
+		const char *key = bson_iter_key(&it);
+		if (strcmp(key, "lsid") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+			bson_iter_document(&it, &k->lsid_len, &k->lsid);
+			k->have |= 1;
+		} else if (strcmp(key, "txnNumber") == 0 && BSON_ITER_HOLDS_INT64(&it)) {
+			k->num = bson_iter_int64(&it);
+			k->have |= 2;
+		} else if (strcmp(key, "op") == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
+			op = bson_iter_utf8(&it, NULL);
+			if ((op[0] == 'i' || op[0] == 'u' || op[0] == 'd') && op[1] == '\0')
+				k->have |= 4;
+			else
+				return false;
+		}
+	}
+	return k->have == 7;
+}
+
+bool
+repl_oplog_apply_same_session(const bson_t *entry, const bson_t *next)
+{
+	session_key_t a, b;
+
+	return session_key(entry, &a) && session_key(next, &b) && a.num == b.num && a.lsid_len == b.lsid_len &&
+	    memcmp(a.lsid, b.lsid, a.lsid_len) == 0;
 }
 
 static bool
@@ -973,10 +1028,11 @@ repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, co
 	bson_iter_t it;
 	bson_t found, ops;
 	uint32_t secs, inc;
-	bool was, is_ops = false;
+	bool was, is_ops = false, defer = tl_defer_session;
 	int r, ret = 0;
 
 	*applied = false;
+	tl_defer_session = false;   /* one entry only, whatever happens to it */
 	if (!bson_iter_init_find(&it, entry, "ts") || !BSON_ITER_HOLDS_TIMESTAMP(&it))
 		return terr_set(err, TERR_BAD_VALUE, "a replicated oplog entry has no ts");
 	bson_iter_timestamp(&it, &secs, &inc);
@@ -1055,7 +1111,7 @@ repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, co
 			ret = apply_ops_pass(st, s, &ops, false, err);
 		else if (p.op[0] != 'n' && p.op[0] != 'c')
 			ret = terr_set(err, TERR_NOT_IMPLEMENTED, "cannot apply an oplog entry of op '%s'", p.op);
-		if (ret == 0)
+		if (ret == 0 && !(defer && !is_ops))
 			ret = session_row(st, s, entry, is_ops, err);
 		if (ret == 0)
 			ret = repl_oplog_write_replicated(op, s, entry, err);

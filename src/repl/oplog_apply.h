@@ -75,4 +75,24 @@ int repl_oplog_diff_apply(const bson_t *doc, const bson_t *diff, bson_t *out, te
  * it).  0: none (the default). */
 void repl_oplog_apply_set_min_valid(repl_ts_t ts);
 
+/*
+ * Whether `next` supersedes `entry`'s config.transactions row: both are
+ * CRUD entries ('i', 'u' or 'd', not applyOps) of a retryable write with
+ * the same lsid and txnNumber, so the row the applier writes with `next`
+ * (lastWriteOpTime at next's ts) is the one `entry` would have written,
+ * moved on.  Mongod's secondaries keep one session update per session and
+ * batch (SessionUpdateTracker) the same way.
+ */
+bool repl_oplog_apply_same_session(const bson_t *entry, const bson_t *next);
+
+/*
+ * For the calling thread's next repl_oplog_apply_entry only: leave out the
+ * CRUD entry's config.transactions row because the caller applies next,
+ * in the same round, an entry repl_oplog_apply_same_session says
+ * supersedes it (a batch of 100 inserts updated the same row 100 times).
+ * If the member stops between the two, the later entry is applied again
+ * from the set's log at restart (it is not in the oplog) and writes the row.
+ */
+void repl_oplog_apply_defer_session_row(void);
+
 #endif

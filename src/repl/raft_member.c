@@ -1395,8 +1395,18 @@ applier_main(void *arg)
 						repl_oplog_apply_set_min_valid(min_valid);
 					floor_ts = repl_recover_oplog_floor(m->o.oplog, s);
 				}
-				if (bson_init_static(&e, n->data, n->len) && (!check || rc == 0))
+				if (bson_init_static(&e, n->data, n->len) && (!check || rc == 0)) {
+					/* the next entry of this round, of the same retryable
+					 * write (a batch of inserts), writes the session row
+					 * this one would: one row update per batch, not one
+					 * per document (oplog_apply.h) */
+					bson_t next;
+					if (n->next != NULL && !n->next->snapshot && n->next->ts != 0 &&
+					    bson_init_static(&next, n->next->data, n->next->len) &&
+					    repl_oplog_apply_same_session(&e, &next))
+						repl_oplog_apply_defer_session_row();
 					rc = repl_oplog_apply_entry(m->o.oplog, m->o.st, s, &e, NULL, false, &applied, &err);
+				}
 			}
 			pthread_mutex_lock(&m->lock);
 			if (rc == 0 && n->ts != 0) {

@@ -16,7 +16,10 @@
  *     is applied or logged until its commit entry, then all of it in one
  *     transaction; a broken chain (a missing link, a wrong count) fails
  *     with 238 and applies nothing; a chain whose commit never comes is
- *     dropped at the next ordinary entry.
+ *     dropped at the next ordinary entry;
+ *   - the session row of a batch of retryable inserts: which entries
+ *     supersede another's row (repl_oplog_apply_same_session), a deferred
+ *     row left out for one entry only, written by the next.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -544,6 +547,150 @@ test_txn_chain(void)
 	bson_free(dir);
 }
 
+/* A retryable write's CRUD entry {lsid: {id: uuid[0] = who}, txnNumber:
+ * num, op, ns: shop.items, o: {_id: id}, ts: (100, inc), t: 1, wall}. */
+static void
+crud_entry(bson_t *e, const char *opname, uint8_t who, int64_t num, int id, uint32_t inc)
+{
+	uint8_t uuid[16] = {0};
+	bson_t lsid, o;
+
+	uuid[0] = who;
+	bson_init(e);
+	BSON_APPEND_DOCUMENT_BEGIN(e, "lsid", &lsid);
+	bson_append_binary(&lsid, "id", 2, BSON_SUBTYPE_UUID, uuid, 16);
+	bson_append_document_end(e, &lsid);
+	BSON_APPEND_INT64(e, "txnNumber", num);
+	BSON_APPEND_UTF8(e, "op", opname);
+	BSON_APPEND_UTF8(e, "ns", "shop.items");
+	BSON_APPEND_DOCUMENT_BEGIN(e, "o", &o);
+	BSON_APPEND_INT32(&o, "_id", id);
+	bson_append_document_end(e, &o);
+	BSON_APPEND_TIMESTAMP(e, "ts", 100, inc);
+	BSON_APPEND_INT64(e, "t", 1);
+	BSON_APPEND_INT64(e, "v", 2);
+	BSON_APPEND_DATE_TIME(e, "wall", 100000);
+}
+
+/* The inc of config.transactions' row of session who's lastWriteOpTime.ts,
+ * 0: no row. */
+static uint32_t
+row_inc_of(storage_t *st, storage_session_t *s, const uint8_t *uuid)
+{
+	storage_coll_t *c = NULL;
+	bson_t key = BSON_INITIALIZER, lsid, doc;
+	bson_iter_t it, sub;
+	recid_t rid;
+	uint32_t secs = 0, inc = 0;
+
+	BSON_APPEND_DOCUMENT_BEGIN(&key, "_id", &lsid);
+	bson_append_binary(&lsid, "id", 2, BSON_SUBTYPE_UUID, uuid, 16);
+	bson_append_document_end(&key, &lsid);
+	bson_iter_init_find(&it, &key, "_id");
+	if (storage_coll_get(st, "config", "transactions", &c, NULL) == 0 && storage_txn_begin(s, NULL) == 0) {
+		if (storage_doc_find_id(s, c, bson_iter_value(&it), &rid, &doc, NULL) == 0 &&
+		    bson_iter_init_find(&sub, &doc, "lastWriteOpTime") && BSON_ITER_HOLDS_DOCUMENT(&sub) &&
+		    bson_iter_recurse(&sub, &it) && bson_iter_find(&it, "ts"))
+			bson_iter_timestamp(&it, &secs, &inc);
+		storage_txn_rollback(s);
+	}
+	storage_coll_release(c);
+	bson_destroy(&key);
+	return inc;
+}
+
+static uint32_t
+row_inc(storage_t *st, storage_session_t *s, uint8_t who)
+{
+	uint8_t uuid[16] = {0};
+
+	uuid[0] = who;
+	return row_inc_of(st, s, uuid);
+}
+
+static void
+test_session_defer(void)
+{
+	char *dir = tt_tmpdir("oplog-session");
+	storage_options_t so = {.create = true};
+	storage_t *st = NULL;
+	storage_session_t *s = NULL;
+	storage_coll_t *c = NULL;
+	repl_clock_t *clk = repl_clock_new();
+	repl_oplog_t *op = NULL;
+	repl_oplog_options_t oo = {.size_mb = 1};
+	terr_t err = TERR_INIT;
+	bool applied = false;
+	bson_t a, b, other_num, other_lsid, upd, noop, bare;
+	static const int ids[] = {90};
+
+	crud_entry(&a, "i", 1, 5, 1, 2);
+	crud_entry(&b, "i", 1, 5, 2, 3);
+	crud_entry(&other_num, "i", 1, 6, 3, 4);
+	crud_entry(&other_lsid, "i", 2, 5, 4, 5);
+	crud_entry(&upd, "d", 1, 5, 9, 6);
+	crud_entry(&noop, "n", 1, 5, 9, 7);
+	bson_init(&bare);
+	BSON_APPEND_UTF8(&bare, "op", "i");
+	/* which entries supersede a's row */
+	TT_ASSERT(repl_oplog_apply_same_session(&a, &b));
+	TT_ASSERT(repl_oplog_apply_same_session(&a, &upd));   /* any CRUD op of the same write */
+	TT_ASSERT(!repl_oplog_apply_same_session(&a, &other_num));
+	TT_ASSERT(!repl_oplog_apply_same_session(&a, &other_lsid));
+	TT_ASSERT(!repl_oplog_apply_same_session(&a, &noop));
+	TT_ASSERT(!repl_oplog_apply_same_session(&noop, &a));
+	TT_ASSERT(!repl_oplog_apply_same_session(&a, &bare));
+	TT_ASSERT(!repl_oplog_apply_same_session(&bare, &bare));
+
+	TT_EQ_INT(storage_open(dir, &so, &st, NULL), 0);
+	TT_EQ_INT(repl_oplog_open(st, clk, &oo, &op, NULL), 0);
+	TT_EQ_INT(repl_oplog_create(op, REPL_OPLOG_CREATE_EMPTY, NULL, NULL, NULL), 0);
+	TT_EQ_INT(storage_session_open(st, &s, NULL), 0);
+	TT_EQ_INT(apply_at(op, st, s, "c", "shop.$cmd", "{\"create\": \"items\"}", NULL, 1, &err), 0);
+	TT_EQ_INT(storage_coll_get(st, "shop", "items", &c, NULL), 0);
+
+	/* deferred: the document and its oplog entry, no row */
+	repl_oplog_apply_defer_session_row();
+	TT_EQ_INT(repl_oplog_apply_entry(op, st, s, &a, NULL, false, &applied, &err), 0);
+	TT_ASSERT(applied);
+	TT_EQ_INT(count_docs(s, c), 1);
+	TT_ASSERT(logged(op, s, 2));
+	TT_EQ_INT(row_inc(st, s, 1), 0);
+	/* the next entry writes the row (once only: no defer left) */
+	TT_EQ_INT(repl_oplog_apply_entry(op, st, s, &b, NULL, false, &applied, &err), 0);
+	TT_EQ_INT(count_docs(s, c), 2);
+	TT_EQ_INT(row_inc(st, s, 1), 3);
+	/* a deferral consumed by an entry already here leaves none behind */
+	repl_oplog_apply_defer_session_row();
+	TT_EQ_INT(repl_oplog_apply_entry(op, st, s, &a, NULL, false, &applied, &err), 0);
+	TT_ASSERT(!applied);
+	TT_EQ_INT(repl_oplog_apply_entry(op, st, s, &other_num, NULL, false, &applied, &err), 0);
+	TT_EQ_INT(row_inc(st, s, 1), 4);
+	/* a transaction's entry (applyOps) writes its row whatever was asked */
+	repl_oplog_apply_defer_session_row();
+	TT_EQ_INT(apply_txn(op, st, s, ids, 1, false, -1, 8, 0, &applied, &err), 0);
+	TT_ASSERT(applied);
+	{
+		static const uint8_t txn_uuid[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+		TT_EQ_INT(row_inc_of(st, s, txn_uuid), 8);
+	}
+	TT_EQ_INT(row_inc(st, s, 1), 4);
+	storage_coll_release(c);
+	storage_session_close(s);
+	repl_oplog_close(op);
+	storage_close(st);
+	repl_clock_free(clk);
+	tt_rmdir(dir);
+	bson_free(dir);
+	bson_destroy(&a);
+	bson_destroy(&b);
+	bson_destroy(&other_num);
+	bson_destroy(&other_lsid);
+	bson_destroy(&upd);
+	bson_destroy(&noop);
+	bson_destroy(&bare);
+}
+
 int
 main(void)
 {
@@ -553,5 +700,6 @@ main(void)
 	TT_RUN(test_peers);
 	TT_RUN(test_rollback_oplog);
 	TT_RUN(test_txn_chain);
+	TT_RUN(test_session_defer);
 	return tt_finish();
 }

@@ -18,6 +18,10 @@ tamgad members on 127.0.0.1 (issue 24), through PyMongo and mongosh:
     tag values, a wtimeout (64) when a paused member is needed, 79 unknown;
   - w: 3 means applied: right after a w: 3 insert every secondary's local
     read sees it (applied, not only held in the Raft log);
+  - a retryable insert of 100 documents: every member's config.transactions
+    row of the session holds the txnNumber and the opTime of the batch's
+    last entry (a secondary writes the row once per applied round), and a
+    second batch of the session moves it on;
   - maxStalenessSeconds and tag sets: PyMongo selects secondaries with them
     (a tag set picks the one member that carries it).
 
@@ -213,6 +217,32 @@ def w_applied(cl, p):
                 sc.close()
 
 
+def retry_rows(cl, p):
+    with p.client() as c:
+        coll = c.rc.get_collection("rows", write_concern=WriteConcern(w=3, wtimeout=20000))
+        clients = [m.client(read_preference=ReadPreference.SECONDARY_PREFERRED) for m in cl.members]
+        try:
+            with c.start_session() as sess:
+                lsid = sess.session_id
+                for k in range(2):
+                    coll.insert_many([{"_id": k * 100 + i} for i in range(100)], session=sess)
+                    last = k * 100 + 99
+                    nums = set()
+                    for m, mc in zip(cl.members, clients):
+                        entry = mc.local.oplog.rs.find_one({"ns": "rc.rows", "o._id": last})
+                        # the primary's row is keyed {id, uid}, a secondary's by the entry's lsid
+                        row = mc.config.transactions.find_one({"_id.id": lsid["id"]})
+                        check(entry is not None and row is not None, "%s: batch %d's last entry and session row: %s %s" % (m.host, k, entry, row))
+                        check(row["lastWriteOpTime"]["ts"] == entry["ts"] and row["lastWriteOpTime"]["t"] == entry["t"],
+                              "%s: session row at the batch's last entry (%s, %s)" % (m.host, row, entry["ts"]))
+                        check(row["txnNum"] == entry["txnNumber"], "%s: session row's txnNum %s" % (m.host, row))
+                        nums.add(row["txnNum"])
+                    check(len(nums) == 1, "every member's row has one txnNum: %s" % nums)
+        finally:
+            for mc in clients:
+                mc.close()
+
+
 def w_modes(cl, p):
     """w: "<mode>" of settings.getLastErrorModes waits for members whose
     tags meet the mode (distinct dc values), not for a majority."""
@@ -286,6 +316,7 @@ def main():
         majority_reads(cl, p)
         causal(cl, p)
         w_applied(cl, p)
+        retry_rows(cl, p)
         w_modes(cl, p)
         selection(cl, p)
         mongosh(cl, p)
