@@ -113,6 +113,27 @@ log_cfg(char sev, int id, const char *msg, const bson_t *cfg, const char *from)
 	bson_destroy(&attr);
 }
 
+/* The _id (-1 when absent) and host ("" when absent) of the member document
+ * at *member, a configuration's members[i]; false when it is no document.
+ * host points into the configuration. */
+static bool
+member_id_host(const bson_iter_t *member, int64_t *id, const char **host)
+{
+	bson_iter_t f;
+
+	*id = -1;
+	*host = "";
+	if (!bson_iter_recurse(member, &f))
+		return false;
+	while (bson_iter_next(&f)) {
+		if (strcmp(bson_iter_key(&f), "_id") == 0)
+			*id = bson_iter_as_int64(&f);
+		else if (strcmp(bson_iter_key(&f), "host") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+			*host = bson_iter_utf8(&f, NULL);
+	}
+	return true;
+}
+
 /*
  * This node takes the forced configuration full (completed, naming it):
  * its Raft server restarted with full's members forced into its log, the
@@ -240,21 +261,15 @@ cmd_repl_member_force_reconfig(cmd_t *c, const bson_t *cfg, terr_t *err)
 	/* the rules of any reconfig but the voters' and the primary's
 	 * (mongod's validateConfigForReconfig with force) */
 	{
-		bson_iter_t it, m, f, o, of;
+		bson_iter_t it, m, o, of;
 		int n = 0;
 		if (bson_iter_init_find(&it, cfg, "members") && bson_iter_recurse(&it, &m)) {
 			while (bson_iter_next(&m)) {
-				int64_t id = -1;
-				const char *host = "";
+				int64_t id;
+				const char *host;
 				member_opts_t mo;
-				if (!bson_iter_recurse(&m, &f))
+				if (!member_id_host(&m, &id, &host))
 					continue;
-				while (bson_iter_next(&f)) {
-					if (strcmp(bson_iter_key(&f), "_id") == 0)
-						id = bson_iter_as_int64(&f);
-					else if (strcmp(bson_iter_key(&f), "host") == 0 && BSON_ITER_HOLDS_UTF8(&f))
-						host = bson_iter_utf8(&f, NULL);
-				}
 				member_opts_at(cfg, n++, &mo);
 				if (mo.arbiter) {
 					terr_set(err, TERR_NOT_IMPLEMENTED,
@@ -264,17 +279,10 @@ cmd_repl_member_force_reconfig(cmd_t *c, const bson_t *cfg, terr_t *err)
 				if (!bson_iter_init_find(&o, &old, "members") || !bson_iter_recurse(&o, &of))
 					continue;
 				while (bson_iter_next(&of)) {
-					bson_iter_t g;
-					int64_t oid = -1;
-					const char *ohost = "";
-					if (!bson_iter_recurse(&of, &g))
+					int64_t oid;
+					const char *ohost;
+					if (!member_id_host(&of, &oid, &ohost))
 						continue;
-					while (bson_iter_next(&g)) {
-						if (strcmp(bson_iter_key(&g), "_id") == 0)
-							oid = bson_iter_as_int64(&g);
-						else if (strcmp(bson_iter_key(&g), "host") == 0 && BSON_ITER_HOLDS_UTF8(&g))
-							ohost = bson_iter_utf8(&g, NULL);
-					}
 					if (strcmp(ohost, host) == 0 && oid != id) {
 						terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
 						    "New and old configurations both have members with host of %s but in the new configuration the _id field is %lld and in the old configuration it is %lld for replica set %s",
