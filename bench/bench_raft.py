@@ -31,6 +31,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pymongo_python  # noqa: E402
+pymongo_python.require()
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "e2e", "replset"))
 from pymongo import MongoClient, WriteConcern  # noqa: E402
 from pymongo.errors import PyMongoError  # noqa: E402

@@ -8,8 +8,14 @@ Each phase is bracketed by callgrind_control -z / -d, so setup never counts.  Pr
 find of each phase and the overhead of "on" over "off".  Usage: bench/qstats_wire.py build-bench/tamgad [N]
 """
 import glob, os, random, re, shutil, subprocess, sys, tempfile, time
-import pymongo
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pymongo_python  # noqa: E402
+pymongo_python.require()   # Debian's PyMongo: /usr/bin/python3, whatever python3 ran this
+import pymongo  # noqa: E402
+
+if len(sys.argv) < 2:
+    sys.exit("usage: bench/qstats_wire.py build-bench/tamgad [N]")
 tamgad = sys.argv[1]
 n = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
 work = tempfile.mkdtemp(prefix="qsw-")

@@ -7,10 +7,14 @@
 # line on stdin (the caller zeroes callgrind's counters), runs N operations
 # (insert_one; update_one({_id}, {$inc}); a transaction of 10 insert_one)
 # and prints DONE.
+import os
 import sys
 import time
 
-import pymongo
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pymongo_python  # noqa: E402
+pymongo_python.require()
+import pymongo  # noqa: E402
 
 uri, mode, n, kind = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 client = pymongo.MongoClient(uri, directConnection=True)

@@ -357,42 +357,23 @@ err:
 	return ret;
 }
 
-typedef struct gnd_visit {
-	const geo_near_t *near;
-	double best;
-} gnd_visit_t;
-
-static bool
-gnd_value(const bpath_hit_t *h, void *ctx)
-{
-	gnd_visit_t *v = ctx;
-	geo_shape_t s;
-	double d;
-
-	if (h->value.value_type != BSON_TYPE_DOCUMENT && h->value.value_type != BSON_TYPE_ARRAY)
-		return true;
-	if (geo_parse_stored(NULL, &h->value, &s, NULL) != 0)
-		return true;
-	if (geo_near_distance(v->near, &s, &d) && (v->best < 0 || d < v->best))
-		v->best = d;
-	geo_shape_destroy(&s);
-	return true;
-}
-
 static int
 gnd_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 {
 	const gnd_plan_t *g = rt->st->plan;
 	geo_state_t *s = rt->state;
 	const bson_t *doc;
-	gnd_visit_t v = {&g->near, -1};
+	bpath_t key;
+	double best = -1;     /* mongod's minDistance when no geometry is measured */
 	bson_value_t dv = {.value_type = BSON_TYPE_DOUBLE};
 	int rc;
 
 	if ((rc = agg_rt_pull(rt, &doc, err)) != 1)
 		return rc;
-	bpath_walk(doc, g->key, false, gnd_value, &v);
-	dv.value.v_double = v.best * g->mult;
+	bpath_init(&key, g->key);
+	geo_near_doc_distance(&g->near, doc, &key, &best, NULL);
+	bpath_destroy(&key);
+	dv.value.v_double = best * g->mult;
 	bson_reinit(&s->out);
 	agg_doc_set_path(doc, g->field, &dv, &s->out);
 	*out = &s->out;

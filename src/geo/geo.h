@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <bson/bson.h>
 
+#include "bson/path.h"
 #include "common/error.h"
 #include "geo/s2_wrap.h"
 
@@ -106,6 +107,25 @@ int geo_near_parse(const char *opname, const bson_value_t *arg, const bson_value
  * nearest of its parts); returns false when n cannot measure it (a flat
  * near and a non-point, an off-sphere point on the sphere). */
 bool geo_near_distance(const geo_near_t *n, const geo_shape_t *doc, double *out);
+
+/*
+ * A document's distance from n's point: the least geo_near_distance over
+ * the geometries doc holds at path, as mongod's StoredGeometry::
+ * extractGeometries and minDistance gather them for $near, $nearSphere,
+ * $geoNear and time-series $_internalGeoNearDistance.  path is walked
+ * without expanding a leaf array (bson/path.h's query walk: arrays met on
+ * the way are traversed); each value reached that parses as a stored
+ * geometry (geo_parse_stored) counts, and a value that does not but is an
+ * array counts each element that does (an array of points or of GeoJSON
+ * objects), one level deep.  Values that do not parse, and geometries n
+ * cannot measure, are passed over.  Returns true with *dist (n's units)
+ * and, when loc is not NULL, *loc set to the nearest geometry (the first
+ * of equals; borrowed: points into doc's bytes); false when doc holds no
+ * measurable geometry there (*dist and *loc untouched).  Allocates only
+ * what parsing a non-point geometry takes, freed before it returns.
+ */
+bool geo_near_doc_distance(const geo_near_t *n, const bson_t *doc, const bpath_t *path, double *dist,
+                           bson_value_t *loc);
 
 /* mongod's spheredist_deg: the great-circle angle in radians between two
  * (lng, lat) points in degrees (2d indexes' $nearSphere). */

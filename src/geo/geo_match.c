@@ -120,6 +120,67 @@ geo_near_distance(const geo_near_t *n, const geo_shape_t *doc, double *out)
 	return true;
 }
 
+/* ---- a document's least distance ----------------------------------------- */
+
+typedef struct near_walk {
+	const geo_near_t *near;
+	double best;
+	bson_value_t loc;
+	bool found;
+} near_walk_t;
+
+/* v counts when it is a stored geometry n measures (parseFrom: objects and
+ * arrays only); false when it is not a geometry at all. */
+static bool
+near_walk_try(near_walk_t *w, const bson_value_t *v)
+{
+	geo_shape_t s;
+	double d;
+
+	if (v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY)
+		return false;
+	if (geo_parse_stored(NULL, v, &s, NULL) != 0)
+		return false;
+	if (geo_near_distance(w->near, &s, &d) && (!w->found || d < w->best)) {
+		w->best = d;
+		w->loc = *v;
+		w->found = true;
+	}
+	geo_shape_destroy(&s);
+	return true;
+}
+
+static bool
+near_walk_visit(const bpath_hit_t *h, void *ctx)
+{
+	near_walk_t *w = ctx;
+	bson_iter_t it;
+
+	if (near_walk_try(w, &h->value) || h->value.value_type != BSON_TYPE_ARRAY)
+		return true;
+	/* not a geometry itself: an array of geometries */
+	if (!bson_iter_init_from_data(&it, h->value.value.v_doc.data, h->value.value.v_doc.data_len))
+		return true;
+	while (bson_iter_next(&it))
+		near_walk_try(w, bson_iter_value(&it));
+	return true;
+}
+
+bool
+geo_near_doc_distance(const geo_near_t *n, const bson_t *doc, const bpath_t *path, double *dist,
+                      bson_value_t *loc)
+{
+	near_walk_t w = {n, 0, {0}, false};
+
+	bpath_walk_compiled(doc, path, false, near_walk_visit, &w);
+	if (!w.found)
+		return false;
+	*dist = w.best;
+	if (loc != NULL)
+		*loc = w.loc;
+	return true;
+}
+
 /* ---- 2dsphere ------------------------------------------------------------- */
 
 /* bsonExtractIntegerFieldWithDefault: a number with an integral value */

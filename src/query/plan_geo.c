@@ -358,45 +358,18 @@ open_interval(storage_session_t *s, storage_coll_t *coll, const storage_index_t 
 
 /* ---- a document's distance ------------------------------------------------------ */
 
-typedef struct dwalk {
-	const geo_near_t *near;
-	double best;
-	bson_value_t loc;
-	bool found;
-} dwalk_t;
-
-static bool
-dist_visit(const bpath_hit_t *h, void *ctx)
-{
-	dwalk_t *w = ctx;
-	geo_shape_t s;
-	double d;
-
-	if (h->value.value_type != BSON_TYPE_DOCUMENT && h->value.value_type != BSON_TYPE_ARRAY)
-		return true;
-	if (geo_parse_stored(NULL, &h->value, &s, NULL) != 0)
-		return true;
-	if (geo_near_distance(w->near, &s, &d) && (!w->found || d < w->best)) {
-		w->best = d;
-		w->loc = h->value;
-		w->found = true;
-	}
-	geo_shape_destroy(&s);
-	return true;
-}
-
+/* geo/'s least-distance walk over r's field (the location too when loc is
+ * not NULL, borrowed from doc's bytes). */
 static bool
 doc_distance(const geo_run_t *r, const bson_t *doc, double *d, bson_value_t *loc)
 {
 	bpath_t p;
-	dwalk_t w = {&r->near, 0, {0}, false};
+	bool found;
 
 	bpath_init(&p, r->path);
-	bpath_walk_compiled(doc, &p, true, dist_visit, &w);
+	found = geo_near_doc_distance(&r->near, doc, &p, d, loc);
 	bpath_destroy(&p);
-	*d = w.best;
-	*loc = w.loc;
-	return w.found;
+	return found;
 }
 
 static int
@@ -427,10 +400,9 @@ consider(geo_run_t *r, const bson_t *doc, const match_t *m, int64_t recid, doubl
          bool last, terr_t *err)
 {
 	double d;
-	bson_value_t loc;
 	int rc;
 
-	if (!doc_distance(r, doc, &d, &loc))
+	if (!doc_distance(r, doc, &d, NULL))
 		return 0;
 	if (d < lo || d < r->min_q || d > r->max_q || (last ? d > hi : d >= hi))
 		return 0;

@@ -176,6 +176,68 @@ test_distances(void)
 	TT_ASSERT(fabs(s2w_angle(a, b) - geo_spheredist_deg(-73.97, 40.77, 2.35, 48.85)) < 1e-12);
 }
 
+/* geo_near_doc_distance from a flat $near at (0, 0) over doc_json's path:
+ * the distance (-1 when none) and, in loc_x, the nearest location's first
+ * coordinate. */
+static double
+doc_dist(const char *doc_json, const char *path, double *loc_x)
+{
+	bson_t *op = tt_json("{\"$near\": [0, 0]}"), *doc = tt_json(doc_json);
+	bson_iter_t it;
+	bson_value_t opv, loc;
+	geo_near_t n;
+	terr_t err = TERR_INIT;
+	bpath_t p;
+	double d = -1;
+
+	opv.value_type = BSON_TYPE_DOCUMENT;
+	opv.value.v_doc.data = (uint8_t *)bson_get_data(op);
+	opv.value.v_doc.data_len = op->len;
+	bson_iter_init_find(&it, op, "$near");
+	TT_EQ_INT(geo_near_parse("$near", bson_iter_value(&it), &opv, &n, &err), 0);
+	bpath_init(&p, path);
+	*loc_x = NAN;
+	if (geo_near_doc_distance(&n, doc, &p, &d, &loc)) {
+		bson_iter_t li;
+		TT_ASSERT(loc.value_type == BSON_TYPE_ARRAY);
+		if (bson_iter_init_from_data(&li, loc.value.v_doc.data, loc.value.v_doc.data_len) && bson_iter_next(&li))
+			*loc_x = bson_iter_as_double(&li);
+	} else {
+		TT_ASSERT(d == -1);   /* untouched */
+	}
+	bpath_destroy(&p);
+	bson_destroy(op);
+	bson_destroy(doc);
+	return d;
+}
+
+/* The least-distance walk ($near, $geoNear and time-series
+ * $_internalGeoNearDistance): mongod's extractGeometries rules. */
+static void
+test_doc_distance(void)
+{
+	double x;
+
+	/* a legacy pair is one geometry */
+	TT_ASSERT(doc_dist("{\"loc\": [3, 4]}", "loc", &x) == 5 && x == 3);
+	/* an array that is no geometry: each element, the nearest wins, the
+	 * first of equals gives the location */
+	TT_ASSERT(doc_dist("{\"loc\": [[3, 4], [1, 0], [-9, 0]]}", "loc", &x) == 1 && x == 1);
+	TT_ASSERT(doc_dist("{\"loc\": [[0, 1], [1, 0]]}", "loc", &x) == 1 && x == 0);
+	/* an array that is a pair (extra elements allowed): its elements are
+	 * not geometries of their own */
+	TT_ASSERT(doc_dist("{\"loc\": [6, 8, [0, 1]]}", "loc", &x) == 10 && x == 6);
+	/* arrays on the way are traversed */
+	TT_ASSERT(doc_dist("{\"a\": [{\"p\": [3, 4]}, {\"p\": [[0, 2], [7, 7]]}, {\"q\": 1}]}", "a.p", &x) == 2 && x == 0);
+	/* one level only, nothing measurable, nothing there */
+	TT_ASSERT(doc_dist("{\"loc\": [[[1, 1]]]}", "loc", &x) == -1);
+	TT_ASSERT(doc_dist("{\"loc\": \"here\"}", "loc", &x) == -1);
+	TT_ASSERT(doc_dist("{\"other\": [1, 1]}", "loc", &x) == -1);
+	/* a flat near measures points only: the polygon is passed over */
+	TT_ASSERT(doc_dist("{\"loc\": [{\"type\": \"Polygon\", \"coordinates\": [[[0, 0], [1, 0], [1, 1], [0, 0]]]}, [0, 3]]}",
+	                   "loc", &x) == 3 && x == 0);
+}
+
 static int
 parse_err(const char *json, char **msg)
 {
@@ -539,6 +601,7 @@ main(void)
 	TT_RUN(test_s2_params);
 	TT_RUN(test_geohash);
 	TT_RUN(test_distances);
+	TT_RUN(test_doc_distance);
 	TT_RUN(test_validation);
 	TT_RUN(test_predicates);
 	if ((db = tt_open_new(dir)) == NULL)

@@ -955,8 +955,23 @@ ix_count(storage_t *st, storage_session_t *s, const char *ixname)
 typedef struct builder_race {
 	storage_t *st;
 	atomic_int stop;
-	int inserted;
+	atomic_int inserted;     /* committed inserts, read by the test while it runs */
+	int stale_nindexes;      /* the inserter's descriptor's index count */
 } builder_race_t;
+
+/* Wait until r has committed at least n inserts; false after 60 s (a hung
+ * writer, not a slow scheduler: the test must not depend on how soon a
+ * thread gets a core on a loaded machine). */
+static bool
+race_wait_inserted(builder_race_t *r, int n)
+{
+	for (int ms = 0; ms < 60000; ms++) {
+		if (atomic_load(&r->inserted) >= n)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
 
 static void *
 race_inserter(void *p)
@@ -975,7 +990,7 @@ race_inserter(void *p)
 		BSON_APPEND_INT32(&d, "a", i);
 		TT_EQ_INT(storage_txn_begin(s, &err), 0);
 		if (storage_doc_insert(s, c, &d, NULL, &err) == 0 && storage_txn_commit(s, false, &err) == 0) {
-			r->inserted++;
+			atomic_fetch_add(&r->inserted, 1);
 		} else {
 			fprintf(stderr, "inserter: %s\n", err.msg);
 			storage_txn_rollback(s);
@@ -983,6 +998,7 @@ race_inserter(void *p)
 		}
 		bson_destroy(&d);
 	}
+	r->stale_nindexes = c->nindexes;
 	storage_coll_release(c);
 	storage_session_pool_put(r->st, s);
 	return NULL;
@@ -1001,6 +1017,7 @@ test_index_builds(void)
 	builder_race_t r = {.st = st};
 	pthread_t t;
 	int64_t count;
+	int built;
 
 	storage_set_keygen(st, test_keygen);
 	TT_EQ_INT(storage_coll_create(st, s, "d", "c", NULL, &err), 0);
@@ -1027,16 +1044,20 @@ test_index_builds(void)
 	TT_EQ_INT(cc->nindexes, 2);
 	storage_coll_release(cc);
 
-	/* built while another thread inserts through a stale descriptor */
+	/* built while another thread inserts through a stale descriptor: the
+	 * inserter has written (so holds its descriptor from before the index)
+	 * when the build starts, and writes again through that descriptor after
+	 * the index is published, however late the scheduler runs it */
 	pthread_create(&t, NULL, race_inserter, &r);
-	usleep(20000);
+	TT_ASSERT(race_wait_inserted(&r, 1));
 	TT_EQ_INT(storage_index_create(st, s, "d", "c", a_spec, &err), 0);
-	usleep(20000);
+	built = atomic_load(&r.inserted);
+	TT_ASSERT(race_wait_inserted(&r, built + 20));
 	atomic_store(&r.stop, 1);
 	pthread_join(t, NULL);
-	TT_ASSERT(r.inserted > 0);
+	TT_EQ_INT(r.stale_nindexes, 2);
 	TT_EQ_INT(storage_coll_stats(st, s, c, &count, NULL, NULL, &err), 0);
-	TT_EQ_INT(count, 2500 + r.inserted);
+	TT_EQ_INT(count, 2500 + atomic_load(&r.inserted));
 	TT_EQ_INT(ix_count(st, s, "a_1"), count);
 
 	/* drop: writers with the old descriptor stop maintaining it */

@@ -5,7 +5,8 @@
 // 291 without an index and 2 for $near under $or, $geoWithin with every
 // shape and $geoIntersects, explain's GEO_NEAR_2DSPHERE and covering
 // IXSCAN bounds, $geoNear's options and its distances (S2's angle times
-// 6378.1 km), and a 2d index with bits/min/max and 13027.
+// 6378.1 km), a 2d index with bits/min/max and 13027, and a document's
+// distance from its nearest geometry (arrays of pairs), time-series too.
 // Prints "N passed, N failed"; exits non-zero when anything failed.
 load(__dirname + '/harness.js');
 
@@ -118,6 +119,23 @@ test('2d index: bits, min, max, out of bounds, flat $near', () => {
 	eq(d.map((x) => x.d), [0, Math.sqrt(2), 2, 5]);
 	eq(flat.find({pos: {$near: [0, 0]}}).explain().queryPlanner.winningPlan.stage, 'GEO_NEAR_2D');
 	eq(code(() => flat.createIndex({a: 1, q: '2d'})), 16801);
+});
+
+test('a document\'s distance: its nearest geometry, plain and time-series alike', () => {
+	// an array of pairs: each pair; a pair with an extra element: that pair only
+	// (mongod's extractGeometries); time-series $geoNear measures the same way
+	const t = new Date('2026-01-01T00:00:00Z');
+	const docs = [{_id: 1, t, m: 1, loc: [[3, 4], [1, 0]]}, {_id: 2, t, m: 1, loc: [2, 0]},
+		{_id: 3, t, m: 1, loc: [6, 8, [0, 0.5]]}];
+	gdb.createCollection('dts', {timeseries: {timeField: 't', metaField: 'm'}});
+	gdb.dts.insertMany(docs);
+	gdb.dplain.insertMany(docs);
+	eq(gdb.dplain.createIndex({loc: '2d'}), 'loc_2d');
+	const stage = {$geoNear: {near: [0, 0], key: 'loc', distanceField: 'd'}};
+	for (const c of [gdb.dplain, gdb.dts])
+		eq(c.aggregate([stage, {$project: {d: 1}}]).toArray(), [{_id: 1, d: 1}, {_id: 2, d: 2}, {_id: 3, d: 10}]);
+	const locs = gdb.dplain.aggregate([{$geoNear: {near: [0, 0], distanceField: 'd', includeLocs: 'at'}}]).toArray();
+	eq(locs.map((x) => x.at), [[1, 0], [2, 0], [6, 8, [0, 0.5]]]);
 });
 
 done();
