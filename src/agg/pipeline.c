@@ -659,6 +659,12 @@ source_index_filter(const agg_pipeline_t *p, plan_request_t *req)
 	if (p->host != NULL && p->host->index_filter != NULL && req->coll != NULL &&
 	    p->host->index_filter(p->host->ctx, req->coll, f, p->source_sort, p->source_project, &req->index_filter))
 		req->has_index_filter = true;
+	/* a time-series read: its partial indexes as the measurements' filter
+	 * decides (only for the collection it reads, not a $lookup's) */
+	if (p->host != NULL && p->host->partial_ok != NULL && req->coll != NULL &&
+	    memcmp(req->coll->uuid, p->host->partial_uuid, 16) == 0 &&
+	    p->host->partial_ok(req->coll, p->host->partial_query, p->host->partial_same_collation, &req->partial_ok))
+		req->has_partial_ok = true;
 }
 
 /* Under an index filter an index hint is ignored (as mongod), a

@@ -1493,9 +1493,9 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 				hint = &ehint;
 				x->express = true;
 			}
-			if (planner_plan_filtered(x->coll, x->match, x->sort != NULL ? req->sort : NULL, hint,
-			    req->collation, req->has_index_filter ? req->index_filter : PLANNER_ALL_INDEXES, &x->sol,
-			    err) != 0) {
+			if (planner_plan_partial(x->coll, x->match, x->sort != NULL ? req->sort : NULL, hint,
+			    req->collation, req->has_index_filter ? req->index_filter : PLANNER_ALL_INDEXES,
+			    req->has_partial_ok, req->partial_ok, &x->sol, err) != 0) {
 				plan_exec_free(x);
 				return -1;
 			}
