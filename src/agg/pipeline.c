@@ -730,14 +730,18 @@ explain_query_planner(const agg_pipeline_t *p, bson_t *qp)
 	BSON_APPEND_BOOL(&wp, "isCached", false);
 	if (source_plan_new(p, &req, &pe, &e) == 0) {
 		plan_exec_explain_append(pe, false, &wp);
-		plan_exec_free(pe);
 	} else {
 		BSON_APPEND_UTF8(&wp, "stage", "COLLSCAN");
 		terr_clear(&e);
 	}
 	bson_append_document_end(qp, &wp);
+	/* the planner's other candidates (in its order: the trial runs that
+	 * pick among them run with the pipeline) */
 	bson_append_array_begin(qp, "rejectedPlans", -1, &rej);
+	if (pe != NULL)
+		plan_exec_rejected_append(pe, &rej);
 	bson_append_array_end(qp, &rej);
+	plan_exec_free(pe);
 }
 
 /* executionStats of the source after a run (mongod's find-style block). */

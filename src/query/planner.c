@@ -2166,6 +2166,19 @@ planner_plan_partial(const storage_coll_t *coll, const match_t *m, const bson_t 
 		}
 		if (!or_better)
 			solution_from(s, &best);
+		/* a time-series read (the caller decided its partial indexes):
+		 * the $or of index scans its bucket forms give also races the
+		 * single index (the buckets' clustered _id range a time range
+		 * gives), as mongod races the one index scan its own bucket form
+		 * allows against that range */
+		if (!or_better && partial_set && hinted < 0 && m != NULL && s->nrejected < MAX_REJECTED) {
+			planner_solution_t *r = region_solution(s->region);
+			if (plan_or(coll, m, &ps, r)) {
+				if (s->rejected == NULL)
+					s->rejected = tm_arena_alloc(sol_arena(s), sizeof(*s->rejected) * MAX_REJECTED);
+				s->rejected[s->nrejected++] = r;
+			}
+		}
 	} else if (hinted < 0 && m != NULL && !plan_or(coll, m, &ps, s)) {
 		solution_clear(s);
 		s->kind = PLANNER_COLLSCAN;

@@ -166,7 +166,12 @@ int planner_plan_filtered(const storage_coll_t *coll, const match_t *m, const bs
  * planner's own test that the filter's conjunction implies the partial
  * filter.  A time-series read decides it on the measurements' filter as
  * mongod does (timeseries/ts_partial.c), which the buckets' filter, in
- * Tamga's own forms, does not show.
+ * Tamga's own forms, does not show.  With partial_set, a top-level $or of
+ * the filter whose branches all have index scans is also kept as a
+ * candidate (a rejected plan the trial runs race) when a single index
+ * bounds the filter: the bucket forms of an indexed measurement range are
+ * such an $or, and mongod races its one index scan against the clustered
+ * _id range of a time predicate.
  */
 int planner_plan_partial(const storage_coll_t *coll, const match_t *m, const bson_t *sort,
                          const bson_value_t *hint, const coll_t *collation, uint64_t allowed,
