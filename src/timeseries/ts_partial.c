@@ -44,8 +44,8 @@
 #include "common/mem.h"
 #include "timeseries/ts_index.h"
 
-#define TP_MAX_NODES 512
-#define TP_PATH 256
+#define TP_MAX_NODES 256
+#define TP_PATH 200
 
 typedef enum { TP_AND, TP_OR, TP_CMP, TP_ICMP, TP_IN, TP_EXISTS, TP_OPAQUE } tp_kind_t;
 typedef enum { TP_EQ, TP_LT, TP_LTE, TP_GT, TP_GTE } tp_op_t;
@@ -64,6 +64,10 @@ typedef struct tp_tree {
 	tp_node_t *n;
 	int used;
 	bool full;                 /* ran out of nodes: the tree is unusable */
+	/* some predicate had no form and dropped out (or was cut): fine for
+	 * the query (a looser predicate implies less), never for the index's
+	 * filter (a looser one would imply more than it holds) */
+	bool dropped;
 	const ts_options_t *o;
 	bool query;                /* the query's side (kIgnore, mixed-schema forms) */
 	bool strings_ok;           /* string operands comparable (the query's collation is the collection's) */
@@ -112,6 +116,7 @@ tp_logical(tp_tree_t *t, tp_kind_t k, const int *kids, int nk)
 
 	for (int i = 0; i < nk; i++) {
 		if (kids[i] < 0) {
+			t->dropped = true;
 			if (k == TP_OR)
 				return -1;
 			continue;
@@ -303,7 +308,11 @@ tp_field(tp_tree_t *t, bson_iter_t *it)
 		return i;
 	}
 	bson_iter_recurse(it, &ops);
-	while (bson_iter_next(&ops) && nk < (int)(sizeof(kids) / sizeof(kids[0]))) {
+	while (bson_iter_next(&ops)) {
+		if (nk == (int)(sizeof(kids) / sizeof(kids[0]))) {
+			t->dropped = true;   /* the rest cut */
+			break;
+		}
 		const char *op = bson_iter_key(&ops);
 		const bson_value_t *ov = bson_iter_value(&ops);
 		tp_op_t cop;
@@ -394,8 +403,10 @@ tp_doc(tp_tree_t *t, const bson_t *doc, int depth)
 		return -1;
 	while (bson_iter_next(&it)) {
 		const char *k = bson_iter_key(&it);
-		if (nk == 64)
-			break;   /* the rest dropped: a looser conjunction */
+		if (nk == 64) {
+			t->dropped = true;   /* the rest cut: a looser conjunction */
+			break;
+		}
 		if (strcmp(k, "$and") == 0)
 			kids[nk++] = tp_list(t, TP_AND, &it, depth);
 		else if (strcmp(k, "$or") == 0)
@@ -631,7 +642,7 @@ ts_partial_implied(const ts_options_t *o, const bson_t *query, const bson_t *par
 	pr = tp_doc(&p, partial, 0);
 	/* the query's side under the index's collation rules: strings compare
 	 * only when the two collations are one */
-	if (qr >= 0 && pr >= 0 && !q.full && !p.full)
+	if (qr >= 0 && pr >= 0 && !q.full && !p.full && !p.dropped)
 		ok = tp_subset(&q, qr, &p, pr);
 	bson_free(q.n);
 	bson_free(p.n);

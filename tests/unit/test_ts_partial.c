@@ -356,6 +356,9 @@ test_implied(void)
 			/* a measurement subfield implies nothing (Tamga's own) */
 			{"{'b.c': {'$gt': 5}}", "{'b.c': {'$gt': 6}}", true, false},
 			{"{'b.c': {'$exists': true}}", "{'b.c': {'$exists': true}}", true, false},
+			/* ... nor does an index filter holding one, whatever else it holds */
+			{"{'m.s': 'C', 'b.c': {'$lt': 5}}", "{'m.s': 'C'}", true, false},
+			{"{'m.s': 'C', 'b.c': {'$lt': 5}}", "{'m.s': 'C', 'b.c': {'$lt': 4}}", true, false},
 			/* a time bound's span slack on the other bound */
 			{"{'time': {'$gte': {'$date': '2000-01-01T00:00:00Z'}}}", "{'time': {'$gte': {'$date': '2000-01-01T00:00:00Z'}}}", true, true},
 			{"{'time': {'$gte': {'$date': '2000-01-01T00:00:00Z'}}}", "{'time': {'$gt': {'$date': '2000-01-01T00:00:00Z'}}}", true, false},
