@@ -496,6 +496,31 @@ test_random_partial(void)
 			char *qq = sq(rqueries[q]), *w = winning_indexes("rw", qq);
 			used += strcmp(w, "pa") == 0;
 			same_answer("rw", "rp", qq);
+			{
+				/* count and an aggregate $group read the same way */
+				char *c1 = bson_strdup_printf("{\"count\": \"rw\", \"query\": %s}", qq);
+				char *c2 = bson_strdup_printf("{\"count\": \"rp\", \"query\": %s}", qq);
+				char *g1 = bson_strdup_printf("{\"aggregate\": \"rw\", \"pipeline\": [{\"$match\": %s}, "
+				    "{\"$group\": {\"_id\": null, \"s\": {\"$sum\": \"$a\"}, \"n\": {\"$sum\": 1}}}], \"cursor\": {}}", qq);
+				char *g2 = bson_strdup_printf("{\"aggregate\": \"rp\", \"pipeline\": [{\"$match\": %s}, "
+				    "{\"$group\": {\"_id\": null, \"s\": {\"$sum\": \"$a\"}, \"n\": {\"$sum\": 1}}}], \"cursor\": {}}", qq);
+				int rc1, rc2;
+				bson_t *r1 = run(c1, &rc1), *r2 = run(c2, &rc2);
+				char *a = batch_text(g1), *b = batch_text(g2);
+				TT_EQ_INT(rc1, 0);
+				if (tt_get_i64(r1, "n") != tt_get_i64(r2, "n"))
+					TT_FAIL_("count %s: ts %lld, plain %lld", qq, (long long)tt_get_i64(r1, "n"), (long long)tt_get_i64(r2, "n"));
+				if (strcmp(a, b) != 0)
+					TT_FAIL_("$group after %s:\n ts:    %.200s\n plain: %.200s", qq, a, b);
+				tt_free_reply(r1);
+				tt_free_reply(r2);
+				bson_free(a);
+				bson_free(b);
+				bson_free(c1);
+				bson_free(c2);
+				bson_free(g1);
+				bson_free(g2);
+			}
 			bson_free(w);
 			bson_free(qq);
 		}
