@@ -729,14 +729,25 @@ explain_query_planner(const agg_pipeline_t *p, bson_t *qp)
 	bson_append_document_begin(qp, "winningPlan", -1, &wp);
 	BSON_APPEND_BOOL(&wp, "isCached", false);
 	if (source_plan_new(p, &req, &pe, &e) == 0) {
+		/* the plan a run would use: the trial runs among the planner's
+		 * candidates (mongod's multi-planner), on a session of the pool in
+		 * a snapshot of its own; without one, the planner's first */
+		storage_session_t *s = p->host->st != NULL ? storage_session_pool_get(p->host->st, &e) : NULL;
+		if (s != NULL && storage_txn_begin(s, &e) == 0) {
+			if (plan_exec_choose(pe, s, &e) != 0)
+				terr_clear(&e);
+			storage_txn_rollback(s);
+		}
+		terr_clear(&e);
+		if (s != NULL)
+			storage_session_pool_put(p->host->st, s);
 		plan_exec_explain_append(pe, false, &wp);
 	} else {
 		BSON_APPEND_UTF8(&wp, "stage", "COLLSCAN");
 		terr_clear(&e);
 	}
 	bson_append_document_end(qp, &wp);
-	/* the planner's other candidates (in its order: the trial runs that
-	 * pick among them run with the pipeline) */
+	/* the planner's other candidates */
 	bson_append_array_begin(qp, "rejectedPlans", -1, &rej);
 	if (pe != NULL)
 		plan_exec_rejected_append(pe, &rej);
