@@ -659,6 +659,12 @@ source_index_filter(const agg_pipeline_t *p, plan_request_t *req)
 	if (p->host != NULL && p->host->index_filter != NULL && req->coll != NULL &&
 	    p->host->index_filter(p->host->ctx, req->coll, f, p->source_sort, p->source_project, &req->index_filter))
 		req->has_index_filter = true;
+	/* a time-series read: its partial indexes as the measurements' filter
+	 * decides (only for the collection it reads, not a $lookup's) */
+	if (p->host != NULL && p->host->partial_ok != NULL && req->coll != NULL &&
+	    memcmp(req->coll->uuid, p->host->partial_uuid, 16) == 0 &&
+	    p->host->partial_ok(req->coll, p->host->partial_query, p->host->partial_same_collation, &req->partial_ok))
+		req->has_partial_ok = true;
 }
 
 /* Under an index filter an index hint is ignored (as mongod), a
@@ -723,15 +729,30 @@ explain_query_planner(const agg_pipeline_t *p, bson_t *qp)
 	bson_append_document_begin(qp, "winningPlan", -1, &wp);
 	BSON_APPEND_BOOL(&wp, "isCached", false);
 	if (source_plan_new(p, &req, &pe, &e) == 0) {
+		/* the plan a run would use: the trial runs among the planner's
+		 * candidates (mongod's multi-planner), on a session of the pool in
+		 * a snapshot of its own; without one, the planner's first */
+		storage_session_t *s = p->host->st != NULL ? storage_session_pool_get(p->host->st, &e) : NULL;
+		if (s != NULL && storage_txn_begin(s, &e) == 0) {
+			if (plan_exec_choose(pe, s, &e) != 0)
+				terr_clear(&e);
+			storage_txn_rollback(s);
+		}
+		terr_clear(&e);
+		if (s != NULL)
+			storage_session_pool_put(p->host->st, s);
 		plan_exec_explain_append(pe, false, &wp);
-		plan_exec_free(pe);
 	} else {
 		BSON_APPEND_UTF8(&wp, "stage", "COLLSCAN");
 		terr_clear(&e);
 	}
 	bson_append_document_end(qp, &wp);
+	/* the planner's other candidates */
 	bson_append_array_begin(qp, "rejectedPlans", -1, &rej);
+	if (pe != NULL)
+		plan_exec_rejected_append(pe, &rej);
 	bson_append_array_end(qp, &rej);
+	plan_exec_free(pe);
 }
 
 /* executionStats of the source after a run (mongod's find-style block). */

@@ -174,6 +174,15 @@ struct agg_host {
 	 * it.  NULL: no filters. */
 	bool (*index_filter)(void *ctx, const storage_coll_t *coll, const bson_t *filter, const bson_t *sort,
 	                     const bson_t *proj, uint64_t *allowed);
+	/* A time-series read (the command layer's cmd_ts_partial_mask): which
+	 * partial indexes of the collection whose UUID is partial_uuid the
+	 * measurements' leading $match (partial_query, borrowed for the
+	 * pipeline's life) may use, into plan_request_t.partial_ok when the
+	 * source reads that collection.  NULL: the planner's own test. */
+	bool (*partial_ok)(const storage_coll_t *coll, const bson_t *query, bool same_collation, uint64_t *ok);
+	const bson_t *partial_query;
+	bool partial_same_collation;
+	uint8_t partial_uuid[16];
 	/* $changeStream (above).  NULL: a standalone, 40573. */
 	const agg_change_stream_ops_t *change_stream;
 	void *change_stream_ctx;

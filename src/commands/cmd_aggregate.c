@@ -44,6 +44,9 @@ typedef struct agg_src {
 	/* the first batch's error context: "Executor error during aggregate
 	 * command on namespace: <the namespace the command named>" */
 	char first_context[600];
+	/* a time-series read: the measurements' leading $match (owned; NULL:
+	 * none), which decides its partial indexes (host.partial_ok) */
+	bson_t *ts_query;
 } agg_src_t;
 
 /* mongod's DSCSCheckResumability refusal of an event whose resume token a
@@ -143,6 +146,8 @@ src_free(void *state)
 		bson_value_destroy(&a->last_id);
 	if (a->prev_id.value_type != BSON_TYPE_EOD)
 		bson_value_destroy(&a->prev_id);
+	if (a->ts_query != NULL)
+		bson_destroy(a->ts_query);
 	bson_free(a->db);
 	bson_free(a->coll);
 	bson_free(a);
@@ -396,6 +401,9 @@ CMD_HANDLER(cmd_aggregate)
 	view_t view = {0};
 	bson_t combined;
 	bool combined_ts = false;           /* combined holds a time-series read (cmd_ts_read_pipeline) */
+	bson_t *ts_query = NULL;            /* ... and its leading $match (owned until a takes it) */
+	uint8_t ts_uuid[16];
+	const coll_t *ts_collation = NULL;  /* ... and its collection's default collation */
 	const bson_t *stages = &pipeline;   /* the view's stages + the pipeline for a view */
 	char ns[512];
 	storage_coll_t *oplog_coll = NULL;
@@ -474,8 +482,19 @@ CMD_HANDLER(cmd_aggregate)
 		    (g = cmd_ts_geonear_rewrite(tc, &pipeline, &gn, err)) >= 0 &&
 		    cmd_ts_read_pipeline(tc, g == 1 ? &gn : &pipeline, !bson_has_field(c->body, "collation"),
 		                         &combined) == 0) {
+			bson_iter_t fi, fs;
 			stages = &combined;
 			combined_ts = true;
+			memcpy(ts_uuid, tc->uuid, 16);
+			ts_collation = tc->collation;
+			if (bson_iter_init(&fi, g == 1 ? &gn : &pipeline) && bson_iter_next(&fi) && BSON_ITER_HOLDS_DOCUMENT(&fi) &&
+			    bson_iter_recurse(&fi, &fs) && bson_iter_next(&fs) && strcmp(bson_iter_key(&fs), "$match") == 0 &&
+			    BSON_ITER_HOLDS_DOCUMENT(&fs)) {
+				const uint8_t *d;
+				uint32_t l;
+				bson_iter_document(&fs, &l, &d);
+				ts_query = bson_new_from_data(d, l);
+			}
 		}
 		if (cmd_ts_is(tc))
 			bson_destroy(&gn);
@@ -547,6 +566,15 @@ CMD_HANDLER(cmd_aggregate)
 	    strcmp(c->db, "local") != 0 && strcmp(c->db, "config") != 0;
 	a->host.latency_stats = host_latency_stats;
 	a->host.index_filter = host_index_filter;
+	if (combined_ts) {
+		/* its partial indexes as mongod decides on the measurements' filter */
+		a->ts_query = ts_query;
+		ts_query = NULL;
+		a->host.partial_ok = cmd_ts_partial_mask;
+		a->host.partial_query = a->ts_query;
+		a->host.partial_same_collation = a->host.collation == ts_collation;
+		memcpy(a->host.partial_uuid, ts_uuid, 16);
+	}
 	if (c->engine->cs != NULL) {
 		a->host.change_stream = &repl_cs_ops;
 		a->host.change_stream_ctx = c->engine->cs;
@@ -688,5 +716,7 @@ err:
 	}
 	if (combined_ts)
 		bson_destroy(&combined);
+	if (ts_query != NULL)
+		bson_destroy(ts_query);
 	return ret;
 }

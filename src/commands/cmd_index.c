@@ -1268,6 +1268,10 @@ CMD_HANDLER(cmd_create_indexes)
 		}
 		goto err;
 	}
+	/* a measurement index on a collection whose buckets may mix types:
+	 * mongod refuses it when one does (67) */
+	if (is_ts && nnew > 0)
+		ERR(cmd_ts_mixed_schema_check(c->engine->st, coll, specs, nspecs, ns, err));
 	if (cmd_in_transaction(c) && nnew > 0) {
 		/* only on a collection this transaction created, while it is
 		 * empty (mongod's runCreateIndexesOnNewCollection); a failure

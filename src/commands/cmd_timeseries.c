@@ -36,7 +36,9 @@
 #include "bson/value.h"
 #include "commands/cmd_timeseries.h"
 #include "commands/write.h"
+#include "common/log.h"
 #include "common/mem.h"
+#include "common/opctx.h"
 #include "geo/geo.h"
 #include "query/match.h"
 #include "timeseries/timeseries.h"
@@ -2049,7 +2051,9 @@ cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bool simple
 		bson_t gf = BSON_INITIALIZER;
 		bool has_bf, has_gf;
 		ts_ix_fields_t fs;
-		cmd_ts_ix_fields(coll, &o, &fs);
+		uint64_t pok = 0;
+		cmd_ts_partial_mask(coll, &f, simple_collation, &pok);
+		cmd_ts_ix_fields(coll, &o, pok, &fs);
 		has_bf = ts_bucket_filter_ix(&o, &f, &fs, &bf);
 		/* measurement $geoWithin/$geoIntersects: $_internalBucketGeoWithin (ts_index.c) */
 		has_gf = ts_bucket_geo_filter(&o, &f, &gf);
@@ -2542,18 +2546,138 @@ cmd_ts_index_spec(const storage_coll_t *coll, const storage_index_t *ix, bson_t 
 }
 
 void
-cmd_ts_ix_fields(const storage_coll_t *coll, const ts_options_t *o, ts_ix_fields_t *fs)
+cmd_ts_ix_fields(const storage_coll_t *coll, const ts_options_t *o, uint64_t partial_ok, ts_ix_fields_t *fs)
 {
 	fs->n = 0;
 	for (int i = 0; i < coll->nindexes; i++) {
 		const storage_index_t *ix = &coll->indexes[i];
 		bool mk[STORAGE_INDEX_MAX_FIELDS];
-		if (ix->clustered || ix->partial || ix->key == NULL || ix->nfields > STORAGE_INDEX_MAX_FIELDS)
+		if (ix->clustered || ix->key == NULL || ix->nfields > STORAGE_INDEX_MAX_FIELDS)
+			continue;
+		/* a partial index only when the query implies its filter: the
+		 * buckets it lacks hold no measurement the query matches, so its
+		 * multikey state speaks for every bucket that matters */
+		if (ix->partial && (i >= 64 || !(partial_ok & (1ull << i))))
 			continue;
 		for (int k = 0; k < ix->nfields; k++)
 			mk[k] = ix->multikey && (!ix->mkpaths_known || ix->mkpaths[k] != 0);
 		ts_ix_fields_add(fs, o, ix->key, mk);
 	}
+}
+
+int
+cmd_ts_mixed_schema_check(storage_t *st, storage_coll_t *coll, const bson_t *specs, int nspecs, const char *ns,
+                          terr_t *err)
+{
+	ts_options_t o;
+	storage_session_t *s;
+	storage_cursor_t *cur = NULL;
+	bool any = false, found = false;
+	int ret = 0;
+
+	if (coll == NULL || !ts_options_get(coll->options, &o) || !o.mixed_schema)
+		return 0;
+	for (int i = 0; i < nspecs; i++) {
+		if (bson_empty(&specs[i]) || !ts_index_includes_measurement(&o, &specs[i]))
+			continue;
+		bson_t attr = BSON_INITIALIZER;
+		BSON_APPEND_UTF8(&attr, "namespace", ns);
+		BSON_APPEND_DOCUMENT(&attr, "spec", &specs[i]);
+		tlog('I', "INDEX", 6057502,
+		    "Detected that this time-series collection may have mixed-schema data. Attempting to build the index.",
+		    &attr);
+		bson_destroy(&attr);
+		any = true;
+	}
+	if (!any)
+		return 0;
+	/* mongod checks every bucket its build scans (MultiIndexBlock::_insert)
+	 * and refuses at the commit; here the buckets are read first, in one
+	 * snapshot, and nothing is built when one mixes types */
+	if ((s = storage_session_pool_get(st, err)) == NULL)
+		return -1;
+	if (storage_txn_begin(s, err) != 0) {
+		storage_session_pool_put(st, s);
+		return -1;
+	}
+	ret = storage_scan_open(s, coll, false, &cur, err);
+	while (ret == 0) {
+		recid_t id;
+		bson_t doc;
+		int rc = storage_cursor_next(cur, &id, &doc, NULL, NULL, err);
+		if (rc < 0)
+			ret = -1;
+		if (rc <= 0)
+			break;
+		if (tm_interrupt_check(err) != 0) {
+			ret = -1;
+			break;
+		}
+		if (ts_bucket_mixed_schema(&doc)) {
+			bson_iter_t ctl;
+			bson_t attr = BSON_INITIALIZER;
+			BSON_APPEND_UTF8(&attr, "namespace", ns);
+			BSON_APPEND_INT64(&attr, "recordId", id);
+			if (bson_iter_init_find(&ctl, &doc, "control"))
+				BSON_APPEND_VALUE(&attr, "control", bson_iter_value(&ctl));
+			tlog('I', "INDEX", 6057700, "Detected mixed-schema data in time-series bucket collection", &attr);
+			bson_destroy(&attr);
+			found = true;
+			break;
+		}
+	}
+	if (cur != NULL)
+		storage_cursor_close(cur);
+	storage_txn_rollback(s);
+	storage_session_pool_put(st, s);
+	if (ret != 0)
+		return -1;
+	if (found) {
+		const uint8_t *u = coll->uuid;
+		return terr_set(err, TERR_CANNOT_CREATE_INDEX,
+		    "Index build on collection '%s' (%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x) "
+		    "failed due to the detection of mixed-schema data in the time-series buckets collection. Starting as "
+		    "of v5.2, time-series measurement bucketing has been modified to ensure that newly created time-series "
+		    "buckets do not contain mixed-schema data. For details, see: "
+		    "https://www.mongodb.com/docs/manual/core/timeseries/timeseries-limitations/",
+		    ns, u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+	}
+	return 0;
+}
+
+/* The user's partialFilterExpression of a bucket index (its originalSpec's,
+ * a view into ix->spec); false when it has none (not partial, or built
+ * raw with a filter in bucket terms). */
+static bool
+user_partial(const storage_index_t *ix, bson_t *out)
+{
+	bson_iter_t it, os;
+	const uint8_t *d;
+	uint32_t l;
+
+	if (!ix->partial || !bson_iter_init_find(&it, ix->spec, "originalSpec") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
+	    !bson_iter_recurse(&it, &os) || !bson_iter_find(&os, "partialFilterExpression") ||
+	    !BSON_ITER_HOLDS_DOCUMENT(&os))
+		return false;
+	bson_iter_document(&os, &l, &d);
+	return bson_init_static(out, d, l);
+}
+
+bool
+cmd_ts_partial_mask(const storage_coll_t *coll, const bson_t *query, bool same_collation, uint64_t *ok)
+{
+	ts_options_t o;
+
+	*ok = 0;
+	if (!ts_options_get(coll->options, &o))
+		return false;
+	for (int i = 0; i < coll->nindexes && i < 64; i++) {
+		bson_t pf;
+		if (query != NULL && user_partial(&coll->indexes[i], &pf) &&
+		    ts_partial_implied(&o, query, &pf, same_collation, coll->collation))
+			*ok |= 1ull << i;
+	}
+	return true;
 }
 
 int

@@ -114,8 +114,31 @@ int cmd_ts_index_key(const storage_coll_t *coll, const bson_t *key, bson_t *out,
  * not translate. */
 int cmd_ts_hint(const storage_coll_t *coll, bson_value_t *hint, terr_t *err);
 /* The measurement fields coll's bucket indexes can bound, and whether
- * their control.min/max ever held an array (ts_ix_fields_add). */
-void cmd_ts_ix_fields(const storage_coll_t *coll, const ts_options_t *o, ts_ix_fields_t *fs);
+ * their control.min/max ever held an array (ts_ix_fields_add): the
+ * indexes that are not partial, and the partial ones whose bit is set in
+ * partial_ok (cmd_ts_partial_mask). */
+void cmd_ts_ix_fields(const storage_coll_t *coll, const ts_options_t *o, uint64_t partial_ok, ts_ix_fields_t *fs);
+/* Which partial indexes of the time-series collection coll a read whose
+ * leading $match is query (user terms; NULL: none) may use, as mongod's
+ * planner decides (ts_partial_implied on each index's user
+ * partialFilterExpression): bit i for coll->indexes[i] into *ok.  An index
+ * built raw (a filter in bucket terms, no originalSpec) is never taken.
+ * same_collation: the read's collation is the collection's.  False (and
+ * *ok 0) when coll is no time-series collection. */
+/*
+ * Before createIndexes builds specs (bucket terms; empty ones skipped) on
+ * the time-series collection coll (ns its name): when the collection is
+ * flagged for mixed-schema buckets (timeseriesBucketsMayHaveMixedSchemaData)
+ * and some spec reads a measurement (ts_index_includes_measurement), every
+ * bucket is read (honouring the operation's maxTimeMS and killOp: 50 /
+ * 11601) and one mixing types refuses the build with mongod's 67
+ * CannotCreateIndex "Index build on collection '<ns>' (<uuid>) failed due
+ * to the detection of mixed-schema data ..." (logs 6057502, 6057700 as
+ * mongod).  0 otherwise, also for any other collection.
+ */
+int cmd_ts_mixed_schema_check(storage_t *st, storage_coll_t *coll, const bson_t *specs, int nspecs, const char *ns,
+                              terr_t *err);
+bool cmd_ts_partial_mask(const storage_coll_t *coll, const bson_t *query, bool same_collation, uint64_t *ok);
 /* collStats' timeseries section (bucketCount and the bucket catalog's
  * counters). */
 void cmd_ts_stats_append(const storage_coll_t *coll, int64_t bucket_count, bson_t *out);

@@ -1493,9 +1493,9 @@ plan_exec_new(const plan_request_t *req, plan_exec_t **out, terr_t *err)
 				hint = &ehint;
 				x->express = true;
 			}
-			if (planner_plan_filtered(x->coll, x->match, x->sort != NULL ? req->sort : NULL, hint,
-			    req->collation, req->has_index_filter ? req->index_filter : PLANNER_ALL_INDEXES, &x->sol,
-			    err) != 0) {
+			if (planner_plan_partial(x->coll, x->match, x->sort != NULL ? req->sort : NULL, hint,
+			    req->collation, req->has_index_filter ? req->index_filter : PLANNER_ALL_INDEXES,
+			    req->has_partial_ok, req->partial_ok, &x->sol, err) != 0) {
 				plan_exec_free(x);
 				return -1;
 			}
@@ -3319,11 +3319,19 @@ plan_exec_rejected_append(const plan_exec_t *x, bson_t *arr)
 		view->access = view->sol->kind == PLANNER_COLLSCAN ? ACCESS_SCAN : ACCESS_IXSCAN;
 		view->backward = view->sol->backward;
 		view->covered = view->access == ACCESS_IXSCAN && covered_for(view, view->sol);
+		/* an OR candidate: its own (empty) per-branch counters */
+		int64_t *bk = NULL;
+		if (view->sol->kind == PLANNER_OR) {
+			bk = tm_malloc0(sizeof(int64_t) * (size_t)(view->sol->nbranches > 0 ? view->sol->nbranches : 1));
+			view->branch_keys = view->branch_dups = bk;
+			view->branch_i = 0;
+		}
 		bson_uint32_to_string((uint32_t)i, &k, key, sizeof(key));
 		bson_append_document_begin(arr, k, -1, &d);
 		BSON_APPEND_BOOL(&d, "isCached", false);
 		plan_exec_explain_append(view, false, &d);
 		bson_append_document_end(arr, &d);
+		bson_free(bk);
 	}
 	bson_free(view);
 }

@@ -107,6 +107,10 @@ typedef struct plan_request {
 	 * then be NULL or {$natural: d} (mongod ignores an index hint). */
 	bool has_index_filter;
 	uint64_t index_filter;
+	/* The partial indexes the query may use, decided by the caller (a
+	 * time-series read: planner_plan_partial); bit i: coll->indexes[i]. */
+	bool has_partial_ok;
+	uint64_t partial_ok;
 	/* find's $_resumeAfter (issue 22): a collection scan (the caller makes
 	 * sure: hint {$natural: 1}) starting past RecordId resume_after; on a
 	 * clustered collection past the clustered key resume_key (resume_key_len

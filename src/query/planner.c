@@ -93,6 +93,11 @@ typedef struct preds {
 	const coll_t *coll;        /* the query's collation: bounds are encoded by it */
 	tm_arena_t *arena;         /* the plan's (bounds built from these predicates live there) */
 	uint64_t allowed;          /* index filter: the positions of the indexes a plan may use */
+	/* The caller decided which partial indexes the query implies (a
+	 * time-series read: mongod's bucket-level rule, ts_partial.c): bit i of
+	 * partial_ok for index i, instead of partial_implied's own test. */
+	bool partial_set;
+	uint64_t partial_ok;
 	size_t nused;              /* bytes of names in use */
 	pred_t p[MAX_PREDS];
 	char names[2048];          /* "prefix.path" of $elemMatch members */
@@ -109,6 +114,8 @@ preds_init(preds_t *ps, const coll_t *coll, tm_arena_t *arena)
 	ps->coll = coll;
 	ps->arena = arena;
 	ps->allowed = PLANNER_ALL_INDEXES;
+	ps->partial_set = false;
+	ps->partial_ok = 0;
 	ps->nused = 0;
 }
 
@@ -1477,7 +1484,8 @@ cand_build(const storage_coll_t *coll, int ixn, const preds_t *ps, const bson_t 
 	 * null, $ne, $nin and $exists: false match (mongod never picks it) */
 	if (!hinted && ix->sparse && c->missing)
 		return false;
-	if (!hinted && ix->partial && !partial_implied(ix, ps))
+	if (!hinted && ix->partial &&
+	    (ps->partial_set ? ixn >= 64 || !(ps->partial_ok & (1ull << ixn)) : !partial_implied(ix, ps)))
 		return false;
 	if (!sort_on_multikey(sort, c->fields, c->nfields))
 		c->provides_sort = sort_provided(sort, c->fields, c->nfields, c->npoints, &c->backward) ||
@@ -2045,7 +2053,7 @@ find_top_or(const mnode_t *root, bool *whole)
 
 /* One index scan per $or branch; false when some branch has no index. */
 static bool
-plan_or(const storage_coll_t *coll, const match_t *m, const coll_t *qcoll, uint64_t allowed, planner_solution_t *s)
+plan_or(const storage_coll_t *coll, const match_t *m, const preds_t *top, planner_solution_t *s)
 {
 	const mnode_t *or;
 	bool whole;
@@ -2061,8 +2069,10 @@ plan_or(const storage_coll_t *coll, const match_t *m, const coll_t *qcoll, uint6
 		preds_t bp;
 		cand_t best;
 		bool ok;
-		preds_init(&bp, qcoll, sol_arena(s));
-		bp.allowed = allowed;
+		preds_init(&bp, top->coll, sol_arena(s));
+		bp.allowed = top->allowed;
+		bp.partial_set = top->partial_set;
+		bp.partial_ok = top->partial_ok;
 		collect_node(&bp, or->kids[i], NULL, 0, NULL);
 		ok = best_candidate(coll, &bp, NULL, -1, &best, NULL) && best.nbounded > 0;
 		if (!ok) {
@@ -2105,6 +2115,14 @@ int
 planner_plan_filtered(const storage_coll_t *coll, const match_t *m, const bson_t *sort, const bson_value_t *hint,
                       const coll_t *collation, uint64_t allowed, planner_solution_t **out, terr_t *err)
 {
+	return planner_plan_partial(coll, m, sort, hint, collation, allowed, false, 0, out, err);
+}
+
+int
+planner_plan_partial(const storage_coll_t *coll, const match_t *m, const bson_t *sort, const bson_value_t *hint,
+                     const coll_t *collation, uint64_t allowed, bool partial_set, uint64_t partial_ok,
+                     planner_solution_t **out, terr_t *err)
+{
 	planner_solution_t *s;
 	preds_t ps;
 	cand_t best;
@@ -2117,6 +2135,8 @@ planner_plan_filtered(const storage_coll_t *coll, const match_t *m, const bson_t
 	s = solution_new();
 	preds_init(&ps, collation, sol_arena(s));
 	ps.allowed = allowed;
+	ps.partial_set = partial_set;
+	ps.partial_ok = partial_ok;
 	s->kind = PLANNER_COLLSCAN;
 	if (hint != NULL) {
 		if (natural) {
@@ -2134,7 +2154,7 @@ planner_plan_filtered(const storage_coll_t *coll, const match_t *m, const bson_t
 			planner_solution_t tmp;
 			memset(&tmp, 0, sizeof(tmp));
 			tmp.region = s->region;
-			if (plan_or(coll, m, ps.coll, allowed, &tmp)) {
+			if (plan_or(coll, m, &ps, &tmp)) {
 				cand_free(&best);
 				tmp.rejected = s->rejected;
 				tmp.nrejected = s->nrejected;
@@ -2146,7 +2166,20 @@ planner_plan_filtered(const storage_coll_t *coll, const match_t *m, const bson_t
 		}
 		if (!or_better)
 			solution_from(s, &best);
-	} else if (hinted < 0 && m != NULL && !plan_or(coll, m, ps.coll, allowed, s)) {
+		/* a time-series read (the caller decided its partial indexes):
+		 * the $or of index scans its bucket forms give also races the
+		 * single index (the buckets' clustered _id range a time range
+		 * gives), as mongod races the one index scan its own bucket form
+		 * allows against that range */
+		if (!or_better && partial_set && hinted < 0 && m != NULL && s->nrejected < MAX_REJECTED) {
+			planner_solution_t *r = region_solution(s->region);
+			if (plan_or(coll, m, &ps, r)) {
+				if (s->rejected == NULL)
+					s->rejected = tm_arena_alloc(sol_arena(s), sizeof(*s->rejected) * MAX_REJECTED);
+				s->rejected[s->nrejected++] = r;
+			}
+		}
+	} else if (hinted < 0 && m != NULL && !plan_or(coll, m, &ps, s)) {
 		solution_clear(s);
 		s->kind = PLANNER_COLLSCAN;
 	}

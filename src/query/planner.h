@@ -160,6 +160,24 @@ int planner_plan_filtered(const storage_coll_t *coll, const match_t *m, const bs
                           planner_solution_t **out, terr_t *err);
 
 /*
+ * planner_plan_filtered with the partial indexes the query may use decided
+ * by the caller (partial_set: bit i of partial_ok for index i; a partial
+ * index without its bit is no candidate unless hinted), instead of the
+ * planner's own test that the filter's conjunction implies the partial
+ * filter.  A time-series read decides it on the measurements' filter as
+ * mongod does (timeseries/ts_partial.c), which the buckets' filter, in
+ * Tamga's own forms, does not show.  With partial_set, a top-level $or of
+ * the filter whose branches all have index scans is also kept as a
+ * candidate (a rejected plan the trial runs race) when a single index
+ * bounds the filter: the bucket forms of an indexed measurement range are
+ * such an $or, and mongod races its one index scan against the clustered
+ * _id range of a time predicate.
+ */
+int planner_plan_partial(const storage_coll_t *coll, const match_t *m, const bson_t *sort,
+                         const bson_value_t *hint, const coll_t *collation, uint64_t allowed,
+                         bool partial_set, uint64_t partial_ok, planner_solution_t **out, terr_t *err);
+
+/*
  * find's min/max: min and max (borrowed; NULL or {} = unbounded on that
  * side, not both) are index keys {field: value, ...} naming the hinted
  * index's fields in order.  The solution is an IXSCAN over [min, max) with

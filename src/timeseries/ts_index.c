@@ -782,6 +782,76 @@ ts_ix_fields_add(ts_ix_fields_t *fs, const ts_options_t *o, const bson_t *bucket
 	}
 }
 
+/* ---- indexes that read measurements ------------------------------------------------ */
+
+/* Whether a bucket-level path is the time bound, the meta (or under it) or
+ * the bucket _id: what mongod's doesBucketsIndexIncludeMeasurement lets an
+ * index name without reading a measurement. */
+static bool
+non_measurement_path(const ts_options_t *o, const char *p, bool allow_id)
+{
+	char minp[PATH_MAX_LEN], maxp[PATH_MAX_LEN];
+
+	bson_snprintf(minp, sizeof(minp), "control.min.%s", o->time_field);
+	bson_snprintf(maxp, sizeof(maxp), "control.max.%s", o->time_field);
+	if (strcmp(p, minp) == 0 || strcmp(p, maxp) == 0)
+		return true;
+	if (o->meta_field != NULL && (strcmp(p, "meta") == 0 || strncmp(p, "meta.", 5) == 0))
+		return true;
+	return allow_id && strcmp(p, "_id") == 0;
+}
+
+/* Any field a (bucket-level) filter names that is not one of those. */
+static bool
+filter_reads_measurement(const ts_options_t *o, const bson_t *f, int depth)
+{
+	bson_iter_t it;
+
+	if (depth > 40 || !bson_iter_init(&it, f))
+		return true;
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		if (strcmp(k, "$and") == 0 || strcmp(k, "$or") == 0 || strcmp(k, "$nor") == 0) {
+			bson_iter_t a;
+			if (!BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &a))
+				return true;
+			while (bson_iter_next(&a)) {
+				const uint8_t *d;
+				uint32_t l;
+				bson_t sub;
+				if (!BSON_ITER_HOLDS_DOCUMENT(&a))
+					return true;
+				bson_iter_document(&a, &l, &d);
+				if (!bson_init_static(&sub, d, l) || filter_reads_measurement(o, &sub, depth + 1))
+					return true;
+			}
+			continue;
+		}
+		if (k[0] == '$' || !non_measurement_path(o, k, true))
+			return true;
+	}
+	return false;
+}
+
+bool
+ts_index_includes_measurement(const ts_options_t *o, const bson_t *bucket_spec)
+{
+	bson_iter_t it, k;
+
+	if (bson_iter_init_find(&it, bucket_spec, "key") && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &k))
+		while (bson_iter_next(&k))
+			if (!non_measurement_path(o, bson_iter_key(&k), false))
+				return true;
+	if (bson_iter_init_find(&it, bucket_spec, "partialFilterExpression") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+		const uint8_t *d;
+		uint32_t l;
+		bson_t pf;
+		bson_iter_document(&it, &l, &d);
+		return !bson_init_static(&pf, d, l) || filter_reads_measurement(o, &pf, 0);
+	}
+	return false;
+}
+
 /* ---- measurement geo predicates on buckets ------------------------------------------ */
 
 /* One {f: {$geoWithin|$within|$geoIntersects: region}} conjunct on a

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <bson/bson.h>
 
+#include "bson/value.h"
 #include "common/error.h"
 #include "timeseries/timeseries.h"
 
@@ -69,6 +70,31 @@ int ts_index_spec_to_buckets(const ts_options_t *o, const bson_t *spec, bson_t *
  * written.
  */
 int ts_index_partial_to_buckets(const ts_options_t *o, const bson_t *pf, bson_t *out, bool *metric, terr_t *err);
+
+/*
+ * Whether a query may use a partial index of the buckets, as mongod's
+ * planner decides it (ts_partial.c): the query's bucket-level predicate as
+ * mongod builds it (query: the user's filter, the leading $match) is a
+ * subset of the index's (partial: the user's partialFilterExpression, from
+ * the index's originalSpec) by mongod's expression::isSubsetOf rules.
+ * same_collation: the query's collation is the collection's (else string
+ * comparisons imply nothing); coll: that collation (NULL = simple).  A
+ * query on a collection flagged for mixed-schema buckets implies no
+ * measurement predicate (mongod's type-equality clause).
+ */
+bool ts_partial_implied(const ts_options_t *o, const bson_t *query, const bson_t *partial, bool same_collation,
+                        const coll_t *coll);
+
+/*
+ * Whether an index over the buckets (its spec in bucket terms: key, and
+ * partialFilterExpression when any) reads a measurement, as mongod's
+ * doesBucketsIndexIncludeMeasurement: a key field other than
+ * control.min/max.<time> and the meta (and its subfields, when there is a
+ * metaField), or a partial filter naming any field but those and _id.  An
+ * index build that does is refused on a collection whose buckets mix
+ * types (cmd_ts_mixed_schema_check).
+ */
+bool ts_index_includes_measurement(const ts_options_t *o, const bson_t *bucket_spec);
 
 /*
  * listIndexes' view of a bucket index spec (mongod's

@@ -355,6 +355,29 @@ test('raw mixed-schema buckets: 408 until collMod timeseriesBucketsMayHaveMixedS
 		const x = t.runCommand({collMod: 'mix', timeseriesBucketsMayHaveMixedSchemaData: false});
 		if (x.ok !== 1) throw x;
 	}), 72, 'never cleared');
+	// an index reading the measurement v over that mixed bucket: mongod's 67
+	let ci = null;
+	try { t.runCommand({createIndexes: 'mix', indexes: [{key: {v: 1}, name: 'v_1'}]}); } catch (e) { ci = e; }
+	eq(ci && ci.code, 67, 'measurement index on mixed buckets refused');
+	ok(ci && /failed due to the detection of mixed-schema data/.test(ci.message), String(ci));
+	eq(t.runCommand({createIndexes: 'mix', indexes: [{key: {m: 1}, name: 'm_1'}]}).ok, 1, 'meta index built');
+});
+
+test('partial indexes taken as mongod takes them', () => {
+	t.pt.drop(); t.ptp.drop();
+	t.createCollection('pt', {timeseries: {timeField: 'ts', metaField: 'm'}});
+	const docs = [];
+	for (let i = 0; i < 30; i++)
+		docs.push({m: {s: i % 3}, ts: new Date(base + i * 1000), a: i, b: i % 17});
+	t.pt.insertMany(docs.map(d => Object.assign({}, d))); t.ptp.insertMany(docs.map(d => Object.assign({}, d)));
+	t.pt.createIndex({a: 1}, {name: 'a_b', partialFilterExpression: {b: {$gt: 5}}});
+	const plan = q => JSON.stringify(t.pt.find(q).explain().stages[0].$cursor.queryPlanner.winningPlan);
+	for (const [q, used] of [[{a: {$lt: 99}, b: {$gt: 6}}, true], [{a: {$lt: 99}, b: {$gte: 5}}, false],
+	                         [{a: {$lt: 99}, b: 9}, true], [{a: {$lt: 99}}, false]]) {
+		eq(plan(q).includes('"a_b"'), used, 'index a_b for ' + JSON.stringify(q));
+		const s = a => a.map(d => d.a).sort((x, y) => x - y);
+		eq(s(t.pt.find(q).toArray()), s(t.ptp.find(q).toArray()), 'answer ' + JSON.stringify(q));
+	}
 });
 
 done();

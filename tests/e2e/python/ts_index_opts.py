@@ -27,6 +27,8 @@ import sys
 import time
 
 import pymongo
+from bson import ObjectId
+from bson.binary import Binary
 from pymongo.errors import OperationFailure
 
 PORT = int(os.environ["TAMGA_PORT"])
@@ -240,6 +242,68 @@ def ttl_keeps_a_bucket_until_its_span_has_passed():
         time.sleep(0.5)
     left = list(db.tk.find())
     assert len(left) == 1 and left[0]["t"] > (now - datetime.timedelta(minutes=1)).replace(tzinfo=None), left
+
+
+@case
+def partial_filter_chosen_as_mongod():
+    """timeseries_index_partial.js: mongod's planner takes a partial index
+    when the query's bucket-level predicate implies the index's (its
+    $_internalExpr bounds, strict on another operator's equal constant);
+    explain's winning plan names it, and answers stay the plain ones."""
+    db.create_collection("pc", timeseries={"timeField": "time", "metaField": "m"})
+    docs = []
+    for k, name in enumerate("ABC"):
+        for i in range(5):
+            b = 20 - 4 * i if k == 0 else (99 if k == 1 else 0)
+            docs.append({"time": datetime.datetime(2000, 1, 1, 0, 0, i), "m": {"bucket": name},
+                         "a": k * 5 + i, "b": b})
+    db.pc.insert_many([dict(d) for d in docs])
+    db.pcp.insert_many([dict(d) for d in docs])
+    cases = [
+        ({"b": {"$lt": 12}}, {"a": {"$lt": 999}, "b": {"$lt": 12}}, True),
+        ({"b": {"$lt": 12}}, {"a": {"$lt": 999}, "b": {"$lt": 11}}, True),
+        ({"b": {"$lt": 12}}, {"a": {"$lt": 999}, "b": {"$lt": 13}}, False),
+        ({"b": {"$lte": 12}}, {"a": {"$lt": 999}, "b": {"$lte": 11}}, True),
+        ({"b": {"$lte": 12}}, {"a": {"$lt": 999}, "b": {"$lt": 12}}, False),
+        ({"b": {"$gt": 12}}, {"a": {"$lt": 999}, "b": {"$gt": 13}}, True),
+        ({"b": {"$gte": 12}}, {"a": {"$lt": 999}, "b": {"$gte": 12}}, True),
+        ({"b": {"$gte": 12}}, {"a": {"$lt": 999}}, False),
+        ({"m.bucket": {"$gte": "B"}}, {"a": {"$lt": 999}, "m.bucket": "C"}, True),
+        ({"m.bucket": {"$gte": "B"}}, {"a": {"$lt": 999}, "m.bucket": "A"}, False),
+        ({"$or": [{"b": {"$lt": 2}}, {"m.bucket": "C"}]}, {"a": {"$lt": 999}, "b": {"$lt": 1}}, True),
+    ]
+    for pf, q, used in cases:
+        db.pc.create_index([("a", 1)], name="a_1", partialFilterExpression=pf)
+        ex = db.command("explain", {"find": "pc", "filter": q}, verbosity="queryPlanner")
+        wp = ex["stages"][0]["$cursor"]["queryPlanner"]["winningPlan"]
+        assert ("'a_1'" in repr(wp)) == used, (pf, q, wp)
+        same(q, db.pc, db.pcp)
+        db.pc.drop_index("a_1")
+
+
+@case
+def mixed_schema_measurement_index_refused():
+    """An index reading a measurement on a collection flagged
+    timeseriesBucketsMayHaveMixedSchemaData whose buckets mix types: mongod's
+    67 CannotCreateIndex, nothing built; meta indexes still build."""
+    db.create_collection("mx", timeseries={"timeField": "t", "metaField": "m"})
+    db.mx.insert_many([{"t": T0, "m": 1, "a": 1}, {"t": T0 + datetime.timedelta(seconds=1), "m": 1, "a": 2}])
+    db.command("collMod", "mx", timeseriesBucketsMayHaveMixedSchemaData=True)
+    t1 = T0 + datetime.timedelta(hours=2)
+    bucket = {"_id": ObjectId.from_datetime(t1),
+              "control": {"version": 1, "min": {"_id": 1, "t": t1, "a": 3}, "max": {"_id": 2, "t": t1, "a": "x"}},
+              "meta": 2, "data": {"_id": {"0": 1, "1": 2}, "t": {"0": t1, "1": t1}, "a": {"0": 3, "1": "x"}}}
+    db.command("insert", "mx", documents=[bucket], rawData=True)
+    uuid = db.command("listCollections", filter={"name": "mx"})["cursor"]["firstBatch"][0]["info"]["uuid"]
+    uuid = str(uuid.as_uuid() if isinstance(uuid, Binary) else uuid)
+    msg = refused(67, lambda: db.mx.create_index([("a", 1)], name="a_1"))
+    assert ("Index build on collection 'e2e_ts_index_opts.mx' (%s) failed due to the detection of mixed-schema "
+            "data in the time-series buckets collection" % uuid) in msg, msg
+    assert "a_1" not in {i["name"] for i in db.mx.list_indexes()}
+    refused(67, lambda: db.mx.create_index([("m", 1)], name="m_part", partialFilterExpression={"a": {"$gt": 0}}))
+    db.mx.create_index([("m", -1)], name="m_desc")
+    db.command("delete", "mx", deletes=[{"q": {"_id": bucket["_id"]}, "limit": 1}], rawData=True)
+    db.mx.create_index([("a", 1)], name="a_1")
 
 
 print("%d passed, %d failed" % (passed, failed))
