@@ -177,11 +177,20 @@ cmd_repl_member_on_self_host(engine_t *e)
 {
 	bson_t cfg;
 	terr_t err = TERR_INIT;
+	bool single;
 
-	if (e->rs == NULL || e->oplog == NULL || repl_set_member_count(e->rs) <= 1)
+	if (e->rs == NULL || e->oplog == NULL)
+		return;
+	/* one member: Raft only when its history is on Raft (a set forced or
+	 * removed down to one, restarted: repl_set_open_raft); mongod's
+	 * single member elects itself as it starts, Raft's single voter does */
+	single = repl_set_member_count(e->rs) == 1;
+	if (repl_set_member_count(e->rs) < 1 || (single && !repl_set_on_raft(e->rs)))
 		return;
 	if (!repl_set_config_copy(e->rs, &cfg)) {
 		bson_destroy(&cfg);
+		if (single)
+			repl_set_set_on_raft(e->rs, false);
 		return;
 	}
 	/* a member that comes back asks the others for their configuration
@@ -196,6 +205,12 @@ cmd_repl_member_on_self_host(engine_t *e)
 		}
 	}
 	cmd_repl_watch_start(e);
+	if (repl_set_state(e->rs) == REPL_STATE_REMOVED) {
+		/* its stored configuration leaves it out (rs.remove() down to
+		 * another member): no Raft server until it is added again */
+		bson_destroy(&cfg);
+		return;
+	}
 	if (member_start(e, &cfg, false, &err) != 0) {
 		bson_t attr;
 		bson_init(&attr);
@@ -203,6 +218,10 @@ cmd_repl_member_on_self_host(engine_t *e)
 		tlog('E', "REPL", 5000250, "could not start replication between members", &attr);
 		bson_destroy(&attr);
 		terr_clear(&err);
+		/* a one-member set is not left waiting: it elects itself as a
+		 * single member (without Raft, as before) */
+		if (single)
+			repl_set_set_on_raft(e->rs, false);
 	}
 	bson_destroy(&cfg);
 }
