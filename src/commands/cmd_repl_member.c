@@ -32,6 +32,7 @@
 #include "repl/election_log.h"
 #include "repl/member_rejoin.h"
 #include "repl/member_rpc.h"
+#include "repl/raft_leftover.h"
 #include "repl/raft_member.h"
 #include "repl/replset.h"
 #include "repl/retryable.h"
@@ -261,6 +262,43 @@ cmd_repl_member_retire(engine_t *e, terr_t *err)
 	return ret;
 }
 
+/* Before the Raft folder is emptied: the entries only its Raft log holds
+ * (the member was killed before applying them) that the set does not hold
+ * are saved as rollback files (repl/raft_leftover.h); logged, never an
+ * error of the join (as mongod's rollback, files are best effort to a
+ * reader: the set's history is what counts). */
+static void
+save_raft_leftover(engine_t *e, const bson_t *cfg)
+{
+	repl_raft_leftover_stats_t st;
+	terr_t err = TERR_INIT;
+	char *dbpath;
+	size_t n;
+	bson_t attr = BSON_INITIALIZER;
+
+	if (e->raft_dir == NULL || e->oplog == NULL || !repl_rejoin_raft_dir_has_log(e->raft_dir))
+		return;
+	n = strlen(e->raft_dir);
+	if (n < 5 || strcmp(e->raft_dir + n - 5, "/raft") != 0)
+		return;
+	dbpath = bson_strndup(e->raft_dir, n - 5);
+	if (repl_raft_leftover_save(e->raft_dir, dbpath, repl_oplog_last_optime(e->oplog).ts, cfg, e->self_host, &st,
+	    &err) != 0) {
+		BSON_APPEND_UTF8(&attr, "error", err.msg ? err.msg : "");
+		tlog('W', "ROLLBACK", 5000281, "could not save the Raft log's unapplied entries as rollback files", &attr);
+	} else if (st.entries > 0) {
+		BSON_APPEND_INT64(&attr, "entries", st.entries);
+		BSON_APPEND_INT64(&attr, "undone", st.undone);
+		BSON_APPEND_INT64(&attr, "saved", st.saved);
+		BSON_APPEND_BOOL(&attr, "setUnknown", st.unknown);
+		tlog('I', "ROLLBACK", 5000280, "the Raft log's entries this member never applied, before its Raft folder is "
+		    "emptied", &attr);
+	}
+	bson_destroy(&attr);
+	terr_clear(&err);
+	bson_free(dbpath);
+}
+
 int
 cmd_repl_member_restart(engine_t *e, const bson_t *cfg, cmd_repl_restart_t how, terr_t *err)
 {
@@ -268,6 +306,8 @@ cmd_repl_member_restart(engine_t *e, const bson_t *cfg, cmd_repl_restart_t how, 
 
 	pthread_mutex_lock(&swap_mu);
 	ret = retire_locked(e, err);
+	if (ret == 0 && how == CMD_REPL_RESTART_EMPTIED)
+		save_raft_leftover(e, cfg);
 	if (ret == 0 && how == CMD_REPL_RESTART_EMPTIED)
 		ret = repl_rejoin_reset_raft_dir(e->raft_dir, err);
 	if (ret == 0)

@@ -15,14 +15,20 @@ repl/replset.h repl_set_open_raft):
   - rs.remove() of that member brings the set to one again; the survivor
     restarts, is PRIMARY, takes writes, and rs.add() brings the member back
     (SECONDARY, equal data).
+  - entries only in a left-out member's Raft log when it was killed (a
+    delayed member: its applier waits) that the forced survivor never had
+    are saved to its rollback files (<dbpath>/rollback/<uuid>/removed.*.bson)
+    when it is added back; the writes the set has are not (repl/raft_leftover.h).
 Before, a restarted one-member set ran without Raft and rs.add() could not
-grow it (238).
+grow it (238), and those entries vanished without a file.
 
 usage: raft_force_restart.py path/to/tamgad
 """
 import os
 import sys
 import time
+
+import bson
 
 from pymongo import WriteConcern
 from pymongo.errors import PyMongoError
@@ -86,6 +92,8 @@ def main():
     t0 = time.time()
     with Cluster(TAMGAD, n=3) as cl:
         body(cl)
+    with Cluster(TAMGAD, n=3, extra=["--setParameter", "enableTestCommands=1"]) as cl:
+        leftover(cl)
     print("raft_force_restart: %d checks passed in %.1fs" % (checks, time.time() - t0))
     print("%d passed, 0 failed" % checks)
 
@@ -139,6 +147,75 @@ def body(cl):
     wait_equal([p, back], "rd", "data", timeout=90)
     write_some(p, "regrown", w=2)
     check(True, "the set grew again after rs.remove() and a restart")
+
+
+
+def rollback_docs(m):
+    """Every document of m's rollback files (<dbpath>/rollback/<uuid>/removed.*.bson)."""
+    docs = []
+    for root, _dirs, files in os.walk(os.path.join(m.dbpath, "rollback")):
+        for f in files:
+            check(f.startswith("removed.") and f.endswith(".bson"), "mongod's rollback file name: %s" % f)
+            with open(os.path.join(root, f), "rb") as fh:
+                docs += bson.decode_all(fh.read())
+    return docs
+
+
+def leftover(cl):
+    """Entries only in a left-out member's Raft log when it was killed: a
+    delayed member (secondaryDelaySecs: its applier waits, its Raft log has
+    the entries) holds majority writes the forced survivor never had; killed,
+    left out by the forced configuration, added back: those writes' documents
+    are in its rollback files, the writes the set has are not, and its data
+    is the set's."""
+    a, b, c = cl.members
+    cfg = cl.config(election_ms=2000)
+    cfg["members"] = cfg["members"][:2]
+    cfg["members"][0]["priority"] = 2
+    with a.client() as cli:
+        cli.admin.command("replSetInitiate", cfg)
+    check(cl.wait_primary(30) in (a, b), "a primary")
+    deadline = time.time() + 60
+    while cl.wait_primary(30) is not a:
+        check(time.time() < deadline, "the priority-2 member takes over")
+        time.sleep(0.5)
+    cfg = get_config(a)
+    reconfig(a, dict(cfg, version=cfg["version"] + 1,
+                     members=cfg["members"] + [{"_id": 2, "host": c.host, "priority": 0, "hidden": True,
+                                                "secondaryDelaySecs": 120}]))
+    write_some(a, "kept", n=20)
+    wait_equal([a, b], "rd", "data", timeout=60)
+    # b stops hearing a: a and the delayed c commit writes b never gets
+    with b.client() as cli:
+        cli.admin.command("configureFailPoint", "dropRaftMessagesFrom", mode="alwaysOn", data={"hosts": [a.host]})
+    write_some(a, "lost", n=20)
+    check(count(b, "lost") == 0 and count(c, "lost") == 0, "neither b nor the delayed c applied the lost writes")
+    a.kill9()
+    c.kill9()
+    with b.client() as cli:
+        cli.admin.command("configureFailPoint", "dropRaftMessagesFrom", mode="off")
+    check(wait_state(b, (2,), timeout=30) == 2, "b is SECONDARY alone")
+    one = {"_id": cl.set_name, "version": get_config(b)["version"] + 1, "members": [{"_id": 1, "host": b.host}]}
+    with b.client() as cli:
+        cli.admin.command("replSetReconfig", one, force=True)
+    check(cl.wait_primary(30, among=[b]) is b, "b forced to one member is PRIMARY")
+    write_some(b, "forced", n=10)
+    c.start()
+    check(wait_state(c, (10,), timeout=30) == 10, "the delayed member comes back REMOVED")
+    cfg = get_config(b)
+    reconfig(b, dict(cfg, version=cfg["version"] + 1,
+                     members=cfg["members"] + [{"_id": 2, "host": c.host, "priority": 0}]))
+    check(wait_state(c, (2,), timeout=90) == 2, "the delayed member added back is SECONDARY")
+    wait_equal([b, c], "rd", "data", timeout=90)
+    check(count(c, "lost") == 0 and count(c, "kept") == 20 and count(c, "forced") == 10,
+          "the added member holds the set's data, not the lost writes")
+    saved = rollback_docs(c)
+    ids = sorted(d["_id"] for d in saved)
+    check(ids == sorted("lost-%d" % i for i in range(20)),
+          "the lost writes' documents are in its rollback files, nothing else: %r" % ids)
+    with open(c.log, "rb") as f:
+        logged = f.read().decode("utf-8", "replace")
+    check('"id":5000280,' in logged and '"saved":20' in logged, "the saved entries logged")
 
 
 if __name__ == "__main__":
