@@ -59,8 +59,8 @@ typedef struct opts {
 	char *tls_cluster_ca_file;     /* --tlsClusterCAFile: verifies members connecting in */
 	bool tls_allow_invalid_hostnames;
 	char *cluster_auth_mode;       /* --clusterAuthMode / security.clusterAuthMode */
-	char *cluster_x509_attributes; /* net.tls.clusterAuthX509.attributes: refused (not built) */
-	char *cluster_x509_extension;  /* net.tls.clusterAuthX509.extensionValue: refused (not built) */
+	char *cluster_x509_attributes; /* net.tls.clusterAuthX509.attributes (auth_x509_set_member_rule) */
+	char *cluster_x509_extension;  /* net.tls.clusterAuthX509.extensionValue (auth_x509_set_member_rule) */
 	bool tls_allow_invalid_certs;
 	bool tls_allow_no_cert;
 	bool no_unix_socket;
@@ -791,7 +791,10 @@ setup_key_file(const char *path)
  * the modes that use TLS, "cannot have x.509 cluster authentication in
  * allowTLS mode"), and "Specifying a tlsClusterCAFile requires a tlsCAFile
  * also be specified"; the x.509 modes need --tlsCAFile and a server
- * certificate, net.tls.clusterAuthX509.* are refused (Tamga's).  Then the
+ * certificate; net.tls.clusterAuthX509.attributes/extensionValue need a
+ * mode that takes member certificates (mongod's messages), the two together
+ * or an outgoing certificate without the attributes are refused
+ * (auth_x509_set_member_rule).  Then the
  * mode and the certificates' subjects for x.509 authentication
  * (auth/auth_x509.h) and TLS between members from the TLS options
  * (repl/member_tls.h).  -1 after printing the reason (exit 2).
@@ -833,11 +836,16 @@ setup_member_tls(const opts_t *o)
 			return -1;
 		}
 	}
-	if (o->cluster_x509_attributes != NULL || o->cluster_x509_extension != NULL) {
-		fprintf(stderr, "BadValue: %s is not supported by Tamga: members are recognised by mongod's default "
-		    "rule (the O, OU and DC attributes of the server's own certificate)\n",
-		    o->cluster_x509_attributes != NULL ? "net.tls.clusterAuthX509.attributes" :
-		    "net.tls.clusterAuthX509.extensionValue");
+	/* mongod's storeSSLServerOptions: the member rules need a mode that
+	 * takes member certificates (sendKeyFile, sendX509, x509) */
+	if (o->cluster_x509_extension != NULL && cam < 1) {
+		fprintf(stderr, "BadValue: net.tls.clusterAuthX509.extensionValue requires a clusterAuthMode which "
+		    "allows for usage of X509\n");
+		return -1;
+	}
+	if (o->cluster_x509_attributes != NULL && cam < 1) {
+		fprintf(stderr, "BadValue: Cannot set clusterAuthX509.attributes when clusterAuthMode does not allow "
+		    "X.509\n");
 		return -1;
 	}
 	{
@@ -855,6 +863,11 @@ setup_member_tls(const opts_t *o)
 				terr_clear(&err);
 				return -1;
 			}
+		}
+		if (auth_x509_set_member_rule(o->cluster_x509_attributes, o->cluster_x509_extension, &err) != 0) {
+			fprintf(stderr, "BadValue: %s\n", err.msg ? err.msg : "invalid net.tls.clusterAuthX509");
+			terr_clear(&err);
+			return -1;
 		}
 	}
 	if (m != TLS_MODE_DISABLED && o->tls_cluster_ca_file != NULL && o->tls_ca_file == NULL) {

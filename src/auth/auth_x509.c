@@ -137,10 +137,7 @@ auth_x509_name_string(const X509_NAME *name)
 }
 
 /* O, OU and DC of a name as "<oid>\x01<value>" strings, sorted. */
-typedef struct cluster_attrs {
-	char **v;
-	size_t n;
-} cluster_attrs_t;
+typedef auth_x509_dn_t cluster_attrs_t;
 
 static int
 cmp_str(const void *a, const void *b)
@@ -261,12 +258,284 @@ static _Atomic int g_mode = AUTH_CLUSTER_UNDEFINED;
 static X509_NAME *g_server_name;
 static char *g_server_subject;
 static char *g_cluster_subject;
+static X509_NAME *g_cluster_name;
+/* net.tls.clusterAuthX509: at most one of the two (auth_x509_set_member_rule) */
+static cluster_attrs_t g_rule_attrs;       /* the attributes, "<oid>\x01<hex>" sorted; n 0: not set */
+static char *g_rule_ext;                   /* the extension value; NULL: not set */
+static size_t g_rule_ext_len;
+
+/* ---- net.tls.clusterAuthX509 ---------------------------------------------------- */
+
+/* One entry as the rule compares it: the dotted OID, \x01, the value's
+ * bytes in hex (the value may hold NUL bytes). */
+static char *
+entry_key(const ASN1_OBJECT *o, const unsigned char *v, size_t n)
+{
+	char oid[128];
+	bson_string_t *s = bson_string_new(NULL);
+
+	if (OBJ_obj2txt(oid, (int)sizeof(oid), o, 1) <= 0)
+		bson_strncpy(oid, "?", sizeof(oid));
+	bson_string_append_printf(s, "%s\x01", oid);
+	for (size_t k = 0; k < n; k++)
+		bson_string_append_printf(s, "%02x", v[k]);
+	return bson_string_free(s, false);
+}
+
+static void
+attrs_push(cluster_attrs_t *a, size_t *cap, char *v)
+{
+	if (a->n == *cap) {
+		*cap = *cap != 0 ? *cap * 2 : 8;
+		a->v = bson_realloc(a->v, sizeof(char *) * *cap);
+	}
+	a->v[a->n++] = v;
+}
+
+/* Every entry of a certificate's name, sorted. */
+static int
+name_entries(const X509_NAME *name, cluster_attrs_t *out)
+{
+	size_t cap = 0;
+	int count = X509_NAME_entry_count(name);
+
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; i < count; i++) {
+		const X509_NAME_ENTRY *e = X509_NAME_get_entry(name, i);
+		unsigned char *v;
+		int n;
+		bool ossl;
+
+		if (entry_value(e, &v, &n, &ossl) != 0) {
+			ERR_clear_error();
+			attrs_clear(out);
+			return -1;
+		}
+		attrs_push(out, &cap, entry_key(X509_NAME_ENTRY_get_object(e), v, (size_t)n));
+		value_free(v, ossl);
+	}
+	if (out->n > 0)
+		qsort(out->v, out->n, sizeof(char *), cmp_str);
+	return 0;
+}
+
+static int
+hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+	    c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+int
+auth_x509_parse_dn(const char *text, auth_x509_dn_t *out, terr_t *err)
+{
+	cluster_attrs_t *a = out;
+	size_t cap = 0, len = text != NULL ? strlen(text) : 0, i = 0;
+
+	memset(a, 0, sizeof(*a));
+	while (i < len) {
+		char key[128];
+		size_t k = 0;
+		bson_string_t *val;
+		size_t keep;             /* the value's length up to its last escaped or non-space byte */
+		ASN1_OBJECT *obj;
+
+		while (i < len && text[i] == ' ')
+			i++;
+		while (i < len && text[i] != '=' && text[i] != ',' && text[i] != '+') {
+			if (k + 1 >= sizeof(key))
+				goto bad;
+			key[k++] = text[i++];
+		}
+		while (k > 0 && key[k - 1] == ' ')
+			k--;
+		key[k] = '\0';
+		if (i >= len || text[i] != '=' || k == 0)
+			goto bad;
+		i++;
+		while (i < len && text[i] == ' ')
+			i++;
+		val = bson_string_new(NULL);
+		keep = 0;
+		while (i < len && text[i] != ',' && text[i] != '+') {
+			if (text[i] == '\\') {
+				int h1 = i + 1 < len ? hexval(text[i + 1]) : -1;
+				int h2 = i + 2 < len ? hexval(text[i + 2]) : -1;
+				if (h1 >= 0 && h2 >= 0) {
+					bson_string_append_c(val, (char)(h1 * 16 + h2));
+					i += 3;
+				} else if (i + 1 < len) {
+					bson_string_append_c(val, text[i + 1]);
+					i += 2;
+				} else {
+					bson_string_free(val, true);
+					goto bad;
+				}
+				keep = val->len;
+				continue;
+			}
+			bson_string_append_c(val, text[i]);
+			if (text[i] != ' ')
+				keep = val->len;
+			i++;
+		}
+		obj = OBJ_txt2obj(key, 0);
+		if (obj == NULL) {
+			ERR_clear_error();
+			bson_string_free(val, true);
+			attrs_clear(a);
+			return terr_set(err, TERR_BAD_VALUE, "Unknown attribute '%s' in the distinguished name '%s'", key,
+			    text);
+		}
+		attrs_push(a, &cap, entry_key(obj, (const unsigned char *)val->str, keep));
+		ASN1_OBJECT_free(obj);
+		bson_string_free(val, true);
+		if (i < len)
+			i++; /* the ',' or '+' */
+	}
+	if (a->n == 0)
+		goto bad;
+	qsort(a->v, a->n, sizeof(char *), cmp_str);
+	return 0;
+bad:
+	attrs_clear(a);
+	return terr_set(err, TERR_BAD_VALUE, "Invalid distinguished name '%s'", text != NULL ? text : "");
+}
+
+void
+auth_x509_dn_clear(auth_x509_dn_t *dn)
+{
+	attrs_clear(dn);
+}
+
+/* Whether the sorted list have holds every entry of the sorted list want. */
+static bool
+attrs_contain(const cluster_attrs_t *have, const cluster_attrs_t *want)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < want->n; i++) {
+		while (j < have->n && strcmp(have->v[j], want->v[i]) < 0)
+			j++;
+		if (j == have->n || strcmp(have->v[j], want->v[i]) != 0)
+			return false;
+	}
+	return true;
+}
+
+bool
+auth_x509_dn_contains(const X509_NAME *name, const auth_x509_dn_t *want)
+{
+	cluster_attrs_t have;
+	bool r;
+
+	if (name == NULL || name_entries(name, &have) != 0)
+		return false;
+	r = attrs_contain(&have, want);
+	attrs_clear(&have);
+	return r;
+}
+
+int
+auth_x509_cluster_extension(X509 *cert, char **out, size_t *len)
+{
+	ASN1_OBJECT *oid = OBJ_txt2obj(AUTH_X509_CLUSTER_MEMBERSHIP_OID, 1);
+	int idx = oid != NULL ? X509_get_ext_by_OBJ(cert, oid, -1) : -1;
+	X509_EXTENSION *ex;
+	const ASN1_OCTET_STRING *os;
+	const unsigned char *p;
+	ASN1_UTF8STRING *u;
+
+	ASN1_OBJECT_free(oid);
+	*out = NULL;
+	*len = 0;
+	if (idx < 0)
+		return 1;
+	ex = X509_get_ext(cert, idx);
+	os = ex != NULL ? X509_EXTENSION_get_data(ex) : NULL;
+	if (os == NULL)
+		return -1;
+	p = ASN1_STRING_get0_data(os);
+	/* mongod reads the value as one DER UTF8String */
+	u = d2i_ASN1_UTF8STRING(NULL, &p, ASN1_STRING_length(os));
+	if (u == NULL) {
+		ERR_clear_error();
+		return -1;
+	}
+	*len = (size_t)ASN1_STRING_length(u);
+	*out = bson_malloc(*len + 1);
+	memcpy(*out, ASN1_STRING_get0_data(u), *len);
+	(*out)[*len] = '\0';
+	ASN1_UTF8STRING_free(u);
+	return 0;
+}
+
+int
+auth_x509_set_member_rule(const char *attributes, const char *extension_value, terr_t *err)
+{
+	attrs_clear(&g_rule_attrs);
+	bson_free(g_rule_ext);
+	g_rule_ext = NULL;
+	g_rule_ext_len = 0;
+	if (attributes != NULL && extension_value != NULL)
+		return terr_set(err, TERR_BAD_VALUE, "net.tls.clusterAuthX509.attributes is not allowed when "
+		    "net.tls.clusterAuthX509.extensionValue is specified");
+	if (extension_value != NULL) {
+		g_rule_ext = bson_strdup(extension_value);
+		g_rule_ext_len = strlen(extension_value);
+		return 0;
+	}
+	if (attributes == NULL)
+		return 0;
+	if (auth_x509_parse_dn(attributes, &g_rule_attrs, err) != 0)
+		return -1;
+	/* mongod: the certificate this server sends to other members must
+	 * meet the rule it asks of them */
+	{
+		const X509_NAME *own = g_cluster_name != NULL ? g_cluster_name : g_server_name;
+		if (own != NULL && !auth_x509_dn_contains(own, &g_rule_attrs)) {
+			attrs_clear(&g_rule_attrs);
+			return terr_set(err, TERR_BAD_VALUE, "The server's outgoing certificate's DN does not contain the "
+			    "attributes specified in tlsClusterAuthX509Attributes");
+		}
+	}
+	return 0;
+}
+
+auth_x509_member_rule_t
+auth_x509_member_rule(void)
+{
+	return g_rule_ext != NULL ? AUTH_X509_RULE_EXTENSION :
+	    g_rule_attrs.n > 0 ? AUTH_X509_RULE_ATTRIBUTES : AUTH_X509_RULE_O_OU_DC;
+}
 
 bool
 auth_x509_subject_is_member(const char *subject)
 {
 	cluster_attrs_t x = {0}, y = {0};
-	if (subject == NULL || g_server_subject == NULL)
+
+	if (subject == NULL)
+		return false;
+	switch (auth_x509_member_rule()) {
+	case AUTH_X509_RULE_EXTENSION:
+		/* a subject alone never makes a member under the extension
+		 * (mongod's createUser skips the check then) */
+		return false;
+	case AUTH_X509_RULE_ATTRIBUTES: {
+		terr_t err = TERR_INIT;
+		bool r;
+		if (auth_x509_parse_dn(subject, &x, &err) != 0) {
+			terr_clear(&err);
+			return false;
+		}
+		r = attrs_contain(&x, &g_rule_attrs);
+		attrs_clear(&x);
+		return r;
+	}
+	case AUTH_X509_RULE_O_OU_DC:
+		break;
+	}
+	if (g_server_subject == NULL)
 		return false;
 	string_attrs(subject, &x);
 	string_attrs(g_server_subject, &y);
@@ -400,7 +669,9 @@ auth_x509_set_cluster_certificate(const char *pem_path, terr_t *err)
 {
 	bson_free(g_cluster_subject);
 	g_cluster_subject = NULL;
-	return pem_path == NULL ? 0 : read_subject(pem_path, NULL, &g_cluster_subject, err);
+	X509_NAME_free(g_cluster_name);
+	g_cluster_name = NULL;
+	return pem_path == NULL ? 0 : read_subject(pem_path, &g_cluster_name, &g_cluster_subject, err);
 }
 
 const char *
@@ -412,8 +683,23 @@ auth_x509_cluster_subject(void)
 bool
 auth_x509_cert_is_member(X509 *peer)
 {
-	return peer != NULL && g_server_name != NULL &&
-	    auth_x509_names_same_cluster(X509_get_subject_name(peer), g_server_name);
+	if (peer == NULL)
+		return false;
+	switch (auth_x509_member_rule()) {
+	case AUTH_X509_RULE_EXTENSION: {
+		char *v;
+		size_t n;
+		bool r = auth_x509_cluster_extension(peer, &v, &n) == 0 && n == g_rule_ext_len &&
+		    memcmp(v, g_rule_ext, n) == 0;
+		bson_free(v);
+		return r;
+	}
+	case AUTH_X509_RULE_ATTRIBUTES:
+		return auth_x509_dn_contains(X509_get_subject_name(peer), &g_rule_attrs);
+	case AUTH_X509_RULE_O_OU_DC:
+		break;
+	}
+	return g_server_name != NULL && auth_x509_names_same_cluster(X509_get_subject_name(peer), g_server_name);
 }
 
 /* ---- MONGODB-X509 authenticate ----------------------------------------------- */
@@ -439,6 +725,28 @@ auth_x509_authenticate(const auth_conn_t *conn, const auth_x509_peer_t *peer, co
 			    "The provided certificate can only be used for cluster authentication, not client "
 			    "authentication. The current configuration does not allow x.509 cluster authentication, "
 			    "check the --clusterAuthMode flag");
+		}
+		if (auth_x509_member_rule() == AUTH_X509_RULE_EXTENSION) {
+			/* mongod (enforceUserClusterSeparation, the extension rule):
+			 * a member certificate whose subject is also a user is
+			 * refused */
+			storage_session_t *s = conn->session != NULL ? conn->session(conn->session_arg, err) : NULL;
+			bson_t doc;
+			int r;
+
+			if (s == NULL)
+				return -1;
+			r = auth_store_get(conn->st, s, "system.users", "$external", peer->subject, &doc, err);
+			if (r < 0)
+				return -1;
+			if (r == 0) {
+				bson_destroy(&doc);
+				*hide = true;
+				return terr_set(err, TERR_AUTHENTICATION_FAILED,
+				    "The provided certificate represents both a cluster member and an explicit user which "
+				    "exists in the authzn database. Prohibiting authentication due to "
+				    "enforceUserClusterSeparation setting.");
+			}
 		}
 		out->user = bson_strdup("__system");
 		out->db = bson_strdup("local");

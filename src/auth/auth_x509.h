@@ -63,6 +63,9 @@ bool auth_x509_names_same_cluster(const X509_NAME *a, const X509_NAME *b);
  * when no server certificate is configured.
  */
 bool auth_x509_subject_is_member(const char *subject);
+/* (Under clusterAuthX509.attributes the subject text is parsed as RFC 4514
+ * and must hold every attribute; under extensionValue it is always false:
+ * a subject alone makes no member, as mongod's createUser check.) */
 
 /* ---- process configuration --------------------------------------------------- */
 
@@ -111,9 +114,54 @@ int auth_x509_set_cluster_certificate(const char *pem_path, terr_t *err);
 const char *auth_x509_cluster_subject(void);
 
 /* Whether peer (a certificate that verified) is a member certificate:
- * the member rule against this server's certificate.  False with no
- * server certificate configured or peer NULL. */
+ * the configured member rule (auth_x509_set_member_rule; by default O,
+ * OU and DC against this server's certificate, false with no server
+ * certificate configured).  False when peer is NULL. */
 bool auth_x509_cert_is_member(X509 *peer);
+
+/* ---- net.tls.clusterAuthX509 (mongod 7.0+) --------------------------------------- */
+
+/* The extension mongod reads for net.tls.clusterAuthX509.extensionValue
+ * (mongoClusterMembership; its value one DER UTF8String). */
+#define AUTH_X509_CLUSTER_MEMBERSHIP_OID "1.3.6.1.4.1.34601.2.1.2"
+
+typedef enum auth_x509_member_rule {
+	AUTH_X509_RULE_O_OU_DC = 0,   /* mongod's default: O, OU, DC equal to the server certificate's */
+	AUTH_X509_RULE_ATTRIBUTES,    /* clusterAuthX509.attributes: the subject holds every listed attribute */
+	AUTH_X509_RULE_EXTENSION,     /* clusterAuthX509.extensionValue: the extension holds the value */
+} auth_x509_member_rule_t;
+
+/*
+ * Set the member rule from net.tls.clusterAuthX509 (NULL: not given);
+ * call after auth_x509_set_server_certificate/_cluster_certificate.  Both
+ * given: 2 "net.tls.clusterAuthX509.attributes is not allowed when
+ * net.tls.clusterAuthX509.extensionValue is specified".  attributes is an
+ * RFC 4514 name ("O=Tamga, OU=rs0, title=member"; short names or dotted
+ * OIDs, '\,' and '\XX' escapes; 2 when unreadable) and the certificate
+ * this server sends to members (the cluster file's, else the server's)
+ * must hold every attribute, else 2 "The server's outgoing certificate's
+ * DN does not contain the attributes specified in
+ * tlsClusterAuthX509Attributes".  With either set the O/OU/DC rule is not
+ * used at all (mongod's).  NULL, NULL restores the default (tests).
+ */
+int auth_x509_set_member_rule(const char *attributes, const char *extension_value, terr_t *err);
+auth_x509_member_rule_t auth_x509_member_rule(void);
+
+/* An RFC 4514 name as a sorted list of (OID, value) entries (opaque). */
+typedef struct auth_x509_dn {
+	char **v;
+	size_t n;
+} auth_x509_dn_t;
+/* Parse text into out (auth_x509_dn_clear after); -1 with err 2. */
+int auth_x509_parse_dn(const char *text, auth_x509_dn_t *out, terr_t *err);
+void auth_x509_dn_clear(auth_x509_dn_t *dn);
+/* mongod's SSLX509Name::contains: every entry of want appears in name
+ * (any RDN, any order); values compare as UTF-8 bytes. */
+bool auth_x509_dn_contains(const X509_NAME *name, const auth_x509_dn_t *want);
+/* The mongoClusterMembership value of cert: 0 and *out (bson_free,
+ * NUL-terminated, *len bytes), 1 when cert has no such extension, -1 when
+ * its value is not one DER UTF8String. */
+int auth_x509_cluster_extension(X509 *cert, char **out, size_t *len);
 
 /* ---- MONGODB-X509 authenticate ----------------------------------------------- */
 

@@ -26,6 +26,7 @@
 #include "repl/raft_member.h"
 #include "repl/rollback.h"
 #include "repl/cluster_time.h"
+#include "repl/member_rejoin.h"
 #include "repl/replset.h"
 
 static int64_t
@@ -40,11 +41,21 @@ wall_ms(void)
 /* ---- engine hooks -------------------------------------------------------------------- */
 
 int
-cmd_repl_open(engine_t *e, terr_t *err)
+cmd_repl_open(engine_t *e, const char *dbpath, terr_t *err)
 {
+	bool on_raft = false;
+
 	if (e->opts.repl_set_name == NULL)
 		return 0;
-	RET(repl_set_open(e->st, e->opts.repl_set_name, &e->rs, err));
+	/* a folder whose Raft log holds the set's history: a one-member
+	 * configuration (forced or removed down to one) waits for its Raft
+	 * server (cmd_repl_member_on_self_host) instead of electing itself */
+	if (dbpath != NULL && !e->opts.storage.in_memory) {
+		char *dir = bson_strdup_printf("%s/raft", dbpath);
+		on_raft = repl_rejoin_raft_dir_has_log(dir);
+		bson_free(dir);
+	}
+	RET(repl_set_open_raft(e->st, e->opts.repl_set_name, on_raft, &e->rs, err));
 	if (e->opts.auth && cluster_keys_open(e->st, &e->keys, err) != 0) {
 		repl_set_close(e->rs);
 		e->rs = NULL;

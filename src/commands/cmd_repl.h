@@ -15,7 +15,7 @@
 /* engine_open / engine_close: the replica-set state when
  * opts.repl_set_name is set (e->rs), the cluster-time keys when auth is on.
  * Returns 0 or -1 with err (the stored state cannot be read). */
-int cmd_repl_open(engine_t *e, terr_t *err);
+int cmd_repl_open(engine_t *e, const char *dbpath, terr_t *err);
 void cmd_repl_close(engine_t *e);
 
 /* What before hands to after for one command (on the dispatcher's stack;

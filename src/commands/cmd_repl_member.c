@@ -32,6 +32,7 @@
 #include "repl/election_log.h"
 #include "repl/member_rejoin.h"
 #include "repl/member_rpc.h"
+#include "repl/raft_leftover.h"
 #include "repl/raft_member.h"
 #include "repl/replset.h"
 #include "repl/retryable.h"
@@ -177,11 +178,20 @@ cmd_repl_member_on_self_host(engine_t *e)
 {
 	bson_t cfg;
 	terr_t err = TERR_INIT;
+	bool single;
 
-	if (e->rs == NULL || e->oplog == NULL || repl_set_member_count(e->rs) <= 1)
+	if (e->rs == NULL || e->oplog == NULL)
+		return;
+	/* one member: Raft only when its history is on Raft (a set forced or
+	 * removed down to one, restarted: repl_set_open_raft); mongod's
+	 * single member elects itself as it starts, Raft's single voter does */
+	single = repl_set_member_count(e->rs) == 1;
+	if (repl_set_member_count(e->rs) < 1 || (single && !repl_set_on_raft(e->rs)))
 		return;
 	if (!repl_set_config_copy(e->rs, &cfg)) {
 		bson_destroy(&cfg);
+		if (single)
+			repl_set_set_on_raft(e->rs, false);
 		return;
 	}
 	/* a member that comes back asks the others for their configuration
@@ -196,6 +206,12 @@ cmd_repl_member_on_self_host(engine_t *e)
 		}
 	}
 	cmd_repl_watch_start(e);
+	if (repl_set_state(e->rs) == REPL_STATE_REMOVED) {
+		/* its stored configuration leaves it out (rs.remove() down to
+		 * another member): no Raft server until it is added again */
+		bson_destroy(&cfg);
+		return;
+	}
 	if (member_start(e, &cfg, false, &err) != 0) {
 		bson_t attr;
 		bson_init(&attr);
@@ -203,6 +219,10 @@ cmd_repl_member_on_self_host(engine_t *e)
 		tlog('E', "REPL", 5000250, "could not start replication between members", &attr);
 		bson_destroy(&attr);
 		terr_clear(&err);
+		/* a one-member set is not left waiting: it elects itself as a
+		 * single member (without Raft, as before) */
+		if (single)
+			repl_set_set_on_raft(e->rs, false);
 	}
 	bson_destroy(&cfg);
 }
@@ -242,6 +262,43 @@ cmd_repl_member_retire(engine_t *e, terr_t *err)
 	return ret;
 }
 
+/* Before the Raft folder is emptied: the entries only its Raft log holds
+ * (the member was killed before applying them) that the set does not hold
+ * are saved as rollback files (repl/raft_leftover.h); logged, never an
+ * error of the join (as mongod's rollback, files are best effort to a
+ * reader: the set's history is what counts). */
+static void
+save_raft_leftover(engine_t *e, const bson_t *cfg)
+{
+	repl_raft_leftover_stats_t st;
+	terr_t err = TERR_INIT;
+	char *dbpath;
+	size_t n;
+	bson_t attr = BSON_INITIALIZER;
+
+	if (e->raft_dir == NULL || e->oplog == NULL || !repl_rejoin_raft_dir_has_log(e->raft_dir))
+		return;
+	n = strlen(e->raft_dir);
+	if (n < 5 || strcmp(e->raft_dir + n - 5, "/raft") != 0)
+		return;
+	dbpath = bson_strndup(e->raft_dir, n - 5);
+	if (repl_raft_leftover_save(e->raft_dir, dbpath, repl_oplog_last_optime(e->oplog).ts, cfg, e->self_host, &st,
+	    &err) != 0) {
+		BSON_APPEND_UTF8(&attr, "error", err.msg ? err.msg : "");
+		tlog('W', "ROLLBACK", 5000281, "could not save the Raft log's unapplied entries as rollback files", &attr);
+	} else if (st.entries > 0) {
+		BSON_APPEND_INT64(&attr, "entries", st.entries);
+		BSON_APPEND_INT64(&attr, "undone", st.undone);
+		BSON_APPEND_INT64(&attr, "saved", st.saved);
+		BSON_APPEND_BOOL(&attr, "setUnknown", st.unknown);
+		tlog('I', "ROLLBACK", 5000280, "the Raft log's entries this member never applied, before its Raft folder is "
+		    "emptied", &attr);
+	}
+	bson_destroy(&attr);
+	terr_clear(&err);
+	bson_free(dbpath);
+}
+
 int
 cmd_repl_member_restart(engine_t *e, const bson_t *cfg, cmd_repl_restart_t how, terr_t *err)
 {
@@ -249,6 +306,8 @@ cmd_repl_member_restart(engine_t *e, const bson_t *cfg, cmd_repl_restart_t how, 
 
 	pthread_mutex_lock(&swap_mu);
 	ret = retire_locked(e, err);
+	if (ret == 0 && how == CMD_REPL_RESTART_EMPTIED)
+		save_raft_leftover(e, cfg);
 	if (ret == 0 && how == CMD_REPL_RESTART_EMPTIED)
 		ret = repl_rejoin_reset_raft_dir(e->raft_dir, err);
 	if (ret == 0)

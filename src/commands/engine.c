@@ -73,7 +73,7 @@ engine_primary(void *rs)
 static bool
 engine_may_log(void *rs)
 {
-	return !repl_set_multi_member(rs) || repl_set_writable(rs);
+	return (!repl_set_multi_member(rs) && !repl_set_on_raft(rs)) || repl_set_writable(rs);
 }
 
 int
@@ -118,7 +118,7 @@ engine_open(const char *path, const engine_options_t *opts, engine_t **out, terr
 		return -1;
 	}
 	/* replica-set mode: the set's state from `local` (cmd_repl.c) */
-	if (cmd_repl_open(e, err) != 0) {
+	if (cmd_repl_open(e, path, err) != 0) {
 		ttl_monitor_stop(e->ttl);
 		bson_free(e->tmp_dir);
 		storage_close(e->st);

@@ -193,3 +193,19 @@ repl_rejoin_reset_raft_dir(const char *dir, terr_t *err)
 	closedir(d);
 	return ret;
 }
+
+bool
+repl_rejoin_raft_dir_has_log(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	bool found = false;
+
+	if (d == NULL)
+		return false;
+	while (!found && (de = readdir(d)) != NULL)
+		found = strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
+		    !repl_rejoin_raft_file_kept(de->d_name);
+	closedir(d);
+	return found;
+}

@@ -370,8 +370,16 @@ role_set_locked(repl_member_t *m, bool primary, uint64_t term)
 		return;
 	m->primary = primary;
 	m->term = term;
-	if (primary)
+	if (primary) {
 		m->fed_ts = m->local_last_ts;
+		/* a one-member set (forced or removed down to one) restarted: its
+		 * writes were acknowledged by this member alone, and those the
+		 * feeder had not handed to Raft before the stop are only in the
+		 * oplog.  The set's log takes them now (no other member can hold
+		 * a history of its own), so a member added later gets them too */
+		if (m->o.npeers == 1 && m->set_ts != 0 && m->set_ts < m->local_last_ts)
+			m->fed_ts = m->set_ts;
+	}
 	/* a member whose applier stopped stays RECOVERING */
 	repl_set_raft_role(m->o.rs, m->failed ? REPL_STATE_RECOVERING : primary ? REPL_STATE_PRIMARY :
 	    m->busy_state != 0 ? m->busy_state : REPL_STATE_SECONDARY, (int64_t)term);

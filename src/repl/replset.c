@@ -40,6 +40,7 @@ struct repl_set {
 	int self_index, self_id;
 	char self_host[256];
 	int64_t term;
+	bool on_raft;                 /* this node's Raft server elects, not the single-member path */
 	repl_member_state_t state;
 	repl_member_state_t logged_state;   /* the state the last 21358 line named */
 	int64_t stepdown_until_ms, freeze_until_ms;
@@ -385,6 +386,21 @@ host_is_self(const char *h, const char *self)
 		}
 	}
 	return false;
+}
+
+/* Whether member host h names another port than self's ("addr:port"):
+ * then it is never this node. */
+static bool
+other_port(const char *h, const char *self)
+{
+	char a[256], b[256];
+	int pa, pb;
+
+	if (self == NULL)
+		return false;
+	pa = host_port(h, a, sizeof(a));
+	pb = host_port(self, b, sizeof(b));
+	return pa != 0 && pb != 0 && pa != pb;
 }
 
 static const char *const config_fields[] = {
@@ -832,10 +848,13 @@ config_adopt_locked(repl_set_t *rs, bson_t *cfg)
 	/* read without the lock by repl_set_multi_member (every logged write) */
 	__atomic_store_n(&rs->nmembers, n, __ATOMIC_RELEASE);
 	/* none of the members is this node (its host known): mongod's REMOVED
-	 * -- a set of several, or one a forced reconfig brought down to a
-	 * member that is not this one; named again (re-added): back to
+	 * -- a set of several, or one a forced reconfig or rs.remove() brought
+	 * down to a member that is not this one (another port: never this
+	 * node; the same port under a name isSelf does not know is taken for
+	 * this node, as a single member's); named again (re-added): back to
 	 * STARTUP2 until Raft says */
-	if (n > 0 && rs->self != NULL && !found && !(n == 1 && rs->config_term != -1))
+	if (n > 0 && rs->self != NULL && !found &&
+	    !(n == 1 && rs->config_term != -1 && !other_port(rs->self_host, rs->self)))
 		rs->state = REPL_STATE_REMOVED;
 	else if (rs->state == REPL_STATE_REMOVED)
 		rs->state = REPL_STATE_STARTUP2;
@@ -988,7 +1007,8 @@ refresh_locked(repl_set_t *rs)
 {
 	int64_t now;
 
-	if (!rs->initiated || rs->state == REPL_STATE_PRIMARY || rs->state == REPL_STATE_REMOVED || rs->nmembers > 1)
+	if (!rs->initiated || rs->state == REPL_STATE_PRIMARY || rs->state == REPL_STATE_REMOVED || rs->nmembers > 1 ||
+	    rs->on_raft)
 		return;
 	now = wall_ms();
 	if (rs->stepdown_until_ms > now || rs->freeze_until_ms > now || rs->maintenance > 0)
@@ -1000,6 +1020,12 @@ refresh_locked(repl_set_t *rs)
 
 int
 repl_set_open(storage_t *st, const char *name, repl_set_t **out, terr_t *err)
+{
+	return repl_set_open_raft(st, name, false, out, err);
+}
+
+int
+repl_set_open_raft(storage_t *st, const char *name, bool on_raft, repl_set_t **out, terr_t *err)
 {
 	repl_set_t *rs = bson_malloc0(sizeof(*rs));
 	bson_t cfg, vote;
@@ -1044,11 +1070,15 @@ repl_set_open(storage_t *st, const char *name, repl_set_t **out, terr_t *err)
 			rs->initiated = true;
 			config_adopt_locked(rs, bson_copy(&cfg));
 			bson_destroy(&cfg);
-			/* several members: Raft elects (repl_set_raft_role) */
-			if (rs->nmembers > 1)
+			/* several members, or one whose history is on Raft (a set
+			 * forced or removed down to one): Raft elects
+			 * (repl_set_raft_role) once the node's Raft server starts */
+			if (rs->nmembers > 1 || on_raft) {
+				rs->on_raft = on_raft;
 				rs->state = REPL_STATE_STARTUP2;
-			else
+			} else {
 				elect_locked(rs, REPL_ELECTION_TIMEOUT);
+			}
 		}
 	}
 	state_log_locked(rs);
@@ -1082,8 +1112,10 @@ repl_set_set_self(repl_set_t *rs, const char *host_port)
 	pthread_mutex_lock(&rs->lock);
 	bson_free(rs->self);
 	rs->self = host_port ? bson_strdup(host_port) : NULL;
-	if (rs->config != NULL && rs->nmembers > 1) {
-		/* find this node's member again, now that its host is known */
+	if (rs->config != NULL && (rs->nmembers > 1 || rs->on_raft)) {
+		/* find this node's member again, now that its host is known (a
+		 * one-member set on Raft: it may be another node's, this one
+		 * removed by rs.remove()) */
 		bson_t *cfg = bson_copy(rs->config);
 		config_adopt_locked(rs, cfg);
 	}
@@ -1538,6 +1570,9 @@ repl_set_raft_role(repl_set_t *rs, repl_member_state_t state, int64_t term)
 	}
 	rs->state = state;
 	if (state == REPL_STATE_PRIMARY) {
+		/* a one-member set restarted on Raft is elected: from here on as
+		 * one a forced reconfig brought to one member while it ran */
+		rs->on_raft = false;
 		rs->election_optime = rs->last_applied;
 		rs->election_wall_ms = wall_ms();
 	}
@@ -1563,6 +1598,28 @@ repl_set_config_completed(const bson_t *cfg)
 	if (bson_iter_init_find(&it, cfg, "version"))
 		version = bson_iter_as_int64(&it);
 	return config_complete(cfg, version, 1, NULL);
+}
+
+void
+repl_set_set_on_raft(repl_set_t *rs, bool on_raft)
+{
+	pthread_mutex_lock(&rs->lock);
+	rs->on_raft = on_raft;
+	/* no Raft server after all: a single member elects itself as on open */
+	if (!on_raft && rs->initiated && rs->nmembers == 1 && rs->state == REPL_STATE_STARTUP2)
+		elect_locked(rs, REPL_ELECTION_TIMEOUT);
+	pthread_mutex_unlock(&rs->lock);
+}
+
+bool
+repl_set_on_raft(repl_set_t *rs)
+{
+	bool r;
+
+	pthread_mutex_lock(&rs->lock);
+	r = rs->on_raft;
+	pthread_mutex_unlock(&rs->lock);
+	return r;
 }
 
 bool

@@ -62,6 +62,16 @@ typedef enum repl_member_state {
  * repl_set_close.  name is copied.
  */
 int repl_set_open(storage_t *st, const char *name, repl_set_t **out, terr_t *err);
+/*
+ * The same, for a folder whose Raft log holds the set's history (on_raft:
+ * the node ran as a member of several, then a forced reconfig or
+ * rs.remove brought the set to one): a one-member configuration does not
+ * elect itself on open but waits in STARTUP2 for its Raft server (started
+ * once the node's host is known, commands/cmd_repl_member.c), whose single
+ * voter elects it (repl_set_raft_role), so its writes go on reaching the
+ * set's log and rs.add() grows the set on Raft again.
+ */
+int repl_set_open_raft(storage_t *st, const char *name, bool on_raft, repl_set_t **out, terr_t *err);
 void repl_set_close(repl_set_t *rs);
 
 /* The host:port this node answers at (the default member host, and how a
@@ -206,6 +216,12 @@ bson_t *repl_set_config_completed(const bson_t *cfg);
 /* True when the stored configuration has several members (no lock: cheap
  * enough for every logged write). */
 bool repl_set_multi_member(repl_set_t *rs);
+/* Whether a one-member set opened with on_raft still waits for its Raft
+ * server's election (cleared once Raft makes it PRIMARY).  Set false when
+ * its Raft server could not start: it then elects itself as a single
+ * member does (if it waits in STARTUP2). */
+void repl_set_set_on_raft(repl_set_t *rs, bool on_raft);
+bool repl_set_on_raft(repl_set_t *rs);
 /* Members of the configuration (0 before initiation). */
 int repl_set_member_count(repl_set_t *rs);
 /* A member that the initiating node told of the set (cmd_repl.c's join):

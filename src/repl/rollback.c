@@ -525,3 +525,45 @@ repl_rollback_id(storage_t *st, storage_session_t *s, bool bump, int32_t *out, t
 	storage_thread_set_unobserved(was);
 	return ret;
 }
+
+/* ---- a saver for documents rolled back elsewhere (rollback.h) ------------------------------ */
+
+struct repl_rollback_saver {
+	char *dbpath;
+	rb_file_t files[256];
+	int nfiles;
+};
+
+repl_rollback_saver_t *
+repl_rollback_saver_new(const char *dbpath)
+{
+	repl_rollback_saver_t *sv = bson_malloc0(sizeof(*sv));
+
+	sv->dbpath = bson_strdup(dbpath);
+	return sv;
+}
+
+int
+repl_rollback_saver_add(repl_rollback_saver_t *sv, const uint8_t uuid[16], const bson_t *doc, terr_t *err)
+{
+	return save_doc(sv->dbpath, sv->files, &sv->nfiles, (int)(sizeof(sv->files) / sizeof(sv->files[0])), uuid, doc,
+	    err);
+}
+
+int
+repl_rollback_saver_free(repl_rollback_saver_t *sv, terr_t *err)
+{
+	int ret = 0;
+
+	if (sv == NULL)
+		return 0;
+	for (int i = 0; i < sv->nfiles; i++) {
+		if (ret == 0 && fsync(sv->files[i].fd) != 0)
+			ret = terr_set(err, TERR_INTERNAL_ERROR, "cannot sync a rollback file: %s", strerror(errno));
+		close(sv->files[i].fd);
+	}
+	bson_free(sv->dbpath);
+	bson_free(sv);
+	return ret;
+}
+

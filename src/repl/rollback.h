@@ -89,6 +89,19 @@ typedef struct repl_rollback_stats {
 int repl_rollback_run(const repl_rollback_args_t *a, repl_rollback_stats_t *out, terr_t *err);
 
 /*
+ * Documents of entries undone elsewhere (repl/member_rejoin.h: a removed
+ * member's Raft log tail) saved as step 2 above does: one
+ * <dbpath>/rollback/<uuid>/removed.<time>.<n>.bson per collection,
+ * concatenated BSON.  _add: 0 or -1 with err (the folder or file cannot be
+ * written; 127 past 256 collections); _free closes (fsync'd: -1 with err
+ * when that fails), NULL is fine.
+ */
+typedef struct repl_rollback_saver repl_rollback_saver_t;
+repl_rollback_saver_t *repl_rollback_saver_new(const char *dbpath);
+int repl_rollback_saver_add(repl_rollback_saver_t *sv, const uint8_t uuid[16], const bson_t *doc, terr_t *err);
+int repl_rollback_saver_free(repl_rollback_saver_t *sv, terr_t *err);
+
+/*
  * The rollback id (mongod's replSetGetRBID): {_id: "rollbackId",
  * rollbackId: N} in local.system.rollback.id, created with 1 the first time
  * it is read; each rollback adds 1 (past INT32_MAX: 0), so a reader that

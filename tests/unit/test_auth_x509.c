@@ -4,8 +4,10 @@
  * its quirks, BMPString converted, unknown OIDs dotted), the member rule
  * on names (O/OU/DC only, as sorted multisets, string types normalised,
  * empty never matches) and on text (mongod's split at ','), the cluster
- * authentication mode's transitions, and the MONGODB-X509 decision's
- * answers that need no stored user.
+ * authentication mode's transitions, the MONGODB-X509 decision's
+ * answers that need no stored user, and net.tls.clusterAuthX509's rules
+ * (RFC 4514 attribute lists, the mongoClusterMembership extension, the
+ * startup refusals).
  */
 #include "tt.h"
 
@@ -314,6 +316,203 @@ test_authenticate_decision(void)
 	auth_cluster_mode_set(AUTH_CLUSTER_UNDEFINED);
 }
 
+/* A certificate holding name and, when ext is not NULL, the
+ * mongoClusterMembership extension with ext's DER bytes. */
+static X509 *
+cert_with(const char *const *items, const unsigned char *ext, int ext_len)
+{
+	X509 *x = X509_new();
+	X509_NAME *n = name_of(items);
+
+	X509_set_subject_name(x, n);
+	X509_NAME_free(n);
+	if (ext != NULL) {
+		ASN1_OBJECT *o = OBJ_txt2obj(AUTH_X509_CLUSTER_MEMBERSHIP_OID, 1);
+		ASN1_OCTET_STRING *os = ASN1_OCTET_STRING_new();
+		X509_EXTENSION *e;
+
+		ASN1_OCTET_STRING_set(os, ext, ext_len);
+		e = X509_EXTENSION_create_by_OBJ(NULL, o, 0, os);
+		TT_ASSERT(e != NULL && X509_add_ext(x, e, -1) == 1);
+		X509_EXTENSION_free(e);
+		ASN1_OCTET_STRING_free(os);
+		ASN1_OBJECT_free(o);
+	}
+	return x;
+}
+
+static void
+test_parse_dn(void)
+{
+	auth_x509_dn_t dn;
+	terr_t err = TERR_INIT;
+	X509_NAME *n;
+
+	/* mongod's form: spaces around items, short names, an OID, escapes */
+	TT_EQ_INT(auth_x509_parse_dn("title=foo, C=US, ST=New York ,L=New York City", &dn, &err), 0);
+	TT_EQ_INT((int)dn.n, 4);
+	n = name_of((const char *const[]){"C=US", "ST=New York", "L=New York City", "O=Tamga", "CN=x", "title=foo",
+	    NULL});
+	TT_ASSERT(auth_x509_dn_contains(n, &dn));
+	X509_NAME_free(n);
+	/* a value differing in one attribute, or missing one */
+	n = name_of((const char *const[]){"C=US", "ST=New York", "L=New York City", "title=bar", NULL});
+	TT_ASSERT(!auth_x509_dn_contains(n, &dn));
+	X509_NAME_free(n);
+	n = name_of((const char *const[]){"C=US", "ST=New York", "title=foo", NULL});
+	TT_ASSERT(!auth_x509_dn_contains(n, &dn));
+	X509_NAME_free(n);
+	/* values are case-sensitive bytes here; a prefix is not the value */
+	n = name_of((const char *const[]){"C=US", "ST=new york", "L=New York City", "title=foo", NULL});
+	TT_ASSERT(!auth_x509_dn_contains(n, &dn));
+	X509_NAME_free(n);
+	auth_x509_dn_clear(&dn);
+
+	/* escaped ',' and '+', a hex escape, a dotted OID, a multi-valued RDN,
+	 * an escaped trailing space kept */
+	TT_EQ_INT(auth_x509_parse_dn("O=Tamga\\, Inc.+OU=a\\+b, 2.5.4.12=caf\\C3\\A9, CN=x\\ ", &dn, &err), 0);
+	TT_EQ_INT((int)dn.n, 4);
+	n = name_of((const char *const[]){"O=Tamga, Inc.", "+OU=a+b", "title=caf\xc3\xa9", "CN=x ", NULL});
+	TT_ASSERT(auth_x509_dn_contains(n, &dn));
+	X509_NAME_free(n);
+	n = name_of((const char *const[]){"O=Tamga, Inc.", "OU=a+b", "title=caf\xc3\xa9", "CN=x", NULL});
+	TT_ASSERT(!auth_x509_dn_contains(n, &dn));
+	X509_NAME_free(n);
+	auth_x509_dn_clear(&dn);
+
+	/* a repeated attribute: each value must be there */
+	TT_EQ_INT(auth_x509_parse_dn("OU=a,OU=b", &dn, &err), 0);
+	n = name_of((const char *const[]){"OU=b", "O=x", "OU=a", NULL});
+	TT_ASSERT(auth_x509_dn_contains(n, &dn));
+	X509_NAME_free(n);
+	n = name_of((const char *const[]){"OU=a", "O=x", NULL});
+	TT_ASSERT(!auth_x509_dn_contains(n, &dn));
+	X509_NAME_free(n);
+	auth_x509_dn_clear(&dn);
+
+	/* unreadable: an unknown name, no '=', empty, a dangling escape */
+	TT_EQ_INT(auth_x509_parse_dn("nosuchattr=1", &dn, &err), -1);
+	TT_EQ_INT(err.code, 2);
+	terr_clear(&err);
+	TT_EQ_INT(auth_x509_parse_dn("O", &dn, &err), -1);
+	terr_clear(&err);
+	TT_EQ_INT(auth_x509_parse_dn("", &dn, &err), -1);
+	terr_clear(&err);
+	TT_EQ_INT(auth_x509_parse_dn("O=a\\", &dn, &err), -1);
+	terr_clear(&err);
+}
+
+static void
+test_extension_value(void)
+{
+	/* DER UTF8String "foo", "fo", "foo\0x"; an OCTET STRING "foo" */
+	static const unsigned char foo[] = {0x0c, 3, 'f', 'o', 'o'};
+	static const unsigned char fo[] = {0x0c, 2, 'f', 'o'};
+	static const unsigned char nul[] = {0x0c, 5, 'f', 'o', 'o', 0, 'x'};
+	static const unsigned char octets[] = {0x04, 3, 'f', 'o', 'o'};
+	const char *const subj[] = {"O=Tamga", "OU=rs0", "CN=m", NULL};
+	char *v;
+	size_t n;
+	X509 *x;
+
+	x = cert_with(subj, foo, sizeof(foo));
+	TT_EQ_INT(auth_x509_cluster_extension(x, &v, &n), 0);
+	TT_EQ_STR(v, "foo");
+	TT_EQ_INT((int)n, 3);
+	bson_free(v);
+	X509_free(x);
+	x = cert_with(subj, NULL, 0);
+	TT_EQ_INT(auth_x509_cluster_extension(x, &v, &n), 1);
+	X509_free(x);
+	x = cert_with(subj, octets, sizeof(octets));
+	TT_EQ_INT(auth_x509_cluster_extension(x, &v, &n), -1);
+	X509_free(x);
+	(void)fo;
+	(void)nul;
+}
+
+static void
+test_member_rules(void)
+{
+	char srv[] = "/tmp/tamga-x509r-XXXXXX", clu[] = "/tmp/tamga-x509c-XXXXXX";
+	int fd1 = mkstemp(srv), fd2 = mkstemp(clu);
+	static const unsigned char foo[] = {0x0c, 3, 'f', 'o', 'o'};
+	static const unsigned char fo[] = {0x0c, 2, 'f', 'o'};
+	static const unsigned char nul[] = {0x0c, 5, 'f', 'o', 'o', 0, 'x'};
+	const char *const same_org[] = {"O=Tamga", "OU=rs0", "CN=peer", NULL};
+	terr_t err = TERR_INIT;
+	X509 *x;
+
+	TT_ASSERT(fd1 >= 0 && fd2 >= 0);
+	close(fd1);
+	close(fd2);
+	write_cert(srv, (const char *const[]){"O=Tamga", "OU=rs0", "title=member", "CN=server", NULL});
+	write_cert(clu, (const char *const[]){"O=Tamga", "OU=rs0", "title=member", "CN=cluster", NULL});
+	TT_EQ_INT(auth_x509_set_server_certificate(srv, &err), 0);
+	TT_EQ_INT(auth_x509_set_cluster_certificate(clu, &err), 0);
+	TT_EQ_INT(auth_x509_member_rule(), AUTH_X509_RULE_O_OU_DC);
+
+	/* both at once: mongod's refusal */
+	TT_EQ_INT(auth_x509_set_member_rule("title=member", "foo", &err), -1);
+	TT_EQ_INT(err.code, 2);
+	TT_ASSERT(strstr(err.msg, "net.tls.clusterAuthX509.attributes is not allowed when "
+	    "net.tls.clusterAuthX509.extensionValue is specified") != NULL);
+	terr_clear(&err);
+	TT_EQ_INT(auth_x509_member_rule(), AUTH_X509_RULE_O_OU_DC);
+
+	/* the outgoing certificate must hold the attributes */
+	TT_EQ_INT(auth_x509_set_member_rule("title=other", NULL, &err), -1);
+	TT_ASSERT(strstr(err.msg, "The server's outgoing certificate's DN does not contain the attributes specified "
+	    "in tlsClusterAuthX509Attributes") != NULL);
+	terr_clear(&err);
+	TT_EQ_INT(auth_x509_member_rule(), AUTH_X509_RULE_O_OU_DC);
+
+	/* attributes: the O/OU/DC rule no longer applies; other attributes
+	 * (O of another organisation) do not matter */
+	TT_EQ_INT(auth_x509_set_member_rule("title=member, OU=rs0", NULL, &err), 0);
+	TT_EQ_INT(auth_x509_member_rule(), AUTH_X509_RULE_ATTRIBUTES);
+	x = cert_with(same_org, NULL, 0);
+	TT_ASSERT(!auth_x509_cert_is_member(x));
+	X509_free(x);
+	x = cert_with((const char *const[]){"O=Other", "OU=rs0", "title=member", NULL}, NULL, 0);
+	TT_ASSERT(auth_x509_cert_is_member(x));
+	X509_free(x);
+	x = cert_with((const char *const[]){"title=member", NULL}, NULL, 0);
+	TT_ASSERT(!auth_x509_cert_is_member(x));
+	X509_free(x);
+	/* the text form (createUser on $external) */
+	TT_ASSERT(auth_x509_subject_is_member("CN=u,title=member,OU=rs0,O=Else"));
+	TT_ASSERT(!auth_x509_subject_is_member("CN=u,OU=rs0,O=Tamga"));
+	TT_ASSERT(!auth_x509_subject_is_member("not a name"));
+
+	/* extensionValue: only the extension counts */
+	TT_EQ_INT(auth_x509_set_member_rule(NULL, "foo", &err), 0);
+	TT_EQ_INT(auth_x509_member_rule(), AUTH_X509_RULE_EXTENSION);
+	x = cert_with(same_org, NULL, 0);
+	TT_ASSERT(!auth_x509_cert_is_member(x));
+	X509_free(x);
+	x = cert_with((const char *const[]){"O=Other", "CN=alt", NULL}, foo, sizeof(foo));
+	TT_ASSERT(auth_x509_cert_is_member(x));
+	X509_free(x);
+	x = cert_with(same_org, fo, sizeof(fo));
+	TT_ASSERT(!auth_x509_cert_is_member(x));
+	X509_free(x);
+	x = cert_with(same_org, nul, sizeof(nul));
+	TT_ASSERT(!auth_x509_cert_is_member(x));
+	X509_free(x);
+	TT_ASSERT(!auth_x509_subject_is_member("CN=peer,OU=rs0,O=Tamga"));
+
+	/* back to the default */
+	TT_EQ_INT(auth_x509_set_member_rule(NULL, NULL, &err), 0);
+	x = cert_with(same_org, NULL, 0);
+	TT_ASSERT(auth_x509_cert_is_member(x));
+	X509_free(x);
+	auth_x509_set_server_certificate(NULL, &err);
+	auth_x509_set_cluster_certificate(NULL, &err);
+	unlink(srv);
+	unlink(clu);
+}
+
 int
 main(void)
 {
@@ -324,5 +523,8 @@ main(void)
 	TT_RUN(test_server_certificate_and_string_rule);
 	TT_RUN(test_cluster_mode);
 	TT_RUN(test_authenticate_decision);
+	TT_RUN(test_parse_dn);
+	TT_RUN(test_extension_value);
+	TT_RUN(test_member_rules);
 	return tt_finish();
 }

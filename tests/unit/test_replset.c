@@ -7,6 +7,8 @@
  * replica-set rules, and the fail point modes (times, skip, alwaysOn, off,
  * activationProbability) with failCommand through the dispatcher.
  */
+#include <errno.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "tt.h"
@@ -795,6 +797,74 @@ test_cluster_time_signed(void)
 	bson_free(dir);
 }
 
+/* A one-member set whose folder holds a Raft log (it ran as a member of
+ * several, then was forced or removed down to one): it waits for its Raft
+ * server instead of electing itself as the folder opens; a Raft server that
+ * cannot start on that log leaves it to the single-member election. */
+static void
+test_single_on_raft(void)
+{
+	char *dir = tt_tmpdir("replset-raft1");
+	engine_t *e = open_engine(dir, "rs0", false);
+	engine_options_t eo;
+	terr_t err = TERR_INIT;
+	char path[4096];
+	bson_t *r;
+	bson_iter_t it;
+	FILE *f;
+	int rc;
+
+	r = run(e, "admin", "{\"replSetInitiate\": {}}", &rc);
+	TT_EQ_INT(rc, 0);
+	bson_destroy(r);
+	engine_close(e);
+	snprintf(path, sizeof(path), "%s/raft", dir);
+	TT_ASSERT(mkdir(path, 0700) == 0 || errno == EEXIST);
+	snprintf(path, sizeof(path), "%s/raft/open-1", dir);
+	f = fopen(path, "w");
+	TT_ASSERT(f != NULL);
+	fputs("not a Raft segment", f);
+	fclose(f);
+
+	memset(&eo, 0, sizeof(eo));
+	eo.repl_set_name = "rs0";
+	e = NULL;
+	TT_EQ_INT(engine_open(dir, &eo, &e, &err), 0);
+	/* before its host is known (its Raft server not started): no
+	 * single-member election, writes refused */
+	r = run(e, "admin", "{\"hello\": 1}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(tt_get(r, "isWritablePrimary", &it) && !bson_iter_as_bool(&it));
+	bson_destroy(r);
+	r = run(e, "test", "{\"insert\": \"c\", \"documents\": [{\"_id\": 1}]}", &rc);
+	TT_EQ_INT(rc, 10107);
+	bson_destroy(r);
+	/* its Raft server starts (libraft drops an open segment it cannot
+	 * read) and its single voter elects it, or, when it cannot start, the
+	 * single member elects itself: PRIMARY either way, soon */
+	engine_set_self_host(e, SELF);
+	for (int i = 0;; i++) {
+		bool primary;
+		struct timespec nap = {0, 20 * 1000 * 1000};
+		r = run(e, "admin", "{\"hello\": 1}", &rc);
+		TT_EQ_INT(rc, 0);
+		primary = tt_get(r, "isWritablePrimary", &it) && bson_iter_as_bool(&it);
+		bson_destroy(r);
+		if (primary)
+			break;
+		TT_ASSERT(i < 500);
+		if (i >= 500)
+			break;
+		nanosleep(&nap, NULL);
+	}
+	r = run(e, "test", "{\"insert\": \"c\", \"documents\": [{\"_id\": 1}]}", &rc);
+	TT_EQ_INT(rc, 0);
+	bson_destroy(r);
+	engine_close(e);
+	tt_rmdir(dir);
+	bson_free(dir);
+}
+
 int
 main(void)
 {
@@ -804,5 +874,6 @@ main(void)
 	TT_RUN(test_engine_set);
 	TT_RUN(test_engine_standalone);
 	TT_RUN(test_cluster_time_signed);
+	TT_RUN(test_single_on_raft);
 	return tt_finish();
 }

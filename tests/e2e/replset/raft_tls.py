@@ -70,11 +70,15 @@ def make_ca(d, name):
     return key, crt
 
 
-def make_cert(d, name, ca, subj, san="IP:127.0.0.1,DNS:localhost", multivalue=False):
+def make_cert(d, name, ca, subj, san="IP:127.0.0.1,DNS:localhost", multivalue=False, membership=None):
+    """membership: the mongoClusterMembership extension's value (mongod's
+    net.tls.clusterAuthX509.extensionValue), a DER UTF8String."""
     key, csr, crt, ext = (os.path.join(d, name + s) for s in (".key", ".csr", ".crt", ".ext"))
     with open(ext, "w") as f:
         f.write("subjectAltName=%s\n"
                 "extendedKeyUsage=serverAuth,clientAuth\n" % san)
+        if membership is not None:
+            f.write("1.3.6.1.4.1.34601.2.1.2=ASN1:UTF8String:%s\n" % membership)
     run("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
         "-keyout", key, "-out", csr, "-subj", subj, *(["-multivalue-rdn"] if multivalue else []))
     run("openssl", "x509", "-req", "-in", csr, "-CA", ca[1], "-CAkey", ca[0], "-CAcreateserial",
@@ -213,10 +217,18 @@ def startup_refusals(tmp, member_pem, ca):
          "cannot have x.509 cluster authentication in allowTLS mode"),
         (["--clusterAuthMode", "x509", "--tlsMode", "requireTLS", "--tlsCertificateKeyFile", member_pem],
          "--clusterAuthMode x509 needs --tlsCAFile"),
-        (["--clusterAuthMode", "x509", "--tlsMode", "requireTLS", "--tlsClusterAuthX509ExtensionValue", "x"]
-         + tlsopts, "net.tls.clusterAuthX509.extensionValue is not supported"),
-        (["--clusterAuthMode", "x509", "--tlsMode", "requireTLS", "--tlsClusterAuthX509Attributes", "O=Tamga"]
-         + tlsopts, "net.tls.clusterAuthX509.attributes is not supported"),
+        # net.tls.clusterAuthX509 (mongod's refusals)
+        (["--tlsMode", "requireTLS", "--tlsClusterAuthX509ExtensionValue", "x"] + tlsopts,
+         "net.tls.clusterAuthX509.extensionValue requires a clusterAuthMode which allows for usage of X509"),
+        (["--tlsMode", "requireTLS", "--tlsClusterAuthX509Attributes", "O=Tamga"] + tlsopts,
+         "Cannot set clusterAuthX509.attributes when clusterAuthMode does not allow X.509"),
+        (["--clusterAuthMode", "x509", "--tlsMode", "requireTLS", "--tlsClusterAuthX509ExtensionValue", "x",
+          "--tlsClusterAuthX509Attributes", "O=Tamga"] + tlsopts,
+         "net.tls.clusterAuthX509.attributes is not allowed when net.tls.clusterAuthX509.extensionValue is specified"),
+        (["--clusterAuthMode", "x509", "--tlsMode", "requireTLS", "--tlsClusterAuthX509Attributes",
+          "O=Tamga, title=member"] + tlsopts,
+         "The server's outgoing certificate's DN does not contain the attributes specified in "
+         "tlsClusterAuthX509Attributes"),
         (["--tlsMode", "requireTLS", "--tlsCertificateKeyFile", member_pem, "--tlsClusterFile",
           os.path.join(tmp, "missing.pem")], "cannot read certificate file"),
         (["--tlsMode", "requireTLS", "--tlsCertificateKeyFile", member_pem, "--tlsClusterCAFile", ca],

@@ -28,7 +28,15 @@ members on 127.0.0.1 under --tlsMode requireTLS, no key file anywhere.
 - a standalone under --keyFile (clusterAuthMode keyFile): a client with a
   member certificate is refused (18: enforceUserClusterSeparation), the
   reason in the log only (raft_tls.py checks the startup refusals of
-  --clusterAuthMode and net.tls.clusterAuthX509.*).
+  --clusterAuthMode and net.tls.clusterAuthX509.*);
+- net.tls.clusterAuthX509.attributes: a set of two members of different
+  organisations recognised by "OU=rs0, title=member"; a certificate
+  without title=member (same O and OU) is no member (authenticate, the
+  Raft port, rs.add() refused);
+- net.tls.clusterAuthX509.extensionValue: the mongoClusterMembership
+  extension makes a member whatever the subject; the server's own O/OU
+  without it, or another value, do not; a member that is also a user is
+  refused (18).
 
 usage: raft_x509.py path/to/tamgad [path/to/mongosh]
 """
@@ -50,6 +58,7 @@ from raft_tls import closed_soon, make_ca, make_cert, raft_preamble, write_key  
 TAMGAD = sys.argv[1]
 MONGOSH = sys.argv[2] if len(sys.argv) > 2 and os.path.exists(sys.argv[2]) else None
 checks = 0
+ca_pair = None   # the CA's (key, certificate) for make_cert
 
 CLIENT_SUBJECT = "CN=app\\, one,OU=clients,O=Tamga"
 # -subj "/O=Tamga/OU=clients+CN=multi": DER sorts the RDN's SET (CN's
@@ -224,6 +233,116 @@ def run_set(tmp, ca, member_pem, cluster_pem, client_pem, multi_pem, other_pem):
             other.stop()
 
 
+def whoami(m, ca, pem):
+    """authenticate MONGODB-X509 with pem on m: ("__system"/subject, db)
+    or the error code."""
+    with x509_client(m, ca, pem) as c:
+        code, msg = command_error(lambda: c.get_database("$external").command("authenticate", 1,
+                                                                             mechanism="MONGODB-X509"))
+        if code is not None:
+            return code
+        u = c.admin.command("connectionStatus")["authInfo"]["authenticatedUsers"][0]
+        return (u["user"], u["db"])
+
+
+def run_attributes_set(tmp, ca, client_pem):
+    """net.tls.clusterAuthX509.attributes: members recognised by OU=rs0 and
+    title=member whatever their organisation (the O/OU/DC rule is off: the
+    two members' O differ); a member whose certificate lacks title=member
+    (same O and OU as a member) stays out: authenticate makes it no
+    __system, rs.add() is refused, its Raft connection is dropped."""
+    attrs = "OU=rs0, title=member"
+    pa = make_cert(tmp, "attr-a", ca_pair, "/O=Alpha/OU=rs0/title=member/CN=localhost")
+    pb = make_cert(tmp, "attr-b", ca_pair, "/O=Beta/OU=rs0/title=member/CN=localhost")
+    lacking = make_cert(tmp, "attr-none", ca_pair, "/O=Alpha/OU=rs0/CN=localhost")
+    base = ["--tlsMode", "requireTLS", "--tlsCAFile", ca, "--clusterAuthMode", "x509",
+            "--tlsClusterAuthX509Attributes", attrs]
+    cl = Cluster(TAMGAD, n=2, extra=base)
+    cl.members[0].extra = base + ["--tlsCertificateKeyFile", pa]
+    cl.members[1].extra = base + ["--tlsCertificateKeyFile", pb]
+    with cl:
+        m0, m1 = cl.members
+        with x509_client(m0, ca, client_pem) as c:
+            check(c.admin.command("replSetInitiate", cl.config(election_ms=2000))["ok"] == 1,
+                  "initiate (attributes)")
+        p = wait_primary(cl.members, ca, client_pem)
+        with x509_client(p, ca, client_pem) as c:
+            c.admin.command("createUser", "admin", pwd="pw", roles=["root"])
+        hosts = ",".join(m.host for m in cl.members)
+        admin_uri = "mongodb://admin:pw@%s/?replicaSet=rs0&authSource=admin" % hosts
+        with x509_client(admin_uri, ca, client_pem) as c:
+            coll = c.t.get_collection("a", write_concern=WriteConcern(2, wtimeout=20000))
+            for i in range(10):
+                coll.insert_one({"_id": i})
+            st = c.admin.command("replSetGetStatus")
+            check(all(r["health"] == 1 for r in st["members"]) and len(st["members"]) == 2,
+                  "two members of different organisations, one attribute rule: %r" % st["members"])
+            # createUser on $external: a subject holding the attributes is a member's
+            code, msg = command_error(lambda: c.get_database("$external").command(
+                "createUser", "CN=x,title=member,OU=rs0,O=Gamma", roles=[]))
+            check(code == 2 and "recognized as an internal cluster member" in msg,
+                  "createUser with a subject holding the attributes: %r %r" % (code, msg))
+            c.get_database("$external").command("createUser", "CN=localhost,OU=rs0,O=Alpha", roles=[])
+        # MONGODB-X509: the member certificate of the other organisation is
+        # __system; the one without title=member is only its user
+        check(whoami(p, ca, pb if p is m0 else pa) == ("__system", "local"),
+              "a certificate with the attributes authenticates as __system")
+        check(whoami(p, ca, lacking) == ("CN=localhost,OU=rs0,O=Alpha", "$external"),
+              "a certificate without title=member is no member: %r" % (whoami(p, ca, lacking),))
+        raft_port_checks(p, ca, pb if p is m0 else pa, lacking)
+        other = Member(TAMGAD, free_ports(1)[0], os.path.join(cl.dir, "lacking"), "rs0",
+                       ["--tlsMode", "requireTLS", "--tlsCertificateKeyFile", lacking, "--tlsCAFile", ca,
+                        "--clusterAuthMode", "x509"])
+        other.start()
+        try:
+            with x509_client(admin_uri, ca, client_pem) as c:
+                cfg = c.admin.command("replSetGetConfig")["config"]
+                cfg["version"] += 1
+                cfg["members"].append({"_id": 5, "host": other.host})
+                code, msg = command_error(lambda: c.admin.command("replSetReconfig", cfg))
+                # it takes the primary's certificate (its own rule is
+                # O/OU/DC: equal), but the primary's Raft port drops it, so
+                # Raft's change never completes: 74
+                check(code == 74, "rs.add of a member without the attributes is refused: %r %r" % (code, msg))
+                check(len(c.admin.command("replSetGetConfig")["config"]["members"]) == 2, "still two members")
+                c.t.get_collection("a", write_concern=WriteConcern(2, wtimeout=20000)).insert_one({"_id": "after"})
+        finally:
+            other.stop()
+
+
+def run_extension(tmp, ca, client_pem):
+    """net.tls.clusterAuthX509.extensionValue (mongod's
+    cluster_x509_extension test): only certificates whose
+    mongoClusterMembership extension holds the value are members, whatever
+    their subject; a certificate with the server's own O/OU but no
+    extension, or another value, is not; a member certificate whose
+    subject is also a $external user is refused (18,
+    enforceUserClusterSeparation)."""
+    foo = make_cert(tmp, "ext-foo", ca_pair, "/O=Tamga/OU=rs0/CN=localhost", membership="foo")
+    foo_alt = make_cert(tmp, "ext-alt", ca_pair, "/O=Company/OU=Business/CN=Doer", membership="foo")
+    bar = make_cert(tmp, "ext-bar", ca_pair, "/O=Tamga/OU=rs0/CN=bar", membership="bar")
+    plain = make_cert(tmp, "ext-plain", ca_pair, "/O=Tamga/OU=rs0/CN=plain")
+    cl = Cluster(TAMGAD, n=1, extra=["--tlsMode", "requireTLS", "--tlsCAFile", ca, "--tlsCertificateKeyFile", foo,
+                                     "--clusterAuthMode", "x509", "--tlsClusterAuthX509ExtensionValue", "foo"])
+    with cl:
+        m = cl.members[0]
+        with x509_client(m, ca, client_pem) as c:
+            check(c.admin.command("replSetInitiate", cl.config(election_ms=2000))["ok"] == 1, "initiate (extension)")
+        wait_primary(cl.members, ca, client_pem)
+        with x509_client(m, ca, client_pem) as c:
+            c.admin.command("createUser", "admin", pwd="pw", roles=["root"])
+        check(whoami(m, ca, plain) == 11, "same O/OU without the extension: no member (11)")
+        check(whoami(m, ca, bar) == 11, "the extension with another value: no member (11)")
+        check(whoami(m, ca, foo_alt) == ("__system", "local"), "the extension's value makes a member")
+        with x509_client(m, ca, client_pem, username="admin", password="pw", authSource="admin") as c:
+            # a subject alone makes no member under the extension rule
+            c.get_database("$external").command("createUser", "CN=Doer,OU=Business,O=Company", roles=[])
+        check(whoami(m, ca, foo_alt) == 18, "a member certificate that is also a user is refused (18)")
+        m.stop()
+        logged = open(m.log, "rb").read().decode("utf-8", "replace")
+        check("represents both a cluster member and an explicit user" in logged, "the reason is in the log")
+
+
 def raft_port_checks(m, ca, cluster_pem, other_pem):
     """The Raft port under clusterAuthMode x509: a connector whose
     certificate the CA signs but whose organisation is another is dropped
@@ -338,6 +457,10 @@ def main():
         run_keyfile_standalone(tmp, ca[1], member_pem, intruder_pem)
         run_set(tmp, ca[1], member_pem, cluster_pem, client_pem, multi_pem, other_pem)
         run_upgrade(tmp, ca[1], member_pem, cluster_pem, client_pem)
+        global ca_pair
+        ca_pair = ca
+        run_attributes_set(tmp, ca[1], client_pem)
+        run_extension(tmp, ca[1], client_pem)
         print("raft_x509: %d checks passed in %.1f s" % (checks, time.time() - t0))
     finally:
         subprocess.call(["rm", "-rf", tmp])
