@@ -363,9 +363,13 @@ coll_of(storage_t *st, storage_session_t *s, const parsed_t *p, bool create, sto
 	return storage_coll_get(st, p->db, p->coll, c, err) == 0 ? 0 : -1;
 }
 
-/* One CRUD operation, in s's open transaction. */
+/* One CRUD operation, in s's open transaction.  fresh: an insert does not
+ * look its _id up first -- a document already there fails it (11000, the
+ * unique _id index or the clustered key) and the caller applies the entry
+ * again without fresh (a run's fallback, repl_oplog_apply_run), as mongod's
+ * secondaries insert a group and fall back to one upsert at a time. */
 static int
-apply_crud(storage_t *st, storage_session_t *s, const parsed_t *p, terr_t *err)
+apply_crud(storage_t *st, storage_session_t *s, const parsed_t *p, bool fresh, terr_t *err)
 {
 	storage_coll_t *c = NULL;
 	bson_iter_t id;
@@ -387,7 +391,7 @@ apply_crud(storage_t *st, storage_session_t *s, const parsed_t *p, terr_t *err)
 			ret = terr_set(err, TERR_BAD_VALUE, "an insert entry's document has no _id");
 			break;
 		}
-		r = storage_doc_find_id(s, c, bson_iter_value(&id), &rid, &cur, err);
+		r = fresh ? 1 : storage_doc_find_id(s, c, bson_iter_value(&id), &rid, &cur, err);
 		if (r < 0) {
 			ret = -1;
 		} else if (r == 0) {
@@ -811,7 +815,7 @@ apply_ops_pass(storage_t *st, storage_session_t *s, const bson_t *ops, bool ddl,
 		if (ddl && p.op[0] == 'c')
 			RET(apply_ddl(st, s, &p, err));
 		else if (!ddl && (p.op[0] == 'i' || p.op[0] == 'u' || p.op[0] == 'd'))
-			RET(apply_crud(st, s, &p, err));
+			RET(apply_crud(st, s, &p, false, err));
 	}
 	return 0;
 }
@@ -1127,7 +1131,7 @@ repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, co
 		ret = storage_txn_begin(s, err);
 	if (ret == 0) {
 		if (p.op[0] == 'i' || p.op[0] == 'u' || p.op[0] == 'd')
-			ret = apply_crud(st, s, &p, err);
+			ret = apply_crud(st, s, &p, false, err);
 		else if (is_ops)
 			ret = apply_ops_pass(st, s, &ops, false, err);
 		else if (p.op[0] != 'n' && p.op[0] != 'c')
@@ -1256,7 +1260,7 @@ run_txn(repl_oplog_t *op, storage_t *st, storage_session_t *s, const bson_t *ent
 		if ((ret = repl_oplog_write_replicated(op, s, e, err)) != 0)
 			break;
 		if (p.op[0] != 'n')
-			ret = apply_crud(st, s, &p, err);
+			ret = apply_crud(st, s, &p, true, err);
 		if (ret == 0 && !(i + 1 < n ? repl_oplog_apply_same_session(e, &entries[i + 1]) : defer_last))
 			ret = session_row(st, s, e, false, err);
 		if (ret == 0)

@@ -24,7 +24,7 @@
  *     (repl_oplog_apply_run): a read at every ts of the run sees exactly
  *     the entries up to it (documents, oplog, session row), a replay skips
  *     every entry, a failing entry leaves the ones before it applied and
- *     its own error; DDL, applyOps and system.views stay out of runs.
+ *     its own error, an insert of an _id already there replaces it; DDL, applyOps and system.views stay out of runs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -868,6 +868,24 @@ test_apply_run(void)
 	TT_ASSERT(logged(op, s, 20) && !logged(op, s, 21) && !logged(op, s, 22));
 	read_at(st, s, op, 22, &count, &x1, 22, &has);
 	TT_EQ_INT(count, 4);
+
+	/* an insert of an _id the data already holds (a copy ahead of the
+	 * oplog): the run falls back to one entry at a time, which replaces it */
+	for (int i = 0; i < 3; i++)
+		bson_destroy(&bad[i]);
+	plain_entry(&bad[0], "i", "{\"_id\": 31}", "{\"_id\": 31}", 30);
+	plain_entry(&bad[1], "i", "{\"_id\": 1, \"x\": 9}", "{\"_id\": 1}", 31);
+	plain_entry(&bad[2], "i", "{\"_id\": 32}", "{\"_id\": 32}", 32);
+	TT_EQ_INT(repl_oplog_apply_run(op, st, s, bad, 3, REPL_TS(100, 20), false, applied, &done, &err), 0);
+	TT_EQ_INT(done, 3);
+	TT_ASSERT(applied[0] && applied[1] && applied[2]);
+	read_at(st, s, op, 32, &count, &x1, 31, &has);
+	TT_EQ_INT(count, 6);
+	TT_EQ_INT(x1, 9);
+	TT_ASSERT(has);
+	read_at(st, s, op, 30, &count, &x1, 30, &has);
+	TT_EQ_INT(count, 5);
+	TT_EQ_INT(x1, 7);
 
 	for (int i = 0; i < 8; i++)
 		bson_destroy(&run[i]);
