@@ -272,6 +272,8 @@ repl_oplog_diff_apply(const bson_t *doc, const bson_t *diff, bson_t *out, terr_t
 
 typedef struct parsed {
 	const char *op, *ns;
+	repl_ts_t ts;        /* 0: none */
+	int64_t t;           /* -1: none */
 	bson_t o, o2;
 	bool has_o, has_o2;
 	const uint8_t *ui;   /* the collection's UUID (16 bytes), or NULL */
@@ -287,13 +289,25 @@ parse(const bson_t *e, parsed_t *p, terr_t *err)
 {
 	bson_iter_t it;
 	const char *dot;
-	unsigned seen = 0;   /* bits: 1 op, 2 ns, 4 o, 8 o2, 16 ui */
+	unsigned seen = 0;   /* bits: 1 op, 2 ns, 4 o, 8 o2, 16 ui, 32 ts, 64 t */
 
 	memset(p, 0, sizeof(*p));
+	p->t = -1;
 	if (bson_iter_init(&it, e)) {
-		while (seen != 31 && bson_iter_next(&it)) {
+		while (seen != 127 && bson_iter_next(&it)) {
 			const char *key = bson_iter_key(&it);
-			if (key[0] == 'o' && key[1] == 'p' && key[2] == '\0') {
+			if (key[0] == 't' && key[1] == 's' && key[2] == '\0') {
+				if (!(seen & 32) && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+					uint32_t secs, inc;
+					bson_iter_timestamp(&it, &secs, &inc);
+					p->ts = REPL_TS(secs, inc);
+				}
+				seen |= 32;
+			} else if (key[0] == 't' && key[1] == '\0') {
+				if (!(seen & 64))
+					p->t = bson_iter_as_int64(&it);
+				seen |= 64;
+			} else if (key[0] == 'o' && key[1] == 'p' && key[2] == '\0') {
 				if (!(seen & 1) && BSON_ITER_HOLDS_UTF8(&it))
 					p->op = bson_iter_utf8(&it, NULL);
 				seen |= 1;
@@ -1193,19 +1207,6 @@ repl_oplog_apply_groupable(const bson_t *entry)
 	    ns[nl - sizeof(SYSTEM_VIEWS)] == '.');
 }
 
-/* An entry's ts (0: none). */
-static repl_ts_t
-ts_of(const bson_t *e)
-{
-	bson_iter_t it;
-	uint32_t secs, inc;
-
-	if (!bson_iter_init_find(&it, e, "ts") || !BSON_ITER_HOLDS_TIMESTAMP(&it))
-		return 0;
-	bson_iter_timestamp(&it, &secs, &inc);
-	return REPL_TS(secs, inc);
-}
-
 /* The run in one transaction: 0 (committed), or -1 with err (rolled back,
  * nothing of it written). */
 static int
@@ -1233,9 +1234,11 @@ run_txn(repl_oplog_t *op, storage_t *st, storage_session_t *s, const bson_t *ent
 		return -1;
 	for (int i = 0; ret == 0 && i < n; i++) {
 		const bson_t *e = &entries[i];
-		repl_ts_t ts = ts_of(e);
+		repl_ts_t ts;
 		parsed_t p;
-		if (ts == 0) {
+		if ((ret = parse(e, &p, err)) != 0)
+			break;
+		if ((ts = p.ts) == 0) {
 			ret = terr_set(err, TERR_BAD_VALUE, "a replicated oplog entry has no ts");
 			break;
 		}
@@ -1252,12 +1255,10 @@ run_txn(repl_oplog_t *op, storage_t *st, storage_session_t *s, const bson_t *ent
 				continue;   /* already here: applied before a restart */
 			}
 		}
-		if ((ret = parse(e, &p, err)) != 0)
-			break;
 		/* the entry's ts is the transaction's commit timestamp from here
 		 * on: the entry and the writes below carry it, a read at an
 		 * earlier ts sees none of them, a read at it all */
-		if ((ret = repl_oplog_write_replicated(op, s, e, err)) != 0)
+		if ((ret = repl_oplog_write_replicated_at(op, s, e, ts, p.t, err)) != 0)
 			break;
 		if (p.op[0] != 'n')
 			ret = apply_crud(st, s, &p, true, err);
