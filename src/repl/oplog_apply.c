@@ -1,7 +1,8 @@
 /*
  * oplog_apply.c -- a secondary applies the primary's oplog entries
  * (oplog_apply.h): $v: 2 diffs, CRUD in one storage transaction with the
- * entry, DDL through storage's catalog calls (each a transaction of its
+ * entry (or a run of CRUD entries in one, each entry's ts set before its
+ * writes), DDL through storage's catalog calls (each a transaction of its
  * own, then the entry), applyOps of a transaction in one.  Every data
  * change is made with the session unobserved: the only oplog entry written
  * is the primary's own (repl_oplog_write_replicated).

@@ -2,7 +2,8 @@
  * oplog_apply.h -- a secondary's oplog application: one entry written by the
  * primary (mongod's format, repl/oplog.h) applied to this member's data and
  * written to its own oplog with the primary's ts, in one storage
- * transaction where the entry allows it.
+ * transaction where the entry allows it; or a run of consecutive CRUD
+ * entries in one storage transaction (repl_oplog_apply_run).
  *
  * Idempotent as mongod's application is: an entry whose ts is already in
  * the local oplog is skipped; an insert of an _id that exists replaces the
