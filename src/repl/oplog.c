@@ -1959,23 +1959,31 @@ repl_oplog_txn_collect(repl_oplog_t *o, storage_session_t *s, terr_t *err)
 int
 repl_oplog_write_replicated(repl_oplog_t *o, storage_session_t *s, const bson_t *entry, terr_t *err)
 {
-	storage_coll_t *c = coll_get(o);
 	bson_iter_t it;
 	uint32_t secs, inc;
-	repl_ts_t ts;
 	int64_t t = -1;
+
+	if (!bson_iter_init_find(&it, entry, "ts") || !BSON_ITER_HOLDS_TIMESTAMP(&it))
+		return terr_set(err, TERR_BAD_VALUE, "a replicated oplog entry has no ts");
+	bson_iter_timestamp(&it, &secs, &inc);
+	if (bson_iter_init_find(&it, entry, "t"))
+		t = bson_iter_as_int64(&it);
+	return repl_oplog_write_replicated_at(o, s, entry, REPL_TS(secs, inc), t, err);
+}
+
+int
+repl_oplog_write_replicated_at(repl_oplog_t *o, storage_session_t *s, const bson_t *entry, repl_ts_t ts, int64_t t,
+                               terr_t *err)
+{
+	storage_coll_t *c = coll_get(o);
 	int ret = 0;
 
 	if (c == NULL)
 		return terr_set(err, TERR_ILLEGAL_OPERATION, "the oplog does not exist");
-	if (!bson_iter_init_find(&it, entry, "ts") || !BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+	if (ts == 0) {
 		storage_coll_release(c);
 		return terr_set(err, TERR_BAD_VALUE, "a replicated oplog entry has no ts");
 	}
-	bson_iter_timestamp(&it, &secs, &inc);
-	ts = REPL_TS(secs, inc);
-	if (bson_iter_init_find(&it, entry, "t"))
-		t = bson_iter_as_int64(&it);
 	/* its end moves the visibility point, as stamp()'s do: the cached
 	 * answer of repl_oplog_visible is keyed by the generation on_end bumps */
 	ctx_of(s, true)->stamped = true;

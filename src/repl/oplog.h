@@ -145,6 +145,10 @@ int repl_oplog_create(repl_oplog_t *op, const bson_t *msg, bool *created, repl_o
  * the entry has no ts, storage's (the ts at or below the stable point).
  */
 int repl_oplog_write_replicated(repl_oplog_t *op, storage_session_t *s, const bson_t *entry, terr_t *err);
+/* The same with the entry's ts and t (-1: none) already read by the caller
+ * (the applier parses each entry once). */
+int repl_oplog_write_replicated_at(repl_oplog_t *op, storage_session_t *s, const bson_t *entry, repl_ts_t ts,
+                                   int64_t t, terr_t *err);
 /* local.oplog.rs exists (the set was initiated). */
 bool repl_oplog_exists(repl_oplog_t *op);
 /* The clock the oplog stamps from (borrowed). */

@@ -2,7 +2,8 @@
  * oplog_apply.h -- a secondary's oplog application: one entry written by the
  * primary (mongod's format, repl/oplog.h) applied to this member's data and
  * written to its own oplog with the primary's ts, in one storage
- * transaction where the entry allows it.
+ * transaction where the entry allows it; or a run of consecutive CRUD
+ * entries in one storage transaction (repl_oplog_apply_run).
  *
  * Idempotent as mongod's application is: an entry whose ts is already in
  * the local oplog is skipped; an insert of an _id that exists replaces the
@@ -94,5 +95,43 @@ bool repl_oplog_apply_same_session(const bson_t *entry, const bson_t *next);
  * from the set's log at restart (it is not in the oplog) and writes the row.
  */
 void repl_oplog_apply_defer_session_row(void);
+
+/*
+ * A run of consecutive entries of the set's log applied in one storage
+ * transaction, as mongod's secondaries apply a group of inserts in one
+ * WriteUnitOfWork with a timestamp set before each write.
+ *
+ * repl_oplog_apply_groupable: whether entry may be in a run -- a CRUD entry
+ * ('i', 'u', 'd') or a no-op ('n'), not on a system.views collection (its
+ * views are reloaded after its own commit).  DDL, applyOps (transactions,
+ * partialTxn chains) and anything else are applied alone
+ * (repl_oplog_apply_entry).
+ *
+ * repl_oplog_apply_run: entries[0..n) (each groupable, ts strictly
+ * increasing) in one transaction of s (none open): for each entry in
+ * order, its ts becomes the transaction's commit timestamp
+ * (timestamp_transaction, WiredTiger allows later ones after the first),
+ * then its oplog entry, its data change and its session row are written,
+ * so each write carries its own entry's ts: a read at any ts in the run
+ * sees exactly the entries up to it; the visibility point (all_committed)
+ * stays below the run's first ts until the commit, then passes its last.
+ * Entries with ts <= local_newest (the newest entry of the local oplog
+ * when the caller took the run; 0: unknown) are looked up and skipped when
+ * already here; later ones cannot be.  A session row superseded by the
+ * next entry of the run is left to it (repl_oplog_apply_same_session), the
+ * last entry's too when defer_last.  Committed with sync=false, as single
+ * entries.  If any entry fails, the transaction is rolled back and the
+ * entries are applied again one by one (repl_oplog_apply_entry), so the
+ * ones before the failing entry are applied and the error is its own.
+ * applied[i] (n of them, the caller's) says whether entry i was applied
+ * (false: already here); *done how many entries are applied or skipped,
+ * in order: n on success, the failing entry's index on failure.  The
+ * caller publishes its applied position only after this returns: nothing
+ * of the run is visible or durable before its commit.  A held partialTxn
+ * chain is dropped (its commit never came).  0, or -1 with err.
+ */
+bool repl_oplog_apply_groupable(const bson_t *entry);
+int repl_oplog_apply_run(repl_oplog_t *op, storage_t *st, storage_session_t *s, const bson_t *entries, int n,
+                         repl_ts_t local_newest, bool defer_last, bool *applied, int *done, terr_t *err);
 
 #endif

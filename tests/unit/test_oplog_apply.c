@@ -19,7 +19,12 @@
  *     dropped at the next ordinary entry;
  *   - the session row of a batch of retryable inserts: which entries
  *     supersede another's row (repl_oplog_apply_same_session), a deferred
- *     row left out for one entry only, written by the next.
+ *     row left out for one entry only, written by the next;
+ *   - a run of CRUD entries in one storage transaction
+ *     (repl_oplog_apply_run): a read at every ts of the run sees exactly
+ *     the entries up to it (documents, oplog, session row), a replay skips
+ *     every entry, a failing entry leaves the ones before it applied and
+ *     its own error, an insert of an _id already there replaces it; DDL, applyOps and system.views stay out of runs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -691,6 +696,212 @@ test_session_defer(void)
 	bson_destroy(&bare);
 }
 
+/* A plain CRUD entry {op, ns: shop.items, o[, o2], ts: (100, inc), t: 1,
+ * v, wall} into e (initialised here). */
+static void
+plain_entry(bson_t *e, const char *opname, const char *o, const char *o2, uint32_t inc)
+{
+	bson_t *ob = tt_json(o), *o2b = o2 != NULL ? tt_json(o2) : NULL;
+
+	bson_init(e);
+	BSON_APPEND_UTF8(e, "op", opname);
+	BSON_APPEND_UTF8(e, "ns", opname[0] == 'n' ? "" : "shop.items");
+	BSON_APPEND_DOCUMENT(e, "o", ob);
+	if (o2b != NULL)
+		BSON_APPEND_DOCUMENT(e, "o2", o2b);
+	BSON_APPEND_TIMESTAMP(e, "ts", 100, inc);
+	BSON_APPEND_INT64(e, "t", 1);
+	BSON_APPEND_INT64(e, "v", 2);
+	BSON_APPEND_DATE_TIME(e, "wall", 100000);
+	bson_destroy(ob);
+	if (o2b != NULL)
+		bson_destroy(o2b);
+}
+
+/* What a reader at (100, inc) sees: the number of documents, document 1's
+ * x (-1: missing, 0: no x), whether the oplog holds (100, at). */
+static void
+read_at(storage_t *st, storage_session_t *s, repl_oplog_t *op, uint32_t inc, int *count, int *x1, uint32_t at,
+        bool *has)
+{
+	storage_coll_t *c = NULL;
+	storage_cursor_t *cur = NULL;
+	recid_t rid;
+	bson_t d, found;
+	bson_iter_t it;
+
+	*count = 0;
+	*x1 = -1;
+	TT_EQ_INT(storage_coll_get(st, "shop", "items", &c, NULL), 0);
+	TT_EQ_INT(storage_txn_begin_at(s, REPL_TS(100, inc), NULL), 0);
+	TT_EQ_INT(storage_scan_open(s, c, false, &cur, NULL), 0);
+	while (storage_cursor_next(cur, &rid, &d, NULL, NULL, NULL) == 1) {
+		(*count)++;
+		if (bson_iter_init_find(&it, &d, "_id") && bson_iter_as_int64(&it) == 1)
+			*x1 = bson_iter_init_find(&it, &d, "x") ? (int)bson_iter_as_int64(&it) : 0;
+	}
+	storage_cursor_close(cur);
+	*has = repl_oplog_find(op, s, REPL_TS(100, at), &found, NULL) == 0;
+	if (*has)
+		bson_destroy(&found);
+	if (storage_txn_active(s))
+		storage_txn_rollback(s);
+	storage_coll_release(c);
+}
+
+static void
+test_apply_run(void)
+{
+	char *dir = tt_tmpdir("oplog-run");
+	storage_options_t so = {.create = true};
+	storage_t *st = NULL;
+	storage_session_t *s = NULL;
+	repl_clock_t *clk = repl_clock_new();
+	repl_oplog_t *op = NULL;
+	repl_oplog_options_t oo = {.size_mb = 1};
+	terr_t err = TERR_INIT;
+	bson_t run[8], bad[3], ddl, txn, views;
+	bool applied[8], has;
+	int done = -1, count, x1;
+	/* what a reader at (100, inc) must see, inc 1..9: documents, x of _id 1,
+	 * and the session row's lastWriteOpTime inc */
+	static const int want_count[] = {0, 0, 1, 2, 2, 1, 1, 2, 3, 3};
+	static const int want_x1[] = {-1, -1, 0, 0, 5, 5, 5, 5, 5, 7};
+	static const uint32_t want_row[] = {0, 0, 0, 0, 0, 0, 0, 0, 8, 8};
+
+	TT_EQ_INT(storage_open(dir, &so, &st, NULL), 0);
+	TT_EQ_INT(repl_oplog_open(st, clk, &oo, &op, NULL), 0);
+	TT_EQ_INT(repl_oplog_create(op, REPL_OPLOG_CREATE_EMPTY, NULL, NULL, NULL), 0);
+	TT_EQ_INT(storage_session_open(st, &s, NULL), 0);
+	repl_oplog_pin_oldest(op, REPL_TS(100, 1));   /* reads at every ts of the run below */
+	TT_EQ_INT(apply_at(op, st, s, "c", "shop.$cmd", "{\"create\": \"items\"}", NULL, 1, &err), 0);
+
+	/* which entries may be in a run */
+	plain_entry(&ddl, "c", "{\"create\": \"other\"}", NULL, 50);
+	plain_entry(&views, "i", "{\"_id\": \"shop.v\", \"viewOn\": \"items\", \"pipeline\": []}", NULL, 51);
+	bson_destroy(&views);
+	bson_init(&views);
+	BSON_APPEND_UTF8(&views, "op", "i");
+	BSON_APPEND_UTF8(&views, "ns", "shop.system.views");
+	plain_entry(&txn, "c", "{\"applyOps\": []}", NULL, 52);
+	TT_ASSERT(!repl_oplog_apply_groupable(&ddl));
+	TT_ASSERT(!repl_oplog_apply_groupable(&txn));
+	TT_ASSERT(!repl_oplog_apply_groupable(&views));
+
+	/* one run: insert 1, insert 2, replace 1 (x 5), delete 2, a no-op,
+	 * two inserts of one retryable write (the first's session row left to
+	 * the second), an update of 1 (x 7) */
+	plain_entry(&run[0], "i", "{\"_id\": 1}", "{\"_id\": 1}", 2);
+	plain_entry(&run[1], "i", "{\"_id\": 2}", "{\"_id\": 2}", 3);
+	plain_entry(&run[2], "u", "{\"_id\": 1, \"x\": 5}", "{\"_id\": 1}", 4);
+	plain_entry(&run[3], "d", "{\"_id\": 2}", NULL, 5);
+	plain_entry(&run[4], "n", "{\"msg\": \"periodic noop\"}", NULL, 6);
+	crud_entry(&run[5], "i", 1, 9, 3, 7);
+	crud_entry(&run[6], "i", 1, 9, 4, 8);
+	plain_entry(&run[7], "u", "{\"$v\": 2, \"diff\": {\"u\": {\"x\": 7}}}", "{\"_id\": 1}", 9);
+	for (int i = 0; i < 8; i++)
+		TT_ASSERT(repl_oplog_apply_groupable(&run[i]));
+	TT_EQ_INT(repl_oplog_apply_run(op, st, s, run, 8, REPL_TS(100, 1), false, applied, &done, &err), 0);
+	TT_EQ_INT(done, 8);
+	for (int i = 0; i < 8; i++)
+		TT_ASSERT(applied[i]);
+	TT_ASSERT(!storage_txn_active(s));
+	TT_ASSERT(repl_oplog_visible(op) >= REPL_TS(100, 9));
+	TT_EQ_INT((int)(repl_oplog_last_optime(op).ts - REPL_TS(100, 0)), 9);
+	/* every ts of the run read: exactly the entries up to it, each write
+	 * with its own entry's ts, the oplog entry with it */
+	for (uint32_t inc = 1; inc <= 9; inc++) {
+		read_at(st, s, op, inc, &count, &x1, inc, &has);
+		TT_EQ_INT(count, want_count[inc]);
+		TT_EQ_INT(x1, want_x1[inc]);
+		TT_ASSERT(has);
+		if (inc < 9) {
+			read_at(st, s, op, inc, &count, &x1, inc + 1, &has);
+			TT_ASSERT(!has);   /* the next entry is not there yet */
+		}
+	}
+	{
+		/* the session row: none before the write's last entry, then at it */
+		for (uint32_t inc = 7; inc <= 9; inc++) {
+			storage_coll_t *c = NULL;
+			bson_t key = BSON_INITIALIZER, lsid, doc;
+			bson_iter_t it, sub;
+			recid_t rid;
+			uint8_t uuid[16] = {1};
+			uint32_t secs = 0, got = 0;
+			BSON_APPEND_DOCUMENT_BEGIN(&key, "_id", &lsid);
+			bson_append_binary(&lsid, "id", 2, BSON_SUBTYPE_UUID, uuid, 16);
+			bson_append_document_end(&key, &lsid);
+			bson_iter_init_find(&it, &key, "_id");
+			TT_EQ_INT(storage_coll_get(st, "config", "transactions", &c, NULL), 0);
+			TT_EQ_INT(storage_txn_begin_at(s, REPL_TS(100, inc), NULL), 0);
+			if (storage_doc_find_id(s, c, bson_iter_value(&it), &rid, &doc, NULL) == 0 &&
+			    bson_iter_init_find(&sub, &doc, "lastWriteOpTime") && bson_iter_recurse(&sub, &it) &&
+			    bson_iter_find(&it, "ts"))
+				bson_iter_timestamp(&it, &secs, &got);
+			storage_txn_rollback(s);
+			storage_coll_release(c);
+			bson_destroy(&key);
+			TT_EQ_INT((int)got, (int)want_row[inc]);
+		}
+	}
+	/* replayed (a restart: the set's log again): every entry is here */
+	TT_EQ_INT(repl_oplog_apply_run(op, st, s, run, 8, REPL_TS(100, 9), false, applied, &done, &err), 0);
+	TT_EQ_INT(done, 8);
+	for (int i = 0; i < 8; i++)
+		TT_ASSERT(!applied[i]);
+	read_at(st, s, op, 9, &count, &x1, 9, &has);
+	TT_EQ_INT(count, 3);
+	TT_EQ_INT(x1, 7);
+
+	/* a run whose second entry fails (an update of a missing document):
+	 * the first is applied alone, the error is the second's, the third is
+	 * not applied */
+	plain_entry(&bad[0], "i", "{\"_id\": 10}", "{\"_id\": 10}", 20);
+	plain_entry(&bad[1], "u", "{\"_id\": 11, \"x\": 1}", "{\"_id\": 11}", 21);
+	plain_entry(&bad[2], "i", "{\"_id\": 12}", "{\"_id\": 12}", 22);
+	TT_EQ_INT(repl_oplog_apply_run(op, st, s, bad, 3, REPL_TS(100, 9), false, applied, &done, &err), -1);
+	TT_EQ_INT(err.code, 47);
+	terr_clear(&err);
+	TT_EQ_INT(done, 1);
+	TT_ASSERT(applied[0]);
+	TT_ASSERT(logged(op, s, 20) && !logged(op, s, 21) && !logged(op, s, 22));
+	read_at(st, s, op, 22, &count, &x1, 22, &has);
+	TT_EQ_INT(count, 4);
+
+	/* an insert of an _id the data already holds (a copy ahead of the
+	 * oplog): the run falls back to one entry at a time, which replaces it */
+	for (int i = 0; i < 3; i++)
+		bson_destroy(&bad[i]);
+	plain_entry(&bad[0], "i", "{\"_id\": 31}", "{\"_id\": 31}", 30);
+	plain_entry(&bad[1], "i", "{\"_id\": 1, \"x\": 9}", "{\"_id\": 1}", 31);
+	plain_entry(&bad[2], "i", "{\"_id\": 32}", "{\"_id\": 32}", 32);
+	TT_EQ_INT(repl_oplog_apply_run(op, st, s, bad, 3, REPL_TS(100, 20), false, applied, &done, &err), 0);
+	TT_EQ_INT(done, 3);
+	TT_ASSERT(applied[0] && applied[1] && applied[2]);
+	read_at(st, s, op, 32, &count, &x1, 31, &has);
+	TT_EQ_INT(count, 6);
+	TT_EQ_INT(x1, 9);
+	TT_ASSERT(has);
+	read_at(st, s, op, 30, &count, &x1, 30, &has);
+	TT_EQ_INT(count, 5);
+	TT_EQ_INT(x1, 7);
+
+	for (int i = 0; i < 8; i++)
+		bson_destroy(&run[i]);
+	for (int i = 0; i < 3; i++)
+		bson_destroy(&bad[i]);
+	bson_destroy(&ddl);
+	bson_destroy(&txn);
+	bson_destroy(&views);
+	storage_session_close(s);
+	repl_oplog_close(op);
+	storage_close(st);
+	repl_clock_free(clk);
+	tt_rmdir(dir);
+	bson_free(dir);
+}
+
 int
 main(void)
 {
@@ -701,5 +912,6 @@ main(void)
 	TT_RUN(test_rollback_oplog);
 	TT_RUN(test_txn_chain);
 	TT_RUN(test_session_defer);
+	TT_RUN(test_apply_run);
 	return tt_finish();
 }

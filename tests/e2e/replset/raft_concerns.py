@@ -22,6 +22,11 @@ tamgad members on 127.0.0.1 (issue 24), through PyMongo and mongosh:
     row of the session holds the txnNumber and the opTime of the batch's
     last entry (a secondary writes the row once per applied round), and a
     second batch of the session moves it on;
+  - a secondary's run of entries in one transaction: snapshot reads at
+    ts inside a batch of 100 inserts see exactly the inserts up to it,
+    afterClusterTime waits for the batch; kill -9 of a secondary three
+    times under batched inserts, then its oplog and data equal the
+    primary's;
   - maxStalenessSeconds and tag sets: PyMongo selects secondaries with them
     (a tag set picks the one member that carries it).
 
@@ -306,6 +311,70 @@ def mongosh(cl, p):
     check(got == {"m": 1, "l": 1, "tags": {"dc": DCS[i]}, "maj": True}, "mongosh concerns: %r" % got)
 
 
+def grouped_apply(cl, p):
+    """A secondary applies a run of entries in one storage transaction, each
+    write at its own entry's ts: a snapshot read at any ts inside a batch
+    of 100 inserts sees exactly the documents inserted up to it, an
+    afterClusterTime read waits for the whole batch; kill -9 of a secondary
+    while it applies batches leaves its data and oplog equal to the
+    primary's after it restarts (the run was all or nothing)."""
+    sec = [m for m in cl.members if m is not p][0]
+    with p.client() as c, sec.client(read_preference=ReadPreference.SECONDARY_PREFERRED) as sc:
+        # a first snapshot read: from then on the member keeps 5 s of history
+        sc.rc.command("find", "grp", readConcern={"level": "snapshot"},
+                      read_preference=ReadPreference.SECONDARY_PREFERRED)
+        time.sleep(0.5)
+        coll = c.rc.get_collection("grp", write_concern=WriteConcern(w=3, wtimeout=20000))
+        coll.insert_many([{"_id": i} for i in range(100)])
+        ents = list(sc.local.oplog.rs.find({"ns": "rc.grp", "op": "i"}).sort("ts", 1))
+        check(len(ents) == 100 and [e["o"]["_id"] for e in ents] == list(range(100)),
+              "the secondary's oplog holds the batch's 100 entries in order")
+        for k in (0, 1, 36, 98, 99):
+            r = sc.rc.command("find", "grp", readConcern={"level": "snapshot", "atClusterTime": ents[k]["ts"]},
+                              batchSize=1000, read_preference=ReadPreference.SECONDARY_PREFERRED)
+            got = sorted(d["_id"] for d in r["cursor"]["firstBatch"])
+            check(got == list(range(k + 1)),
+                  "snapshot read at the batch's entry %d on a secondary: %d documents %r" % (k, len(got), got[-3:]))
+        r = sc.rc.command("find", "grp", readConcern={"afterClusterTime": ents[-1]["ts"]}, batchSize=1000,
+                          read_preference=ReadPreference.SECONDARY_PREFERRED)
+        check(len(r["cursor"]["firstBatch"]) == 100, "afterClusterTime read on a secondary sees the whole batch")
+
+    stop = threading.Event()
+    wrote = [0]
+
+    def writer():
+        with MongoClient(cl.uri(), serverSelectionTimeoutMS=10000) as wc:
+            kc = wc.rc.get_collection("kill", write_concern=WriteConcern(w=1))
+            # at most 6,000 entries: a member behind by more than Raft keeps
+            # (8192 entries) would copy the data instead of applying the log
+            while not stop.is_set() and wrote[0] < 6000:
+                kc.insert_many([{"_id": wrote[0] + i, "pad": "x" * 100} for i in range(100)])
+                wrote[0] += 100
+                time.sleep(0.03)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        for delay in (0.6, 0.45, 0.8):
+            time.sleep(delay)
+            sec.kill9()
+            time.sleep(0.3)
+            sec.start()
+    finally:
+        stop.set()
+        t.join()
+    with p.client() as c:
+        c.rc.get_collection("kill", write_concern=WriteConcern(w=3, wtimeout=60000)).insert_one({"_id": -1})
+    from raft_cluster import wait_equal
+    wait_equal(cl.members, "rc", "kill", timeout=60)
+    with p.client() as c, sec.client(read_preference=ReadPreference.SECONDARY_PREFERRED) as sc:
+        mine = [e["ts"] for e in c.local.oplog.rs.find({"ns": "rc.kill"}, {"ts": 1}).sort("ts", 1)]
+        its = [e["ts"] for e in sc.local.oplog.rs.find({"ns": "rc.kill"}, {"ts": 1}).sort("ts", 1)]
+        check(mine == its and len(its) == wrote[0] + 1,
+              "the killed secondary's oplog holds the primary's %d entries (has %d)" % (len(mine), len(its)))
+        check(sc.rc.kill.count_documents({}) == wrote[0] + 1, "the killed secondary's data: every document")
+
+
 def main():
     t0 = time.time()
     with Cluster(TAMGAD) as cl:
@@ -317,6 +386,7 @@ def main():
         causal(cl, p)
         w_applied(cl, p)
         retry_rows(cl, p)
+        grouped_apply(cl, p)
         w_modes(cl, p)
         selection(cl, p)
         mongosh(cl, p)
