@@ -243,7 +243,7 @@ def geo_near_on_the_meta_field():
     raw = {i["name"]: i for i in db.command("listIndexes", "wm", rawData=True)["cursor"]["firstBatch"]}
     assert raw["tags_loc"]["key"] == {"meta.loc": "2dsphere"}, raw
     n = 0
-    for _ in range(8):
+    for _ in range(3):
         near = {"type": "Point", "coordinates": [rng.uniform(-30, 30), rng.uniform(-30, 30)]}
         for extra in ({}, {"maxDistance": 2500000}, {"minDistance": 800000, "maxDistance": 3000000},
                       {"distanceMultiplier": 0.001, "includeLocs": "tags.where"},
@@ -270,7 +270,7 @@ def geo_near_on_the_meta_field():
                 if "$limit" not in repr(tail):
                     assert sorted(map(norm, a)) == sorted(map(norm, b)), (spec, tail, a[:1], b[:1])
                 n += 1
-    assert n > 100
+    assert n > 40, n
     # explain: the $geoNear runs on the buckets through the meta index, then the unpack
     spec = {"near": {"type": "Point", "coordinates": [1, 1]}, "key": "tags.loc", "distanceField": "dist"}
     ex = db.command("explain", {"aggregate": "wm", "pipeline": [{"$geoNear": spec}], "cursor": {}},
