@@ -1858,7 +1858,11 @@ fixed_trunc_rewrite(const ts_options_t *o, bson_iter_t *it, bson_t *out, const c
 		} else if (!strcmp(k, "timezone")) {
 			tzv = f;
 			tz = &tzv;
-		} else if (strcmp(k, "startOfWeek") != 0)
+		} else if (!strcmp(k, "startOfWeek")) {
+			/* a constant only: a field path would be read on the bucket */
+			if (!BSON_ITER_HOLDS_UTF8(&f) || bson_iter_utf8(&f, NULL)[0] == '$')
+				return false;
+		} else
 			return false;   /* an unknown argument: $dateTrunc's parse answers it */
 	}
 	if (!date || unit == 0 || (unit * bin) % span != 0 || !fixed_tz_offset(tz, &off))

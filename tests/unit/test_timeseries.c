@@ -1370,6 +1370,13 @@ test_fixed_buckets_group(void)
 	                                 "\"unit\": \"hour\"}}}, \"n\": {\"$sum\": 1}}}]", "$control.min.t"));
 	same_groups_in("fx3600", "fp", "{\"$group\": {\"_id\": {\"$toString\": {\"$dateTrunc\": {\"date\": \"$t\", "
 	                               "\"unit\": \"hour\"}}}, \"n\": {\"$sum\": 1}, \"s\": {\"$sum\": \"$x\"}}}");
+	/* startOfWeek a constant: rewritten; read from a measurement: unpacked */
+	TT_ASSERT(explain_has("fx3600", "[{\"$group\": {\"_id\": {\"$dateTrunc\": {\"date\": \"$t\", \"unit\": \"week\", "
+	                                "\"startOfWeek\": \"monday\"}}, \"n\": {\"$sum\": 1}}}]", "$control.min.t"));
+	TT_ASSERT(!explain_has("fx3600", "[{\"$group\": {\"_id\": {\"$dateTrunc\": {\"date\": \"$t\", \"unit\": \"week\", "
+	                                 "\"startOfWeek\": \"$w\"}}, \"n\": {\"$sum\": 1}}}]", "$control.min.t"));
+	same_groups_in("fx3600", "fp", "{\"$group\": {\"_id\": {\"$dateTrunc\": {\"date\": \"$t\", \"unit\": \"week\", "
+	                               "\"startOfWeek\": \"Mon\"}}, \"n\": {\"$sum\": 1}, \"hi\": {\"$max\": \"$x\"}}}");
 }
 
 int
