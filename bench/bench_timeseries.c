@@ -31,8 +31,10 @@
  * ({energy: {$lt: ...}}, 0.5% of the measurements) on the time-series
  * collection without and with a user index on the field (range_query).
  *
- * BENCH_TS_QUERY_ONLY=0|1|2 (BENCH_TS_QUERY_PLAIN for the plain collection)
- * ingests, then collects only around that query (three runs of it).
+ * BENCH_TS_QUERY_ONLY=0|1|2|3 (BENCH_TS_QUERY_PLAIN for the plain collection)
+ * ingests, then collects only around that query (three runs of it); 3 is a
+ * count and max per sensor per hour ($dateTrunc of the time), which runs on
+ * the buckets when BENCH_TS_FIXED makes them fixed (hourly span = rounding).
  * BENCH_TS_LATE=random|backlog: late measurements after a restart (bucket
  * reopening, issue 19): 100 sensors, one reading every 10 s for TS_N / 100
  * readings each (hourly buckets that close by time), in order into "late"
@@ -539,6 +541,11 @@ query(tamga_t *t, const char *coll, int which, int64_t expect)
 			    "{", "$match", "{", "t", "{", "$gte", BCON_DATE_TIME(BENCH_AT0), "$lt", BCON_DATE_TIME(BENCH_AT0 + 86400000), "}", "}", "}",
 			    "{", "$group", "{", "_id", "{", "s", "$sensor", "h", "{", "$dateTrunc", "{", "date", "$t", "unit", "hour", "}", "}", "}",
 			    "avg", "{", "$avg", "$temp", "}", "}", "}", "]", "cursor", "{", "batchSize", BCON_INT32(1000000), "}");
+		else if (which == 3)   /* a count and a max per sensor per hour: on fixed buckets, on the buckets */
+			cmd = BCON_NEW("aggregate", BCON_UTF8(coll), "pipeline", "[",
+			    "{", "$group", "{", "_id", "{", "s", "$sensor", "h", "{", "$dateTrunc", "{", "date", "$t", "unit", "hour", "}", "}", "}",
+			    "n", "{", "$sum", BCON_INT32(1), "}", "hi", "{", "$max", "$temp", "}", "}", "}",
+			    "]", "cursor", "{", "batchSize", BCON_INT32(1000000), "}");
 		else if (which == 2)   /* mongod's $group on the buckets: a count and a max per sensor */
 			cmd = BCON_NEW("aggregate", BCON_UTF8(coll), "pipeline", "[",
 			    "{", "$group", "{", "_id", "$sensor", "n", "{", "$sum", BCON_DOUBLE(1.0), "}", "hi", "{", "$max", "$temp", "}", "}", "}",
@@ -667,7 +674,13 @@ main(int argc, char **argv)
 	if (tamga_open(path, "create,cache_size=1G", &t, &e) != 0)
 		die("tamga_open", e.message);
 	{
-		bson_t *c = BCON_NEW("create", "ts", "timeseries", "{", "timeField", "t", "metaField", "sensor", "}");
+		/* BENCH_TS_FIXED: fixed hourly buckets (bucketMaxSpanSeconds ==
+		 * bucketRoundingSeconds == 3600), where mongod groups by $dateTrunc of
+		 * the time on the buckets (query 3) */
+		bson_t *c = getenv("BENCH_TS_FIXED") != NULL
+		    ? BCON_NEW("create", "ts", "timeseries", "{", "timeField", "t", "metaField", "sensor",
+		               "bucketMaxSpanSeconds", BCON_INT32(3600), "bucketRoundingSeconds", BCON_INT32(3600), "}")
+		    : BCON_NEW("create", "ts", "timeseries", "{", "timeField", "t", "metaField", "sensor", "}");
 		tcmd0(t, TS_DB, c);
 		bson_destroy(c);
 	}
@@ -750,7 +763,8 @@ main(int argc, char **argv)
 			bson_destroy(c);
 		}
 		CALLGRIND_TOGGLE_COLLECT;
-		s = query(t, plain ? "plain" : "ts", which, which == 0 ? (h > 24 ? 24 : h) * SENSORS : SENSORS);
+		s = query(t, plain ? "plain" : "ts", which,
+		          which == 0 ? (h > 24 ? 24 : h) * SENSORS : which == 3 ? h * SENSORS : SENSORS);
 		CALLGRIND_TOGGLE_COLLECT;
 		printf("query %d on %s: best of 3 %.1f ms\n", which, plain ? "plain" : "ts", s * 1000);
 		tamga_close(t);

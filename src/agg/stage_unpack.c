@@ -42,6 +42,12 @@ typedef struct unpack_plan {
 	 * in explain (how the stages run). */
 	bool block;
 	int64_t block_bin;
+	/* mongod's computedMetaProjFields: top-level fields a stage before this
+	 * one computed on the bucket (a $geoNear on the metaField's distance or
+	 * location, cmd_timeseries.c), copied onto each of its measurements --
+	 * over a measurement field of the same name, in its place, else last */
+	char **computed;
+	int n_computed;
 } unpack_plan_t;
 
 typedef struct unpack_state {
@@ -68,6 +74,11 @@ typedef struct unpack_state {
 	 * column document, the general walk's positions, one for col_elem */
 	bson_iter_t *bcols, *bwalk, *bscratch;
 	bson_value_t meta;
+	/* computedMetaProjFields (the plan's) and the bucket being unpacked */
+	char *const *computed;
+	int n_computed;
+	const bson_t *bucket;
+	bson_t withc;                /* a measurement with the computed fields */
 } unpack_state_t;
 
 static void
@@ -80,6 +91,9 @@ unpack_free_plan(void *plan)
 	for (int i = 0; i < up->n_include; i++)
 		bson_free(up->include[i]);
 	bson_free(up->include);
+	for (int i = 0; i < up->n_computed; i++)
+		bson_free(up->computed[i]);
+	bson_free(up->computed);
 	match_free(up->event);
 	match_free(up->whole);
 	bson_free(up);
@@ -206,7 +220,38 @@ unpack_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 				up->ev_interval = event_interval(up->time_field, &f, &up->ev_lo, &up->ev_hi, 0);
 			}
 		}
-		else if (strcmp(k, "include") == 0 && BSON_ITER_HOLDS_ARRAY(&it) && up->include == NULL) {
+		else if (strcmp(k, "computedMetaProjFields") == 0) {
+			/* mongod's checks and codes */
+			bson_iter_t a;
+			int n = 0;
+			if (!BSON_ITER_HOLDS_ARRAY(&it)) {
+				unpack_free_plan(up);
+				return terr_set(err, 5509900, "computedMetaProjFields field must be an array, got: %s",
+				    bv_type_name(bson_iter_type(&it)));
+			}
+			bson_iter_recurse(&it, &a);
+			while (bson_iter_next(&a)) {
+				if (!BSON_ITER_HOLDS_UTF8(&a)) {
+					unpack_free_plan(up);
+					return terr_set(err, 5509901, "computedMetaProjFields field element must be a string, got: %s",
+					    bv_type_name(bson_iter_type(&a)));
+				}
+				if (strchr(bson_iter_utf8(&a, NULL), '.') != NULL) {
+					unpack_free_plan(up);
+					return terr_set(err, 5509902,
+					    "computedMetaProjFields field element must be a single-element field path");
+				}
+				n++;
+			}
+			for (int i = 0; i < up->n_computed; i++)
+				bson_free(up->computed[i]);
+			bson_free(up->computed);
+			up->computed = bson_malloc0(sizeof(char *) * (size_t)(n + 1));
+			up->n_computed = 0;
+			bson_iter_recurse(&it, &a);
+			while (bson_iter_next(&a))
+				up->computed[up->n_computed++] = bson_strdup(bson_iter_utf8(&a, NULL));
+		} else if (strcmp(k, "include") == 0 && BSON_ITER_HOLDS_ARRAY(&it) && up->include == NULL) {
 			bson_iter_t a;
 			int n = 0;
 			bson_iter_recurse(&it, &a);
@@ -249,6 +294,16 @@ unpack_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 	bson_append_document_begin(ex, "$_internalUnpackBucket", -1, &inner);
 	ts_unpack_spec(&up->o, &inner);
 	BSON_APPEND_BOOL(&inner, "assumeNoMixedSchemaData", !up->o.mixed_schema);
+	if (up->n_computed > 0) {
+		bson_t a;
+		char key[16];
+		bson_append_array_begin(&inner, "computedMetaProjFields", -1, &a);
+		for (int i = 0; i < up->n_computed; i++) {
+			bson_snprintf(key, sizeof(key), "%d", i);
+			BSON_APPEND_UTF8(&a, key, up->computed[i]);
+		}
+		bson_append_array_end(&inner, &a);
+	}
 	/* mongod serializes both filters parsed and optimized */
 	if (up->whole != NULL) {
 		bson_t *w = match_to_bson(up->whole);
@@ -275,14 +330,53 @@ unpack_open(agg_rt_t *rt, terr_t *err)
 	bson_init(&us->v1);
 	us->lastpoint = ((const unpack_plan_t *)rt->st->plan)->lastpoint;
 	us->event = ((const unpack_plan_t *)rt->st->plan)->event;
+	us->computed = ((const unpack_plan_t *)rt->st->plan)->computed;
+	us->n_computed = ((const unpack_plan_t *)rt->st->plan)->n_computed;
+	bson_init(&us->withc);
 	rt->state = us;
 	return 0;
+}
+
+/* m with the bucket's computed fields (us->computed) set, into us->withc:
+ * a field of m of the same name replaced in place, the others appended in
+ * the list's order (a field the bucket lacks is left as m has it). */
+static const bson_t *
+with_computed(unpack_state_t *us, const bson_t *m)
+{
+	bson_iter_t it, b;
+	bool *done = NULL, stack[16];
+
+	bson_reinit(&us->withc);
+	done = us->n_computed <= 16 ? stack : bson_malloc0(sizeof(bool) * (size_t)us->n_computed);
+	memset(done, 0, sizeof(bool) * (size_t)us->n_computed);
+	bson_iter_init(&it, m);
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		int i;
+		for (i = 0; i < us->n_computed; i++)
+			if (strcmp(k, us->computed[i]) == 0)
+				break;
+		if (i < us->n_computed && bson_iter_init_find(&b, us->bucket, k)) {
+			bson_append_iter(&us->withc, k, -1, &b);
+			done[i] = true;
+		} else
+			bson_append_iter(&us->withc, k, -1, &it);
+	}
+	for (int i = 0; i < us->n_computed; i++)
+		if (!done[i] && bson_iter_init_find(&b, us->bucket, us->computed[i]))
+			bson_append_iter(&us->withc, us->computed[i], -1, &b);
+	if (done != stack)
+		bson_free(done);
+	return &us->withc;
 }
 
 static int
 collect(void *ctx, const bson_t *m, terr_t *err)
 {
 	unpack_state_t *us = ctx;
+
+	if (us->n_computed > 0 && us->bucket != NULL)
+		m = with_computed(us, m);
 
 	if (us->event != NULL && !us->whole) {
 		int rc = match_exec(us->event, m, NULL, err);
@@ -350,7 +444,10 @@ unpack_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 			else
 				us->whole = rc == 1;
 		}
-		if (ts_bucket_unpack(&up->o, bucket, &us->scratch, collect, us, err) != 0)
+		us->bucket = bucket;
+		rc = ts_bucket_unpack(&up->o, bucket, &us->scratch, collect, us, err);
+		us->bucket = NULL;
+		if (rc != 0)
 			return -1;
 	}
 	{
@@ -376,6 +473,7 @@ unpack_close(agg_rt_t *rt)
 	bson_free(us->buf);
 	bson_free(us->off);
 	bson_destroy(&us->scratch);
+	bson_destroy(&us->withc);
 	bson_destroy(&us->v1);
 	bson_free(us->times);
 	bson_free(us->vals);
@@ -397,7 +495,7 @@ agg_unpack_block_ok(const agg_rt_t *rt, int64_t *bin, const char **time_field, c
 	if (rt == NULL || rt->st->def != &agg_stages_unpack[0])
 		return false;
 	up = rt->st->plan;
-	if (!up->block || up->lastpoint || (up->event != NULL && !up->ev_interval))
+	if (!up->block || up->lastpoint || up->n_computed > 0 || (up->event != NULL && !up->ev_interval))
 		return false;
 	*bin = up->block_bin;
 	*time_field = up->time_field;

@@ -479,9 +479,16 @@ CMD_HANDLER(cmd_aggregate)
 		bson_t gn;
 		int g = 0;
 		if (storage_coll_get(c->engine->st, c->db, coll, &tc, NULL) == 0 && cmd_ts_is(tc) &&
-		    (g = cmd_ts_geonear_rewrite(tc, &pipeline, &gn, err)) >= 0 &&
-		    cmd_ts_read_pipeline(tc, g == 1 ? &gn : &pipeline, !bson_has_field(c->body, "collation"),
-		                         &combined) == 0) {
+		    (g = cmd_ts_geonear_rewrite(tc, &pipeline, &gn, err)) == 2) {
+			/* $geoNear on the metaField: the whole bucket pipeline */
+			bson_copy_to(&gn, &combined);
+			stages = &combined;
+			combined_ts = true;
+			memcpy(ts_uuid, tc->uuid, 16);
+			ts_collation = tc->collation;
+		} else if (cmd_ts_is(tc) && g >= 0 &&
+		           cmd_ts_read_pipeline(tc, g == 1 ? &gn : &pipeline, !bson_has_field(c->body, "collation"),
+		                                &combined) == 0) {
 			bson_iter_t fi, fs;
 			stages = &combined;
 			combined_ts = true;

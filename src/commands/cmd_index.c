@@ -399,6 +399,10 @@ partial_node_ok(const bson_t *node, bson_string_t *t)
 			bson_iter_recurse(&it, &sub);
 			if (!partial_ops_ok(k, &sub, t))
 				return false;
+		} else if (!strcmp(k, "$_internalBucketGeoWithin")) {
+			/* a time-series partial filter's translated $geoWithin on a
+			 * measurement (mongod allows it in a bucket index's filter) */
+			continue;
 		} else if (k[0] == '$') {
 			char *line = bson_strdup_printf("%s", k);
 			tree_append(t, 0, line);

@@ -1744,22 +1744,173 @@ static const char *const meta_expr_refused[] = {
 	"$accumulator", "$meta", "$rand", "$sampleRate", "$where",
 };
 
+/* The units whose length in seconds is fixed ($dateTrunc's second..week),
+ * for the fixed-bucket $dateTrunc rewrite below. */
+static const struct {
+	const char *name;
+	int64_t s;
+} fixed_units[] = {
+	{"second", 1}, {"minute", 60}, {"hour", 3600}, {"day", 86400}, {"week", 604800}, {NULL, 0},
+};
+
+/* A constant $dateTrunc timezone Tamga can read without the tz database:
+ * absent, "UTC"/"GMT"/"Etc/UTC"/"Z", or a fixed "+hh", "+hhmm", "+hh:mm"
+ * offset (either sign); *off its offset in seconds.  False: another form
+ * (an Olson name, whose offset moves with the date, or an expression). */
+static bool
+fixed_tz_offset(const bson_iter_t *tz, int64_t *off)
+{
+	const char *s;
+	int h = 0, m = 0, sign;
+	size_t n;
+
+	*off = 0;
+	if (tz == NULL)
+		return true;
+	if (!BSON_ITER_HOLDS_UTF8(tz))
+		return false;
+	s = bson_iter_utf8(tz, NULL);
+	if (!strcmp(s, "UTC") || !strcmp(s, "GMT") || !strcmp(s, "Etc/UTC") || !strcmp(s, "Z"))
+		return true;
+	if (s[0] != '+' && s[0] != '-')
+		return false;
+	sign = s[0] == '-' ? -1 : 1;
+	s++;
+	n = strlen(s);
+	for (size_t i = 0; i < n; i++)
+		if ((s[i] < '0' || s[i] > '9') && !(i == 2 && s[i] == ':'))
+			return false;
+	if (n == 2)
+		h = (s[0] - '0') * 10 + (s[1] - '0');
+	else if (n == 4 || (n == 5 && s[2] == ':')) {
+		h = (s[0] - '0') * 10 + (s[1] - '0');
+		m = (s[n - 2] - '0') * 10 + (s[n - 1] - '0');
+	} else
+		return false;
+	if (h > 99 || m > 59)
+		return false;
+	*off = sign * (int64_t)(h * 3600 + m * 60);
+	return true;
+}
+
+/*
+ * mongod's rewriteGroupByElement option 3 (handleDateTruncRewrite): in a
+ * collection with fixed buckets (o->rounding == o->max_span, custom
+ * bucketing: Tamga refuses collMod of those, so they never change -- mongod's
+ * timeseriesBucketingParametersHaveChanged stays false), {$dateTrunc: {date:
+ * "$<time>", unit, binSize?, timezone?, startOfWeek?}} (at it, a document)
+ * is the same $dateTrunc of "$control.min.<time>" (the bucket's start):
+ * every measurement of a bucket falls in the bin of its start when every bin
+ * boundary is a bucket boundary.  mongod's conditions: bucketMaxSpanSeconds
+ * at most a day, a constant unit other than millisecond, a constant binSize,
+ * unit x binSize a multiple of the span, a timezone only for spans up to an
+ * hour and with its offset a multiple of the span.  Tamga's own, so that the
+ * answer is the unpacked one: the unit one of fixed length (second..week;
+ * month/quarter/year unpack), a timezone of fixed offset (an Olson name's
+ * offset moves with the date: it unpacks), and the bins' reference point
+ * aligned with the buckets -- $dateTrunc counts binSize bins from
+ * 2000-01-01 (local), and day/week bins start at local midnight, so the span
+ * must divide 946684800 (and a day for units of a day or more); mongod
+ * takes e.g. a 5-hour span with {unit: "hour", binSize: 5}, whose bins start
+ * 2 hours into the buckets.  Appends the rewritten expression under key and
+ * returns true; false: not rewritten (nothing appended).
+ */
+static bool
+fixed_trunc_rewrite(const ts_options_t *o, bson_iter_t *it, bson_t *out, const char *key)
+{
+	bson_iter_t d, f, *tz = NULL, tzv;
+	bson_t op, body;
+	int64_t unit = 0, bin = 1, off = 0, span = o->max_span;
+	bool date = false;
+	char cp[300];
+
+	if (o->granularity != NULL || o->rounding != o->max_span || span <= 0 || span > 86400 ||
+	    !BSON_ITER_HOLDS_DOCUMENT(it) || !bson_iter_recurse(it, &d) || !bson_iter_next(&d) ||
+	    strcmp(bson_iter_key(&d), "$dateTrunc") != 0 || !BSON_ITER_HOLDS_DOCUMENT(&d))
+		return false;
+	{
+		bson_iter_t more = d;
+		if (bson_iter_next(&more))
+			return false;
+	}
+	bson_iter_recurse(&d, &f);
+	while (bson_iter_next(&f)) {
+		const char *k = bson_iter_key(&f);
+		if (!strcmp(k, "date"))
+			date = BSON_ITER_HOLDS_UTF8(&f) && bson_iter_utf8(&f, NULL)[0] == '$' &&
+			    strcmp(bson_iter_utf8(&f, NULL) + 1, o->time_field) == 0;
+		else if (!strcmp(k, "unit")) {
+			if (!BSON_ITER_HOLDS_UTF8(&f))
+				return false;
+			for (int i = 0; fixed_units[i].name != NULL; i++)
+				if (!strcmp(bson_iter_utf8(&f, NULL), fixed_units[i].name))
+					unit = fixed_units[i].s;
+		} else if (!strcmp(k, "binSize")) {
+			/* $dateTrunc takes an integral number (a double of one too);
+			 * anything else is left to it (unpacked, it answers its error) */
+			if (BSON_ITER_HOLDS_INT32(&f) || BSON_ITER_HOLDS_INT64(&f))
+				bin = bson_iter_as_int64(&f);
+			else if (BSON_ITER_HOLDS_DOUBLE(&f) && bson_iter_double(&f) == (double)(int64_t)bson_iter_double(&f) &&
+			         fabs(bson_iter_double(&f)) < 1e15)
+				bin = (int64_t)bson_iter_double(&f);
+			else
+				return false;
+			if (bin <= 0 || bin > 1000000000)
+				return false;
+		} else if (!strcmp(k, "timezone")) {
+			tzv = f;
+			tz = &tzv;
+		} else if (!strcmp(k, "startOfWeek")) {
+			/* a constant only: a field path would be read on the bucket */
+			if (!BSON_ITER_HOLDS_UTF8(&f) || bson_iter_utf8(&f, NULL)[0] == '$')
+				return false;
+		} else
+			return false;   /* an unknown argument: $dateTrunc's parse answers it */
+	}
+	if (!date || unit == 0 || (unit * bin) % span != 0 || !fixed_tz_offset(tz, &off))
+		return false;
+	if (tz != NULL && (span > 3600 || off % span != 0))
+		return false;
+	if (946684800 % span != 0 || (unit >= 86400 && 86400 % span != 0))
+		return false;
+	if (strlen(o->time_field) > sizeof(cp) - 20)
+		return false;
+	bson_snprintf(cp, sizeof(cp), "$control.min.%s", o->time_field);
+	bson_append_document_begin(out, key, -1, &op);
+	bson_append_document_begin(&op, "$dateTrunc", -1, &body);
+	bson_iter_recurse(&d, &f);
+	while (bson_iter_next(&f)) {
+		if (!strcmp(bson_iter_key(&f), "date"))
+			BSON_APPEND_UTF8(&body, "date", cp);
+		else
+			bson_append_iter(&body, NULL, 0, &f);
+	}
+	bson_append_document_end(&op, &body);
+	bson_append_document_end(out, &op);
+	return true;
+}
+
 /* A $group _id (or a part of it, at it) whose field paths are all the
  * metaField or under it -- a constant, a field path, an object or array of
  * those, or an operator expression over them -- written into out under key
  * with those paths renamed to the bucket's "meta": mongod's
  * rewriteGroupByElement options 1 and 2 (fieldPathsAccessOnlyMetaField,
- * rewriteMetaFieldPaths; its fixed-bucket $dateTrunc option 3 is not taken).
+ * rewriteMetaFieldPaths) and, where id_part (the whole _id or a field of an
+ * _id object), option 3: fixed_trunc_rewrite.
  * A $literal ($const) is copied as it is; $$ROOT and $$CURRENT are refused, other
  * variables ($$NOW, a command's let) kept.  False: not that shape (out may
  * then hold a partial key: the caller drops it). */
 static bool
-meta_id_rewrite(const ts_options_t *o, bson_iter_t *it, bson_t *out, const char *key, int depth)
+meta_id_rewrite(const ts_options_t *o, bson_iter_t *it, bson_t *out, const char *key, int depth, bool id_part)
 {
 	char mp[300];
 
 	if (depth > 20)
 		return false;
+	/* option 3: the whole _id, or a field of an _id object, a $dateTrunc
+	 * of the time (mongod rewrites each of the _id's fields alone) */
+	if (id_part && BSON_ITER_HOLDS_DOCUMENT(it) && fixed_trunc_rewrite(o, it, out, key))
+		return true;
 	if (BSON_ITER_HOLDS_UTF8(it)) {
 		const char *v = bson_iter_utf8(it, NULL);
 		if (v[0] != '$') {
@@ -1782,9 +1933,11 @@ meta_id_rewrite(const ts_options_t *o, bson_iter_t *it, bson_t *out, const char 
 		bson_iter_t c;
 		bson_t sub;
 		bool ok = true, arr = BSON_ITER_HOLDS_ARRAY(it);
+		bool plain = !arr;
 		bson_iter_recurse(it, &c);
 		if (!arr && bson_iter_next(&c) && bson_iter_key(&c)[0] == '$') {
 			const char *op = bson_iter_key(&c);
+			plain = false;
 			if (bson_iter_next(&c) || strncmp(op, "$_", 2) == 0)
 				return false;   /* not one operator: the parser answers it */
 			for (size_t i = 0; i < sizeof(meta_expr_refused) / sizeof(meta_expr_refused[0]); i++)
@@ -1801,7 +1954,7 @@ meta_id_rewrite(const ts_options_t *o, bson_iter_t *it, bson_t *out, const char 
 			bson_append_document_begin(out, key, -1, &sub);
 		bson_iter_recurse(it, &c);
 		while (ok && bson_iter_next(&c))
-			ok = meta_id_rewrite(o, &c, &sub, bson_iter_key(&c), depth + 1);
+			ok = meta_id_rewrite(o, &c, &sub, bson_iter_key(&c), depth + 1, depth == 0 && plain);
 		if (arr)
 			bson_append_array_end(out, &sub);
 		else
@@ -1922,7 +2075,7 @@ group_rewrite(const ts_options_t *o, bson_iter_t *g, bson_t *out, const char *ke
 		const char *op;
 		char path[400];
 		if (strcmp(name, "_id") == 0) {
-			ok = meta_id_rewrite(o, &f, &body, "_id", 0);
+			ok = meta_id_rewrite(o, &f, &body, "_id", 0, true);
 			id = true;
 			continue;
 		}
@@ -2818,6 +2971,112 @@ gn_number(const bson_iter_t *it, const char *name, double *out, terr_t *err)
 	return 0;
 }
 
+/* A $geoNear output path (distanceField, includeLocs) on the buckets: under
+ * the metaField it is the same path under "meta" (each measurement gets the
+ * bucket's meta, so it lands where a plain collection puts it); a top-level
+ * name other than a bucket's own fields stays, and is named in the unpack's
+ * computedMetaProjFields (*computed).  Else 238. */
+static int
+geonear_out_path(const ts_options_t *o, const char *arg, const char *path, char *buf, size_t size, bool *computed,
+                 terr_t *err)
+{
+	static const char *const bucket_fields[] = {"_id", "control", "meta", "data"};
+
+	*computed = false;
+	if (lp_meta_path(o, path, buf, size))
+		return 0;
+	if (strchr(path, '.') == NULL && path[0] != '$' && strlen(path) < size) {
+		bool own = false;
+		for (size_t i = 0; i < sizeof(bucket_fields) / sizeof(bucket_fields[0]); i++)
+			own = own || strcmp(path, bucket_fields[i]) == 0;
+		if (!own) {
+			bson_snprintf(buf, size, "%s", path);
+			*computed = true;
+			return 0;
+		}
+	}
+	return terr_set(err, TERR_NOT_IMPLEMENTED,
+	    "$geoNear on the metaField of a time-series collection: a %s of '%s' (a dotted path outside the "
+	    "metaField, or a bucket's own field name) is not supported by Tamga yet", arg, path);
+}
+
+/*
+ * mongod's $geoNear keyed on the metaField (DocumentSourceInternalUnpackBucket
+ * doOptimizeAt): the stage moves before the unpack and runs on the buckets,
+ * its key renamed onto "meta" (so a 2dsphere index on a meta subfield, whose
+ * bucket form is on meta.<sub>, serves it as on a plain collection), every
+ * other argument as given ('query' refused before: 1938439).  The distance
+ * (and includeLocs' location) is a bucket's, shared by its measurements:
+ * geonear_out_path says where it is written so that the unpack hands it to
+ * each of them (mongod writes the field on the bucket and its unpacking keeps
+ * only the bucket's data and meta, so a distanceField outside the meta is
+ * lost there; Tamga keeps it, as the same query on a plain collection
+ * answers).  out gets the whole pipeline: [$geoNear, $_internalUnpackBucket,
+ * the user's later stages] (no other bucket-level rewrite: the later stages
+ * may read the distance, which no bucket bound describes).  Returns 2.
+ */
+static int
+geonear_on_meta(const ts_options_t *o, const bson_t *user, bson_t *out, terr_t *err)
+{
+	bson_iter_t it, st, f;
+	bson_t stage, body, spec, arr;
+	char kbuf[512], dbuf[512], lbuf[512], k[16];
+	const char *computed[2];
+	int nc = 0, n = 0;
+	bool c;
+
+	bson_iter_init(&it, user);
+	bson_iter_next(&it);
+	bson_iter_recurse(&it, &st);
+	bson_iter_next(&st);
+	bson_iter_recurse(&st, &f);
+	bson_append_document_begin(out, "0", 1, &stage);
+	bson_append_document_begin(&stage, "$geoNear", -1, &body);
+	while (bson_iter_next(&f)) {
+		const char *a = bson_iter_key(&f);
+		if (!strcmp(a, "key")) {
+			lp_meta_path(o, bson_iter_utf8(&f, NULL), kbuf, sizeof(kbuf));
+			BSON_APPEND_UTF8(&body, "key", kbuf);
+		} else if ((!strcmp(a, "distanceField") || !strcmp(a, "includeLocs")) && BSON_ITER_HOLDS_UTF8(&f)) {
+			char *buf = a[0] == 'd' ? dbuf : lbuf;
+			if (geonear_out_path(o, a, bson_iter_utf8(&f, NULL), buf, sizeof(dbuf), &c, err) != 0) {
+				bson_append_document_end(&stage, &body);
+				bson_append_document_end(out, &stage);
+				return -1;
+			}
+			BSON_APPEND_UTF8(&body, a, buf);
+			if (c && (nc == 0 || strcmp(computed[0], buf) != 0))
+				computed[nc++] = buf;
+		} else
+			bson_append_iter(&body, a, -1, &f);
+	}
+	bson_append_document_end(&stage, &body);
+	bson_append_document_end(out, &stage);
+	n = 1;
+	bson_snprintf(k, sizeof(k), "%d", n++);
+	bson_append_document_begin(out, k, -1, &stage);
+	bson_append_document_begin(&stage, "$_internalUnpackBucket", -1, &spec);
+	ts_unpack_spec(o, &spec);
+	if (o->mixed_schema)
+		BSON_APPEND_BOOL(&spec, "assumeNoMixedSchemaData", false);
+	if (nc > 0) {
+		bson_append_array_begin(&spec, "computedMetaProjFields", -1, &arr);
+		for (int i = 0; i < nc; i++) {
+			char ak[4];
+			bson_snprintf(ak, sizeof(ak), "%d", i);
+			BSON_APPEND_UTF8(&arr, ak, computed[i]);
+		}
+		bson_append_array_end(&spec, &arr);
+	}
+	bson_append_document_end(&stage, &spec);
+	bson_append_document_end(out, &stage);
+	while (bson_iter_next(&it)) {
+		bson_snprintf(k, sizeof(k), "%d", n++);
+		bson_append_iter(out, k, -1, &it);
+	}
+	return 2;
+}
+
 int
 cmd_ts_geonear_rewrite(const storage_coll_t *coll, const bson_t *user, bson_t *out, terr_t *err)
 {
@@ -2881,8 +3140,7 @@ cmd_ts_geonear_rewrite(const storage_coll_t *coll, const bson_t *user, bson_t *o
 		return terr_set(err, 1938439,
 		    "Must not specify 'query' for $geoNear on a time-series collection; use $match instead");
 	if (lp_meta_path(&o, key, mbuf, sizeof(mbuf)))
-		return terr_set(err, TERR_NOT_IMPLEMENTED,
-		    "$geoNear on the metaField of a time-series collection is not supported by Tamga yet");
+		return geonear_on_meta(&o, user, out, err);
 	if (dfield == NULL)
 		return terr_set(err, 5860206, "$geoNear distanceField is required for time-series queries");
 	if (locs)

@@ -67,8 +67,12 @@ int cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bool si
  * rewritten, 0 when not (not led by $geoNear, or an option the $geoNear
  * stage's own parse refuses), -1 with mongod's refusals: 5892921 no key,
  * 1938439 a non-empty query, 5860206 no distanceField, 5860208
- * includeLocs; 238 a key on the metaField (mongod moves that $geoNear onto
- * the buckets' meta index). */
+ * includeLocs.  A key on the metaField: 2, out the whole pipeline to run
+ * on the buckets (mongod's move of that $geoNear before the unpack, keyed on
+ * meta.<sub>: [$geoNear, $_internalUnpackBucket with computedMetaProjFields
+ * for a top-level distanceField/includeLocs, the later stages]); 238 for a
+ * distanceField/includeLocs dotted outside the metaField or named as a
+ * bucket's own field (_id, control, meta, data). */
 int cmd_ts_geonear_rewrite(const storage_coll_t *coll, const bson_t *user, bson_t *out, terr_t *err);
 
 /* One delete statement (any filter q; multi or the first match) and one

@@ -19,6 +19,8 @@
 #define PATH_MAX_LEN 600
 
 /* "<field>: <value>" as mongod prints a BSONElement. */
+static void geo_conjunct(const char *field, const bson_value_t *region, bson_t *arr, int *n);
+
 static char *
 elem_string(const bson_iter_t *it)
 {
@@ -457,10 +459,15 @@ pf_node(const ts_options_t *o, const bson_t *node, bson_t *arr, int *n, bool *me
 				bson_snprintf(maxp, sizeof(maxp), "control.max.%s", k);
 				pf_cmp_clause(arr, n, minp, "$exists", &t);
 				pf_cmp_clause(arr, n, maxp, "$exists", &t);
-			} else if (strcmp(op, "$geoWithin") == 0 || strcmp(op, "$geoIntersects") == 0) {
-				return terr_set(err, TERR_NOT_IMPLEMENTED,
-				    "a partialFilterExpression with %s on a time-series measurement "
-				    "($_internalBucketGeoWithin) is not supported by Tamga yet", op);
+			} else if ((strcmp(op, "$geoWithin") == 0 || strcmp(op, "$within") == 0 ||
+			            strcmp(op, "$geoIntersects") == 0) && BSON_ITER_HOLDS_DOCUMENT(&ops)) {
+				/* mongod's createPredicate for a GEO expression (within or
+				 * intersects): {$_internalBucketGeoWithin: {withinRegion:
+				 * <the operand>, field}}, which keeps every bucket some
+				 * measurement of which meets the region (query/match.c);
+				 * the region itself is checked when the bucket filter is
+				 * compiled */
+				geo_conjunct(k, ov, arr, n);
 			} else {
 				return pf_ineligible(k, op, ov, "can't handle this predicate", err);
 			}

@@ -1233,6 +1233,152 @@ test_index_hidden_values(void)
 	}
 }
 
+
+/* Whether the explain of pipeline (JSON text) on coll names needle. */
+static bool
+explain_has(const char *coll, const char *pipeline, const char *needle)
+{
+	char *q = bson_strdup_printf("{\"explain\": {\"aggregate\": \"%s\", \"pipeline\": %s, \"cursor\": {}}, "
+	                             "\"verbosity\": \"queryPlanner\"}", coll, pipeline);
+	int rc;
+	bson_t *r = run(q, &rc);
+	char *j = bson_as_relaxed_extended_json(r, NULL);
+	bool has = rc == 0 && strstr(j, needle) != NULL;
+
+	bson_free(j);
+	tt_free_reply(r);
+	bson_free(q);
+	return has;
+}
+
+/*
+ * mongod's fixed-bucket $group rewrite (handleDateTruncRewrite): in a
+ * collection whose bucketRoundingSeconds equals bucketMaxSpanSeconds a
+ * $group by $dateTrunc of the time (alone, or a field of the _id) whose
+ * accumulators the bucket-level $group takes runs on the buckets, grouped
+ * by $dateTrunc of control.min.<time>.  Random measurements (times over
+ * three days, milliseconds, a few before 1970) in collections of several
+ * spans, random units/binSizes/timezones: every answer equals the plain
+ * collection's, and explain shows the rewrite exactly when the bins align
+ * with the buckets (the rule restated here on its own).
+ */
+static void
+test_fixed_buckets_group(void)
+{
+	static const int64_t spans[] = {60, 1800, 3600, 86400, 18000, 7};
+	static const struct {
+		const char *name;
+		int64_t s;   /* 0: not of fixed length */
+	} units[] = {{"second", 1}, {"minute", 60}, {"hour", 3600}, {"day", 86400}, {"week", 604800}, {"month", 0},
+	             {"millisecond", 0}};
+	static const int bins[] = {0, 1, 2, 5, 7, 60};
+	static const struct {
+		const char *tz;   /* NULL: none */
+		bool fixed;
+		int64_t off;
+	} tzs[] = {{NULL, true, 0}, {"UTC", true, 0}, {"+01:00", true, 3600}, {"+05:30", true, 19800},
+	           {"-0200", true, -7200}, {"Europe/Berlin", false, 0}};
+	int rewritten = 0, unpacked = 0;
+
+	run_err("{\"drop\": \"fp\"}");
+	TT_EQ_INT(run_err("{\"create\": \"fp\"}"), 0);
+	for (size_t si = 0; si < sizeof(spans) / sizeof(spans[0]); si++) {
+		char name[32], *q;
+		snprintf(name, sizeof(name), "fx%lld", (long long)spans[si]);
+		q = bson_strdup_printf("{\"drop\": \"%s\"}", name);
+		run_err(q);
+		bson_free(q);
+		q = bson_strdup_printf("{\"create\": \"%s\", \"timeseries\": {\"timeField\": \"t\", \"metaField\": \"m\", "
+		                       "\"bucketMaxSpanSeconds\": %lld, \"bucketRoundingSeconds\": %lld}}", name,
+		                       (long long)spans[si], (long long)spans[si]);
+		TT_EQ_INT(run_err(q), 0);
+		bson_free(q);
+	}
+	for (int batch = 0, id = 0; batch < 4; batch++) {
+		bson_string_t *docs = bson_string_new("");
+		for (int i = 0; i < 250; i++, id++) {
+			long long t = BASE_MS + (long long)(next_rand() % (3 * 86400)) * 1000 + (long long)(next_rand() % 1000);
+			if (next_rand() % 40 == 0)
+				t = -86400000LL * (long long)(1 + next_rand() % 400) + (long long)(next_rand() % 86400000);
+			bson_string_append_printf(docs, "%s{\"_id\": %d, \"t\": {\"$date\": {\"$numberLong\": \"%lld\"}}, "
+			                          "\"m\": %d, \"x\": %d}", i ? ", " : "", id, t, (int)(next_rand() % 3),
+			                          (int)(next_rand() % 1000));
+		}
+		for (size_t si = 0; si <= sizeof(spans) / sizeof(spans[0]); si++) {
+			char name[32], *q;
+			if (si == sizeof(spans) / sizeof(spans[0]))
+				snprintf(name, sizeof(name), "fp");
+			else
+				snprintf(name, sizeof(name), "fx%lld", (long long)spans[si]);
+			q = bson_strdup_printf("{\"insert\": \"%s\", \"documents\": [%s]}", name, docs->str);
+			TT_EQ_INT(run_i64(q, "n"), 250);
+			bson_free(q);
+		}
+		bson_string_free(docs, true);
+	}
+	for (int k = 0; k < 160; k++) {
+		size_t si = next_rand() % (sizeof(spans) / sizeof(spans[0]));
+		size_t ui = next_rand() % (sizeof(units) / sizeof(units[0]));
+		size_t bi = next_rand() % (sizeof(bins) / sizeof(bins[0]));
+		size_t zi = next_rand() % (sizeof(tzs) / sizeof(tzs[0]));
+		bool obj = next_rand() % 2 == 0;
+		int64_t span = spans[si], unit = units[ui].s, bin = bins[bi] ? bins[bi] : 1;
+		char name[32], tr[256], stages[768], pipe[800];
+		bool expect;
+
+		snprintf(name, sizeof(name), "fx%lld", (long long)span);
+		snprintf(tr, sizeof(tr), "{\"$dateTrunc\": {\"date\": \"$t\", \"unit\": \"%s\"%s%.*d%s%s%s}}", units[ui].name,
+		         bins[bi] ? ", \"binSize\": " : "", bins[bi] ? 1 : 0, bins[bi], tzs[zi].tz ? ", \"timezone\": \"" : "",
+		         tzs[zi].tz ? tzs[zi].tz : "", tzs[zi].tz ? "\"" : "");
+		snprintf(stages, sizeof(stages), "{\"$group\": {\"_id\": %s%s%s, \"n\": {\"$sum\": 1}, \"c\": {\"$count\": {}}, "
+		         "\"hi\": {\"$max\": \"$x\"}, \"lo\": {\"$min\": \"$x\"}, \"mm\": {\"$max\": \"$m\"}}}",
+		         obj ? "{\"m\": \"$m\", \"d\": " : "", tr, obj ? "}" : "");
+		same_groups_in(name, "fp", stages);
+		snprintf(pipe, sizeof(pipe), "[%s]", stages);
+		/* the rule: mongod's conditions, and bins aligned with the buckets */
+		expect = unit > 0 && span <= 86400 && (unit * bin) % span == 0 && 946684800 % span == 0 &&
+		    (unit < 86400 || 86400 % span == 0) &&
+		    (tzs[zi].tz == NULL || (tzs[zi].fixed && span <= 3600 && tzs[zi].off % span == 0));
+		if (explain_has(name, pipe, "$control.min.t") != expect)
+			TT_FAIL_("%s on span %lld: rewrite expected %d", stages, (long long)span, (int)expect);
+		TT_ASSERT(explain_has(name, pipe, "$_internalUnpackBucket") == !expect);
+		if (expect)
+			rewritten++;
+		else
+			unpacked++;
+	}
+	TT_ASSERT(rewritten > 10 && unpacked > 10);
+	/* spans whose buckets do not start on the bins' reference point
+	 * (2000-01-01 is not a multiple of 5 hours, nor of 7 s): mongod's rule
+	 * takes them, the per-bucket answer would be wrong; unpacked */
+	same_groups_in("fx18000", "fp", "{\"$group\": {\"_id\": {\"$dateTrunc\": {\"date\": \"$t\", \"unit\": \"hour\", "
+	                                "\"binSize\": 5}}, \"n\": {\"$sum\": 1}, \"hi\": {\"$max\": \"$x\"}}}");
+	same_groups_in("fx7", "fp", "{\"$group\": {\"_id\": {\"$dateTrunc\": {\"date\": \"$t\", \"unit\": \"second\", "
+	                            "\"binSize\": 7}}, \"n\": {\"$sum\": 1}}}");
+	same_groups_in("fx3600", "fp", "{\"$group\": {\"_id\": {\"$dateTrunc\": {\"date\": \"$t\", \"unit\": \"hour\", "
+	                               "\"binSize\": 5}}, \"n\": {\"$sum\": 1}, \"lo\": {\"$min\": \"$x\"}}}");
+	/* not fixed (granularity): unpacked; an accumulator the bucket $group
+	 * does not take: unpacked; a $dateTrunc nested in an expression: as
+	 * mongod, unpacked */
+	run_err("{\"drop\": \"fg\"}");
+	TT_EQ_INT(run_err("{\"create\": \"fg\", \"timeseries\": {\"timeField\": \"t\", \"granularity\": \"hours\"}}"), 0);
+	TT_ASSERT(!explain_has("fg", "[{\"$group\": {\"_id\": {\"$dateTrunc\": {\"date\": \"$t\", \"unit\": \"day\"}}, "
+	                             "\"n\": {\"$sum\": 1}}}]", "$control.min.t"));
+	TT_ASSERT(!explain_has("fx3600", "[{\"$group\": {\"_id\": {\"$dateTrunc\": {\"date\": \"$t\", \"unit\": \"hour\"}}, "
+	                                 "\"s\": {\"$sum\": \"$x\"}}}]", "$control.min.t"));
+	TT_ASSERT(!explain_has("fx3600", "[{\"$group\": {\"_id\": {\"$toString\": {\"$dateTrunc\": {\"date\": \"$t\", "
+	                                 "\"unit\": \"hour\"}}}, \"n\": {\"$sum\": 1}}}]", "$control.min.t"));
+	same_groups_in("fx3600", "fp", "{\"$group\": {\"_id\": {\"$toString\": {\"$dateTrunc\": {\"date\": \"$t\", "
+	                               "\"unit\": \"hour\"}}}, \"n\": {\"$sum\": 1}, \"s\": {\"$sum\": \"$x\"}}}");
+	/* startOfWeek a constant: rewritten; read from a measurement: unpacked */
+	TT_ASSERT(explain_has("fx3600", "[{\"$group\": {\"_id\": {\"$dateTrunc\": {\"date\": \"$t\", \"unit\": \"week\", "
+	                                "\"startOfWeek\": \"monday\"}}, \"n\": {\"$sum\": 1}}}]", "$control.min.t"));
+	TT_ASSERT(!explain_has("fx3600", "[{\"$group\": {\"_id\": {\"$dateTrunc\": {\"date\": \"$t\", \"unit\": \"week\", "
+	                                 "\"startOfWeek\": \"$w\"}}, \"n\": {\"$sum\": 1}}}]", "$control.min.t"));
+	same_groups_in("fx3600", "fp", "{\"$group\": {\"_id\": {\"$dateTrunc\": {\"date\": \"$t\", \"unit\": \"week\", "
+	                               "\"startOfWeek\": \"Mon\"}}, \"n\": {\"$sum\": 1}, \"hi\": {\"$max\": \"$x\"}}}");
+}
+
 int
 main(void)
 {
@@ -1257,6 +1403,7 @@ main(void)
 	TT_RUN(test_bad_input);
 	TT_RUN(test_ttl);
 	TT_RUN(test_index_hidden_values);
+	TT_RUN(test_fixed_buckets_group);
 	client_free(cl);
 	engine_close(eng);
 	tt_rmdir(dir);

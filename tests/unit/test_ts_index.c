@@ -250,7 +250,16 @@ test_partial(void)
 	pf_refused("{\"x\": {\"$type\": \"int\"}}", 5916301, NULL);
 	pf_refused("{\"$nor\": [{\"x\": 1}]}", 5916301, NULL);
 	pf_refused("{\"$or\": [{\"m\": 1}, {\"x\": {\"$size\": 1}}]}", 5916301, NULL);
-	pf_refused("{\"x\": {\"$geoWithin\": {\"$centerSphere\": [[0, 0], 1]}}}", 238, NULL);
+	/* a geo predicate on a measurement: mongod's $_internalBucketGeoWithin
+	 * (a metric filter); $near has no bucket form */
+	pf_is("{\"x\": {\"$geoWithin\": {\"$centerSphere\": [[0, 0], 1]}}}",
+	    "{ \"$_internalBucketGeoWithin\" : { \"withinRegion\" : { \"$centerSphere\" : [ [ 0, 0 ], 1 ] }, \"field\" : \"x\" } }",
+	    true);
+	pf_is("{\"m.a\": 1, \"l.p\": {\"$geoIntersects\": {\"$geometry\": {\"type\": \"Point\", \"coordinates\": [1, 2]}}}}",
+	    "{ \"$and\" : [ { \"meta.a\" : 1 }, { \"$_internalBucketGeoWithin\" : { \"withinRegion\" : { \"$geometry\" : "
+	    "{ \"type\" : \"Point\", \"coordinates\" : [ 1, 2 ] } }, \"field\" : \"l.p\" } } ] }",
+	    true);
+	pf_refused("{\"x\": {\"$near\": [0, 0]}}", 5916301, NULL);
 }
 
 /* Soundness of the measurement forms on buckets that mix types, hold

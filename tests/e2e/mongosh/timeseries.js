@@ -9,7 +9,8 @@
 // first) compared with a plain collection, and mongod's codes for bad input;
 // buckets closed on a schema change and field-by-field control.min/max
 // (subfield ranges, $min on the bounds); raw mixed-schema buckets refused
-// (408) until collMod timeseriesBucketsMayHaveMixedSchemaData.
+// (408) until collMod timeseriesBucketsMayHaveMixedSchemaData; $geoNear on the
+// metaField, $group by $dateTrunc on fixed buckets, $geoWithin partial filters.
 load(__dirname + '/harness.js');
 
 const t = db.getSiblingDB('timeseries_e2e');
@@ -378,6 +379,39 @@ test('partial indexes taken as mongod takes them', () => {
 		const s = a => a.map(d => d.a).sort((x, y) => x - y);
 		eq(s(t.pt.find(q).toArray()), s(t.ptp.find(q).toArray()), 'answer ' + JSON.stringify(q));
 	}
+});
+
+test('$geoNear on the metaField, fixed-bucket $dateTrunc groups, $geoWithin partial filters', () => {
+	// mongod moves a $geoNear keyed on the metaField onto the buckets' meta index, before the unpack
+	t.createCollection('gm', {timeseries: {timeField: 'ts', metaField: 'st'}});
+	t.gm.createIndex({'st.loc': '2dsphere'});
+	t.gmp.createIndex({'st.loc': '2dsphere'});
+	const docs = [];
+	for (let i = 0; i < 300; i++)
+		docs.push({ts: new Date(base + i * 7000), st: {id: i % 6, loc: {type: 'Point', coordinates: [i % 6, (i % 6) / 2]}}, v: i});
+	t.gm.insertMany(docs.map(d => Object.assign({}, d)));
+	t.gmp.insertMany(docs.map(d => Object.assign({}, d)));
+	const p = [{$geoNear: {near: {type: 'Point', coordinates: [2.2, 1]}, key: 'st.loc', distanceField: 'dist', includeLocs: 'st.at', maxDistance: 300000}},
+	           {$project: {_id: 0}}, {$sort: {dist: 1, v: 1}}];
+	const a = t.gm.aggregate(p).toArray(), b = t.gmp.aggregate(p).toArray();
+	eq(a.length, b.length, 'as many as a plain collection');
+	ok(a.length > 0, 'some near');
+	eq(a.map(d => [d.v, d.dist, d.st.at]), b.map(d => [d.v, d.dist, d.st.at]), 'same distances and locations');
+	const ex = t.gm.explain().aggregate([p[0]]);
+	ok(JSON.stringify(ex).includes('GEO_NEAR_2DSPHERE') && JSON.stringify(ex).includes('meta.loc'), 'on the meta index');
+	// a $group by $dateTrunc of the time on fixed buckets runs on the buckets
+	t.createCollection('fx', {timeseries: {timeField: 'ts', metaField: 'st', bucketMaxSpanSeconds: 3600, bucketRoundingSeconds: 3600}});
+	t.fx.insertMany(docs.map(d => Object.assign({}, d)));
+	const g = [{$group: {_id: {$dateTrunc: {date: '$ts', unit: 'hour'}}, n: {$sum: 1}, hi: {$max: '$v'}}}, {$sort: {_id: 1}}];
+	eq(t.fx.aggregate(g).toArray(), t.gmp.aggregate(g).toArray(), 'same groups as a plain collection');
+	const gx = JSON.stringify(t.fx.explain().aggregate(g));
+	ok(gx.includes('$control.min.ts') && !gx.includes('$_internalUnpackBucket'), 'grouped on the buckets: ' + gx.slice(0, 200));
+	// a partial filter with $geoWithin on a measurement: $_internalBucketGeoWithin on the buckets
+	t.gm.insertMany([{ts: new Date(base), st: {id: 9}, pos: [1, 1], v: 1}, {ts: new Date(base), st: {id: 10}, pos: [50, 50], v: 2}]);
+	eq(t.runCommand({createIndexes: 'gm', indexes: [{key: {v: 1}, name: 'pv', partialFilterExpression: {pos: {$geoWithin: {$box: [[0, 0], [5, 5]]}}}}]}).ok, 1, 'created');
+	const raw = t.runCommand({listIndexes: 'gm', rawData: true}).cursor.firstBatch.filter(i => i.name === 'pv')[0];
+	eq(raw.partialFilterExpression, {$_internalBucketGeoWithin: {withinRegion: {$box: [[0, 0], [5, 5]]}, field: 'pos'}}, 'bucket filter');
+	eq(t.gm.find({pos: {$geoWithin: {$box: [[0, 0], [5, 5]]}}, v: {$gte: 0}}).hint('pv').toArray().map(d => d.v), [1], 'hinted read');
 });
 
 done();

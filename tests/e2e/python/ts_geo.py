@@ -7,7 +7,10 @@ $geoWithin / $geoIntersects pushed to the buckets as $_internalBucketGeoWithin
 splitForTimeseries) -- every answer compared with the same query on a plain
 collection holding the same measurements (random points, lines, polygons,
 nulls and missing locations; open, closed and compressed buckets; after
-updates and deletes that rewrite buckets).
+updates and deletes that rewrite buckets); $geoNear keyed on the metaField
+(run on the buckets' meta index before the unpack, the distance and location
+handed to every measurement), and partial filters holding $geoWithin /
+$geoIntersects on a measurement ($_internalBucketGeoWithin on the buckets).
 Prints "N passed, N failed".
 """
 import datetime
@@ -195,6 +198,139 @@ def bad_geometry_is_refused_whole():
     # nothing half-bucketed: the first measurement of the batch stands or falls with its bucket write
     after = db.w.count_documents({})
     assert after in (before, before + 1), (before, after)
+
+
+def meta_batch(start, n, sites):
+    out = []
+    for i in range(start, start + n):
+        s = sites[i % len(sites)]
+        d = {"i": i, "t": T0 + datetime.timedelta(seconds=i * 13), "tags": dict(s), "v": rng.randint(0, 9)}
+        if i % 11 == 0:
+            d["d"] = "a measurement field the distance replaces"
+        out.append(d)
+    return out
+
+
+def sites():
+    out = []
+    for k in range(40):
+        x, y = rng.uniform(-30, 30), rng.uniform(-30, 30)
+        loc = {"type": "Point", "coordinates": [x, y]} if k % 4 else [x, y]
+        out.append({"site": k, "loc": loc})
+    out.append({"site": "noloc"})                      # no location: never near
+    return out
+
+
+def norm(d):
+    d = dict(d)
+    d.pop("_id", None)
+    return repr(sorted((k, repr(v)) for k, v in d.items()))
+
+
+@case
+def geo_near_on_the_meta_field():
+    # mongod moves a $geoNear keyed on the metaField before the unpack, onto the buckets' meta.<sub>
+    # index: the same measurements, in the same distance order, with the same distance and location
+    # as a plain collection holding them
+    db.create_collection("wm", timeseries={"timeField": "t", "metaField": "tags"})
+    db.wm.create_index([("tags.loc", "2dsphere")], name="tags_loc")
+    db.pm.create_index([("tags.loc", "2dsphere")])
+    st = sites()
+    for start in range(0, 2400, 400):
+        docs = meta_batch(start, 400, st)
+        db.wm.insert_many([dict(d) for d in docs])
+        db.pm.insert_many([dict(d) for d in docs])
+    raw = {i["name"]: i for i in db.command("listIndexes", "wm", rawData=True)["cursor"]["firstBatch"]}
+    assert raw["tags_loc"]["key"] == {"meta.loc": "2dsphere"}, raw
+    n = 0
+    for _ in range(3):
+        near = {"type": "Point", "coordinates": [rng.uniform(-30, 30), rng.uniform(-30, 30)]}
+        for extra in ({}, {"maxDistance": 2500000}, {"minDistance": 800000, "maxDistance": 3000000},
+                      {"distanceMultiplier": 0.001, "includeLocs": "tags.where"},
+                      {"includeLocs": "at", "distanceField": "tags.dist"},
+                      {"distanceField": "d", "includeLocs": "d"},
+                      {"spherical": True}):
+            spec = dict({"near": near, "key": "tags.loc", "distanceField": "dist"}, **extra)
+            for tail in ([], [{"$match": {"v": {"$gte": 3}}}], [{"$limit": 57}],
+                         [{"$group": {"_id": "$tags.site", "n": {"$sum": 1}, "far": {"$max": "$dist"}}},
+                          {"$sort": {"_id": 1}}]):
+                a = list(db.wm.aggregate([{"$geoNear": spec}] + tail))
+                b = list(db.pm.aggregate([{"$geoNear": spec}] + tail))
+                assert len(a) == len(b) and len(a) > 0, (spec, tail, len(a), len(b))
+                if tail and "$group" in tail[0]:
+                    assert a == b, (spec, a[:2], b[:2])
+                    continue
+                dist = spec["distanceField"]
+
+                def dval(d):
+                    return d["tags"][dist[5:]] if dist.startswith("tags.") else d[dist]
+                # the same distance sequence; equal distances (one site's measurements) in any order
+                if spec.get("includeLocs") != dist:
+                    assert [round(dval(d), 6) for d in a] == [round(dval(d), 6) for d in b], (spec, tail)
+                if "$limit" not in repr(tail):
+                    assert sorted(map(norm, a)) == sorted(map(norm, b)), (spec, tail, a[:1], b[:1])
+                n += 1
+    assert n > 40, n
+    # explain: the $geoNear runs on the buckets through the meta index, then the unpack
+    spec = {"near": {"type": "Point", "coordinates": [1, 1]}, "key": "tags.loc", "distanceField": "dist"}
+    ex = db.command("explain", {"aggregate": "wm", "pipeline": [{"$geoNear": spec}], "cursor": {}},
+                    verbosity="queryPlanner")
+    text = repr(ex["stages"])
+    assert "GEO_NEAR_2DSPHERE" in text and "'meta.loc'" in text and "tags_loc" in text, text
+    unpack = [s for s in ex["stages"] if "$_internalUnpackBucket" in s][0]["$_internalUnpackBucket"]
+    assert unpack["computedMetaProjFields"] == ["dist"], unpack
+    # mongod's refusals come first; a path Tamga cannot carry: 238
+    for bad, code in (({"near": [0, 0], "distanceField": "d"}, 5892921),
+                      ({"near": [0, 0], "key": "tags.loc", "distanceField": "d", "query": {"v": 1}}, 1938439),
+                      ({"near": [0, 0], "key": "tags.loc", "distanceField": "a.b"}, 238),
+                      ({"near": [0, 0], "key": "tags.loc", "distanceField": "data"}, 238),
+                      ({"near": [0, 0], "key": "tags.loc", "distanceField": "d", "includeLocs": "control"}, 238)):
+        try:
+            list(db.wm.aggregate([{"$geoNear": bad}]))
+            raise AssertionError("accepted %r" % bad)
+        except OperationFailure as e:
+            assert e.code == code, (bad, e.code, str(e))
+    # without an index on the meta location, the buckets' $geoNear answers as a plain collection's
+    db.wm.drop_index("tags_loc")
+    db.pm.drop_index("tags.loc_2dsphere")
+    codes = []
+    for coll in (db.wm, db.pm):
+        try:
+            list(coll.aggregate([{"$geoNear": spec}]))
+            raise AssertionError("no index, accepted")
+        except OperationFailure as e:
+            codes.append(e.code)
+    assert codes[0] == codes[1], codes
+
+
+@case
+def partial_filter_with_geo_within():
+    # mongod's pushdownPredicate turns a measurement $geoWithin/$geoIntersects of a partial filter into
+    # $_internalBucketGeoWithin on the buckets: the index holds every bucket one of whose measurements
+    # is in the region
+    region = {"$geometry": {"type": "Polygon", "coordinates": [[[0, 0], [8, 0], [8, 8], [0, 8], [0, 0]]]}}
+    for op, name in (("$geoWithin", "v_in_box"), ("$geoIntersects", "v_meets_box"), ("$within", "v_within")):
+        pf = {"loc": {op: region if op != "$within" else {"$box": [[0, 0], [8, 8]]}}}
+        db.w.create_index([("v", 1)], name=name, partialFilterExpression=pf)
+        raw = {i["name"]: i for i in db.command("listIndexes", "w", rawData=True)["cursor"]["firstBatch"]}[name]
+        got = raw["partialFilterExpression"]["$_internalBucketGeoWithin"]
+        assert got["field"] == "loc" and got["withinRegion"] == pf["loc"][op], raw
+        shown = {i["name"]: i for i in db.w.list_indexes()}[name]
+        assert shown["partialFilterExpression"] == pf and shown["key"] == {"v": 1}, shown
+        # the index holds exactly the buckets the filter keeps; a hinted read of the matching
+        # measurements answers as the plain collection
+        q = dict(pf, v={"$gte": 0})
+        a = ids(db.w.find(q).hint(name))
+        b = ids(db.plain.find(q))
+        assert a == b and len(a) > 0, (op, len(a), len(b))
+        db.w.drop_index(name)
+    # the filter is still mongod's: $near is refused as any predicate it cannot translate
+    for bad in ({"loc": {"$near": [0, 0]}},):
+        try:
+            db.w.create_index([("v", 1)], name="bad", partialFilterExpression=bad)
+            raise AssertionError("accepted %r" % bad)
+        except OperationFailure as e:
+            assert e.code in (5916301, 2, 67), (bad, e.code, str(e))
 
 
 print("%d passed, %d failed" % (passed, failed))
