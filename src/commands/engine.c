@@ -664,9 +664,17 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	c.body = body;
 	c.reply = reply;
 
-	if (!bson_iter_init(&c.first, body) || !bson_iter_next(&c.first)) {
-		terr_set(er, TERR_FAILED_TO_PARSE, "Failed to parse: command document is empty");
-		goto fail;
+	/* the first element from the argument index (built here once; the
+	 * stage plan and the handler read it too): one libbson step with the
+	 * key's length known, not an init and a walk; a body the index could
+	 * not take is walked by libbson as before */
+	{
+		const cmd_args_t *ix = cmd_args_index(&c);
+		if (ix->n > 0 ? !bson_iter_init_from_data_at_offset(&c.first, ix->data, ix->len, ix->f[0].off,
+		    ix->f[0].keylen) : ix->n == 0 || !bson_iter_init(&c.first, body) || !bson_iter_next(&c.first)) {
+			terr_set(er, TERR_FAILED_TO_PARSE, "Failed to parse: command document is empty");
+			goto fail;
+		}
 	}
 	/* a collection named by its UUID (coll_uuid.c): the handler sees the
 	 * name (only a BinData first value can be one) */

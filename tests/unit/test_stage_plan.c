@@ -280,6 +280,17 @@ test_general_shapes(void)
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		both("sp", rows[i], false);
+	/* bodies the argument index does not take: empty (refused before any
+	 * stage), more fields than it holds (CMD_ARGS_MAX: libbson's walk) */
+	both("sp", "{}", false);
+	{
+		bson_string_t *big = bson_string_new("{'find': 'c', 'filter': {'_id': 1}");
+		for (int i = 0; i < CMD_ARGS_MAX; i++)
+			bson_string_append_printf(big, ", 'f%d': %d", i, i);
+		bson_string_append(big, "}");
+		both("sp", big->str, false);
+		bson_string_free(big, true);
+	}
 }
 
 /* An active fail point (any: failpoint_any_active) sends every command
