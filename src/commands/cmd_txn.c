@@ -1032,8 +1032,7 @@ cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
 
 	/* a command outside any session, transaction, retryable write or
 	 * snapshot read (most): every step below would be skipped */
-	if (s == NULL && c->txn_kind == 0 && c->txn_snapshot_ts == 0 && !c->txn_swapped && !c->txn_oplog_session &&
-	    c->txn_retried == NULL && c->txn_stmt_ids == NULL && c->txn_image == NULL && c->txn_kept_results == NULL) {
+	if (cmd_txn_idle(c)) {
 		if (rc != 0 || terr_is_set(err))
 			add_error_labels(c, err);
 		return rc;

@@ -98,6 +98,28 @@ struct engine {
 	atomic_llong notablescan;
 };
 
+/*
+ * The dispatcher's stage plan (engine.c, engine_run_command): decided once
+ * per command, after the argument index is built.  A command is "plain"
+ * when the engine is a standalone (no replica set: no gate, no gossip, no
+ * $clusterTime / operationTime), no fail point is active, and its body
+ * names none of the fields the skipped stages read (maxTimeMS, apiVersion,
+ * apiStrict, apiDeprecationErrors, collectionUUID, txnNumber, autocommit,
+ * startTransaction, readConcern, writeConcern -- by the index's presence
+ * bits, then by name where a bit is shared: $db's is autocommit's).  A
+ * plain command skips the Stable API, collectionUUID, maxTimeMS, concern,
+ * transaction and replica-set stages, each of which would have returned
+ * without effect; everything a client or operator sees (reply, metrics,
+ * top, opcounters, currentOp, profiler, slow-query log, $queryStats, auth)
+ * runs as on the general path.
+ *
+ * For tests (tests/unit/test_stage_plan.c): engine_stage_plan_enable(false)
+ * makes every command take the general path (process-wide; default on);
+ * engine_stage_plan_taken() counts the commands that took the plain one.
+ */
+void engine_stage_plan_enable(bool on);
+long long engine_stage_plan_taken(void);
+
 /* A double held in an atomic_llong row (its bits) and back. */
 static inline long long
 engine_double_bits(double d)
@@ -318,6 +340,16 @@ int cmd_index_coll_mod(cmd_t *c, const char *coll_name, const bson_iter_t *index
  * mongod's errorLabels; it returns the command's final rc. */
 int cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err);
 int cmd_txn_leave(cmd_t *c, int rc, terr_t *err);
+/* True when c holds no session, transaction, retryable-write, snapshot-read
+ * or kept-reply state: cmd_txn_leave of a successful command would do
+ * nothing (the dispatcher's stage plan skips the call then). */
+static inline bool
+cmd_txn_idle(const cmd_t *c)
+{
+	return c->txn_session == NULL && c->txn_kind == 0 && c->txn_snapshot_ts == 0 && !c->txn_swapped &&
+	    !c->txn_oplog_session && c->txn_retried == NULL && c->txn_stmt_ids == NULL && c->txn_image == NULL &&
+	    c->txn_kept_results == NULL;
+}
 /* The handler, as the command's session state wants it run: a
  * single-statement retryable write runs with its config.transactions row in
  * one storage transaction (retried whole on a write conflict); everything

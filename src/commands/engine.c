@@ -34,6 +34,7 @@
 
 #include "bson/value.h"
 #include "common/checked.h"
+#include "common/failpoint.h"
 #include "common/log.h"
 #include "common/version.h"
 
@@ -564,6 +565,69 @@ log_assertion(const char *db, const char *name, const bson_t *body, const terr_t
 	bson_destroy(&attr);
 }
 
+/* The stage plan (commands_private.h says what "plain" means and what it
+ * skips).  The fields whose presence makes a command take every stage: the
+ * ones the Stable API, collectionUUID, maxTimeMS, concern and (on a
+ * standalone) transaction stages read.  lsid, $db, $readPreference,
+ * $clusterTime and comment are not among them: on a standalone no skipped
+ * stage reads them (the session's lastUse is tamgad's, before dispatch). */
+#define STAGE_PLAN_FIELDS(X) \
+	X("maxTimeMS") X("apiVersion") X("apiStrict") X("apiDeprecationErrors") X("collectionUUID") \
+	X("txnNumber") X("autocommit") X("startTransaction") X("readConcern") X("writeConcern")
+#define STAGE_PLAN_BIT(name) | cmd_args_key_bit(name, sizeof(name) - 1)
+/* folded to one constant by the compiler (literal names, known lengths) */
+static inline uint64_t
+stage_plan_mask(void)
+{
+	return 0 STAGE_PLAN_FIELDS(STAGE_PLAN_BIT);
+}
+#undef STAGE_PLAN_BIT
+
+static atomic_bool stage_plan_off;
+static atomic_llong stage_plan_count;
+
+void
+engine_stage_plan_enable(bool on)
+{
+	atomic_store(&stage_plan_off, !on);
+}
+
+long long
+engine_stage_plan_taken(void)
+{
+	return atomic_load(&stage_plan_count);
+}
+
+/* Whether c may skip the stages above: decided once, before the first of
+ * them.  The server state it reads (standalone, fail points) is what those
+ * stages would have read at the same point. */
+static inline bool
+stage_plan_plain(engine_t *e, cmd_t *c)
+{
+	const cmd_args_t *ix;
+	uint64_t hit;
+
+	if (e->rs != NULL || e->opts.repl_set_name != NULL ||
+	    atomic_load_explicit(&stage_plan_off, memory_order_relaxed) || failpoint_any_active())
+		return false;
+	ix = cmd_args_index(c);
+	if (ix->n < 0)
+		return false;
+	if ((hit = ix->present & stage_plan_mask()) != 0) {
+		/* a bit is shared by several names ($db's with autocommit's,
+		 * cursor's with maxTimeMS'): look the names of the bits set up */
+		bson_iter_t it;
+#define STAGE_PLAN_NAMED(name) \
+		if ((hit & cmd_args_key_bit(name, sizeof(name) - 1)) && \
+		    cmd_find_field_indexed(c, name, sizeof(name) - 1, &it)) \
+			return false;
+		STAGE_PLAN_FIELDS(STAGE_PLAN_NAMED)
+#undef STAGE_PLAN_NAMED
+	}
+	atomic_fetch_add_explicit(&stage_plan_count, 1, memory_order_relaxed);
+	return true;
+}
+
 int
 engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *body,
                    bson_t *reply, terr_t *err)
@@ -577,6 +641,7 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	bool uuid_rewritten = false;
 	int64_t start_us = 0;
 	bool op_begun = false;
+	bool plain;
 	int rc;
 
 	bson_init(reply);
@@ -599,9 +664,17 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	c.body = body;
 	c.reply = reply;
 
-	if (!bson_iter_init(&c.first, body) || !bson_iter_next(&c.first)) {
-		terr_set(er, TERR_FAILED_TO_PARSE, "Failed to parse: command document is empty");
-		goto fail;
+	/* the first element from the argument index (built here once; the
+	 * stage plan and the handler read it too): one libbson step with the
+	 * key's length known, not an init and a walk; a body the index could
+	 * not take is walked by libbson as before */
+	{
+		const cmd_args_t *ix = cmd_args_index(&c);
+		if (ix->n > 0 ? !bson_iter_init_from_data_at_offset(&c.first, ix->data, ix->len, ix->f[0].off,
+		    ix->f[0].keylen) : ix->n == 0 || !bson_iter_init(&c.first, body) || !bson_iter_next(&c.first)) {
+			terr_set(er, TERR_FAILED_TO_PARSE, "Failed to parse: command document is empty");
+			goto fail;
+		}
 	}
 	/* a collection named by its UUID (coll_uuid.c): the handler sees the
 	 * name (only a BinData first value can be one) */
@@ -637,7 +710,10 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	 * and its maxTimeMS interrupt it (common/opctx.h) */
 	tm_opctx_begin_at(&c.op, &c, start_us);
 	op_begun = true;
-	if (parse_max_time(&c, er) != 0)
+	/* the stage plan: which of the stages below this command can need
+	 * (commands_private.h); a plain command skips the rest */
+	plain = stage_plan_plain(e, &c);
+	if (!plain && parse_max_time(&c, er) != 0)
 		goto fail;
 	/* requireApiVersion: every command of a connection names apiVersion
 	 * (the embedded API is an internal client, as mongod's direct ones) */
@@ -649,10 +725,8 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 			goto fail;
 		}
 	}
-	/* the Stable API parameters (api_version.c) */
-	if (cmd_api_check(&c, def, er) != 0)
-		goto fail;
-	if (cmd_collection_uuid_check(&c, er) != 0)
+	/* the Stable API parameters (api_version.c), collectionUUID */
+	if (!plain && (cmd_api_check(&c, def, er) != 0 || cmd_collection_uuid_check(&c, er) != 0))
 		goto fail;
 	if (cmd_auth_check(&c, def, er) != 0)
 		goto fail;
@@ -665,22 +739,34 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 	/* replica set and test commands (cmd_repl.c): failCommand, the
 	 * primary gate, $clusterTime, read / write concern -- before the
 	 * transaction checks, as mongod answers "not primary" first */
-	cmd_txn_peek(&c);   /* what the error labels need of lsid / txnNumber / autocommit */
-	if (cmd_repl_before(&c, def, &rx, er) != 0) {
-		cmd_txn_error_labels(&c, er);
-		goto fail;
+	if (!plain) {
+		cmd_txn_peek(&c);   /* what the error labels need of lsid / txnNumber / autocommit */
+		if (cmd_repl_before(&c, def, &rx, er) != 0) {
+			cmd_txn_error_labels(&c, er);
+			goto fail;
+		}
 	}
 	__atomic_fetch_add(&e->counters.command, 1, __ATOMIC_RELAXED);
 
 	/* sessions and transactions (cmd_txn.c): the session is checked out
 	 * around the handler, which runs on the transaction's storage session;
-	 * a standalone refuses every txnNumber with 20 as mongod does */
-	rc = cmd_txn_enter(&c, def, er);
-	if (rc == 0)
-		rc = cmd_txn_run_handler(&c, def, er);
-	else if (rc == 1)
-		rc = 0;                  /* a retried write: its first reply */
-	rc = cmd_txn_leave(&c, rc, er);
+	 * a standalone refuses every txnNumber with 20 as mongod does.  A
+	 * plain command has no txnNumber on a standalone: cmd_txn_enter would
+	 * return 0 and cmd_txn_run_handler call the handler; cmd_txn_leave runs
+	 * when it has something to do (an error's labels, a handler's kept
+	 * reply or image) */
+	if (plain) {
+		rc = def->handler(&c, er);
+		if (rc != 0 || terr_is_set(er) || !cmd_txn_idle(&c))
+			rc = cmd_txn_leave(&c, rc, er);
+	} else {
+		rc = cmd_txn_enter(&c, def, er);
+		if (rc == 0)
+			rc = cmd_txn_run_handler(&c, def, er);
+		else if (rc == 1)
+			rc = 0;                  /* a retried write: its first reply */
+		rc = cmd_txn_leave(&c, rc, er);
+	}
 	/* the slow query log, the profiler, $queryStats (cmd_toolbelt.c) */
 	cmd_toolbelt_after(&c, rc, er);
 	/* what follows must complete whatever happened to the command (a
@@ -712,16 +798,25 @@ engine_run_command(engine_t *e, client_t *cl, const char *dbname, const bson_t *
 			terr_set(er, TERR_INTERNAL_ERROR, "command %s failed without a reason", c.name);
 		goto fail;
 	}
-	cmd_repl_after(&c, def, &rx, 0, reply);
-	cmd_txn_reply_labels(&c, reply);
+	/* a plain command: no replica set, no fail point's writeConcernError
+	 * or labels (cmd_repl_after would add nothing), and no transaction
+	 * state for labels unless the command is commitTransaction /
+	 * abortTransaction (cmd_txn_reply_labels' own first test) */
+	if (!plain)
+		cmd_repl_after(&c, def, &rx, 0, reply);
+	if (!plain || c.txn_autocommit || c.txn_retryable_write || c.name[0] == 'c' || c.name[0] == 'a')
+		cmd_txn_reply_labels(&c, reply);
 	{
 		/* ok: 1.0 as one raw element (libbson's appender is ~300 instructions) */
 		static const uint8_t ok_elem[] = {BSON_TYPE_DOUBLE, 'o', 'k', 0, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
 		if (!bv_append_raw(reply, ok_elem, sizeof ok_elem))
 			BSON_APPEND_DOUBLE(reply, "ok", 1.0);
 	}
-	cmd_repl_times(&c, def, &rx, 0, reply);
-	cmd_repl_ctx_clear(&rx);
+	if (!plain) {
+		/* operationTime / $clusterTime: a replica set's only */
+		cmd_repl_times(&c, def, &rx, 0, reply);
+		cmd_repl_ctx_clear(&rx);
+	}
 	/* a direct write to the user or role collections changes privileges:
 	 * drop what the auth layer has cached */
 	if ((def->flags & CMDF_WRITE) && strcmp(dbname, "admin") == 0 && BSON_ITER_HOLDS_UTF8(&c.first) &&
