@@ -313,6 +313,8 @@ CMD_HANDLER(cmd_repl_set_get_status)
 	/* the election that made it primary (election_log.h) */
 	if (in.state == REPL_STATE_PRIMARY)
 		repl_election_candidate_append(c->reply, "electionCandidateMetrics", in.term);
+	/* a vote this process answered while the set had more members */
+	repl_election_participant_append(c->reply, "electionParticipantMetrics");
 	BSON_APPEND_ARRAY_BEGIN(c->reply, "members", &arr);
 	BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &m);
 	BSON_APPEND_INT32(&m, "_id", in.self_id);
