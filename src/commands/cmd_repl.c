@@ -23,6 +23,7 @@
 #include "commands/cmd_repl_member.h"
 #include "commands/cmd_repl_reads.h"
 #include "repl/election_log.h"
+#include "repl/member_recover.h"
 #include "repl/raft_member.h"
 #include "repl/rollback.h"
 #include "repl/cluster_time.h"
@@ -211,13 +212,15 @@ cmd_repl_server_status_append(cmd_t *c, bson_t *out)
 
 /*
  * serverStatus().metrics.repl: the counters of mongod's that Tamga counts
- * as mongod does -- apply.batches {num, totalMillis} and apply.ops (a
- * secondary's applier: entries applied, rounds that applied some; 0 on a
- * member that only ever was primary or alone, as on mongod).  Not built
- * (no true number behind them on Raft): apply.batchSize and
- * attemptsToBecomeSecondary, buffer, executor, initialSync, network (oplog
- * fetcher bytes, getmores, ops: entries come through Raft's own
- * transport), reconfig, stateTransition, syncSource, waiters, write.
+ * as mongod does, in mongod's (name) order -- apply.batches {num,
+ * totalMillis} and apply.ops (a secondary's applier: entries applied,
+ * rounds that applied some; 0 on a member that only ever was primary or
+ * alone, as on mongod), initialSync {completed, failedAttempts, failures}
+ * (repl/member_recover.h), reconfig's automatic reconfigs (never: 0).  Left
+ * out (an event Tamga has but does not count, or no counterpart on Raft;
+ * src/repl/README.md lists each): apply.batchSize and
+ * attemptsToBecomeSecondary, buffer, executor, heartBeat, network,
+ * stateTransition, syncSource, timestamps, waiters, write.
  */
 void
 cmd_repl_metrics_append(bson_t *out)
@@ -233,6 +236,25 @@ cmd_repl_metrics_append(bson_t *out)
 	bson_append_document_end(&apply, &batches);
 	BSON_APPEND_INT64(&apply, "ops", (int64_t)a.ops);
 	bson_append_document_end(out, &apply);
+	{
+		repl_isync_metrics_t is;
+		bson_t d;
+		repl_recover_isync_metrics(&is);
+		BSON_APPEND_DOCUMENT_BEGIN(out, "initialSync", &d);
+		BSON_APPEND_INT64(&d, "completed", is.completed);
+		BSON_APPEND_INT64(&d, "failedAttempts", is.failed_attempts);
+		BSON_APPEND_INT64(&d, "failures", is.failures);
+		bson_append_document_end(out, &d);
+	}
+	/* mongod's automatic reconfig that drops a new member's `newlyAdded`
+	 * flag: Tamga never sets the flag (a new member does not vote until
+	 * Raft's promotion), so it never runs */
+	{
+		bson_t d;
+		BSON_APPEND_DOCUMENT_BEGIN(out, "reconfig", &d);
+		BSON_APPEND_INT64(&d, "numAutoReconfigsForRemovalOfNewlyAddedFields", 0);
+		bson_append_document_end(out, &d);
+	}
 }
 
 /* {replSetGetRBID: 1} -> {rbid: N}: the rollback id (repl/rollback.h). */
@@ -302,6 +324,8 @@ CMD_HANDLER(cmd_repl_set_get_status)
 	/* the election that made it primary (election_log.h) */
 	if (in.state == REPL_STATE_PRIMARY)
 		repl_election_candidate_append(c->reply, "electionCandidateMetrics", in.term);
+	/* a vote this process answered while the set had more members */
+	repl_election_participant_append(c->reply, "electionParticipantMetrics");
 	BSON_APPEND_ARRAY_BEGIN(c->reply, "members", &arr);
 	BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &m);
 	BSON_APPEND_INT32(&m, "_id", in.self_id);

@@ -909,6 +909,8 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 	/* the election that made it primary (election_log.h) */
 	if (in.state == REPL_STATE_PRIMARY)
 		repl_election_candidate_append(reply, "electionCandidateMetrics", in.term);
+	/* the last vote request this member answered (mongod: once it voted) */
+	repl_election_participant_append(reply, "electionParticipantMetrics");
 	BSON_APPEND_ARRAY_BEGIN(reply, "members", &arr);
 	for (int i = 0; i < n; i++) {
 		bson_t m;

@@ -5,6 +5,7 @@
 #include "repl/election_log.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <raft.h>
 #include <string.h>
 #include <time.h>
@@ -50,6 +51,8 @@ static struct {
 	int64_t stepdowns_higher_term;
 	repl_election_candidate_t last;   /* the last vote begun */
 	bool last_set, last_won;
+	repl_election_vote_t vote;        /* the last vote request answered */
+	bool vote_set;
 } metrics;
 
 static void
@@ -81,19 +84,45 @@ repl_election_metrics_single(const repl_election_candidate_t *c)
 	metrics_won(c->term);
 }
 
+static void
+called_successful(bson_t *out, const char *key, int64_t called, int64_t successful)
+{
+	bson_t d;
+
+	BSON_APPEND_DOCUMENT_BEGIN(out, key, &d);
+	BSON_APPEND_INT64(&d, "called", called);
+	BSON_APPEND_INT64(&d, "successful", successful);
+	bson_append_document_end(out, &d);
+}
+
+/* mongod's catch-up conclusions (ElectionMetrics), in its order: a Raft
+ * leader holds every committed entry when elected and drops the others'
+ * uncommitted ones instead of fetching them, so no catch-up ever begins
+ * or concludes here. */
+static const char *const catch_up_counters[] = {
+	"numCatchUps", "numCatchUpsSucceeded", "numCatchUpsAlreadyCaughtUp", "numCatchUpsSkipped",
+	"numCatchUpsTimedOut", "numCatchUpsFailedWithError", "numCatchUpsFailedWithNewTerm",
+	"numCatchUpsFailedWithReplSetAbortPrimaryCatchUpCmd",
+};
+
 void
 repl_election_metrics_append(bson_t *out)
 {
 	pthread_mutex_lock(&metrics_lock);
-	for (int i = 0; i < REPL_ELECTION_NREASONS; i++) {
-		bson_t d;
-		BSON_APPEND_DOCUMENT_BEGIN(out, reason_names[i], &d);
-		BSON_APPEND_INT64(&d, "called", metrics.called[i]);
-		BSON_APPEND_INT64(&d, "successful", metrics.successful[i]);
-		bson_append_document_end(out, &d);
-	}
+	called_successful(out, reason_names[REPL_ELECTION_STEP_UP], metrics.called[REPL_ELECTION_STEP_UP],
+	    metrics.successful[REPL_ELECTION_STEP_UP]);
+	called_successful(out, reason_names[REPL_ELECTION_PRIORITY_TAKEOVER],
+	    metrics.called[REPL_ELECTION_PRIORITY_TAKEOVER], metrics.successful[REPL_ELECTION_PRIORITY_TAKEOVER]);
+	called_successful(out, "catchUpTakeover", 0, 0);
+	called_successful(out, reason_names[REPL_ELECTION_TIMEOUT], metrics.called[REPL_ELECTION_TIMEOUT],
+	    metrics.successful[REPL_ELECTION_TIMEOUT]);
+	called_successful(out, reason_names[REPL_ELECTION_FREEZE_TIMEOUT], metrics.called[REPL_ELECTION_FREEZE_TIMEOUT],
+	    metrics.successful[REPL_ELECTION_FREEZE_TIMEOUT]);
 	BSON_APPEND_INT64(out, "numStepDownsCausedByHigherTerm", metrics.stepdowns_higher_term);
 	pthread_mutex_unlock(&metrics_lock);
+	for (size_t i = 0; i < sizeof(catch_up_counters) / sizeof(catch_up_counters[0]); i++)
+		BSON_APPEND_INT64(out, catch_up_counters[i], 0);
+	BSON_APPEND_DOUBLE(out, "averageCatchUpOps", 0.0);
 }
 
 static void
@@ -105,6 +134,73 @@ optime_append(bson_t *b, const char *key, uint64_t ts, int64_t t)
 	BSON_APPEND_TIMESTAMP(&d, "ts", (uint32_t)(ts >> 32), (uint32_t)ts);
 	BSON_APPEND_INT64(&d, "t", t);
 	bson_append_document_end(b, &d);
+}
+
+void
+repl_election_vote_reason(const repl_vote_seen_t *s, bool granted, char *buf, size_t n)
+{
+	/* libraft's checks, in its order: a known leader, the term, a vote
+	 * already given in the request's term, the log's position */
+	bool same_term = s->req_term == s->my_term;
+
+	if (granted)
+		snprintf(buf, n, "%s", "");
+	else if (s->knows_leader && !s->disrupt_leader)
+		snprintf(buf, n, "this member knows a primary in term (%llu) and the candidate did not ask to depose it",
+		    (unsigned long long)s->my_term);
+	else if (s->req_term < s->my_term)
+		snprintf(buf, n, "candidate's term (%llu) is lower than mine (%llu)", (unsigned long long)s->req_term,
+		    (unsigned long long)s->my_term);
+	else if (same_term && s->voted_for != 0)
+		snprintf(buf, n, "already voted for another candidate (%s) this term (%llu)",
+		    s->voted_for_host != NULL ? s->voted_for_host : "?", (unsigned long long)s->req_term);
+	else
+		snprintf(buf, n,
+		    "candidate's data is staler than mine. candidate's last Raft log entry: %llu (term %llu), my "
+		    "last Raft log entry: %llu",
+		    (unsigned long long)s->req_last_index, (unsigned long long)s->req_last_term,
+		    (unsigned long long)s->my_last_index);
+}
+
+void
+repl_election_vote_record(const repl_election_vote_t *v)
+{
+	pthread_mutex_lock(&metrics_lock);
+	metrics.vote = *v;
+	metrics.vote_set = true;
+	pthread_mutex_unlock(&metrics_lock);
+}
+
+bool
+repl_election_participant_append(bson_t *out, const char *key)
+{
+	repl_election_vote_t v;
+	bson_t d;
+
+	pthread_mutex_lock(&metrics_lock);
+	if (!metrics.vote_set) {
+		pthread_mutex_unlock(&metrics_lock);
+		return false;
+	}
+	v = metrics.vote;
+	pthread_mutex_unlock(&metrics_lock);
+	/* ElectionParticipantMetrics' fields in mongod's order; a member
+	 * writes and applies an entry at once here, so the written optimes
+	 * are the applied ones.  newTermStartDate/newTermAppliedDate stay
+	 * absent: no "new primary" entry is written at later elections */
+	BSON_APPEND_DOCUMENT_BEGIN(out, key, &d);
+	BSON_APPEND_BOOL(&d, "votedForCandidate", v.granted);
+	BSON_APPEND_INT64(&d, "electionTerm", v.term);
+	BSON_APPEND_DATE_TIME(&d, "lastVoteDate", v.date_ms);
+	BSON_APPEND_INT32(&d, "electionCandidateMemberId", v.candidate_id);
+	BSON_APPEND_UTF8(&d, "voteReason", v.reason);
+	optime_append(&d, "lastWrittenOpTimeAtElection", v.applied_ts, v.applied_t);
+	optime_append(&d, "maxWrittenOpTimeInSet", v.max_ts, v.max_t);
+	optime_append(&d, "lastAppliedOpTimeAtElection", v.applied_ts, v.applied_t);
+	optime_append(&d, "maxAppliedOpTimeInSet", v.max_ts, v.max_t);
+	BSON_APPEND_DOUBLE(&d, "priorityAtElection", v.priority);
+	bson_append_document_end(out, &d);
+	return true;
 }
 
 bool

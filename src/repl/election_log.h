@@ -114,9 +114,61 @@ void repl_election_log_line(int id, const char *attr_name, int64_t value);
 void repl_election_metrics_single(const repl_election_candidate_t *c);
 
 /* Append serverStatus's electionMetrics fields to out (a document being
- * built): the four reason counters Tamga's elections have, each {called,
- * successful}, then numStepDownsCausedByHigherTerm. */
+ * built) in mongod's order: the reason counters, each {called,
+ * successful} (catchUpTakeover always 0: a Raft leader never catches up,
+ * so no member takes over from one that does), numStepDownsCausedByHigherTerm,
+ * then the catch-up conclusions (numCatchUps...: 0, no catch-up phase runs)
+ * and averageCatchUpOps (0.0, mongod's value while numCatchUps is 0). */
 void repl_election_metrics_append(bson_t *out);
+
+/*
+ * A real (not pre-vote) RequestVote this member answered, as mongod's
+ * ElectionParticipantMetrics keeps it (replSetGetStatus's
+ * `electionParticipantMetrics`; mongod sets them for every vote request
+ * that is not a dry run, granted or not).  raft_member.c reads the request
+ * as it arrives and the answer as libraft sends it.
+ */
+typedef struct repl_election_vote {
+	bool granted;                     /* votedForCandidate */
+	int64_t term;                     /* electionTerm: the candidate's term */
+	int64_t date_ms;                  /* lastVoteDate, wall clock */
+	int32_t candidate_id;             /* electionCandidateMemberId: its _id */
+	char reason[320];                 /* voteReason: "" when granted */
+	uint64_t applied_ts;              /* this member's last applied optime */
+	int64_t applied_t;
+	uint64_t max_ts;                  /* the newest optime it knew applied in the set */
+	int64_t max_t;
+	double priority;                  /* priorityAtElection */
+} repl_election_vote_t;
+
+/* What this member was when a vote request arrived, before libraft
+ * handled it: the facts libraft decides on. */
+typedef struct repl_vote_seen {
+	uint64_t req_term, req_last_index, req_last_term;
+	uint64_t my_term;                 /* current term before the request */
+	uint64_t voted_for;               /* Raft id voted for in my_term, 0: none */
+	const char *voted_for_host;       /* its host, NULL: unknown */
+	bool knows_leader;                /* a leader (or itself) in my_term */
+	bool disrupt_leader;              /* the request asks to depose it */
+	uint64_t my_last_index;
+} repl_vote_seen_t;
+
+/* mongod's voteReason for an answer libraft gave (processReplSetRequestVotes'
+ * reasons, in libraft's order of checks): "" when granted; "candidate's
+ * term (T) is lower than mine (M)"; "already voted for another candidate
+ * (host) this term (T)"; else "candidate's data is staler than mine" with
+ * Raft's log positions in place of mongod's optimes (a Raft candidate sends
+ * no optime), or, for libraft's leader stickiness (no mongod counterpart),
+ * the leader it knows.  Writes at most n bytes to buf, NUL-terminated. */
+void repl_election_vote_reason(const repl_vote_seen_t *s, bool granted, char *buf, size_t n);
+
+/* Keep v as the last vote answered (process-wide, thread-safe). */
+void repl_election_vote_record(const repl_election_vote_t *v);
+
+/* Append {key: electionParticipantMetrics} to out when this process has
+ * answered a vote request (mongod shows the section only then); false
+ * (nothing appended) otherwise. */
+bool repl_election_participant_append(bson_t *out, const char *key);
 
 /* Append {key: electionCandidateMetrics} to out when the last election this
  * process won was in `term` (the caller's current term, while it is

@@ -6,6 +6,8 @@
  */
 #include "repl/member_recover.h"
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -99,6 +101,31 @@ repl_recover_rollback(const repl_recover_host_t *h, storage_session_t *s, repl_t
  */
 #define ISYNC_ATTEMPTS 10
 
+/* metrics.repl.initialSync (member_recover.h), process-wide */
+static struct {
+	_Atomic int64_t completed, failed_attempts, failures;
+} isync_metrics;
+
+/* An attempt that failed with code: counted unless the source did not
+ * answer or the member is stopping; last: it was the last attempt. */
+static void
+isync_attempt_failed(int code, bool last)
+{
+	if (code == 91 || code == TERR_HOST_UNREACHABLE)
+		return;
+	atomic_fetch_add(&isync_metrics.failed_attempts, 1);
+	if (last)
+		atomic_fetch_add(&isync_metrics.failures, 1);
+}
+
+void
+repl_recover_isync_metrics(repl_isync_metrics_t *out)
+{
+	out->completed = atomic_load(&isync_metrics.completed);
+	out->failed_attempts = atomic_load(&isync_metrics.failed_attempts);
+	out->failures = atomic_load(&isync_metrics.failures);
+}
+
 int
 repl_recover_snapshot(const repl_recover_host_t *h, storage_session_t *s, repl_ts_t ts, int64_t t, bool copy,
                       terr_t *err)
@@ -163,10 +190,12 @@ repl_recover_snapshot(const repl_recover_host_t *h, storage_session_t *s, repl_t
 			bson_destroy(&attr);
 			h->set_last(h->arg, st.reached, st.copied);
 			h->busy(h->arg, 0);
+			atomic_fetch_add(&isync_metrics.completed, 1);
 			return 0;
 		}
 		/* mongod tries an initial sync 10 times (numInitialSyncAttempts);
 		 * a source that does not answer does not count */
+		isync_attempt_failed(err->code, attempts + 1 >= ISYNC_ATTEMPTS);
 		if (err->code == 91 || (err->code != TERR_HOST_UNREACHABLE && ++attempts >= ISYNC_ATTEMPTS))
 			return -1;
 		log_msg('W', 21200, "initial sync attempt failed; trying again", err->msg);

@@ -69,4 +69,16 @@ int repl_recover_snapshot(const repl_recover_host_t *h, storage_session_t *s, re
  */
 repl_ts_t repl_recover_oplog_floor(repl_oplog_t *op, storage_session_t *s);
 
+/*
+ * mongod's serverStatus().metrics.repl.initialSync, counted by
+ * repl_recover_snapshot for this process: completed (copies or catch-ups
+ * from the leader that reached the set's point), failedAttempts (attempts
+ * that failed, not counting a source that did not answer, which is not an
+ * attempt here), failures (initial syncs given up after the last attempt).
+ */
+typedef struct repl_isync_metrics {
+	int64_t completed, failed_attempts, failures;
+} repl_isync_metrics_t;
+void repl_recover_isync_metrics(repl_isync_metrics_t *out);
+
 #endif

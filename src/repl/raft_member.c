@@ -93,6 +93,11 @@ struct repl_member {
 	raft_io_recv_cb raft_recv;
 	raft_io_tick_cb raft_tick;
 	repl_election_log_t elog;     /* loop thread: the election lines' view of Raft */
+	/* loop thread: a real vote request read, until libraft answers it
+	 * (electionParticipantMetrics, vote_seen/vote_answered) */
+	repl_vote_seen_t vote_seen;
+	raft_id vote_candidate;       /* 0: none pending */
+	char vote_voted_host[256];
 	/* the I/O's own send, behind the guard of raft_send_guard.h */
 	repl_raft_send_fn io_send;
 	repl_election_hooks_t elog_hooks;
@@ -914,6 +919,8 @@ from_stranger(const struct raft *r, const struct raft_message *msg)
 	return true;
 }
 
+static void vote_seen(repl_member_t *m, const struct raft_request_vote *rv);
+
 static void
 fault_recv(struct raft_io *io, struct raft_message *msg)
 {
@@ -935,6 +942,10 @@ fault_recv(struct raft_io *io, struct raft_message *msg)
 		drop_message(msg);
 		return;
 	}
+	if (msg->type == RAFT_IO_REQUEST_VOTE)
+		m->vote_candidate = 0;
+	if (msg->type == RAFT_IO_REQUEST_VOTE && !msg->request_vote.pre_vote)
+		vote_seen(m, &msg->request_vote);
 	m->raft_recv(io, msg);
 	/* a message of a higher term deposed this leader: no longer PRIMARY
 	 * at once, not at the next watch tick -- meanwhile its writers took
@@ -998,6 +1009,66 @@ observed_tick(struct raft_io *io)
 	repl_election_log_observe(&m->elog, &m->raft, m->o.election_timeout_ms);
 }
 
+/* A RequestVote that is not a pre-vote arrived (loop thread): what this
+ * member is before libraft decides on it, kept until the answer leaves. */
+static void
+vote_seen(repl_member_t *m, const struct raft_request_vote *rv)
+{
+	const struct raft *r = &m->raft;
+	repl_vote_seen_t *s = &m->vote_seen;
+
+	memset(s, 0, sizeof(*s));
+	s->req_term = rv->term;
+	s->req_last_index = rv->last_log_index;
+	s->req_last_term = rv->last_log_term;
+	s->disrupt_leader = rv->disrupt_leader;
+	s->my_term = r->current_term;
+	s->voted_for = r->voted_for;
+	s->knows_leader = r->state == RAFT_LEADER ||
+	    (r->state == RAFT_FOLLOWER && r->follower_state.current_leader.id != 0);
+	s->my_last_index = raft_last_index(&m->raft);
+	m->vote_voted_host[0] = '\0';
+	pthread_mutex_lock(&m->lock);
+	for (int i = 0; i < m->o.npeers; i++)
+		if ((raft_id)(m->peers[i].member_id + 1) == s->voted_for)
+			snprintf(m->vote_voted_host, sizeof(m->vote_voted_host), "%s", m->peers[i].host);
+	pthread_mutex_unlock(&m->lock);
+	s->voted_for_host = m->vote_voted_host[0] != '\0' ? m->vote_voted_host : NULL;
+	m->vote_candidate = rv->candidate_id;
+}
+
+/* libraft answers the pending vote request (loop thread): recorded as
+ * mongod's electionParticipantMetrics. */
+static void
+vote_answered(repl_member_t *m, const struct raft_message *msg)
+{
+	repl_election_vote_t v = {0};
+	repl_set_info_t in;
+	repl_ts_t applied;
+
+	if (m->vote_candidate == 0 || msg->server_id != m->vote_candidate ||
+	    msg->request_vote_result.pre_vote == raft_tribool_true)
+		return;
+	m->vote_candidate = 0;
+	v.granted = msg->request_vote_result.vote_granted;
+	v.term = (int64_t)m->vote_seen.req_term;
+	v.date_ms = wall_ms();
+	v.candidate_id = (int32_t)(msg->server_id - 1);
+	repl_election_vote_reason(&m->vote_seen, v.granted, v.reason, sizeof(v.reason));
+	repl_set_info(m->o.rs, &in);
+	applied = REPL_TS(in.last_applied.secs, in.last_applied.inc);
+	v.applied_ts = applied;
+	v.applied_t = in.last_applied.term;
+	pthread_mutex_lock(&m->lock);
+	/* the newest optime it knows some member applied: its own, or the
+	 * commit point (the primary applied every entry it committed) */
+	v.max_ts = m->committed_ts > applied ? m->committed_ts : applied;
+	v.max_t = m->committed_ts > applied ? m->committed_t : in.last_applied.term;
+	v.priority = m->o.self_index >= 0 && m->o.self_index < m->o.npeers ? m->peers[m->o.self_index].priority : 0;
+	pthread_mutex_unlock(&m->lock);
+	repl_election_vote_record(&v);
+}
+
 static int
 fault_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick, raft_io_recv_cb recv)
 {
@@ -1021,6 +1092,8 @@ guarded_send(struct raft_io *io, struct raft_io_send *req, const struct raft_mes
 		    (unsigned long long)r->current_term);
 		log_msg('I', 5000269, "dropped a Raft AppendEntries result built from a stale state", detail);
 	}
+	if (msg->type == RAFT_IO_REQUEST_VOTE_RESULT)
+		vote_answered(m, msg);
 	return repl_raft_send_checked(io, req, msg, cb, m->io_send);
 }
 

@@ -175,9 +175,13 @@ metrics_json(void)
 	char *j_ = metrics_json(), *w_ = bson_strdup_printf( \
 	    "{ \"stepUpCmd\" : { \"called\" : %d, \"successful\" : %d }, " \
 	    "\"priorityTakeover\" : { \"called\" : %d, \"successful\" : %d }, " \
+	    "\"catchUpTakeover\" : { \"called\" : 0, \"successful\" : 0 }, " \
 	    "\"electionTimeout\" : { \"called\" : %d, \"successful\" : %d }, " \
 	    "\"freezeTimeout\" : { \"called\" : %d, \"successful\" : %d }, " \
-	    "\"numStepDownsCausedByHigherTerm\" : %d }", \
+	    "\"numStepDownsCausedByHigherTerm\" : %d, \"numCatchUps\" : 0, \"numCatchUpsSucceeded\" : 0, " \
+	    "\"numCatchUpsAlreadyCaughtUp\" : 0, \"numCatchUpsSkipped\" : 0, \"numCatchUpsTimedOut\" : 0, " \
+	    "\"numCatchUpsFailedWithError\" : 0, \"numCatchUpsFailedWithNewTerm\" : 0, " \
+	    "\"numCatchUpsFailedWithReplSetAbortPrimaryCatchUpCmd\" : 0, \"averageCatchUpOps\" : 0.0 }", \
 	    su / 10, su % 10, pt / 10, pt % 10, et / 10, et % 10, ft / 10, ft % 10, down); \
 	TT_EQ_STR(j_, w_); bson_free(j_); bson_free(w_); } while (0)
 
@@ -265,11 +269,73 @@ test_metrics(void)
 	tlog_close();
 }
 
+/* The reasons a vote answer gets, in libraft's order of checks, and the
+ * section rs.status shows once a vote was answered (not before). */
+static void
+test_vote_reason(void)
+{
+	repl_vote_seen_t s = {.req_term = 5, .req_last_index = 40, .req_last_term = 4, .my_term = 5,
+	    .my_last_index = 42};
+	repl_election_vote_t v = {.granted = true, .term = 5, .date_ms = 1000, .candidate_id = 2,
+	    .applied_ts = ((uint64_t)100 << 32) | 3, .applied_t = 4, .max_ts = ((uint64_t)100 << 32) | 7, .max_t = 4,
+	    .priority = 1};
+	char buf[320];
+	bson_t b = BSON_INITIALIZER;
+	char *j;
+
+	repl_election_vote_reason(&s, true, buf, sizeof(buf));
+	TT_EQ_STR(buf, "");
+	/* granted wins over any pre-state: libraft decided */
+	s.voted_for = 3;
+	s.voted_for_host = "h3:27017";
+	repl_election_vote_reason(&s, false, buf, sizeof(buf));
+	TT_EQ_STR(buf, "already voted for another candidate (h3:27017) this term (5)");
+	/* a request of a newer term: the earlier vote does not count */
+	s.req_term = 6;
+	repl_election_vote_reason(&s, false, buf, sizeof(buf));
+	TT_EQ_STR(buf, "candidate's data is staler than mine. candidate's last Raft log entry: 40 (term 4), my last "
+	    "Raft log entry: 42");
+	s.req_term = 4;
+	repl_election_vote_reason(&s, false, buf, sizeof(buf));
+	TT_EQ_STR(buf, "candidate's term (4) is lower than mine (5)");
+	/* a leader known, not asked to depose it: libraft's stickiness */
+	s.req_term = 5;
+	s.knows_leader = true;
+	repl_election_vote_reason(&s, false, buf, sizeof(buf));
+	TT_EQ_STR(buf, "this member knows a primary in term (5) and the candidate did not ask to depose it");
+	s.disrupt_leader = true;
+	repl_election_vote_reason(&s, false, buf, sizeof(buf));
+	TT_EQ_STR(buf, "already voted for another candidate (h3:27017) this term (5)");
+	/* a short buffer is cut, NUL-terminated */
+	repl_election_vote_reason(&s, false, buf, 8);
+	TT_EQ_STR(buf, "already");
+
+	TT_ASSERT(!repl_election_participant_append(&b, "epm"));   /* never voted: absent, as mongod */
+	repl_election_vote_record(&v);
+	TT_ASSERT(repl_election_participant_append(&b, "epm"));
+	j = bson_as_canonical_extended_json(&b, NULL);
+	TT_EQ_STR(j, "{ \"epm\" : { \"votedForCandidate\" : true, \"electionTerm\" : { \"$numberLong\" : \"5\" }, "
+	    "\"lastVoteDate\" : { \"$date\" : { \"$numberLong\" : \"1000\" } }, "
+	    "\"electionCandidateMemberId\" : { \"$numberInt\" : \"2\" }, \"voteReason\" : \"\", "
+	    "\"lastWrittenOpTimeAtElection\" : { \"ts\" : { \"$timestamp\" : { \"t\" : 100, \"i\" : 3 } }, "
+	    "\"t\" : { \"$numberLong\" : \"4\" } }, "
+	    "\"maxWrittenOpTimeInSet\" : { \"ts\" : { \"$timestamp\" : { \"t\" : 100, \"i\" : 7 } }, "
+	    "\"t\" : { \"$numberLong\" : \"4\" } }, "
+	    "\"lastAppliedOpTimeAtElection\" : { \"ts\" : { \"$timestamp\" : { \"t\" : 100, \"i\" : 3 } }, "
+	    "\"t\" : { \"$numberLong\" : \"4\" } }, "
+	    "\"maxAppliedOpTimeInSet\" : { \"ts\" : { \"$timestamp\" : { \"t\" : 100, \"i\" : 7 } }, "
+	    "\"t\" : { \"$numberLong\" : \"4\" } }, "
+	    "\"priorityAtElection\" : { \"$numberDouble\" : \"1.0\" } } }");
+	bson_free(j);
+	bson_destroy(&b);
+}
+
 int
 main(void)
 {
 	TT_RUN(test_lines);
 	TT_RUN(test_single_line);
 	TT_RUN(test_metrics);
+	TT_RUN(test_vote_reason);
 	return tt_finish();
 }

@@ -10,6 +10,7 @@
  */
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 #include <stdatomic.h>
 #include <wiredtiger.h>
 
@@ -1123,10 +1124,78 @@ fill_big(storage_t *st, storage_session_t *s, int n)
 }
 
 /*
+ * A gate in the keygen, to hold an index build in the middle of its scan for
+ * as long as a test needs (the keygen has no context argument: one gate per
+ * process, used by one test at a time).  While armed, each key generated
+ * counts and waits for the gate to open; the wait gives up (for good) after
+ * 60 s so a test whose other side hangs fails instead of hanging.
+ */
+static struct {
+	atomic_int armed, open, keys;
+} build_gate;
+
+/* Monotonic milliseconds: the gate's bounds are wall time, not a count of
+ * sleeps (a 1 ms sleep takes far longer on a loaded machine). */
+static int64_t
+gate_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int
+gated_keygen(const storage_index_t *idx, const bson_t *doc, storage_key_add_fn add, void *ctx, uint32_t *mk,
+             terr_t *err)
+{
+	if (atomic_load(&build_gate.armed)) {
+		atomic_fetch_add(&build_gate.keys, 1);
+		int64_t until = gate_now_ms() + 60000;
+		while (!atomic_load(&build_gate.open) && gate_now_ms() < until)
+			usleep(1000);
+		atomic_store(&build_gate.open, 1);      /* given up: for good */
+	}
+	return test_keygen(idx, doc, add, ctx, mk, err);
+}
+
+/* Arm the gate closed; then wait (at most 60 s) until a build holds in it. */
+static void
+build_gate_arm(void)
+{
+	atomic_store(&build_gate.keys, 0);
+	atomic_store(&build_gate.open, 0);
+	atomic_store(&build_gate.armed, 1);
+}
+
+static bool
+build_gate_wait_held(void)
+{
+	int64_t until = gate_now_ms() + 60000;
+
+	while (gate_now_ms() < until) {
+		if (atomic_load(&build_gate.keys) > 0)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+static void
+build_gate_release(void)
+{
+	atomic_store(&build_gate.open, 1);
+	atomic_store(&build_gate.armed, 0);
+}
+
+/*
  * A build over existing documents does not hold the DDL lock while it scans:
  * collections are created meanwhile (before, every create waited for the
- * whole build).  And a drop during the build leaves no index and no error
- * other than 276.
+ * whole build).  And a drop during the build abandons it with 276, leaving
+ * no index.  The build is held in its scan by the keygen's gate until the
+ * creates (or the drop) returned, so nothing depends on how long the scan
+ * takes or when a thread gets a core; a create that waited for the build
+ * would return only when the gate gives up (60 s), after the build.
  */
 static void
 test_index_build_leaves_ddl(void)
@@ -1139,41 +1208,41 @@ test_index_build_leaves_ddl(void)
 	int during = 0, i;
 	char name[32];
 
-	storage_set_keygen(st, test_keygen);
-	fill_big(st, s, 60000);
+	storage_set_keygen(st, gated_keygen);
+	fill_big(st, s, 3000);
+	build_gate_arm();
 	pthread_create(&t, NULL, long_builder, &b);
-	while (!atomic_load(&b.started))
-		usleep(100);
-	usleep(2000);
-	for (i = 0; !atomic_load(&b.done); i++) {
+	TT_ASSERT(build_gate_wait_held());
+	for (i = 0; i < 3; i++) {
 		snprintf(name, sizeof(name), "other%d", i);
 		TT_EQ_INT(storage_coll_create(st, s, "d", name, NULL, &err), 0);
 		if (!atomic_load(&b.done))
 			during++;
 	}
+	build_gate_release();
 	pthread_join(t, NULL);
 	TT_EQ_INT(b.rc, 0);
-	/* without the fix: at most the one create that waited, racing the flag */
-	TT_ASSERT(during >= 2);
+	TT_EQ_INT(during, 3);
 
-	/* a drop while a build scans: the build gives up with 276 (or had
-	 * finished first); either way the catalog is consistent */
+	/* a drop while the build scans: the build gives up with 276 */
 	TT_EQ_INT(storage_coll_drop(st, s, "d", "big", &err), 0);
-	fill_big(st, s, 60000);
+	fill_big(st, s, 3000);
 	memset(&b, 0, sizeof(b));
 	b.st = st;
+	build_gate_arm();
 	pthread_create(&t, NULL, long_builder, &b);
-	while (!atomic_load(&b.started))
-		usleep(100);
-	usleep(2000);
+	TT_ASSERT(build_gate_wait_held());
 	TT_EQ_INT(storage_coll_drop(st, s, "d", "big", &err), 0);
+	TT_ASSERT(!atomic_load(&b.done));
+	build_gate_release();
 	pthread_join(t, NULL);
-	if (b.rc != 0)
-		TT_EQ_INT(b.code, 276);
+	TT_ASSERT(b.rc != 0);
+	TT_EQ_INT(b.code, 276);
 	{
 		storage_coll_t *gone = NULL;
 		TT_ASSERT(storage_coll_get(st, "d", "big", &gone, NULL) != 0);
 	}
+	storage_set_keygen(st, test_keygen);
 	storage_session_pool_put(st, s);
 	close_and_clean(st);
 }

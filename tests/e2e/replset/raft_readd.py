@@ -16,7 +16,8 @@ mongod lets rs.remove(h) be followed by rs.add(h) of the same member:
     REMOVED, then it rejoins;
   - serverStatus().repl on the primary, the member back and a removed
     member: hello's set fields, rbid, userWriteBlockMode (mongod 9.0's);
-    metrics.repl.apply (ops, batches) counts what the secondary applied.
+    metrics.repl.apply (ops, batches) counts what the secondary applied,
+    metrics.repl.initialSync the catch-up of the member behind the kept log.
 
 usage: raft_readd.py path/to/tamgad [path/to/mongosh]
 """
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import time
 
+from bson import Int64
 from pymongo import WriteConcern
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -174,6 +176,16 @@ def main():
         rejoined(cl, p, s, "member behind the kept log")
         wait_equal(cl.members, "rd", "big", timeout=60)
         check(True, "the big collection equal too")
+        # it caught up from the leader's snapshot and oplog: mongod's
+        # metrics.repl.initialSync counts that sync (this process's)
+        with s.client() as c:
+            mr = c.admin.command("serverStatus")["metrics"]["repl"]
+        check(list(mr.keys()) == ["apply", "initialSync", "reconfig"], "metrics.repl's sections: %r" % mr)
+        isy = mr["initialSync"]
+        check(list(isy.keys()) == ["completed", "failedAttempts", "failures"] and
+              all(isinstance(v, Int64) for v in isy.values()), "initialSync's counters: %r" % isy)
+        check(isy["completed"] >= 1 and isy["failures"] == 0, "the catch-up counted as completed: %r" % isy)
+        check(mr["reconfig"] == {"numAutoReconfigsForRemovalOfNewlyAddedFields": 0}, "reconfig: %r" % mr)
 
         # 5. removed while it was down: it never heard of it and comes back
         # believing itself a member (its stored configuration names it); the

@@ -13,10 +13,15 @@ tamgad members on 127.0.0.1 (issue 24), through PyMongo and mongosh:
     name each of those elections as mongod does: the first by an election
     timeout, the stepdown's handoff as a step-up (stepUpCmd,
     "stepUpRequestSkipDryRun"), the takeovers as priorityTakeover; only the
-    primary shows electionCandidateMetrics.
+    primary shows electionCandidateMetrics; electionMetrics has mongod's
+    catch-up fields, all 0 (no catch-up runs on Raft);
+  - rs.status().electionParticipantMetrics on the member that voted in the
+    stepdown's election (PyMongo: the vote for the new primary in its term,
+    mongod's types) and, through mongosh, on the last primary.
 
 usage: raft_takeover.py path/to/tamgad [path/to/mongosh]
 """
+import datetime
 import json
 import os
 import subprocess
@@ -24,6 +29,7 @@ import sys
 import threading
 import time
 
+from bson import Int64, Timestamp
 from pymongo import MongoClient
 from pymongo.errors import PyMongoError
 
@@ -86,6 +92,36 @@ def check_candidate(m, reasons, priority, what):
     return ecm["lastElectionReason"]
 
 
+def check_participant(cl, p, old):
+    """The member that was neither the old primary nor the new one voted
+    for the new one in the new primary's term (libraft's answer, read as it
+    left): mongod's electionParticipantMetrics with mongod's types."""
+    voter = [m for m in cl.members if m is not p and m is not old][0]
+    with p.client() as c:
+        term = c.admin.command("replSetGetStatus")["term"]
+    with voter.client() as c:
+        st = c.admin.command("replSetGetStatus")
+    epm = st.get("electionParticipantMetrics")
+    check(epm is not None, "electionParticipantMetrics on the member that voted: %r" % sorted(st))
+    check(list(epm.keys()) == ["votedForCandidate", "electionTerm", "lastVoteDate", "electionCandidateMemberId",
+                               "voteReason", "lastWrittenOpTimeAtElection", "maxWrittenOpTimeInSet",
+                               "lastAppliedOpTimeAtElection", "maxAppliedOpTimeInSet", "priorityAtElection"],
+          "electionParticipantMetrics' fields in mongod's order: %r" % epm)
+    check(epm["votedForCandidate"] is True and epm["voteReason"] == "", "a vote granted: %r" % epm)
+    check(isinstance(epm["electionTerm"], Int64) and epm["electionTerm"] == term,
+          "electionTerm the new primary's term %d: %r" % (term, epm))
+    check(type(epm["electionCandidateMemberId"]) is int and epm["electionCandidateMemberId"] == cl.members.index(p),
+          "electionCandidateMemberId the new primary's _id: %r" % epm)
+    check(isinstance(epm["lastVoteDate"], datetime.datetime) and isinstance(epm["priorityAtElection"], float)
+          and epm["priorityAtElection"] == 1.0, "lastVoteDate a date, priorityAtElection 1.0: %r" % epm)
+    for k in ("lastWrittenOpTimeAtElection", "maxWrittenOpTimeInSet", "lastAppliedOpTimeAtElection",
+              "maxAppliedOpTimeInSet"):
+        check(isinstance(epm[k]["ts"], Timestamp) and isinstance(epm[k]["t"], Int64), "%s an optime: %r" % (k, epm))
+    check(epm["lastAppliedOpTimeAtElection"]["ts"] <= epm["maxAppliedOpTimeInSet"]["ts"],
+          "applied <= max applied in the set: %r" % epm)
+    check("electionCandidateMetrics" not in st, "the voter, a secondary, shows no candidate metrics")
+
+
 def main():
     with Cluster(TAMGAD) as cl:
         cfg = cl.config(election_ms=ET)
@@ -103,7 +139,17 @@ def main():
         for e in ems:
             for k in ("stepUpCmd", "priorityTakeover", "electionTimeout", "freezeTimeout"):
                 check(0 <= e[k]["successful"] <= e[k]["called"], "successful <= called: %r" % e)
-            check("catchUpTakeover" not in e and "numCatchUps" not in e, "no catch-up counters (none run): %r" % e)
+            keys = list(e.keys())
+            check(keys == ["stepUpCmd", "priorityTakeover", "catchUpTakeover", "electionTimeout", "freezeTimeout",
+                           "numStepDownsCausedByHigherTerm", "numCatchUps", "numCatchUpsSucceeded",
+                           "numCatchUpsAlreadyCaughtUp", "numCatchUpsSkipped", "numCatchUpsTimedOut",
+                           "numCatchUpsFailedWithError", "numCatchUpsFailedWithNewTerm",
+                           "numCatchUpsFailedWithReplSetAbortPrimaryCatchUpCmd", "averageCatchUpOps"],
+                  "electionMetrics' fields in mongod's order: %r" % keys)
+            check(e["catchUpTakeover"] == {"called": 0, "successful": 0} and
+                  all(isinstance(e[k], Int64) and e[k] == 0 for k in keys[6:14]) and
+                  isinstance(e["averageCatchUpOps"], float) and e["averageCatchUpOps"] == 0,
+                  "catch-up counters 0 (none run on Raft): %r" % e)
         r = check_candidate(m2, ("electionTimeout", "priorityTakeover"), 2, "member 2 first")
         if r == "priorityTakeover":
             check(ems[2]["priorityTakeover"]["successful"] >= 1, "member 2's takeover counted: %r" % ems[2])
@@ -135,6 +181,7 @@ def main():
             check(check_candidate(p, ("stepUpRequestSkipDryRun",), 1, "after the stepdown") ==
                   "stepUpRequestSkipDryRun", "")
             check(metrics(p)["stepUpCmd"]["successful"] >= 1, "stepUpCmd counted: %r" % metrics(p))
+            check_participant(cl, p, m2)
             # the stepdown period (6 s): member 2 must not take over
             while time.time() < t0 + 5:
                 check(primary_of(cl) is not m2, "no takeover within the stepdown period")
@@ -177,12 +224,20 @@ def main():
             script = ("var s = rs.status(); print(JSON.stringify(s.members.map(function (m) {"
                       "return [m.name, m.stateStr]; }).concat([['reason', s.electionCandidateMetrics ? "
                       "s.electionCandidateMetrics.lastElectionReason : null], ['called', "
-                      "Number(db.serverStatus().electionMetrics.priorityTakeover.called)]])))")
+                      "Number(db.serverStatus().electionMetrics.priorityTakeover.called)], ['epm', "
+                      "s.electionParticipantMetrics ? [typeof s.electionParticipantMetrics.votedForCandidate, "
+                      "s.electionParticipantMetrics.electionTerm instanceof Long, "
+                      "s.electionParticipantMetrics.lastVoteDate instanceof Date, "
+                      "typeof s.electionParticipantMetrics.voteReason, "
+                      "s.electionParticipantMetrics.maxAppliedOpTimeInSet.ts instanceof Timestamp] : null]])))")
             out = subprocess.run([MONGOSH, cl.uri(), "--quiet", "--norc", "--eval", script],
                                  capture_output=True, text=True, timeout=60)
             check(out.returncode == 0, "mongosh rs.status ran: %s" % out.stderr[-500:])
             states = dict(json.loads(out.stdout.strip().splitlines()[-1]))
             check(states.get(m0.host) == "PRIMARY", "rs.status() in mongosh: %r" % states)
+            # member 0 voted when member 2 took the primary back
+            check(states.get("epm") == ["boolean", True, True, "string", True],
+                  "mongosh: electionParticipantMetrics' types: %r" % states)
             if primary_of(cl) is m0:
                 check(states.get("reason") == "priorityTakeover" and states.get("called") >= 1,
                       "mongosh: electionCandidateMetrics and electionMetrics: %r" % states)
