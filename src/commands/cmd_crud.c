@@ -1429,6 +1429,10 @@ CMD_HANDLER(cmd_delete)
 	storage_coll_get(c->engine->st, c->db, name, &coll, NULL);
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
+	/* a retryable one on measurements is kept whole (cmd_retry_keep_whole):
+	 * its entries are the buckets' */
+	if (c->txn_oplog_session && cmd_ts_is(coll) && !cmd_ts_raw(c))
+		ERR(cmd_retry_keep_whole(c, s, "delete", err));
 	bson_iter_init(&it, &w.stmts);
 	for (i = 0; bson_iter_next(&it); i++) {
 		bson_t op, q;

@@ -1078,7 +1078,7 @@ cmd_txn_leave(cmd_t *c, int rc, terr_t *err)
 				 * goes in one of its own (a single statement's went with
 				 * its write, run_retryable_in_txn) */
 				if (!c->txn_row_written && ss != NULL && c->txn_oplog_session &&
-				    repl_retryable_reply_write(s, st, ss, c->name, &kept, &e) != 0) {
+				    repl_retryable_reply_write(s, st, c->engine->oplog, ss, c->name, &kept, &e) != 0) {
 					bson_t *attr = BCON_NEW("error", BCON_UTF8(e.msg ? e.msg : ""));
 					tlog('W', "COMMAND", 0, "Keeping a retryable write's reply failed", attr);
 					bson_destroy(attr);
@@ -1215,7 +1215,8 @@ run_retryable_in_txn(cmd_t *c, const cmd_def_t *def, storage_session_t *ss, terr
 				bson_t kept;
 				int kr;
 				kept_reply_build(c, &kept);
-				kr = repl_retryable_reply_in_txn(c->txn_session, c->engine->st, ss, c->name, &kept, err);
+				kr = repl_retryable_reply_in_txn(c->txn_session, c->engine->st, c->engine->oplog, ss, c->name, &kept,
+				    err);
 				bson_destroy(&kept);
 				if (kr != 0) {
 					storage_txn_rollback(ss);

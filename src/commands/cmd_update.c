@@ -451,6 +451,17 @@ CMD_HANDLER(cmd_update)
 	ERR(cmd_get_let(c, &let, &has_let, err));
 	if ((s = client_session(c->client, err)) == NULL)
 		goto err;
+	if (c->txn_oplog_session) {
+		/* a retryable one on measurements is kept whole
+		 * (cmd_retry_keep_whole): its entries are the buckets' (a split
+		 * logs an insert), which cannot give n / nModified back */
+		storage_coll_t *tc = NULL;
+		bool ts = storage_coll_get(c->engine->st, c->db, name, &tc, NULL) == 0 && cmd_ts_is(tc) &&
+		          !cmd_ts_raw(c);
+		storage_coll_release(tc);
+		if (ts)
+			ERR(cmd_retry_keep_whole(c, s, "update", err));
+	}
 	bson_iter_init(&it, &w.stmts);
 	for (i = 0; bson_iter_next(&it); i++) {
 		write_update_result_t r;

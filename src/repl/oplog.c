@@ -1568,6 +1568,8 @@ typedef struct noop_arg {
 	const bson_t *obj;
 	bool before_election;      /* term -1: written before any election */
 	repl_oplog_optime_t at;
+	const bson_t *o2;          /* NULL: none */
+	bool no_session;           /* without the session info s carries */
 } noop_arg_t;
 static int noop_fn(storage_session_t *s, void *p, terr_t *err);
 
@@ -1647,9 +1649,20 @@ noop_fn(storage_session_t *s, void *p, terr_t *err)
 	bson_append_utf8(&body, "op", 2, "n", 1);
 	bson_append_utf8(&body, "ns", 2, "", 0);
 	bson_append_document(&body, "o", 1, a->obj);
+	if (a->o2 != NULL)
+		bson_append_document(&body, "o2", 2, a->o2);
 	ERR(stamp(a->o, s, 1, &ts, err));
 	t = a->before_election ? -1 : term_of(a->o);
-	ERR(entry_write(s, c, ctx_of(s, true), &body, ts, t, -1, NULL, err));
+	{
+		sess_ctx_t *ctx = ctx_of(s, true);
+		bool info = ctx->has_info;
+		if (a->no_session)
+			ctx->has_info = false;
+		ret = entry_write(s, c, ctx, &body, ts, t, -1, NULL, err);
+		ctx->has_info = info;
+		if (ret != 0)
+			goto err;
+	}
 	note_written(s, ts, t);
 	a->at = (repl_oplog_optime_t){ts, t};
 err:
@@ -1666,6 +1679,25 @@ repl_oplog_noop(repl_oplog_t *o, storage_session_t *s, const bson_t *obj, repl_o
 	if (!atomic_load(&o->exists))
 		return terr_set(err, TERR_ILLEGAL_OPERATION, "the oplog does not exist");
 	RET(storage_txn_run(s, noop_fn, &a, false, err));
+	if (at != NULL)
+		*at = a.at;
+	return 0;
+}
+
+int
+repl_oplog_noop_note(repl_oplog_t *o, storage_session_t *s, const bson_t *obj, const bson_t *o2,
+                     repl_oplog_optime_t *at, terr_t *err)
+{
+	noop_arg_t a = {o, obj, false, REPL_OPLOG_OPTIME_NULL, o2, true};
+
+	if (!atomic_load(&o->exists))
+		return terr_set(err, TERR_ILLEGAL_OPERATION, "the oplog does not exist");
+	if (!storage_txn_active(s))
+		return terr_set(err, TERR_INTERNAL_ERROR, "repl_oplog_noop_note needs an open transaction");
+	/* as every logged write: a member that may not log refuses it */
+	if (o->opts.may_log != NULL && !o->opts.may_log(o->opts.term_arg))
+		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary");
+	RET(noop_fn(s, &a, err));
 	if (at != NULL)
 		*at = a.at;
 	return 0;

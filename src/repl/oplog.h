@@ -173,6 +173,19 @@ bool repl_oplog_wait_visible(repl_oplog_t *op, repl_ts_t ts, int64_t timeout_ms)
  */
 int repl_oplog_noop(repl_oplog_t *op, storage_session_t *s, const bson_t *o, repl_oplog_optime_t *at, terr_t *err);
 
+/*
+ * Write one no-op entry {op: 'n', ns: "", o: o, o2: o2 (NULL: none)} inside
+ * s's open transaction (required), without the session info s may carry
+ * (no lsid, txnNumber, stmtId or prevOpTime: it joins no statement chain and
+ * no commit hook), so it commits -- and reaches the set's log -- with the
+ * transaction's other entries.  *at (may be NULL) gets its opTime.  Errors:
+ * 20 without an oplog, 10107 on a member that may not log (a secondary).
+ * Used for Tamga's own bookkeeping that followers must derive from the log
+ * (repl/retryable.h: replies kept whole).
+ */
+int repl_oplog_noop_note(repl_oplog_t *op, storage_session_t *s, const bson_t *o, const bson_t *o2,
+                         repl_oplog_optime_t *at, terr_t *err);
+
 /* A read at a past timestamp (readConcern snapshot, a snapshot cursor's
  * getMore) is being served: keep REPL_OPLOG_HISTORY_SECS of history from now
  * on, until none came for that long (op may be NULL). */

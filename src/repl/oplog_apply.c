@@ -8,6 +8,7 @@
  * is the primary's own (repl_oplog_write_replicated).
  */
 #include "repl/oplog_apply.h"
+#include "repl/retryable.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -1068,7 +1069,8 @@ repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, co
 	bson_iter_t it;
 	bson_t found, ops;
 	uint32_t secs, inc;
-	bool was, is_ops = false, defer = tl_defer_session;
+	bson_t kept_row;
+	bool was, is_ops = false, defer = tl_defer_session, kept = false;
 	int r, ret = 0;
 
 	*applied = false;
@@ -1135,6 +1137,11 @@ repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, co
 	was = storage_thread_set_unobserved(true);
 	if (p.op[0] == 'c')
 		ret = is_ops ? apply_ops_pass(st, s, &ops, true, err) : apply_ddl(st, s, &p, err);
+	/* a retryable write's reply kept whole (repl/retryable.h): its table
+	 * exists before the entry's transaction, which writes its row */
+	kept = p.op[0] == 'n' && repl_retryable_reply_of_entry(entry, &kept_row);
+	if (ret == 0 && kept)
+		ret = repl_retryable_reply_table(st, s, err);
 	if (ret == 0 && bson_has_field(entry, "lsid") && bson_has_field(entry, "txnNumber")) {
 		/* the session table must exist before the entry's transaction */
 		static const parsed_t table = {.op = "i", .db = "config", .coll = "transactions"};
@@ -1149,6 +1156,8 @@ repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, co
 			ret = apply_crud(st, s, &p, false, err);
 		else if (is_ops)
 			ret = apply_ops_pass(st, s, &ops, false, err);
+		else if (kept)
+			ret = repl_retryable_reply_apply(st, s, &kept_row, err);
 		else if (p.op[0] != 'n' && p.op[0] != 'c')
 			ret = terr_set(err, TERR_NOT_IMPLEMENTED, "cannot apply an oplog entry of op '%s'", p.op);
 		if (ret == 0 && !(defer && !is_ops))

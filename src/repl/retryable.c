@@ -816,9 +816,14 @@ repl_retryable_image_in_txn(repl_session_t *s, storage_t *st, storage_session_t 
  * per session, {_id: lsid, txnNum, cmd, reply}. */
 #define REPLY_TABLE "tamga_retry_replies"
 
+/* The o of the no-op entry that carries a kept reply to the followers, and
+ * the o2 field holding the row. */
+#define REPLY_NOTE_MSG "tamga retryable write reply"
+#define REPLY_NOTE_FIELD "tamgaRetryReply"
+
 int
-repl_retryable_reply_in_txn(repl_session_t *s, storage_t *st, storage_session_t *ss, const char *cmd,
-                            const bson_t *reply, terr_t *err)
+repl_retryable_reply_in_txn(repl_session_t *s, storage_t *st, repl_oplog_t *op, storage_session_t *ss,
+                            const char *cmd, const bson_t *reply, terr_t *err)
 {
 	bson_t doc = BSON_INITIALIZER;
 	bool was;
@@ -829,17 +834,73 @@ repl_retryable_reply_in_txn(repl_session_t *s, storage_t *st, storage_session_t 
 	BSON_APPEND_INT64(&doc, "txnNum", repl_session_txn(s)->txn_number);
 	BSON_APPEND_UTF8(&doc, "cmd", cmd);
 	BSON_APPEND_DOCUMENT(&doc, "reply", reply);
-	/* bookkeeping of this member, as config.image_collection: unreplicated */
+	/* this member's copy, written unobserved as config.transactions' row
+	 * (the followers derive theirs from the no-op below) */
 	was = storage_session_set_unobserved(ss, true);
 	rc = upsert_by_id(st, ss, REPLY_TABLE, &doc, err);
 	storage_session_set_unobserved(ss, was);
+	if (rc == 0 && op != NULL && repl_oplog_exists(op)) {
+		/* the followers' copy: a no-op entry in the same transaction, so
+		 * it commits and enters the set's log with the write (a retry on
+		 * a new primary after a failover answers this reply) */
+		bson_t o = BSON_INITIALIZER, o2 = BSON_INITIALIZER;
+		BSON_APPEND_UTF8(&o, "msg", REPLY_NOTE_MSG);
+		BSON_APPEND_DOCUMENT(&o2, REPLY_NOTE_FIELD, &doc);
+		rc = repl_oplog_noop_note(op, ss, &o, &o2, NULL, err);
+		bson_destroy(&o);
+		bson_destroy(&o2);
+	}
 	bson_destroy(&doc);
+	return rc;
+}
+
+bool
+repl_retryable_reply_of_entry(const bson_t *entry, bson_t *row)
+{
+	bson_iter_t it, f;
+	const uint8_t *d;
+	uint32_t len;
+
+	if (!bson_iter_init_find(&it, entry, "op") || !BSON_ITER_HOLDS_UTF8(&it) ||
+	    strcmp(bson_iter_utf8(&it, NULL), "n") != 0)
+		return false;
+	if (!bson_iter_init_find(&it, entry, "o") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &f) ||
+	    !bson_iter_find(&f, "msg") || !BSON_ITER_HOLDS_UTF8(&f) ||
+	    strcmp(bson_iter_utf8(&f, NULL), REPLY_NOTE_MSG) != 0)
+		return false;
+	if (!bson_iter_init_find(&it, entry, "o2") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &f) ||
+	    !bson_iter_find(&f, REPLY_NOTE_FIELD) || !BSON_ITER_HOLDS_DOCUMENT(&f))
+		return false;
+	bson_iter_document(&f, &len, &d);
+	if (!bson_init_static(row, d, len))
+		return false;
+	/* the row's shape: {_id: lsid document, txnNum, cmd, reply} */
+	return bson_iter_init_find(&f, row, "_id") && BSON_ITER_HOLDS_DOCUMENT(&f) &&
+	       bson_iter_init_find(&f, row, "txnNum") && BSON_ITER_HOLDS_INT64(&f) &&
+	       bson_iter_init_find(&f, row, "cmd") && BSON_ITER_HOLDS_UTF8(&f) &&
+	       bson_iter_init_find(&f, row, "reply") && BSON_ITER_HOLDS_DOCUMENT(&f);
+}
+
+int
+repl_retryable_reply_table(storage_t *st, storage_session_t *ss, terr_t *err)
+{
+	return ensure_table(st, ss, REPLY_TABLE, err);
+}
+
+int
+repl_retryable_reply_apply(storage_t *st, storage_session_t *ss, const bson_t *row, terr_t *err)
+{
+	bool was = storage_session_set_unobserved(ss, true);
+	int rc = upsert_by_id(st, ss, REPLY_TABLE, row, err);
+
+	storage_session_set_unobserved(ss, was);
 	return rc;
 }
 
 struct reply_write {
 	repl_session_t *s;
 	storage_t *st;
+	repl_oplog_t *op;
 	const char *cmd;
 	const bson_t *reply;
 };
@@ -849,14 +910,14 @@ reply_write_txn(storage_session_t *ss, void *arg, terr_t *err)
 {
 	struct reply_write *w = arg;
 
-	return repl_retryable_reply_in_txn(w->s, w->st, ss, w->cmd, w->reply, err);
+	return repl_retryable_reply_in_txn(w->s, w->st, w->op, ss, w->cmd, w->reply, err);
 }
 
 int
-repl_retryable_reply_write(repl_session_t *s, storage_t *st, storage_session_t *ss, const char *cmd,
-                           const bson_t *reply, terr_t *err)
+repl_retryable_reply_write(repl_session_t *s, storage_t *st, repl_oplog_t *op, storage_session_t *ss,
+                           const char *cmd, const bson_t *reply, terr_t *err)
 {
-	struct reply_write w = {s, st, cmd, reply};
+	struct reply_write w = {s, st, op, cmd, reply};
 
 	RET(ensure_table(st, ss, REPLY_TABLE, err));
 	return storage_txn_run(ss, reply_write_txn, &w, true, err);

@@ -85,26 +85,42 @@ void repl_retryable_keep_reply(repl_session_t *s, const char *cmd, const bson_t 
  * entries are the buckets' and cannot give the reply back) are also kept
  * durably, in Tamga's own collection config.tamga_retry_replies ({_id:
  * lsid, txnNum, cmd, reply}; one per session, a later txnNumber's replaces
- * it; unreplicated, as config.image_collection), so a retry after a
- * restart answers the first reply.
+ * it), so a retry after a restart, or on another member after a failover,
+ * answers the first reply.  The row itself is written unobserved (as
+ * config.transactions'); the followers derive theirs from a no-op entry
+ * written in the same storage transaction ({op: 'n', o: {msg: "tamga
+ * retryable write reply"}, o2: {tamgaRetryReply: <row>}}, without session
+ * info: repl_oplog_noop_note), applied in the same storage transaction as
+ * that entry (repl_retryable_reply_of_entry / _reply_apply): one log, and
+ * the row is on a member exactly when the entry is.
  *
- * repl_retryable_reply_in_txn writes it inside ss's open storage
- * transaction (with the write: both or neither survive a crash);
+ * repl_retryable_reply_in_txn writes both inside ss's open storage
+ * transaction (with the write: both or neither survive a crash, and the
+ * set's log has the reply's entry right after the write's; op NULL or an
+ * oplog that does not exist: the row only);
  * repl_retryable_reply_write in its own journaled transaction (a batch of
- * several storage transactions, after the last: a crash between them
- * leaves the writes without their reply, and the retry answers 217).
+ * several storage transactions, after the last: a crash or a failover
+ * between them leaves the writes without their reply, and the retry
+ * answers 217).
  * repl_retryable_load_kept_reply, for a session whose txnNumber ran before
- * a restart and has no reply in memory: reads the one kept for cmd at the
- * active txnNumber into memory (1; repl_retryable_has_kept_reply and
- * repl_retryable_replay then answer it), 0 when there is none, -1 with err.
- * Call it outside any transaction on ss.
+ * a restart (or on the previous primary) and has no reply in memory: reads
+ * the one kept for cmd at the active txnNumber into memory (1;
+ * repl_retryable_has_kept_reply and repl_retryable_replay then answer it),
+ * 0 when there is none, -1 with err.  Call it outside any transaction on ss.
  */
-int repl_retryable_reply_in_txn(repl_session_t *s, storage_t *st, storage_session_t *ss, const char *cmd,
-                                const bson_t *reply, terr_t *err);
-int repl_retryable_reply_write(repl_session_t *s, storage_t *st, storage_session_t *ss, const char *cmd,
-                               const bson_t *reply, terr_t *err);
+int repl_retryable_reply_in_txn(repl_session_t *s, storage_t *st, repl_oplog_t *op, storage_session_t *ss,
+                                const char *cmd, const bson_t *reply, terr_t *err);
+int repl_retryable_reply_write(repl_session_t *s, storage_t *st, repl_oplog_t *op, storage_session_t *ss,
+                               const char *cmd, const bson_t *reply, terr_t *err);
 int repl_retryable_load_kept_reply(repl_session_t *s, storage_t *st, storage_session_t *ss, const char *cmd,
                                    terr_t *err);
+/* The follower's side (oplog_apply.c): true when entry is a kept reply's
+ * no-op, with *row a view into entry (valid while entry is); the table
+ * exists (its own catalog transaction: call before the entry's); the row
+ * upserted unobserved inside ss's open transaction (the entry's). */
+bool repl_retryable_reply_of_entry(const bson_t *entry, bson_t *row);
+int repl_retryable_reply_table(storage_t *st, storage_session_t *ss, terr_t *err);
+int repl_retryable_reply_apply(storage_t *st, storage_session_t *ss, const bson_t *row, terr_t *err);
 /* config.transactions exists (created when missing, its own catalog
  * transaction): call before a batch whose storage transactions write rows. */
 int repl_retryable_prepare(storage_t *st, storage_session_t *ss, terr_t *err);

@@ -33,6 +33,7 @@
 
 #include "tt.h"
 #include "repl/oplog_apply.h"
+#include "repl/retryable.h"
 #include "repl/oplog_diff.h"
 #include "repl/member_takeover.h"
 #include "repl/raft_member.h"
@@ -902,6 +903,109 @@ test_apply_run(void)
 	bson_free(dir);
 }
 
+/* A retryable write's reply kept whole reaches a follower as a no-op entry
+ * (repl/retryable.h): repl_oplog_noop_note writes it without the session
+ * info of its storage session, and applying it writes the row of
+ * config.tamga_retry_replies in the entry's transaction; a no-op of another
+ * shape writes nothing. */
+static void
+test_kept_reply(void)
+{
+	char *dir = tt_tmpdir("oplog-kept");
+	storage_options_t so = {.create = true};
+	storage_t *st = NULL;
+	storage_session_t *s = NULL;
+	storage_coll_t *c = NULL;
+	repl_clock_t *clk = repl_clock_new();
+	repl_oplog_t *op = NULL;
+	repl_oplog_options_t oo = {.size_mb = 1};
+	repl_oplog_optime_t at = REPL_OPLOG_OPTIME_NULL;
+	terr_t err = TERR_INIT;
+	bool applied = false;
+	uint8_t uuid[16] = {7};
+	bson_t lsid = BSON_INITIALIZER, row = BSON_INITIALIZER, reply = BSON_INITIALIZER, o = BSON_INITIALIZER;
+	bson_t o2 = BSON_INITIALIZER, entry, view, got, bad;
+	bson_iter_t it;
+	recid_t rid;
+
+	bson_append_binary(&lsid, "id", 2, BSON_SUBTYPE_UUID, uuid, 16);
+	BSON_APPEND_INT32(&reply, "n", 3);
+	BSON_APPEND_DOCUMENT(&row, "_id", &lsid);
+	BSON_APPEND_INT64(&row, "txnNum", 4);
+	BSON_APPEND_UTF8(&row, "cmd", "insert");
+	BSON_APPEND_DOCUMENT(&row, "reply", &reply);
+	BSON_APPEND_UTF8(&o, "msg", "tamga retryable write reply");
+	BSON_APPEND_DOCUMENT(&o2, "tamgaRetryReply", &row);
+
+	TT_EQ_INT(storage_open(dir, &so, &st, NULL), 0);
+	TT_EQ_INT(repl_oplog_open(st, clk, &oo, &op, NULL), 0);
+	TT_EQ_INT(repl_oplog_create(op, REPL_OPLOG_CREATE_EMPTY, NULL, NULL, NULL), 0);
+	TT_EQ_INT(storage_session_open(st, &s, NULL), 0);
+	/* outside a transaction: refused */
+	TT_ASSERT(repl_oplog_noop_note(op, s, &o, &o2, NULL, &err) != 0);
+	terr_clear(&err);
+	/* the writer's side: no lsid/txnNumber although s carries them */
+	TT_EQ_INT(repl_oplog_session_set(op, s, &lsid, 4, REPL_OPLOG_OPTIME_NULL, &err), 0);
+	TT_EQ_INT(storage_txn_begin(s, &err), 0);
+	TT_EQ_INT(repl_oplog_noop_note(op, s, &o, &o2, &at, &err), 0);
+	TT_EQ_INT(storage_txn_commit(s, false, &err), 0);
+	repl_oplog_session_clear(s);
+	TT_ASSERT(at.ts != 0);
+	TT_EQ_INT(repl_oplog_find(op, s, at.ts, &entry, &err), 0);
+	TT_ASSERT(!bson_has_field(&entry, "lsid") && !bson_has_field(&entry, "txnNumber") &&
+	          !bson_has_field(&entry, "stmtId") && !bson_has_field(&entry, "prevOpTime"));
+	TT_ASSERT(repl_retryable_reply_of_entry(&entry, &view));
+	TT_ASSERT(bson_equal(&view, &row));
+	/* the follower's side: a fresh member applies it (another ts) */
+	bson_destroy(&entry);
+	bson_init(&entry);
+	BSON_APPEND_UTF8(&entry, "op", "n");
+	BSON_APPEND_UTF8(&entry, "ns", "");
+	BSON_APPEND_DOCUMENT(&entry, "o", &o);
+	BSON_APPEND_DOCUMENT(&entry, "o2", &o2);
+	BSON_APPEND_TIMESTAMP(&entry, "ts", 200, 1);
+	BSON_APPEND_INT64(&entry, "t", 1);
+	BSON_APPEND_INT64(&entry, "v", 2);
+	BSON_APPEND_DATE_TIME(&entry, "wall", 100000);
+	TT_EQ_INT(repl_oplog_apply_entry(op, st, s, &entry, NULL, false, &applied, &err), 0);
+	TT_ASSERT(applied);
+	TT_EQ_INT(storage_coll_get(st, "config", "tamga_retry_replies", &c, NULL), 0);
+	bson_iter_init_find(&it, &row, "_id");
+	TT_EQ_INT(storage_txn_begin(s, &err), 0);
+	TT_EQ_INT(storage_doc_find_id(s, c, bson_iter_value(&it), &rid, &got, &err), 0);
+	TT_ASSERT(bson_equal(&got, &row));
+	storage_txn_rollback(s);
+	TT_EQ_INT(count_docs(s, c), 1);
+	/* applied again (a replay): already here, nothing written */
+	TT_EQ_INT(repl_oplog_apply_entry(op, st, s, &entry, NULL, false, &applied, &err), 0);
+	TT_ASSERT(!applied);
+	/* a no-op without the row's shape is a plain no-op */
+	bson_init(&bad);
+	BSON_APPEND_UTF8(&bad, "op", "n");
+	BSON_APPEND_UTF8(&bad, "ns", "");
+	BSON_APPEND_DOCUMENT(&bad, "o", &o);
+	BSON_APPEND_TIMESTAMP(&bad, "ts", 200, 2);
+	BSON_APPEND_INT64(&bad, "t", 1);
+	TT_ASSERT(!repl_retryable_reply_of_entry(&bad, &view));
+	TT_EQ_INT(repl_oplog_apply_entry(op, st, s, &bad, NULL, false, &applied, &err), 0);
+	TT_ASSERT(applied);
+	TT_EQ_INT(count_docs(s, c), 1);
+	storage_coll_release(c);
+	storage_session_close(s);
+	repl_oplog_close(op);
+	storage_close(st);
+	repl_clock_free(clk);
+	tt_rmdir(dir);
+	bson_free(dir);
+	bson_destroy(&entry);
+	bson_destroy(&bad);
+	bson_destroy(&lsid);
+	bson_destroy(&row);
+	bson_destroy(&reply);
+	bson_destroy(&o);
+	bson_destroy(&o2);
+}
+
 int
 main(void)
 {
@@ -913,5 +1017,6 @@ main(void)
 	TT_RUN(test_txn_chain);
 	TT_RUN(test_session_defer);
 	TT_RUN(test_apply_run);
+	TT_RUN(test_kept_reply);
 	return tt_finish();
 }

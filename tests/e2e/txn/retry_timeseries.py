@@ -6,7 +6,8 @@ statement re-sent with the same lsid/txnNumber answers that reply (with
 retriedStmtId) and is not applied again; the driver's retry after the
 connection closes after the commit (onPrimaryTransactionalWrite) or before
 the command (failCommand closeConnection) applies it once.  A retryable
-bulkWrite command on a time-series collection still answers 238.
+bulkWrite command on a time-series collection is kept whole the same way
+(e2e.replset_retry_ts retries these on a new primary after a failover).
 
 Run by CTest through with_tamgad.sh (TAMGA_URI); prints "N passed, N failed".
 """
