@@ -1212,6 +1212,12 @@ repl_oplog_apply_groupable(const bson_t *entry)
 	if (op == NULL || ns == NULL || op[0] == '\0' || op[1] != '\0' ||
 	    (op[0] != 'i' && op[0] != 'u' && op[0] != 'd' && op[0] != 'n'))
 		return false;
+	/* a kept retryable reply's no-op creates its table before its
+	 * transaction (repl_oplog_apply_entry): alone */
+	if (op[0] == 'n') {
+		bson_t row;
+		return !repl_retryable_reply_of_entry(entry, &row);
+	}
 	/* a write to system.views reloads the views after its commit: alone */
 	return !(nl >= sizeof(SYSTEM_VIEWS) && strcmp(ns + nl - (sizeof(SYSTEM_VIEWS) - 1), SYSTEM_VIEWS) == 0 &&
 	    ns[nl - sizeof(SYSTEM_VIEWS)] == '.');

@@ -103,7 +103,8 @@ void repl_oplog_apply_defer_session_row(void);
  *
  * repl_oplog_apply_groupable: whether entry may be in a run -- a CRUD entry
  * ('i', 'u', 'd') or a no-op ('n'), not on a system.views collection (its
- * views are reloaded after its own commit).  DDL, applyOps (transactions,
+ * views are reloaded after its own commit), not a kept retryable reply's
+ * no-op (its table is created before its own transaction).  DDL, applyOps (transactions,
  * partialTxn chains) and anything else are applied alone
  * (repl_oplog_apply_entry).
  *
