@@ -15,6 +15,7 @@
 #include "repl/member_tls.h"
 #include "repl/raft_auth.h"
 #include "repl/raft_tls.h"
+#include "repl/raft_lost_log.h"
 #include "repl/raft_send_guard.h"
 
 #include <errno.h>
@@ -906,6 +907,25 @@ from_stranger(const struct raft *r, const struct raft_message *msg)
 	return true;
 }
 
+/* A follower that answers from a log shorter than it acknowledged (its data
+ * was wiped): the leader learns its position again (raft_lost_log.h). */
+static void
+lost_log_check(repl_member_t *m, const struct raft_message *msg)
+{
+	raft_index was = 0;
+	bson_t attr;
+
+	if (!repl_raft_lost_log_reset(&m->raft, msg, &was))
+		return;
+	bson_init(&attr);
+	BSON_APPEND_UTF8(&attr, "raftAddress", msg->server_address != NULL ? msg->server_address : "");
+	BSON_APPEND_INT64(&attr, "lastIndex", (int64_t)msg->append_entries_result.last_log_index);
+	BSON_APPEND_INT64(&attr, "acknowledgedIndex", (int64_t)was);
+	tlog('I', "REPL", 5000277, "a member answers from a shorter Raft log than it acknowledged (its data was "
+	    "wiped): the leader replicates to it from its answer again", &attr);
+	bson_destroy(&attr);
+}
+
 static void
 fault_recv(struct raft_io *io, struct raft_message *msg)
 {
@@ -927,6 +947,7 @@ fault_recv(struct raft_io *io, struct raft_message *msg)
 		drop_message(msg);
 		return;
 	}
+	lost_log_check(m, msg);
 	m->raft_recv(io, msg);
 	/* a message of a higher term deposed this leader: no longer PRIMARY
 	 * at once, not at the next watch tick -- meanwhile its writers took
