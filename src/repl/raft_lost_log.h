@@ -21,7 +21,14 @@
  * learns the follower's position again from this very answer (a snapshot's
  * answer ends the SNAPSHOT state; a rejection makes it probe or send the
  * snapshot).  Lowering a match index only makes the leader wait longer:
- * libraft's commit index never goes back.
+ * libraft's commit index never goes back.  libraft 0.15.0 itself answers
+ * below what it acknowledged in one more case: a follower sent a snapshot
+ * whose entries it holds in memory answers "have all entries" at once,
+ * and its next rejection reports its last *stored* index, which may be
+ * lower until they are written (seen after a kill -9 and a restart,
+ * e2e.replset_sync): the reset is then needless but harmless -- the next
+ * answer raises the match index again (at worst one more snapshot sent,
+ * which the member finds it already holds).
  *
  * Not here: the member's own rejoin (member_rejoin.h), what the member does
  * with the snapshot (member_recover.h).
