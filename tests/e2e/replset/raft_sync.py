@@ -12,7 +12,7 @@ src/repl/initial_sync.h, src/repl/member_rejoin.h):
      member copies every collection (options, indexes, documents) and the
      oplog from the copy's start (STARTUP2 meanwhile) and ends SECONDARY
      with every collection equal (a hash in _id order) and the same indexes;
-     after 1. and 2. a w: 3 write is acknowledged within 10 / 15 s (the
+     after 1. and 2. a w: 3 write is acknowledged within 20 / 25 s (the
      leader kept a wiped member's old Raft match index and sent it nothing
      for 30 s: src/repl/raft_lost_log.h);
   3. a wiped member held in STARTUP2 (the fail point
@@ -148,7 +148,7 @@ def behind(cl, p):
     # its Raft log was kept (libraft may still answer below what it
     # acknowledged: a snapshot it answered 'have all entries' for before
     # they were stored; then the leader's reset is logged, harmlessly)
-    w3_soon(cl.wait_primary(10), "behind", 10000)
+    w3_soon(cl.wait_primary(10), "behind", 20000)
     print("behind: %s back as a secondary by %s (states seen %r)" % (s1.host, method, sorted(seen)))
     return s1
 
@@ -212,7 +212,7 @@ def wiped(cl, p):
     check(len(acked) > 10, "the writer went on: %d batches, errors %r" % (len(acked), errors[:3]))
     # SECONDARY after its copy: it takes the writer's last entries and the
     # next one at once, not after libraft's 30 s install-snapshot timeout
-    w3_soon(p, "wiped", 15000)
+    w3_soon(p, "wiped", 25000)
     with p.client() as c:
         term1 = c.admin.command("replSetGetStatus")["term"]
     # the same leader as before the wipe (it held the member's old match index)
