@@ -329,7 +329,7 @@ retryable_oplog_begin(cmd_t *c, int64_t txn_number, terr_t *err)
 {
 	storage_session_t *ss;
 	bson_t lsid;
-	int n;
+	int n, rc;
 
 	if (c->engine->oplog == NULL || !repl_oplog_exists(c->engine->oplog) || !lsid_doc(c, &lsid))
 		return 0;
@@ -340,8 +340,13 @@ retryable_oplog_begin(cmd_t *c, int64_t txn_number, terr_t *err)
 		RET(stmt_ids_init(c, n, err));
 	if (n != 1)
 		RET(repl_retryable_prepare(c->engine->st, ss, err));
-	RET(repl_oplog_session_set(c->engine->oplog, ss, &lsid, txn_number, repl_retryable_last_write(c->txn_session),
-	    err));
+	/* the entries carry the whole lsid {id, uid}, as mongod's: a member
+	 * keys the session's config.transactions row by it */
+	repl_session_lsid(c->txn_session, &lsid);
+	rc = repl_oplog_session_set(c->engine->oplog, ss, &lsid, txn_number, repl_retryable_last_write(c->txn_session),
+	    err);
+	bson_destroy(&lsid);
+	RET(rc);
 	if (n == 1)
 		repl_oplog_session_set_stmt(ss, c->txn_stmt_ids[0]);
 	else
@@ -814,8 +819,14 @@ cmd_txn_enter(cmd_t *c, const cmd_def_t *def, terr_t *err)
 		    atomic_load(&c->engine->max_txn_lock_request_timeout_ms));
 	if (start) {
 		bson_t lsid;
-		if (lsid_doc(c, &lsid) && repl_txn_attach_oplog(s, c->engine->oplog, &lsid, err) != 0)
-			return -1;
+		if (lsid_doc(c, &lsid)) {
+			int rc;
+			repl_session_lsid(s, &lsid);   /* {id, uid}, as mongod's entries carry it */
+			rc = repl_txn_attach_oplog(s, c->engine->oplog, &lsid, err);
+			bson_destroy(&lsid);
+			if (rc != 0)
+				return -1;
+		}
 	}
 	/* a statement of the transaction: it runs on the transaction's storage
 	 * session, whichever connection sent it */
@@ -1243,9 +1254,12 @@ run_retryable_in_txn(cmd_t *c, const cmd_def_t *def, storage_session_t *ss, terr
 		bson_reinit(c->reply);
 		if (c->txn_oplog_session) {
 			bson_t lsid;
-			if (lsid_doc(c, &lsid))
+			if (lsid_doc(c, &lsid)) {
+				repl_session_lsid(c->txn_session, &lsid);   /* {id, uid}, as the first attempt's */
 				repl_oplog_session_set(c->engine->oplog, ss, &lsid, repl_session_txn(c->txn_session)->txn_number,
 				    repl_retryable_last_write(c->txn_session), NULL);
+				bson_destroy(&lsid);
+			}
 			repl_oplog_session_set_stmt(ss, c->txn_stmt_ids != NULL ? c->txn_stmt_ids[0] : 0);
 		}
 		usleep((useconds_t)(attempt < 3 ? 0 : 100 + rand_r(&seed) % 2000));

@@ -15,6 +15,7 @@
 #include "repl/member_tls.h"
 #include "repl/raft_auth.h"
 #include "repl/raft_tls.h"
+#include "repl/raft_lost_log.h"
 #include "repl/raft_send_guard.h"
 
 #include <errno.h>
@@ -108,6 +109,8 @@ struct repl_member {
 	/* replSetStepDown: Raft's leadership transfer */
 	struct raft_transfer transfer;
 	bool transfer_requested, transfer_pending;
+	raft_id hand_on_last;         /* loop thread, m->lock: hand_on_target's last pick */
+	raft_id prev_leader;          /* loop thread, m->lock: the last leader this member followed */
 	bool leader_seen;             /* loop's view: leader in leader_term */
 	uint64_t leader_term;
 	int start_rc;                 /* set by the loop thread before `started` */
@@ -734,12 +737,18 @@ takeover_tick_locked(repl_member_t *m, int state, raft_id lid, int64_t now)
  * it heard from within an election timeout that holds most of the log, 0
  * when none (Raft's own pick).  Raft's pick alone may be a dead member whose
  * match index is high: the transfer fails an election timeout later and is
- * tried again, again on it, while the live ones cannot campaign. */
+ * tried again, again on it, while the live ones cannot campaign.  Not,
+ * while another voter answers, the leader this member followed last nor the
+ * one it handed on to last time: two members that may not stay leader (one
+ * frozen or stepping down, one copying) each handing on to the other passed
+ * the leadership back and forth (e2e.replset_sync's held case, once the
+ * copying member's Raft log was current: raft_lost_log.h), and a stepdown
+ * whose transfer reached a copying member got it back (262). */
 static raft_id
 hand_on_target(repl_member_t *m)
 {
-	raft_id best = 0, self = m->raft.id;
-	raft_index best_match = 0;
+	raft_id best = 0, fallback = 0, self = m->raft.id;
+	raft_index best_match = 0, fallback_match = 0;
 
 	if (m->raft.leader_state.progress == NULL)
 		return 0;
@@ -748,12 +757,35 @@ hand_on_target(repl_member_t *m)
 		const struct raft_progress *pr = &m->raft.leader_state.progress[k];
 		if (sv->id == self || sv->role != RAFT_VOTER || !pr->recent_recv)
 			continue;
-		if (best == 0 || pr->match_index > best_match) {
+		if (sv->id == m->prev_leader || sv->id == m->hand_on_last) {
+			if (fallback == 0 || pr->match_index > fallback_match) {
+				fallback = sv->id;
+				fallback_match = pr->match_index;
+			}
+		} else if (best == 0 || pr->match_index > best_match) {
 			best = sv->id;
 			best_match = pr->match_index;
 		}
 	}
+	if (best == 0)
+		best = fallback;
+	m->hand_on_last = best;
 	return best;
+}
+
+static void
+forget_silent_leader(repl_member_t *m)
+{
+	struct raft *r = &m->raft;
+	raft_time now = r->io->time(r->io);
+
+	if (r->follower_state.current_leader.id == 0 || now < r->election_timer_start ||
+	    now - r->election_timer_start < (raft_time)m->o.election_timeout_ms)
+		return;
+	/* what libraft's own conversion out of follower does with it */
+	raft_free(r->follower_state.current_leader.address);
+	r->follower_state.current_leader.address = NULL;
+	r->follower_state.current_leader.id = 0;
 }
 
 static void
@@ -780,6 +812,8 @@ on_watch(uv_timer_t *t)
 		m->election_hold = !m->election_hold;
 		raft_set_election_timeout(&m->raft, m->election_hold ? STARTUP2_ELECTION_TIMEOUT_MS : et < 100 ? 100 : et);
 	}
+	if (m->election_hold && state == RAFT_FOLLOWER)
+		forget_silent_leader(m);
 	if (state == RAFT_LEADER) {
 		match_snapshot_locked(m);
 		/* who the leader heard from within an election timeout */
@@ -821,6 +855,8 @@ on_watch(uv_timer_t *t)
 			}
 		}
 	} else {
+		if (lid != 0 && lid != m->raft.id)
+			m->prev_leader = lid;
 		if (lid != 0) {
 			for (int i = 0; i < m->o.npeers; i++) {
 				m->reachable[i] = i == m->o.self_index || i == m->leader_index;
@@ -921,6 +957,25 @@ from_stranger(const struct raft *r, const struct raft_message *msg)
 
 static void vote_seen(repl_member_t *m, const struct raft_request_vote *rv);
 
+/* A follower that answers from a log shorter than it acknowledged (its data
+ * wiped): the leader learns its position again (raft_lost_log.h). */
+static void
+lost_log_check(repl_member_t *m, const struct raft_message *msg)
+{
+	raft_index was = 0;
+	bson_t attr;
+
+	if (!repl_raft_lost_log_reset(&m->raft, msg, &was))
+		return;
+	bson_init(&attr);
+	BSON_APPEND_UTF8(&attr, "raftAddress", msg->server_address != NULL ? msg->server_address : "");
+	BSON_APPEND_INT64(&attr, "lastIndex", (int64_t)msg->append_entries_result.last_log_index);
+	BSON_APPEND_INT64(&attr, "acknowledgedIndex", (int64_t)was);
+	tlog('I', "REPL", 5000277, "a member answers from a shorter Raft log than it acknowledged (its data "
+	    "wiped, or entries it acknowledged not stored yet): the leader learns its position again", &attr);
+	bson_destroy(&attr);
+}
+
 static void
 fault_recv(struct raft_io *io, struct raft_message *msg)
 {
@@ -946,6 +1001,7 @@ fault_recv(struct raft_io *io, struct raft_message *msg)
 		m->vote_candidate = 0;
 	if (msg->type == RAFT_IO_REQUEST_VOTE && !msg->request_vote.pre_vote)
 		vote_seen(m, &msg->request_vote);
+	lost_log_check(m, msg);
 	m->raft_recv(io, msg);
 	/* a message of a higher term deposed this leader: no longer PRIMARY
 	 * at once, not at the next watch tick -- meanwhile its writers took

@@ -532,17 +532,13 @@ repl_retryable_replay(repl_session_t *s, repl_oplog_t *op, storage_session_t *ss
 	return 1;
 }
 
+/* The session's lsid {id, uid} under key: the _id of its rows here, the
+ * same lsid its oplog entries carry (repl/session.h), so a follower that
+ * keys its row by the entry's lsid writes the same row. */
 static void
 append_lsid(bson_t *doc, const char *key, repl_session_t *s)
 {
-	bson_t id;
-	uint8_t uid[32];
-
-	bson_append_document_begin(doc, key, -1, &id);
-	bson_append_binary(&id, "id", 2, BSON_SUBTYPE_UUID, repl_session_id(s), 16);
-	repl_session_uid(NULL, uid);
-	bson_append_binary(&id, "uid", 3, BSON_SUBTYPE_BINARY, uid, 32);
-	bson_append_document_end(doc, &id);
+	repl_session_append_lsid(doc, key, s);
 }
 
 struct row_write {
@@ -559,11 +555,23 @@ struct row_write {
 static const bson_t *
 row_key(repl_session_t *s)
 {
+	bson_t id;
 	repl_txn_state_t *t = repl_session_txn(s);
+	uint8_t uid[32];
 
+	/* built again when another user named the session since */
+	repl_session_owner_uid(s, uid);
+	if (t->row_key != NULL && memcmp(t->row_key_uid, uid, 32) != 0) {
+		bson_destroy(t->row_key);
+		t->row_key = NULL;
+	}
 	if (t->row_key == NULL) {
 		t->row_key = bson_new();
-		append_lsid(t->row_key, "_id", s);
+		bson_append_document_begin(t->row_key, "_id", 3, &id);
+		bson_append_binary(&id, "id", 2, BSON_SUBTYPE_UUID, repl_session_id(s), 16);
+		bson_append_binary(&id, "uid", 3, BSON_SUBTYPE_BINARY, uid, 32);
+		bson_append_document_end(t->row_key, &id);
+		memcpy(t->row_key_uid, uid, 32);
 	}
 	return t->row_key;
 }
@@ -1144,6 +1152,19 @@ repl_retryable_load(repl_sessions_t *ss, storage_session_t *s, terr_t *err)
 		num = bson_iter_int64(&it);
 		if (repl_session_checkout(ss, id, 0, &sess, NULL) != 0)
 			continue;
+		{
+			/* the row's uid: the user whose writes it records */
+			bson_iter_t idd;
+			bson_subtype_t st;
+			uint32_t ulen;
+			const uint8_t *uid;
+			if (bson_iter_init_find(&it, &doc, "_id") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+			    bson_iter_recurse(&it, &idd) && bson_iter_find(&idd, "uid") && BSON_ITER_HOLDS_BINARY(&idd)) {
+				bson_iter_binary(&idd, &st, &ulen, &uid);
+				if (ulen == 32)
+					repl_session_adopt_uid(sess, uid);
+			}
+		}
 		{
 			repl_txn_state_t *t = repl_session_txn(sess);
 			bool committed = bson_iter_init_find(&it, &doc, "state") && BSON_ITER_HOLDS_UTF8(&it) &&

@@ -516,6 +516,48 @@ repl_session_id(const repl_session_t *s)
 	return s->id;
 }
 
+void
+repl_session_owner_uid(const repl_session_t *s, uint8_t uid[32])
+{
+	/* a touch from another connection may change it meanwhile */
+	pthread_mutex_lock(&s->reg->mu);
+	memcpy(uid, s->uid, SHA256_DIGEST_LENGTH);
+	pthread_mutex_unlock(&s->reg->mu);
+}
+
+void
+repl_session_adopt_uid(repl_session_t *s, const uint8_t uid[32])
+{
+	pthread_mutex_lock(&s->reg->mu);
+	if (!s->listed)
+		memcpy(s->uid, uid, SHA256_DIGEST_LENGTH);
+	pthread_mutex_unlock(&s->reg->mu);
+}
+
+void
+repl_session_append_lsid(bson_t *doc, const char *key, const repl_session_t *s)
+{
+	bson_t d;
+	uint8_t uid[SHA256_DIGEST_LENGTH];
+
+	repl_session_owner_uid(s, uid);
+	bson_append_document_begin(doc, key, -1, &d);
+	bson_append_binary(&d, "id", 2, BSON_SUBTYPE_UUID, s->id, 16);
+	bson_append_binary(&d, "uid", 3, BSON_SUBTYPE_BINARY, uid, SHA256_DIGEST_LENGTH);
+	bson_append_document_end(doc, &d);
+}
+
+void
+repl_session_lsid(const repl_session_t *s, bson_t *out)
+{
+	uint8_t uid[SHA256_DIGEST_LENGTH];
+
+	repl_session_owner_uid(s, uid);
+	bson_init(out);
+	bson_append_binary(out, "id", 2, BSON_SUBTYPE_UUID, s->id, 16);
+	bson_append_binary(out, "uid", 3, BSON_SUBTYPE_BINARY, uid, SHA256_DIGEST_LENGTH);
+}
+
 const char *
 repl_session_describe(const repl_session_t *s, char buf[160])
 {

@@ -104,6 +104,21 @@ void repl_session_checkin(repl_session_t *s);
 /* The session's id (16 bytes) and its printed form as mongod shows an lsid
  * in messages: "{ id: UUID(\"...\"), uid: BinData(0, ...) }" (into buf). */
 const uint8_t *repl_session_id(const repl_session_t *s);
+/* The session's full logical session id as mongod's LogicalSessionId
+ * serializes it, {id: UUID, uid: BinData(0, 32 bytes)}: uid is the
+ * SHA-256 of its user's "name@db" (the user who last named it,
+ * repl_sessions_touch), of "" without one.  What the oplog entries of its
+ * retryable writes and transactions carry as `lsid`, and the _id of its
+ * config.transactions row.  repl_session_lsid initializes out (the caller
+ * destroys it); repl_session_append_lsid appends it to doc under key. */
+void repl_session_lsid(const repl_session_t *s, bson_t *out);
+void repl_session_append_lsid(bson_t *doc, const char *key, const repl_session_t *s);
+/* The uid above (32 bytes copied). */
+void repl_session_owner_uid(const repl_session_t *s, uint8_t uid[32]);
+/* A session no client has named since it entered the registry (one read
+ * back from its config.transactions row at step-up) takes the row's uid;
+ * a session a client named keeps its user's.  uid: 32 bytes. */
+void repl_session_adopt_uid(repl_session_t *s, const uint8_t uid[32]);
 /* The registry s belongs to. */
 repl_sessions_t *repl_session_registry(repl_session_t *s);
 const char *repl_session_describe(const repl_session_t *s, char buf[160]);

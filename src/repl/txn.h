@@ -64,6 +64,7 @@ typedef struct repl_txn_state {
 	 * (owned) and the RecordId it was last written at (0: unknown; a hint,
 	 * checked against the row's _id before use) -- repl/retryable.c */
 	bson_t *row_key;
+	uint8_t row_key_uid[32];  /* the uid row_key was built with */
 	int64_t row_recid;
 	uint8_t row_uuid[16];     /* ... in the table of this UUID (a new table restarts RecordIds) */
 	uint8_t *row_last;        /* the row as last written there (owned; its _id and size are the hint) */

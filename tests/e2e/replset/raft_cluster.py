@@ -47,7 +47,8 @@ def free_ports(n):
     got = []
     while len(got) < n:
         p = random.randint(30000, top)
-        if p in got or p + RAFT_OFFSET in got:
+        # nor one member's Raft port another's port (p - 1000 taken)
+        if p in got or p + RAFT_OFFSET in got or p - RAFT_OFFSET in got:
             continue
         if port_free(p) and port_free(p + RAFT_OFFSET):
             got.append(p)

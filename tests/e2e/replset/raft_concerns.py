@@ -32,6 +32,7 @@ tamgad members on 127.0.0.1 (issue 24), through PyMongo and mongosh:
 
 usage: raft_concerns.py path/to/tamgad [path/to/mongosh]
 """
+import hashlib
 import json
 import os
 import subprocess
@@ -39,6 +40,7 @@ import sys
 import threading
 import time
 
+from bson.binary import Binary
 from bson.timestamp import Timestamp
 from pymongo import MongoClient, ReadPreference, WriteConcern
 from pymongo.errors import PyMongoError, WriteConcernError
@@ -52,6 +54,7 @@ TAMGAD = sys.argv[1]
 MONGOSH = sys.argv[2] if len(sys.argv) > 2 and os.path.exists(sys.argv[2]) else None
 checks = 0
 DCS = ["east", "west", "north"]
+NO_AUTH_UID = Binary(hashlib.sha256(b"").digest())   # mongod's uid of a session without access control
 
 
 def check(cond, what):
@@ -235,9 +238,10 @@ def retry_rows(cl, p):
                     nums = set()
                     for m, mc in zip(cl.members, clients):
                         entry = mc.local.oplog.rs.find_one({"ns": "rc.rows", "o._id": last})
-                        # the primary's row is keyed {id, uid}, a secondary's by the entry's lsid
-                        row = mc.config.transactions.find_one({"_id.id": lsid["id"]})
+                        # every member keys the row by the entry's lsid: {id, uid} (uid: SHA-256 of "")
+                        row = mc.config.transactions.find_one({"_id": {"id": lsid["id"], "uid": NO_AUTH_UID}})
                         check(entry is not None and row is not None, "%s: batch %d's last entry and session row: %s %s" % (m.host, k, entry, row))
+                        check(entry["lsid"] == row["_id"], "%s: the entry's lsid is the row's _id: %s" % (m.host, entry["lsid"]))
                         check(row["lastWriteOpTime"]["ts"] == entry["ts"] and row["lastWriteOpTime"]["t"] == entry["t"],
                               "%s: session row at the batch's last entry (%s, %s)" % (m.host, row, entry["ts"]))
                         check(row["txnNum"] == entry["txnNumber"], "%s: session row's txnNum %s" % (m.host, row))

@@ -9,7 +9,10 @@ rs.add(): it gets the leader's snapshot and copies the data (src/repl/
 initial_sync.c).  Every member must then answer the same listCollections,
 listIndexes, documents (the buckets too, through rawData), view results,
 users and roles.  Then the new member's data folder is wiped and it copies
-everything again.
+everything again, and a `w: 3` write right after its copy is acknowledged
+within 10 s (the leader kept the wiped member's old Raft match index and
+sent it nothing for libraft's 30 s install-snapshot timeout:
+src/repl/raft_lost_log.h).
 
 usage: raft_isync.py path/to/tamgad
 """
@@ -23,7 +26,7 @@ from pymongo import ReadPreference, WriteConcern
 from pymongo.errors import PyMongoError
 
 sys.path.insert(0, os.path.dirname(__file__))
-from raft_cluster import Cluster, coll_hash  # noqa: E402
+from raft_cluster import Cluster, coll_hash, wait_state  # noqa: E402
 
 TAMGAD = sys.argv[1]
 # src/repl/raft_member.c: SNAPSHOT_THRESHOLD + SNAPSHOT_TRAILING
@@ -178,8 +181,19 @@ def main():
         with p.client() as c:
             c.isync.get_collection("after", write_concern=WriteConcern(w="majority")).insert_one({"_id": 1})
         new.start()
+        # the member copies, goes SECONDARY, and takes the next entry at
+        # once: the leader once held it in libraft's SNAPSHOT state for the
+        # 30 s install-snapshot timeout (src/repl/raft_lost_log.h)
+        wait_state(new, [2], 120)
+        t1 = time.time()
+        with p.client() as c:
+            r = c.isync.command("insert", "w3", documents=[{"_id": 0}], writeConcern={"w": 3, "wtimeout": 10000})
+        check("writeConcernError" not in r, "w: 3 right after the wiped member's copy, in %.1fs: %r" %
+              (time.time() - t1, r))
+        with open(p.log, "rb") as f:
+            check(b'"id":5000277' in f.read(), "the leader logged the member's shorter Raft log (5000277)")
         s2 = wait_same(cl, new)
-        check([x["name"] for x in s2["collections"]] == sorted([x["name"] for x in s["collections"]] + ["after"]),
+        check([x["name"] for x in s2["collections"]] == sorted([x["name"] for x in s["collections"]] + ["after", "w3"]),
               "the wiped member has every namespace: %r" % [x["name"] for x in s2["collections"]])
         with open(new.log, "rb") as f:
             copies = f.read().count(b'"id":21164')

@@ -12,6 +12,9 @@ src/repl/initial_sync.h, src/repl/member_rejoin.h):
      member copies every collection (options, indexes, documents) and the
      oplog from the copy's start (STARTUP2 meanwhile) and ends SECONDARY
      with every collection equal (a hash in _id order) and the same indexes;
+     after 1. and 2. a w: 3 write is acknowledged within 20 / 25 s (the
+     leader kept a wiped member's old Raft match index and sent it nothing
+     for 30 s: src/repl/raft_lost_log.h);
   3. a wiped member held in STARTUP2 (the fail point
      initialSyncHangBeforeCopyingDatabases) is never elected through two
      stepdowns and a kill -9 of the primary, then ends SECONDARY.
@@ -86,6 +89,21 @@ def wait_equal_secondary(cl, m, colls, timeout=90):
     raise AssertionError("%s did not become an equal secondary: %r\n%s" % (m.host, last, m.tail(80)))
 
 
+def w3_soon(p, what, timeout_ms):
+    """A w: 3 write acknowledged within timeout_ms: the member that came
+    back takes the next entries at once (src/repl/raft_lost_log.h: a wiped
+    member was held 30 s in libraft's SNAPSHOT state)."""
+    t = time.time()
+    with p.client() as c:
+        r = c.sync.command("insert", "w3", documents=[{"what": what}],
+                           writeConcern={"w": 3, "wtimeout": timeout_ms})
+    check("writeConcernError" not in r, "%s: w: 3 within %d ms, in %.1fs: %r" % (what, timeout_ms, time.time() - t, r))
+
+
+def lost_log_lines(p):
+    return p.tail(1000000).count('"id":5000277')
+
+
 def behind(cl, p):
     s1 = [m for m in cl.members if m is not p][0]
     with p.client() as c:
@@ -127,6 +145,10 @@ def behind(cl, p):
     with s1.client(read_preference=ReadPreference.SECONDARY_PREFERRED) as c:
         check(c.sync.a.count_documents({}) == ENOUGH + 1 - sum(1 for j in range(ENOUGH) if j % 97 == 7),
               "document count after the catch-up")
+    # its Raft log was kept (libraft may still answer below what it
+    # acknowledged: a snapshot it answered 'have all entries' for before
+    # they were stored; then the leader's reset is logged, harmlessly)
+    w3_soon(cl.wait_primary(10), "behind", 20000)
     print("behind: %s back as a secondary by %s (states seen %r)" % (s1.host, method, sorted(seen)))
     return s1
 
@@ -160,6 +182,8 @@ def wiped(cl, p):
         db.capped.insert_many([{"_id": i} for i in range(100)])
         db.c.create_index([("k", 1)], unique=True, name="k_u")
         db.c.insert_many([{"_id": i, "k": i} for i in range(200)])
+    with p.client() as c:
+        term0 = c.admin.command("replSetGetStatus")["term"]
     t = threading.Thread(target=writer)
     t.start()
     try:
@@ -186,6 +210,13 @@ def wiped(cl, p):
         stop.set()
         t.join(60)
     check(len(acked) > 10, "the writer went on: %d batches, errors %r" % (len(acked), errors[:3]))
+    # SECONDARY after its copy: it takes the writer's last entries and the
+    # next one at once, not after libraft's 30 s install-snapshot timeout
+    w3_soon(p, "wiped", 25000)
+    with p.client() as c:
+        term1 = c.admin.command("replSetGetStatus")["term"]
+    # the same leader as before the wipe (it held the member's old match index)
+    check(term1 != term0 or lost_log_lines(p) >= 1, "the leader logged the wiped member's shorter Raft log (5000277)")
     hs, seen2 = wait_equal_secondary(cl, s2, ["a", "b", "c", "capped"])
     check(len(hs) == 4, "hashes")
     log = s2.tail(100000)
