@@ -98,8 +98,16 @@ def main():
         h2 = cmd(m2, "hello")
         check(h2.get("hidden") is True and h2.get("secondaryDelaySecs") == DELAY and h2.get("passive") is True,
               "the delayed member's hello: %r" % h2)
-        st = cmd(p, "replSetGetStatus")
-        check(sorted(x["stateStr"] for x in st["members"]) == ["PRIMARY", "SECONDARY", "SECONDARY", "SECONDARY"],
+        # the primary's view of each member follows its Raft progress: ask
+        # until every member has answered it once
+        deadline = time.time() + 30
+        while True:
+            st = cmd(p, "replSetGetStatus")
+            states = sorted(x["stateStr"] for x in st["members"])
+            if states == ["PRIMARY", "SECONDARY", "SECONDARY", "SECONDARY"] or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        check(states == ["PRIMARY", "SECONDARY", "SECONDARY", "SECONDARY"],
               "rs.status(): %r" % [(x["name"], x["stateStr"]) for x in st["members"]])
 
         # writes acknowledged by three, then by all four (the delayed member
