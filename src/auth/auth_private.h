@@ -85,4 +85,12 @@ bool auth_nslist_allowed(const auth_nslist_t *l, const auth_privset_t *ps);
 /* Whether any occurrence of field in body is true (a duplicate field counts). */
 bool auth_body_any_true(const bson_t *body, const char *field);
 
+/* auth_scram.c: mongod's icuX509DNPrep, ICU's RFC 4518 LDAP stringprep
+ * profile (the one mongod opens: its mapping to space and to nothing, NFKC,
+ * the prohibited tables; no case folding, no collapsing of spaces) on n
+ * bytes of UTF-8 (NUL bytes included).  0 with *out (bson_free,
+ * NUL-terminated) and *outlen bytes; -1 with err (invalid UTF-8, a
+ * prohibited code point: mongod's normalizeStrings fails then). */
+int auth_x509_dnprep(const unsigned char *in, size_t n, char **out, size_t *outlen, terr_t *err);
+
 #endif

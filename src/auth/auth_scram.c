@@ -131,18 +131,19 @@ auth_b64_decode(const char *text, size_t n, uint8_t **out, size_t *out_len)
  * bidirectional rule, unassigned code points refused.  mongod's messages:
  * 2 "Non UTF-8 data encountered", 2 "Unable to normalize input string".
  */
-int
-auth_saslprep(const char *in, char **out, terr_t *err)
+static int
+stringprep(const char *in, size_t inlen, UStringPrepProfileType type, char **out, size_t *outlen, terr_t *err)
 {
 	UErrorCode e = U_ZERO_ERROR;
 	UStringPrepProfile *prof = NULL;
 	UChar *u = NULL, *p = NULL;
 	int32_t ulen = 0, plen = 0, olen = 0;
-	size_t inlen = strlen(in);
 	char *o = NULL;
 	int ret = 0;
 
 	*out = NULL;
+	if (outlen != NULL)
+		*outlen = 0;
 	if (inlen == 0) {
 		*out = bson_strdup("");
 		return 0;
@@ -161,7 +162,7 @@ auth_saslprep(const char *in, char **out, terr_t *err)
 	u_strFromUTF8(u, ulen + 1, &ulen, in, (int32_t)inlen, &e);
 	if (U_FAILURE(e))
 		ERR(terr_set(err, 50688, "Error converting UTF-8 string: %s", u_errorName(e)));
-	prof = usprep_openByType(USPREP_RFC4013_SASLPREP, &e);
+	prof = usprep_openByType(type, &e);
 	if (U_FAILURE(e))
 		ERR(terr_set(err, 50691, "Unable to open unicode string prep profile: %s", u_errorName(e)));
 	plen = usprep_prepare(prof, u, ulen, NULL, 0, USPREP_DEFAULT, NULL, &e);
@@ -187,6 +188,8 @@ auth_saslprep(const char *in, char **out, terr_t *err)
 	}
 	o[olen] = '\0';
 	*out = o;
+	if (outlen != NULL)
+		*outlen = (size_t)olen;
 err:
 	if (prof != NULL)
 		usprep_close(prof);
@@ -199,6 +202,18 @@ err:
 		bson_free(p);
 	}
 	return ret;
+}
+
+int
+auth_saslprep(const char *in, char **out, terr_t *err)
+{
+	return stringprep(in, strlen(in), USPREP_RFC4013_SASLPREP, out, NULL, err);
+}
+
+int
+auth_x509_dnprep(const unsigned char *in, size_t n, char **out, size_t *outlen, terr_t *err)
+{
+	return stringprep((const char *)in, n, USPREP_RFC4518_LDAP, out, outlen, err);
 }
 
 /* ---- key derivation --------------------------------------------------------- */

@@ -6,6 +6,7 @@
  */
 #include "auth/auth_x509.h"
 
+#include <ctype.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <openssl/objects.h>
 #include <openssl/pem.h>
 
+#include "auth/auth_private.h"
 #include "common/mem.h"
 
 #define TERR_INVALID_SSL_CONFIG 140
@@ -51,6 +53,48 @@ value_free(unsigned char *v, bool openssl)
 		OPENSSL_free(v);
 	else
 		bson_free(v);
+}
+
+/* Whether an entry of ASN.1 type t is one of the DirectoryString types
+ * mongod's normalizeStrings prepares (the others keep their type and bytes,
+ * and never equal a value given as text). */
+static bool
+directory_string(int t)
+{
+	return t == V_ASN1_UTF8STRING || t == V_ASN1_PRINTABLESTRING || t == V_ASN1_T61STRING ||
+	    t == V_ASN1_UNIVERSALSTRING || t == V_ASN1_BMPSTRING || t == V_ASN1_IA5STRING || t == V_ASN1_OCTET_STRING;
+}
+
+/* One certificate entry's value as mongod compares it: a DirectoryString
+ * through RFC 4518 stringprep (auth_x509_dnprep; an empty one stays empty),
+ * anything else as it is with *type its ASN.1 type (-1 for a prepared
+ * one).  0 with *out (bson_free) and *len; -1 when the value cannot be read
+ * or prepared (mongod's normalizeStrings fails: the name matches nothing). */
+static int
+entry_prepared(const X509_NAME_ENTRY *e, char **out, size_t *len, int *type)
+{
+	unsigned char *v;
+	int n;
+	bool ossl;
+	terr_t err = TERR_INIT;
+	int t = ASN1_STRING_type(X509_NAME_ENTRY_get_data(e)), r = 0;
+
+	if (entry_value(e, &v, &n, &ossl) != 0) {
+		ERR_clear_error();
+		return -1;
+	}
+	*type = -1;
+	if (!directory_string(t)) {
+		*type = t;
+		*out = bson_malloc((size_t)n + 1);
+		memcpy(*out, v, (size_t)n + 1);
+		*len = (size_t)n;
+	} else if (auth_x509_dnprep(v, (size_t)n, out, len, &err) != 0) {
+		terr_clear(&err);
+		r = -1;
+	}
+	value_free(v, ossl);
+	return r;
 }
 
 /* The attribute's name: OpenSSL's short name, else the dotted OID. */
@@ -179,26 +223,26 @@ cluster_attrs(const X509_NAME *name, cluster_attrs_t *out)
 	for (int i = 0; i < count; i++) {
 		const X509_NAME_ENTRY *e = X509_NAME_get_entry(name, i);
 		int nid = OBJ_obj2nid(X509_NAME_ENTRY_get_object(e));
-		unsigned char *v;
-		int n;
-		bool ossl;
+		char *v;
+		size_t n;
+		int type;
 
 		if (nid != NID_organizationName && nid != NID_organizationalUnitName && nid != NID_domainComponent)
 			continue;
-		if (entry_value(e, &v, &n, &ossl) != 0) {
-			ERR_clear_error();
+		/* compared as mongod's isClusterMember does, after normalizeStrings */
+		if (entry_prepared(e, &v, &n, &type) != 0) {
 			attrs_clear(out);
 			return -1;
 		}
 		/* the value may hold NUL bytes: hex keeps the comparison exact */
 		{
 			bson_string_t *s = bson_string_new(NULL);
-			bson_string_append_printf(s, "%d\x01", nid);
-			for (int k = 0; k < n; k++)
-				bson_string_append_printf(s, "%02x", v[k]);
+			bson_string_append_printf(s, "%d\x01%d\x01", nid, type);
+			for (size_t k = 0; k < n; k++)
+				bson_string_append_printf(s, "%02x", (unsigned char)v[k]);
 			out->v[out->n++] = bson_string_free(s, false);
 		}
-		value_free(v, ossl);
+		bson_free(v);
 	}
 	qsort(out->v, out->n, sizeof(char *), cmp_str);
 	return 0;
@@ -266,17 +310,19 @@ static size_t g_rule_ext_len;
 
 /* ---- net.tls.clusterAuthX509 ---------------------------------------------------- */
 
-/* One entry as the rule compares it: the dotted OID, \x01, the value's
- * bytes in hex (the value may hold NUL bytes). */
+/* One entry as the rule compares it: the dotted OID, \x01, the type
+ * (-1: prepared UTF-8), \x01, the value's bytes in hex (the value may hold
+ * NUL bytes). */
 static char *
-entry_key(const ASN1_OBJECT *o, const unsigned char *v, size_t n)
+entry_key(const ASN1_OBJECT *o, int type, const unsigned char *v, size_t n)
 {
 	char oid[128];
 	bson_string_t *s = bson_string_new(NULL);
 
 	if (OBJ_obj2txt(oid, (int)sizeof(oid), o, 1) <= 0)
 		bson_strncpy(oid, "?", sizeof(oid));
-	bson_string_append_printf(s, "%s\x01", oid);
+	/* type -1: a prepared UTF-8 value (mongod's Entry compares the type too) */
+	bson_string_append_printf(s, "%s\x01%d\x01", oid, type);
 	for (size_t k = 0; k < n; k++)
 		bson_string_append_printf(s, "%02x", v[k]);
 	return bson_string_free(s, false);
@@ -302,17 +348,16 @@ name_entries(const X509_NAME *name, cluster_attrs_t *out)
 	memset(out, 0, sizeof(*out));
 	for (int i = 0; i < count; i++) {
 		const X509_NAME_ENTRY *e = X509_NAME_get_entry(name, i);
-		unsigned char *v;
-		int n;
-		bool ossl;
+		char *v;
+		size_t n;
+		int type;
 
-		if (entry_value(e, &v, &n, &ossl) != 0) {
-			ERR_clear_error();
+		if (entry_prepared(e, &v, &n, &type) != 0) {
 			attrs_clear(out);
 			return -1;
 		}
-		attrs_push(out, &cap, entry_key(X509_NAME_ENTRY_get_object(e), v, (size_t)n));
-		value_free(v, ossl);
+		attrs_push(out, &cap, entry_key(X509_NAME_ENTRY_get_object(e), type, (const unsigned char *)v, n));
+		bson_free(v);
 	}
 	if (out->n > 0)
 		qsort(out->v, out->n, sizeof(char *), cmp_str);
@@ -326,80 +371,180 @@ hexval(char c)
 	    c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
+/* RFC 4514's characters a value must escape (mongod's isEscaped), and those
+ * it may (isMayBeEscaped: a space, '#', '='). */
+static bool
+dn_escaped(char c)
+{
+	return c != '\0' && strchr("\"+,;<>\\", c) != NULL;
+}
+
+static bool
+dn_may_be_escaped(char c)
+{
+	return c == ' ' || c == '#' || c == '=';
+}
+
+/*
+ * mongod's parseDN (its RFC4514Parser), then normalizeStrings on each value:
+ * spaces before a name and a value skipped, a name of a letter then letters,
+ * digits and '-' or of a digit then digits and '.' (spaces inside it
+ * dropped), a value up to an unescaped ',' or '+' in which '"' ';' '<' '>'
+ * must be escaped, '\' escapes one of those, a space, '#' or '=' or gives
+ * two hex digits, a leading '#' (a raw DER value) refused; unescaped
+ * trailing spaces are kept unless escaped spaces end the value (then the
+ * value ends after them, as mongod trims).  A trailing ',' opens an empty
+ * RDN mongod takes ("O=a," parses as "O=a"); a ', ' or a name with no
+ * value overflows the string (51036).  The messages are mongod's.
+ */
 int
 auth_x509_parse_dn(const char *text, auth_x509_dn_t *out, terr_t *err)
 {
 	cluster_attrs_t *a = out;
 	size_t cap = 0, len = text != NULL ? strlen(text) : 0, i = 0;
+	int code = TERR_BAD_VALUE;
+	char why[200];
 
 	memset(a, 0, sizeof(*a));
+	why[0] = '\0';
+	if (!bson_utf8_validate(text != NULL ? text : "", len, false)) {
+		bson_strncpy(why, "DN strings must be valid UTF-8 strings", sizeof(why));
+		goto bad;
+	}
 	while (i < len) {
 		char key[128];
-		size_t k = 0;
+		size_t k = 0, keep;
+		bool oid;
+		int trailing = 0;        /* escaped spaces at the value's end */
 		bson_string_t *val;
-		size_t keep;             /* the value's length up to its last escaped or non-space byte */
 		ASN1_OBJECT *obj;
+		char *prepped;
+		size_t plen;
+		terr_t pe = TERR_INIT;
 
 		while (i < len && text[i] == ' ')
 			i++;
-		while (i < len && text[i] != '=' && text[i] != ',' && text[i] != '+') {
-			if (k + 1 >= sizeof(key))
-				goto bad;
-			key[k++] = text[i++];
-		}
-		while (k > 0 && key[k - 1] == ' ')
-			k--;
-		key[k] = '\0';
-		if (i >= len || text[i] != '=' || k == 0)
+		if (i >= len) {
+			code = 51036;
+			bson_strncpy(why, "Overflowed string while parsing DN string", sizeof(why));
 			goto bad;
-		i++;
-		while (i < len && text[i] == ' ')
-			i++;
-		val = bson_string_new(NULL);
-		keep = 0;
-		while (i < len && text[i] != ',' && text[i] != '+') {
-			if (text[i] == '\\') {
-				int h1 = i + 1 < len ? hexval(text[i + 1]) : -1;
-				int h2 = i + 2 < len ? hexval(text[i + 2]) : -1;
-				if (h1 >= 0 && h2 >= 0) {
-					bson_string_append_c(val, (char)(h1 * 16 + h2));
-					i += 3;
-				} else if (i + 1 < len) {
-					bson_string_append_c(val, text[i + 1]);
-					i += 2;
-				} else {
-					bson_string_free(val, true);
-					goto bad;
-				}
-				keep = val->len;
-				continue;
-			}
-			bson_string_append_c(val, text[i]);
-			if (text[i] != ' ')
-				keep = val->len;
-			i++;
 		}
+		if (!isdigit((unsigned char)text[i]) && !isalpha((unsigned char)text[i])) {
+			snprintf(why, sizeof(why), "DN attribute names must begin with either a digit or an alpha not '%c'",
+			    text[i]);
+			goto bad;
+		}
+		oid = isdigit((unsigned char)text[i]);
+		for (; i < len && text[i] != '='; i++) {
+			unsigned char c = (unsigned char)text[i];
+			if (c == ' ')
+				continue;
+			if (oid ? !(isdigit(c) || c == '.') : !(isalnum(c) || c == '-')) {
+				snprintf(why, sizeof(why), "DN attribute name contains an invalid character '%c'", c);
+				goto bad;
+			}
+			if (k + 1 >= sizeof(key)) {
+				bson_strncpy(why, "DN attribute name is too long", sizeof(why));
+				goto bad;
+			}
+			key[k++] = (char)c;
+		}
+		key[k] = '\0';
+		if (i < len)
+			i++; /* the '=' */
 		obj = OBJ_txt2obj(key, 0);
 		if (obj == NULL) {
 			ERR_clear_error();
-			bson_string_free(val, true);
-			attrs_clear(a);
-			return terr_set(err, TERR_BAD_VALUE, "Unknown attribute '%s' in the distinguished name '%s'", key,
-			    text);
+			snprintf(why, sizeof(why), "DN contained an unknown OID %s", key);
+			goto bad;
 		}
-		attrs_push(a, &cap, entry_key(obj, (const unsigned char *)val->str, keep));
+		while (i < len && text[i] == ' ')
+			i++;
+		if (i >= len) {
+			ASN1_OBJECT_free(obj);
+			code = 51036;
+			bson_strncpy(why, "Overflowed string while parsing DN string", sizeof(why));
+			goto bad;
+		}
+		if (text[i] == '#') {
+			ASN1_OBJECT_free(obj);
+			bson_strncpy(why, "Raw DER sequences are not supported in DN strings", sizeof(why));
+			goto bad;
+		}
+		val = bson_string_new(NULL);
+		for (; i < len && text[i] != ',' && text[i] != '+'; i++) {
+			char c = text[i];
+			if (c == '\\') {
+				char d = i + 1 < len ? text[i + 1] : '\0';
+				if (dn_escaped(d)) {
+					bson_string_append_c(val, d);
+					trailing = 0;
+					i++;
+				} else if (hexval(d) >= 0) {
+					char d2 = i + 2 < len ? text[i + 2] : '\0';
+					char h;
+					if (hexval(d2) < 0) {
+						snprintf(why, sizeof(why), "Escaped hex value contains invalid character '%c'", d2);
+						goto bad_value;
+					}
+					h = (char)(hexval(d) * 16 + hexval(d2));
+					bson_string_append_c(val, h);
+					trailing = h == ' ' ? trailing + 1 : 0;
+					i += 2;
+				} else if (dn_may_be_escaped(d)) {
+					bson_string_append_c(val, d);
+					trailing = d == ' ' ? trailing + 1 : 0;
+					i++;
+				} else {
+					snprintf(why, sizeof(why), "Invalid escaped character '%c'", d);
+					goto bad_value;
+				}
+				continue;
+			}
+			if (dn_escaped(c)) {
+				snprintf(why, sizeof(why), "Found unescaped character that should be escaped: '%c'", c);
+				goto bad_value;
+			}
+			if (c != ' ')
+				trailing = 0;
+			bson_string_append_c(val, c);
+		}
+		/* mongod trims only after escaped trailing spaces: to the last
+		 * non-space byte and that many spaces */
+		keep = val->len;
+		if (trailing > 0) {
+			size_t last = val->len;
+			while (last > 0 && val->str[last - 1] == ' ')
+				last--;
+			keep = last + (size_t)trailing;
+		}
+		if (auth_x509_dnprep((const unsigned char *)val->str, keep, &prepped, &plen, &pe) != 0) {
+			code = 50693;
+			snprintf(why, sizeof(why), "Failed normalizing string: %s", pe.msg != NULL ? pe.msg : "");
+			terr_clear(&pe);
+			goto bad_value;
+		}
+		attrs_push(a, &cap, entry_key(obj, -1, (const unsigned char *)prepped, plen));
+		bson_free(prepped);
 		ASN1_OBJECT_free(obj);
 		bson_string_free(val, true);
 		if (i < len)
 			i++; /* the ',' or '+' */
-	}
-	if (a->n == 0)
+		continue;
+bad_value:
+		ASN1_OBJECT_free(obj);
+		bson_string_free(val, true);
 		goto bad;
+	}
+	if (a->n == 0) {
+		bson_strncpy(why, "Cannot parse empty DN", sizeof(why));
+		goto bad;
+	}
 	qsort(a->v, a->n, sizeof(char *), cmp_str);
 	return 0;
 bad:
 	attrs_clear(a);
-	return terr_set(err, TERR_BAD_VALUE, "Invalid distinguished name '%s'", text != NULL ? text : "");
+	return terr_set(err, code, "%s", why);
 }
 
 void

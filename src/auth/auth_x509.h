@@ -152,11 +152,16 @@ typedef struct auth_x509_dn {
 	char **v;
 	size_t n;
 } auth_x509_dn_t;
-/* Parse text into out (auth_x509_dn_clear after); -1 with err 2. */
+/* Parse text into out (auth_x509_dn_clear after) as mongod's parseDN then
+ * normalizeStrings (auth_x509.c says the rules); -1 with err: 2 BadValue,
+ * 51036 when the text ends inside a name or before a value, 50693 when a
+ * value cannot be prepared; mongod's messages. */
 int auth_x509_parse_dn(const char *text, auth_x509_dn_t *out, terr_t *err);
 void auth_x509_dn_clear(auth_x509_dn_t *dn);
 /* mongod's SSLX509Name::contains: every entry of want appears in name
- * (any RDN, any order); values compare as UTF-8 bytes. */
+ * (any RDN, any order); values compare as UTF-8 bytes once both sides went
+ * through RFC 4518 stringprep (ICU's LDAP profile: no case folding, spaces
+ * kept), a certificate value that cannot be prepared matching nothing. */
 bool auth_x509_dn_contains(const X509_NAME *name, const auth_x509_dn_t *want);
 /* The mongoClusterMembership value of cert: 0 and *out (bson_free,
  * NUL-terminated, *len bytes), 1 when cert has no such extension, -1 when

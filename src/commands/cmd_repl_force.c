@@ -55,7 +55,12 @@ struct cmd_repl_watch {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool stopping;
+	bool poked;   /* cmd_repl_watch_poke: a round now */
 };
+
+/* Guards e->config_watch against a poke from a Raft thread while the watch
+ * stops (taken before a watch's own lock, never by the watch thread). */
+static pthread_mutex_t watch_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static pthread_mutex_t force_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -431,6 +436,9 @@ watch_round(engine_t *e, int timeout_ms)
 		return 0;
 	}
 	if (repl_set_state(e->rs) == REPL_STATE_REMOVED) {
+		/* REMOVED through the set's log (cmd_repl_member_on_config runs on
+		 * the Raft server's thread, and pokes this one): its server stops */
+		cmd_repl_member_retire_if_removed(e);
 		bson_destroy(&mine);
 		return 0;   /* a newer configuration adds it back (_tamgaReplSetJoin) */
 	}
@@ -504,9 +512,11 @@ watch_main(void *arg)
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += WATCH_PERIOD_MS / 1000;
-		pthread_cond_timedwait(&w->cond, &w->lock, &ts);
+		if (!w->poked)
+			pthread_cond_timedwait(&w->cond, &w->lock, &ts);
 		if (w->stopping)
 			break;
+		w->poked = false;
 		pthread_mutex_unlock(&w->lock);
 		watch_round(w->e, WATCH_RPC_MS);
 		pthread_mutex_lock(&w->lock);
@@ -520,8 +530,11 @@ cmd_repl_watch_start(engine_t *e)
 {
 	struct cmd_repl_watch *w;
 
-	if (e->config_watch != NULL || e->rs == NULL)
+	pthread_mutex_lock(&watch_mu);
+	if (e->config_watch != NULL || e->rs == NULL) {
+		pthread_mutex_unlock(&watch_mu);
 		return;
+	}
 	w = bson_malloc0(sizeof(*w));
 	w->e = e;
 	pthread_mutex_init(&w->lock, NULL);
@@ -530,16 +543,38 @@ cmd_repl_watch_start(engine_t *e)
 		pthread_mutex_destroy(&w->lock);
 		pthread_cond_destroy(&w->cond);
 		bson_free(w);
+		pthread_mutex_unlock(&watch_mu);
 		return;
 	}
 	e->config_watch = w;
+	pthread_mutex_unlock(&watch_mu);
+}
+
+void
+cmd_repl_watch_poke(engine_t *e)
+{
+	struct cmd_repl_watch *w;
+
+	pthread_mutex_lock(&watch_mu);
+	w = e->config_watch;
+	if (w != NULL) {
+		pthread_mutex_lock(&w->lock);
+		w->poked = true;
+		pthread_cond_broadcast(&w->cond);
+		pthread_mutex_unlock(&w->lock);
+	}
+	pthread_mutex_unlock(&watch_mu);
 }
 
 void
 cmd_repl_watch_stop(engine_t *e)
 {
-	struct cmd_repl_watch *w = e->config_watch;
+	struct cmd_repl_watch *w;
 
+	pthread_mutex_lock(&watch_mu);
+	w = e->config_watch;
+	e->config_watch = NULL;
+	pthread_mutex_unlock(&watch_mu);
 	if (w == NULL)
 		return;
 	pthread_mutex_lock(&w->lock);
@@ -550,7 +585,6 @@ cmd_repl_watch_stop(engine_t *e)
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);
 	bson_free(w);
-	e->config_watch = NULL;
 }
 
 int

@@ -299,6 +299,27 @@ save_raft_leftover(engine_t *e, const bson_t *cfg)
 	bson_free(dbpath);
 }
 
+bool
+cmd_repl_member_retire_if_removed(engine_t *e)
+{
+	terr_t err = TERR_INIT;
+	bool done = false;
+
+	pthread_mutex_lock(&swap_mu);
+	/* under swap_mu: a re-add (readd_self) stores the configuration that
+	 * names this node (STARTUP2) before it restarts the server under the
+	 * same lock, so a server started for it is never the one halted here */
+	if (e->member != NULL && e->rs != NULL && repl_set_state(e->rs) == REPL_STATE_REMOVED) {
+		done = retire_locked(e, &err) == 0;
+		if (done)
+			tlog('I', "REPL", 5000282, "this member is REMOVED: its Raft server is stopped until it is added again",
+			    NULL);
+	}
+	pthread_mutex_unlock(&swap_mu);
+	terr_clear(&err);
+	return done;
+}
+
 int
 cmd_repl_member_restart(engine_t *e, const bson_t *cfg, cmd_repl_restart_t how, terr_t *err)
 {
@@ -332,9 +353,14 @@ cmd_repl_member_stop(engine_t *e)
 /* ---- initiate and join ------------------------------------------------------------------------------- */
 
 /* The checks every member runs on a configuration of several: mongod's
- * (repl_set_config_check), this build's limits, the Raft ports. */
+ * (repl_set_config_check), this build's limits, the Raft ports.  initiating:
+ * this node runs replSetInitiate, and must be electable under cfg (mongod's
+ * validateConfigForInitiate, findSelfInConfigIfElectable); a member handed
+ * the configuration (a join: mongod's validateConfigForHeartbeatReconfig,
+ * findSelfInConfig) need only find itself in it, so priority 0, hidden,
+ * delayed and non-voting members are taken at initiate as by mongod. */
 static int
-check_multi(engine_t *e, const bson_t *cfg, terr_t *err)
+check_multi(engine_t *e, const bson_t *cfg, bool initiating, terr_t *err)
 {
 	repl_member_peer_t *peers = NULL;
 	repl_set_info_t in;
@@ -350,11 +376,7 @@ check_multi(engine_t *e, const bson_t *cfg, terr_t *err)
 		self_host[0] = '\0';
 		if (e->self_host != NULL)
 			bson_strncpy(self_host, e->self_host, sizeof(self_host));
-		/* a configuration of a later version comes from a reconfig: this
-		 * node is being added, and need not be electable */
-		bson_iter_t v;
-		bool initiate = !bson_iter_init_find(&v, cfg, "version") || bson_iter_as_int64(&v) <= 1;
-		if (repl_set_config_check(cfg, repl_set_name(e->rs), self_host[0] ? self_host : NULL, initiate, &idx,
+		if (repl_set_config_check(cfg, repl_set_name(e->rs), self_host[0] ? self_host : NULL, initiating, &idx,
 		    err) != 0) {
 			if (err->code != TERR_NODE_NOT_FOUND && err->code != TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE)
 				err->code = TERR_INVALID_REPLICA_SET_CONFIG;
@@ -442,7 +464,7 @@ cmd_repl_member_initiate(cmd_t *c, const bson_t *cfg, terr_t *err)
 
 	if (repl_set_initiated(e->rs))
 		return terr_set(err, TERR_ALREADY_INITIALIZED, "already initialized");
-	RET(check_multi(e, cfg, err));
+	RET(check_multi(e, cfg, true, err));
 	full = repl_set_config_completed(cfg);
 	repl_set_info(e->rs, &in);
 	if (repl_member_peers(full, e->self_host, &peers, &n, &self, err) != 0) {
@@ -514,7 +536,7 @@ readd_self(engine_t *e, const bson_t *cfg, bool dry, terr_t *err)
 		    repl_set_name(e->rs));
 	if (members_of(cfg) < 2)
 		return terr_set(err, TERR_INVALID_REPLICA_SET_CONFIG, "a join needs a configuration of several members");
-	RET(check_multi(e, cfg, err));   /* it names this node (74 otherwise) */
+	RET(check_multi(e, cfg, false, err));   /* it names this node (74 otherwise) */
 	if (dry)
 		return 0;
 	RET(repl_set_config_replace(e->rs, cfg, err));
@@ -562,7 +584,7 @@ CMD_HANDLER(cmd_tamga_repl_set_join)
 		return terr_set(err, TERR_ALREADY_INITIALIZED, "already initialized");
 	if (members_of(&cfg) < 2)
 		return terr_set(err, TERR_INVALID_REPLICA_SET_CONFIG, "a join needs a configuration of several members");
-	RET(check_multi(e, &cfg, err));
+	RET(check_multi(e, &cfg, false, err));
 	{
 		/* added by a reconfig: no initial sync yet, so only a member with
 		 * no data of its own may join (it applies the set's whole log) */
@@ -634,7 +656,11 @@ CMD_HANDLER(cmd_tamga_repl_set_removed)
 			    strcmp(bson_iter_utf8(&b, NULL), in.self_host) == 0)
 				return terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
 				    "the configuration names this node");
-	return repl_set_config_replace(e->rs, &cfg, err);
+	RET(repl_set_config_replace(e->rs, &cfg, err));
+	/* REMOVED: its Raft server of the old configuration stops (no
+	 * election of its own, no message to the set's members) */
+	cmd_repl_member_retire_if_removed(e);
+	return 0;
 }
 
 /* ---- replSetStepDown ------------------------------------------------------------------------------------ */

@@ -39,6 +39,12 @@ int cmd_repl_member_restart(engine_t *e, const bson_t *cfg, cmd_repl_restart_t h
 /* This node's Raft server halted and kept (REMOVED by a newer
  * configuration); 0, or -1 with err set. */
 int cmd_repl_member_retire(engine_t *e, terr_t *err);
+/* The same when this node is REMOVED and its Raft server runs (checked
+ * under the swap lock, so a re-add's new server is never halted); true
+ * when it halted one.  Never from a thread of the Raft server itself (it
+ * joins them): the configuration applier wakes the watch instead
+ * (cmd_repl_watch_poke). */
+bool cmd_repl_member_retire_if_removed(engine_t *e);
 
 /* cmd_repl_force.c.  replSetReconfig {force: true} on this node (any
  * state): see the file's comment. */
@@ -55,6 +61,9 @@ void cmd_repl_watch_stop(engine_t *e);
 /* One round of it now, on the caller's thread (about a second at most):
  * 1 when a newer configuration was adopted, else 0. */
 int cmd_repl_watch_check_now(engine_t *e);
+/* The watch runs a round now rather than at its next period (a no-op
+ * when it does not run); any thread, the Raft server's included. */
+void cmd_repl_watch_poke(engine_t *e);
 /* replSetStepDown of a set of several: stop taking writes and hand the
  * leadership over (repl_member_step_down), waiting up to
  * secondaryCatchUpPeriodSecs (10 s when 0 without force) or maxTimeMS; for

@@ -174,9 +174,11 @@ cmd_repl_member_on_config(void *arg, const bson_t *entry)
 	}
 	cmd_repl_member_self_role(&cfg, in.self_host, &no_lead, &delay);
 	if (self < 0) {
-		/* removed from the set: it keeps going with what it had (mongod
-		 * would say REMOVED) */
+		/* removed from the set: REMOVED (repl_set_config_replace); its
+		 * Raft server is stopped by the configuration watch (this is one
+		 * of the server's own threads, which cannot join itself) */
 		tlog('W', "REPL", 5000261, "this member is not in the new replica set configuration", NULL);
+		cmd_repl_watch_poke(e);
 	} else if (e->member != NULL) {
 		repl_member_reconfigure(e->member, peers, n, self, no_lead, delay);
 	}

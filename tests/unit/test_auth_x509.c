@@ -349,7 +349,7 @@ test_parse_dn(void)
 	X509_NAME *n;
 
 	/* mongod's form: spaces around items, short names, an OID, escapes */
-	TT_EQ_INT(auth_x509_parse_dn("title=foo, C=US, ST=New York ,L=New York City", &dn, &err), 0);
+	TT_EQ_INT(auth_x509_parse_dn("title=foo, C=US, ST=New York,L=New York City", &dn, &err), 0);
 	TT_EQ_INT((int)dn.n, 4);
 	n = name_of((const char *const[]){"C=US", "ST=New York", "L=New York City", "O=Tamga", "CN=x", "title=foo",
 	    NULL});
@@ -400,6 +400,101 @@ test_parse_dn(void)
 	terr_clear(&err);
 	TT_EQ_INT(auth_x509_parse_dn("O=a\\", &dn, &err), -1);
 	terr_clear(&err);
+}
+
+/* One attributes text against one name: 1 contained, 0 not, -1 refused
+ * (err's code in *code). */
+static int
+dn_match(const char *text, const char *const *items, int *code)
+{
+	auth_x509_dn_t dn;
+	terr_t err = TERR_INIT;
+	X509_NAME *n;
+	int r;
+
+	*code = 0;
+	if (auth_x509_parse_dn(text, &dn, &err) != 0) {
+		*code = err.code;
+		terr_clear(&err);
+		return -1;
+	}
+	n = name_of(items);
+	r = auth_x509_dn_contains(n, &dn) ? 1 : 0;
+	X509_NAME_free(n);
+	auth_x509_dn_clear(&dn);
+	return r;
+}
+
+/* mongod's RFC4514Parser corners and its normalizeStrings: ICU's RFC 4518
+ * LDAP profile, which maps (NBSP to a space, a zero-width space to
+ * nothing) and applies NFKC, but neither folds case nor collapses or trims
+ * spaces. */
+static void
+test_parse_dn_mongod(void)
+{
+	static const char *const ab[] = {"O=a", "OU=b", "CN=x", NULL};
+	int code;
+
+	/* a trailing ',' opens an empty RDN mongod takes; ", " or ",," do not */
+	TT_EQ_INT(dn_match("O=a,", ab, &code), 1);
+	TT_EQ_INT(dn_match("O=a, ", ab, &code), -1);
+	TT_EQ_INT(code, 51036);
+	TT_EQ_INT(dn_match("O=a,,", ab, &code), -1);
+	TT_EQ_INT(code, 2);
+	/* a name with no value, an empty value, spaces inside a name */
+	TT_EQ_INT(dn_match("O=", ab, &code), -1);
+	TT_EQ_INT(code, 51036);
+	TT_EQ_INT(dn_match("O", ab, &code), -1);
+	TT_EQ_INT(code, 51036);
+	TT_EQ_INT(dn_match("O=,OU=b", ab, &code), 0);   /* parsed: an empty O the name lacks */
+	TT_EQ_INT(dn_match("O U=b", ab, &code), 1);
+	TT_EQ_INT(dn_match("   ", ab, &code), -1);
+	TT_EQ_INT(code, 51036);
+	/* characters mongod refuses */
+	TT_EQ_INT(dn_match("O=#0403616263", ab, &code), -1);
+	TT_EQ_INT(code, 2);
+	TT_EQ_INT(dn_match("O=a;b", ab, &code), -1);
+	TT_EQ_INT(dn_match("O=a<b", ab, &code), -1);
+	TT_EQ_INT(dn_match("O=a\\q", ab, &code), -1);
+	TT_EQ_INT(dn_match("O=a\\4z", ab, &code), -1);
+	TT_EQ_INT(dn_match("O=a\\4", ab, &code), -1);
+	TT_EQ_INT(dn_match("-O=a", ab, &code), -1);
+	TT_EQ_INT(dn_match("O_U=a", ab, &code), -1);
+	TT_EQ_INT(dn_match("2.5.4.10x=a", ab, &code), -1);
+	TT_EQ_INT(dn_match("O=\xff", ab, &code), -1);
+	/* what may be escaped: '=' and '#' inside, quotes and ';' escaped */
+	TT_EQ_INT(dn_match("O=a\\=b\\#\\;\\\"", (const char *const[]){"O=a=b#;\"", NULL}, &code), 1);
+	TT_EQ_INT(dn_match("O=a=b", (const char *const[]){"O=a=b", NULL}, &code), 1);
+
+	/* spaces: leading ones skipped, unescaped trailing ones kept (mongod
+	 * trims only after escaped ones), inner ones as they are */
+	TT_EQ_INT(dn_match("O=   a,OU=b", ab, &code), 1);
+	TT_EQ_INT(dn_match("O=a ,OU=b", ab, &code), 0);
+	TT_EQ_INT(dn_match("O=a ,OU=b", (const char *const[]){"O=a ", "OU=b", NULL}, &code), 1);
+	TT_EQ_INT(dn_match("O=a\\  ", (const char *const[]){"O=a ", NULL}, &code), 1);
+	TT_EQ_INT(dn_match("O=a\\20\\  ", (const char *const[]){"O=a  ", NULL}, &code), 1);
+	TT_EQ_INT(dn_match("O=Mongo DB", (const char *const[]){"O=Mongo  DB", NULL}, &code), 0);
+	/* case is kept: mongod's profile is RFC 4518 LDAP, not LDAP_CI */
+	TT_EQ_INT(dn_match("O=mongodb", (const char *const[]){"O=MongoDB", NULL}, &code), 0);
+	TT_EQ_INT(dn_match("2.5.4.10=MongoDB", (const char *const[]){"O=MongoDB", NULL}, &code), 1);
+	/* the profile's mapping and NFKC, on either side */
+	TT_EQ_INT(dn_match("O=Mongo\\C2\\A0DB", (const char *const[]){"O=Mongo DB", NULL}, &code), 1);
+	TT_EQ_INT(dn_match("O=Mongo DB", (const char *const[]){"O=Mongo\xc2\xa0" "DB", NULL}, &code), 1);
+	TT_EQ_INT(dn_match("O=Mongo\xe2\x80\x8b" "DB", (const char *const[]){"O=MongoDB", NULL}, &code), 1);
+	TT_EQ_INT(dn_match("O=Mongo", (const char *const[]){"O=\xef\xbc\xad" "ongo", NULL}, &code), 1);
+	TT_EQ_INT(dn_match("O=caf\\C3\\A9", (const char *const[]){"O=cafe\xcc\x81", NULL}, &code), 1);
+
+	/* the O/OU/DC rule between two certificates normalizes the same way */
+	{
+		X509_NAME *x = name_of((const char *const[]){"O=Mongo\xc2\xa0" "DB", "OU=k", "CN=a", NULL});
+		X509_NAME *y = name_of((const char *const[]){"O=Mongo DB", "OU=k", "CN=b", NULL});
+		X509_NAME *z = name_of((const char *const[]){"O=mongo DB", "OU=k", "CN=b", NULL});
+		TT_ASSERT(auth_x509_names_same_cluster(x, y));
+		TT_ASSERT(!auth_x509_names_same_cluster(x, z));
+		X509_NAME_free(x);
+		X509_NAME_free(y);
+		X509_NAME_free(z);
+	}
 }
 
 static void
@@ -524,6 +619,7 @@ main(void)
 	TT_RUN(test_cluster_mode);
 	TT_RUN(test_authenticate_decision);
 	TT_RUN(test_parse_dn);
+	TT_RUN(test_parse_dn_mongod);
 	TT_RUN(test_extension_value);
 	TT_RUN(test_member_rules);
 	return tt_finish();

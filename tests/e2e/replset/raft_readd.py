@@ -14,6 +14,9 @@ mongod lets rs.remove(h) be followed by rs.add(h) of the same member:
   - removed while it was down (it never heard of it, and comes back with
     a configuration naming it): it asks the others as it starts and goes
     REMOVED, then it rejoins;
+  - a REMOVED member stops its Raft server (5000282): no ELECTION line in
+    its log past the REMOVED transition while the set goes on writing, and
+    its Raft server starts again (5000245) when it is added back;
   - serverStatus().repl on the primary, the member back and a removed
     member: hello's set fields, rbid, userWriteBlockMode (mongod 9.0's);
     metrics.repl.apply (ops, batches) counts what the secondary applied,
@@ -58,6 +61,40 @@ def remove(p, s):
         r = c.admin.command("serverStatus")["repl"]
     check("setName" not in r and r["isWritablePrimary"] is False and "rbid" in r,
           "a removed member's serverStatus.repl is its no-config hello: %r" % r)
+
+
+def log_lines(m):
+    """The JSON lines of member m's log."""
+    out = []
+    with open(m.log, "rb") as f:
+        for raw in f:
+            try:
+                d = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(d, dict):
+                out.append(d)
+    return out
+
+
+def removed_quiet(s, quiet_secs):
+    """The removed member s stopped its Raft server, and its log has no
+    ELECTION line past its last transition to REMOVED for quiet_secs (more
+    than two election timeouts); the index of that transition's line."""
+    deadline = time.time() + 20
+    while True:
+        lines = log_lines(s)
+        at = max([i for i, d in enumerate(lines) if d.get("id") == 21358 and
+                  d.get("attr", {}).get("newState") == "REMOVED"] or [-1])
+        if at >= 0 and any(d.get("id") == 5000282 for d in lines[at:]):
+            break
+        check(time.time() < deadline, "%s: its Raft server stopped after REMOVED: %s" % (s.host, lines[at:][-20:]))
+        time.sleep(0.2)
+    time.sleep(quiet_secs)
+    lines = log_lines(s)
+    el = [d for d in lines[at:] if d.get("c") == "ELECTION"]
+    check(not el, "%s: no election once REMOVED: %r" % (s.host, el[:5]))
+    return at
 
 
 def add_pymongo(p, s, _id):
@@ -134,6 +171,7 @@ def main():
         # 1. removed, still running: rs.add() through mongosh (a new _id)
         remove(p, s)
         write_some(p, "while-removed")
+        at = removed_quiet(s, 3 * 2.0)
         if MONGOSH is not None:
             uri = "mongodb://%s/?replicaSet=%s" % (",".join(m.host for m in others), cl.set_name)
             out = subprocess.run([MONGOSH, uri, "--quiet", "--norc", "--eval",
@@ -144,6 +182,7 @@ def main():
         else:
             add_pymongo(p, s, 7)
         rejoined(cl, p, s, "running member")
+        check(any(d.get("id") == 5000245 for d in log_lines(s)[at:]), "its Raft server started again when added")
 
         # 2. removed, restarted with its data: REMOVED from its stored
         # configuration, then added with its first _id again
@@ -151,8 +190,12 @@ def main():
         remove(p, s)
         s.stop()
         write_some(p, "while-down")
+        n0 = len(log_lines(s))
         s.start()
         check(wait_state(s, (10,), timeout=20) == 10, "REMOVED after a restart")
+        time.sleep(4.0)
+        el = [d for d in log_lines(s)[n0:] if d.get("c") == "ELECTION" or d.get("id") == 5000245]
+        check(not el, "a member restarted REMOVED starts no Raft server nor election: %r" % el[:5])
         add_pymongo(p, s, first_id)
         rejoined(cl, p, s, "restarted member")
 
