@@ -482,9 +482,9 @@ own_done_locked(repl_member_t *m, repl_ts_t ts, int64_t t)
 /*
  * Raft hands the FSM each committed entry on the loop thread, one call per
  * entry (a hundred for a batched insert).  The waiters on m->cond are woken
- * once per turn of the loop (on_wake_prep, before the loop waits for I/O
- * again: after every callback of the turn that committed entries), not
- * once per entry: a w: "majority" writer woken
+ * at the newest entry the feeder handed over, else once per turn of the
+ * loop (on_wake_prep, before the loop waits for I/O again: after every
+ * callback of the turn that committed entries), not once per entry: a w: "majority" writer woken
  * at each entry of its batch took m->lock from this thread a hundred times
  * to find its own entry not there yet.  A primary's own entries, done here,
  * are neither copied nor handed to the applier, which is signalled only
@@ -531,9 +531,15 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 	}
 	match_snapshot_locked(m);
 	/* the waiters when the entries are done here (else the applier's
-	 * broadcast after its list wakes them), before the loop waits again */
-	if (m->applied == m->enqueued)
+	 * broadcast after its list wakes them): at once when this is the
+	 * newest entry the feeder handed over (the last of a batch: its
+	 * writer waits for it), else before the loop waits again */
+	if (m->applied == m->enqueued && m->set_ts >= m->fed_ts) {
+		m->wake_pending = false;
+		pthread_cond_broadcast(&m->cond);
+	} else if (m->applied == m->enqueued) {
 		m->wake_pending = true;
+	}
 	if (queued)
 		pthread_cond_signal(&m->apply_cond);
 	pthread_mutex_unlock(&m->lock);
