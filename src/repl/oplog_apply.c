@@ -76,13 +76,19 @@ session_key(const bson_t *e, session_key_t *k)
 	return k->have == 7;
 }
 
+/* Whether two entries' keys (each session_key's true) name one write. */
+static bool
+session_key_eq(const session_key_t *a, const session_key_t *b)
+{
+	return a->num == b->num && a->lsid_len == b->lsid_len && memcmp(a->lsid, b->lsid, a->lsid_len) == 0;
+}
+
 bool
 repl_oplog_apply_same_session(const bson_t *entry, const bson_t *next)
 {
 	session_key_t a, b;
 
-	return session_key(entry, &a) && session_key(next, &b) && a.num == b.num && a.lsid_len == b.lsid_len &&
-	    memcmp(a.lsid, b.lsid, a.lsid_len) == 0;
+	return session_key(entry, &a) && session_key(next, &b) && session_key_eq(&a, &b);
 }
 
 static bool
@@ -1229,7 +1235,8 @@ static int
 run_txn(repl_oplog_t *op, storage_t *st, storage_session_t *s, const bson_t *entries, int n, repl_ts_t local_newest,
         bool defer_last, bool *applied, terr_t *err)
 {
-	bool sessions = false;
+	bool sessions = false, cur_ok, nxt_ok = false;
+	session_key_t cur, nxt = {0};
 	int ret = 0;
 
 	for (int i = 0; i < n; i++) {
@@ -1248,10 +1255,14 @@ run_txn(repl_oplog_t *op, storage_t *st, storage_session_t *s, const bson_t *ent
 		ret = storage_txn_begin(s, err);
 	if (ret != 0)
 		return -1;
-	for (int i = 0; ret == 0 && i < n; i++) {
+	/* each entry's session key read once (cur: entry i's, nxt: i + 1's),
+	 * not twice as repl_oplog_apply_same_session of each pair would */
+	cur_ok = session_key(&entries[0], &cur);
+	for (int i = 0; ret == 0 && i < n; i++, cur = nxt, cur_ok = nxt_ok) {
 		const bson_t *e = &entries[i];
 		repl_ts_t ts;
 		parsed_t p;
+		nxt_ok = i + 1 < n && session_key(&entries[i + 1], &nxt);
 		if ((ret = parse(e, &p, err)) != 0)
 			break;
 		if ((ts = p.ts) == 0) {
@@ -1278,7 +1289,7 @@ run_txn(repl_oplog_t *op, storage_t *st, storage_session_t *s, const bson_t *ent
 			break;
 		if (p.op[0] != 'n')
 			ret = apply_crud(st, s, &p, true, err);
-		if (ret == 0 && !(i + 1 < n ? repl_oplog_apply_same_session(e, &entries[i + 1]) : defer_last))
+		if (ret == 0 && !(i + 1 < n ? cur_ok && nxt_ok && session_key_eq(&cur, &nxt) : defer_last))
 			ret = session_row(st, s, e, false, err);
 		if (ret == 0)
 			applied[i] = true;

@@ -83,6 +83,8 @@ struct repl_member {
 	uv_loop_t loop;
 	uv_async_t submit_async, stop_async;
 	uv_timer_t watch_timer;
+	uv_prepare_t wake_prep;       /* on_wake_prep: before each wait of the loop */
+	bool wake_pending;            /* m->lock: broadcast m->cond at the end of this turn */
 	struct raft_uv_transport transport;
 	struct raft_uv_transport tls_transport;    /* TLS relay (raft_tls.h) over transport */
 	struct raft_uv_transport auth_transport;   /* transport behind the keyFile handshake (raft_auth.h) */
@@ -249,28 +251,71 @@ apply_wait_ms(repl_member_t *m, int ms)
 
 /* ---- queues ----------------------------------------------------------------------------- */
 
-static entry_node_t *
-node_new(const uint8_t *data, uint32_t len)
+/* The (ts, t) of the BSON entry at data (len bytes): ts 0 when it has none,
+ * t -1; *op (when op is not NULL) the first letter of its `op`, 0 when
+ * none.  One walk over the entry's top-level fields, stopped once all are
+ * found (two bson_iter_init_find walked it twice from the start: 2,800
+ * instructions of an insert's entry, three times per entry on a primary). */
+static void
+entry_optime(const uint8_t *data, uint32_t len, repl_ts_t *ts, int64_t *t, char *op)
 {
-	entry_node_t *n = bson_malloc(sizeof(*n) + len);
 	bson_t b;
 	bson_iter_t it;
+	bool have_ts = false, have_t = false, have_op = op == NULL;
+
+	*ts = 0;
+	*t = -1;
+	if (op != NULL)
+		*op = 0;
+	if (!bson_init_static(&b, data, len) || !bson_iter_init(&it, &b))
+		return;
+	while (!(have_ts && have_t && have_op) && bson_iter_next(&it)) {
+		const char *key = bson_iter_key(&it);
+		if (key[0] == 't' && key[1] == 's' && key[2] == '\0' && !have_ts) {
+			have_ts = true;
+			if (BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+				uint32_t s, i;
+				bson_iter_timestamp(&it, &s, &i);
+				*ts = REPL_TS(s, i);
+			}
+		} else if (key[0] == 't' && key[1] == '\0' && !have_t) {
+			have_t = true;
+			if (BSON_ITER_HOLDS_NUMBER(&it))
+				*t = bson_iter_as_int64(&it);
+		} else if (key[0] == 'o' && key[1] == 'p' && key[2] == '\0' && !have_op) {
+			have_op = true;
+			if (BSON_ITER_HOLDS_UTF8(&it))
+				*op = bson_iter_utf8(&it, NULL)[0];
+		}
+	}
+	if (*ts == 0)
+		*t = -1;   /* as before: a t is read only with a ts */
+}
+
+/* A node holding a copy of the entry's len bytes, with the given optime. */
+static entry_node_t *
+node_with(const uint8_t *data, uint32_t len, repl_ts_t ts, int64_t t)
+{
+	entry_node_t *n = bson_malloc(sizeof(*n) + len);
 
 	n->next = NULL;
 	n->len = len;
-	n->ts = 0;
-	n->t = -1;
 	n->snapshot = false;
 	n->rbuf = NULL;
+	n->ts = ts;
+	n->t = t;
 	memcpy(n->data, data, len);
-	if (bson_init_static(&b, n->data, len) && bson_iter_init_find(&it, &b, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
-		uint32_t s, i;
-		bson_iter_timestamp(&it, &s, &i);
-		n->ts = REPL_TS(s, i);
-		if (bson_iter_init_find(&it, &b, "t") && BSON_ITER_HOLDS_NUMBER(&it))
-			n->t = bson_iter_as_int64(&it);
-	}
 	return n;
+}
+
+static entry_node_t *
+node_new(const uint8_t *data, uint32_t len)
+{
+	repl_ts_t ts;
+	int64_t t;
+
+	entry_optime(data, len, &ts, &t, NULL);
+	return node_with(data, len, ts, t);
 }
 
 static void
@@ -412,7 +457,7 @@ match_snapshot_locked(repl_member_t *m)
 					changed = true;
 				}
 	if (changed)
-		pthread_cond_broadcast(&m->cond);   /* w: N waiters */
+		m->wake_pending = true;   /* w: N waiters, before the loop waits again (on_wake_prep) */
 }
 
 /*
@@ -424,29 +469,41 @@ match_snapshot_locked(repl_member_t *m)
  * it for the applier.
  */
 static bool
-own_done_locked(repl_member_t *m, const entry_node_t *n)
+own_done_locked(repl_member_t *m, repl_ts_t ts, int64_t t)
 {
 	if (!m->primary || m->failed || m->draining || m->busy_state != 0 || m->delay_secs > 0 ||
-	    m->applied != m->enqueued || n->snapshot || n->ts == 0 || n->t != (int64_t)m->term || n->ts > m->fed_ts)
+	    m->applied != m->enqueued || ts == 0 || t != (int64_t)m->term || ts > m->fed_ts)
 		return false;
 	m->enqueued++;
 	m->applied++;
-	m->prev_ts = n->ts;
+	m->prev_ts = ts;
 	m->have_prev = true;
-	if (n->ts > m->local_last_ts)
-		m->local_last_ts = n->ts;
-	if (n->ts > m->set_ts) {
-		m->set_ts = n->ts;
+	if (ts > m->local_last_ts)
+		m->local_last_ts = ts;
+	if (ts > m->set_ts) {
+		m->set_ts = ts;
 		repl_oplog_pin_oldest(m->o.oplog, m->set_ts < m->committed_ts ? m->set_ts : m->committed_ts);
 	}
 	return true;
 }
 
+/*
+ * Raft hands the FSM each committed entry on the loop thread, one call per
+ * entry (a hundred for a batched insert).  The waiters on m->cond are woken
+ * at the newest entry the feeder handed over, else once per turn of the
+ * loop (on_wake_prep, before the loop waits for I/O again: after every
+ * callback of the turn that committed entries), not once per entry: a w: "majority" writer woken
+ * at each entry of its batch took m->lock from this thread a hundred times
+ * to find its own entry not there yet.  A primary's own entries, done here,
+ * are neither copied nor handed to the applier, which is signalled only
+ * when something is queued for it.
+ */
 static int
 fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 {
 	repl_member_t *m = fsm->data;
-	entry_node_t *n;
+	const uint8_t *base = buf->base;
+	bool queued = false;
 	uint32_t len = 0;
 
 	*result = NULL;
@@ -454,41 +511,64 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 	 * or a transaction's chain: several documents one after the other
 	 * (the padding is zeros: a length of 0 ends the list) */
 	if (buf->len >= 5)
-		memcpy(&len, buf->base, 4);
+		memcpy(&len, base, 4);
 	if (len < 5 || len > buf->len)
 		len = (uint32_t)buf->len;   /* the applier then refuses it as malformed */
-	n = node_new(buf->base, len);
 	pthread_mutex_lock(&m->lock);
-	for (size_t off = len;;) {
+	for (size_t off = 0;;) {
 		uint32_t next = 0;
-		if (n->ts > m->committed_ts) {
-			m->committed_ts = n->ts;
-			m->committed_t = n->t;
+		repl_ts_t ts;
+		int64_t t;
+		entry_optime(base + off, len, &ts, &t, NULL);
+		if (ts > m->committed_ts) {
+			m->committed_ts = ts;
+			m->committed_t = t;
 		}
-		if (own_done_locked(m, n)) {
-			bson_free(n);
-		} else {
-			queue_push(&m->to_apply, n);
+		if (!own_done_locked(m, ts, t)) {
+			queue_push(&m->to_apply, node_with(base + off, len, ts, t));
 			m->enqueued++;
+			queued = true;
 		}
+		off += len;
 		if (off + 5 > buf->len)
 			break;
-		memcpy(&next, (const uint8_t *)buf->base + off, 4);
+		memcpy(&next, base + off, 4);
 		if (next < 5 || next > buf->len - off)
 			break;
-		n = node_new((const uint8_t *)buf->base + off, next);
-		off += next;
+		len = next;
 	}
 	match_snapshot_locked(m);
-	/* the applier, and the waiters when the entries are done here (else
-	 * the applier's broadcast after its list wakes them: one broadcast per
-	 * entry woke each w: "majority" waiter a hundred times per batched
-	 * insert) */
-	if (m->applied == m->enqueued)
+	/* the waiters when the entries are done here (else the applier's
+	 * broadcast after its list wakes them): at once when this is the
+	 * newest entry the feeder handed over (the last of a batch: its
+	 * writer waits for it), else before the loop waits again */
+	if (m->applied == m->enqueued && m->set_ts >= m->fed_ts) {
+		m->wake_pending = false;
 		pthread_cond_broadcast(&m->cond);
-	pthread_cond_signal(&m->apply_cond);
+	} else if (m->applied == m->enqueued) {
+		m->wake_pending = true;
+	}
+	if (queued)
+		pthread_cond_signal(&m->apply_cond);
 	pthread_mutex_unlock(&m->lock);
 	return 0;
+}
+
+/* Before each wait of the loop for I/O (libuv's prepare phase: no callback
+ * of the loop thread runs between it and the wait, so no wake-up is held
+ * back while the loop sleeps): the waiters on m->cond, once, when
+ * fsm_apply or match_snapshot_locked moved what they wait for. */
+static void
+on_wake_prep(uv_prepare_t *h)
+{
+	repl_member_t *m = h->data;
+
+	pthread_mutex_lock(&m->lock);
+	if (m->wake_pending) {
+		m->wake_pending = false;
+		pthread_cond_broadcast(&m->cond);
+	}
+	pthread_mutex_unlock(&m->lock);
 }
 
 /*
@@ -1167,6 +1247,7 @@ on_closed(struct raft *r)
 	uv_close((uv_handle_t *)&m->submit_async, NULL);
 	uv_close((uv_handle_t *)&m->stop_async, NULL);
 	uv_close((uv_handle_t *)&m->watch_timer, NULL);
+	uv_close((uv_handle_t *)&m->wake_prep, NULL);
 }
 
 static void
@@ -1195,7 +1276,9 @@ loop_main(void *arg)
 	uv_async_init(&m->loop, &m->submit_async, on_submit);
 	uv_async_init(&m->loop, &m->stop_async, on_stop);
 	uv_timer_init(&m->loop, &m->watch_timer);
-	m->submit_async.data = m->stop_async.data = m->watch_timer.data = m;
+	uv_prepare_init(&m->loop, &m->wake_prep);
+	m->submit_async.data = m->stop_async.data = m->watch_timer.data = m->wake_prep.data = m;
+	uv_prepare_start(&m->wake_prep, on_wake_prep);
 	rv = raft_uv_tcp_init(&m->transport, &m->loop);
 	/* libraft -> keyFile handshake -> TLS relay -> TCP, each layer when
 	 * configured: with TLS no Raft byte after libraft's preamble crosses in
@@ -1302,6 +1385,7 @@ fail:
 	uv_close((uv_handle_t *)&m->submit_async, NULL);
 	uv_close((uv_handle_t *)&m->stop_async, NULL);
 	uv_close((uv_handle_t *)&m->watch_timer, NULL);
+	uv_close((uv_handle_t *)&m->wake_prep, NULL);
 	uv_run(&m->loop, UV_RUN_DEFAULT);
 done:
 	uv_loop_close(&m->loop);
@@ -1802,8 +1886,15 @@ feeder_main(void *arg)
 				/* a transaction's chain is one Raft entry (never cut by
 				 * FEED_BATCH): the set's log holds all of it or none */
 				while ((got < FEED_BATCH || chain.len > 0) && repl_oplog_cursor_next(cur, &e, &err) == 1) {
-					int role = chain_role(&e);
+					repl_ts_t ets;
+					int64_t et;
+					char eop;
+					int role;
 					entry_node_t *n;
+					/* one walk for ts, t and op; only a command may be a
+					 * transaction's applyOps */
+					entry_optime(bson_get_data(&e), e.len, &ets, &et, &eop);
+					role = eop == 'c' ? chain_role(&e) : CHAIN_NONE;
 					if (role == CHAIN_PARTIAL || (chain.len > 0 && role == CHAIN_COMMIT)) {
 						chain_add(&chain, &e);
 						if (role == CHAIN_PARTIAL)
@@ -1819,7 +1910,7 @@ feeder_main(void *arg)
 							queue_push(&q, n);
 							got++;
 						}
-						n = node_new(bson_get_data(&e), e.len);
+						n = node_with(bson_get_data(&e), e.len, ets, et);
 					}
 					after = n->ts;
 					node_rbuf(n);
