@@ -96,6 +96,10 @@ on_primary(void *arg)
 	storage_session_t *s = storage_session_pool_get(e->st, NULL);
 	terr_t err = TERR_INIT;
 
+	/* what the sessions ran in an earlier term may have been rolled back
+	 * since (repl/rollback.h): memory becomes config.transactions' rows */
+	if (s != NULL)
+		repl_retryable_invalidate(e->sessions);
 	if (s != NULL && repl_retryable_load(e->sessions, s, &err) != 0)
 		tlog('W', "REPL", 5000251, err.msg ? err.msg : "could not read config.transactions", NULL);
 	terr_clear(&err);

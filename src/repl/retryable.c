@@ -822,7 +822,7 @@ repl_retryable_image_in_txn(repl_session_t *s, storage_t *st, storage_session_t 
 
 /* Tamga's own table of replies kept whole (see retryable.h): one document
  * per session, {_id: lsid, txnNum, cmd, reply}. */
-#define REPLY_TABLE "tamga_retry_replies"
+#define REPLY_TABLE REPL_RETRYABLE_REPLY_TABLE
 
 /* The o of the no-op entry that carries a kept reply to the followers, and
  * the o2 field holding the row. */
@@ -1126,6 +1126,26 @@ repl_retryable_forget(repl_session_t *s)
 		r->has_reply = false;
 		bson_reinit(&r->reply);
 	}
+}
+
+static void
+invalidate_one(repl_session_t *s, void *arg)
+{
+	repl_txn_state_t *t = repl_session_txn(s);
+
+	(void)arg;
+	if (t->phase != REPL_TXN_RETRYABLE && t->phase != REPL_TXN_COMMITTED)
+		return;
+	repl_retry_record_free(t->retry);
+	t->retry = NULL;
+	t->txn_number = -1;
+	t->phase = REPL_TXN_NONE;
+}
+
+void
+repl_retryable_invalidate(repl_sessions_t *ss)
+{
+	repl_sessions_visit_idle(ss, invalidate_one, NULL);
 }
 
 int

@@ -29,6 +29,9 @@
 #include "repl/oplog.h"
 #include "repl/session.h"
 
+/* Tamga's table of replies kept whole (below), a config collection. */
+#define REPL_RETRYABLE_REPLY_TABLE "tamga_retry_replies"
+
 typedef struct repl_retry_record repl_retry_record_t;
 
 void repl_retry_record_free(repl_retry_record_t *r);
@@ -171,5 +174,13 @@ void repl_retryable_forget(repl_session_t *s);
 /* Load config.transactions into the registry (engine open): each row's
  * session learns its txnNumber, as written before the restart. */
 int repl_retryable_load(repl_sessions_t *ss, storage_session_t *s, terr_t *err);
+/* A member becoming primary (commands/cmd_repl_member.c, before
+ * repl_retryable_load): every idle session at a retryable write or a
+ * committed transaction forgets it (txnNumber -1, nothing kept), as
+ * mongod's session catalog is invalidated by a rollback and refreshed from
+ * config.transactions: what it ran in an earlier term may have been rolled
+ * back since, and the rows (refetched by the rollback) are then the
+ * history a retry is answered from. */
+void repl_retryable_invalidate(repl_sessions_t *ss);
 
 #endif

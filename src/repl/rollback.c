@@ -18,6 +18,7 @@
 
 #include "common/log.h"
 #include "repl/member_rpc.h"
+#include "repl/retryable.h"
 
 #define TERR_UNRECOVERABLE_ROLLBACK 127
 #define FETCH_TIMEOUT_MS 10000
@@ -135,8 +136,19 @@ collect_op(rb_set_t *set, const bson_t *e, int depth, terr_t *err)
 			return -1;
 	}
 	switch (op[0]) {
-	case 'n':
+	case 'n': {
+		/* a retryable write's reply kept whole (retryable.h): its row in
+		 * config.tamga_retry_replies is the source's too, as the session's
+		 * config.transactions row is (the note has no lsid of its own: the
+		 * row's _id is the lsid), so a retry after the rollback answers
+		 * what the set's history holds, not a reply of a write undone */
+		bson_t row;
+		if (depth == 0 && repl_retryable_reply_of_entry(e, &row) && bson_iter_init_find(&it, &row, "_id")) {
+			bson_value_t lsid = *bson_iter_value(&it);
+			return rb_add(set, "config." REPL_RETRYABLE_REPLY_TABLE, NULL, &lsid, false, err);
+		}
 		return 0;
+	}
 	case 'i':
 		if (!id_in(e, "o", &id))
 			return terr_set(err, TERR_UNRECOVERABLE_ROLLBACK, "an insert entry to roll back has no _id");
@@ -230,16 +242,104 @@ repl_rollback_needed_t(repl_oplog_t *op, storage_session_t *s, repl_ts_t common,
 
 /* ---- the source ------------------------------------------------------------------------------ */
 
+/* d is a session's config.transactions row. */
+static bool
+is_txn_row(const rb_doc_t *d)
+{
+	return strcmp(d->db, "config") == 0 && strcmp(d->coll, "transactions") == 0;
+}
+
+/* The session id (_id.id) of a key {_id: lsid}: a view into key. */
+static bool
+session_id_of(const bson_t *key, bson_value_t *out)
+{
+	bson_iter_t it, sub;
+
+	if (!bson_iter_init_find(&it, key, "_id") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &sub) ||
+	    !bson_iter_find(&sub, "id"))
+		return false;
+	*out = *bson_iter_value(&sub);
+	return true;
+}
+
+static bool
+same_value(const bson_value_t *a, const bson_value_t *b)
+{
+	return a->value_type == BSON_TYPE_BINARY && b->value_type == BSON_TYPE_BINARY &&
+	       a->value.v_binary.data_len == b->value.v_binary.data_len &&
+	       memcmp(a->value.v_binary.data, b->value.v_binary.data, a->value.v_binary.data_len) == 0;
+}
+
+/*
+ * An entry's lsid is {id} (its session id alone) while the session's
+ * config.transactions row is keyed {id, uid}: each such key of set becomes
+ * the local row's _id (one scan of the local table), so write_back finds
+ * the row it replaces or deletes.  A session without a local row keeps its
+ * key (the source's row, if any, is inserted).
+ */
+static int
+resolve_txn_rows(storage_t *st, storage_session_t *s, rb_set_t *set, terr_t *err)
+{
+	storage_coll_t *c = NULL;
+	storage_cursor_t *cur = NULL;
+	bson_t doc;
+	size_t todo = 0;
+	int r, ret = 0;
+
+	for (size_t i = 0; i < set->n; i++)
+		todo += is_txn_row(&set->docs[i]);
+	if (todo == 0 || storage_coll_get(st, "config", "transactions", &c, NULL) != 0)
+		return 0;
+	if (storage_scan_open(s, c, false, &cur, err) != 0) {
+		storage_coll_release(c);
+		return -1;
+	}
+	while ((r = storage_cursor_next(cur, NULL, &doc, NULL, NULL, err)) == 1) {
+		bson_value_t rid, want;
+		bson_iter_t it;
+		if (!session_id_of(&doc, &rid))
+			continue;
+		for (size_t i = 0; i < set->n; i++) {
+			rb_doc_t *d = &set->docs[i];
+			if (!is_txn_row(d) || !session_id_of(d->id, &want) || !same_value(&rid, &want))
+				continue;
+			bson_iter_init_find(&it, &doc, "_id");
+			bson_t *key = bson_new();
+			bson_append_value(key, "_id", 3, bson_iter_value(&it));
+			bson_destroy(d->id);
+			d->id = key;
+			break;
+		}
+	}
+	if (r < 0)
+		ret = -1;
+	storage_cursor_close(cur);
+	if (storage_txn_active(s))
+		storage_txn_rollback(s);
+	storage_coll_release(c);
+	return ret;
+}
+
 /* Fetch d from the source: d->fetched set when it has the document. */
 static int
 fetch_one(const char *source, rb_doc_t *d, repl_ts_t *min_valid, terr_t *err)
 {
 	bson_t cmd = BSON_INITIALIZER, rp, reply;
 	bson_iter_t it, cur, batch;
+	bson_value_t sid;
 	int ret = 0;
 
 	BSON_APPEND_UTF8(&cmd, "find", d->coll);
-	BSON_APPEND_DOCUMENT(&cmd, "filter", d->id);
+	if (is_txn_row(d) && session_id_of(d->id, &sid)) {
+		/* an entry's lsid is {id} alone, the row's _id {id, uid}: the
+		 * source's row by its session id */
+		bson_t f;
+		BSON_APPEND_DOCUMENT_BEGIN(&cmd, "filter", &f);
+		BSON_APPEND_VALUE(&f, "_id.id", &sid);
+		bson_append_document_end(&cmd, &f);
+	} else {
+		BSON_APPEND_DOCUMENT(&cmd, "filter", d->id);
+	}
 	BSON_APPEND_INT32(&cmd, "limit", 1);
 	BSON_APPEND_BOOL(&cmd, "singleBatch", true);
 	/* the leader may still be draining before it calls itself PRIMARY */
@@ -391,27 +491,62 @@ write_back(const repl_rollback_args_t *a, rb_set_t *set, repl_rollback_stats_t *
 	return ret;
 }
 
+/* Step 1: what the entries after common touched, into set. */
+static int
+collect_all(repl_oplog_t *op, storage_session_t *s, repl_ts_t common, rb_set_t *set, terr_t *err)
+{
+	repl_oplog_cursor_t *cur = NULL;
+	bson_t e;
+	int r, ret = 0;
+
+	if (repl_oplog_scan_open(op, s, common, &cur, err) != 0)
+		return -1;
+	while ((r = repl_oplog_cursor_next(cur, &e, err)) == 1)
+		if ((ret = collect_op(set, &e, 0, err)) != 0)
+			break;
+	repl_oplog_cursor_close(cur);
+	if (storage_txn_active(s))
+		storage_txn_rollback(s);
+	return r < 0 ? -1 : ret;
+}
+
+int
+repl_rollback_plan(repl_oplog_t *op, storage_session_t *s, repl_ts_t common, bson_t *out, terr_t *err)
+{
+	rb_set_t set = {0};
+	int ret = collect_all(op, s, common, &set, err);
+
+	bson_init(out);
+	for (size_t i = 0; ret == 0 && i < set.n; i++) {
+		char buf[16], ns[400];
+		const char *key;
+		bson_t d;
+		bson_iter_t id;
+		bson_uint32_to_string((uint32_t)i, &key, buf, sizeof(buf));
+		snprintf(ns, sizeof(ns), "%s.%s", set.docs[i].db, set.docs[i].coll);
+		bson_iter_init_find(&id, set.docs[i].id, "_id");
+		BSON_APPEND_DOCUMENT_BEGIN(out, key, &d);
+		BSON_APPEND_UTF8(&d, "ns", ns);
+		BSON_APPEND_VALUE(&d, "_id", bson_iter_value(&id));
+		BSON_APPEND_BOOL(&d, "save", set.docs[i].save);
+		bson_append_document_end(out, &d);
+	}
+	rb_free(&set);
+	return ret;
+}
+
 int
 repl_rollback_run(const repl_rollback_args_t *a, repl_rollback_stats_t *out, terr_t *err)
 {
 	rb_set_t set = {0};
-	repl_oplog_cursor_t *cur = NULL;
 	rb_file_t files[256];
 	int nfiles = 0, ret = 0, r;
-	bson_t e;
 
 	memset(out, 0, sizeof(*out));
 	/* 1. what the entries after the common point touched */
-	if (repl_oplog_scan_open(a->oplog, a->s, a->common, &cur, err) != 0)
-		return -1;
-	while ((r = repl_oplog_cursor_next(cur, &e, err)) == 1)
-		if ((ret = collect_op(&set, &e, 0, err)) != 0)
-			break;
-	repl_oplog_cursor_close(cur);
-	if (storage_txn_active(a->s))
-		storage_txn_rollback(a->s);
-	if (r < 0)
-		ret = -1;
+	ret = collect_all(a->oplog, a->s, a->common, &set, err);
+	if (ret == 0)
+		ret = resolve_txn_rows(a->st, a->s, &set, err);
 	/* 2. the source's versions, then the local ones saved */
 	for (size_t i = 0; ret == 0 && i < set.n; i++) {
 		ret = fetch_one(a->source, &set.docs[i], &out->min_valid, err);

@@ -89,6 +89,17 @@ typedef struct repl_rollback_stats {
 int repl_rollback_run(const repl_rollback_args_t *a, repl_rollback_stats_t *out, terr_t *err);
 
 /*
+ * Step 1 alone, changing nothing: the documents a rollback to common would
+ * refetch, as out (initialised, the caller destroys it) = an array of {ns,
+ * _id, save}, in the entries' order, each once: the documents of inserts,
+ * updates and deletes (save: the local version goes to a rollback file),
+ * config.transactions {_id: lsid} of each entry with session info, and
+ * config.tamga_retry_replies {_id: lsid} of each kept reply's no-op note
+ * (repl/retryable.h).  0, or -1 with err (127 as repl_rollback_run).
+ */
+int repl_rollback_plan(repl_oplog_t *op, storage_session_t *s, repl_ts_t common, bson_t *out, terr_t *err);
+
+/*
  * Documents of entries undone elsewhere (repl/member_rejoin.h: a removed
  * member's Raft log tail) saved as step 2 above does: one
  * <dbpath>/rollback/<uuid>/removed.<time>.<n>.bson per collection,

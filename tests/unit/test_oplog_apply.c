@@ -34,6 +34,7 @@
 #include "tt.h"
 #include "repl/oplog_apply.h"
 #include "repl/retryable.h"
+#include "repl/txn.h"
 #include "repl/oplog_diff.h"
 #include "repl/member_takeover.h"
 #include "repl/raft_member.h"
@@ -956,6 +957,26 @@ test_kept_reply(void)
 	          !bson_has_field(&entry, "stmtId") && !bson_has_field(&entry, "prevOpTime"));
 	TT_ASSERT(repl_retryable_reply_of_entry(&entry, &view));
 	TT_ASSERT(bson_equal(&view, &row));
+	/* a rollback past that entry refetches the session's row of
+	 * config.tamga_retry_replies from the sync source (none there: the row
+	 * is deleted), as config.transactions' row of a write with session
+	 * info: the note carries no lsid of its own, the row's _id is it */
+	{
+		bson_t plan, want = BSON_INITIALIZER, w0;
+		BSON_APPEND_DOCUMENT_BEGIN(&want, "0", &w0);
+		BSON_APPEND_UTF8(&w0, "ns", "config.tamga_retry_replies");
+		BSON_APPEND_DOCUMENT(&w0, "_id", &lsid);
+		BSON_APPEND_BOOL(&w0, "save", false);
+		bson_append_document_end(&want, &w0);
+		TT_EQ_INT(repl_rollback_plan(op, s, at.ts - 1, &plan, &err), 0);
+		TT_ASSERT(bson_equal(&plan, &want));
+		bson_destroy(&plan);
+		/* not past it: nothing */
+		TT_EQ_INT(repl_rollback_plan(op, s, at.ts, &plan, &err), 0);
+		TT_EQ_INT(bson_count_keys(&plan), 0);
+		bson_destroy(&plan);
+		bson_destroy(&want);
+	}
 	/* the follower's side: a fresh member applies it (another ts) */
 	bson_destroy(&entry);
 	bson_init(&entry);
@@ -1006,6 +1027,56 @@ test_kept_reply(void)
 	bson_destroy(&o2);
 }
 
+/* A member becoming primary forgets what its sessions ran in an earlier
+ * term (repl_retryable_invalidate, then repl_retryable_load from
+ * config.transactions): a write rolled back since is run again by its
+ * retry instead of being answered as executed. */
+static void
+test_retry_invalidate(void)
+{
+	char *dir = tt_tmpdir("retry-inval");
+	storage_options_t so = {.create = true};
+	storage_t *st = NULL;
+	storage_session_t *ss = NULL;
+	repl_sessions_t *reg;
+	repl_session_t *s = NULL;
+	repl_txn_kind_t kind;
+	repl_oplog_stmt_t stmt = {0, REPL_TS(100, 1)};
+	uint8_t id[16] = {9, 8, 7};
+	terr_t err = TERR_INIT;
+	uint64_t ts;
+
+	TT_EQ_INT(storage_open(dir, &so, &st, NULL), 0);
+	TT_EQ_INT(storage_session_open(st, &ss, NULL), 0);
+	reg = repl_sessions_new(st);
+	TT_EQ_INT(repl_session_checkout(reg, id, 0, &s, &err), 0);
+	TT_EQ_INT(repl_txn_begin_or_continue(s, st, 5, false, false, "insert", 60, &kind, &err), 0);
+	TT_EQ_INT(kind, REPL_TXN_KIND_RETRYABLE);
+	repl_retryable_note_stmts(s, &stmt, 1, (repl_oplog_optime_t){REPL_TS(100, 1), 1});
+	TT_ASSERT(repl_retryable_any_executed(s));
+	repl_session_checkin(s);
+	/* a checked-out session is left alone */
+	TT_EQ_INT(repl_session_checkout(reg, id, 0, &s, &err), 0);
+	repl_retryable_invalidate(reg);
+	TT_ASSERT(repl_retryable_any_executed(s));
+	repl_session_checkin(s);
+	/* idle: forgotten, and no config.transactions row brings it back */
+	repl_retryable_invalidate(reg);
+	TT_EQ_INT(repl_retryable_load(reg, ss, &err), 0);
+	TT_EQ_INT(repl_session_checkout(reg, id, 0, &s, &err), 0);
+	TT_EQ_INT(repl_session_txn(s)->txn_number, -1);
+	TT_EQ_INT(repl_txn_begin_or_continue(s, st, 5, false, false, "insert", 60, &kind, &err), 0);
+	TT_EQ_INT(kind, REPL_TXN_KIND_RETRYABLE);
+	TT_ASSERT(!repl_retryable_any_executed(s));
+	TT_EQ_INT(repl_retryable_stmt_executed(s, NULL, ss, 0, &ts, &err), 0);
+	repl_session_checkin(s);
+	repl_sessions_free(reg);
+	storage_session_close(ss);
+	storage_close(st);
+	tt_rmdir(dir);
+	bson_free(dir);
+}
+
 int
 main(void)
 {
@@ -1018,5 +1089,6 @@ main(void)
 	TT_RUN(test_session_defer);
 	TT_RUN(test_apply_run);
 	TT_RUN(test_kept_reply);
+	TT_RUN(test_retry_invalidate);
 	return tt_finish();
 }

@@ -25,13 +25,17 @@ deterministically:
 
 usage: raft_rollback.py path/to/tamgad
 """
+import datetime
 import glob
 import os
+import uuid as uuidlib
 import signal
 import sys
 import time
 
 import bson
+from bson.binary import Binary, UuidRepresentation
+from bson.int64 import Int64
 from pymongo import MongoClient, ReadPreference, WriteConcern
 from pymongo.errors import OperationFailure, PyMongoError
 
@@ -105,6 +109,42 @@ def one_round(cl, p, rnd, kill, ddl=False, far=False):
         db[coll].insert_many([{"_id": i, "v": "base"} for i in range(10)])
         db.other.insert_one({"_id": "r%d" % rnd, "v": 1})
         uuid = [x for x in db.list_collections() if x["name"] == coll][0]["info"]["uuid"]
+        if not ddl and not far:
+            db.create_collection("ts%d" % rnd, timeseries={"timeField": "t", "metaField": "m"})
+    # the sessions of two lost retryable writes with their own txnNumbers: a
+    # time-series insert (its reply kept whole in config.tamga_retry_replies,
+    # shipped as a no-op note) and a plain insert (config.transactions)
+    lsid_ts = {"id": Binary.from_uuid(uuidlib.uuid4(), UuidRepresentation.STANDARD)}
+    lsid_plain = {"id": Binary.from_uuid(uuidlib.uuid4(), UuidRepresentation.STANDARD)}
+    t0 = datetime.datetime(2026, 1, 1)
+
+    def as_session(client, lsid, cmd):
+        """cmd sent on a driver session carrying lsid (the driver would put
+        its own implicit one); it never goes back to the driver's pool"""
+        s = client.start_session()
+        s._server_session.session_id = lsid
+        try:
+            return client.rb.command(dict(cmd, lsid=lsid), session=s)
+        finally:
+            s._server_session.mark_dirty()
+            s.end_session()
+
+    def writes(client, wc):
+        """the two writes at txnNumber 5: their replies' n"""
+        a = as_session(client, lsid_ts, {"insert": "ts%d" % rnd, "documents": [{"t": t0, "m": "x", "v": 1},
+                       {"t": t0, "m": "y", "v": 2}], "txnNumber": Int64(5), "writeConcern": {"w": wc}})
+        b = as_session(client, lsid_plain, {"insert": "retry", "documents": [{"_id": "p%d" % rnd}],
+                       "txnNumber": Int64(5), "writeConcern": {"w": wc}})
+        return a["n"], b["n"]
+
+    if not ddl and not far:
+        # a kept reply the set holds first: config.tamga_retry_replies exists
+        # before the lost writes (its creation among them is DDL: a resync)
+        with p.client() as c:
+            warm = {"id": Binary.from_uuid(uuidlib.uuid4(), UuidRepresentation.STANDARD)}
+            as_session(c, warm, {"insert": "ts%d" % rnd, "documents": [{"t": t0, "m": "w", "v": 0}],
+                                 "txnNumber": Int64(1), "writeConcern": {"w": "majority"}})
+            c.get_database("rb", write_concern=WriteConcern(w="majority")).retry.insert_one({"_id": "warm%d" % rnd})
     # the secondaries die (a pause would not do: what the primary sends
     # waits in their sockets, and a majority that reads it keeps it)
     for m in others:
@@ -120,6 +160,10 @@ def one_round(cl, p, rnd, kill, ddl=False, far=False):
             db.other.update_one({"_id": "r%d" % rnd}, {"$inc": {"v": 10}})
             with c.start_session() as s:
                 db[coll].insert_one({"_id": 300, "v": "lost-retryable"}, session=s)
+            if not ddl and not far:
+                check(writes(c, 1) == (2, 1), "the lost retryable writes ran")
+                check(c.config.tamga_retry_replies.count_documents({"_id.id": lsid_ts["id"]}) == 1,
+                      "the lost time-series insert's reply is kept on the old primary")
             if ddl:
                 # commands cannot be undone from the entries: the member
                 # saves the documents, then copies the data again
@@ -174,6 +218,24 @@ def one_round(cl, p, rnd, kill, ddl=False, far=False):
               c.local.oplog.rs.find_one({"ts": last_local}).get("o", {}).get("msg") == "new primary",
               "the old primary's last entry is gone")
         check(c.admin.command("hello")["secondary"], "hello says secondary")
+        if not ddl and not far:
+            # the rolled-back writes' session rows are the set's (none):
+            # nothing on this member answers a retry with their first reply
+            check(c.config.tamga_retry_replies.count_documents({"_id.id": lsid_ts["id"]}) == 0,
+                  "the rolled-back time-series insert's kept reply is gone")
+            check(c.config.transactions.count_documents({"_id.id": lsid_plain["id"]}) == 0,
+                  "the rolled-back plain insert's config.transactions row is gone")
+            check(c.rb["ts%d" % rnd].count_documents({}) == 1 and c.rb.retry.count_documents({"_id": "p%d" % rnd}) == 0,
+                  "the rolled-back retryable inserts are undone")
+    if not ddl and not far:
+        # a retry of the rolled-back writes executes them again (as mongod:
+        # config.transactions no longer records them), once
+        with cl.wait_primary(10).client() as c:
+            check(writes(c, "majority") == (2, 1), "the retries after the rollback inserted again")
+            check(c.rb["ts%d" % rnd].count_documents({}) == 3 and c.rb.retry.count_documents({"_id": "p%d" % rnd}) == 1,
+                  "each retried write applied once")
+            check(writes(c, "majority") == (2, 1), "a second retry answers the new first reply")
+            check(c.rb["ts%d" % rnd].count_documents({}) == 3, "the second retry applied nothing")
     # the rollback files
     folder = os.path.join(p.dbpath, "rollback", str(uuid))
     files = sorted(glob.glob(os.path.join(folder, "removed.*.bson")))
