@@ -406,6 +406,10 @@ chk_aggregate(chk_t *k, const bson_t *body)
 	auth_nslist_t l;
 
 	auth_nslist_init(&l);
+	if (k->ac != NULL && k->ac->user != NULL) {
+		l.self_user = k->ac->user;
+		l.self_db = k->ac->db;
+	}
 	auth_aggregate_namespaces(&l, k->x->db, body);
 	return list_allowed(k, &l);
 }

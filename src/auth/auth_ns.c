@@ -6,12 +6,14 @@
  * explain of one will touch.
  *
  * A pipeline reads its source (find, unless it starts with $collStats /
- * $indexStats, which need only their own action), every $lookup's and
+ * $indexStats / $listSessions / $listLocalSessions, which need only their own
+ * action), every $lookup's and
  * $graphLookup's `from` ("coll" or {db, coll}), every $unionWith's
  * collection, at any depth: inside $lookup and $unionWith sub-pipelines and
  * $facet's pipelines; it writes the target of $out (insert, remove) and
  * $merge (insert, update), with bypassDocumentValidation when the command
- * asks for it; $currentOp and $listSessions need their cluster action.
+ * asks for it; $currentOp needs its cluster action, and $listSessions /
+ * $listLocalSessions theirs unless they name only the caller's sessions.
  * These are mongod's LiteParsedPipeline privileges.  A view named in a
  * pipeline is a namespace like any other (mongod's rule: reading a view
  * needs find on the view; whoever defined it needed find on what its
@@ -227,12 +229,60 @@ stage_current_op(walk_t *w, const char *source, const bson_iter_t *arg)
 	auth_nslist_add(w->out, AUTH_RES_CLUSTER, NULL, NULL, "inprog");
 }
 
+/* Whether a users element of a $listSessions spec names someone other
+ * than the asking user.  An element the stage's parser refuses (not a
+ * document, a field other than user/db or not a string, one missing) names
+ * no one: the command fails with the parser's error, as mongod's, whose
+ * lite parse runs before the privilege check. */
+static bool
+names_other(const auth_nslist_t *out, const bson_iter_t *el)
+{
+	bson_iter_t f;
+	bool user = false, db = false, other = false;
+
+	if (!BSON_ITER_HOLDS_DOCUMENT(el) || !bson_iter_recurse(el, &f))
+		return false;
+	while (bson_iter_next(&f)) {
+		const char *k = bson_iter_key(&f), *v, *want;
+		bool is_user = strcmp(k, "user") == 0;
+		uint32_t len;
+		if ((!is_user && strcmp(k, "db") != 0) || !BSON_ITER_HOLDS_UTF8(&f))
+			return false;
+		v = bson_iter_utf8(&f, &len);
+		want = is_user ? out->self_user : out->self_db;
+		/* the length too: a name with a NUL inside is someone else's */
+		if (want == NULL || len != strlen(want) || memcmp(v, want, len) != 0)
+			other = true;
+		*(is_user ? &user : &db) = true;
+	}
+	return user && db && other;
+}
+
+/* $listSessions / $listLocalSessions: mongod's
+ * listSessionsRequiredPrivileges -- listSessions on the cluster for
+ * {allUsers: true} or a users list naming anyone but the asking user;
+ * nothing for the caller's own sessions ({}, allUsers: false, users:
+ * [self]).  Every occurrence of a repeated field counts.  A field of the
+ * wrong type is the parser's to refuse (mongod parses before it checks). */
 static void
 stage_list_sessions(walk_t *w, const char *source, const bson_iter_t *arg)
 {
+	bson_iter_t f, el;
+	bool need = false;
+
 	(void)source;
-	(void)arg;
-	auth_nslist_add(w->out, AUTH_RES_CLUSTER, NULL, NULL, "listSessions");
+	if (!BSON_ITER_HOLDS_DOCUMENT(arg) || !bson_iter_recurse(arg, &f))
+		return;
+	while (!need && bson_iter_next(&f)) {
+		const char *k = bson_iter_key(&f);
+		if (strcmp(k, "allUsers") == 0)
+			need = BSON_ITER_HOLDS_BOOL(&f) && bson_iter_bool(&f);
+		else if (strcmp(k, "users") == 0 && BSON_ITER_HOLDS_ARRAY(&f) && bson_iter_recurse(&f, &el))
+			while (!need && bson_iter_next(&el))
+				need = names_other(w->out, &el);
+	}
+	if (need)
+		auth_nslist_add(w->out, AUTH_RES_CLUSTER, NULL, NULL, "listSessions");
 }
 
 /* $collStats / $indexStats: their action on the collection the pipeline
@@ -327,7 +377,9 @@ auth_pipeline_namespaces(auth_nslist_t *out, const char *db, const char *source,
 	w.db = db;
 	w.bypass = bypass;
 	/* the source is read unless the pipeline starts with a stage that
-	 * reads only statistics (mongod's isInitialSource for these two) */
+	 * produces its own documents (mongod's isInitialSource: $collStats,
+	 * $indexStats, $listSessions, $listLocalSessions, which need only their
+	 * own action) */
 	if (first != NULL && strcmp(first, "$changeStream") == 0) {
 		/* mongod's change-stream privileges: the collection, the
 		 * database, or (on admin, the whole deployment) every normal
@@ -339,7 +391,8 @@ auth_pipeline_namespaces(auth_nslist_t *out, const char *db, const char *source,
 		else
 			auth_nslist_add(out, AUTH_RES_DB, db, NULL, "changeStream find");
 	} else if (source != NULL && !(first != NULL && (strcmp(first, "$collStats") == 0 ||
-	    strcmp(first, "$indexStats") == 0)))
+	    strcmp(first, "$indexStats") == 0 || strcmp(first, "$listSessions") == 0 ||
+	    strcmp(first, "$listLocalSessions") == 0)))
 		auth_nslist_add(out, AUTH_RES_NS, db, source, "find");
 	if (pipeline != NULL)
 		walk_pipeline(&w, source, pipeline);

@@ -48,6 +48,11 @@ typedef struct auth_nslist {
 	auth_ns_t *v;
 	int n, cap;
 	bool refused;
+	/* the authenticated user asking (borrowed; NULL: none known): a
+	 * $listSessions / $listLocalSessions naming only this user's own
+	 * sessions needs no cluster action (mongod's
+	 * listSessionsRequiredPrivileges) */
+	const char *self_user, *self_db;
 } auth_nslist_t;
 
 void auth_nslist_init(auth_nslist_t *l);

@@ -5,12 +5,15 @@
  *
  * On the primary, in order: mongod's checks (validateConfigForReconfig and
  * the reconfig command's own: 10107 not primary, 93 an invalid
- * configuration or more than one voting member added or removed, 74 when
- * no member of the new configuration is this node -- the primary cannot be
- * removed --, 104 NodeNotElectable when this node would not be electable,
- * 103 for a version and term not above the current ones, another set name
- * or replicaSetId, a host moved to another _id, buildIndexes or arbiterOnly
- * changed; 109 while another reconfig runs); then every new member is
+ * configuration, 103 for a version and term not above the current ones,
+ * another set name or replicaSetId, a host moved to another _id,
+ * buildIndexes or arbiterOnly changed, more than one voting member added or
+ * removed (mongod answers every validateConfigForReconfig failure with
+ * 103); then, as mongod finds itself in the new configuration, 74 when no
+ * member of it is this node -- the primary cannot be removed --, 104
+ * NodeNotElectable when this node would not be electable (mongod's
+ * checkElectable on a non-force reconfig: a primary cannot make itself
+ * priority 0); 109 while another reconfig runs); then every new member is
  * handed the completed configuration (`_tamgaReplSetJoin`, a dry run first:
  * 74 when one does not answer or has data of its own, 103 when it belongs
  * to another set: cmd_repl_member_join_veto); then the Raft
@@ -212,25 +215,26 @@ check_reconfig(engine_t *e, const bson_t *old, const bson_t *cfg, int64_t term, 
 	snprintf(vt, sizeof(vt), "{version: %lld, term: %lld}", (long long)version, (long long)term);
 	{
 		int idx = -1;
-		if (repl_set_config_check(cfg, repl_set_name(e->rs), in.self_host, false, &idx, err) != 0) {
-			if (err->code == TERR_NODE_NOT_FOUND) {
+		bool validate;
+		if (repl_set_config_check_stage(cfg, repl_set_name(e->rs), in.self_host, false, &idx, &validate,
+		    err) != 0) {
+			/* this node missing: answered below, after the checks of
+			 * old against new (mongod finds itself in the new
+			 * configuration once validateConfigForReconfig passed);
+			 * the whole set's faults are 103 as mongod's, a field's 93 */
+			if (err->code == TERR_NODE_NOT_FOUND)
 				terr_clear(err);
-				return terr_set(err, TERR_NODE_NOT_FOUND,
-				    "No host described in new configuration with %s for replica set %s maps to this node", vt,
-				    repl_set_name(e->rs));
-			}
-			if (err->code != TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE)
+			else if (validate)
+				err->code = TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE;
+			else if (err->code != TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE)
 				err->code = TERR_INVALID_REPLICA_SET_CONFIG;
-			return -1;
+			if (err->code != 0)
+				return -1;
 		}
 	}
 	for (int i = 0; i < nn; i++)
 		if (strcmp(nrow[i].host, in.self_host) == 0)
 			self = i;
-	if (self < 0)
-		return terr_set(err, TERR_NODE_NOT_FOUND,
-		    "No host described in new configuration with %s for replica set %s maps to this node", vt,
-		    repl_set_name(e->rs));
 	/* version and term, as mongod's ConfigVersionAndTerm; mongod's new
 	 * primary writes its term into the configuration at each election, so
 	 * the current configuration's term is the set's term */
@@ -291,16 +295,23 @@ check_reconfig(engine_t *e, const bson_t *old, const bson_t *cfg, int64_t term, 
 		if (orow[j].o.votes > 0 && (n == NULL || n->o.votes == 0))
 			vdiff++;
 	}
+	/* 103: mongod answers every validateConfigForReconfig failure so */
 	if (vdiff > 1)
-		return terr_set(err, TERR_INVALID_REPLICA_SET_CONFIG,
+		return terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
 		    "Non force replica set reconfig can only add or remove at most 1 voting member.");
 	for (int i = 0; i < nn; i++)
 		if (nrow[i].o.arbiter)
 			return terr_set(err, TERR_NOT_IMPLEMENTED,
 			    "arbiters are not supported in a replica set of several members (every member bears data)");
+	if (self < 0)
+		return terr_set(err, TERR_NODE_NOT_FOUND,
+		    "No host described in new configuration with %s for replica set %s maps to this node", vt,
+		    repl_set_name(e->rs));
+	/* mongod's checkElectable on a non-force reconfig (104 as it is; a
+	 * primary may not make itself priority 0: it steps down first) */
 	if (nrow[self].o.priority <= 0 || nrow[self].o.votes == 0 || nrow[self].o.arbiter || nrow[self].o.hidden)
 		return terr_set(err, TERR_NODE_NOT_ELECTABLE,
-		    "This node, %s, with _id %lld is not electable under the new configuration with %s for replica set %s",
+		    "This node, %s, with _id MemberId(%lld) is not electable under the new configuration with %s for replica set %s",
 		    nrow[self].host, (long long)nrow[self].id, vt, repl_set_name(e->rs));
 	return 0;
 }

@@ -526,8 +526,8 @@ check_member(bson_iter_t *m, int idx, int64_t *id, const char **host, bool *elec
 }
 
 int
-repl_set_config_check(const bson_t *cfg, const char *set_name, const char *self_host, bool initiate,
-                      int *self_index, terr_t *err)
+repl_set_config_check_stage(const bson_t *cfg, const char *set_name, const char *self_host, bool initiate,
+                            int *self_index, bool *validate, terr_t *err)
 {
 	bson_iter_t it, m;
 	const char *id = NULL;
@@ -537,6 +537,7 @@ repl_set_config_check(const bson_t *cfg, const char *set_name, const char *self_
 	int n = 0, voters = 0, electable = 0, self = -1, self_electable = 0;
 
 	*self_index = -1;
+	*validate = false;
 	if (!bson_iter_init(&it, cfg))
 		return terr_set(err, TERR_INVALID_BSON, "invalid BSON");
 	while (bson_iter_next(&it)) {
@@ -596,17 +597,17 @@ repl_set_config_check(const bson_t *cfg, const char *set_name, const char *self_
 			while (bson_iter_next(&m)) {
 				bool el = false, vo = false;
 				if (n >= REPL_MAX_MEMBERS)
-					return terr_set(err, TERR_BAD_VALUE,
+					return *validate = true, terr_set(err, TERR_BAD_VALUE,
 					    "Replica set configuration contains more than %d members, but must have at most %d",
 					    REPL_MAX_MEMBERS, REPL_MAX_MEMBERS);
 				RET(check_member(&m, n, &ids[n], &hosts[n], &el, &vo, err));
 				for (int j = 0; j < n; j++) {
 					if (ids[j] == ids[n])
-						return terr_set(err, TERR_BAD_VALUE,
+						return *validate = true, terr_set(err, TERR_BAD_VALUE,
 						    "Found two member configurations with same _id field, members.%d._id == members.%d._id == %lld",
 						    j, n, (long long)ids[n]);
 					if (strcmp(hosts[j], hosts[n]) == 0)
-						return terr_set(err, TERR_BAD_VALUE,
+						return *validate = true, terr_set(err, TERR_BAD_VALUE,
 						    "Found two member configurations with same host field, members.%d.host == members.%d.host == %s",
 						    j, n, hosts[n]);
 				}
@@ -623,7 +624,7 @@ repl_set_config_check(const bson_t *cfg, const char *set_name, const char *self_
 	if (id == NULL)
 		return terr_set(err, 40414, "BSON field 'ReplSetConfig._id' is missing but a required field");
 	if (id[0] == '\0')
-		return terr_set(err, TERR_BAD_VALUE, "Replica set configuration must have non-empty _id field");
+		return *validate = true, terr_set(err, TERR_BAD_VALUE, "Replica set configuration must have non-empty _id field");
 	if (!have_version && !initiate)
 		return terr_set(err, 40414, "BSON field 'ReplSetConfig.version' is missing but a required field");
 	if (version <= 0 || version > INT32_MAX)
@@ -631,17 +632,17 @@ repl_set_config_check(const bson_t *cfg, const char *set_name, const char *self_
 	if (!have_members)
 		return terr_set(err, 40414, "BSON field 'ReplSetConfig.members' is missing but a required field");
 	if (n == 0)
-		return terr_set(err, TERR_BAD_VALUE, "Replica set configuration must contain at least one member");
+		return *validate = true, terr_set(err, TERR_BAD_VALUE, "Replica set configuration must contain at least one member");
 	if (voters > REPL_MAX_VOTING_MEMBERS)
-		return terr_set(err, TERR_BAD_VALUE,
+		return *validate = true, terr_set(err, TERR_BAD_VALUE,
 		    "Replica set configuration contains %d voting members, but must be at least 1 and no more than %d",
 		    voters, REPL_MAX_VOTING_MEMBERS);
 	if (voters == 0)
-		return terr_set(err, TERR_BAD_VALUE,
+		return *validate = true, terr_set(err, TERR_BAD_VALUE,
 		    "Replica set configuration contains 0 voting members, but must be at least 1 and no more than %d",
 		    REPL_MAX_VOTING_MEMBERS);
 	if (electable == 0)
-		return terr_set(err, TERR_BAD_VALUE,
+		return *validate = true, terr_set(err, TERR_BAD_VALUE,
 		    "Replica set configuration must contain at least one non-arbiter member with priority > 0");
 	if (set_name != NULL && strcmp(id, set_name) != 0)
 		return terr_set(err, TERR_INVALID_REPLICA_SET_CONFIG,
@@ -653,11 +654,20 @@ repl_set_config_check(const bson_t *cfg, const char *set_name, const char *self_
 		    (long long)version, id);
 	if (initiate && !self_electable)
 		return terr_set(err, TERR_NODE_NOT_ELECTABLE,
-		    "This node, %s, with _id %lld is not electable under the new configuration with {version: %lld, term: 0} for replica set %s",
+		    "This node, %s, with _id MemberId(%lld) is not electable under the new configuration with {version: %lld, term: 0} for replica set %s",
 		    hosts[self], (long long)ids[self], (long long)version, id);
 	/* several members: replicated on Raft (repl/raft_member.h) */
 	*self_index = self;
 	return 0;
+}
+
+int
+repl_set_config_check(const bson_t *cfg, const char *set_name, const char *self_host, bool initiate,
+                      int *self_index, terr_t *err)
+{
+	bool validate;
+
+	return repl_set_config_check_stage(cfg, set_name, self_host, initiate, self_index, &validate, err);
 }
 
 /* ---- completing and storing a configuration ------------------------------------------ */
@@ -1264,6 +1274,7 @@ repl_set_reconfig(repl_set_t *rs, const bson_t *cfg, bool force, terr_t *err)
 	int64_t version, cur_version, term;
 	char *self;
 	int idx;
+	bool validate;
 
 	pthread_mutex_lock(&rs->lock);
 	refresh_locked(rs);
@@ -1284,9 +1295,13 @@ repl_set_reconfig(repl_set_t *rs, const bson_t *cfg, bool force, terr_t *err)
 	term = rs->term;
 	self = bson_strdup(rs->self_host[0] ? rs->self_host : (rs->self ? rs->self : ""));
 	pthread_mutex_unlock(&rs->lock);
-	if (repl_set_config_check(cfg, rs->name, self, false, &idx, err) != 0) {
+	if (repl_set_config_check_stage(cfg, rs->name, self, false, &idx, &validate, err) != 0) {
 		bson_free(self);
-		if (err->code != TERR_NOT_IMPLEMENTED && err->code != TERR_NODE_NOT_FOUND)
+		/* the whole set's faults 103 (mongod's validateConfigForReconfig),
+		 * a field's 93 */
+		if (validate)
+			err->code = TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE;
+		else if (err->code != TERR_NOT_IMPLEMENTED && err->code != TERR_NODE_NOT_FOUND)
 			err->code = TERR_INVALID_REPLICA_SET_CONFIG;
 		return -1;
 	}

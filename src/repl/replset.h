@@ -102,6 +102,14 @@ bool repl_set_writable(repl_set_t *rs);
  */
 int repl_set_config_check(const bson_t *cfg, const char *set_name, const char *self_host, bool initiate,
                           int *self_index, terr_t *err);
+/* The same, and on an error *validate tells whether it is one of the whole
+ * set's (mongod's ReplSetConfig::validate: duplicate _id or host, the
+ * member or voter counts, no electable member), which a replSetReconfig
+ * answers as 103 NewReplicaSetConfigurationIncompatible (mongod's
+ * validateConfigForReconfig), rather than one of a field or member
+ * (mongod's parse: 93). */
+int repl_set_config_check_stage(const bson_t *cfg, const char *set_name, const char *self_host, bool initiate,
+                                int *self_index, bool *validate, terr_t *err);
 
 /*
  * replSetInitiate.  cfg NULL or empty: mongod's default configuration

@@ -12,7 +12,8 @@
  * (jstests/auth/views_authz.js): reading a view needs find on the view
  * only, a user who cannot read a view may define it, create of a view needs
  * createCollection (insert is not enough), collMod of a view under auth
- * needs viewOn and pipeline together (72); and the localhost exception.
+ * needs viewOn and pipeline together (72); $listSessions' privileges (the
+ * caller's own sessions need none); and the localhost exception.
  *
  * Authentication itself is test_auth.c's subject: here a client is made
  * "logged in" through the auth layer's per-connection state.
@@ -691,6 +692,62 @@ test_repeated_flags(void)
 	close_engine(true);
 }
 
+/* $listSessions / $listLocalSessions (mongod's listSessionsRequiredPrivileges):
+ * the caller's own sessions need nothing, not even find on
+ * config.system.sessions; allUsers or another user's name needs listSessions
+ * on the cluster, whichever occurrence of a repeated field says so; a spec
+ * the stage refuses answers the stage's error. */
+static void
+test_list_sessions(void)
+{
+	client_t *root, *u;
+	static const char *const own[] = {
+		"{}", "{\"allUsers\": false}", "{\"users\": [{\"user\": \"u\", \"db\": \"admin\"}]}",
+		"{\"users\": [{\"db\": \"admin\", \"user\": \"u\"}, {\"user\": \"u\", \"db\": \"admin\"}]}",
+	};
+	static const char *const others[] = {
+		"{\"allUsers\": true}", "{\"allUsers\": false, \"allUsers\": true}",
+		"{\"users\": [{\"user\": \"root\", \"db\": \"admin\"}]}",
+		"{\"users\": [{\"user\": \"u\", \"db\": \"A\"}]}",
+		"{\"users\": [{\"user\": \"u\", \"db\": \"admin\"}, {\"user\": \"root\", \"db\": \"admin\"}]}",
+		"{\"users\": [{\"user\": \"u\", \"db\": \"admin\"}], \"users\": [{\"user\": \"x\", \"db\": \"admin\"}]}",
+		"{\"users\": [{\"user\": \"u\", \"user\": \"root\", \"db\": \"admin\"}]}",
+	};
+	char cmd[512];
+
+	open_engine(true);
+	u = setup(&root);
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "{\"aggregate\": \"system.sessions\", \"pipeline\": [{\"$listSessions\": %s}], "
+		    "\"cursor\": {}}", own[i]);
+		TT_EQ_INT(run(u, "config", cmd), 0);
+		snprintf(cmd, sizeof(cmd), "{\"aggregate\": 1, \"pipeline\": [{\"$listLocalSessions\": %s}], "
+		    "\"cursor\": {}}", own[i]);
+		TT_EQ_INT(run(u, "admin", cmd), 0);
+	}
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "{\"aggregate\": \"system.sessions\", \"pipeline\": [{\"$listSessions\": %s}], "
+		    "\"cursor\": {}}", others[i]);
+		TT_EQ_INT(run(u, "config", cmd), 13);
+		TT_EQ_INT(run(root, "config", cmd), 0);
+		snprintf(cmd, sizeof(cmd), "{\"aggregate\": 1, \"pipeline\": [{\"$listLocalSessions\": %s}], "
+		    "\"cursor\": {}}", others[i]);
+		TT_EQ_INT(run(u, "admin", cmd), 13);
+		TT_EQ_INT(run(root, "admin", cmd), 0);
+	}
+	/* the stage's own errors come first, as mongod's lite parse */
+	TT_EQ_INT(run(u, "config", "{\"aggregate\": \"system.sessions\", \"pipeline\": [{\"$listSessions\": "
+	    "{\"allUsers\": 1}}], \"cursor\": {}}"), 14);
+	TT_EQ_INT(run(u, "config", "{\"aggregate\": \"system.sessions\", \"pipeline\": [{\"$listSessions\": "
+	    "{\"users\": [{\"user\": \"root\"}]}}], \"cursor\": {}}"), 40414);
+	/* reading the collection itself still needs find on it */
+	TT_EQ_INT(run(u, "config", "{\"aggregate\": \"system.sessions\", \"pipeline\": [{\"$match\": {}}], "
+	    "\"cursor\": {}}"), 13);
+	client_free(u);
+	client_free(root);
+	close_engine(true);
+}
+
 /* With --auth and no user yet: a loopback client may create the first
  * user (and run what needs no authentication); listDatabases answers, as
  * mongod's, with only the databases the (empty) privileges show: none;
@@ -768,6 +825,7 @@ main(void)
 	TT_RUN(test_walk_hostile);
 	TT_RUN(test_view_rules);
 	TT_RUN(test_repeated_flags);
+	TT_RUN(test_list_sessions);
 	TT_RUN(test_list_databases);
 	TT_RUN(test_localhost_exception);
 	return tt_finish();

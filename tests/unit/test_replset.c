@@ -496,6 +496,17 @@ test_engine_set(void)
 	r = run(e, "admin", "{\"replSetReconfig\": {\"_id\": \"rs0\", \"version\": 1, \"members\": [{\"_id\": 0, \"host\": \"" SELF "\"}]}}", &rc);
 	TT_EQ_INT(rc, 103);
 	bson_destroy(r);
+	/* the whole set's faults are 103 at a reconfig (mongod's
+	 * validateConfigForReconfig), a member's field 93 (its parse) */
+	r = run(e, "admin", "{\"replSetReconfig\": {\"_id\": \"rs0\", \"version\": 2, \"members\": [{\"_id\": 0, \"host\": \"" SELF "\"}, {\"_id\": 1, \"host\": \"" SELF "\"}]}}", &rc);
+	TT_EQ_INT(rc, 103);
+	bson_destroy(r);
+	r = run(e, "admin", "{\"replSetReconfig\": {\"_id\": \"rs0\", \"version\": 2, \"members\": [{\"_id\": 0, \"host\": \"" SELF "\", \"votes\": 0, \"priority\": 0}]}}", &rc);
+	TT_EQ_INT(rc, 103);
+	bson_destroy(r);
+	r = run(e, "admin", "{\"replSetReconfig\": {\"_id\": \"rs0\", \"version\": 2, \"members\": [{\"_id\": 0, \"host\": \"" SELF "\", \"priority\": 1001}]}}", &rc);
+	TT_EQ_INT(rc, 93);
+	bson_destroy(r);
 	r = run(e, "admin", "{\"replSetReconfig\": {\"_id\": \"rs0\", \"version\": 2, \"members\": [{\"_id\": 0, \"host\": \"" SELF "\", \"tags\": {\"dc\": \"east\"}}]}}", &rc);
 	TT_EQ_INT(rc, 0);
 	bson_destroy(r);

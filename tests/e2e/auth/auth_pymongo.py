@@ -179,6 +179,44 @@ class TamgaAuth(unittest.TestCase):
         self.assertEqual(code, 18)
         c.close()
 
+    def test_list_sessions_privileges(self):
+        # mongod's listSessionsRequiredPrivileges: allUsers (or another
+        # user's sessions) needs listSessions on the cluster (root through
+        # clusterAdmin, clusterMonitor); one's own sessions need nothing, and
+        # the stage reads config.system.sessions without find on it
+        self.root.admin.command("createUser", "pymon", pwd="monpw", roles=["clusterMonitor"])
+        mon = client("pymon", "monpw", "admin")
+        app = client("app", "apppw", "bookstore")
+        with app.start_session() as s:
+            app.bookstore.books.find_one({}, session=s)
+        everyone = [{"$listSessions": {"allUsers": True}}]
+        for c in (self.root, mon):
+            list(c.config.system.sessions.aggregate(everyone))
+            list(c.admin.aggregate([{"$listLocalSessions": {"allUsers": True}}]))
+            list(c.config.system.sessions.aggregate([{"$listSessions": {"users": [{"user": "app", "db": "bookstore"}]}}]))
+        for pipe in (everyone, [{"$listSessions": {"users": [{"user": "root", "db": "admin"}]}}],
+                     [{"$listSessions": {"users": [{"user": "app", "db": "bookstore"}, {"user": "root", "db": "admin"}]}}]):
+            code, msg = code_of(lambda: list(app.config.system.sessions.aggregate(pipe)))
+            self.assertEqual(code, 13, pipe)
+            self.assertIn("not authorized on config to execute command", msg)
+        code, msg = code_of(lambda: list(app.admin.aggregate([{"$listLocalSessions": {"allUsers": True}}])))
+        self.assertEqual(code, 13)
+        self.assertIn("not authorized on admin to execute command", msg)
+        # the caller's own: allowed without the action, and only its own rows
+        own = list(app.admin.aggregate([{"$listLocalSessions": {}}]))
+        self.assertTrue(own)
+        self.assertTrue(all(d["_id"]["uid"] == own[0]["_id"]["uid"] for d in own))
+        for spec in ({}, {"allUsers": False}, {"users": [{"user": "app", "db": "bookstore"}]}):
+            list(app.config.system.sessions.aggregate([{"$listSessions": spec}]))
+        # the stage's own bad input is its error, not 13 (mongod parses first)
+        code, _ = code_of(lambda: list(app.config.system.sessions.aggregate([{"$listSessions": {"allUsers": 1}}])))
+        self.assertEqual(code, 14)
+        code, _ = code_of(lambda: list(app.config.system.sessions.aggregate(
+            [{"$listSessions": {"users": [{"user": "root"}]}}])))
+        self.assertEqual(code, 40414)
+        mon.close()
+        app.close()
+
     def test_many_failed_attempts(self):
         t0 = time.time()
         for i in range(ATTEMPTS):

@@ -141,16 +141,17 @@ def run(cl, m0, m1, m2, m3, other):
     expect(reconfig(dict(nxt, members=cfg["members"] + [{"_id": 5, "host": other.host}])), 103,
            "Our set name did not match that of %s" % other.host, "a member of another set name at reconfig")
     still_works(p, "after another set's member")
-    expect(reconfig(dict(nxt, members=cfg["members"] + [{"_id": 5, "host": cfg["members"][1]["host"]}])), 93,
+    # the whole set's faults at a reconfig: 103 (mongod's validateConfigForReconfig)
+    expect(reconfig(dict(nxt, members=cfg["members"] + [{"_id": 5, "host": cfg["members"][1]["host"]}])), 103,
            "Found two member configurations with same host field", "duplicate hosts at reconfig")
-    expect(reconfig(dict(nxt, members=[dict(m, votes=0, priority=0) for m in cfg["members"]])), 93,
+    expect(reconfig(dict(nxt, members=[dict(m, votes=0, priority=0) for m in cfg["members"]])), 103,
            "Replica set configuration contains 0 voting members", "no voting member at reconfig")
     still_works(p, "after duplicates")
     expect(reconfig(dict(nxt, members=[m for m in cfg["members"] if m["host"] != p.host])), 74,
            "No host described in new configuration with {version: %d" % (version + 1), "the primary removed")
     still_works(p, "after removing the primary")
     two = [dict(m, votes=0, priority=0) if m["host"] != p.host else m for m in cfg["members"]]
-    expect(reconfig(dict(nxt, members=two)), 93,
+    expect(reconfig(dict(nxt, members=two)), 103,
            "Non force replica set reconfig can only add or remove at most 1 voting member.", "two voters at once")
     still_works(p, "after two voters")
     s = [m for m in (m0, m1, m2) if m is not p][0]

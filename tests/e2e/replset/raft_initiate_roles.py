@@ -5,7 +5,7 @@ findSelfInConfigIfElectable); the members it hands the configuration to
 need only find themselves in it (validateConfigForHeartbeatReconfig's
 findSelfInConfig).  Four tamgad on 127.0.0.1:
   - replSetInitiate run on the priority-0 member itself: 93 "This node,
-    <host>, with _id 2 is not electable under the new configuration ...",
+    <host>, with _id MemberId(2) is not electable under the new configuration ...",
     nothing initiated anywhere;
   - rs.initiate() through mongosh on an electable member, with a hidden
     delayed priority-0 member (secondaryDelaySecs 2) and a non-voting one
@@ -72,7 +72,7 @@ def main():
             raise AssertionError("replSetInitiate on a priority-0 member succeeded")
         except PyMongoError as e:
             code = getattr(e, "code", None)
-            check(code == 93 and ("This node, %s, with _id 2 is not electable under the new configuration with "
+            check(code == 93 and ("This node, %s, with _id MemberId(2) is not electable under the new configuration with "
                                   "{version: 1, term: 0} for replica set %s" % (m2.host, cl.set_name)) in str(e),
                   "initiate on the priority-0 member: 93 not electable, got %r %s" % (code, e))
         for m in cl.members:

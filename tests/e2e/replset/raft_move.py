@@ -11,7 +11,8 @@ members[i].host:
     on the three; writes made while it was down reach it;
   - moving the primary itself answers 74 (NodeNotFound: the new
     configuration does not name this node), moving a member onto another
-    member's host 93 (mongod's duplicate host check).
+    member's host 103 (mongod's duplicate host check, which a reconfig
+    answers as 103 like every validateConfigForReconfig failure).
 
 usage: raft_move.py path/to/tamgad
 """
@@ -70,7 +71,7 @@ def main():
         refused(p, me, 74, "moving the primary itself")
         onto = dict(cfg, version=cfg["version"] + 1,
                     members=[dict(x, host=other.host) if x["host"] == s.host else x for x in cfg["members"]])
-        refused(p, onto, 93, "moving a member onto another member's host (two members, one host)")
+        refused(p, onto, 103, "moving a member onto another member's host (two members, one host)")
 
         # stopped, started on another port with its data
         old_host = s.host

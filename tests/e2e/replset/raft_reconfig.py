@@ -69,15 +69,22 @@ def refusals(cl, p):
     two = dict(cfg, version=cfg["version"] + 1,
                members=cfg["members"] + [{"_id": 10, "host": cl.members[3].host},
                                          {"_id": 11, "host": "127.0.0.1:%d" % free_ports(1)[0]}])
-    e = expect_code(lambda: reconfig(p, two), 93, "two voting members at once")
+    e = expect_code(lambda: reconfig(p, two), 103, "two voting members at once")
     check("at most 1 voting member" in str(e), "message: %s" % e)
     gone = dict(cfg, version=cfg["version"] + 1, members=[m for m in cfg["members"] if m["host"] != p.host])
     e = expect_code(lambda: reconfig(p, gone), 74, "the primary removed")
     check("maps to this node" in str(e), "message: %s" % e)
     low = dict(cfg, version=cfg["version"] + 1,
                members=[dict(m, priority=0) if m["host"] == p.host else m for m in cfg["members"]])
+    # mongod 9.0's non-force reconfig runs checkElectable on this node
+    # (104 as it is): the primary may not make itself priority 0
     e = expect_code(lambda: reconfig(p, low), 104, "the primary made unelectable")
-    check("is not electable under the new configuration" in str(e), "message: %s" % e)
+    pid = [m["_id"] for m in cfg["members"] if m["host"] == p.host][0]
+    check(("This node, %s, with _id MemberId(%d) is not electable under the new configuration with {version: %d, "
+           "term: " % (p.host, pid, cfg["version"] + 1)) in str(e), "message: %s" % e)
+    # the version check of old against new comes before finding this node
+    stale_gone = dict(gone, version=cfg["version"])
+    expect_code(lambda: reconfig(p, stale_gone), 103, "an old version without the primary")
     dead = dict(cfg, version=cfg["version"] + 1,
                 members=cfg["members"] + [{"_id": 11, "host": "127.0.0.1:%d" % free_ports(1)[0]}])
     expect_code(lambda: reconfig(p, dead), 74, "a new member that does not answer")
