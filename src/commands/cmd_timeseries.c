@@ -1474,14 +1474,11 @@ deps_pipeline(const bson_t *user, ts_deps_t *d)
 static bool
 lp_meta_path(const ts_options_t *o, const char *path, char *buf, size_t size)
 {
-	size_t ml;
+	const char *rest = ts_meta_suffix(o, path);
 
-	if (o->meta_field == NULL)
+	if (rest == NULL)
 		return false;
-	ml = strlen(o->meta_field);
-	if (strncmp(path, o->meta_field, ml) != 0 || (path[ml] != '\0' && path[ml] != '.'))
-		return false;
-	bson_snprintf(buf, size, "meta%s", path + ml);
+	bson_snprintf(buf, size, "meta%s", rest);
 	return true;
 }
 

@@ -89,6 +89,11 @@ void ts_options_copy_public(const bson_t *a, bson_t *out);
 /* Whether unpacking with o emits the top-level field name (o->include). */
 bool ts_unpack_wants(const ts_options_t *o, const char *name);
 
+/* Whether path is o's metaField or one of its subfields: the rest of path
+ * after the metaField's name ("" or ".<sub>", a view into path), or NULL
+ * (no metaField, or another field). */
+const char *ts_meta_suffix(const ts_options_t *o, const char *path);
+
 /*
  * Check create's timeseries document (and what may go with it) as mongod
  * does and append the normalized {timeField, metaField, granularity,

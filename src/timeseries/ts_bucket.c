@@ -734,6 +734,19 @@ ts_bucket_count(const ts_options_t *o, const bson_t *bucket)
 	return n;
 }
 
+const char *
+ts_meta_suffix(const ts_options_t *o, const char *path)
+{
+	size_t ml;
+
+	if (o->meta_field == NULL)
+		return NULL;
+	ml = strlen(o->meta_field);
+	if (strncmp(path, o->meta_field, ml) != 0 || (path[ml] != '\0' && path[ml] != '.'))
+		return NULL;
+	return path + ml;
+}
+
 bool
 ts_unpack_wants(const ts_options_t *o, const char *name)
 {
@@ -850,15 +863,12 @@ ts_bucket_unpack(const ts_options_t *o, const bson_t *bucket, bson_t *scratch, t
 static bool
 meta_path(const ts_options_t *o, const char *path, char *buf, size_t size)
 {
-	size_t ml;
+	const char *rest = ts_meta_suffix(o, path);
 
-	if (o->meta_field == NULL)
+	if (rest == NULL)
 		return false;
-	ml = strlen(o->meta_field);
-	if (strncmp(path, o->meta_field, ml) != 0 || (path[ml] != '\0' && path[ml] != '.'))
-		return false;
-	bson_snprintf(buf, size, "meta%s", path + ml);
-	return strlen(path + ml) + 5 <= size;
+	bson_snprintf(buf, size, "meta%s", rest);
+	return strlen(rest) + 5 <= size;
 }
 
 /* The bucket _id bounds of a time range (mongod's loose predicate on the

@@ -46,14 +46,11 @@ bad_key(const bson_t *key, const bson_iter_t *it, const char *what, terr_t *err)
 static bool
 meta_sub(const ts_options_t *o, const char *p, const char **sub)
 {
-	size_t ml;
+	const char *rest = ts_meta_suffix(o, p);
 
-	if (o->meta_field == NULL)
+	if (rest == NULL)
 		return false;
-	ml = strlen(o->meta_field);
-	if (strncmp(p, o->meta_field, ml) != 0 || (p[ml] != '\0' && p[ml] != '.'))
-		return false;
-	*sub = p[ml] == '.' ? p + ml + 1 : "";
+	*sub = rest[0] == '.' ? rest + 1 : "";
 	return true;
 }
 

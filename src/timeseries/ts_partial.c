@@ -153,15 +153,7 @@ tp_leaf(tp_tree_t *t, tp_kind_t k, tp_op_t op, const char *prefix, const char *p
 static bool
 meta_path(const ts_options_t *o, const char *p, const char **sub)
 {
-	size_t ml;
-
-	if (o->meta_field == NULL)
-		return false;
-	ml = strlen(o->meta_field);
-	if (strncmp(p, o->meta_field, ml) != 0 || (p[ml] != '\0' && p[ml] != '.'))
-		return false;
-	*sub = p[ml] == '.' ? p + ml : "";
-	return true;
+	return (*sub = ts_meta_suffix(o, p)) != NULL;
 }
 
 static const struct {
