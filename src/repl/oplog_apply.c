@@ -842,6 +842,19 @@ apply_ops_pass(storage_t *st, storage_session_t *s, const bson_t *ops, bool ddl,
 	return 0;
 }
 
+/* config.transactions created if missing, in its own catalog transaction:
+ * before the transaction that writes a session row.  0, or -1 with err. */
+static int
+session_table(storage_t *st, storage_session_t *s, terr_t *err)
+{
+	static const parsed_t table = {.op = "i", .db = "config", .coll = "transactions"};
+	storage_coll_t *c = NULL;
+	int ret = coll_of(st, s, &table, true, &c, err) == 0 ? 0 : -1;
+
+	storage_coll_release(c);
+	return ret;
+}
+
 /* A write of a retryable write or a transaction: the session's row of
  * config.transactions, as the primary keeps it ({_id: lsid, txnNum,
  * lastWriteOpTime, lastWriteDate[, state]}), in s's open transaction, so a
@@ -1028,12 +1041,8 @@ chain_commit(repl_oplog_t *op, storage_t *st, storage_session_t *s, const bson_t
 		entry_ops(i < n ? tl_chain[i] : entry, &ops);
 		ret = apply_ops_pass(st, s, &ops, true, err);
 	}
-	if (ret == 0 && bson_has_field(entry, "lsid") && bson_has_field(entry, "txnNumber")) {
-		static const parsed_t table = {.op = "i", .db = "config", .coll = "transactions"};
-		storage_coll_t *c = NULL;
-		ret = coll_of(st, s, &table, true, &c, err) == 0 ? 0 : -1;
-		storage_coll_release(c);
-	}
+	if (ret == 0 && bson_has_field(entry, "lsid") && bson_has_field(entry, "txnNumber"))
+		ret = session_table(st, s, err);
 	if (ret == 0)
 		ret = storage_txn_begin(s, err);
 	if (ret == 0) {
@@ -1148,13 +1157,9 @@ repl_oplog_apply_entry(repl_oplog_t *op, storage_t *st, storage_session_t *s, co
 	kept = p.op[0] == 'n' && repl_retryable_reply_of_entry(entry, &kept_row);
 	if (ret == 0 && kept)
 		ret = repl_retryable_reply_table(st, s, err);
-	if (ret == 0 && bson_has_field(entry, "lsid") && bson_has_field(entry, "txnNumber")) {
-		/* the session table must exist before the entry's transaction */
-		static const parsed_t table = {.op = "i", .db = "config", .coll = "transactions"};
-		storage_coll_t *c = NULL;
-		ret = coll_of(st, s, &table, true, &c, err) == 0 ? 0 : -1;
-		storage_coll_release(c);
-	}
+	/* the session table must exist before the entry's transaction */
+	if (ret == 0 && bson_has_field(entry, "lsid") && bson_has_field(entry, "txnNumber"))
+		ret = session_table(st, s, err);
 	if (ret == 0)
 		ret = storage_txn_begin(s, err);
 	if (ret == 0) {
@@ -1244,13 +1249,9 @@ run_txn(repl_oplog_t *op, storage_t *st, storage_session_t *s, const bson_t *ent
 		if (!sessions && bson_has_field(&entries[i], "lsid") && bson_has_field(&entries[i], "txnNumber"))
 			sessions = true;
 	}
-	if (sessions) {
-		/* the session table must exist before the transaction */
-		static const parsed_t table = {.op = "i", .db = "config", .coll = "transactions"};
-		storage_coll_t *c = NULL;
-		ret = coll_of(st, s, &table, true, &c, err) == 0 ? 0 : -1;
-		storage_coll_release(c);
-	}
+	/* the session table must exist before the transaction */
+	if (sessions)
+		ret = session_table(st, s, err);
 	if (ret == 0)
 		ret = storage_txn_begin(s, err);
 	if (ret != 0)
