@@ -175,6 +175,8 @@ struct repl_member {
 	raft_id transfer_to;          /* the next transfer's target (0: Raft picks) */
 	bool election_hold;           /* loop: Raft's election timeout set out of reach (STARTUP2) */
 	bool stranger_logged;         /* loop: from_stranger's line written once */
+	uint64_t lead_term;           /* loop: the term this member last led in */
+	int64_t lead_since_ms;        /* loop: when it first saw itself lead lead_term (wall) */
 	int64_t frozen_until_ms;      /* replSetFreeze / stepdown period (wall; 0: none) */
 };
 
@@ -847,7 +849,10 @@ hand_on_target(repl_member_t *m)
 			best_match = pr->match_index;
 		}
 	}
-	if (best == 0)
+	/* the member it just followed (or handed on to) only once the others
+	 * had an election timeout of this term to answer: a leader just
+	 * elected has heard from none of them yet */
+	if (best == 0 && wall_ms() - m->lead_since_ms >= m->o.election_timeout_ms)
 		best = fallback;
 	m->hand_on_last = best;
 	return best;
@@ -895,6 +900,10 @@ on_watch(uv_timer_t *t)
 	if (m->election_hold && state == RAFT_FOLLOWER)
 		forget_silent_leader(m);
 	if (state == RAFT_LEADER) {
+		if (m->lead_term != term) {
+			m->lead_term = term;
+			m->lead_since_ms = now;
+		}
 		match_snapshot_locked(m);
 		/* who the leader heard from within an election timeout */
 		for (unsigned k = 0; k < m->raft.configuration.n; k++) {
@@ -914,11 +923,16 @@ on_watch(uv_timer_t *t)
 		if ((m->no_lead || m->busy_state == REPL_STATE_STARTUP2 || frozen) && !m->transfer_pending) {
 			/* priority 0 (or delayed), copying data (elected by a
 			 * transfer, or before the copy began) or frozen (a forced
-			 * stepdown): hand the leadership on at once; should it
-			 * still lead when that ends, it becomes primary anew */
+			 * stepdown): hand the leadership on as soon as a voter
+			 * answered this term (a leader just elected has heard from
+			 * none yet: handing on to libraft's own pick then gives it
+			 * straight back to the member that just stepped down);
+			 * should it still lead when that ends, it becomes primary
+			 * anew */
+			raft_id target = hand_on_target(m);
 			m->leader_seen = false;
 			m->transfer.data = m;
-			if (raft_transfer(&m->raft, &m->transfer, hand_on_target(m), transfer_done) == 0)
+			if (target != 0 && raft_transfer(&m->raft, &m->transfer, target, transfer_done) == 0)
 				m->transfer_pending = true;
 		} else if (m->no_lead || m->busy_state == REPL_STATE_STARTUP2 || frozen) {
 			/* the transfer runs */
