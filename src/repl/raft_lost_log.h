@@ -26,9 +26,12 @@
  * whose entries it holds in memory answers "have all entries" at once,
  * and its next rejection reports its last *stored* index, which may be
  * lower until they are written (seen after a kill -9 and a restart,
- * e2e.replset_sync): the reset is then needless but harmless -- the next
- * answer raises the match index again (at worst one more snapshot sent,
- * which the member finds it already holds).
+ * e2e.replset_sync).  That answer is left to libraft: the reset is made
+ * only while the follower's progress is in SNAPSHOT or its reported log is
+ * empty but for the bootstrap configuration entry (index 1) -- a reset of
+ * the restarted member's match index had the leader resend its log from
+ * the start, and a kill -9 in the middle left two overlapping closed
+ * segments libraft then refused to start from (e2e.replset_jepsen, once).
  *
  * Not here: the member's own rejoin (member_rejoin.h), what the member does
  * with the snapshot (member_recover.h).
@@ -43,7 +46,8 @@
 /* Before `r` (a leader, on its loop thread) receives `msg`: true when msg
  * is an AppendEntries result of r's term from a server of its
  * configuration whose reported last index is below the match index r
- * holds for it; that match index is then set to 0 and *was (when not
+ * holds for it, while that server's progress is in SNAPSHOT or the last
+ * index is at most 1; that match index is then set to 0 and *was (when not
  * NULL) to its value before.  false, and nothing changed, otherwise. */
 bool repl_raft_lost_log_reset(struct raft *r, const struct raft_message *msg, raft_index *was);
 

@@ -98,6 +98,15 @@ test_left_alone(void)
 	TT_ASSERT(!repl_raft_lost_log_reset(&r, &msg, &was));
 	msg = result_from(3, 4, 18400, 18400);
 	TT_ASSERT(!repl_raft_lost_log_reset(&r, &msg, &was));
+	/* a restarted member answering from entries it has not stored yet
+	 * (PROBE or PIPELINE, a few entries below): libraft's to handle */
+	p[2].state = 0;
+	msg = result_from(3, 4, 18307, 18308);
+	TT_ASSERT(!repl_raft_lost_log_reset(&r, &msg, &was));
+	p[2].state = 1;
+	msg = result_from(3, 4, 18307, 0);
+	TT_ASSERT(!repl_raft_lost_log_reset(&r, &msg, &was));
+	p[2].state = 2;
 	/* another term's answer: libraft ignores it or steps down */
 	msg = result_from(3, 3, 10, 0);
 	TT_ASSERT(!repl_raft_lost_log_reset(&r, &msg, &was));
