@@ -442,6 +442,7 @@ accept_one(server_t *s, int lfd, bool is_unix)
 	c->srv = s;
 	c->fd = fd;
 	remote_name(&ss, sl, c->remote, sizeof(c->remote), &c->is_local);
+	c->unix_domain = is_unix;
 	if (!is_unix) {
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));

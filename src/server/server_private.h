@@ -71,6 +71,7 @@ struct conn {
 	int64_t id;
 	char remote[80];
 	bool is_local;
+	bool unix_domain;                 /* accepted on the Unix-domain listener (conn.c fill) */
 	tls_conn_t *tls;                  /* set once the TLS handshake is done */
 	wire_compression_t comp;          /* negotiated by hello */
 	uint8_t *rbuf;                    /* read-ahead: a header and a small body in one recv */
