@@ -849,6 +849,26 @@ auth_x509_cert_is_member(X509 *peer)
 
 /* ---- MONGODB-X509 authenticate ----------------------------------------------- */
 
+/* Whether $external holds a user named subject: 1 yes, 0 no, -1 on a
+ * storage error (err set). */
+static int
+external_user_exists(const auth_conn_t *conn, const char *subject, terr_t *err)
+{
+	storage_session_t *s = conn->session != NULL ? conn->session(conn->session_arg, err) : NULL;
+	bson_t doc;
+	int r;
+
+	if (s == NULL)
+		return -1;
+	r = auth_store_get(conn->st, s, "system.users", "$external", subject, &doc, err);
+	if (r < 0)
+		return -1;
+	if (r == 1)
+		return 0;
+	bson_destroy(&doc);
+	return 1;
+}
+
 int
 auth_x509_authenticate(const auth_conn_t *conn, const auth_x509_peer_t *peer, const char *user, const char *db,
                        auth_x509_result_t *out, bool *hide, terr_t *err)
@@ -875,17 +895,11 @@ auth_x509_authenticate(const auth_conn_t *conn, const auth_x509_peer_t *peer, co
 			/* mongod (enforceUserClusterSeparation, the extension rule):
 			 * a member certificate whose subject is also a user is
 			 * refused */
-			storage_session_t *s = conn->session != NULL ? conn->session(conn->session_arg, err) : NULL;
-			bson_t doc;
-			int r;
+			int r = external_user_exists(conn, peer->subject, err);
 
-			if (s == NULL)
-				return -1;
-			r = auth_store_get(conn->st, s, "system.users", "$external", peer->subject, &doc, err);
 			if (r < 0)
 				return -1;
-			if (r == 0) {
-				bson_destroy(&doc);
+			if (r == 1) {
 				*hide = true;
 				return terr_set(err, TERR_AUTHENTICATION_FAILED,
 				    "The provided certificate represents both a cluster member and an explicit user which "
@@ -897,19 +911,13 @@ auth_x509_authenticate(const auth_conn_t *conn, const auth_x509_peer_t *peer, co
 		out->db = bson_strdup("local");
 		out->member = true;
 	} else {
-		storage_session_t *s = conn->session != NULL ? conn->session(conn->session_arg, err) : NULL;
-		bson_t doc;
-		int r;
+		int r = external_user_exists(conn, peer->subject, err);
 
-		if (s == NULL)
-			return -1;
-		r = auth_store_get(conn->st, s, "system.users", "$external", peer->subject, &doc, err);
 		if (r < 0)
 			return -1;
-		if (r == 1)
+		if (r == 0)
 			return terr_set(err, TERR_USER_NOT_FOUND, "Could not find user \"%s\" for db \"$external\"",
 			    peer->subject);
-		bson_destroy(&doc);
 		out->user = bson_strdup(peer->subject);
 		out->db = bson_strdup("$external");
 	}

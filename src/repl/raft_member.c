@@ -1525,6 +1525,19 @@ applied_locked(repl_member_t *m, const entry_node_t *n)
 		wake(m);
 }
 
+/* The applier could not apply an entry: no later entry may be applied past
+ * the hole, so the member stops applying and stays RECOVERING.  Entered
+ * with m->lock held; returns with it released and err cleared. */
+static void
+applier_stop_locked(repl_member_t *m, terr_t *err)
+{
+	m->failed = true;
+	pthread_mutex_unlock(&m->lock);
+	log_msg('E', 5000243, "could not apply a replicated oplog entry; this member stops applying", err->msg);
+	repl_set_raft_role(m->o.rs, REPL_STATE_RECOVERING, (int64_t)m->term);
+	terr_clear(err);
+}
+
 static void *
 applier_main(void *arg)
 {
@@ -1695,12 +1708,7 @@ applier_main(void *arg)
 					continue;
 				}
 				/* n: the entry that failed */
-				m->failed = true;
-				pthread_mutex_unlock(&m->lock);
-				log_msg('E', 5000243, "could not apply a replicated oplog entry; this member stops applying",
-				    err.msg);
-				repl_set_raft_role(m->o.rs, REPL_STATE_RECOVERING, (int64_t)m->term);
-				terr_clear(&err);
+				applier_stop_locked(m, &err);
 				break;
 			}
 			if (own) {
@@ -1733,13 +1741,7 @@ applier_main(void *arg)
 			}
 			pthread_mutex_lock(&m->lock);
 			if (rc != 0) {
-				/* no later entry may be applied past a hole */
-				m->failed = true;
-				pthread_mutex_unlock(&m->lock);
-				log_msg('E', 5000243, "could not apply a replicated oplog entry; this member stops applying",
-				    err.msg);
-				repl_set_raft_role(m->o.rs, REPL_STATE_RECOVERING, (int64_t)m->term);
-				terr_clear(&err);
+				applier_stop_locked(m, &err);
 				break;
 			}
 			applied_locked(m, n);

@@ -119,18 +119,12 @@ winning_indexes(const char *coll, const char *filter)
 static void
 same_answer(const char *ts, const char *plain, const char *filter)
 {
-	char *q1 = bson_strdup_printf("{\"find\": \"%s\", \"filter\": %s, \"sort\": {\"_id\": 1}, "
-	    "\"projection\": {\"_id\": 1}, \"batchSize\": 100000}", ts, filter);
-	char *q2 = bson_strdup_printf("{\"find\": \"%s\", \"filter\": %s, \"sort\": {\"_id\": 1}, "
-	    "\"projection\": {\"_id\": 1}, \"batchSize\": 100000}", plain, filter);
-	char *a = batch_text(q1), *b = batch_text(q2);
-
-	if (strcmp(a, b) != 0)
-		TT_FAIL_("%s differs:\n ts:    %.300s\n plain: %.300s", filter, a, b);
-	bson_free(a);
-	bson_free(b);
-	bson_free(q1);
-	bson_free(q2);
+	tt_same_batches(batch_text,
+	    bson_strdup_printf("{\"find\": \"%s\", \"filter\": %s, \"sort\": {\"_id\": 1}, "
+	        "\"projection\": {\"_id\": 1}, \"batchSize\": 100000}", ts, filter),
+	    bson_strdup_printf("{\"find\": \"%s\", \"filter\": %s, \"sort\": {\"_id\": 1}, "
+	        "\"projection\": {\"_id\": 1}, \"batchSize\": 100000}", plain, filter),
+	    filter);
 }
 
 static char *

@@ -127,6 +127,26 @@ tt_batch_text(const bson_t *reply, int rc, const char *none)
 	return bson_strdup(none);
 }
 
+/* Two commands that must answer alike (a time-series collection and a plain
+ * one holding the same measurements): their texts as batch() gives them
+ * (the caller's runner; it returns a string the caller bson_free()s) must
+ * be identical, else the test fails naming what.  Takes q_a and q_b
+ * (bson_free()d here); returns the length of the answer's text. */
+static inline size_t
+tt_same_batches(char *(*batch)(const char *json), char *q_a, char *q_b, const char *what)
+{
+	char *a = batch(q_a), *b = batch(q_b);
+	size_t len = strlen(a);
+
+	if (strcmp(a, b) != 0)
+		TT_FAIL_("%s differs:\n first:  %.400s\n second: %.400s", what, a, b);
+	bson_free(a);
+	bson_free(b);
+	bson_free(q_a);
+	bson_free(q_b);
+	return len;
+}
+
 /* tt_run_json with the command written in single quotes ({'find': 'c'}),
  * easier to read inside C strings. */
 static inline bson_t *
