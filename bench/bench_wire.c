@@ -93,6 +93,7 @@ proc_cpu_ns(long pid)
 	char path[300];
 	unsigned long long ns;
 	int64_t sum = 0;
+	int nread = 0;
 	struct dirent *e;
 	DIR *d;
 	FILE *f;
@@ -106,12 +107,14 @@ proc_cpu_ns(long pid)
 		snprintf(path, sizeof(path), "/proc/%ld/task/%.32s/schedstat", pid, e->d_name);
 		if ((f = fopen(path, "r")) == NULL)
 			continue;                /* the thread ended meanwhile */
-		if (fscanf(f, "%llu", &ns) == 1)
+		if (fscanf(f, "%llu", &ns) == 1) {
 			sum += (int64_t)ns;
+			nread++;
+		}
 		fclose(f);
 	}
 	closedir(d);
-	return sum;
+	return nread > 0 ? sum : -1;            /* no schedstat: a kernel without it */
 }
 
 static int64_t
