@@ -29,11 +29,20 @@
  * Reads run in three rounds alternating the sides, best round counted; each
  * side stops at its operation count or $BENCH_SECONDS (default 10, over the
  * three rounds), whichever comes first, so a slow plan cannot stall the run.
+ * For the read cases, stderr also gets each side's CPU time per operation in
+ * its best round, server and client apart (tamgad's threads from
+ * /proc/$TAMGAD_PID, each PostgreSQL backend from /proc, each client
+ * thread's own clock): on this 2-core machine the multi-connection cases are CPU-bound,
+ * so their ratio follows the sum of the two, and the split says which side
+ * of the wire a change of ratio comes from (issue 23).
  * PostgreSQL runs with synchronous_commit=off, as tamgad acknowledges writes
  * without j: true before the journal is synced (group commit).
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <dirent.h>
+#include <string.h>
+#include <time.h>
 
 #include <mongoc/mongoc.h>
 
@@ -63,7 +72,59 @@ typedef struct job {
 	double deadline;        /* now() value after which threads stop */
 	pthread_barrier_t start;
 	atomic_llong done;      /* operations (insert: documents) completed */
+	atomic_llong client_ns; /* reads: the client threads' CPU time in their loops */
+	atomic_llong pg_ns;     /* reads: the PostgreSQL backends' CPU time meanwhile */
 } job_t;
+
+/* CPU time per operation of one read round (microseconds; < 0: unknown). */
+typedef struct cpu_split {
+	double server_us, client_us;
+} cpu_split_t;
+
+static cpu_split_t last_cpu;
+
+/* The CPU time of process pid so far, every thread's (the first field of
+ * /proc/<pid>/task/<tid>/schedstat: nanoseconds on a CPU), or -1.  A thread
+ * that ends between two readings takes its time with it: tamgad's
+ * connection threads and the backends live as long as their connections. */
+static int64_t
+proc_cpu_ns(long pid)
+{
+	char path[300];
+	unsigned long long ns;
+	int64_t sum = 0;
+	int nread = 0;
+	struct dirent *e;
+	DIR *d;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/task", pid);
+	if ((d = opendir(path)) == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/task/%.32s/schedstat", pid, e->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;                /* the thread ended meanwhile */
+		if (fscanf(f, "%llu", &ns) == 1) {
+			sum += (int64_t)ns;
+			nread++;
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return nread > 0 ? sum : -1;            /* no schedstat: a kernel without it */
+}
+
+static int64_t
+thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 typedef struct worker {
 	job_t *job;
@@ -99,6 +160,7 @@ tamga_thread(job_t *j, int index)
 		}
 		bson_free(docs);
 	} else {
+		int64_t cpu0 = thread_cpu_ns();
 		for (i = 0; i < per && now() < j->deadline; i++) {
 			int64_t key = rnd(&rg, j->op == OP_FIND_ID ? j->keys : j->keys - 100), got = 0;
 			bson_t *filter, *opts;
@@ -124,6 +186,7 @@ tamga_thread(job_t *j, int index)
 				bson_destroy(opts);
 			atomic_fetch_add(&j->done, 1);
 		}
+		atomic_fetch_add(&j->client_ns, thread_cpu_ns() - cpu0);
 	}
 	mongoc_collection_destroy(coll);
 	mongoc_client_pool_push(p, client);
@@ -173,6 +236,8 @@ pg_thread(job_t *j, int index)
 		}
 		free(json);
 	} else {
+		long backend = PQbackendPID(c);
+		int64_t cpu0 = thread_cpu_ns(), t0 = proc_cpu_ns(backend), t1;
 		for (i = 0; i < per && now() < j->deadline; i++) {
 			int64_t key = rnd(&rg, j->op == OP_FIND_ID ? j->keys : j->keys - 100);
 			const char *params[2] = {p1, p2};
@@ -187,6 +252,9 @@ pg_thread(job_t *j, int index)
 			PQclear(r);
 			atomic_fetch_add(&j->done, 1);
 		}
+		atomic_fetch_add(&j->client_ns, thread_cpu_ns() - cpu0);
+		t1 = proc_cpu_ns(backend);
+		atomic_fetch_add(&j->pg_ns, t0 < 0 || t1 < 0 ? INT64_MIN / 128 : t1 - t0);
 	}
 	PQfinish(c);
 }
@@ -211,7 +279,9 @@ run_job_on(op_t op, bool pg, bool unix_socket, int threads, const char *table, i
 	job_t *j = tm_alloc0(sizeof(*j));
 	pthread_t tid[64];
 	worker_t w[64];
-	double t0, rate;
+	double t0, rate, ops_done;
+	const char *tpid = getenv("TAMGAD_PID");
+	int64_t server0 = -1, server1;
 	int i;
 
 	j->op = op;
@@ -223,6 +293,8 @@ run_job_on(op_t op, bool pg, bool unix_socket, int threads, const char *table, i
 	j->keys = keys;
 	j->base = base;
 	atomic_init(&j->done, 0);
+	atomic_init(&j->client_ns, 0);
+	atomic_init(&j->pg_ns, 0);
 	pthread_barrier_init(&j->start, NULL, (unsigned)threads + 1);
 	for (i = 0; i < threads; i++) {
 		w[i].job = j;
@@ -232,12 +304,22 @@ run_job_on(op_t op, bool pg, bool unix_socket, int threads, const char *table, i
 	}
 	/* connections are open and statements prepared before the clock starts */
 	j->deadline = now() + 3600;
+	if (!pg && tpid != NULL)
+		server0 = proc_cpu_ns(atol(tpid));
 	pthread_barrier_wait(&j->start);
 	t0 = now();
 	j->deadline = op == OP_INSERT ? t0 + 3600 : t0 + max_seconds;
 	for (i = 0; i < threads; i++)
 		pthread_join(tid[i], NULL);
 	rate = (double)atomic_load(&j->done) / (now() - t0);
+	ops_done = (double)atomic_load(&j->done);
+	server1 = !pg && server0 >= 0 ? proc_cpu_ns(atol(tpid)) : -1;
+	last_cpu.client_us = ops_done > 0 ? (double)atomic_load(&j->client_ns) / 1e3 / ops_done : -1;
+	if (pg)
+		last_cpu.server_us = ops_done > 0 && atomic_load(&j->pg_ns) >= 0
+		    ? (double)atomic_load(&j->pg_ns) / 1e3 / ops_done : -1;
+	else
+		last_cpu.server_us = ops_done > 0 && server1 >= 0 ? (double)(server1 - server0) / 1e3 / ops_done : -1;
 	if (op == OP_INSERT) /* callers sum the seconds of the halves */
 		rate = now() - t0;
 	pthread_barrier_destroy(&j->start);
@@ -258,10 +340,11 @@ run_job(op_t op, bool pg, int threads, const char *table, int64_t ops, int64_t k
  * burst of load from elsewhere on the machine hurts neither side alone. */
 #define ROUNDS 3
 static void
-best_of_rounds(op_t op, bool unix_socket, int c, int64_t ops, int64_t keys, bool have_t, bool have_p, double *t,
-               double *p)
+best_of_rounds(const char *name, op_t op, bool unix_socket, int c, int64_t ops, int64_t keys, bool have_t,
+               bool have_p, double *t, double *p)
 {
 	double saved = max_seconds, x;
+	cpu_split_t tc = {-1, -1}, pc = {-1, -1};
 	int64_t per = ops / ROUNDS / c * c;
 	int r, side;
 
@@ -271,12 +354,20 @@ best_of_rounds(op_t op, bool unix_socket, int c, int64_t ops, int64_t keys, bool
 	for (r = 0; r < ROUNDS; r++)
 		for (side = 0; side < 2; side++) {
 			bool pg = (side + r) % 2 == 1;
-			if (pg && have_p && (x = run_job_on(op, true, unix_socket, c, "ins1", per, keys, 0)) > *p)
+			if (pg && have_p && (x = run_job_on(op, true, unix_socket, c, "ins1", per, keys, 0)) > *p) {
 				*p = x;
-			if (!pg && have_t && (x = run_job_on(op, false, unix_socket, c, "ins1", per, keys, 0)) > *t)
+				pc = last_cpu;
+			}
+			if (!pg && have_t && (x = run_job_on(op, false, unix_socket, c, "ins1", per, keys, 0)) > *t) {
 				*t = x;
+				tc = last_cpu;
+			}
 		}
 	max_seconds = saved;
+	if (tc.client_us >= 0 || pc.client_us >= 0)
+		fprintf(stderr, "bench_wire: %s CPU per op (best rounds): tamga server %.1f us + client %.1f us, "
+		    "postgresql server %.1f us + client %.1f us (-1: not measured)\n", name,
+		    tc.server_us, tc.client_us, pc.server_us, pc.client_us);
 }
 
 /* ---- setup --------------------------------------------------------------- */
@@ -662,7 +753,7 @@ main(int argc, char **argv)
 		int c = conns[k];
 		double t = NA, p = NA;
 		snprintf(name, sizeof(name), "wire_find_id_%d", c);
-		best_of_rounds(OP_FIND_ID, false, c, finds, docs, have_t, have_p, &t, &p);
+		best_of_rounds(name, OP_FIND_ID, false, c, finds, docs, have_t, have_p, &t, &p);
 		print_case(name, have_t, t, have_p, p);
 	}
 	{
@@ -678,14 +769,14 @@ main(int argc, char **argv)
 		} else if (!have_p) {
 			snprintf(pg_unix_why, sizeof(pg_unix_why), "%s", pg_why);
 		}
-		best_of_rounds(OP_FIND_ID, true, 1, finds, docs, have_tu, have_pu, &t, &p);
+		best_of_rounds("wire_find_id_1_unix", OP_FIND_ID, true, 1, finds, docs, have_tu, have_pu, &t, &p);
 		print_case_why("wire_find_id_1_unix", have_tu, t, tamga_unix_why, have_pu, p, pg_unix_why);
 	}
 	for (k = 0; k < sizeof(conns) / sizeof(conns[0]); k++) {
 		int c = conns[k];
 		double t = NA, p = NA;
 		snprintf(name, sizeof(name), "wire_find_range_%d", c);
-		best_of_rounds(OP_FIND_RANGE, false, c, ranges, docs, have_t, have_p, &t, &p);
+		best_of_rounds(name, OP_FIND_RANGE, false, c, ranges, docs, have_t, have_p, &t, &p);
 		print_case(name, have_t, t, have_p, p);
 	}
 	{
