@@ -382,7 +382,12 @@ check_multi(engine_t *e, const bson_t *cfg, bool initiating, terr_t *err)
 			bson_strncpy(self_host, e->self_host, sizeof(self_host));
 		if (repl_set_config_check(cfg, repl_set_name(e->rs), self_host[0] ? self_host : NULL, initiating, &idx,
 		    err) != 0) {
-			if (err->code != TERR_NODE_NOT_FOUND && err->code != TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE)
+			/* mongod's replSetInitiate answers every parse and
+			 * validateConfigForInitiate reason as 93, this node missing
+			 * or not electable too; a member handed the configuration
+			 * keeps 74 for not finding itself (the initiator reports it) */
+			if (initiating || (err->code != TERR_NODE_NOT_FOUND &&
+			    err->code != TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE))
 				err->code = TERR_INVALID_REPLICA_SET_CONFIG;
 			return -1;
 		}

@@ -89,6 +89,9 @@ uint64_t repl_set_topology_counter(repl_set_t *rs);
 /* The member state now (a stepdown or freeze that has run out ends first:
  * the node elects itself again). */
 repl_member_state_t repl_set_state(repl_set_t *rs);
+/* mongod's MemberState::toString of a state ("PRIMARY", "SECONDARY", ...;
+ * static storage). */
+const char *repl_state_name(repl_member_state_t s);
 /* True when writes are accepted: initiated and PRIMARY. */
 bool repl_set_writable(repl_set_t *rs);
 
