@@ -261,41 +261,6 @@ auth_x509_names_same_cluster(const X509_NAME *a, const X509_NAME *b)
 	return attrs_equal_clear(&x, &y);
 }
 
-/* mongod's string form: split at ',', trim, keep DC=/O=/OU=, sort. */
-static void
-string_attrs(const char *subject, cluster_attrs_t *out)
-{
-	size_t cap = 8;
-	const char *p = subject;
-
-	out->v = bson_malloc0(sizeof(char *) * cap);
-	out->n = 0;
-	for (;;) {
-		const char *end = strchr(p, ',');
-		size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
-		const char *s = p;
-
-		while (n > 0 && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')) {
-			s++;
-			n--;
-		}
-		while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
-			n--;
-		if ((n >= 3 && strncmp(s, "DC=", 3) == 0) || (n >= 2 && strncmp(s, "O=", 2) == 0) ||
-		    (n >= 3 && strncmp(s, "OU=", 3) == 0)) {
-			if (out->n == cap) {
-				cap *= 2;
-				out->v = bson_realloc(out->v, sizeof(char *) * cap);
-			}
-			out->v[out->n++] = bson_strndup(s, n);
-		}
-		if (end == NULL)
-			break;
-		p = end + 1;
-	}
-	qsort(out->v, out->n, sizeof(char *), cmp_str);
-}
-
 /* ---- process configuration ----------------------------------------------------- */
 
 static _Atomic int g_mode = AUTH_CLUSTER_UNDEFINED;
@@ -568,6 +533,26 @@ attrs_contain(const cluster_attrs_t *have, const cluster_attrs_t *want)
 	return true;
 }
 
+/* Keep, in place, the entries of a sorted list whose OID is DC, O or OU
+ * (mongod's canonicalizeClusterDN; the order stays sorted). */
+static void
+attrs_keep_cluster(cluster_attrs_t *a)
+{
+	static const char *const oids[] = {"0.9.2342.19200300.100.1.25\x01", "2.5.4.10\x01", "2.5.4.11\x01"};
+	size_t k = 0;
+
+	for (size_t i = 0; i < a->n; i++) {
+		bool keep = false;
+		for (size_t j = 0; j < sizeof(oids) / sizeof(oids[0]) && !keep; j++)
+			keep = strncmp(a->v[i], oids[j], strlen(oids[j])) == 0;
+		if (keep)
+			a->v[k++] = a->v[i];
+		else
+			bson_free(a->v[i]);
+	}
+	a->n = k;
+}
+
 bool
 auth_x509_dn_contains(const X509_NAME *name, const auth_x509_dn_t *want)
 {
@@ -680,10 +665,29 @@ auth_x509_subject_is_member(const char *subject)
 	case AUTH_X509_RULE_O_OU_DC:
 		break;
 	}
-	if (g_server_subject == NULL)
+	/* mongod's isClusterMember(StringData): the text through parseDN and
+	 * normalizeStrings (a text it cannot read is no member), its DC, O and
+	 * OU entries against the server certificate's, both sorted */
+	if (g_server_name == NULL)
 		return false;
-	string_attrs(subject, &x);
-	string_attrs(g_server_subject, &y);
+	{
+		terr_t err = TERR_INIT;
+		if (auth_x509_parse_dn(subject, &x, &err) != 0) {
+			terr_clear(&err);
+			return false;
+		}
+	}
+	if (name_entries(g_server_name, &y) != 0) {
+		attrs_clear(&x);
+		return false;
+	}
+	attrs_keep_cluster(&x);
+	attrs_keep_cluster(&y);
+	if (x.n == 0) {
+		attrs_clear(&x);
+		attrs_clear(&y);
+		return false;
+	}
 	return attrs_equal_clear(&x, &y);
 }
 

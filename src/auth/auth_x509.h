@@ -56,11 +56,13 @@ bool auth_x509_names_same_cluster(const X509_NAME *a, const X509_NAME *b);
 
 /*
  * The same rule on a subject given as text (mongod's string form of the
- * check, used by createUser on `$external`): the text split at every ',',
- * each part trimmed, the parts starting "DC=", "O=", "OU=" sorted and
- * compared with the server certificate's subject printed the same way.
- * As mongod's, it does not unescape: "O=a\,b" is split in two.  False
- * when no server certificate is configured.
+ * check, used by createUser on `$external`): the text parsed as mongod's
+ * parseDN then normalizeStrings do (auth_x509_parse_dn: escaped commas,
+ * quoted and hex-escaped values, '+' multi-valued RDNs; a text it cannot
+ * parse, a raw '#' DER value among them, is no member), its DC, O and OU
+ * entries sorted and compared with the server certificate's (type and
+ * prepared value each).  False when no server certificate is configured
+ * or the text has none of the three.
  */
 bool auth_x509_subject_is_member(const char *subject);
 /* (Under clusterAuthX509.attributes the subject text is parsed as RFC 4514

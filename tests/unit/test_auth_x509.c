@@ -202,13 +202,47 @@ test_server_certificate_and_string_rule(void)
 	TT_EQ_INT(auth_x509_set_server_certificate(path, &err), 0);
 	TT_EQ_INT(auth_x509_set_cluster_certificate(path, &err), 0);
 	TT_EQ_STR(auth_x509_cluster_subject(), "CN=server,OU=rs0,O=Tamga");
-	/* mongod's string form: split at ',', trimmed, DC/O/OU sorted */
+	/* mongod's string form: parseDN + normalizeStrings, DC/O/OU sorted */
 	TT_ASSERT(auth_x509_subject_is_member("CN=client,OU=rs0,O=Tamga"));
-	TT_ASSERT(auth_x509_subject_is_member(" O=Tamga , CN=x ,OU=rs0"));
+	TT_ASSERT(auth_x509_subject_is_member(" O=Tamga, CN=x , OU=rs0"));
+	TT_ASSERT(auth_x509_subject_is_member("OU=rs0,O=Tamga"));
+	/* spaces before a name or a value are skipped; an unescaped space
+	 * ending a value stays in it (the old split trimmed it) */
+	TT_ASSERT(auth_x509_subject_is_member("CN=x,OU= rs0,O=Tamga"));
+	TT_ASSERT(!auth_x509_subject_is_member("O=Tamga ,CN=x,OU=rs0"));
 	TT_ASSERT(!auth_x509_subject_is_member("CN=client,OU=clients,O=Tamga"));
 	TT_ASSERT(!auth_x509_subject_is_member("CN=client"));
-	/* its split does not unescape: an escaped comma splits the value */
+	TT_ASSERT(!auth_x509_subject_is_member("CN=x,OU=rs0,O=Tamga,OU=extra"));
+	/* a name as a dotted OID */
+	TT_ASSERT(auth_x509_subject_is_member("CN=x,2.5.4.11=rs0,O=Tamga"));
+	/* '+' multi-valued RDN: each entry counts */
+	TT_ASSERT(auth_x509_subject_is_member("CN=x+OU=rs0,O=Tamga"));
+	TT_ASSERT(auth_x509_subject_is_member("CN=x,OU=rs0+O=Tamga"));
+	/* hex escapes unescape ("\\54amga" is "Tamga") */
+	TT_ASSERT(auth_x509_subject_is_member("CN=x,OU=rs0,O=\\54amga"));
+	/* an escaped comma stays in the value: O is "Tamga,Inc", not "Tamga"
+	 * (the old split made "O=Tamga\\" and "Inc") */
 	TT_ASSERT(!auth_x509_subject_is_member("CN=x,OU=rs0,O=Tamga\\,Inc"));
+	TT_ASSERT(auth_x509_subject_is_member("CN=a\\,b,OU=rs0,O=Tamga"));
+	/* the old split took "OU=rs0" out of a CN holding an escaped comma */
+	TT_ASSERT(!auth_x509_subject_is_member("CN=x\\,OU=rs0,O=Tamga"));
+	/* quoted values are not RFC 4514: unescaped '"' fails the parse, as
+	 * mongod's, so no member (the split took OU=rs0 and O=Tamga) */
+	TT_ASSERT(!auth_x509_subject_is_member("CN=\"x\",OU=rs0,O=Tamga"));
+	/* a raw '#' DER value fails mongod's parse too; an escaped '#' is a
+	 * plain character */
+	TT_ASSERT(!auth_x509_subject_is_member("CN=#0403616263,OU=rs0,O=Tamga"));
+	TT_ASSERT(auth_x509_subject_is_member("CN=\\#x,OU=rs0,O=Tamga"));
+	TT_ASSERT(!auth_x509_subject_is_member("CN=x,OU=rs0,O=\\#Tamga"));
+	/* unescaped trailing spaces, as mongod: trimmed by the parser's
+	 * space skip before a name only; a value keeps them unless escaped
+	 * spaces end it */
+	TT_ASSERT(!auth_x509_subject_is_member("CN=x,OU=rs0,O=Tamga\\20"));
+	/* values are case-significant (stringprep, no folding) */
+	TT_ASSERT(!auth_x509_subject_is_member("CN=x,OU=RS0,O=Tamga"));
+	/* unreadable text is no member */
+	TT_ASSERT(!auth_x509_subject_is_member("not a name"));
+	TT_ASSERT(!auth_x509_subject_is_member(""));
 	/* the certificate form */
 	peer = X509_new();
 	pn = name_of((const char *const[]){"O=Tamga", "OU=rs0", "CN=peer", NULL});
