@@ -489,7 +489,7 @@ CMD_HANDLER(cmd_server_status)
 		if (c->engine->rs != NULL) {
 			/* metrics.repl: the counters Tamga keeps truly (cmd_repl.c) */
 			BSON_APPEND_DOCUMENT_BEGIN(&m, "repl", &cmds);
-			cmd_repl_metrics_append(&cmds);
+			cmd_repl_metrics_append(c->engine, &cmds);
 			bson_append_document_end(&m, &cmds);
 		}
 		bson_append_document_end(c->reply, &m);

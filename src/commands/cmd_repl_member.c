@@ -27,6 +27,7 @@
 #include "auth/auth.h"
 #include "auth/auth_member.h"
 #include "auth/auth_x509.h"
+#include "commands/cmd_repl.h"
 #include "common/log.h"
 #include "common/checked.h"
 #include "repl/election_log.h"
@@ -1231,6 +1232,9 @@ wait_mode(engine_t *e, repl_ts_t target, const char *name, int64_t deadline_us)
 	return rc;
 }
 
+static bool wait_write_loop(engine_t *e, const concern_write_t *wc, bool tagged, bool count, repl_ts_t target,
+                            int64_t t, int64_t deadline, bson_t *reply);
+
 bool
 cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, int64_t start_term, bson_t *reply)
 {
@@ -1239,6 +1243,7 @@ cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, int64_t start_te
 	repl_ts_t target;
 	int64_t deadline = 0;
 	int n = repl_set_member_count(e->rs);
+	bool failed;
 
 	if (e->member == NULL || n <= 1 || strcmp(c->db, "local") == 0)
 		return false;
@@ -1277,12 +1282,26 @@ cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, int64_t start_te
 	}
 	if (wc->present && wc->wtimeout > 0)
 		deadline = tm_now_us() + wc->wtimeout * 1000;
+	/* one of mongod's replication waiters while it waits
+	 * (serverStatus().metrics.repl.waiters.replication) */
+	cmd_repl_waiter_add(CMD_REPL_WAITER_REPLICATION, 1);
+	failed = wait_write_loop(e, wc, tagged, count, target, last.t, deadline, reply);
+	cmd_repl_waiter_add(CMD_REPL_WAITER_REPLICATION, -1);
+	return failed;
+}
+
+/* The wait of cmd_repl_member_wait_write: true with a writeConcernError
+ * in reply when it failed. */
+static bool
+wait_write_loop(engine_t *e, const concern_write_t *wc, bool tagged, bool count, repl_ts_t target, int64_t t,
+                int64_t deadline, bson_t *reply)
+{
 	for (;;) {
 		int64_t step = tm_now_us() + 100 * 1000;
 		int64_t until = deadline > 0 && deadline < step ? deadline : step;
 		int r = tagged ? wait_mode(e, target, wc->w_mode, deadline) :
 		    count ? repl_member_wait_count(e->member, target, (int)wc->w_num, until) :
-		    repl_member_wait_committed(e->member, target, last.t, until);
+		    repl_member_wait_committed(e->member, target, t, until);
 		if (r == 0 && count)
 			r = wait_applied(e, target, (int)wc->w_num, deadline);
 		if (r == 0)

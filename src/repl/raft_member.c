@@ -71,6 +71,7 @@ typedef struct entry_node {
 typedef struct entry_queue {
 	entry_node_t *head, *tail;
 	size_t count;
+	uint64_t bytes;               /* the entries' lengths (serverStatus' buffer.apply) */
 } entry_queue_t;
 
 struct repl_member {
@@ -329,6 +330,7 @@ queue_push(entry_queue_t *q, entry_node_t *n)
 		q->head = n;
 	q->tail = n;
 	q->count++;
+	q->bytes += n->len;
 }
 
 static entry_node_t *
@@ -338,6 +340,7 @@ queue_take_all(entry_queue_t *q)
 
 	q->head = q->tail = NULL;
 	q->count = 0;
+	q->bytes = 0;
 	return h;
 }
 
@@ -1492,7 +1495,7 @@ host_set_last(void *arg, repl_ts_t ts, bool force)
  * members come and go (a re-added member starts a new one), the counts
  * stay, as mongod's. */
 static struct {
-	_Atomic uint64_t ops, batches, batch_us;
+	_Atomic uint64_t ops, batches, batch_us, batch_size;
 } apply_metrics;
 
 /* A run of entries applied in one storage transaction
@@ -1533,6 +1536,7 @@ applier_main(void *arg)
 	terr_t err = TERR_INIT;
 	int64_t batch_start_us = 0;
 	uint64_t batch_ops = 0;
+	int64_t round_size = 0;
 	char dbpath[4096];
 	size_t dl;
 	repl_recover_host_t host = {.arg = m, .st = m->o.st, .oplog = m->o.oplog, .dbpath = dbpath,
@@ -1591,6 +1595,7 @@ applier_main(void *arg)
 			apply_wait_ms(m, 50);
 			continue;
 		}
+		round_size = (int64_t)m->to_apply.count;
 		list = queue_take_all(&m->to_apply);
 		if (!m->primary && tlog_debug_on("REPL", 2)) {
 			/* mongod's OplogApplierImpl line for each batch a secondary applies */
@@ -1754,6 +1759,9 @@ applier_main(void *arg)
 			atomic_fetch_add(&apply_metrics.batches, 1);
 			atomic_fetch_add(&apply_metrics.batch_us, (uint64_t)(tm_now_us() - batch_start_us));
 			atomic_fetch_add(&apply_metrics.ops, batch_ops);
+			/* mongod's repl.apply.batchSize: every entry of the batch
+			 * handed to the applier (those it then skips too) */
+			atomic_fetch_add(&apply_metrics.batch_size, (uint64_t)round_size);
 		}
 		pthread_mutex_lock(&m->lock);
 		wake(m);
@@ -1772,6 +1780,19 @@ repl_member_apply_metrics(repl_member_apply_metrics_t *out)
 	out->ops = atomic_load(&apply_metrics.ops);
 	out->batches = atomic_load(&apply_metrics.batches);
 	out->batches_total_ms = atomic_load(&apply_metrics.batch_us) / 1000;
+	out->batch_size = atomic_load(&apply_metrics.batch_size);
+}
+
+void
+repl_member_apply_buffer(repl_member_t *m, uint64_t *count, uint64_t *bytes)
+{
+	*count = *bytes = 0;
+	if (m == NULL)
+		return;
+	pthread_mutex_lock(&m->lock);
+	*count = m->to_apply.count;
+	*bytes = m->to_apply.bytes;
+	pthread_mutex_unlock(&m->lock);
 }
 
 /* ---- feeder -------------------------------------------------------------------------------- */

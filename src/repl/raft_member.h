@@ -124,8 +124,14 @@ void repl_member_halt(repl_member_t *m);
  * its oplog), the applier's rounds that applied some, and their time. */
 typedef struct repl_member_apply_metrics {
 	uint64_t ops, batches, batches_total_ms;
+	uint64_t batch_size;   /* the entries of those rounds, skipped ones too (mongod's batchSize) */
 } repl_member_apply_metrics_t;
 void repl_member_apply_metrics(repl_member_apply_metrics_t *out);
+/* serverStatus().metrics.repl.buffer.apply of member m (NULL: 0, 0): the
+ * committed entries queued for its applier and not yet taken, and their
+ * bytes (mongod's count and sizeBytes; the queue has no bound, so there is
+ * no maxCount / maxSizeBytes to report). */
+void repl_member_apply_buffer(repl_member_t *m, uint64_t *count, uint64_t *bytes);
 
 /* The ts of the newest majority-committed entry (0: none yet). */
 repl_ts_t repl_member_committed_ts(repl_member_t *m);

@@ -12,6 +12,7 @@
 #include "repl/clock.h"
 #include "repl/election_log.h"
 #include "repl/oplog.h"
+#include "common/opctx.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -956,6 +957,63 @@ repl_state_name(repl_member_state_t s)
 	return "UNKNOWN";
 }
 
+/* serverStatus().metrics.repl.stateTransition and
+ * apply.attemptsToBecomeSecondary: the process's, as mongod's metrics
+ * (members come and go, the values stay). */
+static struct {
+	_Atomic(const char *) last;      /* "stepUp", "stepDown", "rollback"; "" before any */
+	_Atomic int64_t killed, running;
+	_Atomic uint64_t attempts_secondary;
+} state_metrics = {.last = ""};
+
+static void
+count_op(const tm_opctx_t *op, void *arg)
+{
+	const tm_opctx_t *self = tm_opctx_current();
+	if (op != self)
+		(*(int64_t *)arg)++;
+}
+
+/* The change old -> new, as mongod's updateAndLogStateTransitionMetrics
+ * counts a step up, a step down and a rollback: the operations running at
+ * that moment but the one making the change (a replSetStepDown's own);
+ * Tamga kills none at a transition (a write that was running fails at its
+ * next write with 11602, a read goes on), so `killed` is 0.  Entering
+ * SECONDARY from STARTUP, STARTUP2, RECOVERING or ROLLBACK is one of
+ * mongod's attempts to become secondary (one that succeeded: Tamga makes
+ * no attempt that fails). */
+static void
+state_metrics_locked(repl_member_state_t old, repl_member_state_t now)
+{
+	const char *what = NULL;
+
+	if (now == REPL_STATE_PRIMARY && old != REPL_STATE_PRIMARY)
+		what = "stepUp";
+	else if (old == REPL_STATE_PRIMARY && now != REPL_STATE_PRIMARY)
+		what = "stepDown";
+	else if (now == REPL_STATE_ROLLBACK)
+		what = "rollback";
+	if (what != NULL) {
+		int64_t running = 0;
+		tm_opctx_foreach(count_op, &running);
+		atomic_store(&state_metrics.last, what);
+		atomic_store(&state_metrics.killed, 0);
+		atomic_store(&state_metrics.running, running);
+	}
+	if (now == REPL_STATE_SECONDARY && (old == REPL_STATE_STARTUP || old == REPL_STATE_STARTUP2 ||
+	    old == REPL_STATE_RECOVERING || old == REPL_STATE_ROLLBACK))
+		atomic_fetch_add(&state_metrics.attempts_secondary, 1);
+}
+
+void
+repl_set_state_metrics(repl_state_metrics_t *out)
+{
+	out->last_transition = atomic_load(&state_metrics.last);
+	out->operations_killed = atomic_load(&state_metrics.killed);
+	out->operations_running = atomic_load(&state_metrics.running);
+	out->attempts_to_become_secondary = atomic_load(&state_metrics.attempts_secondary);
+}
+
 /* mongod's 21358 on every change of this member's state (under the lock:
  * the lines come in the order of the changes) */
 static void
@@ -965,6 +1023,7 @@ state_log_locked(repl_set_t *rs)
 
 	if (rs->state == rs->logged_state)
 		return;
+	state_metrics_locked(rs->logged_state, rs->state);
 	bson_init(&attr);
 	BSON_APPEND_UTF8(&attr, "newState", repl_state_name(rs->state));
 	BSON_APPEND_UTF8(&attr, "oldState", repl_state_name(rs->logged_state));
