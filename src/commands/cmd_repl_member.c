@@ -954,6 +954,7 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 		int64_t id = rows[i].member_id;
 		const char *h = host_at(&cfg, i, &id);
 		repl_member_state_t st;
+		bool unknown;
 		snprintf(k, sizeof(k), "%d", i);
 		if (rows[i].self)
 			st = in.state;
@@ -964,8 +965,20 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 		BSON_APPEND_DOCUMENT_BEGIN(&arr, k, &m);
 		BSON_APPEND_INT32(&m, "_id", (int32_t)id);
 		BSON_APPEND_UTF8(&m, "name", h != NULL ? h : "");
-		BSON_APPEND_DOUBLE(&m, "health", rows[i].reachable ? 1.0 : 0.0);
-		if (!rows[i].reachable) {
+		/* mongod's MemberData: health -1 and state UNKNOWN (6) for a
+		 * member not reached yet, 0 and "(not reachable/healthy)" (state
+		 * DOWN, 8) once a contact failed -- a refused handshake is a
+		 * failure at once (its lastHeartbeatMessage below) */
+		{
+			char why[200];
+			bool failed = !rows[i].reachable && h != NULL && repl_member_failure_message(h, why, sizeof(why));
+			unknown = !rows[i].reachable && !rows[i].heard && !failed;
+		}
+		BSON_APPEND_DOUBLE(&m, "health", rows[i].reachable ? 1.0 : unknown ? -1.0 : 0.0);
+		if (unknown) {
+			BSON_APPEND_INT32(&m, "state", 6);
+			BSON_APPEND_UTF8(&m, "stateStr", "UNKNOWN");
+		} else if (!rows[i].reachable) {
 			BSON_APPEND_INT32(&m, "state", 8);
 			BSON_APPEND_UTF8(&m, "stateStr", "(not reachable/healthy)");
 		} else {
@@ -996,7 +1009,7 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 				BSON_APPEND_DATE_TIME(&m, "lastHeartbeat", rows[i].last_contact_ms);
 				BSON_APPEND_DATE_TIME(&m, "lastHeartbeatRecv", rows[i].last_contact_ms);
 			}
-			BSON_APPEND_UTF8(&m, "syncSourceHost", rows[i].leader ? "" : (leader_host != NULL ? leader_host : ""));
+			BSON_APPEND_UTF8(&m, "syncSourceHost", rows[i].leader || unknown ? "" : (leader_host != NULL ? leader_host : ""));
 			/* a member whose Raft or wire-protocol connections fail the
 			 * keyFile handshake ("Authentication failed.") or TLS (its
 			 * certificate refused: OpenSSL's reason): mongod's heartbeat

@@ -154,6 +154,8 @@ struct repl_member {
 	int leader_index;             /* row in peers, -1 */
 	int64_t last_contact_ms[REPL_MAX_MEMBERS];
 	bool reachable[REPL_MAX_MEMBERS];
+	/* heard of since this role began (repl_member_view_t.heard) */
+	bool heard[REPL_MAX_MEMBERS];
 	/* w: N on the leader: the Raft index of the entries it submitted
 	 * (a ring of the last SUB_RING) and each peer's match index */
 	struct { repl_ts_t ts; uint64_t idx; } sub[4096];
@@ -906,6 +908,13 @@ on_watch(uv_timer_t *t)
 		if (m->lead_term != term) {
 			m->lead_term = term;
 			m->lead_since_ms = now;
+			/* a new leadership: only what was heard of within an election
+			 * timeout (the previous leader, as a follower) counts as heard;
+			 * the others are not reached yet (mongod's UNKNOWN) until they
+			 * answer, or down once an election timeout passes without */
+			for (int i = 0; i < m->o.npeers; i++)
+				m->heard[i] = i == m->o.self_index ||
+				    (m->reachable[i] && now - m->last_contact_ms[i] <= m->o.election_timeout_ms);
 		}
 		match_snapshot_locked(m);
 		/* who the leader heard from within an election timeout */
@@ -917,9 +926,14 @@ on_watch(uv_timer_t *t)
 				if (i == m->o.self_index || (m->raft.leader_state.progress != NULL &&
 				    m->raft.leader_state.progress[k].recent_recv)) {
 					m->reachable[i] = true;
+					m->heard[i] = true;
 					m->last_contact_ms[i] = now;
 				} else if (now - m->last_contact_ms[i] > m->o.election_timeout_ms) {
 					m->reachable[i] = false;
+					/* silent for an election timeout of this leadership:
+					 * down, no longer unknown */
+					if (now - m->lead_since_ms > m->o.election_timeout_ms)
+						m->heard[i] = true;
 				}
 			}
 		}
@@ -957,6 +971,8 @@ on_watch(uv_timer_t *t)
 		if (lid != 0) {
 			for (int i = 0; i < m->o.npeers; i++) {
 				m->reachable[i] = i == m->o.self_index || i == m->leader_index;
+				/* a follower hears of its leader only */
+				m->heard[i] = m->reachable[i];
 				if (m->reachable[i])
 					m->last_contact_ms[i] = now;
 			}
@@ -2162,6 +2178,7 @@ repl_member_view(repl_member_t *m, repl_member_view_t *rows, int max, int *leade
 		rows[n].self = i == m->o.self_index;
 		rows[n].leader = i == m->leader_index;
 		rows[n].reachable = m->reachable[i] || rows[n].self;
+		rows[n].heard = m->heard[i] || rows[n].reachable;
 		rows[n].last_contact_ms = m->last_contact_ms[i];
 	}
 	*leader_index = m->leader_index;

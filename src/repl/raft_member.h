@@ -196,6 +196,11 @@ int repl_member_transfer_to(repl_member_t *m, int64_t member_id, uint64_t term, 
 typedef struct repl_member_view {
 	int64_t member_id;
 	bool self, leader, reachable;
+	/* reachable false and heard false: this member has not heard of it
+	 * since its role began (a leader just elected, within an election
+	 * timeout; a follower, of any member but its leader) -- mongod's
+	 * member not yet reached, shown UNKNOWN (state 6, health -1) */
+	bool heard;
 	int64_t last_contact_ms;      /* wall time the leader last heard of it (0: unknown) */
 } repl_member_view_t;
 /* Fill up to max rows (the peers' order); returns the count.  *leader_index
