@@ -18,6 +18,7 @@
 #include <openssl/pem.h>
 
 #include "auth/auth_private.h"
+#include "bson/value.h"
 #include "common/mem.h"
 
 #define TERR_INVALID_SSL_CONFIG 140
@@ -272,6 +273,12 @@ static X509_NAME *g_cluster_name;
 static cluster_attrs_t g_rule_attrs;       /* the attributes, "<oid>\x01<hex>" sorted; n 0: not set */
 static char *g_rule_ext;                   /* the extension value; NULL: not set */
 static size_t g_rule_ext_len;
+/* setParameter tlsClusterAuthX509Override: at most one of the two, a
+ * certificate meeting it is a member too (auth_x509_set_member_override) */
+static cluster_attrs_t g_over_attrs;       /* parsed attributes; n 0: not set */
+static char *g_over_attrs_text;            /* as given (getParameter) */
+static char *g_over_ext;                   /* the extension value; NULL: not set */
+static size_t g_over_ext_len;
 
 /* ---- net.tls.clusterAuthX509 ---------------------------------------------------- */
 
@@ -632,6 +639,60 @@ auth_x509_set_member_rule(const char *attributes, const char *extension_value, t
 	return 0;
 }
 
+int
+auth_x509_set_member_override(const bson_t *value, terr_t *err)
+{
+	bson_iter_t it;
+	const char *attrs = NULL, *ext = NULL;
+	uint32_t ext_len = 0;
+	cluster_attrs_t parsed = {0};
+
+	if (!bson_iter_init(&it, value))
+		return terr_set(err, TERR_BAD_VALUE, "Value must be an object");
+	/* mongod's ClusterAuthX509Override IDL struct, then its check */
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		if (strcmp(k, "attributes") != 0 && strcmp(k, "extensionValue") != 0)
+			return terr_set(err, 40415, "BSON field 'tlsClusterAuthX509Override.%s' is an unknown field.", k);
+		if (!BSON_ITER_HOLDS_UTF8(&it))
+			return terr_set(err, TERR_TYPE_MISMATCH,
+			    "BSON field 'tlsClusterAuthX509Override.%s' is the wrong type '%s', expected type 'string'", k,
+			    bv_type_name(bson_iter_type(&it)));
+		if (strcmp(k, "attributes") == 0)
+			attrs = bson_iter_utf8(&it, NULL);
+		else
+			ext = bson_iter_utf8(&it, &ext_len);
+	}
+	if (attrs != NULL && ext != NULL)
+		return terr_set(err, TERR_BAD_VALUE,
+		    "At most one of attributes or extensionValue can be specified for tlsClusterAuthX509Override");
+	/* mongod parses the attributes as it parses clusterAuthX509.attributes
+	 * (its setClusterAuthX509Config, at startup) */
+	if (attrs != NULL && auth_x509_parse_dn(attrs, &parsed, err) != 0)
+		return -1;
+	attrs_clear(&g_over_attrs);
+	bson_free(g_over_attrs_text);
+	bson_free(g_over_ext);
+	g_over_attrs = parsed;
+	g_over_attrs_text = attrs != NULL ? bson_strdup(attrs) : NULL;
+	g_over_ext = ext != NULL ? bson_strndup(ext, ext_len) : NULL;
+	g_over_ext_len = ext != NULL ? ext_len : 0;
+	return 0;
+}
+
+void
+auth_x509_member_override_append(bson_t *out, const char *key)
+{
+	bson_t d;
+
+	BSON_APPEND_DOCUMENT_BEGIN(out, key, &d);
+	if (g_over_attrs_text != NULL)
+		BSON_APPEND_UTF8(&d, "attributes", g_over_attrs_text);
+	else if (g_over_ext != NULL)
+		bson_append_utf8(&d, "extensionValue", -1, g_over_ext, (int)g_over_ext_len);
+	bson_append_document_end(out, &d);
+}
+
 auth_x509_member_rule_t
 auth_x509_member_rule(void)
 {
@@ -639,13 +700,36 @@ auth_x509_member_rule(void)
 	    g_rule_attrs.n > 0 ? AUTH_X509_RULE_ATTRIBUTES : AUTH_X509_RULE_O_OU_DC;
 }
 
+static bool subject_meets_rule(const char *subject);
+
 bool
 auth_x509_subject_is_member(const char *subject)
 {
-	cluster_attrs_t x = {0}, y = {0};
-
 	if (subject == NULL)
 		return false;
+	if (subject_meets_rule(subject))
+		return true;
+	/* the override's attributes (its extension value needs a certificate) */
+	if (g_over_attrs.n > 0) {
+		cluster_attrs_t x = {0};
+		terr_t err = TERR_INIT;
+		bool r;
+		if (auth_x509_parse_dn(subject, &x, &err) != 0) {
+			terr_clear(&err);
+			return false;
+		}
+		r = attrs_contain(&x, &g_over_attrs);
+		attrs_clear(&x);
+		return r;
+	}
+	return false;
+}
+
+static bool
+subject_meets_rule(const char *subject)
+{
+	cluster_attrs_t x = {0}, y = {0};
+
 	switch (auth_x509_member_rule()) {
 	case AUTH_X509_RULE_EXTENSION:
 		/* a subject alone never makes a member under the extension
@@ -829,11 +913,34 @@ auth_x509_cluster_subject(void)
 	return g_cluster_subject;
 }
 
+/* The override (tlsClusterAuthX509Override) alone. */
+static bool
+cert_meets_override(X509 *peer)
+{
+	if (g_over_ext != NULL) {
+		char *v;
+		size_t n;
+		bool r = auth_x509_cluster_extension(peer, &v, &n) == 0 && n == g_over_ext_len &&
+		    memcmp(v, g_over_ext, n) == 0;
+		bson_free(v);
+		return r;
+	}
+	return g_over_attrs.n > 0 && auth_x509_dn_contains(X509_get_subject_name(peer), &g_over_attrs);
+}
+
+static bool cert_meets_rule(X509 *peer);
+
 bool
 auth_x509_cert_is_member(X509 *peer)
 {
 	if (peer == NULL)
 		return false;
+	return cert_meets_rule(peer) || cert_meets_override(peer);
+}
+
+static bool
+cert_meets_rule(X509 *peer)
+{
 	switch (auth_x509_member_rule()) {
 	case AUTH_X509_RULE_EXTENSION: {
 		char *v;

@@ -147,6 +147,21 @@ typedef enum auth_x509_member_rule {
  * used at all (mongod's).  NULL, NULL restores the default (tests).
  */
 int auth_x509_set_member_rule(const char *attributes, const char *extension_value, terr_t *err);
+/*
+ * setParameter tlsClusterAuthX509Override (startup only, mongod 7.0+): a
+ * second rule a certificate may meet to be a member, beside the configured
+ * one, for rolling a set from one certificate rule to another.  value:
+ * {attributes: "<RFC 4514 name>"} (the certificate's subject holds each,
+ * as clusterAuthX509.attributes) or {extensionValue: "<v>"} (its
+ * mongoClusterMembership extension equals v) or {}.  Errors as mongod's
+ * ClusterAuthX509OverrideParameter: 40415 an unknown field, 14 a value not
+ * a string, 2 "At most one of attributes or extensionValue can be
+ * specified for tlsClusterAuthX509Override", the attributes' parse errors
+ * (auth_x509_parse_dn).  On an error nothing changes.
+ */
+int auth_x509_set_member_override(const bson_t *value, terr_t *err);
+/* getParameter's value: key: {attributes} | {extensionValue} | {}. */
+void auth_x509_member_override_append(bson_t *out, const char *key);
 auth_x509_member_rule_t auth_x509_member_rule(void);
 
 /* An RFC 4514 name as a sorted list of (OID, value) entries (opaque). */
