@@ -18,6 +18,7 @@
 #include <openssl/pem.h>
 
 #include "auth/auth_private.h"
+#include "bson/value.h"
 #include "common/mem.h"
 
 #define TERR_INVALID_SSL_CONFIG 140
@@ -261,41 +262,6 @@ auth_x509_names_same_cluster(const X509_NAME *a, const X509_NAME *b)
 	return attrs_equal_clear(&x, &y);
 }
 
-/* mongod's string form: split at ',', trim, keep DC=/O=/OU=, sort. */
-static void
-string_attrs(const char *subject, cluster_attrs_t *out)
-{
-	size_t cap = 8;
-	const char *p = subject;
-
-	out->v = bson_malloc0(sizeof(char *) * cap);
-	out->n = 0;
-	for (;;) {
-		const char *end = strchr(p, ',');
-		size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
-		const char *s = p;
-
-		while (n > 0 && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')) {
-			s++;
-			n--;
-		}
-		while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
-			n--;
-		if ((n >= 3 && strncmp(s, "DC=", 3) == 0) || (n >= 2 && strncmp(s, "O=", 2) == 0) ||
-		    (n >= 3 && strncmp(s, "OU=", 3) == 0)) {
-			if (out->n == cap) {
-				cap *= 2;
-				out->v = bson_realloc(out->v, sizeof(char *) * cap);
-			}
-			out->v[out->n++] = bson_strndup(s, n);
-		}
-		if (end == NULL)
-			break;
-		p = end + 1;
-	}
-	qsort(out->v, out->n, sizeof(char *), cmp_str);
-}
-
 /* ---- process configuration ----------------------------------------------------- */
 
 static _Atomic int g_mode = AUTH_CLUSTER_UNDEFINED;
@@ -307,6 +273,12 @@ static X509_NAME *g_cluster_name;
 static cluster_attrs_t g_rule_attrs;       /* the attributes, "<oid>\x01<hex>" sorted; n 0: not set */
 static char *g_rule_ext;                   /* the extension value; NULL: not set */
 static size_t g_rule_ext_len;
+/* setParameter tlsClusterAuthX509Override: at most one of the two, a
+ * certificate meeting it is a member too (auth_x509_set_member_override) */
+static cluster_attrs_t g_over_attrs;       /* parsed attributes; n 0: not set */
+static char *g_over_attrs_text;            /* as given (getParameter) */
+static char *g_over_ext;                   /* the extension value; NULL: not set */
+static size_t g_over_ext_len;
 
 /* ---- net.tls.clusterAuthX509 ---------------------------------------------------- */
 
@@ -568,6 +540,26 @@ attrs_contain(const cluster_attrs_t *have, const cluster_attrs_t *want)
 	return true;
 }
 
+/* Keep, in place, the entries of a sorted list whose OID is DC, O or OU
+ * (mongod's canonicalizeClusterDN; the order stays sorted). */
+static void
+attrs_keep_cluster(cluster_attrs_t *a)
+{
+	static const char *const oids[] = {"0.9.2342.19200300.100.1.25\x01", "2.5.4.10\x01", "2.5.4.11\x01"};
+	size_t k = 0;
+
+	for (size_t i = 0; i < a->n; i++) {
+		bool keep = false;
+		for (size_t j = 0; j < sizeof(oids) / sizeof(oids[0]) && !keep; j++)
+			keep = strncmp(a->v[i], oids[j], strlen(oids[j])) == 0;
+		if (keep)
+			a->v[k++] = a->v[i];
+		else
+			bson_free(a->v[i]);
+	}
+	a->n = k;
+}
+
 bool
 auth_x509_dn_contains(const X509_NAME *name, const auth_x509_dn_t *want)
 {
@@ -647,6 +639,60 @@ auth_x509_set_member_rule(const char *attributes, const char *extension_value, t
 	return 0;
 }
 
+int
+auth_x509_set_member_override(const bson_t *value, terr_t *err)
+{
+	bson_iter_t it;
+	const char *attrs = NULL, *ext = NULL;
+	uint32_t ext_len = 0;
+	cluster_attrs_t parsed = {0};
+
+	if (!bson_iter_init(&it, value))
+		return terr_set(err, TERR_BAD_VALUE, "Value must be an object");
+	/* mongod's ClusterAuthX509Override IDL struct, then its check */
+	while (bson_iter_next(&it)) {
+		const char *k = bson_iter_key(&it);
+		if (strcmp(k, "attributes") != 0 && strcmp(k, "extensionValue") != 0)
+			return terr_set(err, 40415, "BSON field 'tlsClusterAuthX509Override.%s' is an unknown field.", k);
+		if (!BSON_ITER_HOLDS_UTF8(&it))
+			return terr_set(err, TERR_TYPE_MISMATCH,
+			    "BSON field 'tlsClusterAuthX509Override.%s' is the wrong type '%s', expected type 'string'", k,
+			    bv_type_name(bson_iter_type(&it)));
+		if (strcmp(k, "attributes") == 0)
+			attrs = bson_iter_utf8(&it, NULL);
+		else
+			ext = bson_iter_utf8(&it, &ext_len);
+	}
+	if (attrs != NULL && ext != NULL)
+		return terr_set(err, TERR_BAD_VALUE,
+		    "At most one of attributes or extensionValue can be specified for tlsClusterAuthX509Override");
+	/* mongod parses the attributes as it parses clusterAuthX509.attributes
+	 * (its setClusterAuthX509Config, at startup) */
+	if (attrs != NULL && auth_x509_parse_dn(attrs, &parsed, err) != 0)
+		return -1;
+	attrs_clear(&g_over_attrs);
+	bson_free(g_over_attrs_text);
+	bson_free(g_over_ext);
+	g_over_attrs = parsed;
+	g_over_attrs_text = attrs != NULL ? bson_strdup(attrs) : NULL;
+	g_over_ext = ext != NULL ? bson_strndup(ext, ext_len) : NULL;
+	g_over_ext_len = ext != NULL ? ext_len : 0;
+	return 0;
+}
+
+void
+auth_x509_member_override_append(bson_t *out, const char *key)
+{
+	bson_t d;
+
+	BSON_APPEND_DOCUMENT_BEGIN(out, key, &d);
+	if (g_over_attrs_text != NULL)
+		BSON_APPEND_UTF8(&d, "attributes", g_over_attrs_text);
+	else if (g_over_ext != NULL)
+		bson_append_utf8(&d, "extensionValue", -1, g_over_ext, (int)g_over_ext_len);
+	bson_append_document_end(out, &d);
+}
+
 auth_x509_member_rule_t
 auth_x509_member_rule(void)
 {
@@ -654,13 +700,36 @@ auth_x509_member_rule(void)
 	    g_rule_attrs.n > 0 ? AUTH_X509_RULE_ATTRIBUTES : AUTH_X509_RULE_O_OU_DC;
 }
 
+static bool subject_meets_rule(const char *subject);
+
 bool
 auth_x509_subject_is_member(const char *subject)
 {
-	cluster_attrs_t x = {0}, y = {0};
-
 	if (subject == NULL)
 		return false;
+	if (subject_meets_rule(subject))
+		return true;
+	/* the override's attributes (its extension value needs a certificate) */
+	if (g_over_attrs.n > 0) {
+		cluster_attrs_t x = {0};
+		terr_t err = TERR_INIT;
+		bool r;
+		if (auth_x509_parse_dn(subject, &x, &err) != 0) {
+			terr_clear(&err);
+			return false;
+		}
+		r = attrs_contain(&x, &g_over_attrs);
+		attrs_clear(&x);
+		return r;
+	}
+	return false;
+}
+
+static bool
+subject_meets_rule(const char *subject)
+{
+	cluster_attrs_t x = {0}, y = {0};
+
 	switch (auth_x509_member_rule()) {
 	case AUTH_X509_RULE_EXTENSION:
 		/* a subject alone never makes a member under the extension
@@ -680,10 +749,29 @@ auth_x509_subject_is_member(const char *subject)
 	case AUTH_X509_RULE_O_OU_DC:
 		break;
 	}
-	if (g_server_subject == NULL)
+	/* mongod's isClusterMember(StringData): the text through parseDN and
+	 * normalizeStrings (a text it cannot read is no member), its DC, O and
+	 * OU entries against the server certificate's, both sorted */
+	if (g_server_name == NULL)
 		return false;
-	string_attrs(subject, &x);
-	string_attrs(g_server_subject, &y);
+	{
+		terr_t err = TERR_INIT;
+		if (auth_x509_parse_dn(subject, &x, &err) != 0) {
+			terr_clear(&err);
+			return false;
+		}
+	}
+	if (name_entries(g_server_name, &y) != 0) {
+		attrs_clear(&x);
+		return false;
+	}
+	attrs_keep_cluster(&x);
+	attrs_keep_cluster(&y);
+	if (x.n == 0) {
+		attrs_clear(&x);
+		attrs_clear(&y);
+		return false;
+	}
 	return attrs_equal_clear(&x, &y);
 }
 
@@ -825,11 +913,34 @@ auth_x509_cluster_subject(void)
 	return g_cluster_subject;
 }
 
+/* The override (tlsClusterAuthX509Override) alone. */
+static bool
+cert_meets_override(X509 *peer)
+{
+	if (g_over_ext != NULL) {
+		char *v;
+		size_t n;
+		bool r = auth_x509_cluster_extension(peer, &v, &n) == 0 && n == g_over_ext_len &&
+		    memcmp(v, g_over_ext, n) == 0;
+		bson_free(v);
+		return r;
+	}
+	return g_over_attrs.n > 0 && auth_x509_dn_contains(X509_get_subject_name(peer), &g_over_attrs);
+}
+
+static bool cert_meets_rule(X509 *peer);
+
 bool
 auth_x509_cert_is_member(X509 *peer)
 {
 	if (peer == NULL)
 		return false;
+	return cert_meets_rule(peer) || cert_meets_override(peer);
+}
+
+static bool
+cert_meets_rule(X509 *peer)
+{
 	switch (auth_x509_member_rule()) {
 	case AUTH_X509_RULE_EXTENSION: {
 		char *v;

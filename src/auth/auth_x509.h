@@ -56,11 +56,13 @@ bool auth_x509_names_same_cluster(const X509_NAME *a, const X509_NAME *b);
 
 /*
  * The same rule on a subject given as text (mongod's string form of the
- * check, used by createUser on `$external`): the text split at every ',',
- * each part trimmed, the parts starting "DC=", "O=", "OU=" sorted and
- * compared with the server certificate's subject printed the same way.
- * As mongod's, it does not unescape: "O=a\,b" is split in two.  False
- * when no server certificate is configured.
+ * check, used by createUser on `$external`): the text parsed as mongod's
+ * parseDN then normalizeStrings do (auth_x509_parse_dn: escaped commas,
+ * quoted and hex-escaped values, '+' multi-valued RDNs; a text it cannot
+ * parse, a raw '#' DER value among them, is no member), its DC, O and OU
+ * entries sorted and compared with the server certificate's (type and
+ * prepared value each).  False when no server certificate is configured
+ * or the text has none of the three.
  */
 bool auth_x509_subject_is_member(const char *subject);
 /* (Under clusterAuthX509.attributes the subject text is parsed as RFC 4514
@@ -145,6 +147,21 @@ typedef enum auth_x509_member_rule {
  * used at all (mongod's).  NULL, NULL restores the default (tests).
  */
 int auth_x509_set_member_rule(const char *attributes, const char *extension_value, terr_t *err);
+/*
+ * setParameter tlsClusterAuthX509Override (startup only, mongod 7.0+): a
+ * second rule a certificate may meet to be a member, beside the configured
+ * one, for rolling a set from one certificate rule to another.  value:
+ * {attributes: "<RFC 4514 name>"} (the certificate's subject holds each,
+ * as clusterAuthX509.attributes) or {extensionValue: "<v>"} (its
+ * mongoClusterMembership extension equals v) or {}.  Errors as mongod's
+ * ClusterAuthX509OverrideParameter: 40415 an unknown field, 14 a value not
+ * a string, 2 "At most one of attributes or extensionValue can be
+ * specified for tlsClusterAuthX509Override", the attributes' parse errors
+ * (auth_x509_parse_dn).  On an error nothing changes.
+ */
+int auth_x509_set_member_override(const bson_t *value, terr_t *err);
+/* getParameter's value: key: {attributes} | {extensionValue} | {}. */
+void auth_x509_member_override_append(bson_t *out, const char *key);
 auth_x509_member_rule_t auth_x509_member_rule(void);
 
 /* An RFC 4514 name as a sorted list of (OID, value) entries (opaque). */

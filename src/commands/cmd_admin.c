@@ -489,7 +489,7 @@ CMD_HANDLER(cmd_server_status)
 		if (c->engine->rs != NULL) {
 			/* metrics.repl: the counters Tamga keeps truly (cmd_repl.c) */
 			BSON_APPEND_DOCUMENT_BEGIN(&m, "repl", &cmds);
-			cmd_repl_metrics_append(&cmds);
+			cmd_repl_metrics_append(c->engine, &cmds);
 			bson_append_document_end(&m, &cmds);
 		}
 		bson_append_document_end(c->reply, &m);
@@ -528,6 +528,9 @@ typedef struct param {
 	bool wakes_ttl;          /* the TTL monitor re-reads its period */
 	const char *(*str_get)(void);                     /* PARAM_STR_HOOK */
 	int (*str_set)(const char *value, terr_t *err);   /* PARAM_STR_HOOK */
+	/* PARAM_STR_HOOK whose value is a document (getParameter shows it so;
+	 * str_set takes its JSON, as mongod's setFromString) */
+	void (*doc_get)(bson_t *out, const char *key);
 } param_t;
 
 /* The engine's value of a held row. */
@@ -547,6 +550,26 @@ static int
 cluster_auth_mode_set(const char *value, terr_t *err)
 {
 	return auth_cluster_mode_transition(value, repl_member_tls_outgoing(), err);
+}
+
+/* mongod's ClusterAuthX509OverrideParameter::setFromString: the JSON of
+ * an object (auth/auth_x509.h says its fields and errors).  Tamga reads
+ * it with libbson's JSON parser: field names must be quoted (mongod's
+ * fromjson also takes bare names), and an unreadable text answers 9
+ * FailedToParse with libbson's reason (mongod's fromjson words it its own
+ * way). */
+static int
+cluster_x509_override_set(const char *value, terr_t *err)
+{
+	bson_t doc;
+	bson_error_t be;
+	int rc;
+
+	if (!bson_init_from_json(&doc, value, -1, &be))
+		return terr_set(err, TERR_FAILED_TO_PARSE, "tlsClusterAuthX509Override: %s", be.message);
+	rc = auth_x509_set_member_override(&doc, err);
+	bson_destroy(&doc);
+	return rc;
 }
 
 #define HELD(field) .held = true, .off = offsetof(engine_t, field)
@@ -608,6 +631,10 @@ static const param_t params[] = {
 	 HELD(ts_idle_expiry_max_per_attempt), .min = 2},
 	{"timeseriesIdleBucketExpiryMemoryUsageThreshold", PARAM_INT, BOTH, HELD(ts_idle_expiry_threshold),
 	 .wide = true, .min = INT64_MIN},
+	/* mongod 7.0+: a second member-certificate rule during a rollover,
+	 * set_at startup */
+	{"tlsClusterAuthX509Override", PARAM_STR_HOOK, .startup = true, .held = true,
+	 .str_set = cluster_x509_override_set, .doc_get = auth_x509_member_override_append},
 	/* AtomicWord<int>, validator gte: 1: the reaper's limit (repl/txn.h) */
 	{"transactionLifetimeLimitSeconds", PARAM_INT, BOTH, HELD(txn_lifetime_limit_seconds), .min = 1},
 	/* bool; int, gte: 1 (the TTL monitor's period in seconds) */
@@ -742,7 +769,10 @@ param_append(engine_t *e, bson_t *out, const char *key, const param_t *p)
 		BSON_APPEND_UTF8(out, key, p->s);
 		break;
 	case PARAM_STR_HOOK:
-		BSON_APPEND_UTF8(out, key, p->str_get());
+		if (p->doc_get != NULL)
+			p->doc_get(out, key);
+		else
+			BSON_APPEND_UTF8(out, key, p->str_get());
 		break;
 	case PARAM_FCV:
 		BSON_APPEND_DOCUMENT_BEGIN(out, key, &sub);

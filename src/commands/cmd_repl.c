@@ -210,32 +210,61 @@ cmd_repl_server_status_append(cmd_t *c, bson_t *out)
 	BSON_APPEND_INT32(out, "userWriteBlockMode", 1);
 }
 
+static _Atomic int64_t waiters[2];
+
+void
+cmd_repl_waiter_add(cmd_repl_waiter_t w, int delta)
+{
+	atomic_fetch_add(&waiters[w == CMD_REPL_WAITER_OPTIME], delta);
+}
+
 /*
  * serverStatus().metrics.repl: the counters of mongod's that Tamga counts
- * as mongod does, in mongod's (name) order -- apply.batches {num,
- * totalMillis} and apply.ops (a secondary's applier: entries applied,
- * rounds that applied some; 0 on a member that only ever was primary or
- * alone, as on mongod), initialSync {completed, failedAttempts, failures}
- * (repl/member_recover.h), reconfig's automatic reconfigs (never: 0).  Left
- * out (an event Tamga has but does not count, or no counterpart on Raft;
- * src/repl/README.md lists each): apply.batchSize and
- * attemptsToBecomeSecondary, buffer, executor, heartBeat, network,
- * stateTransition, syncSource, timestamps, waiters, write.
+ * as mongod does, in mongod's (name) order -- apply.attemptsToBecomeSecondary
+ * (entries into SECONDARY from STARTUP/STARTUP2/RECOVERING/ROLLBACK),
+ * apply.batchSize (every entry of the applier's rounds), apply.batches {num,
+ * totalMillis} and apply.ops (a secondary's applier: entries applied, rounds
+ * that applied some; 0 on a member that only ever was primary or alone, as on
+ * mongod), buffer.apply {count, sizeBytes} (the applier's queue now),
+ * initialSync {completed, failedAttempts, failures} (repl/member_recover.h),
+ * reconfig's automatic reconfigs (never: 0), stateTransition
+ * {lastStateTransition, totalOperationsKilled, totalOperationsRunning}
+ * (repl/replset.h), waiters {opTime, replication} (now waiting).  Left out
+ * (no counterpart on Raft, or a value Tamga does not have; src/repl/README.md
+ * lists each): buffer.apply's maxCount/maxSizeBytes (the queue has no bound),
+ * buffer.write, executor, heartBeat, network, stateTransition's
+ * totalOperationsKilledByIntentRegistry, syncSource, timestamps, waiters'
+ * replCoordMutex fields, write.
  */
 void
-cmd_repl_metrics_append(bson_t *out)
+cmd_repl_metrics_append(engine_t *e, bson_t *out)
 {
 	repl_member_apply_metrics_t a;
+	repl_state_metrics_t sm;
 	bson_t apply, batches;
 
 	repl_member_apply_metrics(&a);
+	repl_set_state_metrics(&sm);
 	BSON_APPEND_DOCUMENT_BEGIN(out, "apply", &apply);
+	BSON_APPEND_INT64(&apply, "attemptsToBecomeSecondary", (int64_t)sm.attempts_to_become_secondary);
+	BSON_APPEND_INT64(&apply, "batchSize", (int64_t)a.batch_size);
 	BSON_APPEND_DOCUMENT_BEGIN(&apply, "batches", &batches);
 	BSON_APPEND_INT64(&batches, "num", (int64_t)a.batches);
 	BSON_APPEND_INT64(&batches, "totalMillis", (int64_t)a.batches_total_ms);
 	bson_append_document_end(&apply, &batches);
 	BSON_APPEND_INT64(&apply, "ops", (int64_t)a.ops);
 	bson_append_document_end(out, &apply);
+	{
+		uint64_t count, bytes;
+		bson_t d, ap;
+		repl_member_apply_buffer(e->member, &count, &bytes);
+		BSON_APPEND_DOCUMENT_BEGIN(out, "buffer", &d);
+		BSON_APPEND_DOCUMENT_BEGIN(&d, "apply", &ap);
+		BSON_APPEND_INT64(&ap, "count", (int64_t)count);
+		BSON_APPEND_INT64(&ap, "sizeBytes", (int64_t)bytes);
+		bson_append_document_end(&d, &ap);
+		bson_append_document_end(out, &d);
+	}
 	{
 		repl_isync_metrics_t is;
 		bson_t d;
@@ -253,6 +282,21 @@ cmd_repl_metrics_append(bson_t *out)
 		bson_t d;
 		BSON_APPEND_DOCUMENT_BEGIN(out, "reconfig", &d);
 		BSON_APPEND_INT64(&d, "numAutoReconfigsForRemovalOfNewlyAddedFields", 0);
+		bson_append_document_end(out, &d);
+	}
+	{
+		bson_t d;
+		BSON_APPEND_DOCUMENT_BEGIN(out, "stateTransition", &d);
+		BSON_APPEND_UTF8(&d, "lastStateTransition", sm.last_transition);
+		BSON_APPEND_INT64(&d, "totalOperationsKilled", sm.operations_killed);
+		BSON_APPEND_INT64(&d, "totalOperationsRunning", sm.operations_running);
+		bson_append_document_end(out, &d);
+	}
+	{
+		bson_t d;
+		BSON_APPEND_DOCUMENT_BEGIN(out, "waiters", &d);
+		BSON_APPEND_INT64(&d, "opTime", atomic_load(&waiters[1]));
+		BSON_APPEND_INT64(&d, "replication", atomic_load(&waiters[0]));
 		bson_append_document_end(out, &d);
 	}
 }
@@ -1020,19 +1064,26 @@ concerns(cmd_t *c, cmd_repl_ctx_t *x, terr_t *err)
 		}
 		/* afterOpTime (mongod's internal, deprecated form): wait until this
 		 * node has applied it -- maxTimeMS or shutdown end the wait */
-		while (rc.has_after_op_time && (ts > s || (ts == s && ti > i))) {
+		bool waiting = rc.has_after_op_time && (ts > s || (ts == s && ti > i));
+		if (waiting)
+			cmd_repl_waiter_add(CMD_REPL_WAITER_OPTIME, 1);
+		while (waiting && (ts > s || (ts == s && ti > i))) {
 			struct timespec nap = {0, 10 * 1000 * 1000};
 			if (cmd_check_deadline(c, err)) {
 				ret = -1;
+				cmd_repl_waiter_add(CMD_REPL_WAITER_OPTIME, -1);
 				goto err;
 			}
 			if (engine_shutdown_requested(c->engine)) {
 				ret = terr_set(err, 11600 /* InterruptedAtShutdown */, "interrupted at shutdown");
+				cmd_repl_waiter_add(CMD_REPL_WAITER_OPTIME, -1);
 				goto err;
 			}
 			nanosleep(&nap, NULL);
 			repl_set_clock_now(c->engine->rs, &s, &i);
 		}
+		if (waiting)
+			cmd_repl_waiter_add(CMD_REPL_WAITER_OPTIME, -1);
 		/* otherwise a single member has applied everything up to its
 		 * cluster time: nothing to wait for */
 	}

@@ -64,8 +64,20 @@ void cmd_repl_fields_append(engine_t *e, bson_t *out, bool legacy);
  * set fields, rbid, userWriteBlockMode, as mongod 9.0 (cmd_repl.c). */
 void cmd_repl_server_status_append(cmd_t *c, bson_t *out);
 /* serverStatus().metrics.repl into out (an open document): the applier's
- * counters of this process (cmd_repl.c lists what is left out). */
-void cmd_repl_metrics_append(bson_t *out);
+ * counters of this process, e's applier queue, state transitions, waiters
+ * (cmd_repl.c lists what is left out). */
+void cmd_repl_metrics_append(engine_t *e, bson_t *out);
+
+/* serverStatus().metrics.repl.waiters: operations waiting now for their
+ * write concern (or a linearizable read's majority: `replication`) or for
+ * this member to reach an optime (afterClusterTime / afterOpTime:
+ * `opTime`), as mongod's two waiter lists.  delta +1 before the wait, -1
+ * after it, whatever ended it. */
+typedef enum cmd_repl_waiter {
+	CMD_REPL_WAITER_REPLICATION = 0,
+	CMD_REPL_WAITER_OPTIME = 1,
+} cmd_repl_waiter_t;
+void cmd_repl_waiter_add(cmd_repl_waiter_t w, int delta);
 /* Whether command name (as sent) takes readConcern level (a concern_level_t)
  * outside a transaction, as mongod's supportsReadConcern answers it; local
  * and snapshot (checked on their own) are always true here (cmd_repl.c). */

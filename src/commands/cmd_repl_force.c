@@ -198,6 +198,7 @@ cmd_repl_member_force_reconfig(cmd_t *c, const bson_t *cfg, terr_t *err)
 	repl_set_info_t in;
 	int64_t version, over;
 	int idx = -1, ret = -1;
+	bool validate = false;
 	char vt[96];
 
 	{
@@ -223,8 +224,12 @@ cmd_repl_member_force_reconfig(cmd_t *c, const bson_t *cfg, terr_t *err)
 		version = int_of(cfg, "version", 0) + 10000 + (int64_t)(r % 100000u);
 	}
 	snprintf(vt, sizeof(vt), "{version: %lld, term: -1}", (long long)version);
-	if (repl_set_config_check(cfg, repl_set_name(e->rs), in.self_host, false, &idx, err) != 0) {
-		if (err->code == TERR_NODE_NOT_FOUND) {
+	if (repl_set_config_check_stage(cfg, repl_set_name(e->rs), in.self_host, false, &idx, &validate, err) != 0) {
+		/* a field's fault and another set name 93, the whole set's 103
+		 * (mongod's validateConfigForReconfig, force or not) */
+		if (validate) {
+			err->code = TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE;
+		} else if (err->code == TERR_NODE_NOT_FOUND) {
 			terr_clear(err);
 			terr_set(err, TERR_NODE_NOT_FOUND,
 			    "No host described in new configuration with %s for replica set %s maps to this node", vt,
@@ -290,7 +295,7 @@ cmd_repl_member_force_reconfig(cmd_t *c, const bson_t *cfg, terr_t *err)
 						continue;
 					if (strcmp(ohost, host) == 0 && oid != id) {
 						terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
-						    "New and old configurations both have members with host of %s but in the new configuration the _id field is %lld and in the old configuration it is %lld for replica set %s",
+						    "New and old configurations both have members with host of %s but in the new configuration the _id field is MemberId(%lld) and in the old configuration it is MemberId(%lld) for replica set %s",
 						    host, (long long)id, (long long)oid, repl_set_name(e->rs));
 						goto out;
 					}

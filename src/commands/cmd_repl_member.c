@@ -27,6 +27,7 @@
 #include "auth/auth.h"
 #include "auth/auth_member.h"
 #include "auth/auth_x509.h"
+#include "commands/cmd_repl.h"
 #include "common/log.h"
 #include "common/checked.h"
 #include "repl/election_log.h"
@@ -382,7 +383,12 @@ check_multi(engine_t *e, const bson_t *cfg, bool initiating, terr_t *err)
 			bson_strncpy(self_host, e->self_host, sizeof(self_host));
 		if (repl_set_config_check(cfg, repl_set_name(e->rs), self_host[0] ? self_host : NULL, initiating, &idx,
 		    err) != 0) {
-			if (err->code != TERR_NODE_NOT_FOUND && err->code != TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE)
+			/* mongod's replSetInitiate answers every parse and
+			 * validateConfigForInitiate reason as 93, this node missing
+			 * or not electable too; a member handed the configuration
+			 * keeps 74 for not finding itself (the initiator reports it) */
+			if (initiating || (err->code != TERR_NODE_NOT_FOUND &&
+			    err->code != TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE))
 				err->code = TERR_INVALID_REPLICA_SET_CONFIG;
 			return -1;
 		}
@@ -948,6 +954,7 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 		int64_t id = rows[i].member_id;
 		const char *h = host_at(&cfg, i, &id);
 		repl_member_state_t st;
+		bool unknown;
 		snprintf(k, sizeof(k), "%d", i);
 		if (rows[i].self)
 			st = in.state;
@@ -958,8 +965,20 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 		BSON_APPEND_DOCUMENT_BEGIN(&arr, k, &m);
 		BSON_APPEND_INT32(&m, "_id", (int32_t)id);
 		BSON_APPEND_UTF8(&m, "name", h != NULL ? h : "");
-		BSON_APPEND_DOUBLE(&m, "health", rows[i].reachable ? 1.0 : 0.0);
-		if (!rows[i].reachable) {
+		/* mongod's MemberData: health -1 and state UNKNOWN (6) for a
+		 * member not reached yet, 0 and "(not reachable/healthy)" (state
+		 * DOWN, 8) once a contact failed -- a refused handshake is a
+		 * failure at once (its lastHeartbeatMessage below) */
+		{
+			char why[200];
+			bool failed = !rows[i].reachable && h != NULL && repl_member_failure_message(h, why, sizeof(why));
+			unknown = !rows[i].reachable && !rows[i].heard && !failed;
+		}
+		BSON_APPEND_DOUBLE(&m, "health", rows[i].reachable ? 1.0 : unknown ? -1.0 : 0.0);
+		if (unknown) {
+			BSON_APPEND_INT32(&m, "state", 6);
+			BSON_APPEND_UTF8(&m, "stateStr", "UNKNOWN");
+		} else if (!rows[i].reachable) {
 			BSON_APPEND_INT32(&m, "state", 8);
 			BSON_APPEND_UTF8(&m, "stateStr", "(not reachable/healthy)");
 		} else {
@@ -990,7 +1009,7 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 				BSON_APPEND_DATE_TIME(&m, "lastHeartbeat", rows[i].last_contact_ms);
 				BSON_APPEND_DATE_TIME(&m, "lastHeartbeatRecv", rows[i].last_contact_ms);
 			}
-			BSON_APPEND_UTF8(&m, "syncSourceHost", rows[i].leader ? "" : (leader_host != NULL ? leader_host : ""));
+			BSON_APPEND_UTF8(&m, "syncSourceHost", rows[i].leader || unknown ? "" : (leader_host != NULL ? leader_host : ""));
 			/* a member whose Raft or wire-protocol connections fail the
 			 * keyFile handshake ("Authentication failed.") or TLS (its
 			 * certificate refused: OpenSSL's reason): mongod's heartbeat
@@ -1226,6 +1245,9 @@ wait_mode(engine_t *e, repl_ts_t target, const char *name, int64_t deadline_us)
 	return rc;
 }
 
+static bool wait_write_loop(engine_t *e, const concern_write_t *wc, bool tagged, bool count, repl_ts_t target,
+                            int64_t t, int64_t deadline, bson_t *reply);
+
 bool
 cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, int64_t start_term, bson_t *reply)
 {
@@ -1234,6 +1256,7 @@ cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, int64_t start_te
 	repl_ts_t target;
 	int64_t deadline = 0;
 	int n = repl_set_member_count(e->rs);
+	bool failed;
 
 	if (e->member == NULL || n <= 1 || strcmp(c->db, "local") == 0)
 		return false;
@@ -1272,12 +1295,26 @@ cmd_repl_member_wait_write(cmd_t *c, const concern_write_t *wc, int64_t start_te
 	}
 	if (wc->present && wc->wtimeout > 0)
 		deadline = tm_now_us() + wc->wtimeout * 1000;
+	/* one of mongod's replication waiters while it waits
+	 * (serverStatus().metrics.repl.waiters.replication) */
+	cmd_repl_waiter_add(CMD_REPL_WAITER_REPLICATION, 1);
+	failed = wait_write_loop(e, wc, tagged, count, target, last.t, deadline, reply);
+	cmd_repl_waiter_add(CMD_REPL_WAITER_REPLICATION, -1);
+	return failed;
+}
+
+/* The wait of cmd_repl_member_wait_write: true with a writeConcernError
+ * in reply when it failed. */
+static bool
+wait_write_loop(engine_t *e, const concern_write_t *wc, bool tagged, bool count, repl_ts_t target, int64_t t,
+                int64_t deadline, bson_t *reply)
+{
 	for (;;) {
 		int64_t step = tm_now_us() + 100 * 1000;
 		int64_t until = deadline > 0 && deadline < step ? deadline : step;
 		int r = tagged ? wait_mode(e, target, wc->w_mode, deadline) :
 		    count ? repl_member_wait_count(e->member, target, (int)wc->w_num, until) :
-		    repl_member_wait_committed(e->member, target, last.t, until);
+		    repl_member_wait_committed(e->member, target, t, until);
 		if (r == 0 && count)
 			r = wait_applied(e, target, (int)wc->w_num, deadline);
 		if (r == 0)

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "commands/cmd_repl.h"
 #include "common/opctx.h"
 #include "repl/oplog.h"
 #include "repl/raft_member.h"
@@ -66,7 +67,7 @@ cmd_repl_reads_majority_optime(engine_t *e, uint32_t *secs, uint32_t *inc)
  * it logged is that recent (a cluster time gossiped past its last write):
  * mongod's makeNoopWriteIfNeeded, so the wait ends at once. */
 static int
-wait_after(cmd_t *c, uint64_t target, bool majority, terr_t *err)
+wait_after_loop(cmd_t *c, uint64_t target, bool majority, terr_t *err)
 {
 	engine_t *e = c->engine;
 	bool nudged = false;
@@ -114,6 +115,19 @@ wait_after(cmd_t *c, uint64_t target, bool majority, terr_t *err)
 		}
 		storage_coll_release(oc);
 	}
+}
+
+/* The wait above, counted as mongod's opTime waiters while it lasts
+ * (serverStatus().metrics.repl.waiters.opTime). */
+static int
+wait_after(cmd_t *c, uint64_t target, bool majority, terr_t *err)
+{
+	int rc;
+
+	cmd_repl_waiter_add(CMD_REPL_WAITER_OPTIME, 1);
+	rc = wait_after_loop(c, target, majority, err);
+	cmd_repl_waiter_add(CMD_REPL_WAITER_OPTIME, -1);
+	return rc;
 }
 
 int
@@ -169,6 +183,8 @@ cmd_repl_reads_majority_at(cmd_t *c, uint64_t *at, terr_t *err)
 	return true;
 }
 
+static int linearize_wait(cmd_t *c, repl_oplog_optime_t at, terr_t *err);
+
 int
 cmd_repl_reads_linearize(cmd_t *c, terr_t *err)
 {
@@ -196,6 +212,19 @@ cmd_repl_reads_linearize(cmd_t *c, terr_t *err)
 		}
 		return -1;
 	}
+	/* mongod's awaitReplication for the no-op: one of its replication
+	 * waiters meanwhile */
+	cmd_repl_waiter_add(CMD_REPL_WAITER_REPLICATION, 1);
+	rc = linearize_wait(c, at, err);
+	cmd_repl_waiter_add(CMD_REPL_WAITER_REPLICATION, -1);
+	return rc;
+}
+
+static int
+linearize_wait(cmd_t *c, repl_oplog_optime_t at, terr_t *err)
+{
+	engine_t *e = c->engine;
+
 	for (;;) {
 		int64_t step = tm_now_us() + 100 * 1000;
 		int64_t until = c->deadline_us > 0 && c->deadline_us < step ? c->deadline_us : step;

@@ -261,7 +261,7 @@ check_reconfig(engine_t *e, const bson_t *old, const bson_t *cfg, int64_t term, 
 				continue;
 			if (hosts && !ids)
 				return terr_set(err, TERR_NEW_REPLICA_SET_CONFIGURATION_INCOMPATIBLE,
-				    "New and old configurations both have members with host of %s but in the new configuration the _id field is %lld and in the old configuration it is %lld for replica set %s",
+				    "New and old configurations both have members with host of %s but in the new configuration the _id field is MemberId(%lld) and in the old configuration it is MemberId(%lld) for replica set %s",
 				    orow[j].host, (long long)nrow[i].id, (long long)orow[j].id, repl_set_name(e->rs));
 			if (!hosts) {
 				/* a member moved to another host under its _id (mongod
@@ -374,8 +374,8 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 		return cmd_repl_member_force_reconfig(c, cfg, err);
 	if (repl_set_state(e->rs) != REPL_STATE_PRIMARY)
 		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY,
-		    "replSetReconfig should only be run on a writable PRIMARY. Current state %s;",
-		    repl_set_state(e->rs) == REPL_STATE_SECONDARY ? "SECONDARY" : "RECOVERING");
+		    "Safe reconfig is only allowed on a writable PRIMARY. Current state is %s",
+		    repl_state_name(repl_set_state(e->rs)));
 	if (pthread_mutex_trylock(&reconfig_mu) != 0)
 		return terr_set(err, 109 /* ConfigurationInProgress */,
 		    "Cannot run replSetReconfig because the node is currently updating its configuration");

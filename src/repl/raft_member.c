@@ -71,6 +71,7 @@ typedef struct entry_node {
 typedef struct entry_queue {
 	entry_node_t *head, *tail;
 	size_t count;
+	uint64_t bytes;               /* the entries' lengths (serverStatus' buffer.apply) */
 } entry_queue_t;
 
 struct repl_member {
@@ -153,6 +154,8 @@ struct repl_member {
 	int leader_index;             /* row in peers, -1 */
 	int64_t last_contact_ms[REPL_MAX_MEMBERS];
 	bool reachable[REPL_MAX_MEMBERS];
+	/* heard of since this role began (repl_member_view_t.heard) */
+	bool heard[REPL_MAX_MEMBERS];
 	/* w: N on the leader: the Raft index of the entries it submitted
 	 * (a ring of the last SUB_RING) and each peer's match index */
 	struct { repl_ts_t ts; uint64_t idx; } sub[4096];
@@ -329,6 +332,7 @@ queue_push(entry_queue_t *q, entry_node_t *n)
 		q->head = n;
 	q->tail = n;
 	q->count++;
+	q->bytes += n->len;
 }
 
 static entry_node_t *
@@ -338,6 +342,7 @@ queue_take_all(entry_queue_t *q)
 
 	q->head = q->tail = NULL;
 	q->count = 0;
+	q->bytes = 0;
 	return h;
 }
 
@@ -903,6 +908,13 @@ on_watch(uv_timer_t *t)
 		if (m->lead_term != term) {
 			m->lead_term = term;
 			m->lead_since_ms = now;
+			/* a new leadership: only what was heard of within an election
+			 * timeout (the previous leader, as a follower) counts as heard;
+			 * the others are not reached yet (mongod's UNKNOWN) until they
+			 * answer, or down once an election timeout passes without */
+			for (int i = 0; i < m->o.npeers; i++)
+				m->heard[i] = i == m->o.self_index ||
+				    (m->reachable[i] && now - m->last_contact_ms[i] <= m->o.election_timeout_ms);
 		}
 		match_snapshot_locked(m);
 		/* who the leader heard from within an election timeout */
@@ -914,9 +926,14 @@ on_watch(uv_timer_t *t)
 				if (i == m->o.self_index || (m->raft.leader_state.progress != NULL &&
 				    m->raft.leader_state.progress[k].recent_recv)) {
 					m->reachable[i] = true;
+					m->heard[i] = true;
 					m->last_contact_ms[i] = now;
 				} else if (now - m->last_contact_ms[i] > m->o.election_timeout_ms) {
 					m->reachable[i] = false;
+					/* silent for an election timeout of this leadership:
+					 * down, no longer unknown */
+					if (now - m->lead_since_ms > m->o.election_timeout_ms)
+						m->heard[i] = true;
 				}
 			}
 		}
@@ -954,6 +971,8 @@ on_watch(uv_timer_t *t)
 		if (lid != 0) {
 			for (int i = 0; i < m->o.npeers; i++) {
 				m->reachable[i] = i == m->o.self_index || i == m->leader_index;
+				/* a follower hears of its leader only */
+				m->heard[i] = m->reachable[i];
 				if (m->reachable[i])
 					m->last_contact_ms[i] = now;
 			}
@@ -1492,7 +1511,7 @@ host_set_last(void *arg, repl_ts_t ts, bool force)
  * members come and go (a re-added member starts a new one), the counts
  * stay, as mongod's. */
 static struct {
-	_Atomic uint64_t ops, batches, batch_us;
+	_Atomic uint64_t ops, batches, batch_us, batch_size;
 } apply_metrics;
 
 /* A run of entries applied in one storage transaction
@@ -1546,6 +1565,7 @@ applier_main(void *arg)
 	terr_t err = TERR_INIT;
 	int64_t batch_start_us = 0;
 	uint64_t batch_ops = 0;
+	int64_t round_size = 0;
 	char dbpath[4096];
 	size_t dl;
 	repl_recover_host_t host = {.arg = m, .st = m->o.st, .oplog = m->o.oplog, .dbpath = dbpath,
@@ -1604,6 +1624,7 @@ applier_main(void *arg)
 			apply_wait_ms(m, 50);
 			continue;
 		}
+		round_size = (int64_t)m->to_apply.count;
 		list = queue_take_all(&m->to_apply);
 		if (!m->primary && tlog_debug_on("REPL", 2)) {
 			/* mongod's OplogApplierImpl line for each batch a secondary applies */
@@ -1756,6 +1777,9 @@ applier_main(void *arg)
 			atomic_fetch_add(&apply_metrics.batches, 1);
 			atomic_fetch_add(&apply_metrics.batch_us, (uint64_t)(tm_now_us() - batch_start_us));
 			atomic_fetch_add(&apply_metrics.ops, batch_ops);
+			/* mongod's repl.apply.batchSize: every entry of the batch
+			 * handed to the applier (those it then skips too) */
+			atomic_fetch_add(&apply_metrics.batch_size, (uint64_t)round_size);
 		}
 		pthread_mutex_lock(&m->lock);
 		wake(m);
@@ -1774,6 +1798,19 @@ repl_member_apply_metrics(repl_member_apply_metrics_t *out)
 	out->ops = atomic_load(&apply_metrics.ops);
 	out->batches = atomic_load(&apply_metrics.batches);
 	out->batches_total_ms = atomic_load(&apply_metrics.batch_us) / 1000;
+	out->batch_size = atomic_load(&apply_metrics.batch_size);
+}
+
+void
+repl_member_apply_buffer(repl_member_t *m, uint64_t *count, uint64_t *bytes)
+{
+	*count = *bytes = 0;
+	if (m == NULL)
+		return;
+	pthread_mutex_lock(&m->lock);
+	*count = m->to_apply.count;
+	*bytes = m->to_apply.bytes;
+	pthread_mutex_unlock(&m->lock);
 }
 
 /* ---- feeder -------------------------------------------------------------------------------- */
@@ -2143,6 +2180,7 @@ repl_member_view(repl_member_t *m, repl_member_view_t *rows, int max, int *leade
 		rows[n].self = i == m->o.self_index;
 		rows[n].leader = i == m->leader_index;
 		rows[n].reachable = m->reachable[i] || rows[n].self;
+		rows[n].heard = m->heard[i] || rows[n].reachable;
 		rows[n].last_contact_ms = m->last_contact_ms[i];
 	}
 	*leader_index = m->leader_index;

@@ -124,8 +124,14 @@ void repl_member_halt(repl_member_t *m);
  * its oplog), the applier's rounds that applied some, and their time. */
 typedef struct repl_member_apply_metrics {
 	uint64_t ops, batches, batches_total_ms;
+	uint64_t batch_size;   /* the entries of those rounds, skipped ones too (mongod's batchSize) */
 } repl_member_apply_metrics_t;
 void repl_member_apply_metrics(repl_member_apply_metrics_t *out);
+/* serverStatus().metrics.repl.buffer.apply of member m (NULL: 0, 0): the
+ * committed entries queued for its applier and not yet taken, and their
+ * bytes (mongod's count and sizeBytes; the queue has no bound, so there is
+ * no maxCount / maxSizeBytes to report). */
+void repl_member_apply_buffer(repl_member_t *m, uint64_t *count, uint64_t *bytes);
 
 /* The ts of the newest majority-committed entry (0: none yet). */
 repl_ts_t repl_member_committed_ts(repl_member_t *m);
@@ -190,6 +196,11 @@ int repl_member_transfer_to(repl_member_t *m, int64_t member_id, uint64_t term, 
 typedef struct repl_member_view {
 	int64_t member_id;
 	bool self, leader, reachable;
+	/* reachable false and heard false: this member has not heard of it
+	 * since its role began (a leader just elected, within an election
+	 * timeout; a follower, of any member but its leader) -- mongod's
+	 * member not yet reached, shown UNKNOWN (state 6, health -1) */
+	bool heard;
 	int64_t last_contact_ms;      /* wall time the leader last heard of it (0: unknown) */
 } repl_member_view_t;
 /* Fill up to max rows (the peers' order); returns the count.  *leader_index

@@ -12,6 +12,7 @@
 #include "repl/clock.h"
 #include "repl/election_log.h"
 #include "repl/oplog.h"
+#include "common/opctx.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -525,9 +526,16 @@ check_member(bson_iter_t *m, int idx, int64_t *id, const char **host, bool *elec
 	return 0;
 }
 
-int
-repl_set_config_check_stage(const bson_t *cfg, const char *set_name, const char *self_host, bool initiate,
-                            int *self_index, bool *validate, terr_t *err)
+/*
+ * The checks in mongod's order: the whole document parsed (a field's fault,
+ * 93), then the set name against the command line's, then ReplSetConfig's
+ * validate (a fault of the whole set, *validate), then the initiate-only
+ * version and finding this node.  A whole-set fault seen while the members
+ * are read waits in `later` until the parse and the name passed.
+ */
+static int
+config_check(const bson_t *cfg, const char *set_name, const char *self_host, bool initiate, int *self_index,
+             bool *validate, terr_t *later, terr_t *err)
 {
 	bson_iter_t it, m;
 	const char *id = NULL;
@@ -596,18 +604,24 @@ repl_set_config_check_stage(const bson_t *cfg, const char *set_name, const char 
 			bson_iter_recurse(&it, &m);
 			while (bson_iter_next(&m)) {
 				bool el = false, vo = false;
-				if (n >= REPL_MAX_MEMBERS)
-					return *validate = true, terr_set(err, TERR_BAD_VALUE,
-					    "Replica set configuration contains more than %d members, but must have at most %d",
-					    REPL_MAX_MEMBERS, REPL_MAX_MEMBERS);
+				if (n >= REPL_MAX_MEMBERS) {
+					if (later->code == 0)
+						terr_set(later, TERR_BAD_VALUE,
+						    "Replica set configuration contains more than %d members, but must have at most %d",
+						    REPL_MAX_MEMBERS, REPL_MAX_MEMBERS);
+					/* the members past the limit are still parsed (into
+					 * the spare slot): their field faults come first */
+					RET(check_member(&m, n, &ids[n], &hosts[n], &el, &vo, err));
+					continue;
+				}
 				RET(check_member(&m, n, &ids[n], &hosts[n], &el, &vo, err));
-				for (int j = 0; j < n; j++) {
+				for (int j = 0; j < n && later->code == 0; j++) {
 					if (ids[j] == ids[n])
-						return *validate = true, terr_set(err, TERR_BAD_VALUE,
+						terr_set(later, TERR_BAD_VALUE,
 						    "Found two member configurations with same _id field, members.%d._id == members.%d._id == %lld",
 						    j, n, (long long)ids[n]);
-					if (strcmp(hosts[j], hosts[n]) == 0)
-						return *validate = true, terr_set(err, TERR_BAD_VALUE,
+					else if (strcmp(hosts[j], hosts[n]) == 0)
+						terr_set(later, TERR_BAD_VALUE,
 						    "Found two member configurations with same host field, members.%d.host == members.%d.host == %s",
 						    j, n, hosts[n]);
 				}
@@ -623,31 +637,47 @@ repl_set_config_check_stage(const bson_t *cfg, const char *set_name, const char 
 	}
 	if (id == NULL)
 		return terr_set(err, 40414, "BSON field 'ReplSetConfig._id' is missing but a required field");
-	if (id[0] == '\0')
-		return *validate = true, terr_set(err, TERR_BAD_VALUE, "Replica set configuration must have non-empty _id field");
 	if (!have_version && !initiate)
 		return terr_set(err, 40414, "BSON field 'ReplSetConfig.version' is missing but a required field");
 	if (version <= 0 || version > INT32_MAX)
 		return terr_set(err, TERR_BAD_VALUE, "version field value of %lld is out of range", (long long)version);
 	if (!have_members)
 		return terr_set(err, 40414, "BSON field 'ReplSetConfig.members' is missing but a required field");
+	/* mongod's replSetInitiate / replSetReconfig compare the set name
+	 * right after the parse (93 both) */
+	if (set_name != NULL && strcmp(id, set_name) != 0) {
+		if (initiate)
+			return terr_set(err, TERR_INVALID_REPLICA_SET_CONFIG,
+			    "Rejecting initiate with a set name that differs from command line set name, initiate set name: %s, command line set name: %s",
+			    id, set_name);
+		return terr_set(err, TERR_INVALID_REPLICA_SET_CONFIG,
+		    "Rejecting reconfig where new config set name differs from command line set name, new config set name: %s, old config set name: %s",
+		    id, set_name);
+	}
+	*validate = true;
+	if (id[0] == '\0')
+		return terr_set(err, TERR_BAD_VALUE, "Replica set configuration must have non-empty _id field");
 	if (n == 0)
-		return *validate = true, terr_set(err, TERR_BAD_VALUE, "Replica set configuration must contain at least one member");
+		return terr_set(err, TERR_BAD_VALUE, "Replica set configuration must contain at least one member");
+	if (later->code != 0)
+		return terr_move(err, later), -1;
 	if (voters > REPL_MAX_VOTING_MEMBERS)
-		return *validate = true, terr_set(err, TERR_BAD_VALUE,
+		return terr_set(err, TERR_BAD_VALUE,
 		    "Replica set configuration contains %d voting members, but must be at least 1 and no more than %d",
 		    voters, REPL_MAX_VOTING_MEMBERS);
 	if (voters == 0)
-		return *validate = true, terr_set(err, TERR_BAD_VALUE,
+		return terr_set(err, TERR_BAD_VALUE,
 		    "Replica set configuration contains 0 voting members, but must be at least 1 and no more than %d",
 		    REPL_MAX_VOTING_MEMBERS);
 	if (electable == 0)
-		return *validate = true, terr_set(err, TERR_BAD_VALUE,
+		return terr_set(err, TERR_BAD_VALUE,
 		    "Replica set configuration must contain at least one non-arbiter member with priority > 0");
-	if (set_name != NULL && strcmp(id, set_name) != 0)
+	*validate = false;
+	/* validateConfigForInitiate: mongod's own text (its two spaces too),
+	 * answered as 93 by replSetInitiate */
+	if (initiate && version != 1)
 		return terr_set(err, TERR_INVALID_REPLICA_SET_CONFIG,
-		    "Attempting to %s a replica set with name %s, but command line reports %s; rejecting",
-		    initiate ? "initiate" : "reconfigure", id, set_name);
+		    "Configuration used to initiate a replica set must  have version 1, but found %lld", (long long)version);
 	if (self < 0)
 		return terr_set(err, TERR_NODE_NOT_FOUND,
 		    "No host described in new configuration with {version: %lld, term: 0} for replica set %s maps to this node",
@@ -659,6 +689,17 @@ repl_set_config_check_stage(const bson_t *cfg, const char *set_name, const char 
 	/* several members: replicated on Raft (repl/raft_member.h) */
 	*self_index = self;
 	return 0;
+}
+
+int
+repl_set_config_check_stage(const bson_t *cfg, const char *set_name, const char *self_host, bool initiate,
+                            int *self_index, bool *validate, terr_t *err)
+{
+	terr_t later = {0};
+	int ret = config_check(cfg, set_name, self_host, initiate, self_index, validate, &later, err);
+
+	terr_clear(&later);
+	return ret;
 }
 
 int
@@ -901,8 +942,8 @@ store_election(repl_set_t *rs, int64_t term, terr_t *err)
 	return r;
 }
 
-static const char *
-state_str(repl_member_state_t s)
+const char *
+repl_state_name(repl_member_state_t s)
 {
 	switch (s) {
 	case REPL_STATE_STARTUP: return "STARTUP";
@@ -916,6 +957,63 @@ state_str(repl_member_state_t s)
 	return "UNKNOWN";
 }
 
+/* serverStatus().metrics.repl.stateTransition and
+ * apply.attemptsToBecomeSecondary: the process's, as mongod's metrics
+ * (members come and go, the values stay). */
+static struct {
+	_Atomic(const char *) last;      /* "stepUp", "stepDown", "rollback"; "" before any */
+	_Atomic int64_t killed, running;
+	_Atomic uint64_t attempts_secondary;
+} state_metrics = {.last = ""};
+
+static void
+count_op(const tm_opctx_t *op, void *arg)
+{
+	const tm_opctx_t *self = tm_opctx_current();
+	if (op != self)
+		(*(int64_t *)arg)++;
+}
+
+/* The change old -> new, as mongod's updateAndLogStateTransitionMetrics
+ * counts a step up, a step down and a rollback: the operations running at
+ * that moment but the one making the change (a replSetStepDown's own);
+ * Tamga kills none at a transition (a write that was running fails at its
+ * next write with 11602, a read goes on), so `killed` is 0.  Entering
+ * SECONDARY from STARTUP, STARTUP2, RECOVERING or ROLLBACK is one of
+ * mongod's attempts to become secondary (one that succeeded: Tamga makes
+ * no attempt that fails). */
+static void
+state_metrics_locked(repl_member_state_t old, repl_member_state_t now)
+{
+	const char *what = NULL;
+
+	if (now == REPL_STATE_PRIMARY && old != REPL_STATE_PRIMARY)
+		what = "stepUp";
+	else if (old == REPL_STATE_PRIMARY && now != REPL_STATE_PRIMARY)
+		what = "stepDown";
+	else if (now == REPL_STATE_ROLLBACK)
+		what = "rollback";
+	if (what != NULL) {
+		int64_t running = 0;
+		tm_opctx_foreach(count_op, &running);
+		atomic_store(&state_metrics.last, what);
+		atomic_store(&state_metrics.killed, 0);
+		atomic_store(&state_metrics.running, running);
+	}
+	if (now == REPL_STATE_SECONDARY && (old == REPL_STATE_STARTUP || old == REPL_STATE_STARTUP2 ||
+	    old == REPL_STATE_RECOVERING || old == REPL_STATE_ROLLBACK))
+		atomic_fetch_add(&state_metrics.attempts_secondary, 1);
+}
+
+void
+repl_set_state_metrics(repl_state_metrics_t *out)
+{
+	out->last_transition = atomic_load(&state_metrics.last);
+	out->operations_killed = atomic_load(&state_metrics.killed);
+	out->operations_running = atomic_load(&state_metrics.running);
+	out->attempts_to_become_secondary = atomic_load(&state_metrics.attempts_secondary);
+}
+
 /* mongod's 21358 on every change of this member's state (under the lock:
  * the lines come in the order of the changes) */
 static void
@@ -925,9 +1023,10 @@ state_log_locked(repl_set_t *rs)
 
 	if (rs->state == rs->logged_state)
 		return;
+	state_metrics_locked(rs->logged_state, rs->state);
 	bson_init(&attr);
-	BSON_APPEND_UTF8(&attr, "newState", state_str(rs->state));
-	BSON_APPEND_UTF8(&attr, "oldState", state_str(rs->logged_state));
+	BSON_APPEND_UTF8(&attr, "newState", repl_state_name(rs->state));
+	BSON_APPEND_UTF8(&attr, "oldState", repl_state_name(rs->logged_state));
 	tlog('I', "REPL", 21358, "Replica set state transition", &attr);
 	bson_destroy(&attr);
 	rs->logged_state = rs->state;
@@ -1284,7 +1383,8 @@ repl_set_reconfig(repl_set_t *rs, const bson_t *cfg, bool force, terr_t *err)
 	}
 	if (!force && rs->state != REPL_STATE_PRIMARY) {
 		pthread_mutex_unlock(&rs->lock);
-		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "replSetReconfig should only be run on a writable PRIMARY. Current state SECONDARY;");
+		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "Safe reconfig is only allowed on a writable PRIMARY. Current state is %s",
+		    repl_state_name(rs->state));
 	}
 	if (rs->nmembers > 1) {
 		pthread_mutex_unlock(&rs->lock);

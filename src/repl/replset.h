@@ -89,6 +89,21 @@ uint64_t repl_set_topology_counter(repl_set_t *rs);
 /* The member state now (a stepdown or freeze that has run out ends first:
  * the node elects itself again). */
 repl_member_state_t repl_set_state(repl_set_t *rs);
+/* mongod's MemberState::toString of a state ("PRIMARY", "SECONDARY", ...;
+ * static storage). */
+const char *repl_state_name(repl_member_state_t s);
+
+/* serverStatus().metrics.repl.stateTransition (the last step up, step down
+ * or rollback: its name, "" before any, and the operations it killed --
+ * Tamga kills none -- and left running) and apply.attemptsToBecomeSecondary
+ * (this process's entries into SECONDARY from STARTUP, STARTUP2,
+ * RECOVERING or ROLLBACK).  last_transition is static storage. */
+typedef struct repl_state_metrics {
+	const char *last_transition;
+	int64_t operations_killed, operations_running;
+	uint64_t attempts_to_become_secondary;
+} repl_state_metrics_t;
+void repl_set_state_metrics(repl_state_metrics_t *out);
 /* True when writes are accepted: initiated and PRIMARY. */
 bool repl_set_writable(repl_set_t *rs);
 

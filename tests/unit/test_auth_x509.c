@@ -202,13 +202,47 @@ test_server_certificate_and_string_rule(void)
 	TT_EQ_INT(auth_x509_set_server_certificate(path, &err), 0);
 	TT_EQ_INT(auth_x509_set_cluster_certificate(path, &err), 0);
 	TT_EQ_STR(auth_x509_cluster_subject(), "CN=server,OU=rs0,O=Tamga");
-	/* mongod's string form: split at ',', trimmed, DC/O/OU sorted */
+	/* mongod's string form: parseDN + normalizeStrings, DC/O/OU sorted */
 	TT_ASSERT(auth_x509_subject_is_member("CN=client,OU=rs0,O=Tamga"));
-	TT_ASSERT(auth_x509_subject_is_member(" O=Tamga , CN=x ,OU=rs0"));
+	TT_ASSERT(auth_x509_subject_is_member(" O=Tamga, CN=x , OU=rs0"));
+	TT_ASSERT(auth_x509_subject_is_member("OU=rs0,O=Tamga"));
+	/* spaces before a name or a value are skipped; an unescaped space
+	 * ending a value stays in it (the old split trimmed it) */
+	TT_ASSERT(auth_x509_subject_is_member("CN=x,OU= rs0,O=Tamga"));
+	TT_ASSERT(!auth_x509_subject_is_member("O=Tamga ,CN=x,OU=rs0"));
 	TT_ASSERT(!auth_x509_subject_is_member("CN=client,OU=clients,O=Tamga"));
 	TT_ASSERT(!auth_x509_subject_is_member("CN=client"));
-	/* its split does not unescape: an escaped comma splits the value */
+	TT_ASSERT(!auth_x509_subject_is_member("CN=x,OU=rs0,O=Tamga,OU=extra"));
+	/* a name as a dotted OID */
+	TT_ASSERT(auth_x509_subject_is_member("CN=x,2.5.4.11=rs0,O=Tamga"));
+	/* '+' multi-valued RDN: each entry counts */
+	TT_ASSERT(auth_x509_subject_is_member("CN=x+OU=rs0,O=Tamga"));
+	TT_ASSERT(auth_x509_subject_is_member("CN=x,OU=rs0+O=Tamga"));
+	/* hex escapes unescape ("\\54amga" is "Tamga") */
+	TT_ASSERT(auth_x509_subject_is_member("CN=x,OU=rs0,O=\\54amga"));
+	/* an escaped comma stays in the value: O is "Tamga,Inc", not "Tamga"
+	 * (the old split made "O=Tamga\\" and "Inc") */
 	TT_ASSERT(!auth_x509_subject_is_member("CN=x,OU=rs0,O=Tamga\\,Inc"));
+	TT_ASSERT(auth_x509_subject_is_member("CN=a\\,b,OU=rs0,O=Tamga"));
+	/* the old split took "OU=rs0" out of a CN holding an escaped comma */
+	TT_ASSERT(!auth_x509_subject_is_member("CN=x\\,OU=rs0,O=Tamga"));
+	/* quoted values are not RFC 4514: unescaped '"' fails the parse, as
+	 * mongod's, so no member (the split took OU=rs0 and O=Tamga) */
+	TT_ASSERT(!auth_x509_subject_is_member("CN=\"x\",OU=rs0,O=Tamga"));
+	/* a raw '#' DER value fails mongod's parse too; an escaped '#' is a
+	 * plain character */
+	TT_ASSERT(!auth_x509_subject_is_member("CN=#0403616263,OU=rs0,O=Tamga"));
+	TT_ASSERT(auth_x509_subject_is_member("CN=\\#x,OU=rs0,O=Tamga"));
+	TT_ASSERT(!auth_x509_subject_is_member("CN=x,OU=rs0,O=\\#Tamga"));
+	/* unescaped trailing spaces, as mongod: trimmed by the parser's
+	 * space skip before a name only; a value keeps them unless escaped
+	 * spaces end it */
+	TT_ASSERT(!auth_x509_subject_is_member("CN=x,OU=rs0,O=Tamga\\20"));
+	/* values are case-significant (stringprep, no folding) */
+	TT_ASSERT(!auth_x509_subject_is_member("CN=x,OU=RS0,O=Tamga"));
+	/* unreadable text is no member */
+	TT_ASSERT(!auth_x509_subject_is_member("not a name"));
+	TT_ASSERT(!auth_x509_subject_is_member(""));
 	/* the certificate form */
 	peer = X509_new();
 	pn = name_of((const char *const[]){"O=Tamga", "OU=rs0", "CN=peer", NULL});
@@ -608,6 +642,125 @@ test_member_rules(void)
 	unlink(clu);
 }
 
+static int
+set_override(const char *json, terr_t *err)
+{
+	bson_error_t be;
+	bson_t *d = bson_new_from_json((const uint8_t *)json, -1, &be);
+	int rc;
+
+	TT_ASSERT(d != NULL);
+	rc = auth_x509_set_member_override(d, err);
+	bson_destroy(d);
+	return rc;
+}
+
+static char *
+override_json(void)
+{
+	bson_t out = BSON_INITIALIZER;
+	char *j;
+
+	auth_x509_member_override_append(&out, "v");
+	j = bson_as_relaxed_extended_json(&out, NULL);
+	bson_destroy(&out);
+	return j;
+}
+
+/* setParameter tlsClusterAuthX509Override: a second rule during a
+ * rollover, its refusals, and getParameter's value. */
+static void
+test_member_override(void)
+{
+	char srv[] = "/tmp/tamga-x509o-XXXXXX";
+	int fd = mkstemp(srv);
+	static const unsigned char foo[] = {0x0c, 3, 'f', 'o', 'o'};
+	static const unsigned char bar[] = {0x0c, 3, 'b', 'a', 'r'};
+	const char *const old_org[] = {"O=Tamga", "OU=rs0", "CN=old", NULL};
+	const char *const new_dn[] = {"O=Else", "title=member", "CN=new", NULL};
+	terr_t err = TERR_INIT;
+	char *j;
+	X509 *x;
+
+	TT_ASSERT(fd >= 0);
+	close(fd);
+	write_cert(srv, (const char *const[]){"O=Else", "title=member", "CN=server", NULL});
+	TT_EQ_INT(auth_x509_set_server_certificate(srv, &err), 0);
+	TT_EQ_INT(auth_x509_set_cluster_certificate(srv, &err), 0);
+	j = override_json();
+	TT_EQ_STR(j, "{ \"v\" : {  } }");
+	bson_free(j);
+
+	/* mongod's refusals; nothing changes */
+	TT_EQ_INT(set_override("{\"attributes\": \"O=a\", \"extensionValue\": \"foo\"}", &err), -1);
+	TT_EQ_INT(err.code, 2);
+	TT_EQ_STR(err.msg, "At most one of attributes or extensionValue can be specified for tlsClusterAuthX509Override");
+	terr_clear(&err);
+	TT_EQ_INT(set_override("{\"attribute\": \"O=a\"}", &err), -1);
+	TT_EQ_INT(err.code, 40415);
+	TT_EQ_STR(err.msg, "BSON field 'tlsClusterAuthX509Override.attribute' is an unknown field.");
+	terr_clear(&err);
+	TT_EQ_INT(set_override("{\"extensionValue\": 5}", &err), -1);
+	TT_EQ_INT(err.code, 14);
+	TT_EQ_STR(err.msg, "BSON field 'tlsClusterAuthX509Override.extensionValue' is the wrong type 'int', expected type 'string'");
+	terr_clear(&err);
+	TT_EQ_INT(set_override("{\"attributes\": \"#04\"}", &err), -1);
+	TT_EQ_INT(err.code, 2);
+	terr_clear(&err);
+	j = override_json();
+	TT_EQ_STR(j, "{ \"v\" : {  } }");
+	bson_free(j);
+
+	/* the new rule (attributes), the old certificates through the
+	 * override's attributes: both are members, a third one is not */
+	TT_EQ_INT(auth_x509_set_member_rule("title=member", NULL, &err), 0);
+	x = cert_with(old_org, NULL, 0);
+	TT_ASSERT(!auth_x509_cert_is_member(x));
+	TT_EQ_INT(set_override("{\"attributes\": \"O=Tamga, OU=rs0\"}", &err), 0);
+	TT_ASSERT(auth_x509_cert_is_member(x));
+	X509_free(x);
+	x = cert_with(new_dn, NULL, 0);
+	TT_ASSERT(auth_x509_cert_is_member(x));
+	X509_free(x);
+	x = cert_with((const char *const[]){"O=Tamga", "OU=rs1", "CN=x", NULL}, NULL, 0);
+	TT_ASSERT(!auth_x509_cert_is_member(x));
+	X509_free(x);
+	TT_ASSERT(auth_x509_subject_is_member("CN=u,OU=rs0,O=Tamga"));
+	TT_ASSERT(!auth_x509_subject_is_member("CN=u,OU=rs1,O=Tamga"));
+	j = override_json();
+	TT_EQ_STR(j, "{ \"v\" : { \"attributes\" : \"O=Tamga, OU=rs0\" } }");
+	bson_free(j);
+
+	/* an extension value rule rolled to another: the old value through
+	 * the override */
+	TT_EQ_INT(auth_x509_set_member_rule(NULL, "bar", &err), 0);
+	TT_EQ_INT(set_override("{\"extensionValue\": \"foo\"}", &err), 0);
+	x = cert_with(old_org, foo, sizeof(foo));
+	TT_ASSERT(auth_x509_cert_is_member(x));
+	X509_free(x);
+	x = cert_with(old_org, bar, sizeof(bar));
+	TT_ASSERT(auth_x509_cert_is_member(x));
+	X509_free(x);
+	x = cert_with(old_org, NULL, 0);
+	TT_ASSERT(!auth_x509_cert_is_member(x));
+	X509_free(x);
+	/* the old attributes no longer count: one rule at a time */
+	TT_ASSERT(!auth_x509_subject_is_member("CN=u,OU=rs0,O=Tamga"));
+	j = override_json();
+	TT_EQ_STR(j, "{ \"v\" : { \"extensionValue\" : \"foo\" } }");
+	bson_free(j);
+
+	/* {} removes it */
+	TT_EQ_INT(set_override("{}", &err), 0);
+	x = cert_with(old_org, foo, sizeof(foo));
+	TT_ASSERT(!auth_x509_cert_is_member(x));
+	X509_free(x);
+	TT_EQ_INT(auth_x509_set_member_rule(NULL, NULL, &err), 0);
+	auth_x509_set_server_certificate(NULL, &err);
+	auth_x509_set_cluster_certificate(NULL, &err);
+	unlink(srv);
+}
+
 int
 main(void)
 {
@@ -622,5 +775,6 @@ main(void)
 	TT_RUN(test_parse_dn_mongod);
 	TT_RUN(test_extension_value);
 	TT_RUN(test_member_rules);
+	TT_RUN(test_member_override);
 	return tt_finish();
 }

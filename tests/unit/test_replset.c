@@ -41,6 +41,86 @@ check(const char *json, bool initiate, int *code)
 	return r == 0 ? idx : -1;
 }
 
+/* The same through repl_set_config_check_stage, keeping the message and
+ * whether the fault is the whole set's (mongod's validate). */
+static int
+check_stage(const char *json, bool initiate, int *code, bool *validate, char *msg, size_t msgsz)
+{
+	bson_t *cfg = tt_json(json);
+	terr_t err = TERR_INIT;
+	int idx = -1, r = repl_set_config_check_stage(cfg, "rs0", SELF, initiate, &idx, validate, &err);
+
+	*code = err.code;
+	snprintf(msg, msgsz, "%s", err.msg ? err.msg : "");
+	terr_clear(&err);
+	bson_destroy(cfg);
+	return r == 0 ? idx : -1;
+}
+
+/* mongod's order: the whole document parsed, then the set name, then
+ * validate's faults of the whole set, then (initiate) version 1 and self. */
+static void
+test_config_check_order(void)
+{
+	char msg[512];
+	int code;
+	bool v;
+
+	/* another set name: 9.0's texts, initiate and reconfig */
+	TT_EQ_INT(check_stage("{\"_id\": \"other\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\"}]}", true,
+	    &code, &v, msg, sizeof(msg)), -1);
+	TT_EQ_INT(code, 93);
+	TT_ASSERT(!v);
+	TT_EQ_STR(msg, "Rejecting initiate with a set name that differs from command line set name, initiate set name: other, command line set name: rs0");
+	TT_EQ_INT(check_stage("{\"_id\": \"other\", \"version\": 2, \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\"}]}",
+	    false, &code, &v, msg, sizeof(msg)), -1);
+	TT_EQ_INT(code, 93);
+	TT_EQ_STR(msg, "Rejecting reconfig where new config set name differs from command line set name, new config set name: other, old config set name: rs0");
+	/* the name comes before validate's faults (a duplicate _id, no
+	 * member, an empty name) */
+	TT_EQ_INT(check_stage("{\"_id\": \"other\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\"}, {\"_id\": 0, \"host\": \"h:1\"}]}",
+	    true, &code, &v, msg, sizeof(msg)), -1);
+	TT_EQ_INT(code, 93);
+	TT_ASSERT(strstr(msg, "Rejecting initiate") == msg);
+	TT_EQ_INT(check_stage("{\"_id\": \"other\", \"members\": []}", true, &code, &v, msg, sizeof(msg)), -1);
+	TT_ASSERT(strstr(msg, "Rejecting initiate") == msg);
+	TT_EQ_INT(check_stage("{\"_id\": \"\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\"}]}", true, &code, &v, msg,
+	    sizeof(msg)), -1);
+	TT_ASSERT(strstr(msg, "Rejecting initiate") == msg);
+	/* a later member's field fault comes before an earlier duplicate
+	 * (the parse ends before validate starts) and before the name */
+	TT_EQ_INT(check_stage("{\"_id\": \"other\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\"}, {\"_id\": 0, \"host\": \"h:1\"}, {\"_id\": 2, \"host\": \"h:2\", \"x\": 1}]}",
+	    true, &code, &v, msg, sizeof(msg)), -1);
+	TT_EQ_INT(code, 40415);
+	TT_ASSERT(!v);
+	/* a duplicate alone: validate's, its own text */
+	TT_EQ_INT(check_stage("{\"_id\": \"rs0\", \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\"}, {\"_id\": 0, \"host\": \"h:1\"}]}",
+	    true, &code, &v, msg, sizeof(msg)), -1);
+	TT_EQ_INT(code, 2);
+	TT_ASSERT(v);
+	TT_EQ_STR(msg, "Found two member configurations with same _id field, members.0._id == members.1._id == 0");
+	/* 51 members, the last one with an unknown field: the parse fault */
+	{
+		bson_string_t *s = bson_string_new("{\"_id\": \"rs0\", \"members\": [");
+		for (int i = 0; i < 51; i++)
+			bson_string_append_printf(s, "%s{\"_id\": %d, \"host\": \"h%d:1\"%s}", i ? "," : "", i, i, i == 50 ? ", \"x\": 1" : "");
+		bson_string_append(s, "]}");
+		TT_EQ_INT(check_stage(s->str, true, &code, &v, msg, sizeof(msg)), -1);
+		TT_EQ_INT(code, 40415);
+		bson_string_free(s, true);
+	}
+	/* initiate takes version 1 only (mongod's text, two spaces and all);
+	 * a reconfig any version */
+	TT_EQ_INT(check_stage("{\"_id\": \"rs0\", \"version\": 2, \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\"}]}", true,
+	    &code, &v, msg, sizeof(msg)), -1);
+	TT_EQ_INT(code, 93);
+	TT_EQ_STR(msg, "Configuration used to initiate a replica set must  have version 1, but found 2");
+	TT_EQ_INT(check_stage("{\"_id\": \"rs0\", \"version\": 2, \"members\": [{\"_id\": 0, \"host\": \"127.0.0.1:27999\"}]}", false,
+	    &code, &v, msg, sizeof(msg)), 0);
+	TT_EQ_STR(repl_state_name(REPL_STATE_SECONDARY), "SECONDARY");
+	TT_EQ_STR(repl_state_name(REPL_STATE_ROLLBACK), "ROLLBACK");
+}
+
 static void
 test_config_check(void)
 {
@@ -880,6 +960,7 @@ int
 main(void)
 {
 	TT_RUN(test_config_check);
+	TT_RUN(test_config_check_order);
 	TT_RUN(test_concern_parse);
 	TT_RUN(test_failpoint_modes);
 	TT_RUN(test_engine_set);

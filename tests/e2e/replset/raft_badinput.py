@@ -13,6 +13,11 @@ the set taking majority writes after each refusal:
     initiate and at reconfig: 103 "Our set name did not match that of
     <host>";
   - a reconfig removing the primary: 74 "... maps to this node";
+  - a reconfig of another set name: 93 "Rejecting reconfig where new
+    config set name differs from command line set name, ..." (9.0's text,
+    before the whole set's faults); a host under another _id: 103 with
+    mongod's MemberId(n); a reconfig on a secondary: 10107 "Safe reconfig
+    is only allowed on a writable PRIMARY. Current state is SECONDARY";
   - a reconfig changing two voters at once (mongod's safe reconfig): 93;
   - replSetReconfig with force: true that leaves the node out (74), puts
     a host under another _id (103), names an arbiter (238): nothing
@@ -147,6 +152,24 @@ def run(cl, m0, m1, m2, m3, other):
     expect(reconfig(dict(nxt, members=[dict(m, votes=0, priority=0) for m in cfg["members"]])), 103,
            "Replica set configuration contains 0 voting members", "no voting member at reconfig")
     still_works(p, "after duplicates")
+    # another set name: mongod's 9.0 text, 93, before the whole set's
+    # faults (its getNewConfig compares the name before validating)
+    expect(reconfig(dict(nxt, _id="other")), 93,
+           "Rejecting reconfig where new config set name differs from command line set name, "
+           "new config set name: other, old config set name: %s" % name, "another set name at reconfig")
+    expect(reconfig(dict(nxt, _id="other", members=cfg["members"] + [{"_id": 5, "host": cfg["members"][1]["host"]}])),
+           93, "Rejecting reconfig where new config set name differs", "another set name and duplicate hosts")
+    # a host under another _id: mongod streams MemberId
+    moved = [dict(m, _id=9) if m["host"] == cfg["members"][1]["host"] else m for m in cfg["members"]]
+    expect(reconfig(dict(nxt, members=moved)), 103,
+           "New and old configurations both have members with host of %s but in the new configuration the _id field "
+           "is MemberId(9) and in the old configuration it is MemberId(%d)" % (cfg["members"][1]["host"],
+                                                                             cfg["members"][1]["_id"]),
+           "a host under another _id at reconfig")
+    sec = [m for m in (m0, m1, m2) if m is not p][0]
+    expect(lambda: cmd(sec, "replSetReconfig", nxt), 10107,
+           "Safe reconfig is only allowed on a writable PRIMARY. Current state is SECONDARY", "reconfig on a secondary")
+    still_works(p, "after another set name")
     expect(reconfig(dict(nxt, members=[m for m in cfg["members"] if m["host"] != p.host])), 74,
            "No host described in new configuration with {version: %d" % (version + 1), "the primary removed")
     still_works(p, "after removing the primary")
@@ -175,7 +198,7 @@ def run(cl, m0, m1, m2, m3, other):
     wait_equal([m0, m1, m2], "bad", "t")
     with p.client() as c:
         n = c.bad.t.count_documents({})
-        check(n == 7, "every acknowledged write is there: %d" % n)
+        check(n == 8, "every acknowledged write is there: %d" % n)
     check(not_initiated(m3) and not_initiated(other), "the outsiders stayed out")
     removed(cl, p, [m for m in (m0, m1, m2) if m is not p][1], cfg)
 

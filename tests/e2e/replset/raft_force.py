@@ -52,7 +52,7 @@ def refused(m, cfg, code, what):
             c.admin.command("replSetReconfig", cfg, force=True)
     except OperationFailure as e:
         check(e.code == code, "%s: code %r (wanted %d): %s" % (what, e.code, code, e))
-        return
+        return e
     raise AssertionError("%s: the forced reconfig was taken" % what)
 
 
@@ -102,7 +102,9 @@ def main():
                "members": [{"_id": cl.members.index(survivor), "host": survivor.host}]}
         refused(survivor, dict(one, members=[{"_id": cl.members.index(lost[0]), "host": lost[0].host}]), 74,
                 "a configuration without this node")
-        refused(survivor, dict(one, _id="other"), 93, "another set name (the command line's)")
+        e = refused(survivor, dict(one, _id="other"), 93, "another set name (the command line's)")
+        check("Rejecting reconfig where new config set name differs from command line set name, new config set "
+              "name: other, old config set name: %s" % cl.set_name in str(e), "force of another set name: %s" % e)
         refused(survivor, dict(one, members=[{"_id": 9, "host": survivor.host}]), 103, "a host moved to another _id")
         refused(survivor, dict(one, members=one["members"] + [{"_id": 8, "host": lost[0].host, "arbiterOnly": True}]),
                 238, "an arbiter")

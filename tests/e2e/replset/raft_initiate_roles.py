@@ -9,7 +9,8 @@ findSelfInConfig).  Four tamgad on 127.0.0.1:
     nothing initiated anywhere;
   - rs.initiate() through mongosh on an electable member, with a hidden
     delayed priority-0 member (secondaryDelaySecs 2) and a non-voting one
-    (votes 0, priority 0): ok, every member SECONDARY or PRIMARY, the
+    (votes 0, priority 0): ok, every member SECONDARY or PRIMARY (on the
+    primary a member not reached yet is UNKNOWN, never unreachable), the
     primary one of the two electable members, hidden members out of
     hello's hosts, the delayed member's hello says hidden and its delay;
   - PyMongo writes with w: 3 and w: 4 (every member, the delayed one
@@ -100,15 +101,26 @@ def main():
               "the delayed member's hello: %r" % h2)
         # the primary's view of each member follows its Raft progress: ask
         # until every member has answered it once
-        deadline = time.time() + 30
+        # until then a member it has not reached is mongod's UNKNOWN (state
+        # 6, health -1), never "(not reachable/healthy)": every member is up
+        deadline, t_wait, seen = time.time() + 30, time.time(), {}
         while True:
             st = cmd(p, "replSetGetStatus")
+            for x in st["members"]:
+                seen.setdefault(x["stateStr"], x)
+                if x["stateStr"] == "UNKNOWN":
+                    check(x["state"] == 6 and x["health"] == -1.0 and x.get("syncSourceHost") == "",
+                          "a member not reached yet is mongod's UNKNOWN: %r" % x)
             states = sorted(x["stateStr"] for x in st["members"])
             if states == ["PRIMARY", "SECONDARY", "SECONDARY", "SECONDARY"] or time.time() > deadline:
                 break
-            time.sleep(0.2)
+            time.sleep(0.02)
         check(states == ["PRIMARY", "SECONDARY", "SECONDARY", "SECONDARY"],
               "rs.status(): %r" % [(x["name"], x["stateStr"]) for x in st["members"]])
+        check("(not reachable/healthy)" not in seen,
+              "no live member shown unreachable: %r" % seen.get("(not reachable/healthy)"))
+        print("every member reached %.2fs after the last reported SECONDARY (seen: %s)" %
+              (time.time() - t_wait, sorted(seen)))
 
         # writes acknowledged by three, then by all four (the delayed member
         # applies DELAY seconds late)

@@ -223,7 +223,8 @@ def main():
         # metrics.repl.initialSync counts that sync (this process's)
         with s.client() as c:
             mr = c.admin.command("serverStatus")["metrics"]["repl"]
-        check(list(mr.keys()) == ["apply", "initialSync", "reconfig"], "metrics.repl's sections: %r" % mr)
+        check(list(mr.keys()) == ["apply", "buffer", "initialSync", "reconfig", "stateTransition", "waiters"],
+              "metrics.repl's sections: %r" % mr)
         isy = mr["initialSync"]
         check(list(isy.keys()) == ["completed", "failedAttempts", "failures"] and
               all(isinstance(v, Int64) for v in isy.values()), "initialSync's counters: %r" % isy)

@@ -92,7 +92,21 @@ def bad_configs(cl):
         # this node is not in the configuration
         cfg = cl.config()
         cfg["members"] = cfg["members"][1:]
-        expect_code(lambda: c.admin.command("replSetInitiate", cfg), 74, "self not a member")
+        # mongod's replSetInitiate answers validateConfigForInitiate's
+        # NodeNotFound as 93 with its reason
+        e = expect_code(lambda: c.admin.command("replSetInitiate", cfg), 93, "self not a member")
+        check("maps to this node" in str(e), "self not a member message: %s" % e)
+        # another set name: mongod's 9.0 text
+        cfg = cl.config()
+        cfg["_id"] = "other"
+        e = expect_code(lambda: c.admin.command("replSetInitiate", cfg), 93, "another set name")
+        check("Rejecting initiate with a set name that differs from command line set name, initiate set name: other, "
+              "command line set name: %s" % cl.set_name in str(e), "another set name message: %s" % e)
+        # a version other than 1
+        cfg = cl.config()
+        cfg["version"] = 3
+        e = expect_code(lambda: c.admin.command("replSetInitiate", cfg), 93, "initiate version 3")
+        check("must  have version 1, but found 3" in str(e), "initiate version message: %s" % e)
     for m in (m0, m1):
         with m.client() as c:
             expect_code(lambda: c.admin.command("replSetGetStatus"), 94, "nothing stored after a failed initiate")

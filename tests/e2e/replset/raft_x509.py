@@ -36,7 +36,10 @@ members on 127.0.0.1 under --tlsMode requireTLS, no key file anywhere.
 - net.tls.clusterAuthX509.extensionValue: the mongoClusterMembership
   extension makes a member whatever the subject; the server's own O/OU
   without it, or another value, do not; a member that is also a user is
-  refused (18).
+  refused (18);
+- setParameter tlsClusterAuthX509Override: the override's extension value
+  makes a member beside the configured one, getParameter shows it, it is
+  startup only, both fields at once refuse to start.
 
 usage: raft_x509.py path/to/tamgad [path/to/mongosh]
 """
@@ -443,6 +446,45 @@ def run_keyfile_standalone(tmp, ca, member_pem, intruder_pem):
         m.stop()
 
 
+def run_override(tmp, ca, client_pem):
+    """setParameter tlsClusterAuthX509Override (mongod's rollover from one
+    member rule to another, cluster_x509_rotate's shape): under
+    extensionValue "bar" with the override {extensionValue: "foo"}, members
+    of either value are __system, a certificate of neither is not;
+    getParameter shows the override; it is startup only (20 at runtime);
+    both fields at once refuse to start (2)."""
+    foo = make_cert(tmp, "ov-foo", ca_pair, "/O=Company/OU=Business/CN=Old", membership="foo")
+    bar = make_cert(tmp, "ov-bar", ca_pair, "/O=Tamga/OU=rs0/CN=localhost", membership="bar")
+    plain = make_cert(tmp, "ov-plain", ca_pair, "/O=Tamga/OU=rs0/CN=plain")
+    tls = ["--tlsMode", "requireTLS", "--tlsCAFile", ca, "--tlsCertificateKeyFile", bar, "--clusterAuthMode", "x509",
+           "--tlsClusterAuthX509ExtensionValue", "bar"]
+    os.makedirs(os.path.join(tmp, "ov-bad"), exist_ok=True)
+    bad = subprocess.run([TAMGAD, "--port", str(free_ports(1)[0]), "--bind_ip", "127.0.0.1", "--dbpath",
+                          os.path.join(tmp, "ov-bad"), "--replSet", "rs0", "--nounixsocket"] + tls +
+                         ["--setParameter", 'tlsClusterAuthX509Override={"attributes": "O=a", "extensionValue": "b"}'],
+                         capture_output=True, text=True, timeout=60)
+    check(bad.returncode == 2 and "At most one of attributes or extensionValue can be specified for "
+          "tlsClusterAuthX509Override" in bad.stdout + bad.stderr,
+          "both fields refuse to start: %r %s" % (bad.returncode, (bad.stdout + bad.stderr)[-300:]))
+    cl = Cluster(TAMGAD, n=1, extra=tls + ["--setParameter", 'tlsClusterAuthX509Override={"extensionValue": "foo"}'])
+    with cl:
+        m = cl.members[0]
+        with x509_client(m, ca, client_pem) as c:
+            check(c.admin.command("replSetInitiate", cl.config(election_ms=2000))["ok"] == 1, "initiate (override)")
+        wait_primary(cl.members, ca, client_pem)
+        with x509_client(m, ca, client_pem) as c:
+            c.admin.command("createUser", "admin", pwd="pw", roles=["root"])
+        check(whoami(m, ca, bar) == ("__system", "local"), "the configured extension value makes a member")
+        check(whoami(m, ca, foo) == ("__system", "local"), "the override's value makes a member too")
+        check(whoami(m, ca, plain) == 11, "a certificate of neither value: no member (11)")
+        with x509_client(m, ca, client_pem, username="admin", password="pw", authSource="admin") as c:
+            got = c.admin.command("getParameter", 1, tlsClusterAuthX509Override=1)["tlsClusterAuthX509Override"]
+            check(got == {"extensionValue": "foo"}, "getParameter: %r" % got)
+            code, msg = command_error(lambda: c.admin.command("setParameter", 1,
+                                                              tlsClusterAuthX509Override='{"extensionValue": "x"}'))
+            check(code == 20, "setParameter at runtime: %r %s" % (code, msg))
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="tamga-x509-", dir=os.environ.get("TMPDIR", "/tmp"))
     try:
@@ -461,6 +503,7 @@ def main():
         ca_pair = ca
         run_attributes_set(tmp, ca[1], client_pem)
         run_extension(tmp, ca[1], client_pem)
+        run_override(tmp, ca[1], client_pem)
         print("raft_x509: %d checks passed in %.1f s" % (checks, time.time() - t0))
     finally:
         subprocess.call(["rm", "-rf", tmp])
