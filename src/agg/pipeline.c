@@ -1086,6 +1086,13 @@ agg_exec_open_source(agg_exec_t *x, storage_coll_t *coll, const bson_t *filter, 
 	if (!x->top && (filter == NULL || bson_empty(filter)) && x->p->nstages > 0 &&
 	    strcmp(x->p->stages[0].def->name, "$geoNear") == 0)
 		filter = *(bson_t *const *)x->p->stages[0].plan;
+	/* a time-series sub-pipeline's bucket-level $match before the unpack
+	 * (stage_lookup.c's $geoNear rewrite) reads the buckets through the
+	 * planner (a 2dsphere_bucket index); the stage still runs after it */
+	else if (!x->top && (filter == NULL || bson_empty(filter)) && x->p->nstages > 1 &&
+	         strcmp(x->p->stages[0].def->name, "$match") == 0 &&
+	         strcmp(x->p->stages[1].def->name, "$_internalUnpackBucket") == 0)
+		filter = *(bson_t *const *)x->p->stages[0].plan;
 	return exec_open_source(x, coll, filter, err);
 }
 

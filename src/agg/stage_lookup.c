@@ -20,6 +20,7 @@
 #include "bson/value.h"
 #include "common/mem.h"
 #include "timeseries/timeseries.h"
+#include "timeseries/ts_index.h"
 
 /*
  * The user's stages of a $lookup or $unionWith from a view can run on the
@@ -70,8 +71,27 @@ ts_geonear_combined(const agg_view_ref_t *ref, const bson_t *given, bson_t *comb
 	rc = ts_geonear_rewrite(&o, given, &rw, err);
 	if (rc > 0) {
 		bson_init(combined);
-		if (rc == 1)
+		if (rc == 1) {
+			/* the maxDistance bound ($geoWithin on the key, the rewrite's
+			 * leading $match) also bounds the buckets, before the unpack,
+			 * as the aggregate command's read pipeline does */
+			bson_iter_t it, st;
+			bson_t f, gf = BSON_INITIALIZER;
+			if (bson_iter_init(&it, &rw) && bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+			    bson_iter_recurse(&it, &st) && bson_iter_next(&st) && strcmp(bson_iter_key(&st), "$match") == 0 &&
+			    BSON_ITER_HOLDS_DOCUMENT(&st)) {
+				agg_value_doc(bson_iter_value(&st), &f);
+				if (ts_bucket_geo_filter(&o, &f, &gf)) {
+					bson_t stage;
+					bson_append_document_begin(combined, "0", 1, &stage);
+					BSON_APPEND_DOCUMENT(&stage, "$match", &gf);
+					bson_append_document_end(combined, &stage);
+					n = 1;
+				}
+			}
+			bson_destroy(&gf);
 			agg_view_append_stages(combined, &n, &ref->stages);
+		}
 		agg_view_append_stages(combined, &n, &rw);
 	}
 	bson_destroy(&rw);
