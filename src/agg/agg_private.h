@@ -101,6 +101,12 @@ struct agg_pctx {
 	agg_pipeline_t *root;         /* the top-level pipeline being parsed */
 	const bson_t *let_doc;        /* the command's let values (for $match's $expr) */
 	bool in_facet, in_lookup;
+	/* the collection the pipeline being parsed reads (in the host's
+	 * database; NULL: the host's own), and the one the next $lookup /
+	 * $unionWith sub-pipeline parsed from this context reads (set by those
+	 * stages around agg_pipeline_parse_sub): $geoNear's default key comes
+	 * from the indexes of the collection its pipeline reads */
+	const char *coll, *sub_coll;
 };
 
 /* Add a stage (steals plan and explain; explain may be NULL = {name: {}}). */
@@ -139,6 +145,10 @@ typedef struct agg_view_ref {
 	char *db, *name;
 	char *base;                   /* the collection under it; NULL: not a view */
 	bson_t stages;                /* the chain's stages, innermost first (a view) */
+	/* a time-series collection read as a view of its buckets (stages: the
+	 * unpack): a copy of its options, for the reader's $geoNear rewrite
+	 * (ts_geonear_rewrite); NULL otherwise.  Owned. */
+	bson_t *ts_options;
 	agg_pipeline_t *pipe;         /* stages parsed on first use (owned; NULL before) */
 	bool parsing;                 /* its parse is under way (a view reading itself) */
 } agg_view_ref_t;

@@ -568,6 +568,9 @@ agg_pipeline_parse_sub(agg_pctx_t *pc, const bson_t *stages, bool in_facet, bool
 	sub.depth = pc->depth + (in_lookup ? 1 : 0);   /* $facet branches share their parent's level */
 	sub.root = pc->root;
 	sub.let_doc = pc->let_doc;
+	/* what it reads: a $lookup's / $unionWith's collection, a $facet
+	 * branch its parent's */
+	sub.coll = in_lookup ? pc->sub_coll : pc->coll;
 	/* a $lookup / $unionWith pipeline is parsed afresh, as mongod's: a
 	 * $facet in it is allowed even when the $lookup sits in a $facet */
 	sub.in_facet = in_facet || (pc->in_facet && !in_lookup);
@@ -1076,6 +1079,20 @@ agg_exec_open_source(agg_exec_t *x, storage_coll_t *coll, const bson_t *filter, 
 	}
 	x->source_done = false;
 	x->done = false;
+	/* a sub-pipeline led by $geoNear reads the collection through the near
+	 * plan, as the top-level one does (agg/stage_geo.c: the stage takes
+	 * each document's distance from that plan): its filter is the source's
+	 * when the reader has none of its own */
+	if (!x->top && (filter == NULL || bson_empty(filter)) && x->p->nstages > 0 &&
+	    strcmp(x->p->stages[0].def->name, "$geoNear") == 0)
+		filter = *(bson_t *const *)x->p->stages[0].plan;
+	/* a time-series sub-pipeline's bucket-level $match before the unpack
+	 * (stage_lookup.c's $geoNear rewrite) reads the buckets through the
+	 * planner (a 2dsphere_bucket index); the stage still runs after it */
+	else if (!x->top && (filter == NULL || bson_empty(filter)) && x->p->nstages > 1 &&
+	         strcmp(x->p->stages[0].def->name, "$match") == 0 &&
+	         strcmp(x->p->stages[1].def->name, "$_internalUnpackBucket") == 0)
+		filter = *(bson_t *const *)x->p->stages[0].plan;
 	return exec_open_source(x, coll, filter, err);
 }
 

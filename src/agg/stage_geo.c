@@ -48,7 +48,8 @@ geo_plan_free(void *p)
 }
 
 /* The geo field when no key is given: the one 2d index, else the one
- * 2dsphere index (mongod's geo near index choice). */
+ * 2dsphere index (mongod's geo near index choice) of the collection the
+ * pipeline reads (a sub-pipeline's own). */
 static int
 infer_key(agg_pctx_t *pc, char **out, terr_t *err)
 {
@@ -57,8 +58,10 @@ infer_key(agg_pctx_t *pc, char **out, terr_t *err)
 	const char *f2d = NULL, *fs = NULL;
 	int n2d = 0, ns = 0, ret = 0;
 
+	const char *name = pc->coll != NULL ? pc->coll : h != NULL ? h->coll : NULL;
+
 	*out = NULL;
-	if (h == NULL || h->coll == NULL || storage_coll_get(h->st, h->db, h->coll, &coll, NULL) != 0 ||
+	if (h == NULL || name == NULL || storage_coll_get(h->st, h->db, name, &coll, NULL) != 0 ||
 	    coll == NULL)
 		return terr_set(err, TERR_INDEX_NOT_FOUND,
 		                "$geoNear requires a 2d or 2dsphere index, but none were found");
@@ -244,10 +247,10 @@ geo_near_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 
 	if ((rc = agg_rt_pull(rt, &doc, err)) != 1)
 		return rc;
-	/* only the top-level pipeline's source is the near plan */
+	/* only a pipeline reading a collection has the near plan as its source */
 	if (rt->x->plan == NULL || !plan_exec_geo_distance(rt->x->plan, &dist, &loc, &has_loc))
 		return terr_set(err, TERR_NOT_IMPLEMENTED,
-		                "$geoNear is supported by Tamga only as the first stage of a top-level pipeline");
+		                "$geoNear is supported by Tamga only as the first stage of a pipeline reading a collection");
 	if (gp->has_multiplier)
 		dist *= gp->multiplier;
 	dv.value.v_double = dist;

@@ -19,6 +19,8 @@
 #include "bson/path.h"
 #include "bson/value.h"
 #include "common/mem.h"
+#include "timeseries/timeseries.h"
+#include "timeseries/ts_index.h"
 
 /*
  * The user's stages of a $lookup or $unionWith from a view can run on the
@@ -42,6 +44,58 @@ user_stages_stand_alone(const bson_t *view_stages, const bson_t *user)
 		return false;   /* the one-pipeline parse reports it */
 	def = agg_stage_lookup(bson_iter_key(&st));
 	return def != NULL && !(def->flags & AGG_F_FIRST);
+}
+
+/*
+ * The user's stages (given) of a $lookup / $unionWith reading the
+ * time-series collection ref, led by $geoNear: the same rewrite as the
+ * aggregate command's on that collection (ts_geonear_rewrite), so the
+ * sub-pipeline answers what the same stages answer at top level (mongod
+ * resolves the time-series namespace and optimizes the sub-pipeline as a
+ * top-level one).  1 with *combined (initialised; the caller destroys it)
+ * the whole pipeline to parse on the buckets: the unpack and the rewritten
+ * stages (a measurement key), or the rewrite as it is (a metaField key:
+ * its $geoNear runs on the buckets before the unpack).  0 when not
+ * rewritten (the caller goes on: a $geoNear after the unpack then answers
+ * 40602, or its own parse's error); -1 with mongod's refusals.
+ */
+static int
+ts_geonear_combined(const agg_view_ref_t *ref, const bson_t *given, bson_t *combined, terr_t *err)
+{
+	ts_options_t o;
+	bson_t rw;
+	int rc, n = 0;
+
+	if (!ts_options_get(ref->ts_options, &o))
+		return 0;
+	rc = ts_geonear_rewrite(&o, given, &rw, err);
+	if (rc > 0) {
+		bson_init(combined);
+		if (rc == 1) {
+			/* the maxDistance bound ($geoWithin on the key, the rewrite's
+			 * leading $match) also bounds the buckets, before the unpack,
+			 * as the aggregate command's read pipeline does */
+			bson_iter_t it, st;
+			bson_t f, gf = BSON_INITIALIZER;
+			if (bson_iter_init(&it, &rw) && bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+			    bson_iter_recurse(&it, &st) && bson_iter_next(&st) && strcmp(bson_iter_key(&st), "$match") == 0 &&
+			    BSON_ITER_HOLDS_DOCUMENT(&st)) {
+				agg_value_doc(bson_iter_value(&st), &f);
+				if (ts_bucket_geo_filter(&o, &f, &gf)) {
+					bson_t stage;
+					bson_append_document_begin(combined, "0", 1, &stage);
+					BSON_APPEND_DOCUMENT(&stage, "$match", &gf);
+					bson_append_document_end(combined, &stage);
+					n = 1;
+				}
+			}
+			bson_destroy(&gf);
+			agg_view_append_stages(combined, &n, &ref->stages);
+		}
+		agg_view_append_stages(combined, &n, &rw);
+	}
+	bson_destroy(&rw);
+	return rc > 0 ? 1 : rc;
 }
 
 /*
@@ -73,6 +127,13 @@ foreign_view(agg_pctx_t *pc, const char *db, char **coll, const bson_t *given, a
 	*coll = bson_strdup(ref->base);
 	if (bson_empty(&ref->stages))
 		return 0;
+	if (given != NULL && ref->ts_options != NULL) {
+		int rc = ts_geonear_combined(ref, given, combined, err);
+		if (rc != 0) {
+			*has_combined = rc > 0;
+			return rc > 0 ? 0 : -1;
+		}
+	}
 	if (given == NULL || user_stages_stand_alone(&ref->stages, given))
 		return agg_view_ref_pipe(pc, ref, view_pipe, err);
 	bson_init(combined);
@@ -315,8 +376,10 @@ lookup_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		for (i = 0; i < lp->nlet; i++)
 			BSON_APPEND_NULL(ld, lp->let_names[i]);
 		pc->let_doc = ld;
+		pc->sub_coll = lp->from;
 		ret = agg_pipeline_parse_sub(pc, has_view ? &view_stages : has_pipe ? &pipe : &empty_pipe, false, true,
 		    &lp->pipe, err);
+		pc->sub_coll = NULL;
 		pc->let_doc = outer;
 		bson_destroy(ld);
 	}
@@ -671,6 +734,15 @@ lookup_next(agg_rt_t *rt, const bson_t **out, terr_t *err)
 		ret = rc;
 		goto err;
 	}
+	/* localField/foreignField with a pipeline: mongod runs the join's
+	 * $match first, then the user's stages (resolvedPipelineHelper), so a
+	 * stage that must stand first fails when a document is joined */
+	if (lp->local != NULL && lp->pipe->nstages > 0 && (lp->pipe->stages[0].def->flags & AGG_F_FIRST) &&
+	    strcmp(lp->pipe->stages[0].def->name, "$documents") != 0) {
+		ret = terr_set(err, 40602, "%s is only valid as the first stage in a pipeline",
+		    lp->pipe->stages[0].def->name);
+		goto err;
+	}
 	if (!ls->opened) {
 		ls->opened = true;
 		if (lp->from != NULL && h != NULL)
@@ -855,8 +927,12 @@ union_parse(agg_pctx_t *pc, const bson_value_t *spec, terr_t *err)
 		    has_pipe ? &pipe : &empty_pipe, &vp, &view_stages, &has_view, err));
 		up->view_pipe = vp;
 	}
-	ERR(agg_pipeline_parse_sub(pc, has_view ? &view_stages : has_pipe ? &pipe : &empty_pipe, false, true,
-	    &up->pipe, err));
+	pc->sub_coll = up->coll;
+	ret = agg_pipeline_parse_sub(pc, has_view ? &view_stages : has_pipe ? &pipe : &empty_pipe, false, true,
+	    &up->pipe, err);
+	pc->sub_coll = NULL;
+	if (ret != 0)
+		goto err;
 	if (up->coll == NULL &&
 	    (up->pipe->nstages == 0 || strcmp(up->pipe->stages[0].def->name, "$documents") != 0)) {
 		ret = terr_set(err, TERR_FAILED_TO_PARSE,

@@ -195,6 +195,7 @@ agg_view_ref(agg_pctx_t *pc, const char *db, const char *name, agg_view_ref_t **
 			bson_append_document_end(&st, &spec);
 			bson_append_document_end(&r->stages, &st);
 			r->base = bson_strdup(name);
+			r->ts_options = bson_copy(tc->options);
 		}
 		storage_coll_release(tc);
 	}
@@ -241,6 +242,8 @@ agg_view_refs_free(agg_pipeline_t *p)
 		agg_pipeline_free(r->pipe);
 		if (r->base != NULL)
 			bson_destroy(&r->stages);
+		if (r->ts_options != NULL)
+			bson_destroy(r->ts_options);
 		bson_free(r->base);
 		bson_free(r->db);
 		bson_free(r->name);

@@ -57,22 +57,10 @@ int cmd_ts_insert_one(cmd_t *c, storage_coll_t *coll, const bson_t *doc, terr_t 
  * command names none).  out is initialised here. */
 int cmd_ts_read_pipeline(const storage_coll_t *coll, const bson_t *user, bool simple_collation, bson_t *out);
 
-/* A pipeline on a time-series collection led by $geoNear on a measurement
- * field, as mongod's DocumentSourceGeoNear::splitForTimeseries rewrites it:
- * a $match {key: {$geoWithin: {$centerSphere | $center: ...}}} for
- * maxDistance (and the inside-out one for minDistance; both become the
- * buckets' $_internalBucketGeoWithin), {$_internalGeoNearDistance: ...},
- * exact $match bounds on distanceField, {$sort: {distanceField: 1}}, then
- * the user's other stages, into out (initialised here).  Returns 1 when
- * rewritten, 0 when not (not led by $geoNear, or an option the $geoNear
- * stage's own parse refuses), -1 with mongod's refusals: 5892921 no key,
- * 1938439 a non-empty query, 5860206 no distanceField, 5860208
- * includeLocs.  A key on the metaField: 2, out the whole pipeline to run
- * on the buckets (mongod's move of that $geoNear before the unpack, keyed on
- * meta.<sub>: [$geoNear, $_internalUnpackBucket with computedMetaProjFields
- * for a top-level distanceField/includeLocs, the later stages]); 238 for a
- * distanceField/includeLocs dotted outside the metaField or named as a
- * bucket's own field (_id, control, meta, data). */
+/* ts_geonear_rewrite (timeseries.h: return values, out and the refusals)
+ * on coll's options; 0 with out initialised when coll is no time-series
+ * collection.  The aggregate command's; $lookup / $unionWith sub-pipelines
+ * reading coll take the same rewrite in agg/stage_lookup.c. */
 int cmd_ts_geonear_rewrite(const storage_coll_t *coll, const bson_t *user, bson_t *out, terr_t *err);
 
 /* One delete statement (any filter q; multi or the first match) and one

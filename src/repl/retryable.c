@@ -829,23 +829,57 @@ repl_retryable_image_in_txn(repl_session_t *s, storage_t *st, storage_session_t 
 #define REPLY_NOTE_MSG "tamga retryable write reply"
 #define REPLY_NOTE_FIELD "tamgaRetryReply"
 
-int
-repl_retryable_reply_in_txn(repl_session_t *s, storage_t *st, repl_oplog_t *op, storage_session_t *ss,
-                            const char *cmd, const bson_t *reply, terr_t *err)
+/*
+ * A kept reply's row past REPLY_SPLIT_BYTES (a bulkWrite's results past 16 MB
+ * cannot be one row, nor one oplog entry) is kept in chunks: the results of
+ * its cursor.firstBatch go REPLY_CHUNK_BYTES at a time into rows {_id: {<the
+ * lsid's fields>, chunk: i}, txnNum, cmd, reply: {firstBatch: [...]}} (i from
+ * 1), each with its own no-op note, and the session's own row {_id: lsid,
+ * txnNum, cmd, reply: <the reply with the first chunk's results>, chunks: n}
+ * last, so a member holding that row holds the chunks before it.  A reader
+ * puts the results back together (reply_chunks_read); a chunk missing or of
+ * another txnNum leaves the reply lost (217 as for a reply never written).
+ * Rows of an older txnNumber's chunks past the newer one's n are left, their
+ * txnNum tells them apart.
+ */
+#define REPLY_SPLIT_BYTES (8 * 1024 * 1024)
+#define REPLY_CHUNK_BYTES (4 * 1024 * 1024)
+
+/* key gets {_id: lsid} (chunk < 0: the session's own row) or {_id: {<the
+ * lsid's fields>, chunk}}. */
+static void
+row_id(repl_session_t *s, int32_t chunk, bson_t *key)
 {
-	bson_t doc = BSON_INITIALIZER;
+	bson_t tmp = BSON_INITIALIZER, id;
+	bson_iter_t it, f;
+
+	if (chunk < 0) {
+		append_lsid(key, "_id", s);
+		return;
+	}
+	append_lsid(&tmp, "_id", s);
+	bson_append_document_begin(key, "_id", 3, &id);
+	if (bson_iter_init_find(&it, &tmp, "_id") && bson_iter_recurse(&it, &f))
+		while (bson_iter_next(&f))
+			bson_append_iter(&id, bson_iter_key(&f), -1, &f);
+	BSON_APPEND_INT32(&id, "chunk", chunk);
+	bson_append_document_end(key, &id);
+	bson_destroy(&tmp);
+}
+
+/* One row of config.tamga_retry_replies written (unobserved) and, when op
+ * logs, carried to the followers by its no-op note, inside ss's open
+ * transaction. */
+static int
+reply_row_put(storage_t *st, repl_oplog_t *op, storage_session_t *ss, const bson_t *doc, terr_t *err)
+{
 	bool was;
 	int rc;
 
-	RET(ensure_table(st, ss, REPLY_TABLE, err));
-	append_lsid(&doc, "_id", s);
-	BSON_APPEND_INT64(&doc, "txnNum", repl_session_txn(s)->txn_number);
-	BSON_APPEND_UTF8(&doc, "cmd", cmd);
-	BSON_APPEND_DOCUMENT(&doc, "reply", reply);
 	/* this member's copy, written unobserved as config.transactions' row
 	 * (the followers derive theirs from the no-op below) */
 	was = storage_session_set_unobserved(ss, true);
-	rc = upsert_by_id(st, ss, REPLY_TABLE, &doc, err);
+	rc = upsert_by_id(st, ss, REPLY_TABLE, doc, err);
 	storage_session_set_unobserved(ss, was);
 	if (rc == 0 && op != NULL && repl_oplog_exists(op)) {
 		/* the followers' copy: a no-op entry in the same transaction, so
@@ -853,11 +887,123 @@ repl_retryable_reply_in_txn(repl_session_t *s, storage_t *st, repl_oplog_t *op, 
 		 * a new primary after a failover answers this reply) */
 		bson_t o = BSON_INITIALIZER, o2 = BSON_INITIALIZER;
 		BSON_APPEND_UTF8(&o, "msg", REPLY_NOTE_MSG);
-		BSON_APPEND_DOCUMENT(&o2, REPLY_NOTE_FIELD, &doc);
+		BSON_APPEND_DOCUMENT(&o2, REPLY_NOTE_FIELD, doc);
 		rc = repl_oplog_noop_note(op, ss, &o, &o2, NULL, err);
 		bson_destroy(&o);
 		bson_destroy(&o2);
 	}
+	return rc;
+}
+
+/* reply with its cursor.firstBatch replaced by the array batch, into out
+ * (initialised by the caller); the other fields as they are, in order. */
+static void
+reply_with_batch(const bson_t *reply, const bson_t *batch, bson_t *out)
+{
+	bson_iter_t it, ci;
+	bson_t cur;
+
+	bson_iter_init(&it, reply);
+	while (bson_iter_next(&it)) {
+		if (strcmp(bson_iter_key(&it), "cursor") != 0 || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
+		    !bson_iter_recurse(&it, &ci)) {
+			bson_append_iter(out, bson_iter_key(&it), -1, &it);
+			continue;
+		}
+		bson_append_document_begin(out, "cursor", 6, &cur);
+		while (bson_iter_next(&ci))
+			if (strcmp(bson_iter_key(&ci), "firstBatch") == 0)
+				BSON_APPEND_ARRAY(&cur, "firstBatch", batch);
+			else
+				bson_append_iter(&cur, bson_iter_key(&ci), -1, &ci);
+		bson_append_document_end(out, &cur);
+	}
+}
+
+/* The {_id, txnNum, cmd, reply[, chunks]} row of chunk (-1: the session's
+ * own row) into doc (initialised by the caller). */
+static void
+reply_row_build(repl_session_t *s, int32_t chunk, const char *cmd, const bson_t *reply, int32_t nchunks, bson_t *doc)
+{
+	row_id(s, chunk, doc);
+	BSON_APPEND_INT64(doc, "txnNum", repl_session_txn(s)->txn_number);
+	BSON_APPEND_UTF8(doc, "cmd", cmd);
+	BSON_APPEND_DOCUMENT(doc, "reply", reply);
+	if (nchunks > 0)
+		BSON_APPEND_INT32(doc, "chunks", nchunks);
+}
+
+/* The kept reply's cursor.firstBatch results past REPLY_SPLIT_BYTES, split
+ * (REPLY_CHUNK_BYTES of results a row; one result alone may pass it): the
+ * chunk rows 1..n written, then the session's row. */
+static int
+reply_put_chunks(repl_session_t *s, storage_t *st, repl_oplog_t *op, storage_session_t *ss, const char *cmd,
+                 const bson_t *reply, const bson_value_t *results, terr_t *err)
+{
+	bson_t all, cur = BSON_INITIALIZER, first = BSON_INITIALIZER;
+	bson_iter_t it;
+	int32_t nchunks = 0, n = 0;
+	int rc = 0;
+
+	if (!bson_init_static(&all, results->value.v_doc.data, results->value.v_doc.data_len))
+		return terr_set(err, TERR_INTERNAL_ERROR, "a kept reply's results are corrupt");
+	bson_iter_init(&it, &all);
+	for (bool more = bson_iter_next(&it); rc == 0; more = bson_iter_next(&it)) {
+		const bson_value_t *v = more ? bson_iter_value(&it) : NULL;
+		uint32_t vlen = v != NULL && v->value_type == BSON_TYPE_DOCUMENT ? v->value.v_doc.data_len : 16;
+		/* the chunk is full (or the results end): chunk 0 is the session
+		 * row's, the others are written now */
+		if (!more || (n > 0 && (size_t)cur.len + vlen > REPLY_CHUNK_BYTES)) {
+			if (nchunks == 0) {
+				bson_concat(&first, &cur);
+			} else {
+				bson_t body = BSON_INITIALIZER, doc = BSON_INITIALIZER;
+				BSON_APPEND_ARRAY(&body, "firstBatch", &cur);
+				reply_row_build(s, nchunks, cmd, &body, 0, &doc);
+				rc = reply_row_put(st, op, ss, &doc, err);
+				bson_destroy(&doc);
+				bson_destroy(&body);
+			}
+			nchunks++;
+			bson_reinit(&cur);
+			n = 0;
+			if (!more)
+				break;
+		}
+		{
+			char key[16];
+			const char *k;
+			bson_uint32_to_string((uint32_t)n++, &k, key, sizeof(key));
+			bson_append_iter(&cur, k, -1, &it);
+		}
+	}
+	if (rc == 0) {
+		bson_t head = BSON_INITIALIZER, doc = BSON_INITIALIZER;
+		reply_with_batch(reply, &first, &head);
+		reply_row_build(s, -1, cmd, &head, nchunks - 1, &doc);
+		rc = reply_row_put(st, op, ss, &doc, err);
+		bson_destroy(&doc);
+		bson_destroy(&head);
+	}
+	bson_destroy(&cur);
+	bson_destroy(&first);
+	return rc;
+}
+
+int
+repl_retryable_reply_in_txn(repl_session_t *s, storage_t *st, repl_oplog_t *op, storage_session_t *ss,
+                            const char *cmd, const bson_t *reply, terr_t *err)
+{
+	bson_t doc = BSON_INITIALIZER;
+	bson_iter_t it, ci;
+	int rc;
+
+	RET(ensure_table(st, ss, REPLY_TABLE, err));
+	if (reply->len > REPLY_SPLIT_BYTES && bson_iter_init_find(&it, reply, "cursor") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+	    bson_iter_recurse(&it, &ci) && bson_iter_find(&ci, "firstBatch") && BSON_ITER_HOLDS_ARRAY(&ci))
+		return reply_put_chunks(s, st, op, ss, cmd, reply, bson_iter_value(&ci), err);
+	reply_row_build(s, -1, cmd, reply, 0, &doc);
+	rc = reply_row_put(st, op, ss, &doc, err);
 	bson_destroy(&doc);
 	return rc;
 }
@@ -935,8 +1081,20 @@ repl_retryable_reply_write(repl_session_t *s, storage_t *st, repl_oplog_t *op, s
  * session's current txnNumber: 1 with a copy in *row (the caller destroys
  * it), 0 when there is none (or another txnNumber's), -1 on a storage error. */
 static int
+session_row_read_chunk(repl_session_t *s, storage_t *st, storage_session_t *ss, const char *table, int32_t chunk,
+                       bson_t *row, terr_t *err);
+
+static int
 session_row_read(repl_session_t *s, storage_t *st, storage_session_t *ss, const char *table, bson_t *row,
                  terr_t *err)
+{
+	return session_row_read_chunk(s, st, ss, table, -1, row, err);
+}
+
+/* session_row_read of the row row_id names (chunk < 0: the session's own). */
+static int
+session_row_read_chunk(repl_session_t *s, storage_t *st, storage_session_t *ss, const char *table, int32_t chunk,
+                       bson_t *row, terr_t *err)
 {
 	storage_coll_t *c = NULL;
 	bson_t key = BSON_INITIALIZER, doc;
@@ -946,7 +1104,7 @@ session_row_read(repl_session_t *s, storage_t *st, storage_session_t *ss, const 
 
 	if (storage_coll_get(st, TXN_TABLE_DB, table, &c, NULL) != 0)
 		return 0;
-	append_lsid(&key, "_id", s);
+	row_id(s, chunk, &key);
 	bson_iter_init_find(&it, &key, "_id");
 	if ((rc = storage_txn_begin(ss, err)) == 0) {
 		rc = storage_doc_find_id(ss, c, bson_iter_value(&it), &recid, &doc, err);
@@ -980,6 +1138,60 @@ row_subdoc(const bson_t *row, const char *field, bson_t *view)
 	return bson_init_static(view, d, len);
 }
 
+/* A kept reply written in chunks (reply_put_chunks) put back together: head
+ * (the session row's reply, its cursor.firstBatch the first chunk's
+ * results) and chunk rows 1..nchunks into whole (initialised by the
+ * caller): 1; 0 when a chunk is missing or another txnNumber's (the reply
+ * is lost); -1 on a storage error. */
+static int
+reply_chunks_read(repl_session_t *s, storage_t *st, storage_session_t *ss, const bson_t *head, int32_t nchunks,
+                  bson_t *whole, terr_t *err)
+{
+	bson_t all = BSON_INITIALIZER;
+	bson_iter_t it, ci;
+	uint32_t n = 0;
+	int ret = 1;
+
+	for (int32_t i = 0; ret == 1 && i <= nchunks; i++) {
+		bson_t row, body;
+		const bson_t *from = head;
+		if (i > 0) {
+			if ((ret = session_row_read_chunk(s, st, ss, REPLY_TABLE, i, &row, err)) != 1)
+				break;
+			if (!row_subdoc(&row, "reply", &body)) {
+				bson_destroy(&row);
+				ret = 0;
+				break;
+			}
+			from = &body;
+		}
+		/* the head's results are under cursor, a chunk's at its top */
+		if (i == 0 ? (bson_iter_init_find(&it, from, "cursor") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+		              bson_iter_recurse(&it, &ci) && bson_iter_find(&ci, "firstBatch")) :
+		             bson_iter_init_find(&ci, from, "firstBatch")) {
+			bson_iter_t e;
+			if (BSON_ITER_HOLDS_ARRAY(&ci) && bson_iter_recurse(&ci, &e)) {
+				while (bson_iter_next(&e)) {
+					char key[16];
+					const char *k;
+					bson_uint32_to_string(n++, &k, key, sizeof(key));
+					bson_append_iter(&all, k, -1, &e);
+				}
+			} else {
+				ret = 0;
+			}
+		} else {
+			ret = 0;
+		}
+		if (i > 0)
+			bson_destroy(&row);
+	}
+	if (ret == 1)
+		reply_with_batch(head, &all, whole);
+	bson_destroy(&all);
+	return ret;
+}
+
 int
 repl_retryable_load_kept_reply(repl_session_t *s, storage_t *st, storage_session_t *ss, const char *cmd,
                                terr_t *err)
@@ -996,11 +1208,17 @@ repl_retryable_load_kept_reply(repl_session_t *s, storage_t *st, storage_session
 	ret = 0;
 	if (bson_iter_init_find(&f, &row, "cmd") && BSON_ITER_HOLDS_UTF8(&f) &&
 	    same_command(bson_iter_utf8(&f, NULL), cmd) && row_subdoc(&row, "reply", &view)) {
-		bson_strncpy(r->cmd, cmd, sizeof(r->cmd));
-		bson_reinit(&r->reply);
-		bson_concat(&r->reply, &view);
-		r->has_reply = true;
-		ret = 1;
+		bson_t whole = BSON_INITIALIZER;
+		int32_t nchunks = bson_iter_init_find(&f, &row, "chunks") && BSON_ITER_HOLDS_INT32(&f) ?
+		    bson_iter_int32(&f) : 0;
+		ret = nchunks > 0 ? reply_chunks_read(s, st, ss, &view, nchunks, &whole, err) : 1;
+		if (ret == 1) {
+			bson_strncpy(r->cmd, cmd, sizeof(r->cmd));
+			bson_reinit(&r->reply);
+			bson_concat(&r->reply, nchunks > 0 ? &whole : &view);
+			r->has_reply = true;
+		}
+		bson_destroy(&whole);
 	}
 	bson_destroy(&row);
 	return ret;

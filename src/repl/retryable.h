@@ -97,6 +97,14 @@ void repl_retryable_keep_reply(repl_session_t *s, const char *cmd, const bson_t 
  * that entry (repl_retryable_reply_of_entry / _reply_apply): one log, and
  * the row is on a member exactly when the entry is.
  *
+ * A reply past 8 MB with a cursor.firstBatch (a bulkWrite's results, which
+ * may pass 16 MB: no single row or oplog entry could hold them) is kept in
+ * chunks: rows {_id: {<lsid>, chunk: i}, txnNum, cmd, reply: {firstBatch}}
+ * of 4 MB of results each, every one with its own no-op entry (followers
+ * and rollback treat them as any row), then the session's row with the
+ * first chunk and `chunks: n`; a reader puts them back together, and a
+ * chunk missing leaves the reply lost (217 as for a reply never written).
+ *
  * repl_retryable_reply_in_txn writes both inside ss's open storage
  * transaction (with the write: both or neither survive a crash, and the
  * set's log has the reply's entry right after the write's; op NULL or an

@@ -202,5 +202,32 @@ bool ts_event_split(const ts_options_t *o, const bson_t *filter, bson_t *event, 
 /* The explain / stage spec of $_internalUnpackBucket for o, into out. */
 void ts_unpack_spec(const ts_options_t *o, bson_t *out);
 
+/*
+ * A pipeline (user: its stages, a BSON array document) reading the
+ * measurements of the time-series collection o describes, led by $geoNear,
+ * rewritten as mongod rewrites it (ts_geonear.c), into out (initialised
+ * here; the caller destroys it whatever the return).
+ *   1: a key on a measurement (DocumentSourceGeoNear::splitForTimeseries):
+ *      out is the stages to run after the unpack: a $match {key: {$geoWithin:
+ *      {$centerSphere | $center: ...}}} for maxDistance (and the inside-out
+ *      one for minDistance), {$_internalGeoNearDistance: ...}, exact $match
+ *      bounds on distanceField, {$sort: {distanceField: 1}}, then the user's
+ *      other stages.  No index is needed (mongod answers with or without a
+ *      2dsphere index on the measurement).
+ *   2: a key on the metaField: out is the whole pipeline to run on the
+ *      buckets: [$geoNear keyed on meta.<sub>, $_internalUnpackBucket (with
+ *      computedMetaProjFields for a top-level distanceField/includeLocs),
+ *      the user's later stages]; that $geoNear needs the buckets' 2dsphere
+ *      (or 2d) index on meta.<sub> as any $geoNear needs one.
+ *   0: not rewritten (not led by $geoNear, or an argument the $geoNear
+ *      stage's own parse refuses, which then answers).
+ *  -1: err: 5892921 no key, 1938439 a non-empty query, 5860206 no
+ *      distanceField, 5860208 includeLocs (a measurement key), 2 / 14 a
+ *      bad min/maxDistance or distanceMultiplier, the point's parse errors;
+ *      238 a metaField key whose distanceField/includeLocs is dotted outside
+ *      the metaField or names a bucket's own field (_id, control, meta, data).
+ */
+int ts_geonear_rewrite(const ts_options_t *o, const bson_t *user, bson_t *out, terr_t *err);
+
 
 #endif

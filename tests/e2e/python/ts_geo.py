@@ -10,7 +10,9 @@ nulls and missing locations; open, closed and compressed buckets; after
 updates and deletes that rewrite buckets); $geoNear keyed on the metaField
 (run on the buckets' meta index before the unpack, the distance and location
 handed to every measurement), and partial filters holding $geoWithin /
-$geoIntersects on a measurement ($_internalBucketGeoWithin on the buckets).
+$geoIntersects on a measurement ($_internalBucketGeoWithin on the buckets);
+and a $geoNear leading a $lookup / $unionWith sub-pipeline on a time-series
+collection, answered as the same stages at top level (mongod's refusals too).
 Prints "N passed, N failed".
 """
 import datetime
@@ -331,6 +333,86 @@ def partial_filter_with_geo_within():
             raise AssertionError("accepted %r" % bad)
         except OperationFailure as e:
             assert e.code in (5916301, 2, 67), (bad, e.code, str(e))
+
+
+def sub_answers(coll, stages):
+    """The stages at top level on coll, as a $lookup's sub-pipeline (unwound) and as a $unionWith's."""
+    top = list(db[coll].aggregate(stages))
+    db.one.replace_one({"_id": 1}, {"_id": 1}, upsert=True)
+    lk = list(db.one.aggregate([{"$lookup": {"from": coll, "pipeline": stages, "as": "r"}},
+                                {"$unwind": "$r"}, {"$replaceWith": "$r"}]))
+    uw = list(db.none_here.aggregate([{"$unionWith": {"coll": coll, "pipeline": stages}}]))
+    return top, lk, uw
+
+
+@case
+def geo_near_in_sub_pipelines():
+    # a $geoNear leading a $lookup / $unionWith sub-pipeline on a time-series collection takes the
+    # top-level rewrite (mongod resolves the namespace and optimizes the sub-pipeline the same way):
+    # the same answers as the same stages run at top level
+    n = 0
+    for near, extra in (({"type": "Point", "coordinates": [1, 2]}, {}),
+                        ({"type": "Point", "coordinates": [0, 0]}, {"minDistance": 200000, "maxDistance": 1500000}),
+                        ([3, 3], {"spherical": True, "maxDistance": 0.2, "distanceMultiplier": 6371})):
+        spec = dict(near=near, distanceField="dist", key="loc", **extra)
+        stages = [{"$geoNear": spec}, {"$match": {"m.s": {"$ne": 2}}}, {"$project": {"_id": 0, "i": 1, "dist": 1}},
+                  {"$limit": 50}]
+        top, lk, uw = sub_answers("w", stages)
+        assert len(top) > 0 and top == lk == uw, (spec, top[:2], lk[:2], uw[:2])
+        if "maxDistance" in extra:
+            # and the distances a plain collection's sub-pipeline gives (its $geoNear over the index)
+            plain = list(db.one.aggregate([{"$lookup": {"from": "plain", "pipeline": stages, "as": "r"}}]))[0]["r"]
+            assert [round(d["dist"], 6) for d in plain] == [round(d["dist"], 6) for d in top], spec
+        n += 1
+    # the metaField key: the $geoNear on the buckets' meta index before the unpack (mongod's
+    # timeseries_geonear_lookup.js shape), with let variables read after it
+    db.wm.create_index([("tags.loc", "2dsphere")], name="tags_loc")
+    spec = {"near": {"type": "Point", "coordinates": [0, 0]}, "key": "tags.loc", "distanceField": "tags.distance"}
+    top, lk, uw = sub_answers("wm", [{"$geoNear": spec}, {"$sort": {"tags.distance": 1, "i": 1}},
+                                     {"$project": {"_id": 0}}])
+    assert len(top) == db.wm.count_documents({}) - db.wm.count_documents({"tags.loc": None}) and \
+        top == lk == uw, (len(top), len(lk), len(uw))
+    db.sites.insert_many([{"_id": 0, "s": 3, "max": 2500000}, {"_id": 1, "s": 7, "max": 4000000}])
+    got = list(db.sites.aggregate([{"$lookup": {
+        "from": "wm", "let": {"s": "$s", "mx": "$max"}, "as": "r",
+        "pipeline": [{"$geoNear": spec},
+                     {"$match": {"$expr": {"$and": [{"$eq": ["$tags.site", "$$s"]},
+                                                    {"$lte": ["$tags.distance", "$$mx"]}]}}},
+                     {"$sort": {"i": 1}}, {"$project": {"_id": 0, "i": 1, "tags.distance": 1}}]}},
+        {"$sort": {"_id": 1}}]))
+    for site, mx, row in ((3, 2500000, got[0]), (7, 4000000, got[1])):
+        want = list(db.wm.aggregate([{"$geoNear": dict(spec, maxDistance=mx)}, {"$match": {"tags.site": site}},
+                                     {"$sort": {"i": 1}}, {"$project": {"_id": 0, "i": 1, "tags.distance": 1}}]))
+        assert row["r"] == want, (site, len(row["r"]), len(want))
+    # mongod's refusals, in either sub-pipeline as at top level
+    for stages, code in (([{"$geoNear": {"near": [0, 0], "distanceField": "d"}}], 5892921),
+                         ([{"$geoNear": {"near": [0, 0], "key": "loc", "distanceField": "d", "query": {"v": 1}}}],
+                          1938439),
+                         ([{"$geoNear": {"near": [0, 0], "key": "loc"}}], 5860206),
+                         ([{"$geoNear": {"near": [0, 0], "key": "loc", "distanceField": "d", "includeLocs": "l"}}],
+                          5860208),
+                         ([{"$match": {"v": 1}}, {"$geoNear": {"near": [0, 0], "key": "loc", "distanceField": "d"}}],
+                          40602)):
+        for pipeline in (stages,
+                         [{"$lookup": {"from": "w", "pipeline": stages, "as": "r"}}],
+                         [{"$unionWith": {"coll": "w", "pipeline": stages}}]):
+            try:
+                list((db.w if pipeline is stages else db.one).aggregate(pipeline))
+                raise AssertionError("accepted %r" % pipeline)
+            except OperationFailure as e:
+                assert e.code == code, (pipeline, e.code, str(e))
+    # the buckets' $geoNear needs the meta index: without it, the sub-pipeline answers as top level
+    db.wm.drop_index("tags_loc")
+    codes = []
+    for run in (lambda: db.wm.aggregate([{"$geoNear": spec}]),
+                lambda: db.one.aggregate([{"$lookup": {"from": "wm", "pipeline": [{"$geoNear": spec}], "as": "r"}}])):
+        try:
+            list(run())
+            codes.append(0)
+        except OperationFailure as e:
+            codes.append(e.code)
+    assert codes[0] != 0 and codes[0] == codes[1], codes
+    assert n == 3
 
 
 print("%d passed, %d failed" % (passed, failed))

@@ -16,7 +16,10 @@ entry written in the write's own storage transaction, so:
   - the old primary, elected again after a second stepdown, answers them
     too (its own copy);
   - a kept reply removed on purpose is really gone: the retry answers 217
-    (bulkWrite) and nothing runs again.
+    (bulkWrite) and nothing runs again;
+  - a bulkWrite whose results pass 16 MB is kept in chunks (rows of
+    config.tamga_retry_replies, each with its own no-op entry): every member
+    holds them all and the new primary answers every first result.
 
 usage: raft_retry_ts.py path/to/tamgad
 """
@@ -30,7 +33,10 @@ from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "txn"))
 from raft_cluster import Cluster  # noqa: E402
+from retry_big_reply import all_results, cmd_seq  # noqa: E402
+from retry_restart import Conn  # noqa: E402
 
 TAMGAD = sys.argv[1]
 ET = 2000   # settings.electionTimeoutMillis
@@ -162,6 +168,7 @@ def main():
         sessions = [rs.start_session() for _ in range(5)]
         with p.client(w="majority") as c:
             c[DB].create_collection("m", timeseries={"timeField": "t", "metaField": "m"})
+            c[DB].create_collection("big", timeseries={"timeField": "t", "metaField": "m"})
             c[DB].m.insert_many([{"t": T0 + datetime.timedelta(seconds=i), "m": "b", "v": i} for i in range(10)])
         check(wait_client_primary(rs, p), "the set's client sees the primary")
         cmds = commands([x.session_id for x in sessions])
@@ -186,10 +193,44 @@ def main():
                 check(rows.get(5, {}).get("cmd") in (name, "insert"),
                       "%s holds the kept reply of %s: %r" % (m.host, name, rows))
 
+        # a bulkWrite whose results pass 16 MB (20 upserts naming a 1 MB _id,
+        # its ops as an OP_MSG document sequence): its kept reply goes in
+        # chunks, each row carried to the followers by its own no-op entry
+        big_lsid = {"id": rs.start_session().session_id["id"]}
+        big_ops = [{"update": 0, "filter": {"_id": "%04d" % i + "x" * 1000000, "t": T0, "m": "big"},
+                    "updateMods": {"$set": {"v": i}}, "upsert": True} for i in range(20)]
+        big_cmd = {"bulkWrite": 1, "nsInfo": [{"ns": DB + ".big"}], "lsid": big_lsid, "txnNumber": Int64(1),
+                   "writeConcern": {"w": "majority"}}
+        conn = Conn(p.port)
+        r = cmd_seq(conn, "admin", big_cmd, "ops", big_ops)
+        big_first = all_results(conn, r)
+        check(r.get("ok") == 1 and r.get("nUpserted") == 20 and len(big_first) == 20, "big bulkWrite: %r" %
+              {k: v for k, v in r.items() if k != "cursor"})
+        conn.s.close()
+        for m in cl.members:
+            deadline = time.time() + 20
+            while True:
+                with m.client(readPreference="secondaryPreferred") as c:
+                    rows = list(c.config.tamga_retry_replies.find({"_id.id": big_lsid["id"]}, {"chunks": 1}))
+                heads = [x for x in rows if "chunk" not in x["_id"]]
+                if (len(heads) == 1 and len(rows) == heads[0].get("chunks", 0) + 1) or time.time() > deadline:
+                    break
+                time.sleep(0.2)
+            check(len(heads) == 1 and heads[0].get("chunks", 0) >= 4 and len(rows) == heads[0]["chunks"] + 1,
+                  "%s holds the big reply's chunks: %r" % (m.host, rows))
+
         # stepdown: the new primary answers every retry with the first reply
         stepdown(p)
         n = cl.wait_primary(among=[m for m in cl.members if m is not p], timeout=30)
         check(wait_client_primary(rs, n), "the set's client sees the new primary")
+        conn = Conn(n.port)
+        r = cmd_seq(conn, "admin", big_cmd, "ops", big_ops)
+        check(r.get("ok") == 1 and r.get("nUpserted") == 20 and all_results(conn, r) == big_first,
+              "the big bulkWrite's retry on the new primary answers every first result: %r" %
+              {k: v for k, v in r.items() if k != "cursor"})
+        conn.s.close()
+        with n.client() as c:
+            check(c[DB].big.count_documents({}) == 20, "the big bulkWrite applied once")
         t0 = time.time()
         retry_all(rs, sessions, n, cmds, first, "new primary")
         print("retries on the new primary: %.2f s" % (time.time() - t0))
