@@ -17,6 +17,7 @@
 #include "repl/raft_tls.h"
 #include "repl/raft_lost_log.h"
 #include "repl/raft_send_guard.h"
+#include "repl/raft_vote_floor.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -178,6 +179,10 @@ struct repl_member {
 	uint64_t lead_term;           /* loop: the term this member last led in */
 	int64_t lead_since_ms;        /* loop: when it first saw itself lead lead_term (wall) */
 	int64_t frozen_until_ms;      /* replSetFreeze / stepdown period (wall; 0: none) */
+	/* a wiped member's vote floor (raft_vote_floor.h; 0: none): no vote
+	 * and no candidacy in a term <= it; the loop thread's, set before */
+	uint64_t vote_floor;
+	uint64_t vote_floor_logged;   /* loop: the last term whose refusal was logged */
 };
 
 /* A member copying data (STARTUP2) starts no election (mongod never elects
@@ -1051,6 +1056,28 @@ from_stranger(const struct raft *r, const struct raft_message *msg)
 
 static void vote_seen(repl_member_t *m, const struct raft_request_vote *rv);
 
+/* A vote request of a term at or below this wiped member's vote floor,
+ * refused (received: dropped; sent as a candidate: not sent), logged once
+ * per term (loop thread). */
+static void
+vote_floor_log(repl_member_t *m, uint64_t term, const char *addr, bool own)
+{
+	bson_t attr;
+
+	if (m->vote_floor_logged == term)
+		return;
+	m->vote_floor_logged = term;
+	bson_init(&attr);
+	BSON_APPEND_INT64(&attr, "term", (int64_t)term);
+	BSON_APPEND_INT64(&attr, "voteFloor", (int64_t)m->vote_floor);
+	if (addr != NULL)
+		BSON_APPEND_UTF8(&attr, own ? "to" : "candidate", addr);
+	tlog('I', "ELECTION", own ? 5000291 : 5000290, own ?
+	    "not standing in an election of a term this member may have voted in before its data was wiped" :
+	    "refused a vote in a term this member may have voted in before its data was wiped", &attr);
+	bson_destroy(&attr);
+}
+
 /* A follower that answers from a log shorter than it acknowledged (its data
  * wiped): the leader learns its position again (raft_lost_log.h). */
 static void
@@ -1090,6 +1117,10 @@ fault_recv(struct raft_io *io, struct raft_message *msg)
 		bson_destroy(&data);
 		drop_message(msg);
 		return;
+	}
+	if (repl_raft_vote_floor_blocks(m->vote_floor, msg)) {
+		vote_floor_log(m, msg->request_vote.term, msg->server_address, false);
+		return;   /* no payload to free */
 	}
 	if (msg->type == RAFT_IO_REQUEST_VOTE)
 		m->vote_candidate = 0;
@@ -1244,6 +1275,11 @@ guarded_send(struct raft_io *io, struct raft_io_send *req, const struct raft_mes
 	}
 	if (msg->type == RAFT_IO_REQUEST_VOTE_RESULT)
 		vote_answered(m, msg);
+	if (repl_raft_vote_floor_blocks(m->vote_floor, msg)) {
+		/* as lost on the network: the candidacy of that term fails */
+		vote_floor_log(m, msg->request_vote.term, msg->server_address, true);
+		return RAFT_NOCONNECTION;
+	}
 	return repl_raft_send_checked(io, req, msg, cb, m->io_send);
 }
 
@@ -1996,6 +2032,22 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 		bson_free(m->dir);
 		bson_free(m);
 		return -1;
+	}
+	/* a wiped member handed the configuration: its vote floor stored before
+	 * Raft runs; any member: the stored one (a restart within the window) */
+	if (repl_raft_vote_floor_raise(m->dir, o->vote_floor, err) != 0 ||
+	    repl_raft_vote_floor_load(m->dir, &m->vote_floor, err) != 0) {
+		bson_free(m->peers);
+		bson_free(m->dir);
+		bson_free(m);
+		return -1;
+	}
+	if (m->vote_floor > 0) {
+		bson_t attr = BSON_INITIALIZER;
+		BSON_APPEND_INT64(&attr, "voteFloor", (int64_t)m->vote_floor);
+		tlog('I', "ELECTION", 5000292, "this member lost its vote memory with its data: it votes and stands only in "
+		    "terms past its vote floor", &attr);
+		bson_destroy(&attr);
 	}
 	last = repl_oplog_last_optime(o->oplog);
 	m->local_last_ts = last.ts;

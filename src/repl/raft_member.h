@@ -102,6 +102,11 @@ typedef struct repl_member_options {
 	 * term the members the forced configuration leaves out can have used,
 	 * so no entry of its history shares a (ts, t) with theirs */
 	uint64_t force_term;
+	/* a wiped member handed the configuration by a primary (member_rejoin.h):
+	 * repl_raft_vote_floor_for(the primary's term), stored in dir before Raft
+	 * starts; no vote and no candidacy in a term <= it (raft_vote_floor.h).
+	 * 0: none given (a floor stored earlier still holds) */
+	uint64_t vote_floor;
 } repl_member_options_t;
 
 /* The key of a configuration entry in the set's log: {_tamgaConfig: cfg}
