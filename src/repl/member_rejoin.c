@@ -102,6 +102,8 @@ look(repl_rejoin_t *r)
 			continue;
 		if (join(host, &cfg, true, in.term, DRY_TIMEOUT_MS) != 0)
 			continue;   /* down, or it has a configuration (23) */
+		/* noted first: the member may take it and the answer be lost */
+		repl_member_note_vote_floor(r->m, rows[i].member_id, repl_raft_vote_floor_for((uint64_t)in.term));
 		if (join(host, &cfg, false, in.term, JOIN_TIMEOUT_MS) == 0) {
 			bson_t attr = BSON_INITIALIZER;
 			BSON_APPEND_UTF8(&attr, "member", host);

@@ -183,6 +183,12 @@ struct repl_member {
 	 * and no candidacy in a term <= it; the loop thread's, set before */
 	uint64_t vote_floor;
 	uint64_t vote_floor_logged;   /* loop: the last term whose refusal was logged */
+	/* the leader's: the vote floor of each member its rejoin thread handed
+	 * the configuration to (m->lock): no transfer to one whose candidacy
+	 * would be of a term <= its floor (it would not stand: the transfer
+	 * fails) */
+	struct { raft_id id; uint64_t floor; } peer_floor[REPL_MAX_MEMBERS];
+	int npeer_floor;
 };
 
 /* A member copying data (STARTUP2) starts no election (mongod never elects
@@ -194,6 +200,8 @@ struct repl_member {
  * failover; it may win a Raft election instead, but hands the leadership on
  * at once and is never PRIMARY (on_watch). */
 #define STARTUP2_ELECTION_TIMEOUT_MS 3600000u
+
+static raft_id transfer_pick_locked(repl_member_t *m);
 
 static int64_t
 wall_ms(void)
@@ -730,7 +738,7 @@ on_submit(uv_async_t *h)
 	if (m->transfer_requested) {
 		m->transfer_requested = false;
 		if (raft_state(&m->raft) == RAFT_LEADER && !m->transfer_pending) {
-			raft_id to = m->transfer_to;
+			raft_id to = m->transfer_to != 0 ? m->transfer_to : transfer_pick_locked(m);
 			m->transfer.data = m;
 			m->transfer_to = 0;
 			/* 0: Raft picks the most up-to-date voting follower */
@@ -806,6 +814,10 @@ takeover_tick_locked(repl_member_t *m, int state, raft_id lid, int64_t now)
 
 	v.follower = state == RAFT_FOLLOWER && lid != 0 && m->leader_index >= 0;
 	v.electable = !m->no_lead && m->busy_state == 0 && m->frozen_until_ms <= now;
+	/* a wiped member stands in no election of a term <= its vote floor:
+	 * it asks for the leadership once the set's term has passed it */
+	if (m->vote_floor > 0 && m->raft.current_term + 1 <= m->vote_floor)
+		v.electable = false;
 	for (unsigned k = 0; k < m->raft.configuration.n; k++)
 		if (m->raft.configuration.servers[k].id == self && m->raft.configuration.servers[k].role != RAFT_VOTER)
 			v.electable = false;
@@ -818,6 +830,49 @@ takeover_tick_locked(repl_member_t *m, int state, raft_id lid, int64_t now)
 	v.term = m->raft.current_term;
 	v.election_timeout_ms = m->o.election_timeout_ms;
 	repl_takeover_tick(m->takeover, &v, now);
+}
+
+/* Whether the member of Raft id `id` was handed the configuration by this
+ * leader with a vote floor its candidacy (of this term + 1) would not pass
+ * (m->lock, loop thread). */
+static bool
+peer_floored_locked(repl_member_t *m, raft_id id)
+{
+	for (int i = 0; i < m->npeer_floor; i++)
+		if (m->peer_floor[i].id == id)
+			return m->peer_floor[i].floor >= m->raft.current_term + 1;
+	return false;
+}
+
+/* A stepdown's transfer target when none is named (m->lock, loop thread,
+ * leader): Raft's own pick (0), unless a member this leader handed the
+ * configuration to in its term could be it -- then among the other voters
+ * the one holding most of the log, one heard from lately first (0 when
+ * there is none). */
+static raft_id
+transfer_pick_locked(repl_member_t *m)
+{
+	raft_id best = 0;
+	raft_index best_match = 0;
+	bool any = false, best_recent = false;
+
+	for (unsigned k = 0; k < m->raft.configuration.n; k++)
+		any = any || peer_floored_locked(m, m->raft.configuration.servers[k].id);
+	if (!any || m->raft.leader_state.progress == NULL)
+		return 0;
+	for (unsigned k = 0; k < m->raft.configuration.n; k++) {
+		const struct raft_server *sv = &m->raft.configuration.servers[k];
+		const struct raft_progress *pr = &m->raft.leader_state.progress[k];
+		if (sv->id == m->raft.id || sv->role != RAFT_VOTER || peer_floored_locked(m, sv->id))
+			continue;
+		if (best == 0 || (pr->recent_recv && !best_recent) ||
+		    (pr->recent_recv == best_recent && pr->match_index > best_match)) {
+			best = sv->id;
+			best_match = pr->match_index;
+			best_recent = pr->recent_recv;
+		}
+	}
+	return best;
 }
 
 /* The leader that may not stay so (priority 0, STARTUP2, frozen): the voter
@@ -842,7 +897,7 @@ hand_on_target(repl_member_t *m)
 	for (unsigned k = 0; k < m->raft.configuration.n; k++) {
 		const struct raft_server *sv = &m->raft.configuration.servers[k];
 		const struct raft_progress *pr = &m->raft.leader_state.progress[k];
-		if (sv->id == self || sv->role != RAFT_VOTER || !pr->recent_recv)
+		if (sv->id == self || sv->role != RAFT_VOTER || !pr->recent_recv || peer_floored_locked(m, sv->id))
 			continue;
 		if (sv->id == m->prev_leader || sv->id == m->hand_on_last) {
 			if (fallback == 0 || pr->match_index > fallback_match) {
@@ -2078,6 +2133,25 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 	log_msg('I', 5000245, "replication started on Raft", m->peers[m->o.self_index].raft_addr);
 	*out = m;
 	return 0;
+}
+
+void
+repl_member_note_vote_floor(repl_member_t *m, int64_t member_id, uint64_t floor)
+{
+	raft_id id = (raft_id)(member_id + 1);
+	int i;
+
+	pthread_mutex_lock(&m->lock);
+	for (i = 0; i < m->npeer_floor && m->peer_floor[i].id != id; i++)
+		;
+	if (i < REPL_MAX_MEMBERS) {
+		m->peer_floor[i].id = id;
+		if (i == m->npeer_floor || floor > m->peer_floor[i].floor)
+			m->peer_floor[i].floor = floor;
+		if (i == m->npeer_floor)
+			m->npeer_floor++;
+	}
+	pthread_mutex_unlock(&m->lock);
 }
 
 void

@@ -13,7 +13,9 @@ in (a refusal line) nor stands in (a line) -- a vote in T + 1 could be one
 it gave before the wipe -- so the new primary is of a term past the floor,
 elected with W's vote or W itself; W later wins an election (the others
 frozen, a stepdown) and takes majority writes, and every member holds the
-same data.
+same data.  Last, Y is wiped under W: a stepdown of W right after the
+hand-over goes to the old primary, not to Y (whose candidacy would not pass
+its floor), and Y grants no vote in that election.
 
 usage: raft_wiped_vote.py path/to/tamgad
 """
@@ -156,6 +158,42 @@ def main():
         wait_equal(cl.members, "wv", "c", 30)
         with w.client() as c:
             check(c.wv.c.count_documents({}) == 52, "every write is on W")
+
+        # a stepdown right after a hand-over (no election since): the
+        # transfer goes to the member that kept its disk, never to the
+        # wiped one (its candidacy of the next term would not pass its
+        # floor: 262), and the wiped one refuses that election's vote
+        for m in (p, y):
+            with m.client() as c:
+                c.admin.command("replSetFreeze", 0)
+        y.kill9()
+        shutil.rmtree(y.dbpath)
+        y.start()
+        check(wait_state(y, [2], 60) == 2, "Y wiped and SECONDARY again")
+        t_w = term_of(w)
+        y_floor = log_entries(y, 5000292)[-1]["attr"]["voteFloor"]
+        check(y_floor == t_w + 1, "Y's floor %r is W's term %r + 1" % (y_floor, t_w))
+        try:
+            with w.client() as c:
+                c.admin.command("replSetStepDown", 30, secondaryCatchUpPeriodSecs=10)
+        except OperationFailure as e:
+            check(False, "the stepdown right after the hand-over: %r" % e)
+        except PyMongoError:
+            pass   # the connection closes as the primary steps down
+        check(cl.wait_primary(30) is p, "the stepdown went to the member that kept its disk")
+        check(term_of(p) == y_floor, "elected in the wiped member's floor term")
+        # (the request may not reach Y at all: the new leader's Raft
+        # connection to the restarted Y may not be up yet)
+        with y.client() as c:
+            epm = c.admin.command("replSetGetStatus").get("electionParticipantMetrics", {})
+        check(not (epm.get("votedForCandidate") and epm.get("electionTerm") == y_floor),
+              "Y granted no vote in its floor's term: %r" % epm)
+        check(all(e["attr"]["term"] == y_floor for e in log_entries(y, 5000290)), "Y's refusals: its floor's term")
+        check(not log_entries(y, 5000291), "Y stood in no election")
+        with p.client() as c:
+            db = c.get_database("wv", write_concern=WriteConcern(w=3, wtimeout=20000))
+            db.c.insert_one({"_id": "after-stepdown"})
+        wait_equal(cl.members, "wv", "c", 30)
     print("raft_wiped_vote: %d checks passed in %.1fs" % (checks, time.time() - t0))
     print("%d passed, 0 failed" % checks)
 
