@@ -31,6 +31,10 @@
  * term fails, its next one is past the floor).  Pre-votes pass both ways:
  * they record nothing, and refusing them would keep every candidate at the
  * floor's term for good.
+ * The leader that handed over notes the floor (repl_member_note_vote_floor
+ * in raft_member.h): its stepdowns and hand-ons transfer the leadership to
+ * another voter while the wiped member's candidacy would not pass it, and
+ * the wiped member seeks no priority takeover meanwhile.
  *
  * Not a proof: a vote given before the wipe in a term > T + 1 would need a
  * candidate that ran two elections past the term of a primary that still
