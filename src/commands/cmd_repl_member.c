@@ -32,6 +32,7 @@
 #include "common/checked.h"
 #include "repl/election_log.h"
 #include "repl/member_rejoin.h"
+#include "repl/raft_vote_floor.h"
 #include "repl/member_rpc.h"
 #include "repl/raft_leftover.h"
 #include "repl/raft_member.h"
@@ -124,7 +125,7 @@ member_channels_check(engine_t *e, terr_t *err)
 }
 
 static int
-member_start(engine_t *e, const bson_t *cfg, bool force_config, terr_t *err)
+member_start(engine_t *e, const bson_t *cfg, bool force_config, uint64_t vote_floor, terr_t *err)
 {
 	repl_member_peer_t *peers = NULL;
 	repl_member_options_t o;
@@ -161,6 +162,7 @@ member_start(engine_t *e, const bson_t *cfg, bool force_config, terr_t *err)
 	o.on_config = cmd_repl_member_on_config;
 	o.on_config_arg = e;
 	o.force_config = force_config;
+	o.vote_floor = vote_floor;
 	if (force_config) {
 		/* the term jumps as the forced configuration's version does: past
 		 * any term the members it leaves out reached by elections of
@@ -217,7 +219,7 @@ cmd_repl_member_on_self_host(engine_t *e)
 		bson_destroy(&cfg);
 		return;
 	}
-	if (member_start(e, &cfg, false, &err) != 0) {
+	if (member_start(e, &cfg, false, 0, &err) != 0) {
 		bson_t attr;
 		bson_init(&attr);
 		BSON_APPEND_UTF8(&attr, "error", err.msg ? err.msg : "");
@@ -337,7 +339,7 @@ cmd_repl_member_restart(engine_t *e, const bson_t *cfg, cmd_repl_restart_t how, 
 	if (ret == 0 && how == CMD_REPL_RESTART_EMPTIED)
 		ret = repl_rejoin_reset_raft_dir(e->raft_dir, err);
 	if (ret == 0)
-		ret = member_start(e, cfg, how == CMD_REPL_RESTART_FORCED, err);
+		ret = member_start(e, cfg, how == CMD_REPL_RESTART_FORCED, 0, err);
 	pthread_mutex_unlock(&swap_mu);
 	return ret;
 }
@@ -453,14 +455,15 @@ cmd_repl_member_join_veto(const char *host, const terr_t *je, int64_t version, t
 	return true;
 }
 
-/* This node joins the set of cfg (a completed configuration). */
+/* This node joins the set of cfg (a completed configuration); vote_floor:
+ * see repl_member_options_t (0: none). */
 static int
-join_self(engine_t *e, const bson_t *cfg, terr_t *err)
+join_self(engine_t *e, const bson_t *cfg, uint64_t vote_floor, terr_t *err)
 {
 	RET(repl_set_store_config(e->rs, cfg, err));
 	RET(repl_oplog_create(e->oplog, REPL_OPLOG_CREATE_EMPTY, NULL, NULL, err));
 	cmd_repl_watch_start(e);
-	return member_start(e, cfg, false, err);
+	return member_start(e, cfg, false, vote_floor, err);
 }
 
 int
@@ -501,7 +504,7 @@ cmd_repl_member_initiate(cmd_t *c, const bson_t *cfg, terr_t *err)
 		}
 	}
 	if (ret == 0)
-		ret = join_self(e, full, err);
+		ret = join_self(e, full, 0, err);
 	bson_free(peers);
 	bson_destroy(full);
 	return ret;
@@ -564,16 +567,23 @@ readd_self(engine_t *e, const bson_t *cfg, bool dry, terr_t *err)
 
 CMD_HANDLER(cmd_tamga_repl_set_join)
 {
-	static const char *const fields[] = {"dryRun", NULL};
+	static const char *const fields[] = {"dryRun", "term", NULL};
 	engine_t *e = c->engine;
 	bson_t cfg;
 	bson_iter_t it;
-	bool dry = false, found;
+	bool dry = false, found, rejoin = false;
+	int64_t term = 0;
 	const uint8_t *d;
 	uint32_t l;
 
 	RET(cmd_check_fields(c, fields, err));
 	RET(cmd_get_bool(c, "dryRun", &dry, &found, err));
+	/* term: the primary's rejoin thread hands the configuration to a member
+	 * the set already holds as a voter, whose vote memory went with its
+	 * data (repl/member_rejoin.h, repl/raft_vote_floor.h) */
+	RET(cmd_get_int64(c, "term", &term, &rejoin, err));
+	if (rejoin && term < 1)
+		return terr_set(err, TERR_BAD_VALUE, "term must be positive");
 	if (e->rs == NULL)
 		return terr_set(err, TERR_NO_REPLICATION_ENABLED, "This node was not started with replication enabled.");
 	if (!BSON_ITER_HOLDS_DOCUMENT(&c->first))
@@ -615,7 +625,7 @@ CMD_HANDLER(cmd_tamga_repl_set_join)
 	}
 	if (dry)
 		return 0;
-	return join_self(e, &cfg, err);
+	return join_self(e, &cfg, rejoin ? repl_raft_vote_floor_for((uint64_t)term) : 0, err);
 }
 
 /*

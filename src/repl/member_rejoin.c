@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "repl/member_rpc.h"
+#include "repl/raft_vote_floor.h"
 
 #define DRY_TIMEOUT_MS 2000
 #define JOIN_TIMEOUT_MS 10000
@@ -52,9 +53,12 @@ host_of(const bson_t *cfg, int64_t id)
 	return NULL;
 }
 
-/* {_tamgaReplSetJoin: cfg, dryRun}: 0 when the member took it. */
+/* {_tamgaReplSetJoin: cfg, dryRun, term}: 0 when the member took it.  term
+ * (this primary's) tells the member it is one the set's Raft configuration
+ * already holds as a voter, whose vote memory went with its data: it votes
+ * only past it (raft_vote_floor.h). */
 static int
-join(const char *host, const bson_t *cfg, bool dry, int timeout_ms)
+join(const char *host, const bson_t *cfg, bool dry, int64_t term, int timeout_ms)
 {
 	bson_t cmd = BSON_INITIALIZER, reply;
 	bson_iter_t it;
@@ -63,6 +67,7 @@ join(const char *host, const bson_t *cfg, bool dry, int timeout_ms)
 
 	BSON_APPEND_DOCUMENT(&cmd, "_tamgaReplSetJoin", cfg);
 	BSON_APPEND_BOOL(&cmd, "dryRun", dry);
+	BSON_APPEND_INT64(&cmd, "term", term);
 	if (repl_member_rpc(host, "admin", &cmd, timeout_ms, &reply, &err) == 0) {
 		if (bson_iter_init_find(&it, &reply, "ok") && bson_iter_as_double(&it) == 1.0)
 			ret = 0;
@@ -77,10 +82,14 @@ static void
 look(repl_rejoin_t *r)
 {
 	repl_member_view_t rows[REPL_MAX_MEMBERS];
+	repl_set_info_t in;
 	int n, leader;
 	bson_t cfg;
 
 	if (repl_set_state(r->rs) != REPL_STATE_PRIMARY)
+		return;
+	repl_set_info(r->rs, &in);
+	if (in.term < 1)
 		return;
 	n = repl_member_view(r->m, rows, REPL_MAX_MEMBERS, &leader);
 	if (!repl_set_config_copy(r->rs, &cfg)) {
@@ -91,11 +100,14 @@ look(repl_rejoin_t *r)
 		const char *host;
 		if (rows[i].self || rows[i].reachable || (host = host_of(&cfg, rows[i].member_id)) == NULL)
 			continue;
-		if (join(host, &cfg, true, DRY_TIMEOUT_MS) != 0)
+		if (join(host, &cfg, true, in.term, DRY_TIMEOUT_MS) != 0)
 			continue;   /* down, or it has a configuration (23) */
-		if (join(host, &cfg, false, JOIN_TIMEOUT_MS) == 0) {
+		/* noted first: the member may take it and the answer be lost */
+		repl_member_note_vote_floor(r->m, rows[i].member_id, repl_raft_vote_floor_for((uint64_t)in.term));
+		if (join(host, &cfg, false, in.term, JOIN_TIMEOUT_MS) == 0) {
 			bson_t attr = BSON_INITIALIZER;
 			BSON_APPEND_UTF8(&attr, "member", host);
+			BSON_APPEND_INT64(&attr, "term", in.term);
 			tlog('I', "REPL", 5000261, "gave the set's configuration to a member that had none", &attr);
 			bson_destroy(&attr);
 		}
@@ -169,7 +181,8 @@ repl_rejoin_stop(repl_rejoin_t *r)
 bool
 repl_rejoin_raft_file_kept(const char *name)
 {
-	return strcmp(name, "metadata1") == 0 || strcmp(name, "metadata2") == 0;
+	return strcmp(name, "metadata1") == 0 || strcmp(name, "metadata2") == 0 ||
+	    strcmp(name, REPL_RAFT_VOTE_FLOOR_FILE) == 0 || strcmp(name, REPL_RAFT_VOTE_FLOOR_FILE ".tmp") == 0;
 }
 
 int

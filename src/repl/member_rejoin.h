@@ -6,8 +6,9 @@
  *
  * A thread of the primary looks every REPL_REJOIN_PERIOD_MS at the members
  * Raft has not heard from (repl/raft_member.h's view); to each it sends
- * Tamga's internal `_tamgaReplSetJoin` with the stored configuration, first
- * as a dry run: a member that already holds a configuration answers 23
+ * Tamga's internal `_tamgaReplSetJoin` with the stored configuration and
+ * its own Raft term (the member lost its vote memory with its data: it
+ * votes only past that term, repl/raft_vote_floor.h), first as a dry run: a member that already holds a configuration answers 23
  * AlreadyInitialized (it is only unreachable at Raft's port: a partition,
  * a pause) and is left alone; one that has none stores it, creates its
  * oplog and starts Raft, and Raft brings it the set's log or, when the
@@ -37,8 +38,9 @@ void repl_rejoin_stop(repl_rejoin_t *r);
  * anew under the _id the new configuration gives it (its Raft id is the
  * _id + 1, and mongosh's rs.add() picks a new _id): its Raft folder is
  * emptied first, but for canonical/raft's metadata files (`metadata1`,
- * `metadata2`: the term and the vote), so the member never votes twice in
- * a term it voted in.  Its data and oplog stay; the leader sends it the
+ * `metadata2`: the term and the vote) and the vote floor of a wiped member
+ * (raft_vote_floor.h), so the member never votes twice in a term it voted
+ * in.  Its data and oplog stay; the leader sends it the
  * set's log from its first entry, or its snapshot (the applier skips what
  * the oplog holds).  true when the file named name is kept.
  */

@@ -17,6 +17,7 @@
 #include "repl/raft_tls.h"
 #include "repl/raft_lost_log.h"
 #include "repl/raft_send_guard.h"
+#include "repl/raft_vote_floor.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -181,6 +182,16 @@ struct repl_member {
 	uint64_t lead_term;           /* loop: the term this member last led in */
 	int64_t lead_since_ms;        /* loop: when it first saw itself lead lead_term (wall) */
 	int64_t frozen_until_ms;      /* replSetFreeze / stepdown period (wall; 0: none) */
+	/* a wiped member's vote floor (raft_vote_floor.h; 0: none): no vote
+	 * and no candidacy in a term <= it; the loop thread's, set before */
+	uint64_t vote_floor;
+	uint64_t vote_floor_logged;   /* loop: the last term whose refusal was logged */
+	/* the leader's: the vote floor of each member its rejoin thread handed
+	 * the configuration to (m->lock): no transfer to one whose candidacy
+	 * would be of a term <= its floor (it would not stand: the transfer
+	 * fails) */
+	struct { raft_id id; uint64_t floor; } peer_floor[REPL_MAX_MEMBERS];
+	int npeer_floor;
 };
 
 /* A member copying data (STARTUP2) starts no election (mongod never elects
@@ -192,6 +203,8 @@ struct repl_member {
  * failover; it may win a Raft election instead, but hands the leadership on
  * at once and is never PRIMARY (on_watch). */
 #define STARTUP2_ELECTION_TIMEOUT_MS 3600000u
+
+static raft_id transfer_pick_locked(repl_member_t *m);
 
 static int64_t
 wall_ms(void)
@@ -730,7 +743,7 @@ on_submit(uv_async_t *h)
 	if (m->transfer_requested) {
 		m->transfer_requested = false;
 		if (raft_state(&m->raft) == RAFT_LEADER && !m->transfer_pending) {
-			raft_id to = m->transfer_to;
+			raft_id to = m->transfer_to != 0 ? m->transfer_to : transfer_pick_locked(m);
 			m->transfer.data = m;
 			m->transfer_to = 0;
 			/* 0: Raft picks the most up-to-date voting follower */
@@ -806,6 +819,10 @@ takeover_tick_locked(repl_member_t *m, int state, raft_id lid, int64_t now)
 
 	v.follower = state == RAFT_FOLLOWER && lid != 0 && m->leader_index >= 0;
 	v.electable = !m->no_lead && m->busy_state == 0 && m->frozen_until_ms <= now;
+	/* a wiped member stands in no election of a term <= its vote floor:
+	 * it asks for the leadership once the set's term has passed it */
+	if (m->vote_floor > 0 && m->raft.current_term + 1 <= m->vote_floor)
+		v.electable = false;
 	for (unsigned k = 0; k < m->raft.configuration.n; k++)
 		if (m->raft.configuration.servers[k].id == self && m->raft.configuration.servers[k].role != RAFT_VOTER)
 			v.electable = false;
@@ -818,6 +835,49 @@ takeover_tick_locked(repl_member_t *m, int state, raft_id lid, int64_t now)
 	v.term = m->raft.current_term;
 	v.election_timeout_ms = m->o.election_timeout_ms;
 	repl_takeover_tick(m->takeover, &v, now);
+}
+
+/* Whether the member of Raft id `id` was handed the configuration by this
+ * leader with a vote floor its candidacy (of this term + 1) would not pass
+ * (m->lock, loop thread). */
+static bool
+peer_floored_locked(repl_member_t *m, raft_id id)
+{
+	for (int i = 0; i < m->npeer_floor; i++)
+		if (m->peer_floor[i].id == id)
+			return m->peer_floor[i].floor >= m->raft.current_term + 1;
+	return false;
+}
+
+/* A stepdown's transfer target when none is named (m->lock, loop thread,
+ * leader): Raft's own pick (0), unless a member this leader handed the
+ * configuration to in its term could be it -- then among the other voters
+ * the one holding most of the log, one heard from lately first (0 when
+ * there is none). */
+static raft_id
+transfer_pick_locked(repl_member_t *m)
+{
+	raft_id best = 0;
+	raft_index best_match = 0;
+	bool any = false, best_recent = false;
+
+	for (unsigned k = 0; k < m->raft.configuration.n; k++)
+		any = any || peer_floored_locked(m, m->raft.configuration.servers[k].id);
+	if (!any || m->raft.leader_state.progress == NULL)
+		return 0;
+	for (unsigned k = 0; k < m->raft.configuration.n; k++) {
+		const struct raft_server *sv = &m->raft.configuration.servers[k];
+		const struct raft_progress *pr = &m->raft.leader_state.progress[k];
+		if (sv->id == m->raft.id || sv->role != RAFT_VOTER || peer_floored_locked(m, sv->id))
+			continue;
+		if (best == 0 || (pr->recent_recv && !best_recent) ||
+		    (pr->recent_recv == best_recent && pr->match_index > best_match)) {
+			best = sv->id;
+			best_match = pr->match_index;
+			best_recent = pr->recent_recv;
+		}
+	}
+	return best;
 }
 
 /* The leader that may not stay so (priority 0, STARTUP2, frozen): the voter
@@ -842,7 +902,7 @@ hand_on_target(repl_member_t *m)
 	for (unsigned k = 0; k < m->raft.configuration.n; k++) {
 		const struct raft_server *sv = &m->raft.configuration.servers[k];
 		const struct raft_progress *pr = &m->raft.leader_state.progress[k];
-		if (sv->id == self || sv->role != RAFT_VOTER || !pr->recent_recv)
+		if (sv->id == self || sv->role != RAFT_VOTER || !pr->recent_recv || peer_floored_locked(m, sv->id))
 			continue;
 		if (sv->id == m->prev_leader || sv->id == m->hand_on_last) {
 			if (fallback == 0 || pr->match_index > fallback_match) {
@@ -1070,6 +1130,28 @@ from_stranger(const struct raft *r, const struct raft_message *msg)
 
 static void vote_seen(repl_member_t *m, const struct raft_request_vote *rv);
 
+/* A vote request of a term at or below this wiped member's vote floor,
+ * refused (received: dropped; sent as a candidate: not sent), logged once
+ * per term (loop thread). */
+static void
+vote_floor_log(repl_member_t *m, uint64_t term, const char *addr, bool own)
+{
+	bson_t attr;
+
+	if (m->vote_floor_logged == term)
+		return;
+	m->vote_floor_logged = term;
+	bson_init(&attr);
+	BSON_APPEND_INT64(&attr, "term", (int64_t)term);
+	BSON_APPEND_INT64(&attr, "voteFloor", (int64_t)m->vote_floor);
+	if (addr != NULL)
+		BSON_APPEND_UTF8(&attr, own ? "to" : "candidate", addr);
+	tlog('I', "ELECTION", own ? 5000291 : 5000290, own ?
+	    "not standing in an election of a term this member may have voted in before its data was wiped" :
+	    "refused a vote in a term this member may have voted in before its data was wiped", &attr);
+	bson_destroy(&attr);
+}
+
 /* A follower that answers from a log shorter than it acknowledged (its data
  * wiped): the leader learns its position again (raft_lost_log.h). */
 static void
@@ -1109,6 +1191,10 @@ fault_recv(struct raft_io *io, struct raft_message *msg)
 		bson_destroy(&data);
 		drop_message(msg);
 		return;
+	}
+	if (repl_raft_vote_floor_blocks(m->vote_floor, msg)) {
+		vote_floor_log(m, msg->request_vote.term, msg->server_address, false);
+		return;   /* no payload to free */
 	}
 	if (msg->type == RAFT_IO_REQUEST_VOTE)
 		m->vote_candidate = 0;
@@ -1263,6 +1349,11 @@ guarded_send(struct raft_io *io, struct raft_io_send *req, const struct raft_mes
 	}
 	if (msg->type == RAFT_IO_REQUEST_VOTE_RESULT)
 		vote_answered(m, msg);
+	if (repl_raft_vote_floor_blocks(m->vote_floor, msg)) {
+		/* as lost on the network: the candidacy of that term fails */
+		vote_floor_log(m, msg->request_vote.term, msg->server_address, true);
+		return RAFT_NOCONNECTION;
+	}
 	return repl_raft_send_checked(io, req, msg, cb, m->io_send);
 }
 
@@ -2036,6 +2127,22 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 		bson_free(m);
 		return -1;
 	}
+	/* a wiped member handed the configuration: its vote floor stored before
+	 * Raft runs; any member: the stored one (a restart within the window) */
+	if (repl_raft_vote_floor_raise(m->dir, o->vote_floor, err) != 0 ||
+	    repl_raft_vote_floor_load(m->dir, &m->vote_floor, err) != 0) {
+		bson_free(m->peers);
+		bson_free(m->dir);
+		bson_free(m);
+		return -1;
+	}
+	if (m->vote_floor > 0) {
+		bson_t attr = BSON_INITIALIZER;
+		BSON_APPEND_INT64(&attr, "voteFloor", (int64_t)m->vote_floor);
+		tlog('I', "ELECTION", 5000292, "this member lost its vote memory with its data: it votes and stands only in "
+		    "terms past its vote floor", &attr);
+		bson_destroy(&attr);
+	}
 	last = repl_oplog_last_optime(o->oplog);
 	m->local_last_ts = last.ts;
 	pthread_mutex_init(&m->lock, NULL);
@@ -2065,6 +2172,25 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 	log_msg('I', 5000245, "replication started on Raft", m->peers[m->o.self_index].raft_addr);
 	*out = m;
 	return 0;
+}
+
+void
+repl_member_note_vote_floor(repl_member_t *m, int64_t member_id, uint64_t floor)
+{
+	raft_id id = (raft_id)(member_id + 1);
+	int i;
+
+	pthread_mutex_lock(&m->lock);
+	for (i = 0; i < m->npeer_floor && m->peer_floor[i].id != id; i++)
+		;
+	if (i < REPL_MAX_MEMBERS) {
+		m->peer_floor[i].id = id;
+		if (i == m->npeer_floor || floor > m->peer_floor[i].floor)
+			m->peer_floor[i].floor = floor;
+		if (i == m->npeer_floor)
+			m->npeer_floor++;
+	}
+	pthread_mutex_unlock(&m->lock);
 }
 
 void

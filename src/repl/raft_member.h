@@ -102,6 +102,11 @@ typedef struct repl_member_options {
 	 * term the members the forced configuration leaves out can have used,
 	 * so no entry of its history shares a (ts, t) with theirs */
 	uint64_t force_term;
+	/* a wiped member handed the configuration by a primary (member_rejoin.h):
+	 * repl_raft_vote_floor_for(the primary's term), stored in dir before Raft
+	 * starts; no vote and no candidacy in a term <= it (raft_vote_floor.h).
+	 * 0: none given (a floor stored earlier still holds) */
+	uint64_t vote_floor;
 } repl_member_options_t;
 
 /* The key of a configuration entry in the set's log: {_tamgaConfig: cfg}
@@ -113,6 +118,11 @@ typedef struct repl_member_options {
 int repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *err);
 /* Stop and free (NULL is fine). */
 void repl_member_stop(repl_member_t *m);
+/* The leader's rejoin thread handed the configuration to member member_id
+ * with this vote floor (raft_vote_floor.h): a stepdown's or a hand-on's
+ * leadership transfer of this leader does not pick it while its candidacy
+ * would not pass the floor. */
+void repl_member_note_vote_floor(repl_member_t *m, int64_t member_id, uint64_t floor);
 /* Stop m's threads and its Raft server (its files closed) but keep m
  * allocated: a reader that took the pointer before it was replaced still
  * gets m's last values and its waits return at once; repl_member_stop

@@ -12,7 +12,11 @@ deterministically:
      entries back and end SECONDARY with every collection equal (a hash in
      _id order) to the others', its oplog without the rolled-back entries,
      and the documents of its rolled-back inserts and updates saved in
-     <dbpath>/rollback/<collection uuid>/removed.<time>.<n>.bson as mongod;
+     <dbpath>/rollback/<collection uuid>/removed.<time>.<n>.bson as mongod.
+     In the first round the old primary is then elected again and the
+     retries of its rolled-back retryable writes (same lsid and txnNumber,
+     through PyMongo) are sent to it: they run again, once; in the second
+     round they go to the new primary;
   4. a fourth round restarts the old primary only after the new one took
      more entries than the Raft log keeps: it gets the leader's snapshot,
      finds the common point in the leader's oplog, rolls back (files as
@@ -100,7 +104,7 @@ def rbid(m):
     return r["rbid"]
 
 
-def one_round(cl, p, rnd, kill, ddl=False, far=False):
+def one_round(cl, p, rnd, kill, ddl=False, far=False, retry_on_old=False):
     others = [m for m in cl.members if m is not p]
     coll = "c%d" % rnd
     rb0 = rbid(p)
@@ -227,10 +231,31 @@ def one_round(cl, p, rnd, kill, ddl=False, far=False):
                   "the rolled-back plain insert's config.transactions row is gone")
             check(c.rb["ts%d" % rnd].count_documents({}) == 1 and c.rb.retry.count_documents({"_id": "p%d" % rnd}) == 0,
                   "the rolled-back retryable inserts are undone")
+    if not ddl and not far and retry_on_old:
+        # the old primary elected again (the third member frozen, the new
+        # primary stepping down): its memory of the rolled-back writes is
+        # gone, a retry sent to it runs them again
+        third = [m for m in others if m is not np][0]
+        with third.client() as c:
+            c.admin.command("replSetFreeze", 60)
+        try:
+            with np.client() as c:
+                c.admin.command("replSetStepDown", 60, secondaryCatchUpPeriodSecs=10)
+        except PyMongoError:
+            pass   # the connection closes as the primary steps down
+        check(cl.wait_primary(30) is p, "the old primary is elected again")
+        # (the two stay frozen: the next round kills and restarts them)
+        with p.client() as c:
+            check(c.admin.command("hello")["isWritablePrimary"], "the old primary is primary")
+            check(c.rb["ts%d" % rnd].count_documents({}) == 1 and c.rb.retry.count_documents({"_id": "p%d" % rnd}) == 0,
+                  "the re-elected old primary does not hold the rolled-back writes")
     if not ddl and not far:
         # a retry of the rolled-back writes executes them again (as mongod:
-        # config.transactions no longer records them), once
-        with cl.wait_primary(10).client() as c:
+        # config.transactions no longer records them), once -- on the new
+        # primary, or on the old one elected again
+        target = cl.wait_primary(10)
+        check(target is p if retry_on_old else target is np, "the retries go to %s" % target.host)
+        with target.client() as c:
             check(writes(c, "majority") == (2, 1), "the retries after the rollback inserted again")
             check(c.rb["ts%d" % rnd].count_documents({}) == 3 and c.rb.retry.count_documents({"_id": "p%d" % rnd}) == 1,
                   "each retried write applied once")
@@ -278,7 +303,7 @@ def main():
                 check(e.code == 94, "replSetGetRBID before initiation: 94 NotYetInitialized, got %r" % e.code)
             c.admin.command("replSetInitiate", cl.config(election_ms=2000))
         p = cl.wait_primary(20)
-        p = one_round(cl, p, 1, kill=True)
+        p = one_round(cl, p, 1, kill=True, retry_on_old=True)
         p = one_round(cl, p, 2, kill=False)
         p = one_round(cl, p, 3, kill=True, ddl=True)
         p = one_round(cl, p, 4, kill=True, far=True)

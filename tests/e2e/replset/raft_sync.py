@@ -252,6 +252,24 @@ def held(cl, p):
     its copy held by mongod's initialSyncHangBeforeCopyingDatabases, the
     primary steps down twice and is then killed; another member takes over
     each time, the copying one never; released, it ends SECONDARY."""
+    # the member the previous case wiped stands in no election of the term
+    # after its hand-over's (src/repl/raft_vote_floor.h): with a second
+    # member wiped in the same term no secondary could take a stepdown over
+    # (262), so the set's term moves on first
+    s = [m for m in cl.members if m is not p][0]
+    with s.client() as c:
+        t_before = c.admin.command("replSetGetStatus")["term"]
+    try:
+        with p.client() as c:
+            c.admin.command("replSetStepDown", 30, secondaryCatchUpPeriodSecs=10)
+    except PyMongoError as e:
+        check(False, "stepdown before the held copy: %r" % e)
+    np = cl.wait_primary(30)
+    with p.client() as c:
+        check(c.admin.command("replSetFreeze", 0).get("info") == "unfreezing", "unfreeze")
+    p = np
+    with p.client() as c:
+        check(c.admin.command("replSetGetStatus")["term"] > t_before, "the term moved on")
     s = [m for m in cl.members if m is not p][0]
     s.kill9()
     before = s.tail(100000).count("Starting initial sync")
