@@ -2001,7 +2001,7 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 	/* libraft's segments written over zeros, not fallocated space: each
 	 * append then overwrites written blocks (raft_segment_fill.h) */
 	if (repl_raft_segment_fill_register(m->dir) != 0)
-		log_msg('W', 5000290, "the Raft folder's segments are not zero-filled", "appends take the slow path");
+		log_msg('W', 5000296, "the Raft folder's segments are not zero-filled", "appends take the slow path");
 	last = repl_oplog_last_optime(o->oplog);
 	m->local_last_ts = last.ts;
 	pthread_mutex_init(&m->lock, NULL);
